@@ -1,0 +1,27 @@
+import { resolve } from 'node:path'
+import { defineConfig } from 'electron-vite'
+import vue from '@vitejs/plugin-vue'
+
+// One build for both runtimes: out/main/cli.js is the headless server (plain Node),
+// out/main/index.js the Electron main process; both bundle the same server core.
+// The renderer is built to out/renderer and served by the server at `/`.
+export default defineConfig({
+  main: {
+    build: {
+      externalizeDeps: true,
+      rollupOptions: {
+        input: {
+          cli: resolve(__dirname, 'src/main/cli.ts'),
+          index: resolve(__dirname, 'src/main/index.ts'),
+        },
+      },
+    },
+  },
+  renderer: {
+    root: resolve(__dirname, 'src/renderer'),
+    plugins: [vue()],
+    build: {
+      rollupOptions: { input: resolve(__dirname, 'src/renderer/index.html') },
+    },
+  },
+})

@@ -1,0 +1,52 @@
+// The runtime boundary, enforced: the server core (src/main) never imports a value from
+// `electron` (only src/main/desktop and the Electron entry do); the renderer reaches data only
+// over HTTP, so it imports neither Node nor src/main; src/shared imports nothing runtime-specific.
+import js from '@eslint/js'
+import tseslint from 'typescript-eslint'
+
+const electronOnlyInDesktop = {
+  'no-restricted-imports': [
+    'error',
+    {
+      paths: [{ name: 'electron', message: 'Only src/main/desktop may import electron; the server core runs under plain Node.' }],
+      patterns: [{ group: ['electron/*'], message: 'Only src/main/desktop may import electron.' }],
+    },
+  ],
+}
+
+export default tseslint.config(
+  { ignores: ['out/**', 'dist/**', 'node_modules/**', '.tools/**', 'coverage/**', 'test/artifacts/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    rules: {
+      '@typescript-eslint/no-explicit-any': 'off',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-empty': ['error', { allowEmptyCatch: true }],
+    },
+  },
+  { files: ['src/main/**/*.ts'], ignores: ['src/main/desktop/**', 'src/main/index.ts'], rules: electronOnlyInDesktop },
+  {
+    files: ['src/renderer/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { group: ['node:*', 'electron', 'electron/*'], message: 'The renderer runs in a browser: no Node or Electron.' },
+            { group: ['**/main/**', '../../main/*'], message: 'The renderer talks to the server only over HTTP; share types through src/shared.' },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['src/shared/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['node:*', 'electron', 'electron/*', 'vue', '**/main/**', '**/renderer/**'], message: 'src/shared holds contract types only.' }] },
+      ],
+    },
+  },
+)

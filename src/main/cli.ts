@@ -1,0 +1,14 @@
+/**
+ * The headless entry: `node out/main/cli.js [--config file] [--host h] [--port n] [--data-dir d]`.
+ * It checks the Node version before loading anything that needs a newer one.
+ */
+const major = Number(process.versions.node.split('.')[0])
+if (major < 22) {
+  process.stderr.write(`burnrate: Node.js 22 or newer is required (this is ${process.version}); see the README.\n`)
+  process.exit(1)
+}
+
+const { runHeadless } = await import('./headless')
+await runHeadless(process.argv.slice(2))
+
+export {}

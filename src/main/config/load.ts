@@ -1,0 +1,139 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { isAbsolute, join, resolve } from 'node:path'
+import { parseDocument } from 'yaml'
+import type { z } from 'zod'
+import { machineTimeZone } from '../time/zone'
+import { PROVIDER_NAMES } from '../providers/registry'
+import { CONFIG_FILE, defaultDataDir } from './paths'
+import { type Config, configSchema } from './schema'
+
+/** A configuration problem that stops start-up; its message is meant for a person. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+export interface ConfigFlags {
+  config?: string
+  host?: string
+  port?: number | string
+  dataDir?: string
+}
+
+function describePath(path: readonly PropertyKey[]): string {
+  let out = ''
+  for (const p of path) {
+    if (typeof p === 'number') out += `[${p}]`
+    else out += out ? `.${String(p)}` : String(p)
+  }
+  return out || '(top level)'
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  const where = describePath(issue.path)
+  if (issue.code === 'unrecognized_keys') {
+    const keys = issue.keys.map((k) => `"${k}"`).join(', ')
+    return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}`
+  }
+  if (issue.code === 'invalid_type') {
+    return `${where}: expected ${issue.expected}`
+  }
+  return `${where}: ${issue.message}`
+}
+
+function parsePort(value: number | string, origin: string): number {
+  const n = typeof value === 'number' ? value : Number(value)
+  if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
+    throw new ConfigError(`${origin}: expected a port number from 0 to 65535, got "${value}"`)
+  }
+  return n
+}
+
+/** Reads and validates the YAML text of a config file; `file` is only used in messages. */
+export function parseConfigText(text: string, file: string): z.output<typeof configSchema> {
+  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true })
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]
+    const line = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : ''
+    throw new ConfigError(`config ${file}: not valid YAML${line}: ${e.message.split('\n')[0]}`)
+  }
+  const raw = doc.toJS() ?? {}
+  if (typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError(`config ${file}: expected a mapping of keys at the top level`)
+  }
+  const result = configSchema.safeParse(raw)
+  if (!result.success) {
+    const lines = result.error.issues.map(describeIssue)
+    throw new ConfigError(`config ${file}: ${lines.join('; ')}`)
+  }
+  const cfg = result.data
+  for (const name of Object.keys(cfg.providers)) {
+    if (!PROVIDER_NAMES.includes(name)) {
+      throw new ConfigError(
+        `config ${file}: providers.${name}: unknown provider; expected one of ${PROVIDER_NAMES.join(', ')}`,
+      )
+    }
+  }
+  for (const [i, rule] of cfg.budgets.rules.entries()) {
+    checkPattern(rule.api_key_pattern, `config ${file}: budgets.rules[${i}].api_key_pattern`)
+    if (rule.daily_limit_usd == null && rule.monthly_limit_usd == null) {
+      throw new ConfigError(
+        `config ${file}: budgets.rules[${i}]: expected daily_limit_usd or monthly_limit_usd to be a number`,
+      )
+    }
+  }
+  for (const [i, m] of cfg.tenants.key_mappings.entries()) {
+    checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
+  }
+  return cfg
+}
+
+/** A key pattern is a whole key, or a prefix followed by one trailing `*`. */
+export function checkPattern(pattern: string, where: string): void {
+  const star = pattern.indexOf('*')
+  if (star !== -1 && star !== pattern.length - 1) {
+    throw new ConfigError(`${where}: "*" is only allowed once, at the end of the pattern`)
+  }
+}
+
+/**
+ * Builds the effective configuration. Precedence: command-line flags, then environment
+ * (BURNRATE_CONFIG, BURNRATE_DATA_DIR, BURNRATE_HOST, BURNRATE_PORT), then the file, then defaults.
+ * Without --config or BURNRATE_CONFIG, `<data dir>/config.yaml` is read when it exists.
+ */
+export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const dirOverride = flags.dataDir ?? (env.BURNRATE_DATA_DIR || undefined)
+  const explicit = flags.config ?? (env.BURNRATE_CONFIG || undefined)
+  let file: string | null = null
+  if (explicit) {
+    file = resolve(explicit)
+    if (!existsSync(file)) throw new ConfigError(`config ${file}: file not found`)
+  } else {
+    const candidate = join(resolve(dirOverride ?? defaultDataDir()), CONFIG_FILE)
+    if (existsSync(candidate)) file = candidate
+  }
+
+  let text = ''
+  if (file) {
+    try {
+      text = readFileSync(file, 'utf8')
+    } catch (err) {
+      throw new ConfigError(`config ${file}: cannot be read (${(err as NodeJS.ErrnoException).code ?? err})`)
+    }
+  }
+  const parsed = parseConfigText(text, file ?? '(defaults)')
+
+  if (flags.host ?? env.BURNRATE_HOST) parsed.server.host = (flags.host ?? env.BURNRATE_HOST) as string
+  if (flags.port !== undefined) parsed.server.port = parsePort(flags.port, '--port')
+  else if (env.BURNRATE_PORT) parsed.server.port = parsePort(env.BURNRATE_PORT, 'BURNRATE_PORT')
+
+  let dataDir = dirOverride ?? parsed.data_dir ?? defaultDataDir()
+  if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
+
+  if (parsed.admin.enabled && !parsed.admin.token) {
+    throw new ConfigError(
+      `config ${file ?? '(defaults)'}: admin.token: expected a non-empty token because admin.enabled is true`,
+    )
+  }
+
+  return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), source: file }
+}

@@ -1,0 +1,69 @@
+import { parseArgs } from 'node:util'
+import { ConfigError, loadConfig } from './config/load'
+import { createLogger } from './log'
+import { StartupError, createBurnrate } from './server/server'
+
+const USAGE = `Usage: burnrate [--config <file>] [--host <address>] [--port <n>] [--data-dir <dir>]
+
+Environment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR (flags win).`
+
+/** Runs the server core under plain Node until SIGINT or SIGTERM, then flushes and exits. */
+export async function runHeadless(argv: string[]): Promise<void> {
+  const log = createLogger()
+  let flags
+  try {
+    flags = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' },
+        host: { type: 'string' },
+        port: { type: 'string' },
+        'data-dir': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    }).values
+  } catch (err) {
+    process.stderr.write(`burnrate: ${(err as Error).message}\n${USAGE}\n`)
+    process.exit(2)
+  }
+  if (flags.help) {
+    process.stdout.write(`${USAGE}\n`)
+    return
+  }
+
+  let server
+  try {
+    const config = loadConfig({ config: flags.config, host: flags.host, port: flags.port, dataDir: flags['data-dir'] })
+    server = createBurnrate(config, { log })
+    const url = await server.listen()
+    log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof StartupError) {
+      process.stderr.write(`burnrate: ${err.message}\n`)
+      if (server) await server.close(0).catch(() => {})
+      process.exit(1)
+    }
+    throw err
+  }
+
+  let stopping = false
+  const stop = (signal: string) => {
+    if (stopping) {
+      log.warn(`${signal} again: exiting without waiting`)
+      server.ledger.flush()
+      process.exit(1)
+    }
+    stopping = true
+    log.info(`${signal}: finishing calls under way and flushing the ledger`)
+    server
+      .close()
+      .then(() => process.exit(0))
+      .catch((err: Error) => {
+        log.error(`shutdown failed: ${err.message}`)
+        process.exit(1)
+      })
+  }
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+}

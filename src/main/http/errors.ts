@@ -1,0 +1,40 @@
+import type { ServerResponse } from 'node:http'
+import type { ErrorType } from '../../shared/api'
+
+export const STATUS_OF: Record<ErrorType, number> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  not_found: 404,
+  conflict: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  budget_exceeded: 429,
+  upstream_unreachable: 502,
+  upstream_timeout: 504,
+  internal: 500,
+}
+
+export function errorBody(type: ErrorType, message: string, extra?: Record<string, unknown>) {
+  return { error: { type, message, ...extra } }
+}
+
+/** Answers with the contract's error shape on a bare node:http response. */
+export function sendError(
+  res: ServerResponse,
+  type: ErrorType,
+  message: string,
+  extra?: Record<string, unknown>,
+  headers?: Record<string, string>,
+): void {
+  if (res.headersSent) {
+    res.destroy()
+    return
+  }
+  const body = JSON.stringify(errorBody(type, message, extra))
+  res.writeHead(STATUS_OF[type], {
+    ...headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  })
+  res.end(body)
+}

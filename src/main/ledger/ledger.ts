@@ -1,0 +1,145 @@
+import type Database from 'better-sqlite3'
+import type { CallRecord } from './record'
+import { SpendTracker } from './spend'
+
+export interface LedgerOptions {
+  /** Longest wait before a recorded call is written (ms). */
+  flushIntervalMs: number
+  /** Calls held in memory while the database cannot be written. */
+  maxPending: number
+  timezone: string
+}
+
+export interface LedgerStatus {
+  /** False while writes are failing (locked, full or read-only database). */
+  writable: boolean
+  pending: number
+  /** Calls dropped because the database stayed unwritable past `maxPending`. */
+  dropped: number
+  last_error: string | null
+}
+
+type Listener = (call: CallRecord) => void
+
+const COLUMNS = [
+  'ts', 'provider', 'model', 'endpoint', 'api_key_hash', 'key_hint', 'tenant', 'agent', 'session', 'status',
+  'streamed', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cache_write_1h_tokens',
+  'reasoning_tokens', 'cost_usd', 'priced', 'estimated', 'latency_ms', 'error',
+] as const
+
+/**
+ * The write side of the ledger. `record()` is what the proxy calls when a call ends: it
+ * updates the in-memory spend at once and queues the row; rows are written in one
+ * transaction per batch, at most `flushIntervalMs` later, so recording never blocks a
+ * response. If a write fails the batch stays queued (up to `maxPending`) and is retried.
+ */
+export class Ledger {
+  readonly spend: SpendTracker
+  private pending: CallRecord[] = []
+  private timer: NodeJS.Timeout | null = null
+  private readonly insert: Database.Statement
+  private readonly writeBatch: (rows: CallRecord[]) => void
+  private readonly listeners = new Set<Listener>()
+  private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
+  private retryMs = 0
+  private closed = false
+  readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
+
+  constructor(
+    readonly db: Database.Database,
+    private readonly opts: LedgerOptions,
+  ) {
+    this.spend = new SpendTracker(opts.timezone)
+    this.spend.load(db)
+    this.insert = db.prepare(
+      `INSERT INTO calls (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`,
+    )
+    this.writeBatch = db.transaction((rows: CallRecord[]) => {
+      for (const r of rows) {
+        this.insert.run({ ...r, streamed: r.streamed ? 1 : 0, priced: r.priced ? 1 : 0, estimated: r.estimated ? 1 : 0 })
+      }
+      for (const hook of this.batchHooks) hook(rows)
+    })
+  }
+
+  /**
+   * Runs `hook` inside every batch's write transaction, after its rows are inserted
+   * (rollups kept in step with the calls). A hook that throws fails the whole batch.
+   */
+  onBatch(hook: (rows: readonly CallRecord[]) => void): void {
+    this.batchHooks.push(hook)
+  }
+
+  /** Called for every recorded call, as soon as it is recorded (before it is on disk). */
+  onCall(listener: Listener): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  record(call: CallRecord): void {
+    if (this.closed) throw new Error('ledger is closed')
+    this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
+    if (this.pending.length >= this.opts.maxPending) {
+      this.pending.shift()
+      this.status.dropped++
+    }
+    this.pending.push(call)
+    this.status.pending = this.pending.length
+    this.schedule(this.opts.flushIntervalMs)
+    for (const l of this.listeners) {
+      try {
+        l(call)
+      } catch {
+        // a listener's failure is its own; recording goes on
+      }
+    }
+  }
+
+  private schedule(ms: number): void {
+    if (this.timer || this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.flush()
+    }, ms)
+  }
+
+  /** Writes every queued call now. Returns false when the database refused the write. */
+  flush(): boolean {
+    if (this.timer) {
+      clearTimeout(this.timer)
+      this.timer = null
+    }
+    if (this.pending.length === 0) return true
+    const rows = this.pending
+    try {
+      this.writeBatch(rows)
+    } catch (err) {
+      this.status.writable = false
+      this.status.last_error = describe(err)
+      this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
+      this.schedule(this.retryMs)
+      return false
+    }
+    // Calls recorded while the batch was written (none: the write is synchronous) stay queued.
+    this.pending = this.pending === rows ? [] : this.pending.slice(rows.length)
+    this.status.pending = this.pending.length
+    this.status.writable = true
+    this.status.last_error = null
+    this.retryMs = 0
+    return true
+  }
+
+  /** Flushes what is queued and stops accepting calls. The database stays open (its owner closes it). */
+  close(): boolean {
+    const ok = this.flush()
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    return ok
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { code?: string; message?: string }
+  return e?.code ? `${e.code}: ${e.message}` : String(e?.message ?? err)
+}

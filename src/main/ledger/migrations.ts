@@ -1,0 +1,78 @@
+import type Database from 'better-sqlite3'
+
+/**
+ * Versioned schema migrations, applied in order at start-up inside one transaction each;
+ * `PRAGMA user_version` records the last one applied. Never edit a released migration:
+ * append a new one.
+ */
+export interface Migration {
+  version: number
+  description: string
+  up: (db: Database.Database) => void
+}
+
+export const MIGRATIONS: Migration[] = [
+  {
+    version: 1,
+    description: 'calls ledger and runtime budget rules',
+    up: (db) => {
+      db.exec(`
+        CREATE TABLE calls (
+          id INTEGER PRIMARY KEY,
+          ts INTEGER NOT NULL,
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          endpoint TEXT NOT NULL,
+          api_key_hash TEXT NOT NULL,
+          key_hint TEXT NOT NULL,
+          tenant TEXT NOT NULL,
+          agent TEXT NOT NULL,
+          session TEXT NOT NULL,
+          status INTEGER NOT NULL,
+          streamed INTEGER NOT NULL,
+          input_tokens INTEGER NOT NULL,
+          output_tokens INTEGER NOT NULL,
+          cache_read_tokens INTEGER NOT NULL,
+          cache_write_tokens INTEGER NOT NULL,
+          cache_write_1h_tokens INTEGER NOT NULL,
+          reasoning_tokens INTEGER NOT NULL,
+          cost_usd REAL NOT NULL,
+          priced INTEGER NOT NULL,
+          estimated INTEGER NOT NULL,
+          latency_ms REAL NOT NULL,
+          error TEXT
+        );
+        CREATE INDEX calls_ts ON calls (ts);
+        CREATE INDEX calls_key_ts ON calls (api_key_hash, ts);
+        CREATE INDEX calls_tenant_ts ON calls (tenant, ts);
+
+        CREATE TABLE budget_rules (
+          api_key_pattern TEXT PRIMARY KEY,
+          daily_limit_usd REAL,
+          monthly_limit_usd REAL,
+          action TEXT NOT NULL CHECK (action IN ('block', 'warn')),
+          soft_limit_pct REAL,
+          created_at INTEGER NOT NULL
+        );
+      `)
+    },
+  },
+]
+
+export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
+  const current = db.pragma('user_version', { simple: true }) as number
+  const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0)
+  if (current > latest) {
+    throw new Error(
+      `the database schema is version ${current}, newer than this Burnrate knows (${latest}); upgrade Burnrate`,
+    )
+  }
+  for (const m of migrations) {
+    if (m.version <= current) continue
+    db.transaction(() => {
+      m.up(db)
+      db.pragma(`user_version = ${m.version}`)
+    })()
+  }
+  return latest
+}

@@ -1,0 +1,93 @@
+import type Database from 'better-sqlite3'
+import { PeriodClock } from '../time/zone'
+
+interface Counter {
+  dayStart: number
+  day: number
+  monthStart: number
+  month: number
+}
+
+export interface Spend {
+  day: number
+  month: number
+}
+
+/**
+ * Today's and this month's spend, per API key hash and in total, kept in memory in step with
+ * the ledger so that budget checks and the tray read them in O(1) instead of scanning calls.
+ * Counters roll over lazily when a read or write finds that its period has ended.
+ */
+export class SpendTracker {
+  private readonly keys = new Map<string, Counter>()
+  private readonly total: Counter = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+  readonly clock: PeriodClock
+
+  constructor(readonly tz: string) {
+    this.clock = new PeriodClock(tz)
+  }
+
+  private roll(c: Counter, now: number): Counter {
+    const d = this.clock.dayOf(now).start
+    const m = this.clock.monthOf(now).start
+    if (c.dayStart !== d) {
+      c.dayStart = d
+      c.day = 0
+    }
+    if (c.monthStart !== m) {
+      c.monthStart = m
+      c.month = 0
+    }
+    return c
+  }
+
+  /** Adds the cost of a call that arrived at `ts` (ms). Calls from past periods only count where they fall. */
+  add(keyHash: string, ts: number, cost: number, now = Date.now()): void {
+    if (!(cost > 0)) return
+    let c = this.keys.get(keyHash)
+    if (!c) {
+      c = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+      this.keys.set(keyHash, c)
+    }
+    for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
+      if (ts >= counter.monthStart) counter.month += cost
+      if (ts >= counter.dayStart) counter.day += cost
+    }
+  }
+
+  key(keyHash: string, now = Date.now()): Spend {
+    const c = this.keys.get(keyHash)
+    if (!c) return { day: 0, month: 0 }
+    this.roll(c, now)
+    return { day: c.day, month: c.month }
+  }
+
+  totals(now = Date.now()): Spend {
+    this.roll(this.total, now)
+    return { day: this.total.day, month: this.total.month }
+  }
+
+  /** Seeds the counters from the calls already in the database (at start-up). */
+  load(db: Database.Database, now = Date.now()): void {
+    const day = this.clock.dayOf(now).start
+    const month = this.clock.monthOf(now).start
+    const rows = db
+      .prepare(
+        `SELECT api_key_hash AS k,
+                SUM(cost_usd) AS month,
+                SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
+           FROM calls WHERE ts >= @month GROUP BY api_key_hash`,
+      )
+      .all({ day, month }) as { k: string; month: number; day: number }[]
+    this.keys.clear()
+    this.total.dayStart = day
+    this.total.monthStart = month
+    this.total.day = 0
+    this.total.month = 0
+    for (const r of rows) {
+      this.keys.set(r.k, { dayStart: day, day: r.day, monthStart: month, month: r.month })
+      this.total.day += r.day
+      this.total.month += r.month
+    }
+  }
+}

@@ -1,0 +1,140 @@
+import zlib from 'node:zlib'
+
+/**
+ * A decoded copy of a response body for metering. Compressed responses go to the client
+ * as they came; only this tap inflates them. `write` takes the wire bytes; `end` resolves
+ * once every decoded byte has reached `sink`.
+ */
+export class BodyTap {
+  private readonly decoder: zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | null
+  private failed = false
+  private ended: Promise<void> | null = null
+
+  constructor(
+    encoding: string | undefined,
+    private readonly sink: (chunk: Buffer) => void,
+  ) {
+    this.decoder = createDecoder(encoding)
+    if (this.decoder) {
+      this.decoder.on('data', sink)
+      this.decoder.on('error', () => {
+        this.failed = true
+      })
+    }
+  }
+
+  /** True when the body could not be decoded (corrupt or unsupported compression). */
+  get broken(): boolean {
+    return this.failed
+  }
+
+  write(chunk: Buffer): void {
+    if (this.failed) return
+    if (this.decoder) this.decoder.write(chunk)
+    else this.sink(chunk)
+  }
+
+  end(): Promise<void> {
+    if (this.ended) return this.ended
+    const d = this.decoder
+    if (!d || this.failed) return (this.ended = Promise.resolve())
+    this.ended = new Promise<void>((resolve) => {
+      d.once('end', resolve)
+      d.once('error', () => resolve())
+      d.once('close', () => resolve())
+      d.end()
+    })
+    return this.ended
+  }
+}
+
+function createDecoder(encoding: string | undefined) {
+  if (!encoding) return null
+  const e = encoding.trim().toLowerCase()
+  // A truncated body (client abort) still yields what was decoded so far.
+  const opts = { finishFlush: zlib.constants.Z_SYNC_FLUSH }
+  if (e === 'gzip' || e === 'x-gzip') return zlib.createGunzip(opts)
+  if (e === 'deflate') return zlib.createInflate(opts)
+  if (e === 'br') return zlib.createBrotliDecompress({ finishFlush: zlib.constants.BROTLI_OPERATION_FLUSH })
+  if (e === 'zstd' && typeof (zlib as any).createZstdDecompress === 'function') return (zlib as any).createZstdDecompress()
+  if (e === 'identity') return null
+  return null
+}
+
+/**
+ * Keeps a JSON response body for parsing when it ends, up to `limit` bytes. A larger body
+ * (a huge embeddings response) is not held whole: its last `tailBytes` are kept, where the
+ * providers put `usage`, and only that object is parsed.
+ */
+export class JsonCollector {
+  private chunks: Buffer[] = []
+  private size = 0
+  private overflow = false
+  private tail: Buffer[] = []
+  private tailSize = 0
+
+  constructor(
+    private readonly limit = 64 * 1024 * 1024,
+    private readonly tailBytes = 256 * 1024,
+  ) {}
+
+  push = (chunk: Buffer): void => {
+    if (!this.overflow) {
+      if (this.size + chunk.length <= this.limit) {
+        this.chunks.push(chunk)
+        this.size += chunk.length
+        return
+      }
+      this.overflow = true
+      this.tail = this.chunks
+      this.tailSize = this.size
+      this.chunks = []
+    }
+    this.tail.push(chunk)
+    this.tailSize += chunk.length
+    while (this.tail.length > 1 && this.tailSize - this.tail[0].length >= this.tailBytes) {
+      this.tailSize -= this.tail.shift()!.length
+    }
+  }
+
+  /** The parsed body; for an oversized body, `{usage, model}` found in its tail; undefined if unparseable. */
+  parse(): unknown {
+    if (!this.overflow) {
+      if (this.size === 0) return undefined
+      try {
+        return JSON.parse(Buffer.concat(this.chunks, this.size).toString('utf8'))
+      } catch {
+        return undefined
+      }
+    }
+    const text = Buffer.concat(this.tail).toString('utf8')
+    const usage = objectAfterKey(text, 'usage') ?? objectAfterKey(text, 'usageMetadata')
+    return usage ? { usage, usageMetadata: usage } : undefined
+  }
+}
+
+/** Parses the JSON object that follows the last `"key":` in `text`, or undefined. */
+export function objectAfterKey(text: string, key: string): unknown {
+  const at = text.lastIndexOf(`"${key}"`)
+  if (at === -1) return undefined
+  const open = text.indexOf('{', at)
+  if (open === -1) return undefined
+  let depth = 0
+  let inString = false
+  for (let i = open; i < text.length; i++) {
+    const c = text[i]
+    if (inString) {
+      if (c === '\\') i++
+      else if (c === '"') inString = false
+    } else if (c === '"') inString = true
+    else if (c === '{') depth++
+    else if (c === '}' && --depth === 0) {
+      try {
+        return JSON.parse(text.slice(open, i + 1))
+      } catch {
+        return undefined
+      }
+    }
+  }
+  return undefined
+}

@@ -1,0 +1,89 @@
+import { StringDecoder } from 'node:string_decoder'
+
+export type SseHandler = (event: string, data: string) => void
+
+/**
+ * An incremental parser of `text/event-stream` (WHATWG HTML, "event stream interpretation").
+ * It is fed the response bytes as they pass through the proxy, in chunks that may split
+ * lines, CRLF pairs or UTF-8 characters anywhere, and calls `onEvent` once per dispatched event.
+ * Only the metering copy of the stream goes through here; the client gets the original bytes.
+ */
+export class SseParser {
+  private decoder = new StringDecoder('utf8')
+  private buf = ''
+  private event = ''
+  private data: string[] = []
+  private lastWasCR = false
+  /** Longest line kept; a longer one (never seen from a real provider) is dropped, not buffered. */
+  static MAX_LINE = 16 * 1024 * 1024
+
+  constructor(private readonly onEvent: SseHandler) {}
+
+  write(chunk: Buffer): void {
+    let text = this.decoder.write(chunk)
+    if (this.lastWasCR && text.startsWith('\n')) text = text.slice(1)
+    this.lastWasCR = false
+    if (text.length === 0) return
+    this.buf += text
+    let start = 0
+    const buf = this.buf
+    for (let i = 0; i < buf.length; i++) {
+      const c = buf.charCodeAt(i)
+      if (c === 10 || c === 13) {
+        this.line(buf.slice(start, i))
+        if (c === 13) {
+          if (i + 1 < buf.length) {
+            if (buf.charCodeAt(i + 1) === 10) i++
+          } else {
+            this.lastWasCR = true
+          }
+        }
+        start = i + 1
+      }
+    }
+    this.buf = start === 0 ? buf : buf.slice(start)
+    if (this.buf.length > SseParser.MAX_LINE) this.buf = ''
+  }
+
+  /** End of stream: a final event without its blank line is still dispatched. */
+  end(): void {
+    const rest = this.decoder.end()
+    if (rest) this.buf += rest
+    if (this.buf.length > 0) this.line(this.buf)
+    this.buf = ''
+    this.dispatch()
+  }
+
+  private line(line: string): void {
+    if (line.length === 0) {
+      this.dispatch()
+      return
+    }
+    if (line.charCodeAt(0) === 58 /* ':' */) return
+    const colon = line.indexOf(':')
+    let field: string
+    let value: string
+    if (colon === -1) {
+      field = line
+      value = ''
+    } else {
+      field = line.slice(0, colon)
+      value = line.slice(colon + 1)
+      if (value.charCodeAt(0) === 32) value = value.slice(1)
+    }
+    if (field === 'data') this.data.push(value)
+    else if (field === 'event') this.event = value
+  }
+
+  private dispatch(): void {
+    if (this.data.length > 0) {
+      const data = this.data.length === 1 ? this.data[0] : this.data.join('\n')
+      const event = this.event || 'message'
+      this.data = []
+      this.event = ''
+      this.onEvent(event, data)
+    } else {
+      this.event = ''
+    }
+  }
+}

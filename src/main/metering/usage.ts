@@ -1,0 +1,38 @@
+/**
+ * Token usage of one call, normalised across providers (contract: the `call` fields).
+ * `input_tokens` is every prompt token: cached reads and cache writes are parts of it.
+ * `reasoning_tokens` is part of `output_tokens`.
+ */
+export interface Usage {
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  /** All prompt-cache writes; for Anthropic the 5-minute and 1-hour writes together. */
+  cache_write_tokens: number
+  /** The part of `cache_write_tokens` written with a 1-hour lifetime (priced higher). */
+  cache_write_1h_tokens: number
+  reasoning_tokens: number
+  /** Server-side web searches billed per use (Anthropic `server_tool_use.web_search_requests`). */
+  web_searches: number
+}
+
+export function emptyUsage(): Usage {
+  return {
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    cache_write_1h_tokens: 0,
+    reasoning_tokens: 0,
+    web_searches: 0,
+  }
+}
+
+/** A non-negative integer token count from untrusted JSON, or 0. */
+export function count(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0
+}
+
+export function isObject(v: unknown): v is Record<string, any> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v)
+}

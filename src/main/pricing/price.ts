@@ -1,0 +1,79 @@
+import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices'
+import type { Usage } from '../metering/usage'
+
+export interface PriceOverride {
+  model: string
+  provider?: string
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok?: number
+  cache_write_mtok?: number
+  cache_write_1h_mtok?: number
+}
+
+export interface Priced {
+  cost_usd: number
+  priced: boolean
+}
+
+function toLibraryUsage(u: Usage): Record<string, number> {
+  const out: Record<string, number> = { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+  if (u.cache_read_tokens) out.cache_read_tokens = u.cache_read_tokens
+  if (u.cache_write_tokens) out.cache_write_tokens = u.cache_write_tokens
+  if (u.cache_write_1h_tokens) out.cache_write_1h_tokens = u.cache_write_1h_tokens
+  if (u.web_searches) out.web_searches = u.web_searches
+  return out
+}
+
+/**
+ * Prices usage with @pydantic/genai-prices' bundled data (no network), or with the config's
+ * `pricing.overrides`, which win over the library. A model neither knows is `priced: false`
+ * with cost 0: recorded, shown as unpriced, never guessed.
+ */
+export class Pricer {
+  private readonly overrides: { provider?: string; price: PriceProvider }[]
+
+  constructor(overrides: readonly PriceOverride[] = []) {
+    this.overrides = overrides.map((o, i) => {
+      const prices: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
+      if (o.cache_read_mtok !== undefined) prices.cache_read_mtok = o.cache_read_mtok
+      // The library needs a 5-minute write price wherever a 1-hour one is given.
+      if (o.cache_write_mtok !== undefined || o.cache_write_1h_mtok !== undefined) {
+        prices.cache_write_mtok = o.cache_write_mtok ?? o.input_mtok
+      }
+      if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
+      const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
+      return {
+        provider: o.provider,
+        price: {
+          id: `burnrate-override-${i}`,
+          name: 'pricing.overrides',
+          api_pattern: '.*',
+          models: [{ id: o.model, match, prices }],
+        },
+      }
+    })
+  }
+
+  price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
+    const u = toLibraryUsage(usage)
+    for (const o of this.overrides) {
+      if (o.provider && o.provider !== providerName) continue
+      const r = safeCalc(u, model, { provider: o.price })
+      if (r) return r
+    }
+    if (!model) return { cost_usd: 0, priced: false }
+    return safeCalc(u, model, { providerId: pricingId, timestamp: at }) ?? { cost_usd: 0, priced: false }
+  }
+}
+
+function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {
+  try {
+    const r = calcPrice(u, model, opts)
+    if (!r || !Number.isFinite(r.total_price)) return null
+    return { cost_usd: r.total_price, priced: true }
+  } catch {
+    // The library throws for usage its price table cannot decompose; that is "no price", not a crash.
+    return null
+  }
+}

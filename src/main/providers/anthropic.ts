@@ -1,0 +1,134 @@
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
+
+/** Raw Anthropic usage counters; `input_tokens` here excludes cache reads and writes. */
+interface RawUsage {
+  input: number
+  cacheWrite: number
+  cacheWrite1h: number
+  cacheRead: number
+  output: number
+  webSearches: number
+}
+
+function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
+  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0 }
+  // Fields present override (message_delta repeats or updates what message_start said).
+  if ('input_tokens' in u) r.input = count(u.input_tokens)
+  if ('cache_creation_input_tokens' in u) r.cacheWrite = count(u.cache_creation_input_tokens)
+  if ('cache_read_input_tokens' in u) r.cacheRead = count(u.cache_read_input_tokens)
+  if ('output_tokens' in u) r.output = count(u.output_tokens)
+  if (isObject(u.cache_creation)) r.cacheWrite1h = count(u.cache_creation.ephemeral_1h_input_tokens)
+  if (isObject(u.server_tool_use) && 'web_search_requests' in u.server_tool_use) {
+    r.webSearches = count(u.server_tool_use.web_search_requests)
+  }
+  return r
+}
+
+/**
+ * With context compaction, the top-level usage covers only the last sampling iteration;
+ * `usage.iterations` lists every iteration (the compaction summary included), and all of them
+ * are billed, so their sum is the call's usage.
+ */
+function iterationsSum(iterations: unknown): RawUsage | null {
+  if (!Array.isArray(iterations) || iterations.length === 0) return null
+  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0 }
+  for (const it of iterations) {
+    if (!isObject(it)) continue
+    const r = rawUsage(it)
+    sum.input += r.input
+    sum.cacheWrite += r.cacheWrite
+    sum.cacheWrite1h += r.cacheWrite1h
+    sum.cacheRead += r.cacheRead
+    sum.output += r.output
+  }
+  return sum
+}
+
+function normalise(r: RawUsage): Usage {
+  const u = emptyUsage()
+  u.input_tokens = r.input + r.cacheWrite + r.cacheRead
+  u.cache_read_tokens = r.cacheRead
+  u.cache_write_tokens = r.cacheWrite
+  u.cache_write_1h_tokens = Math.min(r.cacheWrite1h, r.cacheWrite)
+  u.output_tokens = r.output
+  u.web_searches = r.webSearches
+  return u
+}
+
+export function anthropicUsage(u: unknown): Usage | null {
+  if (!isObject(u)) return null
+  const r = rawUsage(u)
+  const it = iterationsSum(u.iterations)
+  if (it) {
+    it.webSearches = r.webSearches
+    return normalise(it)
+  }
+  return normalise(r)
+}
+
+export function inspectAnthropic(req: RequestInfo): CallShape {
+  const p = req.path.replace(/\/+$/, '')
+  const isMessages = req.method === 'POST' && p === '/v1/messages'
+  const body = isObject(req.body) ? req.body : undefined
+  return {
+    endpoint: isMessages ? 'messages' : p === '/v1/messages/count_tokens' ? 'count_tokens' : 'other',
+    model: typeof body?.model === 'string' ? body.model : '',
+    stream: body?.stream === true,
+    billable: isMessages,
+  }
+}
+
+/** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
+export class AnthropicMeter implements Meter {
+  private raw: RawUsage | null = null
+  private iterations: RawUsage | null = null
+  private model: string | undefined
+  private text: string[] = []
+
+  event(_name: string, data: string): void {
+    let ev: any
+    try {
+      ev = JSON.parse(data)
+    } catch {
+      return
+    }
+    if (!isObject(ev)) return
+    if (ev.type === 'message_start' && isObject(ev.message)) {
+      if (typeof ev.message.model === 'string') this.model = ev.message.model
+      if (isObject(ev.message.usage)) this.raw = rawUsage(ev.message.usage)
+    } else if (ev.type === 'message_delta' && isObject(ev.usage)) {
+      this.raw = rawUsage(ev.usage, this.raw ?? undefined)
+      const it = iterationsSum(ev.usage.iterations)
+      if (it) this.iterations = it
+    } else if (ev.type === 'content_block_delta' && isObject(ev.delta) && !this.raw) {
+      const d = ev.delta
+      const t = d.text ?? d.partial_json ?? d.thinking
+      if (typeof t === 'string') this.text.push(t)
+    }
+  }
+
+  json(body: unknown): void {
+    if (!isObject(body)) return
+    if (typeof body.model === 'string') this.model = body.model
+    if (isObject(body.usage)) {
+      this.raw = rawUsage(body.usage)
+      this.iterations = iterationsSum(body.usage.iterations)
+    }
+  }
+
+  result(): MeterResult {
+    if (!this.raw) return { usage: null, model: this.model, outputText: this.text.join('') }
+    if (this.iterations) this.iterations.webSearches = this.raw.webSearches
+    return { usage: normalise(this.iterations ?? this.raw), model: this.model }
+  }
+}
+
+export const anthropic: Provider = {
+  name: 'anthropic',
+  pricingId: 'anthropic',
+  defaultBaseUrl: 'https://api.anthropic.com',
+  mount: '/anthropic',
+  inspect: inspectAnthropic,
+  meter: () => new AnthropicMeter(),
+}

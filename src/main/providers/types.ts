@@ -1,0 +1,61 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Usage } from '../metering/usage'
+
+/** What the proxy knows of a request when it asks a provider about it. */
+export interface RequestInfo {
+  method: string
+  /** The path below the provider's mount, starting with `/` (e.g. `/chat/completions`), without query. */
+  path: string
+  /** The raw query string, without `?` (may be empty). */
+  query: string
+  headers: IncomingHttpHeaders
+  /** The parsed JSON request body, or undefined when there is none or it is not JSON. */
+  body: any
+}
+
+/** What a call is, decided from the request before it goes upstream. */
+export interface CallShape {
+  /** A short endpoint name for the ledger, e.g. `chat.completions`, `messages`, `other`. */
+  endpoint: string
+  /** The model the request names ('' when none). */
+  model: string
+  /** Whether the client asked for a stream. */
+  stream: boolean
+  /** Whether the endpoint is billed by tokens at all (false: models lists, token counting). */
+  billable: boolean
+}
+
+/** What a meter found in a response. */
+export interface MeterResult {
+  /** The usage the provider reported, or null when it reported none. */
+  usage: Usage | null
+  /** The model the response names, when it names one (more precise than the request's). */
+  model?: string
+  /** Text the response streamed, kept only while no usage was seen, for estimation. */
+  outputText?: string
+}
+
+/**
+ * Reads usage out of one response. The proxy feeds it either SSE events (streams) or the
+ * whole parsed JSON body, then asks for the result once the response has ended.
+ */
+export interface Meter {
+  event(name: string, data: string): void
+  /** The whole parsed JSON body (an array for Gemini's streamed JSON without `alt=sse`). */
+  json(body: unknown): void
+  result(): MeterResult
+}
+
+/** One upstream provider: where it lives, how its calls are recognised and metered. */
+export interface Provider {
+  /** Route and ledger name, e.g. `openai`. */
+  name: string
+  /** The provider id in @pydantic/genai-prices. */
+  pricingId: string
+  /** The SDK-style base URL that the mount maps to; null when it must be configured. */
+  defaultBaseUrl: string | null
+  /** The local path prefix that stands for the base URL, e.g. `/openai/v1` or `/anthropic`. */
+  mount: string
+  inspect(req: RequestInfo): CallShape
+  meter(shape: CallShape, req: RequestInfo): Meter
+}

@@ -1,0 +1,432 @@
+import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import { detectAgent } from '../agents/detect'
+import { errorBody, sendError } from '../http/errors'
+import type { Ledger } from '../ledger/ledger'
+import { type CallRecord, STATUS_CLIENT_CLOSED } from '../ledger/record'
+import { BodyTap, JsonCollector } from '../metering/body-tap'
+import { estimateUsage } from '../metering/estimate'
+import { SseParser } from '../metering/sse'
+import { emptyUsage, type Usage } from '../metering/usage'
+import type { Pricer } from '../pricing/price'
+import type { CallShape, Meter, RequestInfo } from '../providers/types'
+import { extractApiKey, hashKey, keyHint, type TenantMapping, tenantFor } from './attribution'
+import type { Admission, CallContext, CallGate } from './gate'
+import { clientResponseHeaders, upstreamRequestHeaders } from './headers'
+import { type Route, upstreamPath } from './routes'
+
+export interface ProxyOptions {
+  ledger: Ledger
+  pricer: Pricer
+  /** Read on every call, so budgets can be swapped in at runtime. */
+  gate: () => CallGate
+  tenants: readonly TenantMapping[]
+  timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
+  /** Largest request body accepted, in bytes. */
+  maxRequestBytes?: number
+}
+
+const DEFAULT_MAX_REQUEST = 100 * 1024 * 1024
+
+class BodyTooLarge extends Error {}
+
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer | null> {
+  const len = req.headers['content-length']
+  if (len === undefined && req.headers['transfer-encoding'] === undefined) return Promise.resolve(null)
+  if (len !== undefined && Number(len) > limit) return Promise.reject(new BodyTooLarge())
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    req.on('data', (c: Buffer) => {
+      size += c.length
+      if (size > limit) {
+        req.removeAllListeners('data')
+        req.resume()
+        reject(new BodyTooLarge())
+        return
+      }
+      chunks.push(c)
+    })
+    req.on('end', () => resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size)))
+    req.on('error', reject)
+  })
+}
+
+function isJson(contentType: string | undefined): boolean {
+  return !!contentType && /[/+]json\b/i.test(contentType)
+}
+
+interface CallState {
+  res: ServerResponse
+  route: Route
+  ctx: CallContext
+  info: RequestInfo
+  admission: Admission
+  started: number
+  upstreamReq?: ClientRequest
+  status: number
+  error: string | null
+  responseStarted: boolean
+  streamed: boolean
+  meter?: Meter
+  tap?: BodyTap
+  sse?: SseParser
+  json?: JsonCollector
+  done: boolean
+  timers: NodeJS.Timeout[]
+}
+
+/**
+ * The hot path: forwards one call with node:http(s), streams the response to the client
+ * chunk by chunk while a tap meters a decoded copy, and records the call when it ends.
+ * Proxied calls never pass through express.
+ */
+export interface ProxyHandler {
+  handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void>
+  /** Calls under way (request received, not yet recorded). */
+  readonly active: number
+  /** Resolves when every call under way has been recorded, or after `timeoutMs`. */
+  drain(timeoutMs: number): Promise<boolean>
+}
+
+export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
+  const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
+  let active = 0
+  let idleWaiters: (() => void)[] = []
+
+  function release(): void {
+    active--
+    if (active === 0) {
+      const w = idleWaiters
+      idleWaiters = []
+      for (const f of w) f()
+    }
+  }
+
+  async function finish(s: CallState): Promise<void> {
+    if (s.done) return
+    s.done = true
+    try {
+      await record(s)
+    } finally {
+      release()
+    }
+  }
+
+  async function record(s: CallState): Promise<void> {
+    for (const t of s.timers) clearTimeout(t)
+    const latency = performance.now() - s.started
+    let usage: Usage | null = null
+    let model = s.ctx.shape.model
+    let estimated = false
+    try {
+      if (s.tap) await s.tap.end()
+      if (s.sse) s.sse.end()
+      if (s.json && s.meter) {
+        const body = s.json.parse()
+        if (body !== undefined) s.meter.json(body)
+      }
+      const r = s.meter?.result()
+      if (r) {
+        usage = r.usage
+        if (r.model) model = r.model
+        if (!usage && s.ctx.shape.billable && s.responseStarted && s.status < 400) {
+          usage = await estimateUsage(model, s.info.body, r.outputText ?? '')
+          estimated = true
+        }
+      }
+    } catch {
+      // A response we cannot read is still recorded, with what is known.
+    }
+    const u = usage ?? emptyUsage()
+    let cost = 0
+    let priced = true
+    const hasTokens = u.input_tokens + u.output_tokens > 0
+    if (hasTokens) {
+      const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
+      cost = p.cost_usd
+      priced = p.priced
+    }
+    try {
+      s.admission.settle?.(cost)
+    } finally {
+      const call: CallRecord = {
+        ts: s.ctx.ts,
+        provider: s.ctx.provider.name,
+        model,
+        endpoint: s.ctx.shape.endpoint,
+        api_key_hash: s.ctx.apiKeyHash,
+        key_hint: s.ctx.keyHint,
+        tenant: s.ctx.tenant,
+        agent: s.ctx.agent,
+        session: s.ctx.session,
+        status: s.status,
+        streamed: s.streamed,
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        cache_read_tokens: u.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens,
+        cache_write_1h_tokens: u.cache_write_1h_tokens,
+        reasoning_tokens: u.reasoning_tokens,
+        cost_usd: cost,
+        priced,
+        estimated,
+        latency_ms: latency,
+        error: s.error,
+      }
+      opts.ledger.record(call)
+    }
+  }
+
+  function fail(s: CallState, kind: 'unreachable' | 'timeout' | 'reset', detail: string): void {
+    if (s.done) return
+    const host = s.route.upstream.host
+    if (!s.responseStarted) {
+      s.status = kind === 'timeout' ? 504 : 502
+      s.error = kind === 'timeout' ? 'upstream_timeout' : 'upstream_unreachable'
+      if (kind === 'timeout') {
+        sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
+      } else {
+        sendError(s.res, 'upstream_unreachable', `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`)
+      }
+    } else {
+      // Headers are out: the only honest signal left is to cut the client's stream.
+      s.status = kind === 'timeout' ? 504 : 502
+      s.error = kind === 'timeout' ? 'upstream_stalled' : 'upstream_reset'
+      s.res.destroy()
+    }
+    void finish(s)
+  }
+
+  function onResponse(s: CallState, ures: IncomingMessage): void {
+    const res = s.res
+    s.responseStarted = true
+    s.status = ures.statusCode ?? 502
+    const ctype = ures.headers['content-type']
+    s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
+    const headers = clientResponseHeaders(ures.headers)
+    if (s.admission.headers) Object.assign(headers, s.admission.headers)
+    res.writeHead(s.status, headers)
+
+    if (s.status < 400) {
+      const meter = s.ctx.provider.meter(s.ctx.shape, s.info)
+      s.meter = meter
+      let sink: ((b: Buffer) => void) | null = null
+      if (s.streamed) {
+        const parser = new SseParser((e, d) => meter.event(e, d))
+        s.sse = parser
+        sink = (b) => parser.write(b)
+      } else if (isJson(ctype) || !ctype) {
+        s.json = new JsonCollector()
+        sink = s.json.push
+      }
+      if (sink) {
+        const enc = ures.headers['content-encoding']
+        s.tap = new BodyTap(typeof enc === 'string' ? enc : undefined, sink)
+      }
+    }
+
+    const idle = opts.timeouts.idle_timeout_ms
+    const idleTimer = setTimeout(() => {
+      s.upstreamReq?.destroy()
+      fail(s, 'timeout', `no data for ${idle} ms`)
+    }, idle)
+    s.timers.push(idleTimer)
+    const tap = s.tap
+    ures.on('data', (chunk: Buffer) => {
+      idleTimer.refresh()
+      tap?.write(chunk)
+    })
+    ures.on('close', () => {
+      if (!ures.complete) fail(s, 'reset', 'the connection was reset mid-response')
+    })
+    ures.pipe(res)
+    ures.on('end', () => clearTimeout(idleTimer))
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
+    const started = performance.now()
+    const ts = Date.now()
+    const upstream = route.upstream
+    const provider = upstream.provider
+    if (!upstream.enabled) {
+      sendError(res, 'not_found', `The ${provider.name} provider is turned off in the config (providers.${provider.name}.enabled).`)
+      return
+    }
+    if (!upstream.baseUrl) {
+      sendError(res, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
+      return
+    }
+
+    let body: Buffer | null
+    try {
+      body = await readBody(req, maxBody)
+      if (res.destroyed) return
+    } catch (err) {
+      if (err instanceof BodyTooLarge) {
+        sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+      } else {
+        res.destroy()
+      }
+      return
+    }
+    let parsed: any
+    if (body && body.length > 0 && isJson(req.headers['content-type'])) {
+      try {
+        parsed = JSON.parse(body.toString('utf8'))
+      } catch {
+        parsed = undefined // passed through as sent: the provider answers it
+      }
+    }
+
+    const info: RequestInfo = {
+      method: req.method ?? 'GET',
+      path: route.path,
+      query: route.query,
+      headers: req.headers,
+      body: parsed,
+    }
+    const shape: CallShape = provider.inspect(info)
+    const key = extractApiKey(req.headers, route.query)
+    const who = detectAgent(req.headers, parsed)
+    const ctx: CallContext = {
+      provider,
+      shape,
+      apiKeyHash: hashKey(key),
+      keyHint: keyHint(key),
+      tenant: tenantFor(req.headers, key, opts.tenants),
+      agent: who.agent,
+      session: who.session,
+      ts,
+      body: parsed,
+      bodyBytes: body?.length ?? 0,
+    }
+
+    active++
+    const s: CallState = {
+      route,
+      ctx,
+      info,
+      admission: {},
+      started,
+      status: 0,
+      error: null,
+      responseStarted: false,
+      streamed: false,
+      done: false,
+      timers: [],
+      res,
+    }
+
+    let admission: Admission
+    try {
+      admission = opts.gate().admit(ctx)
+    } catch {
+      s.status = 500
+      s.error = 'gate_failed'
+      sendError(res, 'internal', 'Burnrate could not check the budget for this call; it was not sent upstream.')
+      void finish(s)
+      return
+    }
+    s.admission = admission
+    if (admission.refuse) {
+      const r = admission.refuse
+      const text = JSON.stringify(r.body ?? errorBody('budget_exceeded', r.reason))
+      res.writeHead(r.status, {
+        ...r.headers,
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': Buffer.byteLength(text),
+      })
+      res.end(text)
+      s.status = r.status
+      s.error = r.reason
+      s.admission = { settle: admission.settle }
+      void finish(s)
+      return
+    }
+
+    const headers = upstreamRequestHeaders(req.headers, upstream.host)
+    if (body) {
+      headers['content-length'] = body.length
+    }
+    let ureq: ClientRequest
+    try {
+      ureq = upstream.transport.request({
+        protocol: upstream.protocol,
+        hostname: upstream.hostname,
+        port: upstream.port,
+        method: req.method,
+        path: upstreamPath(route),
+        headers,
+        agent: upstream.agent,
+      })
+    } catch (err) {
+      // e.g. a header value Node refuses to send
+      s.status = 400
+      s.error = 'invalid_request'
+      sendError(res, 'invalid_request', `The request cannot be forwarded: ${(err as Error).message}.`)
+      void finish(s)
+      return
+    }
+    s.upstreamReq = ureq
+    const t = opts.timeouts
+    const firstByte = setTimeout(() => {
+      ureq.destroy()
+      fail(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`)
+    }, t.first_byte_timeout_ms)
+    s.timers.push(firstByte)
+    ureq.on('socket', (socket) => {
+      if (!socket.connecting) return
+      const connect = setTimeout(() => {
+        ureq.destroy()
+        fail(s, 'timeout', `no connection within ${t.connect_timeout_ms} ms`)
+      }, t.connect_timeout_ms)
+      s.timers.push(connect)
+      socket.once('connect', () => clearTimeout(connect))
+    })
+    ureq.on('response', (ures) => {
+      clearTimeout(firstByte)
+      if (s.done) {
+        ures.resume()
+        return
+      }
+      onResponse(s, ures)
+    })
+    ureq.on('error', (err: NodeJS.ErrnoException) => {
+      if (s.done) return
+      fail(s, 'unreachable', err.code ?? err.message)
+    })
+
+    res.on('close', () => {
+      if (res.writableFinished) {
+        void finish(s)
+        return
+      }
+      if (s.done) return
+      // The client went away first: stop the upstream call and record what was metered.
+      ureq.destroy()
+      s.status = STATUS_CLIENT_CLOSED
+      s.error = 'client_aborted'
+      void finish(s)
+    })
+
+    ureq.end(body ?? undefined)
+  }
+
+  return {
+    handle,
+    get active() {
+      return active
+    },
+    drain(timeoutMs: number): Promise<boolean> {
+      if (active === 0) return Promise.resolve(true)
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => resolve(false), timeoutMs)
+        idleWaiters.push(() => {
+          clearTimeout(timer)
+          resolve(true)
+        })
+      })
+    },
+  }
+}

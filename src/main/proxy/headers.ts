@@ -1,0 +1,49 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
+])
+
+function connectionTokens(headers: IncomingHttpHeaders): Set<string> | null {
+  const c = headers.connection
+  if (!c) return null
+  const v = Array.isArray(c) ? c.join(',') : c
+  const set = new Set<string>()
+  for (const t of v.split(',')) {
+    const s = t.trim().toLowerCase()
+    if (s && s !== 'close' && s !== 'keep-alive') set.add(s)
+  }
+  return set.size ? set : null
+}
+
+/** Headers for the upstream request: everything but hop-by-hop, `Host` and `X-Burnrate-*`. */
+export function upstreamRequestHeaders(headers: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
+  const extra = connectionTokens(headers)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || name.startsWith('x-burnrate-') || extra?.has(name)) continue
+    out[name] = headers[name]
+  }
+  out.host = host
+  return out
+}
+
+/** Headers for the client's response: everything upstream sent but hop-by-hop ones. */
+export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
+  const extra = connectionTokens(headers)
+  const out: OutgoingHttpHeaders = {}
+  for (const name in headers) {
+    if (HOP_BY_HOP.has(name) || extra?.has(name)) continue
+    out[name] = headers[name]
+  }
+  return out
+}

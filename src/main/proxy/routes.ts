@@ -1,0 +1,111 @@
+import http from 'node:http'
+import https from 'node:https'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { Provider } from '../providers/types'
+
+export interface ProviderSettings {
+  base_url?: string
+  enabled?: boolean
+}
+
+/** A provider with its configured upstream. */
+export interface Upstream {
+  provider: Provider
+  enabled: boolean
+  /** The configured base URL, or null when none is configured and there is no default. */
+  baseUrl: string | null
+  protocol: 'http:' | 'https:'
+  hostname: string
+  port: number
+  /** Host header value for the upstream. */
+  host: string
+  /** The base URL's path without a trailing slash ('' for the root). */
+  basePath: string
+  transport: typeof http | typeof https
+  agent: http.Agent
+}
+
+export interface Route {
+  upstream: Upstream
+  /** The path below the provider's mount, starting with `/`. */
+  path: string
+  /** The query string without `?`. */
+  query: string
+}
+
+export function buildUpstreams(
+  providers: readonly Provider[],
+  settings: Record<string, ProviderSettings | undefined>,
+): Map<string, Upstream> {
+  const out = new Map<string, Upstream>()
+  for (const p of providers) {
+    const s = settings[p.name] ?? {}
+    const baseUrl = s.base_url ?? p.defaultBaseUrl
+    const u = baseUrl ? new URL(baseUrl) : null
+    const isHttps = u ? u.protocol === 'https:' : true
+    out.set(p.name, {
+      provider: p,
+      enabled: s.enabled ?? true,
+      baseUrl,
+      protocol: isHttps ? 'https:' : 'http:',
+      hostname: u ? u.hostname.replace(/^\[|\]$/g, '') : '',
+      port: u ? Number(u.port) || (isHttps ? 443 : 80) : 0,
+      host: u ? u.host : '',
+      basePath: u ? u.pathname.replace(/\/+$/, '') : '',
+      transport: isHttps ? https : http,
+      agent: isHttps
+        ? new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 64 })
+        : new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 64 }),
+    })
+  }
+  return out
+}
+
+function below(path: string, prefix: string): string | null {
+  if (path === prefix) return '/'
+  if (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47 /* '/' */) return path.slice(prefix.length)
+  return null
+}
+
+/**
+ * Maps a request to its provider. Each provider's mount (`/openai/v1`, `/anthropic`, ...)
+ * stands for its base URL. The bare paths that agents use by default are aliases:
+ * `/v1/messages*` (and any `/v1/*` sent with an `anthropic-version` header) go to Anthropic
+ * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`.
+ */
+export class Router {
+  private readonly mounts: { mount: string; upstream: Upstream }[]
+
+  constructor(readonly upstreams: Map<string, Upstream>) {
+    this.mounts = [...upstreams.values()]
+      .map((u) => ({ mount: u.provider.mount, upstream: u }))
+      .sort((a, b) => b.mount.length - a.mount.length)
+  }
+
+  match(url: string, headers: IncomingHttpHeaders): Route | null {
+    const q = url.indexOf('?')
+    const path = q === -1 ? url : url.slice(0, q)
+    const query = q === -1 ? '' : url.slice(q + 1)
+    if (path.startsWith('/v1')) {
+      const rest = below(path, '/v1')
+      if (rest !== null) {
+        const anthropic = this.upstreams.get('anthropic')
+        if (anthropic && (below(path, '/v1/messages') !== null || headers['anthropic-version'] !== undefined)) {
+          return { upstream: anthropic, path, query }
+        }
+        const openai = this.upstreams.get('openai')
+        if (openai) return { upstream: openai, path: rest, query }
+      }
+    }
+    for (const m of this.mounts) {
+      const rest = below(path, m.mount)
+      if (rest !== null) return { upstream: m.upstream, path: rest, query }
+    }
+    return null
+  }
+}
+
+export function upstreamPath(route: Route): string {
+  const p = route.upstream.basePath + route.path
+  return route.query ? `${p}?${route.query}` : p
+}

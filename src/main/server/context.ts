@@ -1,0 +1,27 @@
+import type Database from 'better-sqlite3'
+import type { Router } from 'express'
+import type { Config } from '../config/schema'
+import type { Ledger } from '../ledger/ledger'
+import type { Logger } from '../log'
+import type { CallGate } from '../proxy/gate'
+import type { Upstream } from '../proxy/routes'
+
+/** What a feature (health, admin, dashboard, ...) gets from the server core. */
+export interface ServerContext {
+  config: Config
+  db: Database.Database
+  ledger: Ledger
+  log: Logger
+  version: string
+  startedAt: number
+  upstreams: Map<string, Upstream>
+  /** Express router for everything that is not a proxied call; mount paths are absolute. */
+  app: Router
+  /** Installs the gate every proxied call passes before going upstream (budgets). */
+  setGate(gate: CallGate): void
+  /** Runs when the server stops, before the ledger is flushed and the database closed. */
+  onClose(fn: () => void | Promise<void>): void
+}
+
+/** A capability of the server, installed once at start-up. */
+export type Feature = (ctx: ServerContext) => void

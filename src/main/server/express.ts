@@ -1,0 +1,40 @@
+import express, { type ErrorRequestHandler, type Express } from 'express'
+import { errorBody } from '../http/errors'
+import type { Logger } from '../log'
+
+/** The express app that serves every route that is not a proxied call. */
+export function createApiApp(): Express {
+  const app = express()
+  app.disable('x-powered-by')
+  app.set('etag', false)
+  app.set('query parser', 'simple')
+  return app
+}
+
+/** The contract's 404 and error shapes for whatever the features did not answer. */
+export function finishApiApp(app: Express, log: Logger): void {
+  app.use((req, res) => {
+    res.status(404).json(errorBody('not_found', `No route ${req.method} ${req.path}.`))
+  })
+  const onError: ErrorRequestHandler = (err, _req, res, _next) => {
+    const e = err as { type?: string; status?: number; statusCode?: number; message?: string }
+    const status = e.status ?? e.statusCode ?? 500
+    if (res.headersSent) {
+      res.destroy()
+      return
+    }
+    if (e.type === 'entity.too.large') {
+      res.status(413).json(errorBody('payload_too_large', 'The request body is too large.'))
+    } else if (e.type === 'entity.parse.failed') {
+      res.status(400).json(errorBody('invalid_request', 'The request body is not valid JSON.'))
+    } else if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {
+      res.status(415).json(errorBody('unsupported_media_type', 'The request body has an unsupported encoding.'))
+    } else if (status >= 400 && status < 500) {
+      res.status(400).json(errorBody('invalid_request', e.message ?? 'Bad request.'))
+    } else {
+      log.error(`internal error: ${e.message ?? String(err)}`)
+      res.status(500).json(errorBody('internal', 'Burnrate hit an internal error; the details are in its log.'))
+    }
+  }
+  app.use(onError)
+}

@@ -1,0 +1,128 @@
+/**
+ * Calendar periods in an IANA time zone: "today" and "this month" begin at local midnight
+ * and on the first of the month in the configured zone (contract: Budget rules, Dashboard).
+ */
+
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+function formatter(tz: string): Intl.DateTimeFormat {
+  let f = formatters.get(tz)
+  if (!f) {
+    f = new Intl.DateTimeFormat('en-US', {
+      timeZone: tz,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: 'numeric',
+      day: 'numeric',
+      hour: 'numeric',
+      minute: 'numeric',
+      second: 'numeric',
+    })
+    formatters.set(tz, f)
+  }
+  return f
+}
+
+export interface LocalParts {
+  year: number
+  month: number // 1-12
+  day: number
+  hour: number
+  minute: number
+  second: number
+}
+
+export function localParts(ts: number, tz: string): LocalParts {
+  const out: Record<string, number> = {}
+  for (const p of formatter(tz).formatToParts(ts)) {
+    if (p.type !== 'literal') out[p.type] = Number(p.value)
+  }
+  return {
+    year: out.year,
+    month: out.month,
+    day: out.day,
+    hour: out.hour,
+    minute: out.minute,
+    second: out.second,
+  }
+}
+
+/** Offset of the zone from UTC at instant `ts`, in ms (positive east of Greenwich). */
+export function offsetMs(ts: number, tz: string): number {
+  const p = localParts(ts, tz)
+  const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
+  return asUtc - Math.floor(ts / 1000) * 1000
+}
+
+/** The UTC instant of local wall-clock time y-m-d 00:00 in `tz` (month 1-12, may overflow). */
+export function localMidnight(year: number, month: number, day: number, tz: string): number {
+  const wall = Date.UTC(year, month - 1, day)
+  // Two passes settle the offset across DST changes; a midnight that does not exist
+  // (a zone that springs forward at 00:00) resolves to the first instant after it.
+  let guess = wall - offsetMs(wall, tz)
+  guess = wall - offsetMs(guess, tz)
+  return guess
+}
+
+export function startOfDay(ts: number, tz: string): number {
+  const p = localParts(ts, tz)
+  return localMidnight(p.year, p.month, p.day, tz)
+}
+
+export function startOfNextDay(ts: number, tz: string): number {
+  const p = localParts(ts, tz)
+  return localMidnight(p.year, p.month, p.day + 1, tz)
+}
+
+export function startOfMonth(ts: number, tz: string): number {
+  const p = localParts(ts, tz)
+  return localMidnight(p.year, p.month, 1, tz)
+}
+
+export function startOfNextMonth(ts: number, tz: string): number {
+  const p = localParts(ts, tz)
+  return localMidnight(p.year, p.month + 1, 1, tz)
+}
+
+export function isValidTimeZone(tz: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: tz })
+    return true
+  } catch {
+    return false
+  }
+}
+
+export function machineTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+}
+
+export interface Period {
+  start: number
+  end: number
+}
+
+/**
+ * Keeps the current day and month boundaries so the hot path compares two numbers
+ * instead of formatting a date per call.
+ */
+export class PeriodClock {
+  private day: Period = { start: 0, end: 0 }
+  private month: Period = { start: 0, end: 0 }
+
+  constructor(readonly tz: string) {}
+
+  dayOf(ts: number): Period {
+    if (ts < this.day.start || ts >= this.day.end) {
+      this.day = { start: startOfDay(ts, this.tz), end: startOfNextDay(ts, this.tz) }
+    }
+    return this.day
+  }
+
+  monthOf(ts: number): Period {
+    if (ts < this.month.start || ts >= this.month.end) {
+      this.month = { start: startOfMonth(ts, this.tz), end: startOfNextMonth(ts, this.tz) }
+    }
+    return this.month
+  }
+}

@@ -1,0 +1,42 @@
+import { readFileSync, readdirSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** `../shared/fixtures` beside the repository (CI clones it with shared/ next to it). */
+export const FIXTURES_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures')
+
+export function fixture(path: string): Buffer {
+  return readFileSync(join(FIXTURES_DIR, path))
+}
+
+export function fixtureJson(path: string): any {
+  return JSON.parse(fixture(path).toString('utf8'))
+}
+
+export function fixtureFiles(dir: string): string[] {
+  return readdirSync(join(FIXTURES_DIR, dir)).map((f) => `${dir}/${f}`)
+}
+
+/**
+ * Splits an SSE body into the chunks a real server would flush: one per event, each cut
+ * at an arbitrary byte (inside JSON, inside a multi-byte character) to test reassembly.
+ */
+export function sseChunks(body: Buffer, splitInside = true): Buffer[] {
+  const text = body.toString('latin1')
+  const sep = text.includes('\r\n\r\n') ? '\r\n\r\n' : '\n\n'
+  const out: Buffer[] = []
+  let start = 0
+  for (;;) {
+    const i = text.indexOf(sep, start)
+    const end = i === -1 ? text.length : i + sep.length
+    if (end <= start) break
+    const piece = body.subarray(start, end)
+    if (splitInside && piece.length > 8) {
+      const cut = Math.floor(piece.length / 2) + 1
+      out.push(piece.subarray(0, cut), piece.subarray(cut))
+    } else out.push(piece)
+    start = end
+    if (i === -1) break
+  }
+  return out
+}

@@ -1,0 +1,54 @@
+import http from 'node:http'
+
+export interface Reply {
+  status: number
+  headers: http.IncomingHttpHeaders
+  body: Buffer
+  text: string
+  json(): any
+}
+
+/** One HTTP request on a fresh connection, with the whole response read. */
+export function request(
+  url: string,
+  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+      const parts: Buffer[] = []
+      res.on('data', (c) => parts.push(c))
+      res.on('end', () => {
+        const body = Buffer.concat(parts)
+        const text = body.toString('utf8')
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text, json: () => JSON.parse(text) })
+      })
+      res.on('error', reject)
+    })
+    req.on('error', reject)
+    req.end(opts.body)
+  })
+}
+
+export function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  return request(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  })
+}
+
+/** Polls until `fn` returns a truthy value (the ledger writes within its flush interval). */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 3000): Promise<T> {
+  const end = Date.now() + timeoutMs
+  let last: unknown
+  for (;;) {
+    try {
+      const v = await fn()
+      if (v) return v
+    } catch (err) {
+      last = err
+    }
+    if (Date.now() > end) throw last instanceof Error ? last : new Error('condition not met in time')
+    await new Promise((r) => setTimeout(r, 20))
+  }
+}

@@ -1,0 +1,75 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { loadConfig } from '../../src/main/config/load'
+import { DB_FILE } from '../../src/main/config/paths'
+import { silentLogger } from '../../src/main/log'
+import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
+import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
+
+export interface TestServer {
+  server: BurnrateServer
+  url: string
+  dir: string
+  dbFile: string
+  configFile: string
+  /** Stops the server (flushing the ledger). */
+  stop(): Promise<void>
+  /** Stops it and starts a new one on the same data dir and config. */
+  restart(): Promise<TestServer>
+  /** Stops it and removes its data dir. */
+  cleanup(): Promise<void>
+}
+
+/**
+ * A real server on 127.0.0.1 (a free port) with its database in a new temp dir. `config` is
+ * written as YAML and loaded the way `npm start` loads it; every provider's base URL points
+ * at `upstream` unless the config says otherwise.
+ */
+export async function startTestServer(config: Record<string, any> = {}, upstream?: string, dir?: string): Promise<TestServer> {
+  const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
+  const cfg = { ...config, server: { host: '127.0.0.1', port: 0, ...config.server } }
+  if (upstream) {
+    const providers: Record<string, any> = {}
+    for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream) }
+    for (const [k, v] of Object.entries(config.providers ?? {})) providers[k] = { ...providers[k], ...(v as object) }
+    cfg.providers = providers
+  }
+  const configFile = join(dataDir, 'config.yaml')
+  writeFileSync(configFile, stringify(cfg))
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { log: silentLogger })
+  const url = await server.listen()
+  let stopped = false
+  const t: TestServer = {
+    server,
+    url,
+    dir: dataDir,
+    dbFile: join(dataDir, DB_FILE),
+    configFile,
+    async stop() {
+      if (stopped) return
+      stopped = true
+      await server.close(2000)
+    },
+    async restart() {
+      await t.stop()
+      return startTestServer(config, upstream, dataDir)
+    },
+    async cleanup() {
+      await t.stop()
+      rmSync(dataDir, { recursive: true, force: true })
+    },
+  }
+  return t
+}
+
+/**
+ * The mock's URL as each provider's base URL, keeping the path shape of the real one
+ * (OpenAI's base ends in /v1), so the upstream paths tests see are the real ones.
+ */
+export function baseUrlFor(provider: string, upstream: string): string {
+  const p = PROVIDERS.find((x) => x.name === provider)
+  const real = p?.defaultBaseUrl ? new URL(p.defaultBaseUrl) : null
+  return upstream + (real ? real.pathname.replace(/\/$/, '') : '')
+}
