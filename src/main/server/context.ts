@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Router } from 'express'
+import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Ledger } from '../ledger/ledger'
 import type { Logger } from '../log'
@@ -17,6 +18,8 @@ export interface ServerContext {
   upstreams: Map<string, Upstream>
   /** Express router for everything that is not a proxied call; mount paths are absolute. */
   app: Router
+  /** Budget state, set by the budgets feature (null until then). */
+  budgets: BudgetMonitor | null
   /** Installs the gate every proxied call passes before going upstream (budgets). */
   setGate(gate: CallGate): void
   /** Runs when the server stops, before the ledger is flushed and the database closed. */

@@ -67,6 +67,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     startedAt: Date.now(),
     upstreams,
     app,
+    budgets: null,
     setGate: (g) => {
       gate = g
     },

@@ -1,0 +1,18 @@
+/**
+ * `npm run bench`: speed, measured as ratios against baselines in the same run.
+ * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
+ * `dashboard` (endpoint latency and export rate at 1M calls). No argument runs both.
+ */
+const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
+const all = modes.length === 0
+
+if (all || modes.includes('proxy')) {
+  const { runProxyBench } = await import('./proxy')
+  await runProxyBench()
+}
+if (all || modes.includes('dashboard')) {
+  const { runDashboardBench } = await import('./dashboard')
+  await runDashboardBench()
+}
+
+export {}
