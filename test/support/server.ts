@@ -29,7 +29,7 @@ export interface TestServer {
  */
 export async function startTestServer(config: Record<string, any> = {}, upstream?: string, dir?: string): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
-  const cfg = { ...config, server: { host: '127.0.0.1', port: 0, ...config.server } }
+  const cfg: Record<string, any> = { ...config, server: { host: '127.0.0.1', port: 0, ...config.server } }
   if (upstream) {
     const providers: Record<string, any> = {}
     for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream) }
