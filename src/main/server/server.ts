@@ -14,11 +14,12 @@ import { PROVIDERS } from '../providers/registry'
 import { OPEN_GATE, type CallGate } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
+import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health]
+export const FEATURES: Feature[] = [health, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

@@ -1,0 +1,54 @@
+import { join } from 'node:path'
+import express, { type Response } from 'express'
+import { errorBody } from '../http/errors'
+import type { Feature } from '../server/context'
+import { UI_HEADERS } from './csp'
+import { findRendererDir } from './renderer-dir'
+
+/**
+ * Serves the built dashboard at `/` (with an SPA fallback to index.html for page paths), only when
+ * `dashboard.enabled`. `/api/*` is never answered here. When the renderer was not built, page
+ * requests get a 503 JSON saying how to build it; the server itself runs on.
+ */
+export const dashboardUi: Feature = (ctx) => {
+  if (!ctx.config.dashboard.enabled) return
+  const dir = findRendererDir()
+  if (!dir) ctx.log.warn('dashboard not built (no out/renderer/index.html); run `npm run build` to serve it at /')
+
+  const setHeaders = (res: Response) => {
+    for (const [k, v] of Object.entries(UI_HEADERS)) res.setHeader(k, v)
+  }
+  if (dir) {
+    ctx.app.use(
+      '/assets',
+      express.static(join(dir, 'assets'), {
+        index: false,
+        fallthrough: true,
+        immutable: true,
+        maxAge: '365d',
+        setHeaders,
+      }),
+    )
+  }
+  ctx.app.use((req, res, next) => {
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !isPagePath(req.path)) return next()
+    setHeaders(res)
+    if (!dir) {
+      res
+        .status(503)
+        .json(errorBody('internal', 'The dashboard is not built; run `npm run build` (or `npm start`), then reload.'))
+      return
+    }
+    res.setHeader('cache-control', 'no-cache')
+    res.sendFile(join(dir, 'index.html'), (err) => {
+      if (err && !res.headersSent) next(err)
+    })
+  })
+}
+
+/** A path the single-page app answers: not the API, not a missing asset file (`/x.js` stays a 404). */
+export function isPagePath(path: string): boolean {
+  if (path === '/api' || path.startsWith('/api/') || path.startsWith('/assets/')) return false
+  const last = path.slice(path.lastIndexOf('/') + 1)
+  return !last.includes('.') || last.endsWith('.html')
+}
