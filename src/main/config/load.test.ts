@@ -1,0 +1,103 @@
+import { mkdtempSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig } from './load'
+import { defaultDataDir } from './paths'
+
+function withFile(text: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))
+  const file = join(dir, 'burnrate.yaml')
+  writeFileSync(file, text)
+  return file
+}
+
+function errorOf(fn: () => unknown): string {
+  try {
+    fn()
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError)
+    return (err as Error).message
+  }
+  throw new Error('expected a ConfigError')
+}
+
+describe('loadConfig', () => {
+  it('gives defaults without a file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))
+    const c = loadConfig({ dataDir: dir }, {})
+    expect(c.server).toEqual({ host: '127.0.0.1', port: 8787 })
+    expect(c.data_dir).toBe(dir)
+    expect(c.admin.enabled).toBe(false)
+    expect(c.dashboard.enabled).toBe(true)
+    expect(c.source).toBeNull()
+    expect(c.timezone).toBeTruthy()
+  })
+
+  it('reads <data dir>/config.yaml when no file is named', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))
+    writeFileSync(join(dir, 'config.yaml'), 'server:\n  port: 9999\n')
+    expect(loadConfig({}, { BURNRATE_DATA_DIR: dir }).server.port).toBe(9999)
+  })
+
+  it('lets flags beat environment beat file', () => {
+    const file = withFile('server:\n  host: 0.0.0.0\n  port: 1111\n')
+    expect(loadConfig({ config: file }, {}).server).toEqual({ host: '0.0.0.0', port: 1111 })
+    expect(loadConfig({ config: file }, { BURNRATE_PORT: '2222', BURNRATE_HOST: '127.0.0.2' }).server).toEqual({ host: '127.0.0.2', port: 2222 })
+    expect(loadConfig({ config: file, port: '3333' }, { BURNRATE_PORT: '2222' }).server.port).toBe(3333)
+    expect(loadConfig({}, { BURNRATE_CONFIG: file }).source).toBe(file)
+  })
+
+  it('names the file, the key and what was expected for a wrong type', () => {
+    const file = withFile('admin:\n  enabled: "yes"\n')
+    const msg = errorOf(() => loadConfig({ config: file }, {}))
+    expect(msg).toContain(file)
+    expect(msg).toContain('admin.enabled')
+    expect(msg).toContain('expected boolean')
+  })
+
+  it('names an unknown key (a typo must not be ignored)', () => {
+    const file = withFile('budgets:\n  rules:\n    - api_key_pattern: "sk-*"\n      daily_limit: 5\n      action: block\n')
+    const msg = errorOf(() => loadConfig({ config: file }, {}))
+    expect(msg).toContain(file)
+    expect(msg).toContain('budgets.rules[0]')
+    expect(msg).toContain('"daily_limit"')
+  })
+
+  it('reports YAML that does not parse with its line', () => {
+    const file = withFile('server:\n  port: [1, 2\n')
+    const msg = errorOf(() => loadConfig({ config: file }, {}))
+    expect(msg).toContain(file)
+    expect(msg).toMatch(/not valid YAML \(line \d+/)
+  })
+
+  it('refuses an unknown provider, a bad time zone, a bad port and a missing file', () => {
+    expect(errorOf(() => loadConfig({ config: withFile('providers:\n  opneai: {}\n') }, {}))).toContain('providers.opneai: unknown provider')
+    expect(errorOf(() => loadConfig({ config: withFile('timezone: Mars/Base\n') }, {}))).toContain('timezone: expected an IANA time zone')
+    expect(errorOf(() => loadConfig({ port: 'eighty' }, { BURNRATE_DATA_DIR: mkdtempSync(join(tmpdir(), 'b-')) }))).toContain('--port')
+    expect(errorOf(() => loadConfig({ config: '/nonexistent/burnrate.yaml' }, {}))).toContain('file not found')
+  })
+
+  it('refuses admin.enabled without a token', () => {
+    const msg = errorOf(() => loadConfig({ config: withFile('admin:\n  enabled: true\n') }, {}))
+    expect(msg).toContain('admin.token')
+  })
+
+  it('refuses a budget pattern with a * that is not trailing, and a rule with no limit', () => {
+    expect(errorOf(() => loadConfig({ config: withFile('budgets:\n  rules:\n    - {api_key_pattern: "sk-*-x", daily_limit_usd: 1, action: block}\n') }, {}))).toContain(
+      'budgets.rules[0].api_key_pattern',
+    )
+    expect(errorOf(() => loadConfig({ config: withFile('budgets:\n  rules:\n    - {api_key_pattern: "sk-*", action: warn}\n') }, {}))).toContain(
+      'daily_limit_usd or monthly_limit_usd',
+    )
+  })
+})
+
+describe('defaultDataDir', () => {
+  it("matches Electron's userData folder on each OS", () => {
+    expect(defaultDataDir('linux', {}, '/home/u')).toBe('/home/u/.config/Burnrate')
+    expect(defaultDataDir('linux', { XDG_CONFIG_HOME: '/x' }, '/home/u')).toBe('/x/Burnrate')
+    expect(defaultDataDir('darwin', {}, '/Users/u')).toBe('/Users/u/Library/Application Support/Burnrate')
+    expect(defaultDataDir('win32', { APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, 'C:\\Users\\u')).toMatch(/Roaming[\\/]Burnrate$/)
+  })
+})

@@ -1,0 +1,112 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+
+const ROOT = resolve(__dirname, '../..')
+const CLI = join(ROOT, 'out/main/cli.js')
+
+/** The headless entry as `npm start` runs it: the built bundle under plain Node. */
+function startCli(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; url: Promise<string>; stderr: () => string; exit: Promise<number> } {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let err = ''
+  const url = new Promise<string>((resolve, reject) => {
+    child.stderr!.on('data', (d) => {
+      err += d
+      const m = /listening on (http:\/\/\S+)/.exec(err)
+      if (m) resolve(m[1])
+    })
+    child.on('exit', () => reject(new Error(`exited: ${err}`)))
+  })
+  url.catch(() => {}) // tests that expect an early exit never await the URL
+  const exit = new Promise<number>((r) => child.on('exit', (code) => r(code ?? -1)))
+  return { child, url, stderr: () => err, exit }
+}
+
+beforeAll(() => {
+  if (!existsSync(CLI)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
+})
+
+describe('the headless entry', () => {
+  let upstream: MockUpstream
+  let dir: string
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: fixture('openai-chat/chat-nonstream-cached.json'),
+    }))
+    dir = mkdtempSync(join(tmpdir(), 'burnrate-cli-'))
+  })
+  afterAll(async () => {
+    await upstream.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('serves, and flushes every call to disk on SIGTERM', async () => {
+    const cfg = join(dir, 'cfg.yaml')
+    writeFileSync(cfg, `providers:\n  openai:\n    base_url: ${upstream.url}/v1\n`)
+    const cli = startCli(['--config', cfg, '--data-dir', dir, '--port', '0'])
+    const url = await cli.url
+    for (let i = 0; i < 20; i++) await postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini' })
+    cli.child.kill('SIGTERM')
+    expect(await cli.exit).toBe(0)
+    const db = new Database(join(dir, 'burnrate.db'), { readonly: true })
+    expect((db.prepare('SELECT COUNT(*) AS n FROM calls').get() as any).n).toBe(20)
+    db.close()
+  })
+
+  it('stops on a bad config with a one-line message naming the file, key and expectation', async () => {
+    const cfg = join(dir, 'bad.yaml')
+    writeFileSync(cfg, 'server:\n  port: "http"\n')
+    const cli = startCli(['--config', cfg, '--data-dir', dir])
+    expect(await cli.exit).toBe(1)
+    const lines = cli.stderr().trim().split('\n')
+    expect(lines).toHaveLength(1)
+    expect(lines[0]).toContain(cfg)
+    expect(lines[0]).toContain('server.port')
+    expect(lines[0]).toContain('expected number')
+  })
+
+  it('says in one line that the port is taken', async () => {
+    const blocker = http.createServer()
+    await new Promise<void>((r) => blocker.listen(0, '127.0.0.1', r))
+    const port = (blocker.address() as any).port
+    try {
+      const cli = startCli(['--data-dir', dir, '--port', String(port)])
+      expect(await cli.exit).toBe(1)
+      expect(cli.stderr().trim()).toBe(`burnrate: 127.0.0.1:${port} is already in use; stop what is using it or start with --port <n>`)
+    } finally {
+      blocker.close()
+    }
+  })
+
+  it('refuses a Node older than 22 with one line', () => {
+    const old = ['/usr/bin/node', '/usr/local/bin/node'].find((p) => {
+      try {
+        return Number(execFileSync(p, ['-p', 'process.versions.node.split(".")[0]']).toString()) < 22
+      } catch {
+        return false
+      }
+    })
+    if (!old) {
+      console.warn('no Node older than 22 on this machine: the version check was not exercised')
+      return
+    }
+    let stderr = ''
+    try {
+      execFileSync(old, [CLI, '--data-dir', dir], { stdio: ['ignore', 'pipe', 'pipe'] })
+    } catch (err: any) {
+      stderr = err.stderr.toString()
+      expect(err.status).toBe(1)
+    }
+    expect(stderr.trim().split('\n')).toHaveLength(1)
+    expect(stderr).toContain('Node.js 22 or newer is required')
+  })
+})
