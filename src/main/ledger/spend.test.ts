@@ -1,0 +1,48 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { openDatabase } from './db'
+import { Ledger } from './ledger'
+import type { CallRecord } from './record'
+import { SpendTracker } from './spend'
+
+function call(ts: number, cost: number, key = 'k1'): CallRecord {
+  return {
+    ts, provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: key, key_hint: '', tenant: '',
+    agent: '', session: '', status: 200, streamed: false, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0,
+    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false,
+    latency_ms: 1, error: null,
+  }
+}
+
+describe('SpendTracker', () => {
+  it('counts per key and in total, and rolls over at local midnight and month start', () => {
+    const s = new SpendTracker('Europe/Berlin')
+    const t0 = Date.parse('2026-11-30T22:30:00Z') // 23:30 on Nov 30 in Berlin
+    s.add('a', t0, 1.5, t0)
+    s.add('b', t0, 0.25, t0)
+    expect(s.key('a', t0)).toEqual({ day: 1.5, month: 1.5 })
+    expect(s.totals(t0)).toEqual({ day: 1.75, month: 1.75 })
+    const t1 = Date.parse('2026-11-30T23:00:00Z') // midnight, Dec 1 in Berlin
+    expect(s.key('a', t1)).toEqual({ day: 0, month: 0 })
+    s.add('a', t1, 2, t1)
+    expect(s.key('a', t1)).toEqual({ day: 2, month: 2 })
+  })
+
+  it('seeds itself from the ledger at start-up', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-spend-'))
+    const db = openDatabase(join(dir, 'b.db'))
+    const ledger = new Ledger(db, { flushIntervalMs: 10, maxPending: 100, timezone: 'UTC' })
+    const now = Date.now()
+    ledger.record(call(now, 0.1))
+    ledger.record(call(now, 0.2, 'k2'))
+    ledger.record(call(now - 40 * 86400_000, 5)) // an earlier month: not counted
+    ledger.close()
+    const s = new SpendTracker('UTC')
+    s.load(db, now)
+    expect(s.key('k1', now).day).toBeCloseTo(0.1, 15)
+    expect(s.totals(now).day).toBeCloseTo(0.3, 15)
+    db.close()
+  })
+})
