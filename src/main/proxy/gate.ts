@@ -4,6 +4,11 @@ import type { CallShape, Provider } from '../providers/types'
 export interface CallContext {
   provider: Provider
   shape: CallShape
+  /**
+   * The raw API key, for matching budget rule patterns (prefixes need the key itself).
+   * In memory for this call only: never stored, logged or sent anywhere but upstream.
+   */
+  apiKey: string
   apiKeyHash: string
   keyHint: string
   tenant: string

@@ -292,6 +292,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     const ctx: CallContext = {
       provider,
       shape,
+      apiKey: key,
       apiKeyHash: hashKey(key),
       keyHint: keyHint(key),
       tenant: tenantFor(req.headers, key, opts.tenants),
