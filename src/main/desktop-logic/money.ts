@@ -1,0 +1,12 @@
+const USD = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
+
+/**
+ * Dollars for a person to glance at (tray, notifications): cents, thousands separators,
+ * and "<$0.01" for a spend that is real but under a cent, so it never reads as nothing.
+ * Display only: the ledger keeps the exact amount.
+ */
+export function formatUsd(usd: number): string {
+  if (!Number.isFinite(usd)) return '$—'
+  if (usd > 0 && usd < 0.005) return '<$0.01'
+  return USD.format(usd === 0 ? 0 : usd)
+}

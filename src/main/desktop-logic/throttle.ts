@@ -1,0 +1,54 @@
+/** Timer functions, injectable so tests can drive time. */
+export interface Timers {
+  now(): number
+  setTimeout(fn: () => void, ms: number): unknown
+  clearTimeout(handle: unknown): void
+}
+
+export const realTimers: Timers = {
+  now: () => Date.now(),
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms)
+    t.unref?.()
+    return t
+  },
+  clearTimeout: (h) => clearTimeout(h as NodeJS.Timeout),
+}
+
+/**
+ * Runs `fn` at most once per `intervalMs`, on the leading edge and once more at the end of a
+ * burst: the first request runs at once, later ones within the interval are merged into one
+ * run when the interval ends. So an update is never later than `intervalMs` after a request,
+ * and a burst of thousands of requests costs one run per interval.
+ */
+export class Throttle {
+  private last = Number.NEGATIVE_INFINITY
+  private timer: unknown = null
+  private stopped = false
+
+  constructor(
+    private readonly fn: () => void,
+    private readonly intervalMs: number,
+    private readonly timers: Timers = realTimers,
+  ) {}
+
+  request(): void {
+    if (this.stopped || this.timer !== null) return
+    const wait = this.last + this.intervalMs - this.timers.now()
+    if (wait <= 0) this.run()
+    else this.timer = this.timers.setTimeout(() => this.run(), wait)
+  }
+
+  private run(): void {
+    this.timer = null
+    if (this.stopped) return
+    this.last = this.timers.now()
+    this.fn()
+  }
+
+  stop(): void {
+    this.stopped = true
+    if (this.timer !== null) this.timers.clearTimeout(this.timer)
+    this.timer = null
+  }
+}

@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest'
+import type { BudgetAlert } from '../budgets/types'
+import { budgetLevel, trayView } from './tray-view'
+
+function alert(over: Partial<BudgetAlert> = {}): BudgetAlert {
+  return {
+    api_key_pattern: 'sk-dev-*',
+    api_key_hash: 'a'.repeat(64),
+    key_hint: 'sk-…9f3a',
+    period: 'daily',
+    level: 'warning',
+    spent_usd: 4.12,
+    limit_usd: 5,
+    resets_at: '2026-11-22T00:00:00.000Z',
+    ...over,
+  }
+}
+
+describe('budgetLevel', () => {
+  it('is ok without alerts, and the worst level otherwise', () => {
+    expect(budgetLevel([])).toBe('ok')
+    expect(budgetLevel([alert()])).toBe('warning')
+    expect(budgetLevel([alert(), alert({ level: 'blocking' }), alert()])).toBe('blocking')
+  })
+})
+
+describe('trayView', () => {
+  it('puts the spend in the macOS title and nowhere else in the title', () => {
+    const mac = trayView({ todayUsd: 12.3456, alerts: [], platform: 'darwin' })
+    expect(mac.title).toBe('$12.35')
+    expect(mac.headline).toBe('Today: $12.35')
+    expect(mac.tooltip).toBe('Burnrate: $12.35 today')
+    const linux = trayView({ todayUsd: 12.3456, alerts: [], platform: 'linux' })
+    expect(linux.title).toBe('')
+    expect(linux.tooltip).toBe('Burnrate: $12.35 today')
+    expect(linux.headline).toBe('Today: $12.35')
+    expect(linux.budgetLine).toBeNull()
+    expect(linux.icon).toBe('ok')
+  })
+
+  it('names a single rule at its warning level', () => {
+    const v = trayView({ todayUsd: 4.12, alerts: [alert()], platform: 'win32' })
+    expect(v.icon).toBe('warning')
+    expect(v.budgetLine).toBe('Warning: sk-dev-* daily $4.12 of $5.00')
+    expect(v.tooltip).toBe('Burnrate: $4.12 today\nWarning: sk-dev-* daily $4.12 of $5.00')
+  })
+
+  it('counts one rule once even when several keys hit it, at its worst level', () => {
+    const v = trayView({
+      todayUsd: 9,
+      alerts: [alert({ api_key_hash: 'b'.repeat(64) }), alert({ level: 'blocking', spent_usd: 5 })],
+      platform: 'linux',
+    })
+    expect(v.icon).toBe('blocking')
+    expect(v.budgetLine).toBe('Blocking: sk-dev-* daily $5.00 of $5.00')
+  })
+
+  it('summarises several rules', () => {
+    const v = trayView({
+      todayUsd: 9,
+      alerts: [alert({ level: 'blocking' }), alert({ api_key_pattern: '*', period: 'monthly' }), alert({ api_key_pattern: 'sk-ci-*' })],
+      platform: 'linux',
+    })
+    expect(v.budgetLine).toBe('1 budget blocking, 2 at warning level')
+  })
+
+  it('says when the spend cannot be read', () => {
+    const v = trayView({ todayUsd: null, alerts: [], platform: 'darwin' })
+    expect(v.title).toBe('—')
+    expect(v.headline).toBe('Today: —')
+    expect(v.tooltip).toBe('Burnrate: server not answering')
+  })
+
+  it('keeps the tooltip within what Windows shows', () => {
+    const v = trayView({ todayUsd: 1, alerts: [alert({ api_key_pattern: 'x'.repeat(200) })], platform: 'win32' })
+    expect(v.tooltip.length).toBeLessThanOrEqual(127)
+    expect(v.tooltip.endsWith('…')).toBe(true)
+  })
+})

@@ -1,0 +1,75 @@
+import type { BudgetAlert, BudgetLevel } from '../budgets/types'
+import { formatUsd } from './money'
+
+/** What the tray shows; the Electron adapter only copies these strings onto the Tray. */
+export interface TrayView {
+  /** The menu-bar title beside the icon on macOS (drawn with monospaced digits); '' elsewhere. */
+  title: string
+  /** The hover text (Windows caps it at 127 characters). */
+  tooltip: string
+  /** The first, disabled menu item: today's spend. */
+  headline: string
+  /** A second disabled item while a budget is at its warning level or blocking, else null. */
+  budgetLine: string | null
+  /** Which icon to show. */
+  icon: BudgetLevel
+}
+
+export interface TrayInput {
+  /** Today's spend in USD, or null while it cannot be read (an attached server that stopped answering). */
+  todayUsd: number | null
+  alerts: readonly BudgetAlert[]
+  platform: NodeJS.Platform
+}
+
+const TOOLTIP_MAX = 127
+
+/** The worst level among the alerts: any blocking rule makes the tray "blocking". */
+export function budgetLevel(alerts: readonly BudgetAlert[]): BudgetLevel {
+  let level: BudgetLevel = 'ok'
+  for (const a of alerts) {
+    if (a.level === 'blocking') return 'blocking'
+    level = 'warning'
+  }
+  return level
+}
+
+function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
+  if (alerts.length === 0) return null
+  // One line per rule and period: several keys under one `*` rule are one budget to a person.
+  const byRule = new Map<string, BudgetAlert>()
+  for (const a of alerts) {
+    const id = `${a.api_key_pattern}\u0000${a.period}`
+    const seen = byRule.get(id)
+    if (!seen || (seen.level === 'warning' && a.level === 'blocking') || (seen.level === a.level && a.spent_usd / a.limit_usd > seen.spent_usd / seen.limit_usd)) {
+      byRule.set(id, a)
+    }
+  }
+  const list = [...byRule.values()]
+  if (list.length === 1) {
+    const a = list[0]
+    const verb = a.level === 'blocking' ? 'Blocking' : 'Warning'
+    return `${verb}: ${a.api_key_pattern} ${a.period} ${formatUsd(a.spent_usd)} of ${formatUsd(a.limit_usd)}`
+  }
+  const blocking = list.filter((a) => a.level === 'blocking').length
+  const warning = list.length - blocking
+  const parts: string[] = []
+  if (blocking) parts.push(`${blocking} ${blocking === 1 ? 'budget' : 'budgets'} blocking`)
+  if (warning) parts.push(`${warning} at warning level`)
+  return parts.join(', ')
+}
+
+export function trayView({ todayUsd, alerts, platform }: TrayInput): TrayView {
+  const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
+  const budgetLine = describeAlerts(alerts)
+  let tooltip = todayUsd === null ? 'Burnrate: server not answering' : `Burnrate: ${amount} today`
+  if (budgetLine) tooltip += `\n${budgetLine}`
+  if (tooltip.length > TOOLTIP_MAX) tooltip = tooltip.slice(0, TOOLTIP_MAX - 1) + '…'
+  return {
+    title: platform === 'darwin' ? amount : '',
+    tooltip,
+    headline: `Today: ${amount}`,
+    budgetLine,
+    icon: budgetLevel(alerts),
+  }
+}
