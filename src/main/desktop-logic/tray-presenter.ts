@@ -1,0 +1,71 @@
+import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
+import type { SpendSource } from './spend-source'
+import { Throttle, type Timers, realTimers } from './throttle'
+import { type TrayView, trayView } from './tray-view'
+
+export interface TrayPresenterOptions {
+  spend: SpendSource
+  /** Budget state in this process; null when there is none (no budgets feature, or attached). */
+  budgets: BudgetMonitor | null
+  platform: NodeJS.Platform
+  /** Draws the view on the tray (the Electron adapter). Called only when something changed. */
+  render(view: TrayView): void
+  /** At most one render per interval; never later than this after a change. */
+  intervalMs?: number
+  /** Also refreshes this often, so "today" rolls over at midnight without a call. */
+  refreshMs?: number
+  timers?: Timers
+}
+
+/** Keeps the tray in step with the spend and budget state, throttled. */
+export class TrayPresenter {
+  private readonly throttle: Throttle
+  private readonly offs: (() => void)[] = []
+  private last = ''
+  private tick: unknown = null
+  private readonly timers: Timers
+  view: TrayView | null = null
+
+  constructor(private readonly opts: TrayPresenterOptions) {
+    this.timers = opts.timers ?? realTimers
+    this.throttle = new Throttle(() => this.draw(), opts.intervalMs ?? 1000, this.timers)
+  }
+
+  start(): void {
+    this.draw()
+    this.offs.push(this.opts.spend.subscribe(() => this.throttle.request()))
+    if (this.opts.budgets) this.offs.push(this.opts.budgets.onAlert(() => this.throttle.request()))
+    const refresh = () => {
+      this.throttle.request()
+      this.tick = this.timers.setTimeout(refresh, this.opts.refreshMs ?? 30_000)
+    }
+    this.tick = this.timers.setTimeout(refresh, this.opts.refreshMs ?? 30_000)
+  }
+
+  /** Asks for a redraw (throttled). */
+  update(): void {
+    this.throttle.request()
+  }
+
+  private draw(): void {
+    let alerts: readonly BudgetAlert[] = []
+    try {
+      alerts = this.opts.budgets?.alerts() ?? []
+    } catch {
+      // budget state is advisory for the tray; spend still shows
+    }
+    const view = trayView({ todayUsd: this.opts.spend.today(), alerts, platform: this.opts.platform })
+    const key = JSON.stringify(view)
+    if (key === this.last) return
+    this.last = key
+    this.view = view
+    this.opts.render(view)
+  }
+
+  stop(): void {
+    this.throttle.stop()
+    for (const off of this.offs.splice(0)) off()
+    if (this.tick !== null) this.timers.clearTimeout(this.tick)
+    this.tick = null
+  }
+}
