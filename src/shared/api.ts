@@ -6,6 +6,7 @@
 export type ErrorType =
   | 'invalid_request'
   | 'unauthorized'
+  | 'forbidden'
   | 'not_found'
   | 'conflict'
   | 'payload_too_large'

@@ -47,6 +47,10 @@ export const configSchema = z
       .object({
         host: z.string().min(1).default('127.0.0.1'),
         port: z.number().int().min(0).max(65535).default(8787),
+        /** More names this server answers to in `Host` (`name` for any port, `name:port`); see src/main/security. */
+        allowed_hosts: z.array(z.string().min(1)).default([]),
+        /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
+        allowed_origins: z.array(z.string().min(1)).default([]),
       })
       .strict()
       .prefault({}),

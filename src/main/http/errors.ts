@@ -4,6 +4,7 @@ import type { ErrorType } from '../../shared/api'
 export const STATUS_OF: Record<ErrorType, number> = {
   invalid_request: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   payload_too_large: 413,

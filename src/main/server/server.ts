@@ -14,6 +14,8 @@ import { PROVIDERS } from '../providers/registry'
 import { OPEN_GATE, type CallGate } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
+import { checkExposure } from '../security/exposure'
+import { createRequestGuard } from '../security/guard'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
@@ -48,6 +50,7 @@ export interface CreateOptions {
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
+  checkExposure(config, log)
   const db = openDatabase(join(config.data_dir, DB_FILE))
   const ledger = new Ledger(db, {
     flushIntervalMs: config.ledger.flush_interval_ms,
@@ -86,8 +89,12 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
 
+  // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
+  let listenPort = config.server.port
+  const guard = createRequestGuard({ config, port: () => listenPort })
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
+    if (!guard(req, res, route !== null)) return
     if (route) void proxy.handle(req, res, route)
     else app(req, res)
   })
@@ -127,6 +134,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         const onListening = () => {
           server.off('error', onError)
           const a = server.address() as AddressInfo
+          listenPort = a.port
           const h = a.family === 'IPv6' ? `[${a.address}]` : a.address
           url = `http://${h}:${a.port}`
           resolve(url)

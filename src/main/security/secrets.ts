@@ -1,0 +1,29 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+
+/**
+ * Compares a presented secret with the expected one in constant time: both are hashed first,
+ * so neither the content nor the length of the expected secret leaks through timing.
+ */
+export function safeEqual(presented: string, expected: string): boolean {
+  const a = createHash('sha256').update(presented, 'utf8').digest()
+  const b = createHash('sha256').update(expected, 'utf8').digest()
+  return timingSafeEqual(a, b) && presented.length === expected.length
+}
+
+/** The bearer token of an `Authorization` header, or null when there is none or it is malformed. */
+export function bearerToken(header: string | string[] | undefined): string | null {
+  if (typeof header !== 'string') return null
+  const m = /^Bearer +([^\s]+) *$/i.exec(header)
+  return m ? m[1] : null
+}
+
+/** The value of cookie `name` in a `Cookie` header, or null. */
+export function cookieValue(header: string | string[] | undefined, name: string): string | null {
+  if (typeof header !== 'string') return null
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq === -1) continue
+    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return null
+}

@@ -1,0 +1,229 @@
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { ConfigError } from '../../src/main/config/load'
+import { configSchema } from '../../src/main/config/schema'
+import { createLogger } from '../../src/main/log'
+import { createBurnrate } from '../../src/main/server/server'
+import { fixture } from '../support/fixtures'
+import { type Reply, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+let upstream: MockUpstream
+let t: TestServer
+let port: number
+
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: fixture('openai-chat/chat-nonstream-cached.json'),
+  }))
+  t = await startTestServer({}, upstream.url)
+  port = Number(new URL(t.url).port)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+})
+beforeEach(() => {
+  upstream.requests.length = 0
+})
+
+const CHAT = JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+
+function chat(headers: Record<string, string>, base = t.url): Promise<Reply> {
+  return request(`${base}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer sk-guard-test-00000001', ...headers },
+    body: CHAT,
+  })
+}
+
+function expectForbidden(res: Reply): void {
+  expect(res.status).toBe(403)
+  expect(res.headers['content-type']).toMatch(/application\/json/)
+  expect(res.json().error.type).toBe('forbidden')
+  expect(res.json().error.message.length).toBeGreaterThan(10)
+  expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([])
+}
+
+function callCount(file = t.dbFile): number {
+  const db = new Database(file, { readonly: true })
+  try {
+    return (db.prepare('SELECT count(*) AS n FROM calls').get() as { n: number }).n
+  } finally {
+    db.close()
+  }
+}
+
+describe('DNS rebinding: only this server\'s own names are answered', () => {
+  const ROUTES = ['/api/health', '/', '/api/dashboard/summary', '/api/admin/budgets/rules', '/index.html']
+
+  it('refuses a foreign Host on every kind of route, and sends nothing upstream', async () => {
+    for (const host of [`evil.example:${port}`, `127.0.0.1.evil.example:${port}`, `localhost.:${port}`, 'evil.example']) {
+      expectForbidden(await chat({ host }))
+      for (const path of ROUTES) expectForbidden(await request(t.url + path, { headers: { host } }))
+    }
+    expect(upstream.requests).toHaveLength(0)
+  })
+
+  it('refuses the right name on another port (a port-forwarded page)', async () => {
+    expectForbidden(await request(`${t.url}/api/health`, { headers: { host: `127.0.0.1:${port + 1}` } }))
+  })
+
+  it('answers localhost and loopback IPs on its port', async () => {
+    for (const host of [`localhost:${port}`, `127.0.0.1:${port}`, `127.9.9.9:${port}`, `[::1]:${port}`]) {
+      const res = await request(`${t.url}/api/health`, { headers: { host } })
+      expect(res.status, host).toBe(200)
+    }
+    const res = await chat({ host: `localhost:${port}` })
+    expect(res.status).toBe(200)
+    expect(upstream.requests).toHaveLength(1)
+  })
+})
+
+describe('cross-site requests from a browser', () => {
+  it('refuses a proxied call sent by another web page, before anything goes upstream', async () => {
+    const before = callCount()
+    expectForbidden(await chat({ origin: 'http://evil.example' }))
+    expectForbidden(await chat({ origin: 'null' }))
+    expectForbidden(await chat({ origin: `http://localhost:${port + 1}` }))
+    // A simple (no-preflight) request: text/plain, no custom headers, no Origin in some browsers.
+    expectForbidden(await chat({ 'content-type': 'text/plain', 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'no-cors' }))
+    expectForbidden(await chat({ 'sec-fetch-site': 'same-site', 'sec-fetch-mode': 'cors' }))
+    expect(upstream.requests).toHaveLength(0)
+    expect(callCount()).toBe(before)
+  })
+
+  it('refuses another page reading the dashboard API or calling the admin API', async () => {
+    for (const path of ['/api/dashboard/summary', '/api/dashboard/export?format=csv', '/api/health', '/api/admin/api-keys']) {
+      expectForbidden(await request(t.url + path, { headers: { origin: 'http://evil.example' } }))
+      expectForbidden(await request(t.url + path, { headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'cors' } }))
+      expectForbidden(await request(t.url + path, { headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } }))
+    }
+    const post = await request(`${t.url}/api/admin/budgets/rules`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'text/plain' },
+      body: '{"api_key_pattern":"*","daily_limit_usd":0,"action":"block"}',
+    })
+    expectForbidden(post)
+    // A CORS preflight gets no permission either.
+    const pre = await request(`${t.url}/api/admin/budgets/rules`, {
+      method: 'OPTIONS',
+      headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' },
+    })
+    expectForbidden(pre)
+  })
+
+  it('lets the dashboard page itself call /api (same origin), and a link open the page', async () => {
+    const same = await request(`${t.url}/api/health`, {
+      headers: { origin: `http://127.0.0.1:${port}`, 'sec-fetch-site': 'same-origin', 'sec-fetch-mode': 'cors' },
+    })
+    expect(same.status).toBe(200)
+    const typed = await request(`${t.url}/api/health`, { headers: { 'sec-fetch-site': 'none', 'sec-fetch-mode': 'navigate' } })
+    expect(typed.status).toBe(200)
+    const link = await request(`${t.url}/`, { headers: { 'sec-fetch-site': 'cross-site', 'sec-fetch-mode': 'navigate' } })
+    expect(link.status).not.toBe(403)
+  })
+
+  it('never sends CORS headers', async () => {
+    for (const path of ['/api/health', '/', '/api/dashboard/summary', '/nothing']) {
+      const res = await request(t.url + path, { headers: { origin: `http://127.0.0.1:${port}` } })
+      expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-')), path).toEqual([])
+    }
+  })
+})
+
+describe('server.allowed_hosts and server.allowed_origins', () => {
+  it('extends the names and origins that are answered', async () => {
+    const s = await startTestServer(
+      { server: { allowed_hosts: ['burnrate.internal'], allowed_origins: ['http://localhost:5173'] } },
+      upstream.url,
+    )
+    try {
+      expect((await request(`${s.url}/api/health`, { headers: { host: 'burnrate.internal:9999' } })).status).toBe(200)
+      expect((await chat({ origin: 'http://localhost:5173', 'sec-fetch-site': 'same-site' }, s.url)).status).toBe(200)
+      expectForbidden(await chat({ origin: 'http://localhost:5174' }, s.url))
+    } finally {
+      await s.cleanup()
+    }
+  })
+})
+
+describe('dashboard.token', () => {
+  let s: TestServer
+  beforeAll(async () => {
+    s = await startTestServer({ dashboard: { token: 'dash-token-123456' } }, upstream.url)
+  })
+  afterAll(async () => {
+    await s.cleanup()
+  })
+
+  it('guards the page and the dashboard API, not the proxy or the health probe', async () => {
+    for (const path of ['/', '/api/dashboard/summary', '/assets/x.js']) {
+      const res = await request(s.url + path)
+      expect(res.status, path).toBe(401)
+      expect(res.json().error.type).toBe('unauthorized')
+      expect(res.headers['www-authenticate']).toMatch(/^Bearer/)
+      const wrong = await request(s.url + path, { headers: { authorization: 'Bearer dash-token-123457' } })
+      expect(wrong.status).toBe(401)
+    }
+    expect((await request(`${s.url}/api/health`)).status).toBe(200)
+    expect((await chat({}, s.url)).status).toBe(200)
+    const ok = await request(`${s.url}/api/dashboard/summary`, { headers: { authorization: 'Bearer dash-token-123456' } })
+    expect(ok.status).not.toBe(401)
+  })
+
+  it('opening /?token= once sets an HttpOnly, SameSite=Strict cookie and redirects to a URL without the token', async () => {
+    const bad = await request(`${s.url}/?token=nope`)
+    expect(bad.status).toBe(401)
+    const res = await request(`${s.url}/?token=dash-token-123456&tab=costs`)
+    expect(res.status).toBe(303)
+    expect(res.headers.location).toBe('/?tab=costs')
+    const cookie = String(res.headers['set-cookie'])
+    expect(cookie).toMatch(/HttpOnly/)
+    expect(cookie).toMatch(/SameSite=Strict/)
+    expect(cookie).not.toContain('dash-token-123456')
+    const pair = cookie.split(';')[0]
+    const page = await request(`${s.url}/api/dashboard/summary`, { headers: { cookie: pair } })
+    expect(page.status).not.toBe(401)
+    expect((await request(`${s.url}/api/dashboard/summary`, { headers: { cookie: `${pair}x` } })).status).toBe(401)
+  })
+})
+
+describe('listen address', () => {
+  function config(host: string, token?: string) {
+    const parsed = configSchema.parse({ server: { host, port: 0 }, dashboard: token ? { token } : {} })
+    return { ...parsed, data_dir: t.dir + '/exposure-' + host.replace(/\W/g, ''), timezone: 'UTC', source: null }
+  }
+
+  it('refuses to start on an address other machines reach when the dashboard has no token', () => {
+    expect(() => createBurnrate(config('0.0.0.0'))).toThrow(ConfigError)
+    expect(() => createBurnrate(config('0.0.0.0'))).toThrow(/dashboard\.token/)
+  })
+
+  it('starts there with a token, warns, and requires the token for the dashboard', async () => {
+    const lines: string[] = []
+    const server = createBurnrate(config('0.0.0.0', 'lan-token-abcdef'), { log: createLogger('info', (l) => lines.push(l)) })
+    try {
+      const url = await server.listen()
+      const p = new URL(url).port
+      expect(lines.join('')).toMatch(/warn .*0\.0\.0\.0.*reachable from other machines/)
+      expect(lines.join('')).not.toContain('lan-token-abcdef')
+      const res = await request(`http://127.0.0.1:${p}/api/dashboard/summary`)
+      expect(res.status).toBe(401)
+      const ok = await request(`http://127.0.0.1:${p}/api/health`, { headers: { host: `0.0.0.0:${p}` } })
+      expect(ok.status).toBe(200)
+    } finally {
+      await server.close(0)
+    }
+  })
+
+  it('starts quietly on loopback', async () => {
+    const lines: string[] = []
+    const server = createBurnrate(config('127.0.0.1'), { log: createLogger('info', (l) => lines.push(l)) })
+    await server.close(0)
+    expect(lines.join('')).not.toMatch(/warn/)
+  })
+})
