@@ -1,0 +1,76 @@
+import { type ChildProcess, spawn } from 'node:child_process'
+import { readFileSync } from 'node:fs'
+
+/** A server the bench runs in its own process, found by the URL it prints when listening. */
+export interface Child {
+  name: string
+  url: string
+  proc: ChildProcess
+  /** Peak resident memory (VmHWM) so far, in bytes; null where /proc is missing. */
+  peakRss(): number | null
+  /** SIGTERM, then waits for the exit code. */
+  stop(): Promise<number | null>
+}
+
+const LISTENING = /listening on (http:\/\/[^\s)]+)/i
+
+/** Starts `node <args>` and resolves once it prints "listening on http://...". */
+export function startChild(name: string, args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<Child> {
+  const proc = spawn(process.execPath, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  let ready = false
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)))
+  return new Promise<Child>((resolve, reject) => {
+    const timer = setTimeout(() => fail(`did not start within ${timeoutMs} ms`), timeoutMs)
+    function fail(why: string): void {
+      clearTimeout(timer)
+      proc.kill('SIGKILL')
+      reject(new Error(`${name} ${why}; its output:\n${output.slice(-4000)}`))
+    }
+    const onData = (b: Buffer) => {
+      output += b.toString()
+      const m = LISTENING.exec(output)
+      if (!m) return
+      ready = true
+      clearTimeout(timer)
+      proc.stdout!.off('data', onData)
+      proc.stderr!.off('data', onData)
+      // Keep draining its output so a chatty child never blocks on a full pipe.
+      proc.stdout!.resume()
+      proc.stderr!.on('data', (d: Buffer) => {
+        output = (output + d.toString()).slice(-8000)
+      })
+      resolve({
+        name,
+        url: m[1],
+        proc,
+        peakRss: () => peakRss(proc.pid),
+        async stop() {
+          if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
+          return exited
+        },
+      })
+    }
+    proc.stdout!.on('data', onData)
+    proc.stderr!.on('data', onData)
+    proc.once('exit', (code) => {
+      if (!ready) fail(`exited with ${code} before listening`)
+    })
+    proc.once('error', (err) => {
+      if (!ready) fail(`could not start: ${err.message}`)
+    })
+  })
+}
+
+function peakRss(pid: number | undefined): number | null {
+  if (!pid) return null
+  try {
+    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
+    return m ? Number(m[1]) * 1024 : null
+  } catch {
+    return null
+  }
+}

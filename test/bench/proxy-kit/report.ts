@@ -1,0 +1,82 @@
+/** What one target achieved in one scenario. */
+export interface Figures {
+  /** Latency at 1 connection, ms. */
+  p50: number
+  p99: number
+  /** Calls per second at the throughput concurrency. */
+  rps: number
+  /** Calls measured (latency + throughput phases) and calls that failed. */
+  calls: number
+  errors: number
+}
+
+export const TARGETS = ['direct', 'bare', 'hpm', 'burnrate'] as const
+export type TargetKey = (typeof TARGETS)[number]
+
+export const TARGET_LABEL: Record<TargetKey, string> = {
+  direct: 'direct (no proxy)',
+  bare: 'bare node:http proxy',
+  hpm: 'express + http-proxy-middleware',
+  burnrate: 'Burnrate',
+}
+
+/** The issue's targets: added p50 at most 1.5x the bare proxy's, throughput at least 0.7x. */
+export const MAX_LATENCY_RATIO = 1.5
+export const MIN_THROUGHPUT_RATIO = 0.7
+
+export interface Verdict {
+  latencyRatio: number
+  throughputRatio: number
+  latencyMet: boolean
+  throughputMet: boolean
+}
+
+export function verdict(f: Record<TargetKey, Figures>, who: TargetKey = 'burnrate'): Verdict {
+  const bareAdded = f.bare.p50 - f.direct.p50
+  const added = f[who].p50 - f.direct.p50
+  // A bare proxy that adds nothing measurable would make any ratio meaningless; floor it at 1 µs.
+  const latencyRatio = added / Math.max(bareAdded, 0.001)
+  const throughputRatio = f[who].rps / f.bare.rps
+  return {
+    latencyRatio,
+    throughputRatio,
+    latencyMet: latencyRatio <= MAX_LATENCY_RATIO,
+    throughputMet: throughputRatio >= MIN_THROUGHPUT_RATIO,
+  }
+}
+
+const ms = (n: number) => n.toFixed(3)
+const plus = (n: number) => (n >= 0 ? '+' : '') + n.toFixed(3)
+const x = (n: number) => `${n.toFixed(2)}x`
+
+/** A markdown table (readable in a terminal, pasteable into the README) for one scenario. */
+export function scenarioTable(title: string, f: Record<TargetKey, Figures>, connections: number): string {
+  const d = f.direct
+  const lines = [
+    `### ${title}`,
+    '',
+    '| target | p50 ms (c=1) | p99 ms (c=1) | added p50 ms | added p99 ms | req/s (c=' + connections + ') | added p50 vs bare | req/s vs bare |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ]
+  for (const t of TARGETS) {
+    const r = f[t]
+    const isDirect = t === 'direct'
+    const v = t === 'direct' || t === 'bare' ? null : verdict(f, t)
+    lines.push(
+      `| ${TARGET_LABEL[t]} | ${ms(r.p50)} | ${ms(r.p99)} | ${isDirect ? '-' : plus(r.p50 - d.p50)} | ${isDirect ? '-' : plus(r.p99 - d.p99)} | ${Math.round(r.rps)} | ${v ? x(v.latencyRatio) : t === 'bare' ? '1.00x' : '-'} | ${v ? x(v.throughputRatio) : t === 'bare' ? '1.00x' : '-'} |`,
+    )
+  }
+  const v = verdict(f)
+  lines.push(
+    '',
+    `Burnrate: added p50 ${x(v.latencyRatio)} the bare proxy's (target <= ${MAX_LATENCY_RATIO}x): ${v.latencyMet ? 'met' : 'NOT MET'}; ` +
+      `throughput ${x(v.throughputRatio)} the bare proxy's (target >= ${MIN_THROUGHPUT_RATIO}x): ${v.throughputMet ? 'met' : 'NOT MET'}.`,
+  )
+  const errs = TARGETS.filter((t) => f[t].errors > 0).map((t) => `${TARGET_LABEL[t]}: ${f[t].errors}`)
+  if (errs.length) lines.push(`Failed calls (wrong status or length): ${errs.join(', ')}.`)
+  return lines.join('\n')
+}
+
+export function mib(bytes: number | null): string {
+  return bytes === null ? 'n/a' : `${(bytes / 2 ** 20).toFixed(1)} MiB`
+}
