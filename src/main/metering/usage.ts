@@ -14,6 +14,14 @@ export interface Usage {
   reasoning_tokens: number
   /** Server-side web searches billed per use (Anthropic `server_tool_use.web_search_requests`). */
   web_searches: number
+  /**
+   * Finer @pydantic/genai-prices usage keys, each a part of one of the counts above and priced
+   * at its own rate where the model has one: `input_audio_tokens`, `input_image_tokens`,
+   * `cache_audio_read_tokens`, `output_image_tokens` (Gemini modalities, gpt-image-1).
+   */
+  extra?: Record<string, number>
+  /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */
+  provider_cost_usd?: number
 }
 
 export function emptyUsage(): Usage {

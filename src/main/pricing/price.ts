@@ -25,6 +25,19 @@ function toLibraryUsage(u: Usage): Record<string, number> {
   return out
 }
 
+function withExtra(base: Record<string, number>, u: Usage): Record<string, number> | null {
+  if (!u.extra) return null
+  let any = false
+  const out = { ...base }
+  for (const [k, v] of Object.entries(u.extra)) {
+    if (v > 0) {
+      out[k] = v
+      any = true
+    }
+  }
+  return any ? out : null
+}
+
 /**
  * Prices usage with @pydantic/genai-prices' bundled data (no network), or with the config's
  * `pricing.overrides`, which win over the library. A model neither knows is `priced: false`
@@ -55,6 +68,12 @@ export class Pricer {
     })
   }
 
+  /**
+   * Order: a config override for the model, then the charge the provider reported itself
+   * (OpenRouter, Perplexity), then the library. Modality splits (`usage.extra`) are priced
+   * where the model has their own rate; if the library cannot use them, the call is priced
+   * without them (at the base rates) rather than left unpriced.
+   */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
     for (const o of this.overrides) {
@@ -62,8 +81,14 @@ export class Pricer {
       const r = safeCalc(u, model, { provider: o.price })
       if (r) return r
     }
+    const reported = usage.provider_cost_usd
+    if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
+      return { cost_usd: reported, priced: true }
+    }
     if (!model) return { cost_usd: 0, priced: false }
-    return safeCalc(u, model, { providerId: pricingId, timestamp: at }) ?? { cost_usd: 0, priced: false }
+    const opts = { providerId: pricingId, timestamp: at }
+    const fine = withExtra(u, usage)
+    return (fine && safeCalc(fine, model, opts)) ?? safeCalc(u, model, opts) ?? { cost_usd: 0, priced: false }
   }
 }
 

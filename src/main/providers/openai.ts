@@ -13,9 +13,50 @@ export function openaiUsage(u: unknown): Usage | null {
   const outDetails = u.completion_tokens_details ?? u.output_tokens_details
   usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
   usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)
-  if (isObject(inDetails)) usage.cache_read_tokens = count(inDetails.cached_tokens)
-  if (isObject(outDetails)) usage.reasoning_tokens = count(outDetails.reasoning_tokens)
+  const extra: Record<string, number> = {}
+  if (isObject(inDetails)) {
+    usage.cache_read_tokens = count(inDetails.cached_tokens)
+    // OpenRouter reports prompt-cache writes (Anthropic and Gemini models behind it) here.
+    usage.cache_write_tokens = Math.min(count(inDetails.cache_write_tokens), usage.input_tokens)
+    // gpt-image-1 (images API) and gpt-4o audio models price these parts at their own rates.
+    addPart(extra, 'input_image_tokens', inDetails.image_tokens, usage.input_tokens)
+    addPart(extra, 'input_audio_tokens', inDetails.audio_tokens, usage.input_tokens)
+  }
+  if (isObject(outDetails)) {
+    usage.reasoning_tokens = count(outDetails.reasoning_tokens)
+    addPart(extra, 'output_image_tokens', outDetails.image_tokens, usage.output_tokens)
+    addPart(extra, 'output_audio_tokens', outDetails.audio_tokens, usage.output_tokens)
+  }
+  if (Object.keys(extra).length > 0) usage.extra = extra
   return usage
+}
+
+function addPart(extra: Record<string, number>, key: string, v: unknown, whole: number): void {
+  const n = count(v)
+  if (n > 0 && n <= whole) extra[key] = n
+}
+
+/**
+ * Image generation and edits (`/images/*`): everything the model outputs is image tokens; the
+ * response's usage has no output breakdown for gpt-image-1, so all of `output_tokens` is priced
+ * at the image-output rate (which for gpt-image-1 is its only output rate).
+ */
+function imageUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (u && u.output_tokens > 0 && !u.extra?.output_image_tokens) {
+    u.extra = { ...u.extra, output_image_tokens: u.output_tokens }
+  }
+  return u
+}
+
+/** Reads a provider's usage object; OpenAI's reading unless a provider needs its own. */
+export type UsageReader = (raw: unknown) => Usage | null
+
+export interface OpenAIMeterOptions {
+  /** The endpoint (`CallShape.endpoint`) being metered. */
+  endpoint?: string
+  /** How the provider's `usage` object is read (default: `openaiUsage`). */
+  usage?: UsageReader
 }
 
 export function openaiEndpoint(path: string): string {
@@ -49,6 +90,11 @@ export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
   private text: string[] = []
+  private readonly read: UsageReader
+
+  constructor(opts: OpenAIMeterOptions = {}) {
+    this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
+  }
 
   event(name: string, data: string): void {
     if (data === '[DONE]') return
@@ -65,7 +111,7 @@ export class OpenAIMeter implements Meter {
       const r = ev.response
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
-        if (r.usage) this.usage = openaiUsage(r.usage) ?? this.usage
+        if (r.usage) this.usage = this.read(r.usage) ?? this.usage
         else if (TERMINAL.has(type)) this.usage ??= emptyUsage() // e.g. response.failed: nothing was billed
       }
       if (type === 'response.output_text.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
@@ -74,7 +120,9 @@ export class OpenAIMeter implements Meter {
     }
     // Chat Completions (and legacy Completions) chunks.
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
-    if (ev.usage) this.usage = openaiUsage(ev.usage) ?? this.usage
+    if (ev.usage) this.usage = this.read(ev.usage) ?? this.usage
+    // Groq puts a stream's usage in the last chunk's `x_groq` object.
+    else if (isObject(ev.x_groq) && ev.x_groq.usage) this.usage = this.read(ev.x_groq.usage) ?? this.usage
     if (!this.usage && Array.isArray(ev.choices)) {
       for (const c of ev.choices) {
         const d = c?.delta
@@ -98,7 +146,7 @@ export class OpenAIMeter implements Meter {
   json(body: unknown): void {
     if (!isObject(body)) return
     if (typeof body.model === 'string' && body.model) this.model = body.model
-    this.usage = openaiUsage(body.usage)
+    this.usage = this.read(body.usage)
   }
 
   result(): MeterResult {
@@ -116,5 +164,5 @@ export const openai: Provider = {
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
   inspect: inspectOpenAI,
-  meter: () => new OpenAIMeter(),
+  meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint }),
 }

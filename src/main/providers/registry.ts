@@ -1,8 +1,33 @@
 import { anthropic } from './anthropic'
+import { azure } from './azure'
+import { cerebras } from './cerebras'
+import { deepseek } from './deepseek'
+import { fireworks } from './fireworks'
+import { gemini } from './gemini'
+import { groq } from './groq'
+import { mistral } from './mistral'
 import { openai } from './openai'
+import { openrouter } from './openrouter'
+import { perplexity } from './perplexity'
+import { together } from './together'
+import { xai } from './xai'
 import type { Provider } from './types'
 
 /** Every provider Burnrate knows. Adding one is one file and one line here. */
-export const PROVIDERS: readonly Provider[] = [openai, anthropic]
+export const PROVIDERS: readonly Provider[] = [
+  openai,
+  anthropic,
+  gemini,
+  azure,
+  openrouter,
+  groq,
+  mistral,
+  deepseek,
+  xai,
+  together,
+  fireworks,
+  cerebras,
+  perplexity,
+]
 
 export const PROVIDER_NAMES: readonly string[] = PROVIDERS.map((p) => p.name)

@@ -58,4 +58,14 @@ export interface Provider {
   mount: string
   inspect(req: RequestInfo): CallShape
   meter(shape: CallShape, req: RequestInfo): Meter
+  /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments). */
+  configure?(settings: ProviderSettings): Provider
+}
+
+/** A provider's section of the config (`providers.<name>`). */
+export interface ProviderSettings {
+  base_url?: string
+  enabled?: boolean
+  /** Azure: deployment name -> model name, for pricing. */
+  deployments?: Record<string, string>
 }

@@ -1,12 +1,9 @@
 import http from 'node:http'
 import https from 'node:https'
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Provider } from '../providers/types'
+import type { Provider, ProviderSettings } from '../providers/types'
 
-export interface ProviderSettings {
-  base_url?: string
-  enabled?: boolean
-}
+export type { ProviderSettings }
 
 /** A provider with its configured upstream. */
 export interface Upstream {
@@ -38,8 +35,9 @@ export function buildUpstreams(
   settings: Record<string, ProviderSettings | undefined>,
 ): Map<string, Upstream> {
   const out = new Map<string, Upstream>()
-  for (const p of providers) {
-    const s = settings[p.name] ?? {}
+  for (const known of providers) {
+    const s = settings[known.name] ?? {}
+    const p = known.configure ? known.configure(s) : known
     const baseUrl = s.base_url ?? p.defaultBaseUrl
     const u = baseUrl ? new URL(baseUrl) : null
     const isHttps = u ? u.protocol === 'https:' : true

@@ -1,0 +1,125 @@
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
+
+/**
+ * Google Gemini API (generativelanguage.googleapis.com). Clients send
+ * `/v1beta/models/<model>:generateContent` or `:streamGenerateContent` (with `?alt=sse` an SSE
+ * stream, without it one JSON array of the same response objects).
+ */
+
+/** `/v1beta/models/gemini-2.5-flash:generateContent` -> ['gemini-2.5-flash', 'generateContent'] */
+function modelAndMethod(path: string): { model: string; method: string } {
+  const m = /^\/v1(?:alpha|beta)?\d*\/(?:models|tunedModels)\/([^/:]+):([A-Za-z]+)$/.exec(path)
+  if (!m) return { model: '', method: '' }
+  let model = m[1]
+  try {
+    model = decodeURIComponent(model)
+  } catch {
+    // keep as sent
+  }
+  return { model, method: m[2] }
+}
+
+const BILLED = new Set(['generateContent', 'streamGenerateContent'])
+
+export function inspectGemini(req: RequestInfo): CallShape {
+  const { model, method } = modelAndMethod(req.path)
+  const billable = req.method === 'POST' && BILLED.has(method)
+  return {
+    endpoint: method || 'other',
+    model,
+    stream: method === 'streamGenerateContent',
+    billable,
+  }
+}
+
+/** Sum of `tokenCount` for one modality in a `*TokensDetails` list. */
+function modality(details: unknown, name: string): number {
+  if (!Array.isArray(details)) return 0
+  let n = 0
+  for (const d of details) if (isObject(d) && d.modality === name) n += count(d.tokenCount)
+  return n
+}
+
+/**
+ * Gemini `usageMetadata`, normalised. `promptTokenCount` includes the cached tokens;
+ * `toolUsePromptTokenCount` (tool results fed back as prompt) is billed as input but is not in
+ * `promptTokenCount`; `thoughtsTokenCount` is billed at the output rate but is not in
+ * `candidatesTokenCount`. Audio prompt tokens and image output tokens have their own rates.
+ */
+export function geminiUsage(m: unknown): Usage | null {
+  if (!isObject(m)) return null
+  const u = emptyUsage()
+  const thoughts = count(m.thoughtsTokenCount)
+  u.input_tokens = count(m.promptTokenCount) + count(m.toolUsePromptTokenCount)
+  u.cache_read_tokens = count(m.cachedContentTokenCount)
+  u.output_tokens = count(m.candidatesTokenCount) + thoughts
+  u.reasoning_tokens = thoughts
+  const extra: Record<string, number> = {}
+  const audioIn = modality(m.promptTokensDetails, 'AUDIO') + modality(m.toolUsePromptTokensDetails, 'AUDIO')
+  const audioCached = modality(m.cacheTokensDetails, 'AUDIO')
+  const imageOut = modality(m.candidatesTokensDetails, 'IMAGE')
+  if (audioIn > 0 && audioIn <= u.input_tokens) extra.input_audio_tokens = audioIn
+  if (audioCached > 0 && audioCached <= Math.min(audioIn, u.cache_read_tokens)) extra.cache_audio_read_tokens = audioCached
+  if (imageOut > 0 && imageOut <= u.output_tokens) extra.output_image_tokens = imageOut
+  if (Object.keys(extra).length > 0) u.extra = extra
+  return u
+}
+
+/**
+ * Meters `generateContent` (one JSON object), `streamGenerateContent?alt=sse` (events that each
+ * repeat the cumulative usage, so the last one counts) and `streamGenerateContent` without
+ * `alt=sse` (a JSON array of the same objects; the last element with usage counts).
+ */
+export class GeminiMeter implements Meter {
+  private usage: Usage | null = null
+  private model: string | undefined
+  private text: string[] = []
+
+  private take(obj: unknown): void {
+    if (!isObject(obj)) return
+    if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
+    if (isObject(obj.usageMetadata)) {
+      this.usage = geminiUsage(obj.usageMetadata)
+      this.text = []
+    } else if (!this.usage && Array.isArray(obj.candidates)) {
+      for (const c of obj.candidates) {
+        const parts = c?.content?.parts
+        if (!Array.isArray(parts)) continue
+        for (const p of parts) {
+          if (typeof p?.text === 'string') this.text.push(p.text)
+          else if (isObject(p?.functionCall)) this.text.push(JSON.stringify(p.functionCall))
+        }
+      }
+    }
+  }
+
+  event(_name: string, data: string): void {
+    let ev: unknown
+    try {
+      ev = JSON.parse(data)
+    } catch {
+      return
+    }
+    if (Array.isArray(ev)) for (const e of ev) this.take(e)
+    else this.take(ev)
+  }
+
+  json(body: unknown): void {
+    if (Array.isArray(body)) for (const e of body) this.take(e)
+    else this.take(body)
+  }
+
+  result(): MeterResult {
+    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join('') }
+  }
+}
+
+export const gemini: Provider = {
+  name: 'gemini',
+  pricingId: 'google',
+  defaultBaseUrl: 'https://generativelanguage.googleapis.com',
+  mount: '/gemini',
+  inspect: inspectGemini,
+  meter: () => new GeminiMeter(),
+}
