@@ -38,3 +38,18 @@ describe('SseParser', () => {
     expect(parseAll([Buffer.from('data: last')])).toEqual([['message', 'last']])
   })
 })
+
+describe('SseParser on hostile input', () => {
+  it('drops a line longer than MAX_LINE, however it is chunked, and parses what follows', () => {
+    const old = SseParser.MAX_LINE
+    SseParser.MAX_LINE = 1000
+    try {
+      const long = Buffer.alloc(5000, 0x61)
+      const chunks = [Buffer.from('data: '), ...Array.from({ length: 50 }, (_, i) => long.subarray(i * 100, i * 100 + 100)), Buffer.from('\n\ndata: ok\n\n')]
+      expect(parseAll(chunks)).toEqual([['message', 'ok']])
+      expect(parseAll([Buffer.concat(chunks)])).toEqual([['message', 'ok']])
+    } finally {
+      SseParser.MAX_LINE = old
+    }
+  })
+})

@@ -14,6 +14,7 @@ export class SseParser {
   private event = ''
   private data: string[] = []
   private lastWasCR = false
+  private skipping = false
   /** Longest line kept; a longer one (never seen from a real provider) is dropped, not buffered. */
   static MAX_LINE = 16 * 1024 * 1024
 
@@ -24,13 +25,15 @@ export class SseParser {
     if (this.lastWasCR && text.startsWith('\n')) text = text.slice(1)
     this.lastWasCR = false
     if (text.length === 0) return
-    this.buf += text
+    // Only the new text is scanned for line ends (a long line arriving in many chunks stays linear).
+    const scan = this.buf.length
+    const buf = this.buf + text
     let start = 0
-    const buf = this.buf
-    for (let i = 0; i < buf.length; i++) {
+    for (let i = scan; i < buf.length; i++) {
       const c = buf.charCodeAt(i)
       if (c === 10 || c === 13) {
-        this.line(buf.slice(start, i))
+        if (this.skipping) this.skipping = false
+        else if (i - start <= SseParser.MAX_LINE) this.line(buf.slice(start, i))
         if (c === 13) {
           if (i + 1 < buf.length) {
             if (buf.charCodeAt(i + 1) === 10) i++
@@ -41,16 +44,21 @@ export class SseParser {
         start = i + 1
       }
     }
-    this.buf = start === 0 ? buf : buf.slice(start)
-    if (this.buf.length > SseParser.MAX_LINE) this.buf = ''
+    this.buf = this.skipping ? '' : start === 0 ? buf : buf.slice(start)
+    if (this.buf.length > SseParser.MAX_LINE) {
+      // Drop the overlong line, and the rest of it as it arrives.
+      this.buf = ''
+      this.skipping = true
+    }
   }
 
   /** End of stream: a final event without its blank line is still dispatched. */
   end(): void {
     const rest = this.decoder.end()
     if (rest) this.buf += rest
-    if (this.buf.length > 0) this.line(this.buf)
+    if (this.buf.length > 0 && !this.skipping) this.line(this.buf)
     this.buf = ''
+    this.skipping = false
     this.dispatch()
   }
 
