@@ -1,0 +1,17 @@
+import { describe, expect, it } from 'vitest'
+import { agentSetup } from './agent-setup'
+
+describe('agentSetup', () => {
+  it('gives shell exports with the server address', () => {
+    expect(agentSetup('http://127.0.0.1:8787', 'darwin')).toBe(
+      '# Burnrate: meter AI agents through http://127.0.0.1:8787\n' +
+        'export OPENAI_BASE_URL=http://127.0.0.1:8787/openai/v1\n' +
+        'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n',
+    )
+  })
+  it('gives PowerShell on Windows, with the real port', () => {
+    const text = agentSetup('http://127.0.0.1:8790/', 'win32')
+    expect(text).toContain('$env:OPENAI_BASE_URL = "http://127.0.0.1:8790/openai/v1"\r\n')
+    expect(text).toContain('$env:ANTHROPIC_BASE_URL = "http://127.0.0.1:8790/anthropic"\r\n')
+  })
+})

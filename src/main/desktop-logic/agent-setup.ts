@@ -1,0 +1,16 @@
+/**
+ * The environment lines that point agents at the proxy, for "Copy agent setup": the OpenAI and
+ * Anthropic SDKs (and the agents built on them: Codex CLI, Claude Code, Aider, ...) read these.
+ * PowerShell syntax on Windows, POSIX shell elsewhere.
+ */
+export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string {
+  const base = serverUrl.replace(/\/+$/, '')
+  const vars: [string, string][] = [
+    ['OPENAI_BASE_URL', `${base}/openai/v1`],
+    ['ANTHROPIC_BASE_URL', `${base}/anthropic`],
+  ]
+  if (platform === 'win32') {
+    return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`)].join('\r\n') + '\r\n'
+  }
+  return [`# Burnrate: meter AI agents through ${base}`, ...vars.map(([k, v]) => `export ${k}=${v}`)].join('\n') + '\n'
+}
