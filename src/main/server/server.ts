@@ -5,6 +5,7 @@ import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
+import { budgets } from '../budgets'
 import { health } from '../health'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
@@ -16,12 +17,13 @@ import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
+import { dashboard } from '../dashboard'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, dashboardUi]
+export const FEATURES: Feature[] = [health, budgets, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

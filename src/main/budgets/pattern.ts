@@ -1,0 +1,39 @@
+/**
+ * Key patterns (contract: Budget rules): a whole API key, or a prefix followed by one trailing
+ * `*` (`*` alone matches every key). The pattern is a rule's identity.
+ */
+
+/** Why a pattern is not valid, or null when it is. */
+export function patternProblem(pattern: string): string | null {
+  if (pattern.length === 0) return 'expected a non-empty string'
+  const star = pattern.indexOf('*')
+  if (star !== -1 && star !== pattern.length - 1) return '"*" is only allowed once, at the end of the pattern'
+  // API keys travel in HTTP headers, so a pattern outside visible ASCII can never match one.
+  if (!/^[\x21-\x7e]+$/.test(pattern)) return 'expected visible ASCII characters only (no spaces)'
+  return null
+}
+
+export function isPrefix(pattern: string): boolean {
+  return pattern.endsWith('*')
+}
+
+/** The prefix a `*` pattern stands for ('' for `*`). */
+export function prefixOf(pattern: string): string {
+  return pattern.slice(0, -1)
+}
+
+export function matches(pattern: string, key: string): boolean {
+  return isPrefix(pattern) ? key.startsWith(prefixOf(pattern)) : key === pattern
+}
+
+/**
+ * Orders patterns most specific first: an exact key before any prefix, a longer prefix before
+ * a shorter one. Negative when `a` is more specific than `b`.
+ */
+export function bySpecificity(a: string, b: string): number {
+  const pa = isPrefix(a)
+  const pb = isPrefix(b)
+  if (pa !== pb) return pa ? 1 : -1
+  if (!pa) return 0
+  return b.length - a.length
+}

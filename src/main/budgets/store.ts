@@ -1,0 +1,83 @@
+import type Database from 'better-sqlite3'
+import type { BudgetAction } from '../../shared/api'
+import type { Rule } from './rules'
+
+interface Row {
+  api_key_pattern: string
+  daily_limit_usd: number | null
+  monthly_limit_usd: number | null
+  action: BudgetAction
+  soft_limit_pct: number | null
+  created_at: number
+}
+
+export interface RuleInput {
+  api_key_pattern: string
+  daily_limit_usd: number | null
+  monthly_limit_usd: number | null
+  action: BudgetAction
+  soft_limit_pct: number | null
+}
+
+function toRule(r: Row): Rule {
+  return { ...r, source: 'runtime' }
+}
+
+/**
+ * Runtime budget rules in the `budget_rules` table: the single source of truth. Every write is
+ * one synchronous transaction; once it has committed `onChange` gets the rules read back from
+ * the table, so the engine's index changes in the same step as the write: the very next proxied
+ * call sees it.
+ */
+export class RuleStore {
+  private readonly selectAll: Database.Statement
+  private readonly selectOne: Database.Statement
+  private readonly upsertStmt: Database.Statement
+  private readonly deleteStmt: Database.Statement
+  private readonly upsertTx: (input: RuleInput, now: number) => { rule: Rule; created: boolean }
+  private readonly deleteTx: (pattern: string) => boolean
+
+  constructor(
+    db: Database.Database,
+    private readonly onChange: (rules: Rule[]) => void,
+  ) {
+    this.selectAll = db.prepare('SELECT * FROM budget_rules ORDER BY api_key_pattern')
+    this.selectOne = db.prepare('SELECT * FROM budget_rules WHERE api_key_pattern = ?')
+    this.upsertStmt = db.prepare(
+      `INSERT INTO budget_rules (api_key_pattern, daily_limit_usd, monthly_limit_usd, action, soft_limit_pct, created_at)
+       VALUES (@api_key_pattern, @daily_limit_usd, @monthly_limit_usd, @action, @soft_limit_pct, @created_at)
+       ON CONFLICT (api_key_pattern) DO UPDATE SET
+         daily_limit_usd = excluded.daily_limit_usd, monthly_limit_usd = excluded.monthly_limit_usd,
+         action = excluded.action, soft_limit_pct = excluded.soft_limit_pct, created_at = excluded.created_at`,
+    )
+    this.deleteStmt = db.prepare('DELETE FROM budget_rules WHERE api_key_pattern = ?')
+    this.upsertTx = db.transaction((input: RuleInput, now: number) => {
+      const existed = this.selectOne.get(input.api_key_pattern) !== undefined
+      this.upsertStmt.run({ ...input, created_at: now })
+      const rule = toRule(this.selectOne.get(input.api_key_pattern) as Row)
+      return { rule, created: !existed }
+    })
+    this.deleteTx = db.transaction((pattern: string) => {
+      return this.deleteStmt.run(pattern).changes > 0
+    })
+  }
+
+  all(): Rule[] {
+    return (this.selectAll.all() as Row[]).map(toRule)
+  }
+
+  /** Stores `input`, replacing the runtime rule with the same pattern; `created` is false when one was replaced. */
+  put(input: RuleInput, now = Date.now()): { rule: Rule; created: boolean } {
+    const out = this.upsertTx(input, now)
+    // Committed: the index follows in the same synchronous step, before any other call runs.
+    this.onChange(this.all())
+    return out
+  }
+
+  /** Deletes the runtime rule with exactly this pattern; false when there was none. */
+  delete(pattern: string): boolean {
+    const deleted = this.deleteTx(pattern)
+    if (deleted) this.onChange(this.all())
+    return deleted
+  }
+}

@@ -1,0 +1,53 @@
+import { emptyUsage, isObject } from '../metering/usage'
+import type { Pricer } from '../pricing/price'
+import type { CallContext } from '../proxy/gate'
+
+/**
+ * The most a call can cost, reserved against a budget before it goes upstream (and released
+ * when its real cost is known), so that calls in flight at once cannot overshoot a limit.
+ *
+ * - Prompt: the request body's bytes / 3, as tokens. Real tokens average ~4 bytes of English
+ *   and the JSON around the text adds more bytes, so this stays above the real count while
+ *   costing nothing to compute (no tokenizer on the hot path). All of it is priced as uncached
+ *   input.
+ * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens` or Gemini's
+ *   `generationConfig.maxOutputTokens` (times `n` choices); without one,
+ *   DEFAULT_MAX_OUTPUT_TOKENS.
+ * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A model with
+ *   no known price reserves 0, as its calls are recorded at cost 0.
+ */
+
+export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768
+const BYTES_PER_TOKEN = 3
+/** Endpoints billed for input only. */
+const INPUT_ONLY = new Set(['embeddings'])
+
+function positive(v: unknown): number | null {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null
+}
+
+export function promptTokenBound(bodyBytes: number): number {
+  return Math.ceil(bodyBytes / BYTES_PER_TOKEN)
+}
+
+export function maxOutputTokens(body: unknown): number {
+  if (!isObject(body)) return DEFAULT_MAX_OUTPUT_TOKENS
+  const gen = isObject(body.generationConfig) ? body.generationConfig : undefined
+  const max =
+    positive(body.max_completion_tokens) ??
+    positive(body.max_tokens) ??
+    positive(body.max_output_tokens) ??
+    positive(gen?.maxOutputTokens) ??
+    DEFAULT_MAX_OUTPUT_TOKENS
+  const n = positive(body.n) ?? positive(gen?.candidateCount) ?? 1
+  return Math.ceil(max) * Math.ceil(n)
+}
+
+export function worstCaseUsd(pricer: Pricer, ctx: CallContext): number {
+  if (!ctx.shape.billable || !ctx.shape.model) return 0
+  const usage = emptyUsage()
+  usage.input_tokens = promptTokenBound(ctx.bodyBytes)
+  usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
+  const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, new Date(ctx.ts))
+  return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
+}

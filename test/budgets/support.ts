@@ -1,0 +1,53 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import Database from 'better-sqlite3'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { fixture, fixtureJson } from '../support/fixtures'
+import { postJson, type Reply } from '../support/http'
+import type { MockUpstream } from '../support/mock-upstream'
+import type { TestServer } from '../support/server'
+
+/** gpt-5-nano: 11 prompt, 228 completion tokens (fixtures README). */
+export const NANO_FIXTURE = 'openai-chat/chat-nonstream-reasoning.json'
+export const NANO_COST = calcPrice({ input_tokens: 11, output_tokens: 228 }, 'gpt-5-nano-2025-08-07', { providerId: 'openai' })!.total_price
+
+/** claude-sonnet-4-5: 12 input, 29 output (fixtures README). */
+export const CLAUDE_FIXTURE = 'anthropic/messages-nonstream-basic.json'
+
+export function replayJson(upstream: MockUpstream, file: string, extra: { headerDelayMs?: number } = {}): void {
+  const body = fixture(file)
+  upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body, ...extra }))
+}
+
+export function fixtureModel(file: string): string {
+  return fixtureJson(file).model
+}
+
+export function chat(t: TestServer, key: string, body: Record<string, unknown> = {}, headers: Record<string, string> = {}): Promise<Reply> {
+  return postJson(
+    `${t.url}/v1/chat/completions`,
+    { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100, ...body },
+    { authorization: `Bearer ${key}`, ...headers },
+  )
+}
+
+export interface Row {
+  status: number
+  cost_usd: number
+  error: string | null
+  api_key_hash: string
+}
+
+/** Every recorded call of `key`, read from the database file after a flush. */
+export function callsOf(t: TestServer, key: string): Row[] {
+  t.server.ledger.flush()
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT status, cost_usd, error, api_key_hash FROM calls WHERE api_key_hash = ? ORDER BY id').all(hashKey(key)) as Row[]
+  } finally {
+    db.close()
+  }
+}
+
+export function spentToday(t: TestServer, key: string): number {
+  return t.server.ledger.spend.key(hashKey(key)).day
+}
