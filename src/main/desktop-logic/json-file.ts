@@ -11,9 +11,13 @@ export function readJsonFile(path: string): unknown {
 }
 
 /** Writes through a temporary file and a rename, so a crash never leaves half a file. */
-export function writeJsonFile(path: string, data: unknown): void {
+export function writeTextFile(path: string, text: string): void {
   mkdirSync(dirname(path), { recursive: true })
   const tmp = `${path}.${process.pid}.tmp`
-  writeFileSync(tmp, JSON.stringify(data, null, 2) + '\n')
+  writeFileSync(tmp, text)
   renameSync(tmp, path)
+}
+
+export function writeJsonFile(path: string, data: unknown): void {
+  writeTextFile(path, JSON.stringify(data, null, 2) + '\n')
 }

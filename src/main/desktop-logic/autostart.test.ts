@@ -1,0 +1,54 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { autostartEntry, autostartFile, isAutostartEnabled, setAutostart, startsHidden } from './autostart'
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+describe('startsHidden', () => {
+  it('hides the window for a login launch only', () => {
+    expect(startsHidden(['/opt/Burnrate/burnrate'])).toBe(false)
+    expect(startsHidden(['/opt/Burnrate/burnrate', '--hidden'])).toBe(true)
+    expect(startsHidden(['/Applications/Burnrate.app/Contents/MacOS/Burnrate'], true)).toBe(true)
+  })
+})
+
+describe('Linux autostart entry', () => {
+  it('lives in XDG_CONFIG_HOME/autostart, else ~/.config/autostart', () => {
+    expect(autostartFile({ XDG_CONFIG_HOME: '/x/cfg' }, '/home/u')).toBe('/x/cfg/autostart/burnrate.desktop')
+    expect(autostartFile({}, '/home/u')).toBe('/home/u/.config/autostart/burnrate.desktop')
+  })
+
+  it('launches the app hidden, with the path quoted by the spec', () => {
+    const text = autostartEntry('/home/u/Apps/Burn "rate" $1.AppImage')
+    expect(text).toContain('Exec="/home/u/Apps/Burn \\"rate\\" \\$1.AppImage" --hidden\n')
+    expect(text.startsWith('[Desktop Entry]\nType=Application\n')).toBe(true)
+  })
+
+  it('is turned on and off by writing and removing the file', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-autostart-'))
+    dirs.push(dir)
+    const file = autostartFile({ XDG_CONFIG_HOME: dir })
+    expect(isAutostartEnabled(file)).toBe(false)
+    setAutostart(file, true, '/opt/Burnrate/burnrate')
+    expect(isAutostartEnabled(file)).toBe(true)
+    expect(readFileSync(file, 'utf8')).toContain('Exec="/opt/Burnrate/burnrate" --hidden')
+    setAutostart(file, false, '/opt/Burnrate/burnrate')
+    expect(existsSync(file)).toBe(false)
+    setAutostart(file, false, '/opt/Burnrate/burnrate')
+  })
+
+  it('respects an entry the desktop environment switched off', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-autostart-'))
+    dirs.push(dir)
+    const file = join(dir, 'burnrate.desktop')
+    writeFileSync(file, autostartEntry('/opt/b').replace('X-GNOME-Autostart-enabled=true', 'X-GNOME-Autostart-enabled=false'))
+    expect(isAutostartEnabled(file)).toBe(false)
+    writeFileSync(file, autostartEntry('/opt/b') + 'Hidden=true\n')
+    expect(isAutostartEnabled(file)).toBe(false)
+  })
+})

@@ -1,0 +1,53 @@
+import { existsSync, readFileSync, rmSync } from 'node:fs'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import { writeTextFile } from './json-file'
+
+/** The argument a login launch carries, so the app starts in the tray without a window. */
+export const HIDDEN_FLAG = '--hidden'
+
+/** Whether this launch should keep the window hidden (started at login). */
+export function startsHidden(argv: readonly string[], openedAtLogin = false): boolean {
+  return openedAtLogin || argv.includes(HIDDEN_FLAG)
+}
+
+/**
+ * Linux has no login-item API in Electron: the XDG autostart spec's desktop entry in
+ * `$XDG_CONFIG_HOME/autostart` does it for every desktop that follows it (GNOME, KDE, Xfce, ...).
+ */
+export function autostartFile(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): string {
+  return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'autostart', 'burnrate.desktop')
+}
+
+/** Quotes an argument for a desktop entry's Exec key (the spec's rules for double quotes). */
+function quoteExec(arg: string): string {
+  return `"${arg.replace(/(["`$\\])/g, '\\$1')}"`
+}
+
+export function autostartEntry(executable: string): string {
+  return [
+    '[Desktop Entry]',
+    'Type=Application',
+    'Name=Burnrate',
+    'Comment=Meters every AI agent call: tokens, dollars, budgets',
+    `Exec=${quoteExec(executable)} ${HIDDEN_FLAG}`,
+    'Terminal=false',
+    'X-GNOME-Autostart-enabled=true',
+    '',
+  ].join('\n')
+}
+
+export function isAutostartEnabled(file: string): boolean {
+  try {
+    const text = readFileSync(file, 'utf8')
+    return !/^Hidden\s*=\s*true\s*$/m.test(text) && !/^X-GNOME-Autostart-enabled\s*=\s*false\s*$/m.test(text)
+  } catch {
+    return false
+  }
+}
+
+/** `executable`: the AppImage when run from one (`$APPIMAGE`), else the installed binary. */
+export function setAutostart(file: string, enabled: boolean, executable: string): void {
+  if (enabled) writeTextFile(file, autostartEntry(executable))
+  else if (existsSync(file)) rmSync(file)
+}
