@@ -1,0 +1,82 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { answer, recorded } from './ledger'
+
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  upstream = await startMockUpstream()
+  t = await startTestServer({ providers: { azure: { deployments: { 'prod-chat': 'gpt-4o', 'embed-small': 'text-embedding-3-small' } } } }, upstream.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+})
+beforeEach(() => {
+  upstream.requests.length = 0
+})
+
+const HEADERS = { 'api-key': 'azure-test-key-0000000000001' }
+
+function azurePrice(usage: Record<string, number>, model: string, ts: number): number {
+  const p = calcPrice(usage, model, { providerId: 'azure', timestamp: new Date(ts) })
+  expect(p).not.toBeNull()
+  return p!.total_price
+}
+
+describe('Azure OpenAI', () => {
+  it('forwards the deployment path and api-version, and prices the model the response names', async () => {
+    answer(upstream, fixture('openai-chat/chat-nonstream-cached.json'))
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/azure/openai/deployments/prod-chat/chat/completions?api-version=2024-10-21`, { messages: [{ role: 'user', content: 'hi' }] }, HEADERS),
+    )
+    expect(upstream.requests[0].url).toBe('/openai/deployments/prod-chat/chat/completions?api-version=2024-10-21')
+    expect(upstream.requests[0].headers['api-key']).toBe(HEADERS['api-key'])
+    // The response's model (a dated snapshot) is more precise than the deployment mapping.
+    expect(row).toMatchObject({ provider: 'azure', model: 'gpt-4o-mini-2024-07-18', endpoint: 'chat.completions', input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353, key_hint: 'azu…0001' })
+    expect(row.cost_usd).toBe(azurePrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, 'gpt-4o-mini-2024-07-18', row.ts))
+  })
+
+  it('meters the recorded Azure stream (prompt_filter_results chunk with an empty model first)', async () => {
+    answer(upstream, fixture('openai-chat/azure-chat-stream-with-usage-reasoning.sse'), 'sse')
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/azure/openai/deployments/model-router/chat/completions?api-version=2025-01-01-preview`, { stream: true, stream_options: { include_usage: true }, messages: [] }, HEADERS),
+    )
+    expect(row).toMatchObject({ model: 'gpt-5-nano-2025-08-07', streamed: 1, input_tokens: 15, output_tokens: 78, reasoning_tokens: 64, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(azurePrice({ input_tokens: 15, output_tokens: 78 }, 'gpt-5-nano-2025-08-07', row.ts))
+  })
+
+  it('maps a deployment to its configured model when the response names none', async () => {
+    answer(upstream, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, -0.2] }], usage: { prompt_tokens: 9, total_tokens: 9 } })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/azure/openai/deployments/embed-small/embeddings?api-version=2024-10-21`, { input: 'hello world' }, HEADERS),
+    )
+    expect(row).toMatchObject({ model: 'text-embedding-3-small', endpoint: 'embeddings', input_tokens: 9, output_tokens: 0, priced: 1 })
+    expect(row.cost_usd).toBe(azurePrice({ input_tokens: 9, output_tokens: 0 }, 'text-embedding-3-small', row.ts))
+  })
+
+  it('the v1 API: the body names the deployment', async () => {
+    answer(upstream, { ...JSON.parse(fixture('openai-chat/chat-nonstream-reasoning.json').toString()), model: undefined })
+    const row = await recorded(t, () => postJson(`${t.url}/azure/openai/v1/chat/completions`, { model: 'prod-chat', messages: [] }, HEADERS))
+    expect(upstream.requests[0].url).toBe('/openai/v1/chat/completions')
+    expect(row).toMatchObject({ model: 'gpt-4o', endpoint: 'chat.completions', input_tokens: 11, output_tokens: 228 })
+    expect(row.cost_usd).toBe(azurePrice({ input_tokens: 11, output_tokens: 228 }, 'gpt-4o', row.ts))
+  })
+
+  it('without a configured base URL answers a 404 that says what to set', async () => {
+    const t2 = await startTestServer({})
+    try {
+      const res = await postJson(`${t2.url}/azure/openai/deployments/x/chat/completions?api-version=2024-10-21`, { messages: [] }, HEADERS)
+      expect(res.status).toBe(404)
+      expect(res.json().error.type).toBe('not_found')
+      expect(res.json().error.message).toContain('providers.azure.base_url')
+    } finally {
+      await t2.cleanup()
+    }
+  })
+})

@@ -1,0 +1,190 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { PROVIDERS } from '../../src/main/providers/registry'
+import { postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { answer, recorded } from './ledger'
+
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  upstream = await startMockUpstream()
+  t = await startTestServer({}, upstream.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+})
+beforeEach(() => {
+  upstream.requests.length = 0
+})
+
+/**
+ * Each OpenAI-compatible provider: its real base URL (from its own docs), the upstream path a
+ * chat completion must reach (the base URL's path + `/chat/completions`), and a model its
+ * price list (genai-prices) knows.
+ */
+const COMPATIBLE = [
+  { name: 'openrouter', base: 'https://openrouter.ai/api/v1', path: '/api/v1/chat/completions', pricing: 'openrouter', model: 'openai/gpt-4o' },
+  { name: 'groq', base: 'https://api.groq.com/openai/v1', path: '/openai/v1/chat/completions', pricing: 'groq', model: 'llama-3.3-70b-versatile' },
+  { name: 'mistral', base: 'https://api.mistral.ai/v1', path: '/v1/chat/completions', pricing: 'mistral', model: 'mistral-large-latest' },
+  { name: 'deepseek', base: 'https://api.deepseek.com/v1', path: '/v1/chat/completions', pricing: 'deepseek', model: 'deepseek-chat' },
+  { name: 'xai', base: 'https://api.x.ai/v1', path: '/v1/chat/completions', pricing: 'x-ai', model: 'grok-3' },
+  { name: 'together', base: 'https://api.together.xyz/v1', path: '/v1/chat/completions', pricing: 'together', model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo' },
+  { name: 'fireworks', base: 'https://api.fireworks.ai/inference/v1', path: '/inference/v1/chat/completions', pricing: 'fireworks', model: 'accounts/fireworks/models/llama-v3p1-8b-instruct' },
+  { name: 'cerebras', base: 'https://api.cerebras.ai/v1', path: '/v1/chat/completions', pricing: 'cerebras', model: 'llama3.1-8b' },
+  { name: 'perplexity', base: 'https://api.perplexity.ai', path: '/chat/completions', pricing: 'perplexity', model: 'sonar-pro' },
+]
+
+function completion(model: string, usage: Record<string, unknown>) {
+  return {
+    id: 'chatcmpl-1',
+    object: 'chat.completion',
+    created: 1763700000,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, finish_reason: 'stop' }],
+    usage,
+  }
+}
+
+function chunk(model: string, delta: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+  return `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', created: 1763700000, model, choices: delta ? [{ index: 0, delta }] : [], ...extra })}\n\n`
+}
+
+describe('OpenAI-compatible providers', () => {
+  for (const p of COMPATIBLE) {
+    it(`${p.name}: real base URL, joined upstream path, usage and price`, async () => {
+      const provider = PROVIDERS.find((x) => x.name === p.name)
+      expect(provider?.defaultBaseUrl).toBe(p.base)
+      expect(provider?.mount).toBe(`/${p.name}/v1`)
+      answer(upstream, completion(p.model, { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 }))
+      const row = await recorded(t, () =>
+        postJson(`${t.url}/${p.name}/v1/chat/completions`, { model: p.model, messages: [{ role: 'user', content: 'hi' }] }, {
+          authorization: `Bearer sk-${p.name}-test-key-00000001`,
+        }),
+      )
+      expect(upstream.requests[0].url).toBe(p.path)
+      expect(upstream.requests[0].headers.authorization).toBe(`Bearer sk-${p.name}-test-key-00000001`)
+      expect(row).toMatchObject({ provider: p.name, model: p.model, endpoint: 'chat.completions', input_tokens: 1200, output_tokens: 300, priced: 1 })
+      const expected = calcPrice({ input_tokens: 1200, output_tokens: 300 }, p.model, { providerId: p.pricing, timestamp: new Date(row.ts) })
+      expect(expected).not.toBeNull()
+      expect(row.cost_usd).toBe(expected!.total_price)
+      expect(row.cost_usd).toBeGreaterThan(0)
+    })
+  }
+
+  it('keeps the path below the mount and the query when joining (Groq models list)', async () => {
+    answer(upstream, { object: 'list', data: [] })
+    const row = await recorded(t, () => request(`${t.url}/groq/v1/models?limit=5`, { headers: { authorization: 'Bearer gsk-test-000000000001' } }))
+    expect(upstream.requests[0].url).toBe('/openai/v1/models?limit=5')
+    expect(row).toMatchObject({ provider: 'groq', endpoint: 'other', cost_usd: 0, estimated: 0 })
+  })
+
+  it('Groq streams: usage from the last chunk x_groq', async () => {
+    const model = 'llama-3.3-70b-versatile'
+    const body =
+      chunk(model, { role: 'assistant', content: '' }) +
+      chunk(model, { content: 'Hello there' }) +
+      chunk(model, {}, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], x_groq: { id: 'req_01', usage: { queue_time: 0.01, prompt_tokens: 40, prompt_time: 0.002, completion_tokens: 3, completion_time: 0.01, total_tokens: 43, total_time: 0.012 } } }) +
+      'data: [DONE]\n\n'
+    answer(upstream, body, 'sse')
+    const row = await recorded(t, () => postJson(`${t.url}/groq/v1/chat/completions`, { model, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer gsk-test-000000000001' }))
+    expect(row).toMatchObject({ provider: 'groq', streamed: 1, input_tokens: 40, output_tokens: 3, estimated: 0 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 40, output_tokens: 3 }, model, { providerId: 'groq', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('OpenRouter: records the charge OpenRouter reports (usage.cost), cache writes included', async () => {
+    const model = 'anthropic/claude-sonnet-4.5'
+    const usage = {
+      prompt_tokens: 2000,
+      completion_tokens: 100,
+      total_tokens: 2100,
+      cost: 0.0123456,
+      is_byok: false,
+      prompt_tokens_details: { cached_tokens: 500, cache_write_tokens: 1000, audio_tokens: 0 },
+      cost_details: { upstream_inference_cost: null },
+      completion_tokens_details: { reasoning_tokens: 0 },
+    }
+    answer(upstream, completion(model, usage))
+    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    expect(row).toMatchObject({ model, input_tokens: 2000, cache_read_tokens: 500, cache_write_tokens: 1000, output_tokens: 100, priced: 1 })
+    expect(row.cost_usd).toBe(0.0123456)
+  })
+
+  it('OpenRouter with a bring-your-own key: its fee plus the upstream charge', async () => {
+    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cost: 0.0001, is_byok: true, cost_details: { upstream_inference_cost: 0.002 } }
+    answer(upstream, completion('openai/gpt-4o', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model: 'openai/gpt-4o', messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    expect(row.cost_usd).toBe(0.0001 + 0.002)
+  })
+
+  it('OpenRouter streams: the final usage chunk carries the cost', async () => {
+    const model = 'openai/gpt-4o-mini'
+    const body =
+      chunk(model, { role: 'assistant', content: 'Hi' }) +
+      chunk(model, {}, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) +
+      chunk(model, null as any, { usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14, cost: 0.0000042 } }) +
+      'data: [DONE]\n\n'
+    answer(upstream, body, 'sse')
+    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model, stream: true, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    expect(row).toMatchObject({ streamed: 1, input_tokens: 12, output_tokens: 2, estimated: 0 })
+    expect(row.cost_usd).toBe(0.0000042)
+  })
+
+  it('Perplexity: records usage.cost.total_cost (request fee included)', async () => {
+    const usage = {
+      prompt_tokens: 8,
+      completion_tokens: 120,
+      total_tokens: 128,
+      search_context_size: 'low',
+      cost: { input_tokens_cost: 0.000024, output_tokens_cost: 0.0018, request_cost: 0.006, total_cost: 0.007824 },
+    }
+    answer(upstream, completion('sonar-pro', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-pro', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(upstream.requests[0].url).toBe('/chat/completions')
+    expect(row).toMatchObject({ input_tokens: 8, output_tokens: 120 })
+    expect(row.cost_usd).toBe(0.007824)
+  })
+
+  it('DeepSeek: prompt_cache_hit_tokens are cache reads, priced at the cache rate', async () => {
+    const usage = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 }
+    answer(upstream, completion('deepseek-chat', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-chat', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
+    expect(row).toMatchObject({ input_tokens: 1000, cache_read_tokens: 800, output_tokens: 50 })
+    const expected = calcPrice({ input_tokens: 1000, cache_read_tokens: 800, output_tokens: 50 }, 'deepseek-chat', { providerId: 'deepseek', timestamp: new Date(row.ts) })!.total_price
+    expect(row.cost_usd).toBe(expected)
+    const uncached = calcPrice({ input_tokens: 1000, output_tokens: 50 }, 'deepseek-chat', { providerId: 'deepseek', timestamp: new Date(row.ts) })!.total_price
+    expect(row.cost_usd).toBeLessThan(uncached)
+  })
+})
+
+describe('provider settings', () => {
+  it('a provider can be turned off, and given another base URL (with a path)', async () => {
+    const other = await startMockUpstream()
+    const t2 = await startTestServer(
+      { providers: { groq: { enabled: false }, together: { base_url: `${other.url}/proxy/together/v1` } } },
+      upstream.url,
+    )
+    try {
+      const off = await postJson(`${t2.url}/groq/v1/chat/completions`, { model: 'x', messages: [] })
+      expect(off.status).toBe(404)
+      expect(off.json().error.type).toBe('not_found')
+      expect(off.json().error.message).toContain('providers.groq.enabled')
+      expect(upstream.requests).toHaveLength(0)
+
+      other.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(completion('meta-llama/Llama-3.3-70B-Instruct-Turbo', { prompt_tokens: 5, completion_tokens: 1 })) }))
+      const row = await recorded(t2, () => postJson(`${t2.url}/together/v1/chat/completions`, { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [] }))
+      expect(other.requests[0].url).toBe('/proxy/together/v1/chat/completions')
+      expect(row).toMatchObject({ provider: 'together', input_tokens: 5, output_tokens: 1 })
+    } finally {
+      await t2.cleanup()
+      await other.close()
+    }
+  })
+
+  it('an unknown provider name in the config is a start-up error naming it', async () => {
+    await expect(startTestServer({ providers: { grok: { enabled: true } } })).rejects.toThrow(/providers\.grok: unknown provider/)
+  })
+})

@@ -1,0 +1,179 @@
+import { createHash } from 'node:crypto'
+import { calcPrice } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { answer, recorded } from './ledger'
+
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  upstream = await startMockUpstream()
+  t = await startTestServer({}, upstream.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+})
+beforeEach(() => {
+  upstream.requests.length = 0
+})
+
+const KEY = 'AIzaSy-test-gemini-key-0000000001'
+const BODY = { contents: [{ role: 'user', parts: [{ text: 'Count to 100' }] }] }
+
+function price(usage: Record<string, number>, model: string, ts: number): number {
+  const p = calcPrice(usage, model, { providerId: 'google', timestamp: new Date(ts) })
+  expect(p).not.toBeNull()
+  return p!.total_price
+}
+
+/** The counts ../shared/fixtures/README.md gives for each Gemini recording. */
+const CASES = [
+  {
+    file: 'gemini/generate-content-cached-thoughts.json',
+    path: '/v1beta/models/gemini-2.5-flash:generateContent',
+    model: 'gemini-2.5-flash',
+    // promptTokenCount 3520 includes cachedContentTokenCount 3512; output = candidates 2 + thoughts 42
+    input: 3520,
+    cacheRead: 3512,
+    output: 44,
+    reasoning: 42,
+  },
+  {
+    file: 'gemini/generate-content-thoughts.json',
+    path: '/v1beta/models/gemini-3-pro-preview:generateContent',
+    model: 'gemini-3-pro-preview',
+    input: 9,
+    cacheRead: 0,
+    output: 28 + 244,
+    reasoning: 244,
+  },
+  {
+    file: 'gemini/stream-generate-content.sse',
+    path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+    model: 'gemini-2.5-flash',
+    // the last event's cumulative usage, not the sum of the three
+    input: 18,
+    cacheRead: 0,
+    output: 80 + 35,
+    reasoning: 35,
+  },
+  {
+    file: 'gemini/stream-generate-content-tool-use-prompt.sse',
+    path: '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+    model: 'gemini-2.5-flash',
+    // toolUsePromptTokenCount 4610 is billed as input though not in promptTokenCount 32
+    input: 32 + 4610,
+    cacheRead: 0,
+    output: 25 + 37,
+    reasoning: 37,
+  },
+]
+
+describe('Gemini fixtures are metered and priced exactly', () => {
+  for (const c of CASES) {
+    it(c.file, async () => {
+      const sse = c.file.endsWith('.sse')
+      answer(upstream, fixture(c.file), sse ? 'sse' : 'json')
+      let res: any
+      const row = await recorded(t, async () => {
+        res = await postJson(`${t.url}/gemini${c.path}`, BODY, { 'x-goog-api-key': KEY })
+      })
+      expect(res.status).toBe(200)
+      expect(res.body.equals(fixture(c.file))).toBe(true)
+      expect(upstream.requests[0].url).toBe(c.path)
+      expect(upstream.requests[0].headers['x-goog-api-key']).toBe(KEY)
+      expect(row).toMatchObject({
+        provider: 'gemini',
+        model: c.model,
+        input_tokens: c.input,
+        cache_read_tokens: c.cacheRead,
+        output_tokens: c.output,
+        reasoning_tokens: c.reasoning,
+        streamed: sse ? 1 : 0,
+        estimated: 0,
+        priced: 1,
+        api_key_hash: createHash('sha256').update(KEY).digest('hex'),
+      })
+      const usage: Record<string, number> = { input_tokens: c.input, output_tokens: c.output }
+      if (c.cacheRead) usage.cache_read_tokens = c.cacheRead
+      expect(row.cost_usd).toBe(price(usage, c.model, row.ts))
+      expect(row.cost_usd).toBeGreaterThan(0)
+    })
+  }
+
+  it('streamGenerateContent without alt=sse (one JSON array) counts the last element', async () => {
+    // The same three responses as the SSE recording, sent the way the API does without alt=sse.
+    const events = fixture('gemini/stream-generate-content.sse')
+      .toString('utf8')
+      .split(/\r\n\r\n/)
+      .filter((e) => e.startsWith('data: '))
+      .map((e) => e.slice('data: '.length))
+    expect(events).toHaveLength(3)
+    const array = `[${events.join(',\r\n')}]`
+    answer(upstream, array)
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent`, BODY, { 'x-goog-api-key': KEY }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent')
+    expect(row).toMatchObject({ endpoint: 'streamGenerateContent', input_tokens: 18, output_tokens: 115, reasoning_tokens: 35, streamed: 0 })
+    expect(row.cost_usd).toBe(price({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
+  })
+
+  it('takes the key from ?key= and passes the query upstream untouched', async () => {
+    answer(upstream, fixture('gemini/generate-content-thoughts.json'))
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`, BODY),
+    )
+    expect(upstream.requests[0].url).toBe(`/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`)
+    expect(row.api_key_hash).toBe(createHash('sha256').update(KEY).digest('hex'))
+    expect(row.key_hint).toBe('AIz…0001')
+  })
+})
+
+describe('Gemini pricing beyond the recordings', () => {
+  it('prices a prompt above 200k tokens at the higher tier', async () => {
+    const usageMetadata = { promptTokenCount: 250_000, candidatesTokenCount: 1_000, thoughtsTokenCount: 500, totalTokenCount: 251_500 }
+    answer(upstream, { candidates: [{ content: { parts: [{ text: 'ok' }], role: 'model' }, finishReason: 'STOP' }], usageMetadata, modelVersion: 'gemini-2.5-pro' })
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row).toMatchObject({ model: 'gemini-2.5-pro', input_tokens: 250_000, output_tokens: 1_500 })
+    expect(row.cost_usd).toBe(price({ input_tokens: 250_000, output_tokens: 1_500 }, 'gemini-2.5-pro', row.ts))
+    // Google's published long-context rates for 2.5 Pro: $2.50/M input, $15/M output above 200k.
+    expect(row.cost_usd).toBeCloseTo(250_000 * 2.5e-6 + 1_500 * 15e-6, 12)
+  })
+
+  it('prices a prompt just under the tier at the base rate', async () => {
+    const usageMetadata = { promptTokenCount: 199_999, candidatesTokenCount: 1_000, totalTokenCount: 200_999 }
+    answer(upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-pro' })
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row.cost_usd).toBeCloseTo(199_999 * 1.25e-6 + 1_000 * 10e-6, 12)
+  })
+
+  it('prices audio prompt tokens at the audio rate', async () => {
+    const usageMetadata = {
+      promptTokenCount: 1_000,
+      candidatesTokenCount: 10,
+      totalTokenCount: 1_010,
+      promptTokensDetails: [
+        { modality: 'TEXT', tokenCount: 600 },
+        { modality: 'AUDIO', tokenCount: 400 },
+      ],
+    }
+    answer(upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-flash' })
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row.input_tokens).toBe(1_000)
+    expect(row.cost_usd).toBe(price({ input_tokens: 1_000, input_audio_tokens: 400, output_tokens: 10 }, 'gemini-2.5-flash', row.ts))
+    // 2.5 Flash: text $0.30/M, audio $1.00/M, output $2.50/M
+    expect(row.cost_usd).toBeCloseTo(600 * 0.3e-6 + 400 * 1e-6 + 10 * 2.5e-6, 12)
+  })
+
+  it('records countTokens as a non-billable call with no cost', async () => {
+    answer(upstream, { totalTokens: 31 })
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:countTokens`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row).toMatchObject({ endpoint: 'countTokens', input_tokens: 0, output_tokens: 0, cost_usd: 0, estimated: 0 })
+  })
+})

@@ -1,0 +1,40 @@
+import Database from 'better-sqlite3'
+import { eventually } from '../support/http'
+import type { MockUpstream } from '../support/mock-upstream'
+import { sseChunks } from '../support/fixtures'
+import type { TestServer } from '../support/server'
+
+/** Every recorded call, oldest first, read from the server's real SQLite file. */
+export function rows(t: TestServer): any[] {
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT * FROM calls ORDER BY id').all()
+  } finally {
+    db.close()
+  }
+}
+
+/** Runs `call`, then waits until the ledger has written the row it caused, and returns it. */
+export async function recorded(t: TestServer, call: () => Promise<unknown>): Promise<any> {
+  const before = rows(t).length
+  await call()
+  return eventually(() => {
+    const r = rows(t)
+    return r.length > before ? r[r.length - 1] : undefined
+  })
+}
+
+/** Makes the mock answer with `body` as JSON, or as an SSE stream cut into chunks. */
+export function answer(upstream: MockUpstream, body: Buffer | string | object, kind: 'json' | 'sse' = 'json'): void {
+  const buf = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))
+  if (kind === 'sse') {
+    upstream.setResponder(() => ({
+      status: 200,
+      headers: { 'content-type': 'text/event-stream; charset=utf-8' },
+      chunks: sseChunks(buf),
+      delayMs: 1,
+    }))
+  } else {
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: buf }))
+  }
+}
