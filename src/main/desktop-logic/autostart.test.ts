@@ -27,6 +27,7 @@ describe('Linux autostart entry', () => {
     const text = autostartEntry('/home/u/Apps/Burn "rate" $1.AppImage')
     expect(text).toContain('Exec="/home/u/Apps/Burn \\"rate\\" \\$1.AppImage" --hidden\n')
     expect(text.startsWith('[Desktop Entry]\nType=Application\n')).toBe(true)
+    expect(autostartEntry('/usr/lib/electron', ['/src/burnrate'])).toContain('Exec="/usr/lib/electron" "/src/burnrate" --hidden\n')
   })
 
   it('is turned on and off by writing and removing the file', () => {

@@ -24,13 +24,14 @@ function quoteExec(arg: string): string {
   return `"${arg.replace(/(["`$\\])/g, '\\$1')}"`
 }
 
-export function autostartEntry(executable: string): string {
+/** `args` go before the hidden flag (in development: the app folder Electron is to run). */
+export function autostartEntry(executable: string, args: readonly string[] = []): string {
   return [
     '[Desktop Entry]',
     'Type=Application',
     'Name=Burnrate',
     'Comment=Meters every AI agent call: tokens, dollars, budgets',
-    `Exec=${quoteExec(executable)} ${HIDDEN_FLAG}`,
+    `Exec=${[executable, ...args].map(quoteExec).join(' ')} ${HIDDEN_FLAG}`,
     'Terminal=false',
     'X-GNOME-Autostart-enabled=true',
     '',
@@ -47,7 +48,7 @@ export function isAutostartEnabled(file: string): boolean {
 }
 
 /** `executable`: the AppImage when run from one (`$APPIMAGE`), else the installed binary. */
-export function setAutostart(file: string, enabled: boolean, executable: string): void {
-  if (enabled) writeTextFile(file, autostartEntry(executable))
+export function setAutostart(file: string, enabled: boolean, executable: string, args: readonly string[] = []): void {
+  if (enabled) writeTextFile(file, autostartEntry(executable, args))
   else if (existsSync(file)) rmSync(file)
 }
