@@ -152,6 +152,8 @@ export interface CostRow {
   cache_read_tokens: number
   cache_write_tokens: number
   cost_usd: number
+  /** With `group_by=api_key`: the key's hint (`sk-…9f3a`), as the key itself is shown only hashed. */
+  key_hint?: string
 }
 
 export interface Costs {

@@ -1,4 +1,6 @@
 import type Database from 'better-sqlite3'
+import { createRollupTables } from '../dashboard/rollup/schema'
+import { RollupWriter } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -55,6 +57,14 @@ export const MIGRATIONS: Migration[] = [
           created_at INTEGER NOT NULL
         );
       `)
+    },
+  },
+  {
+    version: 2,
+    description: 'dashboard rollups (5-minute, hourly, per grouping, per session) and cost indexes, backfilled',
+    up: (db) => {
+      createRollupTables(db)
+      new RollupWriter(db).catchUp()
     },
   },
 ]

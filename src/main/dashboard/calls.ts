@@ -1,0 +1,93 @@
+import { CALL_FIELDS, type Call } from '../../shared/api'
+
+/** The columns of `calls` a `Call` is made of. */
+export const CALL_COLUMNS = `id, ts, provider, model, api_key_hash, tenant, agent, session, status, streamed,
+  input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, priced,
+  estimated, latency_ms`
+
+export interface CallRow {
+  id: number
+  ts: number
+  provider: string
+  model: string
+  api_key_hash: string
+  tenant: string
+  agent: string
+  session: string
+  status: number
+  streamed: number
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  reasoning_tokens: number
+  cost_usd: number
+  priced: number
+  estimated: number
+  latency_ms: number
+}
+
+export function toCall(r: CallRow): Call {
+  return {
+    id: r.id,
+    t: new Date(r.ts).toISOString(),
+    provider: r.provider,
+    model: r.model,
+    api_key_hash: r.api_key_hash,
+    tenant: r.tenant,
+    agent: r.agent,
+    session: r.session,
+    status: r.status,
+    streamed: r.streamed === 1,
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    cache_read_tokens: r.cache_read_tokens,
+    cache_write_tokens: r.cache_write_tokens,
+    reasoning_tokens: r.reasoning_tokens,
+    cost_usd: r.cost_usd,
+    priced: r.priced === 1,
+    estimated: r.estimated === 1,
+    latency_ms: r.latency_ms,
+  }
+}
+
+const NEEDS_QUOTES = /[",\r\n]/
+/** Leading characters that make a spreadsheet read a cell as a formula. */
+const FORMULA_START = /^[=+\-@\t\r]/
+
+/**
+ * One CSV cell (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled.
+ * Text that a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) gets a
+ * leading `'` (OWASP's CSV-injection advice); numbers and booleans are written as they are.
+ */
+export function csvText(v: string): string {
+  const s = FORMULA_START.test(v) ? "'" + v : v
+  return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s
+}
+
+export const CSV_HEADER = CALL_FIELDS.join(',') + '\r\n'
+
+/** A call as one CSV line (CRLF-terminated), fields in `CALL_FIELDS` order. */
+export function csvLine(r: CallRow): string {
+  return (
+    r.id + ',' +
+    new Date(r.ts).toISOString() + ',' +
+    csvText(r.provider) + ',' +
+    csvText(r.model) + ',' +
+    csvText(r.api_key_hash) + ',' +
+    csvText(r.tenant) + ',' +
+    csvText(r.agent) + ',' +
+    csvText(r.session) + ',' +
+    r.status + ',' +
+    (r.streamed === 1) + ',' +
+    r.input_tokens + ',' +
+    r.output_tokens + ',' +
+    r.cache_read_tokens + ',' +
+    r.cache_write_tokens + ',' +
+    r.reasoning_tokens + ',' +
+    r.cost_usd + ',' +
+    (r.priced === 1) + ',' +
+    (r.estimated === 1) + ',' +
+    r.latency_ms + '\r\n'
+  )
+}

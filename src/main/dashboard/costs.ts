@@ -1,0 +1,89 @@
+import type { CostRow, Costs, GroupBy, Range } from '../../shared/api'
+import type { DashDeps } from './deps'
+import { HOUR } from './rollup/schema'
+import { andTenant } from './sql'
+import { rangeWindow, splitWindow, type Window } from './window'
+
+/** The `calls` column each grouping reads. */
+const COLUMN: Record<GroupBy, string> = {
+  model: 'model',
+  provider: 'provider',
+  agent: 'agent',
+  session: 'session',
+  api_key: 'api_key_hash',
+  tenant: 'tenant',
+}
+
+const SUMS = `total(requests) AS requests, total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
+  total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
+  total(cost_usd) AS cost_usd`
+
+interface Part {
+  key: string
+  provider: string
+  key_hint: string
+  requests: number
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  cost_usd: number
+}
+
+/** Spend in the window grouped by one attribute, costliest first. */
+export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number): Costs {
+  const w = rangeWindow(range, now)
+  const { rolled, raw } = splitWindow(w, HOUR)
+  const byModel = groupBy === 'model'
+  const args = (x: Window) => ({ start: x.start, end: x.end, tenant, dim: groupBy })
+  const parts: Part[] = []
+  if (rolled) {
+    const sql =
+      groupBy === 'tenant'
+        ? `SELECT tenant AS key, '' AS provider, '' AS key_hint, ${SUMS}
+             FROM dash_hour WHERE hour >= @start AND hour < @end${andTenant(tenant)} GROUP BY tenant`
+        : `SELECT key, provider, max(key_hint) AS key_hint, ${SUMS}
+             FROM dash_dim WHERE dim = @dim AND hour >= @start AND hour < @end${andTenant(tenant)}
+             GROUP BY key, provider`
+    parts.push(...(d.q.get(sql).all(args(rolled)) as Part[]))
+  }
+  for (const r of raw) {
+    const col = COLUMN[groupBy]
+    const provider = byModel ? 'provider' : "''"
+    const sql = `SELECT ${col} AS key, ${provider} AS provider, max(key_hint) AS key_hint, count(*) AS requests,
+        total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
+        total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
+        total(cost_usd) AS cost_usd
+      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
+    parts.push(...(d.q.get(sql).all(args(r)) as Part[]))
+  }
+  const rows = new Map<string, CostRow>()
+  for (const p of parts) {
+    const id = p.key + '\0' + p.provider
+    let row = rows.get(id)
+    if (!row) {
+      row = {
+        key: p.key,
+        provider: byModel ? p.provider : null,
+        requests: 0,
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+        cost_usd: 0,
+      }
+      if (groupBy === 'api_key') row.key_hint = p.key_hint
+      rows.set(id, row)
+    }
+    row.requests += p.requests
+    row.input_tokens += p.input_tokens
+    row.output_tokens += p.output_tokens
+    row.cache_read_tokens += p.cache_read_tokens
+    row.cache_write_tokens += p.cache_write_tokens
+    row.cost_usd += p.cost_usd
+  }
+  const sorted = [...rows.values()].sort(
+    (a, b) => b.cost_usd - a.cost_usd || b.requests - a.requests || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  )
+  return { group_by: groupBy, range, rows: sorted }
+}

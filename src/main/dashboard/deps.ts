@@ -1,0 +1,11 @@
+import type { Statements } from './sql'
+
+/** What every dashboard query needs. */
+export interface DashDeps {
+  q: Statements
+  /** IANA zone in which today and this month begin. */
+  tz: string
+}
+
+/** Calls a session's last call must be newer than to count as active. */
+export const ACTIVE_MS = 5 * 60_000

@@ -1,0 +1,57 @@
+import type { Request } from 'express'
+import { GROUP_BYS, RANGES, type GroupBy, type Range } from '../../shared/api'
+
+/** A known query parameter with a bad value: answered 400 `invalid_request` naming it. */
+export class ParamError extends Error {
+  constructor(
+    readonly param: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+function one(req: Request, name: string): string | undefined {
+  const v = req.query[name]
+  if (v === undefined) return undefined
+  if (typeof v !== 'string') throw new ParamError(name, `The parameter ${name} was given more than once; give it once.`)
+  return v
+}
+
+function choice<T extends string>(req: Request, name: string, accepted: readonly T[], fallback: T): T {
+  const v = one(req, name)
+  if (v === undefined) return fallback
+  if ((accepted as readonly string[]).includes(v)) return v as T
+  throw new ParamError(
+    name,
+    `The parameter ${name} must be one of ${accepted.join(', ')}; got ${JSON.stringify(v)}.`,
+  )
+}
+
+export function rangeParam(req: Request, fallback: Range): Range {
+  return choice(req, 'range', RANGES, fallback)
+}
+
+export function groupByParam(req: Request): GroupBy {
+  return choice(req, 'group_by', GROUP_BYS, 'model')
+}
+
+export function formatParam(req: Request): 'csv' | 'json' {
+  return choice(req, 'format', ['csv', 'json'] as const, 'json')
+}
+
+/** `tenant=<id>` restricts to that tenant; absent or empty means every tenant. */
+export function tenantParam(req: Request): string | null {
+  const v = one(req, 'tenant')
+  return v === undefined || v === '' ? null : v
+}
+
+export function limitParam(req: Request, min: number, max: number, fallback: number): number {
+  const v = one(req, 'limit')
+  if (v === undefined) return fallback
+  const n = /^\d{1,6}$/.test(v) ? Number(v) : NaN
+  if (!(n >= min && n <= max)) {
+    throw new ParamError('limit', `The parameter limit must be a whole number from ${min} to ${max}; got ${JSON.stringify(v)}.`)
+  }
+  return n
+}

@@ -1,0 +1,254 @@
+import type Database from 'better-sqlite3'
+import { binOf, decodeMap, encode } from '../histogram'
+import { FIVE_MIN, HOUR } from './schema'
+
+/** The columns of a call the rollups read (a `CallRecord`, or a `calls` row). */
+export interface RollupInput {
+  ts: number
+  provider: string
+  model: string
+  api_key_hash: string
+  key_hint: string
+  tenant: string
+  agent: string
+  session: string
+  status: number
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  cost_usd: number
+  latency_ms: number
+}
+
+/** The groupings of `dash_dim` (the tenant grouping reads `dash_hour`). */
+export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key'] as const
+export type Dim = (typeof DIMS)[number]
+
+interface Five {
+  bucket: number
+  tenant: string
+  requests: number
+  cost: number
+  input: number
+  output: number
+}
+interface Hour {
+  hour: number
+  tenant: string
+  requests: number
+  failed: number
+  e429: number
+  e5xx: number
+  cost: number
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  latency: number
+  hist: Map<number, number>
+}
+interface DimRow {
+  dim: Dim
+  hour: number
+  tenant: string
+  key: string
+  provider: string
+  hint: string
+  requests: number
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  cost: number
+}
+interface Sess {
+  tenant: string
+  agent: string
+  session: string
+  first: number
+  last: number
+  requests: number
+  cost: number
+}
+
+/** A call counts as failed when its status is an HTTP error (4xx, 5xx, and 499 for client aborts). */
+export function isFailed(status: number): boolean {
+  return status >= 400
+}
+
+/**
+ * Folds calls into the rollup tables: aggregates a batch in memory, then one upsert per
+ * touched row. Runs inside the ledger's batch transaction, so rollups and calls commit together.
+ */
+export class RollupWriter {
+  private readonly up5: Database.Statement
+  private readonly getHist: Database.Statement
+  private readonly upHour: Database.Statement
+  private readonly upDim: Database.Statement
+  private readonly upSession: Database.Statement
+  private readonly setLast: Database.Statement
+  private readonly getLast: Database.Statement
+  private readonly chunk: Database.Statement
+
+  constructor(private readonly db: Database.Database) {
+    this.up5 = db.prepare(`
+      INSERT INTO dash_5m (bucket, tenant, requests, cost_usd, input_tokens, output_tokens)
+      VALUES (?, ?, ?, ?, ?, ?)
+      ON CONFLICT (bucket, tenant) DO UPDATE SET
+        requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd,
+        input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens`)
+    this.getHist = db.prepare('SELECT latency_hist FROM dash_hour WHERE hour = ? AND tenant = ?').pluck()
+    this.upHour = db.prepare(`
+      INSERT INTO dash_hour (hour, tenant, requests, failed, errors_429, errors_5xx, cost_usd, input_tokens,
+                             output_tokens, cache_read_tokens, cache_write_tokens, latency_ms, latency_hist)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (hour, tenant) DO UPDATE SET
+        requests = requests + excluded.requests, failed = failed + excluded.failed,
+        errors_429 = errors_429 + excluded.errors_429, errors_5xx = errors_5xx + excluded.errors_5xx,
+        cost_usd = cost_usd + excluded.cost_usd, input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+        latency_ms = latency_ms + excluded.latency_ms, latency_hist = excluded.latency_hist`)
+    this.upDim = db.prepare(`
+      INSERT INTO dash_dim (dim, hour, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
+                            cache_read_tokens, cache_write_tokens, cost_usd)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (dim, hour, tenant, key, provider) DO UPDATE SET
+        key_hint = excluded.key_hint, requests = requests + excluded.requests,
+        input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, cost_usd = cost_usd + excluded.cost_usd`)
+    this.upSession = db.prepare(`
+      INSERT INTO dash_session (tenant, agent, session, first_ts, last_ts, requests, cost_usd)
+      VALUES (?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (tenant, agent, session) DO UPDATE SET
+        first_ts = min(first_ts, excluded.first_ts), last_ts = max(last_ts, excluded.last_ts),
+        requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`)
+    this.setLast = db.prepare('UPDATE dash_state SET last_call_id = (SELECT coalesce(max(id), 0) FROM calls) WHERE id = 1')
+    this.getLast = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()
+    this.chunk = db.prepare(`
+      SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
+             output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms
+        FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
+  }
+
+  /** The ledger's batch hook: the batch's rows are already inserted in this transaction. */
+  onBatch(rows: readonly RollupInput[]): void {
+    this.fold(rows)
+    this.setLast.run()
+  }
+
+  /**
+   * Folds every call the rollups do not include yet (after a server ran without this writer,
+   * or the first time, over an existing ledger). Returns how many calls it folded.
+   */
+  catchUp(chunkSize = 50_000): number {
+    return this.db.transaction(() => {
+      let last = (this.getLast.get() as number | undefined) ?? 0
+      let n = 0
+      for (;;) {
+        const rows = this.chunk.all(last, chunkSize) as (RollupInput & { id: number })[]
+        if (rows.length === 0) break
+        this.fold(rows)
+        last = rows[rows.length - 1].id
+        n += rows.length
+      }
+      this.setLast.run()
+      return n
+    })()
+  }
+
+  private fold(rows: readonly RollupInput[]): void {
+    const fives = new Map<string, Five>()
+    const hours = new Map<string, Hour>()
+    const dims = new Map<string, DimRow>()
+    const sessions = new Map<string, Sess>()
+    for (const r of rows) {
+      const bucket = Math.floor(r.ts / FIVE_MIN) * FIVE_MIN
+      const hour = Math.floor(r.ts / HOUR) * HOUR
+      const fk = bucket + '\0' + r.tenant
+      let f = fives.get(fk)
+      if (!f) fives.set(fk, (f = { bucket, tenant: r.tenant, requests: 0, cost: 0, input: 0, output: 0 }))
+      f.requests++
+      f.cost += r.cost_usd
+      f.input += r.input_tokens
+      f.output += r.output_tokens
+
+      const hk = hour + '\0' + r.tenant
+      let h = hours.get(hk)
+      if (!h) {
+        hours.set(
+          hk,
+          (h = {
+            hour, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
+            cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
+          }),
+        )
+      }
+      h.requests++
+      if (isFailed(r.status)) h.failed++
+      if (r.status === 429) h.e429++
+      if (r.status >= 500 && r.status <= 599) h.e5xx++
+      h.cost += r.cost_usd
+      h.input += r.input_tokens
+      h.output += r.output_tokens
+      h.cacheRead += r.cache_read_tokens
+      h.cacheWrite += r.cache_write_tokens
+      h.latency += r.latency_ms
+      const bin = binOf(r.latency_ms)
+      h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
+
+      this.addDim(dims, 'model', hour, r, r.model, r.provider, '')
+      this.addDim(dims, 'provider', hour, r, r.provider, '', '')
+      this.addDim(dims, 'agent', hour, r, r.agent, '', '')
+      this.addDim(dims, 'session', hour, r, r.session, '', '')
+      this.addDim(dims, 'api_key', hour, r, r.api_key_hash, '', r.key_hint)
+
+      if (r.session !== '') {
+        const sk = r.tenant + '\0' + r.agent + '\0' + r.session
+        const s = sessions.get(sk)
+        if (!s) {
+          sessions.set(sk, { tenant: r.tenant, agent: r.agent, session: r.session, first: r.ts, last: r.ts, requests: 1, cost: r.cost_usd })
+        } else {
+          if (r.ts < s.first) s.first = r.ts
+          if (r.ts > s.last) s.last = r.ts
+          s.requests++
+          s.cost += r.cost_usd
+        }
+      }
+    }
+    for (const f of fives.values()) this.up5.run(f.bucket, f.tenant, f.requests, f.cost, f.input, f.output)
+    for (const h of hours.values()) {
+      const old = this.getHist.get(h.hour, h.tenant) as Buffer | undefined
+      const hist = decodeMap(old ?? null)
+      for (const [b, n] of h.hist) hist.set(b, (hist.get(b) ?? 0) + n)
+      this.upHour.run(
+        h.hour, h.tenant, h.requests, h.failed, h.e429, h.e5xx, h.cost, h.input, h.output, h.cacheRead,
+        h.cacheWrite, h.latency, encode(hist),
+      )
+    }
+    for (const d of dims.values()) {
+      this.upDim.run(d.dim, d.hour, d.tenant, d.key, d.provider, d.hint, d.requests, d.input, d.output, d.cacheRead, d.cacheWrite, d.cost)
+    }
+    for (const s of sessions.values()) this.upSession.run(s.tenant, s.agent, s.session, s.first, s.last, s.requests, s.cost)
+  }
+
+  private addDim(dims: Map<string, DimRow>, dim: Dim, hour: number, r: RollupInput, key: string, provider: string, hint: string): void {
+    const k = dim + '\0' + hour + '\0' + r.tenant + '\0' + key + '\0' + provider
+    let d = dims.get(k)
+    if (!d) {
+      dims.set(
+        k,
+        (d = { dim, hour, tenant: r.tenant, key, provider, hint, requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }),
+      )
+    }
+    d.requests++
+    d.input += r.input_tokens
+    d.output += r.output_tokens
+    d.cacheRead += r.cache_read_tokens
+    d.cacheWrite += r.cache_write_tokens
+    d.cost += r.cost_usd
+  }
+}

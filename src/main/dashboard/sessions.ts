@@ -1,0 +1,41 @@
+import type { SessionRow, Sessions } from '../../shared/api'
+import { ACTIVE_MS, type DashDeps } from './deps'
+import { andTenant } from './sql'
+
+const DAY = 86_400_000
+
+/**
+ * Named sessions with a call in the last 24 h, most recent first. `requests`, `cost_usd` and
+ * `started_at` cover the whole session, also the part before the 24 h.
+ */
+export function sessions(d: DashDeps, tenant: string | null, now: number): Sessions {
+  const rows = d.q
+    .get(
+      `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
+        WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}
+        ORDER BY last_ts DESC, session`,
+    )
+    .all({ since: now - DAY, now, tenant }) as {
+    session: string
+    agent: string
+    tenant: string
+    first_ts: number
+    last_ts: number
+    requests: number
+    cost_usd: number
+  }[]
+  return {
+    sessions: rows.map(
+      (r): SessionRow => ({
+        session: r.session,
+        agent: r.agent,
+        tenant: r.tenant,
+        started_at: new Date(r.first_ts).toISOString(),
+        last_seen_at: new Date(r.last_ts).toISOString(),
+        requests: r.requests,
+        cost_usd: r.cost_usd,
+        status: now - r.last_ts < ACTIVE_MS ? 'active' : 'idle',
+      }),
+    ),
+  }
+}

@@ -1,0 +1,24 @@
+import type { Summary } from '../../shared/api'
+import { startOfDay, startOfMonth } from '../time/zone'
+import { ACTIVE_MS, type DashDeps } from './deps'
+import { andTenant } from './sql'
+import { windowTotals } from './totals'
+
+/** Today's and this month's spend (periods begin in the configured zone), and today's rates. */
+export function summary(d: DashDeps, tenant: string | null, now: number): Summary {
+  const end = now + 1
+  const today = windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
+  const month = windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
+  const active = d.q
+    .get(`SELECT count(*) FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`)
+    .pluck()
+    .get({ since: now - ACTIVE_MS, now, tenant }) as number
+  return {
+    today_spend_usd: today.cost_usd,
+    month_spend_usd: month.cost_usd,
+    today_requests: today.requests,
+    avg_cost_per_request_usd: today.requests > 0 ? today.cost_usd / today.requests : 0,
+    active_sessions: active,
+    error_rate: today.requests > 0 ? today.failed / today.requests : 0,
+  }
+}

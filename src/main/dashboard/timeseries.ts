@@ -1,0 +1,53 @@
+import type { Range, Timeseries, TimeseriesPoint } from '../../shared/api'
+import type { DashDeps } from './deps'
+import { FIVE_MIN, HOUR } from './rollup/schema'
+import { andTenant } from './sql'
+import { BUCKET_SECONDS, rangeWindow, splitWindow, type Window } from './window'
+
+interface Part {
+  t: number
+  cost_usd: number
+  requests: number
+  input_tokens: number
+  output_tokens: number
+}
+
+/** Contiguous zero-filled buckets, oldest first; the first one counts only calls inside the window. */
+export function timeseries(d: DashDeps, range: Range, tenant: string | null, now: number): Timeseries {
+  const size = BUCKET_SECONDS[range] * 1000
+  const w = rangeWindow(range, now)
+  const first = Math.floor(w.start / size) * size
+  const last = Math.floor(now / size) * size
+  const points: TimeseriesPoint[] = []
+  for (let t = first; t <= last; t += size) {
+    points.push({ t: new Date(t).toISOString(), cost_usd: 0, requests: 0, input_tokens: 0, output_tokens: 0 })
+  }
+  const addParts = (parts: Part[]) => {
+    for (const p of parts) {
+      const i = Math.floor((p.t - first) / size)
+      const pt = points[i]
+      if (!pt) continue
+      pt.cost_usd += p.cost_usd
+      pt.requests += p.requests
+      pt.input_tokens += p.input_tokens
+      pt.output_tokens += p.output_tokens
+    }
+  }
+  // Minute buckets (30m, 1h) read calls directly; 5- and 15-minute buckets dash_5m; longer ones dash_hour.
+  const grain = size >= HOUR ? HOUR : size >= FIVE_MIN ? FIVE_MIN : null
+  const { rolled, raw } = grain ? splitWindow(w, grain) : { rolled: null, raw: [w] }
+  const args = (x: Window) => ({ start: x.start, end: x.end, tenant })
+  if (rolled) {
+    const [table, col] = grain === HOUR ? ['dash_hour', 'hour'] : ['dash_5m', 'bucket']
+    const sql = `SELECT ${col} AS t, total(cost_usd) AS cost_usd, total(requests) AS requests,
+        total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens
+      FROM ${table} WHERE ${col} >= @start AND ${col} < @end${andTenant(tenant)} GROUP BY ${col}`
+    addParts(d.q.get(sql).all(args(rolled)) as Part[])
+  }
+  for (const r of raw) {
+    const sql = `SELECT ts AS t, cost_usd, 1 AS requests, input_tokens, output_tokens
+      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
+    addParts(d.q.get(sql).all(args(r)) as Part[])
+  }
+  return { range, bucket_seconds: size / 1000, points }
+}

@@ -1,0 +1,53 @@
+import { HOUR } from './rollup/schema'
+import { andTenant, type Statements } from './sql'
+import { splitWindow, type Window } from './window'
+
+export interface Totals {
+  requests: number
+  failed: number
+  errors_429: number
+  errors_5xx: number
+  cost_usd: number
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  latency_ms: number
+}
+
+const SUMS = `count(*) AS requests, total(status >= 400) AS failed, total(status = 429) AS errors_429,
+  total(status BETWEEN 500 AND 599) AS errors_5xx, total(cost_usd) AS cost_usd,
+  total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
+  total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
+  total(latency_ms) AS latency_ms`
+
+const ROLLED = `total(requests) AS requests, total(failed) AS failed, total(errors_429) AS errors_429,
+  total(errors_5xx) AS errors_5xx, total(cost_usd) AS cost_usd, total(input_tokens) AS input_tokens,
+  total(output_tokens) AS output_tokens, total(cache_read_tokens) AS cache_read_tokens,
+  total(cache_write_tokens) AS cache_write_tokens, total(latency_ms) AS latency_ms`
+
+export function emptyTotals(): Totals {
+  return {
+    requests: 0, failed: 0, errors_429: 0, errors_5xx: 0, cost_usd: 0, input_tokens: 0, output_tokens: 0,
+    cache_read_tokens: 0, cache_write_tokens: 0, latency_ms: 0,
+  }
+}
+
+function add(into: Totals, t: Totals): void {
+  for (const k of Object.keys(into) as (keyof Totals)[]) into[k] += t[k] ?? 0
+}
+
+/** Every total of the calls in `w` (of one tenant, or all): whole hours from `dash_hour`, the edges from `calls`. */
+export function windowTotals(q: Statements, w: Window, tenant: string | null): Totals {
+  const out = emptyTotals()
+  const { rolled, raw } = splitWindow(w, HOUR)
+  if (rolled) {
+    const sql = `SELECT ${ROLLED} FROM dash_hour WHERE hour >= @start AND hour < @end${andTenant(tenant)}`
+    add(out, q.get(sql).get({ start: rolled.start, end: rolled.end, tenant }) as Totals)
+  }
+  for (const r of raw) {
+    const sql = `SELECT ${SUMS} FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
+    add(out, q.get(sql).get({ start: r.start, end: r.end, tenant }) as Totals)
+  }
+  return out
+}

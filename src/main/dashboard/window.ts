@@ -1,0 +1,45 @@
+import type { Range } from '../../shared/api'
+
+export const RANGE_MS: Record<Range, number> = {
+  '30m': 30 * 60_000,
+  '1h': 3_600_000,
+  '6h': 6 * 3_600_000,
+  '24h': 24 * 3_600_000,
+  '7d': 7 * 86_400_000,
+  '30d': 30 * 86_400_000,
+}
+
+/** Timeseries bucket per range: 30 to 400 buckets each (see README). */
+export const BUCKET_SECONDS: Record<Range, number> = {
+  '30m': 60,
+  '1h': 60,
+  '6h': 300,
+  '24h': 900,
+  '7d': 3600,
+  '30d': 21_600,
+}
+
+/** Calls with `start <= ts < end` (ms). */
+export interface Window {
+  start: number
+  end: number
+}
+
+/** The window of a range: from `range` before `now` up to and including `now`. */
+export function rangeWindow(range: Range, now: number): Window {
+  return { start: now - RANGE_MS[range], end: now + 1 }
+}
+
+/**
+ * Splits a window for a rollup of grain `grain`: whole grain buckets `[rolled.start, rolled.end)`
+ * are read from the rollup, the partial ones at either edge from `calls`.
+ */
+export function splitWindow(w: Window, grain: number): { rolled: Window | null; raw: Window[] } {
+  const a = Math.ceil(w.start / grain) * grain
+  const b = Math.floor(w.end / grain) * grain
+  if (a >= b) return { rolled: null, raw: w.start < w.end ? [w] : [] }
+  const raw: Window[] = []
+  if (w.start < a) raw.push({ start: w.start, end: a })
+  if (b < w.end) raw.push({ start: b, end: w.end })
+  return { rolled: { start: a, end: b }, raw }
+}
