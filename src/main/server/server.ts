@@ -5,6 +5,8 @@ import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
+import { admin } from '../admin'
+import { SessionInference } from '../agents/sessions'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { openDatabase } from '../ledger/db'
@@ -23,7 +25,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, budgets, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, budgets, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -87,6 +89,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
+    sessions: seededSessions(db),
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
@@ -162,4 +165,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return closing
     },
   }
+}
+
+/** Session inference, continuing the sessions still open in the ledger. */
+function seededSessions(db: Database.Database): SessionInference {
+  const sessions = new SessionInference()
+  sessions.seed(db)
+  return sessions
 }

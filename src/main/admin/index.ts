@@ -1,0 +1,34 @@
+import express from 'express'
+import { budgetsOf } from '../budgets'
+import { ConfigError } from '../config/load'
+import type { Feature } from '../server/context'
+import { apiKeyRoutes } from './api-keys'
+import { adminAuth } from './auth'
+import { jsonBodyErrors } from './json-body'
+import { ProviderStats } from './provider-stats'
+import { providerRoutes } from './providers'
+import { ruleRoutes } from './rules'
+
+/**
+ * The admin API under `/api/admin` (contract: Admin API), only with `admin.enabled: true`;
+ * otherwise those paths fall through to the contract's 404. No CORS headers are ever added here.
+ */
+export const admin: Feature = (ctx) => {
+  if (!ctx.config.admin.enabled) return
+  const token = ctx.config.admin.token
+  if (!token || !token.trim()) {
+    throw new ConfigError('admin.token: expected a non-empty token because admin.enabled is true')
+  }
+  const budgets = budgetsOf(ctx)
+  const stats = new ProviderStats(ctx.config.timezone)
+  stats.seed(ctx.db)
+  ctx.onClose(ctx.ledger.onCall((call) => stats.observe(call)))
+
+  const router = express.Router()
+  router.use(adminAuth(token))
+  ruleRoutes(router, budgets, ctx.config.source)
+  apiKeyRoutes(router, budgets, ctx.ledger.spend)
+  providerRoutes(router, ctx.upstreams, stats)
+  router.use(jsonBodyErrors)
+  ctx.app.use('/api/admin', router)
+}

@@ -1,0 +1,86 @@
+import type Database from 'better-sqlite3'
+import { REFUSAL_REASON } from '../budgets/gate'
+import type { CallRecord } from '../ledger/record'
+import { STATUS_CLIENT_CLOSED } from '../ledger/record'
+import { PeriodClock } from '../time/zone'
+
+export interface ProviderDay {
+  requests: number
+  errors: number
+  latencySum: number
+  lastStatus: number | null
+  lastError: string | null
+  lastAt: number | null
+}
+
+/** What went wrong with a call, for `last_error`; null when nothing did. */
+export function callError(c: Pick<CallRecord, 'status' | 'error'>): string | null {
+  if (c.status === STATUS_CLIENT_CLOSED) return null // the client left; not the provider's failure
+  if (c.error) return c.error
+  return c.status >= 400 ? `HTTP ${c.status}` : null
+}
+
+/**
+ * Today's live status of each provider (in the configured zone), from the proxied traffic:
+ * seeded from the calls table at start-up, then kept by every recorded call. Calls refused by a
+ * budget never reached the provider and do not count.
+ */
+export class ProviderStats {
+  private readonly clock: PeriodClock
+  private dayStart = 0
+  private days = new Map<string, ProviderDay>()
+
+  constructor(timezone: string) {
+    this.clock = new PeriodClock(timezone)
+  }
+
+  private today(now: number): Map<string, ProviderDay> {
+    const start = this.clock.dayOf(now).start
+    if (start !== this.dayStart) {
+      this.dayStart = start
+      this.days = new Map()
+    }
+    return this.days
+  }
+
+  private day(name: string, now: number): ProviderDay {
+    const days = this.today(now)
+    let d = days.get(name)
+    if (!d) {
+      d = { requests: 0, errors: 0, latencySum: 0, lastStatus: null, lastError: null, lastAt: null }
+      days.set(name, d)
+    }
+    return d
+  }
+
+  observe(c: CallRecord, now = Date.now()): void {
+    if (c.error === REFUSAL_REASON || c.ts < this.clock.dayOf(now).start) return
+    const d = this.day(c.provider, now)
+    d.requests++
+    d.latencySum += c.latency_ms
+    const err = callError(c)
+    if (err) {
+      d.errors++
+      d.lastError = err
+    }
+    if (d.lastAt === null || c.ts >= d.lastAt) {
+      d.lastAt = c.ts
+      d.lastStatus = c.status
+    }
+  }
+
+  /** Replays today's calls from the database (at start-up). */
+  seed(db: Database.Database, now = Date.now()): void {
+    const rows = db
+      .prepare(
+        `SELECT provider, status, error, latency_ms, ts FROM calls
+          WHERE ts >= ? AND (error IS NULL OR error <> ?) ORDER BY ts, id`,
+      )
+      .iterate(this.clock.dayOf(now).start, REFUSAL_REASON) as IterableIterator<CallRecord>
+    for (const r of rows) this.observe(r, now)
+  }
+
+  get(name: string, now = Date.now()): ProviderDay | undefined {
+    return this.today(now).get(name)
+  }
+}
