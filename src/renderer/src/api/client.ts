@@ -1,0 +1,78 @@
+import type { ApiErrorBody } from '../../../shared/api'
+
+/** The server answered with the contract's error shape (or some other non-2xx). */
+export class ApiError extends Error {
+  override name = 'ApiError'
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+    readonly body: unknown = null,
+  ) {
+    super(message)
+  }
+}
+
+/** No answer at all: the server is down, restarting, or the network is gone. */
+export class UnreachableError extends Error {
+  override name = 'UnreachableError'
+}
+
+export type Params = Record<string, string | number | undefined | null>
+
+export interface RequestOptions {
+  method?: 'GET' | 'POST' | 'DELETE'
+  params?: Params
+  body?: unknown
+  /** Admin bearer token. */
+  token?: string
+  signal?: AbortSignal
+}
+
+/** `path?params` with empty values left out, so `tenant=''` means "every tenant". */
+export function buildUrl(path: string, params: Params = {}): string {
+  const q = new URLSearchParams()
+  for (const [k, v] of Object.entries(params)) if (v !== undefined && v !== null && v !== '') q.set(k, String(v))
+  const s = q.toString()
+  return s ? `${path}?${s}` : path
+}
+
+/** One call to the Burnrate HTTP contract, same origin. Resolves to the JSON body (null for 204). */
+export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  if (opts.token) headers.authorization = `Bearer ${opts.token}`
+  if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  let res: Response
+  try {
+    res = await fetch(buildUrl(path, opts.params), {
+      method: opts.method ?? 'GET',
+      headers,
+      body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
+      signal: opts.signal,
+      cache: 'no-store',
+      credentials: 'omit',
+    })
+  } catch (err) {
+    if ((err as Error)?.name === 'AbortError') throw err
+    throw new UnreachableError('The Burnrate server did not answer.')
+  }
+  if (res.status === 204) return null as T
+  const text = await res.text()
+  let json: unknown = null
+  try {
+    json = text ? JSON.parse(text) : null
+  } catch {
+    json = null
+  }
+  if (!res.ok) {
+    const e = (json as ApiErrorBody | null)?.error
+    throw new ApiError(
+      res.status,
+      e?.type ?? 'http_error',
+      e?.message ?? `The server answered ${res.status} ${res.statusText}`.trim() + '.',
+      json,
+    )
+  }
+  if (json === null && text) throw new ApiError(res.status, 'bad_response', `The server sent something that is not JSON for ${path}.`)
+  return json as T
+}

@@ -1,0 +1,105 @@
+/**
+ * Number formatting for people: short figures in the UI ($0.0042, $12.34, $1.2k), with the
+ * exact value available (`title`) wherever money is shown.
+ */
+
+const usd2 = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
+const usdSmall = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 2 })
+const usdCompact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', notation: 'compact', maximumFractionDigits: 1 })
+const usdExact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 12 })
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFractionDigits: 1 })
+
+/** `$0.00`, `$0.0042`, `$0.42`, `$12.34`, `$1.2k`, `$3.4M`. */
+export function formatUsd(v: number): string {
+  if (!Number.isFinite(v)) return '—'
+  const a = Math.abs(v)
+  if (a === 0) return '$0.00'
+  if (a < 0.01) return usdSmall.format(v)
+  if (a < 1000) return usd2.format(v)
+  return lowerK(usdCompact.format(v))
+}
+
+/** Every digit the server sent (up to 12 decimals): `$0.004213579`. */
+export function formatUsdExact(v: number): string {
+  if (!Number.isFinite(v)) return '—'
+  return usdExact.format(v)
+}
+
+/** `842`, `9,999`, `12.3k`, `1.2M`. */
+export function formatTokens(n: number): string {
+  if (!Number.isFinite(n)) return '—'
+  return Math.abs(n) < 10_000 ? int.format(n) : lowerK(compact.format(n))
+}
+
+export function formatInt(n: number): string {
+  return Number.isFinite(n) ? int.format(n) : '—'
+}
+
+/** A 0..1 ratio as a percentage: `0%`, `<0.1%`, `1.2%`, `100%`. */
+export function formatPct(r: number): string {
+  if (!Number.isFinite(r)) return '—'
+  if (r === 0) return '0%'
+  if (r > 0 && r < 0.001) return '<0.1%'
+  const p = r * 100
+  return `${p >= 10 ? Math.round(p) : Number(p.toFixed(1))}%`
+}
+
+/** A latency: `842 ms`, `1.2 s`, `2m 3s`. */
+export function formatMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—'
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${Number((ms / 1000).toFixed(1))} s`
+  return formatDuration(ms)
+}
+
+/** A span of time: `45s`, `12m`, `1h 4m`, `2d 3h`. */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s}s`
+  const m = Math.floor(s / 60)
+  if (m < 60) return s % 60 && m < 10 ? `${m}m ${s % 60}s` : `${m}m`
+  const h = Math.floor(m / 60)
+  if (h < 24) return m % 60 ? `${h}h ${m % 60}m` : `${h}h`
+  const d = Math.floor(h / 24)
+  return h % 24 ? `${d}d ${h % 24}h` : `${d}d`
+}
+
+/** `just now`, `12s ago`, `5m ago`, `3h ago`, `2d ago`. */
+export function formatAgo(iso: string, now = Date.now()): string {
+  const ms = now - Date.parse(iso)
+  if (!Number.isFinite(ms)) return '—'
+  if (ms < 5_000) return 'just now'
+  return `${formatDuration(ms).split(' ')[0]} ago`
+}
+
+/** A local date and time, for tooltips: `Nov 21, 2026, 18:04:05`. */
+export function formatDateTime(iso: string): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return '—'
+  return d.toLocaleString('en-US', { month: 'short', day: 'numeric', year: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
+}
+
+/** A short local time for a table: `18:04:05` today, `Nov 20 18:04` before. */
+export function formatTime(iso: string, now = Date.now()): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return '—'
+  const sameDay = new Date(now).toDateString() === d.toDateString()
+  return sameDay
+    ? d.toLocaleTimeString('en-US', { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })
+    : d.toLocaleString('en-US', { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit', hour12: false })
+}
+
+/** An axis label for a bucket start, by how long the whole window is: `14:05`, `Nov 21 14:00`, `Nov 21`. */
+export function formatBucket(iso: string, bucketSeconds: number, spanSeconds: number): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return '—'
+  if (bucketSeconds >= 86_400) return d.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })
+  const time = d.toLocaleTimeString('en-US', { hour: '2-digit', minute: '2-digit', hour12: false })
+  if (spanSeconds <= 86_400) return time
+  return `${d.toLocaleDateString('en-US', { month: 'short', day: 'numeric' })} ${time}`
+}
+
+function lowerK(s: string): string {
+  return s.replace(/K$/, 'k')
+}

@@ -1,0 +1,87 @@
+/** Copyable setup for each agent and SDK, for a Burnrate server at `origin` (`http://127.0.0.1:8787`). */
+export interface Snippet {
+  id: string
+  name: string
+  /** One or more blocks; each is copied on its own. */
+  blocks: { label: string; lang: string; code: string }[]
+  note?: string
+}
+
+export function setupSnippets(origin: string): Snippet[] {
+  const v1 = `${origin}/v1`
+  return [
+    {
+      id: 'claude-code',
+      name: 'Claude Code',
+      blocks: [
+        { label: 'Shell (before starting claude)', lang: 'sh', code: `export ANTHROPIC_BASE_URL=${origin}\nclaude` },
+        {
+          label: 'Or for every session: ~/.claude/settings.json',
+          lang: 'json',
+          code: `{\n  "env": {\n    "ANTHROPIC_BASE_URL": "${origin}"\n  }\n}`,
+        },
+      ],
+      note: 'Claude Code identifies itself, so its calls are attributed to it and its session automatically.',
+    },
+    {
+      id: 'codex',
+      name: 'Codex CLI',
+      blocks: [
+        { label: 'Shell', lang: 'sh', code: `export OPENAI_BASE_URL=${v1}\ncodex` },
+        {
+          label: 'Or in ~/.codex/config.toml',
+          lang: 'toml',
+          code: `model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "${v1}"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\nhttp_headers = { "X-Burnrate-Agent" = "codex" }`,
+        },
+      ],
+    },
+    {
+      id: 'cursor',
+      name: 'Cursor',
+      blocks: [{ label: 'Settings → Models → OpenAI API Key → Override OpenAI Base URL', lang: 'text', code: v1 }],
+      note: 'Cursor sends custom-key requests from its own servers, so they can reach Burnrate only at an address reachable from the internet (for example through a tunnel), not at 127.0.0.1.',
+    },
+    {
+      id: 'aider',
+      name: 'Aider',
+      blocks: [
+        { label: 'OpenAI models', lang: 'sh', code: `aider --openai-api-base ${v1}` },
+        { label: 'Anthropic models', lang: 'sh', code: `export ANTHROPIC_BASE_URL=${origin}\naider --model sonnet` },
+      ],
+    },
+    {
+      id: 'openai-sdk',
+      name: 'OpenAI SDK',
+      blocks: [
+        {
+          label: 'TypeScript',
+          lang: 'ts',
+          code: `import OpenAI from 'openai'\n\nconst client = new OpenAI({\n  baseURL: '${v1}',\n  defaultHeaders: { 'X-Burnrate-Agent': 'my-agent', 'X-Burnrate-Session': 'run-42' },\n})`,
+        },
+        {
+          label: 'Python',
+          lang: 'py',
+          code: `from openai import OpenAI\n\nclient = OpenAI(\n    base_url="${v1}",\n    default_headers={"X-Burnrate-Agent": "my-agent", "X-Burnrate-Session": "run-42"},\n)`,
+        },
+        { label: 'Or without code changes', lang: 'sh', code: `export OPENAI_BASE_URL=${v1}` },
+      ],
+    },
+    {
+      id: 'anthropic-sdk',
+      name: 'Anthropic SDK',
+      blocks: [
+        {
+          label: 'TypeScript',
+          lang: 'ts',
+          code: `import Anthropic from '@anthropic-ai/sdk'\n\nconst client = new Anthropic({\n  baseURL: '${origin}',\n  defaultHeaders: { 'X-Burnrate-Agent': 'my-agent', 'X-Burnrate-Session': 'run-42' },\n})`,
+        },
+        {
+          label: 'Python',
+          lang: 'py',
+          code: `from anthropic import Anthropic\n\nclient = Anthropic(\n    base_url="${origin}",\n    default_headers={"X-Burnrate-Agent": "my-agent", "X-Burnrate-Session": "run-42"},\n)`,
+        },
+        { label: 'Or without code changes', lang: 'sh', code: `export ANTHROPIC_BASE_URL=${origin}` },
+      ],
+    },
+  ]
+}

@@ -1,0 +1,30 @@
+import { computed, ref, type Ref } from 'vue'
+
+export type SortDir = 'asc' | 'desc'
+
+/** Sorting state for a table: click a column to sort by it, click again to flip. Text sorts A→Z first, numbers high→low. */
+export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: K, initialDir: SortDir = 'desc') {
+  const key = ref(initial) as Ref<K>
+  const dir = ref<SortDir>(initialDir)
+  const sorted = computed(() => {
+    const k = key.value
+    const sign = dir.value === 'asc' ? 1 : -1
+    return [...rows.value].sort((a, b) => {
+      const x = a[k] as unknown
+      const y = b[k] as unknown
+      if (typeof x === 'number' && typeof y === 'number') return (x - y) * sign
+      return String(x ?? '').localeCompare(String(y ?? '')) * sign
+    })
+  })
+  function sortBy(k: K) {
+    if (key.value === k) dir.value = dir.value === 'asc' ? 'desc' : 'asc'
+    else {
+      key.value = k
+      dir.value = typeof rows.value[0]?.[k] === 'number' ? 'desc' : 'asc'
+    }
+  }
+  function ariaSort(k: K): 'ascending' | 'descending' | 'none' {
+    return key.value === k ? (dir.value === 'asc' ? 'ascending' : 'descending') : 'none'
+  }
+  return { key, dir, sorted, sortBy, ariaSort }
+}
