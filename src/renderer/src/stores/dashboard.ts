@@ -1,0 +1,151 @@
+import { defineStore } from 'pinia'
+import { computed, reactive, ref, watch } from 'vue'
+import type { Costs, Expensive, Sessions, Stats, Summary, Timeseries } from '../../../shared/api'
+import { ApiError, UnreachableError, api } from '../api/client'
+import { useFilters } from './filters'
+
+/** How often every view refreshes on its own. */
+export const POLL_MS = 5_000
+
+export interface DashboardData {
+  summary: Summary | null
+  timeseries: Timeseries | null
+  costs: Costs | null
+  providers: Costs | null
+  keys: Costs | null
+  sessions: Sessions | null
+  expensive: Expensive | null
+  stats: Stats | null
+}
+export type Section = keyof DashboardData
+
+const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats']
+
+/**
+ * Everything the dashboard REST API says, for the current filters, refreshed every few seconds.
+ * Data is replaced in place (never cleared while reloading) so views update without flicker;
+ * answers to an older filter state are dropped.
+ */
+export const useDashboard = defineStore('dashboard', () => {
+  const filters = useFilters()
+  const data = reactive<DashboardData>({
+    summary: null,
+    timeseries: null,
+    costs: null,
+    providers: null,
+    keys: null,
+    sessions: null,
+    expensive: null,
+    stats: null,
+  })
+  /** Per section: the error of its last load, if it failed (the server answered with an error). */
+  const errors = reactive<Partial<Record<Section, string>>>({})
+  /** The filter key each section's data belongs to (so a view can tell stale from fresh). */
+  const loadedFor = reactive<Partial<Record<Section, string>>>({})
+  /** No answer from the server at all on the last refresh. */
+  const unreachable = ref(false)
+  const lastUpdated = ref<number | null>(null)
+  const refreshing = ref(false)
+
+  let generation = 0
+  let inFlight: Promise<void> | null = null
+  let timer: ReturnType<typeof setInterval> | null = null
+
+  function loaders(): Record<Section, () => Promise<unknown>> {
+    const tenant = filters.tenant || undefined
+    const range = filters.range
+    return {
+      summary: () => api<Summary>('/api/dashboard/summary', { params: { tenant } }),
+      timeseries: () => api<Timeseries>('/api/dashboard/timeseries', { params: { range, tenant } }),
+      costs: () => api<Costs>('/api/dashboard/costs', { params: { group_by: filters.group, range, tenant } }),
+      providers: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range, tenant } }),
+      keys: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'api_key', range, tenant } }),
+      sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant } }),
+      expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
+      stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),
+    }
+  }
+
+  /** Loads every section once; concurrent calls for the same filters share one round. */
+  function refresh(): Promise<void> {
+    if (inFlight) return inFlight
+    const gen = generation
+    const key = filters.key
+    const load = loaders()
+    refreshing.value = true
+    const round: Promise<void> = (async () => {
+      const results = await Promise.allSettled(SECTIONS.map((s) => load[s]()))
+      if (gen !== generation) return
+      let down = results.length > 0
+      results.forEach((r, i) => {
+        const s = SECTIONS[i]
+        if (r.status === 'fulfilled') {
+          down = false
+          ;(data as Record<Section, unknown>)[s] = r.value
+          loadedFor[s] = key
+          delete errors[s]
+        } else if (r.reason instanceof UnreachableError) {
+          // Keep the last data on screen; the banner says the server is unreachable.
+        } else {
+          down = false
+          errors[s] = r.reason instanceof ApiError ? r.reason.message : String((r.reason as Error)?.message ?? r.reason)
+          loadedFor[s] = key
+        }
+      })
+      unreachable.value = down
+      if (!down) lastUpdated.value = Date.now()
+    })().finally(() => {
+      if (inFlight === round) {
+        inFlight = null
+        refreshing.value = false
+      }
+    })
+    inFlight = round
+    return round
+  }
+
+  // New filters: forget answers to the old ones and load at once.
+  watch(
+    () => filters.key,
+    () => {
+      generation++
+      inFlight = null
+      void refresh()
+    },
+  )
+
+  const onVisible = () => {
+    if (document.visibilityState === 'visible') void refresh()
+  }
+
+  function start(intervalMs = POLL_MS) {
+    stop()
+    void refresh()
+    timer = setInterval(() => {
+      if (document.visibilityState !== 'hidden') void refresh()
+    }, intervalMs)
+    document.addEventListener('visibilitychange', onVisible)
+  }
+
+  function stop() {
+    if (timer) clearInterval(timer)
+    timer = null
+    document.removeEventListener('visibilitychange', onVisible)
+  }
+
+  /** True once a section has an answer (data or error) for the current filters. */
+  const isLoaded = (s: Section) => loadedFor[s] === filters.key
+  /** True before the first answer of all: show skeletons rather than zeros. */
+  const firstLoad = computed(() => lastUpdated.value === null && !unreachable.value)
+  /** Nothing was ever recorded (this month, all tenants filtered as chosen): show the getting-started panel. */
+  const empty = computed(
+    () =>
+      data.summary !== null &&
+      data.summary.month_spend_usd === 0 &&
+      data.summary.today_requests === 0 &&
+      (data.costs?.rows.length ?? 0) === 0 &&
+      (data.sessions?.sessions.length ?? 0) === 0,
+  )
+
+  return { data, errors, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop }
+})
