@@ -21,6 +21,7 @@ export default defineConfig({
     root: resolve(__dirname, 'src/renderer'),
     plugins: [vue()],
     build: {
+      minify: true,
       rollupOptions: { input: resolve(__dirname, 'src/renderer/index.html') },
     },
   },

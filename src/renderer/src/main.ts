@@ -1,4 +1,6 @@
+import { createPinia } from 'pinia'
 import { createApp } from 'vue'
 import App from './App.vue'
+import './styles/main.css'
 
-createApp(App).mount('#app')
+createApp(App).use(createPinia()).mount('#app')
