@@ -32,7 +32,7 @@ export async function probePort(host: string, port: number, timeoutMs = 1500): P
     if ((err as Error).name === 'TimeoutError') return { kind: 'other', detail: `it does not answer HTTP within ${timeoutMs} ms` }
     return { kind: 'other', detail: `it does not speak HTTP (${code ?? (err as Error).message})` }
   }
-  let body: Partial<Health> | null = null
+  let body: Partial<Health> | null
   try {
     body = (await res.json()) as Partial<Health>
   } catch {

@@ -1,23 +1,241 @@
-import { BrowserWindow, app } from 'electron'
-import { loadConfig } from '../config/load'
-import { createBurnrate } from '../server/server'
+import { createWriteStream, mkdirSync } from 'node:fs'
+import { join } from 'node:path'
+import { app, clipboard, shell } from 'electron'
+import { ConfigError, loadConfig } from '../config/load'
+import { CONFIG_FILE } from '../config/paths'
+import type { Config } from '../config/schema'
+import { agentSetup } from '../desktop-logic/agent-setup'
+import { startsHidden } from '../desktop-logic/autostart'
+import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
+import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
+import { PortTakenError, type StartResult, startOrAttach } from '../desktop-logic/port'
+import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
+import type { TrayAction } from '../desktop-logic/tray-menu'
+import { TrayPresenter } from '../desktop-logic/tray-presenter'
+import { type Logger, createLogger } from '../log'
+import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { askOtherPort, showStartupError } from './dialogs'
+import { loginItem } from './login-item'
+import { showNotice } from './notifications'
+import { appIcon, trayIcons } from './resources'
+import { type TrayHandle, createTray } from './tray'
+import { type MainWindow, createMainWindow } from './window'
+
+export interface DesktopOptions {
+  argv?: readonly string[]
+  env?: NodeJS.ProcessEnv
+  platform?: NodeJS.Platform
+  log?: Logger
+  /** Server features instead of the core's FEATURES (tests). */
+  features?: CreateOptions['features']
+  /** Quit on SIGINT/SIGTERM (electron-vite dev's Ctrl+C). */
+  signals?: boolean
+}
+
+/** The running desktop app. */
+export interface Desktop {
+  /** The server the window and the tray use. */
+  url: string
+  /** This process's server, or null when attached to another Burnrate. */
+  server: BurnrateServer | null
+  attachedTo: string | null
+  config: Config
+  window: MainWindow
+  tray: TrayHandle
+  presenter: TrayPresenter
+  /** What a tray menu item does. */
+  act(action: TrayAction): void
+  /** Stops the tray and notifications, then the server (finishing calls and flushing the ledger). */
+  shutdown(): Promise<void>
+}
+
+/** Logs to stderr (development) and to `logs/burnrate.log` in userData (a packaged app has no terminal). */
+function desktopLogger(userData: string): Logger {
+  let file: ReturnType<typeof createWriteStream> | null = null
+  try {
+    mkdirSync(join(userData, 'logs'), { recursive: true })
+    file = createWriteStream(join(userData, 'logs', 'burnrate.log'), { flags: 'a' })
+    file.on('error', () => {
+      file = null
+    })
+  } catch {
+    file = null
+  }
+  return createLogger('info', (line) => {
+    process.stderr.write(line)
+    file?.write(line)
+  })
+}
+
+/** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
+async function listenOn(server: BurnrateServer): Promise<string> {
+  let code: string | undefined
+  const onError = (e: NodeJS.ErrnoException) => {
+    code = e.code
+  }
+  server.http.once('error', onError)
+  try {
+    return await server.listen()
+  } catch (err) {
+    if (code === 'EADDRINUSE') throw new PortTakenError((err as Error).message)
+    throw err
+  } finally {
+    server.http.off('error', onError)
+  }
+}
 
 /**
- * The desktop app: the same server core as the headless entry, with the database in the
- * app's user-data folder, and the dashboard in a native window loaded from that server.
+ * The desktop app: the same server core as the headless entry (loadConfig + createBurnrate),
+ * with its data in userData, or attached to a headless Burnrate already on the port; the
+ * dashboard in a native window loaded from that server; today's spend in the tray.
+ * Returns null when this launch ends at once (a second instance, a start-up error).
  */
-export async function runDesktop(): Promise<void> {
+export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | null> {
+  const argv = opts.argv ?? process.argv
+  const env = opts.env ?? process.env
+  const platform = opts.platform ?? process.platform
+
+  if (!app.requestSingleInstanceLock()) {
+    app.quit()
+    return null
+  }
+  let desktop: Desktop | null = null
+  app.on('second-instance', () => desktop?.window.show())
+  // Closing the window keeps the app in the tray.
+  app.on('window-all-closed', () => {})
   await app.whenReady()
-  const config = loadConfig({ dataDir: process.env.BURNRATE_DATA_DIR || app.getPath('userData') })
-  const server = createBurnrate(config)
-  const url = await server.listen()
-  const win = new BrowserWindow({
-    width: 1280,
-    height: 860,
-    webPreferences: { contextIsolation: true, sandbox: true, nodeIntegration: false },
+
+  const userData = app.getPath('userData')
+  const log = opts.log ?? desktopLogger(userData)
+  const dataDir = env.BURNRATE_DATA_DIR || userData
+  let config: Config
+  let server: BurnrateServer | null = null
+  let result: StartResult
+  try {
+    config = loadConfig({ dataDir }, env)
+    const cfg: Config = { ...config, server: { ...config.server } }
+    result = await startOrAttach({
+      host: cfg.server.host,
+      port: cfg.server.port,
+      listen: async (port) => {
+        cfg.server.port = port
+        server ??= createBurnrate(cfg, { log, features: opts.features })
+        return listenOn(server)
+      },
+      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, config.source ?? join(dataDir, CONFIG_FILE)),
+    })
+  } catch (err) {
+    const s = server as BurnrateServer | null
+    if (s) await s.close(0).catch(() => {})
+    const message = err instanceof ConfigError ? err.message : `${(err as Error).message ?? err}`
+    log.error(`cannot start: ${message}`)
+    showStartupError(message)
+    app.quit()
+    return null
+  }
+  if (result.kind === 'cancelled') {
+    const s = server as BurnrateServer | null
+    if (s) await s.close(0).catch(() => {})
+    log.warn(`not started: ${result.reason}`)
+    app.quit()
+    return null
+  }
+
+  const url = result.url
+  const attachedTo = result.kind === 'attached' ? url : null
+  const own = server as BurnrateServer | null
+  if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
+  else log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
+
+  const spend: SpendSource = own ? ledgerSpend(own.ledger) : httpSpend(url)
+  const budgets = own?.context.budgets ?? null
+  const login = loginItem(platform, env)
+  const loginEnabled = () => {
+    try {
+      return login.enabled()
+    } catch {
+      return false
+    }
+  }
+  const window = createMainWindow({
+    url,
+    stateFile: join(userData, 'window-state.json'),
+    show: !startsHidden(argv, login.openedAtLogin()),
+    icon: platform === 'darwin' ? undefined : appIcon(),
   })
-  await win.loadURL(url)
-  app.on('before-quit', () => {
-    void server.close()
+
+  const act = (action: TrayAction) => {
+    switch (action) {
+      case 'open-dashboard':
+        window.show()
+        break
+      case 'open-in-browser':
+        void shell.openExternal(url)
+        break
+      case 'copy-agent-setup':
+        clipboard.writeText(agentSetup(url, platform))
+        break
+      case 'toggle-login':
+        try {
+          login.set(!loginEnabled())
+        } catch (err) {
+          log.warn(`start at login: ${(err as Error).message}`)
+        }
+        tray.refreshMenu()
+        break
+      case 'quit':
+        app.quit()
+        break
+    }
+  }
+  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
+  const presenter = new TrayPresenter({ spend, budgets, platform, render: (view) => tray.render(view) })
+  presenter.start()
+
+  let notifier: BudgetNotifier | null = null
+  if (budgets) {
+    const noticesFile = join(userData, 'notices.json')
+    notifier = new BudgetNotifier({
+      monitor: budgets,
+      log: NoticeLog.fromJSON(readJsonFile(noticesFile)),
+      timezone: config.timezone,
+      show: (notice) => showNotice(notice, () => window.show(), platform === 'darwin' ? undefined : appIcon()),
+      save: (noticeLog) => writeJsonFile(noticesFile, noticeLog),
+    })
+    notifier.start()
+  }
+
+  let stopping: Promise<void> | null = null
+  const shutdown = () =>
+    (stopping ??= (async () => {
+      presenter.stop()
+      notifier?.stop()
+      spend.stop()
+      window.allowClose()
+      window.saveState()
+      if (own) await own.close()
+      tray.destroy()
+    })())
+
+  // Quitting: hold the quit until calls under way finish and the ledger is on disk, then quit for real.
+  let stopped = false
+  app.on('before-quit', (event) => {
+    window.allowClose()
+    if (stopped) return
+    event.preventDefault()
+    void shutdown()
+      .catch((err: Error) => log.error(`shutdown: ${err.message}`))
+      .finally(() => {
+        stopped = true
+        app.quit()
+      })
   })
+  app.on('activate', () => window.show())
+  if (opts.signals ?? true) {
+    process.once('SIGINT', () => app.quit())
+    process.once('SIGTERM', () => app.quit())
+  }
+
+  desktop = { url, server: own, attachedTo, config, window, tray, presenter, act, shutdown }
+  return desktop
 }

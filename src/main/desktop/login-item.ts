@@ -1,0 +1,30 @@
+import { app } from 'electron'
+import { HIDDEN_FLAG, autostartFile, isAutostartEnabled, setAutostart } from '../desktop-logic/autostart'
+
+export interface LoginItem {
+  enabled(): boolean
+  set(enabled: boolean): void
+  /** This launch was the login launch (so the window stays hidden). */
+  openedAtLogin(): boolean
+}
+
+/** "Start at login": Electron's login items on macOS and Windows, an XDG autostart entry on Linux. */
+export function loginItem(platform: NodeJS.Platform, env: NodeJS.ProcessEnv = process.env): LoginItem {
+  if (platform === 'linux') {
+    const file = autostartFile(env)
+    // An AppImage runs from a temporary mount: start the AppImage file itself.
+    const exec = env.APPIMAGE || process.execPath
+    const args = app.isPackaged ? [] : [app.getAppPath()]
+    return {
+      enabled: () => isAutostartEnabled(file),
+      set: (on) => setAutostart(file, on, exec, args),
+      openedAtLogin: () => false,
+    }
+  }
+  const args = platform === 'win32' ? [HIDDEN_FLAG] : []
+  return {
+    enabled: () => app.getLoginItemSettings({ args }).openAtLogin,
+    set: (on) => app.setLoginItemSettings({ openAtLogin: on, args }),
+    openedAtLogin: () => platform === 'darwin' && app.getLoginItemSettings().wasOpenedAtLogin === true,
+  }
+}
