@@ -1,32 +1,32 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import { isObject } from '../metering/usage'
+import { AGENTS } from './known'
+import { type ClientRequest, header, sessionId } from './types'
 
 export interface AgentIdentity {
   agent: string
   session: string
 }
 
-function header(headers: IncomingHttpHeaders, name: string): string {
-  const v = headers[name]
-  return typeof v === 'string' ? v.trim() : Array.isArray(v) ? (v[0] ?? '').trim() : ''
-}
+/** Session headers any client may send (used when its own signature names none). */
+const GENERIC_SESSION_HEADERS = ['x-session-id', 'session_id', 'x-session-affinity'] as const
 
 /**
  * Which agent sent a call and in which of its sessions. `X-Burnrate-Agent` and
- * `X-Burnrate-Session` win; otherwise the client is recognised from what it already sends.
+ * `X-Burnrate-Session` win; otherwise the client is recognised from what it already sends
+ * (see ./known.ts), and its own session or conversation id is taken where it sends one.
  */
 export function detectAgent(headers: IncomingHttpHeaders, body: unknown): AgentIdentity {
+  const req: ClientRequest = { headers, ua: header(headers, 'user-agent'), body }
   let agent = header(headers, 'x-burnrate-agent')
   let session = header(headers, 'x-burnrate-session')
-  const ua = header(headers, 'user-agent')
-  if (!agent) {
-    if (/^claude-cli\//i.test(ua) || /claude-code/i.test(ua)) agent = 'claude-code'
-    else if (/^codex_cli_rs\//i.test(ua) || /codex/i.test(ua)) agent = 'codex'
-  }
-  if (!session && isObject(body) && isObject(body.metadata) && typeof body.metadata.user_id === 'string') {
-    // Claude Code: metadata.user_id = "user_<hash>_account_<uuid>_session_<uuid>"
-    const m = /session_([0-9a-f-]{8,})/i.exec(body.metadata.user_id)
-    if (m) session = m[1]
+  const known = AGENTS.find((a) => a.matches(req))
+  if (!agent && known) agent = known.name
+  if (!session) session = known?.session?.(req) ?? ''
+  if (!session) {
+    for (const h of GENERIC_SESSION_HEADERS) {
+      session = sessionId(header(headers, h))
+      if (session) break
+    }
   }
   return { agent, session }
 }

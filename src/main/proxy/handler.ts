@@ -1,6 +1,7 @@
 import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { detectAgent } from '../agents/detect'
+import type { SessionInference } from '../agents/sessions'
 import { errorBody, sendError } from '../http/errors'
 import type { Ledger } from '../ledger/ledger'
 import { type CallRecord, STATUS_CLIENT_CLOSED } from '../ledger/record'
@@ -16,6 +17,8 @@ import { clientResponseHeaders, upstreamRequestHeaders } from './headers'
 import { type Route, upstreamPath } from './routes'
 
 export interface ProxyOptions {
+  /** Groups calls that carry no session id into sessions (agent + key, 30-minute gap). */
+  sessions?: SessionInference
   ledger: Ledger
   pricer: Pricer
   /** Read on every call, so budgets can be swapped in at runtime. */
@@ -289,11 +292,13 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     const shape: CallShape = provider.inspect(info)
     const key = extractApiKey(req.headers, route.query)
     const who = detectAgent(req.headers, parsed)
+    const apiKeyHash = hashKey(key)
+    if (!who.session && opts.sessions) who.session = opts.sessions.assign(who.agent, apiKeyHash, ts)
     const ctx: CallContext = {
       provider,
       shape,
       apiKey: key,
-      apiKeyHash: hashKey(key),
+      apiKeyHash,
       keyHint: keyHint(key),
       tenant: tenantFor(req.headers, key, opts.tenants),
       agent: who.agent,

@@ -1,0 +1,64 @@
+import { randomBytes } from 'node:crypto'
+import type Database from 'better-sqlite3'
+
+/** Calls of one agent and key further apart than this start a new session. */
+export const SESSION_GAP_MS = 30 * 60 * 1000
+
+interface Open {
+  id: string
+  last: number
+}
+
+/**
+ * Sessions for calls whose client sends no session id: consecutive calls of one agent and one
+ * API key less than 30 minutes apart form one session, named `auto-<12 hex>`. Kept in memory,
+ * bounded (least recently used dropped first); `seed` picks up the sessions still open in the
+ * ledger so a restart does not split them.
+ */
+export class SessionInference {
+  private readonly open = new Map<string, Open>()
+
+  constructor(
+    private readonly gapMs = SESSION_GAP_MS,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  /** The session of a call by `agent` with key `apiKeyHash` arriving at `ts` (ms). */
+  assign(agent: string, apiKeyHash: string, ts: number): string {
+    const k = `${agent}\u0000${apiKeyHash}`
+    const cur = this.open.get(k)
+    if (cur && Math.abs(ts - cur.last) < this.gapMs) {
+      if (ts > cur.last) cur.last = ts
+      this.open.delete(k)
+      this.open.set(k, cur)
+      return cur.id
+    }
+    const fresh: Open = { id: `auto-${randomBytes(6).toString('hex')}`, last: ts }
+    this.put(k, fresh)
+    return fresh.id
+  }
+
+  private put(k: string, v: Open): void {
+    this.open.delete(k)
+    this.open.set(k, v)
+    while (this.open.size > this.maxEntries) {
+      const oldest = this.open.keys().next().value as string
+      this.open.delete(oldest)
+    }
+  }
+
+  /** Reopens the inferred sessions whose last call is less than the gap before `now`. */
+  seed(db: Database.Database, now = Date.now()): void {
+    const rows = db
+      .prepare(
+        `SELECT agent, api_key_hash, session, MAX(ts) AS last FROM calls
+         WHERE ts > ? AND session LIKE 'auto-%' GROUP BY agent, api_key_hash`,
+      )
+      .all(now - this.gapMs) as { agent: string; api_key_hash: string; session: string; last: number }[]
+    for (const r of rows) this.put(`${r.agent}\u0000${r.api_key_hash}`, { id: r.session, last: r.last })
+  }
+
+  get size(): number {
+    return this.open.size
+  }
+}

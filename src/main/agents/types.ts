@@ -1,0 +1,31 @@
+import type { IncomingHttpHeaders } from 'node:http'
+
+/** What a client sent that may identify it: its headers and its parsed JSON body. */
+export interface ClientRequest {
+  headers: IncomingHttpHeaders
+  /** The User-Agent, trimmed ('' when absent). */
+  ua: string
+  /** The parsed JSON request body (undefined when there is none or it is not JSON). */
+  body: unknown
+}
+
+/** One known client: how to recognise it and where it puts its own session id. */
+export interface AgentSignature {
+  /** The name recorded as the call's agent, e.g. `claude-code`. */
+  name: string
+  matches(req: ClientRequest): boolean
+  /** The client's own session or conversation id, '' when it sent none. */
+  session?(req: ClientRequest): string
+}
+
+export function header(headers: IncomingHttpHeaders, name: string): string {
+  const v = headers[name]
+  return typeof v === 'string' ? v.trim() : Array.isArray(v) ? (v[0] ?? '').trim() : ''
+}
+
+/** A session id worth keeping: printable, no spaces, at most 200 characters; else ''. */
+export function sessionId(v: unknown): string {
+  if (typeof v !== 'string') return ''
+  const s = v.trim()
+  return s.length > 0 && s.length <= 200 && /^[\x21-\x7e]+$/.test(s) ? s : ''
+}
