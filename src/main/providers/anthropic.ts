@@ -1,3 +1,4 @@
+import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -84,7 +85,7 @@ export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
   private iterations: RawUsage | null = null
   private model: string | undefined
-  private text: string[] = []
+  private text = new OutputText()
 
   event(_name: string, data: string): void {
     let ev: any

@@ -1,3 +1,4 @@
+import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -74,14 +75,14 @@ export function geminiUsage(m: unknown): Usage | null {
 export class GeminiMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
-  private text: string[] = []
+  private text = new OutputText()
 
   private take(obj: unknown): void {
     if (!isObject(obj)) return
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
     if (isObject(obj.usageMetadata)) {
       this.usage = geminiUsage(obj.usageMetadata)
-      this.text = []
+      this.text = new OutputText()
     } else if (!this.usage && Array.isArray(obj.candidates)) {
       for (const c of obj.candidates) {
         const parts = c?.content?.parts

@@ -1,3 +1,4 @@
+import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -89,7 +90,7 @@ const TERMINAL = new Set(['response.completed', 'response.failed', 'response.inc
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
-  private text: string[] = []
+  private text = new OutputText()
   private readonly read: UsageReader
 
   constructor(opts: OpenAIMeterOptions = {}) {
