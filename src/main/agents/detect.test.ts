@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest'
+import { detectAgent } from './detect'
+
+describe('detectAgent', () => {
+  it('ignores session ids that are not printable tokens or are too long', () => {
+    expect(detectAgent({ 'user-agent': 'opencode/1.0.0', 'x-session-affinity': 'has space' }, undefined).session).toBe('')
+    expect(detectAgent({ 'user-agent': 'opencode/1.0.0', 'x-session-affinity': 'x'.repeat(201) }, undefined).session).toBe('')
+    expect(detectAgent({ 'user-agent': 'opencode/1.0.0', 'x-session-affinity': 'ses_1' }, undefined).session).toBe('ses_1')
+  })
+
+  it('reads both Claude Code user_id formats, and the object form', () => {
+    const ua = { 'user-agent': 'claude-cli/2.1.80 (external, cli)' }
+    const legacy = { metadata: { user_id: 'user_abc_account_4e1f7f64-2b43-4bbf-9d6d-5a4a0f0e1b2c_session_11111111-2222-3333-4444-555555555555' } }
+    const json = { metadata: { user_id: '{"device_id":"d","account_uuid":"","session_id":"aaaa-bbbb"}' } }
+    const obj = { metadata: { user_id: { session_id: 'cccc-dddd' } } }
+    expect(detectAgent(ua, legacy)).toEqual({ agent: 'claude-code', session: '11111111-2222-3333-4444-555555555555' })
+    expect(detectAgent(ua, json).session).toBe('aaaa-bbbb')
+    expect(detectAgent(ua, obj).session).toBe('cccc-dddd')
+    expect(detectAgent(ua, { metadata: { user_id: '{not json' } }).session).toBe('')
+  })
+
+  it('does not take opencode or the Anthropic SDK for Claude Code because of a claude-code beta header', () => {
+    const h = { 'user-agent': 'Anthropic/JS 0.65.0', 'anthropic-beta': 'claude-code-20250219,interleaved-thinking-2025-05-14' }
+    expect(detectAgent(h, undefined).agent).toBe('anthropic-sdk')
+  })
+
+  it('recognises Aider on the Anthropic API by its system prompt', () => {
+    const body = { system: [{ type: 'text', text: 'Act as an expert architect engineer and provide direction to your editor engineer.' }], messages: [] }
+    expect(detectAgent({ 'user-agent': 'litellm/1.77.0' }, body).agent).toBe('aider')
+  })
+
+  it('takes a generic x-session-id from any client', () => {
+    expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toEqual({ agent: 'openai-sdk', session: 'job-7' })
+  })
+})
