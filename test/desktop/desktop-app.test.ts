@@ -1,0 +1,327 @@
+import { createHash } from 'node:crypto'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterEach, beforeAll, afterAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { stringify } from 'yaml'
+import { formatUsd } from '../../src/main/desktop-logic/money'
+import { callRecord } from '../../src/main/desktop-logic/test-helpers'
+import { silentLogger } from '../../src/main/log'
+import { PROVIDER_NAMES } from '../../src/main/providers/registry'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { baseUrlFor, startTestServer } from '../support/server'
+import { type FakeBrowserWindow, type FakeTray, app, resetElectron, state } from './fake-electron'
+
+vi.mock('electron', () => import('./fake-electron'))
+
+const { runDesktop } = await import('../../src/main/desktop/app')
+type Desktop = NonNullable<Awaited<ReturnType<typeof runDesktop>>>
+
+const KEY = 'sk-desk-0123456789abcdef'
+const KEY_HASH = createHash('sha256').update(KEY).digest('hex')
+
+let upstream: MockUpstream
+let dir: string
+let running: Desktop | null = null
+const cleanups: (() => Promise<unknown> | unknown)[] = []
+
+beforeAll(async () => {
+  upstream = await startMockUpstream()
+})
+afterAll(async () => {
+  await upstream.close()
+})
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-desktop-'))
+  resetElectron(dir)
+})
+afterEach(async () => {
+  if (running && !state.exited) {
+    app.quit()
+    await eventually(() => state.exited, 10_000)
+  }
+  running = null
+  for (const c of cleanups.splice(0).reverse()) await c()
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Writes `config.yaml` into the fake userData, with every provider pointed at the mock upstream. */
+function writeConfig(extra: Record<string, unknown> = {}, port = 0): void {
+  const providers: Record<string, unknown> = {}
+  for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream.url) }
+  writeFileSync(join(dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port }, providers, timezone: 'UTC', ...extra }))
+}
+
+async function launch(opts: { argv?: string[]; platform?: NodeJS.Platform } = {}): Promise<Desktop> {
+  const d = await runDesktop({
+    argv: opts.argv ?? ['burnrate'],
+    env: { XDG_CONFIG_HOME: join(dir, 'xdg') },
+    platform: opts.platform ?? 'linux',
+    log: silentLogger,
+    signals: false,
+  })
+  if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
+  running = d
+  return d
+}
+
+const win = (): FakeBrowserWindow => state.windows[0]
+const tray = (): FakeTray => state.trays[0]
+const menuLabels = () => tray().menu!.items.map((i: any) => (i.type === 'separator' ? '---' : i.label))
+
+function dbSpend(): number {
+  const db = new Database(join(dir, 'burnrate.db'), { readonly: true })
+  try {
+    return (db.prepare('SELECT COALESCE(SUM(cost_usd), 0) AS s FROM calls').get() as { s: number }).s
+  } finally {
+    db.close()
+  }
+}
+
+async function quit(): Promise<void> {
+  app.quit()
+  await eventually(() => state.exited, 10_000)
+}
+
+describe('the desktop app over the real server core', () => {
+  it('starts the server with its data in userData and loads its URL in a locked-down window', async () => {
+    writeConfig()
+    const d = await launch()
+    expect(d.server).not.toBeNull()
+    expect(d.attachedTo).toBeNull()
+    expect(d.config.data_dir).toBe(dir)
+    expect(existsSync(join(dir, 'burnrate.db'))).toBe(true)
+    const health = await request(`${d.url}/api/health`)
+    expect(health.status).toBe(200)
+    expect(health.json().status).toBe('ok')
+
+    expect(state.windows).toHaveLength(1)
+    expect(win().loadedUrls).toEqual([d.url])
+    expect(win().options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true })
+    await eventually(() => win().visible)
+  })
+
+  it("shows today's spend in the tray and updates it after calls through the proxy", async () => {
+    writeConfig()
+    const d = await launch()
+    expect(tray().tooltip).toBe('Burnrate: $0.00 today')
+    expect(tray().menu!.items[0]).toMatchObject({ label: 'Today: $0.00', enabled: false })
+    expect(tray().title).toBe('') // Linux: no title beside the icon
+
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    const res = await postJson(`${d.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, {
+      'x-api-key': 'sk-ant-desktop-test-key-1',
+      'anthropic-version': '2023-06-01',
+    })
+    expect(res.status).toBe(200)
+    // 8,000 calls' worth recorded at once, as a burst of agents would
+    for (let i = 0; i < 8000; i++) d.server!.ledger.record(callRecord({ cost_usd: 0.000_25 }))
+    d.server!.ledger.flush()
+    const total = dbSpend()
+    expect(total).toBeGreaterThan(2)
+    await eventually(() => tray().tooltip === `Burnrate: ${formatUsd(total)} today`)
+    expect(tray().menu!.items[0]).toMatchObject({ label: `Today: ${formatUsd(total)}`, enabled: false })
+  })
+
+  it('macOS: the spend is the menu-bar title, in monospaced digits, beside a template icon', async () => {
+    writeConfig()
+    const d = await launch({ platform: 'darwin' })
+    expect(tray().title).toBe('$0.00')
+    expect(tray().titleOptions).toEqual({ fontType: 'monospacedDigit' })
+    expect(tray().image.template).toBe(true)
+    d.server!.ledger.record(callRecord({ cost_usd: 12.5 }))
+    await eventually(() => tray().title === '$12.50')
+  })
+
+  it('changes the tray icon and notifies once when a budget rule warns and when it blocks', async () => {
+    writeConfig({ budgets: { rules: [{ api_key_pattern: KEY, daily_limit_usd: 1, action: 'block', soft_limit_pct: 0.5 }] } })
+    const d = await launch()
+    expect(tray().image.path).toMatch(/tray-ok\.png$/)
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.6 }))
+    await eventually(() => /tray-warning\.png$/.test(tray().image.path))
+    expect(state.notifications).toHaveLength(1)
+    expect(state.notifications[0].options).toMatchObject({ title: `Budget warning: ${KEY}`, urgency: 'normal' })
+    expect(state.notifications[0].shown).toBe(true)
+    expect(menuLabels()[1]).toBe(`Warning: ${KEY} daily $0.60 of $1.00`)
+
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.1 }))
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.5 }))
+    await eventually(() => /tray-blocking\.png$/.test(tray().image.path))
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.5 }))
+    expect(state.notifications.map((n) => n.options.urgency)).toEqual(['normal', 'critical'])
+    expect(state.notifications[1].options.title).toBe(`Budget reached: ${KEY}`)
+
+    // the same alerts after a restart do not notify again
+    await quit()
+    resetElectron(dir)
+    await launch()
+    expect(/tray-blocking\.png$/.test(tray().image.path)).toBe(true)
+    expect(state.notifications).toHaveLength(0)
+  })
+
+  it('the tray menu opens the dashboard, opens the browser, copies the agent setup and toggles start at login', async () => {
+    writeConfig()
+    const d = await launch()
+    expect(menuLabels()).toEqual(['Today: $0.00', '---', 'Open dashboard', 'Open in browser', 'Copy agent setup', '---', 'Start at login', '---', 'Quit Burnrate'])
+    win().hide()
+    tray().menu!.click('Open dashboard')
+    expect(win().visible).toBe(true)
+    expect(win().focused).toBe(true)
+
+    tray().menu!.click('Open in browser')
+    expect(state.openedExternal).toEqual([d.url])
+
+    tray().menu!.click('Copy agent setup')
+    expect(state.clipboard).toContain(`export OPENAI_BASE_URL=${d.url}/openai/v1\n`)
+    expect(state.clipboard).toContain(`export ANTHROPIC_BASE_URL=${d.url}/anthropic\n`)
+
+    const autostart = join(dir, 'xdg', 'autostart', 'burnrate.desktop')
+    expect(tray().menu!.items.find((i: any) => i.label === 'Start at login')).toMatchObject({ type: 'checkbox', checked: false })
+    tray().menu!.click('Start at login')
+    expect(readFileSync(autostart, 'utf8')).toContain('--hidden')
+    expect(tray().menu!.items.find((i: any) => i.label === 'Start at login')).toMatchObject({ checked: true })
+    tray().menu!.click('Start at login')
+    expect(existsSync(autostart)).toBe(false)
+
+    tray().menu!.click('Quit Burnrate')
+    await eventually(() => state.exited, 10_000)
+  })
+
+  it('closing the window hides it to the tray; a second launch brings it back', async () => {
+    writeConfig()
+    await launch()
+    await eventually(() => win().visible)
+    win().close()
+    expect(state.windows).toHaveLength(1)
+    expect(win().visible).toBe(false)
+    expect(state.exited).toBe(false)
+    app.emit('second-instance', {}, ['burnrate'], '/')
+    expect(win().visible).toBe(true)
+    expect(win().focused).toBe(true)
+  })
+
+  it('a second instance quits at once', async () => {
+    state.singleInstance = false
+    expect(await runDesktop({ env: {}, log: silentLogger, signals: false })).toBeNull()
+    expect(state.quitCalls).toBe(1)
+    expect(state.windows).toHaveLength(0)
+  })
+
+  it('sends navigation and new windows outside the dashboard to the system browser', async () => {
+    writeConfig()
+    const d = await launch()
+    const wc = win().webContents
+    expect(wc.navigate(`${d.url}/?range=7d`)).toBe(true)
+    expect(wc.navigate('https://docs.anthropic.com/en/api')).toBe(false)
+    expect(wc.navigate('file:///etc/passwd')).toBe(false)
+    expect(wc.openHandler!({ url: 'https://openai.com/pricing' })).toEqual({ action: 'deny' })
+    expect(wc.openHandler!({ url: 'javascript:alert(1)' })).toEqual({ action: 'deny' })
+    expect(wc.openHandler!({ url: `${d.url}/api/dashboard/export?format=csv` })).toEqual({ action: 'allow' })
+    expect(state.openedExternal).toEqual(['https://docs.anthropic.com/en/api', 'https://openai.com/pricing'])
+    const asked: [string, boolean][] = []
+    for (const p of ['media', 'geolocation', 'notifications', 'clipboard-sanitized-write']) wc.session.permissionHandler!(wc, p, (ok) => asked.push([p, ok]))
+    expect(asked).toEqual([['media', false], ['geolocation', false], ['notifications', false], ['clipboard-sanitized-write', true]])
+  })
+
+  it('quitting finishes, flushes the ledger to disk and stops the server', async () => {
+    writeConfig()
+    const d = await launch()
+    for (let i = 0; i < 25; i++) d.server!.ledger.record(callRecord({ cost_usd: 0.04 }))
+    expect(d.server!.ledger.status.pending).toBe(25)
+    await quit()
+    const db = new Database(join(dir, 'burnrate.db'), { readonly: true })
+    expect((db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n).toBe(25)
+    db.close()
+    await expect(request(`${d.url}/api/health`)).rejects.toThrow(/ECONNREFUSED/)
+    expect(tray().destroyed).toBe(true)
+  })
+
+  it('remembers the window size and position', async () => {
+    writeConfig()
+    await launch()
+    win().setBounds({ x: 210, y: 140, width: 1100, height: 777 })
+    await quit()
+    expect(JSON.parse(readFileSync(join(dir, 'window-state.json'), 'utf8'))).toEqual({ x: 210, y: 140, width: 1100, height: 777, maximized: false })
+    resetElectron(dir)
+    await launch()
+    expect(win().options).toMatchObject({ x: 210, y: 140, width: 1100, height: 777 })
+  })
+
+  it('started hidden at login, it stays in the tray', async () => {
+    writeConfig()
+    await launch({ argv: ['burnrate', '--hidden'] })
+    await new Promise((r) => setImmediate(r))
+    expect(win().loadedUrls).toHaveLength(1)
+    expect(win().visible).toBe(false)
+    expect(tray().tooltip).toBe('Burnrate: $0.00 today')
+  })
+
+  it('a config error is said in a dialog and the app quits', async () => {
+    writeFileSync(join(dir, 'config.yaml'), 'servr:\n  port: 1\n')
+    expect(await runDesktop({ env: {}, log: silentLogger, signals: false })).toBeNull()
+    expect(state.errorBoxes).toHaveLength(1)
+    expect(state.errorBoxes[0].content).toContain('unknown key "servr"')
+    expect(state.quitCalls).toBe(1)
+  })
+})
+
+describe('when the port is already taken', () => {
+  it('attaches to a headless Burnrate on it: the window loads that server and the tray reads its spend', async () => {
+    const headless = await startTestServer({ timezone: 'UTC' }, upstream.url)
+    cleanups.push(() => headless.cleanup())
+    headless.server.ledger.record(callRecord({ cost_usd: 3.21 }))
+    headless.server.ledger.flush()
+    writeConfig({}, Number(new URL(headless.url).port))
+
+    const d = await launch()
+    expect(d.attachedTo).toBe(headless.url)
+    expect(d.server).toBeNull()
+    expect(existsSync(join(dir, 'burnrate.db'))).toBe(false)
+    expect(win().loadedUrls).toEqual([headless.url])
+    await eventually(() => tray().tooltip === 'Burnrate: $3.21 today')
+    expect(menuLabels().slice(0, 2)).toEqual(['Today: $3.21', `Attached to the Burnrate at ${headless.url}`])
+
+    headless.server.ledger.record(callRecord({ cost_usd: 1 }))
+    headless.server.ledger.flush()
+    await eventually(() => tray().tooltip === 'Burnrate: $4.21 today')
+
+    // quitting the app leaves the headless server running
+    await quit()
+    expect((await request(`${headless.url}/api/health`)).status).toBe(200)
+  })
+
+  it('another program on the port: says so and offers the next free port', async () => {
+    const other = http.createServer((_req, res) => res.end('not burnrate'))
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => other.close(r)))
+    const port = (other.address() as AddressInfo).port
+    writeConfig({}, port)
+
+    state.messageBoxResponse = 0
+    const d = await launch()
+    expect(state.messageBoxes).toHaveLength(1)
+    expect(state.messageBoxes[0].message).toBe(`Port ${port} is in use by another program`)
+    const offered = Number(/Use port (\d+)/.exec(state.messageBoxes[0].buttons[0])![1])
+    expect(offered).toBeGreaterThan(port)
+    expect(d.url).toBe(`http://127.0.0.1:${offered}`)
+    expect(d.server).not.toBeNull()
+    expect(win().loadedUrls).toEqual([d.url])
+  })
+
+  it('another program on the port, offer declined: quits without starting', async () => {
+    const other = http.createServer((_req, res) => res.end('not burnrate'))
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => other.close(r)))
+    writeConfig({}, (other.address() as AddressInfo).port)
+    state.messageBoxResponse = 1
+    expect(await runDesktop({ env: {}, log: silentLogger, signals: false })).toBeNull()
+    expect(state.quitCalls).toBe(1)
+    expect(state.windows).toHaveLength(0)
+    expect(state.trays).toHaveLength(0)
+  })
+})
