@@ -55,7 +55,16 @@ export interface CreateOptions {
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
   checkExposure(config, log)
-  const db = openDatabase(join(config.data_dir, DB_FILE))
+  const dbFile = join(config.data_dir, DB_FILE)
+  let db: Database.Database
+  try {
+    db = openDatabase(dbFile)
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    throw new StartupError(
+      `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
+    )
+  }
   const ledger = new Ledger(db, {
     flushIntervalMs: config.ledger.flush_interval_ms,
     maxPending: config.ledger.max_pending,
