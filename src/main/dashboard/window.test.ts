@@ -1,0 +1,48 @@
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { RANGES } from '../../shared/api'
+import { BUCKET_SECONDS, RANGE_MS, rangeWindow, splitWindow } from './window'
+
+describe('splitWindow', () => {
+  it('rolled and raw parts cover the window exactly once, rolled on whole buckets', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }),
+        fc.integer({ min: 0, max: 40 * 86_400_000 }),
+        fc.constantFrom(300_000, 3_600_000),
+        (start, len, grain) => {
+          const w = { start, end: start + len }
+          const { rolled, raw } = splitWindow(w, grain)
+          const parts = [...raw, ...(rolled ? [rolled] : [])].sort((a, b) => a.start - b.start)
+          let at = w.start
+          for (const p of parts) {
+            expect(p.start).toBe(at)
+            expect(p.end).toBeGreaterThan(p.start)
+            at = p.end
+          }
+          expect(at).toBe(len === 0 ? w.start : w.end)
+          if (rolled) {
+            expect(rolled.start % grain).toBe(0)
+            expect(rolled.end % grain).toBe(0)
+          }
+          for (const r of raw) expect(r.end - r.start).toBeLessThan(grain)
+        },
+      ),
+    )
+  })
+})
+
+describe('ranges', () => {
+  it('every range gives 30 to 400 contiguous buckets', () => {
+    for (const r of RANGES) {
+      const size = BUCKET_SECONDS[r] * 1000
+      for (const now of [1_700_000_000_000, 1_700_000_000_000 + size / 2, 1_700_000_000_001]) {
+        const w = rangeWindow(r, now)
+        const n = Math.floor(now / size) - Math.floor(w.start / size) + 1
+        expect(n).toBeGreaterThanOrEqual(30)
+        expect(n).toBeLessThanOrEqual(400)
+      }
+      expect(RANGE_MS[r] % size).toBe(0)
+    }
+  })
+})
