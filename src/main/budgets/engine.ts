@@ -66,6 +66,8 @@ export class BudgetEngine implements BudgetMonitor {
   private readonly clock: PeriodClock
   private readonly listeners = new Set<(alert: BudgetAlert) => void>()
   private readonly fired = new Set<string>()
+  /** Month of the alerts in `fired`; a new month starts the set afresh. */
+  private firedMonth = 0
 
   constructor(
     private readonly spend: SpendTracker,
@@ -226,6 +228,11 @@ export class BudgetEngine implements BudgetMonitor {
   /** Tells listeners the first time a key reaches a level under a rule in a period. */
   private raise(s: KeyState, rule: Rule, periods: PeriodState[]): void {
     if (this.listeners.size === 0) return
+    const month = periods.find((p) => p.period === 'monthly')?.start ?? this.clock.monthOf(Date.now()).start
+    if (month !== this.firedMonth) {
+      this.firedMonth = month
+      this.fired.clear()
+    }
     for (const p of periods) {
       const level = levelOf(rule, p)
       if (!level) continue
