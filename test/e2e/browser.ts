@@ -1,0 +1,24 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Browser, chromium } from 'playwright'
+
+export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
+export const ARTIFACTS = join(ROOT, 'test/artifacts')
+export const CHROMIUM = process.env.BURNRATE_CHROMIUM || '/usr/bin/chromium'
+
+/** Builds the dashboard when out/renderer is missing (`npm test` builds it first anyway). */
+export function ensureRendererBuilt(): void {
+  if (existsSync(join(ROOT, 'out/renderer/index.html'))) return
+  execFileSync(join(ROOT, 'node_modules/.bin/electron-vite'), ['build'], { cwd: ROOT, stdio: 'inherit' })
+}
+
+/** Debian's Chromium, driven by playwright (no downloaded browser). */
+export async function launchChromium(): Promise<Browser> {
+  mkdirSync(ARTIFACTS, { recursive: true })
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  })
+}
