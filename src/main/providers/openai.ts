@@ -84,7 +84,11 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
   }
 }
 
-const TERMINAL = new Set(['response.completed', 'response.failed', 'response.incomplete'])
+/**
+ * A failed response bills nothing, so its `usage: null` means zero. A completed one without
+ * usage (an OpenAI-compatible server that sends none) is estimated instead.
+ */
+const NOTHING_BILLED = new Set(['response.failed'])
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
@@ -113,7 +117,7 @@ export class OpenAIMeter implements Meter {
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (r.usage) this.usage = this.read(r.usage) ?? this.usage
-        else if (TERMINAL.has(type)) this.usage ??= emptyUsage() // e.g. response.failed: nothing was billed
+        else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
       if (type === 'response.output_text.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
       if (type === 'response.function_call_arguments.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
