@@ -1,6 +1,7 @@
 import express from 'express'
 import { budgetsOf } from '../budgets'
 import { ConfigError } from '../config/load'
+import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
 import { apiKeyRoutes } from './api-keys'
 import { adminAuth } from './auth'
@@ -25,7 +26,8 @@ export const admin: Feature = (ctx) => {
   ctx.onClose(ctx.ledger.onCall((call) => stats.observe(call)))
 
   const router = express.Router()
-  router.use(adminAuth(token))
+  // Wrong tokens from one address are slowed down (src/main/security/throttle.ts).
+  router.use(slowDownFailures(adminAuth(token)))
   ruleRoutes(router, budgets, ctx.config.source)
   apiKeyRoutes(router, budgets, ctx.ledger.spend)
   providerRoutes(router, ctx.upstreams, stats)

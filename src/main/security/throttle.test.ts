@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest'
+import { AuthThrottle } from './throttle'
+
+function clock() {
+  let t = 1_000_000
+  return { now: () => t, advance: (ms: number) => (t += ms) }
+}
+
+describe('AuthThrottle', () => {
+  it('lets the first failures through at once, then doubles the wait per failure up to the cap', () => {
+    const c = clock()
+    const th = new AuthThrottle({ free: 3, baseMs: 100, maxMs: 800, now: c.now })
+    for (let i = 0; i < 3; i++) {
+      expect(th.reserve('a')).toBe(0)
+      th.failed('a')
+    }
+    const waits: number[] = []
+    for (let i = 0; i < 6; i++) {
+      const w = th.reserve('a')
+      waits.push(w)
+      c.advance(w)
+      th.failed('a')
+    }
+    expect(waits).toEqual([100, 200, 400, 800, 800, 800])
+  })
+
+  it('queues attempts sent at once one after another, and refuses past the longest queue', () => {
+    const c = clock()
+    const th = new AuthThrottle({ free: 0, baseMs: 1000, maxMs: 1000, maxQueueMs: 5000, now: c.now })
+    th.failed('a')
+    const waits = Array.from({ length: 8 }, () => th.reserve('a'))
+    expect(waits).toEqual([1000, 2000, 3000, 4000, 5000, 6000, -1, -1])
+  })
+
+  it('keeps clients apart, clears on success, and forgets old failures', () => {
+    const c = clock()
+    const th = new AuthThrottle({ free: 1, baseMs: 100, forgetMs: 60_000, now: c.now })
+    th.failed('a')
+    th.failed('a')
+    expect(th.reserve('a')).toBeGreaterThan(0)
+    expect(th.reserve('b')).toBe(0)
+    th.succeeded('a')
+    expect(th.reserve('a')).toBe(0)
+    th.failed('b')
+    th.failed('b')
+    c.advance(60_001)
+    expect(th.reserve('b')).toBe(0)
+  })
+
+  it('remembers a bounded number of clients', () => {
+    const th = new AuthThrottle({ maxClients: 100 })
+    for (let i = 0; i < 1000; i++) th.failed(`10.0.${i >> 8}.${i & 255}`)
+    expect(th.failures('10.0.0.0')).toBe(0)
+    expect(th.failures('10.0.3.231')).toBe(1)
+  })
+})

@@ -1,0 +1,117 @@
+import type { RequestHandler } from 'express'
+import { errorBody } from '../http/errors'
+
+export interface ThrottleOptions {
+  /** Wrong tokens a client may send before it is slowed down. */
+  free: number
+  /** Delay after the first failure past `free`; it doubles with each further failure. */
+  baseMs: number
+  /** Longest delay for one attempt. */
+  maxMs: number
+  /** Failures are forgotten after this long without one. */
+  forgetMs: number
+  /** Attempts that would wait longer than this in line are refused without being checked. */
+  maxQueueMs: number
+  /** Clients remembered at most (the oldest are forgotten first). */
+  maxClients: number
+  now: () => number
+}
+
+const DEFAULTS: ThrottleOptions = {
+  free: 5,
+  baseMs: 250,
+  maxMs: 10_000,
+  forgetMs: 15 * 60_000,
+  maxQueueMs: 60_000,
+  maxClients: 10_000,
+  now: Date.now,
+}
+
+interface Client {
+  failures: number
+  lastFailure: number
+  /** When the next attempt may be checked. */
+  nextAt: number
+}
+
+/**
+ * Slows down guessing of a token: after `free` wrong tokens from one address, every further
+ * attempt from it waits its turn, `baseMs` doubling per failure up to `maxMs`. Attempts wait
+ * in line one after another, so sending many at once gains nothing. A right token clears it.
+ */
+export class AuthThrottle {
+  private readonly opts: ThrottleOptions
+  private readonly clients = new Map<string, Client>()
+
+  constructor(opts: Partial<ThrottleOptions> = {}) {
+    this.opts = { ...DEFAULTS, ...opts }
+  }
+
+  /** How long the next attempt from `ip` must wait before it is checked (ms); -1 to refuse it unchecked. */
+  reserve(ip: string): number {
+    const o = this.opts
+    const c = this.clients.get(ip)
+    if (!c || c.failures < o.free) return 0
+    const now = o.now()
+    if (now - c.lastFailure > o.forgetMs) {
+      this.clients.delete(ip)
+      return 0
+    }
+    const penalty = Math.min(o.baseMs * 2 ** Math.min(c.failures - o.free, 30), o.maxMs)
+    const start = Math.max(now, c.nextAt)
+    if (start - now > o.maxQueueMs) return -1
+    c.nextAt = start + penalty
+    return c.nextAt - now
+  }
+
+  failed(ip: string): void {
+    const now = this.opts.now()
+    let c = this.clients.get(ip)
+    if (!c) {
+      if (this.clients.size >= this.opts.maxClients) this.clients.delete(this.clients.keys().next().value as string)
+      c = { failures: 0, lastFailure: now, nextAt: 0 }
+      this.clients.set(ip, c)
+    }
+    c.failures++
+    c.lastFailure = now
+  }
+
+  succeeded(ip: string): void {
+    this.clients.delete(ip)
+  }
+
+  failures(ip: string): number {
+    return this.clients.get(ip)?.failures ?? 0
+  }
+}
+
+/**
+ * Wraps a token check (an express handler that answers 401 or calls next) so that wrong
+ * tokens from one address are slowed down by `throttle`.
+ */
+export function slowDownFailures(check: RequestHandler, throttle = new AuthThrottle()): RequestHandler {
+  return (req, res, next) => {
+    const ip = req.socket.remoteAddress ?? ''
+    const wait = throttle.reserve(ip)
+    const run = () => {
+      if (res.destroyed) return
+      let passed = false
+      check(req, res, (err?: unknown) => {
+        passed = true
+        throttle.succeeded(ip)
+        next(err)
+      })
+      if (!passed && res.statusCode === 401) throttle.failed(ip)
+    }
+    if (wait < 0) {
+      res
+        .status(401)
+        .set('www-authenticate', 'Bearer')
+        .set('retry-after', '60')
+        .json(errorBody('unauthorized', 'Too many wrong tokens from this address; wait a minute, then use the right token.'))
+      return
+    }
+    if (wait === 0) run()
+    else setTimeout(run, wait).unref()
+  }
+}
