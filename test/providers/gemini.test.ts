@@ -177,3 +177,34 @@ describe('Gemini pricing beyond the recordings', () => {
     expect(row).toMatchObject({ endpoint: 'countTokens', input_tokens: 0, output_tokens: 0, cost_usd: 0, estimated: 0 })
   })
 })
+
+describe('Gemini through its other endpoints', () => {
+  it('the OpenAI-compatible API (/v1beta/openai/...) is metered from OpenAI-shaped usage', async () => {
+    answer(upstream, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1763700000,
+      model: 'gemini-2.5-flash',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'models/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1beta/openai/chat/completions')
+    expect(row).toMatchObject({ provider: 'gemini', endpoint: 'chat.completions', model: 'gemini-2.5-flash', input_tokens: 120, output_tokens: 30, estimated: 0 })
+    expect(row.cost_usd).toBe(price({ input_tokens: 120, output_tokens: 30 }, 'gemini-2.5-flash', row.ts))
+  })
+
+  it('embedContent returns no usage: its input is estimated from the request text', async () => {
+    answer(upstream, { embedding: { values: [0.01, -0.02, 0.03] } })
+    const text = 'The quick brown fox jumps over the lazy dog.'
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/models/gemini-embedding-001:embedContent`, { model: 'models/gemini-embedding-001', content: { parts: [{ text }] } }, { 'x-goog-api-key': KEY }),
+    )
+    expect(row).toMatchObject({ endpoint: 'embedContent', model: 'gemini-embedding-001', estimated: 1, output_tokens: 0, priced: 1 })
+    // cl100k_base: 10 tokens for this sentence
+    expect(row.input_tokens).toBe(10)
+    expect(row.cost_usd).toBe(price({ input_tokens: 10, output_tokens: 0 }, 'gemini-embedding-001', row.ts))
+  })
+})

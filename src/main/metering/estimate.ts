@@ -88,6 +88,11 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
     }
   }
   if (isObject(body.systemInstruction)) pushContent(body.systemInstruction.parts)
+  // Gemini embeddings: embedContent {content: {parts}}, batchEmbedContents {requests: [{content}]}
+  if (isObject(body.content)) pushContent(body.content.parts)
+  if (Array.isArray(body.requests)) {
+    for (const r of body.requests) if (isObject(r) && isObject(r.content)) pushContent(r.content.parts)
+  }
   if (typeof body.prompt === 'string') texts.push(body.prompt)
   if (typeof body.system === 'string') texts.push(body.system)
   else pushContent(body.system)

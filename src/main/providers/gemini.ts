@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { inspectOpenAI, OpenAIMeter } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
@@ -21,9 +22,22 @@ function modelAndMethod(path: string): { model: string; method: string } {
   return { model, method: m[2] }
 }
 
-const BILLED = new Set(['generateContent', 'streamGenerateContent'])
+/**
+ * Billed methods. The embedding methods return no usage, so their tokens are estimated from
+ * the request's text (marked `estimated`).
+ */
+const BILLED = new Set(['generateContent', 'streamGenerateContent', 'embedContent', 'batchEmbedContents'])
+
+/** Gemini's OpenAI-compatible API: `/v1beta/openai/chat/completions`, `/v1beta/openai/embeddings`. */
+const OPENAI_COMPAT = /^\/v1(?:alpha|beta)?\/openai(\/.*)$/
 
 export function inspectGemini(req: RequestInfo): CallShape {
+  const compat = OPENAI_COMPAT.exec(req.path)
+  if (compat) {
+    const shape = inspectOpenAI({ ...req, path: compat[1] })
+    // The compatible API takes `models/gemini-2.5-flash` as well as the bare name.
+    return { ...shape, model: shape.model.replace(/^models\//, '') }
+  }
   const { model, method } = modelAndMethod(req.path)
   const billable = req.method === 'POST' && BILLED.has(method)
   return {
@@ -122,5 +136,5 @@ export const gemini: Provider = {
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   mount: '/gemini',
   inspect: inspectGemini,
-  meter: () => new GeminiMeter(),
+  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint }) : new GeminiMeter()),
 }
