@@ -2,8 +2,10 @@ import { readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-/** `../shared/fixtures` beside the repository (CI clones it with shared/ next to it). */
-export const FIXTURES_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures')
+/** `../shared/fixtures` beside the repository (CI clones it with shared/ next to it), or BURNRATE_FIXTURES. */
+export const FIXTURES_DIR = process.env.BURNRATE_FIXTURES
+  ? resolve(process.env.BURNRATE_FIXTURES)
+  : resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures')
 
 export function fixture(path: string): Buffer {
   return readFileSync(join(FIXTURES_DIR, path))
