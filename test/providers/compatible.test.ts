@@ -160,6 +160,24 @@ describe('OpenAI-compatible providers', () => {
   })
 })
 
+describe('reasoning tokens reported beside completion_tokens', () => {
+  it('xAI: reasoning tokens outside completion_tokens are added to the billed output', async () => {
+    // xAI: total_tokens = prompt + completion + reasoning
+    const usage = { prompt_tokens: 32, completion_tokens: 9, total_tokens: 135, prompt_tokens_details: { cached_tokens: 6 }, completion_tokens_details: { reasoning_tokens: 94 } }
+    answer(upstream, completion('grok-3-mini', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/xai/v1/chat/completions`, { model: 'grok-3-mini', messages: [] }, { authorization: 'Bearer xai-test-000000000000001' }))
+    expect(row).toMatchObject({ input_tokens: 32, cache_read_tokens: 6, output_tokens: 103, reasoning_tokens: 94 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 32, cache_read_tokens: 6, output_tokens: 103 }, 'grok-3-mini', { providerId: 'x-ai', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('OpenAI-style usage (reasoning inside completion_tokens) is not counted twice', async () => {
+    const usage = { prompt_tokens: 11, completion_tokens: 228, total_tokens: 239, completion_tokens_details: { reasoning_tokens: 192 } }
+    answer(upstream, completion('deepseek-reasoner', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-reasoner', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
+    expect(row).toMatchObject({ output_tokens: 228, reasoning_tokens: 192 })
+  })
+})
+
 describe('provider settings', () => {
   it('a provider can be turned off, and given another base URL (with a path)', async () => {
     const other = await startMockUpstream()

@@ -25,6 +25,11 @@ export function openaiUsage(u: unknown): Usage | null {
   }
   if (isObject(outDetails)) {
     usage.reasoning_tokens = count(outDetails.reasoning_tokens)
+    // xAI (Grok) reports reasoning tokens beside `completion_tokens`, not inside it
+    // (`total_tokens` = prompt + completion + reasoning); they are billed as output all the same.
+    const total = count(u.total_tokens)
+    const r = usage.reasoning_tokens
+    if (r > 0 && total > 0 && total === usage.input_tokens + usage.output_tokens + r) usage.output_tokens += r
     addPart(extra, 'output_image_tokens', outDetails.image_tokens, usage.output_tokens)
     addPart(extra, 'output_audio_tokens', outDetails.audio_tokens, usage.output_tokens)
   }
@@ -76,11 +81,13 @@ const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'embed
 export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = req.method === 'POST' ? openaiEndpoint(req.path) : 'other'
   const body = isObject(req.body) ? req.body : undefined
+  const stream = body?.stream === true
   return {
     endpoint,
     model: typeof body?.model === 'string' ? body.model : '',
-    stream: body?.stream === true,
+    stream,
     billable: BILLABLE.has(endpoint),
+    mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
   }
 }
 
