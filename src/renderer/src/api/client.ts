@@ -58,7 +58,7 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
   }
   if (res.status === 204) return null as T
   const text = await res.text()
-  let json: unknown = null
+  let json: unknown
   try {
     json = text ? JSON.parse(text) : null
   } catch {

@@ -1,0 +1,214 @@
+// @vitest-environment happy-dom
+import { mount } from '@vue/test-utils'
+import { createPinia, setActivePinia } from 'pinia'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { nextTick } from 'vue'
+import { err, fakeServer, flush } from '../testing/fake-server'
+import { call, costs, sessions, summary } from '../testing/sample'
+import BreakdownTable from './BreakdownTable.vue'
+import BudgetRules from './BudgetRules.vue'
+import ConnectPanel from './ConnectPanel.vue'
+import ExpensiveTable from './ExpensiveTable.vue'
+import Money from './Money.vue'
+import SessionsTable from './SessionsTable.vue'
+import SummaryCards from './SummaryCards.vue'
+
+beforeEach(() => {
+  sessionStorage.clear()
+  setActivePinia(createPinia())
+})
+afterEach(() => vi.unstubAllGlobals())
+
+describe('Money', () => {
+  it('shows the short figure with the exact one on hover', () => {
+    const w = mount(Money, { props: { value: 0.004213579 } })
+    expect(w.text()).toBe('$0.0042')
+    expect(w.attributes('title')).toContain('$0.004213579')
+  })
+  it('marks unpriced and estimated amounts', () => {
+    const w = mount(Money, { props: { value: 0, priced: false, estimated: true } })
+    expect(w.text()).toContain('unpriced')
+    expect(w.text()).toContain('est.')
+    expect(w.attributes('title')).toMatch(/no price is known/)
+    expect(mount(Money, { props: { value: 1 } }).text()).toBe('$1.00')
+  })
+})
+
+describe('SummaryCards', () => {
+  it('shows every figure, formatted', () => {
+    const w = mount(SummaryCards, { props: { summary: summary(), loading: false } })
+    const v = (id: string) => w.get(`[data-testid="${id}"] .value`).text()
+    expect(v('card-today')).toBe('$12.34')
+    expect(v('card-month')).toBe('$1.2k')
+    expect(v('card-requests')).toBe('1,520')
+    expect(v('card-avg')).toBe('$0.0081')
+    expect(v('card-sessions')).toBe('3')
+    expect(v('card-errors')).toBe('1.2%')
+    expect(w.get('[data-testid="card-month"] .money').attributes('title')).toContain('$1,234.50')
+  })
+  it('shows skeletons before the first answer, not zeros', () => {
+    const w = mount(SummaryCards, { props: { summary: null, loading: true } })
+    expect(w.findAll('.skeleton')).toHaveLength(6)
+    expect(w.text()).not.toContain('$0.00')
+  })
+})
+
+describe('BreakdownTable', () => {
+  it('sorts by cost, then by any column on click (and back)', async () => {
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
+    const keys = () => w.findAll('[data-testid="breakdown-row"] td.key').map((td) => td.attributes('title'))
+    expect(keys()).toEqual(['claude-sonnet-4-5', '<b>bold</b>', 'gpt-4o-mini'])
+    const requestsHeader = w.findAll('th').find((th) => th.text().startsWith('Requests'))!
+    await requestsHeader.get('button').trigger('click')
+    expect(keys()).toEqual(['gpt-4o-mini', 'claude-sonnet-4-5', '<b>bold</b>'])
+    expect(requestsHeader.attributes('aria-sort')).toBe('descending')
+    await requestsHeader.get('button').trigger('click')
+    expect(keys()).toEqual(['<b>bold</b>', 'claude-sonnet-4-5', 'gpt-4o-mini'])
+  })
+  it('renders call data as text, never as HTML', () => {
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
+    expect(w.find('td b').exists()).toBe(false)
+    expect(w.text()).toContain('<b>bold</b>')
+  })
+  it('shows tokens, cache tokens, cost and provider', () => {
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
+    const first = w.findAll('[data-testid="breakdown-row"]')[0].findAll('td').map((td) => td.text())
+    expect(first.slice(0, 7)).toEqual(['claude-sonnet-4-5anthropic', '10', '50k', '2,000', '40k', '1,000', '$1.50'])
+  })
+  it('asks for another grouping', async () => {
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
+    await w.get('[data-group="agent"]').trigger('click')
+    expect(w.emitted('update:group')).toEqual([['agent']])
+  })
+  it('tells a new user what to do when there is nothing', () => {
+    const w = mount(BreakdownTable, { props: { costs: { group_by: 'model', range: '24h', rows: [] }, group: 'model', range: '24h', loading: false } })
+    expect(w.get('[data-testid="empty"]').text()).toMatch(/connect an agent/i)
+  })
+})
+
+describe('ExpensiveTable and SessionsTable', () => {
+  it('list model, agent, session, tokens, cost, latency and flags', () => {
+    const w = mount(ExpensiveTable, {
+      props: { calls: [call(), call({ id: 2, cost_usd: 0, priced: false, model: 'mystery-1', agent: '<script>x</script>' })], range: '24h', loading: false },
+    })
+    const rows = w.findAll('[data-testid="expensive-row"]')
+    expect(rows[0].text()).toContain('gpt-4o-mini')
+    expect(rows[0].text()).toContain('1,149 / 353')
+    expect(rows[0].text()).toContain('$0.00031')
+    expect(rows[0].text()).toContain('842 ms')
+    expect(rows[1].text()).toContain('unpriced')
+    expect(rows[1].text()).toContain('<script>x</script>')
+    expect(w.find('script').exists()).toBe(false)
+  })
+  it('shows session status and duration', () => {
+    const w = mount(SessionsTable, { props: { sessions: sessions().sessions, loading: false } })
+    expect(w.text()).toContain('active')
+    expect(w.text()).toContain('1h 4m')
+    expect(w.text()).toContain('$0.50')
+  })
+})
+
+describe('ConnectPanel', () => {
+  it('uses the server address for every agent, with copyable blocks', async () => {
+    const w = mount(ConnectPanel, { props: { origin: 'http://127.0.0.1:9999' } })
+    expect(w.text()).toContain('ANTHROPIC_BASE_URL=http://127.0.0.1:9999')
+    const tabs = w.findAll('[role="tab"]')
+    expect(tabs.map((t) => t.text())).toEqual(['Claude Code', 'Codex CLI', 'Cursor', 'Aider', 'OpenAI SDK', 'Anthropic SDK'])
+    await tabs[1].trigger('click')
+    expect(w.text()).toContain('OPENAI_BASE_URL=http://127.0.0.1:9999/v1')
+    await tabs[4].trigger('click')
+    expect(w.text()).toContain("baseURL: 'http://127.0.0.1:9999/v1'")
+    await tabs[5].trigger('click')
+    expect(w.text()).toContain("baseURL: 'http://127.0.0.1:9999'")
+    const writeText = vi.fn(async () => {})
+    Object.defineProperty(navigator, 'clipboard', { value: { writeText }, configurable: true })
+    await w.get('[data-testid="copy"]').trigger('click')
+    await flush()
+    expect(writeText).toHaveBeenCalledWith(expect.stringContaining("baseURL: 'http://127.0.0.1:9999'"))
+    expect(w.get('[data-testid="copy"]').text()).toBe('Copied')
+  })
+})
+
+describe('BudgetRules', () => {
+  it('says clearly when the admin API is disabled', async () => {
+    fakeServer({})
+    const w = mount(BudgetRules)
+    const { useAdmin } = await import('../stores/admin')
+    await useAdmin().load()
+    await nextTick()
+    expect(w.get('[data-testid="admin-disabled"]').text()).toMatch(/admin API is disabled/)
+    expect(w.find('[data-testid="admin-token"]').exists()).toBe(false)
+  })
+
+  it('unlocks with the token, creates a rule, shows the server error for a bad one', async () => {
+    const rules: any[] = []
+    const server = fakeServer({
+      'GET /api/admin/budgets/rules': (r) => (r.headers.authorization === 'Bearer t0k' ? { body: rules } : err(401, 'unauthorized', 'no')),
+      'GET /api/admin/api-keys': () => ({
+        body: [
+          {
+            api_key_hash: 'h',
+            key_hint: 'sk-…9f3a',
+            tenant: '',
+            requests_month: 3,
+            spend_today_usd: 4,
+            spend_month_usd: 9,
+            last_seen_at: null,
+            rule: rules[0] ?? null,
+          },
+        ],
+      }),
+      'POST /api/admin/budgets/rules': (r) => {
+        const b = r.body as any
+        if (b.daily_limit_usd === null && b.monthly_limit_usd === null) return err(400, 'invalid_request', 'daily_limit_usd or monthly_limit_usd must be a number.')
+        const stored = { ...b, source: 'runtime', overridden: false, created_at: null }
+        rules.push(stored)
+        return { status: 201, body: stored }
+      },
+    })
+    const w = mount(BudgetRules)
+    const { useAdmin } = await import('../stores/admin')
+    await useAdmin().load()
+    await nextTick()
+    await w.get('[data-testid="admin-token"]').setValue('t0k')
+    await w.get('form').trigger('submit')
+    await vi.waitFor(() => expect(w.find('[data-testid="new-rule"]').exists()).toBe(true))
+    await w.get('[data-testid="new-rule"]').trigger('click')
+    await w.get('#rf-pattern').setValue('sk-*')
+    await w.get('[data-testid="rule-form"]').trigger('submit')
+    await vi.waitFor(() => expect(w.get('[data-testid="rule-error"]').text()).toMatch(/daily_limit_usd/))
+    await w.get('#rf-daily').setValue('5')
+    await w.get('#rf-soft').setValue('80')
+    await w.get('[data-testid="rule-form"]').trigger('submit')
+    await vi.waitFor(() => expect(w.findAll('[data-testid="rule-row"]')).toHaveLength(1))
+    expect(server.calls.filter((c) => c.method === 'POST').at(-1)?.body).toEqual({
+      api_key_pattern: 'sk-*',
+      daily_limit_usd: 5,
+      monthly_limit_usd: null,
+      action: 'block',
+      soft_limit_pct: 0.8,
+    })
+    // Spend of the key under the rule against its daily limit: $4 of $5.
+    const bar = w.get('[data-testid="rule-row"] [role="progressbar"]')
+    expect(bar.attributes('aria-valuenow')).toBe('80')
+    expect(w.get('[data-testid="rule-row"]').text()).toContain('sk-…9f3a')
+  })
+
+  it('names a number field that is not a number before sending anything', async () => {
+    const server = fakeServer({
+      'GET /api/admin/budgets/rules': () => ({ body: [] }),
+      'GET /api/admin/api-keys': () => ({ body: [] }),
+    })
+    const w = mount(BudgetRules)
+    const { useAdmin } = await import('../stores/admin')
+    await useAdmin().signIn('t')
+    await nextTick()
+    await w.get('[data-testid="new-rule"]').trigger('click')
+    await w.get('#rf-pattern').setValue('sk-*')
+    await w.get('#rf-daily').setValue('five')
+    await w.get('[data-testid="rule-form"]').trigger('submit')
+    await nextTick()
+    expect(w.get('[data-testid="rule-error"]').text()).toMatch(/Daily limit must be a number/)
+    expect(server.calls.some((c) => c.method === 'POST')).toBe(false)
+  })
+})

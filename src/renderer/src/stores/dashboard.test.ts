@@ -1,0 +1,131 @@
+// @vitest-environment happy-dom
+import { createPinia, setActivePinia } from 'pinia'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { nextTick } from 'vue'
+import { fakeServer, flush } from '../testing/fake-server'
+import { dashboardRoutes, summary } from '../testing/sample'
+import { useDashboard } from './dashboard'
+import { useFilters } from './filters'
+
+beforeEach(() => {
+  window.history.replaceState(null, '', '/?range=7d&tenant=acme')
+  setActivePinia(createPinia())
+})
+afterEach(() => {
+  useDashboard().stop()
+  vi.unstubAllGlobals()
+})
+
+describe('dashboard store', () => {
+  it('loads every view with the range and tenant from the URL', async () => {
+    const server = fakeServer(dashboardRoutes())
+    const dash = useDashboard()
+    await dash.refresh()
+    expect(dash.data.summary?.today_spend_usd).toBe(12.344)
+    expect(dash.data.timeseries?.range).toBe('7d')
+    expect(dash.data.costs?.group_by).toBe('model')
+    expect(dash.data.providers?.group_by).toBe('provider')
+    expect(dash.data.keys?.group_by).toBe('api_key')
+    expect(dash.unreachable).toBe(false)
+    expect(dash.lastUpdated).not.toBeNull()
+    const paths = server.calls.map((c) => c.path).sort()
+    expect(paths).toEqual([
+      '/api/dashboard/costs',
+      '/api/dashboard/costs',
+      '/api/dashboard/costs',
+      '/api/dashboard/expensive',
+      '/api/dashboard/sessions',
+      '/api/dashboard/stats',
+      '/api/dashboard/summary',
+      '/api/dashboard/timeseries',
+    ])
+    for (const c of server.calls) expect(c.query.get('tenant')).toBe('acme')
+    for (const c of server.calls.filter((c) => !/summary|sessions/.test(c.path))) expect(c.query.get('range')).toBe('7d')
+    expect(server.calls.find((c) => c.path.endsWith('expensive'))?.query.get('limit')).toBe('10')
+  })
+
+  it('refetches when a filter changes and drops answers to the old filters', async () => {
+    let release: () => void = () => {}
+    const slow = new Promise<void>((r) => (release = r))
+    const routes = dashboardRoutes()
+    const server = fakeServer({
+      ...routes,
+      // The first summary answer (tenant acme) arrives after the filter changed.
+      'GET /api/dashboard/summary': async (r) => {
+        if (r.query.get('tenant') === 'acme') {
+          await slow
+          return { body: summary({ today_spend_usd: 999 }) }
+        }
+        return { body: summary({ today_spend_usd: 1 }) }
+      },
+    })
+    const dash = useDashboard()
+    const filters = useFilters()
+    const first = dash.refresh()
+    filters.setTenant('globex')
+    await nextTick()
+    await vi.waitFor(() => expect(dash.data.summary?.today_spend_usd).toBe(1))
+    release()
+    await first
+    await flush()
+    expect(dash.data.summary?.today_spend_usd).toBe(1)
+    expect(server.calls.some((c) => c.query.get('tenant') === 'globex')).toBe(true)
+  })
+
+  it('keeps the last figures and says the server is unreachable, then recovers', async () => {
+    const server = fakeServer(dashboardRoutes())
+    const dash = useDashboard()
+    await dash.refresh()
+    server.setDown(true)
+    await dash.refresh()
+    expect(dash.unreachable).toBe(true)
+    expect(dash.data.summary?.today_spend_usd).toBe(12.344)
+    server.setDown(false)
+    await dash.refresh()
+    expect(dash.unreachable).toBe(false)
+  })
+
+  it('shows an API error on its own view without hiding the others', async () => {
+    fakeServer({
+      ...dashboardRoutes(),
+      'GET /api/dashboard/stats': () => ({ status: 400, body: { error: { type: 'invalid_request', message: 'range must be one of 30m, 1h.' } } }),
+    })
+    const dash = useDashboard()
+    await dash.refresh()
+    expect(dash.errors.stats).toBe('range must be one of 30m, 1h.')
+    expect(dash.errors.summary).toBeUndefined()
+    expect(dash.unreachable).toBe(false)
+    expect(dash.isLoaded('stats')).toBe(true)
+  })
+
+  it('polls on its own', async () => {
+    vi.useFakeTimers()
+    try {
+      const server = fakeServer(dashboardRoutes())
+      const dash = useDashboard()
+      dash.start(1000)
+      await vi.advanceTimersByTimeAsync(10)
+      const after1 = server.calls.length
+      expect(after1).toBe(8)
+      await vi.advanceTimersByTimeAsync(1000)
+      expect(server.calls.length).toBe(16)
+      dash.stop()
+      await vi.advanceTimersByTimeAsync(5000)
+      expect(server.calls.length).toBe(16)
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
+  it('says the dashboard is empty only when nothing was recorded', async () => {
+    fakeServer({
+      ...dashboardRoutes(),
+      'GET /api/dashboard/summary': () => ({ body: summary({ today_spend_usd: 0, month_spend_usd: 0, today_requests: 0 }) }),
+      'GET /api/dashboard/costs': (r) => ({ body: { group_by: r.query.get('group_by'), range: '24h', rows: [] } }),
+      'GET /api/dashboard/sessions': () => ({ body: { sessions: [] } }),
+    })
+    const dash = useDashboard()
+    await dash.refresh()
+    expect(dash.empty).toBe(true)
+  })
+})
