@@ -23,6 +23,8 @@ export interface CallShape {
   stream: boolean
   /** Whether the endpoint is billed by tokens at all (false: models lists, token counting). */
   billable: boolean
+  /** True when the response may carry no usage (an OpenAI stream without include_usage): its tokenizer is loaded early. */
+  mayLackUsage?: boolean
 }
 
 /** What a meter found in a response. */

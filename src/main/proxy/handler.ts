@@ -6,7 +6,7 @@ import { errorBody, sendError } from '../http/errors'
 import type { Ledger } from '../ledger/ledger'
 import { type CallRecord, STATUS_CLIENT_CLOSED } from '../ledger/record'
 import { BodyTap, JsonCollector } from '../metering/body-tap'
-import { estimateUsage } from '../metering/estimate'
+import { counterFor, estimateUsage } from '../metering/estimate'
 import { SseParser } from '../metering/sse'
 import { emptyUsage, type Usage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
@@ -290,6 +290,8 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       body: parsed,
     }
     const shape: CallShape = provider.inspect(info)
+    // The tokenizer takes ~0.5 s to load the first time: start now, so the estimate is ready when the stream ends.
+    if (shape.mayLackUsage) void counterFor(shape.model)
     const key = extractApiKey(req.headers, route.query)
     const who = detectAgent(req.headers, parsed)
     const apiKeyHash = hashKey(key)
