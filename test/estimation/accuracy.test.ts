@@ -1,5 +1,6 @@
+import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { fixture } from '../support/fixtures'
+import { fixture, sseChunks } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -115,4 +116,32 @@ describe('estimation accuracy against recordings that carry usage', () => {
       if (row.priced) expect(row.cost_usd).toBeGreaterThan(0)
     })
   }
+})
+
+describe('a stream without usage that is cut short', () => {
+  it('the client leaving mid-stream: the prompt and the output it got are estimated and priced', async () => {
+    const full = fixture('openai-chat/chat-stream-no-usage.sse')
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(full, false), delayMs: 40 }))
+    const body = JSON.stringify({ model: 'gpt-3.5-turbo', stream: true, messages: [{ role: 'user', content: 'Write a haiku about the sea.' }] })
+    const row = await recorded(t, () =>
+      new Promise<void>((resolve) => {
+        const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-estimate-0000000000002' }, agent: false }, (res) => {
+          let seen = 0
+          res.on('data', () => {
+            if (++seen === 8) {
+              req.destroy()
+              resolve()
+            }
+          })
+        })
+        req.on('error', () => resolve())
+        req.end(body)
+      }),
+    )
+    expect(row).toMatchObject({ status: 499, error: 'client_aborted', estimated: 1, priced: 1, model: 'gpt-3.5-turbo-0125' })
+    // messages: 3 per message + 3 priming, plus the text
+    expect(row.input_tokens).toBeGreaterThan(6)
+    expect(row.output_tokens).toBeGreaterThan(0)
+    expect(row.cost_usd).toBeGreaterThan(0)
+  })
 })

@@ -133,7 +133,9 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       if (r) {
         usage = r.usage
         if (r.model) model = r.model
-        if (!usage && s.ctx.shape.billable && s.responseStarted && s.status < 400) {
+        // A meter exists only for a successful upstream answer; if the stream was then cut (client
+        // gone, upstream reset or stalled), what was generated was billed all the same.
+        if (!usage && s.ctx.shape.billable && s.responseStarted) {
           usage = await estimateUsage(model, s.info.body, r.outputText ?? '')
           estimated = true
         }
