@@ -50,7 +50,8 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       signal: opts.signal,
       cache: 'no-store',
-      credentials: 'omit',
+      // Same-origin cookies: the dashboard-token cookie that /?token=... sets.
+      credentials: 'same-origin',
     })
   } catch (err) {
     if ((err as Error)?.name === 'AbortError') throw err

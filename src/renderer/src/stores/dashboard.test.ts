@@ -129,3 +129,18 @@ describe('dashboard store', () => {
     expect(dash.empty).toBe(true)
   })
 })
+
+describe('dashboard token', () => {
+  it('says how to give the token when the dashboard API answers 401, once, not per view', async () => {
+    const msg = 'The dashboard needs its token: open /?token=<dashboard.token> once in this browser.'
+    const routes = Object.fromEntries(
+      Object.keys(dashboardRoutes()).map((k) => [k, () => ({ status: 401, body: { error: { type: 'unauthorized', message: msg } } })]),
+    )
+    fakeServer(routes)
+    const dash = useDashboard()
+    await dash.refresh()
+    expect(dash.authMessage).toBe(msg)
+    expect(Object.keys(dash.errors)).toEqual([])
+    expect(dash.unreachable).toBe(false)
+  })
+})

@@ -42,6 +42,8 @@ export const useDashboard = defineStore('dashboard', () => {
   const errors = reactive<Partial<Record<Section, string>>>({})
   /** The filter key each section's data belongs to (so a view can tell stale from fresh). */
   const loadedFor = reactive<Partial<Record<Section, string>>>({})
+  /** The dashboard API wants its token (401): the server's message says how to give it. */
+  const authMessage = ref('')
   /** No answer from the server at all on the last refresh. */
   const unreachable = ref(false)
   const lastUpdated = ref<number | null>(null)
@@ -77,6 +79,7 @@ export const useDashboard = defineStore('dashboard', () => {
       const results = await Promise.allSettled(SECTIONS.map((s) => load[s]()))
       if (gen !== generation) return
       let down = results.length > 0
+      let auth = ''
       results.forEach((r, i) => {
         const s = SECTIONS[i]
         if (r.status === 'fulfilled') {
@@ -86,6 +89,9 @@ export const useDashboard = defineStore('dashboard', () => {
           delete errors[s]
         } else if (r.reason instanceof UnreachableError) {
           // Keep the last data on screen; the banner says the server is unreachable.
+        } else if (r.reason instanceof ApiError && r.reason.status === 401) {
+          down = false
+          auth = r.reason.message
         } else {
           down = false
           errors[s] = r.reason instanceof ApiError ? r.reason.message : String((r.reason as Error)?.message ?? r.reason)
@@ -93,6 +99,7 @@ export const useDashboard = defineStore('dashboard', () => {
         }
       })
       unreachable.value = down
+      authMessage.value = auth
       if (!down) lastUpdated.value = Date.now()
     })().finally(() => {
       if (inFlight === round) {
@@ -147,5 +154,5 @@ export const useDashboard = defineStore('dashboard', () => {
       (data.sessions?.sessions.length ?? 0) === 0,
   )
 
-  return { data, errors, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop }
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop }
 })
