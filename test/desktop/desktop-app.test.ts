@@ -138,6 +138,16 @@ describe('the desktop app over the real server core', () => {
     await eventually(() => tray().title === '$12.50')
   })
 
+  it('Windows: notifications get the app model id, and a click on the tray icon opens the dashboard', async () => {
+    writeConfig()
+    await launch({ platform: 'win32' })
+    expect((app as any).appUserModelId).toBe('dev.burnrate.app')
+    expect(tray().title).toBe('')
+    win().hide()
+    tray().emit('click')
+    expect(win().visible).toBe(true)
+  })
+
   it('changes the tray icon and notifies once when a budget rule warns and when it blocks', async () => {
     writeConfig({ budgets: { rules: [{ api_key_pattern: KEY, daily_limit_usd: 1, action: 'block', soft_limit_pct: 0.5 }] } })
     const d = await launch()

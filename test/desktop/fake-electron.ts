@@ -52,6 +52,10 @@ class FakeApp extends EventEmitter {
   getAppPath() {
     return state.appPath
   }
+  appUserModelId = ''
+  setAppUserModelId(id: string) {
+    this.appUserModelId = id
+  }
   requestSingleInstanceLock() {
     return state.singleInstance
   }

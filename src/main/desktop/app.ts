@@ -21,6 +21,9 @@ import { appIcon, trayIcons } from './resources'
 import { type TrayHandle, createTray } from './tray'
 import { type MainWindow, createMainWindow } from './window'
 
+/** electron-builder.yml's appId. */
+export const APP_ID = 'dev.burnrate.app'
+
 export interface DesktopOptions {
   argv?: readonly string[]
   env?: NodeJS.ProcessEnv
@@ -104,6 +107,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // Closing the window keeps the app in the tray.
   app.on('window-all-closed', () => {})
   await app.whenReady()
+  // Windows shows notifications only for an app whose model id matches its Start-menu shortcut.
+  if (platform === 'win32') app.setAppUserModelId(APP_ID)
 
   const userData = app.getPath('userData')
   const log = opts.log ?? desktopLogger(userData)
