@@ -26,7 +26,7 @@ describe('loadConfig', () => {
   it('gives defaults without a file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))
     const c = loadConfig({ dataDir: dir }, {})
-    expect(c.server).toEqual({ host: '127.0.0.1', port: 8787 })
+    expect(c.server).toMatchObject({ host: '127.0.0.1', port: 8787 })
     expect(c.data_dir).toBe(dir)
     expect(c.admin.enabled).toBe(false)
     expect(c.dashboard.enabled).toBe(true)
@@ -42,8 +42,8 @@ describe('loadConfig', () => {
 
   it('lets flags beat environment beat file', () => {
     const file = withFile('server:\n  host: 0.0.0.0\n  port: 1111\n')
-    expect(loadConfig({ config: file }, {}).server).toEqual({ host: '0.0.0.0', port: 1111 })
-    expect(loadConfig({ config: file }, { BURNRATE_PORT: '2222', BURNRATE_HOST: '127.0.0.2' }).server).toEqual({ host: '127.0.0.2', port: 2222 })
+    expect(loadConfig({ config: file }, {}).server).toMatchObject({ host: '0.0.0.0', port: 1111 })
+    expect(loadConfig({ config: file }, { BURNRATE_PORT: '2222', BURNRATE_HOST: '127.0.0.2' }).server).toMatchObject({ host: '127.0.0.2', port: 2222 })
     expect(loadConfig({ config: file, port: '3333' }, { BURNRATE_PORT: '2222' }).server.port).toBe(3333)
     expect(loadConfig({}, { BURNRATE_CONFIG: file }).source).toBe(file)
   })
