@@ -124,6 +124,13 @@ describe('Gemini fixtures are metered and priced exactly', () => {
     expect(row.cost_usd).toBe(price({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
   })
 
+  it('the bare /v1beta path (a Gemini base URL without /gemini) reaches Gemini too', async () => {
+    answer(upstream, fixture('gemini/generate-content-cached-thoughts.json'))
+    const row = await recorded(t, () => postJson(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:generateContent')
+    expect(row).toMatchObject({ provider: 'gemini', model: 'gemini-2.5-flash', input_tokens: 3520, output_tokens: 44 })
+  })
+
   it('takes the key from ?key= and passes the query upstream untouched', async () => {
     answer(upstream, fixture('gemini/generate-content-thoughts.json'))
     const row = await recorded(t, () =>

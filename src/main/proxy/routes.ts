@@ -69,7 +69,8 @@ function below(path: string, prefix: string): string | null {
  * Maps a request to its provider. Each provider's mount (`/openai/v1`, `/anthropic`, ...)
  * stands for its base URL. The bare paths that agents use by default are aliases:
  * `/v1/messages*` (and any `/v1/*` sent with an `anthropic-version` header) go to Anthropic
- * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`.
+ * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
+ * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`.
  */
 export class Router {
   private readonly mounts: { mount: string; upstream: Upstream }[]
@@ -93,6 +94,10 @@ export class Router {
         }
         const openai = this.upstreams.get('openai')
         if (openai) return { upstream: openai, path: rest, query }
+      } else if (below(path, '/v1beta') !== null || below(path, '/v1alpha') !== null) {
+        // Gemini's API versions: a client whose Gemini base URL is the bare address.
+        const gemini = this.upstreams.get('gemini')
+        if (gemini) return { upstream: gemini, path, query }
       }
     }
     for (const m of this.mounts) {
