@@ -54,6 +54,8 @@ export function toCall(r: CallRow): Call {
 const NEEDS_QUOTES = /[",\r\n]/
 /** Leading characters that make a spreadsheet read a cell as a formula. */
 const FORMULA_START = /^[=+\-@\t\r]/
+/** Either of the above: most cells have neither and are written as they are. */
+const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/
 
 /**
  * One CSV cell (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled.
@@ -61,6 +63,7 @@ const FORMULA_START = /^[=+\-@\t\r]/
  * leading `'` (OWASP's CSV-injection advice); numbers and booleans are written as they are.
  */
 export function csvText(v: string): string {
+  if (!SPECIAL.test(v)) return v
   const s = FORMULA_START.test(v) ? "'" + v : v
   return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s
 }

@@ -1,8 +1,8 @@
 import type { CostRow, Costs, GroupBy, Range } from '../../shared/api'
 import type { DashDeps } from './deps'
-import { HOUR } from './rollup/schema'
+import { TIERS } from './rollup/schema'
 import { andTenant } from './sql'
-import { rangeWindow, splitWindow, type Window } from './window'
+import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
 const COLUMN: Record<GroupBy, string> = {
@@ -33,19 +33,19 @@ interface Part {
 /** Spend in the window grouped by one attribute, costliest first. */
 export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number): Costs {
   const w = rangeWindow(range, now)
-  const { rolled, raw } = splitWindow(w, HOUR)
+  const { rolled, raw } = splitTiers(w, TIERS)
   const byModel = groupBy === 'model'
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant, dim: groupBy })
   const parts: Part[] = []
-  if (rolled) {
+  for (const { tier, window } of rolled) {
     const sql =
       groupBy === 'tenant'
         ? `SELECT tenant AS key, '' AS provider, '' AS key_hint, ${SUMS}
-             FROM dash_hour WHERE hour >= @start AND hour < @end${andTenant(tenant)} GROUP BY tenant`
+             FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)} GROUP BY tenant`
         : `SELECT key, provider, max(key_hint) AS key_hint, ${SUMS}
-             FROM dash_dim WHERE dim = @dim AND hour >= @start AND hour < @end${andTenant(tenant)}
+             FROM ${tier.dims} WHERE dim = @dim AND bucket >= @start AND bucket < @end${andTenant(tenant)}
              GROUP BY key, provider`
-    parts.push(...(d.q.get(sql).all(args(rolled)) as Part[]))
+    parts.push(...(d.q.get(sql).all(args(window)) as Part[]))
   }
   for (const r of raw) {
     const col = COLUMN[groupBy]

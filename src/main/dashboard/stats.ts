@@ -1,12 +1,12 @@
 import type { Range, Stats } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { BINS, binOf, decodeInto, exactPercentile, histogramPercentile } from './histogram'
-import { HOUR } from './rollup/schema'
+import { TIERS } from './rollup/schema'
 import { andTenant } from './sql'
 import { windowTotals } from './totals'
-import { rangeWindow, splitWindow, type Window } from './window'
+import { rangeWindow, splitTiers, type Window } from './window'
 
-/** Up to this many calls in the window, percentiles are exact; above, read from hourly histograms (within 1%). */
+/** Up to this many calls in the window, percentiles are exact; above, read from the daily and hourly histograms (within 1%). */
 export const EXACT_PERCENTILE_MAX = 10_000
 
 export function stats(d: DashDeps, range: Range, tenant: string | null, now: number): Stats {
@@ -27,12 +27,12 @@ export function stats(d: DashDeps, range: Range, tenant: string | null, now: num
     p95 = exactPercentile(sorted, 0.95)
   } else if (n > 0) {
     const h = new Float64Array(BINS)
-    const { rolled, raw } = splitWindow(w, HOUR)
-    if (rolled) {
+    const { rolled, raw } = splitTiers(w, TIERS)
+    for (const { tier, window } of rolled) {
       const blobs = d.q
-        .get(`SELECT latency_hist FROM dash_hour WHERE hour >= @start AND hour < @end${andTenant(tenant)}`)
+        .get(`SELECT latency_hist FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`)
         .pluck()
-        .all(args(rolled)) as Buffer[]
+        .all(args(window)) as Buffer[]
       for (const b of blobs) decodeInto(b, h)
     }
     for (const r of raw) {

@@ -38,10 +38,10 @@ export function timeseries(d: DashDeps, range: Range, tenant: string | null, now
   const { rolled, raw } = grain ? splitWindow(w, grain) : { rolled: null, raw: [w] }
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant })
   if (rolled) {
-    const [table, col] = grain === HOUR ? ['dash_hour', 'hour'] : ['dash_5m', 'bucket']
-    const sql = `SELECT ${col} AS t, total(cost_usd) AS cost_usd, total(requests) AS requests,
+    const table = grain === HOUR ? 'dash_hour' : 'dash_5m'
+    const sql = `SELECT bucket AS t, total(cost_usd) AS cost_usd, total(requests) AS requests,
         total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens
-      FROM ${table} WHERE ${col} >= @start AND ${col} < @end${andTenant(tenant)} GROUP BY ${col}`
+      FROM ${table} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)} GROUP BY bucket`
     addParts(d.q.get(sql).all(args(rolled)) as Part[])
   }
   for (const r of raw) {

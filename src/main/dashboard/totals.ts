@@ -1,6 +1,6 @@
-import { HOUR } from './rollup/schema'
+import { TIERS } from './rollup/schema'
 import { andTenant, type Statements } from './sql'
-import { splitWindow, type Window } from './window'
+import { splitTiers, type Window } from './window'
 
 export interface Totals {
   requests: number
@@ -37,13 +37,13 @@ function add(into: Totals, t: Totals): void {
   for (const k of Object.keys(into) as (keyof Totals)[]) into[k] += t[k] ?? 0
 }
 
-/** Every total of the calls in `w` (of one tenant, or all): whole hours from `dash_hour`, the edges from `calls`. */
+/** Every total of the calls in `w` (of one tenant, or all): whole days and hours from the rollups, the edges from `calls`. */
 export function windowTotals(q: Statements, w: Window, tenant: string | null): Totals {
   const out = emptyTotals()
-  const { rolled, raw } = splitWindow(w, HOUR)
-  if (rolled) {
-    const sql = `SELECT ${ROLLED} FROM dash_hour WHERE hour >= @start AND hour < @end${andTenant(tenant)}`
-    add(out, q.get(sql).get({ start: rolled.start, end: rolled.end, tenant }) as Totals)
+  const { rolled, raw } = splitTiers(w, TIERS)
+  for (const { tier, window } of rolled) {
+    const sql = `SELECT ${ROLLED} FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`
+    add(out, q.get(sql).get({ start: window.start, end: window.end, tenant }) as Totals)
   }
   for (const r of raw) {
     const sql = `SELECT ${SUMS} FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`

@@ -1,7 +1,7 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { RANGES } from '../../shared/api'
-import { BUCKET_SECONDS, RANGE_MS, rangeWindow, splitWindow } from './window'
+import { BUCKET_SECONDS, RANGE_MS, rangeWindow, splitTiers, splitWindow } from './window'
 
 describe('splitWindow', () => {
   it('rolled and raw parts cover the window exactly once, rolled on whole buckets', () => {
@@ -44,5 +44,30 @@ describe('ranges', () => {
       }
       expect(RANGE_MS[r] % size).toBe(0)
     }
+  })
+})
+
+describe('splitTiers', () => {
+  it('days in the middle, hours at their edges, raw calls for the rest; together exactly the window', () => {
+    const tiers = [{ grain: 86_400_000 }, { grain: 3_600_000 }]
+    fc.assert(
+      fc.property(fc.integer({ min: 1_600_000_000_000, max: 1_900_000_000_000 }), fc.integer({ min: 0, max: 40 * 86_400_000 }), (start, len) => {
+        const w = { start, end: start + len }
+        const { rolled, raw } = splitTiers(w, tiers)
+        const parts = [...raw, ...rolled.map((r) => r.window)].sort((a, b) => a.start - b.start)
+        let at = w.start
+        for (const p of parts) {
+          expect(p.start).toBe(at)
+          at = p.end
+        }
+        expect(at).toBe(len === 0 ? w.start : w.end)
+        for (const r of rolled) {
+          expect(r.window.start % r.tier.grain).toBe(0)
+          expect(r.window.end % r.tier.grain).toBe(0)
+        }
+        for (const r of raw) expect(r.end - r.start).toBeLessThan(3_600_000)
+        expect(rolled.filter((r) => r.tier.grain === 3_600_000).reduce((s, r) => s + r.window.end - r.window.start, 0)).toBeLessThan(2 * 86_400_000)
+      }),
+    )
   })
 })

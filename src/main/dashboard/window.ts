@@ -43,3 +43,25 @@ export function splitWindow(w: Window, grain: number): { rolled: Window | null; 
   if (b < w.end) raw.push({ start: b, end: w.end })
   return { rolled: { start: a, end: b }, raw }
 }
+
+/**
+ * Splits a window over rollups of several grains, coarsest first: whole buckets of the
+ * coarsest grain in the middle, whole buckets of the next grain at its edges, and so on; the
+ * rest (less than one bucket of the finest grain at each end) is read from `calls`.
+ */
+export function splitTiers<T extends { grain: number }>(
+  w: Window,
+  tiers: readonly T[],
+): { rolled: { tier: T; window: Window }[]; raw: Window[] } {
+  if (tiers.length === 0) return { rolled: [], raw: w.start < w.end ? [w] : [] }
+  const [tier, ...finer] = tiers
+  const { rolled, raw } = splitWindow(w, tier.grain)
+  if (!rolled) return splitTiers(w, finer)
+  const out = { rolled: [{ tier, window: rolled }], raw: [] as Window[] }
+  for (const r of raw) {
+    const sub = splitTiers(r, finer)
+    out.rolled.push(...sub.rolled)
+    out.raw.push(...sub.raw)
+  }
+  return out
+}

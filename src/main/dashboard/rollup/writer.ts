@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { binOf, decodeMap, encode } from '../histogram'
-import { FIVE_MIN, HOUR } from './schema'
+import { FIVE_MIN, TIERS } from './schema'
 
 /** The columns of a call the rollups read (a `CallRecord`, or a `calls` row). */
 export interface RollupInput {
@@ -33,8 +33,9 @@ interface Five {
   input: number
   output: number
 }
-interface Hour {
-  hour: number
+interface Totals {
+  tier: number
+  bucket: number
   tenant: string
   requests: number
   failed: number
@@ -49,8 +50,9 @@ interface Hour {
   hist: Map<number, number>
 }
 interface DimRow {
+  tier: number
   dim: Dim
-  hour: number
+  bucket: number
   tenant: string
   key: string
   provider: string
@@ -83,9 +85,7 @@ export function isFailed(status: number): boolean {
  */
 export class RollupWriter {
   private readonly up5: Database.Statement
-  private readonly getHist: Database.Statement
-  private readonly upHour: Database.Statement
-  private readonly upDim: Database.Statement
+  private readonly tiers: { getHist: Database.Statement; upTotals: Database.Statement; upDim: Database.Statement }[]
   private readonly upSession: Database.Statement
   private readonly setLast: Database.Statement
   private readonly getLast: Database.Statement
@@ -98,28 +98,30 @@ export class RollupWriter {
       ON CONFLICT (bucket, tenant) DO UPDATE SET
         requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd,
         input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens`)
-    this.getHist = db.prepare('SELECT latency_hist FROM dash_hour WHERE hour = ? AND tenant = ?').pluck()
-    this.upHour = db.prepare(`
-      INSERT INTO dash_hour (hour, tenant, requests, failed, errors_429, errors_5xx, cost_usd, input_tokens,
-                             output_tokens, cache_read_tokens, cache_write_tokens, latency_ms, latency_hist)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (hour, tenant) DO UPDATE SET
-        requests = requests + excluded.requests, failed = failed + excluded.failed,
-        errors_429 = errors_429 + excluded.errors_429, errors_5xx = errors_5xx + excluded.errors_5xx,
-        cost_usd = cost_usd + excluded.cost_usd, input_tokens = input_tokens + excluded.input_tokens,
-        output_tokens = output_tokens + excluded.output_tokens,
-        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-        latency_ms = latency_ms + excluded.latency_ms, latency_hist = excluded.latency_hist`)
-    this.upDim = db.prepare(`
-      INSERT INTO dash_dim (dim, hour, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
-                            cache_read_tokens, cache_write_tokens, cost_usd)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (dim, hour, tenant, key, provider) DO UPDATE SET
-        key_hint = excluded.key_hint, requests = requests + excluded.requests,
-        input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
-        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
-        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, cost_usd = cost_usd + excluded.cost_usd`)
+    this.tiers = TIERS.map((t) => ({
+      getHist: db.prepare(`SELECT latency_hist FROM ${t.totals} WHERE bucket = ? AND tenant = ?`).pluck(),
+      upTotals: db.prepare(`
+        INSERT INTO ${t.totals} (bucket, tenant, requests, failed, errors_429, errors_5xx, cost_usd, input_tokens,
+                               output_tokens, cache_read_tokens, cache_write_tokens, latency_ms, latency_hist)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (bucket, tenant) DO UPDATE SET
+          requests = requests + excluded.requests, failed = failed + excluded.failed,
+          errors_429 = errors_429 + excluded.errors_429, errors_5xx = errors_5xx + excluded.errors_5xx,
+          cost_usd = cost_usd + excluded.cost_usd, input_tokens = input_tokens + excluded.input_tokens,
+          output_tokens = output_tokens + excluded.output_tokens,
+          cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+          cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+          latency_ms = latency_ms + excluded.latency_ms, latency_hist = excluded.latency_hist`),
+      upDim: db.prepare(`
+        INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
+                              cache_read_tokens, cache_write_tokens, cost_usd)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (dim, bucket, tenant, key, provider) DO UPDATE SET
+          key_hint = excluded.key_hint, requests = requests + excluded.requests,
+          input_tokens = input_tokens + excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens,
+          cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+          cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens, cost_usd = cost_usd + excluded.cost_usd`),
+    }))
     this.upSession = db.prepare(`
       INSERT INTO dash_session (tenant, agent, session, first_ts, last_ts, requests, cost_usd)
       VALUES (?, ?, ?, ?, ?, ?, ?)
@@ -162,12 +164,11 @@ export class RollupWriter {
 
   private fold(rows: readonly RollupInput[]): void {
     const fives = new Map<string, Five>()
-    const hours = new Map<string, Hour>()
+    const totals = new Map<string, Totals>()
     const dims = new Map<string, DimRow>()
     const sessions = new Map<string, Sess>()
     for (const r of rows) {
       const bucket = Math.floor(r.ts / FIVE_MIN) * FIVE_MIN
-      const hour = Math.floor(r.ts / HOUR) * HOUR
       const fk = bucket + '\0' + r.tenant
       let f = fives.get(fk)
       if (!f) fives.set(fk, (f = { bucket, tenant: r.tenant, requests: 0, cost: 0, input: 0, output: 0 }))
@@ -176,35 +177,38 @@ export class RollupWriter {
       f.input += r.input_tokens
       f.output += r.output_tokens
 
-      const hk = hour + '\0' + r.tenant
-      let h = hours.get(hk)
-      if (!h) {
-        hours.set(
-          hk,
-          (h = {
-            hour, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
-            cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
-          }),
-        )
-      }
-      h.requests++
-      if (isFailed(r.status)) h.failed++
-      if (r.status === 429) h.e429++
-      if (r.status >= 500 && r.status <= 599) h.e5xx++
-      h.cost += r.cost_usd
-      h.input += r.input_tokens
-      h.output += r.output_tokens
-      h.cacheRead += r.cache_read_tokens
-      h.cacheWrite += r.cache_write_tokens
-      h.latency += r.latency_ms
       const bin = binOf(r.latency_ms)
-      h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
+      for (let tier = 0; tier < TIERS.length; tier++) {
+        const b = Math.floor(r.ts / TIERS[tier].grain) * TIERS[tier].grain
+        const hk = tier + '\0' + b + '\0' + r.tenant
+        let h = totals.get(hk)
+        if (!h) {
+          totals.set(
+            hk,
+            (h = {
+              tier, bucket: b, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
+              cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
+            }),
+          )
+        }
+        h.requests++
+        if (isFailed(r.status)) h.failed++
+        if (r.status === 429) h.e429++
+        if (r.status >= 500 && r.status <= 599) h.e5xx++
+        h.cost += r.cost_usd
+        h.input += r.input_tokens
+        h.output += r.output_tokens
+        h.cacheRead += r.cache_read_tokens
+        h.cacheWrite += r.cache_write_tokens
+        h.latency += r.latency_ms
+        h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
 
-      this.addDim(dims, 'model', hour, r, r.model, r.provider, '')
-      this.addDim(dims, 'provider', hour, r, r.provider, '', '')
-      this.addDim(dims, 'agent', hour, r, r.agent, '', '')
-      this.addDim(dims, 'session', hour, r, r.session, '', '')
-      this.addDim(dims, 'api_key', hour, r, r.api_key_hash, '', r.key_hint)
+        addDim(dims, tier, 'model', b, r, r.model, r.provider, '')
+        addDim(dims, tier, 'provider', b, r, r.provider, '', '')
+        addDim(dims, tier, 'agent', b, r, r.agent, '', '')
+        addDim(dims, tier, 'session', b, r, r.session, '', '')
+        addDim(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
+      }
 
       if (r.session !== '') {
         const sk = r.tenant + '\0' + r.agent + '\0' + r.session
@@ -220,35 +224,39 @@ export class RollupWriter {
       }
     }
     for (const f of fives.values()) this.up5.run(f.bucket, f.tenant, f.requests, f.cost, f.input, f.output)
-    for (const h of hours.values()) {
-      const old = this.getHist.get(h.hour, h.tenant) as Buffer | undefined
-      const hist = decodeMap(old ?? null)
+    for (const h of totals.values()) {
+      const st = this.tiers[h.tier]
+      const hist = decodeMap((st.getHist.get(h.bucket, h.tenant) as Buffer | undefined) ?? null)
       for (const [b, n] of h.hist) hist.set(b, (hist.get(b) ?? 0) + n)
-      this.upHour.run(
-        h.hour, h.tenant, h.requests, h.failed, h.e429, h.e5xx, h.cost, h.input, h.output, h.cacheRead,
+      st.upTotals.run(
+        h.bucket, h.tenant, h.requests, h.failed, h.e429, h.e5xx, h.cost, h.input, h.output, h.cacheRead,
         h.cacheWrite, h.latency, encode(hist),
       )
     }
     for (const d of dims.values()) {
-      this.upDim.run(d.dim, d.hour, d.tenant, d.key, d.provider, d.hint, d.requests, d.input, d.output, d.cacheRead, d.cacheWrite, d.cost)
+      this.tiers[d.tier].upDim.run(
+        d.dim, d.bucket, d.tenant, d.key, d.provider, d.hint, d.requests, d.input, d.output, d.cacheRead, d.cacheWrite, d.cost,
+      )
     }
     for (const s of sessions.values()) this.upSession.run(s.tenant, s.agent, s.session, s.first, s.last, s.requests, s.cost)
   }
+}
 
-  private addDim(dims: Map<string, DimRow>, dim: Dim, hour: number, r: RollupInput, key: string, provider: string, hint: string): void {
-    const k = dim + '\0' + hour + '\0' + r.tenant + '\0' + key + '\0' + provider
-    let d = dims.get(k)
-    if (!d) {
-      dims.set(
-        k,
-        (d = { dim, hour, tenant: r.tenant, key, provider, hint, requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }),
-      )
-    }
-    d.requests++
-    d.input += r.input_tokens
-    d.output += r.output_tokens
-    d.cacheRead += r.cache_read_tokens
-    d.cacheWrite += r.cache_write_tokens
-    d.cost += r.cost_usd
+function addDim(
+  dims: Map<string, DimRow>, tier: number, dim: Dim, bucket: number, r: RollupInput, key: string, provider: string, hint: string,
+): void {
+  const k = tier + '\0' + dim + '\0' + bucket + '\0' + r.tenant + '\0' + key + '\0' + provider
+  let d = dims.get(k)
+  if (!d) {
+    dims.set(
+      k,
+      (d = { tier, dim, bucket, tenant: r.tenant, key, provider, hint, requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }),
+    )
   }
+  d.requests++
+  d.input += r.input_tokens
+  d.output += r.output_tokens
+  d.cacheRead += r.cache_read_tokens
+  d.cacheWrite += r.cache_write_tokens
+  d.cost += r.cost_usd
 }
