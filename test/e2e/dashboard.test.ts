@@ -278,6 +278,7 @@ describe('the dashboard in Chromium', { timeout: 60_000 }, () => {
     for (const scheme of ['light', 'dark'] as const) {
       await page.emulateMedia({ colorScheme: scheme })
       await page.waitForTimeout(150) // let the charts pick up the new theme
+      await page.evaluate(() => window.scrollTo(0, 0))
       await page.screenshot({ path: join(ARTIFACTS, `dashboard-${scheme}.png`), fullPage: true })
       for (const v of views) {
         const el = v === 'summary' ? page.getByTestId('summary') : page.locator(`#${v}`)

@@ -212,3 +212,15 @@ describe('BudgetRules', () => {
     expect(server.calls.some((c) => c.method === 'POST')).toBe(false)
   })
 })
+
+describe('SessionsTable with many sessions', () => {
+  it('shows the running ones and the latest, with a way to see all', async () => {
+    const base = sessions().sessions[0]
+    const many = Array.from({ length: 30 }, (_, i) => ({ ...base, session: `s-${i}`, status: (i < 10 ? 'active' : 'idle') as 'active' | 'idle' }))
+    const w = mount(SessionsTable, { props: { sessions: many, loading: false } })
+    expect(w.findAll('[data-testid="session-row"]')).toHaveLength(10)
+    expect(w.text()).toContain('10 active now, 30 with a call')
+    await w.get('button.more').trigger('click')
+    expect(w.findAll('[data-testid="session-row"]')).toHaveLength(30)
+  })
+})
