@@ -105,6 +105,8 @@ describe('ExpensiveTable and SessionsTable', () => {
     expect(w.text()).toContain('active')
     expect(w.text()).toContain('1h 4m')
     expect(w.text()).toContain('$0.50')
+    expect(w.find('[data-testid="empty"]').exists()).toBe(false)
+    expect(mount(SessionsTable, { props: { sessions: [], loading: false } }).find('[data-testid="empty"]').exists()).toBe(true)
   })
 })
 
