@@ -115,6 +115,7 @@ export async function startLoadUpstream(fixtures: LoadFixture[], chunkDelayMs: n
 
 export interface MemoryProbe {
   rss: number
+  heapTotal: number
   heapUsed: number
   external: number
   arrayBuffers: number
@@ -387,4 +388,27 @@ export function addedLatencies(calls: CallResult[], timings: Map<string, Upstrea
 /** Keys that look real and are unique to this run. */
 export function makeKeys(n: number, tag: string): string[] {
   return Array.from({ length: n }, (_, i) => `sk-${tag}-${i}-${Math.random().toString(36).slice(2, 12)}${Math.random().toString(36).slice(2, 12)}`)
+}
+
+/** Another process that opens the database and holds an exclusive write lock until released. */
+export async function lockFromAnotherProcess(file: string): Promise<{ release(): Promise<void> }> {
+  const script = `
+    const Database = require('better-sqlite3')
+    const db = new Database(${JSON.stringify(file)})
+    db.exec('BEGIN EXCLUSIVE')
+    process.stdout.write('locked\\n')
+    process.stdin.once('data', () => { db.exec('COMMIT'); db.close(); process.exit(0) })
+  `
+  const child = spawn(process.execPath, ['-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
+  await new Promise<void>((ok, fail) => {
+    child.stdout!.once('data', () => ok())
+    child.once('exit', (code) => fail(new Error(`locker exited with ${code}`)))
+  })
+  return {
+    release: () =>
+      new Promise<void>((ok) => {
+        child.once('exit', () => ok())
+        child.stdin!.write('go\n')
+      }),
+  }
 }
