@@ -28,7 +28,7 @@ export function ledgerSpend(ledger: Pick<Ledger, 'spend' | 'onCall'>): SpendSour
 }
 
 export interface HttpSpendOptions {
-  /** How often to ask; the tray promises an update within a second of a call. */
+  /** How often to ask (default 500 ms): the tray promises an update within about a second of a call. */
   pollMs?: number
   /** Per-request timeout. */
   timeoutMs?: number
@@ -40,10 +40,10 @@ export interface HttpSpendOptions {
 
 /**
  * Attached to another Burnrate (the headless one owns the port): reads
- * `GET /api/dashboard/summary` once a second and reports when `today_spend_usd` changes.
+ * `GET /api/dashboard/summary` twice a second and reports when `today_spend_usd` changes.
  */
 export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSource {
-  const pollMs = opts.pollMs ?? 1000
+  const pollMs = opts.pollMs ?? 500
   const timeoutMs = opts.timeoutMs ?? 2000
   const doFetch = opts.fetch ?? fetch
   const timers = opts.timers ?? realTimers

@@ -9,9 +9,11 @@ afterEach(() => {
 })
 
 describe('Throttle', () => {
-  it('runs the first request at once', () => {
+  it('runs the first request on the next tick, not inside the caller', () => {
     const fn = vi.fn()
     new Throttle(fn, 1000, realTimers).request()
+    expect(fn).toHaveBeenCalledTimes(0)
+    vi.advanceTimersByTime(0)
     expect(fn).toHaveBeenCalledTimes(1)
   })
 
@@ -19,6 +21,7 @@ describe('Throttle', () => {
     const fn = vi.fn()
     const t = new Throttle(fn, 1000, realTimers)
     t.request() // leading run at 0
+    vi.advanceTimersByTime(0)
     for (let i = 0; i < 5000; i++) {
       vi.advanceTimersByTime(0.1)
       t.request()
@@ -49,6 +52,7 @@ describe('Throttle', () => {
     t.request()
     vi.advanceTimersByTime(1500)
     t.request()
+    vi.advanceTimersByTime(0)
     expect(fn).toHaveBeenCalledTimes(2)
   })
 
@@ -56,6 +60,7 @@ describe('Throttle', () => {
     const fn = vi.fn()
     const t = new Throttle(fn, 1000, realTimers)
     t.request()
+    vi.advanceTimersByTime(0)
     t.request()
     t.stop()
     vi.advanceTimersByTime(2000)

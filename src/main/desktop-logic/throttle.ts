@@ -17,7 +17,7 @@ export const realTimers: Timers = {
 
 /**
  * Runs `fn` at most once per `intervalMs`, on the leading edge and once more at the end of a
- * burst: the first request runs at once, later ones within the interval are merged into one
+ * burst: the first request runs on the next tick, later ones within the interval are merged into one
  * run when the interval ends. So an update is never later than `intervalMs` after a request,
  * and a burst of thousands of requests costs one run per interval.
  */
@@ -32,11 +32,11 @@ export class Throttle {
     private readonly timers: Timers = realTimers,
   ) {}
 
+  /** Never runs `fn` synchronously: the caller (the ledger, on the proxy's path) returns first. */
   request(): void {
     if (this.stopped || this.timer !== null) return
-    const wait = this.last + this.intervalMs - this.timers.now()
-    if (wait <= 0) this.run()
-    else this.timer = this.timers.setTimeout(() => this.run(), wait)
+    const wait = Math.max(0, this.last + this.intervalMs - this.timers.now())
+    this.timer = this.timers.setTimeout(() => this.run(), wait)
   }
 
   private run(): void {
