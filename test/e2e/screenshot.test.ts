@@ -74,6 +74,10 @@ beforeAll(async () => {
     const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${key}`, 'x-burnrate-agent': 'codex' })
     expect(r.status).toBe(200)
   }
+  // Made after those calls: the CI key has already spent more than this today.
+  expect((await rule({ api_key_pattern: 'sk-proj-ci-*', daily_limit_usd: 5, action: 'block' })).status).toBe(201)
+  const refused = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEYS[2]}` })
+  expect(refused.status).toBe(429)
   browser = await launchChromium()
 }, 120_000)
 
@@ -93,7 +97,9 @@ describe('README screenshot', { timeout: 60_000 }, () => {
       const errors: string[] = []
       page.on('pageerror', (e) => errors.push(String(e)))
       await page.goto(`${t.url}/`)
-      await expect.poll(() => page.getByTestId('rule-row').count(), { timeout: 10_000 }).toBe(2)
+      await expect.poll(() => page.getByTestId('rule-row').count(), { timeout: 10_000 }).toBe(3)
+      // The CI key spent more than its $5 daily limit: the page says it is blocked.
+      await expect.poll(() => page.getByTestId('budget-alerts').textContent()).toMatch(/blocked.*sk-…09d2 reached its daily limit under sk-proj-ci-\*/)
       await expect.poll(() => page.getByTestId('breakdown-row').count()).toBe(MODELS.length + 1) // + the fixture's dated gpt-4o-mini
       await page.waitForTimeout(300)
       const file = join(ARTIFACTS, `readme-dashboard-${scheme}.png`)
