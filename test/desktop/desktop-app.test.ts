@@ -305,6 +305,25 @@ describe('when the port is already taken', () => {
     expect((await request(`${headless.url}/api/health`)).status).toBe(200)
   })
 
+  it('attached with dashboard.token: the window opens with the token and the tray sends it', async () => {
+    const headless = await startTestServer({ timezone: 'UTC', dashboard: { token: 'dash-token-0123456789' } }, upstream.url)
+    cleanups.push(() => headless.cleanup())
+    headless.server.ledger.record(callRecord({ cost_usd: 7 }))
+    headless.server.ledger.flush()
+    expect((await request(`${headless.url}/api/dashboard/summary`)).status).toBe(401)
+    writeConfig({ dashboard: { token: 'dash-token-0123456789' } }, Number(new URL(headless.url).port))
+
+    const d = await launch()
+    expect(d.attachedTo).toBe(headless.url)
+    expect(win().loadedUrls).toEqual([`${headless.url}/?token=dash-token-0123456789`])
+    const first = await request(win().loadedUrls[0])
+    expect(first.status).toBe(303)
+    expect(String(first.headers['set-cookie'])).toContain('HttpOnly')
+    await eventually(() => tray().tooltip === 'Burnrate: $7.00 today')
+    tray().menu!.click('Open in browser')
+    expect(state.openedExternal).toEqual([`${headless.url}/?token=dash-token-0123456789`])
+  })
+
   it('another program on the port: says so and offers the next free port', async () => {
     const other = http.createServer((_req, res) => res.end('not burnrate'))
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))

@@ -152,7 +152,14 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
   else log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
 
-  const spend: SpendSource = own ? ledgerSpend(own.ledger) : httpSpend(url)
+  // With dashboard.token set, the server wants it from every dashboard client, this one included:
+  // the window and the browser open `/?token=` once (the server answers with a cookie), the
+  // attached tray sends it as a bearer token.
+  const token = config.dashboard.token || null
+  const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
+  const spend: SpendSource = own
+    ? ledgerSpend(own.ledger)
+    : httpSpend(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
   const budgets = own?.context.budgets ?? null
   const login = loginItem(platform, env)
   const loginEnabled = () => {
@@ -163,7 +170,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const window = createMainWindow({
-    url,
+    url: dashboardUrl,
     stateFile: join(userData, 'window-state.json'),
     show: !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),
@@ -175,7 +182,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
         window.show()
         break
       case 'open-in-browser':
-        void shell.openExternal(url)
+        void shell.openExternal(dashboardUrl)
         break
       case 'copy-agent-setup':
         clipboard.writeText(agentSetup(url, platform))
