@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../../src/main/providers/registry'
@@ -203,6 +206,11 @@ describe('provider settings', () => {
   })
 
   it('an unknown provider name in the config is a start-up error naming it', async () => {
-    await expect(startTestServer({ providers: { grok: { enabled: true } } })).rejects.toThrow(/providers\.grok: unknown provider/)
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-badprovider-'))
+    try {
+      await expect(startTestServer({ providers: { grok: { enabled: true } } }, undefined, dir)).rejects.toThrow(/providers\.grok: unknown provider/)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
