@@ -3,7 +3,7 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startTestServer } from '../../../test/support/server'
-import { PortTakenError, canListen, connectUrl, findFreePort, probePort, startOrAttach } from './port'
+import { PortTakenError, canListen, connectUrl, findFreePort, probePort, reachableUrl, startOrAttach } from './port'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -39,6 +39,15 @@ describe('connectUrl', () => {
     expect(connectUrl('::', 8787)).toBe('http://[::1]:8787')
     expect(connectUrl('::1', 1)).toBe('http://[::1]:1')
     expect(connectUrl('localhost', 2)).toBe('http://localhost:2')
+  })
+})
+
+describe('reachableUrl', () => {
+  it('turns wildcard listen URLs into loopback ones', () => {
+    expect(reachableUrl('http://0.0.0.0:8787')).toBe('http://127.0.0.1:8787')
+    expect(reachableUrl('http://[::]:8787')).toBe('http://[::1]:8787')
+    expect(reachableUrl('http://127.0.0.1:8787')).toBe('http://127.0.0.1:8787')
+    expect(reachableUrl('http://192.168.1.5:8787')).toBe('http://192.168.1.5:8787')
   })
 })
 

@@ -16,6 +16,12 @@ export function connectUrl(host: string, port: number): string {
   return `http://${h}:${port}`
 }
 
+/** A server URL as clients should use it: a wildcard listen address is reached on loopback. */
+export function reachableUrl(url: string): string {
+  const u = new URL(url)
+  return connectUrl(u.hostname.replace(/^\[|\]$/g, ''), Number(u.port))
+}
+
 /**
  * Asks whoever listens on host:port for `GET /api/health`. A Burnrate answers JSON with a
  * string `status` and `version`; a refused connection means the port is free; anything

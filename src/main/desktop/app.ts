@@ -8,7 +8,7 @@ import { agentSetup } from '../desktop-logic/agent-setup'
 import { startsHidden } from '../desktop-logic/autostart'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
-import { PortTakenError, type StartResult, startOrAttach } from '../desktop-logic/port'
+import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
@@ -146,7 +146,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     return null
   }
 
-  const url = result.url
+  const url = reachableUrl(result.url)
   const attachedTo = result.kind === 'attached' ? url : null
   const own = server as BurnrateServer | null
   if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
