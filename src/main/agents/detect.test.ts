@@ -32,4 +32,13 @@ describe('detectAgent', () => {
   it('takes a generic x-session-id from any client', () => {
     expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toEqual({ agent: 'openai-sdk', session: 'job-7' })
   })
+
+  it('recognises further agents by their User-Agent', () => {
+    expect(detectAgent({ 'user-agent': 'Continue/1.2.3 (VS Code; extension)' }, undefined).agent).toBe('continue')
+    expect(detectAgent({ 'user-agent': 'Continue-CLI/1.0.0' }, undefined).agent).toBe('continue')
+    expect(detectAgent({ 'user-agent': 'Cline/3.30.1' }, undefined).agent).toBe('cline')
+    expect(detectAgent({ 'user-agent': 'QwenCode/0.12.3 (linux; x64)' }, undefined).agent).toBe('qwen-code')
+    expect(detectAgent({ 'user-agent': 'GitHubCopilotChat/0.38.0' }, undefined).agent).toBe('github-copilot')
+    expect(detectAgent({ 'user-agent': 'Mozilla/5.0' }, undefined).agent).toBe('')
+  })
 })

@@ -6,6 +6,7 @@ import { geminiCli } from './gemini-cli'
 import { opencode } from './opencode'
 import { anthropicSdk, googleGenaiSdk, openaiSdk } from './sdks'
 import type { AgentSignature } from './types'
+import { cline, continueDev, copilot, qwenCode } from './ua-only'
 
 /**
  * The clients Burnrate recognises, most specific first: agents before the SDKs they are built
@@ -19,6 +20,10 @@ export const AGENTS: readonly AgentSignature[] = [
   opencode,
   cursor,
   aider,
+  continueDev,
+  cline,
+  qwenCode,
+  copilot,
   openaiSdk,
   anthropicSdk,
   googleGenaiSdk,
