@@ -148,7 +148,12 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
 
   const url = reachableUrl(result.url)
   const attachedTo = result.kind === 'attached' ? url : null
-  const own = server as BurnrateServer | null
+  let own = server as BurnrateServer | null
+  if (result.kind === 'attached' && own) {
+    // Built before another Burnrate took the port: it never listened; release its database.
+    await own.close(0).catch(() => {})
+    own = null
+  }
   if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
   else log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
 
