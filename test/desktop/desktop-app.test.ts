@@ -157,6 +157,9 @@ describe('the desktop app over the real server core', () => {
     expect(state.notifications).toHaveLength(1)
     expect(state.notifications[0].options).toMatchObject({ title: `Budget warning: ${KEY}`, urgency: 'normal' })
     expect(state.notifications[0].shown).toBe(true)
+    win().hide()
+    state.notifications[0].emit('click')
+    expect(win().visible).toBe(true)
     expect(menuLabels()[1]).toBe(`Warning: ${KEY} daily $0.60 of $1.00`)
 
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.1 }))

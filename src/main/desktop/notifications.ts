@@ -1,6 +1,9 @@
 import { Notification, type NativeImage } from 'electron'
 import type { Notice } from '../desktop-logic/notices'
 
+/** Shown notifications, held so they are not garbage-collected before a click arrives. */
+const live = new Set<Notification>()
+
 /** Shows a budget notice as a desktop notification; a click opens the dashboard. */
 export function showNotice(notice: Notice, onClick: () => void, icon?: NativeImage): void {
   if (!Notification.isSupported()) return
@@ -10,6 +13,11 @@ export function showNotice(notice: Notice, onClick: () => void, icon?: NativeIma
     icon,
     urgency: notice.level === 'blocking' ? 'critical' : 'normal',
   })
-  n.on('click', onClick)
+  live.add(n)
+  n.on('click', () => {
+    live.delete(n)
+    onClick()
+  })
+  n.on('close', () => live.delete(n))
   n.show()
 }
