@@ -1,0 +1,27 @@
+import { findProvider } from '@pydantic/genai-prices'
+import { describe, expect, it } from 'vitest'
+import { PROVIDER_NAMES, PROVIDERS } from './registry'
+
+describe('provider registry', () => {
+  it('names and mounts are unique, and no mount hides another', () => {
+    expect(new Set(PROVIDER_NAMES).size).toBe(PROVIDERS.length)
+    const mounts = PROVIDERS.map((p) => p.mount)
+    expect(new Set(mounts).size).toBe(mounts.length)
+    for (const m of mounts) {
+      expect(m).toMatch(/^\/[a-z0-9-]+(\/v1)?$/)
+      // The router's bare aliases (/v1, /v1beta, /v1alpha) are never a provider mount.
+      expect(m.startsWith('/v1')).toBe(false)
+    }
+  })
+
+  it('every provider is priced by a provider genai-prices knows', () => {
+    for (const p of PROVIDERS) expect(findProvider({ providerId: p.pricingId })?.id, p.name).toBe(p.pricingId)
+  })
+
+  it('default base URLs are https, and only Azure has none (each resource has its own)', () => {
+    for (const p of PROVIDERS) {
+      if (p.name === 'azure') expect(p.defaultBaseUrl).toBeNull()
+      else expect(new URL(p.defaultBaseUrl!).protocol, p.name).toBe('https:')
+    }
+  })
+})
