@@ -9,6 +9,7 @@ import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
 import { budgets } from '../budgets'
 import { health } from '../health'
+import { answerClientError } from '../http/client-error'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
@@ -106,13 +107,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route) void proxy.handle(req, res, route)
     else app(req, res)
   })
   const sockets = new Set<Socket>()
+  server.on('clientError', answerClientError)
   server.on('connection', (s) => {
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
