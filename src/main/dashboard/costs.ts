@@ -14,9 +14,7 @@ const COLUMN: Record<GroupBy, string> = {
   tenant: 'tenant',
 }
 
-const SUMS = `total(requests) AS requests, total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
-  total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-  total(cost_usd) AS cost_usd`
+const COLS = 'requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd'
 
 interface Part {
   key: string
@@ -37,14 +35,14 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
   const byModel = groupBy === 'model'
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant, dim: groupBy })
   const parts: Part[] = []
+  // Rolled rows are few (a day or hour each per key); summing them here beats a GROUP BY's temp B-tree.
   for (const { tier, window } of rolled) {
     const sql =
       groupBy === 'tenant'
-        ? `SELECT tenant AS key, '' AS provider, '' AS key_hint, ${SUMS}
-             FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)} GROUP BY tenant`
-        : `SELECT key, provider, max(key_hint) AS key_hint, ${SUMS}
-             FROM ${tier.dims} WHERE dim = @dim AND bucket >= @start AND bucket < @end${andTenant(tenant)}
-             GROUP BY key, provider`
+        ? `SELECT tenant AS key, '' AS provider, '' AS key_hint, ${COLS}
+             FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`
+        : `SELECT key, provider, key_hint, ${COLS}
+             FROM ${tier.dims} WHERE dim = @dim AND bucket >= @start AND bucket < @end${andTenant(tenant)}`
     parts.push(...(d.q.get(sql).all(args(window)) as Part[]))
   }
   for (const r of raw) {
@@ -74,7 +72,7 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
       }
       if (groupBy === 'api_key') row.key_hint = p.key_hint
       rows.set(id, row)
-    }
+    } else if (row.key_hint !== undefined && p.key_hint > row.key_hint) row.key_hint = p.key_hint
     row.requests += p.requests
     row.input_tokens += p.input_tokens
     row.output_tokens += p.output_tokens
