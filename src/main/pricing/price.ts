@@ -45,6 +45,8 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
  */
 export class Pricer {
   private readonly overrides: { provider?: string; price: PriceProvider }[]
+  /** Library lookups by `pricingId \0 model` (see `library`). */
+  private readonly lookups = new Map<string, PriceProvider | null>()
 
   constructor(overrides: readonly PriceOverride[] = []) {
     this.overrides = overrides.map((o, i) => {
@@ -86,11 +88,36 @@ export class Pricer {
       return { cost_usd: reported, priced: true }
     }
     if (!model) return { cost_usd: 0, priced: false }
-    const opts = { providerId: pricingId, timestamp: at }
     const fine = withExtra(u, usage)
-    return (fine && safeCalc(fine, model, opts)) ?? safeCalc(u, model, opts) ?? { cost_usd: 0, priced: false }
+    return (fine && this.library(fine, pricingId, model, at)) ?? this.library(u, pricingId, model, at) ?? { cost_usd: 0, priced: false }
+  }
+
+  /**
+   * The library's price. Finding the model is a scan of the provider's whole model list (a
+   * match rule per model) on every call; the first call for a (provider, model) remembers what
+   * it found, and later calls hand the library that provider narrowed to the one model, so the
+   * same price table is applied by the same code without the scan. A model the library does not
+   * know is remembered as such. The bundled price data never changes while Burnrate runs.
+   */
+  private library(u: Record<string, number>, pricingId: string, model: string, at: Date): Priced | null {
+    const key = `${pricingId}\0${model}`
+    const narrowed = this.lookups.get(key)
+    if (narrowed === null) return null
+    if (narrowed) return safeCalc(u, model, { provider: narrowed, timestamp: at })
+    let r: ReturnType<typeof calcPrice>
+    try {
+      r = calcPrice(u, model, { providerId: pricingId, timestamp: at })
+    } catch {
+      return null // this usage cannot be priced; the model may still be known, so nothing is remembered
+    }
+    if (this.lookups.size >= MAX_LOOKUPS) this.lookups.clear()
+    this.lookups.set(key, r ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null)
+    return r && Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 }
+
+/** Distinct (provider, model) lookups kept; model names come from clients, so this is bounded. */
+const MAX_LOOKUPS = 1024
 
 function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {
   try {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 
 /**
@@ -23,7 +23,8 @@ export function extractApiKey(headers: IncomingHttpHeaders, query: string): stri
 }
 
 export function hashKey(key: string): string {
-  return key ? createHash('sha256').update(key).digest('hex') : ''
+  // One-shot hashing: same digest as createHash().update().digest(), without the stream object.
+  return key ? hash('sha256', key, 'hex') : ''
 }
 
 export function keyHint(key: string): string {

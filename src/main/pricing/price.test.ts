@@ -1,0 +1,98 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { describe, expect, it } from 'vitest'
+import { emptyUsage, type Usage } from '../metering/usage'
+import { Pricer } from './price'
+
+function usage(input: number, output: number, cacheRead = 0, cacheWrite = 0): Usage {
+  return { ...emptyUsage(), input_tokens: input, output_tokens: output, cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite }
+}
+
+/** What the library alone says, asked afresh (no remembered lookup). */
+function direct(pricingId: string, model: string, u: Usage, at: Date): number | null {
+  const lib: Record<string, number> = { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
+  if (u.cache_read_tokens) lib.cache_read_tokens = u.cache_read_tokens
+  if (u.cache_write_tokens) lib.cache_write_tokens = u.cache_write_tokens
+  try {
+    return calcPrice(lib, model, { providerId: pricingId, timestamp: at })?.total_price ?? null
+  } catch {
+    return null // usage this model's price table cannot decompose
+  }
+}
+
+// The Pricer remembers where the library found each model; every later price must still be
+// exactly the library's own, whatever the usage, the date or the time of day.
+describe('Pricer with remembered model lookups', () => {
+  const cases: [string, string][] = [
+    ['openai', 'gpt-4o-mini-2024-07-18'],
+    ['openai', 'gpt-4o-mini'],
+    ['openai', 'o3'], // its price changed on 2025-06-10
+    ['anthropic', 'claude-3-5-sonnet-20240620'],
+    ['anthropic', 'claude-sonnet-4-5-20250929'],
+    ['deepseek', 'deepseek-chat'], // off-peak prices by time of day
+    ['google', 'gemini-2.5-flash'],
+  ]
+  const times = ['2025-01-15T03:00:00Z', '2025-07-01T12:00:00Z', '2026-11-21T20:00:00Z', '2025-07-01T17:00:00Z'].map((t) => new Date(t))
+  const usages = [usage(1149, 353, 1024), usage(506, 153), usage(1541, 29, 1111, 418), usage(3700, 741, 2560), usage(1, 0)]
+
+  it('prices every call exactly as the library does, first call and later ones alike', () => {
+    const pricer = new Pricer()
+    for (let round = 0; round < 2; round++) {
+      for (const [provider, model] of cases) {
+        for (const at of times) {
+          for (const u of usages) {
+            const want = direct(provider, model, u, at)
+            const got = pricer.price(provider, provider, model, u, at)
+            expect(got, `${provider} ${model}`).toEqual(want === null ? { cost_usd: 0, priced: false } : { cost_usd: want, priced: true })
+            if (u.cache_write_tokens === 0) expect(want, `${provider} ${model}`).not.toBeNull()
+          }
+        }
+      }
+    }
+  })
+
+  it('keeps the price that applied on the call date after a later-dated call was priced first', () => {
+    const pricer = new Pricer()
+    const u = usage(1_000_000, 1_000_000)
+    const after = pricer.price('openai', 'openai', 'o3', u, new Date('2025-07-01T00:00:00Z'))
+    const before = pricer.price('openai', 'openai', 'o3', u, new Date('2025-01-01T00:00:00Z'))
+    expect(before.cost_usd).toBe(direct('openai', 'o3', u, new Date('2025-01-01T00:00:00Z')))
+    expect(before.cost_usd).toBeGreaterThan(after.cost_usd)
+  })
+
+  it('finds models the provider prices through a fallback provider', () => {
+    const pricer = new Pricer()
+    const at = new Date('2026-01-01T00:00:00Z')
+    const want = direct('google', 'claude-sonnet-4-5', usage(100, 10), at)
+    expect(want).not.toBeNull()
+    expect(pricer.price('google', 'google', 'claude-sonnet-4-5', usage(100, 10), at).cost_usd).toBe(want)
+    expect(pricer.price('google', 'google', 'claude-sonnet-4-5', usage(7, 3), at).cost_usd).toBe(direct('google', 'claude-sonnet-4-5', usage(7, 3), at))
+  })
+
+  it('leaves an unknown model unpriced every time, and one provider’s model unknown to another', () => {
+    const pricer = new Pricer()
+    const at = new Date()
+    for (let i = 0; i < 2; i++) {
+      expect(pricer.price('openai', 'openai', 'no-such-model-xyz', usage(10, 10), at)).toEqual({ cost_usd: 0, priced: false })
+    }
+    expect(pricer.price('anthropic', 'anthropic', 'gpt-4o-mini', usage(10, 10), at).priced).toBe(direct('anthropic', 'gpt-4o-mini', usage(10, 10), at) !== null)
+  })
+
+  it('does not remember a model as unknown because one usage could not be priced', () => {
+    const pricer = new Pricer()
+    const at = new Date('2026-01-01T00:00:00Z')
+    // More cached tokens than prompt tokens: the library cannot decompose it.
+    expect(pricer.price('openai', 'openai', 'gpt-4o-mini', usage(10, 5, 50), at).priced).toBe(false)
+    expect(pricer.price('openai', 'openai', 'gpt-4o-mini', usage(100, 5, 50), at)).toEqual({
+      cost_usd: direct('openai', 'gpt-4o-mini', usage(100, 5, 50), at),
+      priced: true,
+    })
+  })
+
+  it('lets config overrides win over remembered library lookups', () => {
+    const pricer = new Pricer([{ model: 'gpt-4o-mini*', provider: 'openai', input_mtok: 1, output_mtok: 2 }])
+    const at = new Date('2026-01-01T00:00:00Z')
+    for (let i = 0; i < 2; i++) {
+      expect(pricer.price('openai', 'openai', 'gpt-4o-mini-2024-07-18', usage(1_000_000, 1_000_000), at).cost_usd).toBeCloseTo(3, 12)
+    }
+  })
+})
