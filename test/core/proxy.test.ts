@@ -31,6 +31,13 @@ function rows(): any[] {
   }
 }
 
+/** Rows on disk once every call recorded so far is written (the previous test's row included). */
+async function settledCount(): Promise<number> {
+  await t.server.proxy.drain(2000)
+  t.server.ledger.flush()
+  return rows().length
+}
+
 async function nextRow(before: number): Promise<any> {
   return eventually(() => {
     const r = rows()
@@ -146,7 +153,7 @@ describe('streams', () => {
   it('meters a gzip-compressed stream and passes the compressed bytes through', async () => {
     const body = fixture('openai-chat/chat-stream-with-usage.sse')
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(body), delayMs: 1, encoding: 'gzip' }))
-    const before = rows().length
+    const before = await settledCount()
     const res = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', stream: true }, { 'accept-encoding': 'gzip' })
     expect(res.headers['content-encoding']).toBe('gzip')
     const row = await nextRow(before)
@@ -161,7 +168,7 @@ describe('streams', () => {
       body: fixture('anthropic/messages-nonstream-basic.json'),
       encoding: 'br',
     }))
-    const before = rows().length
+    const before = await settledCount()
     await postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5' }, { 'accept-encoding': 'br' })
     const row = await nextRow(before)
     expect(row).toMatchObject({ input_tokens: 12, output_tokens: 29 })
@@ -173,7 +180,7 @@ describe('streams', () => {
       headers: { 'content-type': 'text/event-stream' },
       chunks: sseChunks(fixture('openai-chat/chat-stream-no-usage.sse')),
     }))
-    const before = rows().length
+    const before = await settledCount()
     await postJson(`${t.url}/v1/chat/completions`, {
       model: 'gpt-3.5-turbo',
       stream: true,
@@ -201,7 +208,7 @@ describe('errors and aborts are recorded', () => {
   for (const [file, status, path] of ERRORS) {
     it(`passes ${status} from ${file} through and records it`, async () => {
       upstream.setResponder(() => ({ status, headers: { 'content-type': 'application/json', 'retry-after': '7' }, body: fixture(file) }))
-      const before = rows().length
+      const before = await settledCount()
       const res = await postJson(t.url + path, { model: 'gpt-4o-mini' })
       expect(res.status).toBe(status)
       expect(res.headers['retry-after']).toBe('7')
@@ -213,7 +220,7 @@ describe('errors and aborts are recorded', () => {
 
   it('passes a 500 through and records it', async () => {
     upstream.setResponder(() => ({ status: 500, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"boom"}}' }))
-    const before = rows().length
+    const before = await settledCount()
     const res = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini' })
     expect(res.status).toBe(500)
     expect(res.text).toBe('{"error":{"message":"boom"}}')
@@ -238,7 +245,7 @@ describe('errors and aborts are recorded', () => {
   it('records a stream the client abandoned, with what was metered so far, and aborts upstream', async () => {
     const chunks = sseChunks(fixture('anthropic/messages-stream-cache-write.sse'), false)
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, delayMs: 100 }))
-    const before = rows().length
+    const before = await settledCount()
     await new Promise<void>((resolve) => {
       const req = http.request(`${t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
         let n = 0
@@ -269,7 +276,7 @@ describe('attribution and secrets', () => {
   it('stores the key hash and hint, maps tenants, and never writes the raw key', async () => {
     const key = 'sk-team-a-SECRETKEYVALUE-9f3a'
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-reasoning.json') }))
-    const before = rows().length
+    const before = await settledCount()
     await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-5-nano' }, { authorization: `Bearer ${key}` })
     const row = await nextRow(before)
     const { createHash } = await import('node:crypto')
@@ -290,7 +297,7 @@ describe('attribution and secrets', () => {
 
   it('gives short keys the hint … alone', async () => {
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }))
-    const before = rows().length
+    const before = await settledCount()
     await request(`${t.url}/v1/models`, { headers: { 'x-api-key': 'short' } })
     expect((await nextRow(before)).key_hint).toBe('…')
   })
@@ -300,7 +307,7 @@ describe('pricing', () => {
   it('records an unknown model with cost 0 and priced false, and prices it from pricing.overrides', async () => {
     const body = JSON.stringify({ model: 'my-private-model', usage: { prompt_tokens: 1000, completion_tokens: 500 } })
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }))
-    const before = rows().length
+    const before = await settledCount()
     await postJson(`${t.url}/v1/chat/completions`, { model: 'my-private-model' })
     expect(await nextRow(before)).toMatchObject({ priced: 0, cost_usd: 0, input_tokens: 1000, output_tokens: 500 })
 

@@ -49,7 +49,7 @@ describe('the dashboard page', () => {
   it('answers page paths with index.html so bookmarked URLs load (query string kept by the app)', async () => {
     const { url } = await serverWith({}, dir)
     for (const path of ['/?range=7d&group=agent&tenant=acme', '/sessions', '/index.html']) {
-      const r = await request(url + path)
+      const r = await request(url + path, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } })
       expect(r.status, path).toBe(200)
       expect(r.text, path).toBe(INDEX)
     }
@@ -71,6 +71,9 @@ describe('the dashboard page', () => {
       ['GET', '/favicon.ico'],
       ['GET', '/api/nothing-here'],
       ['POST', '/'],
+      // An SDK or script with a mistyped path asks for JSON and must get the contract's 404, not the page.
+      ['GET', '/v2/models'],
+      ['GET', '/sessions'],
     ]) {
       const r = await request(url + path, { method })
       expect(r.status, `${method} ${path}`).toBe(404)

@@ -31,7 +31,10 @@ export const dashboardUi: Feature = (ctx) => {
     )
   }
   ctx.app.use((req, res, next) => {
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || !isPagePath(req.path)) return next()
+    // Only a browser navigation (it asks for text/html) gets the page; an SDK or script that
+    // mistypes a path gets the contract's JSON 404, never HTML.
+    const wantsHtml = req.path === '/' || (req.headers.accept ?? '').includes('text/html')
+    if ((req.method !== 'GET' && req.method !== 'HEAD') || !wantsHtml || !isPagePath(req.path)) return next()
     setHeaders(res)
     if (!dir) {
       res
