@@ -74,10 +74,10 @@ describe('random upstream responses through the proxy', () => {
     )
     const db = new Database(t.dbFile, { readonly: true })
     try {
-      const rows = await eventually(() => {
+      const rows = (await eventually(() => {
         const all = db.prepare('SELECT cost_usd, input_tokens, output_tokens FROM calls').all() as any[]
         return all.length === sent ? all : undefined
-      }, 10_000)
+      }, 10_000))!
       for (const row of rows) {
         expect(Number.isFinite(row.cost_usd)).toBe(true)
         expect(row.cost_usd).toBeGreaterThanOrEqual(0)
