@@ -51,12 +51,16 @@ export class Ledger {
   ) {
     this.spend = new SpendTracker(opts.timezone)
     this.spend.load(db)
-    this.insert = db.prepare(
-      `INSERT INTO calls (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})`,
-    )
+    // Positional parameters: binding an array is cheaper than looking each name up on an object.
+    this.insert = db.prepare(`INSERT INTO calls (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`)
+    const values: unknown[] = new Array(COLUMNS.length)
     this.writeBatch = db.transaction((rows: CallRecord[]) => {
       for (const r of rows) {
-        this.insert.run({ ...r, streamed: r.streamed ? 1 : 0, priced: r.priced ? 1 : 0, estimated: r.estimated ? 1 : 0 })
+        for (let i = 0; i < COLUMNS.length; i++) {
+          const v = r[COLUMNS[i]]
+          values[i] = typeof v === 'boolean' ? (v ? 1 : 0) : v
+        }
+        this.insert.run(values)
       }
       for (const hook of this.batchHooks) hook(rows)
     })
