@@ -212,6 +212,25 @@ describe('the dashboard in Chromium', { timeout: 60_000 }, () => {
     expect(await canvas.evaluate((c) => (c as any).__marker)).toBe('kept')
   })
 
+  it('is reachable from the keyboard', async () => {
+    await page.evaluate(() => (document.activeElement as HTMLElement | null)?.blur())
+    await page.evaluate(() => window.scrollTo(0, 0))
+    let found = false
+    for (let i = 0; i < 40 && !found; i++) {
+      await page.keyboard.press('Tab')
+      found = await page.evaluate(() => document.activeElement?.getAttribute('data-range') === '1h')
+    }
+    expect(found).toBe(true)
+    await page.keyboard.press('Enter')
+    await expect.poll(() => new URL(page.url()).searchParams.get('range')).toBe('1h')
+    // The tabs of the connect panel move with the arrow keys.
+    await page.locator('#tab-claude-code').focus()
+    await page.keyboard.press('ArrowRight')
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-codex')
+    expect(await page.getByTestId('connect-body').textContent()).toContain(`OPENAI_BASE_URL=${t.url}/v1`)
+    await page.getByTestId('range').locator('[data-range="24h"]').click()
+  })
+
   it('refuses rule changes without the token and with a wrong one', async () => {
     const rules = page.locator('#rules')
     await expect.poll(() => rules.getByTestId('admin-unlock').count()).toBe(1)
