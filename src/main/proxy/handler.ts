@@ -232,14 +232,25 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     }
 
     const idle = opts.timeouts.idle_timeout_ms
-    const idleTimer = setTimeout(() => {
+    // Not a timer reset per chunk (that adds up over a long stream): each chunk notes its
+    // time; when the timer fires it re-arms for what is left of the window after the latest
+    // chunk, and fails the call only when nothing came for the whole window.
+    let lastData = performance.now()
+    const onIdle = (): void => {
+      const quiet = performance.now() - lastData
+      if (quiet < idle) {
+        idleTimer = setTimeout(onIdle, idle - quiet)
+        s.timers.push(idleTimer)
+        return
+      }
       s.upstreamReq?.destroy()
       fail(s, 'timeout', `no data for ${idle} ms`)
-    }, idle)
+    }
+    let idleTimer = setTimeout(onIdle, idle)
     s.timers.push(idleTimer)
     const tap = s.tap
     ures.on('data', (chunk: Buffer) => {
-      idleTimer.refresh()
+      lastData = performance.now()
       tap?.write(chunk)
     })
     ures.on('close', () => {
