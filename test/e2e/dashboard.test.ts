@@ -147,6 +147,15 @@ describe('the dashboard in Chromium', { timeout: 60_000 }, () => {
     expect(text).toMatch(/anthropic/)
     expect(text).toMatch(/%/)
     expect(await page.getByTestId('provider-chart').locator('canvas').evaluate((c: HTMLCanvasElement) => c.height)).toBeGreaterThan(50)
+    // Tokens and requests on a toggle, in the same chart.
+    await chart.evaluate((c) => ((c as any).__same = true))
+    const totals = t.server.db.prepare('SELECT sum(input_tokens + output_tokens) AS tok, count(*) AS n FROM calls WHERE ts > ?').get(Date.now() - 86_400_000) as { tok: number; n: number }
+    await page.getByTestId('metric').getByRole('button', { name: 'Requests' }).click()
+    await expect.poll(() => page.getByTestId('chart-total').textContent()).toContain(`${totals.n} requests`)
+    await page.getByTestId('metric').getByRole('button', { name: 'Tokens' }).click()
+    await expect.poll(() => page.getByTestId('chart-total').textContent()).toMatch(/tokens in the last 24 hours/)
+    expect(await chart.evaluate((c) => (c as any).__same)).toBe(true)
+    await page.getByTestId('metric').getByRole('button', { name: 'Cost' }).click()
   })
 
   it('never renders call data as HTML', async () => {
