@@ -8,6 +8,12 @@ export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const ARTIFACTS = join(ROOT, 'test/artifacts')
 export const CHROMIUM = process.env.BURNRATE_CHROMIUM || '/usr/bin/chromium'
 
+/** Null when Chromium is there; otherwise why the browser tests are skipped (`apt-get install chromium`, or set BURNRATE_CHROMIUM). */
+export const NO_BROWSER: string | null = existsSync(CHROMIUM)
+  ? null
+  : `dashboard browser tests skipped: no Chromium at ${CHROMIUM} (install Debian's chromium, or set BURNRATE_CHROMIUM to a Chromium binary)`
+if (NO_BROWSER) console.warn(NO_BROWSER)
+
 /** Builds the dashboard when out/renderer is missing (`npm test` builds it first anyway). */
 export function ensureRendererBuilt(): void {
   if (existsSync(join(ROOT, 'out/renderer/index.html'))) return

@@ -8,7 +8,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { ARTIFACTS, ROOT, ensureRendererBuilt, launchChromium } from './browser'
+import { ARTIFACTS, NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from './browser'
 
 // The dashboard in Debian's Chromium against the real headless server, with calls seeded
 // through the proxy from the recorded provider responses.
@@ -77,6 +77,7 @@ function dbTotals(tenant?: string) {
 const cardValue = (id: string) => page.getByTestId(id).locator('.value')
 
 beforeAll(async () => {
+  if (NO_BROWSER) return
   ensureRendererBuilt()
   process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
   upstream = await startMockUpstream()
@@ -108,7 +109,7 @@ afterAll(async () => {
   delete process.env.BURNRATE_RENDERER_DIR
 })
 
-describe('the dashboard in Chromium', { timeout: 60_000 }, () => {
+describe.skipIf(NO_BROWSER !== null)('the dashboard in Chromium', { timeout: 60_000 }, () => {
   it('shows the right figures on the summary cards', async () => {
     const want = dbTotals()
     expect(want.today.n).toBe(SEEDS.length)

@@ -7,7 +7,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { ARTIFACTS, ROOT, ensureRendererBuilt, launchChromium } from './browser'
+import { ARTIFACTS, NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from './browser'
 
 // The README screenshot: the dashboard with a realistic day of spend. Written to test/artifacts
 // on every run; copied to resources/screenshot-dashboard.png with BURNRATE_UPDATE_SCREENSHOT=1.
@@ -27,6 +27,7 @@ let upstream: MockUpstream
 let browser: Browser
 
 beforeAll(async () => {
+  if (NO_BROWSER) return
   ensureRendererBuilt()
   process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
@@ -88,7 +89,7 @@ afterAll(async () => {
   delete process.env.BURNRATE_RENDERER_DIR
 })
 
-describe('README screenshot', { timeout: 60_000 }, () => {
+describe.skipIf(NO_BROWSER !== null)('README screenshot', { timeout: 60_000 }, () => {
   for (const scheme of ['light', 'dark'] as const) {
     it(`renders a realistic day (${scheme})`, async () => {
       const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: scheme })
