@@ -205,6 +205,10 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard in Chromium', { timeout: 60_
     await expect.poll(() => cardValue('card-requests').textContent(), { timeout: 10_000 }).toBe(String(want.today.n))
     expect(await cardValue('card-today').textContent()).toBe(formatUsd(want.today.cost))
     expect(new URL(page.url()).searchParams.get('tenant')).toBe('globex')
+    // The CSV export holds that tenant's calls only.
+    const csvUrl = await page.getByTestId('export-csv').getAttribute('href')
+    const csv = (await request(new URL(csvUrl!, t.url).toString())).text.trim().split('\n')
+    expect(csv.length - 1).toBe(dbTotals('globex').month.n)
     const legend = await page.getByTestId('provider-legend').locator('li').allTextContents()
     expect(legend.join(' ')).not.toMatch(/openai/)
     const sessions = await page.getByTestId('sessions-table').locator('td.key').allTextContents()

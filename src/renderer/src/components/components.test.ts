@@ -226,3 +226,10 @@ describe('SessionsTable with many sessions', () => {
     expect(w.findAll('[data-testid="session-row"]')).toHaveLength(30)
   })
 })
+
+describe('BreakdownTable export', () => {
+  it('links the CSV export of the same window and tenant', () => {
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '7d', tenant: 'acme', loading: false } })
+    expect(w.get('[data-testid="export-csv"]').attributes('href')).toBe('/api/dashboard/export?format=csv&range=7d&tenant=acme')
+  })
+})
