@@ -15,6 +15,7 @@ import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
+import { ledgerLog } from '../reliability/ledger-log'
 import { OPEN_GATE, type CallGate } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
@@ -26,7 +27,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, budgets, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

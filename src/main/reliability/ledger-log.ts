@@ -1,0 +1,41 @@
+import type { LedgerStatus } from '../ledger/ledger'
+import type { Logger } from '../log'
+import type { Feature } from '../server/context'
+
+/**
+ * Writes to the log when the ledger stops being able to write its database, when it recovers,
+ * and when calls had to be dropped: the same facts /api/health and the dashboard show, for
+ * people who run Burnrate headless and read its log.
+ */
+export class LedgerLog {
+  private wasWritable = true
+  private dropped = 0
+  private since = 0
+
+  constructor(
+    private readonly log: Logger,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  check(s: Readonly<LedgerStatus>): void {
+    if (this.wasWritable && !s.writable) {
+      this.since = this.now()
+      this.log.warn(`the database cannot be written (${s.last_error ?? 'unknown error'}); calls are kept in memory and retried`)
+    } else if (!this.wasWritable && s.writable) {
+      const secs = Math.round((this.now() - this.since) / 1000)
+      this.log.info(`the database is writable again after ${secs} s; the calls kept in memory are saved`)
+    }
+    if (s.dropped > this.dropped) {
+      this.log.error(`${s.dropped - this.dropped} call(s) were dropped: more than ledger.max_pending calls waited for the database (${s.dropped} in all)`)
+    }
+    this.wasWritable = s.writable
+    this.dropped = s.dropped
+  }
+}
+
+export const ledgerLog: Feature = (ctx) => {
+  const watch = new LedgerLog(ctx.log)
+  const timer = setInterval(() => watch.check(ctx.ledger.status), 1000)
+  timer.unref()
+  ctx.onClose(() => clearInterval(timer))
+}
