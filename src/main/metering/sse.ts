@@ -26,23 +26,27 @@ export class SseParser {
     this.lastWasCR = false
     if (text.length === 0) return
     // Only the new text is scanned for line ends (a long line arriving in many chunks stays linear).
+    // Line ends are found with indexOf (native) rather than a loop over every character; each
+    // of the two searches moves forward only, so the scan stays linear.
     const scan = this.buf.length
     const buf = this.buf + text
     let start = 0
-    for (let i = scan; i < buf.length; i++) {
-      const c = buf.charCodeAt(i)
-      if (c === 10 || c === 13) {
-        if (this.skipping) this.skipping = false
-        else if (i - start <= SseParser.MAX_LINE) this.line(buf.slice(start, i))
-        if (c === 13) {
-          if (i + 1 < buf.length) {
-            if (buf.charCodeAt(i + 1) === 10) i++
-          } else {
-            this.lastWasCR = true
-          }
+    let lf = buf.indexOf('\n', scan)
+    let cr = buf.indexOf('\r', scan)
+    while (lf !== -1 || cr !== -1) {
+      let i = lf === -1 ? cr : cr === -1 ? lf : lf < cr ? lf : cr
+      if (this.skipping) this.skipping = false
+      else if (i - start <= SseParser.MAX_LINE) this.line(buf.slice(start, i))
+      if (i === cr) {
+        if (i + 1 < buf.length) {
+          if (buf.charCodeAt(i + 1) === 10) i++
+        } else {
+          this.lastWasCR = true
         }
-        start = i + 1
       }
+      start = i + 1
+      if (lf !== -1 && lf < start) lf = buf.indexOf('\n', start)
+      if (cr !== -1 && cr < start) cr = buf.indexOf('\r', start)
     }
     this.buf = this.skipping ? '' : start === 0 ? buf : buf.slice(start)
     if (this.buf.length > SseParser.MAX_LINE) {
