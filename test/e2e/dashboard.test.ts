@@ -263,6 +263,25 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard in Chromium', { timeout: 60_
     await rules.getByRole('button', { name: 'Unlock' }).click()
     await expect.poll(() => rules.getByTestId('admin-error').textContent()).toMatch(/refused/)
     expect(await page.evaluate(() => sessionStorage.getItem('burnrate.adminToken'))).toBe('not-the-token')
+    await rules.screenshot({ path: join(ARTIFACTS, 'view-rules-wrong-token-light.png') })
+  })
+
+  it('says clearly when the admin API is disabled', async () => {
+    const plain = await startTestServer({}, upstream.url)
+    try {
+      const p = await ctx.newPage()
+      await p.goto(`${plain.url}/`)
+      await expect.poll(() => p.getByTestId('admin-disabled').count(), { timeout: 10_000 }).toBe(1)
+      expect(await p.getByTestId('admin-disabled').textContent()).toMatch(/admin API is disabled.*admin\.enabled: true/)
+      expect(await p.getByTestId('admin-token').count()).toBe(0)
+      // A new, empty server tells the user what to do next.
+      await expect.poll(() => p.getByTestId('getting-started').count(), { timeout: 10_000 }).toBe(1)
+      expect(await p.getByTestId('getting-started').textContent()).toContain(plain.url)
+      await p.screenshot({ path: join(ARTIFACTS, 'dashboard-empty-light.png'), fullPage: true })
+      await p.close()
+    } finally {
+      await plain.cleanup()
+    }
   })
 
   it('creates and deletes a rule with the token, showing spend against it', async () => {
