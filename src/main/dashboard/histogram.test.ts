@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { BINS, binOf, binValue, decodeInto, decodeMap, encode, exactPercentile, histogramPercentile } from './histogram'
+import { BINS, binOf, binValue, decodeInto, decodeMap, encode, encodeDense, exactPercentile, histogramPercentile } from './histogram'
 
 describe('latency histogram', () => {
   it('a bin stands for every latency in it within 1%', () => {
@@ -44,5 +44,15 @@ describe('latency histogram', () => {
     expect(Math.abs(histogramPercentile(h, xs.length, 0.5) / 50 - 1)).toBeLessThan(0.01)
     expect(Math.abs(histogramPercentile(h, xs.length, 0.95) / 100 - 1)).toBeLessThan(0.01)
     expect(histogramPercentile(h, 0, 0.5)).toBe(0)
+  })
+})
+
+describe('encodeDense', () => {
+  it('gives the sparse form of a dense histogram', () => {
+    const m = new Map([[0, 3], [17, 1], [BINS - 1, 9]])
+    const dense = new Float64Array(BINS)
+    decodeInto(encode(m), dense)
+    expect(encodeDense(dense).equals(encode(m))).toBe(true)
+    expect(encodeDense(new Float64Array(BINS)).byteLength).toBe(0)
   })
 })

@@ -50,6 +50,22 @@ export function encode(m: Map<number, number>): Buffer {
   return buf
 }
 
+/** A dense histogram (`BINS` counts) as the sparse form: one scan, no sorting. */
+export function encodeDense(h: Float64Array): Buffer {
+  let n = 0
+  for (let b = 0; b < h.length; b++) if (h[b] > 0) n++
+  const buf = Buffer.allocUnsafe(n * 8)
+  let o = 0
+  for (let b = 0; b < h.length; b++) {
+    if (h[b] > 0) {
+      buf.writeUInt32LE(b, o)
+      buf.writeUInt32LE(h[b], o + 4)
+      o += 8
+    }
+  }
+  return buf
+}
+
 /** Nearest-rank percentile (`p` in 0..1) of a dense histogram holding `n` values. */
 export function histogramPercentile(h: Float64Array, n: number, p: number): number {
   if (n <= 0) return 0

@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3'
-import { binOf, decodeMap, encode } from '../histogram'
+import { BINS, binOf, decodeInto, encodeDense } from '../histogram'
 import { FIVE_MIN, TIERS } from './schema'
+
+/** Scratch space for merging a stored histogram with a batch's (the writer is synchronous). */
+const dense = new Float64Array(BINS)
 
 /** The columns of a call the rollups read (a `CallRecord`, or a `calls` row). */
 export interface RollupInput {
@@ -226,11 +229,12 @@ export class RollupWriter {
     for (const f of fives.values()) this.up5.run(f.bucket, f.tenant, f.requests, f.cost, f.input, f.output)
     for (const h of totals.values()) {
       const st = this.tiers[h.tier]
-      const hist = decodeMap((st.getHist.get(h.bucket, h.tenant) as Buffer | undefined) ?? null)
-      for (const [b, n] of h.hist) hist.set(b, (hist.get(b) ?? 0) + n)
+      dense.fill(0)
+      decodeInto((st.getHist.get(h.bucket, h.tenant) as Buffer | undefined) ?? null, dense)
+      for (const [b, n] of h.hist) dense[b] += n
       st.upTotals.run(
         h.bucket, h.tenant, h.requests, h.failed, h.e429, h.e5xx, h.cost, h.input, h.output, h.cacheRead,
-        h.cacheWrite, h.latency, encode(hist),
+        h.cacheWrite, h.latency, encodeDense(dense),
       )
     }
     for (const d of dims.values()) {
