@@ -7,11 +7,12 @@ import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
- * A response of hundreds of MB is streamed through, not held: the process's memory stays
- * within a bound far below the body's size, and the call is still metered.
+ * A response of hundreds of MB is streamed through, not held: the process's peak memory rises
+ * by less than half the body's size (holding the body would take more than all of it; what
+ * rise there is, is garbage not yet collected), and the call is still metered.
  */
 
-const TOTAL_MB = 300
+const TOTAL_MB = 400
 let upstream: http.Server
 let upstreamUrl: string
 let t: TestServer
@@ -106,7 +107,7 @@ describe(`a ${TOTAL_MB} MB response`, () => {
     const r = await measure('/v1/messages', { model: 'claude-sonnet-4-5-20250929', stream: true, messages: [] })
     expect(r.status).toBe(200)
     expect(r.bytes).toBeGreaterThan(TOTAL_MB * 1024 * 1024)
-    expect(r.peakRiseMb).toBeLessThan(TOTAL_MB / 3)
+    expect(r.peakRiseMb).toBeLessThan(TOTAL_MB / 2)
     const row = await eventually(() => {
       const x = lastRow()
       return x?.output_tokens === 5000000 ? x : undefined
@@ -118,7 +119,7 @@ describe(`a ${TOTAL_MB} MB response`, () => {
     const r = await measure('/v1/chat/completions', { model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'hi' }] })
     expect(r.status).toBe(200)
     expect(r.bytes).toBeGreaterThan(TOTAL_MB * 1024 * 1024)
-    expect(r.peakRiseMb).toBeLessThan(TOTAL_MB / 3)
+    expect(r.peakRiseMb).toBeLessThan(TOTAL_MB / 2)
     const row = await eventually(() => {
       const x = lastRow()
       return x?.endpoint === 'chat.completions' ? x : undefined
