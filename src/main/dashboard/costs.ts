@@ -43,7 +43,7 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
              FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`
         : `SELECT key, provider, key_hint, ${COLS}
              FROM ${tier.dims} WHERE dim = @dim AND bucket >= @start AND bucket < @end${andTenant(tenant)}`
-    parts.push(...(d.q.get(sql).all(args(window)) as Part[]))
+    for (const p of d.q.get(sql).iterate(args(window)) as IterableIterator<Part>) parts.push(p)
   }
   for (const r of raw) {
     const col = COLUMN[groupBy]
@@ -53,7 +53,7 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
         total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
         total(cost_usd) AS cost_usd
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
-    parts.push(...(d.q.get(sql).all(args(r)) as Part[]))
+    for (const p of d.q.get(sql).iterate(args(r)) as IterableIterator<Part>) parts.push(p)
   }
   const rows = new Map<string, CostRow>()
   for (const p of parts) {
