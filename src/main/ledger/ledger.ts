@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import type { CallRecord } from './record'
 import { SpendTracker } from './spend'
 
@@ -118,6 +119,8 @@ export class Ledger {
     try {
       this.writeBatch(rows)
     } catch (err) {
+      // A row the database refuses must not hold back the others: write them one by one.
+      if (!isDatabaseProblem(err)) return this.writeOneByOne(rows)
       this.status.writable = false
       this.status.last_error = describe(err)
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
@@ -129,6 +132,43 @@ export class Ledger {
     this.status.pending = this.pending.length
     this.status.writable = true
     this.status.last_error = null
+    this.retryMs = 0
+    return true
+  }
+
+  /**
+   * Writes `rows` one transaction each; a row refused for itself is written again with its
+   * fields coerced to the table's shape, and dropped (counted in `status.dropped`) only if even
+   * that fails. Stops, keeping the rest queued, as soon as the database itself is the problem.
+   */
+  private writeOneByOne(rows: CallRecord[]): boolean {
+    let i = 0
+    let dropped = 0
+    for (; i < rows.length; i++) {
+      try {
+        this.writeBatch([rows[i]])
+      } catch (err) {
+        if (isDatabaseProblem(err)) break
+        try {
+          this.writeBatch([sanitizeRecord(rows[i])])
+        } catch (again) {
+          if (isDatabaseProblem(again)) break
+          this.status.dropped++
+          dropped++
+          this.status.last_error = `a call could not be written and was dropped: ${describe(again)}`
+        }
+      }
+    }
+    this.pending = this.pending === rows ? rows.slice(i) : [...rows.slice(i), ...this.pending.slice(rows.length)]
+    this.status.pending = this.pending.length
+    if (i < rows.length) {
+      this.status.writable = false
+      this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
+      this.schedule(this.retryMs)
+      return false
+    }
+    this.status.writable = true
+    if (dropped === 0) this.status.last_error = null
     this.retryMs = 0
     return true
   }
