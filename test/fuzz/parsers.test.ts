@@ -167,3 +167,18 @@ describe('BodyTap', () => {
     )
   })
 })
+
+describe('a meter that throws', () => {
+  it('stops metering that body only: the tap neither throws nor crashes, plain or compressed', async () => {
+    for (const encoding of [undefined, 'gzip']) {
+      const tap = new BodyTap(encoding, () => {
+        throw new Error('meter bug')
+      })
+      const body = Buffer.from('data: {}\n\n')
+      tap.write(encoding ? zlib.gzipSync(body) : body)
+      tap.write(body)
+      await tap.end()
+      expect(tap.broken).toBe(true)
+    }
+  })
+})

@@ -16,7 +16,7 @@ export class BodyTap {
   ) {
     this.decoder = createDecoder(encoding)
     if (this.decoder) {
-      this.decoder.on('data', sink)
+      this.decoder.on('data', (b: Buffer) => this.feed(b))
       this.decoder.on('error', () => {
         this.failed = true
       })
@@ -31,7 +31,17 @@ export class BodyTap {
   write(chunk: Buffer): void {
     if (this.failed) return
     if (this.decoder) this.decoder.write(chunk)
-    else this.sink(chunk)
+    else this.feed(chunk)
+  }
+
+  /** A metering failure stops metering this body, never the response or the process. */
+  private feed(chunk: Buffer): void {
+    if (this.failed) return
+    try {
+      this.sink(chunk)
+    } catch {
+      this.failed = true
+    }
   }
 
   end(): Promise<void> {
