@@ -111,6 +111,9 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     s.done = true
     try {
       await record(s)
+    } catch {
+      // Never an unhandled rejection (that would stop the process): the row is already recorded
+      // when what follows it fails, and a ledger closed at shutdown takes no more calls.
     } finally {
       release()
     }

@@ -10,6 +10,7 @@ import { SessionInference } from '../agents/sessions'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
+import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
@@ -111,7 +112,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
-    if (route) void proxy.handle(req, res, route)
+    if (route) {
+      proxy.handle(req, res, route).catch((err: Error) => {
+        // A bug on the hot path costs this call, never the process.
+        log.error(`proxy: ${err?.message ?? String(err)}`)
+        if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
+        else res.destroy()
+      })
+    }
     else app(req, res)
   })
   const sockets = new Set<Socket>()
