@@ -28,7 +28,7 @@ const ROOT = resolve(HERE, '../..')
 const KIT = join(HERE, 'proxy-kit')
 
 const THROUGHPUT_CONNECTIONS = 32
-const ROUNDS = 3
+const ROUNDS = 6
 
 interface Phase {
   warmMs: number
@@ -39,7 +39,7 @@ interface Phase {
 function phases(): Phase {
   const scale = Number(process.env.BENCH_SCALE ?? '1')
   const s = Number.isFinite(scale) && scale > 0 ? scale : 1
-  return { warmMs: 1500 * s, latencyMs: 2000 * s, throughputMs: 1500 * s }
+  return { warmMs: 1500 * s, latencyMs: 1000 * s, throughputMs: 750 * s }
 }
 
 function log(line: string): void {
@@ -86,6 +86,8 @@ export async function runProxyBench(): Promise<void> {
     hpm: children.hpm.url,
     burnrate: children.burnrate.url,
   }
+  // The proxies' own processes, for their CPU time (the direct target is the mock itself: not shown).
+  const procs: Partial<Record<TargetKey, Child>> = { bare: children.bare, hpm: children.hpm, burnrate: children.burnrate }
   const sentToBurnrate = { 'chat.completions': 0, messages: 0 }
   const results: Partial<Record<Scenario['key'], Record<TargetKey, Figures>>> = {}
   let failed = false
@@ -108,7 +110,7 @@ export async function runProxyBench(): Promise<void> {
       }
       const hist = {} as Record<TargetKey, RecordableHistogram>
       const fig = {} as Record<TargetKey, Figures>
-      for (const t of TARGETS) fig[t] = { p50: 0, p99: 0, rps: 0, calls: 0, errors: 0 }
+      for (const t of TARGETS) fig[t] = { p50: 0, p99: 0, rps: 0, cpuPerCall: null, calls: 0, errors: 0 }
       for (let round = 0; round < ROUNDS; round++) {
         log(`  latency at 1 connection, round ${round + 1}/${ROUNDS}`)
         for (const t of order(round)) {
@@ -120,15 +122,19 @@ export async function runProxyBench(): Promise<void> {
           fig[t].errors += r.errors
         }
       }
-      const tput = {} as Record<TargetKey, { ok: number; ms: number }>
+      const tput = {} as Record<TargetKey, { ok: number; ms: number; cpu: number | null }>
       for (let round = 0; round < ROUNDS; round++) {
         log(`  throughput at ${THROUGHPUT_CONNECTIONS} connections, round ${round + 1}/${ROUNDS}`)
         for (const t of order(round)) {
+          const proc = procs[t]
+          const cpu0 = proc?.cpuMicros() ?? null
           const r = await runLoad(urls[t], sc.call, THROUGHPUT_CONNECTIONS, p.throughputMs)
+          const cpu1 = proc?.cpuMicros() ?? null
           count(t, r.ok + r.errors)
-          tput[t] ??= { ok: 0, ms: 0 }
+          tput[t] ??= { ok: 0, ms: 0, cpu: cpu0 === null ? null : 0 }
           tput[t].ok += r.ok
           tput[t].ms += r.elapsedMs
+          if (tput[t].cpu !== null && cpu0 !== null && cpu1 !== null) tput[t].cpu! += cpu1 - cpu0
           fig[t].calls += r.ok
           fig[t].errors += r.errors
         }
@@ -137,6 +143,7 @@ export async function runProxyBench(): Promise<void> {
         fig[t].p50 = hist[t].percentile(50) / 1e6
         fig[t].p99 = hist[t].percentile(99) / 1e6
         fig[t].rps = (tput[t].ok * 1000) / tput[t].ms
+        fig[t].cpuPerCall = tput[t].cpu === null || tput[t].ok === 0 ? null : tput[t].cpu! / tput[t].ok
         if (fig[t].errors > 0) failed = true
       }
       results[sc.key] = fig
@@ -159,7 +166,10 @@ export async function runProxyBench(): Promise<void> {
     `Machine: ${describeMachine()}. Loopback only; load generator, mock upstream and each proxy in their own processes.`,
     `Latency: ${ROUNDS} x ${p.latencyMs / 1000} s per target at 1 connection (request start to last byte). ` +
       `Throughput: ${ROUNDS} x ${p.throughputMs / 1000} s per target at ${THROUGHPUT_CONNECTIONS} keep-alive connections. ` +
-      '"added" = the target minus calling the mock directly.',
+      '"added" = the target minus calling the mock directly. "proxy CPU µs/call" = user + system CPU time of the ' +
+      "proxy's own process during the throughput phase, per call answered.",
+    'Burnrate runs as built (out/main/cli.js) with its SQLite ledger, the price library and one budget rule that ' +
+      'matches every key, so every call is metered, priced, checked against a budget and recorded.',
   ]
   for (const sc of SCENARIOS) {
     const f = results[sc.key]

@@ -8,6 +8,8 @@ export interface Child {
   proc: ChildProcess
   /** Peak resident memory (VmHWM) so far, in bytes; null where /proc is missing. */
   peakRss(): number | null
+  /** CPU time (user + system) used so far, in µs; null where /proc is missing. */
+  cpuMicros(): number | null
   /** SIGTERM, then waits for the exit code. */
   stop(): Promise<number | null>
 }
@@ -48,6 +50,7 @@ export function startChild(name: string, args: string[], env: Record<string, str
         url: m[1],
         proc,
         peakRss: () => peakRss(proc.pid),
+        cpuMicros: () => cpuMicros(proc.pid),
         async stop() {
           if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
           return exited
@@ -70,6 +73,20 @@ function peakRss(pid: number | undefined): number | null {
   try {
     const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))
     return m ? Number(m[1]) * 1024 : null
+  } catch {
+    return null
+  }
+}
+
+/** Clock ticks per second of /proc/<pid>/stat times (USER_HZ: 100 on Linux). */
+const USER_HZ = 100
+
+function cpuMicros(pid: number | undefined): number | null {
+  if (!pid) return null
+  try {
+    // Fields after the `(comm)`: state is 3rd, utime the 14th and stime the 15th of the whole line.
+    const rest = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
+    return ((Number(rest[11]) + Number(rest[12])) * 1e6) / USER_HZ
   } catch {
     return null
   }

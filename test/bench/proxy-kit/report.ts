@@ -5,6 +5,8 @@ export interface Figures {
   p99: number
   /** Calls per second at the throughput concurrency. */
   rps: number
+  /** CPU time the target's own process used per call at the throughput concurrency, µs (null: not measured). */
+  cpuPerCall: number | null
   /** Calls measured (latency + throughput phases) and calls that failed. */
   calls: number
   errors: number
@@ -55,15 +57,15 @@ export function scenarioTable(title: string, f: Record<TargetKey, Figures>, conn
   const lines = [
     `### ${title}`,
     '',
-    '| target | p50 ms (c=1) | p99 ms (c=1) | added p50 ms | added p99 ms | req/s (c=' + connections + ') | added p50 vs bare | req/s vs bare |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|',
+    '| target | p50 ms (c=1) | p99 ms (c=1) | added p50 ms | added p99 ms | req/s (c=' + connections + ') | proxy CPU µs/call | added p50 vs bare | req/s vs bare |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
   ]
   for (const t of TARGETS) {
     const r = f[t]
     const isDirect = t === 'direct'
     const v = t === 'direct' || t === 'bare' ? null : verdict(f, t)
     lines.push(
-      `| ${TARGET_LABEL[t]} | ${ms(r.p50)} | ${ms(r.p99)} | ${isDirect ? '-' : plus(r.p50 - d.p50)} | ${isDirect ? '-' : plus(r.p99 - d.p99)} | ${Math.round(r.rps)} | ${v ? x(v.latencyRatio) : t === 'bare' ? '1.00x' : '-'} | ${v ? x(v.throughputRatio) : t === 'bare' ? '1.00x' : '-'} |`,
+      `| ${TARGET_LABEL[t]} | ${ms(r.p50)} | ${ms(r.p99)} | ${isDirect ? '-' : plus(r.p50 - d.p50)} | ${isDirect ? '-' : plus(r.p99 - d.p99)} | ${Math.round(r.rps)} | ${r.cpuPerCall === null ? '-' : Math.round(r.cpuPerCall)} | ${v ? x(v.latencyRatio) : t === 'bare' ? '1.00x' : '-'} | ${v ? x(v.throughputRatio) : t === 'bare' ? '1.00x' : '-'} |`,
     )
   }
   const v = verdict(f)
