@@ -222,6 +222,19 @@ describe('listen address', () => {
     }
   })
 
+  it('binds to 127.0.0.1 by default', async () => {
+    const { loadConfig } = await import('../../src/main/config/load')
+    const cfg = loadConfig({ dataDir: t.dir + '/defaults' }, {})
+    expect(cfg.server.host).toBe('127.0.0.1')
+    const server = createBurnrate({ ...cfg, server: { ...cfg.server, port: 0 } }, { log: createLogger('info', () => {}) })
+    try {
+      await server.listen()
+      expect((server.http.address() as { address: string }).address).toBe('127.0.0.1')
+    } finally {
+      await server.close(0)
+    }
+  })
+
   it('starts quietly on loopback', async () => {
     const lines: string[] = []
     const server = createBurnrate(config('127.0.0.1'), { log: createLogger('info', (l) => lines.push(l)) })
