@@ -1,14 +1,16 @@
 /**
  * `npm run bench proxy`: what Burnrate's hot path costs, measured against baselines in the
- * same run. Four targets, each its own process on 127.0.0.1: the mock upstream called
- * directly, a bare node:http pass-through proxy, a minimal express + http-proxy-middleware
- * pass-through, and Burnrate itself (the built headless server, out/main/cli.js, with its
- * real SQLite ledger, pricing and a budget rule). For a non-streaming and a streaming call:
- * latency p50/p99 at 1 connection and throughput at 32 connections.
+ * same run. Each target is its own process on 127.0.0.1: the mock upstream called directly, a
+ * bare node:http pass-through proxy, a minimal express + http-proxy-middleware pass-through, and
+ * Burnrate itself (the built headless server, out/main/cli.js, with its real SQLite ledger and
+ * pricing) twice: with a budget rule every call is checked against, and with none. For a
+ * non-streaming and a streaming call: latency p50/p99 at 1 connection and throughput at 32
+ * connections; each proxy's CPU time per call; peak memory. Afterwards each Burnrate's ledger is
+ * read back to check that every call was recorded with the fixture's tokens and a price.
  *
  * Targets are measured in interleaved rounds (the order rotates each round) so that a burst of
  * load from something else on the machine is spread over all of them, not pinned on one.
- * BENCH_SCALE=<n> multiplies every measuring time (default 1, about 100 s in all).
+ * BENCH_SCALE=<n> multiplies every measuring time (default 1: about 130 s of measuring in all).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -19,7 +21,17 @@ import { stringify } from 'yaml'
 import { type Child, startChild } from './proxy-kit/child'
 import { runLoad } from './proxy-kit/load'
 import { describeMachine } from './proxy-kit/machine'
-import { type Figures, TARGETS, TARGET_LABEL, type TargetKey, mib, scenarioTable, verdict } from './proxy-kit/report'
+import {
+  BURNRATE_TARGETS,
+  type BurnrateTarget,
+  type Figures,
+  TARGETS,
+  TARGET_LABEL,
+  type TargetKey,
+  mib,
+  scenarioTable,
+  verdict,
+} from './proxy-kit/report'
 import { SCENARIOS, type Scenario } from './proxy-kit/scenarios'
 import { checkLedger } from './proxy-kit/verify'
 
@@ -46,27 +58,41 @@ function log(line: string): void {
   process.stderr.write(`${line}\n`)
 }
 
-async function startTargets(dataDir: string): Promise<Record<Exclude<TargetKey, 'direct'>, Child> & { upstream: Child }> {
-  const tsx = ['--import', 'tsx']
-  const upstream = await startChild('mock upstream', [...tsx, join(KIT, 'upstream.ts')])
-  const env = { TARGET: upstream.url }
-  const [bare, hpm] = await Promise.all([
-    startChild('bare proxy', [...tsx, join(KIT, 'bare-proxy.ts')], env),
-    startChild('http-proxy-middleware proxy', [...tsx, join(KIT, 'hpm-proxy.ts')], env),
-  ])
+interface Targets {
+  upstream: Child
+  bare: Child
+  hpm: Child
+  burnrate: Record<BurnrateTarget, { child: Child; dataDir: string }>
+}
+
+async function startBurnrate(name: string, upstream: string, rules: unknown[]): Promise<{ child: Child; dataDir: string }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'burnrate-bench-'))
   const configFile = join(dataDir, 'config.yaml')
   writeFileSync(
     configFile,
     stringify({
       server: { host: '127.0.0.1', port: 0 },
       timezone: 'UTC',
-      providers: { openai: { base_url: `${upstream.url}/v1` }, anthropic: { base_url: upstream.url } },
-      // A budget rule that every bench key matches and none reaches, so each call is checked.
-      budgets: { rules: [{ api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }] },
+      providers: { openai: { base_url: `${upstream}/v1` }, anthropic: { base_url: upstream } },
+      budgets: { rules },
     }),
   )
-  const burnrate = await startChild('Burnrate', [join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
-  return { upstream, bare, hpm, burnrate }
+  const child = await startChild(name, [join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
+  return { child, dataDir }
+}
+
+async function startTargets(): Promise<Targets> {
+  const tsx = ['--import', 'tsx']
+  const upstream = await startChild('mock upstream', [...tsx, join(KIT, 'upstream.ts')])
+  const env = { TARGET: upstream.url }
+  const [bare, hpm, burnrate, burnrateOpen] = await Promise.all([
+    startChild('bare proxy', [...tsx, join(KIT, 'bare-proxy.ts')], env),
+    startChild('http-proxy-middleware proxy', [...tsx, join(KIT, 'hpm-proxy.ts')], env),
+    // A budget rule that every bench key matches and none reaches, so each call is checked.
+    startBurnrate('Burnrate', upstream.url, [{ api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }]),
+    startBurnrate('Burnrate (no budget rules)', upstream.url, []),
+  ])
+  return { upstream, bare, hpm, burnrate: { burnrate, burnrateOpen } }
 }
 
 /** Rotates the order each round so no target always runs first (or last). */
@@ -77,28 +103,37 @@ function order(round: number): TargetKey[] {
 
 export async function runProxyBench(): Promise<void> {
   const p = phases()
-  const dataDir = mkdtempSync(join(tmpdir(), 'burnrate-bench-'))
   log(`proxy bench on ${describeMachine()}`)
-  const children = await startTargets(dataDir)
+  const children = await startTargets()
+  const b = children.burnrate
   const urls: Record<TargetKey, string> = {
     direct: children.upstream.url,
     bare: children.bare.url,
     hpm: children.hpm.url,
-    burnrate: children.burnrate.url,
+    burnrate: b.burnrate.child.url,
+    burnrateOpen: b.burnrateOpen.child.url,
   }
   // The proxies' own processes, for their CPU time (the direct target is the mock itself: not shown).
-  const procs: Partial<Record<TargetKey, Child>> = { bare: children.bare, hpm: children.hpm, burnrate: children.burnrate }
-  const sentToBurnrate = { 'chat.completions': 0, messages: 0 }
+  const procs: Partial<Record<TargetKey, Child>> = {
+    bare: children.bare,
+    hpm: children.hpm,
+    burnrate: b.burnrate.child,
+    burnrateOpen: b.burnrateOpen.child,
+  }
+  const sent: Record<BurnrateTarget, Record<Scenario['endpoint'], number>> = {
+    burnrate: { 'chat.completions': 0, messages: 0 },
+    burnrateOpen: { 'chat.completions': 0, messages: 0 },
+  }
   const results: Partial<Record<Scenario['key'], Record<TargetKey, Figures>>> = {}
   let failed = false
-  let peaks: Record<'burnrate' | 'bare' | 'hpm' | 'upstream', number | null>
-  let burnrateExit: number | null
+  let peaks: Record<TargetKey | 'upstream', number | null> | undefined
+  const exits = {} as Record<BurnrateTarget, number | null>
 
   try {
     for (const sc of SCENARIOS) {
       log(`\n${sc.title}`)
       const count = (t: TargetKey, n: number) => {
-        if (t === 'burnrate') sentToBurnrate[sc.endpoint] += n
+        if (t === 'burnrate' || t === 'burnrateOpen') sent[t][sc.endpoint] += n
       }
       for (const t of TARGETS) {
         log(`  warming up ${TARGET_LABEL[t]}`)
@@ -149,14 +184,10 @@ export async function runProxyBench(): Promise<void> {
       results[sc.key] = fig
     }
   } finally {
-    peaks = {
-      burnrate: children.burnrate.peakRss(),
-      bare: children.bare.peakRss(),
-      hpm: children.hpm.peakRss(),
-      upstream: children.upstream.peakRss(),
-    }
+    peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, hpm: null, burnrate: null, burnrateOpen: null }
+    for (const t of TARGETS) peaks[t] = procs[t]?.peakRss() ?? null
     // Burnrate flushes its ledger on SIGTERM; the others just exit.
-    burnrateExit = await children.burnrate.stop()
+    for (const t of BURNRATE_TARGETS) exits[t] = await b[t].child.stop()
     await Promise.all([children.bare.stop(), children.hpm.stop(), children.upstream.stop()])
   }
 
@@ -168,8 +199,8 @@ export async function runProxyBench(): Promise<void> {
       `Throughput: ${ROUNDS} x ${p.throughputMs / 1000} s per target at ${THROUGHPUT_CONNECTIONS} keep-alive connections. ` +
       '"added" = the target minus calling the mock directly. "proxy CPU µs/call" = user + system CPU time of the ' +
       "proxy's own process during the throughput phase, per call answered.",
-    'Burnrate runs as built (out/main/cli.js) with its SQLite ledger, the price library and one budget rule that ' +
-      'matches every key, so every call is metered, priced, checked against a budget and recorded.',
+    'Burnrate runs as built (out/main/cli.js) with its SQLite ledger and the price library: once with one budget rule ' +
+      'that matches every key (every call is metered, priced, checked against the budget and recorded), once with no rules.',
   ]
   for (const sc of SCENARIOS) {
     const f = results[sc.key]
@@ -177,21 +208,24 @@ export async function runProxyBench(): Promise<void> {
   }
   out.push(
     '',
-    `Peak memory (VmHWM) over the whole run: Burnrate ${mib(peaks.burnrate)}; bare proxy ${mib(peaks.bare)}; ` +
-      `express + http-proxy-middleware ${mib(peaks.hpm)}; mock upstream ${mib(peaks.upstream)}.`,
+    `Peak memory (VmHWM) over the whole run: ${TARGETS.filter((t) => t !== 'direct')
+      .map((t) => `${TARGET_LABEL[t]} ${mib(peaks![t])}`)
+      .join('; ')}; mock upstream ${mib(peaks.upstream)}.`,
   )
-  if (burnrateExit !== 0) {
-    failed = true
-    out.push('', `Burnrate exited with ${burnrateExit} on SIGTERM (expected 0 after flushing its ledger).`)
-  } else {
-    const check = checkLedger(join(dataDir, 'burnrate.db'), sentToBurnrate)
+  for (const t of BURNRATE_TARGETS) {
+    if (exits[t] !== 0) {
+      failed = true
+      out.push('', `${TARGET_LABEL[t]} exited with ${exits[t]} on SIGTERM (expected 0 after flushing its ledger).`)
+      continue
+    }
+    const check = checkLedger(join(b[t].dataDir, 'burnrate.db'), sent[t])
     if (!check.ok) failed = true
-    out.push('', 'Metering check (Burnrate\'s ledger after shutdown):', ...check.lines.map((l) => `- ${l}`))
+    out.push('', `Metering check (${TARGET_LABEL[t]}: its ledger after shutdown):`, ...check.lines.map((l) => `- ${l}`))
   }
-  const all = Object.values(results).map((f) => verdict(f))
+  const all = Object.values(results).flatMap((f) => BURNRATE_TARGETS.map((t) => verdict(f, t)))
   const met = all.length > 0 && all.every((v) => v.latencyMet && v.throughputMet)
   out.push('', `All targets met: ${met ? 'yes' : 'no'}.`)
   process.stdout.write(`\n${out.join('\n')}\n`)
-  rmSync(dataDir, { recursive: true, force: true })
+  for (const t of BURNRATE_TARGETS) rmSync(b[t].dataDir, { recursive: true, force: true })
   if (failed) process.exitCode = 1
 }
