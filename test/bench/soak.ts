@@ -1,6 +1,8 @@
 /**
  * `npm run soak`: the load and fault scenarios against the built server, with figures.
  *   load     200 concurrent streaming calls for 60 s plus a dashboard poller
+ *   faults   the load where a tenth of the calls each are reset mid-stream, stall, get a 529,
+ *            or are hung up on by the client: every call must still be recorded once
  *   locked   the same load while another process holds the database locked for 5 s
  *   sigkill  the load, then SIGKILL: calls finished 100 ms before the kill vs calls on disk
  * Prints calls completed / recorded / lost, peak memory, memory after GC, p99 added latency.
@@ -11,6 +13,7 @@ import { parseArgs } from 'node:util'
 import {
   addedLatencies,
   type BuiltServer,
+  faultMix,
   findKeysInFiles,
   loadFixtures,
   lockFromAnotherProcess,
@@ -20,6 +23,7 @@ import {
   runLoad,
   startBuiltServer,
   startLoadUpstream,
+  statusCounts,
 } from '../load/harness'
 
 const { values, positionals } = parseArgs({
@@ -32,7 +36,7 @@ const { values, positionals } = parseArgs({
 })
 const DURATION = Number(values.duration) * 1000
 const CONCURRENCY = Number(values.concurrency)
-const scenarios = positionals.length ? positionals : ['load', 'locked', 'sigkill']
+const scenarios = positionals.length ? positionals : ['load', 'faults', 'locked', 'sigkill']
 const fixtures = loadFixtures()
 const mb = (b: number | null) => (b === null ? 'n/a' : `${(b / 1024 / 1024).toFixed(1)} MB`)
 const ms = (x: number) => `${x.toFixed(2)} ms`
@@ -89,6 +93,33 @@ try {
       ['RSS after GC, start / end', `${mb(start.rss)} / ${mb(end.rss)}`],
       ['raw keys in DB, WAL, log', String(leaked.length)],
     ])
+  }
+
+  if (scenarios.includes('faults')) {
+    const secs = Math.min(DURATION / 1000, 20)
+    console.log(`\nfaults: ${CONCURRENCY} concurrent calls for ${secs} s; a tenth each reset mid-stream, stalled, 529, hung up by the client`)
+    const faulty = await startLoadUpstream(fixtures, CHUNK_MS, (id) => faultMix(id).upstream)
+    try {
+      const server = await startBuiltServer({ upstream: { idle_timeout_ms: 1000 } }, faulty.url)
+      const r = await runLoad({ url: server.url, fixtures, concurrency: CONCURRENCY, durationMs: secs * 1000, keys: makeKeys(4, 'faults'), idPrefix: 'faults', hangUp: (id) => faultMix(id).hangUp })
+      const recorded = await settle(server, 'faults-', r.calls.length)
+      const ledger = readLedger(server.dbFile, 'faults-')
+      const lost = r.calls.filter((c) => !ledger.sessions.has(c.id)).length
+      const byStatus = statusCounts(server.dbFile, 'faults-')
+      const peak = server.peakRss()
+      await server.stop()
+      if (lost || recorded !== r.calls.length) failures++
+      table([
+        ['calls sent', String(r.calls.length)],
+        ['calls completed whole', String(r.completed.length)],
+        ['calls recorded', String(recorded)],
+        ['calls lost', String(lost)],
+        ['recorded by status', Object.entries(byStatus).map(([k, v]) => `${k}: ${v}`).join(', ')],
+        ['peak memory (RSS)', mb(peak)],
+      ])
+    } finally {
+      await faulty.close()
+    }
   }
 
   if (scenarios.includes('locked')) {

@@ -75,21 +75,38 @@ export interface LoadUpstream {
   close(): Promise<void>
 }
 
+/** A fault the upstream plays for one call: cut the connection mid-stream, go silent, or refuse. */
+export type UpstreamFault = 'reset' | 'stall' | 'overloaded' | null
+
 /** Replays the fixtures as streams, `chunkDelayMs` between events, and notes when each call arrived. */
-export async function startLoadUpstream(fixtures: LoadFixture[], chunkDelayMs: number): Promise<LoadUpstream> {
+export async function startLoadUpstream(
+  fixtures: LoadFixture[],
+  chunkDelayMs: number,
+  fault: (id: string) => UpstreamFault = () => null,
+): Promise<LoadUpstream> {
   const timings = new Map<string, UpstreamTiming>()
   const server = http.createServer((req, res) => {
     const received = performance.now()
     req.resume()
     req.on('end', () => {
       const f = fixtures.find((x) => req.url?.endsWith(x.path)) ?? fixtures[0]
+      const id = req.headers['x-load-id']
+      const what = typeof id === 'string' ? fault(id) : null
+      if (what === 'overloaded') {
+        res.writeHead(529, { 'content-type': 'application/json' })
+        res.end(fixture('errors/anthropic-529-overloaded.json'))
+        return
+      }
       res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache' })
       res.flushHeaders()
-      const id = req.headers['x-load-id']
       if (typeof id === 'string') timings.set(id, { received, headersSent: performance.now() })
       let i = 0
       const next = () => {
         if (res.destroyed) return
+        if (what && i === 2) {
+          if (what === 'reset') req.socket.destroy()
+          return // 'stall': silent from here on
+        }
         if (i === f.chunks.length) {
           res.end()
           return
@@ -240,6 +257,8 @@ export interface LoadOptions {
   poll?: { paths: string[]; everyMs: number }
   /** Stop starting calls when this returns true (the SIGKILL test). */
   stop?: () => boolean
+  /** Calls for which the client hangs up after its first chunk. */
+  hangUp?: (id: string) => boolean
   idPrefix?: string
 }
 
@@ -284,6 +303,12 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
         let size = 0
         res.once('data', () => {
           r.firstByte = performance.now()
+          if (o.hangUp?.(id)) {
+            r.ended = performance.now()
+            r.endedAt = Date.now()
+            req.destroy()
+            done(r)
+          }
         })
         res.on('data', (c: Buffer) => {
           size += c.length
@@ -410,5 +435,22 @@ export async function lockFromAnotherProcess(file: string): Promise<{ release():
         child.once('exit', () => ok())
         child.stdin!.write('go\n')
       }),
+  }
+}
+
+/** The fault mix of the faults scenario, by call number: a tenth each reset, stall, 529, client hang-up. */
+export function faultMix(id: string): { upstream: UpstreamFault; hangUp: boolean } {
+  const n = Number(id.slice(id.lastIndexOf('-') + 1)) % 10
+  return { upstream: n === 0 ? 'reset' : n === 1 ? 'stall' : n === 2 ? 'overloaded' : null, hangUp: n === 3 }
+}
+
+/** Recorded calls by status, for sessions starting with `prefix`. */
+export function statusCounts(dbFile: string, prefix: string): Record<number, number> {
+  const db = new Database(dbFile, { readonly: true, fileMustExist: true })
+  try {
+    const rows = db.prepare('SELECT status, count(*) AS n FROM calls WHERE session LIKE ? GROUP BY status').all(`${prefix}%`) as { status: number; n: number }[]
+    return Object.fromEntries(rows.map((r) => [r.status, r.n]))
+  } finally {
+    db.close()
   }
 }
