@@ -173,6 +173,14 @@ export class Ledger {
     return true
   }
 
+  /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */
+  takePending(): CallRecord[] {
+    const rows = this.pending
+    this.pending = []
+    this.status.pending = 0
+    return rows
+  }
+
   /** Flushes what is queued and stops accepting calls. The database stays open (its owner closes it). */
   close(): boolean {
     const ok = this.flush()

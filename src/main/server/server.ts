@@ -17,6 +17,7 @@ import { createLogger, type Logger } from '../log'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
+import { ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
@@ -28,7 +29,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
