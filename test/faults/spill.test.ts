@@ -6,7 +6,7 @@ import { lockFromAnotherProcess } from '../load/harness'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { startTestServer } from '../support/server'
 
 /** Stopping while the database cannot be written loses nothing: the calls wait in a file for the next start. */
 
