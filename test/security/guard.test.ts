@@ -177,6 +177,21 @@ describe('dashboard.token', () => {
     expect(ok.status).not.toBe(401)
   })
 
+  it('slows down guessing: after five wrong tokens an address is refused unchecked for a while', async () => {
+    let tooMany: Awaited<ReturnType<typeof request>> | null = null
+    for (let i = 0; i < 60 && !tooMany; i++) {
+      const r = await request(`${s.url}/api/dashboard/summary`, { headers: { authorization: `Bearer guess-${i}` } })
+      expect(r.status).toBe(401)
+      if (/too many/i.test(r.json().error.message)) tooMany = r
+    }
+    expect(tooMany).not.toBeNull()
+    const wait = Number(tooMany!.headers['retry-after'])
+    expect(wait).toBeGreaterThanOrEqual(1)
+    await new Promise((r) => setTimeout(r, wait * 1000 + 50))
+    const ok = await request(`${s.url}/api/dashboard/summary`, { headers: { authorization: 'Bearer dash-token-123456' } })
+    expect(ok.status).toBe(200)
+  })
+
   it('opening /?token= once sets an HttpOnly, SameSite=Strict cookie and redirects to a URL without the token', async () => {
     const bad = await request(`${s.url}/?token=nope`)
     expect(bad.status).toBe(401)

@@ -4,6 +4,7 @@ import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
 import { HostPolicy } from './hosts'
 import { bearerToken, cookieValue, safeEqual } from './secrets'
+import { AuthThrottle } from './throttle'
 
 /** The cookie that `/?token=...` sets so the dashboard page needs no change to send the token. */
 export const DASHBOARD_COOKIE = 'burnrate_dashboard'
@@ -47,10 +48,16 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
   })
   const token = dashboard.token || null
   const cookie = token ? dashboardCookie(token) : null
+  const throttle = new AuthThrottle()
 
   function forbid(res: ServerResponse, message: string): false {
     sendError(res, 'forbidden', message, undefined, { vary: 'Origin' })
     return false
+  }
+
+  const ok = (ip: string): true => {
+    throttle.succeeded(ip)
+    return true
   }
 
   return (req, res, proxied) => {
@@ -93,15 +100,34 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     if (proxied || !token) return true
     const path = pathOf(req.url ?? '/')
     if (ownAuth(path)) return true
+    // Guessing is slowed down: after 5 wrong tokens from an address, it must wait before the next.
+    const ip = req.socket.remoteAddress ?? ''
+    const blocked = throttle.blockedFor(ip)
+    if (blocked > 0) {
+      sendError(res, 'unauthorized', 'Too many wrong dashboard tokens from this address; wait a few seconds, then use the right one.', undefined, {
+        'www-authenticate': 'Bearer realm="burnrate-dashboard"',
+        'retry-after': String(Math.ceil(blocked / 1000)),
+      })
+      return false
+    }
+    let presented = false
     const bearer = bearerToken(req.headers.authorization)
-    if (bearer !== null && safeEqual(bearer, token)) return true
+    if (bearer !== null) {
+      if (safeEqual(bearer, token)) return ok(ip)
+      presented = true
+    }
     const c = cookieValue(req.headers.cookie, DASHBOARD_COOKIE)
-    if (c !== null && cookie !== null && safeEqual(c, cookie)) return true
+    if (c !== null && cookie !== null) {
+      if (safeEqual(c, cookie)) return ok(ip)
+      presented = true
+    }
     const q = (req.url ?? '').indexOf('?')
     if (q !== -1 && (req.method === 'GET' || req.method === 'HEAD')) {
       const params = new URLSearchParams((req.url ?? '').slice(q + 1))
       const given = params.get('token')
+      if (given !== null) presented = true
       if (given !== null && safeEqual(given, token)) {
+        throttle.succeeded(ip)
         params.delete('token')
         const rest = params.toString()
         res.writeHead(303, {
@@ -114,6 +140,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         return false
       }
     }
+    if (presented) throttle.failedAndBlock(ip)
     sendError(
       res,
       'unauthorized',

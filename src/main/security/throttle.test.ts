@@ -54,3 +54,25 @@ describe('AuthThrottle', () => {
     expect(th.failures('10.0.3.231')).toBe(1)
   })
 })
+
+describe('AuthThrottle for checks that cannot wait', () => {
+  it('blocks an address for a doubling delay once past the free failures, and clears on success', () => {
+    const c = clock()
+    const th = new AuthThrottle({ free: 2, baseMs: 100, maxMs: 400, now: c.now })
+    th.failedAndBlock('a')
+    th.failedAndBlock('a')
+    expect(th.blockedFor('a')).toBe(0)
+    const blocks: number[] = []
+    for (let i = 0; i < 5; i++) {
+      th.failedAndBlock('a')
+      blocks.push(th.blockedFor('a'))
+      c.advance(blocks[i])
+      expect(th.blockedFor('a')).toBe(0)
+    }
+    expect(blocks).toEqual([100, 200, 400, 400, 400])
+    expect(th.blockedFor('b')).toBe(0)
+    th.failedAndBlock('a')
+    th.succeeded('a')
+    expect(th.blockedFor('a')).toBe(0)
+  })
+})

@@ -30,8 +30,10 @@ const DEFAULTS: ThrottleOptions = {
 interface Client {
   failures: number
   lastFailure: number
-  /** When the next attempt may be checked. */
+  /** When the next attempt may be checked (queued attempts). */
   nextAt: number
+  /** Until when attempts are refused unchecked (`blockedFor`). */
+  blockedUntil: number
 }
 
 /**
@@ -69,11 +71,28 @@ export class AuthThrottle {
     let c = this.clients.get(ip)
     if (!c) {
       if (this.clients.size >= this.opts.maxClients) this.clients.delete(this.clients.keys().next().value as string)
-      c = { failures: 0, lastFailure: now, nextAt: 0 }
+      c = { failures: 0, lastFailure: now, nextAt: 0, blockedUntil: 0 }
       this.clients.set(ip, c)
     }
     c.failures++
     c.lastFailure = now
+  }
+
+  /**
+   * For checks that cannot wait (the dashboard token, checked at the front of the server):
+   * how long attempts from `ip` are still refused unchecked, in ms (0: check it).
+   */
+  blockedFor(ip: string): number {
+    const c = this.clients.get(ip)
+    return c ? Math.max(0, c.blockedUntil - this.opts.now()) : 0
+  }
+
+  /** A failure for `blockedFor`: past `free` failures, attempts are refused for the doubling delay. */
+  failedAndBlock(ip: string): void {
+    this.failed(ip)
+    const c = this.clients.get(ip)!
+    const o = this.opts
+    if (c.failures > o.free) c.blockedUntil = o.now() + Math.min(o.baseMs * 2 ** Math.min(c.failures - o.free - 1, 30), o.maxMs)
   }
 
   succeeded(ip: string): void {
