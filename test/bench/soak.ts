@@ -77,6 +77,7 @@ try {
     const peak = server.peakRss()
     await server.stop()
     const leaked = findKeysInFiles([server.dbFile, `${server.dbFile}-wal`, server.logFile], keys)
+    await server.dispose()
     const lost = r.completed.filter((c) => !ledger.sessions.has(c.id)).length
     if (lost || r.failed.length || leaked.length || Math.abs(ledger.costUsd - expected) > expected * 1e-9) failures++
     table([
@@ -108,6 +109,7 @@ try {
       const byStatus = statusCounts(server.dbFile, 'faults-')
       const peak = server.peakRss()
       await server.stop()
+      await server.dispose()
       if (lost || recorded !== r.calls.length) failures++
       table([
         ['calls sent', String(r.calls.length)],
@@ -141,6 +143,7 @@ try {
     const peak = server.peakRss()
     const after = await health()
     await server.stop()
+    await server.dispose()
     if (lost || r.failed.length) failures++
     table([
       ['calls completed', String(r.completed.length)],
@@ -169,6 +172,7 @@ try {
       stop = true
       const r = await load
       const ledger = readLedger(server.dbFile)
+      await server.dispose()
       if (ledger.integrity !== 'ok') integrity = ledger.integrity
       const need = r.completed.filter((c) => c.endedAt < killedAt - 100)
       mustHave += need.length

@@ -57,6 +57,7 @@ describe('SIGKILL under load', () => {
         expect(readLedger(again.dbFile).count).toBe(ledger.count)
       } finally {
         await again.stop()
+        await again.dispose()
       }
     }, 60_000)
   }

@@ -40,6 +40,7 @@ beforeAll(async () => {
 }, 60_000)
 afterAll(async () => {
   await server?.stop()
+  await server?.dispose()
   await upstream?.close()
 })
 

@@ -5,7 +5,7 @@
  * and readers for the ledger and for raw keys in files. Loopback only.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { createWriteStream, existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -152,6 +152,8 @@ export interface BuiltServer {
   /** SIGTERM, and wait for a clean exit. */
   stop(): Promise<number | null>
   kill(signal: NodeJS.Signals): Promise<void>
+  /** Stops it if it still runs, and removes its data dir. */
+  dispose(): Promise<void>
 }
 
 /** Starts out/main/cli.js with `config` (providers pointed at `upstream`) in a new data dir. */
@@ -229,6 +231,14 @@ export async function startBuiltServer(config: Record<string, any>, upstream: st
       child.kill(signal)
       await exited
       await new Promise<void>((r) => log.end(() => r()))
+    },
+    async dispose() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL')
+        await exited
+      }
+      if (!log.closed) await new Promise<void>((r) => log.end(() => r()))
+      rmSync(dir, { recursive: true, force: true })
     },
   }
 }

@@ -62,7 +62,7 @@ beforeAll(async () => {
 }, 120_000)
 
 afterAll(async () => {
-  await server?.stop()
+  await server?.dispose()
   await upstream?.close()
 })
 
