@@ -1,5 +1,6 @@
 import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices'
 import type { Usage } from '../metering/usage'
+import { type FlatTable, flatPrice, flatTable } from './flat'
 
 export interface PriceOverride {
   model: string
@@ -46,7 +47,7 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
 export class Pricer {
   private readonly overrides: { provider?: string; price: PriceProvider }[]
   /** Library lookups by `pricingId \0 model` (see `library`). */
-  private readonly lookups = new Map<string, PriceProvider | null>()
+  private readonly lookups = new Map<string, Lookup | null>()
 
   constructor(overrides: readonly PriceOverride[] = []) {
     this.overrides = overrides.map((o, i) => {
@@ -101,9 +102,20 @@ export class Pricer {
    */
   private library(u: Record<string, number>, pricingId: string, model: string, at: Date): Priced | null {
     const key = `${pricingId}\0${model}`
-    const narrowed = this.lookups.get(key)
-    if (narrowed === null) return null
-    if (narrowed) return safeCalc(u, model, { provider: narrowed, timestamp: at })
+    const found = this.lookups.get(key)
+    if (found === null) return null
+    if (found) {
+      const fast = found.flat ? flatPrice(found.flat, u) : undefined
+      const priced = (cost: number | null): Priced | null => (cost === null ? null : { cost_usd: cost, priced: true })
+      if (fast !== undefined && found.checked >= FLAT_CHECKS) return priced(fast)
+      const lib = safeCalc(u, model, { provider: found.provider, timestamp: at })
+      if (fast !== undefined) {
+        found.checked++
+        // Should the shortcut ever disagree with the library, the library prices this model from now on.
+        if ((lib?.cost_usd ?? null) !== fast) found.flat = null
+      }
+      return lib
+    }
     let r: ReturnType<typeof calcPrice>
     try {
       r = calcPrice(u, model, { providerId: pricingId, timestamp: at })
@@ -111,13 +123,30 @@ export class Pricer {
       return null // this usage cannot be priced; the model may still be known, so nothing is remembered
     }
     if (this.lookups.size >= MAX_LOOKUPS) this.lookups.clear()
-    this.lookups.set(key, r ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null)
+    this.lookups.set(
+      key,
+      r
+        ? { provider: { ...r.provider, models: [r.model], fallback_model_providers: undefined }, flat: flatTable(r.model), checked: 0 }
+        : null,
+    )
     return r && Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 }
 
 /** Distinct (provider, model) lookups kept; model names come from clients, so this is bounded. */
 const MAX_LOOKUPS = 1024
+/** Calls per model priced both ways (the shortcut and the library) before the shortcut is trusted alone. */
+const FLAT_CHECKS = 16
+
+/** What the first library call found for a (provider, model). */
+interface Lookup {
+  /** The provider narrowed to the one model. */
+  provider: PriceProvider
+  /** Its price table for the exact shortcut (./flat), or null when only the library may price it. */
+  flat: FlatTable | null
+  /** Shortcut results compared with the library so far. */
+  checked: number
+}
 
 function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {
   try {
