@@ -99,7 +99,7 @@ export const configSchema = z
       .object({
         /** Longest time a recorded call waits in memory before its batch is written. */
         flush_interval_ms: z.number().int().min(1).max(100).default(50),
-        /** Calls held in memory while the database cannot be written; the oldest are kept. */
+        /** Calls held in memory while the database cannot be written; past it the oldest are dropped (and counted). */
         max_pending: z.number().int().positive().default(100_000),
       })
       .strict()
