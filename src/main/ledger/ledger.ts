@@ -85,8 +85,11 @@ export class Ledger {
     if (this.closed) throw new Error('ledger is closed')
     this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
     if (this.pending.length >= this.opts.maxPending) {
-      this.pending.shift()
-      this.status.dropped++
+      // Drop the oldest in blocks of 1% of the bound: shift() copies the whole queue (0.2 ms at
+      // 100,000 held calls), which would slow every call for as long as the database is down.
+      const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
+      this.pending.splice(0, n)
+      this.status.dropped += n
     }
     this.pending.push(call)
     this.status.pending = this.pending.length
