@@ -1,7 +1,7 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { execFileSync } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { configSchema } from '../../src/main/config/schema'
@@ -9,6 +9,7 @@ import { silentLogger } from '../../src/main/log'
 import { StartupError, createBurnrate } from '../../src/main/server/server'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
+import { lockFromAnotherProcess } from '../load/harness'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -18,7 +19,6 @@ import { type TestServer, startTestServer } from '../support/server'
  * /api/health, and everything held is written once the database recovers.
  */
 
-const ROOT = resolve(__dirname, '../..')
 let upstream: MockUpstream
 
 beforeAll(async () => {
@@ -52,30 +52,6 @@ async function health(t: TestServer): Promise<any> {
   const res = await request(`${t.url}/api/health`)
   expect(res.status).toBe(200)
   return res.json()
-}
-
-/** Another process that opens the database and holds an exclusive write lock until it is told to stop. */
-async function lockFromAnotherProcess(file: string): Promise<{ release(): Promise<void>; child: ChildProcess }> {
-  const script = `
-    const Database = require('better-sqlite3')
-    const db = new Database(${JSON.stringify(file)})
-    db.exec('BEGIN EXCLUSIVE')
-    process.stdout.write('locked\\n')
-    process.stdin.once('data', () => { db.exec('COMMIT'); db.close(); process.exit(0) })
-  `
-  const child = spawn(process.execPath, ['-e', script], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] })
-  await new Promise<void>((ok, fail) => {
-    child.stdout!.once('data', () => ok())
-    child.once('exit', (code) => fail(new Error(`locker exited with ${code}`)))
-  })
-  return {
-    child,
-    release: () =>
-      new Promise<void>((ok) => {
-        child.once('exit', () => ok())
-        child.stdin!.write('go\n')
-      }),
-  }
 }
 
 describe('a database locked by another process', () => {
