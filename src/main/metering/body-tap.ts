@@ -44,6 +44,11 @@ export class BodyTap {
     }
   }
 
+  /** True while decoded bytes may still be on their way to `sink` (a compressed body not yet ended): `end()` must be awaited. */
+  get decoding(): boolean {
+    return this.decoder !== null && !this.failed && this.ended === null
+  }
+
   end(): Promise<void> {
     if (this.ended) return this.ended
     const d = this.decoder

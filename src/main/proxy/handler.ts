@@ -106,27 +106,32 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     }
   }
 
-  async function finish(s: CallState): Promise<void> {
+  /**
+   * Records a call once, when it ends. Synchronous for the usual call (a plain or already
+   * decoded body whose usage the provider reported); only a compressed body still being
+   * inflated, or a cut stream whose usage must be estimated, waits for a promise.
+   */
+  function finish(s: CallState): void {
     if (s.done) return
     s.done = true
-    try {
-      await record(s)
-    } catch {
-      // Never an unhandled rejection (that would stop the process): the row is already recorded
-      // when what follows it fails, and a ledger closed at shutdown takes no more calls.
-    } finally {
-      release()
+    for (const t of s.timers) clearTimeout(t)
+    const latency = performance.now() - s.started
+    const tap = s.tap
+    if (tap?.decoding) {
+      tap.end().then(
+        () => meter(s, latency),
+        () => meter(s, latency),
+      )
+    } else {
+      meter(s, latency)
     }
   }
 
-  async function record(s: CallState): Promise<void> {
-    for (const t of s.timers) clearTimeout(t)
-    const latency = performance.now() - s.started
+  /** Reads what the meter found; estimates what a cut stream did not report. */
+  function meter(s: CallState, latency: number): void {
     let usage: Usage | null = null
     let model = s.ctx.shape.model
-    let estimated = false
     try {
-      if (s.tap) await s.tap.end()
       if (s.sse) s.sse.end()
       if (s.json && s.meter) {
         const body = s.json.parse()
@@ -139,50 +144,66 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         // A meter exists only for a successful upstream answer; if the stream was then cut (client
         // gone, upstream reset or stalled), what was generated was billed all the same.
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
-          usage = await estimateUsage(model, s.info.body, r.outputText ?? '')
-          estimated = true
+          const m = model
+          estimateUsage(m, s.info.body, r.outputText ?? '').then(
+            (u) => record(s, latency, u, m, true),
+            () => record(s, latency, null, m, false),
+          )
+          return
         }
       }
     } catch {
       // A response we cannot read is still recorded, with what is known.
     }
-    const u = usage ?? emptyUsage()
-    let cost = 0
-    let priced = true
-    const hasTokens = u.input_tokens + u.output_tokens > 0
-    if (hasTokens) {
-      const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
-      cost = p.cost_usd
-      priced = p.priced
-    }
+    record(s, latency, usage, model, false)
+  }
+
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean): void {
     try {
-      s.admission.settle?.(cost)
-    } finally {
-      const call: CallRecord = {
-        ts: s.ctx.ts,
-        provider: s.ctx.provider.name,
-        model,
-        endpoint: s.ctx.shape.endpoint,
-        api_key_hash: s.ctx.apiKeyHash,
-        key_hint: s.ctx.keyHint,
-        tenant: s.ctx.tenant,
-        agent: s.ctx.agent,
-        session: s.ctx.session,
-        status: s.status,
-        streamed: s.streamed,
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        cache_read_tokens: u.cache_read_tokens,
-        cache_write_tokens: u.cache_write_tokens,
-        cache_write_1h_tokens: u.cache_write_1h_tokens,
-        reasoning_tokens: u.reasoning_tokens,
-        cost_usd: cost,
-        priced,
-        estimated,
-        latency_ms: latency,
-        error: s.error,
+      const u = usage ?? emptyUsage()
+      let cost = 0
+      let priced = true
+      const hasTokens = u.input_tokens + u.output_tokens > 0
+      if (hasTokens) {
+        const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
+        cost = p.cost_usd
+        priced = p.priced
       }
-      opts.ledger.record(call)
+      try {
+        s.admission.settle?.(cost)
+      } finally {
+        const call: CallRecord = {
+          ts: s.ctx.ts,
+          provider: s.ctx.provider.name,
+          model,
+          endpoint: s.ctx.shape.endpoint,
+          api_key_hash: s.ctx.apiKeyHash,
+          key_hint: s.ctx.keyHint,
+          tenant: s.ctx.tenant,
+          agent: s.ctx.agent,
+          session: s.ctx.session,
+          status: s.status,
+          streamed: s.streamed,
+          input_tokens: u.input_tokens,
+          output_tokens: u.output_tokens,
+          cache_read_tokens: u.cache_read_tokens,
+          cache_write_tokens: u.cache_write_tokens,
+          cache_write_1h_tokens: u.cache_write_1h_tokens,
+          reasoning_tokens: u.reasoning_tokens,
+          cost_usd: cost,
+          priced,
+          estimated,
+          latency_ms: latency,
+          error: s.error,
+        }
+        opts.ledger.record(call)
+      }
+    } catch {
+      // Never an exception out of here (it would reach an event handler and stop the process):
+      // the row is already recorded when what follows it fails, and a ledger closed at shutdown
+      // takes no more calls.
+    } finally {
+      release()
     }
   }
 
@@ -203,7 +224,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       s.error = kind === 'timeout' ? 'upstream_stalled' : 'upstream_reset'
       s.res.destroy()
     }
-    void finish(s)
+    finish(s)
   }
 
   function onResponse(s: CallState, ures: IncomingMessage): void {
@@ -252,15 +273,26 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     let idleTimer = setTimeout(onIdle, idle)
     s.timers.push(idleTimer)
     const tap = s.tap
+    // Forwarded by hand rather than with pipe(): one 'data' listener both meters and forwards,
+    // with the same backpressure (pause until the client's socket drains).
+    const resume = (): void => {
+      ures.resume()
+    }
     ures.on('data', (chunk: Buffer) => {
       lastData = performance.now()
-      tap?.write(chunk)
+      if (tap) tap.write(chunk)
+      if (!res.write(chunk) && !res.destroyed) {
+        ures.pause()
+        res.once('drain', resume)
+      }
+    })
+    ures.on('end', () => {
+      clearTimeout(idleTimer)
+      res.end()
     })
     ures.on('close', () => {
       if (!ures.complete) fail(s, 'reset', 'the connection was reset mid-response')
     })
-    ures.pipe(res)
-    ures.on('end', () => clearTimeout(idleTimer))
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
@@ -349,7 +381,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       s.status = 500
       s.error = 'gate_failed'
       sendError(res, 'internal', 'Burnrate could not check the budget for this call; it was not sent upstream.')
-      void finish(s)
+      finish(s)
       return
     }
     s.admission = admission
@@ -365,7 +397,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       s.status = r.status
       s.error = r.reason
       s.admission = { settle: admission.settle }
-      void finish(s)
+      finish(s)
       return
     }
 
@@ -389,7 +421,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       s.status = 400
       s.error = 'invalid_request'
       sendError(res, 'invalid_request', `The request cannot be forwarded: ${(err as Error).message}.`)
-      void finish(s)
+      finish(s)
       return
     }
     s.upstreamReq = ureq
@@ -423,7 +455,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     res.on('close', () => {
       if (res.writableFinished) {
-        void finish(s)
+        finish(s)
         return
       }
       if (s.done) return
@@ -431,7 +463,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       ureq.destroy()
       s.status = STATUS_CLIENT_CLOSED
       s.error = 'client_aborted'
-      void finish(s)
+      finish(s)
     })
 
     ureq.end(body ?? undefined)
