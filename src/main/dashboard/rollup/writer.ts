@@ -170,29 +170,54 @@ export class RollupWriter {
     const totals = new Map<string, Totals>()
     const dims = new Map<string, DimRow>()
     const sessions = new Map<string, Sess>()
+    // Consecutive calls of one caller (same tenant, model, provider, agent, session and key) in
+    // one 5-minute bucket (so in the same hour and day too) land on the same aggregates as the
+    // call before them: those are reused instead of being looked up again by their string keys.
+    const hs: Totals[] = new Array(TIERS.length)
+    const ds: DimRow[] = new Array(TIERS.length * DIMS.length)
+    let prev: RollupInput | null = null
+    let prevBucket = 0
+    let f: Five | undefined
     for (const r of rows) {
       const bucket = Math.floor(r.ts / FIVE_MIN) * FIVE_MIN
-      const fk = bucket + '\0' + r.tenant
-      let f = fives.get(fk)
-      if (!f) fives.set(fk, (f = { bucket, tenant: r.tenant, requests: 0, cost: 0, input: 0, output: 0 }))
-      f.requests++
-      f.cost += r.cost_usd
-      f.input += r.input_tokens
-      f.output += r.output_tokens
+      const same =
+        prev !== null &&
+        bucket === prevBucket &&
+        r.tenant === prev.tenant &&
+        r.model === prev.model &&
+        r.provider === prev.provider &&
+        r.agent === prev.agent &&
+        r.session === prev.session &&
+        r.api_key_hash === prev.api_key_hash
+      if (!same) {
+        const fk = bucket + '\0' + r.tenant
+        f = fives.get(fk)
+        if (!f) fives.set(fk, (f = { bucket, tenant: r.tenant, requests: 0, cost: 0, input: 0, output: 0 }))
+      }
+      f!.requests++
+      f!.cost += r.cost_usd
+      f!.input += r.input_tokens
+      f!.output += r.output_tokens
 
       const bin = binOf(r.latency_ms)
       for (let tier = 0; tier < TIERS.length; tier++) {
-        const b = Math.floor(r.ts / TIERS[tier].grain) * TIERS[tier].grain
-        const hk = tier + '\0' + b + '\0' + r.tenant
-        let h = totals.get(hk)
-        if (!h) {
-          totals.set(
-            hk,
-            (h = {
-              tier, bucket: b, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
-              cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
-            }),
-          )
+        let h: Totals
+        if (same) {
+          h = hs[tier]
+        } else {
+          const b = Math.floor(r.ts / TIERS[tier].grain) * TIERS[tier].grain
+          const hk = tier + '\0' + b + '\0' + r.tenant
+          let found = totals.get(hk)
+          if (!found) {
+            totals.set(
+              hk,
+              (found = {
+                tier, bucket: b, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
+                cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
+              }),
+            )
+          }
+          h = hs[tier] = found
         }
         h.requests++
         if (isFailed(r.status)) h.failed++
@@ -206,12 +231,27 @@ export class RollupWriter {
         h.latency += r.latency_ms
         h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
 
-        addDim(dims, tier, 'model', b, r, r.model, r.provider, '')
-        addDim(dims, tier, 'provider', b, r, r.provider, '', '')
-        addDim(dims, tier, 'agent', b, r, r.agent, '', '')
-        addDim(dims, tier, 'session', b, r, r.session, '', '')
-        addDim(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
+        const at = tier * DIMS.length
+        if (!same) {
+          const b = h.bucket
+          ds[at] = dimRow(dims, tier, 'model', b, r, r.model, r.provider, '')
+          ds[at + 1] = dimRow(dims, tier, 'provider', b, r, r.provider, '', '')
+          ds[at + 2] = dimRow(dims, tier, 'agent', b, r, r.agent, '', '')
+          ds[at + 3] = dimRow(dims, tier, 'session', b, r, r.session, '', '')
+          ds[at + 4] = dimRow(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
+        }
+        for (let k = at; k < at + DIMS.length; k++) {
+          const d = ds[k]
+          d.requests++
+          d.input += r.input_tokens
+          d.output += r.output_tokens
+          d.cacheRead += r.cache_read_tokens
+          d.cacheWrite += r.cache_write_tokens
+          d.cost += r.cost_usd
+        }
       }
+      prev = r
+      prevBucket = bucket
 
       if (r.session !== '') {
         const sk = r.tenant + '\0' + r.agent + '\0' + r.session
@@ -246,9 +286,10 @@ export class RollupWriter {
   }
 }
 
-function addDim(
+/** The aggregate of one grouping's row, created empty the first time it is met in a batch. */
+function dimRow(
   dims: Map<string, DimRow>, tier: number, dim: Dim, bucket: number, r: RollupInput, key: string, provider: string, hint: string,
-): void {
+): DimRow {
   const k = tier + '\0' + dim + '\0' + bucket + '\0' + r.tenant + '\0' + key + '\0' + provider
   let d = dims.get(k)
   if (!d) {
@@ -257,10 +298,5 @@ function addDim(
       (d = { tier, dim, bucket, tenant: r.tenant, key, provider, hint, requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }),
     )
   }
-  d.requests++
-  d.input += r.input_tokens
-  d.output += r.output_tokens
-  d.cacheRead += r.cache_read_tokens
-  d.cacheWrite += r.cache_write_tokens
-  d.cost += r.cost_usd
+  return d
 }
