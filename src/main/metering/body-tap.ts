@@ -117,7 +117,8 @@ export class JsonCollector {
     if (!this.overflow) {
       if (this.size === 0) return undefined
       try {
-        return JSON.parse(Buffer.concat(this.chunks, this.size).toString('utf8'))
+        const whole = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.size)
+        return JSON.parse(whole.toString('utf8'))
       } catch {
         return undefined
       }

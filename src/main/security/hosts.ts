@@ -82,6 +82,24 @@ export class HostPolicy {
   /** Is `value` (a Host header) one of this server's names at `port`? */
   allowsHost(value: string | undefined, port: number): boolean {
     if (!value) return false
+    // Every call names the same few hosts: the answer is remembered (for the port it was given).
+    if (port !== this.memoPort) {
+      this.memo.clear()
+      this.memoPort = port
+    }
+    let ok = this.memo.get(value)
+    if (ok === undefined) {
+      ok = this.checkHost(value, port)
+      if (this.memo.size >= 256) this.memo.clear()
+      this.memo.set(value, ok)
+    }
+    return ok
+  }
+
+  private readonly memo = new Map<string, boolean>()
+  private memoPort = -1
+
+  private checkHost(value: string, port: number): boolean {
     const hp = splitHostPort(value)
     if (!hp) return false
     if (this.anyPort.has(hp.host)) return true
