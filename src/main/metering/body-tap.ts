@@ -44,9 +44,9 @@ export class BodyTap {
     }
   }
 
-  /** True while decoded bytes may still be on their way to `sink` (a compressed body not yet ended): `end()` must be awaited. */
+  /** True when decoded bytes may still be on their way to `sink` (a compressed body): `end()` must be awaited. */
   get decoding(): boolean {
-    return this.decoder !== null && !this.failed && this.ended === null
+    return this.decoder !== null && !this.failed
   }
 
   end(): Promise<void> {
