@@ -52,6 +52,22 @@ describe('SessionInference', () => {
     expect(s.assign('x', 'a', T0 + 3)).toBe(a)
   })
 
+  it('runs of calls from one agent and key keep the least-recently-used order and the gap', () => {
+    const s = new SessionInference(SESSION_GAP_MS, 2)
+    const a = s.assign('x', 'a', T0)
+    expect(s.assign('x', 'a', T0 + 1)).toBe(a)
+    const b = s.assign('x', 'b', T0 + 2)
+    expect(s.assign('x', 'b', T0 + 3)).toBe(b)
+    expect(s.assign('x', 'a', T0 + 4)).toBe(a) // a is now the most recent
+    expect(s.assign('x', 'a', T0 + 5)).toBe(a)
+    s.assign('x', 'c', T0 + 6) // drops b, not a
+    expect(s.assign('x', 'a', T0 + 7)).toBe(a)
+    expect(s.assign('x', 'b', T0 + 8)).not.toBe(b)
+    const later = s.assign('x', 'b', T0 + 8 + 30 * MIN)
+    expect(later).not.toBe(b)
+    expect(s.assign('x', 'b', T0 + 9 + 30 * MIN)).toBe(later)
+  })
+
   describe('seed', () => {
     let dir = ''
     afterEach(() => rmSync(dir, { recursive: true, force: true }))

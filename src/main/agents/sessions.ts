@@ -17,6 +17,8 @@ interface Open {
  */
 export class SessionInference {
   private readonly open = new Map<string, Open>()
+  /** The entry used last (so already last in the LRU order): a run of calls from one agent and key skips the map. */
+  private newest: { agent: string; apiKeyHash: string; open: Open } | null = null
 
   constructor(
     private readonly gapMs = SESSION_GAP_MS,
@@ -25,20 +27,28 @@ export class SessionInference {
 
   /** The session of a call by `agent` with key `apiKeyHash` arriving at `ts` (ms). */
   assign(agent: string, apiKeyHash: string, ts: number): string {
+    const n = this.newest
+    if (n !== null && n.agent === agent && n.apiKeyHash === apiKeyHash && Math.abs(ts - n.open.last) < this.gapMs) {
+      if (ts > n.open.last) n.open.last = ts
+      return n.open.id
+    }
     const k = `${agent}\u0000${apiKeyHash}`
     const cur = this.open.get(k)
     if (cur && Math.abs(ts - cur.last) < this.gapMs) {
       if (ts > cur.last) cur.last = ts
       this.open.delete(k)
       this.open.set(k, cur)
+      this.newest = { agent, apiKeyHash, open: cur }
       return cur.id
     }
     const fresh: Open = { id: `auto-${randomBytes(6).toString('hex')}`, last: ts }
     this.put(k, fresh)
+    this.newest = { agent, apiKeyHash, open: fresh }
     return fresh.id
   }
 
   private put(k: string, v: Open): void {
+    this.newest = null
     this.open.delete(k)
     this.open.set(k, v)
     while (this.open.size > this.maxEntries) {

@@ -66,7 +66,7 @@ export interface OpenAIMeterOptions {
 }
 
 export function openaiEndpoint(path: string): string {
-  const p = path.replace(/\/+$/, '')
+  const p = path.endsWith('/') ? path.replace(/\/+$/, '') : path
   if (p === '/chat/completions') return 'chat.completions'
   if (p === '/responses') return 'responses'
   if (p === '/completions') return 'completions'

@@ -16,6 +16,8 @@ const HOP_BY_HOP = new Set([
 function connectionTokens(headers: IncomingHttpHeaders): Set<string> | null {
   const c = headers.connection
   if (!c) return null
+  // What nearly every client and upstream sends: no header names in it.
+  if (c === 'keep-alive' || c === 'close' || c === 'Keep-Alive') return null
   const v = Array.isArray(c) ? c.join(',') : c
   const set = new Set<string>()
   for (const t of v.split(',')) {
