@@ -13,6 +13,7 @@ export default defineConfig({
         input: {
           cli: resolve(__dirname, 'src/main/cli.ts'),
           index: resolve(__dirname, 'src/main/index.ts'),
+          'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
         },
       },
     },

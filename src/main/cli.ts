@@ -9,6 +9,7 @@ if (major < 22) {
 }
 
 const { runHeadless } = await import('./headless')
-await runHeadless(process.argv.slice(2))
+// The ledger's write thread, built beside this file (absent when run from the sources: the ledger then writes itself).
+await runHeadless(process.argv.slice(2), { ledgerWorker: new URL('./ledger-worker.js', import.meta.url) })
 
 export {}

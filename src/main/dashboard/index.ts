@@ -22,7 +22,7 @@ export const dashboard: Feature = (ctx) => {
   const writer = new RollupWriter(ctx.db)
   const caught = writer.catchUp()
   if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
-  ctx.ledger.onBatch((rows) => writer.onBatch(rows))
+  ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
   if (!ctx.config.dashboard.enabled) return
 
   const d: DashDeps = { q: new Statements(ctx.db), tz: ctx.config.timezone }

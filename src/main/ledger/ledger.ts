@@ -1,7 +1,9 @@
 import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
+import { INSERT_CALL_SQL, callValues } from './columns'
 import type { CallRecord } from './record'
 import { SpendTracker } from './spend'
+import { WriteThread } from './write-thread'
 
 export interface LedgerOptions {
   /** Longest wait before a recorded call is written (ms). */
@@ -9,7 +11,16 @@ export interface LedgerOptions {
   /** Calls held in memory while the database cannot be written. */
   maxPending: number
   timezone: string
+  /**
+   * The built write thread (out/main/ledger-worker.js). When given, batches due on the timer are
+   * written on that thread while the database is writable; `flush()` still writes (and waits) on
+   * the caller's thread, and every failure is handled there as without it.
+   */
+  writeThread?: URL | string
 }
+
+/** Hooks the write thread can run itself (the batch goes there only if every hook is one of these). */
+export type ThreadHook = 'rollups'
 
 export interface LedgerStatus {
   /** False while writes are failing (locked, full or read-only database). */
@@ -21,12 +32,6 @@ export interface LedgerStatus {
 }
 
 type Listener = (call: CallRecord) => void
-
-const COLUMNS = [
-  'ts', 'provider', 'model', 'endpoint', 'api_key_hash', 'key_hint', 'tenant', 'agent', 'session', 'status',
-  'streamed', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cache_write_1h_tokens',
-  'reasoning_tokens', 'cost_usd', 'priced', 'estimated', 'latency_ms', 'error',
-] as const
 
 /**
  * The write side of the ledger. `record()` is what the proxy calls when a call ends: it
@@ -44,6 +49,13 @@ export class Ledger {
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
   private retryMs = 0
   private closed = false
+  private thread: WriteThread | null = null
+  /** Hooks only this thread can run: while there are any, no batch goes to the write thread. */
+  private ownHooks = 0
+  /** The batch the write thread is writing, and its request id. */
+  private inFlight: CallRecord[] | null = null
+  private inFlightId = 0
+  private landing = false
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
 
   constructor(
@@ -52,27 +64,28 @@ export class Ledger {
   ) {
     this.spend = new SpendTracker(opts.timezone)
     this.spend.load(db)
-    // Positional parameters: binding an array is cheaper than looking each name up on an object.
-    this.insert = db.prepare(`INSERT INTO calls (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})`)
-    const values: unknown[] = new Array(COLUMNS.length)
+    this.insert = db.prepare(INSERT_CALL_SQL)
+    const values: unknown[] = []
     this.writeBatch = db.transaction((rows: CallRecord[]) => {
-      for (const r of rows) {
-        for (let i = 0; i < COLUMNS.length; i++) {
-          const v = r[COLUMNS[i]]
-          values[i] = typeof v === 'boolean' ? (v ? 1 : 0) : v
-        }
-        this.insert.run(values)
-      }
+      for (const r of rows) this.insert.run(callValues(r, values))
       for (const hook of this.batchHooks) hook(rows)
     })
+    if (opts.writeThread && !db.memory) this.thread = WriteThread.start(opts.writeThread, db.name)
   }
 
   /**
    * Runs `hook` inside every batch's write transaction, after its rows are inserted
    * (rollups kept in step with the calls). A hook that throws fails the whole batch.
    */
-  onBatch(hook: (rows: readonly CallRecord[]) => void): void {
+  onBatch(hook: (rows: readonly CallRecord[]) => void, onThread?: ThreadHook): void {
     this.batchHooks.push(hook)
+    if (onThread && this.thread) this.thread.send({ type: onThread })
+    else this.ownHooks++
+  }
+
+  /** True while batches due on the timer go to the write thread (it has opened the database and works). */
+  get writesOnThread(): boolean {
+    return this.thread !== null && this.thread.ready && !this.thread.broken
   }
 
   /** Called for every recorded call, as soon as it is recorded (before it is on disk). */
@@ -92,7 +105,7 @@ export class Ledger {
       this.status.dropped += n
     }
     this.pending.push(call)
-    this.status.pending = this.pending.length
+    this.countPending()
     this.schedule(this.opts.flushIntervalMs)
     for (const l of this.listeners) {
       try {
@@ -107,8 +120,65 @@ export class Ledger {
     if (this.timer || this.closed) return
     this.timer = setTimeout(() => {
       this.timer = null
-      this.flush()
+      this.flushDue()
     }, ms)
+  }
+
+  private countPending(): void {
+    this.status.pending = this.pending.length + (this.inFlight?.length ?? 0)
+  }
+
+  /** A batch due on the timer: to the write thread when it can take it, else written here. */
+  private flushDue(): void {
+    const t = this.thread
+    if (this.inFlight) {
+      this.schedule(this.opts.flushIntervalMs)
+      return
+    }
+    if (!t || !t.ready || t.broken || this.ownHooks > 0 || !this.status.writable || this.pending.length === 0) {
+      this.flush()
+      return
+    }
+    const rows = this.pending
+    this.pending = []
+    this.inFlight = rows
+    this.inFlightId = t.send({ type: 'write', rows }, (r) => {
+      if (this.inFlight !== rows) return
+      this.inFlight = null
+      if (r.ok) {
+        this.status.writable = true
+        this.status.last_error = null
+        this.retryMs = 0
+        this.countPending()
+        return
+      }
+      // Written here instead, where a refusal is handled as always (kept and retried, or row by row).
+      this.pending = rows.concat(this.pending)
+      this.countPending()
+      // (Inside landInFlight the flush under way goes on to write them.)
+      if (!this.closed && !this.landing) this.flush()
+    })
+  }
+
+  /** Waits for the batch the write thread is writing (a synchronous flush must find it written). */
+  private landInFlight(): void {
+    const rows = this.inFlight
+    if (!rows || !this.thread) return
+    this.landing = true
+    let answered: boolean
+    try {
+      answered = this.thread.waitFor(this.inFlightId, 10_000)
+    } finally {
+      this.landing = false
+    }
+    if (!answered && this.inFlight === rows) {
+      // No answer: stop using the thread, and keep the batch to be written here.
+      this.thread.close(0)
+      this.thread = null
+      this.inFlight = null
+      this.pending = rows.concat(this.pending)
+      this.countPending()
+    }
   }
 
   /** Writes every queued call now. Returns false when the database refused the write. */
@@ -117,6 +187,7 @@ export class Ledger {
       clearTimeout(this.timer)
       this.timer = null
     }
+    this.landInFlight()
     if (this.pending.length === 0) return true
     const rows = this.pending
     try {
@@ -132,7 +203,7 @@ export class Ledger {
     }
     // Calls recorded while the batch was written (none: the write is synchronous) stay queued.
     this.pending = this.pending === rows ? [] : this.pending.slice(rows.length)
-    this.status.pending = this.pending.length
+    this.countPending()
     this.status.writable = true
     this.status.last_error = null
     this.retryMs = 0
@@ -163,7 +234,7 @@ export class Ledger {
       }
     }
     this.pending = this.pending === rows ? rows.slice(i) : [...rows.slice(i), ...this.pending.slice(rows.length)]
-    this.status.pending = this.pending.length
+    this.countPending()
     if (i < rows.length) {
       this.status.writable = false
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
@@ -178,9 +249,10 @@ export class Ledger {
 
   /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */
   takePending(): CallRecord[] {
+    this.landInFlight()
     const rows = this.pending
     this.pending = []
-    this.status.pending = 0
+    this.countPending()
     return rows
   }
 
@@ -190,6 +262,8 @@ export class Ledger {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    this.thread?.close()
+    this.thread = null
     return ok
   }
 }

@@ -53,6 +53,8 @@ export interface CreateOptions {
   log?: Logger
   /** Features to install instead of FEATURES (tests). */
   features?: Feature[]
+  /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
+  ledgerWorker?: URL | string
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -73,6 +75,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     flushIntervalMs: config.ledger.flush_interval_ms,
     maxPending: config.ledger.max_pending,
     timezone: config.timezone,
+    writeThread: opts.ledgerWorker,
   })
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
