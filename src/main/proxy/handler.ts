@@ -1,5 +1,6 @@
-import type { ClientRequest, IncomingMessage, ServerResponse } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http'
 import { performance } from 'node:perf_hooks'
+import { type Dispatcher, Pool } from 'undici'
 import { detectAgent } from '../agents/detect'
 import type { SessionInference } from '../agents/sessions'
 import { errorBody, sendError } from '../http/errors'
@@ -13,8 +14,8 @@ import type { Pricer } from '../pricing/price'
 import type { CallShape, Meter, RequestInfo } from '../providers/types'
 import { extractApiKey, hashKey, keyHint, type TenantMapping, tenantFor } from './attribution'
 import type { Admission, CallContext, CallGate } from './gate'
-import { clientResponseHeaders, upstreamRequestHeaders } from './headers'
-import { type Route, upstreamPath } from './routes'
+import { clientResponseHeaders, parseRawHeaders, upstreamRequestHeaders } from './headers'
+import { type Route, type Upstream, upstreamPath } from './routes'
 
 export interface ProxyOptions {
   /** Groups calls that carry no session id into sessions (agent + key, 30-minute gap). */
@@ -66,7 +67,8 @@ interface CallState {
   info: RequestInfo
   admission: Admission
   started: number
-  upstreamReq?: ClientRequest
+  /** Aborts the upstream call once it is on a connection; until then `done` keeps it from being sent. */
+  abort?: (err?: Error) => void
   status: number
   error: string | null
   responseStarted: boolean
@@ -77,11 +79,14 @@ interface CallState {
   json?: JsonCollector
   done: boolean
   timers: NodeJS.Timeout[]
+  /** When the last response chunk came (performance.now()). */
+  lastData: number
 }
 
 /**
- * The hot path: forwards one call with node:http(s), streams the response to the client
- * chunk by chunk while a tap meters a decoded copy, and records the call when it ends.
+ * The hot path: forwards one call upstream with undici (a keep-alive Pool per upstream;
+ * bodies, compressed or not, pass as they came), streams the response to the client chunk
+ * by chunk while a tap meters a decoded copy, and records the call when it ends.
  * Proxied calls never pass through express.
  */
 export interface ProxyHandler {
@@ -90,12 +95,30 @@ export interface ProxyHandler {
   readonly active: number
   /** Resolves when every call under way has been recorded, or after `timeoutMs`. */
   drain(timeoutMs: number): Promise<boolean>
+  /** Closes the upstream connections (at shutdown, after draining). */
+  close(): Promise<void>
 }
 
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   let active = 0
   let idleWaiters: (() => void)[] = []
+  // One keep-alive connection pool per upstream. Its own timeouts are off but the connect one:
+  // the first-byte and idle timeouts below are the call's.
+  const pools = new Map<Upstream, Pool>()
+  function poolFor(u: Upstream): Pool {
+    let p = pools.get(u)
+    if (!p) {
+      p = new Pool(u.origin, {
+        keepAliveTimeout: 30_000,
+        headersTimeout: 0,
+        bodyTimeout: 0,
+        connect: { timeout: opts.timeouts.connect_timeout_ms },
+      })
+      pools.set(u, p)
+    }
+    return p
+  }
 
   function release(): void {
     active--
@@ -227,13 +250,17 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     finish(s)
   }
 
-  function onResponse(s: CallState, ures: IncomingMessage): void {
+  /**
+   * Upstream answered: sends the status and headers on, sets up metering, and returns what
+   * forwards each body chunk (false = pause until the client's socket drains).
+   */
+  function onResponse(s: CallState, status: number, uheaders: IncomingHttpHeaders, resume: () => void): (chunk: Buffer) => boolean {
     const res = s.res
     s.responseStarted = true
-    s.status = ures.statusCode ?? 502
-    const ctype = ures.headers['content-type']
+    s.status = status
+    const ctype = uheaders['content-type']
     s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
-    const headers = clientResponseHeaders(ures.headers)
+    const headers = clientResponseHeaders(uheaders)
     if (s.admission.headers) Object.assign(headers, s.admission.headers)
     res.writeHead(s.status, headers)
 
@@ -250,7 +277,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         sink = s.json.push
       }
       if (sink) {
-        const enc = ures.headers['content-encoding']
+        const enc = uheaders['content-encoding']
         s.tap = new BodyTap(typeof enc === 'string' ? enc : undefined, sink)
       }
     }
@@ -259,42 +286,32 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     // Not a timer reset per chunk (that adds up over a long stream): each chunk notes its
     // time; when the timer fires it re-arms for what is left of the window after the latest
     // chunk, and fails the call only when nothing came for the whole window.
-    let lastData = performance.now()
+    s.lastData = performance.now()
     const onIdle = (): void => {
-      const quiet = performance.now() - lastData
+      const quiet = performance.now() - s.lastData
       if (quiet < idle) {
-        idleTimer = setTimeout(onIdle, idle - quiet)
-        s.timers.push(idleTimer)
+        s.timers.push(setTimeout(onIdle, idle - quiet))
         return
       }
-      s.upstreamReq?.destroy()
       fail(s, 'timeout', `no data for ${idle} ms`)
+      s.abort?.()
     }
-    let idleTimer = setTimeout(onIdle, idle)
-    s.timers.push(idleTimer)
+    s.timers.push(setTimeout(onIdle, idle))
     const tap = s.tap
-    // Forwarded by hand rather than with pipe(): one 'data' listener both meters and forwards,
-    // with the same backpressure (pause until the client's socket drains).
-    const resume = (): void => {
-      ures.resume()
+    const onDrain = (): void => {
+      resume()
     }
-    ures.on('data', (chunk: Buffer) => {
-      lastData = performance.now()
+    // One step both meters and forwards, with backpressure (pause until the client's socket drains).
+    return (chunk) => {
+      s.lastData = performance.now()
       if (tap) tap.write(chunk)
       if (!res.write(chunk) && !res.destroyed) {
-        ures.pause()
-        res.once('drain', resume)
+        res.once('drain', onDrain)
+        return false
       }
-    })
-    ures.on('end', () => {
-      clearTimeout(idleTimer)
-      res.end()
-    })
-    ures.on('close', () => {
-      if (!ures.complete) fail(s, 'reset', 'the connection was reset mid-response')
-    })
+      return true
+    }
   }
-
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
     const ts = Date.now()
@@ -371,6 +388,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       streamed: false,
       done: false,
       timers: [],
+      lastData: 0,
       res,
     }
 
@@ -402,56 +420,17 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     }
 
     const headers = upstreamRequestHeaders(req.headers, upstream.host)
+    // The body is already read whole: nothing to wait for a 100 Continue about (undici refuses the header).
+    delete headers.expect
     if (body) {
-      headers['content-length'] = body.length
+      headers['content-length'] = String(body.length)
     }
-    let ureq: ClientRequest
-    try {
-      ureq = upstream.transport.request({
-        protocol: upstream.protocol,
-        hostname: upstream.hostname,
-        port: upstream.port,
-        method: req.method,
-        path: upstreamPath(route),
-        headers,
-        agent: upstream.agent,
-      })
-    } catch (err) {
-      // e.g. a header value Node refuses to send
-      s.status = 400
-      s.error = 'invalid_request'
-      sendError(res, 'invalid_request', `The request cannot be forwarded: ${(err as Error).message}.`)
-      finish(s)
-      return
-    }
-    s.upstreamReq = ureq
     const t = opts.timeouts
     const firstByte = setTimeout(() => {
-      ureq.destroy()
       fail(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`)
+      s.abort?.()
     }, t.first_byte_timeout_ms)
     s.timers.push(firstByte)
-    ureq.on('socket', (socket) => {
-      if (!socket.connecting) return
-      const connect = setTimeout(() => {
-        ureq.destroy()
-        fail(s, 'timeout', `no connection within ${t.connect_timeout_ms} ms`)
-      }, t.connect_timeout_ms)
-      s.timers.push(connect)
-      socket.once('connect', () => clearTimeout(connect))
-    })
-    ureq.on('response', (ures) => {
-      clearTimeout(firstByte)
-      if (s.done) {
-        ures.resume()
-        return
-      }
-      onResponse(s, ures)
-    })
-    ureq.on('error', (err: NodeJS.ErrnoException) => {
-      if (s.done) return
-      fail(s, 'unreachable', err.code ?? err.message)
-    })
 
     res.on('close', () => {
       if (res.writableFinished) {
@@ -460,17 +439,68 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       }
       if (s.done) return
       // The client went away first: stop the upstream call and record what was metered.
-      ureq.destroy()
       s.status = STATUS_CLIENT_CLOSED
       s.error = 'client_aborted'
       finish(s)
+      s.abort?.()
     })
 
-    ureq.end(body ?? undefined)
+    let forward: ((chunk: Buffer) => boolean) | null = null
+    const handler: Dispatcher.DispatchHandler = {
+      onConnect(abort) {
+        // Not sent at all when the call already ended while it waited for a connection.
+        if (s.done) abort(new Error('call ended'))
+        else s.abort = abort as (err?: Error) => void
+      },
+      onHeaders(status, raw, resume) {
+        clearTimeout(firstByte)
+        if (s.done) {
+          s.abort?.()
+          return false
+        }
+        forward = onResponse(s, status, parseRawHeaders(raw as unknown as Buffer[]), resume)
+        return true
+      },
+      onData(chunk) {
+        if (s.done || !forward) return true
+        return forward(chunk)
+      },
+      onComplete() {
+        if (s.done) return
+        for (const x of s.timers) clearTimeout(x)
+        res.end()
+      },
+      onError(err) {
+        if (s.done) return
+        const code = (err as NodeJS.ErrnoException).code
+        if (code === 'UND_ERR_INVALID_ARG' && !s.responseStarted) {
+          // e.g. a header value that cannot be sent
+          s.status = 400
+          s.error = 'invalid_request'
+          sendError(res, 'invalid_request', `The request cannot be forwarded: ${err.message}.`)
+          finish(s)
+        } else if (code === 'UND_ERR_CONNECT_TIMEOUT') {
+          fail(s, 'timeout', `no connection within ${t.connect_timeout_ms} ms`)
+        } else if (s.responseStarted) {
+          fail(s, 'reset', 'the connection was reset mid-response')
+        } else {
+          fail(s, 'unreachable', code && !code.startsWith('UND_ERR') ? code : err.message)
+        }
+      },
+    }
+    poolFor(upstream).dispatch(
+      { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(route), headers: headers as Record<string, string | string[]>, body },
+      handler,
+    )
   }
 
   return {
     handle,
+    async close() {
+      const all = [...pools.values()]
+      pools.clear()
+      await Promise.all(all.map((p) => p.destroy().catch(() => {})))
+    },
     get active() {
       return active
     },

@@ -49,3 +49,28 @@ export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHtt
   }
   return out
 }
+
+/** Headers whose repeats Node's own HTTP client drops (the first one counts); set-cookie stays a list; others are joined. */
+const SINGLE = new Set([
+  'age', 'authorization', 'content-length', 'content-type', 'etag', 'expires', 'from', 'host', 'if-modified-since',
+  'if-unmodified-since', 'last-modified', 'location', 'max-forwards', 'proxy-authorization', 'referer', 'retry-after',
+  'server', 'user-agent',
+])
+
+/** undici's raw response headers (name, value, ...) as Node's IncomingMessage would have them. */
+export function parseRawHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
+  const out: IncomingHttpHeaders = {}
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i].toString('latin1').toLowerCase()
+    const value = raw[i + 1].toString('latin1')
+    const had = out[name]
+    if (had === undefined) {
+      out[name] = name === 'set-cookie' ? [value] : value
+    } else if (Array.isArray(had)) {
+      had.push(value)
+    } else if (!SINGLE.has(name)) {
+      out[name] = `${had}, ${value}`
+    }
+  }
+  return out
+}

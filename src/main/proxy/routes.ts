@@ -1,5 +1,3 @@
-import http from 'node:http'
-import https from 'node:https'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Provider, ProviderSettings } from '../providers/types'
 
@@ -14,12 +12,12 @@ export interface Upstream {
   protocol: 'http:' | 'https:'
   hostname: string
   port: number
+  /** `protocol://host[:port]` of the base URL ('' when there is none). */
+  origin: string
   /** Host header value for the upstream. */
   host: string
   /** The base URL's path without a trailing slash ('' for the root). */
   basePath: string
-  transport: typeof http | typeof https
-  agent: http.Agent
 }
 
 export interface Route {
@@ -48,12 +46,9 @@ export function buildUpstreams(
       protocol: isHttps ? 'https:' : 'http:',
       hostname: u ? u.hostname.replace(/^\[|\]$/g, '') : '',
       port: u ? Number(u.port) || (isHttps ? 443 : 80) : 0,
+      origin: u ? u.origin : '',
       host: u ? u.host : '',
       basePath: u ? u.pathname.replace(/\/+$/, '') : '',
-      transport: isHttps ? https : http,
-      agent: isHttps
-        ? new https.Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 64 })
-        : new http.Agent({ keepAlive: true, keepAliveMsecs: 30_000, maxFreeSockets: 64 }),
     })
   }
   return out

@@ -183,7 +183,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.drain(2_000)
         for (const fn of closers) await fn()
         ledger.close()
-        for (const u of upstreams.values()) u.agent.destroy()
+        await proxy.close()
         db.close()
       })()
       return closing
