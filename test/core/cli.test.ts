@@ -12,9 +12,16 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 const ROOT = resolve(__dirname, '../..')
 const CLI = join(ROOT, 'out/main/cli.js')
 
+const children = new Set<ChildProcess>()
+afterAll(() => {
+  // A test that failed before stopping its server must not leave it running.
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+})
+
 /** The headless entry as `npm start` runs it: the built bundle under plain Node. */
 function startCli(args: string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; url: Promise<string>; stderr: () => string; exit: Promise<number> } {
   const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.add(child)
   let err = ''
   const url = new Promise<string>((resolve, reject) => {
     child.stderr!.on('data', (d) => {
