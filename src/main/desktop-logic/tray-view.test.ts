@@ -1,20 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { BudgetAlert } from '../budgets/types'
+import { budgetAlert as alert } from './test-helpers'
 import { budgetLevel, trayView } from './tray-view'
 
-function alert(over: Partial<BudgetAlert> = {}): BudgetAlert {
-  return {
-    api_key_pattern: 'sk-dev-*',
-    api_key_hash: 'a'.repeat(64),
-    key_hint: 'sk-…9f3a',
-    period: 'daily',
-    level: 'warning',
-    spent_usd: 4.12,
-    limit_usd: 5,
-    resets_at: '2026-11-22T00:00:00.000Z',
-    ...over,
-  }
-}
 
 describe('budgetLevel', () => {
   it('is ok without alerts, and the worst level otherwise', () => {
