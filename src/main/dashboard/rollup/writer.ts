@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { CallRecord } from '../../ledger/record'
 import { BINS, binOf, decodeInto, encodeDense } from '../histogram'
 import { FIVE_MIN, TIERS } from './schema'
 
@@ -6,23 +7,11 @@ import { FIVE_MIN, TIERS } from './schema'
 const dense = new Float64Array(BINS)
 
 /** The columns of a call the rollups read (a `CallRecord`, or a `calls` row). */
-export interface RollupInput {
-  ts: number
-  provider: string
-  model: string
-  api_key_hash: string
-  key_hint: string
-  tenant: string
-  agent: string
-  session: string
-  status: number
-  input_tokens: number
-  output_tokens: number
-  cache_read_tokens: number
-  cache_write_tokens: number
-  cost_usd: number
-  latency_ms: number
-}
+export type RollupInput = Pick<
+  CallRecord,
+  | 'ts' | 'provider' | 'model' | 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'session' | 'status'
+  | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms'
+>
 
 /** The groupings of `dash_dim` (the tenant grouping reads `dash_hour`). */
 export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key'] as const
