@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
+import { patternProblem } from '../budgets/pattern'
 import { machineTimeZone } from '../time/zone'
 import { PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, defaultDataDir } from './paths'
@@ -87,12 +88,10 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   return cfg
 }
 
-/** A key pattern is a whole key, or a prefix followed by one trailing `*`. */
-export function checkPattern(pattern: string, where: string): void {
-  const star = pattern.indexOf('*')
-  if (star !== -1 && star !== pattern.length - 1) {
-    throw new ConfigError(`${where}: "*" is only allowed once, at the end of the pattern`)
-  }
+/** A key pattern as budgets and tenant mappings take it (budgets/pattern.ts), or a ConfigError. */
+function checkPattern(pattern: string, where: string): void {
+  const problem = patternProblem(pattern)
+  if (problem) throw new ConfigError(`${where}: ${problem}`)
 }
 
 /**

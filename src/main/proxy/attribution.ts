@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
+import { matches } from '../budgets/pattern'
 
 /**
  * Who pays for a call (contract: Attribution). The raw key exists only in this request's
@@ -33,11 +34,6 @@ export function keyHint(key: string): string {
   return `${key.slice(0, 3)}…${key.slice(-4)}`
 }
 
-/** A whole key, or a prefix followed by one trailing `*` (`*` alone matches every key). */
-export function matchesPattern(pattern: string, key: string): boolean {
-  return pattern.endsWith('*') ? key.startsWith(pattern.slice(0, -1)) : key === pattern
-}
-
 export interface TenantMapping {
   pattern: string
   tenant: string
@@ -47,7 +43,7 @@ export function tenantFor(headers: IncomingHttpHeaders, key: string, mappings: r
   const h = headers['x-burnrate-tenant']
   if (typeof h === 'string' && h.trim()) return h.trim()
   if (key) {
-    for (const m of mappings) if (matchesPattern(m.pattern, key)) return m.tenant
+    for (const m of mappings) if (matches(m.pattern, key)) return m.tenant
   }
   return ''
 }
