@@ -6,7 +6,7 @@ import { postJson, eventually } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
-/** The counts ../shared/fixtures/README.md gives, normalised: input includes cache reads and writes. */
+/** The counts test/fixtures/README.md gives, normalised: input includes cache reads and writes. */
 interface Expect {
   file: string
   path: string

@@ -31,7 +31,7 @@ function price(usage: Record<string, number>, model: string, ts: number): number
   return p!.total_price
 }
 
-/** The counts ../shared/fixtures/README.md gives for each Gemini recording. */
+/** The counts test/fixtures/README.md gives for each Gemini recording. */
 const CASES = [
   {
     file: 'gemini/generate-content-cached-thoughts.json',

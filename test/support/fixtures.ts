@@ -1,14 +1,17 @@
-import { readFileSync, readdirSync } from 'node:fs'
+import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 
-/** `../shared/fixtures` beside the repository (CI clones it with shared/ next to it), or BURNRATE_FIXTURES. */
+/** The recorded provider responses in `test/fixtures` (their token counts: test/fixtures/README.md), or BURNRATE_FIXTURES. */
 export const FIXTURES_DIR = process.env.BURNRATE_FIXTURES
   ? resolve(process.env.BURNRATE_FIXTURES)
-  : resolve(dirname(fileURLToPath(import.meta.url)), '../../../shared/fixtures')
+  : resolve(dirname(fileURLToPath(import.meta.url)), '../fixtures')
 
+/** A recorded body; a missing one fails at once with one line naming the file, never a time-out. */
 export function fixture(path: string): Buffer {
-  return readFileSync(join(FIXTURES_DIR, path))
+  const file = join(FIXTURES_DIR, path)
+  if (!existsSync(file)) throw new Error(`missing test fixture ${file} (the recorded payloads live in test/fixtures)`)
+  return readFileSync(file)
 }
 
 export function fixtureJson(path: string): any {
@@ -16,7 +19,9 @@ export function fixtureJson(path: string): any {
 }
 
 export function fixtureFiles(dir: string): string[] {
-  return readdirSync(join(FIXTURES_DIR, dir)).map((f) => `${dir}/${f}`)
+  const folder = join(FIXTURES_DIR, dir)
+  if (!existsSync(folder)) throw new Error(`missing test fixture folder ${folder} (the recorded payloads live in test/fixtures)`)
+  return readdirSync(folder).map((f) => `${dir}/${f}`)
 }
 
 /**

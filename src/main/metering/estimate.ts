@@ -19,7 +19,7 @@ function usesO200k(model: string): boolean {
 /**
  * Models of other families have their own tokenizers, which gpt-tokenizer does not have; they
  * are counted with cl100k_base, scaled by how many more tokens the family's tokenizer makes
- * of the same text. Claude: x1.2, measured on the Anthropic recordings in ../shared/fixtures
+ * of the same text. Claude: x1.2, measured on the Anthropic recordings in test/fixtures
  * (their prose: cl100k 168 and 189 tokens where Claude billed 201 and 221). Others: x1.
  */
 const FAMILY_FACTORS: [RegExp, number][] = [[/claude/i, 1.2]]

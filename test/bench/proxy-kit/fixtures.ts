@@ -1,6 +1,6 @@
 import { fixture, sseChunks } from '../../support/fixtures'
 
-/** The recorded bodies the bench replays (see /work/shared/fixtures/README.md for their token counts). */
+/** The recorded bodies the bench replays (see test/fixtures/README.md for their token counts). */
 export const BENCH_JSON_FIXTURE = 'openai-chat/chat-nonstream-cached.json'
 export const BENCH_SSE_FIXTURE = 'anthropic/messages-stream-tool-use.sse'
 
