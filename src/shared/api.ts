@@ -48,13 +48,24 @@ export interface Call {
   priced: boolean
   estimated: boolean
   latency_ms: number
+  /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`), or empty. */
+  response_id: string
+  source: CallSource
+  billing: CallBilling
+  /** May be empty. */
+  project: string
+  /** Set on a team server; may be empty. */
+  member: string
 }
+
+export type CallSource = 'proxy' | 'import'
+export type CallBilling = 'api' | 'subscription'
 
 /** Field order of a call in the CSV export. */
 export const CALL_FIELDS: readonly (keyof Call)[] = [
   'id', 't', 'provider', 'model', 'api_key_hash', 'tenant', 'agent', 'session', 'status', 'streamed',
   'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
-  'cost_usd', 'priced', 'estimated', 'latency_ms',
+  'cost_usd', 'priced', 'estimated', 'latency_ms', 'response_id', 'source', 'billing', 'project', 'member',
 ]
 
 export interface Health {

@@ -105,6 +105,8 @@ describe('shapes', () => {
     expect(body.requests.map((c: any) => c.cost_usd)).toEqual([1.5, 0.5, 0.25, 0, 0])
     expect(Object.keys(body.requests[0])).toEqual([...CALL_FIELDS])
     expect(body.requests[0]).toMatchObject({ provider: 'anthropic', streamed: false, priced: true, estimated: false, status: 200 })
+    // A record that leaves the second-wave fields out gets their defaults.
+    expect(body.requests[0]).toMatchObject({ response_id: '', source: 'proxy', billing: 'api', project: '', member: '' })
     expect(Number.isInteger(body.requests[0].id)).toBe(true)
     expect((await api('expensive?limit=1')).body.requests).toHaveLength(1)
     expect((await api('expensive?limit=100')).body.requests).toHaveLength(5)

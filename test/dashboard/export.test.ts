@@ -38,6 +38,11 @@ beforeAll(async () => {
         streamed: i % 2 === 0,
         estimated: i % 3 === 0,
         priced: i % 4 !== 0,
+        response_id: s,
+        source: i % 2 === 0 ? 'import' : 'proxy',
+        billing: i % 3 === 0 ? 'subscription' : 'api',
+        project: s,
+        member: s,
       }),
     )
   }

@@ -1,9 +1,9 @@
-import { CALL_FIELDS, type Call } from '../../shared/api'
+import { CALL_FIELDS, type Call, type CallBilling, type CallSource } from '../../shared/api'
 
 /** The columns of `calls` a `Call` is made of. */
 export const CALL_COLUMNS = `id, ts, provider, model, api_key_hash, tenant, agent, session, status, streamed,
   input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, priced,
-  estimated, latency_ms`
+  estimated, latency_ms, response_id, source, billing, project, member`
 
 export interface CallRow {
   id: number
@@ -25,6 +25,11 @@ export interface CallRow {
   priced: number
   estimated: number
   latency_ms: number
+  response_id: string
+  source: CallSource
+  billing: CallBilling
+  project: string
+  member: string
 }
 
 export function toCall(r: CallRow): Call {
@@ -48,6 +53,11 @@ export function toCall(r: CallRow): Call {
     priced: r.priced === 1,
     estimated: r.estimated === 1,
     latency_ms: r.latency_ms,
+    response_id: r.response_id,
+    source: r.source,
+    billing: r.billing,
+    project: r.project,
+    member: r.member,
   }
 }
 
@@ -91,6 +101,11 @@ export function csvLine(r: CallRow): string {
     r.cost_usd + ',' +
     (r.priced === 1) + ',' +
     (r.estimated === 1) + ',' +
-    r.latency_ms + '\r\n'
+    r.latency_ms + ',' +
+    csvText(r.response_id) + ',' +
+    csvText(r.source) + ',' +
+    csvText(r.billing) + ',' +
+    csvText(r.project) + ',' +
+    csvText(r.member) + '\r\n'
   )
 }

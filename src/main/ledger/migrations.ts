@@ -67,6 +67,19 @@ export const MIGRATIONS: Migration[] = [
       new RollupWriter(db).catchUp()
     },
   },
+  {
+    version: 3,
+    description: 'call fields of the second wave: response id, source, billing, project, member',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE calls ADD COLUMN response_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE calls ADD COLUMN source TEXT NOT NULL DEFAULT 'proxy';
+        ALTER TABLE calls ADD COLUMN billing TEXT NOT NULL DEFAULT 'api';
+        ALTER TABLE calls ADD COLUMN project TEXT NOT NULL DEFAULT '';
+        ALTER TABLE calls ADD COLUMN member TEXT NOT NULL DEFAULT '';
+      `)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

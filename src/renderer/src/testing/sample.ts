@@ -52,6 +52,11 @@ export const call = (over: Partial<Call> = {}): Call => ({
   priced: true,
   estimated: false,
   latency_ms: 842,
+  response_id: 'chatcmpl-1',
+  source: 'proxy',
+  billing: 'api',
+  project: '',
+  member: '',
   ...over,
 })
 
