@@ -5,8 +5,11 @@ export default defineConfig({
   plugins: [vue()],
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // Tests wait for conditions, not for fixed times: these limits only bound a failure, and are
+    // wide enough for a busy 2-core machine.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
   },
 })

@@ -43,7 +43,7 @@ beforeEach(() => {
 afterEach(async () => {
   if (running && !state.exited) {
     app.quit()
-    await eventually(() => state.exited, 10_000)
+    await eventually(() => state.exited)
   }
   running = null
   for (const c of cleanups.splice(0).reverse()) await c()
@@ -85,7 +85,7 @@ function dbSpend(): number {
 
 async function quit(): Promise<void> {
   app.quit()
-  await eventually(() => state.exited, 10_000)
+  await eventually(() => state.exited)
 }
 
 describe('the desktop app over the real server core', () => {
@@ -202,7 +202,7 @@ describe('the desktop app over the real server core', () => {
     expect(existsSync(autostart)).toBe(false)
 
     tray().menu!.click('Quit Burnrate')
-    await eventually(() => state.exited, 10_000)
+    await eventually(() => state.exited)
   })
 
   it('closing the window hides it to the tray; a second launch brings it back', async () => {
