@@ -14,6 +14,7 @@ import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
+import { estimator, useEstimateThread } from '../metering/estimator'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
@@ -55,6 +56,8 @@ export interface CreateOptions {
   features?: Feature[]
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
+  estimateWorker?: URL | string
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -77,6 +80,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     timezone: config.timezone,
     writeThread: opts.ledgerWorker,
   })
+  useEstimateThread(opts.estimateWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
@@ -180,7 +184,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
         for (const s of sockets) s.destroy()
-        await proxy.drain(2_000)
+        if (!(await proxy.drain(2_000))) {
+          // Estimates still being counted are taken from their length rather than lost.
+          estimator().settleNow()
+          await proxy.drain(1_000)
+        }
         for (const fn of closers) await fn()
         ledger.close()
         await proxy.close()
