@@ -83,6 +83,3 @@ export async function estimateUsage(model: string, requestBody: unknown, outputT
   u.output_tokens = output ? Math.ceil(output * factor) : 0
   return u
 }
-
-/** The name the proxy handler still uses for warmEstimate. */
-export const counterFor = warmEstimate
