@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
@@ -64,6 +65,7 @@ export interface CreateOptions {
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
   checkExposure(config, log)
+  const ca = readCaFile(config.upstream.ca_file)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {
@@ -104,6 +106,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
   }
   const proxy = createProxyHandler({
+    log,
+    network: { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca },
     ledger,
     pricer: new Pricer(config.pricing.overrides),
     gate: () => gate,
@@ -197,6 +201,20 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return closing
     },
   }
+}
+
+/** The PEM certificates in `upstream.ca_file`; a file that cannot be read or holds none stops start-up. */
+function readCaFile(file: string | undefined): string[] | undefined {
+  if (!file) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new StartupError(`cannot read upstream.ca_file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}); give the path of a PEM file of CA certificates`)
+  }
+  const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
+  if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
+  return certs
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */
