@@ -14,6 +14,7 @@ export default defineConfig({
           cli: resolve(__dirname, 'src/main/cli.ts'),
           index: resolve(__dirname, 'src/main/index.ts'),
           'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
+          'estimate-worker': resolve(__dirname, 'src/main/metering/estimate-worker.ts'),
         },
       },
     },

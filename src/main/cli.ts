@@ -9,7 +9,11 @@ if (major < 22) {
 }
 
 const { runHeadless } = await import('./headless')
-// The ledger's write thread, built beside this file (absent when run from the sources: the ledger then writes itself).
-await runHeadless(process.argv.slice(2), { ledgerWorker: new URL('./ledger-worker.js', import.meta.url) })
+// The ledger's write thread and the estimate thread, built beside this file (absent when run from
+// the sources: the ledger then writes itself, and estimates are counted on the main thread in slices).
+await runHeadless(process.argv.slice(2), {
+  ledgerWorker: new URL('./ledger-worker.js', import.meta.url),
+  estimateWorker: new URL('./estimate-worker.js', import.meta.url),
+})
 
 export {}

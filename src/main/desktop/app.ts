@@ -33,6 +33,8 @@ export interface DesktopOptions {
   features?: CreateOptions['features']
   /** Quit on SIGINT/SIGTERM (electron-vite dev's Ctrl+C). */
   signals?: boolean
+  /** The built estimate thread (out/main/estimate-worker.js), as for the headless server. */
+  estimateWorker?: CreateOptions['estimateWorker']
 }
 
 /** The running desktop app. */
@@ -124,7 +126,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       port: cfg.server.port,
       listen: async (port) => {
         cfg.server.port = port
-        server ??= createBurnrate(cfg, { log, features: opts.features })
+        server ??= createBurnrate(cfg, { log, features: opts.features, estimateWorker: opts.estimateWorker })
         return listenOn(server)
       },
       askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, config.source ?? join(dataDir, CONFIG_FILE)),

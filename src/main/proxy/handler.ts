@@ -4,11 +4,12 @@ import { performance } from 'node:perf_hooks'
 import type { SessionInference } from '../agents/sessions'
 import { sendError } from '../http/errors'
 import type { Ledger } from '../ledger/ledger'
+import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
 import type { TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
-import { createUpstreamDispatchers } from './call/dispatchers'
+import { type NetworkOptions, createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import { BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
@@ -28,6 +29,10 @@ export interface ProxyOptions {
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
   /** Largest request body accepted, in bytes. */
   maxRequestBytes?: number
+  /** Where upstream connection problems are logged (once a minute per provider and cause). */
+  log?: Logger
+  /** How upstreams are reached: proxy, private CA (see ./call/dispatchers.ts). */
+  network?: NetworkOptions
 }
 
 /**
@@ -53,7 +58,8 @@ export interface ProxyHandler {
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   const life = createCallLifecycle(opts)
-  const dispatchers = createUpstreamDispatchers(opts.timeouts)
+  const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
+  const warn = opts.log ? onceAMinute(opts.log) : undefined
   const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
@@ -87,7 +93,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
     if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish)
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn)
   }
 
   return {
@@ -101,5 +107,17 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       return life.active
     },
     drain: (timeoutMs) => life.drain(timeoutMs),
+  }
+}
+
+/** Logs each distinct line at most once a minute, so a provider that is down does not flood the log. */
+function onceAMinute(log: Logger): (line: string) => void {
+  const last = new Map<string, number>()
+  return (line) => {
+    const now = Date.now()
+    if ((last.get(line) ?? -Infinity) > now - 60_000) return
+    if (last.size > 256) last.clear()
+    last.set(line, now)
+    log.warn(`upstream: ${line}`)
   }
 }

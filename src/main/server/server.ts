@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { join } from 'node:path'
@@ -14,6 +15,7 @@ import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
+import { estimator, useEstimateThread } from '../metering/estimator'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
@@ -55,12 +57,15 @@ export interface CreateOptions {
   features?: Feature[]
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
+  estimateWorker?: URL | string
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
   checkExposure(config, log)
+  const ca = readCaFile(config.upstream.ca_file)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {
@@ -77,6 +82,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     timezone: config.timezone,
     writeThread: opts.ledgerWorker,
   })
+  useEstimateThread(opts.estimateWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
@@ -100,6 +106,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
   }
   const proxy = createProxyHandler({
+    log,
+    network: { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca },
     ledger,
     pricer: new Pricer(config.pricing.overrides),
     gate: () => gate,
@@ -199,7 +207,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
         for (const s of sockets) s.destroy()
-        await proxy.drain(2_000)
+        if (!(await proxy.drain(2_000))) {
+          // Estimates still being counted are taken from their length rather than lost.
+          estimator().settleNow()
+          await proxy.drain(1_000)
+        }
         for (const fn of closers) await fn()
         ledger.close()
         await proxy.close()
@@ -208,6 +220,20 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return closing
     },
   }
+}
+
+/** The PEM certificates in `upstream.ca_file`; a file that cannot be read or holds none stops start-up. */
+function readCaFile(file: string | undefined): string[] | undefined {
+  if (!file) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new StartupError(`cannot read upstream.ca_file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}); give the path of a PEM file of CA certificates`)
+  }
+  const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
+  if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
+  return certs
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */

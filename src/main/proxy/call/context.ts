@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { detectAgent } from '../../agents/detect'
 import type { SessionInference } from '../../agents/sessions'
-import { counterFor } from '../../metering/estimate'
+import { warmEstimate } from '../../metering/estimate'
 import type { CallShape, RequestInfo } from '../../providers/types'
 import { extractApiKey, hashKey, keyHint, type TenantMapping, tenantFor } from '../attribution'
 import type { CallContext } from '../gate'
@@ -29,7 +29,7 @@ export function describeCall(
   const info: RequestInfo = { method, path: route.path, query: route.query, headers, body: parsed }
   const shape: CallShape = provider.inspect(info)
   // The tokenizer takes ~0.5 s to load the first time: start now, so the estimate is ready when the stream ends.
-  if (shape.mayLackUsage) void counterFor(shape.model)
+  if (shape.mayLackUsage) warmEstimate(shape.model)
   const key = extractApiKey(headers, route.query)
   const agent = detectAgent(headers, parsed)
   const apiKeyHash = hashKey(key)

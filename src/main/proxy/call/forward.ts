@@ -25,6 +25,8 @@ export function forwardHttp(
   dispatcher: Dispatcher,
   t: ForwardTimeouts,
   finish: (s: HttpCall) => void,
+  /** Logs why an upstream could not be reached. */
+  warn?: (line: string) => void,
 ): void {
   const res = s.res
   const upstream = s.route.upstream
@@ -83,14 +85,14 @@ export function forwardHttp(
     },
     onError(err) {
       if (s.done) return
-      const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms)
+      const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
       if (f.kind === 'invalid') {
         s.status = 400
         s.error = 'invalid_request'
         sendError(res, 'invalid_request', `The request cannot be forwarded: ${f.detail}.`)
         finish(s)
       } else {
-        failHttp(s, f.kind, f.detail, finish)
+        failHttp(s, f.kind, f.detail, finish, f.code, warn)
       }
     },
   }
