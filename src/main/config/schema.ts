@@ -8,6 +8,16 @@ import { isValidTimeZone } from '../time/zone'
 
 const usd = z.number().finite().nonnegative()
 
+/** Node's timers cannot wait longer than 2^31-1 ms (about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+const timerMs = (def: number) =>
+  z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_TIMER_MS, { message: `expected at most ${MAX_TIMER_MS} (about 24 days, the longest a timer can wait)` })
+    .default(def)
+
 export const budgetRuleSchema = z
   .object({
     api_key_pattern: z.string().min(1),
@@ -87,11 +97,11 @@ export const configSchema = z
     upstream: z
       .object({
         /** Time allowed to open a connection to the provider. */
-        connect_timeout_ms: z.number().int().positive().default(10_000),
+        connect_timeout_ms: timerMs(10_000),
         /** Time allowed between sending the request and the first response byte. */
-        first_byte_timeout_ms: z.number().int().positive().default(600_000),
+        first_byte_timeout_ms: timerMs(600_000),
         /** Longest silence allowed inside a response (a stalled stream). */
-        idle_timeout_ms: z.number().int().positive().default(300_000),
+        idle_timeout_ms: timerMs(300_000),
       })
       .strict()
       .prefault({}),

@@ -23,6 +23,7 @@ import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
+import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
@@ -60,6 +61,7 @@ export interface CreateOptions {
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
+  checkTokens(config)
   checkExposure(config, log)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
