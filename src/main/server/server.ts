@@ -18,7 +18,7 @@ import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
-import { OPEN_GATE, type CallGate } from '../proxy/gate'
+import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
@@ -95,7 +95,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     app,
     budgets: null,
     setGate: (g) => {
-      gate = g
+      // A call carrying several API keys passes only if the gate admits each (a decoy key cannot stand in).
+      gate = everyCredential(g)
     },
     onClose: (fn) => {
       closers.push(fn)
