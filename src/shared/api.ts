@@ -14,6 +14,7 @@ export type ErrorType =
   | 'budget_exceeded'
   | 'upstream_unreachable'
   | 'upstream_timeout'
+  | 'service_unavailable'
   | 'internal'
 
 export interface ApiErrorBody {

@@ -61,6 +61,8 @@ export const configSchema = z
         allowed_hosts: z.array(z.string().min(1)).default([]),
         /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
         allowed_origins: z.array(z.string().min(1)).default([]),
+        /** Total MB of proxied request bodies held in memory at once; past it calls get 503 service_unavailable. */
+        max_buffered_body_mb: z.number().int().min(1).max(65_536).default(500),
       })
       .strict()
       .prefault({}),

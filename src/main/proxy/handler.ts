@@ -10,7 +10,7 @@ import { describeCall } from './call/context'
 import { createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
-import { BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
+import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
 import { type HttpCall, newCallState } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
@@ -26,6 +26,8 @@ export interface ProxyOptions {
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
   /** Largest request body accepted, in bytes. */
   maxRequestBytes?: number
+  /** Total of request bodies held in memory at once, in bytes; past it calls get a 503. */
+  maxBufferedBytes?: number
 }
 
 /**
@@ -48,6 +50,7 @@ export interface ProxyHandler {
 
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
+  const memory = new BodyMemory(opts.maxBufferedBytes ?? 5 * DEFAULT_MAX_REQUEST)
   const life = createCallLifecycle(opts)
   const dispatchers = createUpstreamDispatchers(opts.timeouts)
 
@@ -67,11 +70,26 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     let body: Buffer | null
     try {
-      body = await readBody(req, maxBody)
+      body = await readBody(req, maxBody, memory)
+      // The body's memory is given back when the call is over (answered, failed or abandoned).
+      if (body) {
+        const held = body.length
+        if (res.closed) memory.give(held)
+        else res.once('close', () => memory.give(held))
+      }
       if (res.destroyed) return
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+      } else if (err instanceof BodyMemoryFull) {
+        // Not read: the connection closes rather than take in the rest of the body.
+        sendError(
+          res,
+          'service_unavailable',
+          `Burnrate is holding ${Math.round(memory.limit / 1048576)} MB of request bodies already (server.max_buffered_body_mb); retry in a moment.`,
+          undefined,
+          { 'retry-after': '1', connection: 'close' },
+        )
       } else {
         res.destroy()
       }

@@ -10,7 +10,7 @@ import { SessionInference } from '../agents/sessions'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
-import { sendError } from '../http/errors'
+import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
@@ -108,6 +108,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
+    maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
     sessions: seededSessions(db),
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
@@ -119,6 +120,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
+    if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
+      // TRACE echoes the request (credentials included) back; no provider API needs it.
+      refuseMethod(res, req.method)
+      return
+    }
     if (route) {
       proxy.handle(req, res, route).catch((err: Error) => {
         // A bug on the hot path costs this call, never the process.
@@ -192,6 +198,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return closing
     },
   }
+}
+
+/** 405 for a method Burnrate never passes upstream. */
+function refuseMethod(res: http.ServerResponse, method: string): void {
+  const text = JSON.stringify(errorBody('invalid_request', `${method} is not passed to providers; use GET or POST.`, { param: 'method' }))
+  res.writeHead(405, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */
