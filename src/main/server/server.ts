@@ -1,5 +1,5 @@
 import http from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
+import type { AddressInfo } from 'node:net'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
@@ -27,6 +27,7 @@ import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
+import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
@@ -56,6 +57,8 @@ export interface CreateOptions {
   features?: Feature[]
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** Time allowed for a request's headers (tests shorten it). */
+  headersTimeoutMs?: number
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -117,7 +120,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
+  const onRequest: http.RequestListener = (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
@@ -134,13 +137,21 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       })
     }
     else app(req, res)
-  })
-  const sockets = new Set<Socket>()
+  }
+  const server = http.createServer(
+    {
+      keepAliveTimeout: 65_000,
+      // Headers must arrive within this (checked every second); once they are in, no time limit:
+      // long uploads and streams are never cut (requestTimeout 0), idle upstreams have their own.
+      headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      requestTimeout: 0,
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+    },
+    onRequest,
+  )
   server.on('clientError', answerClientError)
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
+  const connections = limitConnections(server, config.server.max_connections)
   let url = ''
   let closing: Promise<void> | null = null
 
@@ -188,7 +199,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         server.closeIdleConnections()
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
-        for (const s of sockets) s.destroy()
+        for (const s of connections.all()) s.destroy()
         await proxy.drain(2_000)
         for (const fn of closers) await fn()
         ledger.close()
