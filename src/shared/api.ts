@@ -14,6 +14,7 @@ export type ErrorType =
   | 'budget_exceeded'
   | 'upstream_unreachable'
   | 'upstream_timeout'
+  | 'service_unavailable'
   | 'internal'
 
 export interface ApiErrorBody {
@@ -165,12 +166,21 @@ export interface CostRow {
   cost_usd: number
   /** With `group_by=api_key`: the key's hint (`sk-…9f3a`), as the key itself is shown only hashed. */
   key_hint?: string
+  /** True on the one row (last, key `(other)`) that sums every group past `limit`. */
+  other?: boolean
 }
+
+/** Most rows a dashboard list returns by default, and at most (`limit`). */
+export const LIST_LIMIT_DEFAULT = 100
+export const LIST_LIMIT_MAX = 1000
 
 export interface Costs {
   group_by: GroupBy
   range: Range
+  /** The costliest `limit` groups, then (when there are more) one `other` row summing the rest: the rows always add up to the spend. */
   rows: CostRow[]
+  /** How many groups there are in all. */
+  total_rows: number
 }
 
 export interface SessionRow {
@@ -185,7 +195,10 @@ export interface SessionRow {
 }
 
 export interface Sessions {
+  /** The `limit` most recent sessions. */
   sessions: SessionRow[]
+  /** How many sessions there are in all (in the last 24 h). */
+  total: number
 }
 
 export interface Expensive {

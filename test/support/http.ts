@@ -11,10 +11,10 @@ export interface Reply {
 /** One HTTP request on a fresh connection, with the whole response read. */
 export function request(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+    const req = http.request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false, localAddress: opts.localAddress }, (res) => {
       const parts: Buffer[] = []
       res.on('data', (c) => parts.push(c))
       res.on('end', () => {

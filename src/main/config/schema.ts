@@ -8,6 +8,16 @@ import { isValidTimeZone } from '../time/zone'
 
 const usd = z.number().finite().nonnegative()
 
+/** Node's timers cannot wait longer than 2^31-1 ms (about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+const timerMs = (def: number) =>
+  z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_TIMER_MS, { message: `expected at most ${MAX_TIMER_MS} (about 24 days, the longest a timer can wait)` })
+    .default(def)
+
 export const budgetRuleSchema = z
   .object({
     api_key_pattern: z.string().min(1),
@@ -51,6 +61,10 @@ export const configSchema = z
         allowed_hosts: z.array(z.string().min(1)).default([]),
         /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
         allowed_origins: z.array(z.string().min(1)).default([]),
+        /** Total MB of proxied request bodies held in memory at once; past it calls get 503 service_unavailable. */
+        max_buffered_body_mb: z.number().int().min(1).max(65_536).default(500),
+        /** Open client connections at most; idle and half-sent ones make room for new ones, else 503. */
+        max_connections: z.number().int().min(10).max(1_000_000).default(2000),
       })
       .strict()
       .prefault({}),
@@ -87,11 +101,11 @@ export const configSchema = z
     upstream: z
       .object({
         /** Time allowed to open a connection to the provider. */
-        connect_timeout_ms: z.number().int().positive().default(10_000),
+        connect_timeout_ms: timerMs(10_000),
         /** Time allowed between sending the request and the first response byte. */
-        first_byte_timeout_ms: z.number().int().positive().default(600_000),
+        first_byte_timeout_ms: timerMs(600_000),
         /** Longest silence allowed inside a response (a stalled stream). */
-        idle_timeout_ms: z.number().int().positive().default(300_000),
+        idle_timeout_ms: timerMs(300_000),
         /** Proxy for every upstream call (http://user:password@host:port); unset: HTTPS_PROXY / HTTP_PROXY. */
         proxy: z.url({ protocol: /^(https?|socks5?)$/ }).optional(),
         /** Hosts reached without the proxy (`api.example.com`, `.internal`, `host:port`, `*`), besides NO_PROXY. */

@@ -1,4 +1,4 @@
-import type { CostRow, Costs, GroupBy, Range } from '../../shared/api'
+import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
 import { andTenant } from './sql'
@@ -29,7 +29,7 @@ interface Part {
 }
 
 /** Spend in the window grouped by one attribute, costliest first. */
-export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number): Costs {
+export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Costs {
   const w = rangeWindow(range, now)
   const { rolled, raw } = splitTiers(w, TIERS)
   const byModel = groupBy === 'model'
@@ -83,5 +83,36 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
   const sorted = [...rows.values()].sort(
     (a, b) => b.cost_usd - a.cost_usd || b.requests - a.requests || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   )
-  return { group_by: groupBy, range, rows: sorted }
+  return { group_by: groupBy, range, rows: foldRest(sorted, limit, byModel), total_rows: sorted.length }
+}
+
+/** The key of the row that sums every group past the limit. */
+export const OTHER_KEY = '(other)'
+
+/** The first `limit` rows, then one `other` row summing the rest (so the rows still add up to the spend). */
+function foldRest(sorted: CostRow[], limit: number, byModel: boolean): CostRow[] {
+  if (sorted.length <= limit) return sorted
+  const top = sorted.slice(0, limit)
+  const other: CostRow = {
+    key: OTHER_KEY,
+    provider: byModel ? '' : null,
+    requests: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd: 0,
+    other: true,
+  }
+  for (let i = limit; i < sorted.length; i++) {
+    const r = sorted[i]
+    other.requests += r.requests
+    other.input_tokens += r.input_tokens
+    other.output_tokens += r.output_tokens
+    other.cache_read_tokens += r.cache_read_tokens
+    other.cache_write_tokens += r.cache_write_tokens
+    other.cost_usd += r.cost_usd
+  }
+  top.push(other)
+  return top
 }

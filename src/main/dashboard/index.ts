@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express'
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
@@ -43,8 +44,10 @@ export const dashboard: Feature = (ctx) => {
 
   route('summary', (req, _res, now) => summary(d, tenantParam(req), now))
   route('timeseries', (req, _res, now) => timeseries(d, rangeParam(req, '24h'), tenantParam(req), now))
-  route('costs', (req, _res, now) => costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now))
-  route('sessions', (req, _res, now) => sessions(d, tenantParam(req), now))
+  // Lists are bounded (100 rows by default, 1000 at most) and say how many rows there are in all.
+  const listLimit = (req: Request) => limitParam(req, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)
+  route('costs', (req, _res, now) => costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now, listLimit(req)))
+  route('sessions', (req, _res, now) => sessions(d, tenantParam(req), now, listLimit(req)))
   route('expensive', (req, _res, now) =>
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now),
   )

@@ -12,6 +12,7 @@ export const STATUS_OF: Record<ErrorType, number> = {
   budget_exceeded: 429,
   upstream_unreachable: 502,
   upstream_timeout: 504,
+  service_unavailable: 503,
   internal: 500,
 }
 

@@ -134,6 +134,7 @@ export const anthropic: Provider = {
   pricingId: 'anthropic',
   defaultBaseUrl: 'https://api.anthropic.com',
   mount: '/anthropic',
+  credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
   meter: () => new AnthropicMeter(),
 }

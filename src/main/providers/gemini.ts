@@ -140,6 +140,7 @@ export const gemini: Provider = {
   pricingId: 'google',
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   mount: '/gemini',
+  credentials: ['x-goog-api-key', 'query-key', 'authorization'],
   inspect: inspectGemini,
   meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint }) : new GeminiMeter()),
 }

@@ -55,6 +55,9 @@ export interface Meter {
   result(): MeterResult
 }
 
+/** Where a request can carry an API key: `Authorization: Bearer`, a key header, or `?key=`. */
+export type CredentialSource = 'authorization' | 'x-api-key' | 'x-goog-api-key' | 'api-key' | 'query-key'
+
 /** One upstream provider: where it lives, how its calls are recognised and metered. */
 export interface Provider {
   /** Route and ledger name, e.g. `openai`. */
@@ -65,6 +68,12 @@ export interface Provider {
   defaultBaseUrl: string | null
   /** The local path prefix that stands for the base URL, e.g. `/openai/v1` or `/anthropic`. */
   mount: string
+  /**
+   * Where the provider reads the API key it bills, in the order it prefers them (the first one
+   * present is the call's recorded key). Default: `Authorization: Bearer`, as OpenAI and every
+   * OpenAI-compatible API read it.
+   */
+  credentials?: readonly CredentialSource[]
   inspect(req: RequestInfo): CallShape
   meter(shape: CallShape, req: RequestInfo): Meter
   /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments). */

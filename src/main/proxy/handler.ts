@@ -9,10 +9,10 @@ import type { Pricer } from '../pricing/price'
 import type { TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
-import { type NetworkOptions, createUpstreamDispatchers } from './call/dispatchers'
+import { type NetworkOptions, createUpstreamDispatchers, trustedCAs } from './call/dispatchers'
 import { forwardHttp } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
-import { BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
+import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
 import { type HttpCall, newCallState } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
@@ -33,6 +33,8 @@ export interface ProxyOptions {
   log?: Logger
   /** How upstreams are reached: proxy, private CA (see ./call/dispatchers.ts). */
   network?: NetworkOptions
+  /** Total of request bodies held in memory at once, in bytes; past it calls get a 503. */
+  maxBufferedBytes?: number
 }
 
 /**
@@ -57,10 +59,12 @@ export interface ProxyHandler {
 
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
+  const memory = new BodyMemory(opts.maxBufferedBytes ?? 5 * DEFAULT_MAX_REQUEST)
   const life = createCallLifecycle(opts)
   const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
   const warn = opts.log ? onceAMinute(opts.log) : undefined
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody })
+  // WebSocket upstreams trust the same CAs; they do not go through upstream.proxy / HTTPS_PROXY (README).
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: opts.network && trustedCAs(opts.network) })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
@@ -78,11 +82,26 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     let body: Buffer | null
     try {
-      body = await readBody(req, maxBody)
+      body = await readBody(req, maxBody, memory)
+      // The body's memory is given back when the call is over (answered, failed or abandoned).
+      if (body) {
+        const held = body.length
+        if (res.closed) memory.give(held)
+        else res.once('close', () => memory.give(held))
+      }
       if (res.destroyed) return
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+      } else if (err instanceof BodyMemoryFull) {
+        // Not read: the connection closes rather than take in the rest of the body.
+        sendError(
+          res,
+          'service_unavailable',
+          `Burnrate is holding ${Math.round(memory.limit / 1048576)} MB of request bodies already (server.max_buffered_body_mb); retry in a moment.`,
+          undefined,
+          { 'retry-after': '1', connection: 'close' },
+        )
       } else {
         res.destroy()
       }

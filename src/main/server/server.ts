@@ -11,7 +11,7 @@ import { SessionInference } from '../agents/sessions'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
-import { sendError } from '../http/errors'
+import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
@@ -20,14 +20,16 @@ import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
-import { OPEN_GATE, type CallGate } from '../proxy/gate'
+import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
+import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
+import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
@@ -59,11 +61,14 @@ export interface CreateOptions {
   ledgerWorker?: URL | string
   /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
   estimateWorker?: URL | string
+  /** Time allowed for a request's headers (tests shorten it). */
+  headersTimeoutMs?: number
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
+  checkTokens(config)
   checkExposure(config, log)
   const ca = readCaFile(config.upstream.ca_file)
   const dbFile = join(config.data_dir, DB_FILE)
@@ -99,7 +104,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     app,
     budgets: null,
     setGate: (g) => {
-      gate = g
+      // A call carrying several API keys passes only if the gate admits each (a decoy key cannot stand in).
+      gate = everyCredential(g)
     },
     onClose: (fn) => {
       closers.push(fn)
@@ -113,6 +119,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
+    maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
     sessions: seededSessions(db),
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
@@ -121,9 +128,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
+  const onRequest: http.RequestListener = (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
+    if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
+      // TRACE echoes the request (credentials included) back; no provider API needs it.
+      refuseMethod(res, req.method)
+      return
+    }
     if (route) {
       proxy.handle(req, res, route).catch((err: Error) => {
         // A bug on the hot path costs this call, never the process.
@@ -134,7 +146,18 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     }
     else app(req, res)
   }
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, onRequest)
+  const server = http.createServer(
+    {
+      keepAliveTimeout: 65_000,
+      // Headers must arrive within this (checked every second); once they are in, no time limit:
+      // long uploads and streams are never cut (requestTimeout 0), idle upstreams have their own.
+      headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      requestTimeout: 0,
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+    },
+    onRequest,
+  )
   // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
   // past the same guard. Any other upgrade request is answered as the plain request it also is.
   server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
@@ -151,14 +174,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     }
     if (!guard(req, res, true)) return
     res.detachSocket(socket)
+    connections.hold(socket)
     proxy.upgrade(req, socket, head, route)
   })
-  const sockets = new Set<Socket>()
   server.on('clientError', answerClientError)
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
+  const connections = limitConnections(server, config.server.max_connections)
   let url = ''
   let closing: Promise<void> | null = null
 
@@ -206,7 +226,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         server.closeIdleConnections()
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
-        for (const s of sockets) s.destroy()
+        for (const s of connections.all()) s.destroy()
         if (!(await proxy.drain(2_000))) {
           // Estimates still being counted are taken from their length rather than lost.
           estimator().settleNow()
@@ -234,6 +254,13 @@ function readCaFile(file: string | undefined): string[] | undefined {
   const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
   if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
   return certs
+}
+
+/** 405 for a method Burnrate never passes upstream. */
+function refuseMethod(res: http.ServerResponse, method: string): void {
+  const text = JSON.stringify(errorBody('invalid_request', `${method} is not passed to providers; use GET or POST.`, { param: 'method' }))
+  res.writeHead(405, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */

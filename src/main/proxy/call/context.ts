@@ -3,7 +3,7 @@ import { detectAgent } from '../../agents/detect'
 import type { SessionInference } from '../../agents/sessions'
 import { warmEstimate } from '../../metering/estimate'
 import type { CallShape, RequestInfo } from '../../providers/types'
-import { extractApiKey, hashKey, keyHint, type TenantMapping, tenantFor } from '../attribution'
+import { extractCredentials, keyIdentity, limitLabel, type TenantMapping, tenantFor } from '../attribution'
 import type { CallContext } from '../gate'
 import type { Route } from '../routes'
 
@@ -30,17 +30,19 @@ export function describeCall(
   const shape: CallShape = provider.inspect(info)
   // The tokenizer takes ~0.5 s to load the first time: start now, so the estimate is ready when the stream ends.
   if (shape.mayLackUsage) warmEstimate(shape.model)
-  const key = extractApiKey(headers, route.query)
+  const keys = extractCredentials(headers, route.query, provider.credentials)
+  const key = keys[0] ?? ''
+  const billed = keyIdentity(key)
   const agent = detectAgent(headers, parsed)
-  const apiKeyHash = hashKey(key)
-  if (!agent.session && who.sessions) agent.session = who.sessions.assign(agent.agent, apiKeyHash, ts)
+  agent.agent = limitLabel(agent.agent)
+  agent.session = limitLabel(agent.session)
+  if (!agent.session && who.sessions) agent.session = who.sessions.assign(agent.agent, billed.apiKeyHash, ts)
   const ctx: CallContext = {
     provider,
     shape,
-    apiKey: key,
-    apiKeyHash,
-    keyHint: keyHint(key),
-    tenant: tenantFor(headers, key, who.tenants),
+    ...billed,
+    credentials: keys.length > 1 ? keys.map(keyIdentity) : undefined,
+    tenant: limitLabel(tenantFor(headers, key, who.tenants)),
     agent: agent.agent,
     session: agent.session,
     ts,

@@ -41,8 +41,7 @@ export function proxySettings(o: NetworkOptions, env: NodeJS.ProcessEnv = proces
  */
 export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatchers {
   const pools = new Map<Upstream, Dispatcher>()
-  // A private CA is added to the usual ones (Node's bundle plus NODE_EXTRA_CA_CERTS), never instead of them.
-  const ca = o.ca?.length ? [...defaultCAs(), ...o.ca] : undefined
+  const ca = trustedCAs(o)
   const connect = { timeout: o.connect_timeout_ms, ...(ca ? { ca } : {}) }
   const common = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect }
   const proxy = proxySettings(o)
@@ -67,6 +66,11 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
       await Promise.all(all.map((p) => p.destroy().catch(() => {})))
     },
   }
+}
+
+/** A private CA is added to the usual ones (Node's bundle plus NODE_EXTRA_CA_CERTS), never instead of them; undefined when there is none. */
+export function trustedCAs(o: NetworkOptions): string[] | undefined {
+  return o.ca?.length ? [...defaultCAs(), ...o.ca] : undefined
 }
 
 function defaultCAs(): string[] {

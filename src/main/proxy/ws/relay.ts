@@ -14,6 +14,8 @@ export interface WebSocketRelayOptions {
   who: Attributors
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number }
   maxFrameBytes: number
+  /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */
+  ca?: string[]
 }
 
 /** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
@@ -91,6 +93,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       perMessageDeflate: true,
       maxPayload: opts.maxFrameBytes,
       handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
+      ...(opts.ca ? { ca: opts.ca } : {}),
     })
     let settled = false
     socket.once('close', () => {
