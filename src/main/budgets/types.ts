@@ -1,12 +1,14 @@
 /** What the rest of the app (tray, notifications, dashboard) can know of budget state. */
 
+import type { SpendPeriod } from './meter'
+
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'
 
 export interface BudgetAlert {
   api_key_pattern: string
   api_key_hash: string
   key_hint: string
-  period: 'daily' | 'monthly'
+  period: SpendPeriod
   /** `warning`: at or over `soft_limit_pct` (or over a `warn` rule's limit); `blocking`: a `block` rule's limit is reached. */
   level: Exclude<BudgetLevel, 'ok'>
   spent_usd: number

@@ -8,15 +8,32 @@ import { isValidTimeZone } from '../time/zone'
 
 const usd = z.number().finite().nonnegative()
 
+const scopePattern = z.string().min(1).nullable().optional()
+
+/** Types only: the rules between fields are checked by src/main/budgets/check.ts, as for the admin API. */
 export const budgetRuleSchema = z
   .object({
     api_key_pattern: z.string().min(1),
     daily_limit_usd: usd.nullable().optional(),
+    weekly_limit_usd: usd.nullable().optional(),
     monthly_limit_usd: usd.nullable().optional(),
+    window_hours: z.number().positive().nullable().optional(),
+    window_limit_usd: usd.nullable().optional(),
+    session_limit_usd: usd.nullable().optional(),
+    model_pattern: scopePattern,
+    provider: scopePattern,
+    agent: scopePattern,
+    tenant: scopePattern,
+    requests_per_minute: z.number().int().positive().nullable().optional(),
+    tokens_per_minute: z.number().int().positive().nullable().optional(),
+    alert_at_pct: z.array(z.number().gt(0).max(1)).min(1).nullable().optional(),
+    reserve: z.enum(['expected', 'max_tokens']).optional(),
     action: z.enum(['block', 'warn']),
     soft_limit_pct: z.number().min(0).max(1).nullable().optional(),
   })
   .strict()
+
+export const WEEKDAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const
 
 const providerSchema = z
   .object({
@@ -73,7 +90,11 @@ export const configSchema = z
       .strict()
       .prefault({}),
     budgets: z
-      .object({ rules: z.array(budgetRuleSchema).default([]) })
+      .object({
+        /** The day weekly limits start on (at local midnight in `timezone`). */
+        week_start: z.enum(WEEKDAYS).default('monday'),
+        rules: z.array(budgetRuleSchema).default([]),
+      })
       .strict()
       .prefault({}),
     admin: z
