@@ -159,8 +159,8 @@ export interface BudgetStatus {
 
 export interface BudgetsOverview {
   rules: BudgetStatus[]
-  /** All spend, with a forecast for each calendar period (no limit: `limit_usd` and `pct` are null). */
-  overall: { period: 'daily' | 'weekly' | 'monthly'; spent_usd: number; projected_usd: number; resets_at: string; burn_rate_usd_per_hour: number }[]
+  /** All spend (every key), with a forecast for today and this month; empty when filtered by tenant. */
+  overall: { period: 'daily' | 'monthly'; spent_usd: number; projected_usd: number; resets_at: string; burn_rate_usd_per_hour: number }[]
 }
 
 export interface ApiKeyUsage {
