@@ -261,3 +261,26 @@ export interface Stats {
 export interface ExportJson {
   calls: Call[]
 }
+
+/** One alert sent to one webhook (`GET /api/dashboard/alerts`, README: Alerts). */
+export interface AlertDelivery {
+  id: string
+  event_id: string
+  type: 'budget.threshold' | 'test'
+  /** The webhook's origin only: its path may be a secret. */
+  url: string
+  format: 'json' | 'slack'
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  last_status: number | null
+  last_error: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface AlertsLog {
+  /** How many webhooks are configured. */
+  webhooks: number
+  /** The most recent deliveries (up to 200), newest first. */
+  deliveries: AlertDelivery[]
+}

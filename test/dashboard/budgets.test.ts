@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { forecast } from '../../src/main/dashboard/budgets'
+import { forecast } from '../../src/main/budgets/forecast'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import { startOfNextDay } from '../../src/main/time/zone'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson } from '../budgets/support'

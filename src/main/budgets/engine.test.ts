@@ -276,3 +276,38 @@ describe('gate', () => {
     expect(warningText('sk-\u00e9*', { period: 'monthly', spent: 1, limit: 2, start: 0, resetsAt: 0 })).toBe('sk-?* monthly 1.00/2.00 USD')
   })
 })
+
+describe('BudgetEngine: alert thresholds', () => {
+  it('each threshold fires once per period; a reload does not announce what the history already crossed', () => {
+    const { engine } = setup([rule({ daily_limit_usd: 1, alert_at_pct: [0.5, 1] })])
+    const seen: number[] = []
+    engine.onThreshold((e) => seen.push(e.pct))
+    engine.admit(ctx()).settle!()
+    record(engine, 0.4)
+    expect(seen).toEqual([])
+    record(engine, 0.2)
+    record(engine, 0.1)
+    expect(seen).toEqual([0.5])
+    record(engine, 0.5)
+    record(engine, 0.5)
+    expect(seen).toEqual([0.5, 1])
+    engine.reload()
+    record(engine, 0.1)
+    expect(seen).toEqual([0.5, 1])
+  })
+
+  it('the default thresholds are 50, 80, 90 and 100%; a rolling window re-arms once spend falls back', () => {
+    const now = Date.now()
+    const hour = 3600_000
+    const { engine } = setup([rule({ daily_limit_usd: null, window_hours: 1, window_limit_usd: 1 })])
+    const seen: number[] = []
+    engine.onThreshold((e) => seen.push(e.pct))
+    engine.admit(ctx()).settle!()
+    record(engine, 0.95, { ts: now - hour + 120_000 }, now)
+    expect(seen).toEqual([0.5, 0.8, 0.9])
+    // Two hours later the window is empty again: crossing 50% is news again.
+    engine.admit(ctx(), now + 2 * hour).settle!()
+    record(engine, 0.6, { ts: now + 2 * hour }, now + 2 * hour)
+    expect(seen).toEqual([0.5, 0.8, 0.9, 0.5])
+  })
+})

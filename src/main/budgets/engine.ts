@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
+import { DEFAULT_ALERT_AT_PCT } from './check'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
@@ -83,6 +84,18 @@ interface Scope {
 
 const NOTHING: Decision = { warnings: [] }
 
+/** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
+export interface ThresholdEvent {
+  rule: Rule
+  key: KeyState
+  state: PeriodState
+  /** The threshold crossed, a fraction of the limit. */
+  pct: number
+}
+
+/** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
+const MAX_CROSSED = 100_000
+
 function scopeMatches(rule: Rule, s: Scope): boolean {
   if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
   if (rule.agent !== null && !matches(rule.agent, s.agent)) return false
@@ -127,6 +140,9 @@ export class BudgetEngine implements BudgetMonitor {
   private firedMonth = 0
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
+  private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
+  /** Thresholds already crossed, by rule, key, period, period start and threshold. */
+  private readonly crossed = new Set<string>()
 
   constructor(
     timezone: string,
@@ -158,6 +174,51 @@ export class BudgetEngine implements BudgetMonitor {
     for (const r of this.loadHistory(historyStart(active, this.clock, now))) {
       const s = this.state(r.api_key_hash, r.key_hint)
       this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
+    }
+    // Thresholds the recorded spend already crossed were announced when it crossed them, before
+    // this restart or rule change: they are not announced again.
+    for (const [, byKey] of this.meters) {
+      for (const [hash, m] of byKey) {
+        const s = this.keys.get(hash)
+        if (s) this.thresholds(s, m, now, true)
+      }
+    }
+  }
+
+  onThreshold(listener: (e: ThresholdEvent) => void): () => void {
+    this.thresholdListeners.add(listener)
+    return () => this.thresholdListeners.delete(listener)
+  }
+
+  /**
+   * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
+   * window: once per calendar period; a rolling window re-arms a threshold once its spend has
+   * fallen back under it.
+   */
+  private thresholds(s: KeyState, m: Meter, now: number, silent: boolean): void {
+    const rule = m.rule
+    const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
+    for (const p of m.periods(now)) {
+      if (!(p.limit > 0)) continue
+      for (const pct of pcts) {
+        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
+        const over = p.spent >= pct * p.limit
+        if (!over) {
+          if (p.period === 'window') this.crossed.delete(id)
+          continue
+        }
+        if (this.crossed.has(id)) continue
+        if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
+        this.crossed.add(id)
+        if (silent) continue
+        for (const l of this.thresholdListeners) {
+          try {
+            l({ rule, key: s, state: p, pct })
+          } catch {
+            // a listener's failure is its own
+          }
+        }
+      }
     }
   }
 
@@ -246,6 +307,8 @@ export class BudgetEngine implements BudgetMonitor {
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
     this.raise(s, rule, periods)
+    // A rolling window's spend falls as time passes: re-arm its thresholds before this call counts.
+    if (rule.window_hours !== null) this.thresholds(s, m, now, false)
     const warnings: Warning[] = periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null }))
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
@@ -312,7 +375,11 @@ export class BudgetEngine implements BudgetMonitor {
     const scope: Scope = { provider: call.provider, model: call.model, requested: ctx?.shape.model, agent: call.agent, tenant: call.tenant }
     const tokens = call.input_tokens + call.output_tokens
     const touched = this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now)
-    for (const m of touched) if (this.keyMatches(m.rule, s, false)) this.raise(s, m.rule, m.periods(now, call.session))
+    for (const m of touched) {
+      if (!this.keyMatches(m.rule, s, false)) continue
+      this.raise(s, m.rule, m.periods(now, call.session))
+      this.thresholds(s, m, now, false)
+    }
   }
 
   private count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {

@@ -97,6 +97,21 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    alerts: z
+      .object({
+        /** Where budget threshold alerts are POSTed. */
+        webhooks: z
+          .array(z.object({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['json', 'slack']).default('json') }).strict())
+          .default([]),
+        /** Attempts after the first when a webhook fails (timeout, network error, status other than 2xx). */
+        retries: z.number().int().min(0).max(20).default(5),
+        /** Wait before the first retry; doubled for each next one. */
+        backoff_ms: z.number().int().min(1).default(1000),
+        /** Time allowed for one attempt. */
+        timeout_ms: z.number().int().min(1).default(10_000),
+      })
+      .strict()
+      .prefault({}),
     admin: z
       .object({ enabled: z.boolean().default(false), token: z.string().optional() })
       .strict()

@@ -1,4 +1,5 @@
 import type { NextFunction, Request, Response } from 'express'
+import { alertsOf } from '../alerts'
 import { budgetsOf } from '../budgets'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
@@ -52,6 +53,8 @@ export const dashboard: Feature = (ctx) => {
   )
   const budgets = budgetsOf(ctx)
   route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
+  const alerts = alertsOf(ctx)
+  route('alerts', () => ({ webhooks: alerts.webhooks.configured, deliveries: alerts.webhooks.deliveries() }))
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
   route('export', async (req, res, now) => {
     const format = formatParam(req)

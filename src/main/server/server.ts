@@ -7,6 +7,7 @@ import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
+import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
@@ -29,7 +30,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

@@ -4,7 +4,8 @@ import { createPinia, setActivePinia } from 'pinia'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { nextTick } from 'vue'
 import { err, fakeServer, flush } from '../testing/fake-server'
-import { budgets, call, costs, sessions, summary } from '../testing/sample'
+import { alertsLog, budgets, call, costs, sessions, summary } from '../testing/sample'
+import AlertDeliveries from './AlertDeliveries.vue'
 import BudgetForecast from './BudgetForecast.vue'
 import BreakdownTable from './BreakdownTable.vue'
 import BudgetRules from './BudgetRules.vue'
@@ -253,5 +254,21 @@ describe('BudgetForecast', () => {
   it('says so when there are no rules', () => {
     const w = mount(BudgetForecast, { props: { budgets: { rules: [], overall: [] }, loading: false } })
     expect(w.find('[data-testid="no-budgets"]').exists()).toBe(true)
+  })
+})
+
+describe('AlertDeliveries', () => {
+  it('lists each delivery with its status, attempts and last answer', () => {
+    const w = mount(AlertDeliveries, { props: { log: alertsLog() } })
+    const rows = w.findAll('[data-testid="delivery-row"]')
+    expect(rows.map((r) => r.attributes('data-status'))).toEqual(['failed', 'delivered'])
+    expect(rows[0].text()).toContain('HTTP 500')
+    expect(rows[0].text()).toContain('6')
+    expect(w.text()).toContain('1 webhook;')
+  })
+
+  it('says when no webhook is configured', () => {
+    const w = mount(AlertDeliveries, { props: { log: { webhooks: 0, deliveries: [] } } })
+    expect(w.text()).toContain('No webhooks configured')
   })
 })

@@ -1,6 +1,6 @@
 import { defineStore } from 'pinia'
 import { computed, reactive, ref, watch } from 'vue'
-import type { BudgetsOverview, Costs, Expensive, Sessions, Stats, Summary, Timeseries } from '../../../shared/api'
+import type { AlertsLog, BudgetsOverview, Costs, Expensive, Sessions, Stats, Summary, Timeseries } from '../../../shared/api'
 import { ApiError, UnreachableError, api } from '../api/client'
 import { useFilters } from './filters'
 
@@ -17,10 +17,11 @@ export interface DashboardData {
   expensive: Expensive | null
   stats: Stats | null
   budgets: BudgetsOverview | null
+  alerts: AlertsLog | null
 }
 export type Section = keyof DashboardData
 
-const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats', 'budgets']
+const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats', 'budgets', 'alerts']
 
 /**
  * Everything the dashboard REST API says, for the current filters, refreshed every few seconds.
@@ -39,6 +40,7 @@ export const useDashboard = defineStore('dashboard', () => {
     expensive: null,
     stats: null,
     budgets: null,
+    alerts: null,
   })
   /** Per section: the error of its last load, if it failed (the server answered with an error). */
   const errors = reactive<Partial<Record<Section, string>>>({})
@@ -68,6 +70,7 @@ export const useDashboard = defineStore('dashboard', () => {
       expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
       stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),
       budgets: () => api<BudgetsOverview>('/api/dashboard/budgets', { params: { tenant } }),
+      alerts: () => api<AlertsLog>('/api/dashboard/alerts'),
     }
   }
 

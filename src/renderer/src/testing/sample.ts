@@ -1,4 +1,4 @@
-import { type BudgetsOverview, type Call, type Costs, DEFAULT_RULE_OPTIONS, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
+import { type AlertsLog, type BudgetsOverview, type Call, type Costs, DEFAULT_RULE_OPTIONS, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
 
 export const summary = (over: Partial<Summary> = {}): Summary => ({
   today_spend_usd: 12.344,
@@ -93,6 +93,20 @@ export const budgets = (): BudgetsOverview => ({
   ],
 })
 
+export const alertsLog = (): AlertsLog => ({
+  webhooks: 1,
+  deliveries: [
+    {
+      id: 'd-2', event_id: 'alert_2', type: 'budget.threshold', url: 'https://hooks.slack.com/…', format: 'slack', status: 'failed',
+      attempts: 6, last_status: 500, last_error: 'HTTP 500', created_at: '2026-11-21T18:00:00.000Z', updated_at: '2026-11-21T18:01:03.000Z',
+    },
+    {
+      id: 'd-1', event_id: 'alert_1', type: 'budget.threshold', url: 'https://hooks.slack.com/…', format: 'slack', status: 'delivered',
+      attempts: 1, last_status: 200, last_error: null, created_at: '2026-11-21T17:00:00.000Z', updated_at: '2026-11-21T17:00:00.200Z',
+    },
+  ],
+})
+
 /** Routes for every dashboard endpoint, echoing the parameters they were asked with. */
 export function dashboardRoutes() {
   return {
@@ -105,5 +119,6 @@ export function dashboardRoutes() {
     'GET /api/dashboard/expensive': () => ({ body: { requests: [call()] } }),
     'GET /api/dashboard/stats': () => ({ body: stats() }),
     'GET /api/dashboard/budgets': () => ({ body: budgets() }),
+    'GET /api/dashboard/alerts': () => ({ body: alertsLog() }),
   }
 }
