@@ -209,7 +209,8 @@ describe('BudgetEngine: alerts and rule changes', () => {
   it('alerts: warning from soft_limit_pct, blocking at the limit; onAlert once per rule, key, period and level', () => {
     const { engine } = setup([rule({ daily_limit_usd: 1, monthly_limit_usd: 10, soft_limit_pct: 0.5 })])
     const seen: BudgetAlert[] = []
-    engine.onAlert((a) => seen.push(a))
+    // Level alerts only (alert_at_pct thresholds are tested below).
+    engine.onAlert((a) => a.threshold_pct === undefined && seen.push(a))
     // As in the proxy, the key is admitted (with its raw key) before its calls are recorded.
     engine.admit(ctx()).settle?.()
     record(engine, 0.2)
@@ -294,6 +295,17 @@ describe('BudgetEngine: alert thresholds', () => {
     engine.reload()
     record(engine, 0.1)
     expect(seen).toEqual([0.5, 1])
+  })
+
+  it('thresholds under 100% also reach onAlert (desktop notifications) with threshold_pct', () => {
+    const { engine } = setup([rule({ daily_limit_usd: 1 })])
+    const alerts: BudgetAlert[] = []
+    engine.onAlert((a) => alerts.push(a))
+    engine.admit(ctx()).settle!()
+    record(engine, 0.85)
+    expect(alerts.map((a) => [a.level, a.threshold_pct])).toEqual([['warning', 0.5], ['warning', 0.8]])
+    record(engine, 0.2)
+    expect(alerts.map((a) => [a.level, a.threshold_pct])).toEqual([['warning', 0.5], ['warning', 0.8], ['blocking', undefined], ['warning', 0.9]])
   })
 
   it('the default thresholds are 50, 80, 90 and 100%; a rolling window re-arms once spend falls back', () => {

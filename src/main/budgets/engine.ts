@@ -218,6 +218,18 @@ export class BudgetEngine implements BudgetMonitor {
             // a listener's failure is its own
           }
         }
+        // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
+        // the soft limit, is already the `blocking`/`warning` alert of `raise`.
+        if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
+          const alert = { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct }
+          for (const l of this.listeners) {
+            try {
+              l(alert)
+            } catch {
+              // a listener's failure is its own
+            }
+          }
+        }
       }
     }
   }

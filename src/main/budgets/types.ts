@@ -15,11 +15,13 @@ export interface BudgetAlert {
   limit_usd: number
   /** ISO-8601 UTC start of the next period. */
   resets_at: string
+  /** Set when the alert is a rule's `alert_at_pct` threshold below 100% (e.g. 0.8). */
+  threshold_pct?: number
 }
 
 export interface BudgetMonitor {
   /** Every key currently at a warning or blocking level, under its effective rule. */
   alerts(now?: number): BudgetAlert[]
-  /** Called when a key first reaches a level under a rule in a period (once per rule, key, period and level). */
+  /** Called when a key first reaches a level under a rule in a period (once per rule, key, period and level), and at each `alert_at_pct` threshold under 100%. */
   onAlert(listener: (alert: BudgetAlert) => void): () => void
 }
