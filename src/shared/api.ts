@@ -12,6 +12,9 @@ export type ErrorType =
   | 'payload_too_large'
   | 'unsupported_media_type'
   | 'budget_exceeded'
+  | 'loop_detected'
+  | 'rate_limited'
+  | 'service_unavailable'
   | 'upstream_unreachable'
   | 'upstream_timeout'
   | 'service_unavailable'
@@ -78,7 +81,39 @@ export interface Health {
 
 export type BudgetAction = 'block' | 'warn'
 
-export interface BudgetRuleInput {
+/** How a call in flight is reserved against a `block` rule (README: Budgets). */
+export type ReserveMode = 'expected' | 'max_tokens'
+
+/** The optional second-wave rule fields (contract: Additions for the second wave). */
+export interface BudgetRuleOptions {
+  weekly_limit_usd: number | null
+  window_hours: number | null
+  window_limit_usd: number | null
+  session_limit_usd: number | null
+  model_pattern: string | null
+  provider: string | null
+  agent: string | null
+  tenant: string | null
+  requests_per_minute: number | null
+  tokens_per_minute: number | null
+  /** Fractions of a limit (0, 1] at which an alert fires once per window; null for the default. */
+  alert_at_pct: number[] | null
+  reserve: ReserveMode
+}
+
+export const RULE_OPTION_FIELDS: readonly (keyof BudgetRuleOptions)[] = [
+  'weekly_limit_usd', 'window_hours', 'window_limit_usd', 'session_limit_usd', 'model_pattern', 'provider',
+  'agent', 'tenant', 'requests_per_minute', 'tokens_per_minute', 'alert_at_pct', 'reserve',
+]
+
+/** Every second-wave field at its default (what a rule that names none of them has). */
+export const DEFAULT_RULE_OPTIONS: Readonly<BudgetRuleOptions> = {
+  weekly_limit_usd: null, window_hours: null, window_limit_usd: null, session_limit_usd: null,
+  model_pattern: null, provider: null, agent: null, tenant: null,
+  requests_per_minute: null, tokens_per_minute: null, alert_at_pct: null, reserve: 'expected',
+}
+
+export interface BudgetRuleInput extends Partial<BudgetRuleOptions> {
   api_key_pattern: string
   daily_limit_usd?: number | null
   monthly_limit_usd?: number | null
@@ -86,7 +121,7 @@ export interface BudgetRuleInput {
   soft_limit_pct?: number | null
 }
 
-export interface BudgetRule {
+export interface BudgetRule extends BudgetRuleOptions {
   api_key_pattern: string
   daily_limit_usd: number | null
   monthly_limit_usd: number | null
@@ -97,16 +132,47 @@ export interface BudgetRule {
   created_at: string | null
 }
 
+/** A limit a refusal or a budget window is about. */
+export type BudgetPeriod = 'daily' | 'weekly' | 'monthly' | 'window' | 'session' | 'rate'
+
 export interface BudgetExceededError {
   error: {
     type: 'budget_exceeded'
     message: string
     api_key_pattern: string
-    period: 'daily' | 'monthly'
+    period: BudgetPeriod
     limit_usd: number
     spent_usd: number
-    resets_at: string
+    /** Null for a session cap (a session's spend never resets). */
+    resets_at: string | null
   }
+}
+
+/** One window of one rule for one API key in `GET /api/dashboard/budgets`. */
+export interface BudgetWindow {
+  period: Exclude<BudgetPeriod, 'session' | 'rate'>
+  limit_usd: number
+  spent_usd: number
+  pct: number
+  projected_usd: number
+  exhausted_at: string | null
+  resets_at: string
+  /** The pace the forecast assumes, in USD per hour. */
+  burn_rate_usd_per_hour: number
+}
+
+export interface BudgetStatus {
+  rule: BudgetRule
+  /** The API key this spend belongs to (limits apply per key); null for a rule no key has used yet. */
+  api_key_hash: string | null
+  key_hint: string | null
+  windows: BudgetWindow[]
+}
+
+export interface BudgetsOverview {
+  rules: BudgetStatus[]
+  /** All spend (every key), with a forecast for today and this month; empty when filtered by tenant. */
+  overall: { period: 'daily' | 'monthly'; spent_usd: number; projected_usd: number; resets_at: string; burn_rate_usd_per_hour: number }[]
 }
 
 export interface ApiKeyUsage {
@@ -218,4 +284,27 @@ export interface Stats {
 
 export interface ExportJson {
   calls: Call[]
+}
+
+/** One alert sent to one webhook (`GET /api/dashboard/alerts`, README: Alerts). */
+export interface AlertDelivery {
+  id: string
+  event_id: string
+  type: 'budget.threshold' | 'test'
+  /** The webhook's origin only: its path may be a secret. */
+  url: string
+  format: 'json' | 'slack'
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  last_status: number | null
+  last_error: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface AlertsLog {
+  /** How many webhooks are configured. */
+  webhooks: number
+  /** The most recent deliveries (up to 200), newest first. */
+  deliveries: AlertDelivery[]
 }

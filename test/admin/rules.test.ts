@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { startMockUpstream, type MockUpstream } from '../support/mock-upstream'
 import { startTestServer, type TestServer } from '../support/server'
 import { NANO_FIXTURE, chat, replayJson } from '../budgets/support'
@@ -11,8 +12,8 @@ const CONFIG = {
   ...ADMIN_CONFIG,
   budgets: {
     rules: [
-      { api_key_pattern: 'sk-cfg-*', daily_limit_usd: 5, action: 'warn' },
-      { api_key_pattern: 'sk-both-*', daily_limit_usd: 0, action: 'block' },
+      { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-cfg-*', daily_limit_usd: 5, action: 'warn' },
+      { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-both-*', daily_limit_usd: 0, action: 'block' },
     ],
   },
 }
@@ -41,8 +42,8 @@ describe('GET /budgets/rules', () => {
     const r = await admin(t.url, 'GET', '/budgets/rules')
     expect(r.status).toBe(200)
     expect(r.json()).toEqual([
-      { api_key_pattern: 'sk-both-*', daily_limit_usd: 0, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
-      { api_key_pattern: 'sk-cfg-*', daily_limit_usd: 5, monthly_limit_usd: null, action: 'warn', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
+      { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-both-*', daily_limit_usd: 0, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
+      { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-cfg-*', daily_limit_usd: 5, monthly_limit_usd: null, action: 'warn', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
     ])
   })
 })
@@ -54,7 +55,7 @@ describe('POST /budgets/rules', () => {
     const created = await admin(t.url, 'POST', '/budgets/rules', { body: rule })
     expect(created.status).toBe(201)
     const body = created.json()
-    expect(body).toEqual({ ...rule, source: 'runtime', overridden: false, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) })
+    expect(body).toEqual({ ...DEFAULT_RULE_OPTIONS, ...rule, source: 'runtime', overridden: false, created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) })
     expect(Date.parse(body.created_at)).toBeGreaterThanOrEqual(before - 1)
 
     const replaced = await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-new-*', monthly_limit_usd: 3, action: 'warn' } })

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { hashKey } from '../../src/main/proxy/attribution'
+import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { NANO_COST, NANO_FIXTURE, chat, replayJson } from '../budgets/support'
 import { eventually } from '../support/http'
 import { fixture } from '../support/fixtures'
@@ -73,7 +74,7 @@ describe('GET /api-keys and /providers', () => {
       spend_today_usd: 3 * NANO_COST,
       spend_month_usd: 3 * NANO_COST,
       last_seen_at: expect.stringMatching(/Z$/),
-      rule: { api_key_pattern: 'sk-team-*', daily_limit_usd: null, monthly_limit_usd: 50, action: 'warn', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
+      rule: { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-team-*', daily_limit_usd: null, monthly_limit_usd: 50, action: 'warn', soft_limit_pct: null, source: 'config', overridden: false, created_at: null },
     })
     expect(big.spend_month_usd).toBeCloseTo(3 * NANO_COST, 15)
     expect(small).toMatchObject({ tenant: '', requests_month: 1, spend_month_usd: NANO_COST, rule: null })

@@ -18,14 +18,24 @@ let t: TestServer
 
 beforeAll(async () => {
   upstream = await startMockUpstream()
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-burst-*', daily_limit_usd: LIMIT, action: 'block' }] } }, upstream.url)
+  t = await startTestServer(
+    {
+      budgets: {
+        rules: [
+          { api_key_pattern: 'sk-burst-*', daily_limit_usd: LIMIT, action: 'block', reserve: 'max_tokens' },
+          { api_key_pattern: 'sk-expect-*', daily_limit_usd: LIMIT, action: 'block' },
+        ],
+      },
+    },
+    upstream.url,
+  )
 })
 afterAll(async () => {
   await t.cleanup()
   await upstream.close()
 })
 
-async function burst(key: string, maxTokens: number, n = 50) {
+async function burst(key: string, maxTokens: number, n = 50, periodIn: (p: string) => boolean = () => true) {
   // Every admitted call waits at the provider, so all 50 are in flight together.
   replayJson(upstream, NANO_FIXTURE, { headerDelayMs: 300 })
   const before = upstream.requests.length
@@ -38,11 +48,12 @@ async function burst(key: string, maxTokens: number, n = 50) {
   for (const r of refused) {
     expect(r.headers['x-should-retry']).toBe('false')
     expect(r.json().error.type).toBe('budget_exceeded')
+    expect(periodIn(r.json().error.period)).toBe(true)
   }
   return { ok, refused }
 }
 
-describe('50 concurrent calls from one key against a small daily limit', () => {
+describe('50 concurrent calls from one key against a small daily limit (reserve: max_tokens)', () => {
   it('never overshoot when each call states a max_tokens that covers its cost', async () => {
     const key = 'sk-burst-covered-aaaaaaaa-0001'
     // 300 max tokens of gpt-5-nano output covers the 228 the provider bills.
@@ -78,5 +89,28 @@ describe('50 concurrent calls from one key against a small daily limit', () => {
     const after = await chat(t, key, { max_completion_tokens: 1 })
     expect(after.status).toBe(429)
     expect(after.json().error.spent_usd).toBeCloseTo(spent, 15)
+  })
+})
+
+describe('50 concurrent calls under the default expected-cost reservation', () => {
+  it('overshoot by less than one call: calls are admitted while spend plus what is in flight is under the limit', async () => {
+    const key = 'sk-expect-aaaaaaaaaaaa-0003'
+    // A max_tokens far above what such calls produce: the worst case ($0.0041) is over the whole limit.
+    expect(worstCase(10_000)).toBeGreaterThan(LIMIT)
+    const { ok, refused } = await burst(key, 10_000)
+    expect(ok).toBeGreaterThan(0)
+    expect(refused.length).toBeGreaterThan(0)
+    expect(refused[0].json().error.message).toMatch(/in flight/)
+    const spent = spentToday(t, key)
+    expect(spent).toBeCloseTo(ok * NANO_COST, 15)
+    expect(spent).toBeLessThan(LIMIT + NANO_COST)
+
+    // One after another, calls go through until the committed spend reaches the limit, then every one is refused.
+    replayJson(upstream, NANO_FIXTURE)
+    let statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await chat(t, key, { max_completion_tokens: 10_000 })).status)
+    statuses = statuses.filter((s, i) => i === 0 || s !== statuses[i - 1])
+    expect(statuses.at(-1)).toBe(429)
+    expect(spentToday(t, key)).toBeLessThan(LIMIT + NANO_COST)
   })
 })

@@ -25,7 +25,7 @@ beforeAll(async () => {
           { api_key_pattern: 'sk-zero-*', daily_limit_usd: 0, action: 'block' },
           { api_key_pattern: 'sk-warn-*', daily_limit_usd: NANO_COST * 0.75, action: 'warn' },
           { api_key_pattern: 'sk-soft-*', daily_limit_usd: NANO_COST * 10, action: 'block', soft_limit_pct: 0.05 },
-          { api_key_pattern: 'sk-big-*', daily_limit_usd: 0.00005, action: 'block' },
+          { api_key_pattern: 'sk-big-*', daily_limit_usd: 0.00005, action: 'block', reserve: 'max_tokens' },
           // Specificity among config rules: exact beats prefix, longer prefix beats shorter.
           { api_key_pattern: 'sk-spec-*', daily_limit_usd: 0, action: 'block' },
           { api_key_pattern: 'sk-spec-open-*', daily_limit_usd: 100, action: 'block' },
@@ -112,7 +112,7 @@ describe('block rules', () => {
     expect(upstream.requests.length).toBe(before)
   })
 
-  it('refuses a call whose worst-case cost alone exceeds what is left, saying so', async () => {
+  it('reserve: max_tokens refuses a call whose worst-case cost alone exceeds what is left, saying so', async () => {
     const before = upstream.requests.length
     // 10k max tokens of gpt-5-nano output = $0.004, over the $0.00005 limit.
     const r = await chat(t, 'sk-big-eeeeeeeeeeee-1234', { max_completion_tokens: 10_000 })

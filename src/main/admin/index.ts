@@ -1,5 +1,7 @@
 import express from 'express'
+import { alertsOf, sendTestAlert } from '../alerts'
 import { budgetsOf } from '../budgets'
+import { errorBody } from '../http/errors'
 import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
@@ -31,6 +33,18 @@ export const admin: Feature = (ctx) => {
   ruleRoutes(router, budgets, ctx.config.source)
   apiKeyRoutes(router, budgets, ctx.ledger.spend)
   providerRoutes(router, ctx.upstreams, stats)
+  const alerts = alertsOf(ctx)
+  router.post('/alerts/test', async (_req, res, next) => {
+    try {
+      if (alerts.webhooks.configured === 0) {
+        res.status(409).json(errorBody('conflict', 'No webhooks are configured: add alerts.webhooks ([{url, format: json|slack}]) to the config file and restart Burnrate.'))
+        return
+      }
+      res.json({ deliveries: await sendTestAlert(alerts) })
+    } catch (err) {
+      next(err)
+    }
+  })
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
 }

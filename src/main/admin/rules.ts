@@ -3,7 +3,7 @@ import type { Budgets } from '../budgets'
 import { errorBody } from '../http/errors'
 import { jsonBody } from './json-body'
 import { ruleJson } from './rule-json'
-import { checkRule } from './validate'
+import { checkRule } from '../budgets/check'
 
 /** GET, POST and DELETE `/budgets/rules` (contract: Admin API). */
 export function ruleRoutes(router: Router, budgets: Budgets, configFile: string | null): void {

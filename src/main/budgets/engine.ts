@@ -1,11 +1,14 @@
+import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
-import type { SpendTracker } from '../ledger/spend'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
+import { DEFAULT_ALERT_AT_PCT } from './check'
+import { Meter, type PeriodState, type RateState } from './meter'
+import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import type { BudgetAlert, BudgetMonitor } from './types'
 
-export type PeriodName = 'daily' | 'monthly'
+export type { PeriodState } from './meter'
 
 /** What the engine knows of one API key, by hash. The raw key is never kept. */
 export interface KeyState {
@@ -16,67 +19,140 @@ export interface KeyState {
   monthStart: number
   requestsMonth: number
   lastSeen: number | null
-  /** Rule memo: the effective rule under index `gen`, and every prefix pattern the key was seen to match. */
+  /** Rule memo: the rules whose key pattern matches the key under index `gen`, in precedence order. */
   gen: number
-  effective: Rule | null
+  candidates: Rule[]
+  /** Every prefix pattern the key was seen to match (to find its rules by hash after a restart). */
   known: Set<string>
-  /** Calls admitted under a `block` rule and not yet settled, and their summed worst-case cost. */
-  inFlight: number
-  reservedUsd: number
-}
-
-export interface PeriodState {
-  period: PeriodName
-  limit: number
-  spent: number
-  start: number
-  resetsAt: number
 }
 
 export interface Refusal {
   rule: Rule
-  state: PeriodState
-  /** `reached`: spend is at or over the limit; `worst_case`: this call could take it over. */
-  kind: 'reached' | 'worst_case'
+  /** `reached`: spend is at or over a limit; `reserved`: calls in flight are expected to use what is left; `worst_case`: this call could take it over (`reserve: max_tokens`); `rate`: a per-minute limit. */
+  kind: 'reached' | 'reserved' | 'worst_case' | 'rate'
+  state: PeriodState | null
+  rate: RateState | null
   worstCaseUsd: number
   reservedUsd: number
+}
+
+export interface Warning {
+  rule: Rule
+  state: PeriodState | null
+  rate: RateState | null
 }
 
 export interface Decision {
   refuse?: Refusal
   /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
-  warnings: { rule: Rule; state: PeriodState }[]
+  warnings: Warning[]
   settle?: () => void
+}
+
+/** How much to reserve for a call, and what answered calls teach about the next ones. */
+export interface CostModel {
+  worstCase(ctx: CallContext): number
+  expected(ctx: CallContext): number
+  learn(ctx: CallContext, call: CallRecord): void
+}
+
+/** One aggregated slice of recorded calls, to load the meters from the database. */
+export interface HistoryRow {
+  api_key_hash: string
+  key_hint: string
+  provider: string
+  model: string
+  agent: string
+  tenant: string
+  session: string
+  /** Arrival minute (ms). */
+  t: number
+  cost: number
+  tokens: number
+  last: number
+}
+
+/** The fields a rule's scope is matched against. */
+interface Scope {
+  provider: string
+  model: string
+  /** The model the request named, when known (a response may name a dated version of it). */
+  requested?: string
+  agent: string
+  tenant: string
 }
 
 const NOTHING: Decision = { warnings: [] }
 
+/** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
+export interface ThresholdEvent {
+  rule: Rule
+  key: KeyState
+  state: PeriodState
+  /** The threshold crossed, a fraction of the limit. */
+  pct: number
+}
+
+/** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
+const MAX_CROSSED = 100_000
+
+function scopeMatches(rule: Rule, s: Scope): boolean {
+  if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
+  if (rule.agent !== null && !matches(rule.agent, s.agent)) return false
+  if (rule.tenant !== null && !matches(rule.tenant, s.tenant)) return false
+  if (rule.model_pattern !== null) {
+    return matches(rule.model_pattern, s.model) || (s.requested !== undefined && matches(rule.model_pattern, s.requested))
+  }
+  return true
+}
+
+function scoped(rule: Rule): boolean {
+  return rule.provider !== null || rule.agent !== null || rule.tenant !== null || rule.model_pattern !== null
+}
+
+/** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
+function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
+  let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
+  for (const r of rules) {
+    if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)
+    if (r.session_limit_usd !== null) since = Math.min(since, now - 7 * 24 * 3600_000)
+  }
+  return since
+}
+
 /**
- * Budget enforcement. Spend comes from the ledger's in-memory counters (O(1) per call, never a
- * table scan); on top of it the engine keeps, per key, the worst-case cost of calls admitted and
- * still in flight. A call under a `block` rule is refused when spend has reached a limit, or when
- * its own worst case exceeds what is left after the reservations; otherwise its worst case is
- * reserved until `settle`, which the proxy calls in the same synchronous step in which it
- * records the real cost. So calls running at once never take a key over a limit by more than
- * the amount their real costs exceed their worst cases.
+ * Budget enforcement. Each rule keeps a meter per API key (spend per period, rolling window,
+ * session, last minute's requests and tokens), fed by every recorded call in the same
+ * synchronous step as the ledger records it, and loaded from the database at start-up and when
+ * the rules change. A call under a `block` rule is refused when a limit is reached or when the
+ * calls in flight are expected to reach it; otherwise its expected cost (or, with
+ * `reserve: max_tokens`, its worst case) is reserved until `settle`.
  */
 export class BudgetEngine implements BudgetMonitor {
   private index: RuleIndex
   private readonly keys = new Map<string, KeyState>()
-  private readonly clock: PeriodClock
+  private meters = new Map<Rule, Map<string, Meter>>()
+  private readonly exactHashes = new WeakMap<Rule, string>()
+  readonly clock: PeriodClock
   private readonly listeners = new Set<(alert: BudgetAlert) => void>()
   private readonly fired = new Set<string>()
   /** Month of the alerts in `fired`; a new month starts the set afresh. */
   private firedMonth = 0
+  /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
+  private settling: CallContext | null = null
+  private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
+  /** Thresholds already crossed, by rule, key, period, period start and threshold. */
+  private readonly crossed = new Set<string>()
 
   constructor(
-    private readonly spend: SpendTracker,
     timezone: string,
+    weekStart: number,
     configRules: readonly Rule[],
     runtimeRules: readonly Rule[],
-    private readonly worstCase: (ctx: CallContext) => number,
+    private readonly cost: CostModel,
+    private readonly loadHistory: (since: number) => HistoryRow[] = () => [],
   ) {
-    this.clock = new PeriodClock(timezone)
+    this.clock = new PeriodClock(timezone, weekStart)
     this.index = new RuleIndex(runtimeRules, configRules)
   }
 
@@ -84,100 +160,238 @@ export class BudgetEngine implements BudgetMonitor {
     return this.index
   }
 
-  /** Replaces the runtime rules (called in the same synchronous step as the database write). */
-  setRuntimeRules(rules: readonly Rule[]): void {
+  /** Replaces the runtime rules (called in the same synchronous step as the database write) and reloads the meters. */
+  setRuntimeRules(rules: readonly Rule[], now = Date.now()): void {
     this.index = new RuleIndex(rules, this.index.config)
+    this.reload(now)
+  }
+
+  /** Rebuilds every meter from the recorded calls (start-up and rule changes). */
+  reload(now = Date.now()): void {
+    this.meters = new Map()
+    const active = this.index.active()
+    if (active.length === 0) return
+    for (const r of this.loadHistory(historyStart(active, this.clock, now))) {
+      const s = this.state(r.api_key_hash, r.key_hint)
+      this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
+    }
+    // Thresholds the recorded spend already crossed were announced when it crossed them, before
+    // this restart or rule change: they are not announced again.
+    for (const [, byKey] of this.meters) {
+      for (const [hash, m] of byKey) {
+        const s = this.keys.get(hash)
+        if (s) this.thresholds(s, m, now, true)
+      }
+    }
+  }
+
+  onThreshold(listener: (e: ThresholdEvent) => void): () => void {
+    this.thresholdListeners.add(listener)
+    return () => this.thresholdListeners.delete(listener)
+  }
+
+  /**
+   * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
+   * window: once per calendar period; a rolling window re-arms a threshold once its spend has
+   * fallen back under it.
+   */
+  private thresholds(s: KeyState, m: Meter, now: number, silent: boolean): void {
+    const rule = m.rule
+    const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
+    for (const p of m.periods(now)) {
+      if (!(p.limit > 0)) continue
+      for (const pct of pcts) {
+        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
+        const over = p.spent >= pct * p.limit
+        if (!over) {
+          if (p.period === 'window') this.crossed.delete(id)
+          continue
+        }
+        if (this.crossed.has(id)) continue
+        if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
+        this.crossed.add(id)
+        if (silent) continue
+        for (const l of this.thresholdListeners) {
+          try {
+            l({ rule, key: s, state: p, pct })
+          } catch {
+            // a listener's failure is its own
+          }
+        }
+        // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
+        // the soft limit, is already the `blocking`/`warning` alert of `raise`.
+        if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
+          const alert = { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct }
+          for (const l of this.listeners) {
+            try {
+              l(alert)
+            } catch {
+              // a listener's failure is its own
+            }
+          }
+        }
+      }
+    }
   }
 
   private state(hash: string, hint: string): KeyState {
     let s = this.keys.get(hash)
     if (!s) {
-      s = {
-        hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null,
-        gen: 0, effective: null, known: new Set(), inFlight: 0, reservedUsd: 0,
-      }
+      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set() }
       this.keys.set(hash, s)
     }
     return s
   }
 
-  /** The rule for a call, resolved with its raw key and remembered under the key's hash. */
-  private resolve(s: KeyState, key: string): Rule | null {
+  /** The rules for a call's key, resolved with its raw key and remembered under the key's hash. */
+  private resolve(s: KeyState, key: string): Rule[] {
     if (s.gen !== this.index.generation) {
-      s.effective = this.index.effective(key)
+      s.candidates = this.index.candidates(key)
       for (const p of this.index.matchingPrefixes(key)) s.known.add(p)
       s.gen = this.index.generation
     }
-    return s.effective
+    return s.candidates
   }
 
-  /** The effective rule of a key known by hash (listings, alerts). */
-  ruleFor(hash: string): Rule | null {
-    const s = this.keys.get(hash)
-    if (s && s.gen === this.index.generation) return s.effective
-    return this.index.effectiveByHash(hash, s?.hint ?? '', s?.known ?? new Set())
-  }
-
-  private periods(rule: Rule, hash: string, now: number): PeriodState[] {
-    const out: PeriodState[] = []
-    const spend = this.spend.key(hash, now)
-    // Monthly first: when both limits are reached, the later reset is the one that matters.
-    if (rule.monthly_limit_usd !== null) {
-      const m = this.clock.monthOf(now)
-      out.push({ period: 'monthly', limit: rule.monthly_limit_usd, spent: spend.month, start: m.start, resetsAt: m.end })
+  private exactHash(rule: Rule): string {
+    let h = this.exactHashes.get(rule)
+    if (h === undefined) {
+      h = createHash('sha256').update(rule.api_key_pattern).digest('hex')
+      this.exactHashes.set(rule, h)
     }
-    if (rule.daily_limit_usd !== null) {
-      const d = this.clock.dayOf(now)
-      out.push({ period: 'daily', limit: rule.daily_limit_usd, spent: spend.day, start: d.start, resetsAt: d.end })
+    return h
+  }
+
+  /** Whether a key known by hash is under `rule`'s key pattern: `maybe` counts keys not yet seen with their raw key. */
+  private keyMatches(rule: Rule, s: KeyState, maybe: boolean): boolean {
+    if (!isPrefix(rule.api_key_pattern)) return this.exactHash(rule) === s.hash
+    const p = prefixOf(rule.api_key_pattern)
+    if (p === '' || s.known.has(rule.api_key_pattern)) return true
+    if (s.gen === this.index.generation) return false
+    if (p.length <= 3 && s.hint.length > 1 && s.hint.startsWith(p)) return true
+    return maybe
+  }
+
+  private meter(rule: Rule, hash: string): Meter {
+    let byKey = this.meters.get(rule)
+    if (!byKey) {
+      byKey = new Map()
+      this.meters.set(rule, byKey)
+    }
+    let m = byKey.get(hash)
+    if (!m) {
+      m = new Meter(rule, this.clock)
+      byKey.set(hash, m)
+    }
+    return m
+  }
+
+  /** Counts a call in the meter of every rule whose patterns it matches. */
+  private account(s: KeyState, scope: Scope, ts: number, cost: number, tokens: number, session: string, last: number, now: number): Meter[] {
+    const out: Meter[] = []
+    for (const rule of this.index.active()) {
+      if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
+      const m = this.meter(rule, s.hash)
+      m.add(ts, cost, session, last, now)
+      m.addTokens(tokens, now)
+      out.push(m)
     }
     return out
+  }
+
+  /** The effective rule of a key known by hash (listings): its first rule with no scope, else its first. */
+  ruleFor(hash: string): Rule | null {
+    const s = this.keys.get(hash)
+    if (s && s.gen === this.index.generation) return s.candidates.find((r) => !scoped(r)) ?? s.candidates[0] ?? null
+    return this.index.effectiveByHash(hash, s?.hint ?? '', s?.known ?? new Set())
   }
 
   admit(ctx: CallContext, now = Date.now()): Decision {
     if (this.index.empty) return NOTHING
     const s = this.state(ctx.apiKeyHash, ctx.keyHint)
-    const rule = this.resolve(s, ctx.apiKey)
-    if (!rule) return NOTHING
-    const periods = this.periods(rule, s.hash, now)
-    this.raise(s, rule, periods)
-    const warnings = periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state }))
-    if (rule.action !== 'block') return { warnings }
-
-    for (const p of periods) {
-      if (p.spent >= p.limit) {
-        return { warnings, refuse: { rule, state: p, kind: 'reached', worstCaseUsd: 0, reservedUsd: s.reservedUsd } }
-      }
+    const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
+    const rule = this.resolve(s, ctx.apiKey).find((r) => scopeMatches(r, scope)) ?? null
+    const learn = () => {
+      this.settling = ctx
     }
-    const worst = this.worstCase(ctx)
-    if (worst > 0) {
-      for (const p of periods) {
-        if (worst > p.limit - p.spent - s.reservedUsd) {
-          return { warnings, refuse: { rule, state: p, kind: 'worst_case', worstCaseUsd: worst, reservedUsd: s.reservedUsd } }
+    if (!rule) return { warnings: [], settle: learn }
+    const m = this.meter(rule, s.hash)
+    const periods = m.periods(now, ctx.session)
+    const rate = m.rate(now)
+    this.raise(s, rule, periods)
+    // A rolling window's spend falls as time passes: re-arm its thresholds before this call counts.
+    if (rule.window_hours !== null) this.thresholds(s, m, now, false)
+    const warnings: Warning[] = periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null }))
+    if (rule.action !== 'block') {
+      if (rate) warnings.push({ rule, state: null, rate })
+      m.addRequest(now)
+      return { warnings, settle: learn }
+    }
+    const refuse = (kind: Refusal['kind'], state: PeriodState | null, worst = 0): Decision => ({
+      warnings,
+      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: worst, reservedUsd: m.reservedUsd },
+    })
+    if (rate) return refuse('rate', null)
+    for (const p of periods) if (p.spent >= p.limit) return refuse('reached', p)
+
+    let reserve: number
+    if (rule.reserve === 'max_tokens') {
+      reserve = this.cost.worstCase(ctx)
+      if (reserve > 0) {
+        for (const p of periods) {
+          const reserved = p.period === 'session' ? 0 : m.reservedUsd
+          if (reserve > p.limit - p.spent - reserved) return refuse('worst_case', p, reserve)
         }
       }
+    } else {
+      // A call is let through while committed spend plus what the calls in flight are expected
+      // to cost is under the limit; its own expected cost is then reserved (README: overshoot).
+      if (m.reservedUsd > 0) {
+        for (const p of periods) if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return refuse('reserved', p)
+      }
+      reserve = this.cost.expected(ctx)
     }
-    s.inFlight++
-    s.reservedUsd += worst
+    m.addRequest(now)
+    m.inFlight++
+    m.reservedUsd += reserve
     let settled = false
     return {
       warnings,
       settle: () => {
         if (settled) return
         settled = true
-        s.inFlight--
+        m.inFlight--
         // Summing and subtracting floats drifts; with nothing in flight the reservation is exactly 0.
-        s.reservedUsd = s.inFlight === 0 ? 0 : Math.max(0, s.reservedUsd - worst)
+        m.reservedUsd = m.inFlight === 0 ? 0 : Math.max(0, m.reservedUsd - reserve)
+        this.settling = ctx
       },
     }
   }
 
-  /** Feeds the key registry from the ledger (every recorded call, refusals included). */
+  /** Feeds the meters and the key registry from the ledger (every recorded call, refusals included). */
   observe(call: CallRecord, now = Date.now()): void {
     const s = this.state(call.api_key_hash, call.key_hint)
     if (call.key_hint) s.hint = call.key_hint
     this.count(s, call.ts, call.tenant, 1, now)
-    const rule = this.ruleFor(s.hash)
-    if (rule) this.raise(s, rule, this.periods(rule, s.hash, now))
+    let ctx = this.settling
+    this.settling = null
+    if (ctx && (ctx.ts !== call.ts || ctx.apiKeyHash !== call.api_key_hash)) ctx = null
+    if (ctx && call.status < 400 && call.output_tokens > 0) {
+      try {
+        this.cost.learn(ctx, call)
+      } catch {
+        // learning is best effort; the call is recorded all the same
+      }
+    }
+    if (this.index.empty) return
+    const scope: Scope = { provider: call.provider, model: call.model, requested: ctx?.shape.model, agent: call.agent, tenant: call.tenant }
+    const tokens = call.input_tokens + call.output_tokens
+    const touched = this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now)
+    for (const m of touched) {
+      if (!this.keyMatches(m.rule, s, false)) continue
+      this.raise(s, m.rule, m.periods(now, call.session))
+      this.thresholds(s, m, now, false)
+    }
   }
 
   private count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {
@@ -207,14 +421,29 @@ export class BudgetEngine implements BudgetMonitor {
     return [...this.keys.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart === month)
   }
 
+  /**
+   * Every rule in force with the meter of each key it applies to (a key whose calls a rule
+   * counted but whose key pattern it does not match is left out).
+   */
+  status(): { rule: Rule; keys: { key: KeyState; meter: Meter }[] }[] {
+    return this.index.active().map((rule) => {
+      const keys: { key: KeyState; meter: Meter }[] = []
+      for (const [hash, meter] of this.meters.get(rule) ?? []) {
+        const key = this.keys.get(hash)
+        if (key && this.keyMatches(rule, key, false)) keys.push({ key, meter })
+      }
+      return { rule, keys }
+    })
+  }
+
   alerts(now = Date.now()): BudgetAlert[] {
     const out: BudgetAlert[] = []
-    for (const s of this.keys.values()) {
-      const rule = this.ruleFor(s.hash)
-      if (!rule) continue
-      for (const p of this.periods(rule, s.hash, now)) {
-        const level = levelOf(rule, p)
-        if (level) out.push(alertOf(rule, s, p, level))
+    for (const { rule, keys } of this.status()) {
+      for (const { key, meter } of keys) {
+        for (const p of meter.periods(now)) {
+          const level = levelOf(rule, p)
+          if (level) out.push(alertOf(rule, key, p, level))
+        }
       }
     }
     return out
@@ -228,15 +457,16 @@ export class BudgetEngine implements BudgetMonitor {
   /** Tells listeners the first time a key reaches a level under a rule in a period. */
   private raise(s: KeyState, rule: Rule, periods: PeriodState[]): void {
     if (this.listeners.size === 0) return
-    const month = periods.find((p) => p.period === 'monthly')?.start ?? this.clock.monthOf(Date.now()).start
+    const month = this.clock.monthOf(Date.now()).start
     if (month !== this.firedMonth) {
       this.firedMonth = month
       this.fired.clear()
     }
     for (const p of periods) {
+      if (p.period === 'session') continue
       const level = levelOf(rule, p)
       if (!level) continue
-      const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.start}\n${level}`
+      const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${level}`
       if (this.fired.has(id)) continue
       this.fired.add(id)
       const alert = alertOf(rule, s, p, level)
@@ -270,6 +500,6 @@ function alertOf(rule: Rule, s: KeyState, p: PeriodState, level: BudgetAlert['le
     level,
     spent_usd: p.spent,
     limit_usd: p.limit,
-    resets_at: new Date(p.resetsAt).toISOString(),
+    resets_at: new Date(p.resetsAt ?? p.start).toISOString(),
   }
 }

@@ -1,10 +1,13 @@
 import { errorBody } from '../http/errors'
 import type { Admission, CallContext, CallGate } from '../proxy/gate'
-import type { BudgetEngine, PeriodState, Refusal } from './engine'
+import type { BudgetEngine, PeriodState, Refusal, Warning } from './engine'
+import type { RateState } from './meter'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
-/** The `error` recorded for a refused call. */
+/** The `error` recorded for a call refused by a budget. */
 export const REFUSAL_REASON = 'budget_exceeded'
+/** The `error` recorded for a call refused by a rate limit. */
+export const RATE_REASON = 'rate_limited'
 
 /** Dollars with 2 decimals, or as many (up to 6) as the limit needs (`0.004/0.005`). */
 export function formatUsd(n: number, limit: number): string {
@@ -14,27 +17,54 @@ export function formatUsd(n: number, limit: number): string {
   return n.toFixed(decimals)
 }
 
+function rateText(r: RateState): string {
+  return `${r.used}/${r.limit} ${r.kind} per minute`
+}
+
 /** `<pattern> daily 4.12/5.00 USD`; anything a header cannot carry is replaced by `?`. */
 export function warningText(pattern: string, p: PeriodState): string {
   const text = `${pattern} ${p.period} ${formatUsd(p.spent, p.limit)}/${formatUsd(p.limit, p.limit)} USD`
   return text.replace(/[^\x20-\x7e]/g, '?')
 }
 
-function refusalMessage(r: Refusal, hint: string): string {
+function warningOf(w: Warning): string {
+  if (w.state) return warningText(w.rule.api_key_pattern, w.state)
+  return `${w.rule.api_key_pattern} rate ${w.rate ? rateText(w.rate) : ''}`.replace(/[^\x20-\x7e]/g, '?')
+}
+
+const PERIOD_WORDS: Record<PeriodState['period'], string> = {
+  daily: 'daily', weekly: 'weekly', monthly: 'monthly', window: 'rolling-window', session: 'per-session',
+}
+
+function periodWords(rule: Refusal['rule'], p: PeriodState): string {
+  return p.period === 'window' ? `${rule.window_hours}-hour rolling-window` : PERIOD_WORDS[p.period]
+}
+
+function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, session: string): string {
   const { rule, state: p } = r
-  const who = hint ? `API key ${hint}` : 'This API key'
-  const limit = `the ${p.period} limit of $${formatUsd(p.limit, p.limit)} set by budget rule "${rule.api_key_pattern}" (${rule.source})`
-  const resets = new Date(p.resetsAt).toISOString()
+  const who = p.period === 'session' ? `Session "${session}"` : hint ? `API key ${hint}` : 'This API key'
+  const limit = `the ${periodWords(rule, p)} limit of $${formatUsd(p.limit, p.limit)} set by budget rule "${rule.api_key_pattern}" (${rule.source})`
+  const until = p.resetsAt === null ? 'for the rest of this session; start a new session to continue' : `until ${new Date(p.resetsAt).toISOString()}`
   if (r.kind === 'reached') {
-    return `${who} has spent $${formatUsd(p.spent, p.limit)} of ${limit}; calls are refused until the period resets at ${resets}.`
+    return `${who} has spent $${formatUsd(p.spent, p.limit)} of ${limit}; calls are refused ${until}.`
   }
-  const left = Math.max(0, p.limit - p.spent - r.reservedUsd)
-  const inFlight = r.reservedUsd > 0 ? `, after $${r.reservedUsd.toFixed(6)} reserved by calls in flight` : ''
+  if (r.kind === 'reserved') {
+    return (
+      `${who} has spent $${formatUsd(p.spent, p.limit)} of ${limit}, and the calls still in flight are expected to cost ` +
+      `$${r.reservedUsd.toFixed(6)}, which reaches it; retry when they have finished, or wait ${until}.`
+    )
+  }
+  const left = Math.max(0, p.limit - p.spent - (p.period === 'session' ? 0 : r.reservedUsd))
+  const inFlight = r.reservedUsd > 0 && p.period !== 'session' ? `, after $${r.reservedUsd.toFixed(6)} reserved by calls in flight` : ''
   return (
     `This call could cost up to $${r.worstCaseUsd.toFixed(6)} (prompt size plus max output tokens), more than the ` +
     `$${left.toFixed(6)} left of ${limit} (spent $${formatUsd(p.spent, p.limit)}${inFlight}); ` +
-    `lower max_tokens or wait until ${resets}.`
+    `lower max_tokens, or wait ${until}.`
   )
+}
+
+function retryAfter(at: number, now: number): string {
+  return String(Math.max(1, Math.ceil((at - now) / 1000)))
 }
 
 /** The proxy's gate: asks the engine and turns its decision into a 429 or warning headers. */
@@ -43,26 +73,44 @@ export function budgetGate(engine: BudgetEngine): CallGate {
     admit(ctx: CallContext): Admission {
       const now = Date.now()
       const d = engine.admit(ctx, now)
-      const headers = d.warnings.length
-        ? { [WARNING_HEADER]: d.warnings.map((w) => warningText(w.rule.api_key_pattern, w.state)).join(', ') }
-        : undefined
+      const headers = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
       if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
       const r = d.refuse
-      const p = r.state
+      if (r.kind === 'rate' && r.rate) {
+        const rate = r.rate
+        return {
+          refuse: {
+            status: 429,
+            headers: { ...headers, 'x-should-retry': 'true', 'retry-after': retryAfter(rate.retryAt, now) },
+            body: errorBody(
+              'rate_limited',
+              `Budget rule "${r.rule.api_key_pattern}" (${r.rule.source}) allows ${rate.limit} ${rate.kind} per minute and the last minute used ${rate.used}; retry after ${new Date(rate.retryAt).toISOString()}.`,
+              {
+                api_key_pattern: r.rule.api_key_pattern,
+                period: 'rate',
+                limit: rate.limit,
+                used: rate.used,
+                unit: rate.kind === 'requests' ? 'requests_per_minute' : 'tokens_per_minute',
+                resets_at: new Date(rate.retryAt).toISOString(),
+              },
+            ),
+            reason: RATE_REASON,
+          },
+        }
+      }
+      const p = r.state as PeriodState
+      const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': 'false' }
+      if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
       return {
         refuse: {
           status: 429,
-          headers: {
-            ...headers,
-            'x-should-retry': 'false',
-            'retry-after': String(Math.max(1, Math.ceil((p.resetsAt - now) / 1000))),
-          },
-          body: errorBody('budget_exceeded', refusalMessage(r, ctx.keyHint), {
+          headers: refuseHeaders,
+          body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session), {
             api_key_pattern: r.rule.api_key_pattern,
             period: p.period,
             limit_usd: p.limit,
             spent_usd: p.spent,
-            resets_at: new Date(p.resetsAt).toISOString(),
+            resets_at: p.resetsAt === null ? null : new Date(p.resetsAt).toISOString(),
           }),
           reason: REFUSAL_REASON,
         },

@@ -1,8 +1,12 @@
+import { WEEKDAYS } from '../config/schema'
 import { ConfigError } from '../config/load'
+import { emptyUsage } from '../metering/usage'
 import { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
-import { BudgetEngine } from './engine'
+import { checkRule } from './check'
+import { BudgetEngine, type CostModel, type HistoryRow } from './engine'
+import { CallHistory, expectedUsd } from './expected'
 import { budgetGate } from './gate'
 import type { Rule } from './rules'
 import { RuleStore } from './store'
@@ -25,16 +29,41 @@ function configRules(ctx: ServerContext): Rule[] {
       )
     }
     seen.set(r.api_key_pattern, i)
-    return {
-      api_key_pattern: r.api_key_pattern,
-      daily_limit_usd: r.daily_limit_usd ?? null,
-      monthly_limit_usd: r.monthly_limit_usd ?? null,
-      action: r.action,
-      soft_limit_pct: r.soft_limit_pct ?? null,
-      source: 'config',
-      created_at: null,
+    // The same checks as the admin API (limits present, a window with its hours, ...).
+    const checked = checkRule(r)
+    if (!checked.ok) {
+      throw new ConfigError(`budgets.rules[${i}]${checked.param ? `.${checked.param}` : ''}: ${checked.message}`)
     }
+    return { ...checked.rule, source: 'config', created_at: null }
   })
+}
+
+/** JS weekday (0 = Sunday) of `budgets.week_start`. */
+function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
+  return (WEEKDAYS.indexOf(name) + 1) % 7
+}
+
+function costModel(pricer: Pricer): CostModel {
+  const history = new CallHistory()
+  return {
+    worstCase: (ctx) => worstCaseUsd(pricer, ctx),
+    expected: (ctx) => expectedUsd(pricer, history, ctx),
+    learn: (ctx, call) => {
+      if (!ctx.shape.model) return
+      // What the prompt cost as billed (cache reads and writes at their own rates), per body byte.
+      let perByte: number | null = null
+      if (ctx.bodyBytes > 0 && call.priced) {
+        const u = emptyUsage()
+        u.input_tokens = call.input_tokens
+        u.cache_read_tokens = call.cache_read_tokens
+        u.cache_write_tokens = call.cache_write_tokens
+        u.cache_write_1h_tokens = call.cache_write_1h_tokens
+        const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, call.model, u, new Date(call.ts))
+        if (p.priced) perByte = p.cost_usd / ctx.bodyBytes
+      }
+      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte)
+    },
+  }
 }
 
 /** The budget engine and rule store of a server, created (and installed as its gate) on first use. */
@@ -42,11 +71,31 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
   const pricer = new Pricer(ctx.config.pricing.overrides)
+  const history = ctx.db.prepare(
+    `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
+            (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
+       FROM calls WHERE ts >= ? GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
+  )
+  const loadHistory = (since: number): HistoryRow[] => {
+    try {
+      // Calls still held in memory are written first, so none is missed (or counted twice).
+      ctx.ledger.flush()
+    } catch {
+      // a database that cannot be written now: the held calls are counted when they arrive
+    }
+    return history.all(since) as HistoryRow[]
+  }
   let engine: BudgetEngine | null = null
   const store = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
-  engine = new BudgetEngine(ctx.ledger.spend, ctx.config.timezone, configRules(ctx), store.all(), (call) =>
-    worstCaseUsd(pricer, call),
+  engine = new BudgetEngine(
+    ctx.config.timezone,
+    weekStartDay(ctx.config.budgets.week_start),
+    configRules(ctx),
+    store.all(),
+    costModel(pricer),
+    loadHistory,
   )
+  engine.reload()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
   engine.seed(
     ctx.db

@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
+import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
 import { keyHint } from '../proxy/attribution'
 import { type Rule, RuleIndex } from './rules'
 
 function rule(pattern: string, source: Rule['source'], daily = 1): Rule {
-  return { api_key_pattern: pattern, daily_limit_usd: daily, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source, created_at: source === 'runtime' ? 1 : null }
+  return { ...DEFAULT_RULE_OPTIONS, api_key_pattern: pattern, daily_limit_usd: daily, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source, created_at: source === 'runtime' ? 1 : null }
 }
 const sha = (s: string) => createHash('sha256').update(s).digest('hex')
 

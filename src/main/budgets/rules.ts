@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto'
-import type { BudgetAction } from '../../shared/api'
+import type { BudgetAction, BudgetRuleOptions } from '../../shared/api'
 import { bySpecificity, isPrefix, matches, prefixOf } from './pattern'
 
 export type RuleSource = 'runtime' | 'config'
 
 /** A budget rule as the engine uses it. */
-export interface Rule {
+export interface Rule extends BudgetRuleOptions {
   api_key_pattern: string
   daily_limit_usd: number | null
   monthly_limit_usd: number | null
@@ -49,12 +49,16 @@ export class RuleIndex {
   /** Changes with every new snapshot, so per-key memos know when to look again. */
   readonly generation = ++generations
   private readonly origins: Origin[]
+  private readonly replaced: Set<string>
+  private readonly inForce: Rule[]
 
   constructor(
     readonly runtime: readonly Rule[],
     readonly config: readonly Rule[],
   ) {
     this.origins = [buildOrigin(runtime), buildOrigin(config)]
+    this.replaced = new Set(runtime.map((r) => r.api_key_pattern))
+    this.inForce = [...runtime, ...config.filter((r) => !this.replaced.has(r.api_key_pattern))]
   }
 
   get empty(): boolean {
@@ -69,6 +73,30 @@ export class RuleIndex {
       for (const r of o.prefixes) if (matches(r.api_key_pattern, key)) return r
     }
     return null
+  }
+
+  /**
+   * Every rule whose key pattern matches `key`, in precedence order; a config rule that a
+   * runtime rule with the same pattern replaces is left out. The rule a call is under is the
+   * first of these whose scope (model, provider, agent, tenant) matches the call.
+   */
+  candidates(key: string): Rule[] {
+    const out: Rule[] = []
+    const replaced = this.replaced
+    for (const o of this.origins) {
+      const exact = o.exact.get(key)
+      if (exact && !(exact.source === 'config' && replaced.has(exact.api_key_pattern))) out.push(exact)
+      for (const r of o.prefixes) {
+        if (r.source === 'config' && replaced.has(r.api_key_pattern)) continue
+        if (matches(r.api_key_pattern, key)) out.push(r)
+      }
+    }
+    return out
+  }
+
+  /** Every rule in force (config rules that a runtime rule replaces are left out). */
+  active(): readonly Rule[] {
+    return this.inForce
   }
 
   /** Every prefix pattern that matches `key` (remembered per key hash, see `effectiveByHash`). */

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { BudgetAction } from '../../shared/api'
+import { DEFAULT_RULE_OPTIONS, RULE_OPTION_FIELDS, type BudgetAction, type BudgetRuleOptions } from '../../shared/api'
 import type { Rule } from './rules'
 
 interface Row {
@@ -8,10 +8,12 @@ interface Row {
   monthly_limit_usd: number | null
   action: BudgetAction
   soft_limit_pct: number | null
+  /** JSON of the second-wave fields (migration 4). */
+  options: string
   created_at: number
 }
 
-export interface RuleInput {
+export interface RuleInput extends BudgetRuleOptions {
   api_key_pattern: string
   daily_limit_usd: number | null
   monthly_limit_usd: number | null
@@ -19,8 +21,22 @@ export interface RuleInput {
   soft_limit_pct: number | null
 }
 
+
 function toRule(r: Row): Rule {
-  return { ...r, source: 'runtime' }
+  const { options, ...rest } = r
+  let extra: Partial<BudgetRuleOptions> = {}
+  try {
+    extra = JSON.parse(options) as Partial<BudgetRuleOptions>
+  } catch {
+    // A column nobody but this file writes; unreadable means no options.
+  }
+  return { ...rest, ...DEFAULT_RULE_OPTIONS, ...extra, source: 'runtime' }
+}
+
+function optionsJson(input: RuleInput): string {
+  const o: Record<string, unknown> = {}
+  for (const f of RULE_OPTION_FIELDS) o[f] = input[f]
+  return JSON.stringify(o)
 }
 
 /**
@@ -44,16 +60,25 @@ export class RuleStore {
     this.selectAll = db.prepare('SELECT * FROM budget_rules ORDER BY api_key_pattern')
     this.selectOne = db.prepare('SELECT * FROM budget_rules WHERE api_key_pattern = ?')
     this.upsertStmt = db.prepare(
-      `INSERT INTO budget_rules (api_key_pattern, daily_limit_usd, monthly_limit_usd, action, soft_limit_pct, created_at)
-       VALUES (@api_key_pattern, @daily_limit_usd, @monthly_limit_usd, @action, @soft_limit_pct, @created_at)
+      `INSERT INTO budget_rules (api_key_pattern, daily_limit_usd, monthly_limit_usd, action, soft_limit_pct, options, created_at)
+       VALUES (@api_key_pattern, @daily_limit_usd, @monthly_limit_usd, @action, @soft_limit_pct, @options, @created_at)
        ON CONFLICT (api_key_pattern) DO UPDATE SET
          daily_limit_usd = excluded.daily_limit_usd, monthly_limit_usd = excluded.monthly_limit_usd,
-         action = excluded.action, soft_limit_pct = excluded.soft_limit_pct, created_at = excluded.created_at`,
+         action = excluded.action, soft_limit_pct = excluded.soft_limit_pct, options = excluded.options,
+         created_at = excluded.created_at`,
     )
     this.deleteStmt = db.prepare('DELETE FROM budget_rules WHERE api_key_pattern = ?')
     this.upsertTx = db.transaction((input: RuleInput, now: number) => {
       const existed = this.selectOne.get(input.api_key_pattern) !== undefined
-      this.upsertStmt.run({ ...input, created_at: now })
+      this.upsertStmt.run({
+        api_key_pattern: input.api_key_pattern,
+        daily_limit_usd: input.daily_limit_usd,
+        monthly_limit_usd: input.monthly_limit_usd,
+        action: input.action,
+        soft_limit_pct: input.soft_limit_pct,
+        options: optionsJson(input),
+        created_at: now,
+      })
       const rule = toRule(this.selectOne.get(input.api_key_pattern) as Row)
       return { rule, created: !existed }
     })

@@ -1,23 +1,27 @@
 /** What the rest of the app (tray, notifications, dashboard) can know of budget state. */
 
+import type { SpendPeriod } from './meter'
+
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'
 
 export interface BudgetAlert {
   api_key_pattern: string
   api_key_hash: string
   key_hint: string
-  period: 'daily' | 'monthly'
+  period: SpendPeriod
   /** `warning`: at or over `soft_limit_pct` (or over a `warn` rule's limit); `blocking`: a `block` rule's limit is reached. */
   level: Exclude<BudgetLevel, 'ok'>
   spent_usd: number
   limit_usd: number
   /** ISO-8601 UTC start of the next period. */
   resets_at: string
+  /** Set when the alert is a rule's `alert_at_pct` threshold below 100% (e.g. 0.8). */
+  threshold_pct?: number
 }
 
 export interface BudgetMonitor {
   /** Every key currently at a warning or blocking level, under its effective rule. */
   alerts(now?: number): BudgetAlert[]
-  /** Called when a key first reaches a level under a rule in a period (once per rule, key, period and level). */
+  /** Called when a key first reaches a level under a rule in a period (once per rule, key, period and level), and at each `alert_at_pct` threshold under 100%. */
   onAlert(listener: (alert: BudgetAlert) => void): () => void
 }

@@ -88,8 +88,24 @@ describe('loadConfig', () => {
       'budgets.rules[0].api_key_pattern',
     )
     expect(errorOf(() => loadConfig({ config: withFile('budgets:\n  rules:\n    - {api_key_pattern: "sk-*", action: warn}\n') }, {}))).toContain(
-      'daily_limit_usd or monthly_limit_usd',
+      'A rule needs at least one limit',
     )
+  })
+
+  it('checks the second-wave rule fields as the admin API does, naming the field', () => {
+    const rule = (fields: string) => errorOf(() => loadConfig({ config: withFile(`budgets:\n  rules:\n    - {api_key_pattern: "sk-*", action: block, ${fields}}\n`) }, {}))
+    expect(rule('window_hours: 5')).toContain('budgets.rules[0].window_limit_usd')
+    expect(rule('window_limit_usd: 5')).toContain('budgets.rules[0].window_hours')
+    expect(rule('daily_limit_usd: 1, reserve: worst')).toContain('reserve')
+    expect(rule('daily_limit_usd: 1, alert_at_pct: [0, 0.5]')).toContain('alert_at_pct')
+    expect(rule('daily_limit_usd: 1, model_pattern: "gpt-*-mini"')).toContain('model_pattern')
+    expect(rule('requests_per_minute: 1.5')).toContain('requests_per_minute')
+    const ok = loadConfig(
+      { config: withFile('budgets:\n  week_start: sunday\n  rules:\n    - {api_key_pattern: "sk-*", action: block, window_hours: 5, window_limit_usd: 10, tokens_per_minute: 1000, agent: claude-code}\n') },
+      {},
+    )
+    expect(ok.budgets.week_start).toBe('sunday')
+    expect(ok.budgets.rules[0]).toMatchObject({ window_hours: 5, window_limit_usd: 10, tokens_per_minute: 1000, agent: 'claude-code' })
   })
 })
 

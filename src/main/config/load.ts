@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs'
 import { isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
+import { checkRule } from '../budgets/check'
 import { patternProblem } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
 import { machineTimeZone } from '../time/zone'
@@ -100,10 +101,10 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   }
   for (const [i, rule] of cfg.budgets.rules.entries()) {
     checkPattern(rule.api_key_pattern, `config ${file}: budgets.rules[${i}].api_key_pattern`)
-    if (rule.daily_limit_usd == null && rule.monthly_limit_usd == null) {
-      throw new ConfigError(
-        `config ${file}: budgets.rules[${i}]: expected daily_limit_usd or monthly_limit_usd to be a number`,
-      )
+    // The same checks as a rule POSTed to the admin API (a limit present, a window with its hours, ...).
+    const checked = checkRule(rule)
+    if (!checked.ok) {
+      throw new ConfigError(`config ${file}: budgets.rules[${i}]${checked.param ? `.${checked.param}` : ''}: ${checked.message}`)
     }
   }
   for (const [i, m] of cfg.tenants.key_mappings.entries()) {

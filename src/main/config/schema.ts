@@ -18,15 +18,32 @@ const timerMs = (def: number) =>
     .max(MAX_TIMER_MS, { message: `expected at most ${MAX_TIMER_MS} (about 24 days, the longest a timer can wait)` })
     .default(def)
 
+const scopePattern = z.string().min(1).nullable().optional()
+
+/** Types only: the rules between fields are checked by src/main/budgets/check.ts, as for the admin API. */
 export const budgetRuleSchema = z
   .object({
     api_key_pattern: z.string().min(1),
     daily_limit_usd: usd.nullable().optional(),
+    weekly_limit_usd: usd.nullable().optional(),
     monthly_limit_usd: usd.nullable().optional(),
+    window_hours: z.number().positive().nullable().optional(),
+    window_limit_usd: usd.nullable().optional(),
+    session_limit_usd: usd.nullable().optional(),
+    model_pattern: scopePattern,
+    provider: scopePattern,
+    agent: scopePattern,
+    tenant: scopePattern,
+    requests_per_minute: z.number().int().positive().nullable().optional(),
+    tokens_per_minute: z.number().int().positive().nullable().optional(),
+    alert_at_pct: z.array(z.number().gt(0).max(1)).min(1).nullable().optional(),
+    reserve: z.enum(['expected', 'max_tokens']).optional(),
     action: z.enum(['block', 'warn']),
     soft_limit_pct: z.number().min(0).max(1).nullable().optional(),
   })
   .strict()
+
+export const WEEKDAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const
 
 const providerSchema = z
   .object({
@@ -87,7 +104,26 @@ export const configSchema = z
       .strict()
       .prefault({}),
     budgets: z
-      .object({ rules: z.array(budgetRuleSchema).default([]) })
+      .object({
+        /** The day weekly limits start on (at local midnight in `timezone`). */
+        week_start: z.enum(WEEKDAYS).default('monday'),
+        rules: z.array(budgetRuleSchema).default([]),
+      })
+      .strict()
+      .prefault({}),
+    alerts: z
+      .object({
+        /** Where budget threshold alerts are POSTed. */
+        webhooks: z
+          .array(z.object({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['json', 'slack']).default('json') }).strict())
+          .default([]),
+        /** Attempts after the first when a webhook fails (timeout, network error, status other than 2xx). */
+        retries: z.number().int().min(0).max(20).default(5),
+        /** Wait before the first retry; doubled for each next one. */
+        backoff_ms: z.number().int().min(1).default(1000),
+        /** Time allowed for one attempt. */
+        timeout_ms: z.number().int().min(1).default(10_000),
+      })
       .strict()
       .prefault({}),
     admin: z

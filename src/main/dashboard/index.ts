@@ -1,8 +1,11 @@
 import type { NextFunction, Request, Response } from 'express'
+import { alertsOf } from '../alerts'
+import { budgetsOf } from '../budgets'
 import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
+import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
@@ -51,6 +54,10 @@ export const dashboard: Feature = (ctx) => {
   route('expensive', (req, _res, now) =>
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now),
   )
+  const budgets = budgetsOf(ctx)
+  route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
+  const alerts = alertsOf(ctx)
+  route('alerts', () => ({ webhooks: alerts.webhooks.configured, deliveries: alerts.webhooks.deliveries() }))
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
   route('export', async (req, res, now) => {
     const format = formatParam(req)

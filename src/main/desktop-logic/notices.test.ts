@@ -64,6 +64,18 @@ describe('BudgetNotifier', () => {
     expect(shown).toHaveLength(4)
   })
 
+  it('notifies each alert_at_pct threshold once in a period, named by its percentage', () => {
+    const { monitor, shown, notifier } = setup()
+    notifier.start()
+    monitor.raise(budgetAlert({ threshold_pct: 0.5, spent_usd: 2.5 }))
+    monitor.raise(budgetAlert({ threshold_pct: 0.5, spent_usd: 2.6 }))
+    monitor.raise(budgetAlert({ threshold_pct: 0.8, spent_usd: 4 }))
+    expect(shown.map((n) => n.title)).toEqual(['Budget at 50%: sk-dev-*', 'Budget at 80%: sk-dev-*'])
+    monitor.raise(budgetAlert({ level: 'blocking', spent_usd: 5 }))
+    monitor.raise(budgetAlert({ threshold_pct: 0.9, spent_usd: 5 }))
+    expect(shown).toHaveLength(3)
+  })
+
   it('does not warn after the rule already blocked in that period', () => {
     const { monitor, shown, notifier } = setup()
     notifier.start()

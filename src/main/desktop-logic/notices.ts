@@ -19,6 +19,13 @@ function resetsText(iso: string, timezone: string): string {
 export function noticeFor(alert: BudgetAlert, timezone: string): Notice {
   const limit = `${formatUsd(alert.limit_usd)} ${alert.period} limit`
   const until = resetsText(alert.resets_at, timezone)
+  if (alert.threshold_pct !== undefined && alert.level === 'warning') {
+    return {
+      level: 'warning',
+      title: `Budget at ${Math.round(alert.threshold_pct * 100)}%: ${alert.api_key_pattern}`,
+      body: `Key ${alert.key_hint} has spent ${formatUsd(alert.spent_usd)} of its ${limit}. It resets ${until}.`,
+    }
+  }
   if (alert.level === 'blocking') {
     return {
       level: 'blocking',
@@ -55,7 +62,8 @@ export class NoticeLog {
   }
 
   private static id(a: BudgetAlert, level: BudgetAlert['level']): string {
-    return `${a.api_key_pattern}\u0000${a.period}\u0000${a.resets_at}\u0000${level}`
+    const threshold = a.threshold_pct !== undefined && level === a.level ? `\u0000${a.threshold_pct}` : ''
+    return `${a.api_key_pattern}\u0000${a.period}\u0000${a.resets_at}\u0000${level}${threshold}`
   }
 
   /** True the first time this rule reaches this level in this period (and remembers it). */

@@ -10,9 +10,11 @@ export const STATUS_OF: Record<ErrorType, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   budget_exceeded: 429,
+  loop_detected: 429,
+  rate_limited: 429,
+  service_unavailable: 503,
   upstream_unreachable: 502,
   upstream_timeout: 504,
-  service_unavailable: 503,
   internal: 500,
 }
 

@@ -80,6 +80,13 @@ export const MIGRATIONS: Migration[] = [
       `)
     },
   },
+  {
+    version: 4,
+    description: 'budget rules: the second-wave fields (windows, scopes, rate limits, alerts, reserve) as one JSON column',
+    up: (db) => {
+      db.exec(`ALTER TABLE budget_rules ADD COLUMN options TEXT NOT NULL DEFAULT '{}'`)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

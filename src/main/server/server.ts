@@ -8,6 +8,7 @@ import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
+import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
@@ -33,7 +34,7 @@ import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

@@ -84,6 +84,19 @@ export function startOfNextMonth(ts: number, tz: string): number {
   return localMidnight(p.year, p.month + 1, 1, tz)
 }
 
+/** The local midnight that begins the week of `ts`; `weekStart` is the first day, 0 = Sunday … 6 = Saturday. */
+export function startOfWeek(ts: number, tz: string, weekStart: number): number {
+  const p = localParts(ts, tz)
+  const dow = new Date(Date.UTC(p.year, p.month - 1, p.day)).getUTCDay()
+  return localMidnight(p.year, p.month, p.day - ((dow - weekStart + 7) % 7), tz)
+}
+
+export function startOfNextWeek(ts: number, tz: string, weekStart: number): number {
+  const p = localParts(ts, tz)
+  const dow = new Date(Date.UTC(p.year, p.month - 1, p.day)).getUTCDay()
+  return localMidnight(p.year, p.month, p.day - ((dow - weekStart + 7) % 7) + 7, tz)
+}
+
 export function isValidTimeZone(tz: string): boolean {
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz })
@@ -109,8 +122,20 @@ export interface Period {
 export class PeriodClock {
   private day: Period = { start: 0, end: 0 }
   private month: Period = { start: 0, end: 0 }
+  private week: Period = { start: 0, end: 0 }
 
-  constructor(readonly tz: string) {}
+  /** `weekStart`: the first day of a week, 0 = Sunday … 6 = Saturday (Monday by default). */
+  constructor(
+    readonly tz: string,
+    readonly weekStart = 1,
+  ) {}
+
+  weekOf(ts: number): Period {
+    if (ts < this.week.start || ts >= this.week.end) {
+      this.week = { start: startOfWeek(ts, this.tz, this.weekStart), end: startOfNextWeek(ts, this.tz, this.weekStart) }
+    }
+    return this.week
+  }
 
   dayOf(ts: number): Period {
     if (ts < this.day.start || ts >= this.day.end) {

@@ -21,7 +21,7 @@ describe('App', () => {
     fakeServer(dashboardRoutes())
     const w = mount(App, { props: { origin: 'http://127.0.0.1:8787' }, attachTo: document.body })
     await vi.waitFor(() => expect(w.get('[data-testid="card-today"] .value').text()).toBe('$12.34'))
-    for (const id of ['cost-over-time', 'providers', 'breakdown', 'expensive', 'sessions', 'errors', 'api-keys', 'rules', 'connect']) {
+    for (const id of ['cost-over-time', 'providers', 'breakdown', 'expensive', 'sessions', 'errors', 'api-keys', 'budget-forecast', 'rules', 'alert-deliveries', 'connect']) {
       expect(w.find(`#${id}`).exists(), id).toBe(true)
     }
     expect(w.find('[data-testid="getting-started"]').exists()).toBe(false)

@@ -4,7 +4,9 @@ import { createPinia, setActivePinia } from 'pinia'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { nextTick } from 'vue'
 import { err, fakeServer, flush } from '../testing/fake-server'
-import { call, costs, sessions, summary } from '../testing/sample'
+import { alertsLog, budgets, call, costs, sessions, summary } from '../testing/sample'
+import AlertDeliveries from './AlertDeliveries.vue'
+import BudgetForecast from './BudgetForecast.vue'
 import BreakdownTable from './BreakdownTable.vue'
 import BudgetRules from './BudgetRules.vue'
 import ConnectPanel from './ConnectPanel.vue'
@@ -231,5 +233,42 @@ describe('BreakdownTable export', () => {
   it('links the CSV export of the same window and tenant', () => {
     const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '7d', tenant: 'acme', loading: false } })
     expect(w.get('[data-testid="export-csv"]').attributes('href')).toBe('/api/dashboard/export?format=csv&range=7d&tenant=acme')
+  })
+})
+
+describe('BudgetForecast', () => {
+  it('shows each window of each rule and key with its spend, projection and when the limit falls', () => {
+    const w = mount(BudgetForecast, { props: { budgets: budgets(), loading: false } })
+    const rows = w.findAll('[data-testid="budget-window"]')
+    expect(rows).toHaveLength(2)
+    expect(rows[0].text()).toContain('sk-dev-*')
+    expect(rows[0].text()).toContain('sk-…0001')
+    expect(rows[0].text()).toContain('$7.50')
+    expect(rows[0].attributes('data-level')).toBe('warn')
+    expect(rows[1].text()).toContain('5 h window')
+    expect(rows[1].text()).toContain('not at this pace')
+    expect(w.get('[data-testid="overall-forecast"]').text()).toContain('on pace for')
+    expect(w.get('[data-testid="overall-forecast"]').text()).toContain('$120')
+  })
+
+  it('says so when there are no rules', () => {
+    const w = mount(BudgetForecast, { props: { budgets: { rules: [], overall: [] }, loading: false } })
+    expect(w.find('[data-testid="no-budgets"]').exists()).toBe(true)
+  })
+})
+
+describe('AlertDeliveries', () => {
+  it('lists each delivery with its status, attempts and last answer', () => {
+    const w = mount(AlertDeliveries, { props: { log: alertsLog() } })
+    const rows = w.findAll('[data-testid="delivery-row"]')
+    expect(rows.map((r) => r.attributes('data-status'))).toEqual(['failed', 'delivered'])
+    expect(rows[0].text()).toContain('HTTP 500')
+    expect(rows[0].text()).toContain('6')
+    expect(w.text()).toContain('1 webhook;')
+  })
+
+  it('says when no webhook is configured', () => {
+    const w = mount(AlertDeliveries, { props: { log: { webhooks: 0, deliveries: [] } } })
+    expect(w.text()).toContain('No webhooks configured')
   })
 })

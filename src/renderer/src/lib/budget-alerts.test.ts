@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { ApiKeyUsage, BudgetRule } from '../../../shared/api'
+import { type ApiKeyUsage, type BudgetRule, DEFAULT_RULE_OPTIONS } from '../../../shared/api'
 import { budgetAlerts } from './budget-alerts'
 
 const rule = (over: Partial<BudgetRule> = {}): BudgetRule => ({
+  ...DEFAULT_RULE_OPTIONS,
   api_key_pattern: 'sk-*',
   daily_limit_usd: 10,
   monthly_limit_usd: 100,

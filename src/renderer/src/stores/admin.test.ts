@@ -1,12 +1,13 @@
 // @vitest-environment happy-dom
 import { createPinia, setActivePinia } from 'pinia'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
-import type { BudgetRule } from '../../../shared/api'
+import { type BudgetRule, DEFAULT_RULE_OPTIONS } from '../../../shared/api'
 import { err, fakeServer } from '../testing/fake-server'
 import { DISABLED_MESSAGE, TOKEN_KEY, useAdmin } from './admin'
 
 const TOKEN = 'right-token'
 const rule = (over: Partial<BudgetRule> = {}): BudgetRule => ({
+  ...DEFAULT_RULE_OPTIONS,
   api_key_pattern: 'sk-dev-*',
   daily_limit_usd: 5,
   monthly_limit_usd: null,

@@ -30,6 +30,8 @@ describe('dashboard store', () => {
     expect(dash.lastUpdated).not.toBeNull()
     const paths = server.calls.map((c) => c.path).sort()
     expect(paths).toEqual([
+      '/api/dashboard/alerts',
+      '/api/dashboard/budgets',
       '/api/dashboard/costs',
       '/api/dashboard/costs',
       '/api/dashboard/costs',
@@ -39,8 +41,8 @@ describe('dashboard store', () => {
       '/api/dashboard/summary',
       '/api/dashboard/timeseries',
     ])
-    for (const c of server.calls) expect(c.query.get('tenant')).toBe('acme')
-    for (const c of server.calls.filter((c) => !/summary|sessions/.test(c.path))) expect(c.query.get('range')).toBe('7d')
+    for (const c of server.calls.filter((c) => !c.path.endsWith('alerts'))) expect(c.query.get('tenant')).toBe('acme')
+    for (const c of server.calls.filter((c) => !/summary|sessions|budgets|alerts/.test(c.path))) expect(c.query.get('range')).toBe('7d')
     expect(server.calls.find((c) => c.path.endsWith('expensive'))?.query.get('limit')).toBe('10')
   })
 
@@ -106,12 +108,12 @@ describe('dashboard store', () => {
       dash.start(1000)
       await vi.advanceTimersByTimeAsync(10)
       const after1 = server.calls.length
-      expect(after1).toBe(8)
+      expect(after1).toBe(10)
       await vi.advanceTimersByTimeAsync(1000)
-      expect(server.calls.length).toBe(16)
+      expect(server.calls.length).toBe(20)
       dash.stop()
       await vi.advanceTimersByTimeAsync(5000)
-      expect(server.calls.length).toBe(16)
+      expect(server.calls.length).toBe(20)
     } finally {
       vi.useRealTimers()
     }

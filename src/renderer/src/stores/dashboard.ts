@@ -1,6 +1,6 @@
 import { defineStore } from 'pinia'
 import { computed, reactive, ref, watch } from 'vue'
-import { type Costs, type Expensive, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
+import { type AlertsLog, type BudgetsOverview, type Costs, type Expensive, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
 import { ApiError, UnreachableError, api } from '../api/client'
 import { useFilters } from './filters'
 
@@ -16,10 +16,12 @@ export interface DashboardData {
   sessions: Sessions | null
   expensive: Expensive | null
   stats: Stats | null
+  budgets: BudgetsOverview | null
+  alerts: AlertsLog | null
 }
 export type Section = keyof DashboardData
 
-const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats']
+const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats', 'budgets', 'alerts']
 
 /**
  * Everything the dashboard REST API says, for the current filters, refreshed every few seconds.
@@ -37,6 +39,8 @@ export const useDashboard = defineStore('dashboard', () => {
     sessions: null,
     expensive: null,
     stats: null,
+    budgets: null,
+    alerts: null,
   })
   /** Per section: the error of its last load, if it failed (the server answered with an error). */
   const errors = reactive<Partial<Record<Section, string>>>({})
@@ -68,6 +72,8 @@ export const useDashboard = defineStore('dashboard', () => {
       sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant, limit: limits.sessions } }),
       expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
       stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),
+      budgets: () => api<BudgetsOverview>('/api/dashboard/budgets', { params: { tenant } }),
+      alerts: () => api<AlertsLog>('/api/dashboard/alerts'),
     }
   }
 

@@ -1,4 +1,4 @@
-import type { Call, Costs, Sessions, Stats, Summary, Timeseries } from '../../../shared/api'
+import { type AlertsLog, type BudgetsOverview, type Call, type Costs, DEFAULT_RULE_OPTIONS, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
 
 export const summary = (over: Partial<Summary> = {}): Summary => ({
   today_spend_usd: 12.344,
@@ -79,6 +79,41 @@ export const stats = (): Stats => ({
   avg_cost_per_request_usd: 0.01,
 })
 
+export const budgets = (): BudgetsOverview => ({
+  rules: [
+    {
+      rule: {
+        ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-dev-*', daily_limit_usd: 5, monthly_limit_usd: null, action: 'block',
+        soft_limit_pct: null, source: 'config', overridden: false, created_at: null, window_hours: 5, window_limit_usd: 2,
+      },
+      api_key_hash: 'a'.repeat(64),
+      key_hint: 'sk-…0001',
+      windows: [
+        { period: 'daily', limit_usd: 5, spent_usd: 4.5, pct: 0.9, projected_usd: 7.5, exhausted_at: '2026-11-21T20:00:00.000Z', resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.25 },
+        { period: 'window', limit_usd: 2, spent_usd: 0.5, pct: 0.25, projected_usd: 0.5, exhausted_at: null, resets_at: '2026-11-21T22:00:00.000Z', burn_rate_usd_per_hour: 0.1 },
+      ],
+    },
+  ],
+  overall: [
+    { period: 'daily', spent_usd: 6, projected_usd: 9, resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.3 },
+    { period: 'monthly', spent_usd: 80, projected_usd: 120, resets_at: '2026-12-01T00:00:00.000Z', burn_rate_usd_per_hour: 0.2 },
+  ],
+})
+
+export const alertsLog = (): AlertsLog => ({
+  webhooks: 1,
+  deliveries: [
+    {
+      id: 'd-2', event_id: 'alert_2', type: 'budget.threshold', url: 'https://hooks.slack.com/…', format: 'slack', status: 'failed',
+      attempts: 6, last_status: 500, last_error: 'HTTP 500', created_at: '2026-11-21T18:00:00.000Z', updated_at: '2026-11-21T18:01:03.000Z',
+    },
+    {
+      id: 'd-1', event_id: 'alert_1', type: 'budget.threshold', url: 'https://hooks.slack.com/…', format: 'slack', status: 'delivered',
+      attempts: 1, last_status: 200, last_error: null, created_at: '2026-11-21T17:00:00.000Z', updated_at: '2026-11-21T17:00:00.200Z',
+    },
+  ],
+})
+
 /** Routes for every dashboard endpoint, echoing the parameters they were asked with. */
 export function dashboardRoutes() {
   return {
@@ -90,5 +125,7 @@ export function dashboardRoutes() {
     'GET /api/dashboard/sessions': () => ({ body: sessions() }),
     'GET /api/dashboard/expensive': () => ({ body: { requests: [call()] } }),
     'GET /api/dashboard/stats': () => ({ body: stats() }),
+    'GET /api/dashboard/budgets': () => ({ body: budgets() }),
+    'GET /api/dashboard/alerts': () => ({ body: alertsLog() }),
   }
 }

@@ -1,0 +1,37 @@
+import { randomUUID } from 'node:crypto'
+import { budgetsOf } from '../budgets'
+import type { Feature, ServerContext } from '../server/context'
+import { testPayload, thresholdPayload } from './payload'
+import { WebhookSender } from './webhooks'
+
+export interface Alerts {
+  webhooks: WebhookSender
+}
+
+const installed = new WeakMap<ServerContext, Alerts>()
+
+/** The alert senders of a server, created (and subscribed to the budget engine) on first use. */
+export function alertsOf(ctx: ServerContext): Alerts {
+  const existing = installed.get(ctx)
+  if (existing) return existing
+  const c = ctx.config.alerts
+  const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms })
+  const { engine } = budgetsOf(ctx)
+  ctx.onClose(engine.onThreshold((e) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()))))
+  ctx.onClose(() => webhooks.close())
+  const a = { webhooks }
+  installed.set(ctx, a)
+  return a
+}
+
+/** Sends a test alert to every webhook; the deliveries as they stand once every first attempt has ended. */
+export async function sendTestAlert(a: Alerts) {
+  const { deliveries, firstAttempts } = a.webhooks.sendTracked(testPayload(`test_${randomUUID()}`, Date.now()))
+  await firstAttempts
+  return deliveries
+}
+
+/** Budget threshold alerts to webhooks (README: Alerts); desktop notifications are the desktop app's. */
+export const alerts: Feature = (ctx) => {
+  alertsOf(ctx)
+}

@@ -1,0 +1,75 @@
+import type { ThresholdEvent } from '../budgets/engine'
+import { forecast } from '../budgets/forecast'
+import { isPrefix } from '../budgets/pattern'
+import { keyHint } from '../proxy/attribution'
+
+/** The JSON body of a budget alert (README: Alerts). */
+export interface AlertPayload {
+  type: 'budget.threshold' | 'test'
+  id: string
+  created_at: string
+  rule: { api_key_pattern: string; source: string; action: string }
+  api_key_hash: string
+  key_hint: string
+  window: { period: string; window_hours: number | null; resets_at: string | null }
+  threshold_pct: number
+  spent_usd: number
+  limit_usd: number
+  pct: number
+  forecast: { projected_usd: number; exhausted_at: string | null; burn_rate_usd_per_hour: number }
+}
+
+const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
+
+export function thresholdPayload(e: ThresholdEvent, id: string, now: number): AlertPayload {
+  const p = e.state
+  const f = forecast(p, now)
+  // A rule on a whole key names the key: a webhook gets only its hint.
+  const pattern = isPrefix(e.rule.api_key_pattern) ? e.rule.api_key_pattern : keyHint(e.rule.api_key_pattern)
+  return {
+    type: 'budget.threshold',
+    id,
+    created_at: iso(now)!,
+    rule: { api_key_pattern: pattern, source: e.rule.source, action: e.rule.action },
+    api_key_hash: e.key.hash,
+    key_hint: e.key.hint,
+    window: { period: p.period, window_hours: p.period === 'window' ? e.rule.window_hours : null, resets_at: iso(p.resetsAt) },
+    threshold_pct: e.pct,
+    spent_usd: p.spent,
+    limit_usd: p.limit,
+    pct: p.spent / p.limit,
+    forecast: { projected_usd: f.projected, exhausted_at: iso(f.exhaustedAt), burn_rate_usd_per_hour: f.rate * 3600_000 },
+  }
+}
+
+export function testPayload(id: string, now: number): AlertPayload {
+  return {
+    type: 'test',
+    id,
+    created_at: iso(now)!,
+    rule: { api_key_pattern: 'sk-test-*', source: 'config', action: 'warn' },
+    api_key_hash: '0'.repeat(64),
+    key_hint: 'sk-…test',
+    window: { period: 'daily', window_hours: null, resets_at: iso(now + 86_400_000) },
+    threshold_pct: 0.5,
+    spent_usd: 2.5,
+    limit_usd: 5,
+    pct: 0.5,
+    forecast: { projected_usd: 5, exhausted_at: null, burn_rate_usd_per_hour: 0.1 },
+  }
+}
+
+const money = (n: number) => `$${n.toFixed(2)}`
+
+/** Slack's incoming-webhook body: one line of text. */
+export function slackBody(p: AlertPayload): { text: string } {
+  const period = p.window.period === 'window' ? `${p.window.window_hours}-hour window` : `${p.window.period} limit`
+  const head = p.type === 'test' ? 'Burnrate test alert: ' : ''
+  const pace = p.forecast.exhausted_at ? `; at this pace the limit is reached at ${p.forecast.exhausted_at}` : ''
+  return {
+    text:
+      `${head}${p.key_hint || 'A key'} has spent ${money(p.spent_usd)} of its ${money(p.limit_usd)} ${period} ` +
+      `(${Math.round(p.pct * 100)}%, alert at ${Math.round(p.threshold_pct * 100)}%) under budget rule ${p.rule.api_key_pattern}` +
+      `; projected ${money(p.forecast.projected_usd)}${pace}.`,
+  }
+}

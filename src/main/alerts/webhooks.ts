@@ -1,0 +1,147 @@
+import { randomUUID } from 'node:crypto'
+import { request } from 'undici'
+import type { AlertPayload } from './payload'
+import { slackBody } from './payload'
+
+export type WebhookFormat = 'json' | 'slack'
+
+export interface WebhookTarget {
+  url: string
+  format: WebhookFormat
+}
+
+/** One alert sent (or being sent) to one webhook, as the delivery log shows it. */
+/** Mirrors AlertDelivery in src/shared/api.ts. */
+export interface Delivery {
+  id: string
+  event_id: string
+  type: AlertPayload['type']
+  /** The webhook's origin; its path is left out (Slack's and others' paths are secrets). */
+  url: string
+  format: WebhookFormat
+  status: 'pending' | 'delivered' | 'failed'
+  attempts: number
+  last_status: number | null
+  last_error: string | null
+  created_at: string
+  updated_at: string
+}
+
+export interface WebhookOptions {
+  retries: number
+  backoffMs: number
+  timeoutMs: number
+}
+
+/** Deliveries kept for the log (the most recent). */
+export const LOG_SIZE = 200
+
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.protocol}//${u.host}${u.pathname.length > 1 || u.search ? '/…' : '/'}`
+  } catch {
+    return '(invalid URL)'
+  }
+}
+
+/**
+ * POSTs alerts to the configured webhooks with undici, off the hot path: each delivery is tried
+ * at once, then retried after `backoffMs`, doubled each time, up to `retries` more times, when
+ * the attempt times out, fails on the network or gets a status other than 2xx. The last
+ * LOG_SIZE deliveries are kept in memory for the dashboard (a restart starts the log afresh).
+ */
+export class WebhookSender {
+  private readonly log: Delivery[] = []
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  private readonly running = new Set<Promise<void>>()
+  private closed = false
+
+  constructor(
+    private readonly targets: readonly WebhookTarget[],
+    private readonly opts: WebhookOptions,
+  ) {}
+
+  get configured(): number {
+    return this.targets.length
+  }
+
+  /** Queues `payload` for every webhook; returns their deliveries (updated in place as they progress). */
+  send(payload: AlertPayload): Delivery[] {
+    return this.sendTracked(payload).deliveries
+  }
+
+  /** As `send`, with a promise that settles when every first attempt has ended. */
+  sendTracked(payload: AlertPayload): { deliveries: Delivery[]; firstAttempts: Promise<unknown> } {
+    if (this.closed) return { deliveries: [], firstAttempts: Promise.resolve() }
+    const first: Promise<void>[] = []
+    const deliveries = this.targets.map((t) => {
+      const now = new Date().toISOString()
+      const d: Delivery = {
+        id: randomUUID(), event_id: payload.id, type: payload.type, url: redactUrl(t.url), format: t.format,
+        status: 'pending', attempts: 0, last_status: null, last_error: null, created_at: now, updated_at: now,
+      }
+      this.log.push(d)
+      if (this.log.length > LOG_SIZE) this.log.splice(0, this.log.length - LOG_SIZE)
+      const body = JSON.stringify(t.format === 'slack' ? slackBody(payload) : payload)
+      first.push(this.attempt(t.url, body, d))
+      return d
+    })
+    return { deliveries, firstAttempts: Promise.allSettled(first) }
+  }
+
+  /** The delivery log, newest first. */
+  deliveries(): Delivery[] {
+    return [...this.log].reverse()
+  }
+
+  private attempt(url: string, body: string, d: Delivery): Promise<void> {
+    const p = this.post(url, body, d).finally(() => this.running.delete(p))
+    this.running.add(p)
+    return p
+  }
+
+  private async post(url: string, body: string, d: Delivery): Promise<void> {
+    d.attempts++
+    try {
+      const res = await request(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts' },
+        body,
+        headersTimeout: this.opts.timeoutMs,
+        bodyTimeout: this.opts.timeoutMs,
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+      })
+      await res.body.dump()
+      d.last_status = res.statusCode
+      d.last_error = res.statusCode >= 200 && res.statusCode < 300 ? null : `HTTP ${res.statusCode}`
+    } catch (err) {
+      d.last_status = null
+      d.last_error = (err as Error)?.message ?? String(err)
+    }
+    d.updated_at = new Date().toISOString()
+    if (d.last_error === null) {
+      d.status = 'delivered'
+      return
+    }
+    if (this.closed || d.attempts > this.opts.retries) {
+      d.status = 'failed'
+      return
+    }
+    const wait = this.opts.backoffMs * 2 ** (d.attempts - 1)
+    const timer = setTimeout(() => {
+      this.timers.delete(timer)
+      if (!this.closed) void this.attempt(url, body, d)
+    }, wait)
+    timer.unref?.()
+    this.timers.add(timer)
+  }
+
+  /** Stops retrying and waits for attempts under way (at shutdown). */
+  async close(): Promise<void> {
+    this.closed = true
+    for (const t of this.timers) clearTimeout(t)
+    this.timers.clear()
+    await Promise.allSettled([...this.running])
+  }
+}

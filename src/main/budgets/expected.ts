@@ -1,0 +1,108 @@
+import { emptyUsage } from '../metering/usage'
+import type { Pricer } from '../pricing/price'
+import type { CallContext } from '../proxy/gate'
+import { maxOutputTokens, promptTokenBound } from './worst-case'
+
+/**
+ * The expected cost of a call, reserved against a `block` rule while it is in flight (the
+ * default, `reserve: expected`; `reserve: max_tokens` reserves the worst case instead, see
+ * worst-case.ts).
+ *
+ * - Output: the 95th percentile of the output tokens of the last 100 answered calls of the same
+ *   provider and requested model, capped by the call's own `max_tokens` (or its kin). Until 5
+ *   such calls were seen, DEFAULT_EXPECTED_OUTPUT_TOKENS, capped the same way.
+ * - Input: the 95th percentile of what the prompt cost per request-body byte in those calls
+ *   (their real input, cache reads and writes priced exactly as billed), times this body's
+ *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
+ * - Priced at the model's price; a model with no known price reserves 0, as it is recorded at 0.
+ */
+
+export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
+const SAMPLES = 100
+const MIN_SAMPLES = 5
+const PERCENTILE = 0.95
+const INPUT_ONLY = new Set(['embeddings'])
+
+/** The last SAMPLES values and their 95th percentile (sorted only when asked after a change). */
+class Samples {
+  private readonly values: number[] = []
+  private next = 0
+  private cached: number | null = null
+
+  add(v: number): void {
+    if (this.values.length < SAMPLES) this.values.push(v)
+    else this.values[this.next] = v
+    this.next = (this.next + 1) % SAMPLES
+    this.cached = null
+  }
+
+  get size(): number {
+    return this.values.length
+  }
+
+  p95(): number | null {
+    if (this.values.length < MIN_SAMPLES) return null
+    if (this.cached === null) {
+      const sorted = [...this.values].sort((a, b) => a - b)
+      this.cached = sorted[Math.min(sorted.length - 1, Math.ceil(PERCENTILE * sorted.length) - 1)]
+    }
+    return this.cached
+  }
+}
+
+interface ModelHistory {
+  output: Samples
+  inputUsdPerByte: Samples
+}
+
+/** What answered calls produced, per provider and requested model (in memory; a restart learns again). */
+export class CallHistory {
+  private readonly models = new Map<string, ModelHistory>()
+
+  private of(provider: string, model: string, create: true): ModelHistory
+  private of(provider: string, model: string, create: false): ModelHistory | undefined
+  private of(provider: string, model: string, create: boolean): ModelHistory | undefined {
+    const k = `${provider}\n${model}`
+    let h = this.models.get(k)
+    if (!h && create) {
+      // Bounded: one entry per model a client named; a flood of invented names stops at 10,000.
+      if (this.models.size >= 10_000) this.models.clear()
+      h = { output: new Samples(), inputUsdPerByte: new Samples() }
+      this.models.set(k, h)
+    }
+    return h
+  }
+
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null): void {
+    const h = this.of(provider, model, true)
+    h.output.add(outputTokens)
+    if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
+  }
+
+  output(provider: string, model: string): number | null {
+    return this.of(provider, model, false)?.output.p95() ?? null
+  }
+
+  inputUsdPerByte(provider: string, model: string): number | null {
+    return this.of(provider, model, false)?.inputUsdPerByte.p95() ?? null
+  }
+}
+
+export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
+  if (!ctx.shape.billable || !ctx.shape.model) return 0
+  const model = ctx.shape.model
+  const at = new Date(ctx.ts)
+  const price = (input: number, output: number): number => {
+    const usage = emptyUsage()
+    usage.input_tokens = input
+    usage.output_tokens = output
+    const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
+    return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
+  }
+  const outTokens = INPUT_ONLY.has(ctx.shape.endpoint)
+    ? 0
+    : Math.min(maxOutputTokens(ctx.body), history.output(ctx.provider.name, model) ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
+  const perByte = history.inputUsdPerByte(ctx.provider.name, model)
+  if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
+  return perByte * ctx.bodyBytes + (outTokens > 0 ? price(0, outTokens) : 0)
+}

@@ -1,0 +1,245 @@
+import type { PeriodClock } from '../time/zone'
+import type { Rule } from './rules'
+
+/**
+ * What one budget rule has seen of one API key: spend per calendar period, per rolling window
+ * and per session, requests and tokens of the last minute, and the reservations of its calls
+ * in flight. Every read and write is O(1) amortised; nothing here touches the database.
+ */
+
+export type SpendPeriod = 'daily' | 'weekly' | 'monthly' | 'window' | 'session'
+
+export interface PeriodState {
+  period: SpendPeriod
+  limit: number
+  spent: number
+  /** Start of the period (window: now minus its length; session: 0). */
+  start: number
+  /** When the period resets (window: when enough spend leaves it to be under the limit); null for a session. */
+  resetsAt: number | null
+}
+
+export interface RateState {
+  kind: 'requests' | 'tokens'
+  limit: number
+  used: number
+  /** When the last minute's use will have dropped under the limit. */
+  retryAt: number
+}
+
+const MINUTE = 60_000
+/** Sessions idle for longer are forgotten (and loaded back from the last 7 days at start-up). */
+export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
+
+class Calendar {
+  start = -1
+  spent = 0
+
+  roll(start: number): void {
+    if (this.start !== start) {
+      this.start = start
+      this.spent = 0
+    }
+  }
+}
+
+/** Spend per minute over a rolling window, oldest first; buckets are whole minutes of arrival time. */
+export class MinuteRing {
+  private minutes: number[] = []
+  private costs: number[] = []
+  private head = 0
+  private sum = 0
+
+  constructor(readonly lengthMs: number) {}
+
+  add(ts: number, cost: number, now: number): void {
+    if (ts <= now - this.lengthMs - MINUTE) return
+    const m = ts - (ts % MINUTE)
+    let i = this.minutes.length - 1
+    // Calls end out of order: a long call arrived minutes before the one that just ended.
+    while (i >= this.head && this.minutes[i] > m) i--
+    if (i >= this.head && this.minutes[i] === m) this.costs[i] += cost
+    else {
+      this.minutes.splice(i + 1, 0, m)
+      this.costs.splice(i + 1, 0, cost)
+    }
+    this.sum += cost
+  }
+
+  private evict(now: number): void {
+    const edge = now - this.lengthMs
+    let moved = false
+    while (this.head < this.minutes.length && this.minutes[this.head] + MINUTE <= edge) {
+      this.head++
+      moved = true
+    }
+    if (!moved) return
+    if (this.head > 256 && this.head * 2 > this.minutes.length) {
+      this.minutes = this.minutes.slice(this.head)
+      this.costs = this.costs.slice(this.head)
+      this.head = 0
+    }
+    // Recomputed rather than subtracted, so float drift never builds up.
+    let s = 0
+    for (let i = this.head; i < this.costs.length; i++) s += this.costs[i]
+    this.sum = s
+  }
+
+  spent(now: number): number {
+    this.evict(now)
+    return this.sum
+  }
+
+  /** When spend in the window will be under `limit` if nothing more is spent (now + length when empty). */
+  resetsAt(limit: number, now: number): number {
+    this.evict(now)
+    let left = this.sum
+    for (let i = this.head; i < this.minutes.length; i++) {
+      left -= this.costs[i]
+      if (left < limit || this.sum < limit) return this.minutes[i] + MINUTE + this.lengthMs
+    }
+    return now + this.lengthMs
+  }
+}
+
+/** Timestamps (and an amount each) of the last minute, oldest first. */
+class LastMinute {
+  private ts: number[] = []
+  private amounts: number[] = []
+  private head = 0
+  private sum = 0
+
+  add(ts: number, amount: number): void {
+    this.ts.push(ts)
+    this.amounts.push(amount)
+    this.sum += amount
+  }
+
+  private evict(now: number): void {
+    let moved = false
+    while (this.head < this.ts.length && this.ts[this.head] <= now - MINUTE) {
+      this.sum -= this.amounts[this.head]
+      this.head++
+      moved = true
+    }
+    if (moved && this.head > 64 && this.head * 2 > this.ts.length) {
+      this.ts = this.ts.slice(this.head)
+      this.amounts = this.amounts.slice(this.head)
+      this.head = 0
+    }
+    if (this.head === this.ts.length) this.sum = 0
+  }
+
+  total(now: number): number {
+    this.evict(now)
+    return this.sum
+  }
+
+  /** When the total will be under `limit`. */
+  under(limit: number, now: number): number {
+    this.evict(now)
+    let left = this.sum
+    for (let i = this.head; i < this.ts.length; i++) {
+      left -= this.amounts[i]
+      if (left < limit) return this.ts[i] + MINUTE
+    }
+    return now + MINUTE
+  }
+}
+
+export class Meter {
+  private readonly day = new Calendar()
+  private readonly week = new Calendar()
+  private readonly month = new Calendar()
+  private readonly window: MinuteRing | null
+  private readonly sessions: Map<string, { spent: number; last: number }> | null
+  private readonly requests = new LastMinute()
+  private readonly tokens = new LastMinute()
+  private adds = 0
+  /** Calls admitted under this rule and not yet settled, and their summed reservations. */
+  inFlight = 0
+  reservedUsd = 0
+
+  constructor(
+    readonly rule: Rule,
+    private readonly clock: PeriodClock,
+  ) {
+    this.window = rule.window_hours !== null && rule.window_limit_usd !== null ? new MinuteRing(rule.window_hours * 3600_000) : null
+    this.sessions = rule.session_limit_usd !== null ? new Map() : null
+  }
+
+  private roll(now: number): void {
+    this.day.roll(this.clock.dayOf(now).start)
+    this.week.roll(this.clock.weekOf(now).start)
+    this.month.roll(this.clock.monthOf(now).start)
+  }
+
+  /** Counts the cost of a call that arrived at `ts`, in every period it falls in. */
+  add(ts: number, cost: number, session: string, last: number, now: number): void {
+    if (!(cost > 0)) return
+    this.roll(now)
+    for (const c of [this.day, this.week, this.month]) if (ts >= c.start) c.spent += cost
+    this.window?.add(ts, cost, now)
+    if (this.sessions && session) {
+      const s = this.sessions.get(session)
+      if (s) {
+        s.spent += cost
+        s.last = Math.max(s.last, last)
+      } else this.sessions.set(session, { spent: cost, last })
+      if (++this.adds % 1024 === 0) {
+        for (const [k, v] of this.sessions) if (v.last < now - SESSION_MEMORY_MS) this.sessions.delete(k)
+      }
+    }
+  }
+
+  addRequest(now: number): void {
+    if (this.rule.requests_per_minute !== null) this.requests.add(now, 1)
+  }
+
+  addTokens(n: number, now: number): void {
+    if (this.rule.tokens_per_minute !== null && n > 0) this.tokens.add(now, n)
+  }
+
+  sessionSpent(session: string): number {
+    return this.sessions?.get(session)?.spent ?? 0
+  }
+
+  /** The rule's money limits as they stand: monthly, weekly, daily, window, then the session's (when given). */
+  periods(now: number, session?: string): PeriodState[] {
+    const r = this.rule
+    this.roll(now)
+    const out: PeriodState[] = []
+    // Longest first: when several limits are reached, the later reset is the one that matters.
+    if (r.monthly_limit_usd !== null) {
+      out.push({ period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(now).end })
+    }
+    if (r.weekly_limit_usd !== null) {
+      out.push({ period: 'weekly', limit: r.weekly_limit_usd, spent: this.week.spent, start: this.week.start, resetsAt: this.clock.weekOf(now).end })
+    }
+    if (r.daily_limit_usd !== null) {
+      out.push({ period: 'daily', limit: r.daily_limit_usd, spent: this.day.spent, start: this.day.start, resetsAt: this.clock.dayOf(now).end })
+    }
+    if (this.window && r.window_limit_usd !== null) {
+      const limit = r.window_limit_usd
+      out.push({ period: 'window', limit, spent: this.window.spent(now), start: now - this.window.lengthMs, resetsAt: this.window.resetsAt(limit, now) })
+    }
+    if (session !== undefined && r.session_limit_usd !== null && session) {
+      out.push({ period: 'session', limit: r.session_limit_usd, spent: this.sessionSpent(session), start: 0, resetsAt: null })
+    }
+    return out
+  }
+
+  /** The first rate limit the last minute has reached, or null. */
+  rate(now: number): RateState | null {
+    const r = this.rule
+    if (r.requests_per_minute !== null) {
+      const used = this.requests.total(now)
+      if (used >= r.requests_per_minute) return { kind: 'requests', limit: r.requests_per_minute, used, retryAt: this.requests.under(r.requests_per_minute, now) }
+    }
+    if (r.tokens_per_minute !== null) {
+      const used = this.tokens.total(now)
+      if (used >= r.tokens_per_minute) return { kind: 'tokens', limit: r.tokens_per_minute, used, retryAt: this.tokens.under(r.tokens_per_minute, now) }
+    }
+    return null
+  }
+}
