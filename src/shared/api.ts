@@ -290,7 +290,7 @@ export interface ExportJson {
 export interface AlertDelivery {
   id: string
   event_id: string
-  type: 'budget.threshold' | 'test'
+  type: 'budget.threshold' | 'runaway.loop' | 'runaway.spend_rate' | 'test'
   /** The webhook's origin only: its path may be a secret. */
   url: string
   format: 'json' | 'slack'
@@ -307,4 +307,19 @@ export interface AlertsLog {
   webhooks: number
   /** The most recent deliveries (up to 200), newest first. */
   deliveries: AlertDelivery[]
+  /** Runaway agents detected (loops, session spend rate), the last 200, newest first. */
+  runaway: RunawayMark[]
+}
+
+export interface RunawayMark {
+  kind: 'loop' | 'spend_rate'
+  action: 'warn' | 'block'
+  session: string
+  agent: string
+  model: string
+  key_hint: string
+  /** loop: times the same tail was seen in the window. */
+  repeats: number
+  usd_last_minute: number
+  at: string
 }

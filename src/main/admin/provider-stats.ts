@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
+import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
 import type { CallRecord } from '../ledger/record'
 import { STATUS_CLIENT_CLOSED } from '../ledger/record'
 import { PeriodClock } from '../time/zone'
@@ -55,7 +55,7 @@ export class ProviderStats {
 
   observe(c: CallRecord, now = Date.now()): void {
     // Calls Burnrate itself refused (budgets, rate limits) never reached the provider.
-    if (c.error === REFUSAL_REASON || c.error === RATE_REASON || c.ts < this.clock.dayOf(now).start) return
+    if (c.error === REFUSAL_REASON || c.error === RATE_REASON || c.error === LOOP_REASON || c.ts < this.clock.dayOf(now).start) return
     const d = this.day(c.provider, now)
     d.requests++
     d.latencySum += c.latency_ms
@@ -75,9 +75,9 @@ export class ProviderStats {
     const rows = db
       .prepare(
         `SELECT provider, status, error, latency_ms, ts FROM calls
-          WHERE ts >= ? AND (error IS NULL OR error NOT IN (?, ?)) ORDER BY ts, id`,
+          WHERE ts >= ? AND (error IS NULL OR error NOT IN (?, ?, ?)) ORDER BY ts, id`,
       )
-      .iterate(this.clock.dayOf(now).start, REFUSAL_REASON, RATE_REASON) as IterableIterator<CallRecord>
+      .iterate(this.clock.dayOf(now).start, REFUSAL_REASON, RATE_REASON, LOOP_REASON) as IterableIterator<CallRecord>
     for (const r of rows) this.observe(r, now)
   }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
 import type { Feature, ServerContext } from '../server/context'
-import { testPayload, thresholdPayload } from './payload'
+import { runawayPayload, testPayload, thresholdPayload } from './payload'
 import { WebhookSender } from './webhooks'
 
 export interface Alerts {
@@ -16,8 +16,9 @@ export function alertsOf(ctx: ServerContext): Alerts {
   if (existing) return existing
   const c = ctx.config.alerts
   const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms })
-  const { engine } = budgetsOf(ctx)
+  const { engine, runaway } = budgetsOf(ctx)
   ctx.onClose(engine.onThreshold((e) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()))))
+  ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(() => webhooks.close())
   const a = { webhooks }
   installed.set(ctx, a)

@@ -1,6 +1,7 @@
 import type { ThresholdEvent } from '../budgets/engine'
 import { forecast } from '../budgets/forecast'
 import { isPrefix } from '../budgets/pattern'
+import type { RunawayEvent } from '../budgets/runaway'
 import { keyHint } from '../proxy/attribution'
 
 /** The JSON body of a budget alert (README: Alerts). */
@@ -59,10 +60,48 @@ export function testPayload(id: string, now: number): AlertPayload {
   }
 }
 
+/** A runaway agent: a loop or a session's spend rate (README: Runaway agents). */
+export interface RunawayPayload {
+  type: 'runaway.loop' | 'runaway.spend_rate'
+  id: string
+  created_at: string
+  action: 'warn' | 'block'
+  session: string
+  agent: string
+  model: string
+  api_key_hash: string
+  key_hint: string
+  repeats: number
+  usd_last_minute: number
+}
+
+export type OutboundAlert = AlertPayload | RunawayPayload
+
+export function runawayPayload(e: RunawayEvent, id: string): RunawayPayload {
+  return {
+    type: e.kind === 'loop' ? 'runaway.loop' : 'runaway.spend_rate',
+    id,
+    created_at: iso(e.at)!,
+    action: e.action,
+    session: e.session,
+    agent: e.agent,
+    model: e.model,
+    api_key_hash: e.api_key_hash,
+    key_hint: e.key_hint,
+    repeats: e.count,
+    usd_last_minute: e.usd_last_minute,
+  }
+}
+
 const money = (n: number) => `$${n.toFixed(2)}`
 
 /** Slack's incoming-webhook body: one line of text. */
-export function slackBody(p: AlertPayload): { text: string } {
+export function slackBody(a: OutboundAlert): { text: string } {
+  if ('session' in a) {
+    const what = a.type === 'runaway.loop' ? `sent the same ${a.model} conversation tail ${a.repeats} times` : `spent ${money(a.usd_last_minute)} in the last minute`
+    return { text: `Runaway agent: session ${a.session} (${a.agent || 'unknown agent'}, ${a.key_hint}) ${what}; ${a.action === 'block' ? 'its calls are refused' : 'warned'}.` }
+  }
+  const p = a as AlertPayload
   const period = p.window.period === 'window' ? `${p.window.window_hours}-hour window` : `${p.window.period} limit`
   const head = p.type === 'test' ? 'Burnrate test alert: ' : ''
   const pace = p.forecast.exhausted_at ? `; at this pace the limit is reached at ${p.forecast.exhausted_at}` : ''

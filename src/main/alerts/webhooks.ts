@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { request } from 'undici'
-import type { AlertPayload } from './payload'
-import { slackBody } from './payload'
+import { type OutboundAlert, slackBody } from './payload'
 
 export type WebhookFormat = 'json' | 'slack'
 
@@ -15,7 +14,7 @@ export interface WebhookTarget {
 export interface Delivery {
   id: string
   event_id: string
-  type: AlertPayload['type']
+  type: OutboundAlert['type']
   /** The webhook's origin; its path is left out (Slack's and others' paths are secrets). */
   url: string
   format: WebhookFormat
@@ -67,12 +66,12 @@ export class WebhookSender {
   }
 
   /** Queues `payload` for every webhook; returns their deliveries (updated in place as they progress). */
-  send(payload: AlertPayload): Delivery[] {
+  send(payload: OutboundAlert): Delivery[] {
     return this.sendTracked(payload).deliveries
   }
 
   /** As `send`, with a promise that settles when every first attempt has ended. */
-  sendTracked(payload: AlertPayload): { deliveries: Delivery[]; firstAttempts: Promise<unknown> } {
+  sendTracked(payload: OutboundAlert): { deliveries: Delivery[]; firstAttempts: Promise<unknown> } {
     if (this.closed) return { deliveries: [], firstAttempts: Promise.resolve() }
     const first: Promise<void>[] = []
     const deliveries = this.targets.map((t) => {

@@ -2,12 +2,51 @@ import { errorBody } from '../http/errors'
 import type { Admission, CallContext, CallGate } from '../proxy/gate'
 import type { BudgetEngine, PeriodState, Refusal, Warning } from './engine'
 import type { RateState } from './meter'
+import type { RunawayDetector, RunawayEvent } from './runaway'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
 /** The `error` recorded for a call refused by a budget. */
 export const REFUSAL_REASON = 'budget_exceeded'
-/** The `error` recorded for a call refused by a rate limit. */
+/** The `error` recorded for a call refused by a rate limit (or a session's spend rate). */
 export const RATE_REASON = 'rate_limited'
+/** The `error` recorded for a call refused as a runaway loop. */
+export const LOOP_REASON = 'loop_detected'
+export const RUNAWAY_HEADER = 'x-burnrate-runaway-warning'
+
+function runawayText(e: RunawayEvent): string {
+  return e.kind === 'loop'
+    ? `loop: the same request tail ${e.count} times in session ${e.session}`.replace(/[^\x20-\x7e]/g, '?')
+    : `spend_rate: ${e.usd_last_minute.toFixed(4)} USD in the last minute in session ${e.session}`.replace(/[^\x20-\x7e]/g, '?')
+}
+
+function runawayRefusal(e: RunawayEvent, windowMinutes: number, limit: number | null): Admission {
+  if (e.kind === 'loop') {
+    return {
+      refuse: {
+        status: 429,
+        headers: { 'x-should-retry': 'false' },
+        body: errorBody(
+          'loop_detected',
+          `Session "${e.session}" sent the same ${e.model || 'request'} conversation tail ${e.count} times in ${windowMinutes} minutes: it looks stuck in a loop, so Burnrate refused this call. Change the conversation or start a new session.`,
+          { session: e.session, model: e.model, repeats: e.count, window_minutes: windowMinutes },
+        ),
+        reason: LOOP_REASON,
+      },
+    }
+  }
+  return {
+    refuse: {
+      status: 429,
+      headers: { 'x-should-retry': 'true', 'retry-after': '60' },
+      body: errorBody(
+        'rate_limited',
+        `Session "${e.session}" spent $${e.usd_last_minute.toFixed(4)} in the last minute, over the $${limit}/minute spend-rate limit (runaway.spend_rate); retry in a minute.`,
+        { session: e.session, period: 'rate', unit: 'session_usd_per_minute', limit, used: e.usd_last_minute },
+      ),
+      reason: RATE_REASON,
+    },
+  }
+}
 
 /** Dollars with 2 decimals, or as many (up to 6) as the limit needs (`0.004/0.005`). */
 export function formatUsd(n: number, limit: number): string {
@@ -68,12 +107,18 @@ function retryAfter(at: number, now: number): string {
 }
 
 /** The proxy's gate: asks the engine and turns its decision into a 429 or warning headers. */
-export function budgetGate(engine: BudgetEngine): CallGate {
+export function budgetGate(
+  engine: BudgetEngine,
+  runaway?: { detector: RunawayDetector; windowMinutes: number; usdPerMinute: number | null },
+): CallGate {
   return {
     admit(ctx: CallContext): Admission {
       const now = Date.now()
+      const events = runaway ? runaway.detector.check(ctx, now) : []
+      if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
       const d = engine.admit(ctx, now)
-      const headers = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
+      let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
+      if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
       if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
       const r = d.refuse
       if (r.kind === 'rate' && r.rate) {

@@ -9,12 +9,14 @@ import { BudgetEngine, type CostModel, type HistoryRow } from './engine'
 import { CallHistory, expectedUsd } from './expected'
 import { budgetGate } from './gate'
 import type { Rule } from './rules'
+import { RunawayDetector } from './runaway'
 import { RuleStore } from './store'
 import { worstCaseUsd } from './worst-case'
 
 export interface Budgets {
   engine: BudgetEngine
   store: RuleStore
+  runaway: RunawayDetector
 }
 
 const installed = new WeakMap<ServerContext, Budgets>()
@@ -106,11 +108,19 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       .all(month) as { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[],
   )
   const e = engine
-  const stop = ctx.ledger.onCall((call) => e.observe(call))
+  const r = ctx.config.runaway
+  const runaway = new RunawayDetector({
+    loop: { action: r.loop.action, repeats: r.loop.repeats, windowMinutes: r.loop.window_minutes },
+    spendRate: { action: r.spend_rate.action, usdPerMinute: r.spend_rate.usd_per_minute },
+  })
+  const stop = ctx.ledger.onCall((call) => {
+    e.observe(call)
+    runaway.observe(call)
+  })
   ctx.onClose(stop)
-  ctx.setGate(budgetGate(e))
+  ctx.setGate(budgetGate(e, { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }))
   ctx.budgets = e
-  const b = { engine: e, store }
+  const b = { engine: e, store, runaway }
   installed.set(ctx, b)
   return b
 }

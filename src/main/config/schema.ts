@@ -111,6 +111,25 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    runaway: z
+      .object({
+        /** The same model and conversation tail from one session `repeats` times in `window_minutes`. */
+        loop: z
+          .object({
+            action: z.enum(['off', 'warn', 'block']).default('warn'),
+            repeats: z.number().int().min(2).default(5),
+            window_minutes: z.number().positive().default(10),
+          })
+          .strict()
+          .prefault({}),
+        /** A session spending more than this per minute. */
+        spend_rate: z
+          .object({ usd_per_minute: usd.nullable().default(null), action: z.enum(['off', 'warn', 'block']).default('warn') })
+          .strict()
+          .prefault({}),
+      })
+      .strict()
+      .prefault({}),
     alerts: z
       .object({
         /** Where budget threshold alerts are POSTed. */

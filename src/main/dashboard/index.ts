@@ -57,7 +57,14 @@ export const dashboard: Feature = (ctx) => {
   const budgets = budgetsOf(ctx)
   route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
   const alerts = alertsOf(ctx)
-  route('alerts', () => ({ webhooks: alerts.webhooks.configured, deliveries: alerts.webhooks.deliveries() }))
+  route('alerts', () => ({
+    webhooks: alerts.webhooks.configured,
+    deliveries: alerts.webhooks.deliveries(),
+    runaway: budgets.runaway.events().map((e) => ({
+      kind: e.kind, action: e.action, session: e.session, agent: e.agent, model: e.model, key_hint: e.key_hint,
+      repeats: e.count, usd_last_minute: e.usd_last_minute, at: new Date(e.at).toISOString(),
+    })),
+  }))
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
   route('export', async (req, res, now) => {
     const format = formatParam(req)

@@ -265,10 +265,14 @@ describe('AlertDeliveries', () => {
     expect(rows[0].text()).toContain('HTTP 500')
     expect(rows[0].text()).toContain('6')
     expect(w.text()).toContain('1 webhook;')
+    const marks = w.findAll('[data-testid="runaway-row"]')
+    expect(marks).toHaveLength(1)
+    expect(marks[0].text()).toContain('s-loop')
+    expect(marks[0].text()).toContain('5 times')
   })
 
   it('says when no webhook is configured', () => {
-    const w = mount(AlertDeliveries, { props: { log: { webhooks: 0, deliveries: [] } } })
+    const w = mount(AlertDeliveries, { props: { log: { webhooks: 0, deliveries: [], runaway: [] } } })
     expect(w.text()).toContain('No webhooks configured')
   })
 })

@@ -102,6 +102,9 @@ export const budgets = (): BudgetsOverview => ({
 
 export const alertsLog = (): AlertsLog => ({
   webhooks: 1,
+  runaway: [
+    { kind: 'loop', action: 'warn', session: 's-loop', agent: 'claude-code', model: 'claude-sonnet-4-5', key_hint: 'sk-…0001', repeats: 5, usd_last_minute: 0, at: '2026-11-21T18:02:00.000Z' },
+  ],
   deliveries: [
     {
       id: 'd-2', event_id: 'alert_2', type: 'budget.threshold', url: 'https://hooks.slack.com/…', format: 'slack', status: 'failed',

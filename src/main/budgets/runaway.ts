@@ -1,0 +1,157 @@
+import { createHash } from 'node:crypto'
+import type { CallRecord } from '../ledger/record'
+import type { CallContext } from '../proxy/gate'
+
+/**
+ * Runaway agents (README: Runaway agents). An agent stuck in a loop sends the same request
+ * again and again: the same model and the same end of the conversation (its last two messages:
+ * the same tool call and the same tool result), while the conversation in front of it may grow.
+ * A call whose model and tail hash were seen from the same session `repeats` times within
+ * `windowMinutes` is a loop. A normal session's tail changes with every turn, so it never is.
+ * Separately, a session whose calls cost more than `usdPerMinute` in the last minute trips the
+ * spend-rate alarm.
+ */
+
+export type RunawayAction = 'off' | 'warn' | 'block'
+
+export interface RunawayOptions {
+  loop: { action: RunawayAction; repeats: number; windowMinutes: number }
+  spendRate: { action: RunawayAction; usdPerMinute: number | null }
+}
+
+export interface RunawayEvent {
+  kind: 'loop' | 'spend_rate'
+  action: 'warn' | 'block'
+  session: string
+  agent: string
+  model: string
+  api_key_hash: string
+  key_hint: string
+  /** loop: how many times the tail was seen in the window (this call included). */
+  count: number
+  /** spend_rate: USD spent by the session in the last minute. */
+  usd_last_minute: number
+  at: number
+}
+
+/** Messages a tail is taken from: OpenAI chat and Anthropic `messages`, Responses `input`, Gemini `contents`. */
+function conversation(body: unknown): unknown[] | null {
+  if (typeof body !== 'object' || body === null) return null
+  const b = body as Record<string, unknown>
+  for (const k of ['messages', 'input', 'contents']) if (Array.isArray(b[k])) return b[k] as unknown[]
+  return null
+}
+
+/** The hash of a conversation's last two messages, or null when it has fewer than three (one-shot calls are never loops). */
+export function tailHash(body: unknown): string | null {
+  const msgs = conversation(body)
+  if (!msgs || msgs.length < 3) return null
+  return createHash('sha256').update(JSON.stringify(msgs.slice(-2))).digest('base64url')
+}
+
+const MINUTE = 60_000
+/** Sessions remembered at once; the least recently used are forgotten beyond it. */
+const MAX_SESSIONS = 10_000
+
+interface SessionState {
+  /** tail key -> arrival times within the window. */
+  tails: Map<string, number[]>
+  /** Costs of the last minute. */
+  spend: { t: number; usd: number }[]
+  /** Last time each kind was announced (once per window). */
+  announced: Map<string, number>
+}
+
+export class RunawayDetector {
+  private readonly sessions = new Map<string, SessionState>()
+  private readonly listeners = new Set<(e: RunawayEvent) => void>()
+  private readonly recent: RunawayEvent[] = []
+
+  constructor(private readonly opts: RunawayOptions) {}
+
+  get enabled(): boolean {
+    return this.opts.loop.action !== 'off' || (this.opts.spendRate.action !== 'off' && this.opts.spendRate.usdPerMinute !== null)
+  }
+
+  private session(key: string, create: boolean): SessionState | undefined {
+    let s = this.sessions.get(key)
+    if (s) {
+      // Most recently used last, so the first entry is the one to forget.
+      this.sessions.delete(key)
+      this.sessions.set(key, s)
+    } else if (create) {
+      s = { tails: new Map(), spend: [], announced: new Map() }
+      this.sessions.set(key, s)
+      if (this.sessions.size > MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string)
+    }
+    return s
+  }
+
+  /** Checks a call before it goes upstream; returns what it trips (the first blocking one first). */
+  check(ctx: CallContext, now = Date.now()): RunawayEvent[] {
+    if (!this.enabled || !ctx.session) return []
+    const out: RunawayEvent[] = []
+    const s = this.session(`${ctx.apiKeyHash}\n${ctx.session}`, true)!
+    const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
+    const loop = this.opts.loop
+    if (loop.action !== 'off') {
+      const hash = tailHash(ctx.body)
+      if (hash) {
+        const window = loop.windowMinutes * MINUTE
+        for (const [k, times] of s.tails) {
+          while (times.length && times[0] <= now - window) times.shift()
+          if (times.length === 0) s.tails.delete(k)
+        }
+        const k = `${ctx.shape.model}\n${hash}`
+        const times = s.tails.get(k) ?? []
+        times.push(now)
+        s.tails.set(k, times)
+        if (times.length >= loop.repeats) {
+          out.push({ ...base, kind: 'loop', action: loop.action, count: times.length, usd_last_minute: 0 })
+        }
+      }
+    }
+    const rate = this.opts.spendRate
+    if (rate.action !== 'off' && rate.usdPerMinute !== null) {
+      while (s.spend.length && s.spend[0].t <= now - MINUTE) s.spend.shift()
+      const usd = s.spend.reduce((a, x) => a + x.usd, 0)
+      if (usd > rate.usdPerMinute) out.push({ ...base, kind: 'spend_rate', action: rate.action, count: 0, usd_last_minute: usd })
+    }
+    for (const e of out) this.announce(s, e, now)
+    return out.sort((a, b) => (a.action === b.action ? 0 : a.action === 'block' ? -1 : 1))
+  }
+
+  /** Counts a recorded call's cost for its session's spend rate. */
+  observe(call: CallRecord, now = Date.now()): void {
+    if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
+    const s = this.session(`${call.api_key_hash}\n${call.session}`, true)!
+    s.spend.push({ t: now, usd: call.cost_usd })
+  }
+
+  /** Tells listeners once per session, kind and window (a loop: its window; the spend rate: a minute). */
+  private announce(s: SessionState, e: RunawayEvent, now: number): void {
+    const quiet = e.kind === 'loop' ? this.opts.loop.windowMinutes * MINUTE : MINUTE
+    const last = s.announced.get(e.kind)
+    if (last !== undefined && now - last < quiet) return
+    s.announced.set(e.kind, now)
+    this.recent.push(e)
+    if (this.recent.length > 200) this.recent.shift()
+    for (const l of this.listeners) {
+      try {
+        l(e)
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+
+  onEvent(listener: (e: RunawayEvent) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** The last 200 announced events, newest first (the dashboard's marks). */
+  events(): RunawayEvent[] {
+    return [...this.recent].reverse()
+  }
+}
