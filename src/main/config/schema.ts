@@ -104,6 +104,11 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Prometheus exposition at `GET /metrics` (src/main/metrics). */
+    metrics: z
+      .object({ enabled: z.boolean().default(false) })
+      .strict()
+      .prefault({}),
   })
   .strict()
 

@@ -24,12 +24,13 @@ import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
 import { dashboard } from '../dashboard'
+import { metrics } from '../metrics'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, metrics, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -98,6 +99,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     onClose: (fn) => {
       closers.push(fn)
     },
+    aroundProxy: null,
   }
   const proxy = createProxyHandler({
     ledger,
@@ -109,6 +111,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
+  const around = context.aroundProxy
 
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
@@ -117,12 +120,16 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route) {
-      proxy.handle(req, res, route).catch((err: Error) => {
-        // A bug on the hot path costs this call, never the process.
-        log.error(`proxy: ${err?.message ?? String(err)}`)
-        if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
-        else res.destroy()
-      })
+      const handle = (): void => {
+        proxy.handle(req, res, route).catch((err: Error) => {
+          // A bug on the hot path costs this call, never the process.
+          log.error(`proxy: ${err?.message ?? String(err)}`)
+          if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
+          else res.destroy()
+        })
+      }
+      if (around) around(route.upstream.provider.name, handle)
+      else handle()
     }
     else app(req, res)
   })
