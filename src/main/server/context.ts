@@ -29,6 +29,8 @@ export interface ServerContext {
    * scope); null when nothing does. Set once, at start-up.
    */
   aroundProxy: ((provider: string, handle: () => void) => void) | null
+  /** More sections of `GET /api/health` (e.g. `otel`), each read when health is asked for. */
+  healthSections: Record<string, () => unknown>
 }
 
 /** A capability of the server, installed once at start-up. */

@@ -25,12 +25,13 @@ import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
 import { dashboard } from '../dashboard'
 import { metrics } from '../metrics'
+import { otel } from '../otel'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, metrics, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -100,6 +101,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       closers.push(fn)
     },
     aroundProxy: null,
+    healthSections: {},
   }
   const proxy = createProxyHandler({
     ledger,
