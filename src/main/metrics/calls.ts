@@ -14,6 +14,10 @@ export const TOKEN_TYPES = [
   ['reasoning', 'reasoning_tokens'],
 ] as const satisfies readonly (readonly [string, keyof CallRecord])[]
 
+/** Slots after the token sums in a drain's per-model sums. */
+const UNPRICED = TOKEN_TYPES.length
+const ESTIMATED = TOKEN_TYPES.length + 1
+
 /** Bounds on client-chosen label values (see BoundedLabel). */
 const LIMITS = { model: 200, agent: 50, tenant: 200, reason: 20 }
 
@@ -113,21 +117,37 @@ export class CallMetrics {
     return this.queue.length
   }
 
-  /** Counts every queued call. */
+  /**
+   * Counts every queued call. Whole numbers (calls, tokens) are summed per series first and
+   * added once per drain: prom-client hashes the labels on every inc, even of a label child.
+   * Cost is added call by call, in the ledger's order, so its sums are the ledger's to the bit.
+   */
   drain(): void {
     const q = this.queue
     if (q.length === 0) return
     this.queue = []
+    const calls = new Map<Series, number>()
+    const perModel = new Map<ModelSeries, number[]>()
     for (const c of q) {
       try {
-        this.count(c)
+        this.count(c, calls, perModel)
       } catch {
-        // a value prom-client refuses (a NaN cost) costs that one call's counts, never the batch
+        // a value prom-client refuses (a NaN cost) is that one call's loss, never the batch's
+      }
+    }
+    for (const [s, n] of calls) s.calls.inc(n)
+    for (const [m, sums] of perModel) {
+      try {
+        for (let i = 0; i < TOKEN_TYPES.length; i++) if (sums[i] > 0) m.tokens[i].inc(sums[i])
+        if (sums[UNPRICED] > 0) m.unpriced.inc(sums[UNPRICED])
+        if (sums[ESTIMATED] > 0) m.estimated.inc(sums[ESTIMATED])
+      } catch {
+        // a token count that is not a number spoils that model's sums only
       }
     }
   }
 
-  private count(c: CallRecord): void {
+  private count(c: CallRecord, calls: Map<Series, number>, perModel: Map<ModelSeries, number[]>): void {
     const model = this.model.value(c.model)
     const agent = this.agent.value(c.agent)
     const streamed = c.streamed ? 'true' : 'false'
@@ -141,8 +161,8 @@ export class CallMetrics {
       }
       this.series.set(key, s)
     }
-    s.calls.inc()
     s.duration.observe(c.latency_ms / 1000)
+    calls.set(s, (calls.get(s) ?? 0) + 1)
 
     const mkey = `${c.provider}\n${model}`
     let m = this.modelSeries.get(mkey)
@@ -154,12 +174,14 @@ export class CallMetrics {
       }
       this.modelSeries.set(mkey, m)
     }
-    for (let i = 0; i < TOKEN_TYPES.length; i++) {
-      const n = c[TOKEN_TYPES[i][1]]
-      if (n > 0) m.tokens[i].inc(n)
+    let sums = perModel.get(m)
+    if (!sums) {
+      sums = new Array<number>(TOKEN_TYPES.length + 2).fill(0)
+      perModel.set(m, sums)
     }
-    if (!c.priced) m.unpriced.inc()
-    if (c.estimated) m.estimated.inc()
+    for (let i = 0; i < TOKEN_TYPES.length; i++) sums[i] += c[TOKEN_TYPES[i][1]]
+    if (!c.priced) sums[UNPRICED]++
+    if (c.estimated) sums[ESTIMATED]++
 
     const tenant = this.tenant.value(c.tenant)
     const ckey = `${mkey}\n${agent}\n${tenant}`

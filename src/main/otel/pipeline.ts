@@ -29,6 +29,9 @@ const TICK_MS = 1000
 /** Spans per OTLP request. */
 const BATCH = 512
 
+/** `burnrate.token.type` values, in the order of a tick's token sums. */
+const TOKEN_TYPES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const
+
 /** Recommended boundaries of the GenAI conventions. */
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
 const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
@@ -138,12 +141,20 @@ export class OtelPipeline {
   tick(): void {
     const calls = this.incoming
     this.incoming = []
+    // Token counts are summed per attribute set and added once per tick (the SDK hashes the
+    // attributes of every measurement); histograms and cost take each call as it is.
+    const tokenSums = new Map<string, { attributes: Attributes; sums: number[] }>()
     for (const c of calls) {
       try {
-        this.record(c)
+        this.record(c, tokenSums)
       } catch {
         // one call the SDK refuses costs its own points only
       }
+    }
+    for (const { attributes, sums } of tokenSums.values()) {
+      TOKEN_TYPES.forEach((type, i) => {
+        if (sums[i] > 0) this.instruments?.allTokens.add(sums[i], { ...attributes, [BURNRATE.tokenType]: type })
+      })
     }
     if (this.tracerProvider) {
       const room = this.opts.maxQueue - this.backlog.length
@@ -156,27 +167,29 @@ export class OtelPipeline {
     }
   }
 
-  private record(c: CallRecord): void {
+  private record(c: CallRecord, tokenSums: Map<string, { attributes: Attributes; sums: number[] }>): void {
     const ins = this.instruments
     if (!ins) return
-    const base: Attributes = {
-      [GEN_AI.operation]: operationName(c.endpoint),
-      [GEN_AI.provider]: providerName(c.provider),
-      [GEN_AI.requestModel]: this.model.value(c.model),
-    }
+    const op = operationName(c.endpoint)
+    const provider = providerName(c.provider)
+    const model = this.model.value(c.model)
+    const base: Attributes = { [GEN_AI.operation]: op, [GEN_AI.provider]: provider, [GEN_AI.requestModel]: model }
     ins.tokens.record(c.input_tokens, { ...base, [GEN_AI.tokenType]: 'input' })
     ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
     const err = errorType(c)
     ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
     ins.cost.add(c.cost_usd, { ...base, [GEN_AI.agent]: this.agent.value(c.agent), [BURNRATE.tenant]: this.tenant.value(c.tenant) })
-    const types: [string, number][] = [
-      ['input', c.input_tokens],
-      ['output', c.output_tokens],
-      ['cache_read', c.cache_read_tokens],
-      ['cache_write', c.cache_write_tokens],
-      ['reasoning', c.reasoning_tokens],
-    ]
-    for (const [type, n] of types) if (n > 0) ins.allTokens.add(n, { ...base, [BURNRATE.tokenType]: type })
+    const key = `${op}\n${provider}\n${model}`
+    let t = tokenSums.get(key)
+    if (!t) {
+      t = { attributes: base, sums: [0, 0, 0, 0, 0] }
+      tokenSums.set(key, t)
+    }
+    t.sums[0] += c.input_tokens
+    t.sums[1] += c.output_tokens
+    t.sums[2] += c.cache_read_tokens
+    t.sums[3] += c.cache_write_tokens
+    t.sums[4] += c.reasoning_tokens
   }
 
   /** One batch of the backlog as spans, to the collector; the next goes when this one is done. */
