@@ -76,7 +76,22 @@ export interface Health {
   status: 'ok' | 'degraded'
   version: string
   uptime_s: number
+  /** The OTLP export's state; null when `otel.endpoint` is not set. */
+  otel?: OtelHealth | null
   [extra: string]: unknown
+}
+
+/** `otel` in `GET /api/health` (README: OpenTelemetry). */
+export interface OtelHealth {
+  endpoint: string
+  /** Calls waiting to be exported as spans. */
+  queued: number
+  exported_spans: number
+  /** Calls never exported as spans: the queue was full (collector slow or down), or their export failed. */
+  dropped_spans: number
+  metric_exports: number
+  failed_metric_exports: number
+  last_error: string | null
 }
 
 export type BudgetAction = 'block' | 'warn'

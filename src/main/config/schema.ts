@@ -179,6 +179,29 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /** Prometheus exposition at `GET /metrics` (src/main/metrics). */
+    metrics: z
+      .object({ enabled: z.boolean().default(false) })
+      .strict()
+      .prefault({}),
+    /** OTLP/HTTP export of metrics and one span per call (src/main/otel); off without an endpoint. */
+    otel: z
+      .object({
+        /** Base URL of the collector (`http://collector:4318`); `/v1/traces` and `/v1/metrics` are appended. */
+        endpoint: z.url({ protocol: /^https?$/ }).nullable().default(null),
+        /** Sent with every export (e.g. an API key of the backend). */
+        headers: z.record(z.string(), z.string()).default({}),
+        /** How often metrics are exported. */
+        interval_ms: z.number().int().min(100).default(60_000),
+        /** Longest an export may take (retries included) before it counts as failed. */
+        timeout_ms: z.number().int().min(100).default(10_000),
+        /** Calls waiting to be exported as spans; past it new ones are dropped (and counted in /api/health). */
+        max_queue: z.number().int().positive().default(2048),
+        traces: z.boolean().default(true),
+        metrics: z.boolean().default(true),
+      })
+      .strict()
+      .prefault({}),
   })
   .strict()
 

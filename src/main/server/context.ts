@@ -24,6 +24,13 @@ export interface ServerContext {
   setGate(gate: CallGate): void
   /** Runs when the server stops, before the ledger is flushed and the database closed. */
   onClose(fn: () => void | Promise<void>): void
+  /**
+   * Wraps the handling of every proxied call (the metrics' upstream timing runs it in its
+   * scope); null when nothing does. Set once, at start-up.
+   */
+  aroundProxy: ((provider: string, handle: () => void) => void) | null
+  /** More sections of `GET /api/health` (e.g. `otel`), each read when health is asked for. */
+  healthSections: Record<string, () => unknown>
 }
 
 /** A capability of the server, installed once at start-up. */

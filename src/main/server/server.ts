@@ -28,13 +28,15 @@ import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
 import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
+import { metrics } from '../metrics'
+import { otel } from '../otel'
 import { dashboardUi } from '../ui'
 import type { Feature, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -111,6 +113,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     onClose: (fn) => {
       closers.push(fn)
     },
+    aroundProxy: null,
+    healthSections: {},
   }
   const proxy = createProxyHandler({
     log,
@@ -125,6 +129,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
+  const around = context.aroundProxy
 
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
@@ -138,12 +143,16 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return
     }
     if (route) {
-      proxy.handle(req, res, route).catch((err: Error) => {
-        // A bug on the hot path costs this call, never the process.
-        log.error(`proxy: ${err?.message ?? String(err)}`)
-        if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
-        else res.destroy()
-      })
+      const handle = (): void => {
+        proxy.handle(req, res, route).catch((err: Error) => {
+          // A bug on the hot path costs this call, never the process.
+          log.error(`proxy: ${err?.message ?? String(err)}`)
+          if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
+          else res.destroy()
+        })
+      }
+      if (around) around(route.upstream.provider.name, handle)
+      else handle()
     }
     else app(req, res)
   }
