@@ -6,6 +6,7 @@ import type { Feature } from '../server/context'
 import { apiKeyRoutes } from './api-keys'
 import { adminAuth } from './auth'
 import { jsonBodyErrors } from './json-body'
+import { priceRoutes } from './prices'
 import { ProviderStats } from './provider-stats'
 import { providerRoutes } from './providers'
 import { ruleRoutes } from './rules'
@@ -31,6 +32,7 @@ export const admin: Feature = (ctx) => {
   ruleRoutes(router, budgets, ctx.config.source)
   apiKeyRoutes(router, budgets, ctx.ledger.spend)
   providerRoutes(router, ctx.upstreams, stats)
+  priceRoutes(router, ctx)
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
 }

@@ -41,7 +41,7 @@ function configRules(ctx: ServerContext): Rule[] {
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
-  const pricer = new Pricer(ctx.config.pricing.overrides)
+  const pricer = ctx.pricer ?? new Pricer(ctx.config.pricing.overrides)
   let engine: BudgetEngine | null = null
   const store = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
   engine = new BudgetEngine(ctx.ledger.spend, ctx.config.timezone, configRules(ctx), store.all(), (call) =>

@@ -12,6 +12,8 @@ import { Statements } from './sql'
 import { stats } from './stats'
 import { summary } from './summary'
 import { timeseries } from './timeseries'
+import { unpriced } from './unpriced'
+import { pricesOf } from '../pricing/feature'
 
 /**
  * The dashboard REST API (`/api/dashboard/*`), read from rollup tables that the ledger's batch
@@ -49,6 +51,9 @@ export const dashboard: Feature = (ctx) => {
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now),
   )
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
+  route('unpriced', (req) => unpriced(d, tenantParam(req)))
+  const prices = pricesOf(ctx)
+  route('prices', () => prices.updater.status())
   route('export', async (req, res, now) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')

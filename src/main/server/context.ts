@@ -4,6 +4,8 @@ import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Ledger } from '../ledger/ledger'
 import type { Logger } from '../log'
+import type { Pricer } from '../pricing/price'
+import type { Prices } from '../pricing/feature'
 import type { CallGate } from '../proxy/gate'
 import type { Upstream } from '../proxy/routes'
 
@@ -18,6 +20,10 @@ export interface ServerContext {
   upstreams: Map<string, Upstream>
   /** Express router for everything that is not a proxied call; mount paths are absolute. */
   app: Router
+  /** Prices every proxied call (runtime prices and price updates change it in place). */
+  pricer: Pricer
+  /** Runtime prices and the price-data updater, set by the pricing feature (null until then). */
+  prices: Prices | null
   /** Budget state, set by the budgets feature (null until then). */
   budgets: BudgetMonitor | null
   /** Installs the gate every proxied call passes before going upstream (budgets). */

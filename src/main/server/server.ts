@@ -14,6 +14,7 @@ import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
+import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
@@ -29,7 +30,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, budgets, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -82,6 +83,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
   const app = createApiApp()
+  const pricer = new Pricer(config.pricing.overrides)
   const context: ServerContext = {
     config,
     db,
@@ -91,6 +93,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     startedAt: Date.now(),
     upstreams,
     app,
+    pricer,
+    prices: null,
     budgets: null,
     setGate: (g) => {
       gate = g
@@ -101,7 +105,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   }
   const proxy = createProxyHandler({
     ledger,
-    pricer: new Pricer(config.pricing.overrides),
+    pricer,
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
