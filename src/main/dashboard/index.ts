@@ -52,6 +52,7 @@ export const dashboard: Feature = (ctx) => {
   )
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
   route('unpriced', (req) => unpriced(d, tenantParam(req)))
+  route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
   const prices = pricesOf(ctx)
   route('prices', () => prices.updater.status())
   route('export', async (req, res, now) => {

@@ -11,6 +11,7 @@ import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
+import { planNotice } from '../desktop-logic/tray-plans'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
@@ -206,7 +207,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
-  const presenter = new TrayPresenter({ spend, budgets, platform, render: (view) => tray.render(view) })
+  const plans = own?.context.plans ?? null
+  const presenter = new TrayPresenter({ spend, budgets, plans, platform, render: (view) => tray.render(view) })
   presenter.start()
 
   let notifier: BudgetNotifier | null = null
@@ -222,11 +224,15 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     notifier.start()
   }
 
+  // Plan windows at 80% and 95%: once per window period (the tracker remembers which it showed).
+  const offPlans = plans?.onAlert((a) => showNotice(planNotice(a), () => window.show(), platform === 'darwin' ? undefined : appIcon()))
+
   let stopping: Promise<void> | null = null
   const shutdown = () =>
     (stopping ??= (async () => {
       presenter.stop()
       notifier?.stop()
+      offPlans?.()
       spend.stop()
       window.allowClose()
       window.saveState()

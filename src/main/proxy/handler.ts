@@ -8,7 +8,7 @@ import type { TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
 import { createUpstreamDispatchers } from './call/dispatchers'
-import { forwardHttp } from './call/forward'
+import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import { BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
 import { type HttpCall, newCallState } from './call/state'
@@ -26,6 +26,8 @@ export interface ProxyOptions {
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
   /** Largest request body accepted, in bytes. */
   maxRequestBytes?: number
+  /** Sees every upstream answer's headers (the plans feature reads the vendors' meters there). */
+  observeHeaders?: HeadersObserver
 }
 
 /**
@@ -82,7 +84,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
     if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish)
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, opts.observeHeaders)
   }
 
   return {

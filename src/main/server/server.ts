@@ -14,12 +14,14 @@ import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
+import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate } from '../proxy/gate'
+import type { HeadersObserver } from '../proxy/call/forward'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
@@ -30,7 +32,7 @@ import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, budgets, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, admin, dashboard, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -82,6 +84,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
+  const observers: HeadersObserver[] = []
   const app = createApiApp()
   const pricer = new Pricer(config.pricing.overrides)
   const context: ServerContext = {
@@ -96,6 +99,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     pricer,
     prices: null,
     budgets: null,
+    plans: null,
+    observeHeaders: (fn) => {
+      observers.push(fn)
+    },
     setGate: (g) => {
       gate = g
     },
@@ -110,6 +117,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
     sessions: seededSessions(db),
+    observeHeaders: (s, status, h) => {
+      for (const o of observers) o(s, status, h)
+    },
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
