@@ -27,7 +27,8 @@ export function setupSnippets(origin: string): Snippet[] {
       id: 'codex',
       name: 'Codex CLI',
       blocks: [
-        { label: 'Shell', lang: 'sh', code: `export OPENAI_BASE_URL=${v1}\ncodex` },
+        { label: 'Shell (API key)', lang: 'sh', code: `export OPENAI_BASE_URL=${v1}\ncodex` },
+        { label: 'Shell (logged in with ChatGPT: a plan)', lang: 'sh', code: `export OPENAI_BASE_URL=${origin}/chatgpt/codex\ncodex` },
         {
           label: 'Or in ~/.codex/config.toml',
           lang: 'toml',
