@@ -90,9 +90,13 @@ export class GeminiMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
   private text = new OutputText()
+  private complete = false
 
   private take(obj: unknown): void {
     if (!isObject(obj)) return
+    if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
+      this.complete = true
+    }
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
     if (isObject(obj.usageMetadata)) {
       this.usage = geminiUsage(obj.usageMetadata)
@@ -123,10 +127,11 @@ export class GeminiMeter implements Meter {
   json(body: unknown): void {
     if (Array.isArray(body)) for (const e of body) this.take(e)
     else this.take(body)
+    this.complete = true
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join('') }
+    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
   }
 }
 

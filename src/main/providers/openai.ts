@@ -96,12 +96,15 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
  * usage (an OpenAI-compatible server that sends none) is estimated instead.
  */
 const NOTHING_BILLED = new Set(['response.failed'])
+/** The Responses API's terminal events: nothing follows them. */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
   private text = new OutputText()
+  private complete = false
   private readonly read: UsageReader
 
   constructor(opts: OpenAIMeterOptions = {}) {
@@ -109,7 +112,10 @@ export class OpenAIMeter implements Meter {
   }
 
   event(name: string, data: string): void {
-    if (data === '[DONE]') return
+    if (data === '[DONE]') {
+      this.complete = true
+      return
+    }
     let ev: any
     try {
       ev = JSON.parse(data)
@@ -119,6 +125,7 @@ export class OpenAIMeter implements Meter {
     if (!isObject(ev)) return
     const type = typeof ev.type === 'string' ? ev.type : name
     if (type.startsWith('response.')) {
+      if (TERMINAL.has(type)) this.complete = true
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
       if (isObject(r)) {
@@ -159,6 +166,7 @@ export class OpenAIMeter implements Meter {
     if (!isObject(body)) return
     if (typeof body.model === 'string' && body.model) this.model = body.model
     this.usage = this.read(body.usage)
+    this.complete = true
   }
 
   result(): MeterResult {
@@ -166,6 +174,7 @@ export class OpenAIMeter implements Meter {
       usage: this.usage,
       model: this.model,
       outputText: this.usage ? undefined : this.text.join(''),
+      complete: this.complete,
     }
   }
 }

@@ -35,6 +35,13 @@ export interface MeterResult {
   model?: string
   /** Text the response streamed, kept only while no usage was seen, for estimation. */
   outputText?: string
+  /**
+   * True once the response's terminal event arrived (Responses `response.completed`/`.incomplete`/
+   * `.failed`, Anthropic `message_stop`, Chat Completions `[DONE]`, Gemini's chunk with a
+   * `finishReason`) or a whole JSON body was read: the call completed, even if a connection closes
+   * a moment later.
+   */
+  complete?: boolean
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Duplex } from 'node:stream'
 import { performance } from 'node:perf_hooks'
 import type { SessionInference } from '../agents/sessions'
 import { sendError } from '../http/errors'
@@ -14,6 +15,7 @@ import { BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './ca
 import { type HttpCall, newCallState } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
+import { createWebSocketRelay } from './ws/relay'
 
 export interface ProxyOptions {
   /** Groups calls that carry no session id into sessions (agent + key, 30-minute gap). */
@@ -40,6 +42,8 @@ export interface ProxyOptions {
  */
 export interface ProxyHandler {
   handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void>
+  /** A WebSocket upgrade of a proxied path: passed through to the upstream (ws/relay.ts). */
+  upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void
   /** Calls under way (request received, not yet recorded). */
   readonly active: number
   /** Resolves when every call under way has been recorded, or after `timeoutMs`. */
@@ -52,6 +56,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   const life = createCallLifecycle(opts)
   const dispatchers = createUpstreamDispatchers(opts.timeouts)
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
@@ -89,7 +94,11 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
   return {
     handle,
-    close: () => dispatchers.close(),
+    upgrade: sockets.upgrade,
+    close: () => {
+      sockets.close()
+      return dispatchers.close()
+    },
     get active() {
       return life.active
     },

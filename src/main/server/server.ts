@@ -127,7 +127,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
+  const onRequest = (req: http.IncomingMessage, res: http.ServerResponse): void => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route) {
@@ -139,6 +139,25 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       })
     }
     else app(req, res)
+  }
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, onRequest)
+  // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
+  // past the same guard. Any other upgrade request is answered as the plain request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on('error', () => {})
+    const res = new http.ServerResponse(req)
+    res.assignSocket(socket)
+    res.shouldKeepAlive = false
+    res.on('finish', () => socket.end())
+    const route = router.match(req.url ?? '/', req.headers)
+    const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
+    if (!websocket) {
+      onRequest(req, res)
+      return
+    }
+    if (!guard(req, res, true)) return
+    res.detachSocket(socket)
+    proxy.upgrade(req, socket, head, route)
   })
   const sockets = new Set<Socket>()
   server.on('clientError', answerClientError)

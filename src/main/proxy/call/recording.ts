@@ -30,6 +30,12 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       }
       const r = s.meter?.result()
       if (r) {
+        // The upstream delivered its terminal event before the connection closed (Codex hangs up as
+        // soon as it has `response.completed`): the call completed, whatever cut the stream after.
+        if (r.complete && s.upstreamStatus > 0 && s.status !== s.upstreamStatus) {
+          s.status = s.upstreamStatus
+          s.error = null
+        }
         usage = r.usage
         if (r.model) model = r.model
         // A meter exists only for a successful upstream answer; if the stream was then cut (client

@@ -45,6 +45,7 @@ export function startHttpResponse(
   const res = s.res
   s.responseStarted = true
   s.status = status
+  s.upstreamStatus = status
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
   const headers = clientResponseHeaders(uheaders)

@@ -18,7 +18,10 @@ export interface CallState {
   started: number
   /** Stops the upstream exchange once it is under way; until then `done` keeps it from being sent. */
   abort?: (err?: Error) => void
+  /** What is recorded: the upstream's status, or what ended the call (499, 502, 504...). */
   status: number
+  /** The status the upstream answered with (0 until it answered). */
+  upstreamStatus: number
   error: string | null
   responseStarted: boolean
   streamed: boolean
@@ -40,6 +43,7 @@ export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, 
     admission: {},
     started,
     status: 0,
+    upstreamStatus: 0,
     error: null,
     responseStarted: false,
     streamed: false,
