@@ -159,3 +159,23 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 97%/)
   })
 })
+
+describe('money budgets and plan usage', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-ant-*', daily_limit_usd: 0, action: 'block' }] } }, upstream.url)
+  })
+  afterAll(async () => {
+    await t.cleanup()
+    await upstream.close()
+  })
+
+  it('a block rule on money does not stop calls on a plan, and still stops an API key it matches', async () => {
+    const send = (key: string) =>
+      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' })
+    expect((await send('sk-ant-oat01-plan-token-ffffffffffff')).status).toBe(200)
+    expect((await send('sk-ant-api03-money-key-gggggggggggg')).status).toBe(429)
+  })
+})

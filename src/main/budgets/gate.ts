@@ -41,6 +41,8 @@ function refusalMessage(r: Refusal, hint: string): string {
 export function budgetGate(engine: BudgetEngine): CallGate {
   return {
     admit(ctx: CallContext): Admission {
+      // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
+      if (ctx.billing === 'subscription') return {}
       const now = Date.now()
       const d = engine.admit(ctx, now)
       const headers = d.warnings.length

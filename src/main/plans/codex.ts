@@ -57,3 +57,36 @@ export function readCodex(headers: IncomingHttpHeaders, now = Date.now()): Meter
   }
   return { kind: 'plan', windows, details }
 }
+
+/**
+ * Codex over WebSocket gets its windows as a `codex.rate_limits` event instead of headers
+ * (codex-rs rate_limits.rs parse_rate_limit_event): `{type, rate_limits: {primary, secondary:
+ * {used_percent, window_minutes, reset_at}}, credits, metered_limit_name}`. The same header names
+ * are rebuilt from it, so one reader serves both.
+ */
+export function codexEventHeaders(text: string): IncomingHttpHeaders | null {
+  let ev: any
+  try {
+    ev = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!ev || ev.type !== 'codex.rate_limits') return null
+  const limit = String(ev.metered_limit_name ?? ev.limit_name ?? 'codex').trim().toLowerCase().replace(/_/g, '-') || 'codex'
+  const out: IncomingHttpHeaders = {}
+  for (const slot of ['primary', 'secondary'] as const) {
+    const w = ev.rate_limits?.[slot]
+    if (!w || typeof w.used_percent !== 'number') continue
+    out[`x-${limit}-${slot}-used-percent`] = String(w.used_percent)
+    if (typeof w.window_minutes === 'number') out[`x-${limit}-${slot}-window-minutes`] = String(w.window_minutes)
+    if (typeof w.reset_at === 'number') out[`x-${limit}-${slot}-reset-at`] = String(w.reset_at)
+  }
+  const c = ev.credits
+  if (c && typeof c === 'object') {
+    if (typeof c.has_credits === 'boolean') out['x-codex-credits-has-credits'] = String(c.has_credits)
+    if (typeof c.unlimited === 'boolean') out['x-codex-credits-unlimited'] = String(c.unlimited)
+    if (c.balance != null) out['x-codex-credits-balance'] = String(c.balance)
+  }
+  if (typeof ev.plan_type === 'string') out['x-codex-plan-type'] = ev.plan_type
+  return out
+}

@@ -56,7 +56,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   const life = createCallLifecycle(opts)
   const dispatchers = createUpstreamDispatchers(opts.timeouts)
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody })
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, observeHeaders: opts.observeHeaders })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
