@@ -60,3 +60,33 @@ export function planNotice(a: PlanAlert, timeZone?: string): Notice {
     body: `The ${a.window} window of ${a.account_hint || 'your plan'} has used ${pct}% of its allowance.${until}`,
   }
 }
+
+/**
+ * Which plan notices were shown, remembered across restarts (a JSON file beside the budget
+ * notices): the tracker starts empty after a restart and would otherwise notify again about a
+ * window it already told about. An entry is dropped once its window has reset.
+ */
+export class PlanNoticeLog {
+  private readonly entries: Map<string, string>
+
+  constructor(entries: Record<string, string> = {}) {
+    this.entries = new Map(Object.entries(entries).filter(([k, v]) => typeof k === 'string' && typeof v === 'string'))
+  }
+
+  static fromJSON(raw: unknown): PlanNoticeLog {
+    return new PlanNoticeLog(raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, string>) : {})
+  }
+
+  /** True the first time this window period reaches this threshold (and remembers it). */
+  claim(a: PlanAlert, now = Date.now()): boolean {
+    for (const [id, end] of this.entries) if (!(Date.parse(end) > now)) this.entries.delete(id)
+    if (this.entries.has(a.id)) return false
+    // Without a reset time the notice is remembered for a day.
+    this.entries.set(a.id, a.resets_at ?? new Date(now + 86_400_000).toISOString())
+    return true
+  }
+
+  toJSON(): Record<string, string> {
+    return Object.fromEntries(this.entries)
+  }
+}

@@ -11,7 +11,7 @@ import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
-import { planNotice } from '../desktop-logic/tray-plans'
+import { PlanNoticeLog, planNotice } from '../desktop-logic/tray-plans'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
@@ -225,7 +225,17 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   }
 
   // Plan windows at 80% and 95%: once per window period (the tracker remembers which it showed).
-  const offPlans = plans?.onAlert((a) => showNotice(planNotice(a), () => window.show(), platform === 'darwin' ? undefined : appIcon()))
+  const planNoticesFile = join(userData, 'plan-notices.json')
+  const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
+  const offPlans = plans?.onAlert((a) => {
+    if (!planNotices.claim(a)) return
+    try {
+      writeJsonFile(planNoticesFile, planNotices)
+    } catch {
+      // not remembering costs at most a repeated notice after a restart
+    }
+    showNotice(planNotice(a), () => window.show(), platform === 'darwin' ? undefined : appIcon())
+  })
 
   let stopping: Promise<void> | null = null
   const shutdown = () =>
