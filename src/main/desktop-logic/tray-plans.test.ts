@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { PlanAccount } from '../../shared/api'
 import type { PlanAlert } from '../plans/tracker'
-import { PlanNoticeLog, planLine, planNotice, planShort } from './tray-plans'
+import { PlanNoticeLog, httpPlans, planLine, planNotice, planShort } from './tray-plans'
 import { trayView } from './tray-view'
 
 const NOW = Date.parse('2026-11-23T10:00:00Z')
@@ -50,5 +50,20 @@ describe('plan windows in the tray', () => {
     expect(again.claim(alert, NOW + 3600_000)).toBe(false)
     expect(again.claim(alert, NOW + 3 * 3600_000)).toBe(true) // the window reset
     expect(planNotice(alert, 'UTC')).toMatchObject({ level: 'warning', title: 'Claude plan: 5h window at 81%' })
+  })
+})
+
+describe('httpPlans (attached to another Burnrate)', () => {
+  it('reads the plans endpoint and tells when they change', async () => {
+    const bodies = [{ accounts: [account()] }, { accounts: [account()] }, { accounts: [] }]
+    let n = 0
+    const fetchFn = (async () => new Response(JSON.stringify(bodies[Math.min(n++, bodies.length - 1)]))) as typeof fetch
+    const src = httpPlans('http://127.0.0.1:1', { fetch: fetchFn, pollMs: 1 })
+    let changes = 0
+    src.subscribe(() => changes++)
+    await expect.poll(() => n >= 3).toBe(true)
+    await expect.poll(() => src.list().length).toBe(0)
+    src.stop()
+    expect(changes).toBe(2) // the first read, then the empty one; the same answer twice is no change
   })
 })
