@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',
+    // Tests never fetch price data from the internet (test/pricing uses a local price-data server).
+    env: { BURNRATE_PRICE_AUTO_UPDATE: 'false' },
   },
 })

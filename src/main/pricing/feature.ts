@@ -23,7 +23,8 @@ export function pricesOf(ctx: ServerContext): Prices {
   const updater = new PriceUpdater({
     dataDir: ctx.config.data_dir,
     url: ctx.config.pricing.update_url,
-    autoUpdate: ctx.config.pricing.auto_update,
+    // BURNRATE_PRICE_AUTO_UPDATE=false keeps a whole environment offline (the test suite, air-gapped CI).
+    autoUpdate: ctx.config.pricing.auto_update && process.env.BURNRATE_PRICE_AUTO_UPDATE !== 'false',
     onChange: () => ctx.pricer.dataChanged(),
     log: ctx.log,
   })
