@@ -214,8 +214,12 @@ export interface ProviderStatus {
 }
 
 export interface Summary {
+  /** Money: calls billed per token. Subscription calls are not in it (see the plan value fields). */
   today_spend_usd: number
   month_spend_usd: number
+  /** API-equivalent value of subscription calls (a plan's OAuth credential): what they would have cost per token. */
+  today_plan_value_usd: number
+  month_plan_value_usd: number
   today_requests: number
   avg_cost_per_request_usd: number
   active_sessions: number
@@ -337,4 +341,90 @@ export interface RunawayMark {
   repeats: number
   usd_last_minute: number
   at: string
+}
+
+/** GET /api/dashboard/unpriced: models whose calls were recorded without a price. */
+export interface UnpricedModel {
+  provider: string
+  model: string
+  requests: number
+  input_tokens: number
+  output_tokens: number
+  first_seen_at: string
+  last_seen_at: string
+}
+
+export interface Unpriced {
+  models: UnpricedModel[]
+}
+
+/** Body of PUT /api/admin/prices/{provider}/{model}: USD per million tokens. */
+export interface PriceInput {
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok?: number | null
+  cache_write_mtok?: number | null
+}
+
+/** A runtime price as the admin API stores and returns it. */
+export interface StoredPrice {
+  provider: string
+  model: string
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok: number | null
+  cache_write_mtok: number | null
+  updated_at: string
+}
+
+/** POST /api/admin/prices/{provider}/{model}/reprice. */
+export interface RepriceResult {
+  provider: string
+  model: string
+  repriced: number
+  unpriced: number
+  cost_usd_before: number
+  cost_usd_after: number
+}
+
+/** GET /api/dashboard/prices: where the price data in use came from. */
+export interface PriceData {
+  source: 'bundled' | 'cached' | 'updated'
+  updated_at: string | null
+  checked_at: string | null
+  last_error: string | null
+  auto_update: boolean
+  url: string
+}
+
+/** One usage window of a plan, as the vendor's own response headers report it. */
+export interface PlanWindow {
+  /** `5h`, `7d`, `7d_opus`, `7d_sonnet`… for Anthropic; `5h`/`7d` (from the window length) or `primary`/`secondary` for Codex; `requests`, `tokens`… for per-key limits. */
+  name: string
+  /** 0..1 */
+  utilization: number
+  resets_at: string | null
+  /** The vendor's word for the window (`allowed`, `allowed_warning`, `rejected`), or '' when it sends none. */
+  status: string
+  /** When the window runs out at the pace of its recent history; null when it will not before it resets (or no pace yet). */
+  projected_exhausted_at: string | null
+  /** Utilization the window will have when it resets, at that pace (null without a pace). */
+  projected_at_reset: number | null
+  /** Window length in minutes, when known. */
+  window_minutes: number | null
+}
+
+export interface PlanAccount {
+  provider: string
+  /** Which credential (`sk-…9f3a`-style hint of the key or token). */
+  account_hint: string
+  billing: CallBilling
+  updated_at: string
+  windows: PlanWindow[]
+  /** Account-wide fields the vendor sent (status, representative claim, overage, credits…), including ones Burnrate does not know yet. */
+  details: Record<string, string>
+}
+
+export interface Plans {
+  accounts: PlanAccount[]
 }

@@ -28,7 +28,10 @@ describe('shapes', () => {
     expect(status).toBe(200)
     expect(reply.headers['content-type']).toMatch(/^application\/json/)
     expect(Object.keys(body).sort()).toEqual(
-      ['active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd'].sort(),
+      [
+        'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd',
+        'today_plan_value_usd', 'month_plan_value_usd',
+      ].sort(),
     )
     expect(body.active_sessions).toBe(1) // s1 (last call 30 s ago); s2 was 2 h ago
     for (const v of Object.values(body)) expect(typeof v).toBe('number')

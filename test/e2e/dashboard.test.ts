@@ -241,7 +241,7 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard in Chromium', { timeout: 120
     await page.locator('#tab-claude-code').focus()
     await page.keyboard.press('ArrowRight')
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('tab-codex')
-    expect(await page.getByTestId('connect-body').textContent()).toContain(`OPENAI_BASE_URL=${t.url}/v1`)
+    expect(await page.getByTestId('connect-body').textContent()).toContain(`openai_base_url = "${t.url}/v1"`)
     await page.getByTestId('range').locator('[data-range="24h"]').click()
   })
 

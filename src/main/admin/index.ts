@@ -8,6 +8,7 @@ import type { Feature } from '../server/context'
 import { apiKeyRoutes } from './api-keys'
 import { adminTokenIsRight, refuseAdmin } from './auth'
 import { jsonBodyErrors } from './json-body'
+import { priceRoutes } from './prices'
 import { ProviderStats } from './provider-stats'
 import { providerRoutes } from './providers'
 import { ruleRoutes } from './rules'
@@ -45,6 +46,7 @@ export const admin: Feature = (ctx) => {
       next(err)
     }
   })
+  priceRoutes(router, ctx)
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
 }

@@ -72,7 +72,7 @@ function costModel(pricer: Pricer): CostModel {
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
-  const pricer = new Pricer(ctx.config.pricing.overrides)
+  const pricer = ctx.pricer ?? new Pricer(ctx.config.pricing.overrides)
   const history = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
             (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last

@@ -92,7 +92,13 @@ export const configSchema = z
       .optional(),
     providers: z.record(z.string(), providerSchema).default({}),
     pricing: z
-      .object({ overrides: z.array(priceOverrideSchema).default([]) })
+      .object({
+        overrides: z.array(priceOverrideSchema).default([]),
+        /** Fetch newer price data (@pydantic/genai-prices' published data) in the background, daily. */
+        auto_update: z.boolean().default(true),
+        /** Where the price data is fetched from (a mirror, or a local server in tests). */
+        update_url: z.url({ protocol: /^https?$/ }).optional(),
+      })
       .strict()
       .prefault({}),
     tenants: z

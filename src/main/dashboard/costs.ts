@@ -1,7 +1,7 @@
 import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
-import { andTenant } from './sql'
+import { andTenant, MONEY } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -51,7 +51,7 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
     const sql = `SELECT ${col} AS key, ${provider} AS provider, max(key_hint) AS key_hint, count(*) AS requests,
         total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
         total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-        total(cost_usd) AS cost_usd
+        total(${MONEY}) AS cost_usd
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
     for (const p of d.q.get(sql).iterate(args(r)) as IterableIterator<Part>) parts.push(p)
   }

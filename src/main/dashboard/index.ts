@@ -16,6 +16,8 @@ import { Statements } from './sql'
 import { stats } from './stats'
 import { summary } from './summary'
 import { timeseries } from './timeseries'
+import { unpriced } from './unpriced'
+import { pricesOf } from '../pricing/feature'
 
 /**
  * The dashboard REST API (`/api/dashboard/*`), read from rollup tables that the ledger's batch
@@ -66,6 +68,10 @@ export const dashboard: Feature = (ctx) => {
     })),
   }))
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
+  route('unpriced', (req) => unpriced(d, tenantParam(req)))
+  route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
+  const prices = pricesOf(ctx)
+  route('prices', () => prices.updater.status())
   route('export', async (req, res, now) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')

@@ -11,6 +11,7 @@ import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
+import { PlanNoticeLog, httpPlans, planNotice } from '../desktop-logic/tray-plans'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
@@ -208,7 +209,9 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
-  const presenter = new TrayPresenter({ spend, budgets, platform, render: (view) => tray.render(view) })
+  const attachedPlans = own ? null : httpPlans(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
+  const plans = own?.context.plans ?? attachedPlans
+  const presenter = new TrayPresenter({ spend, budgets, plans, platform, render: (view) => tray.render(view) })
   presenter.start()
 
   let notifier: BudgetNotifier | null = null
@@ -224,11 +227,26 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     notifier.start()
   }
 
+  // Plan windows at 80% and 95%: once per window period (the tracker remembers which it showed).
+  const planNoticesFile = join(userData, 'plan-notices.json')
+  const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
+  const offPlans = own?.context.plans?.onAlert((a) => {
+    if (!planNotices.claim(a)) return
+    try {
+      writeJsonFile(planNoticesFile, planNotices)
+    } catch {
+      // not remembering costs at most a repeated notice after a restart
+    }
+    showNotice(planNotice(a), () => window.show(), platform === 'darwin' ? undefined : appIcon())
+  })
+
   let stopping: Promise<void> | null = null
   const shutdown = () =>
     (stopping ??= (async () => {
       presenter.stop()
       notifier?.stop()
+      offPlans?.()
+      attachedPlans?.stop()
       spend.stop()
       window.allowClose()
       window.saveState()

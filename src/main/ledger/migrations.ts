@@ -87,6 +87,36 @@ export const MIGRATIONS: Migration[] = [
       db.exec(`ALTER TABLE budget_rules ADD COLUMN options TEXT NOT NULL DEFAULT '{}'`)
     },
   },
+  {
+    version: 5,
+    description: 'runtime price overrides (admin API) and an index of unpriced calls',
+    up: (db) => {
+      db.exec(`
+        CREATE TABLE price_overrides (
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          input_mtok REAL NOT NULL,
+          output_mtok REAL NOT NULL,
+          cache_read_mtok REAL,
+          cache_write_mtok REAL,
+          updated_at INTEGER NOT NULL,
+          PRIMARY KEY (provider, model)
+        );
+        CREATE INDEX calls_unpriced ON calls (provider, model) WHERE priced = 0;
+      `)
+    },
+  },
+  {
+    version: 6,
+    description: 'plan usage apart from spend in the rollups: API-equivalent value of subscription calls per hour and day',
+    up: (db) => {
+      // No backfill: no call was recorded as a subscription call before this version.
+      db.exec(`
+        ALTER TABLE dash_hour ADD COLUMN plan_value_usd REAL NOT NULL DEFAULT 0;
+        ALTER TABLE dash_day ADD COLUMN plan_value_usd REAL NOT NULL DEFAULT 0;
+      `)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

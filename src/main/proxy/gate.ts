@@ -1,3 +1,4 @@
+import type { CallBilling } from '../../shared/api'
 import type { CallShape, Provider } from '../providers/types'
 import type { KeyIdentity } from './attribution'
 
@@ -26,6 +27,12 @@ export interface CallContext {
   body: any
   /** Size of the request body in bytes. */
   bodyBytes: number
+  /**
+   * `subscription` when the call is made with a plan's OAuth credential (no money per token,
+   * see plans/billing.ts). A gate that budgets money leaves such calls alone; `settle` gets 0 for
+   * them (their API-equivalent cost is recorded on the call, and kept apart from spend).
+   */
+  billing?: CallBilling
 }
 
 export interface Refusal {

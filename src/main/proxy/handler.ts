@@ -10,7 +10,7 @@ import type { TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
 import { type NetworkOptions, createUpstreamDispatchers, trustedCAs } from './call/dispatchers'
-import { forwardHttp } from './call/forward'
+import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
 import { type HttpCall, newCallState } from './call/state'
@@ -35,6 +35,8 @@ export interface ProxyOptions {
   network?: NetworkOptions
   /** Total of request bodies held in memory at once, in bytes; past it calls get a 503. */
   maxBufferedBytes?: number
+  /** Sees every upstream answer's headers (the plans feature reads the vendors' meters there). */
+  observeHeaders?: HeadersObserver
 }
 
 /**
@@ -64,7 +66,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs; they do not go through upstream.proxy / HTTPS_PROXY (README).
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: opts.network && trustedCAs(opts.network) })
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: opts.network && trustedCAs(opts.network), observeHeaders: opts.observeHeaders })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
@@ -112,7 +114,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
     if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn)
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders)
   }
 
   return {

@@ -17,11 +17,14 @@ import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
+import { plans } from '../plans/feature'
+import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
+import type { HeadersObserver } from '../proxy/call/forward'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
@@ -36,7 +39,7 @@ import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -95,7 +98,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
+  const observers: HeadersObserver[] = []
   const app = createApiApp()
+  const pricer = new Pricer(config.pricing.overrides)
   const context: ServerContext = {
     config,
     db,
@@ -105,7 +110,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     startedAt: Date.now(),
     upstreams,
     app,
+    pricer,
+    prices: null,
     budgets: null,
+    plans: null,
+    observeHeaders: (fn) => {
+      observers.push(fn)
+    },
     setGate: (g) => {
       // A call carrying several API keys passes only if the gate admits each (a decoy key cannot stand in).
       gate = everyCredential(g)
@@ -120,12 +131,15 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     log,
     network: { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca },
     ledger,
-    pricer: new Pricer(config.pricing.overrides),
+    pricer,
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
     maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
     sessions: seededSessions(db),
+    observeHeaders: (s, status, h) => {
+      for (const o of observers) o(s, status, h)
+    },
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)

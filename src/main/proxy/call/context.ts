@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { detectAgent } from '../../agents/detect'
 import type { SessionInference } from '../../agents/sessions'
 import { warmEstimate } from '../../metering/estimate'
+import { billingOf } from '../../plans/billing'
 import type { CallShape, RequestInfo } from '../../providers/types'
 import { extractCredentials, keyIdentity, limitLabel, type TenantMapping, tenantFor } from '../attribution'
 import type { CallContext } from '../gate'
@@ -48,6 +49,7 @@ export function describeCall(
     ts,
     body: parsed,
     bodyBytes,
+    billing: billingOf(provider.name, key, headers),
   }
   return { info, ctx }
 }

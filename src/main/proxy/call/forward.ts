@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
@@ -6,7 +6,10 @@ import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
 import { classifyUpstreamError, failHttp } from './failure'
 import { startHttpResponse } from './response'
-import type { HttpCall } from './state'
+import type { CallState, HttpCall } from './state'
+
+/** Sees every upstream answer's status and headers (plan windows); must not throw or take long. */
+export type HeadersObserver = (s: CallState, status: number, headers: IncomingHttpHeaders) => void
 
 export interface ForwardTimeouts {
   connect_timeout_ms: number
@@ -27,6 +30,7 @@ export function forwardHttp(
   finish: (s: HttpCall) => void,
   /** Logs why an upstream could not be reached. */
   warn?: (line: string) => void,
+  observe?: HeadersObserver,
 ): void {
   const res = s.res
   const upstream = s.route.upstream
@@ -68,10 +72,18 @@ export function forwardHttp(
         s.abort?.()
         return false
       }
-      forward = startHttpResponse(s, status, parseRawHeaders(raw as unknown as Buffer[]), resume, t.idle_timeout_ms, (detail) => {
+      const uheaders = parseRawHeaders(raw as unknown as Buffer[])
+      forward = startHttpResponse(s, status, uheaders, resume, t.idle_timeout_ms, (detail) => {
         failHttp(s, 'timeout', detail, finish)
         s.abort?.()
       })
+      if (observe) {
+        try {
+          observe(s, status, uheaders)
+        } catch {
+          // what an observer does is advisory; the call goes on
+        }
+      }
       return true
     },
     onData(chunk) {

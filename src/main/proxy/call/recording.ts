@@ -67,7 +67,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         priced = p.priced
       }
       try {
-        s.admission.settle?.(cost)
+        // Money only: a subscription call settles at 0 (budgets count money).
+        s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
       } finally {
         const call: CallRecord = {
           ts: s.ctx.ts,
@@ -92,6 +93,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           estimated,
           latency_ms: latency,
           error: s.error,
+          billing: s.ctx.billing ?? 'api',
         }
         opts.ledger.record(call)
       }

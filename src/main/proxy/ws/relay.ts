@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream'
 import WebSocket, { WebSocketServer } from 'ws'
 import { errorBody } from '../../http/errors'
 import type { Attributors } from '../call/context'
+import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
@@ -16,6 +17,8 @@ export interface WebSocketRelayOptions {
   maxFrameBytes: number
   /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */
   ca?: string[]
+  /** Sees the upstream's meter (upgrade headers, Codex's `codex.rate_limits` events). */
+  observeHeaders?: HeadersObserver
 }
 
 /** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
@@ -63,6 +66,7 @@ function passedOn(headers: IncomingMessage['headers']): string[] {
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
   const extraHeaders = new WeakMap<IncomingMessage, string[]>()
+  const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
   wss.on('headers', (headers, req) => {
     const extra = extraHeaders.get(req)
     if (extra) headers.push(...extra)
@@ -122,6 +126,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     })
     up.on('upgrade', (res) => {
       extraHeaders.set(req, passedOn(res.headers))
+      upgradeAnswers.set(req, res.headers)
     })
     up.on('open', () => {
       if (settled || socket.destroyed) {
@@ -136,7 +141,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
     const metered = /(^|\/)responses$/.test(route.path)
-    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who) : null
+    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders) : null
+    if (calls) calls.upgradeHeaders = upgradeAnswers.get(req) ?? null
 
     const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
       if (to.readyState !== WebSocket.OPEN) return

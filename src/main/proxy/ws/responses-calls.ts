@@ -4,6 +4,8 @@ import { errorBody } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { Attributors } from '../call/context'
 import { describeCall } from '../call/context'
+import { codexEventHeaders } from '../../plans/codex'
+import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
@@ -25,13 +27,24 @@ function frameType(text: string): string {
  */
 export class ResponsesSocketCalls {
   private readonly open: CallState[] = []
+  /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
+  upgradeHeaders: IncomingHttpHeaders | null = null
 
   constructor(
     private readonly life: CallLifecycle,
     private readonly route: Route,
     private readonly headers: IncomingHttpHeaders,
     private readonly who: Attributors,
+    private readonly observe?: HeadersObserver,
   ) {}
+
+  private see(s: CallState, status: number, headers: IncomingHttpHeaders): void {
+    try {
+      this.observe?.(s, status, headers)
+    } catch {
+      // advisory: the relay goes on
+    }
+  }
 
   /**
    * A text frame from the client. Returns null to forward it, or the error frame to answer
@@ -77,6 +90,10 @@ export class ResponsesSocketCalls {
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
     this.open.push(s)
+    if (this.upgradeHeaders) {
+      this.see(s, 101, this.upgradeHeaders)
+      this.upgradeHeaders = null
+    }
     return null
   }
 
@@ -87,6 +104,10 @@ export class ResponsesSocketCalls {
     s.responseStarted = true
     const text = data.toString('utf8')
     const type = frameType(text)
+    if (type === 'codex.rate_limits' && this.observe) {
+      const h = codexEventHeaders(text)
+      if (h) this.see(s, 200, h)
+    }
     try {
       s.meter?.event(type, text)
     } catch {

@@ -3,6 +3,8 @@ import { type AlertsLog, type BudgetsOverview, type Call, type Costs, DEFAULT_RU
 export const summary = (over: Partial<Summary> = {}): Summary => ({
   today_spend_usd: 12.344,
   month_spend_usd: 1234.5,
+  today_plan_value_usd: 0,
+  month_plan_value_usd: 0,
   today_requests: 1520,
   avg_cost_per_request_usd: 0.0081210526,
   active_sessions: 3,
