@@ -14,6 +14,10 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
     stderr: process.stderr,
     env: process.env,
   }
+  // A reader that stops early (`| head`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok)
+  })
   const width = Math.min(80, process.stdout.columns || 80)
   const program = new Command('burnrate')
     .description('Meters every AI agent call: a local proxy, its ledger, reports and budgets.')
