@@ -124,7 +124,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       port: cfg.server.port,
       listen: async (port) => {
         cfg.server.port = port
-        server ??= createBurnrate(cfg, { log, features: opts.features })
+        server ??= createBurnrate(cfg, { log, features: opts.features, watchLogs: true })
         return listenOn(server)
       },
       askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, config.source ?? join(dataDir, CONFIG_FILE)),

@@ -55,6 +55,8 @@ export interface CreateOptions {
   features?: Feature[]
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
+  watchLogs?: boolean
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -99,9 +101,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       closers.push(fn)
     },
   }
+  const pricer = new Pricer(config.pricing.overrides)
   const proxy = createProxyHandler({
     ledger,
-    pricer: new Pricer(config.pricing.overrides),
+    pricer,
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
@@ -109,6 +112,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
+  if (config.import.watch ?? opts.watchLogs ?? false) {
+    // Loaded only when watching: the headless server never reads the import code.
+    void import('../import/watcher').then(({ LogWatcher }) => {
+      if (closing) return
+      const w = new LogWatcher({ db, ledger, pricer, log }).start()
+      closers.unshift(() => w.stop())
+    })
+  }
 
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
