@@ -1,6 +1,7 @@
 import { appendFileSync, cpSync, mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import BetterSqlite from 'better-sqlite3'
 import type Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { importLogs } from '../../src/main/import/importer'
@@ -79,6 +80,25 @@ describe('importing the agents\' own logs', () => {
       input_tokens: 12 + 15000 + 1800, cache_read_tokens: 15000, cache_write_tokens: 1800, output_tokens: 240,
     })
     expect(r[1]).toMatchObject({ provider: 'openai', model: 'gpt-5', input_tokens: 4024, cache_read_tokens: 1024, output_tokens: 328, reasoning_tokens: 128 })
+  })
+
+  it('opencode: newer versions keep messages in opencode.db; a row that is not JSON is counted', async () => {
+    const root = join(dir, 'opencode-db')
+    mkdirSync(root)
+    const oc = new BetterSqlite(join(root, 'opencode.db'))
+    oc.exec('CREATE TABLE message (id TEXT PRIMARY KEY, session_id TEXT NOT NULL, time_created INTEGER, data TEXT NOT NULL)')
+    const add = oc.prepare('INSERT INTO message (id, session_id, data) VALUES (?, ?, ?)')
+    add.run('msg_db1', 'ses_db', JSON.stringify({
+      role: 'assistant', providerID: 'google', modelID: 'gemini-2.5-flash', path: { cwd: '/home/dev/db', root: '/home/dev/db' },
+      time: { created: 1763720000000, completed: 1763720003000 }, tokens: { input: 900, output: 80, reasoning: 20, cache: { read: 100, write: 0 } },
+    }))
+    add.run('msg_db2', 'ses_db', '{"role":"assist')
+    oc.close()
+    const s = await importLogs(db, { agent: 'opencode', paths: [root], pricer })
+    expect(s).toMatchObject({ files: 1, imported: 1, skipped_lines: 1 })
+    expect(db.prepare("SELECT * FROM calls WHERE session = 'ses_db'").get()).toMatchObject({
+      provider: 'gemini', model: 'gemini-2.5-flash', project: '/home/dev/db', input_tokens: 1000, cache_read_tokens: 100, output_tokens: 100, reasoning_tokens: 20, priced: 1,
+    })
   })
 
   it('is idempotent: unchanged files are not read again, and a changed file adds only its new calls', async () => {

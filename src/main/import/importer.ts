@@ -69,7 +69,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   for (const root of roots) {
     let names: string[]
     try {
-      names = (await readdir(root, { recursive: true })).map(String).sort()
+      names = (source.list ? await source.list(root) : (await readdir(root, { recursive: true })).map(String)).sort()
     } catch {
       stats.missing.push(root)
       continue

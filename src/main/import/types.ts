@@ -33,6 +33,8 @@ export interface LogSource {
   agent: LogAgent
   /** The folders read when no `--path` is given (the agent's config-dir variable first). */
   defaultRoots(env: NodeJS.ProcessEnv, home: string): string[]
+  /** The candidate files under a root, relative to it (default: every file below it). */
+  list?(root: string): Promise<string[]>
   /** Whether a file under a root is one of this agent's logs. */
   isLog(path: string): boolean
   /** Reads one log file. Never throws for bad content: unreadable lines are counted in `skipped`. */

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises'
+import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { count, emptyUsage } from '../../metering/usage'
@@ -16,6 +16,12 @@ export const opencode: LogSource = {
   agent: 'opencode',
   defaultRoots(env, home) {
     return [join(env.XDG_DATA_HOME || join(home, '.local', 'share'), 'opencode')]
+  },
+  // Only the databases and storage/message: the data folder also holds whole git snapshots.
+  async list(root) {
+    const top = await readdir(root)
+    const messages = await readdir(join(root, 'storage', 'message'), { recursive: true }).catch(() => [] as string[])
+    return [...top.filter((n) => n.endsWith('.db')), ...messages.map((n) => join('storage', 'message', String(n)))]
   },
   isLog: (path) => /(^|[\\/])opencode(-[^\\/]*)?\.db$/.test(path) || (path.endsWith('.json') && /[\\/]message[\\/]/.test(path)),
   async read(path) {
