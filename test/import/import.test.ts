@@ -151,13 +151,14 @@ describe('a call seen both through the proxy and in a log counts once', () => {
 
   it('matched exactly by the provider\'s message id (Claude Code), or by provider, tokens and time (Codex)', async () => {
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-    expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-test-000000000001' })).status).toBe(200)
+    expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-test-000000000001', 'x-burnrate-project': '/home/dev/x' })).status).toBe(200)
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-responses/responses-nonstream-reasoning.json') }))
     expect((await postJson(`${t.url}/v1/responses`, { model: 'gpt-5-nano', input: 'hi' }, { authorization: 'Bearer sk-test-0000000000001' })).status).toBe(200)
     t.server.ledger.flush()
     const db2 = t.server.db
     const proxied = db2.prepare('SELECT * FROM calls ORDER BY id').all() as any[]
     expect(proxied).toHaveLength(2)
+    expect(proxied[0]).toMatchObject({ project: '/home/dev/x', response_id: 'msg_01VdEjxAP5ahtHKrrRdNBteQ' })
     const body = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
     const logs = join(t.dir, 'agent-logs')
     mkdirSync(join(logs, 'claude/p'), { recursive: true })

@@ -43,6 +43,7 @@ export function describeCall(
     tenant: tenantFor(headers, key, who.tenants),
     agent: agent.agent,
     session: agent.session,
+    project: agent.project,
     ts,
     body: parsed,
     bodyBytes,

@@ -89,6 +89,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           latency_ms: latency,
           error: s.error,
           response_id: responseId,
+          project: s.ctx.project,
         }
         opts.ledger.record(call)
       }
