@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync, readFileSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 
 const ROOT = resolve(__dirname, '../..')
@@ -43,5 +43,21 @@ describe('the burnrate command line', () => {
     expect(a.stdout).toBe('')
     const b = burnrate(['serve', '--nope'])
     expect(b.code).toBe(2)
+  })
+
+  it('serving loads neither the command-line program nor the import code (only static imports of the serve path)', () => {
+    const cli = readFileSync(CLI, 'utf8')
+    const headless = /import\("(\.\/chunks\/headless-[^"]+)"\)/.exec(cli)![1]
+    const seen = new Set<string>()
+    const visit = (file: string) => {
+      if (seen.has(file)) return
+      seen.add(file)
+      for (const m of readFileSync(file, 'utf8').matchAll(/(?:from|import) "(\.\/[^"]+\.js)"/g)) visit(join(dirname(file), m[1]))
+    }
+    visit(join(dirname(CLI), headless))
+    const code = [...seen].map((f) => readFileSync(f, 'utf8')).join('\n')
+    expect(code).not.toContain('"commander"')
+    expect(code).not.toContain('cli-table3')
+    expect(code).not.toContain('importLogs')
   })
 })
