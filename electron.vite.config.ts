@@ -16,6 +16,8 @@ export default defineConfig({
           'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
           'estimate-worker': resolve(__dirname, 'src/main/metering/estimate-worker.ts'),
         },
+        // out/main/cli.js is the package's `burnrate` bin.
+        output: { banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : '') },
       },
     },
   },

@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, header, sessionId } from './types'
+import { type AgentSignature, header, projectPath, sessionId } from './types'
 
 /**
  * OpenAI Codex (codex-rs): `User-Agent: codex_cli_rs/<version> (<os>; <arch>) <terminal>` and
@@ -18,4 +18,18 @@ export const codex: AgentSignature = {
     sessionId(header(r.headers, 'session_id')) ||
     sessionId(header(r.headers, 'conversation_id')) ||
     (isObject(r.body) ? sessionId(r.body.prompt_cache_key) : ''),
+  // Its first input items include `<environment_context>` with `<cwd>/path</cwd>`.
+  project: (r) => {
+    const input = isObject(r.body) ? r.body.input : undefined
+    if (!Array.isArray(input)) return ''
+    for (const item of input.slice(0, 8)) {
+      const content = isObject(item) && Array.isArray(item.content) ? item.content.slice(0, 4) : []
+      for (const c of content) {
+        const t = isObject(c) && typeof c.text === 'string' ? c.text : ''
+        const m = t.includes('<cwd>') ? /<cwd>([^<\n]{1,500})<\/cwd>/.exec(t.slice(0, 20_000)) : null
+        if (m) return projectPath(m[1])
+      }
+    }
+    return ''
+  },
 }

@@ -13,7 +13,7 @@ describe('detectAgent', () => {
     const legacy = { metadata: { user_id: 'user_abc_account_4e1f7f64-2b43-4bbf-9d6d-5a4a0f0e1b2c_session_11111111-2222-3333-4444-555555555555' } }
     const json = { metadata: { user_id: '{"device_id":"d","account_uuid":"","session_id":"aaaa-bbbb"}' } }
     const obj = { metadata: { user_id: { session_id: 'cccc-dddd' } } }
-    expect(detectAgent(ua, legacy)).toEqual({ agent: 'claude-code', session: '11111111-2222-3333-4444-555555555555' })
+    expect(detectAgent(ua, legacy)).toMatchObject({ agent: 'claude-code', session: '11111111-2222-3333-4444-555555555555' })
     expect(detectAgent(ua, json).session).toBe('aaaa-bbbb')
     expect(detectAgent(ua, obj).session).toBe('cccc-dddd')
     expect(detectAgent(ua, { metadata: { user_id: '{not json' } }).session).toBe('')
@@ -39,7 +39,7 @@ describe('detectAgent', () => {
   })
 
   it('takes a generic x-session-id from any client', () => {
-    expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toEqual({ agent: 'openai-sdk', session: 'job-7' })
+    expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toMatchObject({ agent: 'openai-sdk', session: 'job-7' })
   })
 
   it('recognises further agents by their User-Agent', () => {
@@ -49,5 +49,22 @@ describe('detectAgent', () => {
     expect(detectAgent({ 'user-agent': 'QwenCode/0.12.3 (linux; x64)' }, undefined).agent).toBe('qwen-code')
     expect(detectAgent({ 'user-agent': 'GitHubCopilotChat/0.38.0' }, undefined).agent).toBe('github-copilot')
     expect(detectAgent({ 'user-agent': 'Mozilla/5.0' }, undefined).agent).toBe('')
+  })
+
+  it('takes the project from X-Burnrate-Project, else the working directory Claude Code or Codex states', () => {
+    const cc = { 'user-agent': 'claude-cli/2.1.5 (external, cli)' }
+    const system = [
+      { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+      { type: 'text', text: 'Here is useful information about the environment you are running in:\n<env>\nWorking directory: /home/dev/shop\nIs directory a git repo: Yes\n</env>' },
+    ]
+    expect(detectAgent(cc, { system }).project).toBe('/home/dev/shop')
+    expect(detectAgent({ ...cc, 'x-burnrate-project': 'billing' }, { system }).project).toBe('billing')
+    expect(detectAgent(cc, { system: 'no env here' }).project).toBe('')
+    const input = [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/home/dev/api</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a route' }] },
+    ]
+    expect(detectAgent({ 'user-agent': 'codex_cli_rs/0.58.0 (Debian; x86_64) xterm' }, { input }).project).toBe('/home/dev/api')
+    expect(detectAgent({ 'user-agent': 'curl/8' }, { input }).project).toBe('')
   })
 })

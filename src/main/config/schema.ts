@@ -176,6 +176,13 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    import: z
+      .object({
+        /** Import new entries of the agents' own logs as they appear (default: on in the desktop app, off headless). */
+        watch: z.boolean().optional(),
+      })
+      .strict()
+      .prefault({}),
     ledger: z
       .object({
         /** Longest time a recorded call waits in memory before its batch is written. */

@@ -9,7 +9,8 @@ import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
-import { formatParam, groupByParam, limitParam, ParamError, rangeParam, tenantParam } from './params'
+import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
+import { buildReport } from '../report/report'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
 import { Statements } from './sql'
@@ -72,11 +73,24 @@ export const dashboard: Feature = (ctx) => {
   route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
   const prices = pricesOf(ctx)
   route('prices', () => prices.updater.status())
+  // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`).
+  route('report', (req) =>
+    buildReport(ctx.db, {
+      kind: reportKindParam(req),
+      since: whenParam(req, 'since', d.tz),
+      until: whenParam(req, 'until', d.tz),
+      tenant: tenantParam(req),
+      timezone: d.tz,
+    }),
+  )
   route('export', async (req, res, now) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')
     const tenant = tenantParam(req)
-    await streamExport(d, res, format, range, tenant, now)
+    const since = whenParam(req, 'since', d.tz)
+    const until = whenParam(req, 'until', d.tz)
+    const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? now + 1 } : undefined
+    await streamExport(d, res, format, range, tenant, now, window)
     return undefined
   })
 }

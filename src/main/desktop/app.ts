@@ -127,7 +127,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       port: cfg.server.port,
       listen: async (port) => {
         cfg.server.port = port
-        server ??= createBurnrate(cfg, { log, features: opts.features, estimateWorker: opts.estimateWorker })
+        server ??= createBurnrate(cfg, { log, features: opts.features, estimateWorker: opts.estimateWorker, watchLogs: true })
         return listenOn(server)
       },
       askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, config.source ?? join(dataDir, CONFIG_FILE)),

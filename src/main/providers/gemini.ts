@@ -89,6 +89,7 @@ export function geminiUsage(m: unknown): Usage | null {
 export class GeminiMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
   private complete = false
 
@@ -98,6 +99,7 @@ export class GeminiMeter implements Meter {
       this.complete = true
     }
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
+    if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
     if (isObject(obj.usageMetadata)) {
       this.usage = geminiUsage(obj.usageMetadata)
       this.text = new OutputText()
@@ -131,7 +133,7 @@ export class GeminiMeter implements Meter {
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
   }
 }
 

@@ -21,6 +21,8 @@ export interface CallContext {
   tenant: string
   agent: string
   session: string
+  /** The project the client states (X-Burnrate-Project, or its working directory), '' when none. */
+  project?: string
   /** Arrival time, ms since the epoch. */
   ts: number
   /** The parsed JSON request body (undefined when not JSON). */

@@ -69,6 +69,8 @@ export interface CreateOptions {
   estimateWorker?: URL | string
   /** Time allowed for a request's headers (tests shorten it). */
   headersTimeoutMs?: number
+  /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
+  watchLogs?: boolean
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -144,6 +146,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
   const around = context.aroundProxy
+  if (config.import.watch ?? opts.watchLogs ?? false) {
+    // Loaded only when watching: the headless server never reads the import code.
+    void import('../import/watcher').then(({ LogWatcher }) => {
+      if (closing) return
+      const w = new LogWatcher({ db, ledger, pricer, log }).start()
+      closers.unshift(() => w.stop())
+    })
+  }
 
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port

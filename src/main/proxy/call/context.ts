@@ -46,6 +46,7 @@ export function describeCall(
     tenant: limitLabel(tenantFor(headers, key, who.tenants)),
     agent: agent.agent,
     session: agent.session,
+    project: agent.project,
     ts,
     body: parsed,
     bodyBytes,

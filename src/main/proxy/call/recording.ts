@@ -22,6 +22,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
   function meter(s: CallState, latency: number): void {
     let usage: Usage | null = null
     let model = s.ctx.shape.model
+    let responseId = ''
     try {
       if (s.sse) s.sse.end()
       if (s.json && s.meter) {
@@ -38,13 +39,14 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         }
         usage = r.usage
         if (r.model) model = r.model
+        if (r.responseId) responseId = r.responseId
         // A meter exists only for a successful upstream answer; if the stream was then cut (client
         // gone, upstream reset or stalled), what was generated was billed all the same.
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
           const m = model
           estimateUsage(m, s.info.body, r.outputText ?? '').then(
-            (u) => record(s, latency, u, m, true),
-            () => record(s, latency, null, m, false),
+            (u) => record(s, latency, u, m, true, responseId),
+            () => record(s, latency, null, m, false, responseId),
           )
           return
         }
@@ -52,10 +54,10 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     } catch {
       // A response we cannot read is still recorded, with what is known.
     }
-    record(s, latency, usage, model, false)
+    record(s, latency, usage, model, false, responseId)
   }
 
-  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean): void {
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string): void {
     try {
       const u = usage ?? emptyUsage()
       let cost = 0
@@ -94,6 +96,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           latency_ms: latency,
           error: s.error,
           billing: s.ctx.billing ?? 'api',
+          response_id: responseId,
+          project: s.ctx.project,
         }
         opts.ledger.record(call)
       }
