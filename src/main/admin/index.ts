@@ -3,6 +3,9 @@ import { budgetsOf } from '../budgets'
 import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
+import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
+import { agentRoutes } from './agents'
 import { apiKeyRoutes } from './api-keys'
 import { adminAuth } from './auth'
 import { jsonBodyErrors } from './json-body'
@@ -31,6 +34,13 @@ export const admin: Feature = (ctx) => {
   ruleRoutes(router, budgets, ctx.config.source)
   apiKeyRoutes(router, budgets, ctx.ledger.spend)
   providerRoutes(router, ctx.upstreams, stats)
+  const lastSeen = new LastSeen(ctx.db)
+  ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
+  agentRoutes(router, {
+    connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
+    lastSeen,
+    url: () => ctx.url(),
+  })
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
 }

@@ -4,6 +4,7 @@ import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Ledger } from '../ledger/ledger'
 import type { Logger } from '../log'
+import type { ConnectContext } from '../connect/types'
 import type { CallGate } from '../proxy/gate'
 import type { Upstream } from '../proxy/routes'
 
@@ -22,6 +23,10 @@ export interface ServerContext {
   budgets: BudgetMonitor | null
   /** Installs the gate every proxied call passes before going upstream (budgets). */
   setGate(gate: CallGate): void
+  /** This server's address once listening (`http://127.0.0.1:8787`; a wildcard listen is reached on loopback). */
+  url(): string
+  /** The home folder, environment and platform whose agents the admin API may connect. */
+  agentHome: ConnectContext
   /** Runs when the server stops, before the ledger is flushed and the database closed. */
   onClose(fn: () => void | Promise<void>): void
 }

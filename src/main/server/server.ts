@@ -1,5 +1,6 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
@@ -25,6 +26,7 @@ import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
 import { dashboard } from '../dashboard'
 import { dashboardUi } from '../ui'
+import type { ConnectContext } from '../connect/types'
 import type { Feature, ServerContext } from './context'
 import { createApiApp, finishApiApp } from './express'
 
@@ -53,6 +55,8 @@ export interface CreateOptions {
   log?: Logger
   /** Features to install instead of FEATURES (tests). */
   features?: Feature[]
+  /** Whose agents the admin API connects (default: this process's user). */
+  agentHome?: ConnectContext
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
 }
@@ -82,6 +86,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
   const app = createApiApp()
+  let url = ''
   const context: ServerContext = {
     config,
     db,
@@ -98,6 +103,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     onClose: (fn) => {
       closers.push(fn)
     },
+    url: () => reachable(url),
+    agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
   const proxy = createProxyHandler({
     ledger,
@@ -132,7 +139,6 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     sockets.add(s)
     s.on('close', () => sockets.delete(s))
   })
-  let url = ''
   let closing: Promise<void> | null = null
 
   return {
@@ -196,4 +202,9 @@ function seededSessions(db: Database.Database): SessionInference {
   const sessions = new SessionInference()
   sessions.seed(db)
   return sessions
+}
+
+/** A listen URL as a client reaches it: a wildcard address (0.0.0.0, ::) on loopback. */
+function reachable(url: string): string {
+  return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
 }
