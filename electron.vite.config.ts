@@ -15,6 +15,8 @@ export default defineConfig({
           index: resolve(__dirname, 'src/main/index.ts'),
           'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
         },
+        // out/main/cli.js is the package's `burnrate` bin.
+        output: { banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : '') },
       },
     },
   },

@@ -23,8 +23,8 @@ export interface ApiErrorBody {
 export type Range = '30m' | '1h' | '6h' | '24h' | '7d' | '30d'
 export const RANGES: readonly Range[] = ['30m', '1h', '6h', '24h', '7d', '30d']
 
-export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant'
-export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant']
+export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant' | 'project'
+export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant', 'project']
 
 /** One recorded call, as the dashboard API and export show it. */
 export interface Call {

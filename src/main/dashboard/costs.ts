@@ -12,6 +12,7 @@ const COLUMN: Record<GroupBy, string> = {
   session: 'session',
   api_key: 'api_key_hash',
   tenant: 'tenant',
+  project: 'project',
 }
 
 const COLS = 'requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd'

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter } from '../dashboard/rollup/writer'
+import { RollupWriter, backfillProjectRollups } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -79,6 +79,30 @@ export const MIGRATIONS: Migration[] = [
         ALTER TABLE calls ADD COLUMN member TEXT NOT NULL DEFAULT '';
       `)
     },
+  },
+  {
+    version: 4,
+    description: 'log import: provider response-id index, import keys (idempotency) and imported files',
+    up: (db) => {
+      db.exec(`
+        CREATE INDEX calls_response_id ON calls (response_id) WHERE response_id <> '';
+        CREATE TABLE import_keys (
+          key TEXT PRIMARY KEY,
+          call_id INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX import_keys_call ON import_keys (call_id);
+        CREATE TABLE import_files (
+          path TEXT PRIMARY KEY,
+          size INTEGER NOT NULL,
+          mtime_ms REAL NOT NULL
+        ) WITHOUT ROWID;
+      `)
+    },
+  },
+  {
+    version: 5,
+    description: 'dashboard rollups by project (backfilled from calls already folded)',
+    up: (db) => backfillProjectRollups(db),
   },
 ]
 

@@ -89,11 +89,13 @@ export function geminiUsage(m: unknown): Usage | null {
 export class GeminiMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
 
   private take(obj: unknown): void {
     if (!isObject(obj)) return
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
+    if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
     if (isObject(obj.usageMetadata)) {
       this.usage = geminiUsage(obj.usageMetadata)
       this.text = new OutputText()
@@ -126,7 +128,7 @@ export class GeminiMeter implements Meter {
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join('') }
+    return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join('') }
   }
 }
 

@@ -101,6 +101,7 @@ const NOTHING_BILLED = new Set(['response.failed'])
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
   private readonly read: UsageReader
 
@@ -123,6 +124,7 @@ export class OpenAIMeter implements Meter {
       const r = ev.response
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
+        if (typeof r.id === 'string' && r.id) this.id = r.id
         if (r.usage) this.usage = this.read(r.usage) ?? this.usage
         else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
@@ -132,6 +134,7 @@ export class OpenAIMeter implements Meter {
     }
     // Chat Completions (and legacy Completions) chunks.
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
+    if (typeof ev.id === 'string' && ev.id) this.id = ev.id
     if (ev.usage) this.usage = this.read(ev.usage) ?? this.usage
     // Groq puts a stream's usage in the last chunk's `x_groq` object.
     else if (isObject(ev.x_groq) && ev.x_groq.usage) this.usage = this.read(ev.x_groq.usage) ?? this.usage
@@ -158,6 +161,7 @@ export class OpenAIMeter implements Meter {
   json(body: unknown): void {
     if (!isObject(body)) return
     if (typeof body.model === 'string' && body.model) this.model = body.model
+    if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
   }
 
@@ -165,6 +169,7 @@ export class OpenAIMeter implements Meter {
     return {
       usage: this.usage,
       model: this.model,
+      responseId: this.id,
       outputText: this.usage ? undefined : this.text.join(''),
     }
   }

@@ -33,6 +33,8 @@ export interface MeterResult {
   usage: Usage | null
   /** The model the response names, when it names one (more precise than the request's). */
   model?: string
+  /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`, Gemini's `responseId`), when it sent one. */
+  responseId?: string
   /** Text the response streamed, kept only while no usage was seen, for estimation. */
   outputText?: string
 }

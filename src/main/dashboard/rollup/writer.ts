@@ -10,11 +10,11 @@ const dense = new Float64Array(BINS)
 export type RollupInput = Pick<
   CallRecord,
   | 'ts' | 'provider' | 'model' | 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'session' | 'status'
-  | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms'
+  | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms' | 'project'
 >
 
 /** The groupings of `dash_dim` (the tenant grouping reads `dash_hour`). */
-export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key'] as const
+export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key', 'project'] as const
 export type Dim = (typeof DIMS)[number]
 
 interface Five {
@@ -122,9 +122,11 @@ export class RollupWriter {
         requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`)
     this.setLast = db.prepare('UPDATE dash_state SET last_call_id = (SELECT coalesce(max(id), 0) FROM calls) WHERE id = 1')
     this.getLast = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()
+    // (Migration 2 folds calls before migration 3 gave them a project.)
+    const project = (db.pragma('table_info(calls)') as { name: string }[]).some((c) => c.name === 'project') ? 'project' : "'' AS project"
     this.chunk = db.prepare(`
       SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
-             output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms
+             output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms, ${project}
         FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
   }
 
@@ -177,7 +179,8 @@ export class RollupWriter {
         r.provider === prev.provider &&
         r.agent === prev.agent &&
         r.session === prev.session &&
-        r.api_key_hash === prev.api_key_hash
+        r.api_key_hash === prev.api_key_hash &&
+        r.project === prev.project
       if (!same) {
         const fk = bucket + '\0' + r.tenant
         f = fives.get(fk)
@@ -228,6 +231,7 @@ export class RollupWriter {
           ds[at + 2] = dimRow(dims, tier, 'agent', b, r, r.agent, '', '')
           ds[at + 3] = dimRow(dims, tier, 'session', b, r, r.session, '', '')
           ds[at + 4] = dimRow(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
+          ds[at + 5] = dimRow(dims, tier, 'project', b, r, r.project ?? '', '', '')
         }
         for (let k = at; k < at + DIMS.length; k++) {
           const d = ds[k]
@@ -272,6 +276,23 @@ export class RollupWriter {
       )
     }
     for (const s of sessions.values()) this.upSession.run(s.tenant, s.agent, s.session, s.first, s.last, s.requests, s.cost)
+  }
+}
+
+/**
+ * Adds the `project` grouping to the rollups for the calls they already include (the writer
+ * folds it for every call from then on). One GROUP BY per grain, run once by a migration.
+ */
+export function backfillProjectRollups(db: Database.Database): void {
+  for (const t of TIERS) {
+    db.prepare(`DELETE FROM ${t.dims} WHERE dim = 'project'`).run()
+    db.prepare(`
+      INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
+                             cache_read_tokens, cache_write_tokens, cost_usd)
+      SELECT 'project', (ts / ${t.grain}) * ${t.grain}, tenant, project, '', '', count(*), sum(input_tokens),
+             sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd)
+        FROM calls WHERE id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
+       GROUP BY 2, 3, 4`).run()
   }
 }
 
