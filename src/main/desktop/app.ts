@@ -1,7 +1,9 @@
 import { createWriteStream, mkdirSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
 import { ConfigError, loadConfig } from '../config/load'
+import { AgentConnections } from '../connect/connections'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { agentSetup } from '../desktop-logic/agent-setup'
@@ -14,6 +16,7 @@ import type { TrayAction } from '../desktop-logic/tray-menu'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { type AgentControls, agentControls } from './agents'
 import { askOtherPort, showStartupError } from './dialogs'
 import { loginItem } from './login-item'
 import { showNotice } from './notifications'
@@ -31,6 +34,8 @@ export interface DesktopOptions {
   log?: Logger
   /** Server features instead of the core's FEATURES (tests). */
   features?: CreateOptions['features']
+  /** The home folder whose agents the tray connects (tests); default the user's. */
+  home?: string
   /** Quit on SIGINT/SIGTERM (electron-vite dev's Ctrl+C). */
   signals?: boolean
 }
@@ -46,6 +51,7 @@ export interface Desktop {
   window: MainWindow
   tray: TrayHandle
   presenter: TrayPresenter
+  agents: AgentControls
   /** What a tray menu item does. */
   act(action: TrayAction): void
   /** Stops the tray and notifications, then the server (finishing calls and flushing the ledger). */
@@ -181,8 +187,24 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
 
+  const agents = agentControls({
+    connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
+    url,
+    ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port) } : null,
+    login,
+    userData,
+    log,
+    changed: () => tray.refreshMenu(),
+  })
   const act = (action: TrayAction) => {
+    if (action.startsWith('toggle-agent:')) {
+      void agents.toggle(action.slice('toggle-agent:'.length)).catch((err: Error) => log.error(`agent: ${err.message}`))
+      return
+    }
     switch (action) {
+      case 'disconnect-all':
+        void agents.disconnectAll()
+        break
       case 'open-dashboard':
         window.show()
         break
@@ -205,7 +227,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
         break
     }
   }
-  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
+  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const presenter = new TrayPresenter({ spend, budgets, platform, render: (view) => tray.render(view) })
   presenter.start()
 
@@ -234,17 +256,35 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       tray.destroy()
     })())
 
-  // Quitting: hold the quit until calls under way finish and the ledger is on disk, then quit for real.
+  // Quitting: while agents point here, ask first what becomes of them (disconnect, keep a headless
+  // server, or quit anyway); then hold the quit until calls under way finish and the ledger is on
+  // disk, and quit for real.
   let stopped = false
+  let asking = false
   app.on('before-quit', (event) => {
-    window.allowClose()
-    if (stopped) return
+    if (stopped) {
+      window.allowClose()
+      return
+    }
     event.preventDefault()
-    void shutdown()
-      .catch((err: Error) => log.error(`shutdown: ${err.message}`))
-      .finally(() => {
-        stopped = true
-        app.quit()
+    if (asking || stopping) return
+    asking = true
+    void agents
+      .beforeQuit()
+      .catch((err: Error) => {
+        log.error(`quit: ${err.message}`)
+        return true
+      })
+      .then((go) => {
+        asking = false
+        if (!go) return
+        window.allowClose()
+        return shutdown()
+          .catch((err: Error) => log.error(`shutdown: ${err.message}`))
+          .finally(() => {
+            stopped = true
+            app.quit()
+          })
       })
   })
   app.on('activate', () => window.show())
@@ -253,6 +293,9 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     process.once('SIGTERM', () => app.quit())
   }
 
-  desktop = { url, server: own, attachedTo, config, window, tray, presenter, act, shutdown }
+  // Started on another port than the one agents were connected to: say so, and re-point them on a click.
+  agents.checkPorts()
+
+  desktop = { url, server: own, attachedTo, config, window, tray, presenter, agents, act, shutdown }
   return desktop
 }
