@@ -18,6 +18,7 @@ import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
 import { type AgentControls, agentControls } from './agents'
 import { askOtherPort, showStartupError } from './dialogs'
+import { startAutoUpdate } from './updater'
 import { loginItem } from './login-item'
 import { showNotice } from './notifications'
 import { appIcon, trayIcons } from './resources'
@@ -249,6 +250,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     (stopping ??= (async () => {
       presenter.stop()
       notifier?.stop()
+      stopUpdates?.()
       spend.stop()
       window.allowClose()
       window.saveState()
@@ -295,6 +297,10 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
 
   // Started on another port than the one agents were connected to: say so, and re-point them on a click.
   agents.checkPorts()
+  let stopUpdates: (() => void) | null = null
+  void startAutoUpdate(env, log)
+    .then((stop) => (stopUpdates = stop))
+    .catch((err: Error) => log.warn(`auto-update: ${err.message}`))
 
   desktop = { url, server: own, attachedTo, config, window, tray, presenter, agents, act, shutdown }
   return desktop
