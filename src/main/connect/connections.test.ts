@@ -137,8 +137,8 @@ const CASES: Case[] = [
     original: OPENCODE,
     check(text, url) {
       const v = jsonc.parse(text)
-      expect(v.provider.anthropic).toEqual({ models: { 'claude-sonnet-4-5': {} }, options: { baseURL: `${url}/anthropic/v1` } })
-      expect(v.provider.openai).toEqual({ options: { baseURL: `${url}/openai/v1` } })
+      expect(v.provider.anthropic).toEqual({ models: { 'claude-sonnet-4-5': {} }, options: { baseURL: `${url}/v1` } })
+      expect(v.provider.openai).toBeUndefined()
       expect(v.provider.openrouter.options.apiKey).toBe('{env:OPENROUTER_API_KEY}')
       expect(text).toContain('// providers I use')
     },

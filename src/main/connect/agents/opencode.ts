@@ -13,7 +13,10 @@ function configFile(ctx: ConnectContext): string {
   return join(dir, 'opencode.json')
 }
 
-/** opencode: `provider.<anthropic|openai>.options.baseURL` in its global config, on Burnrate's provider paths. */
+/**
+ * opencode: `provider.anthropic.options.baseURL` = `<Burnrate>/v1` in its global config, the
+ * setting the real-agents suite runs (its OpenAI provider is not covered there, so it is left alone).
+ */
 export const opencode: AgentConnector = {
   id: 'opencode',
   name: 'opencode',
@@ -23,11 +26,8 @@ export const opencode: AgentConnector = {
     {
       path: configFile(ctx),
       format: jsonFormat,
-      settings: [
-        { key: ['provider', 'anthropic', 'options', 'baseURL'], value: `${url}/anthropic/v1` },
-        { key: ['provider', 'openai', 'options', 'baseURL'], value: `${url}/openai/v1` },
-      ],
+      settings: [{ key: ['provider', 'anthropic', 'options', 'baseURL'], value: `${url}/v1` }],
     },
   ],
-  note: 'Applies to opencode sessions started from now on, for its Anthropic and OpenAI providers.',
+  note: 'Applies to opencode sessions started from now on, for its Anthropic provider (a project opencode.json can override it).',
 }
