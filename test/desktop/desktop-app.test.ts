@@ -103,7 +103,11 @@ describe('the desktop app over the real server core', () => {
     expect(health.json().status).toBe('ok')
 
     expect(state.windows).toHaveLength(1)
-    expect(win().loadedUrls).toEqual([d.url])
+    // The window gets an admin token for this run in the fragment (the config has no admin API), and it works.
+    expect(win().loadedUrls).toEqual([expect.stringMatching(new RegExp(`^${d.url}#admin_token=[\\w-]{43}$`))])
+    const adminToken = decodeURIComponent(win().loadedUrls[0].split('#admin_token=')[1])
+    expect((await request(`${d.url}/api/admin/agents`, { headers: { authorization: `Bearer ${adminToken}` } })).status).toBe(200)
+    expect((await request(`${d.url}/api/admin/agents`)).status).toBe(401)
     expect(win().options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true })
     await eventually(() => win().visible)
   })
@@ -357,7 +361,7 @@ describe('when the port is already taken', () => {
     expect(offered).toBeGreaterThan(port)
     expect(d.url).toBe(`http://127.0.0.1:${offered}`)
     expect(d.server).not.toBeNull()
-    expect(win().loadedUrls).toEqual([d.url])
+    expect(win().loadedUrls[0].split('#')[0]).toBe(d.url)
   })
 
   it('another program on the port, offer declined: quits without starting', async () => {

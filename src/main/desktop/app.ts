@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { createWriteStream, mkdirSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
@@ -123,9 +124,14 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   let config: Config
   let server: BurnrateServer | null = null
   let result: StartResult
+  let adminToken: string | null
   try {
     config = loadConfig({ dataDir }, env)
+    // The window connects agents through the admin API: with none configured, this app's own
+    // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
+    if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
+    adminToken = cfg.admin.token ?? null
     result = await startOrAttach({
       host: cfg.server.host,
       port: cfg.server.port,
@@ -169,6 +175,10 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // attached tray sends it as a bearer token.
   const token = config.dashboard.token || null
   const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
+  // Attached to another Burnrate, only its configured admin token (if any) works there.
+  const windowAdminToken = own ? adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
+  // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes it from the address.
+  const windowUrl = windowAdminToken ? `${dashboardUrl}#admin_token=${encodeURIComponent(windowAdminToken)}` : dashboardUrl
   const spend: SpendSource = own
     ? ledgerSpend(own.ledger)
     : httpSpend(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
@@ -182,7 +192,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const window = createMainWindow({
-    url: dashboardUrl,
+    url: windowUrl,
     stateFile: join(userData, 'window-state.json'),
     show: !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),

@@ -101,3 +101,14 @@ describe('AgentSwitches', () => {
     expect(w.get('[role="alert"]').text()).toContain('is not valid JSON')
   })
 })
+
+describe('the admin token handed over by the desktop app', () => {
+  it('is read from the fragment once, kept for the tab, and removed from the address', () => {
+    history.replaceState(null, '', '/?range=7d#admin_token=desk%2Dtok')
+    setActivePinia(createPinia())
+    expect(useAdmin().token).toBe('desk-tok')
+    expect(sessionStorage.getItem(TOKEN_KEY)).toBe('desk-tok')
+    expect(location.hash).toBe('')
+    expect(location.search).toBe('?range=7d')
+  })
+})
