@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import asar from '@electron/asar'
+import { headlessCommand } from '../../src/main/desktop-logic/agents'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 
 const ROOT = resolve(__dirname, '../..')
@@ -116,6 +117,32 @@ console.log(JSON.stringify(out))`,
     expect(refs.length).toBeGreaterThan(0)
     for (const r of refs) expect(existsSync(join(renderer, r)), r).toBe(true)
   })
+
+  it('the headless server the app leaves running on quit starts from inside the package', async () => {
+    const dataDir = join(work, 'headless-data')
+    const cmd = headlessCommand({ execPath: process.execPath, cliJs: join(extracted, 'out/main/cli.js'), dataDir, configFile: null, port: 0, env: process.env })
+    const child = spawn(cmd.command, cmd.args, { env: { ...cmd.env, BURNRATE_CONFIG: '' }, stdio: ['ignore', 'pipe', 'pipe'] })
+    try {
+      let log = ''
+      const url = await new Promise<string>((done, fail) => {
+        const onData = (c: Buffer) => {
+          log += c
+          const m = /listening on (http:\/\/[^\s]+)/.exec(log)
+          if (m) done(m[1])
+        }
+        child.stdout.on('data', onData)
+        child.stderr.on('data', onData)
+        child.on('exit', (code) => fail(new Error(`exited ${code}: ${log}`)))
+      })
+      const health = await (await fetch(`${url}/api/health`)).json()
+      expect(health.status).toBe('ok')
+      expect(existsSync(join(dataDir, 'burnrate.db'))).toBe(true)
+    } finally {
+      const exited = new Promise((r) => child.once('exit', r))
+      child.kill('SIGTERM')
+      await exited
+    }
+  }, 60_000)
 
   it('starts the packaged main process under the mocked electron: server, window, tray, then quits cleanly', async () => {
     const boot = join(work, 'boot.mjs')
