@@ -403,6 +403,15 @@ describe('connecting agents from the tray, and never stranding them', () => {
     tray().menu!.click('Claude Code')
     await eventually(() => item('Claude Code')?.checked === true)
     expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${d.url}"`)
+    expect(menuLabels()).toContain('    last call: none yet')
+    // A call from Claude Code shows under it: its calls are arriving.
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    await postJson(`${d.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, {
+      'x-api-key': 'sk-ant-desktop-agent-key',
+      'anthropic-version': '2023-06-01',
+      'user-agent': 'claude-cli/2.1.330 (external, cli)',
+    })
+    await eventually(() => menuLabels().includes('    last call: just now'), 10_000)
     const autostart = join(dir, 'xdg', 'autostart', 'burnrate.desktop')
     expect(existsSync(autostart)).toBe(true)
 

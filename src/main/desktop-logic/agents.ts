@@ -6,6 +6,18 @@ export interface TrayAgent {
   name: string
   connected: boolean
   installed: boolean
+  /** Its last call through this app's proxy (ms), null for none yet; undefined when not known here (attached). */
+  lastCallAt?: number | null
+}
+
+/** `just now`, `5 min ago`, `3 h ago`, `2 days ago`. */
+export function ago(ms: number, now: number): string {
+  const s = Math.max(0, Math.round((now - ms) / 1000))
+  if (s < 60) return 'just now'
+  if (s < 3600) return `${Math.floor(s / 60)} min ago`
+  if (s < 86_400) return `${Math.floor(s / 3600)} h ago`
+  const d = Math.floor(s / 86_400)
+  return `${d} day${d === 1 ? '' : 's'} ago`
 }
 
 /** The confirmation shown before a connect or disconnect from the tray: exactly what will change. */

@@ -42,6 +42,11 @@ describe('trayMenu: agents', () => {
       { type: 'checkbox', label: 'Codex CLI', action: 'toggle-agent:codex', checked: false },
     ])
     expect(items).toContainEqual({ type: 'action', label: 'Disconnect all agents', action: 'disconnect-all' })
+    const seen = trayMenu({ view, startAtLogin: true, attachedTo: null, now: 1_000_000, agents: [{ ...agents[0], lastCallAt: 1_000_000 - 125_000 }, { ...agents[1], connected: true, lastCallAt: null }] })
+    expect(seen.filter((i) => i.type === 'label' && i.label.includes('last call')).map((i) => (i as { label: string }).label.trim())).toEqual([
+      'last call: 2 min ago',
+      'last call: none yet',
+    ])
     const none = trayMenu({ view, startAtLogin: true, attachedTo: null, agents: agents.map((a) => ({ ...a, connected: false })) })
     expect(none.some((i) => i.type === 'action' && i.action === 'disconnect-all')).toBe(false)
   })

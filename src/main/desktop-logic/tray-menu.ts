@@ -1,4 +1,4 @@
-import type { TrayAgent } from './agents'
+import { type TrayAgent, ago } from './agents'
 import type { TrayView } from './tray-view'
 
 /** What a tray menu item does; the Electron adapter maps these to handlers. */
@@ -25,10 +25,11 @@ export interface TrayMenuInput {
   attachedTo: string | null
   /** The agents Burnrate can connect (installed or connected ones are listed). */
   agents?: readonly TrayAgent[]
+  now?: number
 }
 
 /** The tray menu: today's spend first (disabled), budget state, then the actions. */
-export function trayMenu({ view, startAtLogin, attachedTo, agents = [] }: TrayMenuInput): TrayMenuItem[] {
+export function trayMenu({ view, startAtLogin, attachedTo, agents = [], now = Date.now() }: TrayMenuInput): TrayMenuItem[] {
   const items: TrayMenuItem[] = [{ type: 'label', label: view.headline }]
   if (view.budgetLine) items.push({ type: 'label', label: view.budgetLine })
   if (attachedTo) items.push({ type: 'label', label: `Attached to the Burnrate at ${attachedTo}` })
@@ -42,7 +43,11 @@ export function trayMenu({ view, startAtLogin, attachedTo, agents = [] }: TrayMe
   const shown = agents.filter((a) => a.installed || a.connected)
   if (shown.length) {
     items.push({ type: 'label', label: 'Connect agents' })
-    for (const a of shown) items.push({ type: 'checkbox', label: a.name, action: `toggle-agent:${a.agent}`, checked: a.connected })
+    for (const a of shown) {
+      items.push({ type: 'checkbox', label: a.name, action: `toggle-agent:${a.agent}`, checked: a.connected })
+      // Whether a connected agent's calls are arriving.
+      if (a.connected && a.lastCallAt !== undefined) items.push({ type: 'label', label: `    last call: ${a.lastCallAt === null ? 'none yet' : ago(a.lastCallAt, now)}` })
+    }
     if (shown.some((a) => a.connected)) items.push({ type: 'action', label: 'Disconnect all agents', action: 'disconnect-all' })
     items.push({ type: 'separator' })
   }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process'
 import { join } from 'node:path'
 import { Notification, app } from 'electron'
 import { AgentConnections, ConnectError } from '../connect/connections'
+import type { LastSeen } from '../connect/last-seen'
 import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedNotice, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import type { Logger } from '../log'
@@ -15,6 +16,8 @@ export interface AgentControlsOptions {
   /** Null when attached to another Burnrate (it owns the port; nothing to keep running on quit). */
   ownServer: { dataDir: string; configFile: string | null; port: number } | null
   login: LoginItem
+  /** Calls seen by this app's own server (null when attached). */
+  lastSeen: LastSeen | null
   userData: string
   log: Logger
   /** Redraws the tray menu after a change. */
@@ -72,7 +75,14 @@ export function agentControls(o: AgentControlsOptions): AgentControls {
   return {
     trayAgents() {
       try {
-        return o.connections.list().map((a) => ({ agent: a.agent, name: a.name, connected: a.connected, installed: a.installed && !a.unsupported }))
+        return o.connections.list().map((a) => {
+          let lastCallAt: number | null | undefined
+          if (o.lastSeen) {
+            const iso = o.lastSeen.of(o.connections.connector(a.agent).recordedAs).last_call_at
+            lastCallAt = iso ? Date.parse(iso) : null
+          }
+          return { agent: a.agent, name: a.name, connected: a.connected, installed: a.installed && !a.unsupported, lastCallAt }
+        })
       } catch {
         return []
       }

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
 import { ConfigError, loadConfig } from '../config/load'
 import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { agentSetup } from '../desktop-logic/agent-setup'
@@ -198,11 +199,14 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
 
+  const lastSeen = own ? new LastSeen(own.db) : null
+  const offLastSeen = own && lastSeen ? own.ledger.onCall((call) => lastSeen.observe(call)) : null
   const agents = agentControls({
     connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
     url,
     ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port) } : null,
     login,
+    lastSeen,
     userData,
     log,
     changed: () => tray.refreshMenu(),
@@ -261,6 +265,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       presenter.stop()
       notifier?.stop()
       stopUpdates?.()
+      offLastSeen?.()
       spend.stop()
       window.allowClose()
       window.saveState()
