@@ -89,7 +89,7 @@ describe('the packaged app (electron-builder --dir)', () => {
       for (const m of text.matchAll(/require\(\s*["']([^"'./][^"']*)["']\s*\)/g)) specs.add(m[1])
     }
     const external = [...specs].filter((s) => /^(@[\w.-]+\/)?[\w.-]+(\/[\w./-]+)?$/.test(s) && !s.startsWith('node:') && s !== 'electron').sort()
-    expect(external).toEqual(expect.arrayContaining(['better-sqlite3', 'undici', 'express', 'yaml', 'jsonc-parser', '@decimalturn/toml-patch', 'diff']))
+    expect(external).toEqual(expect.arrayContaining(['better-sqlite3', 'undici', 'express', 'yaml', 'jsonc-parser', '@decimalturn/toml-patch', 'diff', 'electron-updater']))
     // Resolved from a file beside the bundles, the way they resolve them; better-sqlite3 also opens a database.
     const checker = join(main, '__check_imports.mjs')
     writeFileSync(
