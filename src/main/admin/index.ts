@@ -5,6 +5,9 @@ import { errorBody } from '../http/errors'
 import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
+import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
+import { agentRoutes } from './agents'
 import { apiKeyRoutes } from './api-keys'
 import { adminTokenIsRight, refuseAdmin } from './auth'
 import { jsonBodyErrors } from './json-body'
@@ -47,6 +50,13 @@ export const admin: Feature = (ctx) => {
     }
   })
   priceRoutes(router, ctx)
+  const lastSeen = new LastSeen(ctx.db)
+  ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
+  agentRoutes(router, {
+    connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
+    lastSeen,
+    url: () => ctx.url(),
+  })
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
 }

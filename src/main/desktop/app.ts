@@ -1,7 +1,11 @@
+import { randomBytes } from 'node:crypto'
 import { createWriteStream, mkdirSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
 import { ConfigError, loadConfig } from '../config/load'
+import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { agentSetup } from '../desktop-logic/agent-setup'
@@ -15,7 +19,9 @@ import { PlanNoticeLog, httpPlans, planNotice } from '../desktop-logic/tray-plan
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { type AgentControls, agentControls } from './agents'
 import { askOtherPort, showStartupError } from './dialogs'
+import { startAutoUpdate } from './updater'
 import { loginItem } from './login-item'
 import { showNotice } from './notifications'
 import { appIcon, trayIcons } from './resources'
@@ -32,6 +38,8 @@ export interface DesktopOptions {
   log?: Logger
   /** Server features instead of the core's FEATURES (tests). */
   features?: CreateOptions['features']
+  /** The home folder whose agents the tray connects (tests); default the user's. */
+  home?: string
   /** Quit on SIGINT/SIGTERM (electron-vite dev's Ctrl+C). */
   signals?: boolean
   /** The built estimate thread (out/main/estimate-worker.js), as for the headless server. */
@@ -49,6 +57,7 @@ export interface Desktop {
   window: MainWindow
   tray: TrayHandle
   presenter: TrayPresenter
+  agents: AgentControls
   /** What a tray menu item does. */
   act(action: TrayAction): void
   /** Stops the tray and notifications, then the server (finishing calls and flushing the ledger). */
@@ -119,9 +128,14 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   let config: Config
   let server: BurnrateServer | null = null
   let result: StartResult
+  let adminToken: string | null
   try {
     config = loadConfig({ dataDir }, env)
+    // The window connects agents through the admin API: with none configured, this app's own
+    // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
+    if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
+    adminToken = cfg.admin.token ?? null
     result = await startOrAttach({
       host: cfg.server.host,
       port: cfg.server.port,
@@ -165,6 +179,10 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // attached tray sends it as a bearer token.
   const token = config.dashboard.token || null
   const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
+  // Attached to another Burnrate, only its configured admin token (if any) works there.
+  const windowAdminToken = own ? adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
+  // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes it from the address.
+  const windowUrl = windowAdminToken ? `${dashboardUrl}#admin_token=${encodeURIComponent(windowAdminToken)}` : dashboardUrl
   const spend: SpendSource = own
     ? ledgerSpend(own.ledger)
     : httpSpend(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
@@ -178,14 +196,33 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const window = createMainWindow({
-    url: dashboardUrl,
+    url: windowUrl,
     stateFile: join(userData, 'window-state.json'),
     show: !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
 
+  const lastSeen = own ? new LastSeen(own.db) : null
+  const offLastSeen = own && lastSeen ? own.ledger.onCall((call) => lastSeen.observe(call)) : null
+  const agents = agentControls({
+    connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
+    url,
+    ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port) } : null,
+    login,
+    lastSeen,
+    userData,
+    log,
+    changed: () => tray.refreshMenu(),
+  })
   const act = (action: TrayAction) => {
+    if (action.startsWith('toggle-agent:')) {
+      void agents.toggle(action.slice('toggle-agent:'.length)).catch((err: Error) => log.error(`agent: ${err.message}`))
+      return
+    }
     switch (action) {
+      case 'disconnect-all':
+        void agents.disconnectAll()
+        break
       case 'open-dashboard':
         window.show()
         break
@@ -208,7 +245,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
         break
     }
   }
-  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
+  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
   const plans = own?.context.plans ?? attachedPlans
   const presenter = new TrayPresenter({ spend, budgets, plans, platform, render: (view) => tray.render(view) })
@@ -247,6 +284,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       notifier?.stop()
       offPlans?.()
       attachedPlans?.stop()
+      stopUpdates?.()
+      offLastSeen?.()
       spend.stop()
       window.allowClose()
       window.saveState()
@@ -254,17 +293,35 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       tray.destroy()
     })())
 
-  // Quitting: hold the quit until calls under way finish and the ledger is on disk, then quit for real.
+  // Quitting: while agents point here, ask first what becomes of them (disconnect, keep a headless
+  // server, or quit anyway); then hold the quit until calls under way finish and the ledger is on
+  // disk, and quit for real.
   let stopped = false
+  let asking = false
   app.on('before-quit', (event) => {
-    window.allowClose()
-    if (stopped) return
+    if (stopped) {
+      window.allowClose()
+      return
+    }
     event.preventDefault()
-    void shutdown()
-      .catch((err: Error) => log.error(`shutdown: ${err.message}`))
-      .finally(() => {
-        stopped = true
-        app.quit()
+    if (asking || stopping) return
+    asking = true
+    void agents
+      .beforeQuit()
+      .catch((err: Error) => {
+        log.error(`quit: ${err.message}`)
+        return true
+      })
+      .then((go) => {
+        asking = false
+        if (!go) return
+        window.allowClose()
+        return shutdown()
+          .catch((err: Error) => log.error(`shutdown: ${err.message}`))
+          .finally(() => {
+            stopped = true
+            app.quit()
+          })
       })
   })
   app.on('activate', () => window.show())
@@ -273,6 +330,13 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     process.once('SIGTERM', () => app.quit())
   }
 
-  desktop = { url, server: own, attachedTo, config, window, tray, presenter, act, shutdown }
+  // Started on another port than the one agents were connected to: say so, and re-point them on a click.
+  agents.checkPorts()
+  let stopUpdates: (() => void) | null = null
+  void startAutoUpdate(env, log)
+    .then((stop) => (stopUpdates = stop))
+    .catch((err: Error) => log.warn(`auto-update: ${err.message}`))
+
+  desktop = { url, server: own, attachedTo, config, window, tray, presenter, agents, act, shutdown }
   return desktop
 }

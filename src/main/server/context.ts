@@ -7,6 +7,7 @@ import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
 import type { Prices } from '../pricing/feature'
 import type { HeadersObserver } from '../proxy/call/forward'
+import type { ConnectContext } from '../connect/types'
 import type { CallGate } from '../proxy/gate'
 import type { PlanTracker } from '../plans/tracker'
 import type { Upstream } from '../proxy/routes'
@@ -34,6 +35,10 @@ export interface ServerContext {
   observeHeaders(fn: HeadersObserver): void
   /** Installs the gate every proxied call passes before going upstream (budgets). */
   setGate(gate: CallGate): void
+  /** This server's address once listening (`http://127.0.0.1:8787`; a wildcard listen is reached on loopback). */
+  url(): string
+  /** The home folder, environment and platform whose agents the admin API may connect. */
+  agentHome: ConnectContext
   /** Runs when the server stops, before the ledger is flushed and the database closed. */
   onClose(fn: () => void | Promise<void>): void
   /**

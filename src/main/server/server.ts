@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
@@ -34,6 +35,7 @@ import { dashboard } from '../dashboard'
 import { metrics } from '../metrics'
 import { otel } from '../otel'
 import { dashboardUi } from '../ui'
+import type { ConnectContext } from '../connect/types'
 import type { Feature, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
@@ -63,6 +65,8 @@ export interface CreateOptions {
   log?: Logger
   /** Features to install instead of FEATURES (tests). */
   features?: Feature[]
+  /** Whose agents the admin API connects (default: this process's user). */
+  agentHome?: ConnectContext
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
   /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
@@ -103,6 +107,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const observers: HeadersObserver[] = []
   const app = createApiApp()
   const pricer = new Pricer(config.pricing.overrides)
+  let url = ''
   const context: ServerContext = {
     config,
     db,
@@ -128,6 +133,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
     aroundProxy: null,
     healthSections: {},
+    url: () => reachable(url),
+    agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
   const proxy = createProxyHandler({
     log,
@@ -213,7 +220,6 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   })
   server.on('clientError', answerClientError)
   const connections = limitConnections(server, config.server.max_connections)
-  let url = ''
   let closing: Promise<void> | null = null
 
   return {
@@ -302,4 +308,9 @@ function seededSessions(db: Database.Database): SessionInference {
   const sessions = new SessionInference()
   sessions.seed(db)
   return sessions
+}
+
+/** A listen URL as a client reaches it: a wildcard address (0.0.0.0, ::) on loopback. */
+function reachable(url: string): string {
+  return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander'
 import type { CliContext } from '../context'
+import { connect } from './connect'
 import { exportCommand } from './export'
 import { importCommand } from './import'
 import { report } from './report'
@@ -10,4 +11,4 @@ import { status } from './status'
 export type RegisterCommand = (program: Command, ctx: CliContext) => void
 
 /** Every `burnrate` subcommand, in help order. Adding one is one file and one line here. */
-export const COMMANDS: readonly RegisterCommand[] = [serve, status, report, exportCommand, importCommand]
+export const COMMANDS: readonly RegisterCommand[] = [serve, status, report, exportCommand, importCommand, connect]
