@@ -193,6 +193,20 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     expect(r).toMatchObject({ status: 499, error: 'client_aborted', agent: 'codex', session: THREAD })
   })
 
+  it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(`${t.url}/api/health`, { headers: { connection: 'Upgrade', upgrade: 'websocket' }, agent: false })
+      req.on('response', resolve)
+      req.on('upgrade', () => reject(new Error('upgraded')))
+      req.on('error', reject)
+      req.end()
+    })
+    const parts: Buffer[] = []
+    for await (const c of res) parts.push(c as Buffer)
+    expect(res.statusCode).toBe(200)
+    expect(JSON.parse(Buffer.concat(parts).toString('utf8')).status).toBe('ok')
+  })
+
   it('an upstream that refuses the upgrade has its answer relayed; nothing is recorded', async () => {
     refuseUpgrade = true
     try {
