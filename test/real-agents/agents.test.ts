@@ -115,6 +115,12 @@ function run(agent: Agent, cmd: string, args: string[], extraEnv: Record<string,
   })
 }
 
+/** Once the CLI has exited: every call it made has ended and is written to the database. */
+async function settled(): Promise<void> {
+  await eventually(() => t.server.proxy.active === 0, 15_000)
+  t.server.ledger.flush()
+}
+
 function rowsAfter(id: number): any[] {
   const db = new Database(t.dbFile, { readonly: true })
   try {
@@ -143,6 +149,7 @@ async function turn(agent: Agent, cmd: string, args: string[], expectAgent: stri
   const beforeSeen = relay.seen.length
   const out = await run(agent, cmd, args, extraEnv)
   expect(out.code, `${cmd} ${args.join(' ')} exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+  await settled()
   const exchanges = mock.exchanges.slice(beforeEx)
   expect(exchanges.some((e) => e.usage), 'the turn made a model call').toBe(true)
   // One ledger row per call that reached the upstream, and no other (no failed or retried calls).
@@ -270,6 +277,7 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(failed?.error?.message).toMatch(/usage limit/i)
     expect(out.stdout + out.stderr).not.toMatch(/Reconnecting/)
     expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
     const rows = (await eventually(() => {
       const r = rowsAfter(beforeRow)
       return r.length > 0 ? r : undefined
