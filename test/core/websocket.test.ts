@@ -11,7 +11,7 @@ import { type TestServer, startTestServer } from '../support/server'
  * Codex's built-in OpenAI provider first upgrades `GET /v1/responses` to a WebSocket. Burnrate
  * passes the upgrade through, relays frames unchanged both ways, and records each response on
  * the socket as its own call, attributed like any other; a budget refusal is an error frame
- * that Codex reports (status 429) and the frame never reaches the upstream.
+ * that Codex reports without retrying, and the frame never reaches the upstream.
  */
 
 const THREAD = '01a207ca-e8ad-7d21-b957-ad94c2eef955'
@@ -172,7 +172,10 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     c.ws.send(create('too dear'))
     await eventually(() => c.frames.length === 1, 10_000)
     const err = JSON.parse(c.frames[0])
-    expect(err).toMatchObject({ type: 'error', status: 429, error: { type: 'budget_exceeded' } })
+    // The type Codex reports and does not retry (any other 429 it retries after Retry-After: hours).
+    expect(err).toMatchObject({ type: 'error', status: 429, error: { type: 'usage_limit_reached', code: 'budget_exceeded' } })
+    expect(err.error.message).toMatch(/daily limit/)
+    expect(err.error.resets_at).toBeGreaterThan(Date.now() / 1000)
     expect(err.headers['x-should-retry']).toBe('false')
     c.ws.close()
     const r = await eventually(() => rows()[before], 10_000)
@@ -188,6 +191,20 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     c.ws.terminate()
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 499, error: 'client_aborted', agent: 'codex', session: THREAD })
+  })
+
+  it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(`${t.url}/api/health`, { headers: { connection: 'Upgrade', upgrade: 'websocket' }, agent: false })
+      req.on('response', resolve)
+      req.on('upgrade', () => reject(new Error('upgraded')))
+      req.on('error', reject)
+      req.end()
+    })
+    const parts: Buffer[] = []
+    for await (const c of res) parts.push(c as Buffer)
+    expect(res.statusCode).toBe(200)
+    expect(JSON.parse(Buffer.concat(parts).toString('utf8')).status).toBe('ok')
   })
 
   it('an upstream that refuses the upgrade has its answer relayed; nothing is recorded', async () => {

@@ -33,7 +33,7 @@ let work: string
 
 beforeAll(async () => {
   mock = await startAgentMock()
-  t = await startTestServer({}, mock.url)
+  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, mock.url)
   relay = await startRelay(t.url)
   work = mkdtempSync(join(tmpdir(), 'burnrate-agents-'))
 })
@@ -115,6 +115,12 @@ function run(agent: Agent, cmd: string, args: string[], extraEnv: Record<string,
   })
 }
 
+/** Once the CLI has exited: every call it made has ended and is written to the database. */
+async function settled(): Promise<void> {
+  await eventually(() => t.server.proxy.active === 0, 15_000)
+  t.server.ledger.flush()
+}
+
 function rowsAfter(id: number): any[] {
   const db = new Database(t.dbFile, { readonly: true })
   try {
@@ -143,6 +149,7 @@ async function turn(agent: Agent, cmd: string, args: string[], expectAgent: stri
   const beforeSeen = relay.seen.length
   const out = await run(agent, cmd, args, extraEnv)
   expect(out.code, `${cmd} ${args.join(' ')} exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+  await settled()
   const exchanges = mock.exchanges.slice(beforeEx)
   expect(exchanges.some((e) => e.usage), 'the turn made a model call').toBe(true)
   // One ledger row per call that reached the upstream, and no other (no failed or retried calls).
@@ -257,6 +264,28 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(second.thread).not.toBe(first.thread)
     })
   }
+
+  it('Codex CLI over the WebSocket: a budget refusal is reported at once and not retried', async () => {
+    const agent = newAgent('codex-blocked', { CODEX_API_KEY: 'sk-blocked-burnrate-suite-0000000004' })
+    mkdirSync(join(agent.home, '.codex'), { recursive: true })
+    writeFileSync(join(agent.home, '.codex', 'config.toml'), `check_for_update_on_startup = false\n${snippet('codex', 0)}\n\n[analytics]\nenabled = false\n`)
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
+    expect(out.code).not.toBe(0)
+    const failed = jsonLines(out.stdout).find((e) => e.type === 'turn.failed')
+    expect(failed?.error?.message).toMatch(/usage limit/i)
+    expect(out.stdout + out.stderr).not.toMatch(/Reconnecting/)
+    expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length > 0 ? r : undefined
+    }, 15_000)) as any[]
+    // At most its prewarm and its turn: no retries.
+    expect(rows.length).toBeLessThanOrEqual(2)
+    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'codex', cost_usd: 0 })
+  })
 
   it('Gemini CLI: sends no session id with an API key, so its turns share one inferred session', async () => {
     const agent = newAgent('gemini', {

@@ -20,6 +20,24 @@ function frameType(text: string): string {
 }
 
 /**
+ * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
+ * which Codex turns into the HTTP error it stands for. A 429 is typed `usage_limit_reached` (the
+ * contract's type stays in `code`, the message is ours), with `resets_at` from its Retry-After:
+ * Codex reports that and stops, where any other 429 is retried after Retry-After (for a budget,
+ * hours) and leaves the agent hanging.
+ */
+function errorFrame(status: number, body: unknown, headers: Record<string, string>): string {
+  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
+  if (status === 429) {
+    error.code = error.type
+    error.type = 'usage_limit_reached'
+    const after = Number(headers['retry-after'])
+    if (Number.isFinite(after) && after > 0) error.resets_at = Math.ceil(Date.now() / 1000 + after)
+  }
+  return JSON.stringify({ type: 'error', status, error, headers })
+}
+
+/**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
  * the client sends is one call, admitted by the gate like any HTTP call, metered from the frames
  * that follow and recorded at its `response.completed` (or `.failed`, `.incomplete`, `error`).
@@ -82,9 +100,7 @@ export class ResponsesSocketCalls {
       s.status = refusal.status
       s.error = refusal.reason
       this.life.finish(s)
-      // Codex's form of an HTTP error on this socket: it reports it, and retries none but 5xx.
-      const body = refusal.body as { error?: unknown } | undefined
-      return JSON.stringify({ type: 'error', status: refusal.status, error: body?.error ?? body, headers: refusal.headers ?? {} })
+      return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
     }
     s.status = 200
     s.upstreamStatus = 200
