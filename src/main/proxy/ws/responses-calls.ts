@@ -24,11 +24,13 @@ function frameType(text: string): string {
  * which Codex turns into the HTTP error it stands for. A 429 is typed `usage_limit_reached` (the
  * contract's type stays in `code`, the message is ours), with `resets_at` from its Retry-After:
  * Codex reports that and stops, where any other 429 is retried after Retry-After (for a budget,
- * hours) and leaves the agent hanging.
+ * hours) and leaves the agent hanging. A `rate_limited` refusal is the exception: it is meant to be
+ * retried, so it keeps its own type.
  */
 function errorFrame(status: number, body: unknown, headers: Record<string, string>): string {
   const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
-  if (status === 429) {
+  // A rate limit is transient (x-should-retry: true): left as it is, Codex retries it after Retry-After.
+  if (status === 429 && error.type !== 'rate_limited') {
     error.code = error.type
     error.type = 'usage_limit_reached'
     const after = Number(headers['retry-after'])
