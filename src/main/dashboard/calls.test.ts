@@ -16,8 +16,14 @@ describe('csvText', () => {
     expect(csvText('+1')).toBe("'+1")
     expect(csvText('-1')).toBe("'-1")
     expect(csvText('@SUM(A1)')).toBe("'@SUM(A1)")
-    expect(csvText('\tx')).toBe("'\tx")
+    expect(csvText('\tx')).toBe('"\'\tx"')
     expect(csvText('=HYPERLINK("a","b")')).toBe('"\'=HYPERLINK(""a"",""b"")"')
     expect(csvText('a=b')).toBe('a=b')
+  })
+
+  it('quotes ; and tab (separators in other locales), and defuses a formula right after a separator', () => {
+    expect(csvText('a;b')).toBe('"a;b"')
+    expect(csvText(';=1+1')).toBe('";\'=1+1"')
+    expect(csvText('x,@cmd')).toBe('"x,\'@cmd"')
   })
 })

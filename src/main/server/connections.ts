@@ -9,6 +9,15 @@ interface Conn {
   busy: number
 }
 
+/**
+ * A connection handed over to an `upgrade` handler (a WebSocket): Node's HTTP parser lets go of
+ * it (`socket.parser` becomes null), no 'request' event marks it busy, yet it is in use until it
+ * closes, so it is never closed to make room.
+ */
+function upgraded(s: Socket): boolean {
+  return (s as Socket & { parser?: unknown }).parser === null
+}
+
 const REFUSAL_BODY = JSON.stringify({
   error: { type: 'service_unavailable', message: 'Burnrate has too many open connections (server.max_connections); retry in a moment.' },
 })
@@ -30,7 +39,7 @@ export function limitConnections(server: http.Server, max: number): OpenConnecti
     if (conns.size >= max) {
       let victim: Socket | null = null
       for (const [sock, c] of conns) {
-        if (c.busy === 0) {
+        if (c.busy === 0 && !upgraded(sock)) {
           victim = sock
           break
         }
