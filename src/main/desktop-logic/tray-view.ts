@@ -20,6 +20,8 @@ export interface TrayInput {
   todayUsd: number | null
   alerts: readonly BudgetAlert[]
   platform: NodeJS.Platform
+  /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
+  projectedUsd?: number | null
 }
 
 const TOOLTIP_MAX = 127
@@ -59,10 +61,11 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   return parts.join(', ')
 }
 
-export function trayView({ todayUsd, alerts, platform }: TrayInput): TrayView {
+export function trayView({ todayUsd, alerts, platform, projectedUsd }: TrayInput): TrayView {
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
   const budgetLine = describeAlerts(alerts)
   let tooltip = todayUsd === null ? 'Burnrate: server not answering' : `Burnrate: ${amount} today`
+  if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)} by midnight`
   if (budgetLine) tooltip += `\n${budgetLine}`
   if (tooltip.length > TOOLTIP_MAX) tooltip = tooltip.slice(0, TOOLTIP_MAX - 1) + '…'
   return {

@@ -1,6 +1,7 @@
 import { createWriteStream, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
+import { forecast } from '../budgets/forecast'
 import { ConfigError, loadConfig } from '../config/load'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
@@ -14,6 +15,7 @@ import type { TrayAction } from '../desktop-logic/tray-menu'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { PeriodClock } from '../time/zone'
 import { askOtherPort, showStartupError } from './dialogs'
 import { loginItem } from './login-item'
 import { showNotice } from './notifications'
@@ -206,7 +208,12 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
-  const presenter = new TrayPresenter({ spend, budgets, platform, render: (view) => tray.render(view) })
+  const clock = new PeriodClock(config.timezone)
+  const paceOf = (today: number, now: number) => {
+    const day = clock.dayOf(now)
+    return forecast({ period: 'daily', limit: Infinity, spent: today, start: day.start, resetsAt: day.end }, now).projected
+  }
+  const presenter = new TrayPresenter({ spend, budgets, platform, paceOf, render: (view) => tray.render(view) })
   presenter.start()
 
   let notifier: BudgetNotifier | null = null
