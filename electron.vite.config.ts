@@ -14,7 +14,10 @@ export default defineConfig({
           cli: resolve(__dirname, 'src/main/cli.ts'),
           index: resolve(__dirname, 'src/main/index.ts'),
           'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
+          'estimate-worker': resolve(__dirname, 'src/main/metering/estimate-worker.ts'),
         },
+        // out/main/cli.js is the package's `burnrate` bin.
+        output: { banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : '') },
       },
     },
   },

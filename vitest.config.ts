@@ -5,8 +5,15 @@ export default defineConfig({
   plugins: [vue()],
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 30_000,
+    // The real agent CLIs run in their own suite: npm run test:agents (test/real-agents).
+    exclude: ['**/node_modules/**', 'test/real-agents/**'],
+    // Tests wait for conditions, not for fixed times: these limits only bound a failure, and are
+    // wide enough for a busy 2-core machine.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
+    // Tests never fetch price data from the internet (test/pricing uses a local price-data server).
+    env: { BURNRATE_PRICE_AUTO_UPDATE: 'false' },
   },
 })

@@ -1,6 +1,8 @@
 /**
- * The headless entry: `node out/main/cli.js [--config file] [--host h] [--port n] [--data-dir d]`.
- * It checks the Node version before loading anything that needs a newer one.
+ * The `burnrate` command (package bin; `node out/main/cli.js`). With no subcommand, or only the
+ * server's flags (`--config`, `--host`, `--port`, `--data-dir`), it serves, as it always has.
+ * It checks the Node version before loading anything that needs a newer one, and the serve path
+ * loads neither the command-line framework nor the report and import code.
  */
 const major = Number(process.versions.node.split('.')[0])
 if (major < 22) {
@@ -8,8 +10,19 @@ if (major < 22) {
   process.exit(1)
 }
 
-const { runHeadless } = await import('./headless')
-// The ledger's write thread, built beside this file (absent when run from the sources: the ledger then writes itself).
-await runHeadless(process.argv.slice(2), { ledgerWorker: new URL('./ledger-worker.js', import.meta.url) })
+const args = process.argv.slice(2)
+// The ledger's write thread and the estimate thread, built beside this file (absent when run from
+// the sources: the ledger then writes itself, and estimates are counted on the main thread in slices).
+const ledgerWorker = new URL('./ledger-worker.js', import.meta.url)
+const estimateWorker = new URL('./estimate-worker.js', import.meta.url)
+const { servesDirectly } = await import('./cli/serve-args')
+const serveArgs = servesDirectly(args)
+if (serveArgs) {
+  const { runHeadless } = await import('./headless')
+  await runHeadless(serveArgs, { ledgerWorker, estimateWorker })
+} else {
+  const { runCli } = await import('./cli/program')
+  process.exitCode = await runCli(args, { ledgerWorker })
+}
 
 export {}

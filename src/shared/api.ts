@@ -17,6 +17,7 @@ export type ErrorType =
   | 'service_unavailable'
   | 'upstream_unreachable'
   | 'upstream_timeout'
+  | 'service_unavailable'
   | 'internal'
 
 export interface ApiErrorBody {
@@ -26,8 +27,8 @@ export interface ApiErrorBody {
 export type Range = '30m' | '1h' | '6h' | '24h' | '7d' | '30d'
 export const RANGES: readonly Range[] = ['30m', '1h', '6h', '24h', '7d', '30d']
 
-export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant'
-export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant']
+export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant' | 'project'
+export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant', 'project']
 
 /** One recorded call, as the dashboard API and export show it. */
 export interface Call {
@@ -51,20 +52,46 @@ export interface Call {
   priced: boolean
   estimated: boolean
   latency_ms: number
+  /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`), or empty. */
+  response_id: string
+  source: CallSource
+  billing: CallBilling
+  /** May be empty. */
+  project: string
+  /** Set on a team server; may be empty. */
+  member: string
 }
+
+export type CallSource = 'proxy' | 'import'
+export type CallBilling = 'api' | 'subscription'
 
 /** Field order of a call in the CSV export. */
 export const CALL_FIELDS: readonly (keyof Call)[] = [
   'id', 't', 'provider', 'model', 'api_key_hash', 'tenant', 'agent', 'session', 'status', 'streamed',
   'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
-  'cost_usd', 'priced', 'estimated', 'latency_ms',
+  'cost_usd', 'priced', 'estimated', 'latency_ms', 'response_id', 'source', 'billing', 'project', 'member',
 ]
 
 export interface Health {
   status: 'ok' | 'degraded'
   version: string
   uptime_s: number
+  /** The OTLP export's state; null when `otel.endpoint` is not set. */
+  otel?: OtelHealth | null
   [extra: string]: unknown
+}
+
+/** `otel` in `GET /api/health` (README: OpenTelemetry). */
+export interface OtelHealth {
+  endpoint: string
+  /** Calls waiting to be exported as spans. */
+  queued: number
+  exported_spans: number
+  /** Calls never exported as spans: the queue was full (collector slow or down), or their export failed. */
+  dropped_spans: number
+  metric_exports: number
+  failed_metric_exports: number
+  last_error: string | null
 }
 
 export type BudgetAction = 'block' | 'warn'
@@ -187,8 +214,12 @@ export interface ProviderStatus {
 }
 
 export interface Summary {
+  /** Money: calls billed per token. Subscription calls are not in it (see the plan value fields). */
   today_spend_usd: number
   month_spend_usd: number
+  /** API-equivalent value of subscription calls (a plan's OAuth credential): what they would have cost per token. */
+  today_plan_value_usd: number
+  month_plan_value_usd: number
   today_requests: number
   avg_cost_per_request_usd: number
   active_sessions: number
@@ -220,12 +251,21 @@ export interface CostRow {
   cost_usd: number
   /** With `group_by=api_key`: the key's hint (`sk-…9f3a`), as the key itself is shown only hashed. */
   key_hint?: string
+  /** True on the one row (last, key `(other)`) that sums every group past `limit`. */
+  other?: boolean
 }
+
+/** Most rows a dashboard list returns by default, and at most (`limit`). */
+export const LIST_LIMIT_DEFAULT = 100
+export const LIST_LIMIT_MAX = 1000
 
 export interface Costs {
   group_by: GroupBy
   range: Range
+  /** The costliest `limit` groups, then (when there are more) one `other` row summing the rest: the rows always add up to the spend. */
   rows: CostRow[]
+  /** How many groups there are in all. */
+  total_rows: number
 }
 
 export interface SessionRow {
@@ -240,7 +280,10 @@ export interface SessionRow {
 }
 
 export interface Sessions {
+  /** The `limit` most recent sessions. */
   sessions: SessionRow[]
+  /** How many sessions there are in all (in the last 24 h). */
+  total: number
 }
 
 export interface Expensive {
@@ -298,4 +341,90 @@ export interface RunawayMark {
   repeats: number
   usd_last_minute: number
   at: string
+}
+
+/** GET /api/dashboard/unpriced: models whose calls were recorded without a price. */
+export interface UnpricedModel {
+  provider: string
+  model: string
+  requests: number
+  input_tokens: number
+  output_tokens: number
+  first_seen_at: string
+  last_seen_at: string
+}
+
+export interface Unpriced {
+  models: UnpricedModel[]
+}
+
+/** Body of PUT /api/admin/prices/{provider}/{model}: USD per million tokens. */
+export interface PriceInput {
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok?: number | null
+  cache_write_mtok?: number | null
+}
+
+/** A runtime price as the admin API stores and returns it. */
+export interface StoredPrice {
+  provider: string
+  model: string
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok: number | null
+  cache_write_mtok: number | null
+  updated_at: string
+}
+
+/** POST /api/admin/prices/{provider}/{model}/reprice. */
+export interface RepriceResult {
+  provider: string
+  model: string
+  repriced: number
+  unpriced: number
+  cost_usd_before: number
+  cost_usd_after: number
+}
+
+/** GET /api/dashboard/prices: where the price data in use came from. */
+export interface PriceData {
+  source: 'bundled' | 'cached' | 'updated'
+  updated_at: string | null
+  checked_at: string | null
+  last_error: string | null
+  auto_update: boolean
+  url: string
+}
+
+/** One usage window of a plan, as the vendor's own response headers report it. */
+export interface PlanWindow {
+  /** `5h`, `7d`, `7d_opus`, `7d_sonnet`… for Anthropic; `5h`/`7d` (from the window length) or `primary`/`secondary` for Codex; `requests`, `tokens`… for per-key limits. */
+  name: string
+  /** 0..1 */
+  utilization: number
+  resets_at: string | null
+  /** The vendor's word for the window (`allowed`, `allowed_warning`, `rejected`), or '' when it sends none. */
+  status: string
+  /** When the window runs out at the pace of its recent history; null when it will not before it resets (or no pace yet). */
+  projected_exhausted_at: string | null
+  /** Utilization the window will have when it resets, at that pace (null without a pace). */
+  projected_at_reset: number | null
+  /** Window length in minutes, when known. */
+  window_minutes: number | null
+}
+
+export interface PlanAccount {
+  provider: string
+  /** Which credential (`sk-…9f3a`-style hint of the key or token). */
+  account_hint: string
+  billing: CallBilling
+  updated_at: string
+  windows: PlanWindow[]
+  /** Account-wide fields the vendor sent (status, representative claim, overage, credits…), including ones Burnrate does not know yet. */
+  details: Record<string, string>
+}
+
+export interface Plans {
+  accounts: PlanAccount[]
 }

@@ -3,7 +3,8 @@
  * same run. Each target is its own process on 127.0.0.1: the mock upstream called directly, a
  * bare node:http pass-through proxy, a minimal express + http-proxy-middleware pass-through, and
  * Burnrate itself (the built headless server, out/main/cli.js, with its real SQLite ledger and
- * pricing) twice: with a budget rule every call is checked against, and with none. For a
+ * pricing) three times: with a budget rule every call is checked against, with none, and with
+ * the rule plus Prometheus metrics (scraped every 5 s) and OTLP export (to the mock). For a
  * non-streaming and a streaming call: latency p50/p99 at 1 connection and throughput at 32
  * connections; each proxy's CPU time per call; peak memory. Afterwards each Burnrate's ledger is
  * read back to check that every call was recorded with the fixture's tokens and a price.
@@ -28,6 +29,7 @@ import {
   TARGETS,
   TARGET_LABEL,
   type TargetKey,
+  metricsCost,
   mib,
   scenarioTable,
   verdict,
@@ -65,7 +67,12 @@ interface Targets {
   burnrate: Record<BurnrateTarget, { child: Child; dataDir: string }>
 }
 
-async function startBurnrate(name: string, upstream: string, rules: unknown[]): Promise<{ child: Child; dataDir: string }> {
+async function startBurnrate(
+  name: string,
+  upstream: string,
+  rules: unknown[],
+  more: Record<string, unknown> = {},
+): Promise<{ child: Child; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'burnrate-bench-'))
   const configFile = join(dataDir, 'config.yaml')
   writeFileSync(
@@ -75,6 +82,7 @@ async function startBurnrate(name: string, upstream: string, rules: unknown[]): 
       timezone: 'UTC',
       providers: { openai: { base_url: `${upstream}/v1` }, anthropic: { base_url: upstream } },
       budgets: { rules },
+      ...more,
     }),
   )
   const child = await startChild(name, [join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
@@ -85,14 +93,20 @@ async function startTargets(): Promise<Targets> {
   const tsx = ['--import', 'tsx']
   const upstream = await startChild('mock upstream', [...tsx, join(KIT, 'upstream.ts')])
   const env = { TARGET: upstream.url }
-  const [bare, hpm, burnrate, burnrateOpen] = await Promise.all([
+  // A budget rule that every bench key matches and none reaches, so each call is checked.
+  const rule = { api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }
+  const [bare, hpm, burnrate, burnrateOpen, burnrateMetrics] = await Promise.all([
     startChild('bare proxy', [...tsx, join(KIT, 'bare-proxy.ts')], env),
     startChild('http-proxy-middleware proxy', [...tsx, join(KIT, 'hpm-proxy.ts')], env),
-    // A budget rule that every bench key matches and none reaches, so each call is checked.
-    startBurnrate('Burnrate', upstream.url, [{ api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }]),
+    startBurnrate('Burnrate', upstream.url, [rule]),
     startBurnrate('Burnrate (no budget rules)', upstream.url, []),
+    // The mock upstream is also the OTLP collector (it answers /v1/traces and /v1/metrics).
+    startBurnrate('Burnrate (metrics and OTLP export on)', upstream.url, [rule], {
+      metrics: { enabled: true },
+      otel: { endpoint: upstream.url, interval_ms: 10_000 },
+    }),
   ])
-  return { upstream, bare, hpm, burnrate: { burnrate, burnrateOpen } }
+  return { upstream, bare, hpm, burnrate: { burnrate, burnrateOpen, burnrateMetrics } }
 }
 
 /** Rotates the order each round so no target always runs first (or last). */
@@ -112,6 +126,7 @@ export async function runProxyBench(): Promise<void> {
     hpm: children.hpm.url,
     burnrate: b.burnrate.child.url,
     burnrateOpen: b.burnrateOpen.child.url,
+    burnrateMetrics: b.burnrateMetrics.child.url,
   }
   // The proxies' own processes, for their CPU time (the direct target is the mock itself: not shown).
   const procs: Partial<Record<TargetKey, Child>> = {
@@ -119,11 +134,21 @@ export async function runProxyBench(): Promise<void> {
     hpm: children.hpm,
     burnrate: b.burnrate.child,
     burnrateOpen: b.burnrateOpen.child,
+    burnrateMetrics: b.burnrateMetrics.child,
   }
   const sent: Record<BurnrateTarget, Record<Scenario['endpoint'], number>> = {
     burnrate: { 'chat.completions': 0, messages: 0 },
     burnrateOpen: { 'chat.completions': 0, messages: 0 },
+    burnrateMetrics: { 'chat.completions': 0, messages: 0 },
   }
+  // Prometheus scrapes the metrics target as it would in production (every 15 s; here every 5 s).
+  let scrapes = 0
+  const scraper = setInterval(() => {
+    fetch(`${urls.burnrateMetrics}/metrics`).then(
+      (r) => r.text().then(() => r.ok && scrapes++),
+      () => {},
+    )
+  }, 5000)
   const results: Partial<Record<Scenario['key'], Record<TargetKey, Figures>>> = {}
   let failed = false
   let peaks: Record<TargetKey | 'upstream', number | null> | undefined
@@ -133,7 +158,7 @@ export async function runProxyBench(): Promise<void> {
     for (const sc of SCENARIOS) {
       log(`\n${sc.title}`)
       const count = (t: TargetKey, n: number) => {
-        if (t === 'burnrate' || t === 'burnrateOpen') sent[t][sc.endpoint] += n
+        if (t === 'burnrate' || t === 'burnrateOpen' || t === 'burnrateMetrics') sent[t][sc.endpoint] += n
       }
       for (const t of TARGETS) {
         log(`  warming up ${TARGET_LABEL[t]}`)
@@ -184,7 +209,8 @@ export async function runProxyBench(): Promise<void> {
       results[sc.key] = fig
     }
   } finally {
-    peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, hpm: null, burnrate: null, burnrateOpen: null }
+    clearInterval(scraper)
+    peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, hpm: null, burnrate: null, burnrateOpen: null, burnrateMetrics: null }
     for (const t of TARGETS) peaks[t] = procs[t]?.peakRss() ?? null
     // Burnrate flushes its ledger on SIGTERM; the others just exit.
     for (const t of BURNRATE_TARGETS) exits[t] = await b[t].child.stop()
@@ -204,8 +230,9 @@ export async function runProxyBench(): Promise<void> {
   ]
   for (const sc of SCENARIOS) {
     const f = results[sc.key]
-    if (f) out.push('', scenarioTable(sc.title, f, THROUGHPUT_CONNECTIONS))
+    if (f) out.push('', scenarioTable(sc.title, f, THROUGHPUT_CONNECTIONS), '', metricsCost(f))
   }
+  out.push('', `/metrics scraped ${scrapes} times during the run.`)
   out.push(
     '',
     `Peak memory (VmHWM) over the whole run: ${TARGETS.filter((t) => t !== 'direct')

@@ -83,10 +83,10 @@ describe('every fixture is metered and priced exactly', () => {
       })
       expect(res.status).toBe(200)
       expect(res.body.equals(fixture(c.file))).toBe(true)
-      const id = ++n
+      const callId = ++n
       const db = new Database(t.dbFile, { readonly: true })
       try {
-        const row = await eventually(() => lastCall(db, id))
+        const row = await eventually(() => lastCall(db, callId))
         expect(row.model).toBe(c.model)
         expect(row.input_tokens).toBe(c.input)
         expect(row.cache_read_tokens).toBe(c.cacheRead ?? 0)
@@ -108,6 +108,10 @@ describe('every fixture is metered and priced exactly', () => {
           expect(row.cost_usd).toBeGreaterThan(0)
         }
         expect(row.priced).toBe(1)
+        // The provider's id of the answer, for matching the call in the agent's own logs.
+        const id = /"id"\s*:\s*"((?:msg_|resp_|chatcmpl-)[^"]+)"/.exec(fixture(c.file).toString())?.[1]
+        expect(id).toBeTruthy()
+        expect(row.response_id).toBe(id)
       } finally {
         db.close()
       }

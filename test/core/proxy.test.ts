@@ -236,7 +236,7 @@ describe('errors and aborts are recorded', () => {
       const db = new Database(down.dbFile, { readonly: true })
       const row = await eventually(() => db.prepare('SELECT * FROM calls').get() as any)
       db.close()
-      expect(row).toMatchObject({ status: 502, error: 'upstream_unreachable' })
+      expect(row).toMatchObject({ status: 502, error: 'upstream_unreachable: ECONNREFUSED' })
     } finally {
       await down.cleanup()
     }

@@ -28,7 +28,10 @@ describe('shapes', () => {
     expect(status).toBe(200)
     expect(reply.headers['content-type']).toMatch(/^application\/json/)
     expect(Object.keys(body).sort()).toEqual(
-      ['active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd'].sort(),
+      [
+        'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd',
+        'today_plan_value_usd', 'month_plan_value_usd',
+      ].sort(),
     )
     expect(body.active_sessions).toBe(1) // s1 (last call 30 s ago); s2 was 2 h ago
     for (const v of Object.values(body)) expect(typeof v).toBe('number')
@@ -105,6 +108,8 @@ describe('shapes', () => {
     expect(body.requests.map((c: any) => c.cost_usd)).toEqual([1.5, 0.5, 0.25, 0, 0])
     expect(Object.keys(body.requests[0])).toEqual([...CALL_FIELDS])
     expect(body.requests[0]).toMatchObject({ provider: 'anthropic', streamed: false, priced: true, estimated: false, status: 200 })
+    // A record that leaves the second-wave fields out gets their defaults.
+    expect(body.requests[0]).toMatchObject({ response_id: '', source: 'proxy', billing: 'api', project: '', member: '' })
     expect(Number.isInteger(body.requests[0].id)).toBe(true)
     expect((await api('expensive?limit=1')).body.requests).toHaveLength(1)
     expect((await api('expensive?limit=100')).body.requests).toHaveLength(5)

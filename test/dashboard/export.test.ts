@@ -19,6 +19,9 @@ const TRICKY = [
   'ünïcødé ✓ 日本',
   '',
   ' spaced ',
+  'semi;colon',
+  ';=1+1',
+  'tab\t=1+1',
 ]
 const FORMULAS = ['=SUM(A1:A9)', '+1', '-2', '@cmd', '=HYPERLINK("http://x","y")']
 
@@ -38,6 +41,11 @@ beforeAll(async () => {
         streamed: i % 2 === 0,
         estimated: i % 3 === 0,
         priced: i % 4 !== 0,
+        response_id: s,
+        source: i % 2 === 0 ? 'import' : 'proxy',
+        billing: i % 3 === 0 ? 'subscription' : 'api',
+        project: s,
+        member: s,
       }),
     )
   }
@@ -62,6 +70,7 @@ describe('CSV export', () => {
         if (typeof v === 'number') expect(Number(r[f]), f).toBe(v)
         else if (typeof v === 'boolean') expect(r[f], f).toBe(String(v))
         else if (FORMULAS.includes(v)) expect(r[f], f).toBe("'" + v)
+        else if (/[,;\t][=+\-@]/.test(v)) expect(r[f], f).toBe(v.replace(/([,;\t])([=+\-@])/g, "$1'$2"))
         else expect(r[f], f).toBe(v)
       }
     })
@@ -75,6 +84,16 @@ describe('CSV export', () => {
     const agents = rows.slice(1).map((r) => r[CALL_FIELDS.indexOf('agent')])
     for (const f of FORMULAS) expect(agents).toContain("'" + f)
     for (const r of rows.slice(1)) for (const i of [0, 8, 10, 15, 18]) expect(r[i]).toMatch(/^[0-9.e-]+$/)
+  })
+
+  it('a value holding a separator a spreadsheet may split on (; or tab) is quoted, so no part of it becomes a formula cell', async () => {
+    const csv = await request(`${t.url}/api/dashboard/export?format=csv&tenant=csv`)
+    expect(csv.text).toContain(`,";'=1+1",`)
+    expect(csv.text).toContain(',"semi;colon",')
+    expect(csv.text).toContain(`,"tab\t'=1+1",`)
+    // Read as a ;-separated file (a German Excel), every line still splits into quoted or inert cells.
+    const rows: string[][] = parse(csv.text, { delimiter: ';', relax_quotes: true, relax_column_count: true })
+    for (const r of rows) for (const cell of r.slice(1)) expect(cell, cell).not.toMatch(/^[=+\-@]/)
   })
 
   it('an empty window is just the header row', async () => {

@@ -16,7 +16,7 @@ const RANGE_MS: Record<Range, number> = {
 }
 const TZ = 'Asia/Kolkata' // +05:30: local midnight is not on a UTC hour, so every period has raw edges
 const COLUMN: Record<string, string> = {
-  model: 'model', provider: 'provider', agent: 'agent', session: 'session', api_key: 'api_key_hash', tenant: 'tenant',
+  model: 'model', provider: 'provider', agent: 'agent', session: 'session', api_key: 'api_key_hash', tenant: 'tenant', project: 'project',
 }
 
 let t: TestServer
@@ -83,7 +83,7 @@ for (const tenant of [null, 'acme', 'globex']) {
         closeTo(sum(ts.points, (p) => p.cost_usd), total)
 
         for (const g of GROUP_BYS) {
-          const costs = await api(`costs?group_by=${g}&range=${range}${q(tenant)}`)
+          const costs = await api(`costs?group_by=${g}&range=${range}&limit=1000${q(tenant)}`)
           const expected = new Map<string, any>()
           for (const c of calls) {
             const k = c[COLUMN[g]] + (g === 'model' ? '\0' + c.provider : '')
@@ -163,7 +163,7 @@ for (const tenant of [null, 'acme', 'globex']) {
             WHERE session != ''${tw(tenant)} GROUP BY tenant, agent, session HAVING l > ? ORDER BY l DESC, session`,
         )
         .all(now - 86_400_000) as any[]
-      const got = (await api(`sessions?${q(tenant)}`)).sessions
+      const got = (await api(`sessions?limit=1000${q(tenant)}`)).sessions
       expect(want.length).toBeGreaterThan(0)
       expect(got.map((s: any) => [s.tenant, s.agent, s.session, s.requests, s.started_at, s.last_seen_at])).toEqual(
         want.map((w) => [w.tenant, w.agent, w.session, w.n, new Date(w.f).toISOString(), new Date(w.l).toISOString()]),
@@ -194,6 +194,7 @@ describe('tenant isolation', () => {
   it('an unknown tenant sees nothing, with every list empty', async () => {
     expect(await api('summary?tenant=nobody')).toEqual({
       today_spend_usd: 0, month_spend_usd: 0, today_requests: 0, avg_cost_per_request_usd: 0, active_sessions: 0, error_rate: 0,
+      today_plan_value_usd: 0, month_plan_value_usd: 0,
     })
     expect((await api('costs?tenant=nobody')).rows).toEqual([])
     expect((await api('sessions?tenant=nobody')).sessions).toEqual([])

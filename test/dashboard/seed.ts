@@ -81,6 +81,7 @@ export function variedCalls(n: number, now: number, days: number, seed = 1): Cal
         tenant,
         agent,
         session: r() < 0.7 ? `s-${agent}-${Math.floor(r() * 40)}` : '',
+        project: agent ? `/home/dev/${tenant || 'solo'}-${provider}` : '',
         api_key_hash: keyHash(key),
         key_hint: key.slice(0, 3) + '…' + key.slice(-4),
         status,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -43,7 +43,7 @@ beforeEach(() => {
 afterEach(async () => {
   if (running && !state.exited) {
     app.quit()
-    await eventually(() => state.exited, 10_000)
+    await eventually(() => state.exited)
   }
   running = null
   for (const c of cleanups.splice(0).reverse()) await c()
@@ -64,6 +64,8 @@ async function launch(opts: { argv?: string[]; platform?: NodeJS.Platform } = {}
     platform: opts.platform ?? 'linux',
     log: silentLogger,
     signals: false,
+    // Agents are looked for (and connected) in a home folder of the test's own.
+    home: join(dir, 'home'),
   })
   if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
   running = d
@@ -85,7 +87,7 @@ function dbSpend(): number {
 
 async function quit(): Promise<void> {
   app.quit()
-  await eventually(() => state.exited, 10_000)
+  await eventually(() => state.exited)
 }
 
 describe('the desktop app over the real server core', () => {
@@ -101,7 +103,11 @@ describe('the desktop app over the real server core', () => {
     expect(health.json().status).toBe('ok')
 
     expect(state.windows).toHaveLength(1)
-    expect(win().loadedUrls).toEqual([d.url])
+    // The window gets an admin token for this run in the fragment (the config has no admin API), and it works.
+    expect(win().loadedUrls).toEqual([expect.stringMatching(new RegExp(`^${d.url}#admin_token=[\\w-]{43}$`))])
+    const adminToken = decodeURIComponent(win().loadedUrls[0].split('#admin_token=')[1])
+    expect((await request(`${d.url}/api/admin/agents`, { headers: { authorization: `Bearer ${adminToken}` } })).status).toBe(200)
+    expect((await request(`${d.url}/api/admin/agents`)).status).toBe(401)
     expect(win().options.webPreferences).toMatchObject({ contextIsolation: true, sandbox: true, nodeIntegration: false, webSecurity: true })
     await eventually(() => win().visible)
   })
@@ -182,7 +188,20 @@ describe('the desktop app over the real server core', () => {
   it('the tray menu opens the dashboard, opens the browser, copies the agent setup and toggles start at login', async () => {
     writeConfig()
     const d = await launch()
-    expect(menuLabels()).toEqual(['Today: $0.00', '---', 'Open dashboard', 'Open in browser', 'Copy agent setup', '---', 'Start at login', '---', 'Quit Burnrate'])
+    expect(menuLabels()).toEqual([
+      'Today: $0.00',
+      '---',
+      'Open dashboard',
+      'Open in browser',
+      'Copy agent setup',
+      '---',
+      'Connect agents',
+      'SDK scripts (shell profile)',
+      '---',
+      'Start at login',
+      '---',
+      'Quit Burnrate',
+    ])
     win().hide()
     tray().menu!.click('Open dashboard')
     expect(win().visible).toBe(true)
@@ -204,7 +223,7 @@ describe('the desktop app over the real server core', () => {
     expect(existsSync(autostart)).toBe(false)
 
     tray().menu!.click('Quit Burnrate')
-    await eventually(() => state.exited, 10_000)
+    await eventually(() => state.exited)
   })
 
   it('closing the window hides it to the tray; a second launch brings it back', async () => {
@@ -344,7 +363,7 @@ describe('when the port is already taken', () => {
     expect(offered).toBeGreaterThan(port)
     expect(d.url).toBe(`http://127.0.0.1:${offered}`)
     expect(d.server).not.toBeNull()
-    expect(win().loadedUrls).toEqual([d.url])
+    expect(win().loadedUrls[0].split('#')[0]).toBe(d.url)
   })
 
   it('another program on the port, offer declined: quits without starting', async () => {
@@ -357,5 +376,100 @@ describe('when the port is already taken', () => {
     expect(state.quitCalls).toBe(1)
     expect(state.windows).toHaveLength(0)
     expect(state.trays).toHaveLength(0)
+  })
+})
+
+describe('connecting agents from the tray, and never stranding them', () => {
+  const settings = () => join(dir, 'home', '.claude', 'settings.json')
+  const ORIGINAL = '{\n  // mine\n  "model": "opus"\n}\n'
+  function claudeInstalled(): void {
+    mkdirSync(join(dir, 'home', '.claude'), { recursive: true })
+    writeFileSync(settings(), ORIGINAL)
+  }
+  const item = (label: string) => tray().menu!.items.find((i: any) => i.label === label)
+
+  it('shows the change, connects on confirm, turns start at login on once, and disconnects from the menu', async () => {
+    writeConfig()
+    claudeInstalled()
+    const d = await launch()
+    expect(item('Claude Code')).toMatchObject({ type: 'checkbox', checked: false })
+
+    state.messageBoxResponse = 1 // Cancel
+    tray().menu!.click('Claude Code')
+    await eventually(() => state.messageBoxes.length === 1)
+    expect(state.messageBoxes[0].message).toBe(`Point Claude Code at Burnrate (${d.url})?`)
+    expect(state.messageBoxes[0].detail).toContain(`~/.claude/settings.json:\n  env.ANTHROPIC_BASE_URL: (not set) → ${d.url}`)
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+
+    state.messageBoxResponse = 0 // Connect
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${d.url}"`)
+    expect(menuLabels()).toContain('    last call: none yet')
+    // A call from Claude Code shows under it: its calls are arriving.
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    await postJson(`${d.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }, {
+      'x-api-key': 'sk-ant-desktop-agent-key',
+      'anthropic-version': '2023-06-01',
+      'user-agent': 'claude-cli/2.1.330 (external, cli)',
+    })
+    await eventually(() => menuLabels().includes('    last call: just now'), 10_000)
+    const autostart = join(dir, 'xdg', 'autostart', 'burnrate.desktop')
+    expect(existsSync(autostart)).toBe(true)
+
+    // Turned off by hand, it stays off when another agent is connected.
+    tray().menu!.click('Start at login')
+    expect(existsSync(autostart)).toBe(false)
+    tray().menu!.click('SDK scripts (shell profile)')
+    await eventually(() => item('SDK scripts (shell profile)')?.checked === true)
+    expect(existsSync(autostart)).toBe(false)
+
+    tray().menu!.click('Disconnect all agents')
+    await eventually(() => item('Claude Code')?.checked === false)
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+  })
+
+  it('asks on quit while an agent points here: cancel keeps running, disconnect restores and quits', async () => {
+    writeConfig()
+    claudeInstalled()
+    const d = await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    state.messageBoxes = []
+
+    state.messageBoxResponse = 3 // Cancel
+    app.quit()
+    await eventually(() => state.messageBoxes.length === 1)
+    expect(state.messageBoxes[0].message).toBe('Claude Code points at Burnrate')
+    expect(state.messageBoxes[0].buttons).toEqual(['Disconnect and quit', 'Keep a server running', 'Quit anyway', 'Cancel'])
+    expect(state.exited).toBe(false)
+    expect((await request(`${d.url}/api/health`)).status).toBe(200)
+
+    state.messageBoxResponse = 0 // Disconnect and quit
+    app.quit()
+    await eventually(() => state.exited, 10_000)
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+  })
+
+  it('started on another port: a notification names the agents, and a click re-points them', async () => {
+    claudeInstalled()
+    writeConfig()
+    const first = await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    state.messageBoxResponse = 2 // quit anyway
+    await quit()
+    running = null
+
+    resetElectron(dir)
+    writeConfig({}, 0) // port 0: the new server gets another port than the agent points at
+    const second = await launch()
+    expect(second.url).not.toBe(first.url)
+    const notice = state.notifications.find((n) => n.options.title === 'Agents point at another port')!
+    expect(notice.options.body).toContain(`Claude Code points at ${first.url}, but Burnrate runs on ${second.url} now`)
+    notice.emit('click')
+    expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${second.url}"`)
   })
 })

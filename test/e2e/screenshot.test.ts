@@ -26,19 +26,31 @@ let t: TestServer
 let upstream: MockUpstream
 let browser: Browser
 
+/**
+ * A fixed-offset zone (`Etc/GMT-5` is UTC+5) in which it is between 23:00 and midnight right
+ * now, so that "today" holds nearly all of the last 24 hours seeded below whatever the hour in
+ * UTC: the CI key's spend today is over its $5 limit at any time of day.
+ */
+function lateEveningZone(now: number): { zone: string; offsetHours: number } {
+  const h = new Date(now).getUTCHours()
+  const offsetHours = h >= 9 ? 23 - h : -1 - h // within Etc/GMT's -12..+14
+  return { zone: offsetHours === 0 ? 'UTC' : `Etc/GMT${offsetHours > 0 ? '-' : '+'}${Math.abs(offsetHours)}`, offsetHours }
+}
+
 beforeAll(async () => {
   if (NO_BROWSER) return
   ensureRendererBuilt()
   process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } }, upstream.url)
-  const r = rng(7)
   const now = Date.now()
+  const { zone, offsetHours } = lateEveningZone(now)
+  t = await startTestServer({ timezone: zone, admin: { enabled: true, token: TOKEN } }, upstream.url)
+  const r = rng(7)
   const bag = MODELS.flatMap((m) => Array<typeof m>(m.w).fill(m))
   let n = 0
   for (let i = 0; i < 900; i++) {
     const ago = Math.floor(r() ** 1.6 * 24 * 3_600_000) + 2_000
-    const hour = new Date(now - ago).getUTCHours()
+    const hour = new Date(now - ago + offsetHours * 3_600_000).getUTCHours()
     if ((hour < 7 || hour > 21) && r() < 0.7) continue // quieter at night
     const m = bag[Math.floor(r() * bag.length)]
     const k = Math.floor(r() * KEYS.length)
@@ -89,7 +101,7 @@ afterAll(async () => {
   delete process.env.BURNRATE_RENDERER_DIR
 })
 
-describe.skipIf(NO_BROWSER !== null)('README screenshot', { timeout: 60_000 }, () => {
+describe.skipIf(NO_BROWSER !== null)('README screenshot', { timeout: 120_000 }, () => {
   for (const scheme of ['light', 'dark'] as const) {
     it(`renders a realistic day (${scheme})`, async () => {
       const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: scheme })
@@ -98,7 +110,7 @@ describe.skipIf(NO_BROWSER !== null)('README screenshot', { timeout: 60_000 }, (
       const errors: string[] = []
       page.on('pageerror', (e) => errors.push(String(e)))
       await page.goto(`${t.url}/`)
-      await expect.poll(() => page.getByTestId('rule-row').count(), { timeout: 10_000 }).toBe(3)
+      await expect.poll(() => page.getByTestId('rule-row').count()).toBe(3)
       // The CI key spent more than its $5 daily limit: the page says it is blocked.
       await expect.poll(() => page.getByTestId('budget-alerts').textContent()).toMatch(/blocked.*sk-…09d2 reached its daily limit under sk-proj-ci-\*/)
       await expect.poll(() => page.getByTestId('breakdown-row').count()).toBe(MODELS.length + 1) // + the fixture's dated gpt-4o-mini

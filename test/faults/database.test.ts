@@ -82,7 +82,7 @@ describe('a database locked by another process', () => {
     } finally {
       await lock.release()
     }
-    await eventually(() => countRows(t.dbFile) === 23, 10_000)
+    await eventually(() => countRows(t.dbFile) === 23)
     const h = await eventually(async () => {
       const x = await health(t)
       return x.status === 'ok' ? x : undefined
@@ -106,7 +106,7 @@ describe('held calls are bounded by ledger.max_pending', () => {
       } finally {
         await lock.release()
       }
-      await eventually(() => countRows(t.dbFile) === 5, 10_000)
+      await eventually(() => countRows(t.dbFile) === 5)
     } finally {
       await t.cleanup()
     }
@@ -132,7 +132,7 @@ describe('a full database', () => {
       expect(h.ledger.last_error).toMatch(/SQLITE_FULL|full/i)
       expect(h.ledger.pending).toBeGreaterThan(0)
       db.pragma('max_page_count = 1073741823')
-      await eventually(() => countRows(t.dbFile) === 201, 10_000)
+      await eventually(() => countRows(t.dbFile) === 201)
       expect((await health(t)).status).toBe('ok')
     } finally {
       await t.cleanup()
@@ -205,7 +205,7 @@ describe.skipIf(!canMount)('a real filesystem that fills up (a 2 MB tmpfs; needs
     expect(h.status).toBe('degraded')
     expect(h.ledger.last_error).toMatch(/FULL|IOERR|full|space/i)
     rmSync(filler)
-    await eventually(() => countRows(t.dbFile) === 302, 10_000)
+    await eventually(() => countRows(t.dbFile) === 302)
     expect((await health(t)).ledger).toMatchObject({ writable: true, pending: 0, dropped: 0 })
   })
 
@@ -228,7 +228,7 @@ describe('a database that turns read-only', () => {
       expect(h.ledger.last_error).toMatch(/READONLY|readonly/i)
       expect(h.ledger.pending).toBe(50)
       t.server.db.pragma('query_only = 0')
-      await eventually(() => countRows(t.dbFile) === 51, 10_000)
+      await eventually(() => countRows(t.dbFile) === 51)
       expect((await health(t)).ledger).toMatchObject({ writable: true, pending: 0, dropped: 0 })
     } finally {
       await t.cleanup()

@@ -82,7 +82,7 @@ describe('upstream faults', () => {
       expect(res.status).toBe(502)
       expect(res.json().error.type).toBe('upstream_unreachable')
       expect(res.json().error.message).toMatch(/ECONNREFUSED/)
-      expect(await nextRow(0, s.dbFile)).toMatchObject({ status: 502, error: 'upstream_unreachable', cost_usd: 0 })
+      expect(await nextRow(0, s.dbFile)).toMatchObject({ status: 502, error: 'upstream_unreachable: ECONNREFUSED', cost_usd: 0 })
     } finally {
       await s.cleanup()
     }

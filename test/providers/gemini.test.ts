@@ -99,6 +99,10 @@ describe('Gemini fixtures are metered and priced exactly', () => {
         priced: 1,
         api_key_hash: createHash('sha256').update(KEY).digest('hex'),
       })
+      // Gemini's id of the answer, for matching the call in Gemini CLI's own logs.
+      const id = /"responseId"\s*:\s*"([^"]+)"/.exec(fixture(c.file).toString())?.[1]
+      expect(id).toBeTruthy()
+      expect(row.response_id).toBe(id)
       const usage: Record<string, number> = { input_tokens: c.input, output_tokens: c.output }
       if (c.cacheRead) usage.cache_read_tokens = c.cacheRead
       expect(row.cost_usd).toBe(price(usage, c.model, row.ts))

@@ -80,7 +80,7 @@ describe('call data in the dashboard', () => {
     const { page, problems } = await openDashboard()
     try {
       // The payloads arrive and are rendered (as text) somewhere on the page.
-      await page.getByText('agent<b>bold</b>', { exact: false }).first().waitFor({ timeout: 15_000 })
+      await page.getByText('agent<b>bold</b>', { exact: false }).first().waitFor({ timeout: 30_000 })
       const shown: Record<string, string> = { agent: 'agent<b>bold</b>', session: '<svg onload=', tenant: `t'en"ant` }
       for (const group of ['agent', 'session', 'tenant']) {
         // The breakdown, grouped by each field in turn, lists the payload as its row key.
@@ -88,7 +88,7 @@ describe('call data in the dashboard', () => {
         const tab = page.getByRole('tab', { name: new RegExp(`^${group}`, 'i') })
         if (await select.count()) await select.selectOption(group)
         else if (await tab.count()) await tab.first().click()
-        await page.getByText(shown[group], { exact: false }).first().waitFor({ timeout: 10_000 })
+        await page.getByText(shown[group], { exact: false }).first().waitFor({ timeout: 30_000 })
         expect(await page.evaluate(() => (window as any).__pwned)).toBeUndefined()
       }
       const body = await page.locator('body').innerText()
@@ -155,11 +155,11 @@ describe('a database that cannot be written', () => {
       await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: 'Bearer sk-lock-test-000000000001' })
       await eventually(async () => (await request(`${t.url}/api/health`)).json().ledger.writable === false)
       const banner = page.getByTestId('ledger-degraded')
-      await banner.waitFor({ timeout: 15_000 })
+      await banner.waitFor({ timeout: 30_000 })
       expect(await banner.innerText()).toMatch(/not being saved/i)
       await lock.release()
       released = true
-      await banner.waitFor({ state: 'detached', timeout: 20_000 })
+      await banner.waitFor({ state: 'detached', timeout: 30_000 })
       expect(problems).toEqual([])
     } finally {
       if (!released) await lock.release()

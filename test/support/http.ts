@@ -11,10 +11,10 @@ export interface Reply {
 /** One HTTP request on a fresh connection, with the whole response read. */
 export function request(
   url: string,
-  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {},
+  opts: { method?: string; headers?: Record<string, string>; body?: string | Buffer; localAddress?: string } = {},
 ): Promise<Reply> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false }, (res) => {
+    const req = http.request(url, { method: opts.method ?? 'GET', headers: opts.headers, agent: false, localAddress: opts.localAddress }, (res) => {
       const parts: Buffer[] = []
       res.on('data', (c) => parts.push(c))
       res.on('end', () => {
@@ -37,8 +37,12 @@ export function postJson(url: string, body: unknown, headers: Record<string, str
   })
 }
 
-/** Polls until `fn` returns a truthy value (the ledger writes within its flush interval). */
-export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 3000): Promise<T> {
+/**
+ * Polls until `fn` returns a truthy value (the ledger writes within its flush interval). It
+ * returns as soon as the condition holds; the limit only bounds a failure, so it is generous
+ * enough for a busy 2-core machine.
+ */
+export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 20_000): Promise<T> {
   const end = Date.now() + timeoutMs
   let last: unknown
   for (;;) {

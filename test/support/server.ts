@@ -29,7 +29,12 @@ export interface TestServer {
  */
 export async function startTestServer(config: Record<string, any> = {}, upstream?: string, dir?: string): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
-  const cfg: Record<string, any> = { ...config, server: { host: '127.0.0.1', port: 0, ...config.server } }
+  // Price data is never fetched from the internet in tests (a test that wants it names a local server).
+  const cfg: Record<string, any> = {
+    ...config,
+    server: { host: '127.0.0.1', port: 0, ...config.server },
+    pricing: { auto_update: false, ...config.pricing },
+  }
   if (upstream) {
     const providers: Record<string, any> = {}
     for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream) }

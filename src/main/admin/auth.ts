@@ -1,4 +1,5 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import type { RequestHandler } from 'express'
 import { errorBody } from '../http/errors'
 
@@ -6,30 +7,30 @@ function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest()
 }
 
+function presented(req: IncomingMessage): string | null {
+  const header = req.headers.authorization
+  const m = typeof header === 'string' ? /^\s*Bearer\s+(\S.*?)\s*$/i.exec(header) : null
+  return m ? m[1] : null
+}
+
 /**
  * `Authorization: Bearer <admin.token>` on every admin request (contract: Admin API). Both
  * sides are hashed to equal-length digests and compared with timingSafeEqual, so neither the
  * token's content nor its length shows in the time an answer takes. Tokens are never logged.
  */
-export function adminAuth(token: string): RequestHandler {
+export function adminTokenIsRight(token: string): (req: IncomingMessage) => boolean {
   const expected = digest(token)
-  return (req, res, next) => {
-    const header = req.headers.authorization
-    const m = typeof header === 'string' ? /^\s*Bearer\s+(\S.*?)\s*$/i.exec(header) : null
-    if (!m) {
-      res
-        .status(401)
-        .set('www-authenticate', 'Bearer')
-        .json(errorBody('unauthorized', 'The admin API needs the header "Authorization: Bearer <admin.token>".'))
-      return
-    }
-    if (!timingSafeEqual(digest(m[1]), expected)) {
-      res
-        .status(401)
-        .set('www-authenticate', 'Bearer')
-        .json(errorBody('unauthorized', 'The admin token is wrong; use the admin.token from the config file.'))
-      return
-    }
-    next()
+  return (req) => {
+    const given = presented(req)
+    return given !== null && timingSafeEqual(digest(given), expected)
   }
+}
+
+/** The 401 for a request without the right admin token (missing, or wrong). */
+export const refuseAdmin: RequestHandler = (req, res) => {
+  const message =
+    presented(req) === null
+      ? 'The admin API needs the header "Authorization: Bearer <admin.token>".'
+      : 'The admin token is wrong; use the admin.token from the config file.'
+  res.status(401).set('www-authenticate', 'Bearer').json(errorBody('unauthorized', message))
 }

@@ -5,9 +5,13 @@ import { errorBody } from '../http/errors'
 import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
+import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
+import { agentRoutes } from './agents'
 import { apiKeyRoutes } from './api-keys'
-import { adminAuth } from './auth'
+import { adminTokenIsRight, refuseAdmin } from './auth'
 import { jsonBodyErrors } from './json-body'
+import { priceRoutes } from './prices'
 import { ProviderStats } from './provider-stats'
 import { providerRoutes } from './providers'
 import { ruleRoutes } from './rules'
@@ -28,8 +32,8 @@ export const admin: Feature = (ctx) => {
   ctx.onClose(ctx.ledger.onCall((call) => stats.observe(call)))
 
   const router = express.Router()
-  // Wrong tokens from one address are slowed down (src/main/security/throttle.ts).
-  router.use(slowDownFailures(adminAuth(token)))
+  // The right token always gets in; wrong ones from one client are slowed down (src/main/security/throttle.ts).
+  router.use(slowDownFailures(adminTokenIsRight(token), refuseAdmin))
   ruleRoutes(router, budgets, ctx.config.source)
   apiKeyRoutes(router, budgets, ctx.ledger.spend)
   providerRoutes(router, ctx.upstreams, stats)
@@ -44,6 +48,14 @@ export const admin: Feature = (ctx) => {
     } catch (err) {
       next(err)
     }
+  })
+  priceRoutes(router, ctx)
+  const lastSeen = new LastSeen(ctx.db)
+  ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
+  agentRoutes(router, {
+    connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
+    lastSeen,
+    url: () => ctx.url(),
   })
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)

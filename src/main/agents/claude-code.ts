@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, type ClientRequest, sessionId } from './types'
+import { type AgentSignature, type ClientRequest, lineAfter, projectPath, sessionId } from './types'
 
 /**
  * Claude Code (and the Claude Agent SDK built on it) sends `User-Agent: claude-cli/<version>
@@ -12,6 +12,16 @@ export const claudeCode: AgentSignature = {
   name: 'claude-code',
   matches: (r) => /^claude-(cli|code)\//i.test(r.ua),
   session: (r) => claudeCodeSession(r),
+  // Its system prompt's <env> block states `Working directory: /path`.
+  project: (r) => {
+    const sys = isObject(r.body) ? r.body.system : undefined
+    const blocks = typeof sys === 'string' ? [sys] : Array.isArray(sys) ? sys.slice(0, 8).map((b) => (isObject(b) ? b.text : '')) : []
+    for (const t of blocks) {
+      const p = typeof t === 'string' ? projectPath(lineAfter(t, 'Working directory: ')) : ''
+      if (p) return p
+    }
+    return ''
+  },
 }
 
 function claudeCodeSession(r: ClientRequest): string {

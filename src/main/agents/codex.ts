@@ -1,17 +1,35 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, header, sessionId } from './types'
+import { type AgentSignature, header, projectPath, sessionId } from './types'
 
 /**
  * OpenAI Codex (codex-rs): `User-Agent: codex_cli_rs/<version> (<os>; <arch>) <terminal>` and
  * `originator: codex_cli_rs` (`codex_exec` for `codex exec`, `codex_vscode` for the IDE
- * extension). Each request carries the conversation id in a `session_id` header (older
- * releases also `conversation_id`), and the Responses body repeats it as `prompt_cache_key`.
+ * extension). Each request (and the WebSocket upgrade) carries the thread id: Codex 0.169 sends
+ * `thread-id` and `session-id` (the same id, which `codex exec resume <id>` keeps), older
+ * releases a `session_id` header (and `conversation_id`); the Responses body repeats it as
+ * `prompt_cache_key`.
  */
 export const codex: AgentSignature = {
   name: 'codex',
   matches: (r) => /^codex[_-]/i.test(r.ua) || /^codex[_-]/i.test(header(r.headers, 'originator')),
   session: (r) =>
+    sessionId(header(r.headers, 'thread-id')) ||
+    sessionId(header(r.headers, 'session-id')) ||
     sessionId(header(r.headers, 'session_id')) ||
     sessionId(header(r.headers, 'conversation_id')) ||
     (isObject(r.body) ? sessionId(r.body.prompt_cache_key) : ''),
+  // Its first input items include `<environment_context>` with `<cwd>/path</cwd>`.
+  project: (r) => {
+    const input = isObject(r.body) ? r.body.input : undefined
+    if (!Array.isArray(input)) return ''
+    for (const item of input.slice(0, 8)) {
+      const content = isObject(item) && Array.isArray(item.content) ? item.content.slice(0, 4) : []
+      for (const c of content) {
+        const t = isObject(c) && typeof c.text === 'string' ? c.text : ''
+        const m = t.includes('<cwd>') ? /<cwd>([^<\n]{1,500})<\/cwd>/.exec(t.slice(0, 20_000)) : null
+        if (m) return projectPath(m[1])
+      }
+    }
+    return ''
+  },
 }

@@ -13,10 +13,19 @@ describe('detectAgent', () => {
     const legacy = { metadata: { user_id: 'user_abc_account_4e1f7f64-2b43-4bbf-9d6d-5a4a0f0e1b2c_session_11111111-2222-3333-4444-555555555555' } }
     const json = { metadata: { user_id: '{"device_id":"d","account_uuid":"","session_id":"aaaa-bbbb"}' } }
     const obj = { metadata: { user_id: { session_id: 'cccc-dddd' } } }
-    expect(detectAgent(ua, legacy)).toEqual({ agent: 'claude-code', session: '11111111-2222-3333-4444-555555555555' })
+    expect(detectAgent(ua, legacy)).toMatchObject({ agent: 'claude-code', session: '11111111-2222-3333-4444-555555555555' })
     expect(detectAgent(ua, json).session).toBe('aaaa-bbbb')
     expect(detectAgent(ua, obj).session).toBe('cccc-dddd')
     expect(detectAgent(ua, { metadata: { user_id: '{not json' } }).session).toBe('')
+  })
+
+  it("reads Codex 0.169's thread-id and session-id headers (hyphens), before the older session_id", () => {
+    const ua = { 'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)', originator: 'codex_exec' }
+    const id = '01a207ca-e8ad-7d21-b957-ad94c2eef955'
+    expect(detectAgent({ ...ua, 'session-id': id, 'thread-id': id }, { prompt_cache_key: 'other' })).toEqual({ agent: 'codex', session: id })
+    expect(detectAgent({ ...ua, 'thread-id': id }, undefined).session).toBe(id)
+    expect(detectAgent({ ...ua, 'session-id': id }, undefined).session).toBe(id)
+    expect(detectAgent({ ...ua, session_id: 'old-style' }, undefined).session).toBe('old-style')
   })
 
   it('does not take opencode or the Anthropic SDK for Claude Code because of a claude-code beta header', () => {
@@ -30,7 +39,7 @@ describe('detectAgent', () => {
   })
 
   it('takes a generic x-session-id from any client', () => {
-    expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toEqual({ agent: 'openai-sdk', session: 'job-7' })
+    expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toMatchObject({ agent: 'openai-sdk', session: 'job-7' })
   })
 
   it('recognises further agents by their User-Agent', () => {
@@ -40,5 +49,22 @@ describe('detectAgent', () => {
     expect(detectAgent({ 'user-agent': 'QwenCode/0.12.3 (linux; x64)' }, undefined).agent).toBe('qwen-code')
     expect(detectAgent({ 'user-agent': 'GitHubCopilotChat/0.38.0' }, undefined).agent).toBe('github-copilot')
     expect(detectAgent({ 'user-agent': 'Mozilla/5.0' }, undefined).agent).toBe('')
+  })
+
+  it('takes the project from X-Burnrate-Project, else the working directory Claude Code or Codex states', () => {
+    const cc = { 'user-agent': 'claude-cli/2.1.5 (external, cli)' }
+    const system = [
+      { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+      { type: 'text', text: 'Here is useful information about the environment you are running in:\n<env>\nWorking directory: /home/dev/shop\nIs directory a git repo: Yes\n</env>' },
+    ]
+    expect(detectAgent(cc, { system }).project).toBe('/home/dev/shop')
+    expect(detectAgent({ ...cc, 'x-burnrate-project': 'billing' }, { system }).project).toBe('billing')
+    expect(detectAgent(cc, { system: 'no env here' }).project).toBe('')
+    const input = [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/home/dev/api</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>' }] },
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a route' }] },
+    ]
+    expect(detectAgent({ 'user-agent': 'codex_cli_rs/0.58.0 (Debian; x86_64) xterm' }, { input }).project).toBe('/home/dev/api')
+    expect(detectAgent({ 'user-agent': 'curl/8' }, { input }).project).toBe('')
   })
 })

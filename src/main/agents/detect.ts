@@ -1,10 +1,12 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { AGENTS } from './known'
-import { type ClientRequest, header, sessionId } from './types'
+import { type ClientRequest, header, projectPath, sessionId } from './types'
 
 export interface AgentIdentity {
   agent: string
   session: string
+  /** `X-Burnrate-Project`, else the working directory the client states, else ''. */
+  project: string
 }
 
 /** Session headers any client may send (used when its own signature names none). */
@@ -28,5 +30,6 @@ export function detectAgent(headers: IncomingHttpHeaders, body: unknown): AgentI
       if (session) break
     }
   }
-  return { agent, session }
+  const project = projectPath(header(headers, 'x-burnrate-project')) || (known?.project?.(req) ?? '')
+  return { agent, session, project }
 }

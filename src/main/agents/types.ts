@@ -16,6 +16,23 @@ export interface AgentSignature {
   matches(req: ClientRequest): boolean
   /** The client's own session or conversation id, '' when it sent none. */
   session?(req: ClientRequest): string
+  /** The working directory the client states in its request (its project), '' when none. */
+  project?(req: ClientRequest): string
+}
+
+/** A stated working directory worth keeping: one line, at most 500 characters; else ''. */
+export function projectPath(v: string): string {
+  const s = v.trim()
+  return s.length > 0 && s.length <= 500 && !/[\r\n\0]/.test(s) ? s : ''
+}
+
+/** The text after `label` up to the end of its line, looked for in the first `limit` characters of `text`. */
+export function lineAfter(text: string, label: string, limit = 200_000): string {
+  const at = text.indexOf(label)
+  if (at < 0 || at > limit) return ''
+  const start = at + label.length
+  const end = text.indexOf('\n', start)
+  return text.slice(start, end < 0 ? Math.min(text.length, start + 501) : Math.min(end, start + 501))
 }
 
 export function header(headers: IncomingHttpHeaders, name: string): string {

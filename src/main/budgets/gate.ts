@@ -114,8 +114,11 @@ export function budgetGate(
   return {
     admit(ctx: CallContext): Admission {
       const now = Date.now()
+      // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
       const events = runaway ? runaway.detector.check(ctx, now) : []
       if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
+      // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
+      if (ctx.billing === 'subscription') return events.length ? { headers: { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } } : {}
       const d = engine.admit(ctx, now)
       let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
       if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }

@@ -73,7 +73,7 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
-  const pricer = new Pricer(ctx.config.pricing.overrides)
+  const pricer = ctx.pricer ?? new Pricer(ctx.config.pricing.overrides)
   const history = new CallHistory()
   const historyQuery = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,

@@ -39,3 +39,15 @@ describe('patterns', () => {
     )
   })
 })
+
+describe('regular-expression-looking patterns', () => {
+  it('are refused with a word, since they would be taken literally and match nothing', () => {
+    for (const p of ['sk-.*', '^sk-', '^sk-.*$', 'sk-[a-z]+', 'sk-(dev|prod)-*', 'sk-\\w+', 'sk-.+', 'key$']) {
+      expect(patternProblem(p), p).toMatch(/looks like a regular expression/)
+    }
+  })
+
+  it('still accepts real keys and prefixes, base64 ones and Google tokens included', () => {
+    for (const p of ['sk-dev-*', 'sk-proj-AbC_12-xyz', 'ya29.*', 'AIzaSyA-b_c', 'abc+def/ghi=', 'sk-or-v1-*']) expect(patternProblem(p), p).toBeNull()
+  })
+})

@@ -6,11 +6,24 @@
 /** Why a pattern is not valid, or null when it is. */
 export function patternProblem(pattern: string): string | null {
   if (pattern.length === 0) return 'expected a non-empty string'
+  if (looksLikeRegex(pattern)) {
+    return `"${pattern.slice(0, 60)}" looks like a regular expression, but patterns are a whole key or a prefix followed by one "*" (e.g. "sk-dev-*")`
+  }
   const star = pattern.indexOf('*')
   if (star !== -1 && star !== pattern.length - 1) return '"*" is only allowed once, at the end of the pattern'
   // API keys travel in HTTP headers, so a pattern outside visible ASCII can never match one.
   if (!/^[\x21-\x7e]+$/.test(pattern)) return 'expected visible ASCII characters only (no spaces)'
   return null
+}
+
+/**
+ * Regular-expression syntax that API keys never contain: `^` at the start, `$` at the end,
+ * `.+`/`.?`, `.*` after punctuation (`sk-.*`; `ya29.*` is a real prefix of Google tokens),
+ * character classes, groups, alternation, escapes. (`+`, `/` and `=` alone can be part of a
+ * base64 key, so they pass.)
+ */
+function looksLikeRegex(pattern: string): boolean {
+  return /^\^|\$$|\.[+?]|(^|[^A-Za-z0-9])\.\*|[[\]()|\\{}]/.test(pattern)
 }
 
 export function isPrefix(pattern: string): boolean {

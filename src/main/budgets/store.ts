@@ -8,7 +8,7 @@ interface Row {
   monthly_limit_usd: number | null
   action: BudgetAction
   soft_limit_pct: number | null
-  /** JSON of the second-wave fields (migration 3). */
+  /** JSON of the second-wave fields (migration 4). */
   options: string
   created_at: number
 }

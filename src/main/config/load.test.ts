@@ -117,3 +117,55 @@ describe('defaultDataDir', () => {
     expect(defaultDataDir('win32', { APPDATA: 'C:\\Users\\u\\AppData\\Roaming' }, 'C:\\Users\\u')).toMatch(/Roaming[\\/]Burnrate$/)
   })
 })
+
+describe('start-up errors for hostile or mistaken config (one line, naming the key)', () => {
+  const oneLine = (msg: string) => {
+    expect(msg.split('\n')).toHaveLength(1)
+    return msg
+  }
+
+  it('refuses a timeout that overflows Node timers instead of firing every call at once', () => {
+    const msg = oneLine(errorOf(() => loadConfig({ config: withFile('upstream:\n  first_byte_timeout_ms: 99999999999\n') }, {})))
+    expect(msg).toContain('upstream.first_byte_timeout_ms')
+    expect(msg).toContain('2147483647')
+    expect(loadConfig({ config: withFile('upstream:\n  idle_timeout_ms: 2147483647\n') }, {}).upstream.idle_timeout_ms).toBe(2147483647)
+  })
+
+  it('turns a YAML alias bomb into one line, not a stack trace', () => {
+    const rows = ['a: &a ["x","x","x","x","x","x","x","x","x","x"]']
+    for (let i = 1; i < 12; i++) {
+      const prev = String.fromCharCode(96 + i)
+      const next = String.fromCharCode(97 + i)
+      rows.push(`${next}: &${next} [${Array(10).fill(`*${prev}`).join(',')}]`)
+    }
+    const msg = oneLine(errorOf(() => loadConfig({ config: withFile(rows.join('\n') + '\n') }, {})))
+    expect(msg).toMatch(/not usable YAML/)
+  })
+
+  it('refuses regular-expression-looking key patterns in budgets and tenants', () => {
+    let msg = oneLine(errorOf(() => loadConfig({ config: withFile('budgets:\n  rules:\n    - {api_key_pattern: "sk-.*", daily_limit_usd: 1, action: block}\n') }, {})))
+    expect(msg).toContain('budgets.rules[0].api_key_pattern')
+    expect(msg).toContain('regular expression')
+    msg = oneLine(errorOf(() => loadConfig({ config: withFile('tenants:\n  key_mappings:\n    - {pattern: "^sk-", tenant: a}\n') }, {})))
+    expect(msg).toContain('tenants.key_mappings[0].pattern')
+  })
+
+  it('refuses allowed_hosts and allowed_origins entries that can never match', () => {
+    for (const bad of ['http://burnrate.internal', 'burnrate.internal/path', 'two words', 'host:99999']) {
+      const msg = oneLine(errorOf(() => loadConfig({ config: withFile(`server:\n  allowed_hosts: [ok.internal, "${bad}"]\n`) }, {})))
+      expect(msg).toContain('server.allowed_hosts[1]')
+    }
+    expect(loadConfig({ config: withFile('server:\n  allowed_hosts: [burnrate.internal, "box:8787", "[::1]:8787"]\n') }, {}).server.allowed_hosts).toHaveLength(3)
+    const msg = oneLine(errorOf(() => loadConfig({ config: withFile('server:\n  allowed_origins: ["localhost:5173"]\n') }, {})))
+    expect(msg).toContain('server.allowed_origins[0]')
+    expect(loadConfig({ config: withFile('server:\n  allowed_origins: ["http://localhost:5173", "https://tool.example/"]\n') }, {}).server.allowed_origins).toHaveLength(2)
+  })
+
+  it('refuses credentials, a query or a fragment in a provider base_url', () => {
+    for (const url of ['https://user:pass@api.openai.com/v1', 'https://api.openai.com/v1?key=abc', 'https://api.openai.com/v1#x']) {
+      const msg = oneLine(errorOf(() => loadConfig({ config: withFile(`providers:\n  openai:\n    base_url: "${url}"\n`) }, {})))
+      expect(msg).toContain('providers.openai.base_url')
+      expect(msg).not.toContain('pass@')
+    }
+  })
+})

@@ -4,6 +4,7 @@ import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
 import { patternProblem } from '../budgets/pattern'
+import { splitHostPort } from '../security/hosts'
 import { machineTimeZone } from '../time/zone'
 import { PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, defaultDataDir } from './paths'
@@ -58,7 +59,13 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     const line = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : ''
     throw new ConfigError(`config ${file}: not valid YAML${line}: ${e.message.split('\n')[0]}`)
   }
-  const raw = doc.toJS() ?? {}
+  let raw: unknown
+  try {
+    // The yaml library refuses documents whose aliases expand too far (a "billion laughs" bomb).
+    raw = doc.toJS({ maxAliasCount: 100 }) ?? {}
+  } catch (err) {
+    throw new ConfigError(`config ${file}: not usable YAML: ${(err as Error).message.split('\n')[0]}`)
+  }
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`config ${file}: expected a mapping of keys at the top level`)
   }
@@ -75,6 +82,23 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
       )
     }
   }
+  for (const [name, p] of Object.entries(cfg.providers)) {
+    if (p.base_url) checkBaseUrl(p.base_url, `config ${file}: providers.${name}.base_url`)
+  }
+  for (const [i, h] of cfg.server.allowed_hosts.entries()) {
+    if (!splitHostPort(h.trim())) {
+      throw new ConfigError(
+        `config ${file}: server.allowed_hosts[${i}]: "${h.slice(0, 100)}" is not a host name; expected "name" or "name:port" (no scheme, path or spaces)`,
+      )
+    }
+  }
+  for (const [i, o] of cfg.server.allowed_origins.entries()) {
+    if (!isOrigin(o.trim())) {
+      throw new ConfigError(
+        `config ${file}: server.allowed_origins[${i}]: "${o.slice(0, 100)}" is not an origin; expected "http://name:port" or "https://name" (no path)`,
+      )
+    }
+  }
   for (const [i, rule] of cfg.budgets.rules.entries()) {
     checkPattern(rule.api_key_pattern, `config ${file}: budgets.rules[${i}].api_key_pattern`)
     // The same checks as a rule POSTed to the admin API (a limit present, a window with its hours, ...).
@@ -87,6 +111,22 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
   }
   return cfg
+}
+
+/** A provider base URL carries neither credentials (they would reach logs and the dashboard) nor a query. */
+function checkBaseUrl(value: string, where: string): void {
+  const u = new URL(value)
+  if (u.username || u.password) {
+    throw new ConfigError(`${where}: must not contain a user name or password; the API key travels in each call's own headers`)
+  }
+  if (u.search || value.includes('?')) throw new ConfigError(`${where}: must not contain a query ("?..."); only scheme, host, port and path are used`)
+  if (u.hash || value.includes('#')) throw new ConfigError(`${where}: must not contain a fragment ("#...")`)
+}
+
+/** `http(s)://host[:port]` with nothing after it. */
+function isOrigin(value: string): boolean {
+  const m = /^https?:\/\/([^/?#]+)\/?$/i.exec(value)
+  return m !== null && splitHostPort(m[1]) !== null
 }
 
 /** A key pattern as budgets and tenant mappings take it (budgets/pattern.ts), or a ConfigError. */

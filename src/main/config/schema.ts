@@ -8,6 +8,16 @@ import { isValidTimeZone } from '../time/zone'
 
 const usd = z.number().finite().nonnegative()
 
+/** Node's timers cannot wait longer than 2^31-1 ms (about 24.8 days); a longer one fires at once. */
+export const MAX_TIMER_MS = 2_147_483_647
+const timerMs = (def: number) =>
+  z
+    .number()
+    .int()
+    .positive()
+    .max(MAX_TIMER_MS, { message: `expected at most ${MAX_TIMER_MS} (about 24 days, the longest a timer can wait)` })
+    .default(def)
+
 const scopePattern = z.string().min(1).nullable().optional()
 
 /** Types only: the rules between fields are checked by src/main/budgets/check.ts, as for the admin API. */
@@ -68,6 +78,10 @@ export const configSchema = z
         allowed_hosts: z.array(z.string().min(1)).default([]),
         /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
         allowed_origins: z.array(z.string().min(1)).default([]),
+        /** Total MB of proxied request bodies held in memory at once; past it calls get 503 service_unavailable. */
+        max_buffered_body_mb: z.number().int().min(1).max(65_536).default(500),
+        /** Open client connections at most; idle and half-sent ones make room for new ones, else 503. */
+        max_connections: z.number().int().min(10).max(1_000_000).default(2000),
       })
       .strict()
       .prefault({}),
@@ -78,7 +92,13 @@ export const configSchema = z
       .optional(),
     providers: z.record(z.string(), providerSchema).default({}),
     pricing: z
-      .object({ overrides: z.array(priceOverrideSchema).default([]) })
+      .object({
+        overrides: z.array(priceOverrideSchema).default([]),
+        /** Fetch newer price data (@pydantic/genai-prices' published data) in the background, daily. */
+        auto_update: z.boolean().default(true),
+        /** Where the price data is fetched from (a mirror, or a local server in tests). */
+        update_url: z.url({ protocol: /^https?$/ }).optional(),
+      })
       .strict()
       .prefault({}),
     tenants: z
@@ -142,11 +162,24 @@ export const configSchema = z
     upstream: z
       .object({
         /** Time allowed to open a connection to the provider. */
-        connect_timeout_ms: z.number().int().positive().default(10_000),
+        connect_timeout_ms: timerMs(10_000),
         /** Time allowed between sending the request and the first response byte. */
-        first_byte_timeout_ms: z.number().int().positive().default(600_000),
+        first_byte_timeout_ms: timerMs(600_000),
         /** Longest silence allowed inside a response (a stalled stream). */
-        idle_timeout_ms: z.number().int().positive().default(300_000),
+        idle_timeout_ms: timerMs(300_000),
+        /** Proxy for every upstream call (http://user:password@host:port); unset: HTTPS_PROXY / HTTP_PROXY. */
+        proxy: z.url({ protocol: /^(https?|socks5?)$/ }).optional(),
+        /** Hosts reached without the proxy (`api.example.com`, `.internal`, `host:port`, `*`), besides NO_PROXY. */
+        no_proxy: z.array(z.string().min(1)).default([]),
+        /** A PEM file of certificate authorities to trust besides the usual ones (a corporate TLS proxy, a private CA). */
+        ca_file: z.string().min(1).optional(),
+      })
+      .strict()
+      .prefault({}),
+    import: z
+      .object({
+        /** Import new entries of the agents' own logs as they appear (default: on in the desktop app, off headless). */
+        watch: z.boolean().optional(),
       })
       .strict()
       .prefault({}),
@@ -156,6 +189,29 @@ export const configSchema = z
         flush_interval_ms: z.number().int().min(1).max(100).default(50),
         /** Calls held in memory while the database cannot be written; past it the oldest are dropped (and counted). */
         max_pending: z.number().int().positive().default(100_000),
+      })
+      .strict()
+      .prefault({}),
+    /** Prometheus exposition at `GET /metrics` (src/main/metrics). */
+    metrics: z
+      .object({ enabled: z.boolean().default(false) })
+      .strict()
+      .prefault({}),
+    /** OTLP/HTTP export of metrics and one span per call (src/main/otel); off without an endpoint. */
+    otel: z
+      .object({
+        /** Base URL of the collector (`http://collector:4318`); `/v1/traces` and `/v1/metrics` are appended. */
+        endpoint: z.url({ protocol: /^https?$/ }).nullable().default(null),
+        /** Sent with every export (e.g. an API key of the backend). */
+        headers: z.record(z.string(), z.string()).default({}),
+        /** How often metrics are exported. */
+        interval_ms: z.number().int().min(100).default(60_000),
+        /** Longest an export may take (retries included) before it counts as failed. */
+        timeout_ms: z.number().int().min(100).default(10_000),
+        /** Calls waiting to be exported as spans; past it new ones are dropped (and counted in /api/health). */
+        max_queue: z.number().int().positive().default(2048),
+        traces: z.boolean().default(true),
+        metrics: z.boolean().default(true),
       })
       .strict()
       .prefault({}),

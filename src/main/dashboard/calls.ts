@@ -1,9 +1,9 @@
-import { CALL_FIELDS, type Call } from '../../shared/api'
+import { CALL_FIELDS, type Call, type CallBilling, type CallSource } from '../../shared/api'
 
 /** The columns of `calls` a `Call` is made of. */
 export const CALL_COLUMNS = `id, ts, provider, model, api_key_hash, tenant, agent, session, status, streamed,
   input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, priced,
-  estimated, latency_ms`
+  estimated, latency_ms, response_id, source, billing, project, member`
 
 export interface CallRow {
   id: number
@@ -25,6 +25,11 @@ export interface CallRow {
   priced: number
   estimated: number
   latency_ms: number
+  response_id: string
+  source: CallSource
+  billing: CallBilling
+  project: string
+  member: string
 }
 
 export function toCall(r: CallRow): Call {
@@ -48,24 +53,36 @@ export function toCall(r: CallRow): Call {
     priced: r.priced === 1,
     estimated: r.estimated === 1,
     latency_ms: r.latency_ms,
+    response_id: r.response_id,
+    source: r.source,
+    billing: r.billing,
+    project: r.project,
+    member: r.member,
   }
 }
 
-const NEEDS_QUOTES = /[",\r\n]/
-/** Leading characters that make a spreadsheet read a cell as a formula. */
+/** A quote, a line break or a separator any spreadsheet may split on (comma, semicolon, tab). */
+const NEEDS_QUOTES = /[",;\t\r\n]/
+/** Leading characters that make a spreadsheet read a cell as a formula (OWASP's list). */
 const FORMULA_START = /^[=+\-@\t\r]/
-/** Either of the above: most cells have neither and are written as they are. */
-const SPECIAL = /^[=+\-@\t\r]|[",\r\n]/
+/** A separator followed by such a character: where a spreadsheet splitting on it would start a formula cell. */
+const FORMULA_AFTER_SEPARATOR = /([,;\t])(?=[=+\-@])/g
+/** Any of the above: most cells have none and are written as they are. */
+const SPECIAL = /^[=+\-@\t\r]|[",;\t\r\n]/
 
 /**
- * One CSV cell (RFC 4180): quoted when it holds a comma, quote or line break, quotes doubled.
- * Text that a spreadsheet would run as a formula (`=`, `+`, `-`, `@`, tab, CR first) gets a
- * leading `'` (OWASP's CSV-injection advice); numbers and booleans are written as they are.
+ * One CSV cell (RFC 4180): quoted when it holds a quote, a line break or a separator (`,`, and
+ * `;` or tab, which spreadsheets in many locales split on), quotes doubled. Text that a
+ * spreadsheet would run as a formula gets a `'` in front (OWASP's CSV-injection advice): at the
+ * start of the cell (`=`, `+`, `-`, `@`, tab, CR first), and after a separator inside it
+ * (`;=1+1` becomes `";'=1+1"`), since a spreadsheet that splits on `;` and ignores the quotes
+ * would otherwise start a formula cell there. Numbers and booleans are written as they are.
  */
 export function csvText(v: string): string {
   if (!SPECIAL.test(v)) return v
-  const s = FORMULA_START.test(v) ? "'" + v : v
-  return NEEDS_QUOTES.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s
+  let s = FORMULA_START.test(v) ? "'" + v : v
+  if (NEEDS_QUOTES.test(s)) s = '"' + s.replace(FORMULA_AFTER_SEPARATOR, "$1'").replace(/"/g, '""') + '"'
+  return s
 }
 
 export const CSV_HEADER = CALL_FIELDS.join(',') + '\r\n'
@@ -91,6 +108,11 @@ export function csvLine(r: CallRow): string {
     r.cost_usd + ',' +
     (r.priced === 1) + ',' +
     (r.estimated === 1) + ',' +
-    r.latency_ms + '\r\n'
+    r.latency_ms + ',' +
+    csvText(r.response_id) + ',' +
+    csvText(r.source) + ',' +
+    csvText(r.billing) + ',' +
+    csvText(r.project) + ',' +
+    csvText(r.member) + '\r\n'
   )
 }

@@ -1,7 +1,7 @@
-import type { CostRow, Costs, GroupBy, Range } from '../../shared/api'
+import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
-import { andTenant } from './sql'
+import { andTenant, MONEY } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -12,6 +12,7 @@ const COLUMN: Record<GroupBy, string> = {
   session: 'session',
   api_key: 'api_key_hash',
   tenant: 'tenant',
+  project: 'project',
 }
 
 const COLS = 'requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd'
@@ -29,7 +30,7 @@ interface Part {
 }
 
 /** Spend in the window grouped by one attribute, costliest first. */
-export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number): Costs {
+export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Costs {
   const w = rangeWindow(range, now)
   const { rolled, raw } = splitTiers(w, TIERS)
   const byModel = groupBy === 'model'
@@ -51,7 +52,7 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
     const sql = `SELECT ${col} AS key, ${provider} AS provider, max(key_hint) AS key_hint, count(*) AS requests,
         total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
         total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-        total(cost_usd) AS cost_usd
+        total(${MONEY}) AS cost_usd
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
     for (const p of d.q.get(sql).iterate(args(r)) as IterableIterator<Part>) parts.push(p)
   }
@@ -83,5 +84,36 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
   const sorted = [...rows.values()].sort(
     (a, b) => b.cost_usd - a.cost_usd || b.requests - a.requests || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   )
-  return { group_by: groupBy, range, rows: sorted }
+  return { group_by: groupBy, range, rows: foldRest(sorted, limit, byModel), total_rows: sorted.length }
+}
+
+/** The key of the row that sums every group past the limit. */
+export const OTHER_KEY = '(other)'
+
+/** The first `limit` rows, then one `other` row summing the rest (so the rows still add up to the spend). */
+function foldRest(sorted: CostRow[], limit: number, byModel: boolean): CostRow[] {
+  if (sorted.length <= limit) return sorted
+  const top = sorted.slice(0, limit)
+  const other: CostRow = {
+    key: OTHER_KEY,
+    provider: byModel ? '' : null,
+    requests: 0,
+    input_tokens: 0,
+    output_tokens: 0,
+    cache_read_tokens: 0,
+    cache_write_tokens: 0,
+    cost_usd: 0,
+    other: true,
+  }
+  for (let i = limit; i < sorted.length; i++) {
+    const r = sorted[i]
+    other.requests += r.requests
+    other.input_tokens += r.input_tokens
+    other.output_tokens += r.output_tokens
+    other.cache_read_tokens += r.cache_read_tokens
+    other.cache_write_tokens += r.cache_write_tokens
+    other.cost_usd += r.cost_usd
+  }
+  top.push(other)
+  return top
 }

@@ -19,8 +19,9 @@ export async function streamExport(
   range: Range,
   tenant: string | null,
   now: number,
+  window?: { start: number; end: number },
 ): Promise<void> {
-  const w = rangeWindow(range, now)
+  const w = window ?? rangeWindow(range, now)
   const index = tenant === null ? 'calls_ts' : 'calls_tenant_ts'
   const sql = `SELECT ${CALL_COLUMNS} FROM calls INDEXED BY ${index}
     WHERE ts >= @from AND ts < @end${tenant === null ? '' : ' AND tenant = @tenant'}

@@ -1,6 +1,7 @@
 import type { NextFunction, Request, Response } from 'express'
 import { alertsOf } from '../alerts'
 import { budgetsOf } from '../budgets'
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
@@ -8,13 +9,16 @@ import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
-import { formatParam, groupByParam, limitParam, ParamError, rangeParam, tenantParam } from './params'
+import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
+import { buildReport } from '../report/report'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
 import { Statements } from './sql'
 import { stats } from './stats'
 import { summary } from './summary'
 import { timeseries } from './timeseries'
+import { unpriced } from './unpriced'
+import { pricesOf } from '../pricing/feature'
 
 /**
  * The dashboard REST API (`/api/dashboard/*`), read from rollup tables that the ledger's batch
@@ -46,8 +50,10 @@ export const dashboard: Feature = (ctx) => {
 
   route('summary', (req, _res, now) => summary(d, tenantParam(req), now))
   route('timeseries', (req, _res, now) => timeseries(d, rangeParam(req, '24h'), tenantParam(req), now))
-  route('costs', (req, _res, now) => costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now))
-  route('sessions', (req, _res, now) => sessions(d, tenantParam(req), now))
+  // Lists are bounded (100 rows by default, 1000 at most) and say how many rows there are in all.
+  const listLimit = (req: Request) => limitParam(req, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)
+  route('costs', (req, _res, now) => costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now, listLimit(req)))
+  route('sessions', (req, _res, now) => sessions(d, tenantParam(req), now, listLimit(req)))
   route('expensive', (req, _res, now) =>
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now),
   )
@@ -63,11 +69,28 @@ export const dashboard: Feature = (ctx) => {
     })),
   }))
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
+  route('unpriced', (req) => unpriced(d, tenantParam(req)))
+  route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
+  const prices = pricesOf(ctx)
+  route('prices', () => prices.updater.status())
+  // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`).
+  route('report', (req) =>
+    buildReport(ctx.db, {
+      kind: reportKindParam(req),
+      since: whenParam(req, 'since', d.tz),
+      until: whenParam(req, 'until', d.tz),
+      tenant: tenantParam(req),
+      timezone: d.tz,
+    }),
+  )
   route('export', async (req, res, now) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')
     const tenant = tenantParam(req)
-    await streamExport(d, res, format, range, tenant, now)
+    const since = whenParam(req, 'since', d.tz)
+    const until = whenParam(req, 'until', d.tz)
+    const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? now + 1 } : undefined
+    await streamExport(d, res, format, range, tenant, now, window)
     return undefined
   })
 }

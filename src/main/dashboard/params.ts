@@ -1,5 +1,6 @@
 import type { Request } from 'express'
 import { GROUP_BYS, RANGES, type GroupBy, type Range } from '../../shared/api'
+import { parseWhen, REPORT_KINDS, type ReportKind } from '../report/report'
 
 /** A known query parameter with a bad value: answered 400 `invalid_request` naming it. */
 export class ParamError extends Error {
@@ -54,4 +55,17 @@ export function limitParam(req: Request, min: number, max: number, fallback: num
     throw new ParamError('limit', `The parameter limit must be a whole number from ${min} to ${max}; got ${JSON.stringify(v)}.`)
   }
   return n
+}
+
+export function reportKindParam(req: Request): ReportKind {
+  return choice(req, 'kind', REPORT_KINDS, 'daily')
+}
+
+/** `since`/`until`: a day `YYYY-MM-DD` in the configured zone or an ISO time; `until`'s day is included. */
+export function whenParam(req: Request, name: 'since' | 'until', tz: string): number | null {
+  const v = one(req, name)
+  if (v === undefined || v === '') return null
+  const t = parseWhen(v, tz, name === 'until')
+  if (t === null) throw new ParamError(name, `The parameter ${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(v)}.`)
+  return t
 }

@@ -1,21 +1,25 @@
-import type { SessionRow, Sessions } from '../../shared/api'
+import { LIST_LIMIT_DEFAULT, type SessionRow, type Sessions } from '../../shared/api'
 import { ACTIVE_MS, type DashDeps } from './deps'
 import { andTenant } from './sql'
 
 const DAY = 86_400_000
 
 /**
- * Named sessions with a call in the last 24 h, most recent first. `requests`, `cost_usd` and
+ * Named sessions with a call in the last 24 h, most recent first, at most `limit` of them (and how many in all). `requests`, `cost_usd` and
  * `started_at` cover the whole session, also the part before the 24 h.
  */
-export function sessions(d: DashDeps, tenant: string | null, now: number): Sessions {
+export function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Sessions {
+  const args = { since: now - DAY, now, tenant, limit }
+  const { n } = d.q
+    .get(`SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`)
+    .get(args) as { n: number }
   const rows = d.q
     .get(
       `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
         WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}
-        ORDER BY last_ts DESC, session`,
+        ORDER BY last_ts DESC, session LIMIT @limit`,
     )
-    .all({ since: now - DAY, now, tenant }) as {
+    .all(args) as {
     session: string
     agent: string
     tenant: string
@@ -37,5 +41,6 @@ export function sessions(d: DashDeps, tenant: string | null, now: number): Sessi
         status: now - r.last_ts < ACTIVE_MS ? 'active' : 'idle',
       }),
     ),
+    total: n,
   }
 }

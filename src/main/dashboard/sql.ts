@@ -20,3 +20,8 @@ export class Statements {
 export function andTenant(tenant: string | null): string {
   return tenant === null ? '' : ' AND tenant = @tenant'
 }
+
+/** A call's money: its cost, except a subscription call's (its API-equivalent value is kept apart). */
+export const MONEY = "(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END)"
+/** A subscription call's API-equivalent value, else 0. */
+export const PLAN_VALUE = "(CASE WHEN billing = 'subscription' THEN cost_usd ELSE 0 END)"

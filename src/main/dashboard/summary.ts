@@ -16,6 +16,8 @@ export function summary(d: DashDeps, tenant: string | null, now: number): Summar
   return {
     today_spend_usd: today.cost_usd,
     month_spend_usd: month.cost_usd,
+    today_plan_value_usd: today.plan_value_usd,
+    month_plan_value_usd: month.plan_value_usd,
     today_requests: today.requests,
     avg_cost_per_request_usd: today.requests > 0 ? today.cost_usd / today.requests : 0,
     active_sessions: active,

@@ -1,7 +1,7 @@
 import type { Range, Timeseries, TimeseriesPoint } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { FIVE_MIN, HOUR } from './rollup/schema'
-import { andTenant } from './sql'
+import { andTenant, MONEY } from './sql'
 import { BUCKET_SECONDS, rangeWindow, splitWindow, type Window } from './window'
 
 interface Part {
@@ -45,7 +45,7 @@ export function timeseries(d: DashDeps, range: Range, tenant: string | null, now
     addParts(d.q.get(sql).all(args(rolled)) as Part[])
   }
   for (const r of raw) {
-    const sql = `SELECT ts AS t, cost_usd, 1 AS requests, input_tokens, output_tokens
+    const sql = `SELECT ts AS t, ${MONEY} AS cost_usd, 1 AS requests, input_tokens, output_tokens
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
     addParts(d.q.get(sql).all(args(r)) as Part[])
   }

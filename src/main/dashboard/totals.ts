@@ -1,5 +1,5 @@
 import { TIERS } from './rollup/schema'
-import { andTenant, type Statements } from './sql'
+import { andTenant, MONEY, PLAN_VALUE, type Statements } from './sql'
 import { splitTiers, type Window } from './window'
 
 export interface Totals {
@@ -13,23 +13,25 @@ export interface Totals {
   cache_read_tokens: number
   cache_write_tokens: number
   latency_ms: number
+  /** API-equivalent value of subscription calls (not in `cost_usd`, which is money). */
+  plan_value_usd: number
 }
 
 const SUMS = `count(*) AS requests, total(status >= 400) AS failed, total(status = 429) AS errors_429,
-  total(status BETWEEN 500 AND 599) AS errors_5xx, total(cost_usd) AS cost_usd,
+  total(status BETWEEN 500 AND 599) AS errors_5xx, total(${MONEY}) AS cost_usd,
   total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
   total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-  total(latency_ms) AS latency_ms`
+  total(latency_ms) AS latency_ms, total(${PLAN_VALUE}) AS plan_value_usd`
 
 const ROLLED = `total(requests) AS requests, total(failed) AS failed, total(errors_429) AS errors_429,
   total(errors_5xx) AS errors_5xx, total(cost_usd) AS cost_usd, total(input_tokens) AS input_tokens,
   total(output_tokens) AS output_tokens, total(cache_read_tokens) AS cache_read_tokens,
-  total(cache_write_tokens) AS cache_write_tokens, total(latency_ms) AS latency_ms`
+  total(cache_write_tokens) AS cache_write_tokens, total(latency_ms) AS latency_ms, total(plan_value_usd) AS plan_value_usd`
 
 export function emptyTotals(): Totals {
   return {
     requests: 0, failed: 0, errors_429: 0, errors_5xx: 0, cost_usd: 0, input_tokens: 0, output_tokens: 0,
-    cache_read_tokens: 0, cache_write_tokens: 0, latency_ms: 0,
+    cache_read_tokens: 0, cache_write_tokens: 0, latency_ms: 0, plan_value_usd: 0,
   }
 }
 

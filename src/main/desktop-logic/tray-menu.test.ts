@@ -27,3 +27,27 @@ describe('trayMenu', () => {
     ])
   })
 })
+
+describe('trayMenu: agents', () => {
+  it('lists installed and connected agents as checkboxes, with disconnect-all once one is connected', () => {
+    const view = trayView({ todayUsd: 0, alerts: [], platform: 'linux' })
+    const agents = [
+      { agent: 'claude-code', name: 'Claude Code', installed: true, connected: true },
+      { agent: 'codex', name: 'Codex CLI', installed: true, connected: false },
+      { agent: 'gemini-cli', name: 'Gemini CLI', installed: false, connected: false },
+    ]
+    const items = trayMenu({ view, startAtLogin: true, attachedTo: null, agents })
+    expect(items.filter((i) => i.type === 'checkbox' && i.action.startsWith('toggle-agent:'))).toEqual([
+      { type: 'checkbox', label: 'Claude Code', action: 'toggle-agent:claude-code', checked: true },
+      { type: 'checkbox', label: 'Codex CLI', action: 'toggle-agent:codex', checked: false },
+    ])
+    expect(items).toContainEqual({ type: 'action', label: 'Disconnect all agents', action: 'disconnect-all' })
+    const seen = trayMenu({ view, startAtLogin: true, attachedTo: null, now: 1_000_000, agents: [{ ...agents[0], lastCallAt: 1_000_000 - 125_000 }, { ...agents[1], connected: true, lastCallAt: null }] })
+    expect(seen.filter((i) => i.type === 'label' && i.label.includes('last call')).map((i) => (i as { label: string }).label.trim())).toEqual([
+      'last call: 2 min ago',
+      'last call: none yet',
+    ])
+    const none = trayMenu({ view, startAtLogin: true, attachedTo: null, agents: agents.map((a) => ({ ...a, connected: false })) })
+    expect(none.some((i) => i.type === 'action' && i.action === 'disconnect-all')).toBe(false)
+  })
+})

@@ -1,12 +1,15 @@
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import type { SpendSource } from './spend-source'
 import { Throttle, type Timers, realTimers } from './throttle'
+import type { PlanSource } from './tray-plans'
 import { type TrayView, trayView } from './tray-view'
 
 export interface TrayPresenterOptions {
   spend: SpendSource
   /** Budget state in this process; null when there is none (no budgets feature, or attached). */
   budgets: BudgetMonitor | null
+  /** Plan windows in this process; null or absent when there are none (attached). */
+  plans?: PlanSource | null
   platform: NodeJS.Platform
   /** Draws the view on the tray (the Electron adapter). Called only when something changed. */
   render(view: TrayView): void
@@ -37,6 +40,7 @@ export class TrayPresenter {
     this.draw()
     this.offs.push(this.opts.spend.subscribe(() => this.throttle.request()))
     if (this.opts.budgets) this.offs.push(this.opts.budgets.onAlert(() => this.throttle.request()))
+    if (this.opts.plans) this.offs.push(this.opts.plans.subscribe(() => this.throttle.request()))
     const refresh = () => {
       this.throttle.request()
       this.tick = this.timers.setTimeout(refresh, this.opts.refreshMs ?? 30_000)
@@ -63,7 +67,13 @@ export class TrayPresenter {
     } catch {
       // the forecast is advisory
     }
-    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd })
+    let plans: ReturnType<PlanSource['list']> = []
+    try {
+      plans = this.opts.plans?.list() ?? []
+    } catch {
+      // plan state is advisory for the tray
+    }
+    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans })
     const key = JSON.stringify(view)
     if (key === this.last) return
     this.last = key

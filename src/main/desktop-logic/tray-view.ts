@@ -1,5 +1,7 @@
 import type { BudgetAlert, BudgetLevel } from '../budgets/types'
+import type { PlanAccount } from '../../shared/api'
 import { formatUsd } from './money'
+import { planLine, planShort } from './tray-plans'
 
 /** What the tray shows; the Electron adapter only copies these strings onto the Tray. */
 export interface TrayView {
@@ -11,6 +13,8 @@ export interface TrayView {
   headline: string
   /** A second disabled item while a budget is at its warning level or blocking, else null. */
   budgetLine: string | null
+  /** The fullest plan window (`5h 43% · resets 14:20`), or null without plan windows. */
+  planLine: string | null
   /** Which icon to show. */
   icon: BudgetLevel
 }
@@ -22,6 +26,11 @@ export interface TrayInput {
   platform: NodeJS.Platform
   /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
   projectedUsd?: number | null
+  /** Plan windows (GET /api/dashboard/plans' accounts); none when absent. */
+  plans?: readonly PlanAccount[]
+  now?: number
+  /** Zone of the reset times shown (default: this machine's). */
+  timeZone?: string
 }
 
 const TOOLTIP_MAX = 127
@@ -61,18 +70,21 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   return parts.join(', ')
 }
 
-export function trayView({ todayUsd, alerts, platform, projectedUsd }: TrayInput): TrayView {
+export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone }: TrayInput): TrayView {
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
   const budgetLine = describeAlerts(alerts)
   let tooltip = todayUsd === null ? 'Burnrate: server not answering' : `Burnrate: ${amount} today`
   if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)} by midnight`
+  const plan = planLine(plans, now, timeZone)
+  if (plan) tooltip += `\n${plan}`
   if (budgetLine) tooltip += `\n${budgetLine}`
   if (tooltip.length > TOOLTIP_MAX) tooltip = tooltip.slice(0, TOOLTIP_MAX - 1) + '…'
   return {
-    title: platform === 'darwin' ? amount : '',
+    title: platform === 'darwin' ? [amount, planShort(plans, now)].filter(Boolean).join(' · ') : '',
     tooltip,
     headline: `Today: ${amount}`,
     budgetLine,
+    planLine: plan,
     icon: budgetLevel(alerts),
   }
 }

@@ -1,8 +1,12 @@
+import { randomBytes } from 'node:crypto'
 import { createWriteStream, mkdirSync } from 'node:fs'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
 import { forecast } from '../budgets/forecast'
 import { ConfigError, loadConfig } from '../config/load'
+import { AgentConnections } from '../connect/connections'
+import { LastSeen } from '../connect/last-seen'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { agentSetup } from '../desktop-logic/agent-setup'
@@ -12,11 +16,14 @@ import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
+import { PlanNoticeLog, httpPlans, planNotice } from '../desktop-logic/tray-plans'
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
 import { PeriodClock } from '../time/zone'
+import { type AgentControls, agentControls } from './agents'
 import { askOtherPort, showStartupError } from './dialogs'
+import { startAutoUpdate } from './updater'
 import { loginItem } from './login-item'
 import { showNotice } from './notifications'
 import { appIcon, trayIcons } from './resources'
@@ -33,8 +40,12 @@ export interface DesktopOptions {
   log?: Logger
   /** Server features instead of the core's FEATURES (tests). */
   features?: CreateOptions['features']
+  /** The home folder whose agents the tray connects (tests); default the user's. */
+  home?: string
   /** Quit on SIGINT/SIGTERM (electron-vite dev's Ctrl+C). */
   signals?: boolean
+  /** The built estimate thread (out/main/estimate-worker.js), as for the headless server. */
+  estimateWorker?: CreateOptions['estimateWorker']
 }
 
 /** The running desktop app. */
@@ -48,6 +59,7 @@ export interface Desktop {
   window: MainWindow
   tray: TrayHandle
   presenter: TrayPresenter
+  agents: AgentControls
   /** What a tray menu item does. */
   act(action: TrayAction): void
   /** Stops the tray and notifications, then the server (finishing calls and flushing the ledger). */
@@ -118,15 +130,20 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   let config: Config
   let server: BurnrateServer | null = null
   let result: StartResult
+  let adminToken: string | null
   try {
     config = loadConfig({ dataDir }, env)
+    // The window connects agents through the admin API: with none configured, this app's own
+    // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
+    if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
+    adminToken = cfg.admin.token ?? null
     result = await startOrAttach({
       host: cfg.server.host,
       port: cfg.server.port,
       listen: async (port) => {
         cfg.server.port = port
-        server ??= createBurnrate(cfg, { log, features: opts.features })
+        server ??= createBurnrate(cfg, { log, features: opts.features, estimateWorker: opts.estimateWorker, watchLogs: true })
         return listenOn(server)
       },
       askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, config.source ?? join(dataDir, CONFIG_FILE)),
@@ -164,6 +181,10 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // attached tray sends it as a bearer token.
   const token = config.dashboard.token || null
   const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
+  // Attached to another Burnrate, only its configured admin token (if any) works there.
+  const windowAdminToken = own ? adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
+  // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes it from the address.
+  const windowUrl = windowAdminToken ? `${dashboardUrl}#admin_token=${encodeURIComponent(windowAdminToken)}` : dashboardUrl
   const spend: SpendSource = own
     ? ledgerSpend(own.ledger)
     : httpSpend(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
@@ -177,14 +198,33 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     }
   }
   const window = createMainWindow({
-    url: dashboardUrl,
+    url: windowUrl,
     stateFile: join(userData, 'window-state.json'),
     show: !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
 
+  const lastSeen = own ? new LastSeen(own.db) : null
+  const offLastSeen = own && lastSeen ? own.ledger.onCall((call) => lastSeen.observe(call)) : null
+  const agents = agentControls({
+    connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
+    url,
+    ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port) } : null,
+    login,
+    lastSeen,
+    userData,
+    log,
+    changed: () => tray.refreshMenu(),
+  })
   const act = (action: TrayAction) => {
+    if (action.startsWith('toggle-agent:')) {
+      void agents.toggle(action.slice('toggle-agent:'.length)).catch((err: Error) => log.error(`agent: ${err.message}`))
+      return
+    }
     switch (action) {
+      case 'disconnect-all':
+        void agents.disconnectAll()
+        break
       case 'open-dashboard':
         window.show()
         break
@@ -207,13 +247,15 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
         break
     }
   }
-  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, act })
+  const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
+  const attachedPlans = own ? null : httpPlans(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
+  const plans = own?.context.plans ?? attachedPlans
   const clock = new PeriodClock(config.timezone)
   const paceOf = (today: number, now: number) => {
     const day = clock.dayOf(now)
     return forecast({ period: 'daily', limit: Infinity, spent: today, start: day.start, resetsAt: day.end }, now).projected
   }
-  const presenter = new TrayPresenter({ spend, budgets, platform, paceOf, render: (view) => tray.render(view) })
+  const presenter = new TrayPresenter({ spend, budgets, plans, platform, paceOf, render: (view) => tray.render(view) })
   presenter.start()
 
   let notifier: BudgetNotifier | null = null
@@ -229,11 +271,28 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     notifier.start()
   }
 
+  // Plan windows at 80% and 95%: once per window period (the tracker remembers which it showed).
+  const planNoticesFile = join(userData, 'plan-notices.json')
+  const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
+  const offPlans = own?.context.plans?.onAlert((a) => {
+    if (!planNotices.claim(a)) return
+    try {
+      writeJsonFile(planNoticesFile, planNotices)
+    } catch {
+      // not remembering costs at most a repeated notice after a restart
+    }
+    showNotice(planNotice(a), () => window.show(), platform === 'darwin' ? undefined : appIcon())
+  })
+
   let stopping: Promise<void> | null = null
   const shutdown = () =>
     (stopping ??= (async () => {
       presenter.stop()
       notifier?.stop()
+      offPlans?.()
+      attachedPlans?.stop()
+      stopUpdates?.()
+      offLastSeen?.()
       spend.stop()
       window.allowClose()
       window.saveState()
@@ -241,17 +300,35 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       tray.destroy()
     })())
 
-  // Quitting: hold the quit until calls under way finish and the ledger is on disk, then quit for real.
+  // Quitting: while agents point here, ask first what becomes of them (disconnect, keep a headless
+  // server, or quit anyway); then hold the quit until calls under way finish and the ledger is on
+  // disk, and quit for real.
   let stopped = false
+  let asking = false
   app.on('before-quit', (event) => {
-    window.allowClose()
-    if (stopped) return
+    if (stopped) {
+      window.allowClose()
+      return
+    }
     event.preventDefault()
-    void shutdown()
-      .catch((err: Error) => log.error(`shutdown: ${err.message}`))
-      .finally(() => {
-        stopped = true
-        app.quit()
+    if (asking || stopping) return
+    asking = true
+    void agents
+      .beforeQuit()
+      .catch((err: Error) => {
+        log.error(`quit: ${err.message}`)
+        return true
+      })
+      .then((go) => {
+        asking = false
+        if (!go) return
+        window.allowClose()
+        return shutdown()
+          .catch((err: Error) => log.error(`shutdown: ${err.message}`))
+          .finally(() => {
+            stopped = true
+            app.quit()
+          })
       })
   })
   app.on('activate', () => window.show())
@@ -260,6 +337,13 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     process.once('SIGTERM', () => app.quit())
   }
 
-  desktop = { url, server: own, attachedTo, config, window, tray, presenter, act, shutdown }
+  // Started on another port than the one agents were connected to: say so, and re-point them on a click.
+  agents.checkPorts()
+  let stopUpdates: (() => void) | null = null
+  void startAutoUpdate(env, log)
+    .then((stop) => (stopUpdates = stop))
+    .catch((err: Error) => log.warn(`auto-update: ${err.message}`))
+
+  desktop = { url, server: own, attachedTo, config, window, tray, presenter, agents, act, shutdown }
   return desktop
 }

@@ -23,3 +23,38 @@ export async function askOtherPort(taken: number, suggested: number, detail: str
 export function showStartupError(message: string): void {
   dialog.showErrorBox('Burnrate cannot start', message)
 }
+
+/** Shows exactly what a connect or disconnect will change; true when the person confirms. */
+export async function confirmChange(text: { message: string; detail: string; button: string }): Promise<boolean> {
+  const { response } = await dialog.showMessageBox({
+    type: 'question',
+    title: 'Burnrate',
+    message: text.message,
+    detail: text.detail,
+    buttons: [text.button, 'Cancel'],
+    defaultId: 0,
+    cancelId: 1,
+    noLink: true,
+  })
+  return response === 0
+}
+
+/** A connect or disconnect that could not be done (a read-only or malformed file): nothing was written. */
+export function showProblem(message: string): void {
+  void dialog.showMessageBox({ type: 'warning', title: 'Burnrate', message: 'Nothing was changed', detail: message, buttons: ['OK'], noLink: true })
+}
+
+/** Asks on quit what happens to the agents that point at Burnrate; the index of the chosen button. */
+export async function askOnQuit(q: { message: string; detail: string; buttons: string[] }): Promise<number> {
+  const { response } = await dialog.showMessageBox({
+    type: 'warning',
+    title: 'Burnrate',
+    message: q.message,
+    detail: q.detail,
+    buttons: q.buttons,
+    defaultId: 0,
+    cancelId: q.buttons.length - 1,
+    noLink: true,
+  })
+  return response
+}

@@ -1,5 +1,6 @@
 import { Menu, Tray, type MenuItemConstructorOptions, type NativeImage } from 'electron'
 import type { BudgetLevel } from '../budgets/types'
+import type { TrayAgent } from '../desktop-logic/agents'
 import { type TrayAction, trayMenu } from '../desktop-logic/tray-menu'
 import type { TrayView } from '../desktop-logic/tray-view'
 
@@ -8,6 +9,8 @@ export interface TrayOptions {
   icons: Record<BudgetLevel, NativeImage>
   attachedTo: string | null
   startAtLogin(): boolean
+  /** The agents for the menu's "Connect agents" section. */
+  agents?(): TrayAgent[]
   act(action: TrayAction): void
 }
 
@@ -28,7 +31,7 @@ export function createTray(opts: TrayOptions): TrayHandle {
   if (opts.platform === 'win32') tray.on('click', () => opts.act('open-dashboard'))
 
   const buildMenu = (view: TrayView) => {
-    const template: MenuItemConstructorOptions[] = trayMenu({ view, startAtLogin: opts.startAtLogin(), attachedTo: opts.attachedTo }).map(
+    const template: MenuItemConstructorOptions[] = trayMenu({ view, startAtLogin: opts.startAtLogin(), attachedTo: opts.attachedTo, agents: opts.agents?.() ?? [] }).map(
       (item) => {
         switch (item.type) {
           case 'separator':

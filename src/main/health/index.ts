@@ -1,6 +1,6 @@
 import type { Feature } from '../server/context'
 
-/** `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state. */
+/** `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state and the sections features add (`otel`). */
 export const health: Feature = (ctx) => {
   ctx.app.get('/api/health', (_req, res) => {
     const ledger = ctx.ledger.status
@@ -14,6 +14,7 @@ export const health: Feature = (ctx) => {
         dropped: ledger.dropped,
         last_error: ledger.last_error,
       },
+      ...Object.fromEntries(Object.entries(ctx.healthSections).map(([name, section]) => [name, section()])),
     })
   })
 }

@@ -1,21 +1,54 @@
-import { mkdirSync } from 'node:fs'
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
 import { migrate } from './migrations'
+
+/** The data folder: only its owner may list or enter it. */
+export const DIR_MODE = 0o700
+/** The database and its `-wal` and `-shm` files: only their owner may read them. */
+export const FILE_MODE = 0o600
+
+/**
+ * Makes the data folder and the database files private to this user, whether they are new or
+ * were made by an older version (0755 and 0644): the WAL holds recent rows, whole-key rule
+ * patterns included. SQLite creates `-wal` and `-shm` with the main file's mode, so the main
+ * file is created 0600 before SQLite opens it. No-op on Windows, where modes do not apply.
+ */
+function makePrivate(file: string): void {
+  if (process.platform === 'win32') return
+  const dir = dirname(file)
+  mkdirSync(dir, { recursive: true, mode: DIR_MODE })
+  try {
+    chmodSync(dir, DIR_MODE)
+  } catch (err) {
+    // A folder this user does not own (--data-dir /tmp): the files themselves are still private.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err
+  }
+  if (!existsSync(file)) closeSync(openSync(file, 'a', FILE_MODE))
+  for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
+    try {
+      chmodSync(f, FILE_MODE)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
+    }
+  }
+}
 
 /**
  * Opens (creating when needed) the ledger database: WAL, so readers never block the writer
  * and a killed process loses nothing committed; synchronous=NORMAL, which in WAL mode is
  * durable across a process crash and only skips an fsync per commit. The busy timeout is short:
  * the writer runs on the event loop and retries later rather than stall proxied calls.
+ * The folder is made 0700 and the files 0600 (see makePrivate).
  */
 export function openDatabase(file: string): Database.Database {
-  if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true })
+  if (file !== ':memory:') makePrivate(file)
   const db = new Database(file)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('busy_timeout = 50')
   db.pragma('foreign_keys = ON')
   migrate(db)
+  if (file !== ':memory:') makePrivate(file)
   return db
 }

@@ -96,7 +96,8 @@ export class Ledger {
 
   record(call: CallRecord): void {
     if (this.closed) throw new Error('ledger is closed')
-    this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
+    // Money only: a subscription call's cost is its API-equivalent value, not spend (budgets ignore it).
+    if (call.billing !== 'subscription') this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
     if (this.pending.length >= this.opts.maxPending) {
       // Drop the oldest in blocks of 1% of the bound: shift() copies the whole queue (0.2 ms at
       // 100,000 held calls), which would slow every call for as long as the database is down.

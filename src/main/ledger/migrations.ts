@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter } from '../dashboard/rollup/writer'
+import { RollupWriter, backfillProjectRollups } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -69,10 +69,77 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 3,
+    description: 'call fields of the second wave: response id, source, billing, project, member',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE calls ADD COLUMN response_id TEXT NOT NULL DEFAULT '';
+        ALTER TABLE calls ADD COLUMN source TEXT NOT NULL DEFAULT 'proxy';
+        ALTER TABLE calls ADD COLUMN billing TEXT NOT NULL DEFAULT 'api';
+        ALTER TABLE calls ADD COLUMN project TEXT NOT NULL DEFAULT '';
+        ALTER TABLE calls ADD COLUMN member TEXT NOT NULL DEFAULT '';
+      `)
+    },
+  },
+  {
+    version: 4,
     description: 'budget rules: the second-wave fields (windows, scopes, rate limits, alerts, reserve) as one JSON column',
     up: (db) => {
       db.exec(`ALTER TABLE budget_rules ADD COLUMN options TEXT NOT NULL DEFAULT '{}'`)
     },
+  },
+  {
+    version: 5,
+    description: 'runtime price overrides (admin API) and an index of unpriced calls',
+    up: (db) => {
+      db.exec(`
+        CREATE TABLE price_overrides (
+          provider TEXT NOT NULL,
+          model TEXT NOT NULL,
+          input_mtok REAL NOT NULL,
+          output_mtok REAL NOT NULL,
+          cache_read_mtok REAL,
+          cache_write_mtok REAL,
+          updated_at INTEGER NOT NULL,
+          PRIMARY KEY (provider, model)
+        );
+        CREATE INDEX calls_unpriced ON calls (provider, model) WHERE priced = 0;
+      `)
+    },
+  },
+  {
+    version: 6,
+    description: 'plan usage apart from spend in the rollups: API-equivalent value of subscription calls per hour and day',
+    up: (db) => {
+      // No backfill: no call was recorded as a subscription call before this version.
+      db.exec(`
+        ALTER TABLE dash_hour ADD COLUMN plan_value_usd REAL NOT NULL DEFAULT 0;
+        ALTER TABLE dash_day ADD COLUMN plan_value_usd REAL NOT NULL DEFAULT 0;
+      `)
+    },
+  },
+  {
+    version: 7,
+    description: 'log import: provider response-id index, import keys (idempotency) and imported files',
+    up: (db) => {
+      db.exec(`
+        CREATE INDEX calls_response_id ON calls (response_id) WHERE response_id <> '';
+        CREATE TABLE import_keys (
+          key TEXT PRIMARY KEY,
+          call_id INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX import_keys_call ON import_keys (call_id);
+        CREATE TABLE import_files (
+          path TEXT PRIMARY KEY,
+          size INTEGER NOT NULL,
+          mtime_ms REAL NOT NULL
+        ) WITHOUT ROWID;
+      `)
+    },
+  },
+  {
+    version: 8,
+    description: 'dashboard rollups by project (backfilled from calls already folded)',
+    up: (db) => backfillProjectRollups(db),
   },
 ]
 

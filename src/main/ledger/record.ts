@@ -24,7 +24,29 @@ export interface CallRecord {
   latency_ms: number
   /** Why the call failed on our side (`client_aborted`, `upstream_timeout`, ...), else null. */
   error: string | null
+  /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`); empty when unknown. */
+  response_id?: string
+  /** How the call reached the ledger: through the proxy (default) or imported from an agent's logs. */
+  source?: CallSource
+  /** `subscription` for calls made with a plan's OAuth credential (no money per token); default `api`. */
+  billing?: CallBilling
+  /** The project the call was made for (e.g. the agent's working directory); empty when unknown. */
+  project?: string
+  /** On a team server, the member whose Burnrate sent the call; empty elsewhere. */
+  member?: string
 }
+
+export type CallSource = 'proxy' | 'import'
+export type CallBilling = 'api' | 'subscription'
+
+/** What an optional field of a record is when the record leaves it out. */
+export const RECORD_DEFAULTS = {
+  response_id: '',
+  source: 'proxy',
+  billing: 'api',
+  project: '',
+  member: '',
+} as const satisfies Partial<Record<keyof CallRecord, string>>
 
 /** Status recorded for a call the client abandoned before its response ended (nginx's convention). */
 export const STATUS_CLIENT_CLOSED = 499

@@ -55,6 +55,18 @@ export class SpendTracker {
     }
   }
 
+  /** Corrects the spend of a call that arrived at `ts` by `delta` (a re-priced call; may be negative). */
+  adjust(keyHash: string, ts: number, delta: number, now = Date.now()): void {
+    if (delta > 0) return this.add(keyHash, ts, delta, now)
+    if (!(delta < 0)) return
+    const c = this.keys.get(keyHash)
+    if (!c) return
+    for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
+      if (ts >= counter.monthStart) counter.month = Math.max(0, counter.month + delta)
+      if (ts >= counter.dayStart) counter.day = Math.max(0, counter.day + delta)
+    }
+  }
+
   key(keyHash: string, now = Date.now()): Spend {
     const c = this.keys.get(keyHash)
     if (!c) return { day: 0, month: 0 }
@@ -76,7 +88,7 @@ export class SpendTracker {
         `SELECT api_key_hash AS k,
                 SUM(cost_usd) AS month,
                 SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
-           FROM calls WHERE ts >= @month GROUP BY api_key_hash`,
+           FROM calls WHERE ts >= @month AND billing != 'subscription' GROUP BY api_key_hash`,
       )
       .all({ day, month }) as { k: string; month: number; day: number }[]
     this.keys.clear()

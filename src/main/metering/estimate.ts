@@ -1,47 +1,19 @@
+import { estimator } from './estimator'
+import { encodingFor, familyFactor, sampleOf, sampleOfJoined } from './token-count'
 import { emptyUsage, isObject, type Usage } from './usage'
 
 /**
  * Token estimates for responses that carry no usage (an OpenAI stream without
- * `stream_options.include_usage`). The counts come from a real BPE tokenizer (gpt-tokenizer),
- * with the encoding of the model's family, and OpenAI's documented chat overhead
- * (3 tokens per message, 3 to prime the reply). Loaded on first use, off the hot path.
+ * `stream_options.include_usage`, a stream cut short). The counts come from a real BPE tokenizer
+ * (gpt-tokenizer) with the encoding of the model's family, and OpenAI's documented chat overhead
+ * (3 tokens per message, 3 to prime the reply). Counting never runs on the event loop's time
+ * unbounded: it happens on the estimate thread, or in short slices (./estimator.ts), in time
+ * linear in the text (./token-count.ts).
  */
 
-type Counter = (text: string) => number
-
-let o200k: Promise<Counter> | undefined
-let cl100k: Promise<Counter> | undefined
-
-function usesO200k(model: string): boolean {
-  return /^(gpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|o\d|chatgpt-4o|gpt-oss|codex)/i.test(model.replace(/^.*\//, ''))
-}
-
-/**
- * Models of other families have their own tokenizers, which gpt-tokenizer does not have; they
- * are counted with cl100k_base, scaled by how many more tokens the family's tokenizer makes
- * of the same text. Claude: x1.2, measured on the Anthropic recordings in test/fixtures
- * (their prose: cl100k 168 and 189 tokens where Claude billed 201 and 221). Others: x1.
- */
-const FAMILY_FACTORS: [RegExp, number][] = [[/claude/i, 1.2]]
-
-const scaled = new Map<number, Promise<Counter>>()
-
-export function counterFor(model: string): Promise<Counter> {
-  const factor = FAMILY_FACTORS.find(([re]) => re.test(model))?.[1]
-  if (factor) {
-    let c = scaled.get(factor)
-    if (!c) {
-      c = counterFor('').then((base) => (t: string) => Math.ceil(base(t) * factor))
-      scaled.set(factor, c)
-    }
-    return c
-  }
-  if (usesO200k(model)) {
-    o200k ??= import('gpt-tokenizer/encoding/o200k_base').then((m) => (t: string) => m.countTokens(t))
-    return o200k
-  }
-  cl100k ??= import('gpt-tokenizer/encoding/cl100k_base').then((m) => (t: string) => m.countTokens(t))
-  return cl100k
+/** Starts loading the tokenizer a call may need, so its estimate does not wait for it. */
+export function warmEstimate(model: string): void {
+  estimator().warm(encodingFor(model))
 }
 
 /** Every piece of text a request sends as its prompt, and how many messages hold it. */
@@ -103,10 +75,11 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
 }
 
 export async function estimateUsage(model: string, requestBody: unknown, outputText: string): Promise<Usage> {
-  const countTokens = await counterFor(model)
   const { texts, messages } = promptParts(requestBody)
+  const factor = familyFactor(model)
+  const [input, output] = await estimator().count(encodingFor(model), [sampleOfJoined(texts), sampleOf(outputText)])
   const u = emptyUsage()
-  u.input_tokens = (texts.length ? countTokens(texts.join('\n')) : 0) + (messages ? messages * 3 + 3 : 0)
-  u.output_tokens = outputText ? countTokens(outputText) : 0
+  u.input_tokens = (input ? Math.ceil(input * factor) : 0) + (messages ? messages * 3 + 3 : 0)
+  u.output_tokens = output ? Math.ceil(output * factor) : 0
   return u
 }

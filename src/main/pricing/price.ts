@@ -17,6 +17,17 @@ export interface Priced {
   priced: boolean
 }
 
+/** A price set at runtime through the admin API for one provider's model (exact name). */
+export interface RuntimePrice {
+  /** Burnrate's provider name, as calls record it (`openai`, `chatgpt`, `anthropic`…). */
+  provider: string
+  model: string
+  input_mtok: number
+  output_mtok: number
+  cache_read_mtok?: number | null
+  cache_write_mtok?: number | null
+}
+
 function toLibraryUsage(u: Usage): Record<string, number> {
   const out: Record<string, number> = { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
   if (u.cache_read_tokens) out.cache_read_tokens = u.cache_read_tokens
@@ -40,45 +51,57 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
 }
 
 /**
- * Prices usage with @pydantic/genai-prices' bundled data (no network), or with the config's
- * `pricing.overrides`, which win over the library. A model neither knows is `priced: false`
- * with cost 0: recorded, shown as unpriced, never guessed.
+ * Prices usage with @pydantic/genai-prices' data (bundled, or the newer data ./update.ts
+ * fetched), or with an override: a runtime price from the admin API, then the config's
+ * `pricing.overrides`, both win over the library. A model none knows is `priced: false` with
+ * cost 0: recorded, shown as unpriced, never guessed.
  */
 export class Pricer {
   private readonly overrides: { provider?: string; price: PriceProvider }[]
+  /** Runtime prices by `provider \0 model`. */
+  private runtime = new Map<string, PriceProvider>()
   /** Library lookups by `pricingId \0 model` (see `library`). */
   private readonly lookups = new Map<string, Lookup | null>()
 
   constructor(overrides: readonly PriceOverride[] = []) {
-    this.overrides = overrides.map((o, i) => {
-      const prices: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
-      if (o.cache_read_mtok !== undefined) prices.cache_read_mtok = o.cache_read_mtok
-      // The library needs a 5-minute write price wherever a 1-hour one is given.
-      if (o.cache_write_mtok !== undefined || o.cache_write_1h_mtok !== undefined) {
-        prices.cache_write_mtok = o.cache_write_mtok ?? o.input_mtok
-      }
-      if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
-      const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
-      return {
-        provider: o.provider,
-        price: {
-          id: `burnrate-override-${i}`,
-          name: 'pricing.overrides',
-          api_pattern: '.*',
-          models: [{ id: o.model, match, prices }],
-        },
-      }
-    })
+    this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
+  }
+
+  /** Replaces the runtime prices (the admin API's); later calls are priced with them. */
+  setRuntime(prices: readonly RuntimePrice[]): void {
+    const next = new Map<string, PriceProvider>()
+    for (const p of prices) {
+      next.set(`${p.provider}\0${p.model}`, toProvider({
+        model: p.model,
+        input_mtok: p.input_mtok,
+        output_mtok: p.output_mtok,
+        cache_read_mtok: p.cache_read_mtok ?? undefined,
+        cache_write_mtok: p.cache_write_mtok ?? undefined,
+      }, `burnrate-runtime-${p.provider}`, 'admin price').price)
+    }
+    this.runtime = next
+  }
+
+  /** The library's data was replaced (a price update): what was looked up in the old data is forgotten. */
+  dataChanged(): void {
+    this.lookups.clear()
   }
 
   /**
-   * Order: a config override for the model, then the charge the provider reported itself
-   * (OpenRouter, Perplexity), then the library. Modality splits (`usage.extra`) are priced
-   * where the model has their own rate; if the library cannot use them, the call is priced
-   * without them (at the base rates) rather than left unpriced.
+   * Order: a runtime price for the provider's model, a config override for the model, then the
+   * charge the provider reported itself (OpenRouter, Perplexity), then the library. Modality
+   * splits (`usage.extra`) are priced where the model has their own rate; if the library cannot
+   * use them, the call is priced without them (at the base rates) rather than left unpriced.
    */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
+    if (this.runtime.size > 0) {
+      const rt = this.runtime.get(`${providerName}\0${model}`)
+      if (rt) {
+        const r = safeCalc(u, model, { provider: rt })
+        if (r) return r
+      }
+    }
     for (const o of this.overrides) {
       if (o.provider && o.provider !== providerName) continue
       const r = safeCalc(u, model, { provider: o.price })
@@ -98,7 +121,7 @@ export class Pricer {
    * match rule per model) on every call; the first call for a (provider, model) remembers what
    * it found, and later calls hand the library that provider narrowed to the one model, so the
    * same price table is applied by the same code without the scan. A model the library does not
-   * know is remembered as such. The bundled price data never changes while Burnrate runs.
+   * know is remembered as such. When the library's data is replaced (`dataChanged`), every remembered lookup is forgotten.
    */
   private library(u: Record<string, number>, pricingId: string, model: string, at: Date): Priced | null {
     const key = `${pricingId}\0${model}`
@@ -157,4 +180,18 @@ function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typ
     // The library throws for usage its price table cannot decompose; that is "no price", not a crash.
     return null
   }
+}
+
+/** An override as a one-model price table the library applies itself. */
+function toProvider(o: PriceOverride, id: string, name: string): { provider?: string; price: PriceProvider } {
+  const prices: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
+  if (o.cache_read_mtok !== undefined) prices.cache_read_mtok = o.cache_read_mtok
+  // The library needs a 5-minute write price wherever a 1-hour one is given.
+  if (o.cache_write_mtok !== undefined || o.cache_write_1h_mtok !== undefined) {
+    prices.cache_write_mtok = o.cache_write_mtok ?? o.input_mtok
+  }
+  if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
+  const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
+  const price: PriceProvider = { id, name, api_pattern: '.*', models: [{ id: o.model, match, prices }] }
+  return { provider: o.provider, price }
 }

@@ -85,7 +85,9 @@ export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
   private iterations: RawUsage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
+  private complete = false
 
   event(_name: string, data: string): void {
     let ev: any
@@ -95,8 +97,11 @@ export class AnthropicMeter implements Meter {
       return
     }
     if (!isObject(ev)) return
-    if (ev.type === 'message_start' && isObject(ev.message)) {
+    if (ev.type === 'message_stop') {
+      this.complete = true
+    } else if (ev.type === 'message_start' && isObject(ev.message)) {
       if (typeof ev.message.model === 'string') this.model = ev.message.model
+      if (typeof ev.message.id === 'string') this.id = ev.message.id
       if (isObject(ev.message.usage)) this.raw = rawUsage(ev.message.usage)
     } else if (ev.type === 'message_delta' && isObject(ev.usage)) {
       this.raw = rawUsage(ev.usage, this.raw ?? undefined)
@@ -112,6 +117,8 @@ export class AnthropicMeter implements Meter {
   json(body: unknown): void {
     if (!isObject(body)) return
     if (typeof body.model === 'string') this.model = body.model
+    this.complete = true
+    if (typeof body.id === 'string') this.id = body.id
     if (isObject(body.usage)) {
       this.raw = rawUsage(body.usage)
       this.iterations = iterationsSum(body.usage.iterations)
@@ -119,9 +126,9 @@ export class AnthropicMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (!this.raw) return { usage: null, model: this.model, outputText: this.text.join('') }
+    if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
     if (this.iterations) this.iterations.webSearches = this.raw.webSearches
-    return { usage: normalise(this.iterations ?? this.raw), model: this.model }
+    return { usage: normalise(this.iterations ?? this.raw), model: this.model, responseId: this.id, complete: this.complete }
   }
 }
 
@@ -130,6 +137,7 @@ export const anthropic: Provider = {
   pricingId: 'anthropic',
   defaultBaseUrl: 'https://api.anthropic.com',
   mount: '/anthropic',
+  credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
   meter: () => new AnthropicMeter(),
 }

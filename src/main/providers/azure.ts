@@ -51,6 +51,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     pricingId: 'azure',
     defaultBaseUrl: null,
     mount: '/azure',
+    credentials: ['api-key', 'authorization'],
     inspect: (req) => inspectAzure(req, deployments),
     meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),

@@ -89,11 +89,17 @@ export function geminiUsage(m: unknown): Usage | null {
 export class GeminiMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
+  private complete = false
 
   private take(obj: unknown): void {
     if (!isObject(obj)) return
+    if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
+      this.complete = true
+    }
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
+    if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
     if (isObject(obj.usageMetadata)) {
       this.usage = geminiUsage(obj.usageMetadata)
       this.text = new OutputText()
@@ -123,10 +129,11 @@ export class GeminiMeter implements Meter {
   json(body: unknown): void {
     if (Array.isArray(body)) for (const e of body) this.take(e)
     else this.take(body)
+    this.complete = true
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, outputText: this.usage ? undefined : this.text.join('') }
+    return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
   }
 }
 
@@ -135,6 +142,7 @@ export const gemini: Provider = {
   pricingId: 'google',
   defaultBaseUrl: 'https://generativelanguage.googleapis.com',
   mount: '/gemini',
+  credentials: ['x-goog-api-key', 'query-key', 'authorization'],
   inspect: inspectGemini,
   meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint }) : new GeminiMeter()),
 }

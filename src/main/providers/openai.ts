@@ -96,12 +96,16 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
  * usage (an OpenAI-compatible server that sends none) is estimated instead.
  */
 const NOTHING_BILLED = new Set(['response.failed'])
+/** The Responses API's terminal events: nothing follows them. */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
+  private id: string | undefined
   private text = new OutputText()
+  private complete = false
   private readonly read: UsageReader
 
   constructor(opts: OpenAIMeterOptions = {}) {
@@ -109,7 +113,10 @@ export class OpenAIMeter implements Meter {
   }
 
   event(name: string, data: string): void {
-    if (data === '[DONE]') return
+    if (data === '[DONE]') {
+      this.complete = true
+      return
+    }
     let ev: any
     try {
       ev = JSON.parse(data)
@@ -119,10 +126,12 @@ export class OpenAIMeter implements Meter {
     if (!isObject(ev)) return
     const type = typeof ev.type === 'string' ? ev.type : name
     if (type.startsWith('response.')) {
+      if (TERMINAL.has(type)) this.complete = true
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
+        if (typeof r.id === 'string' && r.id) this.id = r.id
         if (r.usage) this.usage = this.read(r.usage) ?? this.usage
         else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
@@ -132,6 +141,7 @@ export class OpenAIMeter implements Meter {
     }
     // Chat Completions (and legacy Completions) chunks.
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
+    if (typeof ev.id === 'string' && ev.id) this.id = ev.id
     if (ev.usage) this.usage = this.read(ev.usage) ?? this.usage
     // Groq puts a stream's usage in the last chunk's `x_groq` object.
     else if (isObject(ev.x_groq) && ev.x_groq.usage) this.usage = this.read(ev.x_groq.usage) ?? this.usage
@@ -158,14 +168,18 @@ export class OpenAIMeter implements Meter {
   json(body: unknown): void {
     if (!isObject(body)) return
     if (typeof body.model === 'string' && body.model) this.model = body.model
+    if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
+    this.complete = true
   }
 
   result(): MeterResult {
     return {
       usage: this.usage,
       model: this.model,
+      responseId: this.id,
       outputText: this.usage ? undefined : this.text.join(''),
+      complete: this.complete,
     }
   }
 }

@@ -1,6 +1,7 @@
 import { anthropic } from './anthropic'
 import { azure } from './azure'
 import { cerebras } from './cerebras'
+import { chatgpt } from './chatgpt'
 import { deepseek } from './deepseek'
 import { fireworks } from './fireworks'
 import { gemini } from './gemini'
@@ -28,6 +29,7 @@ export const PROVIDERS: readonly Provider[] = [
   fireworks,
   cerebras,
   perplexity,
+  chatgpt,
 ]
 
 export const PROVIDER_NAMES: readonly string[] = PROVIDERS.map((p) => p.name)

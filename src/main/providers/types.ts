@@ -33,8 +33,17 @@ export interface MeterResult {
   usage: Usage | null
   /** The model the response names, when it names one (more precise than the request's). */
   model?: string
+  /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`, Gemini's `responseId`), when it sent one. */
+  responseId?: string
   /** Text the response streamed, kept only while no usage was seen, for estimation. */
   outputText?: string
+  /**
+   * True once the response's terminal event arrived (Responses `response.completed`/`.incomplete`/
+   * `.failed`, Anthropic `message_stop`, Chat Completions `[DONE]`, Gemini's chunk with a
+   * `finishReason`) or a whole JSON body was read: the call completed, even if a connection closes
+   * a moment later.
+   */
+  complete?: boolean
 }
 
 /**
@@ -48,6 +57,9 @@ export interface Meter {
   result(): MeterResult
 }
 
+/** Where a request can carry an API key: `Authorization: Bearer`, a key header, or `?key=`. */
+export type CredentialSource = 'authorization' | 'x-api-key' | 'x-goog-api-key' | 'api-key' | 'query-key'
+
 /** One upstream provider: where it lives, how its calls are recognised and metered. */
 export interface Provider {
   /** Route and ledger name, e.g. `openai`. */
@@ -58,6 +70,12 @@ export interface Provider {
   defaultBaseUrl: string | null
   /** The local path prefix that stands for the base URL, e.g. `/openai/v1` or `/anthropic`. */
   mount: string
+  /**
+   * Where the provider reads the API key it bills, in the order it prefers them (the first one
+   * present is the call's recorded key). Default: `Authorization: Bearer`, as OpenAI and every
+   * OpenAI-compatible API read it.
+   */
+  credentials?: readonly CredentialSource[]
   inspect(req: RequestInfo): CallShape
   meter(shape: CallShape, req: RequestInfo): Meter
   /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments). */

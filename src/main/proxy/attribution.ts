@@ -1,26 +1,75 @@
 import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { matches } from '../budgets/pattern'
+import type { CredentialSource } from '../providers/types'
+
+/** Every place a request can carry an API key, in the order used when the provider names none. */
+const ALL_SOURCES: readonly CredentialSource[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', 'query-key']
+/** What OpenAI and the OpenAI-compatible APIs bill: the bearer token. */
+const DEFAULT_BILLED: readonly CredentialSource[] = ['authorization']
+
+function read(source: CredentialSource, headers: IncomingHttpHeaders, query: string, out: string[]): void {
+  const add = (k: string) => {
+    if (k && !out.includes(k)) out.push(k)
+  }
+  if (source === 'authorization') {
+    const auth = headers.authorization
+    if (typeof auth === 'string') {
+      const m = /^\s*bearer\s+(.+?)\s*$/i.exec(auth)
+      if (m) add(m[1])
+    }
+  } else if (source === 'query-key') {
+    if (query && query.includes('key=')) for (const k of new URLSearchParams(query).getAll('key')) add(k)
+  } else {
+    const v = headers[source]
+    if (typeof v === 'string') add(v.trim())
+  }
+}
 
 /**
- * Who pays for a call (contract: Attribution). The raw key exists only in this request's
- * memory: what is kept is its SHA-256 and a hint of its first 3 and last 4 characters.
+ * Who pays for a call (contract: Attribution): every API key the request carries, distinct, the
+ * one the provider bills first (`billed`: the places it reads, in its order; see
+ * Provider.credentials). Every one of them goes upstream, so budgets admit a call only when each
+ * is admitted: a decoy in another header cannot stand in for a blocked key. The raw keys exist
+ * only in this request's memory: what is kept is a SHA-256 and a hint of the first 3 and last 4
+ * characters.
  */
+export function extractCredentials(
+  headers: IncomingHttpHeaders,
+  query: string,
+  billed: readonly CredentialSource[] = DEFAULT_BILLED,
+): string[] {
+  const out: string[] = []
+  for (const src of billed) read(src, headers, query, out)
+  for (const src of ALL_SOURCES) read(src, headers, query, out)
+  return out
+}
+
+/** The first API key found (Authorization, then `x-api-key`, `x-goog-api-key`, `api-key`, then `?key=`). */
 export function extractApiKey(headers: IncomingHttpHeaders, query: string): string {
-  const auth = headers.authorization
-  if (typeof auth === 'string') {
-    const m = /^\s*bearer\s+(.+?)\s*$/i.exec(auth)
-    if (m) return m[1]
-  }
-  for (const h of ['x-api-key', 'x-goog-api-key', 'api-key'] as const) {
-    const v = headers[h]
-    if (typeof v === 'string' && v.trim()) return v.trim()
-  }
-  if (query && query.includes('key=')) {
-    const k = new URLSearchParams(query).get('key')
-    if (k) return k
-  }
-  return ''
+  return extractCredentials(headers, query, ALL_SOURCES)[0] ?? ''
+}
+
+/** A key as the ledger and budgets know it. */
+export interface KeyIdentity {
+  /** The raw key, for matching budget patterns; in memory for this call only. */
+  apiKey: string
+  apiKeyHash: string
+  keyHint: string
+}
+
+export function keyIdentity(key: string): KeyIdentity {
+  return { apiKey: key, apiKeyHash: hashKey(key), keyHint: keyHint(key) }
+}
+
+/** Longest agent, session or tenant name kept; longer ones are cut to this many characters. */
+export const MAX_LABEL = 200
+
+/** An attribution value as stored: at most MAX_LABEL characters (never half a UTF-16 pair). */
+export function limitLabel(v: string): string {
+  if (v.length <= MAX_LABEL) return v
+  const cut = v.charCodeAt(MAX_LABEL - 1)
+  return v.slice(0, cut >= 0xd800 && cut <= 0xdbff ? MAX_LABEL - 1 : MAX_LABEL)
 }
 
 export function hashKey(key: string): string {

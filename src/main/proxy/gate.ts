@@ -1,4 +1,6 @@
+import type { CallBilling } from '../../shared/api'
 import type { CallShape, Provider } from '../providers/types'
+import type { KeyIdentity } from './attribution'
 
 /** What the proxy knows of a call before it goes upstream. */
 export interface CallContext {
@@ -11,15 +13,28 @@ export interface CallContext {
   apiKey: string
   apiKeyHash: string
   keyHint: string
+  /**
+   * Every API key the call carries when there is more than one (the billed one, above, first).
+   * All of them go upstream, so the call is admitted only when each one is (everyCredential).
+   */
+  credentials?: readonly KeyIdentity[]
   tenant: string
   agent: string
   session: string
+  /** The project the client states (X-Burnrate-Project, or its working directory), '' when none. */
+  project?: string
   /** Arrival time, ms since the epoch. */
   ts: number
   /** The parsed JSON request body (undefined when not JSON). */
   body: any
   /** Size of the request body in bytes. */
   bodyBytes: number
+  /**
+   * `subscription` when the call is made with a plan's OAuth credential (no money per token,
+   * see plans/billing.ts). A gate that budgets money leaves such calls alone; `settle` gets 0 for
+   * them (their API-equivalent cost is recorded on the call, and kept apart from spend).
+   */
+  billing?: CallBilling
 }
 
 export interface Refusal {
@@ -45,3 +60,46 @@ export interface CallGate {
 }
 
 export const OPEN_GATE: CallGate = { admit: () => ({}) }
+
+/**
+ * Admits a call only when `inner` admits it for every API key it carries: a call with a key
+ * blocked at $0 in `?key=` and a decoy in `x-api-key` is refused, whichever one the provider
+ * bills. The billed key is asked first; when one is refused, what the others reserved is
+ * released. Warnings of all of them are sent. One key (nearly every call): `inner` alone.
+ */
+export function everyCredential(inner: CallGate): CallGate {
+  return {
+    admit(ctx) {
+      const keys = ctx.credentials
+      if (!keys || keys.length < 2) return inner.admit(ctx)
+      const admitted: Admission[] = []
+      const release = () => {
+        for (const a of admitted) a.settle?.(0)
+      }
+      for (const k of keys) {
+        let a: Admission
+        try {
+          a = inner.admit({ ...ctx, apiKey: k.apiKey, apiKeyHash: k.apiKeyHash, keyHint: k.keyHint })
+        } catch (err) {
+          release()
+          throw err
+        }
+        if (a.refuse) {
+          release()
+          return a
+        }
+        admitted.push(a)
+      }
+      const headers: Record<string, string> = {}
+      for (const a of admitted) {
+        for (const [name, value] of Object.entries(a.headers ?? {})) headers[name] = headers[name] ? `${headers[name]}, ${value}` : value
+      }
+      return {
+        headers: Object.keys(headers).length ? headers : undefined,
+        settle: (cost) => {
+          for (const a of admitted) a.settle?.(cost)
+        },
+      }
+    },
+  }
+}

@@ -39,12 +39,19 @@ export function upstreamRequestHeaders(headers: IncomingHttpHeaders, host: strin
   return out
 }
 
-/** Headers for the client's response: everything upstream sent but hop-by-hop ones. */
+/**
+ * Upstream headers never passed to the client: cookies. The proxy answers on the same origin as
+ * the dashboard, so an upstream cookie would land in the browser beside the dashboard's session
+ * (and could overwrite it); API clients do not need them.
+ */
+const DROPPED_RESPONSE = new Set(['set-cookie', 'set-cookie2'])
+
+/** Headers for the client's response: everything upstream sent but hop-by-hop ones and cookies. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const extra = connectionTokens(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || extra?.has(name)) continue
+    if (HOP_BY_HOP.has(name) || DROPPED_RESPONSE.has(name) || extra?.has(name)) continue
     out[name] = headers[name]
   }
   return out

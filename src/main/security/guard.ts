@@ -1,13 +1,10 @@
-import { createHash } from 'node:crypto'
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
 import { HostPolicy } from './hosts'
 import { bearerToken, cookieValue, safeEqual } from './secrets'
-import { AuthThrottle } from './throttle'
-
-/** The cookie that `/?token=...` sets so the dashboard page needs no change to send the token. */
-export const DASHBOARD_COOKIE = 'burnrate_dashboard'
+import { DashboardSessions, dashboardCookieName } from './sessions'
+import { AuthThrottle, clientKey } from './throttle'
 
 /**
  * Decides, at the very front of the server, whether a request may go any further.
@@ -34,8 +31,32 @@ function pathOf(url: string): string {
   return q === -1 ? url : url.slice(0, q)
 }
 
-export function dashboardCookie(token: string): string {
-  return createHash('sha256').update(`burnrate-dashboard:${token}`).digest('hex')
+/**
+ * The path as the router will see it: percent-decoded, lower-cased (express matches routes
+ * case-insensitively), `\\` read as `/` and repeated slashes collapsed. Security checks on paths
+ * use this, so `/API/dashboard/summary` or `//api/...` cannot slip past them.
+ */
+export function normalisedPath(url: string): string {
+  let p = pathOf(url)
+  try {
+    p = decodeURIComponent(p)
+  } catch {
+    // left as sent; the router will not match it either
+  }
+  return p.toLowerCase().replace(/[\\/]+/g, '/')
+}
+
+function isApiPath(normalised: string): boolean {
+  return normalised === '/api' || normalised.startsWith('/api/')
+}
+
+/**
+ * Where to send a browser after `/?token=` login: the same local path without the token.
+ * Never another site: `//evil.example/` (protocol-relative) or `/\\evil.example` become `/`.
+ */
+export function localRedirect(path: string, query: string): string {
+  const safe = path.startsWith('/') && !/^\/[\\/]/.test(path) && !/[\r\n]/.test(path) ? path : '/'
+  return safe + (query ? `?${query}` : '')
 }
 
 export function createRequestGuard(opts: GuardOptions): RequestGuard {
@@ -47,7 +68,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     interfaceAddresses: opts.interfaceAddresses,
   })
   const token = dashboard.token || null
-  const cookie = token ? dashboardCookie(token) : null
+  const sessions = new DashboardSessions()
   const throttle = new AuthThrottle()
 
   function forbid(res: ServerResponse, message: string): false {
@@ -55,8 +76,8 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     return false
   }
 
-  const ok = (ip: string): true => {
-    throttle.succeeded(ip)
+  const ok = (client: string): true => {
+    throttle.succeeded(client)
     return true
   }
 
@@ -91,7 +112,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         // Following a link to the dashboard page is fine: the page holds no data, and the
         // calls it then makes are same-origin.
         const navigation = req.headers['sec-fetch-mode'] === 'navigate' && (req.method === 'GET' || req.method === 'HEAD')
-        if (proxied || !navigation || (req.url ?? '/').startsWith('/api/')) {
+        if (proxied || !navigation || isApiPath(normalisedPath(req.url ?? '/'))) {
           return forbid(res, 'Requests from another web site are refused: Burnrate answers only its own dashboard.')
         }
       }
@@ -99,48 +120,53 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
 
     if (proxied || !token) return true
     const path = pathOf(req.url ?? '/')
-    if (ownAuth(path)) return true
-    // Guessing is slowed down: after 5 wrong tokens from an address, it must wait before the next.
-    const ip = req.socket.remoteAddress ?? ''
-    const blocked = throttle.blockedFor(ip)
-    if (blocked > 0) {
-      sendError(res, 'unauthorized', 'Too many wrong dashboard tokens from this address; wait a few seconds, then use the right one.', undefined, {
-        'www-authenticate': 'Bearer realm="burnrate-dashboard"',
-        'retry-after': String(Math.ceil(blocked / 1000)),
-      })
-      return false
-    }
-    let presented = false
-    const bearer = bearerToken(req.headers.authorization)
-    if (bearer !== null) {
-      if (safeEqual(bearer, token)) return ok(ip)
-      presented = true
-    }
-    const c = cookieValue(req.headers.cookie, DASHBOARD_COOKIE)
-    if (c !== null && cookie !== null) {
-      if (safeEqual(c, cookie)) return ok(ip)
-      presented = true
-    }
+    if (ownAuth(normalisedPath(path))) return true
+    const client = clientKey(req.socket.remoteAddress)
+    const cookieName = dashboardCookieName(port)
+
+    // The login link: a right token gets a new session and is redirected away at once, so
+    // the token never stays in the address bar or history, even when a session already exists.
     const q = (req.url ?? '').indexOf('?')
+    let presented = false
     if (q !== -1 && (req.method === 'GET' || req.method === 'HEAD')) {
       const params = new URLSearchParams((req.url ?? '').slice(q + 1))
       const given = params.get('token')
-      if (given !== null) presented = true
-      if (given !== null && safeEqual(given, token)) {
-        throttle.succeeded(ip)
-        params.delete('token')
-        const rest = params.toString()
-        res.writeHead(303, {
-          location: path + (rest ? `?${rest}` : ''),
-          'set-cookie': `${DASHBOARD_COOKIE}=${cookie}; Path=/; HttpOnly; SameSite=Strict`,
-          'cache-control': 'no-store',
-          'content-length': 0,
-        })
-        res.end()
-        return false
+      if (given !== null) {
+        presented = true
+        if (safeEqual(given, token)) {
+          throttle.succeeded(client)
+          params.delete('token')
+          res.writeHead(303, {
+            location: localRedirect(path, params.toString()),
+            'set-cookie': `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`,
+            'cache-control': 'no-store',
+            'referrer-policy': 'no-referrer',
+            'content-length': 0,
+          })
+          res.end()
+          return false
+        }
       }
     }
-    if (presented) throttle.failedAndBlock(ip)
+    // The right token or a live session always gets in, however many wrong ones came first.
+    const bearer = bearerToken(req.headers.authorization)
+    if (bearer !== null) {
+      if (safeEqual(bearer, token)) return ok(client)
+      presented = true
+    }
+    // (A stale session cookie, from before a restart, is not a guess.)
+    const c = cookieValue(req.headers.cookie, cookieName)
+    if (c !== null && sessions.valid(c)) return ok(client)
+    const blocked = throttle.blockedFor(client)
+    if (blocked > 0) {
+      if (presented) throttle.failedAndBlock(client)
+      sendError(res, 'unauthorized', 'Too many wrong dashboard tokens from this machine; wait a few seconds, then use the right one.', undefined, {
+        'www-authenticate': 'Bearer realm="burnrate-dashboard"',
+        'retry-after': String(Math.ceil(throttle.blockedFor(client) / 1000)),
+      })
+      return false
+    }
+    if (presented) throttle.failedAndBlock(client)
     sendError(
       res,
       'unauthorized',

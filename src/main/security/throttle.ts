@@ -105,30 +105,46 @@ export class AuthThrottle {
 }
 
 /**
- * Wraps a token check (an express handler that answers 401 or calls next) so that wrong
- * tokens from one address are slowed down by `throttle`.
+ * The client a failure counts against: the remote address, except that every loopback address
+ * (127.0.0.0/8, ::1, ::ffff:127.x) is one client, so a local process cannot rotate through
+ * 127.0.0.x for fresh free guesses.
  */
-export function slowDownFailures(check: RequestHandler, throttle = new AuthThrottle()): RequestHandler {
+export function clientKey(remoteAddress: string | undefined): string {
+  const a = (remoteAddress ?? '').toLowerCase()
+  if (a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.')) return 'loopback'
+  return a
+}
+
+/**
+ * Guards a route with a token check: the right token always passes at once, however many wrong
+ * ones came before (a flood of guesses never locks out the owner). Wrong or missing tokens are
+ * answered by `refuse`, slowed down by `throttle` per client: past the free ones they wait in
+ * line, and past the longest line they are refused without waiting.
+ */
+export function slowDownFailures(
+  isRight: (req: Parameters<RequestHandler>[0]) => boolean,
+  refuse: RequestHandler,
+  throttle = new AuthThrottle(),
+): RequestHandler {
   return (req, res, next) => {
-    const ip = req.socket.remoteAddress ?? ''
-    const wait = throttle.reserve(ip)
-    const run = () => {
-      if (res.destroyed) return
-      let passed = false
-      check(req, res, (err?: unknown) => {
-        passed = true
-        throttle.succeeded(ip)
-        next(err)
-      })
-      if (!passed && res.statusCode === 401) throttle.failed(ip)
+    const client = clientKey(req.socket.remoteAddress)
+    if (isRight(req)) {
+      throttle.succeeded(client)
+      next()
+      return
     }
+    const wait = throttle.reserve(client)
     if (wait < 0) {
       res
         .status(401)
         .set('www-authenticate', 'Bearer')
         .set('retry-after', '60')
-        .json(errorBody('unauthorized', 'Too many wrong tokens from this address; wait a minute, then use the right token.'))
+        .json(errorBody('unauthorized', 'Too many wrong tokens from this machine; wait a minute, then use the right token.'))
       return
+    }
+    const run = () => {
+      throttle.failed(client)
+      if (!res.destroyed) refuse(req, res, next)
     }
     if (wait === 0) run()
     else setTimeout(run, wait).unref()

@@ -4,7 +4,12 @@ import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Ledger } from '../ledger/ledger'
 import type { Logger } from '../log'
+import type { Pricer } from '../pricing/price'
+import type { Prices } from '../pricing/feature'
+import type { HeadersObserver } from '../proxy/call/forward'
+import type { ConnectContext } from '../connect/types'
 import type { CallGate } from '../proxy/gate'
+import type { PlanTracker } from '../plans/tracker'
 import type { Upstream } from '../proxy/routes'
 
 /** What a feature (health, admin, dashboard, ...) gets from the server core. */
@@ -18,12 +23,31 @@ export interface ServerContext {
   upstreams: Map<string, Upstream>
   /** Express router for everything that is not a proxied call; mount paths are absolute. */
   app: Router
+  /** Prices every proxied call (runtime prices and price updates change it in place). */
+  pricer: Pricer
+  /** Runtime prices and the price-data updater, set by the pricing feature (null until then). */
+  prices: Prices | null
   /** Budget state, set by the budgets feature (null until then). */
   budgets: BudgetMonitor | null
+  /** Plan windows read from the vendors' response headers, set by the plans feature (null until then). */
+  plans: PlanTracker | null
+  /** Adds an observer of every upstream answer's status and headers. */
+  observeHeaders(fn: HeadersObserver): void
   /** Installs the gate every proxied call passes before going upstream (budgets). */
   setGate(gate: CallGate): void
+  /** This server's address once listening (`http://127.0.0.1:8787`; a wildcard listen is reached on loopback). */
+  url(): string
+  /** The home folder, environment and platform whose agents the admin API may connect. */
+  agentHome: ConnectContext
   /** Runs when the server stops, before the ledger is flushed and the database closed. */
   onClose(fn: () => void | Promise<void>): void
+  /**
+   * Wraps the handling of every proxied call (the metrics' upstream timing runs it in its
+   * scope); null when nothing does. Set once, at start-up.
+   */
+  aroundProxy: ((provider: string, handle: () => void) => void) | null
+  /** More sections of `GET /api/health` (e.g. `otel`), each read when health is asked for. */
+  healthSections: Record<string, () => unknown>
 }
 
 /** A capability of the server, installed once at start-up. */

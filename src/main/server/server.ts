@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
+import { homedir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
@@ -11,26 +13,35 @@ import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
-import { sendError } from '../http/errors'
+import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { createLogger, type Logger } from '../log'
+import { estimator, useEstimateThread } from '../metering/estimator'
+import { plans } from '../plans/feature'
+import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
-import { OPEN_GATE, type CallGate } from '../proxy/gate'
+import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
+import type { HeadersObserver } from '../proxy/call/forward'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
+import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
+import { metrics } from '../metrics'
+import { otel } from '../otel'
 import { dashboardUi } from '../ui'
+import type { ConnectContext } from '../connect/types'
 import type { Feature, ServerContext } from './context'
+import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, budgets, alerts, admin, dashboard, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -54,14 +65,24 @@ export interface CreateOptions {
   log?: Logger
   /** Features to install instead of FEATURES (tests). */
   features?: Feature[]
+  /** Whose agents the admin API connects (default: this process's user). */
+  agentHome?: ConnectContext
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
+  estimateWorker?: URL | string
+  /** Time allowed for a request's headers (tests shorten it). */
+  headersTimeoutMs?: number
+  /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
+  watchLogs?: boolean
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
 export function createBurnrate(config: Config, opts: CreateOptions = {}): BurnrateServer {
   const log = opts.log ?? createLogger()
+  checkTokens(config)
   checkExposure(config, log)
+  const ca = readCaFile(config.upstream.ca_file)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {
@@ -78,11 +99,15 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     timezone: config.timezone,
     writeThread: opts.ledgerWorker,
   })
+  useEstimateThread(opts.estimateWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
+  const observers: HeadersObserver[] = []
   const app = createApiApp()
+  const pricer = new Pricer(config.pricing.overrides)
+  let url = ''
   const context: ServerContext = {
     config,
     db,
@@ -92,48 +117,109 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     startedAt: Date.now(),
     upstreams,
     app,
+    pricer,
+    prices: null,
     budgets: null,
+    plans: null,
+    observeHeaders: (fn) => {
+      observers.push(fn)
+    },
     setGate: (g) => {
-      gate = g
+      // A call carrying several API keys passes only if the gate admits each (a decoy key cannot stand in).
+      gate = everyCredential(g)
     },
     onClose: (fn) => {
       closers.push(fn)
     },
+    aroundProxy: null,
+    healthSections: {},
+    url: () => reachable(url),
+    agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
   const proxy = createProxyHandler({
+    log,
+    network: { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca },
     ledger,
-    pricer: new Pricer(config.pricing.overrides),
+    pricer,
     gate: () => gate,
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
+    maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
     sessions: seededSessions(db),
+    observeHeaders: (s, status, h) => {
+      for (const o of observers) o(s, status, h)
+    },
   })
   for (const feature of opts.features ?? FEATURES) feature(context)
   finishApiApp(app, log)
+  const around = context.aroundProxy
+  if (config.import.watch ?? opts.watchLogs ?? false) {
+    // Loaded only when watching: the headless server never reads the import code.
+    void import('../import/watcher').then(({ LogWatcher }) => {
+      if (closing) return
+      const w = new LogWatcher({ db, ledger, pricer, log }).start()
+      closers.unshift(() => w.stop())
+    })
+  }
 
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
+  const onRequest: http.RequestListener = (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
+    if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
+      // TRACE echoes the request (credentials included) back; no provider API needs it.
+      refuseMethod(res, req.method)
+      return
+    }
     if (route) {
-      proxy.handle(req, res, route).catch((err: Error) => {
-        // A bug on the hot path costs this call, never the process.
-        log.error(`proxy: ${err?.message ?? String(err)}`)
-        if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
-        else res.destroy()
-      })
+      const handle = (): void => {
+        proxy.handle(req, res, route).catch((err: Error) => {
+          // A bug on the hot path costs this call, never the process.
+          log.error(`proxy: ${err?.message ?? String(err)}`)
+          if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
+          else res.destroy()
+        })
+      }
+      if (around) around(route.upstream.provider.name, handle)
+      else handle()
     }
     else app(req, res)
+  }
+  const server = http.createServer(
+    {
+      keepAliveTimeout: 65_000,
+      // Headers must arrive within this (checked every second); once they are in, no time limit:
+      // long uploads and streams are never cut (requestTimeout 0), idle upstreams have their own.
+      headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+      requestTimeout: 0,
+      connectionsCheckingInterval: 1000,
+      requireHostHeader: false,
+    },
+    onRequest,
+  )
+  // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
+  // past the same guard. Any other upgrade request is answered as the plain request it also is.
+  server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+    socket.on('error', () => {})
+    const res = new http.ServerResponse(req)
+    res.assignSocket(socket)
+    res.shouldKeepAlive = false
+    res.on('finish', () => socket.end())
+    const route = router.match(req.url ?? '/', req.headers)
+    const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
+    if (!websocket) {
+      onRequest(req, res)
+      return
+    }
+    if (!guard(req, res, true)) return
+    res.detachSocket(socket)
+    connections.hold(socket)
+    proxy.upgrade(req, socket, head, route)
   })
-  const sockets = new Set<Socket>()
   server.on('clientError', answerClientError)
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
-  let url = ''
+  const connections = limitConnections(server, config.server.max_connections)
   let closing: Promise<void> | null = null
 
   return {
@@ -180,8 +266,12 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         server.closeIdleConnections()
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
-        for (const s of sockets) s.destroy()
-        await proxy.drain(2_000)
+        for (const s of connections.all()) s.destroy()
+        if (!(await proxy.drain(2_000))) {
+          // Estimates still being counted are taken from their length rather than lost.
+          estimator().settleNow()
+          await proxy.drain(1_000)
+        }
         for (const fn of closers) await fn()
         ledger.close()
         await proxy.close()
@@ -192,9 +282,35 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   }
 }
 
+/** The PEM certificates in `upstream.ca_file`; a file that cannot be read or holds none stops start-up. */
+function readCaFile(file: string | undefined): string[] | undefined {
+  if (!file) return undefined
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new StartupError(`cannot read upstream.ca_file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}); give the path of a PEM file of CA certificates`)
+  }
+  const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
+  if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
+  return certs
+}
+
+/** 405 for a method Burnrate never passes upstream. */
+function refuseMethod(res: http.ServerResponse, method: string): void {
+  const text = JSON.stringify(errorBody('invalid_request', `${method} is not passed to providers; use GET or POST.`, { param: 'method' }))
+  res.writeHead(405, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  res.end(text)
+}
+
 /** Session inference, continuing the sessions still open in the ledger. */
 function seededSessions(db: Database.Database): SessionInference {
   const sessions = new SessionInference()
   sessions.seed(db)
   return sessions
+}
+
+/** A listen URL as a client reaches it: a wildcard address (0.0.0.0, ::) on loopback. */
+function reachable(url: string): string {
+  return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
 }

@@ -12,7 +12,7 @@ export interface Figures {
   errors: number
 }
 
-export const TARGETS = ['direct', 'bare', 'hpm', 'burnrate', 'burnrateOpen'] as const
+export const TARGETS = ['direct', 'bare', 'hpm', 'burnrate', 'burnrateOpen', 'burnrateMetrics'] as const
 export type TargetKey = (typeof TARGETS)[number]
 
 export const TARGET_LABEL: Record<TargetKey, string> = {
@@ -21,10 +21,11 @@ export const TARGET_LABEL: Record<TargetKey, string> = {
   hpm: 'express + http-proxy-middleware',
   burnrate: 'Burnrate',
   burnrateOpen: 'Burnrate, no budget rules',
+  burnrateMetrics: 'Burnrate, metrics and OTLP export on',
 }
 
 /** The Burnrate targets: each its own server with its own ledger. */
-export const BURNRATE_TARGETS = ['burnrate', 'burnrateOpen'] as const
+export const BURNRATE_TARGETS = ['burnrate', 'burnrateOpen', 'burnrateMetrics'] as const
 export type BurnrateTarget = (typeof BURNRATE_TARGETS)[number]
 
 /** The issue's targets: added p50 at most 1.5x the bare proxy's, throughput at least 0.7x. */
@@ -84,6 +85,19 @@ export function scenarioTable(title: string, f: Record<TargetKey, Figures>, conn
   const errs = TARGETS.filter((t) => f[t].errors > 0).map((t) => `${TARGET_LABEL[t]}: ${f[t].errors}`)
   if (errs.length) lines.push(`Failed calls (wrong status or length): ${errs.join(', ')}.`)
   return lines.join('\n')
+}
+
+/** Metrics on against metrics off, both with the same budget rule: what observability costs the proxy. */
+export function metricsCost(f: Record<TargetKey, Figures>): string {
+  const off = f.burnrate
+  const on = f.burnrateMetrics
+  const d = f.direct
+  const cpu = (r: Figures) => (r.cpuPerCall === null ? '-' : Math.round(r.cpuPerCall))
+  return (
+    `Metrics on vs off (same budget rule): added p50 ${plus(on.p50 - d.p50)} vs ${plus(off.p50 - d.p50)} ms, ` +
+    `added p99 ${plus(on.p99 - d.p99)} vs ${plus(off.p99 - d.p99)} ms, req/s ${Math.round(on.rps)} vs ${Math.round(off.rps)} ` +
+    `(${x(on.rps / off.rps)}), proxy CPU ${cpu(on)} vs ${cpu(off)} µs/call.`
+  )
 }
 
 export function mib(bytes: number | null): string {

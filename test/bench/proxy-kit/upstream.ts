@@ -3,6 +3,7 @@
  *   POST /v1/chat/completions -> openai-chat/chat-nonstream-cached.json (one JSON body)
  *   POST /v1/messages         -> anthropic/messages-stream-tool-use.sse, one write per SSE event,
  *                                each on its own event-loop turn so they leave as separate chunks
+ *   POST /v1/traces, /v1/metrics -> 200 {} (an OTLP collector that keeps nothing)
  * Prints "listening on <url>" on stdout when ready.
  */
 import http from 'node:http'
@@ -42,6 +43,10 @@ const server = http.createServer((req, res) => {
       res.writeHead(200, sseHeaders)
       res.flushHeaders()
       setImmediate(stream, res, 0)
+    } else if (url === '/v1/traces' || url === '/v1/metrics') {
+      // The OTLP collector of the bench's metrics-on Burnrate.
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end('{}')
     } else {
       res.writeHead(404, { 'content-type': 'application/json' })
       res.end('{"error":{"type":"not_found","message":"bench mock: unknown path"}}')

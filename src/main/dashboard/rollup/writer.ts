@@ -10,11 +10,28 @@ const dense = new Float64Array(BINS)
 export type RollupInput = Pick<
   CallRecord,
   | 'ts' | 'provider' | 'model' | 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'session' | 'status'
-  | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms'
+  | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms' | 'billing' | 'project'
 >
 
+/**
+ * What a call adds to the rollups' money (`cost_usd`) and to the API-equivalent value of plan
+ * usage (`plan_value_usd`): a subscription call costs no money per token, so its API-equivalent
+ * cost is kept apart from spend.
+ */
+export function moneyOf(r: Pick<RollupInput, 'cost_usd' | 'billing'>): number {
+  return r.billing === 'subscription' ? 0 : r.cost_usd
+}
+export function planValueOf(r: Pick<RollupInput, 'cost_usd' | 'billing'>): number {
+  return r.billing === 'subscription' ? r.cost_usd : 0
+}
+
+/** Whether `table` has `column` (the writer also runs in migration 2, before later columns exist). */
+export function hasColumn(db: Database.Database, table: string, column: string): boolean {
+  return (db.prepare(`SELECT count(*) FROM pragma_table_info(?) WHERE name = ?`).pluck().get(table, column) as number) > 0
+}
+
 /** The groupings of `dash_dim` (the tenant grouping reads `dash_hour`). */
-export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key'] as const
+export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key', 'project'] as const
 export type Dim = (typeof DIMS)[number]
 
 interface Five {
@@ -39,6 +56,7 @@ interface Totals {
   cacheRead: number
   cacheWrite: number
   latency: number
+  plan: number
   hist: Map<number, number>
 }
 interface DimRow {
@@ -83,7 +101,12 @@ export class RollupWriter {
   private readonly getLast: Database.Statement
   private readonly chunk: Database.Statement
 
+  /** Whether the schema has the plan-value columns (migration 6) and `calls.billing` (migration 3). */
+  private readonly withPlan: boolean
+
   constructor(private readonly db: Database.Database) {
+    this.withPlan = hasColumn(db, 'dash_hour', 'plan_value_usd') && hasColumn(db, 'calls', 'billing')
+    const plan = this.withPlan
     this.up5 = db.prepare(`
       INSERT INTO dash_5m (bucket, tenant, requests, cost_usd, input_tokens, output_tokens)
       VALUES (?, ?, ?, ?, ?, ?)
@@ -94,8 +117,8 @@ export class RollupWriter {
       getHist: db.prepare(`SELECT latency_hist FROM ${t.totals} WHERE bucket = ? AND tenant = ?`).pluck(),
       upTotals: db.prepare(`
         INSERT INTO ${t.totals} (bucket, tenant, requests, failed, errors_429, errors_5xx, cost_usd, input_tokens,
-                               output_tokens, cache_read_tokens, cache_write_tokens, latency_ms, latency_hist)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                               output_tokens, cache_read_tokens, cache_write_tokens, latency_ms, latency_hist${plan ? ', plan_value_usd' : ''})
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?${plan ? ', ?' : ''})
         ON CONFLICT (bucket, tenant) DO UPDATE SET
           requests = requests + excluded.requests, failed = failed + excluded.failed,
           errors_429 = errors_429 + excluded.errors_429, errors_5xx = errors_5xx + excluded.errors_5xx,
@@ -103,7 +126,9 @@ export class RollupWriter {
           output_tokens = output_tokens + excluded.output_tokens,
           cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
           cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
-          latency_ms = latency_ms + excluded.latency_ms, latency_hist = excluded.latency_hist`),
+          latency_ms = latency_ms + excluded.latency_ms, latency_hist = excluded.latency_hist${
+            plan ? ', plan_value_usd = plan_value_usd + excluded.plan_value_usd' : ''
+          }`),
       upDim: db.prepare(`
         INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
                               cache_read_tokens, cache_write_tokens, cost_usd)
@@ -122,9 +147,11 @@ export class RollupWriter {
         requests = requests + excluded.requests, cost_usd = cost_usd + excluded.cost_usd`)
     this.setLast = db.prepare('UPDATE dash_state SET last_call_id = (SELECT coalesce(max(id), 0) FROM calls) WHERE id = 1')
     this.getLast = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()
+    // (Migration 2 folds calls before migration 3 gave them a project.)
+    const project = (db.pragma('table_info(calls)') as { name: string }[]).some((c) => c.name === 'project') ? 'project' : "'' AS project"
     this.chunk = db.prepare(`
       SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
-             output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms
+             output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms${plan ? ', billing' : ''}, ${project}
         FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
   }
 
@@ -168,6 +195,8 @@ export class RollupWriter {
     let prevBucket = 0
     let f: Five | undefined
     for (const r of rows) {
+      const money = moneyOf(r)
+      const plan = planValueOf(r)
       const bucket = Math.floor(r.ts / FIVE_MIN) * FIVE_MIN
       const same =
         prev !== null &&
@@ -177,14 +206,15 @@ export class RollupWriter {
         r.provider === prev.provider &&
         r.agent === prev.agent &&
         r.session === prev.session &&
-        r.api_key_hash === prev.api_key_hash
+        r.api_key_hash === prev.api_key_hash &&
+        r.project === prev.project
       if (!same) {
         const fk = bucket + '\0' + r.tenant
         f = fives.get(fk)
         if (!f) fives.set(fk, (f = { bucket, tenant: r.tenant, requests: 0, cost: 0, input: 0, output: 0 }))
       }
       f!.requests++
-      f!.cost += r.cost_usd
+      f!.cost += money
       f!.input += r.input_tokens
       f!.output += r.output_tokens
 
@@ -202,7 +232,7 @@ export class RollupWriter {
               hk,
               (found = {
                 tier, bucket: b, tenant: r.tenant, requests: 0, failed: 0, e429: 0, e5xx: 0, cost: 0, input: 0, output: 0,
-                cacheRead: 0, cacheWrite: 0, latency: 0, hist: new Map(),
+                cacheRead: 0, cacheWrite: 0, latency: 0, plan: 0, hist: new Map(),
               }),
             )
           }
@@ -212,7 +242,8 @@ export class RollupWriter {
         if (isFailed(r.status)) h.failed++
         if (r.status === 429) h.e429++
         if (r.status >= 500 && r.status <= 599) h.e5xx++
-        h.cost += r.cost_usd
+        h.cost += money
+        h.plan += plan
         h.input += r.input_tokens
         h.output += r.output_tokens
         h.cacheRead += r.cache_read_tokens
@@ -228,6 +259,7 @@ export class RollupWriter {
           ds[at + 2] = dimRow(dims, tier, 'agent', b, r, r.agent, '', '')
           ds[at + 3] = dimRow(dims, tier, 'session', b, r, r.session, '', '')
           ds[at + 4] = dimRow(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
+          ds[at + 5] = dimRow(dims, tier, 'project', b, r, r.project ?? '', '', '')
         }
         for (let k = at; k < at + DIMS.length; k++) {
           const d = ds[k]
@@ -236,7 +268,7 @@ export class RollupWriter {
           d.output += r.output_tokens
           d.cacheRead += r.cache_read_tokens
           d.cacheWrite += r.cache_write_tokens
-          d.cost += r.cost_usd
+          d.cost += money
         }
       }
       prev = r
@@ -246,12 +278,12 @@ export class RollupWriter {
         const sk = r.tenant + '\0' + r.agent + '\0' + r.session
         const s = sessions.get(sk)
         if (!s) {
-          sessions.set(sk, { tenant: r.tenant, agent: r.agent, session: r.session, first: r.ts, last: r.ts, requests: 1, cost: r.cost_usd })
+          sessions.set(sk, { tenant: r.tenant, agent: r.agent, session: r.session, first: r.ts, last: r.ts, requests: 1, cost: money })
         } else {
           if (r.ts < s.first) s.first = r.ts
           if (r.ts > s.last) s.last = r.ts
           s.requests++
-          s.cost += r.cost_usd
+          s.cost += money
         }
       }
     }
@@ -261,10 +293,12 @@ export class RollupWriter {
       dense.fill(0)
       decodeInto((st.getHist.get(h.bucket, h.tenant) as Buffer | undefined) ?? null, dense)
       for (const [b, n] of h.hist) dense[b] += n
-      st.upTotals.run(
+      const values = [
         h.bucket, h.tenant, h.requests, h.failed, h.e429, h.e5xx, h.cost, h.input, h.output, h.cacheRead,
         h.cacheWrite, h.latency, encodeDense(dense),
-      )
+      ]
+      if (this.withPlan) values.push(h.plan)
+      st.upTotals.run(values)
     }
     for (const d of dims.values()) {
       this.tiers[d.tier].upDim.run(
@@ -272,6 +306,23 @@ export class RollupWriter {
       )
     }
     for (const s of sessions.values()) this.upSession.run(s.tenant, s.agent, s.session, s.first, s.last, s.requests, s.cost)
+  }
+}
+
+/**
+ * Adds the `project` grouping to the rollups for the calls they already include (the writer
+ * folds it for every call from then on). One GROUP BY per grain, run once by a migration.
+ */
+export function backfillProjectRollups(db: Database.Database): void {
+  for (const t of TIERS) {
+    db.prepare(`DELETE FROM ${t.dims} WHERE dim = 'project'`).run()
+    db.prepare(`
+      INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
+                             cache_read_tokens, cache_write_tokens, cost_usd)
+      SELECT 'project', (ts / ${t.grain}) * ${t.grain}, tenant, project, '', '', count(*), sum(input_tokens),
+             sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd)
+        FROM calls WHERE id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
+       GROUP BY 2, 3, 4`).run()
   }
 }
 

@@ -21,7 +21,7 @@ export class UnreachableError extends Error {
 export type Params = Record<string, string | number | undefined | null>
 
 export interface RequestOptions {
-  method?: 'GET' | 'POST' | 'DELETE'
+  method?: 'GET' | 'POST' | 'PUT' | 'DELETE'
   params?: Params
   body?: unknown
   /** Admin bearer token. */

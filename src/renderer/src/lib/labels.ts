@@ -8,6 +8,7 @@ const NONE: Record<GroupBy, string> = {
   session: '(no session)',
   api_key: '(no key)',
   tenant: '(no tenant)',
+  project: '(no project)',
 }
 
 export function noneLabel(group: GroupBy): string {

@@ -16,4 +16,5 @@ export const GROUP_LABELS: Record<GroupBy, string> = {
   session: 'Session',
   api_key: 'API key',
   tenant: 'Tenant',
+  project: 'Project',
 }

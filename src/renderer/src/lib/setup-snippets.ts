@@ -27,11 +27,38 @@ export function setupSnippets(origin: string): Snippet[] {
       id: 'codex',
       name: 'Codex CLI',
       blocks: [
-        { label: 'Shell', lang: 'sh', code: `export OPENAI_BASE_URL=${v1}\ncodex` },
         {
-          label: 'Or in ~/.codex/config.toml',
+          label: "~/.codex/config.toml: Codex's own OpenAI provider (it logs in as usual; talks WebSocket)",
           lang: 'toml',
-          code: `model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "${v1}"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"\nhttp_headers = { "X-Burnrate-Agent" = "codex" }`,
+          code: `openai_base_url = "${v1}"`,
+        },
+        {
+          label: 'Or a provider of its own in ~/.codex/config.toml (key from OPENAI_API_KEY; talks SSE)',
+          lang: 'toml',
+          code: `model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "${v1}"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"`,
+        },
+        {
+          label: 'Logged in with ChatGPT (a plan): ~/.codex/config.toml, to the ChatGPT backend through Burnrate',
+          lang: 'toml',
+          code: `openai_base_url = "${origin}/chatgpt/codex"`,
+        },
+      ],
+      note: 'Codex 0.169 ignores OPENAI_BASE_URL. Its thread id is recorded as the session.',
+    },
+    {
+      id: 'gemini-cli',
+      name: 'Gemini CLI',
+      blocks: [{ label: 'Shell (before starting gemini)', lang: 'sh', code: `export GOOGLE_GEMINI_BASE_URL=${origin}\ngemini` }],
+      note: 'Gemini CLI sends no session id with an API key, so its sessions are inferred (calls less than 30 minutes apart form one session).',
+    },
+    {
+      id: 'opencode',
+      name: 'opencode',
+      blocks: [
+        {
+          label: 'opencode.json (in the project, or ~/.config/opencode/opencode.json), for Anthropic models',
+          lang: 'json',
+          code: `{\n  "$schema": "https://opencode.ai/config.json",\n  "provider": {\n    "anthropic": { "options": { "baseURL": "${v1}" } }\n  }\n}`,
         },
       ],
     },

@@ -115,6 +115,14 @@ function errorText(err: unknown): string {
 
 function readToken(): string {
   try {
+    // The desktop app hands its window the admin token in the address's fragment (never sent to the server).
+    const m = /(?:^#|&)admin_token=([^&]+)/.exec(location.hash)
+    if (m) {
+      const t = decodeURIComponent(m[1])
+      sessionStorage.setItem(TOKEN_KEY, t)
+      history.replaceState(history.state, '', location.pathname + location.search)
+      return t
+    }
     return sessionStorage.getItem(TOKEN_KEY) ?? ''
   } catch {
     return ''

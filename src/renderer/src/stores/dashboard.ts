@@ -1,6 +1,6 @@
 import { defineStore } from 'pinia'
 import { computed, reactive, ref, watch } from 'vue'
-import type { AlertsLog, BudgetsOverview, Costs, Expensive, Sessions, Stats, Summary, Timeseries } from '../../../shared/api'
+import { type AlertsLog, type BudgetsOverview, type Costs, type Expensive, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX, type Sessions, type Stats, type Summary, type Timeseries } from '../../../shared/api'
 import { ApiError, UnreachableError, api } from '../api/client'
 import { useFilters } from './filters'
 
@@ -53,6 +53,9 @@ export const useDashboard = defineStore('dashboard', () => {
   const lastUpdated = ref<number | null>(null)
   const refreshing = ref(false)
 
+  /** Rows asked for in the long lists: the top 100 until the user asks for more (up to 1,000). */
+  const limits = reactive({ costs: LIST_LIMIT_DEFAULT, sessions: LIST_LIMIT_DEFAULT })
+
   let generation = 0
   let inFlight: Promise<void> | null = null
   let timer: ReturnType<typeof setInterval> | null = null
@@ -63,10 +66,10 @@ export const useDashboard = defineStore('dashboard', () => {
     return {
       summary: () => api<Summary>('/api/dashboard/summary', { params: { tenant } }),
       timeseries: () => api<Timeseries>('/api/dashboard/timeseries', { params: { range, tenant } }),
-      costs: () => api<Costs>('/api/dashboard/costs', { params: { group_by: filters.group, range, tenant } }),
+      costs: () => api<Costs>('/api/dashboard/costs', { params: { group_by: filters.group, range, tenant, limit: limits.costs } }),
       providers: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range, tenant } }),
       keys: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'api_key', range, tenant } }),
-      sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant } }),
+      sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant, limit: limits.sessions } }),
       expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
       stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),
       budgets: () => api<BudgetsOverview>('/api/dashboard/budgets', { params: { tenant } }),
@@ -160,5 +163,11 @@ export const useDashboard = defineStore('dashboard', () => {
       (data.sessions?.sessions.length ?? 0) === 0,
   )
 
-  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop }
+  /** Asks for the longest list the server gives (1,000 rows) in `section`, and loads it now. */
+  function showMore(section: 'costs' | 'sessions'): Promise<void> {
+    limits[section] = LIST_LIMIT_MAX
+    return (inFlight ?? Promise.resolve()).then(() => refresh())
+  }
+
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop, limits, showMore }
 })

@@ -3,6 +3,8 @@ import { type AlertsLog, type BudgetsOverview, type Call, type Costs, DEFAULT_RU
 export const summary = (over: Partial<Summary> = {}): Summary => ({
   today_spend_usd: 12.344,
   month_spend_usd: 1234.5,
+  today_plan_value_usd: 0,
+  month_plan_value_usd: 0,
   today_requests: 1520,
   avg_cost_per_request_usd: 0.0081210526,
   active_sessions: 3,
@@ -30,6 +32,7 @@ export const costs = (group_by: Costs['group_by'] = 'model', range = '24h'): Cos
     { key: 'gpt-4o-mini', provider: group_by === 'model' ? 'openai' : null, requests: 40, input_tokens: 9_000, output_tokens: 3_000, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.0042 },
     { key: '<b>bold</b>', provider: group_by === 'model' ? 'openai' : null, requests: 1, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.25 },
   ],
+  total_rows: 3,
 })
 
 export const call = (over: Partial<Call> = {}): Call => ({
@@ -52,6 +55,11 @@ export const call = (over: Partial<Call> = {}): Call => ({
   priced: true,
   estimated: false,
   latency_ms: 842,
+  response_id: 'chatcmpl-1',
+  source: 'proxy',
+  billing: 'api',
+  project: '',
+  member: '',
   ...over,
 })
 
@@ -59,6 +67,7 @@ export const sessions = (): Sessions => ({
   sessions: [
     { session: 's-1', agent: 'codex', tenant: 'acme', started_at: '2026-11-21T17:00:00.000Z', last_seen_at: '2026-11-21T18:04:00.000Z', requests: 12, cost_usd: 0.5, status: 'active' },
   ],
+  total: 1,
 })
 
 export const stats = (): Stats => ({

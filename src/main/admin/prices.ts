@@ -1,0 +1,112 @@
+import type { Request, Response, Router } from 'express'
+import type { PriceInput } from '../../shared/api'
+import { errorBody } from '../http/errors'
+import { pricesOf } from '../pricing/feature'
+import { repriceModel } from '../pricing/reprice'
+import type { ServerContext } from '../server/context'
+import { jsonBody } from './json-body'
+
+const FIELDS = ['input_mtok', 'output_mtok', 'cache_read_mtok', 'cache_write_mtok'] as const
+
+type Checked = { ok: true; price: PriceInput } | { ok: false; param: string | null; message: string }
+
+/** Checks a PUT body: USD per million tokens, each a finite number >= 0 (the cache ones may be null or absent). */
+export function checkPrice(body: unknown): Checked {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    return { ok: false, param: null, message: `The request body must be a JSON object with the fields ${FIELDS.join(', ')}.` }
+  }
+  const b = body as Record<string, unknown>
+  const unknown = Object.keys(b).filter((k) => !(FIELDS as readonly string[]).includes(k))
+  if (unknown.length > 0) {
+    return { ok: false, param: unknown[0], message: `Unknown field "${unknown[0]}"; a price has only ${FIELDS.join(', ')}.` }
+  }
+  const out: Record<string, number | null> = {}
+  for (const f of FIELDS) {
+    const v = b[f]
+    const optional = f.startsWith('cache_')
+    if ((v === undefined || v === null) && optional) {
+      out[f] = null
+      continue
+    }
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+      return {
+        ok: false,
+        param: f,
+        message: `${f} must be a finite number >= 0 (US dollars per million tokens)${v === undefined ? '; it is required' : ''}.`,
+      }
+    }
+    out[f] = v
+  }
+  return { ok: true, price: out as unknown as PriceInput }
+}
+
+/** The model named by the path's rest (a model name may contain `/`, as OpenRouter's do). */
+function modelOf(req: Request): string {
+  const m = (req.params as Record<string, unknown>).model
+  return Array.isArray(m) ? m.join('/') : String(m ?? '')
+}
+
+/**
+ * Runtime prices (contract: second-wave additions): GET `/prices`, PUT and DELETE
+ * `/prices/{provider}/{model}`, and POST `/prices/{provider}/{model}/reprice` to price that
+ * model's past calls again (`?all=true`: every call of the model, not only the unpriced ones).
+ */
+export function priceRoutes(router: Router, ctx: ServerContext): void {
+  const { store } = pricesOf(ctx)
+  const provider = (req: Request, res: Response): string | null => {
+    const name = String(req.params.provider)
+    if (ctx.upstreams.has(name)) return name
+    res.status(404).json(errorBody('not_found', `No provider is named "${name}"; use a name from GET /api/admin/providers.`, { param: 'provider' }))
+    return null
+  }
+
+  router.get('/prices', (_req, res) => {
+    res.json({ prices: store.all() })
+  })
+
+  router.post('/prices/:provider/*model', async (req, res, next) => {
+    const segments = (req.params as Record<string, unknown>).model as string[]
+    if (!Array.isArray(segments) || segments.length < 2 || segments[segments.length - 1] !== 'reprice') {
+      res.status(404).json(errorBody('not_found', 'POST /api/admin/prices/{provider}/{model}/reprice re-prices a model; set a price with PUT.'))
+      return
+    }
+    const name = provider(req, res)
+    if (!name) return
+    const all = req.query.all
+    if (all !== undefined && all !== 'true' && all !== 'false') {
+      res.status(400).json(errorBody('invalid_request', 'The parameter all must be true or false.', { param: 'all' }))
+      return
+    }
+    try {
+      const model = segments.slice(0, -1).join('/')
+      const pricingId = ctx.upstreams.get(name)!.provider.pricingId
+      res.json(await repriceModel(ctx.db, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true'))
+    } catch (err) {
+      next(err)
+    }
+  })
+
+  router.put('/prices/:provider/*model', ...jsonBody(), (req, res) => {
+    const name = provider(req, res)
+    if (!name) return
+    const checked = checkPrice(req.body)
+    if (!checked.ok) {
+      res.status(400).json(errorBody('invalid_request', checked.message, checked.param ? { param: checked.param } : undefined))
+      return
+    }
+    // One synchronous write: the next call of this model is priced with it.
+    const { price } = store.put({ provider: name, model: modelOf(req), ...checked.price })
+    res.status(200).json(price)
+  })
+
+  router.delete('/prices/:provider/*model', (req, res) => {
+    const name = provider(req, res)
+    if (!name) return
+    const model = modelOf(req)
+    if (store.delete(name, model)) {
+      res.status(204).end()
+      return
+    }
+    res.status(404).json(errorBody('not_found', `No runtime price is set for ${name} ${model}.`))
+  })
+}

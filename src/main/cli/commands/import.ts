@@ -1,0 +1,71 @@
+import { Argument } from 'commander'
+import type { RegisterCommand } from '.'
+import { CliError, EXIT } from '../context'
+import { LOG_AGENTS, type LogAgent } from '../../import/types'
+import { compact, table, usd } from '../output'
+import { configOf, prepareLocal, resolveTarget, withTarget } from '../target'
+
+/** While a server runs, logged calls this recent wait for a later import: the proxy may still be recording the same answer. */
+const SETTLE_WHILE_SERVING_MS = 10 * 60_000
+
+/** `burnrate import <agent>`: the agent's own logs into the ledger. */
+export const importCommand: RegisterCommand = (program, ctx) => {
+  withTarget(
+    program
+      .command('import')
+      .description("Import calls from an agent's own logs (history, and calls that bypassed the proxy). Safe to repeat.")
+      .addArgument(new Argument('<agent>', 'whose logs').choices([...LOG_AGENTS, 'all']))
+      .option('--path <dir...>', "log folder(s) to read instead of the agent's standard one")
+      .option('--tenant <id>', 'tenant to give the imported calls')
+      .option('--json', 'print the result as JSON'),
+  )
+    .addHelpText('after', `
+Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/projects, ~/.claude/projects
+                  codex        $CODEX_HOME/sessions (~/.codex/sessions), archived_sessions
+                  gemini-cli   ~/.gemini/tmp ($GEMINI_CLI_HOME/.gemini/tmp)
+                  opencode     ~/.local/share/opencode ($XDG_DATA_HOME/opencode)`)
+    .action(async (agent: LogAgent | 'all', o) => {
+      if (agent === 'all' && o.path) throw new CliError('--path needs one agent, not all', EXIT.usage)
+      const config = configOf(o)
+      const serving = o.local ? false : (await resolveTarget(o, ctx)).kind === 'http'
+      await prepareLocal()
+      const { importLogs } = await import('../../import/importer')
+      const { Pricer } = await import('../../pricing/price')
+      const { openDatabase } = await import('../../ledger/db')
+      const { join } = await import('node:path')
+      const db = openDatabase(join(config.data_dir, 'burnrate.db'))
+      db.pragma('busy_timeout = 5000')
+      try {
+        const pricer = new Pricer(config.pricing.overrides)
+        const results = []
+        for (const a of agent === 'all' ? LOG_AGENTS : [agent]) {
+          results.push(
+            await importLogs(db, {
+              agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0,
+            }),
+          )
+        }
+        if (o.path && results[0].missing.length === results[0].roots.length) {
+          throw new CliError(`no such folder: ${results[0].missing.join(', ')}`)
+        }
+        if (o.json) {
+          ctx.stdout.write(JSON.stringify({ results }, null, 2) + '\n')
+          return
+        }
+        ctx.stdout.write(
+          table(
+            ctx.stdout,
+            ['Agent', 'Files', 'Imported', 'Matched', 'Already', 'Bad lines', 'Cost'],
+            results.map((s) => [
+              s.agent,
+              s.missing.length === s.roots.length ? 'no logs' : String(s.files), compact(s.imported), compact(s.matched), compact(s.duplicates), String(s.skipped_lines), usd(s.cost_usd),
+            ]),
+          ),
+        )
+        const deferred = results.reduce((n, s) => n + s.deferred, 0)
+        if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
+      } finally {
+        db.close()
+      }
+    })
+}

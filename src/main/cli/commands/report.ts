@@ -1,0 +1,102 @@
+import { Argument } from 'commander'
+import type { RegisterCommand } from '.'
+import { CliError, EXIT } from '../context'
+import { REPORT_KINDS, parseWhen, type Report, type ReportKind } from '../../report/report'
+import { compact, csv, paint, table, usd } from '../output'
+import { getJson, prepareLocal, resolveTarget, withTarget } from '../target'
+import { syncLogs } from '../sync'
+
+const KEY_LABEL: Record<ReportKind, string> = {
+  daily: 'Day', weekly: 'Week of', monthly: 'Month', session: 'Session', model: 'Model', agent: 'Agent', project: 'Project',
+}
+
+/** `burnrate report <kind>`: spend per period or attribute, as a table, JSON or CSV. */
+export const report: RegisterCommand = (program, ctx) => {
+  withTarget(
+    program
+      .command('report')
+      .description('Spend per day, week, month, session, model, agent or project.')
+      .addArgument(new Argument('<kind>', 'how to group').choices(REPORT_KINDS))
+      .option('--since <day>', 'from this day (YYYY-MM-DD, in the configured timezone) or ISO time')
+      .option('--until <day>', 'up to and including this day, or up to this ISO time')
+      .option('--tenant <id>', "only this tenant's calls")
+      .option('--json', 'print JSON')
+      .option('--csv', 'print CSV')
+      .option('--no-import', "do not read the agents' logs first (when reading the ledger file)"),
+  ).action(async (kind: ReportKind, o) => {
+    if (o.json && o.csv) throw new CliError('choose one of --json and --csv', EXIT.usage)
+    const r = await fetchReport(kind, o, ctx)
+    if (o.json) ctx.stdout.write(JSON.stringify(r, null, 2) + '\n')
+    else if (o.csv) ctx.stdout.write(toCsv(r))
+    else ctx.stdout.write(render(r, ctx.stdout))
+  })
+}
+
+async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Report> {
+  const t = await resolveTarget(o, ctx)
+  const tz = t.config.timezone
+  for (const name of ['since', 'until'] as const) {
+    if (o[name] !== undefined && parseWhen(o[name], tz, name === 'until') === null) {
+      throw new CliError(`--${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
+    }
+  }
+  if (t.kind === 'http') {
+    const p = new URLSearchParams({ kind })
+    if (o.since) p.set('since', o.since)
+    if (o.until) p.set('until', o.until)
+    if (o.tenant) p.set('tenant', o.tenant)
+    const r = await getJson<Report>(t, `/api/dashboard/report?${p}`)
+    if (r) return r
+    throw new CliError(`${t.url} has no report API (its dashboard is off, or it is an older Burnrate); run with --local`)
+  }
+  await prepareLocal()
+  const { buildReport } = await import('../../report/report')
+  const db = t.open()
+  try {
+    if (o.import !== false) await syncLogs(db, t.config, ctx)
+    return buildReport(db, {
+      kind,
+      since: o.since ? parseWhen(o.since, tz) : null,
+      until: o.until ? parseWhen(o.until, tz, true) : null,
+      tenant: o.tenant ?? null,
+      timezone: tz,
+    })
+  } finally {
+    db.close()
+  }
+}
+
+function keyOf(r: Report['rows'][number], kind: ReportKind): string {
+  if (kind === 'model') return r.key || '(unknown)'
+  if (kind === 'session') return (r.project ? `${r.project.split(/[\\/]/).pop()} ` : '') + (r.key || '(no session)')
+  return r.key || `(no ${kind})`
+}
+
+function render(r: Report, out: Parameters<typeof table>[0]): string {
+  const window = `${r.since ? r.since.slice(0, 10) : 'the beginning'} to ${r.until ? r.until.slice(0, 10) : 'now'}`
+  const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${r.tenant}` : ''})\n`
+  if (r.rows.length === 0) return title + 'No calls in this window.\n'
+  const head = [KEY_LABEL[r.kind], 'Calls', 'Input', 'Output', 'Cached', 'Cost']
+  const rows = r.rows.map((x) => [
+    keyOf(x, r.kind), compact(x.requests), compact(x.input_tokens), compact(x.output_tokens), compact(x.cache_read_tokens), usd(x.cost_usd),
+  ])
+  const t = r.totals
+  const footer = ['Total', compact(t.requests), compact(t.input_tokens), compact(t.output_tokens), compact(t.cache_read_tokens), usd(t.cost_usd)]
+  const note = t.imported ? `${t.imported} of ${t.requests} calls were imported from the agents' logs.\n` : ''
+  return title + table(out, head, rows, { footer }) + note
+}
+
+function toCsv(r: Report): string {
+  const head = ['key', 'requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd', 'imported', 'models']
+  if (r.kind === 'model') head.push('provider')
+  if (r.kind === 'session') head.push('agent', 'project')
+  return csv(
+    head,
+    r.rows.map((x) => {
+      const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, x.cost_usd, x.imported, x.models.join(' ')]
+      if (r.kind === 'model') row.push(x.provider ?? '')
+      if (r.kind === 'session') row.push(x.agent ?? '', x.project ?? '')
+      return row
+    }),
+  )
+}

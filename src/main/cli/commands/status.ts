@@ -1,0 +1,91 @@
+import type { RegisterCommand } from '.'
+import type { Summary } from '../../../shared/api'
+import { paint, usd } from '../output'
+import { getJson, prepareLocal, resolveTarget, withTarget } from '../target'
+import { syncLogs } from '../sync'
+
+interface Status {
+  source: string
+  summary: Summary
+  budgets: unknown[] | null
+  plans: unknown[] | null
+  ledger: Record<string, unknown>
+}
+
+/** `burnrate status`: today's and this month's spend, budgets, plan windows and ledger health. */
+export const status: RegisterCommand = (program, ctx) => {
+  withTarget(
+    program
+      .command('status')
+      .description("Today's and this month's spend, budgets with their forecast, plan windows, ledger health.")
+      .option('--tenant <id>', "only this tenant's spend")
+      .option('--json', 'print JSON')
+      .option('--no-import', "do not read the agents' logs first (when reading the ledger file)"),
+  ).action(async (o) => {
+    const s = await collect(o, ctx)
+    if (o.json) {
+      ctx.stdout.write(JSON.stringify(s, null, 2) + '\n')
+      return
+    }
+    const out = ctx.stdout
+    const m = s.summary
+    const lines = [
+      paint(out, 'bold', 'Burnrate') + ` (${s.source})`,
+      `Today       ${usd(m.today_spend_usd)} in ${m.today_requests} calls (${(m.error_rate * 100).toFixed(1)}% failed)`,
+      `This month  ${usd(m.month_spend_usd)}`,
+      `Sessions    ${m.active_sessions} active`,
+    ]
+    if (s.budgets === null) lines.push('Budgets     shown while Burnrate is running')
+    else if (s.budgets.length === 0) lines.push('Budgets     none')
+    else {
+      lines.push('Budgets')
+      for (const b of s.budgets as any[]) {
+        const name = b.rule?.api_key_pattern ?? '?'
+        for (const w of b.windows ?? []) {
+          const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
+          const pct = `${Math.round((w.pct ?? 0) * 100)}%`
+          const line = `  ${name} ${w.period}: ${usd(w.spent_usd)} of ${usd(w.limit_usd)} (${pct}${proj})`
+          lines.push((w.pct ?? 0) >= 1 ? paint(out, 'red', line) : (w.pct ?? 0) >= 0.8 ? paint(out, 'yellow', line) : line)
+        }
+      }
+    }
+    if (s.plans && s.plans.length) {
+      lines.push('Plan windows')
+      for (const a of s.plans as any[]) {
+        for (const w of a.windows ?? []) lines.push(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}: ${Math.round((w.utilization ?? 0) * 100)}% used`)
+      }
+    }
+    const l = s.ledger
+    lines.push(`Ledger      ${l.writable === false ? paint(out, 'red', 'NOT WRITABLE') : 'ok'}${l.pending ? `, ${l.pending} pending` : ''}${l.dropped ? `, ${l.dropped} dropped` : ''}${l.calls !== undefined ? `, ${l.calls} calls` : ''}${l.file ? ` (${l.file})` : ''}`)
+    out.write(lines.join('\n') + '\n')
+  })
+}
+
+async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Status> {
+  const t = await resolveTarget(o, ctx)
+  const tenant = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : ''
+  if (t.kind === 'http') {
+    const [summary, health, budgets, plans] = await Promise.all([
+      getJson<Summary>(t, `/api/dashboard/summary${tenant}`),
+      getJson<any>(t, '/api/health'),
+      getJson<any>(t, '/api/dashboard/budgets'),
+      getJson<any>(t, '/api/dashboard/plans'),
+    ])
+    if (!summary) throw new Error(`${t.url} has its dashboard turned off; run with --local`)
+    return { source: t.url, summary, budgets: budgets?.rules ?? null, plans: plans?.accounts ?? null, ledger: { status: health?.status, ...health?.ledger } }
+  }
+  await prepareLocal()
+  const { summary } = await import('../../dashboard/summary')
+  const { Statements } = await import('../../dashboard/sql')
+  const { join } = await import('node:path')
+  const db = t.open()
+  try {
+    if (o.import !== false) await syncLogs(db, t.config, ctx)
+    const s = summary({ q: new Statements(db), tz: t.config.timezone }, o.tenant ?? null, Date.now())
+    const calls = db.prepare('SELECT count(*) FROM calls').pluck().get() as number
+    const file = join(t.config.data_dir, 'burnrate.db')
+    return { source: `ledger file, no server running`, summary: s, budgets: null, plans: null, ledger: { writable: true, calls, file } }
+  } finally {
+    db.close()
+  }
+}

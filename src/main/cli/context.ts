@@ -1,0 +1,34 @@
+/** What every command can trust about `burnrate`'s exit status (documented in the README). */
+export const EXIT = {
+  /** The command did what it was asked. */
+  ok: 0,
+  /** It could not (no ledger, server refused, unreadable folder...); stderr says why. */
+  failed: 1,
+  /** The command line itself is wrong (unknown command or option, bad value). */
+  usage: 2,
+} as const
+
+/** A failure meant for the person at the terminal: printed as `burnrate: <message>`, exits with `exitCode`. */
+export class CliError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.failed,
+  ) {
+    super(message)
+  }
+}
+
+export interface Writable {
+  write(s: string): unknown
+  isTTY?: boolean
+  columns?: number
+}
+
+/** What a command gets besides its own options. */
+export interface CliContext {
+  /** The built ledger write thread, for `serve`. */
+  ledgerWorker?: URL
+  stdout: Writable
+  stderr: Writable
+  env: NodeJS.ProcessEnv
+}

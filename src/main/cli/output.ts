@@ -1,0 +1,63 @@
+import { styleText } from 'node:util'
+import Table from 'cli-table3'
+import type { Writable } from './context'
+
+type Style = Parameters<typeof styleText>[0]
+
+/** Colour only for a terminal, and never with NO_COLOR (node's styleText checks both for the stream). */
+export function paint(out: Writable, style: Style, text: string): string {
+  if (!out.isTTY) return text
+  return styleText(style, text, { stream: out as NodeJS.WriteStream })
+}
+
+export function usd(n: number): string {
+  if (n === 0) return '$0.00'
+  if (Math.abs(n) < 0.01) return `$${n.toFixed(4)}`
+  return `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+}
+
+/** 1234 -> 1.2k, 5_600_000 -> 5.6M: token counts that fit a narrow column. */
+export function compact(n: number): string {
+  if (n < 1000) return String(n)
+  for (const [v, s] of [[1e9, 'B'], [1e6, 'M'], [1e3, 'k']] as const) {
+    if (n >= v) return `${(n / v).toFixed(n / v >= 100 ? 0 : 1)}${s}`
+  }
+  return String(n)
+}
+
+function cut(s: string, width: number): string {
+  return s.length <= width ? s : s.slice(0, Math.max(1, width - 1)) + '…'
+}
+
+/**
+ * A table that fits the terminal (80 columns when not one): every column but the first has
+ * its natural width; the first gets what is left and its cells are cut with `…`.
+ */
+export function table(out: Writable, head: string[], rows: string[][], opts: { align?: ('left' | 'right')[]; footer?: string[] } = {}): string {
+  const width = Math.min(out.isTTY && out.columns ? out.columns : 80, 200)
+  const all = opts.footer ? [...rows, opts.footer] : rows
+  const natural = head.map((h, i) => Math.max(h.length, ...all.map((r) => (r[i] ?? '').length)) + 2)
+  const rest = natural.slice(1).reduce((a, b) => a + b, 0) + head.length + 1
+  const first = Math.max(8, Math.min(natural[0], width - rest))
+  const colWidths = [first, ...natural.slice(1)]
+  const t = new Table({
+    head: head.map((h) => paint(out, 'bold', h)),
+    colWidths,
+    colAligns: opts.align ?? head.map((_, i) => (i === 0 ? 'left' : 'right')),
+    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 },
+    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
+    wordWrap: false,
+  })
+  for (const r of rows) t.push([cut(r[0], first - 2), ...r.slice(1)])
+  if (opts.footer) t.push([paint(out, 'bold', cut(opts.footer[0], first - 2)), ...opts.footer.slice(1).map((c) => paint(out, 'bold', c))])
+  return t.toString() + '\n'
+}
+
+/** RFC 4180 CSV (CRLF line ends, fields quoted when needed). */
+export function csv(head: string[], rows: (string | number | boolean | null)[][]): string {
+  const f = (v: string | number | boolean | null) => {
+    const s = v === null ? '' : String(v)
+    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
+  }
+  return [head, ...rows].map((r) => r.map(f).join(',')).join('\r\n') + '\r\n'
+}

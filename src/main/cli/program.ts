@@ -1,0 +1,51 @@
+import { Command, CommanderError } from 'commander'
+import { version } from '../../../package.json'
+import { COMMANDS } from './commands'
+import { CliError, EXIT, type CliContext } from './context'
+
+/**
+ * Runs one `burnrate <command>` and returns its exit code (see EXIT): the commands are
+ * registered from ./commands, each one file.
+ */
+export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL } = {}): Promise<number> {
+  const ctx: CliContext = {
+    ledgerWorker: opts.ledgerWorker,
+    stdout: process.stdout,
+    stderr: process.stderr,
+    env: process.env,
+  }
+  // A reader that stops early (`| head`) is not an error.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok)
+  })
+  const width = Math.min(80, process.stdout.columns || 80)
+  const program = new Command('burnrate')
+    .description('Meters every AI agent call: a local proxy, its ledger, reports and budgets.')
+    .version(version, '-V, --version')
+    .exitOverride()
+    .configureHelp({ helpWidth: width, showGlobalOptions: false })
+    .configureOutput({
+      writeOut: (s) => ctx.stdout.write(s),
+      writeErr: (s) => ctx.stderr.write(s),
+      outputError: (s, write) => write(`burnrate: ${s.replace(/^error: /, '')}`),
+    })
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `\nExit codes: 0 done, 1 failed (the message says why), 2 bad usage.\nWith no command, or only server flags, burnrate serves.`)
+  for (const register of COMMANDS) register(program, ctx)
+
+  try {
+    await program.parseAsync([...args], { from: 'user' })
+    return EXIT.ok
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok
+      return EXIT.usage
+    }
+    if (err instanceof CliError) {
+      ctx.stderr.write(`burnrate: ${err.message}\n`)
+      return err.exitCode
+    }
+    ctx.stderr.write(`burnrate: ${(err as Error)?.message ?? String(err)}\n`)
+    return EXIT.failed
+  }
+}

@@ -1,0 +1,16 @@
+import { describe, expect, it } from 'vitest'
+import { servesDirectly } from './serve-args'
+
+describe('which command lines serve without loading the program', () => {
+  it('no arguments, or only the server flags, serve as before', () => {
+    expect(servesDirectly([])).toEqual([])
+    expect(servesDirectly(['--port', '0', '--data-dir', 'd'])).toEqual(['--port', '0', '--data-dir', 'd'])
+    expect(servesDirectly(['serve', '--port', '0'])).toEqual(['--port', '0'])
+  })
+  it('help, version and every other command go to the program', () => {
+    expect(servesDirectly(['--help'])).toBeNull()
+    expect(servesDirectly(['-V'])).toBeNull()
+    expect(servesDirectly(['serve', '--help'])).toBeNull()
+    expect(servesDirectly(['report', 'daily'])).toBeNull()
+  })
+})

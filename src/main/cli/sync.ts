@@ -1,0 +1,24 @@
+import type Database from 'better-sqlite3'
+import type { Config } from '../config/schema'
+import type { ImportStats } from '../import/importer'
+import { LOG_AGENTS } from '../import/types'
+import type { CliContext } from './context'
+
+/**
+ * Brings the ledger up to date with every agent's standard log folder before a local report:
+ * history from before Burnrate, and calls that bypassed it. Quick when nothing changed
+ * (unchanged files are not read). Says on stderr what it added.
+ */
+export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext): Promise<ImportStats[]> {
+  const { importLogs } = await import('../import/importer')
+  const { Pricer } = await import('../pricing/price')
+  const pricer = new Pricer(config.pricing.overrides)
+  const out: ImportStats[] = []
+  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env }))
+  const added = out.reduce((n, s) => n + s.imported, 0)
+  if (added > 0) {
+    const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')
+    ctx.stderr.write(`burnrate: imported ${added} calls from the agents' logs (${from})\n`)
+  }
+  return out
+}

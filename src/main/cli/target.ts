@@ -1,0 +1,90 @@
+import { join } from 'node:path'
+import type { Command } from 'commander'
+import type Database from 'better-sqlite3'
+import { ConfigError, loadConfig } from '../config/load'
+import { DB_FILE } from '../config/paths'
+import type { Config } from '../config/schema'
+import { CliError, EXIT, type CliContext } from './context'
+
+/** Options every command that reads spend takes. */
+export interface TargetOptions {
+  config?: string
+  dataDir?: string
+  url?: string
+  token?: string
+  local?: boolean
+}
+
+export function withTarget(cmd: Command): Command {
+  return cmd
+    .option('--config <file>', 'config file (default: <data dir>/config.yaml)')
+    .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)')
+    .option('--url <url>', 'a running Burnrate (default: the config\'s server.host and port)')
+    .option('--token <token>', 'its dashboard token (default: BURNRATE_TOKEN, else dashboard.token)')
+    .option('--local', 'read the ledger file even when a server is running')
+}
+
+/** Where the numbers come from: a running server over HTTP, or the ledger file itself. */
+export type Target =
+  | { kind: 'http'; config: Config; url: string; get: (path: string) => Promise<Response> }
+  | { kind: 'local'; config: Config; open: () => Database.Database }
+
+export function configOf(o: TargetOptions): Config {
+  try {
+    return loadConfig({ config: o.config, dataDir: o.dataDir })
+  } catch (err) {
+    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.failed)
+    throw err
+  }
+}
+
+/** Finds a running Burnrate (GET /api/health within a second), else the ledger file. */
+export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
+  const config = configOf(o)
+  const local: Target = { kind: 'local', config, open: () => openLedger(config) }
+  if (o.local) return local
+  const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host
+  const url = (o.url ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.server.port}`).replace(/\/+$/, '')
+  const token = o.token ?? (ctx.env.BURNRATE_TOKEN || config.dashboard.token)
+  const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
+  const get = (path: string) => fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
+  try {
+    const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(1000) })
+    const body = (await r.json()) as { status?: string }
+    if (r.ok && typeof body.status === 'string') return { kind: 'http', config, url, get }
+  } catch {
+    if (o.url) throw new CliError(`no Burnrate answers at ${url}`)
+  }
+  return local
+}
+
+/** Reads a JSON answer of the server, or fails with what it said. */
+export async function getJson<T>(t: Extract<Target, { kind: 'http' }>, path: string): Promise<T | null> {
+  const r = await t.get(path)
+  if (r.status === 404) return null
+  const body = (await r.json().catch(() => null)) as any
+  if (r.status === 401) throw new CliError(`${t.url} refused the dashboard token; pass --token or set BURNRATE_TOKEN`)
+  if (!r.ok) throw new CliError(`${t.url}${path.split('?')[0]}: ${body?.error?.message ?? `HTTP ${r.status}`}`)
+  return body as T
+}
+
+async function load() {
+  return (await import('../ledger/db')).openDatabase
+}
+let opener: ((file: string) => Database.Database) | null = null
+/** Call once before `open()` (keeps the SQLite module out of start-up until needed). */
+export async function prepareLocal(): Promise<void> {
+  opener ??= await load()
+}
+
+function openLedger(config: Config): Database.Database {
+  const file = join(config.data_dir, DB_FILE)
+  if (!opener) throw new Error('prepareLocal() first')
+  try {
+    const db = opener(file)
+    db.pragma('busy_timeout = 5000')
+    return db
+  } catch (err) {
+    throw new CliError(`cannot open the ledger ${file}: ${(err as Error).message.split('\n')[0]}`)
+  }
+}

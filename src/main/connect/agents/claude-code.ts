@@ -1,0 +1,18 @@
+import { join } from 'node:path'
+import { jsonFormat } from '../formats/json'
+import { anyExists, onPath } from '../paths'
+import type { AgentConnector, ConnectContext } from '../types'
+
+function configDir(ctx: ConnectContext): string {
+  return ctx.env.CLAUDE_CONFIG_DIR || join(ctx.home, '.claude')
+}
+
+/** Claude Code: `env.ANTHROPIC_BASE_URL` in its user settings (`~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`). */
+export const claudeCode: AgentConnector = {
+  id: 'claude-code',
+  name: 'Claude Code',
+  recordedAs: ['claude-code'],
+  installed: (ctx) => anyExists(configDir(ctx)) || onPath(ctx, 'claude'),
+  files: (ctx, url) => [{ path: join(configDir(ctx), 'settings.json'), format: jsonFormat, settings: [{ key: ['env', 'ANTHROPIC_BASE_URL'], value: url }] }],
+  note: 'Applies to Claude Code sessions started from now on.',
+}

@@ -1,0 +1,22 @@
+import { join } from 'node:path'
+import { tomlFormat } from '../formats/toml'
+import { anyExists, onPath } from '../paths'
+import type { AgentConnector, ConnectContext } from '../types'
+
+function codexHome(ctx: ConnectContext): string {
+  return ctx.env.CODEX_HOME || join(ctx.home, '.codex')
+}
+
+/**
+ * Codex CLI: `openai_base_url` at the top of `config.toml` (in `$CODEX_HOME`, else `~/.codex`).
+ * Codex 0.169 ignores the OPENAI_BASE_URL environment variable; this key moves its built-in
+ * OpenAI provider, so the user's login and their other providers and profiles stay as they are.
+ */
+export const codex: AgentConnector = {
+  id: 'codex',
+  name: 'Codex CLI',
+  recordedAs: ['codex'],
+  installed: (ctx) => anyExists(codexHome(ctx)) || onPath(ctx, 'codex'),
+  files: (ctx, url) => [{ path: join(codexHome(ctx), 'config.toml'), format: tomlFormat, settings: [{ key: ['openai_base_url'], value: `${url}/v1` }] }],
+  note: 'Applies to Codex sessions started from now on, with the built-in OpenAI provider.',
+}

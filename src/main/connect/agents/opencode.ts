@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
+import { jsonFormat } from '../formats/json'
+import { anyExists, onPath, xdgConfig } from '../paths'
+import type { AgentConnector, ConnectContext } from '../types'
+
+/** opencode's global config: the first of opencode.jsonc, opencode.json, config.json that exists, else opencode.json. */
+function configFile(ctx: ConnectContext): string {
+  const dir = join(xdgConfig(ctx), 'opencode')
+  for (const name of ['opencode.jsonc', 'opencode.json', 'config.json']) {
+    if (existsSync(join(dir, name))) return join(dir, name)
+  }
+  return join(dir, 'opencode.json')
+}
+
+/**
+ * opencode: `provider.anthropic.options.baseURL` = `<Burnrate>/v1` in its global config, the
+ * setting the real-agents suite runs (its OpenAI provider is not covered there, so it is left alone).
+ */
+export const opencode: AgentConnector = {
+  id: 'opencode',
+  name: 'opencode',
+  recordedAs: ['opencode'],
+  installed: (ctx) => anyExists(join(xdgConfig(ctx), 'opencode'), join(ctx.home, '.opencode')) || onPath(ctx, 'opencode'),
+  files: (ctx, url) => [
+    {
+      path: configFile(ctx),
+      format: jsonFormat,
+      settings: [{ key: ['provider', 'anthropic', 'options', 'baseURL'], value: `${url}/v1` }],
+    },
+  ],
+  note: 'Applies to opencode sessions started from now on, for its Anthropic provider (a project opencode.json can override it).',
+}

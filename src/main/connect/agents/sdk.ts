@@ -1,0 +1,39 @@
+import { basename, join } from 'node:path'
+import { shellBlockFormat } from '../formats/shell-block'
+import { xdgConfig } from '../paths'
+import type { AgentConnector, ConnectContext } from '../types'
+
+/** The profile of the user's login shell (`$SHELL`): zsh, bash, fish, else ~/.profile. */
+export function shellProfile(ctx: ConnectContext): { path: string; syntax: 'posix' | 'fish' } {
+  const shell = basename(ctx.env.SHELL ?? '')
+  if (shell === 'zsh') return { path: join(ctx.env.ZDOTDIR || ctx.home, '.zshrc'), syntax: 'posix' }
+  if (shell === 'bash') return { path: join(ctx.home, ctx.platform === 'darwin' ? '.bash_profile' : '.bashrc'), syntax: 'posix' }
+  if (shell === 'fish') return { path: join(xdgConfig(ctx), 'fish', 'conf.d', 'burnrate.fish'), syntax: 'fish' }
+  return { path: join(ctx.home, '.profile'), syntax: 'posix' }
+}
+
+/**
+ * Scripts on the OpenAI and Anthropic SDKs (and any tool built on them that reads the standard
+ * variables): OPENAI_BASE_URL and ANTHROPIC_BASE_URL in a marked block of the shell profile.
+ */
+export const sdk: AgentConnector = {
+  id: 'sdk',
+  name: 'SDK scripts (shell profile)',
+  recordedAs: ['openai-sdk', 'anthropic-sdk'],
+  installed: (ctx) => ctx.platform !== 'win32',
+  files(ctx, url) {
+    const { path, syntax } = shellProfile(ctx)
+    return [
+      {
+        path,
+        format: shellBlockFormat(syntax),
+        settings: [
+          { key: ['OPENAI_BASE_URL'], value: `${url}/v1` },
+          { key: ['ANTHROPIC_BASE_URL'], value: url },
+        ],
+      },
+    ]
+  },
+  note: 'Applies to terminals opened from now on; scripts started elsewhere (cron, IDEs) need the variables set there.',
+  unsupported: (ctx) => (ctx.platform === 'win32' ? 'On Windows, set OPENAI_BASE_URL and ANTHROPIC_BASE_URL in System Properties → Environment Variables.' : null),
+}

@@ -1,0 +1,376 @@
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { parse as parseToml } from '@decimalturn/toml-patch'
+import * as jsonc from 'jsonc-parser'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { AgentConnections, ConnectError } from './connections'
+import { BLOCK_BEGIN } from './formats/shell-block'
+
+const URL_A = 'http://127.0.0.1:8787'
+const URL_B = 'http://127.0.0.1:8799'
+
+let home: string
+let dataDir: string
+
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), 'burnrate-home-'))
+  dataDir = join(home, 'burnrate-data')
+})
+afterEach(() => {
+  rmSync(home, { recursive: true, force: true })
+})
+
+function connections(env: NodeJS.ProcessEnv = {}): AgentConnections {
+  return new AgentConnections({ home, env: { PATH: '', SHELL: '/bin/zsh', ...env }, platform: 'linux', dataDir })
+}
+
+function put(rel: string, text: string): string {
+  const path = join(home, rel)
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, text)
+  return path
+}
+const read = (rel: string) => readFileSync(join(home, rel), 'utf8')
+
+const CLAUDE = `{
+    // my settings
+    "model": "opus",
+    "env": {
+        "ANTHROPIC_API_KEY": "sk-ant-keep-me",
+        "DISABLE_TELEMETRY": "1"
+    },
+    "permissions": { "allow": ["Bash(npm test)"] }
+}
+`
+
+const CODEX = `# Codex config, tuned by hand
+model = "gpt-5-codex"   # the default model
+approval_policy = "on-request"
+
+[model_providers.azure]
+name = "Azure"
+base_url = "https://me.openai.azure.com/openai"  # my deployment
+env_key = "AZURE_OPENAI_API_KEY"
+wire_api = "responses"
+
+[profiles.fast]
+model = "o4-mini"
+`
+
+const GEMINI_ENV = `# gemini
+GEMINI_API_KEY=AIza-keep-me
+export GEMINI_MODEL=gemini-2.5-pro
+`
+
+const OPENCODE = `{
+  "$schema": "https://opencode.ai/config.json",
+  // providers I use
+  "provider": {
+    "openrouter": { "options": { "apiKey": "{env:OPENROUTER_API_KEY}" } },
+    "anthropic": { "models": { "claude-sonnet-4-5": {} } }
+  },
+  "theme": "tokyonight",
+}
+`
+
+const ZSHRC = `# zsh
+export PATH="$HOME/bin:$PATH"
+export OPENAI_BASE_URL=https://gateway.corp/v1
+alias ll='ls -l'
+`
+
+interface Case {
+  agent: string
+  file: string
+  original: string
+  /** The settings Burnrate must have written, read back with a real parser. */
+  check(text: string, url: string): void
+  /** Someone else's edit to the file while connected. */
+  userEdit(text: string): string
+  /** The user's edit survives disconnect. */
+  keptEdit: string
+}
+
+const CASES: Case[] = [
+  {
+    agent: 'claude-code',
+    file: '.claude/settings.json',
+    original: CLAUDE,
+    check(text, url) {
+      const v = jsonc.parse(text)
+      expect(v.env).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-keep-me', DISABLE_TELEMETRY: '1', ANTHROPIC_BASE_URL: url })
+      expect(v.model).toBe('opus')
+      expect(text).toContain('// my settings')
+    },
+    userEdit: (t) => t.replace('"model": "opus"', '"model": "sonnet"'),
+    keptEdit: '"model": "sonnet"',
+  },
+  {
+    agent: 'codex',
+    file: '.codex/config.toml',
+    original: CODEX,
+    check(text, url) {
+      const v = parseToml(text)
+      expect(v.openai_base_url).toBe(`${url}/v1`)
+      expect(v.model_providers.azure.base_url).toBe('https://me.openai.azure.com/openai')
+      expect(v.model_provider).toBeUndefined()
+      expect(text).toContain('# my deployment')
+    },
+    userEdit: (t) => t.replace('approval_policy = "on-request"', 'approval_policy = "never"'),
+    keptEdit: 'approval_policy = "never"',
+  },
+  {
+    agent: 'gemini-cli',
+    file: '.gemini/.env',
+    original: GEMINI_ENV,
+    check(text, url) {
+      expect(text).toContain(`GOOGLE_GEMINI_BASE_URL=${url}\n`)
+      expect(text).toContain('GEMINI_API_KEY=AIza-keep-me')
+    },
+    userEdit: (t) => t + 'GEMINI_SANDBOX=false\n',
+    keptEdit: 'GEMINI_SANDBOX=false',
+  },
+  {
+    agent: 'opencode',
+    file: '.config/opencode/opencode.json',
+    original: OPENCODE,
+    check(text, url) {
+      const v = jsonc.parse(text)
+      expect(v.provider.anthropic).toEqual({ models: { 'claude-sonnet-4-5': {} }, options: { baseURL: `${url}/v1` } })
+      expect(v.provider.openai).toBeUndefined()
+      expect(v.provider.openrouter.options.apiKey).toBe('{env:OPENROUTER_API_KEY}')
+      expect(text).toContain('// providers I use')
+    },
+    userEdit: (t) => t.replace('"tokyonight"', '"nord"'),
+    keptEdit: '"theme": "nord"',
+  },
+  {
+    agent: 'sdk',
+    file: '.zshrc',
+    original: ZSHRC,
+    check(text, url) {
+      expect(text.startsWith(ZSHRC)).toBe(true)
+      expect(text).toContain(`${BLOCK_BEGIN}\n`)
+      expect(text).toContain(`export OPENAI_BASE_URL=${url}/v1\nexport ANTHROPIC_BASE_URL=${url}\n`)
+    },
+    userEdit: (t) => t.replace("alias ll='ls -l'", "alias ll='ls -la'"),
+    keptEdit: "alias ll='ls -la'",
+  },
+]
+
+describe.each(CASES)('$agent', (c) => {
+  it('connects with only its own settings changed, and disconnect restores the file byte for byte', () => {
+    put(c.file, c.original)
+    const conn = connections()
+    const plan = conn.planConnect(c.agent, URL_A)
+    expect(plan.noop).toBe(false)
+    expect(plan.changes).toHaveLength(1)
+    expect(plan.changes[0].file).toBe(`~/${c.file}`)
+    expect(plan.changes[0].diff).toMatch(/^\+.*127\.0\.0\.1:8787/m)
+    expect(read(c.file)).toBe(c.original) // a plan writes nothing
+
+    conn.connect(c.agent, URL_A, { planId: plan.id })
+    c.check(read(c.file), URL_A)
+    const status = conn.list().find((s) => s.agent === c.agent)!
+    expect(status).toMatchObject({ connected: true, url: URL_A, changed_since: false, error: null })
+    expect(status.settings.every((s) => s.value?.startsWith(URL_A))).toBe(true)
+
+    conn.disconnect(c.agent)
+    expect(read(c.file)).toBe(c.original)
+    expect(conn.list().find((s) => s.agent === c.agent)!.connected).toBe(false)
+    // The backup is gone once restored: copies of config files (which may hold keys) do not pile up.
+    expect(readdirSync(join(dataDir, 'agent-backups', c.agent))).toEqual([])
+  })
+
+  it('connecting twice changes nothing the second time and still restores the original', () => {
+    put(c.file, c.original)
+    const conn = connections()
+    conn.connect(c.agent, URL_A)
+    const once = read(c.file)
+    const again = conn.planConnect(c.agent, URL_A)
+    expect(again.noop).toBe(true)
+    conn.connect(c.agent, URL_A)
+    expect(read(c.file)).toBe(once)
+    conn.disconnect(c.agent)
+    expect(read(c.file)).toBe(c.original)
+  })
+
+  it("keeps the user's edits made while connected and removes only Burnrate's settings", () => {
+    put(c.file, c.original)
+    const conn = connections()
+    conn.connect(c.agent, URL_A)
+    writeFileSync(join(home, c.file), c.userEdit(read(c.file)))
+    conn.disconnect(c.agent)
+    const after = read(c.file)
+    expect(after).toBe(c.userEdit(c.original))
+    expect(after).toContain(c.keptEdit)
+  })
+
+  it('refuses a read-only file and writes nothing', () => {
+    const path = put(c.file, c.original)
+    chmodSync(path, 0o444)
+    const conn = connections()
+    expect(() => conn.connect(c.agent, URL_A)).toThrow(expect.objectContaining({ code: 'read_only', message: expect.stringContaining('is read-only') }))
+    expect(read(c.file)).toBe(c.original)
+    expect(conn.connected()).toEqual([])
+    expect(existsSync(join(dataDir, 'agent-connections.json'))).toBe(false)
+  })
+
+  it('creates the file when there is none and removes it again on disconnect', () => {
+    const conn = connections()
+    conn.connect(c.agent, URL_A)
+    expect(conn.list().find((s) => s.agent === c.agent)!.settings.every((s) => s.value?.startsWith(URL_A))).toBe(true)
+    conn.disconnect(c.agent)
+    expect(existsSync(join(home, c.file))).toBe(false)
+  })
+
+  it('re-points to a new address and disconnect still restores the very first state', () => {
+    put(c.file, c.original)
+    const conn = connections()
+    conn.connect(c.agent, URL_A)
+    const moved = conn.repointAll(URL_B)
+    expect(moved.map((m) => m.agent)).toEqual([c.agent])
+    c.check(read(c.file), URL_B)
+    expect(conn.connected()).toEqual([{ agent: c.agent, url: URL_B }])
+    conn.disconnect(c.agent)
+    expect(read(c.file)).toBe(c.original)
+  })
+})
+
+describe('files that do not parse', () => {
+  it.each([
+    ['claude-code', '.claude/settings.json', '{ "env": { "A": 1, }\n  "model": \n'],
+    ['codex', '.codex/config.toml', 'model = "gpt-5"\n[profiles\n'],
+    ['gemini-cli', '.gemini/.env', 'GEMINI_API_KEY=x\nthis is not an assignment\n'],
+    ['opencode', '.config/opencode/opencode.json', '[1, 2]\n'],
+  ])('%s: a clear error naming the file, nothing written', (agent, file, text) => {
+    put(file, text)
+    const conn = connections()
+    let error: unknown
+    try {
+      conn.connect(agent, URL_A)
+    } catch (err) {
+      error = err
+    }
+    expect(error).toBeInstanceOf(ConnectError)
+    expect(error).toMatchObject({ code: 'malformed', message: expect.stringContaining(`~/${file} is not`) })
+    expect((error as Error).message).toContain('Burnrate wrote nothing')
+    expect(read(file)).toBe(text)
+    expect(conn.list().find((s) => s.agent === agent)!.error).toContain(`~/${file}`)
+  })
+})
+
+describe('agent connections', () => {
+  it('leaves a setting the user changed by hand since connecting, and says so', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace(URL_A, 'https://my-gateway.example'))
+    expect(conn.list().find((s) => s.agent === 'claude-code')!.changed_since).toBe(true)
+    const plan = conn.planDisconnect('claude-code')
+    expect(plan.notes.join(' ')).toMatch(/env\.ANTHROPIC_BASE_URL was changed since Burnrate set it \(now https:\/\/my-gateway\.example\); left as it is/)
+    conn.disconnect('claude-code')
+    expect(jsonc.parse(read('.claude/settings.json')).env.ANTHROPIC_BASE_URL).toBe('https://my-gateway.example')
+    expect(conn.connected()).toEqual([])
+  })
+
+  it('puts back a value the user had before (Codex pointing at another gateway)', () => {
+    const text = CODEX.replace('approval_policy', 'openai_base_url = "https://gateway.corp/v1"\napproval_policy')
+    put('.codex/config.toml', text)
+    const conn = connections()
+    const plan = conn.planConnect('codex', URL_A)
+    expect(plan.changes[0].settings).toEqual([{ key: 'openai_base_url', from: 'https://gateway.corp/v1', to: `${URL_A}/v1` }])
+    conn.connect('codex', URL_A)
+    // Changed by the user elsewhere in the file, so the key-by-key restore runs.
+    writeFileSync(join(home, '.codex/config.toml'), read('.codex/config.toml') + '\n[profiles.slow]\nmodel = "o3"\n')
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(text + '\n[profiles.slow]\nmodel = "o3"\n')
+  })
+
+  it('removes the objects it created when they are left empty, keeps them when the user added to them', () => {
+    put('.claude/settings.json', '{\n  "model": "opus"\n}\n')
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    expect(read('.claude/settings.json')).toBe(`{\n  "model": "opus",\n  "env": {\n    "ANTHROPIC_BASE_URL": "${URL_A}"\n  }\n}\n`)
+    writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace('"opus"', '"haiku"'))
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe('{\n  "model": "haiku"\n}\n')
+  })
+
+  it('refuses to apply a plan whose files changed after it was shown', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    const plan = conn.planConnect('claude-code', URL_A)
+    writeFileSync(join(home, '.claude/settings.json'), CLAUDE.replace('opus', 'sonnet'))
+    expect(() => conn.connect('claude-code', URL_A, { planId: plan.id })).toThrow(expect.objectContaining({ code: 'conflict' }))
+    expect(read('.claude/settings.json')).toBe(CLAUDE.replace('opus', 'sonnet'))
+  })
+
+  it('follows CODEX_HOME, CLAUDE_CONFIG_DIR and XDG_CONFIG_HOME', () => {
+    const conn = connections({ CODEX_HOME: join(home, 'codex-home'), CLAUDE_CONFIG_DIR: join(home, 'claude-dir'), XDG_CONFIG_HOME: join(home, 'xdg') })
+    conn.connect('codex', URL_A)
+    conn.connect('claude-code', URL_A)
+    conn.connect('opencode', URL_A)
+    expect(existsSync(join(home, 'codex-home/config.toml'))).toBe(true)
+    expect(existsSync(join(home, 'claude-dir/settings.json'))).toBe(true)
+    expect(existsSync(join(home, 'xdg/opencode/opencode.json'))).toBe(true)
+  })
+
+  it('edits the real file behind a symlinked profile and keeps its mode', () => {
+    const real = put('dotfiles/zshrc', ZSHRC)
+    chmodSync(real, 0o600)
+    symlinkSync(real, join(home, '.zshrc'))
+    const conn = connections()
+    conn.connect('sdk', URL_A)
+    expect(statSync(join(home, '.zshrc'), { throwIfNoEntry: true }).isFile()).toBe(true)
+    expect(read('dotfiles/zshrc')).toContain(BLOCK_BEGIN)
+    expect(statSync(real).mode & 0o777).toBe(0o600)
+    conn.disconnect('sdk')
+    expect(read('dotfiles/zshrc')).toBe(ZSHRC)
+  })
+
+  it('picks the profile of the login shell, and fish gets its own conf.d file', () => {
+    connections({ SHELL: '/usr/bin/bash' }).connect('sdk', URL_A)
+    expect(read('.bashrc')).toContain(`export ANTHROPIC_BASE_URL=${URL_A}`)
+    connections({ SHELL: '/usr/bin/bash' }).disconnect('sdk')
+    connections({ SHELL: '/usr/bin/fish' }).connect('sdk', URL_A)
+    expect(read('.config/fish/conf.d/burnrate.fish')).toContain(`set -gx OPENAI_BASE_URL ${URL_A}/v1`)
+  })
+
+  it('keeps its records and backups private to the user', () => {
+    put('.claude/settings.json', CLAUDE)
+    connections().connect('claude-code', URL_A)
+    expect(statSync(join(dataDir, 'agent-connections.json')).mode & 0o777).toBe(0o600)
+    const [backup] = readdirSync(join(dataDir, 'agent-backups', 'claude-code'))
+    expect(statSync(join(dataDir, 'agent-backups', 'claude-code', backup)).mode & 0o777).toBe(0o600)
+    expect(readFileSync(join(dataDir, 'agent-backups', 'claude-code', backup), 'utf8')).toBe(CLAUDE)
+  })
+
+  it('disconnects every agent at once', () => {
+    put('.claude/settings.json', CLAUDE)
+    put('.codex/config.toml', CODEX)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    conn.connect('codex', URL_A)
+    expect(conn.disconnectAll().map((r) => [r.agent, r.error])).toEqual([
+      ['claude-code', undefined],
+      ['codex', undefined],
+    ])
+    expect(read('.claude/settings.json')).toBe(CLAUDE)
+    expect(read('.codex/config.toml')).toBe(CODEX)
+  })
+
+  it('says which agents look installed', () => {
+    mkdirSync(join(home, '.codex'))
+    const bin = join(home, 'bin')
+    mkdirSync(bin)
+    writeFileSync(join(bin, 'claude'), '#!/bin/sh\n', { mode: 0o755 })
+    const list = connections({ PATH: bin }).list()
+    expect(Object.fromEntries(list.map((s) => [s.agent, s.installed]))).toMatchObject({ 'claude-code': true, codex: true, 'gemini-cli': false, opencode: false })
+  })
+
+  it('rejects an unknown agent', () => {
+    expect(() => connections().planConnect('vim', URL_A)).toThrow(expect.objectContaining({ code: 'unknown_agent' }))
+  })
+})

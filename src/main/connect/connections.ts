@@ -1,0 +1,387 @@
+import { createHash } from 'node:crypto'
+import { isDeepStrictEqual } from 'node:util'
+import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
+import type { AgentConnection, ConnectPlan, PlannedFileChange } from '../../shared/connect'
+import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
+import { checkWritable, readText, removeFile, writeFileKeepingMode } from './files'
+import { tildify } from './paths'
+import { CONNECTORS } from './registry'
+import { type ConnectionRecord, type FileRecord, StateStore } from './state'
+import type { AgentConnector, AgentFile, ConnectContext } from './types'
+
+export type ConnectErrorCode = 'unknown_agent' | 'unsupported' | 'malformed' | 'unreadable' | 'read_only' | 'conflict'
+
+/** A connect or disconnect that cannot go ahead; nothing was written. */
+export class ConnectError extends Error {
+  override name = 'ConnectError'
+  constructor(
+    readonly code: ConnectErrorCode,
+    message: string,
+    readonly file: string | null = null,
+  ) {
+    super(message)
+  }
+}
+
+export interface ConnectionsOptions extends ConnectContext {
+  /** Burnrate's data folder: the connection records and the backups go there. */
+  dataDir: string
+  connectors?: readonly AgentConnector[]
+  now?: () => Date
+}
+
+const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
+const dotted = (k: KeyPath) => k.join('.')
+const asText = (v: unknown): string | null => (v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v))
+
+/** What one planned file write is, with what the state record needs to know about it. */
+interface FileWork {
+  file: AgentFile
+  before: string | null
+  /** null: remove the file. */
+  after: string | null
+  record: FileRecord | null
+  settings: PlannedFileChange['settings']
+}
+
+interface Work {
+  plan: ConnectPlan
+  files: FileWork[]
+}
+
+/**
+ * Connects agents to Burnrate by editing their own config files, and disconnects them by putting
+ * back precisely what was there: the whole file from the backup when nobody touched it since, else
+ * only the keys Burnrate owns (a value changed by hand since is left alone, and said so). Every
+ * write is planned first (a diff the person sees), checked (read-only and malformed files are
+ * refused before anything is written), and atomic. Plain Node: the app, the CLI and the admin API
+ * all use it.
+ */
+export class AgentConnections {
+  private readonly ctx: ConnectContext
+  private readonly connectors: readonly AgentConnector[]
+  private readonly state: StateStore
+  private readonly now: () => Date
+
+  constructor(opts: ConnectionsOptions) {
+    this.ctx = { home: opts.home, env: opts.env, platform: opts.platform }
+    this.connectors = opts.connectors ?? CONNECTORS
+    this.state = new StateStore(opts.dataDir)
+    this.now = opts.now ?? (() => new Date())
+  }
+
+  connector(id: string): AgentConnector {
+    const c = this.connectors.find((x) => x.id === id)
+    if (!c) throw new ConnectError('unknown_agent', `Unknown agent "${id}"; one of: ${this.connectors.map((x) => x.id).join(', ')}.`)
+    return c
+  }
+
+  /** Every agent, installed or not, with its current settings and whether Burnrate connected it. */
+  list(): Omit<AgentConnection, 'last_call_at' | 'last_import_at'>[] {
+    const records = this.state.read()
+    return this.connectors.map((c) => {
+      const record = records[c.id] ?? null
+      const settings: AgentConnection['settings'] = []
+      let error: string | null = null
+      let changed = false
+      for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787')) {
+        let doc: ConfigDoc | null = null
+        try {
+          doc = this.open(f, readText(f.path) ?? '')
+        } catch (err) {
+          error ??= (err as Error).message
+        }
+        const fileRecord = record?.files.find((r) => r.path === f.path)
+        for (const s of f.settings) {
+          const value = doc ? doc.get(s.key) : undefined
+          settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: asText(value) })
+          const owned = fileRecord?.keys.find((k) => dotted(k.key) === dotted(s.key))
+          if (doc && owned && !isDeepStrictEqual(value, owned.wrote)) changed = true
+        }
+      }
+      return {
+        agent: c.id,
+        name: c.name,
+        installed: c.installed(this.ctx),
+        unsupported: c.unsupported?.(this.ctx) ?? null,
+        connected: record !== null,
+        url: record?.url ?? null,
+        changed_since: changed,
+        settings,
+        error,
+        note: c.note,
+      }
+    })
+  }
+
+  /** The agents Burnrate connected, and to which address. */
+  connected(): { agent: string; url: string }[] {
+    return Object.values(this.state.read()).map((r) => ({ agent: r.agent, url: r.url }))
+  }
+
+  /** What connecting `agent` to the Burnrate at `url` would write. Writes nothing. */
+  planConnect(agent: string, url: string): ConnectPlan {
+    return this.workConnect(this.connector(agent), normaliseUrl(url)).plan
+  }
+
+  /** What disconnecting `agent` would write. Writes nothing. */
+  planDisconnect(agent: string): ConnectPlan {
+    return this.workDisconnect(this.connector(agent)).plan
+  }
+
+  /**
+   * Points `agent` at the Burnrate at `url`. With `planId`, refuses (conflict) when the files
+   * changed since that plan was shown, so what is written is what the person saw.
+   */
+  connect(agent: string, url: string, opts: { planId?: string } = {}): ConnectPlan {
+    const c = this.connector(agent)
+    const u = normaliseUrl(url)
+    const work = this.workConnect(c, u)
+    this.checkPlan(work, opts.planId)
+    const records = this.state.read()
+    const previous = records[c.id] ?? null
+    if (work.plan.noop && previous?.url === u) return work.plan
+    this.write(c, work)
+    records[c.id] = {
+      agent: c.id,
+      url: u,
+      connected_at: previous?.connected_at ?? this.now().toISOString(),
+      files: work.files.map((w) => w.record!),
+    }
+    this.state.write(records)
+    return work.plan
+  }
+
+  /** Restores what `agent` had before Burnrate connected it. */
+  disconnect(agent: string, opts: { planId?: string } = {}): ConnectPlan {
+    const c = this.connector(agent)
+    const work = this.workDisconnect(c)
+    this.checkPlan(work, opts.planId)
+    const records = this.state.read()
+    const record = records[c.id]
+    if (!record) return work.plan
+    this.write(c, work)
+    delete records[c.id]
+    this.state.write(records)
+    for (const f of record.files) {
+      if (f.backup) this.state.dropBackup(f.backup)
+      if (f.written_copy) this.state.dropBackup(f.written_copy)
+    }
+    return work.plan
+  }
+
+  /** Disconnects every connected agent; one that cannot be restored does not stop the others. */
+  disconnectAll(): { agent: string; plan?: ConnectPlan; error?: ConnectError }[] {
+    return this.connected().map(({ agent }) => {
+      try {
+        return { agent, plan: this.disconnect(agent) }
+      } catch (err) {
+        if (err instanceof ConnectError) return { agent, error: err }
+        throw err
+      }
+    })
+  }
+
+  /** Re-points every connected agent that points elsewhere at `url` (the port changed). */
+  repointAll(url: string): { agent: string; plan?: ConnectPlan; error?: ConnectError }[] {
+    const u = normaliseUrl(url)
+    return this.connected()
+      .filter((r) => r.url !== u)
+      .map(({ agent }) => {
+        try {
+          return { agent, plan: this.connect(agent, u) }
+        } catch (err) {
+          if (err instanceof ConnectError) return { agent, error: err }
+          throw err
+        }
+      })
+  }
+
+  private open(f: AgentFile, text: string): ConfigDoc {
+    try {
+      return f.format.open(text)
+    } catch (err) {
+      if (err instanceof MalformedError) {
+        throw new ConnectError('malformed', `${tildify(this.ctx, f.path)} is ${err.message}; fix it first (Burnrate wrote nothing).`, f.path)
+      }
+      throw err
+    }
+  }
+
+  private read(path: string): string | null {
+    try {
+      return readText(path)
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException
+      throw new ConnectError('unreadable', `Cannot read ${tildify(this.ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
+    }
+  }
+
+  private workConnect(c: AgentConnector, url: string): Work {
+    const why = c.unsupported?.(this.ctx)
+    if (why) throw new ConnectError('unsupported', `${c.name} cannot be connected here: ${why}`)
+    const record = this.state.read()[c.id] ?? null
+    const files = c.files(this.ctx, url).map((f): FileWork => {
+      const before = this.read(f.path)
+      const doc = this.open(f, before ?? '')
+      const old = record?.files.find((r) => r.path === f.path) ?? null
+      const rec: FileRecord = old
+        ? { ...old, keys: old.keys.map((k) => ({ ...k })) }
+        : { path: f.path, existed: before !== null, backup: null, written_sha256: '', written_copy: null, keys: [] }
+      const settings: FileWork['settings'] = []
+      for (const s of f.settings) {
+        const current = doc.get(s.key)
+        let owned = rec.keys.find((k) => dotted(k.key) === dotted(s.key))
+        if (!owned) {
+          const created: string[][] = []
+          for (let i = 1; i < s.key.length; i++) if (doc.get(s.key.slice(0, i)) === undefined) created.push([...s.key.slice(0, i)])
+          owned = { key: [...s.key], had: current !== undefined, previous: current, wrote: s.value, created }
+          rec.keys.push(owned)
+        }
+        owned.wrote = s.value
+        if (current === s.value) continue
+        doc.set(s.key, s.value)
+        settings.push({ key: dotted(s.key), from: asText(current), to: s.value })
+      }
+      const after = doc.text()
+      rec.written_sha256 = sha256(after)
+      return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings }
+    })
+    return this.toWork(c, 'connect', url, files, [])
+  }
+
+  private workDisconnect(c: AgentConnector): Work {
+    const record = this.state.read()[c.id] ?? null
+    const notes: string[] = []
+    if (!record) {
+      notes.push(`${c.name} was not connected by Burnrate; nothing to restore.`)
+      return this.toWork(c, 'disconnect', null, [], notes)
+    }
+    const files: FileWork[] = []
+    for (const rec of record.files) {
+      const f = c.files(this.ctx, record.url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.files(this.ctx, record.url)[0].format, settings: [] }
+      const shown = tildify(this.ctx, rec.path)
+      const before = this.read(rec.path)
+      if (before === null) {
+        notes.push(`${shown} no longer exists; nothing to restore there.`)
+        continue
+      }
+      const backup = rec.backup ? this.state.readBackup(rec.backup) : null
+      const settings: FileWork['settings'] = []
+      let after: string | null
+      if (sha256(before) === rec.written_sha256 && (backup !== null || !rec.existed)) {
+        // Untouched since Burnrate wrote it: put back the file exactly as it was.
+        after = rec.existed ? backup : null
+        const doc = this.open(f, before)
+        for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
+      } else {
+        // Changed since: undo only Burnrate's own keys, where they still hold what it wrote.
+        const doc = this.open(f, before)
+        for (const k of rec.keys) {
+          const current = doc.get(k.key)
+          if (!isDeepStrictEqual(current, k.wrote)) {
+            notes.push(`${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.`)
+            continue
+          }
+          if (k.had) doc.set(k.key, k.previous)
+          else doc.delete(k.key)
+          for (const parent of [...k.created].reverse()) if (doc.isEmptyObject(parent)) doc.delete(parent)
+          settings.push({ key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null })
+        }
+        after = doc.text()
+        // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)
+        // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
+        // cleanly and mean exactly what the key-by-key undo means.
+        const written = rec.written_copy ? this.state.readBackup(rec.written_copy) : null
+        // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
+        for (const context of [3, 1, 0]) {
+          if (backup === null || written === null) break
+          const merged = applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))
+          if (merged === false) continue
+          try {
+            if (!isDeepStrictEqual(this.open(f, merged).value(), doc.value())) continue
+          } catch {
+            continue
+          }
+          after = merged
+          break
+        }
+      }
+      if (after === before) continue
+      files.push({ file: f, before, after, record: null, settings })
+    }
+    return this.toWork(c, 'disconnect', record.url, files, notes)
+  }
+
+  private toWork(c: AgentConnector, action: ConnectPlan['action'], url: string | null, all: FileWork[], notes: string[]): Work {
+    const changing = all.filter((w) => w.after !== w.before)
+    const id = sha256(JSON.stringify([c.id, action, url, all.map((w) => [w.file.path, w.before === null ? null : sha256(w.before)])]))
+    const plan: ConnectPlan = {
+      id,
+      agent: c.id,
+      action,
+      url,
+      noop: changing.length === 0,
+      changes: changing.map((w) => {
+        const name = tildify(this.ctx, w.file.path)
+        return {
+          file: name,
+          create: w.before === null,
+          remove: w.after === null,
+          diff: createTwoFilesPatch(name, name, w.before ?? '', w.after ?? '', w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', { context: 3 }),
+          settings: w.settings,
+        }
+      }),
+      notes,
+    }
+    return { plan, files: all }
+  }
+
+  private checkPlan(work: Work, planId: string | undefined): void {
+    if (planId !== undefined && planId !== work.plan.id) {
+      throw new ConnectError('conflict', 'The files changed since this plan was made; look at the new plan and confirm again (Burnrate wrote nothing).')
+    }
+  }
+
+  /** Checks every file first, then backs up and writes; a refused file means nothing was written. */
+  private write(c: AgentConnector, work: Work): void {
+    const changing = work.files.filter((w) => w.after !== w.before)
+    for (const w of changing) {
+      const problem = checkWritable(w.file.path)
+      if (problem) throw new ConnectError('read_only', `${tildify(this.ctx, w.file.path)} ${problem}; Burnrate wrote nothing.`, w.file.path)
+    }
+    for (const w of work.files) {
+      if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
+        w.record.backup = this.state.saveBackup(c.id, w.file.path, w.before, this.now())
+      }
+    }
+    for (const w of changing) {
+      try {
+        if (w.after === null) removeFile(w.file.path)
+        else writeFileKeepingMode(w.file.path, w.after)
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException
+        throw new ConnectError('read_only', `Cannot write ${tildify(this.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
+      }
+      if (w.record && w.after !== null) {
+        const old = w.record.written_copy
+        w.record.written_copy = this.state.saveBackup(c.id, `${w.file.path}.written`, w.after, this.now())
+        if (old && old !== w.record.written_copy) this.state.dropBackup(old)
+      }
+    }
+  }
+}
+
+/** `http://127.0.0.1:8787/` -> `http://127.0.0.1:8787`; only http(s) origins. */
+export function normaliseUrl(url: string): string {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    throw new ConnectError('unsupported', `"${url}" is not a URL such as http://127.0.0.1:8787.`)
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConnectError('unsupported', `"${url}" is not an http(s) address.`)
+  return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`
+}
+
+export type { ConnectionRecord }

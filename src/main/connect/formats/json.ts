@@ -1,0 +1,58 @@
+import * as jsonc from 'jsonc-parser'
+import { type ConfigDoc, type FileFormat, type KeyPath, MalformedError, eolOf, isPlainObject, walk } from './types'
+
+/** The indentation a JSON file already uses: tabs, or the first indented line's spaces (2 when none). */
+function indentOf(text: string): { insertSpaces: boolean; tabSize: number } {
+  const m = /^([ \t]+)\S/m.exec(text)
+  if (!m) return { insertSpaces: true, tabSize: 2 }
+  if (m[1].startsWith('\t')) return { insertSpaces: false, tabSize: 1 }
+  return { insertSpaces: true, tabSize: m[1].length }
+}
+
+function lineCol(text: string, offset: number): string {
+  const before = text.slice(0, offset)
+  const line = before.split('\n').length
+  const col = offset - before.lastIndexOf('\n')
+  return `line ${line}, column ${col}`
+}
+
+/**
+ * JSON and JSON with comments (Claude Code's settings.json, opencode.json[c], Gemini CLI's
+ * settings.json), edited with jsonc-parser's modify/applyEdits: only the edited property's text
+ * changes, in the file's own indentation and line endings.
+ */
+export const jsonFormat: FileFormat = {
+  open(original: string): ConfigDoc {
+    let text = original
+    const parse = (t: string) => {
+      const errors: jsonc.ParseError[] = []
+      const value = jsonc.parse(t, errors, { allowTrailingComma: true, disallowComments: false })
+      if (errors.length) {
+        const e = errors[0]
+        throw new MalformedError(`not valid JSON: ${jsonc.printParseErrorCode(e.error)} at ${lineCol(t, e.offset)}`)
+      }
+      return value as unknown
+    }
+    let value = text.trim() === '' ? {} : parse(text)
+    if (!isPlainObject(value)) throw new MalformedError('not a JSON object at the top level')
+    const options = (): jsonc.ModificationOptions => ({ formattingOptions: { ...indentOf(text), eol: eolOf(text) } })
+    const edit = (path: KeyPath, v: unknown) => {
+      if (text.trim() === '') text = '{}' + (original.endsWith('\n') || original === '' ? '\n' : '')
+      text = jsonc.applyEdits(text, jsonc.modify(text, [...path], v, options()))
+      value = parse(text)
+    }
+    return {
+      get: (path) => walk(value, path),
+      set: (path, v) => edit(path, v),
+      delete: (path) => {
+        if (walk(value, path) !== undefined) edit(path, undefined)
+      },
+      isEmptyObject: (path) => {
+        const v = walk(value, path)
+        return isPlainObject(v) && Object.keys(v).length === 0
+      },
+      value: () => value,
+      text: () => text,
+    }
+  },
+}

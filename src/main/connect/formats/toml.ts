@@ -1,0 +1,53 @@
+import { parse, patch } from '@decimalturn/toml-patch'
+import { type ConfigDoc, type FileFormat, MalformedError, isPlainObject, walk } from './types'
+
+/**
+ * TOML (Codex CLI's config.toml), edited with @decimalturn/toml-patch: the file is parsed to an
+ * object, the object is changed, and `patch` rewrites only what differs, keeping comments,
+ * whitespace, key order and the style of every table it does not touch.
+ */
+export const tomlFormat: FileFormat = {
+  open(original: string): ConfigDoc {
+    let text = original
+    const read = (t: string): Record<string, unknown> => {
+      try {
+        return parse(t) as Record<string, unknown>
+      } catch (err) {
+        throw new MalformedError(`not valid TOML: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
+      }
+    }
+    let value = read(text)
+    const apply = (change: (root: Record<string, unknown>) => void) => {
+      // A fresh parse is the object patch() compares against; changing it leaves `value` intact until the new text parses.
+      const next = read(text)
+      change(next)
+      text = patch(text, next)
+      value = read(text)
+    }
+    return {
+      get: (path) => walk(value, path),
+      set: (path, v) =>
+        apply((root) => {
+          let cur: Record<string, unknown> = root
+          for (const k of path.slice(0, -1)) {
+            if (!isPlainObject(cur[k])) cur[k] = {}
+            cur = cur[k] as Record<string, unknown>
+          }
+          cur[path[path.length - 1]] = v
+        }),
+      delete: (path) => {
+        if (walk(value, path) === undefined) return
+        apply((root) => {
+          const parent = walk(root, path.slice(0, -1))
+          if (isPlainObject(parent)) delete parent[path[path.length - 1]]
+        })
+      },
+      isEmptyObject: (path) => {
+        const v = walk(value, path)
+        return isPlainObject(v) && Object.keys(v).length === 0
+      },
+      value: () => value,
+      text: () => text,
+    }
+  },
+}

@@ -1,0 +1,85 @@
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs'
+import { basename, join } from 'node:path'
+import type { KeyPath } from './formats/types'
+
+/** A key Burnrate set, with what was there before. */
+export interface OwnedKey {
+  key: string[]
+  /** Whether the key existed before, and its value then. */
+  had: boolean
+  previous?: unknown
+  wrote: unknown
+  /** Parent objects Burnrate had to create for it (removed again when left empty). */
+  created: string[][]
+}
+
+export interface FileRecord {
+  path: string
+  existed: boolean
+  /** The backup of the file as it was before Burnrate first wrote it (a file in the backups folder). */
+  backup: string | null
+  /** SHA-256 of the text Burnrate wrote: equal on disconnect means nobody touched it since. */
+  written_sha256: string
+  /** A copy of the text Burnrate wrote (in the backups folder): the user's later edits are the diff from it. */
+  written_copy: string | null
+  keys: OwnedKey[]
+}
+
+export interface ConnectionRecord {
+  agent: string
+  url: string
+  connected_at: string
+  files: FileRecord[]
+}
+
+export const STATE_FILE = 'agent-connections.json'
+export const BACKUP_DIR = 'agent-backups'
+
+/** The connection records (`agent-connections.json`) and backups (`agent-backups/`) in Burnrate's data folder, private to the user. */
+export class StateStore {
+  constructor(private readonly dataDir: string) {}
+
+  read(): Record<string, ConnectionRecord> {
+    let text: string
+    try {
+      text = readFileSync(join(this.dataDir, STATE_FILE), 'utf8')
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
+      throw err
+    }
+    const data = JSON.parse(text) as { version?: number; connections?: Record<string, ConnectionRecord> }
+    return data.connections ?? {}
+  }
+
+  write(records: Record<string, ConnectionRecord>): void {
+    this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records }, null, 2) + '\n')
+  }
+
+  saveBackup(agent: string, path: string, text: string, now: Date): string {
+    const name = `${agent}/${now.toISOString().replace(/[:.]/g, '-')}-${basename(path)}`
+    this.writePrivate(join(this.dataDir, BACKUP_DIR, name), text)
+    return name
+  }
+
+  readBackup(name: string): string | null {
+    try {
+      return readFileSync(join(this.dataDir, BACKUP_DIR, name), 'utf8')
+    } catch {
+      return null
+    }
+  }
+
+  dropBackup(name: string): void {
+    rmSync(join(this.dataDir, BACKUP_DIR, name), { force: true })
+  }
+
+  private writePrivate(path: string, text: string): void {
+    mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 })
+    const tmp = `${path}.${process.pid}.tmp`
+    writeFileSync(tmp, text, { mode: 0o600 })
+    chmodSync(tmp, 0o600)
+    renameSync(tmp, path)
+  }
+}
+
+export type { KeyPath }

@@ -1,0 +1,40 @@
+import type { FileFormat, KeyPath } from './formats/types'
+
+/** Where the agents' config lives: the user's home, environment and platform (a temporary home in tests). */
+export interface ConnectContext {
+  home: string
+  env: NodeJS.ProcessEnv
+  platform: NodeJS.Platform
+}
+
+/** One setting an agent needs, in one of its files. */
+export interface AgentSetting {
+  key: KeyPath
+  value: string
+}
+
+export interface AgentFile {
+  path: string
+  format: FileFormat
+  settings: AgentSetting[]
+}
+
+/**
+ * One agent Burnrate can point at itself by editing its own config (one file per agent in
+ * ./agents, listed in ./registry.ts).
+ */
+export interface AgentConnector {
+  /** `claude-code`, `codex`, `gemini-cli`, `opencode`, `sdk`. */
+  id: string
+  name: string
+  /** The agent names the ledger records for its calls (for "last call seen"). */
+  recordedAs: readonly string[]
+  /** Whether it looks installed (its config folder or its command on PATH). */
+  installed(ctx: ConnectContext): boolean
+  /** The files and settings that point it at the Burnrate at `url` (`http://127.0.0.1:8787`). */
+  files(ctx: ConnectContext, url: string): AgentFile[]
+  /** Said beside it in the app and the CLI (e.g. what to restart). */
+  note: string
+  /** Why it cannot be connected on this platform, or null. */
+  unsupported?(ctx: ConnectContext): string | null
+}

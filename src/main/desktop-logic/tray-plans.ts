@@ -1,0 +1,147 @@
+import type { PlanAccount, PlanWindow, Plans } from '../../shared/api'
+import type { PlanAlert } from '../plans/tracker'
+import type { Notice } from './notices'
+import { type Timers, realTimers } from './throttle'
+
+/** Where the tray reads plan windows: the plans feature in this process (PlanTracker). */
+export interface PlanSource {
+  list(now?: number): PlanAccount[]
+  subscribe(fn: () => void): () => void
+}
+
+function clock(iso: string, timeZone?: string): string {
+  return new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone }).format(new Date(iso))
+}
+
+/**
+ * The plan window people most need to see: among subscription accounts (else any account), the
+ * fullest window that has not reset yet.
+ */
+export function busiestWindow(accounts: readonly PlanAccount[], now: number): { account: PlanAccount; window: PlanWindow } | null {
+  const subs = accounts.filter((a) => a.billing === 'subscription')
+  let best: { account: PlanAccount; window: PlanWindow } | null = null
+  for (const account of subs.length > 0 ? subs : accounts) {
+    for (const window of account.windows) {
+      if (window.resets_at !== null && Date.parse(window.resets_at) <= now) continue
+      if (!best || window.utilization > best.window.utilization) best = { account, window }
+    }
+  }
+  return best
+}
+
+/** `5h 43%` for the menu-bar title, or null without plan windows. */
+export function planShort(accounts: readonly PlanAccount[], now: number): string | null {
+  const b = busiestWindow(accounts, now)
+  return b ? `${b.window.name} ${Math.round(b.window.utilization * 100)}%` : null
+}
+
+/**
+ * `5h 43% · resets 14:20`, with the pace when it says something: `· out at 13:05` when this
+ * pace runs the window out before it resets, else `· on pace for 60%`.
+ */
+export function planLine(accounts: readonly PlanAccount[], now: number, timeZone?: string): string | null {
+  const b = busiestWindow(accounts, now)
+  if (!b) return null
+  const w = b.window
+  let line = `${w.name} ${Math.round(w.utilization * 100)}%`
+  if (w.resets_at) line += ` · resets ${clock(w.resets_at, timeZone)}`
+  if (w.projected_exhausted_at && w.utilization < 1) line += ` · out at ${clock(w.projected_exhausted_at, timeZone)}`
+  else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${Math.round(w.projected_at_reset * 100)}%`
+  return line
+}
+
+/** The notification for a plan window reaching a threshold (shown once per window period and threshold). */
+export function planNotice(a: PlanAlert, timeZone?: string): Notice {
+  const pct = Math.round(a.utilization * 100)
+  const who = a.provider === 'anthropic' ? 'Claude' : a.provider === 'chatgpt' ? 'ChatGPT' : a.provider
+  const until = a.resets_at ? ` It resets at ${clock(a.resets_at, timeZone)}.` : ''
+  return {
+    level: a.threshold >= 0.95 ? 'blocking' : 'warning',
+    title: `${who} plan: ${a.window} window at ${pct}%`,
+    body: `The ${a.window} window of ${a.account_hint || 'your plan'} has used ${pct}% of its allowance.${until}`,
+  }
+}
+
+/**
+ * Which plan notices were shown, remembered across restarts (a JSON file beside the budget
+ * notices): the tracker starts empty after a restart and would otherwise notify again about a
+ * window it already told about. An entry is dropped once its window has reset.
+ */
+export class PlanNoticeLog {
+  private readonly entries: Map<string, string>
+
+  constructor(entries: Record<string, string> = {}) {
+    this.entries = new Map(Object.entries(entries).filter(([k, v]) => typeof k === 'string' && typeof v === 'string'))
+  }
+
+  static fromJSON(raw: unknown): PlanNoticeLog {
+    return new PlanNoticeLog(raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, string>) : {})
+  }
+
+  /** True the first time this window period reaches this threshold (and remembers it). */
+  claim(a: PlanAlert, now = Date.now()): boolean {
+    for (const [id, end] of this.entries) if (!(Date.parse(end) > now)) this.entries.delete(id)
+    if (this.entries.has(a.id)) return false
+    // Without a reset time the notice is remembered for a day.
+    this.entries.set(a.id, a.resets_at ?? new Date(now + 86_400_000).toISOString())
+    return true
+  }
+
+  toJSON(): Record<string, string> {
+    return Object.fromEntries(this.entries)
+  }
+}
+
+export interface HttpPlansOptions {
+  /** How often to ask (default 5 s; windows move with calls, not by the second). */
+  pollMs?: number
+  timeoutMs?: number
+  fetch?: typeof fetch
+  timers?: Timers
+  headers?: Record<string, string>
+}
+
+/** Attached to another Burnrate: reads `GET /api/dashboard/plans` every few seconds. */
+export function httpPlans(baseUrl: string, opts: HttpPlansOptions = {}): PlanSource & { stop(): void } {
+  const timers = opts.timers ?? realTimers
+  const doFetch = opts.fetch ?? fetch
+  const url = new URL('/api/dashboard/plans', baseUrl).toString()
+  const listeners = new Set<() => void>()
+  let accounts: PlanAccount[] = []
+  let last = '[]'
+  let timer: unknown = null
+  let stopped = false
+  const poll = async () => {
+    timer = null
+    try {
+      const res = await doFetch(url, { headers: opts.headers, signal: AbortSignal.timeout(opts.timeoutMs ?? 2000) })
+      if (!res.ok) throw new Error(`HTTP ${res.status}`)
+      const body = (await res.json()) as Partial<Plans>
+      const next = Array.isArray(body.accounts) ? body.accounts : []
+      const text = JSON.stringify(next)
+      if (text !== last) {
+        last = text
+        accounts = next
+        for (const l of listeners) l()
+      }
+    } catch {
+      // keep what was last read; the spend source reports an unreachable server
+    } finally {
+      if (!stopped) timer = timers.setTimeout(() => void poll(), opts.pollMs ?? 5000)
+    }
+  }
+  void poll()
+  return {
+    list: () => accounts,
+    subscribe(fn) {
+      listeners.add(fn)
+      return () => listeners.delete(fn)
+    },
+    stop() {
+      stopped = true
+      listeners.clear()
+      if (timer !== null) timers.clearTimeout(timer)
+      timer = null
+    },
+  }
+}

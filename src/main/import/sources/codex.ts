@@ -1,0 +1,79 @@
+import { readFile } from 'node:fs/promises'
+import { basename, join } from 'node:path'
+import { count, emptyUsage, type Usage } from '../../metering/usage'
+import { jsonLines, str, timeOf } from '../lines'
+import type { LogSource, LoggedCall, Parsed } from '../types'
+
+/**
+ * Codex CLI: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` (and
+ * `archived_sessions/`). `session_meta` names the session id and working directory,
+ * `turn_context` the model, and each model response ends with an `event_msg` of type
+ * `token_count` whose `info.last_token_usage` is that response's usage (`total_token_usage` the
+ * running total, which also identifies the event; a repeated total is no new call).
+ */
+export const codex: LogSource = {
+  agent: 'codex',
+  defaultRoots(env, home) {
+    const dir = env.CODEX_HOME || join(home, '.codex')
+    return [join(dir, 'sessions'), join(dir, 'archived_sessions')]
+  },
+  isLog: (path) => basename(path).startsWith('rollout-') && path.endsWith('.jsonl'),
+  async read(path) {
+    return parseCodex(await readFile(path, 'utf8'), basename(path, '.jsonl'))
+  },
+}
+
+function codexUsage(u: any): Usage {
+  const out = emptyUsage()
+  out.input_tokens = count(u.input_tokens)
+  out.cache_read_tokens = Math.min(count(u.cached_input_tokens), out.input_tokens)
+  out.output_tokens = count(u.output_tokens)
+  out.reasoning_tokens = Math.min(count(u.reasoning_output_tokens), out.output_tokens)
+  return out
+}
+
+export function parseCodex(text: string, fileId: string): Parsed {
+  const counter = { skipped: 0 }
+  const calls: LoggedCall[] = []
+  let session = ''
+  let project = ''
+  let model = ''
+  let lastTotal = -1
+  let n = 0
+  for (const line of jsonLines(text, counter)) {
+    const p = line.payload
+    if (!p || typeof p !== 'object') continue
+    if (line.type === 'session_meta') {
+      session = str(p.id) || session
+      project = str(p.cwd) || project
+      model = str(p.model) || model
+    } else if (line.type === 'turn_context') {
+      model = str(p.model) || model
+      project = str(p.cwd) || project
+    } else if (line.type === 'event_msg' && p.type === 'token_count' && p.info && typeof p.info === 'object') {
+      const total = p.info.total_token_usage
+      const totalTokens = total ? count(total.total_tokens) || count(total.input_tokens) + count(total.output_tokens) : -1
+      if (total && totalTokens === lastTotal) continue // the same usage reported again
+      const last = p.info.last_token_usage
+      if (!last || typeof last !== 'object') continue
+      const usage = codexUsage(last)
+      const ts = timeOf(line.timestamp)
+      if (usage.input_tokens + usage.output_tokens === 0 || !Number.isFinite(ts)) continue
+      lastTotal = totalTokens
+      n++
+      calls.push({
+        key: `codex:${session || fileId}:${totalTokens >= 0 ? totalTokens : `n${n}`}`,
+        ts,
+        provider: 'openai',
+        pricingId: 'openai',
+        model: str(p.info.model) || model,
+        session,
+        project,
+        usage,
+        response_id: '',
+        endpoint: 'responses',
+      })
+    }
+  }
+  return { calls, skipped: counter.skipped }
+}

@@ -1,0 +1,95 @@
+import { readdir, readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { count, emptyUsage } from '../../metering/usage'
+import { PROVIDERS } from '../../providers/registry'
+import { str, timeOf } from '../lines'
+import type { LogSource, LoggedCall, Parsed } from '../types'
+
+/**
+ * opencode: `~/.local/share/opencode` (`$XDG_DATA_HOME/opencode`): assistant messages as
+ * `storage/message/<session>/<message>.json`, or rows of the `message` table of `opencode.db`
+ * in newer versions. A message has `providerID`, `modelID`, `time.created`, `path.cwd` and
+ * `tokens` {input (without cache), output (without reasoning), reasoning, cache {read, write}}.
+ */
+export const opencode: LogSource = {
+  agent: 'opencode',
+  defaultRoots(env, home) {
+    return [join(env.XDG_DATA_HOME || join(home, '.local', 'share'), 'opencode')]
+  },
+  // Only the databases and storage/message: the data folder also holds whole git snapshots.
+  async list(root) {
+    const top = await readdir(root)
+    const messages = await readdir(join(root, 'storage', 'message'), { recursive: true }).catch(() => [] as string[])
+    return [...top.filter((n) => n.endsWith('.db')), ...messages.map((n) => join('storage', 'message', String(n)))]
+  },
+  isLog: (path) => /(^|[\\/])opencode(-[^\\/]*)?\.db$/.test(path) || (path.endsWith('.json') && /[\\/]message[\\/]/.test(path)),
+  async read(path) {
+    if (path.endsWith('.db')) return readDatabase(path)
+    let msg: unknown
+    try {
+      msg = JSON.parse(await readFile(path, 'utf8'))
+    } catch {
+      return { calls: [], skipped: 1 }
+    }
+    const call = opencodeCall(msg)
+    return { calls: call ? [call] : [], skipped: 0 }
+  },
+}
+
+function readDatabase(path: string): Parsed {
+  const out: Parsed = { calls: [], skipped: 0 }
+  let db: Database.Database | null = null
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true })
+    for (const row of db.prepare('SELECT id, session_id, data FROM message').iterate() as Iterable<any>) {
+      let msg: any
+      try {
+        msg = JSON.parse(row.data)
+      } catch {
+        out.skipped++
+        continue
+      }
+      const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg })
+      if (call) out.calls.push(call)
+    }
+  } catch {
+    out.skipped++
+  } finally {
+    db?.close()
+  }
+  return out
+}
+
+/** opencode's provider ids mostly are Burnrate's names; `google` is `gemini`. */
+function providerOf(id: string): { provider: string; pricingId: string } {
+  if (id === 'google') return { provider: 'gemini', pricingId: 'google' }
+  const p = PROVIDERS.find((x) => x.name === id)
+  return p ? { provider: p.name, pricingId: p.pricingId } : { provider: id, pricingId: id }
+}
+
+export function opencodeCall(m: any): LoggedCall | null {
+  if (!m || typeof m !== 'object' || m.role !== 'assistant' || !m.tokens || typeof m.tokens !== 'object') return null
+  const t = m.tokens
+  const u = emptyUsage()
+  u.cache_read_tokens = count(t.cache?.read)
+  u.cache_write_tokens = count(t.cache?.write)
+  u.input_tokens = count(t.input) + u.cache_read_tokens + u.cache_write_tokens
+  u.reasoning_tokens = count(t.reasoning)
+  u.output_tokens = count(t.output) + u.reasoning_tokens
+  const ts = timeOf(m.time?.created)
+  const id = str(m.id)
+  if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
+  return {
+    key: `opencode:${id}`,
+    ts,
+    ...providerOf(str(m.providerID)),
+    model: str(m.modelID),
+    session: str(m.sessionID),
+    project: str(m.path?.cwd) || str(m.path?.root),
+    usage: u,
+    response_id: '',
+    endpoint: '',
+  }
+}
+

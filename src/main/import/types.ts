@@ -1,0 +1,42 @@
+import type { Usage } from '../metering/usage'
+
+/** The agents whose own logs Burnrate can import. */
+export const LOG_AGENTS = ['claude-code', 'codex', 'gemini-cli', 'opencode'] as const
+export type LogAgent = (typeof LOG_AGENTS)[number]
+
+/** One model call as an agent's log tells it. */
+export interface LoggedCall {
+  /** Unique for this call across imports (idempotency): the agent's own ids. */
+  key: string
+  ts: number
+  /** Ledger provider name (`anthropic`, `openai`, `gemini`, ...) and its @pydantic/genai-prices id. */
+  provider: string
+  pricingId: string
+  model: string
+  session: string
+  /** The working directory the log names, or ''. */
+  project: string
+  usage: Usage
+  /** The provider's id of the answer when the log has it (Claude Code's `message.id`), else ''. */
+  response_id: string
+  endpoint: string
+}
+
+/** What one log file held: its calls, and the lines that could not be read (malformed or truncated). */
+export interface Parsed {
+  calls: LoggedCall[]
+  skipped: number
+}
+
+/** One agent's log format: where its logs live and how a file is read. */
+export interface LogSource {
+  agent: LogAgent
+  /** The folders read when no `--path` is given (the agent's config-dir variable first). */
+  defaultRoots(env: NodeJS.ProcessEnv, home: string): string[]
+  /** The candidate files under a root, relative to it (default: every file below it). */
+  list?(root: string): Promise<string[]>
+  /** Whether a file under a root is one of this agent's logs. */
+  isLog(path: string): boolean
+  /** Reads one log file. Never throws for bad content: unreadable lines are counted in `skipped`. */
+  read(path: string, root: string): Promise<Parsed>
+}

@@ -1,0 +1,92 @@
+import type Database from 'better-sqlite3'
+import type { Ledger } from '../ledger/ledger'
+import type { Logger } from '../log'
+import type { Pricer } from '../pricing/price'
+import { importLogs, type ImportStats } from './importer'
+import { LOG_AGENTS } from './types'
+
+export interface WatcherOptions {
+  db: Database.Database
+  ledger: Ledger
+  pricer: Pricer
+  log: Logger
+  /** How often the agents' log folders are looked at. */
+  intervalMs?: number
+  /** Logged calls younger than this wait (the proxy may still be recording the same answer). */
+  settleMs?: number
+  env?: NodeJS.ProcessEnv
+  home?: string
+}
+
+export const WATCH_INTERVAL_MS = 30_000
+export const WATCH_SETTLE_MS = 10 * 60_000
+
+/**
+ * Imports new entries of every agent's standard log folder as they appear (the desktop app
+ * runs it; `import.watch` turns it off): calls of agents that bypass the proxy still show,
+ * marked `source: "import"`. Polls (unchanged files are only stat()ed), one pass at a time; the
+ * ledger is flushed first so the proxy's own calls are there to be matched, and what is added
+ * counts in the spend budgets read.
+ */
+export class LogWatcher {
+  private timer: NodeJS.Timeout | null = null
+  private running: Promise<ImportStats[]> | null = null
+  private stopped = false
+
+  constructor(private readonly o: WatcherOptions) {}
+
+  start(): this {
+    this.schedule(0)
+    return this
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.runOnce().finally(() => this.schedule(this.o.intervalMs ?? WATCH_INTERVAL_MS))
+    }, ms)
+    this.timer.unref?.()
+  }
+
+  /** One pass over every agent's folders (waits for a pass already under way). */
+  runOnce(now?: number): Promise<ImportStats[]> {
+    this.running ??= this.pass(now).finally(() => {
+      this.running = null
+    })
+    return this.running
+  }
+
+  private async pass(now?: number): Promise<ImportStats[]> {
+    const out: ImportStats[] = []
+    const { ledger } = this.o
+    for (const agent of LOG_AGENTS) {
+      if (this.stopped) break
+      try {
+        ledger.flush()
+        const s = await importLogs(this.o.db, {
+          agent,
+          pricer: this.o.pricer,
+          settleMs: this.o.settleMs ?? WATCH_SETTLE_MS,
+          env: this.o.env,
+          home: this.o.home,
+          now,
+          onCall: (c) => ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd),
+        })
+        if (s.imported > 0) this.o.log.info(`import: ${s.imported} calls from ${agent}'s logs`)
+        out.push(s)
+      } catch (err) {
+        // A busy database or an unreadable folder: tried again on the next pass.
+        this.o.log.warn(`import: ${agent}'s logs: ${(err as Error).message}`)
+      }
+    }
+    return out
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    await this.running?.catch(() => {})
+  }
+}

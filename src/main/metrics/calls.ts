@@ -1,0 +1,198 @@
+import { Counter, Histogram, type Registry } from 'prom-client'
+import type { CallRecord } from '../ledger/record'
+import { BoundedLabel } from './labels'
+
+/** Seconds a whole call takes, as the client sees it: LLM calls run from ~0.1 s to minutes. */
+export const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640]
+
+/** Token types, as `burnrate_tokens_total{type}` names them, and the record field each comes from. */
+export const TOKEN_TYPES = [
+  ['input', 'input_tokens'],
+  ['output', 'output_tokens'],
+  ['cache_read', 'cache_read_tokens'],
+  ['cache_write', 'cache_write_tokens'],
+  ['reasoning', 'reasoning_tokens'],
+] as const satisfies readonly (readonly [string, keyof CallRecord])[]
+
+/** Slots after the token sums in a drain's per-model sums. */
+const UNPRICED = TOKEN_TYPES.length
+const ESTIMATED = TOKEN_TYPES.length + 1
+
+/** Bounds on client-chosen label values (see BoundedLabel). */
+const LIMITS = { model: 200, agent: 50, tenant: 200, reason: 20 }
+
+interface Series {
+  calls: Counter.Internal
+  duration: Histogram.Internal<string>
+}
+
+interface ModelSeries {
+  tokens: Counter.Internal[]
+  unpriced: Counter.Internal
+  estimated: Counter.Internal
+}
+
+/**
+ * The per-call counters, fed from the ledger: every call `Ledger.record()` takes is counted
+ * once, so the counters match the ledger's rows. The ledger listener only queues the call;
+ * the counters are brought up to date in batches (before each scrape, and once a second), so a
+ * proxied call pays for one array push.
+ */
+export class CallMetrics {
+  private queue: CallRecord[] = []
+  private readonly calls: Counter
+  private readonly tokens: Counter
+  private readonly cost: Counter
+  private readonly unpriced: Counter
+  private readonly estimated: Counter
+  private readonly refusals: Counter
+  private readonly duration: Histogram
+  private readonly model = new BoundedLabel(LIMITS.model)
+  private readonly agent = new BoundedLabel(LIMITS.agent)
+  private readonly tenant = new BoundedLabel(LIMITS.tenant)
+  private readonly reason = new BoundedLabel(LIMITS.reason)
+  /** Label children by their joined label values: one map lookup per call instead of prom-client's label hashing. */
+  private readonly series = new Map<string, Series>()
+  private readonly modelSeries = new Map<string, ModelSeries>()
+  private readonly costSeries = new Map<string, Counter.Internal>()
+
+  constructor(
+    registry: Registry,
+    /** The budget rule a refused call's key is under, as a label value (see budgets.ts). */
+    private readonly ruleOf: (call: CallRecord) => string,
+  ) {
+    const registers = [registry]
+    this.calls = new Counter({
+      name: 'burnrate_calls_total',
+      help: 'Proxied calls, as recorded in the ledger (refusals, errors and client aborts included).',
+      labelNames: ['provider', 'model', 'agent', 'status', 'streamed'],
+      registers,
+    })
+    this.tokens = new Counter({
+      name: 'burnrate_tokens_total',
+      help: 'Tokens by type; cache_read and cache_write are parts of input, reasoning is part of output.',
+      labelNames: ['provider', 'model', 'type'],
+      registers,
+    })
+    this.cost = new Counter({
+      name: 'burnrate_cost_usd_total',
+      help: 'Cost of the proxied calls in US dollars, as recorded in the ledger (never rounded).',
+      labelNames: ['provider', 'model', 'agent', 'tenant'],
+      registers,
+    })
+    this.unpriced = new Counter({
+      name: 'burnrate_unpriced_calls_total',
+      help: 'Calls with tokens but no known price (recorded at cost 0).',
+      labelNames: ['provider', 'model'],
+      registers,
+    })
+    this.estimated = new Counter({
+      name: 'burnrate_estimated_calls_total',
+      help: 'Calls whose token counts were estimated because the provider sent none.',
+      labelNames: ['provider', 'model'],
+      registers,
+    })
+    this.refusals = new Counter({
+      name: 'burnrate_refusals_total',
+      help: 'Calls Burnrate refused with 429 before they went upstream, by reason and budget rule.',
+      labelNames: ['reason', 'rule'],
+      registers,
+    })
+    this.duration = new Histogram({
+      name: 'burnrate_request_duration_seconds',
+      help: "Whole call, from its arrival to the last byte sent to the client (the ledger's latency_ms).",
+      labelNames: ['provider', 'streamed'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    })
+  }
+
+  /** The ledger listener: queues the call (counted at the next drain). */
+  readonly observe = (call: CallRecord): void => {
+    this.queue.push(call)
+  }
+
+  /** Calls queued and not yet counted. */
+  get queued(): number {
+    return this.queue.length
+  }
+
+  /**
+   * Counts every queued call. Whole numbers (calls, tokens) are summed per series first and
+   * added once per drain: prom-client hashes the labels on every inc, even of a label child.
+   * Cost is added call by call, in the ledger's order, so its sums are the ledger's to the bit.
+   */
+  drain(): void {
+    const q = this.queue
+    if (q.length === 0) return
+    this.queue = []
+    const calls = new Map<Series, number>()
+    const perModel = new Map<ModelSeries, number[]>()
+    for (const c of q) {
+      try {
+        this.count(c, calls, perModel)
+      } catch {
+        // a value prom-client refuses (a NaN cost) is that one call's loss, never the batch's
+      }
+    }
+    for (const [s, n] of calls) s.calls.inc(n)
+    for (const [m, sums] of perModel) {
+      try {
+        for (let i = 0; i < TOKEN_TYPES.length; i++) if (sums[i] > 0) m.tokens[i].inc(sums[i])
+        if (sums[UNPRICED] > 0) m.unpriced.inc(sums[UNPRICED])
+        if (sums[ESTIMATED] > 0) m.estimated.inc(sums[ESTIMATED])
+      } catch {
+        // a token count that is not a number spoils that model's sums only
+      }
+    }
+  }
+
+  private count(c: CallRecord, calls: Map<Series, number>, perModel: Map<ModelSeries, number[]>): void {
+    const model = this.model.value(c.model)
+    const agent = this.agent.value(c.agent)
+    const streamed = c.streamed ? 'true' : 'false'
+    const status = String(c.status)
+    const key = `${c.provider}\n${model}\n${agent}\n${status}\n${streamed}`
+    let s = this.series.get(key)
+    if (!s) {
+      s = {
+        calls: this.calls.labels(c.provider, model, agent, status, streamed),
+        duration: this.duration.labels(c.provider, streamed),
+      }
+      this.series.set(key, s)
+    }
+    s.duration.observe(c.latency_ms / 1000)
+    calls.set(s, (calls.get(s) ?? 0) + 1)
+
+    const mkey = `${c.provider}\n${model}`
+    let m = this.modelSeries.get(mkey)
+    if (!m) {
+      m = {
+        tokens: TOKEN_TYPES.map(([type]) => this.tokens.labels(c.provider, model, type)),
+        unpriced: this.unpriced.labels(c.provider, model),
+        estimated: this.estimated.labels(c.provider, model),
+      }
+      this.modelSeries.set(mkey, m)
+    }
+    let sums = perModel.get(m)
+    if (!sums) {
+      sums = new Array<number>(TOKEN_TYPES.length + 2).fill(0)
+      perModel.set(m, sums)
+    }
+    for (let i = 0; i < TOKEN_TYPES.length; i++) sums[i] += c[TOKEN_TYPES[i][1]]
+    if (!c.priced) sums[UNPRICED]++
+    if (c.estimated) sums[ESTIMATED]++
+
+    const tenant = this.tenant.value(c.tenant)
+    const ckey = `${mkey}\n${agent}\n${tenant}`
+    let cost = this.costSeries.get(ckey)
+    if (!cost) {
+      cost = this.cost.labels(c.provider, model, agent, tenant)
+      this.costSeries.set(ckey, cost)
+    }
+    // inc(0) still creates the series, so a provider's calls show with their $0.
+    cost.inc(c.cost_usd)
+
+    if (c.status === 429 && c.error) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
+  }
+}

@@ -1,0 +1,31 @@
+import type { Feature } from '../server/context'
+import { OtelPipeline } from './pipeline'
+
+/**
+ * Optional OTLP/HTTP export of metrics and one span per call (when `otel.endpoint` is set),
+ * fed from the ledger like the Prometheus counters. Its state is `otel` in `/api/health`
+ * (null when off).
+ */
+export const otel: Feature = (ctx) => {
+  const o = ctx.config.otel
+  if (!o.endpoint || (!o.traces && !o.metrics)) {
+    ctx.healthSections.otel = () => null
+    return
+  }
+  const pipeline = new OtelPipeline({
+    endpoint: o.endpoint,
+    headers: o.headers,
+    intervalMs: o.interval_ms,
+    timeoutMs: o.timeout_ms,
+    maxQueue: o.max_queue,
+    traces: o.traces,
+    metrics: o.metrics,
+    version: ctx.version,
+  })
+  const stop = ctx.ledger.onCall(pipeline.observe)
+  ctx.healthSections.otel = () => ({ ...pipeline.status })
+  ctx.onClose(async () => {
+    stop()
+    await pipeline.close()
+  })
+}

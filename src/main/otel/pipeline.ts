@@ -1,0 +1,264 @@
+import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
+import { resourceFromAttributes } from '@opentelemetry/resources'
+import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
+import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
+import type { OtelHealth } from '../../shared/api'
+import type { CallRecord } from '../ledger/record'
+import { BoundedLabel } from '../metrics/labels'
+import { BURNRATE, ERROR_TYPE, GEN_AI, errorType, operationName, providerName, spanAttributes, spanName } from './semconv'
+
+export interface OtelOptions {
+  /** Collector base URL; `/v1/traces` and `/v1/metrics` are appended. */
+  endpoint: string
+  headers: Record<string, string>
+  intervalMs: number
+  timeoutMs: number
+  maxQueue: number
+  traces: boolean
+  metrics: boolean
+  version: string
+}
+
+/** What `/api/health` shows under `otel`. */
+export type OtelStatus = OtelHealth
+
+/** How often queued calls become metric points and spans. */
+const TICK_MS = 1000
+/** Spans per OTLP request. */
+const BATCH = 512
+
+/** `burnrate.token.type` values, in the order of a tick's token sums. */
+const TOKEN_TYPES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const
+
+/** Recommended boundaries of the GenAI conventions. */
+const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
+const DURATION_BUCKETS = [0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92]
+
+/** Ended spans, handed to the exporter by the pipeline itself (not the SDK's batch processor). */
+class Collect implements SpanProcessor {
+  spans: ReadableSpan[] = []
+  onStart(): void {}
+  onEnd(span: ReadableSpan): void {
+    this.spans.push(span)
+  }
+  forceFlush(): Promise<void> {
+    return Promise.resolve()
+  }
+  shutdown(): Promise<void> {
+    return Promise.resolve()
+  }
+}
+
+function describe(err: unknown): string {
+  const e = err as { message?: string; code?: string | number } | undefined
+  return String(e?.message ?? err ?? 'export failed').slice(0, 300)
+}
+
+/**
+ * OTLP/HTTP (JSON) export of every recorded call, off the hot path: the ledger listener only
+ * pushes the call onto a queue. Once a second the queue is drained: each call is added to the
+ * metric instruments (exported every `intervalMs` by the SDK's periodic reader) and moved to a
+ * bounded backlog of spans to send; at most one span export is in flight at a time, in
+ * batches of 512. When the collector is slow or unreachable the backlog fills up to `maxQueue`
+ * and further calls are dropped and counted, never held without bound, never retried on the
+ * event loop; the proxy does not wait for any of it.
+ */
+export class OtelPipeline {
+  private incoming: CallRecord[] = []
+  private backlog: CallRecord[] = []
+  private exporting = false
+  private readonly timer: NodeJS.Timeout
+  private readonly collect = new Collect()
+  private readonly tracerProvider: TracerProvider | null = null
+  private readonly traceExporter: OTLPTraceExporter | null = null
+  private readonly meterProvider: MeterProvider | null = null
+  private readonly instruments: { tokens: Histogram; duration: Histogram; cost: Counter; allTokens: Counter } | null = null
+  private readonly model = new BoundedLabel(200)
+  private readonly agent = new BoundedLabel(50)
+  private readonly tenant = new BoundedLabel(200)
+  readonly status: OtelStatus
+
+  constructor(private readonly opts: OtelOptions) {
+    const base = opts.endpoint.replace(/\/+$/, '')
+    this.status = {
+      endpoint: base,
+      queued: 0,
+      exported_spans: 0,
+      dropped_spans: 0,
+      metric_exports: 0,
+      failed_metric_exports: 0,
+      last_error: null,
+    }
+    const resource = resourceFromAttributes({ 'service.name': 'burnrate', 'service.version': opts.version })
+    const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs }
+    if (opts.traces) {
+      this.traceExporter = new OTLPTraceExporter({ ...common, url: `${base}/v1/traces` })
+      this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
+    }
+    if (opts.metrics) {
+      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: `${base}/v1/metrics` }))
+      this.meterProvider = new MeterProvider({
+        resource,
+        readers: [
+          new PeriodicExportingMetricReader({
+            exporter,
+            exportIntervalMillis: opts.intervalMs,
+            exportTimeoutMillis: Math.min(opts.timeoutMs, opts.intervalMs),
+          }),
+        ],
+      })
+      const meter = this.meterProvider.getMeter('burnrate', opts.version)
+      this.instruments = {
+        tokens: meter.createHistogram(GEN_AI.tokenUsage, {
+          description: 'Input and output tokens per call (gen_ai.token.type).',
+          unit: '{token}',
+          advice: { explicitBucketBoundaries: TOKEN_BUCKETS },
+        }),
+        duration: meter.createHistogram(GEN_AI.duration, {
+          description: "Whole call, from its arrival at Burnrate to the last byte sent to the client.",
+          unit: 's',
+          advice: { explicitBucketBoundaries: DURATION_BUCKETS },
+        }),
+        cost: meter.createCounter(GEN_AI.cost, { description: 'Cost of the calls in US dollars.', unit: 'USD' }),
+        allTokens: meter.createCounter(BURNRATE.tokens, {
+          description: 'Tokens by burnrate.token.type: input, output, cache_read, cache_write, reasoning (the last three are parts of the first two).',
+          unit: '{token}',
+        }),
+      }
+    }
+    this.timer = setInterval(() => this.tick(), TICK_MS)
+    this.timer.unref()
+  }
+
+  /** The ledger listener: one push; everything else happens on the next tick. */
+  readonly observe = (call: CallRecord): void => {
+    this.incoming.push(call)
+  }
+
+  /** Metric points for the calls that came in, and spans for as many as the backlog takes; then a span export if none is under way. */
+  tick(): void {
+    const calls = this.incoming
+    this.incoming = []
+    // Token counts are summed per attribute set and added once per tick (the SDK hashes the
+    // attributes of every measurement); histograms and cost take each call as it is.
+    const tokenSums = new Map<string, { attributes: Attributes; sums: number[] }>()
+    for (const c of calls) {
+      try {
+        this.record(c, tokenSums)
+      } catch {
+        // one call the SDK refuses costs its own points only
+      }
+    }
+    for (const { attributes, sums } of tokenSums.values()) {
+      TOKEN_TYPES.forEach((type, i) => {
+        if (sums[i] > 0) this.instruments?.allTokens.add(sums[i], { ...attributes, [BURNRATE.tokenType]: type })
+      })
+    }
+    if (this.tracerProvider) {
+      const room = this.opts.maxQueue - this.backlog.length
+      if (calls.length > room) {
+        this.status.dropped_spans += calls.length - Math.max(0, room)
+        if (room > 0) this.backlog.push(...calls.slice(0, room))
+      } else if (calls.length > 0) this.backlog.push(...calls)
+      this.status.queued = this.backlog.length
+      if (!this.exporting && this.backlog.length > 0) this.exportSpans()
+    }
+  }
+
+  private record(c: CallRecord, tokenSums: Map<string, { attributes: Attributes; sums: number[] }>): void {
+    const ins = this.instruments
+    if (!ins) return
+    const op = operationName(c.endpoint)
+    const provider = providerName(c.provider)
+    const model = this.model.value(c.model)
+    const base: Attributes = { [GEN_AI.operation]: op, [GEN_AI.provider]: provider, [GEN_AI.requestModel]: model }
+    ins.tokens.record(c.input_tokens, { ...base, [GEN_AI.tokenType]: 'input' })
+    ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
+    const err = errorType(c)
+    ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
+    ins.cost.add(c.cost_usd, { ...base, [GEN_AI.agent]: this.agent.value(c.agent), [BURNRATE.tenant]: this.tenant.value(c.tenant) })
+    const key = `${op}\n${provider}\n${model}`
+    let t = tokenSums.get(key)
+    if (!t) {
+      t = { attributes: base, sums: [0, 0, 0, 0, 0] }
+      tokenSums.set(key, t)
+    }
+    t.sums[0] += c.input_tokens
+    t.sums[1] += c.output_tokens
+    t.sums[2] += c.cache_read_tokens
+    t.sums[3] += c.cache_write_tokens
+    t.sums[4] += c.reasoning_tokens
+  }
+
+  /** One batch of the backlog as spans, to the collector; the next goes when this one is done. */
+  private exportSpans(): void {
+    const exporter = this.traceExporter
+    const provider = this.tracerProvider
+    if (!exporter || !provider) return
+    const calls = this.backlog.splice(0, BATCH)
+    this.status.queued = this.backlog.length
+    const tracer = provider.getTracer('burnrate', this.opts.version)
+    for (const c of calls) {
+      const span = tracer.startSpan(spanName(c), { kind: SpanKind.CLIENT, startTime: c.ts, attributes: spanAttributes(c) })
+      if (errorType(c)) span.setStatus({ code: SpanStatusCode.ERROR })
+      span.end(c.ts + c.latency_ms)
+    }
+    const spans = this.collect.spans
+    this.collect.spans = []
+    this.exporting = true
+    let done = false
+    const finish = (ok: boolean, error?: unknown): void => {
+      if (done) return
+      done = true
+      clearTimeout(guard)
+      this.exporting = false
+      if (ok) this.status.exported_spans += spans.length
+      else {
+        this.status.dropped_spans += spans.length
+        this.status.last_error = `span export to ${this.status.endpoint} failed: ${describe(error)}`
+      }
+    }
+    // The exporter's own timeout ends every export; this only makes sure a lost callback cannot stop exports for good.
+    const guard = setTimeout(() => finish(false, new Error('no answer')), this.opts.timeoutMs + 5000)
+    guard.unref()
+    try {
+      exporter.export(spans, (r) => finish(r.code === 0, r.error))
+    } catch (err) {
+      finish(false, err)
+    }
+  }
+
+  private countedMetricExporter(inner: OTLPMetricExporter): PushMetricExporter {
+    return {
+      export: (metrics, done) => {
+        inner.export(metrics, (r) => {
+          if (r.code === 0) this.status.metric_exports++
+          else {
+            this.status.failed_metric_exports++
+            this.status.last_error = `metric export to ${this.status.endpoint} failed: ${describe(r.error)}`
+          }
+          done(r)
+        })
+      },
+      forceFlush: () => inner.forceFlush(),
+      shutdown: () => inner.shutdown(),
+      selectAggregationTemporality: (t) => inner.selectAggregationTemporality(t),
+      selectAggregation: (t) => inner.selectAggregation(t),
+    }
+  }
+
+  /** Exports what is left (waiting at most `waitMs`), then stops. */
+  async close(waitMs = 2000): Promise<void> {
+    clearInterval(this.timer)
+    this.tick()
+    const deadline = Date.now() + waitMs
+    while ((this.exporting || this.backlog.length > 0) && Date.now() < deadline) {
+      if (!this.exporting) this.exportSpans()
+      await new Promise((r) => setTimeout(r, 20))
+    }
+    const stop = Promise.allSettled([this.meterProvider?.shutdown(), this.tracerProvider?.shutdown(), this.traceExporter?.shutdown()])
+    await Promise.race([stop, new Promise((r) => setTimeout(r, Math.max(0, deadline - Date.now())).unref())])
+  }
+}

@@ -1,0 +1,57 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { type MeterReading, type MeterWindow, num, resetTime } from './types'
+
+const PREFIX = 'anthropic-ratelimit-unified-'
+/** The per-window fields (Claude Code reads `<claim>-utilization`, `-reset`, `-status`, `-surpassed-threshold`). */
+const FIELD = /^(.+)-(utilization|reset|status|surpassed-threshold)$/
+
+/**
+ * A Claude subscription's windows, as Anthropic sends them on every response to an OAuth
+ * credential (header names as Claude Code reads them): per claim (`5h`, `7d`, `7d_opus`,
+ * `7d_sonnet`, `7d_oi`, `overage`…) `anthropic-ratelimit-unified-<claim>-utilization` (0..1),
+ * `-reset` (epoch seconds), `-status` and `-surpassed-threshold`; account-wide `-status`,
+ * `-reset`, `-representative-claim`, `-fallback`, `-overage-status`, `-overage-disabled-reason`…
+ * Every header of the family is kept: a claim Burnrate has not seen is a window all the same,
+ * and any other field lands in `details` under its name without the prefix.
+ */
+export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading | null {
+  const windows = new Map<string, Partial<MeterWindow> & { name: string }>()
+  const details: Record<string, string> = {}
+  let any = false
+  for (const [name, raw] of Object.entries(headers)) {
+    if (!name.startsWith(PREFIX) || raw === undefined) continue
+    any = true
+    const value = Array.isArray(raw) ? raw[0] : raw
+    const rest = name.slice(PREFIX.length)
+    const m = FIELD.exec(rest)
+    if (!m) {
+      details[rest] = value
+      continue
+    }
+    const [, claim, field] = m
+    let w = windows.get(claim)
+    if (!w) windows.set(claim, (w = { name: claim }))
+    if (field === 'utilization') w.utilization = num(value) ?? undefined
+    else if (field === 'reset') w.resets_at = resetTime(value)
+    else if (field === 'status') w.status = value
+    else details[rest] = value
+  }
+  if (!any) return null
+  const out: MeterWindow[] = []
+  for (const w of windows.values()) {
+    // A claim with only a status (no utilization) is an account-wide flag, not a window to draw.
+    if (w.utilization === undefined) {
+      if (w.status !== undefined) details[`${w.name}-status`] = w.status
+      if (w.resets_at != null) details[`${w.name}-reset`] = new Date(w.resets_at).toISOString()
+      continue
+    }
+    out.push({
+      name: w.name,
+      utilization: w.utilization,
+      resets_at: w.resets_at ?? null,
+      status: w.status ?? '',
+      window_minutes: w.name === '5h' ? 300 : w.name.startsWith('7d') ? 10_080 : null,
+    })
+  }
+  return { kind: 'plan', windows: out, details }
+}

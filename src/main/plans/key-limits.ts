@@ -1,0 +1,75 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { header, type MeterReading, type MeterWindow, num, resetTime } from './types'
+
+const ANTHROPIC = /^anthropic-ratelimit-(requests|tokens|input-tokens|output-tokens)-(limit|remaining|reset)$/
+const OPENAI = /^x-ratelimit-(limit|remaining|reset)-([a-z0-9_-]+)$/
+
+/** OpenAI's reset durations: `1s`, `6m0s`, `20ms`, `1h2m3.5s`. */
+export function durationMs(v: string | undefined): number | null {
+  if (!v) return null
+  const plain = num(v)
+  if (plain !== null) return plain * 1000
+  let total = 0
+  let matched = false
+  for (const m of v.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) {
+    matched = true
+    const n = Number(m[1])
+    total += m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : m[2] === 'm' ? n * 60_000 : n * 3_600_000
+  }
+  return matched ? total : null
+}
+
+function fromParts(parts: Map<string, { limit?: number | null; remaining?: number | null; reset?: number | null }>): MeterWindow[] {
+  const out: MeterWindow[] = []
+  for (const [name, p] of parts) {
+    if (p.limit == null || p.remaining == null || !(p.limit > 0)) continue
+    out.push({
+      name,
+      utilization: Math.min(1, Math.max(0, (p.limit - p.remaining) / p.limit)),
+      resets_at: p.reset ?? null,
+      status: p.remaining <= 0 ? 'rejected' : '',
+      window_minutes: 1,
+    })
+  }
+  return out
+}
+
+/**
+ * An API key's rate limits: Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
+ * output-tokens}-{limit,remaining,reset}` (reset RFC 3339) and the OpenAI-style
+ * `x-ratelimit-{limit,remaining,reset}-{requests,tokens,…}` (reset a duration such as `6m0s`)
+ * that OpenAI, Groq, OpenRouter and others send. Utilization is the used share of the limit.
+ */
+export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now()): MeterReading | null {
+  const parts = new Map<string, { limit?: number | null; remaining?: number | null; reset?: number | null }>()
+  const details: Record<string, string> = {}
+  const part = (n: string) => {
+    let p = parts.get(n)
+    if (!p) parts.set(n, (p = {}))
+    return p
+  }
+  for (const [name, raw] of Object.entries(headers)) {
+    if (raw === undefined) continue
+    const value = Array.isArray(raw) ? raw[0] : raw
+    let m = ANTHROPIC.exec(name)
+    if (m) {
+      const p = part(m[1])
+      if (m[2] === 'reset') p.reset = resetTime(value)
+      else p[m[2] as 'limit' | 'remaining'] = num(value)
+      continue
+    }
+    m = OPENAI.exec(name)
+    if (m) {
+      const p = part(m[2])
+      if (m[1] === 'reset') {
+        const d = durationMs(header(headers, name))
+        p.reset = d === null ? null : now + d
+      } else p[m[1] as 'limit' | 'remaining'] = num(value)
+      continue
+    }
+    if (name.startsWith('anthropic-ratelimit-') && !name.startsWith('anthropic-ratelimit-unified-')) details[name.slice(20)] = value
+  }
+  const windows = fromParts(parts)
+  if (windows.length === 0) return null
+  return { kind: 'key', windows, details }
+}

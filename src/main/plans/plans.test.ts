@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest'
+import { readAnthropicUnified } from './anthropic-unified'
+import { readCodex } from './codex'
+import { durationMs, readKeyLimits } from './key-limits'
+import { readMeter } from './read'
+import { PlanTracker } from './tracker'
+
+const T0 = Date.parse('2026-11-23T10:00:00Z')
+const sec = (ms: number) => String(Math.floor(ms / 1000))
+
+describe('vendor meters from response headers', () => {
+  it('reads Anthropic unified windows, per-model ones, and keeps every other field', () => {
+    const r = readAnthropicUnified({
+      'anthropic-ratelimit-unified-status': 'allowed',
+      'anthropic-ratelimit-unified-representative-claim': 'five_hour',
+      'anthropic-ratelimit-unified-5h-utilization': '0.43',
+      'anthropic-ratelimit-unified-5h-reset': sec(T0 + 3600_000),
+      'anthropic-ratelimit-unified-5h-status': 'allowed',
+      'anthropic-ratelimit-unified-7d-utilization': '0.17',
+      'anthropic-ratelimit-unified-7d-reset': sec(T0 + 5 * 86_400_000),
+      'anthropic-ratelimit-unified-7d_opus-utilization': '0.81',
+      'anthropic-ratelimit-unified-7d_opus-status': 'allowed_warning',
+      'anthropic-ratelimit-unified-overage-status': 'rejected',
+      'anthropic-ratelimit-unified-overage-disabled-reason': 'org_level_disabled',
+      'anthropic-ratelimit-unified-brand-new-field': 'x',
+    })!
+    expect(r.kind).toBe('plan')
+    expect(r.windows.map((w) => [w.name, w.utilization, w.status])).toEqual([
+      ['5h', 0.43, 'allowed'],
+      ['7d', 0.17, ''],
+      ['7d_opus', 0.81, 'allowed_warning'],
+    ])
+    expect(r.windows[0].resets_at).toBe(T0 + 3600_000)
+    expect(r.details).toMatchObject({
+      status: 'allowed',
+      'representative-claim': 'five_hour',
+      'overage-status': 'rejected',
+      'overage-disabled-reason': 'org_level_disabled',
+      'brand-new-field': 'x',
+    })
+  })
+
+  it('reads Codex primary/secondary windows (percent, minutes, reset) and other limit families', () => {
+    const r = readCodex({
+      'x-codex-primary-used-percent': '42.5',
+      'x-codex-primary-window-minutes': '300',
+      'x-codex-primary-reset-at': sec(T0 + 7200_000),
+      'x-codex-secondary-used-percent': '13',
+      'x-codex-secondary-window-minutes': '10080',
+      'x-codex-secondary-reset-after-seconds': '86400',
+      'x-codex-bengalfox-primary-used-percent': '80',
+      'x-codex-credits-has-credits': 'false',
+      'x-codex-active-limit': 'codex',
+    }, T0)!
+    expect(r.windows.map((w) => [w.name, w.utilization, w.window_minutes])).toEqual([
+      ['5h', 0.425, 300],
+      ['7d', 0.13, 10080],
+      ['primary_bengalfox', 0.8, null],
+    ])
+    expect(r.windows[1].resets_at).toBe(T0 + 86_400_000)
+    expect(r.details).toMatchObject({ 'codex-credits-has-credits': 'false', 'codex-active-limit': 'codex' })
+  })
+
+  it('reads per-key limits of Anthropic and OpenAI style', () => {
+    const a = readKeyLimits({
+      'anthropic-ratelimit-requests-limit': '50',
+      'anthropic-ratelimit-requests-remaining': '40',
+      'anthropic-ratelimit-requests-reset': '2026-11-23T10:01:00Z',
+      'anthropic-ratelimit-tokens-limit': '30000',
+      'anthropic-ratelimit-tokens-remaining': '0',
+    })!
+    expect(a.windows.map((w) => [w.name, w.utilization, w.status])).toEqual([
+      ['requests', 0.2, ''],
+      ['tokens', 1, 'rejected'],
+    ])
+    const o = readKeyLimits({ 'x-ratelimit-limit-requests': '500', 'x-ratelimit-remaining-requests': '499', 'x-ratelimit-reset-requests': '6m0s' }, T0)!
+    expect(o.windows[0]).toMatchObject({ name: 'requests', utilization: 0.002, resets_at: T0 + 360_000 })
+    expect(durationMs('1h2m3.5s')).toBe(3_723_500)
+    expect(durationMs('20ms')).toBe(20)
+  })
+
+  it('prefers a plan meter and ignores responses without one', () => {
+    expect(readMeter({ 'content-type': 'application/json' })).toBeNull()
+    expect(readMeter({ 'anthropic-ratelimit-unified-5h-utilization': '0.5', 'anthropic-ratelimit-requests-limit': '5', 'anthropic-ratelimit-requests-remaining': '4' })!.kind).toBe('plan')
+  })
+})
+
+describe('PlanTracker', () => {
+  const who = { provider: 'anthropic', account: 'h1', hint: 'sk-…abcd', billing: 'subscription' as const }
+  const reading = (u: number, reset = T0 + 5 * 3600_000) => readAnthropicUnified({
+    'anthropic-ratelimit-unified-5h-utilization': String(u),
+    'anthropic-ratelimit-unified-5h-reset': sec(reset),
+  })!
+
+  it('projects when the window runs out at the current pace, or where it ends', () => {
+    const t = new PlanTracker()
+    t.observe(who, reading(0.2), T0)
+    t.observe(who, reading(0.4), T0 + 3600_000) // +20% an hour: 100% at T0 + 4h, before the reset at +5h
+    let w = t.list(T0 + 3600_000)[0].windows[0]
+    expect(w.projected_exhausted_at).toBe(new Date(T0 + 4 * 3600_000).toISOString())
+    expect(w.projected_at_reset).toBe(1)
+
+    const slow = new PlanTracker()
+    slow.observe(who, reading(0.2), T0)
+    slow.observe(who, reading(0.25), T0 + 3600_000) // +5% an hour: 45% at the reset
+    w = slow.list()[0].windows[0]
+    expect(w.projected_exhausted_at).toBeNull()
+    expect(w.projected_at_reset).toBeCloseTo(0.45, 10)
+  })
+
+  it('alerts at 80% and 95% once per window period', () => {
+    const t = new PlanTracker()
+    const seen: number[] = []
+    t.onAlert((a) => seen.push(a.threshold))
+    t.observe(who, reading(0.5), T0)
+    t.observe(who, reading(0.82), T0 + 1)
+    t.observe(who, reading(0.85), T0 + 2)
+    t.observe(who, reading(0.96), T0 + 3)
+    t.observe(who, reading(0.97), T0 + 4)
+    expect(seen).toEqual([0.8, 0.95])
+    // The next window period alerts again.
+    t.observe(who, reading(0.81, T0 + 10 * 3600_000), T0 + 5)
+    expect(seen).toEqual([0.8, 0.95, 0.8])
+  })
+})

@@ -1,0 +1,187 @@
+import type { CallBilling, PlanAccount, PlanWindow } from '../../shared/api'
+import type { MeterReading, MeterWindow } from './types'
+
+/** Readings kept per window for the pace (the oldest go first). */
+const HISTORY = 32
+/** Accounts kept (credentials come from clients, so this is bounded). */
+const MAX_ACCOUNTS = 256
+/** Default notification thresholds. */
+export const DEFAULT_THRESHOLDS = [0.8, 0.95]
+
+interface Point {
+  t: number
+  u: number
+}
+
+interface WindowState {
+  latest: MeterWindow
+  history: Point[]
+}
+
+interface Account {
+  provider: string
+  hint: string
+  billing: CallBilling
+  kind: MeterReading['kind']
+  updated: number
+  windows: Map<string, WindowState>
+  details: Record<string, string>
+}
+
+/** A window crossing a threshold: shown once per window (account, window and its reset). */
+export interface PlanAlert {
+  provider: string
+  account_hint: string
+  window: string
+  threshold: number
+  utilization: number
+  resets_at: string | null
+  /** Stable id of this window period and threshold, for showing it once. */
+  id: string
+}
+
+export interface Observed {
+  provider: string
+  /** The account: a hash of the credential (or of the vendor's account id). */
+  account: string
+  hint: string
+  billing: CallBilling
+}
+
+/**
+ * The latest meter of each account with a short history per window, so the pace can be told:
+ * "at this pace the 5-hour window runs out at 13:05", or "you will finish it at 60%". The pace
+ * is the straight line through the readings of the current window period (same reset), from
+ * the first to the latest.
+ */
+export class PlanTracker {
+  private readonly accounts = new Map<string, Account>()
+  private readonly listeners = new Set<() => void>()
+  private readonly alertListeners = new Set<(a: PlanAlert) => void>()
+  private readonly alerted = new Set<string>()
+
+  constructor(private readonly thresholds: readonly number[] = DEFAULT_THRESHOLDS) {}
+
+  observe(who: Observed, reading: MeterReading, now = Date.now()): void {
+    const key = `${who.provider}\0${who.account}`
+    let a = this.accounts.get(key)
+    if (!a) {
+      if (this.accounts.size >= MAX_ACCOUNTS) {
+        const oldest = [...this.accounts.entries()].sort((x, y) => x[1].updated - y[1].updated)[0]
+        this.accounts.delete(oldest[0])
+      }
+      a = { provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {} }
+      this.accounts.set(key, a)
+    }
+    // A plan's reading wins over a key's for the same account; a key's never hides a plan's windows.
+    if (reading.kind === 'key' && a.kind === 'plan' && a.windows.size > 0) return
+    a.kind = reading.kind
+    a.updated = now
+    a.billing = who.billing
+    a.details = { ...a.details, ...reading.details }
+    for (const w of reading.windows) {
+      let st = a.windows.get(w.name)
+      if (!st || st.latest.resets_at !== w.resets_at) {
+        // A new window period (a reset moved): its pace starts afresh. Small drifts of the reset
+        // (a second either way) are the same period.
+        const same = st && st.latest.resets_at !== null && w.resets_at !== null && Math.abs(st.latest.resets_at - w.resets_at) < 60_000
+        if (!same) st = undefined
+      }
+      if (!st) {
+        st = { latest: w, history: [] }
+        a.windows.set(w.name, st)
+      }
+      st.latest = w
+      st.history.push({ t: now, u: w.utilization })
+      if (st.history.length > HISTORY) st.history.splice(0, st.history.length - HISTORY)
+      this.checkThresholds(a, w)
+    }
+    for (const l of this.listeners) l()
+  }
+
+  private checkThresholds(a: Account, w: MeterWindow): void {
+    if (a.kind !== 'plan') return
+    for (const th of this.thresholds) {
+      if (w.utilization < th) continue
+      const id = `${a.provider}\0${a.hint}\0${w.name}\0${w.resets_at ?? ''}\0${th}`
+      if (this.alerted.has(id)) continue
+      this.alerted.add(id)
+      if (this.alerted.size > 4096) this.alerted.delete(this.alerted.values().next().value as string)
+      const alert: PlanAlert = {
+        provider: a.provider,
+        account_hint: a.hint,
+        window: w.name,
+        threshold: th,
+        utilization: w.utilization,
+        resets_at: w.resets_at === null ? null : new Date(w.resets_at).toISOString(),
+        id,
+      }
+      for (const l of this.alertListeners) {
+        try {
+          l(alert)
+        } catch {
+          // a listener's failure is its own
+        }
+      }
+    }
+  }
+
+  /** `fn` runs after every reading; returns an unsubscribe function. */
+  subscribe(fn: () => void): () => void {
+    this.listeners.add(fn)
+    return () => this.listeners.delete(fn)
+  }
+
+  /** `fn` runs when a plan window first reaches a threshold (80% and 95% by default) in a window period. */
+  onAlert(fn: (a: PlanAlert) => void): () => void {
+    this.alertListeners.add(fn)
+    return () => this.alertListeners.delete(fn)
+  }
+
+  /** Every account, most recently updated first (GET /api/dashboard/plans). */
+  list(now = Date.now()): PlanAccount[] {
+    return [...this.accounts.values()]
+      .sort((x, y) => y.updated - x.updated)
+      .map((a) => ({
+        provider: a.provider,
+        account_hint: a.hint,
+        billing: a.billing,
+        updated_at: new Date(a.updated).toISOString(),
+        windows: [...a.windows.values()].map((st) => windowJson(st, now)),
+        details: a.details,
+      }))
+  }
+}
+
+/** The window with its pace: where the line through this period's readings meets 100%, and where it stands at the reset. */
+export function windowJson(st: WindowState, now: number): PlanWindow {
+  const w = st.latest
+  const h = st.history
+  let exhausted: number | null = null
+  let atReset: number | null = null
+  if (h.length >= 2) {
+    const first = h[0]
+    const last = h[h.length - 1]
+    const dt = last.t - first.t
+    const rate = dt > 0 ? (last.u - first.u) / dt : 0 // utilization per ms
+    if (rate > 0) {
+      const end = w.resets_at ?? Infinity
+      const at = last.t + (1 - last.u) / rate
+      if (last.u >= 1) exhausted = last.t
+      else if (at < end) exhausted = Math.round(at)
+      if (w.resets_at !== null) atReset = Math.min(1, last.u + rate * Math.max(0, w.resets_at - last.t))
+    } else if (w.resets_at !== null) {
+      atReset = last.u
+    }
+  }
+  if (w.utilization >= 1 && exhausted === null) exhausted = h.length > 0 ? h[h.length - 1].t : now
+  return {
+    name: w.name,
+    utilization: w.utilization,
+    resets_at: w.resets_at === null ? null : new Date(w.resets_at).toISOString(),
+    status: w.status,
+    projected_exhausted_at: exhausted === null ? null : new Date(exhausted).toISOString(),
+    projected_at_reset: atReset,
+    window_minutes: w.window_minutes,
+  }
+}

@@ -1,0 +1,117 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { findProvider, type Provider } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { emptyUsage } from '../metering/usage'
+import { Pricer } from './price'
+import { PRICES_FILE, PriceUpdater } from './update'
+
+/** The published data as a price-data server would serve it, with one model the bundled data lacks. */
+function publishedData(): Provider[] {
+  const openai = findProvider({ providerId: 'openai' })!
+  const anthropic = findProvider({ providerId: 'anthropic' })!
+  return [
+    {
+      ...openai,
+      models: [
+        { id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } },
+        ...openai.models,
+      ],
+    },
+    anthropic,
+  ] as Provider[]
+}
+
+const usage = { ...emptyUsage(), input_tokens: 1_000_000, output_tokens: 100_000 }
+
+describe('PriceUpdater against a local price-data server', () => {
+  let server: http.Server
+  let url = ''
+  let body = JSON.stringify(publishedData())
+  const status = 200
+  let requests = 0
+  const dirs: string[] = []
+  const newDir = () => {
+    const d = mkdtempSync(join(tmpdir(), 'burnrate-prices-'))
+    dirs.push(d)
+    return d
+  }
+
+  beforeAll(async () => {
+    server = http.createServer((_req, res) => {
+      requests++
+      res.writeHead(status, { 'content-type': 'application/json', 'last-modified': 'Fri, 20 Nov 2026 08:00:00 GMT' })
+      res.end(body)
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/data.json`
+  })
+  afterAll(async () => {
+    await new Promise((r) => server.close(r))
+    for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  })
+
+  it('keeps the bundled data while offline and says why', async () => {
+    const pricer = new Pricer()
+    const u = new PriceUpdater({ dataDir: newDir(), url: 'http://127.0.0.1:1/data.json', autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(false)
+    const s = u.status()
+    expect(s.source).toBe('bundled')
+    expect(s.last_error).toBeTruthy()
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date()).priced).toBe(false)
+    expect(pricer.price('openai', 'openai', 'gpt-4o-mini', usage, new Date()).priced).toBe(true)
+  })
+
+  it('refuses data the library cannot validate and keeps what it had', async () => {
+    body = JSON.stringify([{ id: 'x' }])
+    const dir = newDir()
+    const u = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => {} })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toMatch(/refused/)
+    expect(await u.cached()).toBe(false)
+    body = JSON.stringify(publishedData())
+  })
+
+  it('fetches newer data, prices a model the bundled data lacks, and caches it privately', async () => {
+    const pricer = new Pricer()
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date()).priced).toBe(false)
+    const dir = newDir()
+    const u = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(true)
+    expect(u.status()).toMatchObject({ source: 'updated', updated_at: '2026-11-20T08:00:00.000Z', last_error: null })
+    // 1M input at $3 + 100k output at $12 per million
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
+    expect(statSync(join(dir, PRICES_FILE)).mode & 0o777).toBe(0o600)
+
+    // The next start reads the cache without asking the server.
+    const before = requests
+    const again = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => {}, firstDelayMs: 0 })
+    expect(await again.loadCache()).toBe(true)
+    expect(again.status()).toMatchObject({ source: 'cached', updated_at: '2026-11-20T08:00:00.000Z' })
+    again.close()
+    expect(requests).toBe(before)
+  })
+
+  it('with auto_update, checks on its own after the first delay', async () => {
+    const before = requests
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => {}, firstDelayMs: 0 })
+    u.start()
+    await expect.poll(() => u.status().source, { timeout: 20_000 }).toBe('updated')
+    expect(requests).toBe(before + 1)
+    u.close()
+  })
+
+  it('with auto_update off, never asks the server', async () => {
+    const before = requests
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: false, onChange: () => {}, firstDelayMs: 0 })
+    u.start()
+    // loadCache is the only thing start() does; wait for it by loading again.
+    await u.loadCache()
+    await new Promise((r) => setImmediate(r))
+    expect(requests).toBe(before)
+    u.close()
+  })
+})

@@ -1,0 +1,195 @@
+import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { REMOTE_DATA_JSON_URL, type Provider, updatePrices } from '@pydantic/genai-prices'
+import { request } from 'undici'
+import type { PriceData } from '../../shared/api'
+
+/**
+ * What the dashboard shows about the price data (GET /api/dashboard/prices): `updated_at` is
+ * when the data in use was published (the server's Last-Modified) or else fetched, null for the
+ * bundled data; `checked_at` and `last_error` tell about the last fetch.
+ */
+export type PriceDataStatus = PriceData
+
+export interface PriceUpdaterOptions {
+  /** The data folder: the fetched data is kept there as `prices.json`. */
+  dataDir: string
+  url?: string
+  autoUpdate: boolean
+  /** Called after new data is in use (the pricer forgets its old lookups). */
+  onChange: () => void
+  /** First check this long after start (default 10 s: never during start-up). */
+  firstDelayMs?: number
+  /** Data younger than this is not fetched again (default 24 h); also the interval between checks. */
+  maxAgeMs?: number
+  /** Longest time one fetch may take (default 60 s). */
+  timeoutMs?: number
+  log?: { info(m: string): void; warn(m: string): void }
+}
+
+export const PRICES_FILE = 'prices.json'
+const DAY = 86_400_000
+/** Largest price document accepted (the published one is about 1 MB). */
+const MAX_BYTES = 32 * 1024 * 1024
+
+/** The cache file: the data and when it was published. */
+interface Cached {
+  updated_at: string
+  fetched_at: string
+  providers: Provider[]
+}
+
+/**
+ * Keeps @pydantic/genai-prices' data current with the library's own mechanism (`updatePrices`
+ * hands us `setProviderData`, which validates the data and replaces what `calcPrice` uses).
+ * Nothing here runs on a call's path or delays start-up: the cached copy is read
+ * asynchronously, the first fetch waits `firstDelayMs`, and until something newer is validated
+ * the bundled data (or the cache) keeps pricing. Offline, a failed fetch only records its error.
+ */
+export class PriceUpdater {
+  readonly url: string
+  private readonly maxAgeMs: number
+  private timer: NodeJS.Timeout | null = null
+  private closed = false
+  private running: Promise<boolean> | null = null
+  private set: ((data: Provider[]) => void) | null = null
+  private readonly state: PriceDataStatus
+
+  constructor(private readonly opts: PriceUpdaterOptions) {
+    this.url = opts.url ?? REMOTE_DATA_JSON_URL
+    this.maxAgeMs = opts.maxAgeMs ?? DAY
+    this.state = { source: 'bundled', updated_at: null, checked_at: null, last_error: null, auto_update: opts.autoUpdate, url: this.url }
+    updatePrices(({ setProviderData }) => {
+      // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
+      this.set = (data) => setProviderData(data)
+    })
+  }
+
+  get file(): string {
+    return join(this.opts.dataDir, PRICES_FILE)
+  }
+
+  status(): PriceDataStatus {
+    return { ...this.state }
+  }
+
+  /** Loads the cached data, then (with auto_update) checks for newer data after the first delay and daily. */
+  start(): void {
+    void this.loadCache().then((fresh) => {
+      if (this.closed || !this.opts.autoUpdate) return
+      this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
+    })
+  }
+
+  private schedule(ms: number): void {
+    if (this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.update().finally(() => this.schedule(this.maxAgeMs))
+    }, ms)
+    this.timer.unref()
+  }
+
+  /** Applies the cached data if there is any; true when it is younger than the maximum age. */
+  async loadCache(): Promise<boolean> {
+    let cached: Cached
+    try {
+      cached = JSON.parse(await readFile(this.file, 'utf8')) as Cached
+    } catch {
+      return false // none yet, or unreadable: the bundled data stays
+    }
+    if (this.closed || !this.apply(cached.providers)) return false
+    this.state.source = 'cached'
+    this.state.updated_at = cached.updated_at ?? null
+    const fetched = Date.parse(cached.fetched_at)
+    return Number.isFinite(fetched) && Date.now() - fetched < this.maxAgeMs
+  }
+
+  /** Fetches the published data now; true when newer data is in use afterwards. One fetch at a time. */
+  update(): Promise<boolean> {
+    this.running ??= this.fetchOnce().finally(() => {
+      this.running = null
+    })
+    return this.running
+  }
+
+  private async fetchOnce(): Promise<boolean> {
+    this.state.checked_at = new Date().toISOString()
+    try {
+      const res = await request(this.url, {
+        method: 'GET',
+        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update' },
+        headersTimeout: this.opts.timeoutMs ?? 60_000,
+        bodyTimeout: this.opts.timeoutMs ?? 60_000,
+      })
+      if (res.statusCode !== 200) {
+        await res.body.dump()
+        throw new Error(`HTTP ${res.statusCode}`)
+      }
+      const declared = Number(res.headers['content-length'])
+      if (declared > MAX_BYTES) {
+        await res.body.dump()
+        throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
+      }
+      const text = await res.body.text()
+      if (text.length > MAX_BYTES) throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
+      const data = JSON.parse(text) as unknown
+      if (this.closed) return false
+      if (!Array.isArray(data) || data.length === 0) throw new Error('expected a non-empty list of providers')
+      if (!this.apply(data as Provider[], true)) return false
+      const lm = res.headers['last-modified']
+      const published = typeof lm === 'string' && Number.isFinite(Date.parse(lm)) ? new Date(lm).toISOString() : this.state.checked_at
+      this.state.source = 'updated'
+      this.state.updated_at = published
+      this.state.last_error = null
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, providers: data as Provider[] })
+      this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
+      return true
+    } catch (err) {
+      this.state.last_error = (err as Error).message
+      this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
+      return false
+    }
+  }
+
+  /** Hands data to the library; false (with the reason recorded) when it refuses it. */
+  private apply(data: Provider[], rethrow = false): boolean {
+    try {
+      if (!this.set) throw new Error('the price library took no update hook')
+      this.set(data)
+    } catch (err) {
+      const msg = `the price data was refused: ${(err as Error).message}`
+      if (rethrow) throw new Error(msg, { cause: err })
+      this.state.last_error = msg
+      return false
+    }
+    this.opts.onChange()
+    return true
+  }
+
+  /** Written to a temporary file then renamed, private to the user. */
+  private async writeCache(c: Cached): Promise<void> {
+    const tmp = `${this.file}.tmp`
+    try {
+      await writeFile(tmp, JSON.stringify(c), { mode: 0o600 })
+      await chmod(tmp, 0o600)
+      await rename(tmp, this.file)
+    } catch (err) {
+      this.opts.log?.warn(`prices: could not keep the price data in ${this.file}: ${(err as Error).message}`)
+    }
+  }
+
+  /** Whether a cache file exists (tests, status). */
+  async cached(): Promise<boolean> {
+    return stat(this.file).then(
+      () => true,
+      () => false,
+    )
+  }
+
+  close(): void {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+  }
+}

@@ -1,0 +1,44 @@
+import type { ServerResponse } from 'node:http'
+import { errorBody, sendError } from '../../http/errors'
+import type { Refusal } from '../gate'
+import type { CallLifecycle } from './lifecycle'
+import type { HttpCall } from './state'
+
+/** The JSON a refused call gets: the gate's own body, else the contract's error shape. */
+export function refusalText(r: Refusal): string {
+  return JSON.stringify(r.body ?? errorBody('budget_exceeded', r.reason))
+}
+
+/**
+ * Asks the gate whether an HTTP call may go upstream. When it may not (or the gate fails),
+ * answers the client, records the call and returns false.
+ */
+export function admitHttp(life: CallLifecycle, s: HttpCall): boolean {
+  const res: ServerResponse = s.res
+  let admission
+  try {
+    admission = life.admit(s)
+  } catch {
+    s.status = 500
+    s.error = 'gate_failed'
+    sendError(res, 'internal', 'Burnrate could not check the budget for this call; it was not sent upstream.')
+    life.finish(s)
+    return false
+  }
+  if (admission.refuse) {
+    const r = admission.refuse
+    const text = refusalText(r)
+    res.writeHead(r.status, {
+      ...r.headers,
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': Buffer.byteLength(text),
+    })
+    res.end(text)
+    s.status = r.status
+    s.error = r.reason
+    s.admission = { settle: admission.settle }
+    life.finish(s)
+    return false
+  }
+  return true
+}

@@ -1,0 +1,58 @@
+import { sendError } from '../../http/errors'
+import { describeNetworkError } from './network-errors'
+import type { HttpCall } from './state'
+
+export type FailureKind = 'unreachable' | 'timeout' | 'reset'
+
+/**
+ * What an upstream error means for the call: a request undici refuses to send, or a failure of
+ * the upstream. `code` is the specific cause (ENOTFOUND, SELF_SIGNED_CERT_IN_CHAIN...), kept in
+ * the ledger's error field; `detail` says it in words, with the fix.
+ */
+export type UpstreamFailure = { kind: 'invalid'; detail: string } | { kind: FailureKind; detail: string; code?: string }
+
+export function classifyUpstreamError(err: Error, responseStarted: boolean, connectTimeoutMs: number, host = '', provider = ''): UpstreamFailure {
+  const code = (err as NodeJS.ErrnoException).code
+  // e.g. a header value that cannot be sent
+  if (code === 'UND_ERR_INVALID_ARG' && !responseStarted) return { kind: 'invalid', detail: err.message }
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'timeout', detail: `no connection within ${connectTimeoutMs} ms` }
+  if (responseStarted) return { kind: 'reset', detail: 'the connection was reset mid-response' }
+  const known = describeNetworkError(err, host, provider)
+  if (known) return { kind: 'unreachable', detail: known.words, code: known.code }
+  return { kind: 'unreachable', detail: code && !code.startsWith('UND_ERR') ? code : err.message, code: code && !code.startsWith('UND_ERR') ? code : undefined }
+}
+
+/** The status and error recorded for a failure, before or after the response started. */
+export function failureOutcome(kind: FailureKind, responseStarted: boolean, code?: string): { status: number; error: string } {
+  const status = kind === 'timeout' ? 504 : 502
+  if (!responseStarted) {
+    const error = kind === 'timeout' ? 'upstream_timeout' : 'upstream_unreachable'
+    return { status, error: code ? `${error}: ${code}` : error }
+  }
+  return { status, error: kind === 'timeout' ? 'upstream_stalled' : 'upstream_reset' }
+}
+
+/**
+ * Ends an HTTP call the upstream failed: a clear error when nothing was sent yet, else a cut
+ * stream. `warn` gets the same sentence for the log when the upstream could not be reached.
+ */
+export function failHttp(s: HttpCall, kind: FailureKind, detail: string, finish: (s: HttpCall) => void, code?: string, warn?: (line: string) => void): void {
+  if (s.done) return
+  const host = s.route.upstream.host
+  const o = failureOutcome(kind, s.responseStarted, code)
+  s.status = o.status
+  s.error = o.error
+  if (!s.responseStarted) {
+    if (kind === 'timeout') {
+      sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
+    } else {
+      const message = `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
+      sendError(s.res, 'upstream_unreachable', message)
+      warn?.(message)
+    }
+  } else {
+    // Headers are out: the only honest signal left is to cut the client's stream.
+    s.res.destroy()
+  }
+  finish(s)
+}

@@ -1,0 +1,115 @@
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { Dispatcher } from 'undici'
+import { sendError } from '../../http/errors'
+import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
+import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
+import { upstreamPath } from '../routes'
+import { classifyUpstreamError, failHttp } from './failure'
+import { startHttpResponse } from './response'
+import type { CallState, HttpCall } from './state'
+
+/** Sees every upstream answer's status and headers (plan windows); must not throw or take long. */
+export type HeadersObserver = (s: CallState, status: number, headers: IncomingHttpHeaders) => void
+
+export interface ForwardTimeouts {
+  connect_timeout_ms: number
+  first_byte_timeout_ms: number
+  idle_timeout_ms: number
+}
+
+/**
+ * Sends an admitted HTTP call upstream with undici and streams the answer back to the client,
+ * chunk by chunk; `finish` records the call when it ends (completed, failed or abandoned).
+ */
+export function forwardHttp(
+  s: HttpCall,
+  req: IncomingMessage,
+  body: Buffer | null,
+  dispatcher: Dispatcher,
+  t: ForwardTimeouts,
+  finish: (s: HttpCall) => void,
+  /** Logs why an upstream could not be reached. */
+  warn?: (line: string) => void,
+  observe?: HeadersObserver,
+): void {
+  const res = s.res
+  const upstream = s.route.upstream
+  const headers = upstreamRequestHeaders(req.headers, upstream.host)
+  // The body is already read whole: nothing to wait for a 100 Continue about (undici refuses the header).
+  delete headers.expect
+  if (body) {
+    headers['content-length'] = String(body.length)
+  }
+  const firstByte = setTimeout(() => {
+    failHttp(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`, finish)
+    s.abort?.()
+  }, t.first_byte_timeout_ms)
+  s.timers.push(firstByte)
+
+  res.on('close', () => {
+    if (res.writableFinished) {
+      finish(s)
+      return
+    }
+    if (s.done) return
+    // The client went away first: stop the upstream call and record what was metered.
+    s.status = STATUS_CLIENT_CLOSED
+    s.error = 'client_aborted'
+    finish(s)
+    s.abort?.()
+  })
+
+  let forward: ((chunk: Buffer) => boolean) | null = null
+  const handler: Dispatcher.DispatchHandler = {
+    onConnect(abort) {
+      // Not sent at all when the call already ended while it waited for a connection.
+      if (s.done) abort(new Error('call ended'))
+      else s.abort = abort as (err?: Error) => void
+    },
+    onHeaders(status, raw, resume) {
+      clearTimeout(firstByte)
+      if (s.done) {
+        s.abort?.()
+        return false
+      }
+      const uheaders = parseRawHeaders(raw as unknown as Buffer[])
+      forward = startHttpResponse(s, status, uheaders, resume, t.idle_timeout_ms, (detail) => {
+        failHttp(s, 'timeout', detail, finish)
+        s.abort?.()
+      })
+      if (observe) {
+        try {
+          observe(s, status, uheaders)
+        } catch {
+          // what an observer does is advisory; the call goes on
+        }
+      }
+      return true
+    },
+    onData(chunk) {
+      if (s.done || !forward) return true
+      return forward(chunk)
+    },
+    onComplete() {
+      if (s.done) return
+      for (const x of s.timers) clearTimeout(x)
+      res.end()
+    },
+    onError(err) {
+      if (s.done) return
+      const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
+      if (f.kind === 'invalid') {
+        s.status = 400
+        s.error = 'invalid_request'
+        sendError(res, 'invalid_request', `The request cannot be forwarded: ${f.detail}.`)
+        finish(s)
+      } else {
+        failHttp(s, f.kind, f.detail, finish, f.code, warn)
+      }
+    },
+  }
+  dispatcher.dispatch(
+    { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
+    handler,
+  )
+}

@@ -1,0 +1,128 @@
+import { performance } from 'node:perf_hooks'
+import type { Ledger } from '../../ledger/ledger'
+import type { CallRecord } from '../../ledger/record'
+import { estimateUsage } from '../../metering/estimate'
+import { emptyUsage, type Usage } from '../../metering/usage'
+import type { Pricer } from '../../pricing/price'
+import type { CallState } from './state'
+
+export interface RecorderOptions {
+  ledger: Ledger
+  pricer: Pricer
+}
+
+/**
+ * Records a call once, when it ends: reads what its meter found, estimates what a cut stream
+ * did not report, prices it, settles its admission and writes its ledger row. Synchronous for
+ * the usual call (a plain or already decoded body whose usage the provider reported); only a
+ * compressed body still being inflated, or a cut stream whose usage must be estimated, waits
+ * for a promise. `recorded` runs once the row is written (or could not be).
+ */
+export function createRecorder(opts: RecorderOptions, recorded: () => void): (s: CallState) => void {
+  function meter(s: CallState, latency: number): void {
+    let usage: Usage | null = null
+    let model = s.ctx.shape.model
+    let responseId = ''
+    try {
+      if (s.sse) s.sse.end()
+      if (s.json && s.meter) {
+        const body = s.json.parse()
+        if (body !== undefined) s.meter.json(body)
+      }
+      const r = s.meter?.result()
+      if (r) {
+        // The upstream delivered its terminal event before the connection closed (Codex hangs up as
+        // soon as it has `response.completed`): the call completed, whatever cut the stream after.
+        if (r.complete && s.upstreamStatus > 0 && s.status !== s.upstreamStatus) {
+          s.status = s.upstreamStatus
+          s.error = null
+        }
+        usage = r.usage
+        if (r.model) model = r.model
+        if (r.responseId) responseId = r.responseId
+        // A meter exists only for a successful upstream answer; if the stream was then cut (client
+        // gone, upstream reset or stalled), what was generated was billed all the same.
+        if (!usage && s.ctx.shape.billable && s.responseStarted) {
+          const m = model
+          estimateUsage(m, s.info.body, r.outputText ?? '').then(
+            (u) => record(s, latency, u, m, true, responseId),
+            () => record(s, latency, null, m, false, responseId),
+          )
+          return
+        }
+      }
+    } catch {
+      // A response we cannot read is still recorded, with what is known.
+    }
+    record(s, latency, usage, model, false, responseId)
+  }
+
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string): void {
+    try {
+      const u = usage ?? emptyUsage()
+      let cost = 0
+      let priced = true
+      const hasTokens = u.input_tokens + u.output_tokens > 0
+      if (hasTokens) {
+        const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
+        cost = p.cost_usd
+        priced = p.priced
+      }
+      try {
+        // Money only: a subscription call settles at 0 (budgets count money).
+        s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
+      } finally {
+        const call: CallRecord = {
+          ts: s.ctx.ts,
+          provider: s.ctx.provider.name,
+          model,
+          endpoint: s.ctx.shape.endpoint,
+          api_key_hash: s.ctx.apiKeyHash,
+          key_hint: s.ctx.keyHint,
+          tenant: s.ctx.tenant,
+          agent: s.ctx.agent,
+          session: s.ctx.session,
+          status: s.status,
+          streamed: s.streamed,
+          input_tokens: u.input_tokens,
+          output_tokens: u.output_tokens,
+          cache_read_tokens: u.cache_read_tokens,
+          cache_write_tokens: u.cache_write_tokens,
+          cache_write_1h_tokens: u.cache_write_1h_tokens,
+          reasoning_tokens: u.reasoning_tokens,
+          cost_usd: cost,
+          priced,
+          estimated,
+          latency_ms: latency,
+          error: s.error,
+          billing: s.ctx.billing ?? 'api',
+          response_id: responseId,
+          project: s.ctx.project,
+        }
+        opts.ledger.record(call)
+      }
+    } catch {
+      // Never an exception out of here (it would reach an event handler and stop the process):
+      // the row is already recorded when what follows it fails, and a ledger closed at shutdown
+      // takes no more calls.
+    } finally {
+      recorded()
+    }
+  }
+
+  return function finish(s: CallState): void {
+    if (s.done) return
+    s.done = true
+    for (const t of s.timers) clearTimeout(t)
+    const latency = performance.now() - s.started
+    const tap = s.tap
+    if (tap?.decoding) {
+      tap.end().then(
+        () => meter(s, latency),
+        () => meter(s, latency),
+      )
+    } else {
+      meter(s, latency)
+    }
+  }
+}

@@ -1,0 +1,84 @@
+import type { IncomingHttpHeaders } from 'node:http'
+import { performance } from 'node:perf_hooks'
+import { BodyTap, JsonCollector } from '../../metering/body-tap'
+import { SseParser } from '../../metering/sse'
+import { clientResponseHeaders } from '../headers'
+import { isJson } from './request-body'
+import type { CallState, HttpCall } from './state'
+
+/**
+ * Sets up metering of a successful answer: an SSE parser for a stream, a JSON collector for a
+ * body, behind a tap that decodes a compressed body for metering only.
+ */
+export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
+  const ctype = uheaders['content-type']
+  const meter = s.ctx.provider.meter(s.ctx.shape, s.info)
+  s.meter = meter
+  let sink: ((b: Buffer) => void) | null = null
+  if (s.streamed) {
+    const parser = new SseParser((e, d) => meter.event(e, d))
+    s.sse = parser
+    sink = (b) => parser.write(b)
+  } else if (isJson(ctype) || !ctype) {
+    s.json = new JsonCollector()
+    sink = s.json.push
+  }
+  if (sink) {
+    const enc = uheaders['content-encoding']
+    s.tap = new BodyTap(typeof enc === 'string' ? enc : undefined, sink)
+  }
+}
+
+/**
+ * Upstream answered: sends the status and headers on, sets up metering and the idle timeout,
+ * and returns what forwards each body chunk (false = pause until the client's socket drains;
+ * `resume` is called then).
+ */
+export function startHttpResponse(
+  s: HttpCall,
+  status: number,
+  uheaders: IncomingHttpHeaders,
+  resume: () => void,
+  idleMs: number,
+  onIdle: (detail: string) => void,
+): (chunk: Buffer) => boolean {
+  const res = s.res
+  s.responseStarted = true
+  s.status = status
+  s.upstreamStatus = status
+  const ctype = uheaders['content-type']
+  s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
+  const headers = clientResponseHeaders(uheaders)
+  if (s.admission.headers) Object.assign(headers, s.admission.headers)
+  res.writeHead(s.status, headers)
+
+  if (s.status < 400) attachMeter(s, uheaders)
+
+  // Not a timer reset per chunk (that adds up over a long stream): each chunk notes its
+  // time; when the timer fires it re-arms for what is left of the window after the latest
+  // chunk, and fails the call only when nothing came for the whole window.
+  s.lastData = performance.now()
+  const check = (): void => {
+    const quiet = performance.now() - s.lastData
+    if (quiet < idleMs) {
+      s.timers.push(setTimeout(check, idleMs - quiet))
+      return
+    }
+    onIdle(`no data for ${idleMs} ms`)
+  }
+  s.timers.push(setTimeout(check, idleMs))
+  const tap = s.tap
+  const onDrain = (): void => {
+    resume()
+  }
+  // One step both meters and forwards, with backpressure (pause until the client's socket drains).
+  return (chunk) => {
+    s.lastData = performance.now()
+    if (tap) tap.write(chunk)
+    if (!res.write(chunk) && !res.destroyed) {
+      res.once('drain', onDrain)
+      return false
+    }
+    return true
+  }
+}

@@ -1,0 +1,59 @@
+import type { ServerResponse } from 'node:http'
+import type { BodyTap, JsonCollector } from '../../metering/body-tap'
+import type { SseParser } from '../../metering/sse'
+import type { Meter, RequestInfo } from '../../providers/types'
+import type { Admission, CallContext } from '../gate'
+import type { Route } from '../routes'
+
+/**
+ * One metered call, from arrival to its ledger row: what every path (HTTP, WebSocket) keeps
+ * about it. The lifecycle (lifecycle.ts) creates it, admits it and records it exactly once.
+ */
+export interface CallState {
+  route: Route
+  ctx: CallContext
+  info: RequestInfo
+  admission: Admission
+  /** performance.now() at arrival. */
+  started: number
+  /** Stops the upstream exchange once it is under way; until then `done` keeps it from being sent. */
+  abort?: (err?: Error) => void
+  /** What is recorded: the upstream's status, or what ended the call (499, 502, 504...). */
+  status: number
+  /** The status the upstream answered with (0 until it answered). */
+  upstreamStatus: number
+  error: string | null
+  responseStarted: boolean
+  streamed: boolean
+  meter?: Meter
+  tap?: BodyTap
+  sse?: SseParser
+  json?: JsonCollector
+  done: boolean
+  timers: NodeJS.Timeout[]
+  /** When the last response chunk came (performance.now()). */
+  lastData: number
+}
+
+export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, started: number): CallState {
+  return {
+    route,
+    ctx,
+    info,
+    admission: {},
+    started,
+    status: 0,
+    upstreamStatus: 0,
+    error: null,
+    responseStarted: false,
+    streamed: false,
+    done: false,
+    timers: [],
+    lastData: 0,
+  }
+}
+
+/** A call that came as a plain HTTP request: its answer goes to `res`. */
+export interface HttpCall extends CallState {
+  res: ServerResponse
+}

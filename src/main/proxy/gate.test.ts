@@ -1,0 +1,46 @@
+import { describe, expect, it } from 'vitest'
+import { keyIdentity } from './attribution'
+import { type Admission, type CallContext, type CallGate, everyCredential } from './gate'
+
+function ctxWith(keys: string[]): CallContext {
+  const billed = keyIdentity(keys[0] ?? '')
+  return { ...billed, credentials: keys.length > 1 ? keys.map(keyIdentity) : undefined } as unknown as CallContext
+}
+
+/** A gate that refuses keys starting with "blocked" and logs every admit and settle. */
+function recordingGate() {
+  const log: string[] = []
+  const gate: CallGate = {
+    admit(ctx): Admission {
+      log.push(`admit ${ctx.apiKey}`)
+      if (ctx.apiKey.startsWith('blocked')) return { refuse: { status: 429, headers: {}, body: null, reason: 'budget_exceeded' } }
+      return { headers: { 'x-burnrate-budget-warning': ctx.apiKey }, settle: (c) => log.push(`settle ${ctx.apiKey} ${c}`) }
+    },
+  }
+  return { gate, log }
+}
+
+describe('everyCredential', () => {
+  it('admits a call only when every key is admitted, and releases what the others reserved when one is refused', () => {
+    const { gate, log } = recordingGate()
+    const a = everyCredential(gate).admit(ctxWith(['real', 'decoy-1', 'blocked-key']))
+    expect(a.refuse?.status).toBe(429)
+    expect(log).toEqual(['admit real', 'admit decoy-1', 'admit blocked-key', 'settle real 0', 'settle decoy-1 0'])
+  })
+
+  it('settles every key with the real cost and sends every warning', () => {
+    const { gate, log } = recordingGate()
+    const a = everyCredential(gate).admit(ctxWith(['real', 'other']))
+    expect(a.refuse).toBeUndefined()
+    expect(a.headers).toEqual({ 'x-burnrate-budget-warning': 'real, other' })
+    a.settle?.(0.25)
+    expect(log.slice(2)).toEqual(['settle real 0.25', 'settle other 0.25'])
+  })
+
+  it('one key: the inner gate alone, the context untouched', () => {
+    const { gate, log } = recordingGate()
+    const ctx = ctxWith(['blocked-only'])
+    expect(everyCredential(gate).admit(ctx).refuse).toBeDefined()
+    expect(log).toEqual(['admit blocked-only'])
+  })
+})

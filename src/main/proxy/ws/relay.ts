@@ -1,0 +1,194 @@
+import type { IncomingMessage } from 'node:http'
+import { STATUS_CODES } from 'node:http'
+import type { Duplex } from 'node:stream'
+import WebSocket, { WebSocketServer } from 'ws'
+import { errorBody } from '../../http/errors'
+import type { Attributors } from '../call/context'
+import type { HeadersObserver } from '../call/forward'
+import type { CallLifecycle } from '../call/lifecycle'
+import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
+import { type Route, upstreamPath } from '../routes'
+import { ResponsesSocketCalls } from './responses-calls'
+
+export interface WebSocketRelayOptions {
+  life: CallLifecycle
+  who: Attributors
+  timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number }
+  maxFrameBytes: number
+  /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */
+  ca?: string[]
+  /** Sees the upstream's meter (upgrade headers, Codex's `codex.rate_limits` events). */
+  observeHeaders?: HeadersObserver
+}
+
+/** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
+const HIGH_WATER = 4 * 1024 * 1024
+
+/** Close codes that may be sent in a close frame (1005, 1006 and 1015 only describe what happened). */
+function sendableCode(code: number): number | undefined {
+  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : undefined
+}
+
+/** An HTTP answer written on the raw socket of an upgrade request that is not upgraded. */
+function answer(socket: Duplex, status: number, headers: Record<string, string | string[] | number | undefined>, body: Buffer): void {
+  if (socket.destroyed) return
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`
+  for (const [k, v] of Object.entries({ ...headers, 'content-length': body.length, connection: 'close' })) {
+    if (v === undefined) continue
+    for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${String(one).replace(/[\r\n]/g, ' ')}\r\n`
+  }
+  socket.end(Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]))
+}
+
+function answerError(socket: Duplex, status: number, type: Parameters<typeof errorBody>[0], message: string): void {
+  answer(socket, status, { 'content-type': 'application/json; charset=utf-8' }, Buffer.from(JSON.stringify(errorBody(type, message))))
+}
+
+/** Headers of the upstream's 101 worth passing on (Codex reads `x-codex-turn-state`, `openai-model`...). */
+function passedOn(headers: IncomingMessage['headers']): string[] {
+  const out: string[] = []
+  const h = clientResponseHeaders(headers)
+  for (const [k, v] of Object.entries(h)) {
+    if (k.startsWith('sec-websocket-') || k === 'content-length' || v === undefined) continue
+    for (const one of Array.isArray(v) ? v : [v]) out.push(`${k}: ${String(one).replace(/[\r\n]/g, ' ')}`)
+  }
+  return out
+}
+
+/**
+ * WebSocket upgrades of proxied paths (Codex's `GET /v1/responses`), passed through: the
+ * upstream is asked first (ws://, or wss:// for an https upstream) with the client's headers,
+ * and only once it has accepted is the client's handshake completed, with the upstream's
+ * headers; an upstream that refuses has its answer relayed as it came. Frames then pass both
+ * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
+ * metered and recorded as its own call (responses-calls.ts).
+ */
+export function createWebSocketRelay(opts: WebSocketRelayOptions) {
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
+  const extraHeaders = new WeakMap<IncomingMessage, string[]>()
+  const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
+  wss.on('headers', (headers, req) => {
+    const extra = extraHeaders.get(req)
+    if (extra) headers.push(...extra)
+  })
+  const sockets = new Set<WebSocket>()
+
+  function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
+    const upstream = route.upstream
+    const provider = upstream.provider
+    socket.on('error', () => {})
+    if (!upstream.enabled) {
+      answerError(socket, 404, 'not_found', `The ${provider.name} provider is turned off in the config (providers.${provider.name}.enabled).`)
+      return
+    }
+    if (!upstream.baseUrl) {
+      answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
+      return
+    }
+    const target = upstream.origin.replace(/^http/i, 'ws') + upstreamPath(route)
+    const headers = upstreamRequestHeaders(req.headers, upstream.host)
+    for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
+    const protocols = req.headers['sec-websocket-protocol']
+      ?.split(',')
+      .map((p) => p.trim())
+      .filter(Boolean)
+    const up = new WebSocket(target, protocols ?? [], {
+      headers: headers as Record<string, string>,
+      perMessageDeflate: true,
+      maxPayload: opts.maxFrameBytes,
+      handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
+      ...(opts.ca ? { ca: opts.ca } : {}),
+    })
+    let settled = false
+    socket.once('close', () => {
+      if (!settled) up.terminate()
+    })
+    up.on('unexpected-response', (_r, res) => {
+      settled = true
+      // The upstream refused the upgrade: its answer goes to the client as it came.
+      const parts: Buffer[] = []
+      res.on('data', (c: Buffer) => parts.push(c))
+      res.on('end', () => {
+        answer(socket, res.statusCode ?? 502, clientResponseHeaders(res.headers) as Record<string, string>, Buffer.concat(parts))
+        up.terminate()
+      })
+      res.on('error', () => answerError(socket, 502, 'upstream_unreachable', `${provider.name} (${upstream.host}) cut its answer to the WebSocket upgrade.`))
+    })
+    up.on('error', (err) => {
+      if (settled) return
+      settled = true
+      const code = (err as NodeJS.ErrnoException).code
+      if (/timed out/i.test(err.message)) {
+        answerError(socket, 504, 'upstream_timeout', `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`)
+      } else {
+        answerError(socket, 502, 'upstream_unreachable', `Could not reach ${provider.name} at ${upstream.host}: ${code ?? err.message}.`)
+      }
+    })
+    up.on('upgrade', (res) => {
+      extraHeaders.set(req, passedOn(res.headers))
+      upgradeAnswers.set(req, res.headers)
+    })
+    up.on('open', () => {
+      if (settled || socket.destroyed) {
+        up.terminate()
+        return
+      }
+      settled = true
+      wss.handleUpgrade(req, socket, head, (client) => relay(client, up, req, route))
+    })
+  }
+
+  function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
+    sockets.add(client)
+    const metered = /(^|\/)responses$/.test(route.path)
+    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders) : null
+    if (calls) calls.upgradeHeaders = upgradeAnswers.get(req) ?? null
+
+    const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
+      if (to.readyState !== WebSocket.OPEN) return
+      to.send(data, { binary: isBinary }, () => {
+        if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused) from.resume()
+      })
+      if (to.bufferedAmount > HIGH_WATER) from.pause()
+    }
+    const toUpstream = pipe(client, up)
+    const toClient = pipe(up, client)
+    client.on('message', (raw, isBinary) => {
+      const data = raw as Buffer
+      if (calls && !isBinary) {
+        const refused = calls.fromClient(data)
+        if (refused !== null) {
+          if (client.readyState === WebSocket.OPEN) client.send(refused)
+          return
+        }
+      }
+      toUpstream(data, isBinary)
+    })
+    up.on('message', (raw, isBinary) => {
+      const data = raw as Buffer
+      if (calls && !isBinary) calls.fromUpstream(data)
+      toClient(data, isBinary)
+    })
+    client.on('close', (code, reason) => {
+      sockets.delete(client)
+      calls?.closed('client')
+      if (up.readyState === WebSocket.OPEN) up.close(sendableCode(code), reason)
+      else up.terminate()
+    })
+    up.on('close', (code, reason) => {
+      calls?.closed('upstream')
+      if (client.readyState === WebSocket.OPEN) client.close(sendableCode(code), reason)
+    })
+    client.on('error', () => up.terminate())
+    up.on('error', () => client.terminate())
+  }
+
+  return {
+    upgrade,
+    /** Closes the relayed sockets (shutdown): their open calls are recorded as cut. */
+    close(): void {
+      for (const c of sockets) c.terminate()
+      sockets.clear()
+    },
+  }
+}

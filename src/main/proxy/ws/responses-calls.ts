@@ -1,0 +1,160 @@
+import { performance } from 'node:perf_hooks'
+import type { IncomingHttpHeaders } from 'node:http'
+import { errorBody } from '../../http/errors'
+import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
+import type { Attributors } from '../call/context'
+import { describeCall } from '../call/context'
+import { codexEventHeaders } from '../../plans/codex'
+import type { HeadersObserver } from '../call/forward'
+import type { CallLifecycle } from '../call/lifecycle'
+import { type CallState, newCallState } from '../call/state'
+import type { Route } from '../routes'
+
+/** The Responses API's terminal events over WebSocket: each ends one response (one call). */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
+
+/** The `type` of a JSON frame, read without parsing it (`{"type":"response.output_text.delta",...}`). */
+function frameType(text: string): string {
+  const m = /"type"\s*:\s*"([^"\\]{1,100})"/.exec(text.length > 300 ? text.slice(0, 300) : text)
+  return m ? m[1] : ''
+}
+
+/**
+ * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
+ * which Codex turns into the HTTP error it stands for. A 429 is typed `usage_limit_reached` (the
+ * contract's type stays in `code`, the message is ours), with `resets_at` from its Retry-After:
+ * Codex reports that and stops, where any other 429 is retried after Retry-After (for a budget,
+ * hours) and leaves the agent hanging. A `rate_limited` refusal is the exception: it is meant to be
+ * retried, so it keeps its own type.
+ */
+function errorFrame(status: number, body: unknown, headers: Record<string, string>): string {
+  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
+  // A rate limit is transient (x-should-retry: true): left as it is, Codex retries it after Retry-After.
+  if (status === 429 && error.type !== 'rate_limited') {
+    error.code = error.type
+    error.type = 'usage_limit_reached'
+    const after = Number(headers['retry-after'])
+    if (Number.isFinite(after) && after > 0) error.resets_at = Math.ceil(Date.now() / 1000 + after)
+  }
+  return JSON.stringify({ type: 'error', status, error, headers })
+}
+
+/**
+ * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
+ * the client sends is one call, admitted by the gate like any HTTP call, metered from the frames
+ * that follow and recorded at its `response.completed` (or `.failed`, `.incomplete`, `error`).
+ * Responses on one socket are sequential, so upstream frames belong to the oldest open call.
+ */
+export class ResponsesSocketCalls {
+  private readonly open: CallState[] = []
+  /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
+  upgradeHeaders: IncomingHttpHeaders | null = null
+
+  constructor(
+    private readonly life: CallLifecycle,
+    private readonly route: Route,
+    private readonly headers: IncomingHttpHeaders,
+    private readonly who: Attributors,
+    private readonly observe?: HeadersObserver,
+  ) {}
+
+  private see(s: CallState, status: number, headers: IncomingHttpHeaders): void {
+    try {
+      this.observe?.(s, status, headers)
+    } catch {
+      // advisory: the relay goes on
+    }
+  }
+
+  /**
+   * A text frame from the client. Returns null to forward it, or the error frame to answer
+   * instead (a budget refusal: the frame is not sent upstream).
+   */
+  fromClient(data: Buffer): string | null {
+    const text = data.toString('utf8')
+    if (frameType(text) !== 'response.create') return null
+    let frame: any
+    try {
+      frame = JSON.parse(text)
+    } catch {
+      return null // the upstream answers it
+    }
+    const started = performance.now()
+    const ts = Date.now()
+    const { info, ctx } = describeCall(this.route, 'POST', this.headers, frame, data.length, ts, this.who)
+    const s = this.life.begin(newCallState(this.route, ctx, info, started))
+    s.streamed = true
+    let refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string } | null = null
+    try {
+      const a = this.life.admit(s)
+      if (a.refuse) {
+        refusal = { ...a.refuse }
+        s.admission = { settle: a.settle }
+      }
+    } catch {
+      refusal = {
+        status: 500,
+        body: errorBody('internal', 'Burnrate could not check the budget for this call; it was not sent upstream.'),
+        reason: 'gate_failed',
+      }
+    }
+    if (refusal) {
+      s.status = refusal.status
+      s.error = refusal.reason
+      this.life.finish(s)
+      return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
+    }
+    s.status = 200
+    s.upstreamStatus = 200
+    s.meter = ctx.provider.meter(ctx.shape, info)
+    this.open.push(s)
+    if (this.upgradeHeaders) {
+      this.see(s, 101, this.upgradeHeaders)
+      this.upgradeHeaders = null
+    }
+    return null
+  }
+
+  /** A text frame from the upstream, on its way to the client. */
+  fromUpstream(data: Buffer): void {
+    const s = this.open[0]
+    if (!s) return
+    s.responseStarted = true
+    const text = data.toString('utf8')
+    const type = frameType(text)
+    if (type === 'codex.rate_limits' && this.observe) {
+      const h = codexEventHeaders(text)
+      if (h) this.see(s, 200, h)
+    }
+    try {
+      s.meter?.event(type, text)
+    } catch {
+      // A frame we cannot read never stops the relay.
+    }
+    if (TERMINAL.has(type)) {
+      this.open.shift()
+      this.life.finish(s)
+    } else if (type === 'error') {
+      this.open.shift()
+      let status = 500
+      try {
+        const st = JSON.parse(text).status
+        if (typeof st === 'number' && st >= 400 && st < 600) status = st
+      } catch {
+        // keep 500
+      }
+      s.status = status
+      s.error = 'upstream_error'
+      this.life.finish(s)
+    }
+  }
+
+  /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream. */
+  closed(by: 'client' | 'upstream'): void {
+    for (const s of this.open.splice(0)) {
+      s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
+      s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
+      this.life.finish(s)
+    }
+  }
+}

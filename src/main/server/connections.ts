@@ -1,0 +1,85 @@
+import type http from 'node:http'
+import type { Socket } from 'node:net'
+
+/** How long a client may take to send a request's headers (a slowloris trickles them forever). */
+export const HEADERS_TIMEOUT_MS = 30_000
+
+interface Conn {
+  /** A request on it is being answered (headers in, response not finished). */
+  busy: number
+}
+
+const REFUSAL_BODY = JSON.stringify({
+  error: { type: 'service_unavailable', message: 'Burnrate has too many open connections (server.max_connections); retry in a moment.' },
+})
+const REFUSAL =
+  'HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json; charset=utf-8\r\nretry-after: 1\r\n' +
+  `connection: close\r\ncontent-length: ${Buffer.byteLength(REFUSAL_BODY)}\r\n\r\n${REFUSAL_BODY}`
+
+/**
+ * Keeps connections to at most `max`. A connection is busy from the moment its request's headers
+ * are in until its response ends (a long upload or stream is never cut here). When a new one
+ * arrives at the cap, the oldest connection that is not busy (idle keep-alive, or still
+ * trickling its headers) is closed to make room, so thousands of slow partial requests cannot
+ * crowd out health checks and real calls; only when every connection is busy is the new one
+ * refused, with a 503 saying why.
+ */
+export function limitConnections(server: http.Server, max: number): OpenConnections {
+  const conns = new Map<Socket, Conn>()
+  server.on('connection', (s: Socket) => {
+    if (conns.size >= max) {
+      let victim: Socket | null = null
+      for (const [sock, c] of conns) {
+        if (c.busy === 0) {
+          victim = sock
+          break
+        }
+      }
+      if (victim) {
+        conns.delete(victim)
+        victim.destroy()
+      } else {
+        s.end(REFUSAL)
+        s.on('error', () => {})
+        setTimeout(() => s.destroy(), 1000).unref()
+        return
+      }
+    }
+    conns.set(s, { busy: 0 })
+    s.on('close', () => conns.delete(s))
+  })
+  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const c = conns.get(req.socket)
+    if (!c) return
+    c.busy++
+    // Re-inserted at the end: the eviction order is by last use, oldest first.
+    conns.delete(req.socket)
+    conns.set(req.socket, c)
+    let done = false
+    const end = () => {
+      if (done) return
+      done = true
+      c.busy--
+    }
+    res.once('finish', end)
+    res.once('close', end)
+  })
+  return {
+    hold(s) {
+      const c = conns.get(s)
+      if (c) c.busy++
+    },
+    all: () => [...conns.keys()],
+    get count() {
+      return conns.size
+    },
+  }
+}
+
+export interface OpenConnections {
+  /** Marks a connection busy for the rest of its life (an upgraded WebSocket is never evicted). */
+  hold(s: Socket): void
+  /** Every open connection (for shutdown). */
+  all(): Socket[]
+  readonly count: number
+}

@@ -1,0 +1,61 @@
+import { defineStore } from 'pinia'
+import { ref } from 'vue'
+import type { AgentConnection, ConnectPlan } from '../../../shared/connect'
+import { ApiError, api } from '../api/client'
+import { useAdmin } from './admin'
+
+/** Agent connections through the admin API (`/api/admin/agents*`): list, plan, then apply exactly that plan. */
+export const useAgents = defineStore('agents', () => {
+  const admin = useAdmin()
+  const agents = ref<AgentConnection[]>([])
+  const url = ref('')
+  const error = ref('')
+  /** The plan being shown for confirmation. */
+  const plan = ref<ConnectPlan | null>(null)
+  const busy = ref(false)
+
+  async function load(): Promise<void> {
+    if (!admin.token) return
+    try {
+      const body = await api<{ url: string; agents: AgentConnection[] }>('/api/admin/agents', { token: admin.token })
+      agents.value = body.agents
+      url.value = body.url
+      error.value = ''
+    } catch (err) {
+      error.value = (err as Error).message
+    }
+  }
+
+  /** Asks the server what connecting or disconnecting would change, to show it first. */
+  async function preview(agent: string, action: 'connect' | 'disconnect'): Promise<void> {
+    error.value = ''
+    try {
+      plan.value = await api<ConnectPlan>(`/api/admin/agents/${encodeURIComponent(agent)}/plan`, { params: { action }, token: admin.token })
+    } catch (err) {
+      error.value = (err as Error).message
+    }
+  }
+
+  /** Applies the plan shown; a 409 (the files changed since) shows the new plan instead. */
+  async function confirm(): Promise<void> {
+    const p = plan.value
+    if (!p) return
+    busy.value = true
+    try {
+      await api(`/api/admin/agents/${encodeURIComponent(p.agent)}/${p.action}`, { method: 'POST', body: { plan_id: p.id }, token: admin.token })
+      plan.value = null
+      await load()
+    } catch (err) {
+      error.value = (err as Error).message
+      if (err instanceof ApiError && err.status === 409 && (err.body as { error?: { code?: string } })?.error?.code === 'conflict') await preview(p.agent, p.action)
+    } finally {
+      busy.value = false
+    }
+  }
+
+  function cancel(): void {
+    plan.value = null
+  }
+
+  return { agents, url, error, plan, busy, load, preview, confirm, cancel }
+})

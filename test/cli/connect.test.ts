@@ -1,0 +1,84 @@
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { runCli } from '../../src/main/cli/program'
+
+const CODEX = '# mine\nmodel = "o3"  # keep\n\n[model_providers.azure]\nname = "Azure"\nbase_url = "https://me.openai.azure.com/openai"\n'
+const CLAUDE = '{\n  "model": "opus"\n}\n'
+
+let home: string
+let saved: NodeJS.ProcessEnv
+let out: string
+let err: string
+
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), 'burnrate-cli-home-'))
+  saved = { ...process.env }
+  // The command edits the agents of the user it runs as: here, a temporary home.
+  process.env.HOME = home
+  process.env.BURNRATE_DATA_DIR = join(home, 'data')
+  process.env.BURNRATE_PORT = '8791'
+  delete process.env.CODEX_HOME
+  delete process.env.CLAUDE_CONFIG_DIR
+  delete process.env.XDG_CONFIG_HOME
+  mkdirSync(join(home, '.codex'))
+  writeFileSync(join(home, '.codex', 'config.toml'), CODEX)
+  mkdirSync(join(home, '.claude'))
+  writeFileSync(join(home, '.claude', 'settings.json'), CLAUDE)
+})
+afterEach(() => {
+  // Restored key by key: replacing process.env with a plain object would cut it off from the real environment (os.homedir() reads that).
+  for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
+  Object.assign(process.env, saved)
+  rmSync(home, { recursive: true, force: true })
+})
+
+async function cli(...args: string[]): Promise<number> {
+  out = ''
+  err = ''
+  const stdout = process.stdout.write
+  const stderr = process.stderr.write
+  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write
+  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write
+  try {
+    return await runCli(args)
+  } finally {
+    process.stdout.write = stdout
+    process.stderr.write = stderr
+  }
+}
+
+describe('burnrate connect / disconnect', () => {
+  it('lists the agents, shows the diff it writes, and disconnect --all restores every file', async () => {
+    expect(await cli('connect')).toBe(0)
+    expect(out).toMatch(/^codex\s+installed, not connected$/m)
+
+    expect(await cli('connect', 'codex', '--dry-run')).toBe(0)
+    expect(out).toContain('+openai_base_url = "http://127.0.0.1:8791/v1"')
+    expect(out).toContain('dry run: nothing written')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(CODEX)
+
+    expect(await cli('connect', 'codex')).toBe(0)
+    expect(out).toContain('codex: connected to http://127.0.0.1:8791')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toContain('openai_base_url = "http://127.0.0.1:8791/v1"')
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(out).toContain('nothing to change (already connected')
+
+    expect(await cli('disconnect', '--all')).toBe(0)
+    expect(out).toContain('codex: disconnected')
+    expect(out).toContain('claude-code: disconnected')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(CODEX)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+  })
+
+  it('exits 1 with the reason for a read-only file, 2 for an unknown agent or no agent', async () => {
+    chmodSync(join(home, '.codex', 'config.toml'), 0o444)
+    expect(await cli('connect', 'codex')).toBe(1)
+    expect(err).toContain('~/.codex/config.toml is read-only; Burnrate wrote nothing')
+    expect(await cli('connect', 'vim')).toBe(2)
+    expect(err).toContain('Unknown agent "vim"')
+    expect(await cli('disconnect')).toBe(2)
+  })
+})

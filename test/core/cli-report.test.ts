@@ -1,0 +1,123 @@
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+const ROOT = resolve(__dirname, '../..')
+const CLI = join(ROOT, 'out/main/cli.js')
+const LOGS = resolve(__dirname, '../fixtures/agent-logs')
+
+let dir: string
+let env: NodeJS.ProcessEnv
+
+beforeAll(() => {
+  if (!existsSync(CLI)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
+  // A fresh install on a machine that has used Claude Code: its logs exist, Burnrate's ledger does not.
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-cli-report-'))
+  mkdirSync(join(dir, 'home'))
+  cpSync(join(LOGS, 'claude-code'), join(dir, 'home/.claude'), { recursive: true })
+  env = { HOME: join(dir, 'home'), XDG_CONFIG_HOME: join(dir, 'home/.config'), XDG_DATA_HOME: join(dir, 'home/.local/share'), CLAUDE_CONFIG_DIR: '', CODEX_HOME: '', TZ: 'UTC' }
+})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function burnrate(args: string[], extra: NodeJS.ProcessEnv = {}) {
+  const r = spawnSync(process.execPath, [CLI, ...args], {
+    env: { ...process.env, ...env, BURNRATE_PORT: '1', ...extra },
+    encoding: 'utf8',
+    timeout: 60_000,
+  })
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr }
+}
+
+describe('burnrate report on a fresh install', () => {
+  it('`report daily` shows the Claude Code history from its logs, in 80 columns, without colour codes when piped', () => {
+    const data = join(dir, 'data')
+    const r = burnrate(['report', 'daily', '--data-dir', data])
+    expect(r.code, r.stderr).toBe(0)
+    expect(r.stderr).toContain('imported 3 calls')
+    expect(r.stdout).toContain('2026-11-20')
+    expect(r.stdout).toContain('2026-11-21')
+    expect(r.stdout).toMatch(/Total\s.*│\s+3\s/)
+    expect(r.stdout).not.toContain('\x1b[')
+    for (const line of r.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80)
+  })
+
+  it('`--json` is the same history, and asking again imports nothing twice', () => {
+    const data = join(dir, 'data')
+    const a = JSON.parse(burnrate(['report', 'daily', '--json', '--data-dir', data]).stdout)
+    expect(a.rows.map((x: any) => [x.key, x.requests])).toEqual([['2026-11-20', 2], ['2026-11-21', 1]])
+    expect(a.totals.imported).toBe(3)
+    expect(a.totals.cost_usd).toBeGreaterThan(0)
+    const again = burnrate(['report', 'project', '--json', '--data-dir', data])
+    expect(again.stderr).not.toContain('imported')
+    expect(JSON.parse(again.stdout).rows).toMatchObject([{ key: '/home/dev/shop', requests: 3 }])
+    const csv = burnrate(['report', 'model', '--csv', '--data-dir', data]).stdout.split('\r\n')
+    expect(csv[0]).toBe('key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,imported,models,provider')
+    expect(csv).toHaveLength(4)
+  })
+
+  it('--since and --until bound the window by day', () => {
+    const r = JSON.parse(burnrate(['report', 'daily', '--json', '--since', '2026-11-21', '--until', '2026-11-21', '--data-dir', join(dir, 'data')]).stdout)
+    expect(r.rows.map((x: any) => x.key)).toEqual(['2026-11-21'])
+  })
+
+  it('status and export read the same ledger', () => {
+    const data = join(dir, 'data')
+    const s = JSON.parse(burnrate(['status', '--json', '--data-dir', data]).stdout)
+    expect(s.ledger.calls).toBe(3)
+    const csv = burnrate(['export', '--data-dir', data]).stdout.trim().split('\r\n')
+    expect(csv[0].startsWith('id,t,provider,model')).toBe(true)
+    expect(csv).toHaveLength(4)
+    expect(csv[1]).toContain(',import,')
+  })
+
+  it('bad usage exits 2, a missing folder exits 1, each with one message', () => {
+    expect(burnrate(['report', 'hourly']).code).toBe(2)
+    expect(burnrate(['report', 'daily', '--since', 'yesterday', '--data-dir', join(dir, 'data')]).code).toBe(2)
+    const m = burnrate(['import', 'codex', '--path', join(dir, 'nope'), '--data-dir', join(dir, 'data')])
+    expect(m.code).toBe(1)
+    expect(m.stderr).toContain('no such folder')
+  })
+})
+
+/** The same, without blocking this process (whose server must answer meanwhile). */
+function burnrateAsync(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((done) => {
+    const c = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env, BURNRATE_PORT: '1' } })
+    let stdout = ''
+    let stderr = ''
+    c.stdout.on('data', (d) => (stdout += d))
+    c.stderr.on('data', (d) => (stderr += d))
+    c.on('close', (code) => done({ code, stdout, stderr }))
+  })
+}
+
+describe('burnrate report against a running Burnrate', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    t = await startTestServer({ dashboard: { token: 'dash-secret-token' } }, upstream.url)
+    await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-test-000000000001' })
+  })
+  afterAll(async () => {
+    await t.cleanup()
+    await upstream.close()
+  })
+
+  it('asks the server over HTTP with its dashboard token, and says so when the token is wrong', async () => {
+    const ok = await burnrateAsync(['report', 'model', '--json', '--url', t.url, '--token', 'dash-secret-token', '--data-dir', join(dir, 'elsewhere')])
+    expect(ok.code, ok.stderr).toBe(0)
+    expect(JSON.parse(ok.stdout).rows).toMatchObject([{ key: 'claude-sonnet-4-5-20250929', provider: 'anthropic', requests: 1, imported: 0 }])
+    const bad = await burnrateAsync(['report', 'model', '--url', t.url, '--token', 'wrong', '--data-dir', join(dir, 'elsewhere')])
+    expect(bad.code).toBe(1)
+    expect(bad.stderr).toContain('refused the dashboard token')
+    const st = await burnrateAsync(['status', '--json', '--url', t.url, '--token', 'dash-secret-token', '--data-dir', join(dir, 'elsewhere')])
+    expect(JSON.parse(st.stdout).summary.today_requests).toBe(1)
+  })
+})

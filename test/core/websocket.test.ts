@@ -1,0 +1,229 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { calcPrice } from '@pydantic/genai-prices'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
+import { eventually } from '../support/http'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * Codex's built-in OpenAI provider first upgrades `GET /v1/responses` to a WebSocket. Burnrate
+ * passes the upgrade through, relays frames unchanged both ways, and records each response on
+ * the socket as its own call, attributed like any other; a budget refusal is an error frame
+ * that Codex reports without retrying, and the frame never reaches the upstream.
+ */
+
+const THREAD = '01a207ca-e8ad-7d21-b957-ad94c2eef955'
+const CODEX = {
+  'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)',
+  originator: 'codex_exec',
+  'session-id': THREAD,
+  'thread-id': THREAD,
+}
+
+interface Seen {
+  headers: http.IncomingHttpHeaders
+  frames: { data: Buffer; binary: boolean }[]
+}
+
+let upstreamHttp: http.Server
+let upstreamUrl: string
+let wss: WebSocketServer
+const seen: Seen[] = []
+let refuseUpgrade = false
+let t: TestServer
+
+/** The frames the mock answers a response.create with; usage differs per response. */
+function answerFrames(n: number): string[] {
+  const usage = { input_tokens: 1000 + n, input_tokens_details: { cached_tokens: 200 }, output_tokens: 50 + n, output_tokens_details: { reasoning_tokens: 10 }, total_tokens: 1050 + 2 * n }
+  const resp = { id: `resp_${n}`, object: 'response', model: 'gpt-4o-mini-2024-07-18', status: 'in_progress' }
+  return [
+    JSON.stringify({ type: 'response.created', sequence_number: 0, response: resp }),
+    JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'héllo' }),
+    JSON.stringify({ type: 'response.completed', sequence_number: 2, response: { ...resp, status: 'completed', usage } }),
+  ]
+}
+
+beforeAll(async () => {
+  upstreamHttp = http.createServer((_req, res) => {
+    res.writeHead(404, { 'content-type': 'application/json' })
+    res.end('{"error":{"message":"plain GET"}}')
+  })
+  wss = new WebSocketServer({ noServer: true })
+  wss.on('headers', (h) => h.push('x-codex-turn-state: turn-abc'))
+  upstreamHttp.on('upgrade', (req, socket, head) => {
+    if (refuseUpgrade) {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 28\r\n\r\n{"error":{"message":"nope"}}')
+      return
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const s: Seen = { headers: req.headers, frames: [] }
+      seen.push(s)
+      let n = 0
+      ws.on('message', (data, binary) => {
+        s.frames.push({ data: data as Buffer, binary })
+        if (binary) {
+          ws.send(data, { binary: true })
+          return
+        }
+        const frame = JSON.parse(String(data))
+        if (frame.type !== 'response.create') return
+        // 'hold' gets only its first frame: the response stays open.
+        const frames = answerFrames(++n)
+        for (const f of frame.input === 'hold' ? frames.slice(0, 1) : frames) ws.send(f)
+      })
+    })
+  })
+  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
+  upstreamUrl = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
+  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, upstreamUrl)
+})
+afterAll(async () => {
+  await t.cleanup()
+  wss.close()
+  upstreamHttp.closeAllConnections()
+  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+})
+
+function rows(): any[] {
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT * FROM calls ORDER BY id').all()
+  } finally {
+    db.close()
+  }
+}
+
+function open(key: string): Promise<{ ws: WebSocket; headers: http.IncomingHttpHeaders; frames: string[] }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: { ...CODEX, authorization: `Bearer ${key}`, 'openai-beta': 'responses_websockets=2026-02-06' } })
+    const frames: string[] = []
+    let headers: http.IncomingHttpHeaders = {}
+    ws.on('upgrade', (res) => (headers = res.headers))
+    ws.on('message', (d) => frames.push(String(d)))
+    ws.on('open', () => resolve({ ws, headers, frames }))
+    ws.on('error', reject)
+    ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)))
+  })
+}
+
+const create = (input: string) => JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: input }] }], stream: true })
+
+describe('WebSocket upgrades of GET /v1/responses', () => {
+  it('are passed through; frames go both ways unchanged; each response is its own call, attributed and priced', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0001')
+    expect(c.headers['x-codex-turn-state']).toBe('turn-abc')
+    const first = create('first ✓')
+    c.ws.send(first)
+    await eventually(() => c.frames.length === 3, 10_000)
+    const second = create('second')
+    c.ws.send(second)
+    const bin = Buffer.from([0, 1, 2, 255])
+    c.ws.send(bin)
+    await eventually(() => c.frames.length === 7, 10_000)
+    c.ws.close()
+
+    const up = seen[seen.length - 1]
+    expect(up.headers.authorization).toBe('Bearer sk-test-websocket-key-0001')
+    expect(up.headers['thread-id']).toBe(THREAD)
+    expect(up.headers['openai-beta']).toBe('responses_websockets=2026-02-06')
+    expect(up.frames.map((f) => [String(f.data), f.binary])).toEqual([
+      [first, false],
+      [second, false],
+      [bin.toString(), true],
+    ])
+    expect(up.frames[2].data.equals(bin)).toBe(true)
+    expect(c.frames.slice(0, 3)).toEqual(answerFrames(1))
+    expect(c.frames.slice(3, 6)).toEqual(answerFrames(2))
+
+    const got = (await eventually(() => {
+      const r = rows().slice(before)
+      return r.length === 2 ? r : undefined
+    }, 10_000)) as any[]
+    for (const [i, r] of got.entries()) {
+      const n = i + 1
+      const price = calcPrice({ input_tokens: 1000 + n, cache_read_tokens: 200, output_tokens: 50 + n }, 'gpt-4o-mini-2024-07-18', { providerId: 'openai' })!
+      expect(r).toMatchObject({
+        status: 200,
+        error: null,
+        provider: 'openai',
+        endpoint: 'responses',
+        model: 'gpt-4o-mini-2024-07-18',
+        agent: 'codex',
+        session: THREAD,
+        streamed: 1,
+        input_tokens: 1000 + n,
+        cache_read_tokens: 200,
+        output_tokens: 50 + n,
+        reasoning_tokens: 10,
+        priced: 1,
+        estimated: 0,
+      })
+      expect(r.cost_usd).toBeCloseTo(Number(price.total_price), 12)
+    }
+  })
+
+  it('a budget refusal is an error frame with status 429 that never reaches the upstream, and is recorded', async () => {
+    const before = rows().length
+    const framesBefore = seen.reduce((n, s) => n + s.frames.length, 0)
+    const c = await open('sk-blocked-websocket-0001')
+    c.ws.send(create('too dear'))
+    await eventually(() => c.frames.length === 1, 10_000)
+    const err = JSON.parse(c.frames[0])
+    // The type Codex reports and does not retry (any other 429 it retries after Retry-After: hours).
+    expect(err).toMatchObject({ type: 'error', status: 429, error: { type: 'usage_limit_reached', code: 'budget_exceeded' } })
+    expect(err.error.message).toMatch(/daily limit/)
+    expect(err.error.resets_at).toBeGreaterThan(Date.now() / 1000)
+    expect(err.headers['x-should-retry']).toBe('false')
+    c.ws.close()
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', cost_usd: 0, agent: 'codex', session: THREAD })
+    expect(seen.reduce((n, s) => n + s.frames.length, 0)).toBe(framesBefore)
+  })
+
+  it('a client that closes mid-response has the call recorded 499', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0002')
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hold' }))
+    await eventually(() => c.frames.length === 1, 10_000)
+    c.ws.terminate()
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 499, error: 'client_aborted', agent: 'codex', session: THREAD })
+  })
+
+  it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(`${t.url}/api/health`, { headers: { connection: 'Upgrade', upgrade: 'websocket' }, agent: false })
+      req.on('response', resolve)
+      req.on('upgrade', () => reject(new Error('upgraded')))
+      req.on('error', reject)
+      req.end()
+    })
+    const parts: Buffer[] = []
+    for await (const c of res) parts.push(c as Buffer)
+    expect(res.statusCode).toBe(200)
+    expect(JSON.parse(Buffer.concat(parts).toString('utf8')).status).toBe('ok')
+  })
+
+  it('an upstream that refuses the upgrade has its answer relayed; nothing is recorded', async () => {
+    refuseUpgrade = true
+    try {
+      const before = rows().length
+      const status = await new Promise<number>((resolve, reject) => {
+        const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: CODEX })
+        ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+        ws.on('open', () => reject(new Error('opened')))
+        ws.on('error', () => {})
+      })
+      expect(status).toBe(404)
+      // A plain call afterwards is recorded, and is the only new row.
+      const res = await fetch(`${t.url}/v1/models`)
+      expect(res.status).toBe(404)
+      await eventually(() => rows().length === before + 1, 10_000)
+    } finally {
+      refuseUpgrade = false
+    }
+  })
+})

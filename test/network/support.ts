@@ -1,0 +1,100 @@
+import { execFileSync } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import https from 'node:https'
+import net, { type AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { stringify } from 'yaml'
+import { loadConfig } from '../../src/main/config/load'
+import { DB_FILE } from '../../src/main/config/paths'
+import type { Logger } from '../../src/main/log'
+import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
+
+/** A private CA and a certificate it signed for `localhost` and 127.0.0.1, made with openssl. */
+export interface PrivateCa {
+  dir: string
+  caFile: string
+  key: Buffer
+  cert: Buffer
+}
+
+export function makePrivateCa(): PrivateCa {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-ca-'))
+  const f = (n: string) => join(dir, n)
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
+  ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=Burnrate Test CA')
+  ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost')
+  writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
+  ssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('server.pem'), '-days', '2', '-extfile', f('ext.cnf'))
+  return { dir, caFile: f('ca.pem'), key: readFileSync(f('server.key')), cert: readFileSync(f('server.pem')) }
+}
+
+/** An HTTPS upstream on 127.0.0.1 with the private CA's certificate. */
+export async function startHttpsUpstream(ca: PrivateCa, handler: http.RequestListener): Promise<{ url: string; server: https.Server; close(): Promise<void> }> {
+  const server = https.createServer({ key: ca.key, cert: ca.cert }, handler)
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `https://localhost:${port}`,
+    server,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  }
+}
+
+/** A CONNECT proxy on loopback that logs every target it tunnels to; with `auth`, asks for it (407). */
+export async function startConnectProxy(auth?: { user: string; password: string }): Promise<{ url: string; port: number; targets: string[]; close(): Promise<void> }> {
+  const targets: string[] = []
+  const sockets = new Set<net.Socket>()
+  const server = http.createServer((_req, res) => {
+    res.writeHead(405).end()
+  })
+  server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
+    sockets.add(client)
+    const expected = auth ? `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` : null
+    if (expected && req.headers['proxy-authorization'] !== expected) {
+      client.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
+    targets.push(req.url ?? '')
+    const [host, port] = (req.url ?? '').split(/:(?=\d+$)/)
+    const upstream = net.connect(Number(port), host === 'localhost' ? '127.0.0.1' : host, () => {
+      client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
+      if (head.length) upstream.write(head)
+      upstream.pipe(client)
+      client.pipe(upstream)
+    })
+    sockets.add(upstream)
+    upstream.on('error', () => client.destroy())
+    client.on('error', () => upstream.destroy())
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    targets,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => r())
+      }),
+  }
+}
+
+/** A server from the sources with `config` (YAML, as loaded from a file), logging into `lines`. */
+export async function startLoggedServer(config: Record<string, unknown>): Promise<{ server: BurnrateServer; url: string; dbFile: string; lines: string[]; stop(): Promise<void> }> {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-net-'))
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, 'config.yaml')
+  writeFileSync(file, stringify({ ...config, server: { host: '127.0.0.1', port: 0 } }))
+  const lines: string[] = []
+  const log: Logger = { debug() {}, info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) }
+  const server = createBurnrate(loadConfig({ config: file, dataDir: dir }, {}), { log })
+  const url = await server.listen()
+  return { server, url, dbFile: join(dir, DB_FILE), lines, stop: () => server.close(1000) }
+}

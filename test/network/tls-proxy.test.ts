@@ -1,0 +1,221 @@
+import { rmSync } from 'node:fs'
+import http from 'node:http'
+import http2 from 'node:http2'
+import type { AddressInfo } from 'node:net'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ADMIN_CONFIG, TOKEN } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type PrivateCa, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
+
+/**
+ * Networks as users have them: an HTTPS upstream signed by a private CA, DNS that does not
+ * resolve, and a mandatory corporate proxy (CONNECT, with credentials), from config or from
+ * HTTPS_PROXY / HTTP_PROXY / NO_PROXY.
+ */
+
+const JSON_BODY = fixture('openai-chat/chat-nonstream-cached.json')
+const CHAT = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }
+
+let ca: PrivateCa
+let tlsUp: Awaited<ReturnType<typeof startHttpsUpstream>>
+/** The HTTPS upstream streams in two halves; the second waits for `release()`. */
+let release: () => void = () => {}
+
+beforeAll(async () => {
+  ca = makePrivateCa()
+  tlsUp = await startHttpsUpstream(ca, (req, res) => {
+    let body = ''
+    req.on('data', (c) => (body += c))
+    req.on('end', () => {
+      if (JSON.parse(body || '{}').stream) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.write('data: {"choices":[{"index":0,"delta":{"content":"first"}}]}\n\n')
+        release = () => res.end('data: {"choices":[{"index":0,"delta":{"content":" second"}}]}\n\ndata: [DONE]\n\n')
+        return
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON_BODY)
+    })
+  })
+})
+afterAll(async () => {
+  await tlsUp?.close()
+  if (ca) rmSync(ca.dir, { recursive: true, force: true })
+})
+
+function lastRow(dbFile: string): any {
+  const db = new Database(dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
+  } finally {
+    db.close()
+  }
+}
+
+describe('an HTTPS upstream signed by a private CA', () => {
+  it('untrusted: the client, the log, the ledger and /api/admin/providers say why and how to fix it', async () => {
+    const s = await startLoggedServer({ ...ADMIN_CONFIG, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+    try {
+      const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(res.status).toBe(502)
+      const err = res.json().error
+      expect(err.type).toBe('upstream_unreachable')
+      expect(err.message).toMatch(/not signed by a certificate authority this machine trusts \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\)/)
+      expect(err.message).toContain('upstream.ca_file')
+      expect(err.message).toContain('NODE_EXTRA_CA_CERTS')
+      expect(s.lines.some((l) => l.includes('UNABLE_TO_VERIFY_LEAF_SIGNATURE') && l.includes('upstream.ca_file'))).toBe(true)
+      const row = await eventually(() => lastRow(s.dbFile))
+      expect(row).toMatchObject({ status: 502, error: 'upstream_unreachable: UNABLE_TO_VERIFY_LEAF_SIGNATURE' })
+      const providers = (await request(`${s.url}/api/admin/providers`, { headers: { authorization: `Bearer ${TOKEN}` } })).json()
+      expect(providers.find((p: any) => p.name === 'openai').last_error).toBe('upstream_unreachable: UNABLE_TO_VERIFY_LEAF_SIGNATURE')
+    } finally {
+      await s.stop()
+    }
+  })
+
+  it('trusted with upstream.ca_file: the call goes through and is metered', async () => {
+    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+    try {
+      const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(res.status).toBe(200)
+      const row = await eventually(() => lastRow(s.dbFile))
+      expect(row.status).toBe(200)
+      expect(row.input_tokens).toBeGreaterThan(0)
+    } finally {
+      await s.stop()
+    }
+  })
+
+  it('a ca_file that is not there stops start-up with one line naming it', async () => {
+    await expect(startLoggedServer({ upstream: { ca_file: '/nonexistent/ca.pem' } })).rejects.toThrow(/upstream\.ca_file \/nonexistent\/ca\.pem/)
+  })
+})
+
+describe('an upstream that speaks only HTTP/2', () => {
+  it('says that the upstream requires HTTP/2 instead of a bare TLS alert', async () => {
+    const h2 = http2.createSecureServer({ key: ca.key, cert: ca.cert, allowHTTP1: false })
+    await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r))
+    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile }, providers: { openai: { base_url: `https://localhost:${(h2.address() as AddressInfo).port}/v1` } } })
+    try {
+      const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(res.status).toBe(502)
+      expect(res.json().error.message).toMatch(/accepts only HTTP\/2 \(ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL\)/)
+      expect(await eventually(() => lastRow(s.dbFile))).toMatchObject({ error: 'upstream_unreachable: ERR_SSL_TLSV1_ALERT_NO_APPLICATION_PROTOCOL' })
+    } finally {
+      await s.stop()
+      await new Promise<void>((r) => h2.close(() => r()))
+    }
+  })
+})
+
+describe('a host name that does not resolve', () => {
+  it('says so in words, with what to check, and keeps ENOTFOUND in the ledger', async () => {
+    const s = await startLoggedServer({ providers: { openai: { base_url: 'https://no-such-host.invalid/v1' } } })
+    try {
+      const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(res.status).toBe(502)
+      expect(res.json().error.message).toMatch(/no-such-host\.invalid could not be resolved \(DNS ENOTFOUND\); check the host name in providers\.openai\.base_url/)
+      expect(await eventually(() => lastRow(s.dbFile))).toMatchObject({ status: 502, error: 'upstream_unreachable: ENOTFOUND' })
+      expect(s.lines.some((l) => l.includes('ENOTFOUND'))).toBe(true)
+    } finally {
+      await s.stop()
+    }
+  })
+})
+
+describe('a corporate proxy', () => {
+  let plain: MockUpstream
+  beforeAll(async () => {
+    plain = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON_BODY }))
+  })
+  afterAll(async () => {
+    await plain?.close()
+  })
+
+  it('upstream.proxy with credentials: HTTPS and HTTP upstreams go through it, no_proxy hosts do not, streams still stream', async () => {
+    const proxy = await startConnectProxy({ user: 'alice', password: 'p@ss word' })
+    const plainPort = new URL(plain.url).port
+    const s = await startLoggedServer({
+      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}`, no_proxy: [`localhost:${plainPort}`] },
+      providers: {
+        openai: { base_url: `${tlsUp.url}/v1` },
+        groq: { base_url: `${plain.url}/openai/v1` },
+        mistral: { base_url: `http://localhost:${plainPort}/v1` },
+      },
+    })
+    try {
+      expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+      expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`, `127.0.0.1:${plainPort}`])
+      // localhost:<that port> is listed in no_proxy: reached without the proxy.
+      expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toHaveLength(2)
+
+      // Streaming through the tunnel: the first event reaches the client before the upstream sends the rest.
+      const firstSeen = await new Promise<string>((resolve, reject) => {
+        const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
+          let text = ''
+          res.on('data', (c) => {
+            text += c
+            if (text.includes('first') && !text.includes('second')) {
+              resolve(text)
+              release()
+            }
+          })
+          res.on('error', reject)
+        })
+        req.on('error', reject)
+        req.end(JSON.stringify({ ...CHAT, stream: true }))
+      })
+      expect(firstSeen).toContain('first')
+    } finally {
+      await s.stop()
+      await proxy.close()
+    }
+  })
+
+  it('wrong proxy credentials: a 502 that says the proxy wants them (407)', async () => {
+    const proxy = await startConnectProxy({ user: 'alice', password: 'right' })
+    const s = await startLoggedServer({ upstream: { proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `${plain.url}/v1` } } })
+    try {
+      const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(res.status).toBe(502)
+      expect(res.json().error.message).toMatch(/proxy asks for credentials \(407\)/)
+      expect(await eventually(() => lastRow(s.dbFile))).toMatchObject({ error: 'upstream_unreachable: PROXY_407' })
+      expect(s.lines.join('\n')).not.toContain('wrong')
+    } finally {
+      await s.stop()
+      await proxy.close()
+    }
+  })
+
+  it('HTTPS_PROXY / HTTP_PROXY / NO_PROXY from the environment are honoured', async () => {
+    const proxy = await startConnectProxy()
+    const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
+    process.env.HTTPS_PROXY = proxy.url
+    process.env.HTTP_PROXY = proxy.url
+    process.env.NO_PROXY = `localhost:${new URL(plain.url).port}`
+    let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
+    try {
+      const plainPort = new URL(plain.url).port
+      s = await startLoggedServer({
+        upstream: { ca_file: ca.caFile },
+        providers: { openai: { base_url: `${tlsUp.url}/v1` }, groq: { base_url: `${plain.url}/openai/v1` }, mistral: { base_url: `http://localhost:${plainPort}/v1` } },
+      })
+      expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`, `127.0.0.1:${plainPort}`])
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k]
+        else process.env[k] = v
+      }
+      await s?.stop()
+      await proxy.close()
+    }
+  })
+})

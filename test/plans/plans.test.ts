@@ -1,0 +1,181 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ledgerSpend } from '../../src/main/desktop-logic/spend-source'
+import { TrayPresenter } from '../../src/main/desktop-logic/tray-presenter'
+import type { TrayView } from '../../src/main/desktop-logic/tray-view'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { postJson, request } from '../support/http'
+import { type MockUpstream, type RecordedRequest, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+const soon = (ms: number) => String(Math.floor((Date.now() + ms) / 1000))
+
+/** The header sets a mock upstream sends, by which credential asked. */
+let meterHeaders: (req: RecordedRequest) => Record<string, string> = () => ({})
+
+describe('plan windows from the vendor meter, and subscription calls apart from spend', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  let presenter: TrayPresenter
+  let view: TrayView | null = null
+
+  beforeAll(async () => {
+    upstream = await startMockUpstream((req) => {
+      const extra = meterHeaders(req)
+      if (req.url.includes('/messages')) {
+        return { status: 200, headers: { 'content-type': 'application/json', ...extra }, body: fixture('anthropic/messages-nonstream-basic.json') }
+      }
+      if (req.url.endsWith('/responses')) {
+        return { status: 200, headers: { 'content-type': 'text/event-stream', ...extra }, body: fixture('openai-responses/responses-stream-basic.sse') }
+      }
+      return { status: 200, headers: { 'content-type': 'application/json', ...extra }, body: fixture('openai-chat/chat-nonstream-cached.json') }
+    })
+    t = await startTestServer(ADMIN_CONFIG, upstream.url)
+    presenter = new TrayPresenter({
+      spend: ledgerSpend(t.server.ledger),
+      budgets: null,
+      plans: t.server.context.plans,
+      platform: 'darwin',
+      intervalMs: 10,
+      render: (v) => {
+        view = v
+      },
+    })
+    presenter.start()
+  })
+  afterAll(async () => {
+    presenter.stop()
+    await t.cleanup()
+    await upstream.close()
+  })
+
+  const plans = async () => (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+
+  it('Claude Code on a Claude plan: unified windows move /api/dashboard/plans and the tray; the call is a subscription call, not spend', async () => {
+    meterHeaders = () => ({
+      'anthropic-ratelimit-unified-status': 'allowed',
+      'anthropic-ratelimit-unified-representative-claim': 'five_hour',
+      'anthropic-ratelimit-unified-5h-utilization': '0.43',
+      'anthropic-ratelimit-unified-5h-reset': soon(3 * 3600_000),
+      'anthropic-ratelimit-unified-5h-status': 'allowed',
+      'anthropic-ratelimit-unified-7d-utilization': '0.12',
+      'anthropic-ratelimit-unified-7d-reset': soon(4 * 86_400_000),
+      'anthropic-ratelimit-unified-7d_opus-utilization': '0.05',
+    })
+    const r = await postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
+      authorization: 'Bearer sk-ant-oat01-plan-token-aaaaaaaaaaaaaaaa',
+      'anthropic-version': '2023-06-01',
+      'anthropic-beta': 'oauth-2025-04-20',
+    })
+    expect(r.status).toBe(200)
+    // The vendor's headers reach the client untouched.
+    expect(r.headers['anthropic-ratelimit-unified-5h-utilization']).toBe('0.43')
+    const accounts = await plans()
+    expect(accounts).toHaveLength(1)
+    expect(accounts[0]).toMatchObject({ provider: 'anthropic', account_hint: 'sk-…aaaa', billing: 'subscription' })
+    expect(accounts[0].windows.map((w: any) => [w.name, w.utilization])).toEqual([['5h', 0.43], ['7d', 0.12], ['7d_opus', 0.05]])
+    expect(accounts[0].details).toMatchObject({ status: 'allowed', 'representative-claim': 'five_hour' })
+    await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 43% · resets \d\d:\d\d/)
+    expect(view!.title).toBe('$0.00 · 5h 43%')
+
+    // Money and API-equivalent value apart: summary, export, per-key spend.
+    const summary = (await request(`${t.url}/api/dashboard/summary`)).json()
+    expect(summary.today_spend_usd).toBe(0)
+    expect(summary.today_plan_value_usd).toBeGreaterThan(0)
+    const calls = (await request(`${t.url}/api/dashboard/export?format=json`)).json().calls
+    expect(calls[0]).toMatchObject({ billing: 'subscription', priced: true })
+    expect(calls[0].cost_usd).toBeCloseTo(summary.today_plan_value_usd, 12)
+    const csv = (await request(`${t.url}/api/dashboard/export?format=csv`)).text
+    expect(csv.split('\n')[1]).toContain(',subscription,')
+    const keys = (await admin(t.url, 'GET', '/api-keys')).json() as { spend_today_usd: number }[]
+    expect(keys[0].spend_today_usd).toBe(0)
+    const costs = (await request(`${t.url}/api/dashboard/costs?group_by=model`)).json()
+    expect(costs.rows[0].cost_usd).toBe(0)
+  })
+
+  it('a later reading moves the window and its pace', async () => {
+    meterHeaders = () => ({
+      'anthropic-ratelimit-unified-5h-utilization': '0.86',
+      'anthropic-ratelimit-unified-5h-reset': soon(3 * 3600_000),
+    })
+    await postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, {
+      authorization: 'Bearer sk-ant-oat01-plan-token-aaaaaaaaaaaaaaaa',
+      'anthropic-version': '2023-06-01',
+    })
+    const w = (await plans())[0].windows.find((x: any) => x.name === '5h')
+    expect(w.utilization).toBe(0.86)
+    expect(w.projected_exhausted_at).not.toBeNull() // 43% -> 86% within seconds: out long before the reset
+    await expect.poll(() => view?.title ?? '', { timeout: 10_000 }).toBe('$0.00 · 5h 86%')
+  })
+
+  it('an API key: per-key limits are kept, the call is money', async () => {
+    meterHeaders = () => ({
+      'x-ratelimit-limit-requests': '500',
+      'x-ratelimit-remaining-requests': '450',
+      'x-ratelimit-reset-requests': '12s',
+      'x-ratelimit-limit-tokens': '200000',
+      'x-ratelimit-remaining-tokens': '150000',
+    })
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: 'Bearer sk-proj-money-key-bbbbbbbb' })
+    expect(r.status).toBe(200)
+    const acct = (await plans()).find((a) => a.provider === 'openai')
+    expect(acct).toMatchObject({ billing: 'api', account_hint: 'sk-…bbbb' })
+    expect(acct.windows.map((w: any) => [w.name, w.utilization])).toEqual([['requests', 0.1], ['tokens', 0.25]])
+    const summary = (await request(`${t.url}/api/dashboard/summary`)).json()
+    expect(summary.today_spend_usd).toBeGreaterThan(0)
+    // The plan's window still leads the tray: a key's rate limit is not a plan.
+    await expect.poll(() => view?.title ?? '', { timeout: 10_000 }).not.toBe('$0.00 · 5h 86%')
+    expect(view!.title).toMatch(/\$0\.01 · 5h 86%$/)
+  })
+
+  it('Codex logged in with ChatGPT: /chatgpt reaches the ChatGPT backend, x-codex windows are read, the call is a subscription call', async () => {
+    meterHeaders = () => ({
+      'x-codex-primary-used-percent': '97',
+      'x-codex-primary-window-minutes': '300',
+      'x-codex-primary-reset-at': soon(2 * 3600_000),
+      'x-codex-secondary-used-percent': '40',
+      'x-codex-secondary-window-minutes': '10080',
+      'x-codex-secondary-reset-at': soon(3 * 86_400_000),
+      'x-codex-credits-has-credits': 'false',
+      'x-codex-credits-unlimited': 'false',
+    })
+    const before = upstream.requests.length
+    const r = await postJson(`${t.url}/chatgpt/codex/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, {
+      authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.cccc',
+      'chatgpt-account-id': 'acct_123',
+      originator: 'codex_cli_rs',
+    })
+    expect(r.status).toBe(200)
+    expect(upstream.requests[before].url).toBe('/backend-api/codex/responses')
+    const acct = (await plans()).find((a) => a.provider === 'chatgpt')
+    expect(acct).toMatchObject({ billing: 'subscription' })
+    expect(acct.windows.map((w: any) => [w.name, w.utilization])).toEqual([['5h', 0.97], ['7d', 0.4]])
+    expect(acct.details).toMatchObject({ 'codex-credits-has-credits': 'false' })
+    await t.server.ledger.flush()
+    const last = t.server.db.prepare('SELECT provider, model, billing, input_tokens, cost_usd, priced FROM calls ORDER BY id DESC LIMIT 1').get() as any
+    expect(last).toMatchObject({ provider: 'chatgpt', billing: 'subscription', input_tokens: 278, priced: 1 })
+    expect(last.cost_usd).toBeGreaterThan(0)
+    // The fullest plan window now leads the tray.
+    await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 97%/)
+  })
+})
+
+describe('money budgets and plan usage', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-ant-*', daily_limit_usd: 0, action: 'block' }] } }, upstream.url)
+  })
+  afterAll(async () => {
+    await t.cleanup()
+    await upstream.close()
+  })
+
+  it('a block rule on money does not stop calls on a plan, and still stops an API key it matches', async () => {
+    const send = (key: string) =>
+      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, { authorization: `Bearer ${key}`, 'anthropic-version': '2023-06-01' })
+    expect((await send('sk-ant-oat01-plan-token-ffffffffffff')).status).toBe(200)
+    expect((await send('sk-ant-api03-money-key-gggggggggggg')).status).toBe(429)
+  })
+})

@@ -1,0 +1,186 @@
+import { createHash } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { WebSocketServer } from 'ws'
+
+/**
+ * A loopback stand-in for the three providers the agent CLIs speak, answering every model call
+ * with a short text and usage numbers of its own (different for every call), so the suite can
+ * compare each recorded call with what the upstream said:
+ * Anthropic Messages (JSON and SSE), OpenAI Responses (SSE, and over a WebSocket on
+ * GET /v1/responses), Gemini generateContent / streamGenerateContent?alt=sse.
+ */
+
+export interface Usage {
+  input: number
+  output: number
+  cacheRead: number
+}
+
+export interface Exchange {
+  protocol: 'anthropic' | 'responses-sse' | 'responses-ws' | 'gemini' | 'other'
+  method: string
+  url: string
+  headers: http.IncomingHttpHeaders
+  /** SHA-256 of the request body as received (for a WebSocket: of the response.create frame). */
+  requestSha: string
+  /** SHA-256 of the response body as sent (for a WebSocket: of the frames, concatenated). */
+  responseSha: string
+  model: string
+  usage: Usage | null
+  /** The text the answer carries. */
+  text: string
+}
+
+export interface AgentMock {
+  url: string
+  exchanges: Exchange[]
+  close(): Promise<void>
+}
+
+const sha = (b: Buffer | string) => createHash('sha256').update(b).digest('hex')
+
+export async function startAgentMock(): Promise<AgentMock> {
+  const exchanges: Exchange[] = []
+  let n = 0
+  const next = (): { usage: Usage; text: string } => {
+    n++
+    return { usage: { input: 1000 + 7 * n, output: 20 + n, cacheRead: 100 + n }, text: `Burnrate mock answer ${n}.` }
+  }
+
+  const server = http.createServer((req, res) => {
+    const parts: Buffer[] = []
+    req.on('data', (c: Buffer) => parts.push(c))
+    req.on('end', () => {
+      const body = Buffer.concat(parts)
+      let json: any
+      try {
+        json = body.length ? JSON.parse(body.toString('utf8')) : undefined
+      } catch {
+        json = undefined
+      }
+      const url = req.url ?? '/'
+      const send = (protocol: Exchange['protocol'], status: number, headers: Record<string, string>, out: string, model: string, usage: Usage | null, text: string) => {
+        exchanges.push({ protocol, method: req.method ?? '', url, headers: req.headers, requestSha: sha(body), responseSha: sha(out), model, usage, text })
+        res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(out)) })
+        res.end(out)
+      }
+      const path = url.split('?')[0]
+      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
+        const { usage, text } = next()
+        const model = String(json?.model ?? 'claude')
+        if (json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream' }, anthropicSse(model, usage, text), model, usage, text)
+        else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+      } else if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) {
+        send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
+      } else if (req.method === 'POST' && /\/v1\/responses$/.test(path)) {
+        const { usage, text } = next()
+        const model = String(json?.model ?? 'gpt')
+        send('responses-sse', 200, { 'content-type': 'text/event-stream' }, responsesEvents(model, usage, text).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''), model, usage, text)
+      } else if (req.method === 'POST' && /:(stream)?generateContent$/i.test(path)) {
+        const { usage, text } = next()
+        const model = decodeURIComponent(path.split('/models/')[1]?.split(':')[0] ?? 'gemini')
+        const chunks = geminiChunks(model, usage, text)
+        if (/:streamGenerateContent$/i.test(path)) {
+          send('gemini', 200, { 'content-type': 'text/event-stream' }, chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(''), model, usage, text)
+        } else {
+          send('gemini', 200, { 'content-type': 'application/json' }, JSON.stringify(chunks[chunks.length - 1]), model, usage, text)
+        }
+      } else if (req.method === 'POST' && /:countTokens$/i.test(path)) {
+        send('other', 200, { 'content-type': 'application/json' }, '{"totalTokens":10}', '', null, '')
+      } else {
+        send('other', 404, { 'content-type': 'application/json' }, JSON.stringify({ error: { message: `mock: no ${req.method} ${path}` } }), '', null, '')
+      }
+    })
+  })
+
+  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true })
+  server.on('upgrade', (req, socket, head) => {
+    if (!/\/v1\/responses$/.test((req.url ?? '').split('?')[0])) {
+      socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n')
+      return
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      ws.on('message', (data, binary) => {
+        if (binary) return
+        const frame = Buffer.from(data as Buffer)
+        let json: any
+        try {
+          json = JSON.parse(frame.toString('utf8'))
+        } catch {
+          return
+        }
+        if (json?.type !== 'response.create') return
+        const { usage, text } = next()
+        const model = String(json.model ?? 'gpt')
+        const frames = responsesEvents(model, usage, text).map((e) => JSON.stringify(e))
+        exchanges.push({ protocol: 'responses-ws', method: 'WS', url: req.url ?? '', headers: req.headers, requestSha: sha(frame), responseSha: sha(frames.join('')), model, usage, text })
+        for (const f of frames) ws.send(f)
+      })
+    })
+  })
+
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    exchanges,
+    async close() {
+      for (const c of wss.clients) c.terminate()
+      wss.close()
+      server.closeAllConnections()
+      await new Promise<void>((r) => server.close(() => r()))
+    },
+  }
+}
+
+function anthropicJson(model: string, u: Usage, text: string) {
+  return {
+    id: 'msg_mock',
+    type: 'message',
+    role: 'assistant',
+    model,
+    content: [{ type: 'text', text }],
+    stop_reason: 'end_turn',
+    stop_sequence: null,
+    usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: u.output },
+  }
+}
+
+function anthropicSse(model: string, u: Usage, text: string): string {
+  const msg = { ...anthropicJson(model, u, text), content: [], stop_reason: null, usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: 1 } }
+  const events: [string, unknown][] = [
+    ['message_start', { type: 'message_start', message: msg }],
+    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
+    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
+    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: u.output } }],
+    ['message_stop', { type: 'message_stop' }],
+  ]
+  return events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join('')
+}
+
+function responsesEvents(model: string, u: Usage, text: string): any[] {
+  const id = `resp_mock_${u.input}`
+  const item = { id: `msg_mock_${u.input}`, type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }
+  const base = { id, object: 'response', created_at: 1_700_000_000, model, output: [] as unknown[], status: 'in_progress' }
+  const usage = { input_tokens: u.input, input_tokens_details: { cached_tokens: u.cacheRead }, output_tokens: u.output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: u.input + u.output }
+  return [
+    { type: 'response.created', sequence_number: 0, response: base },
+    { type: 'response.in_progress', sequence_number: 1, response: base },
+    { type: 'response.output_item.added', sequence_number: 2, output_index: 0, item: { ...item, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', sequence_number: 3, item_id: item.id, output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } },
+    { type: 'response.output_text.delta', sequence_number: 4, item_id: item.id, output_index: 0, content_index: 0, delta: text },
+    { type: 'response.output_text.done', sequence_number: 5, item_id: item.id, output_index: 0, content_index: 0, text },
+    { type: 'response.content_part.done', sequence_number: 6, item_id: item.id, output_index: 0, content_index: 0, part: item.content[0] },
+    { type: 'response.output_item.done', sequence_number: 7, output_index: 0, item },
+    { type: 'response.completed', sequence_number: 8, response: { ...base, status: 'completed', output: [item], usage } },
+  ]
+}
+
+function geminiChunks(model: string, u: Usage, text: string): any[] {
+  const usageMetadata = { promptTokenCount: u.input, cachedContentTokenCount: u.cacheRead, candidatesTokenCount: u.output, totalTokenCount: u.input + u.output }
+  return [
+    { candidates: [{ content: { role: 'model', parts: [{ text }] }, index: 0 }], modelVersion: model, responseId: `gem_${u.input}` },
+    { candidates: [{ content: { role: 'model', parts: [{ text: '' }] }, finishReason: 'STOP', index: 0 }], usageMetadata, modelVersion: model, responseId: `gem_${u.input}` },
+  ]
+}

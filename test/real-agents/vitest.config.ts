@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config'
+
+/** The real-agents suite (npm run test:agents): the agent CLIs from npm, one after another. */
+export default defineConfig({
+  test: {
+    root: new URL('../..', import.meta.url).pathname,
+    include: ['test/real-agents/**/*.test.ts'],
+    testTimeout: 300_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    fileParallelism: false,
+  },
+})

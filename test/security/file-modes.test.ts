@@ -1,0 +1,87 @@
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { request } from '../support/http'
+import { baseUrlFor } from '../support/server'
+import { loadConfig } from '../../src/main/config/load'
+import { silentLogger } from '../../src/main/log'
+import { createBurnrate } from '../../src/main/server/server'
+import { stringify } from 'yaml'
+import { writeFileSync } from 'node:fs'
+import { fixture } from '../support/fixtures'
+
+/** The data folder is 0700 and burnrate.db, -wal and -shm 0600, when new and when an old folder is opened. */
+const mode = (p: string) => statSync(p).mode & 0o777
+
+let upstream: MockUpstream
+let root: string
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: fixture('openai-chat/chat-nonstream-cached.json'),
+  }))
+  root = mkdtempSync(join(tmpdir(), 'burnrate-modes-'))
+})
+afterAll(async () => {
+  await upstream.close()
+  rmSync(root, { recursive: true, force: true })
+})
+
+async function callAndCheck(dir: string): Promise<void> {
+  // The config lives outside the data folder, so the folder is created by the server itself.
+  const configFile = join(root, `config-${Math.random().toString(36).slice(2)}.yaml`)
+  writeFileSync(
+    configFile,
+    stringify({
+      server: { port: 0 },
+      providers: { openai: { base_url: baseUrlFor('openai', upstream.url) } },
+      budgets: { rules: [{ api_key_pattern: 'sk-whole-key-secret-000001', daily_limit_usd: 5, action: 'warn' }] },
+    }),
+  )
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir: dir }, {}), { log: silentLogger })
+  const url = await server.listen()
+  try {
+    const res = await request(`${url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-whole-key-secret-000001' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(res.status).toBe(200)
+    server.ledger.flush()
+    expect(mode(dir)).toBe(0o700)
+    for (const f of ['burnrate.db', 'burnrate.db-wal', 'burnrate.db-shm']) {
+      expect(existsSync(join(dir, f)), f).toBe(true)
+      expect(mode(join(dir, f)).toString(8), f).toBe('600')
+    }
+  } finally {
+    await server.close(2000)
+  }
+}
+
+describe.skipIf(process.platform === 'win32')('file modes', () => {
+  it('a new data folder is 0700 and its database files 0600, even under a permissive umask', async () => {
+    const old = process.umask(0o022)
+    try {
+      await callAndCheck(join(root, 'new', 'Burnrate'))
+    } finally {
+      process.umask(old)
+    }
+  })
+
+  it('an existing folder and database made world-readable (an older version) are made private when opened', async () => {
+    const dir = join(root, 'old')
+    mkdirSync(dir, { mode: 0o755 })
+    chmodSync(dir, 0o755)
+    const db = new Database(join(dir, 'burnrate.db'))
+    db.pragma('journal_mode = WAL')
+    db.exec('CREATE TABLE t (x)')
+    db.close()
+    chmodSync(join(dir, 'burnrate.db'), 0o644)
+    expect(mode(dir)).toBe(0o755)
+    await callAndCheck(dir)
+  })
+})
