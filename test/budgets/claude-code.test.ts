@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
 import { fixture } from '../support/fixtures'
 import { request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -87,6 +88,9 @@ describe('Claude Code under a $2/day block rule', () => {
     const e = refusal!.json().error
     expect(e).toMatchObject({ type: 'budget_exceeded', period: 'daily', limit_usd: LIMIT, api_key_pattern: 'sk-ant-*' })
     expect(refusal!.headers['x-should-retry']).toBe('false')
+    // Reservations now follow what these calls produce: the output tokens of the answered calls,
+    // learned under the provider and the model the request named.
+    expect(budgetsOf(t.server.context).history.output('anthropic', MODEL)).toBe(USAGE.output)
     // And it stays refused.
     expect((await claudeCall()).status).toBe(429)
   })

@@ -130,7 +130,9 @@ describe('the desktop app over the real server core', () => {
     d.server!.ledger.flush()
     const total = dbSpend()
     expect(total).toBeGreaterThan(2)
-    await eventually(() => tray().tooltip === `Burnrate: ${formatUsd(total)} today`)
+    await eventually(() => tray().tooltip.split('\n')[0] === `Burnrate: ${formatUsd(total)} today`)
+    // The forecast: today's spend at its pace, to midnight in the configured zone.
+    expect(tray().tooltip.split('\n')[1]).toMatch(/^On pace for \$[\d,.]+ by midnight$/)
     expect(tray().menu!.items[0]).toMatchObject({ label: `Today: ${formatUsd(total)}`, enabled: false })
   })
 
@@ -315,12 +317,12 @@ describe('when the port is already taken', () => {
     expect(d.server).toBeNull()
     expect(existsSync(join(dir, 'burnrate.db'))).toBe(false)
     expect(win().loadedUrls).toEqual([headless.url])
-    await eventually(() => tray().tooltip === 'Burnrate: $3.21 today')
+    await eventually(() => tray().tooltip.split('\n')[0] === 'Burnrate: $3.21 today')
     expect(menuLabels().slice(0, 2)).toEqual(['Today: $3.21', `Attached to the Burnrate at ${headless.url}`])
 
     headless.server.ledger.record(callRecord({ cost_usd: 1 }))
     headless.server.ledger.flush()
-    await eventually(() => tray().tooltip === 'Burnrate: $4.21 today')
+    await eventually(() => tray().tooltip.split('\n')[0] === 'Burnrate: $4.21 today')
 
     // quitting the app leaves the headless server running
     await quit()
@@ -341,7 +343,7 @@ describe('when the port is already taken', () => {
     const first = await request(win().loadedUrls[0])
     expect(first.status).toBe(303)
     expect(String(first.headers['set-cookie'])).toContain('HttpOnly')
-    await eventually(() => tray().tooltip === 'Burnrate: $7.00 today')
+    await eventually(() => tray().tooltip.split('\n')[0] === 'Burnrate: $7.00 today')
     tray().menu!.click('Open in browser')
     expect(state.openedExternal).toEqual([`${headless.url}/?token=dash-token-0123456789`])
   })

@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
-import { DEFAULT_ALERT_AT_PCT } from './check'
+import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import type { BudgetAlert, BudgetMonitor } from './types'
 
 export type { PeriodState } from './meter'
+export type { ThresholdEvent } from './announcer'
 
 /** What the engine knows of one API key, by hash. The raw key is never kept. */
 export interface KeyState {
@@ -84,17 +85,6 @@ interface Scope {
 
 const NOTHING: Decision = { warnings: [] }
 
-/** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
-export interface ThresholdEvent {
-  rule: Rule
-  key: KeyState
-  state: PeriodState
-  /** The threshold crossed, a fraction of the limit. */
-  pct: number
-}
-
-/** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
-const MAX_CROSSED = 100_000
 
 function scopeMatches(rule: Rule, s: Scope): boolean {
   if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
@@ -134,15 +124,9 @@ export class BudgetEngine implements BudgetMonitor {
   private meters = new Map<Rule, Map<string, Meter>>()
   private readonly exactHashes = new WeakMap<Rule, string>()
   readonly clock: PeriodClock
-  private readonly listeners = new Set<(alert: BudgetAlert) => void>()
-  private readonly fired = new Set<string>()
-  /** Month of the alerts in `fired`; a new month starts the set afresh. */
-  private firedMonth = 0
+  private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
-  private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
-  /** Thresholds already crossed, by rule, key, period, period start and threshold. */
-  private readonly crossed = new Set<string>()
 
   constructor(
     timezone: string,
@@ -153,6 +137,7 @@ export class BudgetEngine implements BudgetMonitor {
     private readonly loadHistory: (since: number) => HistoryRow[] = () => [],
   ) {
     this.clock = new PeriodClock(timezone, weekStart)
+    this.announcer = new BudgetAnnouncer(this.clock)
     this.index = new RuleIndex(runtimeRules, configRules)
   }
 
@@ -180,56 +165,7 @@ export class BudgetEngine implements BudgetMonitor {
     for (const [, byKey] of this.meters) {
       for (const [hash, m] of byKey) {
         const s = this.keys.get(hash)
-        if (s) this.thresholds(s, m, now, true)
-      }
-    }
-  }
-
-  onThreshold(listener: (e: ThresholdEvent) => void): () => void {
-    this.thresholdListeners.add(listener)
-    return () => this.thresholdListeners.delete(listener)
-  }
-
-  /**
-   * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
-   * window: once per calendar period; a rolling window re-arms a threshold once its spend has
-   * fallen back under it.
-   */
-  private thresholds(s: KeyState, m: Meter, now: number, silent: boolean): void {
-    const rule = m.rule
-    const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
-    for (const p of m.periods(now)) {
-      if (!(p.limit > 0)) continue
-      for (const pct of pcts) {
-        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
-        const over = p.spent >= pct * p.limit
-        if (!over) {
-          if (p.period === 'window') this.crossed.delete(id)
-          continue
-        }
-        if (this.crossed.has(id)) continue
-        if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
-        this.crossed.add(id)
-        if (silent) continue
-        for (const l of this.thresholdListeners) {
-          try {
-            l({ rule, key: s, state: p, pct })
-          } catch {
-            // a listener's failure is its own
-          }
-        }
-        // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
-        // the soft limit, is already the `blocking`/`warning` alert of `raise`.
-        if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
-          const alert = { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct }
-          for (const l of this.listeners) {
-            try {
-              l(alert)
-            } catch {
-              // a listener's failure is its own
-            }
-          }
-        }
+        if (s) this.announcer.thresholds(s, m, now, true)
       }
     }
   }
@@ -318,9 +254,9 @@ export class BudgetEngine implements BudgetMonitor {
     const m = this.meter(rule, s.hash)
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
-    this.raise(s, rule, periods)
+    this.announcer.raise(s, rule, periods)
     // A rolling window's spend falls as time passes: re-arm its thresholds before this call counts.
-    if (rule.window_hours !== null) this.thresholds(s, m, now, false)
+    if (rule.window_hours !== null) this.announcer.thresholds(s, m, now, false)
     const warnings: Warning[] = periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null }))
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
@@ -389,8 +325,8 @@ export class BudgetEngine implements BudgetMonitor {
     const touched = this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now)
     for (const m of touched) {
       if (!this.keyMatches(m.rule, s, false)) continue
-      this.raise(s, m.rule, m.periods(now, call.session))
-      this.thresholds(s, m, now, false)
+      this.announcer.raise(s, m.rule, m.periods(now, call.session))
+      this.announcer.thresholds(s, m, now, false)
     }
   }
 
@@ -450,56 +386,10 @@ export class BudgetEngine implements BudgetMonitor {
   }
 
   onAlert(listener: (alert: BudgetAlert) => void): () => void {
-    this.listeners.add(listener)
-    return () => this.listeners.delete(listener)
+    return this.announcer.onAlert(listener)
   }
 
-  /** Tells listeners the first time a key reaches a level under a rule in a period. */
-  private raise(s: KeyState, rule: Rule, periods: PeriodState[]): void {
-    if (this.listeners.size === 0) return
-    const month = this.clock.monthOf(Date.now()).start
-    if (month !== this.firedMonth) {
-      this.firedMonth = month
-      this.fired.clear()
-    }
-    for (const p of periods) {
-      if (p.period === 'session') continue
-      const level = levelOf(rule, p)
-      if (!level) continue
-      const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${level}`
-      if (this.fired.has(id)) continue
-      this.fired.add(id)
-      const alert = alertOf(rule, s, p, level)
-      for (const l of this.listeners) {
-        try {
-          l(alert)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
-    }
-  }
-}
-
-function warningLevel(rule: Rule, p: PeriodState): boolean {
-  if (rule.action === 'warn' && p.spent >= p.limit) return true
-  return rule.soft_limit_pct !== null && p.spent >= rule.soft_limit_pct * p.limit
-}
-
-function levelOf(rule: Rule, p: PeriodState): BudgetAlert['level'] | null {
-  if (rule.action === 'block' && p.spent >= p.limit) return 'blocking'
-  return warningLevel(rule, p) ? 'warning' : null
-}
-
-function alertOf(rule: Rule, s: KeyState, p: PeriodState, level: BudgetAlert['level']): BudgetAlert {
-  return {
-    api_key_pattern: rule.api_key_pattern,
-    api_key_hash: s.hash,
-    key_hint: s.hint,
-    period: p.period,
-    level,
-    spent_usd: p.spent,
-    limit_usd: p.limit,
-    resets_at: new Date(p.resetsAt ?? p.start).toISOString(),
+  onThreshold(listener: (e: ThresholdEvent) => void): () => void {
+    return this.announcer.onThreshold(listener)
   }
 }

@@ -17,6 +17,8 @@ export interface Budgets {
   engine: BudgetEngine
   store: RuleStore
   runaway: RunawayDetector
+  /** What answered calls produced, per provider and requested model (expected-cost reservations). */
+  history: CallHistory
 }
 
 const installed = new WeakMap<ServerContext, Budgets>()
@@ -45,8 +47,7 @@ function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
   return (WEEKDAYS.indexOf(name) + 1) % 7
 }
 
-function costModel(pricer: Pricer): CostModel {
-  const history = new CallHistory()
+function costModel(pricer: Pricer, history: CallHistory): CostModel {
   return {
     worstCase: (ctx) => worstCaseUsd(pricer, ctx),
     expected: (ctx) => expectedUsd(pricer, history, ctx),
@@ -73,7 +74,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
   const pricer = ctx.pricer ?? new Pricer(ctx.config.pricing.overrides)
-  const history = ctx.db.prepare(
+  const history = new CallHistory()
+  const historyQuery = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
             (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
        FROM calls WHERE ts >= ? GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
@@ -85,7 +87,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     } catch {
       // a database that cannot be written now: the held calls are counted when they arrive
     }
-    return history.all(since) as HistoryRow[]
+    return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
   const store = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
@@ -94,7 +96,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     weekStartDay(ctx.config.budgets.week_start),
     configRules(ctx),
     store.all(),
-    costModel(pricer),
+    costModel(pricer, history),
     loadHistory,
   )
   engine.reload()
@@ -120,7 +122,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   ctx.onClose(stop)
   ctx.setGate(budgetGate(e, { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }))
   ctx.budgets = e
-  const b = { engine: e, store, runaway }
+  const b = { engine: e, store, runaway, history }
   installed.set(ctx, b)
   return b
 }

@@ -18,6 +18,8 @@ export interface TrayPresenterOptions {
   /** Also refreshes this often, so "today" rolls over at midnight without a call. */
   refreshMs?: number
   timers?: Timers
+  /** Today's spend projected to the end of the day at the current pace (the tooltip's forecast). */
+  paceOf?: (todayUsd: number, now: number) => number
 }
 
 /** Keeps the tray in step with the spend and budget state, throttled. */
@@ -58,13 +60,20 @@ export class TrayPresenter {
     } catch {
       // budget state is advisory for the tray; spend still shows
     }
+    const todayUsd = this.opts.spend.today()
+    let projectedUsd: number | null = null
+    try {
+      if (todayUsd !== null && this.opts.paceOf) projectedUsd = this.opts.paceOf(todayUsd, Date.now())
+    } catch {
+      // the forecast is advisory
+    }
     let plans: ReturnType<PlanSource['list']> = []
     try {
       plans = this.opts.plans?.list() ?? []
     } catch {
       // plan state is advisory for the tray
     }
-    const view = trayView({ todayUsd: this.opts.spend.today(), alerts, platform: this.opts.platform, plans })
+    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans })
     const key = JSON.stringify(view)
     if (key === this.last) return
     this.last = key

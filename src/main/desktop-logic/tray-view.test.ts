@@ -12,6 +12,12 @@ describe('budgetLevel', () => {
 })
 
 describe('trayView', () => {
+  it('adds the pace to the tooltip when today has spend and the projection is higher', () => {
+    expect(trayView({ todayUsd: 2, alerts: [], platform: 'linux', projectedUsd: 7.5 }).tooltip).toBe('Burnrate: $2.00 today\nOn pace for $7.50 by midnight')
+    expect(trayView({ todayUsd: 0, alerts: [], platform: 'linux', projectedUsd: 0 }).tooltip).toBe('Burnrate: $0.00 today')
+    expect(trayView({ todayUsd: 2, alerts: [], platform: 'linux' }).tooltip).toBe('Burnrate: $2.00 today')
+  })
+
   it('puts the spend in the macOS title and nowhere else in the title', () => {
     const mac = trayView({ todayUsd: 12.3456, alerts: [], platform: 'darwin' })
     expect(mac.title).toBe('$12.35')

@@ -24,6 +24,8 @@ export interface TrayInput {
   todayUsd: number | null
   alerts: readonly BudgetAlert[]
   platform: NodeJS.Platform
+  /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
+  projectedUsd?: number | null
   /** Plan windows (GET /api/dashboard/plans' accounts); none when absent. */
   plans?: readonly PlanAccount[]
   now?: number
@@ -68,10 +70,11 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   return parts.join(', ')
 }
 
-export function trayView({ todayUsd, alerts, platform, plans = [], now = Date.now(), timeZone }: TrayInput): TrayView {
+export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone }: TrayInput): TrayView {
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
   const budgetLine = describeAlerts(alerts)
   let tooltip = todayUsd === null ? 'Burnrate: server not answering' : `Burnrate: ${amount} today`
+  if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)} by midnight`
   const plan = planLine(plans, now, timeZone)
   if (plan) tooltip += `\n${plan}`
   if (budgetLine) tooltip += `\n${budgetLine}`

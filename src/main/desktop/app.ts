@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
+import { forecast } from '../budgets/forecast'
 import { ConfigError, loadConfig } from '../config/load'
 import { AgentConnections } from '../connect/connections'
 import { LastSeen } from '../connect/last-seen'
@@ -19,6 +20,7 @@ import { PlanNoticeLog, httpPlans, planNotice } from '../desktop-logic/tray-plan
 import { TrayPresenter } from '../desktop-logic/tray-presenter'
 import { type Logger, createLogger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { PeriodClock } from '../time/zone'
 import { type AgentControls, agentControls } from './agents'
 import { askOtherPort, showStartupError } from './dialogs'
 import { startAutoUpdate } from './updater'
@@ -248,7 +250,12 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, { headers: token ? { authorization: `Bearer ${token}` } : undefined })
   const plans = own?.context.plans ?? attachedPlans
-  const presenter = new TrayPresenter({ spend, budgets, plans, platform, render: (view) => tray.render(view) })
+  const clock = new PeriodClock(config.timezone)
+  const paceOf = (today: number, now: number) => {
+    const day = clock.dayOf(now)
+    return forecast({ period: 'daily', limit: Infinity, spent: today, start: day.start, resetsAt: day.end }, now).projected
+  }
+  const presenter = new TrayPresenter({ spend, budgets, plans, platform, paceOf, render: (view) => tray.render(view) })
   presenter.start()
 
   let notifier: BudgetNotifier | null = null

@@ -1,0 +1,138 @@
+import type { PeriodClock } from '../time/zone'
+import { DEFAULT_ALERT_AT_PCT } from './check'
+import type { KeyState } from './engine'
+import type { Meter, PeriodState } from './meter'
+import type { Rule } from './rules'
+import type { BudgetAlert } from './types'
+
+/** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
+export interface ThresholdEvent {
+  rule: Rule
+  key: KeyState
+  state: PeriodState
+  /** The threshold crossed, a fraction of the limit. */
+  pct: number
+}
+
+/** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
+const MAX_CROSSED = 100_000
+
+/**
+ * Tells the rest of the app about budget state changes, each once: a key reaching a rule's
+ * warning or blocking level in a period (tray, desktop notifications), and its spend crossing
+ * each `alert_at_pct` threshold in a window (webhooks; the desktop for those under 100%).
+ */
+export class BudgetAnnouncer {
+  private readonly listeners = new Set<(alert: BudgetAlert) => void>()
+  private readonly fired = new Set<string>()
+  /** Month of the alerts in `fired`; a new month starts the set afresh. */
+  private firedMonth = 0
+  private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
+  /** Thresholds already crossed, by rule, key, period, period start and threshold. */
+  private readonly crossed = new Set<string>()
+
+  constructor(private readonly clock: PeriodClock) {}
+
+  onAlert(listener: (alert: BudgetAlert) => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  onThreshold(listener: (e: ThresholdEvent) => void): () => void {
+    this.thresholdListeners.add(listener)
+    return () => this.thresholdListeners.delete(listener)
+  }
+
+  /** Tells listeners the first time a key reaches a level under a rule in a period. */
+  raise(s: KeyState, rule: Rule, periods: PeriodState[]): void {
+    if (this.listeners.size === 0) return
+    const month = this.clock.monthOf(Date.now()).start
+    if (month !== this.firedMonth) {
+      this.firedMonth = month
+      this.fired.clear()
+    }
+    for (const p of periods) {
+      if (p.period === 'session') continue
+      const level = levelOf(rule, p)
+      if (!level) continue
+      const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${level}`
+      if (this.fired.has(id)) continue
+      this.fired.add(id)
+      const alert = alertOf(rule, s, p, level)
+      for (const l of this.listeners) {
+        try {
+          l(alert)
+        } catch {
+          // a listener's failure is its own
+        }
+      }
+    }
+  }
+
+  /**
+   * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
+   * window: once per calendar period; a rolling window re-arms a threshold once its spend has
+   * fallen back under it.
+   */
+  thresholds(s: KeyState, m: Meter, now: number, silent: boolean): void {
+    const rule = m.rule
+    const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
+    for (const p of m.periods(now)) {
+      if (!(p.limit > 0)) continue
+      for (const pct of pcts) {
+        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
+        const over = p.spent >= pct * p.limit
+        if (!over) {
+          if (p.period === 'window') this.crossed.delete(id)
+          continue
+        }
+        if (this.crossed.has(id)) continue
+        if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
+        this.crossed.add(id)
+        if (silent) continue
+        for (const l of this.thresholdListeners) {
+          try {
+            l({ rule, key: s, state: p, pct })
+          } catch {
+            // a listener's failure is its own
+          }
+        }
+        // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
+        // the soft limit, is already the `blocking`/`warning` alert of `raise`.
+        if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
+          const alert = { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct }
+          for (const l of this.listeners) {
+            try {
+              l(alert)
+            } catch {
+              // a listener's failure is its own
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+export function warningLevel(rule: Rule, p: PeriodState): boolean {
+  if (rule.action === 'warn' && p.spent >= p.limit) return true
+  return rule.soft_limit_pct !== null && p.spent >= rule.soft_limit_pct * p.limit
+}
+
+export function levelOf(rule: Rule, p: PeriodState): BudgetAlert['level'] | null {
+  if (rule.action === 'block' && p.spent >= p.limit) return 'blocking'
+  return warningLevel(rule, p) ? 'warning' : null
+}
+
+export function alertOf(rule: Rule, s: KeyState, p: PeriodState, level: BudgetAlert['level']): BudgetAlert {
+  return {
+    api_key_pattern: rule.api_key_pattern,
+    api_key_hash: s.hash,
+    key_hint: s.hint,
+    period: p.period,
+    level,
+    spent_usd: p.spent,
+    limit_usd: p.limit,
+    resets_at: new Date(p.resetsAt ?? p.start).toISOString(),
+  }
+}

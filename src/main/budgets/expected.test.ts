@@ -1,0 +1,46 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { describe, expect, it } from 'vitest'
+import { Pricer } from '../pricing/price'
+import { openai } from '../providers/openai'
+import type { CallContext } from '../proxy/gate'
+import { CallHistory, DEFAULT_EXPECTED_OUTPUT_TOKENS, expectedUsd } from './expected'
+import { promptTokenBound } from './worst-case'
+
+const MODEL = 'gpt-4o-mini'
+const price = (input: number, output: number) => calcPrice({ input_tokens: input, output_tokens: output }, MODEL, { providerId: 'openai' })!.total_price
+
+function ctx(maxTokens: number, bodyBytes = 3000): CallContext {
+  return {
+    provider: openai,
+    shape: { endpoint: 'chat.completions', model: MODEL, stream: false, billable: true },
+    apiKey: 'sk-x', apiKeyHash: 'h', keyHint: '…', tenant: '', agent: '', session: '',
+    ts: Date.now(), body: { model: MODEL, max_tokens: maxTokens }, bodyBytes,
+  }
+}
+
+describe('expected cost', () => {
+  const pricer = new Pricer([])
+
+  it('before 5 answered calls: bytes / 3 of prompt and 4,096 output tokens, capped by max_tokens', () => {
+    const h = new CallHistory()
+    expect(expectedUsd(pricer, h, ctx(128_000))).toBeCloseTo(price(promptTokenBound(3000), DEFAULT_EXPECTED_OUTPUT_TOKENS), 15)
+    expect(expectedUsd(pricer, h, ctx(100))).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
+    for (let i = 0; i < 4; i++) h.learn('openai', MODEL, 10, 1e-9)
+    expect(expectedUsd(pricer, h, ctx(128_000))).toBeCloseTo(price(promptTokenBound(3000), DEFAULT_EXPECTED_OUTPUT_TOKENS), 15)
+  })
+
+  it('then: the 95th percentile of recent output tokens (capped by max_tokens) and of prompt cost per byte', () => {
+    const h = new CallHistory()
+    // 100 calls: outputs 1..100 tokens; the p95 is 95. Prompt cost per byte 1e-9 … 100e-9.
+    for (let i = 1; i <= 100; i++) h.learn('openai', MODEL, i, i * 1e-9)
+    expect(h.output('openai', MODEL)).toBe(95)
+    expect(h.inputUsdPerByte('openai', MODEL)).toBeCloseTo(95e-9, 20)
+    expect(expectedUsd(pricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
+    expect(expectedUsd(pricer, h, ctx(50, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 50), 15)
+    // Only the last 100 count: a model that now answers longer raises the expectation.
+    for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 1000, 1e-9)
+    expect(h.output('openai', MODEL)).toBe(1000)
+    // Another model has no history of its own.
+    expect(h.output('openai', 'gpt-4o')).toBeNull()
+  })
+})
