@@ -78,6 +78,12 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+        // Recorded like every refusal: who sent what, never sent upstream, cost 0.
+        const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
+        const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
+        s.status = 413
+        s.error = 'payload_too_large'
+        life.finish(s)
       } else {
         res.destroy()
       }
@@ -88,7 +94,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
     if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn)
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, () => dispatchers.fresh(upstream))
   }
 
   return {

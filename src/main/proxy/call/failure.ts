@@ -46,7 +46,8 @@ export function failHttp(s: HttpCall, kind: FailureKind, detail: string, finish:
     if (kind === 'timeout') {
       sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
     } else {
-      const message = `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
+      const message =
+        code === 'CONNECTION_CLOSED' ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
       sendError(s.res, 'upstream_unreachable', message)
       warn?.(message)
     }

@@ -27,6 +27,8 @@ export function forwardHttp(
   finish: (s: HttpCall) => void,
   /** Logs why an upstream could not be reached. */
   warn?: (line: string) => void,
+  /** A new connection, for sending the call again when its kept-alive one turned out closed. */
+  fresh?: () => Dispatcher,
 ): void {
   const res = s.res
   const upstream = s.route.upstream
@@ -56,6 +58,13 @@ export function forwardHttp(
   })
 
   let forward: ((chunk: Buffer) => boolean) | null = null
+  let retried = false
+  const send = (via: Dispatcher): void => {
+    via.dispatch(
+      { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
+      handler,
+    )
+  }
   const handler: Dispatcher.DispatchHandler = {
     onConnect(abort) {
       // Not sent at all when the call already ended while it waited for a connection.
@@ -63,6 +72,8 @@ export function forwardHttp(
       else s.abort = abort as (err?: Error) => void
     },
     onHeaders(status, raw, resume) {
+      // 103 Early Hints and other informational responses come before the answer; they are not it.
+      if (status < 200) return true
       clearTimeout(firstByte)
       if (s.done) {
         s.abort?.()
@@ -78,13 +89,23 @@ export function forwardHttp(
       if (s.done || !forward) return true
       return forward(chunk)
     },
-    onComplete() {
+    onComplete(trailers) {
       if (s.done) return
       for (const x of s.timers) clearTimeout(x)
+      if (trailers && trailers.length > 0) res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
       res.end()
     },
     onError(err) {
       if (s.done) return
+      if (!retried && !s.responseStarted && closedWhileIdle(err)) {
+        // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
+        // balancers close idle ones without saying when): nothing of the answer came, so the
+        // call is sent once more, on a fresh connection.
+        retried = true
+        s.abort = undefined
+        send(fresh?.() ?? dispatcher)
+        return
+      }
       const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
       if (f.kind === 'invalid') {
         s.status = 400
@@ -96,8 +117,14 @@ export function forwardHttp(
       }
     },
   }
-  dispatcher.dispatch(
-    { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
-    handler,
-  )
+  send(dispatcher)
+}
+
+/**
+ * True when a request failed because the connection it was written to had been closed by the
+ * upstream, and that connection had served earlier calls (it was a reused keep-alive one).
+ */
+export function closedWhileIdle(err: Error): boolean {
+  const e = err as Error & { code?: string; socket?: { bytesRead?: number } }
+  return e.code === 'UND_ERR_SOCKET' && (e.socket?.bytesRead ?? 0) > 0
 }

@@ -49,6 +49,8 @@ export function startHttpResponse(
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
   const headers = clientResponseHeaders(uheaders)
+  // Trailers are forwarded (forward.ts), so the header announcing them is too.
+  if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
   res.writeHead(s.status, headers)
 
