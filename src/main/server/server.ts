@@ -121,7 +121,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, (req, res) => {
+  const onRequest: http.RequestListener = (req, res) => {
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route) {
@@ -133,15 +133,44 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       })
     }
     else app(req, res)
-  })
+  }
   const sockets = new Set<Socket>()
-  server.on('clientError', answerClientError)
-  server.on('connection', (s) => {
-    sockets.add(s)
-    s.on('close', () => sockets.delete(s))
-  })
+  const newServer = (): http.Server => {
+    const s = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, requireHostHeader: false }, onRequest)
+    s.on('clientError', answerClientError)
+    s.on('connection', (c) => {
+      sockets.add(c)
+      c.on('close', () => sockets.delete(c))
+    })
+    return s
+  }
+  const server = newServer()
+  // `localhost` is 127.0.0.1 for some clients and ::1 for others: both are listened on.
+  const bindsBoth = config.server.host.toLowerCase() === 'localhost'
+  let ipv6: http.Server | null = null
   let url = ''
   let closing: Promise<void> | null = null
+
+  /** The ::1 half of `localhost`, on the port 127.0.0.1 got. A machine without IPv6 has only the other half. */
+  function listenIpv6Loopback(): Promise<void> {
+    const s = newServer()
+    return new Promise<void>((resolve, reject) => {
+      s.once('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT') {
+          log.info(`localhost: this machine has no IPv6 loopback, listening on 127.0.0.1 only`)
+          resolve()
+          return
+        }
+        server.close()
+        reject(new StartupError(`[::1]:${listenPort} (the IPv6 half of localhost) is already in use; stop what is using it or start with --port <n>`))
+      })
+      s.once('listening', () => {
+        ipv6 = s
+        resolve()
+      })
+      s.listen(listenPort, '::1')
+    })
+  }
 
   return {
     config,
@@ -178,13 +207,18 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         }
         server.once('error', onError)
         server.once('listening', onListening)
-        server.listen(port, host)
+        server.listen(port, bindsBoth ? '127.0.0.1' : host)
+      }).then(async (u) => {
+        if (bindsBoth) await listenIpv6Loopback()
+        return u
       })
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
         server.close()
         server.closeIdleConnections()
+        ipv6?.close()
+        ipv6?.closeIdleConnections()
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
         for (const s of sockets) s.destroy()
