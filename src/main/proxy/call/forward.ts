@@ -4,7 +4,7 @@ import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
-import { classifyUpstreamError, failHttp } from './failure'
+import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { startHttpResponse } from './response'
 import type { HttpCall } from './state'
 
@@ -50,9 +50,15 @@ export function forwardHttp(
       return
     }
     if (s.done) return
-    // The client went away first: stop the upstream call and record what was metered.
-    s.status = STATUS_CLIENT_CLOSED
-    s.error = 'client_aborted'
+    if (cutConnection(res)) {
+      // Burnrate cut this connection for an earlier call on it (pipelined): not the client's doing.
+      s.status = s.upstreamStatus || 502
+      s.error = 'connection_cut_by_burnrate'
+    } else {
+      // The client went away first: stop the upstream call and record what was metered.
+      s.status = STATUS_CLIENT_CLOSED
+      s.error = 'client_aborted'
+    }
     finish(s)
     s.abort?.()
   })
@@ -79,10 +85,17 @@ export function forwardHttp(
         s.abort?.()
         return false
       }
-      forward = startHttpResponse(s, status, parseRawHeaders(raw as unknown as Buffer[]), resume, t.idle_timeout_ms, (detail) => {
-        failHttp(s, 'timeout', detail, finish)
-        s.abort?.()
-      })
+      forward = startHttpResponse(
+        s,
+        status,
+        parseRawHeaders(raw as unknown as Buffer[]),
+        resume,
+        t.idle_timeout_ms,
+        (detail) => {
+          failHttp(s, 'timeout', detail, finish)
+          s.abort?.()
+        },
+      )
       return true
     },
     onData(chunk) {
