@@ -99,7 +99,7 @@ describe('upstream faults', () => {
       const res = await postJson(`${s.url}/v1/messages`, MESSAGES)
       expect(res.status).toBe(502)
       expect(res.json().error.type).toBe('upstream_unreachable')
-      expect(await nextRow(0, s.dbFile)).toMatchObject({ status: 502, error: 'upstream_unreachable' })
+      expect(await nextRow(0, s.dbFile)).toMatchObject({ status: 502, error: 'upstream_unreachable: CONNECTION_CLOSED' })
     } finally {
       await s.cleanup()
       await new Promise<void>((r) => rude.close(() => r()))

@@ -91,7 +91,7 @@ export async function startLoggedServer(config: Record<string, unknown>): Promis
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-net-'))
   mkdirSync(dir, { recursive: true })
   const file = join(dir, 'config.yaml')
-  writeFileSync(file, stringify({ ...config, server: { host: '127.0.0.1', port: 0 } }))
+  writeFileSync(file, stringify({ ...config, server: { host: '127.0.0.1', port: 0, ...(config.server as object) } }))
   const lines: string[] = []
   const log: Logger = { debug() {}, info: (m) => lines.push(m), warn: (m) => lines.push(m), error: (m) => lines.push(m) }
   const server = createBurnrate(loadConfig({ config: file, dataDir: dir }, {}), { log })

@@ -1,7 +1,10 @@
-import { rmSync } from 'node:fs'
+import { execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import http2 from 'node:http2'
 import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, TOKEN } from '../admin/support'
@@ -85,6 +88,33 @@ describe('an HTTPS upstream signed by a private CA', () => {
       expect(row.input_tokens).toBeGreaterThan(0)
     } finally {
       await s.stop()
+    }
+  })
+
+  it('trusted with NODE_EXTRA_CA_CERTS: the built server reaches it', async () => {
+    const root = resolve(__dirname, '../..')
+    const cli = join(root, 'out/main/cli.js')
+    if (!existsSync(cli)) execFileSync('npx', ['electron-vite', 'build'], { cwd: root, stdio: 'ignore' })
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-extra-ca-'))
+    writeFileSync(join(dir, 'config.yaml'), `providers:\n  openai:\n    base_url: ${tlsUp.url}/v1\n`)
+    const child = spawn(process.execPath, [cli, '--config', join(dir, 'config.yaml'), '--data-dir', dir, '--port', '0'], {
+      env: { ...process.env, NODE_EXTRA_CA_CERTS: ca.caFile },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
+    try {
+      let err = ''
+      const url = await new Promise<string>((ok, fail) => {
+        child.stderr!.on('data', (d) => {
+          err += d
+          const m = /listening on (http:\/\/\S+)/.exec(err)
+          if (m) ok(m[1])
+        })
+        child.on('exit', () => fail(new Error(`exited: ${err}`)))
+      })
+      expect((await postJson(`${url}/v1/chat/completions`, CHAT)).status).toBe(200)
+    } finally {
+      child.kill('SIGKILL')
+      rmSync(dir, { recursive: true, force: true })
     }
   })
 

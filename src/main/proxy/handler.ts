@@ -95,6 +95,12 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+        // Recorded like every refusal: who sent what, never sent upstream, cost 0.
+        const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
+        const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
+        s.status = 413
+        s.error = 'payload_too_large'
+        life.finish(s)
       } else if (err instanceof BodyMemoryFull) {
         // Not read: the connection closes rather than take in the rest of the body.
         sendError(
@@ -114,7 +120,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
     if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders)
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
   }
 
   return {

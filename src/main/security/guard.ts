@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
-import { HostPolicy } from './hosts'
+import { HostPolicy, answeringHost } from './hosts'
 import { bearerToken, cookieValue, safeEqual } from './secrets'
 import { DashboardSessions, dashboardCookieName } from './sessions'
 import { AuthThrottle, clientKey } from './throttle'
@@ -83,16 +83,17 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
 
   return (req, res, proxied) => {
     const port = opts.port()
+    const here = `${answeringHost(server.host)}:${port}`
     const host = req.headers.host
     if (!host) {
       // (Node's own check is off so that this answer has the contract's shape.)
-      sendError(res, 'invalid_request', `The request has no Host header; send one naming this server (127.0.0.1:${port}).`)
+      sendError(res, 'invalid_request', `The request has no Host header; send one naming this server (${here}).`)
       return false
     }
     if (!policy.allowsHost(host, port)) {
       return forbid(
         res,
-        `Host "${host.slice(0, 100)}" is not an address of this Burnrate server; use http://127.0.0.1:${port}, or add the name to server.allowed_hosts.`,
+        `Host "${host.slice(0, 100)}" is not an address of this Burnrate server; use http://${here}, or add the name to server.allowed_hosts.`,
       )
     }
 

@@ -20,6 +20,18 @@ export function isWildcardHost(host: string): boolean {
   return h === '0.0.0.0' || h === '::' || h === ''
 }
 
+/**
+ * The host to put in a URL that reaches a server listening on `listenHost`: 127.0.0.1 for
+ * `localhost` (both loopbacks are listened on) and for every-interface addresses; `[::1]` for
+ * the IPv6 loopback (127.0.0.1 refuses connections there); the address itself otherwise.
+ */
+export function answeringHost(listenHost: string): string {
+  const h = stripBrackets(listenHost).toLowerCase()
+  if (h === 'localhost' || h === '0.0.0.0' || h === '') return '127.0.0.1'
+  if (h === '::' || h === '::1' || h === '0:0:0:0:0:0:0:1') return '[::1]'
+  return isIPv6(h) ? `[${h}]` : h
+}
+
 export function stripBrackets(h: string): string {
   return h.length > 1 && h.charCodeAt(0) === 91 /* [ */ && h.endsWith(']') ? h.slice(1, -1) : h
 }

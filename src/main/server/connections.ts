@@ -35,6 +35,7 @@ const REFUSAL =
  */
 export function limitConnections(server: http.Server, max: number): OpenConnections {
   const conns = new Map<Socket, Conn>()
+  const watch = (server: http.Server): void => {
   server.on('connection', (s: Socket) => {
     if (conns.size >= max) {
       let victim: Socket | null = null
@@ -73,11 +74,10 @@ export function limitConnections(server: http.Server, max: number): OpenConnecti
     res.once('finish', end)
     res.once('close', end)
   })
+  }
+  watch(server)
   return {
-    hold(s) {
-      const c = conns.get(s)
-      if (c) c.busy++
-    },
+    watch,
     all: () => [...conns.keys()],
     get count() {
       return conns.size
@@ -86,8 +86,8 @@ export function limitConnections(server: http.Server, max: number): OpenConnecti
 }
 
 export interface OpenConnections {
-  /** Marks a connection busy for the rest of its life (an upgraded WebSocket is never evicted). */
-  hold(s: Socket): void
+  /** Counts another server's connections under the same cap (the ::1 half of `localhost`). */
+  watch(server: http.Server): void
   /** Every open connection (for shutdown). */
   all(): Socket[]
   readonly count: number

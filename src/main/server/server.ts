@@ -187,40 +187,71 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     }
     else app(req, res)
   }
-  const server = http.createServer(
-    {
-      keepAliveTimeout: 65_000,
-      // Headers must arrive within this (checked every second); once they are in, no time limit:
-      // long uploads and streams are never cut (requestTimeout 0), idle upstreams have their own.
-      headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
-      requestTimeout: 0,
-      connectionsCheckingInterval: 1000,
-      requireHostHeader: false,
-    },
-    onRequest,
-  )
-  // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
-  // past the same guard. Any other upgrade request is answered as the plain request it also is.
-  server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-    socket.on('error', () => {})
-    const res = new http.ServerResponse(req)
-    res.assignSocket(socket)
-    res.shouldKeepAlive = false
-    res.on('finish', () => socket.end())
-    const route = router.match(req.url ?? '/', req.headers)
-    const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
-    if (!websocket) {
-      onRequest(req, res)
-      return
-    }
-    if (!guard(req, res, true)) return
-    res.detachSocket(socket)
-    connections.hold(socket)
-    proxy.upgrade(req, socket, head, route)
-  })
-  server.on('clientError', answerClientError)
+  /** A listening socket's server: same timeouts, upgrade path and connection cap for every address. */
+  const setUp = (s: http.Server): http.Server => {
+    // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
+    // past the same guard. Any other upgrade request is answered as the plain request it also is.
+    s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+      socket.on('error', () => {})
+      const res = new http.ServerResponse(req)
+      res.assignSocket(socket)
+      res.shouldKeepAlive = false
+      res.on('finish', () => socket.end())
+      const route = router.match(req.url ?? '/', req.headers)
+      const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
+      if (!websocket) {
+        onRequest(req, res)
+        return
+      }
+      if (!guard(req, res, true)) return
+      res.detachSocket(socket)
+      proxy.upgrade(req, socket, head, route)
+    })
+    s.on('clientError', answerClientError)
+    return s
+  }
+  const serverOptions: http.ServerOptions = {
+    keepAliveTimeout: 65_000,
+    // Headers must arrive within this (checked every second); once they are in, no time limit:
+    // long uploads and streams are never cut (requestTimeout 0), idle upstreams have their own.
+    headersTimeout: opts.headersTimeoutMs ?? HEADERS_TIMEOUT_MS,
+    requestTimeout: 0,
+    connectionsCheckingInterval: 1000,
+    requireHostHeader: false,
+  }
+  const server = setUp(http.createServer(serverOptions, onRequest))
+  // One cap over every listening address (both halves of `localhost`).
   const connections = limitConnections(server, config.server.max_connections)
+  const newServer = (): http.Server => {
+    const s = setUp(http.createServer(serverOptions, onRequest))
+    connections.watch(s)
+    return s
+  }
+  // `localhost` is 127.0.0.1 for some clients and ::1 for others: both are listened on.
+  const bindsBoth = config.server.host.toLowerCase() === 'localhost'
+  let ipv6: http.Server | null = null
   let closing: Promise<void> | null = null
+
+  /** The ::1 half of `localhost`, on the port 127.0.0.1 got. A machine without IPv6 has only the other half. */
+  function listenIpv6Loopback(): Promise<void> {
+    const s = newServer()
+    return new Promise<void>((resolve, reject) => {
+      s.once('error', (err: NodeJS.ErrnoException) => {
+        if (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT') {
+          log.info(`localhost: this machine has no IPv6 loopback, listening on 127.0.0.1 only`)
+          resolve()
+          return
+        }
+        server.close()
+        reject(new StartupError(`[::1]:${listenPort} (the IPv6 half of localhost) is already in use; stop what is using it or start with --port <n>`))
+      })
+      s.once('listening', () => {
+        ipv6 = s
+        resolve()
+      })
+      s.listen(listenPort, '::1')
+    })
+  }
 
   return {
     config,
@@ -257,13 +288,18 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         }
         server.once('error', onError)
         server.once('listening', onListening)
-        server.listen(port, host)
+        server.listen(port, bindsBoth ? '127.0.0.1' : host)
+      }).then(async (u) => {
+        if (bindsBoth) await listenIpv6Loopback()
+        return u
       })
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
         server.close()
         server.closeIdleConnections()
+        ipv6?.close()
+        ipv6?.closeIdleConnections()
         await proxy.drain(graceMs)
         // Whatever is still streaming is cut; those calls are recorded as aborted.
         for (const s of connections.all()) s.destroy()

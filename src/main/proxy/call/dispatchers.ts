@@ -1,10 +1,12 @@
 import tls from 'node:tls'
-import { type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici'
+import { Client, type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici'
 import type { Upstream } from '../routes'
 
 /** The connections to upstreams: one dispatcher per upstream, closed at shutdown. */
 export interface UpstreamDispatchers {
   for(upstream: Upstream): Dispatcher
+  /** A dispatcher on a new connection for one call (a retry); it closes itself once that call is done. */
+  fresh(upstream: Upstream): Dispatcher
   close(): Promise<void>
 }
 
@@ -58,6 +60,18 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
         pools.set(u, p)
       }
       return p
+    },
+    fresh(u) {
+      if (viaProxy) return viaProxy
+      const c = new Client(u.origin, common)
+      const dispatch = c.dispatch.bind(c)
+      // Closes once the one call it carries is done.
+      c.dispatch = (opts, handler) => {
+        const r = dispatch(opts, handler)
+        void c.close().catch(() => {})
+        return r
+      }
+      return c
     },
     async close() {
       const all = [...pools.values(), ...(viaProxy ? [viaProxy] : [])]

@@ -46,13 +46,33 @@ export function failHttp(s: HttpCall, kind: FailureKind, detail: string, finish:
     if (kind === 'timeout') {
       sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
     } else {
-      const message = `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
+      const message =
+        code === 'CONNECTION_CLOSED' ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
       sendError(s.res, 'upstream_unreachable', message)
       warn?.(message)
     }
   } else {
     // Headers are out: the only honest signal left is to cut the client's stream.
-    s.res.destroy()
+    cutClient(s)
   }
   finish(s)
+}
+
+const CUT = Symbol('burnrate.cut')
+
+/**
+ * Cuts the client's connection for this call's sake. Calls pipelined behind it on the same
+ * connection are lost with it: they are recorded as cut by Burnrate (`cutConnection`), not as
+ * abandoned by their client.
+ */
+export function cutClient(s: HttpCall): void {
+  // The request's socket: a pipelined response has none of its own until its turn comes.
+  const socket = (s.res.req?.socket ?? s.res.socket) as (object & { [CUT]?: boolean }) | null
+  if (socket) socket[CUT] = true
+  s.res.destroy()
+}
+
+/** True when Burnrate cut the connection `res` was to be sent on (for another call on it). */
+export function cutConnection(res: HttpCall['res']): boolean {
+  return ((res.req?.socket ?? res.socket) as { [CUT]?: boolean } | null)?.[CUT] === true
 }

@@ -4,7 +4,7 @@ import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
-import { classifyUpstreamError, failHttp } from './failure'
+import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
 
@@ -31,6 +31,8 @@ export function forwardHttp(
   /** Logs why an upstream could not be reached. */
   warn?: (line: string) => void,
   observe?: HeadersObserver,
+  /** A new connection, for sending the call again when its kept-alive one turned out closed. */
+  fresh?: () => Dispatcher,
 ): void {
   const res = s.res
   const upstream = s.route.upstream
@@ -52,14 +54,27 @@ export function forwardHttp(
       return
     }
     if (s.done) return
-    // The client went away first: stop the upstream call and record what was metered.
-    s.status = STATUS_CLIENT_CLOSED
-    s.error = 'client_aborted'
+    if (cutConnection(res)) {
+      // Burnrate cut this connection for an earlier call on it (pipelined): not the client's doing.
+      s.status = s.upstreamStatus || 502
+      s.error = 'connection_cut_by_burnrate'
+    } else {
+      // The client went away first: stop the upstream call and record what was metered.
+      s.status = STATUS_CLIENT_CLOSED
+      s.error = 'client_aborted'
+    }
     finish(s)
     s.abort?.()
   })
 
   let forward: ((chunk: Buffer) => boolean) | null = null
+  let retried = false
+  const send = (via: Dispatcher): void => {
+    via.dispatch(
+      { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
+      handler,
+    )
+  }
   const handler: Dispatcher.DispatchHandler = {
     onConnect(abort) {
       // Not sent at all when the call already ended while it waited for a connection.
@@ -67,6 +82,8 @@ export function forwardHttp(
       else s.abort = abort as (err?: Error) => void
     },
     onHeaders(status, raw, resume) {
+      // 103 Early Hints and other informational responses come before the answer; they are not it.
+      if (status < 200) return true
       clearTimeout(firstByte)
       if (s.done) {
         s.abort?.()
@@ -90,13 +107,23 @@ export function forwardHttp(
       if (s.done || !forward) return true
       return forward(chunk)
     },
-    onComplete() {
+    onComplete(trailers) {
       if (s.done) return
       for (const x of s.timers) clearTimeout(x)
+      if (trailers && trailers.length > 0) res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
       res.end()
     },
     onError(err) {
       if (s.done) return
+      if (!retried && !s.responseStarted && closedWhileIdle(err)) {
+        // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
+        // balancers close idle ones without saying when): nothing of the answer came, so the
+        // call is sent once more, on a fresh connection.
+        retried = true
+        s.abort = undefined
+        send(fresh?.() ?? dispatcher)
+        return
+      }
       const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
       if (f.kind === 'invalid') {
         s.status = 400
@@ -108,8 +135,14 @@ export function forwardHttp(
       }
     },
   }
-  dispatcher.dispatch(
-    { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
-    handler,
-  )
+  send(dispatcher)
+}
+
+/**
+ * True when a request failed because the connection it was written to had been closed by the
+ * upstream, and that connection had served earlier calls (it was a reused keep-alive one).
+ */
+export function closedWhileIdle(err: Error): boolean {
+  const e = err as Error & { code?: string; socket?: { bytesRead?: number } }
+  return e.code === 'UND_ERR_SOCKET' && (e.socket?.bytesRead ?? 0) > 0
 }

@@ -64,6 +64,9 @@ export function describeNetworkError(err: Error, host: string, provider: string)
   if (code === 'ECONNREFUSED') {
     return { code, words: `the connection was refused (ECONNREFUSED): nothing accepts connections at ${host}; check ${baseUrl}` }
   }
+  if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
+    return { code: 'CONNECTION_CLOSED', words: `it closed the connection before answering (${err.message || code}); the call may or may not have been processed there` }
+  }
   const proxy = /Proxy response \((\d+)\)/.exec(err.message)
   if (proxy) {
     const status = Number(proxy[1])

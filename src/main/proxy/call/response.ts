@@ -49,6 +49,8 @@ export function startHttpResponse(
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
   const headers = clientResponseHeaders(uheaders)
+  // Trailers are forwarded (forward.ts), so the header announcing them is too.
+  if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
   res.writeHead(s.status, headers)
 
@@ -58,10 +60,18 @@ export function startHttpResponse(
   // time; when the timer fires it re-arms for what is left of the window after the latest
   // chunk, and fails the call only when nothing came for the whole window.
   s.lastData = performance.now()
+  // While the client's socket is full, the upstream is held back by us, not silent: that time
+  // is the client's (a slow reader is not a stalled upstream), and the call goes on until the
+  // client reads or hangs up.
+  let waitingOnClient = false
   const check = (): void => {
     const quiet = performance.now() - s.lastData
     if (quiet < idleMs) {
       s.timers.push(setTimeout(check, idleMs - quiet))
+      return
+    }
+    if (waitingOnClient) {
+      s.timers.push(setTimeout(check, idleMs))
       return
     }
     onIdle(`no data for ${idleMs} ms`)
@@ -69,6 +79,8 @@ export function startHttpResponse(
   s.timers.push(setTimeout(check, idleMs))
   const tap = s.tap
   const onDrain = (): void => {
+    waitingOnClient = false
+    s.lastData = performance.now()
     resume()
   }
   // One step both meters and forwards, with backpressure (pause until the client's socket drains).
@@ -76,6 +88,7 @@ export function startHttpResponse(
     s.lastData = performance.now()
     if (tap) tap.write(chunk)
     if (!res.write(chunk) && !res.destroyed) {
+      waitingOnClient = true
       res.once('drain', onDrain)
       return false
     }

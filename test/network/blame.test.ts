@@ -1,0 +1,113 @@
+import http from 'node:http'
+import net from 'node:net'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { eventually } from '../support/http'
+import { type MockUpstream, sleep, startMockUpstream } from '../support/mock-upstream'
+import { startLoggedServer } from './support'
+
+/** Whose side failed: a slow client is not a stalled upstream; a call cut with its connection by Burnrate was not abandoned by its client. */
+
+const JSON_BODY = fixture('openai-chat/chat-nonstream-cached.json')
+const IDLE_MS = 300
+
+/** An OpenAI stream of `n` events of 64 KB each. */
+function bigStream(n: number): Buffer[] {
+  const text = 'x'.repeat(64 * 1024)
+  const ev = Buffer.from(`data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: text } }] })}\n\n`)
+  return [...Array.from({ length: n }, () => ev), Buffer.from('data: [DONE]\n\n')]
+}
+
+let upstream: MockUpstream
+let s: Awaited<ReturnType<typeof startLoggedServer>>
+beforeAll(async () => {
+  upstream = await startMockUpstream((req) => {
+    const body = JSON.parse(req.body.toString('utf8') || '{}')
+    if (body.user === 'big') return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: bigStream(320) }
+    if (body.user === 'slow') return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: bigStream(4), delayMs: 300 }
+    if (body.user === 'reset') return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: bigStream(4), delayMs: 200, resetAfterChunks: 2 }
+    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON_BODY }
+  })
+  s = await startLoggedServer({ upstream: { idle_timeout_ms: IDLE_MS }, providers: { openai: { base_url: `${upstream.url}/v1` } } })
+})
+afterAll(async () => {
+  await s?.stop()
+  await upstream?.close()
+})
+
+function rows(): any[] {
+  const db = new Database(s.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT * FROM calls ORDER BY id').all()
+  } finally {
+    db.close()
+  }
+}
+
+function chat(user: string, stream = true): string {
+  return JSON.stringify({ model: 'gpt-4o-mini', stream, user, messages: [{ role: 'user', content: 'hi' }] })
+}
+
+describe('blame', () => {
+  it('a client that stops reading for several idle windows, then reads on, gets all of it; recorded 200, not 504 upstream_stalled', async () => {
+    const before = rows().length
+    const expected = Buffer.concat(bigStream(320)).length
+    const got = await new Promise<number>((resolve, reject) => {
+      const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+        let n = 0
+        let paused = false
+        res.on('data', (c: Buffer) => {
+          n += c.length
+          if (!paused) {
+            // A slow reader: busy for three idle windows after its first read, while every buffer fills.
+            paused = true
+            res.pause()
+            void sleep(IDLE_MS * 3).then(() => res.resume())
+          }
+        })
+        res.on('end', () => resolve(n))
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(chat('big'))
+    })
+    expect(got).toBe(expected)
+    expect(await eventually(() => rows()[before])).toMatchObject({ status: 200, error: null })
+  })
+
+  it('a client that stops reading and then hangs up is recorded as its side (499 client_aborted), not as a stalled upstream', async () => {
+    const before = rows().length
+    let response: http.IncomingMessage | undefined
+    const req = http.request(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      response = res
+      res.pause()
+    })
+    req.on('error', () => {})
+    req.end(chat('big'))
+    await eventually(() => response)
+    await sleep(IDLE_MS * 3)
+    // Still under way: the upstream is not blamed for the client's silence.
+    expect(rows().length).toBe(before)
+    req.destroy()
+    expect(await eventually(() => rows()[before])).toMatchObject({ status: 499, error: 'client_aborted' })
+  })
+
+  it('a call pipelined behind a stream Burnrate had to cut is recorded with its upstream status, not 499', async () => {
+    const before = rows().length
+    const port = Number(new URL(s.url).port)
+    const sock = net.connect(port, '127.0.0.1')
+    sock.on('error', () => {})
+    sock.on('data', () => {})
+    const request = (body: string) =>
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`
+    sock.write(request(chat('reset')) + request(chat('slow')))
+    const recorded = await eventually(() => (rows().length >= before + 2 ? rows().slice(before) : undefined), 20_000)
+    sock.destroy()
+    // The first stream is reset by its upstream and cut; the second was answered 200 and still streaming.
+    const cut = recorded!.find((r) => r.error === 'upstream_reset')
+    const behind = recorded!.find((r) => r !== cut)
+    expect(cut).toMatchObject({ status: 502, error: 'upstream_reset' })
+    expect(behind).toMatchObject({ status: 200, error: 'connection_cut_by_burnrate' })
+  })
+})
