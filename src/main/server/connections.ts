@@ -36,44 +36,44 @@ const REFUSAL =
 export function limitConnections(server: http.Server, max: number): OpenConnections {
   const conns = new Map<Socket, Conn>()
   const watch = (server: http.Server): void => {
-  server.on('connection', (s: Socket) => {
-    if (conns.size >= max) {
-      let victim: Socket | null = null
-      for (const [sock, c] of conns) {
-        if (c.busy === 0 && !upgraded(sock)) {
-          victim = sock
-          break
+    server.on('connection', (s: Socket) => {
+      if (conns.size >= max) {
+        let victim: Socket | null = null
+        for (const [sock, c] of conns) {
+          if (c.busy === 0 && !upgraded(sock)) {
+            victim = sock
+            break
+          }
+        }
+        if (victim) {
+          conns.delete(victim)
+          victim.destroy()
+        } else {
+          s.end(REFUSAL)
+          s.on('error', () => {})
+          setTimeout(() => s.destroy(), 1000).unref()
+          return
         }
       }
-      if (victim) {
-        conns.delete(victim)
-        victim.destroy()
-      } else {
-        s.end(REFUSAL)
-        s.on('error', () => {})
-        setTimeout(() => s.destroy(), 1000).unref()
-        return
+      conns.set(s, { busy: 0 })
+      s.on('close', () => conns.delete(s))
+    })
+    server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
+      const c = conns.get(req.socket)
+      if (!c) return
+      c.busy++
+      // Re-inserted at the end: the eviction order is by last use, oldest first.
+      conns.delete(req.socket)
+      conns.set(req.socket, c)
+      let done = false
+      const end = () => {
+        if (done) return
+        done = true
+        c.busy--
       }
-    }
-    conns.set(s, { busy: 0 })
-    s.on('close', () => conns.delete(s))
-  })
-  server.on('request', (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const c = conns.get(req.socket)
-    if (!c) return
-    c.busy++
-    // Re-inserted at the end: the eviction order is by last use, oldest first.
-    conns.delete(req.socket)
-    conns.set(req.socket, c)
-    let done = false
-    const end = () => {
-      if (done) return
-      done = true
-      c.busy--
-    }
-    res.once('finish', end)
-    res.once('close', end)
-  })
+      res.once('finish', end)
+      res.once('close', end)
+    })
   }
   watch(server)
   return {
