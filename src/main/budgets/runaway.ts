@@ -54,6 +54,8 @@ const MINUTE = 60_000
 const MAX_SESSIONS = 10_000
 
 interface SessionState {
+  /** Last time the session was seen (sessions quiet longer than every window are forgotten). */
+  last: number
   /** tail key -> arrival times within the window. */
   tails: Map<string, number[]>
   /** Costs of the last minute. */
@@ -73,16 +75,29 @@ export class RunawayDetector {
     return this.opts.loop.action !== 'off' || (this.opts.spendRate.action !== 'off' && this.opts.spendRate.usdPerMinute !== null)
   }
 
-  private session(key: string, create: boolean): SessionState | undefined {
+  /** How long a quiet session can still matter: the loop window, or the spend rate's minute. */
+  private get horizon(): number {
+    return Math.max(this.opts.loop.windowMinutes * MINUTE, MINUTE)
+  }
+
+  /**
+   * A session's state, most recently used last. State is made only for a session that has
+   * something to remember (a conversation tail, a cost), and sessions quiet for longer than every
+   * window are forgotten as new ones arrive, so one-shot calls and finished sessions hold nothing.
+   */
+  private session(key: string, create: boolean, now: number): SessionState | undefined {
     let s = this.sessions.get(key)
     if (s) {
-      // Most recently used last, so the first entry is the one to forget.
       this.sessions.delete(key)
       this.sessions.set(key, s)
+      s.last = now
     } else if (create) {
-      s = { tails: new Map(), spend: [], announced: new Map() }
+      for (const [k, old] of this.sessions) {
+        if (old.last > now - this.horizon && this.sessions.size < MAX_SESSIONS) break
+        this.sessions.delete(k)
+      }
+      s = { last: now, tails: new Map(), spend: [], announced: new Map() }
       this.sessions.set(key, s)
-      if (this.sessions.size > MAX_SESSIONS) this.sessions.delete(this.sessions.keys().next().value as string)
     }
     return s
   }
@@ -91,12 +106,13 @@ export class RunawayDetector {
   check(ctx: CallContext, now = Date.now()): RunawayEvent[] {
     if (!this.enabled || !ctx.session) return []
     const out: RunawayEvent[] = []
-    const s = this.session(`${ctx.apiKeyHash}\n${ctx.session}`, true)!
+    const key = `${ctx.apiKeyHash}\n${ctx.session}`
     const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
     const loop = this.opts.loop
     if (loop.action !== 'off') {
       const hash = tailHash(ctx.body)
       if (hash) {
+        const s = this.session(key, true, now)!
         const window = loop.windowMinutes * MINUTE
         for (const [k, times] of s.tails) {
           while (times.length && times[0] <= now - window) times.shift()
@@ -107,24 +123,30 @@ export class RunawayDetector {
         times.push(now)
         s.tails.set(k, times)
         if (times.length >= loop.repeats) {
-          out.push({ ...base, kind: 'loop', action: loop.action, count: times.length, usd_last_minute: 0 })
+          const e: RunawayEvent = { ...base, kind: 'loop', action: loop.action, count: times.length, usd_last_minute: 0 }
+          out.push(e)
+          this.announce(s, e, now)
         }
       }
     }
     const rate = this.opts.spendRate
-    if (rate.action !== 'off' && rate.usdPerMinute !== null) {
+    const s = rate.action !== 'off' && rate.usdPerMinute !== null ? this.session(key, false, now) : undefined
+    if (s && rate.usdPerMinute !== null) {
       while (s.spend.length && s.spend[0].t <= now - MINUTE) s.spend.shift()
       const usd = s.spend.reduce((a, x) => a + x.usd, 0)
-      if (usd > rate.usdPerMinute) out.push({ ...base, kind: 'spend_rate', action: rate.action, count: 0, usd_last_minute: usd })
+      if (usd > rate.usdPerMinute) {
+        const e: RunawayEvent = { ...base, kind: 'spend_rate', action: rate.action as 'warn' | 'block', count: 0, usd_last_minute: usd }
+        out.push(e)
+        this.announce(s, e, now)
+      }
     }
-    for (const e of out) this.announce(s, e, now)
     return out.sort((a, b) => (a.action === b.action ? 0 : a.action === 'block' ? -1 : 1))
   }
 
   /** Counts a recorded call's cost for its session's spend rate. */
   observe(call: CallRecord, now = Date.now()): void {
     if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
-    const s = this.session(`${call.api_key_hash}\n${call.session}`, true)!
+    const s = this.session(`${call.api_key_hash}\n${call.session}`, true, now)!
     s.spend.push({ t: now, usd: call.cost_usd })
   }
 
