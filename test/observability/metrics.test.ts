@@ -50,7 +50,7 @@ beforeAll(async () => {
       budgets: {
         rules: [
           { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
-          { api_key_pattern: 'sk-proj-*', daily_limit_usd: 1, monthly_limit_usd: 40, action: 'warn' },
+          { api_key_pattern: 'sk-proj-*', daily_limit_usd: 1, weekly_limit_usd: 10, monthly_limit_usd: 40, action: 'warn' },
           { api_key_pattern: exactKey, monthly_limit_usd: 3, action: 'block' },
         ],
       },
@@ -127,6 +127,7 @@ describe('GET /metrics after a run of fixture calls', () => {
     const proj = spent.reduce((s, r) => s + r.cost_usd, 0)
     expect(util.get('sk-proj-*|daily')).toBeCloseTo(proj / 1, 12)
     expect(util.get('sk-proj-*|monthly')).toBeCloseTo(proj / 40, 12)
+    expect(util.get('sk-proj-*|weekly')).toBeCloseTo(proj / 10, 12)
     expect(util.get('sk-blocked-*|daily')).toBe(1)
     expect(util.get('sk-…7777|monthly')).toBe(0)
     expect(series(samples, 'burnrate_budget_limit_usd', ['rule', 'period']).get('sk-proj-*|monthly')).toBe(40)

@@ -30,7 +30,7 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
       }
       return { status: 200, headers: { 'content-type': 'application/json', ...extra }, body: fixture('openai-chat/chat-nonstream-cached.json') }
     })
-    t = await startTestServer(ADMIN_CONFIG, upstream.url)
+    t = await startTestServer({ ...ADMIN_CONFIG, metrics: { enabled: true } }, upstream.url)
     presenter = new TrayPresenter({
       spend: ledgerSpend(t.server.ledger),
       budgets: null,
@@ -106,6 +106,13 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect(w.utilization).toBe(0.86)
     expect(w.projected_exhausted_at).not.toBeNull() // 43% -> 86% within seconds: out long before the reset
     await expect.poll(() => view?.title ?? '', { timeout: 10_000 }).toBe('$0.00 · 5h 86%')
+  })
+
+  it('the same windows are in /metrics, by provider, account hint and window', async () => {
+    const text = (await request(`${t.url}/metrics`)).text
+    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",window="5h"} 0.86')
+    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",window="7d"} 0.12')
+    expect(text).not.toContain('plan-token-aaaa')
   })
 
   it('an API key: per-key limits are kept, the call is money', async () => {

@@ -2,6 +2,7 @@ import { Gauge, type Registry } from 'prom-client'
 import type { BudgetEngine } from '../budgets/engine'
 import { isPrefix } from '../budgets/pattern'
 import type { Rule } from '../budgets/rules'
+import { budgetsOverview } from '../dashboard/budgets'
 import type { CallRecord } from '../ledger/record'
 import type { SpendTracker } from '../ledger/spend'
 import { keyHint } from '../proxy/attribution'
@@ -15,25 +16,10 @@ export function ruleLabel(rule: Pick<Rule, 'api_key_pattern'>): string {
   return isPrefix(p) ? p : keyHint(p)
 }
 
-/** The windows of a rule this reads: the engine's daily and monthly limits. */
-function windows(rule: Rule): { period: 'daily' | 'monthly'; limit: number }[] {
-  const out: { period: 'daily' | 'monthly'; limit: number }[] = []
-  if (rule.daily_limit_usd !== null) out.push({ period: 'daily', limit: rule.daily_limit_usd })
-  if (rule.monthly_limit_usd !== null) out.push({ period: 'monthly', limit: rule.monthly_limit_usd })
-  return out
-}
-
-/** Spent over limit; a limit of 0 blocks every call, so it is always used up. */
-function ratio(spent: number, limit: number): number {
-  return limit > 0 ? spent / limit : 1
-}
-
 /**
- * Budget utilisation per rule and window, read from the budget engine's public state at
- * scrape time (its rules, the keys seen this month and their effective rule) and the ledger's
- * in-memory spend. Each key under a rule has its own limit, so a rule's utilisation is that of
- * its key nearest the limit. Reads the daily and monthly limits the engine has today; rules with
- * more windows (weekly, rolling) belong in `windows()` once the engine has them.
+ * Budget utilisation per rule and window (daily, weekly, monthly, rolling window), read at
+ * scrape time from the same overview as `GET /api/dashboard/budgets`. Each key under a rule has
+ * its own limit, so a rule's utilisation is that of its key nearest the limit.
  */
 export function budgetGauges(registry: Registry, engine: () => BudgetEngine | null, spend: SpendTracker): void {
   // Registered first: its collect() also sets the limits, before they are written out.
@@ -48,25 +34,19 @@ export function budgetGauges(registry: Registry, engine: () => BudgetEngine | nu
       limit?.reset()
       const e = engine()
       if (!e) return
-      const now = Date.now()
-      const worst = new Map<Rule, Map<string, number>>()
-      for (const { rule, overridden } of e.rules.list()) if (!overridden) worst.set(rule, new Map())
-      for (const k of e.keysThisMonth(now)) {
-        const rule = e.ruleFor(k.hash)
-        const w = rule && worst.get(rule)
-        if (!rule || !w) continue
-        const s = spend.key(k.hash, now)
-        for (const { period, limit: l } of windows(rule)) {
-          const r = ratio(period === 'daily' ? s.day : s.month, l)
-          if (r > (w.get(period) ?? 0)) w.set(period, r)
+      const worst = new Map<string, { rule: string; period: string; action: string; pct: number; limit: number }>()
+      for (const status of budgetsOverview(e, spend, null, Date.now()).rules) {
+        // The overview already shows a rule on a whole key by its hint.
+        const rule = status.rule.api_key_pattern
+        for (const w of status.windows) {
+          const k = `${rule}\n${w.period}\n${status.rule.action}`
+          const seen = worst.get(k)
+          if (!seen || w.pct > seen.pct) worst.set(k, { rule, period: w.period, action: status.rule.action, pct: w.pct, limit: w.limit_usd })
         }
       }
-      for (const [rule, w] of worst) {
-        const name = ruleLabel(rule)
-        for (const { period, limit: l } of windows(rule)) {
-          this.labels(name, period, rule.action).set(w.get(period) ?? 0)
-          limit?.labels(name, period, rule.action).set(l)
-        }
+      for (const w of worst.values()) {
+        this.labels(w.rule, w.period, w.action).set(w.pct)
+        limit?.labels(w.rule, w.period, w.action).set(w.limit)
       }
     },
   })

@@ -52,4 +52,3 @@ export const metrics: Feature = (ctx) => {
   })
 }
 
-export { setPlanWindowSource, type PlanWindow, type PlanWindowSource } from './plans'
