@@ -3,7 +3,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import Database from 'better-sqlite3'
 import { afterEach, beforeAll, afterAll, beforeEach, describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
@@ -183,6 +184,44 @@ describe('the desktop app over the real server core', () => {
     await launch()
     expect(/tray-blocking\.png$/.test(tray().image.path)).toBe(true)
     expect(state.notifications).toHaveLength(0)
+  })
+
+  it('notifies once when an agent session is stuck in a loop, naming the agent and session; a click opens the dashboard', async () => {
+    // Claude Code's real request shape, retrying one failing command: the conversation grows, its tail stays the same.
+    const capture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../agents/captures/claude-code-2.1.json'), 'utf8'))
+    const session = '55555555-1c4f-4a8e-b6d5-3f2e1a0c9b8d'
+    const stuck = (n: number) => {
+      const messages: unknown[] = [capture.body.messages[0]]
+      for (let i = 0; i <= n; i++) {
+        messages.push({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_same', name: 'Bash', input: { command: 'npm test' } }] })
+        messages.push({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_same', content: 'Error: Cannot find module' }] })
+      }
+      const user_id = JSON.stringify({ device_id: 'd'.repeat(64), account_uuid: '', session_id: session })
+      return JSON.stringify({ ...capture.body, messages, metadata: { user_id } })
+    }
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('anthropic/messages-stream-text.sse') }))
+    writeConfig({ runaway: { loop: { action: 'warn', repeats: 3, window_minutes: 10 } } })
+    const d = await launch()
+    const send = (n: number) =>
+      request(`${d.url}${capture.path}`, { method: 'POST', headers: { ...capture.headers, 'x-api-key': 'sk-ant-api03-desk-loop-0001' }, body: stuck(n) })
+    for (let i = 0; i < 2; i++) expect((await send(i)).status).toBe(200)
+    expect(state.notifications).toHaveLength(0)
+    const tripped = await send(2)
+    expect(tripped.status).toBe(200)
+    expect(tripped.headers['x-burnrate-runaway-warning']).toMatch(/^loop: /)
+    await eventually(() => state.notifications.length > 0)
+    // The loop goes on: still one notification.
+    for (let i = 3; i < 6; i++) expect((await send(i)).status).toBe(200)
+    expect(state.notifications).toHaveLength(1)
+    const n = state.notifications[0]
+    expect(n.options).toMatchObject({ title: 'Agent stuck in a loop: claude-code', urgency: 'normal' })
+    expect(n.options.body).toBe(
+      `claude-code (session 55555555…) sent the same ${capture.body.model} conversation tail 3 times in 10 minutes. Its calls still go through: stop the agent, or give it a new instruction.`,
+    )
+    expect(n.shown).toBe(true)
+    win().hide()
+    n.emit('click')
+    expect(win().visible).toBe(true)
   })
 
   it('the tray menu opens the dashboard, opens the browser, copies the agent setup and toggles start at login', async () => {

@@ -3,6 +3,7 @@ import { createWriteStream, mkdirSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { app, clipboard, shell } from 'electron'
+import { budgetsOf } from '../budgets'
 import { forecast } from '../budgets/forecast'
 import { ConfigError, loadConfig } from '../config/load'
 import { AgentConnections } from '../connect/connections'
@@ -13,6 +14,7 @@ import { agentSetup } from '../desktop-logic/agent-setup'
 import { startsHidden } from '../desktop-logic/autostart'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import { BudgetNotifier, NoticeLog } from '../desktop-logic/notices'
+import { RunawayNoticeLog, runawayNotice } from '../desktop-logic/runaway-notices'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
@@ -271,6 +273,17 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     notifier.start()
   }
 
+  // Runaway agents (loops, session spend-rate alarms): once per session and kind, from this
+  // app's own server only (attached to another Burnrate, its dashboard and webhooks have them).
+  const runawayNotices = new RunawayNoticeLog()
+  const runawaySettings = { windowMinutes: config.runaway.loop.window_minutes, usdPerMinute: config.runaway.spend_rate.usd_per_minute }
+  const offRunaway = own?.context.budgets
+    ? budgetsOf(own.context).runaway.onEvent((e) => {
+        if (!runawayNotices.claim(e)) return
+        showNotice(runawayNotice(e, runawaySettings), () => window.show(), platform === 'darwin' ? undefined : appIcon())
+      })
+    : undefined
+
   // Plan windows at 80% and 95%: once per window period (the tracker remembers which it showed).
   const planNoticesFile = join(userData, 'plan-notices.json')
   const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
@@ -289,6 +302,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     (stopping ??= (async () => {
       presenter.stop()
       notifier?.stop()
+      offRunaway?.()
       offPlans?.()
       attachedPlans?.stop()
       stopUpdates?.()

@@ -4,7 +4,7 @@ import type { Notice } from '../desktop-logic/notices'
 /** Shown notifications, held so they are not garbage-collected before a click arrives. */
 const live = new Set<Notification>()
 
-/** Shows a budget notice as a desktop notification; a click opens the dashboard. */
+/** Shows a notice (budget, plan window, runaway agent) as a desktop notification; a click opens the dashboard. */
 export function showNotice(notice: Notice, onClick: () => void, icon?: NativeImage): void {
   if (!Notification.isSupported()) return
   const n = new Notification({
