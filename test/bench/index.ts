@@ -1,7 +1,9 @@
 /**
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
- * `dashboard` (endpoint latency and export rate at 1M calls). No argument runs both.
+ * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
+ * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
+ * argument runs all three.
  */
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
 const all = modes.length === 0
@@ -13,6 +15,10 @@ if (all || modes.includes('proxy')) {
 if (all || modes.includes('dashboard')) {
   const { runDashboardBench } = await import('./dashboard')
   await runDashboardBench()
+}
+if (all || modes.includes('cardinality')) {
+  const { runCardinalityBench } = await import('./cardinality')
+  await runCardinalityBench()
 }
 
 export {}
