@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -7,9 +7,9 @@ import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setupSnippets } from '../../src/renderer/src/lib/setup-snippets'
-import { eventually } from '../support/http'
+import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
-import { type AgentMock, type Exchange, startAgentMock } from './mock-upstream'
+import { type AgentMock, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
 import { type Relay, startRelay } from './relay'
 
 /**
@@ -264,6 +264,85 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(second.thread).not.toBe(first.thread)
     })
   }
+
+  it('Codex CLI logged in with ChatGPT, openai_base_url = <burnrate>/chatgpt/codex: plan calls under its thread id, its x-codex windows on /api/dashboard/plans', async () => {
+    // Codex 0.169 with a ChatGPT login sends model calls only to an https origin (its workspace
+    // routing refuses http), so here Burnrate is reached through a TLS relay on 127.0.0.1 with a
+    // certificate from a throwaway CA that Codex is told to trust (CODEX_CA_CERTIFICATE).
+    const pki = join(work, 'pki')
+    mkdirSync(pki, { recursive: true })
+    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: pki, stdio: 'ignore' })
+    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=burnrate-suite-ca')
+    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1')
+    writeFileSync(join(pki, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n')
+    ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cert.pem', '-days', '2', '-extfile', 'ext.cnf')
+    const tlsRelay = await startRelay(t.url, { key: readFileSync(join(pki, 'key.pem'), 'utf8'), cert: readFileSync(join(pki, 'cert.pem'), 'utf8') })
+    try {
+      const agent = newAgent('codex-chatgpt', { CODEX_CA_CERTIFICATE: join(pki, 'ca.pem'), CODEX_REFRESH_TOKEN_URL_OVERRIDE: `${mock.url}/oauth/token` })
+      const codexHome = join(agent.home, '.codex')
+      mkdirSync(codexHome, { recursive: true })
+      // A ChatGPT login as `codex login` leaves it (codex-rs login: auth.json). The tokens are
+      // fresh and far from expiry, so Codex does not refresh them; it only decodes their claims.
+      const account = 'acct-burnrate-suite-0005'
+      const b64 = (o: unknown) => Buffer.from(JSON.stringify(o)).toString('base64url')
+      const now = Math.floor(Date.now() / 1000)
+      const claims = { iat: now, exp: now + 10 * 86400, 'https://api.openai.com/auth': { chatgpt_plan_type: 'pro', chatgpt_account_id: account, chatgpt_user_id: 'user-burnrate-suite' } }
+      const jwt = (p: object) => `${b64({ alg: 'none', typ: 'JWT' })}.${b64(p)}.c3VpdGU`
+      writeFileSync(
+        join(codexHome, 'auth.json'),
+        JSON.stringify({
+          OPENAI_API_KEY: null,
+          tokens: { id_token: jwt({ ...claims, email: 'suite@example.invalid', email_verified: true }), access_token: jwt(claims), refresh_token: 'rt-burnrate-suite', account_id: account },
+          last_refresh: new Date().toISOString(),
+        }),
+      )
+      // The README's line, on the TLS relay's address; chatgpt_base_url (its account and plugin
+      // calls) goes the same way, so nothing leaves loopback.
+      const setup = 'openai_base_url = "http://127.0.0.1:8787/chatgpt/codex"'
+      expect(README).toContain(setup)
+      writeFileSync(
+        join(codexHome, 'config.toml'),
+        `check_for_update_on_startup = false\n${setup.replace('http://127.0.0.1:8787', tlsRelay.url)}\nchatgpt_base_url = "${tlsRelay.url}/chatgpt/"\n\n[analytics]\nenabled = false\n`,
+      )
+      const beforeRow = lastId()
+      const beforeEx = mock.exchanges.length
+      const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
+      expect(out.code, `codex exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+      const thread = jsonLines(out.stdout).find((e) => e.type === 'thread.started')?.thread_id
+      expect(thread).toBeTruthy()
+      expect(jsonLines(out.stdout).some((e) => e.type === 'turn.completed')).toBe(true)
+      await settled()
+      const calls = mock.exchanges.slice(beforeEx).filter((e) => e.usage)
+      expect(calls.length).toBeGreaterThan(0)
+      for (const e of calls) expect(e.url.split('?')[0]).toBe('/backend-api/codex/responses')
+      // Its first choice, the WebSocket, worked: no reconnects, no fall back to SSE.
+      expect(calls.every((e) => e.protocol === 'responses-ws')).toBe(true)
+      expect(out.stdout + out.stderr).not.toMatch(/Reconnecting|Falling back/)
+      const rows = (await eventually(() => {
+        const r = rowsAfter(beforeRow).filter((x) => x.input_tokens > 0)
+        return r.length >= calls.length ? r : undefined
+      }, 15_000)) as any[]
+      expect(rows).toHaveLength(calls.length)
+      for (const r of rows) expect(r).toMatchObject({ provider: 'chatgpt', status: 200, error: null, agent: 'codex', billing: 'subscription', session: thread })
+      for (const e of calls) expect(rows.find((r) => r.input_tokens === e.usage!.input)).toMatchObject({ model: e.model, output_tokens: e.usage!.output })
+      // Every call through /chatgpt ended well (the account check, models, plugins included).
+      // Its other calls through /chatgpt (account check, models, plugins, MCP; the mock answers
+      // the ones it knows, 404 the rest, which Codex tolerates) are its plan's too, and cost nothing.
+      for (const r of rowsAfter(beforeRow).filter((x) => x.endpoint !== 'responses')) {
+        expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ provider: 'chatgpt', agent: 'codex', billing: 'subscription', input_tokens: 0, cost_usd: 0 })
+      }
+      const plans = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+      const acct = plans.find((a) => a.provider === 'chatgpt')
+      expect(acct).toMatchObject({ billing: 'subscription' })
+      const windows = Object.fromEntries(acct.windows.map((w: any) => [w.name, w]))
+      expect(windows['5h']).toMatchObject({ utilization: CODEX_PLAN.primary.usedPercent / 100, window_minutes: CODEX_PLAN.primary.windowMinutes })
+      expect(windows['7d']).toMatchObject({ utilization: CODEX_PLAN.secondary.usedPercent / 100, window_minutes: CODEX_PLAN.secondary.windowMinutes })
+      expect(Date.parse(windows['5h'].resets_at)).toBeGreaterThan(Date.now())
+      expect(Date.parse(windows['7d'].resets_at)).toBeGreaterThan(Date.parse(windows['5h'].resets_at))
+    } finally {
+      await tlsRelay.close()
+    }
+  })
 
   it('Codex CLI over the WebSocket: a budget refusal is reported at once and not retried', async () => {
     const agent = newAgent('codex-blocked', { CODEX_API_KEY: 'sk-blocked-burnrate-suite-0000000004' })

@@ -8,8 +8,28 @@ import { WebSocketServer } from 'ws'
  * with a short text and usage numbers of its own (different for every call), so the suite can
  * compare each recorded call with what the upstream said:
  * Anthropic Messages (JSON and SSE), OpenAI Responses (SSE, and over a WebSocket on
- * GET /v1/responses), Gemini generateContent / streamGenerateContent?alt=sse.
+ * GET /v1/responses), Gemini generateContent / streamGenerateContent?alt=sse, and the ChatGPT
+ * backend Codex uses when logged in with ChatGPT (/backend-api/codex/responses over SSE or a
+ * WebSocket, answered with the plan's x-codex-primary-* / x-codex-secondary-* headers, plus the
+ * account check /backend-api/wham/accounts/check and /backend-api/codex/models it needs first).
  */
+
+/** The plan windows the mock's ChatGPT backend reports (x-codex-* headers, as Codex reads them). */
+export const CODEX_PLAN = { primary: { usedPercent: 12.5, windowMinutes: 300 }, secondary: { usedPercent: 40, windowMinutes: 10080 } }
+
+function codexPlanHeaders(): Record<string, string> {
+  const now = Math.floor(Date.now() / 1000)
+  return {
+    'x-codex-primary-used-percent': String(CODEX_PLAN.primary.usedPercent),
+    'x-codex-primary-window-minutes': String(CODEX_PLAN.primary.windowMinutes),
+    'x-codex-primary-reset-at': String(now + 3600),
+    'x-codex-secondary-used-percent': String(CODEX_PLAN.secondary.usedPercent),
+    'x-codex-secondary-window-minutes': String(CODEX_PLAN.secondary.windowMinutes),
+    'x-codex-secondary-reset-at': String(now + 3 * 86400),
+  }
+}
+
+const RESPONSES_PATH = /(\/v1|\/backend-api\/codex)\/responses$/
 
 export interface Usage {
   input: number
@@ -73,10 +93,18 @@ export async function startAgentMock(): Promise<AgentMock> {
         else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
       } else if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) {
         send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
-      } else if (req.method === 'POST' && /\/v1\/responses$/.test(path)) {
+      } else if (req.method === 'GET' && path.endsWith('/backend-api/wham/accounts/check')) {
+        // Codex 0.169 (ChatGPT login) discovers its workspace's routing before every model call;
+        // NO_CONSTRAINT keeps the configured base URL.
+        const id = String(req.headers['chatgpt-account-id'] ?? '')
+        send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ accounts: [{ id, workspace_backend_origin: 'NO_CONSTRAINT', account_routing_override: 'NO_CONSTRAINT' }] }), '', null, '')
+      } else if (req.method === 'GET' && path.endsWith('/backend-api/codex/models')) {
+        send('other', 200, { 'content-type': 'application/json' }, '{"models":[]}', '', null, '')
+      } else if (req.method === 'POST' && RESPONSES_PATH.test(path)) {
         const { usage, text } = next()
         const model = String(json?.model ?? 'gpt')
-        send('responses-sse', 200, { 'content-type': 'text/event-stream' }, responsesEvents(model, usage, text).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''), model, usage, text)
+        const plan = path.startsWith('/backend-api/') ? codexPlanHeaders() : {}
+        send('responses-sse', 200, { 'content-type': 'text/event-stream', ...plan }, responsesEvents(model, usage, text).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''), model, usage, text)
       } else if (req.method === 'POST' && /:(stream)?generateContent$/i.test(path)) {
         const { usage, text } = next()
         const model = decodeURIComponent(path.split('/models/')[1]?.split(':')[0] ?? 'gemini')
@@ -95,8 +123,11 @@ export async function startAgentMock(): Promise<AgentMock> {
   })
 
   const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true })
+  wss.on('headers', (headers, req) => {
+    if ((req.url ?? '').startsWith('/backend-api/')) for (const [k, v] of Object.entries(codexPlanHeaders())) headers.push(`${k}: ${v}`)
+  })
   server.on('upgrade', (req, socket, head) => {
-    if (!/\/v1\/responses$/.test((req.url ?? '').split('?')[0])) {
+    if (!RESPONSES_PATH.test((req.url ?? '').split('?')[0])) {
       socket.end('HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n')
       return
     }
