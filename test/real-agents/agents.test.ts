@@ -296,13 +296,16 @@ describe('the real agent CLIs through Burnrate', () => {
           last_refresh: new Date().toISOString(),
         }),
       )
-      // The README's line, on the TLS relay's address; chatgpt_base_url (its account and plugin
-      // calls) goes the same way, so nothing leaves loopback.
-      const setup = 'openai_base_url = "http://127.0.0.1:8787/chatgpt/codex"'
+      // The README's lines, on the TLS relay's address (the README's example TLS proxy is
+      // https://127.0.0.1:8443); chatgpt_base_url (its account and plugin calls) goes the same
+      // way, so nothing leaves loopback.
+      const setup = 'openai_base_url = "https://127.0.0.1:8443/chatgpt/codex"'
+      const accounts = 'chatgpt_base_url = "https://127.0.0.1:8443/chatgpt/"'
       expect(README).toContain(setup)
+      expect(README).toContain(accounts)
       writeFileSync(
         join(codexHome, 'config.toml'),
-        `check_for_update_on_startup = false\n${setup.replace('http://127.0.0.1:8787', tlsRelay.url)}\nchatgpt_base_url = "${tlsRelay.url}/chatgpt/"\n\n[analytics]\nenabled = false\n`,
+        `check_for_update_on_startup = false\n${setup.replace('https://127.0.0.1:8443', tlsRelay.url)}\n${accounts.replace('https://127.0.0.1:8443', tlsRelay.url)}\n\n[analytics]\nenabled = false\n`,
       )
       const beforeRow = lastId()
       const beforeEx = mock.exchanges.length

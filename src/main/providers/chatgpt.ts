@@ -5,7 +5,7 @@ import type { Provider } from './types'
  * The ChatGPT backend that Codex CLI talks to when logged in with ChatGPT (a plan, not an API
  * key): its base URL is `https://chatgpt.com/backend-api/codex` (codex-rs model_provider_info.rs),
  * speaking the Responses API. Burnrate's `/chatgpt` stands for `https://chatgpt.com/backend-api`,
- * so Codex is pointed at `http://127.0.0.1:8787/chatgpt/codex`. Calls are priced as OpenAI's
+ * so Codex is pointed at `<https front of Burnrate>/chatgpt/codex` (README: a ChatGPT login needs https). Calls are priced as OpenAI's
  * models (their API-equivalent value) and recorded with `billing: "subscription"`.
  */
 export const chatgpt: Provider = {

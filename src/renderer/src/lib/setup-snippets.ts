@@ -38,9 +38,10 @@ export function setupSnippets(origin: string): Snippet[] {
           code: `model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "${v1}"\nenv_key = "OPENAI_API_KEY"\nwire_api = "responses"`,
         },
         {
-          label: 'Logged in with ChatGPT (a plan): ~/.codex/config.toml, to the ChatGPT backend through Burnrate',
+          label:
+            'Logged in with ChatGPT (a plan): Codex sends these calls only to an https address, so put a TLS proxy in front of Burnrate; then in ~/.codex/config.toml, with its address:',
           lang: 'toml',
-          code: `openai_base_url = "${origin}/chatgpt/codex"`,
+          code: `openai_base_url = "https://<TLS proxy for ${origin}>/chatgpt/codex"\nchatgpt_base_url = "https://<TLS proxy for ${origin}>/chatgpt/"`,
         },
       ],
       note: 'Codex 0.169 ignores OPENAI_BASE_URL. Its thread id is recorded as the session.',
