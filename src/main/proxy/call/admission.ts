@@ -1,12 +1,19 @@
 import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
+import { codexRefusalError } from '../codex-refusal'
 import type { Refusal } from '../gate'
 import type { CallLifecycle } from './lifecycle'
 import type { HttpCall } from './state'
 
-/** The JSON a refused call gets: the gate's own body, else the contract's error shape. */
-export function refusalText(r: Refusal): string {
-  return JSON.stringify(r.body ?? errorBody('budget_exceeded', r.reason))
+/**
+ * The JSON a refused call gets: the gate's own body, else the contract's error shape. Codex CLI
+ * gets a budget or loop refusal in the form it stops on instead of retrying for hours
+ * (../codex-refusal.ts); every other client gets the contract's shape.
+ */
+export function refusalText(r: Refusal, agent = ''): string {
+  const body = r.body ?? errorBody('budget_exceeded', r.reason)
+  if (agent === 'codex') return JSON.stringify({ error: codexRefusalError(r.status, body, r.headers ?? {}) })
+  return JSON.stringify(body)
 }
 
 /**
@@ -27,7 +34,7 @@ export function admitHttp(life: CallLifecycle, s: HttpCall): boolean {
   }
   if (admission.refuse) {
     const r = admission.refuse
-    const text = refusalText(r)
+    const text = refusalText(r, s.ctx.agent)
     res.writeHead(r.status, {
       ...r.headers,
       'content-type': 'application/json; charset=utf-8',

@@ -9,6 +9,7 @@ import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
+import { codexRefusalError } from '../codex-refusal'
 
 /** The Responses API's terminal events over WebSocket: each ends one response (one call). */
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
@@ -21,22 +22,10 @@ function frameType(text: string): string {
 
 /**
  * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
- * which Codex turns into the HTTP error it stands for. A 429 is typed `usage_limit_reached` (the
- * contract's type stays in `code`, the message is ours), with `resets_at` from its Retry-After:
- * Codex reports that and stops, where any other 429 is retried after Retry-After (for a budget,
- * hours) and leaves the agent hanging. A `rate_limited` refusal is the exception: it is meant to be
- * retried, so it keeps its own type.
+ * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
  */
 function errorFrame(status: number, body: unknown, headers: Record<string, string>): string {
-  const error: Record<string, unknown> = { ...((body as { error?: object } | undefined)?.error ?? {}) }
-  // A rate limit is transient (x-should-retry: true): left as it is, Codex retries it after Retry-After.
-  if (status === 429 && error.type !== 'rate_limited') {
-    error.code = error.type
-    error.type = 'usage_limit_reached'
-    const after = Number(headers['retry-after'])
-    if (Number.isFinite(after) && after > 0) error.resets_at = Math.ceil(Date.now() / 1000 + after)
-  }
-  return JSON.stringify({ type: 'error', status, error, headers })
+  return JSON.stringify({ type: 'error', status, error: codexRefusalError(status, body, headers), headers })
 }
 
 /**
