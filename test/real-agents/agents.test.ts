@@ -347,49 +347,34 @@ describe('the real agent CLIs through Burnrate', () => {
     }
   })
 
-  it('Codex CLI over the WebSocket: a budget refusal is reported at once and not retried', async () => {
-    const agent = newAgent('codex-blocked', { CODEX_API_KEY: 'sk-blocked-burnrate-suite-0000000004' })
-    mkdirSync(join(agent.home, '.codex'), { recursive: true })
-    writeFileSync(join(agent.home, '.codex', 'config.toml'), `check_for_update_on_startup = false\n${snippet('codex', 0)}\n\n[analytics]\nenabled = false\n`)
-    const beforeRow = lastId()
-    const beforeEx = mock.exchanges.length
-    const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
-    expect(out.code).not.toBe(0)
-    const failed = jsonLines(out.stdout).find((e) => e.type === 'turn.failed')
-    expect(failed?.error?.message).toMatch(/usage limit/i)
-    expect(out.stdout + out.stderr).not.toMatch(/Reconnecting/)
-    expect(mock.exchanges.length).toBe(beforeEx)
-    await settled()
-    const rows = (await eventually(() => {
-      const r = rowsAfter(beforeRow)
-      return r.length > 0 ? r : undefined
-    }, 15_000)) as any[]
-    // At most its prewarm and its turn: no retries.
-    expect(rows.length).toBeLessThanOrEqual(2)
-    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'codex', cost_usd: 0 })
-  })
-
-  it('Codex CLI over SSE (its own provider): a budget refusal is reported at once and not retried', async () => {
-    const agent = newAgent('codex-blocked-sse', { OPENAI_API_KEY: 'sk-blocked-burnrate-suite-0000000005' })
-    mkdirSync(join(agent.home, '.codex'), { recursive: true })
-    writeFileSync(join(agent.home, '.codex', 'config.toml'), `check_for_update_on_startup = false\n${snippet('codex', 1)}\n\n[analytics]\nenabled = false\n`)
-    const beforeRow = lastId()
-    const beforeEx = mock.exchanges.length
-    const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
-    expect(out.code).not.toBe(0)
-    const failed = jsonLines(out.stdout).find((e) => e.type === 'turn.failed')
-    expect(failed?.error?.message, out.stdout.slice(-2000) + out.stderr.slice(-2000)).toMatch(/usage limit/i)
-    expect(out.stdout + out.stderr).not.toMatch(/Reconnecting/)
-    expect(mock.exchanges.length).toBe(beforeEx)
-    await settled()
-    const rows = (await eventually(() => {
-      const r = rowsAfter(beforeRow)
-      return r.length > 0 ? r : undefined
-    }, 15_000)) as any[]
-    // One refused turn: no retries after Retry-After.
-    expect(rows.length).toBeLessThanOrEqual(2)
-    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'codex', cost_usd: 0 })
-  })
+  // Both Codex transports: its own OpenAI provider (WebSocket) and a provider of its own (SSE).
+  const blockedCases: { transport: string; block: number; env: Record<string, string> }[] = [
+    { transport: 'the WebSocket', block: 0, env: { CODEX_API_KEY: 'sk-blocked-burnrate-suite-0000000004' } },
+    { transport: 'SSE (its own provider)', block: 1, env: { OPENAI_API_KEY: 'sk-blocked-burnrate-suite-0000000005' } },
+  ]
+  for (const c of blockedCases) {
+    it(`Codex CLI over ${c.transport}: a budget refusal is reported at once and not retried`, async () => {
+      const agent = newAgent(`codex-blocked-${c.block}`, c.env)
+      mkdirSync(join(agent.home, '.codex'), { recursive: true })
+      writeFileSync(join(agent.home, '.codex', 'config.toml'), `check_for_update_on_startup = false\n${snippet('codex', c.block)}\n\n[analytics]\nenabled = false\n`)
+      const beforeRow = lastId()
+      const beforeEx = mock.exchanges.length
+      const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
+      expect(out.code).not.toBe(0)
+      const failed = jsonLines(out.stdout).find((e) => e.type === 'turn.failed')
+      expect(failed?.error?.message, out.stdout.slice(-2000) + out.stderr.slice(-2000)).toMatch(/usage limit/i)
+      expect(out.stdout + out.stderr).not.toMatch(/Reconnecting/)
+      expect(mock.exchanges.length).toBe(beforeEx)
+      await settled()
+      const rows = (await eventually(() => {
+        const r = rowsAfter(beforeRow)
+        return r.length > 0 ? r : undefined
+      }, 15_000)) as any[]
+      // At most its prewarm and its turn: no retries after Retry-After.
+      expect(rows.length).toBeLessThanOrEqual(2)
+      for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'codex', cost_usd: 0 })
+    })
+  }
 
   it('Gemini CLI: sends no session id with an API key, so its turns share one inferred session', async () => {
     const agent = newAgent('gemini', {
