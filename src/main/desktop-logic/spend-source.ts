@@ -1,6 +1,6 @@
 import type { Ledger } from '../ledger/ledger'
 import type { Summary } from '../../shared/api'
-import { type Timers, realTimers } from './throttle'
+import { type HttpPollOptions, pollJson } from './http-poll'
 
 /** Where the tray reads today's spend: the ledger in this process, or an attached server over HTTP. */
 export interface SpendSource {
@@ -27,58 +27,23 @@ export function ledgerSpend(ledger: Pick<Ledger, 'spend' | 'onCall'>): SpendSour
   }
 }
 
-export interface HttpSpendOptions {
-  /** How often to ask (default 500 ms): the tray promises an update within about a second of a call. */
-  pollMs?: number
-  /** Per-request timeout. */
-  timeoutMs?: number
-  fetch?: typeof fetch
-  timers?: Timers
-  /** Extra request headers (a dashboard token). */
-  headers?: Record<string, string>
-}
+/** How an attached server is polled for its spend (default every 500 ms: the tray promises an update within about a second of a call). */
+export type HttpSpendOptions = HttpPollOptions
 
 /**
  * Attached to another Burnrate (the headless one owns the port): reads
  * `GET /api/dashboard/summary` twice a second and reports when `today_spend_usd` changes.
  */
 export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSource {
-  const pollMs = opts.pollMs ?? 500
-  const timeoutMs = opts.timeoutMs ?? 2000
-  const doFetch = opts.fetch ?? fetch
-  const timers = opts.timers ?? realTimers
-  const url = new URL('/api/dashboard/summary', baseUrl).toString()
   const listeners = new Set<() => void>()
   let value: number | null = null
-  let timer: unknown = null
-  let stopped = false
-  let inFlight = false
-
-  const set = (v: number | null) => {
+  const poller = pollJson(baseUrl, '/api/dashboard/summary', 500, opts, (body) => {
+    const day = (body as Partial<Summary> | undefined)?.today_spend_usd
+    const v = typeof day === 'number' && Number.isFinite(day) ? day : null
     if (v === value) return
     value = v
     for (const l of listeners) l()
-  }
-
-  const poll = async () => {
-    timer = null
-    if (stopped || inFlight) return
-    inFlight = true
-    try {
-      const res = await doFetch(url, { headers: opts.headers, signal: AbortSignal.timeout(timeoutMs) })
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
-      const body = (await res.json()) as Partial<Summary>
-      const day = body.today_spend_usd
-      set(typeof day === 'number' && Number.isFinite(day) ? day : null)
-    } catch {
-      set(null)
-    } finally {
-      inFlight = false
-      if (!stopped) timer = timers.setTimeout(() => void poll(), pollMs)
-    }
-  }
-  void poll()
-
+  })
   return {
     today: () => value,
     subscribe(fn) {
@@ -86,10 +51,8 @@ export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSo
       return () => listeners.delete(fn)
     },
     stop() {
-      stopped = true
+      poller.stop()
       listeners.clear()
-      if (timer !== null) timers.clearTimeout(timer)
-      timer = null
     },
   }
 }

@@ -1,7 +1,7 @@
 import type { PlanAccount, PlanWindow, Plans } from '../../shared/api'
 import type { PlanAlert } from '../plans/tracker'
 import type { Notice } from './notices'
-import { type Timers, realTimers } from './throttle'
+import { type HttpPollOptions, pollJson } from './http-poll'
 
 /** Where the tray reads plan windows: the plans feature in this process (PlanTracker). */
 export interface PlanSource {
@@ -92,45 +92,25 @@ export class PlanNoticeLog {
   }
 }
 
-export interface HttpPlansOptions {
-  /** How often to ask (default 5 s; windows move with calls, not by the second). */
-  pollMs?: number
-  timeoutMs?: number
-  fetch?: typeof fetch
-  timers?: Timers
-  headers?: Record<string, string>
-}
+/** How an attached server is polled for its plans (default every 5 s; windows move with calls, not by the second). */
+export type HttpPlansOptions = HttpPollOptions
 
 /** Attached to another Burnrate: reads `GET /api/dashboard/plans` every few seconds. */
 export function httpPlans(baseUrl: string, opts: HttpPlansOptions = {}): PlanSource & { stop(): void } {
-  const timers = opts.timers ?? realTimers
-  const doFetch = opts.fetch ?? fetch
-  const url = new URL('/api/dashboard/plans', baseUrl).toString()
   const listeners = new Set<() => void>()
   let accounts: PlanAccount[] = []
   let last = '[]'
-  let timer: unknown = null
-  let stopped = false
-  const poll = async () => {
-    timer = null
-    try {
-      const res = await doFetch(url, { headers: opts.headers, signal: AbortSignal.timeout(opts.timeoutMs ?? 2000) })
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
-      const body = (await res.json()) as Partial<Plans>
-      const next = Array.isArray(body.accounts) ? body.accounts : []
-      const text = JSON.stringify(next)
-      if (text !== last) {
-        last = text
-        accounts = next
-        for (const l of listeners) l()
-      }
-    } catch {
-      // keep what was last read; the spend source reports an unreachable server
-    } finally {
-      if (!stopped) timer = timers.setTimeout(() => void poll(), opts.pollMs ?? 5000)
-    }
-  }
-  void poll()
+  const poller = pollJson(baseUrl, '/api/dashboard/plans', 5000, opts, (body) => {
+    // No answer: keep what was last read; the spend source reports an unreachable server.
+    if (body === undefined || body === null) return
+    const got = (body as Partial<Plans>).accounts
+    const next = Array.isArray(got) ? got : []
+    const text = JSON.stringify(next)
+    if (text === last) return
+    last = text
+    accounts = next
+    for (const l of listeners) l()
+  })
   return {
     list: () => accounts,
     subscribe(fn) {
@@ -138,10 +118,8 @@ export function httpPlans(baseUrl: string, opts: HttpPlansOptions = {}): PlanSou
       return () => listeners.delete(fn)
     },
     stop() {
-      stopped = true
+      poller.stop()
       listeners.clear()
-      if (timer !== null) timers.clearTimeout(timer)
-      timer = null
     },
   }
 }
