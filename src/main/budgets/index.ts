@@ -1,7 +1,7 @@
 import { WEEKDAYS } from '../config/schema'
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
-import { Pricer } from '../pricing/price'
+import type { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
@@ -73,7 +73,7 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
   if (existing) return existing
-  const pricer = ctx.pricer ?? new Pricer(ctx.config.pricing.overrides)
+  const pricer = ctx.pricer
   const history = new CallHistory()
   const historyQuery = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
