@@ -1,0 +1,91 @@
+import pg from 'pg'
+import { type SqlParams, type SqlStore, toPositional } from './sql'
+
+// int8 (counts, SUM of integers, bigint timestamps) and numeric (SUM of bigint) as numbers: every
+// such value Burnrate stores is far below 2^53. float8 already comes back as a number.
+const INT8 = 20
+const NUMERIC = 1700
+const types = {
+  getTypeParser(oid: number, format?: string) {
+    if (oid === INT8 || oid === NUMERIC) return (v: string) => (v === null ? null : Number(v))
+    return pg.types.getTypeParser(oid, format as 'text')
+  },
+}
+
+type Runner = Pick<pg.Pool | pg.PoolClient, 'query'>
+
+const translated = new Map<string, { text: string; names: string[] }>()
+function positional(sql: string) {
+  let t = translated.get(sql)
+  if (!t) {
+    t = toPositional(sql)
+    translated.set(sql, t)
+  }
+  return t
+}
+
+async function query(runner: Runner, sql: string, params?: SqlParams): Promise<pg.QueryResult> {
+  const { text, names } = positional(sql)
+  const values = names.map((n) => {
+    const v = params?.[n]
+    return v === undefined ? null : v
+  })
+  return runner.query({ text, values })
+}
+
+class Scope implements SqlStore {
+  readonly dialect = 'postgres' as const
+  constructor(protected readonly runner: Runner) {}
+  async all<T>(sql: string, params?: SqlParams): Promise<T[]> {
+    return (await query(this.runner, sql, params)).rows as T[]
+  }
+  async get<T>(sql: string, params?: SqlParams): Promise<T | undefined> {
+    return (await query(this.runner, sql, params)).rows[0] as T | undefined
+  }
+  async run(sql: string, params?: SqlParams): Promise<number> {
+    return (await query(this.runner, sql, params)).rowCount ?? 0
+  }
+  async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+    return fn(this) // already inside one
+  }
+  async close(): Promise<void> {}
+}
+
+/** The SQL seam over a PostgreSQL pool (`storage.url`). */
+export class PostgresStore extends Scope {
+  readonly pool: pg.Pool
+
+  constructor(url: string, opts: { max?: number; applicationName?: string } = {}) {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: opts.max ?? 10,
+      application_name: opts.applicationName ?? 'burnrate',
+      connectionTimeoutMillis: 5000,
+      idleTimeoutMillis: 30_000,
+      types,
+    })
+    // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
+    pool.on('error', () => {})
+    super(pool)
+    this.pool = pool
+  }
+
+  override async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+    const client = await this.pool.connect()
+    try {
+      await client.query('BEGIN')
+      const out = await fn(new Scope(client))
+      await client.query('COMMIT')
+      return out
+    } catch (err) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw err
+    } finally {
+      client.release()
+    }
+  }
+
+  override async close(): Promise<void> {
+    await this.pool.end()
+  }
+}
