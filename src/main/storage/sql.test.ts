@@ -53,3 +53,53 @@ describe.each(['sqlite', 'postgres'])('the %s store', (name) => {
     expect(await s.all('SELECT id FROM u ORDER BY id')).toEqual([{ id: 2 }])
   })
 })
+
+describe('the PostgreSQL schema', () => {
+  it('migrates once, even when several instances start at the same time', async () => {
+    const { PostgresStore } = await import('./postgres')
+    const { migratePostgres, PG_MIGRATIONS } = await import('./postgres-migrations')
+    const url = pgServer.createDatabase()
+    const a = new PostgresStore(url)
+    const b = new PostgresStore(url)
+    try {
+      const latest = PG_MIGRATIONS.at(-1)!.version
+      expect(await Promise.all([migratePostgres(a), migratePostgres(b)])).toEqual([latest, latest])
+      expect(await a.all('SELECT version FROM burnrate_schema ORDER BY version')).toEqual(PG_MIGRATIONS.map((m) => ({ version: m.version })))
+      const cols = await a.all<{ column_name: string }>(
+        "SELECT column_name FROM information_schema.columns WHERE table_name = 'calls' ORDER BY ordinal_position",
+      )
+      expect(cols.map((c) => c.column_name)).toContain('member')
+    } finally {
+      await a.close()
+      await b.close()
+    }
+  })
+})
+
+describe('the two schemas', () => {
+  it('have the same tables and columns for everything PostgreSQL stores', async () => {
+    const { openDatabase } = await import('../ledger/db')
+    const { PostgresStore } = await import('./postgres')
+    const { migratePostgres } = await import('./postgres-migrations')
+    const lite = openDatabase(':memory:')
+    const pgStore = new PostgresStore(pgServer.createDatabase())
+    try {
+      await migratePostgres(pgStore)
+      const tables = await pgStore.all<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' AND table_name <> 'burnrate_schema' ORDER BY table_name",
+      )
+      expect(tables.length).toBeGreaterThan(5)
+      for (const { table_name } of tables) {
+        const pgCols = await pgStore.all<{ column_name: string }>(
+          'SELECT column_name FROM information_schema.columns WHERE table_name = @t ORDER BY column_name',
+          { t: table_name },
+        )
+        const liteCols = (lite.prepare(`PRAGMA table_info(${table_name})`).all() as { name: string }[]).map((c) => c.name).sort()
+        expect({ table_name, cols: pgCols.map((c) => c.column_name) }).toEqual({ table_name, cols: liteCols })
+      }
+    } finally {
+      lite.close()
+      await pgStore.close()
+    }
+  })
+})
