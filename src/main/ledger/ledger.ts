@@ -248,6 +248,15 @@ export class Ledger {
     return true
   }
 
+  /**
+   * Writes every queued call and resolves once they are stored (false when the store refused).
+   * Readers await this before answering, so a call that ended is in every answer; with
+   * PostgreSQL the write is asynchronous, which is why readers use this and not `flush()`.
+   */
+  async flushed(): Promise<boolean> {
+    return this.flush()
+  }
+
   /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */
   takePending(): CallRecord[] {
     this.landInFlight()

@@ -11,11 +11,18 @@ import type { ConnectContext } from '../connect/types'
 import type { CallGate } from '../proxy/gate'
 import type { PlanTracker } from '../plans/tracker'
 import type { Upstream } from '../proxy/routes'
+import type { SqlStore } from '../storage/sql'
 
 /** What a feature (health, admin, dashboard, ...) gets from the server core. */
 export interface ServerContext {
   config: Config
+  /** This instance's own SQLite database (with `storage.url`, only what is local to the instance). */
   db: Database.Database
+  /**
+   * The shared store every ledger read goes through (dashboard, export, report, admin):
+   * SQLite over `db` by default, PostgreSQL with `storage.url`.
+   */
+  store: SqlStore
   ledger: Ledger
   log: Logger
   version: string

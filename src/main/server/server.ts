@@ -16,6 +16,7 @@ import { answerClientError } from '../http/client-error'
 import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
+import { SqliteStore } from '../storage/sqlite'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
@@ -111,6 +112,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const context: ServerContext = {
     config,
     db,
+    store: new SqliteStore(db),
     ledger,
     log,
     version,
