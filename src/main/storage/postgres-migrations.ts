@@ -149,6 +149,14 @@ export const PG_MIGRATIONS: PgMigration[] = [
       CREATE INDEX dash_session_tenant_last ON dash_session (tenant, last_ts);
     `,
   },
+  {
+    version: 2,
+    description: 'call key: the unique id a Burnrate instance gives each call, so a batch sent again (its COMMIT answer lost) inserts nothing twice',
+    sql: `
+      ALTER TABLE calls ADD COLUMN call_key TEXT;
+      CREATE UNIQUE INDEX calls_call_key ON calls (call_key);
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */
