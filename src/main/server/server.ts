@@ -15,8 +15,8 @@ import { health } from '../health'
 import { answerClientError } from '../http/client-error'
 import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
-import { Ledger } from '../ledger/ledger'
-import { SqliteStore } from '../storage/sqlite'
+import type { CallLedger } from '../ledger/types'
+import { openStorage } from '../storage/open'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
@@ -51,7 +51,7 @@ export class StartupError extends Error {
 export interface BurnrateServer {
   readonly config: Config
   readonly db: Database.Database
-  readonly ledger: Ledger
+  readonly ledger: CallLedger
   readonly context: ServerContext
   readonly proxy: ProxyHandler
   /** `http://host:port` once listening. */
@@ -94,12 +94,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
     )
   }
-  const ledger = new Ledger(db, {
-    flushIntervalMs: config.ledger.flush_interval_ms,
-    maxPending: config.ledger.max_pending,
-    timezone: config.timezone,
-    writeThread: opts.ledgerWorker,
-  })
+  const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker })
+  const ledger = storage.ledger
   useEstimateThread(opts.estimateWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
@@ -112,7 +108,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const context: ServerContext = {
     config,
     db,
-    store: new SqliteStore(db),
+    store: storage.store,
     ledger,
     log,
     version,
@@ -134,7 +130,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       closers.push(fn)
     },
     aroundProxy: null,
-    healthSections: {},
+    healthSections: storage.health ? { storage: storage.health } : {},
     url: () => reachable(url),
     agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
@@ -311,8 +307,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           await proxy.drain(1_000)
         }
         for (const fn of closers) await fn()
-        ledger.close()
+        await ledger.close()
         await proxy.close()
+        await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
         db.close()
       })()
       return closing
