@@ -142,6 +142,25 @@ describe('a server with storage.url', () => {
     expect(await sessionCounts(store)).toEqual({ before: 1, away1: 1, away2: 1, away3: 1, after: 1 })
   })
 
+  it('starts while PostgreSQL is stopped, meters calls meanwhile, and writes them (spend counted once) when it is up', async () => {
+    const { url, store } = database()
+    pg.stopServer()
+    let t: TestServer
+    try {
+      t = await server({ storage: { url } })
+      expect((await call(t.url, 'early')).status).toBe(200)
+      await until('the call in the spill file', () => spillFiles(t.dir).length === 1 && readFileSync(spillFiles(t.dir)[0], 'utf8').includes('"early"'))
+      expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'degraded', storage: { reachable: false, ready: false, spilled: 1 } })
+    } finally {
+      pg.startServer()
+    }
+    await until('the call written and the spill removed', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).early === 1, 90_000)
+    expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'ok', storage: { reachable: true, ready: true, spilled: 0 } })
+    const stored = await store.get<{ usd: number }>('SELECT SUM(cost_usd) AS usd FROM calls')
+    expect(stored!.usd).toBeGreaterThan(0)
+    expect(t.server.ledger.spend.totals().day).toBe(stored!.usd)
+  })
+
   it('two servers on one database both record into it', async () => {
     const { url, store } = database()
     const [a, b] = await Promise.all([server({ storage: { url } }), server({ storage: { url } })])

@@ -166,6 +166,38 @@ describe('the PostgreSQL ledger', () => {
     expect(new Set(lines.map((r) => r.call_key)).size).toBe(4)
   })
 
+  it('starts spilling when a write hangs (PostgreSQL not answering), and writes once the write returns', async () => {
+    const { store, dir } = fresh()
+    await migratePostgres(store)
+    let release: () => void = () => {}
+    let hang = true
+    const stuck: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        if (hang) await new Promise<void>((r) => (release = r))
+        return store.transaction(fn)
+      },
+    })
+    const ledger = ledgerOn(stuck, dir, { stallMs: 200 })
+    ledger.record(call({ session: 'h1' }))
+    for (let i = 0; ledger.storage.spilled < 1; i++) {
+      if (i > 800) throw new Error('never spilled')
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(ledger.status.writable).toBe(false)
+    expect(ledger.storage.last_error).toMatch(/not answered/)
+    hang = false
+    release()
+    expect(await ledger.flushed()).toBe(true)
+    for (let i = 0; spillFiles(dir).length > 0; i++) {
+      if (i > 800) throw new Error('the spill file stayed')
+      await new Promise((r) => setTimeout(r, 10))
+      ledger.flush()
+    }
+    expect(await sessions(store)).toEqual(['h1'])
+    expect(ledger.status.writable).toBe(true)
+    await ledger.close()
+  })
+
   it('keeps calls that left memory (past max_pending) on disk and writes them all when PostgreSQL returns', async () => {
     const { store, dir, url } = fresh()
     await migratePostgres(store)
