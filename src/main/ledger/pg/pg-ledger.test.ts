@@ -198,6 +198,25 @@ describe('the PostgreSQL ledger', () => {
     await ledger.close()
   })
 
+  it('a stop does not wait on a write that hangs: its calls go to the spill file', async () => {
+    const { store, dir } = fresh()
+    await migratePostgres(store)
+    let release: () => void = () => {}
+    const stuck: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        await new Promise<void>((r) => (release = r))
+        return store.transaction(fn)
+      },
+    })
+    const ledger = ledgerOn(stuck, dir, { stallMs: 60_000, closeWaitMs: 300 })
+    ledger.record(call({ session: 'c1' }))
+    ledger.flush()
+    expect(await ledger.close()).toBe(false)
+    const lines = spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).map((l) => JSON.parse(l))
+    expect(lines.map((r) => r.session)).toEqual(['c1'])
+    release()
+  })
+
   it('keeps calls that left memory (past max_pending) on disk and writes them all when PostgreSQL returns', async () => {
     const { store, dir, url } = fresh()
     await migratePostgres(store)

@@ -27,6 +27,8 @@ export interface PgLedgerOptions {
   secret?: string
   /** Runs before the first write (default: migratePostgres). */
   migrate?: (store: SqlStore) => Promise<unknown>
+  /** Longest a stop waits for a write under way before spilling its calls instead (default 10 s). */
+  closeWaitMs?: number
   /** A write that has not answered for this long counts as PostgreSQL being away: spilling starts (default 10 s). */
   stallMs?: number
 }
@@ -197,12 +199,14 @@ export class PgLedger implements CallLedger {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    await this.writing
-    if (this.pending.length > 0 || !this.storage.ready || this.journal || this.backlog.length > 0) {
+    // A write PostgreSQL does not answer must not hold the stop: its calls go to the spill file.
+    const limit = this.opts.closeWaitMs ?? 10_000
+    await within(this.writing, limit)
+    if (!this.writing && (this.pending.length > 0 || !this.storage.ready || this.journal || this.backlog.length > 0)) {
       // One last attempt (PostgreSQL may be back); what it cannot write goes to the spill file.
       this.retryAt = 0
       this.startPass()
-      await this.writing
+      await within(this.writing, limit)
     }
     const ok = this.pending.length === 0 && this.storage.ready
     await this.spilling
@@ -454,4 +458,12 @@ export class PgLedger implements CallLedger {
     if (this.opts.secret) text = text.split(this.opts.secret).join('***')
     return text
   }
+}
+
+/** Waits for `p`, but no longer than `ms`. */
+async function within(p: Promise<unknown> | null, ms: number): Promise<void> {
+  if (!p) return
+  let timer: NodeJS.Timeout | undefined
+  await Promise.race([p, new Promise<void>((r) => (timer = setTimeout(r, ms)))])
+  clearTimeout(timer)
 }
