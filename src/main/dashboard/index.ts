@@ -13,7 +13,6 @@ import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKi
 import { buildReport } from '../report/report'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
-import { Statements } from './sql'
 import { stats } from './stats'
 import { summary } from './summary'
 import { timeseries } from './timeseries'
@@ -32,12 +31,12 @@ export const dashboard: Feature = (ctx) => {
   ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
   if (!ctx.config.dashboard.enabled) return
 
-  const d: DashDeps = { q: new Statements(ctx.db), tz: ctx.config.timezone }
-  /** Each request first writes what the ledger holds, so a call that ended is in every answer. */
+  const d: DashDeps = { q: ctx.store, tz: ctx.config.timezone }
+  /** Each request first waits for what the ledger holds to be written, so a call that ended is in every answer. */
   const route = (path: string, handle: (req: Request, res: Response, now: number) => unknown) => {
     ctx.app.get(`/api/dashboard/${path}`, async (req: Request, res: Response, next: NextFunction) => {
       try {
-        ctx.ledger.flush()
+        await ctx.ledger.flushed()
         const body = await handle(req, res, Date.now())
         if (body !== undefined) res.set('cache-control', 'no-store').json(body)
       } catch (err) {
@@ -75,7 +74,7 @@ export const dashboard: Feature = (ctx) => {
   route('prices', () => prices.updater.status())
   // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`).
   route('report', (req) =>
-    buildReport(ctx.db, {
+    buildReport(ctx.store, {
       kind: reportKindParam(req),
       since: whenParam(req, 'since', d.tz),
       until: whenParam(req, 'until', d.tz),

@@ -143,7 +143,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
     maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
-    sessions: seededSessions(db),
+    sessions: seededSessions(context),
     observeHeaders: (s, status, h) => {
       for (const o of observers) o(s, status, h)
     },
@@ -339,9 +339,9 @@ function refuseMethod(res: http.ServerResponse, method: string): void {
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */
-function seededSessions(db: Database.Database): SessionInference {
+function seededSessions(ctx: ServerContext): SessionInference {
   const sessions = new SessionInference()
-  sessions.seed(db)
+  sessions.seed(ctx.store).catch((err: Error) => ctx.log.warn(`sessions: could not read the sessions still open: ${err.message}`))
   return sessions
 }
 
