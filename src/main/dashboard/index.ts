@@ -11,6 +11,7 @@ import { expensive } from './expensive'
 import { streamExport } from './export'
 import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
+import { applyRollups } from './rollup/apply'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
 import { stats } from './stats'
@@ -25,10 +26,15 @@ import { pricesOf } from '../pricing/feature'
  * false (turning it on later shows correct numbers); only the routes are left out, so they 404.
  */
 export const dashboard: Feature = (ctx) => {
-  const writer = new RollupWriter(ctx.db)
-  const caught = writer.catchUp()
-  if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
-  ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
+  if (ctx.ledger.kind === 'postgres') {
+    // Each batch's rollups in the batch's own transaction, safe with other instances writing the same rows.
+    ctx.ledger.onBatchTx((tx, rows) => applyRollups(tx, rows))
+  } else {
+    const writer = new RollupWriter(ctx.db)
+    const caught = writer.catchUp()
+    if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
+    ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
+  }
   if (!ctx.config.dashboard.enabled) return
 
   const d: DashDeps = { q: ctx.store, tz: ctx.config.timezone }
