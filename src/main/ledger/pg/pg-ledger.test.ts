@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -130,6 +130,14 @@ describe('the PostgreSQL ledger', () => {
     // 1 + 2 + 4 stored before the spend was read, 8 recorded meanwhile: each once.
     expect(ledger.spend.key('h1').day).toBe(15)
     await ledger.close()
+
+    // A spill "file" that cannot be read stays for a person to look at; it does not stop the ledger.
+    mkdirSync(spillFile(dir, 3000))
+    const reading = ledgerOn(store, dir)
+    expect(await reading.flushed()).toBe(true)
+    expect(reading.storage).toMatchObject({ ready: true, reachable: true, spill_files: 0 })
+    await reading.close()
+    rmSync(spillFile(dir, 3000), { recursive: true })
 
     // A restart reads the same spend from PostgreSQL.
     const again = ledgerOn(store, dir)

@@ -301,8 +301,11 @@ export class PgLedger implements CallLedger {
     try {
       rows = parseSpill(await readFile(file, 'utf8'))
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-      rows = []
+      // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
+      list.shift()
+      this.countFiles()
+      return
     }
     // A file from the SQLite ledger has no keys: its name and line make stable ones.
     const name = basename(file)
