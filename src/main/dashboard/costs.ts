@@ -13,6 +13,7 @@ const COLUMN: Record<GroupBy, string> = {
   api_key: 'api_key_hash',
   tenant: 'tenant',
   project: 'project',
+  member: 'member',
 }
 
 const COLS = 'requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd'

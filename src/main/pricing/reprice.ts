@@ -49,6 +49,7 @@ export async function repriceModel(
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
        ${all ? '' : 'AND priced = 0'} AND input_tokens + output_tokens > 0
+       AND origin_id IS NULL -- calls a team member's Burnrate sent keep the price it recorded
      ORDER BY id LIMIT ${CHUNK}`)
   const update = db.prepare('UPDATE calls SET cost_usd = ?, priced = ? WHERE id = ?')
   const folded = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()

@@ -149,6 +149,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
       CREATE INDEX dash_session_tenant_last ON dash_session (tenant, last_ts);
     `,
   },
+  {
+    version: 2,
+    description: 'team server: the sender\'s call id of ingested calls (idempotency per member) and a member index (SQLite version 9)',
+    sql: `
+      ALTER TABLE calls ADD COLUMN origin_id BIGINT;
+      CREATE UNIQUE INDEX calls_origin ON calls (member, origin_id) WHERE origin_id IS NOT NULL;
+      CREATE INDEX calls_member_ts ON calls (member, ts) WHERE member <> '';
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

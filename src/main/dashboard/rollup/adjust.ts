@@ -5,7 +5,7 @@ import { type Dim, type RollupInput, hasColumn } from './writer'
 /** A call whose cost changed by `delta` (re-priced), with what the rollups group it by. */
 export type CostChange = Pick<
   RollupInput,
-  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'billing'
+  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'billing' | 'member'
 > & { delta: number }
 
 /**
@@ -65,6 +65,7 @@ export class RollupAdjuster {
           ['agent', c.agent, ''],
           ['session', c.session, ''],
           ['api_key', c.api_key_hash, ''],
+          ['member', c.member ?? '', ''],
         ]
         for (const [dim, key, provider] of dims) {
           add(`d${i}\0${dim}\0${b}\0${c.tenant}\0${key}\0${provider}`, c.delta, (d) =>
