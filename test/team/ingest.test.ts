@@ -156,6 +156,32 @@ describe('POST /api/ingest', () => {
     expect(summary.today_spend_usd).toBeCloseTo(spend('alice') + spend('bob'), 12)
   })
 
+  it('filters costs, the costliest calls and the export by member, exactly', async () => {
+    // An older call: the 30-day breakdown reads it from the daily rollups.
+    const old = new Date(Date.now() - 3 * 86_400_000).toISOString()
+    expect((await ingest(team, [call(20, { t: old, cost_usd: 2.5, model: 'claude-opus-4-1' })], BOB)).json().accepted).toBe(1)
+    const stored = rows(team)
+    const spend = (m: string) => stored.filter((r) => r.member === m).reduce((s, r) => s + r.cost_usd, 0)
+    const byMember = (await getJson(`${team.url}/api/dashboard/costs?group_by=member&range=30d`)).body.rows
+    expect(byMember.map((r: any) => [r.key, r.requests, r.cost_usd])).toEqual([
+      ['bob', 2, spend('bob')],
+      ['alice', 4, spend('alice')],
+    ])
+    const bobModels = (await getJson(`${team.url}/api/dashboard/costs?group_by=model&range=30d&member=bob`)).body.rows
+    expect(bobModels.map((r: any) => [r.key, r.requests, r.cost_usd])).toEqual([
+      ['claude-opus-4-1', 1, 2.5],
+      ['claude-sonnet-4-5', 1, 0.5],
+    ])
+    const top = (await getJson(`${team.url}/api/dashboard/expensive?range=30d&member=alice`)).body.requests
+    expect(top.map((c: any) => [c.member, c.cost_usd])).toEqual(
+      stored.filter((r) => r.member === 'alice').map((r) => ['alice', r.cost_usd]).sort((x, y) => y[1] - x[1]),
+    )
+    const exported = (await getJson(`${team.url}/api/dashboard/export?range=30d&member=bob`)).body.calls
+    expect(exported.map((c: any) => [c.member, c.cost_usd])).toEqual([['bob', 2.5], ['bob', 0.5]])
+    const nobody = (await getJson(`${team.url}/api/dashboard/costs?group_by=member&member=carol`)).body.rows
+    expect(nobody).toEqual([])
+  })
+
   it('keeps the raw key and the team tokens out of the database and the log', async () => {
     await team.server.ledger.flushed()
     const files = [team.dbFile, `${team.dbFile}-wal`].map((f) => {
