@@ -199,6 +199,20 @@ describe('POST /api/ingest', () => {
     expect(lines.join('')).toContain('member "alice" sent 5 invalid calls')
   })
 
+  it('refuses a config that would not work, naming the key', async () => {
+    const bad = async (team: Record<string, unknown>) => {
+      const t = await startTestServer({ team }).catch((err: Error) => err)
+      if (!(t instanceof Error)) await t.cleanup()
+      return t instanceof Error ? t.message : 'started'
+    }
+    expect(await bad({ members: [{ name: 'a', token: ALICE }, { name: 'a', token: BOB }] })).toMatch(/team\.members\[1\]\.name: "a" is listed twice/)
+    expect(await bad({ members: [{ name: 'a', token: 'short' }] })).toMatch(/team\.members\[0\]\.token: the token is 5 characters/)
+    expect(await bad({ members: [{ name: 'a' }] })).toMatch(/team\.members\[0\]: give exactly one of token and token_sha256/)
+    expect(await bad({ members: [{ name: 'a', token: ALICE }, { name: 'b', token_sha256: keyHash(ALICE) }] })).toMatch(/same token is given to two members/)
+    expect(await bad({ url: 'http://127.0.0.1:9' })).toMatch(/team\.url is set but team\.token is not/)
+    expect(await bad({ token: ALICE })).toMatch(/team\.token is set but team\.url is not/)
+  })
+
   it('is not there without team.members', async () => {
     const plain = await startTestServer()
     try {
