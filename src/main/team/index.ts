@@ -15,6 +15,10 @@ export const team: Feature = (ctx) => {
   const where = `config ${ctx.config.source ?? '(defaults)'}`
   if (url === undefined) throw new ConfigError(`${where}: team.token is set but team.url is not; give the team server's address in team.url`)
   if (token === undefined) throw new ConfigError(`${where}: team.url is set but team.token is not; ask the team server's admin for your token`)
+  if (ctx.store.dialect !== 'sqlite') {
+    // The sender reads the calls from this instance's own SQLite ledger; say so rather than send nothing.
+    throw new ConfigError(`${where}: team.url: reporting to a team server needs this Burnrate's ledger in its own SQLite file; remove storage.url or team.url`)
+  }
   const sender = new TeamSender({
     db: ctx.db,
     url,

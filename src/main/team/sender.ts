@@ -100,8 +100,9 @@ export class TeamSender {
     try {
       if (await this.sendAll()) this.schedule(this.again ? WAKE_DELAY_MS : IDLE_POLL_MS)
     } catch (err) {
-      // (Reading the local database failed: tried again like a failed send.)
-      this.retryLater({ kind: 'retry', error: `cannot read the calls to send: ${(err as Error)?.message ?? String(err)}`, retryAfterMs: null })
+      // (The local database could not be read, or the cursor not saved: tried again like a failed
+      // send; a batch the team server already took is then counted there as duplicates.)
+      this.retryLater({ kind: 'retry', error: `the local database is busy or unreadable: ${(err as Error)?.message ?? String(err)}`, retryAfterMs: null })
     }
   }
 
