@@ -167,3 +167,32 @@ describe('a desktop reporting to a team server', () => {
     expect(all).toContain(`team: sending recorded calls to http://127.0.0.1:${port}`)
   })
 })
+
+describe('a team server that never answers', () => {
+  it('neither slows the proxy nor holds up a shutdown', async () => {
+    // Accepts connections and reads, never answers.
+    const sockets = new Set<net.Socket>()
+    const silent = net.createServer((s) => {
+      sockets.add(s)
+      s.on('error', () => {})
+      s.resume()
+    })
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
+    try {
+      const d = await start({ team: { url: `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`, token: ALICE } })
+      for (let i = 0; i < 3; i++) await call(d, ALICE_KEY)
+      // The sender is waiting on the silent server with a batch (the calls are still owed).
+      await eventually(() => sockets.size > 0)
+      expect((await health(d)).team).toMatchObject({ backlog: 3, last_error: null })
+      await call(d, ALICE_KEY)
+      // Stopping abandons the request under way (its connection is closed) instead of waiting out its 30 s.
+      const stopping = d.stop()
+      await eventually(() => [...sockets].every((x) => x.destroyed))
+      await stopping
+      expect(rows(d)).toHaveLength(4)
+    } finally {
+      for (const s of sockets) s.destroy()
+      await new Promise((r) => silent.close(r))
+    }
+  })
+})
