@@ -16,8 +16,6 @@ export interface SenderOptions {
   log: Logger
   /** Calls still in memory, not yet in the database (counted in the backlog). */
   pending?: () => number
-  /** Stands in for sendBatch (unit tests). */
-  send?: typeof sendBatch
 }
 
 /** Wait after a new call before sending, so calls made close together go in one batch. */
@@ -122,7 +120,7 @@ export class TeamSender {
       if (this.stopped) return false
       const batch = this.batcher.next(this.cursor.lastId, this.opts.batchSize)
       if (batch.calls.length === 0) return true
-      const out: SendOutcome = await (this.opts.send ?? sendBatch)(this.endpoint, this.label, this.opts.token, batch.calls, this.abort.signal)
+      const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, batch.calls, this.abort.signal)
       if (this.stopped) return false
       if (out.kind !== 'ok') {
         this.retryLater(out)
