@@ -10,12 +10,14 @@ import { type TestServer, startTestServer } from '../support/server'
 const ALICE = 'team-token-alice-7f3c9a1e5b'
 const BOB = 'team-token-bob-2d8e4f6a0c'
 const RAW_KEY = 'sk-proj-raw-key-never-stored-4242'
+/** When the member's calls were made (the same call sent again has the same time). */
+const T0 = Date.now() - 60_000
 
 /** A call as a member's Burnrate sends it (contract call fields plus the key hint). */
 function call(id: number, over: Partial<IngestCall> = {}): IngestCall {
   return {
     id,
-    t: new Date(Date.now() - 60_000).toISOString(),
+    t: new Date(T0).toISOString(),
     provider: 'anthropic',
     model: 'claude-sonnet-4-5',
     api_key_hash: keyHash(RAW_KEY),
@@ -100,6 +102,17 @@ describe('POST /api/ingest', () => {
       ['bob', 1, 0.5],
     ])
     expect(stored[0]).toMatchObject({ source: 'proxy', key_hint: 'sk-…4242', project: '/home/dev/shop', response_id: 'msg_1', streamed: 1 })
+  })
+
+  it('refuses, out loud, a different call under an id the member already used (a sender whose ledger started again)', async () => {
+    const r = await ingest(team, [call(1, { cost_usd: 9.99, t: new Date().toISOString() }), call(2, { cost_usd: 0.123456789012345 })])
+    expect(r.status).toBe(200)
+    const body = r.json()
+    expect(body).toMatchObject({ accepted: 0, duplicates: 1 })
+    expect(body.rejected).toHaveLength(1)
+    expect(body.rejected[0]).toMatchObject({ index: 0, id: 1, error: { type: 'invalid_request', param: 'calls[0].id' } })
+    expect(body.rejected[0].error.message).toMatch(/already sent a different call with id 1/)
+    expect(rows(team).filter((x) => x.member === 'alice' && x.origin_id === 1).map((x) => x.cost_usd)).toEqual([0.101])
   })
 
   it('stores the good calls of a batch and names each bad one', async () => {
@@ -197,6 +210,7 @@ describe('POST /api/ingest', () => {
     }
     // The log does say what happened.
     expect(lines.join('')).toContain('member "alice" sent 5 invalid calls')
+    expect(lines.join('')).toMatch(/member "alice" sent 1 invalid calls \(first: calls\[0\]\.id: member "alice" already sent a different call/)
   })
 
   it('refuses a config that would not work, naming the key', async () => {

@@ -8,7 +8,7 @@ import { slowDownFailures } from '../security/throttle'
 import type { ServerContext } from '../server/context'
 import { TeamMembers } from './members'
 import { type FoldRollups, storeIngested } from './store'
-import { readIngestBatch } from './validate'
+import { readIngestBatch, rejection } from './validate'
 
 /** Largest ingest body: a full batch of calls with long names fits many times over. */
 export const INGEST_MAX_BODY = '8mb'
@@ -70,9 +70,9 @@ export function ingestRoutes(ctx: ServerContext): void {
         return
       }
       const { rows, rejected } = readIngestBatch(calls, member)
-      let stored
+      let stored, clashes
       try {
-        stored = await storeIngested(ctx.store, rows, fold)
+        ;({ stored, clashes } = await storeIngested(ctx.store, rows, fold))
       } catch (err) {
         // Nothing of this batch was stored; the sender keeps it and sends it again.
         ctx.log.warn(`ingest: ${rows.length} calls from member ${JSON.stringify(member)} could not be stored now: ${describe(err)}`)
@@ -82,6 +82,17 @@ export function ingestRoutes(ctx: ServerContext): void {
           .json(errorBody('service_unavailable', 'The team server cannot store calls right now; send them again in a few seconds.'))
         return
       }
+      for (const c of clashes) {
+        rejected.push(
+          rejection(
+            c.index,
+            c.origin_id,
+            'id',
+            `member ${JSON.stringify(member)} already sent a different call with id ${c.origin_id}; the sending Burnrate's ledger seems to have started again, so give it a new member name and token in team.members`,
+          ),
+        )
+      }
+      rejected.sort((a, b) => a.index - b.index)
       const result: IngestResult = {
         accepted: stored.length,
         duplicates: calls.length - rejected.length - stored.length,

@@ -3,6 +3,8 @@ import type { CallRecord } from '../ledger/record'
 
 /** A call of an ingest batch, ready to store: the record and the sender's id of it. */
 export interface IngestRow {
+  /** Its place in the batch. */
+  index: number
   origin_id: number
   record: CallRecord
 }
@@ -63,7 +65,7 @@ function oneOf<T extends string>(c: Record<string, unknown>, name: string, accep
  * ledger holds it (a SHA-256 hash and a short hint): anything else in those fields is refused,
  * so a raw key sent by mistake is never stored. Unknown fields are ignored (a newer Burnrate may send more).
  */
-export function readIngestCall(raw: unknown, member: string): IngestRow {
+export function readIngestCall(raw: unknown, member: string, index = 0): IngestRow {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Bad('', 'Each call must be a JSON object.')
   const c = raw as Record<string, unknown>
   const id = c.id
@@ -123,7 +125,7 @@ export function readIngestCall(raw: unknown, member: string): IngestRow {
     member,
   }
   if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
-  return { origin_id: id, record }
+  return { index, origin_id: id, record }
 }
 
 /** Reads every call of a batch: the good ones to store, the bad ones as rejections (param `calls[i].field`). */
@@ -133,16 +135,21 @@ export function readIngestBatch(calls: readonly unknown[], member: string): { ro
   const seen = new Set<number>()
   calls.forEach((raw, index) => {
     try {
-      const row = readIngestCall(raw, member)
+      const row = readIngestCall(raw, member, index)
       // The same id twice in one batch is one call sent twice: the later copy is a duplicate.
       if (!seen.has(row.origin_id)) rows.push(row)
       seen.add(row.origin_id)
     } catch (err) {
       if (!(err instanceof Bad)) throw err
       const id = raw !== null && typeof raw === 'object' ? (raw as { id?: unknown }).id ?? null : null
-      const param = `calls[${index}]${err.param ? '.' + err.param : ''}`
-      rejected.push({ index, id, error: { type: 'invalid_request', message: `${param}: ${err.message}`, param } })
+      rejected.push(rejection(index, id, err.param, err.message))
     }
   })
   return { rows, rejected }
+}
+
+/** A refused call of a batch, in the contract's error shape (param `calls[i].field`). */
+export function rejection(index: number, id: unknown, field: string, message: string): IngestRejection {
+  const param = `calls[${index}]${field ? '.' + field : ''}`
+  return { index, id, error: { type: 'invalid_request', message: `${param}: ${message}`, param } }
 }
