@@ -13,6 +13,7 @@ interface Row {
   agent: string
   session: string
   project: string
+  member: string
   billing: CallBilling
   input_tokens: number
   output_tokens: number
@@ -45,11 +46,13 @@ export async function repriceModel(
   all: boolean,
 ): Promise<RepriceResult> {
   await ledger.flushed() // the calls still in memory are in the table first
+  // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
   const select = `
-    SELECT id, ts, api_key_hash, tenant, agent, session, project, billing, input_tokens, output_tokens, cache_read_tokens,
+    SELECT id, ts, api_key_hash, tenant, agent, session, project, member, billing, input_tokens, output_tokens, cache_read_tokens,
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
        ${all ? '' : 'AND priced = 0'} AND input_tokens + output_tokens > 0
+       AND origin_id IS NULL
      ORDER BY id LIMIT ${CHUNK}`
   // Only a call still as it was read is changed: another instance re-pricing it at once is not counted twice.
   const update = 'UPDATE calls SET cost_usd = @cost, priced = 1 WHERE id = @id AND cost_usd = @was AND priced = @wasPriced'
@@ -83,7 +86,7 @@ export async function repriceModel(
         if (r.id <= last) {
           changes.push({
             ts: r.ts, provider, model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
-            project: r.project, billing: r.billing, delta,
+            project: r.project, member: r.member, billing: r.billing, delta,
           })
         }
         if (r.billing !== 'subscription') spend.push({ key: r.api_key_hash, ts: r.ts, delta })

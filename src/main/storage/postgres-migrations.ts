@@ -157,6 +157,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
       CREATE UNIQUE INDEX calls_call_key ON calls (call_key);
     `,
   },
+  {
+    version: 3,
+    description: 'team server: the sender\'s call id of ingested calls (idempotency per member) and a member index (SQLite version 10)',
+    sql: `
+      ALTER TABLE calls ADD COLUMN origin_id BIGINT;
+      CREATE UNIQUE INDEX calls_origin ON calls (member, origin_id) WHERE origin_id IS NOT NULL;
+      CREATE INDEX calls_member_ts ON calls (member, ts) WHERE member <> '';
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

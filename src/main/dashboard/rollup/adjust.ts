@@ -5,7 +5,7 @@ import type { Dim, RollupInput } from './writer'
 /** A call whose cost changed by `delta` (re-priced), with what the rollups group it by. */
 export type CostChange = Pick<
   RollupInput,
-  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'project' | 'billing'
+  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'project' | 'billing' | 'member'
 > & { delta: number }
 
 /**
@@ -51,6 +51,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
         ['session', c.session, ''],
         ['api_key', c.api_key_hash, ''],
         ['project', c.project ?? '', ''],
+        ['member', c.member ?? '', ''],
       ]
       for (const [dim, key, provider] of dims) {
         add(

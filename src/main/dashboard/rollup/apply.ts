@@ -127,6 +127,7 @@ function aggregate(rows: readonly CallRecord[]) {
         session: [r.session, '', ''],
         api_key: [r.api_key_hash, '', r.key_hint],
         project: [r.project ?? '', '', ''],
+        member: [r.member ?? '', '', ''],
       }
       for (const dim of DIMS) {
         const [k, provider, hint] = groups[dim]
