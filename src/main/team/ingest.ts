@@ -1,14 +1,14 @@
 import express, { type Request, type Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
-import { ConfigError } from '../config/load'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
+import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
 import type { ServerContext } from '../server/context'
 import { TeamMembers } from './members'
-import { type FoldRollups, storeIngested } from './store'
-import { readIngestBatch, rejection } from './validate'
+import { type FoldRollups, type Stored, storeIngested, storeIngestedPg } from './store'
+import { type IngestRow, readIngestBatch, rejection } from './validate'
 
 /** Largest ingest body: a full batch of calls with long names fits many times over. */
 export const INGEST_MAX_BODY = '8mb'
@@ -23,7 +23,7 @@ export const INGEST_MAX_BODY = '8mb'
 export function ingestRoutes(ctx: ServerContext): void {
   if (ctx.config.team.members.length === 0) return
   const members = new TeamMembers(ctx.config)
-  const fold = rollupFolder(ctx)
+  const store = storeFor(ctx)
   const router = express.Router()
   const memberOf = (req: Request): string | null => {
     const token = bearerToken(req.headers.authorization)
@@ -72,7 +72,7 @@ export function ingestRoutes(ctx: ServerContext): void {
       const { rows, rejected } = readIngestBatch(calls, member)
       let stored, clashes
       try {
-        ;({ stored, clashes } = await storeIngested(ctx.store, rows, fold))
+        ;({ stored, clashes } = await store(rows))
       } catch (err) {
         // Nothing of this batch was stored; the sender keeps it and sends it again.
         ctx.log.warn(`ingest: ${rows.length} calls from member ${JSON.stringify(member)} could not be stored now: ${describe(err)}`)
@@ -117,13 +117,24 @@ export function ingestRoutes(ctx: ServerContext): void {
   ctx.app.use('/api/ingest', router)
 }
 
-/** Ingested calls go into the same rollups as every other call (and so into every dashboard total). */
-function rollupFolder(ctx: ServerContext): FoldRollups {
-  if (ctx.store.dialect !== 'sqlite') {
-    throw new ConfigError('team.members: ingesting into a PostgreSQL ledger is not supported yet; run the team server on SQLite')
+/**
+ * Ingested calls go into the same rollups as every other call (and so into every dashboard
+ * total), in the transaction that stores them. SQLite: the instance's own file and its
+ * RollupWriter. PostgreSQL: the shared database, its rollups added in SQL (several team
+ * instances may ingest at once).
+ */
+function storeFor(ctx: ServerContext): (rows: readonly IngestRow[]) => Promise<Stored> {
+  if (ctx.store.dialect === 'postgres') {
+    const ledger = ctx.ledger as PgLedger
+    return async (rows) => {
+      // The ledger migrates the schema before its first write: until then, wait for it (or answer 503).
+      if (!ledger.storage.ready && !(await ledger.flushed())) throw new Error(`PostgreSQL is not ready: ${ledger.storage.last_error}`)
+      return storeIngestedPg(ctx.store, rows)
+    }
   }
   const writer = new RollupWriter(ctx.db)
-  return async (_tx, rows) => writer.onBatch(rows)
+  const fold: FoldRollups = async (_tx, rows) => writer.onBatch(rows)
+  return (rows) => storeIngested(ctx.store, rows, fold)
 }
 
 function describe(err: unknown): string {

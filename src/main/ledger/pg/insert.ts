@@ -4,7 +4,7 @@ import type { CallRecord } from '../record'
 import type { StoredCall } from '../types'
 
 /** PostgreSQL types of the columns a recorded call fills, in CALL_COLUMNS order, then `call_key`. */
-const PG_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
+export const PG_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
   ts: 'bigint', provider: 'text', model: 'text', endpoint: 'text', api_key_hash: 'text', key_hint: 'text', tenant: 'text',
   agent: 'text', session: 'text', status: 'integer', streamed: 'integer', input_tokens: 'bigint', output_tokens: 'bigint',
   cache_read_tokens: 'bigint', cache_write_tokens: 'bigint', cache_write_1h_tokens: 'bigint', reasoning_tokens: 'bigint',
