@@ -1,7 +1,11 @@
+import { createHash } from 'node:crypto'
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
+import { applyRollups } from '../dashboard/rollup/apply'
 import { RollupWriter } from '../dashboard/rollup/writer'
+import { insertCalls } from '../ledger/pg/insert'
+import type { SqlStore } from '../storage/sql'
 import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import type { CallRecord } from '../ledger/record'
 import type { Pricer } from '../pricing/price'
@@ -29,6 +33,12 @@ export interface ImportOptions {
   now?: number
   /** Called for each call added to the ledger (the server adds it to its spend). */
   onCall?: (call: CallRecord) => void
+  /**
+   * The ledger's store when it is PostgreSQL (`storage.url`): calls are matched against and
+   * written there, and `db` (this machine's own file) keeps only the import keys and files.
+   * Without it the calls are in `db`.
+   */
+  store?: SqlStore
 }
 
 export interface ImportStats {
@@ -65,7 +75,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const stats: ImportStats = {
     agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, cost_usd: 0,
   }
-  const q = statements(db)
+  const q = opts.store?.dialect === 'postgres' ? pgStatements(db, opts.store) : statements(db)
   for (const root of roots) {
     let names: string[]
     try {
@@ -95,7 +105,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
       const ready = parsed.calls.filter((c) => c.ts <= now - (opts.settleMs ?? 0))
       const deferred = parsed.calls.length - ready.length
       stats.deferred += deferred
-      q.write(ready, opts, stats)
+      await q.write(ready, opts, stats)
       if (deferred === 0) q.setFile.run(path, st.size, st.mtimeMs)
     }
   }
@@ -157,6 +167,93 @@ function statements(db: Database.Database) {
       if (calls.length === 0) return
       const rows = write(calls, opts, stats) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
+    },
+  }
+}
+
+/**
+ * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
+ * the same logged call imported again (its local key lost, or the same logs read by a second
+ * instance on the same database) hits the unique index on `call_key` and is stored once.
+ */
+export function importCallKey(key: string): string {
+  return 'import:' + createHash('sha256').update(key, 'utf8').digest('hex')
+}
+
+/** Twins (proxied calls already in the ledger) looked at per logged call, nearest in time first. */
+const TWIN_CANDIDATES = 20
+
+/**
+ * PostgreSQL: the ledger is the shared database. The proxied twin of a logged call is looked
+ * for there; the import keys stay in this machine's file (`db`), which also says which proxied
+ * calls are already matched. New calls go in with their rollups in one transaction, each under
+ * `importCallKey`, then their keys are kept locally (a crash between the two leaves the key
+ * missing; the next import finds the call by its call key and counts it as a duplicate).
+ */
+function pgStatements(db: Database.Database, store: SqlStore) {
+  const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
+  const claimed = db.prepare('SELECT 1 FROM import_keys WHERE call_id = ?').pluck()
+  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+  const local = {
+    getFile: db.prepare('SELECT size, mtime_ms FROM import_files WHERE path = ?'),
+    setFile: db.prepare(
+      'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
+    ),
+  }
+  const twinOf = async (c: LoggedCall): Promise<number | undefined> => {
+    if (c.response_id) {
+      const r = await store.get<{ id: number }>("SELECT id FROM calls WHERE response_id = @r AND response_id <> '' ORDER BY id LIMIT 1", {
+        r: c.response_id,
+      })
+      if (r) return r.id
+    }
+    const near = await store.all<{ id: number }>(
+      `SELECT id FROM calls
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider = @provider AND status < 400
+          AND input_tokens = @input AND output_tokens = @output
+        ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,
+      {
+        from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
+        input: c.usage.input_tokens, output: c.usage.output_tokens,
+      },
+    )
+    return near.find((r) => !claimed.get(r.id))?.id
+  }
+  return {
+    ...local,
+    async write(calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) {
+      const fresh: { key: string; call: CallRecord }[] = []
+      const inBatch = new Set<string>()
+      for (const c of calls) {
+        if (inBatch.has(c.key) || hasKey.get(c.key)) {
+          stats.duplicates++
+          continue
+        }
+        const twin = await twinOf(c)
+        if (twin !== undefined) {
+          addKey.run(c.key, twin)
+          stats.matched++
+          continue
+        }
+        inBatch.add(c.key)
+        fresh.push({ key: c.key, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
+      }
+      if (fresh.length === 0) return
+      const stored = await store.transaction(async (tx) => {
+        const s = await insertCalls(tx, fresh.map((f) => f.call))
+        await applyRollups(tx, s)
+        return s
+      })
+      const ids = new Map(stored.map((r) => [r.call_key, r.id]))
+      db.transaction(() => {
+        for (const f of fresh) addKey.run(f.key, ids.get(f.call.call_key) ?? 0)
+      })()
+      stats.duplicates += fresh.length - stored.length
+      for (const r of stored) {
+        stats.imported++
+        stats.cost_usd += r.cost_usd
+        opts.onCall?.(r)
+      }
     },
   }
 }

@@ -2,12 +2,15 @@ import type Database from 'better-sqlite3'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
+import type { SqlStore } from '../storage/sql'
 import { importLogs, type ImportStats } from './importer'
 import { LOG_AGENTS } from './types'
 
 export interface WatcherOptions {
   db: Database.Database
   ledger: Ledger
+  /** The ledger's store when it is PostgreSQL: imported calls go there (see ImportOptions.store). */
+  store?: SqlStore
   pricer: Pricer
   log: Logger
   /** How often the agents' log folders are looked at. */
@@ -63,9 +66,12 @@ export class LogWatcher {
     for (const agent of LOG_AGENTS) {
       if (this.stopped) break
       try {
-        ledger.flush()
+        // The proxy's own calls must be stored to be matched (PostgreSQL: written, not just under way).
+        if (this.o.store) await ledger.flushed()
+        else ledger.flush()
         const s = await importLogs(this.o.db, {
           agent,
+          store: this.o.store,
           pricer: this.o.pricer,
           settleMs: this.o.settleMs ?? WATCH_SETTLE_MS,
           env: this.o.env,

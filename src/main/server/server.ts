@@ -156,7 +156,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // Loaded only when watching: the headless server never reads the import code.
     void import('../import/watcher').then(({ LogWatcher }) => {
       if (closing) return
-      const w = new LogWatcher({ db, ledger, pricer, log }).start()
+      // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
+      const store = storage.store.dialect === 'postgres' ? storage.store : undefined
+      const w = new LogWatcher({ db, ledger, pricer, log, store }).start()
       closers.unshift(() => w.stop())
     })
   }

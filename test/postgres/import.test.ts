@@ -1,0 +1,151 @@
+import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { importLogs } from '../../src/main/import/importer'
+import { openDatabase } from '../../src/main/ledger/db'
+import { Pricer } from '../../src/main/pricing/price'
+import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { PostgresStore } from '../../src/main/storage/postgres'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { startPostgres, type TestPostgres } from '../support/postgres'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * Log import on a Burnrate whose ledger is PostgreSQL: imported calls go to PostgreSQL (with
+ * their rollups), never to the instance's own SQLite file, and a logged call is stored once
+ * even when a second instance on the same database reads the same logs.
+ */
+
+const LOGS = resolve(__dirname, '../fixtures/agent-logs')
+let pg: TestPostgres
+let upstream: MockUpstream
+let home: string
+const servers: TestServer[] = []
+const stores: PostgresStore[] = []
+
+beforeAll(async () => {
+  pg = await startPostgres()
+  upstream = await startMockUpstream()
+  // The watcher reads the standard folders under the home folder: Claude Code's and Codex's sample logs.
+  home = mkdtempSync(join(tmpdir(), 'burnrate-pg-import-home-'))
+  cpSync(join(LOGS, 'claude-code'), join(home, '.claude'), { recursive: true })
+  cpSync(join(LOGS, 'codex'), join(home, '.codex'), { recursive: true })
+  process.env.HOME = home
+  for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
+})
+afterAll(async () => {
+  for (const t of servers) await t.cleanup().catch(() => {})
+  for (const s of stores) await s.close().catch(() => {})
+  await upstream?.close()
+  pg?.stop()
+  rmSync(home, { recursive: true, force: true })
+})
+
+function pgStore(url: string): PostgresStore {
+  const s = new PostgresStore(url)
+  stores.push(s)
+  return s
+}
+
+function local(t: TestServer, sql: string): unknown {
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return db.prepare(sql).pluck().get()
+  } finally {
+    db.close()
+  }
+}
+
+describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
+  it('imports into PostgreSQL, with rollups; a second instance reading the same logs stores nothing twice', async () => {
+    const url = pg.createDatabase()
+    const store = pgStore(url)
+    const imported = () => store.get<{ n: number }>("SELECT count(*) AS n FROM calls WHERE source = 'import'").then((r) => r!.n)
+    const a = await startTestServer({ storage: { url }, import: { watch: true } })
+    servers.push(a)
+    // Claude Code: 3 calls (one replayed in a side question); Codex: 2 calls, without a response id.
+    await eventually(async () => (await imported()) === 5 && local(a, 'SELECT count(*) FROM import_keys') === 5, 30_000)
+    expect(local(a, 'SELECT count(*) FROM calls')).toBe(0)
+    const keys = await store.all<{ call_key: string }>("SELECT call_key FROM calls WHERE source = 'import'")
+    expect(keys.every((k) => /^import:[0-9a-f]{64}$/.test(k.call_key))).toBe(true)
+
+    // Another machine's Burnrate on the same database with the same logs (its own import keys are empty).
+    const b = await startTestServer({ storage: { url }, import: { watch: true } })
+    servers.push(b)
+    await eventually(() => local(b, 'SELECT count(*) FROM import_files') === 3, 30_000)
+    expect(await imported()).toBe(5)
+
+    // The dashboards (rollups) count each imported call once.
+    for (const t of [a, b]) {
+      const costs = (await request(`${t.url}/api/dashboard/costs?group_by=agent&range=30d`)).json()
+      const byAgent = Object.fromEntries(costs.rows.map((r: any) => [r.key, r.requests]))
+      expect(byAgent).toEqual({ 'claude-code': 3, codex: 2 })
+      const sum = costs.rows.reduce((s: number, r: any) => s + r.cost_usd, 0)
+      const stored = (await store.get<{ c: number }>('SELECT sum(cost_usd) AS c FROM calls'))!.c
+      expect(Math.abs(sum - stored)).toBeLessThanOrEqual(1e-9 * stored)
+    }
+  })
+})
+
+describe('importing with a PostgreSQL ledger', () => {
+  it('stores a logged call once even when this machine lost its import keys', async () => {
+    const store = pgStore(pg.createDatabase())
+    await migratePostgres(store)
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-import-'))
+    try {
+      const paths = [join(LOGS, 'codex/sessions')]
+      const pricer = new Pricer()
+      const first = openDatabase(join(dir, 'one.db'))
+      const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store })
+      first.close()
+      expect(s1).toMatchObject({ imported: 2, duplicates: 0 })
+      const fresh = openDatabase(join(dir, 'two.db'))
+      const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store })
+      expect(s2).toMatchObject({ imported: 0, duplicates: 2, matched: 0 })
+      expect(fresh.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
+      fresh.close()
+      expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
+      expect((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n).toBe(2)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('matches a logged call to the proxied call already in PostgreSQL instead of counting it twice', async () => {
+    const url = pg.createDatabase()
+    const store = pgStore(url)
+    const t = await startTestServer({ storage: { url } }, upstream.url)
+    servers.push(t)
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-test-000000000001' })).status).toBe(200)
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-responses/responses-nonstream-reasoning.json') }))
+    expect((await postJson(`${t.url}/v1/responses`, { model: 'gpt-5-nano', input: 'hi' }, { authorization: 'Bearer sk-test-0000000000001' })).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    const proxied = await store.all<any>('SELECT * FROM calls ORDER BY id')
+    expect(proxied).toHaveLength(2)
+    const body = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
+    const logs = join(t.dir, 'agent-logs')
+    mkdirSync(join(logs, 'claude/p'), { recursive: true })
+    writeFileSync(join(logs, 'claude/p/s.jsonl'), JSON.stringify({
+      type: 'assistant', sessionId: 's1', cwd: '/home/dev/x', timestamp: new Date(proxied[0].ts + 900).toISOString(), requestId: 'req_1', message: body,
+    }) + '\n')
+    mkdirSync(join(logs, 'codex/2026'), { recursive: true })
+    writeFileSync(join(logs, 'codex/2026/rollout-x.jsonl'), [
+      { timestamp: new Date(proxied[1].ts).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-nano', cwd: '/home/dev/y' } },
+      { timestamp: new Date(proxied[1].ts + 2000).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
+        total_token_usage: { input_tokens: 11, cached_input_tokens: 0, output_tokens: 327, reasoning_output_tokens: 320, total_tokens: 338 },
+        last_token_usage: { input_tokens: 11, cached_input_tokens: 0, output_tokens: 327, reasoning_output_tokens: 320, total_tokens: 338 } } } },
+    ].map((x) => JSON.stringify(x)).join('\n') + '\n')
+    const now = Date.now() + 60_000
+    const pricer = new Pricer()
+    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer, now, store })
+    const b = await importLogs(t.server.db, { agent: 'codex', paths: [join(logs, 'codex')], pricer, now, store })
+    expect([a.matched, a.imported, b.matched, b.imported]).toEqual([1, 0, 1, 0])
+    expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
+    expect(t.server.db.prepare('SELECT call_id FROM import_keys ORDER BY call_id').pluck().all()).toEqual(proxied.map((p) => p.id))
+  })
+})
