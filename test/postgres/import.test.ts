@@ -88,6 +88,14 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
       const stored = (await store.get<{ c: number }>('SELECT sum(cost_usd) AS c FROM calls'))!.c
       expect(Math.abs(sum - stored)).toBeLessThanOrEqual(1e-9 * stored)
     }
+
+    // A third instance that has seen no call itself shows each agent's last imported call, from PostgreSQL.
+    const TOKEN = 'admin-token-for-pg-import-0123456789'
+    const c = await startTestServer({ storage: { url }, admin: { enabled: true, token: TOKEN } })
+    servers.push(c)
+    const agents = (await request(`${c.url}/api/admin/agents`, { headers: { authorization: `Bearer ${TOKEN}` } })).json().agents
+    const last = (await store.get<{ ts: number }>("SELECT max(ts) AS ts FROM calls WHERE agent = 'claude-code'"))!.ts
+    expect(agents.find((x: any) => x.agent === 'claude-code')).toMatchObject({ last_import_at: new Date(last).toISOString(), last_call_at: null })
   })
 })
 

@@ -46,6 +46,10 @@ export function agentRoutes(router: Router, opts: AgentRoutesOptions): void {
       .status(403)
       .json(errorBody('forbidden', 'Agent setup edits files on the machine Burnrate runs on, so it is only available from that machine (127.0.0.1).'))
   })
+  // The ledger's last calls (PostgreSQL answers asynchronously) before the first answer.
+  router.use('/agents', (_req, _res, next) => {
+    lastSeen.seeded().then(() => next(), next)
+  })
 
   router.get('/agents', (_req, res) => {
     res.json({ url: opts.url(), agents: status() })

@@ -50,7 +50,7 @@ export const admin: Feature = (ctx) => {
     }
   })
   priceRoutes(router, ctx)
-  const lastSeen = new LastSeen(ctx.db)
+  const lastSeen = new LastSeen(ctx.store)
   ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
   agentRoutes(router, {
     connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),

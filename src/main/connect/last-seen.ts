@@ -1,20 +1,22 @@
-import type Database from 'better-sqlite3'
 import type { CallRecord } from '../ledger/record'
+import type { SqlReader } from '../storage/sql'
 
 const DAY_MS = 24 * 60 * 60 * 1000
 
 /**
  * When each agent's last call arrived, through the proxy and from its own logs (imported calls),
  * kept in memory as calls are recorded. Seeded from the last `seedDays` of the ledger (the `ts`
- * index bounds the scan) the first time it is asked.
+ * index bounds the scan) the first time it is asked, through the SQL seam: on PostgreSQL it sees
+ * the calls of every instance on the database.
  */
 export class LastSeen {
   private readonly proxy = new Map<string, number>()
   private readonly imported = new Map<string, number>()
-  private seeded = false
+  private seeding: Promise<void> | null = null
 
+  /** `store`: the ledger (`ctx.store`: the SQLite file, or PostgreSQL with `storage.url`). */
   constructor(
-    private readonly db: Database.Database | null,
+    private readonly store: SqlReader | null,
     private readonly seedDays = 30,
   ) {}
 
@@ -24,22 +26,29 @@ export class LastSeen {
     if ((map.get(call.agent) ?? 0) < call.ts) map.set(call.agent, call.ts)
   }
 
-  private seed(): void {
-    if (this.seeded || !this.db) return
-    this.seeded = true
+  /** Seeds from the ledger once (started the first time it is asked); resolves when that is done, or failed. */
+  seeded(): Promise<void> {
+    this.seeding ??= this.seed()
+    return this.seeding
+  }
+
+  private async seed(): Promise<void> {
+    if (!this.store) return
     try {
-      const rows = this.db
-        .prepare("SELECT agent, source, MAX(ts) AS ts FROM calls WHERE ts >= ? AND agent != '' GROUP BY agent, source")
-        .all(Date.now() - this.seedDays * DAY_MS) as { agent: string; source: string; ts: number }[]
-      for (const r of rows) this.observe({ agent: r.agent, ts: r.ts, source: r.source === 'import' ? 'import' : 'proxy' })
+      const rows = await this.store.all<{ agent: string; source: string; ts: number }>(
+        "SELECT agent, source, MAX(ts) AS ts FROM calls WHERE ts >= @since AND agent <> '' GROUP BY agent, source",
+        { since: Date.now() - this.seedDays * DAY_MS },
+      )
+      // Calls observed meanwhile are kept: the latest of both wins.
+      for (const r of rows) this.observe({ agent: r.agent, ts: Number(r.ts), source: r.source === 'import' ? 'import' : 'proxy' })
     } catch {
-      // an older ledger without `source`: the calls recorded from now on still count
+      // an older ledger without `source`, or the store is away: the calls recorded from now on still count
     }
   }
 
-  /** The latest call of any of `agents` (ISO), through the proxy and from logs. */
+  /** The latest call of any of `agents` (ISO), through the proxy and from logs (await `seeded()` first for the ledger's). */
   of(agents: readonly string[]): { last_call_at: string | null; last_import_at: string | null } {
-    this.seed()
+    void this.seeded()
     const latest = (m: Map<string, number>) => {
       const t = Math.max(0, ...agents.map((a) => m.get(a) ?? 0))
       return t > 0 ? new Date(t).toISOString() : null

@@ -206,7 +206,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
 
-  const lastSeen = own ? new LastSeen(own.db) : null
+  const lastSeen = own ? new LastSeen(own.context.store) : null
+  void lastSeen?.seeded()
   const offLastSeen = own && lastSeen ? own.ledger.onCall((call) => lastSeen.observe(call)) : null
   const agents = agentControls({
     connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
