@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { Config } from '../config/schema'
 import type { ImportStats } from '../import/importer'
+import type { SqlStore } from '../storage/sql'
 import { LOG_AGENTS } from '../import/types'
 import type { CliContext } from './context'
 
@@ -9,12 +10,13 @@ import type { CliContext } from './context'
  * history from before Burnrate, and calls that bypassed it. Quick when nothing changed
  * (unchanged files are not read). Says on stderr what it added.
  */
-export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext): Promise<ImportStats[]> {
+/** `store`: the ledger's PostgreSQL store (storage.url), where imported calls then go. */
+export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, store?: SqlStore): Promise<ImportStats[]> {
   const { importLogs } = await import('../import/importer')
   const { Pricer } = await import('../pricing/price')
   const pricer = new Pricer(config.pricing.overrides)
   const out: ImportStats[] = []
-  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env }))
+  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, store: store?.dialect === 'postgres' ? store : undefined }))
   const added = out.reduce((n, s) => n + s.imported, 0)
   if (added > 0) {
     const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')

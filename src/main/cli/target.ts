@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3'
 import { ConfigError, loadConfig } from '../config/load'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
+import type { SqlStore } from '../storage/sql'
 import { CliError, EXIT, type CliContext } from './context'
 
 /** Options every command that reads spend takes. */
@@ -41,7 +42,7 @@ export function configOf(o: TargetOptions): Config {
 /** Finds a running Burnrate (GET /api/health within a second), else the ledger file. */
 export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
   const config = configOf(o)
-  const local: Target = { kind: 'local', config, open: () => openLedger(config) }
+  const local: Target = { kind: 'local', config, open: () => openLedgerFile(config) }
   if (o.local) return local
   const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host
   const url = (o.url ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.server.port}`).replace(/\/+$/, '')
@@ -77,7 +78,8 @@ export async function prepareLocal(): Promise<void> {
   opener ??= await load()
 }
 
-function openLedger(config: Config): Database.Database {
+/** The data folder's SQLite file (prepareLocal() first). */
+export function openLedgerFile(config: Config): Database.Database {
   const file = join(config.data_dir, DB_FILE)
   if (!opener) throw new Error('prepareLocal() first')
   try {
@@ -87,4 +89,46 @@ function openLedger(config: Config): Database.Database {
   } catch (err) {
     throw new CliError(`cannot open the ledger ${file}: ${(err as Error).message.split('\n')[0]}`)
   }
+}
+
+/**
+ * The ledger as the CLI reads it with no server running: the data folder's SQLite file, or,
+ * with `storage.url`, PostgreSQL (the calls every instance on it recorded) while the file keeps
+ * this machine's import keys. `db` is always the file; `store` is where the calls are.
+ */
+export interface LocalLedger {
+  db: Database.Database
+  store: SqlStore
+  /** Where the calls are, for people (the PostgreSQL URL without its password). */
+  where: string
+  close(): Promise<void>
+}
+
+export async function openLocalLedger(t: Extract<Target, { kind: 'local' }>): Promise<LocalLedger> {
+  const db = t.open()
+  const url = t.config.storage.url
+  if (!url) {
+    const { SqliteStore } = await import('../storage/sqlite')
+    return { db, store: new SqliteStore(db), where: join(t.config.data_dir, DB_FILE), close: async () => void db.close() }
+  }
+  const { PostgresStore } = await import('../storage/postgres')
+  const { migratePostgres } = await import('../storage/postgres-migrations')
+  const { passwordOf, redactUrl } = await import('../storage/url')
+  const store = new PostgresStore(url, { max: 2, applicationName: 'burnrate-cli' })
+  const where = `PostgreSQL at ${redactUrl(url)}`
+  const close = async () => {
+    db.close()
+    await store.close().catch(() => {})
+  }
+  try {
+    // As a server would at start-up: a database no Burnrate has used yet gets its tables.
+    await migratePostgres(store)
+  } catch (err) {
+    await close()
+    const secret = passwordOf(url)
+    let text = (err as Error).message ?? String(err)
+    if (secret) text = text.split(secret).join('***')
+    throw new CliError(`cannot reach the ledger, ${where} (storage.url): ${text}`)
+  }
+  return { db, store, where, close }
 }

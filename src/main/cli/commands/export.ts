@@ -6,7 +6,8 @@ import { Option } from 'commander'
 import type { RegisterCommand } from '.'
 import { CliError, EXIT } from '../context'
 import { parseWhen } from '../../report/report'
-import { getJson, prepareLocal, resolveTarget, withTarget } from '../target'
+import type { SqlStore } from '../../storage/sql'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 
 /** `burnrate export`: every call of a window, as the dashboard's export gives it (CSV or JSON). */
 export const exportCommand: RegisterCommand = (program, ctx) => {
@@ -44,18 +45,19 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     }
     await prepareLocal()
     const { CALL_COLUMNS, CSV_HEADER, csvLine, toCall } = await import('../../dashboard/calls')
-    const db = t.open()
+    const ledger = await openLocalLedger(t)
     try {
       const where = ['ts >= @since', 'ts < @until']
       if (o.tenant) where.push('tenant = @tenant')
-      const rows = db
-        .prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE ${where.join(' AND ')} ORDER BY ts, id`)
-        .iterate({ since: o.since ? parseWhen(o.since, tz) : 0, until: o.until ? parseWhen(o.until, tz, true) : Number.MAX_SAFE_INTEGER, tenant: o.tenant })
+      const params = { since: o.since ? parseWhen(o.since, tz) : 0, until: o.until ? parseWhen(o.until, tz, true) : Number.MAX_SAFE_INTEGER, tenant: o.tenant }
+      const rows = ledger.store.dialect === 'sqlite'
+        ? ledger.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE ${where.join(' AND ')} ORDER BY ts, id`).iterate(params)
+        : pages(ledger.store, `SELECT ${CALL_COLUMNS}, id AS page_id FROM calls WHERE ${where.join(' AND ')}`, params)
       const csv = o.format === 'csv'
       async function* lines() {
         yield csv ? CSV_HEADER : '{"calls":['
         let first = true
-        for (const r of rows as Iterable<any>) {
+        for await (const r of rows as AsyncIterable<any> | Iterable<any>) {
           yield csv ? csvLine(r) : (first ? '' : ',') + JSON.stringify(toCall(r))
           first = false
         }
@@ -63,7 +65,23 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       }
       await pipeline(Readable.from(lines()), sink)
     } finally {
-      db.close()
+      await ledger.close()
     }
   })
+}
+
+/** PostgreSQL: the calls in (ts, id) order, a page at a time (never the whole ledger in memory). */
+async function* pages(store: SqlStore, select: string, params: Record<string, unknown>): AsyncGenerator<Record<string, unknown>> {
+  const PAGE = 5000
+  let after: { ts: number; id: number } | null = null
+  for (;;) {
+    const next = after ? ' AND (ts > @after_ts OR (ts = @after_ts AND id > @after_id))' : ''
+    const rows: Record<string, unknown>[] = await store.all(`${select}${next} ORDER BY ts, id LIMIT ${PAGE}`, {
+      ...params, after_ts: after?.ts, after_id: after?.id,
+    })
+    for (const r of rows) yield r
+    if (rows.length < PAGE) return
+    const last = rows[rows.length - 1]
+    after = { ts: last.ts as number, id: last.page_id as number }
+  }
 }

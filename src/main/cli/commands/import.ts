@@ -3,7 +3,7 @@ import type { RegisterCommand } from '.'
 import { CliError, EXIT } from '../context'
 import { LOG_AGENTS, type LogAgent } from '../../import/types'
 import { compact, table, usd } from '../output'
-import { configOf, prepareLocal, resolveTarget, withTarget } from '../target'
+import { configOf, openLedgerFile, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 
 /** While a server runs, logged calls this recent wait for a later import: the proxy may still be recording the same answer. */
 const SETTLE_WHILE_SERVING_MS = 10 * 60_000
@@ -31,17 +31,17 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
       const { Pricer } = await import('../../pricing/price')
-      const { openDatabase } = await import('../../ledger/db')
-      const { join } = await import('node:path')
-      const db = openDatabase(join(config.data_dir, 'burnrate.db'))
-      db.pragma('busy_timeout = 5000')
+      // The calls go where the ledger is: the data folder's file, or PostgreSQL with storage.url (import keys stay in the file).
+      const ledger = await openLocalLedger({ kind: 'local', config, open: () => openLedgerFile(config) })
+      const db = ledger.db
+      const store = ledger.store.dialect === 'postgres' ? ledger.store : undefined
       try {
         const pricer = new Pricer(config.pricing.overrides)
         const results = []
         for (const a of agent === 'all' ? LOG_AGENTS : [agent]) {
           results.push(
             await importLogs(db, {
-              agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0,
+              agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0, store,
             }),
           )
         }
@@ -65,7 +65,7 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         const deferred = results.reduce((n, s) => n + s.deferred, 0)
         if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
       } finally {
-        db.close()
+        await ledger.close()
       }
     })
 }

@@ -3,7 +3,7 @@ import type { RegisterCommand } from '.'
 import { CliError, EXIT } from '../context'
 import { REPORT_KINDS, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { compact, csv, paint, table, usd } from '../output'
-import { getJson, prepareLocal, resolveTarget, withTarget } from '../target'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
 const KEY_LABEL: Record<ReportKind, string> = {
@@ -51,11 +51,10 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   }
   await prepareLocal()
   const { buildReport } = await import('../../report/report')
-  const { SqliteStore } = await import('../../storage/sqlite')
-  const db = t.open()
+  const ledger = await openLocalLedger(t)
   try {
-    if (o.import !== false) await syncLogs(db, t.config, ctx)
-    return await buildReport(new SqliteStore(db), {
+    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, ledger.store)
+    return await buildReport(ledger.store, {
       kind,
       since: o.since ? parseWhen(o.since, tz) : null,
       until: o.until ? parseWhen(o.until, tz, true) : null,
@@ -63,7 +62,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
       timezone: tz,
     })
   } finally {
-    db.close()
+    await ledger.close()
   }
 }
 

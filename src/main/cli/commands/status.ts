@@ -1,7 +1,7 @@
 import type { RegisterCommand } from '.'
 import type { Summary } from '../../../shared/api'
 import { paint, usd } from '../output'
-import { getJson, prepareLocal, resolveTarget, withTarget } from '../target'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
 interface Status {
@@ -76,16 +76,14 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
   }
   await prepareLocal()
   const { summary } = await import('../../dashboard/summary')
-  const { SqliteStore } = await import('../../storage/sqlite')
-  const { join } = await import('node:path')
-  const db = t.open()
+  const ledger = await openLocalLedger(t)
   try {
-    if (o.import !== false) await syncLogs(db, t.config, ctx)
-    const s = await summary({ q: new SqliteStore(db), tz: t.config.timezone }, o.tenant ?? null, Date.now())
-    const calls = db.prepare('SELECT count(*) FROM calls').pluck().get() as number
-    const file = join(t.config.data_dir, 'burnrate.db')
-    return { source: `ledger file, no server running`, summary: s, budgets: null, plans: null, ledger: { writable: true, calls, file } }
+    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, ledger.store)
+    const s = await summary({ q: ledger.store, tz: t.config.timezone }, o.tenant ?? null, Date.now())
+    const calls = (await ledger.store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n
+    const source = t.config.storage.url ? `${ledger.where}, no server running here` : 'ledger file, no server running'
+    return { source, summary: s, budgets: null, plans: null, ledger: { writable: true, calls, file: ledger.where } }
   } finally {
-    db.close()
+    await ledger.close()
   }
 }
