@@ -55,7 +55,7 @@ beforeAll(async () => {
     body: fixture('openai-chat/chat-nonstream-cached.json'),
   }))
   home = mkdtempSync(join(tmpdir(), 'burnrate-pg-cli-'))
-  cpSync(resolve(__dirname, '../fixtures/agent-logs/codex'), join(home, 'codex'), { recursive: true })
+  cpSync(resolve(__dirname, '../fixtures/agent-logs/codex'), join(home, '.codex'), { recursive: true })
   // One proxied call recorded by a server on the database, then the server is gone.
   const t = await startTestServer({ storage: { url } }, upstream.url)
   expect((await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: 'Bearer sk-cli-pg-000000000001' })).status).toBe(200)
@@ -76,13 +76,14 @@ afterAll(async () => {
 
 describe('the CLI on a PostgreSQL ledger, no server running', () => {
   it('imports into PostgreSQL, and status, report and export read PostgreSQL', async () => {
-    expect(await cli('import', 'codex', '--path', join(home, 'codex/sessions'), '--json')).toBe(0)
-    expect(JSON.parse(out).results[0]).toMatchObject({ imported: 2 })
-
-    expect(await cli('status', '--json', '--no-import')).toBe(0)
+    // status first reads the agents' standard log folders (Codex's here) into the ledger: PostgreSQL.
+    expect(await cli('status', '--json')).toBe(0)
     const status = JSON.parse(out)
     expect(status.ledger.calls).toBe(3)
     expect(status.source).toMatch(/^PostgreSQL at postgres:\/\/burnrate@127\.0\.0\.1:\d+\//)
+    // Importing the same logs again adds nothing (this machine's file remembers them).
+    expect(await cli('import', 'codex', '--path', join(home, '.codex/sessions'), '--json')).toBe(0)
+    expect(JSON.parse(out).results[0]).toMatchObject({ imported: 0, unchanged: 1 })
 
     expect(await cli('report', 'agent', '--json', '--no-import')).toBe(0)
     expect(JSON.parse(out).totals).toMatchObject({ requests: 3, imported: 2 })
