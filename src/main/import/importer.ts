@@ -200,13 +200,19 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
     ),
   }
-  const twinOf = async (c: LoggedCall): Promise<number | undefined> => {
-    if (c.response_id) {
-      const r = await store.get<{ id: number }>("SELECT id FROM calls WHERE response_id = @r AND response_id <> '' ORDER BY id LIMIT 1", {
-        r: c.response_id,
-      })
-      if (r) return r.id
-    }
+  /** The first stored call of each of these provider response ids (one query per file, not per call). */
+  const byResponseIds = async (calls: readonly LoggedCall[]): Promise<Map<string, number>> => {
+    const ids = [...new Set(calls.map((c) => c.response_id).filter(Boolean))]
+    if (ids.length === 0) return new Map()
+    const rows = await store.all<{ response_id: string; id: number }>(
+      "SELECT response_id, MIN(id) AS id FROM calls WHERE response_id = ANY(@ids::text[]) AND response_id <> '' GROUP BY response_id",
+      { ids },
+    )
+    return new Map(rows.map((r) => [r.response_id, r.id]))
+  }
+  const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
+    const same = c.response_id ? byResponse.get(c.response_id) : undefined
+    if (same !== undefined) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
         WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider = @provider AND status < 400
@@ -224,12 +230,13 @@ function pgStatements(db: Database.Database, store: SqlStore) {
     async write(calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) {
       const fresh: { key: string; call: CallRecord }[] = []
       const inBatch = new Set<string>()
+      const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
       for (const c of calls) {
         if (inBatch.has(c.key) || hasKey.get(c.key)) {
           stats.duplicates++
           continue
         }
-        const twin = await twinOf(c)
+        const twin = await twinOf(c, byResponse)
         if (twin !== undefined) {
           addKey.run(c.key, twin)
           stats.matched++

@@ -112,8 +112,6 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
             if (b && (b.ts !== r.record.ts || b.model !== r.record.model || b.cost_usd !== r.record.cost_usd)) clashes.push(r)
           }
         }
-        // In the batch's order, as the SQLite path answers.
-        stored.sort((a, b) => a.id - b.id)
         clashes.sort((a, b) => a.index - b.index)
         return { stored, clashes }
       })
