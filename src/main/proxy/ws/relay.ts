@@ -153,17 +153,35 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     }
     const toUpstream = pipe(client, up)
     const toClient = pipe(up, client)
-    client.on('message', (raw, isBinary) => {
-      const data = raw as Buffer
-      if (calls && !isBinary) {
-        const refused = calls.fromClient(data)
-        if (refused !== null) {
-          if (client.readyState === WebSocket.OPEN) client.send(refused)
-          return
-        }
+    // While a call's admission waits on the database (shared budget state), the client's next
+    // frames wait behind it, so they reach the upstream in the order they were sent.
+    let held: { data: Buffer; isBinary: boolean }[] | null = null
+    const fromClient = (data: Buffer, isBinary: boolean): void => {
+      if (held) {
+        held.push({ data, isBinary })
+        return
+      }
+      const refused = calls && !isBinary ? calls.fromClient(data) : null
+      if (refused instanceof Promise) {
+        held = []
+        void refused.then((r) => {
+          deliver(data, isBinary, r)
+          const next = held ?? []
+          held = null
+          for (const f of next) fromClient(f.data, f.isBinary)
+        })
+        return
+      }
+      deliver(data, isBinary, refused)
+    }
+    const deliver = (data: Buffer, isBinary: boolean, refused: string | null) => {
+      if (refused !== null) {
+        if (client.readyState === WebSocket.OPEN) client.send(refused)
+        return
       }
       toUpstream(data, isBinary)
-    })
+    }
+    client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
     up.on('message', (raw, isBinary) => {
       const data = raw as Buffer
       if (calls && !isBinary) calls.fromUpstream(data)
