@@ -3,6 +3,7 @@ import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
 import type { Rule } from '../../src/main/budgets/rules'
+import { PgRuleStore } from '../../src/main/budgets/shared-rules'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
 import { openai } from '../../src/main/providers/openai'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
@@ -52,6 +53,7 @@ function ctx(key: string, session = ''): CallContext {
 
 interface Instance {
   store: PostgresStore
+  rules: PgRuleStore
   state: PgBudgetState
   engine: BudgetEngine
   gate: CallGate
@@ -64,10 +66,15 @@ async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<I
   const store = new PostgresStore(url)
   await migratePostgres(store)
   const state = new PgBudgetState(store, { leaseMs })
-  const engine = new BudgetEngine('UTC', 1, rules, [], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
-  const gate = sharedBudgetGate(engine)
+  // As budgetsOf wires it in PG mode: config rules from the file, runtime rules shared in the database.
+  let engine: BudgetEngine | null = null
+  const shared = new PgRuleStore(store, (r) => engine?.setRuntimeRules(r))
+  engine = new BudgetEngine('UTC', 1, rules, [], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
+  const ready = shared.refresh().then(() => shared.start())
+  const gate = sharedBudgetGate(engine, undefined, ready)
   const i: Instance = {
     store,
+    rules: shared,
     state,
     engine,
     gate,
@@ -83,6 +90,7 @@ async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<I
       return true
     },
     async close() {
+      shared.close()
       await state.close()
       await store.close()
     },
@@ -103,7 +111,7 @@ async function burst(instances: Instance[], key: string): Promise<number> {
   const results = await Promise.all(
     Array.from({ length: 200 }, (_, i) => instances[i % instances.length].call(key, COST, (i * 7) % 30)),
   )
-  for (const x of instances) await x.state.settled()
+  for (const x of instances) expect(await x.state.settled()).toBe(true)
   return results.filter(Boolean).length
 }
 
@@ -214,5 +222,31 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
     const refused = await decided(a.gate.admit(ctx(key)))
     expect(refused.refuse?.body).toMatchObject({ error: { type: 'budget_exceeded', period: 'daily', limit_usd: 1 } })
     expect((refused.refuse?.body as { error: { spent_usd: number } }).error.spent_usd).toBeCloseTo(1.01, 12)
+  }, 60_000)
+})
+
+describe('runtime budget rules shared by the instances on one PostgreSQL', () => {
+  it('a rule created through one instance refuses calls on the other within a poll; changed and deleted, it follows', async () => {
+    const url = pg.createDatabase()
+    const a = await instance(url, [])
+    const b = await instance(url, [])
+    const key = 'sk-shared-rule-aaaaaaaa-0006'
+    expect(await b.call(key)).toBe(true)
+    await b.state.settled()
+
+    const { created } = await a.rules.put({ ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-shared-*', daily_limit_usd: 0, monthly_limit_usd: null, action: 'block', soft_limit_pct: null })
+    expect(created).toBe(true)
+    // The writer enforces it at once; the other instance once its poll (every second) sees it.
+    expect((await decided(a.gate.admit(ctx(key)))).refuse?.reason).toBe('budget_exceeded')
+    const refused = await eventually(async () => (await decided(b.gate.admit(ctx(key)))).refuse, 10_000)
+    expect(refused?.body).toMatchObject({ error: { type: 'budget_exceeded', api_key_pattern: 'sk-shared-*', period: 'daily', limit_usd: 0 } })
+    expect(b.engine.rules.list().map((x) => x.rule.api_key_pattern)).toEqual(['sk-shared-*'])
+
+    // Raised on B: A admits again. Deleted on A: B has no rule left.
+    await b.rules.put({ ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-shared-*', daily_limit_usd: 5, monthly_limit_usd: null, action: 'block', soft_limit_pct: null })
+    await eventually(async () => !(await decided(a.gate.admit(ctx(key)))).refuse, 10_000)
+    expect(await a.rules.delete('sk-shared-*')).toBe(true)
+    await eventually(() => b.engine.rules.list().length === 0, 10_000)
+    expect(await a.rules.delete('sk-shared-*')).toBe(false)
   }, 60_000)
 })

@@ -7,15 +7,18 @@ import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
 import { BudgetEngine, type CostModel, type HistoryRow } from './engine'
 import { CallHistory, expectedUsd } from './expected'
-import { budgetGate } from './gate'
+import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
-import { RuleStore } from './store'
+import { PgRuleStore } from './shared-rules'
+import { PgBudgetState } from './state/postgres'
+import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
 
 export interface Budgets {
   engine: BudgetEngine
-  store: RuleStore
+  /** Runtime rules: SQLite's `budget_rules` (one instance), or PostgreSQL's shared by all (`storage.url`). */
+  store: RuleWriter
   runaway: RunawayDetector
   /** What answered calls produced, per provider and requested model (expected-cost reservations). */
   history: CallHistory
@@ -69,6 +72,19 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
   }
 }
 
+/** Reads the shared rules until it succeeds (the database may be starting too), then polls them. */
+async function firstLoad(rules: PgRuleStore): Promise<void> {
+  for (;;) {
+    try {
+      await rules.refresh()
+      break
+    } catch {
+      await new Promise((r) => setTimeout(r, 1000).unref())
+    }
+  }
+  rules.start()
+}
+
 /** The budget engine and rule store of a server, created (and installed as its gate) on first use. */
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
@@ -90,14 +106,20 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
-  const store = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
+  // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
+  const shared = ctx.store.dialect === 'postgres'
+  const pgRules = shared ? new PgRuleStore(ctx.store, (rules) => engine?.setRuntimeRules(rules)) : null
+  const local = pgRules ? null : new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
+  const store: RuleWriter = pgRules ?? local!
+  const state = shared ? new PgBudgetState(ctx.store) : undefined
   engine = new BudgetEngine(
     ctx.config.timezone,
     weekStartDay(ctx.config.budgets.week_start),
     configRules(ctx),
-    store.all(),
+    local ? local.all() : [],
     costModel(pricer, history),
     loadHistory,
+    state,
   )
   engine.reload()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
@@ -120,7 +142,18 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     runaway.observe(call)
   })
   ctx.onClose(stop)
-  ctx.setGate(budgetGate(e, { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }))
+  const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
+  if (pgRules && state) {
+    // Calls wait for the shared rules' first load: none is let through under rules not yet read.
+    const ready = firstLoad(pgRules)
+    ctx.setGate(sharedBudgetGate(e, guard, ready))
+    ctx.onClose(async () => {
+      pgRules.close()
+      await state.close()
+    })
+  } else {
+    ctx.setGate(budgetGate(e, guard))
+  }
   ctx.budgets = e
   const b = { engine: e, store, runaway, history }
   installed.set(ctx, b)

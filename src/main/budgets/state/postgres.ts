@@ -39,6 +39,8 @@ export interface PgBudgetStateOptions {
   leaseMs?: number
   /** This instance's name in `budget_reservations.instance` (default: a random id per process start). */
   instance?: string
+  /** Statements at a time (default 6, under the pool's 10 connections, leaving room for the ledger). */
+  concurrency?: number
 }
 
 /** The identity of a rule's spend: its key pattern and scope (limits can change without losing spend). */
@@ -83,6 +85,28 @@ function rowKey(rk: string, hash: string, p: PeriodState, session: string): stri
   return `${rk}\u0000${hash}\u0000${p.period}\u0000${p.period === 'session' ? 0 : p.start}\u0000${p.period === 'session' ? session : ''}`
 }
 
+/**
+ * At most `max` statements at a time; the rest wait here, in order. A burst of calls then queues
+ * in this process rather than in the pool, whose wait for a connection times out (5 s).
+ */
+class Limiter {
+  private running = 0
+  private readonly queue: (() => void)[] = []
+
+  constructor(private readonly max: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.max) await new Promise<void>((r) => this.queue.push(r))
+    this.running++
+    try {
+      return await fn()
+    } finally {
+      this.running--
+      this.queue.shift()?.()
+    }
+  }
+}
+
 export class PgBudgetState implements BudgetState {
   readonly kind = 'postgres' as const
   readonly instance: string
@@ -97,6 +121,7 @@ export class PgBudgetState implements BudgetState {
   /** Settlements not yet written (in flight, or retried after a database error). */
   private unsettled = new Map<string, { ids: number[]; cost: number }>()
   private writing = new Set<Promise<void>>()
+  private readonly db: Limiter
   /** Settlements being written now (not retried by the tick meanwhile). */
   private readonly inFlight = new Set<string>()
 
@@ -107,6 +132,7 @@ export class PgBudgetState implements BudgetState {
     if (store.dialect !== 'postgres') throw new Error('PgBudgetState needs a PostgreSQL store')
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS
     this.instance = opts.instance ?? randomUUID()
+    this.db = new Limiter(opts.concurrency ?? 6)
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 3)))
     this.timer.unref()
   }
@@ -197,13 +223,13 @@ export class PgBudgetState implements BudgetState {
       since: session ? Date.now() - SESSION_HISTORY_MS : p.start,
     }
     const scope = scopeSql(req.rule, params)
-    await this.store.run(
+    await this.db.run(() => this.store.run(
       `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
        SELECT @rk, @key, @period, @start, @session, COALESCE(SUM(cost_usd), 0), 0, ${NOW_MS} FROM calls
         WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription'${session ? ' AND session = @session' : ''}${scope}
        ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
       params,
-    )
+    ))
   }
 
   private async reserveShared(req: ReserveRequest, periods: PeriodState[], retry = 0): Promise<ReserveOutcome> {
@@ -231,36 +257,36 @@ export class PgBudgetState implements BudgetState {
       req.rule.reserve === 'max_tokens'
         ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
         : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
+    params.n = periods.length
     let rows: Answer[]
     try {
-      // One round trip: lock the rows in id order (no deadlock between instances), reserve on
-      // every row that admits, record the reservation with its lease, and answer for each row
-      // whether it took the call (with the figures a refusal names when it did not).
-      rows = await this.store.all<Answer>(
+      // One round trip: lock the call's rows in id order (no deadlock between instances; the
+      // locked values are the latest and cannot move until this statement ends), reserve on all
+      // of them only if every one admits, record the reservation with its lease, and answer with
+      // each row's figures (what a refusal names).
+      rows = await this.db.run(() => this.store.all<Answer>(
         `WITH want (period, start, session, lim) AS (VALUES ${values.join(', ')}),
               locked AS (
-                SELECT b.id, w.period, b.spent_usd, b.reserved_usd FROM budget_spend b JOIN want w
+                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM budget_spend b JOIN want w
                     ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
                  WHERE b.rule_key = @rk AND b.api_key_hash = @key
                  ORDER BY b.id FOR UPDATE OF b
               ),
+              verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
               upd AS (
                 UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
-                  FROM want w
-                 WHERE b.id IN (SELECT id FROM locked)
-                   AND b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                   AND b.spent_usd < w.lim AND ${admits}
-                RETURNING b.id, b.spent_usd, b.reserved_usd - @x::float8 AS reserved_usd
+                 WHERE b.id IN (SELECT id FROM locked) AND (SELECT ok FROM verdict)
+                RETURNING b.id
               ),
               ins AS (
                 INSERT INTO budget_reservations (id, spend_id, amount_usd, instance, expires_at)
                 SELECT @rid, id, @x::float8, @me, ${NOW_MS} + @lease FROM upd
               )
-         SELECT l.id, l.period, COALESCE(u.spent_usd, l.spent_usd) AS spent_usd,
-                COALESCE(u.reserved_usd, l.reserved_usd) AS reserved_usd, u.id IS NOT NULL AS took
+         SELECT l.id, l.period, l.spent_usd, l.reserved_usd, u.id IS NOT NULL AS took
            FROM locked l LEFT JOIN upd u ON u.id = l.id`,
         params,
-      )
+      ))
     } catch (err) {
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
       if (retry < 3 && ['40P01', '40001'].includes((err as { code?: string }).code ?? '')) return this.reserveShared(req, periods, retry + 1)
@@ -271,8 +297,7 @@ export class PgBudgetState implements BudgetState {
       const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
       return { ok: true, periods: seen, reservation: this.reservation(rid, took.map((r) => r.id)) }
     }
-    // Some row refused (rare: the periods disagree): free what this call reserved on the others.
-    if (took.length > 0) await this.release(rid, took.map((r) => r.id))
+    if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
     for (const p of periods) {
       const r = rows.find((x) => x.period === p.period)
       if (!r) {
@@ -287,11 +312,20 @@ export class PgBudgetState implements BudgetState {
         if (p.period !== 'session') this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd)
         return { ok: false, kind: 'reached', state, reservedUsd: reserved, worstCaseUsd: 0 }
       }
-      if (r.took) continue
+      if (this.admitted(req, p, r)) continue
       if (req.rule.reserve === 'max_tokens') return { ok: false, kind: 'worst_case', state, reservedUsd: reserved, worstCaseUsd: req.amount }
       return { ok: false, kind: 'reserved', state, reservedUsd: reserved, worstCaseUsd: 0 }
     }
     throw new Error('budget reservation: no row refused and not every row took the call')
+  }
+
+  /** The test the statement made on one row, on the figures it answered with (to name the refusing period). */
+  private admitted(req: ReserveRequest, p: PeriodState, r: Answer): boolean {
+    if (r.spent_usd >= p.limit) return false
+    if (req.rule.reserve === 'max_tokens') {
+      return req.amount <= 0 || req.amount <= p.limit - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
+    }
+    return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < p.limit
   }
 
   private remember(k: string, spent: number): void {
@@ -313,15 +347,15 @@ export class PgBudgetState implements BudgetState {
   /** Adds a settled call's cost and frees its reservation (if its lease has not already run out), in one statement. */
   private write(rid: string, ids: number[], cost: number): void {
     this.inFlight.add(rid)
-    const p = this.store
-      .run(
+    const p = this.db
+      .run(() => this.store.run(
         `WITH d AS (DELETE FROM budget_reservations WHERE id = @rid RETURNING spend_id, amount_usd)
          UPDATE budget_spend b
             SET spent_usd = b.spent_usd + @cost::float8,
                 reserved_usd = GREATEST(0, b.reserved_usd - COALESCE((SELECT amount_usd FROM d WHERE d.spend_id = b.id), 0))
           WHERE b.id = ANY(@ids::bigint[])`,
         { rid, ids, cost },
-      )
+      ))
       .then(
         () => {
           this.unsettled.delete(rid)
@@ -337,18 +371,18 @@ export class PgBudgetState implements BudgetState {
     this.writing.add(p)
   }
 
-  private async release(rid: string, ids: number[]): Promise<void> {
-    await this.store.run(
-      `WITH d AS (DELETE FROM budget_reservations WHERE id = @rid RETURNING spend_id, amount_usd)
-       UPDATE budget_spend b SET reserved_usd = GREATEST(0, b.reserved_usd - d.amount_usd)
-         FROM d WHERE b.id = d.spend_id AND b.id = ANY(@ids::bigint[])`,
-      { rid, ids },
-    )
-  }
-
-  /** Resolves when every settlement handed to this state so far is written (tests, shutdown). */
-  async settled(): Promise<void> {
-    while (this.writing.size > 0) await Promise.all([...this.writing])
+  /**
+   * Resolves when every settlement handed to this state so far is written (tests, shutdown),
+   * retrying those the database refused up to `attempts` times; false when some are still unwritten.
+   */
+  async settled(attempts = 5): Promise<boolean> {
+    for (let i = 0; ; i++) {
+      while (this.writing.size > 0) await Promise.all([...this.writing])
+      if (this.unsettled.size === 0) return true
+      if (i >= attempts) return false
+      await new Promise((r) => setTimeout(r, 100 * (i + 1)))
+      for (const [rid, u] of this.unsettled) if (!this.inFlight.has(rid)) this.write(rid, u.ids, u.cost)
+    }
   }
 
   /** Settlements that could not be written yet (the database is away). */
@@ -356,10 +390,10 @@ export class PgBudgetState implements BudgetState {
     return this.unsettled.size
   }
 
-  /** Stops renewing leases (the instance stops); `settled()` first to write what is pending. */
+  /** Stops renewing leases (the instance stops), after writing the settlements still pending. */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    await this.settled()
+    await this.settled(2)
   }
 }
