@@ -17,6 +17,7 @@ import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { SqliteStore } from '../storage/sqlite'
+import type { SqlStore } from '../storage/sql'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
@@ -76,6 +77,12 @@ export interface CreateOptions {
   headersTimeoutMs?: number
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
+  /**
+   * The shared store `ctx.store` is (default: SQLite over the data folder's database). A
+   * PostgreSQL store here puts budget rules and block-rule spend in it, shared by every
+   * instance on that database (tests; `storage.url` in the config does it for users).
+   */
+  store?: SqlStore
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -112,7 +119,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const context: ServerContext = {
     config,
     db,
-    store: new SqliteStore(db),
+    store: opts.store ?? new SqliteStore(db),
     ledger,
     log,
     version,
