@@ -70,8 +70,9 @@ async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<I
   let engine: BudgetEngine | null = null
   const shared = new PgRuleStore(store, (r) => engine?.setRuntimeRules(r))
   engine = new BudgetEngine('UTC', 1, rules, [], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
-  const ready = shared.refresh().then(() => shared.start())
-  const gate = sharedBudgetGate(engine, undefined, ready)
+  await shared.refresh()
+  shared.start()
+  const gate = sharedBudgetGate(engine)
   const i: Instance = {
     store,
     rules: shared,

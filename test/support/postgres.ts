@@ -17,6 +17,10 @@ export interface TestPostgres {
   createDatabase(name?: string): string
   /** Stops the server (fast) and removes its folder. */
   stop(): void
+  /** Stops the server and keeps its data: clients see refused connections until `startServer()`. */
+  stopServer(): void
+  /** Starts the stopped server again, on the same port with the same data. */
+  startServer(): void
 }
 
 const CANDIDATES = ['/usr/lib/postgresql/17/bin', '/usr/lib/postgresql/16/bin', '/usr/lib/postgresql/15/bin', '/usr/lib/postgresql/14/bin']
@@ -59,13 +63,15 @@ export async function startPostgres(): Promise<TestPostgres> {
   }
   check(as('initdb', ['-D', data, '-U', 'burnrate', '--auth=trust', '-E', 'UTF8', '--no-sync']), 'initdb')
   let port = 0
-  for (let attempt = 0; ; attempt++) {
-    port = await freePort()
-    const r = as('pg_ctl', [
+  const start = () =>
+    as('pg_ctl', [
       '-D', data, '-l', join(dir, 'log'), '-w', '-t', '60',
       '-o', `-p ${port} -h 127.0.0.1 -k ${dir} -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200`,
       'start',
     ])
+  for (let attempt = 0; ; attempt++) {
+    port = await freePort()
+    const r = start()
     if (r.status === 0) break
     if (attempt >= 3) check(r, 'pg_ctl start')
   }
@@ -81,6 +87,19 @@ export async function startPostgres(): Promise<TestPostgres> {
     stop() {
       as('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'])
       rmSync(dir, { recursive: true, force: true })
+    },
+    stopServer() {
+      // fast: open connections are closed at once (clients see them end), the data is kept.
+      check(as('pg_ctl', ['-D', data, '-m', 'fast', '-w', '-t', '60', 'stop']), 'pg_ctl stop')
+    },
+    startServer() {
+      // The port was ours a moment ago; a few tries cover a socket still closing.
+      for (let attempt = 0; ; attempt++) {
+        const r = start()
+        if (r.status === 0) return
+        if (attempt >= 5) check(r, 'pg_ctl start')
+        spawnSync('sleep', ['0.5'])
+      }
     },
   }
 }

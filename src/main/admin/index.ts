@@ -28,7 +28,7 @@ export const admin: Feature = (ctx) => {
   }
   const budgets = budgetsOf(ctx)
   const stats = new ProviderStats(ctx.config.timezone)
-  stats.seed(ctx.db)
+  stats.seed(ctx.store).catch((err: Error) => ctx.log.warn(`admin: could not read today's calls for provider status: ${err.message}`))
   ctx.onClose(ctx.ledger.onCall((call) => stats.observe(call)))
 
   const router = express.Router()

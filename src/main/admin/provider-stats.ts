@@ -1,7 +1,7 @@
-import type Database from 'better-sqlite3'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
 import type { CallRecord } from '../ledger/record'
 import { STATUS_CLIENT_CLOSED } from '../ledger/record'
+import type { SqlReader } from '../storage/sql'
 import { PeriodClock } from '../time/zone'
 
 export interface ProviderDay {
@@ -70,15 +70,18 @@ export class ProviderStats {
     }
   }
 
-  /** Replays today's calls from the database (at start-up). */
-  seed(db: Database.Database, now = Date.now()): void {
-    const rows = db
-      .prepare(
-        `SELECT provider, status, error, latency_ms, ts FROM calls
-          WHERE ts >= ? AND (error IS NULL OR error NOT IN (?, ?, ?)) ORDER BY ts, id`,
-      )
-      .iterate(this.clock.dayOf(now).start, REFUSAL_REASON, RATE_REASON, LOOP_REASON) as IterableIterator<CallRecord>
-    for (const r of rows) this.observe(r, now)
+  /**
+   * Replays today's calls from the ledger (at start-up), those that began before `now`: calls
+   * observed live from then on are counted by `observe`, so none is counted twice even when the
+   * store answers after calls have begun to arrive (PostgreSQL).
+   */
+  async seed(store: SqlReader, now = Date.now()): Promise<void> {
+    const rows = await store.all<CallRecord>(
+      `SELECT provider, status, error, latency_ms, ts FROM calls
+        WHERE ts >= @start AND ts < @now AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
+      { start: this.clock.dayOf(now).start, now, refused: REFUSAL_REASON, rate: RATE_REASON, loop: LOOP_REASON },
+    )
+    for (const r of rows) this.observe(r)
   }
 
   get(name: string, now = Date.now()): ProviderDay | undefined {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { openDatabase } from '../ledger/db'
+import { SqliteStore } from '../storage/sqlite'
 import { SESSION_GAP_MS, SessionInference } from './sessions'
 
 const MIN = 60_000
@@ -72,7 +73,7 @@ describe('SessionInference', () => {
     let dir = ''
     afterEach(() => rmSync(dir, { recursive: true, force: true }))
 
-    it('reopens inferred sessions whose last call is within the gap, and only those', () => {
+    it('reopens inferred sessions whose last call is within the gap, and only those', async () => {
       dir = mkdtempSync(join(tmpdir(), 'burnrate-sessions-'))
       const db = openDatabase(join(dir, 'burnrate.db'))
       const insert = db.prepare(
@@ -87,7 +88,7 @@ describe('SessionInference', () => {
       insert.run(now - 40 * MIN, 'k2', 'aider', 'auto-cccccccccccc') // closed: too old
       insert.run(now - 5 * MIN, 'k3', 'claude-code', '0f4c2a8e-6b1d-4e3f-9a7c-2d5e8b1f4a6c') // the client's own id
       const s = new SessionInference()
-      s.seed(db, now)
+      await s.seed(new SqliteStore(db), now)
       db.close()
       expect(s.size).toBe(1)
       expect(s.assign('aider', 'k1', now)).toBe('auto-bbbbbbbbbbbb')

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import type Database from 'better-sqlite3'
+import type { SqlReader } from '../storage/sql'
 
 /** Calls of one agent and key further apart than this start a new session. */
 export const SESSION_GAP_MS = 30 * 60 * 1000
@@ -57,15 +57,27 @@ export class SessionInference {
     }
   }
 
-  /** Reopens the inferred sessions whose last call is less than the gap before `now`. */
-  seed(db: Database.Database, now = Date.now()): void {
-    const rows = db
-      .prepare(
-        `SELECT agent, api_key_hash, session, MAX(ts) AS last FROM calls
-         WHERE ts > ? AND session LIKE 'auto-%' GROUP BY agent, api_key_hash`,
-      )
-      .all(now - this.gapMs) as { agent: string; api_key_hash: string; session: string; last: number }[]
-    for (const r of rows) this.put(`${r.agent}\u0000${r.api_key_hash}`, { id: r.session, last: r.last })
+  /**
+   * Reopens the inferred sessions whose last call is less than the gap before `now` (the latest
+   * session of each agent and key). A session a call has already been assigned to meanwhile is
+   * kept: the store may answer after calls have begun to arrive (PostgreSQL).
+   */
+  async seed(store: SqlReader, now = Date.now()): Promise<void> {
+    const rows = await store.all<{ agent: string; api_key_hash: string; session: string; last: number }>(
+      `SELECT agent, api_key_hash, session, MAX(ts) AS last FROM calls
+       WHERE ts > @since AND session LIKE 'auto-%' GROUP BY agent, api_key_hash, session`,
+      { since: now - this.gapMs },
+    )
+    const latest = new Map<string, { id: string; last: number }>()
+    for (const r of rows) {
+      const k = `${r.agent}\u0000${r.api_key_hash}`
+      const cur = latest.get(k)
+      if (!cur || r.last > cur.last || (r.last === cur.last && r.session > cur.id)) latest.set(k, { id: r.session, last: r.last })
+    }
+    // Oldest first, so the least recently used are dropped first when there are too many.
+    for (const [k, v] of [...latest].sort((a, b) => a[1].last - b[1].last)) {
+      if (!this.open.has(k)) this.put(k, v)
+    }
   }
 
   get size(): number {

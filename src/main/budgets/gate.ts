@@ -1,5 +1,5 @@
 import { errorBody } from '../http/errors'
-import { type Admission, type CallContext, type CallGate, decided } from '../proxy/gate'
+import type { Admission, CallContext, CallGate } from '../proxy/gate'
 import type { BudgetEngine, Decision, PeriodState, Refusal, Warning } from './engine'
 import type { RateState } from './meter'
 import type { RunawayDetector, RunawayEvent } from './runaway'
@@ -117,32 +117,14 @@ export function budgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
  * The gate over a shared budget state (PostgreSQL): the same, but a call under a `block` rule
  * waits for its reservation in the database (a promise); every other call is decided in one step.
  */
-export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway, ready?: Promise<unknown>): CallGate {
-  let loaded = ready === undefined
-  void ready?.then(() => {
-    loaded = true
-  })
-  const gate: CallGate = {
+export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
+  return {
     admit: (ctx) =>
       admitWith(ctx, runaway, (now, events) => {
         const d = engine.decide(ctx, now)
         return d instanceof Promise ? { pending: d.then((x) => admission(x, ctx, events, Date.now())) } : admission(d, ctx, events, now)
       }),
   }
-  if (loaded || !ready) return gate
-  return {
-    // Until the shared rules are first read (start-up), calls wait for them: up to 5 s, then
-    // the call is not sent (gate_failed) rather than let through under rules not yet read.
-    admit: (ctx) => (loaded ? gate.admit(ctx) : { pending: waitFor(ready, 5000).then(() => decided(gate.admit(ctx))) }),
-  }
-}
-
-function waitFor(p: Promise<unknown>, ms: number): Promise<unknown> {
-  let timer: NodeJS.Timeout | undefined
-  const late = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error('the shared budget rules could not be read')), ms)
-  })
-  return Promise.race([p, late]).finally(() => clearTimeout(timer))
 }
 
 function admitWith(ctx: CallContext, runaway: Runaway | undefined, decide: (now: number, events: RunawayEvent[]) => Admission): Admission {

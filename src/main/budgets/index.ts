@@ -108,15 +108,26 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   let engine: BudgetEngine | null = null
   // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
   const shared = ctx.store.dialect === 'postgres'
-  const pgRules = shared ? new PgRuleStore(ctx.store, (rules) => engine?.setRuntimeRules(rules)) : null
-  const local = pgRules ? null : new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
-  const store: RuleWriter = pgRules ?? local!
+  const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
+  // PG mode: the data folder's `budget_rules` keeps the last rules read from PostgreSQL, so an
+  // instance starting while the database is away enforces them (start-up never waits on it).
+  const pgRules = shared
+    ? new PgRuleStore(ctx.store, (rules) => {
+        engine?.setRuntimeRules(rules)
+        try {
+          local.replaceAll(rules)
+        } catch {
+          // the copy is a convenience; the rules in force are the ones just read
+        }
+      })
+    : null
+  const store: RuleWriter = pgRules ?? local
   const state = shared ? new PgBudgetState(ctx.store) : undefined
   engine = new BudgetEngine(
     ctx.config.timezone,
     weekStartDay(ctx.config.budgets.week_start),
     configRules(ctx),
-    local ? local.all() : [],
+    local.all(),
     costModel(pricer, history),
     loadHistory,
     state,
@@ -144,9 +155,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   ctx.onClose(stop)
   const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
   if (pgRules && state) {
-    // Calls wait for the shared rules' first load: none is let through under rules not yet read.
-    const ready = firstLoad(pgRules)
-    ctx.setGate(sharedBudgetGate(e, guard, ready))
+    void firstLoad(pgRules)
+    ctx.setGate(sharedBudgetGate(e, guard))
     ctx.onClose(async () => {
       pgRules.close()
       await state.close()

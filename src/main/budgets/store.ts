@@ -52,6 +52,7 @@ export class RuleStore {
   private readonly deleteStmt: Database.Statement
   private readonly upsertTx: (input: RuleInput, now: number) => { rule: Rule; created: boolean }
   private readonly deleteTx: (pattern: string) => boolean
+  private readonly replaceTx: (rules: readonly Rule[]) => void
 
   constructor(
     db: Database.Database,
@@ -85,10 +86,30 @@ export class RuleStore {
     this.deleteTx = db.transaction((pattern: string) => {
       return this.deleteStmt.run(pattern).changes > 0
     })
+    const clear = db.prepare('DELETE FROM budget_rules')
+    this.replaceTx = db.transaction((rules: readonly Rule[]) => {
+      clear.run()
+      for (const r of rules) {
+        this.upsertStmt.run({
+          api_key_pattern: r.api_key_pattern,
+          daily_limit_usd: r.daily_limit_usd,
+          monthly_limit_usd: r.monthly_limit_usd,
+          action: r.action,
+          soft_limit_pct: r.soft_limit_pct,
+          options: optionsJson(r),
+          created_at: r.created_at ?? 0,
+        })
+      }
+    })
   }
 
   all(): Rule[] {
     return (this.selectAll.all() as RuleRow[]).map(toRule)
+  }
+
+  /** Makes the table hold exactly `rules` (PG mode: the local copy of the shared rules), without `onChange`. */
+  replaceAll(rules: readonly Rule[]): void {
+    this.replaceTx(rules)
   }
 
   /** Stores `input`, replacing the runtime rule with the same pattern; `created` is false when one was replaced. */

@@ -22,6 +22,22 @@ function errorOf(fn: () => unknown): string {
   throw new Error('expected a ConfigError')
 }
 
+describe('storage.url', () => {
+  it('takes a postgres URL from the file, BURNRATE_DATABASE_URL winning, and refuses anything else without echoing a password', async () => {
+    const { redactUrl } = await import('../storage/url')
+    const file = withFile('storage:\n  url: postgres://ann:pw1@db.internal:5432/burnrate\n')
+    expect(loadConfig({ config: file }, {}).storage.url).toBe('postgres://ann:pw1@db.internal:5432/burnrate')
+    expect(loadConfig({ config: file }, { BURNRATE_DATABASE_URL: 'postgresql://bob:pw2@10.0.0.5/team' }).storage.url).toBe('postgresql://bob:pw2@10.0.0.5/team')
+    expect(loadConfig({ dataDir: mkdtempSync(join(tmpdir(), 'burnrate-cfg-')) }, {}).storage.url).toBeNull()
+    const mysql = errorOf(() => loadConfig({ config: withFile('storage:\n  url: mysql://u:SECRETPW@h/db\n') }, {}))
+    expect(mysql).toMatch(/storage\.url: expected a postgres:\/\/ \(or postgresql:\/\/\) URL, not mysql:/)
+    expect(mysql).not.toContain('SECRETPW')
+    expect(errorOf(() => loadConfig({ config: file }, { BURNRATE_DATABASE_URL: 'not a url SECRETPW' }))).toMatch(/^BURNRATE_DATABASE_URL: expected a PostgreSQL URL/)
+    expect(errorOf(() => loadConfig({ config: file }, { BURNRATE_DATABASE_URL: 'postgres://u:SECRETPW@h:5432/' }))).toMatch(/names no database/)
+    expect(redactUrl('postgres://ann:p%40ss@db:5432/b?sslmode=require&password=x')).toBe('postgres://ann:***@db:5432/b?sslmode=require&password=***')
+  })
+})
+
 describe('loadConfig', () => {
   it('gives defaults without a file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))

@@ -123,6 +123,22 @@ function checkBaseUrl(value: string, where: string): void {
   if (u.hash || value.includes('#')) throw new ConfigError(`${where}: must not contain a fragment ("#...")`)
 }
 
+/** Why `url` is not a PostgreSQL connection URL Burnrate can use, or null. Never echoes the URL (it may hold a password). */
+export function storageUrlProblem(url: string): string | null {
+  let u: URL
+  try {
+    u = new URL(url)
+  } catch {
+    return 'expected a PostgreSQL URL, postgres://user:password@host:5432/database'
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    return `expected a postgres:// (or postgresql://) URL, not ${u.protocol}//…; leave storage.url out to keep the ledger in the data folder's SQLite file`
+  }
+  if (!u.hostname && !u.searchParams.get('host')) return 'names no host (postgres://user:password@host:5432/database)'
+  if (u.pathname.replace(/^\//, '') === '') return 'names no database (postgres://user:password@host:5432/database)'
+  return null
+}
+
 /** `http(s)://host[:port]` with nothing after it. */
 function isOrigin(value: string): boolean {
   const m = /^https?:\/\/([^/?#]+)\/?$/i.exec(value)
@@ -137,7 +153,8 @@ function checkPattern(pattern: string, where: string): void {
 
 /**
  * Builds the effective configuration. Precedence: command-line flags, then environment
- * (BURNRATE_CONFIG, BURNRATE_DATA_DIR, BURNRATE_HOST, BURNRATE_PORT), then the file, then defaults.
+ * (BURNRATE_CONFIG, BURNRATE_DATA_DIR, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATABASE_URL), then the
+ * file, then defaults.
  * Without --config or BURNRATE_CONFIG, `<data dir>/config.yaml` is read when it exists.
  */
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
@@ -165,6 +182,13 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   if (flags.host ?? env.BURNRATE_HOST) parsed.server.host = (flags.host ?? env.BURNRATE_HOST) as string
   if (flags.port !== undefined) parsed.server.port = parsePort(flags.port, '--port')
   else if (env.BURNRATE_PORT) parsed.server.port = parsePort(env.BURNRATE_PORT, 'BURNRATE_PORT')
+
+  if (env.BURNRATE_DATABASE_URL) parsed.storage.url = env.BURNRATE_DATABASE_URL
+  if (parsed.storage.url !== null) {
+    const where = env.BURNRATE_DATABASE_URL ? 'BURNRATE_DATABASE_URL' : `config ${file ?? '(defaults)'}: storage.url`
+    const problem = storageUrlProblem(parsed.storage.url)
+    if (problem) throw new ConfigError(`${where}: ${problem}`)
+  }
 
   let dataDir = dirOverride ?? parsed.data_dir ?? defaultDataDir()
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)

@@ -192,6 +192,15 @@ export const configSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * Where the shared ledger lives. Unset: the SQLite file in the data folder. `url:
+     * postgres://user:password@host:5432/db` puts calls, rollups, rules, price overrides and budget
+     * spend in PostgreSQL (a team server; several instances may share it). BURNRATE_DATABASE_URL wins.
+     */
+    storage: z
+      .object({ url: z.string().min(1).nullable().default(null) })
+      .strict()
+      .prefault({}),
     /** Prometheus exposition at `GET /metrics` (src/main/metrics). */
     metrics: z
       .object({ enabled: z.boolean().default(false) })

@@ -1,7 +1,7 @@
 import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
-import { andTenant, MONEY } from './sql'
+import { andTenant, bytewise, MONEY, total } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -30,7 +30,9 @@ interface Part {
 }
 
 /** Spend in the window grouped by one attribute, costliest first. */
-export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Costs {
+export async function costs(
+  d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT,
+): Promise<Costs> {
   const w = rangeWindow(range, now)
   const { rolled, raw } = splitTiers(w, TIERS)
   const byModel = groupBy === 'model'
@@ -44,17 +46,17 @@ export function costs(d: DashDeps, groupBy: GroupBy, range: Range, tenant: strin
              FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`
         : `SELECT key, provider, key_hint, ${COLS}
              FROM ${tier.dims} WHERE dim = @dim AND bucket >= @start AND bucket < @end${andTenant(tenant)}`
-    for (const p of d.q.get(sql).iterate(args(window)) as IterableIterator<Part>) parts.push(p)
+    for (const p of await d.q.all<Part>(sql, args(window))) parts.push(p)
   }
   for (const r of raw) {
     const col = COLUMN[groupBy]
     const provider = byModel ? 'provider' : "''"
-    const sql = `SELECT ${col} AS key, ${provider} AS provider, max(key_hint) AS key_hint, count(*) AS requests,
-        total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
-        total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-        total(${MONEY}) AS cost_usd
+    const sql = `SELECT ${col} AS key, ${provider} AS provider, max(${bytewise(d.q, 'key_hint')}) AS key_hint, count(*) AS requests,
+        ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens,
+        ${total('cache_read_tokens')} AS cache_read_tokens, ${total('cache_write_tokens')} AS cache_write_tokens,
+        ${total(MONEY)} AS cost_usd
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
-    for (const p of d.q.get(sql).iterate(args(r)) as IterableIterator<Part>) parts.push(p)
+    for (const p of await d.q.all<Part>(sql, args(r))) parts.push(p)
   }
   const rows = new Map<string, CostRow>()
   for (const p of parts) {

@@ -1,8 +1,9 @@
-import type { Statements } from './sql'
+import type { SqlReader } from '../storage/sql'
 
 /** What every dashboard query needs. */
 export interface DashDeps {
-  q: Statements
+  /** The ledger's store: SQLite, or PostgreSQL with `storage.url`. */
+  q: SqlReader
   /** IANA zone in which today and this month begin. */
   tz: string
 }

@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
 import { CALL_COLUMNS, CSV_HEADER, csvLine, toCall, type CallRow } from './calls'
 import type { DashDeps } from './deps'
+import { indexedBy } from './sql'
 import { rangeWindow } from './window'
 
 /** Rows read per query; each chunk is one `res.write`. */
@@ -23,11 +24,10 @@ export async function streamExport(
 ): Promise<void> {
   const w = window ?? rangeWindow(range, now)
   const index = tenant === null ? 'calls_ts' : 'calls_tenant_ts'
-  const sql = `SELECT ${CALL_COLUMNS} FROM calls INDEXED BY ${index}
+  const sql = `SELECT ${CALL_COLUMNS} FROM calls${indexedBy(d.q, index)}
     WHERE ts >= @from AND ts < @end${tenant === null ? '' : ' AND tenant = @tenant'}
       AND (ts > @afterTs OR id > @afterId)
     ORDER BY ts, id LIMIT ${CHUNK}`
-  const page = d.q.get(sql)
   const csv = format === 'csv'
   res.writeHead(200, {
     'content-type': csv ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
@@ -44,7 +44,7 @@ export async function streamExport(
   let afterId = 0
   for (;;) {
     if (closed) return
-    const rows = page.all({ from: Math.max(w.start, afterTs), end: w.end, tenant, afterTs, afterId }) as CallRow[]
+    const rows = await d.q.all<CallRow>(sql, { from: Math.max(w.start, afterTs), end: w.end, tenant, afterTs, afterId })
     if (rows.length === 0) break
     let out = ''
     if (csv) {

@@ -11,9 +11,9 @@ import { expensive } from './expensive'
 import { streamExport } from './export'
 import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
+import { applyRollups } from './rollup/apply'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
-import { Statements } from './sql'
 import { stats } from './stats'
 import { summary } from './summary'
 import { timeseries } from './timeseries'
@@ -26,18 +26,23 @@ import { pricesOf } from '../pricing/feature'
  * false (turning it on later shows correct numbers); only the routes are left out, so they 404.
  */
 export const dashboard: Feature = (ctx) => {
-  const writer = new RollupWriter(ctx.db)
-  const caught = writer.catchUp()
-  if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
-  ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
+  if (ctx.ledger.kind === 'postgres') {
+    // Each batch's rollups in the batch's own transaction, safe with other instances writing the same rows.
+    ctx.ledger.onBatchTx((tx, rows) => applyRollups(tx, rows))
+  } else {
+    const writer = new RollupWriter(ctx.db)
+    const caught = writer.catchUp()
+    if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
+    ctx.ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
+  }
   if (!ctx.config.dashboard.enabled) return
 
-  const d: DashDeps = { q: new Statements(ctx.db), tz: ctx.config.timezone }
-  /** Each request first writes what the ledger holds, so a call that ended is in every answer. */
+  const d: DashDeps = { q: ctx.store, tz: ctx.config.timezone }
+  /** Each request first waits for what the ledger holds to be written, so a call that ended is in every answer. */
   const route = (path: string, handle: (req: Request, res: Response, now: number) => unknown) => {
     ctx.app.get(`/api/dashboard/${path}`, async (req: Request, res: Response, next: NextFunction) => {
       try {
-        ctx.ledger.flush()
+        await ctx.ledger.flushed()
         const body = await handle(req, res, Date.now())
         if (body !== undefined) res.set('cache-control', 'no-store').json(body)
       } catch (err) {
@@ -75,7 +80,7 @@ export const dashboard: Feature = (ctx) => {
   route('prices', () => prices.updater.status())
   // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`).
   route('report', (req) =>
-    buildReport(ctx.db, {
+    buildReport(ctx.store, {
       kind: reportKindParam(req),
       since: whenParam(req, 'since', d.tz),
       until: whenParam(req, 'until', d.tz),

@@ -1,6 +1,6 @@
 import { LIST_LIMIT_DEFAULT, type SessionRow, type Sessions } from '../../shared/api'
 import { ACTIVE_MS, type DashDeps } from './deps'
-import { andTenant } from './sql'
+import { andTenant, bytewise } from './sql'
 
 const DAY = 86_400_000
 
@@ -8,18 +8,13 @@ const DAY = 86_400_000
  * Named sessions with a call in the last 24 h, most recent first, at most `limit` of them (and how many in all). `requests`, `cost_usd` and
  * `started_at` cover the whole session, also the part before the 24 h.
  */
-export function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Sessions {
+export async function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Promise<Sessions> {
   const args = { since: now - DAY, now, tenant, limit }
-  const { n } = d.q
-    .get(`SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`)
-    .get(args) as { n: number }
-  const rows = d.q
-    .get(
-      `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
-        WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}
-        ORDER BY last_ts DESC, session LIMIT @limit`,
-    )
-    .all(args) as {
+  const { n } = (await d.q.get<{ n: number }>(
+    `SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
+    args,
+  ))!
+  const rows = await d.q.all<{
     session: string
     agent: string
     tenant: string
@@ -27,7 +22,12 @@ export function sessions(d: DashDeps, tenant: string | null, now: number, limit 
     last_ts: number
     requests: number
     cost_usd: number
-  }[]
+  }>(
+    `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
+      WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}
+      ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
+    args,
+  )
   return {
     sessions: rows.map(
       (r): SessionRow => ({

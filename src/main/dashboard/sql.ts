@@ -1,24 +1,31 @@
-import type Database from 'better-sqlite3'
-
-/** Prepared statements, built once per distinct SQL text (the few tenant/no-tenant variants). */
-export class Statements {
-  private readonly cache = new Map<string, Database.Statement>()
-
-  constructor(readonly db: Database.Database) {}
-
-  get(sql: string): Database.Statement {
-    let s = this.cache.get(sql)
-    if (!s) {
-      s = this.db.prepare(sql)
-      this.cache.set(sql, s)
-    }
-    return s
-  }
-}
+import type { SqlReader } from '../storage/sql'
 
 /** ` AND tenant = @tenant` when restricted to a tenant, else nothing. */
 export function andTenant(tenant: string | null): string {
   return tenant === null ? '' : ' AND tenant = @tenant'
+}
+
+/**
+ * ` INDEXED BY <index>` on SQLite, whose planner cannot know what the rollups know (how many
+ * calls a window holds); nothing on PostgreSQL, whose planner has statistics and no such clause.
+ */
+export function indexedBy(q: SqlReader, index: string): string {
+  return q.dialect === 'sqlite' ? ` INDEXED BY ${index}` : ''
+}
+
+/** A text column ordered byte by byte on both stores (PostgreSQL's default collation follows the locale). */
+export function bytewise(q: SqlReader, column: string): string {
+  return q.dialect === 'postgres' ? `${column} COLLATE "C"` : column
+}
+
+/** The sum of `expr` over the rows, 0 when there are none (SQLite's `total`, which PostgreSQL lacks). */
+export function total(expr: string): string {
+  return `coalesce(sum(${expr}), 0)`
+}
+
+/** How many rows meet `cond` (a comparison is a number on SQLite but a boolean on PostgreSQL). */
+export function countIf(cond: string): string {
+  return total(`CASE WHEN ${cond} THEN 1 ELSE 0 END`)
 }
 
 /** A call's money: its cost, except a subscription call's (its API-equivalent value is kept apart). */

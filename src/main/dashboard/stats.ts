@@ -9,34 +9,33 @@ import { rangeWindow, splitTiers, type Window } from './window'
 /** Up to this many calls in the window, percentiles are exact; above, read from the daily and hourly histograms (within 1%). */
 export const EXACT_PERCENTILE_MAX = 10_000
 
-export function stats(d: DashDeps, range: Range, tenant: string | null, now: number): Stats {
+export async function stats(d: DashDeps, range: Range, tenant: string | null, now: number): Promise<Stats> {
   const w = rangeWindow(range, now)
-  const t = windowTotals(d.q, w, tenant)
+  const t = await windowTotals(d.q, w, tenant)
   const n = t.requests
   let p50 = 0
   let p95 = 0
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant })
-  const rawLatencies = (x: Window) =>
-    d.q
-      .get(`SELECT latency_ms FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`)
-      .pluck()
-      .all(args(x)) as number[]
+  const rawLatencies = async (x: Window) =>
+    (await d.q.all<{ latency_ms: number }>(`SELECT latency_ms FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`, args(x))).map(
+      (r) => r.latency_ms,
+    )
   if (n > 0 && n <= EXACT_PERCENTILE_MAX) {
-    const sorted = Float64Array.from(rawLatencies(w)).sort()
+    const sorted = Float64Array.from(await rawLatencies(w)).sort()
     p50 = exactPercentile(sorted, 0.5)
     p95 = exactPercentile(sorted, 0.95)
   } else if (n > 0) {
     const h = new Float64Array(BINS)
     const { rolled, raw } = splitTiers(w, TIERS)
     for (const { tier, window } of rolled) {
-      const blobs = d.q
-        .get(`SELECT latency_hist FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`)
-        .pluck()
-        .all(args(window)) as Buffer[]
-      for (const b of blobs) decodeInto(b, h)
+      const rows = await d.q.all<{ latency_hist: Buffer }>(
+        `SELECT latency_hist FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`,
+        args(window),
+      )
+      for (const r of rows) decodeInto(r.latency_hist, h)
     }
     for (const r of raw) {
-      for (const ms of rawLatencies(r)) {
+      for (const ms of await rawLatencies(r)) {
         h[binOf(ms)]++
       }
     }

@@ -5,14 +5,14 @@ import { andTenant } from './sql'
 import { windowTotals } from './totals'
 
 /** Today's and this month's spend (periods begin in the configured zone), and today's rates. */
-export function summary(d: DashDeps, tenant: string | null, now: number): Summary {
+export async function summary(d: DashDeps, tenant: string | null, now: number): Promise<Summary> {
   const end = now + 1
-  const today = windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
-  const month = windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
-  const active = d.q
-    .get(`SELECT count(*) FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`)
-    .pluck()
-    .get({ since: now - ACTIVE_MS, now, tenant }) as number
+  const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
+  const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
+  const { active } = (await d.q.get<{ active: number }>(
+    `SELECT count(*) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
+    { since: now - ACTIVE_MS, now, tenant },
+  ))!
   return {
     today_spend_usd: today.cost_usd,
     month_spend_usd: month.cost_usd,

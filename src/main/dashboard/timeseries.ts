@@ -1,7 +1,7 @@
 import type { Range, Timeseries, TimeseriesPoint } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { FIVE_MIN, HOUR } from './rollup/schema'
-import { andTenant, MONEY } from './sql'
+import { andTenant, MONEY, total } from './sql'
 import { BUCKET_SECONDS, rangeWindow, splitWindow, type Window } from './window'
 
 interface Part {
@@ -13,7 +13,7 @@ interface Part {
 }
 
 /** Contiguous zero-filled buckets, oldest first; the first one counts only calls inside the window. */
-export function timeseries(d: DashDeps, range: Range, tenant: string | null, now: number): Timeseries {
+export async function timeseries(d: DashDeps, range: Range, tenant: string | null, now: number): Promise<Timeseries> {
   const size = BUCKET_SECONDS[range] * 1000
   const w = rangeWindow(range, now)
   const first = Math.floor(w.start / size) * size
@@ -39,15 +39,15 @@ export function timeseries(d: DashDeps, range: Range, tenant: string | null, now
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant })
   if (rolled) {
     const table = grain === HOUR ? 'dash_hour' : 'dash_5m'
-    const sql = `SELECT bucket AS t, total(cost_usd) AS cost_usd, total(requests) AS requests,
-        total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens
+    const sql = `SELECT bucket AS t, ${total('cost_usd')} AS cost_usd, ${total('requests')} AS requests,
+        ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens
       FROM ${table} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)} GROUP BY bucket`
-    addParts(d.q.get(sql).all(args(rolled)) as Part[])
+    addParts(await d.q.all<Part>(sql, args(rolled)))
   }
   for (const r of raw) {
     const sql = `SELECT ts AS t, ${MONEY} AS cost_usd, 1 AS requests, input_tokens, output_tokens
       FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
-    addParts(d.q.get(sql).all(args(r)) as Part[])
+    addParts(await d.q.all<Part>(sql, args(r)))
   }
   return { range, bucket_seconds: size / 1000, points }
 }

@@ -1,5 +1,6 @@
 import { TIERS } from './rollup/schema'
-import { andTenant, MONEY, PLAN_VALUE, type Statements } from './sql'
+import type { SqlReader } from '../storage/sql'
+import { andTenant, countIf, MONEY, PLAN_VALUE, total } from './sql'
 import { splitTiers, type Window } from './window'
 
 export interface Totals {
@@ -17,16 +18,16 @@ export interface Totals {
   plan_value_usd: number
 }
 
-const SUMS = `count(*) AS requests, total(status >= 400) AS failed, total(status = 429) AS errors_429,
-  total(status BETWEEN 500 AND 599) AS errors_5xx, total(${MONEY}) AS cost_usd,
-  total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
-  total(cache_read_tokens) AS cache_read_tokens, total(cache_write_tokens) AS cache_write_tokens,
-  total(latency_ms) AS latency_ms, total(${PLAN_VALUE}) AS plan_value_usd`
+const SUMS = `count(*) AS requests, ${countIf('status >= 400')} AS failed, ${countIf('status = 429')} AS errors_429,
+  ${countIf('status BETWEEN 500 AND 599')} AS errors_5xx, ${total(MONEY)} AS cost_usd,
+  ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens,
+  ${total('cache_read_tokens')} AS cache_read_tokens, ${total('cache_write_tokens')} AS cache_write_tokens,
+  ${total('latency_ms')} AS latency_ms, ${total(PLAN_VALUE)} AS plan_value_usd`
 
-const ROLLED = `total(requests) AS requests, total(failed) AS failed, total(errors_429) AS errors_429,
-  total(errors_5xx) AS errors_5xx, total(cost_usd) AS cost_usd, total(input_tokens) AS input_tokens,
-  total(output_tokens) AS output_tokens, total(cache_read_tokens) AS cache_read_tokens,
-  total(cache_write_tokens) AS cache_write_tokens, total(latency_ms) AS latency_ms, total(plan_value_usd) AS plan_value_usd`
+const ROLLED = `${total('requests')} AS requests, ${total('failed')} AS failed, ${total('errors_429')} AS errors_429,
+  ${total('errors_5xx')} AS errors_5xx, ${total('cost_usd')} AS cost_usd, ${total('input_tokens')} AS input_tokens,
+  ${total('output_tokens')} AS output_tokens, ${total('cache_read_tokens')} AS cache_read_tokens,
+  ${total('cache_write_tokens')} AS cache_write_tokens, ${total('latency_ms')} AS latency_ms, ${total('plan_value_usd')} AS plan_value_usd`
 
 export function emptyTotals(): Totals {
   return {
@@ -40,16 +41,16 @@ function add(into: Totals, t: Totals): void {
 }
 
 /** Every total of the calls in `w` (of one tenant, or all): whole days and hours from the rollups, the edges from `calls`. */
-export function windowTotals(q: Statements, w: Window, tenant: string | null): Totals {
+export async function windowTotals(q: SqlReader, w: Window, tenant: string | null): Promise<Totals> {
   const out = emptyTotals()
   const { rolled, raw } = splitTiers(w, TIERS)
   for (const { tier, window } of rolled) {
     const sql = `SELECT ${ROLLED} FROM ${tier.totals} WHERE bucket >= @start AND bucket < @end${andTenant(tenant)}`
-    add(out, q.get(sql).get({ start: window.start, end: window.end, tenant }) as Totals)
+    add(out, (await q.get<Totals>(sql, { start: window.start, end: window.end, tenant }))!)
   }
   for (const r of raw) {
     const sql = `SELECT ${SUMS} FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
-    add(out, q.get(sql).get({ start: r.start, end: r.end, tenant }) as Totals)
+    add(out, (await q.get<Totals>(sql, { start: r.start, end: r.end, tenant }))!)
   }
   return out
 }

@@ -1,6 +1,6 @@
 import type { Unpriced } from '../../shared/api'
 import type { DashDeps } from './deps'
-import { andTenant } from './sql'
+import { andTenant, bytewise, indexedBy, total } from './sql'
 
 interface Row {
   provider: string
@@ -16,15 +16,14 @@ interface Row {
  * Models whose calls were recorded without a price (cost 0, `priced: false`), most calls
  * first, over the whole ledger: the partial index `calls_unpriced` holds only those calls.
  */
-export function unpriced(d: DashDeps, tenant: string | null): Unpriced {
-  const rows = d.q
-    .get(
-      `SELECT provider, model, count(*) AS requests, total(input_tokens) AS input_tokens, total(output_tokens) AS output_tokens,
-              min(ts) AS first_ts, max(ts) AS last_ts
-         FROM calls INDEXED BY calls_unpriced WHERE priced = 0${andTenant(tenant)}
-        GROUP BY provider, model ORDER BY requests DESC, provider, model LIMIT 200`,
-    )
-    .all({ tenant }) as Row[]
+export async function unpriced(d: DashDeps, tenant: string | null): Promise<Unpriced> {
+  const rows = await d.q.all<Row>(
+    `SELECT provider, model, count(*) AS requests, ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens,
+            min(ts) AS first_ts, max(ts) AS last_ts
+       FROM calls${indexedBy(d.q, 'calls_unpriced')} WHERE priced = 0${andTenant(tenant)}
+      GROUP BY provider, model ORDER BY requests DESC, ${bytewise(d.q, 'provider')}, ${bytewise(d.q, 'model')} LIMIT 200`,
+    { tenant },
+  )
   return {
     models: rows.map((r) => ({
       provider: r.provider,

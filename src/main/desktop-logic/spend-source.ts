@@ -1,4 +1,4 @@
-import type { Ledger } from '../ledger/ledger'
+import type { CallLedger as Ledger } from '../ledger/types'
 import type { Summary } from '../../shared/api'
 import { type HttpPollOptions, pollJson } from './http-poll'
 

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { Ledger } from '../ledger/ledger'
+import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
 import { importLogs, type ImportStats } from './importer'

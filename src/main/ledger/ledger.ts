@@ -3,7 +3,10 @@ import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
 import type { CallRecord } from './record'
 import { SpendTracker } from './spend'
+import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
 import { WriteThread } from './write-thread'
+
+export type { LedgerStatus, ThreadHook } from './types'
 
 export interface LedgerOptions {
   /** Longest wait before a recorded call is written (ms). */
@@ -19,18 +22,6 @@ export interface LedgerOptions {
   writeThread?: URL | string
 }
 
-/** Hooks the write thread can run itself (the batch goes there only if every hook is one of these). */
-export type ThreadHook = 'rollups'
-
-export interface LedgerStatus {
-  /** False while writes are failing (locked, full or read-only database). */
-  writable: boolean
-  pending: number
-  /** Calls dropped because the database stayed unwritable past `maxPending`. */
-  dropped: number
-  last_error: string | null
-}
-
 type Listener = (call: CallRecord) => void
 
 /**
@@ -39,7 +30,8 @@ type Listener = (call: CallRecord) => void
  * transaction per batch, at most `flushIntervalMs` later, so recording never blocks a
  * response. If a write fails the batch stays queued (up to `maxPending`) and is retried.
  */
-export class Ledger {
+export class Ledger implements CallLedger {
+  readonly kind = 'sqlite' as const
   readonly spend: SpendTracker
   private pending: CallRecord[] = []
   private timer: NodeJS.Timeout | null = null
@@ -82,6 +74,9 @@ export class Ledger {
     if (onThread && this.thread) this.thread.send({ type: onThread })
     else this.ownHooks++
   }
+
+  /** A PostgreSQL ledger's hook: the SQLite ledger's batches run `onBatch` hooks instead, so it is never called here. */
+  onBatchTx(_hook: BatchTxHook): void {}
 
   /** True while batches due on the timer go to the write thread (it has opened the database and works). */
   get writesOnThread(): boolean {

@@ -141,6 +141,17 @@ export const MIGRATIONS: Migration[] = [
     description: 'dashboard rollups by project (backfilled from calls already folded)',
     up: (db) => backfillProjectRollups(db),
   },
+  {
+    version: 9,
+    description: 'call key: a unique id a writer gives a call, so a batch sent again is not counted twice (PostgreSQL ledger, ingest)',
+    up: (db) => {
+      // Partial: calls recorded without a key (every call of the embedded ledger) cost the index nothing.
+      db.exec(`
+        ALTER TABLE calls ADD COLUMN call_key TEXT;
+        CREATE UNIQUE INDEX calls_call_key ON calls (call_key) WHERE call_key IS NOT NULL;
+      `)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -34,6 +34,11 @@ export interface CallRecord {
   project?: string
   /** On a team server, the member whose Burnrate sent the call; empty elsewhere. */
   member?: string
+  /**
+   * A unique id the writer gives the call (the PostgreSQL ledger: instance id and sequence), so
+   * that writing it again after a lost COMMIT answer inserts nothing; absent in the embedded ledger.
+   */
+  call_key?: string
 }
 
 export type CallSource = 'proxy' | 'import'

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { SqlReader } from '../storage/sql'
 import { PeriodClock } from '../time/zone'
 
 interface Counter {
@@ -83,14 +84,7 @@ export class SpendTracker {
   load(db: Database.Database, now = Date.now()): void {
     const day = this.clock.dayOf(now).start
     const month = this.clock.monthOf(now).start
-    const rows = db
-      .prepare(
-        `SELECT api_key_hash AS k,
-                SUM(cost_usd) AS month,
-                SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
-           FROM calls WHERE ts >= @month AND billing != 'subscription' GROUP BY api_key_hash`,
-      )
-      .all({ day, month }) as { k: string; month: number; day: number }[]
+    const rows = db.prepare(SPEND_SQL).all({ day, month }) as StoredSpend[]
     this.keys.clear()
     this.total.dayStart = day
     this.total.monthStart = month
@@ -102,4 +96,38 @@ export class SpendTracker {
       this.total.month += r.month
     }
   }
+
+  /**
+   * Adds the spend of the calls already in a shared store (PostgreSQL, at start-up) to what is
+   * counted in memory. The PostgreSQL ledger calls it before it writes any call of its own, so
+   * the calls recorded meanwhile (counted by `add`, not stored yet) are counted once.
+   */
+  async loadStore(store: SqlReader, now = Date.now()): Promise<void> {
+    const day = this.clock.dayOf(now).start
+    const month = this.clock.monthOf(now).start
+    const rows = await store.all<StoredSpend>(SPEND_SQL, { day, month })
+    for (const r of rows) {
+      let c = this.keys.get(r.k)
+      if (!c) {
+        c = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+        this.keys.set(r.k, c)
+      }
+      for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
+        counter.day += r.day
+        counter.month += r.month
+      }
+    }
+  }
 }
+
+interface StoredSpend {
+  k: string
+  month: number
+  day: number
+}
+
+/** Today's and this month's spend per key, from the stored calls (plan calls are not spend). */
+const SPEND_SQL = `SELECT api_key_hash AS k,
+        SUM(cost_usd) AS month,
+        SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
+   FROM calls WHERE ts >= @month AND billing <> 'subscription' GROUP BY api_key_hash`

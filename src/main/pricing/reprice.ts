@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { CallBilling, RepriceResult } from '../../shared/api'
 import { type CostChange, RollupAdjuster } from '../dashboard/rollup/adjust'
-import type { Ledger } from '../ledger/ledger'
+import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from './price'
 

@@ -1,4 +1,4 @@
-import type { LedgerStatus } from '../ledger/ledger'
+import type { LedgerStatus } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Feature } from '../server/context'
 

@@ -22,9 +22,14 @@ export function spillFiles(dataDir: string): string[] {
   }
 }
 
+/** The name of a spill file started at `now` (ms). */
+export function spillFile(dataDir: string, now: number): string {
+  return join(dataDir, `${PREFIX}${now}.jsonl`)
+}
+
 /** Writes `rows` to a new spill file, synced to disk. Throws when it cannot. */
 export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = Date.now()): string {
-  const file = join(dataDir, `${PREFIX}${now}.jsonl`)
+  const file = spillFile(dataDir, now)
   const fd = openSync(file, 'wx', 0o600)
   try {
     writeSync(fd, rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
@@ -37,8 +42,13 @@ export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = D
 
 /** The calls in a spill file; a torn last line (a crash while writing) is skipped. */
 export function readSpill(file: string): CallRecord[] {
+  return parseSpill(readFileSync(file, 'utf8'))
+}
+
+/** The calls in a spill file's text (see readSpill). */
+export function parseSpill(text: string): CallRecord[] {
   const out: CallRecord[] = []
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
+  for (const line of text.split('\n')) {
     if (!line.trim()) continue
     try {
       const r = JSON.parse(line)
@@ -49,6 +59,8 @@ export function readSpill(file: string): CallRecord[] {
 }
 
 export const ledgerSpill: Feature = (ctx) => {
+  // The PostgreSQL ledger spills while the database is away and writes the files back itself.
+  if (ctx.ledger.kind !== 'sqlite') return
   const dir = ctx.config.data_dir
   for (const file of spillFiles(dir)) {
     const rows = readSpill(file)

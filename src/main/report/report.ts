@@ -1,4 +1,5 @@
-import type Database from 'better-sqlite3'
+import { bytewise } from '../dashboard/sql'
+import type { SqlReader } from '../storage/sql'
 import { localMidnight, localParts } from '../time/zone'
 
 /** The report kinds of `burnrate report` and `GET /api/dashboard/report`. */
@@ -52,6 +53,7 @@ export function parseWhen(s: string, tz: string, end = false): number | null {
 }
 
 const pad = (n: number) => String(n).padStart(2, '0')
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /** The period key of a local time: day, ISO week (its Monday) or month. */
 function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string): string {
@@ -65,14 +67,14 @@ function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string)
 
 const SUMS = `count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-  total(cost_usd) AS cost_usd, sum(source = 'import') AS imported`
+  coalesce(sum(cost_usd), 0) AS cost_usd, sum(CASE WHEN source = 'import' THEN 1 ELSE 0 END) AS imported`
 
 /**
  * Spend over a window grouped by period (in the configured zone) or by an attribute. Periods
  * are summed from quarter-hours in SQL (every zone's offset is a whole number of them) and
  * assigned to local days here, so a day is the zone's day even across DST changes.
  */
-export function buildReport(db: Database.Database, q: ReportQuery): Report {
+export async function buildReport(db: SqlReader, q: ReportQuery): Promise<Report> {
   const where = ['1 = 1']
   if (q.since !== null) where.push('ts >= @since')
   if (q.until !== null) where.push('ts < @until')
@@ -100,13 +102,14 @@ export function buildReport(db: Database.Database, q: ReportQuery): Report {
   const w = where.join(' AND ')
   if (q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly') {
     const sql = `SELECT ts / 900000 AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
-    for (const x of db.prepare(sql).iterate(args) as Iterable<any>) add(row(periodKey(x.qh * 900_000, q.kind, q.timezone)), x)
+    for (const x of await db.all<any>(sql, args)) add(row(periodKey(x.qh * 900_000, q.kind, q.timezone)), x)
   } else {
     const col = q.kind
-    const extra = q.kind === 'model' ? ', provider' : q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''
+    const extra =
+      q.kind === 'model' ? ', provider' : q.kind === 'session' ? `, max(${bytewise(db, 'agent')}) AS agent, max(${bytewise(db, 'project')}) AS project` : ''
     const group = q.kind === 'model' ? 'model, provider' : `${col}, model`
     const sql = `SELECT ${col} AS key, model${extra}, ${SUMS} FROM calls WHERE ${w} GROUP BY ${group}`
-    for (const x of db.prepare(sql).iterate(args) as Iterable<any>) {
+    for (const x of await db.all<any>(sql, args)) {
       const r = row(q.kind === 'model' ? `${x.key}\0${x.provider}` : x.key)
       add(r, x)
       if (q.kind === 'model') {
@@ -114,15 +117,17 @@ export function buildReport(db: Database.Database, q: ReportQuery): Report {
         r.provider = x.provider
       }
       if (q.kind === 'session') {
-        r.agent = x.agent || r.agent
-        r.project = x.project || r.project
+        // The session's greatest agent and project over its models' groups, whatever order they come in.
+        if (r.agent === undefined || x.agent > r.agent) r.agent = x.agent
+        if (r.project === undefined || x.project > r.project) r.project = x.project
       }
     }
   }
   const periodic = q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly'
   const out = [...rows.values()]
-    .map(({ byModel, ...r }) => ({ ...r, models: [...byModel].sort((a, b) => b[1] - a[1]).map(([m]) => m) }))
-    .sort((a, b) => (periodic ? (a.key < b.key ? -1 : 1) : b.cost_usd - a.cost_usd || (a.key < b.key ? -1 : 1)))
+    // Ties in name order, so the answer does not depend on the order the store returned the groups in.
+    .map(({ byModel, ...r }) => ({ ...r, models: [...byModel].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([m]) => m) }))
+    .sort((a, b) => (periodic ? byText(a.key, b.key) : b.cost_usd - a.cost_usd || byText(a.key, b.key) || byText(a.provider ?? '', b.provider ?? '')))
   const totals = { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0 }
   for (const r of out) for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r[k]
   return {

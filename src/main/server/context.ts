@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import type { Router } from 'express'
 import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
-import type { Ledger } from '../ledger/ledger'
+import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
 import type { Prices } from '../pricing/feature'
@@ -23,7 +23,8 @@ export interface ServerContext {
    * SQLite over `db` by default, PostgreSQL with `storage.url`.
    */
   store: SqlStore
-  ledger: Ledger
+  /** The ledger's write side: SQLite's `Ledger`, or `PgLedger` with `storage.url`. */
+  ledger: CallLedger
   log: Logger
   version: string
   startedAt: number

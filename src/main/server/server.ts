@@ -15,9 +15,8 @@ import { health } from '../health'
 import { answerClientError } from '../http/client-error'
 import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
-import { Ledger } from '../ledger/ledger'
-import { SqliteStore } from '../storage/sqlite'
-import type { SqlStore } from '../storage/sql'
+import type { CallLedger } from '../ledger/types'
+import { openStorage } from '../storage/open'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
@@ -52,7 +51,7 @@ export class StartupError extends Error {
 export interface BurnrateServer {
   readonly config: Config
   readonly db: Database.Database
-  readonly ledger: Ledger
+  readonly ledger: CallLedger
   readonly context: ServerContext
   readonly proxy: ProxyHandler
   /** `http://host:port` once listening. */
@@ -77,12 +76,6 @@ export interface CreateOptions {
   headersTimeoutMs?: number
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
-  /**
-   * The shared store `ctx.store` is (default: SQLite over the data folder's database). A
-   * PostgreSQL store here puts budget rules and block-rule spend in it, shared by every
-   * instance on that database (tests; `storage.url` in the config does it for users).
-   */
-  store?: SqlStore
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -101,12 +94,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
     )
   }
-  const ledger = new Ledger(db, {
-    flushIntervalMs: config.ledger.flush_interval_ms,
-    maxPending: config.ledger.max_pending,
-    timezone: config.timezone,
-    writeThread: opts.ledgerWorker,
-  })
+  const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker })
+  const ledger = storage.ledger
   useEstimateThread(opts.estimateWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
@@ -119,7 +108,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const context: ServerContext = {
     config,
     db,
-    store: opts.store ?? new SqliteStore(db),
+    store: storage.store,
     ledger,
     log,
     version,
@@ -141,7 +130,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       closers.push(fn)
     },
     aroundProxy: null,
-    healthSections: {},
+    healthSections: storage.health ? { storage: storage.health } : {},
     url: () => reachable(url),
     agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
@@ -154,7 +143,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
     maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
-    sessions: seededSessions(db),
+    sessions: seededSessions(context),
     observeHeaders: (s, status, h) => {
       for (const o of observers) o(s, status, h)
     },
@@ -318,8 +307,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           await proxy.drain(1_000)
         }
         for (const fn of closers) await fn()
-        ledger.close()
+        await ledger.close()
         await proxy.close()
+        await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
         db.close()
       })()
       return closing
@@ -349,9 +339,9 @@ function refuseMethod(res: http.ServerResponse, method: string): void {
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */
-function seededSessions(db: Database.Database): SessionInference {
+function seededSessions(ctx: ServerContext): SessionInference {
   const sessions = new SessionInference()
-  sessions.seed(db)
+  sessions.seed(ctx.store).catch((err: Error) => ctx.log.warn(`sessions: could not read the sessions still open: ${err.message}`))
   return sessions
 }
 

@@ -154,6 +154,14 @@ export const PG_MIGRATIONS: PgMigration[] = [
   },
   {
     version: 2,
+    description: 'call key: the unique id a Burnrate instance gives each call, so a batch sent again (its COMMIT answer lost) inserts nothing twice',
+    sql: `
+      ALTER TABLE calls ADD COLUMN call_key TEXT;
+      CREATE UNIQUE INDEX calls_call_key ON calls (call_key);
+    `,
+  },
+  {
+    version: 3,
     description: 'budget state shared by instances: spend rows per rule scope, key and period, reservations with a lease, a rules version to poll',
     sql: `
       CREATE TABLE budget_spend (

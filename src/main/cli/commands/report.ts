@@ -51,10 +51,11 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   }
   await prepareLocal()
   const { buildReport } = await import('../../report/report')
+  const { SqliteStore } = await import('../../storage/sqlite')
   const db = t.open()
   try {
     if (o.import !== false) await syncLogs(db, t.config, ctx)
-    return buildReport(db, {
+    return await buildReport(new SqliteStore(db), {
       kind,
       since: o.since ? parseWhen(o.since, tz) : null,
       until: o.until ? parseWhen(o.until, tz, true) : null,

@@ -76,12 +76,12 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
   }
   await prepareLocal()
   const { summary } = await import('../../dashboard/summary')
-  const { Statements } = await import('../../dashboard/sql')
+  const { SqliteStore } = await import('../../storage/sqlite')
   const { join } = await import('node:path')
   const db = t.open()
   try {
     if (o.import !== false) await syncLogs(db, t.config, ctx)
-    const s = summary({ q: new Statements(db), tz: t.config.timezone }, o.tenant ?? null, Date.now())
+    const s = await summary({ q: new SqliteStore(db), tz: t.config.timezone }, o.tenant ?? null, Date.now())
     const calls = db.prepare('SELECT count(*) FROM calls').pluck().get() as number
     const file = join(t.config.data_dir, 'burnrate.db')
     return { source: `ledger file, no server running`, summary: s, budgets: null, plans: null, ledger: { writable: true, calls, file } }

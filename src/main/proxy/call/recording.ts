@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks'
-import type { Ledger } from '../../ledger/ledger'
+import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
 import { estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'

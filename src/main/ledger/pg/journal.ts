@@ -1,0 +1,69 @@
+import { type FileHandle, open } from 'node:fs/promises'
+import type { CallRecord } from '../record'
+import { spillFile } from '../../reliability/spill'
+
+/**
+ * This instance's spill file while PostgreSQL is away: calls are appended as they are recorded
+ * (one write per flush tick, off the hot path), in the spill format of reliability/spill.ts, so
+ * a process killed outright still leaves them on disk for its next start. Appends run one at a
+ * time, in order. Not synced per append: a killed process loses nothing the OS already has.
+ */
+export class SpillJournal {
+  private handle: FileHandle | null = null
+  private opening: Promise<FileHandle> | null = null
+  private path: string | null = null
+
+  constructor(private readonly dataDir: string) {}
+
+  /** The file, once the first append has created it. */
+  get file(): string | null {
+    return this.path
+  }
+
+  private async fh(): Promise<FileHandle> {
+    if (this.handle) return this.handle
+    this.opening ??= (async () => {
+      // A new file each time ('wx'): a name taken in the same millisecond moves to the next one.
+      for (let now = Date.now(); ; now++) {
+        const file = spillFile(this.dataDir, now)
+        try {
+          const h = await open(file, 'wx', 0o600)
+          this.path = file
+          this.handle = h
+          return h
+        } catch (err) {
+          if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
+        }
+      }
+    })().finally(() => {
+      this.opening = null
+    })
+    return this.opening
+  }
+
+  /** Appends `rows`; resolves once the OS has them. */
+  async append(rows: readonly CallRecord[]): Promise<void> {
+    if (rows.length === 0) return
+    const h = await this.fh()
+    await h.write(lines(rows))
+  }
+
+  get open(): boolean {
+    return this.handle !== null
+  }
+
+  /** Syncs and closes the file (it stays on disk); returns its path. */
+  async close(): Promise<string | null> {
+    const h = this.handle
+    this.handle = null
+    if (h) {
+      await h.sync().catch(() => {})
+      await h.close().catch(() => {})
+    }
+    return this.path
+  }
+}
+
+function lines(rows: readonly CallRecord[]): string {
+  return rows.map((r) => JSON.stringify(r)).join('\n') + '\n'
+}

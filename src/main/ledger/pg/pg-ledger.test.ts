@@ -1,0 +1,265 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { startPostgres, type TestPostgres } from '../../../../test/support/postgres'
+import { spillFile, spillFiles } from '../../reliability/spill'
+import { PostgresStore } from '../../storage/postgres'
+import { migratePostgres } from '../../storage/postgres-migrations'
+import type { SqlStore } from '../../storage/sql'
+import type { CallRecord } from '../record'
+import type { StoredCall } from '../types'
+import { PgLedger, type PgLedgerOptions } from './pg-ledger'
+
+let pg: TestPostgres
+const dirs: string[] = []
+const stores: SqlStore[] = []
+
+beforeAll(async () => {
+  pg = await startPostgres()
+})
+afterAll(async () => {
+  for (const s of stores) await s.close().catch(() => {})
+  pg?.stop()
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
+function call(over: Partial<CallRecord> = {}): CallRecord {
+  return {
+    ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: 'h1', key_hint: 'sk-…abcd',
+    tenant: '', agent: 'a', session: 's', status: 200, streamed: false, input_tokens: 1149, output_tokens: 353, cache_read_tokens: 1024,
+    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.00033, priced: true, estimated: false,
+    latency_ms: 12.5, error: null, ...over,
+  }
+}
+
+function fresh(): { url: string; dir: string; store: PostgresStore } {
+  const url = pg.createDatabase()
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgl-'))
+  dirs.push(dir)
+  const store = new PostgresStore(url)
+  stores.push(store)
+  return { url, dir, store }
+}
+
+function ledgerOn(store: SqlStore, dir: string, over: Partial<PgLedgerOptions> = {}): PgLedger {
+  return new PgLedger(store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir, ...over }).start()
+}
+
+const sessions = async (s: SqlStore) => (await s.all<{ session: string }>('SELECT session FROM calls ORDER BY id')).map((r) => r.session)
+
+describe('the PostgreSQL ledger', () => {
+  it('writes recorded calls with every field exact, in one batch with its hooks', async () => {
+    const { store, dir } = fresh()
+    const ledger = ledgerOn(store, dir)
+    const seen: StoredCall[][] = []
+    ledger.onBatchTx(async (tx, rows) => {
+      seen.push([...rows])
+      // Inside the batch's transaction: the rows are visible to it.
+      const n = await tx.get<{ n: number }>('SELECT COUNT(*) AS n FROM calls WHERE id = ANY(@ids::bigint[])', { ids: rows.map((r) => r.id) })
+      expect(n?.n).toBe(rows.length)
+    })
+    const a = call({ session: 'a', cost_usd: 0.1 + 0.2, latency_ms: 1234.5678, error: null, response_id: 'chatcmpl-1', project: '/p', billing: 'api' })
+    const b = call({ session: 'b', streamed: true, priced: false, estimated: true, status: 499, error: 'client_aborted', reasoning_tokens: 7, cache_write_1h_tokens: 3, source: 'import', member: 'ann' })
+    ledger.record(a)
+    ledger.record(b)
+    expect(await ledger.flushed()).toBe(true)
+    const rows = await store.all<Record<string, unknown>>('SELECT * FROM calls ORDER BY id')
+    expect(rows).toHaveLength(2)
+    const { call_key: ka, id: ia, ...ra } = rows[0]
+    const { call_key: kb, ...rb } = rows[1]
+    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '' })
+    expect(rb).toMatchObject({ ...b, id: (ia as number) + 1, streamed: 1, priced: 0, estimated: 1, response_id: '', project: '', billing: 'api' })
+    expect(rows[0].cost_usd).toBe(0.1 + 0.2) // never rounded on the way in
+    expect(typeof ka).toBe('string')
+    expect(ka).not.toBe(kb)
+    expect(seen.flat().map((r) => r.session)).toEqual(['a', 'b'])
+    expect(seen.flat().map((r) => r.id)).toEqual(rows.map((r) => r.id))
+    expect(ledger.status).toMatchObject({ writable: true, pending: 0, dropped: 0 })
+    expect(ledger.storage).toMatchObject({ reachable: true, ready: true, spilled: 0, spill_files: 0 })
+    await ledger.close()
+  })
+
+  it('does not count a batch twice when its COMMIT succeeded but the answer was lost', async () => {
+    const { store, dir } = fresh()
+    // The first commit's answer is lost on the way back (the connection drops after COMMIT).
+    let lose = 1
+    const lossy: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        const out = await store.transaction(fn)
+        if (lose-- > 0) throw Object.assign(new Error('Connection terminated unexpectedly'), {})
+        return out
+      },
+    })
+    const ledger = ledgerOn(lossy, dir)
+    const hooked: string[] = []
+    ledger.onBatchTx(async (_tx, rows) => {
+      for (const r of rows) hooked.push(r.session)
+    })
+    for (const s of ['x', 'y', 'z']) ledger.record(call({ session: s }))
+    // The first attempt "fails": the calls stay queued and are sent again.
+    expect(await ledger.flushed()).toBe(false)
+    expect(ledger.status.writable).toBe(false)
+    expect(await ledger.flushed()).toBe(true)
+    expect(await sessions(store)).toEqual(['x', 'y', 'z'])
+    // The hooks (rollups) saw each call once: the replay inserted nothing.
+    expect(hooked).toEqual(['x', 'y', 'z'])
+    expect(ledger.status).toMatchObject({ writable: true, pending: 0 })
+    await ledger.close()
+  })
+
+  it('writes spill files found at start-up once, removes them, and counts their spend once', async () => {
+    const { store, dir } = fresh()
+    await migratePostgres(store)
+    const today = Date.now()
+    // One file with keys (a PostgreSQL instance's) of which one call is already stored, one without (the SQLite ledger's).
+    const keyed = [call({ session: 'k1', call_key: 'old.1', cost_usd: 1 }), call({ session: 'k2', call_key: 'old.2', cost_usd: 2 })]
+    const first = new PgLedger(store, { flushIntervalMs: 20, maxPending: 100, timezone: 'UTC', dataDir: dir }).start()
+    first.record(keyed[0])
+    expect(await first.flushed()).toBe(true)
+    await first.close()
+    writeFileSync(spillFile(dir, 1000), keyed.map((r) => JSON.stringify(r)).join('\n') + '\n')
+    writeFileSync(spillFile(dir, 2000), JSON.stringify(call({ session: 'plain', cost_usd: 4, ts: today })) + '\n{"ts": 1, "sess')
+    const ledger = ledgerOn(store, dir)
+    expect(ledger.storage.spill_files).toBe(2)
+    ledger.record(call({ session: 'new', cost_usd: 8 }))
+    expect(await ledger.flushed()).toBe(true)
+    expect((await sessions(store)).sort()).toEqual(['k1', 'k2', 'new', 'plain'])
+    expect(spillFiles(dir)).toEqual([])
+    expect(ledger.storage.spill_files).toBe(0)
+    // 1 + 2 + 4 stored before the spend was read, 8 recorded meanwhile: each once.
+    expect(ledger.spend.key('h1').day).toBe(15)
+    await ledger.close()
+
+    // A restart reads the same spend from PostgreSQL.
+    const again = ledgerOn(store, dir)
+    expect(await again.flushed()).toBe(true)
+    expect(again.spend.key('h1').day).toBe(15)
+    await again.close()
+  })
+
+  it('while PostgreSQL cannot be reached: holds and spills every call, and a stop leaves them on disk', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgl-'))
+    dirs.push(dir)
+    // A port nothing listens on (the cluster's port + 1 is not ours; use a closed one).
+    const away = new PostgresStore(`postgres://burnrate:hunter2@127.0.0.1:1/none`)
+    stores.push(away)
+    const ledger = ledgerOn(away, dir, { secret: 'hunter2' })
+    for (const s of ['p1', 'p2', 'p3']) ledger.record(call({ session: s }))
+    expect(await ledger.flushed()).toBe(false)
+    // On disk while still running (a SIGKILL now would keep them).
+    const spilled = async () => {
+      const files = spillFiles(dir)
+      return files.length === 1 && readFileSync(files[0], 'utf8').trim().split('\n').length === 3
+    }
+    for (let i = 0; !(await spilled()); i++) {
+      if (i > 400) throw new Error('the calls never reached the spill file')
+      await new Promise((r) => setTimeout(r, 25))
+    }
+    expect(ledger.status).toMatchObject({ writable: false, pending: 3, dropped: 0 })
+    expect(ledger.storage).toMatchObject({ reachable: false, ready: false, spilled: 3, spill_files: 1 })
+    expect(ledger.storage.last_error).toMatch(/ECONNREFUSED/)
+    ledger.record(call({ session: 'p4' }))
+    expect(await ledger.close()).toBe(false)
+    const lines = spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).map((l) => JSON.parse(l))
+    expect(lines.map((r) => r.session)).toEqual(['p1', 'p2', 'p3', 'p4'])
+    expect(new Set(lines.map((r) => r.call_key)).size).toBe(4)
+  })
+
+  it('starts spilling when a write hangs (PostgreSQL not answering), and writes once the write returns', async () => {
+    const { store, dir } = fresh()
+    await migratePostgres(store)
+    let release: () => void = () => {}
+    let hang = true
+    const stuck: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        if (hang) await new Promise<void>((r) => (release = r))
+        return store.transaction(fn)
+      },
+    })
+    const ledger = ledgerOn(stuck, dir, { stallMs: 200 })
+    ledger.record(call({ session: 'h1' }))
+    for (let i = 0; ledger.storage.spilled < 1; i++) {
+      if (i > 800) throw new Error('never spilled')
+      await new Promise((r) => setTimeout(r, 10))
+    }
+    expect(ledger.status.writable).toBe(false)
+    expect(ledger.storage.last_error).toMatch(/not answered/)
+    hang = false
+    release()
+    expect(await ledger.flushed()).toBe(true)
+    for (let i = 0; spillFiles(dir).length > 0; i++) {
+      if (i > 800) throw new Error('the spill file stayed')
+      await new Promise((r) => setTimeout(r, 10))
+      ledger.flush()
+    }
+    expect(await sessions(store)).toEqual(['h1'])
+    expect(ledger.status.writable).toBe(true)
+    await ledger.close()
+  })
+
+  it('a stop does not wait on a write that hangs: its calls go to the spill file', async () => {
+    const { store, dir } = fresh()
+    await migratePostgres(store)
+    let release: () => void = () => {}
+    const stuck: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        await new Promise<void>((r) => (release = r))
+        return store.transaction(fn)
+      },
+    })
+    const ledger = ledgerOn(stuck, dir, { stallMs: 60_000, closeWaitMs: 300 })
+    ledger.record(call({ session: 'c1' }))
+    ledger.flush()
+    expect(await ledger.close()).toBe(false)
+    const lines = spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).map((l) => JSON.parse(l))
+    expect(lines.map((r) => r.session)).toEqual(['c1'])
+    release()
+  })
+
+  it('keeps calls that left memory (past max_pending) on disk and writes them all when PostgreSQL returns', async () => {
+    const { store, dir, url } = fresh()
+    await migratePostgres(store)
+    // Reachable through a door the test opens and closes: a store whose queries fail while closed.
+    let open = false
+    const door: SqlStore = Object.assign(Object.create(store), {
+      async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+        if (!open) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+        return store.transaction(fn)
+      },
+      async all<T>(sql: string, p?: Record<string, unknown>): Promise<T[]> {
+        if (!open) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' })
+        return store.all<T>(sql, p)
+      },
+    })
+    expect(url).toContain('postgres://')
+    const ledger = ledgerOn(door, dir, { maxPending: 100, migrate: async () => {
+      if (!open) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
+    } })
+    const waitSpilled = async (n: number) => {
+      for (let i = 0; ledger.storage.spilled < n; i++) {
+        if (i > 800) throw new Error(`spilled ${ledger.storage.spilled} of ${n}`)
+        await new Promise((r) => setTimeout(r, 10))
+      }
+    }
+    for (let i = 0; i < 250; i++) {
+      ledger.record(call({ session: `m${i}` }))
+      if (i % 50 === 49) await waitSpilled(i + 1)
+    }
+    await waitSpilled(250)
+    expect(ledger.status.pending).toBeLessThanOrEqual(100)
+    expect(ledger.status.dropped).toBe(0)
+    open = true
+    expect(await ledger.flushed()).toBe(true)
+    for (let i = 0; spillFiles(dir).length > 0; i++) {
+      if (i > 800) throw new Error('the spill file stayed')
+      await new Promise((r) => setTimeout(r, 10))
+      ledger.flush()
+    }
+    const got = await sessions(store)
+    expect(got).toHaveLength(250)
+    expect(new Set(got).size).toBe(250)
+    expect(existsSync(dir)).toBe(true)
+    await ledger.close()
+  })
+})

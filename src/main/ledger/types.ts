@@ -1,0 +1,59 @@
+import type { SqlStore } from '../storage/sql'
+import type { CallRecord } from './record'
+import type { SpendTracker } from './spend'
+
+export interface LedgerStatus {
+  /** False while writes are failing (locked, full or read-only database; PostgreSQL unreachable). */
+  writable: boolean
+  pending: number
+  /** Calls dropped because the database stayed unwritable past `maxPending` (and, with PostgreSQL, the disk refused them too). */
+  dropped: number
+  last_error: string | null
+}
+
+/** Hooks the SQLite write thread can run itself (the batch goes there only if every hook is one of these). */
+export type ThreadHook = 'rollups'
+
+/** A stored call with the id its store gave it. */
+export type StoredCall = CallRecord & { id: number }
+
+/** Runs inside a batch's PostgreSQL transaction, after its rows are inserted (rollups kept in step). */
+export type BatchTxHook = (tx: SqlStore, rows: readonly StoredCall[]) => Promise<void>
+
+/**
+ * The write side of the ledger, as the proxy, the features and the server see it. Two
+ * implementations: `Ledger` (the data folder's SQLite file, written synchronously in batches)
+ * and `PgLedger` (PostgreSQL, written asynchronously in batches, spilled to disk while away).
+ */
+export interface CallLedger {
+  readonly kind: 'sqlite' | 'postgres'
+  /** Today's and this month's spend in memory, in step with `record()`. */
+  readonly spend: SpendTracker
+  readonly status: LedgerStatus
+  /** Takes a finished call: counts its spend at once and queues its row. Never waits. */
+  record(call: CallRecord): void
+  /**
+   * Starts writing every queued call now. SQLite: written when this returns (false when the
+   * database refused). PostgreSQL: under way (false while the database is known to be away);
+   * await `flushed()` to know the rows are stored.
+   */
+  flush(): boolean
+  /** Writes every queued call and resolves once they are stored (false when the store refused). */
+  flushed(): Promise<boolean>
+  /** Called for every recorded call, as soon as it is recorded (before it is stored). */
+  onCall(listener: (call: CallRecord) => void): () => void
+  /**
+   * SQLite only: runs `hook` synchronously inside every batch's write transaction. A
+   * PostgreSQL ledger runs `onBatchTx` hooks instead and ignores these (local SQLite rollups
+   * have no rows to follow there).
+   */
+  onBatch(hook: (rows: readonly CallRecord[]) => void, onThread?: ThreadHook): void
+  /** PostgreSQL only: runs `hook` inside every batch's transaction with the rows it inserted (a SQLite ledger never calls it). */
+  onBatchTx(hook: BatchTxHook): void
+  /** True while SQLite batches due on the timer go to the write thread (always false for PostgreSQL). */
+  readonly writesOnThread: boolean
+  /** Hands over every queued call and forgets it. */
+  takePending(): CallRecord[]
+  /** Writes (or, PostgreSQL away, spills to disk) what is queued and stops accepting calls. */
+  close(): boolean | Promise<boolean>
+}

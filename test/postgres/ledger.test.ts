@@ -1,0 +1,208 @@
+import { readFileSync } from 'node:fs'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spillFiles } from '../../src/main/reliability/spill'
+import { PostgresStore } from '../../src/main/storage/postgres'
+import { PG_MIGRATIONS } from '../../src/main/storage/postgres-migrations'
+import { startBuiltServer } from '../load/harness'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { startPostgres, type TestPostgres } from '../support/postgres'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A server with `storage.url` records its proxied calls in PostgreSQL: exactly as the SQLite
+ * ledger records them, from several instances into one database, and without losing or
+ * doubling a call while PostgreSQL is stopped, or when an instance is killed meanwhile.
+ */
+
+let pg: TestPostgres
+let upstream: MockUpstream
+const stores: PostgresStore[] = []
+const servers: TestServer[] = []
+
+beforeAll(async () => {
+  pg = await startPostgres()
+  upstream = await startMockUpstream(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: fixture('openai-chat/chat-nonstream-cached.json'),
+  }))
+})
+afterAll(async () => {
+  for (const t of servers) await t.cleanup().catch(() => {})
+  for (const s of stores) await s.close().catch(() => {})
+  await upstream?.close()
+  pg?.stop()
+})
+
+/** A new database, its URL (with a password, which trust auth ignores: it must show up nowhere) and a store to read it. */
+function database(): { url: string; store: PostgresStore } {
+  const url = pg.createDatabase().replace('postgres://burnrate@', 'postgres://burnrate:TOPSECRETPW@')
+  const store = new PostgresStore(url)
+  stores.push(store)
+  return { url, store }
+}
+
+async function server(config: Record<string, any>, dir?: string): Promise<TestServer> {
+  const t = await startTestServer(config, upstream.url, dir)
+  servers.push(t)
+  return t
+}
+
+const KEY = 'sk-pg-ledger-KEYSECRET-0000000001'
+function call(url: string, session: string) {
+  return postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-session': session })
+}
+
+async function sessionCounts(store: PostgresStore): Promise<Record<string, number>> {
+  const rows = await store.all<{ session: string; n: number }>('SELECT session, COUNT(*) AS n FROM calls GROUP BY session ORDER BY session')
+  return Object.fromEntries(rows.map((r) => [r.session, r.n]))
+}
+
+/** Waits for a condition that the server reaches on its own (PostgreSQL is polled, never slept on). */
+async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  await eventually(async () => {
+    if (!(await fn())) throw new Error(`still waiting: ${what}`)
+    return true
+  }, timeoutMs)
+}
+
+describe('a server with storage.url', () => {
+  it('records proxied calls in PostgreSQL, field for field as the SQLite ledger does, and keeps the password out of health', async () => {
+    const { url, store } = database()
+    const onPg = await server({ storage: { url } })
+    const onLite = await server({})
+    for (const t of [onPg, onLite]) expect((await call(t.url, 'same')).status).toBe(200)
+    expect(await onPg.server.ledger.flushed()).toBe(true)
+    await onLite.server.proxy.drain(2000)
+    expect(await onLite.server.ledger.flushed()).toBe(true)
+
+    const [pgRow] = await store.all<Record<string, any>>('SELECT * FROM calls')
+    const lite = new Database(onLite.dbFile, { readonly: true })
+    const liteRow = lite.prepare('SELECT * FROM calls').get() as Record<string, any>
+    lite.close()
+    // The recorded payload's tokens (test/fixtures/README.md) and its price, never rounded.
+    expect(pgRow).toMatchObject({ provider: 'openai', session: 'same', status: 200, input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353, priced: 1 })
+    expect(pgRow.cost_usd).toBeGreaterThan(0)
+    expect(pgRow.call_key).toMatch(/^[0-9a-z]+\.[0-9a-z]+$/)
+    const same = (r: Record<string, any>) => {
+      const { id: _id, ts: _ts, latency_ms: _l, call_key: _k, ...rest } = r
+      return rest
+    }
+    expect(same(pgRow)).toEqual(same(liteRow))
+    // The instance's own SQLite file holds no calls: the ledger is in PostgreSQL.
+    const own = new Database(onPg.dbFile, { readonly: true })
+    expect(own.prepare('SELECT COUNT(*) AS n FROM calls').get()).toEqual({ n: 0 })
+    own.close()
+    // The spend is the ledger's.
+    expect(onPg.server.ledger.spend.totals().day).toBe(pgRow.cost_usd)
+
+    const health = await request(`${onPg.url}/api/health`)
+    expect(health.json()).toMatchObject({
+      status: 'ok',
+      ledger: { writable: true, pending: 0, dropped: 0 },
+      storage: { kind: 'postgres', reachable: true, ready: true, spilled: 0, spill_files: 0 },
+    })
+    expect(health.json().storage.url).toMatch(/^postgres:\/\/burnrate:\*\*\*@127\.0\.0\.1:\d+\/t/)
+    expect(health.text).not.toContain('TOPSECRETPW')
+  })
+
+  it('holds and spills calls while PostgreSQL is stopped, answers every call, and writes each once when it returns', async () => {
+    const { url, store } = database()
+    const t = await server({ storage: { url } })
+    expect((await call(t.url, 'before')).status).toBe(200)
+    await until('the first call in PostgreSQL', async () => (await sessionCounts(store)).before === 1)
+    const started = t.server.ledger.spend.totals().day
+
+    pg.stopServer()
+    try {
+      for (const s of ['away1', 'away2', 'away3']) expect((await call(t.url, s)).status).toBe(200)
+      // On disk while the server runs (a kill now would keep them), in the spill format, without keys.
+      await until('three calls in the spill file', () => {
+        const files = spillFiles(t.dir)
+        return files.length === 1 && readFileSync(files[0], 'utf8').trim().split('\n').length === 3
+      })
+      const text = readFileSync(spillFiles(t.dir)[0], 'utf8')
+      expect(text.trim().split('\n').map((l) => JSON.parse(l).session)).toEqual(['away1', 'away2', 'away3'])
+      expect(text).not.toContain('KEYSECRET')
+      const health = await request(`${t.url}/api/health`)
+      expect(health.json()).toMatchObject({ status: 'degraded', ledger: { writable: false, pending: 3, dropped: 0 }, storage: { reachable: false, spilled: 3, spill_files: 1 } })
+      expect(health.text).not.toContain('TOPSECRETPW')
+      // Spend counts the calls at once, database or not.
+      expect(t.server.ledger.spend.totals().day).toBeCloseTo(started * 4, 12)
+    } finally {
+      pg.startServer()
+    }
+    await until('the spill file written and removed', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).away3 === 1, 90_000)
+    expect(await sessionCounts(store)).toEqual({ before: 1, away1: 1, away2: 1, away3: 1 })
+    expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'ok', ledger: { writable: true, pending: 0 }, storage: { reachable: true, spilled: 0, spill_files: 0 } })
+    expect((await call(t.url, 'after')).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    expect(await sessionCounts(store)).toEqual({ before: 1, away1: 1, away2: 1, away3: 1, after: 1 })
+  })
+
+  it('starts while PostgreSQL is stopped, meters calls meanwhile, and writes them (spend counted once) when it is up', async () => {
+    const { url, store } = database()
+    pg.stopServer()
+    let t: TestServer
+    try {
+      t = await server({ storage: { url } })
+      expect((await call(t.url, 'early')).status).toBe(200)
+      await until('the call in the spill file', () => spillFiles(t.dir).length === 1 && readFileSync(spillFiles(t.dir)[0], 'utf8').includes('"early"'))
+      expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'degraded', storage: { reachable: false, ready: false, spilled: 1 } })
+    } finally {
+      pg.startServer()
+    }
+    await until('the call written and the spill removed', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).early === 1, 90_000)
+    expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'ok', storage: { reachable: true, ready: true, spilled: 0 } })
+    const stored = await store.get<{ usd: number }>('SELECT SUM(cost_usd) AS usd FROM calls')
+    expect(stored!.usd).toBeGreaterThan(0)
+    expect(t.server.ledger.spend.totals().day).toBe(stored!.usd)
+  })
+
+  it('two servers on one database both record into it', async () => {
+    const { url, store } = database()
+    const [a, b] = await Promise.all([server({ storage: { url } }), server({ storage: { url } })])
+    await Promise.all(['a1', 'a2', 'a3'].map((s) => call(a.url, s)).concat(['b1', 'b2'].map((s) => call(b.url, s))))
+    expect(await a.server.ledger.flushed()).toBe(true)
+    expect(await b.server.ledger.flushed()).toBe(true)
+    expect(await sessionCounts(store)).toEqual({ a1: 1, a2: 1, a3: 1, b1: 1, b2: 1 })
+    const schema = await store.all<{ version: number }>('SELECT version FROM burnrate_schema ORDER BY version')
+    expect(schema.map((r) => r.version)).toEqual(PG_MIGRATIONS.map((m) => m.version))
+    // A third instance starting later loads the spend both recorded.
+    const c = await server({ storage: { url } })
+    expect(await c.server.ledger.flushed()).toBe(true)
+    const stored = await store.get<{ usd: number }>('SELECT SUM(cost_usd) AS usd FROM calls')
+    expect(c.server.ledger.spend.totals().day).toBeCloseTo(stored!.usd, 12)
+  })
+
+  it('an instance killed while PostgreSQL is away writes its spill at its restart, once', async () => {
+    const { url, store } = database()
+    const first = await startBuiltServer({ storage: { url } }, upstream.url)
+    let again: Awaited<ReturnType<typeof startBuiltServer>> | null = null
+    try {
+      expect((await call(first.url, 'k0')).status).toBe(200)
+      await until('the first call in PostgreSQL', async () => (await sessionCounts(store)).k0 === 1)
+      pg.stopServer()
+      try {
+        for (const s of ['k1', 'k2', 'k3']) expect((await call(first.url, s)).status).toBe(200)
+        await until('three calls in the spill file', () => {
+          const files = spillFiles(first.dataDir)
+          return files.length === 1 && readFileSync(files[0], 'utf8').trim().split('\n').length === 3
+        })
+        await first.kill('SIGKILL')
+      } finally {
+        pg.startServer()
+      }
+      expect(spillFiles(first.dataDir)).toHaveLength(1)
+      again = await startBuiltServer({ storage: { url } }, upstream.url, first.dataDir)
+      await until('the spill written and removed', async () => spillFiles(first.dataDir).length === 0 && (await sessionCounts(store)).k3 === 1, 90_000)
+      expect(await sessionCounts(store)).toEqual({ k0: 1, k1: 1, k2: 1, k3: 1 })
+    } finally {
+      await again?.stop()
+      await first.dispose()
+    }
+  })
+})
