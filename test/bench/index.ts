@@ -2,8 +2,9 @@
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
  * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
- * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
- * argument runs all three.
+ * added latency with 100k sessions in the ledger, with and without a dashboard polling) and
+ * `postgres` (two instances on one PostgreSQL against one on SQLite, under a block rule). No
+ * argument runs all four.
  */
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
 const all = modes.length === 0
@@ -19,6 +20,10 @@ if (all || modes.includes('dashboard')) {
 if (all || modes.includes('cardinality')) {
   const { runCardinalityBench } = await import('./cardinality')
   await runCardinalityBench()
+}
+if (all || modes.includes('postgres')) {
+  const { runPostgresBench } = await import('./postgres')
+  await runPostgresBench()
 }
 
 export {}

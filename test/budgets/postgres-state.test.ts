@@ -251,3 +251,26 @@ describe('runtime budget rules shared by the instances on one PostgreSQL', () =>
     expect(await a.rules.delete('sk-shared-*')).toBe(false)
   }, 60_000)
 })
+
+describe('PostgreSQL away', () => {
+  it('calls are decided on the instance’s own meter (not stranded), and their cost joins the shared spend when it returns', async () => {
+    const url = pg.createDatabase()
+    const a = await instance(url, [rule({ daily_limit_usd: 1 })], 600)
+    const key = 'sk-team-database-away-aaaa-07'
+    expect(await a.call(key)).toBe(true)
+    expect(await a.state.settled()).toBe(true)
+    pg.stopServer()
+    try {
+      // Admitted without PostgreSQL, and settled in process.
+      expect(await a.call(key, 0.2)).toBe(true)
+      expect(a.state.failures).toBeGreaterThan(0)
+    } finally {
+      pg.startServer()
+    }
+    // Once it answers (the pool reconnects), the late cost is written by the next tick.
+    await eventually(async () => {
+      const [daily] = await spendRows(a.store, key)
+      return Math.abs(daily.spent_usd - (COST + 0.2)) < 1e-12
+    }, 30_000)
+  }, 90_000)
+})

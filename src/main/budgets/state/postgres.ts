@@ -24,11 +24,15 @@ import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from '.
  * often, so an instance killed mid-call holds budget for at most `leaseMs` (default 30 s).
  *
  * Rolling windows stay per instance (their minute buckets are not in the database yet): a
- * window limit is checked against this instance's own meter.
+ * window limit is checked against this instance's own meter. While PostgreSQL does not answer a
+ * reservation, calls are decided for 5 s at a time on this instance's own meter (what it has
+ * recorded since it started), so agents are not stranded; the limit is then per instance.
  */
 
 /** Default lease of a reservation (README: Team scale → budgets). */
 export const DEFAULT_LEASE_MS = 30_000
+/** After PostgreSQL fails a reservation, how long calls are decided in process before it is asked again. */
+const DEGRADED_MS = 5000
 /** What is left of a reservation after float subtraction, counted as nothing reserved. */
 const EPS = 1e-12
 const SESSION_HISTORY_MS = 7 * 24 * 3600_000
@@ -122,6 +126,12 @@ export class PgBudgetState implements BudgetState {
   private unsettled = new Map<string, { ids: number[]; cost: number }>()
   private writing = new Set<Promise<void>>()
   private readonly db: Limiter
+  /** Until then (ms), admission is decided in process: the last reservation found PostgreSQL away. */
+  private degradedUntil = 0
+  /** Reservations PostgreSQL did not answer (decided in process instead). */
+  failures = 0
+  /** Costs of calls decided in process, not yet in their spend rows. */
+  private late: { req: ReserveRequest; cost: number }[] = []
   /** Settlements being written now (not retried by the tick meanwhile). */
   private readonly inFlight = new Set<string>()
 
@@ -146,6 +156,7 @@ export class PgBudgetState implements BudgetState {
       })
       await this.sweep()
       for (const [rid, u] of this.unsettled) if (!this.inFlight.has(rid)) this.write(rid, u.ids, u.cost)
+      await this.writeLate()
     } catch {
       // the database is away: the next tick tries again
     }
@@ -173,6 +184,8 @@ export class PgBudgetState implements BudgetState {
     if (shared.length === 0) {
       return { ok: true, periods: req.periods, reservation: local! }
     }
+    // PostgreSQL away: this instance decides alone on what it has seen (README: degraded).
+    if (Date.now() < this.degradedUntil) return this.alone(req, local)
     return this.reserveShared(req, shared).then(
       (o) => {
         if (!o.ok) {
@@ -185,11 +198,64 @@ export class PgBudgetState implements BudgetState {
           : o.reservation
         return { ok: true, periods, reservation: both }
       },
-      (err: unknown) => {
-        local?.release()
-        throw err
+      () => {
+        this.degradedUntil = Date.now() + DEGRADED_MS
+        this.failures++
+        return this.alone(req, local)
       },
     )
+  }
+
+  /** The in-process decision on this instance's own meter (its calls since it started), while PostgreSQL is away. */
+  private alone(req: ReserveRequest, local: Reservation | null): ReserveOutcome {
+    local?.release()
+    const o = this.local.reserve(req)
+    if (!o.ok) return o
+    const shared = req.periods.filter((p) => p.period !== 'window')
+    // Its cost joins the shared spend when PostgreSQL answers again.
+    const late = (cost: number) => {
+      if (cost > 0 && shared.length) this.late.push({ req: { ...req, periods: shared }, cost })
+    }
+    let done = false
+    return {
+      ...o,
+      reservation: {
+        settle: (cost) => {
+          if (done) return
+          done = true
+          o.reservation.settle(cost)
+          late(cost)
+        },
+        release: () => {
+          if (done) return
+          done = true
+          o.reservation.release()
+        },
+      },
+    }
+  }
+
+  /** Adds the costs of calls decided in process while PostgreSQL was away to their spend rows. */
+  private async writeLate(): Promise<void> {
+    while (this.late.length > 0) {
+      const { req, cost } = this.late[0]
+      const rk = ruleKey(req.rule)
+      await this.ensureRows(rk, req, req.periods)
+      const params: SqlParams = { rk, key: req.keyHash, cost }
+      const match = req.periods.map((p, i) => {
+        params[`p${i}`] = p.period
+        params[`s${i}`] = p.period === 'session' ? 0 : p.start
+        params[`n${i}`] = p.period === 'session' ? req.session : ''
+        return `(period = @p${i} AND period_start = @s${i} AND session = @n${i})`
+      })
+      await this.db.run(() =>
+        this.store.run(
+          `UPDATE budget_spend SET spent_usd = spent_usd + @cost::float8 WHERE rule_key = @rk AND api_key_hash = @key AND (${match.join(' OR ')})`,
+          params,
+        ),
+      )
+      this.late.shift()
+    }
   }
 
   private async ensureRows(rk: string, req: ReserveRequest, periods: PeriodState[]): Promise<void> {
