@@ -132,6 +132,8 @@ export class PgBudgetState implements BudgetState {
   failures = 0
   /** Costs of calls decided in process, not yet in their spend rows. */
   private late: { req: ReserveRequest; cost: number }[] = []
+  /** Settlements waiting for this turn's statement. */
+  private batch: { rid: string; ids: number[]; cost: number }[] = []
   /** Settlements being written now (not retried by the tick meanwhile). */
   private readonly inFlight = new Set<string>()
 
@@ -410,31 +412,56 @@ export class PgBudgetState implements BudgetState {
     return { settle, release: () => settle(0) }
   }
 
-  /** Adds a settled call's cost and frees its reservation (if its lease has not already run out), in one statement. */
+  /**
+   * Queues a settled call: its cost is added and its reservation freed (if its lease has not
+   * already run out) together with the other settlements of this turn of the event loop, in one
+   * statement, so a busy instance holds each hot spend row once per batch rather than per call.
+   */
   private write(rid: string, ids: number[], cost: number): void {
     this.inFlight.add(rid)
-    const p = this.db
-      .run(() => this.store.run(
-        `WITH d AS (DELETE FROM budget_reservations WHERE id = @rid RETURNING spend_id, amount_usd)
-         UPDATE budget_spend b
-            SET spent_usd = b.spent_usd + @cost::float8,
-                reserved_usd = GREATEST(0, b.reserved_usd - COALESCE((SELECT amount_usd FROM d WHERE d.spend_id = b.id), 0))
-          WHERE b.id = ANY(@ids::bigint[])`,
-        { rid, ids, cost },
-      ))
-      .then(
-        () => {
-          this.unsettled.delete(rid)
-        },
-        () => {
-          // kept in `unsettled`: the next tick writes it
-        },
-      )
-      .finally(() => {
-        this.inFlight.delete(rid)
-        this.writing.delete(p)
-      })
+    this.batch.push({ rid, ids, cost })
+    if (this.batch.length > 1) return
+    const p: Promise<void> = new Promise<void>((r) => setImmediate(r))
+      .then(() => this.flush())
+      .finally(() => this.writing.delete(p))
     this.writing.add(p)
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.batch
+    this.batch = []
+    const rids: string[] = []
+    const sids: number[] = []
+    const costs: number[] = []
+    for (const w of batch) {
+      for (const id of w.ids) {
+        rids.push(w.rid)
+        sids.push(id)
+        costs.push(w.cost)
+      }
+    }
+    try {
+      await this.db.run(() =>
+        this.store.run(
+          `WITH input AS (SELECT * FROM unnest(@rids::text[], @sids::bigint[], @costs::float8[]) AS t (rid, sid, cost)),
+                d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
+                freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
+                added AS (SELECT sid, SUM(cost) AS cost FROM input GROUP BY sid),
+                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)
+           UPDATE budget_spend b
+              SET spent_usd = b.spent_usd + a.cost,
+                  reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
+             FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
+            WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
+          { rids, sids, costs },
+        ),
+      )
+      for (const w of batch) this.unsettled.delete(w.rid)
+    } catch {
+      // kept in `unsettled`: the next tick writes them
+    } finally {
+      for (const w of batch) this.inFlight.delete(w.rid)
+    }
   }
 
   /**
