@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlParams, SqlStore } from '../../storage/sql'
 import type { PeriodState } from '../meter'
 import type { Rule } from '../rules'
@@ -130,6 +131,7 @@ export class PgBudgetState implements BudgetState {
   private degradedUntil = 0
   /** Reservations PostgreSQL did not answer (decided in process instead). */
   failures = 0
+  private migrated: Promise<unknown> | null = null
   /** Costs of calls decided in process, not yet in their spend rows. */
   private late: { req: ReserveRequest; cost: number }[] = []
   /** Settlements waiting for this turn's statement. */
@@ -188,7 +190,9 @@ export class PgBudgetState implements BudgetState {
     }
     // PostgreSQL away: this instance decides alone on what it has seen (README: degraded).
     if (Date.now() < this.degradedUntil) return this.alone(req, local)
-    return this.reserveShared(req, shared).then(
+    return this.schema()
+      .then(() => this.reserveShared(req, shared))
+      .then(
       (o) => {
         if (!o.ok) {
           local?.release()
@@ -206,6 +210,15 @@ export class PgBudgetState implements BudgetState {
         return this.alone(req, local)
       },
     )
+  }
+
+  /** The schema, made sure of once (the ledger migrates too, but only before its first write). */
+  private schema(): Promise<unknown> {
+    this.migrated ??= migratePostgres(this.store).catch((err: unknown) => {
+      this.migrated = null
+      throw err
+    })
+    return this.migrated
   }
 
   /** The in-process decision on this instance's own meter (its calls since it started), while PostgreSQL is away. */
@@ -242,7 +255,8 @@ export class PgBudgetState implements BudgetState {
     while (this.late.length > 0) {
       const { req, cost } = this.late[0]
       const rk = ruleKey(req.rule)
-      await this.ensureRows(rk, req, req.periods)
+      // Only rows that already exist: a row created now starts from the calls table, which has
+      // (or will have, once this instance's ledger has written it) this call already.
       const params: SqlParams = { rk, key: req.keyHash, cost }
       const match = req.periods.map((p, i) => {
         params[`p${i}`] = p.period
