@@ -280,30 +280,36 @@ export class BudgetEngine implements BudgetMonitor {
       m.addRequest(now)
       return { warnings, settle: learn }
     }
-    const refuse = (kind: Refusal['kind'], state: PeriodState | null, worst = 0, reservedUsd = m.reservedUsd): Decision => ({
+    const refuse = (kind: Refusal['kind'], state: PeriodState | null): Decision => ({
       warnings,
-      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: worst, reservedUsd },
+      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: 0, reservedUsd: m.reservedUsd },
     })
     if (rate) return refuse('rate', null)
     // This instance's own spend already at a limit: refused without asking the shared state.
     for (const p of periods) if (p.spent >= p.limit) return refuse('reached', p)
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
-    const decided = (o: ReserveOutcome): Decision => {
-      if (!o.ok) return refuse(o.kind, o.state, o.worstCaseUsd, o.reservedUsd)
-      m.addRequest(now)
-      // Shared figures (postgres) decide the warnings: they include every instance's spend.
-      const shown = o.periods === periods ? warnings : o.periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null }))
-      return {
-        warnings: shown,
-        settle: (costUsd = 0) => {
-          o.reservation.settle(costUsd)
-          this.settling = ctx
-        },
-      }
-    }
     const out = this.budgetState.reserve({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount })
-    return out instanceof Promise ? out.then(decided) : decided(out)
+    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, m, periods, warnings, now))
+    return this.reserved(out, ctx, m, periods, warnings, now)
+  }
+
+  /** The decision once the budget state has reserved (or refused). */
+  private reserved(o: ReserveOutcome, ctx: CallContext, m: Meter, periods: PeriodState[], warnings: Warning[], now: number): Decision {
+    const rule = m.rule
+    if (!o.ok) {
+      return { warnings, refuse: { rule, kind: o.kind, state: o.state, rate: null, worstCaseUsd: o.worstCaseUsd, reservedUsd: o.reservedUsd } }
+    }
+    m.addRequest(now)
+    const r = o.reservation
+    return {
+      // Shared figures (postgres) decide the warnings: they include every instance's spend.
+      warnings: o.periods === periods ? warnings : o.periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null })),
+      settle: (costUsd = 0) => {
+        r.settle(costUsd)
+        this.settling = ctx
+      },
+    }
   }
 
   /** Feeds the meters and the key registry from the ledger (every recorded call, refusals included). */

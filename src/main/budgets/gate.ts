@@ -110,32 +110,43 @@ type Runaway = { detector: RunawayDetector; windowMinutes: number; usdPerMinute:
 
 /** The proxy's gate over an in-process budget state: asks the engine and turns its decision into a 429 or warning headers, in one step. */
 export function budgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
-  return { admit: (ctx) => admitWith(ctx, runaway, (now, events) => admission(engine.admit(ctx, now), ctx, events, now)) }
+  return {
+    admit(ctx: CallContext): Admission {
+      const now = Date.now()
+      const events = guard(ctx, runaway, now)
+      if (!Array.isArray(events)) return events
+      return admission(engine.admit(ctx, now), ctx, events, now)
+    },
+  }
 }
 
 /**
  * The gate over a shared budget state (PostgreSQL): the same, but a call under a `block` rule
- * waits for its reservation in the database (a promise); every other call is decided in one step.
+ * waits for its reservation in the database (`pending`); every other call is decided in one step.
  */
 export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
   return {
-    admit: (ctx) =>
-      admitWith(ctx, runaway, (now, events) => {
-        const d = engine.decide(ctx, now)
-        return d instanceof Promise ? { pending: d.then((x) => admission(x, ctx, events, Date.now())) } : admission(d, ctx, events, now)
-      }),
+    admit(ctx: CallContext): Admission {
+      const now = Date.now()
+      const events = guard(ctx, runaway, now)
+      if (!Array.isArray(events)) return events
+      const d = engine.decide(ctx, now)
+      return d instanceof Promise ? { pending: d.then((x) => admission(x, ctx, events, Date.now())) } : admission(d, ctx, events, now)
+    },
   }
 }
 
-function admitWith(ctx: CallContext, runaway: Runaway | undefined, decide: (now: number, events: RunawayEvent[]) => Admission): Admission {
-  const now = Date.now()
+/** Runaway checks and subscription calls, before money: the answer when they decide the call, else the runaway events to report. */
+function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): RunawayEvent[] | Admission {
   // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
-  const events = runaway ? runaway.detector.check(ctx, now) : []
+  const events = runaway ? runaway.detector.check(ctx, now) : NO_EVENTS
   if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
   // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
   if (ctx.billing === 'subscription') return events.length ? { headers: { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } } : {}
-  return decide(now, events)
+  return events
 }
+
+const NO_EVENTS: RunawayEvent[] = []
 
 function admission(d: Decision, ctx: CallContext, events: RunawayEvent[], now: number): Admission {
   let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined

@@ -13,22 +13,17 @@ export class MemoryBudgetState implements BudgetState {
 
   reserve(req: ReserveRequest): ReserveOutcome {
     const { rule, meter: m, periods, amount } = req
-    const refuse = (kind: 'reserved' | 'worst_case', state: (typeof periods)[number], worst = 0): ReserveOutcome => ({
-      ok: false,
-      kind,
-      state,
-      reservedUsd: m.reservedUsd,
-      worstCaseUsd: worst,
-    })
     if (rule.reserve === 'max_tokens') {
       if (amount > 0) {
         for (const p of periods) {
           const reserved = p.period === 'session' ? 0 : m.reservedUsd
-          if (amount > p.limit - p.spent - reserved) return refuse('worst_case', p, amount)
+          if (amount > p.limit - p.spent - reserved) return { ok: false, kind: 'worst_case', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: amount }
         }
       }
     } else if (m.reservedUsd > 0) {
-      for (const p of periods) if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return refuse('reserved', p)
+      for (const p of periods) {
+        if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return { ok: false, kind: 'reserved', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: 0 }
+      }
     }
     m.inFlight++
     m.reservedUsd += amount
