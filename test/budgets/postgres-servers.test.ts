@@ -46,23 +46,23 @@ afterAll(async () => {
   pg?.stop()
 })
 
-async function server(url: string, rules: unknown[]): Promise<{ server: BurnrateServer; url: string; store: PostgresStore }> {
-  const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgb-'))
+async function server(url: string, rules: unknown[], dataDir?: string): Promise<{ server: BurnrateServer; url: string; store: PostgresStore; dir: string }> {
+  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'burnrate-pgb-'))
   const providers: Record<string, unknown> = {}
   for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream.url) }
   const configFile = join(dir, 'config.yaml')
   writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: 0 }, pricing: { auto_update: false }, storage: { url }, providers, budgets: { rules }, ...ADMIN_CONFIG }))
   // A store of the test's own, to look at the database.
   const store = new PostgresStore(url)
-  await migratePostgres(store)
+  if (!dataDir) await migratePostgres(store)
   const s = createBurnrate(loadConfig({ config: configFile, dataDir: dir }, {}), { log: silentLogger })
   const listening = await s.listen()
   cleanup.push(async () => {
     await s.close(2000)
     await store.close()
-    rmSync(dir, { recursive: true, force: true })
+    if (!dataDir) rmSync(dir, { recursive: true, force: true })
   })
-  return { server: s, url: listening, store }
+  return { server: s, url: listening, store, dir }
 }
 
 /** The cost of every answered call of `key`, as the servers recorded it in PostgreSQL. */
@@ -133,4 +133,26 @@ describe('two servers, one PostgreSQL budget state', () => {
     expect((await admin(b.url, 'DELETE', '/budgets/rules?pattern=sk-admin-shared-*')).status).toBe(204)
     await eventually(async () => (await call(a)).status === 200, 10_000)
   }, 60_000)
+
+  it('a server restarted while PostgreSQL is away starts at once and enforces the shared rules it last read', async () => {
+    const url = pg.createDatabase()
+    const a = await server(url, [])
+    replayJson(upstream, NANO_FIXTURE)
+    const key = 'sk-remembered-cccccccc-0003'
+    const call = (s: { url: string }) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+    expect((await admin(a.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-remembered-*', daily_limit_usd: 0, action: 'block' } })).status).toBe(201)
+    expect((await call(a)).status).toBe(429)
+    await a.server.close(2000)
+    pg.stopServer()
+    try {
+      const again = await server(url, [], a.dir)
+      const r = await call(again)
+      expect(r.status).toBe(429)
+      expect(r.json().error).toMatchObject({ type: 'budget_exceeded', api_key_pattern: 'sk-remembered-*' })
+      // Calls under no rule pass meanwhile.
+      expect((await postJson(`${again.url}/v1/chat/completions`, BODY, { authorization: 'Bearer sk-other-dddddddd-0004' })).status).toBe(200)
+    } finally {
+      pg.startServer()
+    }
+  }, 90_000)
 })
