@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { stringify } from 'yaml'
+import { budgetsOf } from '../../src/main/budgets'
 import { loadConfig } from '../../src/main/config/load'
 import { silentLogger } from '../../src/main/log'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -155,4 +156,24 @@ describe('two servers, one PostgreSQL budget state', () => {
       pg.startServer()
     }
   }, 90_000)
+
+  it("a server started later warns from the spend the other server recorded (its meters start from PostgreSQL's calls)", async () => {
+    const url = pg.createDatabase()
+    const rules = [{ api_key_pattern: 'sk-warned-*', daily_limit_usd: NANO_COST / 2, action: 'warn' }]
+    const a = await server(url, rules)
+    replayJson(upstream, NANO_FIXTURE)
+    const key = 'sk-warned-eeeeeeee-0005'
+    const first = await postJson(`${a.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+    expect(first.status).toBe(200)
+    expect(first.headers['x-burnrate-budget-warning']).toBeUndefined()
+    expect(await a.server.ledger.flushed()).toBe(true)
+    const b = await server(url, rules)
+    // B has recorded nothing itself; its meters read A's call from PostgreSQL (no call through B needed)...
+    const engineB = budgetsOf(b.server.context).engine
+    // (it reads the meters' calls, then this month's keys: the key listed means both are in)
+    await eventually(() => engineB.keysThisMonth().some((k) => k.hash === hashKey(key)), 20_000)
+    // ...so B's very first call carries the warning.
+    const warned = await postJson(`${b.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+    expect(String(warned!.headers['x-burnrate-budget-warning'])).toMatch(/^sk-warned-\* daily /)
+  }, 60_000)
 })

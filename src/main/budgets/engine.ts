@@ -104,7 +104,7 @@ function scoped(rule: Rule): boolean {
 }
 
 /** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
-function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
+export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
   let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
   for (const r of rules) {
     if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)

@@ -5,11 +5,12 @@ import type { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
-import { BudgetEngine, type CostModel, type HistoryRow } from './engine'
+import { BudgetEngine, type CostModel, type HistoryRow, historyStart } from './engine'
 import { CallHistory, expectedUsd } from './expected'
 import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
+import { SharedHistory } from './shared-history'
 import { PgRuleStore } from './shared-rules'
 import { PgBudgetState } from './state/postgres'
 import { RuleStore, type RuleWriter } from './store'
@@ -96,7 +97,11 @@ export function budgetsOf(ctx: ServerContext): Budgets {
             (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
        FROM calls WHERE ts >= ? GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
   )
+  // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
+  const shared = ctx.store.dialect === 'postgres'
+  const sharedHistory = shared ? new SharedHistory(ctx.store, ctx.ledger) : null
   const loadHistory = (since: number): HistoryRow[] => {
+    if (sharedHistory) return sharedHistory.rows
     try {
       // Calls still held in memory are written first, so none is missed (or counted twice).
       ctx.ledger.flush()
@@ -106,14 +111,24 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
-  // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
-  const shared = ctx.store.dialect === 'postgres'
+  // The meters again from every instance's calls (PG mode), once the rows are read.
+  const reloadShared = async (): Promise<void> => {
+    if (!sharedHistory || !engine) return
+    const en = engine
+    try {
+      await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()))
+      en.reload()
+    } catch {
+      // PostgreSQL away: the meters keep what they have; the next rule change reads again
+    }
+  }
   const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
   // PG mode: the data folder's `budget_rules` keeps the last rules read from PostgreSQL, so an
   // instance starting while the database is away enforces them (start-up never waits on it).
   const pgRules = shared
     ? new PgRuleStore(ctx.store, (rules) => {
         engine?.setRuntimeRules(rules)
+        void reloadShared()
         try {
           local.replaceAll(rules)
         } catch {
@@ -156,6 +171,11 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
   if (pgRules && state) {
     void firstLoad(pgRules)
+    // The key registry and the meters from every instance's calls (start-up never waits on it).
+    void (async () => {
+      await reloadShared()
+      e.seed(await sharedHistory!.keys(e.clock.monthOf(Date.now()).start))
+    })().catch(() => {})
     ctx.setGate(sharedBudgetGate(e, guard))
     ctx.onClose(async () => {
       pgRules.close()
