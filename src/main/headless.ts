@@ -5,7 +5,7 @@ import { StartupError, createBurnrate } from './server/server'
 
 const USAGE = `Usage: burnrate [--config <file>] [--host <address>] [--port <n>] [--data-dir <dir>]
 
-Environment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR (flags win).`
+Environment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR, BURNRATE_DATABASE_URL (flags win).`
 
 /** Runs the server core under plain Node until SIGINT or SIGTERM, then flushes and exits. */
 export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; estimateWorker?: URL } = {}): Promise<void> {

@@ -27,8 +27,8 @@ export interface ApiErrorBody {
 export type Range = '30m' | '1h' | '6h' | '24h' | '7d' | '30d'
 export const RANGES: readonly Range[] = ['30m', '1h', '6h', '24h', '7d', '30d']
 
-export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant' | 'project'
-export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant', 'project']
+export type GroupBy = 'model' | 'provider' | 'agent' | 'session' | 'api_key' | 'tenant' | 'project' | 'member'
+export const GROUP_BYS: readonly GroupBy[] = ['model', 'provider', 'agent', 'session', 'api_key', 'tenant', 'project', 'member']
 
 /** One recorded call, as the dashboard API and export show it. */
 export interface Call {
@@ -71,6 +71,51 @@ export const CALL_FIELDS: readonly (keyof Call)[] = [
   'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens',
   'cost_usd', 'priced', 'estimated', 'latency_ms', 'response_id', 'source', 'billing', 'project', 'member',
 ]
+
+/**
+ * `POST /api/ingest` (team server; README: Reporting to a team server): a batch of calls another
+ * Burnrate recorded. Each is a `Call` (contract fields; `member` empty or the token's member),
+ * optionally with `key_hint`, `endpoint` and `error` as that Burnrate recorded them.
+ */
+export interface IngestRequest {
+  calls: IngestCall[]
+}
+export type IngestCall = Call & { key_hint?: string; endpoint?: string; error?: string | null }
+
+/** Calls per ingest request at most (a larger batch is a 400). */
+export const INGEST_MAX_CALLS = 1000
+
+/** A call of the batch that was refused (the others are stored): its index, its id, and why. */
+export interface IngestRejection {
+  index: number
+  id: unknown
+  error: { type: 'invalid_request'; message: string; param: string }
+}
+
+export interface IngestResult {
+  /** Calls stored now. */
+  accepted: number
+  /** Calls this member had sent before (same id): not stored again. */
+  duplicates: number
+  /** Calls refused for what they hold (never stored; sending them again does not help). */
+  rejected: IngestRejection[]
+}
+
+/** `team` in `GET /api/health` of a Burnrate with `team.url` (README: Reporting to a team server). */
+export interface TeamHealth {
+  /** The team server's address (without any credentials). */
+  url: string
+  /** Calls recorded here and not yet acknowledged by the team server. */
+  backlog: number
+  /** Calls the team server acknowledged since this Burnrate started (accepted or duplicates). */
+  sent: number
+  /** Calls the team server refused as invalid since start (skipped; see last_error). */
+  rejected: number
+  last_sent_at: string | null
+  last_error: string | null
+  /** When the next attempt is due while retrying, else null. */
+  retry_at: string | null
+}
 
 export interface Health {
   status: 'ok' | 'degraded'

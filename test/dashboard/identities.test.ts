@@ -17,6 +17,7 @@ const RANGE_MS: Record<Range, number> = {
 const TZ = 'Asia/Kolkata' // +05:30: local midnight is not on a UTC hour, so every period has raw edges
 const COLUMN: Record<string, string> = {
   model: 'model', provider: 'provider', agent: 'agent', session: 'session', api_key: 'api_key_hash', tenant: 'tenant', project: 'project',
+  member: 'member',
 }
 
 let t: TestServer

@@ -82,6 +82,8 @@ export function variedCalls(n: number, now: number, days: number, seed = 1): Cal
         agent,
         session: r() < 0.7 ? `s-${agent}-${Math.floor(r() * 40)}` : '',
         project: agent ? `/home/dev/${tenant || 'solo'}-${provider}` : '',
+        // (As on a team server; derived, so the random draws stay what they were.)
+        member: agent === 'codex' ? 'alice' : agent === 'aider' ? 'bob' : '',
         api_key_hash: keyHash(key),
         key_hint: key.slice(0, 3) + '…' + key.slice(-4),
         status,

@@ -25,6 +25,9 @@ import { CALL_COLUMNS } from '../../src/main/ledger/columns'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
+import { SpendTracker } from '../../src/main/ledger/spend'
+import { Pricer } from '../../src/main/pricing/price'
+import { repriceModel } from '../../src/main/pricing/reprice'
 import { REPORT_KINDS, buildReport } from '../../src/main/report/report'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
@@ -47,7 +50,6 @@ const TENANTS = [null, 'acme', 'globex', 'nobody'] as const
 
 let pg: TestPostgres
 let dir: string
-let db: Database.Database
 let lite: SqliteStore
 let pgs: PostgresStore
 let now: number
@@ -74,15 +76,10 @@ function seedCalls(at: number): CallRecord[] {
   return calls
 }
 
-beforeAll(async () => {
-  pg = await startPostgres()
-  now = Date.now()
-  const calls = seedCalls(now)
-  recorded = calls.length
-
+/** The same calls in a new SQLite ledger (the real Ledger and RollupWriter) and a new PostgreSQL database (inserts and applyRollups, in other batches). */
+async function seedBoth(calls: readonly CallRecord[]): Promise<{ db: Database.Database; lite: SqliteStore; pgs: PostgresStore; url: string }> {
   // SQLite: the real ledger and its rollup writer, in batches of varied sizes.
-  dir = mkdtempSync(join(tmpdir(), 'burnrate-stores-'))
-  db = openDatabase(join(dir, DB_FILE))
+  const db = openDatabase(join(dir, `${dbs++}-${DB_FILE}`))
   const ledger = new Ledger(db, { flushIntervalMs: 60_000, maxPending: 1_000_000, timezone: TZ })
   const writer = new RollupWriter(db)
   ledger.onBatch((rows) => writer.onBatch(rows), 'rollups')
@@ -91,10 +88,10 @@ beforeAll(async () => {
     if (i % 137 === 136) ledger.flush()
   })
   expect(ledger.close()).toBe(true)
-  lite = new SqliteStore(db)
 
   // PostgreSQL: the same rows (ids too) in batches of another size, rollups in each batch's transaction.
-  pgs = new PostgresStore(pg.createDatabase())
+  const url = pg.createDatabase()
+  const pgs = new PostgresStore(url)
   await migratePostgres(pgs)
   const rows = db.prepare('SELECT * FROM calls ORDER BY id').all() as (CallRecord & { id: number })[]
   for (let i = 0; i < rows.length; i += 500) {
@@ -104,11 +101,27 @@ beforeAll(async () => {
       await applyRollups(tx, batch)
     })
   }
+  return { db, lite: new SqliteStore(db), pgs, url }
+}
+let dbs = 0
+const opened: { db: Database.Database; pgs: PostgresStore }[] = []
+
+beforeAll(async () => {
+  pg = await startPostgres()
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-stores-'))
+  now = Date.now()
+  const calls = seedCalls(now)
+  recorded = calls.length
+  const seeded = await seedBoth(calls)
+  opened.push(seeded)
+  ;({ lite, pgs } = seeded)
 }, 300_000)
 
 afterAll(async () => {
-  await pgs?.close()
-  db?.close()
+  for (const o of opened) {
+    await o.pgs.close()
+    o.db.close()
+  }
   pg?.stop()
   if (dir) rmSync(dir, { recursive: true, force: true })
 })
@@ -302,6 +315,68 @@ describe('the admin API and start-up reads on SQLite and on PostgreSQL', () => {
       const s = a.assign('aider', k, now)
       expect(s).toMatch(/^auto-(\d)\1{11}$/)
       expect(b.assign('aider', k, now)).toBe(s)
+    }
+  })
+})
+
+describe('re-pricing on SQLite and on PostgreSQL', () => {
+  const MODEL = 'new-model'
+  const pricer = new Pricer([{ provider: 'openai', model: MODEL, input_mtok: 3, output_mtok: 12 }])
+  /** Calls of a model recorded before it had a price, spread over a month, tenants, agents and projects. */
+  const unpricedCalls = (at: number) =>
+    variedCalls(1500, at, 30, 5).map((c, i) =>
+      i % 3 === 0 ? { ...c, provider: 'openai', model: MODEL, priced: false, cost_usd: 0, billing: i % 9 === 0 ? ('subscription' as const) : ('api' as const) } : c,
+    )
+  const spendOf = () => ({ flushed: async () => true, spend: new SpendTracker(TZ) })
+
+  it('re-prices the same calls, and every answer moves the same way (project grouping too)', async () => {
+    const at = Date.now()
+    const s = await seedBoth(unpricedCalls(at))
+    opened.push(s)
+    const want = await repriceModel(s.lite, spendOf(), pricer, 'openai', 'openai', MODEL, false)
+    const got = await repriceModel(s.pgs, spendOf(), pricer, 'openai', 'openai', MODEL, false)
+    expect(want.repriced).toBeGreaterThan(400)
+    expect(differences(want, got)).toEqual([])
+    const both = async <T>(f: (d: DashDeps) => Promise<T>) => {
+      const a = await f(deps(s.lite))
+      expect(differences(a, await f(deps(s.pgs)))).toEqual([])
+      return a
+    }
+    // The rollups moved with the calls: each grouping of 30 days adds up to the calls' money.
+    const money = (await s.lite.get<{ c: number }>(
+      `SELECT sum(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS c FROM calls WHERE ts >= @since`,
+      { since: at - 30 * 86_400_000 },
+    ))!.c
+    for (const g of GROUP_BYS) {
+      const c = await both((d) => costs(d, g, '30d', null, at, 1000))
+      const sum = c.rows.reduce((x, r) => x + r.cost_usd, 0)
+      expect(Math.abs(sum - money), g).toBeLessThan(1e-9 * money)
+    }
+    await both((d) => summary(d, null, at))
+    await both((d) => timeseries(d, '30d', null, at))
+    await both((d) => sessions(d, null, at, 1000))
+  })
+
+  it('two instances re-pricing one PostgreSQL ledger at once count each call once', async () => {
+    const at = Date.now()
+    const s = await seedBoth(unpricedCalls(at))
+    opened.push(s)
+    const other = new PostgresStore(s.url)
+    try {
+      const [a, b] = await Promise.all([
+        repriceModel(s.pgs, spendOf(), pricer, 'openai', 'openai', MODEL, false),
+        repriceModel(other, spendOf(), pricer, 'openai', 'openai', MODEL, false),
+      ])
+      const alone = await repriceModel(s.lite, spendOf(), pricer, 'openai', 'openai', MODEL, false)
+      expect(a.repriced + b.repriced).toBe(alone.repriced)
+      expect(Math.abs(a.cost_usd_after + b.cost_usd_after - alone.cost_usd_after)).toBeLessThan(1e-9 * alone.cost_usd_after)
+      const byModel = async (q: SqlReader) =>
+        (await q.get<{ c: number }>(`SELECT sum(cost_usd) AS c FROM dash_dim_day WHERE dim = 'model' AND key = @m`, { m: MODEL }))!.c
+      const calls = (await s.pgs.get<{ c: number }>(`SELECT sum(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS c FROM calls WHERE model = @m`, { m: MODEL }))!.c
+      expect(Math.abs((await byModel(s.pgs)) - calls)).toBeLessThan(1e-9 * calls)
+      expect(Math.abs((await byModel(s.lite)) - calls)).toBeLessThan(1e-9 * calls)
+    } finally {
+      await other.close()
     }
   })
 })

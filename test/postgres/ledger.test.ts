@@ -1,7 +1,12 @@
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/main/config/load'
+import { createLogger } from '../../src/main/log'
 import { spillFiles } from '../../src/main/reliability/spill'
+import { createBurnrate } from '../../src/main/server/server'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { PG_MIGRATIONS } from '../../src/main/storage/postgres-migrations'
 import { startBuiltServer } from '../load/harness'
@@ -160,6 +165,22 @@ describe('a server with storage.url', () => {
     const stored = await store.get<{ usd: number }>('SELECT SUM(cost_usd) AS usd FROM calls')
     expect(stored!.usd).toBeGreaterThan(0)
     expect(t.server.ledger.spend.totals().day).toBe(stored!.usd)
+  })
+
+  it('never writes the password to its log (start-up, PostgreSQL away, stop)', async () => {
+    const lines: string[] = []
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pglog-'))
+    const config = loadConfig({ dataDir: dir }, { BURNRATE_DATABASE_URL: 'postgres://burnrate:LOGSECRETPW@127.0.0.1:1/burnrate' })
+    const b = createBurnrate({ ...config, server: { ...config.server, port: 0 } }, { log: createLogger('debug', (l) => lines.push(l)) })
+    try {
+      await b.listen()
+      await until('the log saying PostgreSQL cannot be written', () => lines.some((l) => /cannot be written \(ECONNREFUSED/.test(l)))
+      expect(lines.join('')).toContain('postgres://burnrate:***@127.0.0.1:1/burnrate')
+    } finally {
+      await b.close(0)
+      rmSync(dir, { recursive: true, force: true })
+    }
+    expect(lines.join('')).not.toContain('LOGSECRETPW')
   })
 
   it('two servers on one database both record into it', async () => {

@@ -26,7 +26,7 @@ function rollupsAgree(dbFile: string): void {
     const close = (v: number) => expect(v).toBeCloseTo(calls, 12)
     for (const t of ['dash_5m', 'dash_hour', 'dash_day']) close(db.prepare(`SELECT total(cost_usd) FROM ${t}`).pluck().get() as number)
     for (const t of ['dash_dim_hour', 'dash_dim_day']) {
-      for (const dim of ['model', 'provider', 'agent', 'session', 'api_key']) {
+      for (const dim of ['model', 'provider', 'agent', 'session', 'api_key', 'project']) {
         close(db.prepare(`SELECT total(cost_usd) FROM ${t} WHERE dim = ?`).pluck().get(dim) as number)
       }
       const byModel = db.prepare(`SELECT total(cost_usd) FROM ${t} WHERE dim = 'model' AND key = ?`).pluck().get(MODEL) as number

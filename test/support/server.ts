@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { stringify } from 'yaml'
 import { loadConfig } from '../../src/main/config/load'
 import { DB_FILE } from '../../src/main/config/paths'
-import { silentLogger } from '../../src/main/log'
+import { type Logger, silentLogger } from '../../src/main/log'
 import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 
@@ -27,7 +27,12 @@ export interface TestServer {
  * written as YAML and loaded the way `npm start` loads it; every provider's base URL points
  * at `upstream` unless the config says otherwise.
  */
-export async function startTestServer(config: Record<string, any> = {}, upstream?: string, dir?: string): Promise<TestServer> {
+export async function startTestServer(
+  config: Record<string, any> = {},
+  upstream?: string,
+  dir?: string,
+  opts: { log?: Logger } = {},
+): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
   // Price data is never fetched from the internet in tests (a test that wants it names a local server).
   const cfg: Record<string, any> = {
@@ -43,7 +48,7 @@ export async function startTestServer(config: Record<string, any> = {}, upstream
   }
   const configFile = join(dataDir, 'config.yaml')
   writeFileSync(configFile, stringify(cfg))
-  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { log: silentLogger })
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { log: opts.log ?? silentLogger })
   const url = await server.listen()
   let stopped = false
   const t: TestServer = {
@@ -59,7 +64,7 @@ export async function startTestServer(config: Record<string, any> = {}, upstream
     },
     async restart() {
       await t.stop()
-      return startTestServer(config, upstream, dataDir)
+      return startTestServer(config, upstream, dataDir, opts)
     },
     async cleanup() {
       await t.stop()

@@ -95,7 +95,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const historyQuery = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
             (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
-       FROM calls WHERE ts >= ? GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
+       FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
   )
   // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
   const shared = ctx.store.dialect === 'postgres'
@@ -153,7 +153,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     ctx.db
       .prepare(
         `SELECT api_key_hash, key_hint, tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
-           FROM calls WHERE ts >= ? GROUP BY api_key_hash`,
+           FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash`,
       )
       .all(month) as { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[],
   )

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { INGEST_MAX_CALLS } from '../../shared/api'
 import { isValidTimeZone } from '../time/zone'
 
 /**
@@ -199,6 +200,34 @@ export const configSchema = z
      */
     storage: z
       .object({ url: z.string().min(1).nullable().default(null) })
+      .strict()
+      .prefault({}),
+    /** Reporting to a team Burnrate (src/main/team): this one sends its calls there, or is the team server. */
+    team: z
+      .object({
+        /** The team server's address (`https://burnrate.example.com`): this Burnrate sends its recorded calls there. */
+        url: z.url({ protocol: /^https?$/ }).optional(),
+        /** The token the team server gave this Burnrate (sent as `Authorization: Bearer`). */
+        token: z.string().min(1).optional(),
+        /** Calls per `POST /api/ingest`. */
+        batch_size: z.number().int().min(1).max(INGEST_MAX_CALLS).default(500),
+        /** Longest wait between retries while the team server is away or refuses (the waits double up to this, with jitter). */
+        max_backoff_ms: z.number().int().min(100).max(MAX_TIMER_MS).default(300_000),
+        /** On the team server: who may send calls to `POST /api/ingest`, one entry per reporting Burnrate. */
+        members: z
+          .array(
+            z
+              .object({
+                /** The member the calls are recorded under (the dashboard's `member`). */
+                name: z.string().min(1).max(200),
+                /** The member's bearer token, or `token_sha256`: its lowercase hex SHA-256 (so the raw token need not be in this file). */
+                token: z.string().min(1).optional(),
+                token_sha256: z.string().regex(/^[0-9a-f]{64}$/, { message: 'expected 64 lowercase hex digits (sha256sum of the token)' }).optional(),
+              })
+              .strict(),
+          )
+          .default([]),
+      })
       .strict()
       .prefault({}),
     /** Prometheus exposition at `GET /metrics` (src/main/metrics). */

@@ -1,7 +1,7 @@
 import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
-import { andTenant, bytewise, MONEY, total } from './sql'
+import { andMember, andTenant, bytewise, MONEY, total } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -13,6 +13,7 @@ const COLUMN: Record<GroupBy, string> = {
   api_key: 'api_key_hash',
   tenant: 'tenant',
   project: 'project',
+  member: 'member',
 }
 
 const COLS = 'requests, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd'
@@ -31,12 +32,13 @@ interface Part {
 
 /** Spend in the window grouped by one attribute, costliest first. */
 export async function costs(
-  d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT,
+  d: DashDeps, groupBy: GroupBy, range: Range, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT, member: string | null = null,
 ): Promise<Costs> {
   const w = rangeWindow(range, now)
-  const { rolled, raw } = splitTiers(w, TIERS)
+  // The rollups are not kept per member: one member's costs are summed from its calls (exact).
+  const { rolled, raw } = member === null ? splitTiers(w, TIERS) : { rolled: [], raw: [w] }
   const byModel = groupBy === 'model'
-  const args = (x: Window) => ({ start: x.start, end: x.end, tenant, dim: groupBy })
+  const args = (x: Window) => ({ start: x.start, end: x.end, tenant, dim: groupBy, member })
   const parts: Part[] = []
   // Rolled rows are few (a day or hour each per key); summing them here beats a GROUP BY's temp B-tree.
   for (const { tier, window } of rolled) {
@@ -55,7 +57,7 @@ export async function costs(
         ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens,
         ${total('cache_read_tokens')} AS cache_read_tokens, ${total('cache_write_tokens')} AS cache_write_tokens,
         ${total(MONEY)} AS cost_usd
-      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)} GROUP BY 1, 2`
+      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}${andMember(member)} GROUP BY 1, 2`
     for (const p of await d.q.all<Part>(sql, args(r))) parts.push(p)
   }
   const rows = new Map<string, CostRow>()

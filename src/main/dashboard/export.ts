@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
 import { CALL_COLUMNS, CSV_HEADER, csvLine, toCall, type CallRow } from './calls'
 import type { DashDeps } from './deps'
-import { indexedBy } from './sql'
+import { andMember, indexedBy } from './sql'
 import { rangeWindow } from './window'
 
 /** Rows read per query; each chunk is one `res.write`. */
@@ -21,11 +21,12 @@ export async function streamExport(
   tenant: string | null,
   now: number,
   window?: { start: number; end: number },
+  member: string | null = null,
 ): Promise<void> {
   const w = window ?? rangeWindow(range, now)
-  const index = tenant === null ? 'calls_ts' : 'calls_tenant_ts'
+  const index = member !== null ? 'calls_member_ts' : tenant === null ? 'calls_ts' : 'calls_tenant_ts'
   const sql = `SELECT ${CALL_COLUMNS} FROM calls${indexedBy(d.q, index)}
-    WHERE ts >= @from AND ts < @end${tenant === null ? '' : ' AND tenant = @tenant'}
+    WHERE ts >= @from AND ts < @end${tenant === null ? '' : ' AND tenant = @tenant'}${andMember(member)}
       AND (ts > @afterTs OR id > @afterId)
     ORDER BY ts, id LIMIT ${CHUNK}`
   const csv = format === 'csv'
@@ -44,7 +45,7 @@ export async function streamExport(
   let afterId = 0
   for (;;) {
     if (closed) return
-    const rows = await d.q.all<CallRow>(sql, { from: Math.max(w.start, afterTs), end: w.end, tenant, afterTs, afterId })
+    const rows = await d.q.all<CallRow>(sql, { from: Math.max(w.start, afterTs), end: w.end, tenant, afterTs, afterId, member })
     if (rows.length === 0) break
     let out = ''
     if (csv) {

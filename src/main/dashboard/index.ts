@@ -9,7 +9,7 @@ import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
-import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
+import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
 import { RollupWriter } from './rollup/writer'
@@ -57,10 +57,12 @@ export const dashboard: Feature = (ctx) => {
   route('timeseries', (req, _res, now) => timeseries(d, rangeParam(req, '24h'), tenantParam(req), now))
   // Lists are bounded (100 rows by default, 1000 at most) and say how many rows there are in all.
   const listLimit = (req: Request) => limitParam(req, 1, LIST_LIMIT_MAX, LIST_LIMIT_DEFAULT)
-  route('costs', (req, _res, now) => costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now, listLimit(req)))
+  route('costs', (req, _res, now) =>
+    costs(d, groupByParam(req), rangeParam(req, '30d'), tenantParam(req), now, listLimit(req), memberParam(req)),
+  )
   route('sessions', (req, _res, now) => sessions(d, tenantParam(req), now, listLimit(req)))
   route('expensive', (req, _res, now) =>
-    expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now),
+    expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now, memberParam(req)),
   )
   const budgets = budgetsOf(ctx)
   route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
@@ -95,7 +97,7 @@ export const dashboard: Feature = (ctx) => {
     const since = whenParam(req, 'since', d.tz)
     const until = whenParam(req, 'until', d.tz)
     const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? now + 1 } : undefined
-    await streamExport(d, res, format, range, tenant, now, window)
+    await streamExport(d, res, format, range, tenant, now, window, memberParam(req))
     return undefined
   })
 }

@@ -47,6 +47,12 @@ export function tenantParam(req: Request): string | null {
   return v === undefined || v === '' ? null : v
 }
 
+/** `member=<name>` (team server) restricts to that member's calls; absent or empty means every call. */
+export function memberParam(req: Request): string | null {
+  const v = one(req, 'member')
+  return v === undefined || v === '' ? null : v
+}
+
 export function limitParam(req: Request, min: number, max: number, fallback: number): number {
   const v = one(req, 'limit')
   if (v === undefined) return fallback

@@ -28,6 +28,14 @@ export function countIf(cond: string): string {
   return total(`CASE WHEN ${cond} THEN 1 ELSE 0 END`)
 }
 
+/**
+ * ` AND member = @member` when restricted to a team member, else nothing. (The repeated
+ * `member <> ''` lets SQLite use the partial index calls_member_ts.)
+ */
+export function andMember(member: string | null): string {
+  return member === null ? '' : " AND member = @member AND member <> ''"
+}
+
 /** A call's money: its cost, except a subscription call's (its API-equivalent value is kept apart). */
 export const MONEY = "(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END)"
 /** A subscription call's API-equivalent value, else 0. */

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter, backfillProjectRollups } from '../dashboard/rollup/writer'
+import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -150,6 +150,23 @@ export const MIGRATIONS: Migration[] = [
         ALTER TABLE calls ADD COLUMN call_key TEXT;
         CREATE UNIQUE INDEX calls_call_key ON calls (call_key) WHERE call_key IS NOT NULL;
       `)
+    },
+  },
+  {
+    version: 10,
+    description: 'team server: the sender\'s call id of ingested calls (idempotency per member), a member index, member rollups, the sender\'s cursor',
+    up: (db) => {
+      db.exec(`
+        ALTER TABLE calls ADD COLUMN origin_id INTEGER;
+        CREATE UNIQUE INDEX calls_origin ON calls (member, origin_id) WHERE origin_id IS NOT NULL;
+        CREATE INDEX calls_member_ts ON calls (member, ts) WHERE member <> '';
+        CREATE TABLE team_cursor (
+          url TEXT PRIMARY KEY,
+          last_id INTEGER NOT NULL,
+          updated_at INTEGER NOT NULL
+        ) WITHOUT ROWID;
+      `)
+      backfillDimRollups(db, 'member', 'member')
     },
   },
 ]

@@ -130,4 +130,4 @@ interface StoredSpend {
 const SPEND_SQL = `SELECT api_key_hash AS k,
         SUM(cost_usd) AS month,
         SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
-   FROM calls WHERE ts >= @month AND billing <> 'subscription' GROUP BY api_key_hash`
+   FROM calls WHERE ts >= @month AND billing <> 'subscription' AND origin_id IS NULL GROUP BY api_key_hash`

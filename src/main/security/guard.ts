@@ -21,9 +21,9 @@ export interface GuardOptions {
   interfaceAddresses?: readonly string[]
 }
 
-/** Paths outside the dashboard token: the health probe and the admin API (which has its own token). */
+/** Paths outside the dashboard token: the health probe, the admin API and team ingest (each has its own token). */
 function ownAuth(path: string): boolean {
-  return path === '/api/health' || path === '/api/admin' || path.startsWith('/api/admin/')
+  return path === '/api/health' || path === '/api/admin' || path.startsWith('/api/admin/') || path === '/api/ingest'
 }
 
 function pathOf(url: string): string {

@@ -36,13 +36,14 @@ import { dashboard } from '../dashboard'
 import { metrics } from '../metrics'
 import { otel } from '../otel'
 import { dashboardUi } from '../ui'
+import { team } from '../team'
 import type { ConnectContext } from '../connect/types'
 import type { Feature, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

@@ -162,6 +162,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
   },
   {
     version: 3,
+    description: 'team server: the sender\'s call id of ingested calls (idempotency per member) and a member index (SQLite version 10)',
+    sql: `
+      ALTER TABLE calls ADD COLUMN origin_id BIGINT;
+      CREATE UNIQUE INDEX calls_origin ON calls (member, origin_id) WHERE origin_id IS NOT NULL;
+      CREATE INDEX calls_member_ts ON calls (member, ts) WHERE member <> '';
+    `,
+  },
+  {
+    version: 4,
     description: 'budget state shared by instances: spend rows per rule scope, key and period, reservations with a lease, a rules version to poll',
     sql: `
       CREATE TABLE budget_spend (

@@ -55,13 +55,19 @@ class Scope implements SqlStore {
 export class PostgresStore extends Scope {
   readonly pool: pg.Pool
 
-  constructor(url: string, opts: { max?: number; applicationName?: string } = {}) {
+  constructor(url: string, opts: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}) {
     const pool = new pg.Pool({
       connectionString: url,
       max: opts.max ?? 10,
       application_name: opts.applicationName ?? 'burnrate',
       connectionTimeoutMillis: 5000,
       idleTimeoutMillis: 30_000,
+      // A network that drops silently must not hold a query forever: TCP keepalive finds a dead
+      // peer, and no statement Burnrate sends runs anywhere near a minute (the ledger spills
+      // after 10 s of silence; this frees the connection for when PostgreSQL is back).
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      query_timeout: opts.queryTimeoutMs ?? 60_000,
       types,
     })
     // An idle client's error (the server restarted) must not crash the process; the next query reconnects.

@@ -12,7 +12,7 @@ export const serve: RegisterCommand = (program, ctx) => {
     .option('--host <address>', 'address to listen on (default 127.0.0.1)')
     .option('--port <n>', 'port to listen on (default 8787; 0 picks a free one)')
     .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)')
-    .addHelpText('after', '\nEnvironment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR (flags win).')
+    .addHelpText('after', '\nEnvironment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR, BURNRATE_DATABASE_URL (flags win).')
     .action(async (opts) => {
       const { runHeadless } = await import('../../headless')
       await runHeadless(argsOf(opts), { ledgerWorker: ctx.ledgerWorker })

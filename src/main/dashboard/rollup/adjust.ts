@@ -1,81 +1,75 @@
-import type Database from 'better-sqlite3'
+import type { SqlStore } from '../../storage/sql'
 import { FIVE_MIN, TIERS } from './schema'
-import { type Dim, type RollupInput, hasColumn } from './writer'
+import type { Dim, RollupInput } from './writer'
 
 /** A call whose cost changed by `delta` (re-priced), with what the rollups group it by. */
 export type CostChange = Pick<
   RollupInput,
-  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'billing'
+  'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'project' | 'billing' | 'member'
 > & { delta: number }
 
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
  * what folding the re-priced calls afresh would give: a call billed per token moves `cost_usd`
  * of every rollup table it is in; a subscription call moves `plan_value_usd` of the hourly and
- * daily totals. Runs inside the caller's transaction (the one that updates the calls).
+ * daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
+ * store: each change is added in SQL, and rows are touched in one sorted order, so instances
+ * adjusting the same rows at once neither lose a change nor deadlock.
  */
-export class RollupAdjuster {
-  private readonly five: Database.Statement
-  private readonly totals: Database.Statement[]
-  private readonly plan: Database.Statement[] | null
-  private readonly dims: Database.Statement[]
-  private readonly session: Database.Statement
-
-  constructor(db: Database.Database) {
-    this.five = db.prepare('UPDATE dash_5m SET cost_usd = cost_usd + ? WHERE bucket = ? AND tenant = ?')
-    this.totals = TIERS.map((t) => db.prepare(`UPDATE ${t.totals} SET cost_usd = cost_usd + ? WHERE bucket = ? AND tenant = ?`))
-    this.plan = hasColumn(db, 'dash_hour', 'plan_value_usd')
-      ? TIERS.map((t) => db.prepare(`UPDATE ${t.totals} SET plan_value_usd = plan_value_usd + ? WHERE bucket = ? AND tenant = ?`))
-      : null
-    this.dims = TIERS.map((t) =>
-      db.prepare(`UPDATE ${t.dims} SET cost_usd = cost_usd + ? WHERE dim = ? AND bucket = ? AND tenant = ? AND key = ? AND provider = ?`),
-    )
-    this.session = db.prepare('UPDATE dash_session SET cost_usd = cost_usd + ? WHERE tenant = ? AND agent = ? AND session = ?')
+export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]): Promise<void> {
+  // Summed per rollup row first: one UPDATE per touched row.
+  const sums = new Map<string, { sql: string; params: Record<string, unknown>; delta: number }>()
+  const add = (key: string, delta: number, sql: string, params: Record<string, unknown>) => {
+    let e = sums.get(key)
+    if (!e) sums.set(key, (e = { sql, params, delta: 0 }))
+    e.delta += delta
   }
-
-  apply(changes: readonly CostChange[]): void {
-    // Summed per rollup row first: one UPDATE per touched row.
-    const sums = new Map<string, { run: () => void; delta: number }>()
-    const add = (key: string, delta: number, run: (d: number) => void) => {
-      let e = sums.get(key)
-      if (!e) {
-        const entry = { delta: 0, run: () => run(entry.delta) }
-        sums.set(key, (e = entry))
-      }
-      e.delta += delta
-    }
-    for (const c of changes) {
-      if (!c.delta) continue
-      if (c.billing === 'subscription') {
-        if (!this.plan) continue
-        TIERS.forEach((t, i) => {
-          const b = Math.floor(c.ts / t.grain) * t.grain
-          add(`p${i}\0${b}\0${c.tenant}`, c.delta, (d) => this.plan![i].run(d, b, c.tenant))
-        })
-        continue
-      }
-      const b5 = Math.floor(c.ts / FIVE_MIN) * FIVE_MIN
-      add(`5\0${b5}\0${c.tenant}`, c.delta, (d) => this.five.run(d, b5, c.tenant))
+  for (const c of changes) {
+    if (!c.delta) continue
+    if (c.billing === 'subscription') {
       TIERS.forEach((t, i) => {
-        const b = Math.floor(c.ts / t.grain) * t.grain
-        add(`t${i}\0${b}\0${c.tenant}`, c.delta, (d) => this.totals[i].run(d, b, c.tenant))
-        const dims: [Dim, string, string][] = [
-          ['model', c.model, c.provider],
-          ['provider', c.provider, ''],
-          ['agent', c.agent, ''],
-          ['session', c.session, ''],
-          ['api_key', c.api_key_hash, ''],
-        ]
-        for (const [dim, key, provider] of dims) {
-          add(`d${i}\0${dim}\0${b}\0${c.tenant}\0${key}\0${provider}`, c.delta, (d) =>
-            this.dims[i].run(d, dim, b, c.tenant, key, provider),
-          )
-        }
+        const bucket = Math.floor(c.ts / t.grain) * t.grain
+        add(`p${i}\0${bucket}\0${c.tenant}`, c.delta, `UPDATE ${t.totals} SET plan_value_usd = plan_value_usd + @delta WHERE bucket = @bucket AND tenant = @tenant`, {
+          bucket, tenant: c.tenant,
+        })
       })
-      if (c.session !== '') {
-        add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, c.delta, (d) => this.session.run(d, c.tenant, c.agent, c.session))
-      }
+      continue
     }
-    for (const e of sums.values()) e.run()
+    const b5 = Math.floor(c.ts / FIVE_MIN) * FIVE_MIN
+    add(`5\0${b5}\0${c.tenant}`, c.delta, 'UPDATE dash_5m SET cost_usd = cost_usd + @delta WHERE bucket = @bucket AND tenant = @tenant', {
+      bucket: b5, tenant: c.tenant,
+    })
+    TIERS.forEach((t, i) => {
+      const bucket = Math.floor(c.ts / t.grain) * t.grain
+      add(`t${i}\0${bucket}\0${c.tenant}`, c.delta, `UPDATE ${t.totals} SET cost_usd = cost_usd + @delta WHERE bucket = @bucket AND tenant = @tenant`, {
+        bucket, tenant: c.tenant,
+      })
+      const dims: [Dim, string, string][] = [
+        ['model', c.model, c.provider],
+        ['provider', c.provider, ''],
+        ['agent', c.agent, ''],
+        ['session', c.session, ''],
+        ['api_key', c.api_key_hash, ''],
+        ['project', c.project ?? '', ''],
+        ['member', c.member ?? '', ''],
+      ]
+      for (const [dim, key, provider] of dims) {
+        add(
+          `d${i}\0${dim}\0${bucket}\0${c.tenant}\0${key}\0${provider}`,
+          c.delta,
+          `UPDATE ${t.dims} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND bucket = @bucket AND tenant = @tenant AND key = @key AND provider = @provider`,
+          { dim, bucket, tenant: c.tenant, key, provider },
+        )
+      }
+    })
+    if (c.session !== '') {
+      add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, c.delta, 'UPDATE dash_session SET cost_usd = cost_usd + @delta WHERE tenant = @tenant AND agent = @agent AND session = @session', {
+        tenant: c.tenant, agent: c.agent, session: c.session,
+      })
+    }
+  }
+  for (const k of [...sums.keys()].sort()) {
+    const e = sums.get(k)!
+    await tx.run(e.sql, { ...e.params, delta: e.delta })
   }
 }

@@ -73,22 +73,26 @@ async function insertChunk(tx: SqlStore, rows: readonly Row[]): Promise<void> {
 }
 
 /**
- * Calls crowded into a few rollup rows (two hours, two tenants, a few sessions), so batches
- * collide; each run of 30 calls (one batch) in its own 5-minute bucket, so two batches in
- * flight do not queue behind each other on a 5-minute row but meet on the hour and day rows
- * whose histograms they merge.
+ * Calls crowded into a few totals rows (two hours, two tenants), so batches collide there: each
+ * run of 30 calls (one batch) has its own 5-minute bucket, model, provider, agent, session, key
+ * and project, so two batches in flight do not queue behind each other on any other row but meet
+ * on the hour and day rows whose histograms they merge.
  */
 function crowdedCalls(n: number, start: number): Row[] {
   const r = rng(42)
   const out: Row[] = []
   for (let i = 0; i < n; i++) {
+    const k = Math.floor(i / 30)
     out.push({
       ...makeCall({
-        ts: start + (Math.floor(i / 30) % 24) * 300_000 + Math.floor(r() * 300_000),
+        ts: start + (k % 24) * 300_000 + Math.floor(r() * 300_000),
         tenant: r() < 0.5 ? '' : 'acme',
-        model: r() < 0.5 ? 'gpt-4o-mini' : 'gpt-5',
-        agent: 'codex',
-        session: `s${Math.floor(r() * 4)}`,
+        provider: `p${k}`,
+        model: `m${k}`,
+        agent: `a${k}`,
+        session: `s${k}`,
+        api_key_hash: `k${k}`,
+        project: `/p${k}`,
         status: r() < 0.1 ? 500 : 200,
         cost_usd: r() * 0.01,
         latency_ms: 5 + r() * 20_000,

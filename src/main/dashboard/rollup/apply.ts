@@ -18,14 +18,16 @@ import { DIMS, type Dim, isFailed, moneyOf, planValueOf } from './writer'
 export async function applyRollups(tx: SqlStore, rows: readonly (CallRecord & { id: number })[]): Promise<void> {
   if (rows.length === 0) return
   const a = aggregate(rows)
-  await upsertMany(tx, FIVE_SQL, FIVE_COLS, sorted(a.fives))
-  for (let tier = 0; tier < TIERS.length; tier++) {
-    for (const h of sorted(a.totals[tier])) await addTotals(tx, TIERS[tier].totals, h)
-  }
+  // The rows every instance's batch touches (this 5 minutes', hour's and day's totals) last, so
+  // they stay locked for the shortest time: from here to the commit.
   for (let tier = 0; tier < TIERS.length; tier++) {
     await upsertMany(tx, dimSql(TIERS[tier].dims), DIM_COLS, sorted(a.dims[tier]))
   }
   await upsertMany(tx, SESSION_SQL, SESSION_COLS, sorted(a.sessions))
+  await upsertMany(tx, FIVE_SQL, FIVE_COLS, sorted(a.fives))
+  for (let tier = 0; tier < TIERS.length; tier++) {
+    for (const h of sorted(a.totals[tier])) await addTotals(tx, TIERS[tier].totals, h)
+  }
 }
 
 interface FiveRow {
@@ -125,6 +127,7 @@ function aggregate(rows: readonly CallRecord[]) {
         session: [r.session, '', ''],
         api_key: [r.api_key_hash, '', r.key_hint],
         project: [r.project ?? '', '', ''],
+        member: [r.member ?? '', '', ''],
       }
       for (const dim of DIMS) {
         const [k, provider, hint] = groups[dim]

@@ -11,6 +11,7 @@ export type RollupInput = Pick<
   CallRecord,
   | 'ts' | 'provider' | 'model' | 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'session' | 'status'
   | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms' | 'billing' | 'project'
+  | 'member'
 >
 
 /**
@@ -31,7 +32,7 @@ export function hasColumn(db: Database.Database, table: string, column: string):
 }
 
 /** The groupings of `dash_dim` (the tenant grouping reads `dash_hour`). */
-export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key', 'project'] as const
+export const DIMS = ['model', 'provider', 'agent', 'session', 'api_key', 'project', 'member'] as const
 export type Dim = (typeof DIMS)[number]
 
 interface Five {
@@ -148,7 +149,8 @@ export class RollupWriter {
     this.setLast = db.prepare('UPDATE dash_state SET last_call_id = (SELECT coalesce(max(id), 0) FROM calls) WHERE id = 1')
     this.getLast = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()
     // (Migration 2 folds calls before migration 3 gave them a project.)
-    const project = (db.pragma('table_info(calls)') as { name: string }[]).some((c) => c.name === 'project') ? 'project' : "'' AS project"
+    const later = (db.pragma('table_info(calls)') as { name: string }[]).some((c) => c.name === 'project')
+    const project = later ? 'project, member' : "'' AS project, '' AS member"
     this.chunk = db.prepare(`
       SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
              output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms${plan ? ', billing' : ''}, ${project}
@@ -207,7 +209,8 @@ export class RollupWriter {
         r.agent === prev.agent &&
         r.session === prev.session &&
         r.api_key_hash === prev.api_key_hash &&
-        r.project === prev.project
+        r.project === prev.project &&
+        r.member === prev.member
       if (!same) {
         const fk = bucket + '\0' + r.tenant
         f = fives.get(fk)
@@ -260,6 +263,7 @@ export class RollupWriter {
           ds[at + 3] = dimRow(dims, tier, 'session', b, r, r.session, '', '')
           ds[at + 4] = dimRow(dims, tier, 'api_key', b, r, r.api_key_hash, '', r.key_hint)
           ds[at + 5] = dimRow(dims, tier, 'project', b, r, r.project ?? '', '', '')
+          ds[at + 6] = dimRow(dims, tier, 'member', b, r, r.member ?? '', '', '')
         }
         for (let k = at; k < at + DIMS.length; k++) {
           const d = ds[k]
@@ -314,12 +318,17 @@ export class RollupWriter {
  * folds it for every call from then on). One GROUP BY per grain, run once by a migration.
  */
 export function backfillProjectRollups(db: Database.Database): void {
+  backfillDimRollups(db, 'project', 'project')
+}
+
+/** Adds one grouping (`dim`, read from the calls' `column`) to the rollups for the calls they already include. */
+export function backfillDimRollups(db: Database.Database, dim: Dim, column: string): void {
   for (const t of TIERS) {
-    db.prepare(`DELETE FROM ${t.dims} WHERE dim = 'project'`).run()
+    db.prepare(`DELETE FROM ${t.dims} WHERE dim = '${dim}'`).run()
     db.prepare(`
       INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
                              cache_read_tokens, cache_write_tokens, cost_usd)
-      SELECT 'project', (ts / ${t.grain}) * ${t.grain}, tenant, project, '', '', count(*), sum(input_tokens),
+      SELECT '${dim}', (ts / ${t.grain}) * ${t.grain}, tenant, ${column}, '', '', count(*), sum(input_tokens),
              sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd)
         FROM calls WHERE id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
        GROUP BY 2, 3, 4`).run()

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -68,7 +68,7 @@ describe('the PostgreSQL ledger', () => {
     expect(rows).toHaveLength(2)
     const { call_key: ka, id: ia, ...ra } = rows[0]
     const { call_key: kb, ...rb } = rows[1]
-    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '' })
+    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '', origin_id: null })
     expect(rb).toMatchObject({ ...b, id: (ia as number) + 1, streamed: 1, priced: 0, estimated: 1, response_id: '', project: '', billing: 'api' })
     expect(rows[0].cost_usd).toBe(0.1 + 0.2) // never rounded on the way in
     expect(typeof ka).toBe('string')
@@ -108,6 +108,28 @@ describe('the PostgreSQL ledger', () => {
     await ledger.close()
   })
 
+  it('runs a batch that lost a deadlock again at once, without counting PostgreSQL as away', async () => {
+    const { store, dir } = fresh()
+    const ledger = ledgerOn(store, dir)
+    let losses = 2
+    const hooked: string[] = []
+    ledger.onBatchTx(async (tx, rows) => {
+      // The hook's own writes run in the batch's transaction; a deadlock rolls back both.
+      await tx.run('CREATE TABLE IF NOT EXISTS side (session TEXT NOT NULL)')
+      for (const r of rows) await tx.run('INSERT INTO side (session) VALUES (@s)', { s: r.session })
+      if (losses-- > 0) throw Object.assign(new Error('deadlock detected'), { code: '40P01' })
+      for (const r of rows) hooked.push(r.session)
+    })
+    ledger.record(call({ session: 'd1' }))
+    ledger.record(call({ session: 'd2' }))
+    expect(await ledger.flushed()).toBe(true)
+    expect(ledger.status).toMatchObject({ writable: true, pending: 0, last_error: null })
+    expect(await sessions(store)).toEqual(['d1', 'd2'])
+    expect(hooked).toEqual(['d1', 'd2'])
+    expect((await store.all<{ session: string }>('SELECT session FROM side ORDER BY session')).map((r) => r.session)).toEqual(['d1', 'd2'])
+    await ledger.close()
+  })
+
   it('writes spill files found at start-up once, removes them, and counts their spend once', async () => {
     const { store, dir } = fresh()
     await migratePostgres(store)
@@ -130,6 +152,14 @@ describe('the PostgreSQL ledger', () => {
     // 1 + 2 + 4 stored before the spend was read, 8 recorded meanwhile: each once.
     expect(ledger.spend.key('h1').day).toBe(15)
     await ledger.close()
+
+    // A spill "file" that cannot be read stays for a person to look at; it does not stop the ledger.
+    mkdirSync(spillFile(dir, 3000))
+    const reading = ledgerOn(store, dir)
+    expect(await reading.flushed()).toBe(true)
+    expect(reading.storage).toMatchObject({ ready: true, reachable: true, spill_files: 0 })
+    await reading.close()
+    rmSync(spillFile(dir, 3000), { recursive: true })
 
     // A restart reads the same spend from PostgreSQL.
     const again = ledgerOn(store, dir)

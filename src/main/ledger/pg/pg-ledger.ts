@@ -301,8 +301,11 @@ export class PgLedger implements CallLedger {
     try {
       rows = parseSpill(await readFile(file, 'utf8'))
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
-      rows = []
+      // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
+      list.shift()
+      this.countFiles()
+      return
     }
     // A file from the SQLite ledger has no keys: its name and line make stable ones.
     const name = basename(file)
@@ -337,11 +340,19 @@ export class PgLedger implements CallLedger {
     }
   }
 
-  private insert(rows: readonly CallRecord[]): Promise<void> {
-    return this.store.transaction(async (tx) => {
-      const stored = await insertCalls(tx, rows)
-      for (const hook of this.hooks) await hook(tx, stored)
-    })
+  private async insert(rows: readonly CallRecord[]): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.store.transaction(async (tx) => {
+          const stored = await insertCalls(tx, rows)
+          for (const hook of this.hooks) await hook(tx, stored)
+        })
+      } catch (err) {
+        // Another instance's batch won a lock (deadlock, serialization failure): the transaction
+        // was rolled back whole, and the same batch goes again at once; PostgreSQL is not away.
+        if (attempt >= MAX_TX_ATTEMPTS || !isTransient(err)) throw err
+      }
+    }
   }
 
   /** Everything of the journal is stored (or read back): the file goes. */
@@ -458,6 +469,14 @@ export class PgLedger implements CallLedger {
     if (this.opts.secret) text = text.split(this.opts.secret).join('***')
     return text
   }
+}
+
+const MAX_TX_ATTEMPTS = 5
+
+/** serialization_failure, deadlock_detected: a transaction to run again, not a database away. */
+function isTransient(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return code === '40001' || code === '40P01'
 }
 
 /** Waits for `p`, but no longer than `ms`. */

@@ -82,6 +82,26 @@ describe('BreakdownTable', () => {
     await w.get('[data-group="agent"]').trigger('click')
     expect(w.emitted('update:group')).toEqual([['agent']])
   })
+  it('offers the member grouping and filter only on a team server (more than one member)', async () => {
+    const one = { group_by: 'member', range: '24h', rows: costs('member').rows.slice(0, 1), total_rows: 1 } as const
+    const solo = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false, members: one } })
+    expect(solo.find('[data-group="member"]').exists()).toBe(false)
+    expect(solo.find('[data-testid="member-filter"]').exists()).toBe(false)
+    const members = { group_by: 'member', range: '24h', total_rows: 3, rows: [
+      { ...costs().rows[0], key: 'alice', provider: null },
+      { ...costs().rows[1], key: 'bob', provider: null },
+      { ...costs().rows[2], key: '', provider: null },
+    ] } as const
+    const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', tenant: 'acme', loading: false, members, member: '' } })
+    await w.get('[data-group="member"]').trigger('click')
+    expect(w.emitted('update:group')).toEqual([['member']])
+    const select = w.get('[data-testid="member-filter"]')
+    expect(select.findAll('option').map((o) => o.text())).toEqual(['All members', 'alice', 'bob'])
+    await select.setValue('bob')
+    expect(w.emitted('update:member')).toEqual([['bob']])
+    await w.setProps({ member: 'bob' } as Record<string, unknown>)
+    expect(w.get('[data-testid="export-csv"]').attributes('href')).toBe('/api/dashboard/export?format=csv&range=24h&tenant=acme&member=bob')
+  })
   it('tells a new user what to do when there is nothing', () => {
     const w = mount(BreakdownTable, { props: { costs: { group_by: 'model', range: '24h', rows: [] }, group: 'model', range: '24h', loading: false } })
     expect(w.get('[data-testid="empty"]').text()).toMatch(/connect an agent/i)

@@ -9,6 +9,7 @@ const NONE: Record<GroupBy, string> = {
   api_key: '(no key)',
   tenant: '(no tenant)',
   project: '(no project)',
+  member: '(this server)',
 }
 
 export function noneLabel(group: GroupBy): string {

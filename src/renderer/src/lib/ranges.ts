@@ -17,4 +17,5 @@ export const GROUP_LABELS: Record<GroupBy, string> = {
   api_key: 'API key',
   tenant: 'Tenant',
   project: 'Project',
+  member: 'Member',
 }

@@ -4,6 +4,8 @@ import { DEFAULT_STATE, parseViewState, serializeViewState } from './url-state'
 describe('view state in the URL', () => {
   it('reads range, group and tenant', () => {
     expect(parseViewState('?range=7d&group=agent&tenant=acme')).toEqual({ range: '7d', group: 'agent', tenant: 'acme' })
+    expect(parseViewState('?group=member&member=alice')).toEqual({ range: '24h', group: 'member', tenant: '', member: 'alice' })
+    expect(serializeViewState({ range: '24h', group: 'model', tenant: '', member: 'bob' })).toBe('?member=bob')
   })
   it('falls back to defaults for missing or bad values', () => {
     expect(parseViewState('')).toEqual(DEFAULT_STATE)

@@ -5,6 +5,8 @@ export interface ViewState {
   range: Range
   group: GroupBy
   tenant: string
+  /** A team server's member whose calls the breakdown shows ('' for every call). */
+  member?: string
 }
 
 export const DEFAULT_STATE: ViewState = { range: '24h', group: 'model', tenant: '' }
@@ -18,6 +20,7 @@ export function parseViewState(search: string): ViewState {
     range: RANGES.includes(range as Range) ? (range as Range) : DEFAULT_STATE.range,
     group: GROUP_BYS.includes(group as GroupBy) ? (group as GroupBy) : DEFAULT_STATE.group,
     tenant: (q.get('tenant') ?? '').trim(),
+    ...(q.get('member') ? { member: q.get('member')! } : {}),
   }
 }
 
@@ -28,6 +31,7 @@ export function serializeViewState(state: ViewState, search = ''): string {
   set('range', state.range, DEFAULT_STATE.range)
   set('group', state.group, DEFAULT_STATE.group)
   set('tenant', state.tenant.trim(), '')
+  set('member', state.member ?? '', '')
   const s = q.toString()
   return s ? `?${s}` : ''
 }

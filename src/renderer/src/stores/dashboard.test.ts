@@ -26,12 +26,14 @@ describe('dashboard store', () => {
     expect(dash.data.costs?.group_by).toBe('model')
     expect(dash.data.providers?.group_by).toBe('provider')
     expect(dash.data.keys?.group_by).toBe('api_key')
+    expect(dash.data.members?.group_by).toBe('member')
     expect(dash.unreachable).toBe(false)
     expect(dash.lastUpdated).not.toBeNull()
     const paths = server.calls.map((c) => c.path).sort()
     expect(paths).toEqual([
       '/api/dashboard/alerts',
       '/api/dashboard/budgets',
+      '/api/dashboard/costs',
       '/api/dashboard/costs',
       '/api/dashboard/costs',
       '/api/dashboard/costs',
@@ -74,6 +76,20 @@ describe('dashboard store', () => {
     expect(server.calls.some((c) => c.query.get('tenant') === 'globex')).toBe(true)
   })
 
+  it('sends the member filter with the breakdown, and keeps it in the URL', async () => {
+    const server = fakeServer(dashboardRoutes())
+    const dash = useDashboard()
+    const filters = useFilters()
+    filters.setMember('alice')
+    await nextTick()
+    await dash.refresh()
+    const costs = server.calls.filter((c) => c.path.endsWith('/costs'))
+    const byGroup = Object.fromEntries(costs.map((c) => [c.query.get('group_by'), c.query.get('member')]))
+    // Only the breakdown is one member's; the member list itself is every member's.
+    expect(byGroup).toEqual({ model: 'alice', provider: null, api_key: null, member: null })
+    expect(window.location.search).toContain('member=alice')
+  })
+
   it('keeps the last figures and says the server is unreachable, then recovers', async () => {
     const server = fakeServer(dashboardRoutes())
     const dash = useDashboard()
@@ -108,12 +124,12 @@ describe('dashboard store', () => {
       dash.start(1000)
       await vi.advanceTimersByTimeAsync(10)
       const after1 = server.calls.length
-      expect(after1).toBe(10)
+      expect(after1).toBe(11)
       await vi.advanceTimersByTimeAsync(1000)
-      expect(server.calls.length).toBe(20)
+      expect(server.calls.length).toBe(22)
       dash.stop()
       await vi.advanceTimersByTimeAsync(5000)
-      expect(server.calls.length).toBe(20)
+      expect(server.calls.length).toBe(22)
     } finally {
       vi.useRealTimers()
     }

@@ -13,6 +13,8 @@ export interface DashboardData {
   costs: Costs | null
   providers: Costs | null
   keys: Costs | null
+  /** Spend per team member (group_by=member): the member breakdown and filter show when it has more than one row. */
+  members: Costs | null
   sessions: Sessions | null
   expensive: Expensive | null
   stats: Stats | null
@@ -21,7 +23,7 @@ export interface DashboardData {
 }
 export type Section = keyof DashboardData
 
-const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'sessions', 'expensive', 'stats', 'budgets', 'alerts']
+const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'keys', 'members', 'sessions', 'expensive', 'stats', 'budgets', 'alerts']
 
 /**
  * Everything the dashboard REST API says, for the current filters, refreshed every few seconds.
@@ -36,6 +38,7 @@ export const useDashboard = defineStore('dashboard', () => {
     costs: null,
     providers: null,
     keys: null,
+    members: null,
     sessions: null,
     expensive: null,
     stats: null,
@@ -66,9 +69,13 @@ export const useDashboard = defineStore('dashboard', () => {
     return {
       summary: () => api<Summary>('/api/dashboard/summary', { params: { tenant } }),
       timeseries: () => api<Timeseries>('/api/dashboard/timeseries', { params: { range, tenant } }),
-      costs: () => api<Costs>('/api/dashboard/costs', { params: { group_by: filters.group, range, tenant, limit: limits.costs } }),
+      costs: () =>
+        api<Costs>('/api/dashboard/costs', {
+          params: { group_by: filters.group, range, tenant, limit: limits.costs, member: filters.member || undefined },
+        }),
       providers: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range, tenant } }),
       keys: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'api_key', range, tenant } }),
+      members: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'member', range, tenant } }),
       sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant, limit: limits.sessions } }),
       expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
       stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),

@@ -9,12 +9,17 @@ export const useFilters = defineStore('filters', () => {
   const range = ref<Range>(initial.range)
   const group = ref<GroupBy>(initial.group)
   const tenant = ref(initial.tenant)
+  /** On a team server: one member's calls in the breakdown (and its export); '' for all. */
+  const member = ref(initial.member ?? '')
 
   /** Changes whenever the data to show changes; the dashboard store refetches on it. */
-  const key = computed(() => `${range.value}|${group.value}|${tenant.value}`)
+  const key = computed(() => `${range.value}|${group.value}|${tenant.value}|${member.value}`)
 
   watch(key, () => {
-    const search = serializeViewState({ range: range.value, group: group.value, tenant: tenant.value }, window.location.search)
+    const search = serializeViewState(
+      { range: range.value, group: group.value, tenant: tenant.value, member: member.value },
+      window.location.search,
+    )
     if (search !== window.location.search) {
       window.history.replaceState(window.history.state, '', `${window.location.pathname}${search}${window.location.hash}`)
     }
@@ -26,6 +31,7 @@ export const useFilters = defineStore('filters', () => {
     range.value = s.range
     group.value = s.group
     tenant.value = s.tenant
+    member.value = s.member ?? ''
   }
   window.addEventListener('popstate', readUrl)
 
@@ -33,10 +39,12 @@ export const useFilters = defineStore('filters', () => {
     range,
     group,
     tenant,
+    member,
     key,
     readUrl,
     setRange: (r: Range) => void (range.value = r),
     setGroup: (g: GroupBy) => void (group.value = g),
     setTenant: (t: string) => void (tenant.value = t.trim()),
+    setMember: (m: string) => void (member.value = m),
   }
 })

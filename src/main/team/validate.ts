@@ -1,0 +1,155 @@
+import type { IngestRejection } from '../../shared/api'
+import type { CallRecord } from '../ledger/record'
+
+/** A call of an ingest batch, ready to store: the record and the sender's id of it. */
+export interface IngestRow {
+  /** Its place in the batch. */
+  index: number
+  origin_id: number
+  record: CallRecord
+}
+
+/** Longest text accepted in a call's string fields (a model name, a session id, a project path). */
+export const MAX_TEXT = 1000
+
+const HEX64 = /^[0-9a-f]{64}$/
+/** The ledger's key hints: `…` alone, or 3 characters, `…`, 4 characters (contract: Attribution). */
+const HINT = /^(…|[^\s…]{3}…[^\s…]{4})$/u
+const ISO_Z = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/
+
+class Bad extends Error {
+  constructor(
+    readonly param: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+function text(c: Record<string, unknown>, name: string, fallback?: string): string {
+  const v = c[name]
+  if (v === undefined && fallback !== undefined) return fallback
+  if (typeof v !== 'string') throw new Bad(name, `${name} must be a string.`)
+  if (v.length > MAX_TEXT) throw new Bad(name, `${name} is longer than ${MAX_TEXT} characters.`)
+  return v
+}
+
+function count(c: Record<string, unknown>, name: string): number {
+  const v = c[name]
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Bad(name, `${name} must be a whole number >= 0.`)
+  return v
+}
+
+function amount(c: Record<string, unknown>, name: string): number {
+  const v = c[name]
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new Bad(name, `${name} must be a finite number >= 0.`)
+  return v
+}
+
+function flag(c: Record<string, unknown>, name: string): boolean {
+  const v = c[name]
+  if (typeof v !== 'boolean') throw new Bad(name, `${name} must be true or false.`)
+  return v
+}
+
+function oneOf<T extends string>(c: Record<string, unknown>, name: string, accepted: readonly T[], fallback: T): T {
+  const v = c[name]
+  if (v === undefined) return fallback
+  if (!(accepted as readonly unknown[]).includes(v)) throw new Bad(name, `${name} must be one of ${accepted.join(', ')}.`)
+  return v as T
+}
+
+/**
+ * Reads one call of an ingest batch for `member`: the contract's call fields, checked as the
+ * dashboard would show them; money kept exactly as sent. The API key can only arrive as the
+ * ledger holds it (a SHA-256 hash and a short hint): anything else in those fields is refused,
+ * so a raw key sent by mistake is never stored. Unknown fields are ignored (a newer Burnrate may send more).
+ */
+export function readIngestCall(raw: unknown, member: string, index = 0): IngestRow {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new Bad('', 'Each call must be a JSON object.')
+  const c = raw as Record<string, unknown>
+  const id = c.id
+  if (typeof id !== 'number' || !Number.isSafeInteger(id) || id < 1) {
+    throw new Bad('id', 'id must be the sending Burnrate\'s call id, a whole number >= 1.')
+  }
+  const t = c.t
+  const ts = typeof t === 'string' && ISO_Z.test(t) ? Date.parse(t) : NaN
+  if (!Number.isFinite(ts)) throw new Bad('t', 't must be an ISO-8601 UTC time ending in Z (2026-11-21T18:04:05.123Z).')
+  const keyHash = text(c, 'api_key_hash')
+  if (keyHash !== '' && !HEX64.test(keyHash)) {
+    throw new Bad('api_key_hash', 'api_key_hash must be the lowercase hex SHA-256 of the key (or empty); never the key itself.')
+  }
+  const hint = text(c, 'key_hint', keyHash === '' ? '' : '…')
+  if (hint !== '' && !HINT.test(hint)) {
+    throw new Bad('key_hint', 'key_hint must be the ledger\'s hint of the key (3 characters, …, 4 characters) or empty.')
+  }
+  const sentMember = text(c, 'member', '')
+  if (sentMember !== '' && sentMember !== member) {
+    throw new Bad('member', `member must be empty or ${JSON.stringify(member)} (the member of this token).`)
+  }
+  const status = c.status
+  if (typeof status !== 'number' || !Number.isInteger(status) || status < 0 || status > 999) {
+    throw new Bad('status', 'status must be an HTTP status, a whole number from 0 to 999.')
+  }
+  const error = c.error
+  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > MAX_TEXT)) {
+    throw new Bad('error', 'error must be a short string or null.')
+  }
+  const record: CallRecord = {
+    ts,
+    provider: text(c, 'provider'),
+    model: text(c, 'model'),
+    endpoint: text(c, 'endpoint', ''),
+    api_key_hash: keyHash,
+    key_hint: hint,
+    tenant: text(c, 'tenant'),
+    agent: text(c, 'agent'),
+    session: text(c, 'session'),
+    status,
+    streamed: flag(c, 'streamed'),
+    input_tokens: count(c, 'input_tokens'),
+    output_tokens: count(c, 'output_tokens'),
+    cache_read_tokens: count(c, 'cache_read_tokens'),
+    cache_write_tokens: count(c, 'cache_write_tokens'),
+    cache_write_1h_tokens: 0,
+    reasoning_tokens: count(c, 'reasoning_tokens'),
+    cost_usd: amount(c, 'cost_usd'),
+    priced: flag(c, 'priced'),
+    estimated: flag(c, 'estimated'),
+    latency_ms: amount(c, 'latency_ms'),
+    error: typeof error === 'string' ? error : null,
+    response_id: text(c, 'response_id', ''),
+    source: oneOf(c, 'source', ['proxy', 'import'] as const, 'proxy'),
+    billing: oneOf(c, 'billing', ['api', 'subscription'] as const, 'api'),
+    project: text(c, 'project', ''),
+    member,
+  }
+  if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
+  return { index, origin_id: id, record }
+}
+
+/** Reads every call of a batch: the good ones to store, the bad ones as rejections (param `calls[i].field`). */
+export function readIngestBatch(calls: readonly unknown[], member: string): { rows: IngestRow[]; rejected: IngestRejection[] } {
+  const rows: IngestRow[] = []
+  const rejected: IngestRejection[] = []
+  const seen = new Set<number>()
+  calls.forEach((raw, index) => {
+    try {
+      const row = readIngestCall(raw, member, index)
+      // The same id twice in one batch is one call sent twice: the later copy is a duplicate.
+      if (!seen.has(row.origin_id)) rows.push(row)
+      seen.add(row.origin_id)
+    } catch (err) {
+      if (!(err instanceof Bad)) throw err
+      const id = raw !== null && typeof raw === 'object' ? (raw as { id?: unknown }).id ?? null : null
+      rejected.push(rejection(index, id, err.param, err.message))
+    }
+  })
+  return { rows, rejected }
+}
+
+/** A refused call of a batch, in the contract's error shape (param `calls[i].field`). */
+export function rejection(index: number, id: unknown, field: string, message: string): IngestRejection {
+  const param = `calls[${index}]${field ? '.' + field : ''}`
+  return { index, id, error: { type: 'invalid_request', message: `${param}: ${message}`, param } }
+}
