@@ -26,8 +26,9 @@ import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from '.
  *
  * Rolling windows stay per instance (their minute buckets are not in the database yet): a
  * window limit is checked against this instance's own meter. While PostgreSQL does not answer a
- * reservation, calls are decided for 5 s at a time on this instance's own meter (what it has
- * recorded since it started), so agents are not stranded; the limit is then per instance.
+ * reservation, calls are decided for 5 s at a time on this instance's own meter (every
+ * instance's calls as last read, plus its own since), so agents are not stranded; the limit is
+ * then per instance, and those calls' costs join the existing rows when it answers.
  */
 
 /** Default lease of a reservation (README: Team scale → budgets). */
