@@ -16,6 +16,7 @@ import { answerClientError } from '../http/client-error'
 import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
+import { retention } from '../ledger/retention'
 import { SqliteStore } from '../storage/sqlite'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
@@ -42,7 +43,7 @@ import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
