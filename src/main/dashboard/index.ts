@@ -11,6 +11,7 @@ import { expensive } from './expensive'
 import { streamExport } from './export'
 import { formatParam, groupByParam, limitParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
+import { ensureReportZone } from './rollup/report'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
 import { Statements } from './sql'
@@ -26,6 +27,9 @@ import { pricesOf } from '../pricing/feature'
  * false (turning it on later shows correct numbers); only the routes are left out, so they 404.
  */
 export const dashboard: Feature = (ctx) => {
+  // The report rollup's days are the configured zone's (rebuilt from the calls when the zone changed).
+  const rebuilt = ensureReportZone(ctx.db, ctx.config.timezone)
+  if (rebuilt > 0) ctx.log.info(`dashboard: built the report rollup for ${ctx.config.timezone} from ${rebuilt} calls`)
   const writer = new RollupWriter(ctx.db)
   const caught = writer.catchUp()
   if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)

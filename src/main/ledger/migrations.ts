@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { createReportTables } from '../dashboard/rollup/report'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillProjectRollups } from '../dashboard/rollup/writer'
 
@@ -140,6 +141,11 @@ export const MIGRATIONS: Migration[] = [
     version: 8,
     description: 'dashboard rollups by project (backfilled from calls already folded)',
     up: (db) => backfillProjectRollups(db),
+  },
+  {
+    version: 9,
+    description: 'report rollup: per local day, tenant and model (and agent, project, session), built for the configured zone at start-up',
+    up: (db) => createReportTables(db),
   },
 ]
 

@@ -12,6 +12,7 @@ interface Row {
   tenant: string
   agent: string
   session: string
+  project: string
   billing: CallBilling
   input_tokens: number
   output_tokens: number
@@ -45,7 +46,7 @@ export async function repriceModel(
 ): Promise<RepriceResult> {
   ledger.flush() // the calls still in memory are in the table first
   const select = db.prepare(`
-    SELECT id, ts, api_key_hash, tenant, agent, session, billing, input_tokens, output_tokens, cache_read_tokens,
+    SELECT id, ts, api_key_hash, tenant, agent, session, project, billing, input_tokens, output_tokens, cache_read_tokens,
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
        ${all ? '' : 'AND priced = 0'} AND input_tokens + output_tokens > 0
@@ -78,7 +79,7 @@ export async function repriceModel(
       out.cost_usd_before += r.cost_usd
       out.cost_usd_after += p.cost_usd
       const delta = p.cost_usd - r.cost_usd
-      if (r.id <= last) changes.push({ ts: r.ts, provider, model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session, billing: r.billing, delta })
+      if (r.id <= last) changes.push({ ts: r.ts, provider, model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session, project: r.project, billing: r.billing, delta })
       if (r.billing !== 'subscription') spend.push({ key: r.api_key_hash, ts: r.ts, delta })
     }
     adjuster.apply(changes)

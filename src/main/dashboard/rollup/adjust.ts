@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { DayOf, reportZone } from './report'
 import { FIVE_MIN, TIERS } from './schema'
 import { type Dim, type RollupInput, hasColumn } from './writer'
 
@@ -6,7 +7,7 @@ import { type Dim, type RollupInput, hasColumn } from './writer'
 export type CostChange = Pick<
   RollupInput,
   'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'billing'
-> & { delta: number }
+> & { project?: string; delta: number }
 
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
@@ -20,6 +21,7 @@ export class RollupAdjuster {
   private readonly plan: Database.Statement[] | null
   private readonly dims: Database.Statement[]
   private readonly session: Database.Statement
+  private readonly report: { update: Database.Statement; days: DayOf } | null
 
   constructor(db: Database.Database) {
     this.five = db.prepare('UPDATE dash_5m SET cost_usd = cost_usd + ? WHERE bucket = ? AND tenant = ?')
@@ -31,6 +33,16 @@ export class RollupAdjuster {
       db.prepare(`UPDATE ${t.dims} SET cost_usd = cost_usd + ? WHERE dim = ? AND bucket = ? AND tenant = ? AND key = ? AND provider = ?`),
     )
     this.session = db.prepare('UPDATE dash_session SET cost_usd = cost_usd + ? WHERE tenant = ? AND agent = ? AND session = ?')
+    const tz = reportZone(db)
+    this.report =
+      tz === null
+        ? null
+        : {
+            update: db.prepare(
+              'UPDATE dash_report_day SET cost_usd = cost_usd + ? WHERE dim = ? AND day = ? AND tenant = ? AND key = ? AND model = ? AND provider = ?',
+            ),
+            days: new DayOf(tz),
+          }
   }
 
   apply(changes: readonly CostChange[]): void {
@@ -46,6 +58,16 @@ export class RollupAdjuster {
     }
     for (const c of changes) {
       if (!c.delta) continue
+      // The report sums every call's cost_usd, subscription calls' too.
+      if (this.report) {
+        const rep = this.report
+        const day = rep.days.of(c.ts)
+        for (const [dim, key] of [['', ''], ['agent', c.agent], ['project', c.project ?? ''], ['session', c.session]]) {
+          add(`r\0${dim}\0${day}\0${c.tenant}\0${key}\0${c.model}\0${c.provider}`, c.delta, (d) =>
+            rep.update.run(d, dim, day, c.tenant, key, c.model, c.provider),
+          )
+        }
+      }
       if (c.billing === 'subscription') {
         if (!this.plan) continue
         TIERS.forEach((t, i) => {
@@ -65,6 +87,7 @@ export class RollupAdjuster {
           ['agent', c.agent, ''],
           ['session', c.session, ''],
           ['api_key', c.api_key_hash, ''],
+          ['project', c.project ?? '', ''],
         ]
         for (const [dim, key, provider] of dims) {
           add(`d${i}\0${dim}\0${b}\0${c.tenant}\0${key}\0${provider}`, c.delta, (d) =>
