@@ -147,6 +147,23 @@ export const MIGRATIONS: Migration[] = [
     description: 'report rollup: per local day, tenant and model (and agent, project, session), built for the configured zone at start-up',
     up: (db) => createReportTables(db),
   },
+  {
+    version: 10,
+    description: 'indexes for 10M calls: the costliest-calls indexes carry ts, the unpriced index covers its query',
+    up: (db) => {
+      // expensive walks the cost index from the top until it has found enough calls of the window:
+      // with ts in the index that walk never reads the table. unpriced sums the unpriced calls of
+      // every model from the partial index alone.
+      db.exec(`
+        DROP INDEX calls_cost;
+        CREATE INDEX calls_cost ON calls (cost_usd, ts);
+        DROP INDEX calls_tenant_cost;
+        CREATE INDEX calls_tenant_cost ON calls (tenant, cost_usd, ts);
+        DROP INDEX calls_unpriced;
+        CREATE INDEX calls_unpriced ON calls (provider, model, tenant, ts, input_tokens, output_tokens) WHERE priced = 0;
+      `)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
