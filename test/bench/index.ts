@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
- * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
+ * `dashboard` (endpoint latency, export rate and database size with 1M calls; `--calls 10m` for
+ * 10M, built once and cached for a day) and `cardinality` (proxied calls'
  * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
  * argument runs all three.
  */
