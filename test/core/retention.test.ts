@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type Database from 'better-sqlite3'
@@ -10,7 +10,9 @@ import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
-import { RetentionPruner, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { importLogs } from '../../src/main/import/importer'
+import { RetentionPruner, prunedBefore, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { Pricer } from '../../src/main/pricing/price'
 import { getJson, makeCall, rng } from '../dashboard/seed'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
@@ -181,5 +183,23 @@ describe('ledger.retention_days', () => {
     const after = await answers()
     // Active-session flags and "now" move with the clock; everything else is equal.
     for (const [i, p] of paths.entries()) if (!p.startsWith('sessions') && !p.startsWith('summary')) expect(after[i], p).toEqual(before[i])
+  })
+
+  it('an agent log older than what was pruned is not imported (its proxied twin is gone; the rollups count it)', async () => {
+    // The Claude Code fixture's three calls are from 2026-11-20 and 21.
+    const logged = Date.UTC(2026, 10, 21, 12)
+    const { dir, db, ledger } = ledgerWith([makeCall({ ts: logged - 400 * DAY }), makeCall({ ts: logged + 2 * DAY }), makeCall({ ts: logged + 3 * DAY })])
+    cleanups.push(() => {
+      ledger.close()
+      db.close()
+    })
+    const logs = join(dir, 'logs')
+    cpSync(resolve(__dirname, '../fixtures/agent-logs/claude-code/projects'), logs, { recursive: true })
+    expect(prunedBefore(db)).toBe(0)
+    expect(pruneCalls(db, logged + DAY, 100)).toBe(1)
+    expect(prunedBefore(db)).toBe(logged + DAY)
+    const s = await importLogs(db, { agent: 'claude-code', paths: [logs], pricer: new Pricer(), now: logged + 4 * DAY })
+    expect(s).toMatchObject({ imported: 0, expired: 4 })
+    expect(db.prepare("SELECT count(*) FROM calls WHERE source = 'import'").pluck().get()).toBe(0)
   })
 })

@@ -149,7 +149,7 @@ export const MIGRATIONS: Migration[] = [
   },
   {
     version: 10,
-    description: 'indexes for 10M calls: the costliest-calls indexes carry ts, the unpriced index covers its query',
+    description: 'indexes for 10M calls (the costliest-calls indexes carry ts, the unpriced index covers its query) and the retention mark',
     up: (db) => {
       // expensive walks the cost index from the top until it has found enough calls of the window:
       // with ts in the index that walk never reads the table. unpriced sums the unpriced calls of
@@ -161,6 +161,11 @@ export const MIGRATIONS: Migration[] = [
         CREATE INDEX calls_tenant_cost ON calls (tenant, cost_usd, ts);
         DROP INDEX calls_unpriced;
         CREATE INDEX calls_unpriced ON calls (provider, model, tenant, ts, input_tokens, output_tokens) WHERE priced = 0;
+        CREATE TABLE retention_state (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          pruned_before INTEGER NOT NULL
+        );
+        INSERT INTO retention_state (id, pruned_before) VALUES (1, 0);
       `)
     },
   },

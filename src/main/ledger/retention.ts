@@ -29,9 +29,19 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
          ORDER BY ts LIMIT @limit)`)
     statements.set(db, stmt)
   }
-  return stmt.run({ before, limit }).changes
+  const n = stmt.run({ before, limit }).changes
+  if (n > 0) db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1').run(before)
+  return n
 }
 const statements = new WeakMap<Database.Database, Database.Statement>()
+
+/**
+ * Calls before this time (ms) may have been pruned (0: none ever was). What arrives for that
+ * time later (an old agent log imported) cannot be matched to the calls it repeats any more.
+ */
+export function prunedBefore(db: Database.Database): number {
+  return (db.prepare('SELECT pruned_before FROM retention_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
+}
 
 /** The first instant whose calls are kept with a retention of `days` days. */
 export function retentionCutoff(days: number, now: number): number {
