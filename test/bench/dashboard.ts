@@ -7,7 +7,8 @@
  * million calls; then times every endpoint over real HTTP (keep-alive, one request at a time) and
  * the export's rows per second, each beside its goal.
  * `--calls 10m` (or BENCH_CALLS=10000000) sets the size (default 1M); BENCH_REPS the
- * repetitions per endpoint (a multiple of 10); BENCH_FRESH=1 rebuilds the cached ledger.
+ * repetitions per endpoint (a multiple of 10); BENCH_FRESH=1 rebuilds the cached ledger;
+ * BENCH_VERIFY=1 checks a reused one's rollups too.
  * The machine's load average is printed beside the figures: on a shared machine they mean little without it.
  */
 import http from 'node:http'
@@ -70,6 +71,16 @@ function verifyRollups(db: Database.Database): string[] {
         const w = want.get(g.k)
         if (!w || w.n !== g.n || !close(w.c, g.c)) problems.push(`${dims} ${dim} differs for ${g.k}`)
       }
+    }
+  }
+  // The report rollup sums every call's cost (subscription calls' too), per grouping.
+  for (const [dim, col] of [['', 'tenant'], ['agent', 'agent'], ['project', 'project'], ['session', 'session']]) {
+    const want = new Map((db.prepare(`SELECT ${col} k, count(*) n, total(cost_usd) c, sum(source = 'import') i FROM calls GROUP BY ${col}`).all() as any[]).map((r) => [r.k, r]))
+    const got = db.prepare(`SELECT ${dim === '' ? 'tenant' : 'key'} k, total(requests) n, total(cost_usd) c, total(imported) i FROM dash_report_day WHERE dim = ? GROUP BY 1`).all(dim) as any[]
+    if (got.length !== want.size) problems.push(`dash_report_day ${dim || 'tenant'}: ${got.length} keys, calls have ${want.size}`)
+    for (const g of got) {
+      const w = want.get(g.k)
+      if (!w || w.n !== g.n || w.i !== g.i || !close(w.c, g.c)) problems.push(`dash_report_day ${dim || 'tenant'} differs for ${g.k}`)
     }
   }
   const sess = db.prepare(`SELECT count(*) n, total(requests) r FROM dash_session`).get() as any
@@ -152,14 +163,14 @@ export async function runDashboardBench(): Promise<void> {
     `${built.reused ? 'reused the cached' : `built in ${built.buildS.toFixed(0)} s a`} ledger of ${shape.calls.toLocaleString('en-US')} calls, ${shape.sessions.toLocaleString('en-US')} sessions, ` +
       `${shape.tenants} tenants, ${shape.keys} API keys, ${shape.models} models, ${shape.projects} projects, ${new Date(shape.first).toISOString().slice(0, 10)} to ${new Date(shape.last).toISOString().slice(0, 10)} (${built.file})`,
   )
-  if (!built.reused) {
+  if (!built.reused || process.env.BENCH_VERIFY === '1') {
     const db = new Database(built.file, { readonly: true })
     t0 = performance.now()
     const problems = verifyRollups(db)
     if (problems.length) {
       failed = true
       log(`ROLLUPS DISAGREE WITH CALLS:\n  ${problems.slice(0, 20).join('\n  ')}`)
-    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session, per tenant and grouping in the report rollup), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
     const tables = ['dash_5m', ...TIERS.flatMap((t) => [t.totals, t.dims]), 'dash_session']
     log(`rollup rows: ${tables.map((n) => `${n} ${(db.prepare(`SELECT count(*) FROM ${n}`).pluck().get() as number).toLocaleString('en-US')}`).join(', ')}`)
     db.close()
