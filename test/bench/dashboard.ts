@@ -19,6 +19,7 @@ import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { stringify } from 'yaml'
 import { loadConfig } from '../../src/main/config/load'
+import { ensureReportZone } from '../../src/main/dashboard/rollup/report'
 import { TIERS } from '../../src/main/dashboard/rollup/schema'
 import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
 import { MONEY } from '../../src/main/dashboard/sql'
@@ -95,6 +96,7 @@ function batchWriteCost(dir: string, calls: CallRecord[]): { without: number; wi
     const db = openDatabase(join(dir, name))
     const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: TZ })
     if (hook) {
+      ensureReportZone(db, TZ)
       const w = new RollupWriter(db)
       ledger.onBatch((rows) => w.onBatch(rows))
     }

@@ -120,33 +120,52 @@ export class ReportFolder {
   }
 
   fold(calls: readonly ReportInput[]): void {
-    const rows = new Map<string, Row>()
+    // First per call's whole attribution (one lookup a call), then each of those into its four rows.
+    const tuples = new Map<string, Row & { session: string }>()
     for (const c of calls) {
       const day = this.days.of(c.ts)
       const project = c.project ?? ''
-      const imported = c.source === 'import' ? 1 : 0
+      const id = day + '\0' + c.tenant + '\0' + c.model + '\0' + c.provider + '\0' + c.agent + '\0' + project + '\0' + c.session
+      let t = tuples.get(id)
+      if (!t) {
+        t = {
+          dim: '', day, tenant: c.tenant, key: '', model: c.model, provider: c.provider, agent: c.agent, project, session: c.session,
+          requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0,
+        }
+        tuples.set(id, t)
+      }
+      t.requests++
+      t.input += c.input_tokens
+      t.output += c.output_tokens
+      t.cacheRead += c.cache_read_tokens
+      t.cacheWrite += c.cache_write_tokens
+      t.cost += c.cost_usd
+      if (c.source === 'import') t.imported++
+    }
+    const rows = new Map<string, Row>()
+    for (const c of tuples.values()) {
       for (const dim of REPORT_DIMS) {
-        const key = dim === '' ? '' : dim === 'agent' ? c.agent : dim === 'project' ? project : c.session
-        const id = dim + '\0' + day + '\0' + c.tenant + '\0' + key + '\0' + c.model + '\0' + c.provider
+        const key = dim === '' ? '' : dim === 'agent' ? c.agent : dim === 'project' ? c.project : c.session
+        const id = dim + '\0' + c.day + '\0' + c.tenant + '\0' + key + '\0' + c.model + '\0' + c.provider
         let r = rows.get(id)
         if (!r) {
           r = {
-            dim, day, tenant: c.tenant, key, model: c.model, provider: c.provider, agent: '', project: '',
+            dim, day: c.day, tenant: c.tenant, key, model: c.model, provider: c.provider, agent: '', project: '',
             requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0,
           }
           rows.set(id, r)
         }
         if (dim === 'session') {
           if (c.agent > r.agent) r.agent = c.agent
-          if (project > r.project) r.project = project
+          if (c.project > r.project) r.project = c.project
         }
-        r.requests++
-        r.input += c.input_tokens
-        r.output += c.output_tokens
-        r.cacheRead += c.cache_read_tokens
-        r.cacheWrite += c.cache_write_tokens
-        r.cost += c.cost_usd
-        r.imported += imported
+        r.requests += c.requests
+        r.input += c.input
+        r.output += c.output
+        r.cacheRead += c.cacheRead
+        r.cacheWrite += c.cacheWrite
+        r.cost += c.cost
+        r.imported += c.imported
       }
     }
     for (const r of rows.values()) {
