@@ -1,10 +1,10 @@
 /**
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
- * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
- * added latency with 100k sessions in the ledger, with and without a dashboard polling) and
- * `postgres` (two instances on one PostgreSQL against one on SQLite, under a block rule). No
- * argument runs all four.
+ * `dashboard` (endpoint latency, export rate and database size with 1M calls; `--calls 10m` for
+ * 10M, built once and cached for a day), `cardinality` (proxied calls' added latency with 100k
+ * sessions in the ledger, with and without a dashboard polling) and `postgres` (two instances on
+ * one PostgreSQL against one on SQLite, under a block rule). No argument runs all four.
  */
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
 const all = modes.length === 0

@@ -17,6 +17,7 @@ import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import type { CallLedger } from '../ledger/types'
 import { openStorage } from '../storage/open'
+import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
 import { estimator, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
@@ -43,7 +44,7 @@ import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'

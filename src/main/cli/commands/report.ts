@@ -52,6 +52,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   await prepareLocal()
   const { buildReport } = await import('../../report/report')
   const { SqliteStore } = await import('../../storage/sqlite')
+  const { reportZone } = await import('../../dashboard/rollup/report')
   const db = t.open()
   try {
     if (o.import !== false) await syncLogs(db, t.config, ctx)
@@ -61,7 +62,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
       until: o.until ? parseWhen(o.until, tz, true) : null,
       tenant: o.tenant ?? null,
       timezone: tz,
-    })
+    }, reportZone(db))
   } finally {
     db.close()
   }
