@@ -5,6 +5,8 @@
  * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
  * argument runs all three.
  */
+import { printReport } from './report'
+
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
 const all = modes.length === 0
 
@@ -21,4 +23,5 @@ if (all || modes.includes('cardinality')) {
   await runCardinalityBench()
 }
 
-export {}
+// Every bench's figures beside their baselines and goals, in one table.
+printReport()

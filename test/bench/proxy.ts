@@ -36,6 +36,7 @@ import {
 } from './proxy-kit/report'
 import { SCENARIOS, type Scenario } from './proxy-kit/scenarios'
 import { checkLedger } from './proxy-kit/verify'
+import { row } from './report'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const ROOT = resolve(HERE, '../..')
@@ -248,6 +249,16 @@ export async function runProxyBench(): Promise<void> {
     const check = checkLedger(join(b[t].dataDir, 'burnrate.db'), sent[t])
     if (!check.ok) failed = true
     out.push('', `Metering check (${TARGET_LABEL[t]}: its ledger after shutdown):`, ...check.lines.map((l) => `- ${l}`))
+  }
+  // Issue 20's goals, for the figures table: Burnrate (with its budget rule) against the bare node:http proxy.
+  for (const sc of SCENARIOS) {
+    const f = results[sc.key]
+    if (!f) continue
+    row(`proxy ${sc.key}: added p50 (c=1)`, f.burnrate.p50 - f.direct.p50, f.bare.p50 - f.direct.p50, '<= 1.1x', 'ms')
+    row(`proxy ${sc.key}: throughput (c=${THROUGHPUT_CONNECTIONS})`, f.burnrate.rps, f.bare.rps, '>= 1.0x', 'req/s')
+    if (f.burnrate.cpuPerCall !== null && f.bare.cpuPerCall !== null) {
+      row(`proxy ${sc.key}: CPU per call`, f.burnrate.cpuPerCall, f.bare.cpuPerCall, 'for reference', 'µs')
+    }
   }
   const all = Object.values(results).flatMap((f) => BURNRATE_TARGETS.map((t) => verdict(f, t)))
   const met = all.length > 0 && all.every((v) => v.latencyMet && v.throughputMet)
