@@ -2,8 +2,9 @@
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
  * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
- * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
- * argument runs all three.
+ * added latency with 100k sessions in the ledger, with and without a dashboard polling) and
+ * `startup` (time to a healthy headless server, memory at rest and after load). No argument
+ * runs them all.
  */
 import { printReport } from './report'
 
@@ -13,6 +14,10 @@ const all = modes.length === 0
 if (all || modes.includes('proxy')) {
   const { runProxyBench } = await import('./proxy')
   await runProxyBench()
+}
+if (all || modes.includes('startup')) {
+  const { runStartupBench } = await import('./startup')
+  await runStartupBench()
 }
 if (all || modes.includes('dashboard')) {
   const { runDashboardBench } = await import('./dashboard')
