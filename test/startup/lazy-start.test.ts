@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 /**
  * The headless server answers /api/health without loading what no call needs yet: the
  * OpenTelemetry SDK and prom-client (off by default), agent setup's file editors (admin off by
- * default), the tokenizer and its thread (only for responses without usage), the CLI framework.
+ * default), the tokenizer and its thread (only for responses without usage), the CLI framework,
+ * the ws library and undici's fetch.
  * Each is asserted absent from what the process loaded, and the same probe sees them once they
  * are configured on, so the test fails if the probe or the laziness breaks.
  */
@@ -85,6 +86,10 @@ describe('headless start-up loads only what the first call needs', () => {
       '/node_modules/@decimalturn/toml-patch/',
       '/node_modules/gpt-tokenizer/',
       '/node_modules/commander/',
+      // WebSocket support (Codex's Responses socket) loads with the first upgrade; undici's
+      // fetch, WebSocket and cache with the first price update or webhook, never for forwarding.
+      '/node_modules/ws/',
+      '/node_modules/undici/lib/web/',
       'estimate-worker.js',
     ]) {
       expect(has(loads, lazy), lazy).toBe(false)
