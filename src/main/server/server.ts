@@ -19,7 +19,7 @@ import type { CallLedger } from '../ledger/types'
 import { openStorage } from '../storage/open'
 import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
-import { estimator, useEstimateThread } from '../metering/estimator'
+import { settleEstimates, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
@@ -150,9 +150,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       for (const o of observers) o(s, status, h)
     },
   })
-  for (const feature of opts.features ?? FEATURES) feature(context)
+  // A feature that loads code first (metrics, OTLP export, when on) returns a promise: listen() waits for it.
+  const installing: Promise<void>[] = []
+  for (const feature of opts.features ?? FEATURES) {
+    const p = feature(context)
+    if (p) installing.push(p)
+  }
   finishApiApp(app, log)
-  const around = context.aroundProxy
   if (config.import.watch ?? opts.watchLogs ?? false) {
     // Loaded only when watching: the headless server never reads the import code.
     void import('../import/watcher').then(({ LogWatcher }) => {
@@ -182,6 +186,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           else res.destroy()
         })
       }
+      const around = context.aroundProxy
       if (around) around(route.upstream.provider.name, handle)
       else handle()
     }
@@ -263,7 +268,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     get url() {
       return url
     },
-    listen() {
+    async listen() {
+      await Promise.all(installing)
       const { host, port } = config.server
       return new Promise<string>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException) => {
@@ -305,7 +311,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         for (const s of connections.all()) s.destroy()
         if (!(await proxy.drain(2_000))) {
           // Estimates still being counted are taken from their length rather than lost.
-          estimator().settleNow()
+          settleEstimates()
           await proxy.drain(1_000)
         }
         for (const fn of closers) await fn()
