@@ -91,6 +91,8 @@ describe('headless start-up loads only what the first call needs', () => {
       '/node_modules/ws/',
       '/node_modules/undici/lib/web/',
       'estimate-worker.js',
+      // The PostgreSQL driver loads only with storage.url.
+      '/node_modules/pg/',
     ]) {
       expect(has(loads, lazy), lazy).toBe(false)
     }
