@@ -8,7 +8,9 @@ import vue from '@vitejs/plugin-vue'
 export default defineConfig({
   main: {
     build: {
-      externalizeDeps: true,
+      // zod and yaml are bundled in (pure ESM, ~170 small files): loading one chunk instead of
+      // them takes ~70 ms off the headless start-up. Other dependencies stay external.
+      externalizeDeps: { exclude: ['zod', 'yaml'] },
       rollupOptions: {
         input: {
           cli: resolve(__dirname, 'src/main/cli.ts'),

@@ -10,6 +10,11 @@ if (major < 22) {
   process.exit(1)
 }
 
+// Node's on-disk cache of compiled modules (in the system temp folder): later starts skip
+// compiling the server's code and libraries again. Nothing but compiled code is kept there.
+const { enableCompileCache } = await import('node:module')
+enableCompileCache?.()
+
 const args = process.argv.slice(2)
 // The ledger's write thread and the estimate thread, built beside this file (absent when run from
 // the sources: the ledger then writes itself, and estimates are counted on the main thread in slices).

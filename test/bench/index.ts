@@ -1,16 +1,24 @@
 /**
  * `npm run bench`: speed, measured as ratios against baselines in the same run.
  * Modes: `proxy` (added latency and throughput against a bare node:http proxy) and
- * `dashboard` (endpoint latency and export rate at 1M calls) and `cardinality` (proxied calls'
- * added latency with 100k sessions in the ledger, with and without a dashboard polling). No
- * argument runs all three.
+ * `dashboard` (endpoint latency, export rate and database size with 1M calls; `--calls 10m` for
+ * 10M, built once and cached for a day), `cardinality` (proxied calls' added latency with 100k
+ * sessions in the ledger, with and without a dashboard polling), `postgres` (two instances on
+ * one PostgreSQL against one on SQLite, under a block rule) and `startup` (time to a healthy
+ * headless server, memory at rest and after load). No argument runs them all.
  */
+import { printReport } from './report'
+
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))
 const all = modes.length === 0
 
 if (all || modes.includes('proxy')) {
   const { runProxyBench } = await import('./proxy')
   await runProxyBench()
+}
+if (all || modes.includes('startup')) {
+  const { runStartupBench } = await import('./startup')
+  await runStartupBench()
 }
 if (all || modes.includes('dashboard')) {
   const { runDashboardBench } = await import('./dashboard')
@@ -20,5 +28,10 @@ if (all || modes.includes('cardinality')) {
   const { runCardinalityBench } = await import('./cardinality')
   await runCardinalityBench()
 }
+if (all || modes.includes('postgres')) {
+  const { runPostgresBench } = await import('./postgres')
+  await runPostgresBench()
+}
 
-export {}
+// Every bench's figures beside their baselines and goals, in one table.
+printReport()

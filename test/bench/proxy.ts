@@ -1,7 +1,9 @@
 /**
  * `npm run bench proxy`: what Burnrate's hot path costs, measured against baselines in the
  * same run. Each target is its own process on 127.0.0.1: the mock upstream called directly, a
- * bare node:http pass-through proxy, a minimal express + http-proxy-middleware pass-through, and
+ * bare node:http pass-through proxy, a bare pass-through that forwards with undici as Burnrate does
+ * (one keep-alive Pool: the floor of Burnrate's own forwarding), a minimal express +
+ * http-proxy-middleware pass-through, and
  * Burnrate itself (the built headless server, out/main/cli.js, with its real SQLite ledger and
  * pricing) three times: with a budget rule every call is checked against, with none, and with
  * the rule plus Prometheus metrics (scraped every 5 s) and OTLP export (to the mock). For a
@@ -36,6 +38,7 @@ import {
 } from './proxy-kit/report'
 import { SCENARIOS, type Scenario } from './proxy-kit/scenarios'
 import { checkLedger } from './proxy-kit/verify'
+import { row } from './report'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const ROOT = resolve(HERE, '../..')
@@ -63,6 +66,7 @@ function log(line: string): void {
 interface Targets {
   upstream: Child
   bare: Child
+  bareUndici: Child
   hpm: Child
   burnrate: Record<BurnrateTarget, { child: Child; dataDir: string }>
 }
@@ -95,8 +99,9 @@ async function startTargets(): Promise<Targets> {
   const env = { TARGET: upstream.url }
   // A budget rule that every bench key matches and none reaches, so each call is checked.
   const rule = { api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }
-  const [bare, hpm, burnrate, burnrateOpen, burnrateMetrics] = await Promise.all([
+  const [bare, bareUndici, hpm, burnrate, burnrateOpen, burnrateMetrics] = await Promise.all([
     startChild('bare proxy', [...tsx, join(KIT, 'bare-proxy.ts')], env),
+    startChild('bare undici proxy', [...tsx, join(KIT, 'bare-undici-proxy.ts')], env),
     startChild('http-proxy-middleware proxy', [...tsx, join(KIT, 'hpm-proxy.ts')], env),
     startBurnrate('Burnrate', upstream.url, [rule]),
     startBurnrate('Burnrate (no budget rules)', upstream.url, []),
@@ -106,7 +111,7 @@ async function startTargets(): Promise<Targets> {
       otel: { endpoint: upstream.url, interval_ms: 10_000 },
     }),
   ])
-  return { upstream, bare, hpm, burnrate: { burnrate, burnrateOpen, burnrateMetrics } }
+  return { upstream, bare, bareUndici, hpm, burnrate: { burnrate, burnrateOpen, burnrateMetrics } }
 }
 
 /** Rotates the order each round so no target always runs first (or last). */
@@ -123,6 +128,7 @@ export async function runProxyBench(): Promise<void> {
   const urls: Record<TargetKey, string> = {
     direct: children.upstream.url,
     bare: children.bare.url,
+    bareUndici: children.bareUndici.url,
     hpm: children.hpm.url,
     burnrate: b.burnrate.child.url,
     burnrateOpen: b.burnrateOpen.child.url,
@@ -131,6 +137,7 @@ export async function runProxyBench(): Promise<void> {
   // The proxies' own processes, for their CPU time (the direct target is the mock itself: not shown).
   const procs: Partial<Record<TargetKey, Child>> = {
     bare: children.bare,
+    bareUndici: children.bareUndici,
     hpm: children.hpm,
     burnrate: b.burnrate.child,
     burnrateOpen: b.burnrateOpen.child,
@@ -210,11 +217,11 @@ export async function runProxyBench(): Promise<void> {
     }
   } finally {
     clearInterval(scraper)
-    peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, hpm: null, burnrate: null, burnrateOpen: null, burnrateMetrics: null }
+    peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, bareUndici: null, hpm: null, burnrate: null, burnrateOpen: null, burnrateMetrics: null }
     for (const t of TARGETS) peaks[t] = procs[t]?.peakRss() ?? null
     // Burnrate flushes its ledger on SIGTERM; the others just exit.
     for (const t of BURNRATE_TARGETS) exits[t] = await b[t].child.stop()
-    await Promise.all([children.bare.stop(), children.hpm.stop(), children.upstream.stop()])
+    await Promise.all([children.bare.stop(), children.bareUndici.stop(), children.hpm.stop(), children.upstream.stop()])
   }
 
   const out: string[] = [
@@ -248,6 +255,18 @@ export async function runProxyBench(): Promise<void> {
     const check = checkLedger(join(b[t].dataDir, 'burnrate.db'), sent[t])
     if (!check.ok) failed = true
     out.push('', `Metering check (${TARGET_LABEL[t]}: its ledger after shutdown):`, ...check.lines.map((l) => `- ${l}`))
+  }
+  // Issue 20's goals, for the figures table: Burnrate (with its budget rule) against the bare node:http proxy.
+  for (const sc of SCENARIOS) {
+    const f = results[sc.key]
+    if (!f) continue
+    row(`proxy ${sc.key}: added p50 (c=1)`, f.burnrate.p50 - f.direct.p50, f.bare.p50 - f.direct.p50, '<= 1.1x', 'ms')
+    row(`proxy ${sc.key}: throughput (c=${THROUGHPUT_CONNECTIONS})`, f.burnrate.rps, f.bare.rps, '>= 1.0x', 'req/s')
+    // The same against a bare proxy that forwards with undici, as Burnrate does (issue 20 asks for both when pooling differs).
+    row(`proxy ${sc.key}: throughput vs bare undici proxy`, f.burnrate.rps, f.bareUndici.rps, 'for reference', 'req/s')
+    if (f.burnrate.cpuPerCall !== null && f.bare.cpuPerCall !== null) {
+      row(`proxy ${sc.key}: CPU per call`, f.burnrate.cpuPerCall, f.bare.cpuPerCall, 'for reference', 'µs')
+    }
   }
   const all = Object.values(results).flatMap((f) => BURNRATE_TARGETS.map((t) => verdict(f, t)))
   const met = all.length > 0 && all.every((v) => v.latencyMet && v.throughputMet)

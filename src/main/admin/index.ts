@@ -5,9 +5,7 @@ import { errorBody } from '../http/errors'
 import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
-import { AgentConnections } from '../connect/connections'
 import { LastSeen } from '../connect/last-seen'
-import { agentRoutes } from './agents'
 import { apiKeyRoutes } from './api-keys'
 import { adminTokenIsRight, refuseAdmin } from './auth'
 import { jsonBodyErrors } from './json-body'
@@ -52,11 +50,17 @@ export const admin: Feature = (ctx) => {
   priceRoutes(router, ctx)
   const lastSeen = new LastSeen(ctx.store)
   ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
-  agentRoutes(router, {
-    connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
-    lastSeen,
-    url: () => ctx.url(),
-  })
+  // Agent setup and its file editors (diff, jsonc-parser, toml-patch) load off the start-up
+  // path, into their place among the routes; the server listens once they are in.
+  const agents = express.Router()
+  router.use(agents)
   router.use(jsonBodyErrors)
   ctx.app.use('/api/admin', router)
+  return Promise.all([import('./agents'), import('../connect/connections')]).then(([{ agentRoutes }, { AgentConnections }]) => {
+    agentRoutes(agents, {
+      connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
+      lastSeen,
+      url: () => ctx.url(),
+    })
+  })
 }

@@ -13,18 +13,19 @@ export function ruleRoutes(router: Router, budgets: Budgets, configFile: string 
     res.json(engine.rules.list().map((x) => ruleJson(x.rule, x.overridden)))
   })
 
-  router.post('/budgets/rules', ...jsonBody(), (req, res) => {
+  router.post('/budgets/rules', ...jsonBody(), async (req, res) => {
     const checked = checkRule(req.body)
     if (!checked.ok) {
       res.status(400).json(errorBody('invalid_request', checked.message, checked.param ? { param: checked.param } : undefined))
       return
     }
-    // One synchronous write: the engine's index is updated before this handler returns.
-    const { rule, created } = store.put(checked.rule)
+    // The engine's index is updated before this handler answers (SQLite: in the same step;
+    // PostgreSQL: once the write committed; the other instances within a second).
+    const { rule, created } = await store.put(checked.rule)
     res.status(created ? 201 : 200).json(ruleJson(rule))
   })
 
-  router.delete('/budgets/rules', (req, res) => {
+  router.delete('/budgets/rules', async (req, res) => {
     const pattern = req.query.pattern
     if (pattern === undefined) {
       res
@@ -36,7 +37,7 @@ export function ruleRoutes(router: Router, budgets: Budgets, configFile: string 
       res.status(400).json(errorBody('invalid_request', 'The query parameter "pattern" must be given once, non-empty.', { param: 'pattern' }))
       return
     }
-    if (store.delete(pattern)) {
+    if (await store.delete(pattern)) {
       res.status(204).end()
       return
     }

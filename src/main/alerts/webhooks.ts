@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto'
-import { request } from 'undici'
 import { type OutboundAlert, slackBody } from './payload'
 
 export type WebhookFormat = 'json' | 'slack'
@@ -103,7 +102,7 @@ export class WebhookSender {
   private async post(url: string, body: string, d: Delivery): Promise<void> {
     d.attempts++
     try {
-      const res = await request(url, {
+      const res = await (await import('undici')).request(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts' },
         body,

@@ -80,10 +80,12 @@ export class BudgetAnnouncer {
     for (const p of m.periods(now)) {
       if (!(p.limit > 0)) continue
       for (const pct of pcts) {
-        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
         const over = p.spent >= pct * p.limit
+        // Under a calendar period's threshold (nearly every call) there is nothing to remember or forget.
+        if (!over && p.period !== 'window') continue
+        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
         if (!over) {
-          if (p.period === 'window') this.crossed.delete(id)
+          this.crossed.delete(id)
           continue
         }
         if (this.crossed.has(id)) continue

@@ -6,6 +6,8 @@ import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } 
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
+import { MemoryBudgetState } from './state/memory'
+import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMonitor } from './types'
 
 export type { PeriodState } from './meter'
@@ -47,7 +49,8 @@ export interface Decision {
   refuse?: Refusal
   /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
   warnings: Warning[]
-  settle?: () => void
+  /** The call ended, with its real cost (0 when it failed): frees its reservation. */
+  settle?: (costUsd?: number) => void
 }
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
@@ -101,7 +104,7 @@ function scoped(rule: Rule): boolean {
 }
 
 /** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
-function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
+export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
   let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
   for (const r of rules) {
     if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)
@@ -135,6 +138,8 @@ export class BudgetEngine implements BudgetMonitor {
     runtimeRules: readonly Rule[],
     private readonly cost: CostModel,
     private readonly loadHistory: (since: number) => HistoryRow[] = () => [],
+    /** Where `block` rules' money limits are reserved: in process (default) or in PostgreSQL. */
+    readonly budgetState: BudgetState = new MemoryBudgetState(),
   ) {
     this.clock = new PeriodClock(timezone, weekStart)
     this.announcer = new BudgetAnnouncer(this.clock)
@@ -242,7 +247,19 @@ export class BudgetEngine implements BudgetMonitor {
     return this.index.effectiveByHash(hash, s?.hint ?? '', s?.known ?? new Set())
   }
 
+  /** Admission with a synchronous state (memory: every existing caller and test). */
   admit(ctx: CallContext, now = Date.now()): Decision {
+    const d = this.decide(ctx, now)
+    if (d instanceof Promise) throw new Error('BudgetEngine.admit: the budget state is asynchronous; use decide()')
+    return d
+  }
+
+  /**
+   * Decides a call: no rule, a `warn` rule, a rate limit or a limit this instance already sees
+   * reached are decided here, synchronously; a `block` rule's money limits are reserved against
+   * the budget state (a promise on postgres).
+   */
+  decide(ctx: CallContext, now = Date.now()): Decision | Promise<Decision> {
     if (this.index.empty) return NOTHING
     const s = this.state(ctx.apiKeyHash, ctx.keyHint)
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
@@ -263,42 +280,33 @@ export class BudgetEngine implements BudgetMonitor {
       m.addRequest(now)
       return { warnings, settle: learn }
     }
-    const refuse = (kind: Refusal['kind'], state: PeriodState | null, worst = 0): Decision => ({
+    const refuse = (kind: Refusal['kind'], state: PeriodState | null): Decision => ({
       warnings,
-      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: worst, reservedUsd: m.reservedUsd },
+      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: 0, reservedUsd: m.reservedUsd },
     })
     if (rate) return refuse('rate', null)
+    // This instance's own spend already at a limit: refused without asking the shared state.
     for (const p of periods) if (p.spent >= p.limit) return refuse('reached', p)
 
-    let reserve: number
-    if (rule.reserve === 'max_tokens') {
-      reserve = this.cost.worstCase(ctx)
-      if (reserve > 0) {
-        for (const p of periods) {
-          const reserved = p.period === 'session' ? 0 : m.reservedUsd
-          if (reserve > p.limit - p.spent - reserved) return refuse('worst_case', p, reserve)
-        }
-      }
-    } else {
-      // A call is let through while committed spend plus what the calls in flight are expected
-      // to cost is under the limit; its own expected cost is then reserved (README: overshoot).
-      if (m.reservedUsd > 0) {
-        for (const p of periods) if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return refuse('reserved', p)
-      }
-      reserve = this.cost.expected(ctx)
+    const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
+    const out = this.budgetState.reserve({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount })
+    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, m, periods, warnings, now))
+    return this.reserved(out, ctx, m, periods, warnings, now)
+  }
+
+  /** The decision once the budget state has reserved (or refused). */
+  private reserved(o: ReserveOutcome, ctx: CallContext, m: Meter, periods: PeriodState[], warnings: Warning[], now: number): Decision {
+    const rule = m.rule
+    if (!o.ok) {
+      return { warnings, refuse: { rule, kind: o.kind, state: o.state, rate: null, worstCaseUsd: o.worstCaseUsd, reservedUsd: o.reservedUsd } }
     }
     m.addRequest(now)
-    m.inFlight++
-    m.reservedUsd += reserve
-    let settled = false
+    const r = o.reservation
     return {
-      warnings,
-      settle: () => {
-        if (settled) return
-        settled = true
-        m.inFlight--
-        // Summing and subtracting floats drifts; with nothing in flight the reservation is exactly 0.
-        m.reservedUsd = m.inFlight === 0 ? 0 : Math.max(0, m.reservedUsd - reserve)
+      // Shared figures (postgres) decide the warnings: they include every instance's spend.
+      warnings: o.periods === periods ? warnings : o.periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null })),
+      settle: (costUsd = 0) => {
+        r.settle(costUsd)
         this.settling = ctx
       },
     }

@@ -1,4 +1,5 @@
 import { calcPrice } from '@pydantic/genai-prices'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { Pricer } from '../pricing/price'
 import { openai } from '../providers/openai'
@@ -42,5 +43,25 @@ describe('expected cost', () => {
     expect(h.output('openai', MODEL)).toBe(1000)
     // Another model has no history of its own.
     expect(h.output('openai', 'gpt-4o')).toBeNull()
+  })
+})
+
+describe('the 95th percentile of the last 100 calls', () => {
+  it('is exactly what sorting the window would give, after every answer (the window is kept sorted)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.integer({ min: 0, max: 50 }), fc.double({ min: 0, max: 1e6, noNaN: true })), { maxLength: 400 }), (outputs) => {
+        const h = new CallHistory()
+        const seen: number[] = []
+        for (const v of outputs) {
+          h.learn('openai', MODEL, v, v / 1e9)
+          seen.push(v)
+          const window = seen.slice(-100).sort((a, b) => a - b)
+          const want = window.length < 5 ? null : window[Math.min(window.length - 1, Math.ceil(0.95 * window.length) - 1)]
+          expect(h.output('openai', MODEL)).toBe(want)
+          expect(h.inputUsdPerByte('openai', MODEL)).toBe(want === null ? null : window.map((x) => x / 1e9).sort((a, b) => a - b)[Math.min(window.length - 1, Math.ceil(0.95 * window.length) - 1)])
+        }
+      }),
+      { numRuns: 60 },
+    )
   })
 })

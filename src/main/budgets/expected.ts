@@ -23,17 +23,24 @@ const MIN_SAMPLES = 5
 const PERCENTILE = 0.95
 const INPUT_ONLY = new Set(['embeddings'])
 
-/** The last SAMPLES values and their 95th percentile (sorted only when asked after a change). */
+/**
+ * The last SAMPLES values and their 95th percentile. The window is also kept sorted, one
+ * removal and one insertion per value (binary search, then a move of at most SAMPLES slots),
+ * so the percentile is read, not sorted for, on every call that follows an answer.
+ */
 class Samples {
   private readonly values: number[] = []
+  private readonly sorted: number[] = []
   private next = 0
-  private cached: number | null = null
 
   add(v: number): void {
     if (this.values.length < SAMPLES) this.values.push(v)
-    else this.values[this.next] = v
+    else {
+      this.sorted.splice(lowerBound(this.sorted, this.values[this.next]), 1)
+      this.values[this.next] = v
+    }
+    this.sorted.splice(lowerBound(this.sorted, v), 0, v)
     this.next = (this.next + 1) % SAMPLES
-    this.cached = null
   }
 
   get size(): number {
@@ -41,13 +48,22 @@ class Samples {
   }
 
   p95(): number | null {
-    if (this.values.length < MIN_SAMPLES) return null
-    if (this.cached === null) {
-      const sorted = [...this.values].sort((a, b) => a - b)
-      this.cached = sorted[Math.min(sorted.length - 1, Math.ceil(PERCENTILE * sorted.length) - 1)]
-    }
-    return this.cached
+    const n = this.sorted.length
+    if (n < MIN_SAMPLES) return null
+    return this.sorted[Math.min(n - 1, Math.ceil(PERCENTILE * n) - 1)]
   }
+}
+
+/** The first index of `sorted` (ascending) whose value is not below `v`. */
+function lowerBound(sorted: readonly number[], v: number): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid] < v) lo = mid + 1
+    else hi = mid
+  }
+  return lo
 }
 
 interface ModelHistory {

@@ -1,6 +1,6 @@
 import { errorBody } from '../http/errors'
 import type { Admission, CallContext, CallGate } from '../proxy/gate'
-import type { BudgetEngine, PeriodState, Refusal, Warning } from './engine'
+import type { BudgetEngine, Decision, PeriodState, Refusal, Warning } from './engine'
 import type { RateState } from './meter'
 import type { RunawayDetector, RunawayEvent } from './runaway'
 
@@ -106,63 +106,90 @@ function retryAfter(at: number, now: number): string {
   return String(Math.max(1, Math.ceil((at - now) / 1000)))
 }
 
-/** The proxy's gate: asks the engine and turns its decision into a 429 or warning headers. */
-export function budgetGate(
-  engine: BudgetEngine,
-  runaway?: { detector: RunawayDetector; windowMinutes: number; usdPerMinute: number | null },
-): CallGate {
+type Runaway = { detector: RunawayDetector; windowMinutes: number; usdPerMinute: number | null }
+
+/** The proxy's gate over an in-process budget state: asks the engine and turns its decision into a 429 or warning headers, in one step. */
+export function budgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
   return {
     admit(ctx: CallContext): Admission {
       const now = Date.now()
-      // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
-      const events = runaway ? runaway.detector.check(ctx, now) : []
-      if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
-      // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
-      if (ctx.billing === 'subscription') return events.length ? { headers: { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } } : {}
-      const d = engine.admit(ctx, now)
-      let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
-      if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
-      if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
-      const r = d.refuse
-      if (r.kind === 'rate' && r.rate) {
-        const rate = r.rate
-        return {
-          refuse: {
-            status: 429,
-            headers: { ...headers, 'x-should-retry': 'true', 'retry-after': retryAfter(rate.retryAt, now) },
-            body: errorBody(
-              'rate_limited',
-              `Budget rule "${r.rule.api_key_pattern}" (${r.rule.source}) allows ${rate.limit} ${rate.kind} per minute and the last minute used ${rate.used}; retry after ${new Date(rate.retryAt).toISOString()}.`,
-              {
-                api_key_pattern: r.rule.api_key_pattern,
-                period: 'rate',
-                limit: rate.limit,
-                used: rate.used,
-                unit: rate.kind === 'requests' ? 'requests_per_minute' : 'tokens_per_minute',
-                resets_at: new Date(rate.retryAt).toISOString(),
-              },
-            ),
-            reason: RATE_REASON,
-          },
-        }
-      }
-      const p = r.state as PeriodState
-      const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': 'false' }
-      if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
-      return {
-        refuse: {
-          status: 429,
-          headers: refuseHeaders,
-          body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session), {
+      const events = guard(ctx, runaway, now)
+      if (!Array.isArray(events)) return events
+      return admission(engine.admit(ctx, now), ctx, events, now)
+    },
+  }
+}
+
+/**
+ * The gate over a shared budget state (PostgreSQL): the same, but a call under a `block` rule
+ * waits for its reservation in the database (`pending`); every other call is decided in one step.
+ */
+export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
+  return {
+    admit(ctx: CallContext): Admission {
+      const now = Date.now()
+      const events = guard(ctx, runaway, now)
+      if (!Array.isArray(events)) return events
+      const d = engine.decide(ctx, now)
+      return d instanceof Promise ? { pending: d.then((x) => admission(x, ctx, events, Date.now())) } : admission(d, ctx, events, now)
+    },
+  }
+}
+
+/** Runaway checks and subscription calls, before money: the answer when they decide the call, else the runaway events to report. */
+function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): RunawayEvent[] | Admission {
+  // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
+  const events = runaway ? runaway.detector.check(ctx, now) : NO_EVENTS
+  if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
+  // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
+  if (ctx.billing === 'subscription') return events.length ? { headers: { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } } : {}
+  return events
+}
+
+const NO_EVENTS: RunawayEvent[] = []
+
+function admission(d: Decision, ctx: CallContext, events: RunawayEvent[], now: number): Admission {
+  let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
+  if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
+  if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
+  const r = d.refuse
+  if (r.kind === 'rate' && r.rate) {
+    const rate = r.rate
+    return {
+      refuse: {
+        status: 429,
+        headers: { ...headers, 'x-should-retry': 'true', 'retry-after': retryAfter(rate.retryAt, now) },
+        body: errorBody(
+          'rate_limited',
+          `Budget rule "${r.rule.api_key_pattern}" (${r.rule.source}) allows ${rate.limit} ${rate.kind} per minute and the last minute used ${rate.used}; retry after ${new Date(rate.retryAt).toISOString()}.`,
+          {
             api_key_pattern: r.rule.api_key_pattern,
-            period: p.period,
-            limit_usd: p.limit,
-            spent_usd: p.spent,
-            resets_at: p.resetsAt === null ? null : new Date(p.resetsAt).toISOString(),
-          }),
-          reason: REFUSAL_REASON,
-        },
-      }
+            period: 'rate',
+            limit: rate.limit,
+            used: rate.used,
+            unit: rate.kind === 'requests' ? 'requests_per_minute' : 'tokens_per_minute',
+            resets_at: new Date(rate.retryAt).toISOString(),
+          },
+        ),
+        reason: RATE_REASON,
+      },
+    }
+  }
+  const p = r.state as PeriodState
+  const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': 'false' }
+  if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
+  return {
+    refuse: {
+      status: 429,
+      headers: refuseHeaders,
+      body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session), {
+        api_key_pattern: r.rule.api_key_pattern,
+        period: p.period,
+        limit_usd: p.limit,
+        spent_usd: p.spent,
+        resets_at: p.resetsAt === null ? null : new Date(p.resetsAt).toISOString(),
+      }),
+      reason: REFUSAL_REASON,
     },
   }
 }

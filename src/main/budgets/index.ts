@@ -5,17 +5,21 @@ import type { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
-import { BudgetEngine, type CostModel, type HistoryRow } from './engine'
+import { BudgetEngine, type CostModel, type HistoryRow, historyStart } from './engine'
 import { CallHistory, expectedUsd } from './expected'
-import { budgetGate } from './gate'
+import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
-import { RuleStore } from './store'
+import { SharedHistory } from './shared-history'
+import { PgRuleStore } from './shared-rules'
+import { PgBudgetState } from './state/postgres'
+import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
 
 export interface Budgets {
   engine: BudgetEngine
-  store: RuleStore
+  /** Runtime rules: SQLite's `budget_rules` (one instance), or PostgreSQL's shared by all (`storage.url`). */
+  store: RuleWriter
   runaway: RunawayDetector
   /** What answered calls produced, per provider and requested model (expected-cost reservations). */
   history: CallHistory
@@ -69,6 +73,19 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
   }
 }
 
+/** Reads the shared rules until it succeeds (the database may be starting too), then polls them. */
+async function firstLoad(rules: PgRuleStore): Promise<void> {
+  for (;;) {
+    try {
+      await rules.refresh()
+      break
+    } catch {
+      await new Promise((r) => setTimeout(r, 1000).unref())
+    }
+  }
+  rules.start()
+}
+
 /** The budget engine and rule store of a server, created (and installed as its gate) on first use. */
 export function budgetsOf(ctx: ServerContext): Budgets {
   const existing = installed.get(ctx)
@@ -80,7 +97,11 @@ export function budgetsOf(ctx: ServerContext): Budgets {
             (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
        FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
   )
+  // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
+  const shared = ctx.store.dialect === 'postgres'
+  const sharedHistory = shared ? new SharedHistory(ctx.store, ctx.ledger) : null
   const loadHistory = (since: number): HistoryRow[] => {
+    if (sharedHistory) return sharedHistory.rows
     try {
       // Calls still held in memory are written first, so none is missed (or counted twice).
       ctx.ledger.flush()
@@ -90,14 +111,41 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
-  const store = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
+  // The meters again from every instance's calls (PG mode), once the rows are read.
+  const reloadShared = async (): Promise<void> => {
+    if (!sharedHistory || !engine) return
+    const en = engine
+    try {
+      await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()))
+      en.reload()
+    } catch {
+      // PostgreSQL away: the meters keep what they have; the next rule change reads again
+    }
+  }
+  const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
+  // PG mode: the data folder's `budget_rules` keeps the last rules read from PostgreSQL, so an
+  // instance starting while the database is away enforces them (start-up never waits on it).
+  const pgRules = shared
+    ? new PgRuleStore(ctx.store, (rules) => {
+        engine?.setRuntimeRules(rules)
+        void reloadShared()
+        try {
+          local.replaceAll(rules)
+        } catch {
+          // the copy is a convenience; the rules in force are the ones just read
+        }
+      })
+    : null
+  const store: RuleWriter = pgRules ?? local
+  const state = shared ? new PgBudgetState(ctx.store) : undefined
   engine = new BudgetEngine(
     ctx.config.timezone,
     weekStartDay(ctx.config.budgets.week_start),
     configRules(ctx),
-    store.all(),
+    local.all(),
     costModel(pricer, history),
     loadHistory,
+    state,
   )
   engine.reload()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
@@ -120,7 +168,22 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     runaway.observe(call)
   })
   ctx.onClose(stop)
-  ctx.setGate(budgetGate(e, { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }))
+  const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
+  if (pgRules && state) {
+    void firstLoad(pgRules)
+    // The key registry and the meters from every instance's calls (start-up never waits on it).
+    void (async () => {
+      await reloadShared()
+      e.seed(await sharedHistory!.keys(e.clock.monthOf(Date.now()).start))
+    })().catch(() => {})
+    ctx.setGate(sharedBudgetGate(e, guard))
+    ctx.onClose(async () => {
+      pgRules.close()
+      await state.close()
+    })
+  } else {
+    ctx.setGate(budgetGate(e, guard))
+  }
   ctx.budgets = e
   const b = { engine: e, store, runaway, history }
   installed.set(ctx, b)

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import { DEFAULT_RULE_OPTIONS, RULE_OPTION_FIELDS, type BudgetAction, type BudgetRuleOptions } from '../../shared/api'
 import type { Rule } from './rules'
 
-interface Row {
+export interface RuleRow {
   api_key_pattern: string
   daily_limit_usd: number | null
   monthly_limit_usd: number | null
@@ -22,7 +22,7 @@ export interface RuleInput extends BudgetRuleOptions {
 }
 
 
-function toRule(r: Row): Rule {
+export function toRule(r: RuleRow): Rule {
   const { options, ...rest } = r
   let extra: Partial<BudgetRuleOptions> = {}
   try {
@@ -33,7 +33,7 @@ function toRule(r: Row): Rule {
   return { ...rest, ...DEFAULT_RULE_OPTIONS, ...extra, source: 'runtime' }
 }
 
-function optionsJson(input: RuleInput): string {
+export function optionsJson(input: RuleInput): string {
   const o: Record<string, unknown> = {}
   for (const f of RULE_OPTION_FIELDS) o[f] = input[f]
   return JSON.stringify(o)
@@ -52,6 +52,7 @@ export class RuleStore {
   private readonly deleteStmt: Database.Statement
   private readonly upsertTx: (input: RuleInput, now: number) => { rule: Rule; created: boolean }
   private readonly deleteTx: (pattern: string) => boolean
+  private readonly replaceTx: (rules: readonly Rule[]) => void
 
   constructor(
     db: Database.Database,
@@ -79,16 +80,36 @@ export class RuleStore {
         options: optionsJson(input),
         created_at: now,
       })
-      const rule = toRule(this.selectOne.get(input.api_key_pattern) as Row)
+      const rule = toRule(this.selectOne.get(input.api_key_pattern) as RuleRow)
       return { rule, created: !existed }
     })
     this.deleteTx = db.transaction((pattern: string) => {
       return this.deleteStmt.run(pattern).changes > 0
     })
+    const clear = db.prepare('DELETE FROM budget_rules')
+    this.replaceTx = db.transaction((rules: readonly Rule[]) => {
+      clear.run()
+      for (const r of rules) {
+        this.upsertStmt.run({
+          api_key_pattern: r.api_key_pattern,
+          daily_limit_usd: r.daily_limit_usd,
+          monthly_limit_usd: r.monthly_limit_usd,
+          action: r.action,
+          soft_limit_pct: r.soft_limit_pct,
+          options: optionsJson(r),
+          created_at: r.created_at ?? 0,
+        })
+      }
+    })
   }
 
   all(): Rule[] {
-    return (this.selectAll.all() as Row[]).map(toRule)
+    return (this.selectAll.all() as RuleRow[]).map(toRule)
+  }
+
+  /** Makes the table hold exactly `rules` (PG mode: the local copy of the shared rules), without `onChange`. */
+  replaceAll(rules: readonly Rule[]): void {
+    this.replaceTx(rules)
   }
 
   /** Stores `input`, replacing the runtime rule with the same pattern; `created` is false when one was replaced. */
@@ -105,4 +126,10 @@ export class RuleStore {
     if (deleted) this.onChange(this.all())
     return deleted
   }
+}
+
+/** What the admin API needs of a rule store: SQLite's answers at once, PostgreSQL's as promises. */
+export interface RuleWriter {
+  put(input: RuleInput, now?: number): { rule: Rule; created: boolean } | Promise<{ rule: Rule; created: boolean }>
+  delete(pattern: string): boolean | Promise<boolean>
 }

@@ -190,6 +190,12 @@ export const configSchema = z
         flush_interval_ms: z.number().int().min(1).max(100).default(50),
         /** Calls held in memory while the database cannot be written; past it the oldest are dropped (and counted). */
         max_pending: z.number().int().positive().default(100_000),
+        /**
+         * Days raw calls are kept; older ones are pruned in the background (the dashboard rollups
+         * keep their totals). Null: kept forever. At least 32: budgets' monthly windows and the
+         * dashboard's 30-day ranges read raw calls.
+         */
+        retention_days: z.number().int().min(32).max(36_500).nullable().default(null),
       })
       .strict()
       .prefault({}),

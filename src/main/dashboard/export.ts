@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
-import { CALL_COLUMNS, CSV_HEADER, csvLine, toCall, type CallRow } from './calls'
+import { CALL_COLUMNS, CSV_HEADER, CsvFormatter, toCall, type CallRow } from './calls'
 import type { DashDeps } from './deps'
 import { andMember, indexedBy } from './sql'
 import { rangeWindow } from './window'
@@ -40,6 +40,7 @@ export async function streamExport(
     closed = true
   })
   let first = true
+  const lines = new CsvFormatter()
   if (!(await write(res, csv ? CSV_HEADER : '{"calls":['))) return
   let afterTs = w.start - 1
   let afterId = 0
@@ -49,7 +50,7 @@ export async function streamExport(
     if (rows.length === 0) break
     let out = ''
     if (csv) {
-      for (const r of rows) out += csvLine(r)
+      for (const r of rows) out += lines.csv(r)
     } else {
       for (const r of rows) {
         out += (first ? '' : ',') + JSON.stringify(toCall(r))

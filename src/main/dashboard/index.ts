@@ -12,6 +12,7 @@ import { streamExport } from './export'
 import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
+import { ensureReportZone, reportZone } from './rollup/report'
 import { RollupWriter } from './rollup/writer'
 import { sessions } from './sessions'
 import { stats } from './stats'
@@ -30,6 +31,9 @@ export const dashboard: Feature = (ctx) => {
     // Each batch's rollups in the batch's own transaction, safe with other instances writing the same rows.
     ctx.ledger.onBatchTx((tx, rows) => applyRollups(tx, rows))
   } else {
+    // The report rollup's days are the configured zone's (rebuilt from the calls when the zone changed).
+    const rebuilt = ensureReportZone(ctx.db, ctx.config.timezone)
+    if (rebuilt > 0) ctx.log.info(`dashboard: built the report rollup for ${ctx.config.timezone} from ${rebuilt} calls`)
     const writer = new RollupWriter(ctx.db)
     const caught = writer.catchUp()
     if (caught > 0) ctx.log.info(`dashboard: folded ${caught} earlier calls into the rollups`)
@@ -80,7 +84,9 @@ export const dashboard: Feature = (ctx) => {
   route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
   const prices = pricesOf(ctx)
   route('prices', () => prices.updater.status())
-  // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`).
+  // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`);
+  // whole days from the SQLite report rollup, kept in the configured zone (PostgreSQL: from calls).
+  const rollupZone = ctx.ledger.kind === 'sqlite' ? reportZone(ctx.db) : null
   route('report', (req) =>
     buildReport(ctx.store, {
       kind: reportKindParam(req),
@@ -88,7 +94,7 @@ export const dashboard: Feature = (ctx) => {
       until: whenParam(req, 'until', d.tz),
       tenant: tenantParam(req),
       timezone: d.tz,
-    }),
+    }, rollupZone),
   )
   route('export', async (req, res, now) => {
     const format = formatParam(req)

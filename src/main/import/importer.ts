@@ -3,6 +3,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { applyRollups } from '../dashboard/rollup/apply'
+import { prunedBefore } from '../ledger/retention'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { insertCalls } from '../ledger/pg/insert'
 import type { SqlStore } from '../storage/sql'
@@ -59,6 +60,11 @@ export interface ImportStats {
   skipped_lines: number
   /** Calls too recent to import yet (see settleMs). */
   deferred: number
+  /**
+   * Calls older than what retention already pruned (`ledger.retention_days`): not imported, since
+   * the proxied call each may repeat is gone and could not be matched (the rollups count it).
+   */
+  expired: number
   cost_usd: number
 }
 
@@ -73,7 +79,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const now = opts.now ?? Date.now()
   const roots = opts.paths?.length ? opts.paths : source.defaultRoots(opts.env ?? process.env, opts.home ?? (await import('node:os')).homedir())
   const stats: ImportStats = {
-    agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, cost_usd: 0,
+    agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
   const q = opts.store?.dialect === 'postgres' ? pgStatements(db, opts.store) : statements(db)
   for (const root of roots) {
@@ -132,9 +138,14 @@ function statements(db: Database.Database) {
   const values: unknown[] = []
   const write = db.transaction((calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) => {
     const rows: CallRecord[] = []
+    const pruned = prunedBefore(db)
     for (const c of calls) {
       if (hasKey.get(c.key)) {
         stats.duplicates++
+        continue
+      }
+      if (c.ts < pruned) {
+        stats.expired++
         continue
       }
       const twin =

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
 import type { CallRecord } from './record'
+import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
 import { WriteThread } from './write-thread'
@@ -250,6 +251,21 @@ export class Ledger implements CallLedger {
    */
   async flushed(): Promise<boolean> {
     return this.flush()
+  }
+
+  /**
+   * Deletes up to `limit` of the oldest calls older than `before` (ms) that the rollups include
+   * (retention; see retention.ts), on the connection that writes: the write thread's while it
+   * is in use, else this one. Resolves to how many it deleted.
+   */
+  prune(before: number, limit: number): Promise<number> {
+    const t = this.thread
+    if (t && t.ready && !t.broken) {
+      return new Promise((resolve, reject) => {
+        t.send({ type: 'prune', before, limit }, (r) => (r.ok ? resolve(r.deleted ?? 0) : reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))))
+      })
+    }
+    return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit)))
   }
 
   /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */

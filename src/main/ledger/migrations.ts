@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { createReportTables } from '../dashboard/rollup/report'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
 
@@ -167,6 +168,37 @@ export const MIGRATIONS: Migration[] = [
         ) WITHOUT ROWID;
       `)
       backfillDimRollups(db, 'member', 'member')
+    },
+  },
+  {
+    version: 11,
+    description: 'report rollup: per local day, tenant and model (and agent, project, session), built for the configured zone at start-up',
+    up: (db) => createReportTables(db),
+  },
+  {
+    version: 12,
+    description: 'indexes for 10M calls (the costliest-calls indexes carry ts, the unpriced index covers its query, no key index) and the retention mark',
+    up: (db) => {
+      // expensive walks the cost index from the top until it has found enough calls of the window:
+      // with ts in the index that walk never reads the table. unpriced sums the unpriced calls of
+      // every model from the partial index alone. No query looks calls up by key: the (key, ts)
+      // index only tempted the planner into reading all of it for the start-up per-key sums of
+      // this month (seconds at 10M calls, where the ts index reads the month), and cost 78 MB per
+      // million calls (a 64-character hash in every entry).
+      db.exec(`
+        DROP INDEX calls_key_ts;
+        DROP INDEX calls_cost;
+        CREATE INDEX calls_cost ON calls (cost_usd, ts);
+        DROP INDEX calls_tenant_cost;
+        CREATE INDEX calls_tenant_cost ON calls (tenant, cost_usd, ts);
+        DROP INDEX calls_unpriced;
+        CREATE INDEX calls_unpriced ON calls (provider, model, tenant, ts, input_tokens, output_tokens) WHERE priced = 0;
+        CREATE TABLE retention_state (
+          id INTEGER PRIMARY KEY CHECK (id = 1),
+          pruned_before INTEGER NOT NULL
+        );
+        INSERT INTO retention_state (id, pruned_before) VALUES (1, 0);
+      `)
     },
   },
 ]

@@ -54,6 +54,11 @@ export interface CallLedger {
   readonly writesOnThread: boolean
   /** Hands over every queued call and forgets it. */
   takePending(): CallRecord[]
+  /**
+   * Deletes up to `limit` of the oldest calls that arrived before `before` (ms) and resolves to
+   * how many it deleted (`ledger.retention_days`); the rollups keep their totals.
+   */
+  prune(before: number, limit: number): Promise<number>
   /** Writes (or, PostgreSQL away, spills to disk) what is queued and stops accepting calls. */
   close(): boolean | Promise<boolean>
 }

@@ -6,6 +6,7 @@ import type { CallRecord } from './record'
 export type ThreadRequest =
   | { type: 'write'; id: number; rows: CallRecord[] }
   | { type: 'rollups'; id: number }
+  | { type: 'prune'; id: number; before: number; limit: number }
   | { type: 'close'; id: number }
 
 export interface ThreadReply {
@@ -14,6 +15,8 @@ export interface ThreadReply {
   ready?: boolean
   code?: string
   message?: string
+  /** prune: how many calls were deleted. */
+  deleted?: number
 }
 
 type Pending = (r: ThreadReply) => void
@@ -59,7 +62,10 @@ export class WriteThread {
   }
 
   /** Hands `rows` over; `done` gets the answer. Returns the request's id (for `waitFor`). */
-  send(req: { type: 'write'; rows: CallRecord[] } | { type: 'rollups' } | { type: 'close' }, done?: Pending): number {
+  send(
+    req: { type: 'write'; rows: CallRecord[] } | { type: 'rollups' } | { type: 'prune'; before: number; limit: number } | { type: 'close' },
+    done?: Pending,
+  ): number {
     const id = ++this.nextId
     this.waiting.set(id, done ?? (() => {}))
     this.port.postMessage({ ...req, id })

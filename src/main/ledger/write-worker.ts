@@ -10,6 +10,7 @@ import Database from 'better-sqlite3'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { CALL_COLUMNS, INSERT_CALL_SQL, callValues } from './columns'
 import type { CallRecord } from './record'
+import { pruneCalls } from './retention'
 import type { ThreadReply, ThreadRequest } from './write-thread'
 
 const { file, flag, port } = workerData as { file: string; flag: SharedArrayBuffer; port: MessagePort }
@@ -47,10 +48,12 @@ try {
 port.on('message', (m: ThreadRequest) => {
   let r: ThreadReply
   try {
+    let deleted: number | undefined
     if (m.type === 'write') write(m.rows)
     else if (m.type === 'rollups') rollups = new RollupWriter(db)
+    else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit)
     else if (m.type === 'close') db.close()
-    r = { id: m.id, ok: true }
+    r = { id: m.id, ok: true, deleted }
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown }
     r = { id: m.id, ok: false, code: typeof e?.code === 'string' ? e.code : undefined, message: String(e?.message ?? err) }

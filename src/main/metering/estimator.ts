@@ -175,12 +175,16 @@ export class Estimator {
 let shared: Estimator | null = null
 let sharedScript: URL | string | undefined
 
-/** Uses the built estimate thread at `script` for the process's estimates (the entry points pass it). */
+/**
+ * Uses the built estimate thread at `script` for the process's estimates (the entry points pass
+ * it). The thread starts with the first estimate (or tokenizer warm-up) that needs it, not here:
+ * most calls carry their usage, and a thread that never counts costs start-up time and ~10 MB.
+ */
 export function useEstimateThread(script: URL | string | undefined): void {
-  if (!script || (shared?.threaded && String(script) === String(sharedScript))) return
+  if (!script || (String(script) === String(sharedScript) && (shared === null || shared.threaded))) return
   const old = shared
   sharedScript = script
-  shared = new Estimator(script)
+  shared = null
   // Anything the old one still had is answered from its length rather than lost.
   old?.close()
 }
@@ -189,4 +193,14 @@ export function useEstimateThread(script: URL | string | undefined): void {
 export function estimator(): Estimator {
   shared ??= new Estimator(sharedScript)
   return shared
+}
+
+/** True once the process's estimator exists (its thread, when it has one, is running). */
+export function estimatorStarted(): boolean {
+  return shared !== null
+}
+
+/** Answers every estimate still waiting from its length (shutdown); starts nothing when none was ever asked for. */
+export function settleEstimates(): void {
+  shared?.settleNow()
 }

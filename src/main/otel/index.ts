@@ -1,17 +1,18 @@
 import type { Feature } from '../server/context'
-import { OtelPipeline } from './pipeline'
 
 /**
  * Optional OTLP/HTTP export of metrics and one span per call (when `otel.endpoint` is set),
  * fed from the ledger like the Prometheus counters. Its state is `otel` in `/api/health`
- * (null when off).
+ * (null when off). The OpenTelemetry SDK (./pipeline.ts) is loaded only when export is on,
+ * before the server listens.
  */
-export const otel: Feature = (ctx) => {
+export const otel: Feature = async (ctx) => {
   const o = ctx.config.otel
   if (!o.endpoint || (!o.traces && !o.metrics)) {
     ctx.healthSections.otel = () => null
     return
   }
+  const { OtelPipeline } = await import('./pipeline')
   const pipeline = new OtelPipeline({
     endpoint: o.endpoint,
     headers: o.headers,

@@ -52,10 +52,25 @@ export interface Admission {
   headers?: Record<string, string>
   /** Called once when the call has ended, with its real cost (0 when it failed). */
   settle?: (costUsd: number) => void
+  /**
+   * Set when the decision waits on the database: the real admission, once known (the other
+   * fields are then unset). Rejects when the gate failed.
+   */
+  pending?: Promise<Admission>
+}
+
+/** The admission once decided: `a` itself, or what its `pending` resolves to. */
+export function decided(a: Admission): Admission | Promise<Admission> {
+  return a.pending ?? a
 }
 
 /** Decides, before anything goes upstream, whether a call may proceed (budgets). */
 export interface CallGate {
+  /**
+   * Decided in the same step for every in-process decision (the hot path never waits); an
+   * admission with `pending` only when the decision needs the database (a `block` rule on
+   * budget state shared in PostgreSQL).
+   */
   admit(ctx: CallContext): Admission
 }
 
@@ -76,30 +91,56 @@ export function everyCredential(inner: CallGate): CallGate {
       const release = () => {
         for (const a of admitted) a.settle?.(0)
       }
-      for (const k of keys) {
-        let a: Admission
-        try {
-          a = inner.admit({ ...ctx, apiKey: k.apiKey, apiKeyHash: k.apiKeyHash, keyHint: k.keyHint })
-        } catch (err) {
-          release()
-          throw err
+      const combined = (): Admission => {
+        const headers: Record<string, string> = {}
+        for (const a of admitted) {
+          for (const [name, value] of Object.entries(a.headers ?? {})) headers[name] = headers[name] ? `${headers[name]}, ${value}` : value
         }
-        if (a.refuse) {
-          release()
-          return a
+        return {
+          headers: Object.keys(headers).length ? headers : undefined,
+          settle: (cost) => {
+            for (const a of admitted) a.settle?.(cost)
+          },
         }
-        admitted.push(a)
       }
-      const headers: Record<string, string> = {}
-      for (const a of admitted) {
-        for (const [name, value] of Object.entries(a.headers ?? {})) headers[name] = headers[name] ? `${headers[name]}, ${value}` : value
+      // Keys in order; in one step until a key's decision waits on the database, then the rest follow it.
+      const from = (i: number): Admission => {
+        for (; i < keys.length; i++) {
+          const k = keys[i]
+          let a: Admission
+          try {
+            a = inner.admit({ ...ctx, apiKey: k.apiKey, apiKeyHash: k.apiKeyHash, keyHint: k.keyHint })
+          } catch (err) {
+            release()
+            throw err
+          }
+          if (a.pending) {
+            const next = i + 1
+            const rest = a.pending.then(
+              (x) => {
+                if (x.refuse) {
+                  release()
+                  return x
+                }
+                admitted.push(x)
+                return decided(from(next))
+              },
+              (err: unknown) => {
+                release()
+                throw err
+              },
+            )
+            return { pending: rest }
+          }
+          if (a.refuse) {
+            release()
+            return a
+          }
+          admitted.push(a)
+        }
+        return combined()
       }
-      return {
-        headers: Object.keys(headers).length ? headers : undefined,
-        settle: (cost) => {
-          for (const a of admitted) a.settle?.(cost)
-        },
-      }
+      return from(0)
     },
   }
 }

@@ -119,8 +119,11 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, parsed, body?.length ?? 0, ts, opts)
 
     const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
-    if (!admitHttp(life, s)) return
-    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
+    const forward = () =>
+      forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
+    const admitted = admitHttp(life, s)
+    if (admitted === true) forward()
+    else if (admitted !== false) void admitted.then((ok) => ok && forward())
   }
 
   return {

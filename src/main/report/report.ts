@@ -1,6 +1,6 @@
-import { bytewise } from '../dashboard/sql'
+import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
-import { localMidnight, localParts } from '../time/zone'
+import { localMidnight, localParts, startOfDay, startOfNextDay } from '../time/zone'
 
 /** The report kinds of `burnrate report` and `GET /api/dashboard/report`. */
 export const REPORT_KINDS = ['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'] as const
@@ -67,19 +67,36 @@ function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string)
 
 const SUMS = `count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-  coalesce(sum(cost_usd), 0) AS cost_usd, sum(CASE WHEN source = 'import' THEN 1 ELSE 0 END) AS imported`
+  ${total('cost_usd')} AS cost_usd, ${countIf("source = 'import'")} AS imported`
+
+/**
+ * Splits a report window into whole local days `[a, b)` (read from the report rollup) and the
+ * parts of days at its edges (read from calls). An open end is open on both.
+ */
+export function splitDays(
+  since: number | null,
+  until: number | null,
+  tz: string,
+): { days: { a: number; b: number } | null; raw: { since: number | null; until: number | null }[] } {
+  const a = since === null ? -Number.MAX_SAFE_INTEGER : startOfDay(since, tz) === since ? since : startOfNextDay(since, tz)
+  const b = until === null ? Number.MAX_SAFE_INTEGER : startOfDay(until, tz)
+  if (a >= b) return { days: null, raw: [{ since, until }] }
+  const raw: { since: number | null; until: number | null }[] = []
+  if (since !== null && since < a) raw.push({ since, until: a })
+  if (until !== null && b < until) raw.push({ since: b, until })
+  return { days: { a, b }, raw }
+}
 
 /**
  * Spend over a window grouped by period (in the configured zone) or by an attribute. Periods
  * are summed from quarter-hours in SQL (every zone's offset is a whole number of them) and
- * assigned to local days here, so a day is the zone's day even across DST changes.
+ * assigned to local days here, so a day is the zone's day even across DST changes. Whole local
+ * days come from the report rollup when it is built in the report's zone (`rollupZone`, the
+ * zone the SQLite ledger's `dash_report_day` is kept in; so days whose raw calls retention pruned
+ * still count), the rest from calls. Without it (PostgreSQL, or another zone) every day is
+ * summed from calls.
  */
-export async function buildReport(db: SqlReader, q: ReportQuery): Promise<Report> {
-  const where = ['1 = 1']
-  if (q.since !== null) where.push('ts >= @since')
-  if (q.until !== null) where.push('ts < @until')
-  if (q.tenant !== null) where.push('tenant = @tenant')
-  const args = { since: q.since, until: q.until, tenant: q.tenant }
+export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: string | null = null): Promise<Report> {
   const rows = new Map<string, ReportRow & { byModel: Map<string, number> }>()
   const row = (key: string) => {
     let r = rows.get(key)
@@ -99,33 +116,67 @@ export async function buildReport(db: SqlReader, q: ReportQuery): Promise<Report
     r.imported += x.imported ?? 0
     if (x.model) r.byModel.set(x.model, (r.byModel.get(x.model) ?? 0) + x.cost_usd)
   }
-  const w = where.join(' AND ')
-  if (q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly') {
-    const sql = `SELECT ts / 900000 AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
-    for (const x of await db.all<any>(sql, args)) add(row(periodKey(x.qh * 900_000, q.kind, q.timezone)), x)
-  } else {
-    const col = q.kind
-    const extra =
-      q.kind === 'model' ? ', provider' : q.kind === 'session' ? `, max(${bytewise(db, 'agent')}) AS agent, max(${bytewise(db, 'project')}) AS project` : ''
-    const group = q.kind === 'model' ? 'model, provider' : `${col}, model`
-    const sql = `SELECT ${col} AS key, model${extra}, ${SUMS} FROM calls WHERE ${w} GROUP BY ${group}`
-    for (const x of await db.all<any>(sql, args)) {
-      const r = row(q.kind === 'model' ? `${x.key}\0${x.provider}` : x.key)
-      add(r, x)
-      if (q.kind === 'model') {
-        r.key = x.key
-        r.provider = x.provider
-      }
-      if (q.kind === 'session') {
-        // The session's greatest agent and project over its models' groups, whatever order they come in.
-        if (r.agent === undefined || x.agent > r.agent) r.agent = x.agent
-        if (r.project === undefined || x.project > r.project) r.project = x.project
-      }
+  /** One summed group: into its period's row (`period`), else into its attribute's row. */
+  const addRow = (x: any, period: string | null) => {
+    if (period !== null) return add(row(period), x)
+    const r = row(q.kind === 'model' ? `${x.key}\0${x.provider}` : x.key)
+    add(r, x)
+    if (q.kind === 'model') {
+      r.key = x.key
+      r.provider = x.provider
+    }
+    if (q.kind === 'session') {
+      // The greatest of the session's calls (one agent and project for nearly every session),
+      // whichever order the parts are read in.
+      if (x.agent && !(r.agent && r.agent >= x.agent)) r.agent = x.agent
+      if (x.project && !(r.project && r.project >= x.project)) r.project = x.project
     }
   }
   const periodic = q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly'
+  const { days, raw } = rollupZone === q.timezone ? splitDays(q.since, q.until, q.timezone) : { days: null, raw: [{ since: q.since, until: q.until }] }
+  if (days) {
+    // Whole local days from the report rollup (built in this zone).
+    const where = [`dim = @dim`, 'day >= @a', 'day < @b']
+    if (q.tenant !== null) where.push('tenant = @tenant')
+    const sums = `sum(requests) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
+      sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
+      ${total('cost_usd')} AS cost_usd, sum(imported) AS imported`
+    const dim = periodic || q.kind === 'model' ? '' : q.kind
+    const args = { dim, a: days.a, b: days.b, tenant: q.tenant }
+    const sql = periodic
+      ? `SELECT day AS key, model, ${sums} FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY day, model`
+      : q.kind === 'model'
+        ? `SELECT model AS key, model, provider, ${sums} FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY model, provider`
+        : `SELECT key, model${q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''}, ${sums}
+             FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY key, model`
+    const keys = new Map<number, string>()
+    const keyOf = (day: number) => {
+      let k = keys.get(day)
+      if (k === undefined) keys.set(day, (k = periodKey(day, q.kind as 'daily', q.timezone)))
+      return k
+    }
+    for (const x of await db.all<any>(sql, args)) addRow(x, periodic ? keyOf(x.key) : null)
+  }
+  for (const part of raw) {
+    const where = ['1 = 1']
+    if (part.since !== null) where.push('ts >= @since')
+    if (part.until !== null) where.push('ts < @until')
+    if (q.tenant !== null) where.push('tenant = @tenant')
+    const w = where.join(' AND ')
+    const args = { since: part.since, until: part.until, tenant: q.tenant }
+    if (periodic) {
+      const sql = `SELECT ts / 900000 AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
+      for (const x of await db.all<any>(sql, args)) addRow(x, periodKey(x.qh * 900_000, q.kind as 'daily', q.timezone))
+    } else {
+      const col = q.kind
+      const extra =
+        q.kind === 'model' ? ', provider' : q.kind === 'session' ? `, max(${bytewise(db, 'agent')}) AS agent, max(${bytewise(db, 'project')}) AS project` : ''
+      const group = q.kind === 'model' ? 'model, provider' : `${col}, model`
+      const sql = `SELECT ${col} AS key, model${extra}, ${SUMS} FROM calls WHERE ${w} GROUP BY ${group}`
+      for (const x of await db.all<any>(sql, args)) addRow(x, null)
+    }
+  }
   const out = [...rows.values()]
-    // Ties in name order, so the answer does not depend on the order the store returned the groups in.
     .map(({ byModel, ...r }) => ({ ...r, models: [...byModel].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([m]) => m) }))
     .sort((a, b) => (periodic ? byText(a.key, b.key) : b.cost_usd - a.cost_usd || byText(a.key, b.key) || byText(a.provider ?? '', b.provider ?? '')))
   const totals = { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0 }

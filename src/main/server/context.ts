@@ -58,5 +58,9 @@ export interface ServerContext {
   healthSections: Record<string, () => unknown>
 }
 
-/** A capability of the server, installed once at start-up. */
-export type Feature = (ctx: ServerContext) => void
+/**
+ * A capability of the server, installed once at start-up. One that must load code first (only
+ * when configured on: metrics, OTLP export) returns a promise; the server listens once every
+ * feature has settled.
+ */
+export type Feature = (ctx: ServerContext) => void | Promise<void>

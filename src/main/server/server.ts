@@ -17,8 +17,9 @@ import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import type { CallLedger } from '../ledger/types'
 import { openStorage } from '../storage/open'
+import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
-import { estimator, useEstimateThread } from '../metering/estimator'
+import { settleEstimates, useEstimateThread } from '../metering/estimator'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
@@ -43,7 +44,7 @@ import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 
 /** The capabilities every server has, in mount order. */
-export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
+export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -149,9 +150,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       for (const o of observers) o(s, status, h)
     },
   })
-  for (const feature of opts.features ?? FEATURES) feature(context)
+  // A feature that loads code first (metrics, OTLP export, when on) returns a promise: listen() waits for it.
+  const installing: Promise<void>[] = []
+  for (const feature of opts.features ?? FEATURES) {
+    const p = feature(context)
+    if (p) installing.push(p)
+  }
   finishApiApp(app, log)
-  const around = context.aroundProxy
   if (config.import.watch ?? opts.watchLogs ?? false) {
     // Loaded only when watching: the headless server never reads the import code.
     void import('../import/watcher').then(({ LogWatcher }) => {
@@ -183,6 +188,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           else res.destroy()
         })
       }
+      const around = context.aroundProxy
       if (around) around(route.upstream.provider.name, handle)
       else handle()
     }
@@ -264,7 +270,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     get url() {
       return url
     },
-    listen() {
+    async listen() {
+      await Promise.all(installing)
       const { host, port } = config.server
       return new Promise<string>((resolve, reject) => {
         const onError = (err: NodeJS.ErrnoException) => {
@@ -306,7 +313,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         for (const s of connections.all()) s.destroy()
         if (!(await proxy.drain(2_000))) {
           // Estimates still being counted are taken from their length rather than lost.
-          estimator().settleNow()
+          settleEstimates()
           await proxy.drain(1_000)
         }
         for (const fn of closers) await fn()

@@ -1,15 +1,29 @@
-import pg from 'pg'
+import { createRequire } from 'node:module'
+import type pg from 'pg'
 import { type SqlParams, type SqlStore, toPositional } from './sql'
 
 // int8 (counts, SUM of integers, bigint timestamps) and numeric (SUM of bigint) as numbers: every
 // such value Burnrate stores is far below 2^53. float8 already comes back as a number.
 const INT8 = 20
 const NUMERIC = 1700
-const types = {
-  getTypeParser(oid: number, format?: string) {
-    if (oid === INT8 || oid === NUMERIC) return (v: string) => (v === null ? null : Number(v))
-    return pg.types.getTypeParser(oid, format as 'text')
-  },
+
+/**
+ * The driver, loaded when the first PostgreSQL store is made: an instance on its SQLite file
+ * never loads it (start-up and memory at rest pay only for what is used).
+ */
+let driver: typeof pg | null = null
+function loadDriver(): typeof pg {
+  driver ??= createRequire(import.meta.url)('pg') as typeof pg
+  return driver
+}
+
+function typesOf(lib: typeof pg) {
+  return {
+    getTypeParser(oid: number, format?: string) {
+      if (oid === INT8 || oid === NUMERIC) return (v: string) => (v === null ? null : Number(v))
+      return lib.types.getTypeParser(oid, format as 'text')
+    },
+  }
 }
 
 type Runner = Pick<pg.Pool | pg.PoolClient, 'query'>
@@ -56,7 +70,8 @@ export class PostgresStore extends Scope {
   readonly pool: pg.Pool
 
   constructor(url: string, opts: { max?: number; applicationName?: string; queryTimeoutMs?: number } = {}) {
-    const pool = new pg.Pool({
+    const lib = loadDriver()
+    const pool = new lib.Pool({
       connectionString: url,
       max: opts.max ?? 10,
       application_name: opts.applicationName ?? 'burnrate',
@@ -68,7 +83,7 @@ export class PostgresStore extends Scope {
       keepAlive: true,
       keepAliveInitialDelayMillis: 10_000,
       query_timeout: opts.queryTimeoutMs ?? 60_000,
-      types,
+      types: typesOf(lib),
     })
     // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {})

@@ -12,12 +12,13 @@ export interface Figures {
   errors: number
 }
 
-export const TARGETS = ['direct', 'bare', 'hpm', 'burnrate', 'burnrateOpen', 'burnrateMetrics'] as const
+export const TARGETS = ['direct', 'bare', 'bareUndici', 'hpm', 'burnrate', 'burnrateOpen', 'burnrateMetrics'] as const
 export type TargetKey = (typeof TARGETS)[number]
 
 export const TARGET_LABEL: Record<TargetKey, string> = {
   direct: 'direct (no proxy)',
   bare: 'bare node:http proxy',
+  bareUndici: 'bare proxy forwarding with undici',
   hpm: 'express + http-proxy-middleware',
   burnrate: 'Burnrate',
   burnrateOpen: 'Burnrate, no budget rules',

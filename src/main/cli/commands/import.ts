@@ -63,6 +63,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
           ),
         )
         const deferred = results.reduce((n, s) => n + s.deferred, 0)
+        const expired = results.reduce((n, s) => n + s.expired, 0)
+        if (expired) ctx.stdout.write(`${expired} calls are older than what ledger.retention_days already pruned, and were not imported.\n`)
         if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
       } finally {
         await ledger.close()

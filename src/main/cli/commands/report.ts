@@ -51,16 +51,19 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   }
   await prepareLocal()
   const { buildReport } = await import('../../report/report')
+  const { reportZone } = await import('../../dashboard/rollup/report')
   const ledger = await openLocalLedger(t)
   try {
     if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, ledger.store)
+    // The report rollup is the SQLite file's (PostgreSQL: every day summed from calls).
+    const zone = ledger.store.dialect === 'sqlite' ? reportZone(ledger.db) : null
     return await buildReport(ledger.store, {
       kind,
       since: o.since ? parseWhen(o.since, tz) : null,
       until: o.until ? parseWhen(o.until, tz, true) : null,
       tenant: o.tenant ?? null,
       timezone: tz,
-    })
+    }, zone)
   } finally {
     await ledger.close()
   }

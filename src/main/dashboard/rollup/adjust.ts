@@ -1,4 +1,5 @@
 import type { SqlStore } from '../../storage/sql'
+import { DayOf } from './report'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
@@ -24,8 +25,21 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     if (!e) sums.set(key, (e = { sql, params, delta: 0 }))
     e.delta += delta
   }
+  const days = await reportDays(tx)
   for (const c of changes) {
     if (!c.delta) continue
+    // The report rollup (SQLite) sums every call's cost_usd, subscription calls' too.
+    if (days) {
+      const day = days.of(c.ts)
+      for (const [dim, key] of [['', ''], ['agent', c.agent], ['project', c.project ?? ''], ['session', c.session]]) {
+        add(
+          `r\0${dim}\0${day}\0${c.tenant}\0${key}\0${c.model}\0${c.provider}`,
+          c.delta,
+          'UPDATE dash_report_day SET cost_usd = cost_usd + @delta WHERE dim = @dim AND day = @day AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider',
+          { dim, day, tenant: c.tenant, key, model: c.model, provider: c.provider },
+        )
+      }
+    }
     if (c.billing === 'subscription') {
       TIERS.forEach((t, i) => {
         const bucket = Math.floor(c.ts / t.grain) * t.grain
@@ -72,4 +86,13 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     const e = sums.get(k)!
     await tx.run(e.sql, { ...e.params, delta: e.delta })
   }
+}
+
+/** The days of the SQLite report rollup (`dash_report_day`, kept in one zone), or null where there is none (PostgreSQL). */
+async function reportDays(tx: SqlStore): Promise<DayOf | null> {
+  if (tx.dialect !== 'sqlite') return null
+  const has = await tx.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'dash_report_state'")
+  if (!has?.n) return null
+  const row = await tx.get<{ tz: string | null }>('SELECT tz FROM dash_report_state WHERE id = 1')
+  return row?.tz ? new DayOf(row.tz) : null
 }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { CallRecord } from '../../ledger/record'
 import { BINS, binOf, decodeInto, encodeDense } from '../histogram'
+import { ReportFolder, reportZone } from './report'
 import { FIVE_MIN, TIERS } from './schema'
 
 /** Scratch space for merging a stored histogram with a batch's (the writer is synchronous). */
@@ -11,7 +12,7 @@ export type RollupInput = Pick<
   CallRecord,
   | 'ts' | 'provider' | 'model' | 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'session' | 'status'
   | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cost_usd' | 'latency_ms' | 'billing' | 'project'
-  | 'member'
+  | 'member' | 'source'
 >
 
 /**
@@ -101,6 +102,8 @@ export class RollupWriter {
   private readonly setLast: Database.Statement
   private readonly getLast: Database.Statement
   private readonly chunk: Database.Statement
+  /** The report rollup's writer, once the rollup is built for a zone (see report.ts). */
+  private readonly report: ReportFolder | null
 
   /** Whether the schema has the plan-value columns (migration 6) and `calls.billing` (migration 3). */
   private readonly withPlan: boolean
@@ -149,12 +152,19 @@ export class RollupWriter {
     this.setLast = db.prepare('UPDATE dash_state SET last_call_id = (SELECT coalesce(max(id), 0) FROM calls) WHERE id = 1')
     this.getLast = db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck()
     // (Migration 2 folds calls before migration 3 gave them a project.)
-    const later = (db.pragma('table_info(calls)') as { name: string }[]).some((c) => c.name === 'project')
-    const project = later ? 'project, member' : "'' AS project, '' AS member"
+    // (and migration 10 gave them a member): a column not there yet reads as its default.
+    const cols = new Set((db.pragma('table_info(calls)') as { name: string }[]).map((c) => c.name))
+    const project = [
+      cols.has('project') ? 'project' : "'' AS project",
+      cols.has('source') ? 'source' : "'proxy' AS source",
+      cols.has('member') ? 'member' : "'' AS member",
+    ].join(', ')
     this.chunk = db.prepare(`
       SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
              output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms${plan ? ', billing' : ''}, ${project}
         FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
+    const tz = reportZone(db)
+    this.report = tz === null ? null : new ReportFolder(db, tz)
   }
 
   /** The ledger's batch hook: the batch's rows are already inserted in this transaction. */
@@ -184,6 +194,7 @@ export class RollupWriter {
   }
 
   private fold(rows: readonly RollupInput[]): void {
+    this.report?.fold(rows)
     const fives = new Map<string, Five>()
     const totals = new Map<string, Totals>()
     const dims = new Map<string, DimRow>()

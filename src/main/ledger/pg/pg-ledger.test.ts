@@ -49,6 +49,22 @@ function ledgerOn(store: SqlStore, dir: string, over: Partial<PgLedgerOptions> =
 const sessions = async (s: SqlStore) => (await s.all<{ session: string }>('SELECT session FROM calls ORDER BY id')).map((r) => r.session)
 
 describe('the PostgreSQL ledger', () => {
+  it('prunes the oldest calls before a time, at most a batch per step (ledger.retention_days)', async () => {
+    const { store, dir } = fresh()
+    const ledger = ledgerOn(store, dir)
+    const now = Date.now()
+    for (let i = 0; i < 5; i++) ledger.record(call({ ts: now - 90 * 86_400_000 + i, session: `old${i}` }))
+    ledger.record(call({ ts: now, session: 'new' }))
+    expect(await ledger.flushed()).toBe(true)
+    const cutoff = now - 40 * 86_400_000
+    expect(await ledger.prune(cutoff, 3)).toBe(3)
+    expect(await sessions(store)).toEqual(['old3', 'old4', 'new'])
+    expect(await ledger.prune(cutoff, 3)).toBe(2)
+    expect(await ledger.prune(cutoff, 3)).toBe(0)
+    expect(await sessions(store)).toEqual(['new'])
+    await ledger.close()
+  })
+
   it('writes recorded calls with every field exact, in one batch with its hooks', async () => {
     const { store, dir } = fresh()
     const ledger = ledgerOn(store, dir)

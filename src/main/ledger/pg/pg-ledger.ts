@@ -182,6 +182,17 @@ export class PgLedger implements CallLedger {
     })
   }
 
+  /**
+   * Retention on PostgreSQL: the rollups of a call are written in its batch's transaction, so
+   * every stored call is already in them; identity ids are never handed out again.
+   */
+  async prune(before: number, limit: number): Promise<number> {
+    return this.store.run(
+      'DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < @before ORDER BY ts LIMIT @limit)',
+      { before, limit },
+    )
+  }
+
   takePending(): CallRecord[] {
     const rows = this.pending.map((e) => e.row)
     this.pending = []

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
 import { codexRefusalError } from '../codex-refusal'
-import type { Refusal } from '../gate'
+import type { Admission, Refusal } from '../gate'
 import type { CallLifecycle } from './lifecycle'
 import type { HttpCall } from './state'
 
@@ -16,36 +16,49 @@ export function refusalText(r: Refusal, agent = ''): string {
   return JSON.stringify(body)
 }
 
+function gateFailed(life: CallLifecycle, s: HttpCall): false {
+  s.status = 500
+  s.error = 'gate_failed'
+  sendError(s.res, 'internal', 'Burnrate could not check the budget for this call; it was not sent upstream.')
+  life.finish(s)
+  return false
+}
+
+function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean {
+  if (!admission.refuse) return true
+  const res: ServerResponse = s.res
+  const r = admission.refuse
+  const text = refusalText(r, s.ctx.agent)
+  res.writeHead(r.status, {
+    ...r.headers,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  })
+  res.end(text)
+  s.status = r.status
+  s.error = r.reason
+  s.admission = { settle: admission.settle }
+  life.finish(s)
+  return false
+}
+
 /**
  * Asks the gate whether an HTTP call may go upstream. When it may not (or the gate fails),
- * answers the client, records the call and returns false.
+ * answers the client, records the call and returns false. A promise only when the gate needs
+ * the database (shared budget state); otherwise decided in the same step.
  */
-export function admitHttp(life: CallLifecycle, s: HttpCall): boolean {
-  const res: ServerResponse = s.res
+export function admitHttp(life: CallLifecycle, s: HttpCall): boolean | Promise<boolean> {
   let admission
   try {
     admission = life.admit(s)
   } catch {
-    s.status = 500
-    s.error = 'gate_failed'
-    sendError(res, 'internal', 'Burnrate could not check the budget for this call; it was not sent upstream.')
-    life.finish(s)
-    return false
+    return gateFailed(life, s)
   }
-  if (admission.refuse) {
-    const r = admission.refuse
-    const text = refusalText(r, s.ctx.agent)
-    res.writeHead(r.status, {
-      ...r.headers,
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(text),
-    })
-    res.end(text)
-    s.status = r.status
-    s.error = r.reason
-    s.admission = { settle: admission.settle }
-    life.finish(s)
-    return false
+  if (admission instanceof Promise) {
+    return admission.then(
+      (a) => answer(life, s, a),
+      () => gateFailed(life, s),
+    )
   }
-  return true
+  return answer(life, s, admission)
 }

@@ -1,5 +1,6 @@
 import tls from 'node:tls'
-import { Client, type Dispatcher, EnvHttpProxyAgent, Pool } from 'undici'
+import type { Dispatcher, EnvHttpProxyAgent as ProxyAgent } from 'undici'
+import { Client, Pool, envHttpProxyAgent } from './undici'
 import type { Upstream } from '../routes'
 
 /** The connections to upstreams: one dispatcher per upstream, closed at shutdown. */
@@ -47,9 +48,9 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
   const connect = { timeout: o.connect_timeout_ms, ...(ca ? { ca } : {}) }
   const common = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect }
   const proxy = proxySettings(o)
-  let viaProxy: EnvHttpProxyAgent | null = null
+  let viaProxy: ProxyAgent | null = null
   if (proxy) {
-    viaProxy = new EnvHttpProxyAgent({ ...common, ...proxy, requestTls: connect, proxyTls: connect })
+    viaProxy = new (envHttpProxyAgent())({ ...common, ...proxy, requestTls: connect, proxyTls: connect })
   }
   return {
     for(u) {

@@ -9,8 +9,11 @@ import type { CallState } from './state'
  */
 export interface CallLifecycle {
   begin<T extends CallState>(s: T): T
-  /** The gate's decision, stored on the call (so `finish` settles it). Throws when the gate fails. */
-  admit(s: CallState): Admission
+  /**
+   * The gate's decision, stored on the call (so `finish` settles it). Throws (or rejects) when
+   * the gate fails; a promise only when the gate needs the database (shared budget state).
+   */
+  admit(s: CallState): Admission | Promise<Admission>
   finish(s: CallState): void
   readonly active: number
   drain(timeoutMs: number): Promise<boolean>
@@ -39,6 +42,12 @@ export function createCallLifecycle(opts: LifecycleOptions): CallLifecycle {
     },
     admit(s) {
       const admission = opts.gate().admit(s.ctx)
+      if (admission.pending) {
+        return admission.pending.then((a) => {
+          s.admission = a
+          return a
+        })
+      }
       s.admission = admission
       return admission
     },

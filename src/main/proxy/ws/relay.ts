@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
-import WebSocket, { WebSocketServer } from 'ws'
+import type WebSocket from 'ws'
+import type { WebSocketServer } from 'ws'
 import { errorBody } from '../../http/errors'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
@@ -63,14 +64,18 @@ function passedOn(headers: IncomingMessage['headers']): string[] {
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts).
  */
+/** The two classes of the ws library this relay uses. */
+interface WsLib {
+  WebSocket: typeof WebSocket
+  WebSocketServer: typeof WebSocketServer
+}
+
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
-  const wss = new WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
+  // The ws library is loaded with the first upgrade: most servers never see one.
+  let lib: Promise<WsLib> | null = null
+  let wss: WebSocketServer | null = null
   const extraHeaders = new WeakMap<IncomingMessage, string[]>()
   const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
-  wss.on('headers', (headers, req) => {
-    const extra = extraHeaders.get(req)
-    if (extra) headers.push(...extra)
-  })
   const sockets = new Set<WebSocket>()
 
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
@@ -85,6 +90,26 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
       return
     }
+    lib ??= import('ws').then((m) => {
+      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer }
+      wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
+      wss.on('headers', (headers, r) => {
+        const extra = extraHeaders.get(r)
+        if (extra) headers.push(...extra)
+      })
+      return ws
+    })
+    lib.then(
+      (ws) => {
+        if (!socket.destroyed) passThrough(ws, req, socket, head, route)
+      },
+      () => answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.'),
+    )
+  }
+
+  function passThrough({ WebSocket }: WsLib, req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
+    const upstream = route.upstream
+    const provider = upstream.provider
     const target = upstream.origin.replace(/^http/i, 'ws') + upstreamPath(route)
     const headers = upstreamRequestHeaders(req.headers, upstream.host)
     for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
@@ -134,7 +159,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         return
       }
       settled = true
-      wss.handleUpgrade(req, socket, head, (client) => relay(client, up, req, route))
+      wss!.handleUpgrade(req, socket, head, (client) => relay(client, up, req, route))
     })
   }
 
@@ -145,7 +170,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     if (calls) calls.upgradeHeaders = upgradeAnswers.get(req) ?? null
 
     const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
-      if (to.readyState !== WebSocket.OPEN) return
+      if (to.readyState !== to.OPEN) return
       to.send(data, { binary: isBinary }, () => {
         if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused) from.resume()
       })
@@ -153,17 +178,35 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     }
     const toUpstream = pipe(client, up)
     const toClient = pipe(up, client)
-    client.on('message', (raw, isBinary) => {
-      const data = raw as Buffer
-      if (calls && !isBinary) {
-        const refused = calls.fromClient(data)
-        if (refused !== null) {
-          if (client.readyState === WebSocket.OPEN) client.send(refused)
-          return
-        }
+    // While a call's admission waits on the database (shared budget state), the client's next
+    // frames wait behind it, so they reach the upstream in the order they were sent.
+    let held: { data: Buffer; isBinary: boolean }[] | null = null
+    const fromClient = (data: Buffer, isBinary: boolean): void => {
+      if (held) {
+        held.push({ data, isBinary })
+        return
+      }
+      const refused = calls && !isBinary ? calls.fromClient(data) : null
+      if (refused instanceof Promise) {
+        held = []
+        void refused.then((r) => {
+          deliver(data, isBinary, r)
+          const next = held ?? []
+          held = null
+          for (const f of next) fromClient(f.data, f.isBinary)
+        })
+        return
+      }
+      deliver(data, isBinary, refused)
+    }
+    const deliver = (data: Buffer, isBinary: boolean, refused: string | null) => {
+      if (refused !== null) {
+        if (client.readyState === client.OPEN) client.send(refused)
+        return
       }
       toUpstream(data, isBinary)
-    })
+    }
+    client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
     up.on('message', (raw, isBinary) => {
       const data = raw as Buffer
       if (calls && !isBinary) calls.fromUpstream(data)
@@ -172,12 +215,12 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     client.on('close', (code, reason) => {
       sockets.delete(client)
       calls?.closed('client')
-      if (up.readyState === WebSocket.OPEN) up.close(sendableCode(code), reason)
+      if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
       else up.terminate()
     })
     up.on('close', (code, reason) => {
       calls?.closed('upstream')
-      if (client.readyState === WebSocket.OPEN) client.close(sendableCode(code), reason)
+      if (client.readyState === client.OPEN) client.close(sendableCode(code), reason)
     })
     client.on('error', () => up.terminate())
     up.on('error', () => client.terminate())

@@ -10,6 +10,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import { codexRefusalError } from '../codex-refusal'
+import type { Admission } from '../gate'
 
 /** The Responses API's terminal events over WebSocket: each ends one response (one call). */
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
@@ -59,7 +60,7 @@ export class ResponsesSocketCalls {
    * A text frame from the client. Returns null to forward it, or the error frame to answer
    * instead (a budget refusal: the frame is not sent upstream).
    */
-  fromClient(data: Buffer): string | null {
+  fromClient(data: Buffer): string | null | Promise<string | null> {
     const text = data.toString('utf8')
     if (frameType(text) !== 'response.create') return null
     let frame: any
@@ -73,26 +74,38 @@ export class ResponsesSocketCalls {
     const { info, ctx } = describeCall(this.route, 'POST', this.headers, frame, data.length, ts, this.who)
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
-    let refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string } | null = null
+    let a: Admission | Promise<Admission>
     try {
-      const a = this.life.admit(s)
-      if (a.refuse) {
-        refusal = { ...a.refuse }
-        s.admission = { settle: a.settle }
-      }
+      a = this.life.admit(s)
     } catch {
-      refusal = {
-        status: 500,
-        body: errorBody('internal', 'Burnrate could not check the budget for this call; it was not sent upstream.'),
-        reason: 'gate_failed',
-      }
+      return this.failed(s)
     }
-    if (refusal) {
-      s.status = refusal.status
-      s.error = refusal.reason
-      this.life.finish(s)
-      return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
+    // A promise only on shared budget state: the relay holds the client's next frames meanwhile.
+    if (a instanceof Promise) return a.then((x) => this.admitted(s, x), () => this.failed(s))
+    return this.admitted(s, a)
+  }
+
+  private failed(s: CallState): string {
+    return this.refused(s, {
+      status: 500,
+      body: errorBody('internal', 'Burnrate could not check the budget for this call; it was not sent upstream.'),
+      reason: 'gate_failed',
+    })
+  }
+
+  private refused(s: CallState, refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string }): string {
+    s.status = refusal.status
+    s.error = refusal.reason
+    this.life.finish(s)
+    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
+  }
+
+  private admitted(s: CallState, a: Admission): string | null {
+    if (a.refuse) {
+      s.admission = { settle: a.settle }
+      return this.refused(s, { ...a.refuse })
     }
+    const { ctx, info } = s
     s.status = 200
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)

@@ -1,0 +1,120 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { PostgresStore } from '../../src/main/storage/postgres'
+import { eventually } from '../support/http'
+import { type TestPostgres, startPostgres } from '../support/postgres'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * Codex's WebSocket transport in PostgreSQL mode: each `response.create` under a `block` rule
+ * waits for its reservation in the database before it goes upstream, and the client's frames
+ * sent meanwhile wait behind it, so the upstream gets every frame in the order it was sent.
+ */
+
+let pg: TestPostgres
+let store: PostgresStore
+let upstreamHttp: http.Server
+let wss: WebSocketServer
+const seen: string[][] = []
+let t: TestServer
+
+function answer(n: number): string[] {
+  const usage = { input_tokens: 1000 + n, output_tokens: 50 + n, total_tokens: 1050 + 2 * n }
+  const resp = { id: `resp_${n}`, object: 'response', model: 'gpt-4o-mini-2024-07-18', status: 'in_progress' }
+  return [
+    JSON.stringify({ type: 'response.created', sequence_number: 0, response: resp }),
+    JSON.stringify({ type: 'response.completed', sequence_number: 1, response: { ...resp, status: 'completed', usage } }),
+  ]
+}
+
+beforeAll(async () => {
+  pg = await startPostgres()
+  const url = pg.createDatabase()
+  store = new PostgresStore(url)
+  upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
+  wss = new WebSocketServer({ noServer: true })
+  upstreamHttp.on('upgrade', (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const frames: string[] = []
+      seen.push(frames)
+      let n = 0
+      ws.on('message', (data, binary) => {
+        frames.push(binary ? `binary:${(data as Buffer).toString('hex')}` : String(data))
+        if (!binary && JSON.parse(String(data)).type === 'response.create') for (const f of answer(++n)) ws.send(f)
+      })
+    })
+  })
+  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
+  const upstream = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
+  t = await startTestServer(
+    {
+      storage: { url },
+      budgets: {
+        rules: [
+          { api_key_pattern: 'sk-ws-*', daily_limit_usd: 5, action: 'block' },
+          { api_key_pattern: 'sk-wsblocked-*', daily_limit_usd: 0, action: 'block' },
+        ],
+      },
+    },
+    upstream,
+  )
+}, 120_000)
+afterAll(async () => {
+  await t?.cleanup()
+  wss?.close()
+  upstreamHttp?.closeAllConnections()
+  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await store?.close()
+  pg?.stop()
+})
+
+function open(key: string): Promise<{ ws: WebSocket; frames: string[] }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${key}`, 'user-agent': 'codex_exec/0.169.0' } })
+    const frames: string[] = []
+    ws.on('message', (d) => frames.push(String(d)))
+    ws.on('open', () => resolve({ ws, frames }))
+    ws.on('error', reject)
+  })
+}
+
+const create = (input: string) => JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input, stream: true })
+
+describe('WebSocket calls under a block rule in PostgreSQL mode', () => {
+  it('frames sent while a call waits for its reservation reach the upstream in order; the spend row holds both calls', async () => {
+    const key = 'sk-ws-ordered-aaaaaaaa-0001'
+    const c = await open(key)
+    // Sent back to back: the second create and the binary frame arrive while the first waits on PostgreSQL.
+    c.ws.send(create('first'))
+    c.ws.send(create('second'))
+    c.ws.send(Buffer.from([1, 2, 3]))
+    await eventually(() => c.frames.length === 4, 20_000)
+    expect(c.frames).toEqual([...answer(1), ...answer(2)])
+    expect(seen.at(-1)).toEqual([create('first'), create('second'), 'binary:010203'])
+    c.ws.close()
+    // Both calls settled into the shared daily row (real cost, nothing left reserved).
+    const row = await eventually(async () => {
+      const r = await store.get<{ spent_usd: number; reserved_usd: number }>(
+        "SELECT spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'",
+        { k: hashKey(key) },
+      )
+      const calls = await store.get<{ n: number; cost: number }>('SELECT COUNT(*) AS n, SUM(cost_usd) AS cost FROM calls WHERE api_key_hash = @k', { k: hashKey(key) })
+      return r && calls?.n === 2 && Math.abs(r.spent_usd - calls.cost) < 1e-12 && r.reserved_usd < 1e-12 ? r : null
+    }, 20_000)
+    expect(row!.spent_usd).toBeGreaterThan(0)
+  })
+
+  it('a refused create is an error frame; the frames after it still go up in order', async () => {
+    const c = await open('sk-wsblocked-bbbbbbbb-0002')
+    c.ws.send(create('too dear'))
+    c.ws.send(Buffer.from([9]))
+    await eventually(() => c.frames.length === 1, 20_000)
+    expect(JSON.parse(c.frames[0])).toMatchObject({ type: 'error', status: 429, error: { code: 'budget_exceeded' } })
+    await eventually(() => seen.at(-1)?.length === 1, 20_000)
+    expect(seen.at(-1)).toEqual(['binary:09'])
+    c.ws.close()
+  })
+})

@@ -1,0 +1,110 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+
+/**
+ * The headless server answers /api/health without loading what no call needs yet: the
+ * OpenTelemetry SDK and prom-client (off by default), agent setup's file editors (admin off by
+ * default), the tokenizer and its thread (only for responses without usage), the CLI framework,
+ * the ws library and undici's fetch.
+ * Each is asserted absent from what the process loaded, and the same probe sees them once they
+ * are configured on, so the test fails if the probe or the laziness breaks.
+ */
+const ROOT = resolve(__dirname, '../..')
+const CLI = join(ROOT, 'out/main/cli.js')
+const HOOK = join(ROOT, 'test/support/record-loads.mjs')
+
+const children = new Set<ChildProcess>()
+let dir: string
+
+beforeAll(() => {
+  if (!existsSync(CLI)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-lazy-'))
+})
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL')
+  rmSync(dir, { recursive: true, force: true })
+})
+
+function get(url: string): Promise<number> {
+  return new Promise((res) => {
+    http
+      .get(url, (r) => {
+        r.resume()
+        r.on('end', () => res(r.statusCode ?? 0))
+      })
+      .on('error', () => res(0))
+  })
+}
+
+/** Starts the built server with `config`, waits for health to answer 200, stops it; returns what it loaded. */
+async function loadsUntilHealthy(name: string, config: string): Promise<string[]> {
+  const data = join(dir, name)
+  const cfg = join(dir, `${name}.yaml`)
+  const loads = join(dir, `${name}.loads`)
+  writeFileSync(cfg, `server: {host: 127.0.0.1, port: 0}\n${config}`)
+  const child = spawn(process.execPath, ['--import', HOOK, CLI, '--config', cfg, '--data-dir', data], {
+    env: { ...process.env, BURNRATE_TEST_LOADS: loads },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  children.add(child)
+  const exit = new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
+  let out = ''
+  const url = await new Promise<string>((res, rej) => {
+    const on = (d: Buffer) => {
+      out += d
+      const m = /listening on (http:\/\/\S+)/.exec(out)
+      if (m) res(m[1])
+    }
+    child.stdout!.on('data', on)
+    child.stderr!.on('data', on)
+    child.once('exit', () => rej(new Error(`exited before listening:\n${out}`)))
+  })
+  await expect.poll(() => get(`${url}/api/health`)).toBe(200)
+  const seen = readFileSync(loads, 'utf8').split('\n').filter(Boolean)
+  child.kill('SIGTERM')
+  expect(await exit).toBe(0)
+  return seen
+}
+
+const has = (loads: string[], part: string) => loads.some((l) => l.includes(part))
+
+describe('headless start-up loads only what the first call needs', () => {
+  it('answers health with no telemetry SDK, metrics client, agent editors, tokenizer or CLI framework loaded', async () => {
+    const loads = await loadsUntilHealthy('default', '')
+    // The probe works: the server and the proxy's own libraries are there.
+    expect(has(loads, '/out/main/chunks/server-')).toBe(true)
+    expect(has(loads, '/node_modules/undici/')).toBe(true)
+    for (const lazy of [
+      '/node_modules/@opentelemetry/',
+      '/node_modules/prom-client/',
+      '/node_modules/diff/',
+      '/node_modules/jsonc-parser/',
+      '/node_modules/@decimalturn/toml-patch/',
+      '/node_modules/gpt-tokenizer/',
+      '/node_modules/commander/',
+      // WebSocket support (Codex's Responses socket) loads with the first upgrade; undici's
+      // fetch, WebSocket and cache with the first price update or webhook, never for forwarding.
+      '/node_modules/ws/',
+      '/node_modules/undici/lib/web/',
+      'estimate-worker.js',
+      // The PostgreSQL driver loads only with storage.url.
+      '/node_modules/pg/',
+    ]) {
+      expect(has(loads, lazy), lazy).toBe(false)
+    }
+  })
+
+  it('loads them once configured on, before health answers', async () => {
+    const loads = await loadsUntilHealthy(
+      'on',
+      'metrics: {enabled: true}\notel: {endpoint: "http://127.0.0.1:9"}\nadmin: {enabled: true, token: "t0ken-for-the-test"}\n',
+    )
+    expect(has(loads, '/node_modules/prom-client/')).toBe(true)
+    expect(has(loads, '/node_modules/@opentelemetry/sdk-trace/')).toBe(true)
+    expect(has(loads, '/node_modules/diff/')).toBe(true)
+  })
+})
