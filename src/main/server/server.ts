@@ -152,9 +152,21 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   })
   // A feature that loads code first (metrics, OTLP export, when on) returns a promise: listen() waits for it.
   const installing: Promise<void>[] = []
-  for (const feature of opts.features ?? FEATURES) {
-    const p = feature(context)
-    if (p) installing.push(p)
+  try {
+    for (const feature of opts.features ?? FEATURES) {
+      const p = feature(context)
+      if (p) installing.push(p)
+    }
+  } catch (err) {
+    // A feature refused the config: what already started (a PostgreSQL ledger's timers and pool,
+    // features' timers) stops, and nothing recorded is lost, before the error is reported.
+    void (async () => {
+      for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
+      await ledger.close()
+      await storage.close().catch(() => {})
+      db.close()
+    })()
+    throw err
   }
   finishApiApp(app, log)
   if (config.import.watch ?? opts.watchLogs ?? false) {
