@@ -113,6 +113,11 @@ describe('runtime prices shared through PostgreSQL', () => {
     try {
       again = await server(url, b.dir)
       expect(await call(again)).toEqual({ cost_usd: 4.2, priced: true })
+      // A write meanwhile is refused in the contract's error shape, and changes nothing.
+      const refused = await admin(again.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 5, output_mtok: 5 } })
+      expect(refused.status).toBe(500)
+      expect(refused.json().error.type).toBeTruthy()
+      expect(await call(again)).toEqual({ cost_usd: 4.2, priced: true })
     } finally {
       pg.startServer()
     }
