@@ -60,8 +60,12 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     return null
   }
 
-  router.get('/prices', (_req, res) => {
-    res.json({ prices: store.all() })
+  router.get('/prices', async (_req, res, next) => {
+    try {
+      res.json({ prices: await store.all() })
+    } catch (err) {
+      next(err)
+    }
   })
 
   router.post('/prices/:provider/*model', async (req, res, next) => {
@@ -86,7 +90,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     }
   })
 
-  router.put('/prices/:provider/*model', ...jsonBody(), (req, res) => {
+  router.put('/prices/:provider/*model', ...jsonBody(), async (req, res, next) => {
     const name = provider(req, res)
     if (!name) return
     const checked = checkPrice(req.body)
@@ -94,19 +98,27 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
       res.status(400).json(errorBody('invalid_request', checked.message, checked.param ? { param: checked.param } : undefined))
       return
     }
-    // One synchronous write: the next call of this model is priced with it.
-    const { price } = store.put({ provider: name, model: modelOf(req), ...checked.price })
-    res.status(200).json(price)
+    try {
+      // Written and read back before the answer: this instance's next call of the model is priced with it.
+      const { price } = await store.put({ provider: name, model: modelOf(req), ...checked.price })
+      res.status(200).json(price)
+    } catch (err) {
+      next(err)
+    }
   })
 
-  router.delete('/prices/:provider/*model', (req, res) => {
+  router.delete('/prices/:provider/*model', async (req, res, next) => {
     const name = provider(req, res)
     if (!name) return
     const model = modelOf(req)
-    if (store.delete(name, model)) {
-      res.status(204).end()
-      return
+    try {
+      if (await store.delete(name, model)) {
+        res.status(204).end()
+        return
+      }
+      res.status(404).json(errorBody('not_found', `No runtime price is set for ${name} ${model}.`))
+    } catch (err) {
+      next(err)
     }
-    res.status(404).json(errorBody('not_found', `No runtime price is set for ${name} ${model}.`))
   })
 }

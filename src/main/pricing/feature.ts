@@ -1,10 +1,11 @@
 import type { Feature, ServerContext } from '../server/context'
-import { PriceStore } from './store'
+import { PgPriceStore, firstLoad } from './shared-prices'
+import { PriceStore, type PriceWriter } from './store'
 import { PriceUpdater } from './update'
 
 /** The server's runtime prices and price-data updater (ctx.prices). */
 export interface Prices {
-  store: PriceStore
+  store: PriceWriter
   updater: PriceUpdater
 }
 
@@ -19,7 +20,28 @@ export const pricing: Feature = (ctx) => {
 /** Installs the price store and updater on first use. */
 export function pricesOf(ctx: ServerContext): Prices {
   if (ctx.prices) return ctx.prices
-  const store = new PriceStore(ctx.db, (prices) => ctx.pricer.setRuntime(prices))
+  // SQLite: the data folder's `price_overrides` is the truth. PostgreSQL (`storage.url`): the
+  // database's is, shared by every instance; the local table keeps the last prices read from it, so
+  // an instance starting while the database is away prices with those (start-up never waits on it).
+  const local = new PriceStore(ctx.db, (prices) => ctx.pricer.setRuntime(prices))
+  let store: PriceWriter = local
+  if (ctx.store.dialect === 'postgres') {
+    const shared = new PgPriceStore(ctx.store, (prices) => {
+      ctx.pricer.setRuntime(prices)
+      try {
+        local.replaceAll(prices)
+      } catch {
+        // the copy is a convenience; the prices in force are the ones just read
+      }
+    })
+    let closed = false
+    ctx.onClose(() => {
+      closed = true
+      shared.close()
+    })
+    void firstLoad(shared, () => closed)
+    store = shared
+  }
   const updater = new PriceUpdater({
     dataDir: ctx.config.data_dir,
     url: ctx.config.pricing.update_url,

@@ -2,7 +2,14 @@ import type Database from 'better-sqlite3'
 import type { StoredPrice } from '../../shared/api'
 import type { RuntimePrice } from './price'
 
-interface Row {
+/** The admin API's view of the runtime prices: this file's SQLite store, or ./shared-prices.ts on PostgreSQL. */
+export interface PriceWriter {
+  all(): StoredPrice[] | Promise<StoredPrice[]>
+  put(p: RuntimePrice, now?: number): { price: StoredPrice; created: boolean } | Promise<{ price: StoredPrice; created: boolean }>
+  delete(provider: string, model: string): boolean | Promise<boolean>
+}
+
+export interface Row {
   provider: string
   model: string
   input_mtok: number
@@ -12,7 +19,7 @@ interface Row {
   updated_at: number
 }
 
-function toStored(r: Row): StoredPrice {
+export function toStored(r: Row): StoredPrice {
   return { ...r, updated_at: new Date(r.updated_at).toISOString() }
 }
 
@@ -21,14 +28,14 @@ function toStored(r: Row): StoredPrice {
  * table, the single source of truth: every write commits, then `onChange` gets every price read
  * back, so the very next call is priced with it.
  */
-export class PriceStore {
+export class PriceStore implements PriceWriter {
   private readonly selectAll: Database.Statement
   private readonly selectOne: Database.Statement
   private readonly upsert: Database.Statement
   private readonly remove: Database.Statement
 
   constructor(
-    db: Database.Database,
+    private readonly db: Database.Database,
     private readonly onChange: (prices: RuntimePrice[]) => void,
   ) {
     this.selectAll = db.prepare('SELECT * FROM price_overrides ORDER BY provider, model')
@@ -72,5 +79,13 @@ export class PriceStore {
     const n = this.remove.run(provider, model).changes
     if (n > 0) this.onChange(this.all())
     return n > 0
+  }
+
+  /** Replaces every row with `prices` in one transaction (PostgreSQL mode's last-known copy); no `onChange`. */
+  replaceAll(prices: StoredPrice[]): void {
+    this.db.transaction(() => {
+      this.db.prepare('DELETE FROM price_overrides').run()
+      for (const p of prices) this.upsert.run({ ...p, updated_at: Date.parse(p.updated_at) })
+    })()
   }
 }

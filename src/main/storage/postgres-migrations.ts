@@ -14,7 +14,7 @@ export interface PgMigration {
 }
 
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory). */
-export const PG_ONLY_TABLES: readonly string[] = ['budget_spend', 'budget_reservations', 'budget_rules_version']
+export const PG_ONLY_TABLES: readonly string[] = ['budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version']
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
 const MIGRATION_LOCK = 0x6275726e // "burn"
@@ -204,6 +204,17 @@ export const PG_MIGRATIONS: PgMigration[] = [
         version BIGINT NOT NULL
       );
       INSERT INTO budget_rules_version (one, version) VALUES (1, 0)
+    `,
+  },
+  {
+    version: 5,
+    description: 'runtime prices shared by instances: a price overrides version to poll',
+    sql: `
+      CREATE TABLE price_overrides_version (
+        one INTEGER PRIMARY KEY CHECK (one = 1),
+        version BIGINT NOT NULL
+      );
+      INSERT INTO price_overrides_version (one, version) VALUES (1, 0)
     `,
   },
 ]

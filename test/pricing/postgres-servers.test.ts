@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { PostgresStore } from '../../src/main/storage/postgres'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { eventually, postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestPostgres, startPostgres } from '../support/postgres'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * Runtime prices (admin API) on two real servers in PostgreSQL mode (`storage.url`), each with
+ * its own data folder, on one database: a price set or deleted through one prices the other's
+ * calls.
+ */
+
+const MODEL = 'gpt-6.1-sol-shared'
+
+let pg: TestPostgres
+let upstream: MockUpstream
+const cleanup: (() => Promise<void>)[] = []
+
+beforeAll(async () => {
+  pg = await startPostgres()
+  // 1M input and 100k output tokens of a model the bundled prices do not know.
+  upstream = await startMockUpstream(() => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: 'chatcmpl-x',
+      object: 'chat.completion',
+      model: MODEL,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, total_tokens: 1_100_000 },
+    }),
+  }))
+}, 120_000)
+afterAll(async () => {
+  for (const f of cleanup.reverse()) await f()
+  await upstream?.close()
+  pg?.stop()
+})
+
+async function server(url: string, dir?: string): Promise<TestServer> {
+  const t = await startTestServer({ ...ADMIN_CONFIG, storage: { url } }, upstream.url, dir)
+  cleanup.push(() => t.stop())
+  return t
+}
+
+let n = 0
+/** One call through `t` under a fresh key; resolves to what the server recorded for it. */
+async function call(t: TestServer): Promise<{ cost_usd: number; priced: boolean }> {
+  const key = `sk-prices-shared-aaaa-${String(++n).padStart(4, '0')}`
+  const recorded = new Promise<{ cost_usd: number; priced: boolean }>((resolve) => {
+    const stop = t.server.context.ledger.onCall((c) => {
+      if (c.api_key_hash !== hashKey(key)) return
+      stop()
+      resolve({ cost_usd: c.cost_usd, priced: Boolean(c.priced) })
+    })
+  })
+  const r = await postJson(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` })
+  expect(r.status).toBe(200)
+  return recorded
+}
+
+describe('runtime prices shared through PostgreSQL', () => {
+  it('a price PUT on one server prices the next call on the other; a DELETE on the other is seen by the first', async () => {
+    const url = pg.createDatabase()
+    const a = await server(url)
+    const b = await server(url)
+    expect(await call(b)).toEqual({ cost_usd: 0, priced: false })
+
+    const put = await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 3, output_mtok: 12 } })
+    expect(put.status).toBe(200)
+    // The writer prices its very next call with it: 1M input at $3 + 100k output at $12 per million.
+    expect(await call(a)).toEqual({ cost_usd: 4.2, priced: true })
+    // The other server picks it up within its poll.
+    const priced = await eventually(async () => {
+      const c = await call(b)
+      return c.priced ? c : null
+    }, 15_000)
+    expect(priced).toEqual({ cost_usd: 4.2, priced: true })
+    // Listed by both admin APIs, from the one table; the database holds the call at that price.
+    expect((await admin(b.url, 'GET', '/prices')).json().prices).toEqual([put.json()])
+    await b.server.ledger.flushed()
+    const store = new PostgresStore(url)
+    try {
+      const rows = await store.all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE priced = 1 AND model = @m', { m: MODEL })
+      expect(rows.length).toBeGreaterThanOrEqual(2)
+      for (const r of rows) expect(r.cost_usd).toBe(4.2)
+    } finally {
+      await store.close()
+    }
+
+    // A changed price through B, then a DELETE through B: A follows both.
+    expect((await admin(b.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 10 } })).status).toBe(200)
+    await eventually(async () => (await call(a)).cost_usd === 2, 15_000)
+    expect((await admin(b.url, 'DELETE', `/prices/openai/${MODEL}`)).status).toBe(204)
+    expect(await call(b)).toEqual({ cost_usd: 0, priced: false })
+    await eventually(async () => !(await call(a)).priced, 15_000)
+    expect((await admin(a.url, 'GET', '/prices')).json().prices).toEqual([])
+    expect((await admin(a.url, 'DELETE', `/prices/openai/${MODEL}`)).status).toBe(404)
+  }, 90_000)
+
+  it('a server restarted while PostgreSQL is away starts at once with the prices it last read, and picks up changes when it answers', async () => {
+    const url = pg.createDatabase()
+    const a = await server(url)
+    const b = await server(url)
+    expect((await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 3, output_mtok: 12 } })).status).toBe(200)
+    await eventually(async () => (await call(b)).priced, 15_000)
+    await b.stop()
+    pg.stopServer()
+    let again: TestServer
+    try {
+      again = await server(url, b.dir)
+      expect(await call(again)).toEqual({ cost_usd: 4.2, priced: true })
+      // A write meanwhile is refused in the contract's error shape, and changes nothing.
+      const refused = await admin(again.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 5, output_mtok: 5 } })
+      expect(refused.status).toBe(500)
+      expect(refused.json().error.type).toBeTruthy()
+      expect(await call(again)).toEqual({ cost_usd: 4.2, priced: true })
+    } finally {
+      pg.startServer()
+    }
+    // Changed through A once the database is back: the restarted server follows.
+    await eventually(async () => (await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 10 } })).status === 200, 30_000)
+    await eventually(async () => (await call(again)).cost_usd === 2, 30_000)
+  }, 120_000)
+})
