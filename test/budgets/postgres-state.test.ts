@@ -227,6 +227,19 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
 })
 
 describe('runtime budget rules shared by the instances on one PostgreSQL', () => {
+  it('a rule written before anything else touched a new database creates the schema first', async () => {
+    const store = new PostgresStore(pg.createDatabase())
+    try {
+      const seen: Rule[][] = []
+      const rules = new PgRuleStore(store, (r) => seen.push(r))
+      const { created } = await rules.put({ ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-first-*', daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null })
+      expect(created).toBe(true)
+      expect((await rules.all()).map((r) => r.api_key_pattern)).toEqual(['sk-first-*'])
+    } finally {
+      await store.close()
+    }
+  })
+
   it('a rule created through one instance refuses calls on the other within a poll; changed and deleted, it follows', async () => {
     const url = pg.createDatabase()
     const a = await instance(url, [])

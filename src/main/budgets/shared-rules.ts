@@ -1,3 +1,4 @@
+import { migratePostgres } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
 import type { Rule } from './rules'
 import { type RuleInput, type RuleRow, type RuleWriter, optionsJson, toRule } from './store'
@@ -16,13 +17,29 @@ export class PgRuleStore implements RuleWriter {
   private version = -1
   private timer: NodeJS.Timeout | null = null
   private polling: Promise<boolean> | null = null
+  private schema: Promise<unknown> | null = null
 
   constructor(
     private readonly store: SqlStore,
     private readonly onChange: (rules: Rule[]) => void,
+    private readonly migrate: (store: SqlStore) => Promise<unknown> = migratePostgres,
   ) {}
 
+  /**
+   * The schema, once: a rule written right after start-up on a new database must not wait for
+   * the ledger's first flush to create the tables (migrations take an advisory lock, so running
+   * alongside the ledger's is safe). Tried again after a failure.
+   */
+  private ready(): Promise<unknown> {
+    this.schema ??= this.migrate(this.store).catch((err: unknown) => {
+      this.schema = null
+      throw err
+    })
+    return this.schema
+  }
+
   async all(): Promise<Rule[]> {
+    await this.ready()
     return (await this.store.all<RuleRow>('SELECT * FROM budget_rules ORDER BY api_key_pattern')).map(toRule)
   }
 
@@ -36,6 +53,7 @@ export class PgRuleStore implements RuleWriter {
   }
 
   private async look(): Promise<boolean> {
+    await this.ready()
     const row = await this.store.get<{ version: number }>('SELECT version FROM budget_rules_version WHERE one = 1')
     const v = row?.version ?? 0
     if (v === this.version) return false
@@ -57,6 +75,7 @@ export class PgRuleStore implements RuleWriter {
   }
 
   async put(input: RuleInput, now = Date.now()): Promise<{ rule: Rule; created: boolean }> {
+    await this.ready()
     const out = await this.store.transaction(async (tx) => {
       const existed = (await tx.get('SELECT 1 AS x FROM budget_rules WHERE api_key_pattern = @p', { p: input.api_key_pattern })) !== undefined
       await tx.run(
@@ -91,6 +110,7 @@ export class PgRuleStore implements RuleWriter {
   }
 
   async delete(pattern: string): Promise<boolean> {
+    await this.ready()
     const deleted = await this.store.transaction(async (tx) => {
       const n = await tx.run('DELETE FROM budget_rules WHERE api_key_pattern = @p', { p: pattern })
       if (n > 0) await tx.run('UPDATE budget_rules_version SET version = version + 1 WHERE one = 1')
