@@ -199,6 +199,61 @@ describe('a server with storage.url', () => {
     expect(c.server.ledger.spend.totals().day).toBeCloseTo(stored!.usd, 12)
   })
 
+  it('one of two instances killed mid-load: every call the other answered is kept, and the killed one restarts counting nothing twice', async () => {
+    const { url, store } = database()
+    const [a, b] = await Promise.all([startBuiltServer({ storage: { url } }, upstream.url), startBuiltServer({ storage: { url } }, upstream.url)])
+    let again: Awaited<ReturnType<typeof startBuiltServer>> | null = null
+    try {
+      const done: { session: string; at: number }[] = []
+      let killedAt = Infinity
+      let stopB = false
+      let n = 0
+      // Four callers per instance, each sending one call after the other until told to stop.
+      const worker = async (base: string, prefix: string, more: () => boolean) => {
+        while (more()) {
+          const session = `${prefix}${n++}`
+          try {
+            if ((await call(base, session)).status === 200) done.push({ session, at: Date.now() })
+          } catch {
+            // the killed instance's callers fail from then on
+          }
+        }
+      }
+      const aDone = () => done.filter((d) => d.session.startsWith('a-')).length
+      const bDone = () => done.filter((d) => d.session.startsWith('b-')).length
+      const loadA = Array.from({ length: 4 }, () => worker(a.url, 'a-', () => killedAt === Infinity))
+      const loadB = Array.from({ length: 4 }, () => worker(b.url, 'b-', () => !stopB))
+      await until('calls answered by both', () => aDone() >= 40 && bDone() >= 40)
+      killedAt = Date.now()
+      await a.kill('SIGKILL')
+      await Promise.all(loadA)
+      const afterKill = bDone()
+      await until('the other instance still answering', () => bDone() >= afterKill + 40)
+      stopB = true
+      await Promise.all(loadB)
+
+      const answeredByB = done.filter((d) => d.session.startsWith('b-')).map((d) => d.session)
+      await until('every call the surviving instance answered in PostgreSQL', async () => {
+        const counts = await sessionCounts(store)
+        return answeredByB.every((s) => counts[s] === 1)
+      })
+      // The killed instance loses at most what ended within its last flush interval (as with SQLite).
+      const settledByA = done.filter((d) => d.session.startsWith('a-') && d.at < killedAt - 500).map((d) => d.session)
+      const counts = await sessionCounts(store)
+      expect(settledByA.filter((s) => counts[s] !== 1)).toEqual([])
+
+      again = await startBuiltServer({ storage: { url } }, upstream.url, a.dataDir)
+      expect((await call(again.url, 'after-restart')).status).toBe(200)
+      await until('the restarted instance recording', async () => (await sessionCounts(store))['after-restart'] === 1)
+      expect(Object.values(await sessionCounts(store)).every((c) => c === 1)).toBe(true)
+    } finally {
+      await again?.stop()
+      await b.stop()
+      await a.dispose()
+      await b.dispose()
+    }
+  })
+
   it('an instance killed while PostgreSQL is away writes its spill at its restart, once', async () => {
     const { url, store } = database()
     const first = await startBuiltServer({ storage: { url } }, upstream.url)
