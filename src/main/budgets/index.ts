@@ -12,6 +12,7 @@ import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
 import { PgRuleStore } from './shared-rules'
+import { firstLoad } from '../storage/shared-table'
 import { PgBudgetState } from './state/postgres'
 import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
@@ -71,19 +72,6 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte)
     },
   }
-}
-
-/** Reads the shared rules until it succeeds (the database may be starting too), then polls them. */
-async function firstLoad(rules: PgRuleStore): Promise<void> {
-  for (;;) {
-    try {
-      await rules.refresh()
-      break
-    } catch {
-      await new Promise((r) => setTimeout(r, 1000).unref())
-    }
-  }
-  rules.start()
 }
 
 /** The budget engine and rule store of a server, created (and installed as its gate) on first use. */
@@ -170,7 +158,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   ctx.onClose(stop)
   const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
   if (pgRules && state) {
-    void firstLoad(pgRules)
+    let closed = false
+    void firstLoad(pgRules, () => closed)
     // The key registry and the meters from every instance's calls (start-up never waits on it).
     void (async () => {
       await reloadShared()
@@ -178,6 +167,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     })().catch(() => {})
     ctx.setGate(sharedBudgetGate(e, guard))
     ctx.onClose(async () => {
+      closed = true
       pgRules.close()
       await state.close()
     })

@@ -1,5 +1,6 @@
 import type { Feature, ServerContext } from '../server/context'
-import { PgPriceStore, firstLoad } from './shared-prices'
+import { firstLoad } from '../storage/shared-table'
+import { PgPriceStore } from './shared-prices'
 import { PriceStore, type PriceWriter } from './store'
 import { PriceUpdater } from './update'
 

@@ -239,3 +239,23 @@ export async function migratePostgres(store: SqlStore, migrations: readonly PgMi
     return latest
   })
 }
+
+const ensured = new WeakMap<SqlStore, Promise<number>>()
+
+/**
+ * The schema of `store`'s database, made sure of once per store (tried again after a failure).
+ * For what reads or writes its own tables before the ledger's first write has migrated them
+ * (shared rules, prices, budget state): migrations take an advisory lock, so running alongside
+ * the ledger's is safe.
+ */
+export function ensurePostgresSchema(store: SqlStore): Promise<number> {
+  let p = ensured.get(store)
+  if (!p) {
+    p = migratePostgres(store).catch((err: unknown) => {
+      ensured.delete(store)
+      throw err
+    })
+    ensured.set(store, p)
+  }
+  return p
+}

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { migratePostgres } from '../../storage/postgres-migrations'
+import { ensurePostgresSchema } from '../../storage/postgres-migrations'
 import type { SqlParams, SqlStore } from '../../storage/sql'
 import type { PeriodState } from '../meter'
 import type { Rule } from '../rules'
@@ -132,7 +132,6 @@ export class PgBudgetState implements BudgetState {
   private degradedUntil = 0
   /** Reservations PostgreSQL did not answer (decided in process instead). */
   failures = 0
-  private migrated: Promise<unknown> | null = null
   /** Costs of calls decided in process, not yet in their spend rows. */
   private late: { req: ReserveRequest; cost: number }[] = []
   /** Settlements waiting for this turn's statement. */
@@ -215,11 +214,7 @@ export class PgBudgetState implements BudgetState {
 
   /** The schema, made sure of once (the ledger migrates too, but only before its first write). */
   private schema(): Promise<unknown> {
-    this.migrated ??= migratePostgres(this.store).catch((err: unknown) => {
-      this.migrated = null
-      throw err
-    })
-    return this.migrated
+    return ensurePostgresSchema(this.store)
   }
 
   /** The in-process decision on this instance's own meter (its calls since it started), while PostgreSQL is away. */
