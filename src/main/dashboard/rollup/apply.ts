@@ -1,3 +1,4 @@
+import type { Totals } from '../totals'
 import type { CallRecord } from '../../ledger/record'
 import type { SqlParams, SqlStore } from '../../storage/sql'
 import { BINS, binOf, decodeInto, encodeDense } from '../histogram'
@@ -38,20 +39,10 @@ interface FiveRow {
   input_tokens: number
   output_tokens: number
 }
-interface TotalsRow {
+/** A totals rollup row: the dashboard's totals of one bucket and tenant, with its latency histogram. */
+interface TotalsRow extends Totals {
   bucket: number
   tenant: string
-  requests: number
-  failed: number
-  errors_429: number
-  errors_5xx: number
-  cost_usd: number
-  input_tokens: number
-  output_tokens: number
-  cache_read_tokens: number
-  cache_write_tokens: number
-  latency_ms: number
-  plan_value_usd: number
   hist: Map<number, number>
 }
 interface DimRow {
