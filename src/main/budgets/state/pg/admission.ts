@@ -1,0 +1,139 @@
+import { randomUUID } from 'node:crypto'
+import type { SqlParams, SqlStore } from '../../../storage/sql'
+import type { PeriodState } from '../../meter'
+import type { ReserveOutcome, ReserveRequest } from '../types'
+import type { Limiter } from './limiter'
+import type { Settlements } from './settlements'
+import type { SpendRows } from './spend-rows'
+import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey } from './sql'
+
+/** One spend row's answer to the admission statement. */
+interface Answer {
+  id: number
+  period: string
+  spent_usd: number
+  reserved_usd: number
+  /** The row admitted the call and holds its reservation. */
+  took: boolean
+}
+
+/**
+ * Atomic admission: ONE conditional UPDATE … RETURNING over a call's spend rows (its calendar
+ * periods and session) checks and reserves on each row in the database, with the same test the
+ * in-process state makes (README: Budgets → overshoot), so N instances admit together exactly as
+ * one instance would. The reservation is recorded with this instance's lease; a refusal names
+ * the period that refused and its figures.
+ */
+export class Admission {
+  /** Spend rows the database said are at their limit, with that spend (calendar periods only grow). */
+  private readonly reached = new Map<string, number>()
+
+  constructor(
+    private readonly store: SqlStore,
+    private readonly db: Limiter,
+    private readonly rows: SpendRows,
+    private readonly settlements: Settlements,
+    private readonly instance: string,
+    private readonly leaseMs: number,
+  ) {}
+
+  /** Admits the call on every one of `periods` (none a rolling window) and reserves on each, or refuses. */
+  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0): Promise<ReserveOutcome> {
+    const rk = ruleKey(req.rule)
+    // A calendar period's spend only grows: once the database said it reached this limit, the
+    // answer stands for the rest of the period (no round trip to refuse).
+    for (const p of periods) {
+      if (p.period === 'session') continue
+      const spent = this.reached.get(rowKey(rk, req.keyHash, p, req.session))
+      if (spent !== undefined && spent >= p.limit) return { ok: false, kind: 'reached', state: { ...p, spent }, reservedUsd: 0, worstCaseUsd: 0 }
+    }
+    await this.rows.ensure(rk, req, periods)
+    const rid = randomUUID()
+    const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
+    const values = periods.map((p, i) => {
+      bindPeriod(params, i, p, req.session)
+      params[`l${i}`] = p.limit
+      return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8)`
+    })
+    // The same test as the in-process state: `expected` admits while settled spend plus what is
+    // in flight is under the limit; `max_tokens` while the worst case fits in what is left.
+    const admits =
+      req.rule.reserve === 'max_tokens'
+        ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
+        : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
+    params.n = periods.length
+    let rows: Answer[]
+    try {
+      // One round trip: lock the call's rows in id order (no deadlock between instances; the
+      // locked values are the latest and cannot move until this statement ends), reserve on all
+      // of them only if every one admits, record the reservation with its lease, and answer with
+      // each row's figures (what a refusal names).
+      rows = await this.db.run(() => this.store.all<Answer>(
+        `WITH want (period, start, session, lim) AS (VALUES ${values.join(', ')}),
+              locked AS (
+                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              ),
+              verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
+              upd AS (
+                UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
+                 WHERE b.id IN (SELECT id FROM locked) AND (SELECT ok FROM verdict)
+                RETURNING b.id
+              ),
+              ins AS (
+                INSERT INTO budget_reservations (id, spend_id, amount_usd, instance, expires_at)
+                SELECT @rid, id, @x::float8, @me, ${NOW_MS} + @lease FROM upd
+              )
+         SELECT l.id, l.period, l.spent_usd, l.reserved_usd, u.id IS NOT NULL AS took
+           FROM locked l LEFT JOIN upd u ON u.id = l.id`,
+        params,
+      ))
+    } catch (err) {
+      // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
+      if (retry < 3 && ['40P01', '40001'].includes((err as { code?: string }).code ?? '')) return this.reserve(req, periods, retry + 1)
+      throw err
+    }
+    const took = rows.filter((r) => r.took)
+    if (took.length === periods.length) {
+      const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
+      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id)) }
+    }
+    if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
+    for (const p of periods) {
+      const r = rows.find((x) => x.period === p.period)
+      if (!r) {
+        // Deleted behind this instance's back: create it again.
+        this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
+        if (retry < 3) return this.reserve(req, periods, retry + 1)
+        throw new Error(`budget spend row for ${p.period} could not be created`)
+      }
+      const state = { ...p, spent: r.spent_usd }
+      const reserved = r.reserved_usd > EPS ? r.reserved_usd : 0
+      if (r.spent_usd >= p.limit) {
+        if (p.period !== 'session') this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd)
+        return { ok: false, kind: 'reached', state, reservedUsd: reserved, worstCaseUsd: 0 }
+      }
+      if (admitted(req, p, r)) continue
+      if (req.rule.reserve === 'max_tokens') return { ok: false, kind: 'worst_case', state, reservedUsd: reserved, worstCaseUsd: req.amount }
+      return { ok: false, kind: 'reserved', state, reservedUsd: reserved, worstCaseUsd: 0 }
+    }
+    throw new Error('budget reservation: no row refused and not every row took the call')
+  }
+
+  private remember(k: string, spent: number): void {
+    if (this.reached.size > 10_000) this.reached.clear()
+    this.reached.set(k, spent)
+  }
+}
+
+/** The test the statement made on one row, on the figures it answered with (to name the refusing period). */
+function admitted(req: ReserveRequest, p: PeriodState, r: Answer): boolean {
+  if (r.spent_usd >= p.limit) return false
+  if (req.rule.reserve === 'max_tokens') {
+    return req.amount <= 0 || req.amount <= p.limit - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
+  }
+  return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < p.limit
+}

@@ -1,0 +1,26 @@
+import type { SqlStore } from '../../../storage/sql'
+import { NOW_MS } from './sql'
+
+/**
+ * Reservation leases (`budget_reservations.expires_at`, on the database's clock): each instance
+ * renews its own, and any instance frees the expired ones, so a killed instance's reservations
+ * hold budget for at most one lease.
+ */
+
+/** Moves the lease of every reservation `instance` holds to `leaseMs` from now. */
+export function renewLeases(store: SqlStore, instance: string, leaseMs: number): Promise<number> {
+  return store.run(`UPDATE budget_reservations SET expires_at = ${NOW_MS} + @lease WHERE instance = @me`, {
+    lease: leaseMs,
+    me: instance,
+  })
+}
+
+/** Frees the reservations whose lease has run out (their instance stopped renewing). */
+export function sweepExpired(store: SqlStore): Promise<number> {
+  return store.run(
+    `WITH gone AS (DELETE FROM budget_reservations WHERE expires_at < ${NOW_MS} RETURNING spend_id, amount_usd),
+          sums AS (SELECT spend_id, SUM(amount_usd) AS amount FROM gone GROUP BY spend_id)
+     UPDATE budget_spend b SET reserved_usd = GREATEST(0, b.reserved_usd - sums.amount)
+       FROM sums WHERE b.id = sums.spend_id`,
+  )
+}

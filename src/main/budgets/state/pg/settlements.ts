@@ -1,0 +1,111 @@
+import type { SqlStore } from '../../../storage/sql'
+import type { Reservation } from '../types'
+import type { Limiter } from './limiter'
+
+/**
+ * Settling admitted calls: a call's real cost is added to its spend rows and its reservation
+ * freed, batched per turn of the event loop. A settlement the database refused stays pending and
+ * is written again by `retry()` (the state's tick) or `settled()`.
+ */
+export class Settlements {
+  /** Settlements not yet written (in flight, or retried after a database error). */
+  private unsettled = new Map<string, { ids: number[]; cost: number }>()
+  private writing = new Set<Promise<void>>()
+  /** Settlements waiting for this turn's statement. */
+  private batch: { rid: string; ids: number[]; cost: number }[] = []
+  /** Settlements being written now (not retried by the tick meanwhile). */
+  private readonly inFlight = new Set<string>()
+
+  constructor(
+    private readonly store: SqlStore,
+    private readonly db: Limiter,
+  ) {}
+
+  /** The handle of reservation `rid` on spend rows `ids`: settled or released once. */
+  reservation(rid: string, ids: number[]): Reservation {
+    let done = false
+    const settle = (cost: number) => {
+      if (done) return
+      done = true
+      this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0 })
+      this.write(rid, ids, cost > 0 ? cost : 0)
+    }
+    return { settle, release: () => settle(0) }
+  }
+
+  /** Writes again the settlements the database refused (those not being written now). */
+  retry(): void {
+    for (const [rid, u] of this.unsettled) if (!this.inFlight.has(rid)) this.write(rid, u.ids, u.cost)
+  }
+
+  /**
+   * Queues a settled call: its cost is added and its reservation freed (if its lease has not
+   * already run out) together with the other settlements of this turn of the event loop, in one
+   * statement, so a busy instance holds each hot spend row once per batch rather than per call.
+   */
+  private write(rid: string, ids: number[], cost: number): void {
+    this.inFlight.add(rid)
+    this.batch.push({ rid, ids, cost })
+    if (this.batch.length > 1) return
+    const p: Promise<void> = new Promise<void>((r) => setImmediate(r))
+      .then(() => this.flush())
+      .finally(() => this.writing.delete(p))
+    this.writing.add(p)
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.batch
+    this.batch = []
+    const rids: string[] = []
+    const sids: number[] = []
+    const costs: number[] = []
+    for (const w of batch) {
+      for (const id of w.ids) {
+        rids.push(w.rid)
+        sids.push(id)
+        costs.push(w.cost)
+      }
+    }
+    try {
+      await this.db.run(() =>
+        this.store.run(
+          `WITH input AS (SELECT * FROM unnest(@rids::text[], @sids::bigint[], @costs::float8[]) AS t (rid, sid, cost)),
+                d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
+                freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
+                added AS (SELECT sid, SUM(cost) AS cost FROM input GROUP BY sid),
+                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)
+           UPDATE budget_spend b
+              SET spent_usd = b.spent_usd + a.cost,
+                  reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
+             FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
+            WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
+          { rids, sids, costs },
+        ),
+      )
+      for (const w of batch) this.unsettled.delete(w.rid)
+    } catch {
+      // kept in `unsettled`: the next tick writes them
+    } finally {
+      for (const w of batch) this.inFlight.delete(w.rid)
+    }
+  }
+
+  /**
+   * Resolves when every settlement handed over so far is written, retrying those the database
+   * refused up to `attempts` times; false when some are still unwritten.
+   */
+  async settled(attempts: number): Promise<boolean> {
+    for (let i = 0; ; i++) {
+      while (this.writing.size > 0) await Promise.all([...this.writing])
+      if (this.unsettled.size === 0) return true
+      if (i >= attempts) return false
+      await new Promise((r) => setTimeout(r, 100 * (i + 1)))
+      this.retry()
+    }
+  }
+
+  /** Settlements that could not be written yet (the database is away). */
+  get pending(): number {
+    return this.unsettled.size
+  }
+}

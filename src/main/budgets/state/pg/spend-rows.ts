@@ -1,0 +1,71 @@
+import type { SqlParams, SqlStore } from '../../../storage/sql'
+import type { PeriodState } from '../../meter'
+import type { ReserveRequest } from '../types'
+import type { Limiter } from './limiter'
+import { NOW_MS, rowKey, scopeSql } from './sql'
+
+/** How far back a session's spend row is seeded from the calls table. */
+const SESSION_HISTORY_MS = 7 * 24 * 3600_000
+
+/**
+ * The spend rows (`budget_spend`) a call is admitted against. A row is created (INSERT … ON
+ * CONFLICT DO NOTHING) the first time any instance needs it, seeded from the calls already in
+ * the `calls` table for that key, scope and period. Rows this instance knows exist cost no
+ * statement on the hot path.
+ */
+export class SpendRows {
+  /** Spend rows this instance knows exist (no seed INSERT on the hot path). */
+  private known = new Set<string>()
+  private readonly seeding = new Map<string, Promise<void>>()
+
+  constructor(
+    private readonly store: SqlStore,
+    private readonly db: Limiter,
+  ) {}
+
+  /** Makes sure the call's row exists for each of `periods`. */
+  async ensure(rk: string, req: ReserveRequest, periods: PeriodState[]): Promise<void> {
+    for (const p of periods) {
+      const k = rowKey(rk, req.keyHash, p, req.session)
+      if (this.known.has(k)) continue
+      // Calls arriving together for a new row share one INSERT.
+      let seeding = this.seeding.get(k)
+      if (!seeding) {
+        seeding = this.seed(rk, req, p).then(
+          () => {
+            if (this.known.size > 50_000) this.known = new Set()
+            this.known.add(k)
+          },
+        ).finally(() => this.seeding.delete(k))
+        this.seeding.set(k, seeding)
+      }
+      await seeding
+    }
+  }
+
+  /** The row was found missing (deleted behind this instance's back): the next `ensure` creates it again. */
+  forget(k: string): void {
+    this.known.delete(k)
+  }
+
+  /** Creates a spend row (if no instance has yet), from the calls already recorded for its key, scope and period. */
+  private async seed(rk: string, req: ReserveRequest, p: PeriodState): Promise<void> {
+    const session = p.period === 'session'
+    const params: SqlParams = {
+      rk,
+      key: req.keyHash,
+      period: p.period,
+      start: session ? 0 : p.start,
+      session: session ? req.session : '',
+      since: session ? Date.now() - SESSION_HISTORY_MS : p.start,
+    }
+    const scope = scopeSql(req.rule, params)
+    await this.db.run(() => this.store.run(
+      `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
+       SELECT @rk, @key, @period, @start, @session, COALESCE(SUM(cost_usd), 0), 0, ${NOW_MS} FROM calls
+        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription'${session ? ' AND session = @session' : ''}${scope}
+       ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
+      params,
+    ))
+  }
+}

@@ -1,0 +1,53 @@
+import type { SqlParams } from '../../../storage/sql'
+import type { PeriodState } from '../../meter'
+import type { Rule } from '../../rules'
+
+/** The database's clock in ms (leases and row creation use it, never an instance's clock). */
+export const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
+
+/** What is left of a reservation after float subtraction, counted as nothing reserved. */
+export const EPS = 1e-12
+
+/** The identity of a rule's spend: its key pattern and scope (limits can change without losing spend). */
+export function ruleKey(r: Rule): string {
+  return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
+}
+
+/** One spend row's identity in this instance's caches: rule, key, period (by its start, a session by its id). */
+export function rowKey(rk: string, hash: string, p: PeriodState, session: string): string {
+  return `${rk}\u0000${hash}\u0000${p.period}\u0000${p.period === 'session' ? 0 : p.start}\u0000${p.period === 'session' ? session : ''}`
+}
+
+/**
+ * Binds period `i` of a call as `@p<i>` (period), `@s<i>` (its start; 0 for a session) and
+ * `@n<i>` (the session's id; '' for a calendar period): the columns a spend row is found by.
+ */
+export function bindPeriod(params: SqlParams, i: number, p: PeriodState, session: string): void {
+  params[`p${i}`] = p.period
+  params[`s${i}`] = p.period === 'session' ? 0 : p.start
+  params[`n${i}`] = p.period === 'session' ? session : ''
+}
+
+function likePrefix(p: string): string {
+  return p.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`) + '%'
+}
+
+/** SQL conditions on `calls` for a rule's scope (the engine's scopeMatches, in SQL). */
+export function scopeSql(r: Rule, params: SqlParams): string {
+  const out: string[] = []
+  const add = (col: string, pattern: string | null, name: string) => {
+    if (pattern === null) return
+    if (pattern.endsWith('*')) {
+      params[name] = likePrefix(pattern)
+      out.push(`${col} LIKE @${name} ESCAPE '\\'`)
+    } else {
+      params[name] = pattern
+      out.push(`${col} = @${name}`)
+    }
+  }
+  add('provider', r.provider, 'sc_provider')
+  add('model', r.model_pattern, 'sc_model')
+  add('agent', r.agent, 'sc_agent')
+  add('tenant', r.tenant, 'sc_tenant')
+  return out.map((c) => ` AND ${c}`).join('')
+}
