@@ -1,0 +1,48 @@
+import type { Logger } from '../../log'
+import type { LedgerStatus } from '../types'
+import { describeError, type PgStorageStatus } from './options'
+
+/**
+ * Whether PostgreSQL answers, as the writer last found it: `away` after a failed (or stalled)
+ * write, with the next attempt backed off from 100 ms up to 5 s; back when a write or the
+ * migration succeeds. Keeps the status `/api/health` shows.
+ */
+export class Availability {
+  away = false
+  /** No attempt before this time (ms). */
+  retryAt = 0
+  private retryMs = 0
+
+  constructor(
+    private readonly status: LedgerStatus,
+    private readonly storage: PgStorageStatus,
+    private readonly log: Logger,
+    private readonly secret: string | undefined,
+  ) {}
+
+  /** PostgreSQL answered. */
+  reached(): void {
+    this.storage.reachable = true
+    this.storage.last_error = null
+    if (this.away) this.log.info('PostgreSQL answers again; writing the calls held meanwhile')
+    this.away = false
+    this.status.writable = true
+    if (this.status.last_error && !/dropped/.test(this.status.last_error)) this.status.last_error = null
+    this.retryMs = 0
+    this.retryAt = 0
+  }
+
+  /** PostgreSQL is away: a write failed (`failed`: the next attempt backs off) or has not answered for too long. */
+  markAway(err: unknown, failed: boolean): void {
+    const text = describeError(err, this.secret)
+    if (failed) {
+      this.storage.reachable = false
+      this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
+      this.retryAt = Date.now() + this.retryMs
+    }
+    this.storage.last_error = text
+    this.status.last_error = text
+    this.status.writable = false
+    this.away = true
+  }
+}

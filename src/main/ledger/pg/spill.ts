@@ -1,0 +1,180 @@
+import { readFile, rm } from 'node:fs/promises'
+import { basename } from 'node:path'
+import type { Logger } from '../../log'
+import { parseSpill, spillFiles } from '../../reliability/spill'
+import type { CallRecord } from '../record'
+import type { LedgerStatus } from '../types'
+import { SpillJournal } from './journal'
+import { describeError, type PgStorageStatus } from './options'
+import type { Entry, PendingQueue } from './queue'
+
+export interface SpillOptions {
+  dataDir: string
+  log: Logger
+  secret: string | undefined
+  batchRows: number
+  /** Writes one batch to PostgreSQL (throws when it is away). */
+  writeRows: (rows: CallRecord[]) => Promise<void>
+  /** PostgreSQL is away as the writer last found it. */
+  away: () => boolean
+  /** The ledger is stopping: no more appends from the tick. */
+  closed: () => boolean
+}
+
+/**
+ * The ledger's spill files. While PostgreSQL is away the queue is appended to this instance's
+ * journal every tick, so a killed process leaves its calls on disk. When PostgreSQL answers again
+ * the journal is removed once everything in it is stored (or, if calls had to leave memory, read
+ * back and written first: the backlog). Spill files found at start-up (a killed or stopped
+ * instance's: `earlier`) are written before the spend is read, so each call counts once, and
+ * then removed. Keeps `storage.spilled` and `storage.spill_files`.
+ */
+export class Spill {
+  /** Spill files found at start-up: written before the spend is loaded. */
+  private readonly earlier: string[]
+  /** Own spill files whose calls must be read back (some had left memory). */
+  private readonly backlog: string[] = []
+  private journal: SpillJournal | null = null
+  /** Highest sequence number in the journal. */
+  private spilledThrough = 0
+  /** A call of the journal left memory (past maxPending): the file is read back when PostgreSQL returns. */
+  private journalIncomplete = false
+  private spilling: Promise<void> | null = null
+  private spillFailing = false
+
+  constructor(
+    private readonly queue: PendingQueue,
+    private readonly status: LedgerStatus,
+    private readonly storage: PgStorageStatus,
+    private readonly opts: SpillOptions,
+  ) {
+    this.earlier = spillFiles(opts.dataDir)
+    this.countFiles()
+  }
+
+  /** A journal is open or own files wait to be read back: work for the writer. */
+  get hasWork(): boolean {
+    return this.backlog.length > 0 || this.journal !== null
+  }
+
+  /**
+   * Calls that left memory (past maxPending): those already in the journal make it incomplete
+   * (it is read back later); returns how many were not on disk, and so are lost.
+   */
+  leftMemory(gone: Entry[]): number {
+    const lost = gone.filter((e) => e.seq > this.spilledThrough).length
+    if (lost < gone.length) this.journalIncomplete = true
+    return lost
+  }
+
+  /** Appends the calls not on disk yet to the journal (while PostgreSQL is away). */
+  spill(): void {
+    if (this.spilling || this.opts.closed()) return
+    const rows = this.queue.after(this.spilledThrough)
+    if (rows.length === 0) return
+    const last = rows[rows.length - 1].seq
+    this.journal ??= new SpillJournal(this.opts.dataDir)
+    const j = this.journal
+    this.spilling = j
+      .append(rows.map((e) => e.row))
+      .then(
+        () => {
+          this.spilledThrough = last
+          this.storage.spilled += rows.length
+          if (this.spillFailing) this.opts.log.info(`calls are being spilled to ${j.file} again`)
+          this.spillFailing = false
+          this.countFiles()
+        },
+        (err) => {
+          if (!this.spillFailing) this.opts.log.error(`PostgreSQL is away and calls cannot be spilled to disk (${this.describe(err)}); they are held in memory`)
+          this.spillFailing = true
+        },
+      )
+      .finally(() => {
+        this.spilling = null
+      })
+  }
+
+  /** Writes the spill files earlier runs left (before the spend is loaded). */
+  async writeEarlier(): Promise<void> {
+    while (this.earlier.length > 0) await this.writeFile(this.earlier[0], this.earlier)
+  }
+
+  /** Everything of the journal is stored (or read back): the file goes. */
+  async finishJournal(): Promise<void> {
+    const j = this.journal
+    const stored = () => this.queue.writtenThrough(this.spilledThrough)
+    if (!j || !stored()) return
+    await this.spilling
+    if (this.journal !== j || this.opts.away() || this.spilling || !stored()) return
+    this.journal = null
+    const file = await j.close()
+    if (!file) return
+    if (this.journalIncomplete) {
+      this.journalIncomplete = false
+      this.backlog.push(file)
+    } else {
+      await rm(file, { force: true })
+      this.opts.log.info(`PostgreSQL is back: the ${this.storage.spilled} call(s) spilled to ${file} are written`)
+    }
+    this.storage.spilled = 0
+    this.countFiles()
+  }
+
+  /** Writes this instance's own files whose calls had left memory. */
+  async writeBacklog(): Promise<void> {
+    while (this.backlog.length > 0) await this.writeFile(this.backlog[0], this.backlog)
+  }
+
+  /** The ledger stops: the calls still queued join the journal, which is closed (it stays for the next start). */
+  async keepRest(): Promise<void> {
+    await this.spilling
+    if (this.queue.length > 0) {
+      const rows = this.queue.after(this.spilledThrough)
+      try {
+        this.journal ??= new SpillJournal(this.opts.dataDir)
+        await this.journal.append(rows.map((e) => e.row))
+        this.spilledThrough = this.queue.lastSeq
+        this.storage.spilled += rows.length
+      } catch (err) {
+        this.status.dropped += rows.length
+        this.opts.log.error(`${rows.length} call(s) could not be saved anywhere: ${this.describe(err)}`)
+      }
+    }
+    const file = await this.journal?.close()
+    if (file && this.storage.spilled > 0) {
+      this.opts.log.warn(`PostgreSQL is away (${this.status.last_error}); ${this.storage.spilled} call(s) kept in ${file} until the next start`)
+    }
+  }
+
+  /** Writes a spill file's calls (once: each has a key) and removes it. */
+  private async writeFile(file: string, list: string[]): Promise<void> {
+    let rows: CallRecord[]
+    try {
+      rows = parseSpill(await readFile(file, 'utf8'))
+    } catch (err) {
+      // Not PostgreSQL's problem: an unreadable file stays where it is for a person to look at.
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.opts.log.error(`cannot read the spill file ${file} (${this.describe(err)}); it stays there`)
+      list.shift()
+      this.countFiles()
+      return
+    }
+    // A file from the SQLite ledger has no keys: its name and line make stable ones.
+    const name = basename(file)
+    rows = rows.map((r, i) => (r.call_key ? r : { ...r, call_key: `${name}:${i}` }))
+    const n = this.opts.batchRows
+    for (let i = 0; i < rows.length; i += n) await this.opts.writeRows(rows.slice(i, i + n))
+    await rm(file, { force: true })
+    list.shift()
+    this.countFiles()
+    if (rows.length > 0) this.opts.log.info(`wrote ${rows.length} call(s) kept in ${file} to PostgreSQL`)
+  }
+
+  private countFiles(): void {
+    this.storage.spill_files = this.earlier.length + this.backlog.length + (this.journal?.open ? 1 : 0)
+  }
+
+  private describe(err: unknown): string {
+    return describeError(err, this.opts.secret)
+  }
+}
