@@ -14,7 +14,8 @@
 import http from 'node:http'
 import { rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { stringify } from 'yaml'
@@ -45,6 +46,8 @@ const ROUNDS = 10
 const TZ = 'Europe/Berlin'
 const P95_TARGET_MS = 50
 const EXPORT_TARGET_ROWS_S = 200_000
+/** The built export thread (`npm run bench` builds first), as the headless server (out/main/cli.js) uses it. */
+const EXPORT_WORKER = resolve(dirname(fileURLToPath(import.meta.url)), '../../out/main/export-worker.js')
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`)
@@ -183,14 +186,21 @@ export async function runDashboardBench(): Promise<void> {
     const cost = batchWriteCost(built.dir, sample)
     log(`ledger batch writer (batches of 50): ${cost.without.toFixed(1)} µs/call without rollups, ${cost.withRollups.toFixed(1)} µs/call with them (off the request path)`)
   }
-  const size = sizes(built.file, shape.calls)
-  log(`\ndatabase size per million calls: ${(size.total / MiB).toFixed(0)} MiB in use (file ${(statSync(built.file).size / MiB).toFixed(0)} MiB for ${shape.calls.toLocaleString('en-US')} calls)`)
-  for (const [k, b] of size.parts) if (b >= 0.5 * MiB) log(`  ${k.padEnd(30)} ${(b / MiB).toFixed(1).padStart(7)} MiB`)
+  // BENCH_ONLY / BENCH_SKIP: a regular expression of endpoints to time (or to leave out); `size` and `export` name those parts.
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null
+  const skip = process.env.BENCH_SKIP ? new RegExp(process.env.BENCH_SKIP) : null
+  const chosen = (name: string) => (!only || only.test(name)) && !(skip && skip.test(name))
+  if (chosen('size')) {
+    // Reads every page of the file (dbstat): minutes at 10M calls.
+    const size = sizes(built.file, shape.calls)
+    log(`\ndatabase size per million calls: ${(size.total / MiB).toFixed(0)} MiB in use (file ${(statSync(built.file).size / MiB).toFixed(0)} MiB for ${shape.calls.toLocaleString('en-US')} calls)`)
+    for (const [k, b] of size.parts) if (b >= 0.5 * MiB) log(`  ${k.padEnd(30)} ${(b / MiB).toFixed(1).padStart(7)} MiB`)
+  }
 
   const configFile = join(built.dir, 'config.yaml')
   writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: TZ, pricing: { auto_update: false } }))
   t0 = performance.now()
-  const server = createBurnrate(loadConfig({ config: configFile, dataDir: built.dir }, {}), { log: silentLogger })
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir: built.dir }, {}), { log: silentLogger, exportWorker: EXPORT_WORKER })
   const url = await server.listen()
   log(`server started on the ledger in ${(performance.now() - t0).toFixed(0)} ms`)
   try {
@@ -210,10 +220,7 @@ export async function runDashboardBench(): Promise<void> {
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}&since=${month}`),
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}`),
     ]
-    // BENCH_ONLY / BENCH_SKIP: a regular expression of endpoints to time (or to leave out).
-    const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null
-    const skip = process.env.BENCH_SKIP ? new RegExp(process.env.BENCH_SKIP) : null
-    endpoints = endpoints.filter((e) => (!only || only.test(e)) && !(skip && skip.test(e)))
+    endpoints = endpoints.filter(chosen)
     log(`\nendpoint latency over HTTP, ${REPS} requests each in ${ROUNDS} interleaved rounds (ms); load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
     for (const e of endpoints) for (let i = 0; i < 3; i++) await get(agent, `${url}/api/dashboard/${e}`)
     const times = new Map<string, number[]>(endpoints.map((e) => [e, []]))
@@ -241,7 +248,7 @@ export async function runDashboardBench(): Promise<void> {
     log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
     log(`\nexport (every call of the window, streamed), against reading the same rows from SQLite alone (baseline)`)
     const ro = new Database(built.file, { readonly: true })
-    for (const e of ['export?format=csv&range=30d', 'export?format=json&range=30d', `export?format=csv&range=30d&tenant=${tenant}`].filter((e) => !skip || !skip.test(e))) {
+    for (const e of ['export?format=csv&range=30d', 'export?format=json&range=30d', `export?format=csv&range=30d&tenant=${tenant}`].filter(chosen)) {
       const since = Date.now() - 30 * 86_400_000
       const where = `ts >= ?${e.includes('tenant') ? ` AND tenant = '${tenant}'` : ''}`
       const rows = ro.prepare(`SELECT count(*) FROM calls WHERE ${where}`).pluck().get(since) as number
