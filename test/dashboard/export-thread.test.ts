@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { CALL_COLUMNS, CSV_HEADER, type CallRow, csvLine, toCall } from '../../src/main/dashboard/calls'
-import { exportThreadsStarted, useExportThread } from '../../src/main/dashboard/export-thread'
+import { THREAD_MIN_ROWS, exportThreadsStarted, useExportThread } from '../../src/main/dashboard/export-thread'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -94,7 +94,7 @@ const exportUrl = (format: string, tenant: string | null) => `${t.url}/api/dashb
 describe('export threads', () => {
   for (const threads of [1, 2, 3]) {
     it(`${threads} thread(s): CSV and JSON, every tenant and one, byte for byte what the main thread writes`, async () => {
-      useExportThread(WORKER, threads)
+      useExportThread(WORKER, { threads, minRows: 0 })
       for (const tenant of [null, 'one']) {
         for (const format of ['csv', 'json'] as const) {
           const before = exportThreadsStarted()
@@ -111,7 +111,7 @@ describe('export threads', () => {
   }
 
   it('a slow reader holds the threads back; proxied calls are answered and recorded meanwhile, and the export is whole', async () => {
-    useExportThread(WORKER, 2)
+    useExportThread(WORKER, { threads: 2, minRows: 0 })
     // The calls proxied meanwhile are another tenant's: what this export holds is known before it starts.
     const want = expected('csv', 'many')
     const received: Buffer[] = []
@@ -150,7 +150,7 @@ describe('export threads', () => {
   })
 
   it('a client that leaves mid-export stops the threads; the server goes on and the next export is whole', async () => {
-    useExportThread(WORKER, 2)
+    useExportThread(WORKER, { threads: 2, minRows: 0 })
     await new Promise<void>((done, fail) => {
       const req = http.get(exportUrl('json', null), (res) => {
         let bytes = 0
@@ -187,7 +187,7 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     const missing = join(dir, 'not-a-worker.mjs')
     writeFileSync(missing, `throw new Error('this thread fails as it starts')\n`)
     for (const [script, threads] of [[dying, 1], [dying, 2], [missing, 1]] as const) {
-      useExportThread(script, threads)
+      useExportThread(script, { threads, minRows: 0 })
       for (const format of ['csv', 'json'] as const) {
         const before = exportThreadsStarted()
         const got = await request(exportUrl(format, null))
@@ -196,6 +196,16 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
         expect(got.text === expected(format, null)).toBe(true)
       }
     }
-    useExportThread(WORKER, 1)
+    useExportThread(WORKER, { threads: 1, minRows: 0 })
+  })
+
+  it('an export with few calls left after its first page is written on the main thread, starting no thread', async () => {
+    useExportThread(WORKER, { threads: 2, minRows: THREAD_MIN_ROWS })
+    // 6,000 calls over two days: the first page foretells about 4,000 more, far below the bar.
+    const before = exportThreadsStarted()
+    const got = await request(exportUrl('csv', 'one'))
+    expect(exportThreadsStarted()).toBe(before)
+    expect(got.text === expected('csv', 'one')).toBe(true)
+    useExportThread(WORKER, { threads: 1, minRows: 0 })
   })
 })

@@ -49,24 +49,37 @@ export type ThreadOutcome = { status: 'done' } | { status: 'closed' } | { status
 /** Pages a thread may have made and not yet had written: it reads ahead of the socket by this many. */
 const AHEAD = 3
 
+/**
+ * Fewer calls than this left (as the first page's density foretells): read on the main thread, a
+ * page per turn, as a thread's start (tens of ms, and its own heap) costs more than it would save.
+ */
+export const THREAD_MIN_ROWS = 50_000
+
 let script: string | null = null
 let threadsPerExport: number | null = null
+let minRows = THREAD_MIN_ROWS
 let started = 0
 
 /**
  * The built export thread (out/main/export-worker.js), given by the server's entry point (a
- * missing file is ignored); `threads` sets how many an export starts (tests; else by the cores). Without it (run from the sources) exports are read and formatted on
+ * missing file is ignored). Tests set `threads` (else by the cores) and `minRows` (THREAD_MIN_ROWS). Without it (run from the sources) exports are read and formatted on
  * the main thread, a page at a time between other events.
  */
-export function useExportThread(s: URL | string | undefined, threads?: number): void {
+export function useExportThread(s: URL | string | undefined, opts: { threads?: number; minRows?: number } = {}): void {
   if (s === undefined) return
   const path = typeof s === 'string' ? s : fileURLToPath(s)
   script = existsSync(path) ? path : null
-  if (threads !== undefined) threadsPerExport = threads
+  if (opts.threads !== undefined) threadsPerExport = opts.threads
+  if (opts.minRows !== undefined) minRows = opts.minRows
 }
 
 export function exportThreadScript(): string | null {
   return script
+}
+
+/** Whether an export with about `rows` calls left is worth handing to threads. */
+export function worthThreads(rows: number): boolean {
+  return rows >= minRows
 }
 
 /** How many export threads this process has started (tests). */

@@ -4,7 +4,7 @@ import { SqliteStore } from '../storage/sqlite'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter, type ExportRow, TS } from './export-format'
 import { type ExportWindow, type Keyset, SqlitePager, firstKeyset, keysetAfter, storePage } from './export-query'
-import { exportThreadCount, exportThreadScript, streamFromThreads } from './export-thread'
+import { exportThreadCount, exportThreadScript, streamFromThreads, worthThreads } from './export-thread'
 import { rangeWindow } from './window'
 
 /** Rows per page read on the main thread (a few milliseconds of work between other events). */
@@ -18,8 +18,8 @@ const MAX_SEGMENTS = 10_000
  * Streams every call of the window, oldest first, as CSV or `{"calls":[...]}`. Rows are read in
  * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing),
  * and the next chunk waits for the socket to drain: memory stays flat however many calls match.
- * The first page is read here (a small export never starts a thread); when there is more and the
- * ledger is a SQLite file, the rest is read and formatted on export threads (./export-thread.ts)
+ * The first page is read here (a small export never starts a thread); when many more calls follow
+ * and the ledger is a SQLite file, the rest is read and formatted on export threads (./export-thread.ts)
  * while this thread only writes their buffers. Without them (run from the sources, PostgreSQL,
  * or a thread failed: then from after the last page written) every page is read here, one page
  * per turn of the event loop. The bytes are the same either way.
@@ -60,13 +60,13 @@ export async function streamExport(
     }
     if (rows.length < PAGE) break
     const script = exportThreadScript()
-    if (script !== null && file !== null && !threadFailed) {
+    // The first page's time span says how dense the calls are, so about how many are left.
+    const perRow = Math.max(1, keyset.afterTs - (rows[0][TS] as number)) / rows.length
+    const rest = Math.min(win.end, Date.now() + 1) - keyset.afterTs
+    if (script !== null && file !== null && !threadFailed && worthThreads(rest / perRow)) {
       const threads = exportThreadCount()
-      // One thread reads the rest in one segment; more share it in segments of about a thread's
-      // page each (the first page's time span says how dense the calls are).
-      const perRow = Math.max(1, keyset.afterTs - (rows[0][TS] as number)) / rows.length
-      const rest = win.end - keyset.afterTs
-      const span = threads === 1 ? rest : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
+      // One thread reads the rest in one segment; more share it in segments of about a thread's page each.
+      const span = threads === 1 ? win.end - keyset.afterTs : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
       const r = await streamFromThreads(script, { file, format, window: win, origin: keyset, span, limit: THREAD_PAGE }, threads, res)
       if (r.status === 'done') break
       if (r.status === 'closed') return
