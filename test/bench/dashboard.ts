@@ -8,7 +8,7 @@
  * the export's rows per second, each beside its goal.
  * `--calls 10m` (or BENCH_CALLS=10000000) sets the size (default 1M); BENCH_REPS the
  * repetitions per endpoint (a multiple of 10); BENCH_FRESH=1 rebuilds the cached ledger;
- * BENCH_VERIFY=1 checks a reused one's rollups too.
+ * BENCH_VERIFY=1 checks a reused one's rollups too; BENCH_EXPORT_THREADS sets the threads per export.
  * The machine's load average is printed beside the figures: on a shared machine they mean little without it.
  */
 import http from 'node:http'
@@ -29,7 +29,7 @@ import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { silentLogger } from '../../src/main/log'
 import { createBurnrate } from '../../src/main/server/server'
-import { exportThreadCount } from '../../src/main/dashboard/export-thread'
+import { exportThreadCount, useExportThread } from '../../src/main/dashboard/export-thread'
 import { buildLedger, streamCalls } from './ledger-data'
 import { row } from './report'
 
@@ -205,6 +205,8 @@ export async function runDashboardBench(): Promise<void> {
   const server = createBurnrate(loadConfig({ config: configFile, dataDir: built.dir }, {}), { log: silentLogger, exportWorker: EXPORT_WORKER })
   const url = await server.listen()
   log(`server started on the ledger in ${(performance.now() - t0).toFixed(0)} ms`)
+  // BENCH_EXPORT_THREADS: threads per export other than this machine's (one core is left to the main thread, at most two).
+  if (process.env.BENCH_EXPORT_THREADS) useExportThread(EXPORT_WORKER, { threads: Number(process.env.BENCH_EXPORT_THREADS) })
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
     const tenant = 'tenant-2'
