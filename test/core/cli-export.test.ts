@@ -17,7 +17,7 @@ import { makeCall } from '../dashboard/seed'
  */
 const ROOT = resolve(__dirname, '../..')
 const CLI = join(ROOT, 'out/main/cli.js')
-const TRICKY = ['plain', 'comma, inside', 'a "quoted" word', 'line\nbreak', 'semi;colon', '=SUM(A1)', '-2', 'ünïcødé ✓', 'back\\slash', '']
+const TRICKY = ['plain', 'comma, inside', 'a "quoted" word', 'line\nbreak', 'semi;colon', '=SUM(A1)', '-2', 'ünïcødé ✓', 'back\\slash', 'unit\u001fseparator', '']
 const DAY = 86_400_000
 const start = Date.UTC(2026, 9, 1)
 

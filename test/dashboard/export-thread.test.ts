@@ -25,7 +25,7 @@ import { makeCall, rng } from './seed'
 const ROOT = resolve(__dirname, '../..')
 const WORKER = join(ROOT, 'out/main/export-worker.js')
 const N = 24_000
-const TRICKY = ['plain', 'comma, inside', 'a "quoted" word', 'line\nbreak', 'crlf\r\nbreak', 'semi;colon', ';=1+1', 'tab\t=1+1', '=SUM(A1)', '-2', '@cmd', 'ünïcødé ✓ 日本', 'back\\slash', 'ctl\u0001char', '']
+const TRICKY = ['plain', 'comma, inside', 'a "quoted" word', 'line\nbreak', 'crlf\r\nbreak', 'semi;colon', ';=1+1', 'tab\t=1+1', '=SUM(A1)', '-2', '@cmd', 'ünïcødé ✓ 日本', 'back\\slash', 'unit\u001fseparator', 'ctl\u0001char', '']
 const COSTS = [0.1 + 0.2, 1 / 3, 1e-7, 1e21, 123.456, 0, 5e-324, Infinity]
 
 let t: TestServer

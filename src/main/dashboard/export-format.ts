@@ -6,15 +6,29 @@ import { CSV_HEADER, IsoTimes, csvText } from './calls'
  * give (test/dashboard/export-format.test.ts holds it to them). Rows are arrays in the order of
  * `EXPORT_COLUMNS` (better-sqlite3's `.raw(true)`: no object per row), and a page of rows becomes
  * one string: each distinct text is escaped once (providers, models, keys, tenants, agents and
- * projects repeat on every row), times are formatted once per hour, and the line is built from
- * as few pieces as it can be, since joining many small strings into one costs per piece.
+ * projects repeat on every row; on SQLite they come joined, see CSV_JOINED_SQL), times are
+ * formatted once per hour, and the line is built from as few pieces as it can be, since joining
+ * many small strings into one costs per piece. JSON is one `JSON.stringify` of the page's calls.
  */
 
 /** The columns of `calls` a row of the export is read from, in `CALL_FIELDS` order (`ts` for `t`). */
 export const EXPORT_COLUMNS = CALL_FIELDS.map((f) => (f === 't' ? 'ts' : f))
 export const EXPORT_COLUMNS_SQL = EXPORT_COLUMNS.join(', ')
 
-/** Where `id` and `ts` are in a row (the keyset a page continues after). */
+const JOIN = ' || char(31) || '
+/**
+ * SQLite, CSV: the same columns, with the texts that repeat on every row joined in SQL by U+001F
+ * into two values (provider to agent, source to member): two strings a row to make and look up
+ * instead of nine. A text holding U+001F itself shows as a join of the wrong length, and its page
+ * is read again plainly.
+ */
+export const CSV_JOINED_SQL = [
+  'id', 'ts', ['provider', 'model', 'api_key_hash', 'tenant', 'agent'].join(JOIN), 'session', 'status', 'streamed',
+  'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cost_usd', 'priced',
+  'estimated', 'latency_ms', 'response_id', ['source', 'billing', 'project', 'member'].join(JOIN),
+].join(', ')
+
+/** Where `id` and `ts` are in a row, plain or joined (the keyset a page continues after). */
 export const ID = 0
 export const TS = 1
 
@@ -37,6 +51,21 @@ function memo(fn: (s: string) => string, max: number): (s: string) => string {
   }
 }
 
+/** CSV cells of texts joined by U+001F: each escaped, each followed by a comma; null when the join does not have `n` parts. */
+function joinedCells(n: number, max: number): (s: string) => string | null {
+  let seen = new Map<string, string | null>()
+  return (s) => {
+    let v = seen.get(s)
+    if (v === undefined) {
+      if (seen.size >= max) seen = new Map()
+      const parts = s.split('\x1f')
+      v = parts.length === n ? parts.map((p) => csvText(p) + ',').join('') : null
+      seen.set(s, v)
+    }
+    return v
+  }
+}
+
 /** A flag column as the export writes it: true only for 1. */
 const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
 
@@ -45,6 +74,8 @@ export class ExportFormatter {
   private readonly iso = new IsoTimes()
   /** Texts that repeat (few distinct values): escaped once, with the separator that follows them. */
   private readonly csvCell = memo((s) => csvText(s) + ',', 50_000)
+  private readonly head5 = joinedCells(5, 50_000)
+  private readonly tail4 = joinedCells(4, 50_000)
   private first: boolean
 
   /** `continued`: rows were written before (by another formatter), so the first row here is not the first of the export. */
@@ -82,6 +113,25 @@ export class ExportFormatter {
         r[10] + ',' + r[11] + ',' + r[12] + ',' + r[13] + ',' + r[14] + ',' + r[15] + ',' + flag(r[16]) + ',' +
         flag(r[17]) + ',' + r[18] + ',' + csvText(r[19] as string) + ',' + c(r[20] as string) + c(r[21] as string) +
         c(r[22] as string) + csvText(r[23] as string) + '\r\n'
+    }
+    return out
+  }
+
+  /**
+   * CSV of rows read with `CSV_JOINED_SQL`: the same text as `page` of the plain rows, or null
+   * when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
+   */
+  csvJoined(rows: readonly ExportRow[]): string | null {
+    const iso = this.iso
+    let out = ''
+    for (const r of rows) {
+      const head = this.head5(r[2] as string)
+      const tail = this.tail4(r[16] as string)
+      if (head === null || tail === null) return null
+      out +=
+        r[0] + ',' + iso.of(r[1] as number) + ',' + head + csvText(r[3] as string) + ',' + r[4] + ',' + flag(r[5]) + ',' +
+        r[6] + ',' + r[7] + ',' + r[8] + ',' + r[9] + ',' + r[10] + ',' + r[11] + ',' + flag(r[12]) + ',' + flag(r[13]) + ',' +
+        r[14] + ',' + csvText(r[15] as string) + ',' + tail.slice(0, -1) + '\r\n'
     }
     return out
   }

@@ -10,7 +10,7 @@
 import { parentPort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { ExportFormatter } from './export-format'
-import { type Keyset, SqlitePager, keysetAfter } from './export-query'
+import { type Keyset, SqlitePager } from './export-query'
 import { type ExportThreadData, type ExportThreadReply, type ExportThreadRequest, segmentOf } from './export-thread'
 
 const data = workerData as ExportThreadData
@@ -29,7 +29,7 @@ function bytes(text: string): Uint8Array {
 let db: Database.Database | null = null
 try {
   db = new Database(data.file, { readonly: true, fileMustExist: true })
-  const pager = new SqlitePager(db, data.window, data.limit)
+  const pager = new SqlitePager(db, data.window, data.limit, data.format)
   // The main thread wrote the export's first rows: every row here follows another.
   const format = new ExportFormatter(data.format, true)
   let seg = data.thread
@@ -52,12 +52,12 @@ try {
           return
         }
         credit--
-        const rows = pager.page(keyset, part.start, part.end)
-        const last = rows.length < pager.limit
-        if (rows.length > 0) {
-          keyset = keysetAfter(rows)
-          const page = bytes(format.page(rows))
-          send({ type: 'page', seg, last, page, rows: rows.length, ...keyset }, [page.buffer as ArrayBuffer])
+        const got = pager.page(format, keyset, part.start, part.end)
+        const last = got.rows < pager.limit
+        if (got.keyset !== null) {
+          keyset = got.keyset
+          const page = bytes(got.text)
+          send({ type: 'page', seg, last, page, rows: got.rows, ...keyset }, [page.buffer as ArrayBuffer])
         } else send({ type: 'page', seg, last, page: null, rows: 0, ...keyset })
         if (last) {
           seg += data.threads

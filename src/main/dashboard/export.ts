@@ -2,8 +2,8 @@ import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
 import { SqliteStore } from '../storage/sqlite'
 import type { DashDeps } from './deps'
-import { type ExportFormat, ExportFormatter, type ExportRow, TS } from './export-format'
-import { type ExportWindow, type Keyset, SqlitePager, firstKeyset, keysetAfter, storePage } from './export-query'
+import { type ExportFormat, ExportFormatter } from './export-format'
+import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
 import { exportThreadCount, exportThreadScript, streamFromThreads, worthThreads } from './export-thread'
 import { rangeWindow } from './window'
 
@@ -47,21 +47,21 @@ export async function streamExport(
   })
   let text = new ExportFormatter(format)
   if (!(await write(res, text.head()))) return
-  const read = pageReader(d, win)
+  const read = pageReader(d, win, format)
   const file = ledgerFile(d)
   let threadFailed = false
   let keyset: Keyset = firstKeyset(win)
   for (;;) {
     if (closed) return
-    const rows = await read(keyset)
-    if (rows.length > 0) {
-      keyset = keysetAfter(rows)
-      if (!(await write(res, text.page(rows)))) return
+    const got = await read(text, keyset)
+    if (got.keyset !== null) {
+      keyset = got.keyset
+      if (!(await write(res, got.text))) return
     }
-    if (rows.length < PAGE) break
+    if (got.rows < PAGE) break
     const script = exportThreadScript()
-    // The first page's time span says how dense the calls are, so about how many are left.
-    const perRow = Math.max(1, keyset.afterTs - (rows[0][TS] as number)) / rows.length
+    // The page's time span says how dense the calls are, so about how many are left.
+    const perRow = Math.max(1, keyset.afterTs - (got.firstTs as number)) / got.rows
     const rest = Math.min(win.end, Date.now() + 1) - keyset.afterTs
     if (script !== null && file !== null && !threadFailed && worthThreads(rest / perRow)) {
       const threads = exportThreadCount()
@@ -87,13 +87,13 @@ function ledgerFile(d: DashDeps): string | null {
 }
 
 /** Pages on this thread: raw arrays straight from better-sqlite3, or rows through the SQL seam (PostgreSQL). */
-function pageReader(d: DashDeps, w: ExportWindow): (k: Keyset) => Promise<ExportRow[]> {
+function pageReader(d: DashDeps, w: ExportWindow, format: ExportFormat): (f: ExportFormatter, k: Keyset) => Promise<PageText> {
   if (d.q instanceof SqliteStore) {
-    const pager = new SqlitePager(d.q.db, w, PAGE)
-    return async (k) => pager.page(k)
+    const pager = new SqlitePager(d.q.db, w, PAGE, format)
+    return async (f, k) => pager.page(f, k)
   }
   const q = d.q
-  return (k) => storePage(q, w, k, PAGE)
+  return (f, k) => storePage(q, f, w, k, PAGE)
 }
 
 /** Writes, then waits for the socket to drain if its buffer is full. False when the client left. */

@@ -44,7 +44,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     }
     await prepareLocal()
     const { ExportFormatter } = await import('../../dashboard/export-format')
-    const { SqlitePager, firstKeyset, keysetAfter, storePage } = await import('../../dashboard/export-query')
+    const { SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
     const ledger = await openLocalLedger(t)
     try {
       const window = {
@@ -55,18 +55,19 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       }
       // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
       const PAGE = 5000
-      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
-      const text = new ExportFormatter(o.format === 'csv' ? 'csv' : 'json')
+      const format = o.format === 'csv' ? 'csv' : 'json'
+      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE, format) : null
+      const text = new ExportFormatter(format)
       async function* pages() {
         yield text.head()
         let keyset = firstKeyset(window)
         for (;;) {
-          const rows = sqlite ? sqlite.page(keyset) : await storePage(ledger.store, window, keyset, PAGE)
-          if (rows.length > 0) {
-            keyset = keysetAfter(rows)
-            yield text.page(rows)
+          const got = sqlite ? sqlite.page(text, keyset) : await storePage(ledger.store, text, window, keyset, PAGE)
+          if (got.keyset !== null) {
+            keyset = got.keyset
+            yield got.text
           }
-          if (rows.length < PAGE) break
+          if (got.rows < PAGE) break
         }
         // A file or terminal gets a last line break after the JSON.
         yield text.tail() + (text.format === 'json' ? '\n' : '')
