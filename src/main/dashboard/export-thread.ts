@@ -62,8 +62,9 @@ let started = 0
 
 /**
  * The built export thread (out/main/export-worker.js), given by the server's entry point (a
- * missing file is ignored). Tests set `threads` (else by the cores) and `minRows` (THREAD_MIN_ROWS). Without it (run from the sources) exports are read and formatted on
- * the main thread, a page at a time between other events.
+ * missing file is ignored). Without it (run from the sources) exports are read and formatted on
+ * the main thread, a page at a time between other events. Tests and the bench set `threads` per
+ * export (else by the cores) and `minRows` (else THREAD_MIN_ROWS).
  */
 export function useExportThread(s: URL | string | undefined, opts: { threads?: number; minRows?: number } = {}): void {
   if (s === undefined) return
