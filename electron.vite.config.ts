@@ -17,6 +17,7 @@ export default defineConfig({
           index: resolve(__dirname, 'src/main/index.ts'),
           'ledger-worker': resolve(__dirname, 'src/main/ledger/write-worker.ts'),
           'estimate-worker': resolve(__dirname, 'src/main/metering/estimate-worker.ts'),
+          'export-worker': resolve(__dirname, 'src/main/dashboard/export-worker.ts'),
         },
         // out/main/cli.js is the package's `burnrate` bin.
         output: { banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : '') },

@@ -16,15 +16,17 @@ const { enableCompileCache } = await import('node:module')
 enableCompileCache?.()
 
 const args = process.argv.slice(2)
-// The ledger's write thread and the estimate thread, built beside this file (absent when run from
-// the sources: the ledger then writes itself, and estimates are counted on the main thread in slices).
+// The ledger's write thread, the estimate thread and the export thread, built beside this file
+// (absent when run from the sources: the ledger then writes itself, estimates are counted and
+// exports read on the main thread in slices).
 const ledgerWorker = new URL('./ledger-worker.js', import.meta.url)
 const estimateWorker = new URL('./estimate-worker.js', import.meta.url)
+const exportWorker = new URL('./export-worker.js', import.meta.url)
 const { servesDirectly } = await import('./cli/serve-args')
 const serveArgs = servesDirectly(args)
 if (serveArgs) {
   const { runHeadless } = await import('./headless')
-  await runHeadless(serveArgs, { ledgerWorker, estimateWorker })
+  await runHeadless(serveArgs, { ledgerWorker, estimateWorker, exportWorker })
 } else {
   const { runCli } = await import('./cli/program')
   process.exitCode = await runCli(args, { ledgerWorker })

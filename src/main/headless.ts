@@ -8,7 +8,7 @@ const USAGE = `Usage: burnrate [--config <file>] [--host <address>] [--port <n>]
 Environment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR, BURNRATE_DATABASE_URL (flags win).`
 
 /** Runs the server core under plain Node until SIGINT or SIGTERM, then flushes and exits. */
-export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; estimateWorker?: URL } = {}): Promise<void> {
+export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; estimateWorker?: URL; exportWorker?: URL } = {}): Promise<void> {
   const log = createLogger()
   let flags
   try {
@@ -35,7 +35,7 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   let server
   try {
     const config = loadConfig({ config: flags.config, host: flags.host, port: flags.port, dataDir: flags['data-dir'] })
-    server = createBurnrate(config, { log, ledgerWorker: opts.ledgerWorker, estimateWorker: opts.estimateWorker })
+    server = createBurnrate(config, { log, ledgerWorker: opts.ledgerWorker, estimateWorker: opts.estimateWorker, exportWorker: opts.exportWorker })
     const url = await server.listen()
     log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
   } catch (err) {

@@ -8,13 +8,14 @@
  * the export's rows per second, each beside its goal.
  * `--calls 10m` (or BENCH_CALLS=10000000) sets the size (default 1M); BENCH_REPS the
  * repetitions per endpoint (a multiple of 10); BENCH_FRESH=1 rebuilds the cached ledger;
- * BENCH_VERIFY=1 checks a reused one's rollups too.
+ * BENCH_VERIFY=1 checks a reused one's rollups too; BENCH_EXPORT_THREADS sets the threads per export.
  * The machine's load average is printed beside the figures: on a shared machine they mean little without it.
  */
 import http from 'node:http'
 import { rmSync, statSync, writeFileSync } from 'node:fs'
 import { cpus, loadavg, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { performance } from 'node:perf_hooks'
 import Database from 'better-sqlite3'
 import { stringify } from 'yaml'
@@ -28,7 +29,9 @@ import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { silentLogger } from '../../src/main/log'
 import { createBurnrate } from '../../src/main/server/server'
+import { exportThreadCount, useExportThread } from '../../src/main/dashboard/export-thread'
 import { buildLedger, streamCalls } from './ledger-data'
+import { row } from './report'
 
 /** `--calls 10m`, `--calls 2500000`, or BENCH_CALLS. */
 function callsOption(): number {
@@ -45,6 +48,8 @@ const ROUNDS = 10
 const TZ = 'Europe/Berlin'
 const P95_TARGET_MS = 50
 const EXPORT_TARGET_ROWS_S = 200_000
+/** The built export thread (`npm run bench` builds first), as the headless server (out/main/cli.js) uses it. */
+const EXPORT_WORKER = resolve(dirname(fileURLToPath(import.meta.url)), '../../out/main/export-worker.js')
 
 function log(line: string): void {
   process.stderr.write(`${line}\n`)
@@ -183,16 +188,25 @@ export async function runDashboardBench(): Promise<void> {
     const cost = batchWriteCost(built.dir, sample)
     log(`ledger batch writer (batches of 50): ${cost.without.toFixed(1)} µs/call without rollups, ${cost.withRollups.toFixed(1)} µs/call with them (off the request path)`)
   }
-  const size = sizes(built.file, shape.calls)
-  log(`\ndatabase size per million calls: ${(size.total / MiB).toFixed(0)} MiB in use (file ${(statSync(built.file).size / MiB).toFixed(0)} MiB for ${shape.calls.toLocaleString('en-US')} calls)`)
-  for (const [k, b] of size.parts) if (b >= 0.5 * MiB) log(`  ${k.padEnd(30)} ${(b / MiB).toFixed(1).padStart(7)} MiB`)
+  // BENCH_ONLY / BENCH_SKIP: a regular expression of endpoints to time (or to leave out); `size` and `export` name those parts.
+  const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null
+  const skip = process.env.BENCH_SKIP ? new RegExp(process.env.BENCH_SKIP) : null
+  const chosen = (name: string) => (!only || only.test(name)) && !(skip && skip.test(name))
+  if (chosen('size')) {
+    // Reads every page of the file (dbstat): minutes at 10M calls.
+    const size = sizes(built.file, shape.calls)
+    log(`\ndatabase size per million calls: ${(size.total / MiB).toFixed(0)} MiB in use (file ${(statSync(built.file).size / MiB).toFixed(0)} MiB for ${shape.calls.toLocaleString('en-US')} calls)`)
+    for (const [k, b] of size.parts) if (b >= 0.5 * MiB) log(`  ${k.padEnd(30)} ${(b / MiB).toFixed(1).padStart(7)} MiB`)
+  }
 
   const configFile = join(built.dir, 'config.yaml')
   writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: TZ, pricing: { auto_update: false } }))
   t0 = performance.now()
-  const server = createBurnrate(loadConfig({ config: configFile, dataDir: built.dir }, {}), { log: silentLogger })
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir: built.dir }, {}), { log: silentLogger, exportWorker: EXPORT_WORKER })
   const url = await server.listen()
   log(`server started on the ledger in ${(performance.now() - t0).toFixed(0)} ms`)
+  // BENCH_EXPORT_THREADS: threads per export other than this machine's (one core is left to the main thread, at most two).
+  if (process.env.BENCH_EXPORT_THREADS) useExportThread(EXPORT_WORKER, { threads: Number(process.env.BENCH_EXPORT_THREADS) })
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
     const tenant = 'tenant-2'
@@ -210,10 +224,7 @@ export async function runDashboardBench(): Promise<void> {
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}&since=${month}`),
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}`),
     ]
-    // BENCH_ONLY / BENCH_SKIP: a regular expression of endpoints to time (or to leave out).
-    const only = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null
-    const skip = process.env.BENCH_SKIP ? new RegExp(process.env.BENCH_SKIP) : null
-    endpoints = endpoints.filter((e) => (!only || only.test(e)) && !(skip && skip.test(e)))
+    endpoints = endpoints.filter(chosen)
     log(`\nendpoint latency over HTTP, ${REPS} requests each in ${ROUNDS} interleaved rounds (ms); load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
     for (const e of endpoints) for (let i = 0; i < 3; i++) await get(agent, `${url}/api/dashboard/${e}`)
     const times = new Map<string, number[]>(endpoints.map((e) => [e, []]))
@@ -239,9 +250,12 @@ export async function runDashboardBench(): Promise<void> {
       log(`${('/' + e).padEnd(48)} ${pct(ts, 0.5).toFixed(2).padStart(7)} ${p95.toFixed(2).padStart(7)} ${ts[ts.length - 1].toFixed(2).padStart(7)} ${('<= ' + P95_TARGET_MS).padStart(9)}  ${bytes.get(e)}${p95 > P95_TARGET_MS ? '  OVER GOAL' : ''}`)
     }
     log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
-    log(`\nexport (every call of the window, streamed), against reading the same rows from SQLite alone (baseline)`)
+    log(
+      `\nexport (every call of the window, streamed, on ${exportThreadCount()} export thread(s) after the first page), against reading the same rows ` +
+        `from SQLite alone (baseline, better-sqlite3 objects); CPU is this process's, every thread, the HTTP client's too; load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
+    )
     const ro = new Database(built.file, { readonly: true })
-    for (const e of ['export?format=csv&range=30d', 'export?format=json&range=30d', `export?format=csv&range=30d&tenant=${tenant}`].filter((e) => !skip || !skip.test(e))) {
+    for (const e of ['export?format=csv&range=30d', 'export?format=json&range=30d', `export?format=csv&range=30d&tenant=${tenant}`].filter(chosen)) {
       const since = Date.now() - 30 * 86_400_000
       const where = `ts >= ?${e.includes('tenant') ? ` AND tenant = '${tenant}'` : ''}`
       const rows = ro.prepare(`SELECT count(*) FROM calls WHERE ${where}`).pluck().get(since) as number
@@ -250,15 +264,19 @@ export async function runDashboardBench(): Promise<void> {
       for (const _ of ro.prepare(`SELECT * FROM calls WHERE ${where} ORDER BY ts, id`).iterate(since)) read++
       const baseRate = read / ((performance.now() - s) / 1000)
       s = performance.now()
+      const cpu0 = process.cpuUsage()
       const r = await get(agent, `${url}/api/dashboard/${e}`)
       const secs = (performance.now() - s) / 1000
+      const cpu = process.cpuUsage(cpu0)
+      const cpuPerCall = (cpu.user + cpu.system) / rows
       const rate = rows / secs
       if (r.status !== 200) throw new Error(`${e} answered ${r.status}`)
       if (rate < EXPORT_TARGET_ROWS_S) failed = true
       log(
         `${('/' + e).padEnd(48)} ${rows.toLocaleString('en-US')} calls, ${(r.bytes / MiB).toFixed(0)} MiB in ${secs.toFixed(2)} s: ${Math.round(rate).toLocaleString('en-US')} calls/s ` +
-          `(goal >= ${EXPORT_TARGET_ROWS_S.toLocaleString('en-US')}; SQLite read alone ${Math.round(baseRate).toLocaleString('en-US')}/s, ${(rate / baseRate).toFixed(2)}x)${rate < EXPORT_TARGET_ROWS_S ? '  UNDER GOAL' : ''}`,
+          `(goal >= ${EXPORT_TARGET_ROWS_S.toLocaleString('en-US')}; SQLite read alone ${Math.round(baseRate).toLocaleString('en-US')}/s, ${(rate / baseRate).toFixed(2)}x; CPU ${cpuPerCall.toFixed(1)} µs/call)${rate < EXPORT_TARGET_ROWS_S ? '  UNDER GOAL' : ''}`,
       )
+      row(`dashboard ${CALLS / 1e6}M: ${e.replace('export?', 'export ')}`, rate, baseRate, `>= ${EXPORT_TARGET_ROWS_S}`, 'calls/s')
     }
     ro.close()
     agent.destroy()

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { type CallRow, CsvFormatter, csvLine, csvText } from './calls'
+import { CSV_HEADER, type CallRow, csvLine, csvText, toCall } from './calls'
+import { EXPORT_COLUMNS, ExportFormatter } from './export-format'
 
 describe('csvText', () => {
   it('quotes per RFC 4180 only when needed', () => {
@@ -28,34 +29,58 @@ describe('csvText', () => {
   })
 })
 
-describe('CsvFormatter', () => {
+describe('ExportFormatter', () => {
   const row = (over: Partial<CallRow>): CallRow => ({
     id: 1, ts: 1_763_900_000_123, provider: 'openai', model: 'gpt-4o', api_key_hash: 'ab'.repeat(32), tenant: 't', agent: 'codex',
     session: 's', status: 200, streamed: 1, input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0,
     reasoning_tokens: 0, cost_usd: 0.000123, priced: 1, estimated: 0, latency_ms: 12.5, response_id: '', source: 'proxy',
     billing: 'api', project: '', member: '', ...over,
   })
+  const raw = (r: CallRow) => EXPORT_COLUMNS.map((c) => r[c as keyof CallRow])
 
-  it('writes exactly what csvLine writes, for any time and any text, including repeated ones', () => {
-    const f = new CsvFormatter()
-    const texts = ['', 'plain', 'a,b', '=1+1', 'say "hi"', 'two\nlines', ';=x', 'ünïcode ✓', '-', '@x', '\t']
+  it('writes exactly what csvLine and JSON.stringify(toCall) write, for any time, number and text, including repeated ones, in pages of any size', () => {
+    const texts = ['', 'plain', 'a,b', '=1+1', 'say "hi"', 'two\nlines', ';=x', 'ünïcode ✓', '-', '@x', '\t', 'back\\slash', 'ctl\u0001', '\u2028']
     const times = [0, 1, 999, 1000, 59_999, 60_000, 3_599_999, 3_600_000, 1_763_900_000_123, 1_763_903_599_999, 253_402_300_799_999, 253_402_300_800_000, -1, 1.5]
+    const numbers = [0.1 + 0.2, 1 / 3, 1e-7, 1e21, -0, 5e-324, Infinity, -Infinity, NaN]
+    const rows: CallRow[] = []
     let id = 0
     for (let round = 0; round < 2; round++) {
       for (const ts of times) {
         for (const t of texts) {
-          const r = row({ id: ++id, ts, provider: t, model: t + 'm', tenant: t, session: t, project: t, member: t, cost_usd: id * 0.1, streamed: id % 2, latency_ms: id / 3 })
-          expect(f.csv(r)).toBe(csvLine(r))
+          id++
+          rows.push(row({
+            id, ts, provider: t, model: t + 'm', api_key_hash: t, tenant: t, agent: t, session: t, project: t, member: t,
+            response_id: t, source: t as CallRow['source'], billing: t as CallRow['billing'], cost_usd: numbers[id % numbers.length],
+            streamed: id % 3, priced: id % 2, estimated: (id + 1) % 2, latency_ms: id / 3, status: id % 7 === 0 ? 1.5 : 200,
+          }))
         }
       }
+    }
+    for (const size of [1, 7, 500]) {
+      const csv = new ExportFormatter('csv')
+      const json = new ExportFormatter('json')
+      let gotCsv = csv.head()
+      let gotJson = json.head()
+      for (let i = 0; i < rows.length; i += size) {
+        const page = rows.slice(i, i + size).map(raw)
+        gotCsv += csv.page(page)
+        gotJson += json.page(page)
+      }
+      expect(gotCsv + csv.tail()).toBe(CSV_HEADER + rows.map(csvLine).join(''))
+      expect(gotJson + json.tail()).toBe('{"calls":[' + rows.map((r) => JSON.stringify(toCall(r))).join(',') + ']}')
     }
   })
 
   it('writes the same once its memory of texts has filled and been cleared', () => {
-    const f = new CsvFormatter()
-    for (let i = 0; i < 50_000; i++) {
-      const r = row({ id: i, session: `s-${i}`, ts: 1_763_900_000_000 + i * 7919 })
-      expect(f.csv(r)).toBe(csvLine(r))
+    const csv = new ExportFormatter('csv')
+    for (let i = 0; i < 120_000; i += 1000) {
+      const rs = Array.from({ length: 1000 }, (_, j) => row({ id: i + j, agent: `a-${i + j}`, ts: 1_763_900_000_000 + (i + j) * 7919 }))
+      expect(csv.page(rs.map(raw))).toBe(rs.map(csvLine).join(''))
     }
+  })
+
+  it('continues an export another formatter began: the first JSON row gets its comma', () => {
+    expect(new ExportFormatter('json', true).page([raw(row({}))])).toBe(',' + JSON.stringify(toCall(row({}))))
+    expect(new ExportFormatter('json').page([])).toBe('')
   })
 })

@@ -137,39 +137,3 @@ export class IsoTimes {
     return this.prefix + (m < 10 ? '0' : '') + m + ':' + (sec < 10 ? '0' : '') + sec + '.' + (ms < 10 ? '00' : ms < 100 ? '0' : '') + ms + 'Z'
   }
 }
-
-/** A string function's answers, remembered (a ledger's providers, models, keys and tenants repeat on every row). */
-function memo(fn: (s: string) => string, max = 20_000): (s: string) => string {
-  const seen = new Map<string, string>()
-  return (s) => {
-    let v = seen.get(s)
-    if (v === undefined) {
-      if (seen.size >= max) seen.clear()
-      v = fn(s)
-      seen.set(s, v)
-    }
-    return v
-  }
-}
-
-/**
- * Formats calls as CSV for an export, line for line what `csvLine` gives, with less work per
- * line: times formatted per hour, each distinct text checked and quoted once. (JSON needs no
- * such help: `JSON.stringify(toCall(r))` is as fast as building its text by hand.)
- */
-export class CsvFormatter {
-  private readonly iso = new IsoTimes()
-  private readonly csvCell = memo(csvText)
-
-  csv(r: CallRow): string {
-    const c = this.csvCell
-    return (
-      r.id + ',' + this.iso.of(r.ts) + ',' + c(r.provider) + ',' + c(r.model) + ',' + c(r.api_key_hash) + ',' +
-      c(r.tenant) + ',' + c(r.agent) + ',' + c(r.session) + ',' + r.status + ',' + (r.streamed === 1) + ',' +
-      r.input_tokens + ',' + r.output_tokens + ',' + r.cache_read_tokens + ',' + r.cache_write_tokens + ',' +
-      r.reasoning_tokens + ',' + r.cost_usd + ',' + (r.priced === 1) + ',' + (r.estimated === 1) + ',' +
-      r.latency_ms + ',' + c(r.response_id) + ',' + c(r.source) + ',' + c(r.billing) + ',' + c(r.project) + ',' +
-      c(r.member) + '\r\n'
-    )
-  }
-}

@@ -20,6 +20,7 @@ import { openStorage } from '../storage/open'
 import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
 import { settleEstimates, useEstimateThread } from '../metering/estimator'
+import { useExportThread } from '../dashboard/export-thread'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
@@ -74,6 +75,8 @@ export interface CreateOptions {
   ledgerWorker?: URL | string
   /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
   estimateWorker?: URL | string
+  /** The built export thread (out/main/export-worker.js): big exports are read and formatted there. */
+  exportWorker?: URL | string
   /** Time allowed for a request's headers (tests shorten it). */
   headersTimeoutMs?: number
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
@@ -99,6 +102,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker })
   const ledger = storage.ledger
   useEstimateThread(opts.estimateWorker)
+  useExportThread(opts.exportWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE

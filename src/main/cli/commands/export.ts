@@ -6,7 +6,6 @@ import { Option } from 'commander'
 import type { RegisterCommand } from '.'
 import { CliError, EXIT } from '../context'
 import { parseWhen } from '../../report/report'
-import type { SqlStore } from '../../storage/sql'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 
 /** `burnrate export`: every call of a window, as the dashboard's export gives it (CSV or JSON). */
@@ -44,44 +43,39 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       return
     }
     await prepareLocal()
-    const { CALL_COLUMNS, CSV_HEADER, csvLine, toCall } = await import('../../dashboard/calls')
+    const { ExportFormatter } = await import('../../dashboard/export-format')
+    const { SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
     const ledger = await openLocalLedger(t)
     try {
-      const where = ['ts >= @since', 'ts < @until']
-      if (o.tenant) where.push('tenant = @tenant')
-      const params = { since: o.since ? parseWhen(o.since, tz) : 0, until: o.until ? parseWhen(o.until, tz, true) : Number.MAX_SAFE_INTEGER, tenant: o.tenant }
-      const rows = ledger.store.dialect === 'sqlite'
-        ? ledger.db.prepare(`SELECT ${CALL_COLUMNS} FROM calls WHERE ${where.join(' AND ')} ORDER BY ts, id`).iterate(params)
-        : pages(ledger.store, `SELECT ${CALL_COLUMNS}, id AS page_id FROM calls WHERE ${where.join(' AND ')}`, params)
-      const csv = o.format === 'csv'
-      async function* lines() {
-        yield csv ? CSV_HEADER : '{"calls":['
-        let first = true
-        for await (const r of rows as AsyncIterable<any> | Iterable<any>) {
-          yield csv ? csvLine(r) : (first ? '' : ',') + JSON.stringify(toCall(r))
-          first = false
-        }
-        if (!csv) yield ']}\n'
+      const window = {
+        start: o.since ? (parseWhen(o.since, tz) as number) : 0,
+        end: o.until ? (parseWhen(o.until, tz, true) as number) : Number.MAX_SAFE_INTEGER,
+        tenant: (o.tenant as string | undefined) ?? null,
+        member: null,
       }
-      await pipeline(Readable.from(lines()), sink)
+      // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
+      const PAGE = 5000
+      const format = o.format === 'csv' ? 'csv' : 'json'
+      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE, format) : null
+      const text = new ExportFormatter(format)
+      async function* pages() {
+        yield text.head()
+        let keyset = firstKeyset(window)
+        for (;;) {
+          const got = sqlite ? sqlite.page(text, keyset) : await storePage(ledger.store, text, window, keyset, PAGE)
+          if (got.keyset !== null) {
+            keyset = got.keyset
+            yield got.text
+          }
+          if (got.rows < PAGE) break
+        }
+        // A file or terminal gets a last line break after the JSON.
+        yield text.tail() + (text.format === 'json' ? '\n' : '')
+      }
+      await pipeline(Readable.from(pages()), sink)
     } finally {
       await ledger.close()
     }
   })
 }
 
-/** PostgreSQL: the calls in (ts, id) order, a page at a time (never the whole ledger in memory). */
-async function* pages(store: SqlStore, select: string, params: Record<string, unknown>): AsyncGenerator<Record<string, unknown>> {
-  const PAGE = 5000
-  let after: { ts: number; id: number } | null = null
-  for (;;) {
-    const next = after ? ' AND (ts > @after_ts OR (ts = @after_ts AND id > @after_id))' : ''
-    const rows: Record<string, unknown>[] = await store.all(`${select}${next} ORDER BY ts, id LIMIT ${PAGE}`, {
-      ...params, after_ts: after?.ts, after_id: after?.id,
-    })
-    for (const r of rows) yield r
-    if (rows.length < PAGE) return
-    const last = rows[rows.length - 1]
-    after = { ts: last.ts as number, id: last.page_id as number }
-  }
-}

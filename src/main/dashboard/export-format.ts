@@ -1,0 +1,161 @@
+import { CALL_FIELDS } from '../../shared/api'
+import { CSV_HEADER, IsoTimes, csvText } from './calls'
+
+/**
+ * The export's text, built fast and byte for byte what `csvLine(r)` and `JSON.stringify(toCall(r))`
+ * give (test/dashboard/export-format.test.ts holds it to them). Rows are arrays in the order of
+ * `EXPORT_COLUMNS` (better-sqlite3's `.raw(true)`: no object per row), and a page of rows becomes
+ * one string: each distinct text is escaped once (providers, models, keys, tenants, agents and
+ * projects repeat on every row; on SQLite they come joined, see CSV_JOINED_SQL), times are
+ * formatted once per hour, and the line is built from as few pieces as it can be, since joining
+ * many small strings into one costs per piece. JSON is one `JSON.stringify` of the page's calls.
+ */
+
+/** The columns of `calls` a row of the export is read from, in `CALL_FIELDS` order (`ts` for `t`). */
+export const EXPORT_COLUMNS = CALL_FIELDS.map((f) => (f === 't' ? 'ts' : f))
+export const EXPORT_COLUMNS_SQL = EXPORT_COLUMNS.join(', ')
+
+const JOIN = ' || char(31) || '
+/**
+ * SQLite, CSV: the same columns, with the texts that repeat on every row joined in SQL by U+001F
+ * into two values (provider to agent, source to member): two strings a row to make and look up
+ * instead of nine. A text holding U+001F itself shows as a join of the wrong length, and its page
+ * is read again plainly.
+ */
+export const CSV_JOINED_SQL = [
+  'id', 'ts', ['provider', 'model', 'api_key_hash', 'tenant', 'agent'].join(JOIN), 'session', 'status', 'streamed',
+  'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cost_usd', 'priced',
+  'estimated', 'latency_ms', 'response_id', ['source', 'billing', 'project', 'member'].join(JOIN),
+].join(', ')
+
+/** Where `id` and `ts` are in a row, plain or joined (the keyset a page continues after). */
+export const ID = 0
+export const TS = 1
+
+/** A row as read: the values of `EXPORT_COLUMNS`, in order. */
+export type ExportRow = unknown[]
+
+export type ExportFormat = 'csv' | 'json'
+
+/** A string function's answers, remembered; forgotten all at once past `max` (a ledger's texts mostly repeat). */
+function memo(fn: (s: string) => string, max: number): (s: string) => string {
+  let seen = new Map<string, string>()
+  return (s) => {
+    let v = seen.get(s)
+    if (v === undefined) {
+      if (seen.size >= max) seen = new Map()
+      v = fn(s)
+      seen.set(s, v)
+    }
+    return v
+  }
+}
+
+/** CSV cells of texts joined by U+001F: each escaped, each followed by a comma; null when the join does not have `n` parts. */
+function joinedCells(n: number, max: number): (s: string) => string | null {
+  let seen = new Map<string, string | null>()
+  return (s) => {
+    let v = seen.get(s)
+    if (v === undefined) {
+      if (seen.size >= max) seen = new Map()
+      const parts = s.split('\x1f')
+      v = parts.length === n ? parts.map((p) => csvText(p) + ',').join('') : null
+      seen.set(s, v)
+    }
+    return v
+  }
+}
+
+/** A flag column as the export writes it: true only for 1. */
+const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
+
+/** Builds the export's text a page at a time; one formatter per export (it remembers what it has seen). */
+export class ExportFormatter {
+  private readonly iso = new IsoTimes()
+  /** Texts that repeat (few distinct values): escaped once, with the separator that follows them. */
+  private readonly csvCell = memo((s) => csvText(s) + ',', 50_000)
+  private readonly head5 = joinedCells(5, 50_000)
+  private readonly tail4 = joinedCells(4, 50_000)
+  private first: boolean
+
+  /** `continued`: rows were written before (by another formatter), so the first row here is not the first of the export. */
+  constructor(
+    readonly format: ExportFormat,
+    continued = false,
+  ) {
+    this.first = !continued
+  }
+
+  /** What comes before the first row. */
+  head(): string {
+    return this.format === 'csv' ? CSV_HEADER : '{"calls":['
+  }
+
+  /** What comes after the last row (the HTTP export's; the CLI adds its own line break). */
+  tail(): string {
+    return this.format === 'csv' ? '' : ']}'
+  }
+
+  /** The rows, in order, as one string. */
+  page(rows: readonly ExportRow[]): string {
+    return this.format === 'csv' ? this.csv(rows) : this.json(rows)
+  }
+
+  private csv(rows: readonly ExportRow[]): string {
+    const c = this.csvCell
+    const iso = this.iso
+    let out = ''
+    for (const r of rows) {
+      // session and response_id are (nearly) one per call: escaped directly, not remembered.
+      out +=
+        r[0] + ',' + iso.of(r[1] as number) + ',' + c(r[2] as string) + c(r[3] as string) + c(r[4] as string) +
+        c(r[5] as string) + c(r[6] as string) + csvText(r[7] as string) + ',' + r[8] + ',' + flag(r[9]) + ',' +
+        r[10] + ',' + r[11] + ',' + r[12] + ',' + r[13] + ',' + r[14] + ',' + r[15] + ',' + flag(r[16]) + ',' +
+        flag(r[17]) + ',' + r[18] + ',' + csvText(r[19] as string) + ',' + c(r[20] as string) + c(r[21] as string) +
+        c(r[22] as string) + csvText(r[23] as string) + '\r\n'
+    }
+    return out
+  }
+
+  /**
+   * CSV of rows read with `CSV_JOINED_SQL`: the same text as `page` of the plain rows, or null
+   * when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
+   */
+  csvJoined(rows: readonly ExportRow[]): string | null {
+    const iso = this.iso
+    let out = ''
+    for (const r of rows) {
+      const head = this.head5(r[2] as string)
+      const tail = this.tail4(r[16] as string)
+      if (head === null || tail === null) return null
+      out +=
+        r[0] + ',' + iso.of(r[1] as number) + ',' + head + csvText(r[3] as string) + ',' + r[4] + ',' + flag(r[5]) + ',' +
+        r[6] + ',' + r[7] + ',' + r[8] + ',' + r[9] + ',' + r[10] + ',' + r[11] + ',' + flag(r[12]) + ',' + flag(r[13]) + ',' +
+        r[14] + ',' + csvText(r[15] as string) + ',' + tail.slice(0, -1) + '\r\n'
+    }
+    return out
+  }
+
+  private json(rows: readonly ExportRow[]): string {
+    if (rows.length === 0) return ''
+    const iso = this.iso
+    const calls = new Array<object>(rows.length)
+    for (let i = 0; i < rows.length; i++) {
+      const r = rows[i]
+      // toCall's fields in its order: JSON.stringify of objects of one shape writes them fastest.
+      calls[i] = {
+        id: r[0], t: iso.of(r[1] as number), provider: r[2], model: r[3], api_key_hash: r[4], tenant: r[5],
+        agent: r[6], session: r[7], status: r[8], streamed: r[9] === 1, input_tokens: r[10], output_tokens: r[11],
+        cache_read_tokens: r[12], cache_write_tokens: r[13], reasoning_tokens: r[14], cost_usd: r[15],
+        priced: r[16] === 1, estimated: r[17] === 1, latency_ms: r[18], response_id: r[19], source: r[20],
+        billing: r[21], project: r[22], member: r[23],
+      }
+    }
+    // One array for the page, without its brackets: the calls joined by commas, as one flat string.
+    const text = JSON.stringify(calls)
+    const out = (this.first ? '' : ',') + text.slice(1, -1)
+    this.first = false
+    return out
+  }
+
+}

@@ -1,0 +1,105 @@
+import type Database from 'better-sqlite3'
+import type { Dialect, SqlReader } from '../storage/sql'
+import { CSV_JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormat, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
+import { andMember } from './sql'
+
+/** Which calls an export holds: `[start, end)`, optionally one tenant's or one team member's. */
+export interface ExportWindow {
+  start: number
+  end: number
+  tenant: string | null
+  member: string | null
+}
+
+/** Where the next page starts: after this (ts, id). */
+export interface Keyset {
+  afterTs: number
+  afterId: number
+}
+
+export const firstKeyset = (w: ExportWindow): Keyset => ({ afterTs: w.start - 1, afterId: 0 })
+
+/**
+ * One page of the window's calls after the keyset, oldest first (`ts`, then `id`): no statement
+ * stays open between pages, so the ledger keeps writing (and checkpointing) during an export.
+ * SQLite is told its index (its planner cannot know how many calls a window holds).
+ */
+export function exportPageSql(dialect: Dialect, w: ExportWindow, limit: number, columns = EXPORT_COLUMNS_SQL): string {
+  const index = w.member !== null ? 'calls_member_ts' : w.tenant === null ? 'calls_ts' : 'calls_tenant_ts'
+  return `SELECT ${columns} FROM calls${dialect === 'sqlite' ? ` INDEXED BY ${index}` : ''}
+    WHERE ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)}
+      AND (ts > @afterTs OR id > @afterId)
+    ORDER BY ts, id LIMIT ${limit}`
+}
+
+export function exportPageParams(w: ExportWindow, k: Keyset): Record<string, unknown> {
+  return { from: Math.max(w.start, k.afterTs), end: w.end, tenant: w.tenant, member: w.member, afterTs: k.afterTs, afterId: k.afterId }
+}
+
+/** The keyset after a page's last row. */
+export function keysetAfter(rows: readonly ExportRow[]): Keyset {
+  const last = rows[rows.length - 1]
+  return { afterTs: last[TS] as number, afterId: last[ID] as number }
+}
+
+/** A page as the export writes it. */
+export interface PageText {
+  text: string
+  rows: number
+  /** The page's first and last rows' keys (null when it had no rows). */
+  firstTs: number | null
+  keyset: Keyset | null
+}
+
+export function pageText(text: string, rows: readonly ExportRow[]): PageText {
+  return rows.length === 0
+    ? { text, rows: 0, firstTs: null, keyset: null }
+    : { text, rows: rows.length, firstTs: rows[0][TS] as number, keyset: keysetAfter(rows) }
+}
+
+/**
+ * Reads pages from a better-sqlite3 connection as arrays (`.raw(true)`: no object per row), of
+ * any window with the same tenant and member (one statement for every part of an export). For
+ * CSV the repeating texts come joined (CSV_JOINED_SQL); a page where that fails is read again plainly.
+ */
+export class SqlitePager {
+  private readonly plain: Database.Statement
+  private readonly joined: Database.Statement | null
+
+  constructor(
+    db: Database.Database,
+    private readonly w: ExportWindow,
+    readonly limit: number,
+    format: ExportFormat,
+  ) {
+    this.plain = db.prepare(exportPageSql('sqlite', w, limit)).raw(true)
+    this.joined = format === 'csv' ? db.prepare(exportPageSql('sqlite', w, limit, CSV_JOINED_SQL)).raw(true) : null
+  }
+
+  private params(k: Keyset, start: number, end: number): Record<string, unknown> {
+    const p = exportPageParams({ ...this.w, start, end }, k)
+    // better-sqlite3 refuses parameters a statement does not name.
+    if (this.w.tenant === null) delete p.tenant
+    if (this.w.member === null) delete p.member
+    return p
+  }
+
+  /** The next page after `k` of the window `[start, end)` (by default the pager's own), as `f` writes it. */
+  page(f: ExportFormatter, k: Keyset, start = this.w.start, end = this.w.end): PageText {
+    const p = this.params(k, start, end)
+    if (this.joined !== null && f.format === 'csv') {
+      const rows = this.joined.all(p) as ExportRow[]
+      const text = f.csvJoined(rows)
+      if (text !== null) return pageText(text, rows)
+    }
+    const rows = this.plain.all(p) as ExportRow[]
+    return pageText(f.page(rows), rows)
+  }
+}
+
+/** Reads a page through the SQL seam (PostgreSQL): rows come as objects and are put in column order. */
+export async function storePage(q: SqlReader, f: ExportFormatter, w: ExportWindow, k: Keyset, limit: number): Promise<PageText> {
+  const objects = await q.all<Record<string, unknown>>(exportPageSql(q.dialect, w, limit), exportPageParams(w, k))
+  const rows = objects.map((r) => EXPORT_COLUMNS.map((c) => r[c]))
+  return pageText(f.page(rows), rows)
+}
