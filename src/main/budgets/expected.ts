@@ -102,6 +102,12 @@ export class CallHistory {
   inputUsdPerByte(provider: string, model: string): number | null {
     return this.of(provider, model, false)?.inputUsdPerByte.p95() ?? null
   }
+
+  /** Both figures with one lookup (the hot path's). */
+  expectations(provider: string, model: string): { output: number | null; inputUsdPerByte: number | null } {
+    const h = this.of(provider, model, false)
+    return { output: h?.output.p95() ?? null, inputUsdPerByte: h?.inputUsdPerByte.p95() ?? null }
+  }
 }
 
 export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
@@ -115,10 +121,9 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
     return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
   }
-  const outTokens = INPUT_ONLY.has(ctx.shape.endpoint)
-    ? 0
-    : Math.min(maxOutputTokens(ctx.body), history.output(ctx.provider.name, model) ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
-  const perByte = history.inputUsdPerByte(ctx.provider.name, model)
+  const seen = history.expectations(ctx.provider.name, model)
+  const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
+  const perByte = seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
   return perByte * ctx.bodyBytes + (outTokens > 0 ? price(0, outTokens) : 0)
 }
