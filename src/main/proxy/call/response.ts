@@ -84,11 +84,13 @@ export function startHttpResponse(
     s.lastData = performance.now()
     resume()
   }
-  // One step both meters and forwards, with backpressure (pause until the client's socket drains).
+  // One step both forwards and meters, with backpressure (pause until the client's socket drains).
+  // The chunk goes to the client first: metering it (parsing a stream's events) is not in its way.
   return (chunk) => {
     s.lastData = performance.now()
+    const sent = res.write(chunk)
     if (tap) tap.write(chunk)
-    if (!res.write(chunk) && !res.destroyed) {
+    if (!sent && !res.destroyed) {
       waitingOnClient = true
       res.once('drain', onDrain)
       return false
