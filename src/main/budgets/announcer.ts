@@ -72,13 +72,14 @@ export class BudgetAnnouncer {
   /**
    * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
    * window: once per calendar period; a rolling window re-arms a threshold once its spend has
-   * fallen back under it.
+   * fallen back under it. `periods`: the meter's, when the caller has them already.
    */
-  thresholds(s: KeyState, m: Meter, now: number, silent: boolean): void {
+  thresholds(s: KeyState, m: Meter, now: number, silent: boolean, periods: readonly PeriodState[] = m.periods(now)): void {
     const rule = m.rule
     const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
-    for (const p of m.periods(now)) {
-      if (!(p.limit > 0)) continue
+    for (const p of periods) {
+      // A session's limit has no thresholds (`periods` may come with the session's, as `raise` takes them).
+      if (p.period === 'session' || !(p.limit > 0)) continue
       for (const pct of pcts) {
         const over = p.spent >= pct * p.limit
         // Under a calendar period's threshold (nearly every call) there is nothing to remember or forget.

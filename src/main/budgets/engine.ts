@@ -88,6 +88,13 @@ interface Scope {
 
 const NOTHING: Decision = { warnings: [] }
 
+/** The periods at their warning level, as warnings (a new array: the caller may add a rate warning). */
+function warningsOf(rule: Rule, periods: readonly PeriodState[]): Warning[] {
+  const out: Warning[] = []
+  for (const state of periods) if (warningLevel(rule, state)) out.push({ rule, state, rate: null })
+  return out
+}
+
 
 function scopeMatches(rule: Rule, s: Scope): boolean {
   if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
@@ -205,10 +212,11 @@ export class BudgetEngine implements BudgetMonitor {
 
   /** Whether a key known by hash is under `rule`'s key pattern: `maybe` counts keys not yet seen with their raw key. */
   private keyMatches(rule: Rule, s: KeyState, maybe: boolean): boolean {
-    if (!isPrefix(rule.api_key_pattern)) return this.exactHash(rule) === s.hash
-    const p = prefixOf(rule.api_key_pattern)
-    if (p === '' || s.known.has(rule.api_key_pattern)) return true
+    const pattern = rule.api_key_pattern
+    if (!isPrefix(pattern)) return this.exactHash(rule) === s.hash
+    if (pattern === '*' || s.known.has(pattern)) return true
     if (s.gen === this.index.generation) return false
+    const p = prefixOf(pattern)
     if (p.length <= 3 && s.hint.length > 1 && s.hint.startsWith(p)) return true
     return maybe
   }
@@ -227,17 +235,15 @@ export class BudgetEngine implements BudgetMonitor {
     return m
   }
 
-  /** Counts a call in the meter of every rule whose patterns it matches. */
-  private account(s: KeyState, scope: Scope, ts: number, cost: number, tokens: number, session: string, last: number, now: number): Meter[] {
-    const out: Meter[] = []
+  /** Counts a call in the meter of every rule whose patterns it matches; `touched` gets those meters. */
+  private account(s: KeyState, scope: Scope, ts: number, cost: number, tokens: number, session: string, last: number, now: number, touched?: Meter[]): void {
     for (const rule of this.index.active()) {
       if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
       const m = this.meter(rule, s.hash)
       m.add(ts, cost, session, last, now)
       m.addTokens(tokens, now)
-      out.push(m)
+      touched?.push(m)
     }
-    return out
   }
 
   /** The effective rule of a key known by hash (listings): its first rule with no scope, else its first. */
@@ -263,35 +269,43 @@ export class BudgetEngine implements BudgetMonitor {
     if (this.index.empty) return NOTHING
     const s = this.state(ctx.apiKeyHash, ctx.keyHint)
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
-    const rule = this.resolve(s, ctx.apiKey).find((r) => scopeMatches(r, scope)) ?? null
-    const learn = () => {
-      this.settling = ctx
+    let rule: Rule | null = null
+    for (const r of this.resolve(s, ctx.apiKey)) {
+      if (scopeMatches(r, scope)) {
+        rule = r
+        break
+      }
     }
-    if (!rule) return { warnings: [], settle: learn }
+    if (!rule) return { warnings: [], settle: this.learnFrom(ctx) }
     const m = this.meter(rule, s.hash)
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
     this.announcer.raise(s, rule, periods)
     // A rolling window's spend falls as time passes: re-arm its thresholds before this call counts.
-    if (rule.window_hours !== null) this.announcer.thresholds(s, m, now, false)
-    const warnings: Warning[] = periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null }))
+    if (rule.window_hours !== null) this.announcer.thresholds(s, m, now, false, periods)
+    const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
       m.addRequest(now)
-      return { warnings, settle: learn }
+      return { warnings, settle: this.learnFrom(ctx) }
     }
-    const refuse = (kind: Refusal['kind'], state: PeriodState | null): Decision => ({
-      warnings,
-      refuse: { rule, kind, state, rate: kind === 'rate' ? rate : null, worstCaseUsd: 0, reservedUsd: m.reservedUsd },
-    })
-    if (rate) return refuse('rate', null)
+    if (rate) return { warnings, refuse: { rule, kind: 'rate', state: null, rate, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
     // This instance's own spend already at a limit: refused without asking the shared state.
-    for (const p of periods) if (p.spent >= p.limit) return refuse('reached', p)
+    for (const p of periods) {
+      if (p.spent >= p.limit) return { warnings, refuse: { rule, kind: 'reached', state: p, rate: null, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
+    }
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
     const out = this.budgetState.reserve({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount })
     if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, m, periods, warnings, now))
     return this.reserved(out, ctx, m, periods, warnings, now)
+  }
+
+  /** A `settle` that only marks the call as the one the ledger records next (nothing reserved). */
+  private learnFrom(ctx: CallContext): () => void {
+    return () => {
+      this.settling = ctx
+    }
   }
 
   /** The decision once the budget state has reserved (or refused). */
@@ -304,7 +318,7 @@ export class BudgetEngine implements BudgetMonitor {
     const r = o.reservation
     return {
       // Shared figures (postgres) decide the warnings: they include every instance's spend.
-      warnings: o.periods === periods ? warnings : o.periods.filter((p) => warningLevel(rule, p)).map((state) => ({ rule, state, rate: null })),
+      warnings: o.periods === periods ? warnings : warningsOf(rule, o.periods),
       settle: (costUsd = 0) => {
         r.settle(costUsd)
         this.settling = ctx
@@ -330,11 +344,14 @@ export class BudgetEngine implements BudgetMonitor {
     if (this.index.empty) return
     const scope: Scope = { provider: call.provider, model: call.model, requested: ctx?.shape.model, agent: call.agent, tenant: call.tenant }
     const tokens = call.input_tokens + call.output_tokens
-    const touched = this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now)
+    const touched: Meter[] = []
+    this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now, touched)
     for (const m of touched) {
       if (!this.keyMatches(m.rule, s, false)) continue
-      this.announcer.raise(s, m.rule, m.periods(now, call.session))
-      this.announcer.thresholds(s, m, now, false)
+      // One reading of the meter for both: the levels (with the session's) and the thresholds (without).
+      const periods = m.periods(now, call.session)
+      this.announcer.raise(s, m.rule, periods)
+      this.announcer.thresholds(s, m, now, false, periods)
     }
   }
 

@@ -25,39 +25,49 @@ const INPUT_ONLY = new Set(['embeddings'])
 
 /**
  * The last SAMPLES values and their 95th percentile. The window is also kept sorted, one
- * removal and one insertion per value (binary search, then a move of at most SAMPLES slots),
- * so the percentile is read, not sorted for, on every call that follows an answer.
+ * removal and one insertion per value (binary search, then a move of at most SAMPLES slots, in
+ * place: nothing is allocated per value), so the percentile is read, not sorted for, on every
+ * call that follows an answer.
  */
 class Samples {
-  private readonly values: number[] = []
-  private readonly sorted: number[] = []
+  /** The values in arrival order (a ring once full). */
+  private readonly values = new Float64Array(SAMPLES)
+  /** The same values, ascending, in the first `n` slots. */
+  private readonly sorted = new Float64Array(SAMPLES)
+  private n = 0
   private next = 0
 
   add(v: number): void {
-    if (this.values.length < SAMPLES) this.values.push(v)
-    else {
-      this.sorted.splice(lowerBound(this.sorted, this.values[this.next]), 1)
-      this.values[this.next] = v
+    const sorted = this.sorted
+    let n = this.n
+    if (n === SAMPLES) {
+      const r = lowerBound(sorted, n, this.values[this.next])
+      sorted.copyWithin(r, r + 1, n)
+      n--
     }
-    this.sorted.splice(lowerBound(this.sorted, v), 0, v)
+    this.values[this.next] = v
+    const at = lowerBound(sorted, n, v)
+    sorted.copyWithin(at + 1, at, n)
+    sorted[at] = v
+    this.n = n + 1
     this.next = (this.next + 1) % SAMPLES
   }
 
   get size(): number {
-    return this.values.length
+    return this.n
   }
 
   p95(): number | null {
-    const n = this.sorted.length
+    const n = this.n
     if (n < MIN_SAMPLES) return null
     return this.sorted[Math.min(n - 1, Math.ceil(PERCENTILE * n) - 1)]
   }
 }
 
-/** The first index of `sorted` (ascending) whose value is not below `v`. */
-function lowerBound(sorted: readonly number[], v: number): number {
+/** The first index of `sorted`'s first `n` values (ascending) whose value is not below `v`. */
+function lowerBound(sorted: Float64Array, n: number, v: number): number {
   let lo = 0
-  let hi = sorted.length
+  let hi = n
   while (lo < hi) {
     const mid = (lo + hi) >>> 1
     if (sorted[mid] < v) lo = mid + 1
@@ -73,18 +83,29 @@ interface ModelHistory {
 
 /** What answered calls produced, per provider and requested model (in memory; a restart learns again). */
 export class CallHistory {
-  private readonly models = new Map<string, ModelHistory>()
+  /** By provider, then model (two lookups: no key string built per call). */
+  private readonly providers = new Map<string, Map<string, ModelHistory>>()
+  private count = 0
 
   private of(provider: string, model: string, create: true): ModelHistory
   private of(provider: string, model: string, create: false): ModelHistory | undefined
   private of(provider: string, model: string, create: boolean): ModelHistory | undefined {
-    const k = `${provider}\n${model}`
-    let h = this.models.get(k)
+    let models = this.providers.get(provider)
+    let h = models?.get(model)
     if (!h && create) {
       // Bounded: one entry per model a client named; a flood of invented names stops at 10,000.
-      if (this.models.size >= 10_000) this.models.clear()
+      if (this.count >= 10_000) {
+        this.providers.clear()
+        this.count = 0
+        models = undefined
+      }
+      if (!models) {
+        models = new Map()
+        this.providers.set(provider, models)
+      }
       h = { output: new Samples(), inputUsdPerByte: new Samples() }
-      this.models.set(k, h)
+      models.set(model, h)
+      this.count++
     }
     return h
   }
@@ -102,6 +123,12 @@ export class CallHistory {
   inputUsdPerByte(provider: string, model: string): number | null {
     return this.of(provider, model, false)?.inputUsdPerByte.p95() ?? null
   }
+
+  /** Both figures with one lookup (the hot path's). */
+  expectations(provider: string, model: string): { output: number | null; inputUsdPerByte: number | null } {
+    const h = this.of(provider, model, false)
+    return { output: h?.output.p95() ?? null, inputUsdPerByte: h?.inputUsdPerByte.p95() ?? null }
+  }
 }
 
 export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
@@ -115,10 +142,9 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
     return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
   }
-  const outTokens = INPUT_ONLY.has(ctx.shape.endpoint)
-    ? 0
-    : Math.min(maxOutputTokens(ctx.body), history.output(ctx.provider.name, model) ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
-  const perByte = history.inputUsdPerByte(ctx.provider.name, model)
+  const seen = history.expectations(ctx.provider.name, model)
+  const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
+  const perByte = seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
   return perByte * ctx.bodyBytes + (outTokens > 0 ? price(0, outTokens) : 0)
 }

@@ -178,7 +178,9 @@ export class Meter {
   add(ts: number, cost: number, session: string, last: number, now: number): void {
     if (!(cost > 0)) return
     this.roll(now)
-    for (const c of [this.day, this.week, this.month]) if (ts >= c.start) c.spent += cost
+    if (ts >= this.day.start) this.day.spent += cost
+    if (ts >= this.week.start) this.week.spent += cost
+    if (ts >= this.month.start) this.month.spent += cost
     this.window?.add(ts, cost, now)
     if (this.sessions && session) {
       const s = this.sessions.get(session)

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
+import { packCalls } from './packed'
 import type { CallRecord } from './record'
 import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
@@ -139,7 +140,8 @@ export class Ledger implements CallLedger {
     const rows = this.pending
     this.pending = []
     this.inFlight = rows
-    this.inFlightId = t.send({ type: 'write', rows }, (r) => {
+    // Packed: posting the objects would clone every field name and value of every row on this thread.
+    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows }, (r) => {
       if (this.inFlight !== rows) return
       this.inFlight = null
       if (r.ok) {

@@ -50,10 +50,8 @@ export class SpendTracker {
       c = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
       this.keys.set(keyHash, c)
     }
-    for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
-      if (ts >= counter.monthStart) counter.month += cost
-      if (ts >= counter.dayStart) counter.day += cost
-    }
+    addTo(this.roll(c, now), ts, cost)
+    addTo(this.roll(this.total, now), ts, cost)
   }
 
   /** Corrects the spend of a call that arrived at `ts` by `delta` (a re-priced call; may be negative). */
@@ -118,6 +116,12 @@ export class SpendTracker {
       }
     }
   }
+}
+
+/** Counts `cost` of a call that arrived at `ts` in the counter's day and month. */
+function addTo(counter: Counter, ts: number, cost: number): void {
+  if (ts >= counter.monthStart) counter.month += cost
+  if (ts >= counter.dayStart) counter.day += cost
 }
 
 interface StoredSpend {

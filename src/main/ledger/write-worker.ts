@@ -9,6 +9,7 @@ import { type MessagePort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { CALL_COLUMNS, INSERT_CALL_SQL, callValues } from './columns'
+import { isPacked, unpackCalls } from './packed'
 import type { CallRecord } from './record'
 import { pruneCalls } from './retention'
 import type { ThreadReply, ThreadRequest } from './write-thread'
@@ -49,7 +50,7 @@ port.on('message', (m: ThreadRequest) => {
   let r: ThreadReply
   try {
     let deleted: number | undefined
-    if (m.type === 'write') write(m.rows)
+    if (m.type === 'write') write(isPacked(m.rows) ? unpackCalls(m.rows) : m.rows)
     else if (m.type === 'rollups') rollups = new RollupWriter(db)
     else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit)
     else if (m.type === 'close') db.close()

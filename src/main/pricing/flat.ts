@@ -66,7 +66,7 @@ export function flatPrice(table: FlatTable, usage: Record<string, number>): numb
   const output = usage.output_tokens ?? 0
   const read = usage.cache_read_tokens ?? 0
   const write = usage.cache_write_tokens ?? 0
-  for (const v of [input, output, read, write]) if (!Number.isSafeInteger(v) || v < 0) return undefined
+  if (!countable(input) || !countable(output) || !countable(read) || !countable(write)) return undefined
   const inputLeaf = input - ((table.readRecorded ? read : 0) + (table.writeRecorded ? write : 0))
   if (inputLeaf < 0) return null
   let inSum = 0
@@ -78,4 +78,8 @@ export function flatPrice(table: FlatTable, usage: Record<string, number>): numb
     else inSum += amount
   }
   return inSum + outSum + 0
+}
+
+function countable(v: number): boolean {
+  return Number.isSafeInteger(v) && v >= 0
 }

@@ -60,8 +60,9 @@ export class Pricer {
   private readonly overrides: { provider?: string; price: PriceProvider }[]
   /** Runtime prices by `provider \0 model`. */
   private runtime = new Map<string, PriceProvider>()
-  /** Library lookups by `pricingId \0 model` (see `library`). */
-  private readonly lookups = new Map<string, Lookup | null>()
+  /** Library lookups by pricing id, then model (see `library`; no key string built per call). */
+  private readonly lookups = new Map<string, Map<string, Lookup | null>>()
+  private lookupCount = 0
 
   constructor(overrides: readonly PriceOverride[] = []) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
@@ -85,6 +86,7 @@ export class Pricer {
   /** The library's data was replaced (a price update): what was looked up in the old data is forgotten. */
   dataChanged(): void {
     this.lookups.clear()
+    this.lookupCount = 0
   }
 
   /**
@@ -124,13 +126,11 @@ export class Pricer {
    * know is remembered as such. When the library's data is replaced (`dataChanged`), every remembered lookup is forgotten.
    */
   private library(u: Record<string, number>, pricingId: string, model: string, at: Date): Priced | null {
-    const key = `${pricingId}\0${model}`
-    const found = this.lookups.get(key)
+    const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
       const fast = found.flat ? flatPrice(found.flat, u) : undefined
-      const priced = (cost: number | null): Priced | null => (cost === null ? null : { cost_usd: cost, priced: true })
-      if (fast !== undefined && found.checked >= FLAT_CHECKS) return priced(fast)
+      if (fast !== undefined && found.checked >= FLAT_CHECKS) return fast === null ? null : { cost_usd: fast, priced: true }
       const lib = safeCalc(u, model, { provider: found.provider, timestamp: at })
       if (fast !== undefined) {
         found.checked++
@@ -145,9 +145,18 @@ export class Pricer {
     } catch {
       return null // this usage cannot be priced; the model may still be known, so nothing is remembered
     }
-    if (this.lookups.size >= MAX_LOOKUPS) this.lookups.clear()
-    this.lookups.set(
-      key,
+    if (this.lookupCount >= MAX_LOOKUPS) {
+      this.lookups.clear()
+      this.lookupCount = 0
+    }
+    let models = this.lookups.get(pricingId)
+    if (!models) {
+      models = new Map()
+      this.lookups.set(pricingId, models)
+    }
+    this.lookupCount++
+    models.set(
+      model,
       r
         ? { provider: { ...r.provider, models: [r.model], fallback_model_providers: undefined }, flat: flatTable(r.model), checked: 0 }
         : null,

@@ -89,7 +89,10 @@ export class AnthropicMeter implements Meter {
   private text = new OutputText()
   private complete = false
 
-  event(_name: string, data: string): void {
+  event(name: string, data: string): void {
+    // Text deltas (most of a stream's events) only matter until the usage is known (the text
+    // estimates a stream cut before it): once `message_start` gave it, they are not parsed.
+    if (this.raw && name === 'content_block_delta' && data.startsWith('{"type":"content_block_delta"')) return
     let ev: any
     try {
       ev = JSON.parse(data)

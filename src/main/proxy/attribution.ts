@@ -41,7 +41,8 @@ export function extractCredentials(
 ): string[] {
   const out: string[] = []
   for (const src of billed) read(src, headers, query, out)
-  for (const src of ALL_SOURCES) read(src, headers, query, out)
+  // (A place already read for the billed key adds nothing the second time.)
+  for (const src of ALL_SOURCES) if (!billed.includes(src)) read(src, headers, query, out)
   return out
 }
 

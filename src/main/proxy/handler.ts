@@ -89,7 +89,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       if (body) {
         const held = body.length
         if (res.closed) memory.give(held)
-        else res.once('close', () => memory.give(held))
+        else res.on('close', () => memory.give(held))
       }
       if (res.destroyed) return
     } catch (err) {

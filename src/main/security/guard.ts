@@ -83,17 +83,18 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
 
   return (req, res, proxied) => {
     const port = opts.port()
-    const here = `${answeringHost(server.host)}:${port}`
+    // This server's address, for the messages below (only built when one is sent).
+    const here = (): string => `${answeringHost(server.host)}:${port}`
     const host = req.headers.host
     if (!host) {
       // (Node's own check is off so that this answer has the contract's shape.)
-      sendError(res, 'invalid_request', `The request has no Host header; send one naming this server (${here}).`)
+      sendError(res, 'invalid_request', `The request has no Host header; send one naming this server (${here()}).`)
       return false
     }
     if (!policy.allowsHost(host, port)) {
       return forbid(
         res,
-        `Host "${host.slice(0, 100)}" is not an address of this Burnrate server; use http://${here}, or add the name to server.allowed_hosts.`,
+        `Host "${host.slice(0, 100)}" is not an address of this Burnrate server; use http://${here()}, or add the name to server.allowed_hosts.`,
       )
     }
 

@@ -71,8 +71,9 @@ export function limitConnections(server: http.Server, max: number): OpenConnecti
         done = true
         c.busy--
       }
-      res.once('finish', end)
-      res.once('close', end)
+      // Plain listeners (each event comes once; `done` counts the first): no once() wrappers per request.
+      res.on('finish', end)
+      res.on('close', end)
     })
   }
   watch(server)

@@ -4,6 +4,7 @@ import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
+import { deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
@@ -42,10 +43,10 @@ export function forwardHttp(
   if (body) {
     headers['content-length'] = String(body.length)
   }
-  const firstByte = setTimeout(() => {
+  const firstByte = deadlines.add(t.first_byte_timeout_ms, () => {
     failHttp(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`, finish)
     s.abort?.()
-  }, t.first_byte_timeout_ms)
+  })
   s.timers.push(firstByte)
 
   res.on('close', () => {
@@ -84,7 +85,7 @@ export function forwardHttp(
     onHeaders(status, raw, resume) {
       // 103 Early Hints and other informational responses come before the answer; they are not it.
       if (status < 200) return true
-      clearTimeout(firstByte)
+      deadlines.cancel(firstByte)
       if (s.done) {
         s.abort?.()
         return false
@@ -109,7 +110,7 @@ export function forwardHttp(
     },
     onComplete(trailers) {
       if (s.done) return
-      for (const x of s.timers) clearTimeout(x)
+      for (const x of s.timers) deadlines.cancel(x)
       if (trailers && trailers.length > 0) res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
       res.end()
     },

@@ -4,6 +4,7 @@ import type { CallRecord } from '../../ledger/record'
 import { estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'
 import type { Pricer } from '../../pricing/price'
+import { deadlines } from './deadlines'
 import type { CallState } from './state'
 
 export interface RecorderOptions {
@@ -113,7 +114,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
   return function finish(s: CallState): void {
     if (s.done) return
     s.done = true
-    for (const t of s.timers) clearTimeout(t)
+    for (const t of s.timers) deadlines.cancel(t)
     const latency = performance.now() - s.started
     const tap = s.tap
     if (tap?.decoding) {

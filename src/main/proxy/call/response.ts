@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
 import { SseParser } from '../../metering/sse'
 import { clientResponseHeaders } from '../headers'
+import { deadlines } from './deadlines'
 import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
 
@@ -67,27 +68,29 @@ export function startHttpResponse(
   const check = (): void => {
     const quiet = performance.now() - s.lastData
     if (quiet < idleMs) {
-      s.timers.push(setTimeout(check, idleMs - quiet))
+      s.timers.push(deadlines.add(idleMs - quiet, check))
       return
     }
     if (waitingOnClient) {
-      s.timers.push(setTimeout(check, idleMs))
+      s.timers.push(deadlines.add(idleMs, check))
       return
     }
     onIdle(`no data for ${idleMs} ms`)
   }
-  s.timers.push(setTimeout(check, idleMs))
+  s.timers.push(deadlines.add(idleMs, check))
   const tap = s.tap
   const onDrain = (): void => {
     waitingOnClient = false
     s.lastData = performance.now()
     resume()
   }
-  // One step both meters and forwards, with backpressure (pause until the client's socket drains).
+  // One step both forwards and meters, with backpressure (pause until the client's socket drains).
+  // The chunk goes to the client first: metering it (parsing a stream's events) is not in its way.
   return (chunk) => {
     s.lastData = performance.now()
+    const sent = res.write(chunk)
     if (tap) tap.write(chunk)
-    if (!res.write(chunk) && !res.destroyed) {
+    if (!sent && !res.destroyed) {
       waitingOnClient = true
       res.once('drain', onDrain)
       return false

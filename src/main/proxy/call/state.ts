@@ -3,6 +3,7 @@ import type { BodyTap, JsonCollector } from '../../metering/body-tap'
 import type { SseParser } from '../../metering/sse'
 import type { Meter, RequestInfo } from '../../providers/types'
 import type { Admission, CallContext } from '../gate'
+import type { Deadline } from './deadlines'
 import type { Route } from '../routes'
 
 /**
@@ -30,7 +31,8 @@ export interface CallState {
   sse?: SseParser
   json?: JsonCollector
   done: boolean
-  timers: NodeJS.Timeout[]
+  /** Its pending timeouts (./deadlines.ts), cancelled when it ends. */
+  timers: Deadline[]
   /** When the last response chunk came (performance.now()). */
   lastData: number
 }
