@@ -81,7 +81,8 @@ describe('runtime prices shared through PostgreSQL', () => {
     expect(priced).toEqual({ cost_usd: 4.2, priced: true })
     // Listed by both admin APIs, from the one table; the database holds the call at that price.
     expect((await admin(b.url, 'GET', '/prices')).json().prices).toEqual([put.json()])
-    await b.server.ledger.flushed()
+    // Both servers' calls at that price: each ledger writes its own.
+    await Promise.all([a.server.ledger.flushed(), b.server.ledger.flushed()])
     const store = new PostgresStore(url)
     try {
       const rows = await store.all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE priced = 1 AND model = @m', { m: MODEL })
