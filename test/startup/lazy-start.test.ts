@@ -115,6 +115,14 @@ describe('headless start-up loads only what the first call needs', () => {
     }
   })
 
+  it('in UTC, constructs no Intl date formatter (ICU locale and zone data stay unread); in another zone, does', async () => {
+    const utc = await loadsUntilHealthy('utc', 'timezone: UTC\n')
+    expect(has(utc, '/out/main/chunks/server-')).toBe(true)
+    expect(has(utc, 'intl:DateTimeFormat')).toBe(false)
+    const berlin = await loadsUntilHealthy('berlin', 'timezone: Europe/Berlin\n')
+    expect(has(berlin, 'intl:DateTimeFormat')).toBe(true)
+  })
+
   it('loads them once configured on, before health answers', async () => {
     const loads = await loadsUntilHealthy(
       'on',
