@@ -90,6 +90,16 @@ describe('an idle server gives memory back', () => {
     }
   })
 
+  it("requests while it starts (a supervisor's health checks) delay the start-up collection by the start-up quiet, not the long one", async () => {
+    const t = await startTestServer({}, upstream.url, undefined, { create: { idleCollection: { firstQuietMs: 300, quietMs: 600_000, growthBytes: 0 } } })
+    try {
+      for (let i = 0; i < 5; i++) expect((await request(`${t.url}/api/health`)).status).toBe(200)
+      await eventually(() => t.server.idleCollections === 1)
+    } finally {
+      await t.stop()
+    }
+  })
+
   it('the collection shrinks the young generation a burst of allocation grew', () => {
     const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size
     // Survivors through several scavenges make V8 grow the young generation.

@@ -83,19 +83,26 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   /** The heap's physical size after the last collection (0: none yet, so the first one runs). */
   let floor = 0
   let collections = 0
+  /** How long no request has arrived, as the checks have seen it. */
+  let quietFor = 0
 
-  const arm = (ms = quietMs) => {
+  // Quiet is checked in quarters of the period, so a collection comes 1-1.25 periods after the
+  // last request (one timer a quarter period while calls come; none at rest).
+  const period = () => (floor === 0 ? firstQuietMs : quietMs)
+  const arm = () => {
     seen = activity
-    timer = setTimeout(check, ms)
+    timer = setTimeout(check, Math.max(1, Math.ceil(period() / 4)))
     timer.unref()
   }
   const check = () => {
     timer = null
     if (!running) return
-    if (activity !== seen) {
+    quietFor = activity === seen ? quietFor + Math.ceil(period() / 4) : 0
+    if (quietFor < period()) {
       arm()
       return
     }
+    quietFor = 0
     if (floor === 0 || growth <= 0 || physical() >= floor + growth) {
       collect()
       collections++
@@ -105,13 +112,16 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   return {
     touch() {
       activity++
-      if (timer === null && running) arm()
+      if (timer === null && running) {
+        quietFor = 0
+        arm()
+      }
     },
     start() {
       if (running) return
       running = true
       activity++
-      arm(firstQuietMs)
+      arm()
     },
     stop() {
       running = false
