@@ -115,6 +115,16 @@ describe('headless start-up loads only what the first call needs', () => {
     }
   })
 
+  it("never loads Node's internal undici (fetch, WebSocket) or WebCrypto, which ES imports of node:http and node:crypto would", async () => {
+    const s = await startBuilt('builtins', '')
+    expect((await request(`${s.url}/api/dashboard/summary`)).status).toBe(200)
+    await s.stop()
+    const loads = s.loads()
+    expect(has(loads, 'builtin:internal/crypto/hash')).toBe(true) // the probe works: node:crypto's hashing is used (key hashes)
+    expect(has(loads, 'builtin:internal/deps/undici/')).toBe(false)
+    expect(has(loads, 'builtin:internal/crypto/webcrypto')).toBe(false)
+  })
+
   it('in UTC, constructs no Intl date formatter (ICU locale and zone data stay unread); in another zone, does', async () => {
     const utc = await loadsUntilHealthy('utc', 'timezone: UTC\n')
     expect(has(utc, '/out/main/chunks/server-')).toBe(true)
