@@ -9,7 +9,8 @@
  *
  * Memory: resident set (VmRSS, and its anonymous part: what the process itself allocated, not
  * the Node binary's shared code pages) 2 s after start, then after 8 s of load (non-streaming
- * calls at 32 connections through a mock upstream) and 10 s idle. BENCH_STARTS sets the rounds.
+ * calls at 32 connections through a mock upstream), 10 s idle (the write thread has ended) and
+ * 45 s idle (the idle collection, 30-37.5 s after the last call, has run). BENCH_STARTS sets the rounds.
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
@@ -151,17 +152,20 @@ export async function runStartupBench(): Promise<void> {
     const during = memory(s.child.pid!)
     await sleep(10_000)
     const after = memory(s.child.pid!)
+    await sleep(35_000)
+    const later = memory(s.child.pid!)
     await stop(s.child)
     await stop(bare.child)
     const f = (m: { rss: number; anon: number }) => `${m.rss.toFixed(1)} MiB (anonymous ${m.anon.toFixed(1)})`
     out.push(
       '',
-      `Resident memory: at rest 2 s after start ${f(rest)}; at the end of ${load.ok} calls in 8 s ${f(during)}; 10 s later ${f(after)}. ` +
+      `Resident memory: at rest 2 s after start ${f(rest)}; at the end of ${load.ok} calls in 8 s ${f(during)}; 10 s later ${f(after)}; 45 s later ${f(later)}. ` +
         `The bare node:http server: ${f(bareRest)}.`,
     )
     row('RSS at rest (headless)', rest.rss, bareRest.rss, '< 80', 'MiB')
     row('RSS anonymous at rest', rest.anon, bareRest.anon, 'for reference', 'MiB')
     row('RSS 10 s after a load run', after.rss, rest.rss, '<= 1.25x', 'MiB')
+    row('RSS 45 s after a load run', later.rss, rest.rss, '<= 1.25x', 'MiB')
   } finally {
     await upstream.stop()
     rmSync(dataDir, { recursive: true, force: true })

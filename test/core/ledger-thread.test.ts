@@ -26,12 +26,12 @@ afterEach(() => {
   }
 })
 
-function setup() {
+function setup(threadIdleMs?: number) {
   if (!existsSync(WORKER)) execFileSync('npx', ['electron-vite', 'build'], { cwd: resolve(__dirname, '../..'), stdio: 'ignore' })
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-thread-'))
   const file = join(dir, 'burnrate.db')
   const db = openDatabase(file)
-  const ledger = new Ledger(db, { flushIntervalMs: 20, maxPending: 100_000, timezone: 'UTC', writeThread: WORKER })
+  const ledger = new Ledger(db, { flushIntervalMs: 20, maxPending: 100_000, timezone: 'UTC', writeThread: WORKER, threadIdleMs })
   const rollups = new RollupWriter(db)
   const here = { rows: 0 }
   // This thread's copy of the hook: it runs only for the batches written on this thread.
@@ -101,4 +101,42 @@ describe('ledger write thread', () => {
     expect(counts().rolled).toBe(100)
     expect(ledger.status.pending).toBe(0)
   }, 30_000)
+
+  it('starts no thread until the first batch, ends it after an idle period, and starts another for the next: every call written once, on the thread', async () => {
+    const { ledger, here, counts } = setup(150)
+    expect(ledger.writesOnThread).toBe(true)
+    expect(ledger.threadRunning).toBe(false) // an idle ledger holds no thread
+    let recorded = 0
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 100; i++) ledger.record(makeCall({ ts: Date.now(), cost_usd: 0.5 }))
+      recorded += 100
+      expect(ledger.threadRunning).toBe(false) // recording never starts it: the batch due on the timer does
+      await eventually(() => ledger.threadRunning)
+      await eventually(() => counts().calls === recorded)
+      await eventually(() => !ledger.threadRunning) // idle: ended, its connection closed
+      expect(counts()).toEqual({ calls: recorded, rolled: recorded, cost: recorded * 0.5 })
+    }
+    expect(here.rows).toBe(0) // every batch went to a write thread, each with the rollups
+    expect(ledger.status).toMatchObject({ writable: true, pending: 0, dropped: 0, last_error: null })
+  })
+
+  it('calls recorded while the idle thread is ending are written by the next one; a flush at any moment finds all of them', async () => {
+    const { ledger, here, counts } = setup(25)
+    let recorded = 0
+    for (let round = 0; round < 30; round++) {
+      const n = 1 + (round % 7)
+      for (let i = 0; i < n; i++) ledger.record(makeCall({ ts: Date.now(), cost_usd: 0.125 }))
+      recorded += n
+      // Gaps around the idle period: some batches find the thread running, some ending, some none.
+      await settle(15 + ((round * 7) % 30))
+      if (round % 5 === 4) {
+        expect(ledger.flush()).toBe(true)
+        expect(counts().calls).toBe(recorded)
+      }
+    }
+    await eventually(() => counts().calls === recorded)
+    expect(counts()).toEqual({ calls: recorded, rolled: recorded, cost: recorded * 0.125 })
+    expect(ledger.status).toMatchObject({ pending: 0, dropped: 0 })
+    expect(here.rows).toBeLessThan(recorded) // the threads wrote (a flush writes what is queued here)
+  })
 })

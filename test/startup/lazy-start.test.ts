@@ -4,12 +4,15 @@ import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { fixture } from '../support/fixtures'
+import { postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 
 /**
  * The headless server answers /api/health without loading what no call needs yet: the
  * OpenTelemetry SDK and prom-client (off by default), agent setup's file editors (admin off by
  * default), the tokenizer and its thread (only for responses without usage), the CLI framework,
- * the ws library and undici's fetch.
+ * the ws library, undici's fetch and the ledger's write thread (the first call starts it).
  * Each is asserted absent from what the process loaded, and the same probe sees them once they
  * are configured on, so the test fails if the probe or the laziness breaks.
  */
@@ -40,8 +43,8 @@ function get(url: string): Promise<number> {
   })
 }
 
-/** Starts the built server with `config`, waits for health to answer 200, stops it; returns what it loaded. */
-async function loadsUntilHealthy(name: string, config: string): Promise<string[]> {
+/** Starts the built server with `config` and waits for health to answer 200. */
+async function startBuilt(name: string, config: string): Promise<{ url: string; loads: () => string[]; stop: () => Promise<void> }> {
   const data = join(dir, name)
   const cfg = join(dir, `${name}.yaml`)
   const loads = join(dir, `${name}.loads`)
@@ -64,9 +67,21 @@ async function loadsUntilHealthy(name: string, config: string): Promise<string[]
     child.once('exit', () => rej(new Error(`exited before listening:\n${out}`)))
   })
   await expect.poll(() => get(`${url}/api/health`)).toBe(200)
-  const seen = readFileSync(loads, 'utf8').split('\n').filter(Boolean)
-  child.kill('SIGTERM')
-  expect(await exit).toBe(0)
+  return {
+    url,
+    loads: () => readFileSync(loads, 'utf8').split('\n').filter(Boolean),
+    stop: async () => {
+      child.kill('SIGTERM')
+      expect(await exit).toBe(0)
+    },
+  }
+}
+
+/** Starts the built server with `config`, waits for health to answer 200, stops it; returns what it loaded. */
+async function loadsUntilHealthy(name: string, config: string): Promise<string[]> {
+  const s = await startBuilt(name, config)
+  const seen = s.loads()
+  await s.stop()
   return seen
 }
 
@@ -93,9 +108,29 @@ describe('headless start-up loads only what the first call needs', () => {
       'estimate-worker.js',
       // The PostgreSQL driver loads only with storage.url.
       '/node_modules/pg/',
+      // The ledger's write thread starts with the first call's batch.
+      'ledger-worker.js',
     ]) {
       expect(has(loads, lazy), lazy).toBe(false)
     }
+  })
+
+  it("never loads Node's internal undici (fetch, WebSocket) or WebCrypto, which ES imports of node:http and node:crypto would", async () => {
+    const s = await startBuilt('builtins', '')
+    expect((await request(`${s.url}/api/dashboard/summary`)).status).toBe(200)
+    await s.stop()
+    const loads = s.loads()
+    expect(has(loads, 'builtin:internal/crypto/hash')).toBe(true) // the probe works: node:crypto's hashing is used (key hashes)
+    expect(has(loads, 'builtin:internal/deps/undici/')).toBe(false)
+    expect(has(loads, 'builtin:internal/crypto/webcrypto')).toBe(false)
+  })
+
+  it('in UTC, constructs no Intl date formatter (ICU locale and zone data stay unread); in another zone, does', async () => {
+    const utc = await loadsUntilHealthy('utc', 'timezone: UTC\n')
+    expect(has(utc, '/out/main/chunks/server-')).toBe(true)
+    expect(has(utc, 'intl:DateTimeFormat')).toBe(false)
+    const berlin = await loadsUntilHealthy('berlin', 'timezone: Europe/Berlin\n')
+    expect(has(berlin, 'intl:DateTimeFormat')).toBe(true)
   })
 
   it('loads them once configured on, before health answers', async () => {
@@ -107,4 +142,37 @@ describe('headless start-up loads only what the first call needs', () => {
     expect(has(loads, '/node_modules/@opentelemetry/sdk-trace/')).toBe(true)
     expect(has(loads, '/node_modules/diff/')).toBe(true)
   })
+})
+
+describe('the ledger write thread runs only while there are calls to write', () => {
+  let upstream: MockUpstream
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+  })
+  afterAll(async () => {
+    await upstream?.close()
+  })
+
+  it('the first call starts it, it ends once idle, the next call starts another; both calls are recorded', async () => {
+    const s = await startBuilt('thread', `providers: {openai: {base_url: "${upstream.url}/v1"}}\npricing: {auto_update: false}\n`)
+    try {
+      const threads = () => s.loads().filter((l) => l.startsWith('worker ') && l.endsWith('/ledger-worker.js')).length
+      const call = async () => {
+        const r = await postJson(`${s.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-lazy-thread-0001' })
+        expect(r.status).toBe(200)
+      }
+      const requests = async () => (await request(`${s.url}/api/dashboard/summary`)).json().today_requests as number
+      expect(threads()).toBe(0)
+      await call()
+      await expect.poll(threads, { timeout: 20_000 }).toBe(1)
+      await expect.poll(requests, { timeout: 20_000 }).toBe(1)
+      // Idle for its 5 s: it ends. The next call's batch starts a new thread (it loads the script again).
+      await new Promise((r) => setTimeout(r, 6_000))
+      await call()
+      await expect.poll(threads, { timeout: 20_000 }).toBe(2)
+      await expect.poll(requests, { timeout: 20_000 }).toBe(2)
+    } finally {
+      await s.stop()
+    }
+  }, 60_000)
 })

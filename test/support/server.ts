@@ -6,7 +6,7 @@ import { loadConfig } from '../../src/main/config/load'
 import { DB_FILE } from '../../src/main/config/paths'
 import { type Logger, silentLogger } from '../../src/main/log'
 import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
-import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
+import { type BurnrateServer, type CreateOptions, createBurnrate } from '../../src/main/server/server'
 
 export interface TestServer {
   server: BurnrateServer
@@ -31,7 +31,7 @@ export async function startTestServer(
   config: Record<string, any> = {},
   upstream?: string,
   dir?: string,
-  opts: { log?: Logger } = {},
+  opts: { log?: Logger; create?: Omit<CreateOptions, 'log'> } = {},
 ): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
   // Price data is never fetched from the internet in tests (a test that wants it names a local server).
@@ -48,7 +48,8 @@ export async function startTestServer(
   }
   const configFile = join(dataDir, 'config.yaml')
   writeFileSync(configFile, stringify(cfg))
-  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { log: opts.log ?? silentLogger })
+  // The idle collection (a full GC of this whole test process) only where a test asks for it.
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { idleCollection: false, ...opts.create, log: opts.log ?? silentLogger })
   const url = await server.listen()
   let stopped = false
   const t: TestServer = {

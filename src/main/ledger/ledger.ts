@@ -19,10 +19,17 @@ export interface LedgerOptions {
   /**
    * The built write thread (out/main/ledger-worker.js). When given, batches due on the timer are
    * written on that thread while the database is writable; `flush()` still writes (and waits) on
-   * the caller's thread, and every failure is handled there as without it.
+   * the caller's thread, and every failure is handled there as without it. The thread starts
+   * with the first batch (an idle server holds no thread) and ends once it has had nothing to
+   * do for `threadIdleMs`; the next batch starts it again.
    */
   writeThread?: URL | string
+  /** How long the write thread may sit idle before it ends (default 5 s). */
+  threadIdleMs?: number
 }
+
+/** The write thread ends after this long without a request (it costs ~10 MiB while it runs; starting it ~20-40 ms of another core). */
+export const THREAD_IDLE_MS = 5_000
 
 type Listener = (call: CallRecord) => void
 
@@ -43,7 +50,13 @@ export class Ledger implements CallLedger {
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
   private retryMs = 0
   private closed = false
+  /** The write thread's script while batches go to a write thread (null: none, or it failed and this thread writes). */
+  private threadScript: string | null = null
+  /** The running write thread (null between batches, once idle). */
   private thread: WriteThread | null = null
+  /** The hooks each new write thread is given before its first batch. */
+  private readonly threadHooks: ThreadHook[] = []
+  private threadIdle: NodeJS.Timeout | null = null
   /** Hooks only this thread can run: while there are any, no batch goes to the write thread. */
   private ownHooks = 0
   /** The batch the write thread is writing, and its request id. */
@@ -64,7 +77,7 @@ export class Ledger implements CallLedger {
       for (const r of rows) this.insert.run(callValues(r, values))
       for (const hook of this.batchHooks) hook(rows)
     })
-    if (opts.writeThread && !db.memory) this.thread = WriteThread.start(opts.writeThread, db.name)
+    if (!db.memory) this.threadScript = WriteThread.usable(opts.writeThread, db.name)
   }
 
   /**
@@ -73,16 +86,66 @@ export class Ledger implements CallLedger {
    */
   onBatch(hook: (rows: readonly CallRecord[]) => void, onThread?: ThreadHook): void {
     this.batchHooks.push(hook)
-    if (onThread && this.thread) this.thread.send({ type: onThread })
-    else this.ownHooks++
+    if (onThread && this.threadScript) {
+      this.threadHooks.push(onThread)
+      this.thread?.send({ type: onThread })
+    } else this.ownHooks++
   }
 
   /** A PostgreSQL ledger's hook: the SQLite ledger's batches run `onBatch` hooks instead, so it is never called here. */
   onBatchTx(_hook: BatchTxHook): void {}
 
-  /** True while batches due on the timer go to the write thread (it has opened the database and works). */
+  /** True while batches due on the timer go to a write thread (started for them; none has failed). */
   get writesOnThread(): boolean {
-    return this.thread !== null && this.thread.ready && !this.thread.broken
+    return this.threadScript !== null
+  }
+
+  /** True while a write thread is running (from the first batch until it has been idle for `threadIdleMs`). */
+  get threadRunning(): boolean {
+    return this.thread !== null
+  }
+
+  /** The write thread, started if none runs; null when this thread writes (none given, or one failed). */
+  private useThread(): WriteThread | null {
+    if (this.threadIdle) {
+      clearTimeout(this.threadIdle)
+      this.threadIdle = null
+    }
+    let t = this.thread
+    if (t?.broken) {
+      // It failed or exited: from now on this thread writes, as when there is none.
+      this.thread = null
+      this.threadScript = null
+      t.close(0)
+      return null
+    }
+    if (!t && this.threadScript && !this.closed) {
+      t = WriteThread.start(this.threadScript, this.db.name)
+      if (!t) {
+        this.threadScript = null
+        return null
+      }
+      for (const hook of this.threadHooks) t.send({ type: hook })
+      this.thread = t
+    }
+    return t
+  }
+
+  /** Ends the write thread once it has had nothing to do for `threadIdleMs` (the next batch starts another). */
+  private idleThread(): void {
+    if (this.threadIdle || !this.thread || this.closed) return
+    this.threadIdle = setTimeout(() => {
+      this.threadIdle = null
+      const t = this.thread
+      if (!t) return
+      if (this.inFlight || t.busy) {
+        this.idleThread()
+        return
+      }
+      this.thread = null
+      t.end()
+    }, this.opts.threadIdleMs ?? THREAD_IDLE_MS)
+    this.threadIdle.unref()
   }
 
   /** Called for every recorded call, as soon as it is recorded (before it is on disk). */
@@ -126,14 +189,17 @@ export class Ledger implements CallLedger {
     this.status.pending = this.pending.length + (this.inFlight?.length ?? 0)
   }
 
-  /** A batch due on the timer: to the write thread when it can take it, else written here. */
+  /**
+   * A batch due on the timer: to the write thread when it can take it (starting one if none
+   * runs: the batch waits in its queue while it opens the database), else written here.
+   */
   private flushDue(): void {
-    const t = this.thread
     if (this.inFlight) {
       this.schedule(this.opts.flushIntervalMs)
       return
     }
-    if (!t || !t.ready || t.broken || this.ownHooks > 0 || !this.status.writable || this.pending.length === 0) {
+    const t = this.ownHooks > 0 || !this.status.writable || this.pending.length === 0 ? null : this.useThread()
+    if (!t) {
       this.flush()
       return
     }
@@ -144,6 +210,7 @@ export class Ledger implements CallLedger {
     this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows }, (r) => {
       if (this.inFlight !== rows) return
       this.inFlight = null
+      this.idleThread()
       if (r.ok) {
         this.status.writable = true
         this.status.last_error = null
@@ -174,6 +241,7 @@ export class Ledger implements CallLedger {
       // No answer: stop using the thread, and keep the batch to be written here.
       this.thread.close(0)
       this.thread = null
+      this.threadScript = null
       this.inFlight = null
       this.pending = rows.concat(this.pending)
       this.countPending()
@@ -261,10 +329,14 @@ export class Ledger implements CallLedger {
    * is in use, else this one. Resolves to how many it deleted.
    */
   prune(before: number, limit: number): Promise<number> {
-    const t = this.thread
-    if (t && t.ready && !t.broken) {
+    const t = this.closed ? null : this.useThread()
+    if (t) {
       return new Promise((resolve, reject) => {
-        t.send({ type: 'prune', before, limit }, (r) => (r.ok ? resolve(r.deleted ?? 0) : reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))))
+        t.send({ type: 'prune', before, limit }, (r) => {
+          this.idleThread()
+          if (r.ok) resolve(r.deleted ?? 0)
+          else reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))
+        })
       })
     }
     return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit)))
@@ -285,6 +357,8 @@ export class Ledger implements CallLedger {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
+    if (this.threadIdle) clearTimeout(this.threadIdle)
+    this.threadIdle = null
     this.thread?.close()
     this.thread = null
     return ok

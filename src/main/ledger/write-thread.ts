@@ -50,16 +50,27 @@ export class WriteThread {
     port1.unref()
   }
 
-  /** A write thread running `script` (a built ledger-worker.js) on `dbFile`; null when there is no such script. */
-  static start(script: URL | string | undefined, dbFile: string): WriteThread | null {
+  /** The path of `script` (a built ledger-worker.js) when a write thread can run it on `dbFile`, else null. */
+  static usable(script: URL | string | undefined, dbFile: string): string | null {
     if (!script || !dbFile || dbFile === ':memory:') return null
     const path = typeof script === 'string' ? script : fileURLToPath(script)
-    if (!existsSync(path)) return null
+    return existsSync(path) ? path : null
+  }
+
+  /** A write thread running `script` (a built ledger-worker.js) on `dbFile`; null when there is no such script. */
+  static start(script: URL | string | undefined, dbFile: string): WriteThread | null {
+    const path = WriteThread.usable(script, dbFile)
+    if (!path) return null
     try {
       return new WriteThread(path, dbFile)
     } catch {
       return null
     }
+  }
+
+  /** True while a request is unanswered. */
+  get busy(): boolean {
+    return this.waiting.size > 0
   }
 
   /** Hands `rows` over; `done` gets the answer. Returns the request's id (for `waitFor`). */
@@ -96,6 +107,18 @@ export class WriteThread {
     if (!this.broken && this.ready) this.waitFor(this.send({ type: 'close' }), timeoutMs)
     this.broken = true
     void this.worker.terminate()
+  }
+
+  /**
+   * Ends the thread without blocking: its connection closes after every request sent before
+   * (the requests are answered in order), then the thread exits. For a thread no longer used.
+   */
+  end(): void {
+    if (this.broken) return
+    this.send({ type: 'close' }, () => {
+      this.broken = true
+      void this.worker.terminate()
+    })
   }
 
   private settle(r: ThreadReply): void {

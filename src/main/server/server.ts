@@ -43,6 +43,7 @@ import type { ConnectContext } from '../connect/types'
 import type { Feature, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
+import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
@@ -60,6 +61,8 @@ export interface BurnrateServer {
   /** `http://host:port` once listening. */
   readonly url: string
   readonly http: http.Server
+  /** Memory-reducing collections run while quiet so far (null: turned off). */
+  readonly idleCollections: number | null
   listen(): Promise<string>
   /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. */
   close(graceMs?: number): Promise<void>
@@ -73,12 +76,16 @@ export interface CreateOptions {
   agentHome?: ConnectContext
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
+  /** How long the ledger's write thread may sit idle before it ends (tests shorten it; default 5 s). */
+  ledgerThreadIdleMs?: number
   /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
   estimateWorker?: URL | string
   /** The built export thread (out/main/export-worker.js): big exports are read and formatted there. */
   exportWorker?: URL | string
   /** Time allowed for a request's headers (tests shorten it). */
   headersTimeoutMs?: number
+  /** When the server gives memory back once quiet (see idle-gc.ts); false: never (tests that measure the heap themselves). */
+  idleCollection?: IdleCollectorOptions | false
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
 }
@@ -99,7 +106,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
     )
   }
-  const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker })
+  const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
   const ledger = storage.ledger
   useEstimateThread(opts.estimateWorker)
   useExportThread(opts.exportWorker)
@@ -187,7 +194,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Host, cross-site and dashboard-token checks, before anything else (proxy, API, page).
   let listenPort = config.server.port
   const guard = createRequestGuard({ config, port: () => listenPort })
+  // Memory is given back when the server is quiet; every request counts as activity.
+  const idle = opts.idleCollection === false ? null : idleCollector(opts.idleCollection)
   const onRequest: http.RequestListener = (req, res) => {
+    idle?.touch()
     const route = router.match(req.url ?? '/', req.headers)
     if (!guard(req, res, route !== null)) return
     if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
@@ -216,6 +226,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // past the same guard. Any other upgrade request is answered as the plain request it also is.
     s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
       socket.on('error', () => {})
+      idle?.touch()
       const res = new http.ServerResponse(req)
       res.assignSocket(socket)
       res.shouldKeepAlive = false
@@ -286,6 +297,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     get url() {
       return url
     },
+    get idleCollections() {
+      return idle ? idle.collections : null
+    },
     async listen() {
       await Promise.all(installing)
       const { host, port } = config.server
@@ -315,11 +329,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         server.listen(port, bindsBoth ? '127.0.0.1' : host)
       }).then(async (u) => {
         if (bindsBoth) await listenIpv6Loopback()
+        idle?.start()
         return u
       })
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
+        idle?.stop()
         server.close()
         server.closeIdleConnections()
         ipv6?.close()

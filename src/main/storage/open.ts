@@ -23,6 +23,8 @@ export interface OpenOptions {
   log: Logger
   /** The built SQLite ledger write thread (see LedgerOptions.writeThread). */
   ledgerWorker?: URL | string
+  /** How long the write thread may sit idle before it ends (see LedgerOptions.threadIdleMs). */
+  ledgerThreadIdleMs?: number
 }
 
 /**
@@ -42,7 +44,7 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   if (!url) {
     return {
       store: new SqliteStore(db),
-      ledger: new Ledger(db, { ...ledgerOpts, writeThread: opts.ledgerWorker }),
+      ledger: new Ledger(db, { ...ledgerOpts, writeThread: opts.ledgerWorker, threadIdleMs: opts.ledgerThreadIdleMs }),
       health: null,
       close: async () => {},
     }

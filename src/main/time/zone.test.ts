@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PeriodClock, isValidTimeZone, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from './zone'
+import { PeriodClock, isValidTimeZone, localParts, machineTimeZone, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth, startOfWeek } from './zone'
 
 describe('time zones', () => {
   it('finds local midnight in a zone east of UTC', () => {
@@ -35,5 +35,36 @@ describe('time zones', () => {
   it('validates zone names', () => {
     expect(isValidTimeZone('Europe/Berlin')).toBe(true)
     expect(isValidTimeZone('Mars/Olympus')).toBe(false)
+  })
+
+  it('computes UTC without Intl exactly as Intl does', () => {
+    // 'Etc/Universal' is UTC too but not among the fast path's names: it goes through Intl.
+    const start = Date.parse('1999-12-31T22:00:00.000Z')
+    for (let i = 0; i < 2000; i++) {
+      const ts = start + i * 7_919_993 + (i % 1000) // across days, months, a leap day, odd milliseconds
+      for (const utc of ['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT']) expect(localParts(ts, utc)).toEqual(localParts(ts, 'Etc/Universal'))
+    }
+    const ts = Date.parse('2028-02-29T23:59:59.999Z')
+    expect(startOfDay(ts, 'UTC')).toBe(startOfDay(ts, 'Etc/Universal'))
+    expect(startOfNextMonth(ts, 'UTC')).toBe(Date.parse('2028-03-01T00:00:00Z'))
+    expect(startOfWeek(ts, 'UTC', 1)).toBe(startOfWeek(ts, 'Etc/Universal', 1))
+    expect(isValidTimeZone('UTC')).toBe(true)
+    expect(isValidTimeZone('Etc/Universal')).toBe(true)
+    expect(isValidTimeZone('Mars/Olympus_Mons')).toBe(false)
+  })
+
+  it("names the machine's zone as Intl does, with or without TZ", () => {
+    const saved = process.env.TZ
+    try {
+      for (const tz of ['UTC', ':UTC', 'Etc/UTC', 'Europe/Berlin', 'America/New_York']) {
+        process.env.TZ = tz
+        expect(machineTimeZone(), tz).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone)
+      }
+      delete process.env.TZ
+      expect(machineTimeZone()).toBe(Intl.DateTimeFormat().resolvedOptions().timeZone)
+    } finally {
+      if (saved === undefined) delete process.env.TZ
+      else process.env.TZ = saved
+    }
   })
 })

@@ -1,7 +1,19 @@
 /**
  * Calendar periods in an IANA time zone: "today" and "this month" begin at local midnight
  * and on the first of the month in the configured zone (contract: Budget rules, Dashboard).
+ *
+ * UTC (a server's usual zone) is computed with Date's UTC fields: no Intl formatter, so a
+ * server in UTC never loads ICU's locale and zone data (about 6 MiB of Node's pages).
  */
+import { readlinkSync } from 'node:fs'
+
+/** Names of UTC itself (each always zero offset, no daylight time), matched exactly; any other spelling goes through Intl. */
+const UTC_NAMES = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT'])
+
+/** True when `tz` is UTC by one of its usual names. */
+export function isUtc(tz: string): boolean {
+  return UTC_NAMES.has(tz)
+}
 
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
@@ -33,6 +45,10 @@ export interface LocalParts {
 }
 
 export function localParts(ts: number, tz: string): LocalParts {
+  if (UTC_NAMES.has(tz)) {
+    const d = new Date(ts)
+    return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }
+  }
   const out: Record<string, number> = {}
   for (const p of formatter(tz).formatToParts(ts)) {
     if (p.type !== 'literal') out[p.type] = Number(p.value)
@@ -98,6 +114,7 @@ export function startOfNextWeek(ts: number, tz: string, weekStart: number): numb
 }
 
 export function isValidTimeZone(tz: string): boolean {
+  if (UTC_NAMES.has(tz)) return true
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz })
     return true
@@ -106,8 +123,24 @@ export function isValidTimeZone(tz: string): boolean {
   }
 }
 
+/**
+ * The machine's IANA zone, as Intl reports it. A machine that is plainly in UTC (TZ names UTC,
+ * or TZ is unset and /etc/localtime links to the UTC zone file) answers 'UTC' without asking
+ * Intl, which reports the same; anything else asks Intl.
+ */
 export function machineTimeZone(): string {
+  if (machineIsUtc()) return 'UTC'
   return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
+}
+
+function machineIsUtc(): boolean {
+  const env = process.env.TZ
+  if (env !== undefined) return UTC_NAMES.has(env.startsWith(':') ? env.slice(1) : env)
+  try {
+    return /\/zoneinfo\/(Etc\/)?(UTC|GMT)$/.test(readlinkSync('/etc/localtime'))
+  } catch {
+    return false
+  }
 }
 
 export interface Period {

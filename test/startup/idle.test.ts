@@ -1,0 +1,116 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { join, resolve } from 'node:path'
+import { getHeapSpaceStatistics } from 'node:v8'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { reduceMemory } from '../../src/main/server/idle-gc'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * What an idle server gives back, through real parts: the built ledger write thread
+ * (out/main/ledger-worker.js) on a real SQLite file, real HTTP through the proxy to the mock
+ * upstream. The write thread starts with the first batch and ends once idle, and the next call
+ * starts another, with every call recorded once; V8's memory-reducing collection runs once the
+ * server is ready and again once calls have gone quiet, and not while nothing happens.
+ */
+const ROOT = resolve(__dirname, '../..')
+const WORKER = join(ROOT, 'out/main/ledger-worker.js')
+
+let upstream: MockUpstream
+beforeAll(async () => {
+  if (!existsSync(WORKER)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
+  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+})
+afterAll(async () => {
+  await upstream?.close()
+})
+
+const chat = { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }
+
+async function calls(t: TestServer, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    const r = await postJson(`${t.url}/openai/v1/chat/completions`, chat, { authorization: 'Bearer sk-idle-test-key-0001' })
+    expect(r.status).toBe(200)
+  }
+}
+
+function stored(file: string): { calls: number; rolled: number } {
+  const db = new Database(file, { readonly: true })
+  try {
+    return {
+      calls: db.prepare('SELECT count(*) FROM calls').pluck().get() as number,
+      rolled: db.prepare('SELECT coalesce(sum(requests), 0) FROM dash_5m').pluck().get() as number,
+    }
+  } finally {
+    db.close()
+  }
+}
+
+describe('an idle server gives memory back', () => {
+  it('holds no write thread at rest; the first call starts one, it ends when idle, the next call starts another: every call recorded once', async () => {
+    const t = await startTestServer({}, upstream.url, undefined, { create: { ledgerWorker: WORKER, ledgerThreadIdleMs: 300 } })
+    try {
+      const ledger = t.server.ledger as unknown as { threadRunning: boolean; writesOnThread: boolean }
+      expect(ledger.writesOnThread).toBe(true)
+      expect(ledger.threadRunning).toBe(false)
+      // Read paths flush on this thread, so only calls (written by the timer) start the thread.
+      expect((await request(`${t.url}/api/dashboard/summary`)).status).toBe(200)
+      expect(ledger.threadRunning).toBe(false)
+      await calls(t, 5)
+      await eventually(() => stored(t.dbFile).calls === 5)
+      await eventually(() => !ledger.threadRunning)
+      await calls(t, 3)
+      await eventually(() => stored(t.dbFile).calls === 8)
+      expect(stored(t.dbFile)).toEqual({ calls: 8, rolled: 8 })
+      await eventually(() => !ledger.threadRunning)
+      expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(8)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('collects once ready, again once calls have gone quiet, and not while nothing happens', async () => {
+    const t = await startTestServer({}, upstream.url, undefined, { create: { idleCollection: { firstQuietMs: 200, quietMs: 400, growthBytes: 0 } } })
+    try {
+      const count = () => t.server.idleCollections ?? -1
+      await eventually(() => count() === 1) // ready and quiet
+      await calls(t, 20)
+      await eventually(() => count() === 2) // the calls went quiet
+      // Quiet with no request since: nothing to give back, no collection.
+      await new Promise((r) => setTimeout(r, 1_000))
+      expect(count()).toBe(2)
+      await calls(t, 1)
+      await eventually(() => count() === 3)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it("requests while it starts (a supervisor's health checks) delay the start-up collection by the start-up quiet, not the long one", async () => {
+    const t = await startTestServer({}, upstream.url, undefined, { create: { idleCollection: { firstQuietMs: 300, quietMs: 600_000, growthBytes: 0 } } })
+    try {
+      for (let i = 0; i < 5; i++) expect((await request(`${t.url}/api/health`)).status).toBe(200)
+      await eventually(() => t.server.idleCollections === 1)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('the collection shrinks the young generation a burst of allocation grew', () => {
+    const young = () => getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')!.space_size
+    // Survivors through several scavenges make V8 grow the young generation.
+    const grow = (): number => {
+      let kept = 0
+      for (let round = 0; round < 40; round++) kept += Array.from({ length: 20_000 }, (_, i) => ({ i, s: `x${i}`, round })).length
+      return kept
+    }
+    expect(grow()).toBe(800_000)
+    const grown = young()
+    reduceMemory()
+    expect(young()).toBeLessThan(grown)
+  })
+})
