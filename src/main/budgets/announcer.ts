@@ -1,6 +1,6 @@
 import type { PeriodClock } from '../time/zone'
 import { DEFAULT_ALERT_AT_PCT } from './check'
-import type { KeyState } from './engine'
+import type { KeyState } from './key-state'
 import type { Meter, PeriodState } from './meter'
 import type { Rule } from './rules'
 import type { BudgetAlert } from './types'

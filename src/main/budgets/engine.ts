@@ -3,6 +3,7 @@ import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
+import type { KeyState } from './key-state'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
@@ -12,22 +13,7 @@ import type { BudgetAlert, BudgetMonitor } from './types'
 
 export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
-
-/** What the engine knows of one API key, by hash. The raw key is never kept. */
-export interface KeyState {
-  hash: string
-  hint: string
-  tenant: string
-  /** Start of the month `requestsMonth` counts in. */
-  monthStart: number
-  requestsMonth: number
-  lastSeen: number | null
-  /** Rule memo: the rules whose key pattern matches the key under index `gen`, in precedence order. */
-  gen: number
-  candidates: Rule[]
-  /** Every prefix pattern the key was seen to match (to find its rules by hash after a restart). */
-  known: Set<string>
-}
+export type { KeyState } from './key-state'
 
 export interface Refusal {
   rule: Rule

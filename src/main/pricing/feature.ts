@@ -2,13 +2,10 @@ import type { Feature, ServerContext } from '../server/context'
 import { firstLoad } from '../storage/shared-table'
 import { PgPriceStore } from './shared-prices'
 import { PriceStore, type PriceWriter } from './store'
+import type { Prices } from './types'
 import { PriceUpdater } from './update'
 
-/** The server's runtime prices and price-data updater (ctx.prices). */
-export interface Prices {
-  store: PriceWriter
-  updater: PriceUpdater
-}
+export type { Prices } from './types'
 
 /**
  * Prices that stay current: runtime prices from the admin API (persisted, applied to the next

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os'
 import type { Command } from 'commander'
-import type { RegisterCommand } from '.'
+import type { RegisterCommand } from './types'
 import type { ConnectPlan } from '../../../shared/connect'
 import { CliError, EXIT, type CliContext } from '../context'
 

@@ -1,5 +1,5 @@
 import { Argument } from 'commander'
-import type { RegisterCommand } from '.'
+import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { LOG_AGENTS, type LogAgent } from '../../import/types'
 import { compact, table, usd } from '../output'

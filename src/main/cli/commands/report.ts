@@ -1,5 +1,5 @@
 import { Argument } from 'commander'
-import type { RegisterCommand } from '.'
+import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { REPORT_KINDS, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { compact, csv, paint, table, usd } from '../output'

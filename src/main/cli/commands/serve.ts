@@ -1,4 +1,4 @@
-import type { RegisterCommand } from '.'
+import type { RegisterCommand } from './types'
 
 /**
  * `burnrate serve`: the headless server. The command line normally never gets here (cli.ts

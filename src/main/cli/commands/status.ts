@@ -1,4 +1,4 @@
-import type { RegisterCommand } from '.'
+import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
 import { paint, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
