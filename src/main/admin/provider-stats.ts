@@ -81,7 +81,7 @@ export class ProviderStats {
         WHERE ts >= @start AND ts < @now AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
       { start: this.clock.dayOf(now).start, now, refused: REFUSAL_REASON, rate: RATE_REASON, loop: LOOP_REASON },
     )
-    for (const r of rows) this.observe(r)
+    for (const r of rows) this.observe(r, now)
   }
 
   get(name: string, now = Date.now()): ProviderDay | undefined {
