@@ -52,4 +52,20 @@ describe('SseParser on hostile input', () => {
       SseParser.MAX_LINE = old
     }
   })
+
+  it('keeps a line just under MAX_LINE that arrives in many small chunks, whole, and stays linear in its length', () => {
+    // 4 KB chunks of a 15 MiB line: joining the line per chunk (and so copying it to search it)
+    // took minutes; kept as pieces it is joined once. The test's own time limit is the check.
+    const size = 15 * 1024 * 1024
+    const line = Buffer.alloc(size, 0x62)
+    const chunks = [Buffer.from('event: big\r\ndata: ')]
+    for (let i = 0; i < size; i += 4096) chunks.push(line.subarray(i, i + 4096))
+    chunks.push(Buffer.from('\r'), Buffer.from('\n\r\ndata: next\n\n'))
+    const out = parseAll(chunks)
+    expect(out.map(([e, d]) => [e, d.length])).toEqual([
+      ['big', size],
+      ['message', 4],
+    ])
+    expect(out[0][1]).toBe('b'.repeat(size))
+  }, 30_000)
 })

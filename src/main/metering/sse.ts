@@ -10,7 +10,9 @@ export type SseHandler = (event: string, data: string) => void
  */
 export class SseParser {
   private decoder = new StringDecoder('utf8')
-  private buf = ''
+  /** The unfinished line's pieces, joined once when its end arrives (never re-scanned, never flattened per chunk). */
+  private pending: string[] = []
+  private pendingLength = 0
   private event = ''
   private data: string[] = []
   private lastWasCR = false
@@ -22,46 +24,58 @@ export class SseParser {
 
   write(chunk: Buffer): void {
     let text = this.decoder.write(chunk)
-    if (this.lastWasCR && text.startsWith('\n')) text = text.slice(1)
+    if (this.lastWasCR && text.charCodeAt(0) === 10) text = text.slice(1)
     this.lastWasCR = false
     if (text.length === 0) return
-    // Only the new text is scanned for line ends (a long line arriving in many chunks stays linear).
-    // Line ends are found with indexOf (native) rather than a loop over every character; each
-    // of the two searches moves forward only, so the scan stays linear.
-    const scan = this.buf.length
-    const buf = this.buf + text
+    // Only the new text is scanned for line ends, with indexOf (native); each of the two searches
+    // moves forward only. A line arriving in many chunks is kept as pieces and joined once at its
+    // end: concatenating it per chunk would make V8 flatten (copy) the whole line for every chunk's
+    // search, quadratic in the line (a 20 MB line held the event loop for seconds).
     let start = 0
-    let lf = buf.indexOf('\n', scan)
-    let cr = buf.indexOf('\r', scan)
+    let lf = text.indexOf('\n')
+    let cr = text.indexOf('\r')
     while (lf !== -1 || cr !== -1) {
       let i = lf === -1 ? cr : cr === -1 ? lf : lf < cr ? lf : cr
       if (this.skipping) this.skipping = false
-      else if (i - start <= SseParser.MAX_LINE) this.line(buf.slice(start, i))
+      else if (this.pendingLength + i - start <= SseParser.MAX_LINE) {
+        this.line(this.pendingLength === 0 ? text.slice(start, i) : this.pending.join('') + text.slice(start, i))
+      }
+      if (this.pendingLength > 0) {
+        this.pending = []
+        this.pendingLength = 0
+      }
       if (i === cr) {
-        if (i + 1 < buf.length) {
-          if (buf.charCodeAt(i + 1) === 10) i++
+        if (i + 1 < text.length) {
+          if (text.charCodeAt(i + 1) === 10) i++
         } else {
           this.lastWasCR = true
         }
       }
       start = i + 1
-      if (lf !== -1 && lf < start) lf = buf.indexOf('\n', start)
-      if (cr !== -1 && cr < start) cr = buf.indexOf('\r', start)
+      if (lf !== -1 && lf < start) lf = text.indexOf('\n', start)
+      if (cr !== -1 && cr < start) cr = text.indexOf('\r', start)
     }
-    this.buf = this.skipping ? '' : start === 0 ? buf : buf.slice(start)
-    if (this.buf.length > SseParser.MAX_LINE) {
-      // Drop the overlong line, and the rest of it as it arrives.
-      this.buf = ''
-      this.skipping = true
+    if (start < text.length && !this.skipping) {
+      this.pendingLength += text.length - start
+      if (this.pendingLength > SseParser.MAX_LINE) {
+        // Drop the overlong line, and the rest of it as it arrives.
+        this.pending = []
+        this.pendingLength = 0
+        this.skipping = true
+      } else {
+        this.pending.push(start === 0 ? text : text.slice(start))
+      }
     }
   }
 
   /** End of stream: a final event without its blank line is still dispatched. */
   end(): void {
     const rest = this.decoder.end()
-    if (rest) this.buf += rest
-    if (this.buf.length > 0 && !this.skipping) this.line(this.buf)
-    this.buf = ''
+    if (rest) this.pending.push(rest)
+    const last = this.pending.join('')
+    if (last.length > 0 && !this.skipping) this.line(last)
+    this.pending = []
+    this.pendingLength = 0
     this.skipping = false
     this.dispatch()
   }
