@@ -132,19 +132,45 @@ export function moveDataLiteralsToJson(code: string, urlOf: (i: number, json: st
   return { code: `${head}${out}`, json: found.map((f) => f.json) }
 }
 
-/** The price library is bundled so its price table can be moved to a JSON file (see above). */
+/**
+ * The library's only use of `localeCompare` is ordering its own identifiers (the snake_case
+ * keys of its usage units: to make a canonical key of a unit's dimensions, and as the
+ * tie-break when it orders units by how specific they are). The first call builds an ICU
+ * collator, reading ICU's collation data and code: about 2.5 MiB resident for the life of the
+ * process. Those keys are ASCII and are ordered the same by code units, which a plain `<` compare
+ * does without ICU; both orders are total, so each of the two uses gives the same result
+ * (test/pricing/bundled-data.test.ts compares every model's price with the library's). Exactly
+ * the two known calls are replaced, or the build fails (a new version is looked at again).
+ */
+export function withoutLocaleCompare(code: string): string {
+  const CALL = /\b([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\.localeCompare\(([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*)\)/g
+  const calls = code.match(CALL)?.length ?? 0
+  if (calls !== 2 || code.split('localeCompare').length - 1 !== 2) {
+    throw new Error(`@pydantic/genai-prices: expected its two localeCompare calls on identifiers, found ${calls}`)
+  }
+  const helper = 'const __burnrateCompare = (a, b) => (a < b ? -1 : a > b ? 1 : 0);'
+  return `${helper}${code.replace(CALL, (_, a: string, b: string) => `__burnrateCompare(${a}, ${b})`)}`
+}
+
+/** What the build does to @pydantic/genai-prices' module (`urlOf` as for moveDataLiteralsToJson). */
+export function transformPriceLibrary(code: string, urlOf: (i: number, json: string) => string): { code: string; json: string[] } {
+  const moved = moveDataLiteralsToJson(code, urlOf)
+  if (!moved) throw new Error('@pydantic/genai-prices: its price table was not found as a data literal')
+  return { code: withoutLocaleCompare(moved.code), json: moved.json }
+}
+
+/** The price library is bundled so its module can be transformed (above). */
 const DATA_LIBRARY = /\/node_modules\/@pydantic\/genai-prices\/dist\/index\.js$/
-function dataLiteralsAsJson(): Plugin {
+function priceLibrary(): Plugin {
   return {
-    name: 'burnrate:data-literals-as-json',
+    name: 'burnrate:price-library',
     transform(code, id) {
       if (!DATA_LIBRARY.test(id)) return null
-      const moved = moveDataLiteralsToJson(code, (_, json) => {
+      const out = transformPriceLibrary(code, (_, json) => {
         const ref = this.emitFile({ type: 'asset', name: 'genai-prices-data.json', source: json })
         return `import.meta.ROLLUP_FILE_URL_${ref}`
       })
-      if (!moved) this.error('@pydantic/genai-prices: its price table was not found as a data literal')
-      return { code: moved.code, map: null }
+      return { code: out.code, map: null }
     },
   }
 }
@@ -173,11 +199,11 @@ function asciiChunks(): Plugin {
 
 export default defineConfig({
   main: {
-    plugins: [builtinsWithoutEagerGetters(), dataLiteralsAsJson(), asciiChunks()],
+    plugins: [builtinsWithoutEagerGetters(), priceLibrary(), asciiChunks()],
     build: {
       // zod and yaml are bundled in (pure ESM, ~170 small files): loading one chunk instead of
       // them takes ~70 ms off the headless start-up. The price library is bundled so that its
-      // price table becomes a JSON file (dataLiteralsAsJson). Other dependencies stay external.
+      // price table becomes a JSON file (priceLibrary). Other dependencies stay external.
       externalizeDeps: { exclude: ['zod', 'yaml', '@pydantic/genai-prices'] },
       rollupOptions: {
         input: {

@@ -6,13 +6,16 @@ import { pathToFileURL } from 'node:url'
 import { isDeepStrictEqual } from 'node:util'
 import * as original from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { moveDataLiteralsToJson } from '../../electron.vite.config'
+import { parseAst } from 'rollup/parseAst'
+import { transformPriceLibrary } from '../../electron.vite.config'
 
 /**
  * The build moves @pydantic/genai-prices' price table out of its code into a JSON file read with
  * `JSON.parse` (electron.vite.config.ts, `moveDataLiteralsToJson`: V8 would otherwise keep the
- * 800 KB literal's source text and boilerplate for the life of the process). The library as the
- * build transforms it must price every model of its data exactly as the library itself does.
+ * 800 KB literal's source text and boilerplate for the life of the process), and orders the
+ * library's own identifiers by code units instead of `localeCompare` (which loads ICU's
+ * collation data). The library as the build transforms it must price every model of its data
+ * exactly as the library itself does.
  */
 type Lib = typeof original
 interface Model { id: string }
@@ -25,15 +28,14 @@ let data: ProviderData[]
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-price-data-'))
-  const out = moveDataLiteralsToJson(readFileSync(SOURCE, 'utf8'), (i, json) => {
+  const out = transformPriceLibrary(readFileSync(SOURCE, 'utf8'), (i, json) => {
     writeFileSync(join(dir, `data-${i}.json`), json)
     return `new URL('./data-${i}.json', import.meta.url).href`
   })
-  expect(out).not.toBeNull()
-  writeFileSync(join(dir, 'index.js'), out!.code)
+  writeFileSync(join(dir, 'index.js'), out.code)
   moved = (await import(pathToFileURL(join(dir, 'index.js')).href)) as Lib
-  expect(out!.json).toHaveLength(1) // the price table, and nothing else of this size
-  data = JSON.parse(out!.json[0]) as ProviderData[]
+  expect(out.json).toHaveLength(1) // the price table, and nothing else of this size
+  data = JSON.parse(out.json[0]) as ProviderData[]
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -61,6 +63,26 @@ describe('the price table moved to JSON by the build', () => {
     expect(data.map((p) => p.id)).toContain('anthropic')
     // The transformed module has no data literal left: its code is the library's functions.
     expect(readFileSync(join(dir, 'index.js'), 'utf8').length).toBeLessThan(40_000)
+  })
+
+  it('calls no localeCompare, and its unit keys and dimension names sort the same by code units as by localeCompare', () => {
+    expect(readFileSync(join(dir, 'index.js'), 'utf8')).not.toContain('localeCompare')
+    // The library's table of usage units (input_tokens: { dimensions: {...}, ... }), read from its code.
+    const code = readFileSync(SOURCE, 'utf8')
+    const program = parseAst(code) as unknown as { body: { type: string; declarations?: { init?: { type: string; start: number; end: number; properties?: { key: { name?: string } }[] } }[] }[] }
+    const units = program.body
+      .flatMap((st) => (st.type === 'VariableDeclaration' ? st.declarations! : []))
+      .map((d) => d.init)
+      .find((i) => i?.type === 'ObjectExpression' && i.properties!.some((p) => p.key.name === 'input_tokens'))!
+    const table = new Function(`return (${code.slice(units.start, units.end)})`)() as Record<string, { dimensions: Record<string, string> }>
+    const keys = Object.keys(table)
+    const dimensions = [...new Set(keys.flatMap((k) => Object.keys(table[k].dimensions)))]
+    expect(keys.length).toBeGreaterThan(30)
+    expect(dimensions).toContain('modality')
+    for (const names of [keys, dimensions]) {
+      const byCodeUnits = [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0))
+      expect([...names].sort((a, b) => a.localeCompare(b))).toEqual(byCodeUnits)
+    }
   })
 
   it('finds every provider as the library does', () => {

@@ -50,6 +50,14 @@ describe('the built main process', () => {
     expect(table.find((p) => p.id === 'anthropic')?.models.some((m) => m.name === 'Claude 2.0 / 2.1')).toBe(true)
     for (const f of all.filter((x) => x.endsWith('.js'))) expect(readFileSync(f, 'utf8'), f).not.toContain('Claude 2.0 / 2.1')
   })
+
+  it("has the price library without localeCompare (no ICU collator built to price a call)", () => {
+    const library = files(OUT).filter((f) => f.endsWith('.js') && readFileSync(f, 'utf8').includes('genai-prices-data-'))
+    expect(library).toHaveLength(1)
+    const code = readFileSync(library[0], 'utf8')
+    expect(code).toContain('genai-prices: provider data update rejected') // the library's code is in this chunk (bundled, not external)
+    expect(code).not.toContain('localeCompare')
+  })
 })
 
 describe('the built server prices with the moved table', () => {
