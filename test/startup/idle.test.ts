@@ -91,7 +91,7 @@ describe('an idle server gives memory back', () => {
     }
   })
 
-  it("after a collection that follows calls, not after the start-up one, gives the C heap's freed memory back", async () => {
+  it("once calls have gone quiet, not after start-up, gives the C heap's freed memory back", async () => {
     let released = 0
     const t = await startTestServer({}, upstream.url, undefined, {
       create: { idleCollection: { firstQuietMs: 200, quietMs: 400, growthBytes: 0, release: () => released++ } },
