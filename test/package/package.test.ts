@@ -87,11 +87,12 @@ describe('the packaged app (electron-builder --dir)', () => {
     for (const file of filesUnder(main).filter((f) => f.endsWith('.js'))) {
       const text = readFileSync(file, 'utf8')
       for (const m of text.matchAll(/(?:from\s*|import\s*\(\s*|import\s+)["']([^"'./][^"']*)["']/g)) specs.add(m[1])
-      for (const m of text.matchAll(/require\(\s*["']([^"'./][^"']*)["']\s*\)/g)) specs.add(m[1])
+      // require('x'), as the bundler renames it (require$1, require3), and createRequire(...)('x').
+      for (const m of text.matchAll(/(?:\brequire(?:\$?\d+)?|createRequire\(import\.meta\.url\))\(\s*["']([^"'./][^"']*)["']\s*\)/g)) specs.add(m[1])
     }
     const external = [...specs].filter((s) => /^(@[\w.-]+\/)?[\w.-]+(\/[\w./-]+)?$/.test(s) && !s.startsWith('node:') && !builtinModules.includes(s) && s !== 'electron').sort()
     // zod and yaml are bundled into the chunks (fewer files to load at start-up): not imported.
-    expect(external).toEqual(expect.arrayContaining(['better-sqlite3', 'undici', 'express', 'ws', 'jsonc-parser', '@decimalturn/toml-patch', 'diff', 'electron-updater']))
+    expect(external).toEqual(expect.arrayContaining(['better-sqlite3', 'undici', 'express', 'ws', 'jsonc-parser', '@decimalturn/toml-patch', 'diff', 'electron-updater', 'koffi']))
     expect(external).not.toContain('yaml')
     // Resolved from a file beside the bundles, the way they resolve them; better-sqlite3 also opens a database.
     const checker = join(main, '__check_imports.mjs')
@@ -101,6 +102,8 @@ describe('the packaged app (electron-builder --dir)', () => {
 for (const s of ${JSON.stringify(external)}) { try { out[s] = import.meta.resolve(s) } catch (e) { out[s] = 'UNRESOLVED: ' + e.message } }
 const { default: Database } = await import('better-sqlite3')
 const db = new Database(':memory:'); out.__sqlite = db.prepare('select sqlite_version() v').get().v; db.close()
+const { default: koffi } = await import('koffi')
+out.__trim = koffi.load('libc.so.6').func('int malloc_trim(size_t pad)')(0)
 console.log(JSON.stringify(out))`,
     )
     const res = await run(process.execPath, [checker], { ...process.env }, main)
@@ -111,6 +114,8 @@ console.log(JSON.stringify(out))`,
       expect(resolved[s].startsWith(pathToFileURL(extracted).href), `${s} resolves inside the package: ${resolved[s]}`).toBe(true)
     }
     expect(resolved.__sqlite).toMatch(/^3\./)
+    // koffi's binary (the idle collection's malloc_trim) loads from the package too.
+    expect(typeof resolved.__trim).toBe('number')
   })
 
   it("has every asset the renderer's page loads", () => {

@@ -5,6 +5,7 @@ import { getHeapSpaceStatistics } from 'node:v8'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { reduceMemory } from '../../src/main/server/idle-gc'
+import { releaseFreedMemory } from '../../src/main/server/malloc-trim'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -88,6 +89,30 @@ describe('an idle server gives memory back', () => {
     } finally {
       await t.stop()
     }
+  })
+
+  it("once calls have gone quiet, not after start-up, gives the C heap's freed memory back", async () => {
+    let released = 0
+    const t = await startTestServer({}, upstream.url, undefined, {
+      create: { idleCollection: { firstQuietMs: 200, quietMs: 400, growthBytes: 0, release: () => released++ } },
+    })
+    try {
+      const count = () => t.server.idleCollections ?? -1
+      await eventually(() => count() === 1) // ready and quiet: little to give back, nothing released
+      expect(released).toBe(0)
+      await calls(t, 20)
+      await eventually(() => count() === 2)
+      expect(released).toBe(1)
+    } finally {
+      await t.stop()
+    }
+  })
+
+  it('releases freed C memory with malloc_trim where the C library is glibc (Linux), and does nothing elsewhere', () => {
+    const header = (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header
+    const glibc = process.platform === 'linux' && typeof header.glibcVersionRuntime === 'string'
+    expect(releaseFreedMemory()).toBe(glibc)
+    expect(releaseFreedMemory()).toBe(glibc) // bound once, called again
   })
 
   it("requests while it starts (a supervisor's health checks) delay the start-up collection by the start-up quiet, not the long one", async () => {

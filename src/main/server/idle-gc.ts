@@ -1,5 +1,6 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
+import { releaseFreedMemory } from './malloc-trim'
 
 /**
  * Gives memory back once the server is quiet. Start-up and every burst of calls grow V8's young
@@ -36,6 +37,13 @@ export interface IdleCollectorOptions {
   growthBytes?: number
   /** Runs the collection (default: V8's memory-reducing GC; tests may watch it). */
   collect?: () => void
+  /**
+   * Once calls have gone quiet (not after start-up), when the process's resident size is at
+   * least `growthBytes` above where the last release (or start-up) left it, gives the C heap's
+   * freed memory back to the system (default: glibc's `malloc_trim`, ./malloc-trim.ts; tests may
+   * watch it).
+   */
+  release?: () => void
 }
 
 type GcFunction = (opts?: { type?: string; execution?: string; flavor?: string }) => unknown
@@ -76,12 +84,15 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   const firstQuietMs = opts.firstQuietMs ?? 1_000
   const growth = opts.growthBytes ?? 8 * 1024 * 1024
   const collect = opts.collect ?? reduceMemory
+  const release = opts.release ?? releaseFreedMemory
   let activity = 0
   let seen = -1
   let timer: NodeJS.Timeout | null = null
   let running = false
   /** The heap's physical size after the last collection (0: none yet, so the first one runs). */
   let floor = 0
+  /** The process's resident size after the start-up collection or the last release. */
+  let rssFloor = 0
   let collections = 0
   /** How long no request has arrived, as the checks have seen it. */
   let quietFor = 0
@@ -103,10 +114,21 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
       return
     }
     quietFor = 0
+    const afterCalls = floor !== 0
     if (floor === 0 || growth <= 0 || physical() >= floor + growth) {
       collect()
       collections++
       floor = physical()
+    }
+    // The C heap is not V8's: the threads' allocations under load (SQLite's cache on the write
+    // thread, V8's GC helpers) are freed into glibc's arenas, which keep them. V8 may have
+    // shrunk its own heap already (and skipped the collection above); the process's resident
+    // size says whether there is more to give back.
+    if (afterCalls && (growth <= 0 || process.memoryUsage.rss() >= rssFloor + growth)) {
+      release()
+      rssFloor = process.memoryUsage.rss()
+    } else if (!afterCalls) {
+      rssFloor = process.memoryUsage.rss()
     }
   }
   return {
