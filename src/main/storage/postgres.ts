@@ -93,16 +93,26 @@ export class PostgresStore extends Scope {
 
   override async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
     const client = await this.pool.connect()
+    // A checked-out client has no listener of the pool's: a connection lost while it is held
+    // (PostgreSQL restarted, the backend terminated) emits 'error' on it, which unheard would be
+    // an uncaught exception and end the process. Heard here, the transaction's next query fails
+    // instead, and the broken client is destroyed on release rather than pooled.
+    let lost: Error | undefined
+    const onError = (err: Error): void => {
+      lost = err
+    }
+    client.on('error', onError)
     try {
       await client.query('BEGIN')
       const out = await fn(new Scope(client))
       await client.query('COMMIT')
       return out
     } catch (err) {
-      await client.query('ROLLBACK').catch(() => {})
+      if (!lost) await client.query('ROLLBACK').catch(() => {})
       throw err
     } finally {
-      client.release()
+      client.off('error', onError)
+      client.release(lost)
     }
   }
 
