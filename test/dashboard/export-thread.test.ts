@@ -270,6 +270,24 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     expect(exportThreadsCreated()).toBe(created + 1)
   })
 
+  it('an export of fewer calls than a new thread is worth is handed to threads only when they are idle', async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000 })
+    stopIdleExportThreads()
+    // 18,000 calls: none is idle, none is started.
+    let used = exportThreadsUsed()
+    expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
+    expect(exportThreadsUsed()).toBe(used)
+    // Every tenant's calls (30,100): one is started, and kept.
+    await request(exportUrl('json', null))
+    expect(exportThreadsIdle()).toBe(1)
+    const created = exportThreadsCreated()
+    used = exportThreadsUsed()
+    expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
+    expect(exportThreadsUsed()).toBe(used + 1)
+    expect(exportThreadsCreated()).toBe(created)
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+  })
+
   it('an export with few calls left after its first page is written on the main thread, starting no thread', async () => {
     useExportThread(WORKER, { threads: 2, minRows: THREAD_MIN_ROWS })
     // 6,000 calls over two days: the first page foretells about 4,000 more, far below the bar.

@@ -54,12 +54,20 @@ export type ThreadOutcome = { status: 'done' } | { status: 'closed' } | { status
 const AHEAD = 3
 
 /**
- * An export of fewer calls than this is read on the main thread, a page per turn: a thread's
- * start (tens of ms, and its own heap) would cost more than it saves. Counted from the export's
- * index before the first page (not foretold from the first page's density: one tenant's calls
- * scattered through a busy table, or a burst late in the window, fooled that).
+ * An export of fewer calls than this is read on the main thread, a page per turn, unless a
+ * thread is idle (below): a thread's start (tens of ms before its first row, then its code runs
+ * slower until compiled, and its own heap) would cost more than it saves. Counted from the
+ * export's index before the first page (not foretold from the first page's density: one
+ * tenant's calls scattered through a busy table, or a burst late in the window, fooled that).
  */
-export const THREAD_MIN_ROWS = 20_000
+export const THREAD_MIN_ROWS = 50_000
+
+/**
+ * With enough threads idle (kept from an export that ended, below), an export of this many
+ * calls is handed to them: they start at once, compiled, and the main thread reads only the
+ * export's first MAIN_ROWS calls (one tenant's 37k calls of a month at 10M calls, say).
+ */
+export const IDLE_THREAD_MIN_ROWS = 20_000
 
 /**
  * The calls the main thread reads and writes itself at the start of a threaded export, while
@@ -71,6 +79,7 @@ export const MAIN_ROWS = 8_000
 let script: string | null = null
 let threadsPerExport: number | null = null
 let minRows = THREAD_MIN_ROWS
+let idleMinRows = IDLE_THREAD_MIN_ROWS
 let mainRows = MAIN_ROWS
 let used = 0
 let created = 0
@@ -125,15 +134,20 @@ export function stopIdleExportThreads(): void {
  * The built export thread (out/main/export-worker.js), given by the server's entry point (a
  * missing file is ignored). Without it (run from the sources) exports are read and formatted on
  * the main thread, a page at a time between other events. Tests and the bench set `threads` per
- * export (else by the cores), `minRows` (else THREAD_MIN_ROWS), `mainRows` (else MAIN_ROWS) and
- * `idleMs` (else IDLE_MS).
+ * export (else by the cores), `minRows` (else THREAD_MIN_ROWS), `idleMinRows` (else
+ * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS) and `idleMs` (else IDLE_MS).
  */
-export function useExportThread(s: URL | string | undefined, opts: { threads?: number; minRows?: number; mainRows?: number; idleMs?: number } = {}): void {
+export function useExportThread(
+  s: URL | string | undefined,
+  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMs?: number } = {},
+): void {
   if (s === undefined) return
   const path = typeof s === 'string' ? s : fileURLToPath(s)
   script = existsSync(path) ? path : null
   if (opts.threads !== undefined) threadsPerExport = opts.threads
   if (opts.minRows !== undefined) minRows = opts.minRows
+  if (opts.idleMinRows !== undefined) idleMinRows = opts.idleMinRows
+  else if (opts.minRows !== undefined) idleMinRows = Math.min(IDLE_THREAD_MIN_ROWS, opts.minRows)
   if (opts.mainRows !== undefined) mainRows = opts.mainRows
   if (opts.idleMs !== undefined) idleMs = opts.idleMs
 }
@@ -142,9 +156,13 @@ export function exportThreadScript(): string | null {
   return script
 }
 
-/** How many calls an export needs to be handed to threads, and how many of them the main thread writes first. */
-export function threadRows(): { min: number; main: number } {
-  return { min: minRows, main: mainRows }
+/**
+ * How many calls an export needs to be handed to `threads` threads (fewer when that many are
+ * idle for `path`), and how many of them the main thread writes first.
+ */
+export function threadRows(path?: string, threads = 1): { min: number; main: number } {
+  const ready = path !== undefined && idle.filter((t) => t.path === path).length >= threads
+  return { min: ready ? idleMinRows : minRows, main: mainRows }
 }
 
 /** How many times this process has handed an export's share to a thread, new or idle (tests). */
@@ -171,9 +189,10 @@ export function exportThreadCount(): number {
   return threadsPerExport ?? Math.max(1, Math.min(2, availableParallelism() - 1))
 }
 
-/** Export threads under way: their pages wait until `release`; `outcome` says how the export handed to them ended. */
+/** Export threads under way: their pages wait until `release`; `outcome` says how the export handed to them ended; `cancel` stops them. */
 export interface ExportThreads {
   release(): void
+  cancel(): void
   outcome: Promise<ThreadOutcome>
 }
 
@@ -193,6 +212,7 @@ export function startExportThreads(
 ): ExportThreads {
   let held = true
   let pump = () => {}
+  let cancel = () => {}
   const outcome = new Promise<ThreadOutcome>((resolve) => {
     let keyset = base.origin
     let seg = 0
@@ -215,6 +235,7 @@ export function startExportThreads(
     }
     const failed = (message: string) => settle({ status: 'failed', keyset, message })
     const onClose = () => settle({ status: 'closed' })
+    cancel = onClose
     const more = (w: Worker) => {
       if (!settled) w.postMessage({ type: 'more', job, pages: 1 } satisfies ExportThreadRequest)
     }
@@ -291,5 +312,6 @@ export function startExportThreads(
       held = false
       pump()
     },
+    cancel: () => cancel(),
   }
 }

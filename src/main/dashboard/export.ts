@@ -51,38 +51,44 @@ export async function streamExport(
   const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE, format) : null
   const read = pageReader(d, pager, win)
   let threads = pager === null ? null : handToThreads(d, pager, win, format, res)
-  // This thread reads the calls before the split (all of them without threads).
-  let end = threads?.split ?? win.end
-  let keyset: Keyset = firstKeyset(win)
-  for (;;) {
-    if (closed) return
-    const got = await read(text, keyset, end)
-    if (got.keyset !== null) {
-      keyset = got.keyset
-      if (!(await write(res, got.text))) return
+  try {
+    // This thread reads the calls before the split (all of them without threads).
+    let end = threads?.split ?? win.end
+    let keyset: Keyset = firstKeyset(win)
+    for (;;) {
+      if (closed) return
+      const got = await read(text, keyset, end)
+      if (got.keyset !== null) {
+        keyset = got.keyset
+        if (!(await write(res, got.text))) return
+      }
+      if (got.rows < PAGE) {
+        if (threads === null) break
+        threads.release()
+        const r = await threads.outcome
+        threads = null
+        if (r.status === 'done') break
+        if (r.status === 'closed') return
+        // The threads could not go on: the rest is read here, from after the last page written
+        // (by them, or before the split by this thread: the window's first calls are written).
+        keyset = r.keyset
+        end = win.end
+        text = new ExportFormatter(format, true)
+      }
+      // One page per turn: proxied calls and other requests go between pages.
+      await new Promise<void>((resolve) => setImmediate(resolve))
     }
-    if (got.rows < PAGE) {
-      if (threads === null) break
-      threads.release()
-      const r = await threads.outcome
-      threads = null
-      if (r.status === 'done') break
-      if (r.status === 'closed') return
-      // The threads could not go on: the rest is read here, from after the last page written
-      // (by them, or before the split by this thread: the window's first calls are written).
-      keyset = r.keyset
-      end = win.end
-      text = new ExportFormatter(format, true)
-    }
-    // One page per turn: proxied calls and other requests go between pages.
-    await new Promise<void>((resolve) => setImmediate(resolve))
+  } finally {
+    // This thread's part failed or its client left: the threads stop too.
+    threads?.cancel()
   }
   res.end(text.tail())
 }
 
 /**
  * Starts threads on the window's calls from a split point on, when the ledger is a SQLite file,
- * the built thread is there and the window holds at least `threadRows().min` calls: the split is
+ * the built thread is there and the window holds at least `threadRows().min` calls (fewer when
+ * threads are idle): the split is
  * the time of the call `threadRows().main` calls in (the calls before it are this thread's; all
  * the calls at that time and after are the threads'). Null when this thread reads them all.
  */
@@ -90,13 +96,13 @@ function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, forma
   const script = exportThreadScript()
   const file = ledgerFile(d)
   if (script === null || file === null) return null
-  const rows = threadRows()
+  const threads = exportThreadCount()
+  const rows = threadRows(script, threads)
   if (rows.min > 0 && pager.tsAt(rows.min - 1) === undefined) return null
   const first = pager.tsAt(0)
   const split = pager.tsAt(rows.main)
   // No calls after the main thread's share, or all of its share at one time as the split: no split to make.
   if (first === undefined || split === undefined || split <= first) return null
-  const threads = exportThreadCount()
   // After every call before the split (ids are integers below 2^53).
   const origin: Keyset = { afterTs: split - 1, afterId: Number.MAX_SAFE_INTEGER }
   // One thread reads the rest in one segment; more share it in segments of about a thread's page each
