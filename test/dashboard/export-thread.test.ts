@@ -288,6 +288,22 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
   })
 
+  it("the server's close stops the threads kept idle", async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    stopIdleExportThreads()
+    const other = await startTestServer({ timezone: 'UTC' }, upstream.url)
+    try {
+      for (let i = 0; i < 3_000; i++) other.server.ledger.record(makeCall({ ts: now - 3_600_000 + i * 1_000 }))
+      other.server.ledger.flush()
+      const got = await request(`${other.url}/api/dashboard/export?format=csv&range=7d`)
+      expect(got.text.split('\r\n')).toHaveLength(3_002)
+      expect(exportThreadsIdle()).toBe(1)
+    } finally {
+      await other.cleanup()
+    }
+    expect(exportThreadsIdle()).toBe(0)
+  })
+
   it('an export with few calls left after its first page is written on the main thread, starting no thread', async () => {
     useExportThread(WORKER, { threads: 2, minRows: THREAD_MIN_ROWS })
     // 6,000 calls over two days: the first page foretells about 4,000 more, far below the bar.
