@@ -88,9 +88,9 @@ export async function streamExport(
 /**
  * Starts threads on the window's calls from a split point on, when the ledger is a SQLite file,
  * the built thread is there and the window holds at least `threadRows().min` calls (fewer when
- * threads are idle): the split is
- * the time of the call `threadRows().main` calls in (the calls before it are this thread's; all
- * the calls at that time and after are the threads'). Null when this thread reads them all.
+ * threads are idle): the split is the time of the call `threadRows().main` calls in (the calls
+ * before it are this thread's; all the calls at that time and after are the threads'). Null when
+ * this thread reads them all.
  */
 function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, format: ExportFormat, res: ServerResponse): (ExportThreads & { split: number }) | null {
   const script = exportThreadScript()
