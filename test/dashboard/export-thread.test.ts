@@ -5,9 +5,17 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { CALL_COLUMNS, CSV_HEADER, type CallRow, csvLine, toCall } from '../../src/main/dashboard/calls'
-import { THREAD_MIN_ROWS, exportThreadsStarted, useExportThread } from '../../src/main/dashboard/export-thread'
+import {
+  IDLE_MS,
+  THREAD_MIN_ROWS,
+  exportThreadsCreated,
+  exportThreadsIdle,
+  exportThreadsUsed,
+  stopIdleExportThreads,
+  useExportThread,
+} from '../../src/main/dashboard/export-thread'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -15,7 +23,7 @@ import { type TestServer, startTestServer } from '../support/server'
 import { makeCall, rng } from './seed'
 
 /**
- * The export as the headless server makes it: the first page on the main thread, the rest read
+ * The export as the headless server makes it: the first calls on the main thread, the rest read
  * and formatted on export threads (the built out/main/export-worker.js; `npm test` builds first)
  * while the main thread writes their buffers. The bytes are the main thread's formulas' exactly
  * (`csvLine`, `JSON.stringify(toCall(r))`: what the export always wrote), with one thread or
@@ -68,6 +76,12 @@ beforeAll(async () => {
       }),
     )
   }
+  // Tenant `late`: 2,100 calls 40 s apart from 30 hours ago, then 4,000 in the last hour (a
+  // burst after a quiet start: the first 2,000 calls' pace foretells about 700 more).
+  for (let i = 0; i < 6_100; i++) {
+    const ts = i < 2_100 ? now - 30 * 3_600_000 + i * 40_000 : now - 3_600_000 + (i - 2_100) * 800
+    t.server.ledger.record(makeCall({ ts, tenant: 'late', session: `late-${i % 13}`, cost_usd: i / 7, input_tokens: i }))
+  }
   t.server.ledger.flush()
 })
 afterAll(async () => {
@@ -94,14 +108,14 @@ const exportUrl = (format: string, tenant: string | null) => `${t.url}/api/dashb
 describe('export threads', () => {
   for (const threads of [1, 2, 3]) {
     it(`${threads} thread(s): CSV and JSON, every tenant and one, byte for byte what the main thread writes`, async () => {
-      useExportThread(WORKER, { threads, minRows: 0 })
+      useExportThread(WORKER, { threads, minRows: 0, mainRows: 2000 })
       for (const tenant of [null, 'one']) {
         for (const format of ['csv', 'json'] as const) {
-          const before = exportThreadsStarted()
+          const before = exportThreadsUsed()
           const got = await request(exportUrl(format, tenant))
           expect(got.status).toBe(200)
           // More rows than the main thread's first page: the threads wrote the rest.
-          expect(exportThreadsStarted() - before).toBe(threads)
+          expect(exportThreadsUsed() - before).toBe(threads)
           const want = expected(format, tenant)
           expect(got.text.length).toBe(want.length)
           expect(got.text === want).toBe(true)
@@ -111,7 +125,7 @@ describe('export threads', () => {
   }
 
   it('a slow reader holds the threads back; proxied calls are answered and recorded meanwhile, and the export is whole', async () => {
-    useExportThread(WORKER, { threads: 2, minRows: 0 })
+    useExportThread(WORKER, { threads: 2, minRows: 0, mainRows: 2000 })
     // The calls proxied meanwhile are another tenant's: what this export holds is known before it starts.
     const want = expected('csv', 'many')
     const received: Buffer[] = []
@@ -150,7 +164,7 @@ describe('export threads', () => {
   })
 
   it('a client that leaves mid-export stops the threads; the server goes on and the next export is whole', async () => {
-    useExportThread(WORKER, { threads: 2, minRows: 0 })
+    useExportThread(WORKER, { threads: 2, minRows: 0, mainRows: 2000 })
     await new Promise<void>((done, fail) => {
       const req = http.get(exportUrl('json', null), (res) => {
         let bytes = 0
@@ -187,25 +201,116 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     const missing = join(dir, 'not-a-worker.mjs')
     writeFileSync(missing, `throw new Error('this thread fails as it starts')\n`)
     for (const [script, threads] of [[dying, 1], [dying, 2], [missing, 1]] as const) {
-      useExportThread(script, { threads, minRows: 0 })
+      useExportThread(script, { threads, minRows: 0, mainRows: 2000 })
       for (const format of ['csv', 'json'] as const) {
-        const before = exportThreadsStarted()
+        const before = exportThreadsUsed()
         const got = await request(exportUrl(format, null))
-        expect(exportThreadsStarted() - before).toBe(threads)
+        expect(exportThreadsUsed() - before).toBe(threads)
         expect(got.status).toBe(200)
         expect(got.text === expected(format, null)).toBe(true)
       }
     }
-    useExportThread(WORKER, { threads: 1, minRows: 0 })
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+  })
+
+  it('an export is handed to threads by its count of calls, not by how dense its first page is', async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 5_000, mainRows: 2_000 })
+    const before = exportThreadsUsed()
+    const got = await request(exportUrl('csv', 'late'))
+    expect(exportThreadsUsed() - before).toBe(1)
+    expect(got.text === expected('csv', 'late')).toBe(true)
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+  })
+
+  it('threads that finished an export take the next one (another format and tenant, the same bytes), and are stopped when idle', async () => {
+    for (const threads of [1, 2]) {
+      useExportThread(WORKER, { threads, minRows: 0, mainRows: 2000 })
+      await request(exportUrl('csv', null))
+      expect(exportThreadsIdle()).toBeGreaterThanOrEqual(threads)
+      const created = exportThreadsCreated()
+      const used = exportThreadsUsed()
+      for (const [format, tenant] of [['json', 'many'], ['csv', 'late'], ['json', null]] as const) {
+        const got = await request(exportUrl(format, tenant))
+        expect(got.text === expected(format, tenant)).toBe(true)
+      }
+      // Three exports on the threads kept from the first: none started anew.
+      expect(exportThreadsUsed() - used).toBe(3 * threads)
+      expect(exportThreadsCreated()).toBe(created)
+    }
+    // An idle thread is stopped after its idle time: nothing is held at rest.
+    stopIdleExportThreads()
+    useExportThread(WORKER, { idleMs: 20 })
+    await request(exportUrl('csv', 'many'))
+    await vi.waitFor(() => expect(exportThreadsIdle()).toBe(0), { timeout: 20_000, interval: 20 })
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000, idleMs: IDLE_MS })
+  })
+
+  it('a thread whose client left is not kept: the next export starts a new one', async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    stopIdleExportThreads()
+    await request(exportUrl('csv', 'many'))
+    expect(exportThreadsIdle()).toBe(1)
+    const created = exportThreadsCreated()
+    await new Promise<void>((done, fail) => {
+      const req = http.get(exportUrl('json', null), (res) => {
+        let bytes = 0
+        res.on('data', (c: Buffer) => {
+          bytes += c.length
+          if (bytes > 2 * 1024 * 1024) {
+            req.destroy()
+            done()
+          }
+        })
+      })
+      req.on('error', (e: NodeJS.ErrnoException) => (e.code === 'ECONNRESET' ? done() : fail(e)))
+    })
+    // The kept thread took that export and was stopped with it.
+    const again = await request(exportUrl('csv', null))
+    expect(again.text === expected('csv', null)).toBe(true)
+    expect(exportThreadsCreated()).toBe(created + 1)
+  })
+
+  it('an export of fewer calls than a new thread is worth is handed to threads only when they are idle', async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000 })
+    stopIdleExportThreads()
+    // 18,000 calls: none is idle, none is started.
+    let used = exportThreadsUsed()
+    expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
+    expect(exportThreadsUsed()).toBe(used)
+    // Every tenant's calls (30,100): one is started, and kept.
+    await request(exportUrl('json', null))
+    expect(exportThreadsIdle()).toBe(1)
+    const created = exportThreadsCreated()
+    used = exportThreadsUsed()
+    expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
+    expect(exportThreadsUsed()).toBe(used + 1)
+    expect(exportThreadsCreated()).toBe(created)
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+  })
+
+  it("the server's close stops the threads kept idle", async () => {
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    stopIdleExportThreads()
+    const other = await startTestServer({ timezone: 'UTC' }, upstream.url)
+    try {
+      for (let i = 0; i < 3_000; i++) other.server.ledger.record(makeCall({ ts: now - 3_600_000 + i * 1_000 }))
+      other.server.ledger.flush()
+      const got = await request(`${other.url}/api/dashboard/export?format=csv&range=7d`)
+      expect(got.text.split('\r\n')).toHaveLength(3_002)
+      expect(exportThreadsIdle()).toBe(1)
+    } finally {
+      await other.cleanup()
+    }
+    expect(exportThreadsIdle()).toBe(0)
   })
 
   it('an export with few calls left after its first page is written on the main thread, starting no thread', async () => {
     useExportThread(WORKER, { threads: 2, minRows: THREAD_MIN_ROWS })
     // 6,000 calls over two days: the first page foretells about 4,000 more, far below the bar.
-    const before = exportThreadsStarted()
+    const before = exportThreadsUsed()
     const got = await request(exportUrl('csv', 'one'))
-    expect(exportThreadsStarted()).toBe(before)
+    expect(exportThreadsUsed()).toBe(before)
     expect(got.text === expected('csv', 'one')).toBe(true)
-    useExportThread(WORKER, { threads: 1, minRows: 0 })
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
   })
 })

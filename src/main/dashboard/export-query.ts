@@ -19,17 +19,35 @@ export interface Keyset {
 
 export const firstKeyset = (w: ExportWindow): Keyset => ({ afterTs: w.start - 1, afterId: 0 })
 
+/** The index an export of `w` reads: by member, by tenant (each a window's calls in time order), or by time. */
+function exportIndex(w: ExportWindow): string {
+  return w.member !== null ? 'calls_member_ts' : w.tenant === null ? 'calls_ts' : 'calls_tenant_ts'
+}
+
+/** The window's calls (`[@from, @end)`, the tenant's, the member's). */
+function windowWhere(w: ExportWindow): string {
+  return `ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)}`
+}
+
 /**
  * One page of the window's calls after the keyset, oldest first (`ts`, then `id`): no statement
  * stays open between pages, so the ledger keeps writing (and checkpointing) during an export.
  * SQLite is told its index (its planner cannot know how many calls a window holds).
  */
 export function exportPageSql(dialect: Dialect, w: ExportWindow, limit: number, columns = EXPORT_COLUMNS_SQL): string {
-  const index = w.member !== null ? 'calls_member_ts' : w.tenant === null ? 'calls_ts' : 'calls_tenant_ts'
-  return `SELECT ${columns} FROM calls${dialect === 'sqlite' ? ` INDEXED BY ${index}` : ''}
-    WHERE ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)}
+  return `SELECT ${columns} FROM calls${dialect === 'sqlite' ? ` INDEXED BY ${exportIndex(w)}` : ''}
+    WHERE ${windowWhere(w)}
       AND (ts > @afterTs OR id > @afterId)
     ORDER BY ts, id LIMIT ${limit}`
+}
+
+/**
+ * SQLite: the time of the window's call at `@offset` in export order (none past the last), read
+ * from the export's index alone (it holds the tenant or member, the time and the id): tens of
+ * thousands of entries in a few milliseconds, however scattered the calls are in the table.
+ */
+export function exportOffsetSql(w: ExportWindow): string {
+  return `SELECT ts FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} ORDER BY ts LIMIT 1 OFFSET @offset`
 }
 
 export function exportPageParams(w: ExportWindow, k: Keyset): Record<string, unknown> {
@@ -65,9 +83,10 @@ export function pageText(text: string, rows: readonly ExportRow[]): PageText {
 export class SqlitePager {
   private readonly plain: Database.Statement
   private readonly joined: Database.Statement | null
+  private offsetTs: Database.Statement | null = null
 
   constructor(
-    db: Database.Database,
+    private readonly db: Database.Database,
     private readonly w: ExportWindow,
     readonly limit: number,
     format: ExportFormat,
@@ -94,6 +113,15 @@ export class SqlitePager {
     }
     const rows = this.plain.all(p) as ExportRow[]
     return pageText(f.page(rows), rows)
+  }
+
+  /** The time of the pager's window's call at `offset` (0: the first) in export order; undefined past the last. */
+  tsAt(offset: number): number | undefined {
+    this.offsetTs ??= this.db.prepare(exportOffsetSql(this.w)).pluck()
+    const p = this.params(firstKeyset(this.w), this.w.start, this.w.end)
+    delete p.afterTs
+    delete p.afterId
+    return this.offsetTs.get({ ...p, offset }) as number | undefined
   }
 }
 

@@ -7,7 +7,7 @@ import type { ExportFormat } from './export-format'
 import type { ExportWindow, Keyset } from './export-query'
 
 /**
- * What an export thread (./export-worker.ts) is started with. The rest of the window, after
+ * What an export thread (./export-worker.ts) is handed an export with. The rest of the window, after
  * `origin`, is cut into segments of `span` ms: segment 0 is `[window.start, origin.afterTs +
  * span)` read after `origin`, segment i is `[origin.afterTs + i * span, ... + span)`, the last
  * one ending at `window.end`. Thread `thread` of `threads` reads segments thread, thread +
@@ -35,13 +35,17 @@ export function segmentOf(d: Pick<ExportThreadData, 'window' | 'origin' | 'span'
   return { start, end, keyset: i === 0 ? d.origin : { afterTs: start - 1, afterId: 0 } }
 }
 
-export type ExportThreadRequest = { type: 'more'; pages: number } | { type: 'stop' }
+/** To a thread: an export's share (`job` numbers it; every reply carries it), room for more pages of it, or stop it. */
+export type ExportThreadRequest =
+  | { type: 'export'; job: number; data: ExportThreadData }
+  | { type: 'more'; job: number; pages: number }
+  | { type: 'stop' }
 export type ExportThreadReply =
   /** A page of segment `seg` (`page` null when the segment had no rows left); `last` ends the segment. */
-  | { type: 'page'; seg: number; last: boolean; page: Uint8Array | null; rows: number; afterTs: number; afterId: number }
-  /** The thread has no more segments. */
-  | { type: 'done' }
-  | { type: 'error'; message: string }
+  | { type: 'page'; job: number; seg: number; last: boolean; page: Uint8Array | null; rows: number; afterTs: number; afterId: number }
+  /** The thread has no more segments (it waits for another export). */
+  | { type: 'done'; job: number }
+  | { type: 'error'; job: number; message: string }
 
 /** How an export handed to threads ended: written to the end, the client gone, or a thread failed (the rest is to be written from `keyset`). */
 export type ThreadOutcome = { status: 'done' } | { status: 'closed' } | { status: 'failed'; keyset: Keyset; message: string }
@@ -50,42 +54,130 @@ export type ThreadOutcome = { status: 'done' } | { status: 'closed' } | { status
 const AHEAD = 3
 
 /**
- * Fewer calls than this left (as the first page's density foretells): read on the main thread, a
- * page per turn, as a thread's start (tens of ms, and its own heap) costs more than it would save.
+ * An export of fewer calls than this is read on the main thread, a page per turn, unless a
+ * thread is idle (below): a thread's start (tens of ms before its first row, then its code runs
+ * slower until compiled, and its own heap) would cost more than it saves. Counted from the
+ * export's index before the first page (not foretold from the first page's density: one
+ * tenant's calls scattered through a busy table, or a burst late in the window, fooled that).
  */
 export const THREAD_MIN_ROWS = 50_000
+
+/**
+ * With enough threads idle (kept from an export that ended, below), an export of this many
+ * calls is handed to them: they start at once, compiled, and the main thread reads only the
+ * export's first MAIN_ROWS calls (one tenant's 37k calls of a month at 10M calls, say).
+ */
+export const IDLE_THREAD_MIN_ROWS = 20_000
+
+/**
+ * The calls the main thread reads and writes itself at the start of a threaded export, while
+ * its threads start (a thread takes tens of ms before it reads a row): the threads read from
+ * the time of the call at this offset on, so their start costs the export no time.
+ */
+export const MAIN_ROWS = 8_000
 
 let script: string | null = null
 let threadsPerExport: number | null = null
 let minRows = THREAD_MIN_ROWS
-let started = 0
+let idleMinRows = IDLE_THREAD_MIN_ROWS
+let mainRows = MAIN_ROWS
+let used = 0
+let created = 0
+let jobs = 0
+
+/**
+ * A thread whose export ended cleanly waits this long for the next one (it is then stopped, so
+ * nothing is held at rest): one started anew costs tens of ms before its first row, and its code
+ * runs slower until compiled, which an export of one tenant's tens of thousands of calls feels.
+ */
+export const IDLE_MS = 30_000
+let idleMs = IDLE_MS
+/** Idle threads, by script, with the timer that stops each. */
+const idle: { path: string; w: Worker; timer: NodeJS.Timeout; stop: () => void }[] = []
+
+function takeThread(path: string): Worker {
+  const i = idle.findIndex((t) => t.path === path)
+  if (i >= 0) {
+    const t = idle.splice(i, 1)[0]
+    clearTimeout(t.timer)
+    t.w.off('exit', t.stop)
+    t.w.off('error', t.stop)
+    return t.w
+  }
+  const w = new Worker(path)
+  created++
+  w.unref()
+  return w
+}
+
+/** An idle thread waits for the next export, until IDLE_MS pass or it fails. */
+function keepThread(path: string, w: Worker): void {
+  const stop = () => {
+    const i = idle.findIndex((t) => t.w === w)
+    if (i >= 0) idle.splice(i, 1)
+    clearTimeout(entry.timer)
+    void w.terminate()
+  }
+  const entry = { path, w, stop, timer: setTimeout(stop, idleMs) }
+  entry.timer.unref()
+  w.on('exit', stop)
+  w.on('error', stop)
+  idle.push(entry)
+}
+
+/** Stops every idle export thread (tests; the server's close). */
+export function stopIdleExportThreads(): void {
+  for (const t of [...idle]) t.stop()
+}
 
 /**
  * The built export thread (out/main/export-worker.js), given by the server's entry point (a
  * missing file is ignored). Without it (run from the sources) exports are read and formatted on
  * the main thread, a page at a time between other events. Tests and the bench set `threads` per
- * export (else by the cores) and `minRows` (else THREAD_MIN_ROWS).
+ * export (else by the cores), `minRows` (else THREAD_MIN_ROWS), `idleMinRows` (else
+ * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS) and `idleMs` (else IDLE_MS).
  */
-export function useExportThread(s: URL | string | undefined, opts: { threads?: number; minRows?: number } = {}): void {
+export function useExportThread(
+  s: URL | string | undefined,
+  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMs?: number } = {},
+): void {
   if (s === undefined) return
   const path = typeof s === 'string' ? s : fileURLToPath(s)
   script = existsSync(path) ? path : null
   if (opts.threads !== undefined) threadsPerExport = opts.threads
   if (opts.minRows !== undefined) minRows = opts.minRows
+  if (opts.idleMinRows !== undefined) idleMinRows = opts.idleMinRows
+  else if (opts.minRows !== undefined) idleMinRows = Math.min(IDLE_THREAD_MIN_ROWS, opts.minRows)
+  if (opts.mainRows !== undefined) mainRows = opts.mainRows
+  if (opts.idleMs !== undefined) idleMs = opts.idleMs
 }
 
 export function exportThreadScript(): string | null {
   return script
 }
 
-/** Whether an export with about `rows` calls left is worth handing to threads. */
-export function worthThreads(rows: number): boolean {
-  return rows >= minRows
+/**
+ * How many calls an export needs to be handed to `threads` threads (fewer when that many are
+ * idle for `path`), and how many of them the main thread writes first.
+ */
+export function threadRows(path?: string, threads = 1): { min: number; main: number } {
+  const ready = path !== undefined && idle.filter((t) => t.path === path).length >= threads
+  return { min: ready ? idleMinRows : minRows, main: mainRows }
+}
+
+/** How many times this process has handed an export's share to a thread, new or idle (tests). */
+export function exportThreadsUsed(): number {
+  return used
 }
 
 /** How many export threads this process has started (tests). */
-export function exportThreadsStarted(): number {
-  return started
+export function exportThreadsCreated(): number {
+  return created
+}
+
+/** How many export threads wait for a next export (tests). */
+export function exportThreadsIdle(): number {
+  return idle.length
 }
 
 /**
@@ -97,51 +189,68 @@ export function exportThreadCount(): number {
   return threadsPerExport ?? Math.max(1, Math.min(2, availableParallelism() - 1))
 }
 
+/** Export threads under way: their pages wait until `release`; `outcome` says how the export handed to them ended; `cancel` stops them. */
+export interface ExportThreads {
+  release(): void
+  cancel(): void
+  outcome: Promise<ThreadOutcome>
+}
+
 /**
- * Writes the pages that new export threads make to `res`, in order: the segments' pages as they
- * come, segment after segment. The main thread's part is one `write` of a ready buffer per page;
- * a thread is asked for its next page only once the socket has taken its last one (a `write`
- * that fills the socket's buffer holds the thread back until `drain`).
+ * Starts export threads on the rest of an export and writes their pages to `res`, in order,
+ * once released (the main thread writes the export's first calls meanwhile): the segments'
+ * pages as they come, segment after segment. Until then each thread reads up to AHEAD pages
+ * ahead. The main thread's part is one `write` of a ready buffer per page; a thread is asked
+ * for its next page only once the socket has taken its last one (a `write` that fills the
+ * socket's buffer holds the thread back until `drain`).
  */
-export function streamFromThreads(
+export function startExportThreads(
   path: string,
   base: Omit<ExportThreadData, 'thread' | 'threads'>,
   threads: number,
   res: ServerResponse,
-): Promise<ThreadOutcome> {
-  return new Promise((resolve) => {
+): ExportThreads {
+  let held = true
+  let pump = () => {}
+  let cancel = () => {}
+  const outcome = new Promise<ThreadOutcome>((resolve) => {
     let keyset = base.origin
     let seg = 0
     let settled = false
     let blocked = false
+    const job = ++jobs
     const workers: Worker[] = []
     const queues: ExportThreadReply[][] = []
-    const stopAll = () => {
-      for (const w of workers) void w.terminate()
-    }
+    const listeners: (() => void)[] = []
     const settle = (r: ThreadOutcome) => {
       if (settled) return
       settled = true
       res.off('close', onClose)
       res.off('drain', onDrain)
-      stopAll()
+      for (const off of listeners) off()
+      // Threads that wrote the whole export wait for the next one; any other is stopped (it may be mid-page, or broken).
+      for (const w of workers) if (r.status === 'done') keepThread(path, w)
+      else void w.terminate()
       resolve(r)
     }
     const failed = (message: string) => settle({ status: 'failed', keyset, message })
     const onClose = () => settle({ status: 'closed' })
+    cancel = onClose
     const more = (w: Worker) => {
-      if (!settled) w.postMessage({ type: 'more', pages: 1 } satisfies ExportThreadRequest)
+      if (!settled) w.postMessage({ type: 'more', job, pages: 1 } satisfies ExportThreadRequest)
     }
     let owed: Worker | null = null
     const onDrain = () => {
+      // A drain of the main thread's own writes, before the threads' turn, is not theirs.
+      if (held) return
       blocked = false
       if (owed) more(owed)
       owed = null
       pump()
     }
     /** Writes what has come in for the segments in order, until the socket is full or the next page is not there yet. */
-    const pump = () => {
-      while (!settled && !blocked) {
+    pump = () => {
+      while (!settled && !held && !blocked) {
         const k = seg % threads
         const m = queues[k].shift()
         if (m === undefined) return
@@ -170,25 +279,39 @@ export function streamFromThreads(
       queues.push(q)
       let w: Worker
       try {
-        w = new Worker(path, { workerData: { ...base, thread: k, threads } satisfies ExportThreadData })
+        w = takeThread(path)
       } catch (err) {
         failed(String((err as Error)?.message ?? err))
         break
       }
-      started++
+      used++
       workers.push(w)
-      w.unref()
-      w.on('message', (m: ExportThreadReply) => {
-        if (settled) return
+      const onMessage = (m: ExportThreadReply) => {
+        // A reply to an export before this one (a thread kept idle may still answer it) is not this export's.
+        if (settled || m.job !== job) return
         q.push(m)
         pump()
+      }
+      const onError = (err: Error) => failed(String(err?.message ?? err))
+      const onExit = () => failed('an export thread exited')
+      w.on('message', onMessage)
+      w.on('error', onError)
+      w.on('exit', onExit)
+      listeners.push(() => {
+        w.off('message', onMessage)
+        w.off('error', onError)
+        w.off('exit', onExit)
       })
-      w.on('error', (err) => failed(String(err?.message ?? err)))
-      w.on('exit', () => {
-        // A thread leaves after its 'done'; before it, its segments would be missing.
-        if (q.length === 0 || q[q.length - 1].type !== 'done') failed('an export thread exited')
-      })
-      w.postMessage({ type: 'more', pages: AHEAD } satisfies ExportThreadRequest)
+      w.postMessage({ type: 'export', job, data: { ...base, thread: k, threads } } satisfies ExportThreadRequest)
+      w.postMessage({ type: 'more', job, pages: AHEAD } satisfies ExportThreadRequest)
     }
   })
+  return {
+    outcome,
+    release() {
+      held = false
+      pump()
+    },
+    cancel: () => cancel(),
+  }
 }

@@ -4,7 +4,7 @@ import { SqliteStore } from '../storage/sqlite'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter } from './export-format'
 import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
-import { exportThreadCount, exportThreadScript, streamFromThreads, worthThreads } from './export-thread'
+import { type ExportThreads, exportThreadCount, exportThreadScript, startExportThreads, threadRows } from './export-thread'
 import { rangeWindow } from './window'
 
 /** Rows per page read on the main thread (a few milliseconds of work between other events). */
@@ -18,11 +18,12 @@ const MAX_SEGMENTS = 10_000
  * Streams every call of the window, oldest first, as CSV or `{"calls":[...]}`. Rows are read in
  * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing),
  * and the next chunk waits for the socket to drain: memory stays flat however many calls match.
- * The first page is read here (a small export never starts a thread); when many more calls follow
- * and the ledger is a SQLite file, the rest is read and formatted on export threads (./export-thread.ts)
- * while this thread only writes their buffers. Without them (run from the sources, PostgreSQL,
- * or a thread failed: then from after the last page written) every page is read here, one page
- * per turn of the event loop. The bytes are the same either way.
+ * When the ledger is a SQLite file and the window holds many calls (counted from its index),
+ * export threads (./export-thread.ts) read and format the calls from a split point on, started
+ * at once: while they start, this thread reads and writes the calls before the split, then only
+ * writes the threads' buffers. Otherwise (a small export, run from the sources, PostgreSQL, or a
+ * thread failed: then from after the last page written) every page is read here, one page per
+ * turn of the event loop. The bytes are the same either way.
  */
 export async function streamExport(
   d: DashDeps,
@@ -47,38 +48,69 @@ export async function streamExport(
   })
   let text = new ExportFormatter(format)
   if (!(await write(res, text.head()))) return
-  const read = pageReader(d, win, format)
-  const file = ledgerFile(d)
-  let threadFailed = false
-  let keyset: Keyset = firstKeyset(win)
-  for (;;) {
-    if (closed) return
-    const got = await read(text, keyset)
-    if (got.keyset !== null) {
-      keyset = got.keyset
-      if (!(await write(res, got.text))) return
+  const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE, format) : null
+  const read = pageReader(d, pager, win)
+  let threads = pager === null ? null : handToThreads(d, pager, win, format, res)
+  try {
+    // This thread reads the calls before the split (all of them without threads).
+    let end = threads?.split ?? win.end
+    let keyset: Keyset = firstKeyset(win)
+    for (;;) {
+      if (closed) return
+      const got = await read(text, keyset, end)
+      if (got.keyset !== null) {
+        keyset = got.keyset
+        if (!(await write(res, got.text))) return
+      }
+      if (got.rows < PAGE) {
+        if (threads === null) break
+        threads.release()
+        const r = await threads.outcome
+        threads = null
+        if (r.status === 'done') break
+        if (r.status === 'closed') return
+        // The threads could not go on: the rest is read here, from after the last page written
+        // (by them, or before the split by this thread: the window's first calls are written).
+        keyset = r.keyset
+        end = win.end
+        text = new ExportFormatter(format, true)
+      }
+      // One page per turn: proxied calls and other requests go between pages.
+      await new Promise<void>((resolve) => setImmediate(resolve))
     }
-    if (got.rows < PAGE) break
-    const script = exportThreadScript()
-    // The page's time span says how dense the calls are, so about how many are left.
-    const perRow = Math.max(1, keyset.afterTs - (got.firstTs as number)) / got.rows
-    const rest = Math.min(win.end, Date.now() + 1) - keyset.afterTs
-    if (script !== null && file !== null && !threadFailed && worthThreads(rest / perRow)) {
-      const threads = exportThreadCount()
-      // One thread reads the rest in one segment; more share it in segments of about a thread's page each.
-      const span = threads === 1 ? win.end - keyset.afterTs : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
-      const r = await streamFromThreads(script, { file, format, window: win, origin: keyset, span, limit: THREAD_PAGE }, threads, res)
-      if (r.status === 'done') break
-      if (r.status === 'closed') return
-      // The threads could not go on: the rest is read here, from after the last page written.
-      threadFailed = true
-      keyset = r.keyset
-      text = new ExportFormatter(format, true)
-    }
-    // One page per turn: proxied calls and other requests go between pages.
-    await new Promise<void>((resolve) => setImmediate(resolve))
+  } finally {
+    // This thread's part failed or its client left: the threads stop too.
+    threads?.cancel()
   }
   res.end(text.tail())
+}
+
+/**
+ * Starts threads on the window's calls from a split point on, when the ledger is a SQLite file,
+ * the built thread is there and the window holds at least `threadRows().min` calls (fewer when
+ * threads are idle): the split is the time of the call `threadRows().main` calls in (the calls
+ * before it are this thread's; all the calls at that time and after are the threads'). Null when
+ * this thread reads them all.
+ */
+function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, format: ExportFormat, res: ServerResponse): (ExportThreads & { split: number }) | null {
+  const script = exportThreadScript()
+  const file = ledgerFile(d)
+  if (script === null || file === null) return null
+  const threads = exportThreadCount()
+  const rows = threadRows(script, threads)
+  if (rows.min > 0 && pager.tsAt(rows.min - 1) === undefined) return null
+  const first = pager.tsAt(0)
+  const split = pager.tsAt(rows.main)
+  // No calls after the main thread's share, or all of its share at one time as the split: no split to make.
+  if (first === undefined || split === undefined || split <= first) return null
+  // After every call before the split (ids are integers below 2^53).
+  const origin: Keyset = { afterTs: split - 1, afterId: Number.MAX_SAFE_INTEGER }
+  // One thread reads the rest in one segment; more share it in segments of about a thread's page each
+  // (the main thread's share says how dense the calls are).
+  const perRow = (split - first) / Math.max(1, rows.main)
+  const rest = Math.min(win.end, Date.now() + 1) - origin.afterTs
+  const span = threads === 1 ? win.end - origin.afterTs : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
+  return { split, ...startExportThreads(script, { file, format, window: win, origin, span, limit: THREAD_PAGE }, threads, res) }
 }
 
 /** The ledger's SQLite file, when the export thread can open it (not in-memory, not PostgreSQL). */
@@ -86,14 +118,11 @@ function ledgerFile(d: DashDeps): string | null {
   return d.q instanceof SqliteStore && !d.q.db.memory && d.q.db.name !== '' ? d.q.db.name : null
 }
 
-/** Pages on this thread: raw arrays straight from better-sqlite3, or rows through the SQL seam (PostgreSQL). */
-function pageReader(d: DashDeps, w: ExportWindow, format: ExportFormat): (f: ExportFormatter, k: Keyset) => Promise<PageText> {
-  if (d.q instanceof SqliteStore) {
-    const pager = new SqlitePager(d.q.db, w, PAGE, format)
-    return async (f, k) => pager.page(f, k)
-  }
+/** Pages on this thread of `[w.start, end)`: raw arrays straight from better-sqlite3, or rows through the SQL seam (PostgreSQL). */
+function pageReader(d: DashDeps, pager: SqlitePager | null, w: ExportWindow): (f: ExportFormatter, k: Keyset, end: number) => Promise<PageText> {
+  if (pager !== null) return async (f, k, end) => pager.page(f, k, w.start, end)
   const q = d.q
-  return (f, k) => storePage(q, f, w, k, PAGE)
+  return (f, k, end) => storePage(q, f, { ...w, end }, k, PAGE)
 }
 
 /** Writes, then waits for the socket to drain if its buffer is full. False when the client left. */

@@ -20,7 +20,7 @@ import { openStorage } from '../storage/open'
 import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
 import { settleEstimates, useEstimateThread } from '../metering/estimator'
-import { useExportThread } from '../dashboard/export-thread'
+import { stopIdleExportThreads, useExportThread } from '../dashboard/export-thread'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
@@ -353,6 +353,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
         db.close()
+        // Export threads kept for a next export (none is under way: the connections are gone).
+        stopIdleExportThreads()
       })()
       return closing
     },
