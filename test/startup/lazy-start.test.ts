@@ -155,7 +155,7 @@ describe('the ledger write thread runs only while there are calls to write', () 
     await upstream?.close()
   })
 
-  it('the first call starts it, it ends once idle, the next call starts another; both calls are recorded', async () => {
+  it('the first call starts it, a pause between calls keeps it, it ends once idle for 30 s, the next call starts another; every call is recorded', async () => {
     const s = await startBuilt('thread', `providers: {openai: {base_url: "${upstream.url}/v1"}}\npricing: {auto_update: false}\n`)
     try {
       const threads = () => s.loads().filter((l) => l.startsWith('worker ') && l.endsWith('/ledger-worker.js')).length
@@ -168,13 +168,19 @@ describe('the ledger write thread runs only while there are calls to write', () 
       await call()
       await expect.poll(threads, { timeout: 20_000 }).toBe(1)
       await expect.poll(requests, { timeout: 20_000 }).toBe(1)
-      // Idle for its 5 s: it ends. The next call's batch starts a new thread (it loads the script again).
-      await new Promise((r) => setTimeout(r, 6_000))
+      // A pause as long as an agent's between two calls (the thread used to end after 5 s): the
+      // same thread writes the next call, none is started (each start costs 60-160 ms of CPU).
+      await new Promise((r) => setTimeout(r, 7_000))
+      await call()
+      await expect.poll(requests, { timeout: 20_000 }).toBe(2)
+      expect(threads()).toBe(1)
+      // Idle for its 30 s: it ends. The next call's batch starts a new thread (it loads the script again).
+      await new Promise((r) => setTimeout(r, 31_000))
       await call()
       await expect.poll(threads, { timeout: 20_000 }).toBe(2)
-      await expect.poll(requests, { timeout: 20_000 }).toBe(2)
+      await expect.poll(requests, { timeout: 20_000 }).toBe(3)
     } finally {
       await s.stop()
     }
-  }, 60_000)
+  }, 120_000)
 })

@@ -24,12 +24,18 @@ export interface LedgerOptions {
    * do for `threadIdleMs`; the next batch starts it again.
    */
   writeThread?: URL | string
-  /** How long the write thread may sit idle before it ends (default 5 s). */
+  /** How long the write thread may sit idle before it ends (default 30 s). */
   threadIdleMs?: number
 }
 
-/** The write thread ends after this long without a request (it costs ~10 MiB while it runs; starting it ~20-40 ms of another core). */
-export const THREAD_IDLE_MS = 5_000
+/**
+ * The write thread ends after this long without a request. It holds ~10 MiB while it runs, and
+ * starting one costs 60-160 ms of CPU (measured on a busy 2-core machine: a new isolate, its
+ * modules, the database opened, its code cold), hundreds of calls' worth of metering. An agent's
+ * calls come 5-30 s apart (the model's answer, then its tools), so it lives as long as the idle
+ * collection waits (server/idle-gc.ts): the end of a session, not a pause between two calls.
+ */
+export const THREAD_IDLE_MS = 30_000
 
 type Listener = (call: CallRecord) => void
 

@@ -80,6 +80,16 @@ export function inspectAnthropic(req: RequestInfo): CallShape {
   }
 }
 
+/**
+ * False only when `data`'s `type` cannot be a `message_*` type, whatever else it holds: without a
+ * `\u` escape (the only way JSON can spell a letter other than as itself) every string in it,
+ * a last duplicate `type` included, is written as it reads, so `message_` would appear. An event
+ * it says false for does nothing in the meter once the usage is known; parsing it would find the same.
+ */
+export function mayBeMessageEvent(data: string): boolean {
+  return data.includes('message_') || data.includes('\\u')
+}
+
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
@@ -89,10 +99,11 @@ export class AnthropicMeter implements Meter {
   private text = new OutputText()
   private complete = false
 
-  event(name: string, data: string): void {
-    // Text deltas (most of a stream's events) only matter until the usage is known (the text
-    // estimates a stream cut before it): once `message_start` gave it, they are not parsed.
-    if (this.raw && name === 'content_block_delta' && data.startsWith('{"type":"content_block_delta"')) return
+  event(_name: string, data: string): void {
+    // Once `message_start` gave the usage, only `message_*` events change the result: text deltas
+    // (most of a stream's events) only estimate a stream cut before the usage is known, and block
+    // starts, stops and pings never did anything. Such an event is not parsed.
+    if (this.raw && !mayBeMessageEvent(data)) return
     let ev: any
     try {
       ev = JSON.parse(data)

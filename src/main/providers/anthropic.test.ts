@@ -1,0 +1,138 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { fixture, fixtureFiles } from '../../../test/support/fixtures'
+import { SseParser } from '../metering/sse'
+import { AnthropicMeter, mayBeMessageEvent } from './anthropic'
+import type { MeterResult } from './types'
+
+/** What the meter found when fed `events` ([name, data] pairs) in order. */
+function meterOf(events: [string, string][]): MeterResult {
+  const m = new AnthropicMeter()
+  for (const [name, data] of events) m.event(name, data)
+  return m.result()
+}
+
+function eventsOf(body: Buffer): [string, string][] {
+  const out: [string, string][] = []
+  const p = new SseParser((e, d) => out.push([e, d]))
+  p.write(body)
+  p.end()
+  return out
+}
+
+/**
+ * The meter as it would be if it parsed every event (the reference the shortcut must equal):
+ * the same branches, written out on the parsed JSON only.
+ */
+function reference(events: [string, string][]): MeterResult {
+  let raw: unknown = null
+  let deltaUsage: unknown[] = []
+  let model: string | undefined
+  let id: string | undefined
+  let complete = false
+  for (const [, data] of events) {
+    let ev: any
+    try {
+      ev = JSON.parse(data)
+    } catch {
+      continue
+    }
+    if (ev === null || typeof ev !== 'object') continue
+    if (ev.type === 'message_stop') complete = true
+    else if (ev.type === 'message_start' && ev.message && typeof ev.message === 'object') {
+      if (typeof ev.message.model === 'string') model = ev.message.model
+      if (typeof ev.message.id === 'string') id = ev.message.id
+      if (ev.message.usage && typeof ev.message.usage === 'object') {
+        raw = ev.message.usage
+        deltaUsage = []
+      }
+    } else if (ev.type === 'message_delta' && ev.usage && typeof ev.usage === 'object') deltaUsage.push(ev.usage)
+  }
+  const m = new AnthropicMeter()
+  // Replays only what the reference found as JSON bodies of its own, through the meter's own usage code.
+  if (raw) m.event('message_start', JSON.stringify({ type: 'message_start', message: { usage: raw } }))
+  for (const u of deltaUsage) m.event('message_delta', JSON.stringify({ type: 'message_delta', usage: u }))
+  const r = m.result()
+  return { ...r, model, responseId: id, complete }
+}
+
+describe('Anthropic stream metering parses only the events that can change the result', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  it('finds the same usage, model, id and completion as parsing every event, for every recorded stream', () => {
+    const files = fixtureFiles('anthropic').filter((f) => f.endsWith('.sse'))
+    expect(files.length).toBeGreaterThan(5)
+    for (const f of files) {
+      const events = eventsOf(fixture(f))
+      const got = meterOf(events)
+      const want = reference(events)
+      expect(got.usage, f).toEqual(want.usage)
+      expect(got.usage, f).not.toBeNull()
+      expect({ model: got.model, id: got.responseId, complete: got.complete }, f).toEqual({
+        model: want.model,
+        id: want.responseId,
+        complete: want.complete,
+      })
+    }
+  })
+
+  it('parses nothing but the message events once message_start gave the usage', () => {
+    const events = eventsOf(fixture('anthropic/messages-stream-tool-use.sse'))
+    expect(events.length).toBeGreaterThan(30)
+    const parse = vi.spyOn(JSON, 'parse')
+    const r = meterOf(events)
+    // message_start, message_delta and message_stop: not the 30-odd block starts, stops, pings and deltas.
+    expect(parse).toHaveBeenCalledTimes(3)
+    expect(r.usage?.input_tokens).toBe(506)
+    expect(r.usage?.output_tokens).toBe(153)
+    expect(r.complete).toBe(true)
+  })
+
+  const start = `{"type":"message_start","message":{"id":"msg_1","model":"claude-x","usage":{"input_tokens":10,"output_tokens":1}}}`
+
+  it('reads a message_delta behind a duplicate "type" key, as JSON.parse does (the last one counts)', () => {
+    const r = meterOf([
+      ['message_start', start],
+      // Named and starting like a text delta; JSON.parse makes it a message_delta.
+      ['content_block_delta', `{"type":"content_block_delta","index":0,"type":"message_delta","usage":{"output_tokens":99}}`],
+    ])
+    expect(r.usage?.output_tokens).toBe(99)
+  })
+
+  it('reads a type spelled with \\u escapes', () => {
+    const r = meterOf([
+      ['message_start', start],
+      ['x', `{"type":"\\u006dessage_delta","usage":{"output_tokens":42}}`],
+      ['y', `{"type":"\\u006d\\u0065\\u0073\\u0073\\u0061\\u0067\\u0065\\u005f\\u0073\\u0074\\u006f\\u0070"}`],
+    ])
+    expect(r.usage?.output_tokens).toBe(42)
+    expect(r.complete).toBe(true)
+  })
+
+  it('leaves the result alone for a text delta that only mentions message_delta in its text', () => {
+    const r = meterOf([
+      ['message_start', start],
+      ['content_block_delta', `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a \\"message_delta\\" event, usage 7"}}`],
+      ['message_delta', `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}`],
+    ])
+    expect(r.usage?.output_tokens).toBe(5)
+    expect(r.usage?.input_tokens).toBe(10)
+  })
+
+  it('keeps the text of a stream whose usage is not known yet, for its estimate', () => {
+    const r = meterOf([
+      ['content_block_delta', `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hello"}}`],
+      ['content_block_delta', `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":" there\\n"}}`],
+    ])
+    expect(r.usage).toBeNull()
+    expect(r.outputText).toBe('Hello there\n')
+  })
+
+  it('says an event may be a message event whenever its text could spell one', () => {
+    expect(mayBeMessageEvent('{"type":"message_stop"}')).toBe(true)
+    expect(mayBeMessageEvent('{"type":"ping"}')).toBe(false)
+    expect(mayBeMessageEvent('{"type":"content_block_stop","index":1}')).toBe(false)
+    expect(mayBeMessageEvent('{"type":"content_block_delta","delta":{"text":"a\\nb"}}')).toBe(false)
+    expect(mayBeMessageEvent('{"type":"\\u006dessage_stop"}')).toBe(true)
+    expect(mayBeMessageEvent('{"type":"content_block_delta","delta":{"text":"\\\\u0041"}}')).toBe(true)
+  })
+})
