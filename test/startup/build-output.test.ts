@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture, fixtureJson } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { listeningUrl } from '../support/child'
 
 /**
  * What the build does to the main process's code so that V8 holds less of it (see
@@ -75,17 +76,7 @@ describe('the built server prices with the moved table', () => {
     const child = spawn(process.execPath, [CLI, '--config', cfg, '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'pipe', 'pipe'] })
     children.add(child)
     const exit = new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
-    let out = ''
-    const url = await new Promise<string>((res, rej) => {
-      const on = (d: Buffer) => {
-        out += d
-        const m = /listening on (http:\/\/\S+)/.exec(out)
-        if (m) res(m[1])
-      }
-      child.stdout!.on('data', on)
-      child.stderr!.on('data', on)
-      child.once('exit', () => rej(new Error(`exited before listening:\n${out}`)))
-    })
+    const url = await listeningUrl(child).url
     try {
       const r = await postJson(`${url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-build-output-0001' })
       expect(r.status).toBe(200)

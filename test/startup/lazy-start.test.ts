@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { listeningUrl } from '../support/child'
 
 /**
  * The headless server answers /api/health without loading what no call needs yet: the
@@ -55,17 +56,7 @@ async function startBuilt(name: string, config: string): Promise<{ url: string; 
   })
   children.add(child)
   const exit = new Promise<number | null>((r) => child.once('exit', (c) => r(c)))
-  let out = ''
-  const url = await new Promise<string>((res, rej) => {
-    const on = (d: Buffer) => {
-      out += d
-      const m = /listening on (http:\/\/\S+)/.exec(out)
-      if (m) res(m[1])
-    }
-    child.stdout!.on('data', on)
-    child.stderr!.on('data', on)
-    child.once('exit', () => rej(new Error(`exited before listening:\n${out}`)))
-  })
+  const url = await listeningUrl(child).url
   await expect.poll(() => get(`${url}/api/health`)).toBe(200)
   return {
     url,
