@@ -124,10 +124,9 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
     // thread, V8's GC helpers) are freed into glibc's arenas, which keep them. V8 may have
     // shrunk its own heap already (and skipped the collection above); the process's resident
     // size says whether there is more to give back.
-    if (afterCalls && (growth <= 0 || process.memoryUsage.rss() >= rssFloor + growth)) {
+    if (!afterCalls) rssFloor = process.memoryUsage.rss()
+    else if (growth <= 0 || process.memoryUsage.rss() >= rssFloor + growth) {
       release()
-      rssFloor = process.memoryUsage.rss()
-    } else if (!afterCalls) {
       rssFloor = process.memoryUsage.rss()
     }
   }
