@@ -80,13 +80,17 @@ function verifyRollups(db: Database.Database): string[] {
     }
   }
   // The report rollup sums every call's cost (subscription calls' too), per grouping.
-  for (const [dim, col] of [['', 'tenant'], ['agent', 'agent'], ['project', 'project'], ['session', 'session']]) {
+  // (Rows of a dim starting with '*' are across tenants.)
+  const reportDims = [['', 'tenant', 'tenant'], ['agent', 'key', 'agent'], ['project', 'key', 'project'], ['session', 'key', 'session'], ['*', 'model', 'model'], ['*agent', 'key', 'agent'], ['*project', 'key', 'project']]
+  for (const [dim, by, col] of reportDims) {
     const want = new Map((db.prepare(`SELECT ${col} k, count(*) n, total(cost_usd) c, sum(source = 'import') i FROM calls GROUP BY ${col}`).all() as any[]).map((r) => [r.k, r]))
-    const got = db.prepare(`SELECT ${dim === '' ? 'tenant' : 'key'} k, total(requests) n, total(cost_usd) c, total(imported) i FROM dash_report_day WHERE dim = ? GROUP BY 1`).all(dim) as any[]
-    if (got.length !== want.size) problems.push(`dash_report_day ${dim || 'tenant'}: ${got.length} keys, calls have ${want.size}`)
-    for (const g of got) {
-      const w = want.get(g.k)
-      if (!w || w.n !== g.n || w.i !== g.i || !close(w.c, g.c)) problems.push(`dash_report_day ${dim || 'tenant'} differs for ${g.k}`)
+    for (const table of ['dash_report_day', 'dash_report_month']) {
+      const got = db.prepare(`SELECT ${by} k, total(requests) n, total(cost_usd) c, total(imported) i FROM ${table} WHERE dim = ? GROUP BY 1`).all(dim) as any[]
+      if (got.length !== want.size) problems.push(`${table} ${dim} by ${by}: ${got.length} keys, calls have ${want.size}`)
+      for (const g of got) {
+        const w = want.get(g.k)
+        if (!w || w.n !== g.n || w.i !== g.i || !close(w.c, g.c)) problems.push(`${table} ${dim} by ${by} differs for ${g.k}`)
+      }
     }
   }
   const sess = db.prepare(`SELECT count(*) n, total(requests) r FROM dash_session`).get() as any
@@ -180,7 +184,7 @@ export async function runDashboardBench(): Promise<void> {
     if (problems.length) {
       failed = true
       log(`ROLLUPS DISAGREE WITH CALLS:\n  ${problems.slice(0, 20).join('\n  ')}`)
-    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session, per tenant and grouping in the report rollup), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session, per tenant and grouping, and across tenants, in the report rollup's days and months), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
     const tables = ['dash_5m', ...TIERS.flatMap((t) => [t.totals, t.dims]), 'dash_session']
     log(`rollup rows: ${tables.map((n) => `${n} ${(db.prepare(`SELECT count(*) FROM ${n}`).pluck().get() as number).toLocaleString('en-US')}`).join(', ')}`)
     db.close()

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { createReportTables } from '../dashboard/rollup/report'
+import { createReportMonths, createReportTables } from '../dashboard/rollup/report'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
 
@@ -200,6 +200,11 @@ export const MIGRATIONS: Migration[] = [
         INSERT INTO retention_state (id, pruned_before) VALUES (1, 0);
       `)
     },
+  },
+  {
+    version: 13,
+    description: 'report rollup per local month, filled from its days, so reports over months read months',
+    up: (db) => createReportMonths(db),
   },
 ]
 

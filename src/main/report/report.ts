@@ -1,6 +1,7 @@
 import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
-import { localMidnight, localParts, startOfDay, startOfNextDay } from '../time/zone'
+import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
+import { localMidnight, localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
 
 /** The report kinds of `burnrate report` and `GET /api/dashboard/report`. */
 export const REPORT_KINDS = ['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'] as const
@@ -69,6 +70,9 @@ const SUMS = `count(*) AS requests, sum(input_tokens) AS input_tokens, sum(outpu
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
   ${total('cost_usd')} AS cost_usd, ${countIf("source = 'import'")} AS imported`
 
+/** An open end of `splitDays`'s whole days. */
+const OPEN = Number.MAX_SAFE_INTEGER
+
 /**
  * Splits a report window into whole local days `[a, b)` (read from the report rollup) and the
  * parts of days at its edges (read from calls). An open end is open on both.
@@ -78,8 +82,8 @@ export function splitDays(
   until: number | null,
   tz: string,
 ): { days: { a: number; b: number } | null; raw: { since: number | null; until: number | null }[] } {
-  const a = since === null ? -Number.MAX_SAFE_INTEGER : startOfDay(since, tz) === since ? since : startOfNextDay(since, tz)
-  const b = until === null ? Number.MAX_SAFE_INTEGER : startOfDay(until, tz)
+  const a = since === null ? -OPEN : startOfDay(since, tz) === since ? since : startOfNextDay(since, tz)
+  const b = until === null ? OPEN : startOfDay(until, tz)
   if (a >= b) return { days: null, raw: [{ since, until }] }
   const raw: { since: number | null; until: number | null }[] = []
   if (since !== null && since < a) raw.push({ since, until: a })
@@ -88,11 +92,28 @@ export function splitDays(
 }
 
 /**
+ * Splits whole local days `[a, b)` (from `splitDays`; an open end is -OPEN or OPEN) into the
+ * whole local months among them (read from the report rollup's month rows) and the days at
+ * their edges (read from its day rows).
+ */
+export function splitMonths(a: number, b: number, tz: string): { tier: ReportTier; a: number; b: number }[] {
+  const m1 = a === -OPEN || startOfMonth(a, tz) === a ? a : startOfNextMonth(a, tz)
+  const m2 = b === OPEN ? b : startOfMonth(b, tz)
+  if (m1 >= m2) return [{ tier: REPORT_TIERS.day, a, b }]
+  const parts: { tier: ReportTier; a: number; b: number }[] = [{ tier: REPORT_TIERS.month, a: m1, b: m2 }]
+  if (a < m1) parts.push({ tier: REPORT_TIERS.day, a, b: m1 })
+  if (m2 < b) parts.push({ tier: REPORT_TIERS.day, a: m2, b })
+  return parts
+}
+
+/**
  * Spend over a window grouped by period (in the configured zone) or by an attribute. Periods
  * are summed from quarter-hours in SQL (every zone's offset is a whole number of them) and
  * assigned to local days here, so a day is the zone's day even across DST changes. Whole local
  * days come from the report rollup when it is built in the report's zone (`rollupZone`, the
- * zone the SQLite ledger's `dash_report_day` is kept in; so days whose raw calls retention pruned
+ * zone the SQLite ledger's `dash_report_day` and `dash_report_month` are kept in, whole months
+ * from the months for every kind but daily and weekly, and the rows across tenants when the
+ * report is of every tenant; so days whose raw calls retention pruned
  * still count), the rest from calls. Without it (PostgreSQL, or another zone) every day is
  * summed from calls.
  */
@@ -135,27 +156,31 @@ export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: str
   const periodic = q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly'
   const { days, raw } = rollupZone === q.timezone ? splitDays(q.since, q.until, q.timezone) : { days: null, raw: [{ since: q.since, until: q.until }] }
   if (days) {
-    // Whole local days from the report rollup (built in this zone).
-    const where = [`dim = @dim`, 'day >= @a', 'day < @b']
-    if (q.tenant !== null) where.push('tenant = @tenant')
+    // Whole local days from the report rollup (built in this zone); for every kind but daily and
+    // weekly, the whole local months among them from its month rows.
     const sums = `sum(requests) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
       sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
       ${total('cost_usd')} AS cost_usd, sum(imported) AS imported`
-    const dim = periodic || q.kind === 'model' ? '' : q.kind
-    const args = { dim, a: days.a, b: days.b, tenant: q.tenant }
-    const sql = periodic
-      ? `SELECT day AS key, model, ${sums} FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY day, model`
-      : q.kind === 'model'
-        ? `SELECT model AS key, model, provider, ${sums} FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY model, provider`
-        : `SELECT key, model${q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''}, ${sums}
-             FROM dash_report_day WHERE ${where.join(' AND ')} GROUP BY key, model`
+    const dim = reportDim(periodic || q.kind === 'model' ? '' : (q.kind as ReportDim), q.tenant)
     const keys = new Map<number, string>()
-    const keyOf = (day: number) => {
-      let k = keys.get(day)
-      if (k === undefined) keys.set(day, (k = periodKey(day, q.kind as 'daily', q.timezone)))
+    const keyOf = (period: number) => {
+      let k = keys.get(period)
+      if (k === undefined) keys.set(period, (k = periodKey(period, q.kind as 'daily', q.timezone)))
       return k
     }
-    for (const x of await db.all<any>(sql, args)) addRow(x, periodic ? keyOf(x.key) : null)
+    const parts = q.kind === 'daily' || q.kind === 'weekly' ? [{ tier: REPORT_TIERS.day, ...days }] : splitMonths(days.a, days.b, q.timezone)
+    for (const { tier, a, b } of parts) {
+      const col = tier.col
+      const where = [`dim = @dim`, `${col} >= @a`, `${col} < @b`]
+      if (q.tenant !== null) where.push('tenant = @tenant')
+      const from = `FROM ${tier.table} WHERE ${where.join(' AND ')}`
+      const sql = periodic
+        ? `SELECT ${col} AS key, model, ${sums} ${from} GROUP BY ${col}, model`
+        : q.kind === 'model'
+          ? `SELECT model AS key, model, provider, ${sums} ${from} GROUP BY model, provider`
+          : `SELECT key, model${q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''}, ${sums} ${from} GROUP BY key, model`
+      for (const x of await db.all<any>(sql, { dim, a, b, tenant: q.tenant })) addRow(x, periodic ? keyOf(x.key) : null)
+    }
   }
   for (const part of raw) {
     const where = ['1 = 1']

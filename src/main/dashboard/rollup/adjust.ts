@@ -1,5 +1,5 @@
 import type { SqlStore } from '../../storage/sql'
-import { DayOf } from './report'
+import { ACROSS_TENANTS, DayOf, MonthOf, REPORT_DIMS, REPORT_TIERS, reportKey } from './report'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
@@ -12,7 +12,7 @@ export type CostChange = Pick<
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
  * what folding the re-priced calls afresh would give: a call billed per token moves `cost_usd`
- * of every rollup table it is in; a subscription call moves `plan_value_usd` of the hourly and
+ * of every rollup table it is in (the report rollup's days and months too); a subscription call moves `plan_value_usd` of the hourly and
  * daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
  * store: each change is added in SQL, and rows are touched in one sorted order, so instances
  * adjusting the same rows at once neither lose a change nor deadlock.
@@ -30,14 +30,19 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     if (!c.delta) continue
     // The report rollup (SQLite) sums every call's cost_usd, subscription calls' too.
     if (days) {
-      const day = days.of(c.ts)
-      for (const [dim, key] of [['', ''], ['agent', c.agent], ['project', c.project ?? ''], ['session', c.session]]) {
-        add(
-          `r\0${dim}\0${day}\0${c.tenant}\0${key}\0${c.model}\0${c.provider}`,
-          c.delta,
-          'UPDATE dash_report_day SET cost_usd = cost_usd + @delta WHERE dim = @dim AND day = @day AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider',
-          { dim, day, tenant: c.tenant, key, model: c.model, provider: c.provider },
-        )
+      const day = days.day.of(c.ts)
+      for (const [tier, period] of [[REPORT_TIERS.day, day], [REPORT_TIERS.month, days.month.of(day)]] as const) {
+        for (const dim of REPORT_DIMS) {
+          const key = reportKey(dim, { agent: c.agent, project: c.project ?? '', session: c.session })
+          for (const [d, tenant] of dim === 'session' ? [[dim, c.tenant]] : [[dim, c.tenant], [ACROSS_TENANTS[dim], '']]) {
+            add(
+              `r${tier.col}\0${d}\0${period}\0${tenant}\0${key}\0${c.model}\0${c.provider}`,
+              c.delta,
+              `UPDATE ${tier.table} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
+              { dim: d, period, tenant, key, model: c.model, provider: c.provider },
+            )
+          }
+        }
       }
     }
     if (c.billing === 'subscription') {
@@ -88,11 +93,11 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
   }
 }
 
-/** The days of the SQLite report rollup (`dash_report_day`, kept in one zone), or null where there is none (PostgreSQL). */
-async function reportDays(tx: SqlStore): Promise<DayOf | null> {
+/** The days and months of the SQLite report rollup (kept in one zone), or null where there is none (PostgreSQL). */
+async function reportDays(tx: SqlStore): Promise<{ day: DayOf; month: MonthOf } | null> {
   if (tx.dialect !== 'sqlite') return null
   const has = await tx.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'dash_report_state'")
   if (!has?.n) return null
   const row = await tx.get<{ tz: string | null }>('SELECT tz FROM dash_report_state WHERE id = 1')
-  return row?.tz ? new DayOf(row.tz) : null
+  return row?.tz ? { day: new DayOf(row.tz), month: new MonthOf(row.tz) } : null
 }
