@@ -234,22 +234,24 @@ export class ReportFolder {
       }
       return r
     }
+    const add = (r: Row, c: Row) => {
+      r.requests += c.requests
+      r.input += c.input
+      r.output += c.output
+      r.cacheRead += c.cacheRead
+      r.cacheWrite += c.cacheWrite
+      r.cost += c.cost
+      r.imported += c.imported
+    }
     for (const c of tuples.values()) {
       for (const dim of REPORT_DIMS) {
         const key = reportKey(dim, c)
-        for (const r of dim === 'session' ? [row(dim, c.tenant, key, c)] : [row(dim, c.tenant, key, c), row(ACROSS_TENANTS[dim], '', key, c)]) {
-          if (dim === 'session') {
-            if (c.agent > r.agent) r.agent = c.agent
-            if (c.project > r.project) r.project = c.project
-          }
-          r.requests += c.requests
-          r.input += c.input
-          r.output += c.output
-          r.cacheRead += c.cacheRead
-          r.cacheWrite += c.cacheWrite
-          r.cost += c.cost
-          r.imported += c.imported
-        }
+        const r = row(dim, c.tenant, key, c)
+        add(r, c)
+        if (dim === 'session') {
+          if (c.agent > r.agent) r.agent = c.agent
+          if (c.project > r.project) r.project = c.project
+        } else add(row(ACROSS_TENANTS[dim], '', key, c), c)
       }
     }
     for (const r of rows.values()) {
