@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { getHeapSpaceStatistics } from 'node:v8'
@@ -113,6 +113,54 @@ describe('an idle server gives memory back', () => {
     const glibc = process.platform === 'linux' && typeof header.glibcVersionRuntime === 'string'
     expect(releaseFreedMemory()).toBe(glibc)
     expect(releaseFreedMemory()).toBe(glibc) // bound once, called again
+  })
+
+  it('lowers the trim threshold once calls have been quiet, before the release, and raises it again with the next request', async () => {
+    const events: string[] = []
+    const t = await startTestServer({}, upstream.url, undefined, {
+      create: {
+        idleCollection: {
+          firstQuietMs: 200,
+          quietMs: 2_000,
+          growthBytes: 0,
+          release: () => events.push('release'),
+          trimThreshold: { lower: () => events.push('lower'), restore: () => events.push('restore') },
+        },
+      },
+    })
+    try {
+      const count = () => t.server.idleCollections ?? -1
+      await eventually(() => count() === 1) // ready and quiet: the threshold stays as it is
+      expect(events).toEqual([])
+      await calls(t, 20)
+      await eventually(() => count() === 2)
+      expect(events).toEqual(['lower', 'release'])
+      // Stays lowered at rest (the write thread's end comes later), raised by the next request.
+      await calls(t, 1)
+      expect(events).toEqual(['lower', 'release', 'restore'])
+      await calls(t, 2)
+      expect(events).toEqual(['lower', 'release', 'restore'])
+      await eventually(() => count() === 3)
+      expect(events).toEqual(['lower', 'release', 'restore', 'lower', 'release'])
+    } finally {
+      await t.stop()
+    }
+  })
+
+  // glibc only (Linux): what the lowered threshold is for, measured in a process of its own.
+  const glibc = process.platform === 'linux' && typeof (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime === 'string'
+  it.skipIf(!glibc)("with the trim threshold lowered, a thread's arena gives its memory back when the thread ends", () => {
+    const run = (mode: 'kept' | 'lowered'): { filledMiB: number; keptMiB: number } => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test/startup/scripts/arena-thread.ts'), mode], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 })
+      expect(r.status, r.stderr).toBe(0)
+      return JSON.parse(r.stdout) as { filledMiB: number; keptMiB: number }
+    }
+    const kept = run('kept')
+    const lowered = run('lowered')
+    // The thread's database held about 16 MiB of pages; the arena kept them with the threshold as a load leaves it.
+    expect(kept.filledMiB).toBeGreaterThan(14)
+    expect(kept.keptMiB).toBeGreaterThan(12)
+    expect(lowered.keptMiB).toBeLessThan(kept.keptMiB - 8)
   })
 
   it("requests while it starts (a supervisor's health checks) delay the start-up collection by the start-up quiet, not the long one", async () => {

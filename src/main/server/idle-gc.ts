@@ -1,6 +1,6 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { releaseFreedMemory } from './malloc-trim'
+import { lowerTrimThreshold, releaseFreedMemory, restoreTrimThreshold } from './malloc-trim'
 
 /**
  * Gives memory back once the server is quiet. Start-up and every burst of calls grow V8's young
@@ -44,6 +44,13 @@ export interface IdleCollectorOptions {
    * watch it).
    */
   release?: () => void
+  /**
+   * Once calls have been quiet for three quarters of `quietMs` (before the ledger's write thread
+   * ends, 30 s after its last batch, and before the release), lowers glibc's trim threshold, so
+   * that the memory threads free from then on goes back to the system; the next request raises
+   * it again (default: ./malloc-trim.ts; tests may watch it).
+   */
+  trimThreshold?: { lower(): void; restore(): void }
 }
 
 type GcFunction = (opts?: { type?: string; execution?: string; flavor?: string }) => unknown
@@ -85,6 +92,9 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   const growth = opts.growthBytes ?? 8 * 1024 * 1024
   const collect = opts.collect ?? reduceMemory
   const release = opts.release ?? releaseFreedMemory
+  const threshold = opts.trimThreshold ?? { lower: lowerTrimThreshold, restore: restoreTrimThreshold }
+  /** The trim threshold is lowered (since the last request). */
+  let lowered = false
   let activity = 0
   let seen = -1
   let timer: NodeJS.Timeout | null = null
@@ -109,6 +119,12 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
     timer = null
     if (!running) return
     quietFor = activity === seen ? quietFor + Math.ceil(period() / 4) : 0
+    // After calls, a quarter period before the release: from here the arenas' freed tops go back
+    // (the write thread's cache when it ends, V8's helpers in the collection below).
+    if (floor !== 0 && !lowered && quietFor >= period() - Math.ceil(period() / 4)) {
+      lowered = true
+      threshold.lower()
+    }
     if (quietFor < period()) {
       arm()
       return
@@ -133,6 +149,11 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   return {
     touch() {
       activity++
+      if (lowered) {
+        // Calls run with glibc's threshold high again (once per quiet period).
+        lowered = false
+        threshold.restore()
+      }
       if (timer === null && running) {
         quietFor = 0
         arm()
@@ -148,6 +169,10 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
       running = false
       if (timer) clearTimeout(timer)
       timer = null
+      if (lowered) {
+        lowered = false
+        threshold.restore()
+      }
     },
     get collections() {
       return collections
