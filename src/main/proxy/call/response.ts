@@ -1,8 +1,7 @@
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
 import { SseParser } from '../../metering/sse'
-import { clientResponseHeaders } from '../headers'
 import { deadlines } from './deadlines'
 import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
@@ -39,6 +38,8 @@ export function startHttpResponse(
   s: HttpCall,
   status: number,
   uheaders: IncomingHttpHeaders,
+  /** What the client gets of them (clientResponseHeaders(uheaders), read in the same pass: ../headers.ts). */
+  headers: OutgoingHttpHeaders,
   resume: () => void,
   idleMs: number,
   onIdle: (detail: string) => void,
@@ -49,7 +50,6 @@ export function startHttpResponse(
   s.upstreamStatus = status
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
-  const headers = clientResponseHeaders(uheaders)
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
   if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
