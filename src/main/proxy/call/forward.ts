@@ -95,9 +95,11 @@ export function forwardHttp(
         failHttp(s, 'timeout', detail, finish)
         s.abort?.()
       })
-      // Read after this turn of the event loop: an answer that came whole (nearly every
-      // non-streaming one) has reached the client by then; the observer is not on its way.
-      if (observe) setImmediate(observeLater, observe, s, status, h.upstream)
+      // Read once undici's parser has handed on what it read with these headers: an answer that
+      // came whole (nearly every non-streaming one) has then been written to the client (onComplete
+      // ends it in the same parser step), so the observer is not on its way. A tick, not an
+      // immediate: nothing to arm in libuv per call.
+      if (observe) process.nextTick(observeLater, observe, s, status, h.upstream)
       return true
     },
     onData(chunk) {
