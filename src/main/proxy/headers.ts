@@ -66,6 +66,24 @@ const SINGLE = new Set([
 
 /** undici's raw response headers (name, value, ...) as Node's IncomingMessage would have them. */
 export function parseRawHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
+  return readRawHeaders(raw, null)
+}
+
+/**
+ * An upstream answer's headers, read once: as Node would have them (`upstream`, for metering
+ * and the plans' meters) and, in the same pass, what the client gets (`client`: exactly
+ * `clientResponseHeaders(upstream)`), so the answer's critical path walks the headers once.
+ */
+export function responseHeaders(raw: readonly Buffer[]): { upstream: IncomingHttpHeaders; client: OutgoingHttpHeaders } {
+  const client: OutgoingHttpHeaders = {}
+  const upstream = readRawHeaders(raw, client)
+  // Names the upstream's Connection header lists are hop-by-hop too (rare: known only at the end).
+  const extra = connectionTokens(upstream)
+  if (extra) for (const name of extra) delete client[name]
+  return { upstream, client }
+}
+
+function readRawHeaders(raw: readonly Buffer[], client: OutgoingHttpHeaders | null): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {}
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i].toString('latin1').toLowerCase()
@@ -75,9 +93,13 @@ export function parseRawHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
       out[name] = name === 'set-cookie' ? [value] : value
     } else if (Array.isArray(had)) {
       had.push(value)
+      continue
     } else if (!SINGLE.has(name)) {
       out[name] = `${had}, ${value}`
+    } else {
+      continue
     }
+    if (client && !HOP_BY_HOP.has(name) && !DROPPED_RESPONSE.has(name)) client[name] = out[name]
   }
   return out
 }

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
-import { parseRawHeaders, upstreamRequestHeaders } from '../headers'
+import { parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
 import { deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
@@ -90,18 +90,16 @@ export function forwardHttp(
         s.abort?.()
         return false
       }
-      const uheaders = parseRawHeaders(raw as unknown as Buffer[])
-      forward = startHttpResponse(s, status, uheaders, resume, t.idle_timeout_ms, (detail) => {
+      const h = responseHeaders(raw as unknown as Buffer[])
+      forward = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
         failHttp(s, 'timeout', detail, finish)
         s.abort?.()
       })
-      if (observe) {
-        try {
-          observe(s, status, uheaders)
-        } catch {
-          // what an observer does is advisory; the call goes on
-        }
-      }
+      // Read once undici's parser has handed on what it read with these headers: an answer that
+      // came whole (nearly every non-streaming one) has then been written to the client (onComplete
+      // ends it in the same parser step), so the observer is not on its way. A tick, not an
+      // immediate: nothing to arm in libuv per call.
+      if (observe) process.nextTick(observeLater, observe, s, status, h.upstream)
       return true
     },
     onData(chunk) {
@@ -137,6 +135,14 @@ export function forwardHttp(
     },
   }
   send(dispatcher)
+}
+
+function observeLater(observe: HeadersObserver, s: CallState, status: number, headers: IncomingHttpHeaders): void {
+  try {
+    observe(s, status, headers)
+  } catch {
+    // what an observer does is advisory; the call goes on
+  }
 }
 
 /**

@@ -116,6 +116,11 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     s.done = true
     for (const t of s.timers) deadlines.cancel(t)
     const latency = performance.now() - s.started
+    try {
+      s.drainTap?.()
+    } catch {
+      // a body the tap cannot read is recorded with what is known (as when it is metered chunk by chunk)
+    }
     const tap = s.tap
     if (tap?.decoding) {
       tap.end().then(

@@ -1,8 +1,7 @@
-import type { IncomingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
 import { SseParser } from '../../metering/sse'
-import { clientResponseHeaders } from '../headers'
 import { deadlines } from './deadlines'
 import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
@@ -39,6 +38,8 @@ export function startHttpResponse(
   s: HttpCall,
   status: number,
   uheaders: IncomingHttpHeaders,
+  /** What the client gets of them (clientResponseHeaders(uheaders), read in the same pass: ../headers.ts). */
+  headers: OutgoingHttpHeaders,
   resume: () => void,
   idleMs: number,
   onIdle: (detail: string) => void,
@@ -49,7 +50,6 @@ export function startHttpResponse(
   s.upstreamStatus = status
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
-  const headers = clientResponseHeaders(uheaders)
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
   if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
@@ -84,12 +84,34 @@ export function startHttpResponse(
     s.lastData = performance.now()
     resume()
   }
+  // A stream's chunks (and a compressed body's) are metered on the tick after they are written:
+  // Node holds what res.write() takes in the corked socket until its own tick, so metering them
+  // here (parsing a stream's events, inflating) would run before the bytes leave. The tick comes
+  // after Node's: the chunks of one read are sent in one write, then metered, in order. A plain
+  // JSON body is only collected (nothing to gain). The recorder meters what is still pending
+  // before it reads the meter (s.drainTap), so every chunk is metered once, however the call ends.
+  let pending: Buffer[] | null = null
+  const drain = (): void => {
+    const p = pending
+    pending = null
+    if (p && tap) for (const c of p) tap.write(c)
+  }
+  const later = !!tap && (s.streamed || tap.decoding)
+  if (later) s.drainTap = drain
   // One step both forwards and meters, with backpressure (pause until the client's socket drains).
-  // The chunk goes to the client first: metering it (parsing a stream's events) is not in its way.
+  // The chunk goes to the client first: metering it is not in its way.
   return (chunk) => {
     s.lastData = performance.now()
     const sent = res.write(chunk)
-    if (tap) tap.write(chunk)
+    if (later) {
+      if (pending) pending.push(chunk)
+      else {
+        pending = [chunk]
+        process.nextTick(drain)
+      }
+    } else if (tap) {
+      tap.write(chunk)
+    }
     if (!sent && !res.destroyed) {
       waitingOnClient = true
       res.once('drain', onDrain)

@@ -30,6 +30,8 @@ export interface CallState {
   tap?: BodyTap
   sse?: SseParser
   json?: JsonCollector
+  /** Meters the response chunks written but not yet metered (response.ts); the recorder calls it first. */
+  drainTap?: () => void
   done: boolean
   /** Its pending timeouts (./deadlines.ts), cancelled when it ends. */
   timers: Deadline[]
