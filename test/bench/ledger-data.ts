@@ -16,7 +16,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DB_FILE } from '../../src/main/config/paths'
-import { ensureReportZone } from '../../src/main/dashboard/rollup/report'
+import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
 import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import { openDatabase } from '../../src/main/ledger/db'

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
-import { createReportMonths, createReportTables } from '../dashboard/rollup/report'
+import { createReportTables } from '../dashboard/rollup/report'
+import { createReportMonths } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
 

@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3'
 import type { CallRecord } from '../../ledger/record'
 import { BINS, binOf, decodeInto, encodeDense } from '../histogram'
-import { ReportFolder, reportZone } from './report'
+import { reportZone } from './report'
+import { ReportFolder } from './report-folder'
 import { FIVE_MIN, TIERS } from './schema'
 
 /** Scratch space for merging a stored histogram with a batch's (the writer is synchronous). */

@@ -1,0 +1,129 @@
+import type Database from 'better-sqlite3'
+import { ACROSS_TENANTS, DayOf, MonthOf, REPORT_DIMS, REPORT_TIERS, type ReportTier, type RowDim, reportKey } from './report'
+
+/** A call as the report rollup reads it. */
+export interface ReportInput {
+  ts: number
+  tenant: string
+  provider: string
+  model: string
+  agent: string
+  session: string
+  project?: string
+  source?: string
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  cost_usd: number
+}
+
+interface Row {
+  dim: RowDim
+  day: number
+  tenant: string
+  key: string
+  model: string
+  provider: string
+  agent: string
+  project: string
+  requests: number
+  input: number
+  output: number
+  cacheRead: number
+  cacheWrite: number
+  cost: number
+  imported: number
+}
+
+/** Folds calls into `dash_report_day`, inside the caller's transaction (the ledger's batch, or a rebuild). */
+export class ReportFolder {
+  private readonly up: { day: Database.Statement; month: Database.Statement }
+  private readonly days: DayOf
+  private readonly months: MonthOf
+
+  constructor(db: Database.Database, tz: string) {
+    this.days = new DayOf(tz)
+    this.months = new MonthOf(tz)
+    const upsert = ({ table, col }: ReportTier) =>
+      db.prepare(`
+      INSERT INTO ${table} (dim, ${col}, tenant, key, model, provider, agent, project, requests, input_tokens,
+                                   output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, imported)
+      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+      ON CONFLICT (dim, ${col}, tenant, key, model, provider) DO UPDATE SET
+        agent = max(agent, excluded.agent), project = max(project, excluded.project),
+        requests = requests + excluded.requests, input_tokens = input_tokens + excluded.input_tokens,
+        output_tokens = output_tokens + excluded.output_tokens,
+        cache_read_tokens = cache_read_tokens + excluded.cache_read_tokens,
+        cache_write_tokens = cache_write_tokens + excluded.cache_write_tokens,
+        cost_usd = cost_usd + excluded.cost_usd, imported = imported + excluded.imported`)
+    this.up = { day: upsert(REPORT_TIERS.day), month: upsert(REPORT_TIERS.month) }
+  }
+
+  fold(calls: readonly ReportInput[]): void {
+    // First per call's whole attribution (one lookup a call), then each of those into its rows:
+    // four of its tenant, three across tenants.
+    const tuples = new Map<string, Row & { session: string }>()
+    for (const c of calls) {
+      const day = this.days.of(c.ts)
+      const project = c.project ?? ''
+      const id = day + '\0' + c.tenant + '\0' + c.model + '\0' + c.provider + '\0' + c.agent + '\0' + project + '\0' + c.session
+      let t = tuples.get(id)
+      if (!t) {
+        t = {
+          dim: '', day, tenant: c.tenant, key: '', model: c.model, provider: c.provider, agent: c.agent, project, session: c.session,
+          requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0,
+        }
+        tuples.set(id, t)
+      }
+      t.requests++
+      t.input += c.input_tokens
+      t.output += c.output_tokens
+      t.cacheRead += c.cache_read_tokens
+      t.cacheWrite += c.cache_write_tokens
+      t.cost += c.cost_usd
+      if (c.source === 'import') t.imported++
+    }
+    const rows = new Map<string, Row>()
+    const row = (dim: RowDim, tenant: string, key: string, c: Row) => {
+      const id = dim + '\0' + c.day + '\0' + tenant + '\0' + key + '\0' + c.model + '\0' + c.provider
+      let r = rows.get(id)
+      if (!r) {
+        r = {
+          dim, day: c.day, tenant, key, model: c.model, provider: c.provider, agent: '', project: '',
+          requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0,
+        }
+        rows.set(id, r)
+      }
+      return r
+    }
+    const add = (r: Row, c: Row) => {
+      r.requests += c.requests
+      r.input += c.input
+      r.output += c.output
+      r.cacheRead += c.cacheRead
+      r.cacheWrite += c.cacheWrite
+      r.cost += c.cost
+      r.imported += c.imported
+    }
+    for (const c of tuples.values()) {
+      for (const dim of REPORT_DIMS) {
+        const key = reportKey(dim, c)
+        const r = row(dim, c.tenant, key, c)
+        add(r, c)
+        if (dim === 'session') {
+          if (c.agent > r.agent) r.agent = c.agent
+          if (c.project > r.project) r.project = c.project
+        } else add(row(ACROSS_TENANTS[dim], '', key, c), c)
+      }
+    }
+    for (const r of rows.values()) {
+      for (const [up, period] of [[this.up.day, r.day], [this.up.month, this.months.of(r.day)]] as const) {
+        up.run(
+          r.dim, period, r.tenant, r.key, r.model, r.provider, r.agent, r.project, r.requests, r.input, r.output,
+          r.cacheRead, r.cacheWrite, r.cost, r.imported,
+        )
+      }
+    }
+  }
+}
