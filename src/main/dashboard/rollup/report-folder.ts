@@ -36,7 +36,7 @@ interface Row {
   imported: number
 }
 
-/** Folds calls into `dash_report_day`, inside the caller's transaction (the ledger's batch, or a rebuild). */
+/** Folds calls into the report rollup (`dash_report_day` and `dash_report_month`), inside the caller's transaction (the ledger's batch, or a rebuild). */
 export class ReportFolder {
   private readonly up: { day: Database.Statement; month: Database.Statement }
   private readonly days: DayOf
