@@ -1,5 +1,5 @@
 import type { SqlStore } from '../../storage/sql'
-import { ACROSS_TENANTS, DayOf, MonthOf, REPORT_DIMS, REPORT_TIERS, reportKey } from './report'
+import { DayOf, MonthOf, REPORT_TIERS, eachReportRow } from './report'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
@@ -12,8 +12,8 @@ export type CostChange = Pick<
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
  * what folding the re-priced calls afresh would give: a call billed per token moves `cost_usd`
- * of every rollup table it is in (the report rollup's days and months too); a subscription call moves `plan_value_usd` of the hourly and
- * daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
+ * of every rollup table it is in (the report rollup's days and months too); a subscription call
+ * moves `plan_value_usd` of the hourly and daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
  * store: each change is added in SQL, and rows are touched in one sorted order, so instances
  * adjusting the same rows at once neither lose a change nor deadlock.
  */
@@ -31,18 +31,16 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     // The report rollup (SQLite) sums every call's cost_usd, subscription calls' too.
     if (days) {
       const day = days.day.of(c.ts)
+      const who = { tenant: c.tenant, agent: c.agent, project: c.project ?? '', session: c.session }
       for (const [tier, period] of [[REPORT_TIERS.day, day], [REPORT_TIERS.month, days.month.of(day)]] as const) {
-        for (const dim of REPORT_DIMS) {
-          const key = reportKey(dim, { agent: c.agent, project: c.project ?? '', session: c.session })
-          for (const [d, tenant] of dim === 'session' ? [[dim, c.tenant]] : [[dim, c.tenant], [ACROSS_TENANTS[dim], '']]) {
-            add(
-              `r${tier.col}\0${d}\0${period}\0${tenant}\0${key}\0${c.model}\0${c.provider}`,
-              c.delta,
-              `UPDATE ${tier.table} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
-              { dim: d, period, tenant, key, model: c.model, provider: c.provider },
-            )
-          }
-        }
+        eachReportRow(who, (dim, tenant, key) =>
+          add(
+            `r${tier.col}\0${dim}\0${period}\0${tenant}\0${key}\0${c.model}\0${c.provider}`,
+            c.delta,
+            `UPDATE ${tier.table} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
+            { dim, period, tenant, key, model: c.model, provider: c.provider },
+          ),
+        )
       }
     }
     if (c.billing === 'subscription') {

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { ACROSS_TENANTS, DayOf, MonthOf, REPORT_DIMS, REPORT_TIERS, type ReportTier, type RowDim, reportKey } from './report'
+import { DayOf, MonthOf, REPORT_TIERS, type ReportTier, type RowDim, eachReportRow } from './report'
 
 /** A call as the report rollup reads it. */
 export interface ReportInput {
@@ -107,15 +107,14 @@ export class ReportFolder {
       r.imported += c.imported
     }
     for (const c of tuples.values()) {
-      for (const dim of REPORT_DIMS) {
-        const key = reportKey(dim, c)
-        const r = row(dim, c.tenant, key, c)
+      eachReportRow(c, (dim, tenant, key) => {
+        const r = row(dim, tenant, key, c)
         add(r, c)
         if (dim === 'session') {
           if (c.agent > r.agent) r.agent = c.agent
           if (c.project > r.project) r.project = c.project
-        } else add(row(ACROSS_TENANTS[dim], '', key, c), c)
-      }
+        }
+      })
     }
     for (const r of rows.values()) {
       for (const [up, period] of [[this.up.day, r.day], [this.up.month, this.months.of(r.day)]] as const) {

@@ -29,8 +29,24 @@ export function reportDim(dim: ReportDim, tenant: string | null): RowDim {
 }
 
 /** The key of a call's row of `dim`. */
-export function reportKey(dim: ReportDim, c: { agent: string; project: string; session: string }): string {
+function reportKey(dim: ReportDim, c: { agent: string; project: string; session: string }): string {
   return dim === '' ? '' : dim === 'agent' ? c.agent : dim === 'project' ? c.project : c.session
+}
+
+/**
+ * Each row of a period that a call's attribution is summed into, as its dim, tenant and key:
+ * one per dim of the call's tenant, and one across tenants for every dim but session. Both the
+ * batch folder and re-pricing walk these, so they always touch the same rows.
+ */
+export function eachReportRow(
+  c: { tenant: string; agent: string; project: string; session: string },
+  visit: (dim: RowDim, tenant: string, key: string) => void,
+): void {
+  for (const dim of REPORT_DIMS) {
+    const key = reportKey(dim, c)
+    visit(dim, c.tenant, key)
+    if (dim !== 'session') visit(ACROSS_TENANTS[dim], '', key)
+  }
 }
 
 /** A table of the report rollup and the name of its period column. */
