@@ -146,14 +146,15 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
       rssFloor = process.memoryUsage.rss()
     }
   }
+  const restore = () => {
+    lowered = false
+    threshold.restore()
+  }
   return {
     touch() {
       activity++
-      if (lowered) {
-        // Calls run with glibc's threshold high again (once per quiet period).
-        lowered = false
-        threshold.restore()
-      }
+      // Calls run with glibc's threshold high again (once per quiet period).
+      if (lowered) restore()
       if (timer === null && running) {
         quietFor = 0
         arm()
@@ -169,10 +170,7 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
       running = false
       if (timer) clearTimeout(timer)
       timer = null
-      if (lowered) {
-        lowered = false
-        threshold.restore()
-      }
+      if (lowered) restore()
     },
     get collections() {
       return collections

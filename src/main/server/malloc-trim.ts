@@ -74,11 +74,6 @@ export function restoreTrimThreshold(): void {
   libc?.setTrimThreshold(BUSY_TRIM_THRESHOLD)
 }
 
-/** Whether the trim threshold is lowered now. */
-export function trimThresholdLowered(): boolean {
-  return lowered
-}
-
 function bind(): Libc | null {
   if (process.platform !== 'linux') return null
   try {
