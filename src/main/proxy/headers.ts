@@ -46,12 +46,17 @@ export function upstreamRequestHeaders(headers: IncomingHttpHeaders, host: strin
  */
 const DROPPED_RESPONSE = new Set(['set-cookie', 'set-cookie2'])
 
+/** Whether an upstream response header (lower-case name) goes on to the client: not hop-by-hop, not a cookie. */
+function passesToClient(name: string): boolean {
+  return !HOP_BY_HOP.has(name) && !DROPPED_RESPONSE.has(name)
+}
+
 /** Headers for the client's response: everything upstream sent but hop-by-hop ones and cookies. */
 export function clientResponseHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeaders {
   const extra = connectionTokens(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || DROPPED_RESPONSE.has(name) || extra?.has(name)) continue
+    if (!passesToClient(name) || extra?.has(name)) continue
     out[name] = headers[name]
   }
   return out
@@ -99,7 +104,7 @@ function readRawHeaders(raw: readonly Buffer[], client: OutgoingHttpHeaders | nu
     } else {
       continue
     }
-    if (client && !HOP_BY_HOP.has(name) && !DROPPED_RESPONSE.has(name)) client[name] = out[name]
+    if (client && passesToClient(name)) client[name] = out[name]
   }
   return out
 }
