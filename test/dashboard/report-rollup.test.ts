@@ -1,31 +1,20 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
 import { adjustRollups } from '../../src/main/dashboard/rollup/adjust'
-import { reportZone } from '../../src/main/dashboard/rollup/report'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
-import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
 import { openDatabase } from '../../src/main/ledger/db'
-import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { pruneCalls } from '../../src/main/ledger/retention'
 import { localParts } from '../../src/main/time/zone'
-import { REPORT_KINDS, type Report, type ReportQuery, buildReport, parseWhen } from '../../src/main/report/report'
+import { REPORT_KINDS, type ReportQuery, parseWhen } from '../../src/main/report/report'
 import { SqliteStore } from '../../src/main/storage/sqlite'
+import { dbs, expectSameReport, ledgerWith, rawReport, report, tempDir } from './report-support'
 import { makeCall, rng } from './seed'
 
 const DAY = 86_400_000
 const ZONES = ['UTC', 'Europe/Berlin', 'Asia/Kolkata', 'America/St_Johns']
-
-const dirs: string[] = []
-const dbs: Database.Database[] = []
-afterEach(() => {
-  for (const db of dbs.splice(0)) db.close()
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
-})
 
 function calls(now: number, n: number, days: number, seed = 5): CallRecord[] {
   const r = rng(seed)
@@ -52,34 +41,6 @@ function calls(now: number, n: number, days: number, seed = 5): CallRecord[] {
     )
   }
   return out.sort((a, b) => a.ts - b.ts)
-}
-
-/** A ledger written the server's way, its report rollup built for `tz` before the calls arrive. */
-function ledgerWith(rows: CallRecord[], tz: string): Database.Database {
-  const dir = mkdtempSync(join(tmpdir(), 'burnrate-report-'))
-  dirs.push(dir)
-  const db = openDatabase(join(dir, DB_FILE))
-  dbs.push(db)
-  ensureReportZone(db, tz)
-  const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: tz })
-  const writer = new RollupWriter(db)
-  ledger.onBatch((b) => writer.onBatch(b))
-  for (let i = 0; i < rows.length; i += 400) {
-    for (const c of rows.slice(i, i + 400)) ledger.record(c)
-    ledger.flush()
-  }
-  ledger.close()
-  return db
-}
-
-/** The report as the server builds it: whole days from the rollup when it is kept in the report's zone. */
-function report(db: Database.Database, q: ReportQuery): Promise<Report> {
-  return buildReport(new SqliteStore(db), q, reportZone(db))
-}
-
-/** The straightforward report: every call summed from `calls` (what buildReport does without the rollup). */
-function rawReport(db: Database.Database, q: ReportQuery): Promise<Report> {
-  return buildReport(new SqliteStore(db), q, null)
 }
 
 /**
@@ -133,20 +94,6 @@ function expectAcrossTenantsAreTheirSums(db: Database.Database): void {
     for (const [i, t] of tenants.entries()) expect(Math.abs(across[i].c - t.c)).toBeLessThanOrEqual(1e-9 * Math.max(1, Math.abs(t.c)))
   }
   expect(db.prepare(`SELECT DISTINCT dim FROM dash_report_day ORDER BY dim`).pluck().all()).toEqual(['', '*', '*agent', '*project', 'agent', 'project', 'session'])
-}
-
-function expectSameReport(got: Report, want: Report, what: string): void {
-  const close = (a: number, b: number) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b))
-  expect(got.rows.map((r) => r.key), what).toEqual(want.rows.map((r) => r.key))
-  for (const [i, w] of want.rows.entries()) {
-    const g = got.rows[i]
-    const { cost_usd: gc, ...gRest } = g
-    const { cost_usd: wc, ...wRest } = w
-    expect(gRest, `${what} ${w.key}`).toEqual(wRest)
-    expect(close(gc, wc), `${what} ${w.key} cost ${gc} vs ${wc}`).toBe(true)
-  }
-  expect(close(got.totals.cost_usd, want.totals.cost_usd), what).toBe(true)
-  expect({ ...got.totals, cost_usd: 0 }).toEqual({ ...want.totals, cost_usd: 0 })
 }
 
 describe('report from the report rollup', () => {
@@ -259,19 +206,18 @@ describe('report from the report rollup', () => {
   it('an existing ledger gets its months from its days when it is upgraded', async () => {
     const now = Date.UTC(2026, 10, 23, 10, 7)
     const tz = 'Asia/Kolkata'
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-report-'))
-    dirs.push(dir)
+    const dir = tempDir()
     const file = join(dir, DB_FILE)
     const db = ledgerWith(calls(now, 1500, 100, 8), tz)
     // The same ledger as the release before this table had it: no month rows, schema 12.
     await db.backup(file)
     const old = openDatabase(file)
-    old.exec(`DROP TABLE dash_report_month; DELETE FROM dash_report_day WHERE dim LIKE '*%'`)
+    old.exec(`DROP TABLE dash_report_session; DROP INDEX dash_report_day_session; DROP TABLE dash_report_month; DELETE FROM dash_report_day WHERE dim LIKE '*%'`)
     old.pragma('user_version = 12')
     old.close()
     const upgraded = openDatabase(file)
     dbs.push(upgraded)
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(13)
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(14)
     expectMonthsAreTheirDays(upgraded, tz)
     expectAcrossTenantsAreTheirSums(upgraded)
     for (const kind of REPORT_KINDS) {

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
-import { createReportTables } from '../dashboard/rollup/report'
+import { createReportTables, reportZone } from '../dashboard/rollup/report'
+import { createReportSessions } from '../dashboard/rollup/report-sessions'
 import { createReportMonths } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
@@ -206,6 +207,11 @@ export const MIGRATIONS: Migration[] = [
     version: 13,
     description: 'report rollup per local month, filled from its days, so reports over months read months',
     up: (db) => createReportMonths(db),
+  },
+  {
+    version: 14,
+    description: 'report rollup session totals (first and last call, cost) and session indexes, so a session report finds its costliest sessions without summing all of them',
+    up: (db) => createReportSessions(db, reportZone(db) !== null),
   },
 ]
 

@@ -1,5 +1,6 @@
 import type { SqlStore } from '../../storage/sql'
 import { DayOf, MonthOf, REPORT_TIERS, eachReportRow } from './report'
+import { eachSessionRow } from './report-sessions'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
@@ -12,7 +13,7 @@ export type CostChange = Pick<
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
  * what folding the re-priced calls afresh would give: a call billed per token moves `cost_usd`
- * of every rollup table it is in (the report rollup's days and months too); a subscription call
+ * of every rollup table it is in (the report rollup's days, months and session totals too); a subscription call
  * moves `plan_value_usd` of the hourly and daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
  * store: each change is added in SQL, and rows are touched in one sorted order, so instances
  * adjusting the same rows at once neither lose a change nor deadlock.
@@ -42,6 +43,14 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
           ),
         )
       }
+      eachSessionRow(who, (across, tenant) =>
+        add(
+          `rs\0${across}\0${tenant}\0${c.session}`,
+          c.delta,
+          'UPDATE dash_report_session SET cost_usd = cost_usd + @delta WHERE across = @across AND tenant = @tenant AND session = @session',
+          { across, tenant, session: c.session },
+        ),
+      )
     }
     if (c.billing === 'subscription') {
       TIERS.forEach((t, i) => {

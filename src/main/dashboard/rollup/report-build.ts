@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import { startOfDay } from '../../time/zone'
 import { MonthOf, reportZone, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
+import { hasReportSessions } from './report-sessions'
 
 /**
  * Migration 13: the rows across tenants, summed from the day rows of each tenant, and the month
@@ -32,10 +33,14 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     const first = db.prepare('SELECT min(ts) FROM calls').pluck().get() as number | null
     const last = (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
     const old = reportZone(db)
-    // Rows of days whose calls are all still here are rebuilt; older ones (pruned) stay as they are.
-    if (first === null || old === null) db.prepare('DELETE FROM dash_report_day').run()
-    else db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(startOfDay(first, old))
-    const folder = new ReportFolder(db, tz)
+    // Rows of days whose calls are all still here are rebuilt; older ones (pruned) stay as they
+    // are (all of them when every call was pruned). The session totals do not depend on the zone:
+    // they are built here only the first time.
+    if (old === null) {
+      db.prepare('DELETE FROM dash_report_day').run()
+      if (hasReportSessions(db)) db.prepare('DELETE FROM dash_report_session').run()
+    } else if (first !== null) db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(startOfDay(first, old))
+    const folder = new ReportFolder(db, tz, { sessions: old === null })
     const chunk = db.prepare(`
       SELECT id, ts, tenant, provider, model, agent, session, project, source, input_tokens, output_tokens,
              cache_read_tokens, cache_write_tokens, cost_usd

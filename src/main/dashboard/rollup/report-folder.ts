@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import { DayOf, MonthOf, REPORT_TIERS, type ReportTier, type RowDim, eachReportRow } from './report'
+import { UPSERT_SESSION, eachSessionRow, hasReportSessions } from './report-sessions'
 
 /** A call as the report rollup reads it. */
 export interface ReportInput {
@@ -36,13 +37,29 @@ interface Row {
   imported: number
 }
 
-/** Folds calls into the report rollup (`dash_report_day` and `dash_report_month`), inside the caller's transaction (the ledger's batch, or a rebuild). */
+/** A session's calls in one batch: their times and cost. */
+interface Span {
+  tenant: string
+  session: string
+  first: number
+  last: number
+  cost: number
+}
+
+/**
+ * Folds calls into the report rollup (`dash_report_day` and `dash_report_month`, and the session
+ * totals `dash_report_session`), inside the caller's transaction (the ledger's batch, or a
+ * rebuild). `sessions: false` leaves the session totals alone: they do not depend on the zone, so
+ * a rebuild of the days for another zone must not add its calls to them again.
+ */
 export class ReportFolder {
   private readonly up: { day: Database.Statement; month: Database.Statement }
+  private readonly upSession: Database.Statement | null
   private readonly days: DayOf
   private readonly months: MonthOf
 
-  constructor(db: Database.Database, tz: string) {
+  constructor(db: Database.Database, tz: string, opts: { sessions?: boolean } = {}) {
+    this.upSession = opts.sessions !== false && hasReportSessions(db) ? db.prepare(UPSERT_SESSION) : null
     this.days = new DayOf(tz)
     this.months = new MonthOf(tz)
     const upsert = ({ table, col }: ReportTier) =>
@@ -63,7 +80,7 @@ export class ReportFolder {
   fold(calls: readonly ReportInput[]): void {
     // First per call's whole attribution (one lookup a call), then each of those into its rows:
     // four of its tenant, three across tenants.
-    const tuples = new Map<string, Row & { session: string }>()
+    const tuples = new Map<string, Row & { session: string; first: number; last: number }>()
     for (const c of calls) {
       const day = this.days.of(c.ts)
       const project = c.project ?? ''
@@ -72,10 +89,11 @@ export class ReportFolder {
       if (!t) {
         t = {
           dim: '', day, tenant: c.tenant, key: '', model: c.model, provider: c.provider, agent: c.agent, project, session: c.session,
-          requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0,
+          requests: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0, imported: 0, first: c.ts, last: c.ts,
         }
         tuples.set(id, t)
-      }
+      } else if (c.ts < t.first) t.first = c.ts
+      else if (c.ts > t.last) t.last = c.ts
       t.requests++
       t.input += c.input_tokens
       t.output += c.output_tokens
@@ -122,6 +140,24 @@ export class ReportFolder {
           r.dim, period, r.tenant, r.key, r.model, r.provider, r.agent, r.project, r.requests, r.input, r.output,
           r.cacheRead, r.cacheWrite, r.cost, r.imported,
         )
+      }
+    }
+    const up = this.upSession
+    if (up) {
+      // Each session's times and cost in this batch, from its attributions.
+      const spans = new Map<string, Span>()
+      for (const t of tuples.values()) {
+        const sk = t.tenant + '\0' + t.session
+        const s = spans.get(sk)
+        if (!s) spans.set(sk, { tenant: t.tenant, session: t.session, first: t.first, last: t.last, cost: t.cost })
+        else {
+          if (t.first < s.first) s.first = t.first
+          if (t.last > s.last) s.last = t.last
+          s.cost += t.cost
+        }
+      }
+      for (const s of spans.values()) {
+        eachSessionRow(s, (across, tenant) => up.run(across, tenant, s.session, s.first, s.last, s.cost))
       }
     }
   }
