@@ -93,6 +93,17 @@ function verifyRollups(db: Database.Database): string[] {
       }
     }
   }
+  // The report rollup's session totals: each session's cost, and times that hold its calls (exact,
+  // but for sessions migration 14 bounded by their days), per tenant and across tenants.
+  for (const [across, by] of [[0, 'tenant'], [1, "''"]] as const) {
+    const want = db.prepare(`SELECT ${by} t, session s, min(ts) f, max(ts) l, total(cost_usd) c FROM calls GROUP BY 1, 2 ORDER BY 1, 2`).all() as any[]
+    const got = db.prepare('SELECT tenant t, session s, first_ts f, last_ts l, cost_usd c FROM dash_report_session WHERE across = ? ORDER BY 1, 2').all(across) as any[]
+    if (got.length !== want.length) problems.push(`dash_report_session across ${across}: ${got.length} sessions, calls have ${want.length}`)
+    else for (const [i, w] of want.entries()) {
+      const g = got[i]
+      if (g.t !== w.t || g.s !== w.s || g.f > w.f || g.l < w.l || !close(g.c, w.c)) problems.push(`dash_report_session across ${across} differs for ${w.t} ${w.s}`)
+    }
+  }
   const sess = db.prepare(`SELECT count(*) n, total(requests) r FROM dash_session`).get() as any
   const rawSess = db.prepare(`SELECT count(*) n, total(r) r FROM (SELECT count(*) r FROM calls WHERE session != '' GROUP BY tenant, agent, session)`).get() as any
   if (sess.n !== rawSess.n || sess.r !== rawSess.r) problems.push('dash_session differs')
@@ -184,7 +195,7 @@ export async function runDashboardBench(): Promise<void> {
     if (problems.length) {
       failed = true
       log(`ROLLUPS DISAGREE WITH CALLS:\n  ${problems.slice(0, 20).join('\n  ')}`)
-    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session, per tenant and grouping, and across tenants, in the report rollup's days and months), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
+    } else log(`rollups equal the raw sums (per tenant in the 5-minute, hour and day tables, per grouping in the hour and day tables, per session, per tenant and grouping, and across tenants, in the report rollup's days and months, and its session totals), checked in ${((performance.now() - t0) / 1000).toFixed(0)} s`)
     const tables = ['dash_5m', ...TIERS.flatMap((t) => [t.totals, t.dims]), 'dash_session']
     log(`rollup rows: ${tables.map((n) => `${n} ${(db.prepare(`SELECT count(*) FROM ${n}`).pluck().get() as number).toLocaleString('en-US')}`).join(', ')}`)
     db.close()
@@ -215,7 +226,8 @@ export async function runDashboardBench(): Promise<void> {
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
     const tenant = 'tenant-2'
-    const month = new Date(Date.now() - 30 * 86_400_000).toISOString().slice(0, 10)
+    const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10)
+    const month = daysAgo(30)
     let endpoints: string[] = [
       'summary', `summary?tenant=${tenant}`,
       ...['30m', '1h', '6h', '24h', '7d', '30d'].map((r) => `timeseries?range=${r}`),
@@ -228,6 +240,8 @@ export async function runDashboardBench(): Promise<void> {
       'unpriced', `unpriced?tenant=${tenant}`, 'budgets',
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}&since=${month}`),
       ...['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'].map((k) => `report?kind=${k}`),
+      // One tenant's sessions, and a window in the past (sessions crossing both of its ends).
+      `report?kind=session&tenant=${tenant}`, `report?kind=session&since=${daysAgo(120)}&until=${daysAgo(60)}`,
     ]
     endpoints = endpoints.filter(chosen)
     log(`\nendpoint latency over HTTP, ${REPS} requests each in ${ROUNDS} interleaved rounds (ms); load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)

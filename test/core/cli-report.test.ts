@@ -61,6 +61,23 @@ describe('burnrate report on a fresh install', () => {
     expect(csv).toHaveLength(4)
   })
 
+  it('--limit lists the costliest rows and says how many there are; --all lists every one', () => {
+    const data = join(dir, 'data')
+    const full = JSON.parse(burnrate(['report', 'model', '--json', '--data-dir', data]).stdout)
+    expect(full.rows.length).toBeGreaterThan(1)
+    expect(full.total_rows).toBe(full.rows.length)
+    const one = burnrate(['report', 'model', '--limit', '1', '--data-dir', data])
+    expect(one.code, one.stderr).toBe(0)
+    expect(one.stdout).toContain(`The costliest 1 of ${full.rows.length} models`)
+    expect(JSON.parse(burnrate(['report', 'model', '--limit', '1', '--json', '--data-dir', data]).stdout).rows).toEqual([full.rows[0]])
+    expect(JSON.parse(burnrate(['report', 'model', '--all', '--json', '--data-dir', data]).stdout).rows).toEqual(full.rows)
+    for (const bad of [['daily', '--limit', '5'], ['model', '--limit', '0'], ['model', '--limit', '1', '--all']]) {
+      const r = burnrate(['report', ...bad, '--data-dir', data])
+      expect(r.code, bad.join(' ')).toBe(2)
+      expect(r.stderr.trim().split('\n')).toHaveLength(1)
+    }
+  })
+
   it('--since and --until bound the window by day', () => {
     const r = JSON.parse(burnrate(['report', 'daily', '--json', '--since', '2026-11-21', '--until', '2026-11-21', '--data-dir', join(dir, 'data')]).stdout)
     expect(r.rows.map((x: any) => x.key)).toEqual(['2026-11-21'])

@@ -130,6 +130,25 @@ describe('shapes', () => {
     expect((await api('stats?range=30m')).body.total_requests).toBe(4)
   })
 
+  it('report: a session, model, agent or project report lists its costliest `limit` rows (100 by default) and counts them all', async () => {
+    const all = await api('report?kind=session')
+    expect(all.status).toBe(200)
+    // s2 (1.5), s1 (0.75), and the calls without a session.
+    expect(all.body.rows.map((r: any) => [r.key, r.cost_usd])).toEqual([['s2', 1.5], ['s1', 0.75], ['', 0]])
+    expect(all.body.total_rows).toBe(3)
+    const one = await api('report?kind=session&limit=1')
+    expect(one.body.rows).toEqual([all.body.rows[0]])
+    expect(one.body.total_rows).toBe(3)
+    // The totals are of every session, not only those listed.
+    expect(one.body.totals).toEqual(all.body.totals)
+    expect(one.body.totals.requests).toBe(5)
+    const models = await api('report?kind=model&limit=1')
+    expect(models.body.rows.map((r: any) => r.key)).toEqual(['claude-sonnet-4-5'])
+    expect(models.body.total_rows).toBe(3)
+    const daily = await api('report?kind=daily')
+    expect(daily.body.total_rows).toBe(daily.body.rows.length)
+  })
+
   it('export: JSON by default, oldest first, as a download', async () => {
     const { body, reply } = await api('export')
     expect(reply.headers['content-type']).toMatch(/^application\/json/)
@@ -159,6 +178,9 @@ describe('bad parameters: 400 invalid_request naming the parameter and the accep
     ['expensive?limit=101', 'limit', ['1', '100']],
     ['expensive?limit=ten', 'limit', ['1', '100']],
     ['expensive?limit=1.5', 'limit', ['1', '100']],
+    ['report?kind=session&limit=0', 'limit', ['1', '1000000']],
+    ['report?kind=agent&limit=1000001', 'limit', ['1', '1000000']],
+    ['report?kind=daily&limit=10', 'limit', ['session', 'model', 'agent', 'project']],
     ['stats?range=24H', 'range', RANGES as string[]],
     ['export?format=xlsx', 'format', ['csv', 'json']],
     ['export?format=csv&range=90d', 'range', RANGES as string[]],

@@ -9,7 +9,7 @@ import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
-import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, tenantParam, whenParam } from './params'
+import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
 import { reportZone } from './rollup/report'
@@ -88,15 +88,17 @@ export const dashboard: Feature = (ctx) => {
   // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`);
   // whole days from the SQLite report rollup, kept in the configured zone (PostgreSQL: from calls).
   const rollupZone = ctx.ledger.kind === 'sqlite' ? reportZone(ctx.db) : null
-  route('report', (req) =>
-    buildReport(ctx.store, {
-      kind: reportKindParam(req),
+  route('report', (req) => {
+    const kind = reportKindParam(req)
+    return buildReport(ctx.store, {
+      kind,
       since: whenParam(req, 'since', d.tz),
       until: whenParam(req, 'until', d.tz),
       tenant: tenantParam(req),
       timezone: d.tz,
-    }, rollupZone),
-  )
+      limit: reportLimitParam(req, kind),
+    }, rollupZone)
+  })
   route('export', async (req, res, now) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')

@@ -1,6 +1,6 @@
 import type { Request } from 'express'
 import { GROUP_BYS, RANGES, type GroupBy, type Range } from '../../shared/api'
-import { parseWhen, REPORT_KINDS, type ReportKind } from '../report/report'
+import { parseWhen, RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, type ReportKind } from '../report/report'
 
 /** A known query parameter with a bad value: answered 400 `invalid_request` naming it. */
 export class ParamError extends Error {
@@ -56,7 +56,7 @@ export function memberParam(req: Request): string | null {
 export function limitParam(req: Request, min: number, max: number, fallback: number): number {
   const v = one(req, 'limit')
   if (v === undefined) return fallback
-  const n = /^\d{1,6}$/.test(v) ? Number(v) : NaN
+  const n = /^\d{1,7}$/.test(v) ? Number(v) : NaN
   if (!(n >= min && n <= max)) {
     throw new ParamError('limit', `The parameter limit must be a whole number from ${min} to ${max}; got ${JSON.stringify(v)}.`)
   }
@@ -65,6 +65,18 @@ export function limitParam(req: Request, min: number, max: number, fallback: num
 
 export function reportKindParam(req: Request): ReportKind {
   return choice(req, 'kind', REPORT_KINDS, 'daily')
+}
+
+/**
+ * `limit` of a session, model, agent or project report: its costliest rows (default 100). A
+ * daily, weekly or monthly report lists every period of its window, so `limit` there is refused.
+ */
+export function reportLimitParam(req: Request, kind: ReportKind): number | null {
+  if (!RANKED_KINDS.includes(kind)) {
+    if (one(req, 'limit') === undefined) return null
+    throw new ParamError('limit', `The parameter limit applies to the ${RANKED_KINDS.join(', ')} reports; a ${kind} report lists every period of its window (narrow it with since and until).`)
+  }
+  return limitParam(req, 1, REPORT_LIMIT.max, REPORT_LIMIT.default)
 }
 
 /** `since`/`until`: a day `YYYY-MM-DD` in the configured zone or an ISO time; `until`'s day is included. */

@@ -1,11 +1,17 @@
-import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
-import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
-import { localMidnight, localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
+import { localMidnight } from '../time/zone'
+import { type Totals, collect, finish, sumRows } from './collect'
+import { costliestSessions } from './sessions'
 
 /** The report kinds of `burnrate report` and `GET /api/dashboard/report`. */
 export const REPORT_KINDS = ['daily', 'weekly', 'monthly', 'session', 'model', 'agent', 'project'] as const
 export type ReportKind = (typeof REPORT_KINDS)[number]
+
+/** The kinds whose rows are attributes, listed costliest first (and cut by `limit`). */
+export const RANKED_KINDS: readonly ReportKind[] = ['session', 'model', 'agent', 'project']
+
+/** Rows of a ranked report when no `limit` is given, and the most a `limit` may ask for. */
+export const REPORT_LIMIT = { default: 100, max: 1_000_000 } as const
 
 export interface ReportRow {
   /** `2026-11-20` (daily; weekly: the Monday), `2026-11` (monthly), or the session, model, agent or project. */
@@ -34,6 +40,9 @@ export interface Report {
   timezone: string
   tenant: string | null
   rows: ReportRow[]
+  /** How many rows the window has in all (`rows` holds the costliest `limit` of them). */
+  total_rows: number
+  /** Of every row of the window, those left out too. */
   totals: Omit<ReportRow, 'key' | 'models' | 'provider' | 'agent' | 'project'>
 }
 
@@ -43,6 +52,8 @@ export interface ReportQuery {
   until: number | null
   tenant: string | null
   timezone: string
+  /** A session, model, agent or project report lists at most this many rows, costliest first; null or absent: every row. */
+  limit?: number | null
 }
 
 /** A day `YYYY-MM-DD` (local midnight in `tz`) or an ISO time, as ms; `end` moves a day to the next midnight. */
@@ -53,166 +64,29 @@ export function parseWhen(s: string, tz: string, end = false): number | null {
   return Number.isFinite(t) && /^\d{4}-\d{2}-\d{2}T/.test(s) ? t : null
 }
 
-const pad = (n: number) => String(n).padStart(2, '0')
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
-
-/** The period key of a local time: day, ISO week (its Monday) or month. */
-function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string): string {
-  const p = localParts(ts, tz)
-  if (kind === 'monthly') return `${p.year}-${pad(p.month)}`
-  if (kind === 'daily') return `${p.year}-${pad(p.month)}-${pad(p.day)}`
-  const d = new Date(Date.UTC(p.year, p.month - 1, p.day))
-  d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7))
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
-}
-
-const SUMS = `count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-  sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-  ${total('cost_usd')} AS cost_usd, ${countIf("source = 'import'")} AS imported`
-
-/** An open end of `splitDays`'s whole days. */
-const OPEN = Number.MAX_SAFE_INTEGER
-
 /**
- * Splits a report window into whole local days `[a, b)` (read from the report rollup) and the
- * parts of days at its edges (read from calls). An open end is open on both.
- */
-export function splitDays(
-  since: number | null,
-  until: number | null,
-  tz: string,
-): { days: { a: number; b: number } | null; raw: { since: number | null; until: number | null }[] } {
-  const a = since === null ? -OPEN : startOfDay(since, tz) === since ? since : startOfNextDay(since, tz)
-  const b = until === null ? OPEN : startOfDay(until, tz)
-  if (a >= b) return { days: null, raw: [{ since, until }] }
-  const raw: { since: number | null; until: number | null }[] = []
-  if (since !== null && since < a) raw.push({ since, until: a })
-  if (until !== null && b < until) raw.push({ since: b, until })
-  return { days: { a, b }, raw }
-}
-
-/**
- * Splits whole local days `[a, b)` (from `splitDays`; an open end is -OPEN or OPEN) into the
- * whole local months among them (read from the report rollup's month rows) and the days at
- * their edges (read from its day rows).
- */
-export function splitMonths(a: number, b: number, tz: string): { tier: ReportTier; a: number; b: number }[] {
-  const m1 = a === -OPEN || startOfMonth(a, tz) === a ? a : startOfNextMonth(a, tz)
-  const m2 = b === OPEN ? b : startOfMonth(b, tz)
-  if (m1 >= m2) return [{ tier: REPORT_TIERS.day, a, b }]
-  const parts: { tier: ReportTier; a: number; b: number }[] = [{ tier: REPORT_TIERS.month, a: m1, b: m2 }]
-  if (a < m1) parts.push({ tier: REPORT_TIERS.day, a, b: m1 })
-  if (m2 < b) parts.push({ tier: REPORT_TIERS.day, a: m2, b })
-  return parts
-}
-
-/**
- * Spend over a window grouped by period (in the configured zone) or by an attribute. Periods
- * are summed from quarter-hours in SQL (every zone's offset is a whole number of them) and
- * assigned to local days here, so a day is the zone's day even across DST changes. Whole local
- * days come from the report rollup when it is built in the report's zone (`rollupZone`, the
- * zone the SQLite ledger's `dash_report_day` and `dash_report_month` are kept in, whole months
- * from the months for every kind but daily and weekly, and the rows across tenants when the
- * report is of every tenant; so days whose raw calls retention pruned
- * still count), the rest from calls. Without it (PostgreSQL, or another zone) every day is
- * summed from calls.
+ * Spend over a window grouped by period (in the configured zone) or by an attribute (see
+ * `collect`). A session, model, agent or project report with a `limit` lists that many of its
+ * costliest rows; its totals are of every row. A session report over whole days of the SQLite
+ * report rollup finds them without summing every session (`costliestSessions`).
  */
 export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: string | null = null): Promise<Report> {
-  const rows = new Map<string, ReportRow & { byModel: Map<string, number> }>()
-  const row = (key: string) => {
-    let r = rows.get(key)
-    if (!r) {
-      r = { key, requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0, models: [], byModel: new Map() }
-      rows.set(key, r)
-    }
-    return r
+  const limit = RANKED_KINDS.includes(q.kind) ? (q.limit ?? null) : null
+  let page: { rows: ReportRow[]; totals: Totals; total_rows: number } | null = null
+  if (q.kind === 'session' && limit !== null) page = await costliestSessions(db, q, limit, rollupZone)
+  if (!page) {
+    const all = finish(await collect(db, q, rollupZone), q.kind)
+    const rows = limit !== null && all.length > limit ? all.slice(0, limit) : all
+    page = { rows, totals: sumRows(all), total_rows: all.length }
   }
-  const add = (r: ReportRow & { byModel: Map<string, number> }, x: any) => {
-    r.requests += x.requests
-    r.input_tokens += x.input_tokens ?? 0
-    r.output_tokens += x.output_tokens ?? 0
-    r.cache_read_tokens += x.cache_read_tokens ?? 0
-    r.cache_write_tokens += x.cache_write_tokens ?? 0
-    r.cost_usd += x.cost_usd
-    r.imported += x.imported ?? 0
-    if (x.model) r.byModel.set(x.model, (r.byModel.get(x.model) ?? 0) + x.cost_usd)
-  }
-  /** One summed group: into its period's row (`period`), else into its attribute's row. */
-  const addRow = (x: any, period: string | null) => {
-    if (period !== null) return add(row(period), x)
-    const r = row(q.kind === 'model' ? `${x.key}\0${x.provider}` : x.key)
-    add(r, x)
-    if (q.kind === 'model') {
-      r.key = x.key
-      r.provider = x.provider
-    }
-    if (q.kind === 'session') {
-      // The greatest of the session's calls (one agent and project for nearly every session),
-      // whichever order the parts are read in.
-      if (x.agent && !(r.agent && r.agent >= x.agent)) r.agent = x.agent
-      if (x.project && !(r.project && r.project >= x.project)) r.project = x.project
-    }
-  }
-  const periodic = q.kind === 'daily' || q.kind === 'weekly' || q.kind === 'monthly'
-  const { days, raw } = rollupZone === q.timezone ? splitDays(q.since, q.until, q.timezone) : { days: null, raw: [{ since: q.since, until: q.until }] }
-  if (days) {
-    // Whole local days from the report rollup (built in this zone); for every kind but daily and
-    // weekly, the whole local months among them from its month rows.
-    const sums = `sum(requests) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,
-      sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
-      ${total('cost_usd')} AS cost_usd, sum(imported) AS imported`
-    const dim = reportDim(periodic || q.kind === 'model' ? '' : (q.kind as ReportDim), q.tenant)
-    const keys = new Map<number, string>()
-    const keyOf = (period: number) => {
-      let k = keys.get(period)
-      if (k === undefined) keys.set(period, (k = periodKey(period, q.kind as 'daily', q.timezone)))
-      return k
-    }
-    const parts = q.kind === 'daily' || q.kind === 'weekly' ? [{ tier: REPORT_TIERS.day, ...days }] : splitMonths(days.a, days.b, q.timezone)
-    for (const { tier, a, b } of parts) {
-      const col = tier.col
-      const where = [`dim = @dim`, `${col} >= @a`, `${col} < @b`]
-      if (q.tenant !== null) where.push('tenant = @tenant')
-      const from = `FROM ${tier.table} WHERE ${where.join(' AND ')}`
-      const sql = periodic
-        ? `SELECT ${col} AS key, model, ${sums} ${from} GROUP BY ${col}, model`
-        : q.kind === 'model'
-          ? `SELECT model AS key, model, provider, ${sums} ${from} GROUP BY model, provider`
-          : `SELECT key, model${q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''}, ${sums} ${from} GROUP BY key, model`
-      for (const x of await db.all<any>(sql, { dim, a, b, tenant: q.tenant })) addRow(x, periodic ? keyOf(x.key) : null)
-    }
-  }
-  for (const part of raw) {
-    const where = ['1 = 1']
-    if (part.since !== null) where.push('ts >= @since')
-    if (part.until !== null) where.push('ts < @until')
-    if (q.tenant !== null) where.push('tenant = @tenant')
-    const w = where.join(' AND ')
-    const args = { since: part.since, until: part.until, tenant: q.tenant }
-    if (periodic) {
-      const sql = `SELECT ts / 900000 AS qh, model, ${SUMS} FROM calls WHERE ${w} GROUP BY qh, model`
-      for (const x of await db.all<any>(sql, args)) addRow(x, periodKey(x.qh * 900_000, q.kind as 'daily', q.timezone))
-    } else {
-      const col = q.kind
-      const extra =
-        q.kind === 'model' ? ', provider' : q.kind === 'session' ? `, max(${bytewise(db, 'agent')}) AS agent, max(${bytewise(db, 'project')}) AS project` : ''
-      const group = q.kind === 'model' ? 'model, provider' : `${col}, model`
-      const sql = `SELECT ${col} AS key, model${extra}, ${SUMS} FROM calls WHERE ${w} GROUP BY ${group}`
-      for (const x of await db.all<any>(sql, args)) addRow(x, null)
-    }
-  }
-  const out = [...rows.values()]
-    .map(({ byModel, ...r }) => ({ ...r, models: [...byModel].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([m]) => m) }))
-    .sort((a, b) => (periodic ? byText(a.key, b.key) : b.cost_usd - a.cost_usd || byText(a.key, b.key) || byText(a.provider ?? '', b.provider ?? '')))
-  const totals = { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0 }
-  for (const r of out) for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r[k]
   return {
     kind: q.kind,
     since: q.since === null ? null : new Date(q.since).toISOString(),
     until: q.until === null ? null : new Date(q.until).toISOString(),
     timezone: q.timezone,
     tenant: q.tenant,
-    rows: out,
-    totals,
+    rows: page.rows,
+    total_rows: page.total_rows,
+    totals: page.totals,
   }
 }

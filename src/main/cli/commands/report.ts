@@ -1,7 +1,7 @@
 import { Argument } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
-import { REPORT_KINDS, parseWhen, type Report, type ReportKind } from '../../report/report'
+import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { compact, csv, paint, table, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -20,6 +20,8 @@ export const report: RegisterCommand = (program, ctx) => {
       .option('--since <day>', 'from this day (YYYY-MM-DD, in the configured timezone) or ISO time')
       .option('--until <day>', 'up to and including this day, or up to this ISO time')
       .option('--tenant <id>', "only this tenant's calls")
+      .option('--limit <n>', `session, model, agent and project reports: the costliest n rows (default ${REPORT_LIMIT.default})`)
+      .option('--all', `session, model, agent and project reports: every row (up to ${REPORT_LIMIT.max.toLocaleString('en-US')})`)
       .option('--json', 'print JSON')
       .option('--csv', 'print CSV')
       .option('--no-import', "do not read the agents' logs first (when reading the ledger file)"),
@@ -32,7 +34,25 @@ export const report: RegisterCommand = (program, ctx) => {
   })
 }
 
+/** The rows a report lists: `--limit`, `--all`, or the default; null for a daily, weekly or monthly report. */
+function limitOf(kind: ReportKind, o: any): number | null {
+  const ranked = RANKED_KINDS.includes(kind)
+  if (o.limit !== undefined && o.all) throw new CliError('choose one of --limit and --all', EXIT.usage)
+  if (!ranked) {
+    if (o.limit !== undefined || o.all) throw new CliError(`--limit and --all apply to the ${RANKED_KINDS.join(', ')} reports; a ${kind} report lists every period`, EXIT.usage)
+    return null
+  }
+  if (o.all) return REPORT_LIMIT.max
+  if (o.limit === undefined) return REPORT_LIMIT.default
+  const n = /^\d{1,7}$/.test(o.limit) ? Number(o.limit) : NaN
+  if (!(n >= 1 && n <= REPORT_LIMIT.max)) {
+    throw new CliError(`--limit must be a whole number from 1 to ${REPORT_LIMIT.max}; got ${JSON.stringify(o.limit)}`, EXIT.usage)
+  }
+  return n
+}
+
 async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Report> {
+  const limit = limitOf(kind, o)
   const t = await resolveTarget(o, ctx)
   const tz = t.config.timezone
   for (const name of ['since', 'until'] as const) {
@@ -45,6 +65,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
     if (o.since) p.set('since', o.since)
     if (o.until) p.set('until', o.until)
     if (o.tenant) p.set('tenant', o.tenant)
+    if (limit !== null) p.set('limit', String(limit))
     const r = await getJson<Report>(t, `/api/dashboard/report?${p}`)
     if (r) return r
     throw new CliError(`${t.url} has no report API (its dashboard is off, or it is an older Burnrate); run with --local`)
@@ -63,10 +84,15 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
       until: o.until ? parseWhen(o.until, tz, true) : null,
       tenant: o.tenant ?? null,
       timezone: tz,
+      limit,
     }, zone)
   } finally {
     await ledger.close()
   }
+}
+
+const PLURAL: Record<ReportKind, string> = {
+  daily: 'days', weekly: 'weeks', monthly: 'months', session: 'sessions', model: 'models', agent: 'agents', project: 'projects',
 }
 
 function keyOf(r: Report['rows'][number], kind: ReportKind): string {
@@ -85,7 +111,12 @@ function render(r: Report, out: Parameters<typeof table>[0]): string {
   ])
   const t = r.totals
   const footer = ['Total', compact(t.requests), compact(t.input_tokens), compact(t.output_tokens), compact(t.cache_read_tokens), usd(t.cost_usd)]
-  const note = t.imported ? `${t.imported} of ${t.requests} calls were imported from the agents' logs.\n` : ''
+  let note = t.imported ? `${t.imported} of ${t.requests} calls were imported from the agents' logs.\n` : ''
+  // An older server's report has no total_rows: it listed every row.
+  const all = r.total_rows ?? r.rows.length
+  if (all > r.rows.length) {
+    note += `The costliest ${r.rows.length.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} ${PLURAL[r.kind]}; the total is of all of them (--limit n or --all for more).\n`
+  }
   return title + table(out, head, rows, { footer }) + note
 }
 
