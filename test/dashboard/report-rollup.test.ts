@@ -2,15 +2,13 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
-import { adjustRollups } from '../../src/main/dashboard/rollup/adjust'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { openDatabase } from '../../src/main/ledger/db'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { pruneCalls } from '../../src/main/ledger/retention'
 import { localParts } from '../../src/main/time/zone'
 import { REPORT_KINDS, type ReportQuery, parseWhen } from '../../src/main/report/report'
-import { SqliteStore } from '../../src/main/storage/sqlite'
-import { dbs, expectSameReport, ledgerWith, rawReport, report, tempDir } from './report-support'
+import { dbs, expectSameReport, ledgerWith, rawReport, report, repriceEveryThird, tempDir } from './report-support'
 import { makeCall, rng } from './seed'
 
 const DAY = 86_400_000
@@ -161,11 +159,7 @@ describe('report from the report rollup', () => {
     const now = Date.UTC(2026, 10, 23, 10, 7)
     const tz = 'Europe/Berlin'
     const db = ledgerWith(calls(now, 800, 20, 4), tz)
-    const rows = db.prepare('SELECT * FROM calls WHERE id % 3 = 0').all() as any[]
-    await new SqliteStore(db).transaction(async (tx) => {
-      for (const r of rows) db.prepare('UPDATE calls SET cost_usd = cost_usd * 2 + 0.01 WHERE id = ?').run(r.id)
-      await adjustRollups(tx, rows.map((r) => ({ ...r, delta: r.cost_usd + 0.01 })))
-    })
+    await repriceEveryThird(db)
     for (const kind of REPORT_KINDS) {
       const q: ReportQuery = { kind, since: null, until: null, tenant: null, timezone: tz }
       expectSameReport(await report(db, q), await rawReport(db, q), kind)

@@ -2,14 +2,12 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
-import { adjustRollups } from '../../src/main/dashboard/rollup/adjust'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { openDatabase } from '../../src/main/ledger/db'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { pruneCalls } from '../../src/main/ledger/retention'
 import { type Report, type ReportQuery, parseWhen } from '../../src/main/report/report'
-import { SqliteStore } from '../../src/main/storage/sqlite'
-import { dbs, ledgerWith, rawReport, report, tempDir } from './report-support'
+import { dbs, ledgerWith, rawReport, report, repriceEveryThird, tempDir } from './report-support'
 import { makeCall, rng } from './seed'
 
 const DAY = 86_400_000
@@ -148,11 +146,7 @@ describe('session report with a limit', () => {
   it('keeps the session totals through re-pricing and a change of zone', async () => {
     const tz = 'Europe/Berlin'
     const db = ledgerWith(sessionCalls(1200, 150, 30, 4), tz)
-    const rows = db.prepare('SELECT * FROM calls WHERE id % 3 = 0').all() as any[]
-    await new SqliteStore(db).transaction(async (tx) => {
-      for (const r of rows) db.prepare('UPDATE calls SET cost_usd = cost_usd * 2 + 0.01 WHERE id = ?').run(r.id)
-      await adjustRollups(tx, rows.map((r) => ({ ...r, delta: r.cost_usd + 0.01 })))
-    })
+    await repriceEveryThird(db)
     expectSessionTotals(db)
     // The days are rebuilt for the new zone; the session totals (which have no zone) stay as they are.
     expect(ensureReportZone(db, 'Asia/Kolkata')).toBe(1200)

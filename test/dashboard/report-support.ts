@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { afterEach, expect } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
+import { adjustRollups } from '../../src/main/dashboard/rollup/adjust'
 import { reportZone } from '../../src/main/dashboard/rollup/report'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
@@ -69,3 +70,12 @@ export function expectSameReport(got: Report, want: Report, what: string): void 
   expect({ ...got.totals, cost_usd: 0 }).toEqual({ ...want.totals, cost_usd: 0 })
 }
 
+
+/** Re-prices every third call (twice its cost plus a cent) the way the pricing updater does: the calls and the rollups in one transaction. */
+export async function repriceEveryThird(db: Database.Database): Promise<void> {
+  const rows = db.prepare('SELECT * FROM calls WHERE id % 3 = 0').all() as any[]
+  await new SqliteStore(db).transaction(async (tx) => {
+    for (const r of rows) db.prepare('UPDATE calls SET cost_usd = cost_usd * 2 + 0.01 WHERE id = ?').run(r.id)
+    await adjustRollups(tx, rows.map((r) => ({ ...r, delta: r.cost_usd + 0.01 })))
+  })
+}
