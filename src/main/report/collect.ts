@@ -2,7 +2,7 @@ import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
 import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
 import { localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
-import type { ReportKind, ReportRow } from './report'
+import type { ReportKind, ReportRow } from './types'
 
 /** What a report sums over: its kind, window, tenant and zone. */
 export interface Window {
