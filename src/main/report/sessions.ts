@@ -13,6 +13,12 @@ const OPEN = Number.MAX_SAFE_INTEGER
 const NARROW = 0.1
 
 /**
+ * Above this many rows, summing every session of the window at once (and cutting the list) is
+ * cheaper than looking each candidate up through the session index.
+ */
+const MOST_CANDIDATES = 1000
+
+/**
  * The `limit` costliest sessions of a window, from the report rollup's session totals
  * (`dash_report_session`, SQLite), without summing every session of the window:
  * - a session whose calls all lie in the window cost there exactly its total, so the costliest
@@ -23,8 +29,8 @@ const NARROW = 0.1
  *   the full report: every figure of a row is exact), ranked, and cut to `limit`.
  * Any session left out lies wholly in the window and cost no more than the last listed.
  * Totals are of every call of the window (the period rows); `total_rows` counts every session with
- * calls in it. Null when the window has no whole
- * local day of the rollup (then summing the calls of the window is cheap, and the caller does).
+ * calls in it. Null (the caller then sums every session of the window) when `limit` is over
+ * `MOST_CANDIDATES`, or when the window has no whole local day of the rollup (its calls are few).
  */
 export async function costliestSessions(
   db: SqlReader,
@@ -32,7 +38,7 @@ export async function costliestSessions(
   limit: number,
   rollupZone: string | null,
 ): Promise<{ rows: ReportRow[]; totals: Totals; total_rows: number } | null> {
-  if (db.dialect !== 'sqlite' || rollupZone === null || rollupZone !== q.timezone) return null
+  if (db.dialect !== 'sqlite' || rollupZone === null || rollupZone !== q.timezone || limit > MOST_CANDIDATES) return null
   if (!splitDays(q.since, q.until, q.timezone).days) return null
   const who = { across: q.tenant === null ? 1 : 0, tenant: q.tenant ?? '' }
   const since = q.since ?? -OPEN
