@@ -68,7 +68,8 @@ describe('burnrate report on a fresh install', () => {
     expect(full.total_rows).toBe(full.rows.length)
     const one = burnrate(['report', 'model', '--limit', '1', '--data-dir', data])
     expect(one.code, one.stderr).toBe(0)
-    expect(one.stdout).toContain(`The costliest 1 of ${full.rows.length} models`)
+    expect(one.stdout).toContain(`Costliest 1 of ${full.rows.length} models listed; the totals are of all.\n--limit n or --all lists more.`)
+    for (const line of one.stdout.split('\n')) expect(line.length).toBeLessThanOrEqual(80)
     expect(JSON.parse(burnrate(['report', 'model', '--limit', '1', '--json', '--data-dir', data]).stdout).rows).toEqual([full.rows[0]])
     expect(JSON.parse(burnrate(['report', 'model', '--all', '--json', '--data-dir', data]).stdout).rows).toEqual(full.rows)
     for (const bad of [['daily', '--limit', '5'], ['model', '--limit', '0'], ['model', '--limit', '1', '--all']]) {

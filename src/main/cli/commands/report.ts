@@ -115,7 +115,9 @@ function render(r: Report, out: Parameters<typeof table>[0]): string {
   // An older server's report has no total_rows: it listed every row.
   const all = r.total_rows ?? r.rows.length
   if (all > r.rows.length) {
-    note += `The costliest ${r.rows.length.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} ${PLURAL[r.kind]}; the total is of all of them (--limit n or --all for more).\n`
+    // (Each line under 80 columns, even for 'Costliest 1,000,000 of 1,000,000,000 projects'.)
+    note += `Costliest ${r.rows.length.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} ${PLURAL[r.kind]} listed; the totals are of all.\n`
+    note += `--limit n or --all lists more.\n`
   }
   return title + table(out, head, rows, { footer }) + note
 }
