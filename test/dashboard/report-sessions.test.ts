@@ -156,6 +156,15 @@ describe('session report with a limit', () => {
     expectFirstRows(await report(db, { ...q, limit: 10 }), await rawReport(db, q), 10, 'after the zone change')
   })
 
+  it('are built with the days when the report rollup is built the first time, over calls it never saw', async () => {
+    const db = ledgerWith(sessionCalls(900, 120, 30, 2), null)
+    expect(db.prepare('SELECT count(*) FROM dash_report_session').pluck().get()).toBe(0)
+    expect(ensureReportZone(db, 'UTC')).toBe(900)
+    expectSessionTotals(db)
+    const q: ReportQuery = { kind: 'session', since: parseWhen('2026-11-05', 'UTC'), until: null, tenant: 'acme', timezone: 'UTC' }
+    expectFirstRows(await report(db, { ...q, limit: 3 }), await rawReport(db, q), 3, 'built over existing calls')
+  })
+
   it('an existing ledger gets its session totals when it is upgraded, from its days where its calls were pruned', async () => {
     const tz = 'Asia/Kolkata'
     const db = ledgerWith(sessionCalls(2000, 250, 90, 8), tz)

@@ -29,13 +29,16 @@ export function tempDir(): string {
   return dir
 }
 
-/** A ledger written the server's way, its report rollup built for `tz` before the calls arrive. */
-export function ledgerWith(rows: CallRecord[], tz: string): Database.Database {
+/**
+ * A ledger written the server's way, its report rollup built for `tz` before the calls arrive
+ * (`tz` null: not built, as by a release before the report rollup).
+ */
+export function ledgerWith(rows: CallRecord[], tz: string | null): Database.Database {
   const dir = tempDir()
   const db = openDatabase(join(dir, DB_FILE))
   dbs.push(db)
-  ensureReportZone(db, tz)
-  const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: tz })
+  if (tz !== null) ensureReportZone(db, tz)
+  const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: tz ?? 'UTC' })
   const writer = new RollupWriter(db)
   ledger.onBatch((b) => writer.onBatch(b))
   for (let i = 0; i < rows.length; i += 400) {
