@@ -29,9 +29,19 @@ export const report: RegisterCommand = (program, ctx) => {
     if (o.json && o.csv) throw new CliError('choose one of --json and --csv', EXIT.usage)
     const r = await fetchReport(kind, o, ctx)
     if (o.json) ctx.stdout.write(JSON.stringify(r, null, 2) + '\n')
-    else if (o.csv) ctx.stdout.write(toCsv(r))
-    else ctx.stdout.write(render(r, ctx.stdout))
+    else if (o.csv) {
+      ctx.stdout.write(toCsv(r))
+      // A CSV has no room to say rows were left out: stderr says it, so a file made with `>` is not silently short.
+      if (leftOut(r)) ctx.stderr.write(`burnrate: ${leftOut(r)} (--all for every one)\n`)
+    } else ctx.stdout.write(render(r, ctx.stdout))
   })
+}
+
+/** 'the costliest 100 of 148,894 sessions' when a limit left rows out, else ''. */
+function leftOut(r: Report): string {
+  // An older server's report has no total_rows: it listed every row.
+  const all = r.total_rows ?? r.rows.length
+  return all > r.rows.length ? `the costliest ${r.rows.length.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} ${PLURAL[r.kind]}` : ''
 }
 
 /** The rows a report lists: `--limit`, `--all`, or the default; null for a daily, weekly or monthly report. */
@@ -112,11 +122,10 @@ function render(r: Report, out: Parameters<typeof table>[0]): string {
   const t = r.totals
   const footer = ['Total', compact(t.requests), compact(t.input_tokens), compact(t.output_tokens), compact(t.cache_read_tokens), usd(t.cost_usd)]
   let note = t.imported ? `${t.imported} of ${t.requests} calls were imported from the agents' logs.\n` : ''
-  // An older server's report has no total_rows: it listed every row.
-  const all = r.total_rows ?? r.rows.length
-  if (all > r.rows.length) {
-    // (Each line under 80 columns, even for 'Costliest 1,000,000 of 1,000,000,000 projects'.)
-    note += `Costliest ${r.rows.length.toLocaleString('en-US')} of ${all.toLocaleString('en-US')} ${PLURAL[r.kind]} listed; the totals are of all.\n`
+  const cut = leftOut(r)
+  if (cut) {
+    // (Each line under 80 columns, even for 'The costliest 1,000,000 of 1,000,000,000 projects'.)
+    note += `${cut[0].toUpperCase()}${cut.slice(1)} listed; the totals are of all.\n`
     note += `--limit n or --all lists more.\n`
   }
   return title + table(out, head, rows, { footer }) + note
