@@ -53,11 +53,17 @@ export function memberParam(req: Request): string | null {
   return v === undefined || v === '' ? null : v
 }
 
+/** `v` as a whole number from `min` to `max` (digits only), else null. The CLI's `--limit` reads it the same way. */
+export function wholeNumber(v: string, min: number, max: number): number | null {
+  const n = /^\d{1,7}$/.test(v) ? Number(v) : NaN
+  return n >= min && n <= max ? n : null
+}
+
 export function limitParam(req: Request, min: number, max: number, fallback: number): number {
   const v = one(req, 'limit')
   if (v === undefined) return fallback
-  const n = /^\d{1,7}$/.test(v) ? Number(v) : NaN
-  if (!(n >= min && n <= max)) {
+  const n = wholeNumber(v, min, max)
+  if (n === null) {
     throw new ParamError('limit', `The parameter limit must be a whole number from ${min} to ${max}; got ${JSON.stringify(v)}.`)
   }
   return n

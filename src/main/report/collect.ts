@@ -17,9 +17,9 @@ export interface Window {
 export type Acc = ReportRow & { byModel: Map<string, number> }
 
 const pad = (n: number) => String(n).padStart(2, '0')
-export const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
+const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
-export const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
+const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
   kind === 'daily' || kind === 'weekly' || kind === 'monthly'
 
 /** The period key of a local time: day, ISO week (its Monday) or month. */
@@ -40,8 +40,8 @@ const ROLLUP_SUMS = `sum(requests) AS requests, sum(input_tokens) AS input_token
   sum(cache_read_tokens) AS cache_read_tokens, sum(cache_write_tokens) AS cache_write_tokens,
   ${total('cost_usd')} AS cost_usd, sum(imported) AS imported`
 
-/** An open end of `splitDays`'s whole days. */
-const OPEN = Number.MAX_SAFE_INTEGER
+/** An open end of a window: of `splitDays`'s whole days, and as the session totals' times compare with it. */
+export const OPEN = Number.MAX_SAFE_INTEGER
 
 /**
  * Splits a report window into whole local days `[a, b)` (read from the report rollup) and the

@@ -1,9 +1,6 @@
 import type { SqlReader } from '../storage/sql'
-import { type Totals, collect, finish, splitDays, sumRows } from './collect'
+import { OPEN, type Totals, collect, finish, splitDays, sumRows } from './collect'
 import type { ReportQuery, ReportRow } from './types'
-
-/** An open end of a window, as the session totals' times compare with it. */
-const OPEN = Number.MAX_SAFE_INTEGER
 
 /**
  * Below this share of the ledger's time, a window's costliest sessions are found by sorting the

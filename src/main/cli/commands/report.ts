@@ -2,6 +2,7 @@ import { Argument } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
+import { wholeNumber } from '../../dashboard/params'
 import { compact, csv, paint, table, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -54,8 +55,8 @@ function limitOf(kind: ReportKind, o: any): number | null {
   }
   if (o.all) return REPORT_LIMIT.max
   if (o.limit === undefined) return REPORT_LIMIT.default
-  const n = /^\d{1,7}$/.test(o.limit) ? Number(o.limit) : NaN
-  if (!(n >= 1 && n <= REPORT_LIMIT.max)) {
+  const n = wholeNumber(o.limit, 1, REPORT_LIMIT.max)
+  if (n === null) {
     throw new CliError(`--limit must be a whole number from 1 to ${REPORT_LIMIT.max}; got ${JSON.stringify(o.limit)}`, EXIT.usage)
   }
   return n
