@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { hasTable } from './report'
 
 /**
  * The report rollup's session totals (`dash_report_session`): per session of each tenant
@@ -42,7 +43,7 @@ export const UPSERT_SESSION = `
 
 /** Whether the ledger has the session totals (schema 14 on). */
 export function hasReportSessions(db: Database.Database): boolean {
-  return (db.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'dash_report_session'`).pluck().get() as number) > 0
+  return hasTable(db, 'dash_report_session')
 }
 
 /** A local day is at most 25 hours in every zone; two days bound the calls of a day row in any zone. */

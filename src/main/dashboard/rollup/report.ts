@@ -95,10 +95,14 @@ export function createReportTables(db: Database.Database): void {
   `)
 }
 
+/** Whether the ledger has the table (or index) `name`: which migrations it has had. */
+export function hasTable(db: Database.Database, name: string): boolean {
+  return (db.prepare('SELECT count(*) FROM sqlite_master WHERE name = ?').pluck().get(name) as number) > 0
+}
+
 /** The zone the report rollup's days are in; null when it is not built (or the schema predates it). */
 export function reportZone(db: Database.Database): string | null {
-  const has = db.prepare(`SELECT count(*) FROM sqlite_master WHERE name = 'dash_report_state'`).pluck().get() as number
-  if (!has) return null
+  if (!hasTable(db, 'dash_report_state')) return null
   return (db.prepare('SELECT tz FROM dash_report_state WHERE id = 1').pluck().get() as string | null | undefined) ?? null
 }
 
