@@ -51,8 +51,9 @@ export interface IdleCollectorOptions {
    * ends, 30 s after its last batch, and before the release), lowers glibc's trim threshold, so
    * that the memory threads free from then on goes back to the system; the next request raises
    * it again; and `first`, once, just after the first proxied call (not at start nor for health
-   * checks: a server that has made no call needs nothing of the C library), fixes glibc's thresholds for calls, so that large chunks are
-   * mmapped and never left in a thread's arena (default: ./malloc-trim.ts; tests may watch it).
+   * checks: a server that has made no call needs nothing of the C library), fixes glibc's
+   * thresholds for calls, so that large chunks are mmapped and never left in a thread's arena
+   * (default: ./malloc-trim.ts; tests may watch it).
    */
   trimThreshold?: { lower(): void; restore(): void; first?(): void }
 }

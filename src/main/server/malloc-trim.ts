@@ -59,16 +59,16 @@ const BUSY_TRIM_THRESHOLD = 64 * 1024 * 1024
 let lowered = false
 
 /**
- * Stops glibc adjusting its thresholds as calls run (with the first request): chunks of 128 KiB
- * or more are always mmapped, so they go back to the system when freed, and the trim threshold
- * is the one calls run with. Why: glibc raises its mmap threshold to the size of every mmapped
- * chunk freed (up to 32 MiB), so from then on chunks that large come from the thread's own arena
- * and end in its top when freed. Under the first load, V8's helper threads tier up undici's HTTP
- * parser (WebAssembly) with its optimizing compiler, whose zones grow by doubling (1.8, 3.7,
- * 7.5 MiB): the first of each size was mmapped and raised the threshold, the next came from the
- * helper's arena and stayed in its top, resident for good unless that helper freed into its
- * arena again while the server was quiet (the lowered threshold below). True when set, false
- * where this platform cannot.
+ * Stops glibc adjusting its thresholds as calls run (after the first proxied call): chunks of
+ * 128 KiB or more are always mmapped, so they go back to the system when freed, and the trim
+ * threshold is the one calls run with. Why: glibc raises its mmap threshold to the size of every
+ * mmapped chunk freed (up to 32 MiB), so from then on chunks that large come from the thread's
+ * own arena and end in its top when freed. Under the first load, V8's helper threads tier up
+ * undici's HTTP parser (WebAssembly) with its optimizing compiler, whose zones grow by doubling
+ * (1.8, 3.7, 7.5 MiB): the first chunks of each size were mmapped and raised the threshold, later
+ * ones came from the helper's arena and stayed in its top, resident for good unless that helper
+ * freed into its arena again while the server was quiet (the lowered threshold below). True when
+ * set, false where this platform cannot.
  */
 export function fixMmapThreshold(): boolean {
   if (libc === undefined) libc = bind()
