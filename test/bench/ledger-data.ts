@@ -24,7 +24,7 @@ import { MIGRATIONS } from '../../src/main/ledger/migrations'
 import type { CallRecord } from '../../src/main/ledger/record'
 
 /** Bump when the generator changes, so cached ledgers made by an older one are not reused. */
-const GENERATOR_VERSION = 1
+const GENERATOR_VERSION = 2
 const DAY = 86_400_000
 
 /** A deterministic PRNG (mulberry32), so every run fills the same ledger. */
@@ -37,6 +37,28 @@ function rng(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296
   }
+}
+
+const B62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz'
+function randomText(r: () => number, n: number, alphabet = B62): string {
+  let s = ''
+  for (let i = 0; i < n; i++) s += alphabet[Math.floor(r() * alphabet.length)]
+  return s
+}
+
+/**
+ * The id an answer carries, in its provider's form and length (as the recorded fixtures have
+ * them): the proxy records it with every answered call (import matching), and its index and
+ * column are a real part of the ledger's size.
+ */
+function responseId(r: () => number, provider: string, agent: string): string {
+  if (provider === 'anthropic') return `msg_01${randomText(r, 22)}`
+  // Codex speaks the Responses API; other OpenAI clients mostly Chat Completions.
+  if (provider === 'openai') return agent === 'codex' ? `resp_${randomText(r, 48, '0123456789abcdef')}` : `chatcmpl-${randomText(r, 29)}`
+  if (provider === 'google') return randomText(r, 23)
+  if (provider === 'groq') return `chatcmpl-${randomText(r, 36, '0123456789abcdef-')}`
+  if (provider === 'openrouter') return `gen-${randomText(r, 10, '0123456789')}-${randomText(r, 20)}`
+  return randomText(r, 32, '0123456789abcdef')
 }
 
 /** provider, model, US$ per million input and output tokens (null: no price known). */
@@ -80,6 +102,8 @@ export interface LedgerShape {
  */
 export function streamCalls(n: number, days: number, end: number, onChunk: (calls: CallRecord[]) => void): LedgerShape {
   const r = rng(42)
+  // Response ids from a stream of their own: every other figure of the calls is as generator 1 made it.
+  const ids = rng(7)
   const keys = TENANTS.map((t, ti) =>
     Array.from({ length: KEYS_PER_TENANT }, (_, k) => {
       const key = `sk-${t || 'none'}-${ti}-${k}-bench-key-000${k}`
@@ -154,7 +178,8 @@ export function streamCalls(n: number, days: number, end: number, onChunk: (call
           estimated: false,
           latency_ms: Math.round(Math.exp(5.5 + r() * 4.5) * 100) / 100,
           error: status === 499 ? 'client_aborted' : null,
-          response_id: imported ? `msg_${sessions.toString(36)}_${i}` : '',
+          // Answered calls carry the provider's id (refusals, errors and aborts none).
+          response_id: status === 200 ? responseId(ids, provider, agent) : '',
           source: imported ? 'import' : 'proxy',
           billing: plan ? 'subscription' : 'api',
           project,

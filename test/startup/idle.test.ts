@@ -180,17 +180,19 @@ describe('an idle server gives memory back', () => {
   // glibc only (Linux): what the lowered threshold is for, measured in a process of its own.
   const glibc = process.platform === 'linux' && typeof (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime === 'string'
   it.skipIf(!glibc)("with the trim threshold lowered, a thread's arena gives its memory back when the thread ends", () => {
-    const run = (mode: 'kept' | 'lowered'): { filledMiB: number; keptMiB: number } => {
+    type Run = { filledMiB: number; contiguous: boolean; keptMiB: number }
+    const run = (mode: 'kept' | 'lowered'): Run => {
       const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test/startup/scripts/arena-thread.ts'), mode], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 })
       expect(r.status, r.stderr).toBe(0)
-      return JSON.parse(r.stdout) as { filledMiB: number; keptMiB: number }
+      return JSON.parse(r.stdout) as Run
     }
     const kept = run('kept')
     const lowered = run('lowered')
-    // The thread's database held about 16 MiB of pages; the arena kept them with the threshold as a load leaves it.
-    expect(kept.filledMiB).toBeGreaterThan(14)
-    expect(kept.keptMiB).toBeGreaterThan(12)
-    expect(lowered.keptMiB).toBeLessThan(kept.keptMiB - 8)
+    // The thread made 16 MiB resident at its arena's top; the arena kept it all with the threshold as a load leaves it
+    // (the rest of what both keep, 3.5-5.5 MiB, is the ended thread's other leftovers).
+    expect(kept.filledMiB, JSON.stringify(kept)).toBeGreaterThan(15)
+    expect(kept.keptMiB, JSON.stringify(kept)).toBeGreaterThan(16)
+    expect(lowered.keptMiB, JSON.stringify({ kept, lowered })).toBeLessThan(kept.keptMiB - 12)
   })
 
   it.skipIf(!glibc)("with glibc's thresholds fixed, a large chunk a living thread freed goes back to the system", () => {
