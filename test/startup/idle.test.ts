@@ -147,6 +147,36 @@ describe('an idle server gives memory back', () => {
     }
   })
 
+  it("fixes glibc's thresholds once, just after the first proxied call: not at start, not for other requests", async () => {
+    const events: string[] = []
+    const t = await startTestServer({}, upstream.url, undefined, {
+      create: {
+        idleCollection: {
+          firstQuietMs: 200,
+          quietMs: 600_000,
+          growthBytes: 0,
+          release: () => {},
+          trimThreshold: { lower: () => events.push('lower'), restore: () => events.push('restore'), first: () => events.push('first') },
+        },
+      },
+    })
+    try {
+      await eventually(() => t.server.idleCollections === 1) // ready and quiet
+      for (let i = 0; i < 3; i++) expect((await request(`${t.url}/api/health`)).status).toBe(200)
+      expect((await request(`${t.url}/api/dashboard/summary`)).status).toBe(200)
+      await new Promise((r) => setImmediate(r))
+      expect(events).toEqual([])
+      await calls(t, 1)
+      await eventually(() => events.length === 1)
+      expect(events).toEqual(['first'])
+      await calls(t, 5)
+      await new Promise((r) => setImmediate(r))
+      expect(events).toEqual(['first'])
+    } finally {
+      await t.stop()
+    }
+  })
+
   // glibc only (Linux): what the lowered threshold is for, measured in a process of its own.
   const glibc = process.platform === 'linux' && typeof (process.report.getReport() as { header: { glibcVersionRuntime?: string } }).header.glibcVersionRuntime === 'string'
   it.skipIf(!glibc)("with the trim threshold lowered, a thread's arena gives its memory back when the thread ends", () => {
@@ -163,6 +193,20 @@ describe('an idle server gives memory back', () => {
     expect(kept.filledMiB, JSON.stringify(kept)).toBeGreaterThan(15)
     expect(kept.keptMiB, JSON.stringify(kept)).toBeGreaterThan(16)
     expect(lowered.keptMiB, JSON.stringify({ kept, lowered })).toBeLessThan(kept.keptMiB - 12)
+  })
+
+  it.skipIf(!glibc)("with glibc's thresholds fixed, a large chunk a living thread freed goes back to the system", () => {
+    const run = (mode: 'dynamic' | 'fixed'): { keptMiB: number } => {
+      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test/startup/scripts/arena-chunk.ts'), mode], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 })
+      expect(r.status, r.stderr).toBe(0)
+      return JSON.parse(r.stdout) as { keptMiB: number }
+    }
+    // An 8 MiB chunk, freed by a thread that frees nothing else: with glibc's own thresholds after
+    // a load, its arena keeps it even once the trim threshold is lowered and the heap trimmed.
+    const dynamic = run('dynamic')
+    const fixed = run('fixed')
+    expect(dynamic.keptMiB).toBeGreaterThan(4)
+    expect(fixed.keptMiB).toBeLessThan(dynamic.keptMiB - 5)
   })
 
   it("requests while it starts (a supervisor's health checks) delay the start-up collection by the start-up quiet, not the long one", async () => {

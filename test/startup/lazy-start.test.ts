@@ -1,8 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
+import { findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
@@ -45,13 +47,13 @@ function get(url: string): Promise<number> {
 }
 
 /** Starts the built server with `config` and waits for health to answer 200. */
-async function startBuilt(name: string, config: string): Promise<{ url: string; loads: () => string[]; stop: () => Promise<void> }> {
+async function startBuilt(name: string, config: string, env: NodeJS.ProcessEnv = {}): Promise<{ url: string; loads: () => string[]; stop: () => Promise<void> }> {
   const data = join(dir, name)
   const cfg = join(dir, `${name}.yaml`)
   const loads = join(dir, `${name}.loads`)
   writeFileSync(cfg, `server: {host: 127.0.0.1, port: 0}\n${config}`)
   const child = spawn(process.execPath, ['--import', HOOK, CLI, '--config', cfg, '--data-dir', data], {
-    env: { ...process.env, BURNRATE_TEST_LOADS: loads },
+    env: { ...process.env, ...env, BURNRATE_TEST_LOADS: loads },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   children.add(child)
@@ -93,7 +95,7 @@ describe('headless start-up loads only what the first call needs', () => {
       '/node_modules/gpt-tokenizer/',
       '/node_modules/commander/',
       // WebSocket support (Codex's Responses socket) loads with the first upgrade; undici's
-      // fetch, WebSocket and cache with the first price update or webhook, never for forwarding.
+      // fetch, WebSocket and cache never (see the price check below).
       '/node_modules/ws/',
       '/node_modules/undici/lib/web/',
       'estimate-worker.js',
@@ -117,6 +119,30 @@ describe('headless start-up loads only what the first call needs', () => {
     expect(has(loads, 'builtin:internal/deps/undici/')).toBe(false)
     expect(has(loads, 'builtin:internal/crypto/webcrypto')).toBe(false)
   })
+
+  it("a price check fetches with undici's request alone: not its index (fetch, WebSocket, caches, mocks) nor Node's internal undici", async () => {
+    const openai = findProvider({ providerId: 'openai' })!
+    const prices = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify([openai]))
+    })
+    await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r))
+    try {
+      // The first check comes 10 s after start.
+      const s = await startBuilt('price-check', `pricing: {update_url: "http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json"}\n`, {
+        BURNRATE_PRICE_AUTO_UPDATE: 'true',
+      })
+      await expect.poll(async () => (await request(`${s.url}/api/dashboard/prices`)).json().source, { timeout: 40_000 }).toBe('updated')
+      await s.stop()
+      const loads = s.loads()
+      expect(has(loads, '/node_modules/undici/lib/api/api-request.js')).toBe(true) // the probe works: the check used undici
+      expect(has(loads, '/node_modules/undici/index.js')).toBe(false)
+      expect(has(loads, '/node_modules/undici/lib/web/')).toBe(false)
+      expect(has(loads, 'builtin:internal/deps/undici/')).toBe(false)
+    } finally {
+      await new Promise((r) => prices.close(r))
+    }
+  }, 60_000)
 
   it('in UTC, constructs no Intl date formatter (ICU locale and zone data stay unread); in another zone, does', async () => {
     const utc = await loadsUntilHealthy('utc', 'timezone: UTC\n')

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
+import { request } from '../http/request'
 
 export type WebhookFormat = 'json' | 'slack'
 
@@ -102,7 +103,7 @@ export class WebhookSender {
   private async post(url: string, body: string, d: Delivery): Promise<void> {
     d.attempts++
     try {
-      const res = await (await import('undici')).request(url, {
+      const res = await request(url, {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts' },
         body,

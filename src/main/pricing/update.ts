@@ -2,6 +2,7 @@ import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { REMOTE_DATA_JSON_URL, type Provider, updatePrices } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
+import { request } from '../http/request'
 
 /**
  * What the dashboard shows about the price data (GET /api/dashboard/prices): `updated_at` is
@@ -115,7 +116,7 @@ export class PriceUpdater {
   private async fetchOnce(): Promise<boolean> {
     this.state.checked_at = new Date().toISOString()
     try {
-      const res = await (await import('undici')).request(this.url, {
+      const res = await request(this.url, {
         method: 'GET',
         headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update' },
         headersTimeout: this.opts.timeoutMs ?? 60_000,

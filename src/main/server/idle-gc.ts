@@ -1,6 +1,6 @@
 import { getHeapStatistics, setFlagsFromString } from 'node:v8'
 import { runInNewContext } from 'node:vm'
-import { lowerTrimThreshold, releaseFreedMemory, restoreTrimThreshold } from './malloc-trim'
+import { fixMmapThreshold, lowerTrimThreshold, releaseFreedMemory, restoreTrimThreshold } from './malloc-trim'
 
 /**
  * Gives memory back once the server is quiet. Start-up and every burst of calls grow V8's young
@@ -21,6 +21,8 @@ import { lowerTrimThreshold, releaseFreedMemory, restoreTrimThreshold } from './
 export interface IdleCollector {
   /** A request arrived (cheap: a counter, and a timer armed once per quiet period). */
   touch(): void
+  /** A proxied call arrived: `touch()`, and the first one fixes glibc's thresholds for calls (see `trimThreshold.first`). */
+  call(): void
   /** Starts watching (the server is ready: its start-up is the first activity). */
   start(): void
   stop(): void
@@ -48,9 +50,12 @@ export interface IdleCollectorOptions {
    * Once calls have been quiet for three quarters of `quietMs` (before the ledger's write thread
    * ends, 30 s after its last batch, and before the release), lowers glibc's trim threshold, so
    * that the memory threads free from then on goes back to the system; the next request raises
-   * it again (default: ./malloc-trim.ts; tests may watch it).
+   * it again; and `first`, once, just after the first proxied call (not at start nor for health
+   * checks: a server that has made no call needs nothing of the C library), fixes glibc's
+   * thresholds for calls, so that large chunks are mmapped and never left in a thread's arena
+   * (default: ./malloc-trim.ts; tests may watch it).
    */
-  trimThreshold?: { lower(): void; restore(): void }
+  trimThreshold?: { lower(): void; restore(): void; first?(): void }
 }
 
 type GcFunction = (opts?: { type?: string; execution?: string; flavor?: string }) => unknown
@@ -92,9 +97,11 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
   const growth = opts.growthBytes ?? 8 * 1024 * 1024
   const collect = opts.collect ?? reduceMemory
   const release = opts.release ?? releaseFreedMemory
-  const threshold = opts.trimThreshold ?? { lower: lowerTrimThreshold, restore: restoreTrimThreshold }
+  const threshold = opts.trimThreshold ?? { lower: lowerTrimThreshold, restore: restoreTrimThreshold, first: fixMmapThreshold }
   /** The trim threshold is lowered (since the last request). */
   let lowered = false
+  /** No proxied call has come yet (then the first one fixes glibc's thresholds). */
+  let firstPending = typeof threshold.first === 'function'
   let activity = 0
   let seen = -1
   let timer: NodeJS.Timeout | null = null
@@ -150,14 +157,24 @@ export function idleCollector(opts: IdleCollectorOptions = {}): IdleCollector {
     lowered = false
     threshold.restore()
   }
+  const touch = () => {
+    activity++
+    // Calls run with glibc's threshold high again (once per quiet period).
+    if (lowered) restore()
+    if (timer === null && running) {
+      quietFor = 0
+      arm()
+    }
+  }
   return {
-    touch() {
-      activity++
-      // Calls run with glibc's threshold high again (once per quiet period).
-      if (lowered) restore()
-      if (timer === null && running) {
-        quietFor = 0
-        arm()
+    touch,
+    call() {
+      touch()
+      if (firstPending) {
+        // Once, after this call's own work (loading the FFI takes a few ms), before a load can
+        // have freed large chunks into the threads' arenas.
+        firstPending = false
+        setImmediate(() => threshold.first?.())
       }
     },
     start() {

@@ -30,6 +30,7 @@ import { createRequire } from 'node:module'
 interface Libc {
   trim(): void
   setTrimThreshold(bytes: number): boolean
+  setMmapThreshold(bytes: number): boolean
 }
 
 let libc: Libc | null | undefined
@@ -42,8 +43,11 @@ export function releaseFreedMemory(): boolean {
   return true
 }
 
-/** glibc's `M_TRIM_THRESHOLD` (mallopt's parameter number). */
+/** glibc's `M_TRIM_THRESHOLD` and `M_MMAP_THRESHOLD` (mallopt's parameter numbers). */
 const M_TRIM_THRESHOLD = -1
+const M_MMAP_THRESHOLD = -3
+/** Chunks this large or larger are mmapped: glibc's default before any load (it raises it as mmapped chunks are freed, up to 32 MiB). */
+const MMAP_THRESHOLD = 128 * 1024
 /** The threshold while quiet: glibc's default before any load. */
 const QUIET_TRIM_THRESHOLD = 128 * 1024
 /**
@@ -53,6 +57,25 @@ const QUIET_TRIM_THRESHOLD = 128 * 1024
 const BUSY_TRIM_THRESHOLD = 64 * 1024 * 1024
 
 let lowered = false
+
+/**
+ * Stops glibc adjusting its thresholds as calls run (after the first proxied call): chunks of
+ * 128 KiB or more are always mmapped, so they go back to the system when freed, and the trim
+ * threshold is the one calls run with. Why: glibc raises its mmap threshold to the size of every
+ * mmapped chunk freed (up to 32 MiB), so from then on chunks that large come from the thread's
+ * own arena and end in its top when freed. Under the first load, V8's helper threads tier up
+ * undici's HTTP parser (WebAssembly) with its optimizing compiler, whose zones grow by doubling
+ * (1.8, 3.7, 7.5 MiB): the first chunks of each size were mmapped and raised the threshold, later
+ * ones came from the helper's arena and stayed in its top, resident for good unless that helper
+ * freed into its arena again while the server was quiet (the lowered threshold below). True when
+ * set, false where this platform cannot.
+ */
+export function fixMmapThreshold(): boolean {
+  if (libc === undefined) libc = bind()
+  if (!libc || !libc.setMmapThreshold(MMAP_THRESHOLD)) return false
+  if (!lowered) libc.setTrimThreshold(BUSY_TRIM_THRESHOLD)
+  return true
+}
 
 /**
  * Lowers glibc's trim threshold while the server is quiet (see above). True when it is lowered,
@@ -90,6 +113,7 @@ function bind(): Libc | null {
         mallocTrim(0)
       },
       setTrimThreshold: (bytes) => mallopt(M_TRIM_THRESHOLD, bytes) === 1,
+      setMmapThreshold: (bytes) => mallopt(M_MMAP_THRESHOLD, bytes) === 1,
     }
   } catch {
     return null

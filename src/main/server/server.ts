@@ -197,8 +197,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   // Memory is given back when the server is quiet; every request counts as activity.
   const idle = opts.idleCollection === false ? null : idleCollector(opts.idleCollection)
   const onRequest: http.RequestListener = (req, res) => {
-    idle?.touch()
     const route = router.match(req.url ?? '/', req.headers)
+    if (route) idle?.call()
+    else idle?.touch()
     if (!guard(req, res, route !== null)) return
     if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
       // TRACE echoes the request (credentials included) back; no provider API needs it.
@@ -226,12 +227,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // past the same guard. Any other upgrade request is answered as the plain request it also is.
     s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
       socket.on('error', () => {})
-      idle?.touch()
       const res = new http.ServerResponse(req)
       res.assignSocket(socket)
       res.shouldKeepAlive = false
       res.on('finish', () => socket.end())
       const route = router.match(req.url ?? '/', req.headers)
+      if (route) idle?.call()
+      else idle?.touch()
       const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
       if (!websocket) {
         onRequest(req, res)
