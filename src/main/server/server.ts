@@ -232,13 +232,13 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       res.shouldKeepAlive = false
       res.on('finish', () => socket.end())
       const route = router.match(req.url ?? '/', req.headers)
-      if (route) idle?.call()
-      else idle?.touch()
       const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
       if (!websocket) {
+        // onRequest tells the idle collector, as for any request.
         onRequest(req, res)
         return
       }
+      idle?.call()
       if (!guard(req, res, true)) return
       res.detachSocket(socket)
       proxy.upgrade(req, socket, head, route)
