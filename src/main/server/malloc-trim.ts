@@ -35,11 +35,17 @@ interface Libc {
 
 let libc: Libc | null | undefined
 
+/** glibc's functions, bound the first time they are needed; null where this platform has none. */
+function loaded(): Libc | null {
+  if (libc === undefined) libc = bind()
+  return libc
+}
+
 /** True when the C heap was trimmed, false where this platform cannot. */
 export function releaseFreedMemory(): boolean {
-  if (libc === undefined) libc = bind()
-  if (!libc) return false
-  libc.trim()
+  const c = loaded()
+  if (!c) return false
+  c.trim()
   return true
 }
 
@@ -71,9 +77,9 @@ let lowered = false
  * set, false where this platform cannot.
  */
 export function fixMmapThreshold(): boolean {
-  if (libc === undefined) libc = bind()
-  if (!libc || !libc.setMmapThreshold(MMAP_THRESHOLD)) return false
-  if (!lowered) libc.setTrimThreshold(BUSY_TRIM_THRESHOLD)
+  const c = loaded()
+  if (!c || !c.setMmapThreshold(MMAP_THRESHOLD)) return false
+  if (!lowered) c.setTrimThreshold(BUSY_TRIM_THRESHOLD)
   return true
 }
 
@@ -84,8 +90,8 @@ export function fixMmapThreshold(): boolean {
  */
 export function lowerTrimThreshold(): boolean {
   if (lowered) return true
-  if (libc === undefined) libc = bind()
-  if (!libc || !libc.setTrimThreshold(QUIET_TRIM_THRESHOLD)) return false
+  const c = loaded()
+  if (!c || !c.setTrimThreshold(QUIET_TRIM_THRESHOLD)) return false
   lowered = true
   return true
 }
