@@ -1,10 +1,10 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import type { CallRecord } from '../ledger/record'
 import { anthropic } from '../providers/anthropic'
 import type { CallContext } from '../proxy/gate'
 import { BudgetEngine } from './engine'
 import { budgetGate } from './gate'
-import { RunawayDetector, tailHash } from './runaway'
+import { type DeferredCheck, type RunawayAction, RunawayDetector, type RunawayEvent, type RunawayOptions, tailHash } from './runaway'
 
 const msg = (role: string, text: string) => ({ role, content: text })
 
@@ -42,5 +42,119 @@ describe('session spend rate', () => {
     expect(r?.body).toMatchObject({ error: { type: 'rate_limited', unit: 'session_usd_per_minute', session: 's1', limit: 1 } })
     expect(gate.admit(ctx('s2')).refuse).toBeUndefined()
     expect(detector.check(ctx('s1'), now + 61_000)).toEqual([])
+  })
+})
+
+describe('deferred checks (a check that cannot refuse runs after the dispatch)', () => {
+  const warnLoop = (spendRate: RunawayOptions['spendRate'] = { action: 'off', usdPerMinute: null }): RunawayOptions => ({
+    loop: { action: 'warn', repeats: 3, windowMinutes: 10 },
+    spendRate,
+  })
+  const stuck = (n: number) => ({ messages: [msg('user', 'task'), ...Array.from({ length: n }, () => [msg('assistant', 'run x'), msg('user', 'error')]).flat()] })
+  const cost = (session: string, usd: number) => ({ session, api_key_hash: 'h'.repeat(64), cost_usd: usd }) as CallRecord
+  const nextImmediate = () => new Promise<void>((r) => setImmediate(r))
+
+  it('is deferrable only when no action can refuse a call', () => {
+    const d = (loop: RunawayAction, rate: RunawayAction, usd: number | null) =>
+      new RunawayDetector({ loop: { action: loop, repeats: 3, windowMinutes: 10 }, spendRate: { action: rate, usdPerMinute: usd } }).deferrable
+    expect(d('warn', 'warn', 1)).toBe(true)
+    expect(d('off', 'warn', 1)).toBe(true)
+    expect(d('warn', 'block', null)).toBe(true) // a spend rate without a limit never trips
+    expect(d('block', 'warn', 1)).toBe(false)
+    expect(d('warn', 'block', 1)).toBe(false)
+    expect(d('off', 'block', 1)).toBe(false)
+  })
+
+  it('counts, events and announcements are those of checks at arrival: in arrival order, each once, observe() and events() run the waiting ones first', async () => {
+    const opts = warnLoop({ action: 'warn', usdPerMinute: 1 })
+    const sync = new RunawayDetector(opts)
+    const late = new RunawayDetector(opts)
+    const heardSync: RunawayEvent[] = []
+    const heardLate: RunawayEvent[] = []
+    sync.onEvent((e) => heardSync.push(e))
+    late.onEvent((e) => heardLate.push(e))
+    const t0 = Date.now()
+    // Two sessions interleaved, costs recorded in between (the spend rate reads them), all in one millisecond.
+    const steps: ({ call: string; n: number } | { cost: string; usd: number })[] = [
+      { call: 'a', n: 1 }, { call: 'b', n: 1 }, { cost: 'a', usd: 0.7 }, { call: 'a', n: 2 }, { cost: 'a', usd: 0.7 },
+      { call: 'a', n: 3 }, { call: 'b', n: 2 }, { call: 'b', n: 3 }, { call: 'a', n: 4 }, { cost: 'b', usd: 2 }, { call: 'b', n: 4 },
+    ]
+    const expected: RunawayEvent[][] = []
+    const handles: DeferredCheck[] = []
+    for (const s of steps) {
+      if ('call' in s) {
+        expected.push(sync.check(ctx(s.call, stuck(s.n)), t0))
+        handles.push(late.defer(ctx(s.call, stuck(s.n)), t0))
+      } else {
+        sync.observe(cost(s.cost, s.usd), t0)
+        late.observe(cost(s.cost, s.usd), t0)
+      }
+    }
+    // The 5th call's answer is wanted before the immediates: it runs then, after the ones before it.
+    expect(handles[4].events()).toEqual(expected[4])
+    for (const h of handles) h.soon()
+    await nextImmediate()
+    // The immediates ran the rest: every announcement made, before any handle was read again.
+    expect(heardLate).toEqual(heardSync)
+    expect(handles.map((h) => h.events())).toEqual(expected)
+    expect(expected.flat().map((e) => `${e.kind} ${e.session} ${e.count}`)).toEqual(
+      expect.arrayContaining(['loop a 3', 'loop a 4', 'loop b 3', 'loop b 4', 'spend_rate a 0', 'spend_rate b 0']),
+    )
+    expect(heardLate).toEqual(heardSync)
+    expect(late.events()).toEqual(sync.events())
+  })
+
+  it('a check asked for before its immediate runs then, exactly once; the immediate runs only the rest', async () => {
+    const d = new RunawayDetector(warnLoop())
+    const heard: RunawayEvent[] = []
+    d.onEvent((e) => heard.push(e))
+    const t0 = Date.now()
+    const evaluate = vi.spyOn(d as unknown as { evaluate: () => RunawayEvent[] }, 'evaluate')
+    const h = [1, 2, 3, 4].map((n) => d.defer(ctx('s', stuck(n)), t0))
+    expect(heard).toEqual([])
+    expect(evaluate).toHaveBeenCalledTimes(0)
+    expect(h[2].events()).toMatchObject([{ kind: 'loop', count: 3 }])
+    expect(h[2].events()).toMatchObject([{ kind: 'loop', count: 3 }])
+    expect(evaluate).toHaveBeenCalledTimes(3)
+    expect(heard).toHaveLength(1)
+    for (const x of h) x.soon()
+    h[3].soon()
+    await nextImmediate()
+    expect(evaluate).toHaveBeenCalledTimes(4)
+    expect(h[3].events()).toMatchObject([{ kind: 'loop', count: 4 }])
+    expect(h[0].events()).toEqual([])
+    expect(evaluate).toHaveBeenCalledTimes(4)
+    expect(heard).toHaveLength(1) // announced once per window
+    expect(d.check(ctx('s', stuck(5)), t0)).toMatchObject([{ kind: 'loop', count: 5 }])
+  })
+
+  it('a tail too deep for JSON.stringify trips nothing when deferred (the call is already upstream); the checks after it still run', async () => {
+    const d = new RunawayDetector(warnLoop())
+    let deep: unknown = []
+    for (let i = 0; i < 20_000; i++) deep = [deep]
+    const t0 = Date.now()
+    const bad = d.defer(ctx('s', { messages: [1, deep, deep] }), t0)
+    const h = [1, 2, 3].map((n) => d.defer(ctx('s', stuck(n)), t0))
+    bad.soon()
+    for (const x of h) x.soon()
+    await nextImmediate()
+    expect(bad.events()).toEqual([])
+    expect(h[2].events()).toMatchObject([{ kind: 'loop', count: 3 }])
+  })
+
+  it('budgetGate: warn admits with lateHeaders (the check waits for them or the immediate); block decides in admit', async () => {
+    const engine = () => new BudgetEngine('UTC', 1, [], [], { worstCase: () => 0, expected: () => 0, learn: () => {} })
+    const detector = new RunawayDetector(warnLoop())
+    const gate = budgetGate(engine(), { detector, windowMinutes: 10, usdPerMinute: null })
+    const a = [1, 2, 3].map((n) => gate.admit(ctx('s', stuck(n))))
+    expect(a.map((x) => x.headers)).toEqual([undefined, undefined, undefined])
+    expect(a.map((x) => typeof x.afterSend)).toEqual(['function', 'function', 'function'])
+    expect(a[2].lateHeaders?.()).toEqual({ 'x-burnrate-runaway-warning': 'loop: the same request tail 3 times in session s' })
+    expect(a[0].lateHeaders?.()).toBeUndefined()
+    const blocking = new RunawayDetector({ ...warnLoop(), loop: { action: 'block', repeats: 3, windowMinutes: 10 } })
+    const bgate = budgetGate(engine(), { detector: blocking, windowMinutes: 10, usdPerMinute: null })
+    const b = [1, 2, 3].map((n) => bgate.admit(ctx('s', stuck(n))))
+    expect(b.map((x) => !!x.lateHeaders)).toEqual([false, false, false])
+    expect(b[2].refuse).toMatchObject({ status: 429, reason: 'loop_detected' })
   })
 })

@@ -64,6 +64,24 @@ interface SessionState {
   announced: Map<string, number>
 }
 
+/** A call's runaway check waiting to run (RunawayDetector.defer). */
+export interface DeferredCheck {
+  /** What the check trips: runs it now (and the checks of earlier calls first) when it has not run yet. */
+  events(): RunawayEvent[]
+  /** Runs it on an immediate queued now, unless it has run by then. */
+  soon(): void
+}
+
+interface Waiting {
+  ctx: CallContext
+  now: number
+  events: RunawayEvent[] | null
+  /** `soon` has queued its immediate. */
+  queued: boolean
+}
+
+const NOTHING_DEFERRED: DeferredCheck = { events: () => [], soon: () => {} }
+
 export class RunawayDetector {
   private readonly sessions = new Map<string, SessionState>()
   private readonly listeners = new Set<(e: RunawayEvent) => void>()
@@ -102,9 +120,73 @@ export class RunawayDetector {
     return s
   }
 
+  /**
+   * True when no check can refuse a call (neither action is `block`, or the spend rate's has no
+   * limit): a check then only adds a warning header and announces events, so it can wait until
+   * the call has gone upstream (`defer`).
+   */
+  get deferrable(): boolean {
+    return this.opts.loop.action !== 'block' && !(this.opts.spendRate.action === 'block' && this.opts.spendRate.usdPerMinute !== null)
+  }
+
   /** Checks a call before it goes upstream; returns what it trips (the first blocking one first). */
   check(ctx: CallContext, now = Date.now()): RunawayEvent[] {
     if (!this.enabled || !ctx.session) return []
+    this.settle()
+    return this.evaluate(ctx, now)
+  }
+
+  /**
+   * The check of a call that arrived at `now`, run later: on an immediate queued once the call
+   * has been handed upstream (`soon`; undici writes a request on a kept-alive connection in an
+   * immediate of its own, queued by the dispatch, so this one runs after that write), or at once
+   * when its answer is wanted sooner (`events`: the response's headers are about to be written,
+   * the call is refused). Checks run exactly once each, in the order the calls arrived, with
+   * their arrival time; every reader and writer of the state (`check`, `observe`, `events`) runs
+   * the waiting ones first, so each sees the state it would have seen on arrival and the counts,
+   * events and announcements are those of a check at arrival. A check that throws (a tail nested
+   * too deep for JSON.stringify) trips nothing: the call is already on its way.
+   */
+  defer(ctx: CallContext, now = Date.now()): DeferredCheck {
+    if (!this.enabled || !ctx.session) return NOTHING_DEFERRED
+    const p: Waiting = { ctx, now, events: null, queued: false }
+    this.waiting.push(p)
+    return {
+      events: () => p.events ?? this.settle(p),
+      soon: () => {
+        if (p.events || p.queued) return
+        p.queued = true
+        setImmediate(this.settleUntil, p)
+      },
+    }
+  }
+
+  /** Calls whose check waits (`defer`), oldest first; `waitingFrom` is the next to run. */
+  private waiting: Waiting[] = []
+  private waitingFrom = 0
+  private readonly settleUntil = (p: Waiting): void => {
+    if (!p.events) this.settle(p)
+  }
+
+  /** Runs the waiting checks in arrival order, up to `until` (all of them without it); returns `until`'s events. */
+  private settle(until?: Waiting): RunawayEvent[] {
+    while (this.waitingFrom < this.waiting.length) {
+      const p = this.waiting[this.waitingFrom++]
+      if (this.waitingFrom === this.waiting.length) {
+        this.waiting = []
+        this.waitingFrom = 0
+      }
+      try {
+        p.events = this.evaluate(p.ctx, p.now)
+      } catch {
+        p.events = []
+      }
+      if (p === until) break
+    }
+    return until?.events ?? []
+  }
+
+  private evaluate(ctx: CallContext, now: number): RunawayEvent[] {
     const out: RunawayEvent[] = []
     const key = `${ctx.apiKeyHash}\n${ctx.session}`
     const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
@@ -146,6 +228,7 @@ export class RunawayDetector {
   /** Counts a recorded call's cost for its session's spend rate. */
   observe(call: CallRecord, now = Date.now()): void {
     if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
+    this.settle()
     const s = this.session(`${call.api_key_hash}\n${call.session}`, true, now)!
     s.spend.push({ t: now, usd: call.cost_usd })
   }
@@ -174,6 +257,7 @@ export class RunawayDetector {
 
   /** The last 200 announced events, newest first (the dashboard's marks). */
   events(): RunawayEvent[] {
+    this.settle()
     return [...this.recent].reverse()
   }
 }
