@@ -128,6 +128,28 @@ describe('deferred checks (a check that cannot refuse runs after the dispatch)',
     expect(d.check(ctx('s', stuck(5)), t0)).toMatchObject([{ kind: 'loop', count: 5 }])
   })
 
+  it('many checks waiting while more arrive: each still runs once, in order (the waiting list is compacted as it goes)', async () => {
+    const d = new RunawayDetector({ ...warnLoop(), loop: { action: 'warn', repeats: 1, windowMinutes: 10 } })
+    const t0 = Date.now()
+    const h: DeferredCheck[] = []
+    const counts: number[] = []
+    for (let round = 0; round < 6; round++) {
+      for (let i = 0; i < 1000; i++) h.push(d.defer(ctx(`s${i % 7}`, stuck(2)), t0))
+      // Part of them is asked for while the rest wait.
+      counts.push(h[h.length - 400].events()[0].count)
+    }
+    for (const x of h) x.soon()
+    await nextImmediate()
+    const perSession = new Map<string, number>()
+    const expected = h.map((_, i) => {
+      const s = `s${(i % 1000) % 7}`
+      perSession.set(s, (perSession.get(s) ?? 0) + 1)
+      return perSession.get(s)
+    })
+    expect(h.map((x) => x.events()[0].count)).toEqual(expected)
+    expect(counts).toEqual([0, 1, 2, 3, 4, 5].map((r) => expected[r * 1000 + 600]))
+  })
+
   it('a tail too deep for JSON.stringify trips nothing when deferred (the call is already upstream); the checks after it still run', async () => {
     const d = new RunawayDetector(warnLoop())
     let deep: unknown = []

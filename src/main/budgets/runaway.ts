@@ -161,8 +161,8 @@ export class RunawayDetector {
     }
   }
 
-  /** Calls whose check waits (`defer`), oldest first; `waitingFrom` is the next to run. */
-  private waiting: Waiting[] = []
+  /** Calls whose check waits (`defer`), oldest first; `waitingFrom` is the next to run (those before it are done and let go). */
+  private waiting: (Waiting | null)[] = []
   private waitingFrom = 0
   private readonly settleUntil = (p: Waiting): void => {
     if (!p.events) this.settle(p)
@@ -171,9 +171,15 @@ export class RunawayDetector {
   /** Runs the waiting checks in arrival order, up to `until` (all of them without it); returns `until`'s events. */
   private settle(until?: Waiting): RunawayEvent[] {
     while (this.waitingFrom < this.waiting.length) {
-      const p = this.waiting[this.waitingFrom++]
+      const p = this.waiting[this.waitingFrom]!
+      // Let go of the call (its body) as it is taken; the list starts afresh when it is done, or
+      // is compacted when calls keep arriving before it is.
+      this.waiting[this.waitingFrom++] = null
       if (this.waitingFrom === this.waiting.length) {
         this.waiting = []
+        this.waitingFrom = 0
+      } else if (this.waitingFrom >= 1024 && this.waitingFrom * 2 >= this.waiting.length) {
+        this.waiting.splice(0, this.waitingFrom)
         this.waitingFrom = 0
       }
       try {
