@@ -29,6 +29,106 @@ describe('tailHash', () => {
   })
 })
 
+describe('tailHash of big tails (long strings hashed as they are, not as JSON text)', () => {
+  const tail = (a: unknown, b: unknown) => ({ messages: [msg('user', 'task'), a, b] })
+  /** The rule: two tails hash the same exactly when their JSON texts are the same. */
+  function sameAsJson(x: { messages: unknown[] }, y: { messages: unknown[] }): void {
+    const json = JSON.stringify(x.messages.slice(-2)) === JSON.stringify(y.messages.slice(-2))
+    expect(tailHash(x) === tailHash(y), `${JSON.stringify(x).slice(-80)} / ${JSON.stringify(y).slice(-80)}`).toBe(json)
+  }
+  const big = 'line "1"\n\ttab é € 😀\n'.repeat(400)
+
+  it('is the same for equal tails and different otherwise, wherever the difference is', () => {
+    const result = (text: string) => ({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 't1', content: text }] })
+    const call = { role: 'assistant', content: [{ type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'cat x' } }] }
+    sameAsJson(tail(call, result(big)), tail(structuredClone(call), result(`${big}`)))
+    sameAsJson(tail(call, result(big)), tail(call, result(`${big}.`)))
+    sameAsJson(tail(call, result(big)), tail(call, result(`x${big.slice(1)}`)))
+    // Where one string ends and the next starts; text that looks like the written form.
+    sameAsJson(tail('a'.repeat(5000) + 'b', 'c'), tail('a'.repeat(5000), 'bc'))
+    sameAsJson(tail(`#4:abcd${big}`, 'x'), tail(`#4:abcd${big}`, 'x'))
+    sameAsJson(tail(big, `#${big.length}:${big}`), tail(`${big}"#${big.length}:`, big))
+    sameAsJson(tail([big, big], 1), tail([`${big}${big}`], 1))
+    sameAsJson(tail({ a: big }, 1), tail({ a: big, b: undefined }, 1))
+    // Key order counts, as in the JSON text; -0 is 0 there.
+    sameAsJson(tail({ a: big, b: 1 }, 1), tail({ b: 1, a: big }, 1))
+    sameAsJson(tail({ n: -0, s: big }, 1), tail({ n: 0, s: big }, 1))
+    // Strings UTF-8 cannot carry (lone surrogates) are told apart, and from U+FFFD.
+    const lone = 'a'.repeat(5000)
+    sameAsJson(tail(`${lone}\ud800`, 1), tail(`${lone}\ud801`, 1))
+    sameAsJson(tail(`${lone}\ud800`, 1), tail(`${lone}\ufffd`, 1))
+    sameAsJson(tail(`${lone}\ud800`, 1), tail(`${lone}\ud800`, 1))
+    // A long string after many small parts, and tails nested deeper than the walk goes.
+    const parts = (last: string) => Array.from({ length: 400 }, (_, i) => ({ type: 'text', text: i === 399 ? last : `p${i}` }))
+    sameAsJson(tail('x', parts(big)), tail('x', parts(big)))
+    sameAsJson(tail('x', parts(big)), tail('x', parts(`${big}!`)))
+    let deepA: unknown = big
+    let deepB: unknown = `${big}!`
+    let deepC: unknown = big
+    for (let i = 0; i < 300; i++) {
+      deepA = [deepA]
+      deepB = [deepB]
+      deepC = [deepC]
+    }
+    sameAsJson(tail(1, deepA), tail(1, deepB))
+    sameAsJson(tail(1, deepA), tail(1, deepC))
+  })
+
+  it('random tails: the same hash exactly when the same JSON text', () => {
+    let seed = 7
+    const rnd = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    }
+    const pieces = ['a', '"', '\\', '\n', 'é', '😀', '#', ':', '1', '\ud800', ' ']
+    const str = (): string => {
+      const long = rnd(3) === 0
+      let s = ''
+      const n = long ? 4090 + rnd(12) : rnd(6)
+      while (s.length < n) s += pieces[rnd(pieces.length)]
+      return s
+    }
+    const value = (d: number): unknown => {
+      const k = d > 3 ? rnd(3) : rnd(6)
+      if (k === 0) return str()
+      if (k === 1) return rnd(4) - 1
+      if (k === 2) return [null, true, false][rnd(3)]
+      if (k === 3) return Array.from({ length: rnd(3) }, () => value(d + 1))
+      const o: Record<string, unknown> = {}
+      for (let i = rnd(3); i > 0; i--) o[['a', 'b', 'c'][rnd(3)]] = value(d + 1)
+      return o
+    }
+    const mutate = (v: unknown): unknown => {
+      if (typeof v === 'string') return rnd(2) ? `${v}a` : v.slice(0, -1)
+      if (Array.isArray(v) && v.length) {
+        const i = rnd(v.length)
+        return v.map((x, j) => (j === i ? mutate(x) : x))
+      }
+      if (v && typeof v === 'object' && Object.keys(v).length) {
+        const k = Object.keys(v)[rnd(Object.keys(v).length)]
+        return { ...(v as object), [k]: mutate((v as Record<string, unknown>)[k]) }
+      }
+      return rnd(2) ? [v] : 'x'
+    }
+    for (let i = 0; i < 300; i++) {
+      const a = value(0)
+      const b = value(0)
+      const x = tail(a, b)
+      sameAsJson(x, tail(JSON.parse(JSON.stringify(a)), JSON.parse(JSON.stringify(b))))
+      sameAsJson(x, tail(a, mutate(b)))
+      sameAsJson(x, tail(mutate(a), b))
+      sameAsJson(x, tail(b, a))
+    }
+  })
+
+  it('throws where the JSON text could not be made (as before: nested deeper than JSON.stringify goes)', () => {
+    let deep: unknown = 'x'.repeat(5000)
+    for (let i = 0; i < 20_000; i++) deep = [deep]
+    expect(() => JSON.stringify(deep)).toThrow(RangeError)
+    expect(() => tailHash(tail(1, deep))).toThrow(RangeError)
+  })
+})
+
 describe('session spend rate', () => {
   it('block: a session over usd_per_minute gets a transient 429 rate_limited for a minute', () => {
     const detector = new RunawayDetector({ loop: { action: 'off', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
