@@ -273,6 +273,11 @@ describe('deferred checks (a check that cannot refuse runs after the dispatch)',
     expect(a.map((x) => typeof x.afterSend)).toEqual(['function', 'function', 'function'])
     expect(a[2].lateHeaders?.()).toEqual({ 'x-burnrate-runaway-warning': 'loop: the same request tail 3 times in session s' })
     expect(a[0].lateHeaders?.()).toBeUndefined()
+    // A plan's (subscription) calls: no money decision, the same late warning.
+    const sub = (n: number) => ({ ...ctx('p', stuck(n)), billing: 'subscription' as const })
+    const p = [1, 2, 3].map((n) => gate.admit(sub(n)))
+    expect(p.map((x) => [x.headers, x.settle, typeof x.afterSend])).toEqual(Array(3).fill([undefined, undefined, 'function']))
+    expect(p[2].lateHeaders?.()).toEqual({ 'x-burnrate-runaway-warning': 'loop: the same request tail 3 times in session p' })
     const blocking = new RunawayDetector({ ...warnLoop(), loop: { action: 'block', repeats: 3, windowMinutes: 10 } })
     const bgate = budgetGate(engine(), { detector: blocking, windowMinutes: 10, usdPerMinute: null })
     const b = [1, 2, 3].map((n) => bgate.admit(ctx('s', stuck(n))))
