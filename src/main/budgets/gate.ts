@@ -2,7 +2,7 @@ import { errorBody } from '../http/errors'
 import type { Admission, CallContext, CallGate } from '../proxy/gate'
 import type { BudgetEngine, Decision, PeriodState, Refusal, Warning } from './engine'
 import type { RateState } from './meter'
-import type { RunawayDetector, RunawayEvent } from './runaway'
+import type { DeferredCheck, RunawayDetector, RunawayEvent } from './runaway'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
 /** The `error` recorded for a call refused by a budget. */
@@ -114,8 +114,8 @@ export function budgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
     admit(ctx: CallContext): Admission {
       const now = Date.now()
       const events = guard(ctx, runaway, now)
-      if (!Array.isArray(events)) return events
-      return admission(engine.admit(ctx, now), ctx, events, now)
+      if (!(events instanceof Later) && !Array.isArray(events)) return events
+      return admission(failing(events, () => engine.admit(ctx, now)), ctx, events, now)
     },
   }
 }
@@ -129,15 +129,61 @@ export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway): CallG
     admit(ctx: CallContext): Admission {
       const now = Date.now()
       const events = guard(ctx, runaway, now)
-      if (!Array.isArray(events)) return events
-      const d = engine.decide(ctx, now)
-      return d instanceof Promise ? { pending: d.then((x) => admission(x, ctx, events, Date.now())) } : admission(d, ctx, events, now)
+      if (!(events instanceof Later) && !Array.isArray(events)) return events
+      const d = failing(events, () => engine.decide(ctx, now))
+      if (!(d instanceof Promise)) return admission(d, ctx, events, now)
+      return {
+        pending: d.then(
+          (x) => admission(x, ctx, events, Date.now()),
+          (err: unknown) => {
+            if (events instanceof Later) events.events()
+            throw err
+          },
+        ),
+      }
     },
   }
 }
 
-/** Runaway checks and subscription calls, before money: the answer when they decide the call, else the runaway events to report. */
-function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): RunawayEvent[] | Admission {
+/** `decide()`; when it throws (the gate fails, the call is not sent), a deferred runaway check runs first, as it would have on arrival. */
+function failing<T>(runaway: RunawayEvent[] | Later, decide: () => T): T {
+  try {
+    return decide()
+  } catch (err) {
+    if (runaway instanceof Later) runaway.events()
+    throw err
+  }
+}
+
+/**
+ * A runaway check that cannot refuse the call (no `block` action), run after the call has gone
+ * upstream (RunawayDetector.defer): queued by `Admission.afterSend`, or run when the response's
+ * headers are written (`Admission.lateHeaders`) or when the call is refused, whichever comes first.
+ */
+class Later {
+  constructor(readonly check: DeferredCheck) {}
+  /** The check's events, running it now if it has not run yet. */
+  events(): RunawayEvent[] {
+    return this.check.events()
+  }
+  /** The warning header, computed when asked. */
+  headers = (): Record<string, string> | undefined => {
+    const events = this.check.events()
+    return events.length ? { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } : undefined
+  }
+  soon = (): void => this.check.soon()
+}
+
+/**
+ * Runaway checks and subscription calls, before money: the answer when they decide the call, else
+ * the runaway events to report (a `Later` when the check cannot refuse: it runs after the dispatch).
+ */
+function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): RunawayEvent[] | Later | Admission {
+  if (runaway?.detector.deferrable && runaway.detector.enabled) {
+    const later = new Later(runaway.detector.defer(ctx, now))
+    if (ctx.billing === 'subscription') return { lateHeaders: later.headers, afterSend: later.soon }
+    return later
+  }
   // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
   const events = runaway ? runaway.detector.check(ctx, now) : NO_EVENTS
   if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
@@ -148,8 +194,11 @@ function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): Run
 
 const NO_EVENTS: RunawayEvent[] = []
 
-function admission(d: Decision, ctx: CallContext, events: RunawayEvent[], now: number): Admission {
+function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Later, now: number): Admission {
   let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
+  if (!d.refuse && runaway instanceof Later) return { headers, settle: d.settle, lateHeaders: runaway.headers, afterSend: runaway.soon }
+  // A refusal carries the runaway warning too: a deferred check runs now.
+  const events = runaway instanceof Later ? runaway.events() : runaway
   if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
   if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
   const r = d.refuse

@@ -46,7 +46,109 @@ function conversation(body: unknown): unknown[] | null {
 export function tailHash(body: unknown): string | null {
   const msgs = conversation(body)
   if (!msgs || msgs.length < 3) return null
-  return createHash('sha256').update(JSON.stringify(msgs.slice(-2))).digest('base64url')
+  const tail = msgs.slice(-2)
+  const h = createHash('sha256')
+  const w = new TailText(h)
+  try {
+    w.value(tail, 0)
+    w.flush()
+  } catch (err) {
+    if (err !== TOO_DEEP) throw err
+    // Nested deeper than the walk goes: its JSON text, as it always was (which may throw, as it did).
+    return createHash('sha256').update('J').update(JSON.stringify(tail)).digest('base64url')
+  }
+  return h.digest('base64url')
+}
+
+/** Nesting the walk goes to; deeper tails are hashed from their JSON text (tailHash). */
+const MAX_DEPTH = 256
+const TOO_DEEP = new Error('nested too deep')
+/** Strings longer than this go to the hash on their own; shorter text is gathered first. */
+const DIRECT = 4096
+
+/**
+ * Writes a JSON value (as JSON.parse makes them) into a hash as its JSON text (JSON.stringify's),
+ * except that each long, well-formed string is written as `#` + its length + `:` + the string
+ * itself, not escaped: escaping a big tool result's quotes and newlines was most of the hash's
+ * time. Two values get the same text exactly when their JSON texts are the same (the length says
+ * where such a string ends; `#` starts no JSON value). Parts without a long string are written
+ * by JSON.stringify in one step.
+ */
+class TailText {
+  private text = ''
+  constructor(private readonly h: ReturnType<typeof createHash>) {}
+
+  flush(): void {
+    if (this.text) this.h.update(this.text)
+    this.text = ''
+  }
+
+  private put(s: string): void {
+    this.text += s
+    if (this.text.length > 16384) this.flush()
+  }
+
+  value(v: unknown, depth: number): void {
+    if (depth > MAX_DEPTH) throw TOO_DEEP
+    if (!hasLong(v)) {
+      this.put(JSON.stringify(v) ?? 'null')
+    } else if (typeof v === 'string') {
+      if ((v as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+        this.put(`#${v.length}:`)
+        this.flush()
+        this.h.update(v)
+      } else {
+        // UTF-8 cannot carry a lone surrogate: its JSON text, as for any string.
+        this.put(JSON.stringify(v))
+      }
+    } else if (Array.isArray(v)) {
+      this.put('[')
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) this.put(',')
+        this.value(v[i], depth + 1)
+      }
+      this.put(']')
+    } else {
+      this.put('{')
+      let first = true
+      for (const k of Object.keys(v as object)) {
+        const x = (v as Record<string, unknown>)[k]
+        if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
+        if (!first) this.put(',')
+        first = false
+        this.put(JSON.stringify(k))
+        this.put(':')
+        this.value(x, depth + 1)
+      }
+      this.put('}')
+    }
+  }
+}
+
+/** Nodes a look for a long string goes through before it gives up (hasLong). */
+const SCAN = 256
+let scanLeft = 0
+
+/**
+ * True when a long string (DIRECT characters or more) is among the first SCAN values of a JSON
+ * value, depth first: a tail of thousands of small parts is written by JSON.stringify in one step
+ * rather than looked through at every level. A function of the value alone, as the text must be.
+ */
+function hasLong(v: unknown): boolean {
+  scanLeft = SCAN
+  return scan(v)
+}
+
+function scan(v: unknown): boolean {
+  if (--scanLeft < 0) return false
+  if (typeof v === 'string') return v.length >= DIRECT
+  if (typeof v !== 'object' || v === null) return false
+  if (Array.isArray(v)) {
+    for (const x of v) if (scan(x) || scanLeft < 0) return scanLeft >= 0
+    return false
+  }
+  for (const x of Object.values(v)) if (scan(x) || scanLeft < 0) return scanLeft >= 0
+  return false
 }
 
 const MINUTE = 60_000
@@ -63,6 +165,24 @@ interface SessionState {
   /** Last time each kind was announced (once per window). */
   announced: Map<string, number>
 }
+
+/** A call's runaway check waiting to run (RunawayDetector.defer). */
+export interface DeferredCheck {
+  /** What the check trips: runs it now (and the checks of earlier calls first) when it has not run yet. */
+  events(): RunawayEvent[]
+  /** Runs it on an immediate queued now, unless it has run by then. */
+  soon(): void
+}
+
+interface Waiting {
+  ctx: CallContext
+  now: number
+  events: RunawayEvent[] | null
+  /** `soon` has queued its immediate. */
+  queued: boolean
+}
+
+const NOTHING_DEFERRED: DeferredCheck = { events: () => [], soon: () => {} }
 
 export class RunawayDetector {
   private readonly sessions = new Map<string, SessionState>()
@@ -102,9 +222,79 @@ export class RunawayDetector {
     return s
   }
 
+  /**
+   * True when no check can refuse a call (neither action is `block`, or the spend rate's has no
+   * limit): a check then only adds a warning header and announces events, so it can wait until
+   * the call has gone upstream (`defer`).
+   */
+  get deferrable(): boolean {
+    return this.opts.loop.action !== 'block' && !(this.opts.spendRate.action === 'block' && this.opts.spendRate.usdPerMinute !== null)
+  }
+
   /** Checks a call before it goes upstream; returns what it trips (the first blocking one first). */
   check(ctx: CallContext, now = Date.now()): RunawayEvent[] {
     if (!this.enabled || !ctx.session) return []
+    this.settle()
+    return this.evaluate(ctx, now)
+  }
+
+  /**
+   * The check of a call that arrived at `now`, run later: on an immediate queued once the call
+   * has been handed upstream (`soon`; undici writes a request on a kept-alive connection in an
+   * immediate of its own, queued by the dispatch, so this one runs after that write), or at once
+   * when its answer is wanted sooner (`events`: the response's headers are about to be written,
+   * the call is refused). Checks run exactly once each, in the order the calls arrived, with
+   * their arrival time; every reader and writer of the state (`check`, `observe`, `events`) runs
+   * the waiting ones first, so each sees the state it would have seen on arrival and the counts,
+   * events and announcements are those of a check at arrival. A check that throws (a tail nested
+   * too deep for JSON.stringify) trips nothing: the call is already on its way.
+   */
+  defer(ctx: CallContext, now = Date.now()): DeferredCheck {
+    if (!this.enabled || !ctx.session) return NOTHING_DEFERRED
+    const p: Waiting = { ctx, now, events: null, queued: false }
+    this.waiting.push(p)
+    return {
+      events: () => p.events ?? this.settle(p),
+      soon: () => {
+        if (p.events || p.queued) return
+        p.queued = true
+        setImmediate(this.settleUntil, p)
+      },
+    }
+  }
+
+  /** Calls whose check waits (`defer`), oldest first; `waitingFrom` is the next to run (those before it are done and let go). */
+  private waiting: (Waiting | null)[] = []
+  private waitingFrom = 0
+  private readonly settleUntil = (p: Waiting): void => {
+    if (!p.events) this.settle(p)
+  }
+
+  /** Runs the waiting checks in arrival order, up to `until` (all of them without it); returns `until`'s events. */
+  private settle(until?: Waiting): RunawayEvent[] {
+    while (this.waitingFrom < this.waiting.length) {
+      const p = this.waiting[this.waitingFrom]!
+      // Let go of the call (its body) as it is taken; the list starts afresh when it is done, or
+      // is compacted when calls keep arriving before it is.
+      this.waiting[this.waitingFrom++] = null
+      if (this.waitingFrom === this.waiting.length) {
+        this.waiting = []
+        this.waitingFrom = 0
+      } else if (this.waitingFrom >= 1024 && this.waitingFrom * 2 >= this.waiting.length) {
+        this.waiting.splice(0, this.waitingFrom)
+        this.waitingFrom = 0
+      }
+      try {
+        p.events = this.evaluate(p.ctx, p.now)
+      } catch {
+        p.events = []
+      }
+      if (p === until) break
+    }
+    return until?.events ?? []
+  }
+
+  private evaluate(ctx: CallContext, now: number): RunawayEvent[] {
     const out: RunawayEvent[] = []
     const key = `${ctx.apiKeyHash}\n${ctx.session}`
     const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
@@ -146,6 +336,7 @@ export class RunawayDetector {
   /** Counts a recorded call's cost for its session's spend rate. */
   observe(call: CallRecord, now = Date.now()): void {
     if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
+    this.settle()
     const s = this.session(`${call.api_key_hash}\n${call.session}`, true, now)!
     s.spend.push({ t: now, usd: call.cost_usd })
   }
@@ -174,6 +365,7 @@ export class RunawayDetector {
 
   /** The last 200 announced events, newest first (the dashboard's marks). */
   events(): RunawayEvent[] {
+    this.settle()
     return [...this.recent].reverse()
   }
 }

@@ -44,3 +44,56 @@ describe('everyCredential', () => {
     expect(log).toEqual(['admit blocked-only'])
   })
 })
+
+describe('everyCredential with a check the gate leaves for after the dispatch (lateHeaders, afterSend)', () => {
+  /** Key "a": a budget warning and a late runaway warning; "b": a late one only; "c": a budget warning only; "blocked...": refused. */
+  function lateGate() {
+    const log: string[] = []
+    const late = (k: string): Pick<Admission, 'lateHeaders' | 'afterSend'> => ({
+      lateHeaders: () => {
+        log.push(`late ${k}`)
+        return { 'x-burnrate-runaway-warning': `loop ${k}` }
+      },
+      afterSend: () => log.push(`afterSend ${k}`),
+    })
+    const gate: CallGate = {
+      admit(ctx): Admission {
+        const k = ctx.apiKey
+        if (k.startsWith('blocked')) return { refuse: { status: 429, headers: {}, body: null, reason: 'budget_exceeded' } }
+        if (k === 'b') return late(k)
+        if (k === 'c') return { headers: { 'x-burnrate-budget-warning': k } }
+        return { headers: { 'x-burnrate-budget-warning': k }, ...late(k) }
+      },
+    }
+    return { gate, log }
+  }
+
+  it('merges every key’s headers when they are asked for, in the order an eager merge gives them', () => {
+    const { gate, log } = lateGate()
+    const a = everyCredential(gate).admit(ctxWith(['b', 'a', 'c']))
+    expect(a.headers).toBeUndefined()
+    expect(log).toEqual([])
+    a.afterSend?.()
+    expect(log).toEqual(['afterSend b', 'afterSend a'])
+    const h = a.lateHeaders?.()
+    // "b" has only the late header, so it comes first, as it did when every header was known at admission.
+    expect(Object.entries(h ?? {})).toEqual([
+      ['x-burnrate-runaway-warning', 'loop b, loop a'],
+      ['x-burnrate-budget-warning', 'a, c'],
+    ])
+  })
+
+  it('keys admitted before one that is refused still get their check run (afterSend), and are released', () => {
+    const { gate, log } = lateGate()
+    const a = everyCredential(gate).admit(ctxWith(['a', 'b', 'blocked-x']))
+    expect(a.refuse?.status).toBe(429)
+    expect(log).toEqual(['afterSend a', 'afterSend b'])
+  })
+
+  it('without anything late, headers are merged at admission as before', () => {
+    const { gate } = lateGate()
+    const a = everyCredential(gate).admit(ctxWith(['c', 'c']))
+    expect(a.lateHeaders).toBeUndefined()
+    expect(a.headers).toEqual({ 'x-burnrate-budget-warning': 'c, c' })
+  })
+})

@@ -50,6 +50,19 @@ export interface Admission {
   refuse?: Refusal
   /** Headers added to the response the client gets. */
   headers?: Record<string, string>
+  /**
+   * More headers for the response, from a check the gate lets run after the call has gone
+   * upstream (a runaway check that cannot refuse it): called once, when the response's headers
+   * are written; runs that check then if it has not run yet. Added after `headers`.
+   */
+  lateHeaders?: () => Record<string, string> | undefined
+  /**
+   * Queues what the gate left for after the call has been sent (that check) on an immediate:
+   * called right after the call is handed to the upstream (undici queues its write on a
+   * kept-alive connection first), or when it ends without being sent. Calling it again, or after
+   * `lateHeaders`, does nothing more.
+   */
+  afterSend?: () => void
   /** Called once when the call has ended, with its real cost (0 when it failed). */
   settle?: (costUsd: number) => void
   /**
@@ -89,19 +102,32 @@ export function everyCredential(inner: CallGate): CallGate {
       if (!keys || keys.length < 2) return inner.admit(ctx)
       const admitted: Admission[] = []
       const release = () => {
-        for (const a of admitted) a.settle?.(0)
+        for (const a of admitted) {
+          a.afterSend?.()
+          a.settle?.(0)
+        }
       }
-      const combined = (): Admission => {
+      const merged = (): Record<string, string> | undefined => {
         const headers: Record<string, string> = {}
         for (const a of admitted) {
-          for (const [name, value] of Object.entries(a.headers ?? {})) headers[name] = headers[name] ? `${headers[name]}, ${value}` : value
+          for (const h of [a.headers, a.lateHeaders?.()]) {
+            for (const [name, value] of Object.entries(h ?? {})) headers[name] = headers[name] ? `${headers[name]}, ${value}` : value
+          }
         }
-        return {
-          headers: Object.keys(headers).length ? headers : undefined,
-          settle: (cost) => {
-            for (const a of admitted) a.settle?.(cost)
-          },
+        return Object.keys(headers).length ? headers : undefined
+      }
+      const combined = (): Admission => {
+        const settle = (cost: number): void => {
+          for (const a of admitted) a.settle?.(cost)
         }
+        // Headers of a check that runs late are merged when they are asked for, in the same order.
+        if (admitted.some((a) => a.lateHeaders || a.afterSend)) {
+          const afterSend = (): void => {
+            for (const a of admitted) a.afterSend?.()
+          }
+          return { settle, lateHeaders: merged, afterSend }
+        }
+        return { headers: merged(), settle }
       }
       // Keys in order; in one step until a key's decision waits on the database, then the rest follow it.
       const from = (i: number): Admission => {

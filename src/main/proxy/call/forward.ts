@@ -135,6 +135,9 @@ export function forwardHttp(
     },
   }
   send(dispatcher)
+  // What the gate left for after the dispatch (the runaway check when it cannot refuse) is queued
+  // behind undici's write, which on a kept-alive connection is an immediate of its own.
+  s.admission.afterSend?.()
 }
 
 function observeLater(observe: HeadersObserver, s: CallState, status: number, headers: IncomingHttpHeaders): void {

@@ -114,6 +114,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
   return function finish(s: CallState): void {
     if (s.done) return
     s.done = true
+    // Never left undone, however the call ended (it has usually run already).
+    s.admission.afterSend?.()
     for (const t of s.timers) deadlines.cancel(t)
     const latency = performance.now() - s.started
     try {

@@ -53,6 +53,8 @@ export function startHttpResponse(
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
   if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
+  // A check the gate let run after the dispatch (runaway, warn) runs now if it has not yet.
+  if (s.admission.lateHeaders) Object.assign(headers, s.admission.lateHeaders())
   res.writeHead(s.status, headers)
 
   if (s.status < 400) attachMeter(s, uheaders)

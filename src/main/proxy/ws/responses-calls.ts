@@ -110,6 +110,8 @@ export class ResponsesSocketCalls {
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
     this.open.push(s)
+    // The frame goes upstream when this returns; what the gate left for after that runs then.
+    a.afterSend?.()
     if (this.upgradeHeaders) {
       this.see(s, 101, this.upgradeHeaders)
       this.upgradeHeaders = null
