@@ -62,14 +62,15 @@ export function keysetAfter(rows: readonly ExportRow[]): Keyset {
 
 /** A page as the export writes it. */
 export interface PageText {
-  text: string
+  /** Its text, or its text's UTF-8 bytes (in memory of their own: they can be handed to another thread). */
+  text: string | Buffer
   rows: number
   /** The page's first and last rows' keys (null when it had no rows). */
   firstTs: number | null
   keyset: Keyset | null
 }
 
-export function pageText(text: string, rows: readonly ExportRow[]): PageText {
+export function pageText(text: string | Buffer, rows: readonly ExportRow[]): PageText {
   return rows.length === 0
     ? { text, rows: 0, firstTs: null, keyset: null }
     : { text, rows: rows.length, firstTs: rows[0][TS] as number, keyset: keysetAfter(rows) }
@@ -108,8 +109,8 @@ export class SqlitePager {
     const p = this.params(k, start, end)
     if (this.joined !== null && f.format === 'csv') {
       const rows = this.joined.all(p) as ExportRow[]
-      const text = f.csvJoined(rows)
-      if (text !== null) return pageText(text, rows)
+      const bytes = f.csvJoinedBytes(rows)
+      if (bytes !== null) return pageText(bytes, rows)
     }
     const rows = this.plain.all(p) as ExportRow[]
     return pageText(f.page(rows), rows)

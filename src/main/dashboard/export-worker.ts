@@ -20,8 +20,13 @@ function send(m: ExportThreadReply, transfer?: ArrayBuffer[]): void {
   port.postMessage(m, transfer)
 }
 
-/** The text as bytes in a buffer of its own (one from Node's shared pool cannot be handed over). */
-function bytes(text: string): Uint8Array {
+/**
+ * The page as bytes in memory of their own, to be handed over (a slice of Node's shared pool
+ * cannot be): CSV comes as bytes the formatter wrote into a buffer of its own (its unused end goes
+ * along), JSON as text, encoded here.
+ */
+function bytes(text: string | Buffer): Uint8Array {
+  if (typeof text !== 'string') return text
   const b = Buffer.from(text, 'utf8')
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b)
 }

@@ -126,7 +126,7 @@ function pageReader(d: DashDeps, pager: SqlitePager | null, w: ExportWindow): (f
 }
 
 /** Writes, then waits for the socket to drain if its buffer is full. False when the client left. */
-function write(res: ServerResponse, chunk: string): Promise<boolean> {
+function write(res: ServerResponse, chunk: string | Uint8Array): Promise<boolean> {
   if (res.destroyed) return Promise.resolve(false)
   if (res.write(chunk)) return Promise.resolve(true)
   return new Promise((resolve) => {
