@@ -72,7 +72,7 @@ describe('ExportFormatter', () => {
     }
   })
 
-  /** A row as CSV_JOINED_SQL reads it: provider to agent, and source to member, joined by U+001F. */
+  /** A row as JOINED_SQL reads it: provider to agent, and source to member, joined by U+001F. */
   const joined = (r: CallRow) => [
     r.id, r.ts, [r.provider, r.model, r.api_key_hash, r.tenant, r.agent].join('\x1f'), r.session, r.status, r.streamed,
     r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cache_write_tokens, r.reasoning_tokens, r.cost_usd, r.priced,
@@ -90,7 +90,8 @@ describe('ExportFormatter', () => {
     0.1, 99999999999999.9, 1e14 - 0.5, 123456789.123456, Infinity, -Infinity, NaN,
   ]
 
-  it('writes CSV as bytes: exactly the UTF-8 of csvLine, for every kind of text, time and number, in pages of any size', () => {
+  /** Rows with every kind of text, time and number (and whatever else a column may hold). */
+  function everyKind(): CallRow[] {
     const times = [0, 1, 999, 59_999, 3_599_999, 3_600_000, 1_763_900_000_123, 1_763_903_599_999, 253_402_300_799_999, 253_402_300_800_000, -1, 1.5]
     const rows: CallRow[] = []
     let id = 0
@@ -106,6 +107,11 @@ describe('ExportFormatter', () => {
         }))
       }
     }
+    return rows
+  }
+
+  it('writes CSV as bytes: exactly the UTF-8 of csvLine, for every kind of text, time and number, in pages of any size', () => {
+    const rows = everyKind()
     for (const size of [1, 7, 500]) {
       const csv = new ExportFormatter('csv')
       const pages: Buffer[] = []
@@ -114,15 +120,39 @@ describe('ExportFormatter', () => {
     }
   })
 
-  it('writes CSV as bytes: null for a page with a text holding U+001F (read again plainly), as the text does', () => {
+  it('writes JSON as bytes: exactly the UTF-8 of JSON.stringify(toCall), for every kind of text, time and number, in pages of any size', () => {
+    const rows = everyKind()
+    // Values of other types than their columns' (SQLite keeps what it is given): as JSON.stringify writes them.
+    rows.push(row({ id: 1e6, session: 7 as unknown as string, response_id: null as unknown as string, status: '200' as unknown as number }))
+    const want = Buffer.from('{"calls":[' + rows.map((r) => JSON.stringify(toCall(r))).join(',') + ']}', 'utf8')
+    for (const size of [1, 7, 500]) {
+      const json = new ExportFormatter('json')
+      const pages: Buffer[] = [Buffer.from(json.head())]
+      for (let i = 0; i < rows.length; i += size) pages.push(json.jsonJoinedBytes(rows.slice(i, i + size).map(joined))!)
+      pages.push(Buffer.from(json.tail()))
+      expect(Buffer.concat(pages).equals(want)).toBe(true)
+    }
+    // Bytes and text take turns (a page read again plainly): the commas between calls stay right.
+    const json = new ExportFormatter('json')
+    let got = json.head() + json.jsonJoinedBytes([])!.toString() + json.page([]) + json.jsonJoinedBytes([joined(rows[0])])!.toString()
+    got += json.page([raw(rows[1])]) + json.jsonJoinedBytes([joined(rows[2]), joined(rows[3])])!.toString() + json.tail()
+    expect(got).toBe('{"calls":[' + rows.slice(0, 4).map((r) => JSON.stringify(toCall(r))).join(',') + ']}')
+    expect(new ExportFormatter('json', true).jsonJoinedBytes([joined(rows[0])])!.toString()).toBe(',' + JSON.stringify(toCall(rows[0])))
+  })
+
+  it('writes bytes: null for a page with a text holding U+001F (read again plainly), as the text does', () => {
     const csv = new ExportFormatter('csv')
+    const json = new ExportFormatter('json')
     for (const over of [{ model: 'a\x1fb' }, { member: '\x1f' }, { agent: 'x\x1f' }]) {
       expect(csv.csvJoinedBytes([joined(row({})), joined(row(over))])).toBeNull()
       expect(csv.csvJoined([joined(row({})), joined(row(over))])).toBeNull()
+      expect(json.jsonJoinedBytes([joined(row({})), joined(row(over))])).toBeNull()
     }
     // In the texts read one by one (session, response id) it is only a character.
     const r = row({ session: 'a\x1fb', response_id: '\x1f' })
     expect(csv.csvJoinedBytes([joined(r)])!.toString('utf8')).toBe(csvLine(r))
+    // The first call after a page that was read again has no comma before it.
+    expect(json.jsonJoinedBytes([joined(r)])!.toString('utf8')).toBe(JSON.stringify(toCall(r)))
   })
 
   it('writes numbers as String(n) writes them, including decimals of many digits and every whole number', () => {

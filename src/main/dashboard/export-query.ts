@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Dialect, SqlReader } from '../storage/sql'
-import { CSV_JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormat, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
+import { JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
 import { andMember } from './sql'
 
 /** Which calls an export holds: `[start, end)`, optionally one tenant's or one team member's. */
@@ -78,22 +78,22 @@ export function pageText(text: string | Buffer, rows: readonly ExportRow[]): Pag
 
 /**
  * Reads pages from a better-sqlite3 connection as arrays (`.raw(true)`: no object per row), of
- * any window with the same tenant and member (one statement for every part of an export). For
- * CSV the repeating texts come joined (CSV_JOINED_SQL); a page where that fails is read again plainly.
+ * any window with the same tenant and member (one statement for every part of an export). The
+ * repeating texts come joined (JOINED_SQL) and the page is written as bytes; a page where the
+ * join fails is read again plainly.
  */
 export class SqlitePager {
   private readonly plain: Database.Statement
-  private readonly joined: Database.Statement | null
+  private readonly joined: Database.Statement
   private offsetTs: Database.Statement | null = null
 
   constructor(
     private readonly db: Database.Database,
     private readonly w: ExportWindow,
     readonly limit: number,
-    format: ExportFormat,
   ) {
     this.plain = db.prepare(exportPageSql('sqlite', w, limit)).raw(true)
-    this.joined = format === 'csv' ? db.prepare(exportPageSql('sqlite', w, limit, CSV_JOINED_SQL)).raw(true) : null
+    this.joined = db.prepare(exportPageSql('sqlite', w, limit, JOINED_SQL)).raw(true)
   }
 
   private params(k: Keyset, start: number, end: number): Record<string, unknown> {
@@ -107,11 +107,9 @@ export class SqlitePager {
   /** The next page after `k` of the window `[start, end)` (by default the pager's own), as `f` writes it. */
   page(f: ExportFormatter, k: Keyset, start = this.w.start, end = this.w.end): PageText {
     const p = this.params(k, start, end)
-    if (this.joined !== null && f.format === 'csv') {
-      const rows = this.joined.all(p) as ExportRow[]
-      const bytes = f.csvJoinedBytes(rows)
-      if (bytes !== null) return pageText(bytes, rows)
-    }
+    const joined = this.joined.all(p) as ExportRow[]
+    const bytes = f.format === 'csv' ? f.csvJoinedBytes(joined) : f.jsonJoinedBytes(joined)
+    if (bytes !== null) return pageText(bytes, joined)
     const rows = this.plain.all(p) as ExportRow[]
     return pageText(f.page(rows), rows)
   }

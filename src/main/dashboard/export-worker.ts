@@ -47,7 +47,7 @@ class Job {
   ) {
     this.db = new Database(data.file, { readonly: true, fileMustExist: true })
     try {
-      this.pager = new SqlitePager(this.db, data.window, data.limit, data.format)
+      this.pager = new SqlitePager(this.db, data.window, data.limit)
     } catch (err) {
       this.close()
       throw err

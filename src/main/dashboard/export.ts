@@ -48,7 +48,7 @@ export async function streamExport(
   })
   let text = new ExportFormatter(format)
   if (!(await write(res, text.head()))) return
-  const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE, format) : null
+  const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE) : null
   const read = pageReader(d, pager, win)
   let threads = pager === null ? null : handToThreads(d, pager, win, format, res)
   try {
