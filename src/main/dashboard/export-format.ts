@@ -72,12 +72,14 @@ const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
 
 /**
  * Bytes of texts joined by U+001F, each as `cell` writes it, with `names[i]` before part i and `last`
- * after them all; null when the join does not have `names.length` parts. Remembered; forgotten
+ * after them all; null when the join does not have `names.length` parts (or is not a text). Remembered; forgotten
  * all at once past `max`.
  */
 function joinedBytes(names: readonly string[], cell: (s: string) => string, last: string, max: number): (s: string) => Uint8Array | null {
   let seen = new Map<string, Uint8Array | null>()
   return (s) => {
+    // Not a text: a NULL in one of the joined columns (the page is read plainly).
+    if (typeof s !== 'string') return null
     let v = seen.get(s)
     if (v === undefined) {
       if (seen.size >= max) seen = new Map()
