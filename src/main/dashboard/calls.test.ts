@@ -148,6 +148,15 @@ describe('ExportFormatter', () => {
       expect(csv.csvJoined([joined(row({})), joined(row(over))])).toBeNull()
       expect(json.jsonJoinedBytes([joined(row({})), joined(row(over))])).toBeNull()
     }
+    // A NULL in a joined column makes the whole join NULL in SQL: that page too is read plainly.
+    const nullHead = joined(row({}))
+    nullHead[2] = null as unknown as string
+    const nullTail = joined(row({}))
+    nullTail[16] = null as unknown as string
+    for (const r of [nullHead, nullTail]) {
+      expect(csv.csvJoinedBytes([r])).toBeNull()
+      expect(json.jsonJoinedBytes([r])).toBeNull()
+    }
     // In the texts read one by one (session, response id) it is only a character.
     const r = row({ session: 'a\x1fb', response_id: '\x1f' })
     expect(csv.csvJoinedBytes([joined(r)])!.toString('utf8')).toBe(csvLine(r))
