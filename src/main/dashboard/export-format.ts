@@ -4,12 +4,15 @@ import { ByteWriter, utf8 } from './export-bytes'
 
 /**
  * The export's text, built fast and byte for byte what `csvLine(r)` and `JSON.stringify(toCall(r))`
- * give (test/dashboard/export-format.test.ts holds it to them). Rows are arrays in the order of
- * `EXPORT_COLUMNS` (better-sqlite3's `.raw(true)`: no object per row), and a page of rows becomes
- * one string: each distinct text is escaped once (providers, models, keys, tenants, agents and
- * projects repeat on every row; on SQLite they come joined, see JOINED_SQL), times are
- * formatted once per hour, and the line is built from as few pieces as it can be, since joining
- * many small strings into one costs per piece. JSON is one `JSON.stringify` of the page's calls.
+ * give (./calls.test.ts holds it to them). Rows are arrays in the order of `EXPORT_COLUMNS`
+ * (better-sqlite3's `.raw(true)`: no object per row). On SQLite the texts that repeat on every
+ * row (providers, models, keys, tenants, agents, sources, billing, projects, members) come joined
+ * (JOINED_SQL), and a page of rows is written straight into one buffer as UTF-8 bytes
+ * (./export-bytes.ts): each distinct join's cells (CSV) or keys and values (JSON) are made once
+ * and kept as bytes, times are formatted once per hour, numbers are written digit by digit, and
+ * no string of the page is added up and then encoded again. Rows read plainly (PostgreSQL, or a
+ * page whose join failed) become one string: CSV added up from remembered cells, JSON one
+ * `JSON.stringify` of the page's calls.
  */
 
 /** The columns of `calls` a row of the export is read from, in `CALL_FIELDS` order (`ts` for `t`). */
@@ -46,21 +49,6 @@ function memo(fn: (s: string) => string, max: number): (s: string) => string {
     if (v === undefined) {
       if (seen.size >= max) seen = new Map()
       v = fn(s)
-      seen.set(s, v)
-    }
-    return v
-  }
-}
-
-/** CSV cells of texts joined by U+001F: each escaped, each followed by a comma; null when the join does not have `n` parts. */
-function joinedCells(n: number, max: number): (s: string) => string | null {
-  let seen = new Map<string, string | null>()
-  return (s) => {
-    let v = seen.get(s)
-    if (v === undefined) {
-      if (seen.size >= max) seen = new Map()
-      const parts = s.split('\x1f')
-      v = parts.length === n ? parts.map((p) => csvText(p) + ',').join('') : null
       seen.set(s, v)
     }
     return v
@@ -163,8 +151,6 @@ export class ExportFormatter {
   private readonly iso = new IsoTimes()
   /** Texts that repeat (few distinct values): escaped once, with the separator that follows them. */
   private readonly csvCell = memo((s) => csvText(s) + ',', 50_000)
-  private readonly head5 = joinedCells(5, 50_000)
-  private readonly tail4 = joinedCells(4, 50_000)
   private readonly isoBytes = new IsoBytes()
   private readonly headBytes = joinedBytes(['', '', '', '', ''], (p) => csvText(p) + ',', '', 50_000)
   private readonly tailBytes = joinedBytes(['', ',', ',', ','], csvText, '\r\n', 50_000)
@@ -217,27 +203,9 @@ export class ExportFormatter {
   }
 
   /**
-   * CSV of rows read with `JOINED_SQL`: the same text as `page` of the plain rows, or null
-   * when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
-   */
-  csvJoined(rows: readonly ExportRow[]): string | null {
-    const iso = this.iso
-    let out = ''
-    for (const r of rows) {
-      const head = this.head5(r[2] as string)
-      const tail = this.tail4(r[16] as string)
-      if (head === null || tail === null) return null
-      out +=
-        r[0] + ',' + iso.of(r[1] as number) + ',' + head + csvText(r[3] as string) + ',' + r[4] + ',' + flag(r[5]) + ',' +
-        r[6] + ',' + r[7] + ',' + r[8] + ',' + r[9] + ',' + r[10] + ',' + r[11] + ',' + flag(r[12]) + ',' + flag(r[13]) + ',' +
-        r[14] + ',' + csvText(r[15] as string) + ',' + tail.slice(0, -1) + '\r\n'
-    }
-    return out
-  }
-
-  /**
-   * `csvJoined` as UTF-8 bytes, written straight into one buffer of its own (no string made and
-   * encoded again): the same bytes as `Buffer.from(csvJoined(rows))`, or null likewise.
+   * CSV of rows read with `JOINED_SQL`, as UTF-8 bytes written straight into one buffer of its
+   * own (no string made and encoded again): the same bytes as `Buffer.from(page(plain rows))`,
+   * or null when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
    */
   csvJoinedBytes(rows: readonly ExportRow[]): Buffer | null {
     const iso = this.isoBytes
