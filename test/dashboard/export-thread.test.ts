@@ -13,7 +13,9 @@ import {
   exportThreadsCreated,
   exportThreadsIdle,
   exportThreadsUsed,
+  exportThreadScript,
   stopIdleExportThreads,
+  threadRows,
   useExportThread,
 } from '../../src/main/dashboard/export-thread'
 import { fixture } from '../support/fixtures'
@@ -262,8 +264,10 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
   })
 
   it('an export of fewer calls than a new thread is worth is handed to threads only when they are idle', async () => {
-    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000 })
+    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000, idleMainRows: 700 })
     stopIdleExportThreads()
+    // Without an idle thread the main thread writes the first 2,000 calls; with one, 700.
+    expect(threadRows(exportThreadScript()!, 1)).toEqual({ min: 20_000, main: 2_000 })
     // 18,000 calls: none is idle, none is started.
     let used = exportThreadsUsed()
     expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
@@ -271,12 +275,13 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     // Every tenant's calls (30,100): one is started, and kept.
     await request(exportUrl('json', null))
     expect(exportThreadsIdle()).toBe(1)
+    expect(threadRows(exportThreadScript()!, 1)).toEqual({ min: 5_000, main: 700 })
     const created = exportThreadsCreated()
     used = exportThreadsUsed()
     expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
     expect(exportThreadsUsed()).toBe(used + 1)
     expect(exportThreadsCreated()).toBe(created)
-    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000, idleMainRows: 2000 })
   })
 
   it("the server's close stops the threads kept idle", async () => {

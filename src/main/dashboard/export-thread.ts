@@ -76,11 +76,20 @@ export const IDLE_THREAD_MIN_ROWS = 20_000
  */
 export const MAIN_ROWS = 8_000
 
+/**
+ * The calls the main thread reads first when the export's threads are idle (kept from an export
+ * before: they start at once, their code compiled): one of its pages, so that the threads, which
+ * read faster (the main thread's code runs slower until compiled, and it also writes the
+ * socket), read nearly all of a small export, one tenant's 40,000 calls of a month, say.
+ */
+export const IDLE_MAIN_ROWS = 2_000
+
 let script: string | null = null
 let threadsPerExport: number | null = null
 let minRows = THREAD_MIN_ROWS
 let idleMinRows = IDLE_THREAD_MIN_ROWS
 let mainRows = MAIN_ROWS
+let idleMainRows = IDLE_MAIN_ROWS
 let used = 0
 let created = 0
 let jobs = 0
@@ -135,11 +144,12 @@ export function stopIdleExportThreads(): void {
  * missing file is ignored). Without it (run from the sources) exports are read and formatted on
  * the main thread, a page at a time between other events. Tests and the bench set `threads` per
  * export (else by the cores), `minRows` (else THREAD_MIN_ROWS), `idleMinRows` (else
- * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS) and `idleMs` (else IDLE_MS).
+ * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS), `idleMainRows` (else
+ * IDLE_MAIN_ROWS, or `mainRows` when lower) and `idleMs` (else IDLE_MS).
  */
 export function useExportThread(
   s: URL | string | undefined,
-  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMs?: number } = {},
+  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMainRows?: number; idleMs?: number } = {},
 ): void {
   if (s === undefined) return
   const path = typeof s === 'string' ? s : fileURLToPath(s)
@@ -149,6 +159,8 @@ export function useExportThread(
   if (opts.idleMinRows !== undefined) idleMinRows = opts.idleMinRows
   else if (opts.minRows !== undefined) idleMinRows = Math.min(IDLE_THREAD_MIN_ROWS, opts.minRows)
   if (opts.mainRows !== undefined) mainRows = opts.mainRows
+  if (opts.idleMainRows !== undefined) idleMainRows = opts.idleMainRows
+  else if (opts.mainRows !== undefined) idleMainRows = Math.min(IDLE_MAIN_ROWS, opts.mainRows)
   if (opts.idleMs !== undefined) idleMs = opts.idleMs
 }
 
@@ -158,11 +170,11 @@ export function exportThreadScript(): string | null {
 
 /**
  * How many calls an export needs to be handed to `threads` threads (fewer when that many are
- * idle for `path`), and how many of them the main thread writes first.
+ * idle for `path`), and how many of them the main thread writes first (fewer when they are idle).
  */
 export function threadRows(path?: string, threads = 1): { min: number; main: number } {
   const ready = path !== undefined && idle.filter((t) => t.path === path).length >= threads
-  return { min: ready ? idleMinRows : minRows, main: mainRows }
+  return { min: ready ? idleMinRows : minRows, main: ready ? idleMainRows : mainRows }
 }
 
 /** How many times this process has handed an export's share to a thread, new or idle (tests). */
