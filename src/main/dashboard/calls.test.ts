@@ -112,6 +112,9 @@ describe('ExportFormatter', () => {
 
   it('writes CSV as bytes: exactly the UTF-8 of csvLine, for every kind of text, time and number, in pages of any size', () => {
     const rows = everyKind()
+    // Values of other types than their columns' (SQLite keeps what it is given): as adding them to a text writes them.
+    rows.push(row({ id: 1e6, session: 7 as unknown as string, response_id: null as unknown as string, status: '200' as unknown as number, cost_usd: -1 }))
+    rows.push(row({ id: 1e6 + 1, session: -7 as unknown as string, input_tokens: null as unknown as number }))
     for (const size of [1, 7, 500]) {
       const csv = new ExportFormatter('csv')
       const pages: Buffer[] = []
