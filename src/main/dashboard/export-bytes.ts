@@ -1,5 +1,5 @@
 /**
- * Writes text straight into bytes, for the export's CSV (./export-format.ts): a page's rows go into
+ * Writes text straight into bytes, for the export's CSV and JSON (./export-format.ts): a page's rows go into
  * one buffer as they are formatted, instead of being added up into a string that is then encoded
  * to UTF-8 again as a whole (each piece of a string made of thousands of pieces is copied once to
  * join them and once more to encode them). Whole numbers are written digit by digit; other numbers

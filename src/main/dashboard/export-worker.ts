@@ -22,8 +22,8 @@ function send(m: ExportThreadReply, transfer?: ArrayBuffer[]): void {
 
 /**
  * The page as bytes in memory of their own, to be handed over (a slice of Node's shared pool
- * cannot be): CSV comes as bytes the formatter wrote into a buffer of its own (its unused end goes
- * along), JSON as text, encoded here.
+ * cannot be): as the formatter wrote them into a buffer of its own (its unused end goes along),
+ * or, for a page read plainly (a joined text that failed), its text encoded here.
  */
 function bytes(text: string | Buffer): Uint8Array {
   if (typeof text !== 'string') return text
