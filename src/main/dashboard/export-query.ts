@@ -50,6 +50,11 @@ export function exportOffsetSql(w: ExportWindow): string {
   return `SELECT ts FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} ORDER BY ts LIMIT 1 OFFSET @offset`
 }
 
+/** SQLite: how many calls the window holds, counted from the export's index, up to `max`. */
+export function exportCountSql(w: ExportWindow, max: number): string {
+  return `SELECT count(*) FROM (SELECT 1 FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} LIMIT ${max})`
+}
+
 export function exportPageParams(w: ExportWindow, k: Keyset): Record<string, unknown> {
   return { from: Math.max(w.start, k.afterTs), end: w.end, tenant: w.tenant, member: w.member, afterTs: k.afterTs, afterId: k.afterId }
 }
@@ -112,6 +117,14 @@ export class SqlitePager {
     if (bytes !== null) return pageText(bytes, joined)
     const rows = this.plain.all(p) as ExportRow[]
     return pageText(f.page(rows), rows)
+  }
+
+  /** How many calls the pager's window holds, up to `max` (a few milliseconds for tens of thousands, from the index). */
+  countUpTo(max: number): number {
+    const p = this.params(firstKeyset(this.w), this.w.start, this.w.end)
+    delete p.afterTs
+    delete p.afterId
+    return this.db.prepare(exportCountSql(this.w, max)).pluck().get(p) as number
   }
 
   /** The time of the pager's window's call at `offset` (0: the first) in export order; undefined past the last. */
