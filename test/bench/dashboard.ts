@@ -29,7 +29,7 @@ import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { silentLogger } from '../../src/main/log'
 import { createBurnrate } from '../../src/main/server/server'
-import { IDLE_THREAD_MIN_ROWS, MAIN_ROWS, THREAD_MIN_ROWS, exportThreadCount, useExportThread } from '../../src/main/dashboard/export-thread'
+import { IDLE_MAIN_ROWS, IDLE_THREAD_MIN_ROWS, MAIN_ROWS, SHARE_MAX_ROWS, THREAD_MIN_ROWS, exportThreadCount, useExportThread } from '../../src/main/dashboard/export-thread'
 import { buildLedger, streamCalls } from './ledger-data'
 import { row } from './report'
 
@@ -270,7 +270,7 @@ export async function runDashboardBench(): Promise<void> {
     }
     log(`load average after: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`)
     log(
-      `\nexport (every call of the window, streamed, on ${exportThreadCount()} export thread(s) after the first ${n(MAIN_ROWS)} calls, for ${n(THREAD_MIN_ROWS)} calls or more, ${n(IDLE_THREAD_MIN_ROWS)} with a thread idle from an export before), against reading the same rows ` +
+      `\nexport (every call of the window, streamed, on ${exportThreadCount()} export thread(s) after the first ${n(MAIN_ROWS)} calls, for ${n(THREAD_MIN_ROWS)} calls or more; after ${n(IDLE_MAIN_ROWS)}, for ${n(IDLE_THREAD_MIN_ROWS)} or more, with a thread idle from an export before, and after half of them below ${n(SHARE_MAX_ROWS)}), against reading the same rows ` +
         `from SQLite alone (baseline, better-sqlite3 objects); CPU is this process's, every thread, the HTTP client's too; load average before: ${loadavg().map((x) => x.toFixed(1)).join(' ')}`,
     )
     const ro = new Database(built.file, { readonly: true })

@@ -13,7 +13,10 @@ import {
   exportThreadsCreated,
   exportThreadsIdle,
   exportThreadsUsed,
+  exportThreadScript,
+  exportsShared,
   stopIdleExportThreads,
+  threadRows,
   useExportThread,
 } from '../../src/main/dashboard/export-thread'
 import { fixture } from '../support/fixtures'
@@ -262,8 +265,10 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
   })
 
   it('an export of fewer calls than a new thread is worth is handed to threads only when they are idle', async () => {
-    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000 })
+    useExportThread(WORKER, { threads: 1, minRows: 20_000, idleMinRows: 5_000, mainRows: 2_000, idleMainRows: 700, shareMaxRows: 0 })
     stopIdleExportThreads()
+    // Without an idle thread the main thread writes the first 2,000 calls; with one, 700.
+    expect(threadRows(exportThreadScript()!, 1)).toEqual({ min: 20_000, main: 2_000, share: 0 })
     // 18,000 calls: none is idle, none is started.
     let used = exportThreadsUsed()
     expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
@@ -271,12 +276,34 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     // Every tenant's calls (30,100): one is started, and kept.
     await request(exportUrl('json', null))
     expect(exportThreadsIdle()).toBe(1)
+    expect(threadRows(exportThreadScript()!, 1)).toEqual({ min: 5_000, main: 700, share: 0 })
     const created = exportThreadsCreated()
     used = exportThreadsUsed()
     expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
     expect(exportThreadsUsed()).toBe(used + 1)
     expect(exportThreadsCreated()).toBe(created)
-    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000, idleMainRows: 2000 })
+  })
+
+  it('an export of fewer calls than SHARE_MAX_ROWS, with its threads idle, is shared evenly with the main thread: the same bytes', async () => {
+    for (const threads of [1, 2]) {
+      useExportThread(WORKER, { threads, minRows: 0, mainRows: 2_000, shareMaxRows: 20_000 })
+      // A first export leaves the threads idle (no thread was idle before it: not shared).
+      stopIdleExportThreads()
+      const before = exportsShared()
+      expect((await request(exportUrl('csv', 'many'))).text === expected('csv', 'many')).toBe(true)
+      expect(exportsShared()).toBe(before)
+      expect(threadRows(exportThreadScript()!, threads).share).toBe(20_000)
+      // 18,000 calls: shared, in both formats, each reading all of its part ahead.
+      for (const format of ['csv', 'json'] as const) {
+        expect((await request(exportUrl(format, 'many'))).text === expected(format, 'many')).toBe(true)
+      }
+      expect(exportsShared()).toBe(before + 2)
+      // Every tenant's 30,100 calls: more than that, not shared.
+      expect((await request(exportUrl('json', null))).text === expected('json', null)).toBe(true)
+      expect(exportsShared()).toBe(before + 2)
+    }
+    useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000, shareMaxRows: 0 })
   })
 
   it("the server's close stops the threads kept idle", async () => {

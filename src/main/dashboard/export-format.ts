@@ -1,14 +1,18 @@
 import { CALL_FIELDS } from '../../shared/api'
 import { CSV_HEADER, IsoTimes, csvText } from './calls'
+import { ByteWriter, utf8 } from './export-bytes'
 
 /**
  * The export's text, built fast and byte for byte what `csvLine(r)` and `JSON.stringify(toCall(r))`
- * give (test/dashboard/export-format.test.ts holds it to them). Rows are arrays in the order of
- * `EXPORT_COLUMNS` (better-sqlite3's `.raw(true)`: no object per row), and a page of rows becomes
- * one string: each distinct text is escaped once (providers, models, keys, tenants, agents and
- * projects repeat on every row; on SQLite they come joined, see CSV_JOINED_SQL), times are
- * formatted once per hour, and the line is built from as few pieces as it can be, since joining
- * many small strings into one costs per piece. JSON is one `JSON.stringify` of the page's calls.
+ * give (./calls.test.ts holds it to them). Rows are arrays in the order of `EXPORT_COLUMNS`
+ * (better-sqlite3's `.raw(true)`: no object per row). On SQLite the texts that repeat on every
+ * row (providers, models, keys, tenants, agents, sources, billing, projects, members) come joined
+ * (JOINED_SQL), and a page of rows is written straight into one buffer as UTF-8 bytes
+ * (./export-bytes.ts): each distinct join's cells (CSV) or keys and values (JSON) are made once
+ * and kept as bytes, times are formatted once per hour, numbers are written digit by digit, and
+ * no string of the page is added up and then encoded again. Rows read plainly (PostgreSQL, or a
+ * page whose join failed) become one string: CSV added up from remembered cells, JSON one
+ * `JSON.stringify` of the page's calls.
  */
 
 /** The columns of `calls` a row of the export is read from, in `CALL_FIELDS` order (`ts` for `t`). */
@@ -17,12 +21,12 @@ export const EXPORT_COLUMNS_SQL = EXPORT_COLUMNS.join(', ')
 
 const JOIN = ' || char(31) || '
 /**
- * SQLite, CSV: the same columns, with the texts that repeat on every row joined in SQL by U+001F
+ * SQLite: the same columns, with the texts that repeat on every row joined in SQL by U+001F
  * into two values (provider to agent, source to member): two strings a row to make and look up
  * instead of nine. A text holding U+001F itself shows as a join of the wrong length, and its page
  * is read again plainly.
  */
-export const CSV_JOINED_SQL = [
+export const JOINED_SQL = [
   'id', 'ts', ['provider', 'model', 'api_key_hash', 'tenant', 'agent'].join(JOIN), 'session', 'status', 'streamed',
   'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens', 'cost_usd', 'priced',
   'estimated', 'latency_ms', 'response_id', ['source', 'billing', 'project', 'member'].join(JOIN),
@@ -51,31 +55,112 @@ function memo(fn: (s: string) => string, max: number): (s: string) => string {
   }
 }
 
-/** CSV cells of texts joined by U+001F: each escaped, each followed by a comma; null when the join does not have `n` parts. */
-function joinedCells(n: number, max: number): (s: string) => string | null {
-  let seen = new Map<string, string | null>()
+/** A flag column as the export writes it: true only for 1. */
+const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
+
+/**
+ * Bytes of texts joined by U+001F, each as `cell` writes it, with `names[i]` before part i and `last`
+ * after them all; null when the join does not have `names.length` parts (or is not a text). Remembered; forgotten
+ * all at once past `max`.
+ */
+function joinedBytes(names: readonly string[], cell: (s: string) => string, last: string, max: number): (s: string) => Uint8Array | null {
+  let seen = new Map<string, Uint8Array | null>()
   return (s) => {
+    // Not a text: a NULL in one of the joined columns (the page is read plainly).
+    if (typeof s !== 'string') return null
     let v = seen.get(s)
     if (v === undefined) {
       if (seen.size >= max) seen = new Map()
       const parts = s.split('\x1f')
-      v = parts.length === n ? parts.map((p) => csvText(p) + ',').join('') : null
+      v = parts.length === names.length ? utf8(parts.map((p, i) => names[i] + cell(p)).join('') + last) : null
       seen.set(s, v)
     }
     return v
   }
 }
 
-/** A flag column as the export writes it: true only for 1. */
-const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
+/** ASCII characters that make a CSV cell need csvText's care (quoting, or a formula's defusing when first). */
+const CSV_SPECIAL = new Uint8Array(128)
+for (const c of '",;\t\r\n') CSV_SPECIAL[c.charCodeAt(0)] = 1
+const CSV_SPECIAL_FIRST = new Uint8Array(128)
+for (const c of '=+-@\t\r",;\n') CSV_SPECIAL_FIRST[c.charCodeAt(0)] = 1
+
+/** JSON: each field's key as JSON.stringify writes it (`"name":`), and the constant runs between a call's values. */
+const J_KEY = Object.fromEntries(CALL_FIELDS.map((f) => [f, JSON.stringify(f) + ':'])) as Record<(typeof CALL_FIELDS)[number], string>
+const J_ID = utf8('{' + J_KEY.id)
+const J_T = utf8(',' + J_KEY.t + '"')
+const J_STATUS = utf8(',' + J_KEY.status)
+const J_STREAMED_TRUE = utf8(',' + J_KEY.streamed + 'true,' + J_KEY.input_tokens)
+const J_STREAMED_FALSE = utf8(',' + J_KEY.streamed + 'false,' + J_KEY.input_tokens)
+const J_OUTPUT = utf8(',' + J_KEY.output_tokens)
+const J_CACHE_READ = utf8(',' + J_KEY.cache_read_tokens)
+const J_CACHE_WRITE = utf8(',' + J_KEY.cache_write_tokens)
+const J_REASONING = utf8(',' + J_KEY.reasoning_tokens)
+const J_COST = utf8(',' + J_KEY.cost_usd)
+/** priced and estimated, by `priced * 2 + estimated`, then latency_ms's key. */
+const J_FLAGS = [false, true].flatMap((priced) =>
+  [false, true].map((estimated) => utf8(`,${J_KEY.priced}${priced},${J_KEY.estimated}${estimated},${J_KEY.latency_ms}`)),
+)
+const J_RESPONSE_ID = utf8(',' + J_KEY.response_id)
+
+/** JSON.stringify of a text (a column's value of any other type likewise). */
+const jsonText = (s: string): string => String(JSON.stringify(s))
+
+const TRUE_COMMA = utf8('true,')
+const FALSE_COMMA = utf8('false,')
+
+/** `IsoTimes` as bytes: the date and hour (`2026-11-24T04:`) kept as bytes for the hour. */
+class IsoBytes {
+  private hour = NaN
+  private prefix: Uint8Array = new Uint8Array(0)
+  private readonly iso = new IsoTimes()
+
+  /** `new Date(ts).toISOString()`. */
+  write(w: ByteWriter, ts: number): void {
+    if (!Number.isInteger(ts) || ts < 0 || ts >= 253_402_300_800_000) return w.ascii(this.iso.of(ts))
+    w.room(24)
+    const h = Math.floor(ts / 3_600_000)
+    if (h !== this.hour) {
+      this.hour = h
+      this.prefix = utf8(new Date(h * 3_600_000).toISOString().slice(0, 14))
+    }
+    w.put(this.prefix)
+    const r = ts - h * 3_600_000
+    const m = Math.floor(r / 60_000)
+    const rs = r - m * 60_000
+    const sec = Math.floor(rs / 1000)
+    const ms = rs - sec * 1000
+    const buf = w.buf
+    const p = w.pos
+    buf[p] = 48 + Math.floor(m / 10)
+    buf[p + 1] = 48 + (m % 10)
+    buf[p + 2] = 58
+    buf[p + 3] = 48 + Math.floor(sec / 10)
+    buf[p + 4] = 48 + (sec % 10)
+    buf[p + 5] = 46
+    buf[p + 6] = 48 + Math.floor(ms / 100)
+    buf[p + 7] = 48 + (Math.floor(ms / 10) % 10)
+    buf[p + 8] = 48 + (ms % 10)
+    buf[p + 9] = 90
+    w.pos = p + 10
+  }
+}
 
 /** Builds the export's text a page at a time; one formatter per export (it remembers what it has seen). */
 export class ExportFormatter {
   private readonly iso = new IsoTimes()
   /** Texts that repeat (few distinct values): escaped once, with the separator that follows them. */
   private readonly csvCell = memo((s) => csvText(s) + ',', 50_000)
-  private readonly head5 = joinedCells(5, 50_000)
-  private readonly tail4 = joinedCells(4, 50_000)
+  private readonly isoBytes = new IsoBytes()
+  private readonly headBytes = joinedBytes(['', '', '', '', ''], (p) => csvText(p) + ',', '', 50_000)
+  private readonly tailBytes = joinedBytes(['', ',', ',', ','], csvText, '\r\n', 50_000)
+  /** JSON: `",` after the time, provider to agent, then `"session":`; and source to member, then the call's end. */
+  private readonly jsonHead = joinedBytes(
+    ['",' + J_KEY.provider, ',' + J_KEY.model, ',' + J_KEY.api_key_hash, ',' + J_KEY.tenant, ',' + J_KEY.agent], jsonText, ',' + J_KEY.session, 50_000,
+  )
+  private readonly jsonTail = joinedBytes([',' + J_KEY.source, ',' + J_KEY.billing, ',' + J_KEY.project, ',' + J_KEY.member], jsonText, '}', 50_000)
+  /** Bytes per row of the last page written as bytes (the next page's first guess). */
+  private rowBytes = 320
   private first: boolean
 
   /** `continued`: rows were written before (by another formatter), so the first row here is not the first of the export. */
@@ -118,22 +203,101 @@ export class ExportFormatter {
   }
 
   /**
-   * CSV of rows read with `CSV_JOINED_SQL`: the same text as `page` of the plain rows, or null
-   * when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
+   * CSV of rows read with `JOINED_SQL`, as UTF-8 bytes written straight into one buffer of its
+   * own (no string made and encoded again): the same bytes as `Buffer.from(page(plain rows))`,
+   * or null when a joined text had the wrong number of parts (a text holding U+001F: read it plainly).
    */
-  csvJoined(rows: readonly ExportRow[]): string | null {
-    const iso = this.iso
-    let out = ''
-    for (const r of rows) {
-      const head = this.head5(r[2] as string)
-      const tail = this.tail4(r[16] as string)
+  csvJoinedBytes(rows: readonly ExportRow[]): Buffer | null {
+    const iso = this.isoBytes
+    const n = rows.length
+    const w = new ByteWriter(Math.ceil(n * this.rowBytes * 1.1) + 1024)
+    for (let i = 0; i < n; i++) {
+      const r = rows[i]
+      const head = this.headBytes(r[2] as string)
+      const tail = this.tailBytes(r[16] as string)
       if (head === null || tail === null) return null
-      out +=
-        r[0] + ',' + iso.of(r[1] as number) + ',' + head + csvText(r[3] as string) + ',' + r[4] + ',' + flag(r[5]) + ',' +
-        r[6] + ',' + r[7] + ',' + r[8] + ',' + r[9] + ',' + r[10] + ',' + r[11] + ',' + flag(r[12]) + ',' + flag(r[13]) + ',' +
-        r[14] + ',' + csvText(r[15] as string) + ',' + tail.slice(0, -1) + '\r\n'
+      w.num(r[0] as number)
+      w.byte(44)
+      iso.write(w, r[1] as number)
+      w.byte(44)
+      w.put(head)
+      csvCell(w, r[3] as string)
+      w.byte(44)
+      w.num(r[4] as number)
+      w.byte(44)
+      w.put(r[5] === 1 ? TRUE_COMMA : FALSE_COMMA)
+      w.num(r[6] as number)
+      w.byte(44)
+      w.num(r[7] as number)
+      w.byte(44)
+      w.num(r[8] as number)
+      w.byte(44)
+      w.num(r[9] as number)
+      w.byte(44)
+      w.num(r[10] as number)
+      w.byte(44)
+      w.num(r[11] as number)
+      w.byte(44)
+      w.put(r[12] === 1 ? TRUE_COMMA : FALSE_COMMA)
+      w.put(r[13] === 1 ? TRUE_COMMA : FALSE_COMMA)
+      w.num(r[14] as number)
+      w.byte(44)
+      csvCell(w, r[15] as string)
+      w.byte(44)
+      w.put(tail)
     }
-    return out
+    if (n > 0) this.rowBytes = Math.max(64, Math.ceil(w.pos / n))
+    return w.bytes()
+  }
+
+  /**
+   * JSON of rows read with `JOINED_SQL`, as UTF-8 bytes written straight into one buffer of
+   * its own: the same bytes as `Buffer.from(page(plain rows))`, or null (writing nothing) when a
+   * joined text had the wrong number of parts (read it plainly).
+   */
+  jsonJoinedBytes(rows: readonly ExportRow[]): Buffer | null {
+    const iso = this.isoBytes
+    const n = rows.length
+    const w = new ByteWriter(Math.ceil(n * this.rowBytes * 1.1) + 1024)
+    let comma = !this.first
+    for (let i = 0; i < n; i++) {
+      const r = rows[i]
+      const head = this.jsonHead(r[2] as string)
+      const tail = this.jsonTail(r[16] as string)
+      if (head === null || tail === null) return null
+      if (comma) w.byte(44)
+      comma = true
+      w.put(J_ID)
+      w.num(r[0] as number)
+      w.put(J_T)
+      iso.write(w, r[1] as number)
+      w.put(head)
+      jsonValue(w, r[3])
+      w.put(J_STATUS)
+      jsonNumber(w, r[4])
+      w.put(r[5] === 1 ? J_STREAMED_TRUE : J_STREAMED_FALSE)
+      jsonNumber(w, r[6])
+      w.put(J_OUTPUT)
+      jsonNumber(w, r[7])
+      w.put(J_CACHE_READ)
+      jsonNumber(w, r[8])
+      w.put(J_CACHE_WRITE)
+      jsonNumber(w, r[9])
+      w.put(J_REASONING)
+      jsonNumber(w, r[10])
+      w.put(J_COST)
+      jsonNumber(w, r[11])
+      w.put(J_FLAGS[(r[12] === 1 ? 2 : 0) + (r[13] === 1 ? 1 : 0)])
+      jsonNumber(w, r[14])
+      w.put(J_RESPONSE_ID)
+      jsonValue(w, r[15])
+      w.put(tail)
+    }
+    if (n > 0) {
+      this.first = false
+      this.rowBytes = Math.max(64, Math.ceil(w.pos / n))
+    }
+    return w.bytes()
   }
 
   private json(rows: readonly ExportRow[]): string {
@@ -158,4 +322,65 @@ export class ExportFormatter {
     return out
   }
 
+}
+
+/**
+ * `csvText(s)` as bytes (as the text adds it up: any other value as its text): a text of ASCII
+ * characters none of which needs care is copied byte by byte, any other through csvText and the
+ * UTF-8 encoder (csvText's cell is at most twice the text and three more, in UTF-16 units).
+ */
+function csvCell(w: ByteWriter, s: string): void {
+  if (typeof s !== 'string') return w.text('' + csvText(s))
+  const n = s.length
+  if (n === 0) return
+  w.room(n)
+  const buf = w.buf
+  const p = w.pos
+  let c = s.charCodeAt(0)
+  if (c < 128 && CSV_SPECIAL_FIRST[c] === 0) {
+    buf[p] = c
+    let i = 1
+    for (; i < n; i++) {
+      c = s.charCodeAt(i)
+      if (c >= 128 || CSV_SPECIAL[c] === 1) break
+      buf[p + i] = c
+    }
+    if (i === n) {
+      w.pos = p + n
+      return
+    }
+  }
+  w.text(csvText(s))
+}
+
+/**
+ * `JSON.stringify(v)` as bytes: a text of ASCII characters none of which JSON escapes (a quote, a
+ * backslash, a control character) is copied byte by byte between quotes, any other value through
+ * JSON.stringify and the UTF-8 encoder (JSON.stringify writes a lone surrogate as an escape).
+ */
+function jsonValue(w: ByteWriter, s: unknown): void {
+  if (typeof s !== 'string') return w.text(String(JSON.stringify(s)))
+  const n = s.length
+  w.room(n + 2)
+  const buf = w.buf
+  const p = w.pos
+  buf[p] = 34
+  let i = 0
+  for (; i < n; i++) {
+    const c = s.charCodeAt(i)
+    if (c < 32 || c >= 128 || c === 34 || c === 92) break
+    buf[p + 1 + i] = c
+  }
+  if (i === n) {
+    buf[p + 1 + n] = 34
+    w.pos = p + n + 2
+    return
+  }
+  w.text(JSON.stringify(s))
+}
+
+/** `JSON.stringify(v)` of a number column's value: a finite number as String(n) writes it, anything else through JSON.stringify. */
+function jsonNumber(w: ByteWriter, v: unknown): void {
+  if (typeof v === 'number' && Number.isFinite(v)) w.num(v)
+  else w.text(String(JSON.stringify(v)))
 }

@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Dialect, SqlReader } from '../storage/sql'
-import { CSV_JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormat, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
+import { JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
 import { andMember } from './sql'
 
 /** Which calls an export holds: `[start, end)`, optionally one tenant's or one team member's. */
@@ -50,6 +50,11 @@ export function exportOffsetSql(w: ExportWindow): string {
   return `SELECT ts FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} ORDER BY ts LIMIT 1 OFFSET @offset`
 }
 
+/** SQLite: how many calls the window holds, counted from the export's index, up to `max`. */
+export function exportCountSql(w: ExportWindow, max: number): string {
+  return `SELECT count(*) FROM (SELECT 1 FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} LIMIT ${max})`
+}
+
 export function exportPageParams(w: ExportWindow, k: Keyset): Record<string, unknown> {
   return { from: Math.max(w.start, k.afterTs), end: w.end, tenant: w.tenant, member: w.member, afterTs: k.afterTs, afterId: k.afterId }
 }
@@ -62,14 +67,15 @@ export function keysetAfter(rows: readonly ExportRow[]): Keyset {
 
 /** A page as the export writes it. */
 export interface PageText {
-  text: string
+  /** Its text, or its text's UTF-8 bytes (in memory of their own: they can be handed to another thread). */
+  text: string | Buffer
   rows: number
   /** The page's first and last rows' keys (null when it had no rows). */
   firstTs: number | null
   keyset: Keyset | null
 }
 
-export function pageText(text: string, rows: readonly ExportRow[]): PageText {
+export function pageText(text: string | Buffer, rows: readonly ExportRow[]): PageText {
   return rows.length === 0
     ? { text, rows: 0, firstTs: null, keyset: null }
     : { text, rows: rows.length, firstTs: rows[0][TS] as number, keyset: keysetAfter(rows) }
@@ -77,22 +83,22 @@ export function pageText(text: string, rows: readonly ExportRow[]): PageText {
 
 /**
  * Reads pages from a better-sqlite3 connection as arrays (`.raw(true)`: no object per row), of
- * any window with the same tenant and member (one statement for every part of an export). For
- * CSV the repeating texts come joined (CSV_JOINED_SQL); a page where that fails is read again plainly.
+ * any window with the same tenant and member (one statement for every part of an export). The
+ * repeating texts come joined (JOINED_SQL) and the page is written as bytes; a page where the
+ * join fails is read again plainly.
  */
 export class SqlitePager {
   private readonly plain: Database.Statement
-  private readonly joined: Database.Statement | null
+  private readonly joined: Database.Statement
   private offsetTs: Database.Statement | null = null
 
   constructor(
     private readonly db: Database.Database,
     private readonly w: ExportWindow,
     readonly limit: number,
-    format: ExportFormat,
   ) {
     this.plain = db.prepare(exportPageSql('sqlite', w, limit)).raw(true)
-    this.joined = format === 'csv' ? db.prepare(exportPageSql('sqlite', w, limit, CSV_JOINED_SQL)).raw(true) : null
+    this.joined = db.prepare(exportPageSql('sqlite', w, limit, JOINED_SQL)).raw(true)
   }
 
   private params(k: Keyset, start: number, end: number): Record<string, unknown> {
@@ -106,13 +112,19 @@ export class SqlitePager {
   /** The next page after `k` of the window `[start, end)` (by default the pager's own), as `f` writes it. */
   page(f: ExportFormatter, k: Keyset, start = this.w.start, end = this.w.end): PageText {
     const p = this.params(k, start, end)
-    if (this.joined !== null && f.format === 'csv') {
-      const rows = this.joined.all(p) as ExportRow[]
-      const text = f.csvJoined(rows)
-      if (text !== null) return pageText(text, rows)
-    }
+    const joined = this.joined.all(p) as ExportRow[]
+    const bytes = f.format === 'csv' ? f.csvJoinedBytes(joined) : f.jsonJoinedBytes(joined)
+    if (bytes !== null) return pageText(bytes, joined)
     const rows = this.plain.all(p) as ExportRow[]
     return pageText(f.page(rows), rows)
+  }
+
+  /** How many calls the pager's window holds, up to `max` (a few milliseconds for tens of thousands, from the index). */
+  countUpTo(max: number): number {
+    const p = this.params(firstKeyset(this.w), this.w.start, this.w.end)
+    delete p.afterTs
+    delete p.afterId
+    return this.db.prepare(exportCountSql(this.w, max)).pluck().get(p) as number
   }
 
   /** The time of the pager's window's call at `offset` (0: the first) in export order; undefined past the last. */

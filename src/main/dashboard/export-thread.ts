@@ -76,11 +76,32 @@ export const IDLE_THREAD_MIN_ROWS = 20_000
  */
 export const MAIN_ROWS = 8_000
 
+/**
+ * The calls the main thread reads first when the export's threads are idle (kept from an export
+ * before: they start at once, their code compiled): one of its pages, so that the threads, which
+ * read faster (the main thread's code runs slower until compiled, and it also writes the
+ * socket), read nearly all of a small export, one tenant's 40,000 calls of a month, say.
+ */
+export const IDLE_MAIN_ROWS = 2_000
+
+/**
+ * An export of fewer calls than this, handed to threads that are idle, is shared evenly: the
+ * main thread reads the first of every `threads + 1` parts while the threads read the rest side by
+ * side, each reading all of its share ahead (held as pages until the main thread's part is written:
+ * at most this many calls, 13 MiB of CSV or 29 MiB of JSON). One tenant's calls are scattered
+ * through the table, so reading them is the export's slowest part, and two readers make it on two
+ * cores in about half the time.
+ */
+export const SHARE_MAX_ROWS = 50_000
+
 let script: string | null = null
 let threadsPerExport: number | null = null
 let minRows = THREAD_MIN_ROWS
 let idleMinRows = IDLE_THREAD_MIN_ROWS
 let mainRows = MAIN_ROWS
+let idleMainRows = IDLE_MAIN_ROWS
+let shareMaxRows = SHARE_MAX_ROWS
+let shared = 0
 let used = 0
 let created = 0
 let jobs = 0
@@ -135,11 +156,12 @@ export function stopIdleExportThreads(): void {
  * missing file is ignored). Without it (run from the sources) exports are read and formatted on
  * the main thread, a page at a time between other events. Tests and the bench set `threads` per
  * export (else by the cores), `minRows` (else THREAD_MIN_ROWS), `idleMinRows` (else
- * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS) and `idleMs` (else IDLE_MS).
+ * IDLE_THREAD_MIN_ROWS, or `minRows` when lower), `mainRows` (else MAIN_ROWS), `idleMainRows` (else
+ * IDLE_MAIN_ROWS, or `mainRows` when lower), `shareMaxRows` (else SHARE_MAX_ROWS) and `idleMs` (else IDLE_MS).
  */
 export function useExportThread(
   s: URL | string | undefined,
-  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMs?: number } = {},
+  opts: { threads?: number; minRows?: number; idleMinRows?: number; mainRows?: number; idleMainRows?: number; shareMaxRows?: number; idleMs?: number } = {},
 ): void {
   if (s === undefined) return
   const path = typeof s === 'string' ? s : fileURLToPath(s)
@@ -149,6 +171,9 @@ export function useExportThread(
   if (opts.idleMinRows !== undefined) idleMinRows = opts.idleMinRows
   else if (opts.minRows !== undefined) idleMinRows = Math.min(IDLE_THREAD_MIN_ROWS, opts.minRows)
   if (opts.mainRows !== undefined) mainRows = opts.mainRows
+  if (opts.idleMainRows !== undefined) idleMainRows = opts.idleMainRows
+  else if (opts.mainRows !== undefined) idleMainRows = Math.min(IDLE_MAIN_ROWS, opts.mainRows)
+  if (opts.shareMaxRows !== undefined) shareMaxRows = opts.shareMaxRows
   if (opts.idleMs !== undefined) idleMs = opts.idleMs
 }
 
@@ -158,11 +183,22 @@ export function exportThreadScript(): string | null {
 
 /**
  * How many calls an export needs to be handed to `threads` threads (fewer when that many are
- * idle for `path`), and how many of them the main thread writes first.
+ * idle for `path`), how many of them the main thread writes first (fewer when they are idle), and
+ * below how many calls the export is shared evenly (`share`: only when they are idle, else 0).
  */
-export function threadRows(path?: string, threads = 1): { min: number; main: number } {
+export function threadRows(path?: string, threads = 1): { min: number; main: number; share: number } {
   const ready = path !== undefined && idle.filter((t) => t.path === path).length >= threads
-  return { min: ready ? idleMinRows : minRows, main: mainRows }
+  return { min: ready ? idleMinRows : minRows, main: ready ? idleMainRows : mainRows, share: ready ? shareMaxRows : 0 }
+}
+
+/** Counts an export shared evenly with the main thread (tests). */
+export function noteSharedExport(): void {
+  shared++
+}
+
+/** How many exports this process has shared evenly between the main thread and idle threads (tests). */
+export function exportsShared(): number {
+  return shared
 }
 
 /** How many times this process has handed an export's share to a thread, new or idle (tests). */
@@ -199,7 +235,7 @@ export interface ExportThreads {
 /**
  * Starts export threads on the rest of an export and writes their pages to `res`, in order,
  * once released (the main thread writes the export's first calls meanwhile): the segments'
- * pages as they come, segment after segment. Until then each thread reads up to AHEAD pages
+ * pages as they come, segment after segment. Until then each thread reads up to `ahead` (AHEAD) pages
  * ahead. The main thread's part is one `write` of a ready buffer per page; a thread is asked
  * for its next page only once the socket has taken its last one (a `write` that fills the
  * socket's buffer holds the thread back until `drain`).
@@ -209,6 +245,7 @@ export function startExportThreads(
   base: Omit<ExportThreadData, 'thread' | 'threads'>,
   threads: number,
   res: ServerResponse,
+  ahead = AHEAD,
 ): ExportThreads {
   let held = true
   let pump = () => {}
@@ -303,7 +340,7 @@ export function startExportThreads(
         w.off('exit', onExit)
       })
       w.postMessage({ type: 'export', job, data: { ...base, thread: k, threads } } satisfies ExportThreadRequest)
-      w.postMessage({ type: 'more', job, pages: AHEAD } satisfies ExportThreadRequest)
+      w.postMessage({ type: 'more', job, pages: ahead } satisfies ExportThreadRequest)
     }
   })
   return {

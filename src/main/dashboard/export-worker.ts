@@ -20,8 +20,13 @@ function send(m: ExportThreadReply, transfer?: ArrayBuffer[]): void {
   port.postMessage(m, transfer)
 }
 
-/** The text as bytes in a buffer of its own (one from Node's shared pool cannot be handed over). */
-function bytes(text: string): Uint8Array {
+/**
+ * The page as bytes in memory of their own, to be handed over (a slice of Node's shared pool
+ * cannot be): as the formatter wrote them into a buffer of its own (its unused end goes along),
+ * or, for a page read plainly (a joined text that failed), its text encoded here.
+ */
+function bytes(text: string | Buffer): Uint8Array {
+  if (typeof text !== 'string') return text
   const b = Buffer.from(text, 'utf8')
   return b.byteOffset === 0 && b.byteLength === b.buffer.byteLength ? b : new Uint8Array(b)
 }
@@ -42,7 +47,7 @@ class Job {
   ) {
     this.db = new Database(data.file, { readonly: true, fileMustExist: true })
     try {
-      this.pager = new SqlitePager(this.db, data.window, data.limit, data.format)
+      this.pager = new SqlitePager(this.db, data.window, data.limit)
     } catch (err) {
       this.close()
       throw err

@@ -4,7 +4,7 @@ import { SqliteStore } from '../storage/sqlite'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter } from './export-format'
 import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
-import { type ExportThreads, exportThreadCount, exportThreadScript, startExportThreads, threadRows } from './export-thread'
+import { type ExportThreads, exportThreadCount, exportThreadScript, noteSharedExport, startExportThreads, threadRows } from './export-thread'
 import { rangeWindow } from './window'
 
 /** Rows per page read on the main thread (a few milliseconds of work between other events). */
@@ -48,7 +48,7 @@ export async function streamExport(
   })
   let text = new ExportFormatter(format)
   if (!(await write(res, text.head()))) return
-  const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE, format) : null
+  const pager = d.q instanceof SqliteStore ? new SqlitePager(d.q.db, win, PAGE) : null
   const read = pageReader(d, pager, win)
   let threads = pager === null ? null : handToThreads(d, pager, win, format, res)
   try {
@@ -89,8 +89,9 @@ export async function streamExport(
  * Starts threads on the window's calls from a split point on, when the ledger is a SQLite file,
  * the built thread is there and the window holds at least `threadRows().min` calls (fewer when
  * threads are idle): the split is the time of the call `threadRows().main` calls in (the calls
- * before it are this thread's; all the calls at that time and after are the threads'). Null when
- * this thread reads them all.
+ * before it are this thread's; all the calls at that time and after are the threads'), or, for an
+ * export of fewer than `threadRows().share` calls with the threads idle, the call a `threads + 1`th
+ * of them in (shared evenly). Null when this thread reads them all.
  */
 function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, format: ExportFormat, res: ServerResponse): (ExportThreads & { split: number }) | null {
   const script = exportThreadScript()
@@ -99,18 +100,29 @@ function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, forma
   const threads = exportThreadCount()
   const rows = threadRows(script, threads)
   if (rows.min > 0 && pager.tsAt(rows.min - 1) === undefined) return null
+  let main = rows.main
+  let ahead: number | undefined
+  if (rows.share > 0) {
+    const count = pager.countUpTo(rows.share)
+    if (count < rows.share) {
+      // Shared evenly (SHARE_MAX_ROWS): this thread reads its part while the threads read theirs, all of it ahead.
+      main = Math.max(main, Math.floor(count / (threads + 1)))
+      ahead = Math.ceil((count - main) / THREAD_PAGE) + 1
+    }
+  }
   const first = pager.tsAt(0)
-  const split = pager.tsAt(rows.main)
+  const split = pager.tsAt(main)
   // No calls after the main thread's share, or all of its share at one time as the split: no split to make.
   if (first === undefined || split === undefined || split <= first) return null
   // After every call before the split (ids are integers below 2^53).
   const origin: Keyset = { afterTs: split - 1, afterId: Number.MAX_SAFE_INTEGER }
   // One thread reads the rest in one segment; more share it in segments of about a thread's page each
   // (the main thread's share says how dense the calls are).
-  const perRow = (split - first) / Math.max(1, rows.main)
+  const perRow = (split - first) / Math.max(1, main)
   const rest = Math.min(win.end, Date.now() + 1) - origin.afterTs
   const span = threads === 1 ? win.end - origin.afterTs : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
-  return { split, ...startExportThreads(script, { file, format, window: win, origin, span, limit: THREAD_PAGE }, threads, res) }
+  if (ahead !== undefined) noteSharedExport()
+  return { split, ...startExportThreads(script, { file, format, window: win, origin, span, limit: THREAD_PAGE }, threads, res, ahead) }
 }
 
 /** The ledger's SQLite file, when the export thread can open it (not in-memory, not PostgreSQL). */
@@ -126,7 +138,7 @@ function pageReader(d: DashDeps, pager: SqlitePager | null, w: ExportWindow): (f
 }
 
 /** Writes, then waits for the socket to drain if its buffer is full. False when the client left. */
-function write(res: ServerResponse, chunk: string): Promise<boolean> {
+function write(res: ServerResponse, chunk: string | Uint8Array): Promise<boolean> {
   if (res.destroyed) return Promise.resolve(false)
   if (res.write(chunk)) return Promise.resolve(true)
   return new Promise((resolve) => {

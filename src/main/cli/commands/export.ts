@@ -56,7 +56,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
       const PAGE = 5000
       const format = o.format === 'csv' ? 'csv' : 'json'
-      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE, format) : null
+      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
       const text = new ExportFormatter(format)
       async function* pages() {
         yield text.head()
