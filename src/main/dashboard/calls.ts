@@ -71,6 +71,23 @@ const FORMULA_AFTER_SEPARATOR = /([,;\t])(?=[=+\-@])/g
 const SPECIAL = /^[=+\-@\t\r]|[",;\t\r\n]/
 
 /**
+ * The ASCII characters csvText takes care of, as tables by character code (1: cares): `anywhere`
+ * in a cell (those it quotes for), and `first` (those, and the formula starts). A text of ASCII
+ * characters none of which is marked (its first by `first`) is its own cell (the export's bytes).
+ */
+export function csvSpecialAscii(): { anywhere: Uint8Array; first: Uint8Array } {
+  const anywhere = new Uint8Array(128)
+  const first = new Uint8Array(128)
+  for (let c = 0; c < 128; c++) {
+    const ch = String.fromCharCode(c)
+    // SPECIAL is the test csvText returns a text as it is by: after a plain first character, and first.
+    anywhere[c] = SPECIAL.test('a' + ch) ? 1 : 0
+    first[c] = SPECIAL.test(ch) ? 1 : 0
+  }
+  return { anywhere, first }
+}
+
+/**
  * One CSV cell (RFC 4180): quoted when it holds a quote, a line break or a separator (`,`, and
  * `;` or tab, which spreadsheets in many locales split on), quotes doubled. Text that a
  * spreadsheet would run as a formula gets a `'` in front (OWASP's CSV-injection advice): at the

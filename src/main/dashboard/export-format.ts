@@ -1,5 +1,5 @@
 import { CALL_FIELDS } from '../../shared/api'
-import { CSV_HEADER, IsoTimes, csvText } from './calls'
+import { CSV_HEADER, IsoTimes, csvSpecialAscii, csvText } from './calls'
 import { ByteWriter, utf8 } from './export-bytes'
 
 /**
@@ -42,8 +42,8 @@ export type ExportRow = unknown[]
 export type ExportFormat = 'csv' | 'json'
 
 /** A string function's answers, remembered; forgotten all at once past `max` (a ledger's texts mostly repeat). */
-function memo(fn: (s: string) => string, max: number): (s: string) => string {
-  let seen = new Map<string, string>()
+function memo<T>(fn: (s: string) => T, max: number): (s: string) => T {
+  let seen = new Map<string, T>()
   return (s) => {
     let v = seen.get(s)
     if (v === undefined) {
@@ -64,26 +64,16 @@ const flag = (v: unknown): string => (v === 1 ? 'true' : 'false')
  * all at once past `max`.
  */
 function joinedBytes(names: readonly string[], cell: (s: string) => string, last: string, max: number): (s: string) => Uint8Array | null {
-  let seen = new Map<string, Uint8Array | null>()
-  return (s) => {
-    // Not a text: a NULL in one of the joined columns (the page is read plainly).
-    if (typeof s !== 'string') return null
-    let v = seen.get(s)
-    if (v === undefined) {
-      if (seen.size >= max) seen = new Map()
-      const parts = s.split('\x1f')
-      v = parts.length === names.length ? utf8(parts.map((p, i) => names[i] + cell(p)).join('') + last) : null
-      seen.set(s, v)
-    }
-    return v
-  }
+  const bytesOf = memo((s): Uint8Array | null => {
+    const parts = s.split('\x1f')
+    return parts.length === names.length ? utf8(parts.map((p, i) => names[i] + cell(p)).join('') + last) : null
+  }, max)
+  // Not a text: a NULL in one of the joined columns (the page is read plainly).
+  return (s) => (typeof s === 'string' ? bytesOf(s) : null)
 }
 
-/** ASCII characters that make a CSV cell need csvText's care (quoting, or a formula's defusing when first). */
-const CSV_SPECIAL = new Uint8Array(128)
-for (const c of '",;\t\r\n') CSV_SPECIAL[c.charCodeAt(0)] = 1
-const CSV_SPECIAL_FIRST = new Uint8Array(128)
-for (const c of '=+-@\t\r",;\n') CSV_SPECIAL_FIRST[c.charCodeAt(0)] = 1
+/** ASCII characters that make a CSV cell need csvText's care anywhere (quoting) and first (a formula's defusing too), from csvText's own rule. */
+const { anywhere: CSV_SPECIAL, first: CSV_SPECIAL_FIRST } = csvSpecialAscii()
 
 /** JSON: each field's key as JSON.stringify writes it (`"name":`), and the constant runs between a call's values. */
 const J_KEY = Object.fromEntries(CALL_FIELDS.map((f) => [f, JSON.stringify(f) + ':'])) as Record<(typeof CALL_FIELDS)[number], string>
