@@ -2,7 +2,7 @@ import type { SqlParams, SqlStore } from '../../../storage/sql'
 import type { MemoryBudgetState } from '../memory'
 import type { Reservation, ReserveOutcome, ReserveRequest } from '../types'
 import type { Limiter } from './limiter'
-import { bindPeriod, ruleKey } from './sql'
+import { bindPeriod, ruleKey, spendStart } from './sql'
 
 /**
  * Admission while PostgreSQL does not answer: calls are decided on this instance's own meter
@@ -20,15 +20,14 @@ export class InProcessFallback {
     private readonly db: Limiter,
   ) {}
 
-  /** The in-process decision on this instance's own meter, after releasing `local` (the call's window reservation). */
+  /** The in-process decision on this instance's own meter (every period, the window's too), after releasing `local` if given. */
   decide(req: ReserveRequest, local: Reservation | null): ReserveOutcome {
     local?.release()
     const o = this.local.reserve(req)
     if (!o.ok) return o
-    const shared = req.periods.filter((p) => p.period !== 'window')
     // Its cost joins the shared spend when PostgreSQL answers again.
     const late = (cost: number) => {
-      if (cost > 0 && shared.length) this.late.push({ req: { ...req, periods: shared }, cost })
+      if (cost > 0 && req.periods.length) this.late.push({ req, cost })
     }
     let done = false
     return {
@@ -57,15 +56,31 @@ export class InProcessFallback {
       // Only rows that already exist: a row created now starts from the calls table, which has
       // (or will have, once this instance's ledger has written it) this call already.
       const params: SqlParams = { rk, key: req.keyHash, cost }
-      const match = req.periods.map((p, i) => {
+      const calendar = req.periods.filter((p) => p.period !== 'window')
+      const match = calendar.map((p, i) => {
         bindPeriod(params, i, p, req.session)
         return `(period = @p${i} AND period_start = @s${i} AND session = @n${i})`
       })
+      const win = req.periods.find((p) => p.period === 'window')
+      // One transaction: a retry after a failure adds nothing twice. A window's row gets the cost
+      // in the bucket of the call's arrival minute, the row locked first (admission.ts).
       await this.db.run(() =>
-        this.store.run(
-          `UPDATE budget_spend SET spent_usd = spent_usd + @cost::float8 WHERE rule_key = @rk AND api_key_hash = @key AND (${match.join(' OR ')})`,
-          params,
-        ),
+        this.store.transaction(async (tx) => {
+          if (match.length) {
+            await tx.run(
+              `UPDATE budget_spend SET spent_usd = spent_usd + @cost::float8 WHERE rule_key = @rk AND api_key_hash = @key AND (${match.join(' OR ')})`,
+              params,
+            )
+          }
+          if (win) {
+            await tx.run(
+              `WITH locked AS (SELECT id FROM budget_spend WHERE rule_key = @rk AND api_key_hash = @key AND period = 'window' AND period_start = @start AND session = '' FOR UPDATE)
+               INSERT INTO budget_window_spend (spend_id, minute, spent_usd) SELECT id, @minute, @cost::float8 FROM locked
+               ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd`,
+              { rk, key: req.keyHash, start: spendStart(win), minute: req.ts - (req.ts % 60_000), cost },
+            )
+          }
+        }),
       )
       this.late.shift()
     }
