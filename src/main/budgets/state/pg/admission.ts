@@ -51,9 +51,11 @@ export class Admission {
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
     const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
+    const hasWindow = periods.some((p) => p.period === 'window')
     const values = periods.map((p, i) => {
       bindPeriod(params, i, p, req.session)
       params[`l${i}`] = p.limit
+      if (!hasWindow) return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8)`
       // A window's edge: its buckets count while minute + 1 min > the call's arrival - length.
       params[`e${i}`] = p.period === 'window' ? req.ts - windowLength(p) : null
       return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8, @e${i}::float8)`
@@ -78,23 +80,8 @@ export class Admission {
       // and miss the buckets of a settlement that committed meanwhile (its reservation already
       // freed on the row as re-read). Every write of buckets holds the row's lock to its commit.
       rows = await this.db.run(() => this.store.all<Answer>(
-        `WITH want (period, start, session, lim, edge) AS (VALUES ${values.join(', ')}),
-              rowlocks AS (
-                SELECT b.id, w.period, w.lim, w.edge, b.spent_usd, b.reserved_usd
-                  FROM budget_spend b JOIN want w
-                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
-                 ORDER BY b.id FOR UPDATE OF b
-              ),
-              figures AS (
-                SELECT id, period, lim, reserved_usd,
-                       CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
-                  FROM rowlocks
-              ),
-              locked AS (
-                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
-                  FROM figures b, LATERAL (SELECT b.lim, b.period) w
-              ),
+        `WITH want (period, start, session, lim${hasWindow ? ', edge' : ''}) AS (VALUES ${values.join(', ')}),
+              ${hasWindow ? lockWithWindow(admits) : lockCalendar(admits)},
               verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
               upd AS (
                 UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
@@ -163,6 +150,37 @@ export class Admission {
     if (this.reached.size > 10_000) this.reached.clear()
     this.reached.set(k, spent)
   }
+}
+
+/** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
+function lockCalendar(admits: string): string {
+  return `locked AS (
+                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              )`
+}
+
+/** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
+function lockWithWindow(admits: string): string {
+  return `rowlocks AS (
+                SELECT b.id, w.period, w.lim, w.edge, b.spent_usd, b.reserved_usd
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              ),
+              figures AS (
+                SELECT id, period, lim, reserved_usd,
+                       CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
+                  FROM rowlocks
+              ),
+              locked AS (
+                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM figures b, LATERAL (SELECT b.lim, b.period) w
+              )`
 }
 
 /** The test the statement made on one row, on the figures it answered with (to name the refusing period). */

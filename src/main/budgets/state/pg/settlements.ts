@@ -99,14 +99,14 @@ export class Settlements {
                 d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
                 freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
                 added AS (SELECT sid, SUM(cost) AS cost FROM input GROUP BY sid),
-                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE),
-                buckets AS (${ADD_BUCKETS})
+                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)${bsids.length ? `,
+                buckets AS (${ADD_BUCKETS})` : ''}
            UPDATE budget_spend b
               SET spent_usd = b.spent_usd + a.cost,
                   reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
              FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
             WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
-          { rids, sids, costs, bsids, bminutes, bcosts },
+          bsids.length ? { rids, sids, costs, bsids, bminutes, bcosts } : { rids, sids, costs },
         ),
       )
       for (const w of batch) this.unsettled.delete(w.rid)
