@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
+import type { SpendCounter } from '../budgets/state/pg/call-spend'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { prunedBefore } from '../ledger/retention'
 import { RollupWriter } from '../dashboard/rollup/writer'
@@ -40,6 +41,11 @@ export interface ImportOptions {
    * Without it the calls are in `db`.
    */
   store?: SqlStore
+  /**
+   * With `store`: counts the stored calls in the shared budget spend rows, in the transaction
+   * that stores them (`spendCounter(config)`).
+   */
+  countSpend?: SpendCounter
 }
 
 export interface ImportStats {
@@ -260,6 +266,7 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       const stored = await store.transaction(async (tx) => {
         const s = await insertCalls(tx, fresh.map((f) => f.call))
         await applyRollups(tx, s)
+        await opts.countSpend?.(tx, s)
         return s
       })
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { SpendCounter } from '../budgets/state/pg/call-spend'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
@@ -11,6 +12,8 @@ export interface WatcherOptions {
   ledger: Ledger
   /** The ledger's store when it is PostgreSQL: imported calls go there (see ImportOptions.store). */
   store?: SqlStore
+  /** With `store`: imported calls count in the shared budget spend rows (see ImportOptions.countSpend). */
+  countSpend?: SpendCounter
   pricer: Pricer
   log: Logger
   /** How often the agents' log folders are looked at. */
@@ -72,6 +75,7 @@ export class LogWatcher {
         const s = await importLogs(this.o.db, {
           agent,
           store: this.o.store,
+          countSpend: this.o.countSpend,
           pricer: this.o.pricer,
           settleMs: this.o.settleMs ?? WATCH_SETTLE_MS,
           env: this.o.env,

@@ -31,6 +31,7 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
       const { Pricer } = await import('../../pricing/price')
+      const { spendCounter } = await import('../../budgets/state/pg/call-spend')
       // The calls go where the ledger is: the data folder's file, or PostgreSQL with storage.url (import keys stay in the file).
       const ledger = await openLocalLedger({ kind: 'local', config, open: () => openLedgerFile(config) })
       const db = ledger.db
@@ -42,6 +43,7 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
           results.push(
             await importLogs(db, {
               agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0, store,
+              countSpend: store ? spendCounter(config) : undefined,
             }),
           )
         }

@@ -21,8 +21,8 @@ export class Settlements {
     private readonly db: Limiter,
   ) {}
 
-  /** The handle of reservation `rid` on spend rows `ids`: settled or released once. */
-  reservation(rid: string, ids: number[]): Reservation {
+  /** The handle of reservation `rid` on spend rows `ids` (of the rule tagged `tag`): settled or released once. */
+  reservation(rid: string, ids: number[], tag: string): Reservation {
     let done = false
     const settle = (cost: number) => {
       if (done) return
@@ -30,7 +30,7 @@ export class Settlements {
       this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0 })
       this.write(rid, ids, cost > 0 ? cost : 0)
     }
-    return { settle, release: () => settle(0) }
+    return { settle, release: () => settle(0), settles: tag }
   }
 
   /** Writes again the settlements the database refused (those not being written now). */

@@ -1,0 +1,156 @@
+import { createHash } from 'node:crypto'
+import { type Config, WEEKDAYS } from '../../../config/schema'
+import type { CallRecord } from '../../../ledger/record'
+import type { SqlStore } from '../../../storage/sql'
+import { PeriodClock } from '../../../time/zone'
+import type { Rule } from '../../rules'
+import { ruleKey } from './sql'
+
+/**
+ * Every stored call counts in every spend row it belongs to (README: Budgets across instances).
+ *
+ * A spend row (`budget_spend`) starts from the calls already in `calls` (spend-rows.ts, the
+ * seed); from then on each transaction that stores calls (the ledger's batches, `POST
+ * /api/ingest`, imported logs) adds their cost to every EXISTING row of the same API key whose
+ * rule scope the call matches, for the period that contains its arrival time (this instance's
+ * `timezone` and `budgets.week_start`, as the Meter counts) or its session, in that same
+ * transaction: a call written twice (a replayed batch) is inserted, and so counted, once.
+ *
+ * Except the rows its own reservation settled: a call admitted under block rule A has its cost
+ * added to A's rows by its settlement (settlements.ts) at once, so it carries A's tag
+ * (`CallRecord.budget_settled`) and is not added to A's rows a second time.
+ *
+ * A seed and a batch must not miss each other: a seed reading `calls` while a batch has inserted
+ * calls but not committed would not see them, and the batch's UPDATE would not see the row the
+ * seed has not committed yet. So the batch takes a SHARED advisory lock per API key before its
+ * UPDATE and holds it to its commit, and the seed takes the same lock EXCLUSIVELY in its own
+ * transaction before its INSERT … SELECT: either the seed waits for the batch's commit (and its
+ * snapshot, taken after the lock, sees the batch's calls) or the batch waits for the seed's (and
+ * its UPDATE, a later statement, sees the new row). Batches never wait on each other (shared),
+ * and a seed holds one lock and waits on nothing else while it holds it, so no cycle can form.
+ */
+
+/**
+ * The advisory locks' key space: PostgreSQL's two-int4 form, (`LOCK_SPACE`, hashtext(key hash)),
+ * never equal to a one-bigint lock such as the migrations' (`MIGRATION_LOCK`). One lock per API
+ * key (not one for all) so a seed waits only for batches holding calls of its own key; two keys
+ * whose hashes collide merely share a lock (a seed may wait for the other key's batch).
+ */
+export const LOCK_SPACE = 0x42527370 // 'BRsp'
+
+/** Takes the exclusive lock of one API key's spend (a seed, in its own transaction, before reading `calls`). */
+export async function lockKeyForSeed(tx: SqlStore, keyHash: string): Promise<void> {
+  await tx.run(`SELECT pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(@key))`, { key: keyHash })
+}
+
+/** Takes the shared lock of each of these API keys (a transaction storing calls), in one order. */
+export async function lockKeysForCalls(tx: SqlStore, keyHashes: readonly string[]): Promise<void> {
+  await tx.run(
+    `SELECT pg_advisory_xact_lock_shared(${LOCK_SPACE}, h)
+       FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(@keys::text[]) AS k ORDER BY 1) AS s`,
+    { keys: [...new Set(keyHashes)] },
+  )
+}
+
+const tags = new WeakMap<Rule, string>()
+
+/**
+ * What a call admitted under `rule` carries to name the rule whose spend rows its settlement
+ * already counts: a digest of the rule's key (the key holds the rule's API key pattern, which
+ * can be a whole key, and calls go to spill files and listeners).
+ */
+export function settledTag(rule: Rule): string {
+  let t = tags.get(rule)
+  if (t === undefined) {
+    t = tagOf(ruleKey(rule))
+    tags.set(rule, t)
+  }
+  return t
+}
+
+/** sha256 of a rule key, hex: what the statement below computes from `budget_spend.rule_key`. */
+export function tagOf(rk: string): string {
+  return createHash('sha256').update(rk, 'utf8').digest('hex')
+}
+
+/** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
+function scopeCond(i: number, col: string): string {
+  const p = `(x.rk ->> ${i})`
+  return `(${p} IS NULL OR CASE WHEN right(${p}, 1) = '*' THEN starts_with(c.${col}, left(${p}, -1)) ELSE c.${col} = ${p} END)`
+}
+
+/**
+ * One statement per batch: the counted calls as arrays, joined to the spend rows of their keys
+ * (calendar rows by the period start of the call's arrival, session rows by its session), each
+ * row's rule scope read back from its key ([api_key_pattern, provider, model_pattern, agent,
+ * tenant], the pattern matched already by the row being the key's), and the rows locked in id
+ * order (as admission and settlement lock them) before each gets the sum of its calls.
+ */
+export const ADD_CALLS_SQL = `WITH c AS (
+    SELECT * FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
+                         @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
+      AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled)
+  ),
+  hits AS (
+    SELECT b.id, SUM(c.cost) AS cost
+      FROM c
+      JOIN budget_spend b
+        ON b.api_key_hash = c.key
+       AND ((b.period = 'daily' AND b.period_start = c.day AND b.session = '')
+         OR (b.period = 'weekly' AND b.period_start = c.week AND b.session = '')
+         OR (b.period = 'monthly' AND b.period_start = c.month AND b.session = '')
+         OR (b.period = 'session' AND b.period_start = 0 AND c.session <> '' AND b.session = c.session))
+      CROSS JOIN LATERAL (SELECT b.rule_key::jsonb AS rk) x
+     WHERE ${scopeCond(1, 'provider')} AND ${scopeCond(2, 'model')} AND ${scopeCond(3, 'agent')} AND ${scopeCond(4, 'tenant')}
+       AND (c.settled = '' OR encode(sha256(convert_to(b.rule_key, 'UTF8')), 'hex') <> c.settled)
+     GROUP BY b.id
+  ),
+  locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT id FROM hits) ORDER BY id FOR UPDATE)
+  UPDATE budget_spend b SET spent_usd = b.spent_usd + h.cost
+    FROM hits h WHERE b.id = h.id AND b.id IN (SELECT id FROM locked)`
+
+/**
+ * Adds the cost of `rows` (just inserted by `tx`, not yet committed) to the spend rows they
+ * belong to. Calls that cost nothing or are billed by subscription count nowhere (as the seed
+ * leaves them out) and cost no statement; a batch of them costs none at all.
+ */
+export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[], clock: PeriodClock): Promise<void> {
+  const counted = rows.filter((r) => r.cost_usd > 0 && r.billing !== 'subscription')
+  if (counted.length === 0) return
+  const n = counted.length
+  const p = {
+    key: new Array<string>(n), cost: new Array<number>(n), day: new Array<number>(n), week: new Array<number>(n), month: new Array<number>(n),
+    session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), agent: new Array<string>(n),
+    tenant: new Array<string>(n), settled: new Array<string>(n),
+  }
+  for (let i = 0; i < n; i++) {
+    const r = counted[i]
+    p.key[i] = r.api_key_hash
+    p.cost[i] = r.cost_usd
+    p.day[i] = clock.dayOf(r.ts).start
+    p.week[i] = clock.weekOf(r.ts).start
+    p.month[i] = clock.monthOf(r.ts).start
+    p.session[i] = r.session ?? ''
+    p.provider[i] = r.provider
+    p.model[i] = r.model
+    p.agent[i] = r.agent
+    p.tenant[i] = r.tenant
+    p.settled[i] = typeof r.budget_settled === 'string' ? r.budget_settled : ''
+  }
+  await lockKeysForCalls(tx, p.key)
+  await tx.run(ADD_CALLS_SQL, p)
+}
+
+/** JS weekday (0 = Sunday) of `budgets.week_start`. */
+export function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
+  return (WEEKDAYS.indexOf(name) + 1) % 7
+}
+
+/** Stored calls counted in the spend rows: what every transaction storing calls in PostgreSQL runs (the config's periods). */
+export type SpendCounter = (tx: SqlStore, rows: readonly CallRecord[]) => Promise<void>
+
+/** `addCallsToSpend` with the periods of this config (`timezone`, `budgets.week_start`), as the Meter reads them. */
+export function spendCounter(config: { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }): SpendCounter {
+  const clock = new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
+  return (tx, rows) => addCallsToSpend(tx, rows, clock)
+}
