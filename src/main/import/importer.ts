@@ -265,8 +265,9 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       if (fresh.length === 0) return
       const stored = await store.transaction(async (tx) => {
         const s = await insertCalls(tx, fresh.map((f) => f.call))
-        await applyRollups(tx, s)
+        // Spend rows before rollups: the order a ledger batch locks them in.
         await opts.countSpend?.(tx, s)
+        await applyRollups(tx, s)
         return s
       })
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))

@@ -55,7 +55,8 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined })
   // Every batch's calls count in the budget spend rows they belong to, in the batch's transaction:
   // registered before the first batch (earlier spill files are written at start-up), whatever
-  // features this server runs (other instances' rules have rows too).
+  // features this server runs (other instances' rules have rows too). First of the batch hooks:
+  // every transaction storing calls locks spend rows before rollup rows.
   ledger.onBatchTx(spendCounter(config))
   ledger.start()
   opts.log.info(`ledger: PostgreSQL at ${shown} (this instance's own state stays in ${config.data_dir})`)

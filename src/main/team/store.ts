@@ -101,9 +101,10 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
           if (id === undefined) others.push(r)
           else stored.push({ ...r.record, id })
         }
-        await applyRollups(tx, stored)
-        // The calls stored now (a replayed batch: none) count in the budget spend rows, in this transaction.
+        // The calls stored now (a replayed batch: none) count in the budget spend rows, in this
+        // transaction; spend rows before rollups, the order a ledger batch locks them in.
         await countSpend?.(tx, stored)
+        await applyRollups(tx, stored)
         const clashes: IngestRow[] = []
         if (others.length > 0) {
           const before = await tx.all<{ origin_id: number; ts: number; model: string; cost_usd: number }>(PG_STORED_SQL, {
