@@ -290,6 +290,67 @@ function blockRule(pattern: string): Rule {
   return { ...DEFAULT_RULE_OPTIONS, api_key_pattern: pattern, daily_limit_usd: 10, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', created_at: null } as Rule
 }
 
+describe('which rows a stored call counts in', () => {
+  it('every row whose scope (exact or prefix patterns) and period (in the configured zone and week start) the call matches, as the engine reads them', async () => {
+    const store = pgStore(pg.createDatabase())
+    await migratePostgres(store)
+    const zone = { timezone: 'America/New_York', budgets: { week_start: 'sunday' as const } }
+    const clock = new PeriodClock(zone.timezone, 0)
+    const key = 'sk-scope-aaaaaaaa-0001'
+    const base = { ...DEFAULT_RULE_OPTIONS, daily_limit_usd: 10, weekly_limit_usd: 10, monthly_limit_usd: 10, session_limit_usd: 10, action: 'block', source: 'config', created_at: null }
+    const rules = [
+      { api_key_pattern: '*' },
+      { api_key_pattern: 'sk-*', provider: 'openai' },
+      { api_key_pattern: 'sk-s*', model_pattern: 'gpt-5*' },
+      { api_key_pattern: 'sk-sc*', model_pattern: 'gpt_5%x*' },
+      { api_key_pattern: 'sk-sco*', model_pattern: 'gpt-5-nano' },
+      { api_key_pattern: 'sk-scop*', agent: 'codex', tenant: 'acme*' },
+    ].map((r) => ({ ...base, ...r }) as Rule)
+    const now = Date.now()
+    const rowsFor = new SpendRows(store, new Limiter(2))
+    const m = new Meter(rules[0], clock)
+    for (const rule of rules) {
+      for (const session of ['s1', 's2']) {
+        const periods = new Meter(rule, clock).periods(now, session)
+        await rowsFor.ensure(ruleKey(rule), { rule, meter: m, keyHash: hashKey(key), session, ts: now, periods, amount: 0 }, periods)
+      }
+    }
+    const yesterday = clock.dayOf(now).start - 1
+    const calls: CallRecord[] = [
+      record(key, 0.001, { session: 's1' }),
+      record(key, 0.002, { model: 'gpt-5-nano', session: 's1' }),
+      record(key, 0.004, { model: 'gpt_5%xl', provider: 'azure', session: 's2' }),
+      record(key, 0.008, { model: 'gpt-5-nano-2025', agent: 'codex', tenant: 'acme-eu' }),
+      record(key, 0.016, { provider: 'anthropic', model: 'claude-opus-4-1', agent: 'codex', tenant: 'acm' }),
+      record(key, 0.032, { ts: yesterday, model: 'gpt-5-mini', session: 's2' }),
+      record(key, 0.064, { billing: 'subscription' }),
+      record(key, 0, { status: 429 }),
+      record('sk-scope-other-key', 0.128),
+    ].map((c, i) => ({ ...c, call_key: `scope-${i}` }))
+    await store.transaction(async (tx) => spendCounter(zone)(tx, await insertCalls(tx, calls)))
+
+    const matches = (p: string | null, v: string) => p === null || (p.endsWith('*') ? v.startsWith(p.slice(0, -1)) : v === p)
+    const rows = await store.all<{ rule_key: string; period: string; period_start: number; session: string; spent_usd: number }>(
+      'SELECT rule_key, period, period_start, session, spent_usd FROM budget_spend WHERE api_key_hash = @k',
+      { k: hashKey(key) },
+    )
+    expect(rows).toHaveLength(rules.length * 5)
+    for (const row of rows) {
+      const rule = rules.find((r) => ruleKey(r) === row.rule_key)!
+      let want = 0
+      for (const c of calls) {
+        if (c.api_key_hash !== hashKey(key) || !(c.cost_usd > 0) || c.billing === 'subscription') continue
+        if (!matches(rule.provider, c.provider) || !matches(rule.model_pattern, c.model) || !matches(rule.agent, c.agent) || !matches(rule.tenant, c.tenant)) continue
+        const start = { daily: clock.dayOf(c.ts).start, weekly: clock.weekOf(c.ts).start, monthly: clock.monthOf(c.ts).start }[row.period as 'daily']
+        if (row.period === 'session' ? c.session === row.session : start === row.period_start) want += c.cost_usd
+      }
+      expect({ ...row, spent_usd: Math.round(row.spent_usd * 1e6) }).toEqual({ ...row, spent_usd: Math.round(want * 1e6) })
+    }
+    // Not vacuous: the scopes split the calls differently.
+    expect(new Set(rows.map((r) => Math.round(r.spent_usd * 1e6))).size).toBeGreaterThan(4)
+  }, 60_000)
+})
+
 describe('each call once', () => {
   it('a call settled on its rule’s rows is not added to them again when stored, after a spill and a restart too', async () => {
     const url = pg.createDatabase()

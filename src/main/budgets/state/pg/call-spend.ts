@@ -43,10 +43,16 @@ export async function lockKeyForSeed(tx: SqlStore, keyHash: string): Promise<voi
   await tx.run(`SELECT pg_advisory_xact_lock(${LOCK_SPACE}, hashtext(@key))`, { key: keyHash })
 }
 
-/** Takes the shared lock of each of these API keys (a transaction storing calls), in one order. */
+/**
+ * Takes the shared lock of each of these API keys (a transaction storing calls), in one order.
+ * The same statement turns JIT compilation off for the rest of the transaction: the planner's
+ * estimate for ADD_CALLS_SQL (it cannot know how few rows an `unnest` or a skip scan gives) is
+ * past `jit_above_cost`, and compiling it costs hundreds of milliseconds for a statement that
+ * runs in a few.
+ */
 export async function lockKeysForCalls(tx: SqlStore, keyHashes: readonly string[]): Promise<void> {
   await tx.run(
-    `SELECT pg_advisory_xact_lock_shared(${LOCK_SPACE}, h)
+    `SELECT pg_advisory_xact_lock_shared(${LOCK_SPACE}, h), set_config('jit', 'off', true)
        FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest(@keys::text[]) AS k ORDER BY 1) AS s`,
     { keys: [...new Set(keyHashes)] },
   )
@@ -75,39 +81,56 @@ export function tagOf(rk: string): string {
 
 /** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
 function scopeCond(i: number, col: string): string {
-  const p = `(x.rk ->> ${i})`
+  const p = `(b.rk ->> ${i})`
   return `(${p} IS NULL OR CASE WHEN right(${p}, 1) = '*' THEN starts_with(c.${col}, left(${p}, -1)) ELSE c.${col} = ${p} END)`
 }
 
 /**
- * One statement per batch: the counted calls as arrays, joined to the spend rows of their keys
- * (calendar rows by the period start of the call's arrival, session rows by its session), each
- * row's rule scope read back from its key ([api_key_pattern, provider, model_pattern, agent,
- * tenant], the pattern matched already by the row being the key's), and the rows locked in id
- * order (as admission and settlement lock them) before each gets the sum of its calls.
+ * One statement per batch. The counted calls come as arrays, summed per distinct identity first
+ * (a batch holds few: the same key, periods, session and scope again and again). Each sum is
+ * looked for in the spend rows of every rule key by the rows' unique index (rule key, API key,
+ * period, start, session): the rule keys are read by a skip scan of that index (one probe per
+ * distinct rule key, and there are few), so the cost does not grow with the rows of old periods,
+ * sessions and other keys. A row's rule scope is read back from its key ([api_key_pattern,
+ * provider, model_pattern, agent, tenant]; the pattern is matched already by the row being the
+ * key's). The rows are locked in id order (as admission and settlement lock them) before each
+ * gets the sum of its calls.
  */
-export const ADD_CALLS_SQL = `WITH c AS (
-    SELECT * FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
-                         @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
-      AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled)
+export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
+    (SELECT rule_key FROM budget_spend ORDER BY rule_key LIMIT 1)
+    UNION ALL
+    SELECT (SELECT b.rule_key FROM budget_spend b WHERE b.rule_key > rks.rule_key ORDER BY b.rule_key LIMIT 1)
+      FROM rks WHERE rks.rule_key IS NOT NULL
+  ),
+  c AS (
+    SELECT key, day, week, month, session, provider, model, agent, tenant, settled, SUM(cost) AS cost
+      FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
+                  @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
+        AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled)
+     GROUP BY key, day, week, month, session, provider, model, agent, tenant, settled
+  ),
+  want AS (
+    SELECT c.*, w.period, w.start, w.sess
+      FROM c CROSS JOIN LATERAL (VALUES ('daily', c.day, ''), ('weekly', c.week, ''), ('monthly', c.month, ''), ('session', 0::bigint, c.session))
+        AS w (period, start, sess)
+     WHERE w.period <> 'session' OR c.session <> ''
   ),
   hits AS (
     SELECT b.id, SUM(c.cost) AS cost
-      FROM c
-      JOIN budget_spend b
-        ON b.api_key_hash = c.key
-       AND ((b.period = 'daily' AND b.period_start = c.day AND b.session = '')
-         OR (b.period = 'weekly' AND b.period_start = c.week AND b.session = '')
-         OR (b.period = 'monthly' AND b.period_start = c.month AND b.session = '')
-         OR (b.period = 'session' AND b.period_start = 0 AND c.session <> '' AND b.session = c.session))
-      CROSS JOIN LATERAL (SELECT b.rule_key::jsonb AS rk) x
+      FROM want c
+      JOIN rks r ON r.rule_key IS NOT NULL
+      -- One probe of the unique index per identity and rule key (LIMIT 1 keeps it a probe).
+      CROSS JOIN LATERAL (
+        SELECT s.id, s.rule_key::jsonb AS rk, s.rule_key FROM budget_spend s
+         WHERE s.rule_key = r.rule_key AND s.api_key_hash = c.key AND s.period = c.period AND s.period_start = c.start AND s.session = c.sess
+         LIMIT 1
+      ) b
      WHERE ${scopeCond(1, 'provider')} AND ${scopeCond(2, 'model')} AND ${scopeCond(3, 'agent')} AND ${scopeCond(4, 'tenant')}
        AND (c.settled = '' OR encode(sha256(convert_to(b.rule_key, 'UTF8')), 'hex') <> c.settled)
      GROUP BY b.id
   ),
-  locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT id FROM hits) ORDER BY id FOR UPDATE)
-  UPDATE budget_spend b SET spent_usd = b.spent_usd + h.cost
-    FROM hits h WHERE b.id = h.id AND b.id IN (SELECT id FROM locked)`
+  locked AS (SELECT s.id, h.cost FROM budget_spend s JOIN hits h ON h.id = s.id ORDER BY s.id FOR UPDATE OF s)
+  UPDATE budget_spend b SET spent_usd = b.spent_usd + l.cost FROM locked l WHERE b.id = l.id`
 
 /**
  * Adds the cost of `rows` (just inserted by `tx`, not yet committed) to the spend rows they
