@@ -8,7 +8,7 @@ import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
 import { Meter } from '../../src/main/budgets/meter'
 import type { Rule } from '../../src/main/budgets/rules'
-import { settledTag, spendCounter } from '../../src/main/budgets/state/pg/call-spend'
+import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { Limiter } from '../../src/main/budgets/state/pg/limiter'
 import { SpendRows } from '../../src/main/budgets/state/pg/spend-rows'
 import { ruleKey } from '../../src/main/budgets/state/pg/sql'
@@ -96,6 +96,7 @@ const claudeCall = (t: TestServer, key: string): Promise<Reply> =>
   })
 
 interface SpendRow {
+  id: number
   rule_key: string
   period: string
   spent_usd: number
@@ -103,7 +104,7 @@ interface SpendRow {
 }
 
 async function rowsOf(store: PostgresStore, key: string): Promise<SpendRow[]> {
-  return store.all<SpendRow>('SELECT rule_key, period, spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k ORDER BY id', {
+  return store.all<SpendRow>('SELECT id, rule_key, period, spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k ORDER BY id', {
     k: hashKey(key),
   })
 }
@@ -372,12 +373,14 @@ describe('each call once', () => {
     const a = await decided(gate.admit(ctx(key)))
     expect(a.refuse).toBeUndefined()
     const b = await decided(gate.admit(ctx(key)))
+    const [{ id: rowId }] = await rowsOf(store, key)
     // ...then it goes away: the calls end, their settlements wait, the ledger spills.
     pg.stopServer()
     let spilled: string | undefined
     try {
       const tagA = a.settle!(0.3)
-      expect(tagA).toBe(settledTag(rule))
+      // The rule has a daily limit only: its one row.
+      expect(tagA).toBe(String(rowId))
       ledger.record(record(key, 0.3, { budget_settled: tagA as string }))
       // A call that failed settles at 0 and carries nothing; a call under no admission (stored by another path) neither.
       expect(b.settle!(0)).toBeUndefined()
@@ -390,8 +393,8 @@ describe('each call once', () => {
     } finally {
       pg.startServer()
     }
-    // The tag survives the spill file.
-    expect(spilled).toContain(`"budget_settled":"${settledTag(rule)}"`)
+    // The settled rows survive the spill file.
+    expect(spilled).toContain(`"budget_settled":"${rowId}"`)
     expect(await state.settled(20)).toBe(true)
     // A new start writes the spill file: only the untagged call is added to the row.
     ledger = ledgerOn()
@@ -403,6 +406,44 @@ describe('each call once', () => {
     await ledger.close()
     await state.close()
   }, 90_000)
+
+  it('a rule whose limits changed: a call settled on some of its rows is still added, once stored, to the others', async () => {
+    const url = pg.createDatabase()
+    const store = pgStore(url)
+    await migratePostgres(store)
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-limits-'))
+    dirs.push(dir)
+    const key = 'sk-limits-aaaaaaaa-0001'
+    // Runtime rules (as the admin API makes them), so that they can be changed.
+    const both: Rule = { ...blockRule('sk-limits-*'), monthly_limit_usd: 10, source: 'runtime' }
+    const state = new PgBudgetState(store)
+    const engine = new BudgetEngine('UTC', 1, [], [both], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
+    const gate = sharedBudgetGate(engine)
+    const ledger = new PgLedger(store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir })
+    ledger.onBatchTx(spendCounter(UTC))
+    ledger.start()
+    const call = async (cost: number) => {
+      const a = await decided(gate.admit(ctx(key)))
+      expect(a.refuse).toBeUndefined()
+      const settled = a.settle!(cost)
+      ledger.record(record(key, cost, typeof settled === 'string' ? { budget_settled: settled } : {}))
+    }
+    try {
+      await call(0.25) // reserves on the daily and the monthly row
+      // The monthly limit is dropped (same key pattern and scope: the same rows), the next call reserves on the daily row only...
+      engine.setRuntimeRules([{ ...blockRule('sk-limits-*'), source: 'runtime' }])
+      await call(0.5)
+      expect(await ledger.flushed()).toBe(true)
+      expect(await state.settled()).toBe(true)
+      // ...and its storing adds it to the monthly row, which it did not settle on.
+      const rows = await rowsOf(store, key)
+      expect(rows.map((r) => r.period).sort()).toEqual(['daily', 'monthly'])
+      for (const r of rows) expect(close(r.spent_usd, 0.75)).toBe(true)
+    } finally {
+      await ledger.close()
+      await state.close()
+    }
+  }, 60_000)
 
   it('a row created while a transaction storing a call of its key is still open counts that call once', async () => {
     const url = pg.createDatabase()

@@ -37,8 +37,8 @@ export interface Decision {
   warnings: Warning[]
   /**
    * The call ended, with its real cost (0 when it failed): frees its reservation. Returns the
-   * tag of the rule whose shared spend rows (postgres) the cost was added to, for the call's
-   * record (`CallRecord.budget_settled`); nothing when no shared row took it.
+   * shared spend rows (postgres) the cost was added to, for the call's record
+   * (`CallRecord.budget_settled`); nothing when no shared row took it.
    */
   settle?: (costUsd?: number) => string | void
 }

@@ -40,10 +40,10 @@ export interface CallRecord {
    */
   call_key?: string
   /**
-   * Shared budget state (PostgreSQL) only, never a `calls` column: the tag (budgets/state/pg/
-   * call-spend.ts `settledTag`) of the block rule whose spend rows this call's own reservation
-   * settled its cost on, so that storing the call does not add it to those rows again. Kept in
-   * memory and in the PostgreSQL ledger's spill files; absent for every other call.
+   * Shared budget state (PostgreSQL) only, never a `calls` column: the ids of the spend rows
+   * (`budget_spend`, comma-separated) this call's own reservation settled its cost on, so that
+   * storing the call does not add it to those rows again (budgets/state/pg/call-spend.ts). Kept
+   * in memory and in the PostgreSQL ledger's spill files; absent for every other call.
    */
   budget_settled?: string
 }

@@ -65,7 +65,7 @@ export interface Admission {
   afterSend?: () => void
   /**
    * Called once when the call has ended, with its real cost (0 when it failed). May return the
-   * tag of the budget rule whose shared spend rows took the cost (`CallRecord.budget_settled`).
+   * shared budget spend rows that took the cost (`CallRecord.budget_settled`).
    */
   settle?: (costUsd: number) => string | void
   /**
@@ -120,7 +120,7 @@ export function everyCredential(inner: CallGate): CallGate {
         return Object.keys(headers).length ? headers : undefined
       }
       const combined = (): Admission => {
-        // The billed key (asked first) is the call's recorded key: its tag is the call's.
+        // The billed key (asked first) is the call's recorded key: its rows are the call's.
         const settle = (cost: number): string | void => {
           let tag: string | void = undefined
           admitted.forEach((a, i) => {

@@ -101,7 +101,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           response_id: responseId,
           project: s.ctx.project,
         }
-        // Shared budget state: the rule whose spend rows already took this cost (not again on storing it).
+        // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled
         opts.ledger.record(call)
       }

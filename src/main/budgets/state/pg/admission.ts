@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto'
 import type { SqlParams, SqlStore } from '../../../storage/sql'
 import type { PeriodState } from '../../meter'
 import type { ReserveOutcome, ReserveRequest } from '../types'
-import { settledTag } from './call-spend'
 import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
 import type { SpendRows } from './spend-rows'
@@ -100,7 +99,7 @@ export class Admission {
     const took = rows.filter((r) => r.took)
     if (took.length === periods.length) {
       const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
-      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), settledTag(req.rule)) }
+      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id)) }
     }
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
     for (const p of periods) {

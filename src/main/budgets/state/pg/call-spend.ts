@@ -1,10 +1,7 @@
-import { createHash } from 'node:crypto'
 import { type Config, WEEKDAYS } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
 import { PeriodClock } from '../../../time/zone'
-import type { Rule } from '../../rules'
-import { ruleKey } from './sql'
 
 /**
  * Every stored call counts in every spend row it belongs to (README: Budgets across instances).
@@ -17,8 +14,8 @@ import { ruleKey } from './sql'
  * transaction: a call written twice (a replayed batch) is inserted, and so counted, once.
  *
  * Except the rows its own reservation settled: a call admitted under block rule A has its cost
- * added to A's rows by its settlement (settlements.ts) at once, so it carries A's tag
- * (`CallRecord.budget_settled`) and is not added to A's rows a second time.
+ * added to the rows of A it reserved on by its settlement (settlements.ts) at once, so it carries
+ * those rows' ids (`CallRecord.budget_settled`) and is not added to them a second time.
  *
  * A seed and a batch must not miss each other: a seed reading `calls` while a batch has inserted
  * calls but not committed would not see them, and the batch's UPDATE would not see the row the
@@ -58,25 +55,20 @@ export async function lockKeysForCalls(tx: SqlStore, keyHashes: readonly string[
   )
 }
 
-const tags = new WeakMap<Rule, string>()
-
 /**
- * What a call admitted under `rule` carries to name the rule whose spend rows its settlement
- * already counts: a digest of the rule's key (the key holds the rule's API key pattern, which
- * can be a whole key, and calls go to spill files and listeners).
+ * What a call whose reservation took spend rows `ids` carries (`CallRecord.budget_settled`): its
+ * settlement adds its cost to exactly those rows, so storing it skips exactly those (the ids, not
+ * the rule: a period the rule no longer limits, or a day that turned between the call's arrival
+ * and its admission, still gets the call from its storing).
  */
-export function settledTag(rule: Rule): string {
-  let t = tags.get(rule)
-  if (t === undefined) {
-    t = tagOf(ruleKey(rule))
-    tags.set(rule, t)
-  }
-  return t
+export function settledRows(ids: readonly number[]): string {
+  return ids.join(',')
 }
 
-/** sha256 of a rule key, hex: what the statement below computes from `budget_spend.rule_key`. */
-export function tagOf(rk: string): string {
-  return createHash('sha256').update(rk, 'utf8').digest('hex')
+/** A `budget_settled` as the statement takes it: ids separated by commas, or '' (anything else, e.g. an edited spill file, is ''). */
+function settledOf(r: CallRecord): string {
+  const v = r.budget_settled
+  return typeof v === 'string' && /^\d{1,18}(,\d{1,18})*$/.test(v) ? v : ''
 }
 
 /** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
@@ -126,7 +118,7 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
          LIMIT 1
       ) b
      WHERE ${scopeCond(1, 'provider')} AND ${scopeCond(2, 'model')} AND ${scopeCond(3, 'agent')} AND ${scopeCond(4, 'tenant')}
-       AND (c.settled = '' OR encode(sha256(convert_to(b.rule_key, 'UTF8')), 'hex') <> c.settled)
+       AND (c.settled = '' OR b.id <> ALL (string_to_array(c.settled, ',')::bigint[]))
      GROUP BY b.id
   ),
   locked AS (SELECT s.id, h.cost FROM budget_spend s JOIN hits h ON h.id = s.id ORDER BY s.id FOR UPDATE OF s)
@@ -158,7 +150,7 @@ export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[],
     p.model[i] = r.model
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
-    p.settled[i] = typeof r.budget_settled === 'string' ? r.budget_settled : ''
+    p.settled[i] = settledOf(r)
   }
   await lockKeysForCalls(tx, p.key)
   await tx.run(ADD_CALLS_SQL, p)

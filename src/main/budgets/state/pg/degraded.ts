@@ -5,7 +5,7 @@ import type { Reservation, ReserveOutcome, ReserveRequest } from '../types'
  * Admission while PostgreSQL does not answer: calls are decided on this instance's own meter
  * (every instance's calls as last read, plus its own since), so agents are not stranded; the
  * limit is then per instance. Nothing is reserved in the database, so the settlement writes
- * nothing there: such a call carries no `settles` tag, and its cost joins the shared spend rows
+ * nothing there: such a call carries no `settles` rows, and its cost joins the shared spend rows
  * when the ledger stores it (call-spend.ts), in the transaction that stores it, once — or, for
  * a row created after that, through the row's seed from `calls`.
  */

@@ -1,5 +1,6 @@
 import type { SqlStore } from '../../../storage/sql'
 import type { Reservation } from '../types'
+import { settledRows } from './call-spend'
 import type { Limiter } from './limiter'
 
 /**
@@ -21,8 +22,8 @@ export class Settlements {
     private readonly db: Limiter,
   ) {}
 
-  /** The handle of reservation `rid` on spend rows `ids` (of the rule tagged `tag`): settled or released once. */
-  reservation(rid: string, ids: number[], tag: string): Reservation {
+  /** The handle of reservation `rid` on spend rows `ids`: settled or released once. */
+  reservation(rid: string, ids: number[]): Reservation {
     let done = false
     const settle = (cost: number) => {
       if (done) return
@@ -30,7 +31,7 @@ export class Settlements {
       this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0 })
       this.write(rid, ids, cost > 0 ? cost : 0)
     }
-    return { settle, release: () => settle(0), settles: tag }
+    return { settle, release: () => settle(0), settles: settledRows(ids) }
   }
 
   /** Writes again the settlements the database refused (those not being written now). */
