@@ -1,5 +1,5 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -13,6 +13,7 @@ import { Limiter } from '../../src/main/budgets/state/pg/limiter'
 import { SpendRows } from '../../src/main/budgets/state/pg/spend-rows'
 import { ruleKey } from '../../src/main/budgets/state/pg/sql'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
+import { runCli } from '../../src/main/cli/program'
 import { importLogs } from '../../src/main/import/importer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { insertCalls } from '../../src/main/ledger/pg/insert'
@@ -290,6 +291,77 @@ function record(key: string, cost: number, over: Partial<CallRecord> = {}): Call
 function blockRule(pattern: string): Rule {
   return { ...DEFAULT_RULE_OPTIONS, api_key_pattern: pattern, daily_limit_usd: 10, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', created_at: null } as Rule
 }
+
+describe('imported logs through every way in: the CLI import, the sync before `burnrate status`, a server watching the logs', () => {
+  /** A database with the row a `*` rule keeps for calls made without a key, for the month of the sample Codex logs. */
+  async function databaseWithRow(): Promise<{ url: string; store: PostgresStore; row: () => Promise<number> }> {
+    const url = pg.createDatabase()
+    const store = pgStore(url)
+    await migratePostgres(store)
+    const clock = new PeriodClock('UTC')
+    const ts = Date.parse('2026-11-20T11:00:01.100Z')
+    const rule = { ...DEFAULT_RULE_OPTIONS, api_key_pattern: '*', monthly_limit_usd: 100, action: 'block', source: 'config', created_at: null } as Rule
+    const month = clock.monthOf(ts)
+    const periods = [{ period: 'monthly' as const, limit: 100, spent: 0, start: month.start, resetsAt: month.end }]
+    await new SpendRows(store, new Limiter(2)).ensure(ruleKey(rule), { rule, meter: new Meter(rule, clock), keyHash: '', session: '', ts, periods, amount: 0 }, periods)
+    const row = async () => (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = ''"))!.spent_usd
+    return { url, store, row }
+  }
+
+  const saved = { ...process.env }
+  let home: string
+  beforeAll(() => {
+    home = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-home-'))
+    dirs.push(home)
+    cpSync(resolve(__dirname, '../fixtures/agent-logs/codex'), join(home, '.codex'), { recursive: true })
+  })
+  /** Runs the CLI with the ledger in `url`, this home and a fresh data folder (output discarded). */
+  async function cli(url: string, ...args: string[]): Promise<number> {
+    const stdout = process.stdout.write
+    const stderr = process.stderr.write
+    process.stdout.write = (() => true) as typeof process.stdout.write
+    process.stderr.write = (() => true) as typeof process.stderr.write
+    Object.assign(process.env, { HOME: home, BURNRATE_DATABASE_URL: url, BURNRATE_DATA_DIR: mkdtempSync(join(home, 'data-')) })
+    for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME', 'BURNRATE_CONFIG', 'BURNRATE_URL']) delete process.env[v]
+    try {
+      return await runCli(args)
+    } finally {
+      process.stdout.write = stdout
+      process.stderr.write = stderr
+      for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
+      Object.assign(process.env, saved)
+    }
+  }
+
+  it('burnrate import', async () => {
+    const { url, store, row } = await databaseWithRow()
+    expect(await cli(url, 'import', 'codex', '--path', join(home, '.codex/sessions'), '--local', '--json')).toBe(0)
+    const cost = await callsCost(store, '')
+    expect(cost).toBeGreaterThan(0)
+    expect(close(await row(), cost)).toBe(true)
+  }, 60_000)
+
+  it('burnrate status (reads the standard log folders first)', async () => {
+    const { url, store, row } = await databaseWithRow()
+    expect(await cli(url, 'status', '--local', '--json')).toBe(0)
+    const cost = await callsCost(store, '')
+    expect(cost).toBeGreaterThan(0)
+    expect(close(await row(), cost)).toBe(true)
+  }, 60_000)
+
+  it('a server with import.watch', async () => {
+    const { url, store, row } = await databaseWithRow()
+    process.env.HOME = home
+    for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
+    try {
+      await server({ storage: { url }, import: { watch: true } })
+      await eventually(async () => (await store.get<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE source = 'import'"))!.n === 2, 30_000)
+    } finally {
+      Object.assign(process.env, saved)
+    }
+    expect(close(await row(), await callsCost(store, ''))).toBe(true)
+  }, 60_000)
+})
 
 describe('which rows a stored call counts in', () => {
   it('every row whose scope (exact or prefix patterns) and period (in the configured zone and week start) the call matches, as the engine reads them', async () => {

@@ -186,9 +186,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     void import('../import/watcher').then(({ LogWatcher }) => {
       if (closing) return
       // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
-      const store = storage.store.dialect === 'postgres' ? storage.store : undefined
-      const countSpend = store ? spendCounter(config) : undefined
-      const w = new LogWatcher({ db, ledger, pricer, log, store, countSpend }).start()
+      const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config) } : {}
+      const w = new LogWatcher({ db, ledger, pricer, log, ...target }).start()
       closers.unshift(() => w.stop())
     })
   }
