@@ -23,8 +23,11 @@ import { PeriodClock } from '../../../time/zone'
  * UPDATE and holds it to its commit, and the seed takes the same lock EXCLUSIVELY in its own
  * transaction before its INSERT … SELECT: either the seed waits for the batch's commit (and its
  * snapshot, taken after the lock, sees the batch's calls) or the batch waits for the seed's (and
- * its UPDATE, a later statement, sees the new row). Batches never wait on each other (shared),
- * and a seed holds one lock and waits on nothing else while it holds it, so no cycle can form.
+ * its UPDATE, a later statement, sees the new row). Taking it after the INSERT is enough: what
+ * matters is that it is held from before the UPDATE's snapshot until the commit. Batches never
+ * wait on each other (shared), and a seed holds one lock and waits on nothing else while it
+ * holds it, so no cycle can form. Every transaction storing calls counts spend before it folds
+ * rollups, so they all lock spend rows before rollup rows.
  */
 
 /**
