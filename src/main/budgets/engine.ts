@@ -35,8 +35,12 @@ export interface Decision {
   refuse?: Refusal
   /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
   warnings: Warning[]
-  /** The call ended, with its real cost (0 when it failed): frees its reservation. */
-  settle?: (costUsd?: number) => void
+  /**
+   * The call ended, with its real cost (0 when it failed): frees its reservation. Returns the
+   * shared spend rows (postgres) the cost was added to, for the call's record
+   * (`CallRecord.budget_settled`); nothing when no shared row took it.
+   */
+  settle?: (costUsd?: number) => string | void
 }
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
@@ -308,6 +312,7 @@ export class BudgetEngine implements BudgetMonitor {
       settle: (costUsd = 0) => {
         r.settle(costUsd)
         this.settling = ctx
+        return costUsd > 0 ? r.settles : undefined
       },
     }
   }

@@ -1,4 +1,3 @@
-import { WEEKDAYS } from '../config/schema'
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
@@ -13,6 +12,7 @@ import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
 import { PgRuleStore } from './shared-rules'
 import { firstLoad } from '../storage/shared-table'
+import { weekStartDay } from './state/pg/call-spend'
 import { PgBudgetState } from './state/postgres'
 import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
@@ -45,11 +45,6 @@ function configRules(ctx: ServerContext): Rule[] {
     }
     return { ...checked.rule, source: 'config', created_at: null }
   })
-}
-
-/** JS weekday (0 = Sunday) of `budgets.week_start`. */
-function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
-  return (WEEKDAYS.indexOf(name) + 1) % 7
 }
 
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
