@@ -27,6 +27,7 @@ import { spillFiles } from '../../src/main/reliability/spill'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
+import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, type Reply } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -38,8 +39,8 @@ import { CLAUDE_FIXTURE, NANO_COST, NANO_FIXTURE, fixtureModel } from './support
  * PostgreSQL spend rows count every call their rule matches (README: Budgets → "Each rule's
  * spend is that of all the calls it matches, whichever rule they were under"), however the call
  * reached `calls`: another rule's admission on another instance, a `warn` rule, a rule with no
- * money limit, `POST /api/ingest`, imported logs; once each, after a spill and restart too, and
- * when a row is created while a batch storing calls is still open.
+ * money limit, imported logs; once each, after a spill and restart too, and when a row is
+ * created while a batch storing calls is still open. Calls a team server ingests count in none.
  */
 
 /** claude-sonnet-4-5: 12 input, 29 output (fixtures README). */
@@ -195,15 +196,13 @@ describe('a spend row counts the calls of every rule it matches (two servers on 
 })
 
 describe('calls that reach `calls` without an admission', () => {
-  it('POST /api/ingest adds a batch to the existing row once; the same batch again adds nothing', async () => {
+  it('POST /api/ingest: a team server counts ingested calls in no budget, in the seed or after it (README: Team)', async () => {
     const url = pg.createDatabase()
     const token = 'team-token-pg-spend-alice-5e1f'
-    const t = await server({ storage: { url }, team: { members: [{ name: 'alice', token }] }, budgets: { rules: [{ api_key_pattern: 'sk-ingest-*', daily_limit_usd: 5, action: 'block' }] } })
+    // $0.30 a day: the ingested calls below ($0.503) would be over it if they counted.
+    const t = await server({ ...ADMIN_CONFIG, storage: { url }, team: { members: [{ name: 'alice', token }] }, budgets: { rules: [{ api_key_pattern: 'sk-ingest-*', daily_limit_usd: 0.3, action: 'block' }] } })
     const key = 'sk-ingest-aaaaaaaa-0001'
-    expect((await openaiCall(t, key)).status).toBe(200)
-    expect(await t.server.ledger.flushed()).toBe(true)
     const store = pgStore(url)
-    await eventually(async () => (await rowsOf(store, key)).length === 1 && close((await rowsOf(store, key))[0].spent_usd, NANO_COST), 20_000)
 
     // Calls this key made on a member's Burnrate (today, UTC), one on a subscription (no money).
     const now = Date.now()
@@ -214,18 +213,23 @@ describe('calls that reach `calls` without an admission', () => {
       reasoning_tokens: 0, cost_usd: 0.25 + id / 1000, priced: true, estimated: false, latency_ms: 10, response_id: `r_${id}`, source: 'proxy',
       billing: 'api', project: '', member: '', ...over,
     })
-    const batch = [call(1), call(2), call(3, { billing: 'subscription' })]
-    const first = await postJson(`${t.url}/api/ingest`, { calls: batch }, { authorization: `Bearer ${token}` })
-    expect(first.status).toBe(200)
-    expect(first.json()).toMatchObject({ accepted: 3, duplicates: 0 })
-    const want = NANO_COST + 0.251 + 0.252
-    expect(close(await callsCost(store, hashKey(key)), want)).toBe(true)
-    expect(close((await rowsOf(store, key))[0].spent_usd, want)).toBe(true)
+    const ingest = async (batch: unknown[]) => (await postJson(`${t.url}/api/ingest`, { calls: batch }, { authorization: `Bearer ${token}` })).json()
 
-    const again = await postJson(`${t.url}/api/ingest`, { calls: batch }, { authorization: `Bearer ${token}` })
-    expect(again.json()).toMatchObject({ accepted: 0, duplicates: 3 })
-    expect(close((await rowsOf(store, key))[0].spent_usd, want)).toBe(true)
-    // And the next call of the key is decided on it: 5 - 0.503 left, admitted.
+    // Before the key's row exists: the row's seed leaves them out.
+    expect(await ingest([call(1), call(2), call(3, { billing: 'subscription' })])).toMatchObject({ accepted: 3, duplicates: 0 })
+    expect((await openaiCall(t, key)).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    await eventually(async () => (await rowsOf(store, key)).length === 1 && close((await rowsOf(store, key))[0].spent_usd, NANO_COST), 20_000)
+    // Stored all the same: in every dashboard total.
+    expect(close(await callsCost(store, hashKey(key)), NANO_COST + 0.251 + 0.252)).toBe(true)
+
+    // After it: storing them adds nothing to it; a replayed batch neither.
+    expect(await ingest([call(4), call(5)])).toMatchObject({ accepted: 2, duplicates: 0 })
+    expect(await ingest([call(4), call(5)])).toMatchObject({ accepted: 0, duplicates: 2 })
+    expect(close((await rowsOf(store, key))[0].spent_usd, NANO_COST)).toBe(true)
+    // The meters the instance reads from the database (a rule change reloads them) leave them out too.
+    expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 1, action: 'warn' } })).status).toBe(201)
+    // So the key's own calls are decided on its own spend: admitted.
     expect((await openaiCall(t, key)).status).toBe(200)
   }, 60_000)
 

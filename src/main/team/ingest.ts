@@ -1,6 +1,5 @@
 import express, { type Request, type Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
-import { spendCounter } from '../budgets/state/pg/call-spend'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
@@ -19,8 +18,7 @@ export const INGEST_MAX_BODY = '8mb'
  * Burnrate recorded, stored under the member its token belongs to, idempotent by (member, id).
  * Only with `team.members` configured; otherwise the path is the contract's 404.
  * Per call: the good calls of a batch are stored even when others are refused (listed in
- * `rejected`). Budgets do not admit ingested calls (they were made, and checked, on the sender);
- * on PostgreSQL their cost counts in the shared budget spend rows they belong to.
+ * `rejected`). Budgets are not run on ingested calls (they were made, and checked, on the sender).
  */
 export function ingestRoutes(ctx: ServerContext): void {
   if (ctx.config.team.members.length === 0) return
@@ -128,11 +126,10 @@ export function ingestRoutes(ctx: ServerContext): void {
 function storeFor(ctx: ServerContext): (rows: readonly IngestRow[]) => Promise<Stored> {
   if (ctx.store.dialect === 'postgres') {
     const ledger = ctx.ledger as PgLedger
-    const countSpend = spendCounter(ctx.config)
     return async (rows) => {
       // The ledger migrates the schema before its first write: until then, wait for it (or answer 503).
       if (!ledger.storage.ready && !(await ledger.flushed())) throw new Error(`PostgreSQL is not ready: ${ledger.storage.last_error}`)
-      return storeIngestedPg(ctx.store, rows, countSpend)
+      return storeIngestedPg(ctx.store, rows)
     }
   }
   const writer = new RollupWriter(ctx.db)

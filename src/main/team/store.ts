@@ -1,4 +1,3 @@
-import type { SpendCounter } from '../budgets/state/pg/call-spend'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { CALL_COLUMNS, callValues } from '../ledger/columns'
 import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
@@ -62,8 +61,7 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
 /**
  * PostgreSQL: the same batch in one statement (`unnest`, one array per column), keyed on the
  * unique index `calls_origin (member, origin_id)`; RETURNING names the rows this statement
- * inserted, and exactly those go into the rollups and the budget spend rows (`countSpend`), in
- * the same transaction. Two team instances
+ * inserted, and exactly those go into the rollups, in the same transaction. Two team instances
  * taking the same batch at once: the second's insert waits on the first's index entries and,
  * once it commits, inserts (and counts) nothing. Rows go in by id, so two overlapping batches
  * lock their entries in one order and never wait on each other in a cycle.
@@ -78,7 +76,7 @@ const PG_STORED_SQL = 'SELECT origin_id, ts, model, cost_usd FROM calls WHERE me
 /** Deadlock or serialization failure: the transaction was rolled back whole and goes again. */
 const MAX_TX_ATTEMPTS = 5
 
-export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[], countSpend?: SpendCounter): Promise<Stored> {
+export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[]): Promise<Stored> {
   if (rows.length === 0) return { stored: [], clashes: [] }
   const byId = [...rows].sort((a, b) => a.origin_id - b.origin_id).map((r) => ({ ...r, record: pgSafe(r.record) }))
   const member = byId[0].record.member ?? ''
@@ -101,9 +99,6 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
           if (id === undefined) others.push(r)
           else stored.push({ ...r.record, id })
         }
-        // The calls stored now (a replayed batch: none) count in the budget spend rows, in this
-        // transaction; spend rows before rollups, the order a ledger batch locks them in.
-        await countSpend?.(tx, stored)
         await applyRollups(tx, stored)
         const clashes: IngestRow[] = []
         if (others.length > 0) {

@@ -7,11 +7,14 @@ import { PeriodClock } from '../../../time/zone'
  * Every stored call counts in every spend row it belongs to (README: Budgets across instances).
  *
  * A spend row (`budget_spend`) starts from the calls already in `calls` (spend-rows.ts, the
- * seed); from then on each transaction that stores calls (the ledger's batches, `POST
- * /api/ingest`, imported logs) adds their cost to every EXISTING row of the same API key whose
+ * seed); from then on each transaction that stores calls (the ledger's batches, imported logs)
+ * adds their cost to every EXISTING row of the same API key whose
  * rule scope the call matches, for the period that contains its arrival time (this instance's
  * `timezone` and `budgets.week_start`, as the Meter counts) or its session, in that same
  * transaction: a call written twice (a replayed batch) is inserted, and so counted, once.
+ * Calls a team server ingests (`POST /api/ingest`, `origin_id` set) count in no budget, here or
+ * in the seed: they were made, and checked against the member's own rules, on the member's
+ * Burnrate (README: Team), as on SQLite.
  *
  * Except the rows its own reservation settled: a call admitted under block rule A has its cost
  * added to the rows of A it reserved on by its settlement (settlements.ts) at once, so it carries

@@ -69,7 +69,7 @@ export class SpendRows {
       await tx.run(
       `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
        SELECT @rk, @key, @period, @start, @session, COALESCE(SUM(cost_usd), 0), 0, ${NOW_MS} FROM calls
-        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription'${session ? ' AND session = @session' : ''}${scope}
+        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription' AND origin_id IS NULL${session ? ' AND session = @session' : ''}${scope}
        ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
         params,
       )
