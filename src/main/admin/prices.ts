@@ -84,7 +84,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     try {
       const model = segments.slice(0, -1).join('/')
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
-      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true'))
+      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', ctx.budgets))
     } catch (err) {
       next(err)
     }

@@ -2,9 +2,9 @@ import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { HistoryRow } from './engine'
 
-/** The recorded calls the meters start from, per minute (as SQLite's: calls a team server ingested count in no budget). */
+/** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
-       (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
+       (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, (ts / 60000) * 60000`
 
 /** This month's keys, for the key registry. */
