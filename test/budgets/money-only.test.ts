@@ -6,6 +6,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { chatAnswer } from '../pricing/support'
 
 // What a budget rule's meter counts is money: the calls' costs as the ledger holds them now.
 // A re-priced call moves the meters with the calls; a plan's (subscription) call is not money.
@@ -14,16 +15,6 @@ const MODEL = 'gpt-6.1-sol' // unknown to the bundled prices: recorded unpriced,
 const KEY = 'sk-test-reprice-aaaaaaaaaaaa'
 const PLAN = 'sk-ant-oat01-plan-token-aaaaaaaaaaaaaaaa'
 
-function answer(model: string, prompt: number, completion: number): string {
-  return JSON.stringify({
-    id: 'chatcmpl-x',
-    object: 'chat.completion',
-    model,
-    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-  })
-}
-
 describe('budget meters count money as the ledger holds it', () => {
   let upstream: MockUpstream
   let t: TestServer
@@ -31,7 +22,7 @@ describe('budget meters count money as the ledger holds it', () => {
   beforeAll(async () => {
     upstream = await startMockUpstream((req) => {
       if (req.url.includes('/messages')) return { status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }
-      return { status: 200, headers: { 'content-type': 'application/json' }, body: answer(MODEL, 1_000_000, 100_000) }
+      return { status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }
     })
     t = await startTestServer(
       {

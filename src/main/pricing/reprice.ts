@@ -46,8 +46,12 @@ export async function repriceModel(
   provider: string,
   model: string,
   all: boolean,
-  /** The budget rules' meters, moved with each chunk once it is committed. */
-  budgets?: { adjust(changes: readonly CostAdjustment[]): void } | null,
+  budgets: {
+    /** The budget rules' meters in this process, moved with each chunk once it is committed. */
+    meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
+    /** PostgreSQL's shared spend rows, moved in each chunk's transaction (budgets/state/pg/call-spend.ts). */
+    shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
+  } = {},
 ): Promise<RepriceResult> {
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
@@ -99,6 +103,7 @@ export async function repriceModel(
         }
       }
       await adjustRollups(tx, changes)
+      if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, spend)
       return spend
     })
   for (;;) {
@@ -107,7 +112,7 @@ export async function repriceModel(
     after = rows[rows.length - 1].id
     const moved = await chunk(rows)
     for (const s of moved) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
-    budgets?.adjust(moved)
+    budgets.meters?.adjust(moved)
     if (rows.length < CHUNK) break
     await new Promise((r) => setImmediate(r))
   }

@@ -2,6 +2,7 @@ import { type Config, WEEKDAYS } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
 import { PeriodClock } from '../../../time/zone'
+import type { CostAdjustment } from '../../types'
 
 /**
  * Every stored call counts in every spend row it belongs to (README: Budgets across instances).
@@ -130,33 +131,70 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
   locked AS (SELECT s.id, h.cost FROM budget_spend s JOIN hits h ON h.id = s.id ORDER BY s.id FOR UPDATE OF s)
   UPDATE budget_spend b SET spent_usd = b.spent_usd + l.cost FROM locked l WHERE b.id = l.id`
 
+/** One cost to add to the spend rows a call belongs to (negative: a re-priced call that now costs less). */
+interface SpendItem {
+  api_key_hash: string
+  ts: number
+  cost: number
+  session: string
+  provider: string
+  model: string
+  agent: string
+  tenant: string
+  /** The ids of the rows its settlement already wrote ('' for none). */
+  settled: string
+}
+
 /**
  * Adds the cost of `rows` (just inserted by `tx`, not yet committed) to the spend rows they
  * belong to. Calls that cost nothing or are billed by subscription count nowhere (as the seed
  * leaves them out) and cost no statement; a batch of them costs none at all.
  */
 export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[], clock: PeriodClock): Promise<void> {
-  const counted = rows.filter((r) => r.cost_usd > 0 && r.billing !== 'subscription')
-  if (counted.length === 0) return
-  const n = counted.length
+  const items: SpendItem[] = []
+  for (const r of rows) {
+    if (!(r.cost_usd > 0) || r.billing === 'subscription') continue
+    items.push({
+      api_key_hash: r.api_key_hash, ts: r.ts, cost: r.cost_usd, session: r.session ?? '', provider: r.provider, model: r.model, agent: r.agent,
+      tenant: r.tenant, settled: settledOf(r),
+    })
+  }
+  await addToSpend(tx, items, clock)
+}
+
+/**
+ * Moves the spend rows of re-priced calls (their `cost_usd` just changed by `tx`) by each call's
+ * delta, in every row the call counts in: the rows its own settlement wrote included, since that
+ * settlement counted the old cost. Subscription calls are left out by the caller (as re-pricing
+ * leaves them out of spend).
+ */
+export async function moveSpendOf(tx: SqlStore, changes: readonly CostAdjustment[], clock: PeriodClock): Promise<void> {
+  const items: SpendItem[] = []
+  for (const c of changes) if (c.delta !== 0 && Number.isFinite(c.delta)) items.push({ ...c, cost: c.delta, settled: '' })
+  await addToSpend(tx, items, clock)
+}
+
+async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: PeriodClock): Promise<void> {
+  const n = items.length
+  if (n === 0) return
   const p = {
     key: new Array<string>(n), cost: new Array<number>(n), day: new Array<number>(n), week: new Array<number>(n), month: new Array<number>(n),
     session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), agent: new Array<string>(n),
     tenant: new Array<string>(n), settled: new Array<string>(n),
   }
   for (let i = 0; i < n; i++) {
-    const r = counted[i]
+    const r = items[i]
     p.key[i] = r.api_key_hash
-    p.cost[i] = r.cost_usd
+    p.cost[i] = r.cost
     p.day[i] = clock.dayOf(r.ts).start
     p.week[i] = clock.weekOf(r.ts).start
     p.month[i] = clock.monthOf(r.ts).start
-    p.session[i] = r.session ?? ''
+    p.session[i] = r.session
     p.provider[i] = r.provider
     p.model[i] = r.model
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
-    p.settled[i] = settledOf(r)
+    p.settled[i] = r.settled
   }
   await lockKeysForCalls(tx, p.key)
   await tx.run(ADD_CALLS_SQL, p)
@@ -170,8 +208,19 @@ export function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
 /** Stored calls counted in the spend rows: what every transaction storing calls in PostgreSQL runs (the config's periods). */
 export type SpendCounter = (tx: SqlStore, rows: readonly CallRecord[]) => Promise<void>
 
+type PeriodsConfig = { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }
+
 /** `addCallsToSpend` with the periods of this config (`timezone`, `budgets.week_start`), as the Meter reads them. */
-export function spendCounter(config: { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }): SpendCounter {
+export function spendCounter(config: PeriodsConfig): SpendCounter {
   const clock = new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
   return (tx, rows) => addCallsToSpend(tx, rows, clock)
+}
+
+/** Re-priced calls moved in the spend rows: what re-pricing runs in each transaction that changes calls. */
+export type SpendMover = (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
+
+/** `moveSpendOf` with the periods of this config. */
+export function spendMover(config: PeriodsConfig): SpendMover {
+  const clock = new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
+  return (tx, changes) => moveSpendOf(tx, changes, clock)
 }
