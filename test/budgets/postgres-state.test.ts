@@ -1,10 +1,15 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
 import type { Rule } from '../../src/main/budgets/rules'
 import { PgRuleStore } from '../../src/main/budgets/shared-rules'
+import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
+import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
 import { openai } from '../../src/main/providers/openai'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import { type CallContext, type CallGate, decided } from '../../src/main/proxy/gate'
@@ -266,24 +271,51 @@ describe('runtime budget rules shared by the instances on one PostgreSQL', () =>
 })
 
 describe('PostgreSQL away', () => {
-  it('calls are decided on the instance’s own meter (not stranded), and their cost joins the shared spend when it returns', async () => {
+  it('calls are decided on the instance’s own meter (not stranded), and their cost joins the shared spend, once, when it returns', async () => {
     const url = pg.createDatabase()
     const a = await instance(url, [rule({ daily_limit_usd: 1 })], 600)
     const key = 'sk-team-database-away-aaaa-07'
-    expect(await a.call(key)).toBe(true)
-    expect(await a.state.settled()).toBe(true)
-    pg.stopServer()
-    try {
-      // Admitted without PostgreSQL, and settled in process.
-      expect(await a.call(key, 0.2)).toBe(true)
-      expect(a.state.failures).toBeGreaterThan(0)
-    } finally {
-      pg.startServer()
+    // The instance's ledger, as a server wires it: every stored call counts in the spend rows.
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-away-'))
+    const ledger = new PgLedger(a.store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir })
+    ledger.onBatchTx(spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } }))
+    ledger.start()
+    // As the proxy ends a call: its admission settled, then its row recorded with what the settlement names.
+    const proxied = async (cost: number): Promise<void> => {
+      const adm = await decided(a.gate.admit(ctx(key)))
+      expect(adm.refuse).toBeUndefined()
+      const settled = adm.settle!(cost)
+      ledger.record({
+        ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: hashKey(key), key_hint: keyHint(key),
+        tenant: '', agent: '', session: '', status: 200, streamed: false, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0,
+        cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 1,
+        error: null, ...(typeof settled === 'string' ? { budget_settled: settled } : {}),
+      })
     }
-    // Once it answers (the pool reconnects), the late cost is written by the next tick.
-    await eventually(async () => {
+    try {
+      await proxied(COST)
+      expect(await ledger.flushed()).toBe(true)
+      expect(await a.state.settled()).toBe(true)
+      pg.stopServer()
+      try {
+        // Admitted without PostgreSQL, and settled in process.
+        await proxied(0.2)
+        expect(a.state.failures).toBeGreaterThan(0)
+      } finally {
+        pg.startServer()
+      }
+      // Once it answers (the pool reconnects), the ledger stores the call and its cost joins the row.
+      await eventually(async () => {
+        const [daily] = await spendRows(a.store, key)
+        return Math.abs(daily.spent_usd - (COST + 0.2)) < 1e-12
+      }, 30_000)
+      expect(await ledger.flushed()).toBe(true)
+      expect(await a.state.settled()).toBe(true)
       const [daily] = await spendRows(a.store, key)
-      return Math.abs(daily.spent_usd - (COST + 0.2)) < 1e-12
-    }, 30_000)
+      expect(Math.abs(daily.spent_usd - (COST + 0.2))).toBeLessThan(1e-12)
+    } finally {
+      await ledger.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 90_000)
 })

@@ -8,9 +8,12 @@ import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
 import { Meter, MinuteRing } from '../../src/main/budgets/meter'
 import type { Rule } from '../../src/main/budgets/rules'
+import { addCallsToSpend, moveSpendOf, spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
 import type { ReserveOutcome } from '../../src/main/budgets/state/types'
 import { loadConfig } from '../../src/main/config/load'
+import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
+import type { CallRecord } from '../../src/main/ledger/record'
 import { silentLogger } from '../../src/main/log'
 import { openai } from '../../src/main/providers/openai'
 import { PROVIDER_NAMES } from '../../src/main/providers/registry'
@@ -19,6 +22,7 @@ import { type CallContext, type CallGate, decided } from '../../src/main/proxy/g
 import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import type { SqlStore } from '../../src/main/storage/sql'
 import { PeriodClock } from '../../src/main/time/zone'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -115,7 +119,7 @@ async function windowRows(store: PostgresStore, key: string) {
 }
 
 /** A call as another instance's ledger stored it: arrival `ts`, cost, and optionally another provider. */
-function insertCall(store: PostgresStore, key: string, ts: number, cost: number, extra: { provider?: string; billing?: string } = {}) {
+function insertCall(store: SqlStore, key: string, ts: number, cost: number, extra: { provider?: string; billing?: string } = {}) {
   return store.run(
     `INSERT INTO calls (ts, provider, model, endpoint, api_key_hash, key_hint, tenant, agent, session, status, streamed,
        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cache_write_1h_tokens, reasoning_tokens,
@@ -371,16 +375,135 @@ describe('a block rule with no money limit for the call', () => {
   }, 60_000)
 })
 
+/** The instance's ledger, as a server wires it in PostgreSQL mode: every stored call counts in the spend rows. */
+function ledgerOf(store: PostgresStore): PgLedger {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgw-ledger-'))
+  const ledger = new PgLedger(store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir })
+  ledger.onBatchTx(spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } }))
+  ledger.start()
+  cleanup.push(async () => {
+    await ledger.close()
+    rmSync(dir, { recursive: true, force: true })
+  })
+  return ledger
+}
+
+function record(key: string, ts: number, cost: number, extra: Partial<CallRecord> = {}): CallRecord {
+  return {
+    ts, provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: hashKey(key), key_hint: keyHint(key),
+    tenant: '', agent: '', session: '', status: 200, streamed: false, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0,
+    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 1,
+    error: null, ...extra,
+  }
+}
+
+/** As the proxy ends a call: admitted, settled, then recorded with what its settlement names. */
+async function proxied(i: Instance, ledger: PgLedger, key: string, cost: number): Promise<void> {
+  const c = ctx(key)
+  const adm = await decided(i.gate.admit(c))
+  expect(adm.refuse).toBeUndefined()
+  const settled = adm.settle!(cost)
+  ledger.record(record(key, c.ts, cost, typeof settled === 'string' ? { budget_settled: settled } : {}))
+}
+
+describe('calls stored in `calls` count in the window’s buckets', () => {
+  it('calls under another rule or imported go into the minute they arrived in, once; a call settled on the window is not added again; calls too old for it add nothing', async () => {
+    const url = pg.createDatabase()
+    const r = rule({ window_hours: 5, window_limit_usd: 0.55 })
+    const a = await instance(url, [r])
+    const ledger = ledgerOf(a.store)
+    const key = 'sk-win-stored-calls-0013'
+    await proxied(a, ledger, key, 0.1)
+    const now = Date.now()
+    ledger.record(record(key, now - 1000, 0.2, { model: 'gpt-4.1' })) // e.g. under a warn rule on another instance
+    ledger.record(record(key, now - 2 * HOUR, 0.3, { source: 'import' })) // an imported agent log's call
+    ledger.record(record(key, now - 7 * HOUR, 5, { source: 'import' })) // older than the window could count
+    ledger.record(record(key, now - 1000, 9, { billing: 'subscription' })) // a plan's call: no money
+    expect(await ledger.flushed()).toBe(true)
+    expect(await a.state.settled()).toBe(true)
+    const [row] = await windowRows(a.store, key)
+    expect(row.in_buckets).toBeCloseTo(0.6, 12)
+    const old = now - 2 * HOUR
+    const bucket = await a.store.get<{ spent_usd: number }>('SELECT spent_usd FROM budget_window_spend WHERE spend_id = @id AND minute = @m', {
+      id: row.id,
+      m: old - (old % MINUTE),
+    })
+    expect(bucket?.spent_usd).toBeCloseTo(0.3, 12)
+    const refused = await decided(a.gate.admit(ctx(key)))
+    expect(refused.refuse?.body).toMatchObject({ error: { type: 'budget_exceeded', period: 'window', limit_usd: 0.55 } })
+    expect((refused.refuse?.body as { error: { spent_usd: number } }).error.spent_usd).toBeCloseTo(0.6, 12)
+  }, 60_000)
+
+  it('a window row created while another instance is storing calls of the key counts them once (the seed waits for the key’s lock)', async () => {
+    const url = pg.createDatabase()
+    const r = rule({})
+    const a = await instance(url, [r])
+    const key = 'sk-win-seed-race-aaaa-0014'
+    const other = new PostgresStore(url)
+    cleanup.push(() => other.close())
+    let pending: Promise<ReserveOutcome> | null = null
+    // Another instance's ledger batch: the call inserted and counted (no window row yet), not committed...
+    await other.transaction(async (tx) => {
+      const c = record(key, Date.now(), 0.4)
+      await insertCall(tx, key, c.ts, c.cost_usd)
+      await addCallsToSpend(tx, [c], new PeriodClock('UTC', 1))
+      // ...while this instance creates the window row, which waits for the batch's commit...
+      let answered = false
+      pending = reserve(a.state, r, key, new Meter(r, new PeriodClock('UTC', 1)), Date.now()).finally(() => (answered = true))
+      await eventually(async () => {
+        const w = await a.store.get<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'")
+        return answered || (w?.n ?? 0) > 0
+      }, 20_000)
+    })
+    // ...and then reads it from `calls`: counted once.
+    const o = await pending!
+    expect(o.ok).toBe(true)
+    if (o.ok) o.reservation.release()
+    expect(await a.state.settled()).toBe(true)
+    const [row] = await windowRows(a.store, key)
+    expect(row.in_buckets).toBeCloseTo(0.4, 12)
+  }, 60_000)
+})
+
+describe('re-pricing', () => {
+  it('a re-priced call moves the bucket of the minute it arrived in, by its change in cost, its own settlement’s included', async () => {
+    const url = pg.createDatabase()
+    const r = rule({ window_hours: 5, window_limit_usd: 0.55 })
+    const a = await instance(url, [r])
+    const ledger = ledgerOf(a.store)
+    const key = 'sk-win-repriced-aaaa-0015'
+    await proxied(a, ledger, key, 0.1)
+    expect(await ledger.flushed()).toBe(true)
+    expect(await a.state.settled()).toBe(true)
+    const [row] = await windowRows(a.store, key)
+    const { minute, ts } = (await a.store.get<{ minute: number; ts: number }>(
+      'SELECT w.minute, c.ts FROM budget_window_spend w, calls c WHERE w.spend_id = @id AND c.api_key_hash = @k',
+      { id: row.id, k: hashKey(key) },
+    ))!
+    expect(minute).toBe(ts - (ts % MINUTE))
+    const change = { api_key_hash: hashKey(key), ts, provider: 'openai', model: 'gpt-4o-mini', agent: '', tenant: '', session: '' }
+    await a.store.transaction((tx) => moveSpendOf(tx, [{ ...change, delta: 0.5 }], new PeriodClock('UTC', 1)))
+    expect((await windowRows(a.store, key))[0].in_buckets).toBeCloseTo(0.6, 12)
+    const refused = await decided(a.gate.admit(ctx(key)))
+    expect(refused.refuse?.body).toMatchObject({ error: { type: 'budget_exceeded', period: 'window' } })
+    await a.store.transaction((tx) => moveSpendOf(tx, [{ ...change, delta: -0.5 }], new PeriodClock('UTC', 1)))
+    expect((await windowRows(a.store, key))[0].in_buckets).toBeCloseTo(0.1, 12)
+    expect(await a.call(key)).toBe(true)
+  }, 60_000)
+})
+
 describe('PostgreSQL away', () => {
-  it('the window is decided on the local meter, and the late write adds those calls’ costs to the window’s buckets', async () => {
+  it('the window is decided on the local meter, and those calls’ costs join the window’s buckets, once, when the ledger stores them', async () => {
     const url = pg.createDatabase()
     const a = await instance(url, [rule({})], 600)
+    const ledger = ledgerOf(a.store)
     const key = 'sk-win-database-away-0010'
-    expect(await a.call(key)).toBe(true)
+    await proxied(a, ledger, key, COST)
+    expect(await ledger.flushed()).toBe(true)
     expect(await a.state.settled()).toBe(true)
     pg.stopServer()
     try {
-      expect(await a.call(key, 0.2)).toBe(true)
+      await proxied(a, ledger, key, 0.2)
       expect(a.state.failures).toBeGreaterThan(0)
     } finally {
       pg.startServer()
@@ -389,6 +512,10 @@ describe('PostgreSQL away', () => {
       const [row] = await windowRows(a.store, key)
       return Math.abs((row?.in_buckets ?? 0) - (COST + 0.2)) < 1e-12
     }, 30_000)
+    expect(await ledger.flushed()).toBe(true)
+    expect(await a.state.settled()).toBe(true)
+    const [row] = await windowRows(a.store, key)
+    expect(Math.abs(row.in_buckets! - (COST + 0.2))).toBeLessThan(1e-12)
   }, 90_000)
 })
 

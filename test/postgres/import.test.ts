@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { importLogs } from '../../src/main/import/importer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
@@ -21,6 +22,8 @@ import { type TestServer, startTestServer } from '../support/server'
  */
 
 const LOGS = resolve(__dirname, '../fixtures/agent-logs')
+/** Imported calls count in the shared budget spend rows, as a server or the CLI wires it. */
+const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } })
 let pg: TestPostgres
 let upstream: MockUpstream
 let home: string
@@ -108,11 +111,11 @@ describe('importing with a PostgreSQL ledger', () => {
       const paths = [join(LOGS, 'codex/sessions')]
       const pricer = new Pricer()
       const first = openDatabase(join(dir, 'one.db'))
-      const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store })
+      const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store, countSpend })
       first.close()
       expect(s1).toMatchObject({ imported: 2, duplicates: 0 })
       const fresh = openDatabase(join(dir, 'two.db'))
-      const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store })
+      const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store, countSpend })
       expect(s2).toMatchObject({ imported: 0, duplicates: 2, matched: 0 })
       expect(fresh.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
       fresh.close()
@@ -150,8 +153,8 @@ describe('importing with a PostgreSQL ledger', () => {
     ].map((x) => JSON.stringify(x)).join('\n') + '\n')
     const now = Date.now() + 60_000
     const pricer = new Pricer()
-    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer, now, store })
-    const b = await importLogs(t.server.db, { agent: 'codex', paths: [join(logs, 'codex')], pricer, now, store })
+    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer, now, store, countSpend })
+    const b = await importLogs(t.server.db, { agent: 'codex', paths: [join(logs, 'codex')], pricer, now, store, countSpend })
     expect([a.matched, a.imported, b.matched, b.imported]).toEqual([1, 0, 1, 0])
     expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
     expect(t.server.db.prepare('SELECT call_id FROM import_keys ORDER BY call_id').pluck().all()).toEqual(proxied.map((p) => p.id))

@@ -6,11 +6,12 @@ import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestPostgres, startPostgres } from '../support/postgres'
 import { type TestServer, startTestServer } from '../support/server'
+import { chatAnswer } from './support'
 
 /**
  * Runtime prices (admin API) on two real servers in PostgreSQL mode (`storage.url`), each with
  * its own data folder, on one database: a price set or deleted through one prices the other's
- * calls.
+ * calls; re-pricing through one moves the shared budget spend both admit against.
  */
 
 const MODEL = 'gpt-6.1-sol-shared'
@@ -25,13 +26,7 @@ beforeAll(async () => {
   upstream = await startMockUpstream(() => ({
     status: 200,
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      id: 'chatcmpl-x',
-      object: 'chat.completion',
-      model: MODEL,
-      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, total_tokens: 1_100_000 },
-    }),
+    body: chatAnswer(MODEL, 1_000_000, 100_000),
   }))
 }, 120_000)
 afterAll(async () => {
@@ -40,8 +35,8 @@ afterAll(async () => {
   pg?.stop()
 })
 
-async function server(url: string, dir?: string): Promise<TestServer> {
-  const t = await startTestServer({ ...ADMIN_CONFIG, storage: { url } }, upstream.url, dir)
+async function server(url: string, dir?: string, config: Record<string, unknown> = {}): Promise<TestServer> {
+  const t = await startTestServer({ ...ADMIN_CONFIG, storage: { url }, ...config }, upstream.url, dir)
   cleanup.push(() => t.stop())
   return t
 }
@@ -125,5 +120,41 @@ describe('runtime prices shared through PostgreSQL', () => {
     // Changed through A once the database is back: the restarted server follows.
     await eventually(async () => (await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 10 } })).status === 200, 30_000)
     await eventually(async () => (await call(again)).cost_usd === 2, 30_000)
+  }, 120_000)
+
+  it('re-pricing through one server moves the shared spend rows: both refuse over the limit, and admit again when it drops', async () => {
+    const url = pg.createDatabase()
+    const KEY = 'sk-reprice-pg-aaaaaaaaaaaa'
+    const budgets = { budgets: { rules: [{ api_key_pattern: 'sk-reprice-pg-*', daily_limit_usd: 5, action: 'block' }] }, timezone: 'UTC' }
+    const a = await server(url, undefined, budgets)
+    const b = await server(url, undefined, budgets)
+    const send = (t: TestServer) =>
+      postJson(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
+    const store = new PostgresStore(url)
+    cleanup.push(() => store.close())
+    const spent = async () =>
+      (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'", { k: hashKey(KEY) }))!.spent_usd
+
+    // Unpriced: $0 each, admitted.
+    expect((await send(a)).status).toBe(200)
+    expect((await send(b)).status).toBe(200)
+    await Promise.all([a.server.ledger.flushed(), b.server.ledger.flushed()])
+    expect(await spent()).toBe(0)
+
+    expect((await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 3, output_mtok: 12 } })).status).toBe(200)
+    expect((await admin(a.url, 'POST', `/prices/openai/${MODEL}/reprice`)).json()).toMatchObject({ repriced: 2, unpriced: 0 })
+    // In the transactions that change the calls: the row holds the new costs when the answer comes.
+    expect(await spent()).toBeCloseTo(8.4, 9)
+    for (const t of [a, b]) {
+      const r = await send(t)
+      expect(r.status).toBe(429)
+      expect(r.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily', limit_usd: 5 })
+    }
+
+    // Down again with a lower price: $1.20 a call, under the limit; B, which was refused, asks again.
+    expect((await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 2 } })).status).toBe(200)
+    expect((await admin(a.url, 'POST', `/prices/openai/${MODEL}/reprice?all=true`)).json()).toMatchObject({ repriced: 2 })
+    expect(await spent()).toBeCloseTo(2.4, 9)
+    await eventually(async () => (await send(b)).status === 200, 15_000)
   }, 120_000)
 })

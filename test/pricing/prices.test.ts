@@ -4,17 +4,7 @@ import { admin, ADMIN_CONFIG } from '../admin/support'
 import { request, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-
-/** An OpenAI answer for a model the bundled prices do not know (Codex 0.169's default). */
-function answer(model: string, prompt: number, completion: number) {
-  return JSON.stringify({
-    id: 'chatcmpl-x',
-    object: 'chat.completion',
-    model,
-    choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-  })
-}
+import { chatAnswer as answer } from './support'
 
 const MODEL = 'gpt-6.1-sol'
 

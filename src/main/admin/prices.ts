@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express'
 import type { PriceInput } from '../../shared/api'
 import { errorBody } from '../http/errors'
+import { spendMover } from '../budgets/state/pg/call-spend'
 import { pricesOf } from '../pricing/feature'
 import { repriceModel } from '../pricing/reprice'
 import type { ServerContext } from '../server/context'
@@ -84,7 +85,8 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     try {
       const model = segments.slice(0, -1).join('/')
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
-      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true'))
+      const shared = ctx.store.dialect === 'postgres' ? spendMover(ctx.config) : undefined
+      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', { meters: ctx.budgets, shared }))
     } catch (err) {
       next(err)
     }

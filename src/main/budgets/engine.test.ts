@@ -323,3 +323,39 @@ describe('BudgetEngine: alert thresholds', () => {
     expect(seen).toEqual([0.5, 0.8, 0.9, 0.5])
   })
 })
+
+describe('BudgetEngine: re-priced calls', () => {
+  const adjustment = (delta: number, c: Call = {}) => ({
+    api_key_hash: hashKey(c.key ?? KEY), ts: c.ts ?? Date.now(), provider: 'openai', model: c.model ?? 'gpt-4o-mini',
+    agent: c.agent ?? '', tenant: c.tenant ?? '', session: c.session ?? '', delta,
+  })
+  /** The first rule's meter of KEY: spend per period. */
+  const spent = (engine: BudgetEngine, session = 's1') => {
+    const m = engine.status()[0].keys.find((k) => k.key.hash === hashKey(KEY))!.meter
+    return Object.fromEntries(m.periods(Date.now(), session).map((p) => [p.period, p.spent]))
+  }
+
+  it('moves every period, the rolling window and the session of every rule the call counts in, up and down', () => {
+    const { engine } = setup([
+      rule({ daily_limit_usd: 10, monthly_limit_usd: 100, weekly_limit_usd: 50, window_hours: 5, window_limit_usd: 20, session_limit_usd: 5 }),
+      rule({ api_key_pattern: 'sk-*', model_pattern: 'gpt-4o*', daily_limit_usd: 3, action: 'warn' }),
+    ])
+    engine.admit(ctx({ session: 's1' })) // the key, resolved by its raw key as calls do
+    record(engine, 0, { session: 's1' })
+    engine.adjust([adjustment(0.75, { session: 's1' })])
+    expect(spent(engine)).toEqual({ monthly: 0.75, weekly: 0.75, daily: 0.75, window: 0.75, session: 0.75 })
+    engine.adjust([adjustment(-0.5, { session: 's1' })])
+    expect(spent(engine)).toEqual({ monthly: 0.25, weekly: 0.25, daily: 0.25, window: 0.25, session: 0.25 })
+    // Re-priced spend decides admission like any spend.
+    engine.adjust([adjustment(4.75, { session: 's1' })])
+    expect(engine.admit(ctx({ session: 's1' })).refuse?.state?.period).toBe('session')
+  })
+
+  it('leaves a call of an earlier day out of today, and a key no rule covers alone', () => {
+    const { engine } = setup([rule({ daily_limit_usd: 10, monthly_limit_usd: 100 })])
+    engine.admit(ctx())
+    record(engine, 0.5)
+    engine.adjust([adjustment(3, { ts: Date.now() - 3 * 86_400_000 }), adjustment(7, { key: 'other-key-aaaaaaaaaaaa' })])
+    expect(spent(engine, '').daily).toBe(0.5)
+  })
+})

@@ -9,7 +9,7 @@ import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
-import type { BudgetAlert, BudgetMonitor } from './types'
+import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
 
 export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
@@ -35,8 +35,12 @@ export interface Decision {
   refuse?: Refusal
   /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
   warnings: Warning[]
-  /** The call ended, with its real cost (0 when it failed): frees its reservation. */
-  settle?: (costUsd?: number) => void
+  /**
+   * The call ended, with its real cost (0 when it failed): frees its reservation. Returns the
+   * shared spend rows (postgres) the cost was added to, for the call's record
+   * (`CallRecord.budget_settled`); nothing when no shared row took it.
+   */
+  settle?: (costUsd?: number) => string | void
 }
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
@@ -114,7 +118,7 @@ export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: nu
  * calls in flight are expected to reach it; otherwise its expected cost (or, with
  * `reserve: max_tokens`, its worst case) is reserved until `settle`.
  */
-export class BudgetEngine implements BudgetMonitor {
+export class BudgetEngine implements BudgetMeters {
   private index: RuleIndex
   private readonly keys = new Map<string, KeyState>()
   private meters = new Map<Rule, Map<string, Meter>>()
@@ -308,6 +312,7 @@ export class BudgetEngine implements BudgetMonitor {
       settle: (costUsd = 0) => {
         r.settle(costUsd)
         this.settling = ctx
+        return costUsd > 0 ? r.settles : undefined
       },
     }
   }
@@ -331,13 +336,38 @@ export class BudgetEngine implements BudgetMonitor {
     const scope: Scope = { provider: call.provider, model: call.model, requested: ctx?.shape.model, agent: call.agent, tenant: call.tenant }
     const tokens = call.input_tokens + call.output_tokens
     const touched: Meter[] = []
-    this.account(s, scope, call.ts, call.cost_usd, tokens, call.session, call.ts, now, touched)
+    // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
+    const cost = call.billing === 'subscription' ? 0 : call.cost_usd
+    this.account(s, scope, call.ts, cost, tokens, call.session, call.ts, now, touched)
     for (const m of touched) {
       if (!this.keyMatches(m.rule, s, false)) continue
       // One reading of the meter for both: the levels (with the session's) and the thresholds (without).
       const periods = m.periods(now, call.session)
       this.announcer.raise(s, m.rule, periods)
       this.announcer.thresholds(s, m, now, false, periods)
+    }
+  }
+
+  /**
+   * Re-priced calls (POST /api/admin/prices/…/reprice): each call's cost moved by `delta`, in the
+   * meter of every rule it counts in, as `observe` counted it; thresholds it now crosses are
+   * announced as for a new call.
+   */
+  adjust(changes: readonly CostAdjustment[], now = Date.now()): void {
+    if (this.index.empty) return
+    for (const c of changes) {
+      if (c.delta === 0 || !Number.isFinite(c.delta)) continue
+      const s = this.state(c.api_key_hash, '')
+      const scope: Scope = { provider: c.provider, model: c.model, agent: c.agent, tenant: c.tenant }
+      for (const rule of this.index.active()) {
+        if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
+        const m = this.meter(rule, s.hash)
+        m.adjust(c.ts, c.delta, c.session, now)
+        if (c.delta < 0 || !this.keyMatches(rule, s, false)) continue
+        const periods = m.periods(now, c.session)
+        this.announcer.raise(s, rule, periods)
+        this.announcer.thresholds(s, m, now, false, periods)
+      }
     }
   }
 

@@ -1,4 +1,3 @@
-import { WEEKDAYS } from '../config/schema'
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
@@ -13,6 +12,7 @@ import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
 import { PgRuleStore } from './shared-rules'
 import { firstLoad } from '../storage/shared-table'
+import { weekStartDay } from './state/pg/call-spend'
 import { PgBudgetState } from './state/postgres'
 import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
@@ -47,11 +47,6 @@ function configRules(ctx: ServerContext): Rule[] {
   })
 }
 
-/** JS weekday (0 = Sunday) of `budgets.week_start`. */
-function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
-  return (WEEKDAYS.indexOf(name) + 1) % 7
-}
-
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
   return {
     worstCase: (ctx) => worstCaseUsd(pricer, ctx),
@@ -82,7 +77,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const history = new CallHistory()
   const historyQuery = ctx.db.prepare(
     `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
-            (ts / 60000) * 60000 AS t, SUM(cost_usd) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
+            (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
        FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
   )
   // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.

@@ -196,6 +196,22 @@ export class Meter {
     }
   }
 
+  /**
+   * Moves the cost of a call that arrived at `ts` by `delta` (a re-priced call: positive or
+   * negative), in every period it falls in, as `add` counted it.
+   */
+  adjust(ts: number, delta: number, session: string, now: number): void {
+    if (delta > 0) return this.add(ts, delta, session, ts, now)
+    if (!(delta < 0)) return
+    this.roll(now)
+    if (ts >= this.day.start) this.day.spent += delta
+    if (ts >= this.week.start) this.week.spent += delta
+    if (ts >= this.month.start) this.month.spent += delta
+    this.window?.add(ts, delta, now)
+    const s = session ? this.sessions?.get(session) : undefined
+    if (s) s.spent += delta
+  }
+
   addRequest(now: number): void {
     if (this.rule.requests_per_minute !== null) this.requests.add(now, 1)
   }

@@ -25,3 +25,21 @@ export interface BudgetMonitor {
   /** Called when a key first reaches a level under a rule in a period (once per rule, key, period and level), and at each `alert_at_pct` threshold under 100%. */
   onAlert(listener: (alert: BudgetAlert) => void): () => void
 }
+
+/** A recorded call whose cost moved by `delta` (re-pricing). */
+export interface CostAdjustment {
+  api_key_hash: string
+  ts: number
+  provider: string
+  model: string
+  agent: string
+  tenant: string
+  session: string
+  delta: number
+}
+
+/** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */
+export interface BudgetMeters extends BudgetMonitor {
+  /** Re-priced calls: each call's cost moved by `delta` in every rule's meter it counts in. */
+  adjust(changes: readonly CostAdjustment[], now?: number): void
+}

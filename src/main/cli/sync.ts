@@ -14,9 +14,12 @@ import type { CliContext } from './context'
 export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, store?: SqlStore): Promise<ImportStats[]> {
   const { importLogs } = await import('../import/importer')
   const { Pricer } = await import('../pricing/price')
+  const { spendCounter } = await import('../budgets/state/pg/call-spend')
   const pricer = new Pricer(config.pricing.overrides)
   const out: ImportStats[] = []
-  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, store: store?.dialect === 'postgres' ? store : undefined }))
+  // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
+  const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config) } : {}
+  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, ...target }))
   const added = out.reduce((n, s) => n + s.imported, 0)
   if (added > 0) {
     const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')

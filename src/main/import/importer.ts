@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
+import type { SpendCounter } from '../budgets/state/pg/call-spend'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { prunedBefore } from '../ledger/retention'
 import { RollupWriter } from '../dashboard/rollup/writer'
@@ -17,7 +18,25 @@ import type { LogAgent, LoggedCall } from './types'
 export const MATCH_BEFORE_MS = 15 * 60_000
 export const MATCH_AFTER_MS = 60_000
 
-export interface ImportOptions {
+/**
+ * Where imported calls go: this machine's file (neither field), or PostgreSQL (`storage.url`),
+ * where they must also count in the shared budget spend rows, so both go together.
+ */
+export type ImportTarget =
+  | { store?: undefined; countSpend?: undefined }
+  | {
+      /**
+       * The ledger's store when it is PostgreSQL (`storage.url`): calls are matched against and
+       * written there, and `db` (this machine's own file) keeps only the import keys and files.
+       */
+      store: SqlStore
+      /** Counts the stored calls in the shared budget spend rows, in the transaction that stores them (`spendCounter(config)`). */
+      countSpend: SpendCounter
+    }
+
+export type ImportOptions = ImportBase & ImportTarget
+
+interface ImportBase {
   agent: LogAgent
   /** Folders to read instead of the agent's standard ones. */
   paths?: string[]
@@ -34,12 +53,6 @@ export interface ImportOptions {
   now?: number
   /** Called for each call added to the ledger (the server adds it to its spend). */
   onCall?: (call: CallRecord) => void
-  /**
-   * The ledger's store when it is PostgreSQL (`storage.url`): calls are matched against and
-   * written there, and `db` (this machine's own file) keeps only the import keys and files.
-   * Without it the calls are in `db`.
-   */
-  store?: SqlStore
 }
 
 export interface ImportStats {
@@ -259,6 +272,8 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       if (fresh.length === 0) return
       const stored = await store.transaction(async (tx) => {
         const s = await insertCalls(tx, fresh.map((f) => f.call))
+        // Spend rows before rollups: the order a ledger batch locks them in.
+        await opts.countSpend?.(tx, s)
         await applyRollups(tx, s)
         return s
       })

@@ -2,15 +2,15 @@ import type Database from 'better-sqlite3'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
-import type { SqlStore } from '../storage/sql'
-import { importLogs, type ImportStats } from './importer'
+import { importLogs, type ImportStats, type ImportTarget } from './importer'
 import { LOG_AGENTS } from './types'
 
-export interface WatcherOptions {
+/** With the ledger in PostgreSQL, `store` and `countSpend` (see ImportTarget): imported calls go there. */
+export type WatcherOptions = WatcherBase & ImportTarget
+
+interface WatcherBase {
   db: Database.Database
   ledger: Ledger
-  /** The ledger's store when it is PostgreSQL: imported calls go there (see ImportOptions.store). */
-  store?: SqlStore
   pricer: Pricer
   log: Logger
   /** How often the agents' log folders are looked at. */
@@ -69,9 +69,10 @@ export class LogWatcher {
         // The proxy's own calls must be stored to be matched (PostgreSQL: written, not just under way).
         if (this.o.store) await ledger.flushed()
         else ledger.flush()
+        const target: ImportTarget = this.o.store ? { store: this.o.store, countSpend: this.o.countSpend } : {}
         const s = await importLogs(this.o.db, {
+          ...target,
           agent,
-          store: this.o.store,
           pricer: this.o.pricer,
           settleMs: this.o.settleMs ?? WATCH_SETTLE_MS,
           env: this.o.env,

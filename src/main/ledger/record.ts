@@ -39,6 +39,13 @@ export interface CallRecord {
    * that writing it again after a lost COMMIT answer inserts nothing; absent in the embedded ledger.
    */
   call_key?: string
+  /**
+   * Shared budget state (PostgreSQL) only, never a `calls` column: the ids of the spend rows
+   * (`budget_spend`, comma-separated) this call's own reservation settled its cost on, so that
+   * storing the call does not add it to those rows again (budgets/state/pg/call-spend.ts). Kept
+   * in memory and in the PostgreSQL ledger's spill files; absent for every other call.
+   */
+  budget_settled?: string
 }
 
 export type CallSource = 'proxy' | 'import'

@@ -3,6 +3,7 @@ import { type CostChange, adjustRollups } from '../dashboard/rollup/adjust'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage } from '../metering/usage'
 import type { SqlStore } from '../storage/sql'
+import type { CostAdjustment } from '../budgets/types'
 import type { Pricer } from './price'
 
 interface Row {
@@ -32,7 +33,8 @@ const CHUNK = 2_000
  * Prices a model's past calls again with today's prices (a runtime price just set, or newer
  * price data): by default only the calls recorded unpriced, with `all` every call of the model.
  * Each chunk of calls is updated in one transaction with the rollups (../dashboard/rollup/adjust),
- * then today's and this month's spend, so the dashboard and budgets agree with the calls at every commit.
+ * then today's and this month's spend and the budget rules' meters, so the dashboard and budgets
+ * agree with the calls at every commit.
  * Token counts are what the ledger kept; modality splits (image or audio tokens) are not kept,
  * so such calls are priced at the model's token rates.
  */
@@ -44,6 +46,12 @@ export async function repriceModel(
   provider: string,
   model: string,
   all: boolean,
+  budgets: {
+    /** The budget rules' meters in this process, moved with each chunk once it is committed. */
+    meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
+    /** PostgreSQL's shared spend rows, moved in each chunk's transaction (budgets/state/pg/call-spend.ts). */
+    shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
+  } = {},
 ): Promise<RepriceResult> {
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
@@ -64,7 +72,7 @@ export async function repriceModel(
       // PostgreSQL the rollups are written in the same transaction as the calls: all are folded.)
       const last = tx.dialect === 'sqlite' ? ((await tx.get<{ id: number }>('SELECT last_call_id AS id FROM dash_state WHERE id = 1'))?.id ?? 0) : Infinity
       const changes: CostChange[] = []
-      const spend: { key: string; ts: number; delta: number }[] = []
+      const spend: CostAdjustment[] = []
       for (const r of rows) {
         const usage = {
           ...emptyUsage(),
@@ -89,16 +97,22 @@ export async function repriceModel(
             project: r.project, member: r.member, billing: r.billing, delta,
           })
         }
-        if (r.billing !== 'subscription') spend.push({ key: r.api_key_hash, ts: r.ts, delta })
+        // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
+        if (r.billing !== 'subscription') {
+          spend.push({ api_key_hash: r.api_key_hash, ts: r.ts, provider, model, agent: r.agent, tenant: r.tenant, session: r.session, delta })
+        }
       }
       await adjustRollups(tx, changes)
+      if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, spend)
       return spend
     })
   for (;;) {
     const rows = await store.all<Row>(select, { provider, model, after })
     if (rows.length === 0) break
     after = rows[rows.length - 1].id
-    for (const s of await chunk(rows)) ledger.spend.adjust(s.key, s.ts, s.delta)
+    const moved = await chunk(rows)
+    for (const s of moved) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
+    budgets.meters?.adjust(moved)
     if (rows.length < CHUNK) break
     await new Promise((r) => setImmediate(r))
   }

@@ -15,7 +15,7 @@ function pendingGate() {
       log.push(`admit ${ctx.apiKey}`)
       const a: Admission = ctx.apiKey.includes('blocked')
         ? { refuse: { status: 429, headers: {}, body: null, reason: 'budget_exceeded' } }
-        : { headers: { 'x-burnrate-budget-warning': ctx.apiKey }, settle: (c) => log.push(`settle ${ctx.apiKey} ${c}`) }
+        : { headers: { 'x-burnrate-budget-warning': ctx.apiKey }, settle: (c) => void log.push(`settle ${ctx.apiKey} ${c}`) }
       return ctx.apiKey.startsWith('db') ? { pending: new Promise((r) => setImmediate(() => r(a))) } : a
     },
   }

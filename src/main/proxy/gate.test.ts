@@ -14,7 +14,7 @@ function recordingGate() {
     admit(ctx): Admission {
       log.push(`admit ${ctx.apiKey}`)
       if (ctx.apiKey.startsWith('blocked')) return { refuse: { status: 429, headers: {}, body: null, reason: 'budget_exceeded' } }
-      return { headers: { 'x-burnrate-budget-warning': ctx.apiKey }, settle: (c) => log.push(`settle ${ctx.apiKey} ${c}`) }
+      return { headers: { 'x-burnrate-budget-warning': ctx.apiKey }, settle: (c) => void log.push(`settle ${ctx.apiKey} ${c}`) }
     },
   }
   return { gate, log }

@@ -63,8 +63,11 @@ export interface Admission {
    * `lateHeaders`, does nothing more.
    */
   afterSend?: () => void
-  /** Called once when the call has ended, with its real cost (0 when it failed). */
-  settle?: (costUsd: number) => void
+  /**
+   * Called once when the call has ended, with its real cost (0 when it failed). May return the
+   * shared budget spend rows that took the cost (`CallRecord.budget_settled`).
+   */
+  settle?: (costUsd: number) => string | void
   /**
    * Set when the decision waits on the database: the real admission, once known (the other
    * fields are then unset). Rejects when the gate failed.
@@ -117,8 +120,14 @@ export function everyCredential(inner: CallGate): CallGate {
         return Object.keys(headers).length ? headers : undefined
       }
       const combined = (): Admission => {
-        const settle = (cost: number): void => {
-          for (const a of admitted) a.settle?.(cost)
+        // The billed key (asked first) is the call's recorded key: its rows are the call's.
+        const settle = (cost: number): string | void => {
+          let tag: string | void = undefined
+          admitted.forEach((a, i) => {
+            const t = a.settle?.(cost)
+            if (i === 0) tag = t
+          })
+          return tag
         }
         // Headers of a check that runs late are merged when they are asked for, in the same order.
         if (admitted.some((a) => a.lateHeaders || a.afterSend)) {

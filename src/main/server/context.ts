@@ -1,6 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { Router } from 'express'
-import type { BudgetMonitor } from '../budgets/types'
+import type { BudgetMeters } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
@@ -36,7 +36,7 @@ export interface ServerContext {
   /** Runtime prices and the price-data updater, set by the pricing feature (null until then). */
   prices: Prices | null
   /** Budget state, set by the budgets feature (null until then). */
-  budgets: BudgetMonitor | null
+  budgets: BudgetMeters | null
   /** Plan windows read from the vendors' response headers, set by the plans feature (null until then). */
   plans: PlanTracker | null
   /** Adds an observer of every upstream answer's status and headers. */

@@ -9,6 +9,7 @@ import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
+import { spendCounter } from '../budgets/state/pg/call-spend'
 import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
@@ -185,8 +186,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     void import('../import/watcher').then(({ LogWatcher }) => {
       if (closing) return
       // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
-      const store = storage.store.dialect === 'postgres' ? storage.store : undefined
-      const w = new LogWatcher({ db, ledger, pricer, log, store }).start()
+      const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config) } : {}
+      const w = new LogWatcher({ db, ledger, pricer, log, ...target }).start()
       closers.unshift(() => w.stop())
     })
   }

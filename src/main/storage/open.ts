@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { Config } from '../config/schema'
 import { Ledger } from '../ledger/ledger'
+import { spendCounter } from '../budgets/state/pg/call-spend'
 import { PgLedger } from '../ledger/pg/pg-ledger'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
@@ -51,7 +52,13 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   }
   const shown = redactUrl(url)
   const store = new PostgresStore(url, { applicationName: 'burnrate' })
-  const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined }).start()
+  const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined })
+  // Every batch's calls count in the budget spend rows they belong to, in the batch's transaction:
+  // registered before the first batch (earlier spill files are written at start-up), whatever
+  // features this server runs (other instances' rules have rows too). First of the batch hooks:
+  // every transaction storing calls locks spend rows before rollup rows.
+  ledger.onBatchTx(spendCounter(config))
+  ledger.start()
   opts.log.info(`ledger: PostgreSQL at ${shown} (this instance's own state stays in ${config.data_dir})`)
   return {
     store,

@@ -37,11 +37,15 @@ export { ruleKey } from './pg/sql'
  * While PostgreSQL does not answer a
  * reservation, calls are decided for 5 s at a time on this instance's own meter (every
  * instance's calls as last read, plus its own since), so agents are not stranded; the limit is
- * then per instance, and those calls' costs join the existing rows when it answers.
+ * then per instance, and those calls' costs join the shared rows when the ledger stores them.
+ *
+ * Every call stored in `calls` (by any instance's ledger, by ingest, by import) also adds its
+ * cost to every existing row of its key whose scope and period it matches, in the transaction
+ * that stores it, except the rows its own reservation settled (pg/call-spend.ts).
  *
  * The parts, in ./pg: the spend rows and their seeding (spend-rows.ts), the admission statement
  * (admission.ts), settlement batching (settlements.ts), leases (leases.ts), the in-process
- * fallback (degraded.ts); this class puts them together and runs the periodic tick.
+ * fallback (degraded.ts), stored calls counted in the rows (call-spend.ts); this class puts them together and runs the periodic tick.
  */
 
 /** Default lease of a reservation (README: Team scale → budgets). */
@@ -88,7 +92,7 @@ export class PgBudgetState implements BudgetState {
     const db = new Limiter(opts.concurrency ?? 6)
     this.settlements = new Settlements(store, db)
     this.admission = new Admission(store, db, new SpendRows(store, db), this.settlements, this.instance, this.leaseMs)
-    this.fallback = new InProcessFallback(this.local, store, db)
+    this.fallback = new InProcessFallback(this.local)
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 3)))
     this.timer.unref()
   }
@@ -99,7 +103,6 @@ export class PgBudgetState implements BudgetState {
       await renewLeases(this.store, this.instance, this.leaseMs)
       await this.sweep()
       this.settlements.retry()
-      await this.fallback.writeLate()
       if (Date.now() >= this.nextPrune) {
         await this.prune()
         this.nextPrune = Date.now() + PRUNE_EVERY_MS

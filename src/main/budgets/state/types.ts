@@ -30,6 +30,12 @@ export interface Reservation {
   settle(costUsd: number): void
   /** The call failed before it cost anything: frees the reservation (settle with 0). */
   release(): void
+  /**
+   * Set when `settle` adds the cost to shared spend rows (postgres, not decided in process): those
+   * rows' ids, which the call carries to the ledger (`CallRecord.budget_settled`) so that storing
+   * it does not add its cost to them again.
+   */
+  readonly settles?: string
 }
 
 export type ReserveOutcome =

@@ -31,17 +31,20 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
       const { Pricer } = await import('../../pricing/price')
+      const { spendCounter } = await import('../../budgets/state/pg/call-spend')
       // The calls go where the ledger is: the data folder's file, or PostgreSQL with storage.url (import keys stay in the file).
       const ledger = await openLocalLedger({ kind: 'local', config, open: () => openLedgerFile(config) })
       const db = ledger.db
-      const store = ledger.store.dialect === 'postgres' ? ledger.store : undefined
+      // PostgreSQL: the calls also count in the shared budget spend rows (the config's periods).
+      const target = ledger.store.dialect === 'postgres' ? { store: ledger.store, countSpend: spendCounter(config) } : {}
       try {
         const pricer = new Pricer(config.pricing.overrides)
         const results = []
         for (const a of agent === 'all' ? LOG_AGENTS : [agent]) {
           results.push(
             await importLogs(db, {
-              agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0, store,
+              agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0,
+              ...target,
             }),
           )
         }

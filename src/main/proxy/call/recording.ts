@@ -69,9 +69,10 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         cost = p.cost_usd
         priced = p.priced
       }
+      let settled: string | void = undefined
       try {
         // Money only: a subscription call settles at 0 (budgets count money).
-        s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
+        settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
       } finally {
         const call: CallRecord = {
           ts: s.ctx.ts,
@@ -100,6 +101,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           response_id: responseId,
           project: s.ctx.project,
         }
+        // Shared budget state: the spend rows that already took this cost (not again on storing it).
+        if (typeof settled === 'string') call.budget_settled = settled
         opts.ledger.record(call)
       }
     } catch {

@@ -7,6 +7,9 @@ import type { Settlements } from './settlements'
 import type { SpendRows } from './spend-rows'
 import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey, windowLength } from './sql'
 
+/** How long a limit the database said is reached refuses without asking it again (re-pricing can lower spend). */
+export const REACHED_TTL_MS = 5000
+
 /** One spend row's answer to the admission statement. */
 interface Answer {
   id: number
@@ -25,8 +28,12 @@ interface Answer {
  * the period that refused and its figures.
  */
 export class Admission {
-  /** Spend rows the database said are at their limit, with that spend (calendar periods only grow). */
-  private readonly reached = new Map<string, number>()
+  /**
+   * Spend rows the database said are at their limit: their spend and when it was read. A
+   * calendar period's spend only grows by calls, so the answer stands without a round trip; but
+   * re-pricing (on any instance) can lower it, so it is asked again after REACHED_TTL_MS.
+   */
+  private readonly reached = new Map<string, { spent: number; at: number }>()
 
   constructor(
     private readonly store: SqlStore,
@@ -40,13 +47,17 @@ export class Admission {
   /** Admits the call on every one of `periods` and reserves on each, or refuses. */
   async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
-    // A calendar period's spend only grows: once the database said it reached this limit, the
-    // answer stands for the rest of the period (no round trip to refuse). A window's falls as
+    // Once the database said a calendar period reached this limit, the answer stands for a while
+    // (no round trip to refuse each call of an agent that keeps trying). A window's spend falls as
     // time passes, so it is asked every time.
+    const now = Date.now()
     for (const p of periods) {
       if (p.period === 'session' || p.period === 'window') continue
-      const spent = this.reached.get(rowKey(rk, req.keyHash, p, req.session))
-      if (spent !== undefined && spent >= p.limit) return { ok: false, kind: 'reached', state: { ...p, spent }, reservedUsd: 0, worstCaseUsd: 0 }
+      const k = rowKey(rk, req.keyHash, p, req.session)
+      const r = this.reached.get(k)
+      if (r === undefined) continue
+      if (now - r.at >= REACHED_TTL_MS) this.reached.delete(k)
+      else if (r.spent >= p.limit) return { ok: false, kind: 'reached', state: { ...p, spent: r.spent }, reservedUsd: 0, worstCaseUsd: 0 }
     }
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
@@ -148,7 +159,7 @@ export class Admission {
 
   private remember(k: string, spent: number): void {
     if (this.reached.size > 10_000) this.reached.clear()
-    this.reached.set(k, spent)
+    this.reached.set(k, { spent, at: Date.now() })
   }
 }
 

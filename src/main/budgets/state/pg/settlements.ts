@@ -1,5 +1,6 @@
 import type { SqlStore } from '../../../storage/sql'
 import type { Reservation } from '../types'
+import { settledRows } from './call-spend'
 import type { Limiter } from './limiter'
 
 /**
@@ -47,7 +48,7 @@ export class Settlements {
       this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window })
       this.write(rid, ids, cost > 0 ? cost : 0, window)
     }
-    return { settle, release: () => settle(0) }
+    return { settle, release: () => settle(0), settles: settledRows(ids) }
   }
 
   /** Writes again the settlements the database refused (those not being written now). */

@@ -2,6 +2,7 @@ import type { SqlParams, SqlStore } from '../../../storage/sql'
 import { MAX_WINDOW_HOURS } from '../../check'
 import type { PeriodState } from '../../meter'
 import type { ReserveRequest } from '../types'
+import { lockKeyForSeed } from './call-spend'
 import type { Limiter } from './limiter'
 import { NOW_MS, rowKey, scopeSql, spendStart, windowLength } from './sql'
 
@@ -14,8 +15,8 @@ const SESSION_HISTORY_MS = 7 * 24 * 3600_000
 /**
  * The spend rows (`budget_spend`) a call is admitted against. A row is created (INSERT … ON
  * CONFLICT DO NOTHING) the first time any instance needs it, seeded from the calls already in
- * the `calls` table for that key, scope and period. Rows this instance knows exist cost no
- * statement on the hot path.
+ * the `calls` table for that key, scope and period; from then on every call stored adds its cost
+ * to it (call-spend.ts). Rows this instance knows exist cost no statement on the hot path.
  */
 export class SpendRows {
   /** Spend rows this instance knows exist (no seed INSERT on the hot path). */
@@ -65,13 +66,19 @@ export class SpendRows {
       since: session ? Date.now() - SESSION_HISTORY_MS : p.start,
     }
     const scope = scopeSql(req.rule, params)
-    await this.db.run(() => this.store.run(
+    // Its own transaction, under the key's lock taken exclusively first (call-spend.ts): the
+    // calls of every batch committed before the lock was granted are in the sum (the INSERT's
+    // snapshot is taken after it), and every batch after it adds its calls to the new row.
+    await this.db.run(() => this.store.transaction(async (tx) => {
+      await lockKeyForSeed(tx, req.keyHash)
+      await tx.run(
       `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
        SELECT @rk, @key, @period, @start, @session, COALESCE(SUM(cost_usd), 0), 0, ${NOW_MS} FROM calls
-        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription'${session ? ' AND session = @session' : ''}${scope}
+        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription' AND origin_id IS NULL${session ? ' AND session = @session' : ''}${scope}
        ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
-      params,
-    ))
+        params,
+      )
+    }))
   }
 
   /**
@@ -84,7 +91,10 @@ export class SpendRows {
   private async seedWindow(rk: string, req: ReserveRequest, p: PeriodState): Promise<void> {
     const params: SqlParams = { rk, key: req.keyHash, start: spendStart(p), edge: req.ts - windowLength(p) - MINUTE }
     const scope = scopeSql(req.rule, params)
-    await this.db.run(() => this.store.run(
+    // Under the key's seed lock, as the calendar rows (above): no call stored meanwhile is missed or counted twice.
+    await this.db.run(() => this.store.transaction(async (tx) => {
+      await lockKeyForSeed(tx, req.keyHash)
+      await tx.run(
       `WITH made AS (
          INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
          VALUES (@rk, @key, 'window', @start, '', 0, 0, ${NOW_MS})
@@ -97,8 +107,9 @@ export class SpendRows {
                       WHERE api_key_hash = @key AND ts > @edge::float8 AND billing <> 'subscription' AND origin_id IS NULL${scope}) c
         GROUP BY made.id, c.minute
        HAVING SUM(c.cost_usd) <> 0`,
-      params,
-    ))
+        params,
+      )
+    }))
   }
 }
 
