@@ -2,6 +2,7 @@ import { type Config, WEEKDAYS } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
 import { PeriodClock } from '../../../time/zone'
+import { MAX_WINDOW_HOURS } from '../../check'
 import type { CostAdjustment } from '../../types'
 import { NOW_MS } from './sql'
 
@@ -80,7 +81,10 @@ function settledOf(r: CallRecord): string {
   return typeof v === 'string' && /^\d{1,18}(,\d{1,18})*$/.test(v) ? v : ''
 }
 
-/** How much older than its window a stored call's minute may be and still go into a window's bucket (clock differences). */
+/**
+ * How much older than its window a stored call's minute may be and still go into a window's
+ * bucket (clock differences). Calls older than the longest window (744 h) by more cost no probe.
+ */
 const WINDOW_LEEWAY_MS = 3600_000
 
 /** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
@@ -138,7 +142,8 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
   ),
   cw AS (
     SELECT key, minute, provider, model, agent, tenant, settled, SUM(cost) AS cost
-      FROM raw GROUP BY key, minute, provider, model, agent, tenant, settled
+      FROM raw WHERE minute + ${WINDOW_LEEWAY_MS} > ${NOW_MS} - ${MAX_WINDOW_HOURS * 3600_000}
+     GROUP BY key, minute, provider, model, agent, tenant, settled
   ),
   whits AS (
     SELECT b.id, c.minute, SUM(c.cost) AS cost
