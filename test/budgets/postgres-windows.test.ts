@@ -42,6 +42,9 @@ const LIMIT = 0.505
 const MINUTE = 60_000
 const HOUR = 3600_000
 
+/** The start of the minute `t` falls in. */
+const minuteOf = (t: number) => t - (t % MINUTE)
+
 let pg: TestPostgres
 let upstream: MockUpstream
 const cleanup: (() => Promise<void> | void)[] = []
@@ -192,14 +195,14 @@ describe('a rolling window shared by two instances on one PostgreSQL', () => {
       await tx.run(
         `INSERT INTO budget_window_spend (spend_id, minute, spent_usd) VALUES (@id, @m, 0.6)
          ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd`,
-        { id: row.id, m: Date.now() - (Date.now() % MINUTE) },
+        { id: row.id, m: minuteOf(Date.now()) },
       )
       // ...while this instance's admission statement waits for that lock...
       const now = Date.now()
       pending = reserve(a.state, r, key, new Meter(r, new PeriodClock('UTC', 1)), now)
       await eventually(async () => {
         const w = await a.store.get<{ n: number }>(
-          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%burnrate_window_spent%'",
+          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE OF b%'",
         )
         return (w?.n ?? 0) > 0
       }, 20_000)
@@ -222,7 +225,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
     const r = rule({ window_hours: hours, window_limit_usd: 20 })
     const a = await instance(url, [r])
     // The call's arrival: 25 s into a minute, so the window's start (now - 1 h) is mid-minute.
-    const base = Date.now() - (Date.now() % MINUTE) - 10 * MINUTE
+    const base = minuteOf(Date.now()) - 10 * MINUTE
     const now = base + 25_000
     const key = 'sk-win-edge-aaaaaaaa-0005'
     // Costs are powers of two: the sum says exactly which calls count.
@@ -283,7 +286,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
     const r = rule({ window_hours: 2, window_limit_usd: 1 })
     const a = await instance(url, [r])
     const key = 'sk-win-reserved-aaaa-0006'
-    const now = Date.now() - (Date.now() % MINUTE) + 7_000
+    const now = minuteOf(Date.now()) + 7_000
     await insertCall(a.store, key, now - 90 * MINUTE, 0.25)
     await insertCall(a.store, key, now - 30 * MINUTE, 0.5)
     const meter = new Meter(r, new PeriodClock('UTC', 1))
@@ -347,7 +350,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
     const [row] = await windowRows(a.store, key)
     const settled = (await a.store.all<{ minute: number }>('SELECT minute FROM budget_window_spend WHERE spend_id = @id', { id: row.id })).map((x) => x.minute)
     expect(settled).toHaveLength(1)
-    const m = Date.now() - (Date.now() % MINUTE)
+    const m = minuteOf(Date.now())
     const old = [m - 744 * HOUR - 25 * HOUR, m - 744 * HOUR - 24 * HOUR - 10 * MINUTE]
     const kept = [m - 744 * HOUR - 23 * HOUR, m - 744 * HOUR, m - 6 * HOUR]
     for (const minute of [...old, ...kept]) {
@@ -451,7 +454,9 @@ describe('calls stored in `calls` count in the window’s buckets', () => {
       let answered = false
       pending = reserve(a.state, r, key, new Meter(r, new PeriodClock('UTC', 1)), Date.now()).finally(() => (answered = true))
       await eventually(async () => {
-        const w = await a.store.get<{ n: number }>("SELECT COUNT(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND wait_event = 'advisory'")
+        const w = await a.store.get<{ n: number }>(
+          "SELECT COUNT(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND wait_event = 'advisory'",
+        )
         return answered || (w?.n ?? 0) > 0
       }, 20_000)
     })
