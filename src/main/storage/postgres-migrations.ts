@@ -235,6 +235,7 @@ export const PG_MIGRATIONS: PgMigration[] = [
         PRIMARY KEY (spend_id, minute)
       );
       CREATE INDEX budget_window_spend_minute ON budget_window_spend (minute);
+      CREATE INDEX budget_spend_window ON budget_spend (api_key_hash) WHERE period = 'window';
       CREATE FUNCTION burnrate_window_spent(sid BIGINT, edge DOUBLE PRECISION) RETURNS DOUBLE PRECISION
         LANGUAGE sql VOLATILE
         AS 'SELECT COALESCE(SUM(spent_usd), 0)::float8 FROM budget_window_spend WHERE spend_id = sid AND minute + 60000 > edge'

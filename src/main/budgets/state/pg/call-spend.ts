@@ -83,7 +83,7 @@ function settledOf(r: CallRecord): string {
 
 /**
  * How much older than its window a stored call's minute may be and still go into a window's
- * bucket (clock differences). Calls older than the longest window (744 h) by more cost no probe.
+ * bucket (clock differences). Calls older than the longest window (744 h) by more are not looked at.
  */
 const WINDOW_LEEWAY_MS = 3600_000
 
@@ -111,14 +111,12 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
     SELECT (SELECT b.rule_key FROM budget_spend b WHERE b.rule_key > rks.rule_key ORDER BY b.rule_key LIMIT 1)
       FROM rks WHERE rks.rule_key IS NOT NULL
   ),
-  raw AS (
-    SELECT * FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
-                         @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[], @minute::bigint[])
-        AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled, minute)
-  ),
   c AS (
     SELECT key, day, week, month, session, provider, model, agent, tenant, settled, SUM(cost) AS cost
-      FROM raw GROUP BY key, day, week, month, session, provider, model, agent, tenant, settled
+      FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
+                  @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
+        AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled)
+     GROUP BY key, day, week, month, session, provider, model, agent, tenant, settled
   ),
   want AS (
     SELECT c.*, w.period, w.start, w.sess
@@ -140,24 +138,27 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
        AND (c.settled = '' OR b.id <> ALL (string_to_array(c.settled, ',')::bigint[]))
      GROUP BY b.id
   ),
+  -- Per arrival minute, for windows: nothing at all to do (one probe of an empty partial index)
+  -- while no window row exists; a minute too old for any window is NULL.
   cw AS (
     SELECT key, minute, provider, model, agent, tenant, settled, SUM(cost) AS cost
-      FROM raw WHERE minute + ${WINDOW_LEEWAY_MS} > ${NOW_MS} - ${MAX_WINDOW_HOURS * 3600_000}
+      FROM unnest(@key::text[], @cost::float8[], @minute::bigint[], @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
+        AS t (key, cost, minute, provider, model, agent, tenant, settled)
+     WHERE minute IS NOT NULL AND EXISTS (SELECT 1 FROM budget_spend WHERE period = 'window')
      GROUP BY key, minute, provider, model, agent, tenant, settled
   ),
   whits AS (
     SELECT b.id, c.minute, SUM(c.cost) AS cost
       FROM cw c
-      JOIN rks r ON r.rule_key IS NOT NULL
-      -- A key's window rows of a rule key, one per window length: a prefix of the unique index.
+      -- A key's window rows (one per rule scope and window length), by their own partial index.
       CROSS JOIN LATERAL (
         SELECT s.id, s.rule_key::jsonb AS rk, s.period_start FROM budget_spend s
-         WHERE s.rule_key = r.rule_key AND s.api_key_hash = c.key AND s.period = 'window' AND s.session = ''
+         WHERE s.api_key_hash = c.key AND s.period = 'window' AND s.session = ''
       ) b
      WHERE ${scopeCond(1, 'provider')} AND ${scopeCond(2, 'model')} AND ${scopeCond(3, 'agent')} AND ${scopeCond(4, 'tenant')}
        AND (c.settled = '' OR b.id <> ALL (string_to_array(c.settled, ',')::bigint[]))
        -- Only minutes the window can still count (an hour's leeway for clocks): an old imported call adds nothing.
-       AND c.minute + ${WINDOW_LEEWAY_MS} > ${NOW_MS} - b.period_start
+       AND c.minute + ${WINDOW_LEEWAY_MS} > (SELECT ${NOW_MS}) - b.period_start
      GROUP BY b.id, c.minute
   ),
   locked AS (
@@ -222,8 +223,10 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
   const p = {
     key: new Array<string>(n), cost: new Array<number>(n), day: new Array<number>(n), week: new Array<number>(n), month: new Array<number>(n),
     session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), agent: new Array<string>(n),
-    tenant: new Array<string>(n), settled: new Array<string>(n), minute: new Array<number>(n),
+    tenant: new Array<string>(n), settled: new Array<string>(n), minute: new Array<number | null>(n),
   }
+  // Older than the longest window by more than the leeway: no window counts it (no probe).
+  const oldest = Date.now() - MAX_WINDOW_HOURS * 3600_000 - WINDOW_LEEWAY_MS
   for (let i = 0; i < n; i++) {
     const r = items[i]
     p.key[i] = r.api_key_hash
@@ -237,7 +240,7 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
     p.settled[i] = r.settled
-    p.minute[i] = r.ts - (r.ts % 60_000)
+    p.minute[i] = r.ts > oldest ? r.ts - (r.ts % 60_000) : null
   }
   await lockKeysForCalls(tx, p.key)
   await tx.run(ADD_CALLS_SQL, p)
