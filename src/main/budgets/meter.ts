@@ -17,6 +17,8 @@ export interface PeriodState {
   start: number
   /** When the period resets (window: when enough spend leaves it to be under the limit); null for a session. */
   resetsAt: number | null
+  /** A rolling window's length (ms); absent for the other periods. */
+  lengthMs?: number
 }
 
 export interface RateState {
@@ -239,7 +241,8 @@ export class Meter {
     }
     if (this.window && r.window_limit_usd !== null) {
       const limit = r.window_limit_usd
-      out.push({ period: 'window', limit, spent: this.window.spent(now), start: now - this.window.lengthMs, resetsAt: this.window.resetsAt(limit, now) })
+      const lengthMs = this.window.lengthMs
+      out.push({ period: 'window', limit, spent: this.window.spent(now), start: now - lengthMs, resetsAt: this.window.resetsAt(limit, now), lengthMs })
     }
     if (session !== undefined && r.session_limit_usd !== null && session) {
       out.push({ period: 'session', limit: r.session_limit_usd, spent: this.sessionSpent(session), start: 0, resetsAt: null })

@@ -14,7 +14,9 @@ export interface PgMigration {
 }
 
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory). */
-export const PG_ONLY_TABLES: readonly string[] = ['budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version']
+export const PG_ONLY_TABLES: readonly string[] = [
+  'budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version', 'budget_window_spend',
+]
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
 const MIGRATION_LOCK = 0x6275726e // "burn"
@@ -215,6 +217,28 @@ export const PG_MIGRATIONS: PgMigration[] = [
         version BIGINT NOT NULL
       );
       INSERT INTO price_overrides_version (one, version) VALUES (1, 0)
+    `,
+  },
+  {
+    version: 6,
+    description: 'rolling windows shared by instances: spend per minute of arrival for each window spend row',
+    // A window's spend row (budget_spend, period 'window', period_start = the window's length in
+    // ms) holds its reservations; its spend is here, per arrival minute. The function reads the
+    // buckets in the window with a snapshot of its own (a VOLATILE function takes a fresh one for
+    // each query, in READ COMMITTED), so admission, calling it after locking the row, sees every
+    // bucket written by a transaction that held the row's lock before it (see pg/admission.ts).
+    sql: `
+      CREATE TABLE budget_window_spend (
+        spend_id BIGINT NOT NULL REFERENCES budget_spend (id) ON DELETE CASCADE,
+        minute BIGINT NOT NULL,
+        spent_usd DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (spend_id, minute)
+      );
+      CREATE INDEX budget_window_spend_minute ON budget_window_spend (minute);
+      CREATE INDEX budget_spend_window ON budget_spend (api_key_hash) WHERE period = 'window';
+      CREATE FUNCTION burnrate_window_spent(sid BIGINT, edge DOUBLE PRECISION) RETURNS DOUBLE PRECISION
+        LANGUAGE sql VOLATILE
+        AS 'SELECT COALESCE(SUM(spent_usd), 0)::float8 FROM budget_window_spend WHERE spend_id = sid AND minute + 60000 > edge'
     `,
   },
 ]

@@ -7,7 +7,7 @@ import { InProcessFallback } from './pg/degraded'
 import { renewLeases, sweepExpired } from './pg/leases'
 import { Limiter } from './pg/limiter'
 import { Settlements } from './pg/settlements'
-import { SpendRows } from './pg/spend-rows'
+import { SpendRows, pruneWindowBuckets } from './pg/spend-rows'
 import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from './types'
 
 export { ruleKey } from './pg/sql'
@@ -30,8 +30,11 @@ export { ruleKey } from './pg/sql'
  * the instance renews its leases every `leaseMs / 3`, and every instance frees expired ones as
  * often, so an instance killed mid-call holds budget for at most `leaseMs` (default 30 s).
  *
- * Rolling windows stay per instance (their minute buckets are not in the database yet): a
- * window limit is checked against this instance's own meter. While PostgreSQL does not answer a
+ * A rolling window has a spend row too (period 'window', `period_start` its length in ms), with
+ * its spend in per-minute buckets of arrival time (`budget_window_spend`): admission sums the
+ * buckets in the window for the locked row in the same statement, settlement adds a call's cost
+ * to the bucket of its arrival minute, and the tick deletes buckets older than any window.
+ * While PostgreSQL does not answer a
  * reservation, calls are decided for 5 s at a time on this instance's own meter (every
  * instance's calls as last read, plus its own since), so agents are not stranded; the limit is
  * then per instance, and those calls' costs join the shared rows when the ledger stores them.
@@ -47,8 +50,12 @@ export { ruleKey } from './pg/sql'
 
 /** Default lease of a reservation (README: Team scale → budgets). */
 export const DEFAULT_LEASE_MS = 30_000
+/** How often the tick deletes window buckets too old for any window. */
+const PRUNE_EVERY_MS = 60_000
 /** After PostgreSQL fails a reservation, how long calls are decided in process before it is asked again. */
 const DEGRADED_MS = 5000
+
+const NOTHING_RESERVED: Reservation = { settle: () => {}, release: () => {} }
 
 export interface PgBudgetStateOptions {
   /** How long a reservation outlives its instance's last renewal (ms). */
@@ -68,6 +75,8 @@ export class PgBudgetState implements BudgetState {
   private readonly settlements: Settlements
   private readonly admission: Admission
   private readonly fallback: InProcessFallback
+  /** When the tick next prunes old window buckets (ms). */
+  private nextPrune = 0
   /** Until then (ms), admission is decided in process: the last reservation found PostgreSQL away. */
   private degradedUntil = 0
   /** Reservations PostgreSQL did not answer (decided in process instead). */
@@ -94,9 +103,21 @@ export class PgBudgetState implements BudgetState {
       await renewLeases(this.store, this.instance, this.leaseMs)
       await this.sweep()
       this.settlements.retry()
+      if (Date.now() >= this.nextPrune) {
+        await this.prune()
+        this.nextPrune = Date.now() + PRUNE_EVERY_MS
+      }
     } catch {
       // the database is away: the next tick tries again
     }
+  }
+
+  /**
+   * Deletes rolling-window buckets no window can count any more: older than the longest window
+   * a rule may have (744 h) plus a margin, on the database's clock. Returns how many.
+   */
+  async prune(): Promise<number> {
+    return pruneWindowBuckets(this.store)
   }
 
   /** Frees the reservations whose lease has run out (their instance stopped renewing). */
@@ -105,43 +126,20 @@ export class PgBudgetState implements BudgetState {
   }
 
   reserve(req: ReserveRequest): ReserveOutcome | Promise<ReserveOutcome> {
-    const shared = req.periods.filter((p) => p.period !== 'window')
-    const windowed = req.periods.filter((p) => p.period === 'window')
-    let local: Reservation | null = null
-    if (windowed.length) {
-      const o = this.local.reserve({ ...req, periods: windowed })
-      if (!o.ok) return o
-      local = o.reservation
-    }
-    if (shared.length === 0) {
-      return { ok: true, periods: req.periods, reservation: local! }
-    }
+    // A block rule with per-minute limits only: no money limit to reserve against.
+    if (req.periods.length === 0) return { ok: true, periods: req.periods, reservation: NOTHING_RESERVED }
     // PostgreSQL away: this instance decides alone on what it has seen (README: degraded).
-    if (Date.now() < this.degradedUntil) return this.fallback.decide(req, local)
+    if (Date.now() < this.degradedUntil) return this.fallback.decide(req, null)
     return this.schema()
-      .then(() => this.admission.reserve(req, shared))
+      .then(() => this.admission.reserve(req, req.periods))
       .then(
-      (o) => {
-        if (!o.ok) {
-          local?.release()
-          return o
-        }
-        const periods = req.periods.map((p) => (p.period === 'window' ? p : o.periods.find((x) => x.period === p.period) ?? p))
-        const both: Reservation = local
-          ? {
-              settle: (c) => (local.settle(c), o.reservation.settle(c)),
-              release: () => (local.release(), o.reservation.release()),
-              settles: o.reservation.settles,
-            }
-          : o.reservation
-        return { ok: true, periods, reservation: both }
-      },
-      () => {
-        this.degradedUntil = Date.now() + DEGRADED_MS
-        this.failures++
-        return this.fallback.decide(req, local)
-      },
-    )
+        (o) => o,
+        () => {
+          this.degradedUntil = Date.now() + DEGRADED_MS
+          this.failures++
+          return this.fallback.decide(req, null)
+        },
+      )
   }
 
   /** The schema, made sure of once (the ledger migrates too, but only before its first write). */

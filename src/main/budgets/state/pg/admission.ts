@@ -5,7 +5,7 @@ import type { ReserveOutcome, ReserveRequest } from '../types'
 import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
 import type { SpendRows } from './spend-rows'
-import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey } from './sql'
+import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey, windowLength } from './sql'
 
 /** How long a limit the database said is reached refuses without asking it again (re-pricing can lower spend). */
 export const REACHED_TTL_MS = 5000
@@ -22,7 +22,7 @@ interface Answer {
 
 /**
  * Atomic admission: ONE conditional UPDATE … RETURNING over a call's spend rows (its calendar
- * periods and session) checks and reserves on each row in the database, with the same test the
+ * periods, rolling window and session) checks and reserves on each row in the database, with the same test the
  * in-process state makes (README: Budgets → overshoot), so N instances admit together exactly as
  * one instance would. The reservation is recorded with this instance's lease; a refusal names
  * the period that refused and its figures.
@@ -44,14 +44,15 @@ export class Admission {
     private readonly leaseMs: number,
   ) {}
 
-  /** Admits the call on every one of `periods` (none a rolling window) and reserves on each, or refuses. */
+  /** Admits the call on every one of `periods` and reserves on each, or refuses. */
   async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
     // Once the database said a calendar period reached this limit, the answer stands for a while
-    // (no round trip to refuse each call of an agent that keeps trying).
+    // (no round trip to refuse each call of an agent that keeps trying). A window's spend falls as
+    // time passes, so it is asked every time.
     const now = Date.now()
     for (const p of periods) {
-      if (p.period === 'session') continue
+      if (p.period === 'session' || p.period === 'window') continue
       const k = rowKey(rk, req.keyHash, p, req.session)
       const r = this.reached.get(k)
       if (r === undefined) continue
@@ -61,10 +62,14 @@ export class Admission {
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
     const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
+    const hasWindow = periods.some((p) => p.period === 'window')
     const values = periods.map((p, i) => {
       bindPeriod(params, i, p, req.session)
       params[`l${i}`] = p.limit
-      return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8)`
+      if (!hasWindow) return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8)`
+      // A window's edge: its buckets count while minute + 1 min > the call's arrival - length.
+      params[`e${i}`] = p.period === 'window' ? req.ts - windowLength(p) : null
+      return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8, @e${i}::float8)`
     })
     // The same test as the in-process state: `expected` admits while settled spend plus what is
     // in flight is under the limit; `max_tokens` while the worst case fits in what is left.
@@ -79,15 +84,15 @@ export class Admission {
       // locked values are the latest and cannot move until this statement ends), reserve on all
       // of them only if every one admits, record the reservation with its lease, and answer with
       // each row's figures (what a refusal names).
+      //
+      // A window row's spend is the sum of its buckets in the window, read once the row is locked
+      // by burnrate_window_spent (migration 6): a VOLATILE function reads with a fresh snapshot,
+      // where a subquery here would read with the statement's, taken before waiting for the lock,
+      // and miss the buckets of a settlement that committed meanwhile (its reservation already
+      // freed on the row as re-read). Every write of buckets holds the row's lock to its commit.
       rows = await this.db.run(() => this.store.all<Answer>(
-        `WITH want (period, start, session, lim) AS (VALUES ${values.join(', ')}),
-              locked AS (
-                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
-                  FROM budget_spend b JOIN want w
-                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
-                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
-                 ORDER BY b.id FOR UPDATE OF b
-              ),
+        `WITH want (period, start, session, lim${hasWindow ? ', edge' : ''}) AS (VALUES ${values.join(', ')}),
+              ${hasWindow ? lockWithWindow(admits) : lockCalendar(admits)},
               verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
               upd AS (
                 UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
@@ -110,7 +115,10 @@ export class Admission {
     const took = rows.filter((r) => r.took)
     if (took.length === periods.length) {
       const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
-      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id)) }
+      const win = took.find((r) => r.period === 'window')
+      // A window's settled cost goes into the bucket of the call's arrival minute.
+      const bucket = win ? { id: win.id, minute: req.ts - (req.ts % 60_000) } : null
+      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), bucket) }
     }
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
     for (const p of periods) {
@@ -121,23 +129,69 @@ export class Admission {
         if (retry < 3) return this.reserve(req, periods, retry + 1)
         throw new Error(`budget spend row for ${p.period} could not be created`)
       }
+      if (admitted(req, p, r)) continue
       const state = { ...p, spent: r.spent_usd }
+      // A window resets when enough of its shared spend has left it (one more query, refusals only).
+      if (p.period === 'window') state.resetsAt = await this.windowResetsAt(r.id, p, req.ts)
       const reserved = r.reserved_usd > EPS ? r.reserved_usd : 0
       if (r.spent_usd >= p.limit) {
-        if (p.period !== 'session') this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd)
+        if (p.period !== 'session' && p.period !== 'window') this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd)
         return { ok: false, kind: 'reached', state, reservedUsd: reserved, worstCaseUsd: 0 }
       }
-      if (admitted(req, p, r)) continue
       if (req.rule.reserve === 'max_tokens') return { ok: false, kind: 'worst_case', state, reservedUsd: reserved, worstCaseUsd: req.amount }
       return { ok: false, kind: 'reserved', state, reservedUsd: reserved, worstCaseUsd: 0 }
     }
     throw new Error('budget reservation: no row refused and not every row took the call')
   }
 
+  /**
+   * When a window's shared spend will be under its limit if nothing more is spent: MinuteRing's
+   * `resetsAt` over the row's buckets in the window at `now` (the call's arrival), oldest first.
+   */
+  private async windowResetsAt(id: number, p: PeriodState, now: number): Promise<number> {
+    const length = windowLength(p)
+    const buckets = await this.db.run(() => this.store.all<{ minute: number; spent_usd: number }>(
+      'SELECT minute, spent_usd FROM budget_window_spend WHERE spend_id = @id AND minute + 60000 > @edge::float8 ORDER BY minute',
+      { id, edge: now - length },
+    ))
+    return resetsAt(buckets, p.limit, length, now)
+  }
+
   private remember(k: string, spent: number): void {
     if (this.reached.size > 10_000) this.reached.clear()
     this.reached.set(k, { spent, at: Date.now() })
   }
+}
+
+/** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
+function lockCalendar(admits: string): string {
+  return `locked AS (
+                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              )`
+}
+
+/** The same with a rolling window among the periods: its spend is summed from its buckets once its row is locked. */
+function lockWithWindow(admits: string): string {
+  return `rowlocks AS (
+                SELECT b.id, w.period, w.lim, w.edge, b.spent_usd, b.reserved_usd
+                  FROM budget_spend b JOIN want w
+                    ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
+                 WHERE b.rule_key = @rk AND b.api_key_hash = @key
+                 ORDER BY b.id FOR UPDATE OF b
+              ),
+              figures AS (
+                SELECT id, period, lim, reserved_usd,
+                       CASE WHEN period = 'window' THEN burnrate_window_spent(id, edge) ELSE spent_usd END AS spent_usd
+                  FROM rowlocks
+              ),
+              locked AS (
+                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                  FROM figures b, LATERAL (SELECT b.lim, b.period) w
+              )`
 }
 
 /** The test the statement made on one row, on the figures it answered with (to name the refusing period). */
@@ -147,4 +201,16 @@ function admitted(req: ReserveRequest, p: PeriodState, r: Answer): boolean {
     return req.amount <= 0 || req.amount <= p.limit - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
   }
   return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < p.limit
+}
+
+/** MinuteRing.resetsAt over buckets already in the window (oldest first): the same loop, the same sums. */
+export function resetsAt(buckets: readonly { minute: number; spent_usd: number }[], limit: number, length: number, now: number): number {
+  let sum = 0
+  for (const b of buckets) sum += b.spent_usd
+  let left = sum
+  for (const b of buckets) {
+    left -= b.spent_usd
+    if (left < limit || sum < limit) return b.minute + 60_000 + length
+  }
+  return now + length
 }

@@ -2,7 +2,9 @@ import { type Config, WEEKDAYS } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
 import { PeriodClock } from '../../../time/zone'
+import { MAX_WINDOW_HOURS } from '../../check'
 import type { CostAdjustment } from '../../types'
+import { NOW_MS } from './sql'
 
 /**
  * Every stored call counts in every spend row it belongs to (README: Budgets across instances).
@@ -11,7 +13,8 @@ import type { CostAdjustment } from '../../types'
  * seed); from then on each transaction that stores calls (the ledger's batches, imported logs)
  * adds their cost to every EXISTING row of the same API key whose
  * rule scope the call matches, for the period that contains its arrival time (this instance's
- * `timezone` and `budgets.week_start`, as the Meter counts) or its session, in that same
+ * `timezone` and `budgets.week_start`, as the Meter counts), its session, or, for a rolling
+ * window's row, the bucket of its arrival minute (budget_window_spend), in that same
  * transaction: a call written twice (a replayed batch) is inserted, and so counted, once.
  * Calls a team server ingests (`POST /api/ingest`, `origin_id` set) count in no budget, here or
  * in the seed: they were made, and checked against the member's own rules, on the member's
@@ -78,6 +81,12 @@ function settledOf(r: CallRecord): string {
   return typeof v === 'string' && /^\d{1,18}(,\d{1,18})*$/.test(v) ? v : ''
 }
 
+/**
+ * How much older than its window a stored call's minute may be and still go into a window's
+ * bucket (clock differences). Calls older than the longest window (744 h) by more are not looked at.
+ */
+const WINDOW_LEEWAY_MS = 3600_000
+
 /** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
 function scopeCond(i: number, col: string): string {
   const p = `(b.rk ->> ${i})`
@@ -93,7 +102,8 @@ function scopeCond(i: number, col: string): string {
  * sessions and other keys. A row's rule scope is read back from its key ([api_key_pattern,
  * provider, model_pattern, agent, tenant]; the pattern is matched already by the row being the
  * key's). The rows are locked in id order (as admission and settlement lock them) before each
- * gets the sum of its calls.
+ * gets the sum of its calls. A rolling window's rows (one per window length) are found by the
+ * index's prefix and get the sums per arrival minute in their buckets, under the same locks.
  */
 export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
     (SELECT rule_key FROM budget_spend ORDER BY rule_key LIMIT 1)
@@ -128,8 +138,41 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
        AND (c.settled = '' OR b.id <> ALL (string_to_array(c.settled, ',')::bigint[]))
      GROUP BY b.id
   ),
-  locked AS (SELECT s.id, h.cost FROM budget_spend s JOIN hits h ON h.id = s.id ORDER BY s.id FOR UPDATE OF s)
-  UPDATE budget_spend b SET spent_usd = b.spent_usd + l.cost FROM locked l WHERE b.id = l.id`
+  -- Per arrival minute, for windows: nothing at all to do (one probe of an empty partial index)
+  -- while no window row exists; a minute too old for any window is NULL.
+  cw AS (
+    SELECT key, minute, provider, model, agent, tenant, settled, SUM(cost) AS cost
+      FROM unnest(@key::text[], @cost::float8[], @minute::bigint[], @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
+        AS t (key, cost, minute, provider, model, agent, tenant, settled)
+     WHERE minute IS NOT NULL AND EXISTS (SELECT 1 FROM budget_spend WHERE period = 'window')
+     GROUP BY key, minute, provider, model, agent, tenant, settled
+  ),
+  whits AS (
+    SELECT b.id, c.minute, SUM(c.cost) AS cost
+      FROM cw c
+      -- A key's window rows (one per rule scope and window length), by their own partial index.
+      CROSS JOIN LATERAL (
+        SELECT s.id, s.rule_key::jsonb AS rk, s.period_start FROM budget_spend s
+         WHERE s.api_key_hash = c.key AND s.period = 'window' AND s.session = ''
+      ) b
+     WHERE ${scopeCond(1, 'provider')} AND ${scopeCond(2, 'model')} AND ${scopeCond(3, 'agent')} AND ${scopeCond(4, 'tenant')}
+       AND (c.settled = '' OR b.id <> ALL (string_to_array(c.settled, ',')::bigint[]))
+       -- Only minutes the window can still count (an hour's leeway for clocks): an old imported call adds nothing.
+       AND c.minute + ${WINDOW_LEEWAY_MS} > (SELECT ${NOW_MS}) - b.period_start
+     GROUP BY b.id, c.minute
+  ),
+  locked AS (
+    SELECT s.id, h.cost FROM budget_spend s LEFT JOIN hits h ON h.id = s.id
+     WHERE s.id IN (SELECT id FROM hits UNION SELECT id FROM whits)
+     ORDER BY s.id FOR UPDATE OF s
+  ),
+  -- A window's calls go into the buckets of their arrival minutes, under the row's lock (admission.ts).
+  buckets AS (
+    INSERT INTO budget_window_spend (spend_id, minute, spent_usd)
+    SELECT id, minute, cost FROM whits WHERE id IN (SELECT id FROM locked)
+    ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd
+  )
+  UPDATE budget_spend b SET spent_usd = b.spent_usd + l.cost FROM locked l WHERE b.id = l.id AND l.cost IS NOT NULL`
 
 /** One cost to add to the spend rows a call belongs to (negative: a re-priced call that now costs less). */
 interface SpendItem {
@@ -180,8 +223,10 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
   const p = {
     key: new Array<string>(n), cost: new Array<number>(n), day: new Array<number>(n), week: new Array<number>(n), month: new Array<number>(n),
     session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), agent: new Array<string>(n),
-    tenant: new Array<string>(n), settled: new Array<string>(n),
+    tenant: new Array<string>(n), settled: new Array<string>(n), minute: new Array<number | null>(n),
   }
+  // Older than the longest window by more than the leeway: no window counts it (no probe).
+  const oldest = Date.now() - MAX_WINDOW_HOURS * 3600_000 - WINDOW_LEEWAY_MS
   for (let i = 0; i < n; i++) {
     const r = items[i]
     p.key[i] = r.api_key_hash
@@ -195,6 +240,7 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
     p.settled[i] = r.settled
+    p.minute[i] = r.ts > oldest ? r.ts - (r.ts % 60_000) : null
   }
   await lockKeysForCalls(tx, p.key)
   await tx.run(ADD_CALLS_SQL, p)

@@ -12,7 +12,7 @@ import type { Reservation, ReserveOutcome, ReserveRequest } from '../types'
 export class InProcessFallback {
   constructor(private readonly local: MemoryBudgetState) {}
 
-  /** The in-process decision on this instance's own meter, after releasing `local` (the call's window reservation). */
+  /** The in-process decision on this instance's own meter (every period, the window's too), after releasing `local` if given. */
   decide(req: ReserveRequest, local: Reservation | null): ReserveOutcome {
     local?.release()
     return this.local.reserve(req)

@@ -4,16 +4,33 @@ import { settledRows } from './call-spend'
 import type { Limiter } from './limiter'
 
 /**
- * Settling admitted calls: a call's real cost is added to its spend rows and its reservation
- * freed, batched per turn of the event loop. A settlement the database refused stays pending and
+ * Adds `@bcosts` to the window buckets (`@bsids`, `@bminutes`), part of a statement whose CTE
+ * `locked` holds the window rows locked first (bucket writes hold their row's lock to the commit:
+ * admission reads a window's buckets under that lock, see admission.ts).
+ */
+const ADD_BUCKETS = `INSERT INTO budget_window_spend (spend_id, minute, spent_usd)
+  SELECT sid, minute, SUM(cost) FROM unnest(@bsids::bigint[], @bminutes::bigint[], @bcosts::float8[]) AS t (sid, minute, cost)
+   WHERE sid IN (SELECT id FROM locked)
+   GROUP BY sid, minute
+  ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd`
+
+/** A call's rolling-window spend row and its arrival minute: the bucket its cost goes into. */
+export interface WindowBucket {
+  id: number
+  minute: number
+}
+
+/**
+ * Settling admitted calls: a call's real cost is added to its spend rows (a window row's to its
+ * bucket for the call's arrival minute) and its reservation freed, batched per turn of the event loop. A settlement the database refused stays pending and
  * is written again by `retry()` (the state's tick) or `settled()`.
  */
 export class Settlements {
   /** Settlements not yet written (in flight, or retried after a database error). */
-  private unsettled = new Map<string, { ids: number[]; cost: number }>()
+  private unsettled = new Map<string, { ids: number[]; cost: number; window: WindowBucket | null }>()
   private writing = new Set<Promise<void>>()
   /** Settlements waiting for this turn's statement. */
-  private batch: { rid: string; ids: number[]; cost: number }[] = []
+  private batch: { rid: string; ids: number[]; cost: number; window: WindowBucket | null }[] = []
   /** Settlements being written now (not retried by the tick meanwhile). */
   private readonly inFlight = new Set<string>()
 
@@ -22,21 +39,21 @@ export class Settlements {
     private readonly db: Limiter,
   ) {}
 
-  /** The handle of reservation `rid` on spend rows `ids`: settled or released once. */
-  reservation(rid: string, ids: number[]): Reservation {
+  /** The handle of reservation `rid` on spend rows `ids` (one of them maybe a window's, `window`): settled or released once. */
+  reservation(rid: string, ids: number[], window: WindowBucket | null = null): Reservation {
     let done = false
     const settle = (cost: number) => {
       if (done) return
       done = true
-      this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0 })
-      this.write(rid, ids, cost > 0 ? cost : 0)
+      this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window })
+      this.write(rid, ids, cost > 0 ? cost : 0, window)
     }
     return { settle, release: () => settle(0), settles: settledRows(ids) }
   }
 
   /** Writes again the settlements the database refused (those not being written now). */
   retry(): void {
-    for (const [rid, u] of this.unsettled) if (!this.inFlight.has(rid)) this.write(rid, u.ids, u.cost)
+    for (const [rid, u] of this.unsettled) if (!this.inFlight.has(rid)) this.write(rid, u.ids, u.cost, u.window)
   }
 
   /**
@@ -44,9 +61,9 @@ export class Settlements {
    * already run out) together with the other settlements of this turn of the event loop, in one
    * statement, so a busy instance holds each hot spend row once per batch rather than per call.
    */
-  private write(rid: string, ids: number[], cost: number): void {
+  private write(rid: string, ids: number[], cost: number, window: WindowBucket | null): void {
     this.inFlight.add(rid)
-    this.batch.push({ rid, ids, cost })
+    this.batch.push({ rid, ids, cost, window })
     if (this.batch.length > 1) return
     const p: Promise<void> = new Promise<void>((r) => setImmediate(r))
       .then(() => this.flush())
@@ -60,11 +77,20 @@ export class Settlements {
     const rids: string[] = []
     const sids: number[] = []
     const costs: number[] = []
+    // Window rows: the cost goes into the bucket of the call's arrival minute, not spent_usd.
+    const bsids: number[] = []
+    const bminutes: number[] = []
+    const bcosts: number[] = []
     for (const w of batch) {
       for (const id of w.ids) {
         rids.push(w.rid)
         sids.push(id)
-        costs.push(w.cost)
+        costs.push(w.window?.id === id ? 0 : w.cost)
+      }
+      if (w.window && w.cost > 0) {
+        bsids.push(w.window.id)
+        bminutes.push(w.window.minute)
+        bcosts.push(w.cost)
       }
     }
     try {
@@ -74,13 +100,14 @@ export class Settlements {
                 d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
                 freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
                 added AS (SELECT sid, SUM(cost) AS cost FROM input GROUP BY sid),
-                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)
+                locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)${bsids.length ? `,
+                buckets AS (${ADD_BUCKETS})` : ''}
            UPDATE budget_spend b
               SET spent_usd = b.spent_usd + a.cost,
                   reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
              FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
             WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
-          { rids, sids, costs },
+          bsids.length ? { rids, sids, costs, bsids, bminutes, bcosts } : { rids, sids, costs },
         ),
       )
       for (const w of batch) this.unsettled.delete(w.rid)

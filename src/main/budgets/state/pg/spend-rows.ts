@@ -1,9 +1,13 @@
 import type { SqlParams, SqlStore } from '../../../storage/sql'
+import { MAX_WINDOW_HOURS } from '../../check'
 import type { PeriodState } from '../../meter'
 import type { ReserveRequest } from '../types'
 import { lockKeyForSeed } from './call-spend'
 import type { Limiter } from './limiter'
-import { NOW_MS, rowKey, scopeSql } from './sql'
+import { NOW_MS, rowKey, scopeSql, spendStart, windowLength } from './sql'
+
+/** A bucket of a rolling window's spend: one minute of arrival time (as MinuteRing's). */
+const MINUTE = 60_000
 
 /** How far back a session's spend row is seeded from the calls table. */
 const SESSION_HISTORY_MS = 7 * 24 * 3600_000
@@ -51,6 +55,7 @@ export class SpendRows {
 
   /** Creates a spend row (if no instance has yet), from the calls already recorded for its key, scope and period. */
   private async seed(rk: string, req: ReserveRequest, p: PeriodState): Promise<void> {
+    if (p.period === 'window') return this.seedWindow(rk, req, p)
     const session = p.period === 'session'
     const params: SqlParams = {
       rk,
@@ -75,4 +80,45 @@ export class SpendRows {
       )
     }))
   }
+
+  /**
+   * Creates a rolling window's spend row (if no instance has yet) and, in the same statement, its
+   * per-minute buckets from the calls already recorded for its key and scope that arrived in the
+   * window as the call sees it (a bucket counts while its minute + 1 min is after the call's
+   * arrival minus the window's length: MinuteRing's edge). Calls ingested from team members are
+   * left out, as the meters' history leaves them out (README: Team).
+   */
+  private async seedWindow(rk: string, req: ReserveRequest, p: PeriodState): Promise<void> {
+    const params: SqlParams = { rk, key: req.keyHash, start: spendStart(p), edge: req.ts - windowLength(p) - MINUTE }
+    const scope = scopeSql(req.rule, params)
+    // Under the key's seed lock, as the calendar rows (above): no call stored meanwhile is missed or counted twice.
+    await this.db.run(() => this.store.transaction(async (tx) => {
+      await lockKeyForSeed(tx, req.keyHash)
+      await tx.run(
+      `WITH made AS (
+         INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
+         VALUES (@rk, @key, 'window', @start, '', 0, 0, ${NOW_MS})
+         ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING
+         RETURNING id
+       )
+       INSERT INTO budget_window_spend (spend_id, minute, spent_usd)
+       SELECT made.id, c.minute, SUM(c.cost_usd)
+         FROM made, (SELECT ts - ts % ${MINUTE} AS minute, cost_usd FROM calls
+                      WHERE api_key_hash = @key AND ts > @edge::float8 AND billing <> 'subscription' AND origin_id IS NULL${scope}) c
+        GROUP BY made.id, c.minute
+       HAVING SUM(c.cost_usd) <> 0`,
+        params,
+      )
+    }))
+  }
+}
+
+/** Buckets older than the longest window a rule may have (MAX_WINDOW_HOURS) plus this are deleted. */
+export const PRUNE_MARGIN_MS = 24 * 3600_000
+
+/** Deletes the window buckets no window can count any more (older than 744 h plus a day, on the database's clock). */
+export function pruneWindowBuckets(store: SqlStore): Promise<number> {
+  return store.run(`DELETE FROM budget_window_spend WHERE minute < ${NOW_MS} - @age::bigint`, {
+    age: MAX_WINDOW_HOURS * 3600_000 + PRUNE_MARGIN_MS,
+  })
 }

@@ -15,16 +15,33 @@ export function ruleKey(r: Rule): string {
 
 /** One spend row's identity in this instance's caches: rule, key, period (by its start, a session by its id). */
 export function rowKey(rk: string, hash: string, p: PeriodState, session: string): string {
-  return `${rk}\u0000${hash}\u0000${p.period}\u0000${p.period === 'session' ? 0 : p.start}\u0000${p.period === 'session' ? session : ''}`
+  return `${rk}\u0000${hash}\u0000${p.period}\u0000${spendStart(p)}\u0000${p.period === 'session' ? session : ''}`
 }
 
 /**
- * Binds period `i` of a call as `@p<i>` (period), `@s<i>` (its start; 0 for a session) and
+ * A spend row's `period_start`: a calendar period's start, 0 for a session, and for a rolling
+ * window its length in ms (whole ms), so that a rule whose window length changes starts a new
+ * row (the rule key leaves limits out on purpose).
+ */
+export function spendStart(p: PeriodState): number {
+  if (p.period === 'session') return 0
+  if (p.period === 'window') return Math.round(windowLength(p))
+  return p.start
+}
+
+/** A window period's length in ms (the Meter gives it; `start` is now minus the length). */
+export function windowLength(p: PeriodState): number {
+  if (p.lengthMs === undefined) throw new Error('a window period without its length')
+  return p.lengthMs
+}
+
+/**
+ * Binds period `i` of a call as `@p<i>` (period), `@s<i>` (its start; 0 for a session, the length for a window) and
  * `@n<i>` (the session's id; '' for a calendar period): the columns a spend row is found by.
  */
 export function bindPeriod(params: SqlParams, i: number, p: PeriodState, session: string): void {
   params[`p${i}`] = p.period
-  params[`s${i}`] = p.period === 'session' ? 0 : p.start
+  params[`s${i}`] = spendStart(p)
   params[`n${i}`] = p.period === 'session' ? session : ''
 }
 
