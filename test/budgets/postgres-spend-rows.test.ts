@@ -195,6 +195,21 @@ describe('a spend row counts the calls of every rule it matches (two servers on 
   }
 })
 
+/** A database with the row a `*` rule keeps for calls made without a key, for the month of the sample Codex logs. */
+async function databaseWithRow(): Promise<{ url: string; store: PostgresStore; row: () => Promise<number> }> {
+  const url = pg.createDatabase()
+  const store = pgStore(url)
+  await migratePostgres(store)
+  const clock = new PeriodClock('UTC')
+  const ts = Date.parse('2026-11-20T11:00:01.100Z')
+  const rule = { ...DEFAULT_RULE_OPTIONS, api_key_pattern: '*', monthly_limit_usd: 100, action: 'block', source: 'config', created_at: null } as Rule
+  const month = clock.monthOf(ts)
+  const periods = [{ period: 'monthly' as const, limit: 100, spent: 0, start: month.start, resetsAt: month.end }]
+  await new SpendRows(store, new Limiter(2)).ensure(ruleKey(rule), { rule, meter: new Meter(rule, clock), keyHash: '', session: '', ts, periods, amount: 0 }, periods)
+  const row = async () => (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = ''"))!.spent_usd
+  return { url, store, row }
+}
+
 describe('calls that reach `calls` without an admission', () => {
   it('POST /api/ingest: a team server counts ingested calls in no budget, in the seed or after it (README: Team)', async () => {
     const url = pg.createDatabase()
@@ -234,20 +249,10 @@ describe('calls that reach `calls` without an admission', () => {
   }, 60_000)
 
   it('imported agent logs add their calls to the existing row once; importing them again adds nothing', async () => {
-    const store = pgStore(pg.createDatabase())
-    await migratePostgres(store)
+    const { store, row } = await databaseWithRow()
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-import-'))
     dirs.push(dir)
     const paths = [resolve(__dirname, '../fixtures/agent-logs/codex/sessions')]
-    // Imported calls carry no key (hash ''): the row a `*` rule keeps for calls made without one,
-    // for the month of the logged calls (created first, from no calls).
-    const clock = new PeriodClock('UTC')
-    const ts = Date.parse('2026-11-20T11:00:01.100Z')
-    const rule = { ...DEFAULT_RULE_OPTIONS, api_key_pattern: '*', monthly_limit_usd: 100, action: 'block', source: 'config', created_at: null } as Rule
-    const month = clock.monthOf(ts)
-    const periods = [{ period: 'monthly' as const, limit: 100, spent: 0, start: month.start, resetsAt: month.end }]
-    await new SpendRows(store, new Limiter(2)).ensure(ruleKey(rule), { rule, meter: new Meter(rule, clock), keyHash: '', session: '', ts, periods, amount: 0 }, periods)
-    const row = async () => (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = ''"))!.spent_usd
     expect(await row()).toBe(0)
 
     const pricer = new Pricer()
@@ -297,20 +302,6 @@ function blockRule(pattern: string): Rule {
 }
 
 describe('imported logs through every way in: the CLI import, the sync before `burnrate status`, a server watching the logs', () => {
-  /** A database with the row a `*` rule keeps for calls made without a key, for the month of the sample Codex logs. */
-  async function databaseWithRow(): Promise<{ url: string; store: PostgresStore; row: () => Promise<number> }> {
-    const url = pg.createDatabase()
-    const store = pgStore(url)
-    await migratePostgres(store)
-    const clock = new PeriodClock('UTC')
-    const ts = Date.parse('2026-11-20T11:00:01.100Z')
-    const rule = { ...DEFAULT_RULE_OPTIONS, api_key_pattern: '*', monthly_limit_usd: 100, action: 'block', source: 'config', created_at: null } as Rule
-    const month = clock.monthOf(ts)
-    const periods = [{ period: 'monthly' as const, limit: 100, spent: 0, start: month.start, resetsAt: month.end }]
-    await new SpendRows(store, new Limiter(2)).ensure(ruleKey(rule), { rule, meter: new Meter(rule, clock), keyHash: '', session: '', ts, periods, amount: 0 }, periods)
-    const row = async () => (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = ''"))!.spent_usd
-    return { url, store, row }
-  }
 
   const saved = { ...process.env }
   let home: string
