@@ -339,10 +339,15 @@ export class BudgetEngine implements BudgetMeters {
     // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
     const cost = call.billing === 'subscription' ? 0 : call.cost_usd
     this.account(s, scope, call.ts, cost, tokens, call.session, call.ts, now, touched)
-    for (const m of touched) {
+    this.announce(s, touched, call.session, now)
+  }
+
+  /** The levels and thresholds a key's meters that just grew have reached (those of rules its key pattern matches). */
+  private announce(s: KeyState, meters: readonly Meter[], session: string, now: number): void {
+    for (const m of meters) {
       if (!this.keyMatches(m.rule, s, false)) continue
       // One reading of the meter for both: the levels (with the session's) and the thresholds (without).
-      const periods = m.periods(now, call.session)
+      const periods = m.periods(now, session)
       this.announcer.raise(s, m.rule, periods)
       this.announcer.thresholds(s, m, now, false, periods)
     }
@@ -359,15 +364,14 @@ export class BudgetEngine implements BudgetMeters {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue
       const s = this.state(c.api_key_hash, '')
       const scope: Scope = { provider: c.provider, model: c.model, agent: c.agent, tenant: c.tenant }
+      const touched: Meter[] = []
       for (const rule of this.index.active()) {
         if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
         const m = this.meter(rule, s.hash)
         m.adjust(c.ts, c.delta, c.session, now)
-        if (c.delta < 0 || !this.keyMatches(rule, s, false)) continue
-        const periods = m.periods(now, c.session)
-        this.announcer.raise(s, rule, periods)
-        this.announcer.thresholds(s, m, now, false, periods)
+        touched.push(m)
       }
+      if (c.delta > 0) this.announce(s, touched, c.session, now)
     }
   }
 

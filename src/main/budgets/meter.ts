@@ -29,7 +29,35 @@ export interface RateState {
   retryAt: number
 }
 
-const MINUTE = 60_000
+/** A rolling window's buckets are whole minutes of arrival time. */
+export const MINUTE = 60_000
+
+/** The start of the minute `ts` falls in: the bucket a call that arrived at `ts` counts in. */
+export function minuteOf(ts: number): number {
+  return ts - (ts % MINUTE)
+}
+
+/**
+ * When a window's spend will be under `limit` if nothing more is spent: its buckets (`minutes`
+ * and their `costs`, oldest first, from index `from`, summing to `sum`) leave it one by one, each
+ * a window's length after its minute ends (now + length when none brings it under).
+ */
+export function windowResetsAt(
+  minutes: readonly number[],
+  costs: readonly number[],
+  from: number,
+  sum: number,
+  limit: number,
+  lengthMs: number,
+  now: number,
+): number {
+  let left = sum
+  for (let i = from; i < minutes.length; i++) {
+    left -= costs[i]
+    if (left < limit || sum < limit) return minutes[i] + MINUTE + lengthMs
+  }
+  return now + lengthMs
+}
 /** Sessions idle for longer are forgotten (and loaded back from the last 7 days at start-up). */
 export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
 
@@ -56,7 +84,7 @@ export class MinuteRing {
 
   add(ts: number, cost: number, now: number): void {
     if (ts <= now - this.lengthMs - MINUTE) return
-    const m = ts - (ts % MINUTE)
+    const m = minuteOf(ts)
     let i = this.minutes.length - 1
     // Calls end out of order: a long call arrived minutes before the one that just ended.
     while (i >= this.head && this.minutes[i] > m) i--
@@ -95,12 +123,7 @@ export class MinuteRing {
   /** When spend in the window will be under `limit` if nothing more is spent (now + length when empty). */
   resetsAt(limit: number, now: number): number {
     this.evict(now)
-    let left = this.sum
-    for (let i = this.head; i < this.minutes.length; i++) {
-      left -= this.costs[i]
-      if (left < limit || this.sum < limit) return this.minutes[i] + MINUTE + this.lengthMs
-    }
-    return now + this.lengthMs
+    return windowResetsAt(this.minutes, this.costs, this.head, this.sum, limit, this.lengthMs, now)
   }
 }
 

@@ -46,6 +46,11 @@ export const budgetRuleSchema = z
 
 export const WEEKDAYS = ['monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday', 'sunday'] as const
 
+/** JS weekday (0 = Sunday) of `budgets.week_start`. */
+export function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
+  return (WEEKDAYS.indexOf(name) + 1) % 7
+}
+
 const providerSchema = z
   .object({
     base_url: z.url({ protocol: /^https?$/ }).optional(),

@@ -3,7 +3,6 @@ import { ensurePostgresSchema } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
 import { MemoryBudgetState } from './memory'
 import { Admission } from './pg/admission'
-import { InProcessFallback } from './pg/degraded'
 import { renewLeases, sweepExpired } from './pg/leases'
 import { Limiter } from './pg/limiter'
 import { Settlements } from './pg/settlements'
@@ -39,13 +38,15 @@ export { ruleKey } from './pg/sql'
  * instance's calls as last read, plus its own since), so agents are not stranded; the limit is
  * then per instance, and those calls' costs join the shared rows when the ledger stores them.
  *
- * Every call stored in `calls` (by any instance's ledger, by ingest, by import) also adds its
- * cost to every existing row of its key whose scope and period it matches, in the transaction
- * that stores it, except the rows its own reservation settled (pg/call-spend.ts).
+ * Every call stored in `calls` (by any instance's ledger, by import; not the calls a team server
+ * ingests, which count in no budget) also adds its cost to every existing row of its key whose
+ * scope and period it matches, in the transaction that stores it, except the rows its own
+ * reservation settled (pg/call-spend.ts).
  *
  * The parts, in ./pg: the spend rows and their seeding (spend-rows.ts), the admission statement
- * (admission.ts), settlement batching (settlements.ts), leases (leases.ts), the in-process
- * fallback (degraded.ts), stored calls counted in the rows (call-spend.ts); this class puts them together and runs the periodic tick.
+ * (admission.ts), settlement batching (settlements.ts), leases (leases.ts), stored calls
+ * counted in the rows (call-spend.ts); this class puts them together, decides in process
+ * while PostgreSQL is away, and runs the periodic tick.
  */
 
 /** Default lease of a reservation (README: Team scale → budgets). */
@@ -74,7 +75,6 @@ export class PgBudgetState implements BudgetState {
   private timer: NodeJS.Timeout | null = null
   private readonly settlements: Settlements
   private readonly admission: Admission
-  private readonly fallback: InProcessFallback
   /** When the tick next prunes old window buckets (ms). */
   private nextPrune = 0
   /** Until then (ms), admission is decided in process: the last reservation found PostgreSQL away. */
@@ -92,7 +92,6 @@ export class PgBudgetState implements BudgetState {
     const db = new Limiter(opts.concurrency ?? 6)
     this.settlements = new Settlements(store, db)
     this.admission = new Admission(store, db, new SpendRows(store, db), this.settlements, this.instance, this.leaseMs)
-    this.fallback = new InProcessFallback(this.local)
     this.timer = setInterval(() => void this.tick(), Math.max(50, Math.floor(this.leaseMs / 3)))
     this.timer.unref()
   }
@@ -129,17 +128,26 @@ export class PgBudgetState implements BudgetState {
     // A block rule with per-minute limits only: no money limit to reserve against.
     if (req.periods.length === 0) return { ok: true, periods: req.periods, reservation: NOTHING_RESERVED }
     // PostgreSQL away: this instance decides alone on what it has seen (README: degraded).
-    if (Date.now() < this.degradedUntil) return this.fallback.decide(req, null)
+    if (Date.now() < this.degradedUntil) return this.decideInProcess(req)
     return this.schema()
       .then(() => this.admission.reserve(req, req.periods))
-      .then(
-        (o) => o,
-        () => {
-          this.degradedUntil = Date.now() + DEGRADED_MS
-          this.failures++
-          return this.fallback.decide(req, null)
-        },
-      )
+      .catch(() => {
+        this.degradedUntil = Date.now() + DEGRADED_MS
+        this.failures++
+        return this.decideInProcess(req)
+      })
+  }
+
+  /**
+   * Admission while PostgreSQL does not answer: the call is decided on this instance's own meter
+   * (every instance's calls as last read, plus its own since), so agents are not stranded; the
+   * limit is then per instance. Nothing is reserved in the database, so the settlement writes
+   * nothing there: such a call carries no `settles` rows, and its cost joins the shared spend rows
+   * when the ledger stores it (pg/call-spend.ts), once, or, for a row created after that,
+   * through the row's seed from `calls`.
+   */
+  private decideInProcess(req: ReserveRequest): ReserveOutcome {
+    return this.local.reserve(req)
   }
 
   /** The schema, made sure of once (the ledger migrates too, but only before its first write). */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { SqlParams, SqlStore } from '../../../storage/sql'
-import type { PeriodState } from '../../meter'
+import { type PeriodState, minuteOf, windowResetsAt } from '../../meter'
 import type { ReserveOutcome, ReserveRequest } from '../types'
 import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
@@ -117,7 +117,7 @@ export class Admission {
       const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
       const win = took.find((r) => r.period === 'window')
       // A window's settled cost goes into the bucket of the call's arrival minute.
-      const bucket = win ? { id: win.id, minute: req.ts - (req.ts % 60_000) } : null
+      const bucket = win ? { id: win.id, minute: minuteOf(req.ts) } : null
       return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), bucket) }
     }
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
@@ -154,7 +154,11 @@ export class Admission {
       'SELECT minute, spent_usd FROM budget_window_spend WHERE spend_id = @id AND minute + 60000 > @edge::float8 ORDER BY minute',
       { id, edge: now - length },
     ))
-    return resetsAt(buckets, p.limit, length, now)
+    const minutes = buckets.map((b) => b.minute)
+    const costs = buckets.map((b) => b.spent_usd)
+    let sum = 0
+    for (const c of costs) sum += c
+    return windowResetsAt(minutes, costs, 0, sum, p.limit, length, now)
   }
 
   private remember(k: string, spent: number): void {
@@ -201,16 +205,4 @@ function admitted(req: ReserveRequest, p: PeriodState, r: Answer): boolean {
     return req.amount <= 0 || req.amount <= p.limit - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
   }
   return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < p.limit
-}
-
-/** MinuteRing.resetsAt over buckets already in the window (oldest first): the same loop, the same sums. */
-export function resetsAt(buckets: readonly { minute: number; spent_usd: number }[], limit: number, length: number, now: number): number {
-  let sum = 0
-  for (const b of buckets) sum += b.spent_usd
-  let left = sum
-  for (const b of buckets) {
-    left -= b.spent_usd
-    if (left < limit || sum < limit) return b.minute + 60_000 + length
-  }
-  return now + length
 }

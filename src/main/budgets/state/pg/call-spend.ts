@@ -1,8 +1,9 @@
-import { type Config, WEEKDAYS } from '../../../config/schema'
+import { type Config, weekStartDay } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
 import { PeriodClock } from '../../../time/zone'
 import { MAX_WINDOW_HOURS } from '../../check'
+import { minuteOf } from '../../meter'
 import type { CostAdjustment } from '../../types'
 import { NOW_MS } from './sql'
 
@@ -240,15 +241,10 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
     p.settled[i] = r.settled
-    p.minute[i] = r.ts > oldest ? r.ts - (r.ts % 60_000) : null
+    p.minute[i] = r.ts > oldest ? minuteOf(r.ts) : null
   }
   await lockKeysForCalls(tx, p.key)
   await tx.run(ADD_CALLS_SQL, p)
-}
-
-/** JS weekday (0 = Sunday) of `budgets.week_start`. */
-export function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
-  return (WEEKDAYS.indexOf(name) + 1) % 7
 }
 
 /** Stored calls counted in the spend rows: what every transaction storing calls in PostgreSQL runs (the config's periods). */
@@ -256,9 +252,14 @@ export type SpendCounter = (tx: SqlStore, rows: readonly CallRecord[]) => Promis
 
 type PeriodsConfig = { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }
 
+/** The config's periods (`timezone`, `budgets.week_start`), as the budget meters read them. */
+function clockOf(config: PeriodsConfig): PeriodClock {
+  return new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
+}
+
 /** `addCallsToSpend` with the periods of this config (`timezone`, `budgets.week_start`), as the Meter reads them. */
 export function spendCounter(config: PeriodsConfig): SpendCounter {
-  const clock = new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
+  const clock = clockOf(config)
   return (tx, rows) => addCallsToSpend(tx, rows, clock)
 }
 
@@ -267,6 +268,6 @@ export type SpendMover = (tx: SqlStore, changes: readonly CostAdjustment[]) => P
 
 /** `moveSpendOf` with the periods of this config. */
 export function spendMover(config: PeriodsConfig): SpendMover {
-  const clock = new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
+  const clock = clockOf(config)
   return (tx, changes) => moveSpendOf(tx, changes, clock)
 }

@@ -1,13 +1,10 @@
 import type { SqlParams, SqlStore } from '../../../storage/sql'
 import { MAX_WINDOW_HOURS } from '../../check'
-import type { PeriodState } from '../../meter'
+import { MINUTE, type PeriodState } from '../../meter'
 import type { ReserveRequest } from '../types'
 import { lockKeyForSeed } from './call-spend'
 import type { Limiter } from './limiter'
 import { NOW_MS, rowKey, scopeSql, spendStart, windowLength } from './sql'
-
-/** A bucket of a rolling window's spend: one minute of arrival time (as MinuteRing's). */
-const MINUTE = 60_000
 
 /** How far back a session's spend row is seeded from the calls table. */
 const SESSION_HISTORY_MS = 7 * 24 * 3600_000
