@@ -1,0 +1,70 @@
+import { join } from 'node:path'
+import { budgetsOf } from '../budgets'
+import type { Config } from '../config/schema'
+import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
+import { BudgetNotifier, NoticeLog, type Notice } from '../desktop-logic/notices'
+import { RunawayNoticeLog, runawayNotice } from '../desktop-logic/runaway-notices'
+import { PlanNoticeLog, planNotice } from '../desktop-logic/tray-plans'
+import type { BurnrateServer } from '../server/server'
+import { showNotice } from './notifications'
+import { appIcon } from './resources'
+
+export interface AlertOptions {
+  /** This app's own server (attached to another Burnrate, its dashboard and webhooks alert instead). */
+  own: BurnrateServer
+  config: Config
+  userData: string
+  platform: NodeJS.Platform
+  openDashboard(): void
+}
+
+/**
+ * Desktop notifications from this app's own server: budget levels, runaway agents (loops,
+ * session spend-rate alarms; once per session and kind) and plan windows at 80% and 95% (once
+ * per window period). Budget and plan notices already shown are remembered in userData across
+ * restarts. Returns what stops them.
+ */
+export function startAlerts(o: AlertOptions): () => void {
+  const { own, config, userData, platform } = o
+  const show = (notice: Notice) => showNotice(notice, o.openDashboard, platform === 'darwin' ? undefined : appIcon())
+
+  let notifier: BudgetNotifier | null = null
+  const budgets = own.context.budgets
+  if (budgets) {
+    const noticesFile = join(userData, 'notices.json')
+    notifier = new BudgetNotifier({
+      monitor: budgets,
+      log: NoticeLog.fromJSON(readJsonFile(noticesFile)),
+      timezone: config.timezone,
+      show,
+      save: (noticeLog) => writeJsonFile(noticesFile, noticeLog),
+    })
+    notifier.start()
+  }
+
+  const runawayNotices = new RunawayNoticeLog()
+  const runawaySettings = { windowMinutes: config.runaway.loop.window_minutes, usdPerMinute: config.runaway.spend_rate.usd_per_minute }
+  const offRunaway = budgets
+    ? budgetsOf(own.context).runaway.onEvent((e) => {
+        if (runawayNotices.claim(e)) show(runawayNotice(e, runawaySettings))
+      })
+    : undefined
+
+  const planNoticesFile = join(userData, 'plan-notices.json')
+  const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
+  const offPlans = own.context.plans?.onAlert((a) => {
+    if (!planNotices.claim(a)) return
+    try {
+      writeJsonFile(planNoticesFile, planNotices)
+    } catch {
+      // not remembering costs at most a repeated notice after a restart
+    }
+    show(planNotice(a))
+  })
+
+  return () => {
+    notifier?.stop()
+    offRunaway?.()
+    offPlans?.()
+  }
+}

@@ -1,0 +1,101 @@
+import { randomBytes } from 'node:crypto'
+import { join } from 'node:path'
+import { ConfigError, loadConfig } from '../config/load'
+import { CONFIG_FILE } from '../config/paths'
+import type { Config } from '../config/schema'
+import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
+import type { Logger } from '../log'
+import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
+import { askOtherPort, showStartupError } from './dialogs'
+
+/** The server the app runs on: its own, or a headless Burnrate already on the port. */
+export interface Started {
+  config: Config
+  /** This process's server, or null when attached to another Burnrate. */
+  own: BurnrateServer | null
+  url: string
+  attachedTo: string | null
+  /** The admin token this app's own server was given (one of its own when none is configured). */
+  adminToken: string | null
+}
+
+export interface StartOptions {
+  dataDir: string
+  env: NodeJS.ProcessEnv
+  log: Logger
+  features?: CreateOptions['features']
+  estimateWorker?: CreateOptions['estimateWorker']
+}
+
+/** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
+async function listenOn(server: BurnrateServer): Promise<string> {
+  let code: string | undefined
+  const onError = (e: NodeJS.ErrnoException) => {
+    code = e.code
+  }
+  server.http.once('error', onError)
+  try {
+    return await server.listen()
+  } catch (err) {
+    if (code === 'EADDRINUSE') throw new PortTakenError((err as Error).message)
+    throw err
+  } finally {
+    server.http.off('error', onError)
+  }
+}
+
+/**
+ * Loads the configuration and starts the server core (as the headless entry does), or attaches
+ * to a Burnrate already serving the port, or offers another port. Null when the app cannot start
+ * (the error was shown) or the user cancelled: the caller quits.
+ */
+export async function startServer(o: StartOptions): Promise<Started | null> {
+  const { dataDir, env, log } = o
+  let config: Config
+  let server: BurnrateServer | null = null
+  let result: StartResult
+  let adminToken: string | null
+  try {
+    config = loadConfig({ dataDir }, env)
+    // The window connects agents through the admin API: with none configured, this app's own
+    // server gets one for this run, with a random token only the window is given.
+    const cfg: Config = { ...config, server: { ...config.server } }
+    if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
+    adminToken = cfg.admin.token ?? null
+    const c = config
+    result = await startOrAttach({
+      host: cfg.server.host,
+      port: cfg.server.port,
+      listen: async (port) => {
+        cfg.server.port = port
+        server ??= createBurnrate(cfg, { log, features: o.features, estimateWorker: o.estimateWorker, watchLogs: true })
+        return listenOn(server)
+      },
+      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? join(dataDir, CONFIG_FILE)),
+    })
+  } catch (err) {
+    const s = server as BurnrateServer | null
+    if (s) await s.close(0).catch(() => {})
+    const message = err instanceof ConfigError ? err.message : `${(err as Error).message ?? err}`
+    log.error(`cannot start: ${message}`)
+    showStartupError(message)
+    return null
+  }
+  if (result.kind === 'cancelled') {
+    const s = server as BurnrateServer | null
+    if (s) await s.close(0).catch(() => {})
+    log.warn(`not started: ${result.reason}`)
+    return null
+  }
+
+  const url = reachableUrl(result.url)
+  let own = server as BurnrateServer | null
+  if (result.kind === 'attached' && own) {
+    // Built before another Burnrate took the port: it never listened; release its database.
+    await own.close(0).catch(() => {})
+    own = null
+  }
+  if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
+  else log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
+  return { config, own, url, attachedTo: result.kind === 'attached' ? url : null, adminToken }
+}
