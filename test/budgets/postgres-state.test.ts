@@ -167,8 +167,11 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
   it("a killed instance's reservations expire after its lease; the other instance then admits again", async () => {
     const url = h.database()
     const rules = [rule({ daily_limit_usd: 0.095 })]
-    const a = await instance(url, rules, 600)
-    const b = await instance(url, rules, 600)
+    // A short lease, renewed every second: the reservations of a living instance outlive a stall
+    // of up to 2 s (a busy machine) between two renewals, and still run out soon after A dies.
+    const LEASE_MS = 3000
+    const a = await instance(url, rules, LEASE_MS)
+    const b = await instance(url, rules, LEASE_MS)
     const key = 'sk-team-killed-instance-0004'
     // A admits calls until what it has in flight reaches the limit, and dies before any ends.
     let held = 0
@@ -177,7 +180,7 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
     await a.state.close() // no more lease renewals: the process is gone
     await a.store.close()
     expect((await decided(b.gate.admit(ctx(key)))).refuse?.body).toMatchObject({ error: { type: 'budget_exceeded', period: 'daily' } })
-    // Within about one lease (600 ms here, 30 s by default) B's sweep frees every one of them.
+    // Within about one lease (3 s here, 30 s by default) B's sweep frees every one of them.
     await eventually(async () => (await b.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM budget_reservations'))?.n === 0, 30_000)
     expect((await spendRows(b.store, key))[0].reserved_usd).toBeLessThan(1e-12)
     expect(await b.call(key)).toBe(true)
