@@ -8,7 +8,7 @@ import { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually } from './http'
 import { type MockUpstream, type Responder, startMockUpstream } from './mock-upstream'
 import { startPostgres, type TestPostgres } from './postgres'
-import { type TestServer, startTestServer } from './server'
+import type { TestServer } from './server'
 
 /**
  * The set-up of a PostgreSQL test file in one call: `const h = usePostgres()` at the top of the
@@ -106,6 +106,8 @@ export function usePostgres(opts: HarnessOptions = {}): PgHarness {
       const config = { ...o.config }
       if (url !== null) config.storage = { ...config.storage, url }
       const up = o.upstream === undefined ? (upstream?.url ?? undefined) : (o.upstream ?? undefined)
+      // Loaded here: a unit test of a storage part (no server) does not load the whole server.
+      const { startTestServer } = await import('./server')
       const t = await startTestServer(config, up, o.dir, { log: o.log })
       servers.push(t)
       return t
