@@ -1,10 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { getJson } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 
 /**
  * The deferred (`warn`) runaway loop check behind the shared budget gate (PostgreSQL): a call
@@ -13,20 +12,15 @@ import { type TestServer, startTestServer } from '../support/server'
  */
 
 const HEADER = 'x-burnrate-runaway-warning'
-let pg: TestPostgres
-let upstream: MockUpstream
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }),
+})
 let t: TestServer
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: fixture('anthropic/messages-nonstream-basic.json'),
-  }))
-  t = await startTestServer(
-    {
-      storage: { url: pg.createDatabase() },
+  // On a new database.
+  t = await h.server({
+    config: {
       runaway: { loop: { action: 'warn', repeats: 3 } },
       budgets: {
         rules: [
@@ -35,14 +29,8 @@ beforeAll(async () => {
         ],
       },
     },
-    upstream.url,
-  )
+  })
 }, 120_000)
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-  pg?.stop()
-})
 
 const msg = (role: string, text: string) => ({ role, content: text })
 function stuck(n: number, session: string): unknown[] {
@@ -61,7 +49,7 @@ async function loopMarks(session: string) {
   const marks = (await getJson(`${t.url}/api/dashboard/alerts`)).body.runaway as { kind: string; session: string; repeats: number }[]
   return marks.filter((m) => m.kind === 'loop' && m.session === session)
 }
-const seenBy = (session: string) => upstream.requests.filter((r) => r.body.toString('utf8').includes(`fix the parser in ${session}`)).length
+const seenBy = (session: string) => h.upstream.requests.filter((r) => r.body.toString('utf8').includes(`fix the parser in ${session}`)).length
 
 describe('shared budget gate (PostgreSQL), runaway loop: warn', () => {
   it('calls admitted after their reservation: the warning on the third identical tail, then the fourth', async () => {

@@ -1,23 +1,13 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { stringify } from 'yaml'
+import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
-import { loadConfig } from '../../src/main/config/load'
-import { silentLogger } from '../../src/main/log'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
-import { PostgresStore } from '../../src/main/storage/postgres'
-import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import type { BurnrateServer } from '../../src/main/server/server'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually, postJson } from '../support/http'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { PROVIDER_NAMES } from '../../src/main/providers/registry'
-import { baseUrlFor } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, replayJson } from './support'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
 
 /**
  * Two real Burnrate servers in PostgreSQL mode (`storage.url`, each with its own data folder)
@@ -33,38 +23,9 @@ const WORST = calcPrice({ input_tokens: Math.ceil(Buffer.byteLength(JSON.stringi
 })!.total_price
 const LIMIT = NANO_COST * 40.5
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const cleanup: (() => Promise<void> | void)[] = []
+const h = usePostgres()
 
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream()
-}, 120_000)
-afterAll(async () => {
-  for (const f of cleanup.reverse()) await f()
-  await upstream?.close()
-  pg?.stop()
-})
-
-async function server(url: string, rules: unknown[], dataDir?: string): Promise<{ server: BurnrateServer; url: string; store: PostgresStore; dir: string }> {
-  const dir = dataDir ?? mkdtempSync(join(tmpdir(), 'burnrate-pgb-'))
-  const providers: Record<string, unknown> = {}
-  for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream.url) }
-  const configFile = join(dir, 'config.yaml')
-  writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: 0 }, pricing: { auto_update: false }, storage: { url }, providers, budgets: { rules }, ...ADMIN_CONFIG }))
-  // A store of the test's own, to look at the database.
-  const store = new PostgresStore(url)
-  if (!dataDir) await migratePostgres(store)
-  const s = createBurnrate(loadConfig({ config: configFile, dataDir: dir }, {}), { log: silentLogger })
-  const listening = await s.listen()
-  cleanup.push(async () => {
-    await s.close(2000)
-    await store.close()
-    if (!dataDir) rmSync(dir, { recursive: true, force: true })
-  })
-  return { server: s, url: listening, store, dir }
-}
+const server = (url: string, rules: unknown[], dataDir?: string) => pgBudgetServer(h, url, { budgets: { rules }, ...ADMIN_CONFIG }, dataDir)
 
 /** The cost of every answered call of `key`, as the servers recorded it in PostgreSQL. */
 async function costsOf(servers: BurnrateServer[], store: PostgresStore, key: string): Promise<number[]> {
@@ -75,13 +36,13 @@ async function costsOf(servers: BurnrateServer[], store: PostgresStore, key: str
 
 describe('two servers, one PostgreSQL budget state', () => {
   it('200 concurrent calls split across them never take a reserve: max_tokens rule over its limit, and its spend is the sum of the calls', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [{ api_key_pattern: 'sk-two-servers-*', daily_limit_usd: LIMIT, action: 'block', reserve: 'max_tokens' }]
     const a = await server(url, rules)
     const b = await server(url, rules)
     expect(WORST).toBeGreaterThan(NANO_COST)
     // Every admitted call waits at the provider, so many are in flight on both servers together.
-    replayJson(upstream, NANO_FIXTURE, { headerDelayMs: 200 })
+    replayJson(h.upstream, NANO_FIXTURE, { headerDelayMs: 200 })
     const key = 'sk-two-servers-aaaaaaaa-0001'
     const replies = await Promise.all(
       Array.from({ length: 200 }, (_, i) => postJson(`${[a, b][i % 2].url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })),
@@ -114,10 +75,10 @@ describe('two servers, one PostgreSQL budget state', () => {
   }, 120_000)
 
   it('a rule created through one server’s admin API refuses calls on the other', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await server(url, [])
     const b = await server(url, [])
-    replayJson(upstream, NANO_FIXTURE)
+    replayJson(h.upstream, NANO_FIXTURE)
     const key = 'sk-admin-shared-bbbbbbbb-0002'
     const call = (s: { url: string }) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
     expect((await call(b)).status).toBe(200)
@@ -136,15 +97,15 @@ describe('two servers, one PostgreSQL budget state', () => {
   }, 60_000)
 
   it('a server restarted while PostgreSQL is away starts at once and enforces the shared rules it last read', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await server(url, [])
-    replayJson(upstream, NANO_FIXTURE)
+    replayJson(h.upstream, NANO_FIXTURE)
     const key = 'sk-remembered-cccccccc-0003'
     const call = (s: { url: string }) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
     expect((await admin(a.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-remembered-*', daily_limit_usd: 0, action: 'block' } })).status).toBe(201)
     expect((await call(a)).status).toBe(429)
-    await a.server.close(2000)
-    pg.stopServer()
+    await a.stop()
+    h.pg.stopServer()
     try {
       const again = await server(url, [], a.dir)
       const r = await call(again)
@@ -153,15 +114,15 @@ describe('two servers, one PostgreSQL budget state', () => {
       // Calls under no rule pass meanwhile.
       expect((await postJson(`${again.url}/v1/chat/completions`, BODY, { authorization: 'Bearer sk-other-dddddddd-0004' })).status).toBe(200)
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
   }, 90_000)
 
   it("a server started later warns from the spend the other server recorded (its meters start from PostgreSQL's calls)", async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [{ api_key_pattern: 'sk-warned-*', daily_limit_usd: NANO_COST / 2, action: 'warn' }]
     const a = await server(url, rules)
-    replayJson(upstream, NANO_FIXTURE)
+    replayJson(h.upstream, NANO_FIXTURE)
     const key = 'sk-warned-eeeeeeee-0005'
     const first = await postJson(`${a.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
     expect(first.status).toBe(200)

@@ -1,8 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { cpSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpSync, mkdtempSync, readFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
@@ -24,15 +23,14 @@ import { openai } from '../../src/main/providers/openai'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import { type CallContext, decided } from '../../src/main/proxy/gate'
 import { spillFiles } from '../../src/main/reliability/spill'
-import { PostgresStore } from '../../src/main/storage/postgres'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, type Reply } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 import { CLAUDE_FIXTURE, NANO_COST, NANO_FIXTURE, fixtureModel } from './support'
 
 /**
@@ -49,43 +47,16 @@ const CLAUDE_COST = calcPrice({ input_tokens: 12, output_tokens: 29 }, fixtureMo
 const BROAD_LIMIT = NANO_COST + 2.5 * CLAUDE_COST
 const UTC = { timezone: 'UTC', budgets: { week_start: 'monday' as const } }
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const servers: TestServer[] = []
-const stores: PostgresStore[] = []
-const dirs: string[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream()
-  const nano = fixture(NANO_FIXTURE)
-  const claude = fixture(CLAUDE_FIXTURE)
-  // Each provider's own recorded answer: a call's recorded model is its own provider's.
-  upstream.setResponder((req) => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: req.url.includes('/messages') ? claude : nano,
-  }))
-}, 120_000)
-afterAll(async () => {
-  for (const t of servers) await t.cleanup().catch(() => {})
-  for (const s of stores) await s.close().catch(() => {})
-  await upstream?.close()
-  pg?.stop()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+const nano = fixture(NANO_FIXTURE)
+const claude = fixture(CLAUDE_FIXTURE)
+// Each provider's own recorded answer: a call's recorded model is its own provider's.
+const h = usePostgres({
+  upstream: (req) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: req.url.includes('/messages') ? claude : nano }),
 })
 
-function pgStore(url: string): PostgresStore {
-  const s = new PostgresStore(url)
-  stores.push(s)
-  return s
-}
-
-async function server(config: Record<string, unknown>): Promise<TestServer> {
-  const t = await startTestServer({ timezone: 'UTC', ...config }, upstream.url)
-  servers.push(t)
-  return t
-}
+const pgStore = (url: string): PostgresStore => h.store(url)
+/** A server with `config` as given (SQLite unless it names storage.url). */
+const server = (config: Record<string, unknown>): Promise<TestServer> => h.server({ url: null, config: { timezone: 'UTC', ...config } })
 
 const openaiCall = (t: TestServer, key: string): Promise<Reply> =>
   postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 300 }, {
@@ -161,7 +132,7 @@ describe('a spend row counts the calls of every rule it matches (two servers on 
   for (const [what, prefix, narrow] of cases) {
     it(`calls under ${what} count in the broad block rule's row, which refuses exactly as SQLite does`, async () => {
       const lite = await scenario(`${prefix}l`, narrow, null)
-      const url = pg.createDatabase()
+      const url = h.database()
       const shared = await scenario(`${prefix}p`, narrow, url)
       expect(lite.statuses).toEqual([200, 200, 200, 200, 200, 429])
       expect(shared.statuses).toEqual(lite.statuses)
@@ -197,7 +168,7 @@ describe('a spend row counts the calls of every rule it matches (two servers on 
 
 /** A database with the row a `*` rule keeps for calls made without a key, for the month of the sample Codex logs. */
 async function databaseWithRow(): Promise<{ url: string; store: PostgresStore; row: () => Promise<number> }> {
-  const url = pg.createDatabase()
+  const url = h.database()
   const store = pgStore(url)
   await migratePostgres(store)
   const clock = new PeriodClock('UTC')
@@ -212,7 +183,7 @@ async function databaseWithRow(): Promise<{ url: string; store: PostgresStore; r
 
 describe('calls that reach `calls` without an admission', () => {
   it('POST /api/ingest: a team server counts ingested calls in no budget, in the seed or after it (README: Team)', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const token = 'team-token-pg-spend-alice-5e1f'
     // $0.30 a day: the ingested calls below ($0.503) would be over it if they counted.
     const t = await server({ ...ADMIN_CONFIG, storage: { url }, team: { members: [{ name: 'alice', token }] }, budgets: { rules: [{ api_key_pattern: 'sk-ingest-*', daily_limit_usd: 0.3, action: 'block' }] } })
@@ -250,8 +221,7 @@ describe('calls that reach `calls` without an admission', () => {
 
   it('imported agent logs add their calls to the existing row once; importing them again adds nothing', async () => {
     const { store, row } = await databaseWithRow()
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-import-'))
-    dirs.push(dir)
+    const dir = h.tempDir('burnrate-pg-spend-import-')
     const paths = [resolve(__dirname, '../fixtures/agent-logs/codex/sessions')]
     expect(await row()).toBe(0)
 
@@ -306,8 +276,7 @@ describe('imported logs through every way in: the CLI import, the sync before `b
   const saved = { ...process.env }
   let home: string
   beforeAll(() => {
-    home = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-home-'))
-    dirs.push(home)
+    home = h.tempDir('burnrate-pg-spend-home-')
     cpSync(resolve(__dirname, '../fixtures/agent-logs/codex'), join(home, '.codex'), { recursive: true })
   })
   /** Runs the CLI with the ledger in `url`, this home and a fresh data folder (output discarded). */
@@ -360,7 +329,7 @@ describe('imported logs through every way in: the CLI import, the sync before `b
 
 describe('which rows a stored call counts in', () => {
   it('every row whose scope (exact or prefix patterns) and period (in the configured zone and week start) the call matches, as the engine reads them', async () => {
-    const store = pgStore(pg.createDatabase())
+    const store = pgStore(h.database())
     await migratePostgres(store)
     const zone = { timezone: 'America/New_York', budgets: { week_start: 'sunday' as const } }
     const clock = new PeriodClock(zone.timezone, 0)
@@ -421,11 +390,10 @@ describe('which rows a stored call counts in', () => {
 
 describe('each call once', () => {
   it('a call settled on its rule’s rows is not added to them again when stored, after a spill and a restart too', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const store = pgStore(url)
     await migratePostgres(store)
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-spill-'))
-    dirs.push(dir)
+    const dir = h.tempDir('burnrate-pg-spend-spill-')
     const rule = blockRule('sk-spill-*')
     const key = 'sk-spill-aaaaaaaa-0001'
     const { engine, state } = engineOn(store, [rule])
@@ -442,7 +410,7 @@ describe('each call once', () => {
     const b = await decided(gate.admit(ctx(key)))
     const [{ id: rowId }] = await rowsOf(store, key)
     // ...then it goes away: the calls end, their settlements wait, the ledger spills.
-    pg.stopServer()
+    h.pg.stopServer()
     let spilled: string | undefined
     try {
       const tagA = a.settle!(0.3)
@@ -458,7 +426,7 @@ describe('each call once', () => {
       expect(files).toHaveLength(1)
       spilled = readFileSync(files[0], 'utf8')
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
     // The settled rows survive the spill file.
     expect(spilled).toContain(`"budget_settled":"${rowId}"`)
@@ -475,11 +443,10 @@ describe('each call once', () => {
   }, 90_000)
 
   it('a rule whose limits changed: a call settled on some of its rows is still added, once stored, to the others', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const store = pgStore(url)
     await migratePostgres(store)
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-spend-limits-'))
-    dirs.push(dir)
+    const dir = h.tempDir('burnrate-pg-spend-limits-')
     const key = 'sk-limits-aaaaaaaa-0001'
     // Runtime rules (as the admin API makes them), so that they can be changed.
     const both: Rule = { ...blockRule('sk-limits-*'), monthly_limit_usd: 10, source: 'runtime' }
@@ -513,7 +480,7 @@ describe('each call once', () => {
   }, 60_000)
 
   it('a row created while a transaction storing a call of its key is still open counts that call once', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const writer = pgStore(url)
     const seeder = pgStore(url)
     await migratePostgres(writer)

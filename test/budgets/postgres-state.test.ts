@@ -1,7 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
@@ -16,7 +13,7 @@ import { type CallContext, type CallGate, decided } from '../../src/main/proxy/g
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { eventually } from '../support/http'
-import { type TestPostgres, startPostgres } from '../support/postgres'
+import { usePostgres } from '../support/pg-harness'
 
 /**
  * Budget admission exact across instances: "instances" here are budget engines and gates, each
@@ -28,16 +25,7 @@ const COST = 0.01
 /** Cuts part-way through a burst of 200: room for 50 calls and half of another. */
 const LIMIT = 0.505
 
-let pg: TestPostgres
-const open: { close(): Promise<void> }[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-}, 120_000)
-afterAll(async () => {
-  for (const o of open) await o.close().catch(() => {})
-  pg?.stop()
-})
+const h = usePostgres({ upstream: false })
 
 function rule(p: Partial<Rule>): Rule {
   return {
@@ -101,7 +89,7 @@ async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<I
       await store.close()
     },
   }
-  open.push(i)
+  h.onTeardown(() => i.close())
   return i
 }
 
@@ -123,7 +111,7 @@ async function burst(instances: Instance[], key: string): Promise<number> {
 
 describe('budget admission shared by two instances on one PostgreSQL', () => {
   it('200 concurrent calls against one block rule: the two together admit exactly what one alone admits, and the spend is the sum of the calls', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [rule({ monthly_limit_usd: 100 })]
     const [a, b] = [await instance(url, rules), await instance(url, rules)]
 
@@ -150,7 +138,7 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
   }, 120_000)
 
   it('reserve: max_tokens never overshoots across instances, and varied costs settle to their exact sum', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [rule({ reserve: 'max_tokens' })]
     const [a, b] = [await instance(url, rules), await instance(url, rules)]
     const key = 'sk-team-worst-case-aaaa-0003'
@@ -177,10 +165,13 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
   }, 120_000)
 
   it("a killed instance's reservations expire after its lease; the other instance then admits again", async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [rule({ daily_limit_usd: 0.095 })]
-    const a = await instance(url, rules, 600)
-    const b = await instance(url, rules, 600)
+    // A short lease, renewed every second: the reservations of a living instance outlive a stall
+    // of up to 2 s (a busy machine) between two renewals, and still run out soon after A dies.
+    const LEASE_MS = 3000
+    const a = await instance(url, rules, LEASE_MS)
+    const b = await instance(url, rules, LEASE_MS)
     const key = 'sk-team-killed-instance-0004'
     // A admits calls until what it has in flight reaches the limit, and dies before any ends.
     let held = 0
@@ -189,7 +180,7 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
     await a.state.close() // no more lease renewals: the process is gone
     await a.store.close()
     expect((await decided(b.gate.admit(ctx(key)))).refuse?.body).toMatchObject({ error: { type: 'budget_exceeded', period: 'daily' } })
-    // Within about one lease (600 ms here, 30 s by default) B's sweep frees every one of them.
+    // Within about one lease (3 s here, 30 s by default) B's sweep frees every one of them.
     await eventually(async () => (await b.store.get<{ n: number }>('SELECT COUNT(*) AS n FROM budget_reservations'))?.n === 0, 30_000)
     expect((await spendRows(b.store, key))[0].reserved_usd).toBeLessThan(1e-12)
     expect(await b.call(key)).toBe(true)
@@ -200,7 +191,7 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
   }, 60_000)
 
   it('a new spend row starts from the calls every instance already recorded in the calls table', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await instance(url, [rule({ daily_limit_usd: 1 })])
     const key = 'sk-team-seeded-from-calls-05'
     const insert = (cost: number, ts: number, provider = 'openai') =>
@@ -233,20 +224,16 @@ describe('budget admission shared by two instances on one PostgreSQL', () => {
 
 describe('runtime budget rules shared by the instances on one PostgreSQL', () => {
   it('a rule written before anything else touched a new database creates the schema first', async () => {
-    const store = new PostgresStore(pg.createDatabase())
-    try {
-      const seen: Rule[][] = []
-      const rules = new PgRuleStore(store, (r) => seen.push(r))
-      const { created } = await rules.put({ ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-first-*', daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null })
-      expect(created).toBe(true)
-      expect((await rules.all()).map((r) => r.api_key_pattern)).toEqual(['sk-first-*'])
-    } finally {
-      await store.close()
-    }
+    const store = h.store(h.database())
+    const seen: Rule[][] = []
+    const rules = new PgRuleStore(store, (r) => seen.push(r))
+    const { created } = await rules.put({ ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-first-*', daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null })
+    expect(created).toBe(true)
+    expect((await rules.all()).map((r) => r.api_key_pattern)).toEqual(['sk-first-*'])
   })
 
   it('a rule created through one instance refuses calls on the other within a poll; changed and deleted, it follows', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await instance(url, [])
     const b = await instance(url, [])
     const key = 'sk-shared-rule-aaaaaaaa-0006'
@@ -272,11 +259,11 @@ describe('runtime budget rules shared by the instances on one PostgreSQL', () =>
 
 describe('PostgreSQL away', () => {
   it('calls are decided on the instance’s own meter (not stranded), and their cost joins the shared spend, once, when it returns', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await instance(url, [rule({ daily_limit_usd: 1 })], 600)
     const key = 'sk-team-database-away-aaaa-07'
     // The instance's ledger, as a server wires it: every stored call counts in the spend rows.
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-away-'))
+    const dir = h.tempDir('burnrate-pg-away-')
     const ledger = new PgLedger(a.store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir })
     ledger.onBatchTx(spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } }))
     ledger.start()
@@ -296,13 +283,13 @@ describe('PostgreSQL away', () => {
       await proxied(COST)
       expect(await ledger.flushed()).toBe(true)
       expect(await a.state.settled()).toBe(true)
-      pg.stopServer()
+      h.pg.stopServer()
       try {
         // Admitted without PostgreSQL, and settled in process.
         await proxied(0.2)
         expect(a.state.failures).toBeGreaterThan(0)
       } finally {
-        pg.startServer()
+        h.pg.startServer()
       }
       // Once it answers (the pool reconnects), the ledger stores the call and its cost joins the row.
       await eventually(async () => {
@@ -315,7 +302,6 @@ describe('PostgreSQL away', () => {
       expect(Math.abs(daily.spent_usd - (COST + 0.2))).toBeLessThan(1e-12)
     } finally {
       await ledger.close()
-      rmSync(dir, { recursive: true, force: true })
     }
   }, 90_000)
 })

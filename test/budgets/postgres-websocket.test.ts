@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { PostgresStore } from '../../src/main/storage/postgres'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually } from '../support/http'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 
 /**
  * Codex's WebSocket transport in PostgreSQL mode: each `response.create` under a `block` rule
@@ -14,7 +14,8 @@ import { type TestServer, startTestServer } from '../support/server'
  * sent meanwhile wait behind it, so the upstream gets every frame in the order it was sent.
  */
 
-let pg: TestPostgres
+// The upstream here is a WebSocket server of the file's own.
+const h = usePostgres({ upstream: false })
 let store: PostgresStore
 let upstreamHttp: http.Server
 let wss: WebSocketServer
@@ -31,9 +32,8 @@ function answer(n: number): string[] {
 }
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  const url = pg.createDatabase()
-  store = new PostgresStore(url)
+  const url = h.database()
+  store = h.store(url)
   upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
   wss = new WebSocketServer({ noServer: true })
   upstreamHttp.on('upgrade', (req, socket, head) => {
@@ -49,9 +49,10 @@ beforeAll(async () => {
   })
   await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
   const upstream = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
-  t = await startTestServer(
-    {
-      storage: { url },
+  t = await h.server({
+    url,
+    upstream,
+    config: {
       budgets: {
         rules: [
           { api_key_pattern: 'sk-ws-*', daily_limit_usd: 5, action: 'block' },
@@ -59,16 +60,14 @@ beforeAll(async () => {
         ],
       },
     },
-    upstream,
-  )
+  })
 }, 120_000)
 afterAll(async () => {
-  await t?.cleanup()
+  // Before the harness stops the server and the cluster (afterAll hooks run last-registered first).
+  await t?.stop()
   wss?.close()
   upstreamHttp?.closeAllConnections()
   await new Promise<void>((r) => upstreamHttp.close(() => r()))
-  await store?.close()
-  pg?.stop()
 })
 
 function open(key: string): Promise<{ ws: WebSocket; frames: string[] }> {

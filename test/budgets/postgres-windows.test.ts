@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { stringify } from 'yaml'
+import { describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
@@ -11,24 +7,18 @@ import type { Rule } from '../../src/main/budgets/rules'
 import { addCallsToSpend, moveSpendOf, spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
 import type { ReserveOutcome } from '../../src/main/budgets/state/types'
-import { loadConfig } from '../../src/main/config/load'
 import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
-import { silentLogger } from '../../src/main/log'
 import { openai } from '../../src/main/providers/openai'
-import { PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import { type CallContext, type CallGate, decided } from '../../src/main/proxy/gate'
-import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import type { SqlStore } from '../../src/main/storage/sql'
 import { PeriodClock } from '../../src/main/time/zone'
 import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { baseUrlFor } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, replayJson } from './support'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
 
 /**
  * Rolling windows (`window_hours` + `window_limit_usd`) shared by the instances on one
@@ -45,19 +35,7 @@ const HOUR = 3600_000
 /** The start of the minute `t` falls in. */
 const minuteOf = (t: number) => t - (t % MINUTE)
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const cleanup: (() => Promise<void> | void)[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream()
-}, 120_000)
-afterAll(async () => {
-  for (const f of cleanup.reverse()) await f()
-  await upstream?.close()
-  pg?.stop()
-})
+const h = usePostgres()
 
 function rule(p: Partial<Rule>): Rule {
   return {
@@ -89,7 +67,7 @@ async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<I
   const state = new PgBudgetState(store, { leaseMs })
   const engine = new BudgetEngine('UTC', 1, rules, [], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
   const gate = sharedBudgetGate(engine)
-  cleanup.push(async () => {
+  h.onTeardown(async () => {
     await state.close()
     await store.close()
   })
@@ -139,7 +117,7 @@ function reserve(state: PgBudgetState, r: Rule, key: string, meter: Meter, now: 
 
 describe('a rolling window shared by two instances on one PostgreSQL', () => {
   it('200 concurrent calls split across two instances admit exactly what one alone admits; the buckets hold the admitted calls’ costs', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [rule({})]
     const [a, b] = [await instance(url, rules), await instance(url, rules)]
     const burst = async (instances: Instance[], key: string) => {
@@ -164,7 +142,7 @@ describe('a rolling window shared by two instances on one PostgreSQL', () => {
   }, 120_000)
 
   it('with a daily limit too, both are admitted in one statement and a refusal names the period that refused', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const rules = [rule({ daily_limit_usd: 1, window_limit_usd: 0.035 })]
     const [a, b] = [await instance(url, rules), await instance(url, rules)]
     const key = 'sk-win-and-daily-aaaa-0003'
@@ -179,15 +157,14 @@ describe('a rolling window shared by two instances on one PostgreSQL', () => {
   }, 60_000)
 
   it('a settlement that commits while admission waits for the window row’s lock is counted (the buckets are read under the lock)', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({ window_limit_usd: 1 })
     const a = await instance(url, [r])
     const key = 'sk-win-lock-wait-aaaa-0004'
     expect(await a.call(key, 0.5)).toBe(true)
     expect(await a.state.settled()).toBe(true)
     const [row] = await windowRows(a.store, key)
-    const other = new PostgresStore(url)
-    cleanup.push(() => other.close())
+    const other = h.store(url)
     let pending: Promise<ReserveOutcome> | null = null
     // Another instance's settlement, in one transaction: the row locked, $0.6 added to a bucket...
     await other.transaction(async (tx) => {
@@ -219,7 +196,7 @@ describe('a rolling window shared by two instances on one PostgreSQL', () => {
 
 describe('the window’s edge and reset, as MinuteRing counts them', () => {
   it('calls recorded just inside and just outside the window count exactly as in the local meter, and a refusal’s resets_at is the meter’s', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const hours = 1
     const L = hours * HOUR
     const r = rule({ window_hours: hours, window_limit_usd: 20 })
@@ -282,7 +259,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
   }, 60_000)
 
   it('a window whose spend is under the limit but whose calls in flight reach it: resets_at as the meter gives it', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({ window_hours: 2, window_limit_usd: 1 })
     const a = await instance(url, [r])
     const key = 'sk-win-reserved-aaaa-0006'
@@ -318,7 +295,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
   }, 60_000)
 
   it('a changed window_hours starts a fresh row, seeded from the calls in its own window', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const key = 'sk-win-changed-hours-0007'
     const five = rule({ window_hours: 5, window_limit_usd: 10 })
     const a = await instance(url, [five])
@@ -341,7 +318,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
   }, 60_000)
 
   it('pruning deletes only buckets older than the longest window (744 h) plus a day', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({})
     const a = await instance(url, [r])
     const key = 'sk-win-prune-aaaaaaa-0008'
@@ -364,7 +341,7 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
 
 describe('a block rule with no money limit for the call', () => {
   it('a per-minute limit only (or a session limit and no session): admitted with nothing to reserve, settled without error', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await instance(url, [rule({ window_hours: null, window_limit_usd: null, requests_per_minute: 2 })])
     const key = 'sk-win-rate-only-aaaa-0011'
     expect(await a.call(key)).toBe(true)
@@ -380,14 +357,11 @@ describe('a block rule with no money limit for the call', () => {
 
 /** The instance's ledger, as a server wires it in PostgreSQL mode: every stored call counts in the spend rows. */
 function ledgerOf(store: PostgresStore): PgLedger {
-  const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgw-ledger-'))
+  const dir = h.tempDir('burnrate-pgw-ledger-')
   const ledger = new PgLedger(store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir })
   ledger.onBatchTx(spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } }))
   ledger.start()
-  cleanup.push(async () => {
-    await ledger.close()
-    rmSync(dir, { recursive: true, force: true })
-  })
+  h.onTeardown(() => ledger.close())
   return ledger
 }
 
@@ -411,7 +385,7 @@ async function proxied(i: Instance, ledger: PgLedger, key: string, cost: number)
 
 describe('calls stored in `calls` count in the window’s buckets', () => {
   it('calls under another rule or imported go into the minute they arrived in, once; a call settled on the window is not added again; calls too old for it add nothing', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({ window_hours: 5, window_limit_usd: 0.55 })
     const a = await instance(url, [r])
     const ledger = ledgerOf(a.store)
@@ -438,12 +412,11 @@ describe('calls stored in `calls` count in the window’s buckets', () => {
   }, 60_000)
 
   it('a window row created while another instance is storing calls of the key counts them once (the seed waits for the key’s lock)', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({})
     const a = await instance(url, [r])
     const key = 'sk-win-seed-race-aaaa-0014'
-    const other = new PostgresStore(url)
-    cleanup.push(() => other.close())
+    const other = h.store(url)
     let pending: Promise<ReserveOutcome> | null = null
     // Another instance's ledger batch: the call inserted and counted (no window row yet), not committed...
     await other.transaction(async (tx) => {
@@ -472,7 +445,7 @@ describe('calls stored in `calls` count in the window’s buckets', () => {
 
 describe('re-pricing', () => {
   it('a re-priced call moves the bucket of the minute it arrived in, by its change in cost, its own settlement’s included', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const r = rule({ window_hours: 5, window_limit_usd: 0.55 })
     const a = await instance(url, [r])
     const ledger = ledgerOf(a.store)
@@ -499,19 +472,19 @@ describe('re-pricing', () => {
 
 describe('PostgreSQL away', () => {
   it('the window is decided on the local meter, and those calls’ costs join the window’s buckets, once, when the ledger stores them', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await instance(url, [rule({})], 600)
     const ledger = ledgerOf(a.store)
     const key = 'sk-win-database-away-0010'
     await proxied(a, ledger, key, COST)
     expect(await ledger.flushed()).toBe(true)
     expect(await a.state.settled()).toBe(true)
-    pg.stopServer()
+    h.pg.stopServer()
     try {
       await proxied(a, ledger, key, 0.2)
       expect(a.state.failures).toBeGreaterThan(0)
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
     await eventually(async () => {
       const [row] = await windowRows(a.store, key)
@@ -525,31 +498,15 @@ describe('PostgreSQL away', () => {
 })
 
 describe('two servers over HTTP, one window rule', () => {
-  async function server(url: string, rules: unknown[]): Promise<{ server: BurnrateServer; url: string; store: PostgresStore }> {
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgw-'))
-    const providers: Record<string, unknown> = {}
-    for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream.url) }
-    const configFile = join(dir, 'config.yaml')
-    writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: 0 }, pricing: { auto_update: false }, storage: { url }, providers, budgets: { rules } }))
-    const store = new PostgresStore(url)
-    await migratePostgres(store)
-    const s = createBurnrate(loadConfig({ config: configFile, dataDir: dir }, {}), { log: silentLogger })
-    const listening = await s.listen()
-    cleanup.push(async () => {
-      await s.close(2000)
-      await store.close()
-      rmSync(dir, { recursive: true, force: true })
-    })
-    return { server: s, url: listening, store }
-  }
+  const server = (url: string, rules: unknown[]) => pgBudgetServer(h, url, { budgets: { rules } })
 
   it('after the first server spent the window, the second refuses with 429 budget_exceeded, period window and its resets_at', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const limit = NANO_COST * 2.5
     const rules = [{ api_key_pattern: 'sk-win-http-*', window_hours: 3, window_limit_usd: limit, action: 'block' }]
     const a = await server(url, rules)
     const b = await server(url, rules)
-    replayJson(upstream, NANO_FIXTURE)
+    replayJson(h.upstream, NANO_FIXTURE)
     const key = 'sk-win-http-aaaaaaaa-0009'
     const call = (s: { url: string }) =>
       postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` })

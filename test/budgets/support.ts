@@ -3,7 +3,10 @@ import Database from 'better-sqlite3'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture, fixtureJson } from '../support/fixtures'
 import { postJson, type Reply } from '../support/http'
+import type { PostgresStore } from '../../src/main/storage/postgres'
+import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import type { MockUpstream } from '../support/mock-upstream'
+import type { PgHarness } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 
 /** gpt-5-nano: 11 prompt, 228 completion tokens (fixtures README). */
@@ -50,4 +53,14 @@ export function callsOf(t: TestServer, key: string): Row[] {
 
 export function spentToday(t: TestServer, key: string): number {
   return t.server.ledger.spend.key(hashKey(key)).day
+}
+
+/**
+ * A server in PostgreSQL mode on `url` (the harness's mock upstream, `config` merged in) and a store
+ * of the test's own to look at the database, migrated first unless the server restarts on `dataDir`.
+ */
+export async function pgBudgetServer(h: PgHarness, url: string, config: Record<string, unknown>, dataDir?: string): Promise<TestServer & { store: PostgresStore }> {
+  const store = h.store(url)
+  if (!dataDir) await migratePostgres(store)
+  return Object.assign(await h.server({ url, config, dir: dataDir }), { store })
 }

@@ -1,7 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -34,7 +32,7 @@ import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import type { SqlReader, SqlStore } from '../../src/main/storage/sql'
 import { SqliteStore } from '../../src/main/storage/sqlite'
 import { startOfDay } from '../../src/main/time/zone'
-import { type TestPostgres, startPostgres } from '../support/postgres'
+import { usePostgres } from '../support/pg-harness'
 import { makeCall, variedCalls } from './seed'
 
 /**
@@ -48,7 +46,7 @@ import { makeCall, variedCalls } from './seed'
 const TZ = 'Asia/Kolkata' // +05:30: local midnight is not on a UTC hour, so every period has raw edges
 const TENANTS = [null, 'acme', 'globex', 'nobody'] as const
 
-let pg: TestPostgres
+const h = usePostgres({ upstream: false })
 let dir: string
 let lite: SqliteStore
 let pgs: PostgresStore
@@ -90,8 +88,8 @@ async function seedBoth(calls: readonly CallRecord[]): Promise<{ db: Database.Da
   expect(ledger.close()).toBe(true)
 
   // PostgreSQL: the same rows (ids too) in batches of another size, rollups in each batch's transaction.
-  const url = pg.createDatabase()
-  const pgs = new PostgresStore(url)
+  const url = h.database()
+  const pgs = h.store(url)
   await migratePostgres(pgs)
   const rows = db.prepare('SELECT * FROM calls ORDER BY id').all() as (CallRecord & { id: number })[]
   for (let i = 0; i < rows.length; i += 500) {
@@ -107,8 +105,7 @@ let dbs = 0
 const opened: { db: Database.Database; pgs: PostgresStore }[] = []
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  dir = mkdtempSync(join(tmpdir(), 'burnrate-stores-'))
+  dir = h.tempDir('burnrate-stores-')
   // The seed's newest calls are minutes before `now`, and the summary and provider status count
   // today's: keep `now` two hours or more into a local day of TZ (Asia/Kolkata's midnight is 18:30 UTC).
   const real = Date.now()
@@ -120,13 +117,9 @@ beforeAll(async () => {
   ;({ lite, pgs } = seeded)
 }, 300_000)
 
-afterAll(async () => {
-  for (const o of opened) {
-    await o.pgs.close()
-    o.db.close()
-  }
-  pg?.stop()
-  if (dir) rmSync(dir, { recursive: true, force: true })
+// The SQLite ledgers (the harness closes the PostgreSQL stores, then removes `dir`).
+afterAll(() => {
+  for (const o of opened) o.db.close()
 })
 
 const COLS = ['id', ...CALL_COLUMNS] as const

@@ -1,15 +1,10 @@
-import { cpSync, mkdtempSync, rmSync } from 'node:fs'
-import net from 'node:net'
-import { tmpdir } from 'node:os'
+import { cpSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../../src/main/cli/program'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { startPostgres, type TestPostgres } from '../support/postgres'
-import { startTestServer } from '../support/server'
+import { freePort, localValue, usePostgres } from '../support/pg-harness'
 
 /**
  * The CLI with no server running, on a config whose ledger is PostgreSQL (`BURNRATE_DATABASE_URL`):
@@ -17,8 +12,9 @@ import { startTestServer } from '../support/server'
  * import writes there.
  */
 
-let pg: TestPostgres
-let upstream: MockUpstream
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
+})
 let home: string
 let url: string
 const saved = { ...process.env }
@@ -38,26 +34,12 @@ async function cli(...args: string[]): Promise<number> {
   }
 }
 
-async function freePort(): Promise<number> {
-  const s = net.createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const p = (s.address() as net.AddressInfo).port
-  await new Promise((r) => s.close(r))
-  return p
-}
-
 beforeAll(async () => {
-  pg = await startPostgres()
-  url = pg.createDatabase()
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: fixture('openai-chat/chat-nonstream-cached.json'),
-  }))
-  home = mkdtempSync(join(tmpdir(), 'burnrate-pg-cli-'))
+  url = h.database()
+  home = h.tempDir('burnrate-pg-cli-')
   cpSync(resolve(__dirname, '../fixtures/agent-logs/codex'), join(home, '.codex'), { recursive: true })
   // One proxied call recorded by a server on the database, then the server is gone.
-  const t = await startTestServer({ storage: { url } }, upstream.url)
+  const t = await h.server({ url })
   expect((await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: 'Bearer sk-cli-pg-000000000001' })).status).toBe(200)
   await t.cleanup()
   process.env.HOME = home
@@ -69,9 +51,6 @@ beforeAll(async () => {
 afterAll(async () => {
   for (const k of Object.keys(process.env)) if (!(k in saved)) delete process.env[k]
   Object.assign(process.env, saved)
-  await upstream?.close()
-  pg?.stop()
-  rmSync(home, { recursive: true, force: true })
 })
 
 describe('the CLI on a PostgreSQL ledger, no server running', () => {
@@ -93,12 +72,7 @@ describe('the CLI on a PostgreSQL ledger, no server running', () => {
     expect(calls.map((c) => c.source).sort()).toEqual(['import', 'import', 'proxy'])
 
     // The data folder's own file holds the import keys, and no calls.
-    const db = new Database(join(home, 'data', 'burnrate.db'), { readonly: true })
-    try {
-      expect(db.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
-      expect(db.prepare('SELECT count(*) FROM import_keys').pluck().get()).toBe(2)
-    } finally {
-      db.close()
-    }
+    expect(localValue(join(home, 'data', 'burnrate.db'), 'SELECT count(*) FROM calls')).toBe(0)
+    expect(localValue(join(home, 'data', 'burnrate.db'), 'SELECT count(*) FROM import_keys')).toBe(2)
   })
 })

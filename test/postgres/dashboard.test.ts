@@ -1,42 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { startPostgres, type TestPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { usePostgres } from '../support/pg-harness'
 
 /**
  * Two instances on one PostgreSQL database serve one dashboard: a call recorded by either
  * appears in both answers, and the rollups they write together equal the calls.
  */
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const servers: TestServer[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: fixture('openai-chat/chat-nonstream-cached.json'),
-  }))
-})
-afterAll(async () => {
-  for (const t of servers) await t.cleanup().catch(() => {})
-  await upstream?.close()
-  pg?.stop()
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
 })
 
 const KEY = 'sk-pg-dashboard-KEY-000000000001'
 
 describe('two instances on one PostgreSQL database', () => {
   it('show every call either recorded, in both dashboards, with rollups equal to the calls', async () => {
-    const url = pg.createDatabase()
-    const a = await startTestServer({ storage: { url } }, upstream.url)
-    servers.push(a)
-    const b = await startTestServer({ storage: { url } }, upstream.url)
-    servers.push(b)
+    const url = h.database()
+    const a = await h.server({ url })
+    const b = await h.server({ url })
     const sends: Promise<unknown>[] = []
     for (let i = 0; i < 40; i++) {
       const t = i % 2 === 0 ? a : b

@@ -1,19 +1,15 @@
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { cpSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
-import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { importLogs } from '../../src/main/import/importer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
-import { PostgresStore } from '../../src/main/storage/postgres'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { startPostgres, type TestPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { localValue, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 
 /**
  * Log import on a Burnrate whose ledger is PostgreSQL: imported calls go to PostgreSQL (with
@@ -24,52 +20,24 @@ import { type TestServer, startTestServer } from '../support/server'
 const LOGS = resolve(__dirname, '../fixtures/agent-logs')
 /** Imported calls count in the shared budget spend rows, as a server or the CLI wires it. */
 const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } })
-let pg: TestPostgres
-let upstream: MockUpstream
-let home: string
-const servers: TestServer[] = []
-const stores: PostgresStore[] = []
+const h = usePostgres()
 
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream()
+beforeAll(() => {
   // The watcher reads the standard folders under the home folder: Claude Code's and Codex's sample logs.
-  home = mkdtempSync(join(tmpdir(), 'burnrate-pg-import-home-'))
+  const home = h.tempDir('burnrate-pg-import-home-')
   cpSync(join(LOGS, 'claude-code'), join(home, '.claude'), { recursive: true })
   cpSync(join(LOGS, 'codex'), join(home, '.codex'), { recursive: true })
   process.env.HOME = home
   for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
 })
-afterAll(async () => {
-  for (const t of servers) await t.cleanup().catch(() => {})
-  for (const s of stores) await s.close().catch(() => {})
-  await upstream?.close()
-  pg?.stop()
-  rmSync(home, { recursive: true, force: true })
-})
-
-function pgStore(url: string): PostgresStore {
-  const s = new PostgresStore(url)
-  stores.push(s)
-  return s
-}
-
-function local(t: TestServer, sql: string): unknown {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare(sql).pluck().get()
-  } finally {
-    db.close()
-  }
-}
+const local = (t: TestServer, sql: string): unknown => localValue(t.dbFile, sql)
 
 describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
   it('imports into PostgreSQL, with rollups; a second instance reading the same logs stores nothing twice', async () => {
-    const url = pg.createDatabase()
-    const store = pgStore(url)
+    const url = h.database()
+    const store = h.store(url)
     const imported = () => store.get<{ n: number }>("SELECT count(*) AS n FROM calls WHERE source = 'import'").then((r) => r!.n)
-    const a = await startTestServer({ storage: { url }, import: { watch: true } })
-    servers.push(a)
+    const a = await h.server({ url, config: { import: { watch: true } }, upstream: null })
     // Claude Code: 3 calls (one replayed in a side question); Codex: 2 calls, without a response id.
     await eventually(async () => (await imported()) === 5 && local(a, 'SELECT count(*) FROM import_keys') === 5, 30_000)
     expect(local(a, 'SELECT count(*) FROM calls')).toBe(0)
@@ -77,8 +45,7 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
     expect(keys.every((k) => /^import:[0-9a-f]{64}$/.test(k.call_key))).toBe(true)
 
     // Another machine's Burnrate on the same database with the same logs (its own import keys are empty).
-    const b = await startTestServer({ storage: { url }, import: { watch: true } })
-    servers.push(b)
+    const b = await h.server({ url, config: { import: { watch: true } }, upstream: null })
     await eventually(() => local(b, 'SELECT count(*) FROM import_files') === 3, 30_000)
     expect(await imported()).toBe(5)
 
@@ -94,8 +61,7 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
 
     // A third instance that has seen no call itself shows each agent's last imported call, from PostgreSQL.
     const TOKEN = 'admin-token-for-pg-import-0123456789'
-    const c = await startTestServer({ storage: { url }, admin: { enabled: true, token: TOKEN } })
-    servers.push(c)
+    const c = await h.server({ url, config: { admin: { enabled: true, token: TOKEN } }, upstream: null })
     const agents = (await request(`${c.url}/api/admin/agents`, { headers: { authorization: `Bearer ${TOKEN}` } })).json().agents
     const last = (await store.get<{ ts: number }>("SELECT max(ts) AS ts FROM calls WHERE agent = 'claude-code'"))!.ts
     expect(agents.find((x: any) => x.agent === 'claude-code')).toMatchObject({ last_import_at: new Date(last).toISOString(), last_call_at: null })
@@ -104,36 +70,31 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
 
 describe('importing with a PostgreSQL ledger', () => {
   it('stores a logged call once even when this machine lost its import keys', async () => {
-    const store = pgStore(pg.createDatabase())
+    const store = h.store(h.database())
     await migratePostgres(store)
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pg-import-'))
-    try {
-      const paths = [join(LOGS, 'codex/sessions')]
-      const pricer = new Pricer()
-      const first = openDatabase(join(dir, 'one.db'))
-      const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store, countSpend })
-      first.close()
-      expect(s1).toMatchObject({ imported: 2, duplicates: 0 })
-      const fresh = openDatabase(join(dir, 'two.db'))
-      const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store, countSpend })
-      expect(s2).toMatchObject({ imported: 0, duplicates: 2, matched: 0 })
-      expect(fresh.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
-      fresh.close()
-      expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
-      expect((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n).toBe(2)
-    } finally {
-      rmSync(dir, { recursive: true, force: true })
-    }
+    const dir = h.tempDir('burnrate-pg-import-')
+    const paths = [join(LOGS, 'codex/sessions')]
+    const pricer = new Pricer()
+    const first = openDatabase(join(dir, 'one.db'))
+    const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store, countSpend })
+    first.close()
+    expect(s1).toMatchObject({ imported: 2, duplicates: 0 })
+    const fresh = openDatabase(join(dir, 'two.db'))
+    const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store, countSpend })
+    expect(s2).toMatchObject({ imported: 0, duplicates: 2, matched: 0 })
+    expect(fresh.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
+    fresh.close()
+    expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
+    expect((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n).toBe(2)
   })
 
   it('matches a logged call to the proxied call already in PostgreSQL instead of counting it twice', async () => {
-    const url = pg.createDatabase()
-    const store = pgStore(url)
-    const t = await startTestServer({ storage: { url } }, upstream.url)
-    servers.push(t)
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    const url = h.database()
+    const store = h.store(url)
+    const t = await h.server({ url })
+    h.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
     expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-test-000000000001' })).status).toBe(200)
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-responses/responses-nonstream-reasoning.json') }))
+    h.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-responses/responses-nonstream-reasoning.json') }))
     expect((await postJson(`${t.url}/v1/responses`, { model: 'gpt-5-nano', input: 'hi' }, { authorization: 'Bearer sk-test-0000000000001' })).status).toBe(200)
     expect(await t.server.ledger.flushed()).toBe(true)
     const proxied = await store.all<any>('SELECT * FROM calls ORDER BY id')

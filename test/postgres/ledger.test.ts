@@ -1,20 +1,18 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/main/config/load'
 import { createLogger } from '../../src/main/log'
 import { spillFiles } from '../../src/main/reliability/spill'
 import { createBurnrate } from '../../src/main/server/server'
-import { PostgresStore } from '../../src/main/storage/postgres'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { PG_MIGRATIONS } from '../../src/main/storage/postgres-migrations'
 import { startBuiltServer } from '../load/harness'
 import { fixture } from '../support/fixtures'
-import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { startPostgres, type TestPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { postJson, request } from '../support/http'
+import { localRows, localValue, sessionCounts, until, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 
 /**
  * A server with `storage.url` records its proxied calls in PostgreSQL: exactly as the SQLite
@@ -22,56 +20,21 @@ import { type TestServer, startTestServer } from '../support/server'
  * doubling a call while PostgreSQL is stopped, or when an instance is killed meanwhile.
  */
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const stores: PostgresStore[] = []
-const servers: TestServer[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: fixture('openai-chat/chat-nonstream-cached.json'),
-  }))
-})
-afterAll(async () => {
-  for (const t of servers) await t.cleanup().catch(() => {})
-  for (const s of stores) await s.close().catch(() => {})
-  await upstream?.close()
-  pg?.stop()
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
 })
 
 /** A new database, its URL (with a password, which trust auth ignores: it must show up nowhere) and a store to read it. */
 function database(): { url: string; store: PostgresStore } {
-  const url = pg.createDatabase().replace('postgres://burnrate@', 'postgres://burnrate:TOPSECRETPW@')
-  const store = new PostgresStore(url)
-  stores.push(store)
-  return { url, store }
+  const url = h.database().replace('postgres://burnrate@', 'postgres://burnrate:TOPSECRETPW@')
+  return { url, store: h.store(url) }
 }
 
-async function server(config: Record<string, any>, dir?: string): Promise<TestServer> {
-  const t = await startTestServer(config, upstream.url, dir)
-  servers.push(t)
-  return t
-}
+const server = (config: Record<string, any>): Promise<TestServer> => h.server({ url: null, config })
 
 const KEY = 'sk-pg-ledger-KEYSECRET-0000000001'
 function call(url: string, session: string) {
   return postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-session': session })
-}
-
-async function sessionCounts(store: PostgresStore): Promise<Record<string, number>> {
-  const rows = await store.all<{ session: string; n: number }>('SELECT session, COUNT(*) AS n FROM calls GROUP BY session ORDER BY session')
-  return Object.fromEntries(rows.map((r) => [r.session, r.n]))
-}
-
-/** Waits for a condition that the server reaches on its own (PostgreSQL is polled, never slept on). */
-async function until(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  await eventually(async () => {
-    if (!(await fn())) throw new Error(`still waiting: ${what}`)
-    return true
-  }, timeoutMs)
 }
 
 describe('a server with storage.url', () => {
@@ -85,9 +48,7 @@ describe('a server with storage.url', () => {
     expect(await onLite.server.ledger.flushed()).toBe(true)
 
     const [pgRow] = await store.all<Record<string, any>>('SELECT * FROM calls')
-    const lite = new Database(onLite.dbFile, { readonly: true })
-    const liteRow = lite.prepare('SELECT * FROM calls').get() as Record<string, any>
-    lite.close()
+    const liteRow = localRows<Record<string, any>>(onLite.dbFile, 'SELECT * FROM calls')[0]
     // The recorded payload's tokens (test/fixtures/README.md) and its price, never rounded.
     expect(pgRow).toMatchObject({ provider: 'openai', session: 'same', status: 200, input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353, priced: 1 })
     expect(pgRow.cost_usd).toBeGreaterThan(0)
@@ -98,9 +59,7 @@ describe('a server with storage.url', () => {
     }
     expect(same(pgRow)).toEqual(same(liteRow))
     // The instance's own SQLite file holds no calls: the ledger is in PostgreSQL.
-    const own = new Database(onPg.dbFile, { readonly: true })
-    expect(own.prepare('SELECT COUNT(*) AS n FROM calls').get()).toEqual({ n: 0 })
-    own.close()
+    expect(localValue(onPg.dbFile, 'SELECT COUNT(*) AS n FROM calls')).toBe(0)
     // The spend is the ledger's.
     expect(onPg.server.ledger.spend.totals().day).toBe(pgRow.cost_usd)
 
@@ -121,7 +80,7 @@ describe('a server with storage.url', () => {
     await until('the first call in PostgreSQL', async () => (await sessionCounts(store)).before === 1)
     const started = t.server.ledger.spend.totals().day
 
-    pg.stopServer()
+    h.pg.stopServer()
     try {
       for (const s of ['away1', 'away2', 'away3']) expect((await call(t.url, s)).status).toBe(200)
       // On disk while the server runs (a kill now would keep them), in the spill format, without keys.
@@ -138,7 +97,7 @@ describe('a server with storage.url', () => {
       // Spend counts the calls at once, database or not.
       expect(t.server.ledger.spend.totals().day).toBeCloseTo(started * 4, 12)
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
     await until('the spill file written and removed', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).away3 === 1, 90_000)
     expect(await sessionCounts(store)).toEqual({ before: 1, away1: 1, away2: 1, away3: 1 })
@@ -150,7 +109,7 @@ describe('a server with storage.url', () => {
 
   it('starts while PostgreSQL is stopped, meters calls meanwhile, and writes them (spend counted once) when it is up', async () => {
     const { url, store } = database()
-    pg.stopServer()
+    h.pg.stopServer()
     let t: TestServer
     try {
       t = await server({ storage: { url } })
@@ -158,7 +117,7 @@ describe('a server with storage.url', () => {
       await until('the call in the spill file', () => spillFiles(t.dir).length === 1 && readFileSync(spillFiles(t.dir)[0], 'utf8').includes('"early"'))
       expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'degraded', storage: { reachable: false, ready: false, spilled: 1 } })
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
     await until('the call written and the spill removed', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).early === 1, 90_000)
     expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'ok', storage: { reachable: true, ready: true, spilled: 0 } })
@@ -201,11 +160,11 @@ describe('a server with storage.url', () => {
 
   it('one of two instances killed mid-load: every call the other answered is kept, and the killed one restarts counting nothing twice', async () => {
     const { url, store } = database()
-    const [a, b] = await Promise.all([startBuiltServer({ storage: { url } }, upstream.url), startBuiltServer({ storage: { url } }, upstream.url)])
+    const [a, b] = await Promise.all([startBuiltServer({ storage: { url } }, h.upstream.url), startBuiltServer({ storage: { url } }, h.upstream.url)])
     let again: Awaited<ReturnType<typeof startBuiltServer>> | null = null
     try {
-      const done: { session: string; at: number }[] = []
-      let killedAt = Infinity
+      const done: string[] = []
+      let stopA = false
       let stopB = false
       let n = 0
       // Four callers per instance, each sending one call after the other until told to stop.
@@ -213,36 +172,44 @@ describe('a server with storage.url', () => {
         while (more()) {
           const session = `${prefix}${n++}`
           try {
-            if ((await call(base, session)).status === 200) done.push({ session, at: Date.now() })
+            if ((await call(base, session)).status === 200) done.push(session)
           } catch {
             // the killed instance's callers fail from then on
           }
         }
       }
-      const aDone = () => done.filter((d) => d.session.startsWith('a-')).length
-      const bDone = () => done.filter((d) => d.session.startsWith('b-')).length
-      const loadA = Array.from({ length: 4 }, () => worker(a.url, 'a-', () => killedAt === Infinity))
+      const aDone = () => done.filter((s) => s.startsWith('a-')).length
+      const bDone = () => done.filter((s) => s.startsWith('b-')).length
+      const loadA = Array.from({ length: 4 }, () => worker(a.url, 'a-', () => !stopA))
       const loadB = Array.from({ length: 4 }, () => worker(b.url, 'b-', () => !stopB))
       await until('calls answered by both', () => aDone() >= 40 && bDone() >= 40)
-      killedAt = Date.now()
+      // The calls A has answered so far, then one more call A answers after all of them (its callers
+      // go on meanwhile). A's ledger writes its calls in the order they ended, one batch after the
+      // other: once that later call is in PostgreSQL, every call answered before it was written
+      // too (unless it was lost). The kill comes after that, still mid-load: the killed instance
+      // loses at most what ended within its last flush interval (as with SQLite), never these.
+      const settledByA = done.filter((s) => s.startsWith('a-'))
+      expect((await call(a.url, 'mark-a')).status).toBe(200)
+      await until('a call A answered after them in PostgreSQL', async () => (await sessionCounts(store))['mark-a'] === 1)
       await a.kill('SIGKILL')
+      stopA = true
       await Promise.all(loadA)
       const afterKill = bDone()
       await until('the other instance still answering', () => bDone() >= afterKill + 40)
       stopB = true
       await Promise.all(loadB)
 
-      const answeredByB = done.filter((d) => d.session.startsWith('b-')).map((d) => d.session)
+      const answeredByB = done.filter((s) => s.startsWith('b-'))
       await until('every call the surviving instance answered in PostgreSQL', async () => {
         const counts = await sessionCounts(store)
         return answeredByB.every((s) => counts[s] === 1)
       })
-      // The killed instance loses at most what ended within its last flush interval (as with SQLite).
-      const settledByA = done.filter((d) => d.session.startsWith('a-') && d.at < killedAt - 500).map((d) => d.session)
+      // Every call A had answered before that later call: in PostgreSQL, once each, after the kill.
       const counts = await sessionCounts(store)
+      expect(settledByA.length).toBeGreaterThanOrEqual(40)
       expect(settledByA.filter((s) => counts[s] !== 1)).toEqual([])
 
-      again = await startBuiltServer({ storage: { url } }, upstream.url, a.dataDir)
+      again = await startBuiltServer({ storage: { url } }, h.upstream.url, a.dataDir)
       expect((await call(again.url, 'after-restart')).status).toBe(200)
       await until('the restarted instance recording', async () => (await sessionCounts(store))['after-restart'] === 1)
       expect(Object.values(await sessionCounts(store)).every((c) => c === 1)).toBe(true)
@@ -256,12 +223,12 @@ describe('a server with storage.url', () => {
 
   it('an instance killed while PostgreSQL is away writes its spill at its restart, once', async () => {
     const { url, store } = database()
-    const first = await startBuiltServer({ storage: { url } }, upstream.url)
+    const first = await startBuiltServer({ storage: { url } }, h.upstream.url)
     let again: Awaited<ReturnType<typeof startBuiltServer>> | null = null
     try {
       expect((await call(first.url, 'k0')).status).toBe(200)
       await until('the first call in PostgreSQL', async () => (await sessionCounts(store)).k0 === 1)
-      pg.stopServer()
+      h.pg.stopServer()
       try {
         for (const s of ['k1', 'k2', 'k3']) expect((await call(first.url, s)).status).toBe(200)
         await until('three calls in the spill file', () => {
@@ -270,10 +237,10 @@ describe('a server with storage.url', () => {
         })
         await first.kill('SIGKILL')
       } finally {
-        pg.startServer()
+        h.pg.startServer()
       }
       expect(spillFiles(first.dataDir)).toHaveLength(1)
-      again = await startBuiltServer({ storage: { url } }, upstream.url, first.dataDir)
+      again = await startBuiltServer({ storage: { url } }, h.upstream.url, first.dataDir)
       await until('the spill written and removed', async () => spillFiles(first.dataDir).length === 0 && (await sessionCounts(store)).k3 === 1, 90_000)
       expect(await sessionCounts(store)).toEqual({ k0: 1, k1: 1, k2: 1, k3: 1 })
     } finally {

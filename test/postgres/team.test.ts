@@ -1,14 +1,12 @@
-import net from 'node:net'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
-import { PostgresStore } from '../../src/main/storage/postgres'
+import type { PostgresStore } from '../../src/main/storage/postgres'
 import { keyHash } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { startPostgres, type TestPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { freePort, localRows as sqliteRows, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 
 /**
  * A team server on PostgreSQL end to end: desktops (their own SQLite ledgers) report to it with
@@ -22,26 +20,14 @@ const ALICE_KEY = 'sk-proj-alice-raw-key-1111aaaa'
 const BOB_KEY = 'sk-proj-bob-raw-key-2222bbbb'
 const MEMBERS = [{ name: 'alice', token: ALICE }, { name: 'bob', token: BOB }]
 
-let pg: TestPostgres
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
+})
 let dbUrl: string
 let store: PostgresStore
-let upstream: MockUpstream
 let port: number
-const servers: TestServer[] = []
 
-async function freePort(): Promise<number> {
-  const s = net.createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const p = (s.address() as net.AddressInfo).port
-  await new Promise((r) => s.close(r))
-  return p
-}
-
-async function start(config: Record<string, any>): Promise<TestServer> {
-  const t = await startTestServer({ timezone: 'UTC', ...config }, upstream.url)
-  servers.push(t)
-  return t
-}
+const start = (config: Record<string, any>): Promise<TestServer> => h.server({ url: null, config: { timezone: 'UTC', ...config } })
 
 const desktop = (token: string) => start({ team: { url: `http://127.0.0.1:${port}`, token, max_backoff_ms: 500 } })
 const teamServer = (p = port) => start({ server: { port: p }, storage: { url: dbUrl }, team: { members: MEMBERS } })
@@ -56,35 +42,16 @@ async function call(t: TestServer, key: string): Promise<void> {
 }
 
 /** The desktop's own calls (its SQLite file). */
-function localRows(t: TestServer): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
-}
+const localRows = (t: TestServer): any[] => sqliteRows(t.dbFile, 'SELECT * FROM calls ORDER BY id')
 
 /** The team's calls, in PostgreSQL. */
 const teamRows = (where = 'true') => store.all<any>(`SELECT * FROM calls WHERE ${where} ORDER BY member, origin_id`)
 const health = async (t: TestServer) => (await request(`${t.url}/api/health`)).json()
 
 beforeAll(async () => {
-  pg = await startPostgres()
-  dbUrl = pg.createDatabase()
-  store = new PostgresStore(dbUrl)
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: fixture('openai-chat/chat-nonstream-cached.json'),
-  }))
+  dbUrl = h.database()
+  store = h.store(dbUrl)
   port = await freePort()
-})
-afterAll(async () => {
-  for (const s of servers) await s.cleanup().catch(() => {})
-  await upstream?.close()
-  await store?.close()
-  pg?.stop()
 })
 
 describe('a desktop reporting to a team server on PostgreSQL', () => {
@@ -116,7 +83,8 @@ describe('a desktop reporting to a team server on PostgreSQL', () => {
     db.prepare('UPDATE team_cursor SET last_id = 0').run()
     db.close()
     alice = await alice.restart()
-    servers.push(alice)
+    const restarted = alice
+    h.onTeardown(() => restarted.cleanup())
     await eventually(async () => (await health(alice)).team.sent === 3, 30_000)
     expect(await teamRows()).toHaveLength(3)
     const summary = (await request(`${team.url}/api/dashboard/summary`)).json()

@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { PostgresStore } from '../../src/main/storage/postgres'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import { usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 import { chatAnswer } from './support'
 
 /**
@@ -16,30 +14,13 @@ import { chatAnswer } from './support'
 
 const MODEL = 'gpt-6.1-sol-shared'
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const cleanup: (() => Promise<void>)[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-  // 1M input and 100k output tokens of a model the bundled prices do not know.
-  upstream = await startMockUpstream(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: chatAnswer(MODEL, 1_000_000, 100_000),
-  }))
-}, 120_000)
-afterAll(async () => {
-  for (const f of cleanup.reverse()) await f()
-  await upstream?.close()
-  pg?.stop()
+// 1M input and 100k output tokens of a model the bundled prices do not know.
+const h = usePostgres({
+  upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }),
 })
 
-async function server(url: string, dir?: string, config: Record<string, unknown> = {}): Promise<TestServer> {
-  const t = await startTestServer({ ...ADMIN_CONFIG, storage: { url }, ...config }, upstream.url, dir)
-  cleanup.push(() => t.stop())
-  return t
-}
+const server = (url: string, dir?: string, config: Record<string, unknown> = {}): Promise<TestServer> =>
+  h.server({ url, dir, config: { ...ADMIN_CONFIG, ...config } })
 
 let n = 0
 /** One call through `t` under a fresh key; resolves to what the server recorded for it. */
@@ -59,7 +40,7 @@ async function call(t: TestServer): Promise<{ cost_usd: number; priced: boolean 
 
 describe('runtime prices shared through PostgreSQL', () => {
   it('a price PUT on one server prices the next call on the other; a DELETE on the other is seen by the first', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await server(url)
     const b = await server(url)
     expect(await call(b)).toEqual({ cost_usd: 0, priced: false })
@@ -78,14 +59,9 @@ describe('runtime prices shared through PostgreSQL', () => {
     expect((await admin(b.url, 'GET', '/prices')).json().prices).toEqual([put.json()])
     // Both servers' calls at that price: each ledger writes its own.
     await Promise.all([a.server.ledger.flushed(), b.server.ledger.flushed()])
-    const store = new PostgresStore(url)
-    try {
-      const rows = await store.all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE priced = 1 AND model = @m', { m: MODEL })
-      expect(rows.length).toBeGreaterThanOrEqual(2)
-      for (const r of rows) expect(r.cost_usd).toBe(4.2)
-    } finally {
-      await store.close()
-    }
+    const rows = await h.store(url).all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE priced = 1 AND model = @m', { m: MODEL })
+    expect(rows.length).toBeGreaterThanOrEqual(2)
+    for (const r of rows) expect(r.cost_usd).toBe(4.2)
 
     // A changed price through B, then a DELETE through B: A follows both.
     expect((await admin(b.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 10 } })).status).toBe(200)
@@ -98,13 +74,13 @@ describe('runtime prices shared through PostgreSQL', () => {
   }, 90_000)
 
   it('a server restarted while PostgreSQL is away starts at once with the prices it last read, and picks up changes when it answers', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await server(url)
     const b = await server(url)
     expect((await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 3, output_mtok: 12 } })).status).toBe(200)
     await eventually(async () => (await call(b)).priced, 15_000)
     await b.stop()
-    pg.stopServer()
+    h.pg.stopServer()
     let again: TestServer
     try {
       again = await server(url, b.dir)
@@ -115,7 +91,7 @@ describe('runtime prices shared through PostgreSQL', () => {
       expect(refused.json().error.type).toBeTruthy()
       expect(await call(again)).toEqual({ cost_usd: 4.2, priced: true })
     } finally {
-      pg.startServer()
+      h.pg.startServer()
     }
     // Changed through A once the database is back: the restarted server follows.
     await eventually(async () => (await admin(a.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 10 } })).status === 200, 30_000)
@@ -123,15 +99,14 @@ describe('runtime prices shared through PostgreSQL', () => {
   }, 120_000)
 
   it('re-pricing through one server moves the shared spend rows: both refuse over the limit, and admit again when it drops', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const KEY = 'sk-reprice-pg-aaaaaaaaaaaa'
     const budgets = { budgets: { rules: [{ api_key_pattern: 'sk-reprice-pg-*', daily_limit_usd: 5, action: 'block' }] }, timezone: 'UTC' }
     const a = await server(url, undefined, budgets)
     const b = await server(url, undefined, budgets)
     const send = (t: TestServer) =>
       postJson(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
-    const store = new PostgresStore(url)
-    cleanup.push(() => store.close())
+    const store = h.store(url)
     const spent = async () =>
       (await store.get<{ spent_usd: number }>("SELECT spent_usd FROM budget_spend WHERE api_key_hash = @k AND period = 'daily'", { k: hashKey(KEY) }))!.spent_usd
 

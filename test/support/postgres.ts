@@ -31,7 +31,8 @@ export function postgresBin(): string | null {
   return CANDIDATES.find((d) => existsSync(join(d, 'initdb'))) ?? null
 }
 
-async function freePort(): Promise<number> {
+/** A free port on 127.0.0.1 (closed again: free until someone else takes it). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer()
     s.once('error', reject)

@@ -1,28 +1,15 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { startPostgres, type TestPostgres } from '../../../../test/support/postgres'
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { describe, expect, it } from 'vitest'
+import { until, usePostgres } from '../../../../test/support/pg-harness'
 import { spillFile, spillFiles } from '../../reliability/spill'
-import { PostgresStore } from '../../storage/postgres'
+import type { PostgresStore } from '../../storage/postgres'
 import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
 import type { CallRecord } from '../record'
 import type { StoredCall } from '../types'
 import { PgLedger, type PgLedgerOptions } from './pg-ledger'
 
-let pg: TestPostgres
-const dirs: string[] = []
-const stores: SqlStore[] = []
-
-beforeAll(async () => {
-  pg = await startPostgres()
-})
-afterAll(async () => {
-  for (const s of stores) await s.close().catch(() => {})
-  pg?.stop()
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const h = usePostgres({ upstream: false })
 
 function call(over: Partial<CallRecord> = {}): CallRecord {
   return {
@@ -34,12 +21,8 @@ function call(over: Partial<CallRecord> = {}): CallRecord {
 }
 
 function fresh(): { url: string; dir: string; store: PostgresStore } {
-  const url = pg.createDatabase()
-  const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgl-'))
-  dirs.push(dir)
-  const store = new PostgresStore(url)
-  stores.push(store)
-  return { url, dir, store }
+  const url = h.database()
+  return { url, dir: h.tempDir('burnrate-pgl-'), store: h.store(url) }
 }
 
 function ledgerOn(store: SqlStore, dir: string, over: Partial<PgLedgerOptions> = {}): PgLedger {
@@ -185,11 +168,9 @@ describe('the PostgreSQL ledger', () => {
   })
 
   it('while PostgreSQL cannot be reached: holds and spills every call, and a stop leaves them on disk', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgl-'))
-    dirs.push(dir)
+    const dir = h.tempDir('burnrate-pgl-')
     // A port nothing listens on (the cluster's port + 1 is not ours; use a closed one).
-    const away = new PostgresStore(`postgres://burnrate:hunter2@127.0.0.1:1/none`)
-    stores.push(away)
+    const away = h.store(`postgres://burnrate:hunter2@127.0.0.1:1/none`)
     const ledger = ledgerOn(away, dir, { secret: 'hunter2' })
     for (const s of ['p1', 'p2', 'p3']) ledger.record(call({ session: s }))
     expect(await ledger.flushed()).toBe(false)
@@ -198,10 +179,7 @@ describe('the PostgreSQL ledger', () => {
       const files = spillFiles(dir)
       return files.length === 1 && readFileSync(files[0], 'utf8').trim().split('\n').length === 3
     }
-    for (let i = 0; !(await spilled()); i++) {
-      if (i > 400) throw new Error('the calls never reached the spill file')
-      await new Promise((r) => setTimeout(r, 25))
-    }
+    await until('the calls in the spill file', spilled)
     expect(ledger.status).toMatchObject({ writable: false, pending: 3, dropped: 0 })
     expect(ledger.storage).toMatchObject({ reachable: false, ready: false, spilled: 3, spill_files: 1 })
     expect(ledger.storage.last_error).toMatch(/ECONNREFUSED/)
@@ -225,20 +203,17 @@ describe('the PostgreSQL ledger', () => {
     })
     const ledger = ledgerOn(stuck, dir, { stallMs: 200 })
     ledger.record(call({ session: 'h1' }))
-    for (let i = 0; ledger.storage.spilled < 1; i++) {
-      if (i > 800) throw new Error('never spilled')
-      await new Promise((r) => setTimeout(r, 10))
-    }
+    await until('the call spilled', () => ledger.storage.spilled >= 1)
     expect(ledger.status.writable).toBe(false)
     expect(ledger.storage.last_error).toMatch(/not answered/)
     hang = false
     release()
     expect(await ledger.flushed()).toBe(true)
-    for (let i = 0; spillFiles(dir).length > 0; i++) {
-      if (i > 800) throw new Error('the spill file stayed')
-      await new Promise((r) => setTimeout(r, 10))
+    await until('the spill file written and removed', () => {
+      if (spillFiles(dir).length === 0) return true
       ledger.flush()
-    }
+      return false
+    })
     expect(await sessions(store)).toEqual(['h1'])
     expect(ledger.status.writable).toBe(true)
     await ledger.close()
@@ -282,12 +257,7 @@ describe('the PostgreSQL ledger', () => {
     const ledger = ledgerOn(door, dir, { maxPending: 100, migrate: async () => {
       if (!open) throw Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })
     } })
-    const waitSpilled = async (n: number) => {
-      for (let i = 0; ledger.storage.spilled < n; i++) {
-        if (i > 800) throw new Error(`spilled ${ledger.storage.spilled} of ${n}`)
-        await new Promise((r) => setTimeout(r, 10))
-      }
-    }
+    const waitSpilled = (n: number) => until(`${n} calls spilled`, () => ledger.storage.spilled >= n)
     for (let i = 0; i < 250; i++) {
       ledger.record(call({ session: `m${i}` }))
       if (i % 50 === 49) await waitSpilled(i + 1)
@@ -297,11 +267,11 @@ describe('the PostgreSQL ledger', () => {
     expect(ledger.status.dropped).toBe(0)
     open = true
     expect(await ledger.flushed()).toBe(true)
-    for (let i = 0; spillFiles(dir).length > 0; i++) {
-      if (i > 800) throw new Error('the spill file stayed')
-      await new Promise((r) => setTimeout(r, 10))
+    await until('the spill file written and removed', () => {
+      if (spillFiles(dir).length === 0) return true
       ledger.flush()
-    }
+      return false
+    })
     const got = await sessions(store)
     expect(got).toHaveLength(250)
     expect(new Set(got).size).toBe(250)
