@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { budgetsOf } from '../../src/main/budgets'
@@ -18,7 +21,7 @@ import { eventually, postJson, type Reply } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestPostgres, startPostgres } from '../support/postgres'
 import { type TestServer, startTestServer } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
+import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson, spillWithRequestedModel } from './support'
 
 /**
  * PostgreSQL (`storage.url`): a rule's `model_pattern` matches the model a call requested as
@@ -129,6 +132,28 @@ describe('two servers on one PostgreSQL, a block rule matching calls by the mode
     expect((await chat(again, key)).status).toBe(429)
     expect((await chat(a, key)).status).toBe(429)
   }, 90_000)
+})
+
+describe('spill files on PostgreSQL', () => {
+  it("an old file's calls load with no requested model; a new file's count by theirs", async () => {
+    const url = pg.createDatabase()
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgrq-spill-'))
+    const key = 'sk-pgrqs-aaaaaaaa-0001'
+    spillWithRequestedModel(dir, key)
+    const rules = [{ api_key_pattern: 'sk-pgrqs-*', model_pattern: 'gpt-5-nano', daily_limit_usd: 0.001, action: 'block' }]
+    const t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', storage: { url }, budgets: { rules } }, upstream.url, dir)
+    servers.push(t)
+    const store = pgStore(url)
+    await eventually(async () => (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM calls'))!.n === 2, 20_000)
+    expect(await store.all('SELECT model, requested_model FROM calls ORDER BY id')).toEqual([
+      { model: ANSWERED, requested_model: null },
+      { model: ANSWERED, requested_model: 'gpt-5-nano' },
+    ])
+    // The second call is the rule's (by the model it requested): its $0.001 is the whole limit.
+    const r = await chat(t, key)
+    expect(r.status).toBe(429)
+    expect(close(r.json().error.spent_usd, 0.001)).toBe(true)
+  }, 60_000)
 })
 
 describe('the shared spend rows, by the model a call requested (statements against PostgreSQL)', () => {

@@ -1,4 +1,7 @@
 import Database from 'better-sqlite3'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
@@ -7,7 +10,7 @@ import { eventually, postJson, type Reply } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { chatAnswer } from '../pricing/support'
-import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
+import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson, spillWithRequestedModel } from './support'
 
 /**
  * README: Budgets → "`model_pattern` is matched against the model the request names and the model
@@ -120,6 +123,28 @@ describe('a rule that matches calls by the model they requested (SQLite)', () =>
     expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-unrelated-*', daily_limit_usd: 1, action: 'warn' } })).status).toBe(201)
     expect(await spent('sk-rqx-*', x)).toBe(NANO_COST)
     expect(await spent('sk-rqy-*', y)).toBe(NANO_COST)
+  }, 60_000)
+})
+
+describe('a spill file (SQLite)', () => {
+  it("an old file's calls load with no requested model; a new file's count by theirs", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-rq-spill-'))
+    const key = 'sk-rqs-aaaaaaaa-0001'
+    spillWithRequestedModel(dir, key)
+    const t = await startTestServer(
+      { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-rqs-*', model_pattern: 'gpt-5-nano', daily_limit_usd: 0.001, action: 'block' }] } },
+      upstream.url,
+      dir,
+    )
+    servers.push(t)
+    const db = new Database(t.dbFile, { readonly: true })
+    const stored = db.prepare('SELECT model, requested_model FROM calls ORDER BY id').all()
+    db.close()
+    expect(stored).toEqual([{ model: ANSWERED, requested_model: null }, { model: ANSWERED, requested_model: 'gpt-5-nano' }])
+    // The second call is the rule's (by the model it requested): its $0.001 is the whole limit.
+    const r = await chat(t, key)
+    expect(r.status).toBe(429)
+    expect(r.json().error).toMatchObject({ period: 'daily', spent_usd: 0.001 })
   }, 60_000)
 })
 
