@@ -21,7 +21,8 @@ import { eventually, postJson, type Reply } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestPostgres, startPostgres } from '../support/postgres'
 import { type TestServer, startTestServer } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson, spillWithRequestedModel } from './support'
+import { spillWithRequestedModel } from './requested-model-support'
+import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
 
 /**
  * PostgreSQL (`storage.url`): a rule's `model_pattern` matches the model a call requested as

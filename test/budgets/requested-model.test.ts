@@ -10,7 +10,8 @@ import { eventually, postJson, type Reply } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { chatAnswer } from '../pricing/support'
-import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson, spillWithRequestedModel } from './support'
+import { spillWithRequestedModel } from './requested-model-support'
+import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
 
 /**
  * README: Budgets → "`model_pattern` is matched against the model the request names and the model
