@@ -10,8 +10,8 @@ import { makeCall } from '../dashboard/seed'
  */
 describe('packed calls for the write thread', () => {
   const rows: CallRecord[] = [
-    makeCall({ cost_usd: 0.1 + 0.2, latency_ms: 12.345678901234, session: 'sess-1', agent: 'claude-code' }),
-    makeCall({ cost_usd: 1e-12, status: 499, error: 'client_aborted', streamed: true, estimated: true, priced: false }),
+    makeCall({ cost_usd: 0.1 + 0.2, latency_ms: 12.345678901234, session: 'sess-1', agent: 'claude-code', requested_model: 'claude-sonnet-4-5' }),
+    makeCall({ cost_usd: 1e-12, status: 499, error: 'client_aborted', streamed: true, estimated: true, priced: false, requested_model: null }),
     makeCall({ ts: 2 ** 52 + 1, input_tokens: 2 ** 53 - 1, response_id: 'msg_01', billing: 'subscription', project: '/home/ä/项目', member: 'bob' }),
     makeCall({ tenant: 'acme', session: 'sess-1', agent: 'claude-code', source: 'import', model: '' }),
   ]

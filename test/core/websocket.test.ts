@@ -151,6 +151,8 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
         provider: 'openai',
         endpoint: 'responses',
         model: 'gpt-4o-mini-2024-07-18',
+        // The response.create named the undated model: kept for budget rules' model_pattern.
+        requested_model: 'gpt-4o-mini',
         agent: 'codex',
         session: THREAD,
         streamed: 1,

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { openDatabase } from '../../src/main/ledger/db'
+import { MIGRATIONS } from '../../src/main/ledger/migrations'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { pruneCalls } from '../../src/main/ledger/retention'
 import { localParts } from '../../src/main/time/zone'
@@ -211,7 +212,7 @@ describe('report from the report rollup', () => {
     old.close()
     const upgraded = openDatabase(file)
     dbs.push(upgraded)
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(14)
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(MIGRATIONS[MIGRATIONS.length - 1].version)
     expectMonthsAreTheirDays(upgraded, tz)
     expectAcrossTenantsAreTheirSums(upgraded)
     for (const kind of REPORT_KINDS) {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { openDatabase } from '../../src/main/ledger/db'
+import { MIGRATIONS } from '../../src/main/ledger/migrations'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { pruneCalls } from '../../src/main/ledger/retention'
 import { type Report, type ReportQuery, parseWhen } from '../../src/main/report/report'
@@ -183,7 +184,7 @@ describe('session report with a limit', () => {
     old.close()
     const upgraded = openDatabase(file)
     dbs.push(upgraded)
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(14)
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(MIGRATIONS[MIGRATIONS.length - 1].version)
     const after = upgraded.prepare('SELECT * FROM dash_report_session WHERE across = 0 ORDER BY tenant, session').all() as any[]
     expect(after.map((s) => [s.tenant, s.session])).toEqual(before.map((s) => [s.tenant, s.session]))
     for (const [i, b] of before.entries()) {

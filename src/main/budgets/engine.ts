@@ -56,6 +56,8 @@ export interface HistoryRow {
   key_hint: string
   provider: string
   model: string
+  /** The model the calls requested, when the answer named another (`calls.requested_model`); else null. */
+  requested: string | null
   agent: string
   tenant: string
   session: string
@@ -71,7 +73,7 @@ interface Scope {
   provider: string
   model: string
   /** The model the request named, when known (a response may name a dated version of it). */
-  requested?: string
+  requested?: string | null
   agent: string
   tenant: string
 }
@@ -91,7 +93,7 @@ function scopeMatches(rule: Rule, s: Scope): boolean {
   if (rule.agent !== null && !matches(rule.agent, s.agent)) return false
   if (rule.tenant !== null && !matches(rule.tenant, s.tenant)) return false
   if (rule.model_pattern !== null) {
-    return matches(rule.model_pattern, s.model) || (s.requested !== undefined && matches(rule.model_pattern, s.requested))
+    return matches(rule.model_pattern, s.model) || (typeof s.requested === 'string' && matches(rule.model_pattern, s.requested))
   }
   return true
 }
@@ -333,7 +335,9 @@ export class BudgetEngine implements BudgetMeters {
       }
     }
     if (this.index.empty) return
-    const scope: Scope = { provider: call.provider, model: call.model, requested: ctx?.shape.model, agent: call.agent, tenant: call.tenant }
+    // The model the call requested as the ledger keeps it (null when the answer names the same):
+    // the meters rebuilt from the ledger (reload) then match exactly what this counted.
+    const scope: Scope = { provider: call.provider, model: call.model, requested: call.requested_model, agent: call.agent, tenant: call.tenant }
     const tokens = call.input_tokens + call.output_tokens
     const touched: Meter[] = []
     // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
@@ -363,7 +367,7 @@ export class BudgetEngine implements BudgetMeters {
     for (const c of changes) {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue
       const s = this.state(c.api_key_hash, '')
-      const scope: Scope = { provider: c.provider, model: c.model, agent: c.agent, tenant: c.tenant }
+      const scope: Scope = { provider: c.provider, model: c.model, requested: c.requested_model, agent: c.agent, tenant: c.tenant }
       const touched: Meter[] = []
       for (const rule of this.index.active()) {
         if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue

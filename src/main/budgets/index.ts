@@ -76,9 +76,9 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const pricer = ctx.pricer
   const history = new CallHistory()
   const historyQuery = ctx.db.prepare(
-    `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
+    `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
             (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
-       FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, t`,
+       FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, t`,
   )
   // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
   const shared = ctx.store.dialect === 'postgres'

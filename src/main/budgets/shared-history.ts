@@ -3,9 +3,9 @@ import type { SqlStore } from '../storage/sql'
 import type { HistoryRow } from './engine'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
-export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, agent, tenant, session,
+export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
        (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
-  FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, agent, tenant, session, (ts / 60000) * 60000`
+  FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, (ts / 60000) * 60000`
 
 /** This month's keys, for the key registry. */
 export const KEYS_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, MAX(tenant) AS tenant, COUNT(*) AS requests, MAX(ts) AS last_ts

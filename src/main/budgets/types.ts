@@ -32,6 +32,8 @@ export interface CostAdjustment {
   ts: number
   provider: string
   model: string
+  /** The model the call requested, when the answer named another (`calls.requested_model`); matched by rules as `model` is. */
+  requested_model?: string | null
   agent: string
   tenant: string
   session: string

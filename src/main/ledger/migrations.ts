@@ -213,6 +213,17 @@ export const MIGRATIONS: Migration[] = [
     description: 'report rollup session totals (first and last call, cost) and session indexes, so a session report finds its costliest sessions without summing all of them',
     up: (db) => createReportSessions(db, reportZone(db) !== null),
   },
+  {
+    version: 15,
+    description: 'the model a call requested, when the answer names another (budget rules match either, also after a restart)',
+    up: (db) => {
+      // Nullable with no default: SQLite changes only the schema, whatever the size of the ledger.
+      // No backfill: calls recorded before this version never kept it. (A ledger whose version
+      // was set back by hand may have the column already.)
+      const columns = db.prepare("SELECT name FROM pragma_table_info('calls')").pluck().all()
+      if (!columns.includes('requested_model')) db.exec('ALTER TABLE calls ADD COLUMN requested_model TEXT')
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -26,7 +26,7 @@ const NUMBER_FIELDS = [
 const FLAG_FIELDS = ['streamed', 'priced', 'estimated'] as const satisfies readonly (keyof CallRecord)[]
 const TEXT_FIELDS = [
   'provider', 'model', 'endpoint', 'api_key_hash', 'key_hint', 'tenant', 'agent', 'session', 'error', 'response_id',
-  'source', 'billing', 'project', 'member',
+  'source', 'billing', 'project', 'member', 'requested_model',
 ] as const satisfies readonly (keyof CallRecord)[]
 
 const NUMS = NUMBER_FIELDS.length + FLAG_FIELDS.length
@@ -101,6 +101,8 @@ export function packCalls(rows: readonly CallRecord[]): PackedCalls | null {
     refs[ti + 11] = ref(r.billing)
     refs[ti + 12] = ref(r.project)
     refs[ti + 13] = ref(r.member)
+    // Null (or absent) for most calls: a requested model is kept only when the answer names another.
+    refs[ti + 14] = ref(r.requested_model)
     for (let k = ti; k < ti + TEXTS; k++) if (refs[k] === BAD) return null
     ti += TEXTS
   }
@@ -148,6 +150,8 @@ export function unpackCalls(p: PackedCalls): CallRecord[] {
     if (project !== undefined) r.project = project
     const member = text(refs[ti + 13])
     if (member !== undefined) r.member = member
+    const requested = text(refs[ti + 14])
+    if (requested !== undefined) r.requested_model = requested
     out[i] = r
   }
   return out

@@ -24,6 +24,13 @@ export interface CallRecord {
   latency_ms: number
   /** Why the call failed on our side (`client_aborted`, `upstream_timeout`, ...), else null. */
   error: string | null
+  /**
+   * The model the request named, when the answer names another (a dated version: the request
+   * says `claude-sonnet-4-5`, the answer `claude-sonnet-4-5-20250929`); null or absent when it is
+   * the recorded `model`, when the request named none, and for calls recorded before it was kept.
+   * Budget rules' `model_pattern` matches either (budgets/engine.ts `scopeMatches`).
+   */
+  requested_model?: string | null
   /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`); empty when unknown. */
   response_id?: string
   /** How the call reached the ledger: through the proxy (default) or imported from an agent's logs. */

@@ -15,6 +15,8 @@ interface Row {
   session: string
   project: string
   member: string
+  /** The model the call requested when the answer named another (budget rules match either). */
+  requested_model: string | null
   billing: CallBilling
   input_tokens: number
   output_tokens: number
@@ -56,7 +58,7 @@ export async function repriceModel(
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
   const select = `
-    SELECT id, ts, api_key_hash, tenant, agent, session, project, member, billing, input_tokens, output_tokens, cache_read_tokens,
+    SELECT id, ts, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
        ${all ? '' : 'AND priced = 0'} AND input_tokens + output_tokens > 0
@@ -99,7 +101,10 @@ export async function repriceModel(
         }
         // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
         if (r.billing !== 'subscription') {
-          spend.push({ api_key_hash: r.api_key_hash, ts: r.ts, provider, model, agent: r.agent, tenant: r.tenant, session: r.session, delta })
+          spend.push({
+            api_key_hash: r.api_key_hash, ts: r.ts, provider, model, requested_model: r.requested_model, agent: r.agent, tenant: r.tenant,
+            session: r.session, delta,
+          })
         }
       }
       await adjustRollups(tx, changes)

@@ -241,6 +241,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
         AS 'SELECT COALESCE(SUM(spent_usd), 0)::float8 FROM budget_window_spend WHERE spend_id = sid AND minute + 60000 > edge'
     `,
   },
+  {
+    version: 7,
+    description: 'the model a call requested, when the answer names another (budget rules match either; SQLite version 15)',
+    // Nullable with no default: a catalog change only, no rewrite of the table however many calls
+    // it holds. No backfill: calls recorded before this version never kept it.
+    sql: `
+      ALTER TABLE calls ADD COLUMN requested_model TEXT
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

@@ -123,6 +123,8 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     billing: oneOf(c, 'billing', ['api', 'subscription'] as const, 'api'),
     project: text(c, 'project', ''),
     member,
+    // Not part of the ingest contract; ingested calls count in no budget (README: Team).
+    requested_model: null,
   }
   if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
   return { index, origin_id: id, record }

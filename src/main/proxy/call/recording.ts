@@ -74,6 +74,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         // Money only: a subscription call settles at 0 (budgets count money).
         settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
       } finally {
+        const requested = s.ctx.shape.model
         const call: CallRecord = {
           ts: s.ctx.ts,
           provider: s.ctx.provider.name,
@@ -100,6 +101,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           billing: s.ctx.billing ?? 'api',
           response_id: responseId,
           project: s.ctx.project,
+          // Kept only when the answer names another model (a dated version): budget rules match either.
+          requested_model: requested !== model && requested !== '' ? requested : null,
         }
         // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled

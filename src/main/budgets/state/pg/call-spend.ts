@@ -82,16 +82,31 @@ function settledOf(r: CallRecord): string {
   return typeof v === 'string' && /^\d{1,18}(,\d{1,18})*$/.test(v) ? v : ''
 }
 
+/** A call's requested model as the statement takes it: a string, else null (a spill file may hold anything). */
+function requestedOf(v: unknown): string | null {
+  return typeof v === 'string' && v !== '' ? v : null
+}
+
 /**
  * How much older than its window a stored call's minute may be and still go into a window's
  * bucket (clock differences). Calls older than the longest window (744 h) by more are not looked at.
  */
 const WINDOW_LEEWAY_MS = 3600_000
 
-/** One `calls` column against one element of the row's rule key (null: no condition), as `matches()` reads a pattern. */
+/** One call field against one element of the row's rule key, as `matches()` reads a pattern. */
+function matchCond(p: string, col: string): string {
+  return `CASE WHEN right(${p}, 1) = '*' THEN starts_with(c.${col}, left(${p}, -1)) ELSE c.${col} = ${p} END`
+}
+
+/**
+ * One `calls` column against one element of the row's rule key (null: no condition). The model
+ * pattern matches the recorded model or the requested one (NULL when the same or unknown: no
+ * match), as the engine's scopeMatches.
+ */
 function scopeCond(i: number, col: string): string {
   const p = `(b.rk ->> ${i})`
-  return `(${p} IS NULL OR CASE WHEN right(${p}, 1) = '*' THEN starts_with(c.${col}, left(${p}, -1)) ELSE c.${col} = ${p} END)`
+  if (col === 'model') return `(${p} IS NULL OR ${matchCond(p, 'model')} OR COALESCE(${matchCond(p, 'requested')}, false))`
+  return `(${p} IS NULL OR ${matchCond(p, col)})`
 }
 
 /**
@@ -113,11 +128,11 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
       FROM rks WHERE rks.rule_key IS NOT NULL
   ),
   c AS (
-    SELECT key, day, week, month, session, provider, model, agent, tenant, settled, SUM(cost) AS cost
+    SELECT key, day, week, month, session, provider, model, requested, agent, tenant, settled, SUM(cost) AS cost
       FROM unnest(@key::text[], @cost::float8[], @day::bigint[], @week::bigint[], @month::bigint[], @session::text[],
-                  @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
-        AS t (key, cost, day, week, month, session, provider, model, agent, tenant, settled)
-     GROUP BY key, day, week, month, session, provider, model, agent, tenant, settled
+                  @provider::text[], @model::text[], @requested::text[], @agent::text[], @tenant::text[], @settled::text[])
+        AS t (key, cost, day, week, month, session, provider, model, requested, agent, tenant, settled)
+     GROUP BY key, day, week, month, session, provider, model, requested, agent, tenant, settled
   ),
   want AS (
     SELECT c.*, w.period, w.start, w.sess
@@ -142,11 +157,12 @@ export const ADD_CALLS_SQL = `WITH RECURSIVE rks (rule_key) AS (
   -- Per arrival minute, for windows: nothing at all to do (one probe of an empty partial index)
   -- while no window row exists; a minute too old for any window is NULL.
   cw AS (
-    SELECT key, minute, provider, model, agent, tenant, settled, SUM(cost) AS cost
-      FROM unnest(@key::text[], @cost::float8[], @minute::bigint[], @provider::text[], @model::text[], @agent::text[], @tenant::text[], @settled::text[])
-        AS t (key, cost, minute, provider, model, agent, tenant, settled)
+    SELECT key, minute, provider, model, requested, agent, tenant, settled, SUM(cost) AS cost
+      FROM unnest(@key::text[], @cost::float8[], @minute::bigint[], @provider::text[], @model::text[], @requested::text[], @agent::text[],
+                  @tenant::text[], @settled::text[])
+        AS t (key, cost, minute, provider, model, requested, agent, tenant, settled)
      WHERE minute IS NOT NULL AND EXISTS (SELECT 1 FROM budget_spend WHERE period = 'window')
-     GROUP BY key, minute, provider, model, agent, tenant, settled
+     GROUP BY key, minute, provider, model, requested, agent, tenant, settled
   ),
   whits AS (
     SELECT b.id, c.minute, SUM(c.cost) AS cost
@@ -183,6 +199,8 @@ interface SpendItem {
   session: string
   provider: string
   model: string
+  /** The model the call requested when the answer named another, else null. */
+  requested: string | null
   agent: string
   tenant: string
   /** The ids of the rows its settlement already wrote ('' for none). */
@@ -199,8 +217,8 @@ export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[],
   for (const r of rows) {
     if (!(r.cost_usd > 0) || r.billing === 'subscription') continue
     items.push({
-      api_key_hash: r.api_key_hash, ts: r.ts, cost: r.cost_usd, session: r.session ?? '', provider: r.provider, model: r.model, agent: r.agent,
-      tenant: r.tenant, settled: settledOf(r),
+      api_key_hash: r.api_key_hash, ts: r.ts, cost: r.cost_usd, session: r.session ?? '', provider: r.provider, model: r.model,
+      requested: requestedOf(r.requested_model), agent: r.agent, tenant: r.tenant, settled: settledOf(r),
     })
   }
   await addToSpend(tx, items, clock)
@@ -214,7 +232,9 @@ export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[],
  */
 export async function moveSpendOf(tx: SqlStore, changes: readonly CostAdjustment[], clock: PeriodClock): Promise<void> {
   const items: SpendItem[] = []
-  for (const c of changes) if (c.delta !== 0 && Number.isFinite(c.delta)) items.push({ ...c, cost: c.delta, settled: '' })
+  for (const c of changes) {
+    if (c.delta !== 0 && Number.isFinite(c.delta)) items.push({ ...c, cost: c.delta, requested: requestedOf(c.requested_model), settled: '' })
+  }
   await addToSpend(tx, items, clock)
 }
 
@@ -223,8 +243,8 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
   if (n === 0) return
   const p = {
     key: new Array<string>(n), cost: new Array<number>(n), day: new Array<number>(n), week: new Array<number>(n), month: new Array<number>(n),
-    session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), agent: new Array<string>(n),
-    tenant: new Array<string>(n), settled: new Array<string>(n), minute: new Array<number | null>(n),
+    session: new Array<string>(n), provider: new Array<string>(n), model: new Array<string>(n), requested: new Array<string | null>(n),
+    agent: new Array<string>(n), tenant: new Array<string>(n), settled: new Array<string>(n), minute: new Array<number | null>(n),
   }
   // Older than the longest window by more than the leeway: no window counts it (no probe).
   const oldest = Date.now() - MAX_WINDOW_HOURS * 3600_000 - WINDOW_LEEWAY_MS
@@ -238,6 +258,7 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
     p.session[i] = r.session
     p.provider[i] = r.provider
     p.model[i] = r.model
+    p.requested[i] = r.requested
     p.agent[i] = r.agent
     p.tenant[i] = r.tenant
     p.settled[i] = r.settled

@@ -49,22 +49,28 @@ function likePrefix(p: string): string {
   return p.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`) + '%'
 }
 
-/** SQL conditions on `calls` for a rule's scope (the engine's scopeMatches, in SQL). */
+/**
+ * SQL conditions on `calls` for a rule's scope (the engine's scopeMatches, in SQL): the model
+ * pattern matches the recorded model or the one the call requested (`requested_model`, NULL when
+ * the same or unknown).
+ */
 export function scopeSql(r: Rule, params: SqlParams): string {
   const out: string[] = []
-  const add = (col: string, pattern: string | null, name: string) => {
+  const add = (cols: readonly string[], pattern: string | null, name: string) => {
     if (pattern === null) return
+    let conds: string[]
     if (pattern.endsWith('*')) {
       params[name] = likePrefix(pattern)
-      out.push(`${col} LIKE @${name} ESCAPE '\\'`)
+      conds = cols.map((col) => `${col} LIKE @${name} ESCAPE '\\'`)
     } else {
       params[name] = pattern
-      out.push(`${col} = @${name}`)
+      conds = cols.map((col) => `${col} = @${name}`)
     }
+    out.push(conds.length === 1 ? conds[0] : `(${conds.join(' OR ')})`)
   }
-  add('provider', r.provider, 'sc_provider')
-  add('model', r.model_pattern, 'sc_model')
-  add('agent', r.agent, 'sc_agent')
-  add('tenant', r.tenant, 'sc_tenant')
+  add(['provider'], r.provider, 'sc_provider')
+  add(['model', 'requested_model'], r.model_pattern, 'sc_model')
+  add(['agent'], r.agent, 'sc_agent')
+  add(['tenant'], r.tenant, 'sc_tenant')
   return out.map((c) => ` AND ${c}`).join('')
 }
