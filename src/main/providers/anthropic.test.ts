@@ -127,6 +127,36 @@ describe('Anthropic stream metering parses only the events that can change the r
     expect(r.outputText).toBe('Hello there\n')
   })
 
+  it('a stream cut before its last message_delta: prompt counts exact, the streamed text kept for the output estimate', () => {
+    const events = eventsOf(fixture('anthropic/messages-stream-cache-write.sse'))
+    const cut = events.findIndex(([, d]) => d.includes('"message_delta"'))
+    expect(cut).toBeGreaterThan(10)
+    const parse = vi.spyOn(JSON, 'parse')
+    const m = new AnthropicMeter()
+    for (const [name, data] of events.slice(0, cut)) m.event(name, data)
+    // Only message_start is parsed while the stream flows; the kept events only once it is known to be cut.
+    expect(parse).toHaveBeenCalledTimes(1)
+    const r = m.result()
+    expect(r.partialOutput).toBe(true)
+    expect(r.usage).toMatchObject({ input_tokens: 4 + 1165, cache_write_tokens: 1165, output_tokens: 1 })
+    const text = events
+      .slice(0, cut)
+      .map(([, d]) => JSON.parse(d))
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => e.delta.text)
+      .join('')
+    expect(text.length).toBeGreaterThan(100)
+    expect(r.outputText).toBe(text)
+    expect(r.outputScale).toBeUndefined()
+  })
+
+  it('a whole stream is final: no estimate', () => {
+    const r = meterOf(eventsOf(fixture('anthropic/messages-stream-cache-write.sse')))
+    expect(r.partialOutput).toBeUndefined()
+    expect(r.outputText).toBeUndefined()
+    expect(r.usage?.output_tokens).toBe(201)
+  })
+
   it('says an event may be a message event whenever its text could spell one', () => {
     expect(mayBeMessageEvent('{"type":"message_stop"}')).toBe(true)
     expect(mayBeMessageEvent('{"type":"ping"}')).toBe(false)

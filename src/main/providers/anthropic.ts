@@ -90,6 +90,17 @@ export function mayBeMessageEvent(data: string): boolean {
   return data.includes('message_') || data.includes('\\u')
 }
 
+/** Characters of unparsed events a stream keeps until its final usage arrives (see `AnthropicMeter.pending`). */
+const MAX_PENDING_CHARS = 1_000_000
+
+/** The text a `content_block_delta` event streamed (text, tool input JSON, thinking), or undefined. */
+function deltaText(ev: Record<string, any>): string | undefined {
+  if (ev.type !== 'content_block_delta' || !isObject(ev.delta)) return undefined
+  const d = ev.delta
+  const t = d.text ?? d.partial_json ?? d.thinking
+  return typeof t === 'string' ? t : undefined
+}
+
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
@@ -98,12 +109,27 @@ export class AnthropicMeter implements Meter {
   private id: string | undefined
   private text = new OutputText()
   private complete = false
+  /** The usage is final: a `message_delta` gave it (its `output_tokens` is the whole output), or a whole JSON body. */
+  private final = false
+  /**
+   * Between `message_start` (whose `output_tokens` is only the first token or so) and the final
+   * `message_delta`, the output count is unknown. Should the stream be cut in between, the output
+   * is estimated from what was streamed; so the events of that stretch are kept as they came,
+   * unparsed (references, no copies, at most MAX_PENDING_CHARS; beyond it only their size is
+   * counted), and parsed only then. A stream that ends normally parses none of them.
+   */
+  private pending: string[] = []
+  private pendingChars = 0
+  private droppedChars = 0
 
   event(_name: string, data: string): void {
     // Once `message_start` gave the usage, only `message_*` events change the result: text deltas
-    // (most of a stream's events) only estimate a stream cut before the usage is known, and block
+    // (most of a stream's events) only estimate a stream cut before the final usage, and block
     // starts, stops and pings never did anything. Such an event is not parsed.
-    if (this.raw && !mayBeMessageEvent(data)) return
+    if (this.raw && !mayBeMessageEvent(data)) {
+      if (!this.final) this.keep(data)
+      return
+    }
     let ev: any
     try {
       ev = JSON.parse(data)
@@ -121,11 +147,21 @@ export class AnthropicMeter implements Meter {
       this.raw = rawUsage(ev.usage, this.raw ?? undefined)
       const it = iterationsSum(ev.usage.iterations)
       if (it) this.iterations = it
-    } else if (ev.type === 'content_block_delta' && isObject(ev.delta) && !this.raw) {
-      const d = ev.delta
-      const t = d.text ?? d.partial_json ?? d.thinking
-      if (typeof t === 'string') this.text.push(t)
+      this.final = true
+      this.pending = []
+    } else if (!this.final) {
+      const t = deltaText(ev)
+      if (t !== undefined) this.text.push(t)
     }
+  }
+
+  private keep(data: string): void {
+    if (this.pendingChars + data.length > MAX_PENDING_CHARS && this.pending.length > 0) {
+      this.droppedChars += data.length
+      return
+    }
+    this.pending.push(data)
+    this.pendingChars += data.length
   }
 
   json(body: unknown): void {
@@ -136,13 +172,30 @@ export class AnthropicMeter implements Meter {
     if (isObject(body.usage)) {
       this.raw = rawUsage(body.usage)
       this.iterations = iterationsSum(body.usage.iterations)
+      this.final = true
     }
   }
 
   result(): MeterResult {
     if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
     if (this.iterations) this.iterations.webSearches = this.raw.webSearches
-    return { usage: normalise(this.iterations ?? this.raw), model: this.model, responseId: this.id, complete: this.complete }
+    const usage = normalise(this.iterations ?? this.raw)
+    if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }
+    // Cut after message_start: the input side is exact, the output is estimated from what streamed.
+    for (const data of this.pending) {
+      let ev: unknown
+      try {
+        ev = JSON.parse(data)
+      } catch {
+        continue
+      }
+      if (!isObject(ev)) continue
+      const t = deltaText(ev)
+      if (t !== undefined) this.text.push(t)
+    }
+    this.pending = []
+    const outputScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : undefined
+    return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale }
   }
 }
 

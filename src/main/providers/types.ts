@@ -44,6 +44,14 @@ export interface MeterResult {
    * a moment later.
    */
   complete?: boolean
+  /**
+   * True when `usage` holds exact prompt-side counts but the output count is not final (an
+   * Anthropic stream cut between `message_start` and its last `message_delta`): the output tokens
+   * are estimated from `outputText` and the call is marked estimated.
+   */
+  partialOutput?: boolean
+  /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
+  outputScale?: number
 }
 
 /**

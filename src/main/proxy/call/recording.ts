@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
-import { estimateUsage } from '../../metering/estimate'
+import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
@@ -43,6 +43,17 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (r.responseId) responseId = r.responseId
         // A meter exists only for a successful upstream answer; if the stream was then cut (client
         // gone, upstream reset or stalled), what was generated was billed all the same.
+        // A stream cut after its prompt-side usage but before its output count: the prompt counts
+        // are the provider's, the output is estimated from what streamed (never less than reported).
+        if (usage && r.partialOutput && s.ctx.shape.billable) {
+          const u = usage
+          const m = model
+          estimateOutputTokens(m, r.outputText ?? '', r.outputScale).then(
+            (out) => record(s, latency, { ...u, output_tokens: Math.max(u.output_tokens, out) }, m, true, responseId),
+            () => record(s, latency, u, m, true, responseId),
+          )
+          return
+        }
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
           const m = model
           estimateUsage(m, s.info.body, r.outputText ?? '').then(
