@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { calcPrice } from '@pydantic/genai-prices'
+import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../../src/main/providers/registry'
 import { postJson, request } from '../support/http'
@@ -149,6 +149,27 @@ describe('OpenAI-compatible providers', () => {
     expect(upstream.requests[0].url).toBe('/chat/completions')
     expect(row).toMatchObject({ input_tokens: 8, output_tokens: 120 })
     expect(row.cost_usd).toBe(0.007824)
+  })
+
+  it('Perplexity: reasoning and citation tokens beside completion_tokens and search queries are billed (no cost in the answer)', async () => {
+    // Sonar Deep Research's usage shape (Perplexity's docs): total_tokens = prompt + completion only.
+    const usage = { prompt_tokens: 19, completion_tokens: 9_582, total_tokens: 9_601, citation_tokens: 13_207, num_search_queries: 29, reasoning_tokens: 142_536 }
+    const body = completion('sonar-deep-research', usage)
+    answer(upstream, body)
+    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(row).toMatchObject({ input_tokens: 19, output_tokens: 9_582 + 13_207 + 142_536, reasoning_tokens: 142_536, priced: 1 })
+    // $2/M input, $8/M output, $2/M citation, $3/M reasoning, $5 per 1,000 searches
+    expect(row.cost_usd).toBeCloseTo((19 * 2 + 9_582 * 8 + 13_207 * 2 + 142_536 * 3) / 1e6 + 29 * 5 / 1000, 12)
+    // The oracle: the library's own reading of the same answer, priced by the library.
+    const lib = extractUsage(findProvider({ providerId: 'perplexity' })!, body)
+    expect(row.cost_usd).toBe(calcPrice(lib.usage, 'sonar-deep-research', { providerId: 'perplexity', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('Perplexity: with usage.cost the charge is the reported one; the tokens still count reasoning and citations', async () => {
+    const usage = { prompt_tokens: 19, completion_tokens: 100, total_tokens: 119, citation_tokens: 300, num_search_queries: 2, reasoning_tokens: 500, cost: { total_cost: 0.0123 } }
+    answer(upstream, completion('sonar-deep-research', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(row).toMatchObject({ input_tokens: 19, output_tokens: 900, reasoning_tokens: 500, cost_usd: 0.0123 })
   })
 
   it('DeepSeek: prompt_cache_hit_tokens are cache reads, priced at the cache rate', async () => {
