@@ -22,7 +22,9 @@ export interface Usage {
   /**
    * Finer @pydantic/genai-prices usage keys, each a part of one of the counts above and priced
    * at its own rate where the model has one: `input_audio_tokens`, `input_image_tokens`,
-   * `cache_audio_read_tokens`, `output_image_tokens` (Gemini modalities, gpt-image-1).
+   * `cache_audio_read_tokens`, `output_image_tokens`… (Gemini modalities, gpt-image-1, audio
+   * models); and `audio_seconds`, the length of audio billed by the second (whisper-1), which
+   * is not a token count.
    */
   extra?: Record<string, number>
   /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */

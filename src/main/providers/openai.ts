@@ -10,7 +10,14 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
 export function openaiUsage(u: unknown): Usage | null {
   if (!isObject(u)) return null
   const usage = emptyUsage()
-  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details
+  // Audio transcriptions (whisper-1) billed by the second: `{type: "duration", seconds}`.
+  if (u.type === 'duration') {
+    const seconds = count(u.seconds)
+    if (seconds > 0) usage.extra = { audio_seconds: seconds }
+    return usage
+  }
+  // `input_token_details` (singular) is the audio transcriptions' spelling.
+  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
   const outDetails = u.completion_tokens_details ?? u.output_tokens_details
   usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
   usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)

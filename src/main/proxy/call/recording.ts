@@ -74,7 +74,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       const u = usage ?? emptyUsage()
       let cost = 0
       let priced = true
-      const hasTokens = u.input_tokens + u.output_tokens > 0
+      // Audio billed by the second (whisper-1) has a duration and no tokens.
+      const hasTokens = u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0
       if (hasTokens) {
         const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
         cost = p.cost_usd

@@ -85,12 +85,56 @@ export function isJson(contentType: string | undefined): boolean {
   return !!contentType && /[/+]json\b/i.test(contentType)
 }
 
-/** The body as JSON when it says it is; undefined otherwise (passed through as sent: the provider answers it). */
+/**
+ * The body as JSON when it says it is, or a `multipart/form-data` body's short text fields as an
+ * object (OpenAI's audio transcriptions and translations send `model` that way); undefined
+ * otherwise (passed through as sent: the provider answers it).
+ */
 export function parseJsonBody(body: Buffer | null, contentType: string | undefined): any {
-  if (!body || body.length === 0 || !isJson(contentType)) return undefined
+  if (!body || body.length === 0 || !contentType) return undefined
+  if (!isJson(contentType)) return /^multipart\/form-data\b/i.test(contentType) ? formFields(body, contentType) : undefined
   try {
     return JSON.parse(body.toString('utf8'))
   } catch {
     return undefined
   }
+}
+
+/** Text fields longer than this are not kept (a prompt may be long; files are never kept). */
+const MAX_FIELD = 64 * 1024
+/** Fields kept at most. */
+const MAX_FIELDS = 64
+
+/**
+ * The text fields of a multipart form (RFC 7578): each part without a `filename`, whose value is
+ * at most MAX_FIELD bytes, by name; `stream` as a boolean, as JSON would give it. The parts are
+ * found with `Buffer.indexOf` of the boundary, so a file part costs a native scan, never a copy.
+ * Undefined when the content type names no boundary or no field is found.
+ */
+export function formFields(body: Buffer, contentType: string): Record<string, unknown> | undefined {
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType)
+  if (!m) return undefined
+  const delimiter = Buffer.from(`--${m[1] ?? m[2]}`, 'latin1')
+  const out: Record<string, unknown> = {}
+  let fields = 0
+  let at = body.indexOf(delimiter)
+  while (at !== -1 && fields < MAX_FIELDS) {
+    if (body[at + delimiter.length] === 0x2d) break // the closing `--boundary--`
+    const headersStart = at + delimiter.length + 2 // past the delimiter's CRLF
+    const headersEnd = body.indexOf('\r\n\r\n', headersStart)
+    if (headersEnd === -1) break
+    const next = body.indexOf(delimiter, headersEnd + 4)
+    if (next === -1) break
+    const headers = body.toString('latin1', headersStart, Math.min(headersEnd, headersStart + 1024))
+    const disposition = /content-disposition:[^\r\n]*/i.exec(headers)?.[0] ?? ''
+    const name = /;\s*name="([^"]{1,100})"/i.exec(disposition)?.[1]
+    const valueEnd = next - 2 // the CRLF before the next delimiter belongs to it
+    if (name && !/;\s*filename\*?=/i.test(disposition) && valueEnd >= headersEnd + 4 && valueEnd - (headersEnd + 4) <= MAX_FIELD) {
+      const value = body.toString('utf8', headersEnd + 4, valueEnd)
+      out[name] = name === 'stream' ? value.trim() === 'true' : value
+      fields++
+    }
+    at = next
+  }
+  return fields > 0 ? out : undefined
 }
