@@ -8,6 +8,8 @@ import { type TestServer, startTestServer } from '../support/server'
 import { recorded } from '../providers/ledger'
 
 /**
+ * Streams whose prompt-side usage arrives before their output count.
+ *
  * An Anthropic stream reports its prompt-side usage in `message_start` (with `output_tokens` of
  * 1 or so) and the output count only in the last `message_delta`. A stream cut in between (the
  * upstream resets, the client leaves) has exact prompt counts and no output count: the output is
@@ -126,5 +128,47 @@ describe('an Anthropic stream cut between message_start and its last message_del
     const row = await recorded(t, () => streamCall([]))
     expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: 4 + 1165, cache_write_tokens: 1165, output_tokens: 201 })
     expect(row.cost_usd).toBe(price(row))
+  })
+})
+
+describe('a Gemini stream cut before its last event', () => {
+  // Each event repeats the running usage; only the last (with finishReason) is the bill.
+  const events = sseChunks(fixture('gemini/stream-generate-content.sse'), false)
+
+  it('keeps the running counts of the last event it got, marked estimated', async () => {
+    expect(events).toHaveLength(3)
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 2, delayMs: 2 }))
+    const got: Buffer[] = []
+    const row = await recorded(t, async () => {
+      await new Promise<void>((resolve) => {
+        const req = http.request(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
+          res.on('data', (c: Buffer) => got.push(c))
+          res.on('close', () => resolve())
+          res.on('error', () => resolve())
+        })
+        req.on('error', () => resolve())
+        req.end(JSON.stringify({ contents: [{ role: 'user', parts: [{ text: 'Count to 100' }] }] }))
+      })
+    })
+    expect(row).toMatchObject({ status: 502, error: 'upstream_reset', estimated: 1, priced: 1, input_tokens: 18 })
+    // The second event's running count (79 candidates + 35 thoughts), or the first's if the cut came first.
+    expect([31 + 35, 79 + 35]).toContain(row.output_tokens)
+    const p = calcPrice({ input_tokens: 18, output_tokens: row.output_tokens }, 'gemini-2.5-flash', { providerId: 'google', timestamp: new Date(row.ts) })
+    expect(row.cost_usd).toBe(p!.total_price)
+  })
+
+  it('a whole Gemini stream is exact', async () => {
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
+    const row = await recorded(t, () =>
+      new Promise<void>((resolve) => {
+        const req = http.request(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
+          res.resume()
+          res.on('close', () => resolve())
+        })
+        req.on('error', () => resolve())
+        req.end('{}')
+      }),
+    )
+    expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: 18, output_tokens: 80 + 35 })
   })
 })

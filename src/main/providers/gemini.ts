@@ -124,6 +124,8 @@ export class GeminiMeter implements Meter {
     if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
       this.complete = true
     }
+    // A prompt blocked before any output: that answer is the last one.
+    if (isObject(obj.promptFeedback) && obj.promptFeedback.blockReason) this.complete = true
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
     if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
     if (isObject(obj.usageMetadata)) {
@@ -159,7 +161,15 @@ export class GeminiMeter implements Meter {
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    // A stream cut before its last answer (the one with a finishReason): the usage is the running
+    // count of an earlier event, exact for the prompt but only a floor for the output, so the call
+    // is marked estimated (its output never below that count).
+    if (this.usage && !this.complete) {
+      r.partialOutput = true
+      r.outputText = ''
+    }
+    return r
   }
 }
 
