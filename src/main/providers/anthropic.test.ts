@@ -150,6 +150,19 @@ describe('Anthropic stream metering parses only the events that can change the r
     expect(r.outputScale).toBeUndefined()
   })
 
+  it('a cut stream keeps at most a million characters of events and says by how much to scale the estimate', () => {
+    const piece = 'x'.repeat(10_000)
+    const delta = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } })
+    const m = new AnthropicMeter()
+    m.event('message_start', start)
+    for (let i = 0; i < 300; i++) m.event('content_block_delta', delta)
+    const r = m.result()
+    expect(r.partialOutput).toBe(true)
+    const kept = Math.floor(1_000_000 / delta.length)
+    expect(r.outputText).toBe(piece.repeat(kept))
+    expect(r.outputScale).toBeCloseTo(300 / kept, 12)
+  })
+
   it('a whole stream is final: no estimate', () => {
     const r = meterOf(eventsOf(fixture('anthropic/messages-stream-cache-write.sse')))
     expect(r.partialOutput).toBeUndefined()
