@@ -257,6 +257,40 @@ describe('Gemini through its other endpoints', () => {
     expect(row.cost_usd).toBe(price({ input_tokens: 120, output_tokens: 30 }, 'gemini-2.5-flash', row.ts))
   })
 
+  it('the OpenAI-compatible API: thinking counted only in total_tokens is billed as output', async () => {
+    // Gemini's totalTokenCount is prompt + candidates + thoughts; an answer whose completion_tokens
+    // holds only the candidates (and names no reasoning_tokens) still owes the thoughts.
+    answer(upstream, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1763700000,
+      model: 'gemini-2.5-flash',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 1_174 },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
+    )
+    expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024, estimated: 0 })
+    // 2.5 Flash: $0.30/M input, $2.50/M output (thinking included)
+    expect(row.cost_usd).toBeCloseTo((120 * 0.3 + 1_054 * 2.5) / 1e6, 15)
+  })
+
+  it('the OpenAI-compatible API: thinking already in completion_tokens is not counted twice', async () => {
+    answer(upstream, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1763700000,
+      model: 'gemini-2.5-flash',
+      choices: [],
+      usage: { prompt_tokens: 120, completion_tokens: 1_054, total_tokens: 1_174, completion_tokens_details: { reasoning_tokens: 1_024 } },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [] }, { authorization: `Bearer ${KEY}` }),
+    )
+    expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024 })
+  })
+
   it('embedContent returns no usage: its input is estimated from the request text', async () => {
     answer(upstream, { embedding: { values: [0.01, -0.02, 0.03] } })
     const text = 'The quick brown fox jumps over the lazy dog.'

@@ -1,6 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
-import { inspectOpenAI, OpenAIMeter } from './openai'
+import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
@@ -173,6 +173,24 @@ export class GeminiMeter implements Meter {
   }
 }
 
+/**
+ * Gemini's OpenAI-compatible API: OpenAI's usage, except that Gemini bills its thinking at the
+ * output rate and counts it in `total_tokens` (its `totalTokenCount`) whether or not it is in
+ * `completion_tokens` or reported as `completion_tokens_details.reasoning_tokens`. Whatever of
+ * the total neither `prompt_tokens` nor `completion_tokens` holds is counted as thinking output
+ * (with an OpenAI-style usage, where the total is their sum, nothing is added).
+ */
+export function geminiCompatUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (!u || !isObject(raw)) return u
+  const beyond = count(raw.total_tokens) - u.input_tokens - u.output_tokens
+  if (beyond > 0) {
+    u.output_tokens += beyond
+    u.reasoning_tokens = Math.max(u.reasoning_tokens, beyond)
+  }
+  return u
+}
+
 export const gemini: Provider = {
   name: 'gemini',
   pricingId: 'google',
@@ -180,5 +198,5 @@ export const gemini: Provider = {
   mount: '/gemini',
   credentials: ['x-goog-api-key', 'query-key', 'authorization'],
   inspect: inspectGemini,
-  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint }) : new GeminiMeter()),
+  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage }) : new GeminiMeter()),
 }
