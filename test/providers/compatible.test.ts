@@ -184,6 +184,37 @@ describe('OpenAI-compatible providers', () => {
   })
 })
 
+describe("Anthropic's OpenAI SDK compatibility (/anthropic/v1/chat/completions)", () => {
+  it('is metered and priced as the Claude model it names, not recorded at cost 0', async () => {
+    const body = completion('claude-sonnet-4-5-20250929', { prompt_tokens: 2_000, completion_tokens: 300, total_tokens: 2_300 })
+    answer(upstream, body)
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1/chat/completions')
+    expect(row).toMatchObject({ provider: 'anthropic', endpoint: 'chat.completions', model: 'claude-sonnet-4-5-20250929', input_tokens: 2_000, output_tokens: 300, priced: 1, estimated: 0 })
+    // Sonnet 4.5: $3/M input, $15/M output
+    expect(row.cost_usd).toBeCloseTo((2_000 * 3 + 300 * 15) / 1e6, 15)
+    const lib = extractUsage(findProvider({ providerId: 'anthropic' })!, body, 'chat')
+    expect(row.cost_usd).toBe(calcPrice(lib.usage, 'claude-sonnet-4-5-20250929', { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('a stream with include_usage, cache reads as genai-prices reads them', async () => {
+    const model = 'claude-sonnet-4-5-20250929'
+    const sse =
+      chunk(model, { role: 'assistant', content: 'Hel' }) +
+      chunk(model, { content: 'lo' }) +
+      chunk(model, null as any, { usage: { prompt_tokens: 5_000, completion_tokens: 40, total_tokens: 5_040, cached_tokens: 4_000 } }) +
+      'data: [DONE]\n\n'
+    answer(upstream, sse, 'sse')
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream: true, stream_options: { include_usage: true }, messages: [] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    )
+    expect(row).toMatchObject({ endpoint: 'chat.completions', streamed: 1, input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40, estimated: 0 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40 }, model, { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
+  })
+})
+
 describe('reasoning tokens reported beside completion_tokens', () => {
   it('xAI: reasoning tokens outside completion_tokens are added to the billed output', async () => {
     // xAI: total_tokens = prompt + completion + reasoning

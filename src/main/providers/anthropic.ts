@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /** Raw Anthropic usage counters; `input_tokens` here excludes cache reads and writes. */
@@ -70,14 +71,27 @@ export function anthropicUsage(u: unknown): Usage | null {
 
 export function inspectAnthropic(req: RequestInfo): CallShape {
   const p = req.path.replace(/\/+$/, '')
-  const isMessages = req.method === 'POST' && p === '/v1/messages'
   const body = isObject(req.body) ? req.body : undefined
+  // Anthropic's OpenAI SDK compatibility: `<base>/v1/chat/completions`, billed as Messages are.
+  if (req.method === 'POST' && p === '/v1/chat/completions') return inspectOpenAI({ ...req, path: '/chat/completions' })
+  const isMessages = req.method === 'POST' && p === '/v1/messages'
   return {
     endpoint: isMessages ? 'messages' : p === '/v1/messages/count_tokens' ? 'count_tokens' : 'other',
     model: typeof body?.model === 'string' ? body.model : '',
     stream: body?.stream === true,
     billable: isMessages,
   }
+}
+
+/**
+ * The usage of Anthropic's OpenAI-compatible answers, read as @pydantic/genai-prices' Anthropic
+ * `chat` extractor reads it: OpenAI's fields, with cache reads as a top-level `cached_tokens`
+ * where `prompt_tokens_details` does not give them.
+ */
+export function anthropicCompatUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (u && isObject(raw) && u.cache_read_tokens === 0) u.cache_read_tokens = Math.min(count(raw.cached_tokens), u.input_tokens)
+  return u
 }
 
 /**
@@ -206,5 +220,5 @@ export const anthropic: Provider = {
   mount: '/anthropic',
   credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
-  meter: () => new AnthropicMeter(),
+  meter: (shape) => (shape.endpoint === 'chat.completions' ? new OpenAIMeter({ endpoint: shape.endpoint, usage: anthropicCompatUsage }) : new AnthropicMeter()),
 }
