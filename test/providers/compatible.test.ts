@@ -184,6 +184,22 @@ describe('OpenAI-compatible providers', () => {
   })
 })
 
+describe('Mistral fill-in-the-middle (/mistral/v1/fim/completions, Codestral in editors)', () => {
+  it('is metered and priced, not recorded at cost 0', async () => {
+    const body = completion('codestral-2508', { prompt_tokens: 1_500, completion_tokens: 64, total_tokens: 1_564 })
+    answer(upstream, body)
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/mistral/v1/fim/completions`, { model: 'codestral-latest', prompt: 'def f(', suffix: ')' }, { authorization: 'Bearer mistral-test-00000000001' }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1/fim/completions')
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'fim.completions', model: 'codestral-2508', input_tokens: 1_500, output_tokens: 64, estimated: 0 })
+    const p = calcPrice({ input_tokens: 1_500, output_tokens: 64 }, 'codestral-2508', { providerId: 'mistral', timestamp: new Date(row.ts) })!
+    expect(row).toMatchObject({ priced: 1, cost_usd: p.total_price })
+    // Codestral: $0.30/M input, $0.90/M output
+    expect(row.cost_usd).toBeCloseTo((1_500 * 0.3 + 64 * 0.9) / 1e6, 15)
+  })
+})
+
 describe("Anthropic's OpenAI SDK compatibility (/anthropic/v1/chat/completions)", () => {
   it('is metered and priced as the Claude model it names, not recorded at cost 0', async () => {
     const body = completion('claude-sonnet-4-5-20250929', { prompt_tokens: 2_000, completion_tokens: 300, total_tokens: 2_300 })

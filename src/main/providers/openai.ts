@@ -101,13 +101,15 @@ export function openaiEndpoint(path: string): string {
   if (p === '/chat/completions') return 'chat.completions'
   if (p === '/responses') return 'responses'
   if (p === '/completions') return 'completions'
+  // Mistral's fill-in-the-middle (Codestral), answered with OpenAI's usage.
+  if (p === '/fim/completions') return 'fim.completions'
   if (p === '/embeddings') return 'embeddings'
   if (p.startsWith('/images/')) return 'images'
   if (p.startsWith('/audio/')) return 'audio'
   return 'other'
 }
 
-const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'embeddings', 'images', 'audio'])
+const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
 
 export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = req.method === 'POST' ? openaiEndpoint(req.path) : 'other'
