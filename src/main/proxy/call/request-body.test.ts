@@ -15,6 +15,17 @@ describe('multipart form fields (OpenAI audio uploads name their model in one)',
     expect(formFields(body, 'multipart/form-data; boundary="xYz"')).toEqual({ model: 'gpt-4o-mini-transcribe', stream: true, prompt: 'line one\r\nline two' })
   })
 
+  it('finds the fields before and after a large file without scanning it', () => {
+    const big = Buffer.alloc(3 * 1024 * 1024, 0x61)
+    const body = Buffer.concat([
+      Buffer.from('--b2\r\nContent-Disposition: form-data; name="language"\r\n\r\nen\r\n'),
+      Buffer.from('--b2\r\nContent-Disposition: form-data; name="file"; filename="x.mp3"\r\n\r\n'),
+      big,
+      Buffer.from('\r\n--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\ngpt-4o-transcribe\r\n--b2--\r\n'),
+    ])
+    expect(formFields(body, 'multipart/form-data; boundary=b2')).toEqual({ language: 'en', model: 'gpt-4o-transcribe' })
+  })
+
   it('undefined without a boundary, with a wrong one, or for a body that is not a form', () => {
     const body = form('b1', ['Content-Disposition: form-data; name="model"\r\n\r\nwhisper-1'])
     expect(parseJsonBody(body, 'multipart/form-data')).toBeUndefined()
