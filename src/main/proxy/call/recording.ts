@@ -41,8 +41,6 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         usage = r.usage
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
-        // A meter exists only for a successful upstream answer; if the stream was then cut (client
-        // gone, upstream reset or stalled), what was generated was billed all the same.
         // A stream cut after its prompt-side usage but before its output count: the prompt counts
         // are the provider's, the output is estimated from what streamed (never less than reported).
         if (usage && r.partialOutput && s.ctx.shape.billable) {
@@ -54,6 +52,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           )
           return
         }
+        // A meter exists only for a successful upstream answer; if the stream was then cut (client
+        // gone, upstream reset or stalled), what was generated was billed all the same.
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
           const m = model
           estimateUsage(m, s.info.body, r.outputText ?? '').then(
