@@ -17,6 +17,9 @@ interface Expect {
   cacheWrite?: number
   output: number
   reasoning?: number
+  /** Server-side tool calls billed per call (the Responses API's `web_search_call` / `file_search_call` items). */
+  webSearches?: number
+  fileSearches?: number
 }
 
 const CASES: Expect[] = [
@@ -25,9 +28,9 @@ const CASES: Expect[] = [
   { file: 'openai-chat/chat-stream-with-usage.sse', path: '/v1/chat/completions', model: 'gpt-4o-mini-2024-07-18', pricing: 'openai', input: 78, output: 9 },
   { file: 'openai-chat/chat-stream-tool-call-with-usage.sse', path: '/v1/chat/completions', model: 'gpt-4o-mini-2024-07-18', pricing: 'openai', input: 53, output: 15 },
   { file: 'openai-chat/azure-chat-stream-with-usage-reasoning.sse', path: '/v1/chat/completions', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 15, output: 78, reasoning: 64 },
-  { file: 'openai-responses/responses-nonstream-cached-reasoning.json', path: '/v1/responses', model: 'gpt-5-mini-2025-08-07', pricing: 'openai', input: 3700, cacheRead: 2560, output: 741, reasoning: 640 },
+  { file: 'openai-responses/responses-nonstream-cached-reasoning.json', path: '/v1/responses', model: 'gpt-5-mini-2025-08-07', pricing: 'openai', input: 3700, cacheRead: 2560, output: 741, reasoning: 640, fileSearches: 1 },
   { file: 'openai-responses/responses-nonstream-reasoning.json', path: '/v1/responses', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 11, output: 327, reasoning: 320 },
-  { file: 'openai-responses/responses-stream-cached-reasoning.sse', path: '/v1/responses', model: 'gpt-5-2025-08-07', pricing: 'openai', input: 9463, cacheRead: 8320, output: 582, reasoning: 512 },
+  { file: 'openai-responses/responses-stream-cached-reasoning.sse', path: '/v1/responses', model: 'gpt-5-2025-08-07', pricing: 'openai', input: 9463, cacheRead: 8320, output: 582, reasoning: 512, webSearches: 1 },
   { file: 'openai-responses/responses-stream-basic.sse', path: '/v1/responses', model: 'gpt-4o-2024-08-06', pricing: 'openai', input: 278, output: 9 },
   { file: 'openai-responses/responses-stream-failed-insufficient-quota.sse', path: '/v1/responses', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 0, output: 0 },
   { file: 'anthropic/messages-nonstream-cache-write-and-read.json', path: '/v1/messages', model: 'claude-sonnet-4-5-20250929', pricing: 'anthropic', input: 3 + 418 + 1111, cacheWrite: 418, cacheRead: 1111, output: 33 },
@@ -99,6 +102,8 @@ describe('every fixture is metered and priced exactly', () => {
         const usage: Record<string, number> = { input_tokens: c.input, output_tokens: c.output }
         if (c.cacheRead) usage.cache_read_tokens = c.cacheRead
         if (c.cacheWrite) usage.cache_write_tokens = c.cacheWrite
+        if (c.webSearches) usage.web_searches = c.webSearches
+        if (c.fileSearches) usage.storage_searches = c.fileSearches
         if (c.input + c.output === 0) {
           expect(row.cost_usd).toBe(0)
         } else {
@@ -112,6 +117,42 @@ describe('every fixture is metered and priced exactly', () => {
         const id = /"id"\s*:\s*"((?:msg_|resp_|chatcmpl-)[^"]+)"/.exec(fixture(c.file).toString())?.[1]
         expect(id).toBeTruthy()
         expect(row.response_id).toBe(id)
+      } finally {
+        db.close()
+      }
+    })
+  }
+})
+
+describe('server-side tool calls of the Responses API are billed per call', () => {
+  // OpenAI bills a web search at $10 and a file search at $2.50 per 1,000 calls on top of the
+  // tokens; the usage object does not count them, the response's `output` items do.
+  const cases = [
+    {
+      file: 'openai-responses/responses-stream-cached-reasoning.sse',
+      model: 'gpt-5-2025-08-07',
+      // gpt-5: $1.25 input, $0.125 cached input, $10 output per million tokens; one web search
+      want: ((9463 - 8320) * 1.25 + 8320 * 0.125 + 582 * 10) / 1e6 + 10 / 1000,
+    },
+    {
+      file: 'openai-responses/responses-nonstream-cached-reasoning.json',
+      model: 'gpt-5-mini-2025-08-07',
+      // gpt-5-mini: $0.25 input, $0.025 cached input, $2 output per million tokens; one file search
+      want: ((3700 - 2560) * 0.25 + 2560 * 0.025 + 741 * 2) / 1e6 + 2.5 / 1000,
+    },
+  ]
+  for (const c of cases) {
+    it(c.file, async () => {
+      replay(c.file)
+      const stream = c.file.endsWith('.sse')
+      const db = new Database(t.dbFile, { readonly: true })
+      try {
+        const before = (db.prepare('SELECT max(id) AS n FROM calls').get() as any).n ?? 0
+        const res = await postJson(t.url + '/v1/responses', { model: c.model, stream, input: 'hi' }, { authorization: 'Bearer sk-test-metering-000000001' })
+        expect(res.status).toBe(200)
+        const row = await eventually(() => lastCall(db, before + 1))
+        expect(row.model).toBe(c.model)
+        expect(row.cost_usd).toBeCloseTo(c.want, 12)
       } finally {
         db.close()
       }

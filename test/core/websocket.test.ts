@@ -45,6 +45,22 @@ function answerFrames(n: number): string[] {
   ]
 }
 
+/** A response that searched the web twice and opened a page (not billed), then answered. */
+function searchFrames(): string[] {
+  const usage = { input_tokens: 4000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 300, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 4300 }
+  const resp = { id: 'resp_search', object: 'response', model: 'gpt-4o-mini-2024-07-18', status: 'in_progress' }
+  const output = [
+    { type: 'web_search_call', id: 'ws_1', status: 'completed', action: { type: 'search', query: 'burnrate' } },
+    { type: 'web_search_call', id: 'ws_2', status: 'completed', action: { type: 'open_page', url: 'https://example.com' } },
+    { type: 'web_search_call', id: 'ws_3', status: 'completed', action: { type: 'search', query: 'burnrate proxy' } },
+    { type: 'message', id: 'msg_1', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text: 'found it' }] },
+  ]
+  return [
+    JSON.stringify({ type: 'response.created', sequence_number: 0, response: resp }),
+    JSON.stringify({ type: 'response.completed', sequence_number: 1, response: { ...resp, status: 'completed', output, usage } }),
+  ]
+}
+
 beforeAll(async () => {
   upstreamHttp = http.createServer((_req, res) => {
     res.writeHead(404, { 'content-type': 'application/json' })
@@ -70,7 +86,7 @@ beforeAll(async () => {
         const frame = JSON.parse(String(data))
         if (frame.type !== 'response.create') return
         // 'hold' gets only its first frame: the response stays open.
-        const frames = answerFrames(++n)
+        const frames = String(data).includes('search the web') ? searchFrames() : answerFrames(++n)
         for (const f of frame.input === 'hold' ? frames.slice(0, 1) : frames) ws.send(f)
       })
     })
@@ -165,6 +181,20 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
       })
       expect(r.cost_usd).toBeCloseTo(Number(price.total_price), 12)
     }
+  })
+
+  it('web searches a response made are billed per search (an open_page action is not)', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0002')
+    c.ws.send(create('search the web'))
+    await eventually(() => c.frames.length === 2, 10_000)
+    c.ws.close()
+    const r = (await eventually(() => rows()[before], 10_000)) as any
+    expect(r).toMatchObject({ status: 200, endpoint: 'responses', input_tokens: 4000, output_tokens: 300, priced: 1 })
+    const price = calcPrice({ input_tokens: 4000, output_tokens: 300, web_searches: 2 }, 'gpt-4o-mini-2024-07-18', { providerId: 'openai', timestamp: new Date(r.ts) })!
+    expect(r.cost_usd).toBe(price.total_price)
+    // gpt-4o-mini: $0.15/M input, $0.60/M output, and $10 per 1,000 web searches
+    expect(r.cost_usd).toBeCloseTo((4000 * 0.15 + 300 * 0.6) / 1e6 + 2 * 0.01, 12)
   })
 
   it('a budget refusal is an error frame with status 429 that never reaches the upstream, and is recorded', async () => {

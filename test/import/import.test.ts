@@ -43,7 +43,7 @@ describe('importing the agents\' own logs', () => {
       cache_write_tokens: 2318, output_tokens: 389, ts: Date.parse('2026-11-20T10:15:02.345Z'), priced: 1,
     })
     const want = pricer.price('anthropic', 'anthropic', 'claude-sonnet-4-5-20250929', {
-      input_tokens: 16393, output_tokens: 389, cache_read_tokens: 14071, cache_write_tokens: 2318, cache_write_1h_tokens: 0, reasoning_tokens: 0, web_searches: 0,
+      input_tokens: 16393, output_tokens: 389, cache_read_tokens: 14071, cache_write_tokens: 2318, cache_write_1h_tokens: 0, reasoning_tokens: 0, web_searches: 0, storage_searches: 0,
     }, new Date(r[0].ts))
     expect(r[0].cost_usd).toBe(want.cost_usd)
     expect(r[0].cost_usd).toBeGreaterThan(0)

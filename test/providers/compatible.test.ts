@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { calcPrice } from '@pydantic/genai-prices'
+import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../../src/main/providers/registry'
 import { postJson, request } from '../support/http'
@@ -151,6 +151,27 @@ describe('OpenAI-compatible providers', () => {
     expect(row.cost_usd).toBe(0.007824)
   })
 
+  it('Perplexity: reasoning and citation tokens beside completion_tokens and search queries are billed (no cost in the answer)', async () => {
+    // Sonar Deep Research's usage shape (Perplexity's docs): total_tokens = prompt + completion only.
+    const usage = { prompt_tokens: 19, completion_tokens: 9_582, total_tokens: 9_601, citation_tokens: 13_207, num_search_queries: 29, reasoning_tokens: 142_536 }
+    const body = completion('sonar-deep-research', usage)
+    answer(upstream, body)
+    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(row).toMatchObject({ input_tokens: 19, output_tokens: 9_582 + 13_207 + 142_536, reasoning_tokens: 142_536, priced: 1 })
+    // $2/M input, $8/M output, $2/M citation, $3/M reasoning, $5 per 1,000 searches
+    expect(row.cost_usd).toBeCloseTo((19 * 2 + 9_582 * 8 + 13_207 * 2 + 142_536 * 3) / 1e6 + 29 * 5 / 1000, 12)
+    // The oracle: the library's own reading of the same answer, priced by the library.
+    const lib = extractUsage(findProvider({ providerId: 'perplexity' })!, body)
+    expect(row.cost_usd).toBe(calcPrice(lib.usage, 'sonar-deep-research', { providerId: 'perplexity', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('Perplexity: with usage.cost the charge is the reported one; the tokens still count reasoning and citations', async () => {
+    const usage = { prompt_tokens: 19, completion_tokens: 100, total_tokens: 119, citation_tokens: 300, num_search_queries: 2, reasoning_tokens: 500, cost: { total_cost: 0.0123 } }
+    answer(upstream, completion('sonar-deep-research', usage))
+    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(row).toMatchObject({ input_tokens: 19, output_tokens: 900, reasoning_tokens: 500, cost_usd: 0.0123 })
+  })
+
   it('DeepSeek: prompt_cache_hit_tokens are cache reads, priced at the cache rate', async () => {
     const usage = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 }
     answer(upstream, completion('deepseek-chat', usage))
@@ -160,6 +181,53 @@ describe('OpenAI-compatible providers', () => {
     expect(row.cost_usd).toBe(expected)
     const uncached = calcPrice({ input_tokens: 1000, output_tokens: 50 }, 'deepseek-chat', { providerId: 'deepseek', timestamp: new Date(row.ts) })!.total_price
     expect(row.cost_usd).toBeLessThan(uncached)
+  })
+})
+
+describe('Mistral fill-in-the-middle (/mistral/v1/fim/completions, Codestral in editors)', () => {
+  it('is metered and priced, not recorded at cost 0', async () => {
+    const body = completion('codestral-2508', { prompt_tokens: 1_500, completion_tokens: 64, total_tokens: 1_564 })
+    answer(upstream, body)
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/mistral/v1/fim/completions`, { model: 'codestral-latest', prompt: 'def f(', suffix: ')' }, { authorization: 'Bearer mistral-test-00000000001' }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1/fim/completions')
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'fim.completions', model: 'codestral-2508', input_tokens: 1_500, output_tokens: 64, estimated: 0 })
+    const p = calcPrice({ input_tokens: 1_500, output_tokens: 64 }, 'codestral-2508', { providerId: 'mistral', timestamp: new Date(row.ts) })!
+    expect(row).toMatchObject({ priced: 1, cost_usd: p.total_price })
+    // Codestral: $0.30/M input, $0.90/M output
+    expect(row.cost_usd).toBeCloseTo((1_500 * 0.3 + 64 * 0.9) / 1e6, 15)
+  })
+})
+
+describe("Anthropic's OpenAI SDK compatibility (/anthropic/v1/chat/completions)", () => {
+  it('is metered and priced as the Claude model it names, not recorded at cost 0', async () => {
+    const body = completion('claude-sonnet-4-5-20250929', { prompt_tokens: 2_000, completion_tokens: 300, total_tokens: 2_300 })
+    answer(upstream, body)
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    )
+    expect(upstream.requests[0].url).toBe('/v1/chat/completions')
+    expect(row).toMatchObject({ provider: 'anthropic', endpoint: 'chat.completions', model: 'claude-sonnet-4-5-20250929', input_tokens: 2_000, output_tokens: 300, priced: 1, estimated: 0 })
+    // Sonnet 4.5: $3/M input, $15/M output
+    expect(row.cost_usd).toBeCloseTo((2_000 * 3 + 300 * 15) / 1e6, 15)
+    const lib = extractUsage(findProvider({ providerId: 'anthropic' })!, body, 'chat')
+    expect(row.cost_usd).toBe(calcPrice(lib.usage, 'claude-sonnet-4-5-20250929', { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
+  })
+
+  it('a stream with include_usage, cache reads as genai-prices reads them', async () => {
+    const model = 'claude-sonnet-4-5-20250929'
+    const sse =
+      chunk(model, { role: 'assistant', content: 'Hel' }) +
+      chunk(model, { content: 'lo' }) +
+      chunk(model, null as any, { usage: { prompt_tokens: 5_000, completion_tokens: 40, total_tokens: 5_040, cached_tokens: 4_000 } }) +
+      'data: [DONE]\n\n'
+    answer(upstream, sse, 'sse')
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream: true, stream_options: { include_usage: true }, messages: [] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    )
+    expect(row).toMatchObject({ endpoint: 'chat.completions', streamed: 1, input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40, estimated: 0 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40 }, model, { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
   })
 })
 

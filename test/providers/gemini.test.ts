@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { calcPrice } from '@pydantic/genai-prices'
+import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
@@ -182,6 +182,56 @@ describe('Gemini pricing beyond the recordings', () => {
     expect(row.cost_usd).toBeCloseTo(600 * 0.3e-6 + 400 * 1e-6 + 10 * 2.5e-6, 12)
   })
 
+  it('prices video output at the video rate, as genai-prices reads the same answer', async () => {
+    // gemini-omni-flash-preview generates video: $1.50/M input, $9/M text output, $17.50/M video output.
+    const body = {
+      candidates: [{ content: { parts: [{ text: 'ok' }], role: 'model' }, finishReason: 'STOP' }],
+      usageMetadata: {
+        promptTokenCount: 1_200,
+        candidatesTokenCount: 20_040,
+        totalTokenCount: 21_240,
+        promptTokensDetails: [{ modality: 'TEXT', tokenCount: 1_200 }],
+        candidatesTokensDetails: [
+          { modality: 'TEXT', tokenCount: 40 },
+          { modality: 'VIDEO', tokenCount: 20_000 },
+        ],
+      },
+      modelVersion: 'gemini-omni-flash-preview',
+    }
+    answer(upstream, body)
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-omni-flash-preview:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row).toMatchObject({ model: 'gemini-omni-flash-preview', input_tokens: 1_200, output_tokens: 20_040, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo(1_200 * 1.5e-6 + 40 * 9e-6 + 20_000 * 17.5e-6, 12)
+    // The oracle: the library's own reading of the same answer, priced by the library.
+    const lib = extractUsage(findProvider({ providerId: 'google' })!, body)
+    expect(row.cost_usd).toBe(price(lib.usage as Record<string, number>, 'gemini-omni-flash-preview', row.ts))
+  })
+
+  it('prices audio output and image input of the answer as genai-prices does', async () => {
+    const body = {
+      candidates: [],
+      usageMetadata: {
+        promptTokenCount: 3_000,
+        cachedContentTokenCount: 1_000,
+        candidatesTokenCount: 500,
+        totalTokenCount: 3_500,
+        promptTokensDetails: [
+          { modality: 'TEXT', tokenCount: 1_000 },
+          { modality: 'IMAGE', tokenCount: 1_200 },
+          { modality: 'AUDIO', tokenCount: 800 },
+        ],
+        cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }, { modality: 'TEXT', tokenCount: 400 }],
+        candidatesTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }],
+      },
+      modelVersion: 'gemini-2.5-flash',
+    }
+    answer(upstream, body)
+    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(row).toMatchObject({ input_tokens: 3_000, cache_read_tokens: 1_000, output_tokens: 500, priced: 1 })
+    const lib = extractUsage(findProvider({ providerId: 'google' })!, body)
+    expect(row.cost_usd).toBe(price(lib.usage as Record<string, number>, 'gemini-2.5-flash', row.ts))
+  })
+
   it('records countTokens as a non-billable call with no cost', async () => {
     answer(upstream, { totalTokens: 31 })
     const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:countTokens`, BODY, { 'x-goog-api-key': KEY }))
@@ -205,6 +255,40 @@ describe('Gemini through its other endpoints', () => {
     expect(upstream.requests[0].url).toBe('/v1beta/openai/chat/completions')
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'chat.completions', model: 'gemini-2.5-flash', input_tokens: 120, output_tokens: 30, estimated: 0 })
     expect(row.cost_usd).toBe(price({ input_tokens: 120, output_tokens: 30 }, 'gemini-2.5-flash', row.ts))
+  })
+
+  it('the OpenAI-compatible API: thinking counted only in total_tokens is billed as output', async () => {
+    // Gemini's totalTokenCount is prompt + candidates + thoughts; an answer whose completion_tokens
+    // holds only the candidates (and names no reasoning_tokens) still owes the thoughts.
+    answer(upstream, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1763700000,
+      model: 'gemini-2.5-flash',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 1_174 },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
+    )
+    expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024, estimated: 0 })
+    // 2.5 Flash: $0.30/M input, $2.50/M output (thinking included)
+    expect(row.cost_usd).toBeCloseTo((120 * 0.3 + 1_054 * 2.5) / 1e6, 15)
+  })
+
+  it('the OpenAI-compatible API: thinking already in completion_tokens is not counted twice', async () => {
+    answer(upstream, {
+      id: 'x',
+      object: 'chat.completion',
+      created: 1763700000,
+      model: 'gemini-2.5-flash',
+      choices: [],
+      usage: { prompt_tokens: 120, completion_tokens: 1_054, total_tokens: 1_174, completion_tokens_details: { reasoning_tokens: 1_024 } },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [] }, { authorization: `Bearer ${KEY}` }),
+    )
+    expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024 })
   })
 
   it('embedContent returns no usage: its input is estimated from the request text', async () => {

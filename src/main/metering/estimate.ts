@@ -83,3 +83,14 @@ export async function estimateUsage(model: string, requestBody: unknown, outputT
   u.output_tokens = output ? Math.ceil(output * factor) : 0
   return u
 }
+
+/**
+ * The output tokens of a response whose prompt-side usage the provider did report but whose output
+ * count it never sent (an Anthropic stream cut before its last `message_delta`): `outputText`
+ * counted as `estimateUsage` counts it, times `scale` when only a share of the output was kept.
+ */
+export async function estimateOutputTokens(model: string, outputText: string, scale = 1): Promise<number> {
+  if (!outputText) return 0
+  const [output] = await estimator().count(encodingFor(model), [sampleOf(outputText)])
+  return output ? Math.ceil(output * familyFactor(model) * (Number.isFinite(scale) && scale > 1 ? scale : 1)) : 0
+}

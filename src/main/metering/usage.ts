@@ -12,12 +12,19 @@ export interface Usage {
   /** The part of `cache_write_tokens` written with a 1-hour lifetime (priced higher). */
   cache_write_1h_tokens: number
   reasoning_tokens: number
-  /** Server-side web searches billed per use (Anthropic `server_tool_use.web_search_requests`). */
+  /**
+   * Server-side web searches billed per use (Anthropic `server_tool_use.web_search_requests`,
+   * the Responses API's `web_search_call` output items whose action is a search).
+   */
   web_searches: number
+  /** Server-side file searches billed per use (the Responses API's `file_search_call` output items). */
+  storage_searches: number
   /**
    * Finer @pydantic/genai-prices usage keys, each a part of one of the counts above and priced
    * at its own rate where the model has one: `input_audio_tokens`, `input_image_tokens`,
-   * `cache_audio_read_tokens`, `output_image_tokens` (Gemini modalities, gpt-image-1).
+   * `cache_audio_read_tokens`, `output_image_tokens`… (Gemini modalities, gpt-image-1, audio
+   * models); and `audio_seconds`, the length of audio billed by the second (whisper-1), which
+   * is not a token count.
    */
   extra?: Record<string, number>
   /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */
@@ -33,6 +40,7 @@ export function emptyUsage(): Usage {
     cache_write_1h_tokens: 0,
     reasoning_tokens: 0,
     web_searches: 0,
+    storage_searches: 0,
   }
 }
 

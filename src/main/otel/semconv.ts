@@ -71,6 +71,7 @@ export function operationName(endpoint: string): string {
     case 'responses':
       return 'chat'
     case 'completions':
+    case 'fim.completions':
       return 'text_completion'
     case 'embeddings':
     case 'embedContent':

@@ -34,6 +34,7 @@ function toLibraryUsage(u: Usage): Record<string, number> {
   if (u.cache_write_tokens) out.cache_write_tokens = u.cache_write_tokens
   if (u.cache_write_1h_tokens) out.cache_write_1h_tokens = u.cache_write_1h_tokens
   if (u.web_searches) out.web_searches = u.web_searches
+  if (u.storage_searches) out.storage_searches = u.storage_searches
   return out
 }
 

@@ -127,6 +127,49 @@ describe('Anthropic stream metering parses only the events that can change the r
     expect(r.outputText).toBe('Hello there\n')
   })
 
+  it('a stream cut before its last message_delta: prompt counts exact, the streamed text kept for the output estimate', () => {
+    const events = eventsOf(fixture('anthropic/messages-stream-cache-write.sse'))
+    const cut = events.findIndex(([, d]) => d.includes('"message_delta"'))
+    expect(cut).toBeGreaterThan(10)
+    const parse = vi.spyOn(JSON, 'parse')
+    const m = new AnthropicMeter()
+    for (const [name, data] of events.slice(0, cut)) m.event(name, data)
+    // Only message_start is parsed while the stream flows; the kept events only once it is known to be cut.
+    expect(parse).toHaveBeenCalledTimes(1)
+    const r = m.result()
+    expect(r.partialOutput).toBe(true)
+    expect(r.usage).toMatchObject({ input_tokens: 4 + 1165, cache_write_tokens: 1165, output_tokens: 1 })
+    const text = events
+      .slice(0, cut)
+      .map(([, d]) => JSON.parse(d))
+      .filter((e) => e.type === 'content_block_delta')
+      .map((e) => e.delta.text)
+      .join('')
+    expect(text.length).toBeGreaterThan(100)
+    expect(r.outputText).toBe(text)
+    expect(r.outputScale).toBeUndefined()
+  })
+
+  it('a cut stream keeps at most a million characters of events and says by how much to scale the estimate', () => {
+    const piece = 'x'.repeat(10_000)
+    const delta = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } })
+    const m = new AnthropicMeter()
+    m.event('message_start', start)
+    for (let i = 0; i < 300; i++) m.event('content_block_delta', delta)
+    const r = m.result()
+    expect(r.partialOutput).toBe(true)
+    const kept = Math.floor(1_000_000 / delta.length)
+    expect(r.outputText).toBe(piece.repeat(kept))
+    expect(r.outputScale).toBeCloseTo(300 / kept, 12)
+  })
+
+  it('a whole stream is final: no estimate', () => {
+    const r = meterOf(eventsOf(fixture('anthropic/messages-stream-cache-write.sse')))
+    expect(r.partialOutput).toBeUndefined()
+    expect(r.outputText).toBeUndefined()
+    expect(r.usage?.output_tokens).toBe(201)
+  })
+
   it('says an event may be a message event whenever its text could spell one', () => {
     expect(mayBeMessageEvent('{"type":"message_stop"}')).toBe(true)
     expect(mayBeMessageEvent('{"type":"ping"}')).toBe(false)

@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /** Raw Anthropic usage counters; `input_tokens` here excludes cache reads and writes. */
@@ -70,14 +71,27 @@ export function anthropicUsage(u: unknown): Usage | null {
 
 export function inspectAnthropic(req: RequestInfo): CallShape {
   const p = req.path.replace(/\/+$/, '')
-  const isMessages = req.method === 'POST' && p === '/v1/messages'
   const body = isObject(req.body) ? req.body : undefined
+  // Anthropic's OpenAI SDK compatibility: `<base>/v1/chat/completions`, billed as Messages are.
+  if (req.method === 'POST' && p === '/v1/chat/completions') return inspectOpenAI({ ...req, path: '/chat/completions' })
+  const isMessages = req.method === 'POST' && p === '/v1/messages'
   return {
     endpoint: isMessages ? 'messages' : p === '/v1/messages/count_tokens' ? 'count_tokens' : 'other',
     model: typeof body?.model === 'string' ? body.model : '',
     stream: body?.stream === true,
     billable: isMessages,
   }
+}
+
+/**
+ * The usage of Anthropic's OpenAI-compatible answers, read as @pydantic/genai-prices' Anthropic
+ * `chat` extractor reads it: OpenAI's fields, with cache reads as a top-level `cached_tokens`
+ * where `prompt_tokens_details` does not give them.
+ */
+export function anthropicCompatUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (u && isObject(raw) && u.cache_read_tokens === 0) u.cache_read_tokens = Math.min(count(raw.cached_tokens), u.input_tokens)
+  return u
 }
 
 /**
@@ -90,6 +104,17 @@ export function mayBeMessageEvent(data: string): boolean {
   return data.includes('message_') || data.includes('\\u')
 }
 
+/** Characters of unparsed events a stream keeps until its final usage arrives (see `AnthropicMeter.pending`). */
+const MAX_PENDING_CHARS = 1_000_000
+
+/** The text a `content_block_delta` event streamed (text, tool input JSON, thinking), or undefined. */
+function deltaText(ev: Record<string, any>): string | undefined {
+  if (ev.type !== 'content_block_delta' || !isObject(ev.delta)) return undefined
+  const d = ev.delta
+  const t = d.text ?? d.partial_json ?? d.thinking
+  return typeof t === 'string' ? t : undefined
+}
+
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
@@ -98,12 +123,27 @@ export class AnthropicMeter implements Meter {
   private id: string | undefined
   private text = new OutputText()
   private complete = false
+  /** The usage is final: a `message_delta` gave it (its `output_tokens` is the whole output), or a whole JSON body. */
+  private final = false
+  /**
+   * Between `message_start` (whose `output_tokens` is only the first token or so) and the final
+   * `message_delta`, the output count is unknown. Should the stream be cut in between, the output
+   * is estimated from what was streamed; so the events of that stretch are kept as they came,
+   * unparsed (references, no copies, at most MAX_PENDING_CHARS; beyond it only their size is
+   * counted), and parsed only then. A stream that ends normally parses none of them.
+   */
+  private pending: string[] = []
+  private pendingChars = 0
+  private droppedChars = 0
 
   event(_name: string, data: string): void {
     // Once `message_start` gave the usage, only `message_*` events change the result: text deltas
-    // (most of a stream's events) only estimate a stream cut before the usage is known, and block
+    // (most of a stream's events) only estimate a stream cut before the final usage, and block
     // starts, stops and pings never did anything. Such an event is not parsed.
-    if (this.raw && !mayBeMessageEvent(data)) return
+    if (this.raw && !mayBeMessageEvent(data)) {
+      if (!this.final) this.keep(data)
+      return
+    }
     let ev: any
     try {
       ev = JSON.parse(data)
@@ -121,11 +161,21 @@ export class AnthropicMeter implements Meter {
       this.raw = rawUsage(ev.usage, this.raw ?? undefined)
       const it = iterationsSum(ev.usage.iterations)
       if (it) this.iterations = it
-    } else if (ev.type === 'content_block_delta' && isObject(ev.delta) && !this.raw) {
-      const d = ev.delta
-      const t = d.text ?? d.partial_json ?? d.thinking
-      if (typeof t === 'string') this.text.push(t)
+      this.final = true
+      this.pending = []
+    } else if (!this.final) {
+      const t = deltaText(ev)
+      if (t !== undefined) this.text.push(t)
     }
+  }
+
+  private keep(data: string): void {
+    if (this.pendingChars + data.length > MAX_PENDING_CHARS && this.pending.length > 0) {
+      this.droppedChars += data.length
+      return
+    }
+    this.pending.push(data)
+    this.pendingChars += data.length
   }
 
   json(body: unknown): void {
@@ -136,13 +186,30 @@ export class AnthropicMeter implements Meter {
     if (isObject(body.usage)) {
       this.raw = rawUsage(body.usage)
       this.iterations = iterationsSum(body.usage.iterations)
+      this.final = true
     }
   }
 
   result(): MeterResult {
     if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
     if (this.iterations) this.iterations.webSearches = this.raw.webSearches
-    return { usage: normalise(this.iterations ?? this.raw), model: this.model, responseId: this.id, complete: this.complete }
+    const usage = normalise(this.iterations ?? this.raw)
+    if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }
+    // Cut after message_start: the input side is exact, the output is estimated from what streamed.
+    for (const data of this.pending) {
+      let ev: unknown
+      try {
+        ev = JSON.parse(data)
+      } catch {
+        continue
+      }
+      if (!isObject(ev)) continue
+      const t = deltaText(ev)
+      if (t !== undefined) this.text.push(t)
+    }
+    this.pending = []
+    const outputScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : undefined
+    return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale }
   }
 }
 
@@ -153,5 +220,5 @@ export const anthropic: Provider = {
   mount: '/anthropic',
   credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
-  meter: () => new AnthropicMeter(),
+  meter: (shape) => (shape.endpoint === 'chat.completions' ? new OpenAIMeter({ endpoint: shape.endpoint, usage: anthropicCompatUsage }) : new AnthropicMeter()),
 }

@@ -1,6 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
-import { inspectOpenAI, OpenAIMeter } from './openai'
+import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
@@ -48,11 +48,11 @@ export function inspectGemini(req: RequestInfo): CallShape {
   }
 }
 
-/** Sum of `tokenCount` for one modality in a `*TokensDetails` list. */
-function modality(details: unknown, name: string): number {
+/** Sum of `tokenCount` for the given modalities in a `*TokensDetails` list. */
+function modality(details: unknown, ...names: string[]): number {
   if (!Array.isArray(details)) return 0
   let n = 0
-  for (const d of details) if (isObject(d) && d.modality === name) n += count(d.tokenCount)
+  for (const d of details) if (isObject(d) && names.includes(d.modality)) n += count(d.tokenCount)
   return n
 }
 
@@ -60,7 +60,10 @@ function modality(details: unknown, name: string): number {
  * Gemini `usageMetadata`, normalised. `promptTokenCount` includes the cached tokens;
  * `toolUsePromptTokenCount` (tool results fed back as prompt) is billed as input but is not in
  * `promptTokenCount`; `thoughtsTokenCount` is billed at the output rate but is not in
- * `candidatesTokenCount`. Audio prompt tokens and image output tokens have their own rates.
+ * `candidatesTokenCount`. The parts of a modality other than text (audio, image and documents,
+ * video; prompt, cache and output) are passed on as @pydantic/genai-prices' keys, as its own
+ * Google extractor reads them, so a model with its own rate for one (audio input, image or video
+ * output) is priced at it; text is the rest of each count.
  */
 export function geminiUsage(m: unknown): Usage | null {
   if (!isObject(m)) return null
@@ -71,12 +74,35 @@ export function geminiUsage(m: unknown): Usage | null {
   u.output_tokens = count(m.candidatesTokenCount) + thoughts
   u.reasoning_tokens = thoughts
   const extra: Record<string, number> = {}
-  const audioIn = modality(m.promptTokensDetails, 'AUDIO') + modality(m.toolUsePromptTokensDetails, 'AUDIO')
-  const audioCached = modality(m.cacheTokensDetails, 'AUDIO')
-  const imageOut = modality(m.candidatesTokensDetails, 'IMAGE')
-  if (audioIn > 0 && audioIn <= u.input_tokens) extra.input_audio_tokens = audioIn
-  if (audioCached > 0 && audioCached <= Math.min(audioIn, u.cache_read_tokens)) extra.cache_audio_read_tokens = audioCached
-  if (imageOut > 0 && imageOut <= u.output_tokens) extra.output_image_tokens = imageOut
+  const prompt = (...names: string[]) => modality(m.promptTokensDetails, ...names) + modality(m.toolUsePromptTokensDetails, ...names)
+  const audioIn = prompt('AUDIO')
+  const imageIn = prompt('IMAGE', 'DOCUMENT')
+  const videoIn = prompt('VIDEO')
+  if (audioIn > 0 || imageIn > 0 || videoIn > 0) {
+    if (audioIn + imageIn + videoIn <= u.input_tokens) {
+      if (audioIn > 0) extra.input_audio_tokens = audioIn
+      if (imageIn > 0) extra.input_image_tokens = imageIn
+      if (videoIn > 0) extra.input_video_tokens = videoIn
+    }
+    const cached = m.cacheTokensDetails
+    const audioCached = modality(cached, 'AUDIO')
+    const imageCached = modality(cached, 'IMAGE', 'DOCUMENT')
+    const videoCached = modality(cached, 'VIDEO')
+    if (audioCached + imageCached + videoCached <= u.cache_read_tokens) {
+      if (audioCached > 0 && audioCached <= audioIn) extra.cache_audio_read_tokens = audioCached
+      if (imageCached > 0 && imageCached <= imageIn) extra.cache_image_read_tokens = imageCached
+      if (videoCached > 0 && videoCached <= videoIn) extra.cache_video_read_tokens = videoCached
+    }
+  }
+  const out = m.candidatesTokensDetails
+  const imageOut = modality(out, 'IMAGE', 'DOCUMENT')
+  const audioOut = modality(out, 'AUDIO')
+  const videoOut = modality(out, 'VIDEO')
+  if (imageOut + audioOut + videoOut <= u.output_tokens) {
+    if (imageOut > 0) extra.output_image_tokens = imageOut
+    if (audioOut > 0) extra.output_audio_tokens = audioOut
+    if (videoOut > 0) extra.output_video_tokens = videoOut
+  }
   if (Object.keys(extra).length > 0) u.extra = extra
   return u
 }
@@ -98,6 +124,8 @@ export class GeminiMeter implements Meter {
     if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
       this.complete = true
     }
+    // A prompt blocked before any output: that answer is the last one.
+    if (isObject(obj.promptFeedback) && obj.promptFeedback.blockReason) this.complete = true
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
     if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
     if (isObject(obj.usageMetadata)) {
@@ -133,8 +161,34 @@ export class GeminiMeter implements Meter {
   }
 
   result(): MeterResult {
-    return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    // A stream cut before its last answer (the one with a finishReason): the usage is the running
+    // count of an earlier event, exact for the prompt but only a floor for the output, so the call
+    // is marked estimated (its output never below that count).
+    if (this.usage && !this.complete) {
+      r.partialOutput = true
+      r.outputText = ''
+    }
+    return r
   }
+}
+
+/**
+ * Gemini's OpenAI-compatible API: OpenAI's usage, except that Gemini bills its thinking at the
+ * output rate and counts it in `total_tokens` (its `totalTokenCount`) whether or not it is in
+ * `completion_tokens` or reported as `completion_tokens_details.reasoning_tokens`. Whatever of
+ * the total neither `prompt_tokens` nor `completion_tokens` holds is counted as thinking output
+ * (with an OpenAI-style usage, where the total is their sum, nothing is added).
+ */
+export function geminiCompatUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (!u || !isObject(raw)) return u
+  const beyond = count(raw.total_tokens) - u.input_tokens - u.output_tokens
+  if (beyond > 0) {
+    u.output_tokens += beyond
+    u.reasoning_tokens = Math.max(u.reasoning_tokens, beyond)
+  }
+  return u
 }
 
 export const gemini: Provider = {
@@ -144,5 +198,5 @@ export const gemini: Provider = {
   mount: '/gemini',
   credentials: ['x-goog-api-key', 'query-key', 'authorization'],
   inspect: inspectGemini,
-  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint }) : new GeminiMeter()),
+  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage }) : new GeminiMeter()),
 }

@@ -10,7 +10,14 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
 export function openaiUsage(u: unknown): Usage | null {
   if (!isObject(u)) return null
   const usage = emptyUsage()
-  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details
+  // Audio transcriptions (whisper-1) billed by the second: `{type: "duration", seconds}`.
+  if (u.type === 'duration') {
+    const seconds = count(u.seconds)
+    if (seconds > 0) usage.extra = { audio_seconds: seconds }
+    return usage
+  }
+  // `input_token_details` (singular) is the audio transcriptions' spelling.
+  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
   const outDetails = u.completion_tokens_details ?? u.output_tokens_details
   usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
   usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)
@@ -55,6 +62,30 @@ function imageUsage(raw: unknown): Usage | null {
   return u
 }
 
+/**
+ * The Responses API's server-side tool calls billed per call, counted from the response's
+ * `output` items into `usage` (the usage object does not count them): a `web_search_call` whose
+ * action is a search (an `open_page` or `find_in_page` action is not billed; an item without an
+ * action, as `web_search_preview` answers, is one search) and a `file_search_call`. Priced by
+ * @pydantic/genai-prices as `web_searches` and `storage_searches`.
+ */
+export function addToolCalls(usage: Usage, output: unknown): void {
+  if (!Array.isArray(output)) return
+  let web = 0
+  let file = 0
+  for (const item of output) {
+    if (!isObject(item)) continue
+    if (item.type === 'web_search_call') {
+      const action = item.action
+      if (!isObject(action) || action.type === undefined || action.type === 'search') web++
+    } else if (item.type === 'file_search_call') {
+      file++
+    }
+  }
+  usage.web_searches = web
+  usage.storage_searches = file
+}
+
 /** Reads a provider's usage object; OpenAI's reading unless a provider needs its own. */
 export type UsageReader = (raw: unknown) => Usage | null
 
@@ -70,13 +101,15 @@ export function openaiEndpoint(path: string): string {
   if (p === '/chat/completions') return 'chat.completions'
   if (p === '/responses') return 'responses'
   if (p === '/completions') return 'completions'
+  // Mistral's fill-in-the-middle (Codestral), answered with OpenAI's usage.
+  if (p === '/fim/completions') return 'fim.completions'
   if (p === '/embeddings') return 'embeddings'
   if (p.startsWith('/images/')) return 'images'
   if (p.startsWith('/audio/')) return 'audio'
   return 'other'
 }
 
-const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'embeddings', 'images', 'audio'])
+const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
 
 export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = req.method === 'POST' ? openaiEndpoint(req.path) : 'other'
@@ -132,8 +165,10 @@ export class OpenAIMeter implements Meter {
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
-        if (r.usage) this.usage = this.read(r.usage) ?? this.usage
-        else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
+        if (r.usage) {
+          this.usage = this.read(r.usage) ?? this.usage
+          if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
+        } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
       if (type === 'response.output_text.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
       if (type === 'response.function_call_arguments.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
@@ -170,6 +205,7 @@ export class OpenAIMeter implements Meter {
     if (typeof body.model === 'string' && body.model) this.model = body.model
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
+    if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
     this.complete = true
   }
 

@@ -1,4 +1,4 @@
-import { isObject } from '../metering/usage'
+import { count, isObject } from '../metering/usage'
 import { openaiUsage } from './openai'
 import { openaiCompatible } from './openai-compatible'
 
@@ -7,6 +7,12 @@ import { openaiCompatible } from './openai-compatible'
  * (`https://api.perplexity.ai/chat/completions`); the mount `/perplexity/v1` stands for it.
  * Sonar bills a per-request fee that depends on the search context size; the response's
  * `usage.cost.total_cost` is the whole charge and is recorded as the call's cost when present.
+ *
+ * Its usage reports `reasoning_tokens` and `citation_tokens` beside `completion_tokens`, not in
+ * it (`total_tokens` is prompt + completion), and both are billed (Sonar Deep Research: $3/M and
+ * $2/M), as are its `num_search_queries`: they are read as @pydantic/genai-prices' own Perplexity
+ * extractor reads them (output, with their parts priced at their own rates, and web searches), so
+ * the tokens are whole and a response without `cost` is priced in full by the library.
  */
 export const perplexity = openaiCompatible({
   name: 'perplexity',
@@ -14,7 +20,18 @@ export const perplexity = openaiCompatible({
   baseUrl: 'https://api.perplexity.ai',
   usage: (raw) => {
     const u = openaiUsage(raw)
-    if (!u || !isObject(raw) || !isObject(raw.cost)) return u
+    if (!u || !isObject(raw)) return u
+    const reasoning = count(raw.reasoning_tokens)
+    const citation = count(raw.citation_tokens)
+    if (reasoning > 0 || citation > 0) {
+      u.output_tokens += reasoning + citation
+      u.reasoning_tokens += reasoning
+      u.extra = { ...u.extra }
+      if (reasoning > 0) u.extra.output_reasoning_tokens = reasoning
+      if (citation > 0) u.extra.output_citation_tokens = citation
+    }
+    u.web_searches = count(raw.num_search_queries)
+    if (!isObject(raw.cost)) return u
     const total = raw.cost.total_cost
     if (typeof total === 'number' && Number.isFinite(total) && total >= 0) u.provider_cost_usd = total
     return u

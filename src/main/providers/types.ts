@@ -44,6 +44,15 @@ export interface MeterResult {
    * a moment later.
    */
   complete?: boolean
+  /**
+   * True when `usage` holds exact prompt-side counts but the output count is not final (an
+   * Anthropic stream cut between `message_start` and its last `message_delta`, a Gemini stream cut
+   * before its last event): the output tokens are estimated from `outputText`, never below
+   * `usage.output_tokens`, and the call is marked estimated.
+   */
+  partialOutput?: boolean
+  /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
+  outputScale?: number
 }
 
 /**

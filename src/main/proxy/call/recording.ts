@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks'
 import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
-import { estimateUsage } from '../../metering/estimate'
+import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
@@ -41,6 +41,17 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         usage = r.usage
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
+        // A stream cut after its prompt-side usage but before its output count: the prompt counts
+        // are the provider's, the output is estimated from what streamed (never less than reported).
+        if (usage && r.partialOutput && s.ctx.shape.billable) {
+          const u = usage
+          const m = model
+          estimateOutputTokens(m, r.outputText ?? '', r.outputScale).then(
+            (out) => record(s, latency, { ...u, output_tokens: Math.max(u.output_tokens, out) }, m, true, responseId),
+            () => record(s, latency, u, m, true, responseId),
+          )
+          return
+        }
         // A meter exists only for a successful upstream answer; if the stream was then cut (client
         // gone, upstream reset or stalled), what was generated was billed all the same.
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
@@ -63,7 +74,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       const u = usage ?? emptyUsage()
       let cost = 0
       let priced = true
-      const hasTokens = u.input_tokens + u.output_tokens > 0
+      // Audio billed by the second (whisper-1) has a duration and no tokens.
+      const hasTokens = u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0
       if (hasTokens) {
         const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
         cost = p.cost_usd

@@ -85,12 +85,73 @@ export function isJson(contentType: string | undefined): boolean {
   return !!contentType && /[/+]json\b/i.test(contentType)
 }
 
-/** The body as JSON when it says it is; undefined otherwise (passed through as sent: the provider answers it). */
+/**
+ * The body as JSON when it says it is, or a `multipart/form-data` body's short text fields as an
+ * object (OpenAI's audio transcriptions and translations send `model` that way); undefined
+ * otherwise (passed through as sent: the provider answers it).
+ */
 export function parseJsonBody(body: Buffer | null, contentType: string | undefined): any {
-  if (!body || body.length === 0 || !isJson(contentType)) return undefined
+  if (!body || body.length === 0 || !contentType) return undefined
+  if (!isJson(contentType)) return /^multipart\/form-data\b/i.test(contentType) ? formFields(body, contentType) : undefined
   try {
     return JSON.parse(body.toString('utf8'))
   } catch {
     return undefined
   }
+}
+
+/** Text fields longer than this are not kept (a prompt may be long; files are never kept). */
+const MAX_FIELD = 16 * 1024
+/** Fields kept at most. */
+const MAX_FIELDS = 64
+/**
+ * Bytes looked at from each end of a form. Its text fields are small and stand before or after
+ * the file (the Python SDK sends them first, the Node SDK after), so an upload of any size costs
+ * the scan of at most twice this, never of the file.
+ */
+const FORM_WINDOW = 64 * 1024
+
+/** Where `needle` occurs in `body` within [from, to), in order (a view is searched: no copy, no scan past `to`). */
+function occurrences(body: Buffer, needle: Buffer, from: number, to: number): number[] {
+  const view = body.subarray(from, to)
+  const out: number[] = []
+  for (let i = view.indexOf(needle); i !== -1 && out.length <= MAX_FIELDS * 2; i = view.indexOf(needle, i + needle.length)) out.push(from + i)
+  return out
+}
+
+/**
+ * The text fields of a multipart form (RFC 7578): each part without a `filename`, whose value is
+ * at most MAX_FIELD bytes, by name; `stream` as a boolean, as JSON would give it. Only the first
+ * and last FORM_WINDOW bytes are searched for the boundary; a part that spans the middle is a
+ * file. Undefined when the content type names no boundary or no field is found.
+ */
+export function formFields(body: Buffer, contentType: string): Record<string, unknown> | undefined {
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType)
+  if (!m) return undefined
+  const delimiter = Buffer.from(`--${m[1] ?? m[2]}`, 'latin1')
+  const whole = body.length <= 2 * FORM_WINDOW
+  const tail = body.length - FORM_WINDOW
+  const at = whole ? occurrences(body, delimiter, 0, body.length) : [...occurrences(body, delimiter, 0, FORM_WINDOW), ...occurrences(body, delimiter, tail, body.length)]
+  const out: Record<string, unknown> = {}
+  let fields = 0
+  for (let i = 0; i + 1 < at.length && fields < MAX_FIELDS; i++) {
+    const start = at[i]
+    const next = at[i + 1]
+    if (!whole && start < FORM_WINDOW && next >= tail) continue // spans the middle: a file
+    if (body[start + delimiter.length] === 0x2d) break // the closing `--boundary--`
+    const headersStart = start + delimiter.length + 2 // past the delimiter's CRLF
+    const headersEnd = body.subarray(headersStart, next).indexOf('\r\n\r\n')
+    if (headersEnd === -1) continue
+    const valueStart = headersStart + headersEnd + 4
+    const valueEnd = next - 2 // the CRLF before the next delimiter belongs to it
+    if (valueEnd < valueStart || valueEnd - valueStart > MAX_FIELD) continue
+    const headers = body.toString('latin1', headersStart, Math.min(headersStart + headersEnd, headersStart + 1024))
+    const disposition = /content-disposition:[^\r\n]*/i.exec(headers)?.[0] ?? ''
+    const name = /;\s*name="([^"]{1,100})"/i.exec(disposition)?.[1]
+    if (!name || /;\s*filename\*?=/i.test(disposition)) continue
+    const value = body.toString('utf8', valueStart, valueEnd)
+    out[name] = name === 'stream' ? value.trim() === 'true' : value
+    fields++
+  }
+  return fields > 0 ? out : undefined
 }

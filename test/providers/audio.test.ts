@@ -1,0 +1,83 @@
+import { request as httpRequest } from 'node:http'
+import { calcPrice } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { answer, recorded } from './ledger'
+
+/**
+ * OpenAI audio transcriptions: the request is a multipart form (the model is a form field, the
+ * audio a file part), and the answer names no model. Its usage is either tokens, with the audio
+ * part in `input_token_details` (gpt-4o-transcribe), or a duration in seconds (whisper-1).
+ * Bodies from OpenAI's API reference (openai-node `TranscriptionCreateResponse` / `Usage`).
+ */
+
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  upstream = await startMockUpstream()
+  t = await startTestServer({}, upstream.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+})
+beforeEach(() => {
+  upstream.requests.length = 0
+})
+
+const BOUNDARY = '----burnrate-form-7MA4YWxkTrZu0gW'
+
+/** A multipart form as the OpenAI SDK sends it: the file part (bytes that look like anything), then the text fields. */
+function form(fields: Record<string, string>, audio: Buffer): Buffer {
+  const parts: Buffer[] = [
+    Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="talk.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`),
+    audio,
+    Buffer.from('\r\n'),
+  ]
+  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`))
+  parts.push(Buffer.from(`--${BOUNDARY}--\r\n`))
+  return Buffer.concat(parts)
+}
+
+function post(path: string, body: Buffer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(
+      `${t.url}${path}`,
+      { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': body.length, authorization: 'Bearer sk-proj-audio-0000000000001' } },
+      (res) => {
+        res.resume()
+        res.on('end', () => resolve(res.statusCode ?? 0))
+      },
+    )
+    req.on('error', reject)
+    req.end(body)
+  })
+}
+
+// Audio bytes with a fake `name="model"` inside: only real form fields count.
+const AUDIO = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.from('Content-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'), Buffer.alloc(256 * 1024, 0x55)])
+
+describe('OpenAI audio transcriptions', () => {
+  it('gpt-4o-transcribe: the model from the form, audio input tokens at the audio rate', async () => {
+    const usage = { type: 'tokens', input_tokens: 14, input_token_details: { text_tokens: 4, audio_tokens: 10 }, output_tokens: 45, total_tokens: 59 }
+    answer(upstream, { text: 'Hello there.', usage })
+    const body = form({ model: 'gpt-4o-transcribe', response_format: 'json' }, AUDIO)
+    const row = await recorded(t, async () => expect(await post('/openai/v1/audio/transcriptions', body)).toBe(200))
+    expect(upstream.requests[0].body.equals(body)).toBe(true)
+    expect(row).toMatchObject({ endpoint: 'audio', model: 'gpt-4o-transcribe', input_tokens: 14, output_tokens: 45, priced: 1, estimated: 0 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 14, input_audio_tokens: 10, output_tokens: 45 }, 'gpt-4o-transcribe', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
+    // $2.50/M text input, $6/M audio input, $10/M output
+    expect(row.cost_usd).toBeCloseTo((4 * 2.5 + 10 * 6 + 45 * 10) / 1e6, 15)
+  })
+
+  it('whisper-1: billed by the second', async () => {
+    answer(upstream, { text: 'Hello there.', usage: { type: 'duration', seconds: 95 } })
+    const row = await recorded(t, async () => expect(await post('/openai/v1/audio/transcriptions', form({ model: 'whisper-1' }, AUDIO))).toBe(200))
+    expect(row).toMatchObject({ endpoint: 'audio', model: 'whisper-1', input_tokens: 0, output_tokens: 0, priced: 1 })
+    expect(row.cost_usd).toBe(calcPrice({ audio_seconds: 95 }, 'whisper-1', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
+    // $0.006 a minute
+    expect(row.cost_usd).toBeCloseTo((95 / 60) * 0.006, 12)
+  })
+})
