@@ -1,4 +1,5 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { basename, join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { until, usePostgres } from '../../../../test/support/pg-harness'
 import { spillFile, spillFiles } from '../../reliability/spill'
@@ -216,6 +217,72 @@ describe('the PostgreSQL ledger', () => {
     })
     expect(await sessions(store)).toEqual(['h1'])
     expect(ledger.status.writable).toBe(true)
+    await ledger.close()
+  })
+
+  it('calls PostgreSQL is slow to take are on disk meanwhile: a kill loses none, and each is stored once', async () => {
+    const { url, store, dir } = fresh()
+    const ledger = ledgerOn(store, dir, { stallMs: 120_000 })
+    ledger.record(call({ session: 'before' }))
+    expect(await ledger.flushed()).toBe(true)
+    // Another session holds the calls table: the next batch waits on PostgreSQL, which still answers.
+    let release: () => void = () => {}
+    let locked: () => void = () => {}
+    const isLocked = new Promise<void>((r) => (locked = r))
+    const holder = h.store(url).transaction(async (tx) => {
+      await tx.run('LOCK TABLE calls IN EXCLUSIVE MODE')
+      locked()
+      await new Promise<void>((r) => (release = r))
+    })
+    await isLocked
+    for (const s of ['s1', 's2', 's3']) ledger.record(call({ session: s }))
+    const journaled = () => spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).filter(Boolean)
+    await until('the waiting calls in the spill journal', () => journaled().length === 3)
+    // Not away: PostgreSQL answers; the calls simply waited longer than JOURNAL_AFTER_MS.
+    expect(ledger.status.writable).toBe(true)
+    expect(ledger.storage).toMatchObject({ reachable: true, ready: true, spilled: 3, spill_files: 1 })
+    // A process killed now leaves this file for its next start: a copy of the data folder keeps it.
+    const next = h.tempDir('burnrate-pgl-next-')
+    for (const f of spillFiles(dir)) writeFileSync(join(next, basename(f)), readFileSync(f))
+    release()
+    await holder
+    expect(await ledger.flushed()).toBe(true)
+    await until('the journal removed once its calls are stored', () => {
+      if (spillFiles(dir).length === 0) return true
+      ledger.flush()
+      return false
+    })
+    expect(ledger.storage).toMatchObject({ spilled: 0, spill_files: 0 })
+    // The next start writes the kept file: the calls already stored are not stored twice.
+    const again = ledgerOn(store, next)
+    expect(await again.flushed()).toBe(true)
+    expect(spillFiles(next)).toEqual([])
+    expect(await sessions(store)).toEqual(['before', 's1', 's2', 's3'])
+    await again.close()
+    await ledger.close()
+  })
+
+  it('calls recorded while start-up is still preparing PostgreSQL are on disk meanwhile', async () => {
+    const { store, dir } = fresh()
+    let release: () => void = () => {}
+    const ledger = ledgerOn(store, dir, {
+      stallMs: 120_000,
+      migrate: async (s) => {
+        await new Promise<void>((r) => (release = r))
+        return migratePostgres(s)
+      },
+    })
+    ledger.record(call({ session: 'early' }))
+    await until('the call in the spill journal', () => ledger.storage.spilled === 1 && spillFiles(dir).length === 1)
+    expect(ledger.storage.ready).toBe(false)
+    release()
+    expect(await ledger.flushed()).toBe(true)
+    await until('the journal removed once stored', () => {
+      if (spillFiles(dir).length === 0) return true
+      ledger.flush()
+      return false
+    })
+    expect(await sessions(store)).toEqual(['early'])
     await ledger.close()
   })
 

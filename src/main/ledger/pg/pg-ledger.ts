@@ -14,6 +14,12 @@ import { writeBatch } from './write-batch'
 export type { PgLedgerOptions, PgStorageStatus } from './options'
 
 /**
+ * Calls that have waited this long to be written (PostgreSQL slow to take a batch, or still being
+ * prepared at start-up) are appended to the spill journal as when it is away; removed once stored.
+ */
+export const JOURNAL_AFTER_MS = 250
+
+/**
  * The ledger's write side on PostgreSQL. `record()` never waits: it counts the spend, gives the
  * call a unique key and queues it. A writer, one pass at a time, writes the queue in batches (one
  * INSERT … SELECT FROM unnest per batch, in one transaction with the batch hooks) at most
@@ -21,7 +27,8 @@ export type { PgLedgerOptions, PgStorageStatus } from './options'
  * inserts nothing twice (ON CONFLICT on the call key).
  *
  * While PostgreSQL is away the queue stays in memory (up to `maxPending`) and is appended to a
- * spill file every tick, so a killed process leaves its calls on disk. When PostgreSQL answers
+ * spill file every tick, so a killed process leaves its calls on disk; so is it while calls wait
+ * longer than JOURNAL_AFTER_MS (PostgreSQL slow, or start-up not done). When PostgreSQL answers
  * again the queue is written and the spill file removed (or, if calls had to leave memory, read
  * back and written first). Spill files found at start-up (a killed or stopped instance's) are
  * written before the spend is read, so each call counts once, and then removed.
@@ -182,9 +189,13 @@ export class PgLedger implements CallLedger {
     if (this.writing && !this.link.away && Date.now() - this.progressAt > (this.opts.stallMs ?? 10_000)) {
       this.markAway(new Error('PostgreSQL has not answered a write for a while'), false)
     }
-    if (this.link.away) this.spill.spill()
+    // Away, or slow (calls have waited past JOURNAL_AFTER_MS: a batch PostgreSQL is slow to take,
+    // or the schema and spend still being prepared at start-up): the calls not on disk yet go to
+    // the spill journal, so a process killed meanwhile loses only the last moment's calls.
+    if (this.link.away || this.queue.oldestWait(Date.now()) > JOURNAL_AFTER_MS) this.spill.spill()
     if (!this.writing && Date.now() >= this.link.retryAt) this.startPass()
-    else this.reschedule()
+    // Ticks go on while a pass runs, so a write that hangs or calls that wait are seen (above).
+    this.reschedule()
   }
 
   private reschedule(): void {
@@ -217,6 +228,8 @@ export class PgLedger implements CallLedger {
         this.queue.removeThrough(batch[batch.length - 1].seq)
         this.progressAt = Date.now()
         this.settleWaiters(true, false)
+        // A pass under steady load may not end for long: the journal goes as soon as all of it is stored.
+        if (this.spill.journaling) await this.spill.finishJournal()
       }
       await this.spill.finishJournal()
       await this.spill.writeBacklog()

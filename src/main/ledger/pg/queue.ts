@@ -6,6 +6,8 @@ import type { LedgerStatus } from '../types'
 export interface Entry {
   seq: number
   row: CallRecord
+  /** When it was queued (ms). */
+  at: number
 }
 
 /**
@@ -32,8 +34,13 @@ export class PendingQueue {
   add(call: CallRecord): void {
     const seq = ++this.seq
     const row = call.call_key ? call : { ...call, call_key: this.keyPrefix + seq.toString(36) }
-    this.entries.push({ seq, row })
+    this.entries.push({ seq, row, at: Date.now() })
     this.status.pending = this.entries.length
+  }
+
+  /** How long the oldest queued call has waited (0 when none waits). */
+  oldestWait(now: number): number {
+    return this.entries.length === 0 ? 0 : now - this.entries[0].at
   }
 
   /** The oldest `n` calls (they stay queued). */

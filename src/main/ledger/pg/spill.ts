@@ -22,8 +22,9 @@ export interface SpillOptions {
 }
 
 /**
- * The ledger's spill files. While PostgreSQL is away the queue is appended to this instance's
- * journal every tick, so a killed process leaves its calls on disk. When PostgreSQL answers again
+ * The ledger's spill files. While PostgreSQL is away (or slow: calls waiting past
+ * JOURNAL_AFTER_MS) the queue is appended to this instance's journal every tick, so a killed
+ * process leaves its calls on disk. When PostgreSQL answers again
  * the journal is removed once everything in it is stored (or, if calls had to leave memory, read
  * back and written first: the backlog). Spill files found at start-up (a killed or stopped
  * instance's: `earlier`) are written before the spend is read, so each call counts once, and
@@ -40,6 +41,8 @@ export class Spill {
   /** A call of the journal left memory (past maxPending): the file is read back when PostgreSQL returns. */
   private journalIncomplete = false
   private spilling: Promise<void> | null = null
+  /** The journal took calls while PostgreSQL was away (not only while it was slow). */
+  private journalAway = false
   private spillFailing = false
 
   constructor(
@@ -50,6 +53,11 @@ export class Spill {
   ) {
     this.earlier = spillFiles(opts.dataDir)
     this.countFiles()
+  }
+
+  /** A journal is open (its calls are removed from disk once all are stored). */
+  get journaling(): boolean {
+    return this.journal !== null
   }
 
   /** A journal is open or own files wait to be read back: work for the writer. */
@@ -67,9 +75,10 @@ export class Spill {
     return lost
   }
 
-  /** Appends the calls not on disk yet to the journal (while PostgreSQL is away). */
+  /** Appends the calls not on disk yet to the journal (while PostgreSQL is away, or slow). */
   spill(): void {
     if (this.spilling || this.opts.closed()) return
+    if (this.opts.away()) this.journalAway = true
     const rows = this.queue.after(this.spilledThrough)
     if (rows.length === 0) return
     const last = rows[rows.length - 1].seq
@@ -115,8 +124,9 @@ export class Spill {
       this.backlog.push(file)
     } else {
       await rm(file, { force: true })
-      this.opts.log.info(`PostgreSQL is back: the ${this.storage.spilled} call(s) spilled to ${file} are written`)
+      if (this.journalAway) this.opts.log.info(`PostgreSQL is back: the ${this.storage.spilled} call(s) spilled to ${file} are written`)
     }
+    this.journalAway = false
     this.storage.spilled = 0
     this.countFiles()
   }
