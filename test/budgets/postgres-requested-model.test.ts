@@ -1,7 +1,4 @@
-import { mkdtempSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { budgetsOf } from '../../src/main/budgets'
 import { Meter } from '../../src/main/budgets/meter'
@@ -13,14 +10,13 @@ import { ruleKey } from '../../src/main/budgets/state/pg/sql'
 import { insertCalls } from '../../src/main/ledger/pg/insert'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
-import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { eventually, postJson, type Reply } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestPostgres, startPostgres } from '../support/postgres'
-import { type TestServer, startTestServer } from '../support/server'
+import type { PostgresStore } from '../../src/main/storage/postgres'
+import { usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 import { spillWithRequestedModel } from './requested-model-support'
 import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
 
@@ -35,33 +31,13 @@ import { NANO_COST, NANO_FIXTURE, fixtureModel, replayJson } from './support'
 
 const ANSWERED = fixtureModel(NANO_FIXTURE)
 
-let pg: TestPostgres
-let upstream: MockUpstream
-const servers: TestServer[] = []
-const stores: PostgresStore[] = []
+const h = usePostgres()
+beforeAll(() => replayJson(h.upstream, NANO_FIXTURE))
 
-beforeAll(async () => {
-  pg = await startPostgres()
-  upstream = await startMockUpstream()
-  replayJson(upstream, NANO_FIXTURE)
-}, 120_000)
-afterAll(async () => {
-  for (const t of servers) await t.cleanup().catch(() => {})
-  for (const s of stores) await s.close().catch(() => {})
-  await upstream?.close()
-  pg?.stop()
-})
+const pgStore = (url: string) => h.store(url)
 
-function pgStore(url: string): PostgresStore {
-  const s = new PostgresStore(url)
-  stores.push(s)
-  return s
-}
-
-async function server(url: string, rules: unknown[] = []): Promise<TestServer> {
-  const t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', storage: { url }, budgets: { rules } }, upstream.url)
-  servers.push(t)
-  return t
+function server(url: string, rules: unknown[] = [], dir?: string): Promise<TestServer> {
+  return h.server({ url, dir, config: { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } } })
 }
 
 const chat = (t: TestServer, key: string, headers: Record<string, string> = {}): Promise<Reply> =>
@@ -74,7 +50,7 @@ const close = (a: number, b: number) => Math.abs(a - b) <= Math.max(Math.abs(a),
 
 describe('two servers on one PostgreSQL, a block rule matching calls by the model they requested', () => {
   it("counts another rule's calls stored by the other server in its row, and refuses as one server would", async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     // The broad block rule counts every gpt-5-nano call of the key; the narrow warn rule governs
     // the calls of tenant `side` (a longer key prefix comes first), which the broad rule counts too.
     const rules = [
@@ -110,7 +86,7 @@ describe('two servers on one PostgreSQL, a block rule matching calls by the mode
   }, 90_000)
 
   it('a rule created after the calls: its row starts from them, and both servers refuse (also after a restart)', async () => {
-    const url = pg.createDatabase()
+    const url = h.database()
     const a = await server(url)
     const b = await server(url)
     const key = 'sk-pgrs-aaaaaaaa-0001'
@@ -127,7 +103,7 @@ describe('two servers on one PostgreSQL, a block rule matching calls by the mode
     expect(r.status).toBe(429)
     expect(close(r.json().error.spent_usd, NANO_COST * 2)).toBe(true)
     const again = await b.restart()
-    servers.push(again)
+    h.onTeardown(() => again.cleanup())
     // At start-up, from the rules it last read (its data folder), before PostgreSQL answers.
     expect(budgetsOf(again.server.context).engine.rules.active().some((r) => r.api_key_pattern === 'sk-pgrs-*')).toBe(true)
     expect((await chat(again, key)).status).toBe(429)
@@ -137,13 +113,12 @@ describe('two servers on one PostgreSQL, a block rule matching calls by the mode
 
 describe('spill files on PostgreSQL', () => {
   it("an old file's calls load with no requested model; a new file's count by theirs", async () => {
-    const url = pg.createDatabase()
-    const dir = mkdtempSync(join(tmpdir(), 'burnrate-pgrq-spill-'))
+    const url = h.database()
+    const dir = h.tempDir('burnrate-pgrq-spill-')
     const key = 'sk-pgrqs-aaaaaaaa-0001'
     spillWithRequestedModel(dir, key)
     const rules = [{ api_key_pattern: 'sk-pgrqs-*', model_pattern: 'gpt-5-nano', daily_limit_usd: 0.001, action: 'block' }]
-    const t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', storage: { url }, budgets: { rules } }, upstream.url, dir)
-    servers.push(t)
+    const t = await server(url, rules, dir)
     const store = pgStore(url)
     await eventually(async () => (await store.get<{ n: number }>('SELECT COUNT(*) AS n FROM calls'))!.n === 2, 20_000)
     expect(await store.all('SELECT model, requested_model FROM calls ORDER BY id')).toEqual([
@@ -222,7 +197,7 @@ describe('the shared spend rows, by the model a call requested (statements again
   }
 
   it('calls stored after the rows exist are added to them (calendar periods, session, window)', async () => {
-    const store = pgStore(pg.createDatabase())
+    const store = pgStore(h.database())
     await migratePostgres(store)
     const key = 'sk-rq-added-0001'
     await ensureRows(store, key, Date.now())
@@ -236,7 +211,7 @@ describe('the shared spend rows, by the model a call requested (statements again
   }, 60_000)
 
   it('a row created after the calls starts from them (calendar periods, session, window)', async () => {
-    const store = pgStore(pg.createDatabase())
+    const store = pgStore(h.database())
     await migratePostgres(store)
     const key = 'sk-rq-seeded-0001'
     const calls = callsOf(key)
@@ -248,7 +223,7 @@ describe('the shared spend rows, by the model a call requested (statements again
   }, 60_000)
 
   it('re-pricing moves the rows a call counts in by its requested model', async () => {
-    const store = pgStore(pg.createDatabase())
+    const store = pgStore(h.database())
     await migratePostgres(store)
     const key = 'sk-rq-moved-0001'
     await ensureRows(store, key, Date.now())
