@@ -51,6 +51,12 @@ export interface MeterResult {
    * `usage.output_tokens`, and the call is marked estimated.
    */
   partialOutput?: boolean
+  /**
+   * A background response's final usage, read from an answer that is not the call that created it
+   * (OpenAI `GET /responses/{id}`, as JSON or streamed, or its cancel): the call that created the
+   * response (`responseId`) is billed it, once; this answer itself costs nothing (`usage` is null).
+   */
+  backgroundUsage?: Usage
   /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
   outputScale?: number
 }
