@@ -2,9 +2,10 @@ import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { fixture, fixtureJson, sseChunks } from '../support/fixtures'
+import { sseChunks } from '../support/fixtures'
+import { type Answers, MODEL, OUTPUT, REAL_COST, USAGE, backgroundBody, backgroundResponder, backgroundStream } from './background-support'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { rows } from './ledger'
 
@@ -14,80 +15,16 @@ import { rows } from './ledger'
 // recorded estimated and then takes the real usage and cost, once: its row, the rollups, today's
 // spend and the budget meters move together.
 
-const MODEL = 'o3-deep-research-2025-06-26'
 const KEY = 'sk-test-background-aaaaaaaa'
-
-/** The recorded Responses body (test/fixtures) as a background response of `id` in `status`, with `usage`. */
-function backgroundBody(id: string, status: string, usage: Record<string, unknown> | null, output: unknown[] = []): Record<string, unknown> {
-  return {
-    ...fixtureJson('openai-responses/responses-nonstream-reasoning.json'),
-    id,
-    model: MODEL,
-    status,
-    background: true,
-    output,
-    usage,
-  }
-}
-
-/** A deep-research answer's usage, in the Responses API's shape. */
-const USAGE = {
-  input_tokens: 40_000,
-  input_tokens_details: { cached_tokens: 10_000 },
-  output_tokens: 120_000,
-  output_tokens_details: { reasoning_tokens: 100_000 },
-  total_tokens: 160_000,
-}
-/** Two web searches (billed per call) and the message. */
-const OUTPUT = [
-  { id: 'ws_1', type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'otters' } },
-  { id: 'ws_2', type: 'web_search_call', status: 'completed', action: { type: 'search', query: 'space' } },
-  { id: 'ws_3', type: 'web_search_call', status: 'completed', action: { type: 'open_page', url: 'https://example.com' } },
-  { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: 'A report.' }] },
-]
-const REAL_COST = calcPrice(
-  { input_tokens: 40_000, cache_read_tokens: 10_000, output_tokens: 120_000, web_searches: 2 } as any,
-  MODEL,
-  { providerId: 'openai' },
-)!.total_price
-
-/**
- * `GET /v1/responses/{id}?stream=true` of a background response: the recorded Responses stream
- * (test/fixtures) as that response's events, its `response.completed` with `usage`.
- */
-function backgroundStream(id: string, usage: Record<string, unknown>): Buffer {
-  const events = fixture('openai-responses/responses-stream-basic.sse').toString().split('\n\n').filter((e) => e.trim())
-  const out = events.map((e) => {
-    const name = /^event: (.*)$/m.exec(e)![1]
-    const data = JSON.parse(/^data: (.*)$/m.exec(e)![1])
-    if (data.response) {
-      Object.assign(data.response, { id, model: MODEL, background: true })
-      if (name === 'response.completed') Object.assign(data.response, { usage, output: OUTPUT })
-    }
-    return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
-  })
-  return Buffer.from(out.join(''))
-}
-
-const json = (body: unknown): Reply => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })
 
 describe('OpenAI background responses are metered at their real cost', () => {
   let upstream: MockUpstream
   let t: TestServer
   /** What the mock answers to GET /v1/responses/{id} (and its cancel), per id. */
-  const answers = new Map<string, Record<string, unknown> | Reply>()
+  const answers: Answers = new Map()
 
   beforeAll(async () => {
-    upstream = await startMockUpstream((req) => {
-      const get = /^\/v1\/responses\/([^/?]+)/.exec(req.url)
-      if (get) {
-        const a = answers.get(get[1])
-        if (!a) return { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"not found"}}' }
-        return 'status' in a && typeof a.status === 'number' ? (a as Reply) : json(a)
-      }
-      const body = JSON.parse(req.body.toString())
-      return json(backgroundBody(body.metadata.id, 'queued', null))
-    })
+    upstream = await startMockUpstream(backgroundResponder(answers))
     t = await startTestServer(
       { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-test-*', daily_limit_usd: 1000, action: 'warn' }] } },
       upstream.url,
