@@ -119,7 +119,7 @@ const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
  * background response's final usage: see `OpenAIMeter`).
  */
 export function openaiEndpointOf(method: string, path: string): string {
-  const read = RESPONSE_READ.exec(path)
+  const read = path.startsWith('/responses/') ? RESPONSE_READ.exec(path) : null
   if (read) {
     if (method === 'GET' && !read[2]) return 'responses.retrieve'
     if (method === 'POST' && read[2]) return 'responses.cancel'
@@ -204,8 +204,9 @@ export class OpenAIMeter implements Meter {
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
         } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
-      if (type === 'response.output_text.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
-      if (type === 'response.function_call_arguments.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
+      // (Text is kept only to estimate this call's usage: a stored response read again has none.)
+      if (this.reread || this.usage || typeof ev.delta !== 'string') return
+      if (type === 'response.output_text.delta' || type === 'response.function_call_arguments.delta') this.text.push(ev.delta)
       return
     }
     // Chat Completions (and legacy Completions) chunks.
