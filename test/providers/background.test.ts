@@ -197,4 +197,21 @@ describe('OpenAI background responses are metered at their real cost', () => {
     expect(row).toMatchObject({ endpoint: 'responses.retrieve', cost_usd: 0, input_tokens: 0, response_id: id })
     expect(await today()).toBe(before)
   })
+  it('after a restart, the budget meter and today\'s spend read back from the ledger agree with what the settled calls moved', async () => {
+    const id = 'resp_bg_restart_0007'
+    expect((await create(id)).status).toBe(200)
+    await eventually(() => callOf(id))
+    answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
+    expect((await poll(id)).status).toBe(200)
+    await settled(id)
+    await eventually(async () => (await daily())! > REAL_COST * 3)
+    const [spent, spend] = [await daily(), await today()]
+    t = await t.restart()
+    expect(callOf(id)).toMatchObject({ estimated: 0, input_tokens: 40_000, output_tokens: 120_000 })
+    expect(await today()).toBeCloseTo(spend, 9)
+    // The rule's meter of the key is read back from the ledger at the key's next request (a read: $0).
+    expect((await poll('resp_unknown')).status).toBe(404)
+    await eventually(async () => (await daily()) !== undefined)
+    expect(await daily()).toBeCloseTo(spent!, 9)
+  })
 })

@@ -403,11 +403,15 @@ function reachable(url: string): string {
 /**
  * A background response's final usage goes to the call that created it (pricing/background.ts),
  * off the call's path; the budget meters are read when it runs (the budgets feature sets them).
+ * Shutting down waits for those under way (the ledger and the store are still open then).
  */
 function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shared']): NonNullable<ProxyOptions['settleBackground']> {
+  const pending = new Set<Promise<unknown>>()
+  ctx.onClose(() => Promise.all(pending).then(() => {}))
   return (done) => {
-    settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared }).catch((err: Error) =>
-      ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${err.message})`),
-    )
+    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared })
+      .catch((err: Error) => ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${err.message})`))
+      .finally(() => pending.delete(p))
+    pending.add(p)
   }
 }
