@@ -68,7 +68,7 @@ export type Answers = Map<string, Record<string, unknown> | Reply>
 /**
  * The mock OpenAI: `POST /v1/responses` answers a queued background response whose id is the
  * request's `metadata.id`; `GET /v1/responses/{id}` (and `POST …/cancel`) answers what `answers`
- * holds for it, else 404.
+ * holds for it, else 404; any other GET an empty list.
  */
 export function backgroundResponder(answers: Answers): Responder {
   return (req) => {
@@ -78,6 +78,7 @@ export function backgroundResponder(answers: Answers): Responder {
       if (!a) return { status: 404, headers: { 'content-type': 'application/json' }, body: '{"error":{"message":"not found"}}' }
       return typeof a.status === 'number' ? (a as Reply) : json(a)
     }
+    if (req.method === 'GET') return json({ object: 'list', data: [] }) // e.g. GET /v1/models
     const body = JSON.parse(req.body.toString())
     return json(backgroundBody(body.metadata.id, 'queued', null))
   }

@@ -26,7 +26,15 @@ describe('OpenAI background responses are metered at their real cost', () => {
   beforeAll(async () => {
     upstream = await startMockUpstream(backgroundResponder(answers))
     t = await startTestServer(
-      { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-test-*', daily_limit_usd: 1000, action: 'warn' }] } },
+      {
+        timezone: 'UTC',
+        budgets: {
+          rules: [
+            { api_key_pattern: 'sk-test-*', daily_limit_usd: 1000, action: 'warn' },
+            { api_key_pattern: 'sk-block-*', daily_limit_usd: 1, requests_per_minute: 3, action: 'block' },
+          ],
+        },
+      },
       upstream.url,
     )
   })
@@ -36,11 +44,11 @@ describe('OpenAI background responses are metered at their real cost', () => {
   })
   beforeEach(() => answers.clear())
 
-  const create = (id: string) =>
+  const create = (id: string, key = KEY) =>
     postJson(`${t.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters in space.', background: true, metadata: { id }, tools: [{ type: 'web_search_preview' }] }, {
-      authorization: `Bearer ${KEY}`,
+      authorization: `Bearer ${key}`,
     })
-  const poll = (id: string) => request(`${t.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${KEY}` } })
+  const poll = (id: string, key = KEY) => request(`${t.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${key}` } })
   /** The last call id the dashboard's rollups include. */
   const folded = () => {
     t.server.ledger.flush()
@@ -197,6 +205,23 @@ describe('OpenAI background responses are metered at their real cost', () => {
     expect(row).toMatchObject({ endpoint: 'responses.retrieve', cost_usd: 0, input_tokens: 0, response_id: id })
     expect(await today()).toBe(before)
   })
+  it('a block rule refuses the next call once the real cost is over its limit, never the reads and cancels of a response already paid for', async () => {
+    const key = 'sk-block-background-aaaa'
+    const id = 'resp_bg_blocked_0008'
+    expect((await create(id, key)).status).toBe(200) // its estimate is far under the $1 limit
+    await eventually(() => callOf(id))
+    answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
+    expect((await poll(id, key)).status).toBe(200)
+    await settled(id)
+    const refused = await create('resp_bg_blocked_0009', key)
+    expect(refused.status).toBe(429)
+    expect(refused.json().error).toMatchObject({ type: 'budget_exceeded', period: 'daily', limit_usd: 1 })
+    expect(refused.json().error.spent_usd).toBeCloseTo(REAL_COST, 9)
+    // Over the limit, and over its 3 requests a minute: the result is still read, and cancelling is never refused.
+    for (let i = 0; i < 4; i++) expect((await poll(id, key)).status).toBe(200)
+    expect((await postJson(`${t.url}/v1/responses/${id}/cancel`, {}, { authorization: `Bearer ${key}` })).status).toBe(200)
+  })
+
   it('after a restart, the budget meter and today\'s spend read back from the ledger agree with what the settled calls moved', async () => {
     const id = 'resp_bg_restart_0007'
     expect((await create(id)).status).toBe(200)
@@ -209,8 +234,8 @@ describe('OpenAI background responses are metered at their real cost', () => {
     t = await t.restart()
     expect(callOf(id)).toMatchObject({ estimated: 0, input_tokens: 40_000, output_tokens: 120_000 })
     expect(await today()).toBeCloseTo(spend, 9)
-    // The rule's meter of the key is read back from the ledger at the key's next request (a read: $0).
-    expect((await poll('resp_unknown')).status).toBe(404)
+    // The rule's meter of the key is read back from the ledger at the key's next request (a models list: $0).
+    expect((await request(`${t.url}/v1/models`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
     await eventually(async () => (await daily()) !== undefined)
     expect(await daily()).toBeCloseTo(spent!, 9)
   })

@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { OpenAIMeter, openaiEndpointOf } from './openai'
+import { OpenAIMeter, READS, openaiEndpointOf } from './openai'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
@@ -33,7 +33,8 @@ export function inspectAzure(req: RequestInfo, deployments: Record<string, strin
     endpoint,
     model: deployments[deployment] ?? deployment,
     stream: body?.stream === true,
-    billable: endpoint !== 'other' && !endpoint.startsWith('responses.'),
+    billable: endpoint !== 'other' && !READS.has(endpoint),
+    free: READS.has(endpoint) || undefined,
   }
 }
 

@@ -129,8 +129,8 @@ export function openaiEndpointOf(method: string, path: string): string {
 }
 
 const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
-/** Answers that are a stored response read again: never this request's cost. */
-const READS = new Set(['responses.retrieve', 'responses.cancel'])
+/** A stored response read again (retrieve, cancel): never this request's cost (CallShape.free). */
+export const READS = new Set(['responses.retrieve', 'responses.cancel'])
 
 export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = openaiEndpointOf(req.method, req.path)
@@ -141,6 +141,7 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
     billable: BILLABLE.has(endpoint),
+    free: READS.has(endpoint) || undefined,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
   }
 }

@@ -23,6 +23,11 @@ export interface CallShape {
   stream: boolean
   /** Whether the endpoint is billed by tokens at all (false: models lists, token counting). */
   billable: boolean
+  /**
+   * A read or a cancel of something already billed (the Responses API's retrieve and cancel of a
+   * stored response): it adds no spend, so budget rules neither refuse it nor count it as a request.
+   */
+  free?: boolean
   /** True when the response may carry no usage (an OpenAI stream without include_usage): its tokenizer is loaded early. */
   mayLackUsage?: boolean
 }
