@@ -14,6 +14,8 @@ describe('packed calls for the write thread', () => {
     makeCall({ cost_usd: 1e-12, status: 499, error: 'client_aborted', streamed: true, estimated: true, priced: false, requested_model: null }),
     makeCall({ ts: 2 ** 52 + 1, input_tokens: 2 ** 53 - 1, response_id: 'msg_01', billing: 'subscription', project: '/home/ä/项目', member: 'bob' }),
     makeCall({ tenant: 'acme', session: 'sess-1', agent: 'claude-code', source: 'import', model: '' }),
+    makeCall({ usage_extra: '{"web_searches":2,"extra":{"input_audio_tokens":400}}' }),
+    makeCall({ usage_extra: null }),
   ]
 
   it('carries every column exactly, a left-out field stays left out (its column default applies)', () => {

@@ -1,11 +1,31 @@
+import { existsSync } from 'node:fs'
+import { performance } from 'node:perf_hooks'
+import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { request } from '../support/http'
-import { type LoadUpstream, loadFixtures, makeKeys, readLedger, runLoad, startBuiltServer, startLoadUpstream } from '../load/harness'
+import { eventually, request } from '../support/http'
+import { type CallResult, type LoadUpstream, loadFixtures, makeKeys, readLedger, runLoad, startBuiltServer, startLoadUpstream } from '../load/harness'
 
 /**
  * SIGKILL under load, against the built server (out/main/cli.js): the database opens cleanly
- * afterwards and holds every call whose response finished more than 100 ms before the kill.
+ * afterwards and holds every call the ledger had committed before the kill (README: Resilience).
+ * Which calls those are is observed, not assumed from a time margin: the calls answered at some
+ * moment are all in the file once a call sent after that moment is (the ledger writes calls in
+ * the order they were recorded, each as its answer ends), so the kill comes right after that,
+ * still under load. How many ms before a kill a call is safe on a machine not starved of CPU is
+ * measured by the chaos run (README: Resilience, `sigkill` row), not asserted here.
  */
+
+/** The ids among `ids` that a running server's ledger file holds (read-only, beside its writer). */
+function onDisk(dbFile: string, ids: readonly string[]): Set<string> {
+  if (ids.length === 0 || !existsSync(dbFile)) return new Set()
+  const db = new Database(dbFile, { readonly: true, fileMustExist: true })
+  try {
+    const rows = db.prepare(`SELECT session FROM calls WHERE session IN (${ids.map(() => '?').join(',')})`).all(...ids) as { session: string }[]
+    return new Set(rows.map((r) => r.session))
+  } finally {
+    db.close()
+  }
+}
 
 const fixtures = loadFixtures()
 let upstream: LoadUpstream
@@ -19,10 +39,10 @@ afterAll(async () => {
 
 describe('SIGKILL under load', () => {
   for (const round of [1, 2, 3]) {
-    it(`round ${round}: every call finished 100 ms before the kill is on disk, and the database is sound`, async () => {
+    it(`round ${round}: every call committed before the kill is on disk after it, and the database is sound`, async () => {
       const server = await startBuiltServer({}, upstream.url)
       let stop = false
-      let killedAt = 0
+      const answered: CallResult[] = []
       const load = runLoad({
         url: server.url,
         fixtures,
@@ -31,20 +51,28 @@ describe('SIGKILL under load', () => {
         keys: makeKeys(4, 'kill'),
         stop: () => stop,
         idPrefix: `kill${round}`,
+        onCall: (c) => {
+          if (c.ok) answered.push(c)
+        },
       })
-      // Let the load run a while (a different moment each round), then kill without warning.
+      // Let the load run a while (a different moment each round): every call answered by then...
       await new Promise((r) => setTimeout(r, 1200 + round * 400))
-      killedAt = Date.now()
+      const cut = performance.now()
+      const settled = answered.map((c) => c.id)
+      // ...is in the file once a call sent after that moment is; then kill without warning.
+      await eventually(() => {
+        const later = answered.filter((c) => c.sent > cut).map((c) => c.id)
+        if (onDisk(server.dbFile, later).size === 0) throw new Error('no call sent after the cut on disk yet')
+        return true
+      }, 30_000)
       await server.kill('SIGKILL')
       stop = true
       const result = await load
 
-      const mustHave = result.completed.filter((c) => c.endedAt < killedAt - 100)
-      expect(mustHave.length).toBeGreaterThan(100)
+      expect(settled.length).toBeGreaterThan(100)
       const ledger = readLedger(server.dbFile)
       expect(ledger.integrity).toBe('ok')
-      const missing = mustHave.filter((c) => !ledger.sessions.has(c.id))
-      expect(missing.map((c) => c.id)).toEqual([])
+      expect(settled.filter((id) => !ledger.sessions.has(id))).toEqual([])
       // Nothing recorded that was never sent.
       const started = new Set(result.calls.map((c) => c.id))
       expect([...ledger.sessions].filter((s) => !started.has(s))).toEqual([])

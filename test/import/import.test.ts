@@ -131,6 +131,21 @@ describe('importing the agents\' own logs', () => {
     expect(later).toMatchObject({ imported: 1, duplicates: 1, deferred: 0 })
   })
 
+  it('Claude Code: web searches in the log are charged and kept with the call (usage_extra), so re-pricing charges them again', async () => {
+    const root = join(dir, 'searches')
+    mkdirSync(join(root, 'p'), { recursive: true })
+    const ts = '2026-11-21T09:00:00.000Z'
+    writeFileSync(join(root, 'p/s.jsonl'), JSON.stringify({
+      type: 'assistant', cwd: '/home/dev/shop', sessionId: 'searches', timestamp: ts,
+      message: { id: 'msg_01Search', model: 'claude-sonnet-4-5-20250929', usage: { input_tokens: 1000, output_tokens: 200, server_tool_use: { web_search_requests: 3 } } },
+    }) + '\n')
+    expect(await importLogs(db, { agent: 'claude-code', paths: [root], pricer })).toMatchObject({ imported: 1 })
+    const r = db.prepare("SELECT * FROM calls WHERE response_id = 'msg_01Search'").get() as any
+    expect(JSON.parse(r.usage_extra)).toEqual({ web_searches: 3 })
+    // Sonnet 4.5: $3 input and $15 output per million tokens, $10 per 1,000 searches.
+    expect(r.cost_usd).toBeCloseTo((1000 * 3 + 200 * 15) / 1e6 + 3 * 0.01, 15)
+  })
+
   it('a missing folder is reported, not an error', async () => {
     const s = await importLogs(db, { agent: 'codex', paths: [join(dir, 'nope')], pricer })
     expect(s.missing).toEqual([join(dir, 'nope')])

@@ -270,6 +270,8 @@ export interface LoadOptions {
   /** Calls for which the client hangs up after its first chunk. */
   hangUp?: (id: string) => boolean
   idPrefix?: string
+  /** Told of each call as it ends (while the load runs). */
+  onCall?: (r: CallResult) => void
 }
 
 export interface LoadResult {
@@ -337,7 +339,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadResult> {
   }
 
   const worker = async (w: number) => {
-    while (running && performance.now() < until && !o.stop?.()) calls.push(await one(w))
+    while (running && performance.now() < until && !o.stop?.()) {
+      const r = await one(w)
+      calls.push(r)
+      o.onCall?.(r)
+    }
   }
   const poller = async () => {
     if (!o.poll) return

@@ -114,7 +114,8 @@ describe('two team instances on one PostgreSQL database', () => {
     const b = await teamServer(0)
     const before = (await teamRows()).length
     const beforeSummary = (await request(`${a.url}/api/dashboard/summary`)).json()
-    const T0 = Date.now() - 30_000
+    // Just before now (a few hundred ms, not 30 s: 30 s after midnight that would be yesterday, and "today" would miss them).
+    const T0 = Date.now() - 1_000
     const batch: IngestCall[] = Array.from({ length: 200 }, (_, i) => ({
       id: 1000 + i,
       t: new Date(T0 + i).toISOString(),

@@ -106,6 +106,8 @@ describe('OpenAI background responses are metered at their real cost', () => {
     })
     expect(call.cost_usd).toBeCloseTo(REAL_COST, 12)
     expect(REAL_COST).toBeGreaterThan(4)
+    // Its two searches kept, as for any call: re-pricing it later charges them again.
+    expect(JSON.parse(call.usage_extra)).toEqual({ web_searches: 2 })
 
     // The polls themselves cost nothing: the call is counted once, at its real cost.
     const polls = await eventually(() => {

@@ -14,7 +14,7 @@ let team: TestServer
 
 function ingested(id: number, over: Record<string, unknown> = {}) {
   return {
-    id, t: new Date(Date.now() - 30_000).toISOString(), provider: 'openai', model: 'gpt-5-nano', api_key_hash: hashKey(KEY),
+    id, t: new Date(Date.now() - 1_000).toISOString(), provider: 'openai', model: 'gpt-5-nano', api_key_hash: hashKey(KEY),
     key_hint: 'sk-…abcd', tenant: '', agent: 'codex', session: 's', status: 200, streamed: false, input_tokens: 11,
     output_tokens: 228, cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 5, priced: true,
     estimated: false, latency_ms: 100, ...over,

@@ -11,7 +11,8 @@ const ALICE = 'team-token-alice-7f3c9a1e5b'
 const BOB = 'team-token-bob-2d8e4f6a0c'
 const RAW_KEY = 'sk-proj-raw-key-never-stored-4242'
 /** When the member's calls were made (the same call sent again has the same time). */
-const T0 = Date.now() - 60_000
+// A second ago: a minute ago would be yesterday in the first minute after midnight, and "today" would miss them.
+const T0 = Date.now() - 1_000
 
 /** A call as a member's Burnrate sends it (contract call fields plus the key hint). */
 function call(id: number, over: Partial<IngestCall> = {}): IngestCall {

@@ -10,6 +10,7 @@ import { insertCalls } from '../ledger/pg/insert'
 import type { SqlStore } from '../storage/sql'
 import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import type { CallRecord } from '../ledger/record'
+import { usageExtra } from '../metering/usage-extra'
 import type { Pricer } from '../pricing/price'
 import { LOG_SOURCES } from './sources'
 import type { LogAgent, LoggedCall } from './types'
@@ -320,5 +321,7 @@ function toRecord(c: LoggedCall, opts: ImportOptions): CallRecord {
     response_id: c.response_id,
     source: 'import',
     project: c.project,
+    // Claude Code's logs count web searches (server_tool_use): kept, so re-pricing charges them again.
+    usage_extra: usageExtra(u),
   }
 }

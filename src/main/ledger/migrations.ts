@@ -224,6 +224,16 @@ export const MIGRATIONS: Migration[] = [
       if (!columns.includes('requested_model')) db.exec('ALTER TABLE calls ADD COLUMN requested_model TEXT')
     },
   },
+  {
+    version: 16,
+    description: 'what a call was billed for beyond its token columns (searches, modality splits, audio seconds, the provider\'s own charge), so re-pricing keeps it',
+    up: (db) => {
+      // Nullable with no default, as version 15: a schema change only. No backfill: calls
+      // recorded before this version are re-priced from their token columns alone.
+      const columns = db.prepare("SELECT name FROM pragma_table_info('calls')").pluck().all()
+      if (!columns.includes('usage_extra')) db.exec('ALTER TABLE calls ADD COLUMN usage_extra TEXT')
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -26,7 +26,7 @@ const NUMBER_FIELDS = [
 const FLAG_FIELDS = ['streamed', 'priced', 'estimated'] as const satisfies readonly (keyof CallRecord)[]
 const TEXT_FIELDS = [
   'provider', 'model', 'endpoint', 'api_key_hash', 'key_hint', 'tenant', 'agent', 'session', 'error', 'response_id',
-  'source', 'billing', 'project', 'member', 'requested_model',
+  'source', 'billing', 'project', 'member', 'requested_model', 'usage_extra',
 ] as const satisfies readonly (keyof CallRecord)[]
 
 const NUMS = NUMBER_FIELDS.length + FLAG_FIELDS.length
@@ -103,6 +103,8 @@ export function packCalls(rows: readonly CallRecord[]): PackedCalls | null {
     refs[ti + 13] = ref(r.member)
     // Null (or absent) for most calls: a requested model is kept only when the answer names another.
     refs[ti + 14] = ref(r.requested_model)
+    // Null (or absent) for most calls too: only a call with searches, modality splits or a provider's charge has it.
+    refs[ti + 15] = ref(r.usage_extra)
     for (let k = ti; k < ti + TEXTS; k++) if (refs[k] === BAD) return null
     ti += TEXTS
   }
@@ -152,6 +154,8 @@ export function unpackCalls(p: PackedCalls): CallRecord[] {
     if (member !== undefined) r.member = member
     const requested = text(refs[ti + 14])
     if (requested !== undefined) r.requested_model = requested
+    const extra = text(refs[ti + 15])
+    if (extra !== undefined) r.usage_extra = extra
     out[i] = r
   }
   return out

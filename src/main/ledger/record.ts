@@ -31,6 +31,13 @@ export interface CallRecord {
    * Budget rules' `model_pattern` matches either (budgets/engine.ts `scopeMatches`).
    */
   requested_model?: string | null
+  /**
+   * What the call was billed for beyond the token columns, as compact JSON (metering/usage-extra.ts):
+   * `{web_searches?, storage_searches?, extra?, provider_cost_usd?}`, only the keys it had. Null or
+   * absent for the common call that has none of them, and for calls recorded before it was kept.
+   * Re-pricing reads it back into the usage it prices (pricing/reprice.ts).
+   */
+  usage_extra?: string | null
   /** The provider's id of the answer (`msg_…`, `resp_…`, `chatcmpl-…`); empty when unknown. */
   response_id?: string
   /** How the call reached the ledger: through the proxy (default) or imported from an agent's logs. */

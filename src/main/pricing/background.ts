@@ -1,6 +1,7 @@
 import type { CallBilling } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Usage } from '../metering/usage'
+import { usageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type SpendTargets } from './moves'
 import type { Pricer } from './price'
@@ -64,7 +65,7 @@ export async function settleBackground(
     let cost = 0
     let priced = true
     // Priced as the recorder prices a call (nothing to price in a response that produced nothing).
-    if (u.input_tokens + u.output_tokens > 0) {
+    if (u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0) {
       const p = pricer.price(done.pricingId, done.provider, row.model, u, new Date(row.ts))
       cost = p.cost_usd
       priced = p.priced
@@ -72,11 +73,14 @@ export async function settleBackground(
     // Only while still estimated: a second answer about the response (another poll, another instance) changes nothing.
     const changed = await tx.run(
       `UPDATE calls SET input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead, cache_write_tokens = @cacheWrite,
-              cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, cost_usd = @cost, priced = @priced, estimated = 0
+              cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, usage_extra = @extra, cost_usd = @cost, priced = @priced,
+              estimated = 0
         WHERE id = @id AND estimated = 1`,
       {
         id: row.id, input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_tokens, cacheWrite: u.cache_write_tokens,
         cacheWrite1h: u.cache_write_1h_tokens, reasoning: u.reasoning_tokens, cost, priced: priced ? 1 : 0,
+        // Its searches (and any other part billed apart) kept as the recorder keeps them: re-pricing it later charges them again.
+        extra: usageExtra(u),
       },
     )
     if (changed === 0) return null

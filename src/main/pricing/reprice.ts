@@ -1,6 +1,7 @@
 import type { CallBilling, RepriceResult } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage } from '../metering/usage'
+import { withUsageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type SpendTargets } from './moves'
 import type { Pricer } from './price'
@@ -23,9 +24,14 @@ interface Row {
   cache_write_tokens: number
   cache_write_1h_tokens: number
   reasoning_tokens: number
+  /** What the call was billed for beyond its token columns (JSON), or null (ledger/record.ts). */
+  usage_extra: string | null
   cost_usd: number
   priced: number
 }
+
+/** Calls that may cost something: tokens, or what `usage_extra` kept (whisper's audio seconds have no tokens). */
+const BILLABLE = '(input_tokens + output_tokens > 0 OR usage_extra IS NOT NULL)'
 
 /** Calls re-priced per transaction; the event loop is given back between chunks. */
 const CHUNK = 2_000
@@ -36,8 +42,10 @@ const CHUNK = 2_000
  * Each chunk of calls is updated in one transaction with the rollups (../dashboard/rollup/adjust),
  * then today's and this month's spend and the budget rules' meters, so the dashboard and budgets
  * agree with the calls at every commit.
- * Token counts are what the ledger kept; modality splits (image or audio tokens) are not kept,
- * so such calls are priced at the model's token rates.
+ * A call is priced from its token columns and what `usage_extra` kept (searches billed per use,
+ * modality splits, whisper's audio seconds), as it was when recorded; a call whose cost was the
+ * provider's own reported charge (OpenRouter, Perplexity) keeps that charge. Calls recorded
+ * before `usage_extra` was kept have only their token columns.
  */
 export async function repriceModel(
   store: SqlStore,
@@ -54,9 +62,9 @@ export async function repriceModel(
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
   const select = `
     SELECT id, ts, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
-           cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, cost_usd, priced
+           cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, usage_extra, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
-       ${all ? '' : 'AND priced = 0'} AND input_tokens + output_tokens > 0
+       ${all ? '' : 'AND priced = 0'} AND ${BILLABLE}
        AND origin_id IS NULL
      ORDER BY id LIMIT ${CHUNK}`
   // Only a call still as it was read is changed: another instance re-pricing it at once is not counted twice.
@@ -67,7 +75,7 @@ export async function repriceModel(
     store.transaction(async (tx) => {
       const moves = await CostMoves.in(tx)
       for (const r of rows) {
-        const usage = {
+        const usage = withUsageExtra({
           ...emptyUsage(),
           input_tokens: r.input_tokens,
           output_tokens: r.output_tokens,
@@ -75,8 +83,13 @@ export async function repriceModel(
           cache_write_tokens: r.cache_write_tokens,
           cache_write_1h_tokens: r.cache_write_1h_tokens,
           reasoning_tokens: r.reasoning_tokens,
-        }
-        const p = pricer.price(pricingId, provider, model, usage, new Date(r.ts))
+        }, r.usage_extra)
+        // As when it was recorded (proxy/call/recording.ts): a call with neither tokens nor audio seconds costs nothing.
+        if (usage.input_tokens + usage.output_tokens === 0 && !(usage.extra?.audio_seconds ?? 0)) continue
+        // The provider's own charge is what was billed: no price set here knows better.
+        const p = usage.provider_cost_usd !== undefined
+          ? { cost_usd: usage.provider_cost_usd, priced: true }
+          : pricer.price(pricingId, provider, model, usage, new Date(r.ts))
         if (!p.priced) continue
         if (p.cost_usd === r.cost_usd && r.priced === 1) continue
         if ((await tx.run(update, { cost: p.cost_usd, id: r.id, was: r.cost_usd, wasPriced: r.priced })) === 0) continue
@@ -97,7 +110,7 @@ export async function repriceModel(
     await new Promise((r) => setImmediate(r))
   }
   out.unpriced = (await store.get<{ n: number }>(
-    'SELECT count(*) AS n FROM calls WHERE provider = @provider AND model = @model AND priced = 0 AND input_tokens + output_tokens > 0',
+    `SELECT count(*) AS n FROM calls WHERE provider = @provider AND model = @model AND priced = 0 AND ${BILLABLE}`,
     { provider, model },
   ))!.n
   return out

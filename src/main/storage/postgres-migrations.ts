@@ -250,6 +250,14 @@ export const PG_MIGRATIONS: PgMigration[] = [
       ALTER TABLE calls ADD COLUMN requested_model TEXT
     `,
   },
+  {
+    version: 8,
+    description: 'what a call was billed for beyond its token columns, as compact JSON, so re-pricing keeps it (SQLite version 16)',
+    // Nullable with no default: a catalog change only. No backfill: older calls are re-priced from their token columns.
+    sql: `
+      ALTER TABLE calls ADD COLUMN usage_extra TEXT
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

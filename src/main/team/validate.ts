@@ -125,6 +125,8 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     member,
     // Not part of the ingest contract; ingested calls count in no budget (README: Team).
     requested_model: null,
+    // Not part of the ingest contract either: an ingested call is never re-priced (README: Team).
+    usage_extra: null,
   }
   if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
   return { index, origin_id: id, record }

@@ -9,7 +9,7 @@ export const PG_TYPES: Record<(typeof CALL_COLUMNS)[number], string> = {
   agent: 'text', session: 'text', status: 'integer', streamed: 'integer', input_tokens: 'bigint', output_tokens: 'bigint',
   cache_read_tokens: 'bigint', cache_write_tokens: 'bigint', cache_write_1h_tokens: 'bigint', reasoning_tokens: 'bigint',
   cost_usd: 'double precision', priced: 'integer', estimated: 'integer', latency_ms: 'double precision', error: 'text',
-  response_id: 'text', source: 'text', billing: 'text', project: 'text', member: 'text', requested_model: 'text',
+  response_id: 'text', source: 'text', billing: 'text', project: 'text', member: 'text', requested_model: 'text', usage_extra: 'text',
 }
 
 /**

@@ -60,7 +60,7 @@ describe('the PostgreSQL ledger', () => {
       expect(n?.n).toBe(rows.length)
     })
     const a = call({ session: 'a', cost_usd: 0.1 + 0.2, latency_ms: 1234.5678, error: null, response_id: 'chatcmpl-1', project: '/p', billing: 'api', requested_model: 'gpt-4o' })
-    const b = call({ session: 'b', streamed: true, priced: false, estimated: true, status: 499, error: 'client_aborted', reasoning_tokens: 7, cache_write_1h_tokens: 3, source: 'import', member: 'ann' })
+    const b = call({ session: 'b', streamed: true, priced: false, estimated: true, status: 499, error: 'client_aborted', reasoning_tokens: 7, cache_write_1h_tokens: 3, source: 'import', member: 'ann', usage_extra: '{"web_searches":1}' })
     ledger.record(a)
     ledger.record(b)
     expect(await ledger.flushed()).toBe(true)
@@ -68,7 +68,7 @@ describe('the PostgreSQL ledger', () => {
     expect(rows).toHaveLength(2)
     const { call_key: ka, id: ia, ...ra } = rows[0]
     const { call_key: kb, ...rb } = rows[1]
-    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '', origin_id: null })
+    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '', origin_id: null, usage_extra: null })
     expect(rb).toMatchObject({ ...b, id: (ia as number) + 1, streamed: 1, priced: 0, estimated: 1, response_id: '', project: '', billing: 'api', requested_model: null })
     expect(rows[0].cost_usd).toBe(0.1 + 0.2) // never rounded on the way in
     expect(typeof ka).toBe('string')

@@ -3,6 +3,7 @@ import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'
+import { usageExtra } from '../../metering/usage-extra'
 import type { BackgroundDone } from '../../pricing/background'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
@@ -124,6 +125,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           project: s.ctx.project,
           // Kept only when the answer names another model (a dated version): budget rules match either.
           requested_model: requested !== model && requested !== '' ? requested : null,
+          // Searches, modality splits, audio seconds, the provider's own charge: null for a plain call.
+          usage_extra: usageExtra(u),
         }
         // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled

@@ -1,0 +1,36 @@
+import { describe, expect, it } from 'vitest'
+import { CALL_COLUMNS, callValues } from '../ledger/columns'
+import { parseSpill } from '../reliability/spill'
+import { emptyUsage } from './usage'
+import { usageExtra, withUsageExtra } from './usage-extra'
+
+const AT = CALL_COLUMNS.indexOf('usage_extra')
+
+describe('usage_extra: what a call was billed beyond its token columns', () => {
+  it('is null for a plain call (nothing to build), and only the keys a call had otherwise', () => {
+    expect(usageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 })).toBeNull()
+    expect(usageExtra({ ...emptyUsage(), extra: { input_audio_tokens: 0 } })).toBeNull()
+    const u = { ...emptyUsage(), input_tokens: 10, web_searches: 2, extra: { input_audio_tokens: 4, output_image_tokens: 0 }, provider_cost_usd: 0 }
+    const json = usageExtra(u)
+    expect(JSON.parse(json!)).toEqual({ web_searches: 2, extra: { input_audio_tokens: 4 }, provider_cost_usd: 0 })
+  })
+
+  it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
+    const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
+    const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))
+    expect(back).toEqual(u)
+    const base = { ...emptyUsage(), input_tokens: 1 }
+    expect(withUsageExtra(base, null)).toBe(base)
+    expect(withUsageExtra(base, '{not json')).toBe(base)
+    expect(withUsageExtra(base, '[1]')).toBe(base)
+    expect(withUsageExtra(base, '{"web_searches":-1,"extra":{"a":"x","b":3},"provider_cost_usd":"1"}')).toEqual({ ...base, extra: { b: 3 } })
+  })
+
+  it('a spill file written before the column existed still loads (the column is NULL); a newer one keeps it', () => {
+    const old = { ts: 1, provider: 'openai', model: 'gpt-5', input_tokens: 1, output_tokens: 1 }
+    const kept = { ...old, usage_extra: '{"web_searches":1}' }
+    const [a, b] = parseSpill(`${JSON.stringify(old)}\n${JSON.stringify(kept)}\n`)
+    expect(callValues(a, [])[AT]).toBeNull()
+    expect(callValues(b, [])[AT]).toBe('{"web_searches":1}')
+  })
+})

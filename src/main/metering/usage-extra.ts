@@ -1,0 +1,64 @@
+import { type Usage, isObject } from './usage'
+
+/**
+ * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?}`
+ * with only the keys the call had (non-zero counts, a reported charge). Null for the common
+ * call that has none of them: no object is built and nothing is stringified for it.
+ */
+export function usageExtra(u: Usage): string | null {
+  const reported = u.provider_cost_usd
+  const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
+  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported) return null
+  const out: { web_searches?: number; storage_searches?: number; extra?: Record<string, number>; provider_cost_usd?: number } = {}
+  if (u.web_searches > 0) out.web_searches = u.web_searches
+  if (u.storage_searches > 0) out.storage_searches = u.storage_searches
+  if (u.extra) {
+    let extra: Record<string, number> | undefined
+    for (const k in u.extra) {
+      const v = u.extra[k]
+      if (typeof v === 'number' && Number.isFinite(v) && v > 0) (extra ??= {})[k] = v
+    }
+    if (extra) out.extra = extra
+  }
+  if (hasReported) out.provider_cost_usd = reported
+  return Object.keys(out).length > 0 ? JSON.stringify(out) : null
+}
+
+/**
+ * `u` with what a stored `usage_extra` held put back (see usageExtra). Text that is not such an
+ * object (hand-edited, or written by a newer Burnrate) adds only the keys it can read: a bad
+ * value is left out, never guessed.
+ */
+export function withUsageExtra(u: Usage, json: string | null | undefined): Usage {
+  if (!json) return u
+  let x: unknown
+  try {
+    x = JSON.parse(json)
+  } catch {
+    return u
+  }
+  if (!isObject(x)) return u
+  const out: Usage = { ...u }
+  if (isCount(x.web_searches)) out.web_searches = x.web_searches
+  if (isCount(x.storage_searches)) out.storage_searches = x.storage_searches
+  if (isObject(x.extra)) {
+    const extra: Record<string, number> = {}
+    let any = false
+    for (const [k, v] of Object.entries(x.extra)) {
+      if (isCount(v)) {
+        extra[k] = v
+        any = true
+      }
+    }
+    if (any) out.extra = extra
+  }
+  if (typeof x.provider_cost_usd === 'number' && Number.isFinite(x.provider_cost_usd) && x.provider_cost_usd >= 0) {
+    out.provider_cost_usd = x.provider_cost_usd
+  }
+  return out
+}
+
+function isCount(v: unknown): v is number {
+  return typeof v === 'number' && Number.isFinite(v) && v > 0
+}
