@@ -1,5 +1,5 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { fixture, fixtureJson } from '../support/fixtures'
+import { fixture, fixtureJson, sseChunks } from '../support/fixtures'
 import type { Reply, Responder } from '../support/mock-upstream'
 
 // OpenAI background responses (`background: true`), in the Responses API's real shapes: the
@@ -67,7 +67,7 @@ export type Answers = Map<string, Record<string, unknown> | Reply>
 
 /**
  * The mock OpenAI: `POST /v1/responses` answers a queued background response whose id is the
- * request's `metadata.id`; `GET /v1/responses/{id}` (and `POST …/cancel`) answers what `answers`
+ * request's `metadata.id` (or streams it, with `stream: true`); `GET /v1/responses/{id}` (and `POST …/cancel`) answers what `answers`
  * holds for it, else 404; any other GET an empty list.
  */
 export function backgroundResponder(answers: Answers): Responder {
@@ -80,6 +80,11 @@ export function backgroundResponder(answers: Answers): Responder {
     }
     if (req.method === 'GET') return json({ object: 'list', data: [] }) // e.g. GET /v1/models
     const body = JSON.parse(req.body.toString())
+    // `background: true, stream: true`: the response streams from the POST (cut after 6 events when `metadata.cut`).
+    if (body.stream) {
+      const chunks = sseChunks(backgroundStream(body.metadata.id, USAGE), false)
+      return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, chunks, delayMs: 1, resetAfterChunks: body.metadata.cut ? 6 : undefined }
+    }
     return json(backgroundBody(body.metadata.id, 'queued', null))
   }
 }

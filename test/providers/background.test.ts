@@ -207,6 +207,37 @@ describe('OpenAI background responses are metered at their real cost', () => {
     expect(row).toMatchObject({ endpoint: 'responses.retrieve', cost_usd: 0, input_tokens: 0, response_id: id })
     expect(await today()).toBe(before)
   })
+  it('a background response streamed from its POST: to its end it is billed as any call; cut, a resumed GET stream settles it', async () => {
+    const streamed = (id: string, cut: boolean) =>
+      request(`${t.url}/v1/responses`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'o3-deep-research', input: 'Research otters.', background: true, stream: true, metadata: { id, ...(cut ? { cut: 1 } : {}) } }),
+      }).catch(() => null)
+    // To its end: the POST's own response.completed is the usage; a later read changes nothing.
+    const whole = 'resp_bg_stream_0010'
+    await streamed(whole, false)
+    const call = await settled(whole)
+    expect(call.cost_usd).toBeCloseTo(REAL_COST, 12)
+    answers.set(whole, backgroundBody(whole, 'completed', USAGE, OUTPUT))
+    const n = rows(t).length
+    expect((await poll(whole)).status).toBe(200)
+    await eventually(() => rows(t).length > n)
+    expect(rows(t).filter((c) => c.response_id === whole && c.endpoint === 'responses')).toHaveLength(1)
+    expect(callOf(whole).cost_usd).toBe(call.cost_usd)
+
+    // Cut mid-stream (the client reconnects later, as the SDKs resume a background stream): estimated, then settled by the resumed GET stream.
+    const cut = 'resp_bg_stream_0011'
+    await streamed(cut, true)
+    const estimated = await eventually(() => callOf(cut))
+    expect(estimated.estimated).toBe(1)
+    answers.set(cut, { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8' }, chunks: sseChunks(backgroundStream(cut, USAGE)), delayMs: 1 })
+    expect((await request(`${t.url}/v1/responses/${cut}?stream=true&starting_after=5`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
+    const resumed = await settled(cut)
+    expect(resumed).toMatchObject({ input_tokens: 40_000, output_tokens: 120_000 })
+    expect(resumed.cost_usd).toBeCloseTo(REAL_COST, 12)
+  })
+
   it('a block rule refuses the next call once the real cost is over its limit, never the reads and cancels of a response already paid for', async () => {
     const key = 'sk-block-background-aaaa'
     const id = 'resp_bg_blocked_0008'
