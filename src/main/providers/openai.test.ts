@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { inspectAzure } from './azure'
 import { OpenAIMeter, inspectOpenAI, openaiEndpointOf } from './openai'
 
 describe('OpenAI: reads of a stored response', () => {
@@ -11,7 +12,15 @@ describe('OpenAI: reads of a stored response', () => {
     expect(openaiEndpointOf('POST', '/responses')).toBe('responses')
     expect(openaiEndpointOf('GET', '/responses')).toBe('other')
     const shape = inspectOpenAI({ method: 'GET', path: '/responses/resp_1', query: 'stream=true', headers: {}, body: undefined })
-    expect(shape).toMatchObject({ endpoint: 'responses.retrieve', billable: false })
+    expect(shape).toMatchObject({ endpoint: 'responses.retrieve', billable: false, free: true })
+    expect(inspectOpenAI({ method: 'POST', path: '/responses', query: '', headers: {}, body: { model: 'o3-pro', background: true } }).free).toBeUndefined()
+    // Azure OpenAI's v1 API and its api-version paths name them alike.
+    for (const path of ['/openai/v1/responses/resp_1', '/openai/responses/resp_1']) {
+      expect(inspectAzure({ method: 'GET', path, query: '', headers: {}, body: undefined }, {})).toMatchObject({ endpoint: 'responses.retrieve', billable: false, free: true })
+    }
+    expect(inspectAzure({ method: 'POST', path: '/openai/v1/responses/resp_1/cancel', query: '', headers: {}, body: undefined }, {})).toMatchObject({
+      endpoint: 'responses.cancel', billable: false, free: true,
+    })
   })
 
   const usage = { input_tokens: 10, output_tokens: 20, output_tokens_details: { reasoning_tokens: 5 } }
