@@ -258,7 +258,8 @@ export class BudgetEngine implements BudgetMeters {
    * the budget state (a promise on postgres).
    */
   decide(ctx: CallContext, now = Date.now()): Decision | Promise<Decision> {
-    if (this.index.empty) return NOTHING
+    // A read or cancel of a response already billed adds no spend: never refused, never counted (README: Budgets).
+    if (this.index.empty || ctx.shape.free) return NOTHING
     const s = this.state(ctx.apiKeyHash, ctx.keyHint)
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
     let rule: Rule | null = null

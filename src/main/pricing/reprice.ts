@@ -1,10 +1,9 @@
 import type { CallBilling, RepriceResult } from '../../shared/api'
-import { type CostChange, adjustRollups } from '../dashboard/rollup/adjust'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
-import type { CostAdjustment } from '../budgets/types'
+import { CostMoves, type SpendTargets } from './moves'
 import type { Pricer } from './price'
 
 interface Row {
@@ -56,12 +55,8 @@ export async function repriceModel(
   provider: string,
   model: string,
   all: boolean,
-  budgets: {
-    /** The budget rules' meters in this process, moved with each chunk once it is committed. */
-    meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
-    /** PostgreSQL's shared spend rows, moved in each chunk's transaction (budgets/state/pg/call-spend.ts). */
-    shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
-  } = {},
+  /** The budget rules' meters, moved with each chunk once it is committed; PostgreSQL's shared spend rows, in each chunk's transaction. */
+  budgets: SpendTargets = {},
 ): Promise<RepriceResult> {
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
@@ -78,11 +73,7 @@ export async function repriceModel(
   let after = 0
   const chunk = (rows: Row[]) =>
     store.transaction(async (tx) => {
-      // On SQLite, calls past the rollups' mark are folded later, with their new cost. (On
-      // PostgreSQL the rollups are written in the same transaction as the calls: all are folded.)
-      const last = tx.dialect === 'sqlite' ? ((await tx.get<{ id: number }>('SELECT last_call_id AS id FROM dash_state WHERE id = 1'))?.id ?? 0) : Infinity
-      const changes: CostChange[] = []
-      const spend: CostAdjustment[] = []
+      const moves = await CostMoves.in(tx)
       for (const r of rows) {
         const usage = withUsageExtra({
           ...emptyUsage(),
@@ -105,32 +96,16 @@ export async function repriceModel(
         out.repriced++
         out.cost_usd_before += r.cost_usd
         out.cost_usd_after += p.cost_usd
-        const delta = p.cost_usd - r.cost_usd
-        if (r.id <= last) {
-          changes.push({
-            ts: r.ts, provider, model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
-            project: r.project, member: r.member, billing: r.billing, delta,
-          })
-        }
-        // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
-        if (r.billing !== 'subscription') {
-          spend.push({
-            api_key_hash: r.api_key_hash, ts: r.ts, provider, model, requested_model: r.requested_model, agent: r.agent, tenant: r.tenant,
-            session: r.session, delta,
-          })
-        }
+        moves.add({ ...r, provider, model }, p.cost_usd - r.cost_usd)
       }
-      await adjustRollups(tx, changes)
-      if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, spend)
-      return spend
+      await moves.apply(tx, budgets)
+      return moves
     })
   for (;;) {
     const rows = await store.all<Row>(select, { provider, model, after })
     if (rows.length === 0) break
     after = rows[rows.length - 1].id
-    const moved = await chunk(rows)
-    for (const s of moved) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
-    budgets.meters?.adjust(moved)
+    ;(await chunk(rows)).publish(ledger, budgets)
     if (rows.length < CHUNK) break
     await new Promise((r) => setImmediate(r))
   }

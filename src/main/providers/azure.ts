@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { OpenAIMeter, openaiEndpoint } from './openai'
+import { OpenAIMeter, READS, openaiEndpointOf } from './openai'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
@@ -28,12 +28,13 @@ export function inspectAzure(req: RequestInfo, deployments: Record<string, strin
     rest = path.slice('/openai'.length)
   }
   if (!deployment && typeof body?.model === 'string') deployment = body.model
-  const endpoint = req.method === 'POST' ? openaiEndpoint(rest) : 'other'
+  const endpoint = openaiEndpointOf(req.method, rest)
   return {
     endpoint,
     model: deployments[deployment] ?? deployment,
     stream: body?.stream === true,
-    billable: endpoint !== 'other',
+    billable: endpoint !== 'other' && !READS.has(endpoint),
+    free: READS.has(endpoint) || undefined,
   }
 }
 

@@ -109,10 +109,31 @@ export function openaiEndpoint(path: string): string {
   return 'other'
 }
 
+/** `GET /responses/{id}` (retrieve, or `?stream=true`) and `POST /responses/{id}/cancel`: a stored (background) response read again. */
+const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
+
+/**
+ * The endpoint of a request by method and path (below the version, e.g. `/chat/completions`):
+ * what is created by a POST, and the Responses API's reads of a stored response
+ * (`responses.retrieve`, `responses.cancel`), which are not billed themselves (they carry a
+ * background response's final usage: see `OpenAIMeter`).
+ */
+export function openaiEndpointOf(method: string, path: string): string {
+  const read = path.startsWith('/responses/') ? RESPONSE_READ.exec(path) : null
+  if (read) {
+    if (method === 'GET' && !read[2]) return 'responses.retrieve'
+    if (method === 'POST' && read[2]) return 'responses.cancel'
+    return 'other'
+  }
+  return method === 'POST' ? openaiEndpoint(path) : 'other'
+}
+
 const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
+/** A stored response read again (retrieve, cancel): never this request's cost (CallShape.free). */
+export const READS = new Set(['responses.retrieve', 'responses.cancel'])
 
 export function inspectOpenAI(req: RequestInfo): CallShape {
-  const endpoint = req.method === 'POST' ? openaiEndpoint(req.path) : 'other'
+  const endpoint = openaiEndpointOf(req.method, req.path)
   const body = isObject(req.body) ? req.body : undefined
   const stream = body?.stream === true
   return {
@@ -120,6 +141,7 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
     billable: BILLABLE.has(endpoint),
+    free: READS.has(endpoint) || undefined,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
   }
 }
@@ -131,6 +153,8 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
 const NOTHING_BILLED = new Set(['response.failed'])
 /** The Responses API's terminal events: nothing follows them. */
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
+/** A response's terminal statuses (`status` of the Response object). */
+const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
@@ -140,9 +164,19 @@ export class OpenAIMeter implements Meter {
   private text = new OutputText()
   private complete = false
   private readonly read: UsageReader
+  /** A stored response read again (retrieve, cancel): its usage is the creating call's. */
+  private readonly reread: boolean
+  /** Read again: the answer is a background response in a terminal status. */
+  private backgroundDone = false
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
+    this.reread = READS.has(opts.endpoint ?? '')
+  }
+
+  /** A Response object read again: is it a background response that has finished? */
+  private noteStatus(r: Record<string, any>, terminalEvent: boolean): void {
+    if (this.reread && r.background === true && (terminalEvent || DONE.has(r.status))) this.backgroundDone = true
   }
 
   event(name: string, data: string): void {
@@ -165,13 +199,15 @@ export class OpenAIMeter implements Meter {
       if (isObject(r)) {
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
+        if (TERMINAL.has(type)) this.noteStatus(r, true)
         if (r.usage) {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
         } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
       }
-      if (type === 'response.output_text.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
-      if (type === 'response.function_call_arguments.delta' && typeof ev.delta === 'string' && !this.usage) this.text.push(ev.delta)
+      // (Text is kept only to estimate this call's usage: a stored response read again has none.)
+      if (this.reread || this.usage || typeof ev.delta !== 'string') return
+      if (type === 'response.output_text.delta' || type === 'response.function_call_arguments.delta') this.text.push(ev.delta)
       return
     }
     // Chat Completions (and legacy Completions) chunks.
@@ -206,10 +242,26 @@ export class OpenAIMeter implements Meter {
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
     if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
+    if (body.object === 'response') {
+      this.noteStatus(body, false)
+      // A failed response bills nothing (as its terminal event); a cancelled one without usage is not known: see the recorder.
+      if (!this.usage && body.status === 'failed') this.usage = emptyUsage()
+    }
     this.complete = true
   }
 
   result(): MeterResult {
+    // A stored response read again is not billed itself: a finished background response's usage
+    // goes to the call that created it; any other's was billed to its creating call already.
+    if (this.reread) {
+      return {
+        usage: null,
+        model: this.model,
+        responseId: this.id,
+        complete: this.complete,
+        backgroundUsage: this.backgroundDone && this.usage ? this.usage : undefined,
+      }
+    }
     return {
       usage: this.usage,
       model: this.model,

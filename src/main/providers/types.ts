@@ -23,6 +23,11 @@ export interface CallShape {
   stream: boolean
   /** Whether the endpoint is billed by tokens at all (false: models lists, token counting). */
   billable: boolean
+  /**
+   * A read or a cancel of something already billed (the Responses API's retrieve and cancel of a
+   * stored response): it adds no spend, so budget rules neither refuse it nor count it as a request.
+   */
+  free?: boolean
   /** True when the response may carry no usage (an OpenAI stream without include_usage): its tokenizer is loaded early. */
   mayLackUsage?: boolean
 }
@@ -51,6 +56,12 @@ export interface MeterResult {
    * `usage.output_tokens`, and the call is marked estimated.
    */
   partialOutput?: boolean
+  /**
+   * A background response's final usage, read from an answer that is not the call that created it
+   * (OpenAI `GET /responses/{id}`, as JSON or streamed, or its cancel): the call that created the
+   * response (`responseId`) is billed it, once; this answer itself costs nothing (`usage` is null).
+   */
+  backgroundUsage?: Usage
   /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
   outputScale?: number
 }

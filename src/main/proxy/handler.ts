@@ -12,6 +12,7 @@ import { describeCall } from './call/context'
 import { type NetworkOptions, createUpstreamDispatchers, trustedCAs } from './call/dispatchers'
 import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
+import type { RecorderOptions } from './call/recording'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
 import { type HttpCall, newCallState } from './call/state'
 import type { CallGate } from './gate'
@@ -37,6 +38,8 @@ export interface ProxyOptions {
   maxBufferedBytes?: number
   /** Sees every upstream answer's headers (the plans feature reads the vendors' meters there). */
   observeHeaders?: HeadersObserver
+  /** A background response's final usage, for the call that created it (../pricing/background.ts). */
+  settleBackground?: RecorderOptions['settleBackground']
 }
 
 /**

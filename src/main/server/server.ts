@@ -9,7 +9,7 @@ import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
-import { spendCounter } from '../budgets/state/pg/call-spend'
+import { spendCounter, spendMover } from '../budgets/state/pg/call-spend'
 import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
@@ -30,7 +30,9 @@ import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import type { HeadersObserver } from '../proxy/call/forward'
-import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
+import { settleBackground } from '../pricing/background'
+import type { SpendTargets } from '../pricing/moves'
+import { createProxyHandler, type ProxyHandler, type ProxyOptions } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
@@ -161,6 +163,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     observeHeaders: (s, status, h) => {
       for (const o of observers) o(s, status, h)
     },
+    settleBackground: backgroundSettler(context, storage.store.dialect === 'postgres' ? spendMover(config) : undefined),
   })
   // A feature that loads code first (metrics, OTLP export, when on) returns a promise: listen() waits for it.
   const installing: Promise<void>[] = []
@@ -395,4 +398,20 @@ function seededSessions(ctx: ServerContext): SessionInference {
 /** A listen URL as a client reaches it: a wildcard address (0.0.0.0, ::) on loopback. */
 function reachable(url: string): string {
   return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
+}
+
+/**
+ * A background response's final usage goes to the call that created it (pricing/background.ts),
+ * off the call's path; the budget meters are read when it runs (the budgets feature sets them).
+ * Shutting down waits for those under way (the ledger and the store are still open then).
+ */
+function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shared']): NonNullable<ProxyOptions['settleBackground']> {
+  const pending = new Set<Promise<unknown>>()
+  ctx.onClose(() => Promise.all(pending).then(() => {}))
+  return (done) => {
+    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared })
+      .catch((err: Error) => ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${err.message})`))
+      .finally(() => pending.delete(p))
+    pending.add(p)
+  }
 }

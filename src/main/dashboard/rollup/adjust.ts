@@ -4,31 +4,42 @@ import { eachSessionRow } from './report-sessions'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
-/** A call whose cost changed by `delta` (re-priced), with what the rollups group it by. */
+/** Token counts a call's row moved by (a background response's estimate replaced by its real usage). */
+export type TokenChange = Partial<Record<'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens', number>>
+
+/** A call whose cost changed by `delta` (re-priced; and its tokens by `tokens`, when they changed), with what the rollups group it by. */
 export type CostChange = Pick<
   RollupInput,
   'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'project' | 'billing' | 'member'
-> & { delta: number }
+> & { delta: number; tokens?: TokenChange }
+
+const NO_TOKENS: TokenChange = {}
 
 /**
  * Moves the rollups by the cost changes of calls they already include, so they stay equal to
- * what folding the re-priced calls afresh would give: a call billed per token moves `cost_usd`
+ * what folding the changed calls afresh would give: a call billed per token moves `cost_usd`
  * of every rollup table it is in (the report rollup's days, months and session totals too); a subscription call
- * moves `plan_value_usd` of the hourly and daily totals. Runs inside the caller's transaction (the one that updates the calls), on either
+ * moves `plan_value_usd` of the hourly and daily totals. Token counts (`tokens`) move in every
+ * table that sums them, whatever the billing (the writer folds every call's tokens). Runs inside the caller's transaction (the one that updates the calls), on either
  * store: each change is added in SQL, and rows are touched in one sorted order, so instances
  * adjusting the same rows at once neither lose a change nor deadlock.
  */
 export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]): Promise<void> {
-  // Summed per rollup row first: one UPDATE per touched row.
-  const sums = new Map<string, { sql: string; params: Record<string, unknown>; delta: number }>()
-  const add = (key: string, delta: number, sql: string, params: Record<string, unknown>) => {
+  // Summed per rollup row first: one UPDATE per touched row, of the columns that move.
+  const sums = new Map<string, { table: string; where: string; params: Record<string, unknown>; cols: Map<string, number> }>()
+  const add = (key: string, table: string, where: string, params: Record<string, unknown>, cols: Record<string, number | undefined>) => {
     let e = sums.get(key)
-    if (!e) sums.set(key, (e = { sql, params, delta: 0 }))
-    e.delta += delta
+    if (!e) sums.set(key, (e = { table, where, params, cols: new Map() }))
+    for (const [col, v] of Object.entries(cols)) if (v) e.cols.set(col, (e.cols.get(col) ?? 0) + v)
   }
   const days = await reportDays(tx)
   for (const c of changes) {
-    if (!c.delta) continue
+    const t = c.tokens ?? NO_TOKENS
+    if (!c.delta && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
+    const plan = c.billing === 'subscription'
+    // Money: a subscription call's cost is its plan value, summed apart (and only in the totals).
+    const money = plan ? 0 : c.delta
+    const tokens = { input_tokens: t.input_tokens, output_tokens: t.output_tokens, cache_read_tokens: t.cache_read_tokens, cache_write_tokens: t.cache_write_tokens }
     // The report rollup (SQLite) sums every call's cost_usd, subscription calls' too.
     if (days) {
       const day = days.day.of(c.ts)
@@ -37,38 +48,27 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
         eachReportRow(who, (dim, tenant, key) =>
           add(
             `r${tier.col}\0${dim}\0${period}\0${tenant}\0${key}\0${c.model}\0${c.provider}`,
-            c.delta,
-            `UPDATE ${tier.table} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
+            tier.table,
+            `dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
             { dim, period, tenant, key, model: c.model, provider: c.provider },
+            { cost_usd: c.delta, ...tokens },
           ),
         )
       }
       eachSessionRow(who, (across, tenant) =>
-        add(
-          `rs\0${across}\0${tenant}\0${c.session}`,
-          c.delta,
-          'UPDATE dash_report_session SET cost_usd = cost_usd + @delta WHERE across = @across AND tenant = @tenant AND session = @session',
-          { across, tenant, session: c.session },
-        ),
+        add(`rs\0${across}\0${tenant}\0${c.session}`, 'dash_report_session', 'across = @across AND tenant = @tenant AND session = @session', {
+          across, tenant, session: c.session,
+        }, { cost_usd: c.delta }),
       )
     }
-    if (c.billing === 'subscription') {
-      TIERS.forEach((t, i) => {
-        const bucket = Math.floor(c.ts / t.grain) * t.grain
-        add(`p${i}\0${bucket}\0${c.tenant}`, c.delta, `UPDATE ${t.totals} SET plan_value_usd = plan_value_usd + @delta WHERE bucket = @bucket AND tenant = @tenant`, {
-          bucket, tenant: c.tenant,
-        })
-      })
-      continue
-    }
     const b5 = Math.floor(c.ts / FIVE_MIN) * FIVE_MIN
-    add(`5\0${b5}\0${c.tenant}`, c.delta, 'UPDATE dash_5m SET cost_usd = cost_usd + @delta WHERE bucket = @bucket AND tenant = @tenant', {
-      bucket: b5, tenant: c.tenant,
+    add(`5\0${b5}\0${c.tenant}`, 'dash_5m', 'bucket = @bucket AND tenant = @tenant', { bucket: b5, tenant: c.tenant }, {
+      cost_usd: money, input_tokens: t.input_tokens, output_tokens: t.output_tokens,
     })
-    TIERS.forEach((t, i) => {
-      const bucket = Math.floor(c.ts / t.grain) * t.grain
-      add(`t${i}\0${bucket}\0${c.tenant}`, c.delta, `UPDATE ${t.totals} SET cost_usd = cost_usd + @delta WHERE bucket = @bucket AND tenant = @tenant`, {
-        bucket, tenant: c.tenant,
+    TIERS.forEach((tier, i) => {
+      const bucket = Math.floor(c.ts / tier.grain) * tier.grain
+      add(`t${i}\0${bucket}\0${c.tenant}`, tier.totals, 'bucket = @bucket AND tenant = @tenant', { bucket, tenant: c.tenant }, {
+        cost_usd: money, plan_value_usd: plan ? c.delta : 0, ...tokens,
       })
       const dims: [Dim, string, string][] = [
         ['model', c.model, c.provider],
@@ -82,21 +82,26 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
       for (const [dim, key, provider] of dims) {
         add(
           `d${i}\0${dim}\0${bucket}\0${c.tenant}\0${key}\0${provider}`,
-          c.delta,
-          `UPDATE ${t.dims} SET cost_usd = cost_usd + @delta WHERE dim = @dim AND bucket = @bucket AND tenant = @tenant AND key = @key AND provider = @provider`,
+          tier.dims,
+          'dim = @dim AND bucket = @bucket AND tenant = @tenant AND key = @key AND provider = @provider',
           { dim, bucket, tenant: c.tenant, key, provider },
+          { cost_usd: money, ...tokens },
         )
       }
     })
     if (c.session !== '') {
-      add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, c.delta, 'UPDATE dash_session SET cost_usd = cost_usd + @delta WHERE tenant = @tenant AND agent = @agent AND session = @session', {
+      add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, 'dash_session', 'tenant = @tenant AND agent = @agent AND session = @session', {
         tenant: c.tenant, agent: c.agent, session: c.session,
-      })
+      }, { cost_usd: money })
     }
   }
   for (const k of [...sums.keys()].sort()) {
     const e = sums.get(k)!
-    await tx.run(e.sql, { ...e.params, delta: e.delta })
+    const cols = [...e.cols].filter(([, v]) => v !== 0)
+    if (cols.length === 0) continue
+    const params: Record<string, unknown> = { ...e.params }
+    for (const [col, v] of cols) params[`d_${col}`] = v
+    await tx.run(`UPDATE ${e.table} SET ${cols.map(([col]) => `${col} = ${col} + @d_${col}`).join(', ')} WHERE ${e.where}`, params)
   }
 }
 

@@ -4,6 +4,7 @@ import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
+import type { BackgroundDone } from '../../pricing/background'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
 import type { CallState } from './state'
@@ -11,6 +12,11 @@ import type { CallState } from './state'
 export interface RecorderOptions {
   ledger: Ledger
   pricer: Pricer
+  /**
+   * Given a background response's final usage (read from a later answer about it, which costs
+   * nothing itself): the call that created the response takes it (../../pricing/background.ts).
+   */
+  settleBackground?: (done: BackgroundDone) => void
 }
 
 /**
@@ -42,6 +48,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         usage = r.usage
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
+        if (r.backgroundUsage && responseId && opts.settleBackground) {
+          opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage })
+        }
         // A stream cut after its prompt-side usage but before its output count: the prompt counts
         // are the provider's, the output is estimated from what streamed (never less than reported).
         if (usage && r.partialOutput && s.ctx.shape.billable) {

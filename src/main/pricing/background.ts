@@ -1,0 +1,100 @@
+import type { CallBilling } from '../../shared/api'
+import type { CallLedger as Ledger } from '../ledger/types'
+import type { Usage } from '../metering/usage'
+import { usageExtra } from '../metering/usage-extra'
+import type { SqlStore } from '../storage/sql'
+import { CostMoves, type SpendTargets } from './moves'
+import type { Pricer } from './price'
+
+/** A background response's final usage, as a later answer about it gave it (`MeterResult.backgroundUsage`). */
+export interface BackgroundDone {
+  /** Burnrate's provider name (the ledger's `provider`). */
+  provider: string
+  /** The provider's id in the price data. */
+  pricingId: string
+  /** The response's id (`resp_…`): the creating call's `response_id`. */
+  responseId: string
+  usage: Usage
+}
+
+interface Row {
+  id: number
+  ts: number
+  model: string
+  api_key_hash: string
+  tenant: string
+  agent: string
+  session: string
+  project: string
+  member: string
+  requested_model: string | null
+  billing: CallBilling
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  cost_usd: number
+}
+
+/**
+ * The call that created a background response (same provider and `response_id`, a Responses
+ * POST still estimated: its answer was `queued`, without usage) takes the response's final usage
+ * and its cost at the call's time, once: its row (then `estimated: false`), the rollups, today's
+ * spend and the budget meters move together, as re-pricing moves them (./moves.ts). Resolves to
+ * whether a call took it (false: no such call here, or it took its real usage already).
+ */
+export async function settleBackground(
+  store: SqlStore,
+  ledger: Pick<Ledger, 'flushed' | 'spend'>,
+  pricer: Pricer,
+  done: BackgroundDone,
+  budgets: SpendTargets = {},
+): Promise<boolean> {
+  await ledger.flushed() // the creating call may still be on its way to the table
+  const moves = await store.transaction(async (tx) => {
+    // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
+    const row = await tx.get<Row>(
+      `SELECT id, ts, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
+              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd
+         FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint = 'responses' AND estimated = 1 AND origin_id IS NULL
+        ORDER BY id LIMIT 1`,
+      { rid: done.responseId, provider: done.provider },
+    )
+    if (!row) return null
+    const u = done.usage
+    let cost = 0
+    let priced = true
+    // Priced as the recorder prices a call (nothing to price in a response that produced nothing).
+    if (u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0) {
+      const p = pricer.price(done.pricingId, done.provider, row.model, u, new Date(row.ts))
+      cost = p.cost_usd
+      priced = p.priced
+    }
+    // Only while still estimated: a second answer about the response (another poll, another instance) changes nothing.
+    const changed = await tx.run(
+      `UPDATE calls SET input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead, cache_write_tokens = @cacheWrite,
+              cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, usage_extra = @extra, cost_usd = @cost, priced = @priced,
+              estimated = 0
+        WHERE id = @id AND estimated = 1`,
+      {
+        id: row.id, input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_tokens, cacheWrite: u.cache_write_tokens,
+        cacheWrite1h: u.cache_write_1h_tokens, reasoning: u.reasoning_tokens, cost, priced: priced ? 1 : 0,
+        // Its searches (and any other part billed apart) kept as the recorder keeps them: re-pricing it later charges them again.
+        extra: usageExtra(u),
+      },
+    )
+    if (changed === 0) return null
+    const moves = await CostMoves.in(tx)
+    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, {
+      input_tokens: u.input_tokens - row.input_tokens,
+      output_tokens: u.output_tokens - row.output_tokens,
+      cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
+      cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
+    })
+    await moves.apply(tx, budgets)
+    return moves
+  })
+  if (!moves) return false
+  moves.publish(ledger, budgets)
+  return true
+}

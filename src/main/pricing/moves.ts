@@ -1,0 +1,79 @@
+import type { CallBilling } from '../../shared/api'
+import type { CostAdjustment } from '../budgets/types'
+import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
+import type { CallLedger as Ledger } from '../ledger/types'
+import type { SqlStore } from '../storage/sql'
+
+/** What a stored call is counted by: the rollups' groupings and the budgets' scopes. */
+export interface MovedCall {
+  id: number
+  ts: number
+  provider: string
+  model: string
+  api_key_hash: string
+  tenant: string
+  agent: string
+  session: string
+  project: string
+  member: string
+  /** The model the call requested when the answer named another (budget rules match either). */
+  requested_model: string | null
+  billing: CallBilling
+}
+
+/** Where the budgets' spend is moved: this process's meters, and PostgreSQL's shared spend rows. */
+export interface SpendTargets {
+  /** The budget rules' meters in this process, moved once the transaction is committed. */
+  meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
+  /** PostgreSQL's shared spend rows, moved in the transaction that changes the calls (budgets/state/pg/call-spend.ts). */
+  shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
+}
+
+/**
+ * The calls one transaction changed the cost (or tokens) of, and what that moves: the rollups
+ * that already include them, in the same transaction, and then, once committed, today's and this
+ * month's spend and the budget meters (`publish`). Used by re-pricing and by background
+ * responses taking their real usage, so both move the same things the same way.
+ */
+export class CostMoves {
+  readonly changes: CostChange[] = []
+  readonly spend: CostAdjustment[] = []
+
+  /** `folded`: the last call id the rollups include (`foldedUpTo`). */
+  private constructor(private readonly folded: number) {}
+
+  /** For calls changed in `tx`: on SQLite, calls past the rollups' mark are folded later, with their new values (on PostgreSQL the rollups are written in the same transaction as the calls: all are folded). */
+  static async in(tx: SqlStore): Promise<CostMoves> {
+    const last = tx.dialect === 'sqlite' ? ((await tx.get<{ id: number }>('SELECT last_call_id AS id FROM dash_state WHERE id = 1'))?.id ?? 0) : Infinity
+    return new CostMoves(last)
+  }
+
+  /** Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens` more). */
+  add(r: MovedCall, delta: number, tokens?: TokenChange): void {
+    if (r.id <= this.folded) {
+      this.changes.push({
+        ts: r.ts, provider: r.provider, model: r.model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
+        project: r.project, member: r.member, billing: r.billing, delta, tokens,
+      })
+    }
+    // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
+    if (r.billing !== 'subscription' && delta !== 0) {
+      this.spend.push({
+        api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
+        tenant: r.tenant, session: r.session, delta,
+      })
+    }
+  }
+
+  /** Moves the rollups and, on PostgreSQL, the shared spend rows, in the transaction. */
+  async apply(tx: SqlStore, budgets: SpendTargets): Promise<void> {
+    await adjustRollups(tx, this.changes)
+    if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
+  }
+
+  /** Once committed: today's and this month's spend per key, and the budget meters of this process. */
+  publish(ledger: Pick<Ledger, 'spend'>, budgets: SpendTargets): void {
+    for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
+    budgets.meters?.adjust(this.spend)
+  }
+}

@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest'
+import { inspectAzure } from './azure'
+import { OpenAIMeter, inspectOpenAI, openaiEndpointOf } from './openai'
+
+describe('OpenAI: reads of a stored response', () => {
+  it('names the retrieve and cancel of a response, and nothing else under /responses/{id}', () => {
+    expect(openaiEndpointOf('GET', '/responses/resp_1')).toBe('responses.retrieve')
+    expect(openaiEndpointOf('POST', '/responses/resp_1/cancel')).toBe('responses.cancel')
+    expect(openaiEndpointOf('GET', '/responses/resp_1/input_items')).toBe('other')
+    expect(openaiEndpointOf('DELETE', '/responses/resp_1')).toBe('other')
+    expect(openaiEndpointOf('GET', '/responses/resp_1/cancel')).toBe('other')
+    expect(openaiEndpointOf('POST', '/responses')).toBe('responses')
+    expect(openaiEndpointOf('GET', '/responses')).toBe('other')
+    const shape = inspectOpenAI({ method: 'GET', path: '/responses/resp_1', query: 'stream=true', headers: {}, body: undefined })
+    expect(shape).toMatchObject({ endpoint: 'responses.retrieve', billable: false, free: true })
+    expect(inspectOpenAI({ method: 'POST', path: '/responses', query: '', headers: {}, body: { model: 'o3-pro', background: true } }).free).toBeUndefined()
+    // Azure OpenAI's v1 API and its api-version paths name them alike.
+    for (const path of ['/openai/v1/responses/resp_1', '/openai/responses/resp_1']) {
+      expect(inspectAzure({ method: 'GET', path, query: '', headers: {}, body: undefined }, {})).toMatchObject({ endpoint: 'responses.retrieve', billable: false, free: true })
+    }
+    expect(inspectAzure({ method: 'POST', path: '/openai/v1/responses/resp_1/cancel', query: '', headers: {}, body: undefined }, {})).toMatchObject({
+      endpoint: 'responses.cancel', billable: false, free: true,
+    })
+  })
+
+  const usage = { input_tokens: 10, output_tokens: 20, output_tokens_details: { reasoning_tokens: 5 } }
+  const read = (body: unknown) => {
+    const m = new OpenAIMeter({ endpoint: 'responses.retrieve' })
+    m.json(body)
+    return m.result()
+  }
+
+  it("gives a finished background response's usage to its creating call, never to the read", () => {
+    const r = read({ id: 'resp_1', object: 'response', status: 'completed', background: true, model: 'o3-pro', usage })
+    expect(r.usage).toBeNull()
+    expect(r.responseId).toBe('resp_1')
+    expect(r.backgroundUsage).toMatchObject({ input_tokens: 10, output_tokens: 20, reasoning_tokens: 5 })
+  })
+
+  it('gives nothing while the response runs, nor for a response not created in the background', () => {
+    expect(read({ id: 'resp_1', object: 'response', status: 'in_progress', background: true, usage: null }).backgroundUsage).toBeUndefined()
+    const fg = read({ id: 'resp_1', object: 'response', status: 'completed', background: false, usage })
+    expect(fg.usage).toBeNull()
+    expect(fg.backgroundUsage).toBeUndefined()
+  })
+
+  it('reads a failed response as nothing billed, a cancelled one without usage as unknown', () => {
+    expect(read({ id: 'r', object: 'response', status: 'failed', background: true, usage: null }).backgroundUsage).toMatchObject({ input_tokens: 0, output_tokens: 0 })
+    expect(read({ id: 'r', object: 'response', status: 'cancelled', background: true, usage: null }).backgroundUsage).toBeUndefined()
+  })
+
+  it('takes a streamed read from its terminal event', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses.retrieve' })
+    const ev = (type: string, response: object) => m.event(type, JSON.stringify({ type, response }))
+    ev('response.in_progress', { id: 'resp_2', status: 'in_progress', background: true, usage: null })
+    m.event('response.output_text.delta', JSON.stringify({ type: 'response.output_text.delta', delta: 'hello' }))
+    expect(m.result().backgroundUsage).toBeUndefined()
+    ev('response.completed', { id: 'resp_2', status: 'completed', background: true, usage })
+    expect(m.result()).toMatchObject({ usage: null, responseId: 'resp_2', complete: true, backgroundUsage: { input_tokens: 10, output_tokens: 20 } })
+  })
+
+  it('meters a background POST that streams to its end as any call (its own usage)', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses' })
+    m.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_3', status: 'completed', background: true, usage } }))
+    expect(m.result().usage).toMatchObject({ input_tokens: 10, output_tokens: 20 })
+    expect(m.result().backgroundUsage).toBeUndefined()
+  })
+})
