@@ -270,7 +270,7 @@ export async function runProxyBench(): Promise<void> {
   }
   const all = Object.values(results).flatMap((f) => BURNRATE_TARGETS.map((t) => verdict(f, t)))
   const met = all.length > 0 && all.every((v) => v.latencyMet && v.throughputMet)
-  out.push('', `All targets met: ${met ? 'yes' : 'no'}.`)
+  out.push('', `All of issue 20's proxy targets met, by every Burnrate in both scenarios: ${met ? 'yes' : 'no'}.`)
   process.stdout.write(`\n${out.join('\n')}\n`)
   for (const t of BURNRATE_TARGETS) rmSync(b[t].dataDir, { recursive: true, force: true })
   if (failed) process.exitCode = 1
