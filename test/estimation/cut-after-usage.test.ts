@@ -172,3 +172,49 @@ describe('a Gemini stream cut before its last event', () => {
     expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: 18, output_tokens: 80 + 35 })
   })
 })
+
+describe('an OpenAI-compatible stream with a running usage count in every chunk, cut before it finished', () => {
+  // As vLLM (`continuous_usage_stats`) and some OpenAI-compatible APIs stream: every chunk carries
+  // the usage so far; the chunk with `finish_reason` carries the bill, then `[DONE]`.
+  const WORDS = 30
+  const PROMPT = 57
+  const chunk = (i: number) => {
+    const last = i === WORDS - 1
+    const ev = {
+      id: 'chatcmpl-running', object: 'chat.completion.chunk', model: 'gpt-4o-mini',
+      choices: [{ index: 0, delta: { content: `word${i} ` }, finish_reason: last ? 'stop' : null }],
+      usage: { prompt_tokens: PROMPT, completion_tokens: (i + 1) * 2, total_tokens: PROMPT + (i + 1) * 2 },
+    }
+    return Buffer.from(`data: ${JSON.stringify(ev)}\n\n`)
+  }
+  const events = [...Array.from({ length: WORDS }, (_, i) => chunk(i)), Buffer.from('data: [DONE]\n\n')]
+  const call = () =>
+    new Promise<void>((resolve) => {
+      const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-cut-running-000000000001' }, agent: false }, (res) => {
+        res.resume()
+        res.on('close', () => resolve())
+        res.on('error', () => resolve())
+      })
+      req.on('error', () => resolve())
+      req.end(JSON.stringify({ model: 'gpt-4o-mini', stream: true, messages: [{ role: 'user', content: 'Say thirty words.' }] }))
+    })
+  const price = (row: any) =>
+    calcPrice({ input_tokens: row.input_tokens, output_tokens: row.output_tokens }, 'gpt-4o-mini', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price
+
+  it('upstream reset: the prompt count exact, the output estimated (never below the count so far), marked estimated', async () => {
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 10, delayMs: 2 }))
+    const row = await recorded(t, call)
+    expect(row).toMatchObject({ status: 502, error: 'upstream_reset', estimated: 1, priced: 1, input_tokens: PROMPT })
+    // At least the running count of the last chunk metered (1 to 10 chunks got through), and less than the whole answer's.
+    expect(row.output_tokens).toBeGreaterThanOrEqual(2)
+    expect(row.output_tokens).toBeLessThan(WORDS * 2)
+    expect(row.cost_usd).toBe(price(row))
+  })
+
+  it('a whole stream keeps the exact counts of its finishing chunk, not estimated', async () => {
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
+    const row = await recorded(t, call)
+    expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: PROMPT, output_tokens: WORDS * 2 })
+    expect(row.cost_usd).toBe(price(row))
+  })
+})

@@ -168,6 +168,15 @@ export class OpenAIMeter implements Meter {
   private readonly reread: boolean
   /** Read again: the answer is a background response in a terminal status. */
   private backgroundDone = false
+  /**
+   * Chat Completions: the usage came in a chunk that still carried choices (servers that send a
+   * running count in every chunk: vLLM's continuous usage stats, some OpenAI-compatible APIs), so
+   * it is final only once a choice has finished or the stream said `[DONE]`; meanwhile the text is
+   * kept, to estimate the output should the stream be cut. (OpenAI's own usage chunk has no choices.)
+   */
+  private running = false
+  /** A choice gave its `finish_reason`: the generation ended. */
+  private finished = false
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
@@ -213,11 +222,15 @@ export class OpenAIMeter implements Meter {
     // Chat Completions (and legacy Completions) chunks.
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
     if (typeof ev.id === 'string' && ev.id) this.id = ev.id
-    if (ev.usage) this.usage = this.read(ev.usage) ?? this.usage
+    if (ev.usage) {
+      this.usage = this.read(ev.usage) ?? this.usage
+      if (this.usage) this.running = Array.isArray(ev.choices) && ev.choices.length > 0
+    }
     // Groq puts a stream's usage in the last chunk's `x_groq` object.
     else if (isObject(ev.x_groq) && ev.x_groq.usage) this.usage = this.read(ev.x_groq.usage) ?? this.usage
-    if (!this.usage && Array.isArray(ev.choices)) {
+    if ((!this.usage || (this.running && !this.finished)) && Array.isArray(ev.choices)) {
       for (const c of ev.choices) {
+        if (typeof c?.finish_reason === 'string') this.finished = true
         const d = c?.delta
         if (isObject(d)) {
           if (typeof d.content === 'string') this.text.push(d.content)
@@ -261,6 +274,11 @@ export class OpenAIMeter implements Meter {
         complete: this.complete,
         backgroundUsage: this.backgroundDone && this.usage ? this.usage : undefined,
       }
+    }
+    // A running count from a stream cut before its generation ended: the prompt side is exact, the
+    // output is estimated from what streamed (never below the count so far), and marked so.
+    if (this.usage && this.running && !this.finished && !this.complete) {
+      return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: false, partialOutput: true }
     }
     return {
       usage: this.usage,
