@@ -1,9 +1,8 @@
-import type { CallBilling } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
-import { CostMoves, type SpendTargets } from './moves'
+import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
 
 /** A background response's final usage, as a later answer about it gave it (`MeterResult.backgroundUsage`). */
@@ -17,18 +16,8 @@ export interface BackgroundDone {
   usage: Usage
 }
 
-interface Row {
-  id: number
-  ts: number
-  model: string
-  api_key_hash: string
-  tenant: string
-  agent: string
-  session: string
-  project: string
-  member: string
-  requested_model: string | null
-  billing: CallBilling
+/** The creating call as read back: what it is counted by (its provider is the answer's), and its tokens and cost. */
+interface Row extends Omit<MovedCall, 'provider'> {
   input_tokens: number
   output_tokens: number
   cache_read_tokens: number

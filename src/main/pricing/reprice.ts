@@ -1,23 +1,13 @@
-import type { CallBilling, RepriceResult } from '../../shared/api'
+import type { RepriceResult } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
-import { CostMoves, type SpendTargets } from './moves'
+import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
 
-interface Row {
-  id: number
-  ts: number
-  api_key_hash: string
-  tenant: string
-  agent: string
-  session: string
-  project: string
-  member: string
-  /** The model the call requested when the answer named another (budget rules match either). */
-  requested_model: string | null
-  billing: CallBilling
+/** A call as re-pricing reads it: what it is counted by (its provider and model are those being re-priced), its usage and cost. */
+interface Row extends Omit<MovedCall, 'provider' | 'model'> {
   input_tokens: number
   output_tokens: number
   cache_read_tokens: number
