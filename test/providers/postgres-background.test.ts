@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/main/log'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually, postJson, request } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
@@ -58,4 +59,35 @@ describe('background responses on PostgreSQL', () => {
     })
     expect(costs).toMatchObject({ input_tokens: 40_000, output_tokens: 120_000, cache_read_tokens: 10_000 })
   })
+
+  it('PostgreSQL away when the final answer passes: the call takes its real usage once it is back', async () => {
+    const url = h.database()
+    const lines: string[] = []
+    const a = await h.server({ url, config: { timezone: 'UTC' }, log: createLogger('info', (l) => lines.push(l)) })
+    const store = h.store(url)
+    const id = 'resp_pg_background_away_0001'
+    const created = await postJson(`${a.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters.', background: true, metadata: { id } }, {
+      authorization: `Bearer ${KEY}`,
+    })
+    expect(created.status).toBe(200)
+    const call = () =>
+      store.get<{ cost_usd: number; estimated: number; output_tokens: number }>(
+        "SELECT cost_usd, estimated, output_tokens FROM calls WHERE response_id = @id AND endpoint = 'responses'",
+        { id },
+      )
+    await until('the creating call is stored', async () => (await call()) !== undefined)
+    answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
+    h.pg.stopServer()
+    try {
+      // The client reads the finished response once, while PostgreSQL is away: the move fails, and is tried again.
+      expect((await request(`${a.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
+      await until('a retry is scheduled', () => lines.some((l) => l.includes(`background response ${id}: its real usage is recorded again`)))
+    } finally {
+      h.pg.startServer()
+    }
+    await until('the call took its real usage', async () => (await call().catch(() => undefined))?.estimated === 0, 90_000)
+    const done = (await call())!
+    expect(done.output_tokens).toBe(120_000)
+    expect(close(done.cost_usd, REAL_COST)).toBe(true)
+  }, 120_000)
 })

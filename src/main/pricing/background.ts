@@ -38,8 +38,10 @@ export async function settleBackground(
   pricer: Pricer,
   done: BackgroundDone,
   budgets: SpendTargets = {},
-): Promise<boolean> {
-  await ledger.flushed() // the creating call may still be on its way to the table
+): Promise<boolean | 'later'> {
+  // The creating call may still be on its way to the table (false: not all written, e.g. PostgreSQL away).
+  const written = await ledger.flushed()
+  let found = false
   const moves = await store.transaction(async (tx) => {
     // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
     const row = await tx.get<Row>(
@@ -50,6 +52,7 @@ export async function settleBackground(
       { rid: done.responseId, provider: done.provider },
     )
     if (!row) return null
+    found = true
     const u = done.usage
     let cost = 0
     let priced = true
@@ -83,7 +86,7 @@ export async function settleBackground(
     await moves.apply(tx, budgets)
     return moves
   })
-  if (!moves) return false
+  if (!moves) return found ? false : written ? false : 'later'
   moves.publish(ledger, budgets)
   return true
 }
