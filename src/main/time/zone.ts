@@ -79,15 +79,23 @@ const DAY_MS = 86_400_000
  * Cuba, Brazil and Paraguay have) the day begins at the change, e.g. at 01:00.
  */
 export function localMidnight(year: number, month: number, day: number, tz: string): number {
-  const wall = Date.UTC(year, month - 1, day)
-  // The day's midnight lies within 14 hours of `wall`; the offsets a day either side bracket it.
+  return wallInstant(Date.UTC(year, month - 1, day), tz)
+}
+
+/**
+ * The first UTC instant whose wall clock in `tz` reads `wall` (a local time written as if it
+ * were UTC, e.g. `Date.UTC(2026, 10, 1, 1, 30)` for 01:30 on 2026-11-01): the first of two where
+ * the clocks fall back over it, the change itself where they spring forward over it.
+ */
+export function wallInstant(wall: number, tz: string): number {
+  // The instant lies within 14 hours of `wall`; the offsets a day either side bracket it.
   const before = offsetMs(wall - DAY_MS, tz)
   const after = offsetMs(wall + DAY_MS, tz)
   if (before === after && wall - before + offsetMs(wall - before, tz) === wall) return wall - before
   return midnightNearChange(wall, tz, [before, after, offsetMs(wall, tz)])
 }
 
-/** `localMidnight` near an offset change: the first instant whose wall clock reads `wall` or later. */
+/** `wallInstant` near an offset change: the first instant whose wall clock reads `wall` or later. */
 function midnightNearChange(wall: number, tz: string, offsets: number[]): number {
   const candidates = offsets.map((o) => wall - o)
   const exact = candidates.filter((t) => t + offsetMs(t, tz) === wall)
