@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { localParts, startOfDay } from '../../src/main/time/zone'
 import { type TestServer, startTestServer } from '../support/server'
 import { getJson, makeCall } from './seed'
 
@@ -10,6 +11,8 @@ let savedTz: string | undefined
 beforeAll(() => {
   savedTz = process.env.TZ
   process.env.TZ = 'Pacific/Kiritimati'
+  // Node applies TZ as it is set: the machine's zone is now +14:00.
+  expect(new Date(Date.UTC(2026, 0, 1)).getTimezoneOffset()).toBe(-14 * 60)
 })
 afterAll(() => {
   if (savedTz === undefined) delete process.env.TZ
@@ -79,5 +82,26 @@ describe('daily reports on days of 23 and 25 hours', () => {
     })
     // 01:30 on the 1st happens twice; a naive time means the first.
     expect(await report('kind=daily&since=2026-11-01T01:30&until=2026-11-01')).toEqual({ '2026-11-01': { requests: 3, cost_usd: 28 } })
+  })
+})
+
+describe("today and this month on a machine in another zone", () => {
+  it("/api/dashboard/summary splits at the configured zone's midnight, not the machine's (TZ=Pacific/Kiritimati)", async () => {
+    const now = Date.now()
+    // A configured zone where it is now between 03:00 and 21:00, so 23:59 yesterday and 00:01 today are both past.
+    const tz = ['America/New_York', 'Europe/Berlin', 'Asia/Kathmandu', 'America/Los_Angeles'].find((z) => {
+      const h = localParts(now, z).hour
+      return h >= 3 && h < 21
+    })!
+    const midnight = startOfDay(now, tz)
+    t = await startTestServer({ timezone: tz })
+    await record([
+      [new Date(midnight - 60_000).toISOString(), 0.75],
+      [new Date(midnight + 60_000).toISOString(), 0.25],
+    ])
+    const { body } = await getJson(`${t.url}/api/dashboard/summary`)
+    expect(body.today_requests).toBe(1)
+    expect(body.today_spend_usd).toBe(0.25)
+    expect(body.month_spend_usd).toBe(localParts(now, tz).day === 1 ? 0.25 : 1)
   })
 })
