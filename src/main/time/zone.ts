@@ -105,7 +105,7 @@ function midnightNearChange(wall: number, tz: string, offsets: number[]): number
   let lo = Math.min(...candidates) // wall clock < wall
   let hi = Math.max(...candidates) // wall clock >= wall
   while (hi - lo > 1000) {
-    const mid = lo + Math.floor((hi - lo) / 2000) * 1000
+    const mid = lo + Math.max(1000, Math.floor((hi - lo) / 2000) * 1000)
     if (mid + offsetMs(mid, tz) >= wall) hi = mid
     else lo = mid
   }
