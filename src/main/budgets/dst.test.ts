@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
+import { budgetsOverview } from '../dashboard/budgets'
 import type { CallRecord } from '../ledger/record'
+import { SpendTracker } from '../ledger/spend'
 import { openai } from '../providers/openai'
 import { hashKey, keyHint } from '../proxy/attribution'
 import type { CallContext } from '../proxy/gate'
@@ -98,5 +100,17 @@ describe('budget periods at DST changes', () => {
     // 5 hours later is 05:00 EST, not 06:00 by the wall clock: the spend leaves the window then.
     expect(refusal(e, at('2026-11-01T09:59:00Z'))).toMatchObject({ period: 'window' })
     expect(refusal(e, at('2026-11-01T10:01:00Z'))).toBeUndefined()
+  })
+
+  it('/api/dashboard/budgets on a 23-hour day: resets_at is the real midnight, the pace is by real hours', () => {
+    const e = engineWith('Europe/Berlin', 1, rule({ daily_limit_usd: 10 }), at('2026-03-28T23:00:00Z'))
+    spend(e, at('2026-03-29T00:00:00Z'), 1) // 01:00 CET
+    const now = at('2026-03-29T09:00:00Z') // 11:00 CEST: 10 real hours into the day, 13 left
+    const overview = budgetsOverview(e, new SpendTracker('Europe/Berlin'), null, now)
+    const daily = overview.rules[0].windows.find((w) => w.period === 'daily')!
+    expect(daily.resets_at).toBe('2026-03-29T22:00:00.000Z')
+    expect(daily.burn_rate_usd_per_hour).toBeCloseTo(0.1, 12) // $1 over 10 hours
+    expect(daily.projected_usd).toBeCloseTo(1 + 13 * 0.1, 12) // to the end of a 23-hour day
+    expect(daily.exhausted_at).toBeNull()
   })
 })
