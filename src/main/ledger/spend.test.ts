@@ -30,6 +30,21 @@ describe('SpendTracker', () => {
     expect(s.key('a', t1)).toEqual({ day: 2, month: 2 })
   })
 
+  it("today's spend on DST days: 25 hours in New York, a day from 01:00 in Santiago, a call recorded late stays on its own day", () => {
+    const ny = new SpendTracker('America/New_York')
+    ny.add('k1', Date.parse('2026-11-01T04:30:00Z'), 1, Date.parse('2026-11-01T04:30:00Z')) // 00:30 EDT
+    ny.add('k1', Date.parse('2026-11-02T04:30:00Z'), 2, Date.parse('2026-11-02T04:30:00Z')) // 23:30 EST, the same day
+    expect(ny.totals(Date.parse('2026-11-02T04:59:59Z'))).toEqual({ day: 3, month: 3 })
+    expect(ny.totals(Date.parse('2026-11-02T05:00:00Z'))).toEqual({ day: 0, month: 3 })
+
+    const cl = new SpendTracker('America/Santiago')
+    // At 01:30 on the 6th (the clocks went from 00:00 to 01:00), a call of 23:30 on the 5th is recorded.
+    const now = Date.parse('2026-09-06T04:30:00Z')
+    cl.add('k1', Date.parse('2026-09-06T03:30:00Z'), 1, now)
+    cl.add('k1', Date.parse('2026-09-06T04:10:00Z'), 2, now) // 01:10 on the 6th
+    expect(cl.key('k1', now)).toEqual({ day: 2, month: 3 })
+  })
+
   it('seeds itself from the ledger at start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-spend-'))
     const db = openDatabase(join(dir, 'b.db'))

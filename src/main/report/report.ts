@@ -1,17 +1,27 @@
 import type { SqlReader } from '../storage/sql'
-import { localMidnight } from '../time/zone'
+import { localMidnight, wallInstant } from '../time/zone'
 import { type Totals, collect, finish, sumRows } from './collect'
 import { costliestSessions } from './sessions'
 import { RANKED_KINDS, type Report, type ReportQuery, type ReportRow } from './types'
 
 export * from './types'
 
-/** A day `YYYY-MM-DD` (local midnight in `tz`) or an ISO time, as ms; `end` moves a day to the next midnight. */
+/**
+ * A day `YYYY-MM-DD` (local midnight in `tz`) or an ISO time, as ms; `end` moves a day to the
+ * next midnight. An ISO time without `Z` or an offset is a wall-clock time in `tz` (never in the
+ * machine's zone, which is what `Date.parse` would read it in).
+ */
 export function parseWhen(s: string, tz: string, end = false): number | null {
   const d = /^(\d{4})-?(\d{2})-?(\d{2})$/.exec(s)
   if (d) return localMidnight(Number(d[1]), Number(d[2]), Number(d[3]) + (end ? 1 : 0), tz)
-  const t = Date.parse(s)
-  return Number.isFinite(t) && /^\d{4}-\d{2}-\d{2}T/.test(s) ? t : null
+  if (!/^\d{4}-\d{2}-\d{2}T/.test(s)) return null
+  if (/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) {
+    const t = Date.parse(s)
+    return Number.isFinite(t) ? t : null
+  }
+  // Read the wall clock as UTC (so the machine's zone plays no part), then place it in `tz`.
+  const wall = Date.parse(`${s}Z`)
+  return Number.isFinite(wall) ? wallInstant(wall, tz) : null
 }
 
 /**

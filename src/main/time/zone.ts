@@ -70,14 +70,46 @@ export function offsetMs(ts: number, tz: string): number {
   return asUtc - Math.floor(ts / 1000) * 1000
 }
 
-/** The UTC instant of local wall-clock time y-m-d 00:00 in `tz` (month 1-12, may overflow). */
+const DAY_MS = 86_400_000
+
+/**
+ * The UTC instant of local wall-clock time y-m-d 00:00 in `tz` (month 1-12, may overflow): the
+ * first instant of that local day. Where midnight happens twice (a zone that falls back to 00:00)
+ * it is the first; where it does not exist (a zone that springs forward at 00:00, as Chile,
+ * Cuba, Brazil and Paraguay have) the day begins at the change, e.g. at 01:00.
+ */
 export function localMidnight(year: number, month: number, day: number, tz: string): number {
-  const wall = Date.UTC(year, month - 1, day)
-  // Two passes settle the offset across DST changes; a midnight that does not exist
-  // (a zone that springs forward at 00:00) resolves to the first instant after it.
-  let guess = wall - offsetMs(wall, tz)
-  guess = wall - offsetMs(guess, tz)
-  return guess
+  return wallInstant(Date.UTC(year, month - 1, day), tz)
+}
+
+/**
+ * The first UTC instant whose wall clock in `tz` reads `wall` (a local time written as if it
+ * were UTC, e.g. `Date.UTC(2026, 10, 1, 1, 30)` for 01:30 on 2026-11-01): the first of two where
+ * the clocks fall back over it, the change itself where they spring forward over it.
+ */
+export function wallInstant(wall: number, tz: string): number {
+  // The instant lies within 14 hours of `wall`; the offsets a day either side bracket it.
+  const before = offsetMs(wall - DAY_MS, tz)
+  const after = offsetMs(wall + DAY_MS, tz)
+  if (before === after && wall - before + offsetMs(wall - before, tz) === wall) return wall - before
+  return midnightNearChange(wall, tz, [before, after, offsetMs(wall, tz)])
+}
+
+/** `wallInstant` near an offset change: the first instant whose wall clock reads `wall` or later. */
+function midnightNearChange(wall: number, tz: string, offsets: number[]): number {
+  const candidates = offsets.map((o) => wall - o)
+  const exact = candidates.filter((t) => t + offsetMs(t, tz) === wall)
+  if (exact.length > 0) return Math.min(...exact)
+  // Midnight does not exist: the day begins where the clock jumps over it. Bisect (to the
+  // second) between an instant still on the day before and one already on this day.
+  let lo = Math.min(...candidates) // wall clock < wall
+  let hi = Math.max(...candidates) // wall clock >= wall
+  while (hi - lo > 1000) {
+    const mid = lo + Math.max(1000, Math.floor((hi - lo) / 2000) * 1000)
+    if (mid + offsetMs(mid, tz) >= wall) hi = mid
+    else lo = mid
+  }
+  return hi
 }
 
 export function startOfDay(ts: number, tz: string): number {

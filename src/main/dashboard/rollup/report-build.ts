@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { startOfDay } from '../../time/zone'
+import { isUtc, localMidnight, offsetMs, startOfDay } from '../../time/zone'
 import { MonthOf, reportZone, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
 import { hasReportSessions } from './report-sessions'
@@ -28,7 +28,10 @@ export function createReportMonths(db: Database.Database): void {
  * retention) cannot be rebuilt and keep the zone they were built in. Returns how many calls it folded.
  */
 export function ensureReportZone(db: Database.Database, tz: string): number {
-  if (reportZone(db) === tz) return 0
+  if (reportZone(db) === tz) {
+    repairSkippedMidnights(db, tz)
+    return 0
+  }
   return db.transaction(() => {
     const first = db.prepare('SELECT min(ts) FROM calls').pluck().get() as number | null
     const last = (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
@@ -84,4 +87,57 @@ export function rebuildReportMonths(db: Database.Database, tz: string): void {
   } finally {
     db.exec('DROP TABLE temp.report_month_of')
   }
+}
+
+const REPORT_SUMS = ['requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd', 'imported']
+const DAY_MS = 86_400_000
+
+/**
+ * Before this release, a day whose midnight does not exist in a zone west of UTC (Chile, Cuba,
+ * Brazil, Paraguay: 00:00 becomes 01:00) was keyed an hour early, at 23:00 of the day before, so
+ * reports filed that whole day under the day before. Such rows (keyed exactly at the instant the
+ * old computation gave, which no true day start equals) move to the day's true start, and the
+ * months are rebuilt. Rows kept from another zone (pruned days) are not touched. Run at start-up
+ * (from `ensureReportZone`): it looks only at the days around the zone's offset changes between
+ * the rollup's first and last day (one offset per day; nothing at all in UTC), so it costs a few
+ * milliseconds and finds nothing once done. Returns how many days it moved.
+ */
+export function repairSkippedMidnights(db: Database.Database, tz: string): number {
+  if (isUtc(tz)) return 0
+  const range = db.prepare(`SELECT min(day) AS a, max(day) AS b FROM dash_report_day WHERE dim = ''`).get() as { a: number | null; b: number | null }
+  if (range.a === null || range.b === null) return 0
+  const moves: [number, number][] = []
+  const first = Math.floor(range.a / DAY_MS) * DAY_MS
+  let before = offsetMs(first - DAY_MS, tz)
+  let here = offsetMs(first, tz)
+  for (let wall = first; wall <= range.b + DAY_MS; wall += DAY_MS) {
+    const after = offsetMs(wall + DAY_MS, tz)
+    if (before !== after) {
+      // The old two-pass midnight of the local day `wall` (written as UTC), against the true one.
+      const old = wall - offsetMs(wall - here, tz)
+      const d = new Date(wall)
+      const start = localMidnight(d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate(), tz)
+      if (start !== old && startOfDay(old, tz) !== old) moves.push([old, start])
+    }
+    before = here
+    here = after
+  }
+  const has = db.prepare(`SELECT 1 FROM dash_report_day WHERE dim = '' AND day = ? LIMIT 1`).pluck()
+  const found = moves.filter(([from]) => has.get(from) !== undefined)
+  if (found.length === 0) return 0
+  const move = db.prepare(`
+    INSERT INTO dash_report_day (dim, day, tenant, key, model, provider, agent, project, ${REPORT_SUMS.join(', ')})
+    SELECT dim, @to, tenant, key, model, provider, agent, project, ${REPORT_SUMS.join(', ')}
+      FROM dash_report_day WHERE day = @from
+        ON CONFLICT (dim, day, tenant, key, model, provider) DO UPDATE SET
+           ${REPORT_SUMS.map((c) => `${c} = dash_report_day.${c} + excluded.${c}`).join(', ')}`)
+  const drop = db.prepare('DELETE FROM dash_report_day WHERE day = @from')
+  db.transaction(() => {
+    for (const [from, to] of found) {
+      move.run({ from, to })
+      drop.run({ from })
+    }
+    rebuildReportMonths(db, tz)
+  })()
+  return found.length
 }
