@@ -44,6 +44,11 @@ export function emptyUsage(): Usage {
   }
 }
 
+/** Whether `u` has anything to price: tokens, or audio billed by the second (whisper-1 reports a duration and no tokens). */
+export function hasBilledUnits(u: Usage): boolean {
+  return u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0
+}
+
 /** A non-negative integer token count from untrusted JSON, or 0. */
 export function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0

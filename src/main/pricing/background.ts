@@ -1,5 +1,5 @@
 import type { CallLedger as Ledger } from '../ledger/types'
-import type { Usage } from '../metering/usage'
+import { hasBilledUnits, type Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
@@ -57,7 +57,7 @@ export async function settleBackground(
     let cost = 0
     let priced = true
     // Priced as the recorder prices a call (nothing to price in a response that produced nothing).
-    if (u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0) {
+    if (hasBilledUnits(u)) {
       const p = pricer.price(done.pricingId, done.provider, row.model, u, new Date(row.ts))
       cost = p.cost_usd
       priced = p.priced

@@ -1,6 +1,6 @@
 import type { RepriceResult } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
-import { emptyUsage } from '../metering/usage'
+import { emptyUsage, hasBilledUnits } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
@@ -75,7 +75,7 @@ export async function repriceModel(
           reasoning_tokens: r.reasoning_tokens,
         }, r.usage_extra)
         // As when it was recorded (proxy/call/recording.ts): a call with neither tokens nor audio seconds costs nothing.
-        if (usage.input_tokens + usage.output_tokens === 0 && !(usage.extra?.audio_seconds ?? 0)) continue
+        if (!hasBilledUnits(usage)) continue
         // The provider's own charge is what was billed: no price set here knows better.
         const p = usage.provider_cost_usd !== undefined
           ? { cost_usd: usage.provider_cost_usd, priced: true }

@@ -96,7 +96,7 @@ export interface OpenAIMeterOptions {
   usage?: UsageReader
 }
 
-export function openaiEndpoint(path: string): string {
+function openaiEndpoint(path: string): string {
   const p = path.endsWith('/') ? path.replace(/\/+$/, '') : path
   if (p === '/chat/completions') return 'chat.completions'
   if (p === '/responses') return 'responses'

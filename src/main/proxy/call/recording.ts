@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
-import { emptyUsage, type Usage } from '../../metering/usage'
+import { emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { BackgroundDone } from '../../pricing/background'
 import type { Pricer } from '../../pricing/price'
@@ -84,9 +84,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       const u = usage ?? emptyUsage()
       let cost = 0
       let priced = true
-      // Audio billed by the second (whisper-1) has a duration and no tokens.
-      const hasTokens = u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0
-      if (hasTokens) {
+      if (hasBilledUnits(u)) {
         const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
         cost = p.cost_usd
         priced = p.priced
