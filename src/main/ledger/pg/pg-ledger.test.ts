@@ -30,6 +30,14 @@ function ledgerOn(store: SqlStore, dir: string, over: Partial<PgLedgerOptions> =
   return new PgLedger(store, { flushIntervalMs: 20, maxPending: 10_000, timezone: 'UTC', dataDir: dir, ...over }).start()
 }
 
+/** Waits until no spill file is left in `dir`, asking the ledger for a pass meanwhile (its journal goes once a pass has stored it). */
+const spillGone = (ledger: PgLedger, dir: string, what: string) =>
+  until(what, () => {
+    if (spillFiles(dir).length === 0) return true
+    ledger.flush()
+    return false
+  })
+
 const sessions = async (s: SqlStore) => (await s.all<{ session: string }>('SELECT session FROM calls ORDER BY id')).map((r) => r.session)
 
 describe('the PostgreSQL ledger', () => {
@@ -210,11 +218,7 @@ describe('the PostgreSQL ledger', () => {
     hang = false
     release()
     expect(await ledger.flushed()).toBe(true)
-    await until('the spill file written and removed', () => {
-      if (spillFiles(dir).length === 0) return true
-      ledger.flush()
-      return false
-    })
+    await spillGone(ledger, dir, 'the spill file written and removed')
     expect(await sessions(store)).toEqual(['h1'])
     expect(ledger.status.writable).toBe(true)
     await ledger.close()
@@ -247,11 +251,7 @@ describe('the PostgreSQL ledger', () => {
     release()
     await holder
     expect(await ledger.flushed()).toBe(true)
-    await until('the journal removed once its calls are stored', () => {
-      if (spillFiles(dir).length === 0) return true
-      ledger.flush()
-      return false
-    })
+    await spillGone(ledger, dir, 'the journal removed once its calls are stored')
     expect(ledger.storage).toMatchObject({ spilled: 0, spill_files: 0 })
     // The next start writes the kept file: the calls already stored are not stored twice.
     const again = ledgerOn(store, next)
@@ -277,11 +277,7 @@ describe('the PostgreSQL ledger', () => {
     expect(ledger.storage.ready).toBe(false)
     release()
     expect(await ledger.flushed()).toBe(true)
-    await until('the journal removed once stored', () => {
-      if (spillFiles(dir).length === 0) return true
-      ledger.flush()
-      return false
-    })
+    await spillGone(ledger, dir, 'the journal removed once stored')
     expect(await sessions(store)).toEqual(['early'])
     await ledger.close()
   })
@@ -334,11 +330,7 @@ describe('the PostgreSQL ledger', () => {
     expect(ledger.status.dropped).toBe(0)
     open = true
     expect(await ledger.flushed()).toBe(true)
-    await until('the spill file written and removed', () => {
-      if (spillFiles(dir).length === 0) return true
-      ledger.flush()
-      return false
-    })
+    await spillGone(ledger, dir, 'the spill file written and removed')
     const got = await sessions(store)
     expect(got).toHaveLength(250)
     expect(new Set(got).size).toBe(250)
