@@ -7,7 +7,7 @@ import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { answer, recorded } from '../providers/ledger'
+import { answer, geminiMultimodalAnswer, recorded } from '../providers/ledger'
 
 /**
  * Re-pricing (`POST /api/admin/prices/{provider}/{model}/reprice?all=true`) prices a past call
@@ -89,23 +89,7 @@ describe('re-pricing keeps what a call was billed beyond its token columns', () 
 
   it('a Gemini call with image and audio tokens is re-priced at their own rates, as genai-prices reads the answer', async () => {
     const model = 'gemini-2.5-flash'
-    const body = {
-      candidates: [],
-      usageMetadata: {
-        promptTokenCount: 3_000,
-        cachedContentTokenCount: 1_000,
-        candidatesTokenCount: 500,
-        totalTokenCount: 3_500,
-        promptTokensDetails: [
-          { modality: 'TEXT', tokenCount: 1_000 },
-          { modality: 'IMAGE', tokenCount: 1_200 },
-          { modality: 'AUDIO', tokenCount: 800 },
-        ],
-        cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }, { modality: 'TEXT', tokenCount: 400 }],
-        candidatesTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }],
-      },
-      modelVersion: model,
-    }
+    const body = geminiMultimodalAnswer(model)
     // Recorded under a runtime price (per token), which is then removed.
     expect((await admin(t.url, 'PUT', `/prices/gemini/${model}`, { body: { input_mtok: 1, output_mtok: 1 } })).status).toBe(200)
     answer(upstream, body)

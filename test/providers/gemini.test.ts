@@ -5,7 +5,7 @@ import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { answer, recorded } from './ledger'
+import { answer, geminiMultimodalAnswer, recorded } from './ledger'
 
 let upstream: MockUpstream
 let t: TestServer
@@ -208,23 +208,7 @@ describe('Gemini pricing beyond the recordings', () => {
   })
 
   it('prices audio output and image input of the answer as genai-prices does', async () => {
-    const body = {
-      candidates: [],
-      usageMetadata: {
-        promptTokenCount: 3_000,
-        cachedContentTokenCount: 1_000,
-        candidatesTokenCount: 500,
-        totalTokenCount: 3_500,
-        promptTokensDetails: [
-          { modality: 'TEXT', tokenCount: 1_000 },
-          { modality: 'IMAGE', tokenCount: 1_200 },
-          { modality: 'AUDIO', tokenCount: 800 },
-        ],
-        cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }, { modality: 'TEXT', tokenCount: 400 }],
-        candidatesTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }],
-      },
-      modelVersion: 'gemini-2.5-flash',
-    }
+    const body = geminiMultimodalAnswer('gemini-2.5-flash')
     answer(upstream, body)
     const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row).toMatchObject({ input_tokens: 3_000, cache_read_tokens: 1_000, output_tokens: 500, priced: 1 })

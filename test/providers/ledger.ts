@@ -38,3 +38,28 @@ export function answer(upstream: MockUpstream, body: Buffer | string | object, k
     upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: buf }))
   }
 }
+
+/**
+ * A Gemini answer whose prompt holds text, image and audio parts (part of the audio cached) and
+ * whose output is audio, as `generateContent` reports it: 3,000 prompt tokens (1,000 cached),
+ * 500 output tokens.
+ */
+export function geminiMultimodalAnswer(model: string) {
+  return {
+    candidates: [],
+    usageMetadata: {
+      promptTokenCount: 3_000,
+      cachedContentTokenCount: 1_000,
+      candidatesTokenCount: 500,
+      totalTokenCount: 3_500,
+      promptTokensDetails: [
+        { modality: 'TEXT', tokenCount: 1_000 },
+        { modality: 'IMAGE', tokenCount: 1_200 },
+        { modality: 'AUDIO', tokenCount: 800 },
+      ],
+      cacheTokensDetails: [{ modality: 'AUDIO', tokenCount: 600 }, { modality: 'TEXT', tokenCount: 400 }],
+      candidatesTokensDetails: [{ modality: 'AUDIO', tokenCount: 500 }],
+    },
+    modelVersion: model,
+  }
+}
