@@ -1,6 +1,7 @@
 import type { CallLedger as Ledger } from '../ledger/types'
 import { hasBilledUnits, type Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
+import type { ServerContext } from '../server/context'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
@@ -89,4 +90,53 @@ export async function settleBackground(
   if (!moves) return found ? false : written ? false : 'later'
   moves.publish(ledger, budgets)
   return true
+}
+
+/** After a failed attempt (the creating call not yet stored, the database away), when to try again. */
+const BACKGROUND_RETRIES_MS = [1_000, 5_000, 15_000, 60_000, 300_000]
+
+/**
+ * A background response's final usage goes to the call that created it (settleBackground),
+ * off the call's path; the budget meters are read when it runs (the budgets feature sets them).
+ * The client stops polling once it has the final answer, so an attempt that fails because the
+ * creating call is not stored yet or the database is away is tried again later (BACKGROUND_RETRIES_MS,
+ * in memory: a restart meanwhile leaves the call estimated). Shutting down waits for attempts
+ * under way (the ledger and the store are still open then) and drops the retries still waiting.
+ */
+export function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shared']): (done: BackgroundDone) => void {
+  const pending = new Set<Promise<unknown>>()
+  const timers = new Set<NodeJS.Timeout>()
+  let closed = false
+  ctx.onClose(() => {
+    closed = true
+    for (const t of timers) clearTimeout(t)
+    timers.clear()
+    return Promise.all(pending).then(() => {})
+  })
+  const attempt = (done: BackgroundDone, tries: number): void => {
+    const again = (why: string) => {
+      const wait = BACKGROUND_RETRIES_MS[tries]
+      if (closed || wait === undefined) {
+        ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${why}); the call stays estimated`)
+        return
+      }
+      ctx.log.info(`background response ${done.responseId}: its real usage is recorded again in ${wait / 1000} s (${why})`)
+      const timer = setTimeout(() => {
+        timers.delete(timer)
+        attempt(done, tries + 1)
+      }, wait)
+      timer.unref()
+      timers.add(timer)
+    }
+    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared })
+      .then(
+        (r) => {
+          if (r === 'later') again('its creating call is not stored yet')
+        },
+        (err: Error) => again(err.message),
+      )
+      .finally(() => pending.delete(p))
+    pending.add(p)
+  }
+  return (done) => attempt(done, 0)
 }

@@ -30,9 +30,8 @@ import { ledgerLog } from '../reliability/ledger-log'
 import { ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import type { HeadersObserver } from '../proxy/call/forward'
-import { type BackgroundDone, settleBackground } from '../pricing/background'
-import type { SpendTargets } from '../pricing/moves'
-import { createProxyHandler, type ProxyHandler, type ProxyOptions } from '../proxy/handler'
+import { backgroundSettler } from '../pricing/background'
+import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
@@ -398,53 +397,4 @@ function seededSessions(ctx: ServerContext): SessionInference {
 /** A listen URL as a client reaches it: a wildcard address (0.0.0.0, ::) on loopback. */
 function reachable(url: string): string {
   return url.replace('//0.0.0.0:', '//127.0.0.1:').replace('//[::]:', '//[::1]:')
-}
-
-/** After a failed attempt (the creating call not yet stored, the database away), when to try again. */
-const BACKGROUND_RETRIES_MS = [1_000, 5_000, 15_000, 60_000, 300_000]
-
-/**
- * A background response's final usage goes to the call that created it (pricing/background.ts),
- * off the call's path; the budget meters are read when it runs (the budgets feature sets them).
- * The client stops polling once it has the final answer, so an attempt that fails because the
- * creating call is not stored yet or the database is away is tried again later (BACKGROUND_RETRIES_MS,
- * in memory: a restart meanwhile leaves the call estimated). Shutting down waits for attempts
- * under way (the ledger and the store are still open then) and drops the retries still waiting.
- */
-function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shared']): NonNullable<ProxyOptions['settleBackground']> {
-  const pending = new Set<Promise<unknown>>()
-  const timers = new Set<NodeJS.Timeout>()
-  let closed = false
-  ctx.onClose(() => {
-    closed = true
-    for (const t of timers) clearTimeout(t)
-    timers.clear()
-    return Promise.all(pending).then(() => {})
-  })
-  const attempt = (done: BackgroundDone, tries: number): void => {
-    const again = (why: string) => {
-      const wait = BACKGROUND_RETRIES_MS[tries]
-      if (closed || wait === undefined) {
-        ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${why}); the call stays estimated`)
-        return
-      }
-      ctx.log.info(`background response ${done.responseId}: its real usage is recorded again in ${wait / 1000} s (${why})`)
-      const timer = setTimeout(() => {
-        timers.delete(timer)
-        attempt(done, tries + 1)
-      }, wait)
-      timer.unref()
-      timers.add(timer)
-    }
-    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared })
-      .then(
-        (r) => {
-          if (r === 'later') again('its creating call is not stored yet')
-        },
-        (err: Error) => again(err.message),
-      )
-      .finally(() => pending.delete(p))
-    pending.add(p)
-  }
-  return (done) => attempt(done, 0)
 }
