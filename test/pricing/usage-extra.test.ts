@@ -144,7 +144,19 @@ describe('re-pricing keeps what a call was billed beyond its token columns', () 
     expect((await admin(t.url, 'PUT', `/prices/openrouter/${model}`, { body: { input_mtok: 1, output_mtok: 1 } })).status).toBe(200)
     expect(await reprice('openrouter', model)).toMatchObject({ repriced: 0, unpriced: 0 })
     expect(row(first.id).cost_usd).toBe(0.0123456)
+
+    // A call recorded while the runtime price is set is charged what OpenRouter reported too (not
+    // 2,100 tokens at $1/M = $0.0021), so a later re-pricing has nothing to move.
+    answer(upstream, {
+      id: 'gen-usage-extra-2', object: 'chat.completion', created: 1, model,
+      choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }], usage,
+    })
+    const second = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model, messages: [] }, { authorization: 'Bearer sk-or-v1-test-usage-extra-01' }))
+    expect(second).toMatchObject({ cost_usd: 0.0123456, priced: 1 })
+    expect(await reprice('openrouter', model)).toMatchObject({ repriced: 0, unpriced: 0 })
     expect((await admin(t.url, 'DELETE', `/prices/openrouter/${model}`)).status).toBe(204)
+    expect(await reprice('openrouter', model)).toMatchObject({ repriced: 0, unpriced: 0 })
+    expect([row(first.id).cost_usd, row(second.id).cost_usd]).toEqual([0.0123456, 0.0123456])
   })
 
   it('a plain call stores no usage_extra', async () => {

@@ -95,4 +95,17 @@ describe('Pricer with remembered model lookups', () => {
       expect(pricer.price('openai', 'openai', 'gpt-4o-mini-2024-07-18', usage(1_000_000, 1_000_000), at).cost_usd).toBeCloseTo(3, 12)
     }
   })
+
+  it('charges what the provider reported (usage.cost) over a runtime price, an override and the library', () => {
+    const model = 'anthropic/claude-sonnet-4.5'
+    const pricer = new Pricer([{ model, input_mtok: 1, output_mtok: 2 }])
+    pricer.setRuntime([{ provider: 'openrouter', model, input_mtok: 3, output_mtok: 4 }])
+    const at = new Date('2026-01-01T00:00:00Z')
+    const reported = { ...usage(2000, 100), provider_cost_usd: 0.0123456 }
+    expect(pricer.price('openrouter', 'openrouter', model, reported, at)).toEqual({ cost_usd: 0.0123456, priced: true })
+    // Without a reported charge the runtime price applies: 2,000 x $3/M + 100 x $4/M.
+    expect(pricer.price('openrouter', 'openrouter', model, usage(2000, 100), at).cost_usd).toBeCloseTo(0.0064, 15)
+    // A charge of $0 (a free model) is a charge too.
+    expect(pricer.price('openrouter', 'openrouter', model, { ...usage(2000, 100), provider_cost_usd: 0 }, at)).toEqual({ cost_usd: 0, priced: true })
+  })
 })

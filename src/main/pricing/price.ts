@@ -54,8 +54,8 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
 /**
  * Prices usage with @pydantic/genai-prices' data (bundled, or the newer data ./update.ts
  * fetched), or with an override: a runtime price from the admin API, then the config's
- * `pricing.overrides`, both win over the library. A model none knows is `priced: false` with
- * cost 0: recorded, shown as unpriced, never guessed.
+ * `pricing.overrides`, both win over the library; a charge the provider reported wins over all.
+ * A model none knows is `priced: false` with cost 0: recorded, shown as unpriced, never guessed.
  */
 export class Pricer {
   private readonly overrides: { provider?: string; price: PriceProvider }[]
@@ -91,12 +91,18 @@ export class Pricer {
   }
 
   /**
-   * Order: a runtime price for the provider's model, a config override for the model, then the
-   * charge the provider reported itself (OpenRouter, Perplexity), then the library. Modality
+   * Order: the charge the provider reported itself (OpenRouter's and Perplexity's `usage.cost`:
+   * what was billed, so no price set here knows better), a runtime price for the provider's
+   * model, a config override for the model, then the library. The same order prices a new call
+   * and re-prices a recorded one, so re-pricing never moves a reported charge. Modality
    * splits (`usage.extra`) are priced where the model has their own rate; if the library cannot
    * use them, the call is priced without them (at the base rates) rather than left unpriced.
    */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
+    const reported = usage.provider_cost_usd
+    if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
+      return { cost_usd: reported, priced: true }
+    }
     const u = toLibraryUsage(usage)
     if (this.runtime.size > 0) {
       const rt = this.runtime.get(`${providerName}\0${model}`)
@@ -109,10 +115,6 @@ export class Pricer {
       if (o.provider && o.provider !== providerName) continue
       const r = safeCalc(u, model, { provider: o.price })
       if (r) return r
-    }
-    const reported = usage.provider_cost_usd
-    if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
-      return { cost_usd: reported, priced: true }
     }
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)

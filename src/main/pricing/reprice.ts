@@ -76,10 +76,8 @@ export async function repriceModel(
         }, r.usage_extra)
         // As when it was recorded (proxy/call/recording.ts): a call with neither tokens nor audio seconds costs nothing.
         if (!hasBilledUnits(usage)) continue
-        // The provider's own charge is what was billed: no price set here knows better.
-        const p = usage.provider_cost_usd !== undefined
-          ? { cost_usd: usage.provider_cost_usd, priced: true }
-          : pricer.price(pricingId, provider, model, usage, new Date(r.ts))
+        // A charge the provider reported is kept (the pricer puts it before every price).
+        const p = pricer.price(pricingId, provider, model, usage, new Date(r.ts))
         if (!p.priced) continue
         if (p.cost_usd === r.cost_usd && r.priced === 1) continue
         if ((await tx.run(update, { cost: p.cost_usd, id: r.id, was: r.cost_usd, wasPriced: r.priced })) === 0) continue
