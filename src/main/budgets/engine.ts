@@ -131,7 +131,9 @@ export class BudgetEngine implements BudgetMeters {
   private settling: CallContext | null = null
 
   constructor(
-    timezone: string,
+    /** The zone periods are counted in, or the clock itself (a server's shared budget clock: ./clock.ts). */
+    timezone: string | PeriodClock,
+    /** The first day of a week (0 = Sunday); with a clock given, the clock's own. */
     weekStart: number,
     configRules: readonly Rule[],
     runtimeRules: readonly Rule[],
@@ -140,7 +142,7 @@ export class BudgetEngine implements BudgetMeters {
     /** Where `block` rules' money limits are reserved: in process (default) or in PostgreSQL. */
     readonly budgetState: BudgetState = new MemoryBudgetState(),
   ) {
-    this.clock = new PeriodClock(timezone, weekStart)
+    this.clock = typeof timezone === 'string' ? new PeriodClock(timezone, weekStart) : timezone
     this.announcer = new BudgetAnnouncer(this.clock)
     this.index = new RuleIndex(runtimeRules, configRules)
   }

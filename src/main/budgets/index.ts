@@ -1,16 +1,17 @@
 import { ConfigError } from '../config/load'
-import { weekStartDay } from '../config/schema'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
+import { budgetClockOf } from './clock'
 import { BudgetEngine, type CostModel, type HistoryRow, historyStart } from './engine'
 import { CallHistory, expectedUsd } from './expected'
 import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
+import { shareBudgetClock } from './shared-clock'
 import { PgRuleStore } from './shared-rules'
 import { firstLoad } from '../storage/shared-table'
 import { PgBudgetState } from './state/postgres'
@@ -121,9 +122,11 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     : null
   const store: RuleWriter = pgRules ?? local
   const state = shared ? new PgBudgetState(ctx.store) : undefined
+  // One clock for the meters, the spend rows and re-pricing (./clock.ts); on PostgreSQL, the database's.
+  const clock = budgetClockOf(ctx.config)
   engine = new BudgetEngine(
-    ctx.config.timezone,
-    weekStartDay(ctx.config.budgets.week_start),
+    clock,
+    clock.weekStart,
     configRules(ctx),
     local.all(),
     costModel(pricer, history),
@@ -155,6 +158,9 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   if (pgRules && state) {
     let closed = false
     void firstLoad(pgRules, () => closed)
+    // The meters again in the new periods when another instance moved the clock.
+    const shared = shareBudgetClock(ctx.store, ctx.config, clock, ctx.log, () => void reloadShared())
+    ctx.onClose(() => shared.close())
     // The key registry and the meters from every instance's calls (start-up never waits on it).
     void (async () => {
       await reloadShared()

@@ -16,6 +16,7 @@ export interface PgMigration {
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory). */
 export const PG_ONLY_TABLES: readonly string[] = [
   'budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version', 'budget_window_spend',
+  'budget_clock',
 ]
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
@@ -256,6 +257,21 @@ export const PG_MIGRATIONS: PgMigration[] = [
     // Nullable with no default: a catalog change only. No backfill: older calls are re-priced from their token columns.
     sql: `
       ALTER TABLE calls ADD COLUMN usage_extra TEXT
+    `,
+  },
+  {
+    version: 9,
+    description: 'the budget clock shared by instances: the zone and first weekday budget periods are counted in',
+    // One row, versioned in itself (SharedTable): NULL until the first instance that knows it starts.
+    sql: `
+      CREATE TABLE budget_clock (
+        one INTEGER PRIMARY KEY CHECK (one = 1),
+        version BIGINT NOT NULL,
+        timezone TEXT,
+        week_start TEXT,
+        set_at BIGINT
+      );
+      INSERT INTO budget_clock (one, version) VALUES (1, 0)
     `,
   },
 ]

@@ -188,12 +188,36 @@ export class PeriodClock {
   private day: Period = { start: 0, end: 0 }
   private month: Period = { start: 0, end: 0 }
   private week: Period = { start: 0, end: 0 }
+  private zone: string
+  private firstDay: number
 
   /** `weekStart`: the first day of a week, 0 = Sunday … 6 = Saturday (Monday by default). */
-  constructor(
-    readonly tz: string,
-    readonly weekStart = 1,
-  ) {}
+  constructor(tz: string, weekStart = 1) {
+    this.zone = tz
+    this.firstDay = weekStart
+  }
+
+  get tz(): string {
+    return this.zone
+  }
+
+  get weekStart(): number {
+    return this.firstDay
+  }
+
+  /**
+   * Counts in another zone or week from now on, for everything holding this clock (the budget
+   * clock shared by instances on one PostgreSQL: ../budgets/shared-clock.ts). True when it changed.
+   */
+  set(tz: string, weekStart: number): boolean {
+    if (tz === this.zone && weekStart === this.firstDay) return false
+    this.zone = tz
+    this.firstDay = weekStart
+    this.day = { start: 0, end: 0 }
+    this.month = { start: 0, end: 0 }
+    this.week = { start: 0, end: 0 }
+    return true
+  }
 
   weekOf(ts: number): Period {
     if (ts < this.week.start || ts >= this.week.end) {

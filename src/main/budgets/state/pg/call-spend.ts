@@ -1,7 +1,7 @@
-import { type Config, weekStartDay } from '../../../config/schema'
 import type { CallRecord } from '../../../ledger/record'
 import type { SqlStore } from '../../../storage/sql'
-import { PeriodClock } from '../../../time/zone'
+import type { PeriodClock } from '../../../time/zone'
+import { budgetClockOf, type PeriodsConfig } from '../../clock'
 import { MAX_WINDOW_HOURS } from '../../check'
 import { minuteOf } from '../../meter'
 import type { CostAdjustment } from '../../types'
@@ -268,27 +268,20 @@ async function addToSpend(tx: SqlStore, items: readonly SpendItem[], clock: Peri
   await tx.run(ADD_CALLS_SQL, p)
 }
 
-/** Stored calls counted in the spend rows: what every transaction storing calls in PostgreSQL runs (the config's periods). */
+/** Stored calls counted in the spend rows: what every transaction storing calls in PostgreSQL runs (in the server's budget clock). */
 export type SpendCounter = (tx: SqlStore, rows: readonly CallRecord[]) => Promise<void>
 
-type PeriodsConfig = { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }
-
-/** The config's periods (`timezone`, `budgets.week_start`), as the budget meters read them. */
-function clockOf(config: PeriodsConfig): PeriodClock {
-  return new PeriodClock(config.timezone, weekStartDay(config.budgets.week_start))
-}
-
-/** `addCallsToSpend` with the periods of this config (`timezone`, `budgets.week_start`), as the Meter reads them. */
+/** `addCallsToSpend` in this config's budget clock (`timezone`, `budgets.week_start`, or the one the database holds), as the Meter reads it. */
 export function spendCounter(config: PeriodsConfig): SpendCounter {
-  const clock = clockOf(config)
+  const clock = budgetClockOf(config)
   return (tx, rows) => addCallsToSpend(tx, rows, clock)
 }
 
 /** Re-priced calls moved in the spend rows: what re-pricing runs in each transaction that changes calls. */
 export type SpendMover = (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
 
-/** `moveSpendOf` with the periods of this config. */
+/** `moveSpendOf` in this config's budget clock. */
 export function spendMover(config: PeriodsConfig): SpendMover {
-  const clock = clockOf(config)
+  const clock = budgetClockOf(config)
   return (tx, changes) => moveSpendOf(tx, changes, clock)
 }

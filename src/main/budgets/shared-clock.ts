@@ -1,0 +1,101 @@
+import { WEEKDAYS, weekStartDay } from '../config/schema'
+import type { Logger } from '../log'
+import { SharedTable } from '../storage/shared-table'
+import type { SqlStore } from '../storage/sql'
+import { isValidTimeZone, type PeriodClock } from '../time/zone'
+import type { PeriodsConfig } from './clock'
+
+/** The budget clock as PostgreSQL's `budget_clock` holds it: an IANA zone and the first day of a week. */
+export interface ClockSetting {
+  timezone: string
+  week_start: (typeof WEEKDAYS)[number]
+}
+
+const show = (c: ClockSetting) => `${c.timezone}, weeks from ${c.week_start}`
+
+/**
+ * The budget clock every instance on one PostgreSQL counts budget periods in (`budget_clock`, one
+ * row, versioned in itself; see SharedTable). A daily limit is one spend row per day, so two
+ * instances whose days began at different instants would each fill a row of their own and admit
+ * up to the limit twice over. The instance that starts last sets the clock from its config
+ * (`timezone`, `budgets.week_start`), and the others follow it within about a second.
+ */
+export class PgBudgetClock extends SharedTable<ClockSetting> {
+  constructor(store: SqlStore, onChange: (rows: ClockSetting[]) => void) {
+    super(store, 'budget_clock', onChange)
+  }
+
+  protected async read(): Promise<ClockSetting[]> {
+    const row = await this.store.get<{ timezone: string | null; week_start: string | null }>('SELECT timezone, week_start FROM budget_clock WHERE one = 1')
+    if (!row?.timezone || !row.week_start) return []
+    return [{ timezone: row.timezone, week_start: row.week_start as ClockSetting['week_start'] }]
+  }
+
+  /** Sets the database's clock to `mine`; answers the one it held before (null: none yet). */
+  claim(mine: ClockSetting, now = Date.now()): Promise<ClockSetting | null> {
+    return this.write(async (tx) => {
+      const row = await tx.get<{ timezone: string | null; week_start: string | null }>('SELECT timezone, week_start FROM budget_clock WHERE one = 1 FOR UPDATE')
+      const was = row?.timezone && row.week_start ? { timezone: row.timezone, week_start: row.week_start as ClockSetting['week_start'] } : null
+      const same = was?.timezone === mine.timezone && was.week_start === mine.week_start
+      if (!same) {
+        await tx.run('UPDATE budget_clock SET timezone = @tz, week_start = @ws, set_at = @now WHERE one = 1', { tz: mine.timezone, ws: mine.week_start, now })
+      }
+      return { result: was, changed: !same }
+    })
+  }
+}
+
+/**
+ * Shares `clock` (this server's budget clock, ./clock.ts) with every instance on the database:
+ * sets the database's clock from this config as soon as PostgreSQL answers, then follows it.
+ * `moved` runs after the clock moved (the meters are rebuilt in the new periods). Start-up never
+ * waits on it: until the database answers, the config's clock is in force.
+ */
+export function shareBudgetClock(
+  store: SqlStore,
+  config: PeriodsConfig,
+  clock: PeriodClock,
+  log: Logger,
+  moved: () => void,
+): { close(): void } {
+  const mine: ClockSetting = { timezone: config.timezone, week_start: config.budgets.week_start }
+  const differs = (c: ClockSetting) => c.timezone !== mine.timezone || c.week_start !== mine.week_start
+  const table = new PgBudgetClock(store, (rows) => {
+    const s = rows[0]
+    if (!s) return
+    if (!isValidTimeZone(s.timezone) || !WEEKDAYS.includes(s.week_start)) {
+      log.warn(`budgets: the database's budget clock (${show(s)}) is not one this instance knows; it keeps counting in ${show(mine)}`)
+      return
+    }
+    if (!clock.set(s.timezone, weekStartDay(s.week_start))) return
+    if (differs(s)) {
+      log.warn(
+        `budgets: another instance on this database set the budget clock to ${show(s)}; this instance counts budget days, weeks and months in it, not in its config's ${show(mine)}`,
+      )
+    } else {
+      log.info(`budgets: the budget clock is this instance's config again (${show(s)})`)
+    }
+    moved()
+  })
+  let closed = false
+  void (async () => {
+    while (!closed) {
+      try {
+        const was = await table.claim(mine)
+        if (was && differs(was)) {
+          log.warn(`budgets: this database's budget clock was ${show(was)}; this instance's config sets it to ${show(mine)} for every instance on it`)
+        }
+        break
+      } catch {
+        await new Promise((r) => setTimeout(r, 1000).unref())
+      }
+    }
+    if (!closed) table.start()
+  })()
+  return {
+    close() {
+      closed = true
+      table.close()
+    },
+  }
+}
