@@ -80,7 +80,12 @@ export const CALL_FIELDS: readonly (keyof Call)[] = [
 export interface IngestRequest {
   calls: IngestCall[]
 }
-export type IngestCall = Call & { key_hint?: string; endpoint?: string; error?: string | null }
+/**
+ * A call as a member sends it. `revision` (a whole number >= 1) is set once the call's cost or
+ * tokens changed after it was recorded (re-priced, or a background response's real usage): the team
+ * server then replaces what it holds for the call when this revision is newer (README: Team).
+ */
+export type IngestCall = Call & { key_hint?: string; endpoint?: string; error?: string | null; revision?: number }
 
 /** Calls per ingest request at most (a larger batch is a 400). */
 export const INGEST_MAX_CALLS = 1000
@@ -95,8 +100,10 @@ export interface IngestRejection {
 export interface IngestResult {
   /** Calls stored now. */
   accepted: number
-  /** Calls this member had sent before (same id): not stored again. */
+  /** Calls this member had sent before (same id, and no newer revision): not stored again. */
   duplicates: number
+  /** Calls stored before whose newer revision (cost, tokens) replaced what was held. */
+  revised: number
   /** Calls refused for what they hold (never stored; sending them again does not help). */
   rejected: IngestRejection[]
 }

@@ -172,5 +172,25 @@ describe('two team instances on one PostgreSQL database', () => {
     const clash = await send(a, [{ ...batch[5], cost_usd: 9.99 }, batch[6]])
     expect(clash.json()).toMatchObject({ accepted: 0, duplicates: 1, rejected: [{ index: 0, id: 1005, error: { param: 'calls[0].id' } }] })
     expect((await teamRows()).length - before).toBe(200)
+
+    // A newer revision of calls (re-priced on bob's Burnrate), sent to both instances at once, twice
+    // each: each call is replaced once, and the rollups move once, by the difference.
+    const revised = batch.slice(0, 50).map((c) => ({ ...c, revision: 1, cost_usd: c.cost_usd * 3, output_tokens: 150 }))
+    const spendBefore = (await request(`${a.url}/api/dashboard/summary`)).json().today_spend_usd
+    const again = await Promise.all([send(a, revised), send(b, revised), send(b, [...revised].reverse()), send(a, [...revised].reverse())])
+    const sums = again.map((r) => r.json())
+    expect(sums.reduce((n, x) => n + x.revised, 0)).toBe(50)
+    expect(sums.reduce((n, x) => n + x.duplicates, 0)).toBe(150)
+    expect(sums.reduce((n, x) => n + x.accepted, 0)).toBe(0)
+    const held = await teamRows("member = 'bob' AND origin_id BETWEEN 1000 AND 1049")
+    expect(held.map((r) => [Number(r.revision), r.cost_usd, Number(r.output_tokens)])).toEqual(revised.map((c) => [1, c.cost_usd, 150]))
+    const moved = revised.reduce((x, c) => x + c.cost_usd * (2 / 3), 0)
+    for (const t of [a, b]) {
+      const s = (await request(`${t.url}/api/dashboard/summary`)).json()
+      expect(Math.abs(s.today_spend_usd - (spendBefore + moved))).toBeLessThan(1e-9 * s.today_spend_usd)
+    }
+    const tokens = await store.get<{ n: number }>("SELECT SUM(output_tokens) AS n FROM calls WHERE member = 'bob'")
+    const bobCosts = (await request(`${b.url}/api/dashboard/costs?group_by=member&range=24h`)).json().rows.find((r: any) => r.key === 'bob')
+    expect(bobCosts.output_tokens).toBe(Number(tokens!.n))
   })
 })

@@ -74,7 +74,7 @@ describe('OpenAI background responses are metered at their real cost', () => {
     expect(r.status).toBe(200)
     expect(r.json()).toMatchObject({ status: 'queued', usage: null })
     const queued = await eventually(() => callOf(id))
-    expect(queued).toMatchObject({ estimated: 1, output_tokens: 0, model: MODEL })
+    expect(queued).toMatchObject({ estimated: 1, output_tokens: 0, model: MODEL, revision: null })
     const estimate = queued.cost_usd as number
     expect(estimate).toBeLessThan(0.01)
     await eventually(async () => Math.abs((await daily())! - (spentBefore + estimate)) < 1e-9)
@@ -104,6 +104,8 @@ describe('OpenAI background responses are metered at their real cost', () => {
       endpoint: 'responses',
       model: MODEL,
     })
+    // A revision: a team server this Burnrate reports to is sent the real usage too (test/team/revisions.test.ts).
+    expect(call.revision).toBeGreaterThanOrEqual(1)
     expect(call.cost_usd).toBeCloseTo(REAL_COST, 12)
     expect(REAL_COST).toBeGreaterThan(4)
     // Its two searches kept, as for any call: re-pricing it later charges them again.

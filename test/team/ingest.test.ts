@@ -89,13 +89,13 @@ describe('POST /api/ingest', () => {
     const batch = [call(1), call(2, { cost_usd: 0.123456789012345 })]
     const first = await ingest(team, batch)
     expect(first.status).toBe(200)
-    expect(first.json()).toEqual({ accepted: 2, duplicates: 0, rejected: [] })
+    expect(first.json()).toEqual({ accepted: 2, duplicates: 0, revised: 0, rejected: [] })
     // A replayed batch (the sender never saw the answer) counts once.
     const again = await ingest(team, batch)
-    expect(again.json()).toEqual({ accepted: 0, duplicates: 2, rejected: [] })
+    expect(again.json()).toEqual({ accepted: 0, duplicates: 2, revised: 0, rejected: [] })
     // Bob's call 1 is another call than Alice's call 1.
     const bob = await ingest(team, [call(1, { cost_usd: 0.5 })], BOB)
-    expect(bob.json()).toEqual({ accepted: 1, duplicates: 0, rejected: [] })
+    expect(bob.json()).toEqual({ accepted: 1, duplicates: 0, revised: 0, rejected: [] })
     const stored = rows(team)
     expect(stored.map((r) => [r.member, r.origin_id, r.cost_usd])).toEqual([
       ['alice', 1, 0.101],

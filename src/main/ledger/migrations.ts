@@ -234,6 +234,19 @@ export const MIGRATIONS: Migration[] = [
       if (!columns.includes('usage_extra')) db.exec('ALTER TABLE calls ADD COLUMN usage_extra TEXT')
     },
   },
+  {
+    version: 17,
+    description: 'revisions: a call whose cost or tokens changed after it was recorded is sent to the team server again (its revision, and the sender\'s cursor over them)',
+    up: (db) => {
+      // Nullable with no default: a schema change only (NULL: never revised). On a team server
+      // an ingested call holds the sender's revision of it. (Each step only where it is missing.)
+      const has = (table: string, column: string) => db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all().includes(column)
+      if (!has('calls', 'revision')) db.exec('ALTER TABLE calls ADD COLUMN revision INTEGER')
+      db.exec('CREATE INDEX IF NOT EXISTS calls_revision ON calls (revision) WHERE revision IS NOT NULL')
+      if (!has('team_cursor', 'revision')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision INTEGER NOT NULL DEFAULT 0')
+      if (!has('team_cursor', 'revision_id')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision_id INTEGER NOT NULL DEFAULT 0')
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -1,6 +1,7 @@
 import type { CallBilling } from '../../shared/api'
 import type { CostAdjustment } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
+import { markRevised, revised } from '../ledger/revisions'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 
@@ -38,6 +39,8 @@ export interface SpendTargets {
 export class CostMoves {
   readonly changes: CostChange[] = []
   readonly spend: CostAdjustment[] = []
+  /** Every call changed, for its revision (../ledger/revisions.ts). */
+  private readonly ids: number[] = []
 
   /** `folded`: the last call id the rollups include (`foldedUpTo`). */
   private constructor(private readonly folded: number) {}
@@ -50,6 +53,7 @@ export class CostMoves {
 
   /** Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens` more). */
   add(r: MovedCall, delta: number, tokens?: TokenChange): void {
+    this.ids.push(r.id)
     if (r.id <= this.folded) {
       this.changes.push({
         ts: r.ts, provider: r.provider, model: r.model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
@@ -65,15 +69,17 @@ export class CostMoves {
     }
   }
 
-  /** Moves the rollups and, on PostgreSQL, the shared spend rows, in the transaction. */
+  /** Moves the rollups and, on PostgreSQL, the shared spend rows, in the transaction; numbers the calls' revision. */
   async apply(tx: SqlStore, budgets: SpendTargets): Promise<void> {
+    await markRevised(tx, this.ids)
     await adjustRollups(tx, this.changes)
     if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
   }
 
-  /** Once committed: today's and this month's spend per key, and the budget meters of this process. */
+  /** Once committed: today's and this month's spend per key, the budget meters of this process, and the revisions' listeners (the team sender). */
   publish(ledger: Pick<Ledger, 'spend'>, budgets: SpendTargets): void {
     for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
     budgets.meters?.adjust(this.spend)
+    if (this.ids.length > 0) revised(ledger)
   }
 }

@@ -274,6 +274,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
       INSERT INTO budget_clock (one, version) VALUES (1, 0)
     `,
   },
+  {
+    version: 10,
+    description: 'revisions of calls (SQLite version 17): a team server holds the revision of each ingested call it was sent',
+    // Nullable with no default: a catalog change only.
+    sql: `
+      ALTER TABLE calls ADD COLUMN revision BIGINT;
+      CREATE INDEX calls_revision ON calls (revision) WHERE revision IS NOT NULL
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

@@ -8,33 +8,65 @@ export interface Batch {
   lastId: number
 }
 
+/** A batch of revised calls: the cursor moves to its last (revision, id) once the team server answers. */
+export interface RevisedBatch {
+  calls: IngestCall[]
+  last: { revision: number; id: number }
+}
+
+type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null }
+
+function toIngest(r: Row): IngestCall {
+  const c: IngestCall = { ...toCall(r), key_hint: r.key_hint, endpoint: r.endpoint, error: r.error }
+  if (r.revision !== null) c.revision = r.revision
+  return c
+}
+
 /**
  * Reads this Burnrate's calls after a cursor, oldest first, as the ingest body carries them:
  * the contract's call fields plus the key hint, endpoint and error the ledger holds. Never a key
  * (the ledger holds only its hash and hint) and never a body (the ledger holds none). Calls
- * this Burnrate ingested itself (a team server reporting further) are not sent on.
+ * this Burnrate ingested itself (a team server reporting further) are not sent on. A call sent
+ * already whose cost or tokens changed since (../ledger/revisions.ts) is read again, in revision
+ * order, with its revision.
  */
 export class Batcher {
   private readonly select: Database.Statement
   private readonly count: Database.Statement
+  private readonly selectRevised: Database.Statement
+  private readonly countRevised: Database.Statement
+  private readonly maxRevision: Database.Statement
 
   constructor(db: Database.Database) {
-    this.select = db.prepare(
-      `SELECT ${CALL_COLUMNS}, key_hint, endpoint, error FROM calls WHERE id > ? AND origin_id IS NULL ORDER BY id LIMIT ?`,
-    )
+    const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision`
+    this.select = db.prepare(`SELECT ${cols} FROM calls WHERE id > ? AND origin_id IS NULL ORDER BY id LIMIT ?`)
     this.count = db.prepare('SELECT count(*) FROM calls WHERE id > ? AND origin_id IS NULL').pluck()
+    // Revised after the cursor (revision, id), among the calls already sent (id <= sent).
+    const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id)) AND id <= @sent AND origin_id IS NULL'
+    this.selectRevised = db.prepare(`SELECT ${cols} FROM calls WHERE ${revised} ORDER BY revision, id LIMIT @size`)
+    this.countRevised = db.prepare(`SELECT count(*) FROM calls WHERE ${revised}`).pluck()
+    this.maxRevision = db.prepare('SELECT COALESCE(MAX(revision), 0) FROM calls').pluck()
   }
 
   next(after: number, size: number): Batch {
-    const rows = this.select.all(after, size) as (CallRow & { key_hint: string; endpoint: string; error: string | null })[]
-    return {
-      calls: rows.map((r) => ({ ...toCall(r), key_hint: r.key_hint, endpoint: r.endpoint, error: r.error })),
-      lastId: rows.length ? rows[rows.length - 1].id : after,
-    }
+    const rows = this.select.all(after, size) as Row[]
+    return { calls: rows.map(toIngest), lastId: rows.length ? rows[rows.length - 1].id : after }
   }
 
-  /** Calls written after the cursor (not yet acknowledged). */
-  backlog(after: number): number {
-    return this.count.get(after) as number
+  /** Calls up to `sent` revised after `from`, in revision order. */
+  revised(from: { revision: number; id: number }, sent: number, size: number): RevisedBatch {
+    const rows = this.selectRevised.all({ rev: from.revision, id: from.id, sent, size }) as Row[]
+    const last = rows.length ? { revision: rows[rows.length - 1].revision!, id: rows[rows.length - 1].id } : from
+    return { calls: rows.map(toIngest), last }
+  }
+
+  /** Calls written after the cursor, and sent calls revised after the revision cursor (not yet acknowledged). */
+  backlog(after: number, from: { revision: number; id: number }): number {
+    return (this.count.get(after) as number) + (this.countRevised.get({ rev: from.revision, id: from.id, sent: after }) as number)
+  }
+
+  /** The newest revision in the ledger (a new team server starts after it: it is sent every call as it is now). */
+  latestRevision(): number {
+    return this.maxRevision.get() as number
   }
 }

@@ -43,7 +43,9 @@ export async function sendBatch(
   if (res.ok) {
     const r = body as Partial<IngestResult> | null
     if (r && typeof r.accepted === 'number' && typeof r.duplicates === 'number') {
-      return { kind: 'ok', result: { accepted: r.accepted, duplicates: r.duplicates, rejected: Array.isArray(r.rejected) ? r.rejected : [] } }
+      // A team server older than revisions answers no `revised`.
+      const revised = typeof r.revised === 'number' ? r.revised : 0
+      return { kind: 'ok', result: { accepted: r.accepted, duplicates: r.duplicates, revised, rejected: Array.isArray(r.rejected) ? r.rejected : [] } }
     }
     return { kind: 'refused', error: `${label} answered ${res.status} without an ingest result; is team.url the address of a Burnrate team server?` }
   }

@@ -2,33 +2,52 @@ import type Database from 'better-sqlite3'
 
 /**
  * How far the team server has acknowledged this Burnrate's calls: the id of the last call it
- * answered for, per team server address, in the local database, so a restart resumes there.
- * A new address starts from the first call (the new server gets the whole history).
+ * answered for, and the last (revision, id) of the revised calls sent again, per team server
+ * address, in the local database, so a restart resumes there. A new address starts from the
+ * first call (the new server gets the whole history, as it is now) and after the newest revision.
  */
 export class TeamCursor {
-  private readonly read: Database.Statement
   private readonly write: Database.Statement
+  private readonly writeRevision: Database.Statement
   private last: number
+  private rev: { revision: number; id: number }
 
   constructor(
     db: Database.Database,
     readonly url: string,
+    /** The newest revision in the ledger, where a new address's revision cursor starts. */
+    latestRevision: () => number,
   ) {
-    this.read = db.prepare('SELECT last_id FROM team_cursor WHERE url = ?').pluck()
+    const row = db.prepare('SELECT last_id, revision, revision_id FROM team_cursor WHERE url = ?').get(url) as
+      | { last_id: number; revision: number; revision_id: number }
+      | undefined
     this.write = db.prepare(
-      'INSERT INTO team_cursor (url, last_id, updated_at) VALUES (?, ?, ?) ON CONFLICT (url) DO UPDATE SET last_id = excluded.last_id, updated_at = excluded.updated_at',
+      'INSERT INTO team_cursor (url, last_id, updated_at, revision, revision_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT (url) DO UPDATE SET last_id = excluded.last_id, updated_at = excluded.updated_at',
     )
-    this.last = (this.read.get(url) as number | undefined) ?? 0
+    this.writeRevision = db.prepare('UPDATE team_cursor SET revision = ?, revision_id = ?, updated_at = ? WHERE url = ?')
+    this.last = row?.last_id ?? 0
+    this.rev = row ? { revision: row.revision, id: row.revision_id } : { revision: latestRevision(), id: 0 }
   }
 
   get lastId(): number {
     return this.last
   }
 
+  get revision(): { revision: number; id: number } {
+    return this.rev
+  }
+
   /** Moves past `id` (never back). */
   advance(id: number): void {
     if (id <= this.last) return
-    this.write.run(this.url, id, Date.now())
+    this.write.run(this.url, id, Date.now(), this.rev.revision, this.rev.id)
     this.last = id
+  }
+
+  /** Moves the revision cursor past `to` (never back; only once a call was acknowledged, so the row exists). */
+  advanceRevision(to: { revision: number; id: number }): void {
+    if (to.revision < this.rev.revision || (to.revision === this.rev.revision && to.id <= this.rev.id)) return
+    this.writeRevision.run(to.revision, to.id, Date.now(), this.url)
+    this.rev = to
   }
 }

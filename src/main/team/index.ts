@@ -1,4 +1,5 @@
 import { ConfigError } from '../config/load'
+import { onRevised } from '../ledger/revisions'
 import type { Feature } from '../server/context'
 import { ingestRoutes } from './ingest'
 import { TeamSender } from './sender'
@@ -29,9 +30,12 @@ export const team: Feature = (ctx) => {
     pending: () => ctx.ledger.status.pending,
   }).start()
   const stop = ctx.ledger.onCall(() => sender.wake())
+  // Calls re-priced, or given a background response's real usage, are sent again (with their revision).
+  const stopRevised = onRevised(ctx.ledger, () => sender.wake())
   ctx.healthSections.team = () => sender.status()
   ctx.onClose(async () => {
     stop()
+    stopRevised()
     await sender.stop()
   })
   ctx.log.info(`team: sending recorded calls to ${sender.label}`)

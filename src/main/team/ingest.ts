@@ -70,9 +70,9 @@ export function ingestRoutes(ctx: ServerContext): void {
         return
       }
       const { rows, rejected } = readIngestBatch(calls, member)
-      let stored, clashes
+      let stored, clashes, revised
       try {
-        ;({ stored, clashes } = await store(rows))
+        ;({ stored, clashes, revised } = await store(rows))
       } catch (err) {
         // Nothing of this batch was stored; the sender keeps it and sends it again.
         ctx.log.warn(`ingest: ${rows.length} calls from member ${JSON.stringify(member)} could not be stored now: ${describe(err)}`)
@@ -95,7 +95,8 @@ export function ingestRoutes(ctx: ServerContext): void {
       rejected.sort((a, b) => a.index - b.index)
       const result: IngestResult = {
         accepted: stored.length,
-        duplicates: calls.length - rejected.length - stored.length,
+        duplicates: calls.length - rejected.length - stored.length - revised.length,
+        revised: revised.length,
         rejected,
       }
       if (rejected.length > 0) {

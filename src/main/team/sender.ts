@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { TeamHealth } from '../../shared/api'
+import type { IngestCall, TeamHealth } from '../../shared/api'
 import type { Logger } from '../log'
 import { backoffMs } from './backoff'
 import { Batcher } from './batcher'
@@ -58,8 +58,8 @@ export class TeamSender {
     const base = u.toString().replace(/\/+$/, '')
     this.label = base
     this.endpoint = `${base}/api/ingest`
-    this.cursor = new TeamCursor(opts.db, base)
     this.batcher = new Batcher(opts.db)
+    this.cursor = new TeamCursor(opts.db, base, () => this.batcher.latestRevision())
   }
 
   start(): this {
@@ -67,7 +67,7 @@ export class TeamSender {
     return this
   }
 
-  /** A call was recorded: send soon, unless a retry is already waiting (its backoff stands). */
+  /** A call was recorded or revised: send soon, unless a retry is already waiting (its backoff stands). */
   wake(): void {
     if (this.stopped || this.retryAt !== null) return
     if (this.running) this.again = true
@@ -114,35 +114,52 @@ export class TeamSender {
     this.schedule(wait)
   }
 
-  /** Sends batches until none is left (true) or one fails (false, a retry is scheduled). */
+  /**
+   * Sends batches until none is left (true) or one fails (false, a retry is scheduled): the new
+   * calls first, then the calls sent before whose cost or tokens changed since (revisions).
+   */
   private async sendAll(): Promise<boolean> {
     for (;;) {
       if (this.stopped) return false
       const batch = this.batcher.next(this.cursor.lastId, this.opts.batchSize)
-      if (batch.calls.length === 0) return true
-      const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, batch.calls, this.abort.signal)
-      if (this.stopped) return false
-      if (out.kind !== 'ok') {
-        this.retryLater(out)
-        return false
-      }
-      const r = out.result
+      if (batch.calls.length === 0) break
+      if (!(await this.send(batch.calls))) return false
       this.cursor.advance(batch.lastId)
-      this.failures = 0
-      this.counts.sent += r.accepted + r.duplicates
-      this.counts.rejected += r.rejected.length
-      this.lastSentAt = Date.now()
-      if (r.rejected.length > 0) {
-        // Sending them again cannot help: they are skipped, and said so.
-        this.lastError = `the team server refused ${r.rejected.length} of ${batch.calls.length} calls: ${r.rejected[0].error.message}`
-        this.opts.log.warn(`team: ${this.lastError}`)
-      } else this.lastError = null
+      if (batch.calls.length < this.opts.batchSize) break
+    }
+    for (;;) {
+      if (this.stopped) return false
+      const batch = this.batcher.revised(this.cursor.revision, this.cursor.lastId, this.opts.batchSize)
+      if (batch.calls.length === 0) return true
+      if (!(await this.send(batch.calls))) return false
+      this.cursor.advanceRevision(batch.last)
       if (batch.calls.length < this.opts.batchSize) return true
     }
   }
 
+  /** Sends one batch; true once the team server answered for it (false: a retry is scheduled). */
+  private async send(calls: IngestCall[]): Promise<boolean> {
+    const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, calls, this.abort.signal)
+    if (this.stopped) return false
+    if (out.kind !== 'ok') {
+      this.retryLater(out)
+      return false
+    }
+    const r = out.result
+    this.failures = 0
+    this.counts.sent += r.accepted + r.duplicates + r.revised
+    this.counts.rejected += r.rejected.length
+    this.lastSentAt = Date.now()
+    if (r.rejected.length > 0) {
+      // Sending them again cannot help: they are skipped, and said so.
+      this.lastError = `the team server refused ${r.rejected.length} of ${calls.length} calls: ${r.rejected[0].error.message}`
+      this.opts.log.warn(`team: ${this.lastError}`)
+    } else this.lastError = null
+    return true
+  }
+
   private backlog(): number {
-    return this.batcher.backlog(this.cursor.lastId) + (this.opts.pending?.() ?? 0)
+    return this.batcher.backlog(this.cursor.lastId, this.cursor.revision) + (this.opts.pending?.() ?? 0)
   }
 
   status(): TeamHealth {

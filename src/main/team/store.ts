@@ -1,4 +1,5 @@
 import { applyRollups } from '../dashboard/rollup/apply'
+import { type CostChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { CALL_COLUMNS, callValues } from '../ledger/columns'
 import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
@@ -6,7 +7,7 @@ import type { StoredCall } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
 
-const COLUMNS = [...CALL_COLUMNS, 'origin_id'] as const
+const COLUMNS = [...CALL_COLUMNS, 'origin_id', 'revision'] as const
 
 /**
  * One ingested call, stored unless this member sent the same id before: the unique index
@@ -17,7 +18,80 @@ export const INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
   VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})
   ON CONFLICT (member, origin_id) WHERE origin_id IS NOT NULL DO NOTHING`
 
-const STORED_SQL = 'SELECT ts, model, cost_usd FROM calls WHERE member = @member AND origin_id = @origin_id'
+/** What the team server holds of a call a member sent before: what it is, what it is counted by, and what a revision may change. */
+interface Held {
+  id: number
+  origin_id: number
+  ts: number
+  provider: string
+  model: string
+  api_key_hash: string
+  tenant: string
+  agent: string
+  session: string
+  project: string
+  member: string
+  billing: CallRecord['billing']
+  cost_usd: number
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  revision: number | null
+}
+
+const HELD_COLUMNS = `id, origin_id, ts, provider, model, api_key_hash, tenant, agent, session, project, member, billing, cost_usd,
+  input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, revision`
+
+const HELD_SQL = `SELECT ${HELD_COLUMNS} FROM calls WHERE member = @member AND origin_id = @origin_id`
+
+/** A newer revision replaces what may change after a call was recorded: its tokens, cost and flags. */
+const REVISE_SQL = `UPDATE calls SET input_tokens = @input_tokens, output_tokens = @output_tokens, cache_read_tokens = @cache_read_tokens,
+  cache_write_tokens = @cache_write_tokens, reasoning_tokens = @reasoning_tokens, cost_usd = @cost_usd, priced = @priced,
+  estimated = @estimated, revision = @revision WHERE id = @id`
+
+/**
+ * What a call sent again under an id the member used before is: a newer revision of the same call
+ * (the same time, provider and model; its cost or tokens changed on the member), the same call
+ * again (a resend, or an older revision arriving late), or a different call (the member's ledger
+ * started again: a clash).
+ */
+function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
+  const r = row.record
+  if (Number(held.ts) !== r.ts || held.provider !== r.provider || held.model !== r.model) return 'clash'
+  const heldRevision = Number(held.revision ?? 0)
+  if (row.revision > heldRevision) return 'revise'
+  if (row.revision === 0 && heldRevision === 0 && held.cost_usd !== r.cost_usd) return 'clash'
+  return 'duplicate'
+}
+
+/** Replaces the held call with its newer revision, and says what that moves in the rollups. */
+async function revise(tx: SqlStore, held: Held, row: IngestRow): Promise<CostChange> {
+  const r = row.record
+  await tx.run(REVISE_SQL, {
+    id: held.id,
+    input_tokens: r.input_tokens,
+    output_tokens: r.output_tokens,
+    cache_read_tokens: r.cache_read_tokens,
+    cache_write_tokens: r.cache_write_tokens,
+    reasoning_tokens: r.reasoning_tokens,
+    cost_usd: r.cost_usd,
+    priced: r.priced ? 1 : 0,
+    estimated: r.estimated ? 1 : 0,
+    revision: row.revision,
+  })
+  return {
+    ts: Number(held.ts), provider: held.provider, model: held.model, api_key_hash: held.api_key_hash, tenant: held.tenant,
+    agent: held.agent, session: held.session, project: held.project, member: held.member, billing: held.billing,
+    delta: r.cost_usd - held.cost_usd,
+    tokens: {
+      input_tokens: r.input_tokens - Number(held.input_tokens),
+      output_tokens: r.output_tokens - Number(held.output_tokens),
+      cache_read_tokens: r.cache_read_tokens - Number(held.cache_read_tokens),
+      cache_write_tokens: r.cache_write_tokens - Number(held.cache_write_tokens),
+    },
+  }
+}
 
 /** Folds freshly stored calls into the dashboard's rollups, inside the same transaction. */
 export type FoldRollups = (tx: SqlStore, rows: readonly CallRecord[]) => Promise<void>
@@ -31,29 +105,41 @@ export interface Stored {
    * same token). Not stored, and not counted as duplicates, so the loss is said out loud.
    */
   clashes: IngestRow[]
+  /** Calls held before whose newer revision replaced them (their rollups moved in the same transaction). */
+  revised: IngestRow[]
 }
 
 /**
  * Stores a batch of ingested calls and their rollups in one transaction: either all of the new
- * ones are stored and counted, or (the database refused) none is and the sender tries again.
- * The calls neither stored nor clashing were duplicates.
+ * ones are stored and counted (and the newer revisions replace what was held), or (the database
+ * refused) none is and the sender tries again. The calls neither stored, revised nor clashing
+ * were duplicates.
  */
 export async function storeIngested(store: SqlStore, rows: readonly IngestRow[], fold: FoldRollups): Promise<Stored> {
-  if (rows.length === 0) return { stored: [], clashes: [] }
+  if (rows.length === 0) return { stored: [], clashes: [], revised: [] }
   return store.transaction(async (tx) => {
-    const out: Stored = { stored: [], clashes: [] }
+    const out: Stored = { stored: [], clashes: [], revised: [] }
+    const changes: CostChange[] = []
     for (const row of rows) {
       const { origin_id, record } = row
-      const params: Record<string, unknown> = { origin_id }
+      const params: Record<string, unknown> = { origin_id, revision: row.revision || null }
       for (const c of CALL_COLUMNS) params[c] = record[c]
       if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
         out.stored.push(record)
         continue
       }
-      const before = await tx.get<{ ts: number; model: string; cost_usd: number }>(STORED_SQL, { member: record.member, origin_id })
-      if (before && (before.ts !== record.ts || before.model !== record.model || before.cost_usd !== record.cost_usd)) out.clashes.push(row)
+      const held = await tx.get<Held>(HELD_SQL, { member: record.member, origin_id })
+      if (!held) continue
+      const verdict = judge(held, row)
+      if (verdict === 'clash') out.clashes.push(row)
+      else if (verdict === 'revise') {
+        changes.push(await revise(tx, held, row))
+        out.revised.push(row)
+      }
     }
     if (out.stored.length > 0) await fold(tx, out.stored)
+    // The held calls are in the rollups already (folded when they were stored): they move by the difference.
+    await adjustRollups(tx, changes)
     return out
   })
 }
@@ -67,20 +153,21 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
  * lock their entries in one order and never wait on each other in a cycle.
  */
 export const PG_INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
-  SELECT * FROM unnest(${CALL_COLUMNS.map((c) => `@${c}::${PG_TYPES[c]}[]`).join(', ')}, @origin_id::bigint[])
+  SELECT * FROM unnest(${CALL_COLUMNS.map((c) => `@${c}::${PG_TYPES[c]}[]`).join(', ')}, @origin_id::bigint[], @revision::bigint[])
   ON CONFLICT (member, origin_id) WHERE origin_id IS NOT NULL DO NOTHING
   RETURNING id, origin_id`
 
-const PG_STORED_SQL = 'SELECT origin_id, ts, model, cost_usd FROM calls WHERE member = @member AND origin_id = ANY(@ids::bigint[])'
+// Locked: two team instances taking the same revision at once replace the call (and move its rollups) once.
+const PG_HELD_SQL = `SELECT ${HELD_COLUMNS} FROM calls WHERE member = @member AND origin_id = ANY(@ids::bigint[]) ORDER BY id FOR UPDATE`
 
 /** Deadlock or serialization failure: the transaction was rolled back whole and goes again. */
 const MAX_TX_ATTEMPTS = 5
 
 export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[]): Promise<Stored> {
-  if (rows.length === 0) return { stored: [], clashes: [] }
+  if (rows.length === 0) return { stored: [], clashes: [], revised: [] }
   const byId = [...rows].sort((a, b) => a.origin_id - b.origin_id).map((r) => ({ ...r, record: pgSafe(r.record) }))
   const member = byId[0].record.member ?? ''
-  const params: Record<string, unknown[]> = { origin_id: byId.map((r) => r.origin_id) }
+  const params: Record<string, unknown[]> = { origin_id: byId.map((r) => r.origin_id), revision: byId.map((r) => r.revision || null) }
   for (const c of CALL_COLUMNS) params[c] = new Array(byId.length)
   const values: unknown[] = []
   byId.forEach((r, i) => {
@@ -101,19 +188,26 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
         }
         await applyRollups(tx, stored)
         const clashes: IngestRow[] = []
+        const revised: IngestRow[] = []
         if (others.length > 0) {
-          const before = await tx.all<{ origin_id: number; ts: number; model: string; cost_usd: number }>(PG_STORED_SQL, {
-            member,
-            ids: others.map((r) => r.origin_id),
-          })
-          const at = new Map(before.map((b) => [b.origin_id, b]))
+          const held = await tx.all<Held>(PG_HELD_SQL, { member, ids: others.map((r) => r.origin_id) })
+          const at = new Map(held.map((h) => [Number(h.origin_id), h]))
+          const changes: CostChange[] = []
           for (const r of others) {
-            const b = at.get(r.origin_id)
-            if (b && (b.ts !== r.record.ts || b.model !== r.record.model || b.cost_usd !== r.record.cost_usd)) clashes.push(r)
+            const h = at.get(r.origin_id)
+            if (!h) continue
+            const verdict = judge(h, r)
+            if (verdict === 'clash') clashes.push(r)
+            else if (verdict === 'revise') {
+              changes.push(await revise(tx, h, r))
+              revised.push(r)
+            }
           }
+          await adjustRollups(tx, changes)
         }
         clashes.sort((a, b) => a.index - b.index)
-        return { stored, clashes }
+        revised.sort((a, b) => a.index - b.index)
+        return { stored, clashes, revised }
       })
     } catch (err) {
       const code = (err as { code?: unknown } | null)?.code

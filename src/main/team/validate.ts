@@ -6,6 +6,8 @@ export interface IngestRow {
   /** Its place in the batch. */
   index: number
   origin_id: number
+  /** The sender's revision of the call (0: none, as first recorded). */
+  revision: number
   record: CallRecord
 }
 
@@ -91,6 +93,10 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 0 || status > 999) {
     throw new Bad('status', 'status must be an HTTP status, a whole number from 0 to 999.')
   }
+  const revision = c.revision ?? 0
+  if (revision !== 0 && (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1)) {
+    throw new Bad('revision', 'revision must be a whole number >= 1 (or absent for a call as first recorded).')
+  }
   const error = c.error
   if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > MAX_TEXT)) {
     throw new Bad('error', 'error must be a short string or null.')
@@ -129,7 +135,7 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     usage_extra: null,
   }
   if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
-  return { index, origin_id: id, record }
+  return { index, origin_id: id, revision: revision as number, record }
 }
 
 /** Reads every call of a batch: the good ones to store, the bad ones as rejections (param `calls[i].field`). */
