@@ -1,8 +1,8 @@
-import net from 'node:net'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { eventually, postJson, request } from '../support/http'
+import { freePort } from '../support/pg-harness'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -24,14 +24,6 @@ let port: number
 const servers: TestServer[] = []
 let team: TestServer
 let alice: TestServer
-
-async function freePort(): Promise<number> {
-  const s = net.createServer()
-  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r))
-  const p = (s.address() as net.AddressInfo).port
-  await new Promise((r) => s.close(r))
-  return p
-}
 
 function rows(t: TestServer): any[] {
   const db = new Database(t.dbFile, { readonly: true })

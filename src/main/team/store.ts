@@ -3,6 +3,7 @@ import { type CostChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { CALL_COLUMNS, callValues } from '../ledger/columns'
 import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
+import type { MovedCall } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
@@ -18,20 +19,9 @@ export const INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
   VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})
   ON CONFLICT (member, origin_id) WHERE origin_id IS NOT NULL DO NOTHING`
 
-/** What the team server holds of a call a member sent before: what it is, what it is counted by, and what a revision may change. */
-interface Held {
-  id: number
+/** What the team server holds of a call a member sent before: what it is counted by (as re-pricing moves it), and what a revision may change. */
+interface Held extends Omit<MovedCall, 'requested_model'> {
   origin_id: number
-  ts: number
-  provider: string
-  model: string
-  api_key_hash: string
-  tenant: string
-  agent: string
-  session: string
-  project: string
-  member: string
-  billing: CallRecord['billing']
   cost_usd: number
   input_tokens: number
   output_tokens: number
