@@ -1,5 +1,6 @@
 /** What the rest of the app (tray, notifications, dashboard) can know of budget state. */
 
+import type { CallRecord } from '../ledger/record'
 import type { SpendPeriod } from './meter'
 
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'
@@ -44,4 +45,6 @@ export interface CostAdjustment {
 export interface BudgetMeters extends BudgetMonitor {
   /** Re-priced calls: each call's cost moved by `delta` in every rule's meter it counts in. */
   adjust(changes: readonly CostAdjustment[], now?: number): void
+  /** A stored call that did not pass the proxy (imported from an agent's log): counted in every rule's meter it matches. */
+  observe(call: CallRecord, now?: number): void
 }

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { BudgetMeters } from '../budgets/types'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
@@ -17,6 +18,8 @@ interface WatcherBase {
   intervalMs?: number
   /** Logged calls younger than this wait (the proxy may still be recording the same answer). */
   settleMs?: number
+  /** The server's budget meters, which imported calls count in at once (null until the budgets feature is in). */
+  budgets?: () => Pick<BudgetMeters, 'observe'> | null
   env?: NodeJS.ProcessEnv
   home?: string
 }
@@ -78,7 +81,11 @@ export class LogWatcher {
           env: this.o.env,
           home: this.o.home,
           now,
-          onCall: (c) => ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd),
+          onCall: (c) => {
+            ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+            // The meters too, not only at the next restart or rule change (a `*` rule sees imported calls).
+            this.o.budgets?.()?.observe(c)
+          },
         })
         if (s.imported > 0) this.o.log.info(`import: ${s.imported} calls from ${agent}'s logs`)
         out.push(s)

@@ -189,7 +189,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       if (closing) return
       // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
       const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config) } : {}
-      const w = new LogWatcher({ db, ledger, pricer, log, ...target }).start()
+      const w = new LogWatcher({ db, ledger, pricer, log, budgets: () => context.budgets, ...target }).start()
       closers.unshift(() => w.stop())
     })
   }
