@@ -11,7 +11,7 @@ const TZ = 'America/Santiago'
 const at = (s: string) => Date.parse(s)
 
 describe('report rollup: days whose midnight does not exist, kept by an earlier release', () => {
-  it('at start-up, their rows move from 23:00 the day before to their true start, 01:00; others stay', async () => {
+  it('when the ledger is upgraded, their rows move from 23:00 the day before to their true start, 01:00; others stay', async () => {
     const calls = [
       ['2026-09-05T16:00:00Z', 1], // 5th 12:00 (-04)
       ['2026-09-06T03:30:00Z', 2], // 5th 23:30 (-04)
@@ -31,10 +31,14 @@ describe('report rollup: days whose midnight does not exist, kept by an earlier 
     const foreign = at('2026-08-01T22:00:00Z')
     old.prepare(`INSERT INTO dash_report_day (dim, day, tenant, key, model, provider, agent, project, requests, input_tokens, output_tokens,
                    cache_read_tokens, cache_write_tokens, cost_usd, imported) VALUES ('', ?, 'old', '', 'm', 'openai', '', '', 1, 0, 0, 0, 0, 0.5, 0)`).run(foreign)
+    // A ledger of the release before: its schema before the migration that repairs such days.
+    old.pragma('user_version = 17')
     old.close()
 
+    // Opening it migrates it (the server, the CLI, the desktop app alike).
     const upgraded = openDatabase(file)
     dbs.push(upgraded)
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(18)
     expect(ensureReportZone(upgraded, TZ)).toBe(0) // what the server does at start-up: the zone is the same
     expect(upgraded.prepare('SELECT count(*) FROM dash_report_day WHERE day = ?').pluck().get(trueStart)).toBe(moved)
     expect(upgraded.prepare('SELECT count(*) FROM dash_report_day WHERE day = ?').pluck().get(at('2026-09-06T03:00:00Z'))).toBe(0)

@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { createReportTables, reportZone } from '../dashboard/rollup/report'
 import { createReportSessions } from '../dashboard/rollup/report-sessions'
-import { createReportMonths } from '../dashboard/rollup/report-build'
+import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
 
@@ -245,6 +245,14 @@ export const MIGRATIONS: Migration[] = [
       db.exec('CREATE INDEX IF NOT EXISTS calls_revision ON calls (revision) WHERE revision IS NOT NULL')
       if (!has('team_cursor', 'revision')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision INTEGER NOT NULL DEFAULT 0')
       if (!has('team_cursor', 'revision_id')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision_id INTEGER NOT NULL DEFAULT 0')
+    },
+  },
+  {
+    version: 18,
+    description: 'report rollup: days whose midnight does not exist, keyed an hour early by releases before the time audit, move to their true start (once, instead of at every start-up)',
+    up: (db) => {
+      const tz = reportZone(db)
+      if (tz !== null) repairSkippedMidnights(db, tz)
     },
   },
 ]

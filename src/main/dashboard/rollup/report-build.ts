@@ -28,10 +28,7 @@ export function createReportMonths(db: Database.Database): void {
  * retention) cannot be rebuilt and keep the zone they were built in. Returns how many calls it folded.
  */
 export function ensureReportZone(db: Database.Database, tz: string): number {
-  if (reportZone(db) === tz) {
-    repairSkippedMidnights(db, tz)
-    return 0
-  }
+  if (reportZone(db) === tz) return 0
   return db.transaction(() => {
     const first = db.prepare('SELECT min(ts) FROM calls').pluck().get() as number | null
     const last = (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
@@ -97,10 +94,10 @@ const DAY_MS = 86_400_000
  * Brazil, Paraguay: 00:00 becomes 01:00) was keyed an hour early, at 23:00 of the day before, so
  * reports filed that whole day under the day before. Such rows (keyed exactly at the instant the
  * old computation gave, which no true day start equals) move to the day's true start, and the
- * months are rebuilt. Rows kept from another zone (pruned days) are not touched. Run at start-up
- * (from `ensureReportZone`): it looks only at the days around the zone's offset changes between
- * the rollup's first and last day (one offset per day; nothing at all in UTC), so it costs a few
- * milliseconds and finds nothing once done. Returns how many days it moved.
+ * months are rebuilt. Rows kept from another zone (pruned days) are not touched. Run once, by
+ * ledger migration 18 (it was run at every start-up: about 5 ms per year of ledger): it looks only
+ * at the days around the zone's offset changes between the rollup's first and last day (one offset
+ * per day; nothing at all in UTC), and finds nothing once done. Returns how many days it moved.
  */
 export function repairSkippedMidnights(db: Database.Database, tz: string): number {
   if (isUtc(tz)) return 0
