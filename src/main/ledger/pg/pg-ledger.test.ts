@@ -239,16 +239,22 @@ describe('the PostgreSQL ledger', () => {
       await new Promise<void>((r) => (release = r))
     })
     await isLocked
-    for (const s of ['s1', 's2', 's3']) ledger.record(call({ session: s }))
-    const journaled = () => spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).filter(Boolean)
-    await until('the waiting calls in the spill journal', () => journaled().length === 3)
-    // Not away: PostgreSQL answers; the calls simply waited longer than JOURNAL_AFTER_MS.
-    expect(ledger.status.writable).toBe(true)
-    expect(ledger.storage).toMatchObject({ reachable: true, ready: true, spilled: 3, spill_files: 1 })
-    // A process killed now leaves this file for its next start: a copy of the data folder keeps it.
+    // The lock is let go whatever happens here, so a failure does not hold the teardown too.
     const next = h.tempDir('burnrate-pgl-next-')
-    for (const f of spillFiles(dir)) writeFileSync(join(next, basename(f)), readFileSync(f))
-    release()
+    try {
+      for (const s of ['s1', 's2', 's3']) ledger.record(call({ session: s }))
+      const journaled = () => spillFiles(dir).flatMap((f) => readFileSync(f, 'utf8').trim().split('\n')).filter(Boolean)
+      await until('the waiting calls in the spill journal', () => journaled().length === 3)
+      // The file can be read before the ledger has counted its write (a busy machine): wait for that too.
+      await until('the journal counted', () => ledger.storage.spilled === 3 && ledger.storage.spill_files === 1)
+      // Not away: PostgreSQL answers; the calls simply waited longer than JOURNAL_AFTER_MS.
+      expect(ledger.status.writable).toBe(true)
+      expect(ledger.storage).toMatchObject({ reachable: true, ready: true, spilled: 3, spill_files: 1 })
+      // A process killed now leaves this file for its next start: a copy of the data folder keeps it.
+      for (const f of spillFiles(dir)) writeFileSync(join(next, basename(f)), readFileSync(f))
+    } finally {
+      release()
+    }
     await holder
     expect(await ledger.flushed()).toBe(true)
     await spillGone(ledger, dir, 'the journal removed once its calls are stored')
