@@ -189,6 +189,11 @@ describe('two team instances on one PostgreSQL database', () => {
       const s = (await request(`${t.url}/api/dashboard/summary`)).json()
       expect(Math.abs(s.today_spend_usd - (spendBefore + moved))).toBeLessThan(1e-9 * s.today_spend_usd)
     }
+    // A revision of a call neither instance holds (pruned) is not stored.
+    const count = (await teamRows()).length
+    const unheld = await send(a, [{ ...batch[0], id: 999_999, revision: 2 }])
+    expect(unheld.json()).toMatchObject({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
+    expect((await teamRows()).length).toBe(count)
     const tokens = await store.get<{ n: number }>("SELECT SUM(output_tokens) AS n FROM calls WHERE member = 'bob'")
     const bobCosts = (await request(`${b.url}/api/dashboard/costs?group_by=member&range=24h`)).json().rows.find((r: any) => r.key === 'bob')
     expect(bobCosts.output_tokens).toBe(Number(tokens!.n))

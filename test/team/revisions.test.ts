@@ -105,6 +105,11 @@ describe('a call re-priced on the member after it was sent', () => {
     expect(other.rejected).toHaveLength(1)
     expect(other.rejected[0].error.param).toBe('calls[0].id')
     expect(rows(team)[0]).toMatchObject({ model: MODEL, revision: 2 })
+    // A revision of a call the team server does not hold (pruned by its retention: its cost is in
+    // the rollups already) is not stored: that would count it twice.
+    const before = rows(team).length
+    expect((await ingest([{ ...call, id: mine.id + 1000, revision: 4 }])).json()).toMatchObject({ accepted: 0, duplicates: 1, revised: 0, rejected: [] })
+    expect(rows(team)).toHaveLength(before)
     // A revision that is not a whole number >= 1 is refused for what it holds.
     const bad = (await ingest([{ ...call, revision: 0.5 }])).json()
     expect(bad.rejected[0].error).toMatchObject({ type: 'invalid_request', param: 'calls[0].revision' })

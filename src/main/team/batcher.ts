@@ -16,9 +16,10 @@ export interface RevisedBatch {
 
 type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null }
 
-function toIngest(r: Row): IngestCall {
+/** A call as sent: with its revision only when it is sent again (`revised`); first sent, it is new to the team server. */
+function toIngest(r: Row, withRevision = false): IngestCall {
   const c: IngestCall = { ...toCall(r), key_hint: r.key_hint, endpoint: r.endpoint, error: r.error }
-  if (r.revision !== null) c.revision = r.revision
+  if (withRevision && r.revision !== null) c.revision = r.revision
   return c
 }
 
@@ -50,14 +51,14 @@ export class Batcher {
 
   next(after: number, size: number): Batch {
     const rows = this.select.all(after, size) as Row[]
-    return { calls: rows.map(toIngest), lastId: rows.length ? rows[rows.length - 1].id : after }
+    return { calls: rows.map((r) => toIngest(r)), lastId: rows.length ? rows[rows.length - 1].id : after }
   }
 
   /** Calls up to `sent` revised after `from`, in revision order. */
   revised(from: { revision: number; id: number }, sent: number, size: number): RevisedBatch {
     const rows = this.selectRevised.all({ rev: from.revision, id: from.id, sent, size }) as Row[]
     const last = rows.length ? { revision: rows[rows.length - 1].revision!, id: rows[rows.length - 1].id } : from
-    return { calls: rows.map(toIngest), last }
+    return { calls: rows.map((r) => toIngest(r, true)), last }
   }
 
   /** Calls written after the cursor, and sent calls revised after the revision cursor (not yet acknowledged). */

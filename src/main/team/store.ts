@@ -112,11 +112,15 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
     const changes: CostChange[] = []
     for (const row of rows) {
       const { origin_id, record } = row
-      const params: Record<string, unknown> = { origin_id, revision: row.revision || null }
-      for (const c of CALL_COLUMNS) params[c] = record[c]
-      if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
-        out.stored.push(record)
-        continue
+      // A revision only replaces a call held here; one not held (pruned by retention, its cost
+      // kept in the rollups) is not stored again, which would count it twice.
+      if (row.revision === 0) {
+        const params: Record<string, unknown> = { origin_id, revision: null }
+        for (const c of CALL_COLUMNS) params[c] = record[c]
+        if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
+          out.stored.push(record)
+          continue
+        }
       }
       const held = await tx.get<Held>(HELD_SQL, { member: record.member, origin_id })
       if (!held) continue
@@ -157,17 +161,19 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
   if (rows.length === 0) return { stored: [], clashes: [], revised: [] }
   const byId = [...rows].sort((a, b) => a.origin_id - b.origin_id).map((r) => ({ ...r, record: pgSafe(r.record) }))
   const member = byId[0].record.member ?? ''
-  const params: Record<string, unknown[]> = { origin_id: byId.map((r) => r.origin_id), revision: byId.map((r) => r.revision || null) }
-  for (const c of CALL_COLUMNS) params[c] = new Array(byId.length)
+  // Calls as first sent are inserted; a revision only replaces a call held here (as storeIngested).
+  const fresh = byId.filter((r) => r.revision === 0)
+  const params: Record<string, unknown[]> = { origin_id: fresh.map((r) => r.origin_id), revision: fresh.map(() => null) }
+  for (const c of CALL_COLUMNS) params[c] = new Array(fresh.length)
   const values: unknown[] = []
-  byId.forEach((r, i) => {
+  fresh.forEach((r, i) => {
     callValues(r.record, values)
     CALL_COLUMNS.forEach((c, j) => (params[c][i] = values[j]))
   })
   for (let attempt = 1; ; attempt++) {
     try {
       return await store.transaction(async (tx) => {
-        const returned = await tx.all<{ id: number; origin_id: number }>(PG_INSERT_INGESTED_SQL, params)
+        const returned = fresh.length > 0 ? await tx.all<{ id: number; origin_id: number }>(PG_INSERT_INGESTED_SQL, params) : []
         const ids = new Map(returned.map((r) => [r.origin_id, r.id]))
         const stored: StoredCall[] = []
         const others: IngestRow[] = []
