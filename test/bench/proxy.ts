@@ -21,7 +21,7 @@ import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { RecordableHistogram } from 'node:perf_hooks'
 import { stringify } from 'yaml'
-import { type Child, startChild } from './proxy-kit/child'
+import { type Child, type ThreadKind, startChild } from './proxy-kit/child'
 import { runLoad } from './proxy-kit/load'
 import { describeMachine } from './proxy-kit/machine'
 import {
@@ -34,6 +34,7 @@ import {
   metricsCost,
   mib,
   scenarioTable,
+  threadSplit,
   verdict,
 } from './proxy-kit/report'
 import { SCENARIOS, type Scenario } from './proxy-kit/scenarios'
@@ -157,6 +158,7 @@ export async function runProxyBench(): Promise<void> {
     )
   }, 5000)
   const results: Partial<Record<Scenario['key'], Record<TargetKey, Figures>>> = {}
+  const threads: Record<Scenario['key'], Partial<Record<TargetKey, Record<ThreadKind, number>>>> = { nonstream: {}, stream: {} }
   let failed = false
   let peaks: Record<TargetKey | 'upstream', number | null> | undefined
   const exits = {} as Record<BurnrateTarget, number | null>
@@ -190,13 +192,22 @@ export async function runProxyBench(): Promise<void> {
         }
       }
       const tput = {} as Record<TargetKey, { ok: number; ms: number; cpu: number | null }>
+      // The same CPU split by thread (event loop, worker threads, V8's helpers), for where the time goes.
+      const byThread = {} as Partial<Record<TargetKey, Record<ThreadKind, number>>>
       for (let round = 0; round < ROUNDS; round++) {
         log(`  throughput at ${THROUGHPUT_CONNECTIONS} connections, round ${round + 1}/${ROUNDS}`)
         for (const t of order(round)) {
           const proc = procs[t]
           const cpu0 = proc?.cpuMicros() ?? null
+          const th0 = proc?.threadCpuMicros() ?? null
           const r = await runLoad(urls[t], sc.call, THROUGHPUT_CONNECTIONS, p.throughputMs)
           const cpu1 = proc?.cpuMicros() ?? null
+          const th1 = proc?.threadCpuMicros() ?? null
+          if (th0 && th1) {
+            const acc = (byThread[t] ??= { main: 0, worker: 0, v8: 0, other: 0 })
+            // (A thread that ended meanwhile takes its time with it: never below zero.)
+            for (const k of Object.keys(acc) as ThreadKind[]) acc[k] += Math.max(0, th1[k] - th0[k])
+          }
           count(t, r.ok + r.errors)
           tput[t] ??= { ok: 0, ms: 0, cpu: cpu0 === null ? null : 0 }
           tput[t].ok += r.ok
@@ -211,6 +222,8 @@ export async function runProxyBench(): Promise<void> {
         fig[t].p99 = hist[t].percentile(99) / 1e6
         fig[t].rps = (tput[t].ok * 1000) / tput[t].ms
         fig[t].cpuPerCall = tput[t].cpu === null || tput[t].ok === 0 ? null : tput[t].cpu! / tput[t].ok
+        const th = byThread[t]
+        if (th && tput[t].ok > 0) threads[sc.key][t] = { main: th.main / tput[t].ok, worker: th.worker / tput[t].ok, v8: th.v8 / tput[t].ok, other: th.other / tput[t].ok }
         if (fig[t].errors > 0) failed = true
       }
       results[sc.key] = fig
@@ -237,7 +250,7 @@ export async function runProxyBench(): Promise<void> {
   ]
   for (const sc of SCENARIOS) {
     const f = results[sc.key]
-    if (f) out.push('', scenarioTable(sc.title, f, THROUGHPUT_CONNECTIONS), '', metricsCost(f))
+    if (f) out.push('', scenarioTable(sc.title, f, THROUGHPUT_CONNECTIONS), '', metricsCost(f), '', threadSplit(threads[sc.key]))
   }
   out.push('', `/metrics scraped ${scrapes} times during the run.`)
   out.push(

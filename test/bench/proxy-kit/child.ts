@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import { readFileSync } from 'node:fs'
+import { readFileSync, readdirSync } from 'node:fs'
 
 /** A server the bench runs in its own process, found by the URL it prints when listening. */
 export interface Child {
@@ -10,6 +10,8 @@ export interface Child {
   peakRss(): number | null
   /** CPU time (user + system) used so far, in µs; null where /proc is missing. */
   cpuMicros(): number | null
+  /** The same per kind of thread (threadKind), summed over the threads alive now; null where /proc is missing. */
+  threadCpuMicros(): Record<ThreadKind, number> | null
   /** SIGTERM, then waits for the exit code. */
   stop(): Promise<number | null>
 }
@@ -51,6 +53,7 @@ export function startChild(name: string, args: string[], env: Record<string, str
         proc,
         peakRss: () => peakRss(proc.pid),
         cpuMicros: () => cpuMicros(proc.pid),
+        threadCpuMicros: () => threadCpuMicros(proc.pid),
         async stop() {
           if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM')
           return exited
@@ -87,6 +90,41 @@ function cpuMicros(pid: number | undefined): number | null {
     // Fields after the `(comm)`: state is 3rd, utime the 14th and stime the 15th of the whole line.
     const rest = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')
     return ((Number(rest[11]) + Number(rest[12])) * 1e6) / USER_HZ
+  } catch {
+    return null
+  }
+}
+
+/** Where a Node process's CPU goes: its event loop, worker threads (Burnrate's ledger write thread), V8's helper threads (GC, compilers), the rest (libuv's pool, ...). */
+export type ThreadKind = 'main' | 'worker' | 'v8' | 'other'
+
+/** The kind of a thread by its name (/proc/<pid>/task/<tid>/comm, as Node and V8 name them). */
+export function threadKind(comm: string, isMain: boolean): ThreadKind {
+  if (isMain) return 'main'
+  if (comm === 'WorkerThread') return 'worker'
+  if (comm.startsWith('V8') || comm.startsWith('v8:')) return 'v8'
+  return 'other'
+}
+
+/** The utime + stime of a /proc stat line, in µs. */
+export function statMicros(line: string): number {
+  const rest = line.slice(line.lastIndexOf(') ') + 2).split(' ')
+  return ((Number(rest[11]) + Number(rest[12])) * 1e6) / USER_HZ
+}
+
+function threadCpuMicros(pid: number | undefined): Record<ThreadKind, number> | null {
+  if (!pid) return null
+  const out: Record<ThreadKind, number> = { main: 0, worker: 0, v8: 0, other: 0 }
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const comm = readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim()
+        out[threadKind(comm, Number(tid) === pid)] += statMicros(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8'))
+      } catch {
+        // the thread ended between the listing and the read
+      }
+    }
+    return out
   } catch {
     return null
   }

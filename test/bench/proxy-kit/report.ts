@@ -104,3 +104,14 @@ export function metricsCost(f: Record<TargetKey, Figures>): string {
 export function mib(bytes: number | null): string {
   return bytes === null ? 'n/a' : `${(bytes / 2 ** 20).toFixed(1)} MiB`
 }
+
+/** Each proxy's CPU per call at the throughput concurrency, by thread (µs): where Burnrate's time goes against the bare proxies'. */
+export function threadSplit(by: Partial<Record<TargetKey, Record<'main' | 'worker' | 'v8' | 'other', number>>>): string {
+  const f = (n: number) => n.toFixed(1)
+  const lines = ['CPU per call by thread (throughput phase, µs: event loop / worker threads, i.e. the ledger write thread / V8 helpers / other):']
+  for (const t of TARGETS) {
+    const s = by[t]
+    if (s) lines.push(`- ${TARGET_LABEL[t]}: ${f(s.main)} / ${f(s.worker)} / ${f(s.v8)} / ${f(s.other)}`)
+  }
+  return lines.length > 1 ? lines.join('\n') : ''
+}
