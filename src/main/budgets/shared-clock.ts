@@ -13,6 +13,13 @@ export interface ClockSetting {
 
 const show = (c: ClockSetting) => `${c.timezone}, weeks from ${c.week_start}`
 
+type ClockRow = { timezone: string | null; week_start: string | null }
+
+/** The row's clock; null while no instance has set one. */
+function settingOf(row: ClockRow | undefined): ClockSetting | null {
+  return row?.timezone && row.week_start ? { timezone: row.timezone, week_start: row.week_start as ClockSetting['week_start'] } : null
+}
+
 /**
  * The budget clock every instance on one PostgreSQL counts budget periods in (`budget_clock`, one
  * row, versioned in itself; see SharedTable). A daily limit is one spend row per day, so two
@@ -26,16 +33,14 @@ export class PgBudgetClock extends SharedTable<ClockSetting> {
   }
 
   protected async read(): Promise<ClockSetting[]> {
-    const row = await this.store.get<{ timezone: string | null; week_start: string | null }>('SELECT timezone, week_start FROM budget_clock WHERE one = 1')
-    if (!row?.timezone || !row.week_start) return []
-    return [{ timezone: row.timezone, week_start: row.week_start as ClockSetting['week_start'] }]
+    const s = settingOf(await this.store.get<ClockRow>('SELECT timezone, week_start FROM budget_clock WHERE one = 1'))
+    return s ? [s] : []
   }
 
   /** Sets the database's clock to `mine`; answers the one it held before (null: none yet). */
   claim(mine: ClockSetting, now = Date.now()): Promise<ClockSetting | null> {
     return this.write(async (tx) => {
-      const row = await tx.get<{ timezone: string | null; week_start: string | null }>('SELECT timezone, week_start FROM budget_clock WHERE one = 1 FOR UPDATE')
-      const was = row?.timezone && row.week_start ? { timezone: row.timezone, week_start: row.week_start as ClockSetting['week_start'] } : null
+      const was = settingOf(await tx.get<ClockRow>('SELECT timezone, week_start FROM budget_clock WHERE one = 1 FOR UPDATE'))
       const same = was?.timezone === mine.timezone && was.week_start === mine.week_start
       if (!same) {
         await tx.run('UPDATE budget_clock SET timezone = @tz, week_start = @ws, set_at = @now WHERE one = 1', { tz: mine.timezone, ws: mine.week_start, now })

@@ -3,7 +3,7 @@ import { createReportTables, reportZone } from '../dashboard/rollup/report'
 import { createReportSessions } from '../dashboard/rollup/report-sessions'
 import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter, backfillDimRollups, backfillProjectRollups } from '../dashboard/rollup/writer'
+import { RollupWriter, backfillDimRollups, backfillProjectRollups, hasColumn } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -240,11 +240,10 @@ export const MIGRATIONS: Migration[] = [
     up: (db) => {
       // Nullable with no default: a schema change only (NULL: never revised). On a team server
       // an ingested call holds the sender's revision of it. (Each step only where it is missing.)
-      const has = (table: string, column: string) => db.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all().includes(column)
-      if (!has('calls', 'revision')) db.exec('ALTER TABLE calls ADD COLUMN revision INTEGER')
+      if (!hasColumn(db, 'calls', 'revision')) db.exec('ALTER TABLE calls ADD COLUMN revision INTEGER')
       db.exec('CREATE INDEX IF NOT EXISTS calls_revision ON calls (revision) WHERE revision IS NOT NULL')
-      if (!has('team_cursor', 'revision')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision INTEGER NOT NULL DEFAULT 0')
-      if (!has('team_cursor', 'revision_id')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision_id INTEGER NOT NULL DEFAULT 0')
+      if (!hasColumn(db, 'team_cursor', 'revision')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision INTEGER NOT NULL DEFAULT 0')
+      if (!hasColumn(db, 'team_cursor', 'revision_id')) db.exec('ALTER TABLE team_cursor ADD COLUMN revision_id INTEGER NOT NULL DEFAULT 0')
     },
   },
   {

@@ -22,6 +22,14 @@ export interface MovedCall {
   billing: CallBilling
 }
 
+/** What the rollups move by when call `r` costs `delta` more (and has `tokens` more): its groupings and the difference. */
+export function costChangeOf(r: Omit<MovedCall, 'id' | 'requested_model'>, delta: number, tokens?: TokenChange): CostChange {
+  return {
+    ts: r.ts, provider: r.provider, model: r.model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
+    project: r.project, member: r.member, billing: r.billing, delta, tokens,
+  }
+}
+
 /** Where the budgets' spend is moved: this process's meters, and PostgreSQL's shared spend rows. */
 export interface SpendTargets {
   /** The budget rules' meters in this process, moved once the transaction is committed. */
@@ -54,12 +62,7 @@ export class CostMoves {
   /** Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens` more). */
   add(r: MovedCall, delta: number, tokens?: TokenChange): void {
     this.ids.push(r.id)
-    if (r.id <= this.folded) {
-      this.changes.push({
-        ts: r.ts, provider: r.provider, model: r.model, api_key_hash: r.api_key_hash, tenant: r.tenant, agent: r.agent, session: r.session,
-        project: r.project, member: r.member, billing: r.billing, delta, tokens,
-      })
-    }
+    if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
     if (r.billing !== 'subscription' && delta !== 0) {
       this.spend.push({

@@ -3,7 +3,7 @@ import { type CostChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { CALL_COLUMNS, callValues } from '../ledger/columns'
 import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
-import type { MovedCall } from '../pricing/moves'
+import { type MovedCall, costChangeOf } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
@@ -48,8 +48,8 @@ const REVISE_SQL = `UPDATE calls SET input_tokens = @input_tokens, output_tokens
  */
 function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
   const r = row.record
-  if (Number(held.ts) !== r.ts || held.provider !== r.provider || held.model !== r.model) return 'clash'
-  const heldRevision = Number(held.revision ?? 0)
+  if (held.ts !== r.ts || held.provider !== r.provider || held.model !== r.model) return 'clash'
+  const heldRevision = held.revision ?? 0
   if (row.revision > heldRevision) return 'revise'
   if (row.revision === 0 && heldRevision === 0 && held.cost_usd !== r.cost_usd) return 'clash'
   return 'duplicate'
@@ -70,17 +70,12 @@ async function revise(tx: SqlStore, held: Held, row: IngestRow): Promise<CostCha
     estimated: r.estimated ? 1 : 0,
     revision: row.revision,
   })
-  return {
-    ts: Number(held.ts), provider: held.provider, model: held.model, api_key_hash: held.api_key_hash, tenant: held.tenant,
-    agent: held.agent, session: held.session, project: held.project, member: held.member, billing: held.billing,
-    delta: r.cost_usd - held.cost_usd,
-    tokens: {
-      input_tokens: r.input_tokens - Number(held.input_tokens),
-      output_tokens: r.output_tokens - Number(held.output_tokens),
-      cache_read_tokens: r.cache_read_tokens - Number(held.cache_read_tokens),
-      cache_write_tokens: r.cache_write_tokens - Number(held.cache_write_tokens),
-    },
-  }
+  return costChangeOf(held, r.cost_usd - held.cost_usd, {
+    input_tokens: r.input_tokens - held.input_tokens,
+    output_tokens: r.output_tokens - held.output_tokens,
+    cache_read_tokens: r.cache_read_tokens - held.cache_read_tokens,
+    cache_write_tokens: r.cache_write_tokens - held.cache_write_tokens,
+  })
 }
 
 /** Folds freshly stored calls into the dashboard's rollups, inside the same transaction. */
@@ -187,7 +182,7 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
         const revised: IngestRow[] = []
         if (others.length > 0) {
           const held = await tx.all<Held>(PG_HELD_SQL, { member, ids: others.map((r) => r.origin_id) })
-          const at = new Map(held.map((h) => [Number(h.origin_id), h]))
+          const at = new Map(held.map((h) => [h.origin_id, h]))
           const changes: CostChange[] = []
           for (const r of others) {
             const h = at.get(r.origin_id)
