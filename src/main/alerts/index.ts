@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
+import type { ThresholdEvent } from '../budgets/announcer'
+import { AlertClaims } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { runawayPayload, testPayload, thresholdPayload } from './payload'
 import { WebhookSender } from './webhooks'
@@ -17,7 +19,15 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const c = ctx.config.alerts
   const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms })
   const { engine, runaway } = budgetsOf(ctx)
-  ctx.onClose(engine.onThreshold((e) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()))))
+  // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
+  const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
+  const send = (e: ThresholdEvent) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()))
+  ctx.onClose(
+    engine.onThreshold((e) => {
+      if (!claims) send(e)
+      else void claims.claim(e).then((won) => won && send(e))
+    }),
+  )
   ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(() => webhooks.close())
   const a = { webhooks }

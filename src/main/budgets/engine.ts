@@ -4,6 +4,7 @@ import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
+import type { FeedRow } from './shared-feed'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
@@ -120,6 +121,8 @@ export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: nu
  * calls in flight are expected to reach it; otherwise its expected cost (or, with
  * `reserve: max_tokens`, its worst case) is reserved until `settle`.
  */
+const NO_PATTERNS: readonly string[] = []
+
 export class BudgetEngine implements BudgetMeters {
   private index: RuleIndex
   private readonly keys = new Map<string, KeyState>()
@@ -347,6 +350,61 @@ export class BudgetEngine implements BudgetMeters {
     const cost = call.billing === 'subscription' ? 0 : call.cost_usd
     this.account(s, scope, call.ts, cost, tokens, call.session, call.ts, now, touched)
     this.announce(s, touched, call.session, now)
+  }
+
+  /**
+   * Calls other instances stored (PostgreSQL mode, ./shared-feed.ts), summed per key, scope,
+   * session and minute: counted in the registry and the meters as a reload counts the same rows
+   * (their tokens in the last minute's count when they ended in it), their requests in the
+   * per-minute count of the rule that decides the key's calls here; thresholds they cross are
+   * announced as for this instance's own calls.
+   */
+  observeShared(rows: readonly FeedRow[], now = Date.now()): void {
+    for (const [hash, hint, provider, model, requested, agent, tenant, session, t, cost, tokens, last, calls, requests, known] of rows) {
+      const s = this.state(hash, hint)
+      if (hint) s.hint = hint
+      // The rule patterns the sender saw the raw key match (this instance may never see it).
+      if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
+      this.count(s, last, tenant, calls, now)
+      if (this.index.empty) continue
+      const scope: Scope = { provider, model, requested, agent, tenant }
+      const touched: Meter[] = []
+      this.account(s, scope, t, cost, tokens > 0 && last > now - 60_000 ? tokens : 0, session, last, now, touched)
+      if (requests > 0) {
+        const rule = this.decidingRule(s, scope)
+        if (rule && rule.requests_per_minute !== null) this.meter(rule, hash).addRequest(now, requests)
+      }
+      this.announce(s, touched, session, now)
+    }
+  }
+
+  /**
+   * This instance's calls a reload's rows missed (PostgreSQL mode: stored after its snapshot, or
+   * not yet), counted again in the rebuilt meters as `observe` counted them; their thresholds were
+   * announced then.
+   */
+  recount(calls: readonly CallRecord[], now = Date.now()): void {
+    if (this.index.empty) return
+    for (const call of calls) {
+      const s = this.state(call.api_key_hash, call.key_hint)
+      const scope: Scope = { provider: call.provider, model: call.model, requested: call.requested_model, agent: call.agent, tenant: call.tenant }
+      const touched: Meter[] = []
+      const cost = call.billing === 'subscription' ? 0 : call.cost_usd
+      this.account(s, scope, call.ts, cost, call.input_tokens + call.output_tokens, call.session, call.ts, now, touched)
+      for (const m of touched) this.announcer.thresholds(s, m, now, true)
+    }
+  }
+
+  /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
+  knownPatterns(hash: string): readonly string[] {
+    const s = this.keys.get(hash)
+    return s && s.known.size > 0 ? [...s.known] : NO_PATTERNS
+  }
+
+  /** The rule `decide` would pick for a call of a key known here by hash (its first rule whose scope matches). */
+  private decidingRule(s: KeyState, scope: Scope): Rule | null {
+    const rules = s.gen === this.index.generation ? s.candidates : this.index.active().filter((r) => this.keyMatches(r, s, false))
+    return rules.find((r) => scopeMatches(r, scope)) ?? null
   }
 
   /** The levels and thresholds a key's meters that just grew have reached (those of rules its key pattern matches). */

@@ -1,5 +1,6 @@
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
+import type { CallRecord } from '../ledger/record'
 import type { Pricer } from '../pricing/price'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
@@ -11,6 +12,8 @@ import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
+import { SharedCallFeed, type Snapshot, feedIdOf, shareKnownPatterns } from './shared-feed'
+import { PostgresStore } from '../storage/postgres'
 import { shareBudgetClock } from './shared-clock'
 import { PgRuleStore } from './shared-rules'
 import { firstLoad } from '../storage/shared-table'
@@ -25,6 +28,8 @@ export interface Budgets {
   runaway: RunawayDetector
   /** What answered calls produced, per provider and requested model (expected-cost reservations). */
   history: CallHistory
+  /** PostgreSQL mode: other instances' calls as they are stored (null on SQLite). */
+  feed: SharedCallFeed | null
 }
 
 const installed = new WeakMap<ServerContext, Budgets>()
@@ -95,17 +100,33 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
-  // The meters again from every instance's calls (PG mode), once the rows are read.
-  const reloadShared = async (): Promise<void> => {
-    if (!sharedHistory || !engine) return
+  /** This instance's calls recorded during each reload under way. */
+  const duringReload = new Set<CallRecord[]>()
+  // The meters again from every instance's calls (PG mode), once the rows are read; the snapshot
+  // they were read in tells the feed which other instances' calls they already hold.
+  const loadShared = async (): Promise<Snapshot | null> => {
+    if (!sharedHistory || !engine) return null
     const en = engine
+    // This instance's calls counted while the rows are read: those the read missed (stored after its
+    // snapshot, or not yet) are counted again once the meters are rebuilt from it, the others not.
+    const during: CallRecord[] = []
+    duringReload.add(during)
     try {
-      await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()))
+      const { snapshot, read } = await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()), () => during)
       en.reload()
-    } catch {
-      // PostgreSQL away: the meters keep what they have; the next rule change reads again
+      en.recount(during.filter((c) => !(c.call_key && read.has(c.call_key))))
+      return snapshot
+    } catch (err) {
+      // PostgreSQL away: the meters keep what they have; the feed reads again
+      ctx.log.warn(`budgets: could not read the calls the meters count from PostgreSQL (${err instanceof Error ? err.message : String(err)}); trying again`)
+      return null
+    } finally {
+      duringReload.delete(during)
     }
   }
+  // PG mode: other instances' calls reach the meters as they are stored (./shared-feed.ts).
+  let feed: SharedCallFeed | null = null
+  const reloadShared = (): Promise<void> => (feed ? feed.reload() : loadShared().then(() => {}))
   const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
   // PG mode: the data folder's `budget_rules` keeps the last rules read from PostgreSQL, so an
   // instance starting while the database is away enforces them (start-up never waits on it).
@@ -152,6 +173,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const stop = ctx.ledger.onCall((call) => {
     e.observe(call)
     runaway.observe(call)
+    for (const during of duringReload) during.push(call)
   })
   ctx.onClose(stop)
   const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }
@@ -161,6 +183,14 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     // The meters again in the new periods when another instance moved the clock.
     const shared = shareBudgetClock(ctx.store, ctx.config, clock, ctx.log, () => void reloadShared())
     ctx.onClose(() => shared.close())
+    // Other instances' calls as they are stored; it reads the meters once it listens.
+    if (ctx.store instanceof PostgresStore) {
+      feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: (rows) => e.observeShared(rows), reload: loadShared }, ctx.log)
+      shareKnownPatterns(ctx.store, (hash) => e.knownPatterns(hash))
+      feed.start()
+      const f = feed
+      ctx.onClose(() => f.close())
+    }
     // The key registry and the meters from every instance's calls (start-up never waits on it).
     void (async () => {
       await reloadShared()
@@ -176,7 +206,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     ctx.setGate(budgetGate(e, guard))
   }
   ctx.budgets = e
-  const b = { engine: e, store, runaway, history }
+  const b = { engine: e, store, runaway, history, feed }
   installed.set(ctx, b)
   return b
 }

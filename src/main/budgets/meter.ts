@@ -235,8 +235,8 @@ export class Meter {
     if (s) s.spent += delta
   }
 
-  addRequest(now: number): void {
-    if (this.rule.requests_per_minute !== null) this.requests.add(now, 1)
+  addRequest(now: number, n = 1): void {
+    if (this.rule.requests_per_minute !== null && n > 0) this.requests.add(now, n)
   }
 
   addTokens(n: number, now: number): void {

@@ -1,6 +1,8 @@
+import type { CallRecord } from '../ledger/record'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { HistoryRow } from './engine'
+import { parseSnapshot, type Snapshot } from './shared-feed'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
@@ -25,10 +27,26 @@ export class SharedHistory {
     private readonly ledger: CallLedger,
   ) {}
 
-  /** Reads the calls since `since` (this instance's held calls written first). */
-  async load(since: number): Promise<void> {
+  /**
+   * Reads the calls since `since` (this instance's held calls written first); resolves with the
+   * snapshot they were read in (one transaction, repeatable read: the calls of every transaction
+   * visible in it are in the rows), and which of the calls `counted` gives (this instance's, counted
+   * while the read was under way) are in them.
+   */
+  async load(since: number, counted: () => readonly CallRecord[] = () => []): Promise<{ snapshot: Snapshot; read: Set<string> }> {
     await this.ledger.flushed()
-    this.rows = await this.store.all<HistoryRow>(HISTORY_SQL, { since })
+    const { rows, snapshot, read } = await this.store.transaction(async (tx) => {
+      await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
+      // The first query takes the transaction's snapshot; the history is read in the same one.
+      const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
+      const rows = await tx.all<HistoryRow>(HISTORY_SQL, { since })
+      // Which of the calls this instance counted meanwhile are in what was read.
+      const keys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
+      const found = keys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys })
+      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)) }
+    })
+    this.rows = rows
+    return { snapshot, read }
   }
 
   async keys(since: number) {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
+import { publishCalls } from '../budgets/shared-feed'
 import type { SpendCounter } from '../budgets/state/pg/call-spend'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { prunedBefore } from '../ledger/retention'
@@ -276,6 +277,8 @@ function pgStatements(db: Database.Database, store: SqlStore) {
         // Spend rows before rollups: the order a ledger batch locks them in.
         await opts.countSpend?.(tx, s)
         await applyRollups(tx, s)
+        // The other instances' meters count them as soon as this commits (PostgreSQL only).
+        await publishCalls(tx, store, s)
         return s
       })
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))

@@ -1,4 +1,5 @@
 import type { CallBilling } from '../../shared/api'
+import { publishReload } from '../budgets/shared-feed'
 import type { CostAdjustment } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { markRevised, revised } from '../ledger/revisions'
@@ -77,6 +78,8 @@ export class CostMoves {
     await markRevised(tx, this.ids)
     await adjustRollups(tx, this.changes)
     if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
+    // Every other instance reads its meters again once this commits (PostgreSQL only).
+    if (this.spend.length > 0) await publishReload(tx, '')
   }
 
   /** Once committed: today's and this month's spend per key, the budget meters of this process, and the revisions' listeners (the team sender). */

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import type { Config } from '../config/schema'
 import { Ledger } from '../ledger/ledger'
 import { spendCounter } from '../budgets/state/pg/call-spend'
+import { publishCalls } from '../budgets/shared-feed'
 import { PgLedger } from '../ledger/pg/pg-ledger'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
@@ -58,6 +59,8 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   // features this server runs (other instances' rules have rows too). First of the batch hooks:
   // every transaction storing calls locks spend rows before rollup rows.
   ledger.onBatchTx(spendCounter(config))
+  // The other instances' budget meters count each batch's calls as soon as it commits (budgets/shared-feed.ts).
+  ledger.onBatchTx((tx, rows) => publishCalls(tx, store, rows))
   ledger.start()
   opts.log.info(`ledger: PostgreSQL at ${shown} (this instance's own state stays in ${config.data_dir})`)
   return {

@@ -283,6 +283,16 @@ export const PG_MIGRATIONS: PgMigration[] = [
       CREATE INDEX calls_revision ON calls (revision) WHERE revision IS NOT NULL
     `,
   },
+  {
+    version: 11,
+    description: 'budget threshold alerts claimed by the instance that sends them: every instance sees every call, one webhook goes out',
+    sql: `
+      CREATE TABLE alert_claims (
+        id TEXT PRIMARY KEY,
+        claimed_at TIMESTAMPTZ NOT NULL DEFAULT now()
+      )
+    `,
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

@@ -100,11 +100,13 @@ export class PgLedger implements CallLedger {
     if (this.closed) throw new Error('ledger is closed')
     if (call.billing !== 'subscription') this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
     if (this.queue.length >= this.opts.maxPending) this.dropOldest()
-    this.queue.add(call)
+    // Listeners get the queued row: its key tells budgets/index.ts whether a call it counted is in
+    // what a reload read from PostgreSQL.
+    const row = this.queue.add(call)
     this.schedule(this.opts.flushIntervalMs)
     for (const l of this.listeners) {
       try {
-        l(call)
+        l(row)
       } catch {
         // a listener's failure is its own; recording goes on
       }

@@ -31,11 +31,13 @@ export class PendingQueue {
     return this.seq
   }
 
-  add(call: CallRecord): void {
+  /** Queues `call` under a key of its own (unless it has one); returns the queued row, with its key. */
+  add(call: CallRecord): CallRecord {
     const seq = ++this.seq
     const row = call.call_key ? call : { ...call, call_key: this.keyPrefix + seq.toString(36) }
     this.entries.push({ seq, row, at: Date.now() })
     this.status.pending = this.entries.length
+    return row
   }
 
   /** How long the oldest queued call has waited (0 when none waits). */

@@ -1,0 +1,52 @@
+import { createHash } from 'node:crypto'
+import type { ThresholdEvent } from '../budgets/announcer'
+import { ensurePostgresSchema } from '../storage/postgres-migrations'
+import type { SqlStore } from '../storage/sql'
+
+/** A rolling window's threshold may be announced again this long after its last claim (its spend fell back under it meanwhile). */
+const REARM_MINUTES = 10
+/** Claims older than this are deleted (the longest calendar period is a month). */
+const KEEP_DAYS = 45
+
+const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
+  ON CONFLICT (id) DO UPDATE SET claimed_at = now()
+    WHERE @rearm::boolean AND alert_claims.claimed_at < now() - interval '${REARM_MINUTES} minutes'
+  RETURNING id`
+
+/**
+ * PostgreSQL mode: every instance's meters count every instance's calls (budgets/shared-feed.ts),
+ * so each one sees a threshold crossed. The first to claim it in the database sends its webhook;
+ * the others do not. A claim is one row per rule, key, period (its start) and threshold; a rolling
+ * window's may be claimed again REARM_MINUTES after the last. When the database cannot be asked,
+ * the alert is sent (twice rather than never).
+ */
+export class AlertClaims {
+  private lastCleanup = 0
+
+  constructor(private readonly store: SqlStore) {}
+
+  async claim(e: ThresholdEvent): Promise<boolean> {
+    try {
+      await ensurePostgresSchema(this.store)
+      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e), rearm: e.state.period === 'window' })).length > 0
+      this.cleanup()
+      return won
+    } catch {
+      return true
+    }
+  }
+
+  private cleanup(): void {
+    const now = Date.now()
+    if (now - this.lastCleanup < 3600_000) return
+    this.lastCleanup = now
+    void this.store.run(`DELETE FROM alert_claims WHERE claimed_at < now() - interval '${KEEP_DAYS} days'`).catch(() => {})
+  }
+}
+
+/** The same on every instance for the same crossing (the announcer's own key for it, hashed: it names the key's hash). */
+export function claimId(e: ThresholdEvent): string {
+  const p = e.state
+  const text = `${e.rule.source}\n${e.rule.api_key_pattern}\n${e.key.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${e.pct}`
+  return createHash('sha256').update(text).digest('hex')
+}

@@ -1,0 +1,327 @@
+import { randomUUID } from 'node:crypto'
+import type pg from 'pg'
+import type { CallRecord } from '../ledger/record'
+import type { Logger } from '../log'
+import type { PostgresStore } from '../storage/postgres'
+import type { SqlStore } from '../storage/sql'
+import { READS } from '../providers/openai'
+import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from './gate'
+
+/**
+ * PG mode: every instance's in-process meters (warnings, per-minute limits, alerts, the budget
+ * listings) follow the calls the other instances store, within moments, not at the next restart.
+ *
+ * Whatever stores calls (a ledger batch, an import) sends, in the same transaction, a NOTIFY on
+ * CALLS_CHANNEL with those calls summed as the meters count them (as HISTORY_SQL sums them at a
+ * reload). PostgreSQL delivers a notification only when its transaction commits, in commit order,
+ * never for one rolled back, so a listener counts each stored call once. Each notification carries
+ * its transaction's id: a call already in the rows a reload read (its transaction visible in the
+ * reload's snapshot) is not counted again. A listener that lost its connection reloads once it is
+ * back (what was sent meanwhile is in the rows it reads).
+ */
+export const CALLS_CHANNEL = 'burnrate_calls'
+
+/** A notification's payload is at most 8000 bytes; its transaction id and a space come first. */
+const MAX_PAYLOAD_BYTES = 7_900
+/** More chunks than this for one transaction: a reload is asked for instead (a huge import). */
+const MAX_CHUNKS = 64
+
+/**
+ * What the meters count of stored calls, per key, scope, session and minute of arrival:
+ * [api_key_hash, key_hint, provider, model, requested_model, agent, tenant, session, minute, cost,
+ * tokens, last ts, calls, requests sent upstream, the prefix patterns the sender knows the key to match].
+ * The last: a key's raw value is never stored, so an instance that has not seen it could not tell
+ * whether a `sk-team-*` rule applies to it (its listing would leave the key out).
+ */
+export type FeedRow = [string, string, string, string, string | null, string, string, string, number, number, number, number, number, number, string[]]
+
+/** The rule patterns this process knows each key (by hash) to match, when its budgets run. */
+const knownOf = new WeakMap<SqlStore, (hash: string) => readonly string[]>()
+export function shareKnownPatterns(store: SqlStore, known: (hash: string) => readonly string[]): void {
+  knownOf.set(store, known)
+}
+
+/** One id per store: notifications a process sent itself are not counted twice (its calls reach its meters directly). */
+const ids = new WeakMap<SqlStore, string>()
+export function feedIdOf(store: SqlStore): string {
+  let id = ids.get(store)
+  if (!id) {
+    id = randomUUID()
+    ids.set(store, id)
+  }
+  return id
+}
+
+/** Refusals by Burnrate itself never went upstream, and reads and cancels of a response already paid for are never counted (README: Budgets): not requests a per-minute limit counts. */
+const REFUSALS = new Set([REFUSAL_REASON, RATE_REASON, LOOP_REASON])
+
+
+/** The stored calls as the meters count them (money only). Calls a team server ingests are stored by its own path (team/store.ts), never fed: they are in no meter. */
+export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) => readonly string[]): FeedRow[] {
+  const byGroup = new Map<string, FeedRow>()
+  for (const c of calls) {
+    const minute = Math.floor(c.ts / 60_000) * 60_000
+    const requested = c.requested_model ?? null
+    const group = JSON.stringify([c.api_key_hash, c.provider, c.model, requested, c.agent, c.tenant, c.session, minute])
+    let r = byGroup.get(group)
+    if (!r) {
+      r = [c.api_key_hash, c.key_hint, c.provider, c.model, requested, c.agent, c.tenant, c.session, minute, 0, 0, 0, 0, 0, known ? [...known(c.api_key_hash)] : []]
+      byGroup.set(group, r)
+    }
+    if (c.key_hint > r[1]) r[1] = c.key_hint
+    r[9] += c.billing === 'subscription' ? 0 : c.cost_usd
+    r[10] += c.input_tokens + c.output_tokens
+    r[11] = Math.max(r[11], c.ts)
+    r[12]++
+    if (!(c.error && REFUSALS.has(c.error)) && !READS.has(c.endpoint)) r[13]++
+  }
+  return [...byGroup.values()]
+}
+
+const NOTIFY_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || @payload)`
+
+/** Sends the stored calls' feed rows from inside the transaction that stored them (PostgreSQL only); `store`: the one the process's budgets run on. */
+export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonly CallRecord[]): Promise<void> {
+  if (tx.dialect !== 'postgres' || calls.length === 0) return
+  const feedId = feedIdOf(store)
+  const rows = feedRowsOf(calls, knownOf.get(store))
+  if (rows.length === 0) return
+  const payloads = notifyPayloads(feedId, rows)
+  // A row too long for a notification (a model or session name of kilobytes), or a huge import:
+  // the listeners read the calls again instead. A notification that fails would roll the calls back.
+  if (!payloads) return publishReload(tx, feedId)
+  for (const payload of payloads) await tx.run(NOTIFY_SQL, { payload })
+}
+
+/**
+ * The feed rows as notification payloads, each under PostgreSQL's limit with the transaction id
+ * in front (numbered: PostgreSQL folds identical notifications of one transaction into one);
+ * null when they do not fit in MAX_CHUNKS.
+ */
+export function notifyPayloads(feedId: string, rows: readonly FeedRow[]): string[] | null {
+  const out: string[] = []
+  let part: string[] = []
+  let bytes = 0
+  const close = () => out.push(`{"i":"${feedId}","n":${out.length},"r":[${part.join(',')}]}`)
+  for (const r of rows) {
+    const text = JSON.stringify(r)
+    const size = Buffer.byteLength(text) + 1
+    if (part.length > 0 && bytes + size > MAX_PAYLOAD_BYTES - 120) {
+      close()
+      part = []
+      bytes = 0
+    }
+    part.push(text)
+    bytes += size
+  }
+  close()
+  if (out.length > MAX_CHUNKS || out.some((c) => Buffer.byteLength(c) > MAX_PAYLOAD_BYTES - 30)) return null
+  return out
+}
+
+/** Tells the other instances to read their meters again (stored calls' costs moved: re-pricing, a settled background response). */
+export async function publishReload(tx: SqlStore, feedId: string): Promise<void> {
+  if (tx.dialect !== 'postgres') return
+  await tx.run(NOTIFY_SQL, { payload: `{"i":"${feedId}","reload":true}` })
+}
+
+/** A transaction snapshot as `pg_current_snapshot()` prints it: `xmin:xmax:xip,xip,…`. */
+export interface Snapshot {
+  xmin: number
+  xmax: number
+  inProgress: Set<number>
+}
+
+export function parseSnapshot(text: string): Snapshot {
+  const [xmin, xmax, xip] = text.split(':')
+  return { xmin: Number(xmin), xmax: Number(xmax), inProgress: new Set(xip ? xip.split(',').map(Number) : []) }
+}
+
+/** Whether the committed transaction `xid` is visible in `s` (PostgreSQL's own rule). */
+export function visibleIn(xid: number, s: Snapshot): boolean {
+  if (xid < s.xmin) return true
+  if (xid >= s.xmax) return false
+  return !s.inProgress.has(xid)
+}
+
+export interface FeedTarget {
+  /** Other instances' calls, to count in the meters. */
+  rows(rows: readonly FeedRow[]): void
+  /** Read the meters again (notifications may have been missed, or costs moved): resolves with the reload's snapshot, null when it failed. */
+  reload(): Promise<Snapshot | null>
+}
+
+const RETRY_MS = [250, 1000, 2000, 5000]
+
+/**
+ * Listens on CALLS_CHANNEL on a connection of its own (checked out of the pool for good, given
+ * back and taken again after an error) and hands other instances' calls to `target`: only calls
+ * the last reload did not read, and none while a reload is under way (they wait for it).
+ */
+export class SharedCallFeed {
+  private client: pg.PoolClient | null = null
+  private snapshot: Snapshot | null = null
+  private reloading = false
+  private reloadAgain = false
+  private held: { xid: number; rows: readonly FeedRow[] }[] = []
+  private closed = false
+  private attempt = 0
+  private timer: NodeJS.Timeout | null = null
+  /** Notifications counted, and reloads done (health and tests). */
+  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0 }
+
+  constructor(
+    private readonly store: PostgresStore,
+    private readonly feedId: string,
+    private readonly target: FeedTarget,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Listens, then reads the meters (the reload covers whatever was stored before the listening began). */
+  start(): void {
+    void this.connect()
+  }
+
+  /** Reads the meters again; notifications that come meanwhile wait for it. Several asked at once run as one more. */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true
+      return this.pendingReload ?? Promise.resolve()
+    }
+    this.reloading = true
+    this.pendingReload = (async () => {
+      try {
+        do {
+          this.reloadAgain = false
+          const s = await this.target.reload()
+          if (s) {
+            this.snapshot = s
+            this.stats.reloads++
+          }
+        } while (this.reloadAgain && !this.closed)
+      } finally {
+        this.reloading = false
+        this.pendingReload = null
+        const held = this.held
+        this.held = []
+        for (const h of held) this.count(h.xid, h.rows)
+        // Never read (PostgreSQL away): read again in a moment, or the meters would miss what was stored meanwhile.
+        if (!this.snapshot && !this.closed) this.retryReload()
+      }
+    })()
+    return this.pendingReload
+  }
+  private pendingReload: Promise<void> | null = null
+
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    const c = this.client
+    this.client = null
+    if (c) {
+      c.removeAllListeners('notification')
+      try {
+        await c.query(`UNLISTEN ${CALLS_CHANNEL}`)
+        c.release()
+      } catch {
+        c.release(true)
+      }
+    }
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return
+    let client: pg.PoolClient | null = null
+    try {
+      client = await this.store.pool.connect()
+      client.on('notification', (m) => this.heard(m))
+      client.on('error', () => this.lost(client!))
+      await client.query(`LISTEN ${CALLS_CHANNEL}`)
+      if (this.closed) {
+        client.release()
+        return
+      }
+      this.client = client
+      this.attempt = 0
+      this.stats.connects++
+      if (this.stats.connects > 1) this.log?.info('budgets: listening for other instances’ calls again; their meters are read again')
+    } catch {
+      if (client) client.release(true)
+      this.retry()
+      return
+    }
+    // Whatever was stored before the listening began is in what the reload reads.
+    await this.reload()
+  }
+
+  private lost(client: pg.PoolClient): void {
+    if (this.client !== client) return
+    this.client = null
+    client.removeAllListeners('notification')
+    client.release(true)
+    if (!this.closed) {
+      this.log?.warn('budgets: lost the connection that hears other instances’ calls; reconnecting')
+      this.retry()
+    }
+  }
+
+  private retry(): void {
+    if (this.closed || this.timer) return
+    const ms = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)]
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.connect()
+    }, ms)
+    this.timer.unref()
+  }
+
+  private retryReload(): void {
+    if (this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.reload()
+    }, RETRY_MS[RETRY_MS.length - 1])
+    this.timer.unref()
+  }
+
+  private heard(m: pg.Notification): void {
+    if (m.channel !== CALLS_CHANNEL || !m.payload) return
+    const space = m.payload.indexOf(' ')
+    const xid = Number(m.payload.slice(0, space))
+    let body: { i?: string; r?: FeedRow[]; reload?: boolean }
+    try {
+      body = JSON.parse(m.payload.slice(space + 1))
+    } catch {
+      return
+    }
+    if (body.i === this.feedId) return
+    if (body.reload) {
+      void this.reload()
+      return
+    }
+    if (!Array.isArray(body.r) || !Number.isFinite(xid)) return
+    if (this.reloading || !this.snapshot) {
+      this.held.push({ xid, rows: body.r })
+      return
+    }
+    this.count(xid, body.r)
+  }
+
+  private count(xid: number, rows: readonly FeedRow[]): void {
+    if (this.snapshot && visibleIn(xid, this.snapshot)) {
+      this.stats.skipped++
+      return
+    }
+    if (!this.snapshot) {
+      // No reload has read the calls yet (PostgreSQL was away): the one to come reads them.
+      this.stats.skipped++
+      return
+    }
+    this.stats.counted++
+    try {
+      this.target.rows(rows)
+    } catch {
+      // counting is the meters' own affair; the feed goes on
+    }
+  }
+}

@@ -1,0 +1,196 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { getJson, makeCall } from '../dashboard/seed'
+import { eventually, postJson } from '../support/http'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
+
+/**
+ * Two real servers on one PostgreSQL: what one records reaches the other's in-process meters as
+ * it is stored (budgets/shared-feed.ts), not at its next restart or rule change. Before, each
+ * instance's budget listing, warnings, per-minute limits and threshold alerts counted only its
+ * own calls after start-up.
+ */
+
+const h = usePostgres()
+const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
+
+type Server = Awaited<ReturnType<typeof pgBudgetServer>>
+const server = (url: string, config: Record<string, unknown>) => pgBudgetServer(h, url, config)
+const call = (s: Server, key: string) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+
+/** A server's budget listing's row for `key` under `pattern` (undefined when not listed). */
+async function listed(s: Server, pattern: string, key: string): Promise<any> {
+  const body = (await getJson(`${s.url}/api/dashboard/budgets`)).body
+  return body.rules.find((r: any) => r.rule.api_key_pattern === pattern && r.api_key_hash === hashKey(key))
+}
+
+/** What a server's budget listing shows as spent today by `key` under `pattern` (null when not listed). */
+async function dailySpent(s: Server, pattern: string, key: string): Promise<number | null> {
+  return (await listed(s, pattern, key))?.windows.find((w: any) => w.period === 'daily')?.spent_usd ?? null
+}
+
+/** The exact sum of what every server recorded for `key`, once each has stored its calls. */
+async function recorded(servers: Server[], key: string): Promise<{ n: number; usd: number }> {
+  for (const s of servers) await s.server.ledger.flushed()
+  const rows = await servers[0].store.all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE api_key_hash = @k', { k: hashKey(key) })
+  return { n: rows.length, usd: rows.reduce((t, r) => t + r.cost_usd, 0) }
+}
+
+/** Equal but for the order the sums were added in (a call counted twice or missed is NANO_COST off). */
+const same = (x: number | null, y: number) => x !== null && Math.abs(x - y) <= 1e-12
+
+/** Both servers up, with their meters read (each lists a call of its own). */
+async function ready(a: Server, b: Server, pattern: string, warmKey: string): Promise<void> {
+  for (const s of [a, b]) {
+    expect((await call(s, warmKey)).status).toBe(200)
+    await eventually(async () => (await listed(s, pattern, warmKey)) !== undefined, 20_000)
+    await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+  }
+}
+
+async function receiver() {
+  const got: any[] = []
+  const srv = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(204).end()
+  })
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
+  h.onTeardown(() => new Promise<void>((r) => srv.close(() => r())))
+  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, got }
+}
+
+describe("one instance's calls in the other instances' meters (PostgreSQL)", () => {
+  it("the other server's budget listing and warnings count them, exactly once", async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-feed-*', daily_limit_usd: NANO_COST * 3.5, action: 'warn' }]
+    const a = await server(url, { budgets: { rules } })
+    const b = await server(url, { budgets: { rules } })
+    replayJson(h.upstream, NANO_FIXTURE)
+    await ready(a, b, 'sk-feed-*', 'sk-feed-warm-0000')
+    const key = 'sk-feed-aaaaaaaa-0001'
+    for (let i = 0; i < 4; i++) expect((await call(a, key)).status).toBe(200)
+    const sum = await recorded([a, b], key)
+    expect(sum.n).toBe(4)
+    // B recorded none of them, and lists all four, each once.
+    await eventually(async () => same(await dailySpent(b, 'sk-feed-*', key), sum.usd), 20_000)
+    expect(same(await dailySpent(a, 'sk-feed-*', key), sum.usd)).toBe(true)
+    // So B's first call of the key is warned: the key is over its limit on every instance.
+    const r = await call(b, key)
+    expect(r.status).toBe(200)
+    expect(String(r.headers['x-burnrate-budget-warning'])).toMatch(/^sk-feed-\* daily /)
+  }, 90_000)
+
+  it('a per-minute request limit is one limit across the servers', async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-rpm-*', requests_per_minute: 3, action: 'block' }]
+    const a = await server(url, { budgets: { rules } })
+    const b = await server(url, { budgets: { rules } })
+    replayJson(h.upstream, NANO_FIXTURE)
+    await ready(a, b, 'sk-rpm-*', 'sk-rpm-warm-0000')
+    const key = 'sk-rpm-bbbbbbbb-0002'
+    for (let i = 0; i < 3; i++) expect((await call(a, key)).status).toBe(200)
+    expect((await recorded([a, b], key)).n).toBe(3)
+    // Once B has heard of A's three, it refuses the fourth as A does.
+    const engineB = budgetsOf(b.server.context).engine
+    await eventually(() => engineB.status().some((s) => s.keys.some((k) => k.key.hash === hashKey(key) && k.meter.rate(Date.now()) !== null)), 20_000)
+    const refused = await call(b, key)
+    expect(refused.status).toBe(429)
+    expect(refused.json().error).toMatchObject({ type: 'rate_limited', unit: 'requests_per_minute', limit: 3, used: 3 })
+    expect((await call(a, key)).status).toBe(429)
+  }, 90_000)
+
+  it("a threshold crossed by both servers' calls together sends one webhook, from whichever claims it", async () => {
+    const url = h.database()
+    const hook = await receiver()
+    const config = {
+      alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 20 },
+      budgets: { rules: [{ api_key_pattern: 'sk-alert-*', daily_limit_usd: NANO_COST * 4 * (1 - 1e-9), action: 'warn', alert_at_pct: [0.5, 1] }] },
+    }
+    const a = await server(url, config)
+    const b = await server(url, config)
+    replayJson(h.upstream, NANO_FIXTURE)
+    await ready(a, b, 'sk-alert-*', 'sk-alert-warm-0000')
+    const key = 'sk-alert-cccccccc-0003'
+    // A, B, A, B: each call waits until the other server counts it. Alone, each would see half.
+    for (let i = 0; i < 4; i++) {
+      const [mine, other] = i % 2 === 0 ? [a, b] : [b, a]
+      expect((await call(mine, key)).status).toBe(200)
+      const sum = await recorded([a, b], key)
+      await eventually(async () => same(await dailySpent(other, 'sk-alert-*', key), sum.usd), 20_000)
+    }
+    await eventually(() => hook.got.filter((g) => g.api_key_hash === hashKey(key)).length === 2, 20_000)
+    // One more call each way, counted by both: every claim of the crossings above has been settled by then.
+    for (const [mine, other] of [[a, b], [b, a]]) {
+      expect((await call(mine, key)).status).toBe(200)
+      const sum = await recorded([a, b], key)
+      await eventually(async () => same(await dailySpent(other, 'sk-alert-*', key), sum.usd), 20_000)
+    }
+    const mine = hook.got.filter((g) => g.api_key_hash === hashKey(key))
+    expect(mine.map((g) => g.threshold_pct)).toEqual([0.5, 1])
+    expect(mine[1].spent_usd).toBeCloseTo(NANO_COST * 4, 15)
+    // One claim per webhook sent (the warm-up key's two calls crossed 50% too).
+    const claims = await a.store.all<{ id: string }>('SELECT id FROM alert_claims')
+    expect(claims).toHaveLength(hook.got.length)
+  }, 90_000)
+
+  it('a server whose listening connection was cut reads the calls it missed once it is back, none twice', async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-cut-*', daily_limit_usd: 100, action: 'warn' }]
+    const a = await server(url, { budgets: { rules } })
+    const b = await server(url, { budgets: { rules } })
+    replayJson(h.upstream, NANO_FIXTURE)
+    await ready(a, b, 'sk-cut-*', 'sk-cut-warm-0000')
+    const feedB = budgetsOf(b.server.context).feed!
+    expect(feedB.stats.connects).toBe(1)
+    const key = 'sk-cut-dddddddd-0004'
+    expect((await call(a, key)).status).toBe(200)
+    await eventually(async () => same(await dailySpent(b, 'sk-cut-*', key), (await recorded([a, b], key)).usd), 20_000)
+    // Every LISTEN connection cut at once (B's among them); A stores more calls while B reconnects.
+    const cut = await a.store.all<{ ok: boolean }>("SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()")
+    expect(cut.length).toBeGreaterThanOrEqual(2)
+    for (let i = 0; i < 5; i++) expect((await call(a, key)).status).toBe(200)
+    const sum = await recorded([a, b], key)
+    expect(sum.n).toBe(6)
+    await eventually(() => feedB.stats.connects === 2, 20_000)
+    await eventually(async () => same(await dailySpent(b, 'sk-cut-*', key), sum.usd), 20_000)
+    // And stays there: nothing heard before the reload is counted on top of it.
+    expect((await call(b, 'sk-cut-warm-0000')).status).toBe(200)
+    await eventually(async () => same(await dailySpent(a, 'sk-cut-*', 'sk-cut-warm-0000'), (await recorded([a, b], 'sk-cut-warm-0000')).usd), 20_000)
+    expect(same(await dailySpent(b, 'sk-cut-*', key), sum.usd)).toBe(true)
+  }, 90_000)
+
+  it('calls a server records while it reads its meters again are counted once, whether the read found them or not', async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-reread-*', daily_limit_usd: 100, action: 'warn' }]
+    const a = await server(url, { budgets: { rules } })
+    replayJson(h.upstream, NANO_FIXTURE)
+    const feed = budgetsOf(a.server.context).feed!
+    await eventually(() => feed.stats.reloads > 0, 20_000)
+    const key = 'sk-reread-eeeeeeee-0005'
+    expect((await call(a, key)).status).toBe(200)
+    // A call recorded every millisecond while a read is under way: some stored before its
+    // snapshot, some after it, some not yet when the meters are rebuilt from it.
+    const own = { api_key_hash: hashKey(key), key_hint: 'sk-r…0005', model: 'gpt-5-nano' }
+    let n = 0
+    for (let i = 0; i < 10; i++) {
+      let read = false
+      void feed.reload().then(() => {
+        read = true
+      })
+      while (!read) {
+        a.server.ledger.record(makeCall({ ...own, ts: Date.now(), cost_usd: 0.001 * (1 + (n++ % 7)) }))
+        await new Promise((r) => setTimeout(r, 1))
+      }
+    }
+    const sum = await recorded([a], key)
+    expect(sum.n).toBe(n + 1)
+    expect(n).toBeGreaterThan(20)
+    expect(same(await dailySpent(a, 'sk-reread-*', key), sum.usd)).toBe(true)
+  }, 90_000)
+})
