@@ -52,6 +52,16 @@ async function ready(a: Server, b: Server, pattern: string, warmKey: string): Pr
   }
 }
 
+/** Two servers on a new database with `config`, their meters read, answering with the fixture. */
+async function twoServers(config: Record<string, unknown>, pattern: string): Promise<[Server, Server]> {
+  const url = h.database()
+  const a = await server(url, config)
+  const b = await server(url, config)
+  replayJson(h.upstream, NANO_FIXTURE)
+  await ready(a, b, pattern, `${pattern.slice(0, -1)}warm-0000`)
+  return [a, b]
+}
+
 async function receiver() {
   const got: any[] = []
   const srv = http.createServer(async (req, res) => {
@@ -67,12 +77,8 @@ async function receiver() {
 
 describe("one instance's calls in the other instances' meters (PostgreSQL)", () => {
   it("the other server's budget listing and warnings count them, exactly once", async () => {
-    const url = h.database()
     const rules = [{ api_key_pattern: 'sk-feed-*', daily_limit_usd: NANO_COST * 3.5, action: 'warn' }]
-    const a = await server(url, { budgets: { rules } })
-    const b = await server(url, { budgets: { rules } })
-    replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, b, 'sk-feed-*', 'sk-feed-warm-0000')
+    const [a, b] = await twoServers({ budgets: { rules } }, 'sk-feed-*')
     const key = 'sk-feed-aaaaaaaa-0001'
     for (let i = 0; i < 4; i++) expect((await call(a, key)).status).toBe(200)
     const sum = await recorded([a, b], key)
@@ -87,12 +93,8 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
   }, 90_000)
 
   it('a per-minute request limit is one limit across the servers', async () => {
-    const url = h.database()
     const rules = [{ api_key_pattern: 'sk-rpm-*', requests_per_minute: 3, action: 'block' }]
-    const a = await server(url, { budgets: { rules } })
-    const b = await server(url, { budgets: { rules } })
-    replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, b, 'sk-rpm-*', 'sk-rpm-warm-0000')
+    const [a, b] = await twoServers({ budgets: { rules } }, 'sk-rpm-*')
     const key = 'sk-rpm-bbbbbbbb-0002'
     for (let i = 0; i < 3; i++) expect((await call(a, key)).status).toBe(200)
     expect((await recorded([a, b], key)).n).toBe(3)
@@ -106,16 +108,12 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
   }, 90_000)
 
   it("a threshold crossed by both servers' calls together sends one webhook, from whichever claims it", async () => {
-    const url = h.database()
     const hook = await receiver()
     const config = {
       alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 20 },
       budgets: { rules: [{ api_key_pattern: 'sk-alert-*', daily_limit_usd: NANO_COST * 4 * (1 - 1e-9), action: 'warn', alert_at_pct: [0.5, 1] }] },
     }
-    const a = await server(url, config)
-    const b = await server(url, config)
-    replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, b, 'sk-alert-*', 'sk-alert-warm-0000')
+    const [a, b] = await twoServers(config, 'sk-alert-*')
     const key = 'sk-alert-cccccccc-0003'
     // A, B, A, B: each call waits until the other server counts it. Alone, each would see half.
     for (let i = 0; i < 4; i++) {
@@ -140,12 +138,8 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
   }, 90_000)
 
   it('a server whose listening connection was cut reads the calls it missed once it is back, none twice', async () => {
-    const url = h.database()
     const rules = [{ api_key_pattern: 'sk-cut-*', daily_limit_usd: 100, action: 'warn' }]
-    const a = await server(url, { budgets: { rules } })
-    const b = await server(url, { budgets: { rules } })
-    replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, b, 'sk-cut-*', 'sk-cut-warm-0000')
+    const [a, b] = await twoServers({ budgets: { rules } }, 'sk-cut-*')
     const feedB = budgetsOf(b.server.context).feed!
     expect(feedB.stats.connects).toBe(1)
     const key = 'sk-cut-dddddddd-0004'
