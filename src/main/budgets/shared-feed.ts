@@ -219,13 +219,10 @@ export class SharedCallFeed {
     const c = this.client
     this.client = null
     if (c) {
+      // The connection is closed, not pooled: that ends its LISTEN without a query (which would
+      // wait for a database that may be away at shutdown).
       c.removeAllListeners('notification')
-      try {
-        await c.query(`UNLISTEN ${CALLS_CHANNEL}`)
-        c.release()
-      } catch {
-        c.release(true)
-      }
+      c.release(true)
     }
   }
 
@@ -234,11 +231,15 @@ export class SharedCallFeed {
     let client: pg.PoolClient | null = null
     try {
       client = await this.store.pool.connect()
+      if (this.closed) {
+        client.release(true)
+        return
+      }
       client.on('notification', (m) => this.heard(m))
       client.on('error', () => this.lost(client!))
       await client.query(`LISTEN ${CALLS_CHANNEL}`)
       if (this.closed) {
-        client.release()
+        client.release(true)
         return
       }
       this.client = client
