@@ -86,6 +86,8 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     // B recorded none of them, and lists all four, each once.
     await eventually(async () => same(await dailySpent(b, 'sk-feed-*', key), sum.usd), 20_000)
     expect(same(await dailySpent(a, 'sk-feed-*', key), sum.usd)).toBe(true)
+    // Today's spend (the tray, burnrate_spend_usd) counts them too.
+    expect(same(b.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
     // So B's first call of the key is warned: the key is over its limit on every instance.
     const r = await call(b, key)
     expect(r.status).toBe(200)
@@ -153,6 +155,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(sum.n).toBe(6)
     await eventually(() => feedB.stats.connects === 2, 20_000)
     await eventually(async () => same(await dailySpent(b, 'sk-cut-*', key), sum.usd), 20_000)
+    expect(same(b.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
     // And stays there: nothing heard before the reload is counted on top of it.
     expect((await call(b, 'sk-cut-warm-0000')).status).toBe(200)
     await eventually(async () => same(await dailySpent(a, 'sk-cut-*', 'sk-cut-warm-0000'), (await recorded([a, b], 'sk-cut-warm-0000')).usd), 20_000)
@@ -186,5 +189,6 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(sum.n).toBe(n + 1)
     expect(n).toBeGreaterThan(20)
     expect(same(await dailySpent(a, 'sk-reread-*', key), sum.usd)).toBe(true)
+    expect(same(a.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
   }, 90_000)
 })

@@ -12,7 +12,7 @@ import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
-import { SharedCallFeed, type Snapshot, feedIdOf, shareKnownPatterns } from './shared-feed'
+import { type FeedRow, SharedCallFeed, type Snapshot, feedIdOf, shareKnownPatterns } from './shared-feed'
 import { PostgresStore } from '../storage/postgres'
 import { shareBudgetClock } from './shared-clock'
 import { PgRuleStore } from './shared-rules'
@@ -112,9 +112,13 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     const during: CallRecord[] = []
     duringReload.add(during)
     try {
-      const { snapshot, read } = await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()), () => during)
+      const { snapshot, read, spend } = await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()), () => during)
       en.reload()
-      en.recount(during.filter((c) => !(c.call_key && read.has(c.call_key))))
+      // Today's spend too (tray, `burnrate_spend_usd`): every instance's, from the same snapshot.
+      ctx.ledger.spend.replace(spend)
+      const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
+      en.recount(missed)
+      for (const c of missed) if (c.billing !== 'subscription') ctx.ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
       return snapshot
     } catch (err) {
       // PostgreSQL away: the meters keep what they have; the feed reads again
@@ -184,8 +188,12 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     const shared = shareBudgetClock(ctx.store, ctx.config, clock, ctx.log, () => void reloadShared())
     ctx.onClose(() => shared.close())
     // Other instances' calls as they are stored; it reads the meters once it listens.
+    const countShared = (rows: readonly FeedRow[]): void => {
+      e.observeShared(rows)
+      for (const r of rows) ctx.ledger.spend.add(r[0], r[8], r[9])
+    }
     if (ctx.store instanceof PostgresStore) {
-      feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: (rows) => e.observeShared(rows), reload: loadShared }, ctx.log)
+      feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: countShared, reload: loadShared }, ctx.log)
       shareKnownPatterns(ctx.store, (hash) => e.knownPatterns(hash))
       feed.start()
       const f = feed

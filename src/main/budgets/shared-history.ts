@@ -1,4 +1,5 @@
 import type { CallRecord } from '../ledger/record'
+import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { HistoryRow } from './engine'
@@ -30,12 +31,12 @@ export class SharedHistory {
   /**
    * Reads the calls since `since` (this instance's held calls written first); resolves with the
    * snapshot they were read in (one transaction, repeatable read: the calls of every transaction
-   * visible in it are in the rows), and which of the calls `counted` gives (this instance's, counted
-   * while the read was under way) are in them.
+   * visible in it are in the rows), which of the calls `counted` gives (this instance's, counted
+   * while the read was under way) are in them, and today's and this month's spend per key.
    */
-  async load(since: number, counted: () => readonly CallRecord[] = () => []): Promise<{ snapshot: Snapshot; read: Set<string> }> {
+  async load(since: number, counted: () => readonly CallRecord[] = () => []): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[] }> {
     await this.ledger.flushed()
-    const { rows, snapshot, read } = await this.store.transaction(async (tx) => {
+    const { rows, snapshot, read, spend } = await this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
       // The first query takes the transaction's snapshot; the history is read in the same one.
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
@@ -43,10 +44,12 @@ export class SharedHistory {
       // Which of the calls this instance counted meanwhile are in what was read.
       const keys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
       const found = keys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys })
-      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)) }
+      // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls.
+      const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods())
+      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend }
     })
     this.rows = rows
-    return { snapshot, read }
+    return { snapshot, read, spend }
   }
 
   async keys(since: number) {

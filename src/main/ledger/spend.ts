@@ -80,9 +80,17 @@ export class SpendTracker {
 
   /** Seeds the counters from the calls already in the database (at start-up). */
   load(db: Database.Database, now = Date.now()): void {
-    const day = this.clock.dayOf(now).start
-    const month = this.clock.monthOf(now).start
-    const rows = db.prepare(SPEND_SQL).all({ day, month }) as StoredSpend[]
+    this.replace(db.prepare(SPEND_SQL).all(this.periods(now)) as StoredSpend[], now)
+  }
+
+  /** The starts of today and this month, the parameters of SPEND_SQL. */
+  periods(now = Date.now()): { day: number; month: number } {
+    return { day: this.clock.dayOf(now).start, month: this.clock.monthOf(now).start }
+  }
+
+  /** Every counter set to what SPEND_SQL read (with `periods(now)`), nothing else kept. */
+  replace(rows: readonly StoredSpend[], now = Date.now()): void {
+    const { day, month } = this.periods(now)
     this.keys.clear()
     this.total.dayStart = day
     this.total.monthStart = month
@@ -124,14 +132,14 @@ function addTo(counter: Counter, ts: number, cost: number): void {
   if (ts >= counter.dayStart) counter.day += cost
 }
 
-interface StoredSpend {
+export interface StoredSpend {
   k: string
   month: number
   day: number
 }
 
 /** Today's and this month's spend per key, from the stored calls (plan calls are not spend). */
-const SPEND_SQL = `SELECT api_key_hash AS k,
+export const SPEND_SQL = `SELECT api_key_hash AS k,
         SUM(cost_usd) AS month,
         SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
    FROM calls WHERE ts >= @month AND billing <> 'subscription' AND origin_id IS NULL GROUP BY api_key_hash`
