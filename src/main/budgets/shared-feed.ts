@@ -78,7 +78,8 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
   return [...byGroup.values()]
 }
 
-const NOTIFY_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || @payload)`
+/** Every payload of a transaction in one statement (one round trip, however many). */
+const NOTIFY_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || p) FROM unnest(@payloads::text[]) AS p`
 
 /** Sends the stored calls' feed rows from inside the transaction that stored them (PostgreSQL only); `store`: the one the process's budgets run on. */
 export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonly CallRecord[]): Promise<void> {
@@ -90,7 +91,7 @@ export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonl
   // A row too long for a notification (a model or session name of kilobytes), or a huge import:
   // the listeners read the calls again instead. A notification that fails would roll the calls back.
   if (!payloads) return publishReload(tx, feedId)
-  for (const payload of payloads) await tx.run(NOTIFY_SQL, { payload })
+  await tx.run(NOTIFY_SQL, { payloads })
 }
 
 /**
@@ -122,7 +123,7 @@ export function notifyPayloads(feedId: string, rows: readonly FeedRow[]): string
 /** Tells the other instances to read their meters again (stored calls' costs moved: re-pricing, a settled background response). */
 export async function publishReload(tx: SqlStore, feedId: string): Promise<void> {
   if (tx.dialect !== 'postgres') return
-  await tx.run(NOTIFY_SQL, { payload: `{"i":"${feedId}","reload":true}` })
+  await tx.run(NOTIFY_SQL, { payloads: [`{"i":"${feedId}","reload":true}`] })
 }
 
 /** A transaction snapshot as `pg_current_snapshot()` prints it: `xmin:xmax:xip,xip,…`. */

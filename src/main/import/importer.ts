@@ -274,11 +274,11 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       if (fresh.length === 0) return
       const stored = await store.transaction(async (tx) => {
         const s = await insertCalls(tx, fresh.map((f) => f.call))
+        // The other instances' meters count them as soon as this commits (PostgreSQL only; it locks nothing).
+        await publishCalls(tx, store, s)
         // Spend rows before rollups: the order a ledger batch locks them in.
         await opts.countSpend?.(tx, s)
         await applyRollups(tx, s)
-        // The other instances' meters count them as soon as this commits (PostgreSQL only).
-        await publishCalls(tx, store, s)
         return s
       })
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))

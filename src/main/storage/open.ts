@@ -54,13 +54,14 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   const shown = redactUrl(url)
   const store = new PostgresStore(url, { applicationName: 'burnrate' })
   const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined })
-  // Every batch's calls count in the budget spend rows they belong to, in the batch's transaction:
-  // registered before the first batch (earlier spill files are written at start-up), whatever
-  // features this server runs (other instances' rules have rows too). First of the batch hooks:
-  // every transaction storing calls locks spend rows before rollup rows.
-  ledger.onBatchTx(spendCounter(config))
-  // The other instances' budget meters count each batch's calls as soon as it commits (budgets/shared-feed.ts).
+  // The batch hooks, registered before the first batch (earlier spill files are written at
+  // start-up), whatever features this server runs. First, the other instances' budget meters
+  // hear each batch's calls once it commits (budgets/shared-feed.ts): it locks nothing, so it goes
+  // before the spend rows are locked and they are held no longer for it. Then every batch's calls
+  // count in the budget spend rows they belong to (other instances' rules have rows too): first of
+  // the hooks that lock, as every transaction storing calls locks spend rows before rollup rows.
   ledger.onBatchTx((tx, rows) => publishCalls(tx, store, rows))
+  ledger.onBatchTx(spendCounter(config))
   ledger.start()
   opts.log.info(`ledger: PostgreSQL at ${shown} (this instance's own state stays in ${config.data_dir})`)
   return {
