@@ -6,7 +6,8 @@ import { hashKey } from '../../src/main/proxy/attribution'
 import { getJson, makeCall } from '../dashboard/seed'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
-import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { NANO_COST, NANO_FIXTURE, fixtureModel, pgBudgetServer, replayJson } from './support'
 
 /**
  * Two real servers on one PostgreSQL: what one records reaches the other's in-process meters as
@@ -190,5 +191,25 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(n).toBeGreaterThan(20)
     expect(same(await dailySpent(a, 'sk-reread-*', key), sum.usd)).toBe(true)
     expect(same(a.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
+  }, 90_000)
+
+  it("a call re-priced through one server moves the other's listing and today's spend by its change", async () => {
+    const rules = [{ api_key_pattern: 'sk-moved-*', daily_limit_usd: 100, action: 'warn' }]
+    const [a, b] = await twoServers({ budgets: { rules }, ...ADMIN_CONFIG }, 'sk-moved-*')
+    const key = 'sk-moved-ffffffff-0006'
+    for (let i = 0; i < 3; i++) expect((await call(a, key)).status).toBe(200)
+    const before = await recorded([a, b], key)
+    await eventually(async () => same(await dailySpent(b, 'sk-moved-*', key), before.usd), 20_000)
+    const model = fixtureModel(NANO_FIXTURE)
+    expect((await admin(a.url, 'PUT', `/prices/openai/${model}`, { body: { input_mtok: 100, output_mtok: 400 } })).status).toBe(200)
+    expect((await admin(a.url, 'POST', `/prices/openai/${model}/reprice?all=true`)).json()).toMatchObject({ repriced: expect.any(Number) })
+    const after = await recorded([a, b], key)
+    expect(after.usd).toBeGreaterThan(before.usd * 100)
+    // B moved by the change A made, without reading its meters again.
+    const reloads = budgetsOf(b.server.context).feed!.stats.reloads
+    await eventually(async () => same(await dailySpent(b, 'sk-moved-*', key), after.usd), 20_000)
+    expect(same(b.server.ledger.spend.key(hashKey(key)).day, after.usd)).toBe(true)
+    expect(budgetsOf(b.server.context).feed!.stats.reloads).toBe(reloads)
+    expect(same(await dailySpent(a, 'sk-moved-*', key), after.usd)).toBe(true)
   }, 90_000)
 })

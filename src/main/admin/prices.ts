@@ -1,6 +1,7 @@
 import type { Request, Response, Router } from 'express'
 import type { PriceInput } from '../../shared/api'
 import { errorBody } from '../http/errors'
+import { feedIdOf } from '../budgets/shared-feed'
 import { spendMover } from '../budgets/state/pg/call-spend'
 import { pricesOf } from '../pricing/feature'
 import { repriceModel } from '../pricing/reprice'
@@ -86,7 +87,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
       const model = segments.slice(0, -1).join('/')
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
       const shared = ctx.store.dialect === 'postgres' ? spendMover(ctx.config) : undefined
-      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', { meters: ctx.budgets, shared }))
+      res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) }))
     } catch (err) {
       next(err)
     }

@@ -10,6 +10,7 @@ import { BudgetEngine, type CostModel, type HistoryRow, historyStart } from './e
 import { CallHistory, expectedUsd } from './expected'
 import { budgetGate, sharedBudgetGate } from './gate'
 import type { Rule } from './rules'
+import type { CostAdjustment } from './types'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
 import { type FeedRow, SharedCallFeed, type Snapshot, feedIdOf, shareKnownPatterns } from './shared-feed'
@@ -192,8 +193,12 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       e.observeShared(rows)
       for (const r of rows) ctx.ledger.spend.add(r[0], r[8], r[9])
     }
+    const moveShared = (moves: readonly CostAdjustment[]): void => {
+      e.adjust(moves)
+      for (const m of moves) ctx.ledger.spend.adjust(m.api_key_hash, m.ts, m.delta)
+    }
     if (ctx.store instanceof PostgresStore) {
-      feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: countShared, reload: loadShared }, ctx.log)
+      feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: countShared, moves: moveShared, reload: loadShared }, ctx.log)
       shareKnownPatterns(ctx.store, (hash) => e.knownPatterns(hash))
       feed.start()
       const f = feed

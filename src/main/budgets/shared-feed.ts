@@ -6,6 +6,7 @@ import type { PostgresStore } from '../storage/postgres'
 import type { SqlStore } from '../storage/sql'
 import { READS } from '../providers/openai'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from './gate'
+import type { CostAdjustment } from './types'
 
 /**
  * PG mode: every instance's in-process meters (warnings, per-minute limits, alerts, the budget
@@ -34,6 +35,12 @@ const MAX_CHUNKS = 64
  * whether a `sk-team-*` rule applies to it (its listing would leave the key out).
  */
 export type FeedRow = [string, string, string, string, string | null, string, string, string, number, number, number, number, number, number, string[]]
+
+/**
+ * A stored call's cost moved (re-priced, a background response settled), as the meters move it:
+ * [api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta].
+ */
+export type MoveRow = [string, number, string, string, string | null, string, string, string, number]
 
 /** The rule patterns this process knows each key (by hash) to match, when its budgets run. */
 const knownOf = new WeakMap<SqlStore, (hash: string) => readonly string[]>()
@@ -99,11 +106,11 @@ export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonl
  * in front (numbered: PostgreSQL folds identical notifications of one transaction into one);
  * null when they do not fit in MAX_CHUNKS.
  */
-export function notifyPayloads(feedId: string, rows: readonly FeedRow[]): string[] | null {
+export function notifyPayloads(feedId: string, rows: readonly (FeedRow | MoveRow)[], field: 'r' | 'm' = 'r'): string[] | null {
   const out: string[] = []
   let part: string[] = []
   let bytes = 0
-  const close = () => out.push(`{"i":"${feedId}","n":${out.length},"r":[${part.join(',')}]}`)
+  const close = () => out.push(`{"i":"${feedId}","n":${out.length},"${field}":[${part.join(',')}]}`)
   for (const r of rows) {
     const text = JSON.stringify(r)
     const size = Buffer.byteLength(text) + 1
@@ -120,7 +127,20 @@ export function notifyPayloads(feedId: string, rows: readonly FeedRow[]): string
   return out
 }
 
-/** Tells the other instances to read their meters again (stored calls' costs moved: re-pricing, a settled background response). */
+/**
+ * Sends the cost moves of stored calls (re-pricing, a settled background response) from inside the
+ * transaction that made them (PostgreSQL only): the other instances move their meters and today's
+ * spend by them, as this one does; too many for notifications, they read their meters again.
+ */
+export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly CostAdjustment[]): Promise<void> {
+  if (tx.dialect !== 'postgres' || moves.length === 0) return
+  const rows: MoveRow[] = moves.map((c) => [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta])
+  const payloads = notifyPayloads(feedId, rows, 'm')
+  if (!payloads) return publishReload(tx, feedId)
+  await tx.run(NOTIFY_SQL, { payloads })
+}
+
+/** Tells the other instances to read their meters again (what changed is too much to send). */
 export async function publishReload(tx: SqlStore, feedId: string): Promise<void> {
   if (tx.dialect !== 'postgres') return
   await tx.run(NOTIFY_SQL, { payloads: [`{"i":"${feedId}","reload":true}`] })
@@ -148,6 +168,8 @@ export function visibleIn(xid: number, s: Snapshot): boolean {
 export interface FeedTarget {
   /** Other instances' calls, to count in the meters. */
   rows(rows: readonly FeedRow[]): void
+  /** Other instances' moves of stored calls' costs, to move the meters by. */
+  moves(moves: readonly CostAdjustment[]): void
   /** Read the meters again (notifications may have been missed, or costs moved): resolves with the reload's snapshot, null when it failed. */
   reload(): Promise<Snapshot | null>
 }
@@ -164,7 +186,7 @@ export class SharedCallFeed {
   private snapshot: Snapshot | null = null
   private reloading = false
   private reloadAgain = false
-  private held: { xid: number; rows: readonly FeedRow[] }[] = []
+  private held: Heard[] = []
   private closed = false
   private attempt = 0
   private timer: NodeJS.Timeout | null = null
@@ -205,7 +227,7 @@ export class SharedCallFeed {
         this.pendingReload = null
         const held = this.held
         this.held = []
-        for (const h of held) this.count(h.xid, h.rows)
+        for (const h of held) this.count(h)
         // Never read (PostgreSQL away): read again in a moment, or the meters would miss what was stored meanwhile.
         if (!this.snapshot && !this.closed) this.retryReload()
       }
@@ -290,7 +312,7 @@ export class SharedCallFeed {
     if (m.channel !== CALLS_CHANNEL || !m.payload) return
     const space = m.payload.indexOf(' ')
     const xid = Number(m.payload.slice(0, space))
-    let body: { i?: string; r?: FeedRow[]; reload?: boolean }
+    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; reload?: boolean }
     try {
       body = JSON.parse(m.payload.slice(space + 1))
     } catch {
@@ -301,29 +323,39 @@ export class SharedCallFeed {
       void this.reload()
       return
     }
-    if (!Array.isArray(body.r) || !Number.isFinite(xid)) return
+    if (!Number.isFinite(xid)) return
+    const heard: Heard | null = Array.isArray(body.r) ? { xid, rows: body.r } : Array.isArray(body.m) ? { xid, moves: body.m } : null
+    if (!heard) return
     if (this.reloading || !this.snapshot) {
-      this.held.push({ xid, rows: body.r })
+      this.held.push(heard)
       return
     }
-    this.count(xid, body.r)
+    this.count(heard)
   }
 
-  private count(xid: number, rows: readonly FeedRow[]): void {
-    if (this.snapshot && visibleIn(xid, this.snapshot)) {
-      this.stats.skipped++
-      return
-    }
-    if (!this.snapshot) {
-      // No reload has read the calls yet (PostgreSQL was away): the one to come reads them.
+  private count(h: Heard): void {
+    if (!this.snapshot || visibleIn(h.xid, this.snapshot)) {
+      // In what the last read found, or no read has found anything yet (PostgreSQL was away): the one to come reads them.
       this.stats.skipped++
       return
     }
     this.stats.counted++
     try {
-      this.target.rows(rows)
+      if (h.rows) this.target.rows(h.rows)
+      else if (h.moves) this.target.moves(h.moves.map(moveOf))
     } catch {
       // counting is the meters' own affair; the feed goes on
     }
   }
+}
+
+/** A notification heard: calls stored, or stored calls' costs moved, in transaction `xid`. */
+interface Heard {
+  xid: number
+  rows?: readonly FeedRow[]
+  moves?: readonly MoveRow[]
+}
+
+function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta]: MoveRow): CostAdjustment {
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta }
 }

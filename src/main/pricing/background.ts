@@ -1,3 +1,4 @@
+import { feedIdOf } from '../budgets/shared-feed'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { hasBilledUnits, type Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
@@ -128,7 +129,7 @@ export function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shar
       timer.unref()
       timers.add(timer)
     }
-    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared })
+    const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) })
       .then(
         (r) => {
           if (r === 'later') again('its creating call is not stored yet')

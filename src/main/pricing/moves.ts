@@ -1,5 +1,5 @@
 import type { CallBilling } from '../../shared/api'
-import { publishReload } from '../budgets/shared-feed'
+import { publishMoves } from '../budgets/shared-feed'
 import type { CostAdjustment } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { markRevised, revised } from '../ledger/revisions'
@@ -37,6 +37,8 @@ export interface SpendTargets {
   meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
   /** PostgreSQL's shared spend rows, moved in the transaction that changes the calls (budgets/state/pg/call-spend.ts). */
   shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
+  /** PostgreSQL: this process's id on the calls feed (budgets/shared-feed.ts), so the moves reach the other instances and not this one twice. */
+  feedId?: string
 }
 
 /**
@@ -78,8 +80,8 @@ export class CostMoves {
     await markRevised(tx, this.ids)
     await adjustRollups(tx, this.changes)
     if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
-    // Every other instance reads its meters again once this commits (PostgreSQL only).
-    if (this.spend.length > 0) await publishReload(tx, '')
+    // Every other instance moves its meters and today's spend once this commits (PostgreSQL only).
+    if (budgets.feedId !== undefined) await publishMoves(tx, budgets.feedId, this.spend)
   }
 
   /** Once committed: today's and this month's spend per key, the budget meters of this process, and the revisions' listeners (the team sender). */
