@@ -120,4 +120,28 @@ describe('importing with a PostgreSQL ledger', () => {
     expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
     expect(t.server.db.prepare('SELECT call_id FROM import_keys ORDER BY call_id').pluck().all()).toEqual(proxied.map((p) => p.id))
   })
+
+  it("an import beside a running server (as `burnrate import` runs) reaches the server's budget meters as soon as it is stored", async () => {
+    const url = h.database()
+    const store = h.store(url)
+    // Imported calls carry no key: a `*` rule counts them. The sample logs are of this month.
+    const t = await h.server({ url, config: { budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }, upstream: null })
+    const { budgetsOf } = await import('../../src/main/budgets')
+    const feed = budgetsOf(t.server.context).feed!
+    await eventually(() => feed.stats.reloads > 0, 20_000)
+    const listed = async () => {
+      const body = (await request(`${t.url}/api/dashboard/budgets`)).json()
+      return body.rules.find((r: any) => r.rule.api_key_pattern === '*' && r.api_key_hash === '')?.windows.find((w: any) => w.period === 'monthly')?.spent_usd ?? 0
+    }
+    expect(await listed()).toBe(0)
+    const reloads = feed.stats.reloads
+    const dir = h.tempDir('burnrate-pg-import-cli-')
+    const s = await importLogs(openDatabase(join(dir, 'cli.db')), { agent: 'claude-code', paths: [join(LOGS, 'claude-code/projects')], pricer: new Pricer(), store, countSpend })
+    expect(s.imported).toBe(3)
+    const stored = (await store.get<{ c: number }>("SELECT sum(cost_usd) AS c FROM calls WHERE source = 'import'"))!.c
+    expect(stored).toBeGreaterThan(0)
+    await eventually(async () => Math.abs((await listed()) - stored) <= 1e-12, 20_000)
+    // Heard, not read again.
+    expect(feed.stats.reloads).toBe(reloads)
+  })
 })
