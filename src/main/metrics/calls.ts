@@ -1,5 +1,6 @@
 import { Counter, Histogram, type Registry } from 'prom-client'
 import type { CallRecord } from '../ledger/record'
+import type { MovedCost } from '../pricing/moves'
 import { BoundedLabel } from './labels'
 
 /** Seconds a whole call takes, as the client sees it: LLM calls run from ~0.1 s to minutes. */
@@ -43,6 +44,7 @@ export class CallMetrics {
   private readonly calls: Counter
   private readonly tokens: Counter
   private readonly cost: Counter
+  private readonly reductions: Counter
   private readonly unpriced: Counter
   private readonly estimated: Counter
   private readonly refusals: Counter
@@ -76,7 +78,13 @@ export class CallMetrics {
     })
     this.cost = new Counter({
       name: 'burnrate_cost_usd_total',
-      help: 'Cost of the proxied calls in US dollars, as recorded in the ledger (never rounded).',
+      help: 'Cost of the proxied calls in US dollars, as recorded in the ledger (never rounded), plus what they cost more when re-priced or settled later.',
+      labelNames: ['provider', 'model', 'agent', 'tenant'],
+      registers,
+    })
+    this.reductions = new Counter({
+      name: 'burnrate_cost_reductions_usd_total',
+      help: 'How much recorded calls cost less after they were recorded (re-priced lower), in US dollars: spend is burnrate_cost_usd_total minus this.',
       labelNames: ['provider', 'model', 'agent', 'tenant'],
       registers,
     })
@@ -110,6 +118,34 @@ export class CallMetrics {
   /** The ledger listener: queues the call (counted at the next drain). */
   readonly observe = (call: CallRecord): void => {
     this.queue.push(call)
+  }
+
+  /**
+   * Recorded calls' costs that moved (re-pricing, a background response's real usage): a rise is
+   * added to `burnrate_cost_usd_total`, a fall to `burnrate_cost_reductions_usd_total` (a counter
+   * never goes down), under the labels the call was counted with. Queued calls are counted first.
+   */
+  readonly moved = (moves: readonly MovedCost[]): void => {
+    this.drain()
+    for (const m of moves) {
+      try {
+        const labels = [m.provider, this.model.value(m.model), this.agent.value(m.agent), this.tenant.value(m.tenant)] as const
+        if (m.delta > 0) this.costSeriesOf(...labels).inc(m.delta)
+        else if (m.delta < 0) this.reductions.labels(...labels).inc(-m.delta)
+      } catch {
+        // a value prom-client refuses is that move's loss only
+      }
+    }
+  }
+
+  private costSeriesOf(provider: string, model: string, agent: string, tenant: string): Counter.Internal {
+    const ckey = `${provider}\n${model}\n${agent}\n${tenant}`
+    let cost = this.costSeries.get(ckey)
+    if (!cost) {
+      cost = this.cost.labels(provider, model, agent, tenant)
+      this.costSeries.set(ckey, cost)
+    }
+    return cost
   }
 
   /** Calls queued and not yet counted. */
@@ -183,15 +219,8 @@ export class CallMetrics {
     if (!c.priced) sums[UNPRICED]++
     if (c.estimated) sums[ESTIMATED]++
 
-    const tenant = this.tenant.value(c.tenant)
-    const ckey = `${mkey}\n${agent}\n${tenant}`
-    let cost = this.costSeries.get(ckey)
-    if (!cost) {
-      cost = this.cost.labels(c.provider, model, agent, tenant)
-      this.costSeries.set(ckey, cost)
-    }
     // inc(0) still creates the series, so a provider's calls show with their $0.
-    cost.inc(c.cost_usd)
+    this.costSeriesOf(c.provider, model, agent, this.tenant.value(c.tenant)).inc(c.cost_usd)
 
     if (c.status === 429 && c.error) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
   }

@@ -1,6 +1,7 @@
 import type { RequestHandler } from 'express'
 import { Registry, collectDefaultMetrics } from 'prom-client'
 import { BudgetEngine } from '../budgets/engine'
+import { onCostMoved } from '../pricing/moves'
 import type { ServerContext } from '../server/context'
 import { budgetGauges, refusalRule } from './budgets'
 import { CallMetrics } from './calls'
@@ -17,6 +18,7 @@ export function installMetrics(ctx: ServerContext): RequestHandler {
   const engine = (): BudgetEngine | null => (ctx.budgets instanceof BudgetEngine ? ctx.budgets : null)
   const calls = new CallMetrics(registry, refusalRule(engine))
   const stopListening = ctx.ledger.onCall(calls.observe)
+  const stopMoves = onCostMoved(ctx.ledger, calls.moved)
   const timer = setInterval(() => calls.drain(), DRAIN_MS)
   timer.unref()
   const timing = new UpstreamTiming(registry)
@@ -32,6 +34,7 @@ export function installMetrics(ctx: ServerContext): RequestHandler {
   ctx.onClose(() => {
     clearInterval(timer)
     stopListening()
+    stopMoves()
     timing.close()
   })
 

@@ -1,3 +1,4 @@
+import { onCostMoved } from '../pricing/moves'
 import type { Feature } from '../server/context'
 
 /**
@@ -23,7 +24,12 @@ export const otel: Feature = async (ctx) => {
     metrics: o.metrics,
     version: ctx.version,
   })
-  const stop = ctx.ledger.onCall(pipeline.observe)
+  const stopCalls = ctx.ledger.onCall(pipeline.observe)
+  const stopMoves = onCostMoved(ctx.ledger, pipeline.moved)
+  const stop = () => {
+    stopCalls()
+    stopMoves()
+  }
   ctx.healthSections.otel = () => ({ ...pipeline.status })
   ctx.onClose(async () => {
     stop()

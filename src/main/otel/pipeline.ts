@@ -6,6 +6,7 @@ import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter }
 import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
 import type { OtelHealth } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
+import type { MovedCost } from '../pricing/moves'
 import { BoundedLabel } from '../metrics/labels'
 import { BURNRATE, ERROR_TYPE, GEN_AI, errorType, operationName, providerName, spanAttributes, spanName } from './semconv'
 
@@ -74,7 +75,7 @@ export class OtelPipeline {
   private readonly tracerProvider: TracerProvider | null = null
   private readonly traceExporter: OTLPTraceExporter | null = null
   private readonly meterProvider: MeterProvider | null = null
-  private readonly instruments: { tokens: Histogram; duration: Histogram; cost: Counter; allTokens: Counter } | null = null
+  private readonly instruments: { tokens: Histogram; duration: Histogram; cost: Counter; costReductions: Counter; allTokens: Counter } | null = null
   private readonly model = new BoundedLabel(200)
   private readonly agent = new BoundedLabel(50)
   private readonly tenant = new BoundedLabel(200)
@@ -121,7 +122,11 @@ export class OtelPipeline {
           unit: 's',
           advice: { explicitBucketBoundaries: DURATION_BUCKETS },
         }),
-        cost: meter.createCounter(GEN_AI.cost, { description: 'Cost of the calls in US dollars.', unit: 'USD' }),
+        cost: meter.createCounter(GEN_AI.cost, { description: 'Cost of the calls in US dollars, plus what they cost more when re-priced or settled later.', unit: 'USD' }),
+        costReductions: meter.createCounter(BURNRATE.costReductions, {
+          description: 'What recorded calls cost less after they were recorded (re-priced lower), in US dollars: spend is gen_ai.usage.cost minus this.',
+          unit: 'USD',
+        }),
         allTokens: meter.createCounter(BURNRATE.tokens, {
           description: 'Tokens by burnrate.token.type: input, output, cache_read, cache_write, reasoning (the last three are parts of the first two).',
           unit: '{token}',
@@ -135,6 +140,31 @@ export class OtelPipeline {
   /** The ledger listener: one push; everything else happens on the next tick. */
   readonly observe = (call: CallRecord): void => {
     this.incoming.push(call)
+  }
+
+  /**
+   * Recorded calls' costs that moved (re-pricing, a background response's real usage): a rise is
+   * added to the cost counter, a fall to the reductions counter, with the attributes the call's
+   * cost was counted with.
+   */
+  readonly moved = (moves: readonly MovedCost[]): void => {
+    const ins = this.instruments
+    if (!ins) return
+    for (const m of moves) {
+      try {
+        const attributes: Attributes = {
+          [GEN_AI.operation]: operationName(m.endpoint),
+          [GEN_AI.provider]: providerName(m.provider),
+          [GEN_AI.requestModel]: this.model.value(m.model),
+          [GEN_AI.agent]: this.agent.value(m.agent),
+          [BURNRATE.tenant]: this.tenant.value(m.tenant),
+        }
+        if (m.delta > 0) ins.cost.add(m.delta, attributes)
+        else if (m.delta < 0) ins.costReductions.add(-m.delta, attributes)
+      } catch {
+        // a value the SDK refuses is that move's loss only
+      }
+    }
   }
 
   /** Metric points for the calls that came in, and spans for as many as the backlog takes; then a span export if none is under way. */

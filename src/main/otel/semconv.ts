@@ -42,6 +42,8 @@ export const BURNRATE = {
   estimated: 'burnrate.estimated',
   tokens: 'burnrate.tokens',
   tokenType: 'burnrate.token.type',
+  /** What recorded calls cost less after they were recorded (re-priced lower): spend is gen_ai.usage.cost minus this. */
+  costReductions: 'burnrate.cost.reductions',
 } as const
 
 /** Burnrate's provider names as `gen_ai.provider.name` values (the well-known ones where there is one). */

@@ -47,7 +47,7 @@ export async function settleBackground(
   const moves = await store.transaction(async (tx) => {
     // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
     const row = await tx.get<Row>(
-      `SELECT id, ts, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
+      `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
               input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd
          FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint = 'responses' AND estimated = 1 AND origin_id IS NULL
         ORDER BY id LIMIT 1`,

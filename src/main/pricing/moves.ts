@@ -21,6 +21,28 @@ export interface MovedCall {
   /** The model the call requested when the answer named another (budget rules match either). */
   requested_model: string | null
   billing: CallBilling
+  /** The call's endpoint (the metrics' operation), when the reader selected it. */
+  endpoint?: string
+}
+
+/** A recorded call's cost moved by `delta`, as the metrics count cost (every call's, plan calls' too). */
+export interface MovedCost {
+  provider: string
+  model: string
+  endpoint: string
+  agent: string
+  tenant: string
+  delta: number
+}
+
+const moveListeners = new WeakMap<object, Set<(moves: readonly MovedCost[]) => void>>()
+
+/** Runs `fn` with the cost moves of each committed transaction of `ledger` (re-pricing, background responses); returns the unsubscribe. */
+export function onCostMoved(ledger: object, fn: (moves: readonly MovedCost[]) => void): () => void {
+  let set = moveListeners.get(ledger)
+  if (!set) moveListeners.set(ledger, (set = new Set()))
+  set.add(fn)
+  return () => set.delete(fn)
 }
 
 /** What the rollups move by when call `r` costs `delta` more (and has `tokens` more): its groupings and the difference. */
@@ -52,6 +74,8 @@ export class CostMoves {
   readonly spend: CostAdjustment[] = []
   /** Every call changed, for its revision (../ledger/revisions.ts). */
   private readonly ids: number[] = []
+  /** Every cost that moved, for the metrics (onCostMoved). */
+  private readonly costs: MovedCost[] = []
 
   /** `folded`: the last call id the rollups include (`foldedUpTo`). */
   private constructor(private readonly folded: number) {}
@@ -66,6 +90,7 @@ export class CostMoves {
   add(r: MovedCall, delta: number, tokens?: TokenChange): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
+    if (delta !== 0) this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, delta })
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
     if (r.billing !== 'subscription' && delta !== 0) {
       this.spend.push({
@@ -84,10 +109,19 @@ export class CostMoves {
     if (budgets.feedId !== undefined) await publishMoves(tx, budgets.feedId, this.spend)
   }
 
-  /** Once committed: today's and this month's spend per key, the budget meters of this process, and the revisions' listeners (the team sender). */
+  /** Once committed: today's and this month's spend per key, the budget meters of this process, the revisions' listeners (the team sender) and the cost moves' (metrics). */
   publish(ledger: Pick<Ledger, 'spend'>, budgets: SpendTargets): void {
     for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
     budgets.meters?.adjust(this.spend)
     if (this.ids.length > 0) revised(ledger)
+    if (this.costs.length > 0) {
+      for (const fn of moveListeners.get(ledger) ?? []) {
+        try {
+          fn(this.costs)
+        } catch {
+          // a listener's failure is its own
+        }
+      }
+    }
   }
 }

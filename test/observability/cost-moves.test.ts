@@ -1,0 +1,101 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { chatAnswer } from '../pricing/support'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A recorded call's cost that moves later (re-pricing; a background response's real usage goes
+ * the same way, pricing/moves.ts) moves the Prometheus and OTLP cost counters too: a rise is added
+ * to the cost counter, a fall to the reductions counter (counters never go down). Before, both
+ * kept the cost as first recorded: an unpriced model priced later stayed at $0 in Grafana.
+ */
+
+const MODEL = 'gpt-6.1-sol' // unknown to the bundled prices: recorded unpriced, cost 0
+const KEY = 'sk-test-moves-aaaaaaaaaaaa'
+
+let upstream: MockUpstream
+let t: TestServer
+let collector: { url: string; bodies: any[]; close(): Promise<void> }
+
+async function startCollector() {
+  const bodies: any[] = []
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    if (req.url === '/v1/metrics') bodies.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+/** Prometheus: the value of `name` for MODEL (0 when it has no sample). */
+async function prom(name: string): Promise<number> {
+  const text = (await request(`${t.url}/metrics`)).text
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes(`model="${MODEL}"`))
+  return line ? Number(line.split(' ').at(-1)) : 0
+}
+
+/** OTLP: the cumulative sum of `name` for MODEL in the latest export that has it. */
+function otlp(name: string): number | null {
+  for (const body of [...collector.bodies].reverse()) {
+    for (const rm of body.resourceMetrics)
+      for (const sm of rm.scopeMetrics)
+        for (const m of sm.metrics) {
+          if (m.name !== name) continue
+          const p = (m.sum?.dataPoints ?? []).find((d: any) => d.attributes.some((a: any) => a.key === 'gen_ai.request.model' && a.value.stringValue === MODEL))
+          if (p) return p.asDouble ?? Number(p.asInt)
+        }
+  }
+  return null
+}
+
+const near = (a: number | null, b: number) => a !== null && Math.abs(a - b) <= 1e-9
+
+async function stored(): Promise<number> {
+  const rows = t.server.db.prepare('SELECT cost_usd FROM calls WHERE model = ?').all(MODEL) as { cost_usd: number }[]
+  return rows.reduce((s, r) => s + r.cost_usd, 0)
+}
+
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
+  collector = await startCollector()
+  t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false } }, upstream.url)
+})
+afterAll(async () => {
+  await t?.cleanup()
+  await upstream?.close()
+  await collector?.close()
+})
+
+describe('the cost counters follow a recorded call whose cost moves', () => {
+  it('a re-priced call adds its rise to the cost counters, and a later fall to the reductions counters', async () => {
+    for (let i = 0; i < 2; i++) {
+      const r = await postJson(`${t.url}/v1/chat/completions`, { model: MODEL, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
+      expect(r.status).toBe(200)
+    }
+    await eventually(() => (t.server.db.prepare('SELECT count(*) AS n FROM calls WHERE model = ?').get(MODEL) as { n: number }).n === 2)
+    expect(await prom('burnrate_cost_usd_total')).toBe(0)
+
+    // Priced at $3 / $12 per million: each call costs 3 + 1.2.
+    expect((await admin(t.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 3, output_mtok: 12 } })).status).toBe(200)
+    expect((await admin(t.url, 'POST', `/prices/openai/${MODEL}/reprice`)).json()).toMatchObject({ repriced: 2 })
+    expect(await stored()).toBeCloseTo(8.4, 12)
+    expect(near(await prom('burnrate_cost_usd_total'), 8.4)).toBe(true)
+    expect(await prom('burnrate_cost_reductions_usd_total')).toBe(0)
+    await eventually(() => near(otlp('gen_ai.usage.cost'), 8.4), 10_000)
+
+    // Cheaper after all ($1 / $2): each call falls by 3. Counters never go down: the fall is counted apart.
+    expect((await admin(t.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 1, output_mtok: 2 } })).status).toBe(200)
+    expect((await admin(t.url, 'POST', `/prices/openai/${MODEL}/reprice?all=true`)).json()).toMatchObject({ repriced: 2 })
+    expect(await stored()).toBeCloseTo(2.4, 12)
+    expect(near(await prom('burnrate_cost_usd_total'), 8.4)).toBe(true)
+    expect(near(await prom('burnrate_cost_reductions_usd_total'), 6)).toBe(true)
+    expect(near((await prom('burnrate_cost_usd_total')) - (await prom('burnrate_cost_reductions_usd_total')), await stored())).toBe(true)
+    await eventually(() => near(otlp('burnrate.cost.reductions'), 6) && near(otlp('gen_ai.usage.cost'), 8.4), 10_000)
+  })
+})
