@@ -87,8 +87,15 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     // B recorded none of them, and lists all four, each once.
     await eventually(async () => same(await dailySpent(b, 'sk-feed-*', key), sum.usd), 20_000)
     expect(same(await dailySpent(a, 'sk-feed-*', key), sum.usd)).toBe(true)
-    // Today's spend (the tray, burnrate_spend_usd) counts them too.
+    // Today's spend (the tray, burnrate_spend_usd) counts them too, and the key registry's requests.
     expect(same(b.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
+    const requestsOn = (s: Server) => budgetsOf(s.server.context).engine.keysThisMonth().find((k) => k.hash === hashKey(key))?.requestsMonth
+    expect(requestsOn(b)).toBe(4)
+    // Read again, the same: nothing counted twice.
+    await budgetsOf(b.server.context).feed!.reload()
+    expect(same(await dailySpent(b, 'sk-feed-*', key), sum.usd)).toBe(true)
+    expect(same(b.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
+    expect(requestsOn(b)).toBe(4)
     // So B's first call of the key is warned: the key is over its limit on every instance.
     const r = await call(b, key)
     expect(r.status).toBe(200)
@@ -191,6 +198,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(n).toBeGreaterThan(20)
     expect(same(await dailySpent(a, 'sk-reread-*', key), sum.usd)).toBe(true)
     expect(same(a.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
+    expect(budgetsOf(a.server.context).engine.keysThisMonth().find((k) => k.hash === hashKey(key))?.requestsMonth).toBe(n + 1)
   }, 90_000)
 
   it("a call re-priced through one server moves the other's listing and today's spend by its change", async () => {

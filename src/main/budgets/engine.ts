@@ -461,6 +461,17 @@ export class BudgetEngine implements BudgetMeters {
     }
   }
 
+  /**
+   * The registry's monthly request counts set again from the database (PostgreSQL mode, at each
+   * re-read of the meters, in its snapshot) and this instance's calls the re-read missed: every
+   * instance's calls, each once.
+   */
+  reseed(rows: readonly { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[], missed: readonly CallRecord[], now = Date.now()): void {
+    for (const s of this.keys.values()) s.requestsMonth = 0
+    this.seed(rows, now)
+    for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
+  }
+
   /** Keys with a call this month. */
   keysThisMonth(now = Date.now()): KeyState[] {
     const month = this.clock.monthOf(now).start

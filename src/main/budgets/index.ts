@@ -113,11 +113,13 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     const during: CallRecord[] = []
     duringReload.add(during)
     try {
-      const { snapshot, read, spend } = await sharedHistory.load(historyStart(en.rules.active(), en.clock, Date.now()), () => during)
+      const now = Date.now()
+      const { snapshot, read, spend, keys } = await sharedHistory.load(historyStart(en.rules.active(), en.clock, now), () => during, en.clock.monthOf(now).start)
       en.reload()
-      // Today's spend too (tray, `burnrate_spend_usd`): every instance's, from the same snapshot.
+      // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
+      if (keys) en.reseed(keys, missed)
       en.recount(missed)
       for (const c of missed) if (c.billing !== 'subscription') ctx.ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
       return snapshot
@@ -205,10 +207,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       ctx.onClose(() => f.close())
     }
     // The key registry and the meters from every instance's calls (start-up never waits on it).
-    void (async () => {
-      await reloadShared()
-      e.seed(await sharedHistory!.keys(e.clock.monthOf(Date.now()).start))
-    })().catch(() => {})
+    void reloadShared().catch(() => {})
     ctx.setGate(sharedBudgetGate(e, guard))
     ctx.onClose(async () => {
       closed = true

@@ -10,6 +10,15 @@ export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, prov
        (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, (ts / 60000) * 60000`
 
+/** A key of this month, for the key registry. */
+export interface KeyRow {
+  api_key_hash: string
+  key_hint: string
+  tenant: string
+  requests: number
+  last_ts: number
+}
+
 /** This month's keys, for the key registry. */
 export const KEYS_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, MAX(tenant) AS tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash`
@@ -32,27 +41,32 @@ export class SharedHistory {
    * Reads the calls since `since` (this instance's held calls written first); resolves with the
    * snapshot they were read in (one transaction, repeatable read: the calls of every transaction
    * visible in it are in the rows), which of the calls `counted` gives (this instance's, counted
-   * while the read was under way) are in them, and today's and this month's spend per key.
+   * while the read was under way) are in them, today's and this month's spend per key, and (with
+   * `keysSince`) the keys with calls since then.
    */
-  async load(since: number, counted: () => readonly CallRecord[] = () => []): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[] }> {
+  async load(
+    since: number,
+    counted: () => readonly CallRecord[] = () => [],
+    keysSince?: number,
+  ): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyRow[] | null }> {
     await this.ledger.flushed()
-    const { rows, snapshot, read, spend } = await this.store.transaction(async (tx) => {
+    const { rows, snapshot, read, spend, keys } = await this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
       // The first query takes the transaction's snapshot; the history is read in the same one.
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
       const rows = await tx.all<HistoryRow>(HISTORY_SQL, { since })
       // Which of the calls this instance counted meanwhile are in what was read.
-      const keys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
-      const found = keys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys })
+      const callKeys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
+      const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })
       // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls.
       const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods())
-      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend }
+      // And this month's keys (the key registry), when asked.
+      const keys = keysSince === undefined ? null : await tx.all<KeyRow>(KEYS_SQL, { since: keysSince })
+      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, keys }
     })
     this.rows = rows
-    return { snapshot, read, spend }
+    return { snapshot, read, spend, keys }
   }
 
-  async keys(since: number) {
-    return this.store.all<{ api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }>(KEYS_SQL, { since })
-  }
+
 }
