@@ -164,7 +164,9 @@ export async function runStartupBench(): Promise<void> {
     )
     row('RSS at rest (headless)', rest.rss, bareRest.rss, '< 80', 'MiB')
     row('RSS anonymous at rest', rest.anon, bareRest.anon, 'for reference', 'MiB')
-    row('RSS 10 s after a load run', after.rss, rest.rss, '<= 1.25x', 'MiB')
+    // 10 s after, the write thread and the grown heap are still held by design (both go after 30 s
+    // of quiet: README, Start-up and memory); the goal is the figure 45 s after.
+    row('RSS 10 s after a load run', after.rss, rest.rss, 'for reference', 'MiB')
     row('RSS 45 s after a load run', later.rss, rest.rss, '<= 1.25x', 'MiB')
   } finally {
     await upstream.stop()
