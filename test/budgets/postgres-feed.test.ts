@@ -11,7 +11,7 @@ import { NANO_COST, NANO_FIXTURE, fixtureModel, pgBudgetServer, replayJson } fro
 
 /**
  * Two real servers on one PostgreSQL: what one records reaches the other's in-process meters as
- * it is stored (budgets/shared-feed.ts), not at its next restart or rule change. Before, each
+ * it is stored (budgets/feed/), not at its next restart or rule change. Before, each
  * instance's budget listing, warnings, per-minute limits and threshold alerts counted only its
  * own calls after start-up.
  */

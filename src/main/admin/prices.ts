@@ -1,7 +1,7 @@
 import type { Request, Response, Router } from 'express'
 import type { PriceInput } from '../../shared/api'
 import { errorBody } from '../http/errors'
-import { feedIdOf } from '../budgets/shared-feed'
+import { feedIdOf } from '../budgets/feed/publish'
 import { spendMover } from '../budgets/state/pg/call-spend'
 import { pricesOf } from '../pricing/feature'
 import { repriceModel } from '../pricing/reprice'

@@ -4,7 +4,7 @@ import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
-import type { FeedRow } from './shared-feed'
+import type { FeedRow } from './feed/publish'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
@@ -353,7 +353,7 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   /**
-   * Calls other instances stored (PostgreSQL mode, ./shared-feed.ts), summed per key, scope,
+   * Calls other instances stored (PostgreSQL mode, ./feed/), summed per key, scope,
    * session and minute: counted in the registry and the meters as a reload counts the same rows
    * (their tokens in the last minute's count when they ended in it), their requests in the
    * per-minute count of the rule that decides the key's calls here; thresholds they cross are

@@ -13,7 +13,9 @@ import type { Rule } from './rules'
 import type { CostAdjustment } from './types'
 import { RunawayDetector } from './runaway'
 import { SharedHistory } from './shared-history'
-import { type FeedRow, SharedCallFeed, type Snapshot, feedIdOf, shareKnownPatterns } from './shared-feed'
+import { SharedCallFeed } from './feed/listen'
+import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
+import type { Snapshot } from './feed/snapshot'
 import { PostgresStore } from '../storage/postgres'
 import { shareBudgetClock } from './shared-clock'
 import { PgRuleStore } from './shared-rules'
@@ -131,7 +133,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       duringReload.delete(during)
     }
   }
-  // PG mode: other instances' calls reach the meters as they are stored (./shared-feed.ts).
+  // PG mode: other instances' calls reach the meters as they are stored (./feed/).
   let feed: SharedCallFeed | null = null
   const reloadShared = (): Promise<void> => (feed ? feed.reload() : loadShared().then(() => {}))
   const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))

@@ -3,7 +3,7 @@ import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import type { HistoryRow } from './engine'
-import { parseSnapshot, type Snapshot } from './shared-feed'
+import { parseSnapshot, type Snapshot } from './feed/snapshot'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,

@@ -1,4 +1,4 @@
-import { feedIdOf } from '../budgets/shared-feed'
+import { feedIdOf } from '../budgets/feed/publish'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { hasBilledUnits, type Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'

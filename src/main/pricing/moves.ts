@@ -1,5 +1,5 @@
 import type { CallBilling } from '../../shared/api'
-import { publishMoves } from '../budgets/shared-feed'
+import { publishMoves } from '../budgets/feed/publish'
 import type { CostAdjustment } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { markRevised, revised } from '../ledger/revisions'
@@ -59,7 +59,7 @@ export interface SpendTargets {
   meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
   /** PostgreSQL's shared spend rows, moved in the transaction that changes the calls (budgets/state/pg/call-spend.ts). */
   shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
-  /** PostgreSQL: this process's id on the calls feed (budgets/shared-feed.ts), so the moves reach the other instances and not this one twice. */
+  /** PostgreSQL: this process's id on the calls feed (budgets/feed/), so the moves reach the other instances and not this one twice. */
   feedId?: string
 }
 

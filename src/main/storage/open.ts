@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import type { Config } from '../config/schema'
 import { Ledger } from '../ledger/ledger'
 import { spendCounter } from '../budgets/state/pg/call-spend'
-import { publishCalls } from '../budgets/shared-feed'
+import { publishCalls } from '../budgets/feed/publish'
 import { PgLedger } from '../ledger/pg/pg-ledger'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
@@ -56,7 +56,7 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined })
   // The batch hooks, registered before the first batch (earlier spill files are written at
   // start-up), whatever features this server runs. First, the other instances' budget meters
-  // hear each batch's calls once it commits (budgets/shared-feed.ts): it locks nothing, so it goes
+  // hear each batch's calls once it commits (budgets/feed/): it locks nothing, so it goes
   // before the spend rows are locked and they are held no longer for it. Then every batch's calls
   // count in the budget spend rows they belong to (other instances' rules have rows too): first of
   // the hooks that lock, as every transaction storing calls locks spend rows before rollup rows.

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import type { CallRecord } from '../ledger/record'
-import { type FeedRow, feedRowsOf, notifyPayloads, parseSnapshot, visibleIn } from './shared-feed'
+import type { CallRecord } from '../../ledger/record'
+import { type FeedRow, feedRowsOf, notifyPayloads } from './publish'
+import { parseSnapshot, visibleIn } from './snapshot'
 
 const call = (over: Partial<CallRecord>): CallRecord => ({
   ts: 0, provider: 'openai', model: 'gpt-5-nano', endpoint: 'chat.completions', api_key_hash: 'h1', key_hint: 'sk-t…0001', tenant: '', agent: '', session: '',

@@ -1,0 +1,205 @@
+import type pg from 'pg'
+import type { Logger } from '../../log'
+import type { PostgresStore } from '../../storage/postgres'
+import type { CostAdjustment } from '../types'
+import { CALLS_CHANNEL, type FeedRow, type MoveRow } from './publish'
+import { type Snapshot, visibleIn } from './snapshot'
+
+/**
+ * The listening side of the calls feed (what is sent, and why it is counted once: ./publish.ts):
+ * one connection per instance, re-reads in a snapshot, notifications held while one runs.
+ */
+export interface FeedTarget {
+  /** Other instances' calls, to count in the meters. */
+  rows(rows: readonly FeedRow[]): void
+  /** Other instances' moves of stored calls' costs, to move the meters by. */
+  moves(moves: readonly CostAdjustment[]): void
+  /** Read the meters again (notifications may have been missed, or costs moved): resolves with the reload's snapshot, null when it failed. */
+  reload(): Promise<Snapshot | null>
+}
+
+const RETRY_MS = [250, 1000, 2000, 5000]
+
+/**
+ * Listens on CALLS_CHANNEL on a connection of its own (checked out of the pool for good, given
+ * back and taken again after an error) and hands other instances' calls to `target`: only calls
+ * the last reload did not read, and none while a reload is under way (they wait for it).
+ */
+export class SharedCallFeed {
+  private client: pg.PoolClient | null = null
+  private snapshot: Snapshot | null = null
+  private reloading = false
+  private reloadAgain = false
+  private held: Heard[] = []
+  private closed = false
+  private attempt = 0
+  private timer: NodeJS.Timeout | null = null
+  /** Notifications counted, and reloads done (health and tests). */
+  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0 }
+
+  constructor(
+    private readonly store: PostgresStore,
+    private readonly feedId: string,
+    private readonly target: FeedTarget,
+    private readonly log?: Logger,
+  ) {}
+
+  /** Listens, then reads the meters (the reload covers whatever was stored before the listening began). */
+  start(): void {
+    void this.connect()
+  }
+
+  /** Reads the meters again; notifications that come meanwhile wait for it. Several asked at once run as one more. */
+  reload(): Promise<void> {
+    if (this.reloading) {
+      this.reloadAgain = true
+      return this.pendingReload ?? Promise.resolve()
+    }
+    this.reloading = true
+    this.pendingReload = (async () => {
+      try {
+        do {
+          this.reloadAgain = false
+          const s = await this.target.reload()
+          if (s) {
+            this.snapshot = s
+            this.stats.reloads++
+          }
+        } while (this.reloadAgain && !this.closed)
+      } finally {
+        this.reloading = false
+        this.pendingReload = null
+        const held = this.held
+        this.held = []
+        for (const h of held) this.count(h)
+        // Never read (PostgreSQL away): read again in a moment, or the meters would miss what was stored meanwhile.
+        if (!this.snapshot && !this.closed) this.retryReload()
+      }
+    })()
+    return this.pendingReload
+  }
+  private pendingReload: Promise<void> | null = null
+
+  async close(): Promise<void> {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    const c = this.client
+    this.client = null
+    if (c) {
+      // The connection is closed, not pooled: that ends its LISTEN without a query (which would
+      // wait for a database that may be away at shutdown).
+      c.removeAllListeners('notification')
+      c.release(true)
+    }
+  }
+
+  private async connect(): Promise<void> {
+    if (this.closed) return
+    let client: pg.PoolClient | null = null
+    try {
+      client = await this.store.pool.connect()
+      if (this.closed) {
+        client.release(true)
+        return
+      }
+      client.on('notification', (m) => this.heard(m))
+      client.on('error', () => this.lost(client!))
+      await client.query(`LISTEN ${CALLS_CHANNEL}`)
+      if (this.closed) {
+        client.release(true)
+        return
+      }
+      this.client = client
+      this.attempt = 0
+      this.stats.connects++
+      if (this.stats.connects > 1) this.log?.info('budgets: listening for other instances’ calls again; their meters are read again')
+    } catch {
+      if (client) client.release(true)
+      this.retry()
+      return
+    }
+    // Whatever was stored before the listening began is in what the reload reads.
+    await this.reload()
+  }
+
+  private lost(client: pg.PoolClient): void {
+    if (this.client !== client) return
+    this.client = null
+    client.removeAllListeners('notification')
+    client.release(true)
+    if (!this.closed) {
+      this.log?.warn('budgets: lost the connection that hears other instances’ calls; reconnecting')
+      this.retry()
+    }
+  }
+
+  private retry(): void {
+    if (this.closed || this.timer) return
+    const ms = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)]
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.connect()
+    }, ms)
+    this.timer.unref()
+  }
+
+  private retryReload(): void {
+    if (this.timer) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      void this.reload()
+    }, RETRY_MS[RETRY_MS.length - 1])
+    this.timer.unref()
+  }
+
+  private heard(m: pg.Notification): void {
+    if (m.channel !== CALLS_CHANNEL || !m.payload) return
+    const space = m.payload.indexOf(' ')
+    const xid = Number(m.payload.slice(0, space))
+    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; reload?: boolean }
+    try {
+      body = JSON.parse(m.payload.slice(space + 1))
+    } catch {
+      return
+    }
+    if (body.i === this.feedId) return
+    if (body.reload) {
+      void this.reload()
+      return
+    }
+    if (!Number.isFinite(xid)) return
+    const heard: Heard | null = Array.isArray(body.r) ? { xid, rows: body.r } : Array.isArray(body.m) ? { xid, moves: body.m } : null
+    if (!heard) return
+    if (this.reloading || !this.snapshot) {
+      this.held.push(heard)
+      return
+    }
+    this.count(heard)
+  }
+
+  private count(h: Heard): void {
+    if (!this.snapshot || visibleIn(h.xid, this.snapshot)) {
+      // In what the last read found, or no read has found anything yet (PostgreSQL was away): the one to come reads them.
+      this.stats.skipped++
+      return
+    }
+    this.stats.counted++
+    try {
+      if (h.rows) this.target.rows(h.rows)
+      else if (h.moves) this.target.moves(h.moves.map(moveOf))
+    } catch {
+      // counting is the meters' own affair; the feed goes on
+    }
+  }
+}
+
+/** A notification heard: calls stored, or stored calls' costs moved, in transaction `xid`. */
+interface Heard {
+  xid: number
+  rows?: readonly FeedRow[]
+  moves?: readonly MoveRow[]
+}
+
+function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta]: MoveRow): CostAdjustment {
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta }
+}
