@@ -254,6 +254,22 @@ export const MIGRATIONS: Migration[] = [
       if (tz !== null) repairSkippedMidnights(db, tz)
     },
   },
+  {
+    version: 19,
+    description: 'background responses whose real usage could not be recorded yet (the database away): kept to be tried again after a restart',
+    up: (db) => {
+      // This machine's own bookkeeping (on PostgreSQL too: the data folder's file), as import keys are.
+      db.exec(`CREATE TABLE IF NOT EXISTS background_pending (
+        provider TEXT NOT NULL,
+        response_id TEXT NOT NULL,
+        done TEXT NOT NULL,
+        attempts INTEGER NOT NULL,
+        first_at INTEGER NOT NULL,
+        next_at INTEGER NOT NULL,
+        PRIMARY KEY (provider, response_id)
+      )`)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

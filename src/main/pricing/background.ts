@@ -4,6 +4,7 @@ import { hasBilledUnits, type Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
 import type { ServerContext } from '../server/context'
 import type { SqlStore } from '../storage/sql'
+import { PendingSettlements } from './background-pending'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
 
@@ -95,18 +96,27 @@ export async function settleBackground(
 
 /** After a failed attempt (the creating call not yet stored, the database away), when to try again. */
 const BACKGROUND_RETRIES_MS = [1_000, 5_000, 15_000, 60_000, 300_000]
+/** After those, every this long... */
+const BACKGROUND_LATER_MS = 15 * 60_000
+/** ...until this long after the first failure: then the call stays estimated (and it is logged). */
+const BACKGROUND_KEEP_MS = 7 * 24 * 3600_000
+/** Kept settlements are tried again this long after start-up at the earliest (the server is up, the ledger started). */
+const RESUME_AFTER_MS = 1_000
 
 /**
  * A background response's final usage goes to the call that created it (settleBackground),
  * off the call's path; the budget meters are read when it runs (the budgets feature sets them).
  * The client stops polling once it has the final answer, so an attempt that fails because the
- * creating call is not stored yet or the database is away is tried again later (BACKGROUND_RETRIES_MS,
- * in memory: a restart meanwhile leaves the call estimated). Shutting down waits for attempts
- * under way (the ledger and the store are still open then) and drops the retries still waiting.
+ * creating call is not stored yet or the database is away is tried again later
+ * (BACKGROUND_RETRIES_MS, then every 15 minutes for up to 7 days), and kept in the data folder's
+ * file meanwhile (./background-pending.ts): a restart tries it again instead of leaving the call
+ * estimated. Shutting down waits for attempts under way (the ledger and the store are still open
+ * then); the retries still waiting are kept for the next start.
  */
 export function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shared']): (done: BackgroundDone) => void {
   const pending = new Set<Promise<unknown>>()
   const timers = new Set<NodeJS.Timeout>()
+  const kept = new PendingSettlements(ctx.db)
   let closed = false
   ctx.onClose(() => {
     closed = true
@@ -114,30 +124,57 @@ export function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shar
     timers.clear()
     return Promise.all(pending).then(() => {})
   })
-  const attempt = (done: BackgroundDone, tries: number): void => {
+  const later = (ms: number, fn: () => void): void => {
+    const timer = setTimeout(() => {
+      timers.delete(timer)
+      if (!closed) fn()
+    }, ms)
+    timer.unref()
+    timers.add(timer)
+  }
+  const attempt = (done: BackgroundDone, tries: number, firstAt: number | null): void => {
     const again = (why: string) => {
-      const wait = BACKGROUND_RETRIES_MS[tries]
-      if (closed || wait === undefined) {
+      const now = Date.now()
+      const since = firstAt ?? now
+      const wait = BACKGROUND_RETRIES_MS[tries] ?? (now - since < BACKGROUND_KEEP_MS ? BACKGROUND_LATER_MS : undefined)
+      if (wait === undefined) {
         ctx.log.warn(`background response ${done.responseId}: its real usage could not be recorded (${why}); the call stays estimated`)
+        forget(done)
         return
       }
+      try {
+        kept.save({ done, attempts: tries + 1, firstAt: since, nextAt: now + wait })
+      } catch {
+        // the file cannot be written: the retry is held in memory only
+      }
+      if (closed) return
       ctx.log.info(`background response ${done.responseId}: its real usage is recorded again in ${wait / 1000} s (${why})`)
-      const timer = setTimeout(() => {
-        timers.delete(timer)
-        attempt(done, tries + 1)
-      }, wait)
-      timer.unref()
-      timers.add(timer)
+      later(wait, () => attempt(done, tries + 1, since))
     }
     const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) })
       .then(
         (r) => {
           if (r === 'later') again('its creating call is not stored yet')
+          else if (firstAt !== null) forget(done)
         },
         (err: Error) => again(err.message),
       )
       .finally(() => pending.delete(p))
     pending.add(p)
   }
-  return (done) => attempt(done, 0)
+  const forget = (done: BackgroundDone): void => {
+    try {
+      kept.remove(done)
+    } catch {
+      // nothing kept, or the file cannot be written: the row is tried again and changes nothing
+    }
+  }
+  // The ones an earlier run kept: tried again once this one is up, when they are due.
+  try {
+    const now = Date.now()
+    for (const k of kept.all()) later(Math.max(RESUME_AFTER_MS, k.nextAt - now), () => attempt(k.done, k.attempts, k.firstAt))
+  } catch {
+    // the file cannot be read: nothing to resume
+  }
+  return (done) => attempt(done, 0, null)
 }
