@@ -103,6 +103,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     return historyQuery.all(since) as HistoryRow[]
   }
   let engine: BudgetEngine | null = null
+  /** A read of the meters' calls failed, and none has succeeded since. */
+  let readFailing = false
   /** This instance's calls recorded during each reload under way. */
   const duringReload = new Set<CallRecord[]>()
   // The meters again from every instance's calls (PG mode), once the rows are read; the snapshot
@@ -124,10 +126,13 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       if (keys) en.reseed(keys, missed)
       en.recount(missed)
       for (const c of missed) if (c.billing !== 'subscription') ctx.ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+      if (readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
+      readFailing = false
       return snapshot
     } catch (err) {
-      // PostgreSQL away: the meters keep what they have; the feed reads again
-      ctx.log.warn(`budgets: could not read the calls the meters count from PostgreSQL (${err instanceof Error ? err.message : String(err)}); trying again`)
+      // PostgreSQL away: the meters keep what they have; the feed reads again (logged once until it can)
+      if (!readFailing) ctx.log.warn(`budgets: could not read the calls the meters count from PostgreSQL (${err instanceof Error ? err.message : String(err)}); trying again`)
+      readFailing = true
       return null
     } finally {
       duringReload.delete(during)
