@@ -96,6 +96,9 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(same(await dailySpent(b, 'sk-feed-*', key), sum.usd)).toBe(true)
     expect(same(b.server.ledger.spend.key(hashKey(key)).day, sum.usd)).toBe(true)
     expect(requestsOn(b)).toBe(4)
+    const health = (await getJson(`${b.url}/api/health`)).body
+    expect(health.calls_feed).toMatchObject({ listening: true, heard: expect.any(Number), reads: expect.any(Number) })
+    expect(health.calls_feed.heard).toBeGreaterThan(0)
     // So B's first call of the key is warned: the key is over its limit on every instance.
     const r = await call(b, key)
     expect(r.status).toBe(200)

@@ -211,6 +211,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
       shareKnownPatterns(ctx.store, (hash) => e.knownPatterns(hash))
       feed.start()
       const f = feed
+      ctx.healthSections.calls_feed = () => f.status()
       ctx.onClose(() => f.close())
     }
     // The key registry and the meters from every instance's calls (start-up never waits on it).

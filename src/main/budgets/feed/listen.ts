@@ -80,6 +80,11 @@ export class SharedCallFeed {
   }
   private pendingReload: Promise<void> | null = null
 
+  /** `calls_feed` in `/api/health`: whether it listens, and what it has counted, skipped (already read) and read again. */
+  status(): { listening: boolean; heard: number; skipped: number; reads: number } {
+    return { listening: this.client !== null, heard: this.stats.counted, skipped: this.stats.skipped, reads: this.stats.reloads }
+  }
+
   async close(): Promise<void> {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
