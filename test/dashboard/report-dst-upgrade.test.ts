@@ -2,6 +2,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { DB_FILE } from '../../src/main/config/paths'
 import { openDatabase } from '../../src/main/ledger/db'
+import { MIGRATIONS } from '../../src/main/ledger/migrations'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { type ReportQuery } from '../../src/main/report/report'
 import { dbs, expectSameReport, ledgerWith, rawReport, report, tempDir } from './report-support'
@@ -38,7 +39,7 @@ describe('report rollup: days whose midnight does not exist, kept by an earlier 
     // Opening it migrates it (the server, the CLI, the desktop app alike).
     const upgraded = openDatabase(file)
     dbs.push(upgraded)
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(18)
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(MIGRATIONS.at(-1)!.version)
     expect(ensureReportZone(upgraded, TZ)).toBe(0) // what the server does at start-up: the zone is the same
     expect(upgraded.prepare('SELECT count(*) FROM dash_report_day WHERE day = ?').pluck().get(trueStart)).toBe(moved)
     expect(upgraded.prepare('SELECT count(*) FROM dash_report_day WHERE day = ?').pluck().get(at('2026-09-06T03:00:00Z'))).toBe(0)

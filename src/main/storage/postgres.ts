@@ -87,6 +87,10 @@ export class PostgresStore extends Scope {
     })
     // An idle client's error (the server restarted) must not crash the process; the next query reconnects.
     pool.on('error', () => {})
+    // Nor one that comes between a client's checkout and its user's own listener: PostgreSQL
+    // shutting down sends its FATAL in the same read as a new connection's first ready message,
+    // before the code that asked for the client runs again. Queries on it fail as always.
+    pool.on('connect', (client) => client.on('error', () => {}))
     super(pool)
     this.pool = pool
   }
