@@ -83,4 +83,27 @@ describe('the budget clock shared by instances on one PostgreSQL', () => {
     expect(lines.b.join('\n')).toContain("this database's budget clock was Europe/Berlin, weeks from monday; this instance's config sets it to UTC, weeks from monday")
     expect(lines.a.join('\n')).toContain("another instance on this database set the budget clock to UTC, weeks from monday; this instance counts budget days, weeks and months in it, not in its config's Europe/Berlin")
   }, 120_000)
+
+  it('an instance whose config names no zone sets the clock only while none is set: it follows the team instead of moving it', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const lines: string[] = []
+    const logger = { debug() {}, info: (m: string) => lines.push(m), warn: (m: string) => lines.push(m), error: (m: string) => lines.push(m) }
+    const clock = () => store.get<{ timezone: string | null }>('SELECT timezone FROM budget_clock WHERE one = 1')
+    const team = await h.server({ url, config: { timezone: 'Pacific/Kiritimati', budgets: { rules: [], week_start: 'monday' } } })
+    await eventually(async () => (await clock())?.timezone === 'Pacific/Kiritimati', 20_000)
+    // A laptop joining the database with no zone in its config (it counts in the machine's own).
+    const laptop = await h.server({ url, config: { budgets: { rules: [], week_start: 'monday' } }, log: logger })
+    expect(laptop.server.context.config.timezone_from).toBe('machine')
+    expect(laptop.server.context.config.timezone).not.toBe('Pacific/Kiritimati')
+    await eventually(() => budgetsOf(laptop.server.context).engine.clock.tz === 'Pacific/Kiritimati', 20_000)
+    expect((await clock())?.timezone).toBe('Pacific/Kiritimati')
+    expect(budgetsOf(team.server.context).engine.clock.tz).toBe('Pacific/Kiritimati')
+    expect(lines.join('\n')).toContain('another instance on this database set the budget clock to Pacific/Kiritimati')
+    expect(lines.join('\n')).not.toContain("this instance's config sets it to")
+    // Alone on an empty database, such an instance does set it (from its machine's zone).
+    const fresh = h.database()
+    const alone = await h.server({ url: fresh, config: { budgets: { rules: [], week_start: 'monday' } } })
+    await eventually(async () => (await h.store(fresh).get<{ timezone: string | null }>('SELECT timezone FROM budget_clock WHERE one = 1'))?.timezone === alone.server.context.config.timezone, 20_000)
+  }, 120_000)
 })

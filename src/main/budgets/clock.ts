@@ -2,7 +2,7 @@ import { type Config, weekStartDay } from '../config/schema'
 import { PeriodClock } from '../time/zone'
 
 /** What a budget clock is made from: the config's `timezone` and `budgets.week_start`. */
-export type PeriodsConfig = { timezone: string; budgets: Pick<Config['budgets'], 'week_start'> }
+export type PeriodsConfig = { timezone: string; timezone_from?: Config['timezone_from']; budgets: Pick<Config['budgets'], 'week_start'> }
 
 const clocks = new WeakMap<PeriodsConfig, PeriodClock>()
 

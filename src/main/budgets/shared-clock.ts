@@ -25,7 +25,8 @@ function settingOf(row: ClockRow | undefined): ClockSetting | null {
  * row, versioned in itself; see SharedTable). A daily limit is one spend row per day, so two
  * instances whose days began at different instants would each fill a row of their own and admit
  * up to the limit twice over. The instance that starts last sets the clock from its config
- * (`timezone`, `budgets.week_start`), and the others follow it within about a second.
+ * (`timezone`, `budgets.week_start`), and the others follow it within about a second; one whose
+ * config names no `timezone` sets it only while none is set.
  */
 export class PgBudgetClock extends SharedTable<ClockSetting> {
   constructor(store: SqlStore, onChange: (rows: ClockSetting[]) => void) {
@@ -37,11 +38,14 @@ export class PgBudgetClock extends SharedTable<ClockSetting> {
     return s ? [s] : []
   }
 
-  /** Sets the database's clock to `mine`; answers the one it held before (null: none yet). */
-  claim(mine: ClockSetting, now = Date.now()): Promise<ClockSetting | null> {
+  /**
+   * Sets the database's clock to `mine` (with `onlyIfUnset`, only while no instance has set one);
+   * answers the one it held before (null: none yet).
+   */
+  claim(mine: ClockSetting, now = Date.now(), onlyIfUnset = false): Promise<ClockSetting | null> {
     return this.write(async (tx) => {
       const was = settingOf(await tx.get<ClockRow>('SELECT timezone, week_start FROM budget_clock WHERE one = 1 FOR UPDATE'))
-      const same = was?.timezone === mine.timezone && was.week_start === mine.week_start
+      const same = (onlyIfUnset && was !== null) || (was?.timezone === mine.timezone && was.week_start === mine.week_start)
       if (!same) {
         await tx.run('UPDATE budget_clock SET timezone = @tz, week_start = @ws, set_at = @now WHERE one = 1', { tz: mine.timezone, ws: mine.week_start, now })
       }
@@ -82,12 +86,15 @@ export function shareBudgetClock(
     }
     moved()
   })
+  // A config that names no zone (the machine's own, say a laptop joining the team's database)
+  // sets the clock only while none is set: it follows the team's instead of moving it.
+  const onlyIfUnset = config.timezone_from === 'machine'
   let closed = false
   void (async () => {
     while (!closed) {
       try {
-        const was = await table.claim(mine)
-        if (was && differs(was)) {
+        const was = await table.claim(mine, Date.now(), onlyIfUnset)
+        if (was && differs(was) && !onlyIfUnset) {
           log.warn(`budgets: this database's budget clock was ${show(was)}; this instance's config sets it to ${show(mine)} for every instance on it`)
         }
         break

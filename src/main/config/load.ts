@@ -199,5 +199,5 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     )
   }
 
-  return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), source: file }
+  return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), timezone_from: parsed.timezone ? 'config' : 'machine', source: file }
 }

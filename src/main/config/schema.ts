@@ -274,6 +274,8 @@ export type ParsedConfig = z.output<typeof configSchema>
 export interface Config extends ParsedConfig {
   data_dir: string
   timezone: string
+  /** Where `timezone` came from: the config (file, environment or flag), or the machine's own zone when none named one. */
+  timezone_from?: 'config' | 'machine'
   /** The file it was read from, or null for defaults only. */
   source: string | null
 }
