@@ -3,6 +3,7 @@ import { createLogger } from '../../src/main/log'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually, postJson, request } from '../support/http'
 import { localValue, until, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
 import { type Answers, MODEL, OUTPUT, REAL_COST, USAGE, backgroundBody, backgroundResponder } from './background-support'
 
 // PostgreSQL (`storage.url`): a background response created through one instance and polled
@@ -61,30 +62,7 @@ describe('background responses on PostgreSQL', () => {
   })
 
   it('PostgreSQL away when the final answer passes: the call takes its real usage once it is back', async () => {
-    const url = h.database()
-    const lines: string[] = []
-    const a = await h.server({ url, config: { timezone: 'UTC' }, log: createLogger('info', (l) => lines.push(l)) })
-    const store = h.store(url)
-    const id = 'resp_pg_background_away_0001'
-    const created = await postJson(`${a.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters.', background: true, metadata: { id } }, {
-      authorization: `Bearer ${KEY}`,
-    })
-    expect(created.status).toBe(200)
-    const call = () =>
-      store.get<{ cost_usd: number; estimated: number; output_tokens: number }>(
-        "SELECT cost_usd, estimated, output_tokens FROM calls WHERE response_id = @id AND endpoint = 'responses'",
-        { id },
-      )
-    await until('the creating call is stored', async () => (await call()) !== undefined)
-    answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
-    h.pg.stopServer()
-    try {
-      // The client reads the finished response once, while PostgreSQL is away: the move fails, and is tried again.
-      expect((await request(`${a.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
-      await until('a retry is scheduled', () => lines.some((l) => l.includes(`background response ${id}: its real usage is recorded again`)))
-    } finally {
-      h.pg.startServer()
-    }
+    const { call } = await finishedWhileAway('resp_pg_background_away_0001')
     await until('the call took its real usage', async () => (await call().catch(() => undefined))?.estimated === 0, 90_000)
     const done = (await call())!
     expect(done.output_tokens).toBe(120_000)
@@ -92,34 +70,13 @@ describe('background responses on PostgreSQL', () => {
   }, 120_000)
 
   it('restarted while the move waits to be tried again: the next start tries it, and the call takes its real usage', async () => {
-    const url = h.database()
-    const lines: string[] = []
-    const a = await h.server({ url, config: { timezone: 'UTC' }, log: createLogger('info', (l) => lines.push(l)) })
-    const store = h.store(url)
     const id = 'resp_pg_background_restart_0001'
-    const created = await postJson(`${a.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters.', background: true, metadata: { id } }, {
-      authorization: `Bearer ${KEY}`,
-    })
-    expect(created.status).toBe(200)
-    const call = () =>
-      store.get<{ cost_usd: number; estimated: number; output_tokens: number }>(
-        "SELECT cost_usd, estimated, output_tokens FROM calls WHERE response_id = @id AND endpoint = 'responses'",
-        { id },
-      )
-    await until('the creating call is stored', async () => (await call()) !== undefined)
-    answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
-    h.pg.stopServer()
-    try {
-      // The client reads the finished response once and never again; the move fails and waits.
-      expect((await request(`${a.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
-      await until('a retry is scheduled', () => lines.some((l) => l.includes(`background response ${id}: its real usage is recorded again`)))
+    const { a, url, call } = await finishedWhileAway(id, async (a) => {
       // Kept in the data folder's file, not only in memory...
       expect(localValue(a.dbFile, `SELECT count(*) FROM background_pending WHERE response_id = '${id}'`)).toBe(1)
       // ...so stopping the server before the retry does not lose it.
       await a.stop()
-    } finally {
-      h.pg.startServer()
-    }
+    })
     expect((await call())!.estimated).toBe(1)
     const again = await h.server({ url, config: { timezone: 'UTC' }, dir: a.dir })
     await until('the call took its real usage', async () => (await call().catch(() => undefined))?.estimated === 0, 90_000)
@@ -129,3 +86,36 @@ describe('background responses on PostgreSQL', () => {
     await until('the kept move is gone', () => localValue(again.dbFile, `SELECT count(*) FROM background_pending WHERE response_id = '${id}'`) === 0)
   }, 120_000)
 })
+
+/**
+ * A background response created through a server, finished, and read once through it while
+ * PostgreSQL is away: the move fails and a retry is scheduled; `meanwhile` runs then, before
+ * PostgreSQL is started again.
+ */
+async function finishedWhileAway(id: string, meanwhile?: (a: TestServer) => Promise<void>) {
+  const url = h.database()
+  const lines: string[] = []
+  const a = await h.server({ url, config: { timezone: 'UTC' }, log: createLogger('info', (l) => lines.push(l)) })
+  const store = h.store(url)
+  const created = await postJson(`${a.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters.', background: true, metadata: { id } }, {
+    authorization: `Bearer ${KEY}`,
+  })
+  expect(created.status).toBe(200)
+  const call = () =>
+    store.get<{ cost_usd: number; estimated: number; output_tokens: number }>(
+      "SELECT cost_usd, estimated, output_tokens FROM calls WHERE response_id = @id AND endpoint = 'responses'",
+      { id },
+    )
+  await until('the creating call is stored', async () => (await call()) !== undefined)
+  answers.set(id, backgroundBody(id, 'completed', USAGE, OUTPUT))
+  h.pg.stopServer()
+  try {
+    // The client reads the finished response once, while PostgreSQL is away: the move fails, and is tried again.
+    expect((await request(`${a.url}/v1/responses/${id}`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
+    await until('a retry is scheduled', () => lines.some((l) => l.includes(`background response ${id}: its real usage is recorded again`)))
+    await meanwhile?.(a)
+  } finally {
+    h.pg.startServer()
+  }
+  return { a, url, call }
+}
