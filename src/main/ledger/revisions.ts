@@ -1,4 +1,5 @@
 import type { SqlStore } from '../storage/sql'
+import { listenersPerOwner } from './listeners'
 
 /**
  * Revisions of recorded calls. A call whose cost or tokens change after it was recorded (re-priced,
@@ -13,23 +14,14 @@ export async function markRevised(tx: SqlStore, ids: readonly number[]): Promise
   await tx.run('UPDATE calls SET revision = @rev WHERE id IN (SELECT value FROM json_each(@ids))', { rev: last + 1, ids: JSON.stringify(ids) })
 }
 
-const listeners = new WeakMap<object, Set<() => void>>()
+const revisions = listenersPerOwner<void>()
 
 /** Runs `fn` after calls of `ledger` were revised (committed); returns the unsubscribe. */
 export function onRevised(ledger: object, fn: () => void): () => void {
-  let set = listeners.get(ledger)
-  if (!set) listeners.set(ledger, (set = new Set()))
-  set.add(fn)
-  return () => set.delete(fn)
+  return revisions.on(ledger, fn)
 }
 
 /** Tells the listeners of `ledger` that calls were revised. */
 export function revised(ledger: object): void {
-  for (const fn of listeners.get(ledger) ?? []) {
-    try {
-      fn()
-    } catch {
-      // a listener's failure is its own
-    }
-  }
+  revisions.emit(ledger, undefined)
 }

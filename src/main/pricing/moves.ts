@@ -2,6 +2,7 @@ import type { CallBilling } from '../../shared/api'
 import { publishMoves } from '../budgets/feed/publish'
 import type { CostAdjustment } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
+import { listenersPerOwner } from '../ledger/listeners'
 import { markRevised, revised } from '../ledger/revisions'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
@@ -35,14 +36,11 @@ export interface MovedCost {
   delta: number
 }
 
-const moveListeners = new WeakMap<object, Set<(moves: readonly MovedCost[]) => void>>()
+const costsMoved = listenersPerOwner<readonly MovedCost[]>()
 
 /** Runs `fn` with the cost moves of each committed transaction of `ledger` (re-pricing, background responses); returns the unsubscribe. */
 export function onCostMoved(ledger: object, fn: (moves: readonly MovedCost[]) => void): () => void {
-  let set = moveListeners.get(ledger)
-  if (!set) moveListeners.set(ledger, (set = new Set()))
-  set.add(fn)
-  return () => set.delete(fn)
+  return costsMoved.on(ledger, fn)
 }
 
 /** What the rollups move by when call `r` costs `delta` more (and has `tokens` more): its groupings and the difference. */
@@ -114,14 +112,6 @@ export class CostMoves {
     for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
     budgets.meters?.adjust(this.spend)
     if (this.ids.length > 0) revised(ledger)
-    if (this.costs.length > 0) {
-      for (const fn of moveListeners.get(ledger) ?? []) {
-        try {
-          fn(this.costs)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
-    }
+    if (this.costs.length > 0) costsMoved.emit(ledger, this.costs)
   }
 }
