@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import type { ThresholdEvent } from '../budgets/announcer'
+import { crossingKey, type ThresholdEvent } from '../budgets/announcer'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
 
@@ -46,7 +46,5 @@ export class AlertClaims {
 
 /** The same on every instance for the same crossing (the announcer's own key for it, hashed: it names the key's hash). */
 export function claimId(e: ThresholdEvent): string {
-  const p = e.state
-  const text = `${e.rule.source}\n${e.rule.api_key_pattern}\n${e.key.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${e.pct}`
-  return createHash('sha256').update(text).digest('hex')
+  return createHash('sha256').update(crossingKey(e.rule, e.key.hash, e.state, e.pct)).digest('hex')
 }

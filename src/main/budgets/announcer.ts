@@ -55,7 +55,7 @@ export class BudgetAnnouncer {
       if (p.period === 'session') continue
       const level = levelOf(rule, p)
       if (!level) continue
-      const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${level}`
+      const id = crossingKey(rule, s.hash, p, level)
       if (this.fired.has(id)) continue
       this.fired.add(id)
       const alert = alertOf(rule, s, p, level)
@@ -84,7 +84,7 @@ export class BudgetAnnouncer {
         const over = p.spent >= pct * p.limit
         // Under a calendar period's threshold (nearly every call) there is nothing to remember or forget.
         if (!over && p.period !== 'window') continue
-        const id = `${rule.source}\n${rule.api_key_pattern}\n${s.hash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${pct}`
+        const id = crossingKey(rule, s.hash, p, pct)
         if (!over) {
           this.crossed.delete(id)
           continue
@@ -115,6 +115,15 @@ export class BudgetAnnouncer {
       }
     }
   }
+}
+
+/**
+ * What a level or threshold (`at`) reached by a key under a rule in a period is known by: once per
+ * calendar period (its start), once for a rolling window until it re-arms. The same on every
+ * instance (alerts/claims.ts claims crossings by it).
+ */
+export function crossingKey(rule: Rule, keyHash: string, p: PeriodState, at: string | number): string {
+  return `${rule.source}\n${rule.api_key_pattern}\n${keyHash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${at}`
 }
 
 export function warningLevel(rule: Rule, p: PeriodState): boolean {
