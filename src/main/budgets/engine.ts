@@ -113,6 +113,17 @@ export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: nu
   return since
 }
 
+const NO_PATTERNS: readonly string[] = []
+
+/** A key's calls this month as the database holds them (the key registry's seed). */
+export interface KeyCount {
+  api_key_hash: string
+  key_hint: string
+  tenant: string
+  requests: number
+  last_ts: number
+}
+
 /**
  * Budget enforcement. Each rule keeps a meter per API key (spend per period, rolling window,
  * session, last minute's requests and tokens), fed by every recorded call in the same
@@ -121,8 +132,6 @@ export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: nu
  * calls in flight are expected to reach it; otherwise its expected cost (or, with
  * `reserve: max_tokens`, its worst case) is reserved until `settle`.
  */
-const NO_PATTERNS: readonly string[] = []
-
 export class BudgetEngine implements BudgetMeters {
   private index: RuleIndex
   private readonly keys = new Map<string, KeyState>()
@@ -341,15 +350,19 @@ export class BudgetEngine implements BudgetMeters {
       }
     }
     if (this.index.empty) return
+    this.announce(s, this.accountCall(s, call, now), call.session, now)
+  }
+
+  /** Counts a recorded call in the meters of every rule it matches; returns those meters. */
+  private accountCall(s: KeyState, call: CallRecord, now: number): Meter[] {
     // The model the call requested as the ledger keeps it (null when the answer names the same):
     // the meters rebuilt from the ledger (reload) then match exactly what this counted.
     const scope: Scope = { provider: call.provider, model: call.model, requested: call.requested_model, agent: call.agent, tenant: call.tenant }
-    const tokens = call.input_tokens + call.output_tokens
     const touched: Meter[] = []
     // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
     const cost = call.billing === 'subscription' ? 0 : call.cost_usd
-    this.account(s, scope, call.ts, cost, tokens, call.session, call.ts, now, touched)
-    this.announce(s, touched, call.session, now)
+    this.account(s, scope, call.ts, cost, call.input_tokens + call.output_tokens, call.session, call.ts, now, touched)
+    return touched
   }
 
   /**
@@ -387,11 +400,7 @@ export class BudgetEngine implements BudgetMeters {
     if (this.index.empty) return
     for (const call of calls) {
       const s = this.state(call.api_key_hash, call.key_hint)
-      const scope: Scope = { provider: call.provider, model: call.model, requested: call.requested_model, agent: call.agent, tenant: call.tenant }
-      const touched: Meter[] = []
-      const cost = call.billing === 'subscription' ? 0 : call.cost_usd
-      this.account(s, scope, call.ts, cost, call.input_tokens + call.output_tokens, call.session, call.ts, now, touched)
-      for (const m of touched) this.announcer.thresholds(s, m, now, true)
+      for (const m of this.accountCall(s, call, now)) this.announcer.thresholds(s, m, now, true)
     }
   }
 
@@ -454,7 +463,7 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   /** Seeds the registry with this month's keys from the database (at start-up). */
-  seed(rows: readonly { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[], now = Date.now()): void {
+  seed(rows: readonly KeyCount[], now = Date.now()): void {
     for (const r of rows) {
       const s = this.state(r.api_key_hash, r.key_hint)
       this.count(s, r.last_ts, r.tenant, r.requests, now)
@@ -466,7 +475,7 @@ export class BudgetEngine implements BudgetMeters {
    * re-read of the meters, in its snapshot) and this instance's calls the re-read missed: every
    * instance's calls, each once.
    */
-  reseed(rows: readonly { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[], missed: readonly CallRecord[], now = Date.now()): void {
+  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now = Date.now()): void {
     for (const s of this.keys.values()) s.requestsMonth = 0
     this.seed(rows, now)
     for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)

@@ -2,22 +2,13 @@ import type { CallRecord } from '../ledger/record'
 import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
-import type { HistoryRow } from './engine'
+import type { HistoryRow, KeyCount } from './engine'
 import { parseSnapshot, type Snapshot } from './feed/snapshot'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
        (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, (ts / 60000) * 60000`
-
-/** A key of this month, for the key registry. */
-export interface KeyRow {
-  api_key_hash: string
-  key_hint: string
-  tenant: string
-  requests: number
-  last_ts: number
-}
 
 /** This month's keys, for the key registry. */
 export const KEYS_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, MAX(tenant) AS tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
@@ -48,7 +39,7 @@ export class SharedHistory {
     since: number,
     counted: () => readonly CallRecord[] = () => [],
     keysSince?: number,
-  ): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyRow[] | null }> {
+  ): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyCount[] | null }> {
     await this.ledger.flushed()
     const { rows, snapshot, read, spend, keys } = await this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
@@ -61,12 +52,10 @@ export class SharedHistory {
       // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls.
       const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods())
       // And this month's keys (the key registry), when asked.
-      const keys = keysSince === undefined ? null : await tx.all<KeyRow>(KEYS_SQL, { since: keysSince })
+      const keys = keysSince === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysSince })
       return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, keys }
     })
     this.rows = rows
     return { snapshot, read, spend, keys }
   }
-
-
 }

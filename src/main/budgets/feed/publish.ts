@@ -59,7 +59,6 @@ export function feedIdOf(store: SqlStore): string {
 /** Refusals by Burnrate itself never went upstream, and reads and cancels of a response already paid for are never counted (README: Budgets): not requests a per-minute limit counts. */
 const REFUSALS = new Set([REFUSAL_REASON, RATE_REASON, LOOP_REASON])
 
-
 /** The stored calls as the meters count them (money only). Calls a team server ingests are stored by its own path (team/store.ts), never fed: they are in no meter. */
 export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) => readonly string[]): FeedRow[] {
   const byGroup = new Map<string, FeedRow>()
