@@ -2,6 +2,8 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
+import { SharedCallFeed } from '../../src/main/budgets/feed/listen'
+import { parseSnapshot } from '../../src/main/budgets/feed/snapshot'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { getJson, makeCall } from '../dashboard/seed'
 import { eventually, postJson } from '../support/http'
@@ -223,4 +225,23 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(budgetsOf(b.server.context).feed!.stats.counted).toBeGreaterThan(heard)
     expect(same(await dailySpent(a, 'sk-moved-*', key), after.usd)).toBe(true)
   }, 90_000)
+
+  it('a feed whose first read failed still reconnects when its connection is cut before the read is tried again', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    let reads = 0
+    // The meters' first read fails (as with PostgreSQL away for it); the next ones succeed.
+    const feed = new SharedCallFeed(store, 'feed-under-test', {
+      rows: () => {},
+      moves: () => {},
+      reload: async () => (++reads === 1 ? null : parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)),
+    })
+    h.onTeardown(() => feed.close())
+    feed.start()
+    await eventually(() => reads === 1 && feed.status().listening, 20_000)
+    // While the failed read waits to be tried again, the listening connection is cut.
+    await store.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()")
+    await eventually(() => !feed.status().listening, 20_000)
+    await eventually(() => feed.status().listening && feed.status().reads > 0, 20_000)
+  }, 60_000)
 })

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { budgetsOf } from '../../src/main/budgets'
 import { describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/main/config/load'
 import { createLogger } from '../../src/main/log'
@@ -124,6 +125,9 @@ describe('a server with storage.url', () => {
     const stored = await store.get<{ usd: number }>('SELECT SUM(cost_usd) AS usd FROM calls')
     expect(stored!.usd).toBeGreaterThan(0)
     expect(t.server.ledger.spend.totals().day).toBe(stored!.usd)
+    // The budgets' calls feed, which could neither listen nor read while PostgreSQL was away, does both now.
+    const feed = budgetsOf(t.server.context).feed!
+    await until('the calls feed listens', () => feed.status().listening && feed.status().reads > 0, 30_000)
   })
 
   it('never writes the password to its log (start-up, PostgreSQL away, stop)', async () => {

@@ -28,12 +28,15 @@ const RETRY_MS = [250, 1000, 2000, 5000]
 export class SharedCallFeed {
   private client: pg.PoolClient | null = null
   private snapshot: Snapshot | null = null
-  private reloading = false
+  /** The read of the meters under way, if one is. */
+  private pendingReload: Promise<void> | null = null
   private reloadAgain = false
   private held: Heard[] = []
   private closed = false
   private attempt = 0
-  private timer: NodeJS.Timeout | null = null
+  /** Each waits on its own: a read waiting to be tried again must not hold back a reconnection. */
+  private reconnectTimer: NodeJS.Timeout | null = null
+  private rereadTimer: NodeJS.Timeout | null = null
   /** Notifications counted, and reloads done (health and tests). */
   readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0 }
 
@@ -51,11 +54,10 @@ export class SharedCallFeed {
 
   /** Reads the meters again; notifications that come meanwhile wait for it. Several asked at once run as one more. */
   reload(): Promise<void> {
-    if (this.reloading) {
+    if (this.pendingReload) {
       this.reloadAgain = true
-      return this.pendingReload ?? Promise.resolve()
+      return this.pendingReload
     }
-    this.reloading = true
     this.pendingReload = (async () => {
       try {
         do {
@@ -67,7 +69,6 @@ export class SharedCallFeed {
           }
         } while (this.reloadAgain && !this.closed)
       } finally {
-        this.reloading = false
         this.pendingReload = null
         const held = this.held
         this.held = []
@@ -78,7 +79,6 @@ export class SharedCallFeed {
     })()
     return this.pendingReload
   }
-  private pendingReload: Promise<void> | null = null
 
   /** `calls_feed` in `/api/health`: whether it listens, and what it has counted, skipped (already read) and read again. */
   status(): { listening: boolean; heard: number; skipped: number; reads: number } {
@@ -87,7 +87,7 @@ export class SharedCallFeed {
 
   async close(): Promise<void> {
     this.closed = true
-    if (this.timer) clearTimeout(this.timer)
+    for (const t of [this.reconnectTimer, this.rereadTimer]) if (t) clearTimeout(t)
     const c = this.client
     this.client = null
     if (c) {
@@ -139,22 +139,19 @@ export class SharedCallFeed {
   }
 
   private retry(): void {
-    if (this.closed || this.timer) return
-    const ms = RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)]
-    this.timer = setTimeout(() => {
-      this.timer = null
+    if (this.closed || this.reconnectTimer) return
+    this.reconnectTimer = later(RETRY_MS[Math.min(this.attempt++, RETRY_MS.length - 1)], () => {
+      this.reconnectTimer = null
       void this.connect()
-    }, ms)
-    this.timer.unref()
+    })
   }
 
   private retryReload(): void {
-    if (this.timer) return
-    this.timer = setTimeout(() => {
-      this.timer = null
+    if (this.rereadTimer) return
+    this.rereadTimer = later(RETRY_MS[RETRY_MS.length - 1], () => {
+      this.rereadTimer = null
       void this.reload()
-    }, RETRY_MS[RETRY_MS.length - 1])
-    this.timer.unref()
+    })
   }
 
   private heard(m: pg.Notification): void {
@@ -175,7 +172,7 @@ export class SharedCallFeed {
     if (!Number.isFinite(xid)) return
     const heard: Heard | null = Array.isArray(body.r) ? { xid, rows: body.r } : Array.isArray(body.m) ? { xid, moves: body.m } : null
     if (!heard) return
-    if (this.reloading || !this.snapshot) {
+    if (this.pendingReload || !this.snapshot) {
       this.held.push(heard)
       return
     }
@@ -196,6 +193,12 @@ export class SharedCallFeed {
       // counting is the meters' own affair; the feed goes on
     }
   }
+}
+
+function later(ms: number, fn: () => void): NodeJS.Timeout {
+  const t = setTimeout(fn, ms)
+  t.unref()
+  return t
 }
 
 /** A notification heard: calls stored, or stored calls' costs moved, in transaction `xid`. */
