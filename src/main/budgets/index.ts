@@ -17,6 +17,7 @@ import { SharedCallFeed } from './feed/listen'
 import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
 import type { Snapshot } from './feed/snapshot'
 import { PostgresStore } from '../storage/postgres'
+import { type NoticeReader, readWithNotices } from '../ledger/notices'
 import { shareBudgetClock } from './shared-clock'
 import { PgRuleStore } from './shared-rules'
 import { firstLoad } from '../storage/shared-table'
@@ -92,6 +93,15 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   // PostgreSQL (`storage.url`): rules and block-rule spend shared by every instance on the database.
   const shared = ctx.store.dialect === 'postgres'
   const sharedHistory = shared ? new SharedHistory(ctx.store, ctx.ledger) : null
+  let engine: BudgetEngine | null = null
+  // SQLite: calls `burnrate import` stores beside this server, counted as they are noticed, each
+  // only when the meters' last read of the ledger did not already hold it (../ledger/notices.ts).
+  const noticed: NoticeReader = {
+    through: 0,
+    take: (calls) => {
+      for (const c of calls) engine?.observe(c)
+    },
+  }
   const loadHistory = (since: number): HistoryRow[] => {
     if (sharedHistory) return sharedHistory.rows
     try {
@@ -100,9 +110,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     } catch {
       // a database that cannot be written now: the held calls are counted when they arrive
     }
-    return historyQuery.all(since) as HistoryRow[]
+    const { value, through } = readWithNotices(ctx.db, () => historyQuery.all(since) as HistoryRow[])
+    noticed.through = through
+    return value
   }
-  let engine: BudgetEngine | null = null
   /** A read of the meters' calls failed, and none has succeeded since. */
   let readFailing = false
   /** This instance's calls recorded during each reload under way. */
@@ -184,6 +195,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     loop: { action: r.loop.action, repeats: r.loop.repeats, windowMinutes: r.loop.window_minutes },
     spendRate: { action: r.spend_rate.action, usdPerMinute: r.spend_rate.usd_per_minute },
   })
+  if (ctx.notices && !shared) ctx.onClose(ctx.notices.read(noticed))
   const stop = ctx.ledger.onCall((call) => {
     e.observe(call)
     runaway.observe(call)

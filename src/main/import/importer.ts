@@ -11,6 +11,7 @@ import { insertCalls } from '../ledger/pg/insert'
 import type { SqlStore } from '../storage/sql'
 import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import type { CallRecord } from '../ledger/record'
+import { noticeWriter } from '../ledger/notices'
 import { usageExtra } from '../metering/usage-extra'
 import type { Pricer } from '../pricing/price'
 import { LOG_SOURCES } from './sources'
@@ -55,6 +56,11 @@ interface ImportBase {
   now?: number
   /** Called for each call added to the ledger (the server adds it to its spend). */
   onCall?: (call: CallRecord) => void
+  /**
+   * SQLite: leave a notice of each stored call, for a server running on the same file to count
+   * (`burnrate import`; ../ledger/notices.ts). A server importing itself counts through `onCall`.
+   */
+  announce?: boolean
 }
 
 export interface ImportStats {
@@ -150,6 +156,7 @@ function statements(db: Database.Database) {
     )
     .pluck()
   const rollups = new RollupWriter(db)
+  const notice = noticeWriter(db)
   const values: unknown[] = []
   const write = db.transaction((calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) => {
     const rows: CallRecord[] = []
@@ -177,6 +184,7 @@ function statements(db: Database.Database) {
       const call = toRecord(c, opts)
       const id = Number(insert.run(callValues(call, values)).lastInsertRowid)
       addKey.run(c.key, id)
+      if (opts.announce) notice(id)
       rows.push(call)
       stats.imported++
       stats.cost_usd += call.cost_usd

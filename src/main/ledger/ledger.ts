@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
 import { packCalls } from './packed'
+import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
 import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
@@ -70,13 +71,15 @@ export class Ledger implements CallLedger {
   private inFlightId = 0
   private landing = false
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
+  /** The last notice of a call stored by another process that the spend loaded at start-up counts (./notices.ts). */
+  private readonly spendThrough: number
 
   constructor(
     readonly db: Database.Database,
     private readonly opts: LedgerOptions,
   ) {
     this.spend = new SpendTracker(opts.timezone)
-    this.spend.load(db)
+    this.spendThrough = readWithNotices(db, () => this.spend.load(db)).through
     this.insert = db.prepare(INSERT_CALL_SQL)
     const values: unknown[] = []
     this.writeBatch = db.transaction((rows: CallRecord[]) => {
@@ -96,6 +99,20 @@ export class Ledger implements CallLedger {
       this.threadHooks.push(onThread)
       this.thread?.send({ type: onThread })
     } else this.ownHooks++
+  }
+
+  /**
+   * Counts in the spend the calls other processes store in this file from now on (`burnrate
+   * import` beside this server). Only a server reads the notices: they are deleted once read.
+   */
+  readNotices(notices: CallNotices): () => void {
+    return notices.read({
+      through: this.spendThrough,
+      take: (calls) => {
+        // Money only, as record() counts it.
+        for (const c of calls) if (c.billing !== 'subscription') this.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+      },
+    })
   }
 
   /** A PostgreSQL ledger's hook: the SQLite ledger's batches run `onBatch` hooks instead, so it is never called here. */

@@ -270,6 +270,17 @@ export const MIGRATIONS: Migration[] = [
       )`)
     },
   },
+  {
+    version: 20,
+    description: 'calls another process stored in this file (`burnrate import` beside a running server), for that server to count in its spend and budget meters at once',
+    up: (db) => {
+      // One row a call, written in the transaction that stores it; the server deletes what it has read.
+      db.exec(`CREATE TABLE IF NOT EXISTS call_notices (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        call_id INTEGER NOT NULL
+      )`)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

@@ -4,6 +4,7 @@ import type { BudgetMeters } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
+import type { CallNotices } from '../ledger/notices'
 import type { Pricer } from '../pricing/price'
 import type { Prices } from '../pricing/types'
 import type { HeadersObserver } from '../proxy/call/forward'
@@ -39,6 +40,8 @@ export interface ServerContext {
   budgets: BudgetMeters | null
   /** Plan windows read from the vendors' response headers, set by the plans feature (null until then). */
   plans: PlanTracker | null
+  /** SQLite: calls another process (`burnrate import`) stores in this file, as it stores them (null with `storage.url`). */
+  notices: CallNotices | null
   /** Adds an observer of every upstream answer's status and headers. */
   observeHeaders(fn: HeadersObserver): void
   /** Installs the gate every proxied call passes before going upstream (budgets). */

@@ -16,6 +16,8 @@ import { health } from '../health'
 import { answerClientError } from '../http/client-error'
 import { errorBody, sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
+import { Ledger } from '../ledger/ledger'
+import { CallNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
 import { openStorage } from '../storage/open'
 import { retention } from '../ledger/retention'
@@ -80,6 +82,8 @@ export interface CreateOptions {
   ledgerWorker?: URL | string
   /** How long the ledger's write thread may sit idle before it ends (tests shorten it; default 5 s). */
   ledgerThreadIdleMs?: number
+  /** How often calls other processes stored in the SQLite file are looked for (default 2 s). */
+  noticeIntervalMs?: number
   /** The built estimate thread (out/main/estimate-worker.js): token estimates are counted there. */
   estimateWorker?: URL | string
   /** The built export thread (out/main/export-worker.js): big exports are read and formatted there. */
@@ -110,6 +114,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   }
   const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
   const ledger = storage.ledger
+  // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
+  // spend (and, once the budgets feature reads them, its meters) within seconds.
+  const notices = ledger instanceof Ledger ? new CallNotices(db, opts.noticeIntervalMs) : null
+  if (notices && ledger instanceof Ledger) ledger.readNotices(notices)
   useEstimateThread(opts.estimateWorker)
   useExportThread(opts.exportWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)
@@ -134,6 +142,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     prices: null,
     budgets: null,
     plans: null,
+    notices,
     observeHeaders: (fn) => {
       observers.push(fn)
     },
@@ -183,6 +192,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     throw err
   }
   finishApiApp(app, log)
+  if (notices) {
+    notices.start()
+    closers.push(() => notices.close())
+  }
   if (config.import.watch ?? opts.watchLogs ?? false) {
     // Loaded only when watching: the headless server never reads the import code.
     void import('../import/watcher').then(({ LogWatcher }) => {

@@ -44,6 +44,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
           results.push(
             await importLogs(db, {
               agent: a, paths: o.path, pricer, tenant: o.tenant, env: ctx.env, settleMs: serving ? SETTLE_WHILE_SERVING_MS : 0,
+              // A server on the same file counts them within seconds (one may be starting now: always).
+              announce: true,
               ...target,
             }),
           )

@@ -1,0 +1,136 @@
+import type Database from 'better-sqlite3'
+import { CALL_COLUMNS } from './columns'
+import type { CallRecord } from './record'
+
+/**
+ * Calls another process stored in this SQLite file while a server runs on it (`burnrate import`
+ * beside the desktop app): the server counts them in its spend and budget meters within
+ * seconds, not at its next restart or rule change. The writer adds a row to `call_notices`
+ * (ledger migration 20) in the transaction that stores each call; the server reads the new rows
+ * every `intervalMs` and deletes what every reader has counted.
+ *
+ * Each reader (the spend tracker, the budget meters) loaded the ledger at some moment and holds
+ * every call whose notice was written before it (`through`, read in the same read transaction as
+ * the load: `readWithNotices`); it is given only the calls after that, so none counts twice.
+ * A PostgreSQL ledger needs none of this: its calls feed (budgets/feed/) does the same.
+ */
+export interface NoticeReader {
+  /** The last notice whose call this reader already counts. */
+  through: number
+  take(calls: readonly CallRecord[]): void
+}
+
+const COLUMNS = CALL_COLUMNS.map((c) => `c.${c}`).join(', ')
+const BATCH = 500
+
+/** The newest notice in `db` (0 when none; also when the table is missing, on a file not yet migrated). */
+export function latestNotice(db: Database.Database): number {
+  try {
+    return (db.prepare('SELECT COALESCE(MAX(seq), 0) FROM call_notices').pluck().get() as number) ?? 0
+  } catch {
+    return 0
+  }
+}
+
+/** Runs `read` and reads the newest notice in one read transaction: what `read` saw holds every call noticed up to `through`. */
+export function readWithNotices<T>(db: Database.Database, read: () => T): { value: T; through: number } {
+  if (db.inTransaction) return { value: read(), through: latestNotice(db) }
+  return db.transaction(() => {
+    const value = read()
+    return { value, through: latestNotice(db) }
+  }).deferred()
+}
+
+/** Writes a notice of each stored call (`burnrate import`), inside the caller's transaction. */
+export function noticeWriter(db: Database.Database): (callId: number) => void {
+  const insert = db.prepare('INSERT INTO call_notices (call_id) VALUES (?)')
+  return (callId) => {
+    insert.run(callId)
+  }
+}
+
+export class CallNotices {
+  private readonly readers = new Set<NoticeReader>()
+  private readonly next: Database.Statement
+  private readonly prune: Database.Statement
+  private timer: NodeJS.Timeout | null = null
+  private pruned = -1
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly intervalMs = 2000,
+  ) {
+    this.next = db.prepare(
+      `SELECT n.seq AS seq, ${COLUMNS} FROM call_notices n JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
+    )
+    this.prune = db.prepare('DELETE FROM call_notices WHERE seq <= ?')
+  }
+
+  /** Adds a reader; returns what removes it. */
+  read(reader: NoticeReader): () => void {
+    this.readers.add(reader)
+    return () => this.readers.delete(reader)
+  }
+
+  start(): this {
+    if (!this.timer) {
+      this.timer = setInterval(() => {
+        try {
+          this.poll()
+        } catch {
+          // a busy or unwritable file: read again on the next tick (nothing is deleted unread)
+        }
+      }, this.intervalMs)
+      this.timer.unref()
+    }
+    return this
+  }
+
+  /** Gives every reader the calls noticed after its `through`; returns how many notices were read. */
+  poll(): number {
+    if (this.readers.size === 0) return 0
+    let read = 0
+    for (;;) {
+      const from = this.oldest()
+      const rows = this.next.all(from) as (Record<string, unknown> & { seq: number })[]
+      if (rows.length === 0) break
+      read += rows.length
+      const last = rows[rows.length - 1].seq
+      for (const r of this.readers) {
+        const calls: CallRecord[] = []
+        for (const row of rows) if (row.seq > r.through) calls.push(toRecord(row))
+        r.through = Math.max(r.through, last)
+        if (calls.length) r.take(calls)
+      }
+      if (rows.length < BATCH) break
+    }
+    // What every reader counts (by its load or from here) is not needed again.
+    const done = this.oldest()
+    if (done > this.pruned) {
+      this.prune.run(done)
+      this.pruned = done
+    }
+    return read
+  }
+
+  private oldest(): number {
+    let min = Infinity
+    for (const r of this.readers) min = Math.min(min, r.through)
+    return min === Infinity ? 0 : min
+  }
+
+  close(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    this.readers.clear()
+  }
+}
+
+function toRecord(row: Record<string, unknown>): CallRecord {
+  const call = {} as Record<string, unknown>
+  for (const c of CALL_COLUMNS) call[c] = row[c]
+  call.streamed = row.streamed === 1
+  call.priced = row.priced === 1
+  call.estimated = row.estimated === 1
+  return call as unknown as CallRecord
+}

@@ -1,0 +1,158 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../../src/main/cli/program'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * `burnrate import` run beside a server on the same SQLite file (the desktop app, say): the
+ * calls it stores count in that server's spend (the tray's today, the budgets' overview) and its
+ * budget meters within seconds, and never twice: not when the server was stopped while they
+ * were imported, nor when its meters re-read the ledger (a rule change) before it noticed them.
+ */
+
+// A `*` rule (imported calls carry no key): a rolling hour, so no day or month boundary moves the
+// test's numbers; one imported call (about $0.15) is over its limit, a proxied one ($0.0012) not.
+const CONFIG = {
+  ...ADMIN_CONFIG,
+  timezone: 'UTC',
+  import: { watch: false },
+  budgets: { rules: [{ api_key_pattern: '*', window_hours: 1, window_limit_usd: 0.05, action: 'block' }] },
+}
+
+let upstream: MockUpstream
+let logs: string
+let t: TestServer
+
+async function cli(...args: string[]): Promise<{ code: number; out: string }> {
+  let out = ''
+  const stdout = process.stdout.write
+  const stderr = process.stderr.write
+  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write
+  process.stderr.write = ((s: string) => ((out += s), true)) as typeof process.stderr.write
+  try {
+    return { code: await runCli(args), out }
+  } finally {
+    process.stdout.write = stdout
+    process.stderr.write = stderr
+  }
+}
+
+/** Imports one logged Claude Code call, older than the settle time a running server imposes, with the CLI. */
+async function importOne(id: string, target: TestServer | null): Promise<number> {
+  const dir = join(logs, id)
+  mkdirSync(join(dir, '-home-dev-shop'), { recursive: true })
+  writeFileSync(
+    join(dir, '-home-dev-shop/session.jsonl'),
+    JSON.stringify({
+      type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: new Date(Date.now() - 11 * 60_000).toISOString(),
+      message: { id, model: 'claude-haiku-4-5-20251001', usage: { input_tokens: 100_000, output_tokens: 10_000 } },
+    }) + '\n',
+  )
+  const where = target ? ['--url', target.url] : ['--local']
+  const r = await cli('import', 'claude-code', '--path', dir, '--config', t.configFile, '--data-dir', t.dir, ...where, '--json')
+  expect(r.code, r.out).toBe(0)
+  expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 1, deferred: 0 })
+  return JSON.parse(r.out).results[0].cost_usd
+}
+
+const start = (dir?: string) =>
+  startTestServer(CONFIG, upstream.url, dir, { create: { noticeIntervalMs: 100 } })
+
+async function windowSpent(s: TestServer): Promise<number> {
+  const listed = (await request(`${s.url}/api/dashboard/budgets`)).json()
+  return listed.rules[0].windows.find((w: { period: string }) => w.period === 'window').spent_usd
+}
+
+async function todaySpent(s: TestServer): Promise<number> {
+  const listed = (await request(`${s.url}/api/dashboard/budgets`)).json()
+  return listed.overall.find((w: { period: string }) => w.period === 'daily').spent_usd
+}
+
+/** What the ledger holds of today's spend (the calls of the last 11 minutes may be yesterday's). */
+function storedToday(s: TestServer): number {
+  const now = new Date()
+  const day = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate())
+  return s.server.db.prepare('SELECT COALESCE(SUM(cost_usd), 0) FROM calls WHERE ts >= ?').pluck().get(day) as number
+}
+
+/** What the ledger holds of the last hour's spend (every call here has no key: the rule's meter). */
+function storedWindow(s: TestServer): number {
+  return s.server.db.prepare('SELECT COALESCE(SUM(cost_usd), 0) FROM calls WHERE ts >= ?').pluck().get(Date.now() - 3_600_000) as number
+}
+
+const near = (a: number, b: number) => Math.abs(a - b) <= 1e-12
+
+/** The meter and the spend hold what the ledger holds (proxied calls are written within the flush interval). */
+async function countedOnce(s: TestServer): Promise<void> {
+  await eventually(async () => near(await windowSpent(s), storedWindow(s)) && near(await todaySpent(s), storedToday(s)))
+}
+
+const keyless = () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+  logs = mkdtempSync(join(tmpdir(), 'burnrate-import-beside-'))
+  t = await start()
+})
+afterAll(async () => {
+  await t.cleanup()
+  await upstream.close()
+  rmSync(logs, { recursive: true, force: true })
+})
+
+describe('burnrate import beside a running server on the same SQLite file', () => {
+  it('counts in its meters and its spend within seconds, and once across a restart', async () => {
+    expect((await keyless()).status).toBe(200)
+    const before = await eventually(async () => (await windowSpent(t)) || null)
+    expect(before).toBeLessThan(0.05)
+    const cost = await importOne('msg_beside_1', t)
+    expect(cost).toBeGreaterThan(0.05)
+    // The next call without a key is over the window's limit: refused before it goes upstream.
+    await eventually(async () => (await keyless()).status === 429)
+    const sent = upstream.requests.length
+    const r = await keyless()
+    expect(r.json().error.type).toBe('budget_exceeded')
+    expect(upstream.requests.length).toBe(sent)
+    await countedOnce(t)
+    // Every notice read is gone from the file.
+    await eventually(() => t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get() === 0)
+
+    // Stopped, then a call imported: the restarted server reads it with the ledger, and its notice adds nothing.
+    await t.stop()
+    const cost2 = await importOne('msg_beside_2', null)
+    t = await start(t.dir)
+    expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(1)
+    await eventually(() => t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get() === 0)
+    expect(cost2).toBeGreaterThan(0)
+    await countedOnce(t)
+    // Read once more after the notice was read: nothing has moved.
+    await new Promise((r) => setTimeout(r, 300))
+    await countedOnce(t)
+  })
+
+  it('a rule change that re-reads the ledger before the notice is read counts the call once', async () => {
+    // The notices are read only when the test says (the timer's interval is far away).
+    await t.stop()
+    t = await startTestServer(CONFIG, upstream.url, t.dir, { create: { noticeIntervalMs: 3_600_000 } })
+    const notices = t.server.context.notices!
+    const before = await windowSpent(t)
+    const today = await todaySpent(t)
+    const cost = await importOne('msg_beside_3', t)
+    // A new rule re-reads the ledger: the `*` rule's meter now holds the imported call.
+    const put = await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })
+    expect(put.status).toBeLessThan(300)
+    expect(await windowSpent(t)).toBeCloseTo(before + cost, 12)
+    // The spend loaded at start-up does not; reading the notice adds it there, and not to the meter again.
+    expect(await todaySpent(t)).toBeCloseTo(today, 12)
+    expect(notices.poll()).toBe(1)
+    expect(await windowSpent(t)).toBeCloseTo(before + cost, 12)
+    expect(await todaySpent(t)).toBeCloseTo(storedToday(t), 12)
+    expect(notices.poll()).toBe(0)
+  })
+})
