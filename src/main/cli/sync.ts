@@ -19,7 +19,8 @@ export async function syncLogs(db: Database.Database, config: Config, ctx: CliCo
   const out: ImportStats[] = []
   // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
   const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config) } : {}
-  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, ...target }))
+  // A server on the same file (`--local` beside it) counts them within seconds: notices, as `burnrate import` leaves.
+  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, announce: true, ...target }))
   const added = out.reduce((n, s) => n + s.imported, 0)
   if (added > 0) {
     const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')
