@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { SharedCallFeed } from '../../src/main/budgets/feed/listen'
+import { type FeedRow, publishCalls } from '../../src/main/budgets/feed/publish'
 import { parseSnapshot } from '../../src/main/budgets/feed/snapshot'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { getJson, makeCall } from '../dashboard/seed'
@@ -243,5 +244,50 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     await store.run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'LISTEN %' AND datname = current_database()")
     await eventually(() => !feed.status().listening, 20_000)
     await eventually(() => feed.status().listening && feed.status().reads > 0, 20_000)
+  }, 60_000)
+
+  it('a listening connection that stays open but hears nothing (a pooler in transaction mode, a dropped socket) is replaced, and the meters read again', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const other = h.store(url)
+    const counted: FeedRow[] = []
+    const warnings: string[] = []
+    let reads = 0
+    const log = { debug() {}, info() {}, error() {}, warn: (m: string) => warnings.push(m) }
+    const feed = new SharedCallFeed(
+      store,
+      'feed-under-test',
+      {
+        rows: (rows) => counted.push(...rows),
+        moves: () => {},
+        reload: async () => {
+          reads++
+          return parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)
+        },
+      },
+      log,
+      { everyMs: 100, waitMs: 3000 },
+    )
+    h.onTeardown(() => feed.close())
+    feed.start()
+    await eventually(() => feed.status().listening && reads === 1, 20_000)
+    // Another instance stores a call: heard.
+    const store1 = (key: string) => other.transaction((tx) => publishCalls(tx, other, [makeCall({ api_key_hash: key, cost_usd: 0.25 })]))
+    await store1('heard-1')
+    await eventually(() => counted.some((r) => r[0] === 'heard-1'), 20_000)
+    expect(feed.status().missed_checks).toBe(0)
+    expect(warnings).toEqual([])
+
+    // The connection stays open but no longer listens (what a transaction-mode pooler leaves).
+    await (feed as unknown as { client: { query(sql: string): Promise<unknown> } }).client.query('UNLISTEN *')
+    await store1('lost-1')
+    // Its own check goes unheard: it reconnects, and the meters are read again (they hold the lost call).
+    await eventually(() => feed.status().missed_checks >= 1 && feed.status().listening && reads >= 2, 30_000)
+    expect(counted.some((r) => r[0] === 'lost-1')).toBe(false)
+    expect(warnings.length).toBe(1)
+    expect(warnings[0]).toMatch(/did not hear its own check.*transaction mode/)
+    // Listening again: the next call is heard as it is stored.
+    await store1('heard-2')
+    await eventually(() => counted.some((r) => r[0] === 'heard-2'), 20_000)
   }, 60_000)
 })

@@ -21,6 +21,18 @@ export interface FeedTarget {
 const RETRY_MS = [250, 1000, 2000, 5000]
 
 /**
+ * How often the listening connection checks that it still hears (a NOTIFY of its own, sent on
+ * another connection), and how long it waits for it. A connection can stay open and hear nothing:
+ * a pooler in transaction mode (PgBouncer's) runs the LISTEN on a server connection it then lends
+ * to others, and a socket a NAT or firewall silently dropped errors only at the next write.
+ */
+export interface ProbeTiming {
+  everyMs: number
+  waitMs: number
+}
+export const PROBE: ProbeTiming = { everyMs: 30_000, waitMs: 10_000 }
+
+/**
  * Listens on CALLS_CHANNEL on a connection of its own (checked out of the pool for good, given
  * back and taken again after an error) and hands other instances' calls to `target`: only calls
  * the last reload did not read, and none while a reload is under way (they wait for it).
@@ -37,14 +49,21 @@ export class SharedCallFeed {
   /** Each waits on its own: a read waiting to be tried again must not hold back a reconnection. */
   private reconnectTimer: NodeJS.Timeout | null = null
   private rereadTimer: NodeJS.Timeout | null = null
+  private probeTimer: NodeJS.Timeout | null = null
+  /** The last check sent, and the last one heard back. */
+  private probeSent = 0
+  private probeHeard = 0
+  /** Checks missed in a row (the warning is logged at the first). */
+  private deafStreak = 0
   /** Notifications counted, and reloads done (health and tests). */
-  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0 }
+  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0, missedProbes: 0 }
 
   constructor(
     private readonly store: PostgresStore,
     private readonly feedId: string,
     private readonly target: FeedTarget,
     private readonly log?: Logger,
+    private readonly probe: ProbeTiming = PROBE,
   ) {}
 
   /** Listens, then reads the meters (the reload covers whatever was stored before the listening began). */
@@ -81,13 +100,16 @@ export class SharedCallFeed {
   }
 
   /** `calls_feed` in `/api/health`: whether it listens, and what it has counted, skipped (already read) and read again. */
-  status(): { listening: boolean; heard: number; skipped: number; reads: number } {
-    return { listening: this.client !== null, heard: this.stats.counted, skipped: this.stats.skipped, reads: this.stats.reloads }
+  status(): { listening: boolean; heard: number; skipped: number; reads: number; missed_checks: number } {
+    return {
+      listening: this.client !== null, heard: this.stats.counted, skipped: this.stats.skipped, reads: this.stats.reloads,
+      missed_checks: this.stats.missedProbes,
+    }
   }
 
   async close(): Promise<void> {
     this.closed = true
-    for (const t of [this.reconnectTimer, this.rereadTimer]) if (t) clearTimeout(t)
+    for (const t of [this.reconnectTimer, this.rereadTimer, this.probeTimer]) if (t) clearTimeout(t)
     const c = this.client
     this.client = null
     if (c) {
@@ -117,7 +139,8 @@ export class SharedCallFeed {
       this.client = client
       this.attempt = 0
       this.stats.connects++
-      if (this.stats.connects > 1) this.log?.info('budgets: listening for other instances’ calls again; their meters are read again')
+      if (this.stats.connects > 1 && this.deafStreak === 0) this.log?.info('budgets: listening for other instances’ calls again; their meters are read again')
+      this.scheduleProbe(client)
     } catch {
       if (client) client.release(true)
       this.retry()
@@ -127,15 +150,53 @@ export class SharedCallFeed {
     await this.reload()
   }
 
-  private lost(client: pg.PoolClient): void {
+  private lost(client: pg.PoolClient, warn = true): void {
     if (this.client !== client) return
     this.client = null
+    if (this.probeTimer) clearTimeout(this.probeTimer)
+    this.probeTimer = null
     client.removeAllListeners('notification')
     client.release(true)
     if (!this.closed) {
-      this.log?.warn('budgets: lost the connection that hears other instances’ calls; reconnecting')
+      if (warn) this.log?.warn('budgets: lost the connection that hears other instances’ calls; reconnecting')
       this.retry()
     }
+  }
+
+  /** In `everyMs`, a check of `client`: a NOTIFY of this feed's own, sent on another connection, that it must hear within `waitMs`. */
+  private scheduleProbe(client: pg.PoolClient): void {
+    if (this.probeTimer) clearTimeout(this.probeTimer)
+    this.probeTimer = later(this.probe.everyMs, () => {
+      this.probeTimer = null
+      if (this.client !== client || this.closed) return
+      const n = ++this.probeSent
+      const payload = `0 ${JSON.stringify({ i: this.feedId, probe: n })}`
+      this.store.run(`SELECT pg_notify('${CALLS_CHANNEL}', @payload)`, { payload }).then(
+        () => {
+          this.probeTimer = later(this.probe.waitMs, () => {
+            this.probeTimer = null
+            if (this.client !== client || this.closed) return
+            if (this.probeHeard >= n) return this.scheduleProbe(client)
+            this.deaf(client)
+          })
+        },
+        // PostgreSQL away: the listening connection's own error reconnects it; checked again meanwhile.
+        () => this.scheduleProbe(client),
+      )
+    })
+  }
+
+  /** The listening connection did not hear its own check: notifications may be lost. A new one, and the meters read again. */
+  private deaf(client: pg.PoolClient): void {
+    this.stats.missedProbes++
+    if (this.deafStreak++ === 0) {
+      this.log?.warn(
+        `budgets: the connection that hears other instances’ calls did not hear its own check within ${Math.round(this.probe.waitMs / 1000)} s; ` +
+          'reconnecting and reading the meters again (and so every ' + Math.round(this.probe.everyMs / 1000) + ' s while it lasts). ' +
+          'LISTEN needs a session of its own: a pooler in transaction mode (PgBouncer’s) loses notifications; point storage.url at the database or at a session-mode pool',
+      )
+    }
+    this.lost(client, false)
   }
 
   private retry(): void {
@@ -158,13 +219,17 @@ export class SharedCallFeed {
     if (m.channel !== CALLS_CHANNEL || !m.payload) return
     const space = m.payload.indexOf(' ')
     const xid = Number(m.payload.slice(0, space))
-    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; reload?: boolean }
+    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; reload?: boolean; probe?: number }
     try {
       body = JSON.parse(m.payload.slice(space + 1))
     } catch {
       return
     }
-    if (body.i === this.feedId) return
+    if (body.i === this.feedId) {
+      // Its own calls reach its meters directly; its own check says it still hears.
+      if (typeof body.probe === 'number') this.heardProbe(body.probe)
+      return
+    }
     if (body.reload) {
       void this.reload()
       return
@@ -177,6 +242,14 @@ export class SharedCallFeed {
       return
     }
     this.count(heard)
+  }
+
+  private heardProbe(n: number): void {
+    this.probeHeard = Math.max(this.probeHeard, n)
+    if (this.deafStreak > 0) {
+      this.deafStreak = 0
+      this.log?.info('budgets: the connection that hears other instances’ calls hears again')
+    }
   }
 
   private count(h: Heard): void {
