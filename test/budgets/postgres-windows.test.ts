@@ -13,7 +13,7 @@ import { openai } from '../../src/main/providers/openai'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import { type CallContext, type CallGate, decided } from '../../src/main/proxy/gate'
 import { PostgresStore } from '../../src/main/storage/postgres'
-import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { PG_MIGRATIONS, migratePostgres } from '../../src/main/storage/postgres-migrations'
 import type { SqlStore } from '../../src/main/storage/sql'
 import { PeriodClock } from '../../src/main/time/zone'
 import { eventually, postJson } from '../support/http'
@@ -336,6 +336,72 @@ describe('the window’s edge and reset, as MinuteRing counts them', () => {
     expect(await a.state.prune()).toBe(2)
     const left = await a.store.all<{ minute: number }>('SELECT minute FROM budget_window_spend WHERE spend_id = @id ORDER BY minute', { id: row.id })
     expect(left.map((x) => x.minute)).toEqual([...kept, ...settled].sort((x, y) => x - y))
+    // Their hours too (the hours of the kept minutes stay).
+    const hours = await a.store.all<{ hour: number }>('SELECT hour FROM budget_window_spend_hour WHERE spend_id = @id ORDER BY hour', { id: row.id })
+    expect(hours.map((x) => x.hour)).toEqual([...new Set([...kept, ...settled].map((x) => x - (x % HOUR)))].sort((x, y) => x - y))
+  }, 60_000)
+
+  it('admission reads a window from its hours and the minutes before the first whole hour: the same sum as its minutes, at every edge', async () => {
+    const url = h.database()
+    const a = await instance(url, [rule({ window_hours: 744 })])
+    const key = 'sk-win-hours-aaaaaaa-0009'
+    expect(await a.call(key, 0.25)).toBe(true)
+    expect(await a.state.settled()).toBe(true)
+    const [row] = await windowRows(a.store, key)
+    // Buckets over 50 hours (whole numbers of dollars: every sum exact in any order), written as the
+    // settlements and the stored calls write them (an upsert adding to the minute).
+    const start = minuteOf(Date.now()) - 50 * HOUR
+    const add = (minute: number, usd: number) =>
+      a.store.run(
+        `INSERT INTO budget_window_spend (spend_id, minute, spent_usd) VALUES (@id, @minute, @usd)
+         ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd`,
+        { id: row.id, minute, usd },
+      )
+    let n = 0
+    for (let m = start; m < start + 50 * HOUR; m += 7 * MINUTE) await add(m, ++n)
+    // More in minutes that have some (calls of the same minute), and costs moved down (re-pricing).
+    for (let m = start; m < start + 50 * HOUR; m += 91 * MINUTE) await add(m, 3)
+    for (let m = start + 14 * MINUTE; m < start + 50 * HOUR; m += 133 * MINUTE) await add(m, -2)
+    // Every whole hour's first and last minutes, and the edges around each whole hour.
+    const first = start - (start % HOUR) + HOUR
+    for (let hour = first; hour < start + 50 * HOUR; hour += HOUR) {
+      await add(hour, 5)
+      await add(hour - MINUTE, 6)
+    }
+    const byMinutes = async (edge: number) =>
+      (await a.store.get<{ s: number }>('SELECT COALESCE(SUM(spent_usd), 0)::float8 AS s FROM budget_window_spend WHERE spend_id = @id AND minute + 60000 > @edge::float8', { id: row.id, edge }))!.s
+    const read = async (edge: number) => (await a.store.get<{ s: number }>('SELECT burnrate_window_spent(@id, @edge) AS s', { id: row.id, edge }))!.s
+    const edges: number[] = []
+    for (let hour = first - 2 * HOUR; hour <= start + 51 * HOUR; hour += 3 * HOUR) {
+      for (const d of [-MINUTE - 1, -MINUTE, -MINUTE + 1, -1, 0, 1, MINUTE - 1, MINUTE, MINUTE + 1, 7 * MINUTE, 30 * MINUTE + 0.5]) edges.push(hour + d)
+    }
+    for (const edge of edges) expect({ edge, spent: await read(edge) }).toEqual({ edge, spent: await byMinutes(edge) })
+    // Every hour bucket is the sum of its minutes.
+    const off = await a.store.all<{ hour: number }>(
+      `SELECT h.hour FROM budget_window_spend_hour h
+        WHERE h.spend_id = @id AND h.spent_usd <> (SELECT SUM(m.spent_usd) FROM budget_window_spend m WHERE m.spend_id = h.spend_id AND m.minute - m.minute % 3600000 = h.hour)`,
+      { id: row.id },
+    )
+    expect(off).toEqual([])
+  }, 60_000)
+
+  it('a database of the release before: its minute buckets make the hours at the upgrade, and its windows read the same', async () => {
+    const store = h.store(h.database())
+    await migratePostgres(store, PG_MIGRATIONS.filter((m) => m.version <= 11))
+    const m = minuteOf(Date.now())
+    const { id } = (await store.get<{ id: number }>(
+      `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, created_at)
+       VALUES ('r', 'k', 'window', ${5 * HOUR}, '', 0, 0) RETURNING id`,
+    ))!
+    for (let i = 0; i < 400; i++) await store.run('INSERT INTO budget_window_spend (spend_id, minute, spent_usd) VALUES (@id, @minute, @usd)', { id, minute: m - i * MINUTE, usd: i + 1 })
+    const edge = m - 5 * HOUR + 1234
+    const before = (await store.get<{ s: number }>('SELECT burnrate_window_spent(@id, @edge) AS s', { id, edge }))!.s
+    await migratePostgres(store)
+    const after = (await store.get<{ s: number }>('SELECT burnrate_window_spent(@id, @edge) AS s', { id, edge }))!.s
+    expect(after).toBe(before)
+    expect(before).toBeGreaterThan(0)
+    const hours = (await store.get<{ n: number; s: number }>('SELECT COUNT(*)::int AS n, SUM(spent_usd) AS s FROM budget_window_spend_hour WHERE spend_id = @id', { id }))!
+    expect(hours.s).toBe((400 * 401) / 2)
   }, 60_000)
 })
 

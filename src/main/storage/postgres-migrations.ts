@@ -10,13 +10,14 @@ import type { SqlStore } from './sql'
 export interface PgMigration {
   version: number
   description: string
-  sql: string
+  /** Statements separated by `;`, or a list of statements as they are (a function body holds `;`). */
+  sql: string | readonly string[]
 }
 
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory), and alert claims among them. */
 export const PG_ONLY_TABLES: readonly string[] = [
   'budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version', 'budget_window_spend',
-  'budget_clock', 'alert_claims',
+  'budget_clock', 'alert_claims', 'budget_window_spend_hour',
 ]
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
@@ -293,6 +294,41 @@ export const PG_MIGRATIONS: PgMigration[] = [
       )
     `,
   },
+  {
+    version: 12,
+    description: 'rolling windows: their spend per hour too, so admission sums at most an hour of minutes and the hours after it (was: every minute of the row, up to 768 hours of them)',
+    // The hour buckets follow the minute buckets by a trigger, whatever writes them (an instance
+    // of an earlier release during an upgrade too). A minute bucket deleted (older than any
+    // window) leaves its hour alone: such hours are past every window and pruned by age as well.
+    sql: [
+      `CREATE TABLE budget_window_spend_hour (
+        spend_id BIGINT NOT NULL REFERENCES budget_spend (id) ON DELETE CASCADE,
+        hour BIGINT NOT NULL,
+        spent_usd DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (spend_id, hour)
+      )`,
+      'CREATE INDEX budget_window_spend_hour_hour ON budget_window_spend_hour (hour)',
+      `INSERT INTO budget_window_spend_hour (spend_id, hour, spent_usd)
+       SELECT spend_id, minute - minute % 3600000, SUM(spent_usd) FROM budget_window_spend GROUP BY 1, 2`,
+      `CREATE FUNCTION burnrate_window_hour() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO budget_window_spend_hour (spend_id, hour, spent_usd)
+         VALUES (NEW.spend_id, NEW.minute - NEW.minute % 3600000, NEW.spent_usd - CASE WHEN TG_OP = 'UPDATE' THEN OLD.spent_usd ELSE 0 END)
+         ON CONFLICT (spend_id, hour) DO UPDATE SET spent_usd = budget_window_spend_hour.spent_usd + excluded.spent_usd;
+         RETURN NULL;
+       END $$`,
+      `CREATE TRIGGER budget_window_spend_hour AFTER INSERT OR UPDATE OF spent_usd ON budget_window_spend
+       FOR EACH ROW EXECUTE FUNCTION burnrate_window_hour()`,
+      // The buckets whose minute ends after the edge (minute + 60000 > edge, as before): the
+      // minutes before the first whole hour after it, then the hours. Both ranges use the keys.
+      `CREATE OR REPLACE FUNCTION burnrate_window_spent(sid BIGINT, edge DOUBLE PRECISION) RETURNS DOUBLE PRECISION
+        LANGUAGE sql VOLATILE AS $$
+        SELECT COALESCE((SELECT SUM(m.spent_usd) FROM budget_window_spend m WHERE m.spend_id = sid AND m.minute > b.e AND m.minute < b.h0), 0)::float8
+             + COALESCE((SELECT SUM(h.spent_usd) FROM budget_window_spend_hour h WHERE h.spend_id = sid AND h.hour >= b.h0), 0)::float8
+          FROM (SELECT floor(edge - 60000)::bigint AS e, (floor((floor(edge - 60000) + 3600000) / 3600000) * 3600000)::bigint AS h0) b
+      $$`,
+    ],
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */
@@ -309,7 +345,8 @@ export async function migratePostgres(store: SqlStore, migrations: readonly PgMi
     for (const m of migrations) {
       if (m.version <= current) continue
       // Each statement alone: a multi-statement text cannot carry parameters, and needs none here.
-      for (const stmt of m.sql.split(';').map((s) => s.trim()).filter(Boolean)) await tx.run(stmt)
+      const statements = typeof m.sql === 'string' ? m.sql.split(';').map((s) => s.trim()).filter(Boolean) : m.sql
+      for (const stmt of statements) await tx.run(stmt)
       await tx.run('INSERT INTO burnrate_schema (version) VALUES (@v)', { v: m.version })
     }
     return latest

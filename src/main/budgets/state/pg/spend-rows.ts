@@ -113,9 +113,10 @@ export class SpendRows {
 /** Buckets older than the longest window a rule may have (MAX_WINDOW_HOURS) plus this are deleted. */
 export const PRUNE_MARGIN_MS = 24 * 3600_000
 
-/** Deletes the window buckets no window can count any more (older than 744 h plus a day, on the database's clock). */
-export function pruneWindowBuckets(store: SqlStore): Promise<number> {
-  return store.run(`DELETE FROM budget_window_spend WHERE minute < ${NOW_MS} - @age::bigint`, {
-    age: MAX_WINDOW_HOURS * 3600_000 + PRUNE_MARGIN_MS,
-  })
+/** Deletes the window buckets no window can count any more (older than 744 h plus a day, on the database's clock): minutes, then hours. */
+export async function pruneWindowBuckets(store: SqlStore): Promise<number> {
+  const age = MAX_WINDOW_HOURS * 3600_000 + PRUNE_MARGIN_MS
+  const minutes = await store.run(`DELETE FROM budget_window_spend WHERE minute < ${NOW_MS} - @age::bigint`, { age })
+  await store.run(`DELETE FROM budget_window_spend_hour WHERE hour < ${NOW_MS} - @age::bigint`, { age })
+  return minutes
 }
