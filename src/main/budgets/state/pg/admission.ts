@@ -151,7 +151,8 @@ export class Admission {
   private async windowResetsAt(id: number, p: PeriodState, now: number): Promise<number> {
     const length = windowLength(p)
     const buckets = await this.db.run(() => this.store.all<{ minute: number; spent_usd: number }>(
-      'SELECT minute, spent_usd FROM budget_window_spend WHERE spend_id = @id AND minute + 60000 > @edge::float8 ORDER BY minute',
+      // minute + 60000 > edge, written so that the key's range is read, not every minute the row kept.
+      'SELECT minute, spent_usd FROM budget_window_spend WHERE spend_id = @id AND minute > floor(@edge::float8 - 60000)::bigint ORDER BY minute',
       { id, edge: now - length },
     ))
     const minutes = buckets.map((b) => b.minute)
