@@ -1,0 +1,50 @@
+import type Database from 'better-sqlite3'
+import { type CallNotices, type NoticeReader, readWithNotices } from '../ledger/notices'
+import type { CallLedger } from '../ledger/types'
+import type { BudgetEngine, HistoryRow } from './engine'
+import { HISTORY_SQL } from './shared-history'
+
+/**
+ * SQLite: the recorded calls the meters start from (at start-up and at every rule change), per
+ * minute, read from this server's file; and the calls another process (`burnrate import`) stores
+ * in it afterwards, counted as they are noticed, each only when the meters' last read of the
+ * ledger did not already hold it (../ledger/notices.ts). PostgreSQL's counterpart: ./shared.ts.
+ */
+export class LocalHistory {
+  private readonly query: Database.Statement
+  private readonly noticed: NoticeReader
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly ledger: CallLedger,
+    engine: () => BudgetEngine | null,
+  ) {
+    // The same rows PostgreSQL's instances read (./shared-history.ts).
+    this.query = db.prepare(HISTORY_SQL)
+    this.noticed = {
+      through: 0,
+      take: (calls) => {
+        const e = engine()
+        if (e) for (const c of calls) e.observe(c)
+      },
+    }
+  }
+
+  /** The calls since `since`, per key, scope, session and minute (the engine's `loadHistory`). */
+  load(since: number): HistoryRow[] {
+    try {
+      // Calls still held in memory are written first, so none is missed (or counted twice).
+      this.ledger.flush()
+    } catch {
+      // a database that cannot be written now: the held calls are counted when they arrive
+    }
+    const { value, through } = readWithNotices(this.db, () => this.query.all({ since }) as HistoryRow[])
+    this.noticed.through = through
+    return value
+  }
+
+  /** Counts the calls other processes store from now on; returns what stops it. */
+  follow(notices: CallNotices): () => void {
+    return notices.read(this.noticed)
+  }
+}

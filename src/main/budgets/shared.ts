@@ -1,0 +1,142 @@
+import type { CallRecord } from '../ledger/record'
+import type { ServerContext } from '../server/context'
+import { PostgresStore } from '../storage/postgres'
+import { firstLoad } from '../storage/shared-table'
+import type { BudgetEngine, HistoryRow } from './engine'
+import { historyStart } from './engine'
+import { SharedCallFeed } from './feed/listen'
+import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
+import type { Snapshot } from './feed/snapshot'
+import { shareBudgetClock } from './shared-clock'
+import { SharedHistory } from './shared-history'
+import { PgRuleStore } from './shared-rules'
+import { PgBudgetState } from './state/postgres'
+import type { RuleStore } from './store'
+import type { CostAdjustment } from './types'
+
+/**
+ * PostgreSQL (`storage.url`): what the instances on one database share for budgets. The rules
+ * (PostgreSQL's, copied into the data folder's `budget_rules` so an instance starting while the
+ * database is away enforces the last ones it read), the block rules' spend rows (`state`), the
+ * budget clock, and the meters: read from every instance's calls (at start-up, after each rule
+ * or clock change, and whenever the calls feed may have missed something), then following the
+ * other instances' calls as they are stored (./feed/). SQLite's counterpart: ./local-history.ts.
+ */
+export class SharedBudgets {
+  readonly history: SharedHistory
+  readonly rules: PgRuleStore
+  readonly state: PgBudgetState
+  /** Other instances' calls as they are stored (null until `start`). */
+  feed: SharedCallFeed | null = null
+  private engine: BudgetEngine | null = null
+  /** A read of the meters' calls failed, and none has succeeded since. */
+  private readFailing = false
+  /** This instance's calls recorded during each read under way. */
+  private readonly during = new Set<CallRecord[]>()
+  private closed = false
+
+  constructor(
+    private readonly ctx: ServerContext,
+    local: RuleStore,
+  ) {
+    this.history = new SharedHistory(ctx.store, ctx.ledger)
+    this.rules = new PgRuleStore(ctx.store, (rules) => {
+      this.engine?.setRuntimeRules(rules)
+      void this.reload()
+      try {
+        local.replaceAll(rules)
+      } catch {
+        // the copy is a convenience; the rules in force are the ones just read
+      }
+    })
+    this.state = new PgBudgetState(ctx.store)
+  }
+
+  /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
+  rows(): HistoryRow[] {
+    return this.history.rows
+  }
+
+  /** This instance's own call, as the ledger records it: counted again after a read under way that missed it. */
+  ownCall(call: CallRecord): void {
+    for (const d of this.during) d.push(call)
+  }
+
+  /** Reads the meters again (through the feed, which holds what it hears meanwhile). */
+  reload(): Promise<void> {
+    return this.feed ? this.feed.reload() : this.read().then(() => {})
+  }
+
+  /** Follows the shared rules, clock and calls for `engine`, and reads its meters (start-up never waits on it). */
+  start(engine: BudgetEngine): void {
+    const { ctx } = this
+    this.engine = engine
+    void firstLoad(this.rules, () => this.closed)
+    // The meters again in the new periods when another instance moved the clock.
+    const clock = shareBudgetClock(ctx.store, ctx.config, engine.clock, ctx.log, () => void this.reload())
+    ctx.onClose(() => clock.close())
+    if (ctx.store instanceof PostgresStore) {
+      const feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: (r) => this.count(r), moves: (m) => this.move(m), reload: () => this.read() }, ctx.log)
+      this.feed = feed
+      shareKnownPatterns(ctx.store, (hash) => engine.knownPatterns(hash))
+      feed.start()
+      ctx.healthSections.calls_feed = () => feed.status()
+      ctx.onClose(() => feed.close())
+    }
+    // The key registry and the meters from every instance's calls.
+    void this.reload().catch(() => {})
+    ctx.onClose(async () => {
+      this.closed = true
+      this.rules.close()
+      await this.state.close()
+    })
+  }
+
+  /** Other instances' stored calls: in the meters and today's spend. */
+  private count(rows: readonly FeedRow[]): void {
+    this.engine?.observeShared(rows)
+    for (const r of rows) this.ctx.ledger.spend.add(r[0], r[8], r[9])
+  }
+
+  /** Other instances' moves of stored calls' costs: the meters and today's spend move by them. */
+  private move(moves: readonly CostAdjustment[]): void {
+    this.engine?.adjust(moves)
+    for (const m of moves) this.ctx.ledger.spend.adjust(m.api_key_hash, m.ts, m.delta)
+  }
+
+  /**
+   * The meters again from every instance's calls, once the rows are read; resolves with the
+   * snapshot they were read in (it tells the feed which other instances' calls they already
+   * hold), null when the read failed.
+   */
+  private async read(): Promise<Snapshot | null> {
+    const en = this.engine
+    if (!en) return null
+    const { ctx } = this
+    // This instance's calls counted while the rows are read: those the read missed (stored after its
+    // snapshot, or not yet) are counted again once the meters are rebuilt from it, the others not.
+    const during: CallRecord[] = []
+    this.during.add(during)
+    try {
+      const now = Date.now()
+      const { snapshot, read, spend, keys } = await this.history.load(historyStart(en.rules.active(), en.clock, now), () => during, en.clock.monthOf(now).start)
+      en.reload()
+      // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
+      ctx.ledger.spend.replace(spend)
+      const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
+      if (keys) en.reseed(keys, missed)
+      en.recount(missed)
+      for (const c of missed) if (c.billing !== 'subscription') ctx.ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+      if (this.readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
+      this.readFailing = false
+      return snapshot
+    } catch (err) {
+      // PostgreSQL away: the meters keep what they have; the feed reads again (logged once until it can)
+      if (!this.readFailing) ctx.log.warn(`budgets: could not read the calls the meters count from PostgreSQL (${err instanceof Error ? err.message : String(err)}); trying again`)
+      this.readFailing = true
+      return null
+    } finally {
+      this.during.delete(during)
+    }
+  }
+}
