@@ -154,5 +154,10 @@ describe('burnrate import beside a running server on the same SQLite file', () =
     expect(await windowSpent(t)).toBeCloseTo(before + cost, 12)
     expect(await todaySpent(t)).toBeCloseTo(storedToday(t), 12)
     expect(notices.poll()).toBe(0)
+    // A notice whose call is gone (retention pruned it meanwhile) is passed over and deleted, counting nothing.
+    t.server.db.prepare('INSERT INTO call_notices (call_id) VALUES (?)').run(987_654_321)
+    expect(notices.poll()).toBe(1)
+    expect(await windowSpent(t)).toBeCloseTo(before + cost, 12)
+    expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
   })
 })

@@ -61,7 +61,8 @@ export class CallNotices {
     private readonly intervalMs = 2000,
   ) {
     this.next = db.prepare(
-      `SELECT n.seq AS seq, ${COLUMNS} FROM call_notices n JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
+      // LEFT JOIN: a notice whose call is gone (retention pruned it meanwhile) is passed over, not read again and again.
+      `SELECT n.seq AS seq, c.id AS id, ${COLUMNS} FROM call_notices n LEFT JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
     )
     this.prune = db.prepare('DELETE FROM call_notices WHERE seq <= ?')
   }
@@ -92,13 +93,13 @@ export class CallNotices {
     let read = 0
     for (;;) {
       const from = this.oldest()
-      const rows = this.next.all(from) as (Record<string, unknown> & { seq: number })[]
+      const rows = this.next.all(from) as (Record<string, unknown> & { seq: number; id: number | null })[]
       if (rows.length === 0) break
       read += rows.length
       const last = rows[rows.length - 1].seq
       for (const r of this.readers) {
         const calls: CallRecord[] = []
-        for (const row of rows) if (row.seq > r.through) calls.push(toRecord(row))
+        for (const row of rows) if (row.seq > r.through && row.id !== null) calls.push(toRecord(row))
         r.through = Math.max(r.through, last)
         if (calls.length) r.take(calls)
       }
