@@ -47,6 +47,17 @@ async function recorded(servers: Server[], key: string): Promise<{ n: number; us
 /** Equal but for the order the sums were added in (a call counted twice or missed is NANO_COST off). */
 const same = (x: number | null, y: number) => x !== null && Math.abs(x - y) <= 1e-12
 
+/** Requests a server's meter of `key` counts in the last minute (under its first rule with a per-minute limit). */
+function rateUsed(s: Server, key: string): number {
+  for (const r of budgetsOf(s.server.context).engine.status()) {
+    for (const k of r.keys) {
+      if (k.key.hash !== hashKey(key)) continue
+      return k.meter.requestsInLastMinute(Date.now())
+    }
+  }
+  return 0
+}
+
 /** Both servers up, with their meters read (each lists a call of its own). */
 async function ready(a: Server, b: Server, pattern: string, warmKey: string): Promise<void> {
   for (const s of [a, b]) {
@@ -121,6 +132,34 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     expect(refused.status).toBe(429)
     expect(refused.json().error).toMatchObject({ type: 'rate_limited', unit: 'requests_per_minute', limit: 3, used: 3 })
     expect((await call(a, key)).status).toBe(429)
+  }, 90_000)
+
+  it('a per-minute request limit counts the other server\'s calls as they are admitted, not once they are answered and stored', async () => {
+    const rules = [{ api_key_pattern: 'sk-rpm-*', requests_per_minute: 3, action: 'block' }]
+    const [a, b] = await twoServers({ budgets: { rules } }, 'sk-rpm-*')
+    const key = 'sk-rpm-dddddddd-0004'
+    // Calls that take 3 s to answer: A's two are in flight (not stored) while B decides its own.
+    replayJson(h.upstream, NANO_FIXTURE, { headerDelayMs: 3000 })
+    const feedB = budgetsOf(b.server.context).feed!
+    const heard = feedB.stats.admissions
+    const onA = [call(a, key), call(a, key)]
+    await eventually(() => feedB.stats.admissions > heard && rateUsed(b, key) === 2, 20_000)
+    expect((await recorded([a, b], key)).n).toBe(0)
+    const third = call(b, key)
+    await eventually(() => rateUsed(b, key) === 3, 20_000)
+    // The fourth in the minute is refused on either server, while the three are still in flight.
+    const refused = await call(b, key)
+    expect(refused.status).toBe(429)
+    expect(refused.json().error).toMatchObject({ type: 'rate_limited', unit: 'requests_per_minute', limit: 3, used: 3 })
+    await eventually(() => rateUsed(a, key) === 3, 20_000)
+    expect((await call(a, key)).status).toBe(429)
+    for (const r of await Promise.all([...onA, third])) expect(r.status).toBe(200)
+    // Stored and heard by both: each of the three is still counted once.
+    expect((await recorded([a, b], key)).n).toBe(5)
+    const requestsOn = (s: Server) => budgetsOf(s.server.context).engine.keysThisMonth().find((k) => k.hash === hashKey(key))?.requestsMonth
+    for (const s of [a, b]) await eventually(() => requestsOn(s) === 5, 20_000)
+    expect(rateUsed(a, key)).toBe(3)
+    expect(rateUsed(b, key)).toBe(3)
   }, 90_000)
 
   it("a threshold crossed by both servers' calls together sends one webhook, from whichever claims it", async () => {
@@ -235,6 +274,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     const feed = new SharedCallFeed(store, 'feed-under-test', {
       rows: () => {},
       moves: () => {},
+      admissions: () => {},
       reload: async () => (++reads === 1 ? null : parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)),
     })
     h.onTeardown(() => feed.close())
@@ -263,6 +303,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
       {
         rows: (rows) => counted.push(...rows),
         moves: () => {},
+        admissions: () => {},
         reload: async () => {
           reads++
           return parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)

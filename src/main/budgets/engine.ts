@@ -4,7 +4,7 @@ import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
-import type { FeedRow } from './feed/publish'
+import type { AdmissionRow, FeedRow } from './feed/publish'
 import { Meter, type PeriodState, type RateState } from './meter'
 import { isPrefix, matches, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
@@ -70,7 +70,7 @@ export interface HistoryRow {
 }
 
 /** The fields a rule's scope is matched against. */
-interface Scope {
+export interface Scope {
   provider: string
   model: string
   /** The model the request named, when known (a response may name a dated version of it). */
@@ -138,6 +138,11 @@ export class BudgetEngine implements BudgetMeters {
   private meters = new Map<Rule, Map<string, Meter>>()
   private readonly exactHashes = new WeakMap<Rule, string>()
   readonly clock: PeriodClock
+  /**
+   * PostgreSQL: told of each call admitted under a rule with a per-minute request limit, as it is
+   * admitted, so that the other instances count it then (./feed/admissions.ts); null on SQLite.
+   */
+  onAdmitted: ((hash: string, scope: Scope, known: readonly string[]) => void) | null = null
   private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
@@ -293,7 +298,7 @@ export class BudgetEngine implements BudgetMeters {
     const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
-      m.addRequest(now)
+      this.countRequest(ctx, s, rule, scope, m, now)
       return { warnings, settle: this.learnFrom(ctx) }
     }
     if (rate) return { warnings, refuse: { rule, kind: 'rate', state: null, rate, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
@@ -304,8 +309,17 @@ export class BudgetEngine implements BudgetMeters {
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
     const out = this.budgetState.reserve({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount })
-    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, m, periods, warnings, now))
-    return this.reserved(out, ctx, m, periods, warnings, now)
+    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, s, scope, m, periods, warnings, now))
+    return this.reserved(out, ctx, s, scope, m, periods, warnings, now)
+  }
+
+  /** An admitted call in its rule's last-minute request count, here and (PostgreSQL) on the other instances. */
+  private countRequest(ctx: CallContext, s: KeyState, rule: Rule, scope: Scope, m: Meter, now: number): void {
+    m.addRequest(now)
+    if (rule.requests_per_minute !== null && this.onAdmitted) {
+      this.onAdmitted(s.hash, scope, s.known.size > 0 ? [...s.known] : NO_PATTERNS)
+      ctx.rateAnnounced = true
+    }
   }
 
   /** A `settle` that only marks the call as the one the ledger records next (nothing reserved). */
@@ -316,12 +330,12 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   /** The decision once the budget state has reserved (or refused). */
-  private reserved(o: ReserveOutcome, ctx: CallContext, m: Meter, periods: PeriodState[], warnings: Warning[], now: number): Decision {
+  private reserved(o: ReserveOutcome, ctx: CallContext, s: KeyState, scope: Scope, m: Meter, periods: PeriodState[], warnings: Warning[], now: number): Decision {
     const rule = m.rule
     if (!o.ok) {
       return { warnings, refuse: { rule, kind: o.kind, state: o.state, rate: null, worstCaseUsd: o.worstCaseUsd, reservedUsd: o.reservedUsd } }
     }
-    m.addRequest(now)
+    this.countRequest(ctx, s, rule, scope, m, now)
     const r = o.reservation
     return {
       // Shared figures (postgres) decide the warnings: they include every instance's spend.
@@ -388,6 +402,23 @@ export class BudgetEngine implements BudgetMeters {
         if (rule && rule.requests_per_minute !== null) this.meter(rule, hash).addRequest(now, requests)
       }
       this.announce(s, touched, session, now)
+    }
+  }
+
+  /**
+   * Calls other instances admitted under a rule with a per-minute request limit (PostgreSQL mode,
+   * ./feed/admissions.ts), [hash, provider, model, agent, tenant, calls, known patterns]: in the
+   * last-minute request count of the rule that decides the key's calls here, as they are admitted
+   * (their storing is not counted again: `CallRecord.rate_announced`).
+   */
+  observeAdmissions(rows: readonly AdmissionRow[], now = Date.now()): void {
+    if (this.index.empty) return
+    for (const [hash, provider, model, agent, tenant, n, known] of rows) {
+      if (typeof hash !== 'string' || !(n > 0)) continue
+      const s = this.state(hash, '')
+      if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
+      const rule = this.decidingRule(s, { provider, model, agent, tenant })
+      if (rule && rule.requests_per_minute !== null) this.meter(rule, hash).addRequest(now, n)
     }
   }
 

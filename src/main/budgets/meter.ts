@@ -243,6 +243,11 @@ export class Meter {
     if (this.rule.tokens_per_minute !== null && n > 0) this.tokens.add(now, n)
   }
 
+  /** Requests counted in the last minute (0 without a per-minute request limit). */
+  requestsInLastMinute(now: number): number {
+    return this.requests.total(now)
+  }
+
   sessionSpent(session: string): number {
     return this.sessions?.get(session)?.spent ?? 0
   }

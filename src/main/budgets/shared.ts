@@ -4,6 +4,7 @@ import { PostgresStore } from '../storage/postgres'
 import { firstLoad } from '../storage/shared-table'
 import type { BudgetEngine, HistoryRow } from './engine'
 import { historyStart } from './engine'
+import { AdmissionAnnouncer } from './feed/admissions'
 import { SharedCallFeed } from './feed/listen'
 import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
 import type { Snapshot } from './feed/snapshot'
@@ -76,8 +77,18 @@ export class SharedBudgets {
     const clock = shareBudgetClock(ctx.store, ctx.config, engine.clock, ctx.log, () => void this.reload())
     ctx.onClose(() => clock.close())
     if (ctx.store instanceof PostgresStore) {
-      const feed = new SharedCallFeed(ctx.store, feedIdOf(ctx.store), { rows: (r) => this.count(r), moves: (m) => this.move(m), reload: () => this.read() }, ctx.log)
+      const feedId = feedIdOf(ctx.store)
+      const feed = new SharedCallFeed(
+        ctx.store,
+        feedId,
+        { rows: (r) => this.count(r), moves: (m) => this.move(m), admissions: (a) => engine.observeAdmissions(a), reload: () => this.read() },
+        ctx.log,
+      )
       this.feed = feed
+      // Calls admitted under per-minute request limits, told to the others as they are admitted.
+      const admissions = new AdmissionAnnouncer(ctx.store, feedId)
+      engine.onAdmitted = admissions.add
+      ctx.onClose(() => admissions.close())
       shareKnownPatterns(ctx.store, (hash) => engine.knownPatterns(hash))
       feed.start()
       ctx.healthSections.calls_feed = () => feed.status()

@@ -60,6 +60,12 @@ export interface CallRecord {
    * in memory and in the PostgreSQL ledger's spill files; absent for every other call.
    */
   budget_settled?: string
+  /**
+   * Shared budget state (PostgreSQL) only, never a `calls` column: the call's admission was told
+   * to the other instances as it happened (their per-minute request counts took it then), so
+   * the notification of its storing does not count it again (budgets/feed/admissions.ts).
+   */
+  rate_announced?: boolean
 }
 
 export type CallSource = 'proxy' | 'import'

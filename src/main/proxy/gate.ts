@@ -35,6 +35,8 @@ export interface CallContext {
    * them (their API-equivalent cost is recorded on the call, and kept apart from spend).
    */
   billing?: CallBilling
+  /** Set by the budget engine (PostgreSQL): its admission was told to the other instances (`CallRecord.rate_announced`). */
+  rateAnnounced?: boolean
 }
 
 export interface Refusal {

@@ -2,7 +2,7 @@ import type pg from 'pg'
 import type { Logger } from '../../log'
 import type { PostgresStore } from '../../storage/postgres'
 import type { CostAdjustment } from '../types'
-import { CALLS_CHANNEL, type FeedRow, type MoveRow } from './publish'
+import { type AdmissionRow, CALLS_CHANNEL, type FeedRow, type MoveRow } from './publish'
 import { type Snapshot, visibleIn } from './snapshot'
 
 /**
@@ -14,6 +14,8 @@ export interface FeedTarget {
   rows(rows: readonly FeedRow[]): void
   /** Other instances' moves of stored calls' costs, to move the meters by. */
   moves(moves: readonly CostAdjustment[]): void
+  /** Other instances' admissions under per-minute request limits, as they happen (./admissions.ts). */
+  admissions(rows: readonly AdmissionRow[]): void
   /** Read the meters again (notifications may have been missed, or costs moved): resolves with the reload's snapshot, null when it failed. */
   reload(): Promise<Snapshot | null>
 }
@@ -56,7 +58,7 @@ export class SharedCallFeed {
   /** Checks missed in a row (the warning is logged at the first). */
   private deafStreak = 0
   /** Notifications counted, and reloads done (health and tests). */
-  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0, missedProbes: 0 }
+  readonly stats = { counted: 0, skipped: 0, reloads: 0, connects: 0, missedProbes: 0, admissions: 0 }
 
   constructor(
     private readonly store: PostgresStore,
@@ -219,7 +221,7 @@ export class SharedCallFeed {
     if (m.channel !== CALLS_CHANNEL || !m.payload) return
     const space = m.payload.indexOf(' ')
     const xid = Number(m.payload.slice(0, space))
-    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; reload?: boolean; probe?: number }
+    let body: { i?: string; r?: FeedRow[]; m?: MoveRow[]; a?: AdmissionRow[]; reload?: boolean; probe?: number }
     try {
       body = JSON.parse(m.payload.slice(space + 1))
     } catch {
@@ -232,6 +234,16 @@ export class SharedCallFeed {
     }
     if (body.reload) {
       void this.reload()
+      return
+    }
+    if (Array.isArray(body.a)) {
+      // Counted as they come, reload or not: no read of the meters holds admissions (they are not stored yet).
+      this.stats.admissions++
+      try {
+        this.target.admissions(body.a)
+      } catch {
+        // counting is the meters' own affair; the feed goes on
+      }
       return
     }
     if (!Number.isFinite(xid)) return

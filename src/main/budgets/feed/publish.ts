@@ -39,6 +39,13 @@ export type FeedRow = [string, string, string, string, string | null, string, st
  */
 export type MoveRow = [string, number, string, string, string | null, string, string, string, number]
 
+/**
+ * Calls admitted under a rule with a per-minute request limit, as they are admitted
+ * (./admissions.ts): [api_key_hash, provider, model requested, agent, tenant, calls, the prefix
+ * patterns the sender knows the key to match].
+ */
+export type AdmissionRow = [string, string, string, string, string, number, string[]]
+
 /** The rule patterns this process knows each key (by hash) to match, when its budgets run. */
 const knownOf = new WeakMap<SqlStore, (hash: string) => readonly string[]>()
 export function shareKnownPatterns(store: SqlStore, known: (hash: string) => readonly string[]): void {
@@ -76,7 +83,8 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
     r[10] += c.input_tokens + c.output_tokens
     r[11] = Math.max(r[11], c.ts)
     r[12]++
-    if (!(c.error && REFUSALS.has(c.error)) && !READS.has(c.endpoint)) r[13]++
+    // A call whose admission was told as it happened (./admissions.ts) is in the others' per-minute counts already.
+    if (!(c.error && REFUSALS.has(c.error)) && !READS.has(c.endpoint) && !c.rate_announced) r[13]++
   }
   return [...byGroup.values()]
 }
@@ -102,7 +110,7 @@ export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonl
  * in front (numbered: PostgreSQL folds identical notifications of one transaction into one);
  * null when they do not fit in MAX_CHUNKS.
  */
-export function notifyPayloads(feedId: string, rows: readonly (FeedRow | MoveRow)[], field: 'r' | 'm' = 'r'): string[] | null {
+export function notifyPayloads(feedId: string, rows: readonly (FeedRow | MoveRow | AdmissionRow)[], field: 'r' | 'm' | 'a' = 'r'): string[] | null {
   const out: string[] = []
   let part: string[] = []
   let bytes = 0

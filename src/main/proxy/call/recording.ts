@@ -128,6 +128,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         }
         // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled
+        if (s.ctx.rateAnnounced) call.rate_announced = true
         opts.ledger.record(call)
       }
     } catch {
