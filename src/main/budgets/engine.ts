@@ -99,6 +99,11 @@ function scopeMatches(rule: Rule, s: Scope): boolean {
   return true
 }
 
+/** A rule's pattern and scope: the same rule across a reload, whatever else of it changed. */
+function ruleIdentity(r: Rule): string {
+  return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
+}
+
 function scoped(rule: Rule): boolean {
   return rule.provider !== null || rule.agent !== null || rule.tenant !== null || rule.model_pattern !== null
 }
@@ -176,12 +181,21 @@ export class BudgetEngine implements BudgetMeters {
 
   /** Rebuilds every meter from the recorded calls (start-up and rule changes). */
   reload(now = Date.now()): void {
+    const before = this.meters
     this.meters = new Map()
     const active = this.index.active()
     if (active.length === 0) return
     for (const r of this.loadHistory(historyStart(active, this.clock, now))) {
       const s = this.state(r.api_key_hash, r.key_hint)
       this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
+    }
+    // What the recorded calls cannot give: calls in flight (their reservations) and the last
+    // minute's requests, kept by the same rule (its pattern and scope) across the change.
+    const same = new Map(active.map((r) => [ruleIdentity(r), r]))
+    for (const [rule, byKey] of before) {
+      const next = same.get(ruleIdentity(rule))
+      if (!next) continue
+      for (const [hash, m] of byKey) if (m.busy(now)) this.meter(next, hash).carryOver(m)
     }
     // Thresholds the recorded spend already crossed were announced when it crossed them, before
     // this restart or rule change: they are not announced again.

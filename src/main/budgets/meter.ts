@@ -178,12 +178,25 @@ export class Meter {
   private readonly month = new Calendar()
   private readonly window: MinuteRing | null
   private readonly sessions: Map<string, { spent: number; last: number }> | null
-  private readonly requests = new LastMinute()
+  private requests = new LastMinute()
   private readonly tokens = new LastMinute()
   private adds = 0
+  /** The calls in flight: shared with the meter this one replaced at a reload (`carryOver`), whose reservations settle on it. */
+  private live = { inFlight: 0, reservedUsd: 0 }
+
   /** Calls admitted under this rule and not yet settled, and their summed reservations. */
-  inFlight = 0
-  reservedUsd = 0
+  get inFlight(): number {
+    return this.live.inFlight
+  }
+  set inFlight(n: number) {
+    this.live.inFlight = n
+  }
+  get reservedUsd(): number {
+    return this.live.reservedUsd
+  }
+  set reservedUsd(usd: number) {
+    this.live.reservedUsd = usd
+  }
 
   constructor(
     readonly rule: Rule,
@@ -241,6 +254,21 @@ export class Meter {
 
   addTokens(n: number, now: number): void {
     if (this.rule.tokens_per_minute !== null && n > 0) this.tokens.add(now, n)
+  }
+
+  /**
+   * Takes over what the recorded calls cannot give a meter rebuilt at a reload (a rule change):
+   * the reservations of the calls in flight (which settle on `old`, whose state this shares from
+   * now on) and the last minute's requests (counted at admission, not stored yet).
+   */
+  carryOver(old: Meter): void {
+    this.live = old.live
+    this.requests = old.requests
+  }
+
+  /** True when the calls in flight or the last minute's requests hold something a reload would lose. */
+  busy(now: number): boolean {
+    return this.live.inFlight > 0 || this.requests.total(now) > 0
   }
 
   /** Requests counted in the last minute (0 without a per-minute request limit). */
