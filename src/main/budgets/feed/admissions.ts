@@ -6,8 +6,8 @@ import { type AdmissionRow, CALLS_CHANNEL, notifyPayloads } from './publish'
  * PostgreSQL: a per-minute request limit is one limit across the instances at the moment calls
  * are admitted, not only once they are stored (an LLM call lasts seconds to minutes, most of a
  * limit's minute). Each call admitted under a rule with `requests_per_minute` is told to the
- * other instances on the calls feed's channel right away: collected for the turn of the event
- * loop, then one statement, outside any transaction, never awaited by the call. The listeners
+ * other instances on the calls feed's channel right away: those of the next 2 ms gathered into
+ * one statement, outside any transaction, never awaited by the call. The listeners
  * add them to the rule's last-minute count (BudgetEngine.observeAdmissions); the call carries
  * `rate_announced`, so that the notification of its storing does not count it again. A
  * notification that cannot be sent (PostgreSQL away) is lost: those calls then count on the
@@ -15,6 +15,8 @@ import { type AdmissionRow, CALLS_CHANNEL, notifyPayloads } from './publish'
  */
 const NOTIFY_NOW_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', '0 ' || p) FROM unnest(@payloads::text[]) AS p`
 
+/** Admissions gathered into one statement: at hundreds of calls a second, one statement per few ms, not per call. */
+const GATHER_MS = 2
 /** Rows per notify batch: well within notifyPayloads' 64 notifications of 7.9 KB. */
 const ROWS_PER_STATEMENT = 200
 
@@ -37,7 +39,7 @@ export class AdmissionAnnouncer {
     else this.queued.set(group, [hash, scope.provider, scope.model, scope.agent, scope.tenant, 1, [...known]])
     if (!this.scheduled) {
       this.scheduled = true
-      setImmediate(this.flush)
+      setTimeout(this.flush, GATHER_MS).unref()
     }
   }
 

@@ -102,10 +102,10 @@ export class SharedCallFeed {
   }
 
   /** `calls_feed` in `/api/health`: whether it listens, and what it has counted, skipped (already read) and read again. */
-  status(): { listening: boolean; heard: number; skipped: number; reads: number; missed_checks: number } {
+  status(): { listening: boolean; heard: number; skipped: number; reads: number; admissions: number; missed_checks: number } {
     return {
       listening: this.client !== null, heard: this.stats.counted, skipped: this.stats.skipped, reads: this.stats.reloads,
-      missed_checks: this.stats.missedProbes,
+      admissions: this.stats.admissions, missed_checks: this.stats.missedProbes,
     }
   }
 
