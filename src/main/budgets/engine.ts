@@ -2,12 +2,14 @@ import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
-import { BudgetAnnouncer, alertOf, levelOf, warningLevel, type ThresholdEvent } from './announcer'
+import { BudgetAnnouncer, alertOf, levelOf, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
 import type { AdmissionRow, FeedRow } from './feed/publish'
-import { Meter, type PeriodState, type RateState } from './meter'
-import { isPrefix, matches, prefixOf } from './pattern'
+import { Meter, type PeriodState } from './meter'
+import { isPrefix, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
+import { type Decision, NOTHING, type Warning, warningsOf } from './decision'
+import { type Scope, historyStart, ruleIdentity, scopeMatches, scoped } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
@@ -15,34 +17,8 @@ import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
 export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
 export type { KeyState } from './key-state'
-
-export interface Refusal {
-  rule: Rule
-  /** `reached`: spend is at or over a limit; `reserved`: calls in flight are expected to use what is left; `worst_case`: this call could take it over (`reserve: max_tokens`); `rate`: a per-minute limit. */
-  kind: 'reached' | 'reserved' | 'worst_case' | 'rate'
-  state: PeriodState | null
-  rate: RateState | null
-  worstCaseUsd: number
-  reservedUsd: number
-}
-
-export interface Warning {
-  rule: Rule
-  state: PeriodState | null
-  rate: RateState | null
-}
-
-export interface Decision {
-  refuse?: Refusal
-  /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
-  warnings: Warning[]
-  /**
-   * The call ended, with its real cost (0 when it failed): frees its reservation. Returns the
-   * shared spend rows (postgres) the cost was added to, for the call's record
-   * (`CallRecord.budget_settled`); nothing when no shared row took it.
-   */
-  settle?: (costUsd?: number) => string | void
-}
+export type { Decision, Refusal, Warning } from './decision'
+export { historyStart, type Scope } from './scope'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
@@ -67,55 +43,6 @@ export interface HistoryRow {
   cost: number
   tokens: number
   last: number
-}
-
-/** The fields a rule's scope is matched against. */
-export interface Scope {
-  provider: string
-  model: string
-  /** The model the request named, when known (a response may name a dated version of it). */
-  requested?: string | null
-  agent: string
-  tenant: string
-}
-
-const NOTHING: Decision = { warnings: [] }
-
-/** The periods at their warning level, as warnings (a new array: the caller may add a rate warning). */
-function warningsOf(rule: Rule, periods: readonly PeriodState[]): Warning[] {
-  const out: Warning[] = []
-  for (const state of periods) if (warningLevel(rule, state)) out.push({ rule, state, rate: null })
-  return out
-}
-
-
-function scopeMatches(rule: Rule, s: Scope): boolean {
-  if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
-  if (rule.agent !== null && !matches(rule.agent, s.agent)) return false
-  if (rule.tenant !== null && !matches(rule.tenant, s.tenant)) return false
-  if (rule.model_pattern !== null) {
-    return matches(rule.model_pattern, s.model) || (typeof s.requested === 'string' && matches(rule.model_pattern, s.requested))
-  }
-  return true
-}
-
-/** A rule's pattern and scope: the same rule across a reload, whatever else of it changed. */
-function ruleIdentity(r: Rule): string {
-  return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
-}
-
-function scoped(rule: Rule): boolean {
-  return rule.provider !== null || rule.agent !== null || rule.tenant !== null || rule.model_pattern !== null
-}
-
-/** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
-export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
-  let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
-  for (const r of rules) {
-    if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)
-    if (r.session_limit_usd !== null) since = Math.min(since, now - 7 * 24 * 3600_000)
-  }
-  return since
 }
 
 const NO_PATTERNS: readonly string[] = []

@@ -1,5 +1,5 @@
 import type { SqlStore } from '../../storage/sql'
-import type { Scope } from '../engine'
+import type { Scope } from '../scope'
 import { type AdmissionRow, CALLS_CHANNEL, notifyPayloads } from './publish'
 
 /**

@@ -1,0 +1,44 @@
+import type { PeriodClock } from '../time/zone'
+import { matches } from './pattern'
+import type { Rule } from './rules'
+
+/** The fields a rule's scope is matched against. */
+export interface Scope {
+  provider: string
+  model: string
+  /** The model the request named, when known (a response may name a dated version of it). */
+  requested?: string | null
+  agent: string
+  tenant: string
+}
+
+/** True when a call of `s` is in the rule's scope (provider, agent, tenant, and the model it answered or requested). */
+export function scopeMatches(rule: Rule, s: Scope): boolean {
+  if (rule.provider !== null && !matches(rule.provider, s.provider)) return false
+  if (rule.agent !== null && !matches(rule.agent, s.agent)) return false
+  if (rule.tenant !== null && !matches(rule.tenant, s.tenant)) return false
+  if (rule.model_pattern !== null) {
+    return matches(rule.model_pattern, s.model) || (typeof s.requested === 'string' && matches(rule.model_pattern, s.requested))
+  }
+  return true
+}
+
+/** True when the rule limits only some of a key's calls (a provider, model, agent or tenant). */
+export function scoped(rule: Rule): boolean {
+  return rule.provider !== null || rule.agent !== null || rule.tenant !== null || rule.model_pattern !== null
+}
+
+/** A rule's pattern and scope: the same rule across a reload, whatever else of it changed. */
+export function ruleIdentity(r: Rule): string {
+  return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
+}
+
+/** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
+export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
+  let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
+  for (const r of rules) {
+    if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)
+    if (r.session_limit_usd !== null) since = Math.min(since, now - 7 * 24 * 3600_000)
+  }
+  return since
+}
