@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { type CallNotices, type NoticeReader, readWithNotices } from '../ledger/notices'
+import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
 import type { BudgetEngine, HistoryRow } from './engine'
 import { HISTORY_SQL } from './shared-history'
@@ -22,7 +22,8 @@ export class LocalHistory {
     // The same rows PostgreSQL's instances read (./shared-history.ts).
     this.query = db.prepare(HISTORY_SQL)
     this.noticed = {
-      through: 0,
+      // Moved on at every read of the ledger; from here when no rule needs one (the key registry's seed holds what is older).
+      through: latestNotice(db),
       take: (calls) => {
         const e = engine()
         if (e) for (const c of calls) e.observe(c)

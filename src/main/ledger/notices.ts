@@ -101,7 +101,11 @@ export class CallNotices {
         const calls: CallRecord[] = []
         for (const row of rows) if (row.seq > r.through && row.id !== null) calls.push(toRecord(row))
         r.through = Math.max(r.through, last)
-        if (calls.length) r.take(calls)
+        try {
+          if (calls.length) r.take(calls)
+        } catch {
+          // one reader's failure is its own: the others still count these calls
+        }
       }
       if (rows.length < BATCH) break
     }
