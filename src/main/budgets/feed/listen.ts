@@ -168,22 +168,27 @@ export class SharedCallFeed {
   /** In `everyMs`, a check of `client`: a NOTIFY of this feed's own, sent on another connection, that it must hear within `waitMs`. */
   private scheduleProbe(client: pg.PoolClient): void {
     if (this.probeTimer) clearTimeout(this.probeTimer)
+    const current = () => this.client === client && !this.closed
     this.probeTimer = later(this.probe.everyMs, () => {
       this.probeTimer = null
-      if (this.client !== client || this.closed) return
+      if (!current()) return
       const n = ++this.probeSent
       const payload = `0 ${JSON.stringify({ i: this.feedId, probe: n })}`
       this.store.run(`SELECT pg_notify('${CALLS_CHANNEL}', @payload)`, { payload }).then(
         () => {
+          // Replaced meanwhile: the new connection has checks of its own.
+          if (!current()) return
           this.probeTimer = later(this.probe.waitMs, () => {
             this.probeTimer = null
-            if (this.client !== client || this.closed) return
+            if (!current()) return
             if (this.probeHeard >= n) return this.scheduleProbe(client)
             this.deaf(client)
           })
         },
         // PostgreSQL away: the listening connection's own error reconnects it; checked again meanwhile.
-        () => this.scheduleProbe(client),
+        () => {
+          if (current()) this.scheduleProbe(client)
+        },
       )
     })
   }
