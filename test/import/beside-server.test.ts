@@ -2,7 +2,12 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import Database from 'better-sqlite3'
+import { budgetsOf } from '../../src/main/budgets'
 import { runCli } from '../../src/main/cli/program'
+import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
+import { NOTICES_PER_TURN } from '../../src/main/ledger/notices'
+import { makeCall } from '../dashboard/seed'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
@@ -158,6 +163,31 @@ describe('burnrate import beside a running server on the same SQLite file', () =
     t.server.db.prepare('INSERT INTO call_notices (call_id) VALUES (?)').run(987_654_321)
     expect(notices.poll()).toBe(1)
     expect(await windowSpent(t)).toBeCloseTo(before + cost, 12)
+    expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
+  })
+
+  it('a big import is counted a few thousand calls a turn, never in one long stretch of the event loop', async () => {
+    const notices = t.server.context.notices!
+    const start = await windowSpent(t)
+    // 5,000 calls stored as `burnrate import` stores them: each with its notice, in one transaction.
+    const db = new Database(t.dbFile)
+    const insert = db.prepare(INSERT_CALL_SQL)
+    const notice = db.prepare('INSERT INTO call_notices (call_id) VALUES (?)')
+    const values: unknown[] = []
+    db.transaction(() => {
+      for (let i = 0; i < 5000; i++) {
+        const call = makeCall({ ts: Date.now() - 11 * 60_000, api_key_hash: '', key_hint: '', cost_usd: 0.001, source: 'import', agent: 'claude-code' })
+        notice.run(Number(insert.run(callValues(call, values)).lastInsertRowid))
+      }
+    })()
+    db.close()
+    expect(notices.poll()).toBe(NOTICES_PER_TURN)
+    // Read in the same turn (the rest comes as soon as this test yields).
+    const meter = budgetsOf(t.server.context).engine.status().find((r) => r.rule.api_key_pattern === '*')!.keys.find((k) => k.key.hash === '')!.meter
+    const spentNow = meter.periods(Date.now()).find((p) => p.period === 'window')!.spent
+    expect(Math.abs(spentNow - (start + NOTICES_PER_TURN * 0.001))).toBeLessThan(1e-9)
+    // The rest on the next turns, without waiting for the (hour-long) interval.
+    await eventually(async () => Math.abs((await windowSpent(t)) - (start + 5000 * 0.001)) < 1e-9)
     expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
   })
 })

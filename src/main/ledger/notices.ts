@@ -22,6 +22,8 @@ export interface NoticeReader {
 
 const COLUMNS = CALL_COLUMNS.map((c) => `c.${c}`).join(', ')
 const BATCH = 500
+/** Notices read in one turn of the event loop at most (a big import is counted over several, between calls). */
+export const NOTICES_PER_TURN = 2000
 
 /** The newest notice in `db` (0 when none; also when the table is missing, on a file not yet migrated). */
 export function latestNotice(db: Database.Database): number {
@@ -54,6 +56,7 @@ export class CallNotices {
   private readonly next: Database.Statement
   private readonly prune: Database.Statement
   private timer: NodeJS.Timeout | null = null
+  private more: NodeJS.Immediate | null = null
   private pruned = -1
 
   constructor(
@@ -75,23 +78,37 @@ export class CallNotices {
 
   start(): this {
     if (!this.timer) {
-      this.timer = setInterval(() => {
-        try {
-          this.poll()
-        } catch {
-          // a busy or unwritable file: read again on the next tick (nothing is deleted unread)
-        }
-      }, this.intervalMs)
+      this.timer = setInterval(this.tick, this.intervalMs)
       this.timer.unref()
     }
     return this
   }
 
-  /** Gives every reader the calls noticed after its `through`; returns how many notices were read. */
+  private tick = (): void => {
+    try {
+      this.poll()
+    } catch {
+      // a busy or unwritable file: read again on the next tick (nothing is deleted unread)
+    }
+  }
+
+  /**
+   * Gives every reader the calls noticed after its `through`, at most NOTICES_PER_TURN of them
+   * (a started poller reads the rest on the next turns); returns how many notices were read.
+   */
   poll(): number {
     if (this.readers.size === 0) return 0
     let read = 0
     for (;;) {
+      if (read >= NOTICES_PER_TURN) {
+        if (this.timer && !this.more) {
+          this.more = setImmediate(() => {
+            this.more = null
+            this.tick()
+          })
+        }
+        break
+      }
       const from = this.oldest()
       const rows = this.next.all(from) as (Record<string, unknown> & { seq: number; id: number | null })[]
       if (rows.length === 0) break
@@ -126,7 +143,9 @@ export class CallNotices {
 
   close(): void {
     if (this.timer) clearInterval(this.timer)
+    if (this.more) clearImmediate(this.more)
     this.timer = null
+    this.more = null
     this.readers.clear()
   }
 }
