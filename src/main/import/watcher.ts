@@ -82,7 +82,7 @@ export class LogWatcher {
           home: this.o.home,
           now,
           onCall: (c) => {
-            ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+            ledger.spend.addCall(c)
             // The meters too, not only at the next restart or rule change (a `*` rule sees imported calls).
             this.o.budgets?.()?.observe(c)
           },

@@ -109,8 +109,7 @@ export class Ledger implements CallLedger {
     return notices.read({
       through: this.spendThrough,
       take: (calls) => {
-        // Money only, as record() counts it.
-        for (const c of calls) if (c.billing !== 'subscription') this.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+        for (const c of calls) this.spend.addCall(c)
       },
     })
   }
@@ -180,7 +179,7 @@ export class Ledger implements CallLedger {
   record(call: CallRecord): void {
     if (this.closed) throw new Error('ledger is closed')
     // Money only: a subscription call's cost is its API-equivalent value, not spend (budgets ignore it).
-    if (call.billing !== 'subscription') this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
+    this.spend.addCall(call)
     if (this.pending.length >= this.opts.maxPending) {
       // Drop the oldest in blocks of 1% of the bound: shift() copies the whole queue (0.2 ms at
       // 100,000 held calls), which would slow every call for as long as the database is down.

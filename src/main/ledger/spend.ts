@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { SqlReader } from '../storage/sql'
+import type { CallRecord } from './record'
 import { PeriodClock } from '../time/zone'
 
 interface Counter {
@@ -52,6 +53,11 @@ export class SpendTracker {
     }
     addTo(this.roll(c, now), ts, cost)
     addTo(this.roll(this.total, now), ts, cost)
+  }
+
+  /** Adds a recorded call's cost: money only (a plan's call has an API-equivalent value, not a cost). */
+  addCall(call: Pick<CallRecord, 'api_key_hash' | 'ts' | 'cost_usd' | 'billing'>, now = Date.now()): void {
+    if (call.billing !== 'subscription') this.add(call.api_key_hash, call.ts, call.cost_usd, now)
   }
 
   /** Corrects the spend of a call that arrived at `ts` by `delta` (a re-priced call; may be negative). */

@@ -98,7 +98,7 @@ export class PgLedger implements CallLedger {
 
   record(call: CallRecord): void {
     if (this.closed) throw new Error('ledger is closed')
-    if (call.billing !== 'subscription') this.spend.add(call.api_key_hash, call.ts, call.cost_usd)
+    this.spend.addCall(call)
     if (this.queue.length >= this.opts.maxPending) this.dropOldest()
     // Listeners get the queued row: its key tells budgets/index.ts whether a call it counted is in
     // what a reload read from PostgreSQL.
