@@ -47,6 +47,16 @@ export interface HistoryRow {
 
 const NO_PATTERNS: readonly string[] = []
 
+/** The prefix patterns a key is known to match (a copy: it is sent to other instances). */
+function patternsOf(s: KeyState): readonly string[] {
+  return s.known.size > 0 ? [...s.known] : NO_PATTERNS
+}
+
+/** Patterns another instance saw the key match (it had the raw key; this one may never see it). */
+function learnPatterns(s: KeyState, known: unknown): void {
+  if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
+}
+
 /** A key's calls this month as the database holds them (the key registry's seed). */
 export interface KeyCount {
   api_key_hash: string
@@ -258,7 +268,7 @@ export class BudgetEngine implements BudgetMeters {
   private countRequest(ctx: CallContext, s: KeyState, rule: Rule, scope: Scope, m: Meter, now: number): void {
     m.addRequest(now)
     if (rule.requests_per_minute !== null && this.onAdmitted) {
-      this.onAdmitted(s.hash, scope, s.known.size > 0 ? [...s.known] : NO_PATTERNS)
+      this.onAdmitted(s.hash, scope, patternsOf(s))
       ctx.rateAnnounced = true
     }
   }
@@ -332,16 +342,13 @@ export class BudgetEngine implements BudgetMeters {
       const s = this.state(hash, hint)
       if (hint) s.hint = hint
       // The rule patterns the sender saw the raw key match (this instance may never see it).
-      if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
+      learnPatterns(s, known)
       this.count(s, last, tenant, calls, now)
       if (this.index.empty) continue
       const scope: Scope = { provider, model, requested, agent, tenant }
       const touched: Meter[] = []
       this.account(s, scope, t, cost, tokens > 0 && last > now - 60_000 ? tokens : 0, session, last, now, touched)
-      if (requests > 0) {
-        const rule = this.decidingRule(s, scope)
-        if (rule && rule.requests_per_minute !== null) this.meter(rule, hash).addRequest(now, requests)
-      }
+      this.countOthersRequests(s, scope, requests, now)
       this.announce(s, touched, session, now)
     }
   }
@@ -357,9 +364,8 @@ export class BudgetEngine implements BudgetMeters {
     for (const [hash, provider, model, agent, tenant, n, known] of rows) {
       if (typeof hash !== 'string' || !(n > 0)) continue
       const s = this.state(hash, '')
-      if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
-      const rule = this.decidingRule(s, { provider, model, agent, tenant })
-      if (rule && rule.requests_per_minute !== null) this.meter(rule, hash).addRequest(now, n)
+      learnPatterns(s, known)
+      this.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
     }
   }
 
@@ -376,10 +382,17 @@ export class BudgetEngine implements BudgetMeters {
     }
   }
 
+  /** Another instance's requests (admitted or stored), in the last-minute count of the rule that decides the key's calls here. */
+  private countOthersRequests(s: KeyState, scope: Scope, n: number, now: number): void {
+    if (!(n > 0)) return
+    const rule = this.decidingRule(s, scope)
+    if (rule && rule.requests_per_minute !== null) this.meter(rule, s.hash).addRequest(now, n)
+  }
+
   /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
   knownPatterns(hash: string): readonly string[] {
     const s = this.keys.get(hash)
-    return s && s.known.size > 0 ? [...s.known] : NO_PATTERNS
+    return s ? patternsOf(s) : NO_PATTERNS
   }
 
   /** The rule `decide` would pick for a call of a key known here by hash (its first rule whose scope matches). */

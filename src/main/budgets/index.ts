@@ -5,7 +5,7 @@ import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
-import { BudgetEngine, type CostModel } from './engine'
+import { BudgetEngine, type CostModel, type KeyCount } from './engine'
 import { CallHistory, expectedUsd } from './expected'
 import type { SharedCallFeed } from './feed/listen'
 import { budgetGate, sharedBudgetGate } from './gate'
@@ -13,6 +13,7 @@ import { LocalHistory } from './local-history'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedBudgets } from './shared'
+import { KEYS_SQL } from './shared-history'
 import { RuleStore, type RuleWriter } from './store'
 import { worstCaseUsd } from './worst-case'
 
@@ -94,14 +95,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   )
   engine.reload()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
-  engine.seed(
-    ctx.db
-      .prepare(
-        `SELECT api_key_hash, key_hint, tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
-           FROM calls WHERE ts >= ? AND origin_id IS NULL GROUP BY api_key_hash`,
-      )
-      .all(month) as { api_key_hash: string; key_hint: string; tenant: string; requests: number; last_ts: number }[],
-  )
+  // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).
+  engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])
   const e = engine
   const r = ctx.config.runaway
   const runaway = new RunawayDetector({

@@ -137,7 +137,7 @@ export class SharedBudgets {
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
       if (keys) en.reseed(keys, missed)
       en.recount(missed)
-      for (const c of missed) if (c.billing !== 'subscription') ctx.ledger.spend.add(c.api_key_hash, c.ts, c.cost_usd)
+      for (const c of missed) ctx.ledger.spend.addCall(c)
       if (this.readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
       this.readFailing = false
       return snapshot

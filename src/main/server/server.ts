@@ -116,8 +116,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const ledger = storage.ledger
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
-  const notices = ledger instanceof Ledger ? new CallNotices(db, opts.noticeIntervalMs) : null
-  if (notices && ledger instanceof Ledger) ledger.readNotices(notices)
+  let notices: CallNotices | null = null
+  if (ledger instanceof Ledger) {
+    notices = new CallNotices(db, opts.noticeIntervalMs)
+    ledger.readNotices(notices)
+  }
   useEstimateThread(opts.estimateWorker)
   useExportThread(opts.exportWorker)
   const upstreams = buildUpstreams(PROVIDERS, config.providers)

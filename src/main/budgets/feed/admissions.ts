@@ -1,6 +1,6 @@
 import type { SqlStore } from '../../storage/sql'
 import type { Scope } from '../scope'
-import { type AdmissionRow, CALLS_CHANNEL, notifyPayloads } from './publish'
+import { type AdmissionRow, notifyNow, notifyPayloads } from './publish'
 
 /**
  * PostgreSQL: a per-minute request limit is one limit across the instances at the moment calls
@@ -13,8 +13,6 @@ import { type AdmissionRow, CALLS_CHANNEL, notifyPayloads } from './publish'
  * notification that cannot be sent (PostgreSQL away) is lost: those calls then count on the
  * other instances from their storing only, as before.
  */
-const NOTIFY_NOW_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', '0 ' || p) FROM unnest(@payloads::text[]) AS p`
-
 /** Admissions gathered into one statement: at hundreds of calls a second, one statement per few ms, not per call. */
 const GATHER_MS = 2
 /** Rows per notify batch: well within notifyPayloads' 64 notifications of 7.9 KB. */
@@ -53,7 +51,7 @@ export class AdmissionAnnouncer {
       // A row too long for a notification (a model name of kilobytes): its storing counts it.
       payloads.push(...(notifyPayloads(this.feedId, rows.slice(i, i + ROWS_PER_STATEMENT), 'a') ?? []))
     }
-    if (payloads.length > 0) this.store.run(NOTIFY_NOW_SQL, { payloads }).catch(() => {})
+    if (payloads.length > 0) notifyNow(this.store, payloads).catch(() => {})
   }
 
   close(): void {

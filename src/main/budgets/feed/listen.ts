@@ -2,7 +2,7 @@ import type pg from 'pg'
 import type { Logger } from '../../log'
 import type { PostgresStore } from '../../storage/postgres'
 import type { CostAdjustment } from '../types'
-import { type AdmissionRow, CALLS_CHANNEL, type FeedRow, type MoveRow } from './publish'
+import { type AdmissionRow, CALLS_CHANNEL, type FeedRow, type MoveRow, notifyNow } from './publish'
 import { type Snapshot, visibleIn } from './snapshot'
 
 /**
@@ -173,8 +173,7 @@ export class SharedCallFeed {
       this.probeTimer = null
       if (!current()) return
       const n = ++this.probeSent
-      const payload = `0 ${JSON.stringify({ i: this.feedId, probe: n })}`
-      this.store.run(`SELECT pg_notify('${CALLS_CHANNEL}', @payload)`, { payload }).then(
+      notifyNow(this.store, [JSON.stringify({ i: this.feedId, probe: n })]).then(
         () => {
           // Replaced meanwhile: the new connection has checks of its own.
           if (!current()) return

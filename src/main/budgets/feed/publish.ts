@@ -92,6 +92,14 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
 /** Every payload of a transaction in one statement (one round trip, however many). */
 const NOTIFY_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || p) FROM unnest(@payloads::text[]) AS p`
 
+/** Notifications of no transaction (admissions, a listener's check of itself): `0` where a transaction's id goes. */
+const NOTIFY_NOW_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', '0 ' || p) FROM unnest(@payloads::text[]) AS p`
+
+/** Sends `payloads` on CALLS_CHANNEL at once, outside any transaction (one statement). */
+export function notifyNow(store: SqlStore, payloads: readonly string[]): Promise<number> {
+  return store.run(NOTIFY_NOW_SQL, { payloads })
+}
+
 /** Sends the stored calls' feed rows from inside the transaction that stored them (PostgreSQL only); `store`: the one the process's budgets run on. */
 export async function publishCalls(tx: SqlStore, store: SqlStore, calls: readonly CallRecord[]): Promise<void> {
   if (tx.dialect !== 'postgres' || calls.length === 0) return
