@@ -152,13 +152,7 @@ export class OtelPipeline {
     if (!ins) return
     for (const m of moves) {
       try {
-        const attributes: Attributes = {
-          [GEN_AI.operation]: operationName(m.endpoint),
-          [GEN_AI.provider]: providerName(m.provider),
-          [GEN_AI.requestModel]: this.model.value(m.model),
-          [GEN_AI.agent]: this.agent.value(m.agent),
-          [BURNRATE.tenant]: this.tenant.value(m.tenant),
-        }
+        const attributes = this.costAttributes(this.callAttributes(m.endpoint, m.provider, m.model), m.agent, m.tenant)
         if (m.delta > 0) ins.cost.add(m.delta, attributes)
         else if (m.delta < 0) ins.costReductions.add(-m.delta, attributes)
       } catch {
@@ -197,19 +191,26 @@ export class OtelPipeline {
     }
   }
 
+  /** A call's operation, provider and (bounded) model: every instrument's attributes. */
+  private callAttributes(endpoint: string, provider: string, model: string): Attributes {
+    return { [GEN_AI.operation]: operationName(endpoint), [GEN_AI.provider]: providerName(provider), [GEN_AI.requestModel]: this.model.value(model) }
+  }
+
+  /** What a call's cost is counted under (and every later move of it): with its agent and tenant. */
+  private costAttributes(base: Attributes, agent: string, tenant: string): Attributes {
+    return { ...base, [GEN_AI.agent]: this.agent.value(agent), [BURNRATE.tenant]: this.tenant.value(tenant) }
+  }
+
   private record(c: CallRecord, tokenSums: Map<string, { attributes: Attributes; sums: number[] }>): void {
     const ins = this.instruments
     if (!ins) return
-    const op = operationName(c.endpoint)
-    const provider = providerName(c.provider)
-    const model = this.model.value(c.model)
-    const base: Attributes = { [GEN_AI.operation]: op, [GEN_AI.provider]: provider, [GEN_AI.requestModel]: model }
+    const base = this.callAttributes(c.endpoint, c.provider, c.model)
     ins.tokens.record(c.input_tokens, { ...base, [GEN_AI.tokenType]: 'input' })
     ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
     const err = errorType(c)
     ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
-    ins.cost.add(c.cost_usd, { ...base, [GEN_AI.agent]: this.agent.value(c.agent), [BURNRATE.tenant]: this.tenant.value(c.tenant) })
-    const key = `${op}\n${provider}\n${model}`
+    ins.cost.add(c.cost_usd, this.costAttributes(base, c.agent, c.tenant))
+    const key = `${base[GEN_AI.operation]}\n${base[GEN_AI.provider]}\n${base[GEN_AI.requestModel]}`
     let t = tokenSums.get(key)
     if (!t) {
       t = { attributes: base, sums: [0, 0, 0, 0, 0] }
