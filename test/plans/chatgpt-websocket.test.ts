@@ -70,4 +70,27 @@ describe('Codex with ChatGPT over WebSocket', () => {
     expect(summary.today_spend_usd).toBe(0)
     expect(summary.today_plan_value_usd).toBeGreaterThan(0)
   })
+
+  it('on /v1/responses (the openai_base_url an API key uses), a ChatGPT login is upgraded at the ChatGPT backend too', async () => {
+    upgradePath = ''
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, {
+      headers: { authorization: 'Bearer eyJ.chatgpt.ws-token-ffff', 'chatgpt-account-id': 'acct_ws', originator: 'codex_exec' },
+    })
+    const frames: string[] = []
+    ws.on('message', (d) => frames.push(String(d)))
+    await new Promise((r, j) => {
+      ws.on('open', r)
+      ws.on('error', j)
+    })
+    expect(upgradePath).toBe('/backend-api/codex/responses')
+    ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
+    await eventually(() => frames.length === 3, 10_000)
+    ws.close()
+    await eventually(() => {
+      t.server.ledger.flush()
+      return (t.server.db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n === 2
+    }, 10_000)
+    const row = t.server.db.prepare('SELECT provider, billing, input_tokens FROM calls ORDER BY id DESC LIMIT 1').get()
+    expect(row).toEqual({ provider: 'chatgpt', billing: 'subscription', input_tokens: 1000 })
+  })
 })

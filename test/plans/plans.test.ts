@@ -165,6 +165,38 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     // The fullest plan window now leads the tray.
     await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 97%/)
   })
+
+  it('Codex logged in with ChatGPT and pointed at /v1 (as for an API key, what `burnrate connect codex` sets): its calls go to the ChatGPT backend, not to OpenAI with a token OpenAI refuses', async () => {
+    meterHeaders = () => ({})
+    const login = { authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.dddd', 'chatgpt-account-id': 'acct_v1', originator: 'codex_exec' }
+    const before = upstream.requests.length
+    for (const path of ['/v1/responses', '/openai/v1/responses']) {
+      const r = await postJson(`${t.url}${path}`, { model: 'gpt-4o', stream: true, input: 'hi' }, login)
+      expect(r.status, path).toBe(200)
+    }
+    const models = await request(`${t.url}/v1/models?client_version=0.171.0`, { headers: login })
+    expect(models.status).toBe(200)
+    expect(upstream.requests.slice(before).map((q) => q.url)).toEqual([
+      '/backend-api/codex/responses',
+      '/backend-api/codex/responses',
+      '/backend-api/codex/models?client_version=0.171.0',
+    ])
+    expect(upstream.requests[before].headers.authorization).toBe(login.authorization)
+    expect(upstream.requests[before].headers['chatgpt-account-id']).toBe('acct_v1')
+    await t.server.ledger.flush()
+    const rows = t.server.db.prepare('SELECT provider, endpoint, billing, input_tokens FROM calls ORDER BY id DESC LIMIT 3').all() as any[]
+    expect(rows.map((r) => r.provider)).toEqual(['chatgpt', 'chatgpt', 'chatgpt'])
+    expect(rows.slice(1)).toEqual([
+      { provider: 'chatgpt', endpoint: 'responses', billing: 'subscription', input_tokens: 278 },
+      { provider: 'chatgpt', endpoint: 'responses', billing: 'subscription', input_tokens: 278 },
+    ])
+    // An API key's call on the same path still goes to OpenAI's API, as money.
+    const apiKey = await postJson(`${t.url}/v1/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, { authorization: 'Bearer sk-proj-codex-api-key-0000' })
+    expect(apiKey.status).toBe(200)
+    expect(upstream.requests.at(-1)!.url).toBe('/v1/responses')
+    await t.server.ledger.flush()
+    expect(t.server.db.prepare('SELECT provider, billing FROM calls ORDER BY id DESC LIMIT 1').get()).toEqual({ provider: 'openai', billing: 'api' })
+  })
 })
 
 describe('money budgets and plan usage', () => {

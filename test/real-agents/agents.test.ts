@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -265,20 +265,12 @@ describe('the real agent CLIs through Burnrate', () => {
     })
   }
 
-  it('Codex CLI logged in with ChatGPT, openai_base_url = <burnrate>/chatgpt/codex: plan calls under its thread id, its x-codex windows on /api/dashboard/plans', async () => {
-    // Codex 0.169 with a ChatGPT login sends model calls only to an https origin (its workspace
-    // routing refuses http), so here Burnrate is reached through a TLS relay on 127.0.0.1 with a
-    // certificate from a throwaway CA that Codex is told to trust (CODEX_CA_CERTIFICATE).
-    const pki = join(work, 'pki')
-    mkdirSync(pki, { recursive: true })
-    const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: pki, stdio: 'ignore' })
-    ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=burnrate-suite-ca')
-    ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', 'key.pem', '-out', 'leaf.csr', '-subj', '/CN=127.0.0.1')
-    writeFileSync(join(pki, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\nkeyUsage=digitalSignature,keyEncipherment\n')
-    ssl('x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'cert.pem', '-days', '2', '-extfile', 'ext.cnf')
-    const tlsRelay = await startRelay(t.url, { key: readFileSync(join(pki, 'key.pem'), 'utf8'), cert: readFileSync(join(pki, 'cert.pem'), 'utf8') })
-    try {
-      const agent = newAgent('codex-chatgpt', { CODEX_CA_CERTIFICATE: join(pki, 'ca.pem'), CODEX_REFRESH_TOKEN_URL_OVERRIDE: `${mock.url}/oauth/token` })
+  it('Codex CLI logged in with ChatGPT, the same openai_base_url = <burnrate>/v1 as an API key: plan calls reach the ChatGPT backend under its thread id, its x-codex windows on /api/dashboard/plans', async () => {
+    // Codex 0.171 sends a ChatGPT login's calls to the configured openai_base_url over plain
+    // HTTP (0.169 wanted https); Burnrate sees its chatgpt-account-id and passes them on to the
+    // ChatGPT backend instead of OpenAI's API, which would refuse the login's token.
+    {
+      const agent = newAgent('codex-chatgpt', { CODEX_REFRESH_TOKEN_URL_OVERRIDE: `${mock.url}/oauth/token` })
       const codexHome = join(agent.home, '.codex')
       mkdirSync(codexHome, { recursive: true })
       // A ChatGPT login as `codex login` leaves it (codex-rs login: auth.json). The tokens are
@@ -296,17 +288,9 @@ describe('the real agent CLIs through Burnrate', () => {
           last_refresh: new Date().toISOString(),
         }),
       )
-      // The README's lines, on the TLS relay's address (the README's example TLS proxy is
-      // https://127.0.0.1:8443); chatgpt_base_url (its account and plugin calls) goes the same
-      // way, so nothing leaves loopback.
-      const setup = 'openai_base_url = "https://127.0.0.1:8443/chatgpt/codex"'
-      const accounts = 'chatgpt_base_url = "https://127.0.0.1:8443/chatgpt/"'
-      expect(README).toContain(setup)
-      expect(README).toContain(accounts)
-      writeFileSync(
-        join(codexHome, 'config.toml'),
-        `check_for_update_on_startup = false\n${setup.replace('https://127.0.0.1:8443', tlsRelay.url)}\n${accounts.replace('https://127.0.0.1:8443', tlsRelay.url)}\n\n[analytics]\nenabled = false\n`,
-      )
+      // The Connect panel's (and README's) lines: the API key's openai_base_url, and
+      // chatgpt_base_url so its account and plugin calls go through Burnrate too (nothing leaves loopback).
+      writeFileSync(join(codexHome, 'config.toml'), `check_for_update_on_startup = false\n${snippet('codex', 0)}\n${snippet('codex', 2)}\n\n[analytics]\nenabled = false\n`)
       const beforeRow = lastId()
       const beforeEx = mock.exchanges.length
       const out = await run(agent, 'codex', ['exec', '--skip-git-repo-check', '--json', 'Say hello.'])
@@ -342,8 +326,6 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(windows['7d']).toMatchObject({ utilization: CODEX_PLAN.secondary.usedPercent / 100, window_minutes: CODEX_PLAN.secondary.windowMinutes })
       expect(Date.parse(windows['5h'].resets_at)).toBeGreaterThan(Date.now())
       expect(Date.parse(windows['7d'].resets_at)).toBeGreaterThan(Date.parse(windows['5h'].resets_at))
-    } finally {
-      await tlsRelay.close()
     }
   })
 

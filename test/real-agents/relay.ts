@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
 import http from 'node:http'
-import https from 'node:https'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 
@@ -22,10 +21,8 @@ export interface Relay {
  * Sits between an agent CLI and Burnrate on loopback and notes the bodies as the agent sent and
  * received them, so the suite can check that they reached the mock upstream, and came back,
  * byte for byte. Passes everything on unchanged (WebSocket upgrades as a raw byte pipe).
- * With `tls` (a key and certificate for 127.0.0.1) it listens on HTTPS: an agent that insists
- * on an https origin talks to it, and it talks plain HTTP to Burnrate.
  */
-export async function startRelay(target: string, tls?: { key: string; cert: string }): Promise<Relay> {
+export async function startRelay(target: string): Promise<Relay> {
   const t = new URL(target)
   const seen: Seen[] = []
   const handler: http.RequestListener = (req, res) => {
@@ -52,7 +49,7 @@ export async function startRelay(target: string, tls?: { key: string; cert: stri
     })
     req.on('end', () => up.end())
   }
-  const server: http.Server = tls ? https.createServer(tls, handler) : http.createServer(handler)
+  const server = http.createServer(handler)
   server.on('upgrade', (req, socket, head) => {
     const up = net.connect(Number(t.port), t.hostname, () => {
       let headText = `${req.method} ${req.url} HTTP/1.1\r\n`
@@ -69,7 +66,7 @@ export async function startRelay(target: string, tls?: { key: string; cert: stri
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   return {
-    url: `${tls ? 'https' : 'http'}://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
     async close() {
       server.closeAllConnections()

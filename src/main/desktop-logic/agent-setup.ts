@@ -1,7 +1,7 @@
 /**
  * The environment lines that point agents at the proxy, for "Copy agent setup": the OpenAI and
  * Anthropic SDKs (and the agents built on them: Claude Code, Aider, ...) read these. Codex CLI
- * 0.169 ignores OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel).
+ * 0.171 ignores OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel).
  * PowerShell syntax on Windows, POSIX shell elsewhere.
  */
 export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string {

@@ -66,6 +66,11 @@ function below(path: string, prefix: string): string | null {
  * `/v1/messages*` (and any `/v1/*` sent with an `anthropic-version` header) go to Anthropic
  * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
  * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`.
+ *
+ * A call bound for OpenAI that carries a `chatgpt-account-id` header is Codex logged in with
+ * ChatGPT (its own `openai_base_url` moves that login's calls too): its token is only good at the
+ * ChatGPT backend, so it goes there, `/v1/<rest>` as `/chatgpt/codex/<rest>` (Codex's ChatGPT
+ * base URL is `https://chatgpt.com/backend-api/codex`). One setting then serves both logins.
  */
 export class Router {
   private readonly mounts: { mount: string; upstream: Upstream }[]
@@ -88,7 +93,7 @@ export class Router {
           return { upstream: anthropic, path, query }
         }
         const openai = this.upstreams.get('openai')
-        if (openai) return { upstream: openai, path: rest, query }
+        if (openai) return this.chatgptLogin(headers, rest, query) ?? { upstream: openai, path: rest, query }
       } else if (below(path, '/v1beta') !== null || below(path, '/v1alpha') !== null) {
         // Gemini's API versions: a client whose Gemini base URL is the bare address.
         const gemini = this.upstreams.get('gemini')
@@ -97,9 +102,19 @@ export class Router {
     }
     for (const m of this.mounts) {
       const rest = below(path, m.mount)
-      if (rest !== null) return { upstream: m.upstream, path: rest, query }
+      if (rest === null) continue
+      if (m.upstream.provider.name === 'openai') return this.chatgptLogin(headers, rest, query) ?? { upstream: m.upstream, path: rest, query }
+      return { upstream: m.upstream, path: rest, query }
     }
     return null
+  }
+
+  /** The ChatGPT backend's route for an OpenAI-bound call made with a ChatGPT login, else null. */
+  private chatgptLogin(headers: IncomingHttpHeaders, rest: string, query: string): Route | null {
+    const account = headers['chatgpt-account-id']
+    if (typeof account !== 'string' || account === '') return null
+    const chatgpt = this.upstreams.get('chatgpt')
+    return chatgpt ? { upstream: chatgpt, path: `/codex${rest === '/' ? '' : rest}`, query } : null
   }
 }
 

@@ -9,8 +9,10 @@ function codexHome(ctx: ConnectContext): string {
 
 /**
  * Codex CLI: `openai_base_url` at the top of `config.toml` (in `$CODEX_HOME`, else `~/.codex`).
- * Codex 0.169 ignores the OPENAI_BASE_URL environment variable; this key moves its built-in
+ * Codex 0.171 ignores the OPENAI_BASE_URL environment variable; this key moves its built-in
  * OpenAI provider, so the user's login and their other providers and profiles stay as they are.
+ * Logged in with ChatGPT, Codex sends that login's calls to the same address; Burnrate passes
+ * them on to the ChatGPT backend (../../proxy/routes.ts), so one line serves both logins.
  */
 export const codex: AgentConnector = {
   id: 'codex',

@@ -28,7 +28,7 @@ export function setupSnippets(origin: string): Snippet[] {
       name: 'Codex CLI',
       blocks: [
         {
-          label: "~/.codex/config.toml: Codex's own OpenAI provider (it logs in as usual; talks WebSocket)",
+          label: "~/.codex/config.toml: Codex's own OpenAI provider, with an API key or logged in with ChatGPT (it logs in as usual; talks WebSocket)",
           lang: 'toml',
           code: `openai_base_url = "${v1}"`,
         },
@@ -39,12 +39,12 @@ export function setupSnippets(origin: string): Snippet[] {
         },
         {
           label:
-            'Logged in with ChatGPT (a plan): Codex sends these calls only to an https address, so put a TLS proxy in front of Burnrate; then in ~/.codex/config.toml, with its address:',
+            'Logged in with ChatGPT (a plan), the first line is enough: its calls go on to the ChatGPT backend, as plan usage. To have its account and plugin checks go through Burnrate too, add:',
           lang: 'toml',
-          code: `openai_base_url = "https://<TLS proxy for ${origin}>/chatgpt/codex"\nchatgpt_base_url = "https://<TLS proxy for ${origin}>/chatgpt/"`,
+          code: `chatgpt_base_url = "${origin}/chatgpt/"`,
         },
       ],
-      note: 'Codex 0.169 ignores OPENAI_BASE_URL. Its thread id is recorded as the session.',
+      note: 'Codex 0.171 ignores OPENAI_BASE_URL. Its thread id is recorded as the session.',
     },
     {
       id: 'gemini-cli',
