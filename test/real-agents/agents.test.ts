@@ -388,6 +388,58 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(JSON.parse(second.out.stdout).session_id).not.toBe(out1.session_id)
   })
 
+  it('Gemini CLI logged in with Google (Gemini Code Assist): its calls reach Code Assist through Burnrate, under its own session id, as plan usage', async () => {
+    // The same setup lines as with an API key; GOOGLE_CLOUD_ACCESS_TOKEN is Gemini CLI's own way
+    // to take a Google login's access token without a browser (an OAuth login is the same to it).
+    const agent = newAgent('gemini-google', {
+      ...exportsOf(snippet('gemini-cli', 0)),
+      GOOGLE_GENAI_USE_GCA: 'true',
+      GOOGLE_CLOUD_ACCESS_TOKEN: 'ya29.burnrate-suite-google-login-0006',
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+    })
+    expect(agent.env.CODE_ASSIST_ENDPOINT).toBe(`${relay.url}/code-assist`)
+    mkdirSync(join(agent.home, '.gemini'), { recursive: true })
+    writeFileSync(
+      join(agent.home, '.gemini', 'settings.json'),
+      JSON.stringify({
+        security: { auth: { selectedType: 'oauth-personal' } },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        general: { disableAutoUpdate: true, disableUpdateNag: true },
+      }),
+    )
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    const beforeSeen = relay.seen.length
+    const out = await run(agent, 'gemini', ['-m', 'gemini-2.5-flash', '-p', 'Say hello.', '--output-format', 'json'])
+    expect(out.code, `gemini exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+    const answer = JSON.parse(out.stdout)
+    expect(answer.response).toContain('Burnrate mock answer')
+    await settled()
+    const exchanges = mock.exchanges.slice(beforeEx)
+    const calls = exchanges.filter((e) => e.usage)
+    expect(calls.length).toBeGreaterThan(0)
+    for (const e of calls) expect(e.url.split('?')[0]).toMatch(/^\/v1internal:(streamGenerateContent|generateContent)$/)
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length >= exchanges.length ? r : undefined
+    }, 15_000)) as any[]
+    // One row per call that reached Code Assist (its set-up, quota and experiment calls too), no other.
+    expect(rows).toHaveLength(exchanges.length)
+    const seen = relay.seen.slice(beforeSeen)
+    for (const e of exchanges) expect(seen.some((x) => x.requestSha === e.requestSha && x.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
+    for (const r of rows) expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ provider: 'code-assist', status: 200, error: null, agent: 'gemini-cli', billing: 'subscription', estimated: 0 })
+    for (const e of calls) {
+      const r = rows.find((x) => x.input_tokens === e.usage!.input)
+      expect(r, `a row with the ${e.usage!.input} input tokens the mock returned`).toBeDefined()
+      // The CLI's own session id (the one its JSON output names), not an inferred one.
+      expect(r).toMatchObject({ model: e.model, output_tokens: e.usage!.output, cache_read_tokens: e.usage!.cacheRead, session: answer.session_id, priced: 1 })
+      const price = calcPrice({ input_tokens: e.usage!.input, cache_read_tokens: e.usage!.cacheRead, output_tokens: e.usage!.output }, e.model, { providerId: 'google' })
+      expect(r.cost_usd).toBeCloseTo(Number(price!.total_price), 12)
+    }
+    for (const r of rows.filter((x) => x.input_tokens === 0)) expect(r.cost_usd).toBe(0)
+  })
+
   it('opencode: new, continued and new sessions, each under its ses_ id', async () => {
     const agent = newAgent('opencode', {
       ANTHROPIC_API_KEY: KEYS.anthropic,

@@ -105,6 +105,26 @@ export async function startAgentMock(): Promise<AgentMock> {
         const model = String(json?.model ?? 'gpt')
         const plan = path.startsWith('/backend-api/') ? codexPlanHeaders() : {}
         send('responses-sse', 200, { 'content-type': 'text/event-stream', ...plan }, responsesEvents(model, usage, text).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''), model, usage, text)
+      } else if (req.method === 'POST' && path.startsWith('/v1internal:')) {
+        // Gemini Code Assist (Gemini CLI logged in with Google): Gemini's answers, each wrapped
+        // as {response, traceId} (gemini-cli code_assist/converter.ts); its other methods: a
+        // free tier already onboarded, and {} for quotas, experiments and the rest.
+        const method = path.slice('/v1internal:'.length)
+        if (method === 'streamGenerateContent' || method === 'generateContent') {
+          const { usage, text } = next()
+          const model = String(json?.model ?? 'gemini')
+          const chunks = geminiChunks(model, usage, text).map((c) => ({ response: c, traceId: `trace_${usage.input}` }))
+          if (method === 'streamGenerateContent') {
+            send('gemini', 200, { 'content-type': 'text/event-stream' }, chunks.map((c) => `data: ${JSON.stringify(c)}\r\n\r\n`).join(''), model, usage, text)
+          } else {
+            send('gemini', 200, { 'content-type': 'application/json' }, JSON.stringify(chunks[chunks.length - 1]), model, usage, text)
+          }
+        } else if (method === 'loadCodeAssist') {
+          const tier = { id: 'free-tier', name: 'Gemini Code Assist for individuals', hasOnboardedPreviously: true }
+          send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ currentTier: tier, allowedTiers: [{ ...tier, isDefault: true }], cloudaicompanionProject: 'burnrate-suite-project' }), '', null, '')
+        } else {
+          send('other', 200, { 'content-type': 'application/json' }, '{}', '', null, '')
+        }
       } else if (req.method === 'POST' && /:(stream)?generateContent$/i.test(path)) {
         const { usage, text } = next()
         const model = decodeURIComponent(path.split('/models/')[1]?.split(':')[0] ?? 'gemini')

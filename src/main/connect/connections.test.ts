@@ -126,6 +126,8 @@ const CASES: Case[] = [
     original: GEMINI_ENV,
     check(text, url) {
       expect(text).toContain(`GOOGLE_GEMINI_BASE_URL=${url}\n`)
+      // Logged in with Google, Gemini CLI talks to Gemini Code Assist at this address instead.
+      expect(text).toContain(`CODE_ASSIST_ENDPOINT=${url}/code-assist\n`)
       expect(text).toContain('GEMINI_API_KEY=AIza-keep-me')
     },
     userEdit: (t) => t + 'GEMINI_SANDBOX=false\n',

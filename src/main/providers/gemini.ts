@@ -119,7 +119,19 @@ export class GeminiMeter implements Meter {
   private text = new OutputText()
   private complete = false
 
-  private take(obj: unknown): void {
+  /**
+   * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
+   * (the API Gemini CLI uses when logged in with Google: ./code-assist.ts) sends them.
+   */
+  constructor(private readonly opts: { envelope?: boolean } = {}) {}
+
+  private take(answer: unknown): void {
+    let obj = answer
+    if (this.opts.envelope) {
+      if (!isObject(answer)) return
+      if (typeof answer.traceId === 'string' && answer.traceId && !this.id) this.id = answer.traceId
+      obj = answer.response
+    }
     if (!isObject(obj)) return
     if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
       this.complete = true

@@ -2,6 +2,7 @@ import { anthropic } from './anthropic'
 import { azure } from './azure'
 import { cerebras } from './cerebras'
 import { chatgpt } from './chatgpt'
+import { codeAssist } from './code-assist'
 import { deepseek } from './deepseek'
 import { fireworks } from './fireworks'
 import { gemini } from './gemini'
@@ -30,6 +31,7 @@ export const PROVIDERS: readonly Provider[] = [
   cerebras,
   perplexity,
   chatgpt,
+  codeAssist,
 ]
 
 export const PROVIDER_NAMES: readonly string[] = PROVIDERS.map((p) => p.name)

@@ -4,14 +4,24 @@ import { anyExists, onPath } from '../paths'
 import type { AgentConnector } from '../types'
 
 /**
- * Gemini CLI: `GOOGLE_GEMINI_BASE_URL` in `~/.gemini/.env`, which Gemini CLI loads at start
- * (a `.env` in the project folder, when there is one, is read instead).
+ * Gemini CLI: `GOOGLE_GEMINI_BASE_URL` (its calls with an API key) and `CODE_ASSIST_ENDPOINT`
+ * (logged in with Google: Gemini Code Assist, ../../providers/code-assist.ts) in `~/.gemini/.env`,
+ * which Gemini CLI loads at start (a `.env` in the project folder, when there is one, is read instead).
  */
 export const geminiCli: AgentConnector = {
   id: 'gemini-cli',
   name: 'Gemini CLI',
   recordedAs: ['gemini-cli'],
   installed: (ctx) => anyExists(join(ctx.home, '.gemini')) || onPath(ctx, 'gemini'),
-  files: (ctx, url) => [{ path: join(ctx.home, '.gemini', '.env'), format: dotenvFormat, settings: [{ key: ['GOOGLE_GEMINI_BASE_URL'], value: url }] }],
+  files: (ctx, url) => [
+    {
+      path: join(ctx.home, '.gemini', '.env'),
+      format: dotenvFormat,
+      settings: [
+        { key: ['GOOGLE_GEMINI_BASE_URL'], value: url },
+        { key: ['CODE_ASSIST_ENDPOINT'], value: `${url}/code-assist` },
+      ],
+    },
+  ],
   note: 'Applies to Gemini CLI sessions started from now on, unless the project folder has its own .env.',
 }

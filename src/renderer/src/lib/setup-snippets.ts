@@ -49,8 +49,14 @@ export function setupSnippets(origin: string): Snippet[] {
     {
       id: 'gemini-cli',
       name: 'Gemini CLI',
-      blocks: [{ label: 'Shell (before starting gemini)', lang: 'sh', code: `export GOOGLE_GEMINI_BASE_URL=${origin}\ngemini` }],
-      note: 'Gemini CLI sends no session id with an API key, so its sessions are inferred (calls less than 30 minutes apart form one session).',
+      blocks: [
+        {
+          label: 'Shell (before starting gemini): the first line for an API key, the second for a Google login (Gemini Code Assist)',
+          lang: 'sh',
+          code: `export GOOGLE_GEMINI_BASE_URL=${origin}\nexport CODE_ASSIST_ENDPOINT=${origin}/code-assist\ngemini`,
+        },
+      ],
+      note: 'Gemini CLI sends no session id with an API key, so its sessions are inferred (calls less than 30 minutes apart form one session); logged in with Google, its own session id is recorded.',
     },
     {
       id: 'opencode',

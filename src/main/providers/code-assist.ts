@@ -1,0 +1,42 @@
+import { GeminiMeter } from './gemini'
+import type { CallShape, Provider, RequestInfo } from './types'
+
+/**
+ * Gemini Code Assist (`https://cloudcode-pa.googleapis.com`): the API Gemini CLI talks to when
+ * logged in with Google (a free or paid Code Assist tier, not an API key), at the address in its
+ * `CODE_ASSIST_ENDPOINT` environment variable. Methods are `POST /v1internal:<method>`; the model
+ * calls (`generateContent`, `streamGenerateContent?alt=sse`) wrap Gemini's request and answer:
+ * `{model, project, user_prompt_id, request: {contents, …, session_id}}` and
+ * `{response: {candidates, usageMetadata, modelVersion, …}, traceId}` (gemini-cli
+ * packages/core/src/code_assist/converter.ts). Its other methods (loadCodeAssist, quotas,
+ * experiments) cost nothing. Calls are priced as Google's models (their API-equivalent value) and
+ * recorded with `billing: "subscription"`: a Google login pays no money per token.
+ */
+
+/** `/v1internal:streamGenerateContent` -> `streamGenerateContent` ('' for any other path). */
+function methodOf(path: string): string {
+  const m = /^\/v1[a-z0-9]*:([A-Za-z]+)$/.exec(path)
+  return m ? m[1] : ''
+}
+
+const MODEL_CALLS = new Set(['generateContent', 'streamGenerateContent'])
+
+export function inspectCodeAssist(req: RequestInfo): CallShape {
+  const method = methodOf(req.path)
+  const model = typeof req.body?.model === 'string' ? req.body.model.replace(/^models\//, '') : ''
+  return {
+    endpoint: method || 'other',
+    model,
+    stream: method === 'streamGenerateContent',
+    billable: req.method === 'POST' && MODEL_CALLS.has(method),
+  }
+}
+
+export const codeAssist: Provider = {
+  name: 'code-assist',
+  pricingId: 'google',
+  defaultBaseUrl: 'https://cloudcode-pa.googleapis.com',
+  mount: '/code-assist',
+  inspect: inspectCodeAssist,
+  meter: () => new GeminiMeter({ envelope: true }),
+}
