@@ -119,6 +119,36 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
     expect(row.cost_usd).toBe(price({ input_tokens: 3520, cache_read_tokens: 3512, output_tokens: 44 }, 'gemini-2.5-flash', row.ts))
   })
 
+  it("its quotas (retrieveUserQuota) are the plan's windows, one per model, on /api/dashboard/plans under the Google Cloud project", async () => {
+    const reset = new Date(Date.now() + 6 * 3600_000).toISOString()
+    const quota = {
+      buckets: [
+        { modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.2, remainingAmount: '20', resetTime: reset },
+        { modelId: 'gemini-2.5-flash', tokenType: 'REQUESTS', remainingFraction: 0.9, resetTime: reset },
+      ],
+    }
+    answer(upstream, quota)
+    let res: any
+    const row = await recorded(t, async () => {
+      res = await postJson(`${t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, LOGIN)
+    })
+    expect(res.status).toBe(200)
+    expect(JSON.parse(res.body.toString())).toEqual(quota)
+    expect(row).toMatchObject({ provider: 'code-assist', endpoint: 'retrieveUserQuota', cost_usd: 0, billing: 'subscription' })
+    const accounts = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+    const acct = accounts.find((a) => a.provider === 'code-assist')
+    expect(acct).toMatchObject({ billing: 'subscription', account_hint: 'bur…ject', details: { 'gemini-2.5-pro-remaining': '20' } })
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at])).toEqual([
+      ['gemini-2.5-pro', 0.8, reset],
+      ['gemini-2.5-flash', expect.closeTo(0.1, 12), reset],
+    ])
+    // A new access token (Google's last an hour) is the same account: still one.
+    answer(upstream, quota)
+    await recorded(t, () => postJson(`${t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, { ...LOGIN, authorization: 'Bearer ya29.a0-refreshed-token-0002' }))
+    const again = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+    expect(again.filter((a) => a.provider === 'code-assist')).toHaveLength(1)
+  })
+
   it('its other methods (loadCodeAssist, quotas) pass through and cost nothing', async () => {
     const tier = { currentTier: { id: 'free-tier' }, cloudaicompanionProject: 'burnrate-test-project' }
     answer(upstream, tier)

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setupSnippets } from '../../src/renderer/src/lib/setup-snippets'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
-import { type AgentMock, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
+import { type AgentMock, CODE_ASSIST_QUOTA, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
 import { type Relay, startRelay } from './relay'
 
 /**
@@ -438,6 +438,13 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(r.cost_usd).toBeCloseTo(Number(price!.total_price), 12)
     }
     for (const r of rows.filter((x) => x.input_tokens === 0)) expect(r.cost_usd).toBe(0)
+    // It asked Code Assist for its quotas: they are the plan's windows, one per model.
+    expect(exchanges.some((e) => e.url.endsWith(':retrieveUserQuota'))).toBe(true)
+    const acct = ((await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]).find((a) => a.provider === 'code-assist')
+    expect(acct).toMatchObject({ billing: 'subscription', account_hint: 'bur…ject' })
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at])).toEqual(
+      CODE_ASSIST_QUOTA.map((b) => [b.modelId, expect.closeTo(1 - b.remainingFraction, 12), b.resetTime]),
+    )
   })
 
   it('opencode: new, continued and new sessions, each under its ses_ id', async () => {

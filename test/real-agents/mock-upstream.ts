@@ -52,6 +52,12 @@ export interface Exchange {
   text: string
 }
 
+/** The quota buckets the mock's Gemini Code Assist reports (retrieveUserQuota). */
+export const CODE_ASSIST_QUOTA = [
+  { modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.6, remainingAmount: '60', resetTime: new Date(Date.now() + 8 * 3600_000).toISOString() },
+  { modelId: 'gemini-2.5-flash', tokenType: 'REQUESTS', remainingFraction: 0.95, remainingAmount: '950', resetTime: new Date(Date.now() + 8 * 3600_000).toISOString() },
+]
+
 export interface AgentMock {
   url: string
   exchanges: Exchange[]
@@ -122,6 +128,8 @@ export async function startAgentMock(): Promise<AgentMock> {
         } else if (method === 'loadCodeAssist') {
           const tier = { id: 'free-tier', name: 'Gemini Code Assist for individuals', hasOnboardedPreviously: true }
           send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ currentTier: tier, allowedTiers: [{ ...tier, isDefault: true }], cloudaicompanionProject: 'burnrate-suite-project' }), '', null, '')
+        } else if (method === 'retrieveUserQuota') {
+          send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ buckets: CODE_ASSIST_QUOTA }), '', null, '')
         } else {
           send('other', 200, { 'content-type': 'application/json' }, '{}', '', null, '')
         }

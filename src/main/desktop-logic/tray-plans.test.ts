@@ -50,6 +50,8 @@ describe('plan windows in the tray', () => {
     expect(again.claim(alert, NOW + 3600_000)).toBe(false)
     expect(again.claim(alert, NOW + 3 * 3600_000)).toBe(true) // the window reset
     expect(planNotice(alert, 'UTC')).toMatchObject({ level: 'warning', title: 'Claude plan: 5h window at 81%' })
+    const gemini: PlanAlert = { provider: 'code-assist', account_hint: 'bur…ject', window: 'gemini-2.5-pro', threshold: 0.95, utilization: 0.96, resets_at: at(8), id: 'y' }
+    expect(planNotice(gemini, 'UTC')).toMatchObject({ level: 'blocking', title: 'Gemini Code Assist plan: gemini-2.5-pro window at 96%' })
   })
 })
 

@@ -50,10 +50,13 @@ export function planLine(accounts: readonly PlanAccount[], now: number, timeZone
   return line
 }
 
+/** The plans' names in notifications, by provider. */
+const PLAN_NAMES: Record<string, string> = { anthropic: 'Claude', chatgpt: 'ChatGPT', 'code-assist': 'Gemini Code Assist' }
+
 /** The notification for a plan window reaching a threshold (shown once per window period and threshold). */
 export function planNotice(a: PlanAlert, timeZone?: string): Notice {
   const pct = Math.round(a.utilization * 100)
-  const who = a.provider === 'anthropic' ? 'Claude' : a.provider === 'chatgpt' ? 'ChatGPT' : a.provider
+  const who = PLAN_NAMES[a.provider] ?? a.provider
   const until = a.resets_at ? ` It resets at ${clock(a.resets_at, timeZone)}.` : ''
   return {
     level: a.threshold >= 0.95 ? 'blocking' : 'warning',

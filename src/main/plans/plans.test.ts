@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { readAnthropicUnified } from './anthropic-unified'
+import { readCodeAssistQuota } from './code-assist'
 import { readCodex } from './codex'
 import { durationMs, readKeyLimits } from './key-limits'
 import { readMeter } from './read'
@@ -82,6 +83,31 @@ describe('vendor meters from response headers', () => {
   it('prefers a plan meter and ignores responses without one', () => {
     expect(readMeter({ 'content-type': 'application/json' })).toBeNull()
     expect(readMeter({ 'anthropic-ratelimit-unified-5h-utilization': '0.5', 'anthropic-ratelimit-requests-limit': '5', 'anthropic-ratelimit-requests-remaining': '4' })!.kind).toBe('plan')
+  })
+})
+
+describe('vendor meters from answer bodies', () => {
+  it("reads Gemini Code Assist's quota buckets as one window per model (the used share), and refuses what is not one", () => {
+    const reset = '2026-11-24T00:00:00Z'
+    const r = readCodeAssistQuota({
+      buckets: [
+        { modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.25, remainingAmount: '25', resetTime: reset },
+        { modelId: 'gemini-2.5-flash', tokenType: 'REQUESTS', remainingFraction: 1, resetTime: reset },
+        { modelId: 'gemini-2.5-flash', tokenType: 'TOKENS', remainingFraction: 0.5, resetTime: reset },
+        { tokenType: 'REQUESTS', remainingFraction: 0.1 },
+        { modelId: 'gemini-3-pro-preview', tokenType: 'REQUESTS' },
+      ],
+    })!
+    expect(r.kind).toBe('plan')
+    expect(r.windows.map((w) => [w.name, w.utilization, w.resets_at, w.window_minutes])).toEqual([
+      ['gemini-2.5-pro', 0.75, Date.parse(reset), null],
+      ['gemini-2.5-flash', 0, Date.parse(reset), null],
+      ['gemini-2.5-flash_tokens', 0.5, Date.parse(reset), null],
+    ])
+    expect(r.details).toEqual({ 'gemini-2.5-pro-remaining': '25' })
+    expect(readCodeAssistQuota({})).toBeNull()
+    expect(readCodeAssistQuota({ buckets: [] })).toBeNull()
+    expect(readCodeAssistQuota('not json')).toBeNull()
   })
 })
 

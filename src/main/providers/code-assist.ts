@@ -1,5 +1,7 @@
+import { readCodeAssistQuota } from '../plans/code-assist'
+import type { MeterReading } from '../plans/types'
 import { GeminiMeter } from './gemini'
-import type { CallShape, Provider, RequestInfo } from './types'
+import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
  * Gemini Code Assist (`https://cloudcode-pa.googleapis.com`): the API Gemini CLI talks to when
@@ -9,7 +11,8 @@ import type { CallShape, Provider, RequestInfo } from './types'
  * `{model, project, user_prompt_id, request: {contents, …, session_id}}` and
  * `{response: {candidates, usageMetadata, modelVersion, …}, traceId}` (gemini-cli
  * packages/core/src/code_assist/converter.ts). Its other methods (loadCodeAssist, quotas,
- * experiments) cost nothing. Calls are priced as Google's models (their API-equivalent value) and
+ * experiments) cost nothing; the answer to `retrieveUserQuota` is the plan's meter (its windows:
+ * ../plans/code-assist.ts). Calls are priced as Google's models (their API-equivalent value) and
  * recorded with `billing: "subscription"`: a Google login pays no money per token.
  */
 
@@ -32,11 +35,23 @@ export function inspectCodeAssist(req: RequestInfo): CallShape {
   }
 }
 
+/** Reads the quotas of a `retrieveUserQuota` answer; no usage. */
+class QuotaMeter implements Meter {
+  private reading: MeterReading | null = null
+  event(): void {}
+  json(body: unknown): void {
+    this.reading = readCodeAssistQuota(body)
+  }
+  result(): MeterResult {
+    return { usage: null, complete: true, planReading: this.reading ?? undefined }
+  }
+}
+
 export const codeAssist: Provider = {
   name: 'code-assist',
   pricingId: 'google',
   defaultBaseUrl: 'https://cloudcode-pa.googleapis.com',
   mount: '/code-assist',
   inspect: inspectCodeAssist,
-  meter: () => new GeminiMeter({ envelope: true }),
+  meter: (shape) => (shape.endpoint === 'retrieveUserQuota' ? new QuotaMeter() : new GeminiMeter({ envelope: true })),
 }

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { Usage } from '../metering/usage'
+import type { MeterReading } from '../plans/types'
 
 /** What the proxy knows of a request when it asks a provider about it. */
 export interface RequestInfo {
@@ -64,6 +65,8 @@ export interface MeterResult {
   backgroundUsage?: Usage
   /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
   outputScale?: number
+  /** A plan's meter that the answer's body carried (Gemini Code Assist's quotas), for the plan windows. */
+  planReading?: MeterReading
 }
 
 /**

@@ -40,6 +40,8 @@ export interface ProxyOptions {
   observeHeaders?: HeadersObserver
   /** A background response's final usage, for the call that created it (../pricing/background.ts). */
   settleBackground?: RecorderOptions['settleBackground']
+  /** Sees a plan's meter an answer's body carried (Gemini Code Assist's quotas). */
+  observeReading?: RecorderOptions['observeReading']
 }
 
 /**

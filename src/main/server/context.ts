@@ -8,6 +8,7 @@ import type { CallNotices } from '../ledger/notices'
 import type { Pricer } from '../pricing/price'
 import type { Prices } from '../pricing/types'
 import type { HeadersObserver } from '../proxy/call/forward'
+import type { RecorderOptions } from '../proxy/call/recording'
 import type { ConnectContext } from '../connect/types'
 import type { CallGate } from '../proxy/gate'
 import type { PlanTracker } from '../plans/tracker'
@@ -15,6 +16,9 @@ import type { Upstream } from '../proxy/routes'
 import type { SqlStore } from '../storage/sql'
 
 /** What a feature (health, admin, dashboard, ...) gets from the server core. */
+/** Sees a plan's meter that an answer's body carried. */
+export type ReadingObserver = NonNullable<RecorderOptions['observeReading']>
+
 export interface ServerContext {
   config: Config
   /** This instance's own SQLite database (with `storage.url`, only what is local to the instance). */
@@ -44,6 +48,8 @@ export interface ServerContext {
   notices: CallNotices | null
   /** Adds an observer of every upstream answer's status and headers. */
   observeHeaders(fn: HeadersObserver): void
+  /** Adds an observer of the plan meters that answers' bodies carry (Gemini Code Assist's quotas). */
+  observeReadings(fn: ReadingObserver): void
   /** Installs the gate every proxied call passes before going upstream (budgets). */
   setGate(gate: CallGate): void
   /** This server's address once listening (`http://127.0.0.1:8787`; a wildcard listen is reached on loopback). */

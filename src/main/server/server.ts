@@ -44,7 +44,7 @@ import { otel } from '../otel'
 import { dashboardUi } from '../ui'
 import { team } from '../team'
 import type { ConnectContext } from '../connect/types'
-import type { Feature, ServerContext } from './context'
+import type { Feature, ReadingObserver, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { createApiApp, finishApiApp } from './express'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
@@ -128,6 +128,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
+  const readingObservers: ReadingObserver[] = []
   const app = createApiApp()
   const pricer = new Pricer(config.pricing.overrides)
   let url = ''
@@ -148,6 +149,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     notices,
     observeHeaders: (fn) => {
       observers.push(fn)
+    },
+    observeReadings: (fn) => {
+      readingObservers.push(fn)
     },
     setGate: (g) => {
       // A call carrying several API keys passes only if the gate admits each (a decoy key cannot stand in).
@@ -173,6 +177,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     sessions: seededSessions(context),
     observeHeaders: (s, status, h) => {
       for (const o of observers) o(s, status, h)
+    },
+    observeReading: (s, reading) => {
+      for (const o of readingObservers) o(s, reading)
     },
     settleBackground: backgroundSettler(context, storage.store.dialect === 'postgres' ? spendMover(config) : undefined),
   })

@@ -5,6 +5,7 @@ import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { BackgroundDone } from '../../pricing/background'
+import type { MeterReading } from '../../plans/types'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
 import type { CallState } from './state'
@@ -17,6 +18,8 @@ export interface RecorderOptions {
    * nothing itself): the call that created the response takes it (../../pricing/background.ts).
    */
   settleBackground?: (done: BackgroundDone) => void
+  /** Sees a plan's meter that an answer's body carried (MeterResult.planReading); must not take long. */
+  observeReading?: (s: CallState, reading: MeterReading) => void
 }
 
 /**
@@ -48,6 +51,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         usage = r.usage
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
+        if (r.planReading && opts.observeReading) opts.observeReading(s, r.planReading)
         if (r.backgroundUsage && responseId && opts.settleBackground) {
           opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage })
         }

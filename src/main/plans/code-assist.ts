@@ -1,0 +1,35 @@
+import { isObject } from '../metering/usage'
+import { type MeterReading, type MeterWindow, num, resetTime } from './types'
+
+/**
+ * Gemini Code Assist's quotas (Gemini CLI logged in with Google): the answer to
+ * `POST /v1internal:retrieveUserQuota`, which the CLI asks for before its model calls, is
+ * `{buckets: [{modelId, tokenType, remainingFraction, remainingAmount?, resetTime}]}`
+ * (gemini-cli's config.refreshUserQuota reads it the same way). Each model's bucket is a window
+ * named after the model: its utilization is the used share (1 - remainingFraction), its reset the
+ * bucket's. Code Assist does not say how long a window is (`window_minutes` is null).
+ */
+export function readCodeAssistQuota(body: unknown): MeterReading | null {
+  if (!isObject(body) || !Array.isArray(body.buckets)) return null
+  const windows: MeterWindow[] = []
+  const details: Record<string, string> = {}
+  const seen = new Set<string>()
+  for (const b of body.buckets) {
+    if (!isObject(b) || typeof b.modelId !== 'string' || !b.modelId) continue
+    const remaining = typeof b.remainingFraction === 'number' ? b.remainingFraction : num(typeof b.remainingFraction === 'string' ? b.remainingFraction : undefined)
+    if (remaining === null || !Number.isFinite(remaining)) continue
+    let name = b.modelId
+    if (seen.has(name) && typeof b.tokenType === 'string' && b.tokenType) name = `${name}_${b.tokenType.toLowerCase()}`
+    if (seen.has(name)) continue
+    seen.add(name)
+    windows.push({
+      name,
+      utilization: Math.min(1, Math.max(0, 1 - remaining)),
+      resets_at: resetTime(typeof b.resetTime === 'string' ? b.resetTime : undefined),
+      status: '',
+      window_minutes: null,
+    })
+    if (typeof b.remainingAmount === 'string' || typeof b.remainingAmount === 'number') details[`${name}-remaining`] = String(b.remainingAmount)
+  }
+  return windows.length > 0 ? { kind: 'plan', windows, details } : null
+}
