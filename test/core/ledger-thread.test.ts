@@ -65,6 +65,9 @@ describe('ledger write thread', () => {
     await eventually(() => counts().calls === 500)
     expect(counts().rolled).toBe(500)
     expect(here.rows).toBe(0)
+    // The batch is on disk once the thread commits; it stops counting as pending when the thread's
+    // answer reaches this thread, a moment later on a busy machine.
+    await eventually(() => ledger.status.pending === 0)
     expect(ledger.status).toMatchObject({ writable: true, pending: 0, last_error: null })
   })
 
