@@ -43,21 +43,27 @@ afterAll(async () => {
   await new Promise<void>((r) => upstreamHttp.close(() => r()))
 })
 
+/** Codex's ChatGPT login opens a Responses WebSocket on `path` and makes one call; the upstream's path it reached. */
+async function oneCall(path: string, token: string): Promise<string> {
+  upgradePath = ''
+  const ws = new WebSocket(`${t.url.replace('http', 'ws')}${path}`, {
+    headers: { authorization: `Bearer ${token}`, 'chatgpt-account-id': 'acct_ws', originator: 'codex_exec' },
+  })
+  const frames: string[] = []
+  ws.on('message', (d) => frames.push(String(d)))
+  await new Promise((r, j) => {
+    ws.on('open', r)
+    ws.on('error', j)
+  })
+  ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
+  await eventually(() => frames.length === 3, 10_000)
+  ws.close()
+  return upgradePath
+}
+
 describe('Codex with ChatGPT over WebSocket', () => {
   it('reads the windows from the upgrade headers and codex.rate_limits, and records a subscription call', async () => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/chatgpt/codex/responses`, {
-      headers: { authorization: 'Bearer eyJ.chatgpt.ws-token-eeee', 'chatgpt-account-id': 'acct_ws', originator: 'codex_exec' },
-    })
-    const frames: string[] = []
-    ws.on('message', (d) => frames.push(String(d)))
-    await new Promise((r, j) => {
-      ws.on('open', r)
-      ws.on('error', j)
-    })
-    expect(upgradePath).toBe('/backend-api/codex/responses')
-    ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
-    await eventually(() => frames.length === 3, 10_000)
-    ws.close()
+    expect(await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-eeee')).toBe('/backend-api/codex/responses')
     const accounts = (await request(`${t.url}/api/dashboard/plans`)).json().accounts
     expect(accounts).toHaveLength(1)
     expect(accounts[0]).toMatchObject({ provider: 'chatgpt', billing: 'subscription', details: { 'codex-plan-type': 'plus' } })
@@ -72,20 +78,7 @@ describe('Codex with ChatGPT over WebSocket', () => {
   })
 
   it('on /v1/responses (the openai_base_url an API key uses), a ChatGPT login is upgraded at the ChatGPT backend too', async () => {
-    upgradePath = ''
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, {
-      headers: { authorization: 'Bearer eyJ.chatgpt.ws-token-ffff', 'chatgpt-account-id': 'acct_ws', originator: 'codex_exec' },
-    })
-    const frames: string[] = []
-    ws.on('message', (d) => frames.push(String(d)))
-    await new Promise((r, j) => {
-      ws.on('open', r)
-      ws.on('error', j)
-    })
-    expect(upgradePath).toBe('/backend-api/codex/responses')
-    ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
-    await eventually(() => frames.length === 3, 10_000)
-    ws.close()
+    expect(await oneCall('/v1/responses', 'eyJ.chatgpt.ws-token-ffff')).toBe('/backend-api/codex/responses')
     await eventually(() => {
       t.server.ledger.flush()
       return (t.server.db.prepare('SELECT COUNT(*) AS n FROM calls').get() as { n: number }).n === 2

@@ -53,6 +53,20 @@ function snippet(id: string, block: number): string {
   return code
 }
 
+/** Gemini CLI's settings in the agent's HOME: how it logs in (`gemini-api-key`, `oauth-personal`), telemetry and updates off. */
+function geminiSettings(agent: Agent, authType: string): void {
+  mkdirSync(join(agent.home, '.gemini'), { recursive: true })
+  writeFileSync(
+    join(agent.home, '.gemini', 'settings.json'),
+    JSON.stringify({
+      security: { auth: { selectedType: authType } },
+      privacy: { usageStatisticsEnabled: false },
+      telemetry: { enabled: false },
+      general: { disableAutoUpdate: true, disableUpdateNag: true },
+    }),
+  )
+}
+
 /** `export K=V` lines of a shell snippet, as environment variables. */
 function exportsOf(code: string): Record<string, string> {
   const env: Record<string, string> = {}
@@ -364,16 +378,7 @@ describe('the real agent CLIs through Burnrate', () => {
       GEMINI_API_KEY: KEYS.gemini,
       GEMINI_CLI_TRUST_WORKSPACE: 'true',
     })
-    mkdirSync(join(agent.home, '.gemini'), { recursive: true })
-    writeFileSync(
-      join(agent.home, '.gemini', 'settings.json'),
-      JSON.stringify({
-        security: { auth: { selectedType: 'gemini-api-key' } },
-        privacy: { usageStatisticsEnabled: false },
-        telemetry: { enabled: false },
-        general: { disableAutoUpdate: true, disableUpdateNag: true },
-      }),
-    )
+    geminiSettings(agent, 'gemini-api-key')
     const ask = (extra: string[], prompt: string) => turn(agent, 'gemini', ['-m', 'gemini-2.5-flash', ...extra, '-p', prompt, '--output-format', 'json'], 'gemini-cli')
     const first = await ask([], 'Say hello.')
     const out1 = JSON.parse(first.out.stdout)
@@ -398,16 +403,7 @@ describe('the real agent CLIs through Burnrate', () => {
       GEMINI_CLI_TRUST_WORKSPACE: 'true',
     })
     expect(agent.env.CODE_ASSIST_ENDPOINT).toBe(`${relay.url}/code-assist`)
-    mkdirSync(join(agent.home, '.gemini'), { recursive: true })
-    writeFileSync(
-      join(agent.home, '.gemini', 'settings.json'),
-      JSON.stringify({
-        security: { auth: { selectedType: 'oauth-personal' } },
-        privacy: { usageStatisticsEnabled: false },
-        telemetry: { enabled: false },
-        general: { disableAutoUpdate: true, disableUpdateNag: true },
-      }),
-    )
+    geminiSettings(agent, 'oauth-personal')
     const beforeRow = lastId()
     const beforeEx = mock.exchanges.length
     const beforeSeen = relay.seen.length
