@@ -6,12 +6,15 @@ describe('agentSetup', () => {
     expect(agentSetup('http://127.0.0.1:8787', 'darwin')).toBe(
       '# Burnrate: meter AI agents through http://127.0.0.1:8787\n' +
         'export OPENAI_BASE_URL=http://127.0.0.1:8787/openai/v1\n' +
-        'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n',
+        'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n' +
+        'export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n' +
+        'export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n',
     )
   })
   it('gives PowerShell on Windows, with the real port', () => {
     const text = agentSetup('http://127.0.0.1:8790/', 'win32')
     expect(text).toContain('$env:OPENAI_BASE_URL = "http://127.0.0.1:8790/openai/v1"\r\n')
     expect(text).toContain('$env:ANTHROPIC_BASE_URL = "http://127.0.0.1:8790/anthropic"\r\n')
+    expect(text).toContain('$env:CODE_ASSIST_ENDPOINT = "http://127.0.0.1:8790/code-assist"\r\n')
   })
 })

@@ -1,7 +1,8 @@
 /**
  * The environment lines that point agents at the proxy, for "Copy agent setup": the OpenAI and
- * Anthropic SDKs (and the agents built on them: Claude Code, Aider, ...) read these. Codex CLI
- * 0.171 ignores OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel).
+ * Anthropic SDKs (and the agents built on them: Claude Code, Aider, ...) and Gemini CLI (with an
+ * API key, and logged in with Google: Gemini Code Assist) read these. Codex CLI 0.171 ignores
+ * OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel).
  * PowerShell syntax on Windows, POSIX shell elsewhere.
  */
 export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string {
@@ -9,6 +10,8 @@ export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string
   const vars: [string, string][] = [
     ['OPENAI_BASE_URL', `${base}/openai/v1`],
     ['ANTHROPIC_BASE_URL', `${base}/anthropic`],
+    ['GOOGLE_GEMINI_BASE_URL', `${base}/gemini`],
+    ['CODE_ASSIST_ENDPOINT', `${base}/code-assist`],
   ]
   if (platform === 'win32') {
     return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`)].join('\r\n') + '\r\n'
