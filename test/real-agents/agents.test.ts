@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setupSnippets } from '../../src/renderer/src/lib/setup-snippets'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
-import { type AgentMock, CODE_ASSIST_QUOTA, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
+import { type AgentMock, CLAUDE_PLAN, CODE_ASSIST_QUOTA, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
 import { type Relay, startRelay } from './relay'
 
 /**
@@ -250,6 +250,30 @@ describe('the real agent CLIs through Burnrate', () => {
     const r3 = JSON.parse(second.out.stdout)
     expect(second.session).toBe(r3.session_id)
     expect(second.session).not.toBe(r1.session_id)
+  })
+
+  it('Claude Code logged in with a Claude account (OAuth token): the same ANTHROPIC_BASE_URL, plan usage under its session, its 5h and 7d windows on /api/dashboard/plans', async () => {
+    // CLAUDE_CODE_OAUTH_TOKEN is Claude Code's own way to take a Claude account's token without a
+    // browser (`claude setup-token` prints one); a login through the browser sends the same.
+    const agent = newAgent('claude-oauth', {
+      ...exportsOf(snippet('claude-code', 0)),
+      CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-burnrate-suite-claude-account-0007',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    })
+    const r = await turn(agent, 'claude', ['-p', '--output-format', 'json', 'Say hello.'], 'claude-code')
+    const out = JSON.parse(r.out.stdout)
+    expect(out.result).toContain('Burnrate mock answer')
+    expect(r.session).toBe(out.session_id)
+    for (const e of r.exchanges) expect(e.headers.authorization).toBe('Bearer sk-ant-oat01-burnrate-suite-claude-account-0007')
+    for (const row of r.rows) expect(row).toMatchObject({ provider: 'anthropic', billing: 'subscription' })
+    const acct = ((await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]).find((a) => a.provider === 'anthropic' && a.billing === 'subscription')
+    expect(acct, 'the Claude plan is on /api/dashboard/plans').toBeDefined()
+    const windows = Object.fromEntries(acct.windows.map((w: any) => [w.name, w.utilization]))
+    expect(windows).toMatchObject(CLAUDE_PLAN)
+    expect(acct.details).toMatchObject({ 'representative-claim': 'five_hour' })
   })
 
   for (const [setup, block, transport] of [

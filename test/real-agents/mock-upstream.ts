@@ -29,6 +29,23 @@ function codexPlanHeaders(): Record<string, string> {
   }
 }
 
+/** The Claude plan's windows the mock reports to a Claude account's OAuth token (anthropic-ratelimit-unified-*). */
+export const CLAUDE_PLAN = { '5h': 0.31, '7d': 0.12 }
+
+function claudePlanHeaders(): Record<string, string> {
+  const now = Math.floor(Date.now() / 1000)
+  return {
+    'anthropic-ratelimit-unified-status': 'allowed',
+    'anthropic-ratelimit-unified-representative-claim': 'five_hour',
+    'anthropic-ratelimit-unified-5h-utilization': String(CLAUDE_PLAN['5h']),
+    'anthropic-ratelimit-unified-5h-reset': String(now + 3 * 3600),
+    'anthropic-ratelimit-unified-5h-status': 'allowed',
+    'anthropic-ratelimit-unified-7d-utilization': String(CLAUDE_PLAN['7d']),
+    'anthropic-ratelimit-unified-7d-reset': String(now + 5 * 86400),
+    'anthropic-ratelimit-unified-7d-status': 'allowed',
+  }
+}
+
 const RESPONSES_PATH = /(\/v1|\/backend-api\/codex)\/responses$/
 
 export interface Usage {
@@ -95,8 +112,10 @@ export async function startAgentMock(): Promise<AgentMock> {
       if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
         const { usage, text } = next()
         const model = String(json?.model ?? 'claude')
-        if (json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream' }, anthropicSse(model, usage, text), model, usage, text)
-        else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+        // A Claude account's OAuth token (Claude Code logged in) gets the plan's meter, as Anthropic sends it.
+        const plan = String(req.headers.authorization ?? '').startsWith('Bearer sk-ant-oat') ? claudePlanHeaders() : {}
+        if (json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream', ...plan }, anthropicSse(model, usage, text), model, usage, text)
+        else send('anthropic', 200, { 'content-type': 'application/json', ...plan }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
       } else if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) {
         send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
       } else if (req.method === 'GET' && path.endsWith('/backend-api/wham/accounts/check')) {
