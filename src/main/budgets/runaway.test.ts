@@ -26,6 +26,9 @@ describe('tailHash', () => {
     expect(tailHash(c)).not.toBe(tailHash(b))
     expect(tailHash({ messages: [msg('user', 'hi')] })).toBeNull()
     expect(tailHash({ contents: a.messages })).toBe(tailHash(a))
+    // Gemini Code Assist wraps Gemini's request (Gemini CLI logged in with Google).
+    expect(tailHash({ model: 'gemini-2.5-pro', project: 'p', request: { contents: b.messages, session_id: 's' } })).toBe(tailHash(a))
+    expect(tailHash({ model: 'gemini-2.5-pro', request: { contents: [msg('user', 'hi')] } })).toBeNull()
   })
 })
 

@@ -34,11 +34,16 @@ export interface RunawayEvent {
   at: number
 }
 
-/** Messages a tail is taken from: OpenAI chat and Anthropic `messages`, Responses `input`, Gemini `contents`. */
+/**
+ * Messages a tail is taken from: OpenAI chat and Anthropic `messages`, Responses `input`, Gemini
+ * `contents`, and Gemini Code Assist's `request.contents` (Gemini's request, wrapped).
+ */
 function conversation(body: unknown): unknown[] | null {
   if (typeof body !== 'object' || body === null) return null
   const b = body as Record<string, unknown>
   for (const k of ['messages', 'input', 'contents']) if (Array.isArray(b[k])) return b[k] as unknown[]
+  const wrapped = b.request as Record<string, unknown> | null | undefined
+  if (typeof wrapped === 'object' && wrapped !== null && Array.isArray(wrapped.contents)) return wrapped.contents as unknown[]
   return null
 }
 
