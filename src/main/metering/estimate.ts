@@ -21,6 +21,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
   const texts: string[] = []
   let messages = 0
   if (!isObject(body)) return { texts, messages }
+  // Gemini Code Assist: Gemini's request, wrapped as `request` (beside `model` and `project`).
+  if (isObject(body.request) && Array.isArray(body.request.contents) && body.contents === undefined) return promptParts(body.request)
   const pushContent = (c: unknown): void => {
     if (typeof c === 'string') texts.push(c)
     else if (Array.isArray(c)) {
