@@ -15,10 +15,10 @@ import type { PlanTracker } from '../plans/tracker'
 import type { Upstream } from '../proxy/routes'
 import type { SqlStore } from '../storage/sql'
 
-/** What a feature (health, admin, dashboard, ...) gets from the server core. */
 /** Sees a plan's meter that an answer's body carried. */
 export type ReadingObserver = NonNullable<RecorderOptions['observeReading']>
 
+/** What a feature (health, admin, dashboard, ...) gets from the server core. */
 export interface ServerContext {
   config: Config
   /** This instance's own SQLite database (with `storage.url`, only what is local to the instance). */
