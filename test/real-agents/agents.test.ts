@@ -53,6 +53,9 @@ function snippet(id: string, block: number): string {
   return code
 }
 
+/** Claude Code with telemetry, updates, error reports and other traffic of its own off. */
+const CLAUDE_QUIET = { DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', DISABLE_ERROR_REPORTING: '1', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1' }
+
 /** Gemini CLI's settings in the agent's HOME: how it logs in (`gemini-api-key`, `oauth-personal`), telemetry and updates off. */
 function geminiSettings(agent: Agent, authType: string): void {
   mkdirSync(join(agent.home, '.gemini'), { recursive: true })
@@ -229,10 +232,7 @@ describe('the real agent CLIs through Burnrate', () => {
     const agent = newAgent('claude', {
       ...exportsOf(snippet('claude-code', 0)),
       ANTHROPIC_API_KEY: KEYS.anthropic,
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      ...CLAUDE_QUIET,
     })
     const ask = (extra: string[], prompt: string) => turn(agent, 'claude', ['-p', ...extra, '--output-format', 'json', prompt], 'claude-code')
     const first = await ask([], 'Say hello.')
@@ -258,10 +258,7 @@ describe('the real agent CLIs through Burnrate', () => {
     const agent = newAgent('claude-oauth', {
       ...exportsOf(snippet('claude-code', 0)),
       CLAUDE_CODE_OAUTH_TOKEN: 'sk-ant-oat01-burnrate-suite-claude-account-0007',
-      DISABLE_TELEMETRY: '1',
-      DISABLE_AUTOUPDATER: '1',
-      DISABLE_ERROR_REPORTING: '1',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      ...CLAUDE_QUIET,
     })
     const r = await turn(agent, 'claude', ['-p', '--output-format', 'json', 'Say hello.'], 'claude-code')
     const out = JSON.parse(r.out.stdout)
