@@ -197,6 +197,39 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     await t.server.ledger.flush()
     expect(t.server.db.prepare('SELECT provider, billing FROM calls ORDER BY id DESC LIMIT 1').get()).toEqual({ provider: 'openai', billing: 'api' })
   })
+
+  it('a Claude login whose token is refreshed stays one plan account (the account_uuid Claude Code sends), also for its calls that do not name it', async () => {
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.31', 'anthropic-ratelimit-unified-5h-reset': soon(2 * 3600_000) })
+    const claude = (token: string, userId: string | null, path = '/v1/messages') =>
+      postJson(`${t.url}${path}`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [], ...(userId === null ? {} : { metadata: { user_id: userId } }) }, {
+        authorization: `Bearer ${token}`,
+        'anthropic-version': '2023-06-01',
+        'anthropic-beta': 'oauth-2025-04-20',
+        'user-agent': 'claude-cli/2.1.332 (external, cli)',
+      })
+    const account = '0b6e3d3c-1111-4222-8333-944445555666'
+    const userId = (session: string) => JSON.stringify({ device_id: 'd'.repeat(64), account_uuid: account, session_id: session })
+    const claudeAccounts = async () => (await plans()).filter((a) => a.provider === 'anthropic' && a.account_hint !== 'sk-…aaaa')
+    // Before and after a refresh: two tokens, one account (as Claude Code 2.1.78+ writes user_id, and as before it).
+    expect((await claude('sk-ant-oat01-browser-login-before-1111', userId('11111111-2222-4333-8444-555555555555'))).status).toBe(200)
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.34', 'anthropic-ratelimit-unified-5h-reset': soon(2 * 3600_000) })
+    expect((await claude('sk-ant-oat01-browser-login-after-2222', `user_${'e'.repeat(64)}_account_${account}_session_11111111-2222-4333-8444-555555555555`)).status).toBe(200)
+    // Token counting sends no metadata: the refreshed token is known to belong to the account.
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.35', 'anthropic-ratelimit-unified-5h-reset': soon(2 * 3600_000) })
+    expect((await claude('sk-ant-oat01-browser-login-after-2222', null, '/v1/messages/count_tokens')).status).toBe(200)
+    let accounts = await claudeAccounts()
+    expect(accounts).toHaveLength(1)
+    expect(accounts[0]).toMatchObject({ billing: 'subscription', account_hint: 'sk-…1111' })
+    expect(accounts[0].windows).toMatchObject([{ name: '5h', utilization: 0.35 }])
+    // A token given alone (CLAUDE_CODE_OAUTH_TOKEN: account_uuid '') is its own account, as before.
+    expect((await claude('sk-ant-oat01-setup-token-alone-3333', JSON.stringify({ device_id: 'd'.repeat(64), account_uuid: '', session_id: '22222222-2222-4333-8444-555555555555' }))).status).toBe(200)
+    accounts = await claudeAccounts()
+    expect(accounts.map((a) => a.account_hint).sort()).toEqual(['sk-…1111', 'sk-…3333'])
+    // Each call is recorded under the token it sent: the ledger's key is the credential, as the contract says.
+    await t.server.ledger.flush()
+    const keys = t.server.db.prepare("SELECT DISTINCT key_hint FROM calls WHERE key_hint LIKE 'sk-…1111' OR key_hint LIKE 'sk-…2222'").all()
+    expect(keys).toHaveLength(2)
+  })
 })
 
 describe('money budgets and plan usage', () => {

@@ -273,6 +273,35 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(acct.details).toMatchObject({ 'representative-claim': 'five_hour' })
   })
 
+  it('Claude Code logged in through the browser: its token refreshed between two sessions, one plan account on /api/dashboard/plans', async () => {
+    // What `claude` leaves after a browser login: the tokens in ~/.claude/.credentials.json and the
+    // account in ~/.claude.json. Claude Code names the account in every Messages call's metadata.
+    const agent = newAgent('claude-browser', { ...exportsOf(snippet('claude-code', 0)), ...CLAUDE_QUIET })
+    mkdirSync(join(agent.home, '.claude'), { recursive: true })
+    const login = (accessToken: string) =>
+      writeFileSync(
+        join(agent.home, '.claude', '.credentials.json'),
+        JSON.stringify({ claudeAiOauth: { accessToken, refreshToken: 'sk-ant-ort01-burnrate-suite', expiresAt: Date.now() + 8 * 3600_000, scopes: ['user:inference', 'user:profile'], subscriptionType: 'max' } }),
+      )
+    writeFileSync(
+      join(agent.home, '.claude.json'),
+      JSON.stringify({ hasCompletedOnboarding: true, oauthAccount: { accountUuid: '0b6e3d3c-1111-4222-8333-944445555666', emailAddress: 'suite@example.invalid', organizationUuid: '7c0e3d3c-1111-4222-8333-944445555666' } }),
+    )
+    login('sk-ant-oat01-burnrate-suite-browser-login-0011')
+    const first = await turn(agent, 'claude', ['-p', '--output-format', 'json', 'Say hello.'], 'claude-code')
+    // Claude Code refreshes its access token every few hours (it cannot be pointed at a loopback
+    // token endpoint, so the suite writes what a refresh leaves: a new token, the same account).
+    login('sk-ant-oat01-burnrate-suite-browser-login-0022')
+    const second = await turn(agent, 'claude', ['-p', '--output-format', 'json', 'Something new.'], 'claude-code')
+    expect(second.session).not.toBe(first.session)
+    expect(first.exchanges.every((e) => e.headers.authorization === 'Bearer sk-ant-oat01-burnrate-suite-browser-login-0011')).toBe(true)
+    expect(second.exchanges.every((e) => e.headers.authorization === 'Bearer sk-ant-oat01-burnrate-suite-browser-login-0022')).toBe(true)
+    for (const row of [...first.rows, ...second.rows]) expect(row).toMatchObject({ provider: 'anthropic', billing: 'subscription' })
+    const accounts = ((await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]).filter((a) => ['sk-…0011', 'sk-…0022'].includes(a.account_hint))
+    expect(accounts, 'one account for the login, not one per token').toHaveLength(1)
+    expect(Object.fromEntries(accounts[0].windows.map((w: any) => [w.name, w.utilization]))).toMatchObject(CLAUDE_PLAN)
+  })
+
   for (const [setup, block, transport] of [
     ['openai_base_url (WebSocket)', 0, 'responses-ws'],
     ['custom provider (SSE)', 1, 'responses-sse'],

@@ -25,19 +25,31 @@ export const claudeCode: AgentSignature = {
 }
 
 function claudeCodeSession(r: ClientRequest): string {
-  const b = r.body
-  if (!isObject(b) || !isObject(b.metadata)) return ''
-  const uid: unknown = b.metadata.user_id
-  if (isObject(uid)) return sessionId(uid.session_id)
-  if (typeof uid !== 'string') return ''
+  return sessionId(claudeUserId(r.body).session)
+}
+
+/**
+ * The parts of a Claude Code request's `metadata.user_id`: its session, and the Claude account
+ * it is logged in with (`account_uuid`; '' with an API key, or with a token given alone in
+ * `CLAUDE_CODE_OAUTH_TOKEN`). The account outlives the login's access tokens, which Claude Code
+ * refreshes every few hours. Unvalidated: callers check what they use.
+ */
+export function claudeUserId(body: unknown): { session: unknown; account: unknown } {
+  const none = { session: '', account: '' }
+  if (!isObject(body) || !isObject(body.metadata)) return none
+  const uid: unknown = body.metadata.user_id
+  if (isObject(uid)) return { session: uid.session_id, account: uid.account_uuid }
+  if (typeof uid !== 'string') return none
   if (uid.startsWith('{')) {
     try {
       const parsed = JSON.parse(uid)
-      return isObject(parsed) ? sessionId(parsed.session_id) : ''
+      return isObject(parsed) ? { session: parsed.session_id, account: parsed.account_uuid } : none
     } catch {
-      return ''
+      return none
     }
   }
-  const m = /_session_([0-9a-f-]{8,})$/i.exec(uid)
-  return m ? sessionId(m[1]) : ''
+  const m = /_account_([0-9a-f-]*)_session_([0-9a-f-]{8,})$/i.exec(uid)
+  if (m) return { session: m[2], account: m[1] }
+  const s = /_session_([0-9a-f-]{8,})$/i.exec(uid)
+  return s ? { session: s[1], account: '' } : none
 }

@@ -1,3 +1,4 @@
+import { claudeUserId } from '../agents/claude-code'
 import { hashKey, keyHint } from '../proxy/attribution'
 import type { CallState } from '../proxy/call/state'
 import type { Feature } from '../server/context'
@@ -11,10 +12,12 @@ import { type Observed, PlanTracker } from './tracker'
  * account is kept with a short history (./tracker.ts), for GET /api/dashboard/plans, the tray and
  * notifications. The account is the credential's hash, or what stays when its tokens are
  * refreshed (often): for ChatGPT the `chatgpt-account-id` Codex sends, for Code Assist the
- * Google Cloud project its requests name.
+ * Google Cloud project its requests name, for a Claude login the `account_uuid` Claude Code
+ * sends in its requests' metadata.
  */
 export const plans: Feature = (ctx) => {
   const tracker = new PlanTracker()
+  const accountOf = accounts()
   ctx.plans = tracker
   ctx.observeHeaders((s, _status, headers) => {
     const reading = readMeter(headers)
@@ -23,11 +26,31 @@ export const plans: Feature = (ctx) => {
   ctx.observeReadings((s, reading) => tracker.observe(accountOf(s), reading))
 }
 
-function accountOf(s: CallState): Observed {
-  const who = { provider: s.ctx.provider.name, billing: s.ctx.billing ?? 'api' }
-  const accountId = s.info.headers['chatgpt-account-id']
-  if (typeof accountId === 'string' && accountId) return { ...who, account: hashKey(`chatgpt-account:${accountId}`), hint: s.ctx.keyHint }
-  const project = s.ctx.provider.name === 'code-assist' ? s.info.body?.project : undefined
-  if (typeof project === 'string' && project) return { ...who, account: hashKey(`code-assist-project:${project}`), hint: keyHint(project) }
-  return { ...who, account: s.ctx.apiKeyHash, hint: s.ctx.keyHint }
+/** Claude logins' tokens remembered with their account, for their calls that do not name it. */
+const MAX_CLAUDE_TOKENS = 1024
+
+function accounts(): (s: CallState) => Observed {
+  // A Claude login's token -> its account. Claude Code names the account in its Messages calls'
+  // metadata, not in every call (token counting has none), and the token's hash is all such a call has.
+  const claudeTokens = new Map<string, string>()
+  const claudeAccount = (s: CallState): string => {
+    const uuid = claudeUserId(s.info.body).account
+    if (typeof uuid !== 'string' || !uuid) return claudeTokens.get(s.ctx.apiKeyHash) ?? s.ctx.apiKeyHash
+    const account = hashKey(`claude-account:${uuid}`)
+    if (!claudeTokens.has(s.ctx.apiKeyHash)) {
+      if (claudeTokens.size >= MAX_CLAUDE_TOKENS) claudeTokens.delete(claudeTokens.keys().next().value as string)
+      claudeTokens.set(s.ctx.apiKeyHash, account)
+    }
+    return account
+  }
+  return (s) => {
+    const who = { provider: s.ctx.provider.name, billing: s.ctx.billing ?? 'api' }
+    const accountId = s.info.headers['chatgpt-account-id']
+    if (typeof accountId === 'string' && accountId) return { ...who, account: hashKey(`chatgpt-account:${accountId}`), hint: s.ctx.keyHint }
+    const project = who.provider === 'code-assist' ? s.info.body?.project : undefined
+    if (typeof project === 'string' && project) return { ...who, account: hashKey(`code-assist-project:${project}`), hint: keyHint(project) }
+    // A Claude login (an API key's limits are the key's own, whatever account sent it).
+    if (who.provider === 'anthropic' && who.billing === 'subscription') return { ...who, account: claudeAccount(s), hint: s.ctx.keyHint }
+    return { ...who, account: s.ctx.apiKeyHash, hint: s.ctx.keyHint }
+  }
 }
