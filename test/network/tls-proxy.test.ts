@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
 import { ADMIN_CONFIG, TOKEN } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
@@ -244,6 +245,108 @@ describe('a corporate proxy', () => {
         if (v === undefined) delete process.env[k]
         else process.env[k] = v
       }
+      await s?.stop()
+      await proxy.close()
+    }
+  })
+})
+
+describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy', () => {
+  let wss: WebSocketServer
+  let plainWs: http.Server
+  let plainWsUrl: string
+  const USAGE = { input_tokens: 1200, input_tokens_details: { cached_tokens: 0 }, output_tokens: 40, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1240 }
+
+  beforeAll(async () => {
+    // The Responses socket: every response.create is answered with a completed response.
+    wss = new WebSocketServer({ noServer: true })
+    wss.on('connection', (ws) => {
+      ws.on('message', () => {
+        const resp = { id: 'resp_proxy', object: 'response', model: 'gpt-4o-mini-2024-07-18' }
+        ws.send(JSON.stringify({ type: 'response.created', sequence_number: 0, response: { ...resp, status: 'in_progress' } }))
+        ws.send(JSON.stringify({ type: 'response.completed', sequence_number: 1, response: { ...resp, status: 'completed', usage: USAGE } }))
+      })
+    })
+    const upgrade = (req: http.IncomingMessage, socket: import('node:stream').Duplex, head: Buffer) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req))
+    tlsUp.server.on('upgrade', upgrade)
+    plainWs = http.createServer((_q, r) => r.writeHead(404).end())
+    plainWs.on('upgrade', upgrade)
+    await new Promise<void>((r) => plainWs.listen(0, '127.0.0.1', r))
+    plainWsUrl = `http://localhost:${(plainWs.address() as AddressInfo).port}`
+  })
+  afterAll(async () => {
+    tlsUp.server.removeAllListeners('upgrade')
+    plainWs.closeAllConnections()
+    await new Promise<void>((r) => plainWs.close(() => r()))
+    wss.close()
+  })
+
+  /** One response over Burnrate's WebSocket: the completed event, or how the upgrade was refused. */
+  async function oneResponse(url: string, path = '/v1/responses'): Promise<{ completed: boolean } | { status: number; body: any }> {
+    const ws = new WebSocket(`${url.replace(/^http/, 'ws')}${path}`, { headers: { authorization: 'Bearer sk-proj-proxied-socket-0001' } })
+    return new Promise((resolve, reject) => {
+      ws.on('unexpected-response', (_r, res) => {
+        let text = ''
+        res.on('data', (c) => (text += c))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }))
+      })
+      ws.on('open', () => ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi' })))
+      ws.on('message', (m) => {
+        if (JSON.parse(String(m)).type === 'response.completed') {
+          ws.close()
+          resolve({ completed: true })
+        }
+      })
+      ws.on('error', reject)
+    })
+  }
+
+  it('upstream.proxy with credentials: the wss:// upgrade is tunnelled through it (trusting upstream.ca_file), a no_proxy host is reached directly, and the response is metered', async () => {
+    const proxy = await startConnectProxy({ user: 'alice', password: 'p@ss word' })
+    const plainPort = new URL(plainWsUrl).port
+    const s = await startLoggedServer({
+      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}`, no_proxy: [`localhost:${plainPort}`] },
+      providers: { openai: { base_url: `${tlsUp.url}/v1` }, groq: { base_url: `${plainWsUrl}/openai/v1` } },
+    })
+    try {
+      expect(await oneResponse(s.url)).toEqual({ completed: true })
+      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+      expect(await eventually(() => lastRow(s.dbFile)?.input_tokens === 1200 && lastRow(s.dbFile))).toMatchObject({ provider: 'openai', status: 200, output_tokens: 40, error: null })
+      // localhost:<that port> is in no_proxy: the socket goes there directly.
+      expect(await oneResponse(s.url, '/groq/v1/responses')).toEqual({ completed: true })
+      expect(proxy.targets).toHaveLength(1)
+    } finally {
+      await s.stop()
+      await proxy.close()
+    }
+  })
+
+  it("the proxy's 407: a 502 that says the proxy wants credentials, as for an HTTP call", async () => {
+    const proxy = await startConnectProxy({ user: 'alice', password: 'right' })
+    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile, proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+    try {
+      const r = await oneResponse(s.url)
+      expect(r).toMatchObject({ status: 502, body: { error: { type: 'upstream_unreachable' } } })
+      expect((r as { body: any }).body.error.message).toMatch(/proxy asks for credentials \(407\)/)
+      expect(s.lines.join('\n')).not.toContain('wrong')
+    } finally {
+      await s.stop()
+      await proxy.close()
+    }
+  })
+
+  it('HTTPS_PROXY from the environment carries the upgrade too', async () => {
+    const proxy = await startConnectProxy()
+    const saved = process.env.HTTPS_PROXY
+    process.env.HTTPS_PROXY = proxy.url
+    let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
+    try {
+      s = await startLoggedServer({ upstream: { ca_file: ca.caFile }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+      expect(await oneResponse(s.url)).toEqual({ completed: true })
+      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+    } finally {
+      if (saved === undefined) delete process.env.HTTPS_PROXY
+      else process.env.HTTPS_PROXY = saved
       await s?.stop()
       await proxy.close()
     }

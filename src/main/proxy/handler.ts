@@ -9,7 +9,8 @@ import type { Pricer } from '../pricing/price'
 import type { TenantMapping } from './attribution'
 import { admitHttp } from './call/admission'
 import { describeCall } from './call/context'
-import { type NetworkOptions, createUpstreamDispatchers, trustedCAs } from './call/dispatchers'
+import { type NetworkOptions, proxyRule, trustedCAs } from '../http/network'
+import { createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
@@ -70,8 +71,9 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const life = createCallLifecycle(opts)
   const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
   const warn = opts.log ? onceAMinute(opts.log) : undefined
-  // WebSocket upstreams trust the same CAs; they do not go through upstream.proxy / HTTPS_PROXY (README).
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: opts.network && trustedCAs(opts.network), observeHeaders: opts.observeHeaders })
+  // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.
+  const network = opts.network ?? {}
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()

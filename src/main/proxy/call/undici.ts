@@ -13,6 +13,6 @@ const require = createRequire(import.meta.url)
 export const Pool: typeof Undici.Pool = require('undici/lib/dispatcher/pool.js')
 export const Client: typeof Undici.Client = require('undici/lib/dispatcher/client.js')
 /** Behind a proxy (upstream.proxy, HTTPS_PROXY): undici's whole index, loaded only then. */
-export function envHttpProxyAgent(): typeof Undici.EnvHttpProxyAgent {
-  return (require('undici') as typeof Undici).EnvHttpProxyAgent
+export function proxyAgent(): typeof Undici.ProxyAgent {
+  return (require('undici') as typeof Undici).ProxyAgent
 }

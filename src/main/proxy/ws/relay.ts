@@ -1,9 +1,12 @@
 import type { IncomingMessage } from 'node:http'
 import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { Agent } from 'node:http'
 import type WebSocket from 'ws'
 import type { WebSocketServer } from 'ws'
 import { errorBody } from '../../http/errors'
+import type { ProxyRule } from '../../http/network'
+import { describeNetworkError } from '../call/network-errors'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
@@ -18,6 +21,8 @@ export interface WebSocketRelayOptions {
   maxFrameBytes: number
   /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */
   ca?: string[]
+  /** The proxy rule (upstream.proxy, HTTPS_PROXY...), the same as HTTP calls'; unset: no proxy. */
+  proxy?: ProxyRule | null
   /** Sees the upstream's meter (upgrade headers, Codex's `codex.rate_limits` events). */
   observeHeaders?: HeadersObserver
 }
@@ -64,10 +69,12 @@ function passedOn(headers: IncomingMessage['headers']): string[] {
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts).
  */
-/** The two classes of the ws library this relay uses. */
+/** The two classes of the ws library this relay uses, and the tunnel through a proxy (https-proxy-agent) when one is set. */
 interface WsLib {
   WebSocket: typeof WebSocket
   WebSocketServer: typeof WebSocketServer
+  /** The agent that tunnels to `proxy` with CONNECT (for ws:// and wss:// alike). */
+  tunnel: ((proxy: string) => Agent) | null
 }
 
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
@@ -77,6 +84,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   const extraHeaders = new WeakMap<IncomingMessage, string[]>()
   const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
   const sockets = new Set<WebSocket>()
+  // Upgrade requests whose proxy refused the tunnel, with the proxy's status (not the upstream's answer).
+  const refusedByProxy = new WeakMap<object, number>()
 
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
     const upstream = route.upstream
@@ -90,8 +99,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
       return
     }
-    lib ??= import('ws').then((m) => {
-      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer }
+    lib ??= Promise.all([import('ws'), opts.proxy ? import('https-proxy-agent') : null]).then(([m, tunnelLib]) => {
+      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.HttpsProxyAgent) }
       wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
       wss.on('headers', (headers, r) => {
         const extra = extraHeaders.get(r)
@@ -107,10 +116,27 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     )
   }
 
-  function passThrough({ WebSocket }: WsLib, req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
+  /** One tunnelling agent per proxy; it marks the upgrades whose tunnel the proxy refused. */
+  function tunnels(HttpsProxyAgent: typeof import('https-proxy-agent').HttpsProxyAgent): (proxy: string) => Agent {
+    const agents = new Map<string, Agent>()
+    return (proxy) => {
+      let agent = agents.get(proxy)
+      if (!agent) {
+        const a = new HttpsProxyAgent(proxy, opts.ca ? { ca: opts.ca } : {})
+        a.on('proxyConnect', (connect: { statusCode: number }, r: object) => {
+          if (connect.statusCode !== 200) refusedByProxy.set(r, connect.statusCode)
+        })
+        agents.set(proxy, (agent = a))
+      }
+      return agent
+    }
+  }
+
+  function passThrough({ WebSocket, tunnel }: WsLib, req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
     const upstream = route.upstream
     const provider = upstream.provider
     const target = upstream.origin.replace(/^http/i, 'ws') + upstreamPath(route)
+    const proxy = tunnel && opts.proxy?.(upstream.origin)
     const headers = upstreamRequestHeaders(req.headers, upstream.host)
     for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
     const protocols = req.headers['sec-websocket-protocol']
@@ -123,13 +149,21 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       maxPayload: opts.maxFrameBytes,
       handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
       ...(opts.ca ? { ca: opts.ca } : {}),
+      ...(proxy ? { agent: tunnel(proxy) } : {}),
     })
     let settled = false
     socket.once('close', () => {
       if (!settled) up.terminate()
     })
-    up.on('unexpected-response', (_r, res) => {
+    up.on('unexpected-response', (r, res) => {
       settled = true
+      const proxyStatus = refusedByProxy.get(r)
+      if (proxyStatus !== undefined) {
+        res.resume()
+        up.terminate()
+        unreachable(new Error(`Proxy response (${proxyStatus})`))
+        return
+      }
       // The upstream refused the upgrade: its answer goes to the client as it came.
       const parts: Buffer[] = []
       res.on('data', (c: Buffer) => parts.push(c))
@@ -142,13 +176,18 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     up.on('error', (err) => {
       if (settled) return
       settled = true
-      const code = (err as NodeJS.ErrnoException).code
       if (/timed out/i.test(err.message)) {
         answerError(socket, 504, 'upstream_timeout', `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`)
       } else {
-        answerError(socket, 502, 'upstream_unreachable', `Could not reach ${provider.name} at ${upstream.host}: ${code ?? err.message}.`)
+        unreachable(err)
       }
     })
+    // In the same words as an HTTP call's (an untrusted certificate, a proxy that wants credentials...).
+    const unreachable = (err: Error) => {
+      const known = describeNetworkError(err, upstream.host, provider.name)
+      const why = known?.words ?? (err as NodeJS.ErrnoException).code ?? err.message
+      answerError(socket, 502, 'upstream_unreachable', `Could not reach ${provider.name} at ${upstream.host}: ${why}.`)
+    }
     up.on('upgrade', (res) => {
       extraHeaders.set(req, passedOn(res.headers))
       upgradeAnswers.set(req, res.headers)

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { proxyRule } from './network'
+
+describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
+  it('is null without a proxy, or with NO_PROXY=*', () => {
+    expect(proxyRule({}, {})).toBeNull()
+    expect(proxyRule({}, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '*' })).toBeNull()
+  })
+
+  it('takes the HTTPS proxy for https and wss, the HTTP one for http and ws (HTTP_PROXY alone serves both)', () => {
+    const both = proxyRule({}, { https_proxy: 'http://secure:3128', http_proxy: 'http://plain:3128' })!
+    expect(both('https://api.openai.com')).toBe('http://secure:3128')
+    expect(both('wss://api.openai.com')).toBe('http://secure:3128')
+    expect(both('http://gateway.corp:8080')).toBe('http://plain:3128')
+    expect(both('ws://gateway.corp:8080')).toBe('http://plain:3128')
+    expect(proxyRule({}, { HTTP_PROXY: 'http://plain:3128' })!('https://api.anthropic.com')).toBe('http://plain:3128')
+    expect(proxyRule({}, { HTTPS_PROXY: 'http://secure:3128' })!('http://gateway.corp')).toBeNull()
+  })
+
+  it('reaches NO_PROXY hosts directly: a name and its subdomains, a leading dot or *., a port, commas or spaces, any case', () => {
+    const rule = proxyRule({}, { HTTPS_PROXY: 'http://p:3128', HTTP_PROXY: 'http://p:3128', NO_PROXY: 'internal.corp, .example.com *.example.org,LOCALHOST:11434' })!
+    expect(rule('https://internal.corp')).toBeNull()
+    expect(rule('https://llm.internal.corp')).toBeNull()
+    expect(rule('https://notinternal.corp')).toBe('http://p:3128')
+    expect(rule('https://example.com')).toBeNull()
+    expect(rule('https://a.example.org')).toBeNull()
+    expect(rule('http://localhost:11434')).toBeNull()
+    expect(rule('http://localhost:8080')).toBe('http://p:3128')
+    expect(rule('wss://api.openai.com')).toBe('http://p:3128')
+  })
+
+  it('the config wins over the environment, and its no_proxy adds to NO_PROXY only when the proxy is from the environment', () => {
+    const env = { HTTPS_PROXY: 'http://env:3128', NO_PROXY: 'env-direct.corp' }
+    const fromConfig = proxyRule({ proxy: 'http://cfg:3128', no_proxy: ['cfg-direct.corp'] }, env)!
+    expect(fromConfig('https://api.openai.com')).toBe('http://cfg:3128')
+    expect(fromConfig('https://env-direct.corp')).toBe('http://cfg:3128')
+    expect(fromConfig('https://cfg-direct.corp')).toBeNull()
+    const fromEnv = proxyRule({ no_proxy: ['cfg-direct.corp'] }, env)!
+    expect(fromEnv('https://env-direct.corp')).toBeNull()
+    expect(fromEnv('https://cfg-direct.corp')).toBeNull()
+    expect(fromEnv('https://api.openai.com')).toBe('http://env:3128')
+  })
+
+  it('matches a port given by default (443 for https and wss, 80 for http and ws)', () => {
+    const rule = proxyRule({}, { HTTPS_PROXY: 'http://p:3128', HTTP_PROXY: 'http://p:3128', NO_PROXY: 'api.corp:443,plain.corp:80' })!
+    expect(rule('https://api.corp')).toBeNull()
+    expect(rule('wss://api.corp')).toBeNull()
+    expect(rule('https://api.corp:8443')).toBe('http://p:3128')
+    expect(rule('ws://plain.corp')).toBeNull()
+  })
+})

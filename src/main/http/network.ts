@@ -1,0 +1,71 @@
+import tls from 'node:tls'
+
+/**
+ * How Burnrate reaches the outside (the `upstream` config keys, and the environment): the
+ * proxy and the trusted certificate authorities. One rule for every way out: proxied calls
+ * (HTTP and WebSocket), price updates, alert webhooks and team reporting.
+ */
+export interface NetworkOptions {
+  /** `upstream.proxy`: every call out goes through this proxy (http://user:password@host:port); else HTTPS_PROXY/HTTP_PROXY. */
+  proxy?: string
+  /** `upstream.no_proxy`: hosts reached directly (`name`, `.domain`, `name:port`, `*`); else NO_PROXY. */
+  no_proxy?: readonly string[]
+  /** Certificate authorities (PEM) trusted besides the usual ones: `upstream.ca_file`'s contents. */
+  ca?: readonly string[]
+}
+
+/** The proxy settings in effect: the config's, else the standard environment variables; null for none. */
+export function proxySettings(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): { httpProxy?: string; httpsProxy?: string; noProxy: string } | null {
+  if (o.proxy) return { httpProxy: o.proxy, httpsProxy: o.proxy, noProxy: (o.no_proxy ?? []).join(',') }
+  const httpsProxy = env.https_proxy || env.HTTPS_PROXY || undefined
+  const httpProxy = env.http_proxy || env.HTTP_PROXY || undefined
+  if (!httpsProxy && !httpProxy) return null
+  const noProxy = [env.no_proxy || env.NO_PROXY || '', ...(o.no_proxy ?? [])].filter(Boolean).join(',')
+  // Without HTTPS_PROXY, https upstreams go through HTTP_PROXY too (as curl and undici do).
+  return { httpProxy, httpsProxy: httpsProxy ?? httpProxy, noProxy }
+}
+
+/** The proxy that carries calls to an origin (`https://api.openai.com`, `wss://…`), or null: directly. */
+export type ProxyRule = (origin: string) => string | null
+
+const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:': 80, 'wss:': 443 }
+
+/**
+ * The proxy rule of `o` and the environment, as undici's EnvHttpProxyAgent applies NO_PROXY (and
+ * curl): entries split at commas or spaces, each a host name (a leading `.` or `*.` ignored)
+ * that matches itself and its subdomains, optionally with `:port`; `*` alone means no proxy at
+ * all. https and wss origins take the HTTPS proxy, http and ws the HTTP one. Null when no
+ * proxy is set: every call goes directly.
+ */
+export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): ProxyRule | null {
+  const s = proxySettings(o, env)
+  if (!s || s.noProxy.trim() === '*') return null
+  const entries = s.noProxy
+    .split(/[,\s]/)
+    .filter(Boolean)
+    .map((entry) => {
+      const m = /^(.+):(\d+)$/.exec(entry)
+      return { host: (m ? m[1] : entry).replace(/^\*?\./, '').toLowerCase(), port: m ? Number(m[2]) : 0 }
+    })
+  return (origin) => {
+    const url = new URL(origin)
+    // The host without its port, keeping an IPv6 address's brackets.
+    const host = url.host.replace(/:\d*$/, '').toLowerCase()
+    const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0
+    for (const e of entries) {
+      if (e.port && e.port !== port) continue
+      if (host === e.host || host.endsWith(`.${e.host}`)) return null
+    }
+    const secure = url.protocol === 'https:' || url.protocol === 'wss:'
+    return (secure ? s.httpsProxy : s.httpProxy) ?? null
+  }
+}
+
+/** A private CA is added to the usual ones (Node's bundle plus NODE_EXTRA_CA_CERTS), never instead of them; undefined when there is none. */
+export function trustedCAs(o: NetworkOptions): string[] | undefined {
+  return o.ca?.length ? [...defaultCAs(), ...o.ca] : undefined
+}
+
+function defaultCAs(): string[] {
+  return tls.getCACertificates ? tls.getCACertificates('default') : [...tls.rootCertificates]
+}
