@@ -46,8 +46,15 @@ export async function startHttpsUpstream(ca: PrivateCa, handler: http.RequestLis
   }
 }
 
-/** A CONNECT proxy on loopback that logs every target it tunnels to; with `auth`, asks for it (407). */
-export async function startConnectProxy(auth?: { user: string; password: string }): Promise<{ url: string; port: number; targets: string[]; close(): Promise<void> }> {
+/**
+ * A CONNECT proxy on loopback that logs every target it tunnels to; with `auth`, asks for it
+ * (407). `hosts` are names only it resolves (to 127.0.0.1), as a corporate proxy reaches hosts
+ * this machine cannot: a call to one arrives only through the proxy.
+ */
+export async function startConnectProxy(
+  auth?: { user: string; password: string } | null,
+  hosts: readonly string[] = [],
+): Promise<{ url: string; port: number; targets: string[]; close(): Promise<void> }> {
   const targets: string[] = []
   const sockets = new Set<net.Socket>()
   const server = http.createServer((_req, res) => {
@@ -62,7 +69,7 @@ export async function startConnectProxy(auth?: { user: string; password: string 
     }
     targets.push(req.url ?? '')
     const [host, port] = (req.url ?? '').split(/:(?=\d+$)/)
-    const upstream = net.connect(Number(port), host === 'localhost' ? '127.0.0.1' : host, () => {
+    const upstream = net.connect(Number(port), host === 'localhost' || hosts.includes(host) ? '127.0.0.1' : host, () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
       if (head.length) upstream.write(head)
       upstream.pipe(client)

@@ -17,7 +17,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const existing = installed.get(ctx)
   if (existing) return existing
   const c = ctx.config.alerts
-  const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms })
+  const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms, egress: ctx.egress })
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
+import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 
 export type WebhookFormat = 'json' | 'slack'
@@ -30,6 +31,8 @@ export interface WebhookOptions {
   retries: number
   backoffMs: number
   timeoutMs: number
+  /** How to reach the webhooks (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
+  egress?: Egress
 }
 
 /** Deliveries kept for the log (the most recent). */
@@ -107,6 +110,7 @@ export class WebhookSender {
         method: 'POST',
         headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts' },
         body,
+        dispatcher: this.opts.egress?.for(url),
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
         signal: AbortSignal.timeout(this.opts.timeoutMs),

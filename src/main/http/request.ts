@@ -14,7 +14,11 @@ import type { Dispatcher } from 'undici'
  */
 const require = createRequire(import.meta.url)
 
-type Options = Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & { method?: Dispatcher.HttpMethod }
+type Options = Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & {
+  method?: Dispatcher.HttpMethod
+  /** The dispatcher to send with (an Egress's, behind a proxy); unset: undici's global one. */
+  dispatcher?: Dispatcher
+}
 type ApiRequest = (this: Dispatcher, opts: Dispatcher.RequestOptions) => Promise<Dispatcher.ResponseData>
 
 let api: { request: ApiRequest; dispatcher: () => Dispatcher; parseURL: (url: string) => URL } | undefined
@@ -27,8 +31,9 @@ export function request(url: string, opts: Options = {}): Promise<Dispatcher.Res
   }
   // As undici's index does: its URL checks (http or https, a host), then origin and path.
   const u = api.parseURL(url)
-  return api.request.call(api.dispatcher(), {
-    ...opts,
+  const { dispatcher, ...rest } = opts
+  return api.request.call(dispatcher ?? api.dispatcher(), {
+    ...rest,
     origin: u.origin,
     path: u.search ? `${u.pathname}${u.search}` : u.pathname,
     method: opts.method ?? (opts.body ? 'PUT' : 'GET'),

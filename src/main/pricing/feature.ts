@@ -47,6 +47,7 @@ export function pricesOf(ctx: ServerContext): Prices {
     autoUpdate: ctx.config.pricing.auto_update && process.env.BURNRATE_PRICE_AUTO_UPDATE !== 'false',
     onChange: () => ctx.pricer.dataChanged(),
     log: ctx.log,
+    egress: ctx.egress,
   })
   updater.start()
   ctx.onClose(() => updater.close())

@@ -2,6 +2,7 @@ import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { REMOTE_DATA_JSON_URL, type Provider, updatePrices } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
+import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 
 /**
@@ -25,6 +26,8 @@ export interface PriceUpdaterOptions {
   /** Longest time one fetch may take (default 60 s). */
   timeoutMs?: number
   log?: { info(m: string): void; warn(m: string): void }
+  /** How to reach `url` (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
+  egress?: Egress
 }
 
 export const PRICES_FILE = 'prices.json'
@@ -119,6 +122,7 @@ export class PriceUpdater {
       const res = await request(this.url, {
         method: 'GET',
         headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update' },
+        dispatcher: this.opts.egress?.for(this.url),
         headersTimeout: this.opts.timeoutMs ?? 60_000,
         bodyTimeout: this.opts.timeoutMs ?? 60_000,
       })

@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import type { Router } from 'express'
 import type { BudgetMeters } from '../budgets/types'
 import type { Config } from '../config/schema'
+import type { Egress } from '../http/egress'
 import type { CallLedger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { CallNotices } from '../ledger/notices'
@@ -46,6 +47,8 @@ export interface ServerContext {
   plans: PlanTracker | null
   /** SQLite: calls another process (`burnrate import`) stores in this file, as it stores them (null with `storage.url`). */
   notices: CallNotices | null
+  /** How Burnrate's own calls out (price updates, webhooks, team reports) reach the outside: the proxy and CAs of `upstream`. */
+  egress: Egress
   /** Adds an observer of every upstream answer's status and headers. */
   observeHeaders(fn: HeadersObserver): void
   /** Adds an observer of the plan meters that answers' bodies carry (Gemini Code Assist's quotas). */

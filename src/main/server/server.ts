@@ -34,6 +34,7 @@ import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import type { HeadersObserver } from '../proxy/call/forward'
 import { backgroundSettler } from '../pricing/background'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
+import { createEgress } from '../http/egress'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
@@ -101,7 +102,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const log = opts.log ?? createLogger()
   checkTokens(config)
   checkExposure(config, log)
-  const ca = readCaFile(config.upstream.ca_file)
+  const network = { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca: readCaFile(config.upstream.ca_file) }
+  const egress = createEgress(network)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {
@@ -147,6 +149,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     budgets: null,
     plans: null,
     notices,
+    egress,
     observeHeaders: (fn) => {
       observers.push(fn)
     },
@@ -167,7 +170,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   }
   const proxy = createProxyHandler({
     log,
-    network: { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca },
+    network,
     ledger,
     pricer,
     gate: () => gate,
@@ -197,6 +200,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
       await ledger.close()
       await storage.close().catch(() => {})
+      await egress.close()
       db.close()
     })()
     throw err
@@ -379,6 +383,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         for (const fn of closers) await fn()
         await ledger.close()
         await proxy.close()
+        await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
         db.close()
         // Export threads kept for a next export (none is under way: the connections are gone).

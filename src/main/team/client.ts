@@ -1,4 +1,9 @@
+import { createRequire } from 'node:module'
+import type * as Undici from 'undici'
+import type { Dispatcher } from 'undici'
 import type { IngestCall, IngestResult } from '../../shared/api'
+
+const require = createRequire(import.meta.url)
 
 /** What one ingest request came to. */
 export type SendOutcome =
@@ -14,6 +19,8 @@ export const SEND_TIMEOUT_MS = 30_000
 /**
  * Sends one batch to the team server's `POST /api/ingest`. The token goes only in the
  * Authorization header; error texts name the server by `label` (its address without credentials).
+ * With a `dispatcher` (behind a proxy: http/egress.ts), undici's own fetch sends it, the fetch
+ * that dispatcher is made for; else Node's.
  */
 export async function sendBatch(
   endpoint: string,
@@ -21,10 +28,13 @@ export async function sendBatch(
   token: string,
   calls: IngestCall[],
   signal?: AbortSignal,
+  dispatcher?: Dispatcher,
 ): Promise<SendOutcome> {
   let res: Response
   try {
-    res = await fetch(endpoint, {
+    const send = dispatcher ? ((require('undici') as typeof Undici).fetch as unknown as typeof fetch) : fetch
+    res = await send(endpoint, {
+      ...(dispatcher ? { dispatcher } : {}),
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', accept: 'application/json' },
       body: JSON.stringify({ calls }),

@@ -28,6 +28,7 @@ export const team: Feature = (ctx) => {
     maxBackoffMs: ctx.config.team.max_backoff_ms,
     log: ctx.log,
     pending: () => ctx.ledger.status.pending,
+    egress: ctx.egress,
   }).start()
   const stop = ctx.ledger.onCall(() => sender.wake())
   // Calls re-priced, or given a background response's real usage, are sent again (with their revision).

@@ -1,5 +1,6 @@
 import type Database from 'better-sqlite3'
 import type { IngestCall, TeamHealth } from '../../shared/api'
+import type { Egress } from '../http/egress'
 import type { Logger } from '../log'
 import { backoffMs } from './backoff'
 import { Batcher } from './batcher'
@@ -16,6 +17,8 @@ export interface SenderOptions {
   log: Logger
   /** Calls still in memory, not yet in the database (counted in the backlog). */
   pending?: () => number
+  /** How to reach the team server (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
+  egress?: Egress
 }
 
 /** Wait after a new call before sending, so calls made close together go in one batch. */
@@ -139,7 +142,7 @@ export class TeamSender {
 
   /** Sends one batch; true once the team server answered for it (false: a retry is scheduled). */
   private async send(calls: IngestCall[]): Promise<boolean> {
-    const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, calls, this.abort.signal)
+    const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, calls, this.abort.signal, this.opts.egress?.for(this.endpoint))
     if (this.stopped) return false
     if (out.kind !== 'ok') {
       this.retryLater(out)

@@ -1,0 +1,50 @@
+import { createRequire } from 'node:module'
+import type * as Undici from 'undici'
+import type { Dispatcher } from 'undici'
+import { type NetworkOptions, proxyRule, trustedCAs } from './network'
+
+const require = createRequire(import.meta.url)
+
+/**
+ * Burnrate's own calls out (price updates, alert webhooks, reports to a team server) go the way
+ * proxied calls do: through `upstream.proxy` / HTTPS_PROXY by the same rule (./network.ts),
+ * trusting `upstream.ca_file`. Behind a proxy that allows nothing else out, they would
+ * otherwise fail: prices going stale, alerts and team reports never arriving.
+ */
+export interface Egress {
+  /** The dispatcher for a call to `url`; undefined: undici's global one (no proxy for it, no private CA). */
+  for(url: string): Dispatcher | undefined
+  close(): Promise<void>
+}
+
+/** Every call out directly, with the usual certificate authorities. */
+export const DIRECT: Egress = { for: () => undefined, close: async () => {} }
+
+export function createEgress(o: NetworkOptions): Egress {
+  const rule = proxyRule(o)
+  const ca = trustedCAs(o)
+  if (!rule && !ca) return DIRECT
+  const tls = ca ? { ca } : {}
+  // One dispatcher per proxy ('' for direct with the private CA), made on first use: undici's
+  // whole index is loaded only then.
+  const made = new Map<string, Dispatcher>()
+  return {
+    for(url) {
+      const proxy = rule?.(new URL(url).origin) ?? null
+      if (!proxy && !ca) return undefined
+      const key = proxy ?? ''
+      let d = made.get(key)
+      if (!d) {
+        const { Agent, ProxyAgent } = require('undici') as typeof Undici
+        d = proxy ? new ProxyAgent({ uri: proxy, requestTls: tls, proxyTls: tls }) : new Agent({ connect: tls })
+        made.set(key, d)
+      }
+      return d
+    },
+    async close() {
+      const all = [...made.values()]
+      made.clear()
+      await Promise.all(all.map((d) => d.close().catch(() => {})))
+    },
+  }
+}

@@ -1,0 +1,87 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { findProvider } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { TOKEN } from '../admin/support'
+import { eventually, postJson, request } from '../support/http'
+import { startConnectProxy, startLoggedServer } from './support'
+
+/**
+ * Behind a corporate proxy that allows nothing else out, Burnrate's own calls (price updates,
+ * alert webhooks, reports to a team server) go through it like proxied calls. The outside here
+ * is a host name only the proxy resolves: a call that does not go through the proxy cannot
+ * reach it.
+ */
+
+const OUTSIDE = 'outside.burnrate.test'
+
+describe("Burnrate's own calls out behind a corporate proxy", () => {
+  let outside: http.Server
+  let port = 0
+  const got: { method: string; url: string; body: string }[] = []
+
+  beforeAll(async () => {
+    const openai = findProvider({ providerId: 'openai' })!
+    const prices = [{ ...openai, models: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }, ...openai.models] }]
+    outside = http.createServer((req, res) => {
+      let body = ''
+      req.on('data', (c) => (body += c))
+      req.on('end', () => {
+        got.push({ method: req.method ?? '', url: req.url ?? '', body })
+        res.setHeader('content-type', 'application/json')
+        if (req.url === '/prices.json') res.end(JSON.stringify(prices))
+        else if (req.url === '/hook') res.end('{}')
+        else if (req.url === '/api/ingest') res.end(JSON.stringify({ accepted: JSON.parse(body).calls.length, duplicates: 0, revised: 0, rejected: [] }))
+        else if (req.url === '/v1/chat/completions') res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model: 'gpt-6.1-sol', choices: [], usage: { prompt_tokens: 1000, completion_tokens: 10 } }))
+        else res.writeHead(404).end('{}')
+      })
+    })
+    await new Promise<void>((r) => outside.listen(0, '127.0.0.1', r))
+    port = (outside.address() as AddressInfo).port
+  })
+  afterAll(async () => {
+    outside.closeAllConnections()
+    await new Promise<void>((r) => outside.close(() => r()))
+  })
+
+  for (const from of ['upstream.proxy', 'HTTPS_PROXY'] as const) {
+    it(`${from}: the price update, a webhook and the team report all go through it`, async () => {
+      const proxy = await startConnectProxy(null, [OUTSIDE])
+      const at = `http://${OUTSIDE}:${port}`
+      const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY }
+      if (from === 'HTTPS_PROXY') process.env.HTTPS_PROXY = process.env.HTTP_PROXY = proxy.url
+      got.length = 0
+      const s = await startLoggedServer({
+        ...(from === 'upstream.proxy' ? { upstream: { proxy: proxy.url } } : {}),
+        admin: { enabled: true, token: TOKEN },
+        providers: { openai: { base_url: `${at}/v1` } },
+        pricing: { update_url: `${at}/prices.json`, auto_update: false },
+        alerts: { webhooks: [{ url: `${at}/hook` }], retries: 0 },
+        team: { url: at, token: 'team-token-0123456789' },
+      })
+      try {
+        // The price update: the new model is priced from the data fetched through the proxy.
+        expect(await s.server.context.prices!.updater.update()).toBe(true)
+        expect((await request(`${s.url}/api/dashboard/prices`)).json()).toMatchObject({ source: 'updated', last_error: null })
+        // A test alert to the webhook.
+        const alert = await request(`${s.url}/api/admin/alerts/test`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } })
+        expect(alert.json().deliveries).toMatchObject([{ status: 'delivered', last_status: 200 }])
+        // A proxied call, recorded and reported to the team server.
+        const call = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-6.1-sol', messages: [] }, { authorization: 'Bearer sk-proj-behind-proxy-0001' })
+        expect(call.status).toBe(200)
+        const ingest = await eventually(() => got.find((g) => g.url === '/api/ingest'), 15_000)
+        expect(JSON.parse(ingest!.body).calls).toMatchObject([{ model: 'gpt-6.1-sol', cost_usd: 0.00312 }])
+        expect(got.map((g) => g.url).sort()).toEqual(['/api/ingest', '/hook', '/prices.json', '/v1/chat/completions'])
+        expect(proxy.targets.length).toBeGreaterThan(0)
+        expect(new Set(proxy.targets)).toEqual(new Set([`${OUTSIDE}:${port}`]))
+      } finally {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k]
+          else process.env[k] = v
+        }
+        await s.stop()
+        await proxy.close()
+      }
+    })
+  }
+})
