@@ -1,14 +1,18 @@
+import { readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
+import https from 'node:https'
 import type { AddressInfo } from 'node:net'
 import { findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TOKEN } from '../admin/support'
+import { createEgress } from '../../src/main/http/egress'
+import { request as send } from '../../src/main/http/request'
 import { eventually, postJson, request } from '../support/http'
-import { startConnectProxy, startLoggedServer } from './support'
+import { makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
 
 /**
  * Behind a corporate proxy that allows nothing else out, Burnrate's own calls (price updates,
- * alert webhooks, reports to a team server) go through it like proxied calls. The outside here
+ * alert webhooks, reports to a team server, OTLP export) go through it like proxied calls. The outside here
  * is a host name only the proxy resolves: a call that does not go through the proxy cannot
  * reach it.
  */
@@ -30,7 +34,7 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
         got.push({ method: req.method ?? '', url: req.url ?? '', body })
         res.setHeader('content-type', 'application/json')
         if (req.url === '/prices.json') res.end(JSON.stringify(prices))
-        else if (req.url === '/hook') res.end('{}')
+        else if (req.url === '/hook' || req.url === '/v1/traces') res.end('{}')
         else if (req.url === '/api/ingest') res.end(JSON.stringify({ accepted: JSON.parse(body).calls.length, duplicates: 0, revised: 0, rejected: [] }))
         else if (req.url === '/v1/chat/completions') res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model: 'gpt-6.1-sol', choices: [], usage: { prompt_tokens: 1000, completion_tokens: 10 } }))
         else res.writeHead(404).end('{}')
@@ -45,7 +49,7 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
   })
 
   for (const from of ['upstream.proxy', 'HTTPS_PROXY'] as const) {
-    it(`${from}: the price update, a webhook and the team report all go through it`, async () => {
+    it(`${from}: the price update, a webhook, the team report and the OTLP export all go through it`, async () => {
       const proxy = await startConnectProxy(null, [OUTSIDE])
       const at = `http://${OUTSIDE}:${port}`
       const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY }
@@ -58,6 +62,7 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
         pricing: { update_url: `${at}/prices.json`, auto_update: false },
         alerts: { webhooks: [{ url: `${at}/hook` }], retries: 0 },
         team: { url: at, token: 'team-token-0123456789' },
+        otel: { endpoint: at, metrics: false },
       })
       try {
         // The price update: the new model is priced from the data fetched through the proxy.
@@ -71,7 +76,9 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
         expect(call.status).toBe(200)
         const ingest = await eventually(() => got.find((g) => g.url === '/api/ingest'), 15_000)
         expect(JSON.parse(ingest!.body).calls).toMatchObject([{ model: 'gpt-6.1-sol', cost_usd: 0.00312 }])
-        expect(got.map((g) => g.url).sort()).toEqual(['/api/ingest', '/hook', '/prices.json', '/v1/chat/completions'])
+        // Its span, exported to the collector.
+        await eventually(() => got.some((g) => g.url === '/v1/traces'), 15_000)
+        expect([...new Set(got.map((g) => g.url))].sort()).toEqual(['/api/ingest', '/hook', '/prices.json', '/v1/chat/completions', '/v1/traces'])
         expect(proxy.targets.length).toBeGreaterThan(0)
         expect(new Set(proxy.targets)).toEqual(new Set([`${OUTSIDE}:${port}`]))
       } finally {
@@ -84,4 +91,38 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
       }
     })
   }
+})
+
+describe('an HTTPS host signed by a private CA, behind the proxy', () => {
+  it('is trusted with upstream.ca_file by both ways out (undici for updates, webhooks and reports; node:http for OTLP)', async () => {
+    const ca = makePrivateCa()
+    const tls = await startHttpsUpstream(ca, (_q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end('inside'))
+    const proxy = await startConnectProxy()
+    const url = `${tls.url}/hello`
+    const egress = createEgress({ proxy: proxy.url, ca: [readFileSync(ca.caFile, 'utf8')] })
+    const untrusted = createEgress({ proxy: proxy.url })
+    try {
+      const viaUndici = await send(url, { dispatcher: egress.for(url) })
+      expect([viaUndici.statusCode, await viaUndici.body.text()]).toEqual([200, 'inside'])
+      const agent = await egress.nodeAgent(url)!
+      const viaNode = await new Promise<string>((resolve, reject) => {
+        https.get(url, { agent }, (res) => {
+          let text = ''
+          res.on('data', (c) => (text += c))
+          res.on('end', () => resolve(`${res.statusCode} ${text}`))
+        }).on('error', reject)
+      })
+      expect(viaNode).toBe('200 inside')
+      expect(proxy.targets.length).toBeGreaterThanOrEqual(2)
+      expect(new Set(proxy.targets)).toEqual(new Set([new URL(tls.url).host]))
+      // Without the CA, the same host is refused: the trust comes from upstream.ca_file.
+      await expect(send(url, { dispatcher: untrusted.for(url) })).rejects.toMatchObject({ code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' })
+    } finally {
+      await egress.close()
+      await untrusted.close()
+      await proxy.close()
+      await tls.close()
+      rmSync(ca.dir, { recursive: true, force: true })
+    }
+  })
 })

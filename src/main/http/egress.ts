@@ -1,3 +1,4 @@
+import type { Agent } from 'node:http'
 import { createRequire } from 'node:module'
 import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
@@ -6,7 +7,7 @@ import { type NetworkOptions, proxyRule, trustedCAs } from './network'
 const require = createRequire(import.meta.url)
 
 /**
- * Burnrate's own calls out (price updates, alert webhooks, reports to a team server) go the way
+ * Burnrate's own calls out (price updates, alert webhooks, reports to a team server, OTLP export) go the way
  * proxied calls do: through `upstream.proxy` / HTTPS_PROXY by the same rule (./network.ts),
  * trusting `upstream.ca_file`. Behind a proxy that allows nothing else out, they would
  * otherwise fail: prices going stale, alerts and team reports never arriving.
@@ -14,11 +15,13 @@ const require = createRequire(import.meta.url)
 export interface Egress {
   /** The dispatcher for a call to `url`; undefined: undici's global one (no proxy for it, no private CA). */
   for(url: string): Dispatcher | undefined
+  /** The same for a library that speaks node:http (the OTLP exporters): an agent, or null for the usual one. */
+  nodeAgent(url: string): Promise<Agent> | null
   close(): Promise<void>
 }
 
 /** Every call out directly, with the usual certificate authorities. */
-export const DIRECT: Egress = { for: () => undefined, close: async () => {} }
+export const DIRECT: Egress = { for: () => undefined, nodeAgent: () => null, close: async () => {} }
 
 export function createEgress(o: NetworkOptions): Egress {
   const rule = proxyRule(o)
@@ -40,6 +43,20 @@ export function createEgress(o: NetworkOptions): Egress {
         made.set(key, d)
       }
       return d
+    },
+    nodeAgent(url) {
+      const proxy = rule?.(new URL(url).origin) ?? null
+      if (!proxy && !ca) return null
+      const secure = new URL(url).protocol === 'https:'
+      const options = { keepAlive: true, ...tls }
+      if (!proxy) return import(secure ? 'node:https' : 'node:http').then((m) => new m.Agent(options))
+      return import('https-proxy-agent').then(({ HttpsProxyAgent }) => {
+        const agent = new HttpsProxyAgent(proxy, options)
+        // Its options (`ca`) are for the proxy's own TLS; node:http adds the agent's `options` to
+        // every request's, which the TLS inside the tunnel is made with.
+        agent.options = { ...agent.options, ...tls }
+        return agent
+      })
     },
     async close() {
       const all = [...made.values()]

@@ -23,6 +23,7 @@ export const otel: Feature = async (ctx) => {
     traces: o.traces,
     metrics: o.metrics,
     version: ctx.version,
+    agent: ctx.egress.nodeAgent(o.endpoint),
   })
   const stopCalls = ctx.ledger.onCall(pipeline.observe)
   const stopMoves = onCostMoved(ctx.ledger, pipeline.moved)

@@ -1,3 +1,4 @@
+import type { Agent } from 'node:http'
 import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
@@ -20,6 +21,8 @@ export interface OtelOptions {
   traces: boolean
   metrics: boolean
   version: string
+  /** The node:http agent to reach the collector with (behind a proxy: http/egress.ts); null: the exporters' own. */
+  agent?: Promise<Agent> | null
 }
 
 /** What `/api/health` shows under `otel`. */
@@ -93,7 +96,8 @@ export class OtelPipeline {
       last_error: null,
     }
     const resource = resourceFromAttributes({ 'service.name': 'burnrate', 'service.version': opts.version })
-    const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs }
+    const agent = opts.agent
+    const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
     if (opts.traces) {
       this.traceExporter = new OTLPTraceExporter({ ...common, url: `${base}/v1/traces` })
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
