@@ -73,6 +73,22 @@ describe('burnrate connect / disconnect', () => {
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
   })
 
+  it('behind a proxy (HTTPS_PROXY here, NO_PROXY without 127.0.0.1): the list and the connect say what to add to NO_PROXY', async () => {
+    for (const k of ['HTTP_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'no_proxy']) delete process.env[k]
+    process.env.HTTPS_PROXY = 'http://proxy.corp.example:3128'
+    process.env.NO_PROXY = '.corp.example'
+    const hint = 'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"'
+    expect(await cli('connect')).toBe(0)
+    expect(out).toContain('note: HTTPS_PROXY is set here and NO_PROXY does not list 127.0.0.1: calls from your agents for http://127.0.0.1:8791 would go to that proxy')
+    expect(out).toContain(hint)
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(out).toMatch(/^note: HTTPS_PROXY is set here .* calls from Claude Code for http:\/\/127\.0\.0\.1:8791 would go to that proxy/m)
+    expect(out).toContain(hint)
+    process.env.NO_PROXY = '.corp.example,127.0.0.1,localhost'
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(out).not.toContain('note:')
+  })
+
   it('exits 1 with the reason for a read-only file, 2 for an unknown agent or no agent', async () => {
     chmodSync(join(home, '.codex', 'config.toml'), 0o444)
     expect(await cli('connect', 'codex')).toBe(1)

@@ -83,7 +83,16 @@ interface Agent {
   env: Record<string, string>
 }
 
-/** A fresh HOME (and XDG folders) in a temp dir; telemetry, update checks and proxies off; loopback only. */
+/** A proxy nothing answers at: a call that goes to it instead of Burnrate fails. */
+const CORPORATE_PROXY = { HTTPS_PROXY: 'http://127.0.0.1:9', https_proxy: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9', http_proxy: 'http://127.0.0.1:9' }
+
+/**
+ * A fresh HOME (and XDG folders) in a temp dir; telemetry and update checks off; loopback only.
+ * Every agent runs as behind a corporate proxy (HTTPS_PROXY and HTTP_PROXY set, to a port where
+ * nothing answers) with Burnrate's address in NO_PROXY, as the README and `burnrate connect` say:
+ * without it Claude Code and Gemini CLI send their calls for http://127.0.0.1 to HTTPS_PROXY
+ * (and Codex and opencode to HTTP_PROXY), and are stranded there.
+ */
 function newAgent(name: string, env: Record<string, string>): Agent {
   const home = join(work, name, 'home')
   const cwd = join(work, name, 'project')
@@ -103,6 +112,7 @@ function newAgent(name: string, env: Record<string, string>): Agent {
       LANG: 'C.UTF-8',
       TERM: 'dumb',
       NO_COLOR: '1',
+      ...CORPORATE_PROXY,
       NO_PROXY: '127.0.0.1,localhost',
       no_proxy: '127.0.0.1,localhost',
       ...env,

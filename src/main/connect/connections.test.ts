@@ -372,6 +372,22 @@ describe('agent connections', () => {
     expect(Object.fromEntries(list.map((s) => [s.agent, s.installed]))).toMatchObject({ 'claude-code': true, codex: true, 'gemini-cli': false, opencode: false })
   })
 
+  it('says when a proxy variable here would carry the agent\'s calls for Burnrate to the proxy, and what to add to NO_PROXY', () => {
+    const proxied = connections({ HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: 'localhost,.corp' }).planConnect('claude-code', URL_A)
+    expect(proxied.notes).toEqual([
+      'HTTPS_PROXY is set here and NO_PROXY does not list 127.0.0.1: calls from Claude Code for http://127.0.0.1:8787 would go to that proxy, which cannot reach this machine. Before starting Claude Code, export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" in the shell (or profile) you start it from.',
+    ])
+    // Said on connecting too, and when already connected (the plan writes nothing then).
+    const c = connections({ http_proxy: 'http://proxy.corp:3128' })
+    expect(c.connect('codex', URL_A).notes.join(' ')).toMatch(/^http_proxy is set here and NO_PROXY does not list 127\.0\.0\.1: calls from Codex CLI for/)
+    expect(c.planConnect('codex', URL_A)).toMatchObject({ noop: true, notes: [expect.stringContaining('http_proxy is set here')] })
+    // Exempted, or no proxy: nothing to say.
+    expect(connections({ HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: '127.0.0.1,localhost' }).planConnect('claude-code', URL_A).notes).toEqual([])
+    expect(connections().planConnect('claude-code', URL_A).notes).toEqual([])
+    const win = new AgentConnections({ home, env: { HTTPS_PROXY: 'http://proxy.corp:3128' }, platform: 'win32', dataDir }).planConnect('claude-code', URL_A)
+    expect(win.notes[0]).toMatch(/add 127\.0\.0\.1,localhost to the NO_PROXY environment variable\.$/)
+  })
+
   it('rejects an unknown agent', () => {
     expect(() => connections().planConnect('vim', URL_A)).toThrow(expect.objectContaining({ code: 'unknown_agent' }))
   })

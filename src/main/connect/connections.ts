@@ -4,6 +4,7 @@ import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
 import type { AgentConnection, ConnectPlan, PlannedFileChange } from '../../shared/connect'
 import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
 import { checkWritable, readText, removeFile, writeFileKeepingMode } from './files'
+import { agentProxyFor } from '../http/network'
 import { tildify } from './paths'
 import { CONNECTORS } from './registry'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
@@ -247,7 +248,7 @@ export class AgentConnections {
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings }
     })
-    return this.toWork(c, 'connect', url, files, [])
+    return this.toWork(c, 'connect', url, files, proxyNotes(c.name, url, this.ctx))
   }
 
   private workDisconnect(c: AgentConnector): Work {
@@ -385,3 +386,17 @@ export function normaliseUrl(url: string): string {
 }
 
 export type { ConnectionRecord }
+
+/**
+ * A proxy variable set here that NO_PROXY does not exempt Burnrate's address from: the agent
+ * would send its calls to the proxy, which cannot reach this machine, and be stranded there
+ * (the real CLIs, tried: Claude Code exits 1, Codex keeps reconnecting). What to add, said once.
+ */
+export function proxyNotes(who: string, url: string, ctx: ConnectContext): string[] {
+  const name = agentProxyFor(url, ctx.env)
+  if (!name) return []
+  const host = new URL(url).hostname
+  const add = host === '127.0.0.1' || host === 'localhost' ? '127.0.0.1,localhost' : host
+  const how = ctx.platform === 'win32' ? `add ${add} to the NO_PROXY environment variable` : `export NO_PROXY="\${NO_PROXY:+$NO_PROXY,}${add}" in the shell (or profile) you start it from`
+  return [`${name} is set here and NO_PROXY does not list ${host}: calls from ${who} for ${url} would go to that proxy, which cannot reach this machine. Before starting ${who}, ${how}.`]
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { proxyRule } from './network'
+import { agentProxyFor, proxyRule } from './network'
 
 describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
   it('is null without a proxy, or with NO_PROXY=*', () => {
@@ -47,5 +47,24 @@ describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
     expect(rule('wss://api.corp')).toBeNull()
     expect(rule('https://api.corp:8443')).toBe('http://p:3128')
     expect(rule('ws://plain.corp')).toBeNull()
+  })
+})
+
+describe("an agent's calls to Burnrate behind a proxy (agentProxyFor)", () => {
+  const url = 'http://127.0.0.1:8787'
+  it('names the variable that would carry them to the proxy: any of HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, either case', () => {
+    expect(agentProxyFor(url, {})).toBeNull()
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://proxy.corp:3128' })).toBe('HTTPS_PROXY')
+    expect(agentProxyFor(url, { http_proxy: 'http://proxy.corp:3128' })).toBe('http_proxy')
+    expect(agentProxyFor(url, { ALL_PROXY: 'socks5://proxy.corp:1080' })).toBe('ALL_PROXY')
+    // localhost alone does not exempt 127.0.0.1: the agents compare names, not what they resolve to.
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: 'localhost,.corp' })).toBe('HTTPS_PROXY')
+  })
+
+  it('is null when NO_PROXY lists the address (or is *)', () => {
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: 'localhost,127.0.0.1' })).toBeNull()
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', no_proxy: '127.0.0.1:8787' })).toBeNull()
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '*' })).toBeNull()
+    expect(agentProxyFor('http://localhost:8787', { HTTPS_PROXY: 'http://p:3128', NO_PROXY: 'localhost' })).toBeNull()
   })
 })

@@ -39,26 +39,49 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:
  */
 export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): ProxyRule | null {
   const s = proxySettings(o, env)
-  if (!s || s.noProxy.trim() === '*') return null
-  const entries = s.noProxy
+  if (!s) return null
+  const direct = noProxyMatcher(s.noProxy)
+  if (!direct) return null
+  return (origin) => {
+    const url = new URL(origin)
+    if (direct(url)) return null
+    const secure = url.protocol === 'https:' || url.protocol === 'wss:'
+    return (secure ? s.httpsProxy : s.httpProxy) ?? null
+  }
+}
+
+/** Whether a NO_PROXY list sends `url` directly; null when it is `*` (everything directly). */
+function noProxyMatcher(noProxy: string): ((url: URL) => boolean) | null {
+  if (noProxy.trim() === '*') return null
+  const entries = noProxy
     .split(/[,\s]/)
     .filter(Boolean)
     .map((entry) => {
       const m = /^(.+):(\d+)$/.exec(entry)
       return { host: (m ? m[1] : entry).replace(/^\*?\./, '').toLowerCase(), port: m ? Number(m[2]) : 0 }
     })
-  return (origin) => {
-    const url = new URL(origin)
+  return (url) => {
     // The host without its port, keeping an IPv6 address's brackets.
     const host = url.host.replace(/:\d*$/, '').toLowerCase()
     const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0
-    for (const e of entries) {
-      if (e.port && e.port !== port) continue
-      if (host === e.host || host.endsWith(`.${e.host}`)) return null
-    }
-    const secure = url.protocol === 'https:' || url.protocol === 'wss:'
-    return (secure ? s.httpsProxy : s.httpProxy) ?? null
+    return entries.some((e) => (!e.port || e.port === port) && (host === e.host || host.endsWith(`.${e.host}`)))
   }
+}
+
+const AGENT_PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'] as const
+
+/**
+ * The proxy variable in `env` that would carry an agent's calls to Burnrate at `url` (its own
+ * address, on this machine) to a proxy, which cannot reach it; null when none would. Agents
+ * disagree on which variable serves an http:// address (Claude Code and Gemini CLI take
+ * HTTPS_PROXY for it too, Codex and opencode do not), so any of them counts, unless NO_PROXY
+ * lists the host.
+ */
+export function agentProxyFor(url: string, env: NodeJS.ProcessEnv): string | null {
+  const name = AGENT_PROXY_VARS.find((v) => env[v])
+  if (!name) return null
+  const direct = noProxyMatcher(env.no_proxy || env.NO_PROXY || '')
+  return direct && !direct(new URL(url)) ? name : null
 }
 
 /** A private CA is added to the usual ones (Node's bundle plus NODE_EXTRA_CA_CERTS), never instead of them; undefined when there is none. */

@@ -17,7 +17,7 @@ export interface ConnectOptions {
 
 async function setup(o: ConnectOptions, ctx: CliContext) {
   const { loadConfig, ConfigError } = await import('../../config/load')
-  const { AgentConnections, ConnectError } = await import('../../connect/connections')
+  const { AgentConnections, ConnectError, proxyNotes } = await import('../../connect/connections')
   const { connectUrl } = await import('../../desktop-logic/port')
   let config
   try {
@@ -36,7 +36,7 @@ async function setup(o: ConnectOptions, ctx: CliContext) {
       throw err
     }
   }
-  return { connections, url, wrap }
+  return { connections, url, wrap, proxyNotes }
 }
 
 function printPlan(ctx: CliContext, plan: ConnectPlan, applied: boolean): void {
@@ -49,13 +49,14 @@ function printPlan(ctx: CliContext, plan: ConnectPlan, applied: boolean): void {
 
 /** `burnrate connect [agent]`: without an agent, lists them; with one, shows the change and makes it. */
 export async function runConnect(agent: string | undefined, o: ConnectOptions, ctx: CliContext): Promise<void> {
-  const { connections, url, wrap } = await setup(o, ctx)
+  const { connections, url, wrap, proxyNotes } = await setup(o, ctx)
   if (!agent) {
     for (const a of connections.list()) {
       const state = a.connected ? `connected to ${a.url}${a.changed_since ? ' (changed by hand since)' : ''}` : a.installed ? 'installed, not connected' : 'not found'
       ctx.stdout.write(`${a.agent.padEnd(12)} ${state}${a.error ? ` — ${a.error}` : ''}\n`)
     }
     ctx.stdout.write(`\nburnrate connect <agent> points one at ${url} (after showing the change); burnrate disconnect <agent> | --all undoes it.\n`)
+    for (const n of proxyNotes('your agents', url, { home: o.home ?? homedir(), env: ctx.env, platform: o.platform ?? process.platform })) ctx.stdout.write(`note: ${n}\n`)
     return
   }
   const plan = wrap(() => (o.dryRun ? connections.planConnect(agent, url) : connections.connect(agent, url)))
