@@ -8,7 +8,7 @@ import { TOKEN } from '../admin/support'
 import { createEgress } from '../../src/main/http/egress'
 import { request as send } from '../../src/main/http/request'
 import { eventually, postJson, request } from '../support/http'
-import { makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
+import { SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
 
 /**
  * Behind a corporate proxy that allows nothing else out, Burnrate's own calls (price updates,
@@ -98,7 +98,7 @@ describe('an HTTPS host signed by a private CA, behind the proxy', () => {
     const ca = makePrivateCa()
     const tls = await startHttpsUpstream(ca, (_q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end('inside'))
     const proxy = await startConnectProxy()
-    const url = `${tls.url}/hello`
+    const url = `https://${SECURE_HOST}:${new URL(tls.url).port}/hello`
     const egress = createEgress({ proxy: proxy.url, ca: [readFileSync(ca.caFile, 'utf8')] })
     const untrusted = createEgress({ proxy: proxy.url })
     try {
@@ -114,7 +114,7 @@ describe('an HTTPS host signed by a private CA, behind the proxy', () => {
       })
       expect(viaNode).toBe('200 inside')
       expect(proxy.targets.length).toBeGreaterThanOrEqual(2)
-      expect(new Set(proxy.targets)).toEqual(new Set([new URL(tls.url).host]))
+      expect(new Set(proxy.targets)).toEqual(new Set([new URL(url).host]))
       // Without the CA, the same host is refused: the trust comes from upstream.ca_file.
       await expect(send(url, { dispatcher: untrusted.for(url) })).rejects.toMatchObject({ code: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' })
     } finally {

@@ -11,7 +11,16 @@ import { DB_FILE } from '../../src/main/config/paths'
 import type { Logger } from '../../src/main/log'
 import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 
-/** A private CA and a certificate it signed for `localhost` and 127.0.0.1, made with openssl. */
+/**
+ * Host names only the test's CONNECT proxy resolves (to 127.0.0.1), as a corporate proxy reaches
+ * hosts this machine cannot: a call to one arrives only through the proxy, and this machine's own
+ * names (localhost, 127.0.0.1), which Burnrate always reaches directly, are not needed for it.
+ */
+export const SECURE_HOST = 'secure.burnrate.test'
+export const PLAIN_HOST = 'plain.burnrate.test'
+export const OUTSIDE_HOSTS = [SECURE_HOST, PLAIN_HOST]
+
+/** A private CA and a certificate it signed for `localhost`, 127.0.0.1 and SECURE_HOST, made with openssl. */
 export interface PrivateCa {
   dir: string
   caFile: string
@@ -25,7 +34,7 @@ export function makePrivateCa(): PrivateCa {
   const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' })
   ssl('req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('ca.key'), '-out', f('ca.pem'), '-days', '2', '-subj', '/CN=Burnrate Test CA')
   ssl('req', '-newkey', 'rsa:2048', '-nodes', '-keyout', f('server.key'), '-out', f('server.csr'), '-subj', '/CN=localhost')
-  writeFileSync(f('ext.cnf'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n')
+  writeFileSync(f('ext.cnf'), `subjectAltName=DNS:localhost,DNS:${SECURE_HOST},IP:127.0.0.1\n`)
   ssl('x509', '-req', '-in', f('server.csr'), '-CA', f('ca.pem'), '-CAkey', f('ca.key'), '-CAcreateserial', '-out', f('server.pem'), '-days', '2', '-extfile', f('ext.cnf'))
   return { dir, caFile: f('ca.pem'), key: readFileSync(f('server.key')), cert: readFileSync(f('server.pem')) }
 }
@@ -53,7 +62,7 @@ export async function startHttpsUpstream(ca: PrivateCa, handler: http.RequestLis
  */
 export async function startConnectProxy(
   auth?: { user: string; password: string } | null,
-  hosts: readonly string[] = [],
+  hosts: readonly string[] = OUTSIDE_HOSTS,
 ): Promise<{ url: string; port: number; targets: string[]; close(): Promise<void> }> {
   const targets: string[] = []
   const sockets = new Set<net.Socket>()

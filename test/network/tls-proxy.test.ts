@@ -12,7 +12,7 @@ import { ADMIN_CONFIG, TOKEN } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type PrivateCa, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
+import { PLAIN_HOST, type PrivateCa, SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
 
 /**
  * Networks as users have them: an HTTPS upstream signed by a private CA, DNS that does not
@@ -158,31 +158,41 @@ describe('a host name that does not resolve', () => {
 
 describe('a corporate proxy', () => {
   let plain: MockUpstream
+  /** The two upstreams under the names only the proxy resolves. */
+  let secureUrl: string
+  let plainUrl: string
   beforeAll(async () => {
     plain = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON_BODY }))
+    secureUrl = `https://${SECURE_HOST}:${new URL(tlsUp.url).port}`
+    plainUrl = `http://${PLAIN_HOST}:${new URL(plain.url).port}`
   })
   afterAll(async () => {
     await plain?.close()
   })
 
-  it('upstream.proxy with credentials: HTTPS and HTTP upstreams go through it, no_proxy hosts do not, streams still stream', async () => {
+  it('upstream.proxy with credentials: HTTPS and HTTP upstreams go through it, no_proxy hosts and this machine do not, streams still stream', async () => {
     const proxy = await startConnectProxy({ user: 'alice', password: 'p@ss word' })
-    const plainPort = new URL(plain.url).port
     const s = await startLoggedServer({
-      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}`, no_proxy: [`localhost:${plainPort}`] },
+      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}`, no_proxy: [`${PLAIN_HOST}:1`, `.direct.burnrate.test`] },
       providers: {
-        openai: { base_url: `${tlsUp.url}/v1` },
-        groq: { base_url: `${plain.url}/openai/v1` },
-        mistral: { base_url: `http://localhost:${plainPort}/v1` },
+        openai: { base_url: `${secureUrl}/v1` },
+        groq: { base_url: `${plainUrl}/openai/v1` },
+        mistral: { base_url: `http://api.direct.burnrate.test:${new URL(plain.url).port}/v1` },
+        together: { base_url: `${plain.url}/v1` },
       },
     })
     try {
       expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
+      // no_proxy's PLAIN_HOST:1 is another port: this one still goes through the proxy.
       expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`, `127.0.0.1:${plainPort}`])
-      // localhost:<that port> is listed in no_proxy: reached without the proxy.
-      expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`, new URL(plainUrl).host])
+      // A subdomain of a no_proxy entry is called directly, where only the proxy could resolve it.
+      const direct = await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)
+      expect(direct.status).toBe(502)
+      expect(direct.json().error.message).toMatch(/api\.direct\.burnrate\.test could not be resolved \(DNS ENOTFOUND\)/)
+      // This machine's own address (a local model server) is reached directly: the proxy cannot reach it.
+      expect((await postJson(`${s.url}/together/v1/chat/completions`, CHAT)).status).toBe(200)
       expect(proxy.targets).toHaveLength(2)
 
       // Streaming through the tunnel: the first event reaches the client before the upstream sends the rest.
@@ -210,7 +220,7 @@ describe('a corporate proxy', () => {
 
   it('wrong proxy credentials: a 502 that says the proxy wants them (407)', async () => {
     const proxy = await startConnectProxy({ user: 'alice', password: 'right' })
-    const s = await startLoggedServer({ upstream: { proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `${plain.url}/v1` } } })
+    const s = await startLoggedServer({ upstream: { proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `${plainUrl}/v1` } } })
     try {
       const res = await postJson(`${s.url}/v1/chat/completions`, CHAT)
       expect(res.status).toBe(502)
@@ -228,18 +238,23 @@ describe('a corporate proxy', () => {
     const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
     process.env.HTTPS_PROXY = proxy.url
     process.env.HTTP_PROXY = proxy.url
-    process.env.NO_PROXY = `localhost:${new URL(plain.url).port}`
+    process.env.NO_PROXY = 'direct.burnrate.test'
     let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
     try {
-      const plainPort = new URL(plain.url).port
       s = await startLoggedServer({
         upstream: { ca_file: ca.caFile },
-        providers: { openai: { base_url: `${tlsUp.url}/v1` }, groq: { base_url: `${plain.url}/openai/v1` }, mistral: { base_url: `http://localhost:${plainPort}/v1` } },
+        providers: {
+          openai: { base_url: `${secureUrl}/v1` },
+          groq: { base_url: `${plainUrl}/openai/v1` },
+          mistral: { base_url: `http://direct.burnrate.test:${new URL(plain.url).port}/v1` },
+          together: { base_url: `${plain.url}/v1` },
+        },
       })
       expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
       expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`, `127.0.0.1:${plainPort}`])
+      expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(502)
+      expect((await postJson(`${s.url}/together/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`, new URL(plainUrl).host])
     } finally {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k]
@@ -301,20 +316,25 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
     })
   }
 
-  it('upstream.proxy with credentials: the wss:// upgrade is tunnelled through it (trusting upstream.ca_file), a no_proxy host is reached directly, and the response is metered', async () => {
+  it('upstream.proxy with credentials: the wss:// and ws:// upgrades are tunnelled through it (trusting upstream.ca_file), this machine is reached directly, and the response is metered', async () => {
     const proxy = await startConnectProxy({ user: 'alice', password: 'p@ss word' })
-    const plainPort = new URL(plainWsUrl).port
     const s = await startLoggedServer({
-      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}`, no_proxy: [`localhost:${plainPort}`] },
-      providers: { openai: { base_url: `${tlsUp.url}/v1` }, groq: { base_url: `${plainWsUrl}/openai/v1` } },
+      upstream: { ca_file: ca.caFile, proxy: `http://alice:${encodeURIComponent('p@ss word')}@127.0.0.1:${proxy.port}` },
+      providers: {
+        openai: { base_url: `https://${SECURE_HOST}:${new URL(tlsUp.url).port}/v1` },
+        groq: { base_url: `http://${PLAIN_HOST}:${new URL(plainWsUrl).port}/openai/v1` },
+        together: { base_url: `${plainWsUrl}/v1` },
+      },
     })
     try {
       expect(await oneResponse(s.url)).toEqual({ completed: true })
-      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
       expect(await eventually(() => lastRow(s.dbFile)?.input_tokens === 1200 && lastRow(s.dbFile))).toMatchObject({ provider: 'openai', status: 200, output_tokens: 40, error: null })
-      // localhost:<that port> is in no_proxy: the socket goes there directly.
       expect(await oneResponse(s.url, '/groq/v1/responses')).toEqual({ completed: true })
-      expect(proxy.targets).toHaveLength(1)
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`, `${PLAIN_HOST}:${new URL(plainWsUrl).port}`])
+      // This machine's own address: directly.
+      expect(await oneResponse(s.url, '/together/v1/responses')).toEqual({ completed: true })
+      expect(proxy.targets).toHaveLength(2)
     } finally {
       await s.stop()
       await proxy.close()
@@ -323,7 +343,7 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
 
   it("the proxy's 407: a 502 that says the proxy wants credentials, as for an HTTP call", async () => {
     const proxy = await startConnectProxy({ user: 'alice', password: 'right' })
-    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile, proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile, proxy: `http://alice:wrong@127.0.0.1:${proxy.port}` }, providers: { openai: { base_url: `https://${SECURE_HOST}:${new URL(tlsUp.url).port}/v1` } } })
     try {
       const r = await oneResponse(s.url)
       expect(r).toMatchObject({ status: 502, body: { error: { type: 'upstream_unreachable' } } })
@@ -341,9 +361,9 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
     process.env.HTTPS_PROXY = proxy.url
     let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
     try {
-      s = await startLoggedServer({ upstream: { ca_file: ca.caFile }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } })
+      s = await startLoggedServer({ upstream: { ca_file: ca.caFile }, providers: { openai: { base_url: `https://${SECURE_HOST}:${new URL(tlsUp.url).port}/v1` } } })
       expect(await oneResponse(s.url)).toEqual({ completed: true })
-      expect(proxy.targets).toEqual([`localhost:${new URL(tlsUp.url).port}`])
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
     } finally {
       if (saved === undefined) delete process.env.HTTPS_PROXY
       else process.env.HTTPS_PROXY = saved

@@ -18,14 +18,14 @@ describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
   })
 
   it('reaches NO_PROXY hosts directly: a name and its subdomains, a leading dot or *., a port, commas or spaces, any case', () => {
-    const rule = proxyRule({}, { HTTPS_PROXY: 'http://p:3128', HTTP_PROXY: 'http://p:3128', NO_PROXY: 'internal.corp, .example.com *.example.org,LOCALHOST:11434' })!
+    const rule = proxyRule({}, { HTTPS_PROXY: 'http://p:3128', HTTP_PROXY: 'http://p:3128', NO_PROXY: 'internal.corp, .example.com *.example.org,GPU.lan:11434' })!
     expect(rule('https://internal.corp')).toBeNull()
     expect(rule('https://llm.internal.corp')).toBeNull()
     expect(rule('https://notinternal.corp')).toBe('http://p:3128')
     expect(rule('https://example.com')).toBeNull()
     expect(rule('https://a.example.org')).toBeNull()
-    expect(rule('http://localhost:11434')).toBeNull()
-    expect(rule('http://localhost:8080')).toBe('http://p:3128')
+    expect(rule('http://gpu.lan:11434')).toBeNull()
+    expect(rule('http://gpu.lan:8080')).toBe('http://p:3128')
     expect(rule('wss://api.openai.com')).toBe('http://p:3128')
   })
 
@@ -39,6 +39,13 @@ describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
     expect(fromEnv('https://env-direct.corp')).toBeNull()
     expect(fromEnv('https://cfg-direct.corp')).toBeNull()
     expect(fromEnv('https://api.openai.com')).toBe('http://env:3128')
+  })
+
+  it("reaches this machine's own addresses directly, whatever NO_PROXY says (a local model server; the proxy cannot reach them)", () => {
+    const rule = proxyRule({ proxy: 'http://p:3128' }, {})!
+    for (const u of ['http://localhost:11434', 'http://127.0.0.1:1234', 'http://127.1.2.3', 'http://[::1]:8080', 'https://LOCALHOST']) expect(rule(u), u).toBeNull()
+    expect(rule('http://10.0.0.5:11434')).toBe('http://p:3128')
+    expect(rule('http://localhost.example.com')).toBe('http://p:3128')
   })
 
   it('matches a port given by default (443 for https and wss, 80 for http and ws)', () => {

@@ -1,4 +1,5 @@
 import tls from 'node:tls'
+import { isLoopbackHost } from '../security/hosts'
 
 /**
  * How Burnrate reaches the outside (the `upstream` config keys, and the environment): the
@@ -35,7 +36,9 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:
  * curl): entries split at commas or spaces, each a host name (a leading `.` or `*.` ignored)
  * that matches itself and its subdomains, optionally with `:port`; `*` alone means no proxy at
  * all. https and wss origins take the HTTPS proxy, http and ws the HTTP one. Null when no
- * proxy is set: every call goes directly.
+ * proxy is set: every call goes directly. This machine's own addresses (`localhost`, 127.0.0.0/8,
+ * `::1`: a local model server, a gateway on this machine) are always reached directly, as Go's
+ * HTTP client does: a proxy elsewhere cannot reach them.
  */
 export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): ProxyRule | null {
   const s = proxySettings(o, env)
@@ -44,7 +47,7 @@ export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.en
   if (!direct) return null
   return (origin) => {
     const url = new URL(origin)
-    if (direct(url)) return null
+    if (isLoopbackHost(url.hostname) || direct(url)) return null
     const secure = url.protocol === 'https:' || url.protocol === 'wss:'
     return (secure ? s.httpsProxy : s.httpProxy) ?? null
   }
