@@ -8,7 +8,8 @@ describe('agentSetup', () => {
         'export OPENAI_BASE_URL=http://127.0.0.1:8787/openai/v1\n' +
         'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n' +
         'export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n' +
-        'export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n',
+        'export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n' +
+        'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"\n',
     )
   })
   it('gives PowerShell on Windows, with the real port', () => {
@@ -16,5 +17,6 @@ describe('agentSetup', () => {
     expect(text).toContain('$env:OPENAI_BASE_URL = "http://127.0.0.1:8790/openai/v1"\r\n')
     expect(text).toContain('$env:ANTHROPIC_BASE_URL = "http://127.0.0.1:8790/anthropic"\r\n')
     expect(text).toContain('$env:CODE_ASSIST_ENDPOINT = "http://127.0.0.1:8790/code-assist"\r\n')
+    expect(text).toContain('$env:NO_PROXY = ("$env:NO_PROXY,127.0.0.1,localhost").TrimStart(",")\r\n')
   })
 })

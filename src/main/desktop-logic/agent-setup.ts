@@ -1,9 +1,13 @@
+import { noProxyLine } from '../connect/no-proxy'
+
 /**
  * The environment lines that point agents at the proxy, for "Copy agent setup": the OpenAI and
  * Anthropic SDKs (and the agents built on them: Claude Code, Aider, ...) and Gemini CLI (with an
  * API key, and logged in with Google: Gemini Code Assist) read these. Codex CLI 0.171 ignores
- * OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel).
- * PowerShell syntax on Windows, POSIX shell elsewhere.
+ * OPENAI_BASE_URL: its setup is a config.toml line (README, Connect panel). The last line keeps
+ * the address out of a corporate proxy (HTTPS_PROXY in the shell would otherwise take the agents'
+ * calls for it: the app cannot see the shell's variables to tell); without a proxy it changes
+ * nothing. PowerShell syntax on Windows, POSIX shell elsewhere.
  */
 export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string {
   const base = serverUrl.replace(/\/+$/, '')
@@ -14,7 +18,7 @@ export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string
     ['CODE_ASSIST_ENDPOINT', `${base}/code-assist`],
   ]
   if (platform === 'win32') {
-    return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`)].join('\r\n') + '\r\n'
+    return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`), noProxyLine(base, platform)].join('\r\n') + '\r\n'
   }
-  return [`# Burnrate: meter AI agents through ${base}`, ...vars.map(([k, v]) => `export ${k}=${v}`)].join('\n') + '\n'
+  return [`# Burnrate: meter AI agents through ${base}`, ...vars.map(([k, v]) => `export ${k}=${v}`), noProxyLine(base, platform)].join('\n') + '\n'
 }
