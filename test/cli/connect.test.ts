@@ -77,7 +77,7 @@ describe('burnrate connect / disconnect', () => {
     for (const k of ['HTTP_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'no_proxy']) delete process.env[k]
     process.env.HTTPS_PROXY = 'http://proxy.corp.example:3128'
     process.env.NO_PROXY = '.corp.example'
-    const hint = 'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"'
+    const hint = 'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" no_proxy="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"'
     expect(await cli('connect')).toBe(0)
     expect(out).toContain('note: HTTPS_PROXY is set here and NO_PROXY does not list 127.0.0.1: calls from your agents for http://127.0.0.1:8791 would go to that proxy')
     expect(out).toContain(hint)

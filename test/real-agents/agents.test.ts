@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
@@ -83,6 +83,14 @@ interface Agent {
   env: Record<string, string>
 }
 
+/** NO_PROXY and no_proxy as the Connect panel's (and README's) lines leave them in a shell that had neither. */
+function noProxyFromSnippet(): Record<string, string> {
+  const out = execFileSync('sh', ['-c', `${snippet('corporate-proxy', 0)}\nprintf '%s\\n%s' "$NO_PROXY" "$no_proxy"`], { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' })
+  const [upper, lower] = out.split('\n')
+  expect(upper).toBe('127.0.0.1,localhost')
+  return { NO_PROXY: upper, no_proxy: lower }
+}
+
 /** A proxy nothing answers at: a call that goes to it instead of Burnrate fails. */
 const CORPORATE_PROXY = { HTTPS_PROXY: 'http://127.0.0.1:9', https_proxy: 'http://127.0.0.1:9', HTTP_PROXY: 'http://127.0.0.1:9', http_proxy: 'http://127.0.0.1:9' }
 
@@ -113,8 +121,7 @@ function newAgent(name: string, env: Record<string, string>): Agent {
       TERM: 'dumb',
       NO_COLOR: '1',
       ...CORPORATE_PROXY,
-      NO_PROXY: '127.0.0.1,localhost',
-      no_proxy: '127.0.0.1,localhost',
+      ...noProxyFromSnippet(),
       ...env,
     },
   }

@@ -375,7 +375,7 @@ describe('agent connections', () => {
   it('says when a proxy variable here would carry the agent\'s calls for Burnrate to the proxy, and what to add to NO_PROXY', () => {
     const proxied = connections({ HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: 'localhost,.corp' }).planConnect('claude-code', URL_A)
     expect(proxied.notes).toEqual([
-      'HTTPS_PROXY is set here and NO_PROXY does not list 127.0.0.1: calls from Claude Code for http://127.0.0.1:8787 would go to that proxy, which cannot reach this machine. Before starting Claude Code, export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" in the shell (or profile) you start it from.',
+      'HTTPS_PROXY is set here and NO_PROXY does not list 127.0.0.1: calls from Claude Code for http://127.0.0.1:8787 would go to that proxy, which cannot reach this machine. Before starting Claude Code, export NO_PROXY="${NO_PROXY:-$no_proxy}"; export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" no_proxy="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" in the shell (or profile) you start it from.',
     ])
     // Said on connecting too, and when already connected (the plan writes nothing then).
     const c = connections({ http_proxy: 'http://proxy.corp:3128' })

@@ -5,7 +5,7 @@ import type { AgentConnection, ConnectPlan, PlannedFileChange } from '../../shar
 import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
 import { checkWritable, readText, removeFile, writeFileKeepingMode } from './files'
 import { agentProxyFor } from '../http/network'
-import { noProxyEntries, noProxyLine } from './no-proxy'
+import { noProxyEntries, noProxyLines } from '../../shared/no-proxy'
 import { tildify } from './paths'
 import { CONNECTORS } from './registry'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
@@ -397,6 +397,6 @@ export function proxyNotes(who: string, url: string, ctx: ConnectContext): strin
   const name = agentProxyFor(url, ctx.env)
   if (!name) return []
   const host = new URL(url).hostname
-  const how = ctx.platform === 'win32' ? `add ${noProxyEntries(url)} to the NO_PROXY environment variable` : `${noProxyLine(url, ctx.platform)} in the shell (or profile) you start it from`
+  const how = ctx.platform === 'win32' ? `add ${noProxyEntries(url)} to the NO_PROXY environment variable` : `${noProxyLines(url, ctx.platform).replace('\n', '; ')} in the shell (or profile) you start it from`
   return [`${name} is set here and NO_PROXY does not list ${host}: calls from ${who} for ${url} would go to that proxy, which cannot reach this machine. Before starting ${who}, ${how}.`]
 }

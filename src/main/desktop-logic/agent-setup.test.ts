@@ -9,7 +9,8 @@ describe('agentSetup', () => {
         'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n' +
         'export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n' +
         'export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n' +
-        'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"\n',
+        'export NO_PROXY="${NO_PROXY:-$no_proxy}"\n' +
+        'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" no_proxy="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"\n',
     )
   })
   it('gives PowerShell on Windows, with the real port', () => {

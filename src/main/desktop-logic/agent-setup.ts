@@ -1,4 +1,4 @@
-import { noProxyLine } from '../connect/no-proxy'
+import { noProxyLines } from '../../shared/no-proxy'
 
 /**
  * The environment lines that point agents at the proxy, for "Copy agent setup": the OpenAI and
@@ -18,7 +18,7 @@ export function agentSetup(serverUrl: string, platform: NodeJS.Platform): string
     ['CODE_ASSIST_ENDPOINT', `${base}/code-assist`],
   ]
   if (platform === 'win32') {
-    return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`), noProxyLine(base, platform)].join('\r\n') + '\r\n'
+    return [`# Burnrate: meter AI agents through ${base} (PowerShell)`, ...vars.map(([k, v]) => `$env:${k} = "${v}"`), noProxyLines(base, platform)].join('\r\n') + '\r\n'
   }
-  return [`# Burnrate: meter AI agents through ${base}`, ...vars.map(([k, v]) => `export ${k}=${v}`), noProxyLine(base, platform)].join('\n') + '\n'
+  return [`# Burnrate: meter AI agents through ${base}`, ...vars.map(([k, v]) => `export ${k}=${v}`), noProxyLines(base, platform)].join('\n') + '\n'
 }

@@ -73,5 +73,8 @@ describe("an agent's calls to Burnrate behind a proxy (agentProxyFor)", () => {
     expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', no_proxy: '127.0.0.1:8787' })).toBeNull()
     expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '*' })).toBeNull()
     expect(agentProxyFor('http://localhost:8787', { HTTPS_PROXY: 'http://p:3128', NO_PROXY: 'localhost' })).toBeNull()
+    // Both spellings set: each must list it (Gemini CLI reads no_proxy first, Codex NO_PROXY).
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '127.0.0.1', no_proxy: '.corp' })).toBe('HTTPS_PROXY')
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '127.0.0.1', no_proxy: '.corp,127.0.0.1' })).toBeNull()
   })
 })

@@ -78,13 +78,17 @@ const AGENT_PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_prox
  * address, on this machine) to a proxy, which cannot reach it; null when none would. Agents
  * disagree on which variable serves an http:// address (Claude Code and Gemini CLI take
  * HTTPS_PROXY for it too, Codex and opencode do not), so any of them counts, unless NO_PROXY
- * lists the host.
+ * lists the host; in both spellings when both are set, since agents differ in which they read.
  */
 export function agentProxyFor(url: string, env: NodeJS.ProcessEnv): string | null {
   const name = AGENT_PROXY_VARS.find((v) => env[v])
   if (!name) return null
-  const direct = noProxyMatcher(env.no_proxy || env.NO_PROXY || '')
-  return direct && !direct(new URL(url)) ? name : null
+  const lists = [env.NO_PROXY, env.no_proxy].filter((v): v is string => !!v)
+  const exempt = (list: string) => {
+    const direct = noProxyMatcher(list)
+    return !direct || direct(new URL(url))
+  }
+  return lists.length > 0 && lists.every(exempt) ? null : name
 }
 
 /** A private CA is added to the usual ones (Node's bundle plus NODE_EXTRA_CA_CERTS), never instead of them; undefined when there is none. */

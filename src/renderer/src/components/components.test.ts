@@ -137,7 +137,7 @@ describe('ConnectPanel', () => {
     const w = mount(ConnectPanel, { props: { origin: 'http://127.0.0.1:9999' } })
     expect(w.text()).toContain('ANTHROPIC_BASE_URL=http://127.0.0.1:9999')
     const tabs = w.findAll('[role="tab"]')
-    expect(tabs.map((t) => t.text())).toEqual(['Claude Code', 'Codex CLI', 'Gemini CLI', 'opencode', 'Cursor', 'Aider', 'OpenAI SDK', 'Anthropic SDK'])
+    expect(tabs.map((t) => t.text())).toEqual(['Claude Code', 'Codex CLI', 'Gemini CLI', 'opencode', 'Cursor', 'Aider', 'OpenAI SDK', 'Anthropic SDK', 'Behind a proxy'])
     await tabs[1].trigger('click')
     expect(w.text()).toContain('openai_base_url = "http://127.0.0.1:9999/v1"')
     expect(w.text()).toContain('env_key = "OPENAI_API_KEY"')
@@ -155,6 +155,9 @@ describe('ConnectPanel', () => {
     await flush()
     expect(writeText).toHaveBeenCalledWith(expect.stringContaining("baseURL: 'http://127.0.0.1:9999'"))
     expect(w.get('[data-testid="copy"]').text()).toBe('Copied')
+    await tabs[8].trigger('click')
+    expect(w.text()).toContain('export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" no_proxy=')
+    expect(w.text()).toContain('$env:NO_PROXY = ("$env:NO_PROXY,127.0.0.1,localhost").TrimStart(",")')
   })
 })
 

@@ -1,3 +1,5 @@
+import { noProxyLines } from '../../../shared/no-proxy'
+
 /** Copyable setup for each agent and SDK, for a Burnrate server at `origin` (`http://127.0.0.1:8787`). */
 export interface Snippet {
   id: string
@@ -116,6 +118,15 @@ export function setupSnippets(origin: string): Snippet[] {
         },
         { label: 'Or without code changes', lang: 'sh', code: `export ANTHROPIC_BASE_URL=${origin}` },
       ],
+    },
+    {
+      id: 'corporate-proxy',
+      name: 'Behind a proxy',
+      blocks: [
+        { label: 'Shell (where HTTPS_PROXY, HTTP_PROXY or ALL_PROXY is set), before starting the agents', lang: 'sh', code: noProxyLines(origin, 'linux') },
+        { label: 'PowerShell', lang: 'powershell', code: noProxyLines(origin, 'win32') },
+      ],
+      note: "Without Burnrate's address in NO_PROXY, the agents send their calls for it to the proxy, which cannot reach this machine (Claude Code and Gemini CLI take HTTPS_PROXY even for http://). Without a proxy these lines change nothing.",
     },
   ]
 }

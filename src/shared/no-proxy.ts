@@ -1,0 +1,21 @@
+/**
+ * What keeps an agent's calls for Burnrate out of a corporate proxy: Burnrate's address in
+ * NO_PROXY, added to what is there. The agents compare names, not what they resolve to, so a
+ * loopback address gets both of its names. Shared by the server (burnrate connect's note, the
+ * tray's Copy agent setup) and the dashboard's Connect panel.
+ */
+export function noProxyEntries(url: string): string {
+  const host = new URL(url).hostname
+  return host === '127.0.0.1' || host === 'localhost' ? '127.0.0.1,localhost' : host
+}
+
+/**
+ * The shell lines that add `url` to NO_PROXY. POSIX: both spellings, since agents differ in which
+ * one they read first (Gemini CLI's undici `no_proxy`, Codex `NO_PROXY`), starting from whichever
+ * is set. PowerShell on Windows, where environment names ignore case: one line.
+ */
+export function noProxyLines(url: string, platform: string): string {
+  const add = noProxyEntries(url)
+  if (platform === 'win32') return `$env:NO_PROXY = ("$env:NO_PROXY,${add}").TrimStart(",")`
+  return `export NO_PROXY="\${NO_PROXY:-$no_proxy}"\nexport NO_PROXY="\${NO_PROXY:+$NO_PROXY,}${add}" no_proxy="\${NO_PROXY:+$NO_PROXY,}${add}"`
+}
