@@ -16,6 +16,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { baseUrlFor, startTestServer } from '../support/server'
+import { PLAIN_HOST, startConnectProxy } from '../network/support'
 import { type FakeBrowserWindow, type FakeTray, app, resetElectron, state } from './fake-electron'
 
 vi.mock('electron', () => import('./fake-electron'))
@@ -135,6 +136,28 @@ describe('the desktop app over the real server core', () => {
     // The forecast: today's spend at its pace, to midnight in the configured zone.
     expect(tray().tooltip.split('\n')[1]).toMatch(/^On pace for \$[\d,.]+ by midnight$/)
     expect(tray().menu!.items[0]).toMatchObject({ label: `Today: ${formatUsd(total)}`, enabled: false })
+  })
+
+  it("on a machine whose proxy is in the system's settings (no HTTPS_PROXY: started from the Dock), the calls go through it", async () => {
+    const proxy = await startConnectProxy()
+    cleanups.push(() => proxy.close())
+    const port = new URL(upstream.url).port
+    // Anthropic at a name only the proxy resolves; the system's settings (a PAC file) send it there.
+    writeConfig({ providers: { anthropic: { base_url: `http://${PLAIN_HOST}:${port}` } } })
+    const asked: string[] = []
+    state.systemProxy = (url) => {
+      asked.push(url)
+      return url.includes(PLAIN_HOST) ? `PROXY 127.0.0.1:${proxy.port}; DIRECT` : 'DIRECT'
+    }
+    const d = await launch()
+    expect(asked).toContain(`http://${PLAIN_HOST}:${port}`)
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    const res = await postJson(`${d.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }, {
+      'x-api-key': 'sk-ant-desktop-test-key-1',
+      'anthropic-version': '2023-06-01',
+    })
+    expect(res.status).toBe(200)
+    expect(proxy.targets).toEqual([`${PLAIN_HOST}:${port}`])
   })
 
   it('macOS: the spend is the menu-bar title, in monospaced digits, beside a template icon', async () => {

@@ -21,9 +21,12 @@ export const state = {
   trays: [] as FakeTray[],
   quitCalls: 0,
   exited: false,
+  /** What the system's proxy settings answer for a URL (Electron's session.resolveProxy). */
+  systemProxy: (_url: string): string => 'DIRECT',
 }
 
 export function resetElectron(userData: string): void {
+  state.systemProxy = () => 'DIRECT'
   state.userData = userData
   state.singleInstance = true
   state.loginItem = { openAtLogin: false, wasOpenedAtLogin: false }
@@ -273,4 +276,10 @@ export const dialog = {
   },
 }
 
-export default { app, BrowserWindow, Tray, Menu, nativeImage, Notification, shell, clipboard, screen, dialog }
+export const session = {
+  defaultSession: {
+    resolveProxy: async (url: string): Promise<string> => state.systemProxy(url),
+  },
+}
+
+export default { app, BrowserWindow, Tray, Menu, nativeImage, Notification, shell, clipboard, screen, dialog, session }

@@ -1,6 +1,6 @@
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { app } from 'electron'
+import { app, session } from 'electron'
 import { forecast } from '../budgets/forecast'
 import { AgentConnections } from '../connect/connections'
 import { LastSeen } from '../connect/last-seen'
@@ -86,7 +86,14 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
 
   const userData = app.getPath('userData')
   const log = opts.log ?? desktopLogger(userData)
-  const started = await startServer({ dataDir: env.BURNRATE_DATA_DIR || userData, env, log, features: opts.features, estimateWorker: opts.estimateWorker })
+  const started = await startServer({
+    dataDir: env.BURNRATE_DATA_DIR || userData,
+    env,
+    log,
+    features: opts.features,
+    estimateWorker: opts.estimateWorker,
+    resolveProxy: (url) => session.defaultSession.resolveProxy(url),
+  })
   if (!started) {
     app.quit()
     return null

@@ -4,6 +4,7 @@ import { ConfigError, loadConfig } from '../config/load'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
+import { systemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
 import { askOtherPort, showStartupError } from './dialogs'
@@ -25,6 +26,17 @@ export interface StartOptions {
   log: Logger
   features?: CreateOptions['features']
   estimateWorker?: CreateOptions['estimateWorker']
+  /** The system's proxy for a URL (Electron's `session.resolveProxy`), used when neither the config nor the environment names one. */
+  resolveProxy?: (url: string) => Promise<string>
+}
+
+/** `upstream` with the system's proxy settings in it, when they name a proxy and neither the config nor the environment does (desktop-logic/system-proxy.ts). */
+async function withSystemProxy(config: Config, env: NodeJS.ProcessEnv, resolve: (url: string) => Promise<string>, log: Logger): Promise<Config['upstream']> {
+  const sys = await systemNetwork(config, env, resolve)
+  if (!sys) return config.upstream
+  log.info(`using the system's proxy ${sys.proxy} for calls out (upstream.proxy or HTTPS_PROXY would override it)${sys.direct.length ? `; directly: ${sys.direct.join(', ')}` : ''}`)
+  if (sys.unlike.length) log.warn(`the system's proxy settings name another proxy, or only SOCKS, for ${sys.unlike.join(', ')}; they go through ${sys.proxy} (set upstream.proxy and upstream.no_proxy to choose)`)
+  return { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }
 }
 
 /** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
@@ -61,6 +73,7 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
     // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
     if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
+    if (o.resolveProxy) cfg.upstream = await withSystemProxy(config, env, o.resolveProxy, log)
     adminToken = cfg.admin.token ?? null
     const c = config
     result = await startOrAttach({

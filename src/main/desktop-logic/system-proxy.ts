@@ -1,0 +1,89 @@
+import { REMOTE_DATA_JSON_URL } from '@pydantic/genai-prices'
+import type { Config } from '../config/schema'
+import { PROVIDERS } from '../providers/registry'
+import { buildUpstreams } from '../proxy/routes'
+import { isLoopbackHost } from '../security/hosts'
+
+/**
+ * The system's proxy settings for the desktop app. Started from the Dock, the Start menu or at
+ * login, the app has no HTTPS_PROXY: on a corporate machine the proxy is in the system's settings
+ * (a PAC file, WPAD, or a fixed proxy), which Electron resolves per URL and Node does not. Without
+ * them every upstream call would try to go out directly and fail. So, when neither the config
+ * (`upstream.proxy`) nor the environment names a proxy, the app asks the system for each address
+ * Burnrate calls, and gives the core the proxy it answers as `upstream.proxy`, with the addresses
+ * it reaches directly in `upstream.no_proxy`.
+ */
+
+/**
+ * Electron's answer for a URL (`PROXY host:port; DIRECT`), in its order of preference: the first
+ * HTTP(S) proxy as a URL, 'DIRECT', or null when it offers only what Burnrate cannot use (SOCKS).
+ */
+export function proxyOfPac(answer: string): string | 'DIRECT' | null {
+  for (const part of answer.split(';')) {
+    const m = /^\s*(PROXY|HTTPS)\s+(\S+)\s*$/i.exec(part)
+    if (m) return `${m[1].toUpperCase() === 'HTTPS' ? 'https' : 'http'}://${m[2]}`
+    if (/^\s*DIRECT\s*$/i.test(part)) return 'DIRECT'
+  }
+  return null
+}
+
+export interface SystemNetwork {
+  /** The proxy most of Burnrate's addresses go through (for `upstream.proxy`). */
+  proxy: string
+  /** Hosts the system reaches directly (added to `upstream.no_proxy`). */
+  direct: string[]
+  /** Addresses the system sends through another proxy or SOCKS, which go through `proxy` instead. */
+  unlike: string[]
+}
+
+const PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']
+
+/** Every address the core may call out to: the upstreams, price updates, webhooks, the team server, the OTLP collector. */
+export function outboundOrigins(config: Config): string[] {
+  const urls: string[] = [...buildUpstreams(PROVIDERS, config.providers).values()].filter((u) => u.enabled && u.origin).map((u) => u.origin)
+  urls.push(config.pricing.update_url ?? REMOTE_DATA_JSON_URL)
+  for (const w of config.alerts.webhooks) urls.push(w.url)
+  if (config.team.url) urls.push(config.team.url)
+  if (config.otel.endpoint) urls.push(config.otel.endpoint)
+  const origins = new Set<string>()
+  for (const u of urls) {
+    const url = new URL(u)
+    if (!isLoopbackHost(url.hostname)) origins.add(url.origin)
+  }
+  return [...origins]
+}
+
+/**
+ * The system's proxy for Burnrate's calls out, asked with `resolve` (Electron's
+ * `session.resolveProxy`) for each address; null when the config or the environment already
+ * names a proxy, when the system reaches every address directly, or when it has not answered
+ * within `timeoutMs` (a WPAD search can take long: the app starts without it, and says so).
+ */
+export async function systemNetwork(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  resolve: (url: string) => Promise<string>,
+  timeoutMs = 3000,
+): Promise<SystemNetwork | null> {
+  if (config.upstream.proxy || PROXY_VARS.some((v) => env[v])) return null
+  const origins = outboundOrigins(config)
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<null>((r) => {
+    timer = setTimeout(() => r(null), timeoutMs)
+    timer.unref?.()
+  })
+  const answers = await Promise.race([Promise.all(origins.map((o) => resolve(o).then(proxyOfPac, () => null))), late]).finally(() => clearTimeout(timer))
+  if (!answers) return null
+  const counts = new Map<string, number>()
+  for (const p of answers) if (p && p !== 'DIRECT') counts.set(p, (counts.get(p) ?? 0) + 1)
+  if (counts.size === 0) return null
+  const proxy = [...counts.entries()].sort((a, b) => b[1] - a[1])[0][0]
+  const direct: string[] = []
+  const unlike: string[] = []
+  origins.forEach((o, i) => {
+    const p = answers[i]
+    if (p === 'DIRECT') direct.push(new URL(o).host)
+    else if (p !== proxy) unlike.push(o)
+  })
+  return { proxy, direct, unlike }
+}
