@@ -348,6 +348,8 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
       const r = await oneResponse(s.url)
       expect(r).toMatchObject({ status: 502, body: { error: { type: 'upstream_unreachable' } } })
       expect((r as { body: any }).body.error.message).toMatch(/proxy asks for credentials \(407\)/)
+      // No call was made (no ledger row): the log says why Codex cannot connect.
+      expect(s.lines.some((l) => /^upstream: Could not reach openai at .* the proxy asks for credentials \(407\).*\(WebSocket\)$/.test(l))).toBe(true)
       expect(s.lines.join('\n')).not.toContain('wrong')
     } finally {
       await s.stop()

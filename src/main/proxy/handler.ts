@@ -73,7 +73,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.
   const network = opts.network ?? {}
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders })
+  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()

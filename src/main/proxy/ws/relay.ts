@@ -25,6 +25,8 @@ export interface WebSocketRelayOptions {
   proxy?: ProxyRule | null
   /** Sees the upstream's meter (upgrade headers, Codex's `codex.rate_limits` events). */
   observeHeaders?: HeadersObserver
+  /** Logs why an upstream could not be reached, as for HTTP calls (each line at most once a minute). */
+  warn?: (line: string) => void
 }
 
 /** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
@@ -177,7 +179,9 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       if (settled) return
       settled = true
       if (/timed out/i.test(err.message)) {
-        answerError(socket, 504, 'upstream_timeout', `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`)
+        const message = `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`
+        answerError(socket, 504, 'upstream_timeout', message)
+        opts.warn?.(message)
       } else {
         unreachable(err)
       }
@@ -186,7 +190,10 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     const unreachable = (err: Error) => {
       const known = describeNetworkError(err, upstream.host, provider.name)
       const why = known?.words ?? (err as NodeJS.ErrnoException).code ?? err.message
-      answerError(socket, 502, 'upstream_unreachable', `Could not reach ${provider.name} at ${upstream.host}: ${why}.`)
+      const message = `Could not reach ${provider.name} at ${upstream.host}: ${why}.`
+      answerError(socket, 502, 'upstream_unreachable', message)
+      // No call was made, so no ledger row: the log is where a failing upgrade (Codex reconnecting) shows.
+      opts.warn?.(`${message} (WebSocket)`)
     }
     up.on('upgrade', (res) => {
       extraHeaders.set(req, passedOn(res.headers))
