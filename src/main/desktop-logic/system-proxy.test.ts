@@ -50,6 +50,11 @@ otel: { endpoint: "https://otlp.example.com:4318" }
     expect(await systemNetwork(config(), { https_proxy: 'http://env:3128' }, proxied)).toBeNull()
     expect(await systemNetwork(config(), {}, async () => 'DIRECT')).toBeNull()
     expect(await systemNetwork(config(), {}, async () => Promise.reject(new Error('net::ERR_FAILED')))).toBeNull()
+    expect(
+      await systemNetwork(config(), {}, () => {
+        throw new TypeError("Cannot read properties of undefined (reading 'resolveProxy')")
+      }),
+    ).toBeNull()
     expect(await systemNetwork(config(), {}, () => new Promise<string>(() => {}), 50)).toBeNull()
   })
 })

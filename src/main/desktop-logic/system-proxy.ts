@@ -72,7 +72,9 @@ export async function systemNetwork(
     timer = setTimeout(() => r(null), timeoutMs)
     timer.unref?.()
   })
-  const answers = await Promise.race([Promise.all(origins.map((o) => resolve(o).then(proxyOfPac, () => null))), late]).finally(() => clearTimeout(timer))
+  // A failure to ask (thrown or rejected) is no answer for that address: it never stops the app.
+  const ask = (o: string) => Promise.resolve().then(() => resolve(o)).then(proxyOfPac, () => null)
+  const answers = await Promise.race([Promise.all(origins.map(ask)), late]).finally(() => clearTimeout(timer))
   if (!answers) return null
   const counts = new Map<string, number>()
   for (const p of answers) if (p && p !== 'DIRECT') counts.set(p, (counts.get(p) ?? 0) + 1)
