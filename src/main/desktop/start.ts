@@ -32,7 +32,13 @@ export interface StartOptions {
 
 /** `upstream` with the system's proxy settings in it, when they name a proxy and neither the config nor the environment does (desktop-logic/system-proxy.ts). */
 async function withSystemProxy(config: Config, env: NodeJS.ProcessEnv, resolve: (url: string) => Promise<string>, log: Logger): Promise<Config['upstream']> {
-  const sys = await systemNetwork(config, env, resolve)
+  let sys: Awaited<ReturnType<typeof systemNetwork>>
+  try {
+    sys = await systemNetwork(config, env, resolve)
+  } catch (err) {
+    log.warn(`could not read the system's proxy settings (${(err as Error).message}); calls go out directly unless upstream.proxy or HTTPS_PROXY is set`)
+    return config.upstream
+  }
   if (!sys) return config.upstream
   log.info(`using the system's proxy ${sys.proxy} for calls out (upstream.proxy or HTTPS_PROXY would override it)${sys.direct.length ? `; directly: ${sys.direct.join(', ')}` : ''}`)
   if (sys.unlike.length) log.warn(`the system's proxy settings name another proxy, or only SOCKS, for ${sys.unlike.join(', ')}; they go through ${sys.proxy} (set upstream.proxy and upstream.no_proxy to choose)`)
