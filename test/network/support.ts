@@ -102,6 +102,60 @@ export async function startConnectProxy(
   }
 }
 
+/**
+ * A SOCKS5 proxy on loopback (no authentication, CONNECT only) that logs every target it
+ * tunnels to; like startConnectProxy, it alone resolves `hosts` (to 127.0.0.1).
+ */
+export async function startSocks5Proxy(hosts: readonly string[] = OUTSIDE_HOSTS): Promise<{ url: string; targets: string[]; close(): Promise<void> }> {
+  const targets: string[] = []
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    sockets.add(client)
+    client.on('error', () => {})
+    client.once('data', (hello) => {
+      if (hello[0] !== 5) return client.destroy()
+      client.write(Buffer.from([5, 0])) // no authentication
+      client.once('data', (req) => {
+        // What the client sends before the tunnel is up (its TLS hello) waits for it.
+        client.pause()
+        // VER CMD RSV ATYP DST.ADDR DST.PORT
+        if (req[0] !== 5 || req[1] !== 1) return client.end(Buffer.from([5, 7, 0, 1, 0, 0, 0, 0, 0, 0]))
+        let host: string
+        let at: number
+        if (req[3] === 1) {
+          host = [...req.subarray(4, 8)].join('.')
+          at = 8
+        } else if (req[3] === 3) {
+          host = req.subarray(5, 5 + req[4]).toString()
+          at = 5 + req[4]
+        } else return client.end(Buffer.from([5, 8, 0, 1, 0, 0, 0, 0, 0, 0]))
+        const port = req.readUInt16BE(at)
+        targets.push(`${host}:${port}`)
+        const upstream = net.connect(port, host === 'localhost' || hosts.includes(host) ? '127.0.0.1' : host, () => {
+          client.write(Buffer.from([5, 0, 0, 1, 127, 0, 0, 1, 0, 0]))
+          const rest = req.subarray(at + 2)
+          if (rest.length) upstream.write(rest)
+          upstream.pipe(client)
+          client.pipe(upstream)
+        })
+        sockets.add(upstream)
+        upstream.on('error', () => client.end(Buffer.from([5, 4, 0, 1, 0, 0, 0, 0, 0, 0])))
+      })
+    })
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: `socks5://127.0.0.1:${port}`,
+    targets,
+    close: () =>
+      new Promise<void>((r) => {
+        for (const s of sockets) s.destroy()
+        server.close(() => r())
+      }),
+  }
+}
+
 /** A server from the sources with `config` (YAML, as loaded from a file), logging into `lines`. */
 export async function startLoggedServer(config: Record<string, unknown>): Promise<{ server: BurnrateServer; url: string; dbFile: string; lines: string[]; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-net-'))

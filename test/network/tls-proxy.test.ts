@@ -12,7 +12,7 @@ import { ADMIN_CONFIG, TOKEN } from '../admin/support'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { PLAIN_HOST, type PrivateCa, SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
+import { PLAIN_HOST, type PrivateCa, SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer, startSocks5Proxy } from './support'
 
 /**
  * Networks as users have them: an HTTPS upstream signed by a private CA, DNS that does not
@@ -237,7 +237,8 @@ describe('a corporate proxy', () => {
     const proxy = await startConnectProxy()
     const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, HTTP_PROXY: process.env.HTTP_PROXY, NO_PROXY: process.env.NO_PROXY }
     process.env.HTTPS_PROXY = proxy.url
-    process.env.HTTP_PROXY = proxy.url
+    // Without a scheme, as many set it (curl reads it as http://).
+    process.env.HTTP_PROXY = proxy.url.replace('http://', '')
     process.env.NO_PROXY = 'direct.burnrate.test'
     let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
     try {
@@ -371,6 +372,22 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
       else process.env.HTTPS_PROXY = saved
       await s?.stop()
       await proxy.close()
+    }
+  })
+
+  it('a SOCKS5 proxy (upstream.proxy: socks5://) carries the HTTP calls and the wss:// upgrade alike, the host name resolved by the proxy', async () => {
+    const socks = await startSocks5Proxy()
+    const secure = `${SECURE_HOST}:${new URL(tlsUp.url).port}`
+    const s = await startLoggedServer({ upstream: { ca_file: ca.caFile, proxy: socks.url }, providers: { openai: { base_url: `https://${secure}/v1` } } })
+    try {
+      expect(await oneResponse(s.url)).toEqual({ completed: true })
+      expect(socks.targets).toEqual([secure])
+      const r = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+      expect(r.status, r.text).toBe(200)
+      expect(socks.targets).toEqual([secure, secure])
+    } finally {
+      await s.stop()
+      await socks.close()
     }
   })
 })

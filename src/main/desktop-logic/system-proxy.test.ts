@@ -6,12 +6,12 @@ import { outboundOrigins, proxyOfPac, systemNetwork } from './system-proxy'
 const config = (yaml = ''): Config => ({ ...parseConfigText(yaml, 'test'), data_dir: '/tmp', source: null }) as Config
 
 describe("the system's proxy settings (desktop app)", () => {
-  it('reads Electron\'s answer in its order: the first HTTP(S) proxy, DIRECT, or nothing usable (SOCKS)', () => {
+  it('reads Electron\'s answer in its order: the first HTTP(S) or SOCKS5 proxy, DIRECT, or nothing usable (SOCKS4)', () => {
     expect(proxyOfPac('PROXY proxy.corp:3128; DIRECT')).toBe('http://proxy.corp:3128')
     expect(proxyOfPac('HTTPS secure.corp:443')).toBe('https://secure.corp:443')
     expect(proxyOfPac('DIRECT')).toBe('DIRECT')
-    expect(proxyOfPac('SOCKS5 socks.corp:1080; PROXY proxy.corp:8080')).toBe('http://proxy.corp:8080')
-    expect(proxyOfPac('SOCKS5 socks.corp:1080; DIRECT')).toBe('DIRECT')
+    expect(proxyOfPac('SOCKS5 socks.corp:1080; PROXY proxy.corp:8080')).toBe('socks5://socks.corp:1080')
+    expect(proxyOfPac('SOCKS socks.corp:1080; DIRECT')).toBe('DIRECT')
     expect(proxyOfPac('SOCKS socks.corp:1080')).toBeNull()
   })
 
@@ -34,7 +34,7 @@ otel: { endpoint: "https://otlp.example.com:4318" }
   })
 
   it('gives the proxy most addresses go through, and the hosts the system reaches directly', async () => {
-    const answers: Record<string, string> = { 'https://gw.corp.example:8443': 'DIRECT', 'https://api.anthropic.com': 'SOCKS5 s:1080' }
+    const answers: Record<string, string> = { 'https://gw.corp.example:8443': 'DIRECT', 'https://api.anthropic.com': 'SOCKS s:1080' }
     const seen: string[] = []
     const net = await systemNetwork(config('providers:\n  openai: { base_url: "https://gw.corp.example:8443/v1" }\n'), {}, async (url) => {
       seen.push(url)

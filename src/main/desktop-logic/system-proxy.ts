@@ -16,12 +16,14 @@ import { isLoopbackHost } from '../security/hosts'
 
 /**
  * Electron's answer for a URL (`PROXY host:port; DIRECT`), in its order of preference: the first
- * HTTP(S) proxy as a URL, 'DIRECT', or null when it offers only what Burnrate cannot use (SOCKS).
+ * HTTP(S) or SOCKS5 proxy as a URL, 'DIRECT', or null when it offers only what Burnrate cannot
+ * use (SOCKS, which is version 4 in a PAC answer).
  */
 export function proxyOfPac(answer: string): string | 'DIRECT' | null {
+  const schemes: Record<string, string> = { PROXY: 'http', HTTPS: 'https', SOCKS5: 'socks5' }
   for (const part of answer.split(';')) {
-    const m = /^\s*(PROXY|HTTPS)\s+(\S+)\s*$/i.exec(part)
-    if (m) return `${m[1].toUpperCase() === 'HTTPS' ? 'https' : 'http'}://${m[2]}`
+    const m = /^\s*(PROXY|HTTPS|SOCKS5)\s+(\S+)\s*$/i.exec(part)
+    if (m) return `${schemes[m[1].toUpperCase()]}://${m[2]}`
     if (/^\s*DIRECT\s*$/i.test(part)) return 'DIRECT'
   }
   return null
@@ -32,7 +34,7 @@ export interface SystemNetwork {
   proxy: string
   /** Hosts the system reaches directly (added to `upstream.no_proxy`). */
   direct: string[]
-  /** Addresses the system sends through another proxy or SOCKS, which go through `proxy` instead. */
+  /** Addresses the system sends through another proxy, or only through SOCKS4, which go through `proxy` instead. */
   unlike: string[]
 }
 

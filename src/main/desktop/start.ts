@@ -41,7 +41,7 @@ async function withSystemProxy(config: Config, env: NodeJS.ProcessEnv, resolve: 
   }
   if (!sys) return config.upstream
   log.info(`using the system's proxy ${sys.proxy} for calls out (upstream.proxy or HTTPS_PROXY would override it)${sys.direct.length ? `; directly: ${sys.direct.join(', ')}` : ''}`)
-  if (sys.unlike.length) log.warn(`the system's proxy settings name another proxy, or only SOCKS, for ${sys.unlike.join(', ')}; they go through ${sys.proxy} (set upstream.proxy and upstream.no_proxy to choose)`)
+  if (sys.unlike.length) log.warn(`the system's proxy settings name another proxy, or only SOCKS4, for ${sys.unlike.join(', ')}; they go through ${sys.proxy} (set upstream.proxy and upstream.no_proxy to choose)`)
   return { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }
 }
 

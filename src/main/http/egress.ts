@@ -2,7 +2,7 @@ import type { Agent } from 'node:http'
 import { createRequire } from 'node:module'
 import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
-import { type NetworkOptions, proxyRule, trustedCAs } from './network'
+import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from './network'
 
 const require = createRequire(import.meta.url)
 
@@ -39,7 +39,7 @@ export function createEgress(o: NetworkOptions): Egress {
       let d = made.get(key)
       if (!d) {
         const { Agent, ProxyAgent } = require('undici') as typeof Undici
-        d = proxy ? new ProxyAgent({ uri: proxy, requestTls: tls, proxyTls: tls }) : new Agent({ connect: tls })
+        d = proxy ? new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls) }) : new Agent({ connect: tls })
         made.set(key, d)
       }
       return d
@@ -48,15 +48,8 @@ export function createEgress(o: NetworkOptions): Egress {
       const proxy = rule?.(new URL(url).origin) ?? null
       if (!proxy && !ca) return null
       const secure = new URL(url).protocol === 'https:'
-      const options = { keepAlive: true, ...tls }
-      if (!proxy) return import(secure ? 'node:https' : 'node:http').then((m) => new m.Agent(options))
-      return import('https-proxy-agent').then(({ HttpsProxyAgent }) => {
-        const agent = new HttpsProxyAgent(proxy, options)
-        // Its options (`ca`) are for the proxy's own TLS; node:http adds the agent's `options` to
-        // every request's, which the TLS inside the tunnel is made with.
-        agent.options = { ...agent.options, ...tls }
-        return agent
-      })
+      if (!proxy) return import(secure ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
+      return import('./tunnel').then(({ tunnelAgent }) => tunnelAgent(proxy, { ...tls, keepAlive: true }))
     },
     async close() {
       const all = [...made.values()]

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { agentProxyFor, proxyRule } from './network'
+import { agentProxyFor, proxyProblems, proxyRule, proxyUrl } from './network'
 
 describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
   it('is null without a proxy, or with NO_PROXY=*', () => {
@@ -76,5 +76,27 @@ describe("an agent's calls to Burnrate behind a proxy (agentProxyFor)", () => {
     // Both spellings set: each must list it (Gemini CLI reads no_proxy first, Codex NO_PROXY).
     expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '127.0.0.1', no_proxy: '.corp' })).toBe('HTTPS_PROXY')
     expect(agentProxyFor(url, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '127.0.0.1', no_proxy: '.corp,127.0.0.1' })).toBeNull()
+  })
+})
+
+describe('proxy variables as people set them', () => {
+  it('reads a value without a scheme as http://, as curl does; keeps https and SOCKS5; refuses the rest', () => {
+    expect(proxyUrl('proxy.corp:3128')).toBe('http://proxy.corp:3128')
+    expect(proxyUrl(' 10.0.0.1:8080 ')).toBe('http://10.0.0.1:8080')
+    expect(proxyUrl('https://secure.corp:443')).toBe('https://secure.corp:443')
+    expect(proxyUrl('socks5://socks.corp:1080')).toBe('socks5://socks.corp:1080')
+    expect(proxyUrl('ftp://files.corp')).toBeNull()
+    expect(proxyUrl('http://')).toBeNull()
+    expect(proxyRule({}, { https_proxy: 'proxy.corp:3128' })!('https://api.openai.com')).toBe('http://proxy.corp:3128')
+  })
+
+  it('ignores a value that is not a proxy, and says so once without its password', () => {
+    const env = { HTTPS_PROXY: 'ftp://alice:s3cret@files.corp', HTTP_PROXY: 'proxy.corp:3128' }
+    // As if HTTPS_PROXY were not set: https goes through HTTP_PROXY.
+    expect(proxyRule({}, env)!('https://api.openai.com')).toBe('http://proxy.corp:3128')
+    expect(proxyRule({}, env)!('http://gateway.corp')).toBe('http://proxy.corp:3128')
+    const problems = proxyProblems({}, env)
+    expect(problems).toEqual(['HTTPS_PROXY=ftp://***@files.corp is not the address of an http(s) or SOCKS5 proxy; it is ignored'])
+    expect(proxyProblems({ proxy: 'http://cfg:3128' }, env)).toEqual([])
   })
 })

@@ -15,11 +15,49 @@ export interface NetworkOptions {
   ca?: readonly string[]
 }
 
+/**
+ * A proxy variable's value as a URL: `proxy.corp:3128` is `http://proxy.corp:3128`, as curl
+ * reads it; null for what is not the address of an http(s) or SOCKS5 proxy.
+ */
+export function proxyUrl(value: string): string | null {
+  const v = value.trim()
+  const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(v) ? v : `http://${v}`
+  try {
+    const u = new URL(url)
+    return /^(https?|socks5?):$/.test(u.protocol) && u.hostname ? url : null
+  } catch {
+    return null
+  }
+}
+
+const ENV_PROXIES = [
+  ['https_proxy', 'HTTPS_PROXY'],
+  ['http_proxy', 'HTTP_PROXY'],
+] as const
+
+/** The environment's proxy variable of a pair (lower case first, as curl and undici read them), as a usable URL. */
+function envProxy(env: NodeJS.ProcessEnv, [lower, upper]: readonly [string, string]): string | undefined {
+  const v = env[lower] || env[upper]
+  return (v && proxyUrl(v)) || undefined
+}
+
+/** Proxy variables set to something that is not a proxy's address (ignored: said once at start-up), with any password hidden. */
+export function proxyProblems(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): string[] {
+  if (o.proxy) return []
+  const out: string[] = []
+  for (const pair of ENV_PROXIES) {
+    const name = env[pair[0]] ? pair[0] : pair[1]
+    const v = env[name]
+    if (v && !proxyUrl(v)) out.push(`${name}=${v.replace(/\/\/[^/@]*@/, '//***@')} is not the address of an http(s) or SOCKS5 proxy; it is ignored`)
+  }
+  return out
+}
+
 /** The proxy settings in effect: the config's, else the standard environment variables; null for none. */
 export function proxySettings(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): { httpProxy?: string; httpsProxy?: string; noProxy: string } | null {
   if (o.proxy) return { httpProxy: o.proxy, httpsProxy: o.proxy, noProxy: (o.no_proxy ?? []).join(',') }
-  const httpsProxy = env.https_proxy || env.HTTPS_PROXY || undefined
-  const httpProxy = env.http_proxy || env.HTTP_PROXY || undefined
+  const httpsProxy = envProxy(env, ENV_PROXIES[0])
+  const httpProxy = envProxy(env, ENV_PROXIES[1])
   if (!httpsProxy && !httpProxy) return null
   const noProxy = [env.no_proxy || env.NO_PROXY || '', ...(o.no_proxy ?? [])].filter(Boolean).join(',')
   // Without HTTPS_PROXY, https upstreams go through HTTP_PROXY too (as curl and undici do).
@@ -98,4 +136,13 @@ export function trustedCAs(o: NetworkOptions): string[] | undefined {
 
 function defaultCAs(): string[] {
   return tls.getCACertificates ? tls.getCACertificates('default') : [...tls.rootCertificates]
+}
+
+/**
+ * The TLS options for the connection to the proxy itself, for an https:// proxy (an http:// one
+ * ignores them). undici reads them as "speak TLS to the proxy" for a SOCKS5 proxy, which then
+ * never answers: none for it.
+ */
+export function proxyTls<T>(proxy: string, tls: T): { proxyTls?: T } {
+  return /^socks/i.test(proxy) ? {} : { proxyTls: tls }
 }

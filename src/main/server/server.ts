@@ -35,6 +35,7 @@ import type { HeadersObserver } from '../proxy/call/forward'
 import { backgroundSettler } from '../pricing/background'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { createEgress } from '../http/egress'
+import { proxyProblems } from '../http/network'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
@@ -104,6 +105,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   checkExposure(config, log)
   const network = { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca: readCaFile(config.upstream.ca_file) }
   const egress = createEgress(network)
+  for (const p of proxyProblems(network)) log.warn(`network: ${p}`)
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici'
-import { type NetworkOptions, proxyRule, trustedCAs } from '../../http/network'
+import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from '../../http/network'
 import { Client, Pool, proxyAgent } from './undici'
 import type { Upstream } from '../routes'
 
@@ -38,7 +38,7 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     if (!proxy) return new Pool(u.origin, common)
     let agent = viaProxy.get(proxy)
     if (!agent) {
-      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, proxyTls: connect })
+      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect) })
       viaProxy.set(proxy, agent)
       proxied.add(agent)
     }

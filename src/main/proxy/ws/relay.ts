@@ -71,11 +71,11 @@ function passedOn(headers: IncomingMessage['headers']): string[] {
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts).
  */
-/** The two classes of the ws library this relay uses, and the tunnel through a proxy (https-proxy-agent) when one is set. */
+/** The two classes of the ws library this relay uses, and the tunnel through a proxy (http/tunnel.ts) when one is set. */
 interface WsLib {
   WebSocket: typeof WebSocket
   WebSocketServer: typeof WebSocketServer
-  /** The agent that tunnels to `proxy` with CONNECT (for ws:// and wss:// alike). */
+  /** The agent that tunnels through `proxy`, CONNECT or SOCKS5 (for ws:// and wss:// alike). */
   tunnel: ((proxy: string) => Agent) | null
 }
 
@@ -101,8 +101,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
       return
     }
-    lib ??= Promise.all([import('ws'), opts.proxy ? import('https-proxy-agent') : null]).then(([m, tunnelLib]) => {
-      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.HttpsProxyAgent) }
+    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null]).then(([m, tunnelLib]) => {
+      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
       wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
       wss.on('headers', (headers, r) => {
         const extra = extraHeaders.get(r)
@@ -118,13 +118,13 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     )
   }
 
-  /** One tunnelling agent per proxy; it marks the upgrades whose tunnel the proxy refused. */
-  function tunnels(HttpsProxyAgent: typeof import('https-proxy-agent').HttpsProxyAgent): (proxy: string) => Agent {
+  /** One tunnelling agent per proxy; it marks the upgrades whose CONNECT the proxy refused. */
+  function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent): (proxy: string) => Agent {
     const agents = new Map<string, Agent>()
     return (proxy) => {
       let agent = agents.get(proxy)
       if (!agent) {
-        const a = new HttpsProxyAgent(proxy, opts.ca ? { ca: opts.ca } : {})
+        const a = tunnelAgent(proxy, { ca: opts.ca })
         a.on('proxyConnect', (connect: { statusCode: number }, r: object) => {
           if (connect.statusCode !== 200) refusedByProxy.set(r, connect.statusCode)
         })
