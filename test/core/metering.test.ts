@@ -1,10 +1,9 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { postJson, eventually } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 
 /** The counts test/fixtures/README.md gives, normalised: input includes cache reads and writes. */
 interface Expect {
@@ -45,29 +44,19 @@ const CASES: Expect[] = [
   { file: 'anthropic/messages-stream-compaction-iterations.sse', path: '/v1/messages', model: 'claude-sonnet-4-6', pricing: 'anthropic', input: 281 + 55096, cacheRead: 55096, output: 91 },
 ]
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 function replay(file: string) {
   const body = fixture(file)
   if (file.endsWith('.sse')) {
-    upstream.setResponder(() => ({
+    s.upstream.setResponder(() => ({
       status: 200,
       headers: { 'content-type': 'text/event-stream; charset=utf-8' },
       chunks: sseChunks(body),
       delayMs: 2,
     }))
   } else {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body }))
   }
 }
 
@@ -81,13 +70,13 @@ describe('every fixture is metered and priced exactly', () => {
     it(c.file, async () => {
       replay(c.file)
       const stream = c.file.endsWith('.sse')
-      const res = await postJson(t.url + c.path, { model: c.model, stream, messages: [{ role: 'user', content: 'hi' }] }, {
+      const res = await postJson(s.t.url + c.path, { model: c.model, stream, messages: [{ role: 'user', content: 'hi' }] }, {
         authorization: 'Bearer sk-test-metering-000000001',
       })
       expect(res.status).toBe(200)
       expect(res.body.equals(fixture(c.file))).toBe(true)
       const callId = ++n
-      const db = new Database(t.dbFile, { readonly: true })
+      const db = new Database(s.t.dbFile, { readonly: true })
       try {
         const row = await eventually(() => lastCall(db, callId))
         expect(row.model).toBe(c.model)
@@ -145,10 +134,10 @@ describe('server-side tool calls of the Responses API are billed per call', () =
     it(c.file, async () => {
       replay(c.file)
       const stream = c.file.endsWith('.sse')
-      const db = new Database(t.dbFile, { readonly: true })
+      const db = new Database(s.t.dbFile, { readonly: true })
       try {
         const before = (db.prepare('SELECT max(id) AS n FROM calls').get() as any).n ?? 0
-        const res = await postJson(t.url + '/v1/responses', { model: c.model, stream, input: 'hi' }, { authorization: 'Bearer sk-test-metering-000000001' })
+        const res = await postJson(s.t.url + '/v1/responses', { model: c.model, stream, input: 'hi' }, { authorization: 'Bearer sk-test-metering-000000001' })
         expect(res.status).toBe(200)
         const row = await eventually(() => lastCall(db, before + 1))
         expect(row.model).toBe(c.model)

@@ -1,10 +1,9 @@
 import http from 'node:http'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 
 /**
  * A call whose upstream already delivered its terminal event completed, even when the client
@@ -12,20 +11,10 @@ import { type TestServer, startTestServer } from '../support/server'
  * it is recorded 200 with its usage, never 499 `client_aborted`.
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 function lastRow(): any {
-  const db = new Database(t.dbFile, { readonly: true })
+  const db = new Database(s.t.dbFile, { readonly: true })
   try {
     return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
   } finally {
@@ -96,18 +85,18 @@ describe('a client that hangs up after the terminal event', () => {
       const stream = fixture(c.file)
       const chunks = sseChunks(stream, false)
       // The whole body, as a finished call would have it.
-      upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks }))
+      s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks }))
       let before = lastRow()?.id ?? 0
-      await postUntil(`${t.url}${c.path}`, c.body, '\u0000never')
+      await postUntil(`${s.t.url}${c.path}`, c.body, '\u0000never')
       const whole = await rowAfter(before)
       expect(whole).toMatchObject({ status: 200, error: null })
       expect(whole.input_tokens + whole.output_tokens).toBeGreaterThan(0)
 
       // The same body, but the upstream keeps the stream open after it: the client hangs up first.
       const open = [...chunks, Buffer.from(': never sent\n\n')]
-      upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: open, stallAfterChunks: chunks.length }))
+      s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: open, stallAfterChunks: chunks.length }))
       before = whole.id
-      const seen = await postUntil(`${t.url}${c.path}`, c.body, c.terminal)
+      const seen = await postUntil(`${s.t.url}${c.path}`, c.body, c.terminal)
       expect(seen).toContain(c.terminal)
       const row = await rowAfter(before)
       expect(row).toMatchObject({
@@ -123,9 +112,9 @@ describe('a client that hangs up after the terminal event', () => {
 
   it('a client that hangs up before the terminal event is still recorded 499 client_aborted', async () => {
     const chunks = sseChunks(fixture('openai-responses/responses-stream-basic.sse'), false)
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, stallAfterChunks: 2 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, stallAfterChunks: 2 }))
     const before = lastRow()?.id ?? 0
-    await postUntil(`${t.url}/v1/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, 'response.created')
+    await postUntil(`${s.t.url}/v1/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, 'response.created')
     expect(await rowAfter(before)).toMatchObject({ status: 499, error: 'client_aborted' })
   })
 })

@@ -1,9 +1,8 @@
 import http from 'node:http'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from '../providers/ledger'
 
 /**
@@ -73,17 +72,7 @@ function stripUsage(file: string): Buffer {
   return Buffer.from(lines.join(sep))
 }
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 describe('estimation accuracy against recordings that carry usage', () => {
   const measured: string[] = []
@@ -96,9 +85,9 @@ describe('estimation accuracy against recordings that carry usage', () => {
       const stripped = stripUsage(c.file)
       expect(stripped.includes('"usage"')).toBe(false)
       expect(stripped.includes('usageMetadata')).toBe(false)
-      answer(upstream, stripped, 'sse')
-      const row = await recorded(t, () =>
-        postJson(`${t.url}${c.path}`, { model: 'x', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-estimate-0000000000001' }),
+      answer(s.upstream, stripped, 'sse')
+      const row = await recorded(s.t, () =>
+        postJson(`${s.t.url}${c.path}`, { model: 'x', stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-estimate-0000000000001' }),
       )
       expect(row.estimated).toBe(1)
       expect(row.status).toBe(200)
@@ -121,11 +110,11 @@ describe('estimation accuracy against recordings that carry usage', () => {
 describe('a stream without usage that is cut short', () => {
   it('the client leaving mid-stream: the prompt and the output it got are estimated and priced', async () => {
     const full = fixture('openai-chat/chat-stream-no-usage.sse')
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(full, false), delayMs: 40 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(full, false), delayMs: 40 }))
     const body = JSON.stringify({ model: 'gpt-3.5-turbo', stream: true, messages: [{ role: 'user', content: 'Write a haiku about the sea.' }] })
-    const row = await recorded(t, () =>
+    const row = await recorded(s.t, () =>
       new Promise<void>((resolve) => {
-        const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-estimate-0000000000002' }, agent: false }, (res) => {
+        const req = http.request(`${s.t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-estimate-0000000000002' }, agent: false }, (res) => {
           let seen = 0
           res.on('data', () => {
             if (++seen === 8) {

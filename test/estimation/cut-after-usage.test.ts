@@ -1,10 +1,9 @@
 import http from 'node:http'
 import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { estimateOutputTokens } from '../../src/main/metering/estimate'
 import { fixture, sseChunks } from '../support/fixtures'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { recorded } from '../providers/ledger'
 
 /**
@@ -21,17 +20,7 @@ const FILE = 'anthropic/messages-stream-cache-write.sse' // claude-3-5-sonnet-20
 const MODEL = 'claude-3-5-sonnet-20240620'
 const BODY = JSON.stringify({ model: MODEL, stream: true, max_tokens: 1024, messages: [{ role: 'user', content: 'Tell me a story.' }] })
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 /** The text the whole events in `bytes` streamed (their text deltas). */
 function streamedText(bytes: Buffer): string {
@@ -66,7 +55,7 @@ function price(row: any): number {
  */
 function streamCall(got: Buffer[], leaveAfter?: number): Promise<void> {
   return new Promise((resolve) => {
-    const req = http.request(`${t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-cut-000000000000001' }, agent: false }, (res) => {
+    const req = http.request(`${s.t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-cut-000000000000001' }, agent: false }, (res) => {
       let seen = 0
       res.on('data', (c: Buffer) => {
         got.push(c)
@@ -88,9 +77,9 @@ describe('an Anthropic stream cut between message_start and its last message_del
 
   it('upstream reset: exact prompt counts, the output estimated from what streamed, marked estimated', async () => {
     const cutAt = 20 // message_start, content_block_start, ping and 17 text deltas
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: cutAt, delayMs: 2 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: cutAt, delayMs: 2 }))
     const got: Buffer[] = []
-    const row = await recorded(t, () => streamCall(got))
+    const row = await recorded(s.t, () => streamCall(got))
     // The proxy metered at least what reached the client and at most what the upstream sent.
     const least = await estimateOutputTokens(MODEL, streamedText(Buffer.concat(got)))
     const most = await estimateOutputTokens(MODEL, streamedText(Buffer.concat(events.slice(0, cutAt))))
@@ -112,9 +101,9 @@ describe('an Anthropic stream cut between message_start and its last message_del
   })
 
   it('the client leaving: the same, with what reached it', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 40 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 40 }))
     const got: Buffer[] = []
-    const row = await recorded(t, () => streamCall(got, 12))
+    const row = await recorded(s.t, () => streamCall(got, 12))
     expect(row).toMatchObject({ status: 499, error: 'client_aborted', estimated: 1, priced: 1, input_tokens: 4 + 1165, cache_write_tokens: 1165 })
     // At least what reached the client (the proxy may have metered a chunk more before it noticed).
     expect(row.output_tokens).toBeGreaterThanOrEqual(await estimateOutputTokens(MODEL, streamedText(Buffer.concat(got))))
@@ -124,8 +113,8 @@ describe('an Anthropic stream cut between message_start and its last message_del
   })
 
   it('a stream that ends normally keeps the exact counts, not estimated', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
-    const row = await recorded(t, () => streamCall([]))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
+    const row = await recorded(s.t, () => streamCall([]))
     expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: 4 + 1165, cache_write_tokens: 1165, output_tokens: 201 })
     expect(row.cost_usd).toBe(price(row))
   })
@@ -137,11 +126,11 @@ describe('a Gemini stream cut before its last event', () => {
 
   it('keeps the running counts of the last event it got, marked estimated', async () => {
     expect(events).toHaveLength(3)
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 2, delayMs: 2 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 2, delayMs: 2 }))
     const got: Buffer[] = []
-    const row = await recorded(t, async () => {
+    const row = await recorded(s.t, async () => {
       await new Promise<void>((resolve) => {
-        const req = http.request(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
+        const req = http.request(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
           res.on('data', (c: Buffer) => got.push(c))
           res.on('close', () => resolve())
           res.on('error', () => resolve())
@@ -158,10 +147,10 @@ describe('a Gemini stream cut before its last event', () => {
   })
 
   it('a whole Gemini stream is exact', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
-    const row = await recorded(t, () =>
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
+    const row = await recorded(s.t, () =>
       new Promise<void>((resolve) => {
-        const req = http.request(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
+        const req = http.request(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-goog-api-key': 'AIzaSy-cut-000000000000000001' }, agent: false }, (res) => {
           res.resume()
           res.on('close', () => resolve())
         })
@@ -190,7 +179,7 @@ describe('an OpenAI-compatible stream with a running usage count in every chunk,
   const events = [...Array.from({ length: WORDS }, (_, i) => chunk(i)), Buffer.from('data: [DONE]\n\n')]
   const call = () =>
     new Promise<void>((resolve) => {
-      const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-cut-running-000000000001' }, agent: false }, (res) => {
+      const req = http.request(`${s.t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer sk-cut-running-000000000001' }, agent: false }, (res) => {
         res.resume()
         res.on('close', () => resolve())
         res.on('error', () => resolve())
@@ -202,8 +191,8 @@ describe('an OpenAI-compatible stream with a running usage count in every chunk,
     calcPrice({ input_tokens: row.input_tokens, output_tokens: row.output_tokens }, 'gpt-4o-mini', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price
 
   it('upstream reset: the prompt count exact, the output estimated (never below the count so far), marked estimated', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 10, delayMs: 2 }))
-    const row = await recorded(t, call)
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, resetAfterChunks: 10, delayMs: 2 }))
+    const row = await recorded(s.t, call)
     expect(row).toMatchObject({ status: 502, error: 'upstream_reset', estimated: 1, priced: 1, input_tokens: PROMPT })
     // At least the running count of the last chunk metered (1 to 10 chunks got through), and less than the whole answer's.
     expect(row.output_tokens).toBeGreaterThanOrEqual(2)
@@ -212,8 +201,8 @@ describe('an OpenAI-compatible stream with a running usage count in every chunk,
   })
 
   it('a whole stream keeps the exact counts of its finishing chunk, not estimated', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
-    const row = await recorded(t, call)
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: events, delayMs: 1 }))
+    const row = await recorded(s.t, call)
     expect(row).toMatchObject({ status: 200, estimated: 0, input_tokens: PROMPT, output_tokens: WORDS * 2 })
     expect(row.cost_usd).toBe(price(row))
   })

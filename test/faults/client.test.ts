@@ -1,28 +1,18 @@
 import http from 'node:http'
 import net from 'node:net'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, request } from '../support/http'
-import { type MockUpstream, sleep, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { sleep } from '../support/mock-upstream'
+import { serverOverMockUpstream } from '../support/server'
 
 /** The client goes away at every stage of a call: the proxy stops the upstream call and records what it knows. */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 function rows(): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
+  const db = new Database(s.t.dbFile, { readonly: true })
   try {
     return db.prepare('SELECT * FROM calls ORDER BY id').all()
   } finally {
@@ -43,7 +33,7 @@ const BODY = JSON.stringify({ model: 'claude-3-5-sonnet-20240620', stream: true,
 /** Sends a streaming call and destroys the connection when `when` says so. */
 function callAndDrop(when: 'request-sent' | 'headers' | 'after-last-byte'): Promise<void> {
   return new Promise((resolve) => {
-    const req = http.request(`${t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+    const req = http.request(`${s.t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
       if (when === 'headers') {
         req.destroy()
         resolve()
@@ -70,34 +60,34 @@ function callAndDrop(when: 'request-sent' | 'headers' | 'after-last-byte'): Prom
 
 describe('client disconnects', () => {
   it('before upstream answers: the upstream call is aborted and the call recorded as 499 with cost 0', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM), headerDelayMs: 600 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM), headerDelayMs: 600 }))
     const before = rows().length
-    const upstreamRequests = upstream.requests.length
+    const upstreamRequests = s.upstream.requests.length
     await callAndDrop('request-sent')
     const row = await nextRow(before)
     expect(row).toMatchObject({ status: 499, error: 'client_aborted', cost_usd: 0, input_tokens: 0 })
-    expect(upstream.requests.length).toBe(upstreamRequests + 1)
-    expect(t.server.proxy.active).toBe(0)
+    expect(s.upstream.requests.length).toBe(upstreamRequests + 1)
+    expect(s.t.server.proxy.active).toBe(0)
     // When the upstream finally answers, its connection is already gone: not one chunk is written.
     await sleep(700)
-    expect(upstream.chunkTimes.length).toBe(0)
+    expect(s.upstream.chunkTimes.length).toBe(0)
   })
 
   it('right after the response headers: recorded as 499 with what was metered', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM, false), delayMs: 50 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM, false), delayMs: 50 }))
     const before = rows().length
     await callAndDrop('headers')
     const row = await nextRow(before)
     expect(row.status).toBe(499)
     expect(row.error).toBe('client_aborted')
-    expect(t.server.proxy.active).toBe(0)
+    expect(s.t.server.proxy.active).toBe(0)
     // The upstream stopped sending once its client was gone.
     await sleep(200)
-    expect(upstream.chunkTimes.length).toBeLessThan(sseChunks(STREAM, false).length)
+    expect(s.upstream.chunkTimes.length).toBeLessThan(sseChunks(STREAM, false).length)
   })
 
   it('after the last byte: recorded as a complete call with its full usage', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM), delayMs: 1 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM), delayMs: 1 }))
     const before = rows().length
     await callAndDrop('after-last-byte')
     const row = await nextRow(before)
@@ -106,31 +96,31 @@ describe('client disconnects', () => {
   })
 
   it('while still sending its request body: nothing goes upstream, nothing is held', async () => {
-    const upstreamRequests = upstream.requests.length
+    const upstreamRequests = s.upstream.requests.length
     const before = rows().length
-    const { port } = new URL(t.url)
+    const { port } = new URL(s.t.url)
     await new Promise<void>((resolve) => {
-      const s = net.connect(Number(port), '127.0.0.1', () => {
-        s.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":`)
+      const sock = net.connect(Number(port), '127.0.0.1', () => {
+        sock.write(`POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"model":`)
         setTimeout(() => {
-          s.destroy()
+          sock.destroy()
           resolve()
         }, 100)
       })
     })
     await sleep(200)
-    expect(upstream.requests.length).toBe(upstreamRequests)
+    expect(s.upstream.requests.length).toBe(upstreamRequests)
     expect(rows().length).toBe(before)
-    expect(t.server.proxy.active).toBe(0)
-    expect((await request(`${t.url}/api/health`)).status).toBe(200)
+    expect(s.t.server.proxy.active).toBe(0)
+    expect((await request(`${s.t.url}/api/health`)).status).toBe(200)
   })
 
   it('a hundred clients dropping at random stages leave no call under way and every call recorded', async () => {
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM, false), delayMs: 5 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: sseChunks(STREAM, false), delayMs: 5 }))
     const before = rows().length
     const stages = ['request-sent', 'headers', 'after-last-byte'] as const
     await Promise.all(Array.from({ length: 100 }, (_, i) => callAndDrop(stages[i % 3])))
-    await eventually(() => t.server.proxy.active === 0, 5000)
+    await eventually(() => s.t.server.proxy.active === 0, 5000)
     // Every call that reached the proxy's upstream stage is recorded: 100 of them.
     await eventually(() => rows().length === before + 100, 5000)
     const recent = rows().slice(before)

@@ -1,24 +1,13 @@
 import http from 'node:http'
 import Database from 'better-sqlite3'
 import fc from 'fast-check'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 
 /** Random upstream responses (streams and bodies, any bytes, any cut) through the real proxy. */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 const usage = fc.dictionary(
   fc.constantFrom('prompt_tokens', 'completion_tokens', 'input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens'),
@@ -42,7 +31,7 @@ const reply = fc.record({
 
 function call(path: string): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'identity' }, agent: false }, (res) => {
+    const req = http.request(`${s.t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'accept-encoding': 'identity' }, agent: false }, (res) => {
       const parts: Buffer[] = []
       res.on('data', (c) => parts.push(c))
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(parts) }))
@@ -59,7 +48,7 @@ describe('random upstream responses through the proxy', () => {
     await fc.assert(
       fc.asyncProperty(reply, async (r) => {
         const chunks = r.parts.map((p) => Buffer.from(p, 'latin1'))
-        upstream.setResponder(() => ({
+        s.upstream.setResponder(() => ({
           status: r.status,
           headers: { 'content-type': r.streamed ? 'text/event-stream' : 'application/json' },
           chunks: chunks.length ? chunks : [Buffer.alloc(0)],
@@ -72,7 +61,7 @@ describe('random upstream responses through the proxy', () => {
       }),
       { numRuns: 300, seed: 20261121 },
     )
-    const db = new Database(t.dbFile, { readonly: true })
+    const db = new Database(s.t.dbFile, { readonly: true })
     try {
       const rows = (await eventually(() => {
         const all = db.prepare('SELECT cost_usd, input_tokens, output_tokens FROM calls').all() as any[]
@@ -87,7 +76,7 @@ describe('random upstream responses through the proxy', () => {
     } finally {
       db.close()
     }
-    expect((await request(`${t.url}/api/health`)).json().status).toBe('ok')
-    expect(t.server.proxy.active).toBe(0)
+    expect((await request(`${s.t.url}/api/health`)).json().status).toBe('ok')
+    expect(s.t.server.proxy.active).toBe(0)
   }, 120_000)
 })

@@ -1,8 +1,7 @@
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from '../providers/ledger'
 
 /**
@@ -12,17 +11,7 @@ import { answer, recorded } from '../providers/ledger'
  * hand and against genai-prices' own reading (`extractUsage`) of the same answer.
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 describe('long-context tiers', () => {
   it('Claude Sonnet 4.5: 1,000 new input tokens over a 250k cache read is the >200k tier, 1-hour writes at their own rate', async () => {
@@ -34,9 +23,9 @@ describe('long-context tiers', () => {
       output_tokens: 500,
     }
     const body = { id: 'msg_tier', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: 'ok' }], usage }
-    answer(upstream, body)
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-ant-tier-00000000000001' }),
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-ant-tier-00000000000001' }),
     )
     expect(row).toMatchObject({ input_tokens: 256_000, cache_read_tokens: 250_000, cache_write_tokens: 5_000, cache_write_1h_tokens: 2_000, output_tokens: 500 })
     // Above 200k: $6 input, $0.60 cache read, $7.50 5-minute write, $12 1-hour write, $22.50 output per million.
@@ -47,9 +36,9 @@ describe('long-context tiers', () => {
 
   it('Claude Sonnet 4.5: the same call with 190k cached stays at the base rates', async () => {
     const usage = { input_tokens: 1_000, cache_read_input_tokens: 190_000, cache_creation_input_tokens: 0, output_tokens: 500 }
-    answer(upstream, { id: 'msg_tier2', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [], usage })
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, { 'x-api-key': 'sk-ant-tier-00000000000001' }),
+    answer(s.upstream, { id: 'msg_tier2', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [], usage })
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, { 'x-api-key': 'sk-ant-tier-00000000000001' }),
     )
     expect(row.cost_usd).toBeCloseTo((1_000 * 3 + 190_000 * 0.3 + 500 * 15) / 1e6, 12)
   })
@@ -58,8 +47,8 @@ describe('long-context tiers', () => {
     const at = async (prompt: number) => {
       const usage = { prompt_tokens: prompt, completion_tokens: 1_000, total_tokens: prompt + 1_000, prompt_tokens_details: { cached_tokens: 200_000 }, completion_tokens_details: { reasoning_tokens: 800 } }
       const body = { id: 'chatcmpl-tier', object: 'chat.completion', created: 1763700000, model: 'gpt-5.4', choices: [], usage }
-      answer(upstream, body)
-      const row = await recorded(t, () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-5.4', messages: [] }, { authorization: 'Bearer sk-tier-000000000000000001' }))
+      answer(s.upstream, body)
+      const row = await recorded(s.t, () => postJson(`${s.t.url}/v1/chat/completions`, { model: 'gpt-5.4', messages: [] }, { authorization: 'Bearer sk-tier-000000000000000001' }))
       const lib = extractUsage(findProvider({ providerId: 'openai' })!, body, 'chat')
       expect(row.cost_usd).toBe(calcPrice(lib.usage, 'gpt-5.4', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
       return row

@@ -1,8 +1,7 @@
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
 
 /**
@@ -12,17 +11,7 @@ import { answer, recorded } from './ledger'
  * genai-prices' own reading of the final usage.
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 
 const MODEL = 'claude-sonnet-4-5-20250929'
 const start = {
@@ -43,9 +32,9 @@ const STREAM =
 
 describe('Anthropic prompt-cache writes by lifetime, in a stream', () => {
   it('1-hour writes at 2x input, 5-minute ones at 1.25x, reads at 0.1x', async () => {
-    answer(upstream, STREAM, 'sse')
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', stream: true, max_tokens: 100, messages: [] }, { 'x-api-key': 'sk-ant-cache-000000000001' }),
+    answer(s.upstream, STREAM, 'sse')
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/v1/messages`, { model: 'claude-sonnet-4-5', stream: true, max_tokens: 100, messages: [] }, { 'x-api-key': 'sk-ant-cache-000000000001' }),
     )
     expect(row).toMatchObject({ input_tokens: 3_510, cache_write_tokens: 3_000, cache_write_1h_tokens: 2_000, cache_read_tokens: 500, output_tokens: 50, estimated: 0 })
     // Sonnet 4.5: $3 input, $3.75 5-minute write, $6 1-hour write, $0.30 read, $15 output per million.

@@ -1,8 +1,7 @@
 import { request as httpRequest } from 'node:http'
 import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
 
 /**
@@ -12,19 +11,9 @@ import { answer, recorded } from './ledger'
  * Bodies from OpenAI's API reference (openai-node `TranscriptionCreateResponse` / `Usage`).
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 const BOUNDARY = '----burnrate-form-7MA4YWxkTrZu0gW'
@@ -44,7 +33,7 @@ function form(fields: Record<string, string>, audio: Buffer): Buffer {
 function post(path: string, body: Buffer): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      `${t.url}${path}`,
+      `${s.t.url}${path}`,
       { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': body.length, authorization: 'Bearer sk-proj-audio-0000000000001' } },
       (res) => {
         res.resume()
@@ -62,10 +51,10 @@ const AUDIO = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.from(
 describe('OpenAI audio transcriptions', () => {
   it('gpt-4o-transcribe: the model from the form, audio input tokens at the audio rate', async () => {
     const usage = { type: 'tokens', input_tokens: 14, input_token_details: { text_tokens: 4, audio_tokens: 10 }, output_tokens: 45, total_tokens: 59 }
-    answer(upstream, { text: 'Hello there.', usage })
+    answer(s.upstream, { text: 'Hello there.', usage })
     const body = form({ model: 'gpt-4o-transcribe', response_format: 'json' }, AUDIO)
-    const row = await recorded(t, async () => expect(await post('/openai/v1/audio/transcriptions', body)).toBe(200))
-    expect(upstream.requests[0].body.equals(body)).toBe(true)
+    const row = await recorded(s.t, async () => expect(await post('/openai/v1/audio/transcriptions', body)).toBe(200))
+    expect(s.upstream.requests[0].body.equals(body)).toBe(true)
     expect(row).toMatchObject({ endpoint: 'audio', model: 'gpt-4o-transcribe', input_tokens: 14, output_tokens: 45, priced: 1, estimated: 0 })
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 14, input_audio_tokens: 10, output_tokens: 45 }, 'gpt-4o-transcribe', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
     // $2.50/M text input, $6/M audio input, $10/M output
@@ -73,8 +62,8 @@ describe('OpenAI audio transcriptions', () => {
   })
 
   it('whisper-1: billed by the second', async () => {
-    answer(upstream, { text: 'Hello there.', usage: { type: 'duration', seconds: 95 } })
-    const row = await recorded(t, async () => expect(await post('/openai/v1/audio/transcriptions', form({ model: 'whisper-1' }, AUDIO))).toBe(200))
+    answer(s.upstream, { text: 'Hello there.', usage: { type: 'duration', seconds: 95 } })
+    const row = await recorded(s.t, async () => expect(await post('/openai/v1/audio/transcriptions', form({ model: 'whisper-1' }, AUDIO))).toBe(200))
     expect(row).toMatchObject({ endpoint: 'audio', model: 'whisper-1', input_tokens: 0, output_tokens: 0, priced: 1 })
     expect(row.cost_usd).toBe(calcPrice({ audio_seconds: 95 }, 'whisper-1', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
     // $0.006 a minute

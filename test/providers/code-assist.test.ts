@@ -1,9 +1,8 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
 
 /**
@@ -14,19 +13,9 @@ import { answer, recorded } from './ledger'
  * Gemini recordings of ./gemini.test.ts, each wrapped that way.
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 const LOGIN = {
@@ -64,16 +53,16 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
     const sse = `${wrapped('gemini/stream-generate-content.sse')
       .map((d) => `data: ${d}\r\n\r\n`)
       .join('')}`
-    answer(upstream, sse, 'sse')
+    answer(s.upstream, sse, 'sse')
     let res: any
-    const row = await recorded(t, async () => {
-      res = await postJson(`${t.url}/code-assist/v1internal:streamGenerateContent?alt=sse`, BODY, LOGIN)
+    const row = await recorded(s.t, async () => {
+      res = await postJson(`${s.t.url}/code-assist/v1internal:streamGenerateContent?alt=sse`, BODY, LOGIN)
     })
     expect(res.status).toBe(200)
     expect(res.body.toString()).toBe(sse)
-    expect(upstream.requests[0].url).toBe('/v1internal:streamGenerateContent?alt=sse')
-    expect(upstream.requests[0].headers.authorization).toBe(LOGIN.authorization)
-    expect(JSON.parse(upstream.requests[0].body.toString())).toEqual(BODY)
+    expect(s.upstream.requests[0].url).toBe('/v1internal:streamGenerateContent?alt=sse')
+    expect(s.upstream.requests[0].headers.authorization).toBe(LOGIN.authorization)
+    expect(JSON.parse(s.upstream.requests[0].body.toString())).toEqual(BODY)
     expect(row).toMatchObject({
       provider: 'code-assist',
       endpoint: 'streamGenerateContent',
@@ -95,15 +84,15 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
     expect(row.cost_usd).toBe(price({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
     expect(row.cost_usd).toBeGreaterThan(0)
     // Plan usage: its value is shown apart from money spent.
-    const summary = (await request(`${t.url}/api/dashboard/summary`)).json()
+    const summary = (await request(`${s.t.url}/api/dashboard/summary`)).json()
     expect(summary.today_plan_value_usd).toBeGreaterThan(0)
   })
 
   it('a whole answer (generateContent) with cached tokens', async () => {
     const [body] = wrapped('gemini/generate-content-cached-thoughts.json')
-    answer(upstream, body)
-    const row = await recorded(t, () => postJson(`${t.url}/code-assist/v1internal:generateContent`, BODY, LOGIN))
-    expect(upstream.requests[0].url).toBe('/v1internal:generateContent')
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:generateContent`, BODY, LOGIN))
+    expect(s.upstream.requests[0].url).toBe('/v1internal:generateContent')
     expect(row).toMatchObject({
       provider: 'code-assist',
       endpoint: 'generateContent',
@@ -127,15 +116,15 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
         { modelId: 'gemini-2.5-flash', tokenType: 'REQUESTS', remainingFraction: 0.9, resetTime: reset },
       ],
     }
-    answer(upstream, quota)
+    answer(s.upstream, quota)
     let res: any
-    const row = await recorded(t, async () => {
-      res = await postJson(`${t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, LOGIN)
+    const row = await recorded(s.t, async () => {
+      res = await postJson(`${s.t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, LOGIN)
     })
     expect(res.status).toBe(200)
     expect(JSON.parse(res.body.toString())).toEqual(quota)
     expect(row).toMatchObject({ provider: 'code-assist', endpoint: 'retrieveUserQuota', cost_usd: 0, billing: 'subscription' })
-    const accounts = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+    const accounts = (await request(`${s.t.url}/api/dashboard/plans`)).json().accounts as any[]
     const acct = accounts.find((a) => a.provider === 'code-assist')
     expect(acct).toMatchObject({ billing: 'subscription', account_hint: 'bur…ject', details: { 'gemini-2.5-pro-remaining': '20' } })
     expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at])).toEqual([
@@ -143,22 +132,22 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
       ['gemini-2.5-flash', expect.closeTo(0.1, 12), reset],
     ])
     // A new access token (Google's last an hour) is the same account: still one.
-    answer(upstream, quota)
-    await recorded(t, () => postJson(`${t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, { ...LOGIN, authorization: 'Bearer ya29.a0-refreshed-token-0002' }))
-    const again = (await request(`${t.url}/api/dashboard/plans`)).json().accounts as any[]
+    answer(s.upstream, quota)
+    await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:retrieveUserQuota`, { project: 'burnrate-test-project' }, { ...LOGIN, authorization: 'Bearer ya29.a0-refreshed-token-0002' }))
+    const again = (await request(`${s.t.url}/api/dashboard/plans`)).json().accounts as any[]
     expect(again.filter((a) => a.provider === 'code-assist')).toHaveLength(1)
   })
 
   it('its other methods (loadCodeAssist, quotas) pass through and cost nothing', async () => {
     const tier = { currentTier: { id: 'free-tier' }, cloudaicompanionProject: 'burnrate-test-project' }
-    answer(upstream, tier)
+    answer(s.upstream, tier)
     let res: any
-    const row = await recorded(t, async () => {
-      res = await postJson(`${t.url}/code-assist/v1internal:loadCodeAssist`, { metadata: { pluginType: 'GEMINI' } }, LOGIN)
+    const row = await recorded(s.t, async () => {
+      res = await postJson(`${s.t.url}/code-assist/v1internal:loadCodeAssist`, { metadata: { pluginType: 'GEMINI' } }, LOGIN)
     })
     expect(res.status).toBe(200)
     expect(JSON.parse(res.body.toString())).toEqual(tier)
-    expect(upstream.requests[0].url).toBe('/v1internal:loadCodeAssist')
+    expect(s.upstream.requests[0].url).toBe('/v1internal:loadCodeAssist')
     expect(row).toMatchObject({ provider: 'code-assist', endpoint: 'loadCodeAssist', input_tokens: 0, output_tokens: 0, cost_usd: 0, agent: 'gemini-cli', billing: 'subscription' })
   })
 })

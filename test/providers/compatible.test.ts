@@ -2,26 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { PROVIDERS } from '../../src/main/providers/registry'
 import { postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { startMockUpstream } from '../support/mock-upstream'
+import { serverOverMockUpstream, startTestServer } from '../support/server'
 import { answer, recorded } from './ledger'
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 /**
@@ -62,14 +52,14 @@ describe('OpenAI-compatible providers', () => {
       const provider = PROVIDERS.find((x) => x.name === p.name)
       expect(provider?.defaultBaseUrl).toBe(p.base)
       expect(provider?.mount).toBe(`/${p.name}/v1`)
-      answer(upstream, completion(p.model, { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 }))
-      const row = await recorded(t, () =>
-        postJson(`${t.url}/${p.name}/v1/chat/completions`, { model: p.model, messages: [{ role: 'user', content: 'hi' }] }, {
+      answer(s.upstream, completion(p.model, { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 }))
+      const row = await recorded(s.t, () =>
+        postJson(`${s.t.url}/${p.name}/v1/chat/completions`, { model: p.model, messages: [{ role: 'user', content: 'hi' }] }, {
           authorization: `Bearer sk-${p.name}-test-key-00000001`,
         }),
       )
-      expect(upstream.requests[0].url).toBe(p.path)
-      expect(upstream.requests[0].headers.authorization).toBe(`Bearer sk-${p.name}-test-key-00000001`)
+      expect(s.upstream.requests[0].url).toBe(p.path)
+      expect(s.upstream.requests[0].headers.authorization).toBe(`Bearer sk-${p.name}-test-key-00000001`)
       expect(row).toMatchObject({ provider: p.name, model: p.model, endpoint: 'chat.completions', input_tokens: 1200, output_tokens: 300, priced: 1 })
       const expected = calcPrice({ input_tokens: 1200, output_tokens: 300 }, p.model, { providerId: p.pricing, timestamp: new Date(row.ts) })
       expect(expected).not.toBeNull()
@@ -79,9 +69,9 @@ describe('OpenAI-compatible providers', () => {
   }
 
   it('keeps the path below the mount and the query when joining (Groq models list)', async () => {
-    answer(upstream, { object: 'list', data: [] })
-    const row = await recorded(t, () => request(`${t.url}/groq/v1/models?limit=5`, { headers: { authorization: 'Bearer gsk-test-000000000001' } }))
-    expect(upstream.requests[0].url).toBe('/openai/v1/models?limit=5')
+    answer(s.upstream, { object: 'list', data: [] })
+    const row = await recorded(s.t, () => request(`${s.t.url}/groq/v1/models?limit=5`, { headers: { authorization: 'Bearer gsk-test-000000000001' } }))
+    expect(s.upstream.requests[0].url).toBe('/openai/v1/models?limit=5')
     expect(row).toMatchObject({ provider: 'groq', endpoint: 'other', cost_usd: 0, estimated: 0 })
   })
 
@@ -92,8 +82,8 @@ describe('OpenAI-compatible providers', () => {
       chunk(model, { content: 'Hello there' }) +
       chunk(model, {}, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], x_groq: { id: 'req_01', usage: { queue_time: 0.01, prompt_tokens: 40, prompt_time: 0.002, completion_tokens: 3, completion_time: 0.01, total_tokens: 43, total_time: 0.012 } } }) +
       'data: [DONE]\n\n'
-    answer(upstream, body, 'sse')
-    const row = await recorded(t, () => postJson(`${t.url}/groq/v1/chat/completions`, { model, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer gsk-test-000000000001' }))
+    answer(s.upstream, body, 'sse')
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/groq/v1/chat/completions`, { model, stream: true, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer gsk-test-000000000001' }))
     expect(row).toMatchObject({ provider: 'groq', streamed: 1, input_tokens: 40, output_tokens: 3, estimated: 0 })
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 40, output_tokens: 3 }, model, { providerId: 'groq', timestamp: new Date(row.ts) })!.total_price)
   })
@@ -110,16 +100,16 @@ describe('OpenAI-compatible providers', () => {
       cost_details: { upstream_inference_cost: null },
       completion_tokens_details: { reasoning_tokens: 0 },
     }
-    answer(upstream, completion(model, usage))
-    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    answer(s.upstream, completion(model, usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openrouter/v1/chat/completions`, { model, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
     expect(row).toMatchObject({ model, input_tokens: 2000, cache_read_tokens: 500, cache_write_tokens: 1000, output_tokens: 100, priced: 1 })
     expect(row.cost_usd).toBe(0.0123456)
   })
 
   it('OpenRouter with a bring-your-own key: its fee plus the upstream charge', async () => {
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15, cost: 0.0001, is_byok: true, cost_details: { upstream_inference_cost: 0.002 } }
-    answer(upstream, completion('openai/gpt-4o', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model: 'openai/gpt-4o', messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    answer(s.upstream, completion('openai/gpt-4o', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openrouter/v1/chat/completions`, { model: 'openai/gpt-4o', messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
     expect(row.cost_usd).toBe(0.0001 + 0.002)
   })
 
@@ -130,8 +120,8 @@ describe('OpenAI-compatible providers', () => {
       chunk(model, {}, { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] }) +
       chunk(model, null as any, { usage: { prompt_tokens: 12, completion_tokens: 2, total_tokens: 14, cost: 0.0000042 } }) +
       'data: [DONE]\n\n'
-    answer(upstream, body, 'sse')
-    const row = await recorded(t, () => postJson(`${t.url}/openrouter/v1/chat/completions`, { model, stream: true, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
+    answer(s.upstream, body, 'sse')
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openrouter/v1/chat/completions`, { model, stream: true, messages: [] }, { authorization: 'Bearer sk-or-v1-test-0000000001' }))
     expect(row).toMatchObject({ streamed: 1, input_tokens: 12, output_tokens: 2, estimated: 0 })
     expect(row.cost_usd).toBe(0.0000042)
   })
@@ -144,9 +134,9 @@ describe('OpenAI-compatible providers', () => {
       search_context_size: 'low',
       cost: { input_tokens_cost: 0.000024, output_tokens_cost: 0.0018, request_cost: 0.006, total_cost: 0.007824 },
     }
-    answer(upstream, completion('sonar-pro', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-pro', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
-    expect(upstream.requests[0].url).toBe('/chat/completions')
+    answer(s.upstream, completion('sonar-pro', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/perplexity/v1/chat/completions`, { model: 'sonar-pro', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    expect(s.upstream.requests[0].url).toBe('/chat/completions')
     expect(row).toMatchObject({ input_tokens: 8, output_tokens: 120 })
     expect(row.cost_usd).toBe(0.007824)
   })
@@ -155,8 +145,8 @@ describe('OpenAI-compatible providers', () => {
     // Sonar Deep Research's usage shape (Perplexity's docs): total_tokens = prompt + completion only.
     const usage = { prompt_tokens: 19, completion_tokens: 9_582, total_tokens: 9_601, citation_tokens: 13_207, num_search_queries: 29, reasoning_tokens: 142_536 }
     const body = completion('sonar-deep-research', usage)
-    answer(upstream, body)
-    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
     expect(row).toMatchObject({ input_tokens: 19, output_tokens: 9_582 + 13_207 + 142_536, reasoning_tokens: 142_536, priced: 1 })
     // $2/M input, $8/M output, $2/M citation, $3/M reasoning, $5 per 1,000 searches
     expect(row.cost_usd).toBeCloseTo((19 * 2 + 9_582 * 8 + 13_207 * 2 + 142_536 * 3) / 1e6 + 29 * 5 / 1000, 12)
@@ -167,15 +157,15 @@ describe('OpenAI-compatible providers', () => {
 
   it('Perplexity: with usage.cost the charge is the reported one; the tokens still count reasoning and citations', async () => {
     const usage = { prompt_tokens: 19, completion_tokens: 100, total_tokens: 119, citation_tokens: 300, num_search_queries: 2, reasoning_tokens: 500, cost: { total_cost: 0.0123 } }
-    answer(upstream, completion('sonar-deep-research', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
+    answer(s.upstream, completion('sonar-deep-research', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/perplexity/v1/chat/completions`, { model: 'sonar-deep-research', messages: [] }, { authorization: 'Bearer pplx-test-00000000001' }))
     expect(row).toMatchObject({ input_tokens: 19, output_tokens: 900, reasoning_tokens: 500, cost_usd: 0.0123 })
   })
 
   it('DeepSeek: prompt_cache_hit_tokens are cache reads, priced at the cache rate', async () => {
     const usage = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 }
-    answer(upstream, completion('deepseek-chat', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-chat', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
+    answer(s.upstream, completion('deepseek-chat', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-chat', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
     expect(row).toMatchObject({ input_tokens: 1000, cache_read_tokens: 800, output_tokens: 50 })
     const expected = calcPrice({ input_tokens: 1000, cache_read_tokens: 800, output_tokens: 50 }, 'deepseek-chat', { providerId: 'deepseek', timestamp: new Date(row.ts) })!.total_price
     expect(row.cost_usd).toBe(expected)
@@ -187,11 +177,11 @@ describe('OpenAI-compatible providers', () => {
 describe('Mistral fill-in-the-middle (/mistral/v1/fim/completions, Codestral in editors)', () => {
   it('is metered and priced, not recorded at cost 0', async () => {
     const body = completion('codestral-2508', { prompt_tokens: 1_500, completion_tokens: 64, total_tokens: 1_564 })
-    answer(upstream, body)
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/mistral/v1/fim/completions`, { model: 'codestral-latest', prompt: 'def f(', suffix: ')' }, { authorization: 'Bearer mistral-test-00000000001' }),
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/mistral/v1/fim/completions`, { model: 'codestral-latest', prompt: 'def f(', suffix: ')' }, { authorization: 'Bearer mistral-test-00000000001' }),
     )
-    expect(upstream.requests[0].url).toBe('/v1/fim/completions')
+    expect(s.upstream.requests[0].url).toBe('/v1/fim/completions')
     expect(row).toMatchObject({ provider: 'mistral', endpoint: 'fim.completions', model: 'codestral-2508', input_tokens: 1_500, output_tokens: 64, estimated: 0 })
     const p = calcPrice({ input_tokens: 1_500, output_tokens: 64 }, 'codestral-2508', { providerId: 'mistral', timestamp: new Date(row.ts) })!
     expect(row).toMatchObject({ priced: 1, cost_usd: p.total_price })
@@ -203,11 +193,11 @@ describe('Mistral fill-in-the-middle (/mistral/v1/fim/completions, Codestral in 
 describe("Anthropic's OpenAI SDK compatibility (/anthropic/v1/chat/completions)", () => {
   it('is metered and priced as the Claude model it names, not recorded at cost 0', async () => {
     const body = completion('claude-sonnet-4-5-20250929', { prompt_tokens: 2_000, completion_tokens: 300, total_tokens: 2_300 })
-    answer(upstream, body)
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
     )
-    expect(upstream.requests[0].url).toBe('/v1/chat/completions')
+    expect(s.upstream.requests[0].url).toBe('/v1/chat/completions')
     expect(row).toMatchObject({ provider: 'anthropic', endpoint: 'chat.completions', model: 'claude-sonnet-4-5-20250929', input_tokens: 2_000, output_tokens: 300, priced: 1, estimated: 0 })
     // Sonnet 4.5: $3/M input, $15/M output
     expect(row.cost_usd).toBeCloseTo((2_000 * 3 + 300 * 15) / 1e6, 15)
@@ -222,9 +212,9 @@ describe("Anthropic's OpenAI SDK compatibility (/anthropic/v1/chat/completions)"
       chunk(model, { content: 'lo' }) +
       chunk(model, null as any, { usage: { prompt_tokens: 5_000, completion_tokens: 40, total_tokens: 5_040, cached_tokens: 4_000 } }) +
       'data: [DONE]\n\n'
-    answer(upstream, sse, 'sse')
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream: true, stream_options: { include_usage: true }, messages: [] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
+    answer(s.upstream, sse, 'sse')
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/anthropic/v1/chat/completions`, { model: 'claude-sonnet-4-5', stream: true, stream_options: { include_usage: true }, messages: [] }, { authorization: 'Bearer sk-ant-compat-000000000001' }),
     )
     expect(row).toMatchObject({ endpoint: 'chat.completions', streamed: 1, input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40, estimated: 0 })
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 5_000, cache_read_tokens: 4_000, output_tokens: 40 }, model, { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
@@ -235,16 +225,16 @@ describe('reasoning tokens reported beside completion_tokens', () => {
   it('xAI: reasoning tokens outside completion_tokens are added to the billed output', async () => {
     // xAI: total_tokens = prompt + completion + reasoning
     const usage = { prompt_tokens: 32, completion_tokens: 9, total_tokens: 135, prompt_tokens_details: { cached_tokens: 6 }, completion_tokens_details: { reasoning_tokens: 94 } }
-    answer(upstream, completion('grok-3-mini', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/xai/v1/chat/completions`, { model: 'grok-3-mini', messages: [] }, { authorization: 'Bearer xai-test-000000000000001' }))
+    answer(s.upstream, completion('grok-3-mini', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/chat/completions`, { model: 'grok-3-mini', messages: [] }, { authorization: 'Bearer xai-test-000000000000001' }))
     expect(row).toMatchObject({ input_tokens: 32, cache_read_tokens: 6, output_tokens: 103, reasoning_tokens: 94 })
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 32, cache_read_tokens: 6, output_tokens: 103 }, 'grok-3-mini', { providerId: 'x-ai', timestamp: new Date(row.ts) })!.total_price)
   })
 
   it('OpenAI-style usage (reasoning inside completion_tokens) is not counted twice', async () => {
     const usage = { prompt_tokens: 11, completion_tokens: 228, total_tokens: 239, completion_tokens_details: { reasoning_tokens: 192 } }
-    answer(upstream, completion('deepseek-reasoner', usage))
-    const row = await recorded(t, () => postJson(`${t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-reasoner', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
+    answer(s.upstream, completion('deepseek-reasoner', usage))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/deepseek/v1/chat/completions`, { model: 'deepseek-reasoner', messages: [] }, { authorization: 'Bearer sk-deepseek-00000000001' }))
     expect(row).toMatchObject({ output_tokens: 228, reasoning_tokens: 192 })
   })
 })
@@ -254,14 +244,14 @@ describe('provider settings', () => {
     const other = await startMockUpstream()
     const t2 = await startTestServer(
       { providers: { groq: { enabled: false }, together: { base_url: `${other.url}/proxy/together/v1` } } },
-      upstream.url,
+      s.upstream.url,
     )
     try {
       const off = await postJson(`${t2.url}/groq/v1/chat/completions`, { model: 'x', messages: [] })
       expect(off.status).toBe(404)
       expect(off.json().error.type).toBe('not_found')
       expect(off.json().error.message).toContain('providers.groq.enabled')
-      expect(upstream.requests).toHaveLength(0)
+      expect(s.upstream.requests).toHaveLength(0)
 
       other.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(completion('meta-llama/Llama-3.3-70B-Instruct-Turbo', { prompt_tokens: 5, completion_tokens: 1 })) }))
       const row = await recorded(t2, () => postJson(`${t2.url}/together/v1/chat/completions`, { model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', messages: [] }))

@@ -1,8 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
 
 /**
@@ -11,19 +10,9 @@ import { answer, recorded } from './ledger'
  * response", whose `usage` gpt-image-1 fills with input/output tokens and an input breakdown).
  */
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 const AUTH = { authorization: 'Bearer sk-proj-embed-images-000000001' }
@@ -31,7 +20,7 @@ const AUTH = { authorization: 'Bearer sk-proj-embed-images-000000001' }
 describe('OpenAI embeddings', () => {
   it('prices prompt_tokens at the embedding rate', async () => {
     const embedding = Array.from({ length: 1536 }, (_, i) => Math.sin(i) / 10)
-    answer(upstream, {
+    answer(s.upstream, {
       object: 'list',
       data: [
         { object: 'embedding', index: 0, embedding },
@@ -40,8 +29,8 @@ describe('OpenAI embeddings', () => {
       model: 'text-embedding-3-small',
       usage: { prompt_tokens: 1_000, total_tokens: 1_000 },
     })
-    const row = await recorded(t, () => postJson(`${t.url}/openai/v1/embeddings`, { model: 'text-embedding-3-small', input: ['a', 'b'] }, AUTH))
-    expect(upstream.requests[0].url).toBe('/v1/embeddings')
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openai/v1/embeddings`, { model: 'text-embedding-3-small', input: ['a', 'b'] }, AUTH))
+    expect(s.upstream.requests[0].url).toBe('/v1/embeddings')
     expect(row).toMatchObject({ provider: 'openai', endpoint: 'embeddings', model: 'text-embedding-3-small', input_tokens: 1_000, output_tokens: 0, estimated: 0, priced: 1 })
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 1_000, output_tokens: 0 }, 'text-embedding-3-small', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price)
     // $0.02 per million tokens
@@ -57,8 +46,8 @@ describe('OpenAI embeddings', () => {
     parts.push('],"model":"text-embedding-3-large","usage":{"prompt_tokens":250000,"total_tokens":250000}}')
     const body = Buffer.from(parts.join(''))
     expect(body.length).toBeGreaterThan(64 * 1024 * 1024)
-    answer(upstream, body)
-    const row = await recorded(t, () => postJson(`${t.url}/openai/v1/embeddings`, { model: 'text-embedding-3-large', input: ['x'] }, AUTH))
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openai/v1/embeddings`, { model: 'text-embedding-3-large', input: ['x'] }, AUTH))
     expect(row).toMatchObject({ model: 'text-embedding-3-large', input_tokens: 250_000, priced: 1 })
     expect(row.cost_usd).toBeCloseTo(250_000 * 0.13e-6, 15)
   }, 60_000)
@@ -66,7 +55,7 @@ describe('OpenAI embeddings', () => {
 
 describe('OpenAI image generation', () => {
   it('gpt-image-1: text and image input at their rates, output at the image-output rate', async () => {
-    answer(upstream, {
+    answer(s.upstream, {
       created: 1763700000,
       background: 'opaque',
       data: [{ b64_json: 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==' }],
@@ -75,10 +64,10 @@ describe('OpenAI image generation', () => {
       size: '1024x1024',
       usage: { total_tokens: 4_210, input_tokens: 50, output_tokens: 4_160, input_tokens_details: { text_tokens: 10, image_tokens: 40 } },
     })
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/openai/v1/images/generations`, { model: 'gpt-image-1', prompt: 'a lighthouse at dusk', size: '1024x1024', quality: 'high' }, AUTH),
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/openai/v1/images/generations`, { model: 'gpt-image-1', prompt: 'a lighthouse at dusk', size: '1024x1024', quality: 'high' }, AUTH),
     )
-    expect(upstream.requests[0].url).toBe('/v1/images/generations')
+    expect(s.upstream.requests[0].url).toBe('/v1/images/generations')
     expect(row).toMatchObject({ endpoint: 'images', model: 'gpt-image-1', input_tokens: 50, output_tokens: 4_160, estimated: 0, priced: 1 })
     const lib = calcPrice({ input_tokens: 50, input_image_tokens: 40, output_tokens: 4_160, output_image_tokens: 4_160 }, 'gpt-image-1', {
       providerId: 'openai',
@@ -90,12 +79,12 @@ describe('OpenAI image generation', () => {
   })
 
   it('gpt-image-1.5: image output tokens at the image-output rate, not the text-output rate', async () => {
-    answer(upstream, {
+    answer(s.upstream, {
       created: 1763700000,
       data: [{ b64_json: 'AAAA' }],
       usage: { total_tokens: 1_100, input_tokens: 20, output_tokens: 1_080, input_tokens_details: { text_tokens: 20, image_tokens: 0 }, output_tokens_details: { text_tokens: 24, image_tokens: 1_056 } },
     })
-    const row = await recorded(t, () => postJson(`${t.url}/openai/v1/images/generations`, { model: 'gpt-image-1.5', prompt: 'a cat' }, AUTH))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/openai/v1/images/generations`, { model: 'gpt-image-1.5', prompt: 'a cat' }, AUTH))
     const lib = calcPrice({ input_tokens: 20, output_tokens: 1_080, output_image_tokens: 1_056 }, 'gpt-image-1.5', { providerId: 'openai', timestamp: new Date(row.ts) })!.total_price
     expect(row.cost_usd).toBe(lib)
     expect(row.cost_usd).toBeGreaterThan(calcPrice({ input_tokens: 20, output_tokens: 1_080 }, 'gpt-image-1.5', { providerId: 'openai' })!.total_price)

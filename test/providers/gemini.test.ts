@@ -1,25 +1,14 @@
 import { createHash } from 'node:crypto'
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { serverOverMockUpstream } from '../support/server'
 import { answer, geminiMultimodalAnswer, recorded } from './ledger'
 
-let upstream: MockUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
+const s = serverOverMockUpstream()
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 const KEY = 'AIzaSy-test-gemini-key-0000000001'
@@ -78,15 +67,15 @@ describe('Gemini fixtures are metered and priced exactly', () => {
   for (const c of CASES) {
     it(c.file, async () => {
       const sse = c.file.endsWith('.sse')
-      answer(upstream, fixture(c.file), sse ? 'sse' : 'json')
+      answer(s.upstream, fixture(c.file), sse ? 'sse' : 'json')
       let res: any
-      const row = await recorded(t, async () => {
-        res = await postJson(`${t.url}/gemini${c.path}`, BODY, { 'x-goog-api-key': KEY })
+      const row = await recorded(s.t, async () => {
+        res = await postJson(`${s.t.url}/gemini${c.path}`, BODY, { 'x-goog-api-key': KEY })
       })
       expect(res.status).toBe(200)
       expect(res.body.equals(fixture(c.file))).toBe(true)
-      expect(upstream.requests[0].url).toBe(c.path)
-      expect(upstream.requests[0].headers['x-goog-api-key']).toBe(KEY)
+      expect(s.upstream.requests[0].url).toBe(c.path)
+      expect(s.upstream.requests[0].headers['x-goog-api-key']).toBe(KEY)
       expect(row).toMatchObject({
         provider: 'gemini',
         model: c.model,
@@ -119,28 +108,28 @@ describe('Gemini fixtures are metered and priced exactly', () => {
       .map((e) => e.slice('data: '.length))
     expect(events).toHaveLength(3)
     const array = `[${events.join(',\r\n')}]`
-    answer(upstream, array)
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent`, BODY, { 'x-goog-api-key': KEY }),
+    answer(s.upstream, array)
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent`, BODY, { 'x-goog-api-key': KEY }),
     )
-    expect(upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent')
+    expect(s.upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent')
     expect(row).toMatchObject({ endpoint: 'streamGenerateContent', input_tokens: 18, output_tokens: 115, reasoning_tokens: 35, streamed: 0 })
     expect(row.cost_usd).toBe(price({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
   })
 
   it('the bare /v1beta path (a Gemini base URL without /gemini) reaches Gemini too', async () => {
-    answer(upstream, fixture('gemini/generate-content-cached-thoughts.json'))
-    const row = await recorded(t, () => postJson(`${t.url}/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
-    expect(upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:generateContent')
+    answer(s.upstream, fixture('gemini/generate-content-cached-thoughts.json'))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    expect(s.upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:generateContent')
     expect(row).toMatchObject({ provider: 'gemini', model: 'gemini-2.5-flash', input_tokens: 3520, output_tokens: 44 })
   })
 
   it('takes the key from ?key= and passes the query upstream untouched', async () => {
-    answer(upstream, fixture('gemini/generate-content-thoughts.json'))
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`, BODY),
+    answer(s.upstream, fixture('gemini/generate-content-thoughts.json'))
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`, BODY),
     )
-    expect(upstream.requests[0].url).toBe(`/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`)
+    expect(s.upstream.requests[0].url).toBe(`/v1beta/models/gemini-3-pro-preview:generateContent?key=${KEY}`)
     expect(row.api_key_hash).toBe(createHash('sha256').update(KEY).digest('hex'))
     expect(row.key_hint).toBe('AIz…0001')
   })
@@ -149,8 +138,8 @@ describe('Gemini fixtures are metered and priced exactly', () => {
 describe('Gemini pricing beyond the recordings', () => {
   it('prices a prompt above 200k tokens at the higher tier', async () => {
     const usageMetadata = { promptTokenCount: 250_000, candidatesTokenCount: 1_000, thoughtsTokenCount: 500, totalTokenCount: 251_500 }
-    answer(upstream, { candidates: [{ content: { parts: [{ text: 'ok' }], role: 'model' }, finishReason: 'STOP' }], usageMetadata, modelVersion: 'gemini-2.5-pro' })
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, { candidates: [{ content: { parts: [{ text: 'ok' }], role: 'model' }, finishReason: 'STOP' }], usageMetadata, modelVersion: 'gemini-2.5-pro' })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row).toMatchObject({ model: 'gemini-2.5-pro', input_tokens: 250_000, output_tokens: 1_500 })
     expect(row.cost_usd).toBe(price({ input_tokens: 250_000, output_tokens: 1_500 }, 'gemini-2.5-pro', row.ts))
     // Google's published long-context rates for 2.5 Pro: $2.50/M input, $15/M output above 200k.
@@ -159,8 +148,8 @@ describe('Gemini pricing beyond the recordings', () => {
 
   it('prices a prompt just under the tier at the base rate', async () => {
     const usageMetadata = { promptTokenCount: 199_999, candidatesTokenCount: 1_000, totalTokenCount: 200_999 }
-    answer(upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-pro' })
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-pro' })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-pro:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row.cost_usd).toBeCloseTo(199_999 * 1.25e-6 + 1_000 * 10e-6, 12)
   })
 
@@ -174,8 +163,8 @@ describe('Gemini pricing beyond the recordings', () => {
         { modality: 'AUDIO', tokenCount: 400 },
       ],
     }
-    answer(upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-flash' })
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-flash' })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row.input_tokens).toBe(1_000)
     expect(row.cost_usd).toBe(price({ input_tokens: 1_000, input_audio_tokens: 400, output_tokens: 10 }, 'gemini-2.5-flash', row.ts))
     // 2.5 Flash: text $0.30/M, audio $1.00/M, output $2.50/M
@@ -198,8 +187,8 @@ describe('Gemini pricing beyond the recordings', () => {
       },
       modelVersion: 'gemini-omni-flash-preview',
     }
-    answer(upstream, body)
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-omni-flash-preview:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-omni-flash-preview:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row).toMatchObject({ model: 'gemini-omni-flash-preview', input_tokens: 1_200, output_tokens: 20_040, priced: 1 })
     expect(row.cost_usd).toBeCloseTo(1_200 * 1.5e-6 + 40 * 9e-6 + 20_000 * 17.5e-6, 12)
     // The oracle: the library's own reading of the same answer, priced by the library.
@@ -209,23 +198,23 @@ describe('Gemini pricing beyond the recordings', () => {
 
   it('prices audio output and image input of the answer as genai-prices does', async () => {
     const body = geminiMultimodalAnswer('gemini-2.5-flash')
-    answer(upstream, body)
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, body)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(row).toMatchObject({ input_tokens: 3_000, cache_read_tokens: 1_000, output_tokens: 500, priced: 1 })
     const lib = extractUsage(findProvider({ providerId: 'google' })!, body)
     expect(row.cost_usd).toBe(price(lib.usage as Record<string, number>, 'gemini-2.5-flash', row.ts))
   })
 
   it('records countTokens as a non-billable call with no cost', async () => {
-    answer(upstream, { totalTokens: 31 })
-    const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:countTokens`, BODY, { 'x-goog-api-key': KEY }))
+    answer(s.upstream, { totalTokens: 31 })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:countTokens`, BODY, { 'x-goog-api-key': KEY }))
     expect(row).toMatchObject({ endpoint: 'countTokens', input_tokens: 0, output_tokens: 0, cost_usd: 0, estimated: 0 })
   })
 })
 
 describe('Gemini through its other endpoints', () => {
   it('the OpenAI-compatible API (/v1beta/openai/...) is metered from OpenAI-shaped usage', async () => {
-    answer(upstream, {
+    answer(s.upstream, {
       id: 'x',
       object: 'chat.completion',
       created: 1763700000,
@@ -233,10 +222,10 @@ describe('Gemini through its other endpoints', () => {
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 150 },
     })
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'models/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/openai/chat/completions`, { model: 'models/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
     )
-    expect(upstream.requests[0].url).toBe('/v1beta/openai/chat/completions')
+    expect(s.upstream.requests[0].url).toBe('/v1beta/openai/chat/completions')
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'chat.completions', model: 'gemini-2.5-flash', input_tokens: 120, output_tokens: 30, estimated: 0 })
     expect(row.cost_usd).toBe(price({ input_tokens: 120, output_tokens: 30 }, 'gemini-2.5-flash', row.ts))
   })
@@ -244,7 +233,7 @@ describe('Gemini through its other endpoints', () => {
   it('the OpenAI-compatible API: thinking counted only in total_tokens is billed as output', async () => {
     // Gemini's totalTokenCount is prompt + candidates + thoughts; an answer whose completion_tokens
     // holds only the candidates (and names no reasoning_tokens) still owes the thoughts.
-    answer(upstream, {
+    answer(s.upstream, {
       id: 'x',
       object: 'chat.completion',
       created: 1763700000,
@@ -252,8 +241,8 @@ describe('Gemini through its other endpoints', () => {
       choices: [{ index: 0, message: { role: 'assistant', content: 'Hi' }, finish_reason: 'stop' }],
       usage: { prompt_tokens: 120, completion_tokens: 30, total_tokens: 1_174 },
     })
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` }),
     )
     expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024, estimated: 0 })
     // 2.5 Flash: $0.30/M input, $2.50/M output (thinking included)
@@ -261,7 +250,7 @@ describe('Gemini through its other endpoints', () => {
   })
 
   it('the OpenAI-compatible API: thinking already in completion_tokens is not counted twice', async () => {
-    answer(upstream, {
+    answer(s.upstream, {
       id: 'x',
       object: 'chat.completion',
       created: 1763700000,
@@ -269,17 +258,17 @@ describe('Gemini through its other endpoints', () => {
       choices: [],
       usage: { prompt_tokens: 120, completion_tokens: 1_054, total_tokens: 1_174, completion_tokens_details: { reasoning_tokens: 1_024 } },
     })
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [] }, { authorization: `Bearer ${KEY}` }),
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/openai/chat/completions`, { model: 'gemini-2.5-flash', messages: [] }, { authorization: `Bearer ${KEY}` }),
     )
     expect(row).toMatchObject({ input_tokens: 120, output_tokens: 1_054, reasoning_tokens: 1_024 })
   })
 
   it('embedContent returns no usage: its input is estimated from the request text', async () => {
-    answer(upstream, { embedding: { values: [0.01, -0.02, 0.03] } })
+    answer(s.upstream, { embedding: { values: [0.01, -0.02, 0.03] } })
     const text = 'The quick brown fox jumps over the lazy dog.'
-    const row = await recorded(t, () =>
-      postJson(`${t.url}/gemini/v1beta/models/gemini-embedding-001:embedContent`, { model: 'models/gemini-embedding-001', content: { parts: [{ text }] } }, { 'x-goog-api-key': KEY }),
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/gemini/v1beta/models/gemini-embedding-001:embedContent`, { model: 'models/gemini-embedding-001', content: { parts: [{ text }] } }, { 'x-goog-api-key': KEY }),
     )
     expect(row).toMatchObject({ endpoint: 'embedContent', model: 'gemini-embedding-001', estimated: 1, output_tokens: 0, priced: 1 })
     // cl100k_base: 10 tokens for this sentence

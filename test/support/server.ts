@@ -1,12 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { afterAll, beforeAll } from 'vitest'
 import { stringify } from 'yaml'
 import { loadConfig } from '../../src/main/config/load'
 import { DB_FILE } from '../../src/main/config/paths'
 import { type Logger, silentLogger } from '../../src/main/log'
 import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../../src/main/server/server'
+import { type MockUpstream, startMockUpstream } from './mock-upstream'
 
 export interface TestServer {
   server: BurnrateServer
@@ -83,4 +85,32 @@ export function baseUrlFor(provider: string, upstream: string): string {
   const p = PROVIDERS.find((x) => x.name === provider)
   const real = p?.defaultBaseUrl ? new URL(p.defaultBaseUrl) : null
   return upstream + (real ? real.pathname.replace(/\/$/, '') : '')
+}
+
+/**
+ * The set-up most proxy tests share: a mock upstream with its default answers and a server from
+ * the sources pointed at it, started before the file's tests and stopped after them. Read
+ * `upstream` and `t` inside the tests (they are set once the file's `beforeAll` has run).
+ */
+export function serverOverMockUpstream(config: Record<string, any> = {}): { readonly upstream: MockUpstream; readonly t: TestServer } {
+  let upstream: MockUpstream | undefined
+  let t: TestServer | undefined
+  beforeAll(async () => {
+    upstream = await startMockUpstream()
+    t = await startTestServer(config, upstream.url)
+  })
+  afterAll(async () => {
+    await t?.cleanup()
+    await upstream?.close()
+  })
+  return {
+    get upstream() {
+      if (!upstream) throw new Error('the mock upstream is not started yet: read it inside a test')
+      return upstream
+    },
+    get t() {
+      if (!t) throw new Error('the test server is not started yet: read it inside a test')
+      return t
+    },
+  }
 }
