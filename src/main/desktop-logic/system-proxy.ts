@@ -3,6 +3,7 @@ import type { Config } from '../config/schema'
 import { PROVIDERS } from '../providers/registry'
 import { buildUpstreams } from '../proxy/routes'
 import { isLoopbackHost } from '../security/hosts'
+import { proxySettings } from '../http/network'
 
 /**
  * The system's proxy settings for the desktop app. Started from the Dock, the Start menu or at
@@ -38,8 +39,6 @@ export interface SystemNetwork {
   unlike: string[]
 }
 
-const PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy']
-
 /** Every address the core may call out to: the upstreams, price updates, webhooks, the team server, the OTLP collector. */
 export function outboundOrigins(config: Config): string[] {
   const urls: string[] = [...buildUpstreams(PROVIDERS, config.providers).values()].filter((u) => u.enabled && u.origin).map((u) => u.origin)
@@ -67,7 +66,8 @@ export async function systemNetwork(
   resolve: (url: string) => Promise<string>,
   timeoutMs = 3000,
 ): Promise<SystemNetwork | null> {
-  if (config.upstream.proxy || PROXY_VARS.some((v) => env[v])) return null
+  // The core's own reading of upstream.proxy and HTTPS_PROXY / HTTP_PROXY: when it has a proxy, that one stands.
+  if (proxySettings({ proxy: config.upstream.proxy }, env)) return null
   const origins = outboundOrigins(config)
   let timer: NodeJS.Timeout | undefined
   const late = new Promise<null>((r) => {
