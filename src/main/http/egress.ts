@@ -31,9 +31,10 @@ export function createEgress(o: NetworkOptions): Egress {
   // One dispatcher per proxy ('' for direct with the private CA), made on first use: undici's
   // whole index is loaded only then.
   const made = new Map<string, Dispatcher>()
+  const proxyFor = (url: string) => rule?.(url) ?? null
   return {
     for(url) {
-      const proxy = rule?.(new URL(url).origin) ?? null
+      const proxy = proxyFor(url)
       if (!proxy && !ca) return undefined
       const key = proxy ?? ''
       let d = made.get(key)
@@ -45,10 +46,9 @@ export function createEgress(o: NetworkOptions): Egress {
       return d
     },
     nodeAgent(url) {
-      const proxy = rule?.(new URL(url).origin) ?? null
+      const proxy = proxyFor(url)
       if (!proxy && !ca) return null
-      const secure = new URL(url).protocol === 'https:'
-      if (!proxy) return import(secure ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
+      if (!proxy) return import(new URL(url).protocol === 'https:' ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
       return import('./tunnel').then(({ tunnelAgent }) => tunnelAgent(proxy, { ...tls, keepAlive: true }))
     },
     async close() {

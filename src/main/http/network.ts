@@ -64,7 +64,7 @@ export function proxySettings(o: NetworkOptions, env: NodeJS.ProcessEnv = proces
   return { httpProxy, httpsProxy: httpsProxy ?? httpProxy, noProxy }
 }
 
-/** The proxy that carries calls to an origin (`https://api.openai.com`, `wss://…`), or null: directly. */
+/** The proxy that carries calls to an origin (`https://api.openai.com`, `wss://…`; any URL of it will do), or null: directly. */
 export type ProxyRule = (origin: string) => string | null
 
 const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:': 80, 'wss:': 443 }

@@ -47,7 +47,7 @@ export interface ServerContext {
   plans: PlanTracker | null
   /** SQLite: calls another process (`burnrate import`) stores in this file, as it stores them (null with `storage.url`). */
   notices: CallNotices | null
-  /** How Burnrate's own calls out (price updates, webhooks, team reports) reach the outside: the proxy and CAs of `upstream`. */
+  /** How Burnrate's own calls out (price updates, webhooks, team reports, OTLP export) reach the outside: the proxy and CAs of `upstream`. */
   egress: Egress
   /** Adds an observer of every upstream answer's status and headers. */
   observeHeaders(fn: HeadersObserver): void
