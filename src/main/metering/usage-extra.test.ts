@@ -15,6 +15,15 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(JSON.parse(json!)).toEqual({ web_searches: 2, extra: { input_audio_tokens: 4 }, provider_cost_usd: 0 })
   })
 
+  it('keeps a batch request as such, alone or beside other parts, so re-pricing keeps its batch rates', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, batch: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ batch: true })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    const searched = { ...u, web_searches: 1 }
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(searched))).toEqual(searched)
+    expect(withUsageExtra(emptyUsage(), '{"batch":"yes"}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

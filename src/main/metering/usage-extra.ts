@@ -2,15 +2,16 @@ import { type Usage, isObject } from './usage'
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?}`
- * with only the keys the call had (non-zero counts, a reported charge). Null for the common
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?}`
+ * with only the keys the call had (non-zero counts, a reported charge, `batch: true` for a
+ * request billed at Batch API rates). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported) return null
-  const out: { web_searches?: number; storage_searches?: number; extra?: Record<string, number>; provider_cost_usd?: number } = {}
+  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch) return null
+  const out: { web_searches?: number; storage_searches?: number; extra?: Record<string, number>; provider_cost_usd?: number; batch?: true } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
   if (u.extra) {
@@ -22,6 +23,7 @@ export function usageExtra(u: Usage): string | null {
     if (extra) out.extra = extra
   }
   if (hasReported) out.provider_cost_usd = reported
+  if (u.batch) out.batch = true
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -56,6 +58,8 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (typeof x.provider_cost_usd === 'number' && Number.isFinite(x.provider_cost_usd) && x.provider_cost_usd >= 0) {
     out.provider_cost_usd = x.provider_cost_usd
   }
+  // Re-pricing a batch request keeps its Batch API rates.
+  if (x.batch === true) out.batch = true
   return out
 }
 

@@ -29,6 +29,12 @@ export interface Usage {
   extra?: Record<string, number>
   /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */
   provider_cost_usd?: number
+  /**
+   * Billed at the provider's Batch API rates: a request run in a batch (OpenAI's Batch API,
+   * Anthropic's Message Batches) costs half of every token price, as both publish; per-use
+   * charges (web searches) are not discounted. See pricing/price.ts.
+   */
+  batch?: boolean
 }
 
 export function emptyUsage(): Usage {

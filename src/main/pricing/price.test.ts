@@ -108,4 +108,22 @@ describe('Pricer with remembered model lookups', () => {
     // A charge of $0 (a free model) is a charge too.
     expect(pricer.price('openrouter', 'openrouter', model, { ...usage(2000, 100), provider_cost_usd: 0 }, at)).toEqual({ cost_usd: 0, priced: true })
   })
+
+  it('prices a batch request at half of every token price, its web searches in full', () => {
+    const pricer = new Pricer()
+    const at = new Date('2026-01-01T00:00:00Z')
+    const model = 'gpt-4o-mini-2024-07-18'
+    const u = usage(1149, 353, 1024)
+    const list = direct('openai', model, u, at)!
+    expect(pricer.price('openai', 'openai', model, { ...u, batch: true }, at)).toEqual({ cost_usd: list / 2, priced: true })
+    // Searches are charged per use at the list price (a run of the batch does not make them cheaper).
+    const searched = { ...u, web_searches: 2 }
+    const whole = pricer.price('openai', 'openai', model, searched, at).cost_usd
+    const searches = whole - list
+    expect(searches).toBeGreaterThan(0)
+    expect(pricer.price('openai', 'openai', model, { ...searched, batch: true }, at).cost_usd).toBeCloseTo(list / 2 + searches, 15)
+    // A model without a price stays unpriced; a charge the provider reported stays as reported.
+    expect(pricer.price('openai', 'openai', 'no-such-model', { ...u, batch: true }, at)).toEqual({ cost_usd: 0, priced: false })
+    expect(pricer.price('openai', 'openai', model, { ...u, batch: true, provider_cost_usd: 0.5 }, at)).toEqual({ cost_usd: 0.5, priced: true })
+  })
 })

@@ -103,6 +103,27 @@ export class Pricer {
     if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
       return { cost_usd: reported, priced: true }
     }
+    if (usage.batch) return this.batchPrice(pricingId, providerName, model, usage, at)
+    return this.listPrice(pricingId, providerName, model, usage, at)
+  }
+
+  /**
+   * A request run through a Batch API: OpenAI and Anthropic both bill every token of it (input,
+   * cached, cache writes, output) at half the price the model's list gives, and per-use charges
+   * (web and file searches) in full; the price data has no batch rates of its own. Halving is
+   * exact in binary floating point, so nothing is rounded.
+   */
+  private batchPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
+    const tokens = this.listPrice(pricingId, providerName, model, { ...usage, web_searches: 0, storage_searches: 0 }, at)
+    if (!tokens.priced) return tokens
+    if (!usage.web_searches && !usage.storage_searches) return { cost_usd: tokens.cost_usd / 2, priced: true }
+    const whole = this.listPrice(pricingId, providerName, model, usage, at)
+    if (!whole.priced) return whole
+    return { cost_usd: tokens.cost_usd / 2 + (whole.cost_usd - tokens.cost_usd), priced: true }
+  }
+
+  /** The price the model's list gives (runtime price, override, library), without the provider's own charge. */
+  private listPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
     if (this.runtime.size > 0) {
       const rt = this.runtime.get(`${providerName}\0${model}`)
