@@ -228,9 +228,15 @@ export class BudgetEngine implements BudgetMeters {
    * the budget state (a promise on postgres).
    */
   decide(ctx: CallContext, now = Date.now()): Decision | Promise<Decision> {
-    // A read or cancel of a response already billed adds no spend: never refused, never counted (README: Budgets).
-    if (this.index.empty || ctx.shape.free) return NOTHING
+    if (this.index.empty) return NOTHING
     const s = this.state(ctx.apiKeyHash, ctx.keyHint)
+    // A read or cancel of something already billed adds no spend: never refused, never counted
+    // (README: Budgets). Its raw key still tells which rules' patterns it matches, so what the
+    // read brings (a batch's requests, recorded from its results file) counts under them.
+    if (ctx.shape.free) {
+      this.resolve(s, ctx.apiKey)
+      return NOTHING
+    }
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
     let rule: Rule | null = null
     for (const r of this.resolve(s, ctx.apiKey)) {
