@@ -39,6 +39,9 @@ export type ImportTarget =
 
 export type ImportOptions = ImportBase & ImportTarget
 
+/** What storing calls needs of the options (importLogs, and storeCalls for a Batch API's requests). */
+type WriteOptions = Pick<ImportBase, 'pricer' | 'tenant' | 'onCall' | 'announce'> & { agent?: string } & ImportTarget
+
 interface ImportBase {
   agent: LogAgent
   /** Folders to read instead of the agent's standard ones. */
@@ -61,6 +64,22 @@ interface ImportBase {
    * (`burnrate import`; ../ledger/notices.ts). A server importing itself counts through `onCall`.
    */
   announce?: boolean
+}
+
+/** What storing calls counted (ImportStats' counts of calls). */
+export type StoreStats = Pick<ImportStats, 'imported' | 'matched' | 'duplicates' | 'expired' | 'cost_usd'>
+
+/**
+ * Stores calls known from elsewhere than a proxied call's own answer (a Batch API's requests,
+ * read from its results file) as imports are stored: each once, by its key (a second read of
+ * the same file, or a second instance on the same PostgreSQL, adds nothing), priced, counted by
+ * `onCall`, with their rollups.
+ */
+export async function storeCalls(db: Database.Database, calls: LoggedCall[], opts: WriteOptions): Promise<StoreStats> {
+  const stats: StoreStats = { imported: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
+  const q = opts.store?.dialect === 'postgres' ? pgStatements(db, opts.store) : statements(db)
+  await q.write(calls, opts, stats)
+  return stats
 }
 
 export interface ImportStats {
@@ -158,7 +177,7 @@ function statements(db: Database.Database) {
   const rollups = new RollupWriter(db)
   const notice = noticeWriter(db)
   const values: unknown[] = []
-  const write = db.transaction((calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) => {
+  const write = db.transaction((calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) => {
     const rows: CallRecord[] = []
     const pruned = prunedBefore(db)
     for (const c of calls) {
@@ -172,7 +191,7 @@ function statements(db: Database.Database) {
       }
       const twin =
         (c.response_id && (byResponseId.get(c.response_id) as number | undefined)) ||
-        (byTokens.get({
+        (!c.matchByIdOnly && byTokens.get({
           from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
           input: c.usage.input_tokens, output: c.usage.output_tokens,
         }) as number | undefined)
@@ -197,7 +216,7 @@ function statements(db: Database.Database) {
     setFile: db.prepare(
       'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
     ),
-    write(calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) {
+    write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
       if (calls.length === 0) return
       const rows = write(calls, opts, stats) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
@@ -246,7 +265,7 @@ function pgStatements(db: Database.Database, store: SqlStore) {
   }
   const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
     const same = c.response_id ? byResponse.get(c.response_id) : undefined
-    if (same !== undefined) return same
+    if (same !== undefined || c.matchByIdOnly) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
         WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider = @provider AND status < 400
@@ -261,7 +280,7 @@ function pgStatements(db: Database.Database, store: SqlStore) {
   }
   return {
     ...local,
-    async write(calls: LoggedCall[], opts: ImportOptions, stats: ImportStats) {
+    async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
       const fresh: { key: string; call: CallRecord }[] = []
       const inBatch = new Set<string>()
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
@@ -303,7 +322,7 @@ function pgStatements(db: Database.Database, store: SqlStore) {
   }
 }
 
-function toRecord(c: LoggedCall, opts: ImportOptions): CallRecord {
+function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {
   const u = c.usage
   const p = c.model ? opts.pricer.price(c.pricingId, c.provider, c.model, u, new Date(c.ts)) : { cost_usd: 0, priced: false }
   return {
@@ -311,10 +330,10 @@ function toRecord(c: LoggedCall, opts: ImportOptions): CallRecord {
     provider: c.provider,
     model: c.model,
     endpoint: c.endpoint,
-    api_key_hash: '',
-    key_hint: '',
-    tenant: opts.tenant ?? '',
-    agent: opts.agent,
+    api_key_hash: c.who?.api_key_hash ?? '',
+    key_hint: c.who?.key_hint ?? '',
+    tenant: c.who?.tenant ?? opts.tenant ?? '',
+    agent: c.who?.agent ?? opts.agent ?? '',
     session: c.session,
     status: 200,
     streamed: false,
@@ -330,7 +349,8 @@ function toRecord(c: LoggedCall, opts: ImportOptions): CallRecord {
     latency_ms: 0,
     error: null,
     response_id: c.response_id,
-    source: 'import',
+    source: c.who?.source ?? 'import',
+    billing: c.who?.billing ?? 'api',
     project: c.project,
     // Claude Code's logs count web searches (server_tool_use): kept, so re-pricing charges them again.
     usage_extra: usageExtra(u),

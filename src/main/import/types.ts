@@ -1,3 +1,4 @@
+import type { CallRecord } from '../ledger/record'
 import type { Usage } from '../metering/usage'
 
 /** The agents whose own logs Burnrate can import. */
@@ -20,6 +21,18 @@ export interface LoggedCall {
   /** The provider's id of the answer when the log has it (Claude Code's `message.id`), else ''. */
   response_id: string
   endpoint: string
+  /**
+   * Who made it, when that is not the importing agent: a Batch API's requests, read from their
+   * results file through the proxy, are the reading call's (its key, tenant, agent, billing),
+   * `source: "proxy"`.
+   */
+  who?: Pick<CallRecord, 'api_key_hash' | 'key_hint' | 'tenant' | 'agent' | 'billing' | 'source'>
+  /**
+   * Matched to a call already in the ledger by its response id only, never by its tokens and
+   * time (a batch's request never went through the proxy on its own, so a proxied call with
+   * the same counts is another call).
+   */
+  matchByIdOnly?: boolean
 }
 
 /** What one log file held: its calls, and the lines that could not be read (malformed or truncated). */

@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { OpenAIBatchMeter } from './openai-batch'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
@@ -109,6 +110,9 @@ function openaiEndpoint(path: string): string {
   return 'other'
 }
 
+/** `GET /files/{id}/content`: a file's bytes, a Batch API's results among them (./openai-batch.ts). */
+const FILE_CONTENT = /^\/files\/[^/]+\/content\/*$/
+
 /** `GET /responses/{id}` (retrieve, or `?stream=true`) and `POST /responses/{id}/cancel`: a stored (background) response read again. */
 const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
 
@@ -119,6 +123,7 @@ const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
  * background response's final usage: see `OpenAIMeter`).
  */
 export function openaiEndpointOf(method: string, path: string): string {
+  if (method === 'GET' && path.startsWith('/files/') && FILE_CONTENT.test(path)) return 'files.content'
   const read = path.startsWith('/responses/') ? RESPONSE_READ.exec(path) : null
   if (read) {
     if (method === 'GET' && !read[2]) return 'responses.retrieve'
@@ -141,8 +146,10 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
     billable: BILLABLE.has(endpoint),
-    free: READS.has(endpoint) || undefined,
+    // A file's bytes cost nothing; a batch's results file is read line by line for the requests it ran.
+    free: READS.has(endpoint) || endpoint === 'files.content' || undefined,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
+    lines: endpoint === 'files.content' || undefined,
   }
 }
 
@@ -296,5 +303,5 @@ export const openai: Provider = {
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
   inspect: inspectOpenAI,
-  meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint }),
+  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint })),
 }

@@ -31,6 +31,29 @@ export interface CallShape {
   free?: boolean
   /** True when the response may carry no usage (an OpenAI stream without include_usage): its tokenizer is loaded early. */
   mayLackUsage?: boolean
+  /**
+   * The answer is read as JSON Lines, each line given to `Meter.line` as it passes (a Batch API's
+   * results file: one finished request per line), instead of being parsed whole.
+   */
+  lines?: boolean
+}
+
+/**
+ * One request a Batch API ran, as its results file tells it (`MeterResult.batchResults`): a
+ * model call of its own, billed at batch rates (`usage.batch`), recorded once however often the
+ * file is read.
+ */
+export interface BatchResult {
+  /** Unique for this request across reads of the file and across instances: the provider's own id of it. */
+  key: string
+  /** When it ran (ms), as the result tells it, else when its result was read. */
+  ts: number
+  model: string
+  /** The ledger endpoint, e.g. `batch.chat.completions`. */
+  endpoint: string
+  usage: Usage
+  /** The provider's id of the answer (`chatcmpl-…`, `resp_…`, `msg_…`), or ''. */
+  responseId: string
 }
 
 /** What a meter found in a response. */
@@ -67,6 +90,8 @@ export interface MeterResult {
   outputScale?: number
   /** A plan's meter that the answer's body carried (Gemini Code Assist's quotas), for the plan windows. */
   planReading?: MeterReading
+  /** A Batch API's results file: each request it ran with its usage (this answer itself costs nothing). */
+  batchResults?: BatchResult[]
 }
 
 /**
@@ -77,6 +102,8 @@ export interface Meter {
   event(name: string, data: string): void
   /** The whole parsed JSON body (an array for Gemini's streamed JSON without `alt=sse`). */
   json(body: unknown): void
+  /** One line of a JSON Lines answer (`CallShape.lines`), as text. */
+  line?(text: string): void
   result(): MeterResult
 }
 

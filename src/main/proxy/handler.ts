@@ -43,6 +43,8 @@ export interface ProxyOptions {
   settleBackground?: RecorderOptions['settleBackground']
   /** Sees a plan's meter an answer's body carried (Gemini Code Assist's quotas). */
   observeReading?: RecorderOptions['observeReading']
+  /** The requests a Batch API's results file held, each recorded once (../batch/record.ts). */
+  recordBatch?: RecorderOptions['recordBatch']
 }
 
 /**

@@ -10,6 +10,7 @@ import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
 import { spendCounter, spendMover } from '../budgets/state/pg/call-spend'
+import { batchRecorder } from '../batch/record'
 import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
@@ -187,6 +188,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       for (const o of readingObservers) o(s, reading)
     },
     settleBackground: backgroundSettler(context, storage.store.dialect === 'postgres' ? spendMover(config) : undefined),
+    recordBatch: batchRecorder(context, storage.store.dialect === 'postgres' ? spendCounter(config) : undefined),
   })
   // A feature that loads code first (metrics, OTLP export, when on) returns a promise: listen() waits for it.
   const installing: Promise<void>[] = []

@@ -6,6 +6,7 @@ import { emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { BackgroundDone } from '../../pricing/background'
 import type { MeterReading } from '../../plans/types'
+import type { BatchResult } from '../../providers/types'
 import type { Pricer } from '../../pricing/price'
 import { deadlines } from './deadlines'
 import type { CallState } from './state'
@@ -20,6 +21,11 @@ export interface RecorderOptions {
   settleBackground?: (done: BackgroundDone) => void
   /** Sees a plan's meter that an answer's body carried (MeterResult.planReading); must not take long. */
   observeReading?: (s: CallState, reading: MeterReading) => void
+  /**
+   * Given the requests a Batch API's results file held (read through this call, which costs
+   * nothing itself): each is recorded once, as a call of its own (../../batch/record.ts).
+   */
+  recordBatch?: (s: CallState, results: BatchResult[]) => void
 }
 
 /**
@@ -36,6 +42,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     let responseId = ''
     try {
       if (s.sse) s.sse.end()
+      // A results file's last line may lack its newline; a line cut short does not parse, so counts nothing.
+      if (s.lines) s.lines.end()
       if (s.json && s.meter) {
         const body = s.json.parse()
         if (body !== undefined) s.meter.json(body)
@@ -52,6 +60,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
         if (r.planReading && opts.observeReading) opts.observeReading(s, r.planReading)
+        if (r.batchResults && r.batchResults.length > 0 && opts.recordBatch) opts.recordBatch(s, r.batchResults)
         if (r.backgroundUsage && responseId && opts.settleBackground) {
           opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage })
         }

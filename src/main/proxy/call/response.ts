@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
+import { JsonLines } from '../../metering/json-lines'
 import { SseParser } from '../../metering/sse'
 import { deadlines } from './deadlines'
 import { isJson } from './request-body'
@@ -8,14 +9,18 @@ import type { CallState, HttpCall } from './state'
 
 /**
  * Sets up metering of a successful answer: an SSE parser for a stream, a JSON collector for a
- * body, behind a tap that decodes a compressed body for metering only.
+ * body, a line splitter for a JSON Lines results file, behind a tap that decodes a compressed body for metering only.
  */
 export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
   const ctype = uheaders['content-type']
   const meter = s.ctx.provider.meter(s.ctx.shape, s.info)
   s.meter = meter
   let sink: ((b: Buffer) => void) | null = null
-  if (s.streamed) {
+  if (s.ctx.shape.lines && meter.line) {
+    const lines = new JsonLines((text) => meter.line!(text))
+    s.lines = lines
+    sink = lines.push
+  } else if (s.streamed) {
     const parser = new SseParser((e, d) => meter.event(e, d))
     s.sse = parser
     sink = (b) => parser.write(b)
@@ -86,7 +91,7 @@ export function startHttpResponse(
     s.lastData = performance.now()
     resume()
   }
-  // A stream's chunks (and a compressed body's) are metered on the tick after they are written:
+  // A stream's chunks (and a compressed body's, and a results file's lines) are metered on the tick after they are written:
   // Node holds what res.write() takes in the corked socket until its own tick, so metering them
   // here (parsing a stream's events, inflating) would run before the bytes leave. The tick comes
   // after Node's: the chunks of one read are sent in one write, then metered, in order. A plain
@@ -98,7 +103,7 @@ export function startHttpResponse(
     pending = null
     if (p && tap) for (const c of p) tap.write(c)
   }
-  const later = !!tap && (s.streamed || tap.decoding)
+  const later = !!tap && (s.streamed || tap.decoding || !!s.lines)
   if (later) s.drainTap = drain
   // One step both forwards and meters, with backpressure (pause until the client's socket drains).
   // The chunk goes to the client first: metering it is not in its way.

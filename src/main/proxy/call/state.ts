@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { BodyTap, JsonCollector } from '../../metering/body-tap'
+import type { JsonLines } from '../../metering/json-lines'
 import type { SseParser } from '../../metering/sse'
 import type { Meter, RequestInfo } from '../../providers/types'
 import type { Admission, CallContext } from '../gate'
@@ -30,6 +31,8 @@ export interface CallState {
   tap?: BodyTap
   sse?: SseParser
   json?: JsonCollector
+  /** A JSON Lines answer's splitter (CallShape.lines). */
+  lines?: JsonLines
   /** Meters the response chunks written but not yet metered (response.ts); the recorder calls it first. */
   drainTap?: () => void
   done: boolean

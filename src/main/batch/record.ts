@@ -1,0 +1,80 @@
+import type { SpendCounter } from '../budgets/state/pg/call-spend'
+import type { LoggedCall } from '../import/types'
+import type { CallState } from '../proxy/call/state'
+import type { BatchResult } from '../providers/types'
+import type { ServerContext } from '../server/context'
+
+/**
+ * Records the requests a Batch API ran, from its results file as a client reads it through
+ * the proxy (`MeterResult.batchResults`): each request is a call of its own, with the reading
+ * call's key, tenant, agent, session and project, its own model, tokens and batch-rate cost,
+ * stored once by the provider's id of the request however often (and by however many
+ * instances) the file is read. They count in today's spend and the budget rules at once, as
+ * imported calls do (they are stored by the same code, ../import/importer.ts, loaded the first
+ * time a results file is read).
+ *
+ * A results file read while the database cannot be written is logged; its requests are
+ * recorded when the file is read again.
+ */
+export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | undefined): (s: CallState, results: BatchResult[]) => void {
+  const pending = new Set<Promise<void>>()
+  let closed = false
+  ctx.onClose(() => {
+    closed = true
+    return Promise.all(pending).then(() => {})
+  })
+  return (s, results) => {
+    if (closed) return
+    const provider = s.ctx.provider.name
+    const pricingId = s.route.upstream.provider.pricingId
+    const who = {
+      api_key_hash: s.ctx.apiKeyHash,
+      key_hint: s.ctx.keyHint,
+      tenant: s.ctx.tenant,
+      agent: s.ctx.agent,
+      billing: s.ctx.billing ?? 'api',
+      source: 'proxy',
+    } as const
+    const calls: LoggedCall[] = results.map((r) => ({
+      key: r.key,
+      ts: r.ts,
+      provider,
+      pricingId,
+      model: r.model,
+      session: s.ctx.session,
+      project: s.ctx.project ?? '',
+      usage: r.usage,
+      response_id: r.responseId,
+      endpoint: r.endpoint,
+      who,
+      matchByIdOnly: true,
+    }))
+    const p = store(ctx, calls, countSpend).then(
+      (stats) => {
+        if (stats.imported > 0) {
+          ctx.log.info(`batch results: ${stats.imported} requests recorded ($${stats.cost_usd}), ${stats.duplicates + stats.matched} recorded before`)
+        }
+      },
+      (err: Error) => {
+        ctx.log.warn(`batch results: ${calls.length} requests could not be recorded (${err.message}); they are recorded when the results file is read again`)
+      },
+    )
+    const done = p.finally(() => pending.delete(done))
+    pending.add(done)
+  }
+}
+
+async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
+  const { storeCalls } = await import('../import/importer')
+  const target = ctx.store.dialect === 'postgres' && countSpend ? { store: ctx.store, countSpend } : {}
+  // PostgreSQL: the shared ledger is ready (its schema made, on a first start) once the ledger has written what it holds.
+  if (target.store && !(await ctx.ledger.flushed())) throw new Error('the database cannot be written')
+  return storeCalls(ctx.db, calls, {
+    ...target,
+    pricer: ctx.pricer,
+    onCall: (c) => {
+      ctx.ledger.spend.addCall(c)
+      ctx.budgets?.observe(c)
+    },
+  })
+}

@@ -1,0 +1,74 @@
+import { isObject } from '../metering/usage'
+import { OpenAIMeter } from './openai'
+import type { BatchResult, Meter, MeterResult } from './types'
+
+/** The endpoint of a batch request, by the `object` of the answer it got. */
+const BY_OBJECT: Record<string, string> = {
+  'chat.completion': 'chat.completions',
+  response: 'responses',
+  text_completion: 'completions',
+  // Embeddings answer with a list of `embedding` objects.
+  list: 'embeddings',
+}
+
+/**
+ * Meters a file read with `GET /files/{id}/content`. When it is a Batch API's output file (one
+ * JSON object per line: `{id: "batch_req_…", custom_id, response: {status_code, body}, error}`),
+ * each request that succeeded is a call of its own, priced at the batch rates (`usage.batch`),
+ * with its answer's usage read as OpenAI's meter reads the same answer from the endpoint itself.
+ * Any other file (a batch's input, fine-tuning data, an upload) has no such lines and yields
+ * nothing. The file itself costs nothing.
+ */
+export class OpenAIBatchMeter implements Meter {
+  private readonly results: BatchResult[] = []
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  event(): void {}
+
+  json(): void {}
+
+  line(text: string): void {
+    // Only a results line is parsed: any other file's lines cost a substring search.
+    if (!text.includes('"custom_id"') || !text.includes('"response"')) return
+    let o: unknown
+    try {
+      o = JSON.parse(text)
+    } catch {
+      return
+    }
+    if (!isObject(o) || typeof o.id !== 'string' || o.id === '' || typeof o.custom_id !== 'string') return
+    const r = o.response
+    // An errored request (its `error`, or a status of 400 or more) was not billed.
+    if (!isObject(r) || typeof r.status_code !== 'number' || r.status_code >= 400 || !isObject(r.body)) return
+    const body = r.body
+    const endpoint = typeof body.object === 'string' ? BY_OBJECT[body.object] : undefined
+    if (!endpoint) return
+    const m = new OpenAIMeter({ endpoint })
+    m.json(body)
+    const got = m.result()
+    if (!got.usage) return
+    got.usage.batch = true
+    this.results.push({
+      key: `openai-batch:${o.id}`,
+      ts: ranAt(body, this.now()),
+      model: got.model ?? '',
+      endpoint: `batch.${endpoint}`,
+      usage: got.usage,
+      responseId: got.responseId ?? '',
+    })
+  }
+
+  result(): MeterResult {
+    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+  }
+}
+
+/** When the request ran: its answer's `created` (Chat Completions) or `created_at` (Responses), in seconds; else `now`. */
+function ranAt(body: Record<string, any>, now: number): number {
+  const s = typeof body.created_at === 'number' ? body.created_at : body.created
+  if (typeof s !== 'number' || !Number.isFinite(s) || s <= 0) return now
+  const ms = Math.round(s * 1000)
+  // A clock ahead of this machine's is not a call in the future.
+  return ms > now ? now : ms
+}
