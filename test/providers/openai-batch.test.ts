@@ -1,0 +1,136 @@
+import http from 'node:http'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { EXPECTED, INPUT, OUTPUT, chat, reasoning, response } from './batch-support'
+import { eventually, request } from '../support/http'
+import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { rows } from './ledger'
+
+// OpenAI's Batch API: requests run later at half the token prices, and their answers come back
+// in an output file, read with `GET /v1/files/{output_file_id}/content` (the SDK's
+// `files.content`). Each request that succeeded is a model call Burnrate records from that file,
+// once, priced at the batch rates; the file itself passes through byte for byte.
+
+const KEY = 'sk-test-batch-aaaaaaaaaaaa'
+
+describe('OpenAI Batch API: the requests in a batch output file are metered, once, at batch prices', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  /** How the mock sends the output file. */
+  let send: (r: { url: string }) => Reply = () => ({ body: OUTPUT })
+
+  beforeAll(async () => {
+    upstream = await startMockUpstream((req) => {
+      if (req.url === '/v1/files/file-input01/content') return { headers: { 'content-type': 'application/octet-stream' }, body: INPUT }
+      return send(req)
+    })
+    t = await startTestServer(
+      { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-test-*', daily_limit_usd: 1000, action: 'warn' }] } },
+      upstream.url,
+    )
+  })
+  afterAll(async () => {
+    await t?.cleanup()
+    await upstream?.close()
+  })
+
+  const content = (file: string) =>
+    request(`${t.url}/v1/files/${file}/content`, { headers: { authorization: `Bearer ${KEY}`, 'user-agent': 'OpenAI/Python 1.99.0' } })
+  const batchRows = () => rows(t).filter((r) => r.endpoint.startsWith('batch.'))
+  const spentToday = async () => {
+    const body = (await request(`${t.url}/api/dashboard/budgets`)).json()
+    return (body.rules.find((r: any) => r.api_key_hash === hashKey(KEY))?.windows[0]?.spent_usd as number | undefined) ?? 0
+  }
+
+  it('each request that succeeded is a call with its own model, tokens and half the list price; the file passes unchanged', async () => {
+    send = () => ({ headers: { 'content-type': 'application/octet-stream' }, body: OUTPUT })
+    const r = await content('file-output01')
+    expect(r.status).toBe(200)
+    expect(r.body.equals(OUTPUT)).toBe(true)
+    const got = (await eventually(() => (batchRows().length === 3 ? batchRows() : undefined)))!
+    expect(got.map((c) => ({
+      response_id: c.response_id, model: c.model, endpoint: c.endpoint, input_tokens: c.input_tokens, cache_read_tokens: c.cache_read_tokens,
+      output_tokens: c.output_tokens, reasoning_tokens: c.reasoning_tokens, ts: c.ts, cost_usd: c.cost_usd,
+    }))).toEqual(EXPECTED)
+    for (const c of got) {
+      expect(c).toMatchObject({ provider: 'openai', api_key_hash: hashKey(KEY), status: 200, priced: 1, estimated: 0, source: 'proxy', billing: 'api', streamed: 0 })
+      expect(c.cost_usd).toBeGreaterThan(0)
+      expect(JSON.parse(c.usage_extra)).toEqual({ batch: true })
+    }
+    // The read itself is a call that costs nothing.
+    await eventually(() => rows(t).find((c) => c.endpoint === 'files.content' && c.status === 200 && c.cost_usd === 0))
+    // Counted in the budget rule's day at once.
+    const total = EXPECTED.reduce((a, e) => a + e.cost_usd, 0)
+    await eventually(async () => Math.abs((await spentToday()) - total) < 1e-12)
+  })
+
+  it('the same file read again, compressed and in pieces that cut lines, adds nothing', async () => {
+    const before = await spentToday()
+    send = () => ({ headers: { 'content-type': 'application/octet-stream' }, chunks: cut(OUTPUT, 7), encoding: 'gzip' })
+    const r = await content('file-output01')
+    expect(r.status).toBe(200)
+    await eventually(() => rows(t).filter((c) => c.endpoint === 'files.content').length === 2)
+    // Time for the batch's requests to be stored, were they to be stored again.
+    await new Promise((res) => setTimeout(res, 300))
+    expect(batchRows()).toHaveLength(3)
+    expect(await spentToday()).toBe(before)
+  })
+
+  it('a read cut short records the requests it got whole; reading the rest later records the others, none twice', async () => {
+    const other = OUTPUT.toString().replaceAll('batch_req_aaa', 'batch_req_bbb').replaceAll(chat.id, 'chatcmpl-other1').replaceAll(reasoning.id, 'chatcmpl-other2').replaceAll(response.id, 'resp_other3')
+    const body = Buffer.from(other)
+    const firstLine = body.indexOf(10) + 1
+    // The first line and half the second, then nothing: the client gives up.
+    send = () => ({ headers: { 'content-type': 'application/octet-stream' }, chunks: [body.subarray(0, firstLine + 40), body.subarray(firstLine + 40)], stallAfterChunks: 1 })
+    await new Promise<void>((resolve, reject) => {
+      const req = http.get(`${t.url}/v1/files/file-output02/content`, { headers: { authorization: `Bearer ${KEY}` }, agent: false }, (res) => {
+        res.once('data', () => {
+          req.destroy()
+          resolve()
+        })
+      })
+      req.on('error', (e) => (req.destroyed ? resolve() : reject(e)))
+    })
+    await eventually(() => batchRows().some((c) => c.response_id === 'chatcmpl-other1'))
+    await new Promise((res) => setTimeout(res, 300))
+    expect(batchRows().filter((c) => c.response_id.includes('other'))).toHaveLength(1)
+
+    send = () => ({ headers: { 'content-type': 'application/octet-stream' }, body })
+    expect((await content('file-output02')).status).toBe(200)
+    await eventually(() => batchRows().length === 6)
+    await new Promise((res) => setTimeout(res, 300))
+    const ids = batchRows().map((c) => c.response_id)
+    expect(ids).toHaveLength(6)
+    expect(new Set(ids).size).toBe(6)
+  })
+
+  it('re-pricing the model keeps its batch requests at half the price', async () => {
+    const model = reasoning.model
+    expect((await admin(t.url, 'PUT', `/prices/openai/${model}`, { body: { input_mtok: 1, output_mtok: 2 } })).status).toBe(200)
+    expect((await admin(t.url, 'POST', `/prices/openai/${model}/reprice?all=true`)).json()).toMatchObject({ repriced: 4 })
+    const mine = batchRows().filter((c) => c.model === model)
+    expect(mine.length).toBeGreaterThan(0)
+    for (const c of mine) expect(c.cost_usd).toBe((c.input_tokens * 1 + c.output_tokens * 2) / 1e6 / 2)
+    expect((await admin(t.url, 'DELETE', `/prices/openai/${model}`)).status).toBe(204)
+  })
+
+  it('any other file (a batch input file) records no call but its read', async () => {
+    const before = rows(t).length
+    const r = await content('file-input01')
+    expect(r.body.equals(INPUT)).toBe(true)
+    const after = (await eventually(() => (rows(t).length > before ? rows(t) : undefined)))!
+    await new Promise((res) => setTimeout(res, 300))
+    expect(rows(t)).toHaveLength(before + 1)
+    expect(after[after.length - 1]).toMatchObject({ endpoint: 'files.content', cost_usd: 0 })
+  })
+})
+
+/** `buf` in `n` pieces of about the same size (cutting through lines and multi-byte characters). */
+function cut(buf: Buffer, n: number): Buffer[] {
+  const size = Math.ceil(buf.length / n)
+  const out: Buffer[] = []
+  for (let i = 0; i < buf.length; i += size) out.push(buf.subarray(i, i + size))
+  return out
+}
