@@ -36,6 +36,12 @@ export interface CallShape {
    * results file: one finished request per line), instead of being parsed whole.
    */
   lines?: boolean
+  /**
+   * The answer names the provider's own address of something the client then fetches directly
+   * (Anthropic's Message Batch `results_url`): `Provider.relink` points it back at Burnrate, so
+   * that read passes through it too. The (small) answer is held whole to be rewritten.
+   */
+  relink?: boolean
 }
 
 /**
@@ -128,6 +134,12 @@ export interface Provider {
   credentials?: readonly CredentialSource[]
   inspect(req: RequestInfo): CallShape
   meter(shape: CallShape, req: RequestInfo): Meter
+  /**
+   * With `CallShape.relink`: the answer's text with the provider's addresses that clients fetch
+   * directly pointed at `base` (Burnrate's address of this provider, as the client reached it),
+   * or null when it names none.
+   */
+  relink?(text: string, base: string): string | null
   /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments). */
   configure?(settings: ProviderSettings): Provider
 }

@@ -6,6 +6,7 @@ import { parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../hea
 import { upstreamPath } from '../routes'
 import { deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
+import { HeldAnswer, clientBase } from './relink'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
 
@@ -43,6 +44,9 @@ export function forwardHttp(
   if (body) {
     headers['content-length'] = String(body.length)
   }
+  // An answer to rewrite (./relink.ts) is asked for uncompressed: it is small, and read whole.
+  const relink = s.ctx.shape.relink && upstream.provider.relink ? upstream.provider.relink.bind(upstream.provider) : null
+  if (relink) headers['accept-encoding'] = 'identity'
   const firstByte = deadlines.add(t.first_byte_timeout_ms, () => {
     failHttp(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`, finish)
     s.abort?.()
@@ -69,6 +73,9 @@ export function forwardHttp(
   })
 
   let forward: ((chunk: Buffer) => boolean) | null = null
+  /** The answer being held to be rewritten, and how to start sending it once it is (or cannot be). */
+  let held: HeldAnswer | null = null
+  let startHeld: ((body: Buffer[], rewritten: boolean) => void) | null = null
   let retried = false
   const send = (via: Dispatcher): void => {
     via.dispatch(
@@ -91,10 +98,31 @@ export function forwardHttp(
         return false
       }
       const h = responseHeaders(raw as unknown as Buffer[])
-      forward = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
-        failHttp(s, 'timeout', detail, finish)
-        s.abort?.()
-      })
+      const start = () =>
+        startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
+          failHttp(s, 'timeout', detail, finish)
+          s.abort?.()
+        })
+      if (relink && status < 400 && !h.upstream['content-encoding']) {
+        // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
+        held = new HeldAnswer()
+        startHeld = (parts, rewritten) => {
+          held = null
+          if (rewritten) {
+            delete h.client['transfer-encoding']
+            h.client['content-length'] = String(parts[0].length)
+          }
+          forward = start()
+          for (const p of parts) forward(p)
+        }
+        s.timers.push(deadlines.add(t.idle_timeout_ms, () => {
+          if (!held) return
+          failHttp(s, 'timeout', `the answer did not end within ${t.idle_timeout_ms} ms`, finish)
+          s.abort?.()
+        }))
+      } else {
+        forward = start()
+      }
       // Read once undici's parser has handed on what it read with these headers: an answer that
       // came whole (nearly every non-streaming one) has then been written to the client (onComplete
       // ends it in the same parser step), so the observer is not on its way. A tick, not an
@@ -103,12 +131,29 @@ export function forwardHttp(
       return true
     },
     onData(chunk) {
-      if (s.done || !forward) return true
+      if (s.done) return true
+      if (held) {
+        // Too large to hold: sent as it came, not rewritten.
+        if (!held.push(chunk)) startHeld!(held.take(), false)
+        return true
+      }
+      if (!forward) return true
       return forward(chunk)
     },
     onComplete(trailers) {
       if (s.done) return
       for (const x of s.timers) deadlines.cancel(x)
+      if (held && relink) {
+        const whole = held.whole()
+        let out: string | null = null
+        try {
+          out = relink(whole.toString('utf8'), clientBase(req, s.route))
+        } catch {
+          // an answer that cannot be rewritten goes as it came
+        }
+        // Unchanged, it goes byte for byte as it came.
+        startHeld!([out === null ? whole : Buffer.from(out)], true)
+      }
       if (trailers && trailers.length > 0) res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
       res.end()
     },

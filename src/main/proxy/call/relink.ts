@@ -1,0 +1,45 @@
+import type { IncomingMessage } from 'node:http'
+import type { Route } from '../routes'
+
+/** The most of an answer held to be rewritten; a larger one passes unchanged. */
+export const RELINK_LIMIT = 8 * 1024 * 1024
+
+/**
+ * Burnrate's address of the call's provider as the client reached it: the scheme, the `Host` the
+ * client sent (already checked by the request guard) and the path before the provider's own
+ * (`/anthropic`, or nothing for Anthropic's paths at the root), e.g. `http://127.0.0.1:8787`.
+ */
+export function clientBase(req: IncomingMessage, route: Route): string {
+  const url = req.url ?? '/'
+  const q = url.indexOf('?')
+  const pathname = q === -1 ? url : url.slice(0, q)
+  const prefix = pathname.endsWith(route.path) ? pathname.slice(0, pathname.length - route.path.length) : ''
+  const tls = (req.socket as { encrypted?: boolean }).encrypted === true
+  return `${tls ? 'https' : 'http'}://${req.headers.host ?? '127.0.0.1'}${prefix.replace(/\/+$/, '')}`
+}
+
+/** An answer held whole until it ends, to be rewritten (CallShape.relink). */
+export class HeldAnswer {
+  private parts: Buffer[] = []
+  size = 0
+
+  /** False once the answer is larger than `RELINK_LIMIT`: it must then be sent as it came. */
+  push(chunk: Buffer): boolean {
+    this.parts.push(chunk)
+    this.size += chunk.length
+    return this.size <= RELINK_LIMIT
+  }
+
+  /** What was held, as it came. */
+  take(): Buffer[] {
+    const p = this.parts
+    this.parts = []
+    return p
+  }
+
+  /** What was held, in one buffer. */
+  whole(): Buffer {
+    const p = this.take()
+    return p.length === 1 ? p[0] : Buffer.concat(p, this.size)
+  }
+}
