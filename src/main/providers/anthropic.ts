@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { AnthropicBatchMeter, anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
 import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -75,6 +76,8 @@ export function inspectAnthropic(req: RequestInfo): CallShape {
   // Anthropic's OpenAI SDK compatibility: `<base>/v1/chat/completions`, billed as Messages are.
   if (req.method === 'POST' && p === '/v1/chat/completions') return inspectOpenAI({ ...req, path: '/chat/completions' })
   const isMessages = req.method === 'POST' && p === '/v1/messages'
+  const batch = isMessages ? null : anthropicBatchShape(req.method, p)
+  if (batch) return { model: '', stream: false, billable: false, ...batch }
   return {
     endpoint: isMessages ? 'messages' : p === '/v1/messages/count_tokens' ? 'count_tokens' : 'other',
     model: typeof body?.model === 'string' ? body.model : '',
@@ -220,5 +223,11 @@ export const anthropic: Provider = {
   mount: '/anthropic',
   credentials: ['x-api-key', 'authorization'],
   inspect: inspectAnthropic,
-  meter: (shape) => (shape.endpoint === 'chat.completions' ? new OpenAIMeter({ endpoint: shape.endpoint, usage: anthropicCompatUsage }) : new AnthropicMeter()),
+  meter: (shape, req) =>
+    shape.lines
+      ? new AnthropicBatchMeter(batchIdOf(req.path))
+      : shape.endpoint === 'chat.completions'
+        ? new OpenAIMeter({ endpoint: shape.endpoint, usage: anthropicCompatUsage })
+        : new AnthropicMeter(),
+  relink: relinkResultsUrls,
 }
