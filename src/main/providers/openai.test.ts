@@ -2,6 +2,20 @@ import { describe, expect, it } from 'vitest'
 import { inspectAzure } from './azure'
 import { OpenAIMeter, inspectOpenAI, openaiEndpointOf } from './openai'
 
+describe('OpenAI: the Batch API', () => {
+  it('names its batches and file reads; following a batch and reading a file are free, creating one is not', () => {
+    const shape = (method: string, path: string) => inspectOpenAI({ method, path, query: '', headers: {}, body: undefined })
+    expect(shape('POST', '/batches')).toMatchObject({ endpoint: 'batches.create', billable: false })
+    expect(shape('POST', '/batches').free).toBeUndefined()
+    expect(shape('GET', '/batches')).toMatchObject({ endpoint: 'batches.list', free: true })
+    expect(shape('GET', '/batches/batch_1')).toMatchObject({ endpoint: 'batches.retrieve', free: true })
+    expect(shape('POST', '/batches/batch_1/cancel')).toMatchObject({ endpoint: 'batches.cancel', free: true })
+    expect(shape('GET', '/files/file-abc/content')).toMatchObject({ endpoint: 'files.content', free: true, lines: true })
+    expect(shape('GET', '/files/file-abc')).toMatchObject({ endpoint: 'other' })
+    expect(shape('DELETE', '/batches/batch_1').endpoint).toBe('other')
+  })
+})
+
 describe('OpenAI: reads of a stored response', () => {
   it('names the retrieve and cancel of a response, and nothing else under /responses/{id}', () => {
     expect(openaiEndpointOf('GET', '/responses/resp_1')).toBe('responses.retrieve')

@@ -110,6 +110,15 @@ function openaiEndpoint(path: string): string {
   return 'other'
 }
 
+/** `/batches`, `/batches/{id}`, `/batches/{id}/cancel`: the Batch API's batches. */
+const BATCHES = /^\/batches(?:\/([^/]+?)(\/cancel)?)?\/*$/
+
+/**
+ * Reads and cancels of what is already billed or adds no spend: never refused by a budget rule,
+ * never counted (a key over its limit can still follow its batch and fetch its results).
+ */
+const FREE_READS = new Set(['files.content', 'batches.list', 'batches.retrieve', 'batches.cancel'])
+
 /** `GET /files/{id}/content`: a file's bytes, a Batch API's results among them (./openai-batch.ts). */
 const FILE_CONTENT = /^\/files\/[^/]+\/content\/*$/
 
@@ -124,6 +133,14 @@ const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
  */
 export function openaiEndpointOf(method: string, path: string): string {
   if (method === 'GET' && path.startsWith('/files/') && FILE_CONTENT.test(path)) return 'files.content'
+  if (path.startsWith('/batches')) {
+    const b = BATCHES.exec(path)
+    if (b) {
+      if (!b[1]) return method === 'POST' ? 'batches.create' : method === 'GET' ? 'batches.list' : 'other'
+      if (b[2]) return method === 'POST' ? 'batches.cancel' : 'other'
+      return method === 'GET' ? 'batches.retrieve' : 'other'
+    }
+  }
   const read = path.startsWith('/responses/') ? RESPONSE_READ.exec(path) : null
   if (read) {
     if (method === 'GET' && !read[2]) return 'responses.retrieve'
@@ -146,8 +163,8 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
     billable: BILLABLE.has(endpoint),
-    // A file's bytes cost nothing; a batch's results file is read line by line for the requests it ran.
-    free: READS.has(endpoint) || endpoint === 'files.content' || undefined,
+    // A batch's results file is read line by line for the requests it ran.
+    free: READS.has(endpoint) || FREE_READS.has(endpoint) || undefined,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
     lines: endpoint === 'files.content' || undefined,
   }
