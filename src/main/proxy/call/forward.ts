@@ -98,12 +98,12 @@ export function forwardHttp(
         return false
       }
       const h = responseHeaders(raw as unknown as Buffer[])
-      const start = () =>
-        startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
+      if (!relink || status >= 400 || h.upstream['content-encoding']) {
+        forward = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
           failHttp(s, 'timeout', detail, finish)
           s.abort?.()
         })
-      if (relink && status < 400 && !h.upstream['content-encoding']) {
+      } else {
         // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
         held = new HeldAnswer()
         startHeld = (parts, rewritten) => {
@@ -112,16 +112,18 @@ export function forwardHttp(
             delete h.client['transfer-encoding']
             h.client['content-length'] = String(parts[0].length)
           }
-          forward = start()
-          for (const p of parts) forward(p)
+          const send = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
+            failHttp(s, 'timeout', detail, finish)
+            s.abort?.()
+          })
+          forward = send
+          for (const p of parts) send(p)
         }
         s.timers.push(deadlines.add(t.idle_timeout_ms, () => {
           if (!held) return
           failHttp(s, 'timeout', `the answer did not end within ${t.idle_timeout_ms} ms`, finish)
           s.abort?.()
         }))
-      } else {
-        forward = start()
       }
       // Read once undici's parser has handed on what it read with these headers: an answer that
       // came whole (nearly every non-streaming one) has then been written to the client (onComplete
