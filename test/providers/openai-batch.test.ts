@@ -2,7 +2,7 @@ import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { EXPECTED, INPUT, OUTPUT, chat, reasoning, response } from './batch-support'
+import { EXPECTED, INPUT, OUTPUT, batchCost, chat, reasoning, response } from './batch-support'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -114,6 +114,19 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
     expect(mine.length).toBeGreaterThan(0)
     for (const c of mine) expect(c.cost_usd).toBe((c.input_tokens * 1 + c.output_tokens * 2) / 1e6 / 2)
     expect((await admin(t.url, 'DELETE', `/prices/openai/${model}`)).status).toBe(204)
+  })
+
+  it('a call the Flex tier served (service_tier: "flex") is priced at the same batch rates', async () => {
+    send = () => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...chat, id: 'chatcmpl-flex-1', service_tier: 'flex' }) })
+    const r = await request(`${t.url}/v1/chat/completions`, {
+      method: 'POST', headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'gpt-4o-mini', service_tier: 'flex', messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(r.status).toBe(200)
+    const call = (await eventually(() => rows(t).find((c) => c.response_id === 'chatcmpl-flex-1')))!
+    // The same answer as the batch's first request, so the same cost, priced at the call's own time.
+    expect(call).toMatchObject({ endpoint: 'chat.completions', input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 })
+    expect(call.cost_usd).toBe(batchCost(chat.model, { input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, call.ts / 1000))
   })
 
   it('any other file (a batch input file) records no call but its read', async () => {

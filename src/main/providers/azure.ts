@@ -54,7 +54,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     mount: '/azure',
     credentials: ['api-key', 'authorization'],
     inspect: (req) => inspectAzure(req, deployments),
-    meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint }),
+    meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }
 }

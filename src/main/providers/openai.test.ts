@@ -16,6 +16,29 @@ describe('OpenAI: the Batch API', () => {
   })
 })
 
+describe('OpenAI: the Flex tier is billed at Batch API rates', () => {
+  const usage = { prompt_tokens: 100, completion_tokens: 10 }
+  const json = (body: object, flexAtBatchRates = true) => {
+    const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
+    m.json(body)
+    return m.result().usage
+  }
+  it('marks the usage when the answer says flex served it, in JSON and in streams; never for other tiers or providers', () => {
+    expect(json({ service_tier: 'flex', usage })?.batch).toBe(true)
+    expect(json({ service_tier: 'default', usage })?.batch).toBeUndefined()
+    expect(json({ service_tier: 'priority', usage })?.batch).toBeUndefined()
+    expect(json({ usage })?.batch).toBeUndefined()
+    expect(json({ service_tier: 'flex', usage }, false)?.batch).toBeUndefined()
+    const chat = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates: true })
+    chat.event('', JSON.stringify({ service_tier: 'flex', choices: [{ delta: { content: 'hi' }, finish_reason: 'stop' }] }))
+    chat.event('', JSON.stringify({ service_tier: 'flex', choices: [], usage }))
+    expect(chat.result().usage).toMatchObject({ input_tokens: 100, output_tokens: 10, batch: true })
+    const responses = new OpenAIMeter({ endpoint: 'responses', flexAtBatchRates: true })
+    responses.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', service_tier: 'flex', usage: { input_tokens: 5, output_tokens: 2 } } }))
+    expect(responses.result().usage?.batch).toBe(true)
+  })
+})
+
 describe('OpenAI: reads of a stored response', () => {
   it('names the retrieve and cancel of a response, and nothing else under /responses/{id}', () => {
     expect(openaiEndpointOf('GET', '/responses/resp_1')).toBe('responses.retrieve')

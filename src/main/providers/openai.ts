@@ -95,6 +95,12 @@ export interface OpenAIMeterOptions {
   endpoint?: string
   /** How the provider's `usage` object is read (default: `openaiUsage`). */
   usage?: UsageReader
+  /**
+   * The answer's `service_tier: "flex"` is billed at Batch API rates (OpenAI's and Azure
+   * OpenAI's Flex processing: half of every token price). Not for other providers, whose tiers
+   * of the same name are priced otherwise (Groq's flex costs as its on-demand tier).
+   */
+  flexAtBatchRates?: boolean
 }
 
 function openaiEndpoint(path: string): string {
@@ -201,10 +207,25 @@ export class OpenAIMeter implements Meter {
   private running = false
   /** A choice gave its `finish_reason`: the generation ended. */
   private finished = false
+  private readonly flexRates: boolean
+  /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
+  private flex = false
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
     this.reread = READS.has(opts.endpoint ?? '')
+    this.flexRates = opts.flexAtBatchRates === true
+  }
+
+  /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
+  private noteTier(tier: unknown): void {
+    if (this.flexRates && typeof tier === 'string') this.flex = tier === 'flex'
+  }
+
+  /** The usage as billed: at Batch API rates when the Flex tier served it. */
+  private billed(u: Usage | null): Usage | null {
+    if (u && this.flex) u.batch = true
+    return u
   }
 
   /** A Response object read again: is it a background response that has finished? */
@@ -230,6 +251,7 @@ export class OpenAIMeter implements Meter {
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
       if (isObject(r)) {
+        if (r.service_tier !== undefined) this.noteTier(r.service_tier)
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
         if (TERMINAL.has(type)) this.noteStatus(r, true)
@@ -244,6 +266,7 @@ export class OpenAIMeter implements Meter {
       return
     }
     // Chat Completions (and legacy Completions) chunks.
+    if (ev.service_tier !== undefined) this.noteTier(ev.service_tier)
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
     if (typeof ev.id === 'string' && ev.id) this.id = ev.id
     if (ev.usage) {
@@ -275,6 +298,7 @@ export class OpenAIMeter implements Meter {
 
   json(body: unknown): void {
     if (!isObject(body)) return
+    this.noteTier(body.service_tier)
     if (typeof body.model === 'string' && body.model) this.model = body.model
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
@@ -296,16 +320,16 @@ export class OpenAIMeter implements Meter {
         model: this.model,
         responseId: this.id,
         complete: this.complete,
-        backgroundUsage: this.backgroundDone && this.usage ? this.usage : undefined,
+        backgroundUsage: this.backgroundDone && this.usage ? this.billed(this.usage)! : undefined,
       }
     }
     // A running count from a stream cut before its generation ended: the prompt side is exact, the
     // output is estimated from what streamed (never below the count so far), and marked so.
     if (this.usage && this.running && !this.finished && !this.complete) {
-      return { usage: this.usage, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: false, partialOutput: true }
+      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), complete: false, partialOutput: true }
     }
     return {
-      usage: this.usage,
+      usage: this.billed(this.usage),
       model: this.model,
       responseId: this.id,
       outputText: this.usage ? undefined : this.text.join(''),
@@ -320,5 +344,5 @@ export const openai: Provider = {
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
   inspect: inspectOpenAI,
-  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint })),
+  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true })),
 }
