@@ -1,5 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { GeminiBatchMeter, geminiBatchShape } from './gemini-batch'
 import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -38,6 +39,8 @@ export function inspectGemini(req: RequestInfo): CallShape {
     // The compatible API takes `models/gemini-2.5-flash` as well as the bare name.
     return { ...shape, model: shape.model.replace(/^models\//, '') }
   }
+  const batch = geminiBatchShape(req.method, req.path)
+  if (batch) return { model: '', stream: false, billable: false, ...batch }
   const { model, method } = modelAndMethod(req.path)
   const billable = req.method === 'POST' && BILLED.has(method)
   return {
@@ -104,6 +107,8 @@ export function geminiUsage(m: unknown): Usage | null {
     if (videoOut > 0) extra.output_video_tokens = videoOut
   }
   if (Object.keys(extra).length > 0) u.extra = extra
+  // Flex inference is billed at Batch API rates (half), as Google prices it.
+  if (typeof m.serviceTier === 'string' && m.serviceTier.toLowerCase() === 'flex') u.batch = true
   return u
 }
 
@@ -210,5 +215,10 @@ export const gemini: Provider = {
   mount: '/gemini',
   credentials: ['x-goog-api-key', 'query-key', 'authorization'],
   inspect: inspectGemini,
-  meter: (shape, req) => (OPENAI_COMPAT.test(req.path) ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage }) : new GeminiMeter()),
+  meter: (shape, req) =>
+    OPENAI_COMPAT.test(req.path)
+      ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage })
+      : shape.endpoint === 'batches.get' || shape.endpoint === 'batches.list'
+        ? new GeminiBatchMeter()
+        : new GeminiMeter(),
 }

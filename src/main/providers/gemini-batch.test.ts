@@ -1,0 +1,41 @@
+import { describe, expect, it } from 'vitest'
+import { geminiUsage } from './gemini'
+import { GeminiBatchMeter, geminiBatchShape } from './gemini-batch'
+
+const answer = (id: string) => ({ modelVersion: 'gemini-2.5-flash', responseId: id, usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5 } })
+
+describe('Gemini Batch API', () => {
+  it('names the batch reads (free) and leaves every other path alone', () => {
+    expect(geminiBatchShape('GET', '/v1beta/batches/b1')).toEqual({ endpoint: 'batches.get', free: true })
+    expect(geminiBatchShape('GET', '/v1beta/batches')).toEqual({ endpoint: 'batches.list', free: true })
+    expect(geminiBatchShape('POST', '/v1beta/batches/b1:cancel')).toEqual({ endpoint: 'batches.cancel', free: true })
+    expect(geminiBatchShape('DELETE', '/v1beta/batches/b1')).toEqual({ endpoint: 'batches.delete', free: true })
+    expect(geminiBatchShape('POST', '/v1beta/models/gemini-2.5-flash:batchGenerateContent')).toBeNull()
+    expect(geminiBatchShape('POST', '/v1beta/batches/b1')).toBeNull()
+  })
+
+  it('reads inline results wherever the answer puts them (response, metadata.output), in a list too, keyed by batch and place', () => {
+    const m = new GeminiBatchMeter(() => 1000)
+    m.json({
+      operations: [
+        { name: 'batches/a', done: true, response: { inlinedResponses: { inlinedResponses: [{ response: answer('r1') }, { error: { message: 'x' } }, { response: answer('r3') }] } } },
+        { name: 'batches/b', metadata: { model: 'models/gemini-2.5-pro', output: { inlinedResponses: { inlinedResponses: [{ response: { usageMetadata: { promptTokenCount: 1, candidatesTokenCount: 1 } } }] } } } },
+        { name: 'batches/c', done: true, response: { responsesFile: 'files/out' } },
+        { name: 'batches/d', done: false },
+      ],
+    })
+    const r = m.result().batchResults!
+    expect(r.map((x) => [x.key, x.model, x.responseId, x.ts, x.usage.batch, x.usage.input_tokens])).toEqual([
+      ['gemini-batch:batches/a:0', 'gemini-2.5-flash', 'r1', 1000, true, 10],
+      ['gemini-batch:batches/a:2', 'gemini-2.5-flash', 'r3', 1000, true, 10],
+      ['gemini-batch:batches/b:0', 'gemini-2.5-pro', '', 1000, true, 1],
+    ])
+    expect(new GeminiBatchMeter().result().batchResults).toBeUndefined()
+  })
+
+  it('a call the Flex tier served is billed at batch rates', () => {
+    expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'flex' })?.batch).toBe(true)
+    expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'standard' })?.batch).toBeUndefined()
+    expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'priority' })?.batch).toBeUndefined()
+  })
+})

@@ -1,0 +1,81 @@
+import { isObject } from '../metering/usage'
+import { GeminiMeter } from './gemini'
+import type { BatchResult, CallShape, Meter, MeterResult } from './types'
+
+/** `/v1beta/batches` (list), `/v1beta/batches/{id}` (get), `/v1beta/batches/{id}:cancel`. */
+const BATCHES = /^\/v1(?:alpha|beta)?\d*\/batches(?:\/([^/:]+)(:cancel)?)?$/
+
+/**
+ * The Gemini Batch API's reads by method and path, or null for another path: getting and listing
+ * batches (whose answers carry a finished batch's inline results) and cancelling one add no
+ * spend, so they are free for budget rules. Creating one (`models/{model}:batchGenerateContent`)
+ * is a request like any other.
+ */
+export function geminiBatchShape(method: string, path: string): Pick<CallShape, 'endpoint' | 'free'> | null {
+  const m = path.includes('/batches') ? BATCHES.exec(path) : null
+  if (!m) return null
+  if (!m[1]) return method === 'GET' ? { endpoint: 'batches.list', free: true } : null
+  if (m[2]) return method === 'POST' ? { endpoint: 'batches.cancel', free: true } : null
+  return method === 'GET' ? { endpoint: 'batches.get', free: true } : method === 'DELETE' ? { endpoint: 'batches.delete', free: true } : null
+}
+
+/**
+ * Meters the answer of a Gemini batch's get (or a list of batches): a finished batch built from
+ * inline requests carries its results, `inlinedResponses.inlinedResponses[]`, each `{response:
+ * <GenerateContentResponse>, metadata}` or `{error}`, in the order of the requests (under the
+ * operation's `response`, or `metadata.output` as newer answers put it). Each result with usage is
+ * a call of its own, read by the Gemini meter (cached and thinking tokens, modalities), priced at
+ * batch rates (`usage.batch`: half, as Google prices its Batch API), keyed by the batch's name and
+ * its place in the batch, so polling the same finished batch again records nothing more. A
+ * batch whose results went to a file (`responsesFile`) is not metered here. The results name no
+ * time: the calls are dated when they are read.
+ */
+export class GeminiBatchMeter implements Meter {
+  private readonly results: BatchResult[] = []
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  event(): void {}
+
+  json(body: unknown): void {
+    if (!isObject(body)) return
+    const ops = Array.isArray(body.operations) ? body.operations : Array.isArray(body.batches) ? body.batches : [body]
+    for (const op of ops) if (isObject(op)) this.batch(op)
+  }
+
+  private batch(op: Record<string, any>): void {
+    const name = typeof op.name === 'string' ? op.name : ''
+    const meta = isObject(op.metadata) ? op.metadata : {}
+    const out = inlined(op.response) ?? inlined(meta.output) ?? inlined(op.output)
+    if (!name || !out) return
+    const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
+    const at = this.now()
+    out.forEach((item, i) => {
+      if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
+      const m = new GeminiMeter()
+      m.json(item.response)
+      const got = m.result()
+      if (!got.usage) return
+      got.usage.batch = true
+      this.results.push({
+        key: `gemini-batch:${name}:${i}`,
+        ts: at,
+        model: got.model || batchModel,
+        endpoint: 'batch.generateContent',
+        usage: got.usage,
+        responseId: got.responseId ?? '',
+      })
+    })
+  }
+
+  result(): MeterResult {
+    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+  }
+}
+
+/** The results array of an output (`{inlinedResponses: {inlinedResponses: [...]}}`), or undefined. */
+function inlined(output: unknown): unknown[] | undefined {
+  if (!isObject(output) || !isObject(output.inlinedResponses)) return undefined
+  const list = output.inlinedResponses.inlinedResponses
+  return Array.isArray(list) ? list : undefined
+}

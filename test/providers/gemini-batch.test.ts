@@ -1,0 +1,77 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { fixtureJson } from '../support/fixtures'
+import { eventually, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { rows } from './ledger'
+
+// The Gemini Batch API: a batch built from inline requests carries its results in the answer to
+// `GET /v1beta/batches/{id}` once it is done. Each result is a call, recorded once however often
+// the batch is polled, at half the list price (Google's batch rate).
+
+const KEY = 'AIza-gemini-batch-test-aaaaaaaa'
+const NAME = 'batches/123abc456def'
+const thoughts = fixtureJson('gemini/generate-content-thoughts.json')
+const cached = fixtureJson('gemini/generate-content-cached-thoughts.json')
+
+const operation = (done: boolean) => ({
+  name: NAME,
+  metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch', model: 'models/gemini-2.5-flash', state: done ? 'BATCH_STATE_SUCCEEDED' : 'BATCH_STATE_RUNNING' },
+  done,
+  ...(done
+    ? {
+        response: {
+          '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatchOutput',
+          inlinedResponses: {
+            inlinedResponses: [
+              { response: thoughts, metadata: { key: 'a' } },
+              { error: { code: 400, message: 'Request contains an invalid argument.' }, metadata: { key: 'b' } },
+              { response: cached, metadata: { key: 'c' } },
+            ],
+          },
+        },
+      }
+    : {}),
+})
+
+const half = (model: string, u: { input_tokens: number; output_tokens: number; cache_read_tokens?: number }) =>
+  calcPrice(u as any, model, { providerId: 'google', timestamp: new Date() })!.total_price / 2
+
+describe('Gemini Batch API: inline results recorded once, at batch prices', () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  let done = false
+
+  beforeAll(async () => {
+    upstream = await startMockUpstream(() => ({ headers: { 'content-type': 'application/json; charset=UTF-8' }, body: JSON.stringify(operation(done)) }))
+    t = await startTestServer({ timezone: 'UTC' }, upstream.url)
+  })
+  afterAll(async () => {
+    await t?.cleanup()
+    await upstream?.close()
+  })
+
+  const poll = () => request(`${t.url}/v1beta/${NAME}`, { headers: { 'x-goog-api-key': KEY } })
+  const batchRows = () => rows(t).filter((r) => r.endpoint === 'batch.generateContent')
+
+  it('a running batch records nothing; once done, each result with usage is a call at half price, and polling again adds nothing', async () => {
+    expect((await poll()).json()).toEqual(operation(false))
+    done = true
+    const r = await poll()
+    expect(r.text).toBe(JSON.stringify(operation(true)))
+    const calls = (await eventually(() => (batchRows().length === 2 ? batchRows() : undefined)))!
+    expect(calls.map((c) => [c.model, c.response_id, c.input_tokens, c.cache_read_tokens, c.output_tokens, c.reasoning_tokens])).toEqual([
+      ['gemini-3-pro-preview', thoughts.responseId, 9, 0, 28 + 244, 244],
+      ['gemini-2.5-flash', cached.responseId, 3520, 3512, 2 + 42, 42],
+    ])
+    expect(calls[0].cost_usd).toBe(half('gemini-3-pro-preview', { input_tokens: 9, output_tokens: 272 }))
+    expect(calls[1].cost_usd).toBe(half('gemini-2.5-flash', { input_tokens: 3520, cache_read_tokens: 3512, output_tokens: 44 }))
+    for (const c of calls) expect(c).toMatchObject({ provider: 'gemini', api_key_hash: hashKey(KEY), status: 200, priced: 1, source: 'proxy' })
+    for (let i = 0; i < 2; i++) expect((await poll()).status).toBe(200)
+    await eventually(() => rows(t).filter((c) => c.endpoint === 'batches.get').length === 4)
+    await new Promise((res) => setTimeout(res, 300))
+    expect(batchRows()).toHaveLength(2)
+  })
+})
