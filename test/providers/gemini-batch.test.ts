@@ -36,6 +36,15 @@ const operation = (done: boolean) => ({
     : {}),
 })
 
+/** A batch's results file, as `responsesFile` names it: one `{key, response}` or `{key, error}` per line. */
+const FILE = Buffer.from(
+  [
+    { key: 'first', response: { ...thoughts, responseId: 'file-r1' } },
+    { key: 'second', error: { code: 400, message: 'bad' } },
+    { response: { ...cached, responseId: 'file-r3' } },
+  ].map((l) => JSON.stringify(l)).join('\n') + '\n',
+)
+
 const half = (model: string, u: { input_tokens: number; output_tokens: number; cache_read_tokens?: number }) =>
   calcPrice(u as any, model, { providerId: 'google', timestamp: new Date() })!.total_price / 2
 
@@ -45,7 +54,11 @@ describe('Gemini Batch API: inline results recorded once, at batch prices', () =
   let done = false
 
   beforeAll(async () => {
-    upstream = await startMockUpstream(() => ({ headers: { 'content-type': 'application/json; charset=UTF-8' }, body: JSON.stringify(operation(done)) }))
+    upstream = await startMockUpstream((req) =>
+      req.url.includes(':download')
+        ? { headers: { 'content-type': 'application/octet-stream' }, body: FILE }
+        : { headers: { 'content-type': 'application/json; charset=UTF-8' }, body: JSON.stringify(operation(done)) },
+    )
     t = await startTestServer({ timezone: 'UTC' }, upstream.url)
   })
   afterAll(async () => {
@@ -73,5 +86,24 @@ describe('Gemini Batch API: inline results recorded once, at batch prices', () =
     await eventually(() => rows(t).filter((c) => c.endpoint === 'batches.get').length === 4)
     await new Promise((res) => setTimeout(res, 300))
     expect(batchRows()).toHaveLength(2)
+  })
+
+  it('a batch whose results went to a file: the download (under /download/, as Google serves it) records each result once', async () => {
+    const read = (path: string) => request(`${t.url}${path}`, { headers: { 'x-goog-api-key': KEY } })
+    const first = await read('/download/v1beta/files/batch-out-1:download?alt=media')
+    expect(first.body.equals(FILE)).toBe(true)
+    expect(upstream.requests.at(-1)!.url).toBe('/download/v1beta/files/batch-out-1:download?alt=media')
+    const fileRows = () => batchRows().filter((c) => c.response_id.startsWith('file-'))
+    const got = (await eventually(() => (fileRows().length === 2 ? fileRows() : undefined)))!
+    expect(got.map((c) => [c.response_id, c.model, c.output_tokens])).toEqual([
+      ['file-r1', 'gemini-3-pro-preview', 272],
+      ['file-r3', 'gemini-2.5-flash', 44],
+    ])
+    expect(got[0].cost_usd).toBe(half('gemini-3-pro-preview', { input_tokens: 9, output_tokens: 272 }))
+    // The same file again, through the /gemini mount and the API's own path: nothing more.
+    expect((await read('/gemini/v1beta/files/batch-out-1:download?alt=media')).body.equals(FILE)).toBe(true)
+    await eventually(() => rows(t).filter((c) => c.endpoint === 'files.download').length === 2)
+    await new Promise((res) => setTimeout(res, 300))
+    expect(fileRows()).toHaveLength(2)
   })
 })

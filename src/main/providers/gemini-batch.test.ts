@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { geminiUsage } from './gemini'
-import { GeminiBatchMeter, geminiBatchShape } from './gemini-batch'
+import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 
 const answer = (id: string) => ({ modelVersion: 'gemini-2.5-flash', responseId: id, usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 5 } })
 
@@ -12,6 +12,26 @@ describe('Gemini Batch API', () => {
     expect(geminiBatchShape('DELETE', '/v1beta/batches/b1')).toEqual({ endpoint: 'batches.delete', free: true })
     expect(geminiBatchShape('POST', '/v1beta/models/gemini-2.5-flash:batchGenerateContent')).toBeNull()
     expect(geminiBatchShape('POST', '/v1beta/batches/b1')).toBeNull()
+    for (const p of ['/v1beta/files/f1:download', '/download/v1beta/files/f1:download']) {
+      expect(geminiBatchShape('GET', p)).toEqual({ endpoint: 'files.download', free: true, lines: true })
+      expect(downloadFileId(p)).toBe('f1')
+    }
+    expect(geminiBatchShape('GET', '/v1beta/files/f1')).toBeNull()
+  })
+
+  it('a results file: each line with usage once, keyed by its key or else its place; other lines and files yield nothing', () => {
+    const m = new GeminiBatchFileMeter('f1', () => 5)
+    m.line(JSON.stringify({ key: 'k1', response: answer('r1') }))
+    m.line(JSON.stringify({ key: 'k2', error: { message: 'x' } }))
+    m.line(JSON.stringify({ response: answer('r3') }))
+    m.line('not json "usageMetadata"')
+    expect(m.result().batchResults!.map((x) => [x.key, x.responseId, x.usage.batch])).toEqual([
+      ['gemini-batch-file:f1:k:k1', 'r1', true],
+      ['gemini-batch-file:f1:i:2', 'r3', true],
+    ])
+    const other = new GeminiBatchFileMeter('img')
+    other.line('\u0089PNG binary bytes')
+    expect(other.result().batchResults).toBeUndefined()
   })
 
   it('reads inline results wherever the answer puts them (response, metadata.output), in a list too, keyed by batch and place', () => {

@@ -4,6 +4,8 @@ import type { BatchResult, CallShape, Meter, MeterResult } from './types'
 
 /** `/v1beta/batches` (list), `/v1beta/batches/{id}` (get), `/v1beta/batches/{id}:cancel`. */
 const BATCHES = /^\/v1(?:alpha|beta)?\d*\/batches(?:\/([^/:]+)(:cancel)?)?$/
+/** A file's bytes: `/v1beta/files/{id}:download` or `/download/v1beta/files/{id}:download` (with `alt=media`). */
+const DOWNLOAD = /^(?:\/download)?\/v1(?:alpha|beta)?\d*\/files\/([^/:]+):download$/
 
 /**
  * The Gemini Batch API's reads by method and path, or null for another path: getting and listing
@@ -11,7 +13,9 @@ const BATCHES = /^\/v1(?:alpha|beta)?\d*\/batches(?:\/([^/:]+)(:cancel)?)?$/
  * spend, so they are free for budget rules. Creating one (`models/{model}:batchGenerateContent`)
  * is a request like any other.
  */
-export function geminiBatchShape(method: string, path: string): Pick<CallShape, 'endpoint' | 'free'> | null {
+export function geminiBatchShape(method: string, path: string): Pick<CallShape, 'endpoint' | 'free' | 'lines'> | null {
+  // A file's bytes cost nothing; a batch's results file is read line by line (GeminiBatchFileMeter).
+  if (method === 'GET' && path.endsWith(':download') && DOWNLOAD.test(path)) return { endpoint: 'files.download', free: true, lines: true }
   const m = path.includes('/batches') ? BATCHES.exec(path) : null
   if (!m) return null
   if (!m[1]) return method === 'GET' ? { endpoint: 'batches.list', free: true } : null
@@ -46,7 +50,7 @@ export class GeminiBatchMeter implements Meter {
   private batch(op: Record<string, any>): void {
     const name = typeof op.name === 'string' ? op.name : ''
     const meta = isObject(op.metadata) ? op.metadata : {}
-    const out = inlined(op.response) ?? inlined(meta.output) ?? inlined(op.output)
+    const out = inlined(op.response) ?? inlined(op.response?.dest) ?? inlined(meta.output) ?? inlined(op.output) ?? inlined(op.dest)
     if (!name || !out) return
     const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
     const at = this.now()
@@ -71,6 +75,62 @@ export class GeminiBatchMeter implements Meter {
   result(): MeterResult {
     return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
   }
+}
+
+/**
+ * Meters a Gemini file download (`files.download`): when it is a batch's results file (JSON Lines,
+ * `{key?, response: <GenerateContentResponse>}` or `{key?, error}` per line, in the order of the
+ * requests), each line with usage is a call of its own at batch rates, keyed by the file and the
+ * line's `key` (else its place), so reading the file again records nothing more. Any other file
+ * (an image, a video) has no such lines and yields nothing.
+ */
+export class GeminiBatchFileMeter implements Meter {
+  private readonly results: BatchResult[] = []
+  private index = -1
+
+  constructor(
+    private readonly fileId: string,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  event(): void {}
+
+  json(): void {}
+
+  line(text: string): void {
+    this.index++
+    if (!this.fileId || !text.includes('"usageMetadata"')) return
+    let o: unknown
+    try {
+      o = JSON.parse(text)
+    } catch {
+      return
+    }
+    if (!isObject(o) || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
+    const m = new GeminiMeter()
+    m.json(o.response)
+    const got = m.result()
+    if (!got.usage) return
+    got.usage.batch = true
+    const key = typeof o.key === 'string' && o.key ? `k:${o.key}` : `i:${this.index}`
+    this.results.push({
+      key: `gemini-batch-file:${this.fileId}:${key}`,
+      ts: this.now(),
+      model: got.model ?? '',
+      endpoint: 'batch.generateContent',
+      usage: got.usage,
+      responseId: got.responseId ?? '',
+    })
+  }
+
+  result(): MeterResult {
+    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+  }
+}
+
+/** The file id of a download path, or ''. */
+export function downloadFileId(path: string): string {
+  return DOWNLOAD.exec(path)?.[1] ?? ''
 }
 
 /** The results array of an output (`{inlinedResponses: {inlinedResponses: [...]}}`), or undefined. */

@@ -1,6 +1,6 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
-import { GeminiBatchMeter, geminiBatchShape } from './gemini-batch'
+import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
@@ -220,5 +220,7 @@ export const gemini: Provider = {
       ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage })
       : shape.endpoint === 'batches.get' || shape.endpoint === 'batches.list'
         ? new GeminiBatchMeter()
-        : new GeminiMeter(),
+        : shape.lines
+          ? new GeminiBatchFileMeter(downloadFileId(req.path))
+          : new GeminiMeter(),
 }

@@ -65,7 +65,7 @@ function below(path: string, prefix: string): string | null {
  * stands for its base URL. The bare paths that agents use by default are aliases:
  * `/v1/messages*` (and any `/v1/*` sent with an `anthropic-version` header) go to Anthropic
  * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
- * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`.
+ * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`, and so do its downloads, `/download/v1beta/*`.
  *
  * A call bound for OpenAI that carries a `chatgpt-account-id` header is Codex logged in with
  * ChatGPT (its own `openai_base_url` moves that login's calls too): its token is only good at the
@@ -99,6 +99,10 @@ export class Router {
         const gemini = this.upstreams.get('gemini')
         if (gemini) return { upstream: gemini, path, query }
       }
+    } else if (path.startsWith('/download/v1')) {
+      // Gemini's file downloads (a batch's results file among them) live under `/download/`.
+      const gemini = this.upstreams.get('gemini')
+      if (gemini && (below(path, '/download/v1beta') !== null || below(path, '/download/v1alpha') !== null)) return { upstream: gemini, path, query }
     }
     for (const m of this.mounts) {
       const rest = below(path, m.mount)
