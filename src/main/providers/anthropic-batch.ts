@@ -1,6 +1,7 @@
 import { isObject } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
-import type { BatchResult, CallShape, Meter, MeterResult } from './types'
+import { BatchResultsMeter } from './batch-results'
+import type { CallShape } from './types'
 
 /** `/v1/messages/batches`, `/v1/messages/batches/{id}`, `…/{id}/cancel`, `…/{id}/results`. */
 const BATCHES = /^\/v1\/messages\/batches(?:\/([^/]+)(?:\/(cancel|results))?)?$/
@@ -54,46 +55,20 @@ export function relinkResultsUrls(text: string, base: string): string | null {
  * compaction's iterations), priced at batch rates (`usage.batch`). The results name no time: the
  * calls are dated when their results are read.
  */
-export class AnthropicBatchMeter implements Meter {
-  private readonly results: BatchResult[] = []
-
+export class AnthropicBatchMeter extends BatchResultsMeter {
   constructor(
     private readonly batchId: string,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  event(): void {}
-
-  json(): void {}
-
-  line(text: string): void {
-    if (!this.batchId || !text.includes('"succeeded"')) return
-    let o: unknown
-    try {
-      o = JSON.parse(text)
-    } catch {
-      return
-    }
-    if (!isObject(o) || typeof o.custom_id !== 'string' || !isObject(o.result) || o.result.type !== 'succeeded') return
-    const message = o.result.message
-    if (!isObject(message)) return
-    const m = new AnthropicMeter()
-    m.json(message)
-    const got = m.result()
-    if (!got.usage) return
-    got.usage.batch = true
-    this.results.push({
-      key: `anthropic-batch:${this.batchId}:${o.custom_id}`,
-      ts: this.now(),
-      model: got.model ?? '',
-      endpoint: 'batch.messages',
-      usage: got.usage,
-      responseId: got.responseId ?? '',
-    })
+    now?: () => number,
+  ) {
+    super(now)
   }
 
-  result(): MeterResult {
-    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+  line(text: string): void {
+    const o = this.batchId ? this.parse(text, '"succeeded"') : undefined
+    if (!o || typeof o.custom_id !== 'string' || !isObject(o.result) || o.result.type !== 'succeeded' || !isObject(o.result.message)) return
+    const m = new AnthropicMeter()
+    m.json(o.result.message)
+    this.add(`anthropic-batch:${this.batchId}:${o.custom_id}`, this.now(), 'batch.messages', m.result())
   }
 }
 

@@ -1,6 +1,7 @@
 import { isObject } from '../metering/usage'
 import { GeminiMeter } from './gemini'
-import type { BatchResult, CallShape, Meter, MeterResult } from './types'
+import { BatchResultsMeter } from './batch-results'
+import type { CallShape } from './types'
 
 /** `/v1beta/batches` (list), `/v1beta/batches/{id}` (get), `/v1beta/batches/{id}:cancel`. */
 const BATCHES = /^\/v1(?:alpha|beta)?\d*\/batches(?:\/([^/:]+)(:cancel)?)?$/
@@ -34,14 +35,8 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
  * batch whose results went to a file (`responsesFile`) is not metered here. The results name no
  * time: the calls are dated when they are read.
  */
-export class GeminiBatchMeter implements Meter {
-  private readonly results: BatchResult[] = []
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  event(): void {}
-
-  json(body: unknown): void {
+export class GeminiBatchMeter extends BatchResultsMeter {
+  override json(body: unknown): void {
     if (!isObject(body)) return
     const ops = Array.isArray(body.operations) ? body.operations : Array.isArray(body.batches) ? body.batches : [body]
     for (const op of ops) if (isObject(op)) this.batch(op)
@@ -58,22 +53,8 @@ export class GeminiBatchMeter implements Meter {
       if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
       const m = new GeminiMeter()
       m.json(item.response)
-      const got = m.result()
-      if (!got.usage) return
-      got.usage.batch = true
-      this.results.push({
-        key: `gemini-batch:${name}:${i}`,
-        ts: at,
-        model: got.model || batchModel,
-        endpoint: 'batch.generateContent',
-        usage: got.usage,
-        responseId: got.responseId ?? '',
-      })
+      this.add(`gemini-batch:${name}:${i}`, at, 'batch.generateContent', m.result(), batchModel)
     })
-  }
-
-  result(): MeterResult {
-    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
   }
 }
 
@@ -84,47 +65,24 @@ export class GeminiBatchMeter implements Meter {
  * line's `key` (else its place), so reading the file again records nothing more. Any other file
  * (an image, a video) has no such lines and yields nothing.
  */
-export class GeminiBatchFileMeter implements Meter {
-  private readonly results: BatchResult[] = []
+export class GeminiBatchFileMeter extends BatchResultsMeter {
   private index = -1
 
   constructor(
     private readonly fileId: string,
-    private readonly now: () => number = Date.now,
-  ) {}
-
-  event(): void {}
-
-  json(): void {}
+    now?: () => number,
+  ) {
+    super(now)
+  }
 
   line(text: string): void {
     this.index++
-    if (!this.fileId || !text.includes('"usageMetadata"')) return
-    let o: unknown
-    try {
-      o = JSON.parse(text)
-    } catch {
-      return
-    }
-    if (!isObject(o) || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
+    const o = this.fileId ? this.parse(text, '"usageMetadata"') : undefined
+    if (!o || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
     const m = new GeminiMeter()
     m.json(o.response)
-    const got = m.result()
-    if (!got.usage) return
-    got.usage.batch = true
     const key = typeof o.key === 'string' && o.key ? `k:${o.key}` : `i:${this.index}`
-    this.results.push({
-      key: `gemini-batch-file:${this.fileId}:${key}`,
-      ts: this.now(),
-      model: got.model ?? '',
-      endpoint: 'batch.generateContent',
-      usage: got.usage,
-      responseId: got.responseId ?? '',
-    })
-  }
-
-  result(): MeterResult {
-    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+    this.add(`gemini-batch-file:${this.fileId}:${key}`, this.now(), 'batch.generateContent', m.result())
   }
 }
 

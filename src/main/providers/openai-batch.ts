@@ -1,6 +1,6 @@
 import { isObject } from '../metering/usage'
 import { OpenAIMeter } from './openai'
-import type { BatchResult, Meter, MeterResult } from './types'
+import { BatchResultsMeter } from './batch-results'
 
 /** The endpoint of a batch request, by the `object` of the answer it got. */
 const BY_OBJECT: Record<string, string> = {
@@ -19,25 +19,11 @@ const BY_OBJECT: Record<string, string> = {
  * Any other file (a batch's input, fine-tuning data, an upload) has no such lines and yields
  * nothing. The file itself costs nothing.
  */
-export class OpenAIBatchMeter implements Meter {
-  private readonly results: BatchResult[] = []
-
-  constructor(private readonly now: () => number = Date.now) {}
-
-  event(): void {}
-
-  json(): void {}
-
+export class OpenAIBatchMeter extends BatchResultsMeter {
   line(text: string): void {
     // Only a results line is parsed: any other file's lines cost a substring search.
-    if (!text.includes('"custom_id"') || !text.includes('"response"')) return
-    let o: unknown
-    try {
-      o = JSON.parse(text)
-    } catch {
-      return
-    }
-    if (!isObject(o) || typeof o.id !== 'string' || o.id === '' || typeof o.custom_id !== 'string') return
+    const o = text.includes('"custom_id"') ? this.parse(text, '"response"') : undefined
+    if (!o || typeof o.id !== 'string' || o.id === '' || typeof o.custom_id !== 'string') return
     const r = o.response
     // An errored request (its `error`, or a status of 400 or more) was not billed.
     if (!isObject(r) || typeof r.status_code !== 'number' || r.status_code >= 400 || !isObject(r.body)) return
@@ -46,21 +32,7 @@ export class OpenAIBatchMeter implements Meter {
     if (!endpoint) return
     const m = new OpenAIMeter({ endpoint })
     m.json(body)
-    const got = m.result()
-    if (!got.usage) return
-    got.usage.batch = true
-    this.results.push({
-      key: `openai-batch:${o.id}`,
-      ts: ranAt(body, this.now()),
-      model: got.model ?? '',
-      endpoint: `batch.${endpoint}`,
-      usage: got.usage,
-      responseId: got.responseId ?? '',
-    })
-  }
-
-  result(): MeterResult {
-    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+    this.add(`openai-batch:${o.id}`, ranAt(body, this.now()), `batch.${endpoint}`, m.result())
   }
 }
 

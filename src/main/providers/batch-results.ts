@@ -1,0 +1,39 @@
+import { isObject } from '../metering/usage'
+import type { BatchResult, Meter, MeterResult } from './types'
+
+/**
+ * What the meters of Batch API results share (./openai-batch.ts, ./anthropic-batch.ts,
+ * ./gemini-batch.ts): the answer itself costs nothing (`usage: null`), and each request it
+ * carries, metered by the provider's own meter, is kept as a `BatchResult` at batch rates.
+ */
+export abstract class BatchResultsMeter implements Meter {
+  private readonly results: BatchResult[] = []
+
+  constructor(protected readonly now: () => number = Date.now) {}
+
+  event(): void {}
+
+  json(_body: unknown): void {}
+
+  /** The object a results line holds, when it mentions `mark` (lines without it are not parsed), else undefined. */
+  protected parse(text: string, mark: string): Record<string, any> | undefined {
+    if (!text.includes(mark)) return undefined
+    try {
+      const o: unknown = JSON.parse(text)
+      return isObject(o) ? o : undefined
+    } catch {
+      return undefined
+    }
+  }
+
+  /** Keeps a request whose answer the provider's meter read (`got`), billed at batch rates; nothing when it had no usage. */
+  protected add(key: string, ts: number, endpoint: string, got: MeterResult, model = ''): void {
+    if (!got.usage) return
+    got.usage.batch = true
+    this.results.push({ key, ts, model: got.model || model, endpoint, usage: got.usage, responseId: got.responseId ?? '' })
+  }
+
+  result(): MeterResult {
+    return { usage: null, complete: true, batchResults: this.results.length > 0 ? this.results : undefined }
+  }
+}
