@@ -31,12 +31,15 @@ const RESULTS = Buffer.from(
   ].map((l) => JSON.stringify(l)).join('\n') + '\n',
 )
 
+/** When the batch ended: a minute ago, but today (UTC), so its spend counts in today's budget. */
+const ENDED_AT = new Date(Math.max(Date.now() - 60_000, new Date().setUTCHours(0, 0, 0, 0))).toISOString()
+
 const batchObject = (ended: boolean) => ({
   id: BATCH,
   type: 'message_batch',
   processing_status: ended ? 'ended' : 'in_progress',
   request_counts: { processing: ended ? 0 : 4, succeeded: ended ? 2 : 0, errored: ended ? 1 : 0, canceled: 0, expired: ended ? 1 : 0 },
-  ended_at: ended ? '2026-11-28T10:00:00Z' : null,
+  ended_at: ended ? ENDED_AT : null,
   created_at: '2026-11-28T09:00:00Z',
   expires_at: '2026-11-29T09:00:00Z',
   archived_at: null,
@@ -105,6 +108,8 @@ describe('Anthropic Message Batches: results read through Burnrate, each request
     expect(calls[0].cost_usd).toBe(half(basic))
     expect(calls[1].cost_usd).toBe(half(cached))
     for (const c of calls) expect(c).toMatchObject({ provider: 'anthropic', api_key_hash: hashKey(KEY), status: 200, priced: 1, source: 'proxy' })
+    // Dated when the batch ended, as the batch answer the SDK read just before said.
+    for (const c of calls) expect(c.ts).toBe(Date.parse(ENDED_AT))
   })
 
   it('reading them again (compressed, through the /anthropic mount) adds nothing, though the key is over its block limit', async () => {

@@ -16,9 +16,15 @@ const NAME = 'batches/123abc456def'
 const thoughts = fixtureJson('gemini/generate-content-thoughts.json')
 const cached = fixtureJson('gemini/generate-content-cached-thoughts.json')
 
+/** When the batch ended: a minute ago (today in UTC). */
+const END_TIME = new Date(Math.max(Date.now() - 60_000, new Date().setUTCHours(0, 0, 0, 0))).toISOString()
+
 const operation = (done: boolean) => ({
   name: NAME,
-  metadata: { '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch', model: 'models/gemini-2.5-flash', state: done ? 'BATCH_STATE_SUCCEEDED' : 'BATCH_STATE_RUNNING' },
+  metadata: {
+    '@type': 'type.googleapis.com/google.ai.generativelanguage.v1beta.GenerateContentBatch', model: 'models/gemini-2.5-flash',
+    state: done ? 'BATCH_STATE_SUCCEEDED' : 'BATCH_STATE_RUNNING', ...(done ? { endTime: END_TIME } : {}),
+  },
   done,
   ...(done
     ? {
@@ -81,7 +87,7 @@ describe('Gemini Batch API: inline results recorded once, at batch prices', () =
     ])
     expect(calls[0].cost_usd).toBe(half('gemini-3-pro-preview', { input_tokens: 9, output_tokens: 272 }))
     expect(calls[1].cost_usd).toBe(half('gemini-2.5-flash', { input_tokens: 3520, cache_read_tokens: 3512, output_tokens: 44 }))
-    for (const c of calls) expect(c).toMatchObject({ provider: 'gemini', api_key_hash: hashKey(KEY), status: 200, priced: 1, source: 'proxy' })
+    for (const c of calls) expect(c).toMatchObject({ provider: 'gemini', api_key_hash: hashKey(KEY), status: 200, priced: 1, source: 'proxy', ts: Date.parse(END_TIME) })
     for (let i = 0; i < 2; i++) expect((await poll()).status).toBe(200)
     await eventually(() => rows(t).filter((c) => c.endpoint === 'batches.get').length === 4)
     await new Promise((res) => setTimeout(res, 300))

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
+import { anthropicBatchShape, batchEnded, batchIdOf, relinkResultsUrls } from './anthropic-batch'
 
 describe('Anthropic Message Batches: shapes and results addresses', () => {
   it('names each batch endpoint; only creating one can be refused, reads and cancels are free', () => {
@@ -27,5 +27,14 @@ describe('Anthropic Message Batches: shapes and results addresses', () => {
     expect(relinkResultsUrls('{"id":"b1"}', 'http://x')).toBeNull()
     // A base that JSON must escape stays valid JSON.
     expect(JSON.parse(relinkResultsUrls(one, 'http://h/"a\\')!).results_url).toBe('http://h/"a\\/v1/messages/batches/b1/results')
+  })
+
+  it('remembers when the batches it relinks ended, to date their requests; never a time after now', () => {
+    const url = (id: string) => `"results_url":"https://api.anthropic.com/v1/messages/batches/${id}/results"`
+    relinkResultsUrls(`{"data":[{"id":"eb1","ended_at":"2026-11-28T10:00:00Z",${url('eb1')}},{"id":"eb2","ended_at":"2999-01-01T00:00:00Z",${url('eb2')}}]}`, 'http://x')
+    const now = Date.parse('2026-11-29T00:00:00Z')
+    expect(batchEnded('eb1', now)).toBe(Date.parse('2026-11-28T10:00:00Z'))
+    expect(batchEnded('eb2', now)).toBe(now)
+    expect(batchEnded('never-seen', now)).toBe(now)
   })
 })

@@ -38,6 +38,8 @@ const RESULTS_URL = /("results_url"\s*:\s*")([^"]*?)(\/v1\/messages\/batches\/[^
  */
 export function relinkResultsUrls(text: string, base: string): string | null {
   if (!text.includes('"results_url"')) return null
+  // Ended batches' ends, for dating their requests when their results are read (batchEnded).
+  if (text.includes('"ended_at"')) noteEnds(text)
   let changed = false
   const escaped = JSON.stringify(base).slice(1, -1)
   const out = text.replace(RESULTS_URL, (_all, open: string, _was: string, rest: string) => {
@@ -47,13 +49,45 @@ export function relinkResultsUrls(text: string, base: string): string | null {
   return changed ? out : null
 }
 
+/** When each recently seen batch ended (ms), by id: the results lines carry no time of their own. */
+const ENDED = new Map<string, number>()
+/** Batches remembered at most (their answers come from clients: bounded). */
+const MAX_ENDED = 1000
+
+function noteEnds(text: string): void {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return
+  }
+  const batches = isObject(body) && Array.isArray(body.data) ? body.data : [body]
+  for (const b of batches) {
+    if (!isObject(b) || typeof b.id !== 'string' || typeof b.ended_at !== 'string') continue
+    const at = Date.parse(b.ended_at)
+    if (!Number.isFinite(at)) continue
+    if (ENDED.size >= MAX_ENDED && !ENDED.has(b.id)) ENDED.delete(ENDED.keys().next().value as string)
+    ENDED.set(b.id, at)
+  }
+}
+
+/**
+ * When a batch ended, as its last answer through this Burnrate said (the SDKs retrieve a batch
+ * just before reading its results), never after `now`; else `now`.
+ */
+export function batchEnded(id: string, now: number): number {
+  const at = ENDED.get(id)
+  return at !== undefined && at <= now ? at : now
+}
+
 /**
  * Meters a Message Batch's results (`GET /v1/messages/batches/{id}/results`, JSON Lines:
  * `{custom_id, result: {type: "succeeded", message}}`, or `errored`, `canceled`, `expired`, which
  * are not billed). Each request that succeeded is a call of its own, its usage read from its
  * message as the Messages meter reads an answer (cache writes, 1-hour writes, web searches,
  * compaction's iterations), priced at batch rates (`usage.batch`). The results name no time: the
- * calls are dated when their results are read.
+ * calls are dated when the batch ended, as a batch answer through this Burnrate said (the SDKs
+ * retrieve the batch first), else when their results are read.
  */
 export class AnthropicBatchMeter extends BatchResultsMeter {
   constructor(
@@ -68,7 +102,7 @@ export class AnthropicBatchMeter extends BatchResultsMeter {
     if (!o || typeof o.custom_id !== 'string' || !isObject(o.result) || o.result.type !== 'succeeded' || !isObject(o.result.message)) return
     const m = new AnthropicMeter()
     m.json(o.result.message)
-    this.add(`anthropic-batch:${this.batchId}:${o.custom_id}`, this.now(), 'batch.messages', m.result())
+    this.add(`anthropic-batch:${this.batchId}:${o.custom_id}`, batchEnded(this.batchId, this.now()), 'batch.messages', m.result())
   }
 }
 

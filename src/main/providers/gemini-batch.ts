@@ -33,7 +33,7 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
  * batch rates (`usage.batch`: half, as Google prices its Batch API), keyed by the batch's name and
  * its place in the batch, so polling the same finished batch again records nothing more. A
  * batch whose results went to a file (`responsesFile`) is not metered here. The results name no
- * time: the calls are dated when they are read.
+ * time: the calls are dated when the batch ended (`metadata.endTime`), else when they are read.
  */
 export class GeminiBatchMeter extends BatchResultsMeter {
   override json(body: unknown): void {
@@ -48,7 +48,10 @@ export class GeminiBatchMeter extends BatchResultsMeter {
     const out = inlined(op.response) ?? inlined(op.response?.dest) ?? inlined(meta.output) ?? inlined(op.output) ?? inlined(op.dest)
     if (!name || !out) return
     const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
-    const at = this.now()
+    // Dated when the batch ended, as its answer says (`metadata.endTime`), else now.
+    const now = this.now()
+    const ended = typeof meta.endTime === 'string' ? Date.parse(meta.endTime) : NaN
+    const at = Number.isFinite(ended) && ended <= now ? ended : now
     out.forEach((item, i) => {
       if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
       const m = new GeminiMeter()
