@@ -1,5 +1,6 @@
 import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ledgerSpend } from '../../src/main/desktop-logic/spend-source'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { EXPECTED, INPUT, OUTPUT, batchCost, chat, reasoning, response } from './batch-support'
@@ -127,6 +128,22 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
     // The same answer as the batch's first request, so the same cost, priced at the call's own time.
     expect(call).toMatchObject({ endpoint: 'chat.completions', input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 })
     expect(call.cost_usd).toBe(batchCost(chat.model, { input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, call.ts / 1000))
+  })
+
+  it("the desktop tray's spend is told when a batch's requests are stored (no proxied call of theirs announces them)", async () => {
+    const tray = ledgerSpend(t.server.ledger)
+    // What the tray would draw each time it is told.
+    const drawn: number[] = []
+    tray.subscribe(() => drawn.push(tray.today()!))
+    const before = tray.today()!
+    const body = Buffer.from(OUTPUT.toString().replaceAll('batch_req_aaa', 'batch_req_ccc').replaceAll(chat.id, 'chatcmpl-tray1').replaceAll(reasoning.id, 'chatcmpl-tray2').replaceAll(response.id, 'resp_tray3'))
+    send = () => ({ headers: { 'content-type': 'application/octet-stream' }, body })
+    expect((await content('file-output03')).status).toBe(200)
+    const total = EXPECTED.reduce((a, e) => a + e.cost_usd, 0)
+    await eventually(() => drawn.some((v) => Math.abs(v - before - total) < 1e-12))
+    tray.stop()
+    // The read's own row is written before the next test counts rows.
+    t.server.ledger.flush()
   })
 
   it('any other file (a batch input file) records no call but its read', async () => {

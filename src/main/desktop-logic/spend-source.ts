@@ -11,13 +11,17 @@ export interface SpendSource {
   stop(): void
 }
 
-/** In-process: the ledger's in-memory counters (O(1)), updated the moment a call is recorded. */
-export function ledgerSpend(ledger: Pick<Ledger, 'spend' | 'onCall'>): SpendSource {
+/**
+ * In-process: the ledger's in-memory counters (O(1)), told the moment they change: a call
+ * recorded, and also calls stored another way (imported, a batch's requests read from its
+ * results, another instance's), which no `onCall` announces.
+ */
+export function ledgerSpend(ledger: Pick<Ledger, 'spend'>): SpendSource {
   const offs: (() => void)[] = []
   return {
     today: () => ledger.spend.totals().day,
     subscribe(fn) {
-      const off = ledger.onCall(() => fn())
+      const off = ledger.spend.onChange(() => fn())
       offs.push(off)
       return off
     },

@@ -24,9 +24,31 @@ export class SpendTracker {
   private readonly keys = new Map<string, Counter>()
   private readonly total: Counter = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
   readonly clock: PeriodClock
+  /** Told after every change of the totals (the tray); none on a headless server. */
+  private readonly watchers = new Set<() => void>()
 
   constructor(readonly tz: string) {
     this.clock = new PeriodClock(tz)
+  }
+
+  /**
+   * `fn` runs after every change of the totals, whatever made it: a proxied call, calls stored
+   * another way (imported, a batch's requests, another process's or instance's), a cost moved,
+   * totals reloaded. Returns an unsubscribe function.
+   */
+  onChange(fn: () => void): () => void {
+    this.watchers.add(fn)
+    return () => this.watchers.delete(fn)
+  }
+
+  private changed(): void {
+    for (const w of this.watchers) {
+      try {
+        w()
+      } catch {
+        // a watcher's failure is its own; the totals are right
+      }
+    }
   }
 
   private roll(c: Counter, now: number): Counter {
@@ -53,6 +75,7 @@ export class SpendTracker {
     }
     addTo(this.roll(c, now), ts, cost)
     addTo(this.roll(this.total, now), ts, cost)
+    if (this.watchers.size > 0) this.changed()
   }
 
   /** Adds a recorded call's cost: money only (a plan's call has an API-equivalent value, not a cost). */
@@ -70,6 +93,7 @@ export class SpendTracker {
       if (ts >= counter.monthStart) counter.month = Math.max(0, counter.month + delta)
       if (ts >= counter.dayStart) counter.day = Math.max(0, counter.day + delta)
     }
+    this.changed()
   }
 
   key(keyHash: string, now = Date.now()): Spend {
@@ -107,6 +131,7 @@ export class SpendTracker {
       this.total.day += r.day
       this.total.month += r.month
     }
+    this.changed()
   }
 
   /**
@@ -129,6 +154,7 @@ export class SpendTracker {
         counter.month += r.month
       }
     }
+    this.changed()
   }
 }
 
