@@ -169,9 +169,9 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
     billable: BILLABLE.has(endpoint),
-    // A batch's results file is read line by line for the requests it ran.
     free: READS.has(endpoint) || FREE_READS.has(endpoint) || undefined,
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
+    // A batch's results file is read line by line for the requests it ran.
     lines: endpoint === 'files.content' || undefined,
   }
 }

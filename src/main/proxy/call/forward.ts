@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
@@ -99,10 +99,7 @@ export function forwardHttp(
       }
       const h = responseHeaders(raw as unknown as Buffer[])
       if (!relink || status >= 400 || h.upstream['content-encoding']) {
-        forward = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
-          failHttp(s, 'timeout', detail, finish)
-          s.abort?.()
-        })
+        forward = respond(s, status, h, resume, t, finish)
       } else {
         // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
         held = new HeldAnswer()
@@ -112,10 +109,7 @@ export function forwardHttp(
             delete h.client['transfer-encoding']
             h.client['content-length'] = String(parts[0].length)
           }
-          const send = startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
-            failHttp(s, 'timeout', detail, finish)
-            s.abort?.()
-          })
+          const send = respond(s, status, h, resume, t, finish)
           forward = send
           for (const p of parts) send(p)
         }
@@ -185,6 +179,21 @@ export function forwardHttp(
   // What the gate left for after the dispatch (the runaway check when it cannot refuse) is queued
   // behind undici's write, which on a kept-alive connection is an immediate of its own.
   s.admission.afterSend?.()
+}
+
+/** Sends the answer's status and headers on and returns what forwards its body (./response.ts); an idle upstream fails the call. */
+function respond(
+  s: HttpCall,
+  status: number,
+  h: { upstream: IncomingHttpHeaders; client: OutgoingHttpHeaders },
+  resume: () => void,
+  t: ForwardTimeouts,
+  finish: (s: HttpCall) => void,
+): (chunk: Buffer) => boolean {
+  return startHttpResponse(s, status, h.upstream, h.client, resume, t.idle_timeout_ms, (detail) => {
+    failHttp(s, 'timeout', detail, finish)
+    s.abort?.()
+  })
 }
 
 function observeLater(observe: HeadersObserver, s: CallState, status: number, headers: IncomingHttpHeaders): void {
