@@ -65,16 +65,13 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
 }
 
 async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
-  const { storeCalls } = await import('../import/importer')
+  const { countStored, storeCalls } = await import('../import/importer')
   const target = ctx.store.dialect === 'postgres' && countSpend ? { store: ctx.store, countSpend } : {}
   // PostgreSQL: the shared ledger is ready (its schema made, on a first start) once the ledger has written what it holds.
   if (target.store && !(await ctx.ledger.flushed())) throw new Error('the database cannot be written')
   return storeCalls(ctx.db, calls, {
     ...target,
     pricer: ctx.pricer,
-    onCall: (c) => {
-      ctx.ledger.spend.addCall(c)
-      ctx.budgets?.observe(c)
-    },
+    onCall: countStored(ctx.ledger, () => ctx.budgets),
   })
 }

@@ -4,6 +4,8 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { publishCalls } from '../budgets/feed/publish'
 import type { SpendCounter } from '../budgets/state/pg/call-spend'
+import type { BudgetMeters } from '../budgets/types'
+import type { CallLedger } from '../ledger/types'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { prunedBefore } from '../ledger/retention'
 import { RollupWriter } from '../dashboard/rollup/writer'
@@ -77,9 +79,25 @@ export type StoreStats = Pick<ImportStats, 'imported' | 'matched' | 'duplicates'
  */
 export async function storeCalls(db: Database.Database, calls: LoggedCall[], opts: WriteOptions): Promise<StoreStats> {
   const stats: StoreStats = { imported: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
-  const q = opts.store?.dialect === 'postgres' ? pgStatements(db, opts.store) : statements(db)
-  await q.write(calls, opts, stats)
+  await writerFor(db, opts).write(calls, opts, stats)
   return stats
+}
+
+/** This machine's SQLite file, or PostgreSQL when the ledger is there (ImportTarget). */
+function writerFor(db: Database.Database, target: ImportTarget) {
+  return target.store?.dialect === 'postgres' ? pgStatements(db, target.store) : statements(db)
+}
+
+/**
+ * Counts a call stored another way than the proxy's own recording (imported, a batch's request)
+ * where the server counts recorded calls: today's spend and, once the budgets feature is in,
+ * the budget rules' meters (not only at the next restart or rule change: a `*` rule sees them).
+ */
+export function countStored(ledger: Pick<CallLedger, 'spend'>, budgets: () => Pick<BudgetMeters, 'observe'> | null): (call: CallRecord) => void {
+  return (call) => {
+    ledger.spend.addCall(call)
+    budgets()?.observe(call)
+  }
 }
 
 export interface ImportStats {
@@ -121,7 +139,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const stats: ImportStats = {
     agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
-  const q = opts.store?.dialect === 'postgres' ? pgStatements(db, opts.store) : statements(db)
+  const q = writerFor(db, opts)
   for (const root of roots) {
     let names: string[]
     try {

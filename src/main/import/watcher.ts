@@ -3,7 +3,7 @@ import type { BudgetMeters } from '../budgets/types'
 import type { CallLedger as Ledger } from '../ledger/types'
 import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
-import { importLogs, type ImportStats, type ImportTarget } from './importer'
+import { countStored, importLogs, type ImportStats, type ImportTarget } from './importer'
 import { LOG_AGENTS } from './types'
 
 /** With the ledger in PostgreSQL, `store` and `countSpend` (see ImportTarget): imported calls go there. */
@@ -81,11 +81,7 @@ export class LogWatcher {
           env: this.o.env,
           home: this.o.home,
           now,
-          onCall: (c) => {
-            ledger.spend.addCall(c)
-            // The meters too, not only at the next restart or rule change (a `*` rule sees imported calls).
-            this.o.budgets?.()?.observe(c)
-          },
+          onCall: countStored(ledger, () => this.o.budgets?.() ?? null),
         })
         if (s.imported > 0) this.o.log.info(`import: ${s.imported} calls from ${agent}'s logs`)
         out.push(s)
