@@ -26,11 +26,16 @@ export abstract class BatchResultsMeter implements Meter {
     }
   }
 
-  /** Keeps a request whose answer the provider's meter read (`got`), billed at batch rates; nothing when it had no usage. */
+  /**
+   * Keeps a request whose answer the provider's meter read (`got`), billed at batch rates, dated
+   * `ts` but never after now (a clock ahead of this machine's is not a call in the future);
+   * nothing when it had no usage.
+   */
   protected add(key: string, ts: number, endpoint: string, got: MeterResult, model = ''): void {
     if (!got.usage) return
     got.usage.batch = true
-    this.results.push({ key, ts, model: got.model || model, endpoint, usage: got.usage, responseId: got.responseId ?? '' })
+    const now = this.now()
+    this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint, usage: got.usage, responseId: got.responseId ?? '' })
   }
 
   result(): MeterResult {

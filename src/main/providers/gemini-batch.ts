@@ -28,7 +28,7 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
  * Meters the answer of a Gemini batch's get (or a list of batches): a finished batch built from
  * inline requests carries its results, `inlinedResponses.inlinedResponses[]`, each `{response:
  * <GenerateContentResponse>, metadata}` or `{error}`, in the order of the requests (under the
- * operation's `response`, or `metadata.output` as newer answers put it). Each result with usage is
+ * operation's `response` or its `dest`, or `metadata.output` as newer answers put it). Each result with usage is
  * a call of its own, read by the Gemini meter (cached and thinking tokens, modalities), priced at
  * batch rates (`usage.batch`: half, as Google prices its Batch API), keyed by the batch's name and
  * its place in the batch, so polling the same finished batch again records nothing more. A
@@ -49,9 +49,8 @@ export class GeminiBatchMeter extends BatchResultsMeter {
     if (!name || !out) return
     const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
     // Dated when the batch ended, as its answer says (`metadata.endTime`), else now.
-    const now = this.now()
     const ended = typeof meta.endTime === 'string' ? Date.parse(meta.endTime) : NaN
-    const at = Number.isFinite(ended) && ended <= now ? ended : now
+    const at = Number.isFinite(ended) ? ended : this.now()
     out.forEach((item, i) => {
       if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
       const m = new GeminiMeter()

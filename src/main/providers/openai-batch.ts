@@ -36,11 +36,9 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
   }
 }
 
-/** When the request ran: its answer's `created` (Chat Completions) or `created_at` (Responses), in seconds; else `now`. */
+/** When the request ran: its answer's `created` (Chat Completions) or `created_at` (Responses), in seconds; else `now` (BatchResultsMeter.add keeps it from the future). */
 function ranAt(body: Record<string, any>, now: number): number {
   const s = typeof body.created_at === 'number' ? body.created_at : body.created
   if (typeof s !== 'number' || !Number.isFinite(s) || s <= 0) return now
-  const ms = Math.round(s * 1000)
-  // A clock ahead of this machine's is not a call in the future.
-  return ms > now ? now : ms
+  return Math.round(s * 1000)
 }
