@@ -1,11 +1,13 @@
 import { cpSync, mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
+import { PeriodClock } from '../../src/main/time/zone'
 import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
 import { importLogs } from '../../src/main/import/importer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { copyLogsEndingAt } from '../support/agent-logs'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { localValue, usePostgres } from '../support/pg-harness'
@@ -124,7 +126,7 @@ describe('importing with a PostgreSQL ledger', () => {
   it("an import beside a running server (as `burnrate import` runs) reaches the server's budget meters as soon as it is stored", async () => {
     const url = h.database()
     const store = h.store(url)
-    // Imported calls carry no key: a `*` rule counts them. The sample logs are of this month.
+    // Imported calls carry no key: a `*` rule counts them.
     const t = await h.server({ url, config: { budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }, upstream: null })
     const { budgetsOf } = await import('../../src/main/budgets')
     const feed = budgetsOf(t.server.context).feed!
@@ -136,9 +138,15 @@ describe('importing with a PostgreSQL ledger', () => {
     expect(await listed()).toBe(0)
     const heard = feed.stats.counted
     const dir = h.tempDir('burnrate-pg-import-cli-')
-    const s = await importLogs(openDatabase(join(dir, 'cli.db')), { agent: 'claude-code', paths: [join(LOGS, 'claude-code/projects')], pricer: new Pricer(), store, countSpend })
+    // The sample logs, moved to end a minute ago (or at this month's start): the latest call is in this month's window.
+    const now = Date.now()
+    const month = new PeriodClock('UTC').monthOf(now)
+    const logs = join(dir, 'projects')
+    copyLogsEndingAt(join(LOGS, 'claude-code/projects'), logs, Math.max(month.start, now - 60_000))
+    const s = await importLogs(openDatabase(join(dir, 'cli.db')), { agent: 'claude-code', paths: [logs], pricer: new Pricer(), store, countSpend })
     expect(s.imported).toBe(3)
-    const stored = (await store.get<{ c: number }>("SELECT sum(cost_usd) AS c FROM calls WHERE source = 'import'"))!.c
+    // The monthly window counts the calls of this month (on a month's first day, the others may be of the month before).
+    const stored = (await store.get<{ c: number }>("SELECT sum(cost_usd) AS c FROM calls WHERE source = 'import' AND ts >= @start", { start: month.start }))!.c
     expect(stored).toBeGreaterThan(0)
     await eventually(async () => Math.abs((await listed()) - stored) <= 1e-12, 20_000)
     // Heard from the import's own transaction (a re-read that came meanwhile would find it too).

@@ -1,0 +1,33 @@
+import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+
+/** An ISO 8601 time in UTC, as every agent writes them in its logs (`2026-11-20T10:15:00.120Z`). */
+const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z/g
+
+/**
+ * Copies a folder of sample agent logs (test/fixtures/agent-logs) to `dest` with every time in
+ * them moved by the same amount, so that the latest is `latest`: for a test whose answer depends
+ * on today (a budget's month, the dashboard's last 30 days), which the recorded dates would
+ * leave behind as the calendar moves on. Their order and the gaps between them are kept.
+ */
+export function copyLogsEndingAt(src: string, dest: string, latest: number): void {
+  const files = listFiles(src)
+  let max = -Infinity
+  for (const f of files) for (const m of readFileSync(join(src, f), 'utf8').matchAll(ISO)) max = Math.max(max, Date.parse(m[0]))
+  const shift = Number.isFinite(max) ? latest - max : 0
+  for (const f of files) {
+    const text = readFileSync(join(src, f), 'utf8').replace(ISO, (t) => new Date(Date.parse(t) + shift).toISOString())
+    mkdirSync(join(dest, f, '..'), { recursive: true })
+    writeFileSync(join(dest, f), text)
+  }
+}
+
+function listFiles(dir: string, under = ''): string[] {
+  const out: string[] = []
+  for (const e of readdirSync(join(dir, under), { withFileTypes: true })) {
+    const rel = join(under, e.name)
+    if (e.isDirectory()) out.push(...listFiles(dir, rel))
+    else out.push(rel)
+  }
+  return out
+}
