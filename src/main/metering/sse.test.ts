@@ -34,6 +34,14 @@ describe('SseParser', () => {
     }
   })
 
+  it('reads a field only by its whole name: other fields, and names that start like data or event, are not data', () => {
+    const text = 'id: 7\nretry: 10\ndatabase: no\ndata2: no\nevents: no\nevent\ndata\n\ndata:  two spaces\nevent:e\nid\n\n'
+    expect(parseAll([Buffer.from(text)])).toEqual([
+      ['message', ''],
+      ['e', ' two spaces'],
+    ])
+  })
+
   it('dispatches a last event that lacks its blank line at end of stream', () => {
     expect(parseAll([Buffer.from('data: last')])).toEqual([['message', 'last']])
   })

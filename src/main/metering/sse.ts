@@ -37,8 +37,12 @@ export class SseParser {
     while (lf !== -1 || cr !== -1) {
       let i = lf === -1 ? cr : cr === -1 ? lf : lf < cr ? lf : cr
       if (this.skipping) this.skipping = false
-      else if (this.pendingLength + i - start <= SseParser.MAX_LINE) {
-        this.line(this.pendingLength === 0 ? text.slice(start, i) : this.pending.join('') + text.slice(start, i))
+      else if (this.pendingLength + i - start > SseParser.MAX_LINE) {
+        // an overlong line is dropped
+      } else if (this.pendingLength === 0) this.line(text, start, i)
+      else {
+        const whole = this.pending.join('') + text.slice(start, i)
+        this.line(whole, 0, whole.length)
       }
       if (this.pendingLength > 0) {
         this.pending = []
@@ -73,32 +77,31 @@ export class SseParser {
     const rest = this.decoder.end()
     if (rest) this.pending.push(rest)
     const last = this.pending.join('')
-    if (last.length > 0 && !this.skipping) this.line(last)
+    if (last.length > 0 && !this.skipping) this.line(last, 0, last.length)
     this.pending = []
     this.pendingLength = 0
     this.skipping = false
     this.dispatch()
   }
 
-  private line(line: string): void {
-    if (line.length === 0) {
+  /**
+   * One line, `text` from `start` to `end` (its end of line excluded), read where it is: no copy
+   * of the line, its field name or its value is made but the value of a `data` or `event` field,
+   * the only two fields metering uses (`id` and `retry` only matter to a reconnecting client).
+   */
+  private line(text: string, start: number, end: number): void {
+    if (start === end) {
       this.dispatch()
       return
     }
-    if (line.charCodeAt(0) === 58 /* ':' */) return
-    const colon = line.indexOf(':')
-    let field: string
-    let value: string
-    if (colon === -1) {
-      field = line
-      value = ''
-    } else {
-      field = line.slice(0, colon)
-      value = line.slice(colon + 1)
-      if (value.charCodeAt(0) === 32) value = value.slice(1)
+    const first = text.charCodeAt(start)
+    if (first === 100 /* d */ && text.startsWith('data', start)) {
+      const value = fieldValue(text, start + 4, end)
+      if (value !== undefined) this.data.push(value)
+    } else if (first === 101 /* e */ && text.startsWith('event', start)) {
+      const value = fieldValue(text, start + 5, end)
+      if (value !== undefined) this.event = value
     }
-    if (field === 'data') this.data.push(value)
-    else if (field === 'event') this.event = value
   }
 
   private dispatch(): void {
@@ -112,4 +115,16 @@ export class SseParser {
       this.event = ''
     }
   }
+}
+
+/**
+ * The value of a field whose name ends at `at`: empty when the line ends there, what follows the
+ * colon (less one leading space) when a colon follows, else undefined (the name goes on: another field).
+ */
+function fieldValue(text: string, at: number, end: number): string | undefined {
+  if (at === end) return ''
+  if (text.charCodeAt(at) !== 58 /* : */) return undefined
+  let v = at + 1
+  if (v < end && text.charCodeAt(v) === 32) v++
+  return text.slice(v, end)
 }
