@@ -103,3 +103,44 @@ describe('OpenAI: reads of a stored response', () => {
     expect(m.result().backgroundUsage).toBeUndefined()
   })
 })
+
+describe('OpenAI: a Responses stream cut before its terminal event', () => {
+  const delta = (type: string, text: string, seq: number) => JSON.stringify({ type, sequence_number: seq, item_id: 'msg_1', output_index: 0, content_index: 0, delta: text, logprobs: [] })
+  const created = JSON.stringify({ type: 'response.created', response: { id: 'resp_1', model: 'gpt-5', status: 'in_progress', usage: null } })
+
+  it('estimates from every text delta in the order they came, however they were named, and past the bound on unread deltas', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses' })
+    m.event('response.created', created)
+    const parts: string[] = []
+    // Enough deltas to pass MAX_PENDING_DELTA_CHARS (1M characters of events) several times.
+    for (let i = 0; i < 30_000; i++) {
+      const t = `w${i} “é” `
+      parts.push(t)
+      const type = i % 3 === 0 ? 'response.function_call_arguments.delta' : 'response.output_text.delta'
+      // Every 1000th arrives without its event's name (a server that sends none): read in order all the same.
+      m.event(i % 1000 === 7 ? 'message' : type, delta(type, t, i))
+    }
+    m.event('response.reasoning_summary_text.delta', delta('response.reasoning_summary_text.delta', 'not output', 30_001))
+    // What is held unread stays under its bound (memory flat however long the stream).
+    expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
+    const r = m.result()
+    expect(r.usage).toBeNull()
+    expect(r.model).toBe('gpt-5')
+    expect(r.responseId).toBe('resp_1')
+    expect(r.outputText).toBe(parts.join(''))
+  })
+
+  it('reads no delta once the terminal event gave the usage; a delta-named event that carries a usage is read as any event', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses' })
+    m.event('response.created', created)
+    m.event('response.output_text.delta', delta('response.output_text.delta', 'Hello', 1))
+    m.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', model: 'gpt-5', status: 'completed', usage: { input_tokens: 12, output_tokens: 3, total_tokens: 15 } } }))
+    const r = m.result()
+    expect(r).toMatchObject({ complete: true, outputText: undefined })
+    expect(r.usage).toMatchObject({ input_tokens: 12, output_tokens: 3 })
+
+    const odd = new OpenAIMeter({ endpoint: 'responses' })
+    odd.event('response.output_text.delta', JSON.stringify({ type: 'response.completed', response: { id: 'resp_2', status: 'completed', usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 } } }))
+    expect(odd.result()).toMatchObject({ complete: true, responseId: 'resp_2', usage: { input_tokens: 5, output_tokens: 1 } })
+  })
+})

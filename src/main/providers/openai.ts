@@ -186,6 +186,11 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 /** A response's terminal statuses (`status` of the Response object). */
 const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
 
+/** The Responses API's events that stream text: the only ones an estimate reads (the others' deltas are not used). */
+const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta'])
+/** Characters of unparsed text deltas a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
+const MAX_PENDING_DELTA_CHARS = 1_000_000
+
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
@@ -210,6 +215,14 @@ export class OpenAIMeter implements Meter {
   private readonly flexRates: boolean
   /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
   private flex = false
+  /**
+   * A Responses stream's text deltas (most of its events), kept as they came, unparsed: their text
+   * is only read to estimate a stream cut before its terminal event, which carries the usage. So
+   * a stream that ends normally parses none of them. Past MAX_PENDING_DELTA_CHARS they are read
+   * into the text (bounded there) and let go: memory stays flat, and the text exact.
+   */
+  private deltas: string[] = []
+  private deltaChars = 0
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
@@ -234,6 +247,17 @@ export class OpenAIMeter implements Meter {
   }
 
   event(name: string, data: string): void {
+    // Most of a Responses stream's events, by their name (the SSE event's, or a WebSocket frame's
+    // type), carry neither the Response object nor a usage: output items and parts, their deltas.
+    // Nothing in them changes the result but the text deltas' text, kept unparsed (see `deltas`);
+    // the rest are not parsed at all. One that names a response or a usage is read as any event.
+    if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"')) {
+      if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
+      this.deltas.push(data)
+      this.deltaChars += data.length
+      if (this.deltaChars > MAX_PENDING_DELTA_CHARS) this.readDeltas()
+      return
+    }
     if (data === '[DONE]') {
       this.complete = true
       return
@@ -259,10 +283,15 @@ export class OpenAIMeter implements Meter {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
         } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
+        if (this.usage) this.dropDeltas()
       }
       // (Text is kept only to estimate this call's usage: a stored response read again has none.)
       if (this.reread || this.usage || typeof ev.delta !== 'string') return
-      if (type === 'response.output_text.delta' || type === 'response.function_call_arguments.delta') this.text.push(ev.delta)
+      if (TEXT_DELTAS.has(type)) {
+        // A delta without its event's name (a server that sends none): in order after those kept.
+        this.readDeltas()
+        this.text.push(ev.delta)
+      }
       return
     }
     // Chat Completions (and legacy Completions) chunks.
@@ -296,6 +325,27 @@ export class OpenAIMeter implements Meter {
     }
   }
 
+  /** Reads the kept text deltas into the text, in the order they came, and lets them go. */
+  private readDeltas(): void {
+    const kept = this.deltas
+    this.dropDeltas()
+    for (const data of kept) {
+      let ev: unknown
+      try {
+        ev = JSON.parse(data)
+      } catch {
+        continue
+      }
+      if (isObject(ev) && TEXT_DELTAS.has(ev.type as string) && typeof ev.delta === 'string') this.text.push(ev.delta)
+    }
+  }
+
+  private dropDeltas(): void {
+    if (this.deltas.length === 0) return
+    this.deltas = []
+    this.deltaChars = 0
+  }
+
   json(body: unknown): void {
     if (!isObject(body)) return
     this.noteTier(body.service_tier)
@@ -312,6 +362,7 @@ export class OpenAIMeter implements Meter {
   }
 
   result(): MeterResult {
+    if (!this.usage) this.readDeltas()
     // A stored response read again is not billed itself: a finished background response's usage
     // goes to the call that created it; any other's was billed to its creating call already.
     if (this.reread) {
