@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PeriodClock } from '../../src/main/time/zone'
@@ -25,10 +25,13 @@ const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monda
 const h = usePostgres()
 
 beforeAll(() => {
-  // The watcher reads the standard folders under the home folder: Claude Code's and Codex's sample logs.
+  // The watcher reads the standard folders under the home folder: Claude Code's and Codex's sample
+  // logs, moved to end a quarter of an hour ago (past the watcher's 10 minutes of settling, inside
+  // the dashboard's last 30 days whatever today is).
   const home = h.tempDir('burnrate-pg-import-home-')
-  cpSync(join(LOGS, 'claude-code'), join(home, '.claude'), { recursive: true })
-  cpSync(join(LOGS, 'codex'), join(home, '.codex'), { recursive: true })
+  const latest = Date.now() - 15 * 60_000
+  copyLogsEndingAt(join(LOGS, 'claude-code'), join(home, '.claude'), latest)
+  copyLogsEndingAt(join(LOGS, 'codex'), join(home, '.codex'), latest)
   process.env.HOME = home
   for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
 })
