@@ -2,6 +2,7 @@ import type { RepriceResult } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { emptyUsage, hasBilledUnits } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
+import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
@@ -61,9 +62,12 @@ export async function repriceModel(
   const update = 'UPDATE calls SET cost_usd = @cost, priced = 1 WHERE id = @id AND cost_usd = @was AND priced = @wasPriced'
   const out: RepriceResult = { provider, model, repriced: 0, unpriced: 0, cost_usd_before: 0, cost_usd_after: 0 }
   let after = 0
+  // One transaction per chunk, run again when it loses to another's (a deadlock with an instance
+  // writing calls, rollups or spend rows at once): what it counts is kept only once it commits.
   const chunk = (rows: Row[]) =>
-    store.transaction(async (tx) => {
+    retryOnConflict(() => store.transaction(async (tx) => {
       const moves = await CostMoves.in(tx)
+      const done = { repriced: 0, before: 0, after: 0 }
       for (const r of rows) {
         const usage = withUsageExtra({
           ...emptyUsage(),
@@ -81,19 +85,23 @@ export async function repriceModel(
         if (!p.priced) continue
         if (p.cost_usd === r.cost_usd && r.priced === 1) continue
         if ((await tx.run(update, { cost: p.cost_usd, id: r.id, was: r.cost_usd, wasPriced: r.priced })) === 0) continue
-        out.repriced++
-        out.cost_usd_before += r.cost_usd
-        out.cost_usd_after += p.cost_usd
+        done.repriced++
+        done.before += r.cost_usd
+        done.after += p.cost_usd
         moves.add({ ...r, provider, model }, p.cost_usd - r.cost_usd)
       }
       await moves.apply(tx, budgets)
-      return moves
-    })
+      return { moves, done }
+    }))
   for (;;) {
     const rows = await store.all<Row>(select, { provider, model, after })
     if (rows.length === 0) break
     after = rows[rows.length - 1].id
-    ;(await chunk(rows)).publish(ledger, budgets)
+    const { moves, done } = await chunk(rows)
+    out.repriced += done.repriced
+    out.cost_usd_before += done.before
+    out.cost_usd_after += done.after
+    moves.publish(ledger, budgets)
     if (rows.length < CHUNK) break
     await new Promise((r) => setImmediate(r))
   }

@@ -5,6 +5,7 @@ import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
 import { type MovedCall, costChangeOf } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
+import { CONFLICT_ATTEMPTS, isConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
 
@@ -149,9 +150,6 @@ export const PG_INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
 // Locked: two team instances taking the same revision at once replace the call (and move its rollups) once.
 const PG_HELD_SQL = `SELECT ${HELD_COLUMNS} FROM calls WHERE member = @member AND origin_id = ANY(@ids::bigint[]) ORDER BY id FOR UPDATE`
 
-/** Deadlock or serialization failure: the transaction was rolled back whole and goes again. */
-const MAX_TX_ATTEMPTS = 5
-
 export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[]): Promise<Stored> {
   if (rows.length === 0) return { stored: [], clashes: [], revised: [] }
   const byId = [...rows].sort((a, b) => a.origin_id - b.origin_id).map((r) => ({ ...r, record: pgSafe(r.record) }))
@@ -201,8 +199,7 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
         return { stored, clashes, revised }
       })
     } catch (err) {
-      const code = (err as { code?: unknown } | null)?.code
-      if (attempt >= MAX_TX_ATTEMPTS || (code !== '40001' && code !== '40P01')) throw err
+      if (attempt >= CONFLICT_ATTEMPTS || !isConflict(err)) throw err
     }
   }
 }

@@ -1,10 +1,9 @@
 import { sanitizeRecord } from '../../reliability/rows'
+import { retryOnConflict } from '../../storage/conflict'
 import type { SqlStore } from '../../storage/sql'
 import type { CallRecord } from '../record'
 import type { BatchTxHook } from '../types'
 import { insertCalls, isRowProblem, pgSafe } from './insert'
-
-const MAX_TX_ATTEMPTS = 5
 
 /**
  * One batch in one transaction (its rows inserted, then the batch hooks); a row PostgreSQL
@@ -38,23 +37,15 @@ export async function writeBatch(
   }
 }
 
-async function insertBatch(store: SqlStore, hooks: readonly BatchTxHook[], rows: readonly CallRecord[]): Promise<void> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.transaction(async (tx) => {
-        const stored = await insertCalls(tx, rows)
-        for (const hook of hooks) await hook(tx, stored)
-      })
-    } catch (err) {
-      // Another instance's batch won a lock (deadlock, serialization failure): the transaction
-      // was rolled back whole, and the same batch goes again at once; PostgreSQL is not away.
-      if (attempt >= MAX_TX_ATTEMPTS || !isTransient(err)) throw err
-    }
-  }
-}
-
-/** serialization_failure, deadlock_detected: a transaction to run again, not a database away. */
-function isTransient(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code
-  return code === '40001' || code === '40P01'
+/**
+ * Another instance's batch can win a lock (deadlock, serialization failure): the transaction was
+ * rolled back whole, and the same batch goes again at once; PostgreSQL is not away.
+ */
+function insertBatch(store: SqlStore, hooks: readonly BatchTxHook[], rows: readonly CallRecord[]): Promise<void> {
+  return retryOnConflict(() =>
+    store.transaction(async (tx) => {
+      const stored = await insertCalls(tx, rows)
+      for (const hook of hooks) await hook(tx, stored)
+    }),
+  )
 }

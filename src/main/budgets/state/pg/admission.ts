@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto'
+import { isConflict } from '../../../storage/conflict'
 import type { SqlParams, SqlStore } from '../../../storage/sql'
 import { type PeriodState, minuteOf, windowResetsAt } from '../../meter'
 import type { ReserveOutcome, ReserveRequest } from '../types'
@@ -109,7 +110,7 @@ export class Admission {
       ))
     } catch (err) {
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
-      if (retry < 3 && ['40P01', '40001'].includes((err as { code?: string }).code ?? '')) return this.reserve(req, periods, retry + 1)
+      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1)
       throw err
     }
     const took = rows.filter((r) => r.took)
