@@ -101,8 +101,10 @@ export class CostMoves {
   /** Moves the rollups and, on PostgreSQL, the shared spend rows, in the transaction; numbers the calls' revision. */
   async apply(tx: SqlStore, budgets: SpendTargets): Promise<void> {
     await markRevised(tx, this.ids)
-    await adjustRollups(tx, this.changes)
+    // Spend rows before rollups: the order a ledger batch locks them in (../storage/open.ts, then
+    // ../dashboard), so a move and another instance's batch never wait on each other in a cycle.
     if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
+    await adjustRollups(tx, this.changes)
     // Every other instance moves its meters and today's spend once this commits (PostgreSQL only).
     if (budgets.feedId !== undefined) await publishMoves(tx, budgets.feedId, this.spend)
   }
