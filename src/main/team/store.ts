@@ -5,7 +5,7 @@ import { PG_TYPES, pgSafe } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
 import { type MovedCall, costChangeOf } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
-import { CONFLICT_ATTEMPTS, isConflict } from '../storage/conflict'
+import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
 
@@ -163,43 +163,40 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
     callValues(r.record, values)
     CALL_COLUMNS.forEach((c, j) => (params[c][i] = values[j]))
   })
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.transaction(async (tx) => {
-        const returned = fresh.length > 0 ? await tx.all<{ id: number; origin_id: number }>(PG_INSERT_INGESTED_SQL, params) : []
-        const ids = new Map(returned.map((r) => [r.origin_id, r.id]))
-        const stored: StoredCall[] = []
-        const others: IngestRow[] = []
-        for (const r of byId) {
-          const id = ids.get(r.origin_id)
-          if (id === undefined) others.push(r)
-          else stored.push({ ...r.record, id })
-        }
-        await applyRollups(tx, stored)
-        const clashes: IngestRow[] = []
-        const revised: IngestRow[] = []
-        if (others.length > 0) {
-          const held = await tx.all<Held>(PG_HELD_SQL, { member, ids: others.map((r) => r.origin_id) })
-          const at = new Map(held.map((h) => [h.origin_id, h]))
-          const changes: CostChange[] = []
-          for (const r of others) {
-            const h = at.get(r.origin_id)
-            if (!h) continue
-            const verdict = judge(h, r)
-            if (verdict === 'clash') clashes.push(r)
-            else if (verdict === 'revise') {
-              changes.push(await revise(tx, h, r))
-              revised.push(r)
-            }
+  // A deadlock or serialization failure rolled the transaction back whole: it goes again.
+  return retryOnConflict(() =>
+    store.transaction(async (tx) => {
+      const returned = fresh.length > 0 ? await tx.all<{ id: number; origin_id: number }>(PG_INSERT_INGESTED_SQL, params) : []
+      const ids = new Map(returned.map((r) => [r.origin_id, r.id]))
+      const stored: StoredCall[] = []
+      const others: IngestRow[] = []
+      for (const r of byId) {
+        const id = ids.get(r.origin_id)
+        if (id === undefined) others.push(r)
+        else stored.push({ ...r.record, id })
+      }
+      await applyRollups(tx, stored)
+      const clashes: IngestRow[] = []
+      const revised: IngestRow[] = []
+      if (others.length > 0) {
+        const held = await tx.all<Held>(PG_HELD_SQL, { member, ids: others.map((r) => r.origin_id) })
+        const at = new Map(held.map((h) => [h.origin_id, h]))
+        const changes: CostChange[] = []
+        for (const r of others) {
+          const h = at.get(r.origin_id)
+          if (!h) continue
+          const verdict = judge(h, r)
+          if (verdict === 'clash') clashes.push(r)
+          else if (verdict === 'revise') {
+            changes.push(await revise(tx, h, r))
+            revised.push(r)
           }
-          await adjustRollups(tx, changes)
         }
-        clashes.sort((a, b) => a.index - b.index)
-        revised.sort((a, b) => a.index - b.index)
-        return { stored, clashes, revised }
-      })
-    } catch (err) {
-      if (attempt >= CONFLICT_ATTEMPTS || !isConflict(err)) throw err
-    }
-  }
+        await adjustRollups(tx, changes)
+      }
+      clashes.sort((a, b) => a.index - b.index)
+      revised.sort((a, b) => a.index - b.index)
+      return { stored, clashes, revised }
+    }),
+  )
 }
