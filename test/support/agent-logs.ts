@@ -1,5 +1,5 @@
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { dirname, join, relative } from 'node:path'
 
 /** An ISO 8601 time in UTC, as every agent writes them in its logs (`2026-11-20T10:15:00.120Z`). */
 const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z/g
@@ -11,23 +11,17 @@ const ISO = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?Z/g
  * leave behind as the calendar moves on. Their order and the gaps between them are kept.
  */
 export function copyLogsEndingAt(src: string, dest: string, latest: number): void {
-  const files = listFiles(src)
+  const files = readdirSync(src, { recursive: true, withFileTypes: true })
+    .filter((e) => e.isFile())
+    .map((e) => {
+      const path = join(e.parentPath, e.name)
+      return { rel: relative(src, path), text: readFileSync(path, 'utf8') }
+    })
   let max = -Infinity
-  for (const f of files) for (const m of readFileSync(join(src, f), 'utf8').matchAll(ISO)) max = Math.max(max, Date.parse(m[0]))
+  for (const f of files) for (const m of f.text.matchAll(ISO)) max = Math.max(max, Date.parse(m[0]))
   const shift = Number.isFinite(max) ? latest - max : 0
   for (const f of files) {
-    const text = readFileSync(join(src, f), 'utf8').replace(ISO, (t) => new Date(Date.parse(t) + shift).toISOString())
-    mkdirSync(join(dest, f, '..'), { recursive: true })
-    writeFileSync(join(dest, f), text)
+    mkdirSync(dirname(join(dest, f.rel)), { recursive: true })
+    writeFileSync(join(dest, f.rel), f.text.replace(ISO, (t) => new Date(Date.parse(t) + shift).toISOString()))
   }
-}
-
-function listFiles(dir: string, under = ''): string[] {
-  const out: string[] = []
-  for (const e of readdirSync(join(dir, under), { withFileTypes: true })) {
-    const rel = join(under, e.name)
-    if (e.isDirectory()) out.push(...listFiles(dir, rel))
-    else out.push(rel)
-  }
-  return out
 }
