@@ -1,15 +1,14 @@
-import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
+import { KeyRegistry, type KeyCount, learnPatterns } from './key-registry'
 import type { AdmissionRow, FeedRow } from './feed/publish'
 import { Meter, type PeriodState } from './meter'
-import { isPrefix, prefixOf } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { type Decision, NOTHING, type Warning, warningsOf } from './decision'
-import { type Scope, historyStart, ruleIdentity, scopeMatches, scoped } from './scope'
+import { type Scope, historyStart, ruleIdentity, scopeMatches } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
@@ -17,6 +16,7 @@ import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
 export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
 export type { KeyState } from './key-state'
+export type { KeyCount } from './key-registry'
 export type { Decision, Refusal, Warning } from './decision'
 export { historyStart, type Scope } from './scope'
 
@@ -45,27 +45,6 @@ export interface HistoryRow {
   last: number
 }
 
-const NO_PATTERNS: readonly string[] = []
-
-/** The prefix patterns a key is known to match (a copy: it is sent to other instances). */
-function patternsOf(s: KeyState): readonly string[] {
-  return s.known.size > 0 ? [...s.known] : NO_PATTERNS
-}
-
-/** Patterns another instance saw the key match (it had the raw key; this one may never see it). */
-function learnPatterns(s: KeyState, known: unknown): void {
-  if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
-}
-
-/** A key's calls this month as the database holds them (the key registry's seed). */
-export interface KeyCount {
-  api_key_hash: string
-  key_hint: string
-  tenant: string
-  requests: number
-  last_ts: number
-}
-
 /**
  * Budget enforcement. Each rule keeps a meter per API key (spend per period, rolling window,
  * session, last minute's requests and tokens), fed by every recorded call in the same
@@ -76,10 +55,9 @@ export interface KeyCount {
  */
 export class BudgetEngine implements BudgetMeters {
   private index: RuleIndex
-  private readonly keys = new Map<string, KeyState>()
   private meters = new Map<Rule, Map<string, Meter>>()
-  private readonly exactHashes = new WeakMap<Rule, string>()
   readonly clock: PeriodClock
+  private readonly keys: KeyRegistry
   /**
    * PostgreSQL: told of each call admitted under a rule with a per-minute request limit, as it is
    * admitted, so that the other instances count it then (./feed/admissions.ts); null on SQLite.
@@ -103,6 +81,7 @@ export class BudgetEngine implements BudgetMeters {
   ) {
     this.clock = typeof timezone === 'string' ? new PeriodClock(timezone, weekStart) : timezone
     this.announcer = new BudgetAnnouncer(this.clock)
+    this.keys = new KeyRegistry(this.clock)
     this.index = new RuleIndex(runtimeRules, configRules)
   }
 
@@ -123,7 +102,7 @@ export class BudgetEngine implements BudgetMeters {
     const active = this.index.active()
     if (active.length === 0) return
     for (const r of this.loadHistory(historyStart(active, this.clock, now))) {
-      const s = this.state(r.api_key_hash, r.key_hint)
+      const s = this.keys.state(r.api_key_hash, r.key_hint)
       this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
     }
     // What the recorded calls cannot give: calls in flight (their reservations) and the last
@@ -144,43 +123,9 @@ export class BudgetEngine implements BudgetMeters {
     }
   }
 
-  private state(hash: string, hint: string): KeyState {
-    let s = this.keys.get(hash)
-    if (!s) {
-      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set() }
-      this.keys.set(hash, s)
-    }
-    return s
-  }
-
-  /** The rules for a call's key, resolved with its raw key and remembered under the key's hash. */
-  private resolve(s: KeyState, key: string): Rule[] {
-    if (s.gen !== this.index.generation) {
-      s.candidates = this.index.candidates(key)
-      for (const p of this.index.matchingPrefixes(key)) s.known.add(p)
-      s.gen = this.index.generation
-    }
-    return s.candidates
-  }
-
-  private exactHash(rule: Rule): string {
-    let h = this.exactHashes.get(rule)
-    if (h === undefined) {
-      h = createHash('sha256').update(rule.api_key_pattern).digest('hex')
-      this.exactHashes.set(rule, h)
-    }
-    return h
-  }
-
   /** Whether a key known by hash is under `rule`'s key pattern: `maybe` counts keys not yet seen with their raw key. */
   private keyMatches(rule: Rule, s: KeyState, maybe: boolean): boolean {
-    const pattern = rule.api_key_pattern
-    if (!isPrefix(pattern)) return this.exactHash(rule) === s.hash
-    if (pattern === '*' || s.known.has(pattern)) return true
-    if (s.gen === this.index.generation) return false
-    const p = prefixOf(pattern)
-    if (p.length <= 3 && s.hint.length > 1 && s.hint.startsWith(p)) return true
-    return maybe
+    return this.keys.matches(this.index, rule, s, maybe)
   }
 
   private meter(rule: Rule, hash: string): Meter {
@@ -210,9 +155,7 @@ export class BudgetEngine implements BudgetMeters {
 
   /** The effective rule of a key known by hash (listings): its first rule with no scope, else its first. */
   ruleFor(hash: string): Rule | null {
-    const s = this.keys.get(hash)
-    if (s && s.gen === this.index.generation) return s.candidates.find((r) => !scoped(r)) ?? s.candidates[0] ?? null
-    return this.index.effectiveByHash(hash, s?.hint ?? '', s?.known ?? new Set())
+    return this.keys.ruleFor(this.index, hash)
   }
 
   /** Admission with a synchronous state (memory: every existing caller and test). */
@@ -229,17 +172,17 @@ export class BudgetEngine implements BudgetMeters {
    */
   decide(ctx: CallContext, now = Date.now()): Decision | Promise<Decision> {
     if (this.index.empty) return NOTHING
-    const s = this.state(ctx.apiKeyHash, ctx.keyHint)
+    const s = this.keys.state(ctx.apiKeyHash, ctx.keyHint)
     // A read or cancel of something already billed adds no spend: never refused, never counted
     // (README: Budgets). Its raw key still tells which rules' patterns it matches, so what the
     // read brings (a batch's requests, recorded from its results file) counts under them.
     if (ctx.shape.free) {
-      this.resolve(s, ctx.apiKey)
+      this.keys.resolve(this.index, s, ctx.apiKey)
       return NOTHING
     }
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
     let rule: Rule | null = null
-    for (const r of this.resolve(s, ctx.apiKey)) {
+    for (const r of this.keys.resolve(this.index, s, ctx.apiKey)) {
       if (scopeMatches(r, scope)) {
         rule = r
         break
@@ -274,7 +217,7 @@ export class BudgetEngine implements BudgetMeters {
   private countRequest(ctx: CallContext, s: KeyState, rule: Rule, scope: Scope, m: Meter, now: number): void {
     m.addRequest(now)
     if (rule.requests_per_minute !== null && this.onAdmitted) {
-      this.onAdmitted(s.hash, scope, patternsOf(s))
+      this.onAdmitted(s.hash, scope, this.keys.patterns(s))
       ctx.rateAnnounced = true
     }
   }
@@ -307,9 +250,9 @@ export class BudgetEngine implements BudgetMeters {
 
   /** Feeds the meters and the key registry from the ledger (every recorded call, refusals included). */
   observe(call: CallRecord, now = Date.now()): void {
-    const s = this.state(call.api_key_hash, call.key_hint)
+    const s = this.keys.state(call.api_key_hash, call.key_hint)
     if (call.key_hint) s.hint = call.key_hint
-    this.count(s, call.ts, call.tenant, 1, now)
+    this.keys.count(s, call.ts, call.tenant, 1, now)
     let ctx = this.settling
     this.settling = null
     if (ctx && (ctx.ts !== call.ts || ctx.apiKeyHash !== call.api_key_hash)) ctx = null
@@ -345,11 +288,11 @@ export class BudgetEngine implements BudgetMeters {
    */
   observeShared(rows: readonly FeedRow[], now = Date.now()): void {
     for (const [hash, hint, provider, model, requested, agent, tenant, session, t, cost, tokens, last, calls, requests, known] of rows) {
-      const s = this.state(hash, hint)
+      const s = this.keys.state(hash, hint)
       if (hint) s.hint = hint
       // The rule patterns the sender saw the raw key match (this instance may never see it).
       learnPatterns(s, known)
-      this.count(s, last, tenant, calls, now)
+      this.keys.count(s, last, tenant, calls, now)
       if (this.index.empty) continue
       const scope: Scope = { provider, model, requested, agent, tenant }
       const touched: Meter[] = []
@@ -369,7 +312,7 @@ export class BudgetEngine implements BudgetMeters {
     if (this.index.empty) return
     for (const [hash, provider, model, agent, tenant, n, known] of rows) {
       if (typeof hash !== 'string' || !(n > 0)) continue
-      const s = this.state(hash, '')
+      const s = this.keys.state(hash, '')
       learnPatterns(s, known)
       this.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
     }
@@ -383,7 +326,7 @@ export class BudgetEngine implements BudgetMeters {
   recount(calls: readonly CallRecord[], now = Date.now()): void {
     if (this.index.empty) return
     for (const call of calls) {
-      const s = this.state(call.api_key_hash, call.key_hint)
+      const s = this.keys.state(call.api_key_hash, call.key_hint)
       for (const m of this.accountCall(s, call, now)) this.announcer.thresholds(s, m, now, true)
     }
   }
@@ -397,8 +340,7 @@ export class BudgetEngine implements BudgetMeters {
 
   /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
   knownPatterns(hash: string): readonly string[] {
-    const s = this.keys.get(hash)
-    return s ? patternsOf(s) : NO_PATTERNS
+    return this.keys.patterns(this.keys.get(hash))
   }
 
   /** The rule `decide` would pick for a call of a key known here by hash (its first rule whose scope matches). */
@@ -427,7 +369,7 @@ export class BudgetEngine implements BudgetMeters {
     if (this.index.empty) return
     for (const c of changes) {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue
-      const s = this.state(c.api_key_hash, '')
+      const s = this.keys.state(c.api_key_hash, '')
       const scope: Scope = { provider: c.provider, model: c.model, requested: c.requested_model, agent: c.agent, tenant: c.tenant }
       const touched: Meter[] = []
       for (const rule of this.index.active()) {
@@ -440,42 +382,19 @@ export class BudgetEngine implements BudgetMeters {
     }
   }
 
-  private count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {
-    const month = this.clock.monthOf(now).start
-    if (s.monthStart !== month) {
-      s.monthStart = month
-      s.requestsMonth = 0
-    }
-    if (ts >= month) s.requestsMonth += requests
-    if (s.lastSeen === null || ts >= s.lastSeen) {
-      s.lastSeen = ts
-      s.tenant = tenant
-    }
-  }
-
-  /** Seeds the registry with this month's keys from the database (at start-up). */
+  /** Seeds the key registry with this month's keys from the database (at start-up). */
   seed(rows: readonly KeyCount[], now = Date.now()): void {
-    for (const r of rows) {
-      const s = this.state(r.api_key_hash, r.key_hint)
-      this.count(s, r.last_ts, r.tenant, r.requests, now)
-    }
+    this.keys.seed(rows, now)
   }
 
-  /**
-   * The registry's monthly request counts set again from the database (PostgreSQL mode, at each
-   * re-read of the meters, in its snapshot) and this instance's calls the re-read missed: every
-   * instance's calls, each once.
-   */
+  /** The key registry's monthly request counts set again (PostgreSQL mode): ./key-registry.ts. */
   reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now = Date.now()): void {
-    for (const s of this.keys.values()) s.requestsMonth = 0
-    this.seed(rows, now)
-    for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
+    this.keys.reseed(rows, missed, now)
   }
 
   /** Keys with a call this month. */
   keysThisMonth(now = Date.now()): KeyState[] {
-    const month = this.clock.monthOf(now).start
-    return [...this.keys.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart === month)
+    return this.keys.thisMonth(now)
   }
 
   /**

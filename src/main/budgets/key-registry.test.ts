@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto'
+import { describe, expect, it } from 'vitest'
+import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
+import { keyHint } from '../proxy/attribution'
+import { PeriodClock } from '../time/zone'
+import { KeyRegistry, learnPatterns } from './key-registry'
+import { type Rule, RuleIndex } from './rules'
+
+function rule(pattern: string): Rule {
+  return { ...DEFAULT_RULE_OPTIONS, api_key_pattern: pattern, daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', created_at: null }
+}
+const sha = (s: string) => createHash('sha256').update(s).digest('hex')
+const NOW = Date.UTC(2026, 10, 15, 12)
+
+describe('KeyRegistry', () => {
+  const key = 'sk-dev-aaaaaaaaaaaa-1234'
+  const exact = rule(key)
+  const dev = rule('sk-dev-*')
+  const any = rule('*')
+
+  it('matches a key known only by hash: exact patterns by hash, * always, a long prefix only once seen', () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const index = new RuleIndex([], [exact, dev, any])
+    const s = keys.state(sha(key), keyHint(key))
+    expect(keys.matches(index, exact, s, false)).toBe(true)
+    expect(keys.matches(index, exact, keys.state(sha('sk-other'), 'sk-o'), true)).toBe(false)
+    expect(keys.matches(index, any, s, false)).toBe(true)
+    // Not yet seen with its raw key: only `maybe` counts it under the longer prefix.
+    expect(keys.matches(index, dev, s, false)).toBe(false)
+    expect(keys.matches(index, dev, s, true)).toBe(true)
+    expect(keys.patterns(s)).toEqual([])
+  })
+
+  it('resolves a raw key once per rule index and remembers the prefixes it matched', () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const index = new RuleIndex([], [dev, any])
+    const s = keys.state(sha(key), keyHint(key))
+    expect(keys.resolve(index, s, key).map((r) => r.api_key_pattern)).toEqual(['sk-dev-*', '*'])
+    expect(keys.patterns(s)).toContain('sk-dev-*')
+    // Resolved under this index: a pattern the key did not match is not `maybe` any more.
+    expect(keys.matches(index, rule('pk-*'), s, true)).toBe(false)
+    expect(keys.ruleFor(index, sha(key))?.api_key_pattern).toBe('sk-dev-*')
+    // A new index resolves again.
+    const next = new RuleIndex([], [any])
+    expect(keys.resolve(next, s, key).map((r) => r.api_key_pattern)).toEqual(['*'])
+  })
+
+  it('learns the patterns another instance saw, ignoring what is not a string', () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const s = keys.state(sha(key), '')
+    learnPatterns(s, ['sk-dev-*', 3, null])
+    learnPatterns(s, 'sk-*')
+    expect(keys.patterns(s)).toEqual(['sk-dev-*'])
+    expect(keys.matches(new RuleIndex([], [dev]), dev, s, false)).toBe(true)
+  })
+
+  it('counts requests in the month of `now`, and the tenant of the latest call', () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const lastMonth = Date.UTC(2026, 9, 30)
+    keys.seed(
+      [
+        { api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 5, last_ts: NOW - 1000 },
+        { api_key_hash: 'b', key_hint: 'sk-b', tenant: 'old', requests: 2, last_ts: lastMonth },
+      ],
+      NOW,
+    )
+    const a = keys.get('a')!
+    keys.count(a, NOW - 5000, 'earlier', 1, NOW)
+    expect(a).toMatchObject({ requestsMonth: 6, tenant: 'acme', lastSeen: NOW - 1000 })
+    expect(keys.thisMonth(NOW).map((s) => s.hash)).toEqual(['a'])
+    // A reseed replaces the counts with the database's, plus the calls it missed.
+    const missed = { api_key_hash: 'b', key_hint: 'sk-b', ts: NOW, tenant: 'new' } as Parameters<KeyRegistry['reseed']>[1][number]
+    keys.reseed([{ api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 9, last_ts: NOW - 1000 }], [missed], NOW)
+    expect(keys.get('a')!.requestsMonth).toBe(9)
+    expect(keys.get('b')).toMatchObject({ requestsMonth: 1, tenant: 'new' })
+    expect(keys.thisMonth(NOW).map((s) => s.hash).sort()).toEqual(['a', 'b'])
+  })
+})

@@ -1,0 +1,133 @@
+import { createHash } from 'node:crypto'
+import type { CallRecord } from '../ledger/record'
+import type { PeriodClock } from '../time/zone'
+import type { KeyState } from './key-state'
+import { isPrefix, prefixOf } from './pattern'
+import type { Rule, RuleIndex } from './rules'
+import { scoped } from './scope'
+
+/** A key's calls this month as the database holds them (the registry's seed). */
+export interface KeyCount {
+  api_key_hash: string
+  key_hint: string
+  tenant: string
+  requests: number
+  last_ts: number
+}
+
+const NO_PATTERNS: readonly string[] = []
+
+/** Patterns another instance saw the key match (it had the raw key; this one may never see it). */
+export function learnPatterns(s: KeyState, known: unknown): void {
+  if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
+}
+
+/**
+ * The API keys the budget engine has seen, by hash (the raw key is never kept): each key's
+ * requests this month, its tenant and last call (the API keys listing), and which rules' key
+ * patterns it matches. A rule's pattern is matched against the raw key when a call brings it;
+ * a key known only by hash (after a restart, or seen by another instance) is matched by the
+ * prefix patterns it was seen to match, or by hash for an exact pattern.
+ */
+export class KeyRegistry {
+  private readonly byHash = new Map<string, KeyState>()
+  private readonly exactHashes = new WeakMap<Rule, string>()
+
+  constructor(private readonly clock: PeriodClock) {}
+
+  get(hash: string): KeyState | undefined {
+    return this.byHash.get(hash)
+  }
+
+  all(): IterableIterator<KeyState> {
+    return this.byHash.values()
+  }
+
+  /** The key's state, created empty the first time its hash is seen. */
+  state(hash: string, hint: string): KeyState {
+    let s = this.byHash.get(hash)
+    if (!s) {
+      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set() }
+      this.byHash.set(hash, s)
+    }
+    return s
+  }
+
+  /** The rules for a call's key, resolved with its raw key and remembered under the key's hash. */
+  resolve(index: RuleIndex, s: KeyState, key: string): Rule[] {
+    if (s.gen !== index.generation) {
+      s.candidates = index.candidates(key)
+      for (const p of index.matchingPrefixes(key)) s.known.add(p)
+      s.gen = index.generation
+    }
+    return s.candidates
+  }
+
+  /** Whether a key known by hash is under `rule`'s key pattern: `maybe` counts keys not yet seen with their raw key. */
+  matches(index: RuleIndex, rule: Rule, s: KeyState, maybe: boolean): boolean {
+    const pattern = rule.api_key_pattern
+    if (!isPrefix(pattern)) return this.exactHash(rule) === s.hash
+    if (pattern === '*' || s.known.has(pattern)) return true
+    if (s.gen === index.generation) return false
+    const p = prefixOf(pattern)
+    if (p.length <= 3 && s.hint.length > 1 && s.hint.startsWith(p)) return true
+    return maybe
+  }
+
+  /** The effective rule of a key known by hash (listings): its first rule with no scope, else its first. */
+  ruleFor(index: RuleIndex, hash: string): Rule | null {
+    const s = this.byHash.get(hash)
+    if (s && s.gen === index.generation) return s.candidates.find((r) => !scoped(r)) ?? s.candidates[0] ?? null
+    return index.effectiveByHash(hash, s?.hint ?? '', s?.known ?? new Set())
+  }
+
+  /** The prefix patterns a key is known to match (a copy: it is sent to other instances). */
+  patterns(s: KeyState | undefined): readonly string[] {
+    return s && s.known.size > 0 ? [...s.known] : NO_PATTERNS
+  }
+
+  /** Counts `requests` calls of the key at `ts` in its month, and keeps the tenant of its latest. */
+  count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {
+    const month = this.clock.monthOf(now).start
+    if (s.monthStart !== month) {
+      s.monthStart = month
+      s.requestsMonth = 0
+    }
+    if (ts >= month) s.requestsMonth += requests
+    if (s.lastSeen === null || ts >= s.lastSeen) {
+      s.lastSeen = ts
+      s.tenant = tenant
+    }
+  }
+
+  /** Seeds the registry with this month's keys from the database (at start-up). */
+  seed(rows: readonly KeyCount[], now: number): void {
+    for (const r of rows) this.count(this.state(r.api_key_hash, r.key_hint), r.last_ts, r.tenant, r.requests, now)
+  }
+
+  /**
+   * The monthly request counts set again from the database (PostgreSQL mode, at each re-read of
+   * the meters, in its snapshot) and this instance's calls the re-read missed: every instance's
+   * calls, each once.
+   */
+  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now: number): void {
+    for (const s of this.byHash.values()) s.requestsMonth = 0
+    this.seed(rows, now)
+    for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
+  }
+
+  /** Keys with a call this month. */
+  thisMonth(now: number): KeyState[] {
+    const month = this.clock.monthOf(now).start
+    return [...this.byHash.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart === month)
+  }
+
+  private exactHash(rule: Rule): string {
+    let h = this.exactHashes.get(rule)
+    if (h === undefined) {
+      h = createHash('sha256').update(rule.api_key_pattern).digest('hex')
+      this.exactHashes.set(rule, h)
+    }
+    return h
+  }
+}
