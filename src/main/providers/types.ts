@@ -124,6 +124,12 @@ export interface Provider {
   pricingId: string
   /** The SDK-style base URL that the mount maps to; null when it must be configured. */
   defaultBaseUrl: string | null
+  /**
+   * With no base URL configured: the base URL a request's path (below the mount) names, or null
+   * when it names none (Vertex AI's location: one host per region). Only hosts of the provider's
+   * own may come out of it.
+   */
+  regionalBaseUrl?(path: string): string | null
   /** The local path prefix that stands for the base URL, e.g. `/openai/v1` or `/anthropic`. */
   mount: string
   /**

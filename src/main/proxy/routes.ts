@@ -18,6 +18,8 @@ export interface Upstream {
   host: string
   /** The base URL's path without a trailing slash ('' for the root). */
   basePath: string
+  /** No base URL configured and the provider takes each request's from its path (`Provider.regionalBaseUrl`). */
+  regional: boolean
 }
 
 export interface Route {
@@ -36,23 +38,31 @@ export function buildUpstreams(
   for (const known of providers) {
     const s = settings[known.name] ?? {}
     const p = known.configure ? known.configure(s) : known
-    const baseUrl = s.base_url ?? p.defaultBaseUrl
-    const u = baseUrl ? new URL(baseUrl) : null
-    const isHttps = u ? u.protocol === 'https:' : true
-    out.set(p.name, {
-      provider: p,
-      enabled: s.enabled ?? true,
-      baseUrl,
-      protocol: isHttps ? 'https:' : 'http:',
-      hostname: u ? u.hostname.replace(/^\[|\]$/g, '') : '',
-      port: u ? Number(u.port) || (isHttps ? 443 : 80) : 0,
-      origin: u ? u.origin : '',
-      host: u ? u.host : '',
-      basePath: u ? u.pathname.replace(/\/+$/, '') : '',
-    })
+    const regional = !s.base_url && p.regionalBaseUrl !== undefined
+    out.set(p.name, upstreamOf(p, s.enabled ?? true, s.base_url ?? p.defaultBaseUrl, regional))
   }
   return out
 }
+
+function upstreamOf(provider: Provider, enabled: boolean, baseUrl: string | null, regional: boolean): Upstream {
+  const u = baseUrl ? new URL(baseUrl) : null
+  const isHttps = u ? u.protocol === 'https:' : true
+  return {
+    provider,
+    enabled,
+    baseUrl,
+    protocol: isHttps ? 'https:' : 'http:',
+    hostname: u ? u.hostname.replace(/^\[|\]$/g, '') : '',
+    port: u ? Number(u.port) || (isHttps ? 443 : 80) : 0,
+    origin: u ? u.origin : '',
+    host: u ? u.host : '',
+    basePath: u ? u.pathname.replace(/\/+$/, '') : '',
+    regional,
+  }
+}
+
+/** The regional upstreams a router keeps (each has its own connection pool); a path naming more has none. */
+const MAX_REGIONAL = 64
 
 function below(path: string, prefix: string): string | null {
   if (path === prefix) return '/'
@@ -74,6 +84,7 @@ function below(path: string, prefix: string): string | null {
  */
 export class Router {
   private readonly mounts: { mount: string; upstream: Upstream }[]
+  private readonly regional = new Map<string, Upstream>()
 
   constructor(readonly upstreams: Map<string, Upstream>) {
     this.mounts = [...upstreams.values()]
@@ -108,9 +119,27 @@ export class Router {
       const rest = below(path, m.mount)
       if (rest === null) continue
       if (m.upstream.provider.name === 'openai') return this.chatgptLogin(headers, rest, query) ?? { upstream: m.upstream, path: rest, query }
+      if (m.upstream.regional) return { upstream: this.regionalOf(m.upstream, rest), path: rest, query }
       return { upstream: m.upstream, path: rest, query }
     }
     return null
+  }
+
+  /**
+   * The upstream of the base URL a request's path names (Vertex AI's location), one per base URL
+   * for the router's life; the provider's own, with no base URL, when the path names none.
+   */
+  private regionalOf(upstream: Upstream, path: string): Upstream {
+    const base = upstream.provider.regionalBaseUrl?.(path) ?? null
+    if (!base) return upstream
+    const key = `${upstream.provider.name} ${base}`
+    let u = this.regional.get(key)
+    if (!u) {
+      if (this.regional.size >= MAX_REGIONAL) return upstream
+      u = upstreamOf(upstream.provider, upstream.enabled, base, false)
+      this.regional.set(key, u)
+    }
+    return u
   }
 
   /** The ChatGPT backend's route for an OpenAI-bound call made with a ChatGPT login, else null. */
