@@ -18,10 +18,11 @@ describe('provider registry', () => {
     for (const p of PROVIDERS) expect(findProvider({ providerId: p.pricingId })?.id, p.name).toBe(p.pricingId)
   })
 
-  it('default base URLs are https, and only Azure has none (each resource has its own)', () => {
+  it('default base URLs are https; only Azure (each resource has its own) and Vertex AI (each location has its own) have none', () => {
     for (const p of PROVIDERS) {
-      if (p.name === 'azure') expect(p.defaultBaseUrl).toBeNull()
+      if (p.name === 'azure' || p.name === 'vertex') expect(p.defaultBaseUrl).toBeNull()
       else expect(new URL(p.defaultBaseUrl!).protocol, p.name).toBe('https:')
     }
+    expect(PROVIDERS.filter((p) => p.regionalBaseUrl).map((p) => p.name)).toEqual(['vertex'])
   })
 })

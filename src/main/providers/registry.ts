@@ -12,6 +12,7 @@ import { openai } from './openai'
 import { openrouter } from './openrouter'
 import { perplexity } from './perplexity'
 import { together } from './together'
+import { vertex } from './vertex'
 import { xai } from './xai'
 import type { Provider } from './types'
 
@@ -21,6 +22,7 @@ export const PROVIDERS: readonly Provider[] = [
   anthropic,
   gemini,
   azure,
+  vertex,
   openrouter,
   groq,
   mistral,

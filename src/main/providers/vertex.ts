@@ -1,0 +1,88 @@
+import { isObject } from '../metering/usage'
+import { AnthropicMeter } from './anthropic'
+import { GeminiMeter, inspectGemini } from './gemini'
+import type { CallShape, Meter, Provider, RequestInfo } from './types'
+
+/**
+ * Google Cloud's Vertex AI, for Claude (`publishers/anthropic`, as Claude Code with
+ * `CLAUDE_CODE_USE_VERTEX` and Anthropic's Vertex SDKs call it) and Gemini (`publishers/google`).
+ * A model call names its project, location, publisher and model in the path:
+ * `/v1/projects/{project}/locations/{location}/publishers/{publisher}/models/{model}:{method}`.
+ *
+ * - Claude: `:rawPredict` (JSON, or a stream when the body says `stream: true`) and
+ *   `:streamRawPredict` take and answer Anthropic's Messages API (the body has no `model`;
+ *   `anthropic_version: "vertex-2023-10-16"`), metered as Anthropic's answers are. Token counting
+ *   is the model `count-tokens` with `:rawPredict`, and costs nothing.
+ * - Gemini: `:generateContent` and `:streamGenerateContent` take and answer Gemini's API, metered
+ *   as Gemini's answers are; `:countTokens` and the rest cost nothing.
+ *
+ * Calls are priced with @pydantic/genai-prices' Google provider, which prices Claude models
+ * through Anthropic's list (its fallback) and Vertex model ids with their `@version`. With no
+ * `providers.vertex.base_url`, each call goes to the location its path names: `global` to
+ * `https://aiplatform.googleapis.com`, a region to `https://{region}-aiplatform.googleapis.com`.
+ * The client's Google access token (`Authorization: Bearer`) is passed on as it came.
+ */
+
+const MODEL_CALL = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)\/publishers\/([^/]+)\/models\/([^/:]+):([A-Za-z]+)$/
+/** Any path below a location (model calls, and the rest of the API). */
+const LOCATION = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)(?:\/|$)/
+/** A region's name as Google Cloud spells them (`us-east5`, `europe-west1`, `northamerica-northeast1`). */
+const REGION = /^[a-z]+(?:-[a-z]+)+[0-9]+$/
+
+interface ModelCall {
+  location: string
+  publisher: string
+  model: string
+  method: string
+}
+
+function modelCall(path: string): ModelCall | null {
+  const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
+  if (!m) return null
+  return { location: m[1], publisher: m[2], model: safeDecode(m[3]), method: m[4] }
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+/**
+ * The upstream base URL of a request's location when none is configured: `global` and the
+ * regions only, so a path can never name another host; null for anything else.
+ */
+export function vertexBaseUrlOf(path: string): string | null {
+  const loc = LOCATION.exec(path)?.[1]
+  if (loc === 'global') return 'https://aiplatform.googleapis.com'
+  if (loc !== undefined && REGION.test(loc)) return `https://${loc}-aiplatform.googleapis.com`
+  return null
+}
+
+export function inspectVertex(req: RequestInfo): CallShape {
+  const call = modelCall(req.path)
+  const post = req.method === 'POST'
+  if (call?.publisher === 'anthropic' && (call.method === 'rawPredict' || call.method === 'streamRawPredict')) {
+    if (call.model === 'count-tokens') return { endpoint: 'count_tokens', model: typeof req.body?.model === 'string' ? req.body.model : '', stream: false, billable: false }
+    const body = isObject(req.body) ? req.body : undefined
+    return { endpoint: 'messages', model: call.model, stream: call.method === 'streamRawPredict' || body?.stream === true, billable: post }
+  }
+  if (call?.publisher === 'google') {
+    // Gemini's own shape of the same call (`/v1beta/models/{model}:{method}`).
+    return inspectGemini({ ...req, path: `/v1beta/models/${call.model}:${call.method}` })
+  }
+  return { endpoint: 'other', model: call?.model ?? '', stream: false, billable: false }
+}
+
+export const vertex: Provider = {
+  name: 'vertex',
+  pricingId: 'google',
+  defaultBaseUrl: null,
+  mount: '/vertex',
+  credentials: ['authorization'],
+  regionalBaseUrl: vertexBaseUrlOf,
+  inspect: inspectVertex,
+  meter: (_shape, req): Meter => (modelCall(req.path)?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()),
+}
