@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { setupSnippets } from '../../src/renderer/src/lib/setup-snippets'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
-import { type AgentMock, CLAUDE_PLAN, CODE_ASSIST_QUOTA, CODEX_PLAN, type Exchange, startAgentMock } from './mock-upstream'
+import { type AgentMock, CLAUDE_PLAN, CODE_ASSIST_QUOTA, CODEX_PLAN, type Exchange, VERTEX_TOKEN, startAgentMock } from './mock-upstream'
 import { type Relay, startRelay } from './relay'
 
 /**
@@ -24,7 +24,7 @@ import { type Relay, startRelay } from './relay'
 const HERE = dirname(fileURLToPath(import.meta.url))
 const BIN = join(HERE, 'node_modules', '.bin')
 const README = readFileSync(join(HERE, '..', '..', 'README.md'), 'utf8')
-const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google' }
+const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google', vertex: 'google' }
 
 let mock: AgentMock
 let t: TestServer
@@ -266,6 +266,42 @@ describe('the real agent CLIs through Burnrate', () => {
     const second = await ask([], 'Something new.')
     const r3 = JSON.parse(second.out.stdout)
     expect(second.session).toBe(r3.session_id)
+    expect(second.session).not.toBe(r1.session_id)
+  })
+
+  it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list; its turns cost what it computes, its model checks recorded too', async () => {
+    const agent = newAgent('claude-vertex', {
+      ...exportsOf(snippet('claude-code', 2)),
+      CLAUDE_CODE_USE_VERTEX: '1',
+      ANTHROPIC_VERTEX_PROJECT_ID: 'burnrate-suite-project',
+      CLOUD_ML_REGION: 'us-east5',
+      // Application Default Credentials from a metadata server, as on a Google Cloud VM: the mock's.
+      GCE_METADATA_HOST: new URL(mock.url).host,
+      ...CLAUDE_QUIET,
+    })
+    const ask = (extra: string[], prompt: string) => turn(agent, 'claude', ['-p', ...extra, '--output-format', 'json', prompt], 'claude-code')
+    const first = await ask([], 'Say hello.')
+    const r1 = JSON.parse(first.out.stdout)
+    expect(r1.result).toContain('Burnrate mock answer')
+    expect(first.session).toBe(r1.session_id)
+    for (const e of first.exchanges) {
+      expect(e.url).toMatch(/^\/v1\/projects\/burnrate-suite-project\/locations\/us-east5\/publishers\/anthropic\/models\/[^/]+:(rawPredict|streamRawPredict)$/)
+      expect(e.headers.authorization).toBe(`Bearer ${VERTEX_TOKEN}`)
+    }
+    expect(first.exchanges.some((e) => e.url.endsWith(':streamRawPredict'))).toBe(true)
+    for (const r of first.rows) expect(r).toMatchObject({ provider: 'vertex', endpoint: 'messages', billing: 'api', priced: 1 })
+    // Its turn is the streamed call, whose cost is what Claude Code itself computes. Before it, on
+    // Vertex AI, Claude Code checks which models the project may use with one-token calls
+    // (`:rawPredict`): billed calls, recorded, which its own total leaves out.
+    const streamed = first.rows.filter((r) => r.streamed === 1)
+    expect(streamed.length).toBeGreaterThan(0)
+    expect(streamed.reduce((s, r) => s + r.cost_usd, 0)).toBeCloseTo(r1.total_cost_usd, 9)
+    expect(first.exchanges.filter((e) => e.url.endsWith(':rawPredict'))).toHaveLength(first.rows.length - streamed.length)
+
+    const resumed = await ask(['--resume', r1.session_id], 'Say it again.')
+    expect(resumed.session).toBe(r1.session_id)
+    const second = await ask([], 'Something new.')
+    expect(second.session).toBe(JSON.parse(second.out.stdout).session_id)
     expect(second.session).not.toBe(r1.session_id)
   })
 

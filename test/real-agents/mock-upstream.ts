@@ -46,6 +46,12 @@ function claudePlanHeaders(): Record<string, string> {
   }
 }
 
+/** Claude on Vertex AI: `…/publishers/anthropic/models/{model}:rawPredict` or `:streamRawPredict`. */
+const VERTEX_CLAUDE = /\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/
+
+/** The Google access token the mock's metadata server gives. */
+export const VERTEX_TOKEN = 'ya29.burnrate-suite-vertex-access-token-0008'
+
 const RESPONSES_PATH = /(\/v1|\/backend-api\/codex)\/responses$/
 
 export interface Usage {
@@ -109,7 +115,26 @@ export async function startAgentMock(): Promise<AgentMock> {
         res.end(out)
       }
       const path = url.split('?')[0]
-      if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
+      const vertexClaude = VERTEX_CLAUDE.exec(path)
+      if (req.method === 'GET' && path.startsWith('/computeMetadata/v1/')) {
+        // Google's metadata server (GCE_METADATA_HOST), where Application Default Credentials get
+        // the Google access token Vertex AI calls carry. The agent asks it directly, not through
+        // Burnrate: not an exchange.
+        const token = path.endsWith('/service-accounts/default/token')
+        const out = token ? JSON.stringify({ access_token: VERTEX_TOKEN, expires_in: 3599, token_type: 'Bearer' }) : path.endsWith('/project/project-id') ? 'burnrate-suite-project' : 'ok'
+        res.writeHead(200, { 'metadata-flavor': 'Google', 'content-type': token ? 'application/json' : 'text/plain', 'content-length': String(Buffer.byteLength(out)) })
+        res.end(out)
+        return
+      }
+      if (req.method === 'POST' && vertexClaude?.[1] === 'count-tokens') {
+        send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
+      } else if (req.method === 'POST' && vertexClaude) {
+        // Claude on Vertex AI: the model in the path, Anthropic's answer.
+        const { usage, text } = next()
+        const model = decodeURIComponent(vertexClaude[1])
+        if (vertexClaude[2] === 'streamRawPredict' || json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream' }, anthropicSse(model, usage, text), model, usage, text)
+        else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+      } else if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
         const { usage, text } = next()
         const model = String(json?.model ?? 'claude')
         // A Claude account's OAuth token (Claude Code logged in) gets the plan's meter, as Anthropic sends it.

@@ -22,6 +22,11 @@ export function setupSnippets(origin: string): Snippet[] {
           lang: 'json',
           code: `{\n  "env": {\n    "ANTHROPIC_BASE_URL": "${origin}"\n  }\n}`,
         },
+        {
+          label: 'On Vertex AI (with CLAUDE_CODE_USE_VERTEX, its project and region set as usual; it gets its Google token as usual)',
+          lang: 'sh',
+          code: `export ANTHROPIC_VERTEX_BASE_URL=${origin}/vertex/v1\nclaude`,
+        },
       ],
       note: 'Claude Code identifies itself, so its calls are attributed to it and its session automatically.',
     },
