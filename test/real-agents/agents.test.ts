@@ -496,6 +496,30 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(JSON.parse(second.out.stdout).session_id).not.toBe(out1.session_id)
   })
 
+  it('Gemini CLI on Vertex AI: its Google token and its Gemini calls through /vertex, priced at Gemini\'s price', async () => {
+    const agent = newAgent('gemini-vertex', {
+      ...exportsOf(snippet('gemini-cli', 0)),
+      GOOGLE_GENAI_USE_VERTEXAI: 'true',
+      GOOGLE_CLOUD_PROJECT: 'burnrate-suite-project',
+      GOOGLE_CLOUD_LOCATION: 'us-central1',
+      // Application Default Credentials from a metadata server, as on a Google Cloud VM: the mock's.
+      GCE_METADATA_HOST: new URL(mock.url).host,
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+    })
+    geminiSettings(agent, 'vertex-ai')
+    const ask = (extra: string[], prompt: string) => turn(agent, 'gemini', ['-m', 'gemini-2.5-flash', ...extra, '-p', prompt, '--output-format', 'json'], 'gemini-cli')
+    const first = await ask([], 'Say hello.')
+    expect(JSON.parse(first.out.stdout).response).toContain('Burnrate mock answer')
+    const calls = first.exchanges.filter((e) => e.usage)
+    for (const e of calls) {
+      expect(e.url).toMatch(/^\/v1beta1\/projects\/burnrate-suite-project\/locations\/us-central1\/publishers\/google\/models\/gemini-2\.5-flash:(streamGenerateContent\?alt=sse|generateContent)$/)
+      expect(e.headers.authorization).toBe(`Bearer ${VERTEX_TOKEN}`)
+    }
+    for (const r of first.rows.filter((x) => x.input_tokens > 0)) expect(r).toMatchObject({ provider: 'vertex', model: 'gemini-2.5-flash', billing: 'api', priced: 1 })
+    const second = await ask([], 'Something new.')
+    expect(second.rows.every((r) => r.provider === 'vertex')).toBe(true)
+  })
+
   it('Gemini CLI logged in with Google (Gemini Code Assist): its calls reach Code Assist through Burnrate, under its own session id, as plan usage', async () => {
     // The same setup lines as with an API key; GOOGLE_CLOUD_ACCESS_TOKEN is Gemini CLI's own way
     // to take a Google login's access token without a browser (an OAuth login is the same to it).

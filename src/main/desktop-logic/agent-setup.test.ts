@@ -9,6 +9,8 @@ describe('agentSetup', () => {
         'export ANTHROPIC_BASE_URL=http://127.0.0.1:8787/anthropic\n' +
         'export GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787/gemini\n' +
         'export CODE_ASSIST_ENDPOINT=http://127.0.0.1:8787/code-assist\n' +
+        'export ANTHROPIC_VERTEX_BASE_URL=http://127.0.0.1:8787/vertex/v1\n' +
+        'export GOOGLE_VERTEX_BASE_URL=http://127.0.0.1:8787/vertex\n' +
         'export NO_PROXY="${NO_PROXY:-$no_proxy}"\n' +
         'export NO_PROXY="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost" no_proxy="${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"\n',
     )
@@ -18,6 +20,8 @@ describe('agentSetup', () => {
     expect(text).toContain('$env:OPENAI_BASE_URL = "http://127.0.0.1:8790/openai/v1"\r\n')
     expect(text).toContain('$env:ANTHROPIC_BASE_URL = "http://127.0.0.1:8790/anthropic"\r\n')
     expect(text).toContain('$env:CODE_ASSIST_ENDPOINT = "http://127.0.0.1:8790/code-assist"\r\n')
+    expect(text).toContain('$env:ANTHROPIC_VERTEX_BASE_URL = "http://127.0.0.1:8790/vertex/v1"\r\n')
+    expect(text).toContain('$env:GOOGLE_VERTEX_BASE_URL = "http://127.0.0.1:8790/vertex"\r\n')
     expect(text).toContain('$env:NO_PROXY = ("$env:NO_PROXY,127.0.0.1,localhost").TrimStart(",")\r\n')
   })
 })

@@ -58,9 +58,9 @@ export function setupSnippets(origin: string): Snippet[] {
       name: 'Gemini CLI',
       blocks: [
         {
-          label: 'Shell (before starting gemini): the first line for an API key, the second for a Google login (Gemini Code Assist)',
+          label: 'Shell (before starting gemini): the first line for an API key, the second for a Google login (Gemini Code Assist), the third for Vertex AI',
           lang: 'sh',
-          code: `export GOOGLE_GEMINI_BASE_URL=${origin}\nexport CODE_ASSIST_ENDPOINT=${origin}/code-assist\ngemini`,
+          code: `export GOOGLE_GEMINI_BASE_URL=${origin}\nexport CODE_ASSIST_ENDPOINT=${origin}/code-assist\nexport GOOGLE_VERTEX_BASE_URL=${origin}/vertex\ngemini`,
         },
       ],
       note: 'Gemini CLI sends no session id with an API key, so its sessions are inferred (calls less than 30 minutes apart form one session); logged in with Google, its own session id is recorded.',
