@@ -276,6 +276,7 @@ describe('the desktop app over the real server core', () => {
     expect(state.clipboard).toContain(`export OPENAI_BASE_URL=${d.url}/openai/v1\n`)
     expect(state.clipboard).toContain(`export ANTHROPIC_BASE_URL=${d.url}/anthropic\n`)
     expect(state.clipboard).toContain(`export CODE_ASSIST_ENDPOINT=${d.url}/code-assist\n`)
+    expect(state.clipboard).toContain(`export ANTHROPIC_VERTEX_BASE_URL=${d.url}/vertex/v1\n`)
 
     const autostart = join(dir, 'xdg', 'autostart', 'burnrate.desktop')
     expect(tray().menu!.items.find((i: any) => i.label === 'Start at login')).toMatchObject({ type: 'checkbox', checked: false })
