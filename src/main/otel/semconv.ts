@@ -49,13 +49,14 @@ export const BURNRATE = {
 /** Burnrate's provider names as `gen_ai.provider.name` values (the well-known ones where there is one). */
 const PROVIDER_NAMES: Record<string, string> = {
   gemini: 'gcp.gemini',
+  vertex: 'gcp.vertex_ai',
   azure: 'azure.ai.openai',
   mistral: 'mistral_ai',
   xai: 'x_ai',
 }
 
 /** The older `gen_ai.system` values, where they differ from the provider's. */
-const SYSTEM_NAMES: Record<string, string> = { gemini: 'gcp.gemini', azure: 'az.ai.openai', mistral: 'mistral_ai', xai: 'xai' }
+const SYSTEM_NAMES: Record<string, string> = { gemini: 'gcp.gemini', vertex: 'gcp.vertex_ai', azure: 'az.ai.openai', mistral: 'mistral_ai', xai: 'xai' }
 
 export function providerName(provider: string): string {
   return PROVIDER_NAMES[provider] ?? provider
