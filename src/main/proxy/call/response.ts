@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
+import { EventStreamReader } from '../../metering/event-stream'
 import { JsonLines } from '../../metering/json-lines'
 import { SseParser } from '../../metering/sse'
 import { deadlines } from './deadlines'
@@ -8,7 +9,7 @@ import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
 
 /**
- * Sets up metering of a successful answer: an SSE parser for a stream, a JSON collector for a
+ * Sets up metering of a successful answer: an SSE parser for a stream (AWS's event stream reader for Bedrock's), a JSON collector for a
  * body, a line splitter for a JSON Lines results file, behind a tap that decodes a compressed body for metering only.
  */
 export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
@@ -20,6 +21,11 @@ export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
     const lines = new JsonLines((text) => meter.line!(text))
     s.lines = lines
     sink = lines.push
+  } else if (s.streamed && isEventStream(ctype)) {
+    // AWS's binary event stream (Bedrock): each message's event type and payload, as an SSE event's.
+    const reader = new EventStreamReader((e, d) => meter.event(e, d))
+    s.sse = reader
+    sink = (b) => reader.write(b)
   } else if (s.streamed) {
     const parser = new SseParser((e, d) => meter.event(e, d))
     s.sse = parser
@@ -54,7 +60,7 @@ export function startHttpResponse(
   s.status = status
   s.upstreamStatus = status
   const ctype = uheaders['content-type']
-  s.streamed = typeof ctype === 'string' && ctype.includes('text/event-stream')
+  s.streamed = typeof ctype === 'string' && (ctype.includes('text/event-stream') || isEventStream(ctype))
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
   if (uheaders.trailer) headers.trailer = uheaders.trailer
   if (s.admission.headers) Object.assign(headers, s.admission.headers)
@@ -126,4 +132,9 @@ export function startHttpResponse(
     }
     return true
   }
+}
+
+/** AWS's event stream encoding (Bedrock's streamed answers). */
+function isEventStream(ctype: string | string[] | undefined): boolean {
+  return typeof ctype === 'string' && ctype.includes('application/vnd.amazon.eventstream')
 }

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { BodyTap, JsonCollector } from '../../metering/body-tap'
 import type { JsonLines } from '../../metering/json-lines'
+import type { EventStreamReader } from '../../metering/event-stream'
 import type { SseParser } from '../../metering/sse'
 import type { Meter, RequestInfo } from '../../providers/types'
 import type { Admission, CallContext } from '../gate'
@@ -29,7 +30,7 @@ export interface CallState {
   streamed: boolean
   meter?: Meter
   tap?: BodyTap
-  sse?: SseParser
+  sse?: SseParser | EventStreamReader
   json?: JsonCollector
   /** A JSON Lines answer's splitter (CallShape.lines). */
   lines?: JsonLines
