@@ -125,11 +125,14 @@ export interface Provider {
   /** The SDK-style base URL that the mount maps to; null when it must be configured. */
   defaultBaseUrl: string | null
   /**
-   * With no base URL configured: the base URL a request's path (below the mount) names, or null
-   * when it names none (Vertex AI's location: one host per region). Only hosts of the provider's
-   * own may come out of it.
+   * For a provider whose addresses name where a call goes (Vertex AI's location, Bedrock's
+   * region): from a request's path below the mount, the path to send upstream and the base URL
+   * that serves it when none is configured; null when the path names no place. Only hosts of the
+   * provider's own may come out of it.
    */
-  regionalBaseUrl?(path: string): string | null
+  place?(path: string): { path: string; baseUrl: string } | null
+  /** What to set when a call has no upstream (default: `providers.<name>.base_url`). */
+  noUpstreamHint?: string
   /** The local path prefix that stands for the base URL, e.g. `/openai/v1` or `/anthropic`. */
   mount: string
   /**

@@ -82,7 +82,11 @@ export const vertex: Provider = {
   defaultBaseUrl: null,
   mount: '/vertex',
   credentials: ['authorization'],
-  regionalBaseUrl: vertexBaseUrlOf,
+  place: (path) => {
+    const baseUrl = vertexBaseUrlOf(path)
+    return baseUrl ? { path, baseUrl } : null
+  },
+  noUpstreamHint: 'call a location Vertex AI has (global or a region such as us-east5) or set providers.vertex.base_url in the config',
   inspect: inspectVertex,
   meter: (_shape, req): Meter => (modelCall(req.path)?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()),
 }

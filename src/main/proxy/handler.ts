@@ -87,7 +87,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       return
     }
     if (!upstream.baseUrl) {
-      sendError(res, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
+      sendError(res, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
 

@@ -18,7 +18,7 @@ export interface Upstream {
   host: string
   /** The base URL's path without a trailing slash ('' for the root). */
   basePath: string
-  /** No base URL configured and the provider takes each request's from its path (`Provider.regionalBaseUrl`). */
+  /** No base URL configured and the provider takes each request's from its path (`Provider.place`). */
   regional: boolean
 }
 
@@ -38,7 +38,7 @@ export function buildUpstreams(
   for (const known of providers) {
     const s = settings[known.name] ?? {}
     const p = known.configure ? known.configure(s) : known
-    const regional = !s.base_url && p.regionalBaseUrl !== undefined
+    const regional = !s.base_url && p.place !== undefined
     out.set(p.name, upstreamOf(p, s.enabled ?? true, s.base_url ?? p.defaultBaseUrl, regional))
   }
   return out
@@ -119,27 +119,30 @@ export class Router {
       const rest = below(path, m.mount)
       if (rest === null) continue
       if (m.upstream.provider.name === 'openai') return this.chatgptLogin(headers, rest, query) ?? { upstream: m.upstream, path: rest, query }
-      if (m.upstream.regional) return { upstream: this.regionalOf(m.upstream, rest), path: rest, query }
+      if (m.upstream.provider.place) return this.placed(m.upstream, rest, query)
       return { upstream: m.upstream, path: rest, query }
     }
     return null
   }
 
   /**
-   * The upstream of the base URL a request's path names (Vertex AI's location), one per base URL
-   * for the router's life; the provider's own, with no base URL, when the path names none.
+   * A call of a provider whose path names where it goes (Vertex AI's location, Bedrock's region):
+   * the path it names, to the configured base URL, else to the place's own upstream (one per base
+   * URL for the router's life). A path that names no place goes as it is, to the configured base
+   * URL, else nowhere (the provider's upstream without a base URL: the handler says what to set).
    */
-  private regionalOf(upstream: Upstream, path: string): Upstream {
-    const base = upstream.provider.regionalBaseUrl?.(path) ?? null
-    if (!base) return upstream
-    const key = `${upstream.provider.name} ${base}`
+  private placed(upstream: Upstream, path: string, query: string): Route {
+    const place = upstream.provider.place!(path)
+    if (!place) return { upstream, path, query }
+    if (!upstream.regional) return { upstream, path: place.path, query }
+    const key = `${upstream.provider.name} ${place.baseUrl}`
     let u = this.regional.get(key)
     if (!u) {
-      if (this.regional.size >= MAX_REGIONAL) return upstream
-      u = upstreamOf(upstream.provider, upstream.enabled, base, false)
+      if (this.regional.size >= MAX_REGIONAL) return { upstream, path, query }
+      u = upstreamOf(upstream.provider, upstream.enabled, place.baseUrl, false)
       this.regional.set(key, u)
     }
-    return u
+    return { upstream: u, path: place.path, query }
   }
 
   /** The ChatGPT backend's route for an OpenAI-bound call made with a ChatGPT login, else null. */

@@ -98,7 +98,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       return
     }
     if (!upstream.baseUrl) {
-      answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: set providers.${provider.name}.base_url in the config.`)
+      answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
     lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null]).then(([m, tunnelLib]) => {
