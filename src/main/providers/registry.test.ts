@@ -18,11 +18,11 @@ describe('provider registry', () => {
     for (const p of PROVIDERS) expect(findProvider({ providerId: p.pricingId })?.id, p.name).toBe(p.pricingId)
   })
 
-  it('default base URLs are https; only Azure (each resource has its own) and Vertex AI (each location has its own) have none', () => {
+  it('default base URLs are https; only Azure (each resource has its own), Vertex AI (each location) and Bedrock (each region) have none', () => {
     for (const p of PROVIDERS) {
-      if (p.name === 'azure' || p.name === 'vertex') expect(p.defaultBaseUrl).toBeNull()
+      if (p.name === 'azure' || p.name === 'vertex' || p.name === 'bedrock') expect(p.defaultBaseUrl).toBeNull()
       else expect(new URL(p.defaultBaseUrl!).protocol, p.name).toBe('https:')
     }
-    expect(PROVIDERS.filter((p) => p.regionalBaseUrl).map((p) => p.name)).toEqual(['vertex'])
+    expect(PROVIDERS.filter((p) => p.place).map((p) => p.name)).toEqual(['vertex', 'bedrock'])
   })
 })

@@ -1,5 +1,6 @@
 import { anthropic } from './anthropic'
 import { azure } from './azure'
+import { bedrock } from './bedrock'
 import { cerebras } from './cerebras'
 import { chatgpt } from './chatgpt'
 import { codeAssist } from './code-assist'
@@ -23,6 +24,7 @@ export const PROVIDERS: readonly Provider[] = [
   gemini,
   azure,
   vertex,
+  bedrock,
   openrouter,
   groq,
   mistral,

@@ -39,3 +39,29 @@ describe('Router: Vertex AI upstreams by location', () => {
     expect(router.match(CLAUDE.replace('us-east5', 'evil.example'), {})!.upstream).toBe(r.upstream)
   })
 })
+
+describe('Router: Bedrock upstreams by region', () => {
+  const INVOKE = '/bedrock/us-west-2/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream'
+
+  it("with no base URL configured, the address's region picks the host and leaves the path", () => {
+    const router = new Router(buildUpstreams(PROVIDERS, {}))
+    const r = router.match(INVOKE, {})!
+    expect(r.upstream.origin).toBe('https://bedrock-runtime.us-west-2.amazonaws.com')
+    expect(upstreamPath(r)).toBe('/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream')
+    const profiles = router.match('/bedrock/us-west-2/inference-profiles?type=SYSTEM_DEFINED', {})!
+    expect(profiles.upstream.origin).toBe('https://bedrock.us-west-2.amazonaws.com')
+    expect(upstreamPath(profiles)).toBe('/inference-profiles?type=SYSTEM_DEFINED')
+    // No region in the address: no upstream, and the handler says to put one there.
+    const none = router.match('/bedrock/model/x/invoke', {})!
+    expect(none.upstream.baseUrl).toBeNull()
+    expect(none.upstream.provider.noUpstreamHint).toContain('/bedrock/us-east-1')
+  })
+
+  it('a configured base URL takes every region, the region left out of the path', () => {
+    const router = new Router(buildUpstreams(PROVIDERS, { bedrock: { base_url: 'https://gateway.example/aws' } }))
+    const r = router.match(INVOKE, {})!
+    expect(r.upstream.origin).toBe('https://gateway.example')
+    expect(upstreamPath(r)).toBe('/aws/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/invoke-with-response-stream')
+    expect(upstreamPath(router.match('/bedrock/model/x/invoke', {})!)).toBe('/aws/model/x/invoke')
+  })
+})

@@ -1,0 +1,156 @@
+import { OutputText } from '../metering/output-text'
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { AnthropicMeter } from './anthropic'
+import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
+
+/**
+ * Amazon Bedrock, with a Bedrock API key (`Authorization: Bearer`, Claude Code's
+ * `AWS_BEARER_TOKEN_BEDROCK`). Burnrate's address names the region, `/bedrock/{region}`, because
+ * Bedrock's does and its calls' paths do not: `…/bedrock/us-east-1/model/{id}/invoke` goes to
+ * `https://bedrock-runtime.us-east-1.amazonaws.com/model/{id}/invoke`, and the control plane's
+ * paths (`/inference-profiles`, `/foundation-models`, …, which Claude Code asks the same address)
+ * to `https://bedrock.us-east-1.amazonaws.com`. With `providers.bedrock.base_url` set, every
+ * region's calls go there instead (a gateway), the region left out of the path.
+ *
+ * - InvokeModel (`/model/{id}/invoke`, and `/invoke-with-response-stream`, whose answer is AWS's
+ *   binary event stream: each `chunk` carries one of the model's events, base64 in `bytes`) of a
+ *   Claude model takes and answers Anthropic's Messages API: metered as Anthropic's answers are.
+ *   Other models' own formats are not read (their calls are estimated); the Converse API is.
+ * - Converse (`/model/{id}/converse`, `/converse-stream`): `usage` {inputTokens, outputTokens,
+ *   cacheReadInputTokens, cacheWriteInputTokens}, in the answer or the stream's `metadata` event.
+ *
+ * A call is priced as the model id of its path (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`,
+ * or the id an inference profile's ARN ends in) with the price library's AWS prices, which tell a
+ * cross-region (`us.`, `eu.`, ...) profile's rate from a `global.` one's.
+ *
+ * A request signed with AWS Signature Version 4 (access keys, SSO) cannot pass through any proxy:
+ * the signature covers the host it was sent to. Bedrock API keys can.
+ */
+
+const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
+/** The runtime API's paths; everything else is the control plane's. */
+const RUNTIME = /^\/(?:model|async-invoke|guardrail)(?:\/|$)/
+const MODEL_CALL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/
+
+/** `/{region}/rest` -> where it goes; null when the first segment is no region. */
+export function bedrockPlace(path: string): { path: string; baseUrl: string } | null {
+  const slash = path.indexOf('/', 1)
+  const region = slash === -1 ? path.slice(1) : path.slice(1, slash)
+  if (!REGION.test(region)) return null
+  const rest = slash === -1 ? '/' : path.slice(slash)
+  return { path: rest, baseUrl: RUNTIME.test(rest) ? `https://bedrock-runtime.${region}.amazonaws.com` : `https://bedrock.${region}.amazonaws.com` }
+}
+
+/** The model a path's id names: the id itself, or the id an ARN ends in (`…:inference-profile/us.anthropic.…`). */
+function modelOf(id: string): string {
+  let s = id
+  try {
+    s = decodeURIComponent(id)
+  } catch {
+    // kept as sent
+  }
+  return s.startsWith('arn:') ? s.slice(s.lastIndexOf('/') + 1) : s
+}
+
+export function inspectBedrock(req: RequestInfo): CallShape {
+  const m = MODEL_CALL.exec(req.path.replace(/\/+$/, ''))
+  if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
+  const op = m[2]
+  const model = modelOf(m[1])
+  if (op === 'count-tokens') return { endpoint: 'count_tokens', model, stream: false, billable: false }
+  return {
+    endpoint: op.startsWith('converse') ? 'converse' : 'invoke',
+    model,
+    stream: op.endsWith('-stream'),
+    billable: req.method === 'POST',
+  }
+}
+
+/** InvokeModel of a Claude model: Anthropic's answer, its stream's events inside Bedrock's `chunk` messages. */
+class InvokeMeter implements Meter {
+  private readonly inner = new AnthropicMeter()
+
+  event(type: string, payload: string): void {
+    if (type !== 'chunk') return
+    let bytes: unknown
+    try {
+      bytes = (JSON.parse(payload) as { bytes?: unknown }).bytes
+    } catch {
+      return
+    }
+    if (typeof bytes === 'string') this.inner.event('', Buffer.from(bytes, 'base64').toString('utf8'))
+  }
+
+  json(body: unknown): void {
+    this.inner.json(body)
+  }
+
+  result(): MeterResult {
+    // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
+    const { model: _named, ...r } = this.inner.result()
+    return r
+  }
+}
+
+/** Converse's `usage`, normalised: its `inputTokens` leaves out cache reads and writes, as Anthropic's does. */
+export function converseUsage(u: unknown): Usage | null {
+  if (!isObject(u)) return null
+  const out = emptyUsage()
+  out.cache_read_tokens = count(u.cacheReadInputTokens)
+  out.cache_write_tokens = count(u.cacheWriteInputTokens)
+  out.input_tokens = count(u.inputTokens) + out.cache_read_tokens + out.cache_write_tokens
+  out.output_tokens = count(u.outputTokens)
+  return out
+}
+
+/** Converse: the answer's `usage`, or a stream's `metadata` event (its last); `messageStop` ends the turn. */
+class ConverseMeter implements Meter {
+  private usage: Usage | null = null
+  private complete = false
+  private readonly text = new OutputText()
+
+  event(type: string, payload: string): void {
+    if (type === 'contentBlockDelta') {
+      // Only read should the stream end without its usage (estimated from what it streamed).
+      if (this.usage) return
+      try {
+        const d = (JSON.parse(payload) as { delta?: { text?: unknown; reasoningContent?: { text?: unknown } } }).delta
+        const t = d?.text ?? d?.reasoningContent?.text
+        if (typeof t === 'string') this.text.push(t)
+      } catch {
+        // not JSON: nothing to read
+      }
+    } else if (type === 'messageStop') {
+      this.complete = true
+    } else if (type === 'metadata') {
+      try {
+        const u = converseUsage((JSON.parse(payload) as { usage?: unknown }).usage)
+        if (u) this.usage = u
+      } catch {
+        // not JSON: no usage
+      }
+    }
+  }
+
+  json(body: unknown): void {
+    if (!isObject(body)) return
+    this.usage = converseUsage(body.usage)
+    this.complete = true
+  }
+
+  result(): MeterResult {
+    return { usage: this.usage, complete: this.complete, outputText: this.usage ? undefined : this.text.join('') }
+  }
+}
+
+export const bedrock: Provider = {
+  name: 'bedrock',
+  pricingId: 'aws',
+  defaultBaseUrl: null,
+  mount: '/bedrock',
+  credentials: ['authorization'],
+  place: bedrockPlace,
+  noUpstreamHint: 'put the region in its address (http://<burnrate>/bedrock/us-east-1) or set providers.bedrock.base_url in the config',
+  inspect: inspectBedrock,
+  meter: (shape): Meter => (shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter()),
+}
