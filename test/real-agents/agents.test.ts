@@ -24,7 +24,7 @@ import { type Relay, startRelay } from './relay'
 const HERE = dirname(fileURLToPath(import.meta.url))
 const BIN = join(HERE, 'node_modules', '.bin')
 const README = readFileSync(join(HERE, '..', '..', 'README.md'), 'utf8')
-const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google', vertex: 'google' }
+const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google', vertex: 'google', bedrock: 'aws' }
 
 let mock: AgentMock
 let t: TestServer
@@ -303,6 +303,61 @@ describe('the real agent CLIs through Burnrate', () => {
     const second = await ask([], 'Something new.')
     expect(second.session).toBe(JSON.parse(second.out.stdout).session_id)
     expect(second.session).not.toBe(r1.session_id)
+  })
+
+  it('Claude Code on Amazon Bedrock with a Bedrock API key: its calls through /bedrock/<region>, priced as their model ids (a geographic profile above the global rate Claude Code computes)', async () => {
+    const key = 'ABSKQmVkcm9ja0FQSUtleS1idXJucmF0ZS1zdWl0ZS0wMDEw'
+    const agent = newAgent('claude-bedrock', {
+      ...exportsOf(snippet('claude-code', 3)),
+      CLAUDE_CODE_USE_BEDROCK: '1',
+      AWS_REGION: 'us-east-1',
+      AWS_BEARER_TOKEN_BEDROCK: key,
+      ...CLAUDE_QUIET,
+    })
+    expect(agent.env.ANTHROPIC_BEDROCK_BASE_URL).toBe(`${relay.url}/bedrock/us-east-1`)
+    for (const prompt of ['Say hello.', 'Something new.']) {
+      const beforeRow = lastId()
+      const beforeEx = mock.exchanges.length
+      const beforeSeen = relay.seen.length
+      const out = await run(agent, 'claude', ['-p', '--output-format', 'json', prompt])
+      expect(out.code, `claude exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+      const answer = JSON.parse(out.stdout)
+      expect(answer.result).toContain('Burnrate mock answer')
+      await settled()
+      const exchanges = mock.exchanges.slice(beforeEx)
+      const calls = exchanges.filter((e) => e.usage)
+      expect(calls.some((e) => e.url.endsWith('/invoke-with-response-stream'))).toBe(true)
+      // The region is Burnrate's part of the address: the upstream sees Bedrock's own paths.
+      for (const e of exchanges) expect(e.url).toMatch(/^\/(model\/[^/]+\/(invoke|invoke-with-response-stream)|inference-profiles\?.*)$/)
+      for (const e of calls) expect(e.headers.authorization).toBe(`Bearer ${key}`)
+      const rows = (await eventually(() => {
+        const r = rowsAfter(beforeRow)
+        return r.length >= exchanges.length ? r : undefined
+      }, 15_000)) as any[]
+      expect(rows).toHaveLength(exchanges.length)
+      const seen = relay.seen.slice(beforeSeen)
+      for (const e of exchanges) expect(seen.some((x) => x.requestSha === e.requestSha && x.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
+      for (const r of rows) expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ provider: 'bedrock', status: 200, error: null, estimated: 0 })
+      for (const e of calls) {
+        const r = rows.find((x) => x.input_tokens === e.usage!.input)
+        expect(r, `a row with the ${e.usage!.input} input tokens the mock returned`).toBeDefined()
+        expect(r).toMatchObject({ model: e.model, endpoint: 'invoke', output_tokens: e.usage!.output, cache_read_tokens: e.usage!.cacheRead, agent: 'claude-code', session: answer.session_id, billing: 'api', priced: 1 })
+        const price = calcPrice({ input_tokens: e.usage!.input, cache_read_tokens: e.usage!.cacheRead, output_tokens: e.usage!.output }, e.model, { providerId: 'aws' })
+        expect(r.cost_usd).toBeCloseTo(Number(price!.total_price), 12)
+      }
+      // Its turn is the streamed call (the one-token model checks before it are left out of its
+      // total). Claude Code prices it at the global rate; through a geographic profile (`us.`) AWS
+      // bills 10% more for newer Claude models, and that is what Burnrate records.
+      const streamed = calls.filter((e) => e.url.endsWith('/invoke-with-response-stream'))
+      const at = (e: Exchange, model: string) => Number(calcPrice({ input_tokens: e.usage!.input, cache_read_tokens: e.usage!.cacheRead, output_tokens: e.usage!.output }, model, { providerId: 'aws' })!.total_price)
+      expect(streamed.every((e) => e.model.startsWith('us.'))).toBe(true)
+      expect(streamed.reduce((sum, e) => sum + at(e, e.model.replace(/^us\./, 'global.')), 0)).toBeCloseTo(answer.total_cost_usd, 9)
+      const recordedTurn = rows.filter((r) => r.streamed === 1).reduce((sum, r) => sum + r.cost_usd, 0)
+      expect(recordedTurn).toBeCloseTo(streamed.reduce((sum, e) => sum + at(e, e.model), 0), 12)
+      expect(recordedTurn).toBeGreaterThan(answer.total_cost_usd)
+      // Listing the inference profiles (the AWS SDK's own call, not Claude Code's): recorded at no cost.
+      for (const r of rows.filter((x) => x.endpoint === 'other')) expect(r.cost_usd).toBe(0)
+    }
   })
 
   it('Claude Code logged in with a Claude account (OAuth token): the same ANTHROPIC_BASE_URL, plan usage under its session, its 5h and 7d windows on /api/dashboard/plans', async () => {

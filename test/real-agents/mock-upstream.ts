@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
+import { bedrockInvokeStream } from '../support/event-stream'
 
 /**
  * A loopback stand-in for the three providers the agent CLIs speak, answering every model call
@@ -48,6 +49,9 @@ function claudePlanHeaders(): Record<string, string> {
 
 /** Claude on Vertex AI: `…/publishers/anthropic/models/{model}:rawPredict` or `:streamRawPredict`. */
 const VERTEX_CLAUDE = /\/publishers\/anthropic\/models\/([^/:]+):(rawPredict|streamRawPredict)$/
+
+/** Claude on Amazon Bedrock: `/model/{id}/invoke` or `/invoke-with-response-stream`. */
+const BEDROCK_INVOKE = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream)$/
 
 /** The Google access token the mock's metadata server gives. */
 export const VERTEX_TOKEN = 'ya29.burnrate-suite-vertex-access-token-0008'
@@ -109,7 +113,7 @@ export async function startAgentMock(): Promise<AgentMock> {
         json = undefined
       }
       const url = req.url ?? '/'
-      const send = (protocol: Exchange['protocol'], status: number, headers: Record<string, string>, out: string, model: string, usage: Usage | null, text: string) => {
+      const send = (protocol: Exchange['protocol'], status: number, headers: Record<string, string>, out: string | Buffer, model: string, usage: Usage | null, text: string) => {
         exchanges.push({ protocol, method: req.method ?? '', url, headers: req.headers, requestSha: sha(body), responseSha: sha(out), model, usage, text })
         res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(out)) })
         res.end(out)
@@ -124,6 +128,22 @@ export async function startAgentMock(): Promise<AgentMock> {
         const out = token ? JSON.stringify({ access_token: VERTEX_TOKEN, expires_in: 3599, token_type: 'Bearer' }) : path.endsWith('/project/project-id') ? 'burnrate-suite-project' : 'ok'
         res.writeHead(200, { 'metadata-flavor': 'Google', 'content-type': token ? 'application/json' : 'text/plain', 'content-length': String(Buffer.byteLength(out)) })
         res.end(out)
+        return
+      }
+      const bedrockInvoke = BEDROCK_INVOKE.exec(path)
+      if (req.method === 'POST' && bedrockInvoke) {
+        // Claude on Amazon Bedrock: the model id in the path, Anthropic's answer; the stream in
+        // AWS's event stream encoding, each event base64 in a `chunk` message.
+        const { usage, text } = next()
+        const model = decodeURIComponent(bedrockInvoke[1])
+        if (bedrockInvoke[2] === 'invoke-with-response-stream') {
+          send('anthropic', 200, { 'content-type': 'application/vnd.amazon.eventstream' }, Buffer.concat(bedrockInvokeStream(Buffer.from(anthropicSse(model, usage, text)))), model, usage, text)
+        } else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+        return
+      }
+      if (req.method === 'GET' && path === '/inference-profiles') {
+        // Bedrock's control plane: Claude Code lists the inference profiles it may call.
+        send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ inferenceProfileSummaries: [] }), '', null, '')
         return
       }
       if (req.method === 'POST' && vertexClaude?.[1] === 'count-tokens') {

@@ -27,6 +27,11 @@ export function setupSnippets(origin: string): Snippet[] {
           lang: 'sh',
           code: `export ANTHROPIC_VERTEX_BASE_URL=${origin}/vertex/v1\nclaude`,
         },
+        {
+          label: 'On Amazon Bedrock with a Bedrock API key (AWS_BEARER_TOKEN_BEDROCK, with CLAUDE_CODE_USE_BEDROCK and AWS_REGION set as usual): your region in the address',
+          lang: 'sh',
+          code: `export ANTHROPIC_BEDROCK_BASE_URL=${origin}/bedrock/us-east-1\nclaude`,
+        },
       ],
       note: 'Claude Code identifies itself, so its calls are attributed to it and its session automatically.',
     },
