@@ -6,6 +6,7 @@ describe('GenAI semantic conventions', () => {
     expect(providerName('gemini')).toBe('gcp.gemini')
     expect(providerName('vertex')).toBe('gcp.vertex_ai')
     expect(systemName('vertex')).toBe('gcp.vertex_ai')
+    expect(providerName('bedrock')).toBe('aws.bedrock')
     expect(providerName('openrouter')).toBe('openrouter')
   })
 

@@ -50,13 +50,14 @@ export const BURNRATE = {
 const PROVIDER_NAMES: Record<string, string> = {
   gemini: 'gcp.gemini',
   vertex: 'gcp.vertex_ai',
+  bedrock: 'aws.bedrock',
   azure: 'azure.ai.openai',
   mistral: 'mistral_ai',
   xai: 'x_ai',
 }
 
 /** The older `gen_ai.system` values, where they differ from the provider's. */
-const SYSTEM_NAMES: Record<string, string> = { gemini: 'gcp.gemini', vertex: 'gcp.vertex_ai', azure: 'az.ai.openai', mistral: 'mistral_ai', xai: 'xai' }
+const SYSTEM_NAMES: Record<string, string> = { gemini: 'gcp.gemini', vertex: 'gcp.vertex_ai', bedrock: 'aws.bedrock', azure: 'az.ai.openai', mistral: 'mistral_ai', xai: 'xai' }
 
 export function providerName(provider: string): string {
   return PROVIDER_NAMES[provider] ?? provider

@@ -45,6 +45,16 @@ describe('Bedrock meters', () => {
     expect(r.model).toBeUndefined()
   })
 
+  it("InvokeModel's stream of another model: Bedrock's own count in the last event", () => {
+    const m = bedrock.meter(inspectBedrock(req('/model/meta.llama3-70b-instruct-v1:0/invoke-with-response-stream')), req(''))
+    const chunk = (ev: object) => eventMessage('chunk', { bytes: Buffer.from(JSON.stringify(ev)).toString('base64') })
+    feed(m, [
+      chunk({ generation: 'Hello', prompt_token_count: 12, generation_token_count: 1, stop_reason: null }),
+      chunk({ generation: '!', prompt_token_count: null, generation_token_count: 2, stop_reason: 'stop', 'amazon-bedrock-invocationMetrics': { inputTokenCount: 12, outputTokenCount: 2, invocationLatency: 300, firstByteLatency: 100 } }),
+    ])
+    expect(m.result()).toMatchObject({ usage: { input_tokens: 12, output_tokens: 2, cache_read_tokens: 0 }, complete: true })
+  })
+
   it("InvokeModel's answer: Anthropic's JSON", () => {
     const m = bedrock.meter(inspectBedrock(req(`/model/${MODEL}/invoke`)), req(''))
     m.json(JSON.parse(readFileSync(join(FIXTURES, 'anthropic/messages-nonstream-cache-read.json'), 'utf8')))

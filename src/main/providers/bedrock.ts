@@ -15,7 +15,8 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
  * - InvokeModel (`/model/{id}/invoke`, and `/invoke-with-response-stream`, whose answer is AWS's
  *   binary event stream: each `chunk` carries one of the model's events, base64 in `bytes`) of a
  *   Claude model takes and answers Anthropic's Messages API: metered as Anthropic's answers are.
- *   Other models' own formats are not read (their calls are estimated); the Converse API is.
+ *   Other models' own formats are not read: their streams are counted by Bedrock's own metrics
+ *   in the last event, their JSON answers estimated; the Converse API is read for every model.
  * - Converse (`/model/{id}/converse`, `/converse-stream`): `usage` {inputTokens, outputTokens,
  *   cacheReadInputTokens, cacheWriteInputTokens}, in the answer or the stream's `metadata` event.
  *
@@ -66,9 +67,17 @@ export function inspectBedrock(req: RequestInfo): CallShape {
   }
 }
 
-/** InvokeModel of a Claude model: Anthropic's answer, its stream's events inside Bedrock's `chunk` messages. */
+const METRICS = 'amazon-bedrock-invocationMetrics'
+
+/**
+ * InvokeModel: a Claude model's answer is Anthropic's, its stream's events inside Bedrock's
+ * `chunk` messages. Any model's stream ends with Bedrock's own count in its last event
+ * (`amazon-bedrock-invocationMetrics`: input and output tokens, no cache detail), which counts
+ * when the model's events carry none (other models' formats are not read).
+ */
 class InvokeMeter implements Meter {
   private readonly inner = new AnthropicMeter()
+  private metrics: Usage | null = null
 
   event(type: string, payload: string): void {
     if (type !== 'chunk') return
@@ -78,7 +87,10 @@ class InvokeMeter implements Meter {
     } catch {
       return
     }
-    if (typeof bytes === 'string') this.inner.event('', Buffer.from(bytes, 'base64').toString('utf8'))
+    if (typeof bytes !== 'string') return
+    const text = Buffer.from(bytes, 'base64').toString('utf8')
+    this.inner.event('', text)
+    if (text.includes(METRICS)) this.metrics = metricsUsage(text)
   }
 
   json(body: unknown): void {
@@ -88,7 +100,21 @@ class InvokeMeter implements Meter {
   result(): MeterResult {
     // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
     const { model: _named, ...r } = this.inner.result()
+    if (!r.usage && this.metrics) return { usage: this.metrics, complete: true }
     return r
+  }
+}
+
+function metricsUsage(text: string): Usage | null {
+  try {
+    const m = (JSON.parse(text) as Record<string, unknown>)[METRICS]
+    if (!isObject(m)) return null
+    const u = emptyUsage()
+    u.input_tokens = count(m.inputTokenCount)
+    u.output_tokens = count(m.outputTokenCount)
+    return u
+  } catch {
+    return null
   }
 }
 
