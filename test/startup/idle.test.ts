@@ -197,7 +197,7 @@ describe('an idle server gives memory back', () => {
 
   it.skipIf(!glibc)("with glibc's thresholds fixed, a large chunk a living thread freed goes back to the system", () => {
     const run = (mode: 'dynamic' | 'fixed'): { keptMiB: number } => {
-      const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'test/startup/scripts/arena-chunk.ts'), mode], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 })
+      const r = spawnSync(process.execPath, ['--expose-gc', '--import', 'tsx', join(ROOT, 'test/startup/scripts/arena-chunk.ts'), mode], { cwd: ROOT, encoding: 'utf8', timeout: 120_000 })
       expect(r.status, r.stderr).toBe(0)
       return JSON.parse(r.stdout) as { keptMiB: number }
     }
