@@ -1,11 +1,9 @@
-import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { bedrockInvokeStream, eventMessage } from '../support/event-stream'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { answer, recorded } from './ledger'
+import { serverOverMockUpstream, startTestServer } from '../support/server'
+import { answer, libraryPrice, recorded } from './ledger'
 
 /**
  * Amazon Bedrock through a running Burnrate, with a Bedrock API key: InvokeModel of a Claude
@@ -14,39 +12,25 @@ import { answer, recorded } from './ledger'
  * src/main/proxy/routes.test.ts.
  */
 
-let upstream: MockUpstream
-let t: TestServer
+const s = serverOverMockUpstream()
 
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 const HEADERS = { authorization: 'Bearer ABSKQmVkcm9ja0FQSUtleS1idXJucmF0ZS10ZXN0LTAwMDE=' }
 const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
 const BASE = '/bedrock/us-east-1'
 
-function awsPrice(usage: Record<string, number>, model: string, ts: number): number {
-  const p = calcPrice(usage, model, { providerId: 'aws', timestamp: new Date(ts) })
-  expect(p, model).not.toBeNull()
-  return p!.total_price
-}
 
 describe('Amazon Bedrock', () => {
   it("InvokeModel of a Claude model: the region left out of the path, the key passed on, priced as the path's model", async () => {
-    answer(upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
-    const row = await recorded(t, () => postJson(`${t.url}${BASE}/model/${MODEL}/invoke`, { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1024, messages: [] }, HEADERS))
-    expect(upstream.requests[0].url).toBe(`/model/${MODEL}/invoke`)
-    expect(upstream.requests[0].headers.authorization).toBe(HEADERS.authorization)
+    answer(s.upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/invoke`, { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1024, messages: [] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe(`/model/${MODEL}/invoke`)
+    expect(s.upstream.requests[0].headers.authorization).toBe(HEADERS.authorization)
     expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'invoke', model: MODEL, status: 200, input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202, priced: 1, estimated: 0 })
-    expect(row.cost_usd).toBe(awsPrice({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, MODEL, row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, MODEL, row.ts))
   })
 
   it('InvokeModelWithResponseStream: the recorded Anthropic stream in event stream chunks, passed byte for byte', async () => {
@@ -54,24 +38,24 @@ describe('Amazon Bedrock', () => {
     // Messages split across the wire's chunks, as TCP may deliver them.
     const wire = Buffer.concat(chunks)
     const parts = [wire.subarray(0, 7), wire.subarray(7, 500), wire.subarray(500, wire.length - 3), wire.subarray(wire.length - 3)]
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'req-1' }, chunks: parts, delayMs: 1 }))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-requestid': 'req-1' }, chunks: parts, delayMs: 1 }))
     let body: Buffer | undefined
-    const row = await recorded(t, async () => {
-      const res = await request(`${t.url}${BASE}/model/${MODEL}/invoke-with-response-stream`, { method: 'POST', headers: { ...HEADERS, 'content-type': 'application/json' }, body: '{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[]}' })
+    const row = await recorded(s.t, async () => {
+      const res = await request(`${s.t.url}${BASE}/model/${MODEL}/invoke-with-response-stream`, { method: 'POST', headers: { ...HEADERS, 'content-type': 'application/json' }, body: '{"anthropic_version":"bedrock-2023-05-31","max_tokens":64,"messages":[]}' })
       body = res.body
     })
     expect(body!.equals(wire)).toBe(true)
     expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'invoke', model: MODEL, streamed: 1, input_tokens: 1169, cache_read_tokens: 1165, output_tokens: 221, estimated: 0, priced: 1 })
-    expect(row.cost_usd).toBe(awsPrice({ input_tokens: 1169, cache_read_tokens: 1165, output_tokens: 221 }, MODEL, row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 1169, cache_read_tokens: 1165, output_tokens: 221 }, MODEL, row.ts))
   })
 
   it('Converse and ConverseStream: their usage, cache reads added to the input; a global profile at its own price', async () => {
     const global = 'global.anthropic.claude-sonnet-4-5-20250929-v1:0'
-    answer(upstream, { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 2000, totalTokens: 2039 }, metrics: { latencyMs: 5 } })
-    const row = await recorded(t, () => postJson(`${t.url}${BASE}/model/${global}/converse`, { messages: [] }, HEADERS))
+    answer(s.upstream, { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 30, outputTokens: 9, cacheReadInputTokens: 2000, totalTokens: 2039 }, metrics: { latencyMs: 5 } })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${global}/converse`, { messages: [] }, HEADERS))
     expect(row).toMatchObject({ endpoint: 'converse', model: global, input_tokens: 2030, cache_read_tokens: 2000, output_tokens: 9, priced: 1 })
-    expect(row.cost_usd).toBe(awsPrice({ input_tokens: 2030, cache_read_tokens: 2000, output_tokens: 9 }, global, row.ts))
-    expect(row.cost_usd).not.toBe(awsPrice({ input_tokens: 2030, cache_read_tokens: 2000, output_tokens: 9 }, MODEL, row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 2030, cache_read_tokens: 2000, output_tokens: 9 }, global, row.ts))
+    expect(row.cost_usd).not.toBe(libraryPrice('aws', { input_tokens: 2030, cache_read_tokens: 2000, output_tokens: 9 }, MODEL, row.ts))
 
     const stream = [
       eventMessage('messageStart', { role: 'assistant' }),
@@ -79,15 +63,15 @@ describe('Amazon Bedrock', () => {
       eventMessage('messageStop', { stopReason: 'end_turn' }),
       eventMessage('metadata', { usage: { inputTokens: 40, outputTokens: 2, totalTokens: 42 }, metrics: { latencyMs: 9 } }),
     ]
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream' }, chunks: stream, delayMs: 1 }))
-    const s = await recorded(t, () => postJson(`${t.url}${BASE}/model/${MODEL}/converse-stream`, { messages: [] }, HEADERS))
-    expect(s).toMatchObject({ endpoint: 'converse', streamed: 1, input_tokens: 40, output_tokens: 2, estimated: 0 })
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream' }, chunks: stream, delayMs: 1 }))
+    const streamed = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/converse-stream`, { messages: [] }, HEADERS))
+    expect(streamed).toMatchObject({ endpoint: 'converse', streamed: 1, input_tokens: 40, output_tokens: 2, estimated: 0 })
   })
 
   it("the control plane's reads pass at no cost", async () => {
-    answer(upstream, { inferenceProfileSummaries: [] })
-    const row = await recorded(t, () => request(`${t.url}${BASE}/inference-profiles?type=SYSTEM_DEFINED`, { headers: HEADERS }))
-    expect(upstream.requests[0].url).toBe('/inference-profiles?type=SYSTEM_DEFINED')
+    answer(s.upstream, { inferenceProfileSummaries: [] })
+    const row = await recorded(s.t, () => request(`${s.t.url}${BASE}/inference-profiles?type=SYSTEM_DEFINED`, { headers: HEADERS }))
+    expect(s.upstream.requests[0].url).toBe('/inference-profiles?type=SYSTEM_DEFINED')
     expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'other', cost_usd: 0 })
   })
 

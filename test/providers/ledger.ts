@@ -1,3 +1,5 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { expect } from 'vitest'
 import Database from 'better-sqlite3'
 import { eventually } from '../support/http'
 import type { MockUpstream } from '../support/mock-upstream'
@@ -62,4 +64,11 @@ export function geminiMultimodalAnswer(model: string) {
     },
     modelVersion: model,
   }
+}
+
+/** The price library's own price of a usage, for a provider's price data at `ts`: what a row's cost must equal. */
+export function libraryPrice(providerId: string, usage: Record<string, number>, model: string, ts: number): number {
+  const p = calcPrice(usage, model, { providerId, timestamp: new Date(ts) })
+  expect(p, `${providerId} prices ${model}`).not.toBeNull()
+  return p!.total_price
 }

@@ -1,10 +1,9 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+import { beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { answer, recorded } from './ledger'
+import { serverOverMockUpstream, startTestServer } from '../support/server'
+import { answer, libraryPrice, recorded } from './ledger'
 
 /**
  * Vertex AI through a running Burnrate: Claude (Anthropic's Messages API behind `:rawPredict` and
@@ -13,19 +12,10 @@ import { answer, recorded } from './ledger'
  * Google's host by location is tested in src/main/proxy/routes.test.ts.
  */
 
-let upstream: MockUpstream
-let t: TestServer
+const s = serverOverMockUpstream()
 
-beforeAll(async () => {
-  upstream = await startMockUpstream()
-  t = await startTestServer({}, upstream.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await upstream.close()
-})
 beforeEach(() => {
-  upstream.requests.length = 0
+  s.upstream.requests.length = 0
 })
 
 /** A Google access token, as Claude Code gets it from Application Default Credentials. */
@@ -33,44 +23,39 @@ const HEADERS = { authorization: 'Bearer ya29.a0-burnrate-vertex-test-token-0001
 const CLAUDE = '/v1/projects/my-proj/locations/us-east5/publishers/anthropic/models'
 const GEMINI = '/v1/projects/my-proj/locations/global/publishers/google/models'
 
-function googlePrice(usage: Record<string, number>, model: string, ts: number): number {
-  const p = calcPrice(usage, model, { providerId: 'google', timestamp: new Date(ts) })
-  expect(p, model).not.toBeNull()
-  return p!.total_price
-}
 
 describe('Vertex AI', () => {
   it('Claude with rawPredict: the path and token pass as they came, the answer is metered as Anthropic and priced at its list', async () => {
-    answer(upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
+    answer(s.upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
     const path = `${CLAUDE}/claude-3-5-sonnet@20240620:rawPredict`
-    const row = await recorded(t, () => postJson(`${t.url}/vertex${path}`, { anthropic_version: 'vertex-2023-10-16', max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
-    expect(upstream.requests[0].url).toBe(path)
-    expect(upstream.requests[0].headers.authorization).toBe(HEADERS.authorization)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex${path}`, { anthropic_version: 'vertex-2023-10-16', max_tokens: 1024, messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe(path)
+    expect(s.upstream.requests[0].headers.authorization).toBe(HEADERS.authorization)
     expect(row).toMatchObject({ provider: 'vertex', endpoint: 'messages', model: 'claude-3-5-sonnet-20240620', requested_model: 'claude-3-5-sonnet@20240620', status: 200 })
     expect(row).toMatchObject({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202, priced: 1, estimated: 0 })
-    expect(row.cost_usd).toBe(googlePrice({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, 'claude-3-5-sonnet-20240620', row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('google', { input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, 'claude-3-5-sonnet-20240620', row.ts))
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, 'claude-3-5-sonnet-20240620', { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
   })
 
   it('Claude with streamRawPredict: the recorded stream, as Claude Code receives it', async () => {
-    answer(upstream, fixture('anthropic/messages-stream-text.sse'), 'sse')
-    const row = await recorded(t, () => postJson(`${t.url}/vertex${CLAUDE}/claude-sonnet-4-5@20250929:streamRawPredict`, { anthropic_version: 'vertex-2023-10-16', stream: true, max_tokens: 64, messages: [] }, HEADERS))
+    answer(s.upstream, fixture('anthropic/messages-stream-text.sse'), 'sse')
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex${CLAUDE}/claude-sonnet-4-5@20250929:streamRawPredict`, { anthropic_version: 'vertex-2023-10-16', stream: true, max_tokens: 64, messages: [] }, HEADERS))
     expect(row).toMatchObject({ provider: 'vertex', model: 'claude-sonnet-4-5-20250929', streamed: 1, input_tokens: 20, output_tokens: 5, estimated: 0, priced: 1 })
-    expect(row.cost_usd).toBe(googlePrice({ input_tokens: 20, output_tokens: 5 }, 'claude-sonnet-4-5-20250929', row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('google', { input_tokens: 20, output_tokens: 5 }, 'claude-sonnet-4-5-20250929', row.ts))
   })
 
   it('Gemini with streamGenerateContent: the recorded stream, its thoughts billed as output', async () => {
-    answer(upstream, fixture('gemini/stream-generate-content.sse'), 'sse')
+    answer(s.upstream, fixture('gemini/stream-generate-content.sse'), 'sse')
     const path = `${GEMINI}/gemini-2.5-flash:streamGenerateContent?alt=sse`
-    const row = await recorded(t, () => postJson(`${t.url}/vertex${path}`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, HEADERS))
-    expect(upstream.requests[0].url).toBe(path)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex${path}`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe(path)
     expect(row).toMatchObject({ provider: 'vertex', endpoint: 'streamGenerateContent', model: 'gemini-2.5-flash', streamed: 1, input_tokens: 18, output_tokens: 115, reasoning_tokens: 35, priced: 1 })
-    expect(row.cost_usd).toBe(googlePrice({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
+    expect(row.cost_usd).toBe(libraryPrice('google', { input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
   })
 
   it('token counting is recorded at no cost', async () => {
-    answer(upstream, { input_tokens: 42 })
-    const row = await recorded(t, () => postJson(`${t.url}/vertex/v1/projects/my-proj/locations/global/publishers/anthropic/models/count-tokens:rawPredict`, { model: 'claude-sonnet-4-5@20250929', messages: [] }, HEADERS))
+    answer(s.upstream, { input_tokens: 42 })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex/v1/projects/my-proj/locations/global/publishers/anthropic/models/count-tokens:rawPredict`, { model: 'claude-sonnet-4-5@20250929', messages: [] }, HEADERS))
     expect(row).toMatchObject({ provider: 'vertex', endpoint: 'count_tokens', cost_usd: 0, output_tokens: 0 })
   })
 
