@@ -70,6 +70,11 @@ function geminiSettings(agent: Agent, authType: string): void {
   )
 }
 
+/** Application Default Credentials from a metadata server, as on a Google Cloud VM: the mock's (Vertex AI's access token). */
+function googleCredentials(): Record<string, string> {
+  return { GCE_METADATA_HOST: new URL(mock.url).host }
+}
+
 /** `export K=V` lines of a shell snippet, as environment variables. */
 function exportsOf(code: string): Record<string, string> {
   const env: Record<string, string> = {}
@@ -174,10 +179,11 @@ function lastId(): number {
 }
 
 /**
- * One CLI turn: runs it, then checks every call it made. Returns the session the calls were
- * recorded under.
+ * Runs the CLI once, successfully, and returns the calls that reached the mock and the ledger's
+ * rows for them: one row per call, and no other (no failed or retried calls), each call's request
+ * and answer passed byte for byte both ways (a WebSocket's frames are checked by its own tests).
  */
-async function turn(agent: Agent, cmd: string, args: string[], expectAgent: string, extraEnv: Record<string, string> = {}): Promise<{ out: Run; session: string; rows: any[]; exchanges: Exchange[] }> {
+async function observed(agent: Agent, cmd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<{ out: Run; exchanges: Exchange[]; rows: any[] }> {
   const beforeRow = lastId()
   const beforeEx = mock.exchanges.length
   const beforeSeen = relay.seen.length
@@ -185,24 +191,32 @@ async function turn(agent: Agent, cmd: string, args: string[], expectAgent: stri
   expect(out.code, `${cmd} ${args.join(' ')} exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
   await settled()
   const exchanges = mock.exchanges.slice(beforeEx)
-  expect(exchanges.some((e) => e.usage), 'the turn made a model call').toBe(true)
-  // One ledger row per call that reached the upstream, and no other (no failed or retried calls).
   const rows = (await eventually(() => {
     const r = rowsAfter(beforeRow)
     return r.length >= exchanges.length ? r : undefined
   }, 15_000)) as any[]
   expect(rows.length).toBe(exchanges.length)
   const seen = relay.seen.slice(beforeSeen)
+  for (const e of exchanges) {
+    if (e.protocol === 'responses-ws') continue
+    expect(seen.some((s) => s.requestSha === e.requestSha && s.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
+  }
+  return { out, exchanges, rows }
+}
+
+/**
+ * One CLI turn: runs it, then checks every call it made. Returns the session the calls were
+ * recorded under.
+ */
+async function turn(agent: Agent, cmd: string, args: string[], expectAgent: string, extraEnv: Record<string, string> = {}): Promise<{ out: Run; session: string; rows: any[]; exchanges: Exchange[] }> {
+  const { out, exchanges, rows } = await observed(agent, cmd, args, extraEnv)
+  expect(exchanges.some((e) => e.usage), 'the turn made a model call').toBe(true)
   for (const r of rows) {
     expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ status: 200, error: null, agent: expectAgent, estimated: 0 })
   }
   const sessions = new Set(rows.map((r) => r.session))
   expect([...sessions], 'one session per turn').toHaveLength(1)
   for (const e of exchanges) {
-    if (e.protocol !== 'responses-ws') {
-      // The agent's request reached the upstream, and the upstream's answer the agent, byte for byte.
-      expect(seen.some((s) => s.requestSha === e.requestSha && s.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
-    }
     if (!e.usage) continue
     const r = rows.find((x) => x.input_tokens === e.usage!.input)
     expect(r, `a row with the ${e.usage.input} input tokens the mock returned`).toBeDefined()
@@ -275,8 +289,7 @@ describe('the real agent CLIs through Burnrate', () => {
       CLAUDE_CODE_USE_VERTEX: '1',
       ANTHROPIC_VERTEX_PROJECT_ID: 'burnrate-suite-project',
       CLOUD_ML_REGION: 'us-east5',
-      // Application Default Credentials from a metadata server, as on a Google Cloud VM: the mock's.
-      GCE_METADATA_HOST: new URL(mock.url).host,
+      ...googleCredentials(),
       ...CLAUDE_QUIET,
     })
     const ask = (extra: string[], prompt: string) => turn(agent, 'claude', ['-p', ...extra, '--output-format', 'json', prompt], 'claude-code')
@@ -316,27 +329,14 @@ describe('the real agent CLIs through Burnrate', () => {
     })
     expect(agent.env.ANTHROPIC_BEDROCK_BASE_URL).toBe(`${relay.url}/bedrock/us-east-1`)
     for (const prompt of ['Say hello.', 'Something new.']) {
-      const beforeRow = lastId()
-      const beforeEx = mock.exchanges.length
-      const beforeSeen = relay.seen.length
-      const out = await run(agent, 'claude', ['-p', '--output-format', 'json', prompt])
-      expect(out.code, `claude exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+      const { out, exchanges, rows } = await observed(agent, 'claude', ['-p', '--output-format', 'json', prompt])
       const answer = JSON.parse(out.stdout)
       expect(answer.result).toContain('Burnrate mock answer')
-      await settled()
-      const exchanges = mock.exchanges.slice(beforeEx)
       const calls = exchanges.filter((e) => e.usage)
       expect(calls.some((e) => e.url.endsWith('/invoke-with-response-stream'))).toBe(true)
       // The region is Burnrate's part of the address: the upstream sees Bedrock's own paths.
       for (const e of exchanges) expect(e.url).toMatch(/^\/(model\/[^/]+\/(invoke|invoke-with-response-stream)|inference-profiles\?.*)$/)
       for (const e of calls) expect(e.headers.authorization).toBe(`Bearer ${key}`)
-      const rows = (await eventually(() => {
-        const r = rowsAfter(beforeRow)
-        return r.length >= exchanges.length ? r : undefined
-      }, 15_000)) as any[]
-      expect(rows).toHaveLength(exchanges.length)
-      const seen = relay.seen.slice(beforeSeen)
-      for (const e of exchanges) expect(seen.some((x) => x.requestSha === e.requestSha && x.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
       for (const r of rows) expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ provider: 'bedrock', status: 200, error: null, estimated: 0 })
       for (const e of calls) {
         const r = rows.find((x) => x.input_tokens === e.usage!.input)
@@ -557,8 +557,7 @@ describe('the real agent CLIs through Burnrate', () => {
       GOOGLE_GENAI_USE_VERTEXAI: 'true',
       GOOGLE_CLOUD_PROJECT: 'burnrate-suite-project',
       GOOGLE_CLOUD_LOCATION: 'us-central1',
-      // Application Default Credentials from a metadata server, as on a Google Cloud VM: the mock's.
-      GCE_METADATA_HOST: new URL(mock.url).host,
+      ...googleCredentials(),
       GEMINI_CLI_TRUST_WORKSPACE: 'true',
     })
     geminiSettings(agent, 'vertex-ai')
@@ -586,26 +585,13 @@ describe('the real agent CLIs through Burnrate', () => {
     })
     expect(agent.env.CODE_ASSIST_ENDPOINT).toBe(`${relay.url}/code-assist`)
     geminiSettings(agent, 'oauth-personal')
-    const beforeRow = lastId()
-    const beforeEx = mock.exchanges.length
-    const beforeSeen = relay.seen.length
-    const out = await run(agent, 'gemini', ['-m', 'gemini-2.5-flash', '-p', 'Say hello.', '--output-format', 'json'])
-    expect(out.code, `gemini exited ${out.code}\n${out.stdout.slice(-2000)}\n${out.stderr.slice(-3000)}`).toBe(0)
+    // One row per call that reached Code Assist (its set-up, quota and experiment calls too), no other.
+    const { out, exchanges, rows } = await observed(agent, 'gemini', ['-m', 'gemini-2.5-flash', '-p', 'Say hello.', '--output-format', 'json'])
     const answer = JSON.parse(out.stdout)
     expect(answer.response).toContain('Burnrate mock answer')
-    await settled()
-    const exchanges = mock.exchanges.slice(beforeEx)
     const calls = exchanges.filter((e) => e.usage)
     expect(calls.length).toBeGreaterThan(0)
     for (const e of calls) expect(e.url.split('?')[0]).toMatch(/^\/v1internal:(streamGenerateContent|generateContent)$/)
-    const rows = (await eventually(() => {
-      const r = rowsAfter(beforeRow)
-      return r.length >= exchanges.length ? r : undefined
-    }, 15_000)) as any[]
-    // One row per call that reached Code Assist (its set-up, quota and experiment calls too), no other.
-    expect(rows).toHaveLength(exchanges.length)
-    const seen = relay.seen.slice(beforeSeen)
-    for (const e of exchanges) expect(seen.some((x) => x.requestSha === e.requestSha && x.responseSha === e.responseSha), `${e.method} ${e.url} passed unchanged`).toBe(true)
     for (const r of rows) expect(r, `row ${JSON.stringify(r)}`).toMatchObject({ provider: 'code-assist', status: 200, error: null, agent: 'gemini-cli', billing: 'subscription', estimated: 0 })
     for (const e of calls) {
       const r = rows.find((x) => x.input_tokens === e.usage!.input)
