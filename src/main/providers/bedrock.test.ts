@@ -62,7 +62,10 @@ describe('Bedrock meters', () => {
   })
 
   it('Converse: the usage with cache reads and writes added to the input, from the answer or the stream', () => {
-    expect(converseUsage({ inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 100, cacheWriteInputTokens: 20, totalTokens: 135 })).toMatchObject({ input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 20, output_tokens: 5 })
+    expect(converseUsage({ inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 100, cacheWriteInputTokens: 20, totalTokens: 135 })).toMatchObject({ input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 20, cache_write_1h_tokens: 0, output_tokens: 5 })
+    // Cache writes by TTL: the 1-hour ones are billed higher.
+    const ttl = converseUsage({ inputTokens: 10, outputTokens: 5, cacheWriteInputTokens: 300, cacheDetails: [{ ttl: '1h', inputTokens: 200 }, { ttl: '5m', inputTokens: 100 }] })
+    expect(ttl).toMatchObject({ input_tokens: 310, cache_write_tokens: 300, cache_write_1h_tokens: 200 })
     const shape = inspectBedrock(req(`/model/${MODEL}/converse`))
     const json = bedrock.meter(shape, req(''))
     json.json({ output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 7, outputTokens: 3, totalTokens: 10 } })

@@ -118,12 +118,21 @@ function metricsUsage(text: string): Usage | null {
   }
 }
 
-/** Converse's `usage`, normalised: its `inputTokens` leaves out cache reads and writes, as Anthropic's does. */
+/**
+ * Converse's `usage`, normalised: its `inputTokens` leaves out cache reads and writes, as
+ * Anthropic's does; `cacheDetails` tells the cache writes of 1 hour (billed higher) from those of
+ * 5 minutes.
+ */
 export function converseUsage(u: unknown): Usage | null {
   if (!isObject(u)) return null
   const out = emptyUsage()
   out.cache_read_tokens = count(u.cacheReadInputTokens)
   out.cache_write_tokens = count(u.cacheWriteInputTokens)
+  if (Array.isArray(u.cacheDetails)) {
+    let hour = 0
+    for (const d of u.cacheDetails) if (isObject(d) && d.ttl === '1h') hour += count(d.inputTokens)
+    out.cache_write_1h_tokens = Math.min(hour, out.cache_write_tokens)
+  }
   out.input_tokens = count(u.inputTokens) + out.cache_read_tokens + out.cache_write_tokens
   out.output_tokens = count(u.outputTokens)
   return out
