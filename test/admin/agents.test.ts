@@ -59,7 +59,10 @@ describe('admin API: agent connections', () => {
       name: 'Claude Code',
       installed: true,
       connected: false,
-      settings: [{ file: '~/.claude/settings.json', key: 'env.ANTHROPIC_BASE_URL', value: null }],
+      settings: [
+        { file: '~/.claude/settings.json', key: 'env.ANTHROPIC_BASE_URL', value: null },
+        { file: '~/.claude/settings.json', key: 'env.ANTHROPIC_VERTEX_BASE_URL', value: null },
+      ],
       last_call_at: null,
     })
   })
@@ -67,7 +70,10 @@ describe('admin API: agent connections', () => {
   it('shows the change first, applies exactly that plan, and restores the file on disconnect', async () => {
     const plan = (await get('/api/admin/agents/claude-code/plan?action=connect')).json() as ConnectPlan
     expect(plan).toMatchObject({ agent: 'claude-code', action: 'connect', url, noop: false })
-    expect(plan.changes[0].settings).toEqual([{ key: 'env.ANTHROPIC_BASE_URL', from: null, to: url }])
+    expect(plan.changes[0].settings).toEqual([
+      { key: 'env.ANTHROPIC_BASE_URL', from: null, to: url },
+      { key: 'env.ANTHROPIC_VERTEX_BASE_URL', from: null, to: `${url}/vertex/v1` },
+    ])
     expect(plan.changes[0].diff).toContain(`+  "env": {`)
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(SETTINGS)
 
@@ -89,7 +95,10 @@ describe('admin API: agent connections', () => {
     })
 
     const off = (await get('/api/admin/agents/claude-code/plan?action=disconnect')).json() as ConnectPlan
-    expect(off.changes[0].settings).toEqual([{ key: 'env.ANTHROPIC_BASE_URL', from: url, to: null }])
+    expect(off.changes[0].settings).toEqual([
+      { key: 'env.ANTHROPIC_BASE_URL', from: url, to: null },
+      { key: 'env.ANTHROPIC_VERTEX_BASE_URL', from: `${url}/vertex/v1`, to: null },
+    ])
     const res2 = await post('/api/admin/agents/claude-code/disconnect', { plan_id: off.id })
     expect(res2.status).toBe(200)
     expect(res2.json().agent.connected).toBe(false)

@@ -4,7 +4,9 @@ import { dirname, join } from 'node:path'
 import { parse as parseToml } from '@decimalturn/toml-patch'
 import * as jsonc from 'jsonc-parser'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { CONNECTORS } from './registry'
 import { AgentConnections, ConnectError } from './connections'
+import type { AgentConnector } from './types'
 import { BLOCK_BEGIN } from './formats/shell-block'
 
 const URL_A = 'http://127.0.0.1:8787'
@@ -99,7 +101,8 @@ const CASES: Case[] = [
     original: CLAUDE,
     check(text, url) {
       const v = jsonc.parse(text)
-      expect(v.env).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-keep-me', DISABLE_TELEMETRY: '1', ANTHROPIC_BASE_URL: url })
+      // The Vertex AI address too, which Claude Code reads only on Vertex AI.
+      expect(v.env).toEqual({ ANTHROPIC_API_KEY: 'sk-ant-keep-me', DISABLE_TELEMETRY: '1', ANTHROPIC_BASE_URL: url, ANTHROPIC_VERTEX_BASE_URL: `${url}/vertex/v1` })
       expect(v.model).toBe('opus')
       expect(text).toContain('// my settings')
     },
@@ -128,6 +131,8 @@ const CASES: Case[] = [
       expect(text).toContain(`GOOGLE_GEMINI_BASE_URL=${url}\n`)
       // Logged in with Google, Gemini CLI talks to Gemini Code Assist at this address instead.
       expect(text).toContain(`CODE_ASSIST_ENDPOINT=${url}/code-assist\n`)
+      // On Vertex AI.
+      expect(text).toContain(`GOOGLE_VERTEX_BASE_URL=${url}/vertex\n`)
       expect(text).toContain('GEMINI_API_KEY=AIza-keep-me')
     },
     userEdit: (t) => t + 'GEMINI_SANDBOX=false\n',
@@ -294,10 +299,29 @@ describe('agent connections', () => {
     put('.claude/settings.json', '{\n  "model": "opus"\n}\n')
     const conn = connections()
     conn.connect('claude-code', URL_A)
-    expect(read('.claude/settings.json')).toBe(`{\n  "model": "opus",\n  "env": {\n    "ANTHROPIC_BASE_URL": "${URL_A}"\n  }\n}\n`)
+    expect(read('.claude/settings.json')).toBe(`{\n  "model": "opus",\n  "env": {\n    "ANTHROPIC_BASE_URL": "${URL_A}",\n    "ANTHROPIC_VERTEX_BASE_URL": "${URL_A}/vertex/v1"\n  }\n}\n`)
     writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace('"opus"', '"haiku"'))
     conn.disconnect('claude-code')
     expect(read('.claude/settings.json')).toBe('{\n  "model": "haiku"\n}\n')
+  })
+
+  it('an agent connected before a release added a setting gets it on the next connect or re-point, and disconnect still restores the file', () => {
+    const original = put('.claude/settings.json', '{\n  "model": "opus"\n}\n')
+    const text = readFileSync(original, 'utf8')
+    // The release before: Claude Code's connector wrote ANTHROPIC_BASE_URL only.
+    const claude = CONNECTORS.find((c) => c.id === 'claude-code')!
+    const before: AgentConnector = { ...claude, files: (ctx, url) => claude.files(ctx, url).map((f) => ({ ...f, settings: f.settings.slice(0, 1) })) }
+    new AgentConnections({ home, env: { PATH: '' }, platform: 'linux', dataDir, connectors: [before] }).connect('claude-code', URL_A)
+    expect(jsonc.parse(read('.claude/settings.json')).env).toEqual({ ANTHROPIC_BASE_URL: URL_A })
+    // This release: the port changed, so the agent is re-pointed, and the new setting is written and recorded.
+    const conn = connections()
+    expect(conn.repointAll(URL_B).map((r) => r.agent)).toEqual(['claude-code'])
+    expect(jsonc.parse(read('.claude/settings.json')).env).toEqual({ ANTHROPIC_BASE_URL: URL_B, ANTHROPIC_VERTEX_BASE_URL: `${URL_B}/vertex/v1` })
+    // Edited by the user meanwhile, so the key-by-key undo runs: both keys go, and the env object Burnrate created.
+    writeFileSync(original, read('.claude/settings.json').replace('"opus"', '"haiku"'))
+    const plan = conn.disconnect('claude-code')
+    expect(plan.changes[0].settings.map((x) => x.key)).toEqual(['env.ANTHROPIC_BASE_URL', 'env.ANTHROPIC_VERTEX_BASE_URL'])
+    expect(read('.claude/settings.json')).toBe(text.replace('"opus"', '"haiku"'))
   })
 
   it('refuses to apply a plan whose files changed after it was shown', () => {

@@ -277,18 +277,26 @@ export class AgentConnections {
         const doc = this.open(f, before)
         for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
       } else {
-        // Changed since: undo only Burnrate's own keys, where they still hold what it wrote.
+        // Changed since: undo only Burnrate's own keys, where they still hold what it wrote. Last
+        // written first: a key written after another in an object the first one created (two keys
+        // in `env`) is gone before that object is checked for being empty.
         const doc = this.open(f, before)
-        for (const k of rec.keys) {
+        const undone: { setting?: FileWork['settings'][number]; note?: string }[] = []
+        for (const k of [...rec.keys].reverse()) {
           const current = doc.get(k.key)
           if (!isDeepStrictEqual(current, k.wrote)) {
-            notes.push(`${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.`)
+            undone.push({ note: `${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.` })
             continue
           }
           if (k.had) doc.set(k.key, k.previous)
           else doc.delete(k.key)
           for (const parent of [...k.created].reverse()) if (doc.isEmptyObject(parent)) doc.delete(parent)
-          settings.push({ key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null })
+          undone.push({ setting: { key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null } })
+        }
+        // Told in the order the keys were written.
+        for (const u of undone.reverse()) {
+          if (u.note) notes.push(u.note)
+          if (u.setting) settings.push(u.setting)
         }
         after = doc.text()
         // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)

@@ -7,12 +7,26 @@ function configDir(ctx: ConnectContext): string {
   return ctx.env.CLAUDE_CONFIG_DIR || join(ctx.home, '.claude')
 }
 
-/** Claude Code: `env.ANTHROPIC_BASE_URL` in its user settings (`~/.claude/settings.json`, or `$CLAUDE_CONFIG_DIR`). */
+/**
+ * Claude Code: `env.ANTHROPIC_BASE_URL` in its user settings (`~/.claude/settings.json`, or
+ * `$CLAUDE_CONFIG_DIR`), and `env.ANTHROPIC_VERTEX_BASE_URL`, which it reads only on Vertex AI
+ * (`CLAUDE_CODE_USE_VERTEX`). Bedrock's address names the region, which Burnrate cannot know: its
+ * line is in the Connect panel.
+ */
 export const claudeCode: AgentConnector = {
   id: 'claude-code',
   name: 'Claude Code',
   recordedAs: ['claude-code'],
   installed: (ctx) => anyExists(configDir(ctx)) || onPath(ctx, 'claude'),
-  files: (ctx, url) => [{ path: join(configDir(ctx), 'settings.json'), format: jsonFormat, settings: [{ key: ['env', 'ANTHROPIC_BASE_URL'], value: url }] }],
+  files: (ctx, url) => [
+    {
+      path: join(configDir(ctx), 'settings.json'),
+      format: jsonFormat,
+      settings: [
+        { key: ['env', 'ANTHROPIC_BASE_URL'], value: url },
+        { key: ['env', 'ANTHROPIC_VERTEX_BASE_URL'], value: `${url}/vertex/v1` },
+      ],
+    },
+  ],
   note: 'Applies to Claude Code sessions started from now on.',
 }

@@ -4,8 +4,9 @@ import { anyExists, onPath } from '../paths'
 import type { AgentConnector } from '../types'
 
 /**
- * Gemini CLI: `GOOGLE_GEMINI_BASE_URL` (its calls with an API key) and `CODE_ASSIST_ENDPOINT`
- * (logged in with Google: Gemini Code Assist, ../../providers/code-assist.ts) in `~/.gemini/.env`,
+ * Gemini CLI: `GOOGLE_GEMINI_BASE_URL` (its calls with an API key), `CODE_ASSIST_ENDPOINT`
+ * (logged in with Google: Gemini Code Assist, ../../providers/code-assist.ts) and
+ * `GOOGLE_VERTEX_BASE_URL` (on Vertex AI, ../../providers/vertex.ts) in `~/.gemini/.env`,
  * which Gemini CLI loads at start (a `.env` in the project folder, when there is one, is read instead).
  */
 export const geminiCli: AgentConnector = {
@@ -20,6 +21,7 @@ export const geminiCli: AgentConnector = {
       settings: [
         { key: ['GOOGLE_GEMINI_BASE_URL'], value: url },
         { key: ['CODE_ASSIST_ENDPOINT'], value: `${url}/code-assist` },
+        { key: ['GOOGLE_VERTEX_BASE_URL'], value: `${url}/vertex` },
       ],
     },
   ],
