@@ -2,9 +2,11 @@ import zlib from 'node:zlib'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { BodyTap, JsonCollector, objectAfterKey } from '../../src/main/metering/body-tap'
+import { EventStreamReader } from '../../src/main/metering/event-stream'
 import { SseParser } from '../../src/main/metering/sse'
 import { PROVIDERS } from '../../src/main/providers/registry'
 import type { RequestInfo } from '../../src/main/providers/types'
+import { eventMessage } from '../support/event-stream'
 
 /**
  * The stream parsers and meters on random and malformed input: thousands of cases, no throw,
@@ -68,6 +70,42 @@ describe('SseParser', () => {
   })
 })
 
+function messages(chunks: Buffer[]): [string, string][] {
+  const out: [string, string][] = []
+  const r = new EventStreamReader((t, p) => out.push([t, p]))
+  for (const c of chunks) r.write(c)
+  r.end()
+  return out
+}
+
+describe('EventStreamReader', () => {
+  it('never throws on random bytes, however they are cut', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 2000 }), fc.array(fc.nat(), { maxLength: 10 }), (bytes, cuts) => {
+        messages(splitAt(Buffer.from(bytes), cuts))
+      }),
+      RUNS,
+    )
+  })
+
+  it('gives the same messages however an event stream is cut, and garbage after them loses none', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.string({ unit: 'grapheme', maxLength: 12 }), fc.jsonValue()), { maxLength: 8 }),
+        fc.array(fc.nat(), { maxLength: 12 }),
+        fc.uint8Array({ maxLength: 40 }),
+        (msgs, cuts, tail) => {
+          const whole = Buffer.concat(msgs.map(([t, p]) => eventMessage(t, p)))
+          const want = msgs.map(([t, p]) => [t, JSON.stringify(p)])
+          expect(messages(splitAt(whole, cuts))).toEqual(want)
+          expect(messages([whole, Buffer.from(tail)]).slice(0, want.length)).toEqual(want)
+        },
+      ),
+      { ...RUNS, numRuns: 500 },
+    )
+  })
+})
+
 /** Event payloads: random JSON, and objects shaped like the providers' events with hostile values. */
 const hostileNumber = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(-1, 1e308, -0, Number.MAX_SAFE_INTEGER), fc.string({ maxLength: 5 }), fc.constant(null), fc.jsonValue())
 const usageLike = fc.dictionary(
@@ -76,6 +114,8 @@ const usageLike = fc.dictionary(
     'cache_creation_input_tokens', 'promptTokenCount', 'candidatesTokenCount', 'thoughtsTokenCount', 'cachedContentTokenCount',
     'toolUsePromptTokenCount', 'prompt_tokens_details', 'completion_tokens_details', 'input_tokens_details', 'output_tokens_details',
     'cache_creation', 'server_tool_use', 'iterations', 'cost', 'is_byok',
+    // Bedrock's Converse and invocation metrics.
+    'inputTokens', 'outputTokens', 'cacheReadInputTokens', 'cacheWriteInputTokens', 'cacheDetails', 'inputTokenCount', 'outputTokenCount',
   ),
   fc.oneof(hostileNumber, fc.dictionary(fc.string({ maxLength: 20 }), hostileNumber, { maxKeys: 4 }), fc.array(fc.dictionary(fc.string({ maxLength: 12 }), hostileNumber, { maxKeys: 4 }), { maxLength: 3 })),
   { maxKeys: 8 },
@@ -84,8 +124,16 @@ const eventLike = fc.oneof(
   fc.jsonValue(),
   fc.record({ type: fc.constantFrom('message_start', 'message_delta', 'content_block_delta', 'response.completed', 'response.output_text.delta', 'response.failed', 'x'), message: fc.record({ model: fc.jsonValue(), usage: usageLike }, { requiredKeys: [] }), usage: usageLike, response: fc.record({ model: fc.jsonValue(), usage: usageLike }, { requiredKeys: [] }), delta: fc.jsonValue() }, { requiredKeys: [] }),
   fc.record({ model: fc.jsonValue(), usage: usageLike, usageMetadata: usageLike, modelVersion: fc.jsonValue(), choices: fc.jsonValue(), candidates: fc.jsonValue() }, { requiredKeys: [] }),
+  fc.record({ type: fc.constantFrom('message_stop', 'x'), 'amazon-bedrock-invocationMetrics': usageLike }, { requiredKeys: [] }),
 )
-const data = fc.oneof({ weight: 4, arbitrary: eventLike.map((e) => JSON.stringify(e)) }, fc.string({ maxLength: 50 }), fc.constantFrom('[DONE]', '{', '', 'null', '{"usage":'))
+const data = fc.oneof(
+  { weight: 4, arbitrary: eventLike.map((e) => JSON.stringify(e)) },
+  // Bedrock's chunk payloads: an event's JSON, base64 in `bytes`, or anything there.
+  eventLike.map((e) => JSON.stringify({ bytes: Buffer.from(JSON.stringify(e)).toString('base64') })),
+  fc.jsonValue().map((v) => JSON.stringify({ bytes: v })),
+  fc.string({ maxLength: 50 }),
+  fc.constantFrom('[DONE]', '{', '', 'null', '{"usage":'),
+)
 
 const info: RequestInfo = { method: 'POST', path: '/v1/chat/completions', query: '', headers: {}, body: { model: 'm', stream: true } }
 
@@ -103,7 +151,7 @@ describe('every provider meter', () => {
     it(`${provider.name}: random events and bodies never throw, and usage stays finite and non-negative`, () => {
       fc.assert(
         fc.property(
-          fc.array(fc.tuple(fc.constantFrom('message', 'message_start', 'message_delta', 'response.completed', 'error', ''), data), { maxLength: 12 }),
+          fc.array(fc.tuple(fc.constantFrom('message', 'message_start', 'message_delta', 'response.completed', 'error', '', 'chunk', 'metadata', 'contentBlockDelta', 'messageStop'), data), { maxLength: 12 }),
           fc.oneof(fc.constant(undefined), eventLike),
           (evs, body) => {
             const shape = provider.inspect({ ...info, body: { model: 'gpt-4o', stream: true } })
@@ -113,6 +161,27 @@ describe('every provider meter', () => {
             checkResult(m.result())
           },
         ),
+        { ...RUNS, numRuns: 600 },
+      )
+    })
+  }
+
+  // Providers whose meter follows the path: each of their other meters, on the same input.
+  const byPath: [string, string][] = [
+    ['bedrock', '/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse-stream'],
+    ['vertex', '/v1/projects/p/locations/global/publishers/google/models/gemini-2.5-pro:streamGenerateContent'],
+  ]
+  for (const [name, path] of byPath) {
+    it(`${name} ${path.split(/[/:]/).pop()}: random events and bodies never throw, and usage stays finite and non-negative`, () => {
+      const provider = PROVIDERS.find((p) => p.name === name)!
+      const req = { ...info, path }
+      fc.assert(
+        fc.property(fc.array(fc.tuple(fc.constantFrom('metadata', 'contentBlockDelta', 'messageStop', 'chunk', 'message', ''), data), { maxLength: 12 }), fc.oneof(fc.constant(undefined), eventLike), (evs, body) => {
+          const m = provider.meter(provider.inspect(req), req)
+          for (const [n, d] of evs) m.event(n, d)
+          if (body !== undefined) m.json(body)
+          checkResult(m.result())
+        }),
         { ...RUNS, numRuns: 600 },
       )
     })
