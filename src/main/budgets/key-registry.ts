@@ -39,10 +39,6 @@ export class KeyRegistry {
     return this.byHash.get(hash)
   }
 
-  all(): IterableIterator<KeyState> {
-    return this.byHash.values()
-  }
-
   /** The key's state, created empty the first time its hash is seen. */
   state(hash: string, hint: string): KeyState {
     let s = this.byHash.get(hash)
