@@ -2,11 +2,10 @@ import zlib from 'node:zlib'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import { BodyTap, JsonCollector, objectAfterKey } from '../../src/main/metering/body-tap'
-import { EventStreamReader } from '../../src/main/metering/event-stream'
 import { SseParser } from '../../src/main/metering/sse'
 import { PROVIDERS } from '../../src/main/providers/registry'
 import type { RequestInfo } from '../../src/main/providers/types'
-import { eventMessage } from '../support/event-stream'
+import { eventMessage, readEventStream as messages } from '../support/event-stream'
 
 /**
  * The stream parsers and meters on random and malformed input: thousands of cases, no throw,
@@ -69,14 +68,6 @@ describe('SseParser', () => {
     )
   })
 })
-
-function messages(chunks: Buffer[]): [string, string][] {
-  const out: [string, string][] = []
-  const r = new EventStreamReader((t, p) => out.push([t, p]))
-  for (const c of chunks) r.write(c)
-  r.end()
-  return out
-}
 
 describe('EventStreamReader', () => {
   it('never throws on random bytes, however they are cut', () => {

@@ -1,11 +1,6 @@
-import { EventStreamCodec } from '@smithy/eventstream-codec'
 import { describe, expect, it } from 'vitest'
+import { encodeEventMessage, readEventStream as read } from '../../../test/support/event-stream'
 import { EventStreamReader } from './event-stream'
-
-const codec = new EventStreamCodec(
-  (b: Uint8Array) => Buffer.from(b).toString('utf8'),
-  (s: string) => new Uint8Array(Buffer.from(s, 'utf8')),
-)
 
 /** A message as AWS encodes it (the AWS SDK's own encoder), with the headers Bedrock sends and some it does not. */
 function message(type: string, payload: string, messageType = 'event'): Buffer {
@@ -21,15 +16,7 @@ function message(type: string, payload: string, messageType = 'event'): Buffer {
     delete headers[':event-type']
     headers[':exception-type'] = { type: 'string', value: type }
   }
-  return Buffer.from(codec.encode({ headers, body: new Uint8Array(Buffer.from(payload, 'utf8')) }))
-}
-
-function read(chunks: Buffer[]): [string, string][] {
-  const out: [string, string][] = []
-  const r = new EventStreamReader((t, p) => out.push([t, p]))
-  for (const c of chunks) r.write(c)
-  r.end()
-  return out
+  return encodeEventMessage(headers, payload)
 }
 
 describe('EventStreamReader', () => {
