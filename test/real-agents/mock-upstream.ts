@@ -118,6 +118,12 @@ export async function startAgentMock(): Promise<AgentMock> {
         res.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(out)) })
         res.end(out)
       }
+      /** A Messages API answer from `model`, as SSE or JSON, with `headers` beside its content type. */
+      const sendAnthropic = (model: string, stream: boolean, headers: Record<string, string> = {}) => {
+        const { usage, text } = next()
+        if (stream) send('anthropic', 200, { 'content-type': 'text/event-stream', ...headers }, anthropicSse(model, usage, text), model, usage, text)
+        else send('anthropic', 200, { 'content-type': 'application/json', ...headers }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+      }
       const path = url.split('?')[0]
       const vertexClaude = VERTEX_CLAUDE.exec(path)
       if (req.method === 'GET' && path.startsWith('/computeMetadata/v1/')) {
@@ -134,11 +140,11 @@ export async function startAgentMock(): Promise<AgentMock> {
       if (req.method === 'POST' && bedrockInvoke) {
         // Claude on Amazon Bedrock: the model id in the path, Anthropic's answer; the stream in
         // AWS's event stream encoding, each event base64 in a `chunk` message.
-        const { usage, text } = next()
         const model = decodeURIComponent(bedrockInvoke[1])
         if (bedrockInvoke[2] === 'invoke-with-response-stream') {
+          const { usage, text } = next()
           send('anthropic', 200, { 'content-type': 'application/vnd.amazon.eventstream' }, Buffer.concat(bedrockInvokeStream(Buffer.from(anthropicSse(model, usage, text)))), model, usage, text)
-        } else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+        } else sendAnthropic(model, false)
         return
       }
       if (req.method === 'GET' && path === '/inference-profiles') {
@@ -150,17 +156,11 @@ export async function startAgentMock(): Promise<AgentMock> {
         send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
       } else if (req.method === 'POST' && vertexClaude) {
         // Claude on Vertex AI: the model in the path, Anthropic's answer.
-        const { usage, text } = next()
-        const model = decodeURIComponent(vertexClaude[1])
-        if (vertexClaude[2] === 'streamRawPredict' || json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream' }, anthropicSse(model, usage, text), model, usage, text)
-        else send('anthropic', 200, { 'content-type': 'application/json' }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+        sendAnthropic(decodeURIComponent(vertexClaude[1]), vertexClaude[2] === 'streamRawPredict' || !!json?.stream)
       } else if (req.method === 'POST' && /\/v1\/messages$/.test(path)) {
-        const { usage, text } = next()
-        const model = String(json?.model ?? 'claude')
         // A Claude account's OAuth token (Claude Code logged in) gets the plan's meter, as Anthropic sends it.
         const plan = String(req.headers.authorization ?? '').startsWith('Bearer sk-ant-oat') ? claudePlanHeaders() : {}
-        if (json?.stream) send('anthropic', 200, { 'content-type': 'text/event-stream', ...plan }, anthropicSse(model, usage, text), model, usage, text)
-        else send('anthropic', 200, { 'content-type': 'application/json', ...plan }, JSON.stringify(anthropicJson(model, usage, text)), model, usage, text)
+        sendAnthropic(String(json?.model ?? 'claude'), !!json?.stream, plan)
       } else if (req.method === 'POST' && /\/v1\/messages\/count_tokens$/.test(path)) {
         send('other', 200, { 'content-type': 'application/json' }, '{"input_tokens":10}', '', null, '')
       } else if (req.method === 'GET' && path.endsWith('/backend-api/wham/accounts/check')) {
