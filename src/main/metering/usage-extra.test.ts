@@ -24,6 +24,15 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"batch":"yes"}')).toEqual(emptyUsage())
   })
 
+  it('keeps a call billed with the data-residency premium as such, so re-pricing keeps it', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, data_residency: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ data_residency: true })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    const both = { ...u, batch: true, web_searches: 2 }
+    expect(JSON.parse(usageExtra(both)!)).toEqual({ web_searches: 2, batch: true, data_residency: true })
+    expect(withUsageExtra(emptyUsage(), '{"data_residency":1}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

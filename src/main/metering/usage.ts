@@ -35,7 +35,17 @@ export interface Usage {
    * charges (web searches) are not discounted. See pricing/price.ts.
    */
   batch?: boolean
+  /**
+   * Billed with a data-residency premium: every token price times 1.1 (DATA_RESIDENCY_MULTIPLIER),
+   * as Anthropic bills a call whose answer says it ran in the US only (`usage.inference_geo:
+   * "us"`) and Vertex AI bills Claude Sonnet 4.5 and later models through a regional endpoint;
+   * per-use charges (web searches) are not raised. See pricing/price.ts.
+   */
+  data_residency?: boolean
 }
+
+/** What a data-residency premium multiplies every token price by (`Usage.data_residency`). */
+export const DATA_RESIDENCY_MULTIPLIER = 1.1
 
 export function emptyUsage(): Usage {
   return {

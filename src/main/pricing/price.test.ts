@@ -126,4 +126,29 @@ describe('Pricer with remembered model lookups', () => {
     expect(pricer.price('openai', 'openai', 'no-such-model', { ...u, batch: true }, at)).toEqual({ cost_usd: 0, priced: false })
     expect(pricer.price('openai', 'openai', model, { ...u, batch: true, provider_cost_usd: 0.5 }, at)).toEqual({ cost_usd: 0.5, priced: true })
   })
+
+  it('prices a call billed with the data-residency premium at 1.1x every token price, its web searches in full, as Claude Code computes it', () => {
+    const pricer = new Pricer()
+    const at = new Date('2026-11-01T00:00:00Z')
+    const model = 'claude-opus-4-6'
+    const u = { ...usage(12_000, 800, 9_000, 2_000), cache_write_1h_tokens: 500 }
+    const lib = (x: Usage) => {
+      const r: Record<string, number> = { input_tokens: x.input_tokens, output_tokens: x.output_tokens, cache_read_tokens: x.cache_read_tokens, cache_write_tokens: x.cache_write_tokens, cache_write_1h_tokens: x.cache_write_1h_tokens }
+      if (x.web_searches) r.web_searches = x.web_searches
+      return calcPrice(r, model, { providerId: 'anthropic', timestamp: at })!.total_price
+    }
+    const list = lib(u)
+    expect(pricer.price('anthropic', 'anthropic', model, { ...u, data_residency: true }, at)).toEqual({ cost_usd: list * 1.1, priced: true })
+    const searched = { ...u, web_searches: 3 }
+    const searches = lib(searched) - list
+    expect(searches).toBeCloseTo(0.03, 12)
+    expect(pricer.price('anthropic', 'anthropic', model, { ...searched, data_residency: true }, at).cost_usd).toBeCloseTo(list * 1.1 + searches, 15)
+    // A batch request in the US only: half, then the premium.
+    expect(pricer.price('anthropic', 'anthropic', model, { ...u, batch: true, data_residency: true }, at).cost_usd).toBe((list / 2) * 1.1)
+    // A price set by the user is raised the same way; a reported charge and an unknown model are left as they are.
+    const custom = new Pricer([{ model: 'my-claude', input_mtok: 10, output_mtok: 20 }])
+    expect(custom.price('anthropic', 'anthropic', 'my-claude', { ...usage(1_000_000, 1_000_000), data_residency: true }, at).cost_usd).toBeCloseTo(33, 12)
+    expect(pricer.price('anthropic', 'anthropic', model, { ...u, data_residency: true, provider_cost_usd: 0.25 }, at)).toEqual({ cost_usd: 0.25, priced: true })
+    expect(pricer.price('anthropic', 'anthropic', 'no-such-model', { ...u, data_residency: true }, at)).toEqual({ cost_usd: 0, priced: false })
+  })
 })

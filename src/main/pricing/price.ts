@@ -1,5 +1,5 @@
 import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices'
-import type { Usage } from '../metering/usage'
+import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 
 export interface PriceOverride {
@@ -103,23 +103,30 @@ export class Pricer {
     if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
       return { cost_usd: reported, priced: true }
     }
-    if (usage.batch) return this.batchPrice(pricingId, providerName, model, usage, at)
+    if (usage.batch || usage.data_residency) return this.adjustedPrice(pricingId, providerName, model, usage, at)
     return this.listPrice(pricingId, providerName, model, usage, at)
   }
 
   /**
-   * A request run through a Batch API: OpenAI and Anthropic both bill every token of it (input,
-   * cached, cache writes, output) at half the price the model's list gives, and per-use charges
-   * (web and file searches) in full; the price data has no batch rates of its own. Halving is
-   * exact in binary floating point, so nothing is rounded.
+   * Token prices the provider bills at a fixed multiple of the model's list, per-use charges
+   * (web and file searches) in full; the price data has rates for neither:
+   * - a request run through a Batch API (`usage.batch`, OpenAI's and Anthropic's, and the Flex
+   *   tiers billed as they are): half of every token price (input, cached, cache writes,
+   *   output). Halving is exact in binary floating point, so nothing is rounded;
+   * - a call billed with a data-residency premium (`usage.data_residency`): every token price
+   *   times DATA_RESIDENCY_MULTIPLIER, as Anthropic and Vertex AI publish it and Claude Code
+   *   computes it (the tokens' cost times 1.1).
    */
-  private batchPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
+  private adjustedPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const tokens = this.listPrice(pricingId, providerName, model, { ...usage, web_searches: 0, storage_searches: 0 }, at)
     if (!tokens.priced) return tokens
-    if (!usage.web_searches && !usage.storage_searches) return { cost_usd: tokens.cost_usd / 2, priced: true }
+    let cost = tokens.cost_usd
+    if (usage.batch) cost = cost / 2
+    if (usage.data_residency) cost = cost * DATA_RESIDENCY_MULTIPLIER
+    if (!usage.web_searches && !usage.storage_searches) return { cost_usd: cost, priced: true }
     const whole = this.listPrice(pricingId, providerName, model, usage, at)
     if (!whole.priced) return whole
-    return { cost_usd: tokens.cost_usd / 2 + (whole.cost_usd - tokens.cost_usd), priced: true }
+    return { cost_usd: cost + (whole.cost_usd - tokens.cost_usd), priced: true }
   }
 
   /** The price the model's list gives (runtime price, override, library), without the provider's own charge. */
