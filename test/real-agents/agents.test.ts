@@ -205,10 +205,17 @@ async function observed(agent: Agent, cmd: string, args: string[], extraEnv: Rec
 }
 
 /**
- * One CLI turn: runs it, then checks every call it made. Returns the session the calls were
- * recorded under.
+ * One CLI turn: runs it, then checks every call it made, each at its model's list price times
+ * `premium(model)` (a Vertex AI region's). Returns the session the calls were recorded under.
  */
-async function turn(agent: Agent, cmd: string, args: string[], expectAgent: string, extraEnv: Record<string, string> = {}): Promise<{ out: Run; session: string; rows: any[]; exchanges: Exchange[] }> {
+async function turn(
+  agent: Agent,
+  cmd: string,
+  args: string[],
+  expectAgent: string,
+  extraEnv: Record<string, string> = {},
+  premium: (model: string) => number = () => 1,
+): Promise<{ out: Run; session: string; rows: any[]; exchanges: Exchange[] }> {
   const { out, exchanges, rows } = await observed(agent, cmd, args, extraEnv)
   expect(exchanges.some((e) => e.usage), 'the turn made a model call').toBe(true)
   for (const r of rows) {
@@ -229,7 +236,7 @@ async function turn(agent: Agent, cmd: string, args: string[], expectAgent: stri
     }
     if (price) {
       expect(r.priced).toBe(1)
-      expect(r.cost_usd).toBeCloseTo(Number(price.total_price), 12)
+      expect(r.cost_usd).toBeCloseTo(Number(price.total_price) * premium(e.model), 12)
     } else {
       // A model the price data does not know yet (Codex's default gpt-6.1-sol) is flagged, never silently $0.
       expect(r).toMatchObject({ priced: 0, cost_usd: 0 })
@@ -251,6 +258,9 @@ function jsonLines(text: string): any[] {
     })
     .filter(Boolean)
 }
+
+/** Claude Sonnet, Opus and Haiku 4.5 and later, and every Claude 5 and later: the models a Vertex AI region bills 10% higher. */
+const NEWER_CLAUDE = /^claude-(?:[a-z]+-)?(?:4-(?:[5-9]|\d\d)|[5-9](?:-\d{1,2})?)(?=$|[-@])/
 
 const KEYS = {
   anthropic: 'sk-ant-api03-burnrate-suite-0000000000000001',
@@ -283,7 +293,7 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(second.session).not.toBe(r1.session_id)
   })
 
-  it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list; its turns cost what it computes, its model checks recorded too', async () => {
+  it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list plus the region\'s 10%; its turns cost that over what it computes, its model checks recorded too', async () => {
     const agent = newAgent('claude-vertex', {
       ...exportsOf(snippet('claude-code', 2)),
       CLAUDE_CODE_USE_VERTEX: '1',
@@ -292,7 +302,9 @@ describe('the real agent CLIs through Burnrate', () => {
       ...googleCredentials(),
       ...CLAUDE_QUIET,
     })
-    const ask = (extra: string[], prompt: string) => turn(agent, 'claude', ['-p', ...extra, '--output-format', 'json', prompt], 'claude-code')
+    // Through a region (us-east5), Vertex AI bills Claude Sonnet 4.5 and every later model 10% above its list.
+    const premium = (model: string) => (NEWER_CLAUDE.test(model) ? 1.1 : 1)
+    const ask = (extra: string[], prompt: string) => turn(agent, 'claude', ['-p', ...extra, '--output-format', 'json', prompt], 'claude-code', {}, premium)
     const first = await ask([], 'Say hello.')
     const r1 = JSON.parse(first.out.stdout)
     expect(r1.result).toContain('Burnrate mock answer')
@@ -308,7 +320,10 @@ describe('the real agent CLIs through Burnrate', () => {
     // (`:rawPredict`): billed calls, recorded, which its own total leaves out.
     const streamed = first.rows.filter((r) => r.streamed === 1)
     expect(streamed.length).toBeGreaterThan(0)
-    expect(streamed.reduce((s, r) => s + r.cost_usd, 0)).toBeCloseTo(r1.total_cost_usd, 9)
+    // Claude Code's default model has the regional premium, which its own cost leaves out.
+    expect(streamed.every((r) => NEWER_CLAUDE.test(r.model)), streamed.map((r) => r.model).join()).toBe(true)
+    for (const r of streamed) expect(JSON.parse(r.usage_extra)).toMatchObject({ data_residency: true })
+    expect(streamed.reduce((s, r) => s + r.cost_usd, 0)).toBeCloseTo(r1.total_cost_usd * 1.1, 9)
     expect(first.exchanges.filter((e) => e.url.endsWith(':rawPredict'))).toHaveLength(first.rows.length - streamed.length)
 
     const resumed = await ask(['--resume', r1.session_id], 'Say it again.')

@@ -38,6 +38,10 @@ describe('expected cost', () => {
     expect(h.inputUsdPerByte('openai', MODEL)).toBeCloseTo(95e-9, 20)
     expect(expectedUsd(pricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
     expect(expectedUsd(pricer, h, ctx(50, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 50), 15)
+    // A call billed with the data-residency premium expects 1.1x, its prompt and its output.
+    const geo = ctx(128_000, 1000)
+    geo.shape = { ...geo.shape, dataResidency: true }
+    expect(expectedUsd(pricer, h, geo)).toBeCloseTo((95e-9 * 1000 + price(0, 95)) * 1.1, 15)
     // Only the last 100 count: a model that now answers longer raises the expectation.
     for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 1000, 1e-9)
     expect(h.output('openai', MODEL)).toBe(1000)

@@ -1,4 +1,4 @@
-import { emptyUsage } from '../metering/usage'
+import { DATA_RESIDENCY_MULTIPLIER, emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
 import { maxOutputTokens, promptTokenBound } from './worst-case'
@@ -15,6 +15,7 @@ import { maxOutputTokens, promptTokenBound } from './worst-case'
  *   (their real input, cache reads and writes priced exactly as billed), times this body's
  *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
  * - Priced at the model's price; a model with no known price reserves 0, as it is recorded at 0.
+ *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too.
  */
 
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
@@ -139,6 +140,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     const usage = emptyUsage()
     usage.input_tokens = input
     usage.output_tokens = output
+    if (ctx.shape.dataResidency) usage.data_residency = true
     const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
     return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
   }
@@ -146,5 +148,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
   const perByte = seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
-  return perByte * ctx.bodyBytes + (outTokens > 0 ? price(0, outTokens) : 0)
+  // The prompt's cost per byte is learnt at list prices (budgets/index.ts), so a call billed with the premium adds it here.
+  const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)
+  return prompt + (outTokens > 0 ? price(0, outTokens) : 0)
 }

@@ -32,6 +32,13 @@ describe('worst-case cost', () => {
     expect(promptTokenBound(1)).toBe(1)
   })
 
+  it('a call billed with the data-residency premium reserves 1.1x (US-only inference, a Vertex AI region)', () => {
+    const c = ctx({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
+    const plain = worstCaseUsd(new Pricer(), c)
+    expect(plain).toBeGreaterThan(0)
+    expect(worstCaseUsd(new Pricer(), { ...c, shape: { ...c.shape, dataResidency: true } })).toBe(plain * 1.1)
+  })
+
   it('prices prompt bound and output cap at the model price', () => {
     const c = ctx({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
     const expected = calcPrice({ input_tokens: promptTokenBound(c.bodyBytes), output_tokens: 1000 }, 'gpt-4o-mini', { providerId: 'openai' })!.total_price

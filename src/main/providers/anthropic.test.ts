@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { fixture, fixtureFiles } from '../../../test/support/fixtures'
 import { SseParser } from '../metering/sse'
-import { AnthropicMeter, mayBeMessageEvent } from './anthropic'
+import { AnthropicMeter, anthropicUsage, inspectAnthropic, mayBeMessageEvent } from './anthropic'
 import type { MeterResult } from './types'
 
 /** What the meter found when fed `events` ([name, data] pairs) in order. */
@@ -177,5 +177,39 @@ describe('Anthropic stream metering parses only the events that can change the r
     expect(mayBeMessageEvent('{"type":"content_block_delta","delta":{"text":"a\\nb"}}')).toBe(false)
     expect(mayBeMessageEvent('{"type":"\\u006dessage_stop"}')).toBe(true)
     expect(mayBeMessageEvent('{"type":"content_block_delta","delta":{"text":"\\\\u0041"}}')).toBe(true)
+  })
+})
+
+describe('Anthropic data residency (inference_geo)', () => {
+  const usage = (geo?: string) => ({ input_tokens: 25, output_tokens: 150, ...(geo === undefined ? {} : { inference_geo: geo }) })
+
+  it('an answer that ran in the US only is billed with the premium; global, or no word of it, is not', () => {
+    for (const [geo, premium] of [['us', true], ['global', false], [undefined, false], ['not_available', false]] as const) {
+      const m = new AnthropicMeter()
+      m.json({ type: 'message', model: 'claude-opus-4-6', usage: usage(geo) })
+      expect(m.result().usage?.data_residency, String(geo)).toBe(premium ? true : undefined)
+      expect(anthropicUsage(usage(geo))?.data_residency, String(geo)).toBe(premium ? true : undefined)
+    }
+  })
+
+  it('a stream says so in message_start; a message_delta that does not repeat it leaves it', () => {
+    const r = meterOf([
+      ['message_start', JSON.stringify({ type: 'message_start', message: { id: 'msg_1', model: 'claude-opus-4-6', usage: { input_tokens: 10, output_tokens: 1, inference_geo: 'us' } } })],
+      ['message_delta', JSON.stringify({ type: 'message_delta', usage: { output_tokens: 40 } })],
+    ])
+    expect(r.usage).toMatchObject({ input_tokens: 10, output_tokens: 40, data_residency: true })
+  })
+
+  it('with compaction, the iterations are summed and keep the premium', () => {
+    const m = new AnthropicMeter()
+    m.json({ type: 'message', usage: { input_tokens: 5, output_tokens: 5, inference_geo: 'us', iterations: [{ input_tokens: 100, output_tokens: 20 }, { input_tokens: 5, output_tokens: 5 }] } })
+    expect(m.result().usage).toMatchObject({ input_tokens: 105, output_tokens: 25, data_residency: true })
+  })
+
+  it('a request that asks for US-only inference is billed with the premium (before its answer says so, and for budgets)', () => {
+    const req = (body: unknown) => ({ method: 'POST', path: '/v1/messages', query: '', headers: {}, body })
+    expect(inspectAnthropic(req({ model: 'claude-opus-4-6', inference_geo: 'us', messages: [] })).dataResidency).toBe(true)
+    expect(inspectAnthropic(req({ model: 'claude-opus-4-6', inference_geo: 'global', messages: [] })).dataResidency).toBeUndefined()
+    expect(inspectAnthropic(req({ model: 'claude-opus-4-6', messages: [] })).dataResidency).toBeUndefined()
   })
 })

@@ -12,10 +12,12 @@ interface RawUsage {
   cacheRead: number
   output: number
   webSearches: number
+  /** The answer says it ran in the US only (`inference_geo: "us"`): billed with the data-residency premium. */
+  usOnly: boolean
 }
 
 function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
-  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0 }
+  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false }
   // Fields present override (message_delta repeats or updates what message_start said).
   if ('input_tokens' in u) r.input = count(u.input_tokens)
   if ('cache_creation_input_tokens' in u) r.cacheWrite = count(u.cache_creation_input_tokens)
@@ -25,6 +27,9 @@ function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
   if (isObject(u.server_tool_use) && 'web_search_requests' in u.server_tool_use) {
     r.webSearches = count(u.server_tool_use.web_search_requests)
   }
+  // Where inference ran (Claude Opus 4.6 and later; the request's `inference_geo` or the
+  // workspace's default): US-only inference costs 1.1x every token price, the default `global` not.
+  if ('inference_geo' in u) r.usOnly = u.inference_geo === 'us'
   return r
 }
 
@@ -35,7 +40,7 @@ function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
  */
 function iterationsSum(iterations: unknown): RawUsage | null {
   if (!Array.isArray(iterations) || iterations.length === 0) return null
-  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0 }
+  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false }
   for (const it of iterations) {
     if (!isObject(it)) continue
     const r = rawUsage(it)
@@ -56,6 +61,7 @@ function normalise(r: RawUsage): Usage {
   u.cache_write_1h_tokens = Math.min(r.cacheWrite1h, r.cacheWrite)
   u.output_tokens = r.output
   u.web_searches = r.webSearches
+  if (r.usOnly) u.data_residency = true
   return u
 }
 
@@ -65,6 +71,7 @@ export function anthropicUsage(u: unknown): Usage | null {
   const it = iterationsSum(u.iterations)
   if (it) {
     it.webSearches = r.webSearches
+    it.usOnly = r.usOnly
     return normalise(it)
   }
   return normalise(r)
@@ -78,12 +85,14 @@ export function inspectAnthropic(req: RequestInfo): CallShape {
   const isMessages = req.method === 'POST' && p === '/v1/messages'
   const batch = isMessages ? null : anthropicBatchShape(req.method, p)
   if (batch) return { model: '', stream: false, billable: false, ...batch }
-  return {
+  const shape: CallShape = {
     endpoint: isMessages ? 'messages' : p === '/v1/messages/count_tokens' ? 'count_tokens' : 'other',
     model: typeof body?.model === 'string' ? body.model : '',
     stream: body?.stream === true,
     billable: isMessages,
   }
+  if (isMessages && body?.inference_geo === 'us') shape.dataResidency = true
+  return shape
 }
 
 /**
@@ -195,7 +204,10 @@ export class AnthropicMeter implements Meter {
 
   result(): MeterResult {
     if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
-    if (this.iterations) this.iterations.webSearches = this.raw.webSearches
+    if (this.iterations) {
+      this.iterations.webSearches = this.raw.webSearches
+      this.iterations.usOnly = this.raw.usOnly
+    }
     const usage = normalise(this.iterations ?? this.raw)
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.

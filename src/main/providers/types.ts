@@ -42,6 +42,13 @@ export interface CallShape {
    * that read passes through it too. The (small) answer is held whole to be rewritten.
    */
   relink?: boolean
+  /**
+   * Every token of the call is billed with the data-residency premium (`Usage.data_residency`):
+   * the request asks for US-only inference (Anthropic's `inference_geo: "us"`), or goes to a
+   * Vertex AI regional endpoint with a model billed higher there. Budgets reserve with it, and
+   * the call is recorded with it (an answer saying it ran in the US only is so too).
+   */
+  dataResidency?: boolean
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { inspectVertex, vertex, vertexBaseUrlOf } from './vertex'
+import { claudeVersion, inspectVertex, regionalPremium, vertex, vertexBaseUrlOf } from './vertex'
 import type { RequestInfo } from './types'
 
 const req = (path: string, body: unknown = {}, method = 'POST'): RequestInfo => ({ method, path, query: '', headers: {}, body })
@@ -13,6 +13,8 @@ describe('Vertex AI requests', () => {
       model: 'claude-sonnet-4-5@20250929',
       stream: false,
       billable: true,
+      // Claude Sonnet 4.5 through a region (us-east5): billed 10% above the global endpoint.
+      dataResidency: true,
     })
     expect(inspectVertex(req(`${CLAUDE}:streamRawPredict`, { stream: true }))).toMatchObject({ endpoint: 'messages', stream: true, billable: true })
     // rawPredict with `stream: true` in the body streams too.
@@ -44,6 +46,41 @@ describe('Vertex AI requests', () => {
     const gemini = vertex.meter(inspectVertex(req(`${GEMINI}:generateContent`)), req(`${GEMINI}:generateContent`))
     gemini.json({ usageMetadata: { promptTokenCount: 12, candidatesTokenCount: 3, thoughtsTokenCount: 4 }, modelVersion: 'gemini-2.5-pro' })
     expect(gemini.result().usage).toMatchObject({ input_tokens: 12, output_tokens: 7 })
+  })
+})
+
+describe('Vertex AI regional endpoints: the premium for Claude Sonnet 4.5 and later', () => {
+  it('reads Claude model versions in every spelling Vertex AI and Anthropic use', () => {
+    expect(claudeVersion('claude-sonnet-4-5@20250929')).toEqual({ major: 4, minor: 5 })
+    expect(claudeVersion('claude-opus-4-6')).toEqual({ major: 4, minor: 6 })
+    expect(claudeVersion('claude-haiku-4-5@20251001')).toEqual({ major: 4, minor: 5 })
+    expect(claudeVersion('claude-3-7-sonnet@20250219')).toEqual({ major: 3, minor: 7 })
+    expect(claudeVersion('claude-3-5-sonnet-v2@20241022')).toEqual({ major: 3, minor: 5 })
+    expect(claudeVersion('claude-sonnet-4@20250514')).toEqual({ major: 4, minor: 0 })
+    expect(claudeVersion('claude-sonnet-4-20250514')).toEqual({ major: 4, minor: 0 })
+    expect(claudeVersion('claude-opus-4-1@20250805')).toEqual({ major: 4, minor: 1 })
+    expect(claudeVersion('claude-3-haiku@20240307')).toEqual({ major: 3, minor: 0 })
+    expect(claudeVersion('claude-opus-5')).toEqual({ major: 5, minor: 0 })
+    expect(claudeVersion('claude-fable-5-2')).toEqual({ major: 5, minor: 2 })
+    expect(claudeVersion('gemini-2.5-pro')).toBeNull()
+    expect(claudeVersion('claude-instant')).toBeNull()
+  })
+
+  it('a region or multi-region costs more from Sonnet 4.5 on; the global endpoint and earlier models never', () => {
+    for (const m of ['claude-sonnet-4-5@20250929', 'claude-haiku-4-5@20251001', 'claude-opus-4-6', 'claude-opus-5-5', 'claude-fable-5-2']) {
+      expect(regionalPremium('us-east5', m), m).toBe(true)
+      expect(regionalPremium('europe-west1', m), m).toBe(true)
+      expect(regionalPremium('us', m), m).toBe(true)
+      expect(regionalPremium('global', m), m).toBe(false)
+    }
+    for (const m of ['claude-sonnet-4@20250514', 'claude-opus-4-1@20250805', 'claude-3-7-sonnet@20250219', 'claude-3-5-haiku@20241022', 'some-model']) {
+      expect(regionalPremium('us-east5', m), m).toBe(false)
+    }
+    const path = (loc: string, model: string) => `/v1/projects/p/locations/${loc}/publishers/anthropic/models/${model}:streamRawPredict`
+    expect(inspectVertex(req(path('global', 'claude-sonnet-4-5@20250929'))).dataResidency).toBeUndefined()
+    expect(inspectVertex(req(path('us-east5', 'claude-sonnet-4@20250514'))).dataResidency).toBeUndefined()
+    // Gemini costs the same everywhere.
+    expect(inspectVertex(req('/v1/projects/p/locations/us-central1/publishers/google/models/gemini-2.5-pro:generateContent')).dataResidency).toBeUndefined()
   })
 })
 

@@ -17,7 +17,8 @@ import type { CallShape, Meter, Provider, RequestInfo } from './types'
  *   as Gemini's answers are; `:countTokens` and the rest cost nothing.
  *
  * Calls are priced with @pydantic/genai-prices' Google provider, which prices Claude models
- * through Anthropic's list (its fallback) and Vertex model ids with their `@version`. With no
+ * through Anthropic's list (its fallback) and Vertex model ids with their `@version`; a Claude
+ * call through a regional endpoint is raised by the premium Vertex AI bills there (regionalPremium). With no
  * `providers.vertex.base_url`, each call goes to the location its path names: `global` to
  * `https://aiplatform.googleapis.com`, a region to `https://{region}-aiplatform.googleapis.com`.
  * The client's Google access token (`Authorization: Bearer`) is passed on as it came.
@@ -61,13 +62,36 @@ export function vertexBaseUrlOf(path: string): string | null {
   return null
 }
 
+/**
+ * Claude's model version in a model id (`claude-sonnet-4-5@20250929` 4.5, `claude-3-7-sonnet@…`
+ * 3.7, `claude-opus-4-6` 4.6, `claude-sonnet-4@…` and `claude-sonnet-4-20250514` 4.0), or null
+ * for an id that does not name one.
+ */
+export function claudeVersion(model: string): { major: number; minor: number } | null {
+  const m = /^claude-(?:[a-z]+-)?(\d+)(?:-(\d{1,2}))?(?=$|[-@])/.exec(model)
+  return m ? { major: Number(m[1]), minor: m[2] === undefined ? 0 : Number(m[2]) } : null
+}
+
+/**
+ * Whether a Claude call through `location` is billed with the data-residency premium: on Vertex
+ * AI, from Claude Sonnet 4.5 on (every model since), a regional or multi-region endpoint costs
+ * 10% more than the `global` one; earlier models cost the same everywhere.
+ */
+export function regionalPremium(location: string, model: string): boolean {
+  if (location === 'global') return false
+  const v = claudeVersion(model)
+  return v !== null && (v.major > 4 || (v.major === 4 && v.minor >= 5))
+}
+
 export function inspectVertex(req: RequestInfo): CallShape {
   const call = modelCall(req.path)
   const post = req.method === 'POST'
   if (call?.publisher === 'anthropic' && (call.method === 'rawPredict' || call.method === 'streamRawPredict')) {
     if (call.model === 'count-tokens') return { endpoint: 'count_tokens', model: typeof req.body?.model === 'string' ? req.body.model : '', stream: false, billable: false }
     const body = isObject(req.body) ? req.body : undefined
-    return { endpoint: 'messages', model: call.model, stream: call.method === 'streamRawPredict' || body?.stream === true, billable: post }
+    const shape: CallShape = { endpoint: 'messages', model: call.model, stream: call.method === 'streamRawPredict' || body?.stream === true, billable: post }
+    if (regionalPremium(call.location, call.model)) shape.dataResidency = true
+    return shape
   }
   if (call?.publisher === 'google') {
     // Gemini's own shape of the same call (`/v1beta/models/{model}:{method}`).

@@ -94,7 +94,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
 
   function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string): void {
     try {
-      const u = usage ?? emptyUsage()
+      const given = usage ?? emptyUsage()
+      // A request billed with the data-residency premium is so whatever its answer said (or if it said nothing).
+      const u = s.ctx.shape.dataResidency === true && !given.data_residency ? { ...given, data_residency: true } : given
       let cost = 0
       let priced = true
       if (hasBilledUnits(u)) {
