@@ -68,6 +68,20 @@ describe('Amazon Bedrock', () => {
     expect(streamed).toMatchObject({ endpoint: 'converse', streamed: 1, input_tokens: 40, output_tokens: 2, estimated: 0 })
   })
 
+  it('1-hour cache writes cost 2x input, as Anthropic bills them on Bedrock too (the AWS price data has no such rate for this model)', async () => {
+    answer(s.upstream, {
+      output: { message: { role: 'assistant', content: [{ text: 'hi' }] } },
+      stopReason: 'end_turn',
+      usage: { inputTokens: 100, outputTokens: 20, cacheWriteInputTokens: 3000, cacheDetails: [{ ttl: '1h', inputTokens: 2000 }, { ttl: '5m', inputTokens: 1000 }], totalTokens: 3120 },
+    })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/converse`, { messages: [] }, HEADERS))
+    expect(row).toMatchObject({ input_tokens: 3100, cache_write_tokens: 3000, cache_write_1h_tokens: 2000, output_tokens: 20, priced: 1 })
+    // Sonnet 4.5 through a US profile: $3.30 input, $4.125 a 5-minute write, $6.60 a 1-hour write (2x input), $16.50 output.
+    expect(row.cost_usd).toBeCloseTo((100 * 3.3 + 1000 * 4.125 + 2000 * 6.6 + 20 * 16.5) / 1e6, 15)
+    const atFiveMinuteRate = libraryPrice('aws', { input_tokens: 3100, cache_write_tokens: 3000, cache_write_1h_tokens: 2000, output_tokens: 20 }, MODEL, row.ts)
+    expect(row.cost_usd - atFiveMinuteRate).toBeCloseTo((2000 * (6.6 - 4.125)) / 1e6, 15)
+  })
+
   it("the control plane's reads pass at no cost", async () => {
     answer(s.upstream, { inferenceProfileSummaries: [] })
     const row = await recorded(s.t, () => request(`${s.t.url}${BASE}/inference-profiles?type=SYSTEM_DEFINED`, { headers: HEADERS }))

@@ -1,5 +1,6 @@
 import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
+import { withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 
 export interface PriceOverride {
@@ -186,13 +187,16 @@ export class Pricer {
       this.lookups.set(pricingId, models)
     }
     this.lookupCount++
-    models.set(
-      model,
-      r
-        ? { provider: { ...r.provider, models: [r.model], fallback_model_providers: undefined }, flat: flatTable(r.model), checked: 0 }
-        : null,
-    )
-    return r && Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
+    if (!r) {
+      models.set(model, null)
+      return null
+    }
+    // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h).
+    const table = withOneHourWrites(r.model)
+    const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
+    models.set(model, { provider, flat: flatTable(table), checked: 0 })
+    if (table !== r.model && u.cache_write_1h_tokens) return safeCalc(u, model, { provider, timestamp: at })
+    return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 }
 

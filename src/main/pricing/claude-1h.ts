@@ -1,0 +1,49 @@
+import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
+
+/**
+ * Anthropic bills a prompt-cache write with a 1-hour lifetime at 2x the model's input price
+ * (a 5-minute one at 1.25x), for every Claude model and on every platform that serves them:
+ * Anthropic's API, Amazon Bedrock, Vertex AI. The price data has that rate for Anthropic's own
+ * API, but lacks it for most of the Claude models it lists under AWS and Google, where the
+ * library then prices a 1-hour write at the 5-minute rate, 0.75x input too low per token.
+ *
+ * `withOneHourWrites` gives such a model its 1-hour rate: 2x its input price, tier by tier (a
+ * long-context tier's input price doubles too), in each of its dated prices. A model that has
+ * its own 1-hour rate, has no cache-write rate at all, or is not Claude's, is returned as it is.
+ */
+export const ONE_HOUR_WRITE_INPUT_MULTIPLE = 2
+
+const CLAUDE = /claude/i
+
+export function withOneHourWrites(model: ModelInfo): ModelInfo {
+  if (!CLAUDE.test(model.id)) return model
+  const p = model.prices
+  if (Array.isArray(p)) {
+    let changed = false
+    const prices = p.map((c) => {
+      const next = derived(c.prices)
+      if (next === c.prices) return c
+      changed = true
+      return { ...c, prices: next }
+    })
+    return changed ? { ...model, prices } : model
+  }
+  const next = derived(p)
+  return next === p ? model : { ...model, prices: next }
+}
+
+function derived(p: ModelPrice): ModelPrice {
+  if (p.cache_write_1h_mtok !== undefined || p.cache_write_mtok === undefined) return p
+  const input = p.input_mtok
+  if (typeof input === 'number') return { ...p, cache_write_1h_mtok: input * ONE_HOUR_WRITE_INPUT_MULTIPLE }
+  if (input && typeof input === 'object' && typeof input.base === 'number' && Array.isArray(input.tiers)) {
+    return {
+      ...p,
+      cache_write_1h_mtok: {
+        base: input.base * ONE_HOUR_WRITE_INPUT_MULTIPLE,
+        tiers: input.tiers.map((t) => ({ start: t.start, price: t.price * ONE_HOUR_WRITE_INPUT_MULTIPLE })),
+      },
+    }
+  }
+  return p
+}
