@@ -68,6 +68,18 @@ describe('Amazon Bedrock', () => {
     expect(streamed).toMatchObject({ endpoint: 'converse', streamed: 1, input_tokens: 40, output_tokens: 2, estimated: 0 })
   })
 
+  it("InvokeModel of another model (Llama): not estimated, Bedrock's count in the answer's headers priced at the model's AWS price", async () => {
+    const llama = 'meta.llama3-3-70b-instruct-v1:0'
+    s.upstream.setResponder(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'x-amzn-bedrock-input-token-count': '812', 'x-amzn-bedrock-output-token-count': '96', 'x-amzn-bedrock-invocation-latency': '640' },
+      body: JSON.stringify({ generation: 'Here is the answer.', prompt_token_count: 812, generation_token_count: 96, stop_reason: 'stop' }),
+    }))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${llama}/invoke`, { prompt: 'hi', max_gen_len: 512 }, HEADERS))
+    expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'invoke', model: llama, input_tokens: 812, output_tokens: 96, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 812, output_tokens: 96 }, llama, row.ts))
+  })
+
   it('1-hour cache writes cost 2x input, as Anthropic bills them on Bedrock too (the AWS price data has no such rate for this model)', async () => {
     answer(s.upstream, {
       output: { message: { role: 'assistant', content: [{ text: 'hi' }] } },

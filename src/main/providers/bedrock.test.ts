@@ -61,6 +61,25 @@ describe('Bedrock meters', () => {
     expect(m.result()).toMatchObject({ usage: { input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }, complete: true })
   })
 
+  it("InvokeModel's JSON answer of another model: Bedrock's own count in the headers, cache reads and writes added to the input", () => {
+    const m = bedrock.meter(inspectBedrock(req('/model/meta.llama3-70b-instruct-v1:0/invoke')), req(''))
+    m.headers!({ 'x-amzn-bedrock-input-token-count': '120', 'x-amzn-bedrock-output-token-count': '45', 'x-amzn-bedrock-cache-read-input-token-count': '30', 'content-type': 'application/json' })
+    m.json({ generation: 'Hello', prompt_token_count: 150, generation_token_count: 45, stop_reason: 'stop' })
+    expect(m.result()).toMatchObject({ usage: { input_tokens: 150, cache_read_tokens: 30, cache_write_tokens: 0, output_tokens: 45 }, complete: true })
+    // No count in the headers: no usage (the call is then estimated).
+    const bare = bedrock.meter(inspectBedrock(req('/model/meta.llama3-70b-instruct-v1:0/invoke')), req(''))
+    bare.headers!({ 'content-type': 'application/json', 'x-amzn-bedrock-output-token-count': 'x' })
+    bare.json({ generation: 'Hello' })
+    expect(bare.result().usage).toBeNull()
+  })
+
+  it("InvokeModel's JSON answer of a Claude model: its own usage wins over the headers' count", () => {
+    const m = bedrock.meter(inspectBedrock(req(`/model/${MODEL}/invoke`)), req(''))
+    m.headers!({ 'x-amzn-bedrock-input-token-count': '10', 'x-amzn-bedrock-output-token-count': '5', 'x-amzn-bedrock-cache-write-input-token-count': '300' })
+    m.json({ type: 'message', usage: { input_tokens: 10, cache_creation_input_tokens: 300, cache_creation: { ephemeral_1h_input_tokens: 300 }, output_tokens: 5 } })
+    expect(m.result().usage).toMatchObject({ input_tokens: 310, cache_write_tokens: 300, cache_write_1h_tokens: 300, output_tokens: 5 })
+  })
+
   it('Converse: the usage with cache reads and writes added to the input, from the answer or the stream', () => {
     expect(converseUsage({ inputTokens: 10, outputTokens: 5, cacheReadInputTokens: 100, cacheWriteInputTokens: 20, totalTokens: 135 })).toMatchObject({ input_tokens: 130, cache_read_tokens: 100, cache_write_tokens: 20, cache_write_1h_tokens: 0, output_tokens: 5 })
     // Cache writes by TTL: the 1-hour ones are billed higher.

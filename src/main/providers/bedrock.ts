@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
@@ -71,13 +72,20 @@ const METRICS = 'amazon-bedrock-invocationMetrics'
 
 /**
  * InvokeModel: a Claude model's answer is Anthropic's, its stream's events inside Bedrock's
- * `chunk` messages. Any model's stream ends with Bedrock's own count in its last event
- * (`amazon-bedrock-invocationMetrics`: input and output tokens, no cache detail), which counts
- * when the model's events carry none (other models' formats are not read).
+ * `chunk` messages. For any model, Bedrock also counts the call itself: a JSON answer in its
+ * headers (`X-Amzn-Bedrock-Input-Token-Count`, `-Output-Token-Count`, and the cache reads and
+ * writes), a stream in its last event (`amazon-bedrock-invocationMetrics`: input and output
+ * tokens). That count is used when the answer's own carries none (other models' formats are not
+ * read); a Claude answer's own usage wins (it tells 1-hour cache writes apart).
  */
 class InvokeMeter implements Meter {
   private readonly inner = new AnthropicMeter()
   private metrics: Usage | null = null
+  private counted: Usage | null = null
+
+  headers(h: IncomingHttpHeaders): void {
+    this.counted = headerUsage(h)
+  }
 
   event(type: string, payload: string): void {
     if (type !== 'chunk') return
@@ -101,8 +109,25 @@ class InvokeMeter implements Meter {
     // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
     const { model: _named, ...r } = this.inner.result()
     if (!r.usage && this.metrics) return { usage: this.metrics, complete: true }
+    if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete: r.complete }
     return r
   }
+}
+
+/**
+ * Bedrock's own count of an InvokeModel call, from its answer's headers (null when it sent
+ * none). Its input count leaves out cache reads and writes, as Converse's `inputTokens` does.
+ */
+export function headerUsage(h: IncomingHttpHeaders): Usage | null {
+  const input = h['x-amzn-bedrock-input-token-count']
+  if (typeof input !== 'string') return null
+  const n = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v.trim()) : 0)
+  const u = emptyUsage()
+  u.cache_read_tokens = n(h['x-amzn-bedrock-cache-read-input-token-count'])
+  u.cache_write_tokens = n(h['x-amzn-bedrock-cache-write-input-token-count'])
+  u.input_tokens = n(input) + u.cache_read_tokens + u.cache_write_tokens
+  u.output_tokens = n(h['x-amzn-bedrock-output-token-count'])
+  return u
 }
 
 function metricsUsage(text: string): Usage | null {

@@ -112,6 +112,8 @@ export interface MeterResult {
  * whole parsed JSON body, then asks for the result once the response has ended.
  */
 export interface Meter {
+  /** The answer's headers, before its body (Bedrock's InvokeModel counts a call's tokens there). */
+  headers?(headers: IncomingHttpHeaders): void
   event(name: string, data: string): void
   /** The whole parsed JSON body (an array for Gemini's streamed JSON without `alt=sse`). */
   json(body: unknown): void

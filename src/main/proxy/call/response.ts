@@ -16,6 +16,7 @@ export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
   const ctype = uheaders['content-type']
   const meter = s.ctx.provider.meter(s.ctx.shape, s.info)
   s.meter = meter
+  if (meter.headers) meter.headers(uheaders)
   let sink: ((b: Buffer) => void) | null = null
   if (s.ctx.shape.lines && meter.line) {
     const lines = new JsonLines((text) => meter.line!(text))
