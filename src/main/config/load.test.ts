@@ -72,6 +72,15 @@ describe('loadConfig', () => {
     expect(msg).toContain('expected boolean')
   })
 
+  it('takes a fast-tier price override, and names a speed it does not know', () => {
+    const ok = withFile('pricing:\n  overrides:\n    - model: claude-opus-4-6\n      speed: fast\n      input_mtok: 30\n      output_mtok: 150\n')
+    expect(loadConfig({ config: ok }, {}).pricing.overrides[0]).toMatchObject({ model: 'claude-opus-4-6', speed: 'fast', input_mtok: 30 })
+    const bad = withFile('pricing:\n  overrides:\n    - model: claude-opus-4-6\n      speed: turbo\n      input_mtok: 30\n      output_mtok: 150\n')
+    const msg = errorOf(() => loadConfig({ config: bad }, {}))
+    expect(msg).toContain('pricing.overrides[0].speed')
+    expect(msg).toContain('fast')
+  })
+
   it('names an unknown key (a typo must not be ignored)', () => {
     const file = withFile('budgets:\n  rules:\n    - api_key_pattern: "sk-*"\n      daily_limit: 5\n      action: block\n')
     const msg = errorOf(() => loadConfig({ config: file }, {}))

@@ -71,6 +71,12 @@ const priceOverrideSchema = z
     cache_read_mtok: usd.optional(),
     cache_write_mtok: usd.optional(),
     cache_write_1h_mtok: usd.optional(),
+    /**
+     * `fast`: the price of the model's fast tier (Anthropic's fast mode, OpenAI's Fast mode),
+     * for calls its answer says that tier served, and only for them; `standard` (the default):
+     * the usual price.
+     */
+    speed: z.enum(['standard', 'fast']).optional(),
   })
   .strict()
 

@@ -33,6 +33,13 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"data_residency":1}')).toEqual(emptyUsage())
   })
 
+  it('keeps a call a fast tier served as such, so re-pricing gives it its fast price again', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, fast: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ fast: true })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    expect(withUsageExtra(emptyUsage(), '{"fast":"yes"}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

@@ -42,6 +42,14 @@ export interface Usage {
    * per-use charges (web searches) are not raised. See pricing/price.ts.
    */
   data_residency?: boolean
+  /**
+   * Served at a faster tier that costs more per token, by model: Anthropic's fast mode (the
+   * answer's `usage.speed: "fast"`), OpenAI's Fast mode (formerly Priority processing:
+   * `service_tier: "priority"` or `"fast"`). The price data has no such rates: a call is priced at
+   * a `pricing.overrides` entry with `speed: fast` for its model when there is one, else at the
+   * standard rate. See pricing/price.ts.
+   */
+  fast?: boolean
 }
 
 /** What a data-residency premium multiplies every token price by (`Usage.data_residency`). */

@@ -151,4 +151,26 @@ describe('Pricer with remembered model lookups', () => {
     expect(pricer.price('anthropic', 'anthropic', model, { ...u, data_residency: true, provider_cost_usd: 0.25 }, at)).toEqual({ cost_usd: 0.25, priced: true })
     expect(pricer.price('anthropic', 'anthropic', 'no-such-model', { ...u, data_residency: true }, at)).toEqual({ cost_usd: 0, priced: false })
   })
+
+  it('prices a call a fast tier served at an override with speed: fast for its model; without one, at the standard price', () => {
+    const at = new Date('2026-11-01T00:00:00Z')
+    const model = 'claude-opus-4-6'
+    const u = usage(1_000_000, 1_000_000)
+    const fast = { ...u, fast: true }
+    const standard = direct('anthropic', model, u, at)!
+    const pricer = new Pricer([
+      { model: 'claude-opus-4-6', provider: 'anthropic', speed: 'fast', input_mtok: 30, output_mtok: 150 },
+      { model: 'gpt-5*', speed: 'fast', input_mtok: 2.5, output_mtok: 20 },
+      { model: 'gpt-5-mini', input_mtok: 1, output_mtok: 2 },
+    ])
+    expect(pricer.price('anthropic', 'anthropic', model, fast, at)).toEqual({ cost_usd: 180, priced: true })
+    // The fast price is for the calls a fast tier served only; and only for its provider.
+    expect(pricer.price('anthropic', 'anthropic', model, u, at)).toEqual({ cost_usd: standard, priced: true })
+    expect(pricer.price('anthropic', 'vertex', model, fast, at).cost_usd).toBe(standard)
+    // A prefix, as for any override; a fast call of a model with no fast price takes the usual chain.
+    expect(pricer.price('openai', 'openai', 'gpt-5-2025-08-07', fast, at).cost_usd).toBeCloseTo(22.5, 12)
+    expect(pricer.price('openai', 'openai', 'gpt-5-mini', { ...u, fast: true }, at).cost_usd).toBeCloseTo(22.5, 12)
+    expect(pricer.price('openai', 'openai', 'gpt-4o', { ...u, fast: true }, at).cost_usd).toBe(direct('openai', 'gpt-4o', u, at))
+    expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBe(standard)
+  })
 })

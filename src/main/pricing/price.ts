@@ -11,6 +11,8 @@ export interface PriceOverride {
   cache_read_mtok?: number
   cache_write_mtok?: number
   cache_write_1h_mtok?: number
+  /** `fast`: prices only the calls a fast tier served (`Usage.fast`); `standard` (default): the others. */
+  speed?: 'standard' | 'fast'
 }
 
 export interface Priced {
@@ -59,7 +61,7 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
  * A model none knows is `priced: false` with cost 0: recorded, shown as unpriced, never guessed.
  */
 export class Pricer {
-  private readonly overrides: { provider?: string; price: PriceProvider }[]
+  private readonly overrides: { provider?: string; price: PriceProvider; fast: boolean }[]
   /** Runtime prices by `provider \0 model`. */
   private runtime = new Map<string, PriceProvider>()
   /** Library lookups by pricing id, then model (see `library`; no key string built per call). */
@@ -133,6 +135,14 @@ export class Pricer {
   /** The price the model's list gives (runtime price, override, library), without the provider's own charge. */
   private listPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
+    // A call a fast tier served: its model's fast price, when one is set (the price data has none).
+    if (usage.fast) {
+      for (const o of this.overrides) {
+        if (!o.fast || (o.provider && o.provider !== providerName)) continue
+        const r = safeCalc(u, model, { provider: o.price })
+        if (r) return r
+      }
+    }
     if (this.runtime.size > 0) {
       const rt = this.runtime.get(`${providerName}\0${model}`)
       if (rt) {
@@ -141,7 +151,7 @@ export class Pricer {
       }
     }
     for (const o of this.overrides) {
-      if (o.provider && o.provider !== providerName) continue
+      if (o.fast || (o.provider && o.provider !== providerName)) continue
       const r = safeCalc(u, model, { provider: o.price })
       if (r) return r
     }
@@ -227,7 +237,7 @@ function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typ
 }
 
 /** An override as a one-model price table the library applies itself. */
-function toProvider(o: PriceOverride, id: string, name: string): { provider?: string; price: PriceProvider } {
+function toProvider(o: PriceOverride, id: string, name: string): { provider?: string; price: PriceProvider; fast: boolean } {
   const prices: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
   if (o.cache_read_mtok !== undefined) prices.cache_read_mtok = o.cache_read_mtok
   // The library needs a 5-minute write price wherever a 1-hour one is given.
@@ -237,5 +247,5 @@ function toProvider(o: PriceOverride, id: string, name: string): { provider?: st
   if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
   const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
   const price: PriceProvider = { id, name, api_pattern: '.*', models: [{ id: o.model, match, prices }] }
-  return { provider: o.provider, price }
+  return { provider: o.provider, price, fast: o.speed === 'fast' }
 }

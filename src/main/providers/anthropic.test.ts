@@ -180,6 +180,22 @@ describe('Anthropic stream metering parses only the events that can change the r
   })
 })
 
+describe('Anthropic fast mode (speed)', () => {
+  it('an answer fast mode served is marked for its fast price, in JSON and in a stream; standard speed is not', () => {
+    const m = new AnthropicMeter()
+    m.json({ type: 'message', model: 'claude-opus-5-5', usage: { input_tokens: 25, output_tokens: 150, speed: 'fast' } })
+    expect(m.result().usage).toMatchObject({ input_tokens: 25, output_tokens: 150, fast: true })
+    const std = new AnthropicMeter()
+    std.json({ type: 'message', usage: { input_tokens: 25, output_tokens: 150, speed: 'standard' } })
+    expect(std.result().usage?.fast).toBeUndefined()
+    const r = meterOf([
+      ['message_start', JSON.stringify({ type: 'message_start', message: { id: 'msg_1', usage: { input_tokens: 10, output_tokens: 1, speed: 'fast' } } })],
+      ['message_delta', JSON.stringify({ type: 'message_delta', usage: { output_tokens: 40 } })],
+    ])
+    expect(r.usage).toMatchObject({ output_tokens: 40, fast: true })
+  })
+})
+
 describe('Anthropic data residency (inference_geo)', () => {
   const usage = (geo?: string) => ({ input_tokens: 25, output_tokens: 150, ...(geo === undefined ? {} : { inference_geo: geo }) })
 

@@ -14,10 +14,12 @@ interface RawUsage {
   webSearches: number
   /** The answer says it ran in the US only (`inference_geo: "us"`): billed with the data-residency premium. */
   usOnly: boolean
+  /** The answer says fast mode served it (`speed: "fast"`). */
+  fast: boolean
 }
 
 function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
-  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false }
+  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
   // Fields present override (message_delta repeats or updates what message_start said).
   if ('input_tokens' in u) r.input = count(u.input_tokens)
   if ('cache_creation_input_tokens' in u) r.cacheWrite = count(u.cache_creation_input_tokens)
@@ -30,6 +32,7 @@ function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
   // Where inference ran (Claude Opus 4.6 and later; the request's `inference_geo` or the
   // workspace's default): US-only inference costs 1.1x every token price, the default `global` not.
   if ('inference_geo' in u) r.usOnly = u.inference_geo === 'us'
+  if ('speed' in u) r.fast = u.speed === 'fast'
   return r
 }
 
@@ -40,7 +43,7 @@ function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
  */
 function iterationsSum(iterations: unknown): RawUsage | null {
   if (!Array.isArray(iterations) || iterations.length === 0) return null
-  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false }
+  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
   for (const it of iterations) {
     if (!isObject(it)) continue
     const r = rawUsage(it)
@@ -62,6 +65,7 @@ function normalise(r: RawUsage): Usage {
   u.output_tokens = r.output
   u.web_searches = r.webSearches
   if (r.usOnly) u.data_residency = true
+  if (r.fast) u.fast = true
   return u
 }
 
@@ -72,6 +76,7 @@ export function anthropicUsage(u: unknown): Usage | null {
   if (it) {
     it.webSearches = r.webSearches
     it.usOnly = r.usOnly
+    it.fast = r.fast
     return normalise(it)
   }
   return normalise(r)
@@ -207,6 +212,7 @@ export class AnthropicMeter implements Meter {
     if (this.iterations) {
       this.iterations.webSearches = this.raw.webSearches
       this.iterations.usOnly = this.raw.usOnly
+      this.iterations.fast = this.raw.fast
     }
     const usage = normalise(this.iterations ?? this.raw)
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }

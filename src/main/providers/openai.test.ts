@@ -39,6 +39,26 @@ describe('OpenAI: the Flex tier is billed at Batch API rates', () => {
   })
 })
 
+describe('OpenAI: Fast mode (formerly Priority processing) is marked for its fast price', () => {
+  const usage = { prompt_tokens: 100, completion_tokens: 10 }
+  const json = (body: object, flexAtBatchRates = true) => {
+    const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
+    m.json(body)
+    return m.result().usage
+  }
+  it('marks the usage when the answer says priority or fast served it, in JSON and in streams; never for other tiers or providers', () => {
+    expect(json({ service_tier: 'priority', usage })?.fast).toBe(true)
+    expect(json({ service_tier: 'fast', usage })?.fast).toBe(true)
+    expect(json({ service_tier: 'priority', usage })?.batch).toBeUndefined()
+    expect(json({ service_tier: 'default', usage })?.fast).toBeUndefined()
+    expect(json({ service_tier: 'flex', usage })?.fast).toBeUndefined()
+    expect(json({ service_tier: 'priority', usage }, false)?.fast).toBeUndefined()
+    const responses = new OpenAIMeter({ endpoint: 'responses', flexAtBatchRates: true })
+    responses.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', service_tier: 'priority', usage: { input_tokens: 5, output_tokens: 2 } } }))
+    expect(responses.result().usage).toMatchObject({ input_tokens: 5, output_tokens: 2, fast: true })
+  })
+})
+
 describe('OpenAI: reads of a stored response', () => {
   it('names the retrieve and cancel of a response, and nothing else under /responses/{id}', () => {
     expect(openaiEndpointOf('GET', '/responses/resp_1')).toBe('responses.retrieve')

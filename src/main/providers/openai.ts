@@ -98,7 +98,8 @@ export interface OpenAIMeterOptions {
   /**
    * The answer's `service_tier: "flex"` is billed at Batch API rates (OpenAI's and Azure
    * OpenAI's Flex processing: half of every token price). Not for other providers, whose tiers
-   * of the same name are priced otherwise (Groq's flex costs as its on-demand tier).
+   * of the same name are priced otherwise (Groq's flex costs as its on-demand tier). And
+   * `service_tier: "priority"` or `"fast"` (OpenAI's Fast mode) marks the usage `fast`.
    */
   flexAtBatchRates?: boolean
 }
@@ -215,6 +216,8 @@ export class OpenAIMeter implements Meter {
   private readonly flexRates: boolean
   /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
   private flex = false
+  /** The answer says Fast mode (Priority processing) served it. */
+  private fast = false
   /**
    * A Responses stream's text deltas (most of its events), kept as they came, unparsed: their text
    * is only read to estimate a stream cut before its terminal event, which carries the usage. So
@@ -232,12 +235,17 @@ export class OpenAIMeter implements Meter {
 
   /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
   private noteTier(tier: unknown): void {
-    if (this.flexRates && typeof tier === 'string') this.flex = tier === 'flex'
+    if (this.flexRates && typeof tier === 'string') {
+      this.flex = tier === 'flex'
+      // Fast mode, named Priority processing until July 2026: it costs more, by model.
+      this.fast = tier === 'priority' || tier === 'fast'
+    }
   }
 
-  /** The usage as billed: at Batch API rates when the Flex tier served it. */
+  /** The usage as billed: at Batch API rates when the Flex tier served it; at fast prices when Fast mode did. */
   private billed(u: Usage | null): Usage | null {
     if (u && this.flex) u.batch = true
+    if (u && this.fast) u.fast = true
     return u
   }
 
