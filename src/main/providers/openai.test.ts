@@ -16,13 +16,15 @@ describe('OpenAI: the Batch API', () => {
   })
 })
 
+const usage = { prompt_tokens: 100, completion_tokens: 10 }
+/** The usage an OpenAI meter finds in a Chat Completions answer: made as OpenAI's and Azure's are (tiers read), or as the others' are. */
+function json(body: object, flexAtBatchRates = true) {
+  const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
+  m.json(body)
+  return m.result().usage
+}
+
 describe('OpenAI: the Flex tier is billed at Batch API rates', () => {
-  const usage = { prompt_tokens: 100, completion_tokens: 10 }
-  const json = (body: object, flexAtBatchRates = true) => {
-    const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
-    m.json(body)
-    return m.result().usage
-  }
   it('marks the usage when the answer says flex served it, in JSON and in streams; never for other tiers or providers', () => {
     expect(json({ service_tier: 'flex', usage })?.batch).toBe(true)
     expect(json({ service_tier: 'default', usage })?.batch).toBeUndefined()
@@ -40,12 +42,6 @@ describe('OpenAI: the Flex tier is billed at Batch API rates', () => {
 })
 
 describe('OpenAI: Fast mode (formerly Priority processing) is marked for its fast price', () => {
-  const usage = { prompt_tokens: 100, completion_tokens: 10 }
-  const json = (body: object, flexAtBatchRates = true) => {
-    const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
-    m.json(body)
-    return m.result().usage
-  }
   it('marks the usage when the answer says priority or fast served it, in JSON and in streams; never for other tiers or providers', () => {
     expect(json({ service_tier: 'priority', usage })?.fast).toBe(true)
     expect(json({ service_tier: 'fast', usage })?.fast).toBe(true)
