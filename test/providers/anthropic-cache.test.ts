@@ -1,5 +1,6 @@
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
+import { anthropicStream } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
@@ -21,14 +22,7 @@ const start = {
   cache_creation: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
   output_tokens: 1,
 }
-const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
-const STREAM =
-  event('message_start', { message: { id: 'msg_cache1h', type: 'message', role: 'assistant', model: MODEL, content: [], usage: start } }) +
-  event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
-  event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Cached.' } }) +
-  event('content_block_stop', { index: 0 }) +
-  event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 50 } }) +
-  event('message_stop', {})
+const STREAM = anthropicStream('msg_cache1h', MODEL, start, 50, 'Cached.')
 
 describe('Anthropic prompt-cache writes by lifetime, in a stream', () => {
   it('1-hour writes at 2x input, 5-minute ones at 1.25x, reads at 0.1x', async () => {

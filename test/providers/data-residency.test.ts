@@ -1,6 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
+import { anthropicStream } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -38,24 +39,12 @@ function list(providerId: string, usage: Record<string, number>, model: string, 
   return p!.total_price
 }
 
-const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
-function stream(model: string, usage: object): string {
-  return (
-    event('message_start', { message: { id: 'msg_geo', type: 'message', role: 'assistant', model, content: [], usage } }) +
-    event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
-    event('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'Here.' } }) +
-    event('content_block_stop', { index: 0 }) +
-    event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 150 } }) +
-    event('message_stop', {})
-  )
-}
-
 describe('Anthropic: US-only inference', () => {
   const model = 'claude-opus-4-6'
   const tokens = { input_tokens: 1_025, cache_read_tokens: 1_000, output_tokens: 150 }
 
   it('an answer that says it ran in the US only costs 1.1x every token price; the same in global costs the list', async () => {
-    answer(upstream, stream(model, { input_tokens: 25, cache_read_input_tokens: 1_000, output_tokens: 1, inference_geo: 'us' }), 'sse')
+    answer(upstream, anthropicStream('msg_geo', model, { input_tokens: 25, cache_read_input_tokens: 1_000, output_tokens: 1, inference_geo: 'us' }, 150), 'sse')
     const us = await recorded(t, () => postJson(`${t.url}/v1/messages`, { model, stream: true, max_tokens: 200, inference_geo: 'us', messages: [] }, KEY))
     expect(JSON.parse(upstream.requests[0].body.toString())).toMatchObject({ inference_geo: 'us' })
     expect(us).toMatchObject({ provider: 'anthropic', model, ...tokens, priced: 1, estimated: 0 })
