@@ -74,7 +74,7 @@ export function claudeVersion(model: string): { major: number; minor: number } |
 
 /**
  * Whether a Claude call through `location` is billed with the data-residency premium: on Vertex
- * AI, from Claude Sonnet 4.5 on (every model since), a regional or multi-region endpoint costs
+ * AI, from Claude Sonnet 4.5 on (every model since), a regional endpoint costs
  * 10% more than the `global` one; earlier models cost the same everywhere.
  */
 export function regionalPremium(location: string, model: string): boolean {
