@@ -63,4 +63,28 @@ describe('fast tiers', () => {
     expect((await admin(t.url, 'POST', `/prices/openai/${model}/reprice?all=true`)).status).toBe(200)
     expect(rows(t).find((r) => r.id === row.id).cost_usd).toBeCloseTo(fastCost, 15)
   })
+
+  it('a block rule reserves a call asking for fast mode at its fast price: refused before it goes upstream where the standard one passes', async () => {
+    const t2 = await startTestServer(
+      {
+        pricing: { overrides: OVERRIDES },
+        budgets: { rules: [{ api_key_pattern: 'sk-ant-fast-budget-*', daily_limit_usd: 0.1, action: 'block', reserve: 'max_tokens' }] },
+      },
+      upstream.url,
+    )
+    try {
+      const key = { 'x-api-key': 'sk-ant-fast-budget-0000000001' }
+      const body = { model: 'claude-opus-4-6', max_tokens: 1000, messages: [{ role: 'user', content: 'hi' }] }
+      // Worst case at the standard price: about $0.025 (1,000 output tokens at $25 a million); at the fast price about $0.15.
+      answer(upstream, { id: 'msg_b', type: 'message', model: 'claude-opus-4-6', content: [], usage: { input_tokens: 10, output_tokens: 10, speed: 'standard' } })
+      const before = upstream.requests.length
+      expect((await postJson(`${t2.url}/v1/messages`, body, key)).status).toBe(200)
+      const refused = await postJson(`${t2.url}/v1/messages`, { ...body, speed: 'fast' }, key)
+      expect(refused.status).toBe(429)
+      expect(refused.json().error.type).toBe('budget_exceeded')
+      expect(upstream.requests.length).toBe(before + 1)
+    } finally {
+      await t2.cleanup()
+    }
+  })
 })

@@ -42,6 +42,12 @@ describe('expected cost', () => {
     const geo = ctx(128_000, 1000)
     geo.shape = { ...geo.shape, dataResidency: true }
     expect(expectedUsd(pricer, h, geo)).toBeCloseTo((95e-9 * 1000 + price(0, 95)) * 1.1, 15)
+    // One asking for a fast tier: its prompt's bound and its output at the fast price (the learnt per-byte cost is the standard one).
+    const fastPricer = new Pricer([{ model: MODEL, speed: 'fast', input_mtok: 1, output_mtok: 4 }])
+    const fast = ctx(128_000, 1000)
+    fast.shape = { ...fast.shape, fast: true }
+    expect(expectedUsd(fastPricer, h, fast)).toBeCloseTo((promptTokenBound(1000) * 1 + 95 * 4) / 1e6, 15)
+    expect(expectedUsd(fastPricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
     // Only the last 100 count: a model that now answers longer raises the expectation.
     for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 1000, 1e-9)
     expect(h.output('openai', MODEL)).toBe(1000)

@@ -15,7 +15,9 @@ import { maxOutputTokens, promptTokenBound } from './worst-case'
  *   (their real input, cache reads and writes priced exactly as billed), times this body's
  *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
  * - Priced at the model's price; a model with no known price reserves 0, as it is recorded at 0.
- *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too.
+ *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
+ *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
+ *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
  */
 
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
@@ -141,12 +143,14 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     usage.input_tokens = input
     usage.output_tokens = output
     if (ctx.shape.dataResidency) usage.data_residency = true
+    if (ctx.shape.fast) usage.fast = true
     const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
     return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
   }
   const seen = history.expectations(ctx.provider.name, model)
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
-  const perByte = seen.inputUsdPerByte
+  // The prompt's cost per byte is learnt at standard prices: a call asking for a fast tier reserves its prompt's bound at the fast price.
+  const perByte = ctx.shape.fast ? null : seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
   // The prompt's cost per byte is learnt at list prices (budgets/index.ts), so a call billed with the premium adds it here.
   const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)

@@ -39,6 +39,15 @@ describe('worst-case cost', () => {
     expect(worstCaseUsd(new Pricer(), { ...c, shape: { ...c.shape, dataResidency: true } })).toBe(plain * 1.1)
   })
 
+  it('a call asking for a fast tier reserves at the model\'s fast price when one is set, else at its standard price', () => {
+    const c = ctx({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
+    const fast = { ...c, shape: { ...c.shape, fast: true } }
+    const pricer = new Pricer([{ model: 'gpt-4o-mini', speed: 'fast', input_mtok: 1, output_mtok: 4 }])
+    expect(worstCaseUsd(pricer, fast)).toBeCloseTo((promptTokenBound(c.bodyBytes) * 1 + 1000 * 4) / 1e6, 15)
+    expect(worstCaseUsd(pricer, c)).toBe(worstCaseUsd(new Pricer(), c))
+    expect(worstCaseUsd(new Pricer(), fast)).toBe(worstCaseUsd(new Pricer(), c))
+  })
+
   it('prices prompt bound and output cap at the model price', () => {
     const c = ctx({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
     const expected = calcPrice({ input_tokens: promptTokenBound(c.bodyBytes), output_tokens: 1000 }, 'gpt-4o-mini', { providerId: 'openai' })!.total_price

@@ -49,6 +49,7 @@ export function worstCaseUsd(pricer: Pricer, ctx: CallContext): number {
   usage.input_tokens = promptTokenBound(ctx.bodyBytes)
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
   if (ctx.shape.dataResidency) usage.data_residency = true
+  if (ctx.shape.fast) usage.fast = true
   const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, new Date(ctx.ts))
   return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
 }

@@ -196,6 +196,14 @@ describe('Anthropic fast mode (speed)', () => {
   })
 })
 
+describe('Anthropic fast mode asked for', () => {
+  it('a request with speed: fast is marked for budgets (what it is recorded at, its answer says)', () => {
+    const req = (body: unknown) => ({ method: 'POST', path: '/v1/messages', query: '', headers: {}, body })
+    expect(inspectAnthropic(req({ model: 'claude-opus-5-5', speed: 'fast', messages: [] })).fast).toBe(true)
+    expect(inspectAnthropic(req({ model: 'claude-opus-5-5', speed: 'standard', messages: [] })).fast).toBeUndefined()
+  })
+})
+
 describe('Anthropic data residency (inference_geo)', () => {
   const usage = (geo?: string) => ({ input_tokens: 25, output_tokens: 150, ...(geo === undefined ? {} : { inference_geo: geo }) })
 

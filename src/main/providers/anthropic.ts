@@ -97,6 +97,7 @@ export function inspectAnthropic(req: RequestInfo): CallShape {
     billable: isMessages,
   }
   if (isMessages && body?.inference_geo === 'us') shape.dataResidency = true
+  if (isMessages && body?.speed === 'fast') shape.fast = true
   return shape
 }
 

@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { OpenAIMeter, READS, openaiEndpointOf } from './openai'
+import { OpenAIMeter, READS, openaiEndpointOf, withFastTier } from './openai'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
@@ -53,7 +53,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     defaultBaseUrl: null,
     mount: '/azure',
     credentials: ['api-key', 'authorization'],
-    inspect: (req) => inspectAzure(req, deployments),
+    inspect: (req) => withFastTier(inspectAzure(req, deployments), req.body),
     meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }

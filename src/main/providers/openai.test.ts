@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { inspectAzure } from './azure'
-import { OpenAIMeter, inspectOpenAI, openaiEndpointOf } from './openai'
+import { azure, inspectAzure } from './azure'
+import { OpenAIMeter, inspectOpenAI, openai, openaiEndpointOf } from './openai'
 
 describe('OpenAI: the Batch API', () => {
   it('names its batches and file reads; following a batch and reading a file are free, creating one is not', () => {
@@ -52,6 +52,17 @@ describe('OpenAI: Fast mode (formerly Priority processing) is marked for its fas
     const responses = new OpenAIMeter({ endpoint: 'responses', flexAtBatchRates: true })
     responses.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', service_tier: 'priority', usage: { input_tokens: 5, output_tokens: 2 } } }))
     expect(responses.result().usage).toMatchObject({ input_tokens: 5, output_tokens: 2, fast: true })
+  })
+})
+
+describe('OpenAI and Azure OpenAI: Fast mode asked for', () => {
+  it('a request with service_tier priority or fast is marked for budgets; other tiers and other providers are not', () => {
+    const req = (body: unknown, path = '/chat/completions') => ({ method: 'POST', path, query: '', headers: {}, body })
+    expect(openai.inspect(req({ model: 'gpt-5', service_tier: 'priority', messages: [] })).fast).toBe(true)
+    expect(openai.inspect(req({ model: 'gpt-5', service_tier: 'fast', messages: [] })).fast).toBe(true)
+    expect(openai.inspect(req({ model: 'gpt-5', service_tier: 'flex', messages: [] })).fast).toBeUndefined()
+    expect(azure.inspect(req({ service_tier: 'priority', messages: [] }, '/openai/deployments/gpt5/chat/completions'))).toMatchObject({ model: 'gpt5', fast: true })
+    expect(inspectOpenAI(req({ model: 'llama', service_tier: 'priority', messages: [] })).fast).toBeUndefined()
   })
 })
 

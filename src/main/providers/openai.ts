@@ -177,6 +177,12 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
   }
 }
 
+/** OpenAI's and Azure OpenAI's Fast mode (Priority processing until July 2026), asked for by the request: `CallShape.fast`. */
+export function withFastTier(shape: CallShape, body: unknown): CallShape {
+  if (isObject(body) && (body.service_tier === 'priority' || body.service_tier === 'fast')) shape.fast = true
+  return shape
+}
+
 /**
  * A failed response bills nothing, so its `usage: null` means zero. A completed one without
  * usage (an OpenAI-compatible server that sends none) is estimated instead.
@@ -402,6 +408,6 @@ export const openai: Provider = {
   pricingId: 'openai',
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
-  inspect: inspectOpenAI,
+  inspect: (req) => withFastTier(inspectOpenAI(req), req.body),
   meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true })),
 }

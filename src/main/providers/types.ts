@@ -49,6 +49,12 @@ export interface CallShape {
    * the call is recorded with it (an answer saying it ran in the US only is so too).
    */
   dataResidency?: boolean
+  /**
+   * The request asks for a faster, dearer tier (Anthropic's `speed: "fast"`, OpenAI's
+   * `service_tier: "priority"` or `"fast"`): budgets reserve it at the model's fast price
+   * (`Usage.fast`). Not what it is recorded at: the answer says which speed served it.
+   */
+  fast?: boolean
 }
 
 /**
