@@ -137,11 +137,8 @@ export class Pricer {
     const u = toLibraryUsage(usage)
     // A call a fast tier served: its model's fast price, when one is set (the price data has none).
     if (usage.fast) {
-      for (const o of this.overrides) {
-        if (!o.fast || (o.provider && o.provider !== providerName)) continue
-        const r = safeCalc(u, model, { provider: o.price })
-        if (r) return r
-      }
+      const r = this.override(u, providerName, model, true)
+      if (r) return r
     }
     if (this.runtime.size > 0) {
       const rt = this.runtime.get(`${providerName}\0${model}`)
@@ -150,14 +147,21 @@ export class Pricer {
         if (r) return r
       }
     }
-    for (const o of this.overrides) {
-      if (o.fast || (o.provider && o.provider !== providerName)) continue
-      const r = safeCalc(u, model, { provider: o.price })
-      if (r) return r
-    }
+    const o = this.override(u, providerName, model, false)
+    if (o) return o
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)
     return (fine && this.library(fine, pricingId, model, at)) ?? this.library(u, pricingId, model, at) ?? { cost_usd: 0, priced: false }
+  }
+
+  /** The first `pricing.overrides` entry of this speed (fast or standard) that prices the provider's model. */
+  private override(u: Record<string, number>, providerName: string, model: string, fast: boolean): Priced | null {
+    for (const o of this.overrides) {
+      if (o.fast !== fast || (o.provider && o.provider !== providerName)) continue
+      const r = safeCalc(u, model, { provider: o.price })
+      if (r) return r
+    }
+    return null
   }
 
   /**
