@@ -56,6 +56,17 @@ function iterationsSum(iterations: unknown): RawUsage | null {
   return sum
 }
 
+/**
+ * The iterations' sum with what only the top-level usage tells (web searches, where inference
+ * ran, the speed), which counts for the whole call.
+ */
+function withTopLevel(sum: RawUsage, top: RawUsage): RawUsage {
+  sum.webSearches = top.webSearches
+  sum.usOnly = top.usOnly
+  sum.fast = top.fast
+  return sum
+}
+
 function normalise(r: RawUsage): Usage {
   const u = emptyUsage()
   u.input_tokens = r.input + r.cacheWrite + r.cacheRead
@@ -73,13 +84,7 @@ export function anthropicUsage(u: unknown): Usage | null {
   if (!isObject(u)) return null
   const r = rawUsage(u)
   const it = iterationsSum(u.iterations)
-  if (it) {
-    it.webSearches = r.webSearches
-    it.usOnly = r.usOnly
-    it.fast = r.fast
-    return normalise(it)
-  }
-  return normalise(r)
+  return normalise(it ? withTopLevel(it, r) : r)
 }
 
 export function inspectAnthropic(req: RequestInfo): CallShape {
@@ -210,12 +215,7 @@ export class AnthropicMeter implements Meter {
 
   result(): MeterResult {
     if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
-    if (this.iterations) {
-      this.iterations.webSearches = this.raw.webSearches
-      this.iterations.usOnly = this.raw.usOnly
-      this.iterations.fast = this.raw.fast
-    }
-    const usage = normalise(this.iterations ?? this.raw)
+    const usage = normalise(this.iterations ? withTopLevel(this.iterations, this.raw) : this.raw)
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
     for (const data of this.pending) {
