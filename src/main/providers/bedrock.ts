@@ -116,18 +116,18 @@ class InvokeMeter implements Meter {
 
 /**
  * Bedrock's own count of an InvokeModel call, from its answer's headers (null when it sent
- * none). Its input count leaves out cache reads and writes, as Converse's `inputTokens` does.
+ * none): the same counts as Converse's `usage`, read as it is.
  */
 export function headerUsage(h: IncomingHttpHeaders): Usage | null {
   const input = h['x-amzn-bedrock-input-token-count']
   if (typeof input !== 'string') return null
   const n = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v.trim()) : 0)
-  const u = emptyUsage()
-  u.cache_read_tokens = n(h['x-amzn-bedrock-cache-read-input-token-count'])
-  u.cache_write_tokens = n(h['x-amzn-bedrock-cache-write-input-token-count'])
-  u.input_tokens = n(input) + u.cache_read_tokens + u.cache_write_tokens
-  u.output_tokens = n(h['x-amzn-bedrock-output-token-count'])
-  return u
+  return converseUsage({
+    inputTokens: n(input),
+    outputTokens: n(h['x-amzn-bedrock-output-token-count']),
+    cacheReadInputTokens: n(h['x-amzn-bedrock-cache-read-input-token-count']),
+    cacheWriteInputTokens: n(h['x-amzn-bedrock-cache-write-input-token-count']),
+  })
 }
 
 function metricsUsage(text: string): Usage | null {
