@@ -54,7 +54,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     mount: '/azure',
     credentials: ['api-key', 'authorization'],
     inspect: (req) => withFastTier(inspectAzure(req, deployments), req.body),
-    meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true }),
+    meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }
 }

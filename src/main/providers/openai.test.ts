@@ -18,8 +18,8 @@ describe('OpenAI: the Batch API', () => {
 
 const usage = { prompt_tokens: 100, completion_tokens: 10 }
 /** The usage an OpenAI meter finds in a Chat Completions answer: made as OpenAI's and Azure's are (tiers read), or as the others' are. */
-function json(body: object, flexAtBatchRates = true) {
-  const m = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates })
+function json(body: object, openaiTiers = true) {
+  const m = new OpenAIMeter({ endpoint: 'chat.completions', openaiTiers })
   m.json(body)
   return m.result().usage
 }
@@ -31,11 +31,11 @@ describe('OpenAI: the Flex tier is billed at Batch API rates', () => {
     expect(json({ service_tier: 'priority', usage })?.batch).toBeUndefined()
     expect(json({ usage })?.batch).toBeUndefined()
     expect(json({ service_tier: 'flex', usage }, false)?.batch).toBeUndefined()
-    const chat = new OpenAIMeter({ endpoint: 'chat.completions', flexAtBatchRates: true })
+    const chat = new OpenAIMeter({ endpoint: 'chat.completions', openaiTiers: true })
     chat.event('', JSON.stringify({ service_tier: 'flex', choices: [{ delta: { content: 'hi' }, finish_reason: 'stop' }] }))
     chat.event('', JSON.stringify({ service_tier: 'flex', choices: [], usage }))
     expect(chat.result().usage).toMatchObject({ input_tokens: 100, output_tokens: 10, batch: true })
-    const responses = new OpenAIMeter({ endpoint: 'responses', flexAtBatchRates: true })
+    const responses = new OpenAIMeter({ endpoint: 'responses', openaiTiers: true })
     responses.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', service_tier: 'flex', usage: { input_tokens: 5, output_tokens: 2 } } }))
     expect(responses.result().usage?.batch).toBe(true)
   })
@@ -49,7 +49,7 @@ describe('OpenAI: Fast mode (formerly Priority processing) is marked for its fas
     expect(json({ service_tier: 'default', usage })?.fast).toBeUndefined()
     expect(json({ service_tier: 'flex', usage })?.fast).toBeUndefined()
     expect(json({ service_tier: 'priority', usage }, false)?.fast).toBeUndefined()
-    const responses = new OpenAIMeter({ endpoint: 'responses', flexAtBatchRates: true })
+    const responses = new OpenAIMeter({ endpoint: 'responses', openaiTiers: true })
     responses.event('response.completed', JSON.stringify({ type: 'response.completed', response: { id: 'resp_1', service_tier: 'priority', usage: { input_tokens: 5, output_tokens: 2 } } }))
     expect(responses.result().usage).toMatchObject({ input_tokens: 5, output_tokens: 2, fast: true })
   })

@@ -96,12 +96,12 @@ export interface OpenAIMeterOptions {
   /** How the provider's `usage` object is read (default: `openaiUsage`). */
   usage?: UsageReader
   /**
-   * The answer's `service_tier: "flex"` is billed at Batch API rates (OpenAI's and Azure
-   * OpenAI's Flex processing: half of every token price). Not for other providers, whose tiers
-   * of the same name are priced otherwise (Groq's flex costs as its on-demand tier). And
-   * `service_tier: "priority"` or `"fast"` (OpenAI's Fast mode) marks the usage `fast`.
+   * The answer's `service_tier` is billed as OpenAI and Azure OpenAI bill it: `flex` at Batch API
+   * rates (Flex processing: half of every token price), `priority` or `fast` (Fast mode) at the
+   * model's fast price (the usage is marked `fast`). Not for other providers, whose tiers of the
+   * same names are priced otherwise (Groq's flex costs as its on-demand tier).
    */
-  flexAtBatchRates?: boolean
+  openaiTiers?: boolean
 }
 
 function openaiEndpoint(path: string): string {
@@ -219,7 +219,7 @@ export class OpenAIMeter implements Meter {
   private running = false
   /** A choice gave its `finish_reason`: the generation ended. */
   private finished = false
-  private readonly flexRates: boolean
+  private readonly openaiTiers: boolean
   /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
   private flex = false
   /** The answer says Fast mode (Priority processing) served it. */
@@ -236,12 +236,12 @@ export class OpenAIMeter implements Meter {
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
     this.reread = READS.has(opts.endpoint ?? '')
-    this.flexRates = opts.flexAtBatchRates === true
+    this.openaiTiers = opts.openaiTiers === true
   }
 
   /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
   private noteTier(tier: unknown): void {
-    if (this.flexRates && typeof tier === 'string') {
+    if (this.openaiTiers && typeof tier === 'string') {
       this.flex = tier === 'flex'
       // Fast mode, named Priority processing until July 2026: it costs more, by model.
       this.fast = tier === 'priority' || tier === 'fast'
@@ -409,5 +409,5 @@ export const openai: Provider = {
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
   inspect: (req) => withFastTier(inspectOpenAI(req), req.body),
-  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint, flexAtBatchRates: true })),
+  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true })),
 }
