@@ -149,10 +149,11 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   }
   const seen = history.expectations(ctx.provider.name, model)
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
-  // The prompt's cost per byte is learnt at standard prices: a call asking for a fast tier reserves its prompt's bound at the fast price.
+  // The prompt's cost per byte is learnt at list prices (budgets/index.ts): a call asking for a
+  // fast tier prices its prompt's bound at the fast price instead, one billed with the
+  // data-residency premium adds it here.
   const perByte = ctx.shape.fast ? null : seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
-  // The prompt's cost per byte is learnt at list prices (budgets/index.ts), so a call billed with the premium adds it here.
   const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)
   return prompt + (outTokens > 0 ? price(0, outTokens) : 0)
 }
