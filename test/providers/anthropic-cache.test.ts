@@ -22,7 +22,7 @@ const start = {
   cache_creation: { ephemeral_5m_input_tokens: 1_000, ephemeral_1h_input_tokens: 2_000 },
   output_tokens: 1,
 }
-const STREAM = anthropicStream('msg_cache1h', MODEL, start, 50, 'Cached.')
+const STREAM = anthropicStream({ id: 'msg_cache1h', model: MODEL, usage: start }, 50, 'Cached.')
 
 describe('Anthropic prompt-cache writes by lifetime, in a stream', () => {
   it('1-hour writes at 2x input, 5-minute ones at 1.25x, reads at 0.1x', async () => {

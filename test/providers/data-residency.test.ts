@@ -44,7 +44,7 @@ describe('Anthropic: US-only inference', () => {
   const tokens = { input_tokens: 1_025, cache_read_tokens: 1_000, output_tokens: 150 }
 
   it('an answer that says it ran in the US only costs 1.1x every token price; the same in global costs the list', async () => {
-    answer(upstream, anthropicStream('msg_geo', model, { input_tokens: 25, cache_read_input_tokens: 1_000, output_tokens: 1, inference_geo: 'us' }, 150), 'sse')
+    answer(upstream, anthropicStream({ id: 'msg_geo', model, usage: { input_tokens: 25, cache_read_input_tokens: 1_000, output_tokens: 1, inference_geo: 'us' } }, 150), 'sse')
     const us = await recorded(t, () => postJson(`${t.url}/v1/messages`, { model, stream: true, max_tokens: 200, inference_geo: 'us', messages: [] }, KEY))
     expect(JSON.parse(upstream.requests[0].body.toString())).toMatchObject({ inference_geo: 'us' })
     expect(us).toMatchObject({ provider: 'anthropic', model, ...tokens, priced: 1, estimated: 0 })

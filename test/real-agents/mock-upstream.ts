@@ -3,6 +3,7 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { WebSocketServer } from 'ws'
 import { bedrockInvokeStream } from '../support/event-stream'
+import { anthropicStream } from '../support/fixtures'
 
 /**
  * A loopback stand-in for the three providers the agent CLIs speak, answering every model call
@@ -270,16 +271,7 @@ function anthropicJson(model: string, u: Usage, text: string) {
 }
 
 function anthropicSse(model: string, u: Usage, text: string): string {
-  const msg = { ...anthropicJson(model, u, text), content: [], stop_reason: null, usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: 1 } }
-  const events: [string, unknown][] = [
-    ['message_start', { type: 'message_start', message: msg }],
-    ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }],
-    ['content_block_stop', { type: 'content_block_stop', index: 0 }],
-    ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: u.output } }],
-    ['message_stop', { type: 'message_stop' }],
-  ]
-  return events.map(([e, d]) => `event: ${e}\ndata: ${JSON.stringify(d)}\n\n`).join('')
+  return anthropicStream({ id: 'msg_mock', model, usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: 1 } }, u.output, text)
 }
 
 function responsesEvents(model: string, u: Usage, text: string): any[] {

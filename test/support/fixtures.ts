@@ -49,17 +49,17 @@ export function sseChunks(body: Buffer, splitInside = true): Buffer[] {
 }
 
 /**
- * A Messages API stream as Anthropic sends it: `message_start` with `usage` (the prompt side),
- * one text block, then `message_delta` with the final `output_tokens`.
+ * A Messages API stream as Anthropic sends it: `message_start` with `message` (its id, model and
+ * `usage`, the prompt side), one text block, then `message_delta` with the final `output_tokens`.
  */
-export function anthropicStream(id: string, model: string, usage: object, outputTokens: number, text = 'Hello.'): string {
+export function anthropicStream(message: { id: string; model: string; usage: object }, outputTokens: number, text = 'Hello.'): string {
   const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
   return (
-    event('message_start', { message: { id, type: 'message', role: 'assistant', model, content: [], usage } }) +
+    event('message_start', { message: { type: 'message', role: 'assistant', content: [], stop_reason: null, stop_sequence: null, ...message } }) +
     event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }) +
     event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }) +
     event('content_block_stop', { index: 0 }) +
-    event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: outputTokens } }) +
+    event('message_delta', { delta: { stop_reason: 'end_turn', stop_sequence: null }, usage: { output_tokens: outputTokens } }) +
     event('message_stop', {})
   )
 }
