@@ -11,7 +11,7 @@ import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
  * long-context tier's input price doubles too), in each of its dated prices. A model that has
  * its own 1-hour rate, has no cache-write rate at all, or is not Claude's, is returned as it is.
  */
-export const ONE_HOUR_WRITE_INPUT_MULTIPLE = 2
+const ONE_HOUR_WRITE_INPUT_MULTIPLE = 2
 
 const CLAUDE = /claude/i
 

@@ -118,7 +118,7 @@ class InvokeMeter implements Meter {
  * Bedrock's own count of an InvokeModel call, from its answer's headers (null when it sent
  * none): the same counts as Converse's `usage`, read as it is.
  */
-export function headerUsage(h: IncomingHttpHeaders): Usage | null {
+function headerUsage(h: IncomingHttpHeaders): Usage | null {
   const input = h['x-amzn-bedrock-input-token-count']
   if (typeof input !== 'string') return null
   const n = (v: unknown) => (typeof v === 'string' && /^\d+$/.test(v.trim()) ? Number(v.trim()) : 0)
