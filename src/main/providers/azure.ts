@@ -1,5 +1,6 @@
 import { isObject } from '../metering/usage'
-import { OpenAIMeter, READS, openaiEndpointOf, withFastTier } from './openai'
+import { OpenAIBatchMeter } from './openai-batch'
+import { OpenAIMeter, fileIdOf, openaiEndpointOf, openaiEndpointShape, withFastTier } from './openai'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
@@ -14,28 +15,26 @@ import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types
 const DEPLOYMENT = /^\/openai\/deployments\/([^/]+)(\/.*)?$/
 
 export function inspectAzure(req: RequestInfo, deployments: Record<string, string>): CallShape {
-  const path = req.path.replace(/\/+$/, '')
+  const { deployment: inPath, rest } = azurePath(req.path)
   const body = isObject(req.body) ? req.body : undefined
-  let deployment = ''
-  let rest = path
-  const d = DEPLOYMENT.exec(path)
-  if (d) {
-    deployment = safeDecode(d[1])
-    rest = d[2] ?? '/'
-  } else if (path.startsWith('/openai/v1/')) {
-    rest = path.slice('/openai/v1'.length)
-  } else if (path.startsWith('/openai/')) {
-    rest = path.slice('/openai'.length)
-  }
-  if (!deployment && typeof body?.model === 'string') deployment = body.model
+  const deployment = inPath || (typeof body?.model === 'string' ? body.model : '')
   const endpoint = openaiEndpointOf(req.method, rest)
   return {
     endpoint,
     model: deployments[deployment] ?? deployment,
     stream: body?.stream === true,
-    billable: endpoint !== 'other' && !READS.has(endpoint),
-    free: READS.has(endpoint) || undefined,
+    ...openaiEndpointShape(endpoint),
   }
+}
+
+/** The deployment a path names ('' for the v1 API and the resource's own paths) and the path below it, as OpenAI's API spells it. */
+function azurePath(raw: string): { deployment: string; rest: string } {
+  const path = raw.replace(/\/+$/, '')
+  const d = DEPLOYMENT.exec(path)
+  if (d) return { deployment: safeDecode(d[1]), rest: d[2] ?? '/' }
+  if (path.startsWith('/openai/v1/')) return { deployment: '', rest: path.slice('/openai/v1'.length) }
+  if (path.startsWith('/openai/')) return { deployment: '', rest: path.slice('/openai'.length) }
+  return { deployment: '', rest: path }
 }
 
 function safeDecode(s: string): string {
@@ -54,7 +53,10 @@ function azureProvider(deployments: Record<string, string>): Provider {
     mount: '/azure',
     credentials: ['api-key', 'authorization'],
     inspect: (req) => withFastTier(inspectAzure(req, deployments), req.body),
-    meter: (shape) => new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
+    meter: (shape, req) =>
+      shape.lines
+        ? new OpenAIBatchMeter('azure', fileIdOf(azurePath(req.path).rest))
+        : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }
 }

@@ -18,12 +18,26 @@ const BY_OBJECT: Record<string, string> = {
  * with its answer's usage read as OpenAI's meter reads the same answer from the endpoint itself.
  * Any other file (a batch's input, fine-tuning data, an upload) has no such lines and yields
  * nothing. The file itself costs nothing.
+ *
+ * Each request is recorded once, by the provider and the line's `id`. Azure OpenAI's output
+ * files have no `id`: their lines are told apart by the file and their `custom_id`, which a batch
+ * requires unique.
  */
 export class OpenAIBatchMeter extends BatchResultsMeter {
+  constructor(
+    private readonly provider: string,
+    private readonly fileId: string,
+    now?: () => number,
+  ) {
+    super(now)
+  }
+
   line(text: string): void {
     // Only a results line is parsed: any other file's lines cost a substring search.
     const o = text.includes('"custom_id"') ? this.parse(text, '"response"') : undefined
-    if (!o || typeof o.id !== 'string' || o.id === '' || typeof o.custom_id !== 'string') return
+    if (!o || typeof o.custom_id !== 'string') return
+    const key = this.keyOf(o.id, o.custom_id)
+    if (!key) return
     const r = o.response
     // An errored request (its `error`, or a status of 400 or more) was not billed.
     if (!isObject(r) || typeof r.status_code !== 'number' || r.status_code >= 400 || !isObject(r.body)) return
@@ -32,7 +46,14 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     if (!endpoint) return
     const m = new OpenAIMeter({ endpoint })
     m.json(body)
-    this.add(`openai-batch:${o.id}`, ranAt(body, this.now()), `batch.${endpoint}`, m.result())
+    this.add(key, ranAt(body, this.now()), `batch.${endpoint}`, m.result())
+  }
+
+  /** The request's key: the line's own id, else (Azure) the file's id and its custom id; '' when neither. */
+  private keyOf(id: unknown, customId: string): string {
+    if (typeof id === 'string' && id !== '') return `${this.provider}-batch:${id}`
+    if (this.fileId && customId !== '') return `${this.provider}-batch-file:${this.fileId}:${customId}`
+    return ''
   }
 }
 

@@ -85,6 +85,12 @@ describe('OpenAI: reads of a stored response', () => {
     expect(inspectAzure({ method: 'POST', path: '/openai/v1/responses/resp_1/cancel', query: '', headers: {}, body: undefined }, {})).toMatchObject({
       endpoint: 'responses.cancel', billable: false, free: true,
     })
+    // So do they the Batch API's files and batches, free for budget rules as on OpenAI.
+    const get = (path: string) => inspectAzure({ method: 'GET', path, query: '', headers: {}, body: undefined }, {})
+    expect(get('/openai/v1/files/file-1/content')).toEqual(expect.objectContaining({ endpoint: 'files.content', billable: false, free: true, lines: true }))
+    expect(get('/openai/files/file-1/content')).toEqual(expect.objectContaining({ endpoint: 'files.content', billable: false, free: true, lines: true }))
+    expect(get('/openai/v1/batches/batch_1')).toMatchObject({ endpoint: 'batches.retrieve', billable: false, free: true })
+    expect(get('/openai/batches')).toMatchObject({ endpoint: 'batches.list', billable: false, free: true })
   })
 
   const usage = { input_tokens: 10, output_tokens: 20, output_tokens_details: { reasoning_tokens: 5 } }

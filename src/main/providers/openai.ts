@@ -127,7 +127,18 @@ const BATCHES = /^\/batches(?:\/([^/]+?)(\/cancel)?)?\/*$/
 const FREE_READS = new Set(['files.content', 'batches.list', 'batches.retrieve', 'batches.cancel'])
 
 /** `GET /files/{id}/content`: a file's bytes, a Batch API's results among them (./openai-batch.ts). */
-const FILE_CONTENT = /^\/files\/[^/]+\/content\/*$/
+const FILE_CONTENT = /^\/files\/([^/]+)\/content\/*$/
+
+/** The file id of a `/files/{id}/content` path (below the version), or ''. */
+export function fileIdOf(path: string): string {
+  const id = FILE_CONTENT.exec(path)?.[1]
+  if (!id) return ''
+  try {
+    return decodeURIComponent(id)
+  } catch {
+    return id
+  }
+}
 
 /** `GET /responses/{id}` (retrieve, or `?stream=true`) and `POST /responses/{id}/cancel`: a stored (background) response read again. */
 const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
@@ -161,6 +172,19 @@ const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.c
 /** A stored response read again (retrieve, cancel): never this request's cost (CallShape.free). */
 export const READS = new Set(['responses.retrieve', 'responses.cancel'])
 
+/**
+ * What an endpoint of OpenAI's API is, for OpenAI and every API that speaks it (Azure OpenAI, the
+ * OpenAI-compatible providers): billed by tokens, free for budget rules (reads of what is already
+ * billed), or a file read line by line for the Batch API requests it ran.
+ */
+export function openaiEndpointShape(endpoint: string): Pick<CallShape, 'billable' | 'free' | 'lines'> {
+  return {
+    billable: BILLABLE.has(endpoint),
+    free: READS.has(endpoint) || FREE_READS.has(endpoint) || undefined,
+    lines: endpoint === 'files.content' || undefined,
+  }
+}
+
 export function inspectOpenAI(req: RequestInfo): CallShape {
   const endpoint = openaiEndpointOf(req.method, req.path)
   const body = isObject(req.body) ? req.body : undefined
@@ -169,11 +193,8 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
     endpoint,
     model: typeof body?.model === 'string' ? body.model : '',
     stream,
-    billable: BILLABLE.has(endpoint),
-    free: READS.has(endpoint) || FREE_READS.has(endpoint) || undefined,
+    ...openaiEndpointShape(endpoint),
     mayLackUsage: stream && endpoint !== 'responses' && body?.stream_options?.include_usage !== true,
-    // A batch's results file is read line by line for the requests it ran.
-    lines: endpoint === 'files.content' || undefined,
   }
 }
 
@@ -409,5 +430,6 @@ export const openai: Provider = {
   defaultBaseUrl: 'https://api.openai.com/v1',
   mount: '/openai/v1',
   inspect: (req) => withFastTier(inspectOpenAI(req), req.body),
-  meter: (shape) => (shape.lines ? new OpenAIBatchMeter() : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true })),
+  meter: (shape, req) =>
+    shape.lines ? new OpenAIBatchMeter('openai', fileIdOf(req.path)) : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
 }
