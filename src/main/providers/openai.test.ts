@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { fixture, fixtureFiles } from '../../../test/support/fixtures'
+import { SseParser } from '../metering/sse'
 import { azure, inspectAzure } from './azure'
-import { OpenAIMeter, inspectOpenAI, openai, openaiEndpointOf } from './openai'
+import { OpenAIMeter, inspectOpenAI, mayCarryUsage, openai, openaiEndpointOf } from './openai'
 
 describe('OpenAI: the Batch API', () => {
   it('names its batches and file reads; following a batch and reading a file are free, creating one is not', () => {
@@ -175,5 +177,78 @@ describe('OpenAI: a Responses stream cut before its terminal event', () => {
     const odd = new OpenAIMeter({ endpoint: 'responses' })
     odd.event('response.output_text.delta', JSON.stringify({ type: 'response.completed', response: { id: 'resp_2', status: 'completed', usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 } } }))
     expect(odd.result()).toMatchObject({ complete: true, responseId: 'resp_2', usage: { input_tokens: 5, output_tokens: 1 } })
+  })
+})
+
+describe('OpenAI: a Chat Completions stream parses only the chunks that can change the result', () => {
+  afterEach(() => vi.restoreAllMocks())
+
+  const eventsOf = (body: Buffer | string) => {
+    const out: [string, string][] = []
+    const p = new SseParser((e, d) => out.push([e, d]))
+    p.write(Buffer.from(body))
+    p.end()
+    return out
+  }
+  const meter = (endpoint: string | undefined, events: [string, string][]) => {
+    const m = new OpenAIMeter({ endpoint, openaiTiers: true })
+    for (const [e, d] of events) m.event(e, d)
+    return m.result()
+  }
+  // The reference: a meter told no endpoint parses every chunk, as every release before this did.
+  const everyChunk = (events: [string, string][]) => meter(undefined, events)
+
+  /** A stream whose count runs in every chunk that has choices (vLLM's continuous usage stats), usage null in its first chunks. */
+  const running = [
+    { id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: { role: 'assistant', content: '' } }], usage: null },
+    { id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: { content: 'One ' } }], usage: null },
+    { id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: { content: 'two ' } }], usage: { prompt_tokens: 7, completion_tokens: 2, total_tokens: 9 } },
+    { id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: { content: 'three' } }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } },
+    { id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 7, completion_tokens: 3, total_tokens: 10 } },
+  ].map((c) => `data: ${JSON.stringify(c)}\n\n`).join('') + 'data: [DONE]\n\n'
+
+  it('finds what parsing every chunk finds, for every recorded stream whole and cut after each chunk', () => {
+    const streams = fixtureFiles('openai-chat').filter((f) => f.endsWith('.sse')).map((f) => [f, fixture(f).toString()] as const)
+    expect(streams.length).toBeGreaterThanOrEqual(5)
+    for (const [name, body] of [...streams, ['running usage', running] as const]) {
+      const events = eventsOf(body)
+      for (let n = 1; n <= events.length; n++) {
+        const cut = events.slice(0, n)
+        expect(meter('chat.completions', cut), `${name}, first ${n} of ${events.length} events`).toEqual(everyChunk(cut))
+      }
+    }
+  })
+
+  it('parses the first chunk and the one with the usage of a stream that asked for usage', () => {
+    const events = eventsOf(fixture('openai-chat/chat-stream-with-usage.sse'))
+    expect(events.length).toBeGreaterThan(6)
+    const parse = vi.spyOn(JSON, 'parse')
+    const r = meter('chat.completions', events)
+    expect(r.usage).not.toBeNull()
+    expect(r.outputText).toBeUndefined()
+    expect(parse).toHaveBeenCalledTimes(2)
+  })
+
+  it('keeps the text of a stream without usage, in order, past the bound on what it holds unread', () => {
+    const m = new OpenAIMeter({ endpoint: 'chat.completions' })
+    const parts: string[] = []
+    for (let i = 0; i < 20_000; i++) {
+      const t = `w${i} “é” `
+      parts.push(t)
+      m.event('message', JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt-4o', choices: [{ index: 0, delta: { content: t }, finish_reason: null }], usage: null }))
+    }
+    expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
+    expect(m.result()).toMatchObject({ usage: null, model: 'gpt-4o', responseId: 'chatcmpl-1', outputText: parts.join('') })
+  })
+
+  it('tells a usage object from usage: null, however spaced, and from the word inside a string', () => {
+    expect(mayCarryUsage('{"choices":[],"usage":null}')).toBe(false)
+    expect(mayCarryUsage('{"choices":[],"usage" :\n null}')).toBe(false)
+    expect(mayCarryUsage('{"choices":[{"delta":{"content":"the \\"usage\\": {} field"}}],"usage":null}')).toBe(false)
+    expect(mayCarryUsage('{"choices":[],"usage":{"prompt_tokens":1}}')).toBe(true)
+    expect(mayCarryUsage('{"choices":[],"usage": {"prompt_tokens":1}}')).toBe(true)
+    expect(mayCarryUsage('{"usage":null,"x_groq":{"usage":{"prompt_tokens":1}}}')).toBe(true)
+    expect(mayCarryUsage('{"choices":[]}')).toBe(false)
+    expect(mayCarryUsage('{"usage"')).toBe(true)
   })
 })

@@ -218,6 +218,34 @@ const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
 const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta'])
 /** Characters of unparsed text deltas a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
 const MAX_PENDING_DELTA_CHARS = 1_000_000
+/** The endpoints whose streams are Chat Completions chunks (`OpenAIMeter.deferrable`). */
+const CHUNKED = new Set(['chat.completions', 'completions', 'fim.completions'])
+
+/**
+ * Whether a chunk's text may hold a usage object: it names `"usage"` other than as `"usage":null`
+ * (which OpenAI puts in every chunk of a stream that asked for usage). A `"usage"` inside a JSON
+ * string is escaped (`\"usage\"`) and so never matches; when unsure, true (the chunk is parsed).
+ */
+export function mayCarryUsage(data: string): boolean {
+  let i = data.indexOf('"usage"')
+  while (i >= 0) {
+    let j = skipSpace(data, i + 7)
+    if (data.charCodeAt(j) !== 58 /* : */) return true
+    j = skipSpace(data, j + 1)
+    if (!data.startsWith('null', j)) return true
+    i = data.indexOf('"usage"', j + 4)
+  }
+  return false
+}
+
+function skipSpace(s: string, i: number): number {
+  while (i < s.length) {
+    const c = s.charCodeAt(i)
+    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) break
+    i++
+  }
+  return i
+}
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
@@ -253,11 +281,14 @@ export class OpenAIMeter implements Meter {
    */
   private deltas: string[] = []
   private deltaChars = 0
+  /** Meters a stream of Chat Completions (or legacy Completions) chunks, most of which need not be parsed (see `deferrable`). */
+  private readonly chunks: boolean
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
     this.reread = READS.has(opts.endpoint ?? '')
     this.openaiTiers = opts.openaiTiers === true
+    this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
   }
 
   /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
@@ -288,13 +319,15 @@ export class OpenAIMeter implements Meter {
     // the rest are not parsed at all. One that names a response or a usage is read as any event.
     if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"')) {
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
-      this.deltas.push(data)
-      this.deltaChars += data.length
-      if (this.deltaChars > MAX_PENDING_DELTA_CHARS) this.readDeltas()
+      this.keep(data)
       return
     }
     if (data === '[DONE]') {
       this.complete = true
+      return
+    }
+    if (this.deferrable(name, data)) {
+      this.keep(data)
       return
     }
     let ev: any
@@ -335,32 +368,61 @@ export class OpenAIMeter implements Meter {
     if (typeof ev.id === 'string' && ev.id) this.id = ev.id
     if (ev.usage) {
       this.usage = this.read(ev.usage) ?? this.usage
-      if (this.usage) this.running = Array.isArray(ev.choices) && ev.choices.length > 0
+      if (this.usage) {
+        this.running = Array.isArray(ev.choices) && ev.choices.length > 0
+        // A running count keeps the text for a cut stream's estimate; a final one needs none of it.
+        if (this.running) this.readDeltas()
+        else this.dropDeltas()
+      }
     }
     // Groq puts a stream's usage in the last chunk's `x_groq` object.
-    else if (isObject(ev.x_groq) && ev.x_groq.usage) this.usage = this.read(ev.x_groq.usage) ?? this.usage
-    if ((!this.usage || (this.running && !this.finished)) && Array.isArray(ev.choices)) {
-      for (const c of ev.choices) {
-        if (typeof c?.finish_reason === 'string') this.finished = true
-        const d = c?.delta
-        if (isObject(d)) {
-          if (typeof d.content === 'string') this.text.push(d.content)
-          if (typeof d.refusal === 'string') this.text.push(d.refusal)
-          if (Array.isArray(d.tool_calls)) {
-            for (const tc of d.tool_calls) {
-              const fn = tc?.function
-              if (typeof fn?.name === 'string') this.text.push(fn.name)
-              if (typeof fn?.arguments === 'string') this.text.push(fn.arguments)
-            }
+    else if (isObject(ev.x_groq) && ev.x_groq.usage) {
+      this.usage = this.read(ev.x_groq.usage) ?? this.usage
+      if (this.usage) this.dropDeltas()
+    }
+    if ((!this.usage || (this.running && !this.finished)) && Array.isArray(ev.choices)) this.chunkText(ev.choices)
+  }
+
+  /**
+   * A Chat Completions chunk that can be left unparsed: once the stream's first chunks have named
+   * its id and model (and tier), a chunk without a usage object carries only text, whose one use
+   * is to estimate a stream that ends without usage. It is kept as it came (see `deltas`), so a
+   * stream whose last chunk brings the usage (`stream_options.include_usage`, as OpenAI's SDKs,
+   * opencode and Codex ask) parses its first and last chunks only.
+   */
+  private deferrable(name: string, data: string): boolean {
+    return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
+  }
+
+  /** A chunk's choices' text (content, refusal, tool calls' names and arguments; legacy Completions' text), for the estimate. */
+  private chunkText(choices: unknown[]): void {
+    for (const c of choices as any[]) {
+      if (typeof c?.finish_reason === 'string') this.finished = true
+      const d = c?.delta
+      if (isObject(d)) {
+        if (typeof d.content === 'string') this.text.push(d.content)
+        if (typeof d.refusal === 'string') this.text.push(d.refusal)
+        if (Array.isArray(d.tool_calls)) {
+          for (const tc of d.tool_calls) {
+            const fn = tc?.function
+            if (typeof fn?.name === 'string') this.text.push(fn.name)
+            if (typeof fn?.arguments === 'string') this.text.push(fn.arguments)
           }
-        } else if (typeof c?.text === 'string') {
-          this.text.push(c.text)
         }
+      } else if (typeof c?.text === 'string') {
+        this.text.push(c.text)
       }
     }
   }
 
-  /** Reads the kept text deltas into the text, in the order they came, and lets them go. */
+  /** Keeps an event's data unparsed (see `deltas`), reading what is kept into the text past MAX_PENDING_DELTA_CHARS. */
+  private keep(data: string): void {
+    this.deltas.push(data)
+    this.deltaChars += data.length
+    if (this.deltaChars > MAX_PENDING_DELTA_CHARS) this.readDeltas()
+  }
+
+  /** Reads the kept text deltas and chunks into the text, in the order they came, and lets them go. */
   private readDeltas(): void {
     const kept = this.deltas
     this.dropDeltas()
@@ -371,7 +433,10 @@ export class OpenAIMeter implements Meter {
       } catch {
         continue
       }
-      if (isObject(ev) && TEXT_DELTAS.has(ev.type as string) && typeof ev.delta === 'string') this.text.push(ev.delta)
+      if (!isObject(ev)) continue
+      if (TEXT_DELTAS.has(ev.type as string)) {
+        if (typeof ev.delta === 'string') this.text.push(ev.delta)
+      } else if (Array.isArray(ev.choices)) this.chunkText(ev.choices)
     }
   }
 
