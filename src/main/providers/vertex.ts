@@ -37,10 +37,15 @@ interface ModelCall {
   method: string
 }
 
+/** The last path read and what it names: a call's inspect and its meter read the same path, one after the other. */
+let last: { path: string; call: ModelCall | null } = { path: '', call: null }
+
 function modelCall(path: string): ModelCall | null {
+  if (path === last.path) return last.call
   const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
-  if (!m) return null
-  return { location: m[1], publisher: m[2], model: safeDecode(m[3]), method: m[4] }
+  const call = m ? { location: m[1], publisher: m[2], model: safeDecode(m[3]), method: m[4] } : null
+  last = { path, call }
+  return call
 }
 
 function safeDecode(s: string): string {
