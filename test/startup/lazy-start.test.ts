@@ -144,6 +144,15 @@ describe('headless start-up loads only what the first call needs', () => {
     }
   }, 60_000)
 
+  it('loads express (the dashboard and admin routes) a moment after health answers, with no request for it', async () => {
+    const s = await startBuilt('api-preload', '')
+    try {
+      await expect.poll(() => has(s.loads(), '/node_modules/express/'), { timeout: 10_000 }).toBe(true)
+    } finally {
+      await s.stop()
+    }
+  })
+
   it('in UTC, constructs no Intl date formatter (ICU locale and zone data stay unread); in another zone, does', async () => {
     const utc = await loadsUntilHealthy('utc', 'timezone: UTC\n')
     expect(has(utc, '/out/main/chunks/server-')).toBe(true)

@@ -1,4 +1,3 @@
-import express from 'express'
 import { alertsOf, sendTestAlert } from '../alerts'
 import { budgetsOf } from '../budgets'
 import { errorBody } from '../http/errors'
@@ -29,38 +28,37 @@ export const admin: Feature = (ctx) => {
   stats.seed(ctx.store).catch((err: Error) => ctx.log.warn(`admin: could not read today's calls for provider status: ${err.message}`))
   ctx.onClose(ctx.ledger.onCall((call) => stats.observe(call)))
 
-  const router = express.Router()
-  // The right token always gets in; wrong ones from one client are slowed down (src/main/security/throttle.ts).
-  router.use(slowDownFailures(adminTokenIsRight(token), refuseAdmin))
-  ruleRoutes(router, budgets, ctx.config.source)
-  apiKeyRoutes(router, budgets, ctx.ledger.spend)
-  providerRoutes(router, ctx.upstreams, stats)
   const alerts = alertsOf(ctx)
-  router.post('/alerts/test', async (_req, res, next) => {
-    try {
-      if (alerts.webhooks.configured === 0) {
-        res.status(409).json(errorBody('conflict', 'No webhooks are configured: add alerts.webhooks ([{url, format: json|slack}]) to the config file and restart Burnrate.'))
-        return
-      }
-      res.json({ deliveries: await sendTestAlert(alerts) })
-    } catch (err) {
-      next(err)
-    }
-  })
-  priceRoutes(router, ctx)
   const lastSeen = new LastSeen(ctx.store)
   ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
   // Agent setup and its file editors (diff, jsonc-parser, toml-patch) load off the start-up
-  // path, into their place among the routes; the server listens once they are in.
-  const agents = express.Router()
-  router.use(agents)
-  router.use(jsonBodyErrors)
-  ctx.app.use('/api/admin', router)
-  return Promise.all([import('./agents'), import('../connect/connections')]).then(([{ agentRoutes }, { AgentConnections }]) => {
-    agentRoutes(agents, {
-      connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }),
-      lastSeen,
-      url: () => ctx.url(),
+  // path; the server listens once they are in, and the routes are built (with the rest of the
+  // API app, ../server/api-app.ts) after that.
+  let agents: { agentRoutes: typeof import('./agents').agentRoutes; connections: import('../connect/connections').AgentConnections } | null = null
+  ctx.app.add((app, express) => {
+    const router = express.Router()
+    // The right token always gets in; wrong ones from one client are slowed down (src/main/security/throttle.ts).
+    router.use(slowDownFailures(adminTokenIsRight(token), refuseAdmin))
+    ruleRoutes(router, budgets, ctx.config.source)
+    apiKeyRoutes(router, budgets, ctx.ledger.spend)
+    providerRoutes(router, ctx.upstreams, stats)
+    router.post('/alerts/test', async (_req, res, next) => {
+      try {
+        if (alerts.webhooks.configured === 0) {
+          res.status(409).json(errorBody('conflict', 'No webhooks are configured: add alerts.webhooks ([{url, format: json|slack}]) to the config file and restart Burnrate.'))
+          return
+        }
+        res.json({ deliveries: await sendTestAlert(alerts) })
+      } catch (err) {
+        next(err)
+      }
     })
+    priceRoutes(router, ctx)
+    if (agents) agents.agentRoutes(router, { connections: agents.connections, lastSeen, url: () => ctx.url() })
+    router.use(jsonBodyErrors)
+    app.use('/api/admin', router)
+  })
+  return Promise.all([import('./agents'), import('../connect/connections')]).then(([{ agentRoutes }, { AgentConnections }]) => {
+    agents = { agentRoutes, connections: new AgentConnections({ ...ctx.agentHome, dataDir: ctx.config.data_dir }) }
   })
 }

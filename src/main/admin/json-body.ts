@@ -1,9 +1,10 @@
-import express, { type ErrorRequestHandler, type RequestHandler } from 'express'
+import type { ErrorRequestHandler, RequestHandler } from 'express'
 import { errorBody } from '../http/errors'
+import { expressModule } from '../server/express-module'
 
 export const MAX_BODY_BYTES = 64 * 1024
 
-/** 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it does not parse. */
+/** 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it does not parse. (For routes: express is loaded by then.) */
 export function jsonBody(): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
     if (req.is('application/json') !== 'application/json') {
@@ -14,7 +15,7 @@ export function jsonBody(): RequestHandler[] {
     }
     next()
   }
-  return [requireJson, express.json({ limit: MAX_BODY_BYTES, type: () => true, strict: true })]
+  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: true })]
 }
 
 /** The contract's errors for what express.json rejects. */

@@ -45,17 +45,19 @@ export const dashboard: Feature = (ctx) => {
   const d: DashDeps = { q: ctx.store, tz: ctx.config.timezone }
   /** Each request first waits for what the ledger holds to be written, so a call that ended is in every answer. */
   const route = (path: string, handle: (req: Request, res: Response, now: number) => unknown) => {
-    ctx.app.get(`/api/dashboard/${path}`, async (req: Request, res: Response, next: NextFunction) => {
-      try {
-        await ctx.ledger.flushed()
-        const body = await handle(req, res, Date.now())
-        if (body !== undefined) res.set('cache-control', 'no-store').json(body)
-      } catch (err) {
-        if (err instanceof ParamError) {
-          res.status(400).json(errorBody('invalid_request', err.message, { param: err.param }))
-        } else next(err)
-      }
-    })
+    ctx.app.add((app) =>
+      app.get(`/api/dashboard/${path}`, async (req: Request, res: Response, next: NextFunction) => {
+        try {
+          await ctx.ledger.flushed()
+          const body = await handle(req, res, Date.now())
+          if (body !== undefined) res.set('cache-control', 'no-store').json(body)
+        } catch (err) {
+          if (err instanceof ParamError) {
+            res.status(400).json(errorBody('invalid_request', err.message, { param: err.param }))
+          } else next(err)
+        }
+      }),
+    )
   }
 
   route('summary', (req, _res, now) => summary(d, tenantParam(req), now))

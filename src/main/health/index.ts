@@ -1,10 +1,14 @@
 import type { Feature } from '../server/context'
 
-/** `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state and the sections features add (`otel`). */
+/**
+ * `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state and the sections
+ * features add (`otel`). Answered without the API app (../server/api-app.ts), so it answers as
+ * soon as the server listens.
+ */
 export const health: Feature = (ctx) => {
-  ctx.app.get('/api/health', (_req, res) => {
+  ctx.app.bare('/api/health', (req, res) => {
     const ledger = ctx.ledger.status
-    res.json({
+    const text = JSON.stringify({
       status: ledger.writable ? 'ok' : 'degraded',
       version: ctx.version,
       uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000),
@@ -16,5 +20,7 @@ export const health: Feature = (ctx) => {
       },
       ...Object.fromEntries(Object.entries(ctx.healthSections).map(([name, section]) => [name, section()])),
     })
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+    res.end(req.method === 'HEAD' ? undefined : text)
   })
 }

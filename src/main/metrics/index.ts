@@ -11,7 +11,7 @@ export const metrics: Feature = (ctx) => {
   if (!ctx.config.metrics.enabled) return
   let scrape: RequestHandler | null = null
   // The route takes its place among the others now; it answers once the counters are loaded.
-  ctx.app.get('/metrics', (req, res, next) => (scrape ? scrape(req, res, next) : next()))
+  ctx.app.add((app) => app.get('/metrics', (req, res, next) => (scrape ? scrape(req, res, next) : next())))
   return import('./install').then(({ installMetrics }) => {
     scrape = installMetrics(ctx)
   })

@@ -1,5 +1,4 @@
 import type Database from 'better-sqlite3'
-import type { Router } from 'express'
 import type { BudgetMeters } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Egress } from '../http/egress'
@@ -15,6 +14,7 @@ import type { CallGate } from '../proxy/gate'
 import type { PlanTracker } from '../plans/tracker'
 import type { Upstream } from '../proxy/routes'
 import type { SqlStore } from '../storage/sql'
+import type { ApiRoutes } from './api-app'
 
 /** Sees a plan's meter that an answer's body carried. */
 export type ReadingObserver = NonNullable<RecorderOptions['observeReading']>
@@ -35,8 +35,8 @@ export interface ServerContext {
   version: string
   startedAt: number
   upstreams: Map<string, Upstream>
-  /** Express router for everything that is not a proxied call; mount paths are absolute. */
-  app: Router
+  /** The routes of everything that is not a proxied call (an express app built when first needed: ./api-app.ts); mount paths are absolute. */
+  app: ApiRoutes
   /** Prices every proxied call (runtime prices and price updates change it in place). */
   pricer: Pricer
   /** Runtime prices and the price-data updater, set by the pricing feature (null until then). */

@@ -1,9 +1,10 @@
-import express, { type ErrorRequestHandler, type Express } from 'express'
+import type { ErrorRequestHandler, Express } from 'express'
 import { errorBody } from '../http/errors'
 import type { Logger } from '../log'
+import type { ExpressModule } from './express-module'
 
-/** The express app that serves every route that is not a proxied call. */
-export function createApiApp(): Express {
+/** The express app that serves every route that is not a proxied call (./api-app.ts builds it). */
+export function createApiApp(express: ExpressModule): Express {
   const app = express()
   app.disable('x-powered-by')
   app.set('etag', false)

@@ -49,11 +49,14 @@ import { team } from '../team'
 import type { ConnectContext } from '../connect/types'
 import type { Feature, ReadingObserver, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
-import { createApiApp, finishApiApp } from './express'
+import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
+
+/** How long after listening the API app (express, the dashboard's routes) is built if nothing asked for it yet. */
+const API_PRELOAD_MS = 200
 
 export class StartupError extends Error {
   override name = 'StartupError'
@@ -95,6 +98,8 @@ export interface CreateOptions {
   headersTimeoutMs?: number
   /** When the server gives memory back once quiet (see idle-gc.ts); false: never (tests that measure the heap themselves). */
   idleCollection?: IdleCollectorOptions | false
+  /** How long after listening the API app is built if no request asked for it (default 200 ms; false: only on its first request). */
+  apiPreloadMs?: number | false
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
 }
@@ -134,7 +139,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
-  const app = createApiApp()
+  const app = new ApiApp(log)
   const pricer = new Pricer(config.pricing.overrides)
   let url = ''
   const context: ServerContext = {
@@ -209,7 +214,6 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     })()
     throw err
   }
-  finishApiApp(app, log)
   if (notices) {
     notices.start()
     closers.push(() => notices.close())
@@ -253,7 +257,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       if (around) around(route.upstream.provider.name, handle)
       else handle()
     }
-    else app(req, res)
+    else app.handle(req, res)
   }
   /** A listening socket's server: same timeouts, upgrade path and connection cap for every address. */
   const setUp = (s: http.Server): http.Server => {
@@ -366,6 +370,14 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       }).then(async (u) => {
         if (bindsBoth) await listenIpv6Loopback()
         idle?.start()
+        // The API app loads a moment after the server answers (before the start-up collection at
+        // 1 s of quiet takes its garbage), unless a request for it came first.
+        const preloadMs = opts.apiPreloadMs ?? API_PRELOAD_MS
+        if (preloadMs !== false) {
+          setTimeout(() => {
+            if (!closing) app.preload()
+          }, preloadMs).unref()
+        }
         return u
       })
     },

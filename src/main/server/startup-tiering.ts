@@ -69,10 +69,23 @@ export function holdOptimizingCompiler(set: (flags: string) => void = setFlagsFr
   } catch {
     return () => {}
   }
+  heldAtStart = set
   let held = true
   return () => {
     if (!held) return
     held = false
     set('--turbofan')
   }
+}
+
+/** How the start-up hold set V8's flags (null: start-up did not hold the compiler). */
+let heldAtStart: ((flags: string) => void) | null = null
+
+/**
+ * Holds TurboFan again while start-up's deferred code loads (the API app's express, a moment
+ * after the server listens: ./api-app.ts), for the same reason as at start-up; only in a process
+ * whose start-up held it. A call that comes meanwhile runs in Maglev for those few tens of ms.
+ */
+export function holdAgain(): () => void {
+  return heldAtStart ? holdOptimizingCompiler(heldAtStart, []) : () => {}
 }

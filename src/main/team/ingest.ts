@@ -1,4 +1,4 @@
-import express, { type Request, type Response } from 'express'
+import type { ErrorRequestHandler, Request, Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
@@ -24,98 +24,100 @@ export function ingestRoutes(ctx: ServerContext): void {
   if (ctx.config.team.members.length === 0) return
   const members = new TeamMembers(ctx.config)
   const store = storeFor(ctx)
-  const router = express.Router()
-  const memberOf = (req: Request): string | null => {
-    const token = bearerToken(req.headers.authorization)
-    return token === null ? null : members.memberOf(token)
-  }
-  // Wrong tokens from one client are slowed down, as for the admin API; the right one always gets in.
-  router.use(
-    slowDownFailures(
-      (req) => memberOf(req) !== null,
-      (req, res) => {
-        const message =
-          bearerToken(req.headers.authorization) === null
-            ? 'Ingest needs the header "Authorization: Bearer <team token>" (team.token on the sending Burnrate).'
-            : 'The team token is wrong: use the token this team server lists for you in team.members.'
-        res.status(401).set('www-authenticate', 'Bearer').json(errorBody('unauthorized', message))
-      },
-    ),
-  )
-  router.use((req, res, next) => {
-    if (req.is('application/json') !== 'application/json') {
-      res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
-      return
+  ctx.app.add((app, express) => {
+    const router = express.Router()
+    const memberOf = (req: Request): string | null => {
+      const token = bearerToken(req.headers.authorization)
+      return token === null ? null : members.memberOf(token)
     }
-    next()
-  })
-  router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: true }))
-  router.post('/', async (req: Request, res: Response, next) => {
-    try {
-      const member = memberOf(req)!
-      const body = req.body as { calls?: unknown } | null
-      if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-        res.status(400).json(errorBody('invalid_request', 'The body must be a JSON object {"calls": [call, ...]}.', { param: 'calls' }))
+    // Wrong tokens from one client are slowed down, as for the admin API; the right one always gets in.
+    router.use(
+      slowDownFailures(
+        (req) => memberOf(req) !== null,
+        (req, res) => {
+          const message =
+            bearerToken(req.headers.authorization) === null
+              ? 'Ingest needs the header "Authorization: Bearer <team token>" (team.token on the sending Burnrate).'
+              : 'The team token is wrong: use the token this team server lists for you in team.members.'
+          res.status(401).set('www-authenticate', 'Bearer').json(errorBody('unauthorized', message))
+        },
+      ),
+    )
+    router.use((req, res, next) => {
+      if (req.is('application/json') !== 'application/json') {
+        res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
         return
       }
-      const calls = body.calls
-      if (!Array.isArray(calls)) {
-        res.status(400).json(errorBody('invalid_request', 'calls must be an array of calls.', { param: 'calls' }))
-        return
-      }
-      if (calls.length > INGEST_MAX_CALLS) {
-        res
-          .status(400)
-          .json(errorBody('invalid_request', `calls holds ${calls.length} calls; send at most ${INGEST_MAX_CALLS} per request.`, { param: 'calls' }))
-        return
-      }
-      const { rows, rejected } = readIngestBatch(calls, member)
-      let stored, clashes, revised
+      next()
+    })
+    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: true }))
+    router.post('/', async (req: Request, res: Response, next) => {
       try {
-        ;({ stored, clashes, revised } = await store(rows))
+        const member = memberOf(req)!
+        const body = req.body as { calls?: unknown } | null
+        if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+          res.status(400).json(errorBody('invalid_request', 'The body must be a JSON object {"calls": [call, ...]}.', { param: 'calls' }))
+          return
+        }
+        const calls = body.calls
+        if (!Array.isArray(calls)) {
+          res.status(400).json(errorBody('invalid_request', 'calls must be an array of calls.', { param: 'calls' }))
+          return
+        }
+        if (calls.length > INGEST_MAX_CALLS) {
+          res
+            .status(400)
+            .json(errorBody('invalid_request', `calls holds ${calls.length} calls; send at most ${INGEST_MAX_CALLS} per request.`, { param: 'calls' }))
+          return
+        }
+        const { rows, rejected } = readIngestBatch(calls, member)
+        let stored, clashes, revised
+        try {
+          ;({ stored, clashes, revised } = await store(rows))
+        } catch (err) {
+          // Nothing of this batch was stored; the sender keeps it and sends it again.
+          ctx.log.warn(`ingest: ${rows.length} calls from member ${JSON.stringify(member)} could not be stored now: ${describe(err)}`)
+          res
+            .status(503)
+            .set('retry-after', '5')
+            .json(errorBody('service_unavailable', 'The team server cannot store calls right now; send them again in a few seconds.'))
+          return
+        }
+        for (const c of clashes) {
+          rejected.push(
+            rejection(
+              c.index,
+              c.origin_id,
+              'id',
+              `member ${JSON.stringify(member)} already sent a different call with id ${c.origin_id}; the sending Burnrate's ledger seems to have started again, so give it a new member name and token in team.members`,
+            ),
+          )
+        }
+        rejected.sort((a, b) => a.index - b.index)
+        const result: IngestResult = {
+          accepted: stored.length,
+          duplicates: calls.length - rejected.length - stored.length - revised.length,
+          revised: revised.length,
+          rejected,
+        }
+        if (rejected.length > 0) {
+          ctx.log.warn(`ingest: member ${JSON.stringify(member)} sent ${rejected.length} invalid calls (first: ${rejected[0].error.message})`)
+        }
+        res.set('cache-control', 'no-store').json(result)
       } catch (err) {
-        // Nothing of this batch was stored; the sender keeps it and sends it again.
-        ctx.log.warn(`ingest: ${rows.length} calls from member ${JSON.stringify(member)} could not be stored now: ${describe(err)}`)
-        res
-          .status(503)
-          .set('retry-after', '5')
-          .json(errorBody('service_unavailable', 'The team server cannot store calls right now; send them again in a few seconds.'))
-        return
+        next(err)
       }
-      for (const c of clashes) {
-        rejected.push(
-          rejection(
-            c.index,
-            c.origin_id,
-            'id',
-            `member ${JSON.stringify(member)} already sent a different call with id ${c.origin_id}; the sending Burnrate's ledger seems to have started again, so give it a new member name and token in team.members`,
-          ),
-        )
-      }
-      rejected.sort((a, b) => a.index - b.index)
-      const result: IngestResult = {
-        accepted: stored.length,
-        duplicates: calls.length - rejected.length - stored.length - revised.length,
-        revised: revised.length,
-        rejected,
-      }
-      if (rejected.length > 0) {
-        ctx.log.warn(`ingest: member ${JSON.stringify(member)} sent ${rejected.length} invalid calls (first: ${rejected[0].error.message})`)
-      }
-      res.set('cache-control', 'no-store').json(result)
-    } catch (err) {
-      next(err)
-    }
+    })
+    router.use(((err, _req, res, next) => {
+      const e = err as { type?: string; message?: string }
+      if (e.type === 'entity.too.large') {
+        res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
+      } else if (e.type === 'entity.parse.failed') {
+        res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
+      } else next(err)
+    }) as ErrorRequestHandler)
+    app.use('/api/ingest', router)
   })
-  router.use(((err, _req, res, next) => {
-    const e = err as { type?: string; message?: string }
-    if (e.type === 'entity.too.large') {
-      res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
-    } else if (e.type === 'entity.parse.failed') {
-      res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
-    } else next(err)
-  }) as express.ErrorRequestHandler)
-  ctx.app.use('/api/ingest', router)
 }
 
 /**

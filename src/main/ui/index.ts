@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import express, { type Response } from 'express'
+import type { Response } from 'express'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { UI_HEADERS } from './csp'
@@ -18,33 +18,35 @@ export const dashboardUi: Feature = (ctx) => {
   const setHeaders = (res: Response) => {
     for (const [k, v] of Object.entries(UI_HEADERS)) res.setHeader(k, v)
   }
-  if (dir) {
-    ctx.app.use(
-      '/assets',
-      express.static(join(dir, 'assets'), {
-        index: false,
-        fallthrough: true,
-        immutable: true,
-        maxAge: '365d',
-        setHeaders,
-      }),
-    )
-  }
-  ctx.app.use((req, res, next) => {
-    // Only a browser navigation (it asks for text/html) gets the page; an SDK or script that
-    // mistypes a path gets the contract's JSON 404, never HTML.
-    const wantsHtml = req.path === '/' || (req.headers.accept ?? '').includes('text/html')
-    if ((req.method !== 'GET' && req.method !== 'HEAD') || !wantsHtml || !isPagePath(req.path)) return next()
-    setHeaders(res)
-    if (!dir) {
-      res
-        .status(503)
-        .json(errorBody('internal', 'The dashboard is not built; run `npm run build` (or `npm start`), then reload.'))
-      return
+  ctx.app.add((app, express) => {
+    if (dir) {
+      app.use(
+        '/assets',
+        express.static(join(dir, 'assets'), {
+          index: false,
+          fallthrough: true,
+          immutable: true,
+          maxAge: '365d',
+          setHeaders,
+        }),
+      )
     }
-    res.setHeader('cache-control', 'no-cache')
-    res.sendFile(join(dir, 'index.html'), (err) => {
-      if (err && !res.headersSent) next(err)
+    app.use((req, res, next) => {
+      // Only a browser navigation (it asks for text/html) gets the page; an SDK or script that
+      // mistypes a path gets the contract's JSON 404, never HTML.
+      const wantsHtml = req.path === '/' || (req.headers.accept ?? '').includes('text/html')
+      if ((req.method !== 'GET' && req.method !== 'HEAD') || !wantsHtml || !isPagePath(req.path)) return next()
+      setHeaders(res)
+      if (!dir) {
+        res
+          .status(503)
+          .json(errorBody('internal', 'The dashboard is not built; run `npm run build` (or `npm start`), then reload.'))
+        return
+      }
+      res.setHeader('cache-control', 'no-cache')
+      res.sendFile(join(dir, 'index.html'), (err) => {
+        if (err && !res.headersSent) next(err)
+      })
     })
   })
 }
