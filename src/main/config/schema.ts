@@ -7,6 +7,10 @@ import { isValidTimeZone } from '../time/zone'
  * so a typo such as `daily_limit` never silently does nothing.
  */
 
+// The config is parsed once or twice per process: zod's compiled fast path for objects (code it
+// generates and compiles on an object schema's first parse) costs more at start-up than it saves.
+z.config({ jitless: true })
+
 const usd = z.number().finite().nonnegative()
 
 /** Node's timers cannot wait longer than 2^31-1 ms (about 24.8 days); a longer one fires at once. */
