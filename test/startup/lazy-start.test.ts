@@ -12,7 +12,8 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { listeningUrl } from '../support/child'
 
 /**
- * The headless server answers /api/health without loading what no call needs yet: the
+ * The headless server answers /api/health without loading what no call needs yet (and what the
+ * first call needs, undici, and the dashboard's express, load a moment after it answers): the
  * OpenTelemetry SDK and prom-client (off by default), agent setup's file editors (admin off by
  * default), the tokenizer and its thread (only for responses without usage), the CLI framework,
  * the ws library, undici's fetch and the ledger's write thread (the first call starts it).
@@ -85,7 +86,7 @@ describe('headless start-up loads only what the first call needs', () => {
     const loads = await loadsUntilHealthy('default', '')
     // The probe works: the server and the proxy's own libraries are there.
     expect(has(loads, '/out/main/chunks/server-')).toBe(true)
-    expect(has(loads, '/node_modules/undici/')).toBe(true)
+    expect(has(loads, '/node_modules/better-sqlite3/')).toBe(true)
     for (const lazy of [
       '/node_modules/@opentelemetry/',
       '/node_modules/prom-client/',
@@ -144,10 +145,11 @@ describe('headless start-up loads only what the first call needs', () => {
     }
   }, 60_000)
 
-  it('loads express (the dashboard and admin routes) a moment after health answers, with no request for it', async () => {
+  it("loads undici (the proxy's HTTP client) and express (the dashboard and admin routes) a moment after health answers, with no request for them", async () => {
     const s = await startBuilt('api-preload', '')
     try {
       await expect.poll(() => has(s.loads(), '/node_modules/express/'), { timeout: 10_000 }).toBe(true)
+      expect(has(s.loads(), '/node_modules/undici/lib/dispatcher/pool.js')).toBe(true)
     } finally {
       await s.stop()
     }

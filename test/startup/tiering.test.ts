@@ -55,6 +55,11 @@ describe('TurboFan is held while the headless server starts', () => {
     expect(atListen).toMatch(/\(target MAGLEV/)
     expect(atListen.split('\n').filter((l) => TURBOFAN.test(l))).toEqual([])
     expect((await request(`${url}/api/health`)).status).toBe(200)
+    // What loads after the server answers (the API app, built by this request if not before;
+    // undici, a moment after listening) loads with TurboFan held too.
+    expect((await request(`${url}/api/dashboard/summary`)).status).toBe(200)
+    await new Promise((r) => setTimeout(r, 400))
+    expect(readFileSync(trace, 'utf8').split('\n').filter((l) => TURBOFAN.test(l))).toEqual([])
 
     // Calls: their hot code reaches TurboFan (the compiler is back on), and every call is answered.
     let calls = 0

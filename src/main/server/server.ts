@@ -51,11 +51,13 @@ import type { Feature, ReadingObserver, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
 import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
+import { holdAgain } from './startup-tiering'
+import { UNDICI_BUILTINS, preloadUndici } from '../proxy/call/undici'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
 
-/** How long after listening the API app (express, the dashboard's routes) is built if nothing asked for it yet. */
+/** How long after listening the proxy's HTTP client and the API app (express, the dashboard's routes) are loaded if nothing needed them yet. */
 const API_PRELOAD_MS = 200
 
 export class StartupError extends Error {
@@ -98,7 +100,7 @@ export interface CreateOptions {
   headersTimeoutMs?: number
   /** When the server gives memory back once quiet (see idle-gc.ts); false: never (tests that measure the heap themselves). */
   idleCollection?: IdleCollectorOptions | false
-  /** How long after listening the API app is built if no request asked for it (default 200 ms; false: only on its first request). */
+  /** How long after listening undici and the API app are loaded if no request needed them (default 200 ms; false: only when first needed). */
   apiPreloadMs?: number | false
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
@@ -370,12 +372,20 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       }).then(async (u) => {
         if (bindsBoth) await listenIpv6Loopback()
         idle?.start()
-        // The API app loads a moment after the server answers (before the start-up collection at
-        // 1 s of quiet takes its garbage), unless a request for it came first.
+        // What the server answers before it needs it loads a moment after it answers (before the
+        // start-up collection at 1 s of quiet takes its garbage), unless a request needed it
+        // first: the proxy's HTTP client (undici) and the API app (express and its routes).
         const preloadMs = opts.apiPreloadMs ?? API_PRELOAD_MS
         if (preloadMs !== false) {
           setTimeout(() => {
-            if (!closing) app.preload()
+            if (closing) return
+            const resume = holdAgain(UNDICI_BUILTINS)
+            try {
+              preloadUndici()
+            } finally {
+              resume()
+            }
+            app.preload()
           }, preloadMs).unref()
         }
         return u

@@ -25,9 +25,10 @@ import { setFlagsFromString } from 'node:v8'
 
 /**
  * Node's public built-in modules a default headless start loads anyway (the server's and its
- * libraries' imports, and what they load: net loads cluster, cluster dgram and child_process,
- * undici http2). Nothing here may be something the server would not load: it would only add
- * memory. `test/startup/tiering.test.ts` checks their code cache is used.
+ * libraries' imports, and what they load: net loads cluster, cluster dgram and child_process).
+ * Nothing here may be something the server would not load: it would only add memory.
+ * `test/startup/tiering.test.ts` checks their code cache is used. (undici's `node:http2` loads
+ * with undici, after start-up: `holdAgain`.)
  */
 export const STARTUP_BUILTINS = [
   'node:util',
@@ -42,7 +43,6 @@ export const STARTUP_BUILTINS = [
   'node:tty',
   'node:http',
   'node:assert',
-  'node:http2',
   'node:dns',
   'node:cluster',
   'node:child_process',
@@ -86,6 +86,6 @@ let heldAtStart: ((flags: string) => void) | null = null
  * after the server listens: ./api-app.ts), for the same reason as at start-up; only in a process
  * whose start-up held it. A call that comes meanwhile runs in Maglev for those few tens of ms.
  */
-export function holdAgain(): () => void {
-  return heldAtStart ? holdOptimizingCompiler(heldAtStart, []) : () => {}
+export function holdAgain(builtins: readonly string[] = []): () => void {
+  return heldAtStart ? holdOptimizingCompiler(heldAtStart, builtins) : () => {}
 }

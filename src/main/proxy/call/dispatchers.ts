@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from '../../http/network'
-import { Client, Pool, proxyAgent } from './undici'
+import { clientClass, poolClass, proxyAgent } from './undici'
 import type { Upstream } from '../routes'
 
 export type { NetworkOptions } from '../../http/network'
@@ -35,7 +35,7 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
   const proxyOf = proxyRule(o)
   const forUpstream = (u: Upstream): Dispatcher => {
     const proxy = proxyOf?.(u.origin)
-    if (!proxy) return new Pool(u.origin, common)
+    if (!proxy) return new (poolClass())(u.origin, common)
     let agent = viaProxy.get(proxy)
     if (!agent) {
       agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect) })
@@ -57,7 +57,7 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     fresh(u) {
       const shared = dispatcherOf(u)
       if (proxied.has(shared)) return shared
-      const c = new Client(u.origin, common)
+      const c = new (clientClass())(u.origin, common)
       const dispatch = c.dispatch.bind(c)
       // Closes once the one call it carries is done.
       c.dispatch = (opts, handler) => {

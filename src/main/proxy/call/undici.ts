@@ -7,11 +7,33 @@ import type * as Undici from 'undici'
  * call uses, and costs the headless server a noticeable part of its start-up. They are the very
  * classes the index exports (it re-exports these modules). Other code that needs undici's
  * `request` (price updates, webhooks) loads the whole library when it first sends.
+ *
+ * They load with the first upstream connection, or a moment after the server listens
+ * (`preloadUndici`), whichever comes first: not before the server answers (20-35 ms of a slow
+ * machine's start-up, with the TLS and HTTP/2 modules undici loads).
  */
 const require = createRequire(import.meta.url)
 
-export const Pool: typeof Undici.Pool = require('undici/lib/dispatcher/pool.js')
-export const Client: typeof Undici.Client = require('undici/lib/dispatcher/client.js')
+let pool: typeof Undici.Pool | undefined
+let client: typeof Undici.Client | undefined
+
+export function poolClass(): typeof Undici.Pool {
+  return (pool ??= require('undici/lib/dispatcher/pool.js') as typeof Undici.Pool)
+}
+
+export function clientClass(): typeof Undici.Client {
+  return (client ??= require('undici/lib/dispatcher/client.js') as typeof Undici.Client)
+}
+
+/** Node's modules undici loads that start-up does not (see ../../server/startup-tiering.ts). */
+export const UNDICI_BUILTINS = ['node:http2'] as const
+
+/** Loads the classes now (after start-up, off any call), so the first call does not. */
+export function preloadUndici(): void {
+  poolClass()
+  clientClass()
+}
+
 /** Behind a proxy (upstream.proxy, HTTPS_PROXY): undici's whole index, loaded only then. */
 export function proxyAgent(): typeof Undici.ProxyAgent {
   return (require('undici') as typeof Undici).ProxyAgent
