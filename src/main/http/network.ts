@@ -1,4 +1,3 @@
-import tls from 'node:tls'
 import { isLoopbackHost } from '../security/hosts'
 
 /**
@@ -135,6 +134,8 @@ export function trustedCAs(o: NetworkOptions): string[] | undefined {
 }
 
 function defaultCAs(): string[] {
+  // node:tls loads here (only with a CA file) or with undici, never at start-up.
+  const tls = process.getBuiltinModule('node:tls')
   return tls.getCACertificates ? tls.getCACertificates('default') : [...tls.rootCertificates]
 }
 

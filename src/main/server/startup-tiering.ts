@@ -27,8 +27,8 @@ import { setFlagsFromString } from 'node:v8'
  * Node's public built-in modules a default headless start loads anyway (the server's and its
  * libraries' imports, and what they load: net loads cluster, cluster dgram and child_process).
  * Nothing here may be something the server would not load: it would only add memory.
- * `test/startup/tiering.test.ts` checks their code cache is used. (undici's `node:http2` loads
- * with undici, after start-up: `holdAgain`.)
+ * `test/startup/tiering.test.ts` checks their code cache is used. (`node:tls` and `node:http2`
+ * load with undici, after start-up: `holdAgain`.)
  */
 export const STARTUP_BUILTINS = [
   'node:util',
@@ -36,7 +36,6 @@ export const STARTUP_BUILTINS = [
   'node:fs/promises',
   'node:perf_hooks',
   'node:net',
-  'node:tls',
   'node:crypto',
   'node:zlib',
   'node:vm',

@@ -26,7 +26,7 @@ export function clientClass(): typeof Undici.Client {
 }
 
 /** Node's modules undici loads that start-up does not (see ../../server/startup-tiering.ts). */
-export const UNDICI_BUILTINS = ['node:http2'] as const
+export const UNDICI_BUILTINS = ['node:tls', 'node:http2'] as const
 
 /** Loads the classes now (after start-up, off any call), so the first call does not. */
 export function preloadUndici(): void {
