@@ -27,7 +27,7 @@ import { row } from './report'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const ROOT = resolve(HERE, '../..')
-const CLI = join(ROOT, 'out/main/cli.js')
+const CLI = process.env.BENCH_CLI ?? join(ROOT, 'out/main/cli.js')
 const BARE = join(HERE, 'proxy-kit/bare-server.mjs')
 
 function log(line: string): void {
