@@ -177,6 +177,10 @@ describe('OpenAI: a Responses stream cut before its terminal event', () => {
     const odd = new OpenAIMeter({ endpoint: 'responses' })
     odd.event('response.output_text.delta', JSON.stringify({ type: 'response.completed', response: { id: 'resp_2', status: 'completed', usage: { input_tokens: 5, output_tokens: 1, total_tokens: 6 } } }))
     expect(odd.result()).toMatchObject({ complete: true, responseId: 'resp_2', usage: { input_tokens: 5, output_tokens: 1 } })
+    // A key spelled with \u escapes is read too.
+    const escaped = new OpenAIMeter({ endpoint: 'responses' })
+    escaped.event('response.output_text.delta', '{"type":"response.completed","\\u0072esponse":{"id":"resp_3","status":"completed","\\u0075sage":{"input_tokens":7,"output_tokens":2,"total_tokens":9}}}')
+    expect(escaped.result()).toMatchObject({ complete: true, responseId: 'resp_3', usage: { input_tokens: 7, output_tokens: 2 } })
   })
 })
 
@@ -250,5 +254,8 @@ describe('OpenAI: a Chat Completions stream parses only the chunks that can chan
     expect(mayCarryUsage('{"usage":null,"x_groq":{"usage":{"prompt_tokens":1}}}')).toBe(true)
     expect(mayCarryUsage('{"choices":[]}')).toBe(false)
     expect(mayCarryUsage('{"usage"')).toBe(true)
+    // JSON may spell a key's letters as escapes: any \u says "maybe".
+    expect(mayCarryUsage('{"choices":[],"\\u0075sage":{"prompt_tokens":1}}')).toBe(true)
+    expect(JSON.parse('{"\\u0075sage":1}')).toEqual({ usage: 1 })
   })
 })

@@ -224,9 +224,12 @@ const CHUNKED = new Set(['chat.completions', 'completions', 'fim.completions'])
 /**
  * Whether a chunk's text may hold a usage object: it names `"usage"` other than as `"usage":null`
  * (which OpenAI puts in every chunk of a stream that asked for usage). A `"usage"` inside a JSON
- * string is escaped (`\"usage\"`) and so never matches; when unsure, true (the chunk is parsed).
+ * string is escaped (`\"usage\"`) and so never matches; a key spelled with `\u` escapes could
+ * be `usage` without reading so, so any `\u` in the text says true; when unsure, true (the chunk
+ * is parsed).
  */
 export function mayCarryUsage(data: string): boolean {
+  if (data.includes('\\u')) return true
   let i = data.indexOf('"usage"')
   while (i >= 0) {
     let j = skipSpace(data, i + 7)
@@ -317,7 +320,8 @@ export class OpenAIMeter implements Meter {
     // type), carry neither the Response object nor a usage: output items and parts, their deltas.
     // Nothing in them changes the result but the text deltas' text, kept unparsed (see `deltas`);
     // the rest are not parsed at all. One that names a response or a usage is read as any event.
-    if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"')) {
+    // (A `\u` escape could spell either key: such an event is read as any event.)
+    if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"') && !data.includes('\\u')) {
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
       this.keep(data)
       return
