@@ -54,7 +54,9 @@ export const admin: Feature = (ctx) => {
       }
     })
     priceRoutes(router, ctx)
-    if (agents) agents.agentRoutes(router, { connections: agents.connections, lastSeen, url: () => ctx.url() })
+    // Loaded before the server listens, so before the app can be built.
+    if (!agents) throw new Error('admin: the agent setup routes were not loaded before the API app was built')
+    agents.agentRoutes(router, { connections: agents.connections, lastSeen, url: () => ctx.url() })
     router.use(jsonBodyErrors)
     app.use('/api/admin', router)
   })
