@@ -1,6 +1,7 @@
 // The runtime boundary, enforced: the server core (src/main) never imports a value from
 // `electron` (only src/main/desktop and the Electron entry do); the renderer reaches data only
-// over HTTP, so it imports neither Node nor src/main; src/shared imports nothing runtime-specific.
+// over HTTP, so it imports neither Node nor src/main; src/shared imports nothing runtime-specific;
+// src/main imports express's types only.
 import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
@@ -10,6 +11,23 @@ const electronOnlyInDesktop = {
     {
       paths: [{ name: 'electron', message: 'Only src/main/desktop may import electron; the server core runs under plain Node.' }],
       patterns: [{ group: ['electron/*'], message: 'Only src/main/desktop may import electron.' }],
+    },
+  ],
+}
+
+// express loads after start-up (src/main/server/api-app.ts): a value import at the top of a
+// module would load it with the server again.
+const expressAfterStartup = {
+  '@typescript-eslint/no-restricted-imports': [
+    'error',
+    {
+      paths: [
+        {
+          name: 'express',
+          allowTypeImports: true,
+          message: 'express loads after start-up (src/main/server/api-app.ts): import its types only; routes get the module from ctx.app.add, other route code from expressModule().',
+        },
+      ],
     },
   ],
 }
@@ -26,6 +44,7 @@ export default tseslint.config(
     },
   },
   { files: ['src/main/**/*.ts'], ignores: ['src/main/desktop/**', 'src/main/index.ts'], rules: electronOnlyInDesktop },
+  { files: ['src/main/**/*.ts'], ignores: ['src/main/**/*.test.ts'], rules: expressAfterStartup },
   {
     files: ['src/renderer/**/*.ts'],
     rules: {
