@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { STARTUP_BUILTINS, holdOptimizingCompiler, tieringSetByUser } from './startup-tiering'
+import { STARTUP_BUILTINS, holdAgain, holdOptimizingCompiler, tieringSetByUser } from './startup-tiering'
 
 describe('holding TurboFan during start-up', () => {
   it('turns it off at once and back on once, however often the resume is called', () => {
@@ -8,6 +8,20 @@ describe('holding TurboFan during start-up', () => {
     expect(set).toEqual(['--no-turbofan'])
     resume()
     resume()
+    expect(set).toEqual(['--no-turbofan', '--turbofan'])
+  })
+
+  it('holds it again after start-up until the last of overlapping holds resumes', () => {
+    const set: string[] = []
+    holdOptimizingCompiler((f) => set.push(f), [])()
+    set.length = 0
+    const express = holdAgain()
+    const undici = holdAgain()
+    expect(set).toEqual(['--no-turbofan'])
+    undici()
+    undici()
+    expect(set).toEqual(['--no-turbofan'])
+    express()
     expect(set).toEqual(['--no-turbofan', '--turbofan'])
   })
 

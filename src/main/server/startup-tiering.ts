@@ -79,12 +79,26 @@ export function holdOptimizingCompiler(set: (flags: string) => void = setFlagsFr
 
 /** How the start-up hold set V8's flags (null: start-up did not hold the compiler). */
 let heldAtStart: ((flags: string) => void) | null = null
+/** Holds taken again and not yet resumed: the compiler comes back when the last is. */
+let holdsAgain = 0
 
 /**
- * Holds TurboFan again while start-up's deferred code loads (the API app's express, a moment
- * after the server listens: ./api-app.ts), for the same reason as at start-up; only in a process
- * whose start-up held it. A call that comes meanwhile runs in Maglev for those few tens of ms.
+ * Holds TurboFan again while start-up's deferred code loads (undici and the API app's express, a
+ * moment after the server listens: ./server.ts, ./api-app.ts), for the same reason as at
+ * start-up; only in a process whose start-up held it. A call that comes meanwhile runs in Maglev
+ * for those few tens of ms. `builtins` (Node's modules the deferred code loads) are loaded first,
+ * so that they use Node's code cache. Holds may overlap (a dashboard request may start express's
+ * load before the preload loads undici): TurboFan comes back once every one has resumed.
  */
 export function holdAgain(builtins: readonly string[] = []): () => void {
-  return heldAtStart ? holdOptimizingCompiler(heldAtStart, builtins) : () => {}
+  const set = heldAtStart
+  if (!set) return () => {}
+  if (typeof process.getBuiltinModule === 'function') for (const name of builtins) process.getBuiltinModule(name)
+  if (holdsAgain++ === 0) set('--no-turbofan')
+  let held = true
+  return () => {
+    if (!held) return
+    held = false
+    if (--holdsAgain === 0) set('--turbofan')
+  }
 }
