@@ -216,7 +216,7 @@ const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
 
 /** The Responses API's events that stream text: the only ones an estimate reads (the others' deltas are not used). */
 const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta'])
-/** Characters of unparsed text deltas a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
+/** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
 const MAX_PENDING_DELTA_CHARS = 1_000_000
 /** The endpoints whose streams are Chat Completions chunks (`OpenAIMeter.deferrable`). */
 const CHUNKED = new Set(['chat.completions', 'completions', 'fim.completions'])
@@ -277,10 +277,11 @@ export class OpenAIMeter implements Meter {
   /** The answer says Fast mode (Priority processing) served it. */
   private fast = false
   /**
-   * A Responses stream's text deltas (most of its events), kept as they came, unparsed: their text
-   * is only read to estimate a stream cut before its terminal event, which carries the usage. So
-   * a stream that ends normally parses none of them. Past MAX_PENDING_DELTA_CHARS they are read
-   * into the text (bounded there) and let go: memory stays flat, and the text exact.
+   * A Responses stream's text deltas (most of its events), or a Chat Completions stream's chunks
+   * without usage (see `deferrable`), kept as they came, unparsed: their text is only read to
+   * estimate a stream that ends without its usage. So a stream that ends normally parses none of
+   * them. Past MAX_PENDING_DELTA_CHARS they are read into the text (bounded there) and let go:
+   * memory stays flat, and the text exact.
    */
   private deltas: string[] = []
   private deltaChars = 0
@@ -391,8 +392,8 @@ export class OpenAIMeter implements Meter {
    * A Chat Completions chunk that can be left unparsed: once the stream's first chunks have named
    * its id and model (and tier), a chunk without a usage object carries only text, whose one use
    * is to estimate a stream that ends without usage. It is kept as it came (see `deltas`), so a
-   * stream whose last chunk brings the usage (`stream_options.include_usage`, as OpenAI's SDKs,
-   * opencode and Codex ask) parses its first and last chunks only.
+   * stream whose last chunk brings the usage (`stream_options.include_usage`) parses its first
+   * and last chunks only.
    */
   private deferrable(name: string, data: string): boolean {
     return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
