@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { performance } from 'node:perf_hooks'
 import { deadlines } from '../../src/main/proxy/call/deadlines'
 import { startHttpResponse } from '../../src/main/proxy/call/response'
+import { ClientHeaders } from '../../src/main/proxy/headers'
 import { type CallState, type HttpCall, newCallState } from '../../src/main/proxy/call/state'
 import { FEATURES } from '../../src/main/server/server'
 import { fixture } from '../support/fixtures'
@@ -87,7 +88,9 @@ describe('a stream is metered after each chunk has left, and every chunk once', 
       const s: HttpCall = { ...newCallState({} as any, ctx as any, { method: 'POST', path: '/', query: '', headers: req.headers, body: undefined }, performance.now()), res }
       call = s
       const ctype = { 'content-type': 'text/event-stream' }
-      const send = startHttpResponse(s, 200, ctype, { ...ctype }, () => {}, 60_000, () => {})
+      const client = new ClientHeaders()
+      client.set('content-type', 'text/event-stream')
+      const send = startHttpResponse(s, 200, ctype, client, () => {}, 60_000, () => {})
       after(s, send, seen)
     })
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))

@@ -15,7 +15,7 @@ import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
-import { type HttpCall, newCallState } from './call/state'
+import { newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
 import { createWebSocketRelay } from './ws/relay'
@@ -106,7 +106,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
         // Recorded like every refusal: who sent what, never sent upstream, cost 0.
         const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
-        const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
+        const s = life.begin(newHttpCall(route, ctx, info, started, res))
         s.status = 413
         s.error = 'payload_too_large'
         life.finish(s)
@@ -127,7 +127,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     const parsed = parseJsonBody(body, req.headers['content-type'])
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, parsed, body?.length ?? 0, ts, opts)
 
-    const s = life.begin<HttpCall>({ ...newCallState(route, ctx, info, started), res })
+    const s = life.begin(newHttpCall(route, ctx, info, started, res))
     const forward = () =>
       forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
     const admitted = admitHttp(life, s)

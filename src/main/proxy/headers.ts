@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+import { headerName } from './call/undici'
 
 const HOP_BY_HOP = new Set([
   'connection',
@@ -75,36 +76,87 @@ export function parseRawHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
 }
 
 /**
+ * The answer's headers as the client gets them: name and value in turn in one flat list, the
+ * form `res.writeHead` takes as it is (an object would be built here only for Node to walk it
+ * again). Names are lower-case, each at most once, in the order the upstream sent them.
+ */
+export class ClientHeaders {
+  readonly list: string[] = []
+
+  /** The value of `name` (lower-case), or undefined. */
+  get(name: string): string | undefined {
+    const l = this.list
+    for (let i = 0; i < l.length; i += 2) if (l[i] === name) return l[i + 1]
+    return undefined
+  }
+
+  /** Sets `name` (lower-case): replaces its value where it is, or adds it at the end. */
+  set(name: string, value: string): void {
+    const l = this.list
+    for (let i = 0; i < l.length; i += 2) {
+      if (l[i] === name) {
+        l[i + 1] = value
+        return
+      }
+    }
+    l.push(name, value)
+  }
+
+  delete(name: string): void {
+    const l = this.list
+    for (let i = 0; i < l.length; i += 2) {
+      if (l[i] === name) {
+        l.splice(i, 2)
+        return
+      }
+    }
+  }
+
+  /** As an object (what `clientResponseHeaders` gives), for tests and logs. */
+  toObject(): OutgoingHttpHeaders {
+    const out: OutgoingHttpHeaders = {}
+    for (let i = 0; i < this.list.length; i += 2) out[this.list[i]] = this.list[i + 1]
+    return out
+  }
+}
+
+/**
  * An upstream answer's headers, read once: as Node would have them (`upstream`, for metering
  * and the plans' meters) and, in the same pass, what the client gets (`client`: exactly
- * `clientResponseHeaders(upstream)`), so the answer's critical path walks the headers once.
+ * `clientResponseHeaders(upstream)`, as a flat list), so the answer's critical path walks the
+ * headers once.
  */
-export function responseHeaders(raw: readonly Buffer[]): { upstream: IncomingHttpHeaders; client: OutgoingHttpHeaders } {
-  const client: OutgoingHttpHeaders = {}
+export function responseHeaders(raw: readonly Buffer[]): { upstream: IncomingHttpHeaders; client: ClientHeaders } {
+  const client = new ClientHeaders()
   const upstream = readRawHeaders(raw, client)
   // Names the upstream's Connection header lists are hop-by-hop too (rare: known only at the end).
   const extra = connectionTokens(upstream)
-  if (extra) for (const name of extra) delete client[name]
+  if (extra) for (const name of extra) client.delete(name)
   return { upstream, client }
 }
 
-function readRawHeaders(raw: readonly Buffer[], client: OutgoingHttpHeaders | null): IncomingHttpHeaders {
+function readRawHeaders(raw: readonly Buffer[], client: ClientHeaders | null): IncomingHttpHeaders {
   const out: IncomingHttpHeaders = {}
   for (let i = 0; i + 1 < raw.length; i += 2) {
-    const name = raw[i].toString('latin1').toLowerCase()
+    // Well-known names come as the same (internalised) strings every time, without lower-casing.
+    const name = headerName(raw[i])
     const value = raw[i + 1].toString('latin1')
     const had = out[name]
     if (had === undefined) {
-      out[name] = name === 'set-cookie' ? [value] : value
+      if (name === 'set-cookie') {
+        out[name] = [value]
+        continue
+      }
+      out[name] = value
+      if (client && passesToClient(name)) client.list.push(name, value)
     } else if (Array.isArray(had)) {
       had.push(value)
-      continue
     } else if (!SINGLE.has(name)) {
-      out[name] = `${had}, ${value}`
-    } else {
-      continue
+      // A repeated header is joined, as Node's own client does (rare: its one entry is updated).
+      const joined = `${had}, ${value}`
+      out[name] = joined
+      if (client && passesToClient(name)) client.set(name, joined)
     }
-    if (client && passesToClient(name)) client[name] = out[name]
   }
   return out
 }

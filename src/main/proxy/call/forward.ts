@@ -1,8 +1,8 @@
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
-import { parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../headers'
+import { type ClientHeaders, parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
 import { deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
@@ -106,8 +106,8 @@ export function forwardHttp(
         startHeld = (parts, rewritten) => {
           held = null
           if (rewritten) {
-            delete h.client['transfer-encoding']
-            h.client['content-length'] = String(parts[0].length)
+            h.client.delete('transfer-encoding')
+            h.client.set('content-length', String(parts[0].length))
           }
           const send = respond(s, status, h, resume, t, finish)
           forward = send
@@ -185,7 +185,7 @@ export function forwardHttp(
 function respond(
   s: HttpCall,
   status: number,
-  h: { upstream: IncomingHttpHeaders; client: OutgoingHttpHeaders },
+  h: { upstream: IncomingHttpHeaders; client: ClientHeaders },
   resume: () => void,
   t: ForwardTimeouts,
   finish: (s: HttpCall) => void,

@@ -1,4 +1,5 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { ClientHeaders } from '../headers'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
 import { EventStreamReader } from '../../metering/event-stream'
@@ -50,8 +51,8 @@ export function startHttpResponse(
   s: HttpCall,
   status: number,
   uheaders: IncomingHttpHeaders,
-  /** What the client gets of them (clientResponseHeaders(uheaders), read in the same pass: ../headers.ts). */
-  headers: OutgoingHttpHeaders,
+  /** What the client gets of them (clientResponseHeaders(uheaders) as a flat list, read in the same pass: ../headers.ts). */
+  headers: ClientHeaders,
   resume: () => void,
   idleMs: number,
   onIdle: (detail: string) => void,
@@ -63,11 +64,11 @@ export function startHttpResponse(
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && (ctype.includes('text/event-stream') || isEventStream(ctype))
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
-  if (uheaders.trailer) headers.trailer = uheaders.trailer
-  if (s.admission.headers) Object.assign(headers, s.admission.headers)
+  if (typeof uheaders.trailer === 'string') headers.set('trailer', uheaders.trailer)
+  if (s.admission.headers) setAll(headers, s.admission.headers)
   // A check the gate let run after the dispatch (runaway, warn) runs now if it has not yet.
-  if (s.admission.lateHeaders) Object.assign(headers, s.admission.lateHeaders())
-  res.writeHead(s.status, headers)
+  if (s.admission.lateHeaders) setAll(headers, s.admission.lateHeaders())
+  res.writeHead(s.status, headers.list)
 
   if (s.status < 400) attachMeter(s, uheaders)
 
@@ -133,6 +134,11 @@ export function startHttpResponse(
     }
     return true
   }
+}
+
+/** Burnrate's own headers (budget warnings...) on the answer: each replaces one the upstream sent under that name. */
+function setAll(headers: ClientHeaders, add: Record<string, string> | undefined): void {
+  if (add) for (const name in add) headers.set(name, add[name])
 }
 
 /** AWS's event stream encoding (Bedrock's streamed answers). */

@@ -43,6 +43,11 @@ export interface CallState {
   lastData: number
 }
 
+/**
+ * A call's state with every field it will have, so each call's object has one shape from the
+ * start (fields added later would move it through a chain of shapes, and every function that
+ * reads it would see several).
+ */
 export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, started: number): CallState {
   return {
     route,
@@ -50,11 +55,18 @@ export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, 
     info,
     admission: {},
     started,
+    abort: undefined,
     status: 0,
     upstreamStatus: 0,
     error: null,
     responseStarted: false,
     streamed: false,
+    meter: undefined,
+    tap: undefined,
+    sse: undefined,
+    json: undefined,
+    lines: undefined,
+    drainTap: undefined,
     done: false,
     timers: [],
     lastData: 0,
@@ -64,4 +76,31 @@ export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, 
 /** A call that came as a plain HTTP request: its answer goes to `res`. */
 export interface HttpCall extends CallState {
   res: ServerResponse
+}
+
+/** The state of a call that came as a plain HTTP request (as newCallState's, with `res`, built in one step). */
+export function newHttpCall(route: Route, ctx: CallContext, info: RequestInfo, started: number, res: ServerResponse): HttpCall {
+  return {
+    route,
+    ctx,
+    info,
+    admission: {},
+    started,
+    abort: undefined,
+    status: 0,
+    upstreamStatus: 0,
+    error: null,
+    responseStarted: false,
+    streamed: false,
+    meter: undefined,
+    tap: undefined,
+    sse: undefined,
+    json: undefined,
+    lines: undefined,
+    drainTap: undefined,
+    done: false,
+    timers: [],
+    lastData: 0,
+    res,
+  }
 }

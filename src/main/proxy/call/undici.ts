@@ -25,6 +25,18 @@ export function clientClass(): typeof Undici.Client {
   return (client ??= require('undici/lib/dispatcher/client.js') as typeof Undici.Client)
 }
 
+let nameOf: ((raw: Buffer) => string) | undefined
+
+/**
+ * A raw header name as undici's own lower-cased name: a well-known one (content-type, date...)
+ * as the same string every time, without decoding and lower-casing it; any other decoded as
+ * latin1 and lower-cased. Called once an upstream has answered (undici is loaded by then).
+ */
+export function headerName(raw: Buffer): string {
+  nameOf ??= (require('undici/lib/core/util.js') as { headerNameToString(b: Buffer): string }).headerNameToString
+  return nameOf(raw)
+}
+
 /** Node's modules undici loads that start-up does not (see ../../server/startup-tiering.ts). */
 export const UNDICI_BUILTINS = ['node:tls', 'node:http2'] as const
 
