@@ -213,8 +213,12 @@ export default defineConfig({
           'estimate-worker': resolve(__dirname, 'src/main/metering/estimate-worker.ts'),
           'export-worker': resolve(__dirname, 'src/main/dashboard/export-worker.ts'),
         },
-        // out/main/cli.js is the package's `burnrate` bin.
-        output: { banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : '') },
+        output: {
+          // out/main/cli.js is the package's `burnrate` bin.
+          banner: (chunk) => (chunk.name === 'cli' ? '#!/usr/bin/env node' : ''),
+          // The price library's own chunk (loaded after start-up: src/main/pricing/library.ts) is named for it, not for its `dist` folder.
+          chunkFileNames: (chunk) => (chunk.facadeModuleId && DATA_LIBRARY.test(chunk.facadeModuleId) ? 'chunks/genai-prices-[hash].js' : 'chunks/[name]-[hash].js'),
+        },
       },
     },
   },

@@ -15,8 +15,9 @@ const electronOnlyInDesktop = {
   ],
 }
 
-// express loads after start-up (src/main/server/api-app.ts): a value import at the top of a
-// module would load it with the server again.
+// express and the price library load after start-up (src/main/server/api-app.ts,
+// src/main/pricing/library.ts): a value import at the top of a module would load them with the
+// server again.
 const expressAfterStartup = {
   '@typescript-eslint/no-restricted-imports': [
     'error',
@@ -26,6 +27,11 @@ const expressAfterStartup = {
           name: 'express',
           allowTypeImports: true,
           message: 'express loads after start-up (src/main/server/api-app.ts): import its types only; routes get the module from ctx.app.add, other route code from expressModule().',
+        },
+        {
+          name: '@pydantic/genai-prices',
+          allowTypeImports: true,
+          message: 'The price library loads after start-up (src/main/pricing/library.ts): import its types only; await loadPriceLibrary(), then use priceLibrary().',
         },
       ],
     },

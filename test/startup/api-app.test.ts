@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest'
+import { priceLibraryLoaded } from '../../src/main/pricing/library'
 import type { ApiApp } from '../../src/main/server/api-app'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
@@ -62,6 +63,8 @@ describe('the API app is built when first needed', () => {
   it('a moment after the server listens it is built with no request for it', async () => {
     t = await startTestServer({}, undefined, undefined, { create: { apiPreloadMs: 50 } })
     await eventually(() => apiApp(t!).built || undefined)
+    // The price library loads with it (the routes price: re-pricing, the dashboard's costs).
+    expect(priceLibraryLoaded()).toBe(true)
     expect((await request(`${t.url}/api/dashboard/summary`)).status).toBe(200)
   })
 })

@@ -106,6 +106,8 @@ describe('headless start-up loads only what the first call needs', () => {
       'ledger-worker.js',
       // The FFI that trims the C heap loads with the first collection after calls.
       '/node_modules/koffi/',
+      // The price library (its price table) loads a moment after health answers, or for the first call.
+      '/out/main/chunks/genai-prices-',
     ]) {
       expect(has(loads, lazy), lazy).toBe(false)
     }
@@ -145,11 +147,12 @@ describe('headless start-up loads only what the first call needs', () => {
     }
   }, 60_000)
 
-  it("loads undici (the proxy's HTTP client) and express (the dashboard and admin routes) a moment after health answers, with no request for them", async () => {
+  it("loads undici (the proxy's HTTP client), express (the dashboard and admin routes) and the price library a moment after health answers, with no request for them", async () => {
     const s = await startBuilt('api-preload', '')
     try {
       await expect.poll(() => has(s.loads(), '/node_modules/express/'), { timeout: 10_000 }).toBe(true)
       expect(has(s.loads(), '/node_modules/undici/lib/dispatcher/pool.js')).toBe(true)
+      await expect.poll(() => has(s.loads(), '/out/main/chunks/genai-prices-'), { timeout: 10_000 }).toBe(true)
     } finally {
       await s.stop()
     }

@@ -1,11 +1,17 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import fc from 'fast-check'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { Pricer } from '../pricing/price'
+import { loadPriceLibrary } from '../pricing/library'
 import { openai } from '../providers/openai'
 import type { CallContext } from '../proxy/gate'
 import { CallHistory, DEFAULT_EXPECTED_OUTPUT_TOKENS, expectedUsd } from './expected'
 import { promptTokenBound } from './worst-case'
+
+// The price library loads when first needed (../pricing/library.ts); the Pricer refuses to price before.
+beforeAll(async () => {
+  await loadPriceLibrary()
+})
 
 const MODEL = 'gpt-4o-mini'
 const price = (input: number, output: number) => calcPrice({ input_tokens: input, output_tokens: output }, MODEL, { providerId: 'openai' })!.total_price

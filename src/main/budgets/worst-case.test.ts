@@ -1,9 +1,15 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { Pricer } from '../pricing/price'
+import { loadPriceLibrary } from '../pricing/library'
 import { openai } from '../providers/openai'
 import type { CallContext } from '../proxy/gate'
 import { DEFAULT_MAX_OUTPUT_TOKENS, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
+
+// The price library loads when first needed (../pricing/library.ts); the Pricer refuses to price before.
+beforeAll(async () => {
+  await loadPriceLibrary()
+})
 
 function ctx(body: Record<string, unknown>, endpoint = 'chat.completions'): CallContext {
   const text = JSON.stringify(body)

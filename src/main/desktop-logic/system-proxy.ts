@@ -1,9 +1,9 @@
-import { REMOTE_DATA_JSON_URL } from '@pydantic/genai-prices'
 import type { Config } from '../config/schema'
 import { PROVIDERS } from '../providers/registry'
 import { buildUpstreams } from '../proxy/routes'
 import { isLoopbackHost } from '../security/hosts'
 import { proxySettings } from '../http/network'
+import { PRICE_DATA_URL } from '../pricing/library'
 
 /**
  * The system's proxy settings for the desktop app. Started from the Dock, the Start menu or at
@@ -42,7 +42,7 @@ export interface SystemNetwork {
 /** Every address the core may call out to: the upstreams, price updates, webhooks, the team server, the OTLP collector. */
 export function outboundOrigins(config: Config): string[] {
   const urls: string[] = [...buildUpstreams(PROVIDERS, config.providers).values()].filter((u) => u.enabled && u.origin).map((u) => u.origin)
-  urls.push(config.pricing.update_url ?? REMOTE_DATA_JSON_URL)
+  urls.push(config.pricing.update_url ?? PRICE_DATA_URL)
   for (const w of config.alerts.webhooks) urls.push(w.url)
   if (config.team.url) urls.push(config.team.url)
   if (config.otel.endpoint) urls.push(config.otel.endpoint)

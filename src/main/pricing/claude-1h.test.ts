@@ -1,8 +1,14 @@
 import { calcPrice, findProvider } from '@pydantic/genai-prices'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { emptyUsage, type Usage } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
 import { Pricer } from './price'
+import { loadPriceLibrary } from './library'
+
+// The price library loads when first needed (./library.ts); the Pricer refuses to price before.
+beforeAll(async () => {
+  await loadPriceLibrary()
+})
 
 const at = new Date('2026-11-01T00:00:00Z')
 

@@ -1,7 +1,13 @@
 import { calcPrice } from '@pydantic/genai-prices'
-import { describe, expect, it } from 'vitest'
+import { beforeAll, describe, expect, it } from 'vitest'
 import { emptyUsage, type Usage } from '../metering/usage'
 import { Pricer } from './price'
+import { loadPriceLibrary } from './library'
+
+// The price library loads when first needed (./library.ts); the Pricer refuses to price before.
+beforeAll(async () => {
+  await loadPriceLibrary()
+})
 
 function usage(input: number, output: number, cacheRead = 0, cacheWrite = 0): Usage {
   return { ...emptyUsage(), input_tokens: input, output_tokens: output, cache_read_tokens: cacheRead, cache_write_tokens: cacheWrite }

@@ -1,7 +1,8 @@
-import { calcPrice, type Provider as PriceProvider } from '@pydantic/genai-prices'
+import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
+import { priceLibrary } from './library'
 
 export interface PriceOverride {
   model: string
@@ -185,9 +186,10 @@ export class Pricer {
       }
       return lib
     }
+    const calc = priceLibrary().calcPrice
     let r: ReturnType<typeof calcPrice>
     try {
-      r = calcPrice(u, model, { providerId: pricingId, timestamp: at })
+      r = calc(u, model, { providerId: pricingId, timestamp: at })
     } catch {
       return null // this usage cannot be priced; the model may still be known, so nothing is remembered
     }
@@ -230,8 +232,10 @@ interface Lookup {
 }
 
 function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {
+  // Outside the try: pricing before the library is loaded is a bug to surface, not "no price".
+  const calc = priceLibrary().calcPrice
   try {
-    const r = calcPrice(u, model, opts)
+    const r = calc(u, model, opts)
     if (!r || !Number.isFinite(r.total_price)) return null
     return { cost_usd: r.total_price, priced: true }
   } catch {

@@ -1,9 +1,10 @@
 import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { REMOTE_DATA_JSON_URL, type Provider, updatePrices } from '@pydantic/genai-prices'
+import type { Provider } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
+import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 
 /**
  * What the dashboard shows about the price data (GET /api/dashboard/prices): `updated_at` is
@@ -56,16 +57,24 @@ export class PriceUpdater {
   private closed = false
   private running: Promise<boolean> | null = null
   private set: ((data: Provider[]) => void) | null = null
+  private hooked: Promise<void> | null = null
   private readonly state: PriceDataStatus
 
   constructor(private readonly opts: PriceUpdaterOptions) {
-    this.url = opts.url ?? REMOTE_DATA_JSON_URL
+    this.url = opts.url ?? PRICE_DATA_URL
     this.maxAgeMs = opts.maxAgeMs ?? DAY
     this.state = { source: 'bundled', updated_at: null, checked_at: null, last_error: null, auto_update: opts.autoUpdate, url: this.url }
-    updatePrices(({ setProviderData }) => {
-      // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
-      this.set = (data) => setProviderData(data)
+  }
+
+  /** The library loaded (./library.ts) and its update hook taken, once. */
+  private ready(): Promise<void> {
+    this.hooked ??= loadPriceLibrary().then((lib) => {
+      lib.updatePrices(({ setProviderData }) => {
+        // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
+        this.set = (data) => setProviderData(data)
+      })
     })
+    return this.hooked
   }
 
   get file(): string {
@@ -76,12 +85,17 @@ export class PriceUpdater {
     return { ...this.state }
   }
 
-  /** Loads the cached data, then (with auto_update) checks for newer data after the first delay and daily. */
+  /**
+   * Once the price library is loaded (not before: start-up does not load it, ./library.ts), loads
+   * the cached data, then (with auto_update) checks for newer data after the first delay and daily.
+   */
   start(): void {
-    void this.loadCache().then((fresh) => {
-      if (this.closed || !this.opts.autoUpdate) return
-      this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
-    })
+    void whenPriceLibraryLoaded()
+      .then(() => this.loadCache())
+      .then((fresh) => {
+        if (this.closed || !this.opts.autoUpdate) return
+        this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
+      })
   }
 
   private schedule(ms: number): void {
@@ -95,6 +109,12 @@ export class PriceUpdater {
 
   /** Applies the cached data if there is any; true when it is younger than the maximum age. */
   async loadCache(): Promise<boolean> {
+    try {
+      await this.ready()
+    } catch (err) {
+      this.state.last_error = `the price library could not be loaded: ${(err as Error).message}`
+      return false
+    }
     let cached: Cached
     try {
       cached = JSON.parse(await readFile(this.file, 'utf8')) as Cached
@@ -119,6 +139,7 @@ export class PriceUpdater {
   private async fetchOnce(): Promise<boolean> {
     this.state.checked_at = new Date().toISOString()
     try {
+      await this.ready()
       const res = await request(this.url, {
         method: 'GET',
         headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update' },

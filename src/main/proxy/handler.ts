@@ -19,6 +19,7 @@ import { newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
 import { createWebSocketRelay } from './ws/relay'
+import { loadPriceLibrary, priceLibraryLoaded } from '../pricing/library'
 
 export interface ProxyOptions {
   /** Groups calls that carry no session id into sessions (agent + key, 30-minute gap). */
@@ -91,6 +92,9 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       return
     }
 
+    // Until the price library has loaded (a moment after start-up), a call waits for it while its
+    // body comes: its admission and its recording price it (../pricing/library.ts).
+    const library = priceLibraryLoaded() ? null : loadPriceLibrary()
     let body: Buffer | null
     try {
       body = await readBody(req, maxBody, memory)
@@ -123,6 +127,16 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         res.destroy()
       }
       return
+    }
+    if (library) {
+      try {
+        await library
+      } catch (err) {
+        opts.log?.error(`the price library could not be loaded: ${(err as Error).message}`)
+        sendError(res, 'internal', 'Burnrate could not load its price data, so it cannot meter this call; the details are in its log.')
+        return
+      }
+      if (res.destroyed) return
     }
     const parsed = parseJsonBody(body, req.headers['content-type'])
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, parsed, body?.length ?? 0, ts, opts)

@@ -31,7 +31,14 @@ export class ApiApp implements ApiRoutes {
   private app: Express | null = null
   private loading: Promise<Express> | null = null
 
-  constructor(private readonly log: Logger) {}
+  /**
+   * `needs`: what the routes need loaded before the app serves (the price library: ../pricing/library.ts),
+   * loaded with express.
+   */
+  constructor(
+    private readonly log: Logger,
+    private readonly needs: () => Promise<unknown> = async () => {},
+  ) {}
 
   add(install: RouteInstaller): void {
     if (this.loading) throw new Error('routes must be added before the API app is built')
@@ -76,7 +83,7 @@ export class ApiApp implements ApiRoutes {
   private build(): Promise<Express> {
     if (this.loading) return this.loading
     const resume = holdAgain()
-    this.loading = loadExpress()
+    const loading = Promise.all([loadExpress(), this.needs()])
       .then(() => {
         const express = expressModule()
         const app = createApiApp(express)
@@ -86,7 +93,12 @@ export class ApiApp implements ApiRoutes {
         return app
       })
       .finally(resume)
-    return this.loading
+    this.loading = loading
+    // A failed load is tried again by the next request.
+    loading.catch(() => {
+      if (this.loading === loading) this.loading = null
+    })
+    return loading
   }
 }
 

@@ -27,6 +27,7 @@ import { settleEstimates, useEstimateThread } from '../metering/estimator'
 import { stopIdleExportThreads, useExportThread } from '../dashboard/export-thread'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
+import { loadPriceLibrary } from '../pricing/library'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
@@ -141,7 +142,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
-  const app = new ApiApp(log)
+  // The API app's routes price (re-pricing, the dashboard's costs): it loads the price library with express.
+  const app = new ApiApp(log, loadPriceLibrary)
   const pricer = new Pricer(config.pricing.overrides)
   let url = ''
   const context: ServerContext = {

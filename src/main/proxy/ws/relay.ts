@@ -11,6 +11,7 @@ import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
+import { loadPriceLibrary } from '../../pricing/library'
 import { type Route, upstreamPath } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
 
@@ -101,7 +102,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
-    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null]).then(([m, tunnelLib]) => {
+    // The price library too: the calls an upgrade carries are priced (../../pricing/library.ts).
+    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, loadPriceLibrary()]).then(([m, tunnelLib]) => {
       const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
       wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
       wss.on('headers', (headers, r) => {
@@ -114,7 +116,10 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       (ws) => {
         if (!socket.destroyed) passThrough(ws, req, socket, head, route)
       },
-      () => answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.'),
+      () => {
+        lib = null // tried again by the next upgrade
+        answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.')
+      },
     )
   }
 
