@@ -46,31 +46,36 @@ export interface CallState {
 /**
  * A call's state with every field it will have, so each call's object has one shape from the
  * start (fields added later would move it through a chain of shapes, and every function that
- * reads it would see several).
+ * reads it would see several); HTTP and WebSocket calls alike (`res` undefined for the latter).
  */
-export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, started: number): CallState {
+function callState<R extends ServerResponse | undefined>(route: Route, ctx: CallContext, info: RequestInfo, started: number, res: R) {
   return {
     route,
     ctx,
     info,
-    admission: {},
+    admission: {} as Admission,
     started,
-    abort: undefined,
+    abort: undefined as ((err?: Error) => void) | undefined,
     status: 0,
     upstreamStatus: 0,
-    error: null,
+    error: null as string | null,
     responseStarted: false,
     streamed: false,
-    meter: undefined,
-    tap: undefined,
-    sse: undefined,
-    json: undefined,
-    lines: undefined,
-    drainTap: undefined,
+    meter: undefined as Meter | undefined,
+    tap: undefined as BodyTap | undefined,
+    sse: undefined as SseParser | EventStreamReader | undefined,
+    json: undefined as JsonCollector | undefined,
+    lines: undefined as JsonLines | undefined,
+    drainTap: undefined as (() => void) | undefined,
     done: false,
-    timers: [],
+    timers: [] as Deadline[],
     lastData: 0,
+    res,
   }
+}
+
+export function newCallState(route: Route, ctx: CallContext, info: RequestInfo, started: number): CallState {
+  return callState(route, ctx, info, started, undefined)
 }
 
 /** A call that came as a plain HTTP request: its answer goes to `res`. */
@@ -78,29 +83,7 @@ export interface HttpCall extends CallState {
   res: ServerResponse
 }
 
-/** The state of a call that came as a plain HTTP request (as newCallState's, with `res`, built in one step). */
+/** The state of a call that came as a plain HTTP request (the same shape as newCallState's). */
 export function newHttpCall(route: Route, ctx: CallContext, info: RequestInfo, started: number, res: ServerResponse): HttpCall {
-  return {
-    route,
-    ctx,
-    info,
-    admission: {},
-    started,
-    abort: undefined,
-    status: 0,
-    upstreamStatus: 0,
-    error: null,
-    responseStarted: false,
-    streamed: false,
-    meter: undefined,
-    tap: undefined,
-    sse: undefined,
-    json: undefined,
-    lines: undefined,
-    drainTap: undefined,
-    done: false,
-    timers: [],
-    lastData: 0,
-    res,
-  }
+  return callState(route, ctx, info, started, res)
 }
