@@ -1,4 +1,7 @@
-import { calcPrice } from '@pydantic/genai-prices'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { calcPrice, findProvider, type Provider } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { priceLibraryLoaded } from '../../src/main/pricing/library'
@@ -8,8 +11,9 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 // The price library is not loaded at start-up (src/main/pricing/library.ts): a moment after the
-// server listens, or for the first call that comes sooner. Such a call waits for it, and is
-// priced as any other. (This file's modules are its own: nothing else has loaded the library.)
+// server listens, or for the first call that comes sooner. Such a call waits for it, and for the
+// data folder's cached newer price data, and is priced as any other. (The library's module state
+// is this file's own: nothing else has loaded it before the first test.)
 
 let t: TestServer | undefined
 let upstream: MockUpstream | undefined
@@ -47,4 +51,63 @@ describe('the price library loads after start-up', () => {
     expect(expected).toBeGreaterThan(0)
   })
 
+
+  it('a call waits until the prices are ready, the steps after the library included (the cached newer data)', async () => {
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+    t = await startTestServer({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
+    const pricer = t.server.context.pricer
+    const model = 'gpt-4o-mini-2024-07-18'
+    // A slow step standing in for reading the cached data: it gives the model a price of its own.
+    pricer.prepareWith(async () => {
+      await new Promise((r) => setTimeout(r, 300))
+      pricer.setRuntime([{ provider: 'openai', model, input_mtok: 100, output_mtok: 200 }])
+    })
+    const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000004' })
+    expect(call.status).toBe(200)
+    const row = await eventually(() => {
+      const db = new Database(t!.dbFile, { readonly: true })
+      try {
+        return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
+      } finally {
+        db.close()
+      }
+    })
+    const own = { id: 'x', name: 'x', api_pattern: '.*', models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }] } as Provider
+    const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: own })!.total_price
+    expect(expected).toBeGreaterThan(0.1)
+    expect(row).toEqual({ cost_usd: expected, priced: 1 })
+  })
+
+  it('a call that comes first is priced with the newer price data the data folder holds, not the bundled data', async () => {
+    // A cached copy of newer data, as the price updater keeps it, that prices the fixture's model at $100/$200 per million.
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-cached-prices-'))
+    const openai = findProvider({ providerId: 'openai' })!
+    const model = 'gpt-4o-mini-2024-07-18'
+    const providers = [
+      { ...openai, models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }, ...openai.models] },
+    ] as Provider[]
+    writeFileSync(join(dir, 'prices.json'), JSON.stringify({ updated_at: '2026-11-30T00:00:00.000Z', fetched_at: new Date().toISOString(), providers }))
+    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+    t = await startTestServer({}, upstream.url, dir, { create: { apiPreloadMs: false } })
+    try {
+      const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000003' })
+      expect(call.status).toBe(200)
+      const row = await eventually(() => {
+        const db = new Database(t!.dbFile, { readonly: true })
+        try {
+          return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
+        } finally {
+          db.close()
+        }
+      })
+      // 1,149 prompt tokens (1,024 of them cached reads, priced at the input rate here: the model gives no cache rate) and 353 output tokens.
+      const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
+      expect(expected).toBeGreaterThan(0.1)
+      expect(row).toEqual({ cost_usd: expected, priced: 1 })
+    } finally {
+      await t.cleanup()
+      t = undefined
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
 })

@@ -13,9 +13,10 @@ import type { CliContext } from './context'
 /** `store`: the ledger's PostgreSQL store (storage.url), where imported calls then go. */
 export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, store?: SqlStore): Promise<ImportStats[]> {
   const { importLogs } = await import('../import/importer')
-  const { Pricer } = await import('../pricing/price')
+  const { localPricer } = await import('../pricing/local')
   const { spendCounter } = await import('../budgets/state/pg/call-spend')
-  const pricer = new Pricer(config.pricing.overrides)
+  // As a server on this data folder prices: its runtime prices and its cached newer price data.
+  const pricer = localPricer(config, db)
   const out: ImportStats[] = []
   // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
   const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config) } : {}

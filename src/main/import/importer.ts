@@ -15,7 +15,6 @@ import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import type { CallRecord } from '../ledger/record'
 import { noticeWriter } from '../ledger/notices'
 import { usageExtra } from '../metering/usage-extra'
-import { loadPriceLibrary } from '../pricing/library'
 import type { Pricer } from '../pricing/price'
 import { LOG_SOURCES } from './sources'
 import type { LogAgent, LoggedCall } from './types'
@@ -80,7 +79,7 @@ export type StoreStats = Pick<ImportStats, 'imported' | 'matched' | 'duplicates'
  */
 export async function storeCalls(db: Database.Database, calls: LoggedCall[], opts: WriteOptions): Promise<StoreStats> {
   const stats: StoreStats = { imported: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
-  await loadPriceLibrary()
+  await opts.pricer.ready()
   await writerFor(db, opts).write(calls, opts, stats)
   return stats
 }
@@ -142,7 +141,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
     agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
   // Every call is priced as it is stored.
-  await loadPriceLibrary()
+  await opts.pricer.ready()
   const q = writerFor(db, opts)
   for (const root of roots) {
     let names: string[]

@@ -5,7 +5,6 @@ import { usageExtra } from '../metering/usage-extra'
 import type { ServerContext } from '../server/context'
 import type { SqlStore } from '../storage/sql'
 import { PendingSettlements } from './background-pending'
-import { loadPriceLibrary } from './library'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
 
@@ -43,7 +42,7 @@ export async function settleBackground(
   done: BackgroundDone,
   budgets: SpendTargets = {},
 ): Promise<boolean | 'later'> {
-  await loadPriceLibrary()
+  await pricer.ready()
   // The creating call may still be on its way to the table (false: not all written, e.g. PostgreSQL away).
   const written = await ledger.flushed()
   let found = false

@@ -49,6 +49,8 @@ export function pricesOf(ctx: ServerContext): Prices {
     log: ctx.log,
     egress: ctx.egress,
   })
+  // The server's calls are priced once the cached newer data (if any) is applied, never before.
+  ctx.pricer.prepareWith(() => updater.prepare())
   updater.start()
   ctx.onClose(() => updater.close())
   ctx.prices = { store, updater }

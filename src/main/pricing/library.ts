@@ -6,8 +6,8 @@ import { holdAgain } from '../server/startup-tiering'
  * reads and parses its price table (500 KB of JSON) and builds its unit registry, about 25 ms of
  * a slow machine's start-up, which the server does not need to answer. The server loads it a
  * moment after it listens (with express: ../server/api-app.ts) or for the first call that comes
- * sooner; every path that prices waits for it first (`loadPriceLibrary`), and `priceLibrary()`
- * refuses to answer before then rather than price anything without it.
+ * sooner; every path that prices waits for it first (its Pricer's `ready()`, ./price.ts), and
+ * `priceLibrary()` refuses to answer before then rather than price anything without it.
  */
 export type PriceLibrary = typeof Library
 

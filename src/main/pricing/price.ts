@@ -2,7 +2,7 @@ import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-price
 import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
-import { priceLibrary } from './library'
+import { loadPriceLibrary, priceLibrary } from './library'
 
 export interface PriceOverride {
   model: string
@@ -69,8 +69,46 @@ export class Pricer {
   private readonly lookups = new Map<string, Map<string, Lookup | null>>()
   private lookupCount = 0
 
+  private preparation: (() => Promise<void>) | null = null
+  private readied: Promise<void> | null = null
+  /** True once `ready()` has resolved: pricing needs no wait (the proxy checks this on every call). */
+  isReady = false
+
   constructor(overrides: readonly PriceOverride[] = []) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
+  }
+
+  /**
+   * What must be done, once the library is loaded, before this Pricer prices as its server
+   * would: the data folder's cached newer price data applied (./update.ts `prepare`).
+   */
+  prepareWith(step: () => Promise<void>): void {
+    this.preparation = step
+    this.readied = null
+    this.isReady = false
+  }
+
+  /**
+   * Resolves once this Pricer prices as it should: the price library loaded (./library.ts) and
+   * the step `prepareWith` gave done. Every path that prices awaits it first (a failure is tried
+   * again by the next caller).
+   */
+  ready(): Promise<void> {
+    if (!this.readied) {
+      const step = this.preparation
+      const p = loadPriceLibrary().then(() => (step ? step() : undefined))
+      const readied = p.then(
+        () => {
+          if (this.readied === readied) this.isReady = true
+        },
+        (err: unknown) => {
+          if (this.readied === readied) this.readied = null
+          throw err
+        },
+      )
+      this.readied = readied
+    }
+    return this.readied
   }
 
   /** Replaces the runtime prices (the admin API's); later calls are priced with them. */

@@ -5,7 +5,6 @@ import { withUsageExtra } from '../metering/usage-extra'
 import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
-import { loadPriceLibrary } from './library'
 import type { Pricer } from './price'
 
 /** A call as re-pricing reads it: what it is counted by (its provider and model are those being re-priced), its usage and cost. */
@@ -50,7 +49,7 @@ export async function repriceModel(
   /** The budget rules' meters, moved with each chunk once it is committed; PostgreSQL's shared spend rows, in each chunk's transaction. */
   budgets: SpendTargets = {},
 ): Promise<RepriceResult> {
-  await loadPriceLibrary()
+  await pricer.ready()
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
   const select = `

@@ -58,6 +58,7 @@ export class PriceUpdater {
   private running: Promise<boolean> | null = null
   private set: ((data: Provider[]) => void) | null = null
   private hooked: Promise<void> | null = null
+  private preparing: Promise<void> | null = null
   private readonly state: PriceDataStatus
 
   constructor(private readonly opts: PriceUpdaterOptions) {
@@ -68,12 +69,18 @@ export class PriceUpdater {
 
   /** The library loaded (./library.ts) and its update hook taken, once. */
   private ready(): Promise<void> {
-    this.hooked ??= loadPriceLibrary().then((lib) => {
-      lib.updatePrices(({ setProviderData }) => {
-        // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
-        this.set = (data) => setProviderData(data)
+    if (!this.hooked) {
+      const hooked = loadPriceLibrary().then((lib) => {
+        lib.updatePrices(({ setProviderData }) => {
+          // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
+          this.set = (data) => setProviderData(data)
+        })
       })
-    })
+      hooked.catch(() => {
+        if (this.hooked === hooked) this.hooked = null
+      })
+      this.hooked = hooked
+    }
     return this.hooked
   }
 
@@ -86,16 +93,33 @@ export class PriceUpdater {
   }
 
   /**
-   * Once the price library is loaded (not before: start-up does not load it, ./library.ts), loads
-   * the cached data, then (with auto_update) checks for newer data after the first delay and daily.
+   * What pricing waits for (the server's Pricer, `prepareWith`): the library loaded and its
+   * update hook taken, then the cached newer data applied if there is any, so that no call is
+   * priced with older data than the data folder holds. Once; then, with auto_update, checks for
+   * newer data after the first delay and daily. A failure (the library could not load) is tried
+   * again by the next caller.
    */
+  prepare(): Promise<void> {
+    if (!this.preparing) {
+      const preparing = this.ready().then(
+        () =>
+          this.loadCache().then((fresh) => {
+            if (this.closed || !this.opts.autoUpdate) return
+            this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
+          }),
+        (err: unknown) => {
+          if (this.preparing === preparing) this.preparing = null
+          throw err
+        },
+      )
+      this.preparing = preparing
+    }
+    return this.preparing
+  }
+
+  /** Prepares once something has loaded the price library (start-up does not load it: ./library.ts). */
   start(): void {
-    void whenPriceLibraryLoaded()
-      .then(() => this.loadCache())
-      .then((fresh) => {
-        if (this.closed || !this.opts.autoUpdate) return
-        this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
-      })
+    void whenPriceLibraryLoaded().then(() => this.prepare().catch(() => {}))
   }
 
   private schedule(ms: number): void {

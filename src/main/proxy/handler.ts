@@ -19,7 +19,6 @@ import { newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
 import { createWebSocketRelay } from './ws/relay'
-import { loadPriceLibrary, priceLibraryLoaded } from '../pricing/library'
 
 export interface ProxyOptions {
   /** Groups calls that carry no session id into sessions (agent + key, 30-minute gap). */
@@ -76,7 +75,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.
   const network = opts.network ?? {}
-  const sockets = createWebSocketRelay({ life, who: opts, timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
+  const sockets = createWebSocketRelay({ life, who: opts, pricesReady: () => opts.pricer.ready(), timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
 
   async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     const started = performance.now()
@@ -92,9 +91,10 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       return
     }
 
-    // Until the price library has loaded (a moment after start-up), a call waits for it while its
-    // body comes: its admission and its recording price it (../pricing/library.ts).
-    const library = priceLibraryLoaded() ? null : loadPriceLibrary()
+    // Until the prices are ready (the price library loaded a moment after start-up, the cached
+    // newer data applied), a call waits for them while its body comes: its admission and its
+    // recording price it (../pricing/library.ts).
+    const library = opts.pricer.isReady ? null : opts.pricer.ready()
     let body: Buffer | null
     try {
       body = await readBody(req, maxBody, memory)

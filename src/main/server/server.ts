@@ -27,7 +27,6 @@ import { settleEstimates, useEstimateThread } from '../metering/estimator'
 import { stopIdleExportThreads, useExportThread } from '../dashboard/export-thread'
 import { plans } from '../plans/feature'
 import { pricing } from '../pricing/feature'
-import { loadPriceLibrary } from '../pricing/library'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
@@ -142,9 +141,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
-  // The API app's routes price (re-pricing, the dashboard's costs): it loads the price library with express.
-  const app = new ApiApp(log, loadPriceLibrary)
   const pricer = new Pricer(config.pricing.overrides)
+  // The API app's routes price (re-pricing, the dashboard's costs): the prices are made ready with express.
+  const app = new ApiApp(log, () => pricer.ready())
   let url = ''
   const context: ServerContext = {
     config,

@@ -30,7 +30,7 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       const serving = o.local ? false : (await resolveTarget(o, ctx)).kind === 'http'
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
-      const { Pricer } = await import('../../pricing/price')
+      const { localPricer } = await import('../../pricing/local')
       const { spendCounter } = await import('../../budgets/state/pg/call-spend')
       // The calls go where the ledger is: the data folder's file, or PostgreSQL with storage.url (import keys stay in the file).
       const ledger = await openLocalLedger({ kind: 'local', config, open: () => openLedgerFile(config) })
@@ -38,7 +38,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       // PostgreSQL: the calls also count in the shared budget spend rows (the config's periods).
       const target = ledger.store.dialect === 'postgres' ? { store: ledger.store, countSpend: spendCounter(config) } : {}
       try {
-        const pricer = new Pricer(config.pricing.overrides)
+        // As a server on this data folder prices: its runtime prices and its cached newer price data.
+        const pricer = localPricer(config, db)
         const results = []
         for (const a of agent === 'all' ? LOG_AGENTS : [agent]) {
           results.push(

@@ -11,7 +11,6 @@ import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
-import { loadPriceLibrary } from '../../pricing/library'
 import { type Route, upstreamPath } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
 
@@ -20,6 +19,8 @@ export interface WebSocketRelayOptions {
   who: Attributors
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number }
   maxFrameBytes: number
+  /** Resolves once calls can be priced (the server's Pricer's `ready`); the first upgrade waits for it. */
+  pricesReady: () => Promise<void>
   /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */
   ca?: string[]
   /** The proxy rule (upstream.proxy, HTTPS_PROXY...), the same as HTTP calls'; unset: no proxy. */
@@ -102,8 +103,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
-    // The price library too: the calls an upgrade carries are priced (../../pricing/library.ts).
-    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, loadPriceLibrary()]).then(([m, tunnelLib]) => {
+    // The prices too: the calls an upgrade carries are priced (../../pricing/library.ts).
+    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
       const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
       wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
       wss.on('headers', (headers, r) => {
