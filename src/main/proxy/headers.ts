@@ -83,33 +83,23 @@ export function parseRawHeaders(raw: readonly Buffer[]): IncomingHttpHeaders {
 export class ClientHeaders {
   readonly list: string[] = []
 
-  /** The value of `name` (lower-case), or undefined. */
-  get(name: string): string | undefined {
-    const l = this.list
-    for (let i = 0; i < l.length; i += 2) if (l[i] === name) return l[i + 1]
-    return undefined
-  }
-
   /** Sets `name` (lower-case): replaces its value where it is, or adds it at the end. */
   set(name: string, value: string): void {
-    const l = this.list
-    for (let i = 0; i < l.length; i += 2) {
-      if (l[i] === name) {
-        l[i + 1] = value
-        return
-      }
-    }
-    l.push(name, value)
+    const i = this.indexOf(name)
+    if (i < 0) this.list.push(name, value)
+    else this.list[i + 1] = value
   }
 
   delete(name: string): void {
+    const i = this.indexOf(name)
+    if (i >= 0) this.list.splice(i, 2)
+  }
+
+  /** Where `name` is in the list, or -1. */
+  private indexOf(name: string): number {
     const l = this.list
-    for (let i = 0; i < l.length; i += 2) {
-      if (l[i] === name) {
-        l.splice(i, 2)
-        return
-      }
-    }
+    for (let i = 0; i < l.length; i += 2) if (l[i] === name) return i
+    return -1
   }
 
   /** As an object (what `clientResponseHeaders` gives), for tests and logs. */

@@ -64,7 +64,7 @@ export function startHttpResponse(
   const ctype = uheaders['content-type']
   s.streamed = typeof ctype === 'string' && (ctype.includes('text/event-stream') || isEventStream(ctype))
   // Trailers are forwarded (forward.ts), so the header announcing them is too.
-  if (typeof uheaders.trailer === 'string') headers.set('trailer', uheaders.trailer)
+  if (uheaders.trailer) headers.set('trailer', uheaders.trailer)
   if (s.admission.headers) setAll(headers, s.admission.headers)
   // A check the gate let run after the dispatch (runaway, warn) runs now if it has not yet.
   if (s.admission.lateHeaders) setAll(headers, s.admission.lateHeaders())
