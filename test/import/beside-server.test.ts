@@ -1,14 +1,15 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Database from 'better-sqlite3'
 import { budgetsOf } from '../../src/main/budgets'
-import { runCli } from '../../src/main/cli/program'
 import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import { NOTICES_PER_TURN } from '../../src/main/ledger/notices'
 import { makeCall } from '../dashboard/seed'
 import { ADMIN_CONFIG, admin } from '../admin/support'
+import { writeClaudeCodeCall } from '../support/agent-logs'
+import { runCliCaptured } from '../support/cli'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -34,33 +35,11 @@ let upstream: MockUpstream
 let logs: string
 let t: TestServer
 
-async function cli(...args: string[]): Promise<{ code: number; out: string }> {
-  let out = ''
-  const stdout = process.stdout.write
-  const stderr = process.stderr.write
-  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write
-  process.stderr.write = ((s: string) => ((out += s), true)) as typeof process.stderr.write
-  try {
-    return { code: await runCli(args), out }
-  } finally {
-    process.stdout.write = stdout
-    process.stderr.write = stderr
-  }
-}
-
 /** Imports one logged Claude Code call, older than the settle time a running server imposes, with the CLI. */
 async function importOne(id: string, target: TestServer | null): Promise<number> {
-  const dir = join(logs, id)
-  mkdirSync(join(dir, '-home-dev-shop'), { recursive: true })
-  writeFileSync(
-    join(dir, '-home-dev-shop/session.jsonl'),
-    JSON.stringify({
-      type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: new Date(Date.now() - 11 * 60_000).toISOString(),
-      message: { id, model: 'claude-haiku-4-5-20251001', usage: { input_tokens: 100_000, output_tokens: 10_000 } },
-    }) + '\n',
-  )
+  const dir = writeClaudeCodeCall(logs, id, 'claude-haiku-4-5-20251001')
   const where = target ? ['--url', target.url] : ['--local']
-  const r = await cli('import', 'claude-code', '--path', dir, '--config', t.configFile, '--data-dir', t.dir, ...where, '--json')
+  const r = await runCliCaptured('import', 'claude-code', '--path', dir, '--config', t.configFile, '--data-dir', t.dir, ...where, '--json')
   expect(r.code, r.out).toBe(0)
   expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 1, deferred: 0 })
   return JSON.parse(r.out).results[0].cost_usd

@@ -1,10 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { calcPrice, findProvider, type Provider } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runCli } from '../../src/main/cli/program'
+import { writeClaudeCodeCall } from '../support/agent-logs'
+import { runCliCaptured } from '../support/cli'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -19,34 +20,6 @@ let t: TestServer
 let logs: string
 const HAIKU = 'claude-haiku-4-5-20251001'
 const NEW_MODEL = 'claude-newer-than-the-bundled-data'
-
-async function cli(...args: string[]): Promise<{ code: number; out: string }> {
-  let out = ''
-  const stdout = process.stdout.write
-  const stderr = process.stderr.write
-  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write
-  process.stderr.write = ((s: string) => ((out += s), true)) as typeof process.stderr.write
-  try {
-    return { code: await runCli(args), out }
-  } finally {
-    process.stdout.write = stdout
-    process.stderr.write = stderr
-  }
-}
-
-/** One logged Claude Code call of `model`, 100,000 tokens in and 10,000 out. */
-function logCall(id: string, model: string): string {
-  const dir = join(logs, id)
-  mkdirSync(join(dir, '-home-dev-shop'), { recursive: true })
-  writeFileSync(
-    join(dir, '-home-dev-shop/session.jsonl'),
-    JSON.stringify({
-      type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: new Date(Date.now() - 11 * 60_000).toISOString(),
-      message: { id, model, usage: { input_tokens: 100_000, output_tokens: 10_000 } },
-    }) + '\n',
-  )
-  return dir
-}
 
 const anthropic = findProvider({ providerId: 'anthropic' })!
 const newer = [
@@ -76,7 +49,7 @@ describe('burnrate import prices as the server on its data folder would', () => 
     // The bundled data does not know the newer model (the import applies the cached data to this process's library).
     expect(calcPrice({ input_tokens: 1, output_tokens: 1 }, NEW_MODEL, { providerId: 'anthropic' })).toBeFalsy()
     for (const [id, model] of [['msg_prices_runtime', HAIKU], ['msg_prices_newer', NEW_MODEL]]) {
-      const r = await cli('import', 'claude-code', '--path', logCall(id, model), '--config', t.configFile, '--data-dir', t.dir, '--local', '--json')
+      const r = await runCliCaptured('import', 'claude-code', '--path', writeClaudeCodeCall(logs, id, model), '--config', t.configFile, '--data-dir', t.dir, '--local', '--json')
       expect(r.code, r.out).toBe(0)
       expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 1 })
     }

@@ -23,6 +23,16 @@ afterEach(async () => {
   t = upstream = undefined
 })
 
+/** The one call the server recorded (its cost and whether it was priced), once it is written. */
+function recordedCall(s: TestServer): { cost_usd: number; priced: number } | undefined {
+  const db = new Database(s.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
+  } finally {
+    db.close()
+  }
+}
+
 describe('the price library loads after start-up', () => {
   it('a call that comes before the price library is loaded waits for it and is priced exactly', async () => {
     upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
@@ -39,14 +49,7 @@ describe('the price library loads after start-up', () => {
       answer.model,
       { providerId: 'openai' },
     )!.total_price
-    const row = await eventually(() => {
-      const db = new Database(t!.dbFile, { readonly: true })
-      try {
-        return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
-      } finally {
-        db.close()
-      }
-    })
+    const row = await eventually(() => recordedCall(t!))
     expect(row).toEqual({ cost_usd: expected, priced: 1 })
     expect(expected).toBeGreaterThan(0)
   })
@@ -64,14 +67,7 @@ describe('the price library loads after start-up', () => {
     })
     const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000004' })
     expect(call.status).toBe(200)
-    const row = await eventually(() => {
-      const db = new Database(t!.dbFile, { readonly: true })
-      try {
-        return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
-      } finally {
-        db.close()
-      }
-    })
+    const row = await eventually(() => recordedCall(t!))
     const own = { id: 'x', name: 'x', api_pattern: '.*', models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }] } as Provider
     const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: own })!.total_price
     expect(expected).toBeGreaterThan(0.1)
@@ -92,14 +88,7 @@ describe('the price library loads after start-up', () => {
     try {
       const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000003' })
       expect(call.status).toBe(200)
-      const row = await eventually(() => {
-        const db = new Database(t!.dbFile, { readonly: true })
-        try {
-          return db.prepare('SELECT cost_usd, priced FROM calls').get() as { cost_usd: number; priced: number } | undefined
-        } finally {
-          db.close()
-        }
-      })
+      const row = await eventually(() => recordedCall(t!))
       // 1,149 prompt tokens (1,024 of them cached reads, priced at the input rate here: the model gives no cache rate) and 353 output tokens.
       const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
       expect(expected).toBeGreaterThan(0.1)

@@ -25,3 +25,21 @@ export function copyLogsEndingAt(src: string, dest: string, latest: number): voi
     writeFileSync(join(dest, f.rel), f.text.replace(ISO, (t) => new Date(Date.parse(t) + shift).toISOString()))
   }
 }
+
+/**
+ * One Claude Code call in a session log of its own under `root/<id>`, logged 11 minutes ago
+ * (older than the settle time a running server imposes on imports): 100,000 tokens in, 10,000
+ * out. Returns the folder to import.
+ */
+export function writeClaudeCodeCall(root: string, id: string, model: string): string {
+  const dir = join(root, id)
+  mkdirSync(join(dir, '-home-dev-shop'), { recursive: true })
+  writeFileSync(
+    join(dir, '-home-dev-shop/session.jsonl'),
+    JSON.stringify({
+      type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: new Date(Date.now() - 11 * 60_000).toISOString(),
+      message: { id, model, usage: { input_tokens: 100_000, output_tokens: 10_000 } },
+    }) + '\n',
+  )
+  return dir
+}
