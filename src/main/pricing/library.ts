@@ -53,8 +53,8 @@ export function priceLibraryLoaded(): boolean {
   return lib !== null
 }
 
-/** The loaded library; throws if it is not loaded yet (a path that prices must `await loadPriceLibrary()` first). */
+/** The loaded library; throws if it is not loaded yet (a path that prices awaits its Pricer's `ready()` first). */
 export function priceLibrary(): PriceLibrary {
   if (lib) return lib
-  throw new Error('the price library is not loaded yet (await loadPriceLibrary() before pricing)')
+  throw new Error("the price library is not loaded yet (await the Pricer's ready() before pricing)")
 }

@@ -32,8 +32,8 @@ export class ApiApp implements ApiRoutes {
   private loading: Promise<Express> | null = null
 
   /**
-   * `needs`: what the routes need loaded before the app serves (the price library: ../pricing/library.ts),
-   * loaded with express.
+   * `needs`: what the routes need ready before the app serves (the server's prices, its Pricer's
+   * `ready()`: ../pricing/library.ts), made ready while express loads.
    */
   constructor(
     private readonly log: Logger,
