@@ -1,30 +1,23 @@
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { priceLibraryLoaded } from '../../src/main/pricing/library'
 import type { ApiApp } from '../../src/main/server/api-app'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { type TestServer, serversPerTest } from '../support/server'
 
 // Everything that is not a proxied call is an express app built when first needed (express and
 // its packages are 80-100 ms of a slow machine's start-up that no proxied call needs): health and
 // proxied calls are answered before it exists; the first request for it, or a moment after the
 // server listens, builds it; requests that come while it loads wait for it and are answered.
 
-let t: TestServer | undefined
-let upstream: MockUpstream | undefined
-afterEach(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-  t = upstream = undefined
-})
+const start = serversPerTest()
 
 const apiApp = (s: TestServer) => s.server.context.app as ApiApp
 
 describe('the API app is built when first needed', () => {
   it('health and proxied calls are answered without it; the first dashboard requests build it and are all answered', async () => {
-    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-    t = await startTestServer({ admin: { enabled: true, token: 'admin-token-for-the-test' } }, upstream.url, undefined, { create: { apiPreloadMs: false } })
+    const upstream = await start.upstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+    const t = await start.server({ admin: { enabled: true, token: 'admin-token-for-the-test' } }, upstream.url, undefined, { create: { apiPreloadMs: false } })
 
     const health = await request(`${t.url}/api/health`)
     expect(health.status).toBe(200)
@@ -44,7 +37,7 @@ describe('the API app is built when first needed', () => {
     // Sent together before it exists: each waits for it, and each is answered as before.
     const [summary, rules, missing, page] = await Promise.all([
       eventually(async () => {
-        const r = await request(`${t!.url}/api/dashboard/summary`)
+        const r = await request(`${t.url}/api/dashboard/summary`)
         return r.json().today_requests === 1 ? r : undefined
       }),
       request(`${t.url}/api/admin/budgets/rules`, { headers: { authorization: 'Bearer admin-token-for-the-test' } }),
@@ -61,8 +54,8 @@ describe('the API app is built when first needed', () => {
   })
 
   it('a moment after the server listens it is built with no request for it', async () => {
-    t = await startTestServer({}, undefined, undefined, { create: { apiPreloadMs: 50 } })
-    await eventually(() => apiApp(t!).built || undefined)
+    const t = await start.server({}, undefined, undefined, { create: { apiPreloadMs: 50 } })
+    await eventually(() => apiApp(t).built || undefined)
     // The price library loads with it (the routes price: re-pricing, the dashboard's costs).
     expect(priceLibraryLoaded()).toBe(true)
     expect((await request(`${t.url}/api/dashboard/summary`)).status).toBe(200)

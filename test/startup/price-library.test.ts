@@ -3,25 +3,20 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { calcPrice, findProvider, type Provider } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it, onTestFinished } from 'vitest'
 import { priceLibraryLoaded } from '../../src/main/pricing/library'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { type TestServer, serversPerTest } from '../support/server'
 
 // The price library is not loaded at start-up (src/main/pricing/library.ts): a moment after the
 // server listens, or for the first call that comes sooner. Such a call waits for it, and for the
 // data folder's cached newer price data, and is priced as any other. (The library's module state
 // is this file's own: nothing else has loaded it before the first test.)
 
-let t: TestServer | undefined
-let upstream: MockUpstream | undefined
-afterEach(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-  t = upstream = undefined
-})
+const start = serversPerTest()
+/** A mock upstream that answers every call with a recorded Chat Completions answer. */
+const openaiUpstream = () => start.upstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
 
 /** The one call the server recorded (its cost and whether it was priced), once it is written. */
 function recordedCall(s: TestServer): { cost_usd: number; priced: number } | undefined {
@@ -35,8 +30,8 @@ function recordedCall(s: TestServer): { cost_usd: number; priced: number } | und
 
 describe('the price library loads after start-up', () => {
   it('a call that comes before the price library is loaded waits for it and is priced exactly', async () => {
-    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-    t = await startTestServer({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
+    const upstream = await openaiUpstream()
+    const t = await start.server({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
     // Start-up did not load it.
     expect(priceLibraryLoaded()).toBe(false)
     const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000002' })
@@ -49,15 +44,15 @@ describe('the price library loads after start-up', () => {
       answer.model,
       { providerId: 'openai' },
     )!.total_price
-    const row = await eventually(() => recordedCall(t!))
+    const row = await eventually(() => recordedCall(t))
     expect(row).toEqual({ cost_usd: expected, priced: 1 })
     expect(expected).toBeGreaterThan(0)
   })
 
 
   it('a call waits until the prices are ready, the steps after the library included (the cached newer data)', async () => {
-    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-    t = await startTestServer({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
+    const upstream = await openaiUpstream()
+    const t = await start.server({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
     const pricer = t.server.context.pricer
     const model = 'gpt-4o-mini-2024-07-18'
     // A slow step standing in for reading the cached data: it gives the model a price of its own.
@@ -67,7 +62,7 @@ describe('the price library loads after start-up', () => {
     })
     const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000004' })
     expect(call.status).toBe(200)
-    const row = await eventually(() => recordedCall(t!))
+    const row = await eventually(() => recordedCall(t))
     const own = { id: 'x', name: 'x', api_pattern: '.*', models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }] } as Provider
     const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: own })!.total_price
     expect(expected).toBeGreaterThan(0.1)
@@ -77,26 +72,22 @@ describe('the price library loads after start-up', () => {
   it('a call that comes first is priced with the newer price data the data folder holds, not the bundled data', async () => {
     // A cached copy of newer data, as the price updater keeps it, that prices the fixture's model at $100/$200 per million.
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-cached-prices-'))
+    // The server's cleanup removes its data dir; this covers a server that did not start.
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const openai = findProvider({ providerId: 'openai' })!
     const model = 'gpt-4o-mini-2024-07-18'
     const providers = [
       { ...openai, models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }, ...openai.models] },
     ] as Provider[]
     writeFileSync(join(dir, 'prices.json'), JSON.stringify({ updated_at: '2026-11-30T00:00:00.000Z', fetched_at: new Date().toISOString(), providers }))
-    upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-    t = await startTestServer({}, upstream.url, dir, { create: { apiPreloadMs: false } })
-    try {
-      const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000003' })
-      expect(call.status).toBe(200)
-      const row = await eventually(() => recordedCall(t!))
-      // 1,149 prompt tokens (1,024 of them cached reads, priced at the input rate here: the model gives no cache rate) and 353 output tokens.
-      const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
-      expect(expected).toBeGreaterThan(0.1)
-      expect(row).toEqual({ cost_usd: expected, priced: 1 })
-    } finally {
-      await t.cleanup()
-      t = undefined
-      rmSync(dir, { recursive: true, force: true })
-    }
+    const upstream = await openaiUpstream()
+    const t = await start.server({}, upstream.url, dir, { create: { apiPreloadMs: false } })
+    const call = await postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000003' })
+    expect(call.status).toBe(200)
+    const row = await eventually(() => recordedCall(t))
+    // 1,149 prompt tokens (1,024 of them cached reads, priced at the input rate here: the model gives no cache rate) and 353 output tokens.
+    const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
+    expect(expected).toBeGreaterThan(0.1)
+    expect(row).toEqual({ cost_usd: expected, priced: 1 })
   })
 })

@@ -1,14 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, beforeAll } from 'vitest'
+import { afterAll, afterEach, beforeAll } from 'vitest'
 import { stringify } from 'yaml'
 import { loadConfig } from '../../src/main/config/load'
 import { DB_FILE } from '../../src/main/config/paths'
 import { type Logger, silentLogger } from '../../src/main/log'
 import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../../src/main/server/server'
-import { type MockUpstream, startMockUpstream } from './mock-upstream'
+import { type MockUpstream, type Responder, startMockUpstream } from './mock-upstream'
 
 export interface TestServer {
   server: BurnrateServer
@@ -110,6 +110,32 @@ export function serverOverMockUpstream(config: Record<string, any> = {}): { read
     },
     get t() {
       if (!t) throw new Error('the test server is not started yet: read it inside a test')
+      return t
+    },
+  }
+}
+
+/**
+ * For files whose tests each start their own server and mock upstream: what a test starts
+ * through these is stopped after it (the server first, its data dir removed), however it ended.
+ */
+export function serversPerTest(): {
+  upstream(responder?: Responder): Promise<MockUpstream>
+  server(...args: Parameters<typeof startTestServer>): Promise<TestServer>
+} {
+  const started: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const stop of started.splice(0).reverse()) await stop()
+  })
+  return {
+    async upstream(responder) {
+      const u = await startMockUpstream(responder)
+      started.push(() => u.close())
+      return u
+    },
+    async server(...args) {
+      const t = await startTestServer(...args)
+      started.push(() => t.cleanup())
       return t
     },
   }
