@@ -20,13 +20,15 @@ interface RawUsage {
 
 function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
   const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
-  // Fields present override (message_delta repeats or updates what message_start said).
-  if ('input_tokens' in u) r.input = count(u.input_tokens)
-  if ('cache_creation_input_tokens' in u) r.cacheWrite = count(u.cache_creation_input_tokens)
-  if ('cache_read_input_tokens' in u) r.cacheRead = count(u.cache_read_input_tokens)
-  if ('output_tokens' in u) r.output = count(u.output_tokens)
-  if (isObject(u.cache_creation)) r.cacheWrite1h = count(u.cache_creation.ephemeral_1h_input_tokens)
-  if (isObject(u.server_tool_use) && 'web_search_requests' in u.server_tool_use) {
+  // Fields present override (message_delta repeats or updates what message_start said). A field
+  // sent as null says nothing (the SDK types them `number | null` and keeps the earlier value):
+  // it must not erase what message_start counted.
+  if (u.input_tokens != null) r.input = count(u.input_tokens)
+  if (u.cache_creation_input_tokens != null) r.cacheWrite = count(u.cache_creation_input_tokens)
+  if (u.cache_read_input_tokens != null) r.cacheRead = count(u.cache_read_input_tokens)
+  if (u.output_tokens != null) r.output = count(u.output_tokens)
+  if (isObject(u.cache_creation) && u.cache_creation.ephemeral_1h_input_tokens != null) r.cacheWrite1h = count(u.cache_creation.ephemeral_1h_input_tokens)
+  if (isObject(u.server_tool_use) && u.server_tool_use.web_search_requests != null) {
     r.webSearches = count(u.server_tool_use.web_search_requests)
   }
   // Where inference ran (Claude Opus 4.6 and later; the request's `inference_geo` or the
@@ -146,6 +148,8 @@ export class AnthropicMeter implements Meter {
   private id: string | undefined
   private text = new OutputText()
   private complete = false
+  /** The stream's `error` event's type, when it sent one. */
+  private error: string | undefined
   /** The usage is final: a `message_delta` gave it (its `output_tokens` is the whole output), or a whole JSON body. */
   private final = false
   /**
@@ -159,11 +163,11 @@ export class AnthropicMeter implements Meter {
   private pendingChars = 0
   private droppedChars = 0
 
-  event(_name: string, data: string): void {
-    // Once `message_start` gave the usage, only `message_*` events change the result: text deltas
-    // (most of a stream's events) only estimate a stream cut before the final usage, and block
-    // starts, stops and pings never did anything. Such an event is not parsed.
-    if (this.raw && !mayBeMessageEvent(data)) {
+  event(name: string, data: string): void {
+    // Once `message_start` gave the usage, only `message_*` and `error` events change the result:
+    // text deltas (most of a stream's events) only estimate a stream cut before the final usage,
+    // and block starts, stops and pings never did anything. Such an event is not parsed.
+    if (this.raw && name !== 'error' && !mayBeMessageEvent(data)) {
       if (!this.final) this.keep(data)
       return
     }
@@ -176,6 +180,17 @@ export class AnthropicMeter implements Meter {
     if (!isObject(ev)) return
     if (ev.type === 'message_stop') {
       this.complete = true
+    } else if (ev.type === 'error') {
+      // The stream's own error (`overloaded_error`, `api_error`): what a call that is not streamed
+      // gets as an HTTP 529 or 500. Before `message_start` nothing was billed, so the call costs
+      // nothing rather than an estimate. After it, the prompt counts stand and the output is
+      // estimated from what streamed, as for a stream cut there.
+      this.error = isObject(ev.error) && typeof ev.error.type === 'string' ? ev.error.type : 'error'
+      this.complete = true
+      if (!this.raw) {
+        this.raw = rawUsage({})
+        this.final = true
+      }
     } else if (ev.type === 'message_start' && isObject(ev.message)) {
       if (typeof ev.message.model === 'string') this.model = ev.message.model
       if (typeof ev.message.id === 'string') this.id = ev.message.id
@@ -216,7 +231,7 @@ export class AnthropicMeter implements Meter {
   result(): MeterResult {
     if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
     const usage = normalise(this.iterations ? withTopLevel(this.iterations, this.raw) : this.raw)
-    if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete }
+    if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete, error: this.error }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
     for (const data of this.pending) {
       let ev: unknown
@@ -231,7 +246,7 @@ export class AnthropicMeter implements Meter {
     }
     this.pending = []
     const outputScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : undefined
-    return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale }
+    return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale, error: this.error }
   }
 }
 

@@ -111,6 +111,11 @@ export interface MeterResult {
   planReading?: MeterReading
   /** A Batch API's results file: each request it ran with its usage (this answer itself costs nothing). */
   batchResults?: BatchResult[]
+  /**
+   * The error a successful (200) answer carried in its body (an Anthropic stream's `error` event,
+   * e.g. `overloaded_error`): recorded as the call's `error` when nothing else failed it.
+   */
+  error?: string
 }
 
 /**

@@ -56,6 +56,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           s.status = s.upstreamStatus
           s.error = null
         }
+        if (r.error && !s.error) s.error = r.error
         usage = r.usage
         if (r.model) model = r.model
         if (r.responseId) responseId = r.responseId
