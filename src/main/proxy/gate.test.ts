@@ -28,13 +28,14 @@ describe('everyCredential', () => {
     expect(log).toEqual(['admit real', 'admit decoy-1', 'admit blocked-key', 'settle real 0', 'settle decoy-1 0'])
   })
 
-  it('settles every key with the real cost and sends every warning', () => {
+  it('settles the billed key with the real cost, last, and the others with 0 (they only free what they reserved); sends every warning', () => {
     const { gate, log } = recordingGate()
-    const a = everyCredential(gate).admit(ctxWith(['real', 'other']))
+    const a = everyCredential(gate).admit(ctxWith(['real', 'other', 'third']))
     expect(a.refuse).toBeUndefined()
-    expect(a.headers).toEqual({ 'x-burnrate-budget-warning': 'real, other' })
+    expect(a.headers).toEqual({ 'x-burnrate-budget-warning': 'real, other, third' })
     a.settle?.(0.25)
-    expect(log.slice(2)).toEqual(['settle real 0.25', 'settle other 0.25'])
+    // The billed key last: the engine learns a call's cost from the settlement it saw last.
+    expect(log.slice(3)).toEqual(['settle third 0', 'settle other 0', 'settle real 0.25'])
   })
 
   it('one key: the inner gate alone, the context untouched', () => {

@@ -122,14 +122,13 @@ export function everyCredential(inner: CallGate): CallGate {
         return Object.keys(headers).length ? headers : undefined
       }
       const combined = (): Admission => {
-        // The billed key (asked first) is the call's recorded key: its rows are the call's.
+        // The billed key (asked first) is the call's recorded key: the cost is its alone, and its
+        // spend rows are the call's. The others only free what they reserved (0: a shared budget
+        // state would otherwise add the cost to their spend too), and are settled first, so that
+        // the billed key's settlement is the one the engine learns the call's cost from.
         const settle = (cost: number): string | void => {
-          let tag: string | void = undefined
-          admitted.forEach((a, i) => {
-            const t = a.settle?.(cost)
-            if (i === 0) tag = t
-          })
-          return tag
+          for (let i = admitted.length - 1; i > 0; i--) admitted[i].settle?.(0)
+          return admitted[0]?.settle?.(cost)
         }
         // Headers of a check that runs late are merged when they are asked for, in the same order.
         if (admitted.some((a) => a.lateHeaders || a.afterSend)) {
