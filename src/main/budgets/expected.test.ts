@@ -36,6 +36,19 @@ describe('expected cost', () => {
     expect(expectedUsd(pricer, h, ctx(128_000))).toBeCloseTo(price(promptTokenBound(3000), DEFAULT_EXPECTED_OUTPUT_TOKENS), 15)
   })
 
+  it('a requested name with no price (an Azure deployment): 0 until a call is answered, then the price of the model that answered', () => {
+    const h = new CallHistory()
+    const deployment = ctx(100)
+    deployment.shape = { ...deployment.shape, model: 'prod-chat' }
+    expect(expectedUsd(pricer, h, deployment)).toBe(0)
+    h.learn('openai', 'prod-chat', 10, null, MODEL)
+    expect(h.answeredAs('openai', 'prod-chat')).toBe(MODEL)
+    expect(expectedUsd(pricer, h, deployment)).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
+    // A name with a price of its own keeps it, whatever answered.
+    h.learn('openai', MODEL, 10, null, 'gpt-4o')
+    expect(expectedUsd(pricer, h, ctx(100))).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
+  })
+
   it('then: the 95th percentile of recent output tokens (capped by max_tokens) and of prompt cost per byte', () => {
     const h = new CallHistory()
     // 100 calls: outputs 1..100 tokens; the p95 is 95. Prompt cost per byte 1e-9 … 100e-9.

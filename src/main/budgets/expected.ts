@@ -1,7 +1,7 @@
 import { DATA_RESIDENCY_MULTIPLIER, emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
-import { maxOutputTokens, promptTokenBound } from './worst-case'
+import { maxOutputTokens, promptTokenBound, reservedCost } from './worst-case'
 
 /**
  * The expected cost of a call, reserved against a `block` rule while it is in flight (the
@@ -14,7 +14,8 @@ import { maxOutputTokens, promptTokenBound } from './worst-case'
  * - Input: the 95th percentile of what the prompt cost per request-body byte in those calls
  *   (their real input, cache reads and writes priced exactly as billed), times this body's
  *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
- * - Priced at the model's price; a model with no known price reserves 0, as it is recorded at 0.
+ * - Priced at the model's price; a requested model with no known price at the price of the model
+ *   its last answered call named (an Azure deployment's own name: see worst-case.ts), else 0.
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
@@ -82,6 +83,8 @@ function lowerBound(sorted: Float64Array, n: number, v: number): number {
 interface ModelHistory {
   output: Samples
   inputUsdPerByte: Samples
+  /** The model the last answered call named, when it was not the one requested and had a price. */
+  answered?: string
 }
 
 /** What answered calls produced, per provider and requested model (in memory; a restart learns again). */
@@ -113,11 +116,15 @@ export class CallHistory {
     return h
   }
 
-  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null): void {
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string): void {
     const h = this.of(provider, model, true)
     h.output.add(outputTokens)
     if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
+    if (answered && answered !== model) h.answered = answered
   }
+
+  /** The priced model the requested `model`'s last answered call named instead (see ModelHistory.answered). */
+  readonly answeredAs = (provider: string, model: string): string | undefined => this.of(provider, model, false)?.answered
 
   output(provider: string, model: string): number | null {
     return this.of(provider, model, false)?.output.p95() ?? null
@@ -137,15 +144,13 @@ export class CallHistory {
 export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
   if (!ctx.shape.billable || !ctx.shape.model) return 0
   const model = ctx.shape.model
-  const at = new Date(ctx.ts)
   const price = (input: number, output: number): number => {
     const usage = emptyUsage()
     usage.input_tokens = input
     usage.output_tokens = output
     if (ctx.shape.dataResidency) usage.data_residency = true
     if (ctx.shape.fast) usage.fast = true
-    const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, model, usage, at)
-    return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
+    return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
   const seen = history.expectations(ctx.provider.name, model)
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)

@@ -51,7 +51,7 @@ function configRules(ctx: ServerContext): Rule[] {
 
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
   return {
-    worstCase: (ctx) => worstCaseUsd(pricer, ctx),
+    worstCase: (ctx) => worstCaseUsd(pricer, ctx, history.answeredAs),
     expected: (ctx) => expectedUsd(pricer, history, ctx),
     learn: (ctx, call) => {
       if (!ctx.shape.model) return
@@ -66,7 +66,9 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
         const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, call.model, u, new Date(call.ts))
         if (p.priced) perByte = p.cost_usd / ctx.bodyBytes
       }
-      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte)
+      // A requested name with no price of its own (an Azure deployment's) is reserved at the
+      // price of the model its answer named (worst-case.ts).
+      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, call.priced ? call.model : undefined)
     },
   }
 }

@@ -1,4 +1,4 @@
-import { emptyUsage, isObject } from '../metering/usage'
+import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
 
@@ -13,8 +13,10 @@ import type { CallContext } from '../proxy/gate'
  * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens` or Gemini's
  *   `generationConfig.maxOutputTokens` (times `n` choices); without one,
  *   DEFAULT_MAX_OUTPUT_TOKENS.
- * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A model with
- *   no known price reserves 0, as its calls are recorded at cost 0.
+ * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A requested
+ *   model with no known price (an Azure deployment's own name, a router's alias) is priced as
+ *   the model its last answered call named (`reservedModel`); one never answered yet reserves
+ *   0, as its calls are recorded at cost 0 when the answer names no priced model either.
  */
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768
@@ -43,13 +45,29 @@ export function maxOutputTokens(body: unknown): number {
   return Math.ceil(max) * Math.ceil(n)
 }
 
-export function worstCaseUsd(pricer: Pricer, ctx: CallContext): number {
+/** The model a requested model's calls were answered as (provider, requested model), when it differs. */
+export type AnsweredAs = (provider: string, model: string) => string | undefined
+
+/**
+ * What `usage` costs at the call's model, for a reservation: the requested model's price, else
+ * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
+ */
+export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
+  const at = new Date(ctx.ts)
+  let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)
+  if (!p.priced && answeredAs) {
+    const answered = answeredAs(ctx.provider.name, ctx.shape.model)
+    if (answered) p = pricer.price(ctx.provider.pricingId, ctx.provider.name, answered, usage, at)
+  }
+  return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
+}
+
+export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: AnsweredAs): number {
   if (!ctx.shape.billable || !ctx.shape.model) return 0
   const usage = emptyUsage()
   usage.input_tokens = promptTokenBound(ctx.bodyBytes)
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
   if (ctx.shape.dataResidency) usage.data_residency = true
   if (ctx.shape.fast) usage.fast = true
-  const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, new Date(ctx.ts))
-  return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
+  return reservedCost(pricer, ctx, usage, answeredAs)
 }
