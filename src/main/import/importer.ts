@@ -179,6 +179,27 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   return stats
 }
 
+/**
+ * The provider a proxied twin may be recorded under besides the log's own: an agent logged in to
+ * its vendor's plan goes through Burnrate to the plan's backend, which the proxy records as its
+ * own provider (Codex with a ChatGPT login: `chatgpt`; Gemini CLI with a Google login:
+ * `code-assist`), while the agent's log names the API's (`openai`, `gemini`).
+ */
+const TWIN_PROVIDER: Record<string, string> = { openai: 'chatgpt', gemini: 'code-assist' }
+
+/**
+ * What a proxied twin of a logged call is looked for by: the same counts near the same time,
+ * from a proxied call of its provider (or the plan's, above). When the log names the answer's id
+ * (Claude Code's message id), a proxied call that recorded another id is another call, whatever
+ * its counts: only one that recorded none, or the same, can be its twin.
+ */
+function twinQuery(c: LoggedCall) {
+  return {
+    from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider, alias: TWIN_PROVIDER[c.provider] ?? c.provider,
+    input: c.usage.input_tokens, output: c.usage.output_tokens, rid: c.response_id ?? '',
+  }
+}
+
 function statements(db: Database.Database) {
   const insert = db.prepare(INSERT_CALL_SQL)
   const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
@@ -189,8 +210,9 @@ function statements(db: Database.Database) {
   const byTokens = db
     .prepare(
       `SELECT id FROM calls INDEXED BY calls_ts
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider = @provider AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
+          AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
           AND NOT EXISTS (SELECT 1 FROM import_keys k WHERE k.call_id = calls.id)
         ORDER BY abs(ts - @ts) LIMIT 1`,
     )
@@ -212,10 +234,7 @@ function statements(db: Database.Database) {
       }
       const twin =
         (c.response_id && (byResponseId.get(c.response_id) as number | undefined)) ||
-        (!c.matchByIdOnly && byTokens.get({
-          from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
-          input: c.usage.input_tokens, output: c.usage.output_tokens,
-        }) as number | undefined)
+        (!c.matchByIdOnly && byTokens.get(twinQuery(c)) as number | undefined)
       if (twin) {
         addKey.run(c.key, twin)
         stats.matched++
@@ -289,13 +308,11 @@ function pgStatements(db: Database.Database, store: SqlStore) {
     if (same !== undefined || c.matchByIdOnly) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider = @provider AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
+          AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
         ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,
-      {
-        from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
-        input: c.usage.input_tokens, output: c.usage.output_tokens,
-      },
+      twinQuery(c),
     )
     return near.find((r) => !claimed.get(r.id))?.id
   }
