@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { isUtc, localMidnight, offsetMs, startOfDay } from '../../time/zone'
+import { isUtc, localMidnight, offsetMs, startOfDay, startOfNextDay } from '../../time/zone'
 import { MonthOf, reportZone, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
 import { hasReportSessions } from './report-sessions'
@@ -36,19 +36,23 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     // Rows of days whose calls are all still here are rebuilt; older ones (pruned) stay as they
     // are (all of them when every call was pruned). The session totals do not depend on the zone:
     // they are built here only the first time.
+    let from = -Infinity
     if (old === null) {
       db.prepare('DELETE FROM dash_report_day').run()
       if (hasReportSessions(db)) db.prepare('DELETE FROM dash_report_session').run()
-    } else if (first !== null) db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(startOfDay(first, old))
+    } else if (first !== null) {
+      from = rebuildFrom(db, first, last, old)
+      db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(from)
+    }
     const folder = new ReportFolder(db, tz, { sessions: old === null })
     const chunk = db.prepare(`
       SELECT id, ts, tenant, provider, model, agent, session, project, source, input_tokens, output_tokens,
              cache_read_tokens, cache_write_tokens, cost_usd
-        FROM calls WHERE id > ? AND id <= ? ORDER BY id LIMIT 50000`)
+        FROM calls WHERE id > ? AND id <= ? AND ts >= ? ORDER BY id LIMIT 50000`)
     let after = 0
     let n = 0
     for (;;) {
-      const rows = chunk.all(after, last) as (ReportInput & { id: number })[]
+      const rows = chunk.all(after, last, from) as (ReportInput & { id: number })[]
       if (rows.length === 0) break
       folder.fold(rows)
       after = rows[rows.length - 1].id
@@ -58,6 +62,21 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     rebuildReportMonths(db, tz)
     return n
   })()
+}
+
+/**
+ * Where a zone change rebuilds the day rows from (in `old`'s days): the day of the oldest call
+ * kept when all of that day's calls are still here, else the next day. Retention cuts at any
+ * instant, not at a midnight, so the oldest day kept may have lost its earlier calls, which only
+ * its row still counts: that row then stays as it is, and the calls from the next midnight on are
+ * folded in the new zone's days (none of them is in both).
+ */
+function rebuildFrom(db: Database.Database, first: number, last: number, old: string): number {
+  const day = startOfDay(first, old)
+  const next = startOfNextDay(first, old)
+  const counted = db.prepare(`SELECT total(requests) FROM dash_report_day WHERE dim = '' AND day = ?`).pluck().get(day) as number
+  const kept = db.prepare('SELECT count(*) FROM calls WHERE ts >= ? AND ts < ? AND id <= ?').pluck().get(day, next, last) as number
+  return kept >= counted ? day : next
 }
 
 /**

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest'
+import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
+import { pruneCalls } from '../../src/main/ledger/retention'
+import { ledgerWith, report } from './report-support'
+import { makeCall } from './seed'
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+
+/**
+ * A change of `timezone` rebuilds the report's days from the calls kept. Retention prunes up to
+ * any instant, not a midnight, so the oldest day kept may have lost calls that only its row
+ * still counts: that row stays, and the rebuild starts at the next midnight. It used to be
+ * deleted and rebuilt from the calls kept, losing the pruned part of that day for good.
+ */
+describe('the report after a timezone change, with part of a day pruned', () => {
+  // One $1 call an hour for three UTC days.
+  const day0 = Date.UTC(2026, 2, 10)
+  const calls = () => Array.from({ length: 72 }, (_, h) => makeCall({ ts: day0 + h * HOUR + 60_000, cost_usd: 1, billing: 'api' }))
+  const q = { kind: 'daily' as const, since: null, until: null, tenant: null, timezone: 'UTC' }
+
+  it('keeps every dollar: the pruned half day in its old row, the rest in the new zone\'s days, none twice', async () => {
+    const db = ledgerWith(calls(), 'UTC')
+    expect((await report(db, q)).totals.cost_usd).toBe(72)
+    // Retention prunes up to noon of the second day.
+    while (pruneCalls(db, day0 + DAY + 12 * HOUR, 500) > 0);
+    expect((await report(db, q)).totals.cost_usd).toBe(72)
+    ensureReportZone(db, 'Europe/Berlin')
+    const berlin = await report(db, { ...q, timezone: 'Europe/Berlin' })
+    expect(berlin.totals.cost_usd).toBe(72)
+    expect(berlin.totals.requests).toBe(72)
+  })
+
+  it('with nothing pruned, the oldest day is rebuilt in the new zone too', async () => {
+    const db = ledgerWith(calls(), 'UTC')
+    ensureReportZone(db, 'Europe/Berlin')
+    const berlin = await report(db, { ...q, timezone: 'Europe/Berlin' })
+    expect(berlin.totals.cost_usd).toBe(72)
+    // Berlin's first day (from 23:00 UTC the day before) holds the first 23 hours' calls.
+    const first = db.prepare(`SELECT day, requests FROM dash_report_day WHERE dim = '' ORDER BY day LIMIT 1`).get() as { day: number; requests: number }
+    expect(first).toEqual({ day: day0 - HOUR, requests: 23 })
+  })
+})
