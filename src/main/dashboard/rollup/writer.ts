@@ -341,7 +341,8 @@ export function backfillDimRollups(db: Database.Database, dim: Dim, column: stri
       INSERT INTO ${t.dims} (dim, bucket, tenant, key, provider, key_hint, requests, input_tokens, output_tokens,
                              cache_read_tokens, cache_write_tokens, cost_usd)
       SELECT '${dim}', (ts / ${t.grain}) * ${t.grain}, tenant, ${column}, '', '', count(*), sum(input_tokens),
-             sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens), total(cost_usd)
+             sum(output_tokens), sum(cache_read_tokens), sum(cache_write_tokens),
+             total(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END)
         FROM calls WHERE id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
        GROUP BY 2, 3, 4`).run()
   }
