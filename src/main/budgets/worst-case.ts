@@ -15,7 +15,7 @@ import type { CallContext } from '../proxy/gate'
  *   DEFAULT_MAX_OUTPUT_TOKENS.
  * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A requested
  *   model with no known price (an Azure deployment's own name, a router's alias) is priced as
- *   the model its last answered call named (`reservedModel`); one never answered yet reserves
+ *   the model its last answered call named (`reservedCost`); one never answered yet reserves
  *   0, as its calls are recorded at cost 0 when the answer names no priced model either.
  */
 

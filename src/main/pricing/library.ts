@@ -1,4 +1,5 @@
 import type * as Library from '@pydantic/genai-prices'
+import { loadOnce } from '../server/load-once'
 import { holdAgain } from '../server/startup-tiering'
 
 /**
@@ -19,29 +20,23 @@ export type PriceLibrary = typeof Library
 export const PRICE_DATA_URL = 'https://raw.githubusercontent.com/pydantic/genai-prices/main/prices/new_data/v2/data.json'
 
 let lib: PriceLibrary | null = null
-let loading: Promise<PriceLibrary> | null = null
 let loaded!: (l: PriceLibrary) => void
 const whenLoaded = new Promise<PriceLibrary>((resolve) => {
   loaded = resolve
 })
 
 /** Loads the library (once; a failed load is tried again by the next caller). */
-export function loadPriceLibrary(): Promise<PriceLibrary> {
-  if (loading) return loading
+export const loadPriceLibrary: () => Promise<PriceLibrary> = loadOnce(() => {
   // Held as start-up held it (../server/startup-tiering.ts): its loading is start-up's work, done later.
   const resume = holdAgain()
-  const p = import('@pydantic/genai-prices').then((m) => {
-    lib = m as PriceLibrary
-    loaded(lib)
-    return lib
-  })
-  loading = p
-  p.then(resume, () => {
-    resume()
-    if (loading === p) loading = null
-  })
-  return p
-}
+  return import('@pydantic/genai-prices')
+    .then((m) => {
+      lib = m as PriceLibrary
+      loaded(lib)
+      return lib
+    })
+    .finally(resume)
+})
 
 /** Resolves once something has loaded the library (without loading it): for work that can wait for the first price. */
 export function whenPriceLibraryLoaded(): Promise<PriceLibrary> {

@@ -2,6 +2,7 @@ import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-price
 import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
+import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary, priceLibrary } from './library'
 
 export interface PriceOverride {
@@ -69,8 +70,7 @@ export class Pricer {
   private readonly lookups = new Map<string, Map<string, Lookup | null>>()
   private lookupCount = 0
 
-  private preparation: (() => Promise<void>) | null = null
-  private readied: Promise<void> | null = null
+  private readied = this.readiness(null)
   /** True once `ready()` has resolved: pricing needs no wait (the proxy checks this on every call). */
   isReady = false
 
@@ -83,8 +83,7 @@ export class Pricer {
    * would: the data folder's cached newer price data applied (./update.ts `prepare`).
    */
   prepareWith(step: () => Promise<void>): void {
-    this.preparation = step
-    this.readied = null
+    this.readied = this.readiness(step)
     this.isReady = false
   }
 
@@ -94,21 +93,17 @@ export class Pricer {
    * again by the next caller).
    */
   ready(): Promise<void> {
-    if (!this.readied) {
-      const step = this.preparation
-      const p = loadPriceLibrary().then(() => (step ? step() : undefined))
-      const readied = p.then(
-        () => {
-          if (this.readied === readied) this.isReady = true
-        },
-        (err: unknown) => {
-          if (this.readied === readied) this.readied = null
-          throw err
-        },
-      )
-      this.readied = readied
-    }
-    return this.readied
+    return this.readied()
+  }
+
+  /** The library loaded, then `step`: once, as `ready()` gives it, until `prepareWith` gives another. */
+  private readiness(step: (() => Promise<void>) | null): () => Promise<void> {
+    const readied = loadOnce(async () => {
+      await loadPriceLibrary()
+      if (step) await step()
+      if (this.readied === readied) this.isReady = true
+    })
+    return readied
   }
 
   /** Replaces the runtime prices (the admin API's); later calls are priced with them. */

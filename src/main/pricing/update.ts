@@ -4,6 +4,7 @@ import type { Provider } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
+import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 
 /**
@@ -57,8 +58,6 @@ export class PriceUpdater {
   private closed = false
   private running: Promise<boolean> | null = null
   private set: ((data: Provider[]) => void) | null = null
-  private hooked: Promise<void> | null = null
-  private preparing: Promise<void> | null = null
   private readonly state: PriceDataStatus
 
   constructor(private readonly opts: PriceUpdaterOptions) {
@@ -68,21 +67,14 @@ export class PriceUpdater {
   }
 
   /** The library loaded (./library.ts) and its update hook taken, once. */
-  private ready(): Promise<void> {
-    if (!this.hooked) {
-      const hooked = loadPriceLibrary().then((lib) => {
-        lib.updatePrices(({ setProviderData }) => {
-          // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
-          this.set = (data) => setProviderData(data)
-        })
+  private readonly ready = loadOnce(() =>
+    loadPriceLibrary().then((lib) => {
+      lib.updatePrices(({ setProviderData }) => {
+        // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
+        this.set = (data) => setProviderData(data)
       })
-      hooked.catch(() => {
-        if (this.hooked === hooked) this.hooked = null
-      })
-      this.hooked = hooked
-    }
-    return this.hooked
-  }
+    }),
+  )
 
   get file(): string {
     return join(this.opts.dataDir, PRICES_FILE)
@@ -99,23 +91,14 @@ export class PriceUpdater {
    * newer data after the first delay and daily. A failure (the library could not load) is tried
    * again by the next caller.
    */
-  prepare(): Promise<void> {
-    if (!this.preparing) {
-      const preparing = this.ready().then(
-        () =>
-          this.loadCache().then((fresh) => {
-            if (this.closed || !this.opts.autoUpdate) return
-            this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
-          }),
-        (err: unknown) => {
-          if (this.preparing === preparing) this.preparing = null
-          throw err
-        },
-      )
-      this.preparing = preparing
-    }
-    return this.preparing
-  }
+  readonly prepare: () => Promise<void> = loadOnce(() =>
+    this.ready().then(() =>
+      this.loadCache().then((fresh) => {
+        if (this.closed || !this.opts.autoUpdate) return
+        this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
+      }),
+    ),
+  )
 
   /** Prepares once something has loaded the price library (start-up does not load it: ./library.ts). */
   start(): void {

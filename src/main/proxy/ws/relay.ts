@@ -13,6 +13,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
+import { loadOnce } from '../../server/load-once'
 
 export interface WebSocketRelayOptions {
   life: CallLifecycle
@@ -82,14 +83,27 @@ interface WsLib {
 }
 
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
-  // The ws library is loaded with the first upgrade: most servers never see one.
-  let lib: Promise<WsLib> | null = null
   let wss: WebSocketServer | null = null
   const extraHeaders = new WeakMap<IncomingMessage, string[]>()
   const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
   const sockets = new Set<WebSocket>()
   // Upgrade requests whose proxy refused the tunnel, with the proxy's status (not the upstream's answer).
   const refusedByProxy = new WeakMap<object, number>()
+
+  // The ws library is loaded with the first upgrade (most servers never see one), and tried again
+  // by the next upgrade if it failed. The prices too: the calls an upgrade carries are priced
+  // (../../pricing/library.ts).
+  const loadWs = loadOnce(() =>
+    Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
+      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
+      wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
+      wss.on('headers', (headers, r) => {
+        const extra = extraHeaders.get(r)
+        if (extra) headers.push(...extra)
+      })
+      return ws
+    }),
+  )
 
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
     const upstream = route.upstream
@@ -103,24 +117,11 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       answerError(socket, 404, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
-    // The prices too: the calls an upgrade carries are priced (../../pricing/library.ts).
-    lib ??= Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
-      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
-      wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
-      wss.on('headers', (headers, r) => {
-        const extra = extraHeaders.get(r)
-        if (extra) headers.push(...extra)
-      })
-      return ws
-    })
-    lib.then(
+    loadWs().then(
       (ws) => {
         if (!socket.destroyed) passThrough(ws, req, socket, head, route)
       },
-      () => {
-        lib = null // tried again by the next upgrade
-        answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.')
-      },
+      () => answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.'),
     )
   }
 
