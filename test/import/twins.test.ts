@@ -8,6 +8,7 @@ import { openDatabase } from '../../src/main/ledger/db'
 import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { Pricer } from '../../src/main/pricing/price'
+import { makeCall } from '../dashboard/seed'
 
 /**
  * An imported call is not stored again when the proxy recorded it: its twin is the proxied call
@@ -30,12 +31,10 @@ const T = Date.parse('2026-11-20T10:00:00.000Z')
 const NOW = T + 3_600_000
 
 function proxied(over: Partial<CallRecord>): void {
-  const r: CallRecord = {
-    ts: T, provider: 'openai', model: 'gpt-5-codex', endpoint: 'responses', api_key_hash: 'h', key_hint: 'k', tenant: '', agent: 'codex',
-    session: '', status: 200, streamed: true, input_tokens: 5000, output_tokens: 400, cache_read_tokens: 0, cache_write_tokens: 0,
-    cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.01, priced: true, estimated: false, latency_ms: 10, error: null,
-    response_id: '', source: 'proxy', billing: 'api', project: '', ...over,
-  }
+  const r = makeCall({
+    ts: T, model: 'gpt-5-codex', endpoint: 'responses', api_key_hash: 'h', key_hint: 'k', agent: 'codex', streamed: true,
+    input_tokens: 5000, output_tokens: 400, cost_usd: 0.01, latency_ms: 10, response_id: '', source: 'proxy', billing: 'api', ...over,
+  })
   db.prepare(INSERT_CALL_SQL).run(callValues(r, []))
 }
 const calls = () => db.prepare('SELECT provider, billing, source, response_id, output_tokens, cost_usd FROM calls ORDER BY id').all() as any[]

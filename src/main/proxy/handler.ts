@@ -94,7 +94,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     // Until the prices are ready (the price library loaded a moment after start-up, the cached
     // newer data applied), a call waits for them while its body comes: its admission and its
     // recording price it (../pricing/library.ts).
-    const library = opts.pricer.isReady ? null : opts.pricer.ready()
+    const prices = opts.pricer.isReady ? null : opts.pricer.ready()
     let body: Buffer | null
     try {
       body = await readBody(req, maxBody, memory)
@@ -128,9 +128,9 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       }
       return
     }
-    if (library) {
+    if (prices) {
       try {
-        await library
+        await prices
       } catch (err) {
         opts.log?.error(`the price library could not be loaded: ${(err as Error).message}`)
         sendError(res, 'internal', 'Burnrate could not load its price data, so it cannot meter this call; the details are in its log.')
