@@ -1,9 +1,8 @@
-import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
+import { callsOf } from './support'
 
 /**
  * An Azure deployment is named by its owner (`prod-chat`, `model-router`), not by a model, and a
@@ -22,13 +21,10 @@ const s = serverOverMockUpstream({
 // gpt-4o-mini, about $0.0003 a call; max_tokens 500 bounds one at about the same.
 const BODY = fixture('openai-chat/chat-nonstream-cached.json')
 
+/** The key's answered calls, as recorded: how many and what they cost. */
 function spent(key: string): { calls: number; cost: number } {
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT count(*) AS calls, COALESCE(SUM(cost_usd), 0) AS cost FROM calls WHERE api_key_hash = ? AND status = 200').get(hashKey(key)) as { calls: number; cost: number }
-  } finally {
-    db.close()
-  }
+  const answered = callsOf(s.t, key).filter((r) => r.status === 200)
+  return { calls: answered.length, cost: answered.reduce((sum, r) => sum + r.cost_usd, 0) }
 }
 
 const call = (deployment: string, key: string) =>
