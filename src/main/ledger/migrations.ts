@@ -3,7 +3,7 @@ import { createReportTables, reportZone } from '../dashboard/rollup/report'
 import { createReportSessions } from '../dashboard/rollup/report-sessions'
 import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter, backfillDimRollups, backfillProjectRollups, hasColumn } from '../dashboard/rollup/writer'
+import { RollupWriter, backfillDimRollups, backfillProjectRollups, hasColumn, repairDimMoney } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -279,6 +279,13 @@ export const MIGRATIONS: Migration[] = [
         seq INTEGER PRIMARY KEY AUTOINCREMENT,
         call_id INTEGER NOT NULL
       )`)
+    },
+  },
+  {
+    version: 21,
+    description: 'the project and member breakdowns of ledgers upgraded through versions 8 and 10 while holding plan usage: money only, as the writer sums it',
+    up: (db) => {
+      repairDimMoney(db)
     },
   },
 ]
