@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
+import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { codexRefusalError } from '../codex-refusal'
 import type { Admission, Refusal } from '../gate'
 import type { CallLifecycle } from './lifecycle'
@@ -43,6 +44,20 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
 }
 
 /**
+ * True when the client of a call admitted after a wait (the database) is still there. One that
+ * hung up meanwhile is not sent upstream, where it would be billed with no one to answer: it is
+ * recorded as a client abort (cost 0, its reservation freed), as it is when the client leaves
+ * during the call.
+ */
+function present(life: CallLifecycle, s: HttpCall): boolean {
+  if (!s.res.destroyed) return true
+  s.status = STATUS_CLIENT_CLOSED
+  s.error = 'client_aborted'
+  life.finish(s)
+  return false
+}
+
+/**
  * Asks the gate whether an HTTP call may go upstream. When it may not (or the gate fails),
  * answers the client, records the call and returns false. A promise only when the gate needs
  * the database (shared budget state); otherwise decided in the same step.
@@ -56,7 +71,7 @@ export function admitHttp(life: CallLifecycle, s: HttpCall): boolean | Promise<b
   }
   if (admission instanceof Promise) {
     return admission.then(
-      (a) => answer(life, s, a),
+      (a) => answer(life, s, a) && present(life, s),
       () => gateFailed(life, s),
     )
   }

@@ -1,0 +1,73 @@
+import http from 'node:http'
+import { describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson } from '../support/http'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_FIXTURE } from './support'
+
+/**
+ * Under a block rule with the budget state in PostgreSQL, a call waits on the database for its
+ * admission. A client that hangs up meanwhile must not have its call sent upstream once the
+ * database admits it (billed there, answered to no one, never recorded, its reservation held):
+ * the call is recorded as the client's abort, at $0, and what it reserved is freed.
+ */
+const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
+
+const KEY = 'sk-hangup-aaaaaaaa-0001'
+const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 300 }
+
+function connections(server: http.Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
+}
+
+describe('a client that hangs up while its admission waits on PostgreSQL', () => {
+  it('is not sent upstream once admitted: recorded 499 at $0, its reservation freed', async () => {
+    const url = h.database()
+    const t = await h.server({ url, config: { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } } })
+    const store = h.store(url)
+    // A first call creates the key's spend rows.
+    expect((await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${KEY}` })).status).toBe(200)
+    const sent = h.upstream.requests.length
+    const rows = () => store.all<{ reserved_usd: number }>('SELECT reserved_usd FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(KEY) })
+    await eventually(async () => ((await rows()).length > 0 && (await rows()).every((r) => r.reserved_usd === 0)) || undefined)
+
+    let hold!: () => void
+    const held = new Promise<void>((r) => (hold = r))
+    let locked!: () => void
+    const isLocked = new Promise<void>((r) => (locked = r))
+    // Another session holds the spend rows: the next admission waits for them.
+    const lock = store.transaction(async (tx) => {
+      await tx.run('SELECT id FROM budget_spend WHERE api_key_hash = @k FOR UPDATE', { k: hashKey(KEY) })
+      locked()
+      await held
+    })
+    await isLocked
+    const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, agent: false })
+    req.on('error', () => {})
+    req.end(JSON.stringify(BODY))
+    // The admission is waiting on the lock (a reservation query in pg_stat_activity), then the client leaves.
+    await eventually(async () => {
+      const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+      return waiting.length > 0 || undefined
+    })
+    const open = await connections(t.server.http)
+    req.destroy()
+    // The server has seen the connection close before the database answers.
+    await eventually(async () => (await connections(t.server.http)) < open || undefined)
+    hold()
+    await lock
+
+    const aborted = await eventually(async () => {
+      const r = await store.all<{ status: number; error: string | null; cost_usd: number }>(
+        'SELECT status, error, cost_usd FROM calls WHERE api_key_hash = @k ORDER BY id',
+        { k: hashKey(KEY) },
+      )
+      return r.length === 2 ? r[1] : undefined
+    })
+    expect(aborted).toEqual({ status: 499, error: 'client_aborted', cost_usd: 0 })
+    expect(h.upstream.requests.length).toBe(sent)
+    await eventually(async () => (await rows()).every((r) => r.reserved_usd === 0) || undefined)
+    expect(t.server.proxy.active).toBe(0)
+  })
+})
