@@ -71,3 +71,32 @@ describe('1-hour cache writes of Claude models the price data gives no 1-hour ra
     expect(out.prices[1].constraint).toEqual(m.prices[1].constraint)
   })
 })
+
+describe('a price set for a Claude model by hand', () => {
+  // 100k prompt tokens, all written to the cache for an hour: $6/M at Sonnet's $3 input, not the 5-minute $3.75.
+  const u = cached(100_000, 100_000, 100_000, 0)
+  const list = { input_mtok: 3, output_mtok: 15, cache_read_mtok: 0.3, cache_write_mtok: 3.75 }
+
+  it("a runtime price (the admin API's, which has no 1-hour field) prices 1-hour writes at 2x input, as the library does", () => {
+    const library = new Pricer().price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at)
+    expect(library.cost_usd).toBeCloseTo(0.6, 15)
+    const p = new Pricer()
+    p.setRuntime([{ provider: 'anthropic', model: 'claude-sonnet-4-5', ...list }])
+    expect(p.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.6, 15)
+    // Its own input price doubles: a runtime price of $4 input writes an hour's cache at $8.
+    p.setRuntime([{ provider: 'anthropic', model: 'claude-sonnet-4-5', ...list, input_mtok: 4 }])
+    expect(p.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.8, 15)
+  })
+
+  it('a config override without cache_write_1h_mtok the same; with it, its own rate; a prefix too', () => {
+    expect(new Pricer([{ model: 'claude-sonnet-4-5', ...list }]).price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.6, 15)
+    expect(new Pricer([{ model: 'claude-sonnet-*', ...list }]).price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.6, 15)
+    const own = new Pricer([{ model: 'claude-sonnet-4-5', ...list, cache_write_1h_mtok: 5 }])
+    expect(own.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.5, 15)
+  })
+
+  it("another vendor's model keeps what its price says (no 1-hour writes are Claude's alone)", () => {
+    const p = new Pricer([{ model: 'my-finetune', input_mtok: 3, output_mtok: 15, cache_write_mtok: 3.75 }])
+    expect(p.price('openai', 'openai', 'my-finetune', u, at).cost_usd).toBeCloseTo(0.375, 15)
+  })
+})

@@ -287,6 +287,8 @@ function toProvider(o: PriceOverride, id: string, name: string): { provider?: st
   }
   if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
   const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
-  const price: PriceProvider = { id, name, api_pattern: '.*', models: [{ id: o.model, match, prices }] }
+  // A Claude model's 1-hour cache writes cost 2x input when no rate is given for them, as the
+  // library's own prices get (./claude-1h.ts): left out, the library prices them at the 5-minute rate.
+  const price: PriceProvider = { id, name, api_pattern: '.*', models: [withOneHourWrites({ id: o.model, match, prices })] }
   return { provider: o.provider, price, fast: o.speed === 'fast' }
 }
