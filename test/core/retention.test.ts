@@ -12,7 +12,10 @@ import { Ledger } from '../../src/main/ledger/ledger'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { importLogs } from '../../src/main/import/importer'
 import { RetentionPruner, prunedBefore, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { markRevised } from '../../src/main/ledger/revisions'
 import { Pricer } from '../../src/main/pricing/price'
+import { SqliteStore } from '../../src/main/storage/sqlite'
+import { Batcher } from '../../src/main/team/batcher'
 import { getJson, makeCall, rng } from '../dashboard/seed'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
@@ -147,6 +150,35 @@ describe('ledger.retention_days', () => {
     expect(pruneCalls(db, now, 1000)).toBe(99)
     expect(db.prepare('SELECT id FROM calls').pluck().all()).toEqual([maxId])
     expect(pruneCalls(db, now, 1000)).toBe(0)
+  })
+
+  it('keeps the call with the highest revision, so a later revision is numbered above what the team sender sent', async () => {
+    const now = Date.now()
+    const { db, ledger } = ledgerWith([
+      ...[40, 40, 39, 39].map((d) => makeCall({ ts: now - d * DAY, cost_usd: 0.01 })),
+      makeCall({ ts: now - DAY, cost_usd: 0.01 }),
+    ])
+    cleanups.push(() => {
+      ledger.close()
+      db.close()
+    })
+    const store = new SqliteStore(db)
+    // Old calls re-priced twice (two price changes over the last 45 days): revisions 1, then 2 for three of them.
+    await markRevised(store, [1, 2])
+    await markRevised(store, [2, 3, 4])
+    const batcher = new Batcher(db)
+    // The team sender sends them again; its cursor moves to (2, 4).
+    const sent = batcher.revised({ revision: 0, id: 0 }, 5, 100)
+    expect(sent.calls.map((c) => c.id)).toEqual([1, 2, 3, 4])
+    // Retention prunes the old calls but one of the highest revision (one: a re-price of every
+    // call numbers them all alike, and retention must still prune them).
+    expect(pruneCalls(db, now - 32 * DAY, 500)).toBe(3)
+    expect(db.prepare('SELECT id FROM calls ORDER BY id').pluck().all()).toEqual([4, 5])
+    // A recent call re-priced later is sent again, its revision above the cursor's.
+    await markRevised(store, [5])
+    expect(batcher.revised(sent.last, 5, 100).calls.map((c) => [c.id, c.revision])).toEqual([[5, 3]])
+    // Once a later revision exists, the kept one may go.
+    expect(pruneCalls(db, now - 32 * DAY, 500)).toBe(1)
   })
 
   it('prunes on the write thread when the ledger writes there', async () => {

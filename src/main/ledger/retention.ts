@@ -14,8 +14,10 @@ export const PRUNE_IDLE_DELAY_MS = 10 * 60_000
  * Deletes up to `limit` of the oldest calls that arrived before `before` (ms), oldest first, and
  * returns how many it deleted. Only calls the dashboard rollups already include are deleted (the
  * rollups keep their totals), and never the newest call, so SQLite never hands out a pruned id
- * again (ids stay unique for import keys and exports). Runs on whichever connection writes the
- * ledger (the write thread's, or the main one).
+ * again (ids stay unique for import keys and exports). Nor the call with the highest revision
+ * (./revisions.ts numbers the next one above it): pruned, a later revision would be numbered
+ * below what the team sender already sent, and never be sent. Runs on whichever connection
+ * writes the ledger (the write thread's, or the main one).
  */
 export function pruneCalls(db: Database.Database, before: number, limit: number): number {
   let stmt = statements.get(db)
@@ -26,6 +28,7 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
          WHERE ts < @before
            AND id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
            AND id < (SELECT max(id) FROM calls)
+           AND id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
          ORDER BY ts LIMIT @limit)`)
     statements.set(db, stmt)
   }
