@@ -141,6 +141,16 @@ describe('POST /api/ingest', () => {
     expect(rows(team).filter((x) => x.member === 'alice').map((x) => x.origin_id)).toEqual([1, 2, 10, 15])
   })
 
+  it("refuses a call of absurd size, so one member's figures cannot wipe out the team's totals", async () => {
+    // Two calls of 1e308 USD made every total of their hour and day Infinity (stored as a REAL),
+    // so the summary answered null for every member's spend from then on.
+    const r = await ingest(team, [call(20, { cost_usd: 1e308 }), call(21, { cost_usd: 1e308 }), call(22, { input_tokens: 9e15 }), call(23, { latency_ms: 1e300 })])
+    expect(r.json().rejected.map((x: any) => x.error.param)).toEqual(['calls[0].cost_usd', 'calls[1].cost_usd', 'calls[2].input_tokens', 'calls[3].latency_ms'])
+    expect(r.json().accepted).toBe(0)
+    const summary = (await request(`${team.url}/api/dashboard/summary`)).json()
+    expect(Number.isFinite(summary.today_spend_usd)).toBe(true)
+  })
+
   it('answers a malformed body with 400 invalid_request naming the parameter', async () => {
     const auth = { authorization: `Bearer ${ALICE}` }
     const notArray = await postJson(`${team.url}/api/ingest`, { calls: 'x' }, auth)

@@ -36,15 +36,27 @@ function text(c: Record<string, unknown>, name: string, fallback?: string): stri
   return v
 }
 
+/**
+ * The most one call may carry. Far above any real call (a million-token context costs dollars,
+ * not millions), and far enough below what sums overflow at that one member's absurd figures
+ * cannot turn the team's totals into Infinity (a REAL) or an integer overflow (SQLite's sum()
+ * fails) for every member.
+ */
+export const MAX_CALL_TOKENS = 1e9
+export const MAX_CALL_COST_USD = 1e6
+export const MAX_CALL_LATENCY_MS = 1e9
+
 function count(c: Record<string, unknown>, name: string): number {
   const v = c[name]
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw new Bad(name, `${name} must be a whole number >= 0.`)
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > MAX_CALL_TOKENS) {
+    throw new Bad(name, `${name} must be a whole number from 0 to ${MAX_CALL_TOKENS}.`)
+  }
   return v
 }
 
-function amount(c: Record<string, unknown>, name: string): number {
+function amount(c: Record<string, unknown>, name: string, max: number): number {
   const v = c[name]
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new Bad(name, `${name} must be a finite number >= 0.`)
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > max) throw new Bad(name, `${name} must be a number from 0 to ${max}.`)
   return v
 }
 
@@ -119,10 +131,10 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     cache_write_tokens: count(c, 'cache_write_tokens'),
     cache_write_1h_tokens: 0,
     reasoning_tokens: count(c, 'reasoning_tokens'),
-    cost_usd: amount(c, 'cost_usd'),
+    cost_usd: amount(c, 'cost_usd', MAX_CALL_COST_USD),
     priced: flag(c, 'priced'),
     estimated: flag(c, 'estimated'),
-    latency_ms: amount(c, 'latency_ms'),
+    latency_ms: amount(c, 'latency_ms', MAX_CALL_LATENCY_MS),
     error: typeof error === 'string' ? error : null,
     response_id: text(c, 'response_id', ''),
     source: oneOf(c, 'source', ['proxy', 'import'] as const, 'proxy'),
