@@ -168,8 +168,8 @@ describe('two team instances on one PostgreSQL database', () => {
     expect(shown.map((r: any) => [r.key, r.requests])).toEqual(byMember.map((m) => [m.member, m.n]))
     for (const [i, m] of byMember.entries()) expect(Math.abs(shown[i].cost_usd - m.cost)).toBeLessThan(1e-9 * m.cost)
 
-    // A different call under an id bob already used is refused out loud, not counted as a duplicate.
-    const clash = await send(a, [{ ...batch[5], cost_usd: 9.99 }, batch[6]])
+    // A different call (another time) under an id bob already used is refused out loud, not counted as a duplicate.
+    const clash = await send(a, [{ ...batch[5], t: new Date(Date.parse(batch[5].t) + 1).toISOString(), cost_usd: 9.99 }, batch[6]])
     expect(clash.json()).toMatchObject({ accepted: 0, duplicates: 1, rejected: [{ index: 0, id: 1005, error: { param: 'calls[0].id' } }] })
     expect((await teamRows()).length - before).toBe(200)
 

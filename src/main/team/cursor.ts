@@ -27,6 +27,10 @@ export class TeamCursor {
     this.writeRevision = db.prepare('UPDATE team_cursor SET revision = ?, revision_id = ?, updated_at = ? WHERE url = ?')
     this.last = row?.last_id ?? 0
     this.rev = row ? { revision: row.revision, id: row.revision_id } : { revision: latestRevision(), id: 0 }
+    // Written now, not at the first answer: a restart before it must not start the revision
+    // cursor after revisions made meanwhile to calls the server may hold already (sent, the
+    // answer lost), which would then never be sent again.
+    if (!row) this.write.run(url, 0, Date.now(), this.rev.revision, this.rev.id)
   }
 
   get lastId(): number {
@@ -44,7 +48,7 @@ export class TeamCursor {
     this.last = id
   }
 
-  /** Moves the revision cursor past `to` (never back; only once a call was acknowledged, so the row exists). */
+  /** Moves the revision cursor past `to` (never back; the row exists from the start). */
   advanceRevision(to: { revision: number; id: number }): void {
     if (to.revision < this.rev.revision || (to.revision === this.rev.revision && to.id <= this.rev.id)) return
     this.writeRevision.run(to.revision, to.id, Date.now(), this.url)

@@ -44,15 +44,18 @@ const REVISE_SQL = `UPDATE calls SET input_tokens = @input_tokens, output_tokens
 /**
  * What a call sent again under an id the member used before is: a newer revision of the same call
  * (the same time, provider and model; its cost or tokens changed on the member), the same call
- * again (a resend, or an older revision arriving late), or a different call (the member's ledger
- * started again: a clash).
+ * again (a resend, or an older revision arriving late, or the call re-priced since but sent as
+ * first recorded), or a different call (another time, provider or model: the member's ledger
+ * started again, a clash).
  */
 function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
   const r = row.record
   if (held.ts !== r.ts || held.provider !== r.provider || held.model !== r.model) return 'clash'
   const heldRevision = held.revision ?? 0
+  // The same call to the millisecond (another call under a reused id is at another time): with
+  // another cost, sent again as first recorded after it was re-priced on the member (the first
+  // answer lost). What is held stays until the member's revision of it comes (its own number).
   if (row.revision > heldRevision) return 'revise'
-  if (row.revision === 0 && heldRevision === 0 && held.cost_usd !== r.cost_usd) return 'clash'
   return 'duplicate'
 }
 
