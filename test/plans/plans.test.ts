@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ledgerSpend } from '../../src/main/desktop-logic/spend-source'
+import { PlanNoticeLog, planNotice } from '../../src/main/desktop-logic/tray-plans'
 import { TrayPresenter } from '../../src/main/desktop-logic/tray-presenter'
 import type { TrayView } from '../../src/main/desktop-logic/tray-view'
 import { ADMIN_CONFIG, admin } from '../admin/support'
@@ -164,6 +165,29 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect(last.cost_usd).toBeGreaterThan(0)
     // The fullest plan window now leads the tray.
     await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 97%/)
+  })
+
+  it('Codex calls a second apart in one 5-hour window, each saying how many seconds are left until its reset, notify once', async () => {
+    const log = new PlanNoticeLog()
+    const notified: string[] = []
+    const off = t.server.context.plans!.onAlert((a) => {
+      if (log.claim(a)) notified.push(planNotice(a).title)
+    })
+    let left = 7200
+    // reset-after-seconds: the reset is now + what is left, so every call's reset differs by some ms.
+    meterHeaders = () => ({ 'x-codex-primary-used-percent': '85', 'x-codex-primary-window-minutes': '300', 'x-codex-primary-reset-after-seconds': String(left--) })
+    try {
+      for (let i = 0; i < 3; i++) {
+        const r = await postJson(`${t.url}/chatgpt/codex/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, {
+          authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.eeee',
+          'chatgpt-account-id': 'acct_reset_after',
+        })
+        expect(r.status).toBe(200)
+      }
+    } finally {
+      off()
+    }
+    expect(notified).toEqual(['ChatGPT plan: 5h window at 85%'])
   })
 
   it('Codex logged in with ChatGPT and pointed at /v1 (as for an API key, what `burnrate connect codex` sets): its calls go to the ChatGPT backend, not to OpenAI with a token OpenAI refuses', async () => {

@@ -1,5 +1,5 @@
 import type { PlanAccount, PlanWindow, Plans } from '../../shared/api'
-import type { PlanAlert } from '../plans/tracker'
+import { type PlanAlert, samePeriod } from '../plans/tracker'
 import type { Notice } from './notices'
 import { type HttpPollOptions, pollJson } from './http-poll'
 
@@ -85,6 +85,15 @@ export class PlanNoticeLog {
   claim(a: PlanAlert, now = Date.now()): boolean {
     for (const [id, end] of this.entries) if (!(Date.parse(end) > now)) this.entries.delete(id)
     if (this.entries.has(a.id)) return false
+    // After a restart the tracker's period starts at a later reading, whose reset may have drifted
+    // (Codex's moves with every call): an entry of the same window and threshold whose reset is
+    // within a drift is this period.
+    const cut = a.id.lastIndexOf('\0')
+    if (cut >= 0 && a.resets_at !== null) {
+      const slot = a.id.slice(0, cut + 1)
+      const at = Date.parse(a.resets_at)
+      for (const [id, end] of this.entries) if (id.startsWith(slot) && samePeriod(Date.parse(end), at)) return false
+    }
     // Without a reset time the notice is remembered for a day.
     this.entries.set(a.id, a.resets_at ?? new Date(now + 86_400_000).toISOString())
     return true

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { PlanNoticeLog } from '../desktop-logic/tray-plans'
 import { readAnthropicUnified } from './anthropic-unified'
 import { readCodeAssistQuota } from './code-assist'
 import { readCodex } from './codex'
@@ -147,5 +148,40 @@ describe('PlanTracker', () => {
     // The next window period alerts again.
     t.observe(who, reading(0.81, T0 + 10 * 3600_000), T0 + 5)
     expect(seen).toEqual([0.8, 0.95, 0.8])
+  })
+
+  it('a Codex window read from reset-after-seconds alerts and notifies once per period, also after a restart', () => {
+    // Codex's reset is now + the seconds the server says are left: it moves by ms with every call.
+    const codex = { provider: 'chatgpt', account: 'acct', hint: 'acct…', billing: 'subscription' as const }
+    const codexReading = (now: number, after: number) =>
+      readCodex({ 'x-codex-primary-used-percent': '85', 'x-codex-primary-window-minutes': '300', 'x-codex-primary-reset-after-seconds': String(after) }, now)!
+    const log = new PlanNoticeLog()
+    const seen: number[] = []
+    const watch = (t: PlanTracker, l: PlanNoticeLog) =>
+      t.onAlert((a) => {
+        if (l.claim(a, T0)) seen.push(a.threshold)
+      })
+    const t = new PlanTracker()
+    watch(t, log)
+    for (const [i, after] of [[0, 7200], [1, 7199], [2, 7197]] as const) t.observe(codex, codexReading(T0 + i * 1300, after), T0 + i * 1300)
+    expect(seen).toEqual([0.8])
+    // After a restart the tracker starts empty and its period starts at a later (drifted) reset; the remembered notice still holds.
+    const restarted = new PlanTracker()
+    watch(restarted, PlanNoticeLog.fromJSON(JSON.parse(JSON.stringify(log))))
+    restarted.observe(codex, codexReading(T0 + 9000, 7190), T0 + 9000)
+    expect(seen).toEqual([0.8])
+    // The next period (its reset five hours later) notifies again.
+    restarted.observe(codex, codexReading(T0 + 7_201_000, 18_000), T0 + 7_201_000)
+    expect(seen).toEqual([0.8, 0.8])
+  })
+
+  it('a reset drifting by a second is the same period: no second alert', () => {
+    const t = new PlanTracker()
+    const seen: number[] = []
+    t.onAlert((a) => seen.push(a.threshold))
+    const reset = T0 + 3600_000
+    for (const [i, r] of [[0, reset], [1, reset + 1000], [2, reset]] as const) t.observe(who, reading(0.85, r), T0 + i * 1000)
+    expect(t.list(T0 + 3000)[0].windows[0].projected_at_reset).not.toBeNull() // one period: the pace keeps all three readings
+    expect(seen).toEqual([0.8])
   })
 })

@@ -7,6 +7,17 @@ const HISTORY = 32
 const MAX_ACCOUNTS = 256
 /** Default notification thresholds. */
 export const DEFAULT_THRESHOLDS = [0.8, 0.95]
+/**
+ * Resets closer than this are one window period: vendors' resets drift (Codex sends seconds until
+ * the reset, so every call's reset moves by a few ms; Claude's moves by a second either way).
+ */
+const SAME_PERIOD_MS = 60_000
+
+/** Whether two resets (ms, or null without one) are of the same window period. */
+export function samePeriod(x: number | null, y: number | null): boolean {
+  if (x === null || y === null) return x === y
+  return Math.abs(x - y) < SAME_PERIOD_MS
+}
 
 interface Point {
   t: number
@@ -15,6 +26,8 @@ interface Point {
 
 interface WindowState {
   latest: MeterWindow
+  /** The reset of this period's first reading: the period's identity, which later drifts do not move. */
+  period: number | null
   history: Point[]
 }
 
@@ -28,7 +41,12 @@ interface Account {
   details: Record<string, string>
 }
 
-/** A window crossing a threshold: shown once per window (account, window and its reset). */
+/** The part of an alert's id that names its account, window and threshold; the period follows it. */
+function alertSlot(provider: string, hint: string, window: string, threshold: number): string {
+  return `${provider}\0${hint}\0${window}\0${threshold}\0`
+}
+
+/** A window crossing a threshold: shown once per window period (account, window and its reset). */
 export interface PlanAlert {
   provider: string
   account_hint: string
@@ -36,7 +54,7 @@ export interface PlanAlert {
   threshold: number
   utilization: number
   resets_at: string | null
-  /** Stable id of this window period and threshold, for showing it once. */
+  /** Stable id of this window period and threshold, for showing it once: `alertSlot(…)` then the period's first reset (ms). */
   id: string
 }
 
@@ -81,29 +99,27 @@ export class PlanTracker {
     a.details = { ...a.details, ...reading.details }
     for (const w of reading.windows) {
       let st = a.windows.get(w.name)
-      if (!st || st.latest.resets_at !== w.resets_at) {
-        // A new window period (a reset moved): its pace starts afresh. Small drifts of the reset
-        // (a second either way) are the same period.
-        const same = st && st.latest.resets_at !== null && w.resets_at !== null && Math.abs(st.latest.resets_at - w.resets_at) < 60_000
-        if (!same) st = undefined
-      }
+      // A new window period (the reset moved by more than a drift): its pace starts afresh.
+      if (st && !samePeriod(st.latest.resets_at, w.resets_at)) st = undefined
       if (!st) {
-        st = { latest: w, history: [] }
+        st = { latest: w, period: w.resets_at, history: [] }
         a.windows.set(w.name, st)
       }
       st.latest = w
       st.history.push({ t: now, u: w.utilization })
       if (st.history.length > HISTORY) st.history.splice(0, st.history.length - HISTORY)
-      this.checkThresholds(a, w)
+      this.checkThresholds(a, st)
     }
     for (const l of this.listeners) l()
   }
 
-  private checkThresholds(a: Account, w: MeterWindow): void {
+  private checkThresholds(a: Account, st: WindowState): void {
     if (a.kind !== 'plan') return
+    const w = st.latest
     for (const th of this.thresholds) {
       if (w.utilization < th) continue
-      const id = `${a.provider}\0${a.hint}\0${w.name}\0${w.resets_at ?? ''}\0${th}`
+      // The period's identity, not this reading's reset: a drifting reset is no new period.
+      const id = `${alertSlot(a.provider, a.hint, w.name, th)}${st.period ?? ''}`
       if (this.alerted.has(id)) continue
       this.alerted.add(id)
       if (this.alerted.size > 4096) this.alerted.delete(this.alerted.values().next().value as string)
