@@ -453,7 +453,7 @@ export interface PriceData {
 export interface PlanWindow {
   /** `5h`, `7d`, `7d_opus`, `7d_sonnet`… for Anthropic; `5h`/`7d` (from the window length) or `primary`/`secondary` for Codex; `requests`, `tokens`… for per-key limits. */
   name: string
-  /** 0..1 */
+  /** 0..1; 0 once `resets_at` has passed with no reading since (with status '' and no pace). */
   utilization: number
   resets_at: string | null
   /** The vendor's word for the window (`allowed`, `allowed_warning`, `rejected`), or '' when it sends none. */

@@ -254,6 +254,25 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     const keys = t.server.db.prepare("SELECT DISTINCT key_hint FROM calls WHERE key_hint LIKE 'sk-…1111' OR key_hint LIKE 'sk-…2222'").all()
     expect(keys).toHaveLength(2)
   })
+
+  it('a window whose reset passes with no call since shows a fresh period on /api/dashboard/plans and /metrics, not its old 100%', async () => {
+    // A full 5-hour window that resets in about a second; then no call.
+    meterHeaders = () => ({
+      'anthropic-ratelimit-unified-5h-utilization': '1',
+      'anthropic-ratelimit-unified-5h-reset': String(Math.ceil((Date.now() + 1000) / 1000)),
+      'anthropic-ratelimit-unified-5h-status': 'rejected',
+    })
+    const r = await postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, {
+      authorization: 'Bearer sk-ant-oat01-plan-token-resets-ffff',
+      'anthropic-version': '2023-06-01',
+    })
+    expect(r.status).toBe(200)
+    const window = async () => (await plans()).find((a) => a.account_hint === 'sk-…ffff').windows[0]
+    await expect.poll(async () => (await window()).utilization, { timeout: 10_000 }).toBe(0)
+    expect(await window()).toMatchObject({ name: '5h', status: '', projected_exhausted_at: null, projected_at_reset: null })
+    const text = (await request(`${t.url}/metrics`)).text
+    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…ffff",window="5h"} 0\n')
+  })
 })
 
 describe('money budgets and plan usage', () => {

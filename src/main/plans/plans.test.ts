@@ -130,7 +130,7 @@ describe('PlanTracker', () => {
     const slow = new PlanTracker()
     slow.observe(who, reading(0.2), T0)
     slow.observe(who, reading(0.25), T0 + 3600_000) // +5% an hour: 45% at the reset
-    w = slow.list()[0].windows[0]
+    w = slow.list(T0 + 3600_000)[0].windows[0]
     expect(w.projected_exhausted_at).toBeNull()
     expect(w.projected_at_reset).toBeCloseTo(0.45, 10)
   })
@@ -183,5 +183,27 @@ describe('PlanTracker', () => {
     for (const [i, r] of [[0, reset], [1, reset + 1000], [2, reset]] as const) t.observe(who, reading(0.85, r), T0 + i * 1000)
     expect(t.list(T0 + 3000)[0].windows[0].projected_at_reset).not.toBeNull() // one period: the pace keeps all three readings
     expect(seen).toEqual([0.8])
+  })
+
+  it('a window whose reset has passed with no reading since is a fresh period, not its old figures', () => {
+    const t = new PlanTracker()
+    const reset = T0 + 3600_000
+    const full = readAnthropicUnified({
+      'anthropic-ratelimit-unified-5h-utilization': '1',
+      'anthropic-ratelimit-unified-5h-reset': sec(reset),
+      'anthropic-ratelimit-unified-5h-status': 'rejected',
+    })!
+    t.observe(who, full, T0)
+    expect(t.list(T0 + 1000)[0].windows[0]).toMatchObject({ utilization: 1, status: 'rejected', projected_exhausted_at: new Date(T0).toISOString() })
+    // Three hours later the 5-hour window reset two hours ago; no call since.
+    expect(t.list(T0 + 3 * 3600_000)[0].windows[0]).toEqual({
+      name: '5h',
+      utilization: 0,
+      resets_at: new Date(reset).toISOString(),
+      status: '',
+      projected_exhausted_at: null,
+      projected_at_reset: null,
+      window_minutes: 300,
+    })
   })
 })

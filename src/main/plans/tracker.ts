@@ -172,6 +172,18 @@ export class PlanTracker {
 /** The window with its pace: where the line through this period's readings meets 100%, and where it stands at the reset. */
 export function windowJson(st: WindowState, now: number): PlanWindow {
   const w = st.latest
+  // Its reset has passed with no reading since: a fresh period, of which nothing is known yet.
+  if (w.resets_at !== null && w.resets_at <= now) {
+    return {
+      name: w.name,
+      utilization: 0,
+      resets_at: new Date(w.resets_at).toISOString(),
+      status: '',
+      projected_exhausted_at: null,
+      projected_at_reset: null,
+      window_minutes: w.window_minutes,
+    }
+  }
   const h = st.history
   let exhausted: number | null = null
   let atReset: number | null = null
