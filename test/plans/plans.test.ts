@@ -273,6 +273,25 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     const text = (await request(`${t.url}/metrics`)).text
     expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…ffff",window="5h"} 0\n')
   })
+
+  it("a Claude plan whose first answer carried only the key's rate limits lists its plan windows alone once they come", async () => {
+    const call = () =>
+      postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, {
+        authorization: 'Bearer sk-ant-oat01-plan-token-keyfirst-gggg',
+        'anthropic-version': '2023-06-01',
+      })
+    meterHeaders = () => ({
+      'anthropic-ratelimit-tokens-limit': '1000',
+      'anthropic-ratelimit-tokens-remaining': '0',
+      'anthropic-ratelimit-tokens-reset': new Date(Date.now() + 60_000).toISOString(),
+    })
+    expect((await call()).status).toBe(200)
+    const names = async () => (await plans()).find((a) => a.account_hint === 'sk-…gggg').windows.map((w: any) => w.name)
+    expect(await names()).toEqual(['tokens'])
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.2', 'anthropic-ratelimit-unified-5h-reset': soon(3600_000) })
+    expect((await call()).status).toBe(200)
+    expect(await names()).toEqual(['5h'])
+  })
 })
 
 describe('money budgets and plan usage', () => {

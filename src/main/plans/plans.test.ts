@@ -206,4 +206,12 @@ describe('PlanTracker', () => {
       window_minutes: 300,
     })
   })
+
+  it("a key's rate-limit windows read before the plan's are dropped when the plan's arrive", () => {
+    const t = new PlanTracker()
+    t.observe(who, readKeyLimits({ 'anthropic-ratelimit-tokens-limit': '1000', 'anthropic-ratelimit-tokens-remaining': '0', 'anthropic-ratelimit-tokens-reset': new Date(T0 + 60_000).toISOString() })!, T0)
+    expect(t.list(T0)[0].windows.map((w) => w.name)).toEqual(['tokens'])
+    t.observe(who, reading(0.2), T0 + 1000)
+    expect(t.list(T0 + 2000)[0].windows.map((w) => w.name)).toEqual(['5h'])
+  })
 })

@@ -93,6 +93,9 @@ export class PlanTracker {
     }
     // A plan's reading wins over a key's for the same account; a key's never hides a plan's windows.
     if (reading.kind === 'key' && a.kind === 'plan' && a.windows.size > 0) return
+    // The account's first plan reading: the windows so far were a key's rate limits, which a plan's
+    // replace (else `tokens` stays beside `5h`, never updated again).
+    if (reading.kind === 'plan' && a.kind === 'key') a.windows.clear()
     a.kind = reading.kind
     a.updated = now
     a.billing = who.billing
