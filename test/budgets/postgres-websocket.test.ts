@@ -1,4 +1,5 @@
 import http from 'node:http'
+import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
@@ -11,7 +12,8 @@ import type { TestServer } from '../support/server'
 /**
  * Codex's WebSocket transport in PostgreSQL mode: each `response.create` under a `block` rule
  * waits for its reservation in the database before it goes upstream, and the client's frames
- * sent meanwhile wait behind it, so the upstream gets every frame in the order it was sent.
+ * sent meanwhile wait behind it, so the upstream gets every frame in the order it was sent. A
+ * socket closed during that wait has its call recorded (never sent), its reservation freed.
  */
 
 // The upstream here is a WebSocket server of the file's own.
@@ -116,4 +118,53 @@ describe('WebSocket calls under a block rule in PostgreSQL mode', () => {
     expect(seen.at(-1)).toEqual(['binary:09'])
     c.ws.close()
   })
+
+  it('a socket closed while its create waits for the reservation: recorded 499 at $0, never sent, the reservation freed', async () => {
+    const key = 'sk-ws-hangup-cccccccc-0003'
+    // A first call creates the key's spend rows.
+    const first = await open(key)
+    first.ws.send(create('first'))
+    await eventually(() => first.frames.length === 2, 20_000)
+    first.ws.close()
+    const spend = () => store.all<{ reserved_usd: number }>('SELECT reserved_usd FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(key) })
+    await eventually(async () => ((await spend()).length > 0 && (await spend()).every((r) => r.reserved_usd === 0)) || undefined, 20_000)
+
+    const c = await open(key)
+    const upstreamSocket = seen.at(-1)!
+    let hold!: () => void
+    const held = new Promise<void>((r) => (hold = r))
+    let locked!: () => void
+    const isLocked = new Promise<void>((r) => (locked = r))
+    // Another session holds the spend rows: the create's admission waits for them.
+    const lock = store.transaction(async (tx) => {
+      await tx.run('SELECT id FROM budget_spend WHERE api_key_hash = @k FOR UPDATE', { k: hashKey(key) })
+      locked()
+      await held
+    })
+    await isLocked
+    c.ws.send(create('second'))
+    await eventually(async () => {
+      const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+      return waiting.length > 0 || undefined
+    }, 20_000)
+    // Codex gone (Ctrl-C) while the reservation is pending; the server sees the socket close first.
+    const before = await connections(t.server.http)
+    c.ws.terminate()
+    await eventually(async () => (await connections(t.server.http)) < before || undefined, 20_000)
+    hold()
+    await lock
+
+    const rows = await eventually(async () => {
+      const r = await store.all<{ status: number; error: string | null; cost_usd: number }>('SELECT status, error, cost_usd FROM calls WHERE api_key_hash = @k ORDER BY id', { k: hashKey(key) })
+      return r.length === 2 ? r : undefined
+    }, 20_000)
+    expect(rows![1]).toEqual({ status: 499, error: 'client_aborted', cost_usd: 0 })
+    expect(upstreamSocket).toEqual([])
+    await eventually(async () => (await spend()).every((r) => r.reserved_usd === 0) || undefined, 20_000)
+    expect(t.server.proxy.active).toBe(0)
+  })
 })
+
+function connections(server: Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
+}

@@ -252,7 +252,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       }
       deliver(data, isBinary, refused)
     }
-    const deliver = (data: Buffer, isBinary: boolean, refused: string | null) => {
+    const deliver = (data: Buffer, isBinary: boolean, refused: string | null | false) => {
+      if (refused === false) return
       if (refused !== null) {
         if (client.readyState === client.OPEN) client.send(refused)
         return

@@ -37,6 +37,8 @@ function errorFrame(status: number, body: unknown, headers: Record<string, strin
  */
 export class ResponsesSocketCalls {
   private readonly open: CallState[] = []
+  /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
+  private closedBy: 'client' | 'upstream' | null = null
   /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
   upgradeHeaders: IncomingHttpHeaders | null = null
 
@@ -57,10 +59,11 @@ export class ResponsesSocketCalls {
   }
 
   /**
-   * A text frame from the client. Returns null to forward it, or the error frame to answer
-   * instead (a budget refusal: the frame is not sent upstream).
+   * A text frame from the client. Returns null to forward it, the error frame to answer instead
+   * (a budget refusal: the frame is not sent upstream), or false to drop it (the socket closed
+   * while its admission waited).
    */
-  fromClient(data: Buffer): string | null | Promise<string | null> {
+  fromClient(data: Buffer): string | null | false | Promise<string | null | false> {
     const text = data.toString('utf8')
     if (frameType(text) !== 'response.create') return null
     let frame: any
@@ -100,10 +103,16 @@ export class ResponsesSocketCalls {
     return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
   }
 
-  private admitted(s: CallState, a: Admission): string | null {
+  private admitted(s: CallState, a: Admission): string | null | false {
     if (a.refuse) {
       s.admission = { settle: a.settle }
       return this.refused(s, { ...a.refuse })
+    }
+    // The socket closed while the admission waited (on PostgreSQL): closed() found nothing open,
+    // so the call is recorded here as closed() would have, at $0, which frees its reservation.
+    if (this.closedBy) {
+      this.abandon(s, this.closedBy)
+      return false
     }
     const { ctx, info } = s
     s.status = 200
@@ -155,10 +164,13 @@ export class ResponsesSocketCalls {
 
   /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream. */
   closed(by: 'client' | 'upstream'): void {
-    for (const s of this.open.splice(0)) {
-      s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
-      s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
-      this.life.finish(s)
-    }
+    this.closedBy ??= by
+    for (const s of this.open.splice(0)) this.abandon(s, by)
+  }
+
+  private abandon(s: CallState, by: 'client' | 'upstream'): void {
+    s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
+    s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
+    this.life.finish(s)
   }
 }
