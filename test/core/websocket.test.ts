@@ -61,6 +61,18 @@ function searchFrames(): string[] {
   ]
 }
 
+/** What the upstream sends for a turn it refuses (Codex reads it as the HTTP error it stands for), or fails midway. */
+const ERRORS: Record<string, string[]> = {
+  'rate limited': [JSON.stringify({ type: 'error', status: 429, error: { type: 'usage_limit_reached', message: 'The usage limit has been reached' } })],
+  'too long': [JSON.stringify({ type: 'error', status: 400, error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: 'too long' } })],
+  'fail midway': [
+    answerFrames(9)[0],
+    answerFrames(9)[1],
+    JSON.stringify({ type: 'error', status: 500, error: { type: 'server_error', message: 'The server had an error' } }),
+  ],
+}
+const scripted = (text: string) => Object.entries(ERRORS).find(([marker]) => text.includes(marker))?.[1]
+
 beforeAll(async () => {
   upstreamHttp = http.createServer((_req, res) => {
     res.writeHead(404, { 'content-type': 'application/json' })
@@ -86,7 +98,7 @@ beforeAll(async () => {
         const frame = JSON.parse(String(data))
         if (frame.type !== 'response.create') return
         // 'hold' gets only its first frame: the response stays open.
-        const frames = String(data).includes('search the web') ? searchFrames() : answerFrames(++n)
+        const frames = scripted(String(data)) ?? (String(data).includes('search the web') ? searchFrames() : answerFrames(++n))
         for (const f of frame.input === 'hold' ? frames.slice(0, 1) : frames) ws.send(f)
       })
     })
@@ -213,6 +225,32 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', cost_usd: 0, agent: 'codex', session: THREAD })
     expect(seen.reduce((n, s) => n + s.frames.length, 0)).toBe(framesBefore)
+  })
+
+  it('an error frame before any of the response (429, 400) is recorded with its status at $0, not an estimated prompt', async () => {
+    const prompt = 'lorem ipsum dolor sit amet '.repeat(4000)
+    for (const [marker, status] of [['rate limited', 429], ['too long', 400]] as const) {
+      const before = rows().length
+      const c = await open('sk-test-websocket-key-0003')
+      c.ws.send(create(`${marker} ${prompt}`))
+      await eventually(() => c.frames.length === 1, 10_000)
+      expect(JSON.parse(c.frames[0])).toMatchObject({ type: 'error', status })
+      const r = await eventually(() => rows()[before], 10_000)
+      c.ws.close()
+      expect(r).toMatchObject({ status, error: 'upstream_error', input_tokens: 0, output_tokens: 0, cost_usd: 0, estimated: 0 })
+    }
+  })
+
+  it('an error frame after the response began is metered as a cut response (its prompt and output estimated)', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0003')
+    c.ws.send(create('fail midway'))
+    await eventually(() => c.frames.length === 3, 10_000)
+    const r = await eventually(() => rows()[before], 10_000)
+    c.ws.close()
+    expect(r).toMatchObject({ status: 500, error: 'upstream_error', estimated: 1 })
+    expect(r.input_tokens).toBeGreaterThan(0)
+    expect(r.cost_usd).toBeGreaterThan(0)
   })
 
   it('a client that closes mid-response has the call recorded 499', async () => {

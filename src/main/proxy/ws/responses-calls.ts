@@ -21,6 +21,17 @@ function frameType(text: string): string {
   return m ? m[1] : ''
 }
 
+/** The HTTP status an upstream `error` frame stands for (its `status`), 500 when it names none. */
+function errorStatus(text: string): number {
+  try {
+    const st = JSON.parse(text).status
+    if (typeof st === 'number' && st >= 400 && st < 600) return st
+  } catch {
+    // none
+  }
+  return 500
+}
+
 /**
  * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
  * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
@@ -37,6 +48,8 @@ function errorFrame(status: number, body: unknown, headers: Record<string, strin
  */
 export class ResponsesSocketCalls {
   private readonly open: CallState[] = []
+  /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
+  private readonly begun = new WeakSet<CallState>()
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   private closedBy: 'client' | 'upstream' | null = null
   /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
@@ -149,16 +162,18 @@ export class ResponsesSocketCalls {
       this.life.finish(s)
     } else if (type === 'error') {
       this.open.shift()
-      let status = 500
-      try {
-        const st = JSON.parse(text).status
-        if (typeof st === 'number' && st >= 400 && st < 600) status = st
-      } catch {
-        // keep 500
-      }
+      const status = errorStatus(text)
       s.status = status
       s.error = 'upstream_error'
+      // Refused before any of the response (a 429, a prompt too long): nothing was generated, so
+      // it costs $0, as an HTTP call's error answer does, not an estimate of its prompt.
+      if (!this.begun.has(s)) {
+        s.upstreamStatus = status
+        s.meter = undefined
+      }
       this.life.finish(s)
+    } else if (type.startsWith('response.')) {
+      this.begun.add(s)
     }
   }
 
