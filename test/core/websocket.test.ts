@@ -95,7 +95,12 @@ beforeAll(async () => {
           ws.send(data, { binary: true })
           return
         }
-        const frame = JSON.parse(String(data))
+        let frame: any
+        try {
+          frame = JSON.parse(String(data))
+        } catch {
+          return
+        }
         if (frame.type !== 'response.create') return
         // 'hold' gets only its first frame: the response stays open.
         const frames = scripted(String(data)) ?? (String(data).includes('search the web') ? searchFrames() : answerFrames(++n))
@@ -224,6 +229,44 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     c.ws.close()
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', cost_usd: 0, agent: 'codex', session: THREAD })
+    expect(seen.reduce((n, s) => n + s.frames.length, 0)).toBe(framesBefore)
+  })
+
+  it('a response.create whose "type" comes after its other keys is gated and recorded like any (JSON key order means nothing)', async () => {
+    // The event as an SDK may build it ({...params, type}): an input item's "type" comes first.
+    const typeLast = (text: string) => JSON.stringify({ model: 'gpt-4o-mini', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }], type: 'response.create' })
+    const framesBefore = seen.reduce((n, s) => n + s.frames.length, 0)
+    const before = rows().length
+    const blocked = await open('sk-blocked-websocket-0002')
+    blocked.ws.send(typeLast('too dear'))
+    await eventually(() => blocked.frames.length === 1, 10_000)
+    expect(JSON.parse(blocked.frames[0])).toMatchObject({ type: 'error', status: 429, error: { code: 'budget_exceeded' } })
+    const refused = await eventually(() => rows()[before], 10_000)
+    blocked.ws.close()
+    expect(refused).toMatchObject({ status: 429, error: 'budget_exceeded', cost_usd: 0 })
+    expect(seen.reduce((n, s) => n + s.frames.length, 0)).toBe(framesBefore)
+
+    const c = await open('sk-test-websocket-key-0004')
+    c.ws.send(typeLast('allowed'))
+    await eventually(() => c.frames.length === 3, 10_000)
+    const r = await eventually(() => rows()[before + 1], 10_000)
+    c.ws.close()
+    expect(r).toMatchObject({ status: 200, endpoint: 'responses', input_tokens: 1001, output_tokens: 51, estimated: 0 })
+  })
+
+  it('a text frame that is not JSON is refused with a 400 error frame and not sent upstream (the budgets cannot read it)', async () => {
+    const framesBefore = seen.reduce((n, s) => n + s.frames.length, 0)
+    const before = rows().length
+    const c = await open('sk-blocked-websocket-0003')
+    c.ws.send('{"type":"response.create","model":"gpt-4o-mini","input":"hi",}')
+    c.ws.send(create('after it'))
+    await eventually(() => c.frames.length === 2, 10_000)
+    expect(JSON.parse(c.frames[0])).toMatchObject({ type: 'error', status: 400, error: { type: 'invalid_request' } })
+    // The socket goes on: the next create is gated (refused, under this key's $0 rule) and recorded.
+    expect(JSON.parse(c.frames[1])).toMatchObject({ type: 'error', status: 429 })
+    await eventually(() => rows().length === before + 1, 10_000)
+    c.ws.close()
+    expect(rows()[before]).toMatchObject({ status: 429, error: 'budget_exceeded' })
     expect(seen.reduce((n, s) => n + s.frames.length, 0)).toBe(framesBefore)
   })
 

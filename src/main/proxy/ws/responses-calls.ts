@@ -15,7 +15,10 @@ import type { Admission } from '../gate'
 /** The Responses API's terminal events over WebSocket: each ends one response (one call). */
 const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
 
-/** The `type` of a JSON frame, read without parsing it (`{"type":"response.output_text.delta",...}`). */
+/**
+ * The `type` of an upstream JSON frame, read without parsing it (`{"type":"response.output_text.delta",...}`):
+ * the upstream puts it first, and its frames are many. Never for the client's frames (see fromClient).
+ */
 function frameType(text: string): string {
   const m = /"type"\s*:\s*"([^"\\]{1,100})"/.exec(text.length > 300 ? text.slice(0, 300) : text)
   return m ? m[1] : ''
@@ -77,14 +80,17 @@ export class ResponsesSocketCalls {
    * while its admission waited).
    */
   fromClient(data: Buffer): string | null | false | Promise<string | null | false> {
-    const text = data.toString('utf8')
-    if (frameType(text) !== 'response.create') return null
+    // Parsed whole: the client's frames are few, and its top-level `type` may come after other
+    // keys whose values hold a "type" of their own (an input item's). A frame is at most the
+    // socket's maxPayload (the request body limit), so this costs what parsing an HTTP body does.
     let frame: any
     try {
-      frame = JSON.parse(text)
+      frame = JSON.parse(data.toString('utf8'))
     } catch {
-      return null // the upstream answers it
+      // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
+      return errorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), {})
     }
+    if (frame === null || typeof frame !== 'object' || frame.type !== 'response.create') return null
     const started = performance.now()
     const ts = Date.now()
     const { info, ctx } = describeCall(this.route, 'POST', this.headers, frame, data.length, ts, this.who)
