@@ -1,11 +1,10 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { chatAnswer } from '../pricing/support'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { otlpSum, startMetricsCollector } from './support'
 
 /**
  * A recorded call's cost that moves later (re-pricing; a background response's real usage goes
@@ -19,19 +18,7 @@ const KEY = 'sk-test-moves-aaaaaaaaaaaa'
 
 let upstream: MockUpstream
 let t: TestServer
-let collector: { url: string; bodies: any[]; close(): Promise<void> }
-
-async function startCollector() {
-  const bodies: any[] = []
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    if (req.url === '/v1/metrics') bodies.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
+let collector: Awaited<ReturnType<typeof startMetricsCollector>>
 
 /** Prometheus: the value of `name` for MODEL (0 when it has no sample). */
 async function prom(name: string): Promise<number> {
@@ -41,18 +28,7 @@ async function prom(name: string): Promise<number> {
 }
 
 /** OTLP: the cumulative sum of `name` for MODEL in the latest export that has it. */
-function otlp(name: string): number | null {
-  for (const body of [...collector.bodies].reverse()) {
-    for (const rm of body.resourceMetrics)
-      for (const sm of rm.scopeMetrics)
-        for (const m of sm.metrics) {
-          if (m.name !== name) continue
-          const p = (m.sum?.dataPoints ?? []).find((d: any) => d.attributes.some((a: any) => a.key === 'gen_ai.request.model' && a.value.stringValue === MODEL))
-          if (p) return p.asDouble ?? Number(p.asInt)
-        }
-  }
-  return null
-}
+const otlp = (name: string) => otlpSum(collector.bodies, name, { 'gen_ai.request.model': MODEL })
 
 const near = (a: number | null, b: number) => a !== null && Math.abs(a - b) <= 1e-9
 
@@ -63,7 +39,7 @@ async function stored(): Promise<number> {
 
 beforeAll(async () => {
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
-  collector = await startCollector()
+  collector = await startMetricsCollector()
   t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false } }, upstream.url)
 })
 afterAll(async () => {

@@ -1,3 +1,5 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import Database from 'better-sqlite3'
 import { expect } from 'vitest'
 import type { CallRecord } from '../../src/main/ledger/record'
@@ -84,4 +86,30 @@ export function sumBy<T>(rows: T[], key: (r: T) => string, value: (r: T) => numb
 export function expectSameMap(actual: Map<string, number>, expected: Map<string, number>): void {
   expect([...actual.keys()].sort()).toEqual([...expected.keys()].sort())
   for (const [k, v] of expected) expect(actual.get(k), k).toBe(v)
+}
+
+/** A loopback OTLP/HTTP (JSON) collector that keeps the metric exports it is sent. */
+export async function startMetricsCollector(): Promise<{ url: string; bodies: any[]; close(): Promise<void> }> {
+  const bodies: any[] = []
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    if (req.url === '/v1/metrics') bodies.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+/** OTLP: the cumulative sum of counter `name` over its points with the string attributes `attrs`, in the latest export that has any (null: none has). */
+export function otlpSum(bodies: readonly any[], name: string, attrs: Record<string, string>): number | null {
+  const has = (p: any) => Object.entries(attrs).every(([k, v]) => p.attributes.some((a: any) => a.key === k && a.value.stringValue === v))
+  for (const body of [...bodies].reverse()) {
+    const found = (body.resourceMetrics as any[])
+      .flatMap((rm) => rm.scopeMetrics.flatMap((sm: any) => sm.metrics))
+      .filter((m: any) => m.name === name)
+      .flatMap((m: any) => (m.sum?.dataPoints ?? []).filter(has))
+    if (found.length > 0) return found.reduce((s: number, p: any) => s + (p.asDouble ?? Number(p.asInt)), 0)
+  }
+  return null
 }

@@ -43,6 +43,7 @@ export class CallMetrics {
   private queue: CallRecord[] = []
   private readonly calls: Counter
   private readonly tokens: Counter
+  private readonly tokenReductions: Counter
   private readonly cost: Counter
   private readonly reductions: Counter
   private readonly unpriced: Counter
@@ -73,6 +74,12 @@ export class CallMetrics {
     this.tokens = new Counter({
       name: 'burnrate_tokens_total',
       help: 'Tokens by type; cache_read and cache_write are parts of input, reasoning is part of output.',
+      labelNames: ['provider', 'model', 'type'],
+      registers,
+    })
+    this.tokenReductions = new Counter({
+      name: 'burnrate_token_reductions_total',
+      help: 'How many tokens recorded calls have fewer after they were recorded (an estimate replaced by the real usage): the tokens are burnrate_tokens_total minus this.',
       labelNames: ['provider', 'model', 'type'],
       registers,
     })
@@ -121,21 +128,47 @@ export class CallMetrics {
   }
 
   /**
-   * Recorded calls' costs that moved (re-pricing, a background response's real usage): a rise is
-   * added to `burnrate_cost_usd_total`, a fall to `burnrate_cost_reductions_usd_total` (a counter
-   * never goes down), under the labels the call was counted with. Queued calls are counted first.
+   * Recorded calls' costs and tokens that moved (re-pricing, a background response's real usage):
+   * a rise is added to `burnrate_cost_usd_total` (`burnrate_tokens_total`), a fall to
+   * `burnrate_cost_reductions_usd_total` (`burnrate_token_reductions_total`): a counter never goes
+   * down. Under the labels the call was counted with; queued calls are counted first.
    */
   readonly moved = (moves: readonly MovedCost[]): void => {
     this.drain()
     for (const m of moves) {
       try {
-        const labels = [m.provider, this.model.value(m.model), this.agent.value(m.agent), this.tenant.value(m.tenant)] as const
+        const model = this.model.value(m.model)
+        const labels = [m.provider, model, this.agent.value(m.agent), this.tenant.value(m.tenant)] as const
         if (m.delta > 0) this.costSeriesOf(...labels).inc(m.delta)
         else if (m.delta < 0) this.reductions.labels(...labels).inc(-m.delta)
+        if (m.tokens) this.tokensMoved(m.provider, model, m.tokens)
       } catch {
         // a value prom-client refuses is that move's loss only
       }
     }
+  }
+
+  private tokensMoved(provider: string, model: string, tokens: NonNullable<MovedCost['tokens']>): void {
+    const series = this.modelSeriesOf(provider, model)
+    TOKEN_TYPES.forEach(([type, field], i) => {
+      const d = tokens[field] ?? 0
+      if (d > 0) series.tokens[i].inc(d)
+      else if (d < 0) this.tokenReductions.labels(provider, model, type).inc(-d)
+    })
+  }
+
+  private modelSeriesOf(provider: string, model: string): ModelSeries {
+    const mkey = `${provider}\n${model}`
+    let m = this.modelSeries.get(mkey)
+    if (!m) {
+      m = {
+        tokens: TOKEN_TYPES.map(([type]) => this.tokens.labels(provider, model, type)),
+        unpriced: this.unpriced.labels(provider, model),
+        estimated: this.estimated.labels(provider, model),
+      }
+      this.modelSeries.set(mkey, m)
+    }
+    return m
   }
 
   private costSeriesOf(provider: string, model: string, agent: string, tenant: string): Counter.Internal {
@@ -200,16 +233,7 @@ export class CallMetrics {
     s.duration.observe(c.latency_ms / 1000)
     calls.set(s, (calls.get(s) ?? 0) + 1)
 
-    const mkey = `${c.provider}\n${model}`
-    let m = this.modelSeries.get(mkey)
-    if (!m) {
-      m = {
-        tokens: TOKEN_TYPES.map(([type]) => this.tokens.labels(c.provider, model, type)),
-        unpriced: this.unpriced.labels(c.provider, model),
-        estimated: this.estimated.labels(c.provider, model),
-      }
-      this.modelSeries.set(mkey, m)
-    }
+    const m = this.modelSeriesOf(c.provider, model)
     let sums = perModel.get(m)
     if (!sums) {
       sums = new Array<number>(TOKEN_TYPES.length + 2).fill(0)

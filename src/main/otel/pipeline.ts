@@ -35,6 +35,8 @@ const BATCH = 512
 
 /** `burnrate.token.type` values, in the order of a tick's token sums. */
 const TOKEN_TYPES = ['input', 'output', 'cache_read', 'cache_write', 'reasoning'] as const
+/** The ledger's column of each of TOKEN_TYPES (a moved call's `tokens` are keyed by them). */
+const TOKEN_FIELDS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'reasoning_tokens'] as const
 
 /** Recommended boundaries of the GenAI conventions. */
 const TOKEN_BUCKETS = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864]
@@ -78,7 +80,14 @@ export class OtelPipeline {
   private readonly tracerProvider: TracerProvider | null = null
   private readonly traceExporter: OTLPTraceExporter | null = null
   private readonly meterProvider: MeterProvider | null = null
-  private readonly instruments: { tokens: Histogram; duration: Histogram; cost: Counter; costReductions: Counter; allTokens: Counter } | null = null
+  private readonly instruments: {
+    tokens: Histogram
+    duration: Histogram
+    cost: Counter
+    costReductions: Counter
+    allTokens: Counter
+    tokenReductions: Counter
+  } | null = null
   private readonly model = new BoundedLabel(200)
   private readonly agent = new BoundedLabel(50)
   private readonly tenant = new BoundedLabel(200)
@@ -135,6 +144,10 @@ export class OtelPipeline {
           description: 'Tokens by burnrate.token.type: input, output, cache_read, cache_write, reasoning (the last three are parts of the first two).',
           unit: '{token}',
         }),
+        tokenReductions: meter.createCounter(BURNRATE.tokenReductions, {
+          description: 'How many tokens recorded calls have fewer after they were recorded (an estimate replaced by the real usage): the tokens are burnrate.tokens minus this.',
+          unit: '{token}',
+        }),
       }
     }
     this.timer = setInterval(() => this.tick(), TICK_MS)
@@ -147,18 +160,27 @@ export class OtelPipeline {
   }
 
   /**
-   * Recorded calls' costs that moved (re-pricing, a background response's real usage): a rise is
-   * added to the cost counter, a fall to the reductions counter, with the attributes the call's
-   * cost was counted with.
+   * Recorded calls' costs and tokens that moved (re-pricing, a background response's real usage):
+   * a rise is added to the cost (`burnrate.tokens`) counter, a fall to the reductions counter, with
+   * the attributes the call was counted with. The token histogram keeps each call as recorded.
    */
   readonly moved = (moves: readonly MovedCost[]): void => {
     const ins = this.instruments
     if (!ins) return
     for (const m of moves) {
       try {
-        const attributes = this.costAttributes(this.callAttributes(m.endpoint, m.provider, m.model), m.agent, m.tenant)
+        const base = this.callAttributes(m.endpoint, m.provider, m.model)
+        const attributes = this.costAttributes(base, m.agent, m.tenant)
         if (m.delta > 0) ins.cost.add(m.delta, attributes)
         else if (m.delta < 0) ins.costReductions.add(-m.delta, attributes)
+        const t = m.tokens
+        if (t) {
+          TOKEN_TYPES.forEach((type, i) => {
+            const d = t[TOKEN_FIELDS[i]] ?? 0
+            if (d > 0) ins.allTokens.add(d, { ...base, [BURNRATE.tokenType]: type })
+            else if (d < 0) ins.tokenReductions.add(-d, { ...base, [BURNRATE.tokenType]: type })
+          })
+        }
       } catch {
         // a value the SDK refuses is that move's loss only
       }

@@ -44,6 +44,8 @@ export const BURNRATE = {
   tokenType: 'burnrate.token.type',
   /** What recorded calls cost less after they were recorded (re-priced lower): spend is gen_ai.usage.cost minus this. */
   costReductions: 'burnrate.cost.reductions',
+  /** How many tokens recorded calls have fewer after they were recorded (an estimate replaced by the real usage): the tokens are burnrate.tokens minus this. */
+  tokenReductions: 'burnrate.tokens.reductions',
 } as const
 
 /** Burnrate's provider names as `gen_ai.provider.name` values (the well-known ones where there is one). */

@@ -25,6 +25,7 @@ interface Row extends Omit<MovedCall, 'provider'> {
   output_tokens: number
   cache_read_tokens: number
   cache_write_tokens: number
+  reasoning_tokens: number
   cost_usd: number
 }
 
@@ -50,7 +51,7 @@ export async function settleBackground(
     // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
     const row = await tx.get<Row>(
       `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
-              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd
+              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd
          FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint = 'responses' AND estimated = 1 AND origin_id IS NULL
         ORDER BY id LIMIT 1`,
       { rid: done.responseId, provider: done.provider },
@@ -86,6 +87,7 @@ export async function settleBackground(
       output_tokens: u.output_tokens - row.output_tokens,
       cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
       cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
+      reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
     })
     await moves.apply(tx, budgets)
     return moves

@@ -26,7 +26,7 @@ export interface MovedCall {
   endpoint?: string
 }
 
-/** A recorded call's cost moved by `delta`, as the metrics count cost (every call's, plan calls' too). */
+/** A recorded call's cost moved by `delta` (and its tokens by `tokens`), as the metrics count them (every call's, plan calls' too). */
 export interface MovedCost {
   provider: string
   model: string
@@ -34,13 +34,19 @@ export interface MovedCost {
   agent: string
   tenant: string
   delta: number
+  /** What its token counts moved by (a background response's estimate replaced by its real usage); absent when only its cost moved. */
+  tokens?: TokenChange
 }
 
 const costsMoved = listenersPerOwner<readonly MovedCost[]>()
 
-/** Runs `fn` with the cost moves of each committed transaction of `ledger` (re-pricing, background responses); returns the unsubscribe. */
+/** Runs `fn` with the cost (and token) moves of each committed transaction of `ledger` (re-pricing, background responses); returns the unsubscribe. */
 export function onCostMoved(ledger: object, fn: (moves: readonly MovedCost[]) => void): () => void {
   return costsMoved.on(ledger, fn)
+}
+
+function movesTokens(tokens: TokenChange | undefined): boolean {
+  return tokens !== undefined && Object.values(tokens).some((n) => n !== 0 && n !== undefined)
 }
 
 /** What the rollups move by when call `r` costs `delta` more (and has `tokens` more): its groupings and the difference. */
@@ -72,7 +78,7 @@ export class CostMoves {
   readonly spend: CostAdjustment[] = []
   /** Every call changed, for its revision (../ledger/revisions.ts). */
   private readonly ids: number[] = []
-  /** Every cost that moved, for the metrics (onCostMoved). */
+  /** Every cost (and token count) that moved, for the metrics (onCostMoved). */
   private readonly costs: MovedCost[] = []
 
   /** `folded`: the last call id the rollups include (`foldedUpTo`). */
@@ -88,7 +94,9 @@ export class CostMoves {
   add(r: MovedCall, delta: number, tokens?: TokenChange): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
-    if (delta !== 0) this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, delta })
+    if (delta !== 0 || movesTokens(tokens)) {
+      this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, delta, tokens })
+    }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
     if (r.billing !== 'subscription' && delta !== 0) {
       this.spend.push({

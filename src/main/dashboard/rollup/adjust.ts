@@ -4,8 +4,11 @@ import { eachSessionRow } from './report-sessions'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
 
-/** Token counts a call's row moved by (a background response's estimate replaced by its real usage). */
-export type TokenChange = Partial<Record<'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens', number>>
+/**
+ * Token counts a call's row moved by (a background response's estimate replaced by its real usage).
+ * The rollups sum no reasoning tokens (adjustRollups ignores them); the metrics' token counters do.
+ */
+export type TokenChange = Partial<Record<'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'reasoning_tokens', number>>
 
 /** A call whose cost changed by `delta` (re-priced; and its tokens by `tokens`, when they changed), with what the rollups group it by. */
 export type CostChange = Pick<
