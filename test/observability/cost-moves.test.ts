@@ -4,7 +4,7 @@ import { chatAnswer } from '../pricing/support'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { otlpSum, startMetricsCollector } from './support'
+import { otlpSum, startCollector } from './support'
 
 /**
  * A recorded call's cost that moves later (re-pricing; a background response's real usage goes
@@ -18,7 +18,7 @@ const KEY = 'sk-test-moves-aaaaaaaaaaaa'
 
 let upstream: MockUpstream
 let t: TestServer
-let collector: Awaited<ReturnType<typeof startMetricsCollector>>
+let collector: Awaited<ReturnType<typeof startCollector>>
 
 /** Prometheus: the value of `name` for MODEL (0 when it has no sample). */
 async function prom(name: string): Promise<number> {
@@ -28,7 +28,7 @@ async function prom(name: string): Promise<number> {
 }
 
 /** OTLP: the cumulative sum of `name` for MODEL in the latest export that has it. */
-const otlp = (name: string) => otlpSum(collector.bodies, name, { 'gen_ai.request.model': MODEL })
+const otlp = (name: string) => otlpSum(collector.metrics, name, { 'gen_ai.request.model': MODEL })
 
 const near = (a: number | null, b: number) => a !== null && Math.abs(a - b) <= 1e-9
 
@@ -39,7 +39,7 @@ async function stored(): Promise<number> {
 
 beforeAll(async () => {
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
-  collector = await startMetricsCollector()
+  collector = await startCollector()
   t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false } }, upstream.url)
 })
 afterAll(async () => {

@@ -97,9 +97,9 @@ describe('GET /metrics after a run of fixture calls', () => {
     expect(series(samples, 'burnrate_tokens_total', ['type']).get('cache_write')).toBe(418 + 1165)
   })
 
-  it('adds cost in US dollars exactly as the ledger recorded it, per provider, model, agent and tenant', () => {
-    const expected = sumBy(rows, (r) => [r.provider, r.model, r.agent, r.tenant].join('|'), (r) => r.cost_usd)
-    expectSameMap(series(samples, 'burnrate_cost_usd_total', ['provider', 'model', 'agent', 'tenant']), expected)
+  it('adds cost in US dollars exactly as the ledger recorded it, per provider, model, agent, tenant and billing', () => {
+    const expected = sumBy(rows, (r) => [r.provider, r.model, r.agent, r.tenant, r.billing].join('|'), (r) => r.cost_usd)
+    expectSameMap(series(samples, 'burnrate_cost_usd_total', ['provider', 'model', 'agent', 'tenant', 'billing']), expected)
     const total = rows.reduce((s, r) => s + r.cost_usd, 0)
     expect(total).toBeGreaterThan(0)
   })

@@ -108,13 +108,13 @@ describe('OTLP export to a loopback collector', () => {
     expect(spans).toHaveLength(rows.length)
     const key = (x: Record<string, any>) =>
       [
-        x.provider, x.model, x.status, x.input, x.output, x.cacheRead, x.cacheWrite, x.reasoning, x.cost, x.start, x.session, x.agent, x.tenant,
+        x.provider, x.model, x.status, x.input, x.output, x.cacheRead, x.cacheWrite, x.reasoning, x.cost, x.start, x.session, x.agent, x.tenant, x.billing,
       ].join('|')
     const fromRows = rows.map((r) =>
       key({
         provider: PROVIDER[r.provider], model: r.model, status: r.status, input: r.input_tokens, output: r.output_tokens,
         cacheRead: r.cache_read_tokens, cacheWrite: r.cache_write_tokens, reasoning: r.reasoning_tokens, cost: r.cost_usd,
-        start: r.ts, session: r.session, agent: r.agent || undefined, tenant: r.tenant || undefined,
+        start: r.ts, session: r.session, agent: r.agent || undefined, tenant: r.tenant || undefined, billing: r.billing,
       }),
     )
     const fromSpans = spans.map((s) =>
@@ -124,6 +124,7 @@ describe('OTLP export to a loopback collector', () => {
         cacheRead: s.attributes['gen_ai.usage.cache_read.input_tokens'], cacheWrite: s.attributes['gen_ai.usage.cache_creation.input_tokens'],
         reasoning: s.attributes['gen_ai.usage.reasoning.output_tokens'], cost: s.attributes['gen_ai.usage.cost'],
         start: s.start, session: s.attributes['gen_ai.conversation.id'], agent: s.attributes['gen_ai.agent.name'], tenant: s.attributes['burnrate.tenant'],
+        billing: s.attributes['burnrate.billing'],
       }),
     )
     expect(fromSpans.sort()).toEqual(fromRows.sort())
@@ -151,8 +152,8 @@ describe('OTLP export to a loopback collector', () => {
     }, 15_000)
     const cost = points(last, 'gen_ai.usage.cost')
     expectSameMap(
-      sumBy(cost, (p) => `${p.attributes['gen_ai.provider.name']}|${p.attributes['gen_ai.request.model']}|${p.attributes['gen_ai.agent.name']}|${p.attributes['burnrate.tenant']}`, (p) => p.value),
-      sumBy(rows, (r) => `${PROVIDER[r.provider]}|${r.model}|${r.agent}|${r.tenant}`, (r) => r.cost_usd),
+      sumBy(cost, (p) => `${p.attributes['gen_ai.provider.name']}|${p.attributes['gen_ai.request.model']}|${p.attributes['gen_ai.agent.name']}|${p.attributes['burnrate.tenant']}|${p.attributes['burnrate.billing']}`, (p) => p.value),
+      sumBy(rows, (r) => `${PROVIDER[r.provider]}|${r.model}|${r.agent}|${r.tenant}|${r.billing}`, (r) => r.cost_usd),
     )
     const tokens = points(last, 'gen_ai.client.token.usage')
     for (const [type, column] of [['input', 'input_tokens'], ['output', 'output_tokens']] as const) {

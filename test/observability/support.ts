@@ -88,17 +88,20 @@ export function expectSameMap(actual: Map<string, number>, expected: Map<string,
   for (const [k, v] of expected) expect(actual.get(k), k).toBe(v)
 }
 
-/** A loopback OTLP/HTTP (JSON) collector that keeps the metric exports it is sent. */
-export async function startMetricsCollector(): Promise<{ url: string; bodies: any[]; close(): Promise<void> }> {
-  const bodies: any[] = []
+/** A loopback OTLP/HTTP (JSON) collector that keeps the metric and span exports it is sent. */
+export async function startCollector(): Promise<{ url: string; metrics: any[]; traces: any[]; close(): Promise<void> }> {
+  const metrics: any[] = []
+  const traces: any[] = []
   const server = http.createServer(async (req, res) => {
     const parts: Buffer[] = []
     for await (const c of req) parts.push(c as Buffer)
-    if (req.url === '/v1/metrics') bodies.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    const body = JSON.parse(Buffer.concat(parts).toString('utf8'))
+    if (req.url === '/v1/metrics') metrics.push(body)
+    else if (req.url === '/v1/traces') traces.push(body)
     res.writeHead(200, { 'content-type': 'application/json' }).end('{}')
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, bodies, close: () => new Promise<void>((r) => server.close(() => r())) }
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, metrics, traces, close: () => new Promise<void>((r) => server.close(() => r())) }
 }
 
 /** OTLP: the cumulative sum of counter `name` over its points with the string attributes `attrs`, in the latest export that has any (null: none has). */

@@ -3,7 +3,7 @@ import { type Answers, MODEL, OUTPUT, USAGE, backgroundBody, backgroundResponder
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { otlpSum, startMetricsCollector } from './support'
+import { otlpSum, startCollector } from './support'
 
 /**
  * A background response's call is recorded with estimated tokens (its answer was `queued`) and
@@ -24,13 +24,13 @@ const TYPES = [
 type Type = (typeof TYPES)[number][0]
 
 let upstream: MockUpstream
-let collector: Awaited<ReturnType<typeof startMetricsCollector>>
+let collector: Awaited<ReturnType<typeof startCollector>>
 let t: TestServer
 const answers: Answers = new Map()
 
 beforeAll(async () => {
   upstream = await startMockUpstream(backgroundResponder(answers))
-  collector = await startMetricsCollector()
+  collector = await startCollector()
   t = await startTestServer({ timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false } }, upstream.url)
 })
 afterAll(async () => {
@@ -57,7 +57,7 @@ function otlpTokens(): Record<Type, number> {
   const out = {} as Record<Type, number>
   for (const [type] of TYPES) {
     const attrs = { 'gen_ai.request.model': MODEL, 'burnrate.token.type': type }
-    out[type] = (otlpSum(collector.bodies, 'burnrate.tokens', attrs) ?? 0) - (otlpSum(collector.bodies, 'burnrate.tokens.reductions', attrs) ?? 0)
+    out[type] = (otlpSum(collector.metrics, 'burnrate.tokens', attrs) ?? 0) - (otlpSum(collector.metrics, 'burnrate.tokens.reductions', attrs) ?? 0)
   }
   return out
 }
@@ -98,6 +98,6 @@ describe('the token counters follow a background response that takes its real us
     expect(await prom('burnrate_token_reductions_total', 'input')).toBeGreaterThan(0)
     expect(await promTokens()).toEqual(after)
     await eventually(() => JSON.stringify(otlpTokens()) === JSON.stringify(after), 10_000)
-    expect(otlpSum(collector.bodies, 'burnrate.tokens.reductions', { 'gen_ai.request.model': MODEL, 'burnrate.token.type': 'input' })).toBeGreaterThan(0)
+    expect(otlpSum(collector.metrics, 'burnrate.tokens.reductions', { 'gen_ai.request.model': MODEL, 'burnrate.token.type': 'input' })).toBeGreaterThan(0)
   })
 })

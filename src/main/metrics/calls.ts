@@ -1,7 +1,8 @@
 import { Counter, Histogram, type Registry } from 'prom-client'
+import type { CallBilling } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { MovedCost } from '../pricing/moves'
-import { BoundedLabel } from './labels'
+import { BoundedLabel, billingLabel } from './labels'
 
 /** Seconds a whole call takes, as the client sees it: LLM calls run from ~0.1 s to minutes. */
 export const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640]
@@ -85,14 +86,14 @@ export class CallMetrics {
     })
     this.cost = new Counter({
       name: 'burnrate_cost_usd_total',
-      help: 'Cost of the proxied calls in US dollars, as recorded in the ledger (never rounded), plus what they cost more when re-priced or settled later.',
-      labelNames: ['provider', 'model', 'agent', 'tenant'],
+      help: 'Cost of the proxied calls in US dollars, as recorded in the ledger (never rounded), plus what they cost more when re-priced or settled later; billing="subscription" is plan usage at its API-equivalent value, not spend.',
+      labelNames: ['provider', 'model', 'agent', 'tenant', 'billing'],
       registers,
     })
     this.reductions = new Counter({
       name: 'burnrate_cost_reductions_usd_total',
-      help: 'How much recorded calls cost less after they were recorded (re-priced lower), in US dollars: spend is burnrate_cost_usd_total minus this.',
-      labelNames: ['provider', 'model', 'agent', 'tenant'],
+      help: 'How much recorded calls cost less after they were recorded (re-priced lower), in US dollars: spend is burnrate_cost_usd_total minus this (both billing="api").',
+      labelNames: ['provider', 'model', 'agent', 'tenant', 'billing'],
       registers,
     })
     this.unpriced = new Counter({
@@ -138,7 +139,7 @@ export class CallMetrics {
     for (const m of moves) {
       try {
         const model = this.model.value(m.model)
-        const labels = [m.provider, model, this.agent.value(m.agent), this.tenant.value(m.tenant)] as const
+        const labels = [m.provider, model, this.agent.value(m.agent), this.tenant.value(m.tenant), billingLabel(m.billing)] as const
         if (m.delta > 0) this.costSeriesOf(...labels).inc(m.delta)
         else if (m.delta < 0) this.reductions.labels(...labels).inc(-m.delta)
         if (m.tokens) this.tokensMoved(m.provider, model, m.tokens)
@@ -171,11 +172,11 @@ export class CallMetrics {
     return m
   }
 
-  private costSeriesOf(provider: string, model: string, agent: string, tenant: string): Counter.Internal {
-    const ckey = `${provider}\n${model}\n${agent}\n${tenant}`
+  private costSeriesOf(provider: string, model: string, agent: string, tenant: string, billing: CallBilling): Counter.Internal {
+    const ckey = `${provider}\n${model}\n${agent}\n${tenant}\n${billing}`
     let cost = this.costSeries.get(ckey)
     if (!cost) {
-      cost = this.cost.labels(provider, model, agent, tenant)
+      cost = this.cost.labels(provider, model, agent, tenant, billing)
       this.costSeries.set(ckey, cost)
     }
     return cost
@@ -244,7 +245,7 @@ export class CallMetrics {
     if (c.estimated) sums[ESTIMATED]++
 
     // inc(0) still creates the series, so a provider's calls show with their $0.
-    this.costSeriesOf(c.provider, model, agent, this.tenant.value(c.tenant)).inc(c.cost_usd)
+    this.costSeriesOf(c.provider, model, agent, this.tenant.value(c.tenant), billingLabel(c.billing)).inc(c.cost_usd)
 
     if (c.status === 429 && c.error) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
   }

@@ -1,3 +1,5 @@
+import type { CallBilling } from '../../shared/api'
+
 /** Label values Burnrate puts on a series that come from clients (model, agent, tenant). */
 export const OTHER = 'other'
 
@@ -22,4 +24,9 @@ export class BoundedLabel {
     this.seen.add(v)
     return v
   }
+}
+
+/** A call's `billing` as a label value: two values only (a record without one is `api`, as the ledger stores it). */
+export function billingLabel(billing: CallBilling | undefined): CallBilling {
+  return billing === 'subscription' ? 'subscription' : 'api'
 }

@@ -5,10 +5,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
 import { type ReadableSpan, type SpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace'
-import type { OtelHealth } from '../../shared/api'
+import type { CallBilling, OtelHealth } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { MovedCost } from '../pricing/moves'
-import { BoundedLabel } from '../metrics/labels'
+import { BoundedLabel, billingLabel } from '../metrics/labels'
 import { BURNRATE, ERROR_TYPE, GEN_AI, errorType, operationName, providerName, spanAttributes, spanName } from './semconv'
 
 export interface OtelOptions {
@@ -170,7 +170,7 @@ export class OtelPipeline {
     for (const m of moves) {
       try {
         const base = this.callAttributes(m.endpoint, m.provider, m.model)
-        const attributes = this.costAttributes(base, m.agent, m.tenant)
+        const attributes = this.costAttributes(base, m.agent, m.tenant, m.billing)
         if (m.delta > 0) ins.cost.add(m.delta, attributes)
         else if (m.delta < 0) ins.costReductions.add(-m.delta, attributes)
         const t = m.tokens
@@ -222,9 +222,9 @@ export class OtelPipeline {
     return { [GEN_AI.operation]: operationName(endpoint), [GEN_AI.provider]: providerName(provider), [GEN_AI.requestModel]: this.model.value(model) }
   }
 
-  /** What a call's cost is counted under (and every later move of it): with its agent and tenant. */
-  private costAttributes(base: Attributes, agent: string, tenant: string): Attributes {
-    return { ...base, [GEN_AI.agent]: this.agent.value(agent), [BURNRATE.tenant]: this.tenant.value(tenant) }
+  /** What a call's cost is counted under (and every later move of it): with its agent, tenant and billing (plan value is not spend). */
+  private costAttributes(base: Attributes, agent: string, tenant: string, billing: CallBilling | undefined): Attributes {
+    return { ...base, [GEN_AI.agent]: this.agent.value(agent), [BURNRATE.tenant]: this.tenant.value(tenant), [BURNRATE.billing]: billingLabel(billing) }
   }
 
   private record(c: CallRecord, tokenSums: Map<string, { attributes: Attributes; sums: number[] }>): void {
@@ -235,7 +235,7 @@ export class OtelPipeline {
     ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
     const err = errorType(c)
     ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
-    ins.cost.add(c.cost_usd, this.costAttributes(base, c.agent, c.tenant))
+    ins.cost.add(c.cost_usd, this.costAttributes(base, c.agent, c.tenant, c.billing))
     const key = `${base[GEN_AI.operation]}\n${base[GEN_AI.provider]}\n${base[GEN_AI.requestModel]}`
     let t = tokenSums.get(key)
     if (!t) {

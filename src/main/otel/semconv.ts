@@ -1,5 +1,6 @@
 import type { Attributes } from '@opentelemetry/api'
 import type { CallRecord } from '../ledger/record'
+import { billingLabel } from '../metrics/labels'
 
 /**
  * The OpenTelemetry GenAI semantic conventions as Burnrate uses them (names as in
@@ -37,6 +38,8 @@ export const HTTP_STATUS = 'http.response.status_code'
 /** Burnrate's own attributes, for what the conventions have no name for. */
 export const BURNRATE = {
   tenant: 'burnrate.tenant',
+  /** `api` (money) or `subscription` (a plan's call: its cost is an API-equivalent value, not spend). */
+  billing: 'burnrate.billing',
   endpoint: 'burnrate.endpoint',
   priced: 'burnrate.priced',
   estimated: 'burnrate.estimated',
@@ -115,6 +118,7 @@ export function spanAttributes(call: CallRecord): Attributes {
     [BURNRATE.endpoint]: call.endpoint,
     [BURNRATE.priced]: call.priced,
     [BURNRATE.estimated]: call.estimated,
+    [BURNRATE.billing]: billingLabel(call.billing),
   }
   if (call.status < 400) a[GEN_AI.responseModel] = call.model
   if (call.session) a[GEN_AI.conversation] = call.session

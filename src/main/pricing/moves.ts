@@ -33,6 +33,8 @@ export interface MovedCost {
   endpoint: string
   agent: string
   tenant: string
+  /** Money (`api`) or a plan's API-equivalent value (`subscription`): the cost counters keep them apart. */
+  billing: CallBilling
   delta: number
   /** What its token counts moved by (a background response's estimate replaced by its real usage); absent when only its cost moved. */
   tokens?: TokenChange
@@ -95,7 +97,7 @@ export class CostMoves {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
     if (delta !== 0 || movesTokens(tokens)) {
-      this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, delta, tokens })
+      this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
     }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
     if (r.billing !== 'subscription' && delta !== 0) {
