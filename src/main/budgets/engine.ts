@@ -3,7 +3,7 @@ import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, alertOf, levelOf, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
-import { KeyRegistry, type KeyCount, learnPatterns } from './key-registry'
+import { KeyRegistry, type KeyCount } from './key-registry'
 import type { AdmissionRow, FeedRow } from './feed/publish'
 import { Meter, type PeriodState } from './meter'
 import { RuleIndex, type Rule } from './rules'
@@ -291,7 +291,7 @@ export class BudgetEngine implements BudgetMeters {
       const s = this.keys.state(hash, hint)
       if (hint) s.hint = hint
       // The rule patterns the sender saw the raw key match (this instance may never see it).
-      learnPatterns(s, known)
+      this.keys.learn(s, known)
       this.keys.count(s, last, tenant, calls, now)
       if (this.index.empty) continue
       const scope: Scope = { provider, model, requested, agent, tenant }
@@ -313,7 +313,7 @@ export class BudgetEngine implements BudgetMeters {
     for (const [hash, provider, model, agent, tenant, n, known] of rows) {
       if (typeof hash !== 'string' || !(n > 0)) continue
       const s = this.keys.state(hash, '')
-      learnPatterns(s, known)
+      this.keys.learn(s, known)
       this.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
     }
   }
@@ -380,6 +380,16 @@ export class BudgetEngine implements BudgetMeters {
       }
       if (c.delta > 0) this.announce(s, touched, c.session, now)
     }
+  }
+
+  /**
+   * Keeps the prefix patterns each key is seen to match (`save`) and knows again those kept before
+   * this start (`kept`): a key's spend is listed, alerted and exported under its rules after a
+   * restart, before its next call brings the raw key (./key-patterns.ts).
+   */
+  keepPatterns(kept: Iterable<{ api_key_hash: string; pattern: string }>, save: (hash: string, patterns: readonly string[]) => void): void {
+    this.keys.remember(kept)
+    this.keys.onLearnt = save
   }
 
   /** Seeds the key registry with this month's keys from the database (at start-up). */

@@ -7,6 +7,7 @@ import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { BudgetEngine, type CostModel, type KeyCount } from './engine'
 import { CallHistory, expectedUsd } from './expected'
+import { KeyPatternStore } from './key-patterns'
 import type { SharedCallFeed } from './feed/listen'
 import { budgetGate, sharedBudgetGate } from './gate'
 import { LocalHistory } from './local-history'
@@ -99,6 +100,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).
   engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])
+  // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
+  const patterns = new KeyPatternStore(ctx.db)
+  engine.keepPatterns(patterns.all(), patterns.add)
+  ctx.onClose(() => patterns.flush())
   const e = engine
   const r = ctx.config.runaway
   const runaway = new RunawayDetector({

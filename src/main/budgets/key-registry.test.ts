@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
 import { keyHint } from '../proxy/attribution'
 import { PeriodClock } from '../time/zone'
-import { KeyRegistry, learnPatterns } from './key-registry'
+import { KeyRegistry } from './key-registry'
 import { type Rule, RuleIndex } from './rules'
 
 function rule(pattern: string): Rule {
@@ -48,10 +48,29 @@ describe('KeyRegistry', () => {
   it('learns the patterns another instance saw, ignoring what is not a string', () => {
     const keys = new KeyRegistry(new PeriodClock('UTC', 1))
     const s = keys.state(sha(key), '')
-    learnPatterns(s, ['sk-dev-*', 3, null])
-    learnPatterns(s, 'sk-*')
+    keys.learn(s, ['sk-dev-*', 3, null])
+    keys.learn(s, 'sk-*')
     expect(keys.patterns(s)).toEqual(['sk-dev-*'])
     expect(keys.matches(new RuleIndex([], [dev]), dev, s, false)).toBe(true)
+  })
+
+  it('tells each pattern a key is seen to match once, and knows those kept from before a restart', () => {
+    const told: [string, readonly string[]][] = []
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    keys.onLearnt = (hash, patterns) => told.push([hash, patterns])
+    const index = new RuleIndex([], [dev])
+    keys.resolve(index, keys.state(sha(key), keyHint(key)), key)
+    keys.learn(keys.state(sha(key), ''), ['sk-dev-*', 'sk-*'])
+    expect(told).toEqual([[sha(key), ['sk-dev-*']], [sha(key), ['sk-*']]])
+
+    // After a restart: known by hash under the kept pattern, before (or after) its state exists; not told again.
+    const again = new KeyRegistry(new PeriodClock('UTC', 1))
+    again.onLearnt = (hash, patterns) => told.push([hash, patterns])
+    again.remember([{ api_key_hash: sha(key), pattern: 'sk-dev-*' }])
+    const s = again.state(sha(key), keyHint(key))
+    expect(again.matches(index, dev, s, false)).toBe(true)
+    again.resolve(index, s, key)
+    expect(told).toHaveLength(2)
   })
 
   it('counts requests in the month of `now`, and the tenant of the latest call', () => {

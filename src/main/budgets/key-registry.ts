@@ -17,21 +17,22 @@ export interface KeyCount {
 
 const NO_PATTERNS: readonly string[] = []
 
-/** Patterns another instance saw the key match (it had the raw key; this one may never see it). */
-export function learnPatterns(s: KeyState, known: unknown): void {
-  if (Array.isArray(known)) for (const p of known) if (typeof p === 'string') s.known.add(p)
-}
-
 /**
  * The API keys the budget engine has seen, by hash (the raw key is never kept): each key's
  * requests this month, its tenant and last call (the API keys listing), and which rules' key
  * patterns it matches. A rule's pattern is matched against the raw key when a call brings it;
  * a key known only by hash (after a restart, or seen by another instance) is matched by the
- * prefix patterns it was seen to match, or by hash for an exact pattern.
+ * prefix patterns it was seen to match, or by hash for an exact pattern. Those patterns outlive a
+ * restart: each one a key is seen to match for the first time goes to `onLearnt` (kept in the
+ * data folder's file, ./key-patterns.ts) and comes back through `remember`.
  */
 export class KeyRegistry {
   private readonly byHash = new Map<string, KeyState>()
   private readonly exactHashes = new WeakMap<Rule, string>()
+  /** Patterns kept from before this start, for keys not in `byHash` yet. */
+  private readonly remembered = new Map<string, string[]>()
+  /** Told each pattern a key is seen to match for the first time (to keep it across a restart). */
+  onLearnt: ((hash: string, patterns: readonly string[]) => void) | null = null
 
   constructor(private readonly clock: PeriodClock) {}
 
@@ -43,17 +44,49 @@ export class KeyRegistry {
   state(hash: string, hint: string): KeyState {
     let s = this.byHash.get(hash)
     if (!s) {
-      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set() }
+      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set(this.remembered.get(hash)) }
+      this.remembered.delete(hash)
       this.byHash.set(hash, s)
     }
     return s
+  }
+
+  /** Patterns keys were seen to match before this start (kept by `onLearnt`): known again, not told again. */
+  remember(rows: Iterable<{ api_key_hash: string; pattern: string }>): void {
+    for (const r of rows) {
+      const s = this.byHash.get(r.api_key_hash)
+      if (s) s.known.add(r.pattern)
+      else {
+        const list = this.remembered.get(r.api_key_hash)
+        if (list) list.push(r.pattern)
+        else this.remembered.set(r.api_key_hash, [r.pattern])
+      }
+    }
+  }
+
+  /** Patterns the key is seen to match (with its raw key here, or by another instance that had it); new ones go to `onLearnt`. */
+  learn(s: KeyState, patterns: unknown): void {
+    if (!Array.isArray(patterns)) return
+    let fresh: string[] | null = null
+    for (const p of patterns) {
+      if (typeof p !== 'string' || s.known.has(p)) continue
+      s.known.add(p)
+      ;(fresh ??= []).push(p)
+    }
+    if (fresh && this.onLearnt) {
+      try {
+        this.onLearnt(s.hash, fresh)
+      } catch {
+        // keeping them is best effort: they are learnt again from the key's next call
+      }
+    }
   }
 
   /** The rules for a call's key, resolved with its raw key and remembered under the key's hash. */
   resolve(index: RuleIndex, s: KeyState, key: string): Rule[] {
     if (s.gen !== index.generation) {
       s.candidates = index.candidates(key)
-      for (const p of index.matchingPrefixes(key)) s.known.add(p)
+      this.learn(s, index.matchingPrefixes(key))
       s.gen = index.generation
     }
     return s.candidates

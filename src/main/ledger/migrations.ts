@@ -288,6 +288,18 @@ export const MIGRATIONS: Migration[] = [
       repairDimMoney(db)
     },
   },
+  {
+    version: 22,
+    description: 'the budget rule patterns each API key (by hash) was seen to match, so its spend is listed and alerted under its rules after a restart',
+    up: (db) => {
+      // This machine's own bookkeeping (on PostgreSQL too: the data folder's file). Patterns only, never a key.
+      db.exec(`CREATE TABLE IF NOT EXISTS key_patterns (
+        api_key_hash TEXT NOT NULL,
+        pattern TEXT NOT NULL,
+        PRIMARY KEY (api_key_hash, pattern)
+      ) WITHOUT ROWID`)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
