@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson } from '../budgets/support'
@@ -7,31 +5,12 @@ import { getJson } from '../dashboard/seed'
 import { eventually } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-
-/** A webhook receiver on loopback: records every POST; `failFirst` answers 500 to that many first. */
-async function receiver(failFirst = 0) {
-  const got: { path: string; body: any }[] = []
-  let failures = failFirst
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    if (failures > 0) {
-      failures--
-      res.writeHead(500).end('try later')
-      return
-    }
-    got.push({ path: req.url ?? '', body: JSON.parse(Buffer.concat(parts).toString('utf8')) })
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, got, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
+import { type Receiver, receiver } from './support'
 
 let upstream: MockUpstream
 let t: TestServer
-let json: Awaited<ReturnType<typeof receiver>>
-let slack: Awaited<ReturnType<typeof receiver>>
+let json: Receiver
+let slack: Receiver
 
 beforeAll(async () => {
   upstream = await startMockUpstream()

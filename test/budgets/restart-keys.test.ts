@@ -1,7 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { ADMIN_CONFIG } from '../admin/support'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { type Receiver, receiver } from '../alerts/support'
 import { getJson } from '../dashboard/seed'
+import { chatAnswer } from '../pricing/support'
+import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
@@ -9,11 +12,15 @@ import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
 // The raw key is never stored, so which prefix rules a key matches is learnt from its calls: it
 // must survive a restart, or the key's spend is shown (and alerted) as nothing until its next call.
 
+const UNPRICED = 'gpt-6.1-sol' // unknown to the bundled prices: recorded at $0 until re-priced
+
 let upstream: MockUpstream
 let servers: TestServer[] = []
+let hook: Receiver
 beforeAll(async () => {
   upstream = await startMockUpstream()
   replayJson(upstream, NANO_FIXTURE)
+  hook = await receiver()
 })
 afterEach(async () => {
   for (const t of servers) await t.cleanup().catch(() => {})
@@ -21,6 +28,7 @@ afterEach(async () => {
 })
 afterAll(async () => {
   await upstream?.close()
+  await hook?.close()
 })
 
 const listing = async (t: TestServer) => ((await getJson(`${t.url}/api/dashboard/budgets`)).body.rules as any[]).map((r) => [r.rule.api_key_pattern, r.api_key_hash, r.windows[0]?.spent_usd ?? null])
@@ -53,5 +61,36 @@ describe('budgets after a restart, before a key calls again', () => {
     servers.push(t)
     expect(await listing(t)).toEqual(before)
     expect(t.server.context.budgets!.alerts()).toEqual(alerts)
+  }, 60_000)
+
+  it('a re-price that lifts a key over its thresholds announces them (webhooks)', async () => {
+    const config = {
+      ...ADMIN_CONFIG,
+      timezone: 'UTC',
+      alerts: { webhooks: [{ url: `${hook.url}/reprice`, format: 'json' }], backoff_ms: 20 },
+      budgets: { rules: [{ api_key_pattern: 'sk-rp-*', daily_limit_usd: 10, action: 'warn' }, { api_key_pattern: 'sk-other-*', daily_limit_usd: 1, action: 'warn' }] },
+    }
+    let t = await startTestServer(config, upstream.url)
+    servers.push(t)
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(UNPRICED, 1_000_000, 100_000) }))
+    const key = 'sk-rp-aaaaaaaaaaaa-0001'
+    const call = () => postJson(`${t.url}/v1/chat/completions`, { model: UNPRICED, messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${key}` })
+    // Two calls recorded at $0 (no price yet), then a restart.
+    expect((await call()).status).toBe(200)
+    expect((await call()).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    t = await t.restart()
+    servers.push(t)
+
+    // $3/M input, $12/M output: $4.20 a call, $8.40 of $10: 50% and 80% crossed.
+    expect((await admin(t.url, 'PUT', `/prices/openai/${UNPRICED}`, { body: { input_mtok: 3, output_mtok: 12 } })).status).toBe(200)
+    expect((await admin(t.url, 'POST', `/prices/openai/${UNPRICED}/reprice`)).json()).toMatchObject({ repriced: 2 })
+    await eventually(() => hook.got.length >= 2, 10_000)
+    const got = hook.got
+    expect(got.map((g) => [g.body.rule.api_key_pattern, g.body.api_key_hash, g.body.threshold_pct])).toEqual([
+      ['sk-rp-*', hashKey(key), 0.5],
+      ['sk-rp-*', hashKey(key), 0.8],
+    ])
+    expect(got[1].body.spent_usd).toBeCloseTo(8.4, 12)
   }, 60_000)
 })
