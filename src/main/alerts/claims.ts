@@ -16,7 +16,7 @@ const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
 /**
  * PostgreSQL mode: every instance's meters count every instance's calls (budgets/feed/),
  * so each one sees a threshold crossed. The first to claim it in the database sends its webhook;
- * the others do not. A claim is one row per rule, key, period (its start) and threshold; a rolling
+ * the others do not. A claim is one row per rule, key, period (its start), limit and threshold; a rolling
  * window's may be claimed again REARM_MINUTES after the last. When the database cannot be asked,
  * the alert is sent (twice rather than never).
  */

@@ -28,7 +28,7 @@ export class BudgetAnnouncer {
   /** Month of the alerts in `fired`; a new month starts the set afresh. */
   private firedMonth = 0
   private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
-  /** Thresholds already crossed, by rule, key, period, period start and threshold. */
+  /** Thresholds already crossed, by rule, key, period, period start, limit and threshold. */
   private readonly crossed = new Set<string>()
 
   constructor(private readonly clock: PeriodClock) {}
@@ -119,11 +119,13 @@ export class BudgetAnnouncer {
 
 /**
  * What a level or threshold (`at`) reached by a key under a rule in a period is known by: once per
- * calendar period (its start), once for a rolling window until it re-arms. The same on every
- * instance (alerts/claims.ts claims crossings by it).
+ * calendar period (its start), once for a rolling window until it re-arms. The limit is part of it:
+ * a changed limit has thresholds of its own (a raised limit alerts again), while a reload with the
+ * same limit finds its crossings already there. The same on every instance (alerts/claims.ts
+ * claims crossings by it).
  */
 export function crossingKey(rule: Rule, keyHash: string, p: PeriodState, at: string | number): string {
-  return `${rule.source}\n${rule.api_key_pattern}\n${keyHash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${at}`
+  return `${rule.source}\n${rule.api_key_pattern}\n${keyHash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${p.limit}\n${at}`
 }
 
 export function warningLevel(rule: Rule, p: PeriodState): boolean {
