@@ -86,3 +86,32 @@ describe('threshold alerts and limit changes', () => {
     expect(pctAndLimit(after.seen)).toEqual([[1, 10]])
   })
 })
+
+describe('threshold alerts of rolling windows', () => {
+  const hour = 3600_000
+
+  it('a broader rule\'s window re-arms once its spend has fallen back, though a more specific rule decides the key\'s calls', () => {
+    // sk-team-* decides the key's calls; sk-* (at most $1 in any hour) counts them too.
+    const b = make([
+      rule({ api_key_pattern: 'sk-team-*', daily_limit_usd: 1000 }),
+      rule({ api_key_pattern: 'sk-*', daily_limit_usd: null, window_hours: 1, window_limit_usd: 1 }),
+    ])
+    const seen = () => b.seen.map((e) => `${e.rule.api_key_pattern} ${e.state.period} ${e.pct}`)
+    call(b, 0.95, NOW)
+    expect(seen()).toEqual(['sk-* window 0.5', 'sk-* window 0.8', 'sk-* window 0.9'])
+    // Three hours later the window is empty; $0.60 in it crosses 50% again.
+    call(b, 0.6, NOW + 3 * hour)
+    expect(seen().slice(3)).toEqual(['sk-* window 0.5'])
+    // Within the window, spend still over 50%: not again.
+    call(b, 0.1, NOW + 3 * hour + 60_000)
+    expect(seen()).toHaveLength(4)
+  })
+
+  it('the deciding rule\'s own window re-arms the same way', () => {
+    const b = make([rule({ api_key_pattern: 'sk-team-*', daily_limit_usd: null, window_hours: 1, window_limit_usd: 1 })])
+    call(b, 0.85, NOW)
+    expect(b.seen.map((e) => e.pct)).toEqual([0.5, 0.8])
+    call(b, 0.55, NOW + 2 * hour)
+    expect(b.seen.map((e) => e.pct)).toEqual([0.5, 0.8, 0.5])
+  })
+})

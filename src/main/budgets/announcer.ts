@@ -70,9 +70,23 @@ export class BudgetAnnouncer {
   }
 
   /**
+   * A rolling window's spend falls as time passes: its thresholds the spend is back under are
+   * announced again when next crossed. Called with the spend before a call counts in the meter.
+   */
+  rearm(s: KeyState, m: Meter, now: number): void {
+    const rule = m.rule
+    for (const p of m.periods(now)) {
+      if (p.period !== 'window' || !(p.limit > 0)) continue
+      for (const pct of rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT) {
+        if (p.spent < pct * p.limit) this.crossed.delete(crossingKey(rule, s.hash, p, pct))
+      }
+    }
+  }
+
+  /**
    * Announces each threshold of a rule's limits the first time a key's spend reaches it in a
    * window: once per calendar period; a rolling window re-arms a threshold once its spend has
-   * fallen back under it. `periods`: the meter's, when the caller has them already.
+   * fallen back under it (here, or `rearm`). `periods`: the meter's, when the caller has them already.
    */
   thresholds(s: KeyState, m: Meter, now: number, silent: boolean, periods: readonly PeriodState[] = m.periods(now)): void {
     const rule = m.rule

@@ -142,11 +142,16 @@ export class BudgetEngine implements BudgetMeters {
     return m
   }
 
-  /** Counts a call in the meter of every rule whose patterns it matches; `touched` gets those meters. */
+  /**
+   * Counts a call in the meter of every rule whose patterns it matches; `touched` (a call as it is
+   * recorded, not a reload) gets those meters, their rolling windows' thresholds re-armed first on
+   * the spend before it: whichever rule decided the call (README: Alerts).
+   */
   private account(s: KeyState, scope: Scope, ts: number, cost: number, tokens: number, session: string, last: number, now: number, touched?: Meter[]): void {
     for (const rule of this.index.active()) {
       if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
       const m = this.meter(rule, s.hash)
+      if (touched && rule.window_hours !== null) this.announcer.rearm(s, m, now)
       m.add(ts, cost, session, last, now)
       m.addTokens(tokens, now)
       touched?.push(m)
@@ -193,8 +198,6 @@ export class BudgetEngine implements BudgetMeters {
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
     this.announcer.raise(s, rule, periods)
-    // A rolling window's spend falls as time passes: re-arm its thresholds before this call counts.
-    if (rule.window_hours !== null) this.announcer.thresholds(s, m, now, false, periods)
     const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
@@ -375,6 +378,7 @@ export class BudgetEngine implements BudgetMeters {
       for (const rule of this.index.active()) {
         if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
         const m = this.meter(rule, s.hash)
+        if (c.delta > 0 && rule.window_hours !== null) this.announcer.rearm(s, m, now)
         m.adjust(c.ts, c.delta, c.session, now)
         touched.push(m)
       }
