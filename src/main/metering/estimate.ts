@@ -76,14 +76,23 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
   return { texts, messages }
 }
 
-export async function estimateUsage(model: string, requestBody: unknown, outputText: string): Promise<Usage> {
+/**
+ * A call's usage estimated from its request and the output it streamed: `outputText` counted,
+ * times `outputScale` when the meter kept only a share of a longer output (MeterResult.outputScale).
+ */
+export async function estimateUsage(model: string, requestBody: unknown, outputText: string, outputScale = 1): Promise<Usage> {
   const { texts, messages } = promptParts(requestBody)
   const factor = familyFactor(model)
   const [input, output] = await estimator().count(encodingFor(model), [sampleOfJoined(texts), sampleOf(outputText)])
   const u = emptyUsage()
   u.input_tokens = (input ? Math.ceil(input * factor) : 0) + (messages ? messages * 3 + 3 : 0)
-  u.output_tokens = output ? Math.ceil(output * factor) : 0
+  u.output_tokens = output ? Math.ceil(output * factor * scaleOf(outputScale)) : 0
   return u
+}
+
+/** A share's scale as given, or 1 when it is not a real one (undefined, NaN, below 1). */
+function scaleOf(scale: number): number {
+  return Number.isFinite(scale) && scale > 1 ? scale : 1
 }
 
 /**
@@ -94,5 +103,5 @@ export async function estimateUsage(model: string, requestBody: unknown, outputT
 export async function estimateOutputTokens(model: string, outputText: string, scale = 1): Promise<number> {
   if (!outputText) return 0
   const [output] = await estimator().count(encodingFor(model), [sampleOf(outputText)])
-  return output ? Math.ceil(output * familyFactor(model) * (Number.isFinite(scale) && scale > 1 ? scale : 1)) : 0
+  return output ? Math.ceil(output * familyFactor(model) * scaleOf(scale)) : 0
 }

@@ -7,6 +7,7 @@ describe('OutputText', () => {
     for (const s of ['a', 'bc', '', 'déf']) t.push(s)
     expect(t.join('')).toBe('abcdéf')
     expect(t.dropped).toBe(0)
+    expect(t.scale).toBeUndefined()
   })
 
   it('keeps at most MAX_CHARS characters and counts the rest', () => {
@@ -17,6 +18,8 @@ describe('OutputText', () => {
       for (let i = 0; i < 10_000; i++) t.push('xyz')
       expect(t.join('')).toBe('xyzxyzxyzx')
       expect(t.dropped).toBe(30_000 - 10)
+      // The whole text was this many times the part kept: the estimate is scaled by it.
+      expect(t.scale).toBe(30_000 / 10)
     } finally {
       OutputText.MAX_CHARS = old
     }

@@ -1,8 +1,11 @@
 /**
  * The text of a response that carries no usage, kept for estimating its tokens. A response
  * can be of any size (a runaway or hostile stream of hundreds of MB), so only the first
- * `MAX_CHARS` characters are kept (2M characters is ~500k tokens, more than any model emits
- * in one response), and small pieces are joined as they come, so memory stays flat.
+ * `MAX_CHARS` characters are kept (2M characters of prose is ~500k tokens, more than any model
+ * emits in one response; degenerate output, a run of `=`, can be longer), and small pieces are
+ * joined as they come, so memory stays flat. The rest is only counted: `scale` says how much
+ * longer the whole text was than the part kept, so the estimate extrapolates to the whole
+ * rather than stopping at the bound.
  * Drop-in for the `string[]` the meters used: `push` and `join`.
  */
 export class OutputText {
@@ -22,6 +25,11 @@ export class OutputText {
     this.parts.push(text)
     this.size += text.length
     if (this.parts.length >= 4096) this.parts = [this.parts.join('')]
+  }
+
+  /** The whole text's length over the kept part's (MeterResult.outputScale), or undefined when nothing was dropped. */
+  get scale(): number | undefined {
+    return this.dropped > 0 && this.size > 0 ? (this.size + this.dropped) / this.size : undefined
   }
 
   join(sep = ''): string {

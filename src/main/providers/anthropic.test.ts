@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { fixture, fixtureFiles } from '../../../test/support/fixtures'
+import { OutputText } from '../metering/output-text'
 import { SseParser } from '../metering/sse'
 import { AnthropicMeter, anthropicUsage, inspectAnthropic, mayBeMessageEvent } from './anthropic'
 import type { MeterResult } from './types'
@@ -125,6 +126,21 @@ describe('Anthropic stream metering parses only the events that can change the r
     ])
     expect(r.usage).toBeNull()
     expect(r.outputText).toBe('Hello there\n')
+    expect(r.outputScale).toBeUndefined()
+  })
+
+  it('a stream without usage longer than the text kept for its estimate says by how much to scale it', () => {
+    const old = OutputText.MAX_CHARS
+    OutputText.MAX_CHARS = 1000
+    try {
+      const delta = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'y'.repeat(700) } })
+      const r = meterOf(Array.from({ length: 10 }, () => ['content_block_delta', delta] as [string, string]))
+      expect(r.usage).toBeNull()
+      expect(r.outputText).toBe('y'.repeat(1000))
+      expect(r.outputScale).toBe(7000 / 1000)
+    } finally {
+      OutputText.MAX_CHARS = old
+    }
   })
 
   it('a stream cut before its last message_delta: prompt counts exact, the streamed text kept for the output estimate', () => {
@@ -161,6 +177,24 @@ describe('Anthropic stream metering parses only the events that can change the r
     const kept = Math.floor(1_000_000 / delta.length)
     expect(r.outputText).toBe(piece.repeat(kept))
     expect(r.outputScale).toBeCloseTo(300 / kept, 12)
+  })
+
+  it('a cut stream whose kept events hold more text than is kept for the estimate scales by both shares', () => {
+    const old = OutputText.MAX_CHARS
+    OutputText.MAX_CHARS = 1000
+    try {
+      const piece = 'x'.repeat(10_000)
+      const delta = JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: piece } })
+      const m = new AnthropicMeter()
+      m.event('message_start', start)
+      for (let i = 0; i < 300; i++) m.event('content_block_delta', delta)
+      const r = m.result()
+      expect(r.outputText).toBe('x'.repeat(1000))
+      // 300 pieces of 10,000 characters streamed; 1,000 characters kept.
+      expect(r.outputScale).toBeCloseTo((300 * 10_000) / 1000, 9)
+    } finally {
+      OutputText.MAX_CHARS = old
+    }
   })
 
   it('a whole stream is final: no estimate', () => {

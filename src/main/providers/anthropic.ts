@@ -229,7 +229,7 @@ export class AnthropicMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), complete: this.complete }
+    if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: this.complete }
     const usage = normalise(this.iterations ? withTopLevel(this.iterations, this.raw) : this.raw)
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete, error: this.error }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
@@ -245,7 +245,10 @@ export class AnthropicMeter implements Meter {
       if (t !== undefined) this.text.push(t)
     }
     this.pending = []
-    const outputScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : undefined
+    // Two shares may be kept: of the events (by size), then of their text (OutputText's bound).
+    const eventScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : 1
+    const scale = eventScale * (this.text.scale ?? 1)
+    const outputScale = scale > 1 ? scale : undefined
     return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale, error: this.error }
   }
 }

@@ -199,7 +199,8 @@ class ConverseMeter implements Meter {
   }
 
   result(): MeterResult {
-    return { usage: this.usage, complete: this.complete, outputText: this.usage ? undefined : this.text.join('') }
+    if (this.usage) return { usage: this.usage, complete: this.complete }
+    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale }
   }
 }
 

@@ -182,7 +182,11 @@ export class GeminiMeter implements Meter {
   }
 
   result(): MeterResult {
-    const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, outputText: this.usage ? undefined : this.text.join(''), complete: this.complete }
+    const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, complete: this.complete }
+    if (!this.usage) {
+      r.outputText = this.text.join('')
+      r.outputScale = this.text.scale
+    }
     // A stream cut before its last answer (the one with a finishReason): the usage is the running
     // count of an earlier event, exact for the prompt but only a floor for the output, so the call
     // is marked estimated (its output never below that count).

@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { fixture, fixtureFiles } from '../../../test/support/fixtures'
+import { OutputText } from '../metering/output-text'
 import { SseParser } from '../metering/sse'
 import { azure, inspectAzure } from './azure'
 import { OpenAIMeter, inspectOpenAI, mayCarryUsage, openai, openaiEndpointOf } from './openai'
@@ -243,6 +244,23 @@ describe('OpenAI: a Chat Completions stream parses only the chunks that can chan
     }
     expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
     expect(m.result()).toMatchObject({ usage: null, model: 'gpt-4o', responseId: 'chatcmpl-1', outputText: parts.join('') })
+  })
+
+  it('a stream longer than the text kept for its estimate says by how much to scale it, with or without a running count', () => {
+    const old = OutputText.MAX_CHARS
+    OutputText.MAX_CHARS = 1000
+    try {
+      const chunk = (usage: object | null) => JSON.stringify({ id: 'cmpl-1', model: 'llama', choices: [{ index: 0, delta: { content: 'z'.repeat(500) } }], usage })
+      const none = new OpenAIMeter({ endpoint: 'chat.completions' })
+      for (let i = 0; i < 8; i++) none.event('message', chunk(null))
+      expect(none.result()).toMatchObject({ usage: null, outputText: 'z'.repeat(1000), outputScale: 4000 / 1000 })
+      // Cut before its finish_reason: the running count is a floor, the output estimated from all that streamed.
+      const running = new OpenAIMeter({ endpoint: 'chat.completions' })
+      for (let i = 0; i < 8; i++) running.event('message', chunk({ prompt_tokens: 7, completion_tokens: i + 1, total_tokens: i + 8 }))
+      expect(running.result()).toMatchObject({ partialOutput: true, outputText: 'z'.repeat(1000), outputScale: 4000 / 1000 })
+    } finally {
+      OutputText.MAX_CHARS = old
+    }
   })
 
   it('tells a usage object from usage: null, however spaced, and from the word inside a string', () => {

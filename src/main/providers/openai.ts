@@ -482,13 +482,14 @@ export class OpenAIMeter implements Meter {
     // A running count from a stream cut before its generation ended: the prompt side is exact, the
     // output is estimated from what streamed (never below the count so far), and marked so.
     if (this.usage && this.running && !this.finished && !this.complete) {
-      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), complete: false, partialOutput: true }
+      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: false, partialOutput: true }
     }
     return {
       usage: this.billed(this.usage),
       model: this.model,
       responseId: this.id,
       outputText: this.usage ? undefined : this.text.join(''),
+      outputScale: this.usage ? undefined : this.text.scale,
       complete: this.complete,
     }
   }

@@ -105,7 +105,10 @@ export interface MeterResult {
    * response (`responseId`) is billed it, once; this answer itself costs nothing (`usage` is null).
    */
   backgroundUsage?: Usage
-  /** With `partialOutput`: the estimate from `outputText` times this (the part of the stream kept was only a share of it). */
+  /**
+   * With `outputText`: the estimate from it times this, when the text kept was only a share of
+   * what streamed (OutputText's bound; Anthropic's events kept after `message_start`).
+   */
   outputScale?: number
   /** A plan's meter that the answer's body carried (Gemini Code Assist's quotas), for the plan windows. */
   planReading?: MeterReading

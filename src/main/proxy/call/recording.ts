@@ -80,7 +80,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         // gone, upstream reset or stalled), what was generated was billed all the same.
         if (!usage && s.ctx.shape.billable && s.responseStarted) {
           const m = model
-          estimateUsage(m, s.info.body, r.outputText ?? '').then(
+          estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
             (u) => record(s, latency, u, m, true, responseId),
             () => record(s, latency, null, m, false, responseId),
           )
