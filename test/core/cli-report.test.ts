@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { keyHash, makeCall } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -142,3 +143,30 @@ describe('burnrate report against a running Burnrate', () => {
     expect(JSON.parse(st.stdout).summary.today_requests).toBe(1)
   })
 })
+
+describe('status against a running Burnrate, for a tenant', () => {
+  let t: TestServer
+  const now = Date.now()
+  const elsewhere = () => ['--config', t.configFile, '--data-dir', t.dir]
+  beforeAll(async () => {
+    t = await startTestServer({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 10, action: 'warn' }] } })
+    t.server.ledger.record(makeCall({ ts: now - 60_000, tenant: 'acme', api_key_hash: keyHash('sk-acme-000000000001'), key_hint: 'sk-…0001', cost_usd: 1 }))
+    t.server.ledger.record(makeCall({ ts: now - 30_000, tenant: 'other', api_key_hash: keyHash('sk-othr-000000000002'), key_hint: 'sk-…0002', cost_usd: 7 }))
+    await t.server.ledger.flushed()
+  })
+  afterAll(async () => {
+    await t.cleanup()
+  })
+
+  it("`status --tenant` shows that tenant's spend and only its budgets", async () => {
+    const r = await burnrateAsync(['status', '--tenant', 'acme', '--json', '--url', t.url, ...elsewhere()])
+    expect(r.code, r.stderr).toBe(0)
+    const s = JSON.parse(r.stdout)
+    expect(s.summary.today_spend_usd).toBeCloseTo(1, 12)
+    // It listed the other tenant's key ($7 of $10) too.
+    expect(s.budgets.map((b: any) => b.key_hint)).toEqual(['sk-…0001'])
+    const all = JSON.parse((await burnrateAsync(['status', '--json', '--url', t.url, ...elsewhere()])).stdout)
+    expect(all.budgets.map((b: any) => b.key_hint).sort()).toEqual(['sk-…0001', 'sk-…0002'])
+  })
+})
+

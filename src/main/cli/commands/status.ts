@@ -65,10 +65,11 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
   const t = await resolveTarget(o, ctx)
   const tenant = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : ''
   if (t.kind === 'http') {
+    // Spend and budgets both of the tenant asked for (plan windows are the provider accounts', not a tenant's).
     const [summary, health, budgets, plans] = await Promise.all([
       getJson<Summary>(t, `/api/dashboard/summary${tenant}`),
       getJson<any>(t, '/api/health'),
-      getJson<any>(t, '/api/dashboard/budgets'),
+      getJson<any>(t, `/api/dashboard/budgets${tenant}`),
       getJson<any>(t, '/api/dashboard/plans'),
     ])
     if (!summary) throw new Error(`${t.url} has its dashboard turned off; run with --local`)
