@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -97,6 +97,21 @@ describe('burnrate report on a fresh install', () => {
     expect(csv).toHaveLength(4)
     expect(csv[1]).toContain(',import,')
   })
+
+  for (const tz of ['Asia/Tokyo', 'UTC', 'America/New_York']) {
+    it(`the heading names the days asked for, in the configured zone (${tz})`, () => {
+      // The window's ends are UTC instants, `until` the next midnight: the heading once showed
+      // "2026-02-28 to 2026-03-31" in Tokyo and "2026-03-01 to 2026-04-01" in UTC for March.
+      const name = tz.replace('/', '-')
+      const cfg = join(dir, `${name}.yaml`)
+      writeFileSync(cfg, `timezone: ${tz}\npricing: { auto_update: false }\n`)
+      const r = burnrate(['report', 'daily', '--no-import', '--config', cfg, '--data-dir', join(dir, `heading-${name}`), '--since', '2026-03-01', '--until', '2026-03-31'])
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).toContain(`(2026-03-01 to 2026-03-31, ${tz})`)
+      const day = burnrate(['report', 'daily', '--no-import', '--config', cfg, '--data-dir', join(dir, `heading-${name}`), '--since', '2026-11-21', '--until', '2026-11-21'])
+      expect(day.stdout).toContain(`(2026-11-21 to 2026-11-21, ${tz})`)
+    })
+  }
 
   it('bad usage exits 2, a missing folder exits 1, each with one message', () => {
     expect(burnrate(['report', 'hourly']).code).toBe(2)

@@ -3,6 +3,7 @@ import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
+import { localParts } from '../../time/zone'
 import { compact, csv, paint, table, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -112,8 +113,18 @@ function keyOf(r: Report['rows'][number], kind: ReportKind): string {
   return r.key || `(no ${kind})`
 }
 
+/**
+ * The day `YYYY-MM-DD` in `tz` that `ts` falls on. The report's `since` and `until` are UTC instants
+ * (`until` the exclusive next midnight): the heading names the zone's days the user asked for, so
+ * `until` is shown as the day of its last millisecond.
+ */
+function localDay(ts: number, tz: string): string {
+  const p = localParts(ts, tz)
+  return `${String(p.year).padStart(4, '0')}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`
+}
+
 function render(r: Report, out: Parameters<typeof table>[0]): string {
-  const window = `${r.since ? r.since.slice(0, 10) : 'the beginning'} to ${r.until ? r.until.slice(0, 10) : 'now'}`
+  const window = `${r.since ? localDay(Date.parse(r.since), r.timezone) : 'the beginning'} to ${r.until ? localDay(Date.parse(r.until) - 1, r.timezone) : 'now'}`
   const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${r.tenant}` : ''})\n`
   if (r.rows.length === 0) return title + 'No calls in this window.\n'
   const head = [KEY_LABEL[r.kind], 'Calls', 'Input', 'Output', 'Cached', 'Cost']
