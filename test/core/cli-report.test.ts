@@ -159,7 +159,7 @@ describe('burnrate report against a running Burnrate', () => {
   })
 })
 
-describe('status against a running Burnrate, for a tenant', () => {
+describe('status and export against a running Burnrate, for a tenant and over any clock', () => {
   let t: TestServer
   const now = Date.now()
   const elsewhere = () => ['--config', t.configFile, '--data-dir', t.dir]
@@ -182,6 +182,21 @@ describe('status against a running Burnrate, for a tenant', () => {
     expect(s.budgets.map((b: any) => b.key_hint)).toEqual(['sk-…0001'])
     const all = JSON.parse((await burnrateAsync(['status', '--json', '--url', t.url, ...elsewhere()])).stdout)
     expect(all.budgets.map((b: any) => b.key_hint).sort()).toEqual(['sk-…0001', 'sk-…0002'])
+  })
+
+  it('`export` over HTTP has the calls stamped after the server\'s now, as --local has', async () => {
+    // A team member whose clock runs an hour ahead: its call is stored with that time (HTTP left it out).
+    t.server.ledger.record(makeCall({ ts: now + 3_600_000, tenant: 'acme', cost_usd: 2 }))
+    await t.server.ledger.flushed()
+    const http = await burnrateAsync(['export', '--format', 'json', '--url', t.url, ...elsewhere()])
+    const local = await burnrateAsync(['export', '--format', 'json', '--local', ...elsewhere()])
+    expect(http.code, http.stderr).toBe(0)
+    expect(local.code, local.stderr).toBe(0)
+    expect(JSON.parse(http.stdout).calls.map((c: any) => c.cost_usd)).toEqual([1, 7, 2])
+    expect(JSON.parse(http.stdout)).toEqual(JSON.parse(local.stdout))
+    // An `until` still bounds it.
+    const bounded = await burnrateAsync(['export', '--format', 'json', '--until', new Date(now).toISOString(), '--url', t.url, ...elsewhere()])
+    expect(JSON.parse(bounded.stdout).calls.map((c: any) => c.cost_usd)).toEqual([1, 7])
   })
 })
 

@@ -322,6 +322,28 @@ await import(${JSON.stringify(pathToFileURL(WORKER).href)})
     expect(exportThreadsIdle()).toBe(0)
   })
 
+  it('an export with no `until` on threads has the calls stamped ahead of the clock, and ends', async () => {
+    useExportThread(WORKER, { threads: 2, minRows: 0, mainRows: 2000 })
+    const other = await startTestServer({ timezone: 'UTC' }, upstream.url)
+    try {
+      for (let i = 0; i < 3_000; i++) other.server.ledger.record(makeCall({ ts: now - 3_600_000 + i * 1_000 }))
+      // A team member's clock an hour ahead, and one ten years ahead: the window has no end, and
+      // the threads' segments stop after its last call (not at the open end, millions of them on).
+      other.server.ledger.record(makeCall({ ts: now + 3_600_000, cost_usd: 2 }))
+      other.server.ledger.record(makeCall({ ts: now + 10 * 365 * 86_400_000, cost_usd: 3 }))
+      other.server.ledger.flush()
+      const before = exportThreadsUsed()
+      const got = await request(`${other.url}/api/dashboard/export?format=csv&since=1970-01-01`)
+      expect(exportThreadsUsed() - before).toBe(2)
+      const lines = got.text.split('\r\n')
+      expect(lines).toHaveLength(3_004)
+      expect(lines.slice(-3, -1).map((l) => l.split(',')[1])).toEqual([new Date(now + 3_600_000).toISOString(), new Date(now + 10 * 365 * 86_400_000).toISOString()])
+    } finally {
+      await other.cleanup()
+      useExportThread(WORKER, { threads: 1, minRows: 0, mainRows: 2000 })
+    }
+  })
+
   it('an export with few calls left after its first page is written on the main thread, starting no thread', async () => {
     useExportThread(WORKER, { threads: 2, minRows: THREAD_MIN_ROWS })
     // 6,000 calls over two days: the first page foretells about 4,000 more, far below the bar.

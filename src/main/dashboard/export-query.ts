@@ -17,6 +17,13 @@ export interface Keyset {
   afterId: number
 }
 
+/**
+ * The end of a window with no `until`: after every call stored, those stamped ahead of this
+ * machine's clock included (a team member's clock running fast, an imported log), so no call is
+ * left out of an export for its time.
+ */
+export const OPEN_END = Number.MAX_SAFE_INTEGER
+
 export const firstKeyset = (w: ExportWindow): Keyset => ({ afterTs: w.start - 1, afterId: 0 })
 
 /** The index an export of `w` reads: by member, by tenant (each a window's calls in time order), or by time. */
@@ -48,6 +55,11 @@ export function exportPageSql(dialect: Dialect, w: ExportWindow, limit: number, 
  */
 export function exportOffsetSql(w: ExportWindow): string {
   return `SELECT ts FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} ORDER BY ts LIMIT 1 OFFSET @offset`
+}
+
+/** SQLite: the time of the window's last call (none when it has none), from the export's index alone. */
+export function exportLastSql(w: ExportWindow): string {
+  return `SELECT ts FROM calls INDEXED BY ${exportIndex(w)} WHERE ${windowWhere(w)} ORDER BY ts DESC LIMIT 1`
 }
 
 /** SQLite: how many calls the window holds, counted from the export's index, up to `max`. */
@@ -125,6 +137,14 @@ export class SqlitePager {
     delete p.afterTs
     delete p.afterId
     return this.db.prepare(exportCountSql(this.w, max)).pluck().get(p) as number
+  }
+
+  /** The time of the pager's window's last call in export order; undefined when it has none. */
+  lastTs(): number | undefined {
+    const p = this.params(firstKeyset(this.w), this.w.start, this.w.end)
+    delete p.afterTs
+    delete p.afterId
+    return this.db.prepare(exportLastSql(this.w)).pluck().get(p) as number | undefined
   }
 
   /** The time of the pager's window's call at `offset` (0: the first) in export order; undefined past the last. */

@@ -119,10 +119,14 @@ function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, forma
   // One thread reads the rest in one segment; more share it in segments of about a thread's page each
   // (the main thread's share says how dense the calls are).
   const perRow = (split - first) / Math.max(1, main)
-  const rest = Math.min(win.end, Date.now() + 1) - origin.afterTs
-  const span = threads === 1 ? win.end - origin.afterTs : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
+  // The threads' share ends after the window's last call (or now, for calls being written): an
+  // open end (OPEN_END) or one far ahead is not cut into millions of empty segments.
+  const stop = Math.min(win.end, Math.max(pager.lastTs() ?? split, Date.now()) + 1)
+  const rest = stop - origin.afterTs
+  const span = threads === 1 ? rest : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
   if (ahead !== undefined) noteSharedExport()
-  return { split, ...startExportThreads(script, { file, format, window: win, origin, span, limit: THREAD_PAGE }, threads, res, ahead) }
+  const window = { ...win, end: stop }
+  return { split, ...startExportThreads(script, { file, format, window, origin, span, limit: THREAD_PAGE }, threads, res, ahead) }
 }
 
 /** The ledger's SQLite file, when the export thread can open it (not in-memory, not PostgreSQL). */

@@ -9,6 +9,7 @@ import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { streamExport } from './export'
+import { OPEN_END } from './export-query'
 import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
@@ -107,7 +108,8 @@ export const dashboard: Feature = (ctx) => {
     const tenant = tenantParam(req)
     const since = whenParam(req, 'since', d.tz)
     const until = whenParam(req, 'until', d.tz)
-    const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? now + 1 } : undefined
+    // No `until`: every call from `since` on, those stamped after this clock's now too (as `burnrate export --local`).
+    const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? OPEN_END } : undefined
     await streamExport(d, res, format, range, tenant, now, window, memberParam(req))
     return undefined
   })

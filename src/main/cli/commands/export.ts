@@ -44,12 +44,12 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     }
     await prepareLocal()
     const { ExportFormatter } = await import('../../dashboard/export-format')
-    const { SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
+    const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
     const ledger = await openLocalLedger(t)
     try {
       const window = {
         start: o.since ? (parseWhen(o.since, tz) as number) : 0,
-        end: o.until ? (parseWhen(o.until, tz, true) as number) : Number.MAX_SAFE_INTEGER,
+        end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
         tenant: (o.tenant as string | undefined) ?? null,
         member: null,
       }
