@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } fro
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { compact } from '../../src/main/cli/output'
 import { keyHash, makeCall } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
@@ -200,3 +201,15 @@ describe('status and export against a running Burnrate, for a tenant and over an
   })
 })
 
+describe('compact token counts', () => {
+  it('are rounded before the unit is chosen: 999,950 is 1.0M, not "1000k"', () => {
+    expect(compact(999)).toBe('999')
+    expect(compact(1234)).toBe('1.2k')
+    expect(compact(99_950)).toBe('100k')
+    expect(compact(999_499)).toBe('999k')
+    expect(compact(999_950)).toBe('1.0M')
+    expect(compact(5_600_000)).toBe('5.6M')
+    expect(compact(999_999_999)).toBe('1.0B')
+    expect(compact(1.5e12)).toBe('1500B')
+  })
+})

@@ -16,13 +16,24 @@ export function usd(n: number): string {
   return `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
 }
 
+const UNITS = [[1e3, 'k'], [1e6, 'M'], [1e9, 'B']] as const
+
 /** 1234 -> 1.2k, 5_600_000 -> 5.6M: token counts that fit a narrow column. */
 export function compact(n: number): string {
   if (n < 1000) return String(n)
-  for (const [v, s] of [[1e9, 'B'], [1e6, 'M'], [1e3, 'k']] as const) {
-    if (n >= v) return `${(n / v).toFixed(n / v >= 100 ? 0 : 1)}${s}`
+  // The unit is chosen by the rounded figure, so 999,950 reads 1.0M (not 1000k) and 99,950 reads 100k (not 100.0k).
+  for (let i = 0; i < UNITS.length; i++) {
+    const [v, s] = UNITS[i]
+    const text = oneOrNoDecimal(n / v)
+    if (Number(text) < 1000 || i === UNITS.length - 1) return `${text}${s}`
   }
   return String(n)
+}
+
+/** 1.2, 99.9, 100, 999: one decimal below 100 once rounded, none from 100 on. */
+function oneOrNoDecimal(x: number): string {
+  const one = x.toFixed(1)
+  return Number(one) >= 100 ? x.toFixed(0) : one
 }
 
 function cut(s: string, width: number): string {
