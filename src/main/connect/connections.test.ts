@@ -214,6 +214,21 @@ describe.each(CASES)('$agent', (c) => {
     expect(after).toContain(c.keptEdit)
   })
 
+  it("keeps the user's edits made before a re-point (a new port) on disconnect", () => {
+    put(c.file, c.original)
+    const conn = connections()
+    conn.connect(c.agent, URL_A)
+    writeFileSync(join(home, c.file), c.userEdit(read(c.file)))
+    // Burnrate restarted on another port and the notification was clicked: the text written now
+    // holds the user's edit, so the backup from before Burnrate is no longer the file without it.
+    expect(conn.repointAll(URL_B)[0].error).toBeUndefined()
+    expect(conn.list().find((s) => s.agent === c.agent)!.settings.every((s) => s.value?.startsWith(URL_B))).toBe(true)
+    expect(read(c.file)).toContain(c.keptEdit)
+    conn.disconnect(c.agent)
+    expect(read(c.file)).toBe(c.userEdit(c.original))
+    expect(readdirSync(join(dataDir, 'agent-backups', c.agent))).toEqual([])
+  })
+
   it('refuses a read-only file and writes nothing', () => {
     const path = put(c.file, c.original)
     chmodSync(path, 0o444)

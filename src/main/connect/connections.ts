@@ -44,6 +44,8 @@ interface FileWork {
   after: string | null
   record: FileRecord | null
   settings: PlannedFileChange['settings']
+  /** The file without Burnrate, as it is now: the new backup when the user edited it since Burnrate wrote it. */
+  rebased?: string
 }
 
 interface Work {
@@ -143,7 +145,7 @@ export class AgentConnections {
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
-    this.write(c, work)
+    const stale = this.write(c, work)
     records[c.id] = {
       agent: c.id,
       url: u,
@@ -151,6 +153,7 @@ export class AgentConnections {
       files: work.files.map((w) => w.record!),
     }
     this.state.write(records)
+    for (const name of stale) this.state.dropBackup(name)
     return work.plan
   }
 
@@ -230,6 +233,13 @@ export class AgentConnections {
       const rec: FileRecord = old
         ? { ...old, keys: old.keys.map((k) => ({ ...k })) }
         : { path: f.path, existed: before !== null, backup: null, written_sha256: '', written_copy: null, keys: [] }
+      // Edited by hand since Burnrate wrote it: what is written now holds those edits, so the old
+      // backup is no longer the file without Burnrate, and restoring it on Disconnect would drop
+      // them. The new backup is what Disconnect would have put back just now.
+      let rebased: string | undefined
+      if (old && before !== null && sha256(before) !== old.written_sha256) {
+        rebased = this.undoKeys(f, old, before, old.backup ? this.state.readBackup(old.backup) : null).text
+      }
       const settings: FileWork['settings'] = []
       for (const s of f.settings) {
         const current = doc.get(s.key)
@@ -247,7 +257,7 @@ export class AgentConnections {
       }
       const after = doc.text()
       rec.written_sha256 = sha256(after)
-      return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings }
+      return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }
     })
     return this.toWork(c, 'connect', url, files, proxyNotes(c.name, url, this.ctx))
   }
@@ -277,50 +287,66 @@ export class AgentConnections {
         const doc = this.open(f, before)
         for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
       } else {
-        // Changed since: undo only Burnrate's own keys, where they still hold what it wrote. Last
-        // written first: a key written after another in an object the first one created (two keys
-        // in `env`) is gone before that object is checked for being empty.
-        const doc = this.open(f, before)
-        const undone: { setting?: FileWork['settings'][number]; note?: string }[] = []
-        for (const k of [...rec.keys].reverse()) {
-          const current = doc.get(k.key)
-          if (!isDeepStrictEqual(current, k.wrote)) {
-            undone.push({ note: `${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.` })
-            continue
-          }
-          if (k.had) doc.set(k.key, k.previous)
-          else doc.delete(k.key)
-          for (const parent of [...k.created].reverse()) if (doc.isEmptyObject(parent)) doc.delete(parent)
-          undone.push({ setting: { key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null } })
-        }
-        // Told in the order the keys were written.
-        for (const u of undone.reverse()) {
-          if (u.note) notes.push(u.note)
-          if (u.setting) settings.push(u.setting)
-        }
-        after = doc.text()
-        // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)
-        // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
-        // cleanly and mean exactly what the key-by-key undo means.
-        const written = rec.written_copy ? this.state.readBackup(rec.written_copy) : null
-        // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
-        for (const context of [3, 1, 0]) {
-          if (backup === null || written === null) break
-          const merged = applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))
-          if (merged === false) continue
-          try {
-            if (!isDeepStrictEqual(this.open(f, merged).value(), doc.value())) continue
-          } catch {
-            continue
-          }
-          after = merged
-          break
-        }
+        const undone = this.undoKeys(f, rec, before, backup)
+        after = undone.text
+        settings.push(...undone.settings)
+        notes.push(...undone.notes)
       }
       if (after === before) continue
       files.push({ file: f, before, after, record: null, settings })
     }
     return this.toWork(c, 'disconnect', record.url, files, notes)
+  }
+
+  /**
+   * `before` (changed since Burnrate wrote it) without Burnrate's keys: each key undone where it
+   * still holds what Burnrate wrote, or better, the user's edits replayed onto the backup when
+   * that means the same.
+   */
+  private undoKeys(f: AgentFile, rec: FileRecord, before: string, backup: string | null): { text: string; settings: FileWork['settings']; notes: string[] } {
+    const shown = tildify(this.ctx, rec.path)
+    const settings: FileWork['settings'] = []
+    const notes: string[] = []
+    // Undo only Burnrate's own keys, where they still hold what it wrote. Last
+    // written first: a key written after another in an object the first one created (two keys
+    // in `env`) is gone before that object is checked for being empty.
+    const doc = this.open(f, before)
+    const undone: { setting?: FileWork['settings'][number]; note?: string }[] = []
+    for (const k of [...rec.keys].reverse()) {
+      const current = doc.get(k.key)
+      if (!isDeepStrictEqual(current, k.wrote)) {
+        undone.push({ note: `${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.` })
+        continue
+      }
+      if (k.had) doc.set(k.key, k.previous)
+      else doc.delete(k.key)
+      for (const parent of [...k.created].reverse()) if (doc.isEmptyObject(parent)) doc.delete(parent)
+      undone.push({ setting: { key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null } })
+    }
+    // Told in the order the keys were written.
+    for (const u of undone.reverse()) {
+      if (u.note) notes.push(u.note)
+      if (u.setting) settings.push(u.setting)
+    }
+    let text = doc.text()
+    // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)
+    // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
+    // cleanly and mean exactly what the key-by-key undo means.
+    const written = rec.written_copy ? this.state.readBackup(rec.written_copy) : null
+    // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
+    for (const context of [3, 1, 0]) {
+      if (backup === null || written === null) break
+      const merged = applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))
+      if (merged === false) continue
+      try {
+        if (!isDeepStrictEqual(this.open(f, merged).value(), doc.value())) continue
+      } catch {
+        continue
+      }
+      text = merged
+      break
+    }
+    return { text, settings, notes }
   }
 
   private toWork(c: AgentConnector, action: ConnectPlan['action'], url: string | null, all: FileWork[], notes: string[]): Work {
@@ -353,15 +379,24 @@ export class AgentConnections {
     }
   }
 
-  /** Checks every file first, then backs up and writes; a refused file means nothing was written. */
-  private write(c: AgentConnector, work: Work): void {
+  /**
+   * Checks every file first, then backs up and writes; a refused file means nothing was written.
+   * Returns the backups the new record no longer names (dropped once it is saved).
+   */
+  private write(c: AgentConnector, work: Work): string[] {
+    const stale: string[] = []
     const changing = work.files.filter((w) => w.after !== w.before)
     for (const w of changing) {
       const problem = checkWritable(w.file.path)
       if (problem) throw new ConnectError('read_only', `${tildify(this.ctx, w.file.path)} ${problem}; Burnrate wrote nothing.`, w.file.path)
     }
     for (const w of work.files) {
-      if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
+      if (w.record && w.rebased !== undefined) {
+        const previous = w.record.backup
+        w.record.backup = this.state.saveBackup(c.id, w.file.path, w.rebased, this.now())
+        if (previous && previous !== w.record.backup) stale.push(previous)
+        w.record.existed = true
+      } else if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
         w.record.backup = this.state.saveBackup(c.id, w.file.path, w.before, this.now())
       }
     }
@@ -379,6 +414,7 @@ export class AgentConnections {
         if (old && old !== w.record.written_copy) this.state.dropBackup(old)
       }
     }
+    return stale
   }
 }
 
