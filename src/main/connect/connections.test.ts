@@ -297,6 +297,23 @@ describe('agent connections', () => {
     expect(conn.connected()).toEqual([])
   })
 
+  it('a re-point leaves a setting the user changed by hand since connecting, says so, and Disconnect keeps it', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace(`"ANTHROPIC_BASE_URL": "${URL_A}"`, '"ANTHROPIC_BASE_URL": "https://gateway.corp"'))
+    const [moved] = conn.repointAll(URL_B)
+    expect(moved.plan!.notes.join(' ')).toMatch(/env\.ANTHROPIC_BASE_URL was changed since Burnrate set it \(now https:\/\/gateway\.corp\); left as it is/)
+    let env = jsonc.parse(read('.claude/settings.json')).env
+    expect(env.ANTHROPIC_BASE_URL).toBe('https://gateway.corp')
+    expect(env.ANTHROPIC_VERTEX_BASE_URL).toBe(`${URL_B}/vertex/v1`)
+    conn.disconnect('claude-code')
+    env = jsonc.parse(read('.claude/settings.json')).env
+    expect(env.ANTHROPIC_BASE_URL).toBe('https://gateway.corp')
+    expect(env.ANTHROPIC_VERTEX_BASE_URL).toBeUndefined()
+    expect(env.ANTHROPIC_API_KEY).toBe('sk-ant-keep-me')
+  })
+
   it('puts back a value the user had before (Codex pointing at another gateway)', () => {
     const text = CODEX.replace('approval_policy', 'openai_base_url = "https://gateway.corp/v1"\napproval_policy')
     put('.codex/config.toml', text)

@@ -226,6 +226,7 @@ export class AgentConnections {
     const why = c.unsupported?.(this.ctx)
     if (why) throw new ConnectError('unsupported', `${c.name} cannot be connected here: ${why}`)
     const record = this.state.read()[c.id] ?? null
+    const notes: string[] = []
     const files = c.files(this.ctx, url).map((f): FileWork => {
       const before = this.read(f.path)
       const doc = this.open(f, before ?? '')
@@ -249,9 +250,14 @@ export class AgentConnections {
           for (let i = 1; i < s.key.length; i++) if (doc.get(s.key.slice(0, i)) === undefined) created.push([...s.key.slice(0, i)])
           owned = { key: [...s.key], had: current !== undefined, previous: current, wrote: s.value, created }
           rec.keys.push(owned)
+        } else if (!isDeepStrictEqual(current, owned.wrote) && !isDeepStrictEqual(current, s.value)) {
+          // Set by hand since Burnrate set it (the user's own gateway): a re-point must not take
+          // it over, nor Disconnect delete it later, so it stays recorded with what Burnrate wrote.
+          notes.push(`${tildify(this.ctx, f.path)}: ${dotted(s.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is (Disconnect, then connect again, to point it at Burnrate).`)
+          continue
         }
         owned.wrote = s.value
-        if (current === s.value) continue
+        if (isDeepStrictEqual(current, s.value)) continue
         doc.set(s.key, s.value)
         settings.push({ key: dotted(s.key), from: asText(current), to: s.value })
       }
@@ -259,7 +265,7 @@ export class AgentConnections {
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }
     })
-    return this.toWork(c, 'connect', url, files, proxyNotes(c.name, url, this.ctx))
+    return this.toWork(c, 'connect', url, files, [...notes, ...proxyNotes(c.name, url, this.ctx)])
   }
 
   private workDisconnect(c: AgentConnector): Work {
