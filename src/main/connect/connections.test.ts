@@ -314,6 +314,37 @@ describe('agent connections', () => {
     expect(env.ANTHROPIC_API_KEY).toBe('sk-ant-keep-me')
   })
 
+  it('a connect Burnrate cannot record leaves the agent as it was, with a clear error', () => {
+    // The backups folder cannot be made (here a file is in its way; a full disk does the same).
+    mkdirSync(dataDir, { recursive: true })
+    writeFileSync(join(dataDir, 'agent-backups'), '')
+    const conn = connections()
+    // A new file is written first, then the copy of what was written fails: it is removed again.
+    expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('were put back as they were') }))
+    expect(existsSync(join(home, '.claude/settings.json'))).toBe(false)
+    // An existing file needs its backup first: nothing is written.
+    put('.claude/settings.json', CLAUDE)
+    expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('Burnrate wrote nothing') }))
+    expect(read('.claude/settings.json')).toBe(CLAUDE)
+    expect(conn.connected()).toEqual([])
+  })
+
+  it('a disconnect Burnrate cannot record leaves the agent connected, so it can be tried again', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    const connected = read('.claude/settings.json')
+    // The connection record cannot be saved (its temporary file's name is taken by a folder).
+    const blocker = join(dataDir, `agent-connections.json.${process.pid}.tmp`)
+    mkdirSync(blocker)
+    expect(() => conn.disconnect('claude-code')).toThrow(expect.objectContaining({ code: 'not_saved' }))
+    expect(read('.claude/settings.json')).toBe(connected)
+    expect(conn.connected()).toEqual([{ agent: 'claude-code', url: URL_A }])
+    rmSync(blocker, { recursive: true })
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe(CLAUDE)
+  })
+
   it('puts back a value the user had before (Codex pointing at another gateway)', () => {
     const text = CODEX.replace('approval_policy', 'openai_base_url = "https://gateway.corp/v1"\napproval_policy')
     put('.codex/config.toml', text)

@@ -11,9 +11,9 @@ import { CONNECTORS } from './registry'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
 
-export type ConnectErrorCode = 'unknown_agent' | 'unsupported' | 'malformed' | 'unreadable' | 'read_only' | 'conflict'
+export type ConnectErrorCode = 'unknown_agent' | 'unsupported' | 'malformed' | 'unreadable' | 'read_only' | 'conflict' | 'not_saved'
 
-/** A connect or disconnect that cannot go ahead; nothing was written. */
+/** A connect or disconnect that cannot go ahead; nothing was written (or what was, was put back). */
 export class ConnectError extends Error {
   override name = 'ConnectError'
   constructor(
@@ -145,15 +145,15 @@ export class AgentConnections {
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
-    const stale = this.write(c, work)
-    records[c.id] = {
-      agent: c.id,
-      url: u,
-      connected_at: previous?.connected_at ?? this.now().toISOString(),
-      files: work.files.map((w) => w.record!),
-    }
-    this.state.write(records)
-    for (const name of stale) this.state.dropBackup(name)
+    this.write(c, work, () => {
+      records[c.id] = {
+        agent: c.id,
+        url: u,
+        connected_at: previous?.connected_at ?? this.now().toISOString(),
+        files: work.files.map((w) => w.record!),
+      }
+      this.state.write(records)
+    })
     return work.plan
   }
 
@@ -165,9 +165,10 @@ export class AgentConnections {
     const records = this.state.read()
     const record = records[c.id]
     if (!record) return work.plan
-    this.write(c, work)
-    delete records[c.id]
-    this.state.write(records)
+    this.write(c, work, () => {
+      delete records[c.id]
+      this.state.write(records)
+    })
     for (const f of record.files) {
       if (f.backup) this.state.dropBackup(f.backup)
       if (f.written_copy) this.state.dropBackup(f.written_copy)
@@ -386,41 +387,80 @@ export class AgentConnections {
   }
 
   /**
-   * Checks every file first, then backs up and writes; a refused file means nothing was written.
-   * Returns the backups the new record no longer names (dropped once it is saved).
+   * Checks every file first, then backs up, writes, and `record`s (saves the connection record).
+   * A refused file means nothing was written; a write or a record that fails after a file was
+   * written puts the written files back, so an agent is never left pointing at Burnrate without
+   * a record Disconnect can undo.
    */
-  private write(c: AgentConnector, work: Work): string[] {
-    const stale: string[] = []
+  private write(c: AgentConnector, work: Work, record: () => void): void {
     const changing = work.files.filter((w) => w.after !== w.before)
     for (const w of changing) {
       const problem = checkWritable(w.file.path)
       if (problem) throw new ConnectError('read_only', `${tildify(this.ctx, w.file.path)} ${problem}; Burnrate wrote nothing.`, w.file.path)
     }
-    for (const w of work.files) {
-      if (w.record && w.rebased !== undefined) {
-        const previous = w.record.backup
-        w.record.backup = this.state.saveBackup(c.id, w.file.path, w.rebased, this.now())
-        if (previous && previous !== w.record.backup) stale.push(previous)
-        w.record.existed = true
-      } else if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
-        w.record.backup = this.state.saveBackup(c.id, w.file.path, w.before, this.now())
-      }
+    /** Backups made now: dropped again when this fails. */
+    const made: string[] = []
+    /** Backups the new record no longer names: dropped once it is saved. */
+    const stale: string[] = []
+    const save = (path: string, text: string, replaces: string | null): string => {
+      const name = this.state.saveBackup(c.id, path, text, this.now())
+      made.push(name)
+      if (replaces && replaces !== name) stale.push(replaces)
+      return name
     }
-    for (const w of changing) {
+    const written: FileWork[] = []
+    try {
+      for (const w of work.files) {
+        if (w.record && w.rebased !== undefined) {
+          w.record.backup = save(w.file.path, w.rebased, w.record.backup)
+          w.record.existed = true
+        } else if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
+          w.record.backup = save(w.file.path, w.before, null)
+        }
+      }
+      for (const w of changing) {
+        try {
+          if (w.after === null) removeFile(w.file.path)
+          else writeFileKeepingMode(w.file.path, w.after)
+        } catch (err) {
+          const e = err as NodeJS.ErrnoException
+          throw new ConnectError('read_only', `Cannot write ${tildify(this.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
+        }
+        written.push(w)
+        if (w.record && w.after !== null) w.record.written_copy = save(`${w.file.path}.written`, w.after, w.record.written_copy)
+      }
+      record()
+    } catch (err) {
+      const notPutBack = this.putBack(written)
+      for (const name of made) this.dropQuietly(name)
+      const e = err as NodeJS.ErrnoException
+      const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
+      const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
+      throw new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
+    }
+    for (const name of stale) this.dropQuietly(name)
+  }
+
+  /** Writes `before` back to each written file; the ones that could not be, as shown. */
+  private putBack(written: FileWork[]): string[] {
+    const failed: string[] = []
+    for (const w of [...written].reverse()) {
       try {
-        if (w.after === null) removeFile(w.file.path)
-        else writeFileKeepingMode(w.file.path, w.after)
-      } catch (err) {
-        const e = err as NodeJS.ErrnoException
-        throw new ConnectError('read_only', `Cannot write ${tildify(this.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
-      }
-      if (w.record && w.after !== null) {
-        const old = w.record.written_copy
-        w.record.written_copy = this.state.saveBackup(c.id, `${w.file.path}.written`, w.after, this.now())
-        if (old && old !== w.record.written_copy) this.state.dropBackup(old)
+        if (w.before === null) removeFile(w.file.path)
+        else writeFileKeepingMode(w.file.path, w.before)
+      } catch {
+        failed.push(tildify(this.ctx, w.file.path))
       }
     }
-    return stale
+    return failed
+  }
+
+  private dropQuietly(name: string): void {
+    try {
+      this.state.dropBackup(name)
+    } catch {
+      // A leftover copy in the backups folder harms nothing.
+    }
   }
 }
 
