@@ -406,6 +406,17 @@ describe('agent connections', () => {
     expect(existsSync(join(home, 'xdg/opencode/opencode.json'))).toBe(true)
   })
 
+  it('creates new config files and folders private to the user (API keys go in ~/.gemini/.env)', () => {
+    connections().connect('gemini-cli', URL_A)
+    expect(statSync(join(home, '.gemini/.env')).mode & 0o777).toBe(0o600)
+    expect(statSync(join(home, '.gemini')).mode & 0o777).toBe(0o700)
+    // An existing file keeps its own mode.
+    const path = put('.claude/settings.json', CLAUDE)
+    chmodSync(path, 0o644)
+    connections().connect('claude-code', URL_A)
+    expect(statSync(path).mode & 0o777).toBe(0o644)
+  })
+
   it('edits the real file behind a symlinked profile and keeps its mode', () => {
     const real = put('dotfiles/zshrc', ZSHRC)
     chmodSync(real, 0o600)

@@ -37,18 +37,19 @@ export function checkWritable(path: string): string | null {
 
 /**
  * Writes through a temporary file in the same folder and a rename (a crash never leaves half a
- * config), onto the real file when `path` is a symlink (dotfile managers), keeping its mode.
+ * config), onto the real file when `path` is a symlink (dotfile managers), keeping its mode. A new
+ * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env).
  */
 export function writeFileKeepingMode(path: string, text: string): void {
   let target = path
   try {
     target = realpathSync(path)
   } catch {}
-  let mode = 0o644
+  let mode = 0o600
   try {
     mode = statSync(target).mode & 0o777
   } catch {
-    mkdirSync(dirname(target), { recursive: true })
+    mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
   }
   const tmp = `${target}.burnrate-${process.pid}.tmp`
   try {
