@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { parse as parseToml } from '@decimalturn/toml-patch'
@@ -428,6 +428,18 @@ describe('agent connections', () => {
     expect(statSync(real).mode & 0o777).toBe(0o600)
     conn.disconnect('sdk')
     expect(read('dotfiles/zshrc')).toBe(ZSHRC)
+  })
+
+  it('writes through a dangling symlink (a dotfile manager linked a file not made yet), which stays a link', () => {
+    mkdirSync(join(home, '.claude'), { recursive: true })
+    symlinkSync('../dotfiles/claude/settings.json', join(home, '.claude/settings.json'))
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    expect(lstatSync(join(home, '.claude/settings.json')).isSymbolicLink()).toBe(true)
+    expect(jsonc.parse(read('dotfiles/claude/settings.json')).env.ANTHROPIC_BASE_URL).toBe(URL_A)
+    conn.disconnect('claude-code')
+    expect(lstatSync(join(home, '.claude/settings.json')).isSymbolicLink()).toBe(true)
+    expect(existsSync(join(home, 'dotfiles/claude/settings.json'))).toBe(false)
   })
 
   it('picks the profile of the login shell, and fish gets its own conf.d file', () => {

@@ -1,5 +1,5 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
-import { dirname } from 'node:path'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { dirname, resolve } from 'node:path'
 
 /** The file's text, or null when it does not exist (other errors are thrown). */
 export function readText(path: string): string | null {
@@ -12,15 +12,33 @@ export function readText(path: string): string | null {
 }
 
 /**
+ * The file `path` stands for: the end of its symlinks even when that does not exist yet (a dotfile
+ * manager's link made before its target), so a write goes there and the link stays a link.
+ */
+export function realTarget(path: string): string {
+  try {
+    return realpathSync(path)
+  } catch {}
+  let p = path
+  // A bound, for a link loop.
+  for (let i = 0; i < 40; i++) {
+    try {
+      if (!lstatSync(p).isSymbolicLink()) return p
+    } catch {
+      return p
+    }
+    p = resolve(dirname(p), readlinkSync(p))
+  }
+  return p
+}
+
+/**
  * Why `path` must not be written, or null. A file whose owner may not write it was made
  * read-only on purpose (root could still write it, and CI runs as root), so it is refused by
  * its mode, not by a failed write.
  */
 export function checkWritable(path: string): string | null {
-  let target = path
-  try {
-    target = realpathSync(path)
-  } catch {}
+  const target = realTarget(path)
   if (existsSync(target)) {
     const st = statSync(target)
     if (!st.isFile()) return 'is not a regular file'
@@ -41,10 +59,7 @@ export function checkWritable(path: string): string | null {
  * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env).
  */
 export function writeFileKeepingMode(path: string, text: string): void {
-  let target = path
-  try {
-    target = realpathSync(path)
-  } catch {}
+  const target = realTarget(path)
   let mode = 0o600
   try {
     mode = statSync(target).mode & 0o777
@@ -62,6 +77,7 @@ export function writeFileKeepingMode(path: string, text: string): void {
   }
 }
 
+/** Removes the file (behind a symlink, the file it points to: the link stays as it was). */
 export function removeFile(path: string): void {
-  rmSync(path, { force: true })
+  rmSync(realTarget(path), { force: true })
 }
