@@ -283,6 +283,21 @@ describe('files that do not parse', () => {
   })
 })
 
+describe('files where a key must go into something that is not an object', () => {
+  it.each([
+    ['claude-code', '.claude/settings.json', '{\n  "env": null\n}\n', 'env = null'],
+    ['claude-code', '.claude/settings.json', '{\n  "env": "x"\n}\n', 'env = x'],
+    ['opencode', '.config/opencode/opencode.json', '{\n  "provider": { "anthropic": [1] }\n}\n', 'provider.anthropic = [1]'],
+  ])('%s %s: a clear error naming the file and key, nothing written', (agent, file, text, shown) => {
+    put(file, text)
+    const conn = connections()
+    expect(() => conn.connect(agent, URL_A)).toThrow(ConnectError)
+    expect(() => conn.connect(agent, URL_A)).toThrow(expect.objectContaining({ code: 'malformed', message: expect.stringContaining(`~/${file} has ${shown}, where`) }))
+    expect(read(file)).toBe(text)
+    expect(conn.connected()).toEqual([])
+  })
+})
+
 describe('agent connections', () => {
   it('leaves a setting the user changed by hand since connecting, and says so', () => {
     put('.claude/settings.json', CLAUDE)

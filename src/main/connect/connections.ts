@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
 import type { AgentConnection, ConnectPlan, PlannedFileChange } from '../../shared/connect'
-import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
+import { type ConfigDoc, type KeyPath, MalformedError, isPlainObject } from './formats/types'
 import { checkWritable, readText, removeFile, writeFileKeepingMode } from './files'
 import { agentProxyFor } from '../http/network'
 import { noProxyEntries, noProxyLines } from '../../shared/no-proxy'
@@ -244,6 +244,14 @@ export class AgentConnections {
       }
       const settings: FileWork['settings'] = []
       for (const s of f.settings) {
+        // An object the key goes in that is something else (`"env": null`) cannot be edited.
+        for (let i = 1; i < s.key.length; i++) {
+          const parent = doc.get(s.key.slice(0, i))
+          if (parent !== undefined && !isPlainObject(parent)) {
+            const where = dotted(s.key.slice(0, i))
+            throw new ConnectError('malformed', `${tildify(this.ctx, f.path)} has ${where} = ${asText(parent)}, where ${dotted(s.key)} must go in an object; fix it first (Burnrate wrote nothing).`, f.path)
+          }
+        }
         const current = doc.get(s.key)
         let owned = rec.keys.find((k) => dotted(k.key) === dotted(s.key))
         if (!owned) {
