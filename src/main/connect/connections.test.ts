@@ -457,6 +457,16 @@ describe('agent connections', () => {
     expect(existsSync(join(home, 'dotfiles/claude/settings.json'))).toBe(false)
   })
 
+  it('removes the blank line it put before its profile block also when a line was appended after the block', () => {
+    put('.zshrc', ZSHRC)
+    const conn = connections()
+    conn.connect('sdk', URL_A)
+    // nvm's and conda's installers append to the profile.
+    writeFileSync(join(home, '.zshrc'), read('.zshrc') + 'export NVM_DIR="$HOME/.nvm"\n')
+    conn.disconnect('sdk')
+    expect(read('.zshrc')).toBe(ZSHRC + 'export NVM_DIR="$HOME/.nvm"\n')
+  })
+
   it('picks the profile of the login shell, and fish gets its own conf.d file', () => {
     connections({ SHELL: '/usr/bin/bash' }).connect('sdk', URL_A)
     expect(read('.bashrc')).toContain(`export ANTHROPIC_BASE_URL=${URL_A}`)

@@ -61,8 +61,10 @@ export function shellBlockFormat(syntax: ShellSyntax): FileFormat {
         },
         text() {
           if (block.length === 0) {
-            // The block and the blank line Burnrate put before it go; the rest is as it was.
-            if (tail === '' && head.endsWith(eol + eol)) return head.slice(0, -eol.length) + tail
+            // The block and the blank line Burnrate put before it go (also when lines were added
+            // after the block since: nvm's and conda's installers append to the profile); the
+            // rest is as it was.
+            if (head.endsWith(eol + eol)) return head.slice(0, -eol.length) + tail
             return head + tail
           }
           let prefix = head
