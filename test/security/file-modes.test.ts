@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -12,6 +12,10 @@ import { createBurnrate } from '../../src/main/server/server'
 import { stringify } from 'yaml'
 import { writeFileSync } from 'node:fs'
 import { fixture } from '../support/fixtures'
+import { runCliCaptured } from '../support/cli'
+import { makeCall } from '../dashboard/seed'
+import { openDatabase } from '../../src/main/ledger/db'
+import { Ledger } from '../../src/main/ledger/ledger'
 
 /** The data folder is 0700 and burnrate.db, -wal and -shm 0600, when new and when an old folder is opened. */
 const mode = (p: string) => statSync(p).mode & 0o777
@@ -83,5 +87,44 @@ describe.skipIf(process.platform === 'win32')('file modes', () => {
     chmodSync(join(dir, 'burnrate.db'), 0o644)
     expect(mode(dir)).toBe(0o755)
     await callAndCheck(dir)
+  })
+})
+
+describe.skipIf(process.platform === 'win32')('burnrate export -o', () => {
+  let data: string
+  beforeAll(() => {
+    data = join(root, 'export-data')
+    const db = openDatabase(join(data, 'burnrate.db'))
+    const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1000, timezone: 'UTC' })
+    ledger.record(makeCall({ ts: Date.UTC(2026, 0, 1), tenant: 'acme', cost_usd: 12.5 }))
+    ledger.flush()
+    ledger.close()
+    db.close()
+  })
+
+  it('replaces an existing world-readable file with a private one (the export holds every call)', async () => {
+    const folder = join(root, 'export-over')
+    mkdirSync(folder)
+    const out = join(folder, 'calls.csv')
+    // e.g. an earlier `burnrate export > calls.csv` under umask 022
+    writeFileSync(out, 'old\n')
+    chmodSync(out, 0o644)
+    const r = await runCliCaptured('export', '--local', '--data-dir', data, '-o', out)
+    expect(r.code, r.out).toBe(0)
+    expect(mode(out).toString(8)).toBe('600')
+    expect(readFileSync(out, 'utf8')).toContain('acme')
+    expect(readFileSync(out, 'utf8')).not.toContain('old')
+    expect(readdirSync(folder)).toEqual(['calls.csv'])
+  })
+
+  it('a failed export leaves no temporary file and the target as it was', async () => {
+    const folder = join(root, 'export-fail')
+    const out = join(folder, 'calls.csv')
+    mkdirSync(out, { recursive: true }) // a folder where the file should go: it cannot be replaced
+    const r = await runCliCaptured('export', '--local', '--data-dir', data, '-o', out)
+    expect(r.code).toBe(1)
+    expect(r.out).toContain(`cannot write ${out}`)
+    expect(readdirSync(folder)).toEqual(['calls.csv'])
+    expect(readdirSync(out)).toEqual([])
   })
 })

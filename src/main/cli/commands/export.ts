@@ -1,10 +1,10 @@
-import { createWriteStream } from 'node:fs'
 import { Writable as NodeWritable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { Option } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
+import { writePrivateFile } from '../private-file'
 import { parseWhen } from '../../report/report'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 
@@ -27,54 +27,57 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
         throw new CliError(`--${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
       }
     }
-    const sink: NodeJS.WritableStream = o.output
-      ? createWriteStream(o.output, { mode: 0o600 })
-      : new NodeWritable({ write: (chunk, _enc, cb) => (ctx.stdout.write(String(chunk)), cb()) })
-    if (t.kind === 'http') {
-      const p = new URLSearchParams({ format: o.format, since: o.since ?? '1970-01-01' })
-      if (o.until) p.set('until', o.until)
-      if (o.tenant) p.set('tenant', o.tenant)
-      const r = await t.get(`/api/dashboard/export?${p}`)
-      if (!r.ok || !r.body) {
-        await getJson(t, `/api/dashboard/export?${p}`)
-        throw new CliError(`${t.url} has no export API (its dashboard is off); run with --local`)
-      }
-      await pipeline(Readable.fromWeb(r.body as any), sink)
-      return
-    }
-    await prepareLocal()
-    const { ExportFormatter } = await import('../../dashboard/export-format')
-    const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
-    const ledger = await openLocalLedger(t)
-    try {
-      const window = {
-        start: o.since ? (parseWhen(o.since, tz) as number) : 0,
-        end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
-        tenant: (o.tenant as string | undefined) ?? null,
-        member: null,
-      }
-      // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
-      const PAGE = 5000
-      const format = o.format === 'csv' ? 'csv' : 'json'
-      const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
-      const text = new ExportFormatter(format)
-      async function* pages() {
-        yield text.head()
-        let keyset = firstKeyset(window)
-        for (;;) {
-          const got = sqlite ? sqlite.page(text, keyset) : await storePage(ledger.store, text, window, keyset, PAGE)
-          if (got.keyset !== null) {
-            keyset = got.keyset
-            yield got.text
-          }
-          if (got.rows < PAGE) break
+    // A file is always private to the user: the export holds every call (tenants, sessions, key hints).
+    if (o.output) return writePrivateFile(o.output, (sink) => exportTo(sink))
+    return exportTo(new NodeWritable({ write: (chunk, _enc, cb) => (ctx.stdout.write(String(chunk)), cb()) }))
+
+    async function exportTo(sink: NodeJS.WritableStream): Promise<void> {
+      if (t.kind === 'http') {
+        const p = new URLSearchParams({ format: o.format, since: o.since ?? '1970-01-01' })
+        if (o.until) p.set('until', o.until)
+        if (o.tenant) p.set('tenant', o.tenant)
+        const r = await t.get(`/api/dashboard/export?${p}`)
+        if (!r.ok || !r.body) {
+          await getJson(t, `/api/dashboard/export?${p}`)
+          throw new CliError(`${t.url} has no export API (its dashboard is off); run with --local`)
         }
-        // A file or terminal gets a last line break after the JSON.
-        yield text.tail() + (text.format === 'json' ? '\n' : '')
+        await pipeline(Readable.fromWeb(r.body as any), sink)
+        return
       }
-      await pipeline(Readable.from(pages()), sink)
-    } finally {
-      await ledger.close()
+      await prepareLocal()
+      const { ExportFormatter } = await import('../../dashboard/export-format')
+      const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
+      const ledger = await openLocalLedger(t)
+      try {
+        const window = {
+          start: o.since ? (parseWhen(o.since, tz) as number) : 0,
+          end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
+          tenant: (o.tenant as string | undefined) ?? null,
+          member: null,
+        }
+        // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
+        const PAGE = 5000
+        const format = o.format === 'csv' ? 'csv' : 'json'
+        const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
+        const text = new ExportFormatter(format)
+        async function* pages() {
+          yield text.head()
+          let keyset = firstKeyset(window)
+          for (;;) {
+            const got = sqlite ? sqlite.page(text, keyset) : await storePage(ledger.store, text, window, keyset, PAGE)
+            if (got.keyset !== null) {
+              keyset = got.keyset
+              yield got.text
+            }
+            if (got.rows < PAGE) break
+          }
+          // A file or terminal gets a last line break after the JSON.
+          yield text.tail() + (text.format === 'json' ? '\n' : '')
+        }
+        await pipeline(Readable.from(pages()), sink)
+      } finally {
+        await ledger.close()
+      }
     }
   })
 }

@@ -1,0 +1,40 @@
+import { type WriteStream, createWriteStream, openSync, renameSync, rmSync } from 'node:fs'
+import { once } from 'node:events'
+import { randomBytes } from 'node:crypto'
+import { basename, dirname, join } from 'node:path'
+import { CliError } from './context'
+
+/**
+ * Writes `path` through `write` as a file only its owner may read (0600), whether or not it
+ * existed: an existing file keeps its mode when opened, so the output goes to a new temporary
+ * file in the same folder (created exclusively, so never someone else's file or a link) that
+ * replaces `path` once `write` has finished. On failure the temporary file is removed and
+ * `path` is left as it was.
+ */
+export async function writePrivateFile(path: string, write: (sink: WriteStream) => Promise<void>): Promise<void> {
+  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
+  // Errors name the file asked for, not the temporary one.
+  const cannot = (err: unknown) => new CliError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+  let fd: number
+  try {
+    fd = openSync(tmp, 'wx', 0o600)
+  } catch (err) {
+    throw cannot(err)
+  }
+  const sink = createWriteStream(tmp, { fd })
+  try {
+    await write(sink)
+    if (!sink.writableEnded) sink.end()
+    // Renamed once closed (Windows cannot rename an open file).
+    if (!sink.closed) await once(sink, 'close')
+    try {
+      renameSync(tmp, path)
+    } catch (err) {
+      throw cannot(err)
+    }
+  } catch (err) {
+    sink.destroy()
+    rmSync(tmp, { force: true })
+    throw err
+  }
+}
