@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { request } from '../support/http'
+import { eventually, request } from '../support/http'
 import { baseUrlFor } from '../support/server'
 import { loadConfig } from '../../src/main/config/load'
 import { silentLogger } from '../../src/main/log'
@@ -16,6 +16,8 @@ import { runCliCaptured } from '../support/cli'
 import { makeCall } from '../dashboard/seed'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Ledger } from '../../src/main/ledger/ledger'
+import { desktopLogger } from '../../src/main/desktop/log-file'
+import { writeJsonFile } from '../../src/main/desktop-logic/json-file'
 
 /** The data folder is 0700 and burnrate.db, -wal and -shm 0600, when new and when an old folder is opened. */
 const mode = (p: string) => statSync(p).mode & 0o777
@@ -126,5 +128,49 @@ describe.skipIf(process.platform === 'win32')('burnrate export -o', () => {
     expect(r.out).toContain(`cannot write ${out}`)
     expect(readdirSync(folder)).toEqual(['calls.csv'])
     expect(readdirSync(out)).toEqual([])
+  })
+})
+
+describe.skipIf(process.platform === 'win32')('desktop app files (userData)', () => {
+  it('the log folder is 0700 and burnrate.log 0600, even under umask 0', async () => {
+    const userData = join(root, 'userdata-new')
+    const old = process.umask(0)
+    try {
+      desktopLogger(userData)
+      await eventually(() => existsSync(join(userData, 'logs', 'burnrate.log')))
+    } finally {
+      process.umask(old)
+    }
+    expect(mode(join(userData, 'logs')).toString(8)).toBe('700')
+    expect(mode(join(userData, 'logs', 'burnrate.log')).toString(8)).toBe('600')
+  })
+
+  it('a log left readable by an older version is made private when opened', () => {
+    const userData = join(root, 'userdata-old')
+    mkdirSync(join(userData, 'logs'), { recursive: true })
+    writeFileSync(join(userData, 'logs', 'burnrate.log'), 'budget rule sk-ant-…abcd reached $12.50\n')
+    chmodSync(join(userData, 'logs'), 0o755)
+    chmodSync(join(userData, 'logs', 'burnrate.log'), 0o644)
+    desktopLogger(userData)
+    expect(mode(join(userData, 'logs')).toString(8)).toBe('700')
+    expect(mode(join(userData, 'logs', 'burnrate.log')).toString(8)).toBe('600')
+  })
+
+  it('state files (notices.json) are 0600, even under umask 0 and over a leftover temporary file', () => {
+    const file = join(root, 'userdata-state', 'notices.json')
+    const old = process.umask(0)
+    try {
+      writeJsonFile(file, { shown: ['rule-1'] })
+      expect(mode(file).toString(8)).toBe('600')
+      expect(mode(join(root, 'userdata-state')).toString(8)).toBe('700')
+      // A crash between write and rename leaves the temporary file; its mode does not carry over.
+      writeFileSync(`${file}.${process.pid}.tmp`, '')
+      chmodSync(`${file}.${process.pid}.tmp`, 0o644)
+      writeJsonFile(file, { shown: ['rule-2'] })
+      expect(mode(file).toString(8)).toBe('600')
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toEqual({ shown: ['rule-2'] })
+    } finally {
+      process.umask(old)
+    }
   })
 })
