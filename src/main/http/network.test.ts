@@ -99,4 +99,15 @@ describe('proxy variables as people set them', () => {
     expect(problems).toEqual(['HTTPS_PROXY=ftp://***@files.corp is not the address of an http(s) or SOCKS5 proxy; it is ignored'])
     expect(proxyProblems({ proxy: 'http://cfg:3128' }, env)).toEqual([])
   })
+
+  it.each([
+    ['http://alice:s3cr/et-pw@proxy.corp:3128', 's3cr/et-pw', 'http://***@proxy.corp:3128'], // a "/" in the password, not percent-encoded
+    ['alice:s3cret-pw@proxy.corp:99999', 's3cret-pw', '***@proxy.corp:99999'], // no scheme (curl style), a mistyped port
+    ['alice:s3cret-pw@proxy corp:3128', 's3cret-pw', '***@proxy corp:3128'], // no scheme, a stray space
+    ['http://alice:p@ss@word@proxy.corp:99999', 'ss@word', 'http://***@proxy.corp:99999'], // an "@" in the password
+  ])('hides the password of any malformed value: %s', (value, password, shown) => {
+    const lines = proxyProblems({}, { HTTPS_PROXY: value })
+    expect(lines).toEqual([`HTTPS_PROXY=${shown} is not the address of an http(s) or SOCKS5 proxy; it is ignored`])
+    expect(lines[0]).not.toContain(password)
+  })
 })

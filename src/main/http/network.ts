@@ -40,6 +40,18 @@ function envProxy(env: NodeJS.ProcessEnv, [lower, upper]: readonly [string, stri
   return (v && proxyUrl(v)) || undefined
 }
 
+/**
+ * A proxy variable as it may be logged: everything before its last `@` (user and password) is
+ * hidden, the scheme kept. The value is malformed, so no URL parser can be trusted to find the
+ * credentials (a `/` or `@` in the password, no scheme, a bad port).
+ */
+function withoutCredentials(v: string): string {
+  const at = v.lastIndexOf('@')
+  if (at === -1) return v
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(v)?.[0] ?? ''
+  return `${scheme}***${v.slice(at)}`
+}
+
 /** Proxy variables set to something that is not a proxy's address (ignored: said once at start-up), with any password hidden. */
 export function proxyProblems(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): string[] {
   if (o.proxy) return []
@@ -47,7 +59,7 @@ export function proxyProblems(o: NetworkOptions, env: NodeJS.ProcessEnv = proces
   for (const pair of ENV_PROXIES) {
     const name = env[pair[0]] ? pair[0] : pair[1]
     const v = env[name]
-    if (v && !proxyUrl(v)) out.push(`${name}=${v.replace(/\/\/[^/@]*@/, '//***@')} is not the address of an http(s) or SOCKS5 proxy; it is ignored`)
+    if (v && !proxyUrl(v)) out.push(`${name}=${withoutCredentials(v)} is not the address of an http(s) or SOCKS5 proxy; it is ignored`)
   }
   return out
 }
