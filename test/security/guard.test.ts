@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { ConfigError } from '../../src/main/config/load'
@@ -163,11 +166,20 @@ describe('server.allowed_hosts and server.allowed_origins', () => {
 
 describe('dashboard.token', () => {
   let s: TestServer
+  let renderer: string
+  const PAGE = '<!doctype html><title>burnrate-dashboard-page</title>'
   beforeAll(async () => {
+    // A built page of the test's own, so whether the page is served is plain to see.
+    renderer = mkdtempSync(join(tmpdir(), 'burnrate-guard-ui-'))
+    mkdirSync(join(renderer, 'assets'))
+    writeFileSync(join(renderer, 'index.html'), PAGE)
+    process.env.BURNRATE_RENDERER_DIR = renderer
     s = await startTestServer({ dashboard: { token: 'dash-token-123456' } }, upstream.url)
   })
   afterAll(async () => {
+    delete process.env.BURNRATE_RENDERER_DIR
     await s.cleanup()
+    rmSync(renderer, { recursive: true, force: true })
   })
 
   it('guards the page and the dashboard API, not the proxy or the health probe', async () => {
@@ -183,6 +195,18 @@ describe('dashboard.token', () => {
     expect((await chat({}, s.url)).status).toBe(200)
     const ok = await request(`${s.url}/api/dashboard/summary`, { headers: { authorization: 'Bearer dash-token-123456' } })
     expect(ok.status).not.toBe(401)
+  })
+
+  it('guards the page however its path is spelt: an encoded /api/admin, /api/health or /api/ingest is the page, not a route with its own token', async () => {
+    for (const path of ['/%61pi/admin/x', '/%61pi/health', '/%61pi/ingest', '/api%2Fadmin/calls', '/API%2fhealth']) {
+      const res = await request(s.url + path, { headers: { accept: 'text/html' } })
+      expect({ path, status: res.status, page: res.text.includes(PAGE) }).toEqual({ path, status: 401, page: false })
+      // The router does serve the page there, which is why the token is needed.
+      const ok = await request(s.url + path, { headers: { accept: 'text/html', authorization: 'Bearer dash-token-123456' } })
+      expect({ path, page: ok.text.includes(PAGE) }).toEqual({ path, page: true })
+    }
+    // Routes with their own auth still skip the dashboard token in any case, as the router matches them.
+    expect((await request(`${s.url}/API/Health`)).status).toBe(200)
   })
 
   it('slows down guessing, yet the right token always gets in at once, even while wrong ones are refused', async () => {

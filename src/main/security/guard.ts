@@ -32,9 +32,20 @@ function pathOf(url: string): string {
 }
 
 /**
- * The path as the router will see it: percent-decoded, lower-cased (express matches routes
- * case-insensitively), `\\` read as `/` and repeated slashes collapsed. Security checks on paths
- * use this, so `/API/dashboard/summary` or `//api/...` cannot slip past them.
+ * The path as express routes it: not percent-decoded (routes match the raw path, so
+ * `/%61pi/admin/x` reaches the page fallback, not the admin API), lower-cased (routes match
+ * case-insensitively). Whether a path is outside the dashboard token is decided on this: a
+ * spelling the check decodes but the router does not would skip the token and get the page.
+ */
+function routedPath(url: string): string {
+  return pathOf(url).toLowerCase()
+}
+
+/**
+ * The path at its broadest reading: percent-decoded, lower-cased (express matches routes
+ * case-insensitively), `\\` read as `/` and repeated slashes collapsed. The cross-site check
+ * uses it, where reading more paths as the API only refuses more, so `/API/dashboard/summary`,
+ * `//api/...` or `/%61pi/...` cannot slip past it.
  */
 export function normalisedPath(url: string): string {
   let p = pathOf(url)
@@ -122,7 +133,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
 
     if (proxied || !token) return true
     const path = pathOf(req.url ?? '/')
-    if (ownAuth(normalisedPath(path))) return true
+    if (ownAuth(routedPath(path))) return true
     const client = clientKey(req.socket.remoteAddress)
     const cookieName = dashboardCookieName(port)
 
