@@ -75,4 +75,19 @@ describe('AuthThrottle for checks that cannot wait', () => {
     th.succeeded('a')
     expect(th.blockedFor('a')).toBe(0)
   })
+
+  it('forgets old failures too: a typo long after a burst of wrong tokens counts as the first', () => {
+    const c = clock()
+    const th = new AuthThrottle({ free: 2, baseMs: 100, maxMs: 400, forgetMs: 60_000, now: c.now })
+    for (let i = 0; i < 8; i++) th.failedAndBlock('a')
+    expect(th.blockedFor('a')).toBe(400)
+    c.advance(60_000)
+    // Not yet forgotten: still counted from the burst.
+    th.failedAndBlock('a')
+    expect(th.failures('a')).toBe(9)
+    c.advance(60_001)
+    th.failedAndBlock('a')
+    expect(th.failures('a')).toBe(1)
+    expect(th.blockedFor('a')).toBe(0)
+  })
 })

@@ -69,6 +69,12 @@ export class AuthThrottle {
   failed(ip: string): void {
     const now = this.opts.now()
     let c = this.clients.get(ip)
+    // Failures long past are forgotten here too, not only by reserve(): the dashboard token's
+    // blocks (failedAndBlock) never reserve, and would otherwise count every old typo forever.
+    if (c && now - c.lastFailure > this.opts.forgetMs) {
+      this.clients.delete(ip)
+      c = undefined
+    }
     if (!c) {
       if (this.clients.size >= this.opts.maxClients) this.clients.delete(this.clients.keys().next().value as string)
       c = { failures: 0, lastFailure: now, nextAt: 0, blockedUntil: 0 }
