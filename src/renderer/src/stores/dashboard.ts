@@ -28,7 +28,8 @@ const SECTIONS: Section[] = ['summary', 'timeseries', 'costs', 'providers', 'key
 /**
  * Everything the dashboard REST API says, for the current filters, refreshed every few seconds.
  * Data is replaced in place (never cleared while reloading) so views update without flicker;
- * answers to an older filter state are dropped.
+ * answers to an older filter state are dropped. Views read it through `current()`, which hides
+ * a section's data while it belongs to other filters or its last load failed.
  */
 export const useDashboard = defineStore('dashboard', () => {
   const filters = useFilters()
@@ -158,14 +159,22 @@ export const useDashboard = defineStore('dashboard', () => {
 
   /** True once a section has an answer (data or error) for the current filters. */
   const isLoaded = (s: Section) => loadedFor[s] === filters.key
+  /**
+   * A section's data only when it answers the current filters and its last load did not fail;
+   * otherwise null, so a view shows a placeholder (and the error) rather than the last filters'
+   * figures, or figures a failed refresh left behind, as if they were current.
+   */
+  function current<S extends Section>(s: S): DashboardData[S] | null {
+    return isLoaded(s) && errors[s] === undefined ? data[s] : null
+  }
   /** True before the first answer of all: show skeletons rather than zeros. */
   const firstLoad = computed(() => lastUpdated.value === null && !unreachable.value)
   /** Nothing was ever recorded (this month, all tenants filtered as chosen): show the getting-started panel. */
   const empty = computed(
     () =>
-      data.summary !== null &&
-      data.summary.month_spend_usd === 0 &&
-      data.summary.today_requests === 0 &&
+      current('summary') !== null &&
+      data.summary!.month_spend_usd === 0 &&
+      data.summary!.today_requests === 0 &&
       (data.costs?.rows.length ?? 0) === 0 &&
       (data.sessions?.sessions.length ?? 0) === 0,
   )
@@ -176,5 +185,5 @@ export const useDashboard = defineStore('dashboard', () => {
     return (inFlight ?? Promise.resolve()).then(() => refresh())
   }
 
-  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, refresh, start, stop, limits, showMore }
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, refresh, start, stop, limits, showMore }
 })
