@@ -43,6 +43,13 @@ describe('other figures', () => {
     expect(formatPct(0.25)).toBe('25%')
     expect(formatPct(1)).toBe('100%')
   })
+  it('never reads 100% for a ratio short of 1', () => {
+    expect(formatPct(0.994)).toBe('99%')
+    expect(formatPct(0.996)).toBe('99.6%')
+    expect(formatPct(0.997)).toBe('99.7%')
+    expect(formatPct(0.99999)).toBe('99.9%')
+    expect(formatPct(1.004)).toBe('100%')
+  })
   it('formats latencies and durations', () => {
     expect(formatMs(842.4)).toBe('842 ms')
     expect(formatMs(1234)).toBe('1.2 s')

@@ -36,12 +36,14 @@ export function formatInt(n: number): string {
   return Number.isFinite(n) ? int.format(n) : '—'
 }
 
-/** A 0..1 ratio as a percentage: `0%`, `<0.1%`, `1.2%`, `100%`. */
+/** A 0..1 ratio as a percentage: `0%`, `<0.1%`, `1.2%`, `42%`, `99.6%`, `100%`. */
 export function formatPct(r: number): string {
   if (!Number.isFinite(r)) return '—'
   if (r === 0) return '0%'
   if (r > 0 && r < 0.001) return '<0.1%'
   const p = r * 100
+  // Short of the whole (a budget under its limit) never reads 100%: one decimal, at most 99.9%.
+  if (p >= 99.5 && p < 100) return `${Math.min(99.9, Number(p.toFixed(1)))}%`
   return `${p >= 10 ? Math.round(p) : Number(p.toFixed(1))}%`
 }
 
