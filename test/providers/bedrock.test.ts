@@ -80,6 +80,46 @@ describe('Amazon Bedrock', () => {
     expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 812, output_tokens: 96 }, llama, row.ts))
   })
 
+  it("InvokeModel of Amazon Nova: its answer's own camelCase usage is not read as Anthropic's (0 tokens); Bedrock's header count is priced", async () => {
+    const nova = 'us.amazon.nova-pro-v1:0'
+    s.upstream.setResponder(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'x-amzn-bedrock-input-token-count': '1200', 'x-amzn-bedrock-output-token-count': '300' },
+      body: JSON.stringify({
+        output: { message: { role: 'assistant', content: [{ text: 'Hello' }] } },
+        stopReason: 'end_turn',
+        usage: { inputTokens: 1200, outputTokens: 300, totalTokens: 1500, cacheReadInputTokenCount: 0, cacheWriteInputTokenCount: 0 },
+      }),
+    }))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${nova}/invoke`, { messages: [{ role: 'user', content: [{ text: 'hi' }] }] }, HEADERS))
+    expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'invoke', model: nova, input_tokens: 1200, output_tokens: 300, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 1200, output_tokens: 300 }, nova, row.ts))
+  })
+
+  it("InvokeModel of OpenAI's gpt-oss: its Chat Completions usage is not read as Anthropic's; Bedrock's header count is recorded", async () => {
+    const oss = 'openai.gpt-oss-120b-1:0'
+    s.upstream.setResponder(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json', 'x-amzn-bedrock-input-token-count': '800', 'x-amzn-bedrock-output-token-count': '200' },
+      body: JSON.stringify({
+        id: 'chatcmpl-1',
+        object: 'chat.completion',
+        model: oss,
+        choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 800, completion_tokens: 200, total_tokens: 1000 },
+      }),
+    }))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${oss}/invoke`, { messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
+    expect(row).toMatchObject({ provider: 'bedrock', model: oss, input_tokens: 800, output_tokens: 200, estimated: 0 })
+  })
+
+  it("InvokeModel of Claude through an application inference profile (an ARN naming no model): its Anthropic usage is still read", async () => {
+    const arn = encodeURIComponent('arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6')
+    answer(s.upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${arn}/invoke`, { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1024, messages: [] }, HEADERS))
+    expect(row).toMatchObject({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202, estimated: 0 })
+  })
+
   it('1-hour cache writes cost 2x input, as Anthropic bills them on Bedrock too (the AWS price data has no such rate for this model)', async () => {
     answer(s.upstream, {
       output: { message: { role: 'assistant', content: [{ text: 'hi' }] } },

@@ -82,6 +82,10 @@ class InvokeMeter implements Meter {
   private readonly inner = new AnthropicMeter()
   private metrics: Usage | null = null
   private counted: Usage | null = null
+  /** A whole JSON answer was read (the call completed), whoever's format it was in. */
+  private whole = false
+
+  constructor(private readonly claude: boolean) {}
 
   headers(h: IncomingHttpHeaders): void {
     this.counted = headerUsage(h)
@@ -102,16 +106,34 @@ class InvokeMeter implements Meter {
   }
 
   json(body: unknown): void {
-    this.inner.json(body)
+    this.whole = true
+    // Other models' answers have a `usage` of their own shape (Nova's `inputTokens`, gpt-oss's
+    // `prompt_tokens`), which Anthropic's reader would take for zero tokens and so hide Bedrock's
+    // count in the headers: only a Claude answer is read as Anthropic's.
+    if (this.claude || (isObject(body) && hasAnthropicUsage(body.usage))) this.inner.json(body)
   }
 
   result(): MeterResult {
     // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
     const { model: _named, ...r } = this.inner.result()
     if (!r.usage && this.metrics) return { usage: this.metrics, complete: true }
-    if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete: r.complete }
-    return r
+    if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete: r.complete || this.whole }
+    return { ...r, complete: r.complete || this.whole }
   }
+}
+
+/**
+ * A Claude model's id (`anthropic.claude-…`, or one of its cross-region or global profiles,
+ * `us.anthropic.claude-…`). An application inference profile's ARN names no model: its answer's
+ * usage tells (`hasAnthropicUsage`).
+ */
+function isClaude(model: string): boolean {
+  return /^(?:[a-z-]+\.)?anthropic\./.test(model)
+}
+
+/** Anthropic's `usage` (`input_tokens`, `output_tokens`), not another model's own shape. */
+function hasAnthropicUsage(u: unknown): boolean {
+  return isObject(u) && (typeof u.input_tokens === 'number' || typeof u.output_tokens === 'number')
 }
 
 /**
@@ -213,5 +235,5 @@ export const bedrock: Provider = {
   place: bedrockPlace,
   noUpstreamHint: 'put the region in its address (http://<burnrate>/bedrock/us-east-1) or set providers.bedrock.base_url in the config',
   inspect: inspectBedrock,
-  meter: (shape): Meter => (shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter()),
+  meter: (shape): Meter => (shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter(isClaude(shape.model))),
 }
