@@ -113,6 +113,22 @@ describe('Amazon Bedrock', () => {
     expect(row).toMatchObject({ provider: 'bedrock', model: oss, input_tokens: 800, output_tokens: 200, estimated: 0 })
   })
 
+  it("InvokeModelWithResponseStream of Nova: Bedrock's invocation metrics priced, their cache reads and writes added to the input", async () => {
+    const nova = 'us.amazon.nova-pro-v1:0'
+    const chunk = (ev: object) => eventMessage('chunk', { bytes: Buffer.from(JSON.stringify(ev)).toString('base64') })
+    const metrics = { inputTokenCount: 100, outputTokenCount: 50, cacheReadInputTokenCount: 2000, cacheWriteInputTokenCount: 300, invocationLatency: 300, firstByteLatency: 100 }
+    const stream = [
+      chunk({ messageStart: { role: 'assistant' } }),
+      chunk({ contentBlockDelta: { delta: { text: 'Hello' }, contentBlockIndex: 0 } }),
+      chunk({ messageStop: { stopReason: 'end_turn' } }),
+      chunk({ metadata: { usage: { inputTokens: 100, outputTokens: 50, cacheReadInputTokenCount: 2000, cacheWriteInputTokenCount: 300 } }, 'amazon-bedrock-invocationMetrics': metrics }),
+    ]
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream' }, chunks: stream, delayMs: 1 }))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${nova}/invoke-with-response-stream`, { messages: [] }, HEADERS))
+    expect(row).toMatchObject({ model: nova, streamed: 1, input_tokens: 2400, cache_read_tokens: 2000, cache_write_tokens: 300, output_tokens: 50, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 2400, cache_read_tokens: 2000, cache_write_tokens: 300, output_tokens: 50 }, nova, row.ts))
+  })
+
   it("InvokeModel of Claude through an application inference profile (an ARN naming no model): its Anthropic usage is still read", async () => {
     const arn = encodeURIComponent('arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6')
     answer(s.upstream, fixture('anthropic/messages-nonstream-cache-read.json'))

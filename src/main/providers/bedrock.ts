@@ -17,7 +17,8 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
  *   binary event stream: each `chunk` carries one of the model's events, base64 in `bytes`) of a
  *   Claude model takes and answers Anthropic's Messages API: metered as Anthropic's answers are.
  *   Other models' own formats are not read: their streams are counted by Bedrock's own metrics
- *   in the last event, their JSON answers estimated; the Converse API is read for every model.
+ *   in the last event (cache reads and writes included), their JSON answers by its count in the
+ *   answer's headers; the Converse API is read for every model.
  * - Converse (`/model/{id}/converse`, `/converse-stream`): `usage` {inputTokens, outputTokens,
  *   cacheReadInputTokens, cacheWriteInputTokens}, in the answer or the stream's `metadata` event.
  *
@@ -75,7 +76,7 @@ const METRICS = 'amazon-bedrock-invocationMetrics'
  * `chunk` messages. For any model, Bedrock also counts the call itself: a JSON answer in its
  * headers (`X-Amzn-Bedrock-Input-Token-Count`, `-Output-Token-Count`, and the cache reads and
  * writes), a stream in its last event (`amazon-bedrock-invocationMetrics`: input and output
- * tokens). That count is used when the answer's own carries none (other models' formats are not
+ * tokens, and the cache reads and writes). That count is used when the answer's own carries none (other models' formats are not
  * read); a Claude answer's own usage wins (it tells 1-hour cache writes apart).
  */
 class InvokeMeter implements Meter {
@@ -152,14 +153,20 @@ function headerUsage(h: IncomingHttpHeaders): Usage | null {
   })
 }
 
+/**
+ * Bedrock's own count of a stream, from its last event's invocation metrics: its
+ * `inputTokenCount` leaves out the cache reads and writes it counts beside it, as the headers do.
+ */
 function metricsUsage(text: string): Usage | null {
   try {
     const m = (JSON.parse(text) as Record<string, unknown>)[METRICS]
     if (!isObject(m)) return null
-    const u = emptyUsage()
-    u.input_tokens = count(m.inputTokenCount)
-    u.output_tokens = count(m.outputTokenCount)
-    return u
+    return converseUsage({
+      inputTokens: m.inputTokenCount,
+      outputTokens: m.outputTokenCount,
+      cacheReadInputTokens: m.cacheReadInputTokenCount,
+      cacheWriteInputTokens: m.cacheWriteInputTokenCount,
+    })
   } catch {
     return null
   }
