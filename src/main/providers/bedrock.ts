@@ -72,6 +72,18 @@ export function inspectBedrock(req: RequestInfo): CallShape {
 const METRICS = 'amazon-bedrock-invocationMetrics'
 
 /**
+ * The type of an exception message in a 200's event stream (`throttlingException`,
+ * `serviceUnavailableException`, `modelStreamErrorException`, …: the event stream reader names it
+ * `exception:<type>`), or undefined for an event. It ends the stream. Sent before the model's first
+ * event, nothing was generated or billed: the call costs nothing, with the error recorded, as an
+ * Anthropic stream's `error` event before `message_start`. Sent later, what streamed is
+ * estimated as for a stream cut there, and the error is recorded too.
+ */
+function exceptionType(type: string): string | undefined {
+  return type.startsWith('exception:') ? type.slice('exception:'.length) || 'exception' : undefined
+}
+
+/**
  * InvokeModel: a Claude model's answer is Anthropic's, its stream's events inside Bedrock's
  * `chunk` messages. For any model, Bedrock also counts the call itself: a JSON answer in its
  * headers (`X-Amzn-Bedrock-Input-Token-Count`, `-Output-Token-Count`, and the cache reads and
@@ -85,6 +97,10 @@ class InvokeMeter implements Meter {
   private counted: Usage | null = null
   /** A whole JSON answer was read (the call completed), whoever's format it was in. */
   private whole = false
+  /** A `chunk` (one of the model's events) arrived. */
+  private started = false
+  /** The stream's exception message's type (`exceptionType`). */
+  private error: string | undefined
 
   constructor(private readonly claude: boolean) {}
 
@@ -93,7 +109,13 @@ class InvokeMeter implements Meter {
   }
 
   event(type: string, payload: string): void {
+    const error = exceptionType(type)
+    if (error) {
+      this.error ??= error
+      return
+    }
     if (type !== 'chunk') return
+    this.started = true
     let bytes: unknown
     try {
       bytes = (JSON.parse(payload) as { bytes?: unknown }).bytes
@@ -115,11 +137,14 @@ class InvokeMeter implements Meter {
   }
 
   result(): MeterResult {
+    if (this.error && !this.started) return { usage: emptyUsage(), complete: true, error: this.error }
     // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
     const { model: _named, ...r } = this.inner.result()
-    if (!r.usage && this.metrics) return { usage: this.metrics, complete: true }
-    if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete: r.complete || this.whole }
-    return { ...r, complete: r.complete || this.whole }
+    const complete = r.complete || this.whole || this.error !== undefined
+    const error = r.error ?? this.error
+    if (!r.usage && this.metrics) return { usage: this.metrics, complete: true, error }
+    if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete, error }
+    return { ...r, complete, error }
   }
 }
 
@@ -197,8 +222,19 @@ class ConverseMeter implements Meter {
   private usage: Usage | null = null
   private complete = false
   private readonly text = new OutputText()
+  /** One of the model's events arrived (`messageStart` first). */
+  private started = false
+  /** The stream's exception message's type (`exceptionType`). */
+  private error: string | undefined
 
   event(type: string, payload: string): void {
+    const error = exceptionType(type)
+    if (error) {
+      this.error ??= error
+      this.complete = true
+      return
+    }
+    this.started = true
     if (type === 'contentBlockDelta') {
       // Only read should the stream end without its usage (estimated from what it streamed).
       if (this.usage) return
@@ -228,8 +264,10 @@ class ConverseMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (this.usage) return { usage: this.usage, complete: this.complete }
-    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale }
+    const error = this.error
+    if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
+    if (this.usage) return { usage: this.usage, complete: this.complete, error }
+    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error }
   }
 }
 
