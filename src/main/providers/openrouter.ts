@@ -1,28 +1,87 @@
 import { isObject } from '../metering/usage'
+import { AnthropicMeter, inspectAnthropic } from './anthropic'
 import { openaiUsage } from './openai'
 import { openaiCompatible } from './openai-compatible'
+import type { Meter, MeterResult, Provider } from './types'
 
 /**
  * OpenRouter: https://openrouter.ai/docs. Every response's usage carries `cost`, the credits
  * (USD) OpenRouter charged for the call; that is recorded as the call's cost. With a
  * bring-your-own-key upstream, `cost` is only OpenRouter's fee and the provider's own charge
  * is `cost_details.upstream_inference_cost`, so the two are added.
+ *
+ * Besides its OpenAI-compatible API, OpenRouter answers Anthropic's Messages API at
+ * `/api/v1/messages`: what Claude Code calls with `ANTHROPIC_BASE_URL=https://openrouter.ai/api`
+ * (OpenRouter's documented setup), so through Burnrate `…/openrouter`. Those calls are read as
+ * Anthropic's are, and OpenRouter's `usage.cost`, when it sends one, is the charge.
  */
-export const openrouter = openaiCompatible({
+const compatible = openaiCompatible({
   name: 'openrouter',
   pricingId: 'openrouter',
   baseUrl: 'https://openrouter.ai/api/v1',
   usage: (raw) => {
     const u = openaiUsage(raw)
-    if (!u || !isObject(raw) || !isFiniteNonNeg(raw.cost)) return u
-    let cost = raw.cost as number
-    const upstream = isObject(raw.cost_details) ? raw.cost_details.upstream_inference_cost : undefined
-    if (raw.is_byok === true && isFiniteNonNeg(upstream)) cost += upstream as number
-    u.provider_cost_usd = cost
+    const cost = reportedCost(raw)
+    if (u && cost !== undefined) u.provider_cost_usd = cost
     return u
   },
 })
 
+export const openrouter: Provider = {
+  ...compatible,
+  inspect: (req) =>
+    req.method === 'POST' && req.path.replace(/\/+$/, '') === '/messages' ? inspectAnthropic({ ...req, path: '/v1/messages' }) : compatible.inspect(req),
+  meter: (shape, req) => (shape.endpoint === 'messages' ? new MessagesMeter(shape.model) : compatible.meter(shape, req)),
+}
+
+/** What OpenRouter says it charged in a `usage` object (its fee plus the upstream's with a BYOK key), or undefined. */
+function reportedCost(raw: unknown): number | undefined {
+  if (!isObject(raw) || !isFiniteNonNeg(raw.cost)) return undefined
+  let cost = raw.cost as number
+  const upstream = isObject(raw.cost_details) ? raw.cost_details.upstream_inference_cost : undefined
+  if (raw.is_byok === true && isFiniteNonNeg(upstream)) cost += upstream as number
+  return cost
+}
+
 function isFiniteNonNeg(v: unknown): boolean {
   return typeof v === 'number' && Number.isFinite(v) && v >= 0
+}
+
+/** Anthropic's Messages API as OpenRouter answers it: Anthropic's usage, and OpenRouter's `cost` beside it. */
+class MessagesMeter implements Meter {
+  private readonly inner = new AnthropicMeter()
+  private cost: number | undefined
+
+  /** @param requested the model the request names. */
+  constructor(private readonly requested: string) {}
+
+  event(name: string, data: string): void {
+    this.inner.event(name, data)
+    // Only an event that names a cost is parsed twice (the final `message_delta`).
+    if (!data.includes('"cost"')) return
+    try {
+      const ev = JSON.parse(data) as unknown
+      if (!isObject(ev)) return
+      const cost = reportedCost(ev.usage) ?? (isObject(ev.message) ? reportedCost(ev.message.usage) : undefined)
+      if (cost !== undefined) this.cost = cost
+    } catch {
+      // not JSON: no cost
+    }
+  }
+
+  json(body: unknown): void {
+    this.inner.json(body)
+    if (isObject(body)) this.cost = reportedCost(body.usage)
+  }
+
+  result(): MeterResult {
+    const r = this.inner.result()
+    // A stream cut before its last usage has no final charge: it is priced from its (estimated) tokens.
+    if (r.usage && !r.partialOutput && this.cost !== undefined) r.usage = { ...r.usage, provider_cost_usd: this.cost }
+    // OpenRouter's price data knows its own slugs (`anthropic/claude-sonnet-4.5`), not an
+    // upstream's bare id (`claude-sonnet-4-5-20250929`): an answer naming one leaves the
+    // request's slug to price the call.
+    if (r.model && !r.model.includes('/') && this.requested.includes('/')) return { ...r, model: undefined }
+    return r
+  }
 }

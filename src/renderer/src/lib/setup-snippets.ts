@@ -32,6 +32,11 @@ export function setupSnippets(origin: string): Snippet[] {
           lang: 'sh',
           code: `export ANTHROPIC_BEDROCK_BASE_URL=${origin}/bedrock/us-east-1\nclaude`,
         },
+        {
+          label: "Through OpenRouter (OpenRouter's own setup, with Burnrate's address for https://openrouter.ai/api)",
+          lang: 'sh',
+          code: `export ANTHROPIC_BASE_URL=${origin}/openrouter\nexport ANTHROPIC_AUTH_TOKEN="$OPENROUTER_API_KEY"\nexport ANTHROPIC_API_KEY=""\nclaude`,
+        },
       ],
       note: 'Claude Code identifies itself, so its calls are attributed to it and its session automatically.',
     },
