@@ -132,6 +132,23 @@ describe('tailHash of big tails (long strings hashed as they are, not as JSON te
   })
 })
 
+describe('loop turns', () => {
+  const opts: RunawayOptions = { loop: { action: 'block', repeats: 3, windowMinutes: 10 }, spendRate: { action: 'off', usdPerMinute: null } }
+  const stuck = (n: number) => ({ messages: [msg('user', 'task'), ...Array.from({ length: n }, () => [msg('assistant', 'run x'), msg('user', 'error')]).flat()] })
+
+  it('a resend of the same request (the conversation has not grown) is not a turn; a loop already found still is one', () => {
+    const d = new RunawayDetector(opts)
+    const t0 = Date.now()
+    // An SDK retrying one request through an outage: counted once.
+    for (let i = 0; i < 10; i++) expect(d.check(ctx('s', stuck(1)), t0 + i)).toEqual([])
+    expect(d.check(ctx('s', stuck(2)), t0 + 20)).toEqual([])
+    expect(d.check(ctx('s', stuck(3)), t0 + 30)).toMatchObject([{ kind: 'loop', action: 'block', count: 3 }])
+    // Sending the refused call again does not get it through, nor count it again.
+    expect(d.check(ctx('s', stuck(3)), t0 + 40)).toMatchObject([{ kind: 'loop', count: 3 }])
+    expect(d.check(ctx('s', stuck(4)), t0 + 50)).toMatchObject([{ kind: 'loop', count: 4 }])
+  })
+})
+
 describe('session spend rate', () => {
   it('block: a session over usd_per_minute gets a transient 429 rate_limited for a minute', () => {
     const detector = new RunawayDetector({ loop: { action: 'off', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
@@ -236,8 +253,14 @@ describe('deferred checks (a check that cannot refuse runs after the dispatch)',
     const t0 = Date.now()
     const h: DeferredCheck[] = []
     const counts: number[] = []
+    // Each session's conversation alternates between two lengths with the same tail: every call is a turn, none a resend.
+    const sent = new Map<string, number>()
+    const next = (s: string) => {
+      sent.set(s, (sent.get(s) ?? 0) + 1)
+      return stuck(2 + (sent.get(s)! % 2))
+    }
     for (let round = 0; round < 6; round++) {
-      for (let i = 0; i < 1000; i++) h.push(d.defer(ctx(`s${i % 7}`, stuck(2)), t0))
+      for (let i = 0; i < 1000; i++) h.push(d.defer(ctx(`s${i % 7}`, next(`s${i % 7}`)), t0))
       // Part of them is asked for while the rest wait.
       counts.push(h[h.length - 400].events()[0].count)
     }

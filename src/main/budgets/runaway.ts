@@ -7,7 +7,8 @@ import type { CallContext } from '../proxy/gate'
  * again and again: the same model and the same end of the conversation (its last two messages:
  * the same tool call and the same tool result), while the conversation in front of it may grow.
  * A call whose model and tail hash were seen from the same session `repeats` times within
- * `windowMinutes` is a loop. A normal session's tail changes with every turn, so it never is.
+ * `windowMinutes` is a loop. A normal session's tail changes with every turn, so it never is; a
+ * resend of the same request (its conversation no longer than at the tail's last turn) is no turn.
  * Separately, a session whose calls cost more than `usdPerMinute` in the last minute trips the
  * spend-rate alarm.
  */
@@ -49,6 +50,11 @@ function conversation(body: unknown): unknown[] | null {
 
 /** The hash of a conversation's last two messages, or null when it has fewer than three (one-shot calls are never loops). */
 export function tailHash(body: unknown): string | null {
+  return tailOf(body)?.hash ?? null
+}
+
+/** A conversation's tail hash and its length in messages (a loop's grows with every turn; a resend's does not). */
+function tailOf(body: unknown): { hash: string; length: number } | null {
   const msgs = conversation(body)
   if (!msgs || msgs.length < 3) return null
   const tail = msgs.slice(-2)
@@ -60,9 +66,9 @@ export function tailHash(body: unknown): string | null {
   } catch (err) {
     if (err !== TOO_DEEP) throw err
     // Nested deeper than the walk goes: its JSON text, as it always was (which may throw, as it did).
-    return createHash('sha256').update('J').update(JSON.stringify(tail)).digest('base64url')
+    return { hash: createHash('sha256').update('J').update(JSON.stringify(tail)).digest('base64url'), length: msgs.length }
   }
-  return h.digest('base64url')
+  return { hash: h.digest('base64url'), length: msgs.length }
 }
 
 /** Nesting the walk goes to; deeper tails are hashed from their JSON text (tailHash). */
@@ -160,11 +166,17 @@ const MINUTE = 60_000
 /** Sessions remembered at once; the least recently used are forgotten beyond it. */
 const MAX_SESSIONS = 10_000
 
+/** A call counted as a turn of a tail: when it arrived, and how many messages its conversation had. */
+interface Turn {
+  t: number
+  length: number
+}
+
 interface SessionState {
   /** Last time the session was seen (sessions quiet longer than every window are forgotten). */
   last: number
-  /** tail key -> arrival times within the window. */
-  tails: Map<string, number[]>
+  /** tail key -> the turns counted within the window, oldest first. */
+  tails: Map<string, Turn[]>
   /** Costs of the last minute. */
   spend: { t: number; usd: number }[]
   /** Last time each kind was announced (once per window). */
@@ -305,20 +317,23 @@ export class RunawayDetector {
     const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
     const loop = this.opts.loop
     if (loop.action !== 'off') {
-      const hash = tailHash(ctx.body)
-      if (hash) {
+      const tail = tailOf(ctx.body)
+      if (tail) {
         const s = this.session(key, true, now)!
         const window = loop.windowMinutes * MINUTE
-        for (const [k, times] of s.tails) {
-          while (times.length && times[0] <= now - window) times.shift()
-          if (times.length === 0) s.tails.delete(k)
+        for (const [k, turns] of s.tails) {
+          while (turns.length && turns[0].t <= now - window) turns.shift()
+          if (turns.length === 0) s.tails.delete(k)
         }
-        const k = `${ctx.shape.model}\n${hash}`
-        const times = s.tails.get(k) ?? []
-        times.push(now)
-        s.tails.set(k, times)
-        if (times.length >= loop.repeats) {
-          const e: RunawayEvent = { ...base, kind: 'loop', action: loop.action, count: times.length, usd_last_minute: 0 }
+        const k = `${ctx.shape.model}\n${tail.hash}`
+        const turns = s.tails.get(k) ?? []
+        // A loop's conversation grows with every turn. One that has not grown since this tail was
+        // last counted is the same request sent again (an SDK's retry after a 529 or 429): not a
+        // turn, though a loop already found is still one.
+        if (turns.at(-1)?.length !== tail.length) turns.push({ t: now, length: tail.length })
+        s.tails.set(k, turns)
+        if (turns.length >= loop.repeats) {
+          const e: RunawayEvent = { ...base, kind: 'loop', action: loop.action, count: turns.length, usd_last_minute: 0 }
           out.push(e)
           this.announce(s, e, now)
         }
