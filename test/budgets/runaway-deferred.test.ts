@@ -202,7 +202,7 @@ describe('warn: the loop check runs after the dispatch, its header still on the 
     expect(await loopMarks(warn, session)).toEqual([expect.objectContaining({ repeats: 3 })])
   })
 
-  it('a call refused by a budget carries the warning of its loop check (run before the refusal is written), and is counted', async () => {
+  it('a call refused by a budget carries the warning of its loop check (run before the refusal is written), and is not counted', async () => {
     const key = 'sk-ant-rated-aaaaaaaa-0001'
     const session = 'deferred-refused'
     for (const n of [1, 2]) expect((await call(warn, session, stuck(n, session), { key })).status).toBe(200)
@@ -211,8 +211,9 @@ describe('warn: the loop check runs after the dispatch, its header still on the 
     expect(r.json().error.type).toBe('rate_limited')
     expect(r.headers[HEADER]).toBe(`loop: the same request tail 3 times in session ${session}`)
     expect(received.filter((s) => s === session)).toHaveLength(2)
+    // The refused third call did nothing: the fourth is the tail's third turn.
     const fourth = await call(warn, session, stuck(4, session), { key })
-    expect(fourth.headers[HEADER]).toBe(`loop: the same request tail 4 times in session ${session}`)
+    expect(fourth.headers[HEADER]).toBe(`loop: the same request tail 3 times in session ${session}`)
     expect(await loopMarks(warn, session)).toEqual([expect.objectContaining({ repeats: 3 })])
     await eventually(() => callsOf(warn, key).length === 4)
     expect(callsOf(warn, key).map((c) => c.status)).toEqual([200, 200, 429, 429])

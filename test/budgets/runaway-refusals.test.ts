@@ -28,6 +28,8 @@ let upstream: MockUpstream
 /** Calls the provider answers 529 overloaded before it recovers. */
 let overloaded = 0
 let block: TestServer
+/** Loops blocked at 3 turns; keys sk-ant-api03-rpm-* get one request a minute. */
+let rpm: TestServer
 
 beforeAll(async () => {
   upstream = await startMockUpstream(() => {
@@ -38,9 +40,17 @@ beforeAll(async () => {
     return { status: 200, headers: { 'content-type': 'text/event-stream' }, body: fixture('anthropic/messages-stream-text.sse') }
   })
   block = await startTestServer({ runaway: { loop: { action: 'block' } } }, upstream.url) // repeats 5 in 10 minutes (the defaults)
+  rpm = await startTestServer(
+    {
+      runaway: { loop: { action: 'block', repeats: 3 } },
+      budgets: { rules: [{ api_key_pattern: 'sk-ant-api03-rpm-*', requests_per_minute: 1, action: 'block' }] },
+    },
+    upstream.url,
+  )
 })
 afterAll(async () => {
   await block.cleanup()
+  await rpm.cleanup()
   await upstream.close()
 })
 
@@ -57,5 +67,27 @@ describe('retries are not loop turns', () => {
       statuses.push(r.status)
     }
     expect(statuses).toEqual([529, 529, 529, 529, 200])
+  })
+})
+
+describe("calls Burnrate refuses for something else are not loop turns", () => {
+  it('a rate-limited agent is told to retry (rate_limited, x-should-retry: true) on every call, never loop_detected', async () => {
+    const session = 'dddddddd-1c4f-4a8e-b6d5-3f2e1a0c9b8d'
+    const key = 'sk-ant-api03-rpm-0001'
+    const stuck = (n: number) => {
+      const messages: unknown[] = [task]
+      for (let i = 0; i < n; i++) messages.push(toolUse('toolu_01Xb', 'npm test'), toolResult('toolu_01Xb', 'Error: Cannot find module'))
+      return body(messages, session)
+    }
+    expect((await call(rpm, key, stuck(1))).status).toBe(200) // the minute's one request, and the tail's first turn
+    const answers: string[] = []
+    // Refused calls, each sent twice (the SDK's retry), the conversation different each time.
+    for (const n of [2, 3, 4]) {
+      for (let retry = 0; retry < 2; retry++) {
+        const r = await call(rpm, key, stuck(n), retry ? { 'x-stainless-retry-count': String(retry) } : {})
+        answers.push(`${r.status} ${r.json().error.type} ${r.headers['x-should-retry']}`)
+      }
+    }
+    expect(answers).toEqual(Array(6).fill('429 rate_limited true'))
   })
 })

@@ -115,7 +115,7 @@ export function budgetGate(engine: BudgetEngine, runaway?: Runaway): CallGate {
       const now = Date.now()
       const events = guard(ctx, runaway, now)
       if (!(events instanceof Later) && !Array.isArray(events)) return events
-      return admission(failing(events, () => engine.admit(ctx, now)), ctx, events, now)
+      return admission(failing(events, () => engine.admit(ctx, now)), ctx, events, now, runaway)
     },
   }
 }
@@ -131,10 +131,10 @@ export function sharedBudgetGate(engine: BudgetEngine, runaway?: Runaway): CallG
       const events = guard(ctx, runaway, now)
       if (!(events instanceof Later) && !Array.isArray(events)) return events
       const d = failing(events, () => engine.decide(ctx, now))
-      if (!(d instanceof Promise)) return admission(d, ctx, events, now)
+      if (!(d instanceof Promise)) return admission(d, ctx, events, now, runaway)
       return {
         pending: d.then(
-          (x) => admission(x, ctx, events, Date.now()),
+          (x) => admission(x, ctx, events, Date.now(), runaway),
           (err: unknown) => {
             if (events instanceof Later) events.events()
             throw err
@@ -186,7 +186,10 @@ function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): Run
   }
   // A stuck agent burns a plan's window as surely as money: loops are caught on every call.
   const events = runaway ? runaway.detector.check(ctx, now) : NO_EVENTS
-  if (events[0]?.action === 'block') return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
+  if (events[0]?.action === 'block') {
+    if (events[0].kind !== 'loop') runaway!.detector.refused(ctx)
+    return runawayRefusal(events[0], runaway!.windowMinutes, runaway!.usdPerMinute)
+  }
   // Money budgets leave plan usage alone (no money per token): the hook for a rule that opts in.
   if (ctx.billing === 'subscription') return events.length ? { headers: { [RUNAWAY_HEADER]: events.map(runawayText).join(', ') } } : {}
   return events
@@ -194,13 +197,15 @@ function guard(ctx: CallContext, runaway: Runaway | undefined, now: number): Run
 
 const NO_EVENTS: RunawayEvent[] = []
 
-function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Later, now: number): Admission {
+function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Later, now: number, guarded?: Runaway): Admission {
   let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
   if (!d.refuse && runaway instanceof Later) return { headers, settle: d.settle, lateHeaders: runaway.headers, afterSend: runaway.soon }
   // A refusal carries the runaway warning too: a deferred check runs now.
   const events = runaway instanceof Later ? runaway.events() : runaway
   if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
   if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
+  // Refused: not a loop turn (its check has run, above).
+  guarded?.detector.refused(ctx)
   const r = d.refuse
   if (r.kind === 'rate' && r.rate) {
     const rate = r.rate

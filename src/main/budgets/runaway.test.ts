@@ -163,6 +163,20 @@ describe('session spend rate', () => {
     expect(gate.admit(ctx('s2')).refuse).toBeUndefined()
     expect(detector.check(ctx('s1'), now + 61_000)).toEqual([])
   })
+
+  it('a call it refuses is not a loop turn', () => {
+    const detector = new RunawayDetector({ loop: { action: 'warn', repeats: 2, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
+    const engine = new BudgetEngine('UTC', 1, [], [], { worstCase: () => 0, expected: () => 0, learn: () => {} })
+    const gate = budgetGate(engine, { detector, windowMinutes: 10, usdPerMinute: 1 })
+    const stuck = (n: number) => ({ messages: [msg('user', 'task'), ...Array.from({ length: n }, () => [msg('assistant', 'run x'), msg('user', 'error')]).flat()] })
+    const now = Date.now()
+    expect(gate.admit(ctx('s1', stuck(1))).refuse).toBeUndefined()
+    detector.observe({ session: 's1', api_key_hash: 'h'.repeat(64), cost_usd: 1.2 } as CallRecord, now)
+    expect(gate.admit(ctx('s1', stuck(2))).refuse).toMatchObject({ reason: 'rate_limited' })
+    expect(gate.admit(ctx('s1', stuck(3))).refuse).toMatchObject({ reason: 'rate_limited' })
+    // A minute later: the tail's second turn, not its fourth.
+    expect(detector.check(ctx('s1', stuck(4)), now + 61_000)).toMatchObject([{ kind: 'loop', count: 2 }])
+  })
 })
 
 describe('deferred checks (a check that cannot refuse runs after the dispatch)', () => {

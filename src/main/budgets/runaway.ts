@@ -330,7 +330,11 @@ export class RunawayDetector {
         // A loop's conversation grows with every turn. One that has not grown since this tail was
         // last counted is the same request sent again (an SDK's retry after a 529 or 429): not a
         // turn, though a loop already found is still one.
-        if (turns.at(-1)?.length !== tail.length) turns.push({ t: now, length: tail.length })
+        if (turns.at(-1)?.length !== tail.length) {
+          const turn = { t: now, length: tail.length }
+          turns.push(turn)
+          this.counted.set(ctx, { turns, turn })
+        }
         s.tails.set(k, turns)
         if (turns.length >= loop.repeats) {
           const e: RunawayEvent = { ...base, kind: 'loop', action: loop.action, count: turns.length, usd_last_minute: 0 }
@@ -351,6 +355,23 @@ export class RunawayDetector {
       }
     }
     return out.sort((a, b) => (a.action === b.action ? 0 : a.action === 'block' ? -1 : 1))
+  }
+
+  /** The turn each call was counted as, until the call is let go (`refused` takes it back). */
+  private readonly counted = new WeakMap<CallContext, { turns: Turn[]; turn: Turn }>()
+
+  /**
+   * Takes back the loop turn of a call Burnrate refused for something else (a budget, a rate limit,
+   * the spend rate): the call did nothing, so neither it nor the retries it was told to make are a
+   * loop. A call refused as a loop keeps its turn: sent again, it is refused again.
+   */
+  refused(ctx: CallContext): void {
+    this.settle()
+    const c = this.counted.get(ctx)
+    if (!c) return
+    this.counted.delete(ctx)
+    const i = c.turns.lastIndexOf(c.turn)
+    if (i >= 0) c.turns.splice(i, 1)
   }
 
   /** Counts a recorded call's cost for its session's spend rate. */
