@@ -18,10 +18,16 @@ const task = capture.body.messages[0]
 const toolUse = (id: string, command: string) => ({ role: 'assistant', content: [{ type: 'tool_use', id, name: 'Bash', input: { command } }] })
 const toolResult = (id: string, text: string) => ({ role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: text }] })
 
-/** Turn n of an agent stuck retrying one failing command: the conversation grows, its tail stays the same. */
+/**
+ * Turn n of an agent stuck retrying one failing command: the conversation grows, its tail stays the
+ * same but for the tool call's id, which the API makes afresh for every call.
+ */
 function stuck(n: number, session: string) {
   const messages = [task]
-  for (let i = 0; i <= n; i++) messages.push(toolUse('toolu_same', 'npm test src/parser.ts'), toolResult('toolu_same', 'Error: Cannot find module src/parser.ts'))
+  for (let i = 0; i <= n; i++) {
+    const id = `toolu_01${'ABCDEFGHIJ'[i]}q90qw90lq917835lq9`
+    messages.push(toolUse(id, 'npm test src/parser.ts'), toolResult(id, 'Error: Cannot find module src/parser.ts'))
+  }
   return body(messages, session)
 }
 

@@ -32,6 +32,49 @@ describe('tailHash', () => {
   })
 })
 
+describe('tailHash leaves out the ids of tool calls (fresh for every call, even in a loop)', () => {
+  const tail = (a: unknown, b: unknown) => ({ messages: [msg('user', 'task'), a, b] })
+  const claude = (id: string, command = 'npm test') => tail(
+    { role: 'assistant', content: [{ type: 'text', text: 'again' }, { type: 'tool_use', id, name: 'Bash', input: { command } }] },
+    { role: 'user', content: [{ type: 'tool_result', tool_use_id: id, content: 'Error: Cannot find module' }] },
+  )
+  const chat = (id: string, args = '{"command":"npm test"}') => tail(
+    { role: 'assistant', content: null, tool_calls: [{ id, type: 'function', function: { name: 'shell', arguments: args } }] },
+    { role: 'tool', tool_call_id: id, content: 'Error: Cannot find module' },
+  )
+  const responses = (id: string, args = '{"command":["npm","test"]}') => ({
+    input: [msg('user', 'task'), { type: 'function_call', id: `fc_${id}`, call_id: `call_${id}`, name: 'shell', arguments: args }, { type: 'function_call_output', call_id: `call_${id}`, output: 'Error' }],
+  })
+  const gemini = (id: string, command = 'npm test') => ({
+    contents: [
+      { role: 'user', parts: [{ text: 'task' }] },
+      { role: 'model', parts: [{ functionCall: { id, name: 'run_shell_command', args: { command } } }] },
+      { role: 'user', parts: [{ functionResponse: { id, name: 'run_shell_command', response: { output: 'Error' } } }] },
+    ],
+  })
+
+  it('the same call and result with new ids hash the same; another call does not', () => {
+    expect(tailHash(claude('toolu_01A'))).toBe(tailHash(claude('toolu_01B')))
+    expect(tailHash(claude('toolu_01A'))).not.toBe(tailHash(claude('toolu_01A', 'npm run build')))
+    expect(tailHash(chat('call_A'))).toBe(tailHash(chat('call_B')))
+    expect(tailHash(chat('call_A'))).not.toBe(tailHash(chat('call_A', '{"command":"ls"}')))
+    expect(tailHash(responses('A'))).toBe(tailHash(responses('B')))
+    expect(tailHash(responses('A'))).not.toBe(tailHash(responses('A', '{"command":["ls"]}')))
+    expect(tailHash(gemini('g-1'))).toBe(tailHash(gemini('g-2')))
+    expect(tailHash(gemini('g-1'))).not.toBe(tailHash(gemini('g-1', 'ls')))
+    // An `id` a tool is given as input is what the call does: it stays.
+    const issue = (id: number) => tail({ role: 'assistant', content: [{ type: 'tool_use', id: 'toolu_X', name: 'get_issue', input: { id } }] }, msg('user', 'not found'))
+    expect(tailHash(issue(1))).not.toBe(tailHash(issue(2)))
+  })
+
+  it('leaves the body as it was', () => {
+    const b = claude('toolu_01A')
+    const before = JSON.stringify(b)
+    tailHash(b)
+    expect(JSON.stringify(b)).toBe(before)
+  })
+})
+
 describe('tailHash of big tails (long strings hashed as they are, not as JSON text)', () => {
   const tail = (a: unknown, b: unknown) => ({ messages: [msg('user', 'task'), a, b] })
   /** The rule: two tails hash the same exactly when their JSON texts are the same. */

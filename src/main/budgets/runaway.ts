@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
+import { withoutCallIds } from './call-ids'
 
 /**
  * Runaway agents (README: Runaway agents). An agent stuck in a loop sends the same request
@@ -57,7 +58,8 @@ export function tailHash(body: unknown): string | null {
 function tailOf(body: unknown): { hash: string; length: number } | null {
   const msgs = conversation(body)
   if (!msgs || msgs.length < 3) return null
-  const tail = msgs.slice(-2)
+  // The ids of tool calls are fresh every turn, even in a loop: they are no part of what repeats.
+  const tail = withoutCallIds(msgs.slice(-2))
   const h = createHash('sha256')
   const w = new TailText(h)
   try {
