@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
-import { request } from '../support/http'
+import { eventually, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -19,9 +19,11 @@ function body(messages: unknown[], session: string) {
   return JSON.stringify({ ...capture.body, messages, metadata: { user_id: userId } })
 }
 
+/** Claude Code's call with an API key (x-api-key) or, logged in with a Claude plan, its OAuth token (sk-ant-oat…, as a bearer token alone). */
 function call(t: TestServer, key: string, b: string, extra: Record<string, string> = {}) {
+  const { 'x-api-key': _, ...headers } = capture.headers
   const auth = key.startsWith('sk-ant-oat') ? { authorization: `Bearer ${key}` } : { 'x-api-key': key }
-  return request(`${t.url}${capture.path}`, { method: 'POST', headers: { ...capture.headers, ...auth, ...extra }, body: b })
+  return request(`${t.url}${capture.path}`, { method: 'POST', headers: { ...headers, ...auth, ...extra }, body: b })
 }
 
 let upstream: MockUpstream
@@ -89,5 +91,28 @@ describe("calls Burnrate refuses for something else are not loop turns", () => {
       }
     }
     expect(answers).toEqual(Array(6).fill('429 rate_limited true'))
+  })
+})
+
+describe('the spend rate counts money only', () => {
+  let rate: TestServer
+  beforeAll(async () => {
+    rate = await startTestServer({ runaway: { loop: { action: 'off' }, spend_rate: { usd_per_minute: 0.000001, action: 'block' } } }, upstream.url)
+  })
+  afterAll(async () => {
+    await rate.cleanup()
+  })
+
+  it("a plan (subscription) session is not refused for its calls' API-equivalent value", async () => {
+    const session = 'cccccccc-1c4f-4a8e-b6d5-3f2e1a0c9b8d'
+    const statuses: number[] = []
+    for (let i = 0; i < 3; i++) statuses.push((await call(rate, 'sk-ant-oat01-plan-0001', body([task], session))).status)
+    expect(statuses).toEqual([200, 200, 200])
+  })
+
+  it('an API key session is, once it spends more than the limit', async () => {
+    const session = 'eeeeeeee-1c4f-4a8e-b6d5-3f2e1a0c9b8d'
+    expect((await call(rate, 'sk-ant-api03-money-0001', body([task], session))).status).toBe(200)
+    await eventually(async () => (await call(rate, 'sk-ant-api03-money-0001', body([task], session))).status === 429)
   })
 })

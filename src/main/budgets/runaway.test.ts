@@ -207,6 +207,15 @@ describe('session spend rate', () => {
     expect(detector.check(ctx('s1'), now + 61_000)).toEqual([])
   })
 
+  it("counts money only: a plan's (subscription) calls are no spend", () => {
+    const detector = new RunawayDetector({ loop: { action: 'off', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
+    const now = Date.now()
+    detector.observe({ session: 's1', api_key_hash: 'h'.repeat(64), cost_usd: 5, billing: 'subscription' } as CallRecord, now)
+    expect(detector.check(ctx('s1'), now)).toEqual([])
+    detector.observe({ session: 's1', api_key_hash: 'h'.repeat(64), cost_usd: 5, billing: 'api' } as CallRecord, now)
+    expect(detector.check(ctx('s1'), now)).toMatchObject([{ kind: 'spend_rate', usd_last_minute: 5 }])
+  })
+
   it('a call it refuses is not a loop turn', () => {
     const detector = new RunawayDetector({ loop: { action: 'warn', repeats: 2, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
     const engine = new BudgetEngine('UTC', 1, [], [], { worstCase: () => 0, expected: () => 0, learn: () => {} })

@@ -379,6 +379,8 @@ export class RunawayDetector {
   /** Counts a recorded call's cost for its session's spend rate. */
   observe(call: CallRecord, now = Date.now()): void {
     if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
+    // A plan's (subscription) call costs no money: its cost_usd is an API-equivalent value.
+    if (call.billing === 'subscription') return
     this.settle()
     const s = this.session(`${call.api_key_hash}\n${call.session}`, true, now)!
     s.spend.push({ t: now, usd: call.cost_usd })
