@@ -207,6 +207,22 @@ describe('session spend rate', () => {
     expect(detector.check(ctx('s1'), now + 61_000)).toEqual([])
   })
 
+  it('keeps the costs of the last minute only, and none when its action is off', () => {
+    const spendOf = (d: RunawayDetector) => (d as unknown as { sessions: Map<string, { spend: unknown[] }> }).sessions.get(`${'h'.repeat(64)}\nlong`)?.spend ?? []
+    const t0 = 1_700_000_000_000
+    const off = new RunawayDetector({ loop: { action: 'warn', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'off', usdPerMinute: 1 } })
+    const on = new RunawayDetector({ loop: { action: 'off', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'warn', usdPerMinute: 1 } })
+    // A long working session, a call every 2 s for 2 hours; the first detector checks every call (its loop action is on), the second never does.
+    for (let i = 0; i < 3600; i++) {
+      const now = t0 + i * 2000
+      off.check(ctx('long', { messages: [msg('user', 'task'), msg('assistant', `step ${i}`), msg('user', `result ${i}`)] }), now)
+      for (const d of [off, on]) d.observe({ session: 'long', api_key_hash: 'h'.repeat(64), cost_usd: 0.01 } as CallRecord, now)
+    }
+    expect(spendOf(off)).toHaveLength(0)
+    expect(spendOf(on)).toHaveLength(30)
+    expect(on.check(ctx('long'), t0 + 3599 * 2000)).toEqual([]) // $0.30 in the last minute, under $1
+  })
+
   it("counts money only: a plan's (subscription) calls are no spend", () => {
     const detector = new RunawayDetector({ loop: { action: 'off', repeats: 5, windowMinutes: 10 }, spendRate: { action: 'block', usdPerMinute: 1 } })
     const now = Date.now()

@@ -378,11 +378,14 @@ export class RunawayDetector {
 
   /** Counts a recorded call's cost for its session's spend rate. */
   observe(call: CallRecord, now = Date.now()): void {
-    if (!call.session || !(call.cost_usd > 0) || this.opts.spendRate.usdPerMinute === null) return
+    const rate = this.opts.spendRate
+    if (!call.session || !(call.cost_usd > 0) || rate.action === 'off' || rate.usdPerMinute === null) return
     // A plan's (subscription) call costs no money: its cost_usd is an API-equivalent value.
     if (call.billing === 'subscription') return
     this.settle()
     const s = this.session(`${call.api_key_hash}\n${call.session}`, true, now)!
+    // Only the last minute counts: a session that is never checked (no tail) keeps no more than that.
+    while (s.spend.length && s.spend[0].t <= now - MINUTE) s.spend.shift()
     s.spend.push({ t: now, usd: call.cost_usd })
   }
 
