@@ -1,29 +1,19 @@
 import { createHash } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
 import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
-import type { AgentConnection, ConnectPlan, PlannedFileChange } from '../../shared/connect'
+import type { AgentConnection, ConnectPlan } from '../../shared/connect'
 import { type ConfigDoc, type KeyPath, MalformedError, isPlainObject } from './formats/types'
-import { checkWritable, readText, removeFile, writeFileKeepingMode } from './files'
+import { readText } from './files'
 import { agentProxyFor } from '../http/network'
 import { noProxyEntries, noProxyLines } from '../../shared/no-proxy'
 import { tildify } from './paths'
 import { CONNECTORS } from './registry'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
+import { ConnectError } from './errors'
+import { type FileWork, type Work, type Writer, writeWork } from './write'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
 
-export type ConnectErrorCode = 'unknown_agent' | 'unsupported' | 'malformed' | 'unreadable' | 'read_only' | 'conflict' | 'not_saved'
-
-/** A connect or disconnect that cannot go ahead; nothing was written (or what was, was put back). */
-export class ConnectError extends Error {
-  override name = 'ConnectError'
-  constructor(
-    readonly code: ConnectErrorCode,
-    message: string,
-    readonly file: string | null = null,
-  ) {
-    super(message)
-  }
-}
+export { ConnectError, type ConnectErrorCode } from './errors'
 
 export interface ConnectionsOptions extends ConnectContext {
   /** Burnrate's data folder: the connection records and the backups go there. */
@@ -35,23 +25,6 @@ export interface ConnectionsOptions extends ConnectContext {
 const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
 const dotted = (k: KeyPath) => k.join('.')
 const asText = (v: unknown): string | null => (v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v))
-
-/** What one planned file write is, with what the state record needs to know about it. */
-interface FileWork {
-  file: AgentFile
-  before: string | null
-  /** null: remove the file. */
-  after: string | null
-  record: FileRecord | null
-  settings: PlannedFileChange['settings']
-  /** The file without Burnrate, as it is now: the new backup when the user edited it since Burnrate wrote it. */
-  rebased?: string
-}
-
-interface Work {
-  plan: ConnectPlan
-  files: FileWork[]
-}
 
 /**
  * Connects agents to Burnrate by editing their own config files, and disconnects them by putting
@@ -66,12 +39,15 @@ export class AgentConnections {
   private readonly connectors: readonly AgentConnector[]
   private readonly state: StateStore
   private readonly now: () => Date
+  /** Where the writes of a connect or disconnect go (./write.ts). */
+  private readonly writer: Writer
 
   constructor(opts: ConnectionsOptions) {
     this.ctx = { home: opts.home, env: opts.env, platform: opts.platform }
     this.connectors = opts.connectors ?? CONNECTORS
     this.state = new StateStore(opts.dataDir)
     this.now = opts.now ?? (() => new Date())
+    this.writer = { ctx: this.ctx, state: this.state, now: this.now }
   }
 
   connector(id: string): AgentConnector {
@@ -145,7 +121,7 @@ export class AgentConnections {
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
-    this.write(c, work, () => {
+    writeWork(this.writer, c, work, () => {
       records[c.id] = {
         agent: c.id,
         url: u,
@@ -165,7 +141,7 @@ export class AgentConnections {
     const records = this.state.read()
     const record = records[c.id]
     if (!record) return work.plan
-    this.write(c, work, () => {
+    writeWork(this.writer, c, work, () => {
       delete records[c.id]
       this.state.write(records)
     })
@@ -391,83 +367,6 @@ export class AgentConnections {
   private checkPlan(work: Work, planId: string | undefined): void {
     if (planId !== undefined && planId !== work.plan.id) {
       throw new ConnectError('conflict', 'The files changed since this plan was made; look at the new plan and confirm again (Burnrate wrote nothing).')
-    }
-  }
-
-  /**
-   * Checks every file first, then backs up, writes, and `record`s (saves the connection record).
-   * A refused file means nothing was written; a write or a record that fails after a file was
-   * written puts the written files back, so an agent is never left pointing at Burnrate without
-   * a record Disconnect can undo.
-   */
-  private write(c: AgentConnector, work: Work, record: () => void): void {
-    const changing = work.files.filter((w) => w.after !== w.before)
-    for (const w of changing) {
-      const problem = checkWritable(w.file.path)
-      if (problem) throw new ConnectError('read_only', `${tildify(this.ctx, w.file.path)} ${problem}; Burnrate wrote nothing.`, w.file.path)
-    }
-    /** Backups made now: dropped again when this fails. */
-    const made: string[] = []
-    /** Backups the new record no longer names: dropped once it is saved. */
-    const stale: string[] = []
-    const save = (path: string, text: string, replaces: string | null): string => {
-      const name = this.state.saveBackup(c.id, path, text, this.now())
-      made.push(name)
-      if (replaces && replaces !== name) stale.push(replaces)
-      return name
-    }
-    const written: FileWork[] = []
-    try {
-      for (const w of work.files) {
-        if (w.record && w.rebased !== undefined) {
-          w.record.backup = save(w.file.path, w.rebased, w.record.backup)
-          w.record.existed = true
-        } else if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
-          w.record.backup = save(w.file.path, w.before, null)
-        }
-      }
-      for (const w of changing) {
-        try {
-          if (w.after === null) removeFile(w.file.path)
-          else writeFileKeepingMode(w.file.path, w.after)
-        } catch (err) {
-          const e = err as NodeJS.ErrnoException
-          throw new ConnectError('read_only', `Cannot write ${tildify(this.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
-        }
-        written.push(w)
-        if (w.record && w.after !== null) w.record.written_copy = save(`${w.file.path}.written`, w.after, w.record.written_copy)
-      }
-      record()
-    } catch (err) {
-      const notPutBack = this.putBack(written)
-      for (const name of made) this.dropQuietly(name)
-      const e = err as NodeJS.ErrnoException
-      const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
-      const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
-      throw new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
-    }
-    for (const name of stale) this.dropQuietly(name)
-  }
-
-  /** Writes `before` back to each written file; the ones that could not be, as shown. */
-  private putBack(written: FileWork[]): string[] {
-    const failed: string[] = []
-    for (const w of [...written].reverse()) {
-      try {
-        if (w.before === null) removeFile(w.file.path)
-        else writeFileKeepingMode(w.file.path, w.before)
-      } catch {
-        failed.push(tildify(this.ctx, w.file.path))
-      }
-    }
-    return failed
-  }
-
-  private dropQuietly(name: string): void {
-    try {
-      this.state.dropBackup(name)
-    } catch {
-      // A leftover copy in the backups folder harms nothing.
     }
   }
 }

@@ -1,0 +1,107 @@
+import type { ConnectPlan, PlannedFileChange } from '../../shared/connect'
+import { ConnectError } from './errors'
+import { checkWritable, removeFile, writeFileKeepingMode } from './files'
+import { tildify } from './paths'
+import type { FileRecord, StateStore } from './state'
+import type { AgentConnector, AgentFile, ConnectContext } from './types'
+
+/** Where a connection's writes go: the agent's files (shown relative to its home), and Burnrate's backups and records. */
+export interface Writer {
+  ctx: ConnectContext
+  state: StateStore
+  now: () => Date
+}
+
+/** What one planned file write is, with what the state record needs to know about it. */
+export interface FileWork {
+  file: AgentFile
+  before: string | null
+  /** null: remove the file. */
+  after: string | null
+  record: FileRecord | null
+  settings: PlannedFileChange['settings']
+  /** The file without Burnrate, as it is now: the new backup when the user edited it since Burnrate wrote it. */
+  rebased?: string
+}
+
+export interface Work {
+  plan: ConnectPlan
+  files: FileWork[]
+}
+
+/**
+ * Checks every file first, then backs up, writes, and `record`s (saves the connection record).
+ * A refused file means nothing was written; a write or a record that fails after a file was
+ * written puts the written files back, so an agent is never left pointing at Burnrate without
+ * a record Disconnect can undo.
+ */
+export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () => void): void {
+  const changing = work.files.filter((w) => w.after !== w.before)
+  for (const w of changing) {
+    const problem = checkWritable(w.file.path)
+    if (problem) throw new ConnectError('read_only', `${tildify(to.ctx, w.file.path)} ${problem}; Burnrate wrote nothing.`, w.file.path)
+  }
+  /** Backups made now: dropped again when this fails. */
+  const made: string[] = []
+  /** Backups the new record no longer names: dropped once it is saved. */
+  const stale: string[] = []
+  const save = (path: string, text: string, replaces: string | null): string => {
+    const name = to.state.saveBackup(c.id, path, text, to.now())
+    made.push(name)
+    if (replaces && replaces !== name) stale.push(replaces)
+    return name
+  }
+  const written: FileWork[] = []
+  try {
+    for (const w of work.files) {
+      if (w.record && w.rebased !== undefined) {
+        w.record.backup = save(w.file.path, w.rebased, w.record.backup)
+        w.record.existed = true
+      } else if (w.record && w.record.existed && !w.record.backup && w.before !== null) {
+        w.record.backup = save(w.file.path, w.before, null)
+      }
+    }
+    for (const w of changing) {
+      try {
+        if (w.after === null) removeFile(w.file.path)
+        else writeFileKeepingMode(w.file.path, w.after)
+      } catch (err) {
+        const e = err as NodeJS.ErrnoException
+        throw new ConnectError('read_only', `Cannot write ${tildify(to.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
+      }
+      written.push(w)
+      if (w.record && w.after !== null) w.record.written_copy = save(`${w.file.path}.written`, w.after, w.record.written_copy)
+    }
+    record()
+  } catch (err) {
+    const notPutBack = putBack(to, written)
+    for (const name of made) dropQuietly(to, name)
+    const e = err as NodeJS.ErrnoException
+    const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
+    const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
+    throw new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
+  }
+  for (const name of stale) dropQuietly(to, name)
+}
+
+/** Writes `before` back to each written file; the ones that could not be, as shown. */
+function putBack(to: Writer, written: FileWork[]): string[] {
+  const failed: string[] = []
+  for (const w of [...written].reverse()) {
+    try {
+      if (w.before === null) removeFile(w.file.path)
+      else writeFileKeepingMode(w.file.path, w.before)
+    } catch {
+      failed.push(tildify(to.ctx, w.file.path))
+    }
+  }
+  return failed
+}
+
+function dropQuietly(to: Writer, name: string): void {
+  try {
+    to.state.dropBackup(name)
+  } catch {
+    // A leftover copy in the backups folder harms nothing.
+  }
+}
