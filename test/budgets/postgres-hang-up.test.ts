@@ -2,8 +2,8 @@ import http from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
-import { usePostgres } from '../support/pg-harness'
+import { eventually, openConnections, postJson } from '../support/http'
+import { holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
 import { NANO_FIXTURE } from './support'
 
 /**
@@ -17,10 +17,6 @@ const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type
 const KEY = 'sk-hangup-aaaaaaaa-0001'
 const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 300 }
 
-function connections(server: http.Server): Promise<number> {
-  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
-}
-
 describe('a client that hangs up while its admission waits on PostgreSQL', () => {
   it('is not sent upstream once admitted: recorded 499 at $0, its reservation freed', async () => {
     const url = h.database()
@@ -32,31 +28,18 @@ describe('a client that hangs up while its admission waits on PostgreSQL', () =>
     const rows = () => store.all<{ reserved_usd: number }>('SELECT reserved_usd FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(KEY) })
     await eventually(async () => ((await rows()).length > 0 && (await rows()).every((r) => r.reserved_usd === 0)) || undefined)
 
-    let hold!: () => void
-    const held = new Promise<void>((r) => (hold = r))
-    let locked!: () => void
-    const isLocked = new Promise<void>((r) => (locked = r))
     // Another session holds the spend rows: the next admission waits for them.
-    const lock = store.transaction(async (tx) => {
-      await tx.run('SELECT id FROM budget_spend WHERE api_key_hash = @k FOR UPDATE', { k: hashKey(KEY) })
-      locked()
-      await held
-    })
-    await isLocked
+    const held = await holdRows(store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(KEY) })
     const req = http.request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` }, agent: false })
     req.on('error', () => {})
     req.end(JSON.stringify(BODY))
-    // The admission is waiting on the lock (a reservation query in pg_stat_activity), then the client leaves.
-    await eventually(async () => {
-      const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
-      return waiting.length > 0 || undefined
-    })
-    const open = await connections(t.server.http)
+    // The admission is waiting on the lock, then the client leaves.
+    await lockWaiter(store)
+    const open = await openConnections(t.server.http)
     req.destroy()
     // The server has seen the connection close before the database answers.
-    await eventually(async () => (await connections(t.server.http)) < open || undefined)
-    hold()
-    await lock
+    await eventually(async () => (await openConnections(t.server.http)) < open || undefined)
+    await held.release()
 
     const aborted = await eventually(async () => {
       const r = await store.all<{ status: number; error: string | null; cost_usd: number }>(

@@ -1,12 +1,11 @@
 import http from 'node:http'
-import type { Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { hashKey } from '../../src/main/proxy/attribution'
 import type { PostgresStore } from '../../src/main/storage/postgres'
-import { eventually } from '../support/http'
-import { usePostgres } from '../support/pg-harness'
+import { eventually, openConnections } from '../support/http'
+import { holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 
 /**
@@ -131,28 +130,15 @@ describe('WebSocket calls under a block rule in PostgreSQL mode', () => {
 
     const c = await open(key)
     const upstreamSocket = seen.at(-1)!
-    let hold!: () => void
-    const held = new Promise<void>((r) => (hold = r))
-    let locked!: () => void
-    const isLocked = new Promise<void>((r) => (locked = r))
     // Another session holds the spend rows: the create's admission waits for them.
-    const lock = store.transaction(async (tx) => {
-      await tx.run('SELECT id FROM budget_spend WHERE api_key_hash = @k FOR UPDATE', { k: hashKey(key) })
-      locked()
-      await held
-    })
-    await isLocked
+    const held = await holdRows(store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(key) })
     c.ws.send(create('second'))
-    await eventually(async () => {
-      const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
-      return waiting.length > 0 || undefined
-    }, 20_000)
+    await lockWaiter(store, 20_000)
     // Codex gone (Ctrl-C) while the reservation is pending; the server sees the socket close first.
-    const before = await connections(t.server.http)
+    const before = await openConnections(t.server.http)
     c.ws.terminate()
-    await eventually(async () => (await connections(t.server.http)) < before || undefined, 20_000)
-    hold()
-    await lock
+    await eventually(async () => (await openConnections(t.server.http)) < before || undefined, 20_000)
+    await held.release()
 
     const rows = await eventually(async () => {
       const r = await store.all<{ status: number; error: string | null; cost_usd: number }>('SELECT status, error, cost_usd FROM calls WHERE api_key_hash = @k ORDER BY id', { k: hashKey(key) })
@@ -165,6 +151,3 @@ describe('WebSocket calls under a block rule in PostgreSQL mode', () => {
   })
 })
 
-function connections(server: Server): Promise<number> {
-  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
-}

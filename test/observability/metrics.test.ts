@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { request } from '../support/http'
 import type { MockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { type Row, expectSameMap, ledgerRows, runFixtureCalls, startFixtureUpstream, sumBy } from './support'
+import { TOKEN_TYPES, type Row, expectSameMap, ledgerRows, runFixtureCalls, startFixtureUpstream, sumBy } from './support'
 
 interface Sample {
   name: string
@@ -80,14 +80,7 @@ describe('GET /metrics after a run of fixture calls', () => {
   })
 
   it('counts tokens by type exactly as the ledger has them', () => {
-    const types = [
-      ['input', 'input_tokens'],
-      ['output', 'output_tokens'],
-      ['cache_read', 'cache_read_tokens'],
-      ['cache_write', 'cache_write_tokens'],
-      ['reasoning', 'reasoning_tokens'],
-    ] as const
-    for (const [type, column] of types) {
+    for (const [type, column] of TOKEN_TYPES) {
       const expected = sumBy(rows, (r) => `${r.provider}|${r.model}`, (r) => r[column])
       const actual = series(samples.filter((s) => s.labels.type === type), 'burnrate_tokens_total', ['provider', 'model'])
       // A type with no tokens for a model has no series.

@@ -116,3 +116,13 @@ export function otlpSum(bodies: readonly any[], name: string, attrs: Record<stri
   }
   return null
 }
+
+/** The token counters' `type` label and the ledger column each counts. */
+export const TOKEN_TYPES = [
+  ['input', 'input_tokens'],
+  ['output', 'output_tokens'],
+  ['cache_read', 'cache_read_tokens'],
+  ['cache_write', 'cache_write_tokens'],
+  ['reasoning', 'reasoning_tokens'],
+] as const
+export type TokenType = (typeof TOKEN_TYPES)[number][0]

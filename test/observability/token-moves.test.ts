@@ -3,7 +3,7 @@ import { type Answers, MODEL, OUTPUT, USAGE, backgroundBody, backgroundResponder
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { otlpSum, startCollector } from './support'
+import { TOKEN_TYPES, type TokenType, otlpSum, startCollector } from './support'
 
 /**
  * A background response's call is recorded with estimated tokens (its answer was `queued`) and
@@ -14,14 +14,7 @@ import { otlpSum, startCollector } from './support'
  */
 
 const KEY = 'sk-test-background-obs-aaaaaaaa'
-const TYPES = [
-  ['input', 'input_tokens'],
-  ['output', 'output_tokens'],
-  ['cache_read', 'cache_read_tokens'],
-  ['cache_write', 'cache_write_tokens'],
-  ['reasoning', 'reasoning_tokens'],
-] as const
-type Type = (typeof TYPES)[number][0]
+type Type = TokenType
 
 let upstream: MockUpstream
 let collector: Awaited<ReturnType<typeof startCollector>>
@@ -49,13 +42,13 @@ async function prom(name: string, type: Type): Promise<number> {
 /** Per token type, what the counters say: the tokens counter minus the reductions counter. */
 async function promTokens(): Promise<Record<Type, number>> {
   const out = {} as Record<Type, number>
-  for (const [type] of TYPES) out[type] = (await prom('burnrate_tokens_total', type)) - (await prom('burnrate_token_reductions_total', type))
+  for (const [type] of TOKEN_TYPES) out[type] = (await prom('burnrate_tokens_total', type)) - (await prom('burnrate_token_reductions_total', type))
   return out
 }
 
 function otlpTokens(): Record<Type, number> {
   const out = {} as Record<Type, number>
-  for (const [type] of TYPES) {
+  for (const [type] of TOKEN_TYPES) {
     const attrs = { 'gen_ai.request.model': MODEL, 'burnrate.token.type': type }
     out[type] = (otlpSum(collector.metrics, 'burnrate.tokens', attrs) ?? 0) - (otlpSum(collector.metrics, 'burnrate.tokens.reductions', attrs) ?? 0)
   }
@@ -65,7 +58,7 @@ function otlpTokens(): Record<Type, number> {
 /** The ledger's sums of each token type for MODEL. */
 function ledger(): Record<Type, number> {
   const out = {} as Record<Type, number>
-  for (const [type, col] of TYPES) out[type] = (t.server.db.prepare(`SELECT coalesce(sum(${col}), 0) AS n FROM calls WHERE model = ?`).get(MODEL) as { n: number }).n
+  for (const [type, col] of TOKEN_TYPES) out[type] = (t.server.db.prepare(`SELECT coalesce(sum(${col}), 0) AS n FROM calls WHERE model = ?`).get(MODEL) as { n: number }).n
   return out
 }
 

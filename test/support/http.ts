@@ -56,3 +56,8 @@ export async function eventually<T>(fn: () => T | Promise<T>, timeoutMs = 20_000
     await new Promise((r) => setTimeout(r, 20))
   }
 }
+
+/** The connections a server holds open now (to wait until it has seen a client go). */
+export function openConnections(server: http.Server): Promise<number> {
+  return new Promise((resolve, reject) => server.getConnections((err, n) => (err ? reject(err) : resolve(n))))
+}

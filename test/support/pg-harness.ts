@@ -159,3 +159,34 @@ export async function sessionCounts(store: PostgresStore): Promise<Record<string
 
 /** A free port on 127.0.0.1 (for a server that must keep its port across a restart). */
 export { freePort } from './postgres'
+
+/**
+ * Holds the rows `sql` selects FOR UPDATE in a transaction of its own, as another instance's
+ * admission would, until `release`: an admission that needs them waits meanwhile (`lockWaiter`).
+ */
+export async function holdRows(store: PostgresStore, sql: string, params: Record<string, unknown>): Promise<{ release: () => Promise<void> }> {
+  let release!: () => void
+  const released = new Promise<void>((r) => (release = r))
+  let locked!: () => void
+  const isLocked = new Promise<void>((r) => (locked = r))
+  const done = store.transaction(async (tx) => {
+    await tx.run(`${sql} FOR UPDATE`, params)
+    locked()
+    await released
+  })
+  await Promise.race([isLocked, done])
+  return {
+    release: async () => {
+      release()
+      await done
+    },
+  }
+}
+
+/** Resolves once a session of the database waits on a lock (an admission queued behind `holdRows`). */
+export async function lockWaiter(store: PostgresStore, timeoutMs?: number): Promise<void> {
+  await until('a session waiting on a lock', async () => {
+    const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
+    return waiting.length > 0
+  }, timeoutMs)
+}
