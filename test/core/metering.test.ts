@@ -19,6 +19,8 @@ interface Expect {
   /** Server-side tool calls billed per call (the Responses API's `web_search_call` / `file_search_call` items). */
   webSearches?: number
   fileSearches?: number
+  /** What a 200 answer that failed records as the call's error (null for every other). */
+  error?: string
 }
 
 const CASES: Expect[] = [
@@ -31,7 +33,7 @@ const CASES: Expect[] = [
   { file: 'openai-responses/responses-nonstream-reasoning.json', path: '/v1/responses', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 11, output: 327, reasoning: 320 },
   { file: 'openai-responses/responses-stream-cached-reasoning.sse', path: '/v1/responses', model: 'gpt-5-2025-08-07', pricing: 'openai', input: 9463, cacheRead: 8320, output: 582, reasoning: 512, webSearches: 1 },
   { file: 'openai-responses/responses-stream-basic.sse', path: '/v1/responses', model: 'gpt-4o-2024-08-06', pricing: 'openai', input: 278, output: 9 },
-  { file: 'openai-responses/responses-stream-failed-insufficient-quota.sse', path: '/v1/responses', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 0, output: 0 },
+  { file: 'openai-responses/responses-stream-failed-insufficient-quota.sse', path: '/v1/responses', model: 'gpt-5-nano-2025-08-07', pricing: 'openai', input: 0, output: 0, error: 'insufficient_quota' },
   { file: 'anthropic/messages-nonstream-cache-write-and-read.json', path: '/v1/messages', model: 'claude-sonnet-4-5-20250929', pricing: 'anthropic', input: 3 + 418 + 1111, cacheWrite: 418, cacheRead: 1111, output: 33 },
   { file: 'anthropic/messages-nonstream-cache-read.json', path: '/v1/messages', model: 'claude-3-5-sonnet-20240620', pricing: 'anthropic', input: 4 + 1163, cacheRead: 1163, output: 202 },
   { file: 'anthropic/messages-nonstream-basic.json', path: '/v1/messages', model: 'claude-sonnet-4-5-20250929', pricing: 'anthropic', input: 12, output: 29 },
@@ -102,6 +104,8 @@ describe('every fixture is metered and priced exactly', () => {
           expect(row.cost_usd).toBeGreaterThan(0)
         }
         expect(row.priced).toBe(1)
+        // A stream that failed in a 200 answer is a failed call, not a free success.
+        expect(row.error).toBe(c.error ?? null)
         // The provider's id of the answer, for matching the call in the agent's own logs.
         const id = /"id"\s*:\s*"((?:msg_|resp_|chatcmpl-)[^"]+)"/.exec(fixture(c.file).toString())?.[1]
         expect(id).toBeTruthy()

@@ -257,6 +257,8 @@ export class OpenAIMeter implements Meter {
   private id: string | undefined
   private text = new OutputText()
   private complete = false
+  /** The error a 200 answer carried (an `error` event, a failed response), recorded as the call's. */
+  private failure: string | null = null
   private readonly read: UsageReader
   /** A stored response read again (retrieve, cancel): its usage is the creating call's. */
   private readonly reread: boolean
@@ -343,10 +345,14 @@ export class OpenAIMeter implements Meter {
     }
     if (!isObject(ev)) return
     const type = typeof ev.type === 'string' ? ev.type : name
+    // A failure inside a 200 stream (a quota, a usage limit, a context too long): the call is
+    // recorded with it, as an error status is, not as a success that cost nothing.
+    if (type === 'error') this.failure ??= errorCode(ev.error) ?? errorCode(ev)
     if (type.startsWith('response.')) {
       if (TERMINAL.has(type)) this.complete = true
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
+      if (type === 'response.failed' && isObject(r)) this.failure ??= errorCode(r.error) ?? 'response_failed'
       if (isObject(r)) {
         if (r.service_tier !== undefined) this.noteTier(r.service_tier)
         if (typeof r.model === 'string' && r.model) this.model = r.model
@@ -461,6 +467,7 @@ export class OpenAIMeter implements Meter {
     if (body.object === 'response') {
       this.noteStatus(body, false)
       // A failed response bills nothing (as its terminal event); a cancelled one without usage is not known: see the recorder.
+      if (body.status === 'failed') this.failure ??= errorCode(body.error) ?? 'response_failed'
       if (!this.usage && body.status === 'failed') this.usage = emptyUsage()
     }
     this.complete = true
@@ -491,8 +498,16 @@ export class OpenAIMeter implements Meter {
       outputText: this.usage ? undefined : this.text.join(''),
       outputScale: this.usage ? undefined : this.text.scale,
       complete: this.complete,
+      error: this.failure ?? undefined,
     }
   }
+}
+
+/** The code (else the type) of an OpenAI error object, bounded: it is recorded as the call's `error`. */
+function errorCode(e: unknown): string | null {
+  if (!isObject(e)) return null
+  const v = typeof e.code === 'string' && e.code ? e.code : typeof e.type === 'string' && e.type ? e.type : null
+  return v === null ? null : v.slice(0, 100)
 }
 
 export const openai: Provider = {
