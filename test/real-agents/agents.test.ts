@@ -282,6 +282,8 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(r1.result).toContain('Burnrate mock answer')
     // What Claude Code itself computes is what Burnrate recorded.
     expect(first.rows.reduce((s, r) => s + r.cost_usd, 0)).toBeCloseTo(r1.total_cost_usd, 9)
+    // The folder it ran in is the calls' project (its system prompt states it; a side call, such as a title, may not).
+    expect(first.rows.some((r) => r.project === agent.cwd), `a call under project ${agent.cwd}: ${JSON.stringify(first.rows.map((r) => r.project))}`).toBe(true)
 
     const resumed = await ask(['--resume', r1.session_id], 'Say it again.')
     expect(JSON.parse(resumed.out.stdout).session_id).toBe(r1.session_id)

@@ -12,16 +12,36 @@ export const claudeCode: AgentSignature = {
   name: 'claude-code',
   matches: (r) => /^claude-(cli|code)\//i.test(r.ua),
   session: (r) => claudeCodeSession(r),
-  // Its system prompt's <env> block states `Working directory: /path`.
+  // It states the folder it runs in: `Working directory: /path` in its system prompt's <env> block
+  // before 2.1; since, `- Primary working directory: /path` in an "# Environment" section, which
+  // 2.1.332 sends as a message of role `system` after the user's first.
   project: (r) => {
-    const sys = isObject(r.body) ? r.body.system : undefined
-    const blocks = typeof sys === 'string' ? [sys] : Array.isArray(sys) ? sys.slice(0, 8).map((b) => (isObject(b) ? b.text : '')) : []
-    for (const t of blocks) {
-      const p = typeof t === 'string' ? projectPath(lineAfter(t, 'Working directory: ')) : ''
-      if (p) return p
+    if (!isObject(r.body)) return ''
+    const sys = r.body.system
+    const p = projectIn(typeof sys === 'string' ? [sys] : sys)
+    if (p) return p
+    const messages = r.body.messages
+    if (!Array.isArray(messages)) return ''
+    let seen = 0
+    for (const m of messages) {
+      if (!isObject(m) || m.role !== 'system') continue
+      const found = projectIn(typeof m.content === 'string' ? [m.content] : m.content)
+      if (found || ++seen >= 4) return found
     }
     return ''
   },
+}
+
+/** The working directory stated in the first 8 text blocks (or strings) of `blocks`, else ''. */
+function projectIn(blocks: unknown): string {
+  if (!Array.isArray(blocks)) return ''
+  for (const b of blocks.slice(0, 8)) {
+    const t = typeof b === 'string' ? b : isObject(b) ? b.text : undefined
+    if (typeof t !== 'string') continue
+    const p = projectPath(lineAfter(t, 'Primary working directory: ')) || projectPath(lineAfter(t, 'Working directory: '))
+    if (p) return p
+  }
+  return ''
 }
 
 function claudeCodeSession(r: ClientRequest): string {

@@ -60,6 +60,21 @@ describe('detectAgent', () => {
     expect(detectAgent(cc, { system }).project).toBe('/home/dev/shop')
     expect(detectAgent({ ...cc, 'x-burnrate-project': 'billing' }, { system }).project).toBe('billing')
     expect(detectAgent(cc, { system: 'no env here' }).project).toBe('')
+    // Claude Code 2.1 (the version the real-agents suite runs): "# Environment … - Primary working directory: /path".
+    const current = [
+      { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
+      {
+        type: 'text',
+        text: '# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /home/dev/shop\n - Is a git repository: true\n - Platform: linux',
+      },
+    ]
+    expect(detectAgent({ 'user-agent': 'claude-cli/2.1.332 (external, cli)' }, { system: current }).project).toBe('/home/dev/shop')
+    // …which 2.1.332 sends as a message of role system after the user's first.
+    const messages = [
+      { role: 'user', content: [{ type: 'text', text: '<system-reminder>…</system-reminder>' }, { type: 'text', text: 'Say hello.' }] },
+      { role: 'system', content: [current[1]] },
+    ]
+    expect(detectAgent({ 'user-agent': 'claude-cli/2.1.332 (external, sdk-cli)' }, { system: current.slice(0, 1), messages }).project).toBe('/home/dev/shop')
     const input = [
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/home/dev/api</cwd>\n  <approval_policy>on-request</approval_policy>\n</environment_context>' }] },
       { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a route' }] },
