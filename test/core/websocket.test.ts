@@ -200,6 +200,27 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     }
   })
 
+  it("a later turn sent as what is new (previous_response_id) is under the project the socket's first turn stated", async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0001')
+    const env = { type: 'message', role: 'user', content: [{ type: 'input_text', text: '<environment_context>\n  <cwd>/home/dev/api</cwd>\n</environment_context>' }] }
+    const ask = { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'add a route' }] }
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: [env, ask], stream: true }))
+    await eventually(() => c.frames.length === 3, 10_000)
+    const out = { type: 'function_call_output', call_id: 'call_1', output: 'ok' }
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', previous_response_id: 'resp_1', input: [out], stream: true }))
+    await eventually(() => c.frames.length === 6, 10_000)
+    c.ws.close()
+    const got = (await eventually(() => {
+      const r = rows().slice(before)
+      return r.length === 2 ? r : undefined
+    }, 10_000)) as any[]
+    expect(got.map((r) => [r.agent, r.session, r.project])).toEqual([
+      ['codex', THREAD, '/home/dev/api'],
+      ['codex', THREAD, '/home/dev/api'],
+    ])
+  })
+
   it('web searches a response made are billed per search (an open_page action is not)', async () => {
     const before = rows().length
     const c = await open('sk-test-websocket-key-0002')

@@ -55,6 +55,8 @@ export class ResponsesSocketCalls {
   private readonly begun = new WeakSet<CallState>()
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   private closedBy: 'client' | 'upstream' | null = null
+  /** The last project a response.create on this socket stated. */
+  private project = ''
   /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
   upgradeHeaders: IncomingHttpHeaders | null = null
 
@@ -94,6 +96,10 @@ export class ResponsesSocketCalls {
     const started = performance.now()
     const ts = Date.now()
     const { info, ctx } = describeCall(this.route, 'POST', this.headers, frame, data.length, ts, this.who)
+    // Codex sends its later turns on a socket as what is new since the last response
+    // (previous_response_id): the working directory its first turn stated is the socket's project.
+    if (ctx.project) this.project = ctx.project
+    else ctx.project = this.project
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
     let a: Admission | Promise<Admission>
