@@ -90,7 +90,20 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       sendError(res, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
       return
     }
+    // Under way from here, not only once its body is in: a shutdown lets a call whose body is
+    // still arriving finish (drain). `begin` counts it again before this count is let go, so
+    // the count never touches 0 in between; every way out lets it go exactly once.
+    life.arrive()
+    try {
+      await receive(req, res, route, started, ts)
+    } finally {
+      life.leave()
+    }
+  }
 
+  /** Reads the body (and waits for prices), then begins the call, admits it and forwards it. */
+  async function receive(req: IncomingMessage, res: ServerResponse, route: Route, started: number, ts: number): Promise<void> {
+    const upstream = route.upstream
     // Until the prices are ready (the price library loaded a moment after start-up, the cached
     // newer data applied), a call waits for them while its body comes: its admission and its
     // recording price it (../pricing/library.ts).

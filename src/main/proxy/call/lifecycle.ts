@@ -8,6 +8,12 @@ import type { CallState } from './state'
  * once. `drain` waits for the calls under way (shutdown).
  */
 export interface CallLifecycle {
+  /**
+   * Counts a request as under way before it is a call (its body still arriving, prices loading),
+   * so a shutdown waits for it; each `arrive` is matched by exactly one `leave`.
+   */
+  arrive(): void
+  leave(): void
   begin<T extends CallState>(s: T): T
   /**
    * The gate's decision, stored on the call (so `finish` settles it). Throws (or rejects) when
@@ -27,15 +33,20 @@ export interface LifecycleOptions extends RecorderOptions {
 export function createCallLifecycle(opts: LifecycleOptions): CallLifecycle {
   let active = 0
   let idleWaiters: (() => void)[] = []
-  const finish = createRecorder(opts, () => {
+  const leave = (): void => {
     active--
     if (active === 0) {
       const w = idleWaiters
       idleWaiters = []
       for (const f of w) f()
     }
-  })
+  }
+  const finish = createRecorder(opts, leave)
   return {
+    arrive() {
+      active++
+    },
+    leave,
     begin(s) {
       active++
       return s
