@@ -130,7 +130,16 @@ export interface Health {
   uptime_s: number
   /** The OTLP export's state; null when `otel.endpoint` is not set. */
   otel?: OtelHealth | null
+  prices?: PricesHealth
   [extra: string]: unknown
+}
+
+/** `prices` in `GET /api/health` (README: HTTP API). */
+export interface PricesHealth {
+  /** The price data is loaded: calls are metered without waiting (false a moment after start-up). */
+  ready: boolean
+  /** Why the last attempt to load it failed (proxied calls are refused; `status` is `degraded`), else null. */
+  last_error: string | null
 }
 
 /** `otel` in `GET /api/health` (README: OpenTelemetry). */

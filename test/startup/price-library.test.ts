@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { priceLibraryLoaded } from '../../src/main/pricing/library'
 import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
+import { eventually, postJson, request } from '../support/http'
 import { type TestServer, serversPerTest } from '../support/server'
 
 // The price library is not loaded at start-up (src/main/pricing/library.ts): a moment after the
@@ -89,5 +89,22 @@ describe('the price library loads after start-up', () => {
     const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
     expect(expected).toBeGreaterThan(0.1)
     expect(row).toEqual({ cost_usd: expected, priced: 1 })
+  })
+
+  it('/api/health is degraded while the last attempt to get the prices ready failed, and ok again once one succeeds', async () => {
+    const upstream = await openaiUpstream()
+    const t = await start.server({}, upstream.url, undefined, { create: { apiPreloadMs: false } })
+    const pricer = t.server.context.pricer
+    let failures = 1
+    pricer.prepareWith(async () => {
+      if (failures-- > 0) throw new Error('cached price data unreadable')
+    })
+    const send = () => postJson(`${t.url}/openai/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-api-app-000000005' })
+    const health = async () => (await request(`${t.url}/api/health`)).json()
+    expect((await send()).status).toBe(500)
+    expect(await health()).toMatchObject({ status: 'degraded', prices: { ready: false, last_error: 'cached price data unreadable' } })
+    // The next call tries again, and succeeds.
+    expect((await send()).status).toBe(200)
+    expect(await health()).toMatchObject({ status: 'ok', prices: { ready: true, last_error: null } })
   })
 })

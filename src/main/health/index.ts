@@ -1,15 +1,18 @@
 import type { Feature } from '../server/context'
 
 /**
- * `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state and the sections
- * features add (`otel`). Answered without the API app (../server/api-app.ts), so it answers as
- * soon as the server listens.
+ * `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state, the prices'
+ * state and the sections features add (`otel`). Answered without the API app
+ * (../server/api-app.ts), so it answers as soon as the server listens; it reads the prices'
+ * state and never waits for or starts their load (they load a moment after start-up).
  */
 export const health: Feature = (ctx) => {
   ctx.app.bare('/api/health', (req, res) => {
     const ledger = ctx.ledger.status
+    const pricesError = ctx.pricer.lastError
     const text = JSON.stringify({
-      status: ledger.writable ? 'ok' : 'degraded',
+      // Degraded while calls cannot be written, or cannot be metered (each is refused with a 500).
+      status: ledger.writable && pricesError === null ? 'ok' : 'degraded',
       version: ctx.version,
       uptime_s: Math.floor((Date.now() - ctx.startedAt) / 1000),
       ledger: {
@@ -18,6 +21,7 @@ export const health: Feature = (ctx) => {
         dropped: ledger.dropped,
         last_error: ledger.last_error,
       },
+      prices: { ready: ctx.pricer.isReady, last_error: pricesError },
       ...Object.fromEntries(Object.entries(ctx.healthSections).map(([name, section]) => [name, section()])),
     })
     res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })

@@ -73,6 +73,11 @@ export class Pricer {
   private readied = this.readiness(null)
   /** True once `ready()` has resolved: pricing needs no wait (the proxy checks this on every call). */
   isReady = false
+  /**
+   * Why the last attempt to get ready failed (every call it priced was refused), until one
+   * succeeds; null while none has failed, loading at start-up included (`/api/health` reads it).
+   */
+  lastError: string | null = null
 
   constructor(overrides: readonly PriceOverride[] = []) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
@@ -99,9 +104,17 @@ export class Pricer {
   /** The library loaded, then `step`: once, as `ready()` gives it, until `prepareWith` gives another. */
   private readiness(step: (() => Promise<void>) | null): () => Promise<void> {
     const readied = loadOnce(async () => {
-      await loadPriceLibrary()
-      if (step) await step()
-      if (this.readied === readied) this.isReady = true
+      try {
+        await loadPriceLibrary()
+        if (step) await step()
+      } catch (err) {
+        if (this.readied === readied) this.lastError = (err as Error)?.message ?? String(err)
+        throw err
+      }
+      if (this.readied === readied) {
+        this.isReady = true
+        this.lastError = null
+      }
     })
     return readied
   }
