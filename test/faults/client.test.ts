@@ -30,8 +30,9 @@ async function nextRow(before: number): Promise<any> {
 const STREAM = fixture('anthropic/messages-stream-cache-write.sse')
 const BODY = JSON.stringify({ model: 'claude-3-5-sonnet-20240620', stream: true, max_tokens: 10, messages: [] })
 
-/** Sends a streaming call and destroys the connection when `when` says so. */
+/** Sends a streaming call and destroys the connection when `when` says so ('request-sent': once the upstream has it). */
 function callAndDrop(when: 'request-sent' | 'headers' | 'after-last-byte'): Promise<void> {
+  const sent = s.upstream.requests.length
   return new Promise((resolve) => {
     const req = http.request(`${s.t.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
       if (when === 'headers') {
@@ -48,11 +49,11 @@ function callAndDrop(when: 'request-sent' | 'headers' | 'after-last-byte'): Prom
     req.on('error', () => resolve())
     req.end(BODY)
     if (when === 'request-sent') {
-      req.on('finish', () => {
-        setTimeout(() => {
-          req.destroy()
-          resolve()
-        }, 100)
+      // A condition, not a delay: on a busy machine the call may take longer to go upstream (the
+      // price library loading), and a client gone before it does is another case (never sent).
+      void eventually(() => s.upstream.requests.length > sent || undefined).then(() => {
+        req.destroy()
+        resolve()
       })
     }
   })
