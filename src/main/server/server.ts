@@ -53,6 +53,8 @@ import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 import { holdAgain } from './startup-tiering'
 import { UNDICI_BUILTINS, preloadUndici } from '../proxy/call/undici'
+import { claimDataDir } from './data-lock'
+import { StartupError } from './startup-error'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
@@ -60,9 +62,7 @@ export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, p
 /** How long after listening the proxy's HTTP client and the API app (express, the dashboard's routes) are loaded if nothing needed them yet. */
 const API_PRELOAD_MS = 200
 
-export class StartupError extends Error {
-  override name = 'StartupError'
-}
+export { StartupError }
 
 export interface BurnrateServer {
   readonly config: Config
@@ -124,7 +124,22 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
     )
   }
-  const storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
+  // One server per data folder (see data-lock.ts); with storage.url too, the folder holds this instance's own state.
+  let lock: ReturnType<typeof claimDataDir>
+  try {
+    lock = claimDataDir(config.data_dir, `http://${config.server.host}:${config.server.port}`)
+  } catch (err) {
+    db.close()
+    throw err
+  }
+  let storage: ReturnType<typeof openStorage>
+  try {
+    storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
+  } catch (err) {
+    db.close()
+    lock.release()
+    throw err
+  }
   const ledger = storage.ledger
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
@@ -214,6 +229,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       await storage.close().catch(() => {})
       await egress.close()
       db.close()
+      lock.release()
     })()
     throw err
   }
@@ -365,6 +381,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           listenPort = a.port
           const h = a.family === 'IPv6' ? `[${a.address}]` : a.address
           url = `http://${h}:${a.port}`
+          lock.listening(reachable(url))
           resolve(url)
         }
         server.once('error', onError)
@@ -413,6 +430,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
         db.close()
+        lock.release()
         // Export threads kept for a next export (none is under way: the connections are gone).
         stopIdleExportThreads()
       })()

@@ -1,0 +1,101 @@
+import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { StartupError } from './startup-error'
+
+/**
+ * One server per data folder. Each server keeps its budgets' spend meters in memory, loaded at
+ * start-up; a second server on the same folder would not see the first one's proxied calls, so
+ * a block rule would let through twice its limit. The server claims the folder with this file
+ * (created exclusively); the CLI's readers and `import` never take it, and keep working beside it.
+ */
+export const LOCK_FILE = 'server.lock'
+
+interface LockBody {
+  pid: number
+  /** The address it listens on, once it does; the configured one before. */
+  url: string
+  started_at: string
+  /** Tells this claim from a later one of the same process (tests start servers in turn on one folder). */
+  claim: string
+}
+
+export interface DataLock {
+  /** Records the address clients reach this server at, for the message a second server gives. */
+  listening(url: string): void
+  /** Removes the file, if it is still this claim's. */
+  release(): void
+}
+
+let claims = 0
+
+/**
+ * Claims `dataDir` (made by then: the database is opened first) for this process, or throws a StartupError naming the Burnrate that holds it.
+ * A lock whose process is gone (a crash, a kill) is taken over; so is one of this process (a
+ * server started again in the same process, the desktop's attempts on another port).
+ */
+export function claimDataDir(dataDir: string, address: string): DataLock {
+  const file = join(dataDir, LOCK_FILE)
+  const body: LockBody = { pid: process.pid, url: address, started_at: new Date().toISOString(), claim: `${process.pid}-${Date.now()}-${++claims}` }
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const fd = openSync(file, 'wx', 0o600)
+      try {
+        writeFileSync(fd, `${JSON.stringify(body)}\n`)
+      } finally {
+        closeSync(fd)
+      }
+      break
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw cannotClaim(file, err as NodeJS.ErrnoException)
+    }
+    const other = readLock(file)
+    if (other && other.pid !== process.pid && alive(other.pid)) {
+      throw new StartupError(
+        `another Burnrate (pid ${other.pid}) serves this data folder ${dataDir} at ${other.url}; stop it or use another --data-dir (if no Burnrate runs, delete ${file})`,
+      )
+    }
+    // Stale (its process is gone), unreadable (cut short by a crash) or this process's own: taken over.
+    try {
+      unlinkSync(file)
+    } catch {}
+  }
+  const own = (): boolean => readLock(file)?.claim === body.claim
+  return {
+    listening(url) {
+      if (!own()) return
+      body.url = url
+      try {
+        writeFileSync(file, `${JSON.stringify(body)}\n`, { mode: 0o600 })
+      } catch {}
+    },
+    release() {
+      if (!own()) return
+      try {
+        unlinkSync(file)
+      } catch {}
+    },
+  }
+}
+
+function readLock(file: string): LockBody | null {
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as Partial<LockBody>
+    return typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0 ? (v as LockBody) : null
+  } catch {
+    return null
+  }
+}
+
+/** Whether a process with this id runs (EPERM: it does, as another user). */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+function cannotClaim(file: string, e: NodeJS.ErrnoException): StartupError {
+  return new StartupError(`cannot create ${file} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`)
+}
