@@ -48,4 +48,19 @@ describe('desktop agent logic', () => {
       env: { A: '1', ELECTRON_RUN_AS_NODE: '1' },
     })
   })
+
+  it("gives the headless server the system's proxy the app's server used, keeping the environment's NO_PROXY", () => {
+    const cmd = headlessCommand({
+      execPath: '/opt/Burnrate/burnrate',
+      cliJs: '/app/out/main/cli.js',
+      dataDir: '/d',
+      configFile: null,
+      port: 8787,
+      env: { NO_PROXY: 'intranet.example', https_proxy: 'not a proxy' },
+      systemProxy: { proxy: 'http://proxy.corp:3128', direct: ['api.internal:443'] },
+    })
+    const proxy = 'http://proxy.corp:3128'
+    const noProxy = 'intranet.example,api.internal:443'
+    expect(cmd.env).toEqual({ HTTPS_PROXY: proxy, https_proxy: proxy, HTTP_PROXY: proxy, http_proxy: proxy, NO_PROXY: noProxy, no_proxy: noProxy, ELECTRON_RUN_AS_NODE: '1' })
+  })
 })

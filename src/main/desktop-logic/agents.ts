@@ -1,4 +1,5 @@
 import type { ConnectPlan } from '../../shared/connect'
+import { type SystemNetwork, proxyEnv } from './system-proxy'
 
 /** An agent as the tray shows it. */
 export interface TrayAgent {
@@ -81,10 +82,19 @@ export interface HeadlessCommand {
 /**
  * How to start the minimal headless server the app leaves running on quit: the app's own
  * executable as Node (ELECTRON_RUN_AS_NODE) running the bundled out/main/cli.js, on the same
- * data folder, config and port.
+ * data folder, config and port, and the system's proxy the app's server used (`systemProxy`).
  */
-export function headlessCommand(o: { execPath: string; cliJs: string; dataDir: string; configFile: string | null; port: number; env: NodeJS.ProcessEnv }): HeadlessCommand {
+export function headlessCommand(o: {
+  execPath: string
+  cliJs: string
+  dataDir: string
+  configFile: string | null
+  port: number
+  env: NodeJS.ProcessEnv
+  systemProxy?: Pick<SystemNetwork, 'proxy' | 'direct'> | null
+}): HeadlessCommand {
   const args = [o.cliJs, 'serve', '--data-dir', o.dataDir, '--port', String(o.port)]
   if (o.configFile) args.push('--config', o.configFile)
-  return { command: o.execPath, args, env: { ...o.env, ELECTRON_RUN_AS_NODE: '1' } }
+  const proxy = o.systemProxy ? proxyEnv(o.systemProxy, o.env) : {}
+  return { command: o.execPath, args, env: { ...o.env, ...proxy, ELECTRON_RUN_AS_NODE: '1' } }
 }

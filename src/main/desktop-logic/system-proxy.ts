@@ -91,3 +91,15 @@ export async function systemNetwork(
   })
   return { proxy, direct, unlike }
 }
+
+/**
+ * The system's proxy as environment variables, for a server the app starts as plain Node (the
+ * headless one "Keep a server running" leaves): plain Node cannot ask the system, so without
+ * them that server's calls would go out directly and fail where only the proxy reaches out.
+ * Both spellings, so a malformed variable the app ignored does not win; NO_PROXY keeps the
+ * environment's entries and adds the hosts the system reaches directly.
+ */
+export function proxyEnv(sys: Pick<SystemNetwork, 'proxy' | 'direct'>, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const noProxy = [env.no_proxy || env.NO_PROXY || '', ...sys.direct].filter(Boolean).join(',')
+  return { HTTPS_PROXY: sys.proxy, https_proxy: sys.proxy, HTTP_PROXY: sys.proxy, http_proxy: sys.proxy, NO_PROXY: noProxy, no_proxy: noProxy }
+}

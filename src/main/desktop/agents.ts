@@ -5,6 +5,7 @@ import { AgentConnections, ConnectError } from '../connect/connections'
 import type { LastSeen } from '../connect/last-seen'
 import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedNotice, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
+import type { SystemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
 import { askOnQuit, confirmChange, showProblem } from './dialogs'
 import type { LoginItem } from './login-item'
@@ -14,7 +15,8 @@ export interface AgentControlsOptions {
   /** This app's server address: what agents are pointed at. */
   url: string
   /** Null when attached to another Burnrate (it owns the port; nothing to keep running on quit). */
-  ownServer: { dataDir: string; configFile: string | null; port: number } | null
+  /** `systemProxy`: the system's proxy that server uses, which the headless server left on quit is given (it cannot ask the system). */
+  ownServer: { dataDir: string; configFile: string | null; port: number; systemProxy: SystemNetwork | null } | null
   login: LoginItem
   /** Calls seen by this app's own server (null when attached). */
   lastSeen: LastSeen | null

@@ -133,7 +133,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const agents = agentControls({
     connections: new AgentConnections({ home: opts.home ?? homedir(), env, platform, dataDir: config.data_dir }),
     url,
-    ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port) } : null,
+    ownServer: own ? { dataDir: config.data_dir, configFile: config.source ?? null, port: Number(new URL(url).port), systemProxy: started.systemProxy } : null,
     login,
     lastSeen,
     userData,

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from '../config/load'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
-import { systemNetwork } from '../desktop-logic/system-proxy'
+import { type SystemNetwork, systemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
 import { askOtherPort, showStartupError } from './dialogs'
@@ -18,6 +18,8 @@ export interface Started {
   attachedTo: string | null
   /** The admin token this app's own server was given (one of its own when none is configured). */
   adminToken: string | null
+  /** The system's proxy this app's server uses (null: none, or the config or environment names one); a headless server it leaves needs it too. */
+  systemProxy: SystemNetwork | null
 }
 
 export interface StartOptions {
@@ -31,18 +33,23 @@ export interface StartOptions {
 }
 
 /** `upstream` with the system's proxy settings in it, when they name a proxy and neither the config nor the environment does (desktop-logic/system-proxy.ts). */
-async function withSystemProxy(config: Config, env: NodeJS.ProcessEnv, resolve: (url: string) => Promise<string>, log: Logger): Promise<Config['upstream']> {
+async function withSystemProxy(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  resolve: (url: string) => Promise<string>,
+  log: Logger,
+): Promise<{ upstream: Config['upstream']; sys: SystemNetwork | null }> {
   let sys: Awaited<ReturnType<typeof systemNetwork>>
   try {
     sys = await systemNetwork(config, env, resolve)
   } catch (err) {
     log.warn(`could not read the system's proxy settings (${(err as Error).message}); calls go out directly unless upstream.proxy or HTTPS_PROXY is set`)
-    return config.upstream
+    return { upstream: config.upstream, sys: null }
   }
-  if (!sys) return config.upstream
+  if (!sys) return { upstream: config.upstream, sys: null }
   log.info(`using the system's proxy ${sys.proxy} for calls out (upstream.proxy or HTTPS_PROXY would override it)${sys.direct.length ? `; directly: ${sys.direct.join(', ')}` : ''}`)
   if (sys.unlike.length) log.warn(`the system's proxy settings name another proxy, or only SOCKS4, for ${sys.unlike.join(', ')}; they go through ${sys.proxy} (set upstream.proxy and upstream.no_proxy to choose)`)
-  return { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }
+  return { upstream: { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }, sys }
 }
 
 /** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
@@ -73,13 +80,14 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
   let server: BurnrateServer | null = null
   let result: StartResult
   let adminToken: string | null
+  let systemProxy: SystemNetwork | null = null
   try {
     config = loadConfig({ dataDir }, env)
     // The window connects agents through the admin API: with none configured, this app's own
     // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
     if (!cfg.admin.enabled) cfg.admin = { ...cfg.admin, enabled: true, token: randomBytes(32).toString('base64url') }
-    if (o.resolveProxy) cfg.upstream = await withSystemProxy(config, env, o.resolveProxy, log)
+    if (o.resolveProxy) ({ upstream: cfg.upstream, sys: systemProxy } = await withSystemProxy(config, env, o.resolveProxy, log))
     adminToken = cfg.admin.token ?? null
     const c = config
     result = await startOrAttach({
@@ -116,5 +124,5 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
   }
   if (result.kind === 'attached') log.info(`a Burnrate (version ${result.version}) already serves ${url}: attaching to it`)
   else log.info(`Burnrate listening on ${url} (data: ${config.data_dir}, config: ${config.source ?? 'defaults'})`)
-  return { config, own, url, attachedTo: result.kind === 'attached' ? url : null, adminToken }
+  return { config, own, url, attachedTo: result.kind === 'attached' ? url : null, adminToken, systemProxy: own ? systemProxy : null }
 }
