@@ -60,6 +60,19 @@ describe('the data folder lock, in the server core', () => {
     expect(lock().pid).toBe(other.pid)
   })
 
+  it('takes over a lock whose pid another process has now (given out again after a crash), where start times can be read', async () => {
+    const other = otherProcess()
+    // The lock's writer started at another time than the process that has its pid now.
+    writeFileSync(lockFile(), JSON.stringify({ pid: other.pid, url: 'http://127.0.0.1:8787', started_at: new Date().toISOString(), claim: 'x', proc_start: '1' }))
+    if (!existsSync(`/proc/${other.pid}/stat`)) return // no start times here: a live pid is taken as the writer (the test above)
+    const t = await startTestServer({}, undefined, dir)
+    try {
+      expect(lock()).toMatchObject({ pid: process.pid, url: t.url })
+    } finally {
+      await t.stop()
+    }
+  })
+
   it('takes over a lock whose process is gone (a crash, a kill)', async () => {
     const gone = otherProcess()
     const pid = gone.pid!

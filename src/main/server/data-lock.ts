@@ -17,6 +17,8 @@ interface LockBody {
   started_at: string
   /** Tells this claim from a later one of the same process (tests start servers in turn on one folder). */
   claim: string
+  /** When the process started (Linux: /proc/<pid>/stat), so a pid used again by another process after a crash is not taken for it. */
+  proc_start?: string
 }
 
 export interface DataLock {
@@ -36,6 +38,8 @@ let claims = 0
 export function claimDataDir(dataDir: string, address: string): DataLock {
   const file = join(dataDir, LOCK_FILE)
   const body: LockBody = { pid: process.pid, url: address, started_at: new Date().toISOString(), claim: `${process.pid}-${Date.now()}-${++claims}` }
+  const start = processStart(process.pid)
+  if (start !== null) body.proc_start = start
   for (let attempt = 0; ; attempt++) {
     try {
       const fd = openSync(file, 'wx', 0o600)
@@ -49,7 +53,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw cannotClaim(file, err as NodeJS.ErrnoException)
     }
     const other = readLock(file)
-    if (other && other.pid !== process.pid && alive(other.pid)) {
+    if (other && other.pid !== process.pid && alive(other.pid) && !reused(other)) {
       throw new StartupError(
         `another Burnrate (pid ${other.pid}) serves this data folder ${dataDir} at ${other.url}; stop it or use another --data-dir (if no Burnrate runs, delete ${file})`,
       )
@@ -93,6 +97,28 @@ function alive(pid: number): boolean {
     return true
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM'
+  }
+}
+
+/**
+ * Whether the lock's pid now belongs to another process than the one that wrote it (a crash, then
+ * the pid given out again: in a container a restarted server often gets a low pid an earlier one
+ * had). Known where the process's start time can be read (Linux); elsewhere, never assumed.
+ */
+function reused(lock: LockBody): boolean {
+  if (lock.proc_start === undefined) return false
+  const now = processStart(lock.pid)
+  return now !== null && now !== lock.proc_start
+}
+
+/** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or null where there is no /proc. */
+function processStart(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    // The command name (field 2) is in parentheses and may hold spaces: fields count from after it.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
   }
 }
 
