@@ -5,6 +5,16 @@ describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
   it('is null without a proxy, or with NO_PROXY=*', () => {
     expect(proxyRule({}, {})).toBeNull()
     expect(proxyRule({}, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '*' })).toBeNull()
+    // NO_PROXY=* joined with the config's own entries is still everything (it sent every call to the proxy).
+    expect(proxyRule({ no_proxy: ['api.internal'] }, { HTTPS_PROXY: 'http://p:3128', NO_PROXY: '*' })).toBeNull()
+  })
+
+  it('reaches an IPv6 address in NO_PROXY directly, bare or in brackets with a port', () => {
+    const rule = proxyRule({}, { HTTP_PROXY: 'http://p:3128', NO_PROXY: 'fd00::5,[fd00::6]:8080' })!
+    expect(rule('http://[fd00::5]:11434')).toBeNull()
+    expect(rule('http://[fd00::6]:8080')).toBeNull()
+    expect(rule('http://[fd00::6]:9090')).toBe('http://p:3128')
+    expect(rule('http://[fd00::7]')).toBe('http://p:3128')
   })
 
   it('takes the HTTPS proxy for https and wss, the HTTP one for http and ws (HTTP_PROXY alone serves both)', () => {

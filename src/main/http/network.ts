@@ -83,7 +83,7 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:
 /**
  * The proxy rule of `o` and the environment, as undici's EnvHttpProxyAgent applies NO_PROXY (and
  * curl): entries split at commas or spaces, each a host name (a leading `.` or `*.` ignored)
- * that matches itself and its subdomains, optionally with `:port`; `*` alone means no proxy at
+ * that matches itself and its subdomains, optionally with `:port`, or an IPv6 address; `*` means no proxy at
  * all. https and wss origins take the HTTPS proxy, http and ws the HTTP one. Null when no
  * proxy is set: every call goes directly. This machine's own addresses (`localhost`, 127.0.0.0/8,
  * `::1`: a local model server, a gateway on this machine) are always reached directly, as Go's
@@ -102,16 +102,17 @@ export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.en
   }
 }
 
-/** Whether a NO_PROXY list sends `url` directly; null when it is `*` (everything directly). */
+/** Whether a NO_PROXY list sends `url` directly; null when it holds `*` (everything directly). */
 function noProxyMatcher(noProxy: string): ((url: URL) => boolean) | null {
-  if (noProxy.trim() === '*') return null
-  const entries = noProxy
-    .split(/[,\s]/)
-    .filter(Boolean)
-    .map((entry) => {
-      const m = /^(.+):(\d+)$/.exec(entry)
-      return { host: (m ? m[1] : entry).replace(/^\*?\./, '').toLowerCase(), port: m ? Number(m[2]) : 0 }
-    })
+  const list = noProxy.split(/[,\s]/).filter(Boolean)
+  // `*` anywhere: the environment's NO_PROXY=* joined with the config's own entries is still everything.
+  if (list.includes('*')) return null
+  const entries = list.map((entry) => {
+    // A bare IPv6 address (fd00::5) has colons but no port: as the URL writes it, in brackets.
+    if (!entry.startsWith('[') && entry.indexOf(':') !== entry.lastIndexOf(':')) return { host: `[${entry.toLowerCase()}]`, port: 0 }
+    const m = /^(.+):(\d+)$/.exec(entry)
+    return { host: (m ? m[1] : entry).replace(/^\*?\./, '').toLowerCase(), port: m ? Number(m[2]) : 0 }
+  })
   return (url) => {
     // The host without its port, keeping an IPv6 address's brackets.
     const host = url.host.replace(/:\d*$/, '').toLowerCase()
