@@ -3,7 +3,7 @@ import type { AddressInfo, Socket } from 'node:net'
 import Database from 'better-sqlite3'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
+import { eventually, postJson, request } from '../support/http'
 import { startLoggedServer } from './support'
 
 /** HTTP details from upstreams: informational responses, trailers, kept-alive connections closed under a call, oversized bodies. */
@@ -88,32 +88,49 @@ describe('upstream protocol details', () => {
     expect(trailers['x-checksum']).toBe('abc123')
   })
 
-  it('a kept-alive connection the upstream closed under the next call: sent again once on a fresh connection, 200', async () => {
-    // Answers the first request of each connection without announcing a keep-alive timeout,
-    // then closes the connection when the next request arrives on it (as an idle close racing the call does).
+  /** An upstream that answers the first request of each connection (announcing no keep-alive timeout), then closes the connection under the next one, once it has read it. */
+  async function closingUnderTheNext(answer: Buffer) {
     const served = new WeakSet<Socket>()
-    let connections = 0
-    let requests = 0
+    const seen = { connections: 0, requests: 0 }
     const up = await upstreamWith((req, res) => {
-      requests++
-      if (served.has(req.socket)) {
-        req.socket.destroy()
-        return
-      }
-      served.add(req.socket)
       req.resume()
-      req.on('end', () => res.writeHead(200, { 'content-type': 'application/json', 'content-length': JSON_BODY.length }).end(JSON_BODY))
+      req.on('end', () => {
+        seen.requests++
+        if (served.has(req.socket)) {
+          req.socket.destroy()
+          return
+        }
+        served.add(req.socket)
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': answer.length }).end(answer)
+      })
     })
     up.server.keepAliveTimeout = 60_000
-    up.server.on('connection', () => connections++)
+    up.server.on('connection', () => seen.connections++)
+    return { up, seen }
+  }
+
+  it('a kept-alive connection the upstream closed under the next GET: sent again once on a fresh connection, 200', async () => {
+    const MODELS = Buffer.from(JSON.stringify({ object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model' }] }))
+    const { up, seen } = await closingUnderTheNext(MODELS)
+    const s = await burnrateFor(up.url)
+    expect((await request(`${s.url}/v1/models`)).status).toBe(200)
+    const second = await request(`${s.url}/v1/models`)
+    expect(second.status).toBe(200)
+    expect(second.body.equals(MODELS)).toBe(true)
+    expect(seen).toEqual({ requests: 3, connections: 2 })
+  })
+
+  it('a kept-alive connection that drops under a POST the upstream read whole: never sent again (it may be billed), 502 recorded once', async () => {
+    // The upstream had the whole request: it may have billed it (or created the batch) before the
+    // connection dropped. Sent again, a second one would be billed and recorded nowhere.
+    const { up, seen } = await closingUnderTheNext(JSON_BODY)
     const s = await burnrateFor(up.url)
     expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
     const second = await postJson(`${s.url}/v1/chat/completions`, CHAT)
-    expect(second.status).toBe(200)
-    expect(requests).toBe(3)
-    expect(connections).toBe(2)
+    expect(second.status).toBe(502)
+    expect(seen).toEqual({ requests: 2, connections: 1 })
     const recorded = await eventually(() => (rows(s.dbFile).length === 2 ? rows(s.dbFile) : undefined))
-    expect(recorded!.map((r) => r.status)).toEqual([200, 200])
+    expect(recorded!.map((r) => r.status)).toEqual([200, 502])
   })
 
   it('a fresh connection closed before any answer: not sent again, and the message says it was closed, not unreachable', async () => {

@@ -77,6 +77,8 @@ export function forwardHttp(
   let held: HeldAnswer | null = null
   let startHeld: ((body: Buffer[], rewritten: boolean) => void) | null = null
   let retried = false
+  /** The upstream answered (any status): it had the request, so it is never sent again. */
+  let answered = false
   const send = (via: Dispatcher): void => {
     via.dispatch(
       { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
@@ -90,6 +92,7 @@ export function forwardHttp(
       else s.abort = abort as (err?: Error) => void
     },
     onHeaders(status, raw, resume) {
+      answered = true
       // 103 Early Hints and other informational responses come before the answer; they are not it.
       if (status < 200) return true
       deadlines.cancel(firstByte)
@@ -155,10 +158,14 @@ export function forwardHttp(
     },
     onError(err) {
       if (s.done) return
-      if (!retried && !s.responseStarted && closedWhileIdle(err)) {
+      if (!retried && !answered && !s.responseStarted && IDEMPOTENT.has(req.method ?? '') && closedWhileIdle(err)) {
         // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
-        // balancers close idle ones without saying when): nothing of the answer came, so the
-        // call is sent once more, on a fresh connection.
+        // balancers close idle ones without saying when): nothing of the answer came, so a call
+        // that may be repeated (a GET: a list of models, a response read again) is sent once
+        // more, on a fresh connection. Never a POST: the upstream may have had it whole and
+        // billed it before the connection dropped, and a second one would be billed again and
+        // recorded nowhere; the client gets the 502 and decides (the agents' SDKs retry it, and
+        // that call is recorded).
         retried = true
         s.abort = undefined
         send(fresh?.() ?? dispatcher)
@@ -203,6 +210,9 @@ function observeLater(observe: HeadersObserver, s: CallState, status: number, he
     // what an observer does is advisory; the call goes on
   }
 }
+
+/** Methods a client may send again without asking for the effect twice (RFC 9110, 9.2.2). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'PUT', 'DELETE', 'TRACE'])
 
 /**
  * True when a request failed because the connection it was written to had been closed by the
