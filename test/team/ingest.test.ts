@@ -151,6 +151,12 @@ describe('POST /api/ingest', () => {
     expect(Number.isFinite(summary.today_spend_usd)).toBe(true)
   })
 
+  it('answers a GET with the token as the route it is not: 404 not_found, not 415', async () => {
+    const r = await request(`${team.url}/api/ingest`, { headers: { authorization: `Bearer ${ALICE}` } })
+    expect(r.status).toBe(404)
+    expect(r.json().error.type).toBe('not_found')
+  })
+
   it('answers a malformed body with 400 invalid_request naming the parameter', async () => {
     const auth = { authorization: `Bearer ${ALICE}` }
     const notArray = await postJson(`${team.url}/api/ingest`, { calls: 'x' }, auth)

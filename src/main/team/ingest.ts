@@ -44,7 +44,8 @@ export function ingestRoutes(ctx: ServerContext): void {
       ),
     )
     router.use((req, res, next) => {
-      if (req.is('application/json') !== 'application/json') {
+      // Only the POST takes a body: another method is no route here (404), not a wrong media type.
+      if (req.method === 'POST' && req.is('application/json') !== 'application/json') {
         res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
         return
       }
