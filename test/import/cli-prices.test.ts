@@ -1,11 +1,12 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { calcPrice, findProvider, type Provider } from '@pydantic/genai-prices'
+import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { writeClaudeCodeCall } from '../support/agent-logs'
 import { runCliCaptured } from '../support/cli'
+import { newerPriceData } from '../support/price-data'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -21,10 +22,7 @@ let logs: string
 const HAIKU = 'claude-haiku-4-5-20251001'
 const NEW_MODEL = 'claude-newer-than-the-bundled-data'
 
-const anthropic = findProvider({ providerId: 'anthropic' })!
-const newer = [
-  { ...anthropic, models: [{ id: NEW_MODEL, match: { equals: NEW_MODEL }, prices: { input_mtok: 10, output_mtok: 20 } }, ...anthropic.models] },
-] as Provider[]
+const newer = await newerPriceData({ anthropic: [{ id: NEW_MODEL, match: { equals: NEW_MODEL }, prices: { input_mtok: 10, output_mtok: 20 } }] })
 
 beforeAll(async () => {
   logs = mkdtempSync(join(tmpdir(), 'burnrate-import-prices-'))

@@ -2,12 +2,12 @@ import { readFileSync, rmSync } from 'node:fs'
 import http from 'node:http'
 import https from 'node:https'
 import type { AddressInfo } from 'node:net'
-import { findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { TOKEN } from '../admin/support'
 import { createEgress } from '../../src/main/http/egress'
 import { request as send } from '../../src/main/http/request'
 import { eventually, postJson, request } from '../support/http'
+import { newerPriceData } from '../support/price-data'
 import { SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
 
 /**
@@ -25,8 +25,7 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
   const got: { method: string; url: string; body: string }[] = []
 
   beforeAll(async () => {
-    const openai = findProvider({ providerId: 'openai' })!
-    const prices = [{ ...openai, models: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }, ...openai.models] }]
+    const prices = await newerPriceData({ openai: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }] })
     outside = http.createServer((req, res) => {
       let body = ''
       req.on('data', (c) => (body += c))

@@ -1,6 +1,6 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { findProvider } from '@pydantic/genai-prices'
+import { type Provider, waitForUpdate } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -13,8 +13,11 @@ describe('price data updated while the server runs', () => {
   let t: TestServer
 
   beforeAll(async () => {
-    const openai = findProvider({ providerId: 'openai' })!
-    const data = [{ ...openai, models: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }, ...openai.models] }]
+    // The bundled data with one model it lacks (data missing a provider would be refused).
+    const bundled = (await waitForUpdate())!
+    const data = bundled.map((p: Provider) =>
+      p.id === 'openai' ? { ...p, models: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }, ...p.models] } : p,
+    )
     prices = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json', 'last-modified': 'Sat, 21 Nov 2026 06:00:00 GMT' })
       res.end(JSON.stringify(data))

@@ -4,12 +4,12 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import { findProvider } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { listeningUrl } from '../support/child'
+import { newerPriceData } from '../support/price-data'
 
 /**
  * The headless server answers /api/health without loading what no call needs yet (and what the
@@ -124,10 +124,10 @@ describe('headless start-up loads only what the first call needs', () => {
   })
 
   it("a price check fetches with undici's request alone: not its index (fetch, WebSocket, caches, mocks) nor Node's internal undici", async () => {
-    const openai = findProvider({ providerId: 'openai' })!
+    const data = JSON.stringify(await newerPriceData({}))
     const prices = http.createServer((_req, res) => {
       res.writeHead(200, { 'content-type': 'application/json' })
-      res.end(JSON.stringify([openai]))
+      res.end(data)
     })
     await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r))
     try {

@@ -1,12 +1,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { calcPrice, findProvider, type Provider } from '@pydantic/genai-prices'
+import { calcPrice, type Provider } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { describe, expect, it, onTestFinished } from 'vitest'
 import { priceLibraryLoaded } from '../../src/main/pricing/library'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
+import { newerPriceData } from '../support/price-data'
 import { type TestServer, serversPerTest } from '../support/server'
 
 // The price library is not loaded at start-up (src/main/pricing/library.ts): a moment after the
@@ -74,11 +75,8 @@ describe('the price library loads after start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-cached-prices-'))
     // The server's cleanup removes its data dir; this covers a server that did not start.
     onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
-    const openai = findProvider({ providerId: 'openai' })!
     const model = 'gpt-4o-mini-2024-07-18'
-    const providers = [
-      { ...openai, models: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }, ...openai.models] },
-    ] as Provider[]
+    const providers = await newerPriceData({ openai: [{ id: model, match: { equals: model }, prices: { input_mtok: 100, output_mtok: 200 } }] })
     writeFileSync(join(dir, 'prices.json'), JSON.stringify({ updated_at: '2026-11-30T00:00:00.000Z', fetched_at: new Date().toISOString(), providers }))
     const upstream = await openaiUpstream()
     const t = await start.server({}, upstream.url, dir, { create: { apiPreloadMs: false } })
@@ -86,7 +84,7 @@ describe('the price library loads after start-up', () => {
     expect(call.status).toBe(200)
     const row = await eventually(() => recordedCall(t))
     // 1,149 prompt tokens (1,024 of them cached reads, priced at the input rate here: the model gives no cache rate) and 353 output tokens.
-    const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers[0] })!.total_price
+    const expected = calcPrice({ input_tokens: 1149, cache_read_tokens: 1024, output_tokens: 353 }, model, { provider: providers.find((p) => p.id === 'openai')! })!.total_price
     expect(expected).toBeGreaterThan(0.1)
     expect(row).toEqual({ cost_usd: expected, priced: 1 })
   })

@@ -3,26 +3,20 @@ import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { findProvider, type Provider } from '@pydantic/genai-prices'
+import { type Provider, waitForUpdate } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { emptyUsage } from '../metering/usage'
 import { Pricer } from './price'
 import { PRICES_FILE, PriceUpdater } from './update'
 
-/** The published data as a price-data server would serve it, with one model the bundled data lacks. */
+/** The bundled data as JSON, as a price-data server would serve it. */
+const bundled: Provider[] = JSON.parse(JSON.stringify(await waitForUpdate()))
+
+/** The published data: the bundled data with one model it lacks. */
 function publishedData(): Provider[] {
-  const openai = findProvider({ providerId: 'openai' })!
-  const anthropic = findProvider({ providerId: 'anthropic' })!
-  return [
-    {
-      ...openai,
-      models: [
-        { id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } },
-        ...openai.models,
-      ],
-    },
-    anthropic,
-  ] as Provider[]
+  return bundled.map((p) =>
+    p.id === 'openai' ? { ...p, models: [{ id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }, ...p.models] } : p,
+  ) as Provider[]
 }
 
 const usage = { ...emptyUsage(), input_tokens: 1_000_000, output_tokens: 100_000 }
@@ -72,6 +66,48 @@ describe('PriceUpdater against a local price-data server', () => {
     expect(await u.update()).toBe(false)
     expect(u.status().last_error).toMatch(/refused/)
     expect(await u.cached()).toBe(false)
+    body = JSON.stringify(publishedData())
+  })
+
+  it('refuses data that lost a provider and keeps pricing its models', async () => {
+    const pricer = new Pricer()
+    await pricer.ready()
+    const before = pricer.price('anthropic', 'anthropic', 'claude-sonnet-4-5', usage, new Date())
+    expect(before.priced).toBe(true)
+    // Only some providers arrived (a partial mirror, a generator bug upstream): still a valid list.
+    body = JSON.stringify(publishedData().filter((p) => p.id !== 'anthropic'))
+    const dir = newDir()
+    const u = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(false)
+    expect(u.status()).toMatchObject({ source: 'bundled', last_error: expect.stringMatching(/refused: providers missing from the new data: anthropic/) })
+    expect(await u.cached()).toBe(false)
+    expect(pricer.price('anthropic', 'anthropic', 'claude-sonnet-4-5', usage, new Date())).toEqual(before)
+    body = JSON.stringify(publishedData())
+  })
+
+  it('refuses data whose models changed format (prices renamed) and keeps pricing them', async () => {
+    const pricer = new Pricer()
+    await pricer.ready()
+    const before = pricer.price('openai', 'openai', 'gpt-4o', usage, new Date())
+    expect(before.priced).toBe(true)
+    body = JSON.stringify(publishedData().map((p) => ({ ...p, models: p.models.map(({ prices, ...m }) => ({ ...m, price: prices })) })))
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toMatch(/refused: provider '.+' model '.+' has no usable prices/)
+    expect(await u.cached()).toBe(false)
+    expect(pricer.price('openai', 'openai', 'gpt-4o', usage, new Date())).toEqual(before)
+    body = JSON.stringify(publishedData())
+  })
+
+  it('refuses data that no longer prices a model the data in use prices', async () => {
+    // The input/output keys renamed: the library accepts the tables, but prices nothing with them.
+    const rename = (t: Record<string, unknown>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k.replace('_mtok', '_per_mtok'), v]))
+    body = JSON.stringify(
+      publishedData().map((p) => (p.id === 'openai' ? { ...p, models: p.models.map((m) => (Array.isArray(m.prices) ? m : { ...m, prices: rename(m.prices) })) } : p)),
+    )
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => {} })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toMatch(/refused: the new data does not price openai /)
     body = JSON.stringify(publishedData())
   })
 

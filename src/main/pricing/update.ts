@@ -5,6 +5,7 @@ import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 import { loadOnce } from '../server/load-once'
+import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 
 /**
@@ -167,7 +168,10 @@ export class PriceUpdater {
       if (text.length > MAX_BYTES) throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
       const data = JSON.parse(text) as unknown
       if (this.closed) return false
-      if (!Array.isArray(data) || data.length === 0) throw new Error('expected a non-empty list of providers')
+      const lib = await loadPriceLibrary()
+      const refused = refuseReason(lib, data, (await lib.waitForUpdate()) ?? [])
+      if (refused) throw new Error(`the price data was refused: ${refused}`)
+      if (this.closed) return false
       if (!this.apply(data as Provider[], true)) return false
       const lm = res.headers['last-modified']
       const published = typeof lm === 'string' && Number.isFinite(Date.parse(lm)) ? new Date(lm).toISOString() : this.state.checked_at
