@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -129,6 +129,23 @@ describe('PriceUpdater against a local price-data server', () => {
     expect(again.status()).toMatchObject({ source: 'cached', updated_at: '2026-11-20T08:00:00.000Z' })
     again.close()
     expect(requests).toBe(before)
+  })
+
+  it('ignores a cached copy older than the bundled data (kept from before an upgrade)', async () => {
+    const bundledPrice = new Pricer()
+    await bundledPrice.ready()
+    const gpt5 = bundledPrice.price('openai', 'openai', 'gpt-5', usage, new Date())
+    expect(gpt5).toEqual({ cost_usd: 2.25, priced: true })
+    // What a Burnrate of mid-2024 fetched: every provider, but no gpt-5 yet.
+    const dir = newDir()
+    const old = bundled.map((p) => (p.id === 'openai' ? { ...p, models: p.models.filter((m) => !m.id.startsWith('gpt-5')) } : p))
+    writeFileSync(join(dir, PRICES_FILE), JSON.stringify({ updated_at: '2024-06-01T00:00:00.000Z', fetched_at: '2024-06-01T00:00:00.000Z', providers: old }))
+    const pricer = new Pricer()
+    const u = new PriceUpdater({ dataDir: dir, url: 'http://127.0.0.1:1/data.json', autoUpdate: false, onChange: () => pricer.dataChanged() })
+    pricer.prepareWith(() => u.prepare())
+    await pricer.ready()
+    expect(u.status().source).toBe('bundled')
+    expect(pricer.price('openai', 'openai', 'gpt-5', usage, new Date())).toEqual(gpt5)
   })
 
   it('with auto_update, checks on its own after the first delay', async () => {

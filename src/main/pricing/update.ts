@@ -129,6 +129,15 @@ export class PriceUpdater {
     } catch {
       return false // none yet, or unreadable: the bundled data stays
     }
+    if (this.closed) return false
+    // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
+    // it): it is used only when it prices every model the bundled data (still in use) prices.
+    const lib = await loadPriceLibrary()
+    const older = refuseReason(lib, cached.providers, (await lib.waitForUpdate()) ?? [], true)
+    if (older) {
+      this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
+      return false
+    }
     if (this.closed || !this.apply(cached.providers)) return false
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
