@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -146,6 +146,39 @@ describe('PriceUpdater against a local price-data server', () => {
     await pricer.ready()
     expect(u.status().source).toBe('bundled')
     expect(pricer.price('openai', 'openai', 'gpt-5', usage, new Date())).toEqual(gpt5)
+  })
+
+  it('keeps the data in use when the server answers with an older copy, and asks only for newer data', async () => {
+    // First the current data, then a stale mirror's copy of mid-2024, then 304 to a conditional request.
+    const seen: (string | undefined)[] = []
+    const older = http.createServer((req, res) => {
+      const ims = req.headers['if-modified-since']
+      seen.push(ims)
+      if (seen.length === 3 && ims !== undefined) {
+        res.writeHead(304)
+        return res.end()
+      }
+      const stale = seen.length > 1
+      res.writeHead(200, { 'content-type': 'application/json', 'last-modified': stale ? 'Sat, 01 Jun 2024 00:00:00 GMT' : 'Fri, 20 Nov 2026 08:00:00 GMT' })
+      res.end(stale ? JSON.stringify(bundled) : body)
+    })
+    await new Promise<void>((r) => older.listen(0, '127.0.0.1', r))
+    const olderUrl = `http://127.0.0.1:${(older.address() as AddressInfo).port}/data.json`
+    const pricer = new Pricer()
+    const dir = newDir()
+    const u = new PriceUpdater({ dataDir: dir, url: olderUrl, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(true)
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
+    // The next check is answered with a copy published in mid-2024, which lacks gpt-6.1-sol.
+    expect(await u.update()).toBe(false)
+    expect(u.status()).toMatchObject({ source: 'updated', updated_at: '2026-11-20T08:00:00.000Z', last_error: expect.stringMatching(/older than the data in use/) })
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
+    expect(JSON.parse(readFileSync(join(dir, PRICES_FILE), 'utf8')).updated_at).toBe('2026-11-20T08:00:00.000Z')
+    // Then the server answers the conditional request: 304, nothing changes.
+    expect(await u.update()).toBe(false)
+    expect(u.status()).toMatchObject({ source: 'updated', updated_at: '2026-11-20T08:00:00.000Z', last_error: null })
+    expect(seen).toEqual([undefined, 'Fri, 20 Nov 2026 08:00:00 GMT', 'Fri, 20 Nov 2026 08:00:00 GMT'])
+    await new Promise((r) => older.close(r))
   })
 
   it('with auto_update, checks on its own after the first delay', async () => {

@@ -159,14 +159,27 @@ export class PriceUpdater {
       await this.ready()
       const res = await request(this.url, {
         method: 'GET',
-        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update' },
+        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update', ...this.sinceHeader() },
         dispatcher: this.opts.egress?.for(this.url),
         headersTimeout: this.opts.timeoutMs ?? 60_000,
         bodyTimeout: this.opts.timeoutMs ?? 60_000,
       })
+      if (res.statusCode === 304) {
+        // Nothing newer than the data in use: nothing downloaded.
+        await res.body.dump()
+        this.state.last_error = null
+        return false
+      }
       if (res.statusCode !== 200) {
         await res.body.dump()
         throw new Error(`HTTP ${res.statusCode}`)
+      }
+      const lm = res.headers['last-modified']
+      const published = typeof lm === 'string' && Number.isFinite(Date.parse(lm)) ? new Date(lm).toISOString() : this.state.checked_at
+      if (this.inUseSince() > Date.parse(published)) {
+        // A stale copy (a CDN or mirror serving last year's file) never replaces newer data.
+        await res.body.dump()
+        throw new Error(`the server's data (of ${published}) is older than the data in use (of ${this.state.updated_at})`)
       }
       const declared = Number(res.headers['content-length'])
       if (declared > MAX_BYTES) {
@@ -182,8 +195,6 @@ export class PriceUpdater {
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
       if (!this.apply(data as Provider[], true)) return false
-      const lm = res.headers['last-modified']
-      const published = typeof lm === 'string' && Number.isFinite(Date.parse(lm)) ? new Date(lm).toISOString() : this.state.checked_at
       this.state.source = 'updated'
       this.state.updated_at = published
       this.state.last_error = null
@@ -195,6 +206,18 @@ export class PriceUpdater {
       this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
       return false
     }
+  }
+
+  /** When the data in use was published; 0 for the bundled data (any download is newer). */
+  private inUseSince(): number {
+    const t = this.state.source === 'bundled' || !this.state.updated_at ? NaN : Date.parse(this.state.updated_at)
+    return Number.isFinite(t) ? t : 0
+  }
+
+  /** Asks the server for the data only when it is newer than the data in use. */
+  private sinceHeader(): Record<string, string> {
+    const t = this.inUseSince()
+    return t > 0 ? { 'if-modified-since': new Date(t).toUTCString() } : {}
   }
 
   /** Hands data to the library; false (with the reason recorded) when it refuses it. */
