@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { type Provider, waitForUpdate } from '@pydantic/genai-prices'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { emptyUsage } from '../metering/usage'
 import { Pricer } from './price'
 import { PRICES_FILE, PriceUpdater } from './update'
@@ -179,6 +179,44 @@ describe('PriceUpdater against a local price-data server', () => {
     expect(u.status()).toMatchObject({ source: 'updated', updated_at: '2026-11-20T08:00:00.000Z', last_error: null })
     expect(seen).toEqual([undefined, 'Fri, 20 Nov 2026 08:00:00 GMT', 'Fri, 20 Nov 2026 08:00:00 GMT'])
     await new Promise((r) => older.close(r))
+  })
+
+  it('retries a failed check soon with growing waits, and logs only the first failure and the recovery', async () => {
+    let up = false
+    const flaky = http.createServer((_req, res) => {
+      res.writeHead(up ? 200 : 503, { 'content-type': 'application/json', 'last-modified': 'Fri, 20 Nov 2026 08:00:00 GMT' })
+      res.end(up ? body : '')
+    })
+    await new Promise<void>((r) => flaky.listen(0, '127.0.0.1', r))
+    const flakyUrl = `http://127.0.0.1:${(flaky.address() as AddressInfo).port}/data.json`
+    // The waits the updater schedules (not how long anything took).
+    const waits: number[] = []
+    const real = globalThis.setTimeout
+    const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((fn: () => void, ms?: number, ...a: unknown[]) => {
+      // Only the updater's own (undici sets timers of its own).
+      if (ms === 1234 || (ms ?? 0) >= 60_000) {
+        waits.push(ms!)
+        ms = waits.length < 3 ? 0 : ms // run the first two retries now
+      }
+      return real(fn, ms, ...a)
+    }) as typeof setTimeout)
+    const logged: string[] = []
+    const log = { info: (m: string) => logged.push(`info ${m}`), warn: (m: string) => logged.push(`warn ${m}`) }
+    const u = new PriceUpdater({ dataDir: newDir(), url: flakyUrl, autoUpdate: true, onChange: () => {}, firstDelayMs: 1234, log })
+    try {
+      await u.prepare()
+      await expect.poll(() => waits.length).toBeGreaterThanOrEqual(3)
+      expect(waits.slice(0, 3)).toEqual([1234, 60_000, 300_000])
+      expect(logged.filter((m) => m.startsWith('warn'))).toHaveLength(1)
+      expect(u.status().last_error).toBe('HTTP 503')
+      up = true
+      expect(await u.update()).toBe(true)
+      expect(logged.filter((m) => m.startsWith('info') && /answers again/.test(m))).toHaveLength(1)
+    } finally {
+      spy.mockRestore()
+      u.close()
+      await new Promise((r) => flaky.close(r))
+    }
   })
 
   it('with auto_update, checks on its own after the first delay', async () => {

@@ -37,6 +37,8 @@ export const PRICES_FILE = 'prices.json'
 const DAY = 86_400_000
 /** Largest price document accepted (the published one is about 1 MB). */
 const MAX_BYTES = 32 * 1024 * 1024
+/** Waits before checking again after 1, 2, 3, 4+ failed checks in a row (capped at the daily interval). */
+const RETRY_MS = [60_000, 300_000, 900_000, 3_600_000]
 
 /** The cache file: the data and when it was published. */
 interface Cached {
@@ -59,6 +61,8 @@ export class PriceUpdater {
   private closed = false
   private running: Promise<boolean> | null = null
   private set: ((data: Provider[]) => void) | null = null
+  /** Failed checks in a row: the next check comes sooner, and only the first failure is logged. */
+  private failures = 0
   private readonly state: PriceDataStatus
 
   constructor(private readonly opts: PriceUpdaterOptions) {
@@ -110,7 +114,10 @@ export class PriceUpdater {
     if (this.closed) return
     this.timer = setTimeout(() => {
       this.timer = null
-      void this.update().finally(() => this.schedule(this.maxAgeMs))
+      // A failure (the host briefly down) is retried soon, a success a day later.
+      void this.update().finally(() =>
+        this.schedule(this.failures ? Math.min(RETRY_MS[Math.min(this.failures, RETRY_MS.length) - 1]!, this.maxAgeMs) : this.maxAgeMs),
+      )
     }, ms)
     this.timer.unref()
   }
@@ -167,7 +174,7 @@ export class PriceUpdater {
       if (res.statusCode === 304) {
         // Nothing newer than the data in use: nothing downloaded.
         await res.body.dump()
-        this.state.last_error = null
+        this.recovered()
         return false
       }
       if (res.statusCode !== 200) {
@@ -197,15 +204,25 @@ export class PriceUpdater {
       if (!this.apply(data as Provider[], true)) return false
       this.state.source = 'updated'
       this.state.updated_at = published
-      this.state.last_error = null
+      this.recovered()
       await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, providers: data as Provider[] })
       this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
       return true
     } catch (err) {
       this.state.last_error = (err as Error).message
-      this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
+      // Logged once while checks keep failing (they are retried within minutes).
+      if (this.failures++ === 0) {
+        this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
+      }
       return false
     }
+  }
+
+  /** A check succeeded: the error cleared, and logged once if checks had been failing. */
+  private recovered(): void {
+    if (this.failures > 0) this.opts.log?.info(`prices: ${this.url} answers again after ${this.failures} failed check(s)`)
+    this.failures = 0
+    this.state.last_error = null
   }
 
   /** When the data in use was published; 0 for the bundled data (any download is newer). */
