@@ -219,6 +219,28 @@ describe('PriceUpdater against a local price-data server', () => {
     }
   })
 
+  it('cuts off a download without Content-Length once it passes 32 MB instead of reading it whole', async () => {
+    const MB = 1024 * 1024
+    let finished = false
+    const huge = http.createServer(async (_req, res) => {
+      // Chunked, 96 MB of spaces: three times the cap.
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.on('finish', () => (finished = true))
+      const chunk = Buffer.alloc(MB, 0x20)
+      for (let i = 0; i < 96 && !res.destroyed; i++) {
+        if (!res.write(chunk)) await new Promise((r) => res.once('drain', r).once('close', r))
+      }
+      res.end()
+    })
+    await new Promise<void>((r) => huge.listen(0, '127.0.0.1', r))
+    const u = new PriceUpdater({ dataDir: newDir(), url: `http://127.0.0.1:${(huge.address() as AddressInfo).port}/data.json`, autoUpdate: true, onChange: () => {} })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toBe('the data is larger than 33554432 bytes')
+    expect(finished).toBe(false) // the server never got to send it all
+    huge.closeAllConnections()
+    await new Promise((r) => huge.close(r))
+  })
+
   it('with auto_update, checks on its own after the first delay', async () => {
     const before = requests
     const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => {}, firstDelayMs: 0 })

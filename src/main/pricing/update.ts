@@ -40,6 +40,25 @@ const MAX_BYTES = 32 * 1024 * 1024
 /** Waits before checking again after 1, 2, 3, 4+ failed checks in a row (capped at the daily interval). */
 const RETRY_MS = [60_000, 300_000, 900_000, 3_600_000]
 
+/**
+ * The body as text, counted while it arrives: past `max` bytes the download is cut off (a body
+ * without a Content-Length, or lying about it, is never buffered whole).
+ */
+async function readCapped(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, max: number): Promise<string> {
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of body) {
+    size += chunk.length
+    if (size > max) {
+      const err = new Error(`the data is larger than ${max} bytes`)
+      body.destroy(err)
+      throw err
+    }
+    chunks.push(chunk)
+  }
+  return Buffer.concat(chunks).toString('utf8')
+}
+
 /** The cache file: the data and when it was published. */
 interface Cached {
   updated_at: string
@@ -193,8 +212,7 @@ export class PriceUpdater {
         await res.body.dump()
         throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
       }
-      const text = await res.body.text()
-      if (text.length > MAX_BYTES) throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
+      const text = await readCapped(res.body, MAX_BYTES)
       const data = JSON.parse(text) as unknown
       if (this.closed) return false
       const lib = await loadPriceLibrary()
