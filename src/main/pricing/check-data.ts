@@ -48,8 +48,15 @@ function referenceModels(lib: PriceLibrary, current: Provider[]): { provider: st
   const refs: { provider: string; model: string }[] = []
   for (const p of current) {
     if (!REFERENCE_PROVIDERS.includes(p.id)) continue
-    const priced = p.models.filter((m: Model) => !m.deprecated && probe(lib, p, m.id) > 0)
-    for (const m of priced.slice(0, REFERENCE_PER_PROVIDER)) refs.push({ provider: p.id, model: m.id })
+    // The first few it prices, not all of them: each probe is a price lookup (this runs on the
+    // main thread when the cache loads, on the first call's way).
+    let found = 0
+    for (const m of p.models as Model[]) {
+      if (found >= REFERENCE_PER_PROVIDER) break
+      if (m.deprecated || !(probe(lib, p, m.id) > 0)) continue
+      refs.push({ provider: p.id, model: m.id })
+      found++
+    }
   }
   return refs
 }
