@@ -329,6 +329,18 @@ export const PG_MIGRATIONS: PgMigration[] = [
       $$`,
     ],
   },
+  {
+    version: 13,
+    description: 'settlements written, by reservation id: a settlement retried after its answer was lost adds its cost once',
+    // Kept for a week (the lease sweep deletes older ones): a retry comes within seconds.
+    sql: [
+      `CREATE TABLE budget_settled (
+        rid TEXT PRIMARY KEY,
+        at TIMESTAMPTZ NOT NULL DEFAULT now()
+      )`,
+      'CREATE INDEX budget_settled_at ON budget_settled (at)',
+    ],
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

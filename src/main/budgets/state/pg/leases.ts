@@ -16,7 +16,9 @@ export function renewLeases(store: SqlStore, instance: string, leaseMs: number):
 }
 
 /** Frees the reservations whose lease has run out (their instance stopped renewing). */
-export function sweepExpired(store: SqlStore): Promise<number> {
+export async function sweepExpired(store: SqlStore): Promise<number> {
+  // Settlement markers (settlements.ts) only guard against a retry, which comes within seconds.
+  await store.run(`DELETE FROM budget_settled WHERE at < now() - interval '7 days'`)
   return store.run(
     `WITH gone AS (DELETE FROM budget_reservations WHERE expires_at < ${NOW_MS} RETURNING spend_id, amount_usd),
           sums AS (SELECT spend_id, SUM(amount_usd) AS amount FROM gone GROUP BY spend_id)

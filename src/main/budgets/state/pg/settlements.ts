@@ -4,13 +4,14 @@ import { settledRows } from './call-spend'
 import type { Limiter } from './limiter'
 
 /**
- * Adds `@bcosts` to the window buckets (`@bsids`, `@bminutes`), part of a statement whose CTE
- * `locked` holds the window rows locked first (bucket writes hold their row's lock to the commit:
- * admission reads a window's buckets under that lock, see admission.ts).
+ * Adds `@bcosts` to the window buckets (`@bsids`, `@bminutes`) of the reservations `@brids` first
+ * settled now (CTE `fresh`), part of a statement whose CTE `locked` holds the window rows locked
+ * first (bucket writes hold their row's lock to the commit: admission reads a window's buckets
+ * under that lock, see admission.ts).
  */
 const ADD_BUCKETS = `INSERT INTO budget_window_spend (spend_id, minute, spent_usd)
-  SELECT sid, minute, SUM(cost) FROM unnest(@bsids::bigint[], @bminutes::bigint[], @bcosts::float8[]) AS t (sid, minute, cost)
-   WHERE sid IN (SELECT id FROM locked)
+  SELECT sid, minute, SUM(cost) FROM unnest(@brids::text[], @bsids::bigint[], @bminutes::bigint[], @bcosts::float8[]) AS t (rid, sid, minute, cost)
+   WHERE sid IN (SELECT id FROM locked) AND rid IN (SELECT rid FROM fresh)
    GROUP BY sid, minute
   ON CONFLICT (spend_id, minute) DO UPDATE SET spent_usd = budget_window_spend.spent_usd + excluded.spent_usd`
 
@@ -71,6 +72,13 @@ export class Settlements {
     this.writing.add(p)
   }
 
+  /**
+   * One statement per batch, idempotent by reservation id: a statement that committed but whose
+   * answer was lost (the connection cut) stays in `unsettled` and runs again; its reservation ids
+   * are in `budget_settled` by then, so the retry adds no cost a second time (and frees nothing
+   * more: the reservation is gone). The ids are inserted in order (two statements cannot wait on
+   * each other's), and all of them before any spend row is locked (`added` is an aggregate).
+   */
   private async flush(): Promise<void> {
     const batch = this.batch
     this.batch = []
@@ -78,6 +86,7 @@ export class Settlements {
     const sids: number[] = []
     const costs: number[] = []
     // Window rows: the cost goes into the bucket of the call's arrival minute, not spent_usd.
+    const brids: string[] = []
     const bsids: number[] = []
     const bminutes: number[] = []
     const bcosts: number[] = []
@@ -88,6 +97,7 @@ export class Settlements {
         costs.push(w.window?.id === id ? 0 : w.cost)
       }
       if (w.window && w.cost > 0) {
+        brids.push(w.rid)
         bsids.push(w.window.id)
         bminutes.push(w.window.minute)
         bcosts.push(w.cost)
@@ -99,7 +109,8 @@ export class Settlements {
           `WITH input AS (SELECT * FROM unnest(@rids::text[], @sids::bigint[], @costs::float8[]) AS t (rid, sid, cost)),
                 d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
                 freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
-                added AS (SELECT sid, SUM(cost) AS cost FROM input GROUP BY sid),
+                fresh AS (INSERT INTO budget_settled (rid) SELECT DISTINCT rid FROM input ORDER BY rid ON CONFLICT DO NOTHING RETURNING rid),
+                added AS (SELECT sid, SUM(CASE WHEN rid IN (SELECT rid FROM fresh) THEN cost ELSE 0 END) AS cost FROM input GROUP BY sid),
                 locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)${bsids.length ? `,
                 buckets AS (${ADD_BUCKETS})` : ''}
            UPDATE budget_spend b
@@ -107,7 +118,7 @@ export class Settlements {
                   reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
              FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
             WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
-          bsids.length ? { rids, sids, costs, bsids, bminutes, bcosts } : { rids, sids, costs },
+          bsids.length ? { rids, sids, costs, brids, bsids, bminutes, bcosts } : { rids, sids, costs },
         ),
       )
       for (const w of batch) this.unsettled.delete(w.rid)

@@ -1,0 +1,95 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
+import { Meter } from '../../src/main/budgets/meter'
+import type { Rule } from '../../src/main/budgets/rules'
+import { PgBudgetState } from '../../src/main/budgets/state/postgres'
+import type { ReserveRequest } from '../../src/main/budgets/state/types'
+import { PostgresStore } from '../../src/main/storage/postgres'
+import { migratePostgres } from '../../src/main/storage/postgres-migrations'
+import { PeriodClock } from '../../src/main/time/zone'
+import { usePostgres } from '../support/pg-harness'
+import { type CutProxy, cutProxy } from './pg-cut-proxy'
+
+/**
+ * An instance whose connection to PostgreSQL is cut after a statement committed (its answer
+ * lost), or that stops while PostgreSQL is away: what it settled and reserved is counted once,
+ * and nothing it no longer owns holds budget.
+ */
+const h = usePostgres({ upstream: false })
+const clock = new PeriodClock('UTC')
+const proxies: CutProxy[] = []
+const stores: PostgresStore[] = []
+afterAll(async () => {
+  for (const s of stores) await s.close().catch(() => {})
+  for (const p of proxies) await p.close()
+})
+
+function rule(p: Partial<Rule> = {}): Rule {
+  return {
+    ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-*', daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null,
+    source: 'config', created_at: null, ...p,
+  } as Rule
+}
+
+function request(r: Rule, key: string, amount: number): ReserveRequest {
+  const meter = new Meter(r, clock)
+  const ts = Date.now()
+  return { rule: r, meter, keyHash: key, session: '', ts, periods: meter.periods(ts), amount }
+}
+
+async function setup() {
+  const url = h.database()
+  const direct = new PostgresStore(url)
+  stores.push(direct)
+  await migratePostgres(direct)
+  const proxy = await cutProxy(h.pg.port)
+  proxies.push(proxy)
+  const store = new PostgresStore(proxy.url(url))
+  stores.push(store)
+  return { url, direct, proxy, store }
+}
+
+const row = async (s: PostgresStore, key: string) =>
+  (await s.get<{ spent_usd: number; reserved_usd: number }>('SELECT spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @key', { key }))!
+
+describe('an instance losing PostgreSQL mid-statement', () => {
+  it('a settlement whose answer is lost (committed, connection cut) is counted once when retried', async () => {
+    const { direct, proxy, store } = await setup()
+    const state = new PgBudgetState(store, { leaseMs: 30_000 })
+    const key = 'key-settle-twice'
+    const r = rule()
+    const o = await state.reserve(request(r, key, 0.01))
+    expect(o.ok).toBe(true)
+    if (!o.ok) return
+    // The settlement statement commits, then the connection drops before its answer arrives.
+    const cut = proxy.cutAfter('DELETE FROM budget_reservations r USING input')
+    o.reservation.settle(0.1)
+    await cut
+    expect(await state.settled(5)).toBe(true)
+    const after = await row(direct, key)
+    // The call cost $0.10: the row must hold $0.10, not $0.20.
+    expect(after.spent_usd).toBeCloseTo(0.1, 9)
+    expect(after.reserved_usd).toBe(0)
+    await state.close()
+  }, 30_000)
+
+  it('the same on a rolling window: the bucket of its minute is added to once', async () => {
+    const { direct, proxy, store } = await setup()
+    const state = new PgBudgetState(store, { leaseMs: 30_000 })
+    const key = 'key-settle-twice-window'
+    const o = await state.reserve(request(rule({ daily_limit_usd: null, window_hours: 5, window_limit_usd: 1 } as Partial<Rule>), key, 0.01))
+    expect(o.ok).toBe(true)
+    if (!o.ok) return
+    const cut = proxy.cutAfter('DELETE FROM budget_reservations r USING input')
+    o.reservation.settle(0.1)
+    await cut
+    expect(await state.settled(5)).toBe(true)
+    const buckets = await direct.get<{ s: number }>(
+      'SELECT SUM(w.spent_usd) AS s FROM budget_window_spend w JOIN budget_spend b ON b.id = w.spend_id WHERE b.api_key_hash = @key',
+      { key },
+    )
+    expect(buckets!.s).toBeCloseTo(0.1, 9)
+    expect((await row(direct, key)).reserved_usd).toBe(0)
+    await state.close()
+  }, 30_000)
+})
