@@ -7,6 +7,7 @@ import type { ReserveRequest } from '../../src/main/budgets/state/types'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
+import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { type CutProxy, cutProxy } from './pg-cut-proxy'
 
@@ -91,5 +92,35 @@ describe('an instance losing PostgreSQL mid-statement', () => {
     expect(buckets!.s).toBeCloseTo(0.1, 9)
     expect((await row(direct, key)).reserved_usd).toBe(0)
     await state.close()
+  }, 30_000)
+
+  it('an admission whose answer is lost does not hold budget forever on a living instance', async () => {
+    const { url, direct, proxy, store } = await setup()
+    const LEASE = 300
+    const a = new PgBudgetState(store, { leaseMs: LEASE, instance: 'A' })
+    const otherStore = new PostgresStore(url)
+    stores.push(otherStore)
+    const b = new PgBudgetState(otherStore, { leaseMs: LEASE, instance: 'B' })
+    const key = 'key-admission-lost'
+    const r = rule({ reserve: 'max_tokens' } as Partial<Rule>)
+    // Create the row first (so the cut hits the admission statement itself).
+    const warm = await b.reserve(request(r, key, 0.01))
+    if (warm.ok) warm.reservation.release()
+    await b.settled()
+    // A's admission commits a $0.60 reservation; its answer is lost. A decides the call in process.
+    const cut = proxy.cutAfter('INSERT INTO budget_reservations (id, spend_id')
+    const oa = await a.reserve(request(r, key, 0.6))
+    await cut
+    expect(oa.ok).toBe(true) // decided in process (degraded)
+    if (oa.ok) oa.reservation.settle(0) // the call ended (nothing written: no shared reservation known)
+    // A lives on (its tick renewing what its calls hold): the orphan runs out with its lease, and
+    // B is admitted a $0.60 worst case against a $1 day where nothing was spent and no call is in flight.
+    await eventually(async () => (await direct.all('SELECT 1 FROM budget_reservations')).length === 0)
+    expect((await row(direct, key)).reserved_usd).toBe(0)
+    const ob = await b.reserve(request(r, key, 0.6))
+    expect(ob.ok).toBe(true)
+    if (ob.ok) ob.reservation.release()
+    await a.close()
+    await b.close()
   }, 30_000)
 })

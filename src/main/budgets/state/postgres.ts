@@ -26,8 +26,9 @@ export { ruleKey } from './pg/sql'
  * seeded from the calls already in the `calls` table for that key, scope and period.
  *
  * Each reservation carries a lease (`budget_reservations.expires_at`, on the database's clock):
- * the instance renews its leases every `leaseMs / 3`, and every instance frees expired ones as
- * often, so an instance killed mid-call holds budget for at most `leaseMs` (default 30 s).
+ * the instance renews the leases of the calls it still holds every `leaseMs / 3`, and every
+ * instance frees expired ones as often, so an instance killed mid-call holds budget for at most
+ * `leaseMs` (default 30 s), and so does a reservation whose admission answer was lost.
  *
  * A rolling window has a spend row too (period 'window', `period_start` its length in ms), with
  * its spend in per-minute buckets of arrival time (`budget_window_spend`): admission sums the
@@ -96,10 +97,10 @@ export class PgBudgetState implements BudgetState {
     this.timer.unref()
   }
 
-  /** Renews this instance's leases, frees expired ones (any instance's) and retries settlements. */
+  /** Renews the leases of this instance's calls in flight, frees expired ones (any instance's) and retries settlements. */
   async tick(): Promise<void> {
     try {
-      await renewLeases(this.store, this.instance, this.leaseMs)
+      await renewLeases(this.store, this.instance, this.leaseMs, this.settlements.holding)
       await this.sweep()
       this.settlements.retry()
       if (Date.now() >= this.nextPrune) {

@@ -79,6 +79,7 @@ export class Admission {
         ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
         : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
     params.n = periods.length
+    this.settlements.hold(rid)
     let rows: Answer[]
     try {
       // One round trip: lock the call's rows in id order (no deadlock between instances; the
@@ -109,6 +110,8 @@ export class Admission {
         params,
       ))
     } catch (err) {
+      // Maybe committed, its answer lost: nothing will settle it, so its lease is not renewed.
+      this.settlements.drop(rid)
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
       if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1)
       throw err
@@ -121,6 +124,7 @@ export class Admission {
       const bucket = win ? { id: win.id, minute: minuteOf(req.ts) } : null
       return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), bucket) }
     }
+    this.settlements.drop(rid)
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
     for (const p of periods) {
       const r = rows.find((x) => x.period === p.period)

@@ -3,15 +3,21 @@ import { NOW_MS } from './sql'
 
 /**
  * Reservation leases (`budget_reservations.expires_at`, on the database's clock): each instance
- * renews its own, and any instance frees the expired ones, so a killed instance's reservations
- * hold budget for at most one lease.
+ * renews those its calls still hold, and any instance frees the expired ones, so a killed
+ * instance's reservations, and one no call holds, hold budget for at most one lease.
  */
 
-/** Moves the lease of every reservation `instance` holds to `leaseMs` from now. */
-export function renewLeases(store: SqlStore, instance: string, leaseMs: number): Promise<number> {
-  return store.run(`UPDATE budget_reservations SET expires_at = ${NOW_MS} + @lease WHERE instance = @me`, {
+/**
+ * Moves the lease of the reservations `rids` of `instance` (those its calls still hold) to
+ * `leaseMs` from now. Not every reservation of the instance: one whose admission answer was lost
+ * belongs to no call and must run out.
+ */
+export async function renewLeases(store: SqlStore, instance: string, leaseMs: number, rids: readonly string[]): Promise<number> {
+  if (rids.length === 0) return 0
+  return store.run(`UPDATE budget_reservations SET expires_at = ${NOW_MS} + @lease WHERE instance = @me AND id = ANY(@rids::text[])`, {
     lease: leaseMs,
     me: instance,
+    rids: [...rids],
   })
 }
 

@@ -34,11 +34,32 @@ export class Settlements {
   private batch: { rid: string; ids: number[]; cost: number; window: WindowBucket | null }[] = []
   /** Settlements being written now (not retried by the tick meanwhile). */
   private readonly inFlight = new Set<string>()
+  /**
+   * Reservations this instance still holds: from before their admission statement runs until
+   * their settlement is written. Only these have their leases renewed, so a reservation whose
+   * admission answer was lost (the call decided in process, its id forgotten) expires with its lease.
+   */
+  private readonly held = new Set<string>()
 
   constructor(
     private readonly store: SqlStore,
     private readonly db: Limiter,
   ) {}
+
+  /** Reservation `rid` is about to be asked for (its lease renewed until it is settled or dropped). */
+  hold(rid: string): void {
+    this.held.add(rid)
+  }
+
+  /** Reservation `rid` was not made, or its answer was lost: no call owns it, its lease is left to run out. */
+  drop(rid: string): void {
+    this.held.delete(rid)
+  }
+
+  /** The reservations whose leases this instance renews. */
+  get holding(): string[] {
+    return [...this.held]
+  }
 
   /** The handle of reservation `rid` on spend rows `ids` (one of them maybe a window's, `window`): settled or released once. */
   reservation(rid: string, ids: number[], window: WindowBucket | null = null): Reservation {
@@ -121,7 +142,10 @@ export class Settlements {
           bsids.length ? { rids, sids, costs, brids, bsids, bminutes, bcosts } : { rids, sids, costs },
         ),
       )
-      for (const w of batch) this.unsettled.delete(w.rid)
+      for (const w of batch) {
+        this.unsettled.delete(w.rid)
+        this.held.delete(w.rid)
+      }
     } catch {
       // kept in `unsettled`: the next tick writes them
     } finally {
