@@ -2,8 +2,11 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { Meter } from '../../src/main/budgets/meter'
 import type { Rule } from '../../src/main/budgets/rules'
+import { addCallsToSpend } from '../../src/main/budgets/state/pg/call-spend'
 import { PgBudgetState } from '../../src/main/budgets/state/postgres'
 import type { ReserveRequest } from '../../src/main/budgets/state/types'
+import { insertCalls } from '../../src/main/ledger/pg/insert'
+import type { CallRecord } from '../../src/main/ledger/record'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { PeriodClock } from '../../src/main/time/zone'
@@ -122,5 +125,40 @@ describe('an instance losing PostgreSQL mid-statement', () => {
     if (ob.ok) ob.reservation.release()
     await a.close()
     await b.close()
+  }, 30_000)
+
+  it('a settlement still unwritten when the instance stops (PostgreSQL away) is not lost from the spend row', async () => {
+    const { direct, proxy, store } = await setup()
+    const state = new PgBudgetState(store, { leaseMs: 30_000 })
+    const key = 'key-settlement-lost'
+    const r = rule()
+    const o = await state.reserve(request(r, key, 0.01))
+    expect(o.ok).toBe(true)
+    if (!o.ok) return
+    // PostgreSQL goes away; the call ends and settles (kept pending); the instance stops.
+    proxy.setDown(true)
+    o.reservation.settle(0.25)
+    await state.close()
+    expect(state.pendingSettlements).toBe(1) // never written
+    proxy.setDown(false)
+    // The ledger stores the call (from memory or its spill file after a restart), carrying budget_settled.
+    const call: CallRecord = {
+      ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: key, key_hint: 'sk-…', tenant: '',
+      agent: '', session: '', status: 200, streamed: false, input_tokens: 10, output_tokens: 10, cache_read_tokens: 0, cache_write_tokens: 0,
+      cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.25, priced: true, estimated: false, latency_ms: 5, error: null,
+      response_id: 'r1', source: 'proxy', billing: 'api', project: '', member: '', requested_model: null, usage_extra: null,
+      call_key: 'inst:1', budget_settled: o.reservation.settles,
+    } as unknown as CallRecord
+    await direct.transaction(async (tx) => {
+      const stored = await insertCalls(tx, [call])
+      await addCallsToSpend(tx, stored as unknown as CallRecord[], clock)
+    })
+    const inCalls = (await direct.get<{ s: number }>('SELECT SUM(cost_usd) AS s FROM calls WHERE api_key_hash = @key', { key }))!.s
+    expect(inCalls).toBeCloseTo(0.25, 9)
+    // The spend row must agree with the ledger: $0.25 spent.
+    expect((await row(direct, key)).spent_usd).toBeCloseTo(0.25, 9)
+    // The instance's pending settlement written after all (it frees the reservation): not added again.
+    expect(await state.settled(20)).toBe(true)
+    expect(await row(direct, key)).toEqual({ spent_usd: expect.closeTo(0.25, 9), reserved_usd: 0 })
   }, 30_000)
 })

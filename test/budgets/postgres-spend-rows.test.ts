@@ -412,10 +412,11 @@ describe('each call once', () => {
     // ...then it goes away: the calls end, their settlements wait, the ledger spills.
     h.pg.stopServer()
     let spilled: string | undefined
+    let tagA: string | void
     try {
-      const tagA = a.settle!(0.3)
-      // The rule has a daily limit only: its one row.
-      expect(tagA).toBe(String(rowId))
+      tagA = a.settle!(0.3)
+      // The rule has a daily limit only: its one row (after its reservation's id).
+      expect(tagA).toMatch(new RegExp(`^[0-9a-f-]{36}:${rowId}$`))
       ledger.record(record(key, 0.3, { budget_settled: tagA as string }))
       // A call that failed settles at 0 and carries nothing; a call under no admission (stored by another path) neither.
       expect(b.settle!(0)).toBeUndefined()
@@ -429,7 +430,7 @@ describe('each call once', () => {
       h.pg.startServer()
     }
     // The settled rows survive the spill file.
-    expect(spilled).toContain(`"budget_settled":"${rowId}"`)
+    expect(spilled).toContain(`"budget_settled":"${tagA as string}"`)
     expect(await state.settled(20)).toBe(true)
     // A new start writes the spill file: only the untagged call is added to the row.
     ledger = ledgerOn()

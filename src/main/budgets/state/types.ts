@@ -31,9 +31,10 @@ export interface Reservation {
   /** The call failed before it cost anything: frees the reservation (settle with 0). */
   release(): void
   /**
-   * Set when `settle` adds the cost to shared spend rows (postgres, not decided in process): those
-   * rows' ids, which the call carries to the ledger (`CallRecord.budget_settled`) so that storing
-   * it does not add its cost to them again.
+   * Set when `settle` adds the cost to shared spend rows (postgres, not decided in process): the
+   * reservation's id and those rows' ids, which the call carries to the ledger
+   * (`CallRecord.budget_settled`) so that storing it does not add its cost to them again (or adds
+   * it, when the settlement was not written first: pg/call-spend.ts).
    */
   readonly settles?: string
 }

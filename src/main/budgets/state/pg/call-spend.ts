@@ -23,7 +23,9 @@ import { NOW_MS } from './sql'
  *
  * Except the rows its own reservation settled: a call admitted under block rule A has its cost
  * added to the rows of A it reserved on by its settlement (settlements.ts) at once, so it carries
- * those rows' ids (`CallRecord.budget_settled`) and is not added to them a second time.
+ * its reservation's id and those rows' ids (`CallRecord.budget_settled`) and is not added to them
+ * a second time; unless its settlement was not written yet (`settledFirst`): then storing it adds
+ * its cost there too, and the settlement adds none.
  *
  * A seed and a batch must not miss each other: a seed reading `calls` while a batch has inserted
  * calls but not committed would not see them, and the batch's UPDATE would not see the row the
@@ -67,19 +69,44 @@ export async function lockKeysForCalls(tx: SqlStore, keyHashes: readonly string[
 }
 
 /**
- * What a call whose reservation took spend rows `ids` carries (`CallRecord.budget_settled`): its
- * settlement adds its cost to exactly those rows, so storing it skips exactly those (the ids, not
- * the rule: a period the rule no longer limits, or a day that turned between the call's arrival
- * and its admission, still gets the call from its storing).
+ * What a call whose reservation `rid` took spend rows `ids` carries (`CallRecord.budget_settled`,
+ * `rid:ids`): its settlement adds its cost to exactly those rows, so storing it skips exactly
+ * those (the ids, not the rule: a period the rule no longer limits, or a day that turned between
+ * the call's arrival and its admission, still gets the call from its storing), but only once the
+ * settlement is written. The reservation id decides which of the two adds the cost to those rows:
+ * whichever records it in `budget_settled` first (settlements.ts; `settledFirst` here), so a
+ * settlement still unwritten when the instance stops is not lost, and none is counted twice.
  */
-export function settledRows(ids: readonly number[]): string {
-  return ids.join(',')
+export function settledRows(rid: string, ids: readonly number[]): string {
+  return `${rid}:${ids.join(',')}`
 }
 
-/** A `budget_settled` as the statement takes it: ids separated by commas, or '' (anything else, e.g. an edited spill file, is ''). */
-function settledOf(r: CallRecord): string {
+const SETTLED = /^(?:([0-9A-Za-z-]{1,64}):)?(\d{1,18}(?:,\d{1,18})*)$/
+
+/**
+ * A `budget_settled` as the statement takes it: the reservation id ('' for none: a record of an
+ * earlier release, whose rows are skipped as they were) and the rows' ids separated by commas,
+ * or '' (anything else, e.g. an edited spill file, is '').
+ */
+function settledOf(r: CallRecord): { rid: string; ids: string } {
   const v = r.budget_settled
-  return typeof v === 'string' && /^\d{1,18}(,\d{1,18})*$/.test(v) ? v : ''
+  const m = typeof v === 'string' ? SETTLED.exec(v) : null
+  return m ? { rid: m[1] ?? '', ids: m[2] } : { rid: '', ids: '' }
+}
+
+/**
+ * Records the reservation ids of these calls as settled (in `tx`, before any spend row is locked,
+ * in one order, as settlements do) and returns those recorded now: their settlement has not been
+ * written, so storing the call adds its cost to every row, its reserved ones included, and the
+ * settlement, when written, adds nothing.
+ */
+async function settledFirst(tx: SqlStore, rids: readonly string[]): Promise<Set<string>> {
+  if (rids.length === 0) return new Set()
+  const fresh = await tx.all<{ rid: string }>(
+    'INSERT INTO budget_settled (rid) SELECT DISTINCT rid FROM unnest(@rids::text[]) AS t (rid) ORDER BY rid ON CONFLICT DO NOTHING RETURNING rid',
+    { rids: [...new Set(rids)] },
+  )
+  return new Set(fresh.map((r) => r.rid))
 }
 
 /** A call's requested model as the statement takes it: a string, else null (a spill file may hold anything). */
@@ -205,6 +232,8 @@ interface SpendItem {
   tenant: string
   /** The ids of the rows its settlement already wrote ('' for none). */
   settled: string
+  /** Its reservation's id ('' for none). */
+  rid?: string
 }
 
 /**
@@ -214,13 +243,18 @@ interface SpendItem {
  */
 export async function addCallsToSpend(tx: SqlStore, rows: readonly CallRecord[], clock: PeriodClock): Promise<void> {
   const items: SpendItem[] = []
+  const rids: string[] = []
   for (const r of rows) {
     if (!(r.cost_usd > 0) || r.billing === 'subscription') continue
+    const settled = settledOf(r)
+    if (settled.rid !== '') rids.push(settled.rid)
     items.push({
       api_key_hash: r.api_key_hash, ts: r.ts, cost: r.cost_usd, session: r.session ?? '', provider: r.provider, model: r.model,
-      requested: requestedOf(r.requested_model), agent: r.agent, tenant: r.tenant, settled: settledOf(r),
+      requested: requestedOf(r.requested_model), agent: r.agent, tenant: r.tenant, settled: settled.ids, rid: settled.rid,
     })
   }
+  const unwritten = await settledFirst(tx, rids)
+  for (const it of items) if (it.rid && unwritten.has(it.rid)) it.settled = ''
   await addToSpend(tx, items, clock)
 }
 

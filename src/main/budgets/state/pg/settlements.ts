@@ -70,7 +70,7 @@ export class Settlements {
       this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window })
       this.write(rid, ids, cost > 0 ? cost : 0, window)
     }
-    return { settle, release: () => settle(0), settles: settledRows(ids) }
+    return { settle, release: () => settle(0), settles: settledRows(rid, ids) }
   }
 
   /** Writes again the settlements the database refused (those not being written now). */
@@ -97,8 +97,10 @@ export class Settlements {
    * One statement per batch, idempotent by reservation id: a statement that committed but whose
    * answer was lost (the connection cut) stays in `unsettled` and runs again; its reservation ids
    * are in `budget_settled` by then, so the retry adds no cost a second time (and frees nothing
-   * more: the reservation is gone). The ids are inserted in order (two statements cannot wait on
-   * each other's), and all of them before any spend row is locked (`added` is an aggregate).
+   * more: the reservation is gone). Nor does a settlement whose call the ledger stored first
+   * (call-spend.ts: the ledger then adds the cost). The ids are inserted in order (two statements
+   * cannot wait on each other's), and all of them before any spend row is locked (`added` is an
+   * aggregate), as the ledger inserts them before it locks any.
    */
   private async flush(): Promise<void> {
     const batch = this.batch
