@@ -17,7 +17,7 @@ export interface PgMigration {
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory), and alert claims among them. */
 export const PG_ONLY_TABLES: readonly string[] = [
   'budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version', 'budget_window_spend',
-  'budget_clock', 'alert_claims', 'budget_window_spend_hour',
+  'budget_clock', 'alert_claims', 'budget_window_spend_hour', 'budget_settled',
 ]
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
