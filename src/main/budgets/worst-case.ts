@@ -10,8 +10,9 @@ import type { CallContext } from '../proxy/gate'
  *   and the JSON around the text adds more bytes, so this stays above the real count while
  *   costing nothing to compute (no tokenizer on the hot path). All of it is priced as uncached
  *   input.
- * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens` or Gemini's
- *   `generationConfig.maxOutputTokens` (times `n` choices); without one,
+ * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens`, Gemini's
+ *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist) or Bedrock
+ *   Converse's `inferenceConfig.maxTokens` (times `n` choices); without one,
  *   DEFAULT_MAX_OUTPUT_TOKENS.
  * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A requested
  *   model with no known price (an Azure deployment's own name, a router's alias) is priced as
@@ -34,12 +35,16 @@ export function promptTokenBound(bodyBytes: number): number {
 
 export function maxOutputTokens(body: unknown): number {
   if (!isObject(body)) return DEFAULT_MAX_OUTPUT_TOKENS
-  const gen = isObject(body.generationConfig) ? body.generationConfig : undefined
+  // Gemini Code Assist wraps Gemini's request: `{model, project, request: {contents, generationConfig}}`.
+  const inner = isObject(body.request) ? body.request : body
+  const gen = isObject(inner.generationConfig) ? inner.generationConfig : undefined
+  const converse = isObject(body.inferenceConfig) ? body.inferenceConfig : undefined
   const max =
     positive(body.max_completion_tokens) ??
     positive(body.max_tokens) ??
     positive(body.max_output_tokens) ??
     positive(gen?.maxOutputTokens) ??
+    positive(converse?.maxTokens) ??
     DEFAULT_MAX_OUTPUT_TOKENS
   const n = positive(body.n) ?? positive(gen?.candidateCount) ?? 1
   return Math.ceil(max) * Math.ceil(n)
