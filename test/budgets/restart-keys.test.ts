@@ -1,3 +1,7 @@
+import { execFileSync } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
+import Database from 'better-sqlite3'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
@@ -11,6 +15,9 @@ import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
 
 // The raw key is never stored, so which prefix rules a key matches is learnt from its calls: it
 // must survive a restart, or the key's spend is shown (and alerted) as nothing until its next call.
+
+/** The built write thread, as the headless server runs it (`npm test` builds first). */
+const WORKER = resolve(__dirname, '../../out/main/ledger-worker.js')
 
 const UNPRICED = 'gpt-6.1-sol' // unknown to the bundled prices: recorded at $0 until re-priced
 
@@ -93,4 +100,42 @@ describe('budgets after a restart, before a key calls again', () => {
     ])
     expect(got[1].body.spent_usd).toBeCloseTo(8.4, 12)
   }, 60_000)
+})
+
+describe('the patterns a key is seen to match are kept off the call’s way', () => {
+  it('are written by the ledger’s write thread in the transaction of the key’s call, never by the event loop', async () => {
+    if (!existsSync(WORKER)) execFileSync('npx', ['electron-vite', 'build'], { cwd: resolve(__dirname, '../..'), stdio: 'ignore' })
+    const config = { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-wt-*', daily_limit_usd: 1, action: 'warn' }] } }
+    const t = await startTestServer(config, upstream.url, undefined, { create: { ledgerWorker: WORKER } })
+    servers.push(t)
+    // Every row the main thread's connection inserts into key_patterns (a TEMP trigger is its alone).
+    const main = t.server.context.db
+    let onMain = 0
+    main.function('key_pattern_on_main', () => {
+      onMain++
+      return null
+    })
+    main.exec('CREATE TEMP TRIGGER key_pattern_on_main AFTER INSERT ON main.key_patterns BEGIN SELECT key_pattern_on_main(); END')
+
+    const key = 'sk-wt-aaaaaaaaaaaa-0001'
+    expect((await chat(t, key)).status).toBe(200)
+    const ro = new Database(t.dbFile, { readonly: true })
+    try {
+      const calls = ro.prepare('SELECT count(*) FROM calls WHERE api_key_hash = ?').pluck()
+      const patterns = ro.prepare('SELECT pattern FROM key_patterns WHERE api_key_hash = ?').pluck()
+      await eventually(() => (calls.get(hashKey(key)) as number) === 1, 10_000)
+      // The call on disk has its key's pattern on disk with it (a crash now loses neither).
+      expect(patterns.all(hashKey(key))).toEqual(['sk-wt-*'])
+    } finally {
+      ro.close()
+    }
+    expect(t.server.ledger.writesOnThread).toBe(true)
+    expect(onMain).toBe(0)
+
+    // And it is known again after a restart.
+    expect((await chat(t, key)).status).toBe(200)
+    const again = await t.restart()
+    servers.push(again)
+    expect(await listing(again)).toEqual([['sk-wt-*', hashKey(key), expect.any(Number)]])
+  }, 120_000)
 })

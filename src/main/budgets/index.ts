@@ -101,7 +101,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).
   engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])
   // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
-  const patterns = new KeyPatternStore(ctx.db)
+  const patterns = new KeyPatternStore(ctx.db, ctx.ledger)
   engine.keepPatterns(patterns.all(), patterns.add)
   ctx.onClose(() => patterns.flush())
   const e = engine

@@ -1,55 +1,59 @@
 import type Database from 'better-sqlite3'
+import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from '../ledger/key-patterns'
+import { Ledger } from '../ledger/ledger'
+import type { CallLedger } from '../ledger/types'
 
-/** One prefix pattern a key (by hash) was seen to match. */
-export interface KeyPattern {
-  api_key_hash: string
-  pattern: string
-}
+export type { KeyPattern } from '../ledger/key-patterns'
 
 /**
  * The prefix rule patterns each API key (by hash) was seen to match, kept in this machine's SQLite
  * file (`key_patterns`, ledger migration 22; on PostgreSQL too, as the other instances tell theirs
  * through the calls feed). The raw key is never stored, so after a restart this is how a key known
- * only by hash is found under its prefix rules (budget listing, alerts, tray, metrics). Written
- * after the call that taught it (a key's first call under a new pattern), never on its path.
+ * only by hash is found under its prefix rules (budget listing, alerts, tray, metrics).
+ *
+ * Never written on a call's way (the proxy's hot path does no disk I/O): on SQLite the ledger
+ * writes them in the transaction of its next batch of calls, on its write thread when it has one,
+ * so a call on disk has its key's patterns on disk too. On PostgreSQL the ledger's batches go to
+ * the database: they are written here inside each batch's transaction, before it commits (a call
+ * stored there has them on this machine's disk), and at close.
  */
 export class KeyPatternStore {
-  private readonly insert: Database.Statement
   private readonly selectAll: Database.Statement
   private readonly write: (rows: readonly KeyPattern[]) => void
   private pending: KeyPattern[] = []
-  private scheduled = false
 
-  constructor(db: Database.Database) {
-    this.insert = db.prepare('INSERT OR IGNORE INTO key_patterns (api_key_hash, pattern) VALUES (@api_key_hash, @pattern)')
+  constructor(
+    db: Database.Database,
+    private readonly ledger: CallLedger,
+  ) {
+    const insert = db.prepare(INSERT_KEY_PATTERN_SQL)
     this.selectAll = db.prepare('SELECT api_key_hash, pattern FROM key_patterns')
     this.write = db.transaction((rows: readonly KeyPattern[]) => {
-      for (const r of rows) this.insert.run(r)
+      for (const r of rows) insert.run(r)
     })
+    if (!(ledger instanceof Ledger)) ledger.onBatchTx(async () => this.flush())
   }
 
   all(): KeyPattern[] {
     return this.selectAll.all() as KeyPattern[]
   }
 
-  /** Keeps patterns a key was just seen to match (written on the next turn of the event loop). */
+  /** Keeps patterns a key was just seen to match (with the ledger's next batch). */
   add = (hash: string, patterns: readonly string[]): void => {
-    for (const pattern of patterns) this.pending.push({ api_key_hash: hash, pattern })
-    if (this.scheduled) return
-    this.scheduled = true
-    setImmediate(() => this.flush())
+    const rows = patterns.map((pattern) => ({ api_key_hash: hash, pattern }))
+    if (this.ledger instanceof Ledger) this.ledger.keepKeyPatterns(rows)
+    else for (const r of rows) this.pending.push(r)
   }
 
-  /** Writes what is pending; kept for the next try when the file cannot be written now. */
+  /** Writes what is pending (PostgreSQL); kept for the next try when the file cannot be written now. */
   flush(): void {
-    this.scheduled = false
     if (this.pending.length === 0) return
     const rows = this.pending
     this.pending = []
     try {
       this.write(rows)
     } catch {
-      // busy or read-only now: tried again with the next pattern learnt (or at close)
+      // busy or read-only now: tried again with the next batch (or at close)
       this.pending = rows.concat(this.pending)
     }
   }

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
+import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from './key-patterns'
 import { packCalls } from './packed'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
@@ -50,9 +51,11 @@ export class Ledger implements CallLedger {
   readonly kind = 'sqlite' as const
   readonly spend: SpendTracker
   private pending: CallRecord[] = []
+  /** Key patterns to store with the next batch (`keepKeyPatterns`). */
+  private patterns: KeyPattern[] = []
   private timer: NodeJS.Timeout | null = null
   private readonly insert: Database.Statement
-  private readonly writeBatch: (rows: CallRecord[]) => void
+  private readonly writeBatch: (rows: CallRecord[], patterns?: readonly KeyPattern[]) => void
   private readonly listeners = new Set<Listener>()
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
   private retryMs = 0
@@ -68,6 +71,7 @@ export class Ledger implements CallLedger {
   private ownHooks = 0
   /** The batch the write thread is writing, and its request id. */
   private inFlight: CallRecord[] | null = null
+  private inFlightPatterns: KeyPattern[] = []
   private inFlightId = 0
   private landing = false
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
@@ -81,9 +85,11 @@ export class Ledger implements CallLedger {
     this.spend = new SpendTracker(opts.timezone)
     this.spendThrough = readWithNotices(db, () => this.spend.load(db)).through
     this.insert = db.prepare(INSERT_CALL_SQL)
+    const insertPattern = db.prepare(INSERT_KEY_PATTERN_SQL)
     const values: unknown[] = []
-    this.writeBatch = db.transaction((rows: CallRecord[]) => {
+    this.writeBatch = db.transaction((rows: CallRecord[], patterns: readonly KeyPattern[] = []) => {
       for (const r of rows) this.insert.run(callValues(r, values))
+      for (const p of patterns) insertPattern.run(p)
       for (const hook of this.batchHooks) hook(rows)
     })
     if (!db.memory) this.threadScript = WriteThread.usable(opts.writeThread, db.name)
@@ -116,6 +122,18 @@ export class Ledger implements CallLedger {
 
   /** A PostgreSQL ledger's hook: the SQLite ledger's batches run `onBatch` hooks instead, so it is never called here. */
   onBatchTx(_hook: BatchTxHook): void {}
+
+  /**
+   * Stores these key patterns (budgets/key-patterns.ts) in the transaction of the next batch, on
+   * the thread that writes it: never a write of their own on the call's way. A call of the key
+   * recorded after this is in that batch or a later one, so a call on disk has its key's patterns
+   * on disk too; patterns lost with a crash are those of calls lost with it.
+   */
+  keepKeyPatterns(rows: readonly KeyPattern[]): void {
+    if (this.closed || rows.length === 0) return
+    for (const r of rows) this.patterns.push(r)
+    this.schedule(this.opts.flushIntervalMs)
+  }
 
   /** True while batches due on the timer go to a write thread (started for them; none has failed). */
   get writesOnThread(): boolean {
@@ -220,18 +238,23 @@ export class Ledger implements CallLedger {
       this.schedule(this.opts.flushIntervalMs)
       return
     }
-    const t = this.ownHooks > 0 || !this.status.writable || this.pending.length === 0 ? null : this.useThread()
+    const idle = this.pending.length === 0 && this.patterns.length === 0
+    const t = this.ownHooks > 0 || !this.status.writable || idle ? null : this.useThread()
     if (!t) {
       this.flush()
       return
     }
     const rows = this.pending
+    const patterns = this.patterns
     this.pending = []
+    this.patterns = []
     this.inFlight = rows
+    this.inFlightPatterns = patterns
     // Packed: posting the objects would clone every field name and value of every row on this thread.
-    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows }, (r) => {
+    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows, patterns }, (r) => {
       if (this.inFlight !== rows) return
       this.inFlight = null
+      this.inFlightPatterns = []
       this.idleThread()
       if (r.ok) {
         this.status.writable = true
@@ -242,6 +265,7 @@ export class Ledger implements CallLedger {
       }
       // Written here instead, where a refusal is handled as always (kept and retried, or row by row).
       this.pending = rows.concat(this.pending)
+      this.patterns = patterns.concat(this.patterns)
       this.countPending()
       // (Inside landInFlight the flush under way goes on to write them.)
       if (!this.closed && !this.landing) this.flush()
@@ -266,6 +290,8 @@ export class Ledger implements CallLedger {
       this.threadScript = null
       this.inFlight = null
       this.pending = rows.concat(this.pending)
+      this.patterns = this.inFlightPatterns.concat(this.patterns)
+      this.inFlightPatterns = []
       this.countPending()
     }
   }
@@ -277,11 +303,14 @@ export class Ledger implements CallLedger {
       this.timer = null
     }
     this.landInFlight()
-    if (this.pending.length === 0) return true
+    if (this.pending.length === 0 && this.patterns.length === 0) return true
     const rows = this.pending
+    const patterns = this.patterns
+    this.patterns = []
     try {
-      this.writeBatch(rows)
+      this.writeBatch(rows, patterns)
     } catch (err) {
+      this.patterns = patterns.concat(this.patterns)
       // A row the database refuses must not hold back the others: write them one by one.
       if (!isDatabaseProblem(err)) return this.writeOneByOne(rows)
       this.status.writable = false
@@ -307,7 +336,20 @@ export class Ledger implements CallLedger {
   private writeOneByOne(rows: CallRecord[]): boolean {
     let i = 0
     let dropped = 0
-    for (; i < rows.length; i++) {
+    // The key patterns first, on their own (before the calls they belong to). Kept while the
+    // database is the problem; ones it refuses for themselves are learnt again at the key's next call.
+    const patterns = this.patterns
+    this.patterns = []
+    let stuck = false
+    try {
+      if (patterns.length > 0) this.writeBatch([], patterns)
+    } catch (err) {
+      if (isDatabaseProblem(err)) {
+        this.patterns = patterns.concat(this.patterns)
+        stuck = true
+      }
+    }
+    for (; !stuck && i < rows.length; i++) {
       try {
         this.writeBatch([rows[i]])
       } catch (err) {
@@ -324,7 +366,7 @@ export class Ledger implements CallLedger {
     }
     this.pending = this.pending === rows ? rows.slice(i) : [...rows.slice(i), ...this.pending.slice(rows.length)]
     this.countPending()
-    if (i < rows.length) {
+    if (stuck || i < rows.length) {
       this.status.writable = false
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
       this.schedule(this.retryMs)
