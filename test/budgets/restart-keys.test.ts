@@ -139,3 +139,31 @@ describe('the patterns a key is seen to match are kept off the call’s way', ()
     expect(await listing(again)).toEqual([['sk-wt-*', hashKey(key), expect.any(Number)]])
   }, 120_000)
 })
+
+describe('the patterns of a deleted rule', () => {
+  it('go with the rule; the remaining rules keep theirs and their keys’ spend (before and after a restart)', async () => {
+    const config = { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-keep-*', daily_limit_usd: 1, action: 'warn' }] } }
+    replayJson(upstream, NANO_FIXTURE)
+    let t = await startTestServer(config, upstream.url)
+    servers.push(t)
+    expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-gone-*', daily_limit_usd: 1, action: 'warn' } })).status).toBe(201)
+    const kept = 'sk-keep-aaaaaaaaaaaa-0001'
+    const gone = 'sk-gone-aaaaaaaaaaaa-0001'
+    expect((await chat(t, kept)).status).toBe(200)
+    expect((await chat(t, gone)).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    const stored = () => t.server.context.db.prepare('SELECT api_key_hash, pattern FROM key_patterns ORDER BY pattern').all()
+    expect(stored()).toEqual([
+      { api_key_hash: hashKey(gone), pattern: 'sk-gone-*' },
+      { api_key_hash: hashKey(kept), pattern: 'sk-keep-*' },
+    ])
+
+    expect((await admin(t.url, 'DELETE', '/budgets/rules?pattern=sk-gone-*')).status).toBe(204)
+    expect(stored()).toEqual([{ api_key_hash: hashKey(kept), pattern: 'sk-keep-*' }])
+    const before = await listing(t)
+    expect(before).toEqual([['sk-keep-*', hashKey(kept), expect.closeTo(NANO_COST, 12)]])
+    t = await t.restart()
+    servers.push(t)
+    expect(await listing(t)).toEqual(before)
+  }, 60_000)
+})

@@ -6,6 +6,7 @@ import type { KeyState } from './key-state'
 import { KeyRegistry, type KeyCount } from './key-registry'
 import type { AdmissionRow, FeedRow } from './feed/publish'
 import { Meter, type PeriodState } from './meter'
+import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { type Decision, NOTHING, type Warning, warningsOf } from './decision'
 import { type Scope, historyStart, ruleIdentity, scopeMatches } from './scope'
@@ -93,6 +94,15 @@ export class BudgetEngine implements BudgetMeters {
   setRuntimeRules(rules: readonly Rule[], now = Date.now()): void {
     this.index = new RuleIndex(rules, this.index.config)
     this.reload(now)
+    this.onRules?.(this.prefixPatterns())
+  }
+
+  /** Told the prefix patterns of the rules in force each time the runtime rules change (kept patterns swept). */
+  onRules: ((patterns: readonly string[]) => void) | null = null
+
+  /** The prefix patterns of the rules in force (config and runtime). */
+  prefixPatterns(): string[] {
+    return [...new Set(this.index.active().map((r) => r.api_key_pattern).filter(isPrefix))]
   }
 
   /** Rebuilds every meter from the recorded calls (start-up and rule changes). */

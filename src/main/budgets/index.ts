@@ -102,6 +102,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])
   // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
   const patterns = new KeyPatternStore(ctx.db, ctx.ledger)
+  // Rows of rules no longer in force go: now (SQLite: the rules in force are known), and with
+  // every change of the rules (PostgreSQL: from the first read of the shared ones).
+  if (!shared) patterns.sweep(engine.prefixPatterns())
+  engine.onRules = (p) => patterns.sweep(p)
   engine.keepPatterns(patterns.all(), patterns.add)
   ctx.onClose(() => patterns.flush())
   const e = engine

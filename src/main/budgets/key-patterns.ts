@@ -19,6 +19,7 @@ export type { KeyPattern } from '../ledger/key-patterns'
  */
 export class KeyPatternStore {
   private readonly selectAll: Database.Statement
+  private readonly sweepStmt: Database.Statement
   private readonly write: (rows: readonly KeyPattern[]) => void
   private pending: KeyPattern[] = []
 
@@ -28,6 +29,7 @@ export class KeyPatternStore {
   ) {
     const insert = db.prepare(INSERT_KEY_PATTERN_SQL)
     this.selectAll = db.prepare('SELECT api_key_hash, pattern FROM key_patterns')
+    this.sweepStmt = db.prepare('DELETE FROM key_patterns WHERE pattern NOT IN (SELECT value FROM json_each(?))')
     this.write = db.transaction((rows: readonly KeyPattern[]) => {
       for (const r of rows) insert.run(r)
     })
@@ -36,6 +38,19 @@ export class KeyPatternStore {
 
   all(): KeyPattern[] {
     return this.selectAll.all() as KeyPattern[]
+  }
+
+  /**
+   * Deletes the rows of patterns no rule has any more (a rule deleted, or gone from the config),
+   * when the rules change: outside any call, as the rule's own row is. A row of a pattern learnt
+   * just before (still queued with the ledger's batch) is swept at the next change or start.
+   */
+  sweep(patterns: readonly string[]): void {
+    try {
+      this.sweepStmt.run(JSON.stringify(patterns))
+    } catch {
+      // busy now: the rows only cost space, and go at the next change or start
+    }
   }
 
   /** Keeps patterns a key was just seen to match (with the ledger's next batch). */
