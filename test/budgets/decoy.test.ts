@@ -96,3 +96,40 @@ describe('the recorded key is the one the provider bills', () => {
     expect(t.server.ledger.spend.key(hashKey(bearer)).day).toBe(0)
   })
 })
+
+describe('a call refused for another of its keys', () => {
+  it('never reached the provider, so it does not count against the billed key’s requests_per_minute (as a refused one-key call does not)', async () => {
+    const s = await startTestServer(
+      {
+        budgets: {
+          rules: [
+            { api_key_pattern: 'sk-billed-*', requests_per_minute: 2, action: 'block' },
+            // A different rule refuses the other key.
+            { api_key_pattern: 'sk-refused-*', daily_limit_usd: 0, action: 'block' },
+          ],
+        },
+      },
+      upstream.url,
+    )
+    try {
+      replayJson(upstream, NANO_FIXTURE)
+      const billed = 'sk-billed-aaaaaaaaaaaa-0001'
+      const call = (extra: Record<string, string> = {}) =>
+        postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${billed}`, ...extra })
+      for (let i = 0; i < 3; i++) {
+        const res = await call({ 'x-api-key': 'sk-refused-aaaaaaaaaaaa-0001' })
+        expect(res.status).toBe(429)
+        expect(res.json().error.type).toBe('budget_exceeded')
+      }
+      expect(upstream.requests).toHaveLength(0)
+      // The billed key alone: its two requests of the minute are still there.
+      expect((await call()).status).toBe(200)
+      expect((await call()).status).toBe(200)
+      const third = await call()
+      expect(third.status).toBe(429)
+      expect(third.json().error).toMatchObject({ type: 'rate_limited', used: 2, limit: 2 })
+    } finally {
+      await s.cleanup()
+    }
+  })
+})

@@ -21,6 +21,11 @@ export interface Warning {
 
 export interface Decision {
   refuse?: Refusal
+  /**
+   * The admitted call is not sent after all (another API key it carries was refused): takes back
+   * the request its admission counted, as a refused call is never counted.
+   */
+  unsent?: () => void
   /** Limits at their warning level (a `warn` rule's limit, or `soft_limit_pct`). */
   warnings: Warning[]
   /**

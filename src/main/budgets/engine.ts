@@ -211,8 +211,8 @@ export class BudgetEngine implements BudgetMeters {
     const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
-      this.countRequest(ctx, s, rule, scope, m, now)
-      return { warnings, settle: this.learnFrom(ctx) }
+      const unsent = this.countRequest(ctx, s, rule, scope, m, now)
+      return { warnings, settle: this.learnFrom(ctx), unsent }
     }
     if (rate) return { warnings, refuse: { rule, kind: 'rate', state: null, rate, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
     // This instance's own spend already at a limit: refused without asking the shared state.
@@ -226,14 +226,25 @@ export class BudgetEngine implements BudgetMeters {
     return this.reserved(out, ctx, s, scope, m, periods, warnings, now)
   }
 
-  /** An admitted call in its rule's last-minute request count, here and (PostgreSQL) on the other instances. */
-  private countRequest(ctx: CallContext, s: KeyState, rule: Rule, scope: Scope, m: Meter, now: number): void {
+  /**
+   * An admitted call in its rule's last-minute request count, here and (PostgreSQL) on the other
+   * instances; returns what takes it back if the call is not sent after all (`Decision.unsent`).
+   */
+  private countRequest(ctx: CallContext, s: KeyState, rule: Rule, scope: Scope, m: Meter, now: number): () => void {
     m.addRequest(now)
-    if (rule.requests_per_minute !== null && this.onAdmitted) {
-      this.onAdmitted(s.hash, scope, this.keys.patterns(s))
+    const announced = rule.requests_per_minute !== null && this.onAdmitted !== null
+    if (announced) {
+      this.onAdmitted!(s.hash, scope, this.keys.patterns(s))
       ctx.rateAnnounced = true
     }
+    return () => {
+      m.takeBackRequest(now)
+      if (announced) this.onWithdrawn?.(s.hash, scope)
+    }
   }
+
+  /** PostgreSQL: told of an admission told to `onAdmitted` whose call was not sent after all. */
+  onWithdrawn: ((hash: string, scope: Scope) => void) | null = null
 
   /** A `settle` that only marks the call as the one the ledger records next (nothing reserved). */
   private learnFrom(ctx: CallContext): () => void {
@@ -248,9 +259,10 @@ export class BudgetEngine implements BudgetMeters {
     if (!o.ok) {
       return { warnings, refuse: { rule, kind: o.kind, state: o.state, rate: null, worstCaseUsd: o.worstCaseUsd, reservedUsd: o.reservedUsd } }
     }
-    this.countRequest(ctx, s, rule, scope, m, now)
+    const unsent = this.countRequest(ctx, s, rule, scope, m, now)
     const r = o.reservation
     return {
+      unsent,
       // Shared figures (postgres) decide the warnings: they include every instance's spend.
       warnings: o.periods === periods ? warnings : warningsOf(rule, o.periods),
       settle: (costUsd = 0) => {

@@ -199,11 +199,11 @@ const NO_EVENTS: RunawayEvent[] = []
 
 function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Later, now: number, guarded?: Runaway): Admission {
   let headers: Record<string, string> | undefined = d.warnings.length ? { [WARNING_HEADER]: d.warnings.map(warningOf).join(', ') } : undefined
-  if (!d.refuse && runaway instanceof Later) return { headers, settle: d.settle, lateHeaders: runaway.headers, afterSend: runaway.soon }
+  if (!d.refuse && runaway instanceof Later) return { headers, settle: d.settle, unsent: d.unsent, lateHeaders: runaway.headers, afterSend: runaway.soon }
   // A refusal carries the runaway warning too: a deferred check runs now.
   const events = runaway instanceof Later ? runaway.events() : runaway
   if (events.length) headers = { ...headers, [RUNAWAY_HEADER]: events.map(runawayText).join(', ') }
-  if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle } : {}
+  if (!d.refuse) return d.settle || headers ? { headers, settle: d.settle, unsent: d.unsent } : {}
   // Refused: not a loop turn (its check has run, above).
   guarded?.detector.refused(ctx)
   const r = d.refuse

@@ -140,6 +140,16 @@ class LastMinute {
     this.sum += amount
   }
 
+  /** Takes back `amount` of what was added at `ts` (the latest such entry still in the minute). */
+  take(ts: number, amount: number): void {
+    for (let i = this.ts.length - 1; i >= this.head; i--) {
+      if (this.ts[i] !== ts || this.amounts[i] < amount) continue
+      this.amounts[i] -= amount
+      this.sum -= amount
+      return
+    }
+  }
+
   private evict(now: number): void {
     let moved = false
     while (this.head < this.ts.length && this.ts[this.head] <= now - MINUTE) {
@@ -250,6 +260,11 @@ export class Meter {
 
   addRequest(now: number, n = 1): void {
     if (this.rule.requests_per_minute !== null && n > 0) this.requests.add(now, n)
+  }
+
+  /** A request counted at `at` that was not sent after all (another key of the call was refused). */
+  takeBackRequest(at: number): void {
+    if (this.rule.requests_per_minute !== null) this.requests.take(at, 1)
   }
 
   addTokens(n: number, now: number): void {

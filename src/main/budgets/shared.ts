@@ -88,6 +88,7 @@ export class SharedBudgets {
       // Calls admitted under per-minute request limits, told to the others as they are admitted.
       const admissions = new AdmissionAnnouncer(ctx.store, feedId)
       engine.onAdmitted = admissions.add
+      engine.onWithdrawn = admissions.withdraw
       ctx.onClose(() => admissions.close())
       shareKnownPatterns(ctx.store, (hash) => engine.knownPatterns(hash))
       feed.start()

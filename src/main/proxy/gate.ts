@@ -71,6 +71,11 @@ export interface Admission {
    */
   settle?: (costUsd: number) => string | void
   /**
+   * Called, before `settle(0)`, when the admitted call is not sent after all (another API key it
+   * carries was refused): what admitting it counted (a per-minute request) is taken back.
+   */
+  unsent?: () => void
+  /**
    * Set when the decision waits on the database: the real admission, once known (the other
    * fields are then unset). Rejects when the gate failed.
    */
@@ -109,6 +114,8 @@ export function everyCredential(inner: CallGate): CallGate {
       const release = () => {
         for (const a of admitted) {
           a.afterSend?.()
+          // Never sent: its request is not one of the key's per-minute requests.
+          a.unsent?.()
           a.settle?.(0)
         }
       }

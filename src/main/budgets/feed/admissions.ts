@@ -18,6 +18,10 @@ const GATHER_MS = 2
 /** Rows per notify batch: well within notifyPayloads' 64 notifications of 7.9 KB. */
 const ROWS_PER_STATEMENT = 200
 
+function groupOf(hash: string, scope: Scope): string {
+  return `${hash}\u0000${scope.provider}\u0000${scope.model}\u0000${scope.agent}\u0000${scope.tenant}`
+}
+
 export class AdmissionAnnouncer {
   private queued = new Map<string, AdmissionRow>()
   private scheduled = false
@@ -31,7 +35,7 @@ export class AdmissionAnnouncer {
   /** One call admitted now for key `hash` under `scope` (the engine's `onAdmitted`). */
   add = (hash: string, scope: Scope, known: readonly string[]): void => {
     if (this.closed) return
-    const group = `${hash}\u0000${scope.provider}\u0000${scope.model}\u0000${scope.agent}\u0000${scope.tenant}`
+    const group = groupOf(hash, scope)
     const row = this.queued.get(group)
     if (row) row[5]++
     else this.queued.set(group, [hash, scope.provider, scope.model, scope.agent, scope.tenant, 1, [...known]])
@@ -39,6 +43,16 @@ export class AdmissionAnnouncer {
       this.scheduled = true
       setTimeout(this.flush, GATHER_MS).unref()
     }
+  }
+
+  /**
+   * An admission told to `add` whose call was not sent after all (another of its keys refused):
+   * taken back while it waits here; once sent, the other instances count it for its minute.
+   */
+  withdraw = (hash: string, scope: Scope): void => {
+    const group = groupOf(hash, scope)
+    const row = this.queued.get(group)
+    if (row && --row[5] <= 0) this.queued.delete(group)
   }
 
   private flush = (): void => {
