@@ -32,8 +32,18 @@ export interface Decision {
    * The call ended, with its real cost (0 when it failed): frees its reservation. Returns the
    * shared spend rows (postgres) the cost was added to, for the call's record
    * (`CallRecord.budget_settled`); nothing when no shared row took it.
+   *
+   * `pending`: the call created a background response still running (its POST answered `queued`):
+   * `costUsd` is only its estimate, so the reservation stays held until the response's real usage
+   * is in (./background-holds.ts); the ledger counts the estimate meanwhile, as for any call.
    */
-  settle?: (costUsd?: number) => string | void
+  settle?: (costUsd?: number, pending?: PendingBackground) => string | void
+}
+
+/** A background response whose result is not in yet: what a later answer about it names. */
+export interface PendingBackground {
+  provider: string
+  responseId: string
 }
 
 /** A call no rule decides: nothing to warn of, refuse or settle. */

@@ -8,7 +8,8 @@ import type { AdmissionRow, FeedRow } from './feed/publish'
 import { Meter, type PeriodState } from './meter'
 import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
-import { type Decision, NOTHING, type Warning, warningsOf } from './decision'
+import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
+import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
 import { type Scope, historyStart, ruleIdentity, scopeMatches } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
@@ -18,7 +19,7 @@ export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
 export type { KeyState } from './key-state'
 export type { KeyCount } from './key-registry'
-export type { Decision, Refusal, Warning } from './decision'
+export type { Decision, PendingBackground, Refusal, Warning } from './decision'
 export { historyStart, type Scope } from './scope'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
@@ -67,6 +68,8 @@ export class BudgetEngine implements BudgetMeters {
   private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
+  /** The reservations of background responses still running (README: overshoot). */
+  readonly holds = new BackgroundHolds()
 
   constructor(
     /** The zone periods are counted in, or the clock itself (a server's shared budget clock: ./clock.ts). */
@@ -221,9 +224,11 @@ export class BudgetEngine implements BudgetMeters {
     }
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
+    // Held background responses past their bound stop holding before this call is decided.
+    if (this.holds.size > 0) this.holds.expire(now)
     const out = this.budgetState.reserve({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount })
-    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, s, scope, m, periods, warnings, now))
-    return this.reserved(out, ctx, s, scope, m, periods, warnings, now)
+    if (out instanceof Promise) return out.then((o) => this.reserved(o, ctx, s, scope, m, periods, warnings, now, amount))
+    return this.reserved(out, ctx, s, scope, m, periods, warnings, now, amount)
   }
 
   /**
@@ -254,7 +259,9 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   /** The decision once the budget state has reserved (or refused). */
-  private reserved(o: ReserveOutcome, ctx: CallContext, s: KeyState, scope: Scope, m: Meter, periods: PeriodState[], warnings: Warning[], now: number): Decision {
+  private reserved(
+    o: ReserveOutcome, ctx: CallContext, s: KeyState, scope: Scope, m: Meter, periods: PeriodState[], warnings: Warning[], now: number, amount: number,
+  ): Decision {
     const rule = m.rule
     if (!o.ok) {
       return { warnings, refuse: { rule, kind: o.kind, state: o.state, rate: null, worstCaseUsd: o.worstCaseUsd, reservedUsd: o.reservedUsd } }
@@ -265,9 +272,16 @@ export class BudgetEngine implements BudgetMeters {
       unsent,
       // Shared figures (postgres) decide the warnings: they include every instance's spend.
       warnings: o.periods === periods ? warnings : warningsOf(rule, o.periods),
-      settle: (costUsd = 0) => {
-        r.settle(costUsd)
+      settle: (costUsd = 0, pending?: PendingBackground) => {
         this.settling = ctx
+        if (pending) {
+          // Its result is not in: the reservation stays until it is (the ledger adds the estimate,
+          // so this settlement adds nothing to shared spend rows: its release frees, adds 0).
+          const info = { ...pending, keyHash: s.hash, ts: ctx.ts, session: ctx.session, rule: ruleIdentity(rule), amount, until: now + BACKGROUND_HOLD_MS }
+          this.holds.keep(info, () => r.release())
+          return undefined
+        }
+        r.settle(costUsd)
         return costUsd > 0 ? r.settles : undefined
       },
     }
@@ -385,12 +399,46 @@ export class BudgetEngine implements BudgetMeters {
     }
   }
 
+  endBackground(provider: string, responseId: string): void {
+    this.holds.release(provider, responseId)
+  }
+
+  /**
+   * Holds again, at start-up, the reservations background responses held before it
+   * (./background-holds.ts): under the same rule (pattern and scope) and key, whatever spend is
+   * at now (they were admitted before). Those past their bound, or whose rule is gone, are forgotten.
+   */
+  async rehold(now = Date.now()): Promise<void> {
+    for (const h of this.holds.kept()) {
+      const rule = h.until > now ? this.index.active().find((r) => r.action === 'block' && ruleIdentity(r) === h.rule) : undefined
+      if (!rule || !this.budgetState.hold) {
+        this.holds.forget(h)
+        continue
+      }
+      await this.reholdOne(rule, h, now)
+    }
+  }
+
+  private async reholdOne(rule: Rule, h: HoldInfo, now: number): Promise<void> {
+    const m = this.meter(rule, h.keyHash)
+    const req = { rule, meter: m, keyHash: h.keyHash, session: h.session, ts: h.ts, periods: m.periods(now, h.session), amount: h.amount }
+    try {
+      const r = await this.budgetState.hold!(req)
+      this.holds.keep(h, () => r.release())
+    } catch {
+      // the budget state cannot hold it now (PostgreSQL away): the response is not held again
+      this.holds.forget(h)
+    }
+  }
+
   /**
    * Re-priced calls (POST /api/admin/prices/…/reprice): each call's cost moved by `delta`, in the
    * meter of every rule it counts in, as `observe` counted it; thresholds it now crosses are
    * announced as for a new call.
    */
   adjust(changes: readonly CostAdjustment[], now = Date.now()): void {
+    // A background response's real usage taken (here or on another instance) ends its hold.
+    for (const c of changes) this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
     if (this.index.empty) return
     for (const c of changes) {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue

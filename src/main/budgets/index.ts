@@ -5,6 +5,7 @@ import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
+import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel, type KeyCount } from './engine'
 import { CallHistory, expectedUsd } from './expected'
 import { KeyPatternStore } from './key-patterns'
@@ -97,6 +98,9 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     shared?.state,
   )
   engine.reload()
+  // Background responses still running before this start hold their reservations again.
+  engine.holds.file = new HoldFile(ctx.db)
+  void engine.rehold()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).
   engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])

@@ -47,4 +47,6 @@ export interface BudgetMeters extends BudgetMonitor {
   adjust(changes: readonly CostAdjustment[], now?: number): void
   /** A stored call that did not pass the proxy (imported from an agent's log): counted in every rule's meter it matches. */
   observe(call: CallRecord, now?: number): void
+  /** A background response's result is in (or it ended without one): the reservation its creating call holds is let go. */
+  endBackground?(provider: string, responseId: string): void
 }

@@ -300,6 +300,24 @@ export const MIGRATIONS: Migration[] = [
       ) WITHOUT ROWID`)
     },
   },
+  {
+    version: 23,
+    description: 'the budget reservations background responses still hold (their result not read yet): held again after a restart',
+    up: (db) => {
+      // This machine's own bookkeeping (on PostgreSQL too: the data folder's file). Ids and amounts only, never a key.
+      db.exec(`CREATE TABLE IF NOT EXISTS background_holds (
+        provider TEXT NOT NULL,
+        response_id TEXT NOT NULL,
+        api_key_hash TEXT NOT NULL,
+        rule TEXT NOT NULL,
+        session TEXT NOT NULL,
+        ts INTEGER NOT NULL,
+        amount REAL NOT NULL,
+        until INTEGER NOT NULL,
+        PRIMARY KEY (provider, response_id)
+      )`)
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

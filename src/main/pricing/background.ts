@@ -16,7 +16,8 @@ export interface BackgroundDone {
   pricingId: string
   /** The response's id (`resp_…`): the creating call's `response_id`. */
   responseId: string
-  usage: Usage
+  /** Null when the answer ended the response without saying what it used (cancelled): the estimate stands. */
+  usage: Usage | null
 }
 
 /** The creating call as read back: what it is counted by (its provider is the answer's), and its tokens and cost. */
@@ -43,6 +44,8 @@ export async function settleBackground(
   done: BackgroundDone,
   budgets: SpendTargets = {},
 ): Promise<boolean | 'later'> {
+  const u = done.usage
+  if (!u) return false
   await pricer.ready()
   // The creating call may still be on its way to the table (false: not all written, e.g. PostgreSQL away).
   const written = await ledger.flushed()
@@ -58,7 +61,6 @@ export async function settleBackground(
     )
     if (!row) return null
     found = true
-    const u = done.usage
     let cost = 0
     let priced = true
     // Priced as the recorder prices a call (nothing to price in a response that produced nothing).
@@ -157,8 +159,10 @@ export function backgroundSettler(ctx: ServerContext, shared: SpendTargets['shar
     const p = settleBackground(ctx.store, ctx.ledger, ctx.pricer, done, { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) })
       .then(
         (r) => {
-          if (r === 'later') again('its creating call is not stored yet')
-          else if (firstAt !== null) forget(done)
+          if (r === 'later') return again('its creating call is not stored yet')
+          if (firstAt !== null) forget(done)
+          // Its cost is in (or was already, or it is not this Burnrate's call): its budget hold ends.
+          ctx.budgets?.endBackground?.(done.provider, done.responseId)
         },
         (err: Error) => again(err.message),
       )

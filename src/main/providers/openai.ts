@@ -484,6 +484,7 @@ export class OpenAIMeter implements Meter {
         responseId: this.id,
         complete: this.complete,
         backgroundUsage: this.backgroundDone && this.usage ? this.billed(this.usage)! : undefined,
+        backgroundEnded: this.backgroundDone || undefined,
       }
     }
     // A running count from a stream cut before its generation ended: the prompt side is exact, the

@@ -105,6 +105,8 @@ export interface MeterResult {
    * response (`responseId`) is billed it, once; this answer itself costs nothing (`usage` is null).
    */
   backgroundUsage?: Usage
+  /** A background response read again in a terminal state (with or without its usage). */
+  backgroundEnded?: boolean
   /**
    * With `outputText`: the estimate from it times this, when the text kept was only a share of
    * what streamed (OutputText's bound; Anthropic's events kept after `message_start`).

@@ -1,5 +1,6 @@
 import type { CallBilling } from '../../shared/api'
 import type { CallShape, Provider } from '../providers/types'
+import type { PendingBackground } from '../budgets/decision'
 import type { KeyIdentity } from './attribution'
 
 /** What the proxy knows of a call before it goes upstream. */
@@ -67,9 +68,11 @@ export interface Admission {
   afterSend?: () => void
   /**
    * Called once when the call has ended, with its real cost (0 when it failed). May return the
-   * shared budget spend rows that took the cost (`CallRecord.budget_settled`).
+   * shared budget spend rows that took the cost (`CallRecord.budget_settled`). `pending`: the call
+   * created a background response still running, whose reservation stays held until its result
+   * is in (../budgets/background-holds.ts).
    */
-  settle?: (costUsd: number) => string | void
+  settle?: (costUsd: number, pending?: PendingBackground) => string | void
   /**
    * Called, before `settle(0)`, when the admitted call is not sent after all (another API key it
    * carries was refused): what admitting it counted (a per-minute request) is taken back.
@@ -133,9 +136,9 @@ export function everyCredential(inner: CallGate): CallGate {
         // spend rows are the call's. The others only free what they reserved (0: a shared budget
         // state would otherwise add the cost to their spend too), and are settled first, so that
         // the billed key's settlement is the one the engine learns the call's cost from.
-        const settle = (cost: number): string | void => {
+        const settle = (cost: number, pending?: PendingBackground): string | void => {
           for (let i = admitted.length - 1; i > 0; i--) admitted[i].settle?.(0)
-          return admitted[0]?.settle?.(cost)
+          return admitted[0]?.settle?.(cost, pending)
         }
         // Headers of a check that runs late are merged when they are asked for, in the same order.
         if (admitted.some((a) => a.lateHeaders || a.afterSend)) {

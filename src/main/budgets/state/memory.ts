@@ -1,4 +1,4 @@
-import type { BudgetState, ReserveOutcome, ReserveRequest } from './types'
+import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from './types'
 
 /**
  * Today's in-process accounting (SQLite, one instance): reservations live on the rule's meter
@@ -25,6 +25,12 @@ export class MemoryBudgetState implements BudgetState {
         if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return { ok: false, kind: 'reserved', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: 0 }
       }
     }
+    return { ok: true, periods, reservation: this.hold(req) }
+  }
+
+  /** Reserves `amount` on the meter, admitted or not (a reservation held again after a restart). */
+  hold(req: ReserveRequest): Reservation {
+    const { meter: m, amount } = req
     m.inFlight++
     m.reservedUsd += amount
     let settled = false
@@ -35,6 +41,6 @@ export class MemoryBudgetState implements BudgetState {
       // Summing and subtracting floats drifts; with nothing in flight the reservation is exactly 0.
       m.reservedUsd = m.inFlight === 0 ? 0 : Math.max(0, m.reservedUsd - amount)
     }
-    return { ok: true, periods, reservation: { settle: free, release: free } }
+    return { settle: free, release: free }
   }
 }

@@ -140,6 +140,19 @@ export class PgBudgetState implements BudgetState {
   }
 
   /**
+   * A background response's reservation held again after a restart: reserved on its spend rows
+   * without the admission test, with this instance's lease, renewed while it is held. (The
+   * previous process's reservation, no longer renewed, runs out with its lease.)
+   */
+  async hold(req: ReserveRequest): Promise<Reservation> {
+    if (req.periods.length === 0) return NOTHING_RESERVED
+    await this.schema()
+    const o = await this.admission.reserve(req, req.periods, 0, true)
+    if (!o.ok) throw new Error('budget reservation: not held')
+    return o.reservation
+  }
+
+  /**
    * Admission while PostgreSQL does not answer: the call is decided on this instance's own meter
    * (every instance's calls as last read, plus its own since), so agents are not stranded; the
    * limit is then per instance. Nothing is reserved in the database, so the settlement writes

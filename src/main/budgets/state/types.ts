@@ -59,6 +59,11 @@ export interface BudgetState {
   readonly kind: 'memory' | 'postgres'
   /** Admits (reserving `amount`) or refuses. Synchronous for `memory`. */
   reserve(req: ReserveRequest): ReserveOutcome | Promise<ReserveOutcome>
+  /**
+   * Reserves `amount` without the admission test: a background response admitted before a
+   * restart, whose reservation is held again (../background-holds.ts).
+   */
+  hold?(req: ReserveRequest): Reservation | Promise<Reservation>
   /** Stops background work (lease renewal, expiry sweeps). */
   close?(): Promise<void>
 }

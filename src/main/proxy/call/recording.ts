@@ -4,6 +4,7 @@ import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
+import type { PendingBackground } from '../../budgets/decision'
 import type { BackgroundDone } from '../../pricing/background'
 import type { MeterReading } from '../../plans/types'
 import type { BatchResult } from '../../providers/types'
@@ -26,6 +27,16 @@ export interface RecorderOptions {
    * nothing itself): each is recorded once, as a call of its own (../../batch/record.ts).
    */
   recordBatch?: (s: CallState, results: BatchResult[]) => void
+}
+
+/**
+ * A Responses POST with `background: true` that ended without its usage (answered `queued`, or
+ * its stream cut) and named its response: the job runs on, and its real usage comes with a later
+ * answer about it, so its budget reservation is held until then (../../budgets/background-holds.ts).
+ */
+function pendingBackground(s: CallState, estimated: boolean, responseId: string): PendingBackground | undefined {
+  if (!estimated || !responseId || s.status >= 400 || s.ctx.shape.endpoint !== 'responses' || s.ctx.body?.background !== true) return undefined
+  return { provider: s.ctx.provider.name, responseId }
 }
 
 /**
@@ -62,8 +73,10 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (r.responseId) responseId = r.responseId
         if (r.planReading && opts.observeReading) opts.observeReading(s, r.planReading)
         if (r.batchResults && r.batchResults.length > 0 && opts.recordBatch) opts.recordBatch(s, r.batchResults)
-        if (r.backgroundUsage && responseId && opts.settleBackground) {
-          opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage })
+        // A background response's terminal answer: its usage goes to its creating call; one that
+        // reports none (cancelled) leaves the estimate, and only ends the call's budget hold.
+        if (r.backgroundEnded && responseId && opts.settleBackground) {
+          opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage ?? null })
         }
         // A stream cut after its prompt-side usage but before its output count: the prompt counts
         // are the provider's, the output is estimated from what streamed (never less than reported).
@@ -108,7 +121,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       let settled: string | void = undefined
       try {
         // Money only: a subscription call settles at 0 (budgets count money).
-        settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost)
+        settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost, pendingBackground(s, estimated, responseId))
       } finally {
         const requested = s.ctx.shape.model
         const call: CallRecord = {

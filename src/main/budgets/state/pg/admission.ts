@@ -45,8 +45,11 @@ export class Admission {
     private readonly leaseMs: number,
   ) {}
 
-  /** Admits the call on every one of `periods` and reserves on each, or refuses. */
-  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0): Promise<ReserveOutcome> {
+  /**
+   * Admits the call on every one of `periods` and reserves on each, or refuses. `force`: reserves
+   * without the test (a background response's reservation held again after a restart).
+   */
+  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
     // Once the database said a calendar period reached this limit, the answer stands for a while
     // (no round trip to refuse each call of an agent that keeps trying). A window's spend falls as
@@ -58,7 +61,7 @@ export class Admission {
       const r = this.reached.get(k)
       if (r === undefined) continue
       if (now - r.at >= REACHED_TTL_MS) this.reached.delete(k)
-      else if (r.spent >= p.limit) return { ok: false, kind: 'reached', state: { ...p, spent: r.spent }, reservedUsd: 0, worstCaseUsd: 0 }
+      else if (r.spent >= p.limit && !force) return { ok: false, kind: 'reached', state: { ...p, spent: r.spent }, reservedUsd: 0, worstCaseUsd: 0 }
     }
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
@@ -74,10 +77,13 @@ export class Admission {
     })
     // The same test as the in-process state: `expected` admits while settled spend plus what is
     // in flight is under the limit; `max_tokens` while the worst case fits in what is left.
-    const admits =
-      req.rule.reserve === 'max_tokens'
-        ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
-        : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
+    const admits = force
+      ? 'TRUE'
+      : `(b.spent_usd < w.lim AND ${
+          req.rule.reserve === 'max_tokens'
+            ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
+            : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
+        })`
     params.n = periods.length
     this.settlements.hold(rid)
     let rows: Answer[]
@@ -113,7 +119,7 @@ export class Admission {
       // Maybe committed, its answer lost: nothing will settle it, so its lease is not renewed.
       this.settlements.drop(rid)
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
-      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1)
+      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1, force)
       throw err
     }
     const took = rows.filter((r) => r.took)
@@ -131,7 +137,7 @@ export class Admission {
       if (!r) {
         // Deleted behind this instance's back: create it again.
         this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
-        if (retry < 3) return this.reserve(req, periods, retry + 1)
+        if (retry < 3) return this.reserve(req, periods, retry + 1, force)
         throw new Error(`budget spend row for ${p.period} could not be created`)
       }
       if (admitted(req, p, r)) continue
@@ -176,7 +182,7 @@ export class Admission {
 /** The CTE `locked` of the admission statement for calendar periods and sessions: the rows locked, their figures and test. */
 function lockCalendar(admits: string): string {
   return `locked AS (
-                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                SELECT b.id, w.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
                   FROM budget_spend b JOIN want w
                     ON b.period = w.period AND b.period_start = w.start AND b.session = w.session
                  WHERE b.rule_key = @rk AND b.api_key_hash = @key
@@ -199,7 +205,7 @@ function lockWithWindow(admits: string): string {
                   FROM rowlocks
               ),
               locked AS (
-                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, (b.spent_usd < w.lim AND ${admits}) AS ok
+                SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
                   FROM figures b, LATERAL (SELECT b.lim, b.period) w
               )`
 }
