@@ -150,7 +150,7 @@ for (const tenant of [null, 'acme', 'globex']) {
       closeTo(s.today_spend_usd, sum(todays, (c) => c.cost_usd))
       expect(s.today_requests).toBe(todays.length)
       const active = raw
-        .prepare(`SELECT count(*) FROM (SELECT max(ts) m FROM calls WHERE session != ''${tw(tenant)} GROUP BY tenant, agent, session) WHERE m > ?`)
+        .prepare(`SELECT count(*) FROM (SELECT max(ts) m FROM calls WHERE session != ''${tw(tenant)} GROUP BY session) WHERE m > ?`)
         .pluck()
         .get(now - 300_000)
       expect(s.active_sessions).toBe(active)

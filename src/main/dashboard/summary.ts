@@ -9,8 +9,11 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
   const end = now + 1
   const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
   const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
+  // A session is its id: the rollup keeps a row per (tenant, agent, session), so one session that
+  // two agents (or tenants) carried is counted once. The last-call indexes hold the session column
+  // (SQLite's, of a WITHOUT ROWID table, hold the key), so this still reads only the active rows.
   const { active } = (await d.q.get<{ active: number }>(
-    `SELECT count(*) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
+    `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
     { since: now - ACTIVE_MS, now, tenant },
   ))!
   return {
