@@ -162,6 +162,14 @@ describe('shapes', () => {
     expect(csv.text.split('\r\n')).toHaveLength(1 + 4 + 1)
   })
 
+  it('plans, alerts and prices are the whole server\'s: tenant is accepted and answers the same', async () => {
+    for (const path of ['plans', 'alerts', 'prices']) {
+      const all = await api(path)
+      expect(all.status).toBe(200)
+      for (const tenant of ['acme', 'nobody', '']) expect(await api(`${path}?tenant=${tenant}`)).toMatchObject({ status: 200, body: all.body })
+    }
+  })
+
   it('unknown parameters are ignored', async () => {
     expect((await api('summary?foo=bar&range=nonsense')).status).toBe(200)
     expect((await api('costs?colour=blue')).status).toBe(200)
@@ -186,6 +194,9 @@ describe('bad parameters: 400 invalid_request naming the parameter and the accep
     ['export?format=csv&range=90d', 'range', RANGES as string[]],
     ['timeseries?range=1h&range=24h', 'range', []],
     ['summary?tenant=a&tenant=b', 'tenant', []],
+    ['plans?tenant=a&tenant=b', 'tenant', []],
+    ['alerts?tenant=a&tenant=b', 'tenant', []],
+    ['prices?tenant=a&tenant=b', 'tenant', []],
   ]
   for (const [path, param, accepted] of cases) {
     it(path, async () => {

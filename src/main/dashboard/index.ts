@@ -74,20 +74,33 @@ export const dashboard: Feature = (ctx) => {
   )
   const budgets = budgetsOf(ctx)
   route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
+  // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
+  // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on
+  // every endpoint (given twice, a 400) and leaves the answer as it is.
+  const wholeServer = (req: Request) => void tenantParam(req)
   const alerts = alertsOf(ctx)
-  route('alerts', () => ({
-    webhooks: alerts.webhooks.configured,
-    deliveries: alerts.webhooks.deliveries(),
-    runaway: budgets.runaway.events().map((e) => ({
-      kind: e.kind, action: e.action, session: e.session, agent: e.agent, model: e.model, key_hint: e.key_hint,
-      repeats: e.count, usd_last_minute: e.usd_last_minute, at: new Date(e.at).toISOString(),
-    })),
-  }))
+  route('alerts', (req) => {
+    wholeServer(req)
+    return {
+      webhooks: alerts.webhooks.configured,
+      deliveries: alerts.webhooks.deliveries(),
+      runaway: budgets.runaway.events().map((e) => ({
+        kind: e.kind, action: e.action, session: e.session, agent: e.agent, model: e.model, key_hint: e.key_hint,
+        repeats: e.count, usd_last_minute: e.usd_last_minute, at: new Date(e.at).toISOString(),
+      })),
+    }
+  })
   route('stats', (req, _res, now) => stats(d, rangeParam(req, '24h'), tenantParam(req), now))
   route('unpriced', (req) => unpriced(d, tenantParam(req)))
-  route('plans', (_req, _res, now) => ({ accounts: ctx.plans?.list(now) ?? [] }))
+  route('plans', (req, _res, now) => {
+    wholeServer(req)
+    return { accounts: ctx.plans?.list(now) ?? [] }
+  })
   const prices = pricesOf(ctx)
-  route('prices', () => prices.updater.status())
+  route('prices', (req) => {
+    wholeServer(req)
+    return prices.updater.status()
+  })
   // Spend per day, week, month, session, model, agent or project over any window (`burnrate report`);
   // whole days from the SQLite report rollup, kept in the configured zone (PostgreSQL: from calls).
   const rollupZone = ctx.ledger.kind === 'sqlite' ? reportZone(ctx.db) : null
