@@ -103,6 +103,24 @@ describe('CSV export', () => {
   })
 })
 
+describe('the download is named after the window exported', () => {
+  const named = async (query: string) => {
+    const r = await request(`${t.url}/api/dashboard/export?${query}`)
+    expect(r.status).toBe(200)
+    return r.headers['content-disposition']
+  }
+  it('the range, or the since/until asked for (a time without its colons)', async () => {
+    expect(await named('format=csv&range=7d')).toBe('attachment; filename="burnrate-7d.csv"')
+    expect(await named('format=csv&since=2026-11-01&until=2026-11-20')).toBe('attachment; filename="burnrate-2026-11-01-to-2026-11-20.csv"')
+    expect(await named('since=2026-11-01')).toBe('attachment; filename="burnrate-from-2026-11-01.json"')
+    expect(await named('format=csv&until=2026-11-20T18:30:00Z')).toBe('attachment; filename="burnrate-to-2026-11-20T183000Z.csv"')
+    // since/until decide the window, so a range given with them names nothing.
+    expect(await named('range=24h&since=2026-11-01T00:00%2B05:30&until=2026-11-02')).toBe(
+      'attachment; filename="burnrate-2026-11-01T0000+0530-to-2026-11-02.json"',
+    )
+  })
+})
+
 describe('streaming', () => {
   const N = 25_000
   beforeAll(() => {

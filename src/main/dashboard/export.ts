@@ -25,6 +25,25 @@ const MAX_SEGMENTS = 10_000
  * thread failed: then from after the last page written) every page is read here, one page per
  * turn of the event loop. The bytes are the same either way.
  */
+/** A window given by `since`/`until` instead of a range: its times, and its name for the download (see exportName). */
+export interface ExportSpan {
+  start: number
+  end: number
+  name: string
+}
+
+/**
+ * The name of a download of the calls between `since` and `until` (either may be absent), as
+ * given: `2026-11-01-to-2026-11-20`, `from-2026-11-01`, `to-2026-11-20`. A time loses its colons
+ * (ISO 8601's basic form, `T183000Z`), which file systems refuse, and anything else that is not
+ * a letter, digit, `.`, `+` or `-`, so the name never needs quoting.
+ */
+export function exportName(since: string | null, until: string | null): string {
+  const safe = (v: string) => v.replace(/[^0-9A-Za-z.+-]/g, '')
+  if (since !== null && until !== null) return `${safe(since)}-to-${safe(until)}`
+  return since !== null ? `from-${safe(since)}` : `to-${safe(until ?? '')}`
+}
+
 export async function streamExport(
   d: DashDeps,
   res: ServerResponse,
@@ -32,14 +51,15 @@ export async function streamExport(
   range: Range,
   tenant: string | null,
   now: number,
-  window?: { start: number; end: number },
+  span?: ExportSpan,
   member: string | null = null,
 ): Promise<void> {
-  const w = window ?? rangeWindow(range, now)
+  const w = span ?? rangeWindow(range, now)
   const win: ExportWindow = { start: w.start, end: w.end, tenant, member }
   res.writeHead(200, {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
-    'content-disposition': `attachment; filename="burnrate-${range}.${format}"`,
+    // Named after the window exported: the range, or the since/until that replaced it.
+    'content-disposition': `attachment; filename="burnrate-${span?.name ?? range}.${format}"`,
     'cache-control': 'no-store',
   })
   let closed = false

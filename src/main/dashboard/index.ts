@@ -8,9 +8,9 @@ import { costs } from './costs'
 import { budgetsOverview } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
-import { streamExport } from './export'
+import { exportName, streamExport } from './export'
 import { OPEN_END } from './export-query'
-import { formatParam, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, whenParam } from './params'
+import { formatParam, given, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, whenParam } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
 import { reportZone } from './rollup/report'
@@ -122,8 +122,10 @@ export const dashboard: Feature = (ctx) => {
     const since = whenParam(req, 'since', d.tz)
     const until = whenParam(req, 'until', d.tz)
     // No `until`: every call from `since` on, those stamped after this clock's now too (as `burnrate export --local`).
-    const window = since !== null || until !== null ? { start: since ?? 0, end: until ?? OPEN_END } : undefined
-    await streamExport(d, res, format, range, tenant, now, window, memberParam(req))
+    const span = since !== null || until !== null
+      ? { start: since ?? 0, end: until ?? OPEN_END, name: exportName(given(req, 'since'), given(req, 'until')) }
+      : undefined
+    await streamExport(d, res, format, range, tenant, now, span, memberParam(req))
     return undefined
   })
 }

@@ -93,3 +93,9 @@ export function whenParam(req: Request, name: 'since' | 'until', tz: string): nu
   if (t === null) throw new ParamError(name, `The parameter ${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(v)}.`)
   return t
 }
+
+/** The text of a parameter as given, after its reader accepted it (absent or empty: null). */
+export function given(req: Request, name: string): string | null {
+  const v = one(req, name)
+  return v === undefined || v === '' ? null : v
+}
