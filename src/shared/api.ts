@@ -17,7 +17,7 @@ export type ErrorType =
   | 'service_unavailable'
   | 'upstream_unreachable'
   | 'upstream_timeout'
-  | 'service_unavailable'
+  | 'method_not_allowed'
   | 'internal'
 
 export interface ApiErrorBody {

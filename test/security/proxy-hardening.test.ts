@@ -43,7 +43,8 @@ describe('TRACE', () => {
     for (const path of ['/v1/models', '/anthropic/v1/messages', '/gemini/v1beta/models']) {
       const res = await request(`${t.url}${path}`, { method: 'TRACE', headers: { authorization: 'Bearer sk-hardening-0000001' } })
       expect(res.status, path).toBe(405)
-      expect(res.json().error.type).toBe('invalid_request')
+      expect(res.json().error.type).toBe('method_not_allowed')
+      expect(res.headers.allow).toBe('GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS')
       expect(res.text).not.toContain('sk-hardening')
     }
     expect(upstream.requests).toHaveLength(0)

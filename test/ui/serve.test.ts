@@ -85,6 +85,7 @@ describe('the dashboard page', () => {
     const { url } = await serverWith({}, join(dir, 'does-not-exist'))
     const r = await request(`${url}/`)
     expect(r.status).toBe(503)
+    expect(r.json().error.type).toBe('service_unavailable')
     expect(r.json().error.message).toMatch(/npm run build/)
     // The rest of the server still works.
     expect((await request(`${url}/api/health`)).status).toBe(200)

@@ -15,6 +15,8 @@ export const STATUS_OF: Record<ErrorType, number> = {
   service_unavailable: 503,
   upstream_unreachable: 502,
   upstream_timeout: 504,
+  // Not in the contract's list, which has no 405: HTTP's own status for a refused method, with `Allow`.
+  method_not_allowed: 405,
   internal: 500,
 }
 

@@ -15,7 +15,7 @@ import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { answerClientError } from '../http/client-error'
-import { errorBody, sendError } from '../http/errors'
+import { sendError } from '../http/errors'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { CallNotices } from '../ledger/notices'
@@ -453,11 +453,11 @@ function readCaFile(file: string | undefined): string[] | undefined {
   return certs
 }
 
-/** 405 for a method Burnrate never passes upstream. */
+/** 405 `method_not_allowed` for a method Burnrate never passes upstream (its type says what its status says). */
 function refuseMethod(res: http.ServerResponse, method: string): void {
-  const text = JSON.stringify(errorBody('invalid_request', `${method} is not passed to providers; use GET or POST.`, { param: 'method' }))
-  res.writeHead(405, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
-  res.end(text)
+  sendError(res, 'method_not_allowed', `${method} is not passed to providers; use GET or POST.`, undefined, {
+    allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
+  })
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */

@@ -40,7 +40,7 @@ export const dashboardUi: Feature = (ctx) => {
       if (!dir) {
         res
           .status(503)
-          .json(errorBody('internal', 'The dashboard is not built; run `npm run build` (or `npm start`), then reload.'))
+          .json(errorBody('service_unavailable', 'The dashboard is not built; run `npm run build` (or `npm start`), then reload.'))
         return
       }
       res.setHeader('cache-control', 'no-cache')
