@@ -4,14 +4,27 @@ import type { PriceLibrary } from './library'
 /**
  * Whether newer price data may replace the data in use. The library's own check
  * (`setProviderData`) accepts any list of well-formed providers, so a download that lost
- * providers (a partial mirror, a generator bug) or whose models changed format (a renamed
- * `prices` key) would make every model it no longer prices cost $0. Nothing here is a
- * hand-written price table: what must stay priced is taken from the data in use.
+ * providers or most of a provider's models (a partial mirror, a generator bug) or whose models
+ * changed format (a renamed `prices` key) would make every model it no longer prices cost $0.
+ * An ordinary update is never refused for what upstream does routinely: adding models and
+ * retiring a few. Nothing here is a hand-written price table or provider list: what must stay
+ * priced is taken from the data in use.
  */
 
-/** Providers whose models most calls use: a few of their priced models must stay priced. */
-const REFERENCE_PROVIDERS = ['openai', 'anthropic', 'google', 'mistral', 'deepseek', 'aws', 'azure']
-const REFERENCE_PER_PROVIDER = 3
+/**
+ * Of the models a provider's data in use prices (deprecated ones aside), the new data must still
+ * have this share, or all but RETIRED_FEW of them when that is fewer: a truncated provider loses
+ * most of its list, upstream retires a handful at a time (claude-2, OpenAI's ada and babbage).
+ */
+const KEPT_SHARE = 0.9
+const RETIRED_FEW = 3
+/**
+ * Per provider, models both data sets list that are probed through the library (a price lookup
+ * each, about 30 µs: this runs on the main thread when the cache loads, on the first call's way,
+ * so not every model is probed). The first one the data in use prices is enough to tell whether
+ * the library still understands the provider's new price tables.
+ */
+const PROBE_CANDIDATES = 3
 const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
 
 type Model = Provider['models'][number]
@@ -20,12 +33,21 @@ function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
 
-/** One price table: every value a number or tiered prices ({base, tiers}); empty for a free model. */
+/** A price: a finite number, never negative (a negative one would credit every call). */
+function usablePrice(v: unknown): boolean {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0
+}
+
+/** One price table: every value a price or tiered prices ({base, tiers}); empty for a free model. */
 function usableTable(t: unknown): boolean {
   if (!isObject(t)) return false
   return Object.values(t)
     .filter((v) => v !== undefined && v !== null)
-    .every((v) => (typeof v === 'number' && Number.isFinite(v)) || (isObject(v) && typeof v.base === 'number' && Array.isArray(v.tiers)))
+    .every(
+      (v) =>
+        usablePrice(v) ||
+        (isObject(v) && usablePrice(v.base) && Array.isArray(v.tiers) && v.tiers.every((tier: unknown) => isObject(tier) && usablePrice(tier.price))),
+    )
 }
 
 /** A model's `prices`: one table, or a non-empty list of conditional `{prices}` tables. */
@@ -34,31 +56,42 @@ export function usablePrices(prices: unknown): boolean {
   return usableTable(prices)
 }
 
-/** What `provider`'s data charges for a million input and output tokens of `model` now; 0 when it cannot price it. */
-function probe(lib: PriceLibrary, provider: Provider, model: string): number {
+/** Whether the data in use charges for the model: usable prices that are not an empty (free) table. */
+function charged(m: Model): boolean {
+  return usablePrices(m.prices) && (Array.isArray(m.prices) || Object.keys(m.prices).length > 0)
+}
+
+/**
+ * What `provider`'s data charges for a million input and output tokens of `model` now; 0 when it
+ * cannot price it. The provider is narrowed to the one model: the library copies a provider's
+ * whole model list on every lookup, so probing with the full list costs as much again per model.
+ */
+function probe(lib: PriceLibrary, provider: Provider, model: Model): number {
   try {
-    return lib.calcPrice(PROBE, model, { provider })?.total_price ?? 0
+    return lib.calcPrice(PROBE, model.id, { provider: { ...provider, models: [model], fallback_model_providers: undefined } })?.total_price ?? 0
   } catch {
     return 0
   }
 }
 
-/** A few models of each reference provider that the data in use prices above zero. */
-function referenceModels(lib: PriceLibrary, current: Provider[]): { provider: string; model: string }[] {
-  const refs: { provider: string; model: string }[] = []
-  for (const p of current) {
-    if (!REFERENCE_PROVIDERS.includes(p.id)) continue
-    // The first few it prices, not all of them: each probe is a price lookup (this runs on the
-    // main thread when the cache loads, on the first call's way).
-    let found = 0
-    for (const m of p.models as Model[]) {
-      if (found >= REFERENCE_PER_PROVIDER) break
-      if (m.deprecated || !(probe(lib, p, m.id) > 0)) continue
-      refs.push({ provider: p.id, model: m.id })
-      found++
-    }
+/** Why `next` (same provider) may not replace `current`'s models, or null. */
+function providerRefusal(lib: PriceLibrary, current: Provider, next: Provider): string | null {
+  const nextModels = new Map<string, Model>(next.models.map((m) => [m.id, m]))
+  const base = current.models.filter((m) => !m.deprecated && charged(m))
+  const lost = base.filter((m) => !nextModels.has(m.id)).length
+  if (lost > Math.max(RETIRED_FEW, Math.floor(base.length * (1 - KEPT_SHARE)))) {
+    return `the new data lacks ${lost} of the ${base.length} models it prices for ${current.id}`
   }
-  return refs
+  let tried = 0
+  for (const m of base) {
+    const after = nextModels.get(m.id)
+    if (!after) continue
+    if (tried++ >= PROBE_CANDIDATES) break
+    if (probe(lib, next, after) > 0) break
+    // Unpriced by both (a model matched by another name than its id): it tells nothing, try another.
+    if (probe(lib, current, m) > 0) return `the new data does not price ${current.id} ${m.id}`
+  }
+  return null
 }
 
 /**
@@ -79,8 +112,9 @@ export function refuseReason(lib: PriceLibrary, next: unknown, current: Provider
     const bad = p.models.find((m: unknown) => !isObject(m) || typeof m.id !== 'string' || !usablePrices(m.prices))
     if (bad) return `provider '${p.id}' model '${(bad as { id?: unknown }).id}' has no usable prices`
   }
-  for (const { provider, model } of referenceModels(lib, current)) {
-    if (!(probe(lib, byId.get(provider)!, model) > 0)) return `the new data does not price ${provider} ${model}`
+  for (const p of current) {
+    const why = providerRefusal(lib, p, byId.get(p.id)!)
+    if (why) return why
   }
   if (everyModel) {
     for (const p of current) {

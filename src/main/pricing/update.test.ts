@@ -111,6 +111,30 @@ describe('PriceUpdater against a local price-data server', () => {
     body = JSON.stringify(publishedData())
   })
 
+  it('refuses data that lost most of a provider\'s models and keeps pricing them', async () => {
+    const pricer = new Pricer()
+    await pricer.ready()
+    const before = pricer.price('anthropic', 'anthropic', 'claude-sonnet-4-5', usage, new Date())
+    expect(before.priced).toBe(true)
+    // The provider is still there, its list cut short (a generator bug upstream): claude-sonnet-4-5 among the lost.
+    body = JSON.stringify(publishedData().map((p) => (p.id === 'anthropic' ? { ...p, models: p.models.slice(0, 5) } : p)))
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toMatch(/refused: the new data lacks \d+ of the \d+ models it prices for anthropic/)
+    expect(pricer.price('anthropic', 'anthropic', 'claude-sonnet-4-5', usage, new Date())).toEqual(before)
+    body = JSON.stringify(publishedData())
+  })
+
+  it('refuses data with a negative price', async () => {
+    body = JSON.stringify(
+      publishedData().map((p) => (p.id === 'openai' ? { ...p, models: p.models.map((m) => (m.id === 'gpt-4o' ? { ...m, prices: { input_mtok: -2.5, output_mtok: 10 } } : m)) } : p)),
+    )
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => {} })
+    expect(await u.update()).toBe(false)
+    expect(u.status().last_error).toMatch(/refused: provider 'openai' model 'gpt-4o' has no usable prices/)
+    body = JSON.stringify(publishedData())
+  })
+
   it('fetches newer data, prices a model the bundled data lacks, and caches it privately', async () => {
     const pricer = new Pricer()
     expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date()).priced).toBe(false)
@@ -146,6 +170,23 @@ describe('PriceUpdater against a local price-data server', () => {
     await pricer.ready()
     expect(u.status().source).toBe('bundled')
     expect(pricer.price('openai', 'openai', 'gpt-5', usage, new Date())).toEqual(gpt5)
+  })
+
+  // What upstream publishes when a provider retires a model: the list without it. Refused, the
+  // same file would be refused at every later check, and the models it adds never priced.
+  it.each([
+    ['anthropic', 'claude-2'],
+    ['openai', 'ada'],
+  ])('applies newer data that drops the retired %s model %s', async (providerId, modelId) => {
+    expect(bundled.find((p) => p.id === providerId)!.models.some((m) => m.id === modelId)).toBe(true)
+    body = JSON.stringify(publishedData().map((p) => (p.id === providerId ? { ...p, models: p.models.filter((m) => m.id !== modelId) } : p)))
+    const pricer = new Pricer()
+    await pricer.ready()
+    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    expect(await u.update()).toBe(true)
+    expect(u.status()).toMatchObject({ source: 'updated', last_error: null })
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
+    body = JSON.stringify(publishedData())
   })
 
   it('keeps the data in use when the server answers with an older copy, and asks only for newer data', async () => {
