@@ -95,8 +95,37 @@ describe('a price set for a Claude model by hand', () => {
     expect(own.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.5, 15)
   })
 
+  // 100k prompt tokens written to the cache for 5 minutes, and 100k read from it.
+  const write5m = cached(100_000, 100_000, 0, 0)
+  const read = { ...emptyUsage(), input_tokens: 100_000, cache_read_tokens: 100_000 }
+
+  it("without cache rates (optional in the admin API and pricing.overrides): Anthropic's, 5-minute writes 1.25x input, 1-hour 2x, reads 0.1x", () => {
+    const runtime = new Pricer()
+    runtime.setRuntime([{ provider: 'anthropic', model: 'claude-sonnet-4-5', input_mtok: 3, output_mtok: 15 }])
+    const override = new Pricer([{ model: 'claude-sonnet-4-5', input_mtok: 3, output_mtok: 15 }])
+    for (const p of [runtime, override]) {
+      // The library alone would price all three at the $3 input rate: $0.30 each.
+      expect(p.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.6, 15)
+      expect(p.price('anthropic', 'anthropic', 'claude-sonnet-4-5', write5m, at).cost_usd).toBeCloseTo(0.375, 15)
+      expect(p.price('anthropic', 'anthropic', 'claude-sonnet-4-5', read, at).cost_usd).toBeCloseTo(0.03, 15)
+    }
+  })
+
+  it('keeps each cache rate given, and derives only the others', () => {
+    const readOnly = new Pricer([{ model: 'claude-sonnet-4-5', input_mtok: 3, output_mtok: 15, cache_read_mtok: 0.5 }])
+    expect(readOnly.price('anthropic', 'anthropic', 'claude-sonnet-4-5', read, at).cost_usd).toBeCloseTo(0.05, 15)
+    expect(readOnly.price('anthropic', 'anthropic', 'claude-sonnet-4-5', write5m, at).cost_usd).toBeCloseTo(0.375, 15)
+    const oneHourOnly = new Pricer([{ model: 'claude-sonnet-4-5', input_mtok: 3, output_mtok: 15, cache_write_1h_mtok: 5 }])
+    expect(oneHourOnly.price('anthropic', 'anthropic', 'claude-sonnet-4-5', u, at).cost_usd).toBeCloseTo(0.5, 15)
+    expect(oneHourOnly.price('anthropic', 'anthropic', 'claude-sonnet-4-5', write5m, at).cost_usd).toBeCloseTo(0.375, 15)
+  })
+
   it("another vendor's model keeps what its price says (no 1-hour writes are Claude's alone)", () => {
     const p = new Pricer([{ model: 'my-finetune', input_mtok: 3, output_mtok: 15, cache_write_mtok: 3.75 }])
     expect(p.price('openai', 'openai', 'my-finetune', u, at).cost_usd).toBeCloseTo(0.375, 15)
+    // No cache rates: the library's rule, cache writes and reads at the input price.
+    const bare = new Pricer([{ model: 'my-finetune', input_mtok: 3, output_mtok: 15 }])
+    expect(bare.price('openai', 'openai', 'my-finetune', write5m, at).cost_usd).toBeCloseTo(0.3, 15)
+    expect(bare.price('openai', 'openai', 'my-finetune', read, at).cost_usd).toBeCloseTo(0.3, 15)
   })
 })

@@ -1,6 +1,6 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
-import { withOneHourWrites } from './claude-1h'
+import { withClaudeCacheRates, withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary, priceLibrary } from './library'
@@ -292,16 +292,16 @@ function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typ
 
 /** An override as a one-model price table the library applies itself. */
 function toProvider(o: PriceOverride, id: string, name: string): { provider?: string; price: PriceProvider; fast: boolean } {
-  const prices: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
-  if (o.cache_read_mtok !== undefined) prices.cache_read_mtok = o.cache_read_mtok
+  const given: Record<string, number> = { input_mtok: o.input_mtok, output_mtok: o.output_mtok }
+  if (o.cache_read_mtok !== undefined) given.cache_read_mtok = o.cache_read_mtok
+  if (o.cache_write_mtok !== undefined) given.cache_write_mtok = o.cache_write_mtok
+  if (o.cache_write_1h_mtok !== undefined) given.cache_write_1h_mtok = o.cache_write_1h_mtok
+  // A Claude model's cache rates left out are Anthropic's multiples of its input (./claude-1h.ts):
+  // the library would price its cache writes, 1-hour ones included, and reads at the input rate.
+  const prices = withClaudeCacheRates(o.model, given)
   // The library needs a 5-minute write price wherever a 1-hour one is given.
-  if (o.cache_write_mtok !== undefined || o.cache_write_1h_mtok !== undefined) {
-    prices.cache_write_mtok = o.cache_write_mtok ?? o.input_mtok
-  }
-  if (o.cache_write_1h_mtok !== undefined) prices.cache_write_1h_mtok = o.cache_write_1h_mtok
+  if (prices.cache_write_1h_mtok !== undefined && prices.cache_write_mtok === undefined) prices.cache_write_mtok = o.input_mtok
   const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
-  // A Claude model's 1-hour cache writes cost 2x input when no rate is given for them, as the
-  // library's own prices get (./claude-1h.ts): left out, the library prices them at the 5-minute rate.
-  const price: PriceProvider = { id, name, api_pattern: '.*', models: [withOneHourWrites({ id: o.model, match, prices })] }
+  const price: PriceProvider = { id, name, api_pattern: '.*', models: [{ id: o.model, match, prices }] }
   return { provider: o.provider, price, fast: o.speed === 'fast' }
 }
