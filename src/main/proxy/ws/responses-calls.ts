@@ -46,13 +46,20 @@ function errorFrame(status: number, body: unknown, headers: Record<string, strin
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
  * the client sends is one call, admitted by the gate like any HTTP call, metered from the frames
- * that follow and recorded at its `response.completed` (or `.failed`, `.incomplete`, `error`).
- * Responses on one socket are sequential, so upstream frames belong to the oldest open call.
+ * that follow and recorded at its `response.completed` (or `.failed`, `.incomplete`, or an `error`
+ * before the response began). Responses on one socket are sequential, so upstream frames belong
+ * to the oldest open call.
  */
 export class ResponsesSocketCalls {
   private readonly open: CallState[] = []
   /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
   private readonly begun = new WeakSet<CallState>()
+  /**
+   * Begun calls the upstream then sent an `error` for. OpenAI follows it with the response's
+   * `response.failed` (its usage, 0 for a refusal such as `insufficient_quota`), so the call
+   * waits for that, as the same stream over HTTP is read to its end.
+   */
+  private readonly erred = new WeakSet<CallState>()
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   private closedBy: 'client' | 'upstream' | null = null
   /** The last project a response.create on this socket stated. */
@@ -155,11 +162,19 @@ export class ResponsesSocketCalls {
 
   /** A text frame from the upstream, on its way to the client. */
   fromUpstream(data: Buffer): void {
-    const s = this.open[0]
-    if (!s) return
-    s.responseStarted = true
     const text = data.toString('utf8')
     const type = frameType(text)
+    let s = this.open[0]
+    // An erred call's response may end without its terminal event. While no other response was
+    // asked for, every frame is still its own; once one was, a frame other than a terminal event
+    // is the next response's: the erred call ends there, with what it had.
+    if (s && this.erred.has(s) && !TERMINAL.has(type) && this.open.length > 1) {
+      this.open.shift()
+      this.life.finish(s)
+      s = this.open[0]
+    }
+    if (!s) return
+    s.responseStarted = true
     if (type === 'codex.rate_limits' && this.observe) {
       const h = codexEventHeaders(text)
       if (h) this.see(s, 200, h)
@@ -173,26 +188,36 @@ export class ResponsesSocketCalls {
       this.open.shift()
       this.life.finish(s)
     } else if (type === 'error') {
+      // After the response began: the meter noted the error's code (the call's error, its status
+      // stays the upstream's 200, as over HTTP); the call waits for the response's terminal event.
+      if (this.begun.has(s)) {
+        this.erred.add(s)
+        return
+      }
+      // Refused before any of the response (a 429, a prompt too long): nothing was generated, so
+      // it costs $0, as an HTTP call's error answer does, not an estimate of its prompt.
       this.open.shift()
       const status = errorStatus(text)
       s.status = status
       s.error = 'upstream_error'
-      // Refused before any of the response (a 429, a prompt too long): nothing was generated, so
-      // it costs $0, as an HTTP call's error answer does, not an estimate of its prompt.
-      if (!this.begun.has(s)) {
-        s.upstreamStatus = status
-        s.meter = undefined
-      }
+      s.upstreamStatus = status
+      s.meter = undefined
       this.life.finish(s)
     } else if (type.startsWith('response.')) {
       this.begun.add(s)
     }
   }
 
-  /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream. */
+  /**
+   * The socket closed: calls still open are recorded as abandoned by the client or cut by the
+   * upstream; an erred call's response had ended (failed) already, and is recorded with its error.
+   */
   closed(by: 'client' | 'upstream'): void {
     this.closedBy ??= by
-    for (const s of this.open.splice(0)) this.abandon(s, by)
+    for (const s of this.open.splice(0)) {
+      if (this.erred.has(s)) this.life.finish(s)
+      else this.abandon(s, by)
+    }
   }
 
   private abandon(s: CallState, by: 'client' | 'upstream'): void {
