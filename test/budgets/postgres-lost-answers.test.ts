@@ -56,6 +56,24 @@ async function setup() {
 const row = async (s: PostgresStore, key: string) =>
   (await s.get<{ spent_usd: number; reserved_usd: number }>('SELECT spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @key', { key }))!
 
+/** The ledger stores a call of `key` (from memory, or its spill file after a restart) carrying its reservation's `budget_settled`. */
+async function storeCall(s: PostgresStore, key: string, cost: number, settles: string | undefined): Promise<void> {
+  const call: CallRecord = {
+    ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: key, key_hint: 'sk-…', tenant: '',
+    agent: '', session: '', status: 200, streamed: false, input_tokens: 10, output_tokens: 10, cache_read_tokens: 0, cache_write_tokens: 0,
+    cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 5, error: null,
+    response_id: 'r1', source: 'proxy', billing: 'api', project: '', member: '', requested_model: null, usage_extra: null,
+    call_key: `inst:${key}`, budget_settled: settles,
+  } as unknown as CallRecord
+  await s.transaction(async (tx) => {
+    const stored = await insertCalls(tx, [call])
+    await addCallsToSpend(tx, stored as unknown as CallRecord[], clock)
+  })
+}
+
+const inCalls = async (s: PostgresStore, key: string) =>
+  (await s.get<{ s: number }>('SELECT SUM(cost_usd) AS s FROM calls WHERE api_key_hash = @key', { key }))!.s
+
 describe('an instance losing PostgreSQL mid-statement', () => {
   it('a settlement whose answer is lost (committed, connection cut) is counted once when retried', async () => {
     const { direct, proxy, store } = await setup()
@@ -142,23 +160,45 @@ describe('an instance losing PostgreSQL mid-statement', () => {
     expect(state.pendingSettlements).toBe(1) // never written
     proxy.setDown(false)
     // The ledger stores the call (from memory or its spill file after a restart), carrying budget_settled.
-    const call: CallRecord = {
-      ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: key, key_hint: 'sk-…', tenant: '',
-      agent: '', session: '', status: 200, streamed: false, input_tokens: 10, output_tokens: 10, cache_read_tokens: 0, cache_write_tokens: 0,
-      cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.25, priced: true, estimated: false, latency_ms: 5, error: null,
-      response_id: 'r1', source: 'proxy', billing: 'api', project: '', member: '', requested_model: null, usage_extra: null,
-      call_key: 'inst:1', budget_settled: o.reservation.settles,
-    } as unknown as CallRecord
-    await direct.transaction(async (tx) => {
-      const stored = await insertCalls(tx, [call])
-      await addCallsToSpend(tx, stored as unknown as CallRecord[], clock)
-    })
-    const inCalls = (await direct.get<{ s: number }>('SELECT SUM(cost_usd) AS s FROM calls WHERE api_key_hash = @key', { key }))!.s
-    expect(inCalls).toBeCloseTo(0.25, 9)
+    await storeCall(direct, key, 0.25, o.reservation.settles)
+    expect(await inCalls(direct, key)).toBeCloseTo(0.25, 9)
     // The spend row must agree with the ledger: $0.25 spent.
     expect((await row(direct, key)).spent_usd).toBeCloseTo(0.25, 9)
     // The instance's pending settlement written after all (it frees the reservation): not added again.
     expect(await state.settled(20)).toBe(true)
     expect(await row(direct, key)).toEqual({ spent_usd: expect.closeTo(0.25, 9), reserved_usd: 0 })
+  }, 30_000)
+
+  it('a call stored more than a week after its settlement was written (its spill file written at a restart) is counted once', async () => {
+    const { direct, store } = await setup()
+    const state = new PgBudgetState(store, { leaseMs: 30_000 })
+    const key = 'key-late-spill'
+    const o = await state.reserve(request(rule(), key, 0.01))
+    expect(o.ok).toBe(true)
+    if (!o.ok) return
+    // The call ends: its settlement ($0.25) is written at once; the ledger's write of the call is
+    // not (PostgreSQL went away right after), so the call waits in a spill file.
+    o.reservation.settle(0.25)
+    expect(await state.settled(5)).toBe(true)
+    expect((await row(direct, key)).spent_usd).toBeCloseTo(0.25, 9)
+    // The instance restarts 8 days later; meanwhile the instances' ticks swept week-old markers.
+    const age = "UPDATE budget_settled SET at = now() - interval '8 days'"
+    await direct.run(age)
+    await state.sweep()
+    await storeCall(direct, key, 0.25, o.reservation.settles)
+    expect(await inCalls(direct, key)).toBeCloseTo(0.25, 9)
+    // The row agrees with the ledger ($0.25), not counting the call twice ($0.50).
+    expect((await row(direct, key)).spent_usd).toBeCloseTo(0.25, 9)
+    // Its call stored, the marker is no longer needed past the retries' week: the sweep deletes it,
+    // as it does a week-old one whose settlement added nothing (a release).
+    const o2 = await state.reserve(request(rule(), key, 0.01))
+    expect(o2.ok).toBe(true)
+    if (o2.ok) o2.reservation.release()
+    expect(await state.settled(5)).toBe(true)
+    expect((await direct.all('SELECT rid FROM budget_settled')).length).toBe(2)
+    await direct.run(age)
+    await state.sweep()
+    expect(await direct.all('SELECT rid FROM budget_settled')).toEqual([])
+    await state.close()
   }, 30_000)
 })

@@ -341,6 +341,17 @@ export const PG_MIGRATIONS: PgMigration[] = [
       'CREATE INDEX budget_settled_at ON budget_settled (at)',
     ],
   },
+  {
+    version: 14,
+    description: 'a settlement that added a cost keeps its marker until its call is stored: a call stored late is not counted twice',
+    // `owed`: written by a settlement that added a cost, whose call is not stored yet (it skips
+    // the settlement's rows whenever it comes, so the marker is not swept until then).
+    // `by_call`: written by the storing of the call, before its settlement (which then adds none).
+    // Markers written before this migration are neither, and swept after a week as before.
+    sql: [
+      'ALTER TABLE budget_settled ADD COLUMN owed BOOLEAN NOT NULL DEFAULT false, ADD COLUMN by_call BOOLEAN NOT NULL DEFAULT false',
+    ],
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

@@ -96,17 +96,21 @@ function settledOf(r: CallRecord): { rid: string; ids: string } {
 
 /**
  * Records the reservation ids of these calls as settled (in `tx`, before any spend row is locked,
- * in one order, as settlements do) and returns those recorded now: their settlement has not been
- * written, so storing the call adds its cost to every row, its reserved ones included, and the
- * settlement, when written, adds nothing.
+ * in one order, as settlements do) and returns those recorded now (`by_call`): their settlement
+ * has not been written, so storing the call adds its cost to every row, its reserved ones
+ * included, and the settlement, when written, adds nothing. A marker its settlement wrote is
+ * no longer `owed` once its call is stored (the sweep may then delete it, leases.ts): until then it
+ * is kept however late the call comes, so a settlement written long ago is never taken for one
+ * never written.
  */
 async function settledFirst(tx: SqlStore, rids: readonly string[]): Promise<Set<string>> {
   if (rids.length === 0) return new Set()
-  const fresh = await tx.all<{ rid: string }>(
-    'INSERT INTO budget_settled (rid) SELECT DISTINCT rid FROM unnest(@rids::text[]) AS t (rid) ORDER BY rid ON CONFLICT DO NOTHING RETURNING rid',
+  const marked = await tx.all<{ rid: string; by_call: boolean }>(
+    `INSERT INTO budget_settled (rid, by_call) SELECT DISTINCT rid, true FROM unnest(@rids::text[]) AS t (rid) ORDER BY rid
+     ON CONFLICT (rid) DO UPDATE SET owed = false WHERE budget_settled.owed RETURNING rid, by_call`,
     { rids: [...new Set(rids)] },
   )
-  return new Set(fresh.map((r) => r.rid))
+  return new Set(marked.filter((r) => r.by_call).map((r) => r.rid))
 }
 
 /** A call's requested model as the statement takes it: a string, else null (a spill file may hold anything). */

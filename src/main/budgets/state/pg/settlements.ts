@@ -98,7 +98,8 @@ export class Settlements {
    * answer was lost (the connection cut) stays in `unsettled` and runs again; its reservation ids
    * are in `budget_settled` by then, so the retry adds no cost a second time (and frees nothing
    * more: the reservation is gone). Nor does a settlement whose call the ledger stored first
-   * (call-spend.ts: the ledger then adds the cost). The ids are inserted in order (two statements
+   * (call-spend.ts: the ledger then adds the cost). A settlement that adds a cost marks its id
+   * `owed` (kept until its call is stored: leases.ts). The ids are inserted in order (two statements
    * cannot wait on each other's), and all of them before any spend row is locked (`added` is an
    * aggregate), as the ledger inserts them before it locks any.
    */
@@ -108,12 +109,15 @@ export class Settlements {
     const rids: string[] = []
     const sids: number[] = []
     const costs: number[] = []
+    // The reservations whose settlement adds a cost: their calls, when stored, must skip these rows.
+    const owed: string[] = []
     // Window rows: the cost goes into the bucket of the call's arrival minute, not spent_usd.
     const brids: string[] = []
     const bsids: number[] = []
     const bminutes: number[] = []
     const bcosts: number[] = []
     for (const w of batch) {
+      if (w.cost > 0) owed.push(w.rid)
       for (const id of w.ids) {
         rids.push(w.rid)
         sids.push(id)
@@ -132,7 +136,8 @@ export class Settlements {
           `WITH input AS (SELECT * FROM unnest(@rids::text[], @sids::bigint[], @costs::float8[]) AS t (rid, sid, cost)),
                 d AS (DELETE FROM budget_reservations r USING input i WHERE r.id = i.rid AND r.spend_id = i.sid RETURNING r.spend_id, r.amount_usd),
                 freed AS (SELECT spend_id, SUM(amount_usd) AS amount FROM d GROUP BY spend_id),
-                fresh AS (INSERT INTO budget_settled (rid) SELECT DISTINCT rid FROM input ORDER BY rid ON CONFLICT DO NOTHING RETURNING rid),
+                fresh AS (INSERT INTO budget_settled (rid, owed) SELECT DISTINCT rid, rid = ANY(@owed::text[]) FROM input ORDER BY rid
+                            ON CONFLICT DO NOTHING RETURNING rid),
                 added AS (SELECT sid, SUM(CASE WHEN rid IN (SELECT rid FROM fresh) THEN cost ELSE 0 END) AS cost FROM input GROUP BY sid),
                 locked AS (SELECT id FROM budget_spend WHERE id IN (SELECT sid FROM added) ORDER BY id FOR UPDATE)${bsids.length ? `,
                 buckets AS (${ADD_BUCKETS})` : ''}
@@ -141,7 +146,7 @@ export class Settlements {
                   reserved_usd = GREATEST(0, b.reserved_usd - COALESCE(f.amount, 0))
              FROM added a LEFT JOIN freed f ON f.spend_id = a.sid
             WHERE b.id = a.sid AND b.id IN (SELECT id FROM locked)`,
-          bsids.length ? { rids, sids, costs, brids, bsids, bminutes, bcosts } : { rids, sids, costs },
+          bsids.length ? { rids, sids, costs, owed, brids, bsids, bminutes, bcosts } : { rids, sids, costs, owed },
         ),
       )
       for (const w of batch) {
