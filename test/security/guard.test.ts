@@ -209,6 +209,16 @@ describe('dashboard.token', () => {
     expect((await request(`${s.url}/API/Health`)).status).toBe(200)
   })
 
+  it('never serves the page for an upper-case /API/… that skips the token (admin API, team ingest): the API answers it, as it does the lower-case path', async () => {
+    for (const [path, lower] of [['/API/admin/x', '/api/admin/x'], ['/Api/Admin/nothing-here', '/api/admin/nothing-here'], ['/API/ingest', '/api/ingest']]) {
+      const res = await request(s.url + path, { headers: { accept: 'text/html' } })
+      const same = await request(s.url + lower, { headers: { accept: 'text/html' } })
+      const answer = (r: Reply) => (r.text.includes(PAGE) ? 'the page' : r.json().error.type)
+      expect({ path, status: res.status, answer: answer(res) }).toEqual({ path, status: same.status, answer: answer(same) })
+      expect(res.status).not.toBe(200)
+    }
+  })
+
   it('slows down guessing, yet the right token always gets in at once, even while wrong ones are refused', async () => {
     let tooMany: Awaited<ReturnType<typeof request>> | null = null
     for (let i = 0; i < 60 && !tooMany; i++) {

@@ -51,9 +51,14 @@ export const dashboardUi: Feature = (ctx) => {
   })
 }
 
-/** A path the single-page app answers: not the API, not a missing asset file (`/x.js` stays a 404). */
+/**
+ * A path the single-page app answers: not the API, not a missing asset file (`/x.js` stays a 404).
+ * The API in any case (`/API/admin/x`): express routes it case-insensitively and the guard lets
+ * such paths skip dashboard.token, so the page must never answer them.
+ */
 export function isPagePath(path: string): boolean {
-  if (path === '/api' || path.startsWith('/api/') || path.startsWith('/assets/')) return false
+  const api = path.toLowerCase()
+  if (api === '/api' || api.startsWith('/api/') || path.startsWith('/assets/')) return false
   const last = path.slice(path.lastIndexOf('/') + 1)
   return !last.includes('.') || last.endsWith('.html')
 }

@@ -41,6 +41,7 @@ describe('isPagePath', () => {
     expect(isPagePath('/index.html')).toBe(true)
     expect(isPagePath('/api/dashboard/summary')).toBe(false)
     expect(isPagePath('/api')).toBe(false)
+    expect(isPagePath('/API/admin/x')).toBe(false)
     expect(isPagePath('/assets/index-1.js')).toBe(false)
     expect(isPagePath('/favicon.ico')).toBe(false)
   })
