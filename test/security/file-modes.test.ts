@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -117,6 +117,24 @@ describe.skipIf(process.platform === 'win32')('burnrate export -o', () => {
     expect(readFileSync(out, 'utf8')).toContain('acme')
     expect(readFileSync(out, 'utf8')).not.toContain('old')
     expect(readdirSync(folder)).toEqual(['calls.csv'])
+  })
+
+  it('through a symlink (a dotfile manager, a synced folder) replaces the file it points to and keeps the link', async () => {
+    const synced = join(root, 'export-synced')
+    const links = join(root, 'export-links')
+    mkdirSync(synced)
+    mkdirSync(links)
+    const real = join(synced, 'calls.csv')
+    writeFileSync(real, 'old\n')
+    chmodSync(real, 0o644)
+    const link = join(links, 'latest.csv')
+    symlinkSync(real, link)
+    const r = await runCliCaptured('export', '--local', '--data-dir', data, '-o', link)
+    expect(r.code, r.out).toBe(0)
+    expect(lstatSync(link).isSymbolicLink()).toBe(true)
+    expect(readFileSync(real, 'utf8')).toContain('acme')
+    expect(mode(real).toString(8)).toBe('600')
+    expect({ synced: readdirSync(synced), links: readdirSync(links) }).toEqual({ synced: ['calls.csv'], links: ['latest.csv'] })
   })
 
   it('a failed export leaves no temporary file and the target as it was', async () => {

@@ -2,6 +2,7 @@ import { type WriteStream, createWriteStream, openSync, renameSync, rmSync } fro
 import { once } from 'node:events'
 import { randomBytes } from 'node:crypto'
 import { basename, dirname, join } from 'node:path'
+import { realTarget } from '../connect/files'
 import { CliError } from './context'
 
 /**
@@ -9,12 +10,15 @@ import { CliError } from './context'
  * existed: an existing file keeps its mode when opened, so the output goes to a new temporary
  * file in the same folder (created exclusively, so never someone else's file or a link) that
  * replaces `path` once `write` has finished. On failure the temporary file is removed and
- * `path` is left as it was.
+ * `path` is left as it was. Through a symlink, the file it points to is replaced and the link
+ * stays.
  */
 export async function writePrivateFile(path: string, write: (sink: WriteStream) => Promise<void>): Promise<void> {
-  const tmp = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`)
   // Errors name the file asked for, not the temporary one.
   const cannot = (err: unknown) => new CliError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
+  // The folder of the file itself, so a rename there replaces it, not a link to it.
+  const target = realTarget(path)
+  const tmp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`)
   let fd: number
   try {
     fd = openSync(tmp, 'wx', 0o600)
@@ -28,7 +32,7 @@ export async function writePrivateFile(path: string, write: (sink: WriteStream) 
     // Renamed once closed (Windows cannot rename an open file).
     if (!sink.closed) await once(sink, 'close')
     try {
-      renameSync(tmp, path)
+      renameSync(tmp, target)
     } catch (err) {
       throw cannot(err)
     }
