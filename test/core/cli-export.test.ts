@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { execFileSync, spawn, spawnSync } from 'node:child_process'
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
@@ -52,9 +52,11 @@ beforeAll(() => {
 })
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+const env = () => ({ ...process.env, HOME: join(dir, 'home'), XDG_CONFIG_HOME: join(dir, 'home/.config'), BURNRATE_PORT: '1', TZ: 'UTC' })
+
 function burnrate(args: string[]) {
   const r = spawnSync(process.execPath, [CLI, ...args, '--data-dir', data], {
-    env: { ...process.env, HOME: join(dir, 'home'), XDG_CONFIG_HOME: join(dir, 'home/.config'), BURNRATE_PORT: '1', TZ: 'UTC' },
+    env: env(),
     encoding: 'utf8',
     maxBuffer: 256 * 2 ** 20,
     timeout: 120_000,
@@ -95,5 +97,41 @@ describe('burnrate export from the data folder', () => {
     burnrate(['export', '--format', 'csv', '-o', out])
     expect(readFileSync(out, 'utf8') === expected('csv')).toBe(true)
     expect(statSync(out).mode & 0o777).toBe(0o600)
+  })
+
+  it.skipIf(process.platform === 'win32')("-o into the shell's process substitution (-o >(gzip > calls.csv.gz)) writes the same bytes into its pipe", () => {
+    // bash passes /dev/fd/N, a pipe to `cat`, which copies it to the output read here.
+    const r = spawnSync('bash', ['-c', '"$0" "$1" export --format csv --data-dir "$2" -o >(cat) > /dev/null', process.execPath, CLI, data], {
+      env: env(),
+      encoding: 'utf8',
+      maxBuffer: 256 * 2 ** 20,
+      timeout: 120_000,
+    })
+    expect(r.status, r.stderr).toBe(0)
+    expect(r.stderr).toBe('')
+    expect(r.stdout === expected('csv')).toBe(true)
+  })
+
+  it.skipIf(process.platform === 'win32')('-o into a named pipe writes into it, and the pipe stays a pipe', async () => {
+    const folder = join(dir, 'fifo')
+    mkdirSync(folder)
+    const fifo = join(folder, 'calls.csv')
+    execFileSync('mkfifo', [fifo])
+    // The reader is a process of its own: were the pipe replaced, it would wait for a writer for ever, and is killed.
+    const reader = spawn('cat', [fifo], { stdio: ['ignore', 'pipe', 'ignore'] })
+    let got = ''
+    reader.stdout.on('data', (d) => (got += d))
+    const read = new Promise((r) => reader.on('close', r))
+    try {
+      const child = spawn(process.execPath, [CLI, 'export', '--format', 'csv', '--data-dir', data, '-o', fifo], { env: env(), stdio: ['ignore', 'ignore', 'pipe'] })
+      let err = ''
+      child.stderr.on('data', (d) => (err += d))
+      expect({ code: await new Promise((r) => child.on('close', r)), err }).toEqual({ code: 0, err: '' })
+      expect({ fifo: lstatSync(fifo).isFIFO(), files: readdirSync(folder) }).toEqual({ fifo: true, files: ['calls.csv'] })
+      await read
+      expect(got === expected('csv')).toBe(true)
+    } finally {
+      reader.kill()
+    }
   })
 })
