@@ -1,4 +1,6 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
@@ -10,6 +12,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { baseUrlFor } from '../support/server'
+import { listeningUrl } from '../support/child'
 import { PLAIN_HOST, startConnectProxy } from '../network/support'
 import { app, resetElectron, state } from './fake-electron'
 
@@ -89,5 +92,42 @@ describe('"Keep a server running" on quit', () => {
     } finally {
       await proxy.close()
     }
+  })
+})
+
+describe('opening the app again while the kept server runs', () => {
+  let other: http.Server | null = null
+  afterEach(async () => {
+    if (!state.exited) {
+      app.quit()
+      await eventually(() => state.exited, 15_000)
+    }
+    if (other) await new Promise((r) => other!.close(r))
+    other = null
+  })
+
+  /**
+   * The first launch found the configured port taken by another program; the person took the
+   * offered port, connected agents and quit with "Keep a server running". That program still
+   * holds the configured port: the app finds the kept server by the data folder's server.lock.
+   */
+  it('attaches to it on the port it was given, though the configured port answers as another program', async () => {
+    other = http.createServer((_req, res) => res.end('not burnrate'))
+    await new Promise<void>((r) => other!.listen(0, '127.0.0.1', r))
+    const takenPort = (other.address() as AddressInfo).port
+    const configFile = join(dir, 'config.yaml')
+    writeFileSync(configFile, stringify({ server: { host: '127.0.0.1', port: takenPort }, timezone: 'UTC', pricing: { auto_update: false } }))
+    // The kept server, as the app starts it (out/main/cli.js serve), on the port chosen at the first launch.
+    const headless = spawn(process.execPath, [join(ROOT, 'out/main/cli.js'), 'serve', '--data-dir', dir, '--port', '0', '--config', configFile], {
+      env: { ...process.env, BURNRATE_CONFIG: '', BURNRATE_PORT: '', BURNRATE_DATA_DIR: '', BURNRATE_PRICE_AUTO_UPDATE: 'false' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    headlessPid = headless.pid ?? null
+    const kept = await listeningUrl(headless).url
+
+    state.messageBoxResponse = 0 // were it asked: "Use port N"
+    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(dir, 'home') })
+    expect({ started: d !== null, errors: state.errorBoxes.map((b) => b.content) }).toEqual({ started: true, errors: [] })
+    expect(d!.url).toBe(kept)
   })
 })

@@ -3,9 +3,10 @@ import { join } from 'node:path'
 import { ConfigError, loadConfig } from '../config/load'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
-import { PortTakenError, type StartResult, reachableUrl, startOrAttach } from '../desktop-logic/port'
+import { PortTakenError, type StartResult, probePort, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SystemNetwork, systemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
+import { dataDirHolder } from '../server/data-lock'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
 import { askOtherPort, showStartupError } from './dialogs'
 
@@ -52,6 +53,31 @@ async function withSystemProxy(
   return { upstream: { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }, sys }
 }
 
+/**
+ * The Burnrate that already serves this data folder, wherever it listens (the headless server
+ * "Keep a server running" left on the port chosen when the configured one was taken, or on a
+ * port the system picked), found by its server.lock and attached to when it answers as Burnrate.
+ * Null otherwise: a server of this app's own could not claim the folder while it runs, so the
+ * attempt gives its error only then.
+ */
+async function attachToHolder(dataDir: string): Promise<StartResult | null> {
+  const holder = dataDirHolder(dataDir)
+  if (!holder) return null
+  let host: string
+  let port: number
+  try {
+    const u = new URL(holder.url)
+    host = u.hostname.replace(/^\[|\]$/g, '')
+    port = Number(u.port)
+  } catch {
+    return null
+  }
+  // Port 0: it has not listened yet, and its address is not known.
+  if (!port) return null
+  const owner = await probePort(host, port)
+  return owner.kind === 'burnrate' ? { kind: 'attached', url: owner.url, version: owner.version } : null
+}
+
 /** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
 async function listenOn(server: BurnrateServer): Promise<string> {
   let code: string | undefined
@@ -90,7 +116,7 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
     if (o.resolveProxy) ({ upstream: cfg.upstream, sys: systemProxy } = await withSystemProxy(config, env, o.resolveProxy, log))
     adminToken = cfg.admin.token ?? null
     const c = config
-    result = await startOrAttach({
+    result = (await attachToHolder(config.data_dir)) ?? await startOrAttach({
       host: cfg.server.host,
       port: cfg.server.port,
       listen: async (port) => {

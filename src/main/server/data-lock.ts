@@ -53,7 +53,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw cannotClaim(file, err as NodeJS.ErrnoException)
     }
     const other = readLock(file)
-    if (other && other.pid !== process.pid && alive(other.pid) && !reused(other)) {
+    if (other && holds(other)) {
       throw new StartupError(
         `another Burnrate (pid ${other.pid}) serves this data folder ${dataDir} at ${other.url}; stop it or use another --data-dir (if no Burnrate runs, delete ${file})`,
       )
@@ -79,6 +79,21 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       } catch {}
     },
   }
+}
+
+/**
+ * The other Burnrate that holds `dataDir` now (its pid and the address it listens on), or null:
+ * none, or its lock is stale or this process's own. The desktop attaches to it rather than
+ * starting a server that could not claim the folder.
+ */
+export function dataDirHolder(dataDir: string): { pid: number; url: string } | null {
+  const lock = readLock(join(dataDir, LOCK_FILE))
+  return lock && holds(lock) ? { pid: lock.pid, url: lock.url } : null
+}
+
+/** Whether the lock is another live process's, which a claim must not take over. */
+function holds(lock: LockBody): boolean {
+  return lock.pid !== process.pid && alive(lock.pid) && !reused(lock)
 }
 
 function readLock(file: string): LockBody | null {
