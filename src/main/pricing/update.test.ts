@@ -6,6 +6,7 @@ import { join } from 'node:path'
 import { type Provider, waitForUpdate } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { emptyUsage } from '../metering/usage'
+import { loadPriceLibrary } from './library'
 import { Pricer } from './price'
 import { PRICES_FILE, PriceUpdater } from './update'
 
@@ -177,16 +178,29 @@ describe('PriceUpdater against a local price-data server', () => {
   it.each([
     ['anthropic', 'claude-2'],
     ['openai', 'ada'],
-  ])('applies newer data that drops the retired %s model %s', async (providerId, modelId) => {
+  ])('applies newer data that drops the retired %s model %s, and uses it from the data folder after a restart', async (providerId, modelId) => {
     expect(bundled.find((p) => p.id === providerId)!.models.some((m) => m.id === modelId)).toBe(true)
     body = JSON.stringify(publishedData().map((p) => (p.id === providerId ? { ...p, models: p.models.filter((m) => m.id !== modelId) } : p)))
     const pricer = new Pricer()
     await pricer.ready()
-    const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: true, onChange: () => pricer.dataChanged() })
+    const dir = newDir()
+    const u = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => pricer.dataChanged() })
     expect(await u.update()).toBe(true)
     expect(u.status()).toMatchObject({ source: 'updated', last_error: null })
     expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
     body = JSON.stringify(publishedData())
+
+    // The next start: the bundled data in use again, offline. The copy kept in the data folder was
+    // accepted over this same bundled data, so it is used though it lacks the retired model.
+    const lib = await loadPriceLibrary()
+    lib.updatePrices(({ setProviderData }) => setProviderData(bundled))
+    pricer.dataChanged()
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date()).priced).toBe(false)
+    const again = new PriceUpdater({ dataDir: dir, url: 'http://127.0.0.1:1/data.json', autoUpdate: false, onChange: () => pricer.dataChanged() })
+    expect(await again.loadCache()).toBe(true)
+    expect(again.status()).toMatchObject({ source: 'cached', updated_at: '2026-11-20T08:00:00.000Z' })
+    expect(pricer.price('openai', 'openai', 'gpt-6.1-sol', usage, new Date())).toEqual({ cost_usd: 4.2, priced: true })
+    again.close()
   })
 
   it('keeps the data in use when the server answers with an older copy, and asks only for newer data', async () => {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto'
 import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
@@ -63,7 +64,29 @@ async function readCapped(body: AsyncIterable<Buffer> & { destroy(err?: Error): 
 interface Cached {
   updated_at: string
   fetched_at: string
+  /** `bundledPrint()` of the bundled data it was accepted over (absent in copies written before it was kept). */
+  bundled?: string
   providers: Provider[]
+}
+
+let bundledPrintMemo: string | null = null
+
+/**
+ * A fingerprint of the bundled price data (its providers' and models' ids), taken once, before
+ * any newer data replaces it. A cached copy written over the same bundled data was accepted as
+ * newer than it, so it may lack models the bundled data still prices (retired upstream); a copy
+ * written under another release's bundled data may be older than this one's.
+ */
+function bundledPrint(data: Provider[]): string {
+  if (bundledPrintMemo === null) {
+    const h = createHash('sha256')
+    for (const p of data) {
+      h.update(p.id).update('\n')
+      for (const m of p.models) h.update(m.id).update(' ')
+    }
+    bundledPrintMemo = h.digest('hex').slice(0, 32)
+  }
+  return bundledPrintMemo
 }
 
 /**
@@ -83,6 +106,7 @@ export class PriceUpdater {
   /** Failed checks in a row: the next check comes sooner, and only the first failure is logged. */
   private failures = 0
   private readonly state: PriceDataStatus
+  private bundled = ''
 
   constructor(private readonly opts: PriceUpdaterOptions) {
     this.url = opts.url ?? PRICE_DATA_URL
@@ -92,7 +116,9 @@ export class PriceUpdater {
 
   /** The library loaded (./library.ts) and its update hook taken, once. */
   private readonly ready = loadOnce(() =>
-    loadPriceLibrary().then((lib) => {
+    loadPriceLibrary().then(async (lib) => {
+      // Taken before any newer data is set (only an updater sets it, after this).
+      this.bundled = bundledPrint((await lib.waitForUpdate()) ?? [])
       lib.updatePrices(({ setProviderData }) => {
         // Synchronous: the library validates and swaps the data, or throws and keeps what it had.
         this.set = (data) => setProviderData(data)
@@ -157,9 +183,12 @@ export class PriceUpdater {
     }
     if (this.closed) return false
     // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
-    // it): it is used only when it prices every model the bundled data (still in use) prices.
+    // it): it is used only when it prices every model the bundled data (still in use) prices. A
+    // copy accepted over this same bundled data is newer than it, though it may have retired a
+    // few models (claude-2): it is checked as a download is.
     const lib = await loadPriceLibrary()
-    const older = refuseReason(lib, cached.providers, (await lib.waitForUpdate()) ?? [], true)
+    const sameBundle = cached.bundled === this.bundled
+    const older = refuseReason(lib, cached.providers, (await lib.waitForUpdate()) ?? [], !sameBundle)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
@@ -223,7 +252,7 @@ export class PriceUpdater {
       this.state.source = 'updated'
       this.state.updated_at = published
       this.recovered()
-      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, providers: data as Provider[] })
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, providers: data as Provider[] })
       this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
       return true
     } catch (err) {
