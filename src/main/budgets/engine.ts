@@ -5,7 +5,7 @@ import { BudgetAnnouncer, alertOf, levelOf, type ThresholdEvent } from './announ
 import type { KeyState } from './key-state'
 import { KeyRegistry, type KeyCount } from './key-registry'
 import type { AdmissionRow, FeedRow } from './feed/publish'
-import { Meter, type PeriodState } from './meter'
+import { Meter, type PeriodState, latestReset } from './meter'
 import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
@@ -218,10 +218,10 @@ export class BudgetEngine implements BudgetMeters {
       return { warnings, settle: this.learnFrom(ctx), unsent }
     }
     if (rate) return { warnings, refuse: { rule, kind: 'rate', state: null, rate, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
-    // This instance's own spend already at a limit: refused without asking the shared state.
-    for (const p of periods) {
-      if (p.spent >= p.limit) return { warnings, refuse: { rule, kind: 'reached', state: p, rate: null, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
-    }
+    // This instance's own spend already at a limit: refused without asking the shared state,
+    // naming the reached limit that frees last.
+    const reached = latestReset(periods.filter((p) => p.spent >= p.limit))
+    if (reached) return { warnings, refuse: { rule, kind: 'reached', state: reached, rate: null, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
     // Held background responses past their bound stop holding before this call is decided.

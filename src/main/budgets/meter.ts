@@ -58,6 +58,21 @@ export function windowResetsAt(
   }
   return now + lengthMs
 }
+/**
+ * Of several limits reached at once, the one whose block lasts longest: the one whose reset is
+ * latest (a session's, which never resets, latest of all). A refusal names it, so that retrying
+ * at its `resetsAt` is not refused again by another. The periods are not ordered by reset: a
+ * week can end after the month it started in, a rolling window free after midnight.
+ */
+export function latestReset<T extends PeriodState>(reached: readonly T[]): T | undefined {
+  let out: T | undefined
+  for (const p of reached) {
+    if (out === undefined) out = p
+    else if (out.resetsAt !== null && (p.resetsAt === null || p.resetsAt > out.resetsAt)) out = p
+  }
+  return out
+}
+
 /** Sessions idle for longer are forgotten (and loaded back from the last 7 days at start-up). */
 export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
 
@@ -300,7 +315,6 @@ export class Meter {
     const r = this.rule
     this.roll(now)
     const out: PeriodState[] = []
-    // Longest first: when several limits are reached, the later reset is the one that matters.
     if (r.monthly_limit_usd !== null) {
       out.push({ period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(now).end })
     }

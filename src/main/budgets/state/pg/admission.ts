@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { isConflict } from '../../../storage/conflict'
 import type { SqlParams, SqlStore } from '../../../storage/sql'
-import { type PeriodState, minuteOf, windowResetsAt } from '../../meter'
+import { type PeriodState, latestReset, minuteOf, windowResetsAt } from '../../meter'
 import type { ReserveOutcome, ReserveRequest } from '../types'
 import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
@@ -30,11 +30,14 @@ interface Answer {
  */
 export class Admission {
   /**
-   * Spend rows the database said are at their limit: their spend and when it was read. A
-   * calendar period's spend only grows by calls, so the answer stands without a round trip; but
-   * re-pricing (on any instance) can lower it, so it is asked again after REACHED_TTL_MS.
+   * Spend rows the database said are at their limit: their spend, when it was read and when the
+   * limit resets. A calendar period's or a session's spend only grows by calls, so the answer
+   * stands without a round trip; but re-pricing (on any instance) can lower it, so it is asked
+   * again after REACHED_TTL_MS. A window's spend falls as time passes: its entry only says it is
+   * reached until its reset, so that a refusal naming another limit is not given while the window
+   * would free later.
    */
-  private readonly reached = new Map<string, { spent: number; at: number }>()
+  private readonly reached = new Map<string, { spent: number; at: number; resetsAt: number | null }>()
 
   constructor(
     private readonly store: SqlStore,
@@ -51,18 +54,21 @@ export class Admission {
    */
   async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
-    // Once the database said a calendar period reached this limit, the answer stands for a while
-    // (no round trip to refuse each call of an agent that keeps trying). A window's spend falls as
-    // time passes, so it is asked every time.
+    // Once the database said a calendar period or a session reached this limit, the answer stands
+    // for a while (no round trip to refuse each call of an agent that keeps trying), naming the
+    // limit reached that frees last. A window's spend falls as time passes: when it is the one
+    // that frees last, the database is asked for its figures.
     const now = Date.now()
+    const known: PeriodState[] = []
     for (const p of periods) {
-      if (p.period === 'session' || p.period === 'window') continue
       const k = rowKey(rk, req.keyHash, p, req.session)
       const r = this.reached.get(k)
       if (r === undefined) continue
-      if (now - r.at >= REACHED_TTL_MS) this.reached.delete(k)
-      else if (r.spent >= p.limit && !force) return { ok: false, kind: 'reached', state: { ...p, spent: r.spent }, reservedUsd: 0, worstCaseUsd: 0 }
+      if (now - r.at >= REACHED_TTL_MS || (p.period === 'window' && r.resetsAt! <= req.ts)) this.reached.delete(k)
+      else if (r.spent >= p.limit && !force) known.push({ ...p, spent: r.spent, resetsAt: p.period === 'window' ? r.resetsAt : p.resetsAt })
     }
+    const cached = latestReset(known)
+    if (cached && cached.period !== 'window') return { ok: false, kind: 'reached', state: cached, reservedUsd: 0, worstCaseUsd: 0 }
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
     const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
@@ -133,26 +139,42 @@ export class Admission {
     this.settlements.drop(rid)
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none
     for (const p of periods) {
-      const r = rows.find((x) => x.period === p.period)
-      if (!r) {
-        // Deleted behind this instance's back: create it again.
-        this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
-        if (retry < 3) return this.reserve(req, periods, retry + 1, force)
-        throw new Error(`budget spend row for ${p.period} could not be created`)
-      }
+      if (rows.some((x) => x.period === p.period)) continue
+      // Deleted behind this instance's back: create it again.
+      this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
+      if (retry < 3) return this.reserve(req, periods, retry + 1, force)
+      throw new Error(`budget spend row for ${p.period} could not be created`)
+    }
+    // Every limit reached is remembered; the refusal names the one that frees last, so that a
+    // retry at its reset is not refused by another (a week can end after its month).
+    const reached: (PeriodState & { reserved: number })[] = []
+    for (const p of periods) {
+      const r = rows.find((x) => x.period === p.period)!
+      if (r.spent_usd < p.limit) continue
+      const state = await this.figures(r, p, req.ts)
+      this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd, state.resetsAt)
+      reached.push({ ...state, reserved: reservedOf(r) })
+    }
+    const last = latestReset(reached)
+    if (last) {
+      const { reserved, ...state } = last
+      return { ok: false, kind: 'reached', state, reservedUsd: reserved, worstCaseUsd: 0 }
+    }
+    for (const p of periods) {
+      const r = rows.find((x) => x.period === p.period)!
       if (admitted(req, p, r)) continue
-      const state = { ...p, spent: r.spent_usd }
-      // A window resets when enough of its shared spend has left it (one more query, refusals only).
-      if (p.period === 'window') state.resetsAt = await this.windowResetsAt(r.id, p, req.ts)
-      const reserved = r.reserved_usd > EPS ? r.reserved_usd : 0
-      if (r.spent_usd >= p.limit) {
-        if (p.period !== 'session' && p.period !== 'window') this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd)
-        return { ok: false, kind: 'reached', state, reservedUsd: reserved, worstCaseUsd: 0 }
-      }
-      if (req.rule.reserve === 'max_tokens') return { ok: false, kind: 'worst_case', state, reservedUsd: reserved, worstCaseUsd: req.amount }
-      return { ok: false, kind: 'reserved', state, reservedUsd: reserved, worstCaseUsd: 0 }
+      const state = await this.figures(r, p, req.ts)
+      if (req.rule.reserve === 'max_tokens') return { ok: false, kind: 'worst_case', state, reservedUsd: reservedOf(r), worstCaseUsd: req.amount }
+      return { ok: false, kind: 'reserved', state, reservedUsd: reservedOf(r), worstCaseUsd: 0 }
     }
     throw new Error('budget reservation: no row refused and not every row took the call')
+  }
+
+  /** A period as its row answered: the shared spend, and for a window when enough of it leaves (one more query, refusals only). */
+  private async figures(r: Answer, p: PeriodState, ts: number): Promise<PeriodState> {
+    const state = { ...p, spent: r.spent_usd }
+    if (p.period === 'window') state.resetsAt = await this.windowResetsAt(r.id, p, ts)
+    return state
   }
 
   /**
@@ -173,9 +195,9 @@ export class Admission {
     return windowResetsAt(minutes, costs, 0, sum, p.limit, length, now)
   }
 
-  private remember(k: string, spent: number): void {
+  private remember(k: string, spent: number, resetsAt: number | null): void {
     if (this.reached.size > 10_000) this.reached.clear()
-    this.reached.set(k, { spent, at: Date.now() })
+    this.reached.set(k, { spent, at: Date.now(), resetsAt })
   }
 }
 
@@ -208,6 +230,11 @@ function lockWithWindow(admits: string): string {
                 SELECT b.id, b.period, b.spent_usd, b.reserved_usd, ${admits} AS ok
                   FROM figures b, LATERAL (SELECT b.lim, b.period) w
               )`
+}
+
+/** What the calls in flight hold on a row (float residue below EPS is none). */
+function reservedOf(r: Answer): number {
+  return r.reserved_usd > EPS ? r.reserved_usd : 0
 }
 
 /** The test the statement made on one row, on the figures it answered with (to name the refusing period). */
