@@ -90,7 +90,7 @@ export function whenParam(req: Request, name: 'since' | 'until', tz: string): nu
   const v = one(req, name)
   if (v === undefined || v === '') return null
   const t = parseWhen(v, tz, name === 'until')
-  if (t === null) throw new ParamError(name, `The parameter ${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(v)}.`)
+  if (t === null) throw new ParamError(name, `The parameter ${name} must be a day of the calendar (2026-11-20) or an ISO time; got ${JSON.stringify(v)}.`)
   return t
 }
 

@@ -13,8 +13,13 @@ export * from './types'
  */
 export function parseWhen(s: string, tz: string, end = false): number | null {
   const d = /^(\d{4})-?(\d{2})-?(\d{2})$/.exec(s)
-  if (d) return localMidnight(Number(d[1]), Number(d[2]), Number(d[3]) + (end ? 1 : 0), tz)
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(s)) return null
+  if (d) {
+    if (!isCalendarDay(d[1], d[2], d[3])) return null
+    return localMidnight(Number(d[1]), Number(d[2]), Number(d[3]) + (end ? 1 : 0), tz)
+  }
+  const iso = /^(\d{4})-(\d{2})-(\d{2})T/.exec(s)
+  // Date.parse reads 2026-02-30T… as March 2: a day that does not exist is refused, not rolled over.
+  if (!iso || !isCalendarDay(iso[1], iso[2], iso[3])) return null
   if (/(Z|[+-]\d{2}(:?\d{2})?)$/i.test(s)) {
     const t = Date.parse(s)
     return Number.isFinite(t) ? t : null
@@ -22,6 +27,15 @@ export function parseWhen(s: string, tz: string, end = false): number | null {
   // Read the wall clock as UTC (so the machine's zone plays no part), then place it in `tz`.
   const wall = Date.parse(`${s}Z`)
   return Number.isFinite(wall) ? wallInstant(wall, tz) : null
+}
+
+/** True when year, month and day name a day of the calendar (no February 29 of 2026, no April 31). */
+function isCalendarDay(year: string, month: string, day: string): boolean {
+  const [y, m, d] = [Number(year), Number(month), Number(day)]
+  const t = new Date(0)
+  // Rolls an impossible day over into the next month (as Date.UTC would, which also reads years 0-99 as 19xx).
+  t.setUTCFullYear(y, m - 1, d)
+  return t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d
 }
 
 /**

@@ -24,7 +24,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     const tz = t.config.timezone
     for (const name of ['since', 'until'] as const) {
       if (o[name] !== undefined && parseWhen(o[name], tz, name === 'until') === null) {
-        throw new CliError(`--${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
+        throw new CliError(`--${name} must be a day of the calendar (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
       }
     }
     // A file is always private to the user: the export holds every call (tenants, sessions, key hints).

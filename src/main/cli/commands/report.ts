@@ -69,7 +69,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   const tz = t.config.timezone
   for (const name of ['since', 'until'] as const) {
     if (o[name] !== undefined && parseWhen(o[name], tz, name === 'until') === null) {
-      throw new CliError(`--${name} must be a day (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
+      throw new CliError(`--${name} must be a day of the calendar (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
     }
   }
   if (t.kind === 'http') {
