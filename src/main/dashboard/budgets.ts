@@ -50,9 +50,12 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
   )
   const overall: BudgetsOverview['overall'] = []
   if (tenant === null) {
+    // The totals are counted in the ledger's day and month (the config's `timezone`), which the
+    // budget clock (shared on PostgreSQL: another zone, possibly) need not be: the reset and the
+    // pace come from the same clock as the spend, so the three describe one day.
     const totals = spend.totals(now)
-    const day = engine.clock.dayOf(now)
-    const month = engine.clock.monthOf(now)
+    const day = spend.clock.dayOf(now)
+    const month = spend.clock.monthOf(now)
     for (const [period, spent, p] of [['daily', totals.day, day], ['monthly', totals.month, month]] as const) {
       const f = forecast({ period, limit: Infinity, spent, start: p.start, resetsAt: p.end }, now)
       overall.push({ period, spent_usd: spent, projected_usd: f.projected, resets_at: new Date(p.end).toISOString(), burn_rate_usd_per_hour: f.rate * HOUR })
