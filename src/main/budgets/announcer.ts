@@ -24,9 +24,14 @@ const MAX_CROSSED = 100_000
  */
 export class BudgetAnnouncer {
   private readonly listeners = new Set<(alert: BudgetAlert) => void>()
-  private readonly fired = new Set<string>()
-  /** Month of the alerts in `fired`; a new month starts the set afresh. */
-  private firedMonth = 0
+  /**
+   * Levels already announced, by `crossingKey` (a calendar period by its start, so a week that
+   * straddles a month end is one week), each with when it can be forgotten: a calendar period's
+   * end; never for a rolling window, which forgets a level once its spend is back under it.
+   */
+  private readonly fired = new Map<string, number>()
+  /** When `fired` was last rid of the levels of ended periods. */
+  private firedPruned = 0
   private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
   /** Thresholds already crossed, by rule, key, period, period start, limit and threshold. */
   private readonly crossed = new Set<string>()
@@ -43,21 +48,26 @@ export class BudgetAnnouncer {
     return () => this.thresholdListeners.delete(listener)
   }
 
-  /** Tells listeners the first time a key reaches a level under a rule in a period. */
-  raise(s: KeyState, rule: Rule, periods: PeriodState[]): void {
+  /**
+   * Tells listeners the first time a key reaches a level under a rule in a period: once per
+   * calendar period; for a rolling window, again once its spend has fallen back under the level.
+   */
+  raise(s: KeyState, rule: Rule, periods: PeriodState[], now: number): void {
     if (this.listeners.size === 0) return
-    const month = this.clock.monthOf(Date.now()).start
-    if (month !== this.firedMonth) {
-      this.firedMonth = month
-      this.fired.clear()
-    }
+    this.prune(now)
     for (const p of periods) {
       if (p.period === 'session') continue
       const level = levelOf(rule, p)
+      if (p.period === 'window') {
+        // A window's spend falls as time passes: a level it is under again is news when next reached.
+        if (level !== 'blocking') this.fired.delete(crossingKey(rule, s.hash, p, 'blocking'))
+        if (level === null) this.fired.delete(crossingKey(rule, s.hash, p, 'warning'))
+      }
       if (!level) continue
       const id = crossingKey(rule, s.hash, p, level)
       if (this.fired.has(id)) continue
-      this.fired.add(id)
+      if (this.fired.size >= MAX_CROSSED) this.fired.clear()
+      this.fired.set(id, p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt)
       const alert = alertOf(rule, s, p, level)
       for (const l of this.listeners) {
         try {
@@ -67,6 +77,14 @@ export class BudgetAnnouncer {
         }
       }
     }
+  }
+
+  /** Forgets, once a day at most, the levels announced in calendar periods that have ended. */
+  private prune(now: number): void {
+    const day = this.clock.dayOf(now).start
+    if (day === this.firedPruned) return
+    this.firedPruned = day
+    for (const [id, end] of this.fired) if (end <= now) this.fired.delete(id)
   }
 
   /**

@@ -210,7 +210,7 @@ export class BudgetEngine implements BudgetMeters {
     const m = this.meter(rule, s.hash)
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
-    this.announcer.raise(s, rule, periods)
+    this.announcer.raise(s, rule, periods, now)
     const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
       if (rate) warnings.push({ rule, state: null, rate })
@@ -394,7 +394,7 @@ export class BudgetEngine implements BudgetMeters {
       if (!this.keyMatches(m.rule, s, false)) continue
       // One reading of the meter for both: the levels (with the session's) and the thresholds (without).
       const periods = m.periods(now, session)
-      this.announcer.raise(s, m.rule, periods)
+      this.announcer.raise(s, m.rule, periods, now)
       this.announcer.thresholds(s, m, now, false, periods)
     }
   }
