@@ -10,7 +10,7 @@ import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
 import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
-import { type Scope, historyStart, ruleIdentity, scopeMatches } from './scope'
+import { type Scope, historyStart, ruleIdentity, scopeMatches, sessionHistoryStart } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
@@ -20,7 +20,7 @@ export type { ThresholdEvent } from './announcer'
 export type { KeyState } from './key-state'
 export type { KeyCount } from './key-registry'
 export type { Decision, PendingBackground, Refusal, Warning } from './decision'
-export { historyStart, type Scope } from './scope'
+export { historyStart, sessionHistoryStart, type Scope } from './scope'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
@@ -79,7 +79,11 @@ export class BudgetEngine implements BudgetMeters {
     configRules: readonly Rule[],
     runtimeRules: readonly Rule[],
     private readonly cost: CostModel,
-    private readonly loadHistory: (since: number) => HistoryRow[] = () => [],
+    /**
+     * The recorded calls since `since`, and (when `sessionsSince` is not null) the older spend of
+     * the sessions with a call since `sessionsSince`, each row's minute before `since`.
+     */
+    private readonly loadHistory: (since: number, sessionsSince: number | null) => HistoryRow[] = () => [],
     /** Where `block` rules' money limits are reserved: in process (default) or in PostgreSQL. */
     readonly budgetState: BudgetState = new MemoryBudgetState(),
   ) {
@@ -114,7 +118,7 @@ export class BudgetEngine implements BudgetMeters {
     this.meters = new Map()
     const active = this.index.active()
     if (active.length === 0) return
-    for (const r of this.loadHistory(historyStart(active, this.clock, now))) {
+    for (const r of this.loadHistory(historyStart(active, this.clock, now), sessionHistoryStart(active, now))) {
       const s = this.keys.state(r.api_key_hash, r.key_hint)
       this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
     }

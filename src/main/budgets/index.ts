@@ -94,7 +94,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     configRules(ctx),
     local.all(),
     costModel(ctx.pricer, history),
-    (since) => (shared ? shared.rows() : own!.load(since)),
+    (since, sessionsSince) => (shared ? shared.rows() : own!.load(since, sessionsSince)),
     shared?.state,
   )
   engine.reload()

@@ -2,7 +2,7 @@ import type Database from 'better-sqlite3'
 import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
 import type { BudgetEngine, HistoryRow } from './engine'
-import { HISTORY_SQL } from './shared-history'
+import { HISTORY_SQL, SESSION_HISTORY_SQL } from './shared-history'
 
 /**
  * SQLite: the recorded calls the meters start from (at start-up and at every rule change), per
@@ -12,6 +12,7 @@ import { HISTORY_SQL } from './shared-history'
  */
 export class LocalHistory {
   private readonly query: Database.Statement
+  private readonly sessions: Database.Statement
   private readonly noticed: NoticeReader
 
   constructor(
@@ -21,6 +22,7 @@ export class LocalHistory {
   ) {
     // The same rows PostgreSQL's instances read (./shared-history.ts).
     this.query = db.prepare(HISTORY_SQL)
+    this.sessions = db.prepare(SESSION_HISTORY_SQL)
     this.noticed = {
       // Moved on at every read of the ledger; from here when no rule needs one (the key registry's seed holds what is older).
       through: latestNotice(db),
@@ -31,15 +33,22 @@ export class LocalHistory {
     }
   }
 
-  /** The calls since `since`, per key, scope, session and minute (the engine's `loadHistory`). */
-  load(since: number): HistoryRow[] {
+  /**
+   * The calls since `since`, per key, scope, session and minute, and the older spend of the
+   * sessions with a call since `sessionsSince` (the engine's `loadHistory`).
+   */
+  load(since: number, sessionsSince: number | null = null): HistoryRow[] {
     try {
       // Calls still held in memory are written first, so none is missed (or counted twice).
       this.ledger.flush()
     } catch {
       // a database that cannot be written now: the held calls are counted when they arrive
     }
-    const { value, through } = readWithNotices(this.db, () => this.query.all({ since }) as HistoryRow[])
+    const { value, through } = readWithNotices(this.db, () => {
+      const rows = this.query.all({ since }) as HistoryRow[]
+      if (sessionsSince !== null) for (const r of this.sessions.iterate({ since, active: sessionsSince })) rows.push(r as HistoryRow)
+      return rows
+    })
     this.noticed.through = through
     return value
   }

@@ -73,7 +73,7 @@ export function latestReset<T extends PeriodState>(reached: readonly T[]): T | u
   return out
 }
 
-/** Sessions idle for longer are forgotten (and loaded back from the last 7 days at start-up). */
+/** Sessions idle for longer are forgotten; at start-up the others are loaded back whole (scope.ts: sessionHistoryStart). */
 export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
 
 class Calendar {

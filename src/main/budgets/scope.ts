@@ -1,4 +1,5 @@
 import type { PeriodClock } from '../time/zone'
+import { SESSION_MEMORY_MS } from './meter'
 import { matches } from './pattern'
 import type { Rule } from './rules'
 
@@ -33,12 +34,21 @@ export function ruleIdentity(r: Rule): string {
   return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
 }
 
+/**
+ * With a session cap among `rules`: the start of the sessions whose whole spend the meters load
+ * (those with a call since then, i.e. not idle for SESSION_MEMORY_MS), however long ago they
+ * began; null without one.
+ */
+export function sessionHistoryStart(rules: readonly Rule[], now: number): number | null {
+  return rules.some((r) => r.session_limit_usd !== null) ? now - SESSION_MEMORY_MS : null
+}
+
 /** The longest history any rule needs loaded: this month, this week, the longest window, a week of sessions. */
 export function historyStart(rules: readonly Rule[], clock: PeriodClock, now: number): number {
   let since = Math.min(clock.monthOf(now).start, clock.weekOf(now).start)
   for (const r of rules) {
     if (r.window_hours !== null) since = Math.min(since, now - r.window_hours * 3600_000 - 60_000)
-    if (r.session_limit_usd !== null) since = Math.min(since, now - 7 * 24 * 3600_000)
+    if (r.session_limit_usd !== null) since = Math.min(since, now - SESSION_MEMORY_MS)
   }
   return since
 }

@@ -10,6 +10,20 @@ export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, prov
        (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, (ts / 60000) * 60000`
 
+/**
+ * The spend before @since of the sessions still remembered (a call since @active), per key,
+ * scope and session, as one row at the minute of its last call (before @since: it counts in the
+ * session only, never in a calendar period or window). A session cap counts the whole session,
+ * which can have begun long before the month. Only the calls of those sessions are read, by the
+ * calls_session_ts index (`session <> ''` lets the partial index serve).
+ */
+export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
+       (MAX(ts) / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, 0 AS tokens, MAX(ts) AS last
+  FROM calls
+ WHERE session IN (SELECT DISTINCT session FROM calls WHERE ts >= @active AND session <> '' AND origin_id IS NULL)
+   AND session <> '' AND ts < @since AND origin_id IS NULL
+ GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session`
+
 /** This month's keys, for the key registry. */
 export const KEYS_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, MAX(tenant) AS tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash`
@@ -39,6 +53,7 @@ export class SharedHistory {
     since: number,
     counted: () => readonly CallRecord[] = () => [],
     keysSince?: number,
+    sessionsSince: number | null = null,
   ): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyCount[] | null }> {
     await this.ledger.flushed()
     const { rows, snapshot, read, spend, keys } = await this.store.transaction(async (tx) => {
@@ -46,6 +61,7 @@ export class SharedHistory {
       // The first query takes the transaction's snapshot; the history is read in the same one.
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
       const rows = await tx.all<HistoryRow>(HISTORY_SQL, { since })
+      if (sessionsSince !== null) rows.push(...(await tx.all<HistoryRow>(SESSION_HISTORY_SQL, { since, active: sessionsSince })))
       // Which of the calls this instance counted meanwhile are in what was read.
       const callKeys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
       const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })

@@ -3,7 +3,7 @@ import type { ServerContext } from '../server/context'
 import { PostgresStore } from '../storage/postgres'
 import { firstLoad } from '../storage/shared-table'
 import type { BudgetEngine, HistoryRow } from './engine'
-import { historyStart } from './scope'
+import { historyStart, sessionHistoryStart } from './scope'
 import { AdmissionAnnouncer } from './feed/admissions'
 import { SharedCallFeed } from './feed/listen'
 import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
@@ -131,7 +131,10 @@ export class SharedBudgets {
     this.during.add(during)
     try {
       const now = Date.now()
-      const { snapshot, read, spend, keys } = await this.history.load(historyStart(en.rules.active(), en.clock, now), () => during, en.clock.monthOf(now).start)
+      const active = en.rules.active()
+      const { snapshot, read, spend, keys } = await this.history.load(
+        historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now),
+      )
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)

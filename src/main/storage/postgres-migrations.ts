@@ -352,6 +352,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
       'ALTER TABLE budget_settled ADD COLUMN owed BOOLEAN NOT NULL DEFAULT false, ADD COLUMN by_call BOOLEAN NOT NULL DEFAULT false',
     ],
   },
+  {
+    version: 15,
+    description: 'the calls of a session by time (SQLite version 24): a session cap counts a still-active session whole, however long ago it began',
+    sql: ["CREATE INDEX IF NOT EXISTS calls_session_ts ON calls (session, ts) WHERE session <> ''"],
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

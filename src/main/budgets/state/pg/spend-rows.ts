@@ -1,13 +1,18 @@
 import type { SqlParams, SqlStore } from '../../../storage/sql'
 import { MAX_WINDOW_HOURS } from '../../check'
-import { MINUTE, type PeriodState } from '../../meter'
+import { MINUTE, type PeriodState, SESSION_MEMORY_MS } from '../../meter'
 import type { ReserveRequest } from '../types'
 import { lockKeyForSeed } from './call-spend'
 import type { Limiter } from './limiter'
 import { NOW_MS, rowKey, scopeSql, spendStart, windowLength } from './sql'
 
-/** How far back a session's spend row is seeded from the calls table. */
-const SESSION_HISTORY_MS = 7 * 24 * 3600_000
+
+/**
+ * A session's calls: all of them, however long ago the session began (a session cap counts it
+ * whole), found by the calls_session_ts index (`session <> ''` lets the partial index serve); a
+ * session idle for SESSION_MEMORY_MS is forgotten, as the meters forget it (its seed is 0).
+ */
+const SESSION_CALLS = " AND session = @session AND session <> ''"
 
 /**
  * The spend rows (`budget_spend`) a call is admitted against. A row is created (INSERT … ON
@@ -60,8 +65,9 @@ export class SpendRows {
       period: p.period,
       start: session ? 0 : p.start,
       session: session ? req.session : '',
-      since: session ? Date.now() - SESSION_HISTORY_MS : p.start,
+      since: session ? 0 : p.start,
     }
+    if (session) params.idle = Date.now() - SESSION_MEMORY_MS
     const scope = scopeSql(req.rule, params)
     // Its own transaction, under the key's lock taken exclusively first (call-spend.ts): the
     // calls of every batch committed before the lock was granted are in the sum (the INSERT's
@@ -70,8 +76,8 @@ export class SpendRows {
       await lockKeyForSeed(tx, req.keyHash)
       await tx.run(
       `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
-       SELECT @rk, @key, @period, @start, @session, COALESCE(SUM(cost_usd), 0), 0, ${NOW_MS} FROM calls
-        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription' AND origin_id IS NULL${session ? ' AND session = @session' : ''}${scope}
+       SELECT @rk, @key, @period, @start, @session, ${session ? 'COALESCE(CASE WHEN MAX(ts) >= @idle THEN SUM(cost_usd) END, 0)' : 'COALESCE(SUM(cost_usd), 0)'}, 0, ${NOW_MS} FROM calls
+        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription' AND origin_id IS NULL${session ? SESSION_CALLS : ''}${scope}
        ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
         params,
       )
