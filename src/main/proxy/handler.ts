@@ -14,7 +14,7 @@ import { createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
-import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, parseJsonBody, readBody } from './call/request-body'
+import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, readBody, readRequest } from './call/request-body'
 import { newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
@@ -109,6 +109,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     // recording price it (../pricing/library.ts).
     const prices = opts.pricer.isReady ? null : opts.pricer.ready()
     let body: Buffer | null
+    let request: { parsed: any; bytes: number }
     try {
       body = await readBody(req, maxBody, memory)
       // The body's memory is given back when the call is over (answered, failed or abandoned).
@@ -118,9 +119,11 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         else res.on('close', () => memory.give(held))
       }
       if (res.destroyed) return
+      request = await readRequest(body, req.headers, maxBody, memory)
+      if (res.destroyed) return
     } catch (err) {
       if (err instanceof BodyTooLarge) {
-        sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes.`)
+        sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes${err.decoded ? ' once decompressed' : ''}.`)
         // Recorded like every refusal: who sent what, never sent upstream, cost 0.
         const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
         const s = life.begin(newHttpCall(route, ctx, info, started, res))
@@ -151,8 +154,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
       }
       if (res.destroyed) return
     }
-    const parsed = parseJsonBody(body, req.headers['content-type'])
-    const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, parsed, body?.length ?? 0, ts, opts)
+    const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, request.parsed, request.bytes, ts, opts)
 
     const s = life.begin(newHttpCall(route, ctx, info, started, res))
     const forward = () =>

@@ -1,5 +1,6 @@
+import zlib from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { formFields, parseJsonBody } from './request-body'
+import { BodyMemory, BodyMemoryFull, decodeBody, formFields, parseJsonBody, readRequest } from './request-body'
 
 const form = (boundary: string, parts: string[]) => Buffer.from(parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('') + `--${boundary}--\r\n`, 'latin1')
 
@@ -32,5 +33,51 @@ describe('multipart form fields (OpenAI audio uploads name their model in one)',
     expect(parseJsonBody(body, 'multipart/form-data; boundary=other')).toBeUndefined()
     expect(parseJsonBody(Buffer.from('--b1\r\nno end'), 'multipart/form-data; boundary=b1')).toBeUndefined()
     expect(parseJsonBody(body, 'application/octet-stream')).toBeUndefined()
+  })
+})
+
+describe('compressed request bodies (decodeBody, readRequest)', () => {
+  const json = Buffer.from(JSON.stringify({ model: 'gpt-5', input: 'hi '.repeat(1000) }))
+
+  it('decodes each encoding, and hands back a body without one as it is', async () => {
+    for (const [encoding, packed] of [
+      ['gzip', zlib.gzipSync(json)],
+      ['deflate', zlib.deflateSync(json)],
+      ['br', zlib.brotliCompressSync(json)],
+      [' ZSTD ', zlib.zstdCompressSync(json)],
+    ] as const) {
+      expect((await decodeBody(packed, encoding, 1 << 20))?.equals(json)).toBe(true)
+    }
+    expect(await decodeBody(json, undefined, 1 << 20)).toBe(json)
+    expect(await decodeBody(json, 'identity', 1 << 20)).toBe(json)
+  })
+
+  it('null for an encoding it does not know, a list, or a corrupt or truncated body', async () => {
+    const gz = zlib.gzipSync(json)
+    expect(await decodeBody(json, 'compress', 1 << 20)).toBeNull()
+    expect(await decodeBody(gz, 'gzip, identity', 1 << 20)).toBeNull()
+    expect(await decodeBody(json, 'zstd', 1 << 20)).toBeNull()
+    expect(await decodeBody(gz.subarray(0, gz.length - 10), 'gzip', 1 << 20)).toBeNull()
+  })
+
+  it('stops a body that decompresses past the limit, and gives back the memory it took', async () => {
+    const memory = new BodyMemory(1 << 30)
+    const bomb = zlib.zstdCompressSync(Buffer.alloc(8 << 20))
+    await expect(decodeBody(bomb, 'zstd', 1 << 20, memory)).rejects.toMatchObject({ decoded: true })
+    expect(memory.held).toBe(0)
+  })
+
+  it('refuses a decoded copy the memory for bodies has no room for', async () => {
+    const memory = new BodyMemory(1000)
+    await expect(decodeBody(zlib.gzipSync(json), 'gzip', 1 << 20, memory)).rejects.toBeInstanceOf(BodyMemoryFull)
+    expect(memory.held).toBe(0)
+  })
+
+  it('readRequest parses the decoded copy, counts its bytes, and gives its memory back once parsed', async () => {
+    const memory = new BodyMemory(1 << 20)
+    const r = await readRequest(zlib.zstdCompressSync(json), { 'content-type': 'application/json', 'content-encoding': 'zstd' }, 1 << 20, memory)
+    expect(r).toEqual({ parsed: JSON.parse(json.toString()), bytes: json.length })
+    expect(memory.held).toBe(0)
+    expect(await readRequest(Buffer.from('x'), { 'content-type': 'application/json', 'content-encoding': 'zstd' }, 1 << 20, memory)).toEqual({ parsed: undefined, bytes: 1 })
   })
 })

@@ -1,8 +1,14 @@
-import type { IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import zlib from 'node:zlib'
 
 export const DEFAULT_MAX_REQUEST = 100 * 1024 * 1024
 
-export class BodyTooLarge extends Error {}
+export class BodyTooLarge extends Error {
+  /** `decoded`: the body came within the limit compressed, and decompresses past it. */
+  constructor(readonly decoded = false) {
+    super()
+  }
+}
 /** The bodies already held in memory leave no room for this one (BodyMemory). */
 export class BodyMemoryFull extends Error {}
 
@@ -78,6 +84,86 @@ export function readBody(req: IncomingMessage, limit: number, memory?: BodyMemor
       resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
     })
     req.on('error', fail)
+  })
+}
+
+/**
+ * What the provider reads of a request: its body parsed (a decoded copy when it came compressed:
+ * Codex logged in with ChatGPT sends its Responses calls as zstd) and its size as read, the
+ * prompt's bytes the budgets bound its tokens by. The body itself goes upstream as it came. A
+ * body Burnrate cannot decode (an encoding it does not know, corrupt data) is not read: the
+ * provider answers it and the answer is metered. BodyTooLarge when it decodes past `limit`,
+ * BodyMemoryFull when `memory` has no room for the decoded copy, which is given back once parsed.
+ */
+export async function readRequest(body: Buffer | null, headers: IncomingHttpHeaders, limit: number, memory?: BodyMemory): Promise<{ parsed: any; bytes: number }> {
+  if (!body) return { parsed: undefined, bytes: 0 }
+  const decoded = await decodeBody(body, headers['content-encoding'], limit, memory)
+  if (!decoded) return { parsed: undefined, bytes: body.length }
+  try {
+    return { parsed: parseJsonBody(decoded, headers['content-type']), bytes: decoded.length }
+  } finally {
+    if (decoded !== body) memory?.give(decoded.length)
+  }
+}
+
+/** The Content-Encodings a request body is decoded from, as the answers' are (../../metering/body-tap.ts). */
+function requestDecoder(encoding: string): zlib.Gunzip | zlib.Inflate | zlib.BrotliDecompress | zlib.ZstdDecompress | null {
+  // Larger output chunks than zlib's 16 KiB: fewer trips to the thread pool for a large body.
+  const chunkSize = 64 * 1024
+  switch (encoding.trim().toLowerCase()) {
+    case 'gzip':
+    case 'x-gzip':
+      return zlib.createGunzip({ chunkSize })
+    case 'deflate':
+      return zlib.createInflate({ chunkSize })
+    case 'br':
+      return zlib.createBrotliDecompress({ chunkSize })
+    case 'zstd':
+      // Its window is held to zstd's default limit (128 MB, what a 100 MB body compressed in one
+      // frame needs); Node decodes the first frame of a body only (Codex sends one).
+      return zlib.createZstdDecompress({ chunkSize })
+    default:
+      return null
+  }
+}
+
+/**
+ * A decoded copy of a compressed body, or the body itself when it names no encoding (or
+ * `identity`); null when it cannot be decoded. Decoded off the event loop (zlib's streams run on
+ * the thread pool), chunk by chunk, each taken from `memory`: a small body that decompresses to
+ * gigabytes (a zip bomb) stops at `limit` (BodyTooLarge).
+ */
+export function decodeBody(body: Buffer, encoding: string | undefined, limit: number, memory?: BodyMemory): Promise<Buffer | null> {
+  if (!encoding || /^\s*identity\s*$/i.test(encoding) || body.length === 0) return Promise.resolve(body)
+  // A list (`gzip, zstd`: encoded twice) is not decoded: no client sends one.
+  const decoder = requestDecoder(encoding)
+  if (!decoder) return Promise.resolve(null)
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let size = 0
+    let over = false
+    const stop = (err: Error | null): void => {
+      if (over) return
+      over = true
+      decoder.destroy()
+      memory?.give(size)
+      if (err) reject(err)
+      else resolve(null)
+    }
+    decoder.on('data', (c: Buffer) => {
+      if (over) return
+      if (size + c.length > limit) return stop(new BodyTooLarge(true))
+      if (memory && !memory.take(c.length)) return stop(new BodyMemoryFull())
+      size += c.length
+      chunks.push(c)
+    })
+    decoder.on('error', () => stop(null))
+    decoder.on('end', () => {
+      if (over) return
+      over = true
+      resolve(chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size))
+    })
+    decoder.end(body)
   })
 }
 
