@@ -77,6 +77,7 @@ describe('OpenAI: reads of a stored response', () => {
     expect(openaiEndpointOf('DELETE', '/responses/resp_1')).toBe('other')
     expect(openaiEndpointOf('GET', '/responses/resp_1/cancel')).toBe('other')
     expect(openaiEndpointOf('POST', '/responses')).toBe('responses')
+    expect(openaiEndpointOf('POST', '/responses/compact')).toBe('responses.compact')
     expect(openaiEndpointOf('GET', '/responses')).toBe('other')
     const shape = inspectOpenAI({ method: 'GET', path: '/responses/resp_1', query: 'stream=true', headers: {}, body: undefined })
     expect(shape).toMatchObject({ endpoint: 'responses.retrieve', billable: false, free: true })

@@ -140,12 +140,18 @@ export function fileIdOf(path: string): string {
   }
 }
 
+/**
+ * `POST /responses/compact`: Codex's remote compaction of a long thread (codex-api
+ * endpoint/compact.rs), a model call billed like any response, its usage in its JSON answer.
+ */
+const COMPACT = /^\/responses\/compact\/*$/
+
 /** `GET /responses/{id}` (retrieve, or `?stream=true`) and `POST /responses/{id}/cancel`: a stored (background) response read again. */
 const RESPONSE_READ = /^\/responses\/([^/]+?)(\/cancel)?\/*$/
 
 /**
  * The endpoint of a request by method and path (below the version, e.g. `/chat/completions`):
- * what is created by a POST, and the Responses API's reads of a stored response
+ * what is created by a POST (a compaction: `responses.compact`), and the Responses API's reads of a stored response
  * (`responses.retrieve`, `responses.cancel`), which are not billed themselves (they carry a
  * background response's final usage: see `OpenAIMeter`).
  */
@@ -159,6 +165,8 @@ export function openaiEndpointOf(method: string, path: string): string {
       return method === 'GET' ? 'batches.retrieve' : 'other'
     }
   }
+  // Before the reads: `compact` would read as a response id.
+  if (method === 'POST' && COMPACT.test(path)) return 'responses.compact'
   const read = path.startsWith('/responses/') ? RESPONSE_READ.exec(path) : null
   if (read) {
     if (method === 'GET' && !read[2]) return 'responses.retrieve'
@@ -168,7 +176,7 @@ export function openaiEndpointOf(method: string, path: string): string {
   return method === 'POST' ? openaiEndpoint(path) : 'other'
 }
 
-const BILLABLE = new Set(['chat.completions', 'responses', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
+const BILLABLE = new Set(['chat.completions', 'responses', 'responses.compact', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
 /** A stored response read again (retrieve, cancel): never this request's cost (CallShape.free). */
 export const READS = new Set(['responses.retrieve', 'responses.cancel'])
 
