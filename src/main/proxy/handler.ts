@@ -119,8 +119,11 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         else res.on('close', () => memory.give(held))
       }
       if (res.destroyed) return
-      request = await readRequest(body, req.headers, maxBody, memory)
-      if (res.destroyed) return
+      const read = readRequest(body, req.headers, maxBody, memory)
+      if (read instanceof Promise) {
+        request = await read
+        if (res.destroyed) return
+      } else request = read
     } catch (err) {
       if (err instanceof BodyTooLarge) {
         sendError(res, 'payload_too_large', `The request body is larger than ${maxBody} bytes${err.decoded ? ' once decompressed' : ''}.`)

@@ -95,8 +95,20 @@ export function readBody(req: IncomingMessage, limit: number, memory?: BodyMemor
  * provider answers it and the answer is metered. BodyTooLarge when it decodes past `limit`,
  * BodyMemoryFull when `memory` has no room for the decoded copy, which is given back once parsed.
  */
-export async function readRequest(body: Buffer | null, headers: IncomingHttpHeaders, limit: number, memory?: BodyMemory): Promise<{ parsed: any; bytes: number }> {
+export function readRequest(
+  body: Buffer | null,
+  headers: IncomingHttpHeaders,
+  limit: number,
+  memory?: BodyMemory,
+): { parsed: any; bytes: number } | Promise<{ parsed: any; bytes: number }> {
   if (!body) return { parsed: undefined, bytes: 0 }
+  // Not compressed (every call but Codex's over HTTP): read now, with no promise on the call's way.
+  const encoding = headers['content-encoding']
+  if (!encoding || body.length === 0) return { parsed: parseJsonBody(body, headers['content-type']), bytes: body.length }
+  return readDecoded(body, headers, limit, memory)
+}
+
+async function readDecoded(body: Buffer, headers: IncomingHttpHeaders, limit: number, memory?: BodyMemory): Promise<{ parsed: any; bytes: number }> {
   const decoded = await decodeBody(body, headers['content-encoding'], limit, memory)
   if (!decoded) return { parsed: undefined, bytes: body.length }
   try {
