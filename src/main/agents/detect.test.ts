@@ -42,6 +42,13 @@ describe('detectAgent', () => {
     expect(detectAgent({ 'user-agent': 'OpenAI/Python 1.109.1', 'x-session-id': 'job-7' }, undefined)).toMatchObject({ agent: 'openai-sdk', session: 'job-7' })
   })
 
+  it("recognises Gemini CLI by Cloud Code's User-Agent in VS Code, not Google's VS Code extension", () => {
+    const vscode = 'CloudCodeVSCode/0.61.0 (aidev_client; os_type=Linux; os_version=6.8.0; arch=x64; host_path=VSCode/1.101.0; proxy_client=geminicli)'
+    expect(detectAgent({ 'user-agent': vscode }, undefined).agent).toBe('gemini-cli')
+    expect(detectAgent({ 'user-agent': 'GeminiCLI-acp-zed/0.61.0/gemini-2.5-pro (linux; x64; zed)' }, undefined).agent).toBe('gemini-cli')
+    expect(detectAgent({ 'user-agent': 'CloudCodeVSCode/2.40.0 (aidev_client; os_type=Linux)' }, undefined).agent).toBe('')
+  })
+
   it('recognises further agents by their User-Agent', () => {
     expect(detectAgent({ 'user-agent': 'Continue/1.2.3 (VS Code; extension)' }, undefined).agent).toBe('continue')
     expect(detectAgent({ 'user-agent': 'Continue-CLI/1.0.0' }, undefined).agent).toBe('continue')
