@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { calcPrice, extractUsage, findProvider } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
-import { postJson } from '../support/http'
+import { postJson, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, geminiMultimodalAnswer, recorded } from './ledger'
 
@@ -122,6 +122,34 @@ describe('Gemini fixtures are metered and priced exactly', () => {
     const row = await recorded(s.t, () => postJson(`${s.t.url}/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     expect(s.upstream.requests[0].url).toBe('/v1beta/models/gemini-2.5-flash:generateContent')
     expect(row).toMatchObject({ provider: 'gemini', model: 'gemini-2.5-flash', input_tokens: 3520, output_tokens: 44 })
+  })
+
+  it("Gemini's v1 API on the bare /v1 path (Gemini CLI with GOOGLE_GENAI_API_VERSION=v1) reaches Gemini, not OpenAI", async () => {
+    answer(s.upstream, fixture('gemini/stream-generate-content.sse'), 'sse')
+    const ua = { 'user-agent': 'GeminiCLI/0.61.0/gemini-2.5-flash (linux; x64; terminal)', 'x-goog-api-client': 'google-genai-sdk/1.30.0 gl-node/v22.17.0' }
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, BODY, { ...ua, 'x-goog-api-key': KEY }),
+    )
+    expect(s.upstream.requests[0].url).toBe('/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse')
+    expect(row).toMatchObject({ provider: 'gemini', agent: 'gemini-cli', model: 'gemini-2.5-flash', input_tokens: 18, output_tokens: 115 })
+    expect(row.cost_usd).toBe(price({ input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
+    // Its key as a bearer token (GEMINI_API_KEY_AUTH_MECHANISM=bearer): the path alone says Gemini.
+    answer(s.upstream, fixture('gemini/generate-content-thoughts.json'))
+    const bearer = await recorded(s.t, () =>
+      postJson(`${s.t.url}/v1/models/gemini-3-pro-preview:generateContent`, BODY, { ...ua, authorization: `Bearer ${KEY}` }),
+    )
+    expect(bearer).toMatchObject({ provider: 'gemini', model: 'gemini-3-pro-preview', input_tokens: 9 })
+  })
+
+  it("on the bare /v1 path a Gemini key goes only to Gemini; OpenAI's model list and retrieve stay OpenAI's", async () => {
+    answer(s.upstream, { models: [] })
+    const list = await recorded(s.t, () => request(`${s.t.url}/v1/models?key=${KEY}`))
+    expect(list.provider).toBe('gemini')
+    expect((await recorded(s.t, () => request(`${s.t.url}/v1/models`, { headers: { 'x-goog-api-key': KEY } }))).provider).toBe('gemini')
+    const openai = { authorization: 'Bearer sk-proj-test-openai-key-0000000001' }
+    expect((await recorded(s.t, () => request(`${s.t.url}/v1/models`, { headers: openai }))).provider).toBe('openai')
+    // A fine-tuned model's id has colons, but no Gemini method after them.
+    expect((await recorded(s.t, () => request(`${s.t.url}/v1/models/ft:gpt-4o-mini:acme::abc123`, { headers: openai }))).provider).toBe('openai')
   })
 
   it('takes the key from ?key= and passes the query upstream untouched', async () => {

@@ -65,3 +65,37 @@ describe('Router: Bedrock upstreams by region', () => {
     expect(upstreamPath(router.match('/bedrock/model/x/invoke', {})!)).toBe('/aws/model/x/invoke')
   })
 })
+
+describe('Router: the bare /v1 alias sends a call to the vendor whose key or path it is', () => {
+  const router = new Router(buildUpstreams(PROVIDERS, {}))
+  const to = (url: string, headers: Record<string, string> = {}) => router.match(url, headers)!.upstream.provider.name
+
+  it("Gemini's v1 methods and tuned models, and any call with a Gemini key, go to Gemini with their path", () => {
+    for (const m of ['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents']) {
+      expect(to(`/v1/models/gemini-2.5-flash:${m}`)).toBe('gemini')
+    }
+    expect(to('/v1/tunedModels/my-model:generateContent')).toBe('gemini')
+    const r = router.match('/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse', {})!
+    expect(upstreamPath(r)).toBe('/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse')
+    expect(to('/v1/models', { 'x-goog-api-key': 'AIza-k' })).toBe('gemini')
+    expect(to('/v1/models?pageSize=5&key=AIza-k')).toBe('gemini')
+    expect(to('/v1/chat/completions', { authorization: 'Bearer AIza-k' })).toBe('gemini')
+    // Even with an Anthropic header or path: the key is Gemini's.
+    expect(to('/v1/messages', { 'x-goog-api-key': 'AIza-k', 'anthropic-version': '2023-06-01' })).toBe('gemini')
+  })
+
+  it("an Anthropic key goes to Anthropic, even without anthropic-version or on OpenAI's paths", () => {
+    expect(to('/v1/models', { 'x-api-key': 'sk-ant-api03-k' })).toBe('anthropic')
+    expect(to('/v1/chat/completions', { authorization: 'Bearer sk-ant-api03-k' })).toBe('anthropic')
+    expect(to('/v1/messages', { authorization: 'Bearer gateway-token' })).toBe('anthropic')
+  })
+
+  it("OpenAI keeps its own: the model list, a model's retrieve (fine-tuned ids have colons), other keys", () => {
+    const key = { authorization: 'Bearer sk-proj-k' }
+    expect(to('/v1/models', key)).toBe('openai')
+    expect(to('/v1/models/gpt-4o', key)).toBe('openai')
+    expect(to('/v1/models/ft:gpt-4o-mini:acme::abc123', key)).toBe('openai')
+    expect(to('/v1/chat/completions', { ...key, 'x-api-key': 'some-other-key' })).toBe('openai')
+    expect(to('/v1/responses?include=x', key)).toBe('openai')
+  })
+})

@@ -64,6 +64,36 @@ function upstreamOf(provider: Provider, enabled: boolean, baseUrl: string | null
 /** The regional upstreams a router keeps (each has its own connection pool); a path naming more has none. */
 const MAX_REGIONAL = 64
 
+/** Gemini's model methods in its `v1` API, the ones `/v1/models/{model}:<method>` names. */
+const GEMINI_V1_METHODS = new Set(['generateContent', 'streamGenerateContent', 'countTokens', 'embedContent', 'batchEmbedContents'])
+
+/**
+ * A `/v1` path (below `/v1`) only Gemini serves: `/models/{model}:<Gemini method>` (what Gemini
+ * CLI sends with `GOOGLE_GENAI_API_VERSION=v1`) or `/tunedModels/…`. OpenAI's `/models` (list) and
+ * `/models/{id}` (its fine-tuned ids have colons, `ft:gpt-4o:org::id`, but no Gemini method) are not.
+ */
+function geminiV1Path(rest: string): boolean {
+  if (rest.startsWith('/tunedModels/')) return true
+  if (!rest.startsWith('/models/')) return false
+  const colon = rest.lastIndexOf(':')
+  return colon > 8 && GEMINI_V1_METHODS.has(rest.slice(colon + 1))
+}
+
+/**
+ * The vendor whose key a call carries, when the key says so: Gemini's `x-goog-api-key`, `?key=`
+ * or `AIza…` bearer; Anthropic's `sk-ant-…` (API key or OAuth token) in `x-api-key` or a bearer.
+ * '' for any other (OpenAI's keys, a gateway's token): the path and headers decide.
+ */
+function keyVendor(headers: IncomingHttpHeaders, query: string): 'gemini' | 'anthropic' | '' {
+  if (headers['x-goog-api-key'] !== undefined || query.startsWith('key=') || query.includes('&key=')) return 'gemini'
+  const auth = headers.authorization
+  const bearer = typeof auth === 'string' && /^bearer /i.test(auth) ? auth.slice(7).trimStart() : ''
+  if (bearer.startsWith('AIza')) return 'gemini'
+  const apiKey = headers['x-api-key']
+  if (bearer.startsWith('sk-ant-') || (typeof apiKey === 'string' && apiKey.trimStart().startsWith('sk-ant-'))) return 'anthropic'
+  return ''
+}
+
 function below(path: string, prefix: string): string | null {
   if (path === prefix) return '/'
   if (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47 /* '/' */) return path.slice(prefix.length)
@@ -73,8 +103,10 @@ function below(path: string, prefix: string): string | null {
 /**
  * Maps a request to its provider. Each provider's mount (`/openai/v1`, `/anthropic`, ...)
  * stands for its base URL. The bare paths that agents use by default are aliases:
- * `/v1/messages*` (and any `/v1/*` sent with an `anthropic-version` header) go to Anthropic
- * as `/anthropic/v1/...`; every other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
+ * `/v1/*` that is Gemini's (a Gemini method or tuned model, see `geminiV1Path`, or carrying a
+ * Gemini key) goes to Gemini as `/gemini/v1/*`; `/v1/messages*` (and any `/v1/*` sent with an
+ * `anthropic-version` header or an Anthropic key) go to Anthropic as `/anthropic/v1/...`; every
+ * other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
  * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`, and so do its downloads, `/download/v1beta/*`.
  *
  * A call bound for OpenAI that carries a `chatgpt-account-id` header is Codex logged in with
@@ -99,8 +131,13 @@ export class Router {
     if (path.startsWith('/v1')) {
       const rest = below(path, '/v1')
       if (rest !== null) {
+        // A client's key goes only to its vendor: Gemini's before anything else, since a Gemini
+        // key sent to OpenAI or Anthropic (their 404) would leave the machine for the wrong vendor.
+        const key = keyVendor(headers, query)
+        const gemini = this.upstreams.get('gemini')
+        if (gemini && (key === 'gemini' || geminiV1Path(rest))) return { upstream: gemini, path, query }
         const anthropic = this.upstreams.get('anthropic')
-        if (anthropic && (below(path, '/v1/messages') !== null || headers['anthropic-version'] !== undefined)) {
+        if (anthropic && (key === 'anthropic' || below(path, '/v1/messages') !== null || headers['anthropic-version'] !== undefined)) {
           return { upstream: anthropic, path, query }
         }
         const openai = this.upstreams.get('openai')
