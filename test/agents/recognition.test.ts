@@ -11,7 +11,7 @@ import { recorded } from '../providers/ledger'
  * Request captures of each agent (headers and body as the agent sends them; `source` in each
  * file says where its shape comes from), replayed through a real server. The agent and its own
  * session id must be recorded; `"session": "auto"` means the agent sends none, so an inferred
- * `auto-...` session is expected.
+ * `auto-...` session is expected. A capture's `project`, where it has one, must be recorded too.
  */
 interface Capture {
   source: string
@@ -19,7 +19,8 @@ interface Capture {
   path: string
   headers: Record<string, string>
   body: unknown
-  expect: { agent: string; session: string }
+  /** `project`, where given: the working directory the agent states (else not checked). */
+  expect: { agent: string; session: string; project?: string }
 }
 
 const DIR = join(dirname(fileURLToPath(import.meta.url)), 'captures')
@@ -68,6 +69,7 @@ describe('agents are recognised from what they send', () => {
       expect(row.agent).toBe(c.expect.agent)
       if (c.expect.session === 'auto') expect(row.session).toMatch(AUTO)
       else expect(row.session).toBe(c.expect.session)
+      if (c.expect.project !== undefined) expect(row.project).toBe(c.expect.project)
       // The client's own headers go upstream untouched.
       const got = upstream.requests[0]
       if (c.headers['user-agent']) expect(got.headers['user-agent']).toBe(c.headers['user-agent'])

@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, type ClientRequest, lineAfter, projectPath, sessionId } from './types'
+import { type AgentSignature, type ClientRequest, sessionId, workingDirectoryIn } from './types'
 
 /**
  * Claude Code (and the Claude Agent SDK built on it) sends `User-Agent: claude-cli/<version>
@@ -17,31 +17,18 @@ export const claudeCode: AgentSignature = {
   // 2.1.332 sends as a message of role `system` after the user's first.
   project: (r) => {
     if (!isObject(r.body)) return ''
-    const sys = r.body.system
-    const p = projectIn(typeof sys === 'string' ? [sys] : sys)
+    const p = workingDirectoryIn(r.body.system)
     if (p) return p
     const messages = r.body.messages
     if (!Array.isArray(messages)) return ''
     let seen = 0
     for (const m of messages) {
       if (!isObject(m) || m.role !== 'system') continue
-      const found = projectIn(typeof m.content === 'string' ? [m.content] : m.content)
+      const found = workingDirectoryIn(m.content)
       if (found || ++seen >= 4) return found
     }
     return ''
   },
-}
-
-/** The working directory stated in the first 8 text blocks (or strings) of `blocks`, else ''. */
-function projectIn(blocks: unknown): string {
-  if (!Array.isArray(blocks)) return ''
-  for (const b of blocks.slice(0, 8)) {
-    const t = typeof b === 'string' ? b : isObject(b) ? b.text : undefined
-    if (typeof t !== 'string') continue
-    const p = projectPath(lineAfter(t, 'Primary working directory: ')) || projectPath(lineAfter(t, 'Working directory: '))
-    if (p) return p
-  }
-  return ''
 }
 
 function claudeCodeSession(r: ClientRequest): string {

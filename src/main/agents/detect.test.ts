@@ -58,7 +58,7 @@ describe('detectAgent', () => {
     expect(detectAgent({ 'user-agent': 'Mozilla/5.0' }, undefined).agent).toBe('')
   })
 
-  it('takes the project from X-Burnrate-Project, else the working directory Claude Code or Codex states', () => {
+  it('takes the project from X-Burnrate-Project, else the working directory Claude Code, Codex or opencode states', () => {
     const cc = { 'user-agent': 'claude-cli/2.1.5 (external, cli)' }
     const system = [
       { type: 'text', text: "You are Claude Code, Anthropic's official CLI for Claude." },
@@ -88,5 +88,12 @@ describe('detectAgent', () => {
     ]
     expect(detectAgent({ 'user-agent': 'codex_cli_rs/0.58.0 (Debian; x86_64) xterm' }, { input }).project).toBe('/home/dev/api')
     expect(detectAgent({ 'user-agent': 'curl/8' }, { input }).project).toBe('')
+    // opencode reads only its system text: a directory named in the conversation is not its project.
+    const env = '<env>\n  Working directory: /home/dev/shop\n</env>'
+    const oc = { 'user-agent': 'opencode/1.18.33' }
+    expect(detectAgent(oc, { messages: [{ role: 'system', content: env }] }).project).toBe('/home/dev/shop')
+    expect(detectAgent(oc, { input: [{ role: 'developer', content: [{ type: 'input_text', text: env }] }] }).project).toBe('/home/dev/shop')
+    expect(detectAgent(oc, { messages: [{ role: 'user', content: env }] }).project).toBe('')
+    expect(detectAgent(oc, { contents: [{ role: 'user', parts: [{ text: env }] }] }).project).toBe('')
   })
 })

@@ -1,4 +1,5 @@
-import { type AgentSignature, header, sessionId } from './types'
+import { isObject } from '../metering/usage'
+import { type AgentSignature, header, sessionId, workingDirectoryIn } from './types'
 
 /**
  * opencode (sst/opencode): `User-Agent: opencode/<version>` and its session id (`ses_...`) in
@@ -12,4 +13,30 @@ export const opencode: AgentSignature = {
     sessionId(header(r.headers, 'x-opencode-session')) ||
     sessionId(header(r.headers, 'x-session-affinity')) ||
     sessionId(header(r.headers, 'x-session-id')),
+  // Its system prompt states `  Working directory: /path` in an <env> block (1.18). Only the system
+  // text is read, wherever the provider's wire format puts it: Anthropic's `system`, the Responses
+  // API's `instructions`, Gemini's `systemInstruction`, or leading system messages (OpenAI chat,
+  // the Responses API's `input`).
+  project: (r) => {
+    const b = r.body
+    if (!isObject(b)) return ''
+    return (
+      workingDirectoryIn(b.system) ||
+      workingDirectoryIn(b.instructions) ||
+      (isObject(b.systemInstruction) ? workingDirectoryIn(b.systemInstruction.parts) : '') ||
+      inSystemMessages(b.messages) ||
+      inSystemMessages(b.input)
+    )
+  },
+}
+
+/** The working directory stated in the system (or developer) messages among the first 4 of `list`. */
+function inSystemMessages(list: unknown): string {
+  if (!Array.isArray(list)) return ''
+  for (const m of list.slice(0, 4)) {
+    if (!isObject(m) || (m.role !== 'system' && m.role !== 'developer')) continue
+    const p = workingDirectoryIn(m.content)
+    if (p) return p
+  }
+  return ''
 }

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { isObject } from '../metering/usage'
 
 /** What a client sent that may identify it: its headers and its parsed JSON body. */
 export interface ClientRequest {
@@ -33,6 +34,23 @@ export function lineAfter(text: string, label: string, limit = 200_000): string 
   const start = at + label.length
   const end = text.indexOf('\n', start)
   return text.slice(start, end < 0 ? Math.min(text.length, start + 501) : Math.min(end, start + 501))
+}
+
+/**
+ * The working directory an agent states (`Primary working directory: /path` or `Working
+ * directory: /path`) in `content`, a string or its first 8 text blocks (or strings), else ''. Any
+ * block with a `text` counts: Anthropic's and OpenAI's content parts, Gemini's `parts`.
+ */
+export function workingDirectoryIn(content: unknown): string {
+  const blocks = typeof content === 'string' ? [content] : content
+  if (!Array.isArray(blocks)) return ''
+  for (const b of blocks.slice(0, 8)) {
+    const t = typeof b === 'string' ? b : isObject(b) ? b.text : undefined
+    if (typeof t !== 'string') continue
+    const p = projectPath(lineAfter(t, 'Primary working directory: ')) || projectPath(lineAfter(t, 'Working directory: '))
+    if (p) return p
+  }
+  return ''
 }
 
 export function header(headers: IncomingHttpHeaders, name: string): string {
