@@ -24,9 +24,17 @@ export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hi
    AND session <> '' AND ts < @since AND origin_id IS NULL
  GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session`
 
-/** This month's keys, for the key registry. */
-export const KEYS_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, MAX(tenant) AS tenant, COUNT(*) AS requests, MAX(ts) AS last_ts
-  FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash`
+/**
+ * This month's keys, for the key registry. A key's tenant is its newest call's, as the registry
+ * keeps it live (KeyRegistry.count; the latest recorded of calls at the same ms): MAX(tenant) gave
+ * a key used by two tenants the one named last, and that tenant's budgets view showed it unused.
+ * The newest call is looked up once per key, by (ts) on SQLite and by (api_key_hash, ts) on
+ * PostgreSQL, after one pass over the month: no sort of the month's calls.
+ */
+export const KEYS_SQL = `SELECT k.api_key_hash, k.key_hint, k.requests, k.last_ts,
+       (SELECT c.tenant FROM calls c WHERE c.ts = k.last_ts AND c.api_key_hash = k.api_key_hash AND c.origin_id IS NULL ORDER BY c.id DESC LIMIT 1) AS tenant
+  FROM (SELECT api_key_hash, MAX(key_hint) AS key_hint, COUNT(*) AS requests, MAX(ts) AS last_ts
+          FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash) k`
 
 /**
  * PG mode: the in-process meters (warnings, rate limits, rolling windows, alerts and budget
