@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
@@ -55,4 +56,37 @@ describe('a second key on a call, with the budget state in PostgreSQL', () => {
     expect(await threeCalls(t)).toEqual([200, 200, 200])
     expect(t.server.ledger.spend.key(hashKey(OTHER)).day).toBe(0)
   })
+})
+
+describe("a second key on a call, under a per-minute request limit, with another instance on the PostgreSQL", () => {
+  const RPM_BILLED = 'sk-rpm-aaaaaaaa-0001'
+  const RPM_OTHER = 'sk-rpm-bbbbbbbb-0002'
+  const config = { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-rpm-*', requests_per_minute: 10, action: 'block' }] } }
+  const call = (t: TestServer, headers: Record<string, string>) =>
+    postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }, headers)
+  const engineOf = (t: TestServer) => budgetsOf(t.server.context).engine
+  /** Requests of `key` in the last minute on `t` (under the rule), and its requests this month. */
+  const used = (t: TestServer, key: string) => ({
+    minute: engineOf(t).status().flatMap((r) => r.keys).find((k) => k.key.hash === hashKey(key))?.meter.requestsInLastMinute(Date.now()) ?? 0,
+    month: engineOf(t).keysThisMonth().find((k) => k.hash === hashKey(key))?.requestsMonth ?? 0,
+  })
+
+  it('is one request on the other instance: counted as admitted, not again when stored', async () => {
+    const url = h.database()
+    const a = await h.server({ url, config })
+    const b = await h.server({ url, config })
+    // B listens: it has heard a call A stored.
+    const warm = 'sk-rpm-warm-0000'
+    expect((await call(a, { authorization: `Bearer ${warm}` })).status).toBe(200)
+    await eventually(() => used(b, warm).month === 1, 20_000)
+
+    const feedB = budgetsOf(b.server.context).feed!
+    const heard = feedB.stats.admissions
+    expect((await call(a, { authorization: `Bearer ${RPM_BILLED}`, 'x-api-key': RPM_OTHER })).status).toBe(200)
+    expect(await a.server.ledger.flushed()).toBe(true)
+    // B has heard both: the admission (as A admitted the call) and the stored call (the billed key's).
+    await eventually(() => feedB.stats.admissions > heard && used(b, RPM_BILLED).month === 1, 20_000)
+    expect(used(a, RPM_BILLED).minute).toBe(1)
+    expect(used(b, RPM_BILLED).minute).toBe(1)
+  }, 60_000)
 })

@@ -103,6 +103,16 @@ export interface CallGate {
 export const OPEN_GATE: CallGate = { admit: () => ({}) }
 
 /**
+ * The context a key of a multi-key call is admitted with: the call's own for the billed key (the
+ * one recorded), so what the gate marks on it reaches the recorded call (`rateAnnounced`: else
+ * other instances counted its request again when it was stored); a copy with the key for the others.
+ */
+function contextOf(ctx: CallContext, k: KeyIdentity): CallContext {
+  if (k.apiKeyHash === ctx.apiKeyHash) return ctx
+  return { ...ctx, apiKey: k.apiKey, apiKeyHash: k.apiKeyHash, keyHint: k.keyHint }
+}
+
+/**
  * Admits a call only when `inner` admits it for every API key it carries: a call with a key
  * blocked at $0 in `?key=` and a decoy in `x-api-key` is refused, whichever one the provider
  * bills. The billed key is asked first; when one is refused, what the others reserved is
@@ -152,10 +162,9 @@ export function everyCredential(inner: CallGate): CallGate {
       // Keys in order; in one step until a key's decision waits on the database, then the rest follow it.
       const from = (i: number): Admission => {
         for (; i < keys.length; i++) {
-          const k = keys[i]
           let a: Admission
           try {
-            a = inner.admit({ ...ctx, apiKey: k.apiKey, apiKeyHash: k.apiKeyHash, keyHint: k.keyHint })
+            a = inner.admit(contextOf(ctx, keys[i]))
           } catch (err) {
             release()
             throw err
