@@ -2,7 +2,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { type Answers, OUTPUT, REAL_COST, USAGE, backgroundBody, backgroundResponder } from '../providers/background-support'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { type Answers, MODEL, OUTPUT, REAL_COST, USAGE, backgroundBody, backgroundResponder } from '../providers/background-support'
 import { callsOf, spentToday } from './support'
 
 // OpenAI background responses (`background: true`) under a `block` rule: the POST ends when the
@@ -23,11 +24,15 @@ beforeAll(async () => {
   upstream = await startMockUpstream(backgroundResponder(answers))
   t = await startTestServer(
     {
+      ...ADMIN_CONFIG,
       timezone: 'UTC',
       budgets: {
         rules: [
           { api_key_pattern: 'sk-bgjobs-*', daily_limit_usd: LIMIT, action: 'block', reserve: 'max_tokens' },
           { api_key_pattern: 'sk-bgone-*', daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' },
+          { api_key_pattern: 'sk-bgrep-*', daily_limit_usd: 6, action: 'block', reserve: 'max_tokens' },
+          // The default reservation (`reserve: expected`): a job is let through while spend and reservations are under $12.
+          { api_key_pattern: 'sk-bgexp-*', daily_limit_usd: 12, action: 'block' },
         ],
       },
     },
@@ -99,5 +104,46 @@ describe('background responses hold their reservation while they run', () => {
     const refused = await start(key, 'resp_bg_one_f')
     expect(refused.status).toBe(429)
     expect(refused.json().error.spent_usd).toBeGreaterThanOrEqual(REAL_COST)
+  })
+
+  it('a re-price of a job still running keeps its hold: only its result (or its end, or the bound) lets it go', async () => {
+    const key = 'sk-bgrep-aaaaaaaaaaaa-0003'
+    expect((await start(key, 'resp_bg_rep_a')).status).toBe(200)
+    expect((await start(key, 'resp_bg_rep_b')).status).toBe(429)
+    await eventually(() => callsOf(t, key).length === 2)
+
+    // Its model re-priced while it runs: its estimate moves, its hold stays.
+    expect((await admin(t.url, 'PUT', `/prices/openai/${MODEL}`, { body: { input_mtok: 11, output_mtok: 40 } })).status).toBe(200)
+    try {
+      expect((await admin(t.url, 'POST', `/prices/openai/${MODEL}/reprice?all=true`)).json().repriced).toBeGreaterThan(0)
+      const refused = await start(key, 'resp_bg_rep_c')
+      expect(refused.status).toBe(429)
+      expect(refused.json().error.message).toMatch(/could cost up to/)
+
+      // Its result in: the hold ends, its real cost counts.
+      answers.set('resp_bg_rep_a', backgroundBody('resp_bg_rep_a', 'completed', USAGE, OUTPUT))
+      expect((await poll(key, 'resp_bg_rep_a')).status).toBe(200)
+      await eventually(() => spentToday(t, key) > 5)
+    } finally {
+      await admin(t.url, 'DELETE', `/prices/openai/${MODEL}`) // the other tests' jobs at the bundled price
+    }
+  })
+
+  it('under reserve: expected, a job reserves what the background jobs of its model cost, once one has taken its real usage', async () => {
+    const key = 'sk-bgexp-aaaaaaaaaaaa-0004'
+    // The first reserves as the model's ordinary calls (nothing known: 4,096 output tokens), and costs REAL_COST.
+    expect((await start(key, 'resp_bg_exp_1')).status).toBe(200)
+    answers.set('resp_bg_exp_1', backgroundBody('resp_bg_exp_1', 'completed', USAGE, OUTPUT))
+    expect((await poll(key, 'resp_bg_exp_1')).status).toBe(200)
+    await eventually(() => Math.abs(spentToday(t, key) - REAL_COST) < 1e-6)
+
+    // Each job started next reserves what the first cost (not 4,096 tokens' worth): with one spent
+    // and two held, the fourth is refused while they run. The limit is passed by one job at most.
+    const next = []
+    for (const id of ['resp_bg_exp_2', 'resp_bg_exp_3', 'resp_bg_exp_4']) next.push((await start(key, id)).status)
+    expect(next).toEqual([200, 200, 429])
+    const refused = await start(key, 'resp_bg_exp_5')
+    expect(refused.json().error).toMatchObject({ type: 'budget_exceeded', limit_usd: 12 })
+    expect(refused.json().error.message).toMatch(/still in flight are expected to cost/)
   })
 })

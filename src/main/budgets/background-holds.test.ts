@@ -38,11 +38,14 @@ describe('a background response holds its reservation', () => {
     expect(engine.admit(ctx(now + BACKGROUND_HOLD_MS), now + BACKGROUND_HOLD_MS).refuse).toBeUndefined()
   })
 
-  it('until its call\'s cost moves (its real usage taken, here or on another instance)', () => {
+  it('until its call\'s real usage is taken (its cost move, here or on another instance); not when it is re-priced', () => {
     const engine = setup()
     engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_2' })
     expect(engine.admit(ctx(now + 1), now + 1).refuse?.kind).toBe('reserved')
-    engine.adjust([{ api_key_hash: hashKey(KEY), ts: now, provider: 'openai', model: 'o3-pro', agent: '', tenant: '', session: '', delta: 0.2 }], now + 2)
-    expect(engine.admit(ctx(now + 3), now + 3).refuse).toBeUndefined()
+    const move = { api_key_hash: hashKey(KEY), ts: now, provider: 'openai', model: 'o3-pro', agent: '', tenant: '', session: '', delta: 0.2 }
+    engine.adjust([move], now + 2)
+    expect(engine.admit(ctx(now + 3), now + 3).refuse?.kind).toBe('reserved')
+    engine.adjust([{ ...move, usage_in: true }], now + 4)
+    expect(engine.admit(ctx(now + 5), now + 5).refuse).toBeUndefined()
   })
 })

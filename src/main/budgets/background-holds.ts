@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { CallContext } from '../proxy/gate'
 
 /**
  * How long a background response's reservation is held at most, from its POST. A deep-research
@@ -66,7 +67,7 @@ export class HoldFile {
  * `block` rule counts the jobs still running as it counts calls in flight (README: overshoot).
  */
 export class BackgroundHolds {
-  private readonly held = new Map<string, { info: HoldInfo; free: () => void }>()
+  private readonly held = new Map<string, Held>()
   private timer: NodeJS.Timeout | null = null
   /** Where holds are kept across a restart (null: in memory only). */
   file: HoldFile | null = null
@@ -75,12 +76,12 @@ export class BackgroundHolds {
     return this.held.size
   }
 
-  /** Holds a reservation (`free` lets it go) for `info`, and keeps it in the file. */
-  keep(info: HoldInfo, free: () => void): void {
+  /** Holds a reservation (`free` lets it go) for `info` (created by the call `ctx`, unknown after a restart), and keeps it in the file. */
+  keep(info: HoldInfo, free: () => void, ctx?: CallContext): void {
     const k = keyOf(info.provider, info.responseId)
     // The same response held twice (a retried POST answered with the same id): one hold.
     this.held.get(k)?.free()
-    this.held.set(k, { info, free })
+    this.held.set(k, { info, free, ctx })
     this.write(() => this.file?.save(info))
     if (!this.timer) {
       this.timer = setInterval(() => this.expire(Date.now()), EXPIRE_EVERY_MS)
@@ -96,7 +97,12 @@ export class BackgroundHolds {
     else this.write(() => this.file?.remove(provider, responseId))
   }
 
-  /** A cost move of the call created at `ts` with `keyHash` (its real usage taken, on any instance): its hold ends. */
+  /** The call that created a response still held here (null: not held, or held again after a restart). */
+  contextOf(provider: string, responseId: string): CallContext | null {
+    return this.held.get(keyOf(provider, responseId))?.ctx ?? null
+  }
+
+  /** The real usage of the call created at `ts` with `keyHash` taken (its cost move, on any instance): its hold ends. */
   releaseCall(keyHash: string, ts: number, provider: string): void {
     if (this.held.size === 0) return
     for (const [k, h] of this.held) {
@@ -123,7 +129,7 @@ export class BackgroundHolds {
     this.write(() => this.file?.remove(info.provider, info.responseId))
   }
 
-  private end(k: string, h: { info: HoldInfo; free: () => void }): void {
+  private end(k: string, h: Held): void {
     this.held.delete(k)
     h.free()
     this.write(() => this.file?.remove(h.info.provider, h.info.responseId))
@@ -140,6 +146,13 @@ export class BackgroundHolds {
       // the file cannot be written (closed at shutdown): the hold lives in memory only
     }
   }
+}
+
+interface Held {
+  info: HoldInfo
+  free: () => void
+  /** The creating call (what its real usage is learnt for, ./expected.ts); in memory only. */
+  ctx?: CallContext
 }
 
 function keyOf(provider: string, responseId: string): string {

@@ -13,7 +13,7 @@ import { type Decision, NOTHING, type PendingBackground, type Warning, warningsO
 import { type Scope, historyStart, ruleIdentity, scopeMatches, sessionHistoryStart } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
-import type { BudgetAlert, BudgetMeters, CostAdjustment } from './types'
+import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
 
 export type { PeriodState } from './meter'
 export type { ThresholdEvent } from './announcer'
@@ -26,7 +26,7 @@ export { historyStart, sessionHistoryStart, type Scope } from './scope'
 export interface CostModel {
   worstCase(ctx: CallContext): number
   expected(ctx: CallContext): number
-  learn(ctx: CallContext, call: CallRecord): void
+  learn(ctx: CallContext, call: LearntUsage): void
 }
 
 /** One aggregated slice of recorded calls, to load the meters from the database. */
@@ -282,7 +282,7 @@ export class BudgetEngine implements BudgetMeters {
           // Its result is not in: the reservation stays until it is (the ledger adds the estimate,
           // so this settlement adds nothing to shared spend rows: its release frees, adds 0).
           const info = { ...pending, keyHash: s.hash, ts: ctx.ts, session: ctx.session, rule: ruleIdentity(rule), amount, until: now + BACKGROUND_HOLD_MS }
-          this.holds.keep(info, () => r.release())
+          this.holds.keep(info, () => r.release(), ctx)
           return undefined
         }
         r.settle(costUsd)
@@ -408,6 +408,21 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   /**
+   * A background response held here took its real usage (../pricing/background.ts, before the
+   * cost move that ends its hold): later background jobs of its model are expected to cost as
+   * much (./expected.ts), not as the ordinary calls its reservation was taken from.
+   */
+  learnBackground(provider: string, responseId: string, usage: LearntUsage): void {
+    const ctx = this.holds.contextOf(provider, responseId)
+    if (!ctx || usage.output_tokens <= 0) return
+    try {
+      this.cost.learn(ctx, usage)
+    } catch {
+      // learning is best effort
+    }
+  }
+
+  /**
    * Holds again, at start-up, the reservations background responses held before it
    * (./background-holds.ts): under the same rule (pattern and scope) and key, whatever spend is
    * at now (they were admitted before). Those past their bound, or whose rule is gone, are forgotten.
@@ -441,8 +456,9 @@ export class BudgetEngine implements BudgetMeters {
    * announced as for a new call.
    */
   adjust(changes: readonly CostAdjustment[], now = Date.now()): void {
-    // A background response's real usage taken (here or on another instance) ends its hold.
-    for (const c of changes) this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
+    // A background response's real usage taken (here or on another instance) ends its hold; a
+    // re-price of a job still running does not (its usage is still to come).
+    for (const c of changes) if (c.usage_in) this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
     if (this.index.empty) return
     for (const c of changes) {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue

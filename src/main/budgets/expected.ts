@@ -14,6 +14,11 @@ import { maxOutputTokens, promptTokenBound, reservedCost } from './worst-case'
  * - Input: the 95th percentile of what the prompt cost per request-body byte in those calls
  *   (their real input, cache reads and writes priced exactly as billed), times this body's
  *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
+ * - A background response (`background: true`) is expected from background responses of its
+ *   provider and model once one has taken its real usage (its result read through Burnrate): a
+ *   deep-research job's output and its prompt's cost (web results read as input) are tens of
+ *   times an ordinary call's, so they are kept apart, and one such job already says more than
+ *   the default. Until then, as the foreground calls of its model.
  * - Priced at the model's price; a requested model with no known price at the price of the model
  *   its last answered call named (an Azure deployment's own name: see worst-case.ts), else 0.
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
@@ -24,6 +29,8 @@ import { maxOutputTokens, promptTokenBound, reservedCost } from './worst-case'
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
 const SAMPLES = 100
 const MIN_SAMPLES = 5
+/** A background job's real usage: one says more than the default (see above). */
+const MIN_BACKGROUND_SAMPLES = 1
 const PERCENTILE = 0.95
 const INPUT_ONLY = new Set(['embeddings'])
 
@@ -40,6 +47,8 @@ class Samples {
   private readonly sorted = new Float64Array(SAMPLES)
   private n = 0
   private next = 0
+
+  constructor(private readonly min: number) {}
 
   add(v: number): void {
     const sorted = this.sorted
@@ -63,7 +72,7 @@ class Samples {
 
   p95(): number | null {
     const n = this.n
-    if (n < MIN_SAMPLES) return null
+    if (n < this.min) return null
     return this.sorted[Math.min(n - 1, Math.ceil(PERCENTILE * n) - 1)]
   }
 }
@@ -87,15 +96,22 @@ interface ModelHistory {
   answered?: string
 }
 
-/** What answered calls produced, per provider and requested model (in memory; a restart learns again). */
-export class CallHistory {
+/** Whether a call creates a background response (its job runs on after the call, see above). */
+export function isBackground(ctx: Pick<CallContext, 'shape' | 'body'>): boolean {
+  return ctx.shape.endpoint === 'responses' && ctx.body?.background === true
+}
+
+/** The histories of one kind of call (foreground, background), per provider and requested model. */
+class Models {
   /** By provider, then model (two lookups: no key string built per call). */
   private readonly providers = new Map<string, Map<string, ModelHistory>>()
   private count = 0
 
-  private of(provider: string, model: string, create: true): ModelHistory
-  private of(provider: string, model: string, create: false): ModelHistory | undefined
-  private of(provider: string, model: string, create: boolean): ModelHistory | undefined {
+  constructor(private readonly min: number) {}
+
+  of(provider: string, model: string, create: true): ModelHistory
+  of(provider: string, model: string, create: false): ModelHistory | undefined
+  of(provider: string, model: string, create: boolean): ModelHistory | undefined {
     let models = this.providers.get(provider)
     let h = models?.get(model)
     if (!h && create) {
@@ -109,35 +125,51 @@ export class CallHistory {
         models = new Map()
         this.providers.set(provider, models)
       }
-      h = { output: new Samples(), inputUsdPerByte: new Samples() }
+      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min) }
       models.set(model, h)
       this.count++
     }
     return h
   }
+}
 
-  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string): void {
-    const h = this.of(provider, model, true)
+/** What answered calls produced, per provider and requested model (in memory; a restart learns again). */
+export class CallHistory {
+  private readonly foreground = new Models(MIN_SAMPLES)
+  /** Background responses' real usage, apart: mixed in, ordinary calls would reserve a deep-research job's cost. */
+  private readonly background = new Models(MIN_BACKGROUND_SAMPLES)
+
+  private of(provider: string, model: string): ModelHistory | undefined {
+    return this.foreground.of(provider, model, false)
+  }
+
+  /** `background`: a background response's real usage (./background-holds.ts), learnt apart. */
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string, background = false): void {
+    const h = (background ? this.background : this.foreground).of(provider, model, true)
     h.output.add(outputTokens)
     if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
     if (answered && answered !== model) h.answered = answered
   }
 
   /** The priced model the requested `model`'s last answered call named instead (see ModelHistory.answered). */
-  readonly answeredAs = (provider: string, model: string): string | undefined => this.of(provider, model, false)?.answered
+  readonly answeredAs = (provider: string, model: string): string | undefined => this.of(provider, model)?.answered ?? this.background.of(provider, model, false)?.answered
 
   output(provider: string, model: string): number | null {
-    return this.of(provider, model, false)?.output.p95() ?? null
+    return this.of(provider, model)?.output.p95() ?? null
   }
 
   inputUsdPerByte(provider: string, model: string): number | null {
-    return this.of(provider, model, false)?.inputUsdPerByte.p95() ?? null
+    return this.of(provider, model)?.inputUsdPerByte.p95() ?? null
   }
 
-  /** Both figures with one lookup (the hot path's). */
-  expectations(provider: string, model: string): { output: number | null; inputUsdPerByte: number | null } {
-    const h = this.of(provider, model, false)
-    return { output: h?.output.p95() ?? null, inputUsdPerByte: h?.inputUsdPerByte.p95() ?? null }
+  /** Both figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
+  expectations(provider: string, model: string, background = false): { output: number | null; inputUsdPerByte: number | null } {
+    const h = this.of(provider, model)
+    const b = background ? this.background.of(provider, model, false) : undefined
+    return {
+      output: b?.output.p95() ?? h?.output.p95() ?? null,
+      inputUsdPerByte: b?.inputUsdPerByte.p95() ?? h?.inputUsdPerByte.p95() ?? null,
+    }
   }
 }
 
@@ -152,7 +184,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     if (ctx.shape.fast) usage.fast = true
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
-  const seen = history.expectations(ctx.provider.name, model)
+  const seen = history.expectations(ctx.provider.name, model, isBackground(ctx))
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
   // The prompt's cost per byte is learnt at list prices (budgets/index.ts): a call asking for a
   // fast tier prices its prompt's bound at the fast price instead, one billed with the

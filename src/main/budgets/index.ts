@@ -7,7 +7,7 @@ import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel, type KeyCount } from './engine'
-import { CallHistory, expectedUsd } from './expected'
+import { CallHistory, expectedUsd, isBackground } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { SharedCallFeed } from './feed/listen'
 import { budgetGate, sharedBudgetGate } from './gate'
@@ -70,7 +70,8 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       }
       // A requested name with no price of its own (an Azure deployment's) is reserved at the
       // price of the model its answer named (worst-case.ts).
-      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, call.priced ? call.model : undefined)
+      // A background response's usage is learnt apart (./expected.ts).
+      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, call.priced ? call.model : undefined, isBackground(ctx))
     },
   }
 }

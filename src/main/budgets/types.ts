@@ -3,6 +3,11 @@
 import type { CallRecord } from '../ledger/record'
 import type { SpendPeriod } from './meter'
 
+/** What a call used, as the cost model learns it: a recorded call's, or a background response's real usage taken by its creating call. */
+export type LearntUsage = Pick<
+  CallRecord, 'ts' | 'model' | 'priced' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens'
+>
+
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'
 
 export interface BudgetAlert {
@@ -39,6 +44,11 @@ export interface CostAdjustment {
   tenant: string
   session: string
   delta: number
+  /**
+   * The move is the call's real usage taken (a background response's result): it ends the hold
+   * of the job's reservation (./background-holds.ts). A re-price of a job still running does not.
+   */
+  usage_in?: boolean
 }
 
 /** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */
@@ -49,4 +59,6 @@ export interface BudgetMeters extends BudgetMonitor {
   observe(call: CallRecord, now?: number): void
   /** A background response's result is in (or it ended without one): the reservation its creating call holds is let go. */
   endBackground?(provider: string, responseId: string): void
+  /** A background response's real usage, taken by its creating call: what later background jobs of its model are expected to cost. */
+  learnBackground?(provider: string, responseId: string, usage: LearntUsage): void
 }

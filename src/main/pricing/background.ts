@@ -50,7 +50,7 @@ export async function settleBackground(
   // The creating call may still be on its way to the table (false: not all written, e.g. PostgreSQL away).
   const written = await ledger.flushed()
   let found = false
-  const moves = await store.transaction(async (tx) => {
+  const settled = await store.transaction(async (tx) => {
     // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
     const row = await tx.get<Row>(
       `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
@@ -90,12 +90,15 @@ export async function settleBackground(
       cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
       cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
       reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
-    })
+    }, true)
     await moves.apply(tx, budgets)
-    return moves
+    return { moves, taken: { ...u, ts: row.ts, model: row.model, priced } }
   })
-  if (!moves) return found ? false : written ? false : 'later'
-  moves.publish(ledger, budgets)
+  if (!settled) return found ? false : written ? false : 'later'
+  // What the job used teaches what the next background jobs of its model reserve; learnt before
+  // the move ends its hold (the hold knows the call that created it).
+  budgets.meters?.learnBackground?.(done.provider, done.responseId, settled.taken)
+  settled.moves.publish(ledger, budgets)
   return true
 }
 

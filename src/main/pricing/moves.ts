@@ -1,6 +1,6 @@
 import type { CallBilling } from '../../shared/api'
 import { publishMoves } from '../budgets/feed/publish'
-import type { CostAdjustment } from '../budgets/types'
+import type { CostAdjustment, LearntUsage } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { listenersPerOwner } from '../ledger/listeners'
 import { markRevised, revised } from '../ledger/revisions'
@@ -62,7 +62,7 @@ export function costChangeOf(r: Omit<MovedCall, 'id' | 'requested_model'>, delta
 /** Where the budgets' spend is moved: this process's meters, and PostgreSQL's shared spend rows. */
 export interface SpendTargets {
   /** The budget rules' meters in this process, moved once the transaction is committed. */
-  meters?: { adjust(changes: readonly CostAdjustment[]): void } | null
+  meters?: { adjust(changes: readonly CostAdjustment[]): void; learnBackground?(provider: string, responseId: string, usage: LearntUsage): void } | null
   /** PostgreSQL's shared spend rows, moved in the transaction that changes the calls (budgets/state/pg/call-spend.ts). */
   shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
   /** PostgreSQL: this process's id on the calls feed (budgets/feed/), so the moves reach the other instances and not this one twice. */
@@ -92,8 +92,12 @@ export class CostMoves {
     return new CostMoves(last)
   }
 
-  /** Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens` more). */
-  add(r: MovedCall, delta: number, tokens?: TokenChange): void {
+  /**
+   * Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens`
+   * more); `usageIn`: it took its real usage (a background response's result), which ends the
+   * hold of its budget reservation (a re-price leaves the hold of a job still running).
+   */
+  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn = false): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
     if (delta !== 0 || movesTokens(tokens)) {
@@ -103,7 +107,7 @@ export class CostMoves {
     if (r.billing !== 'subscription' && delta !== 0) {
       this.spend.push({
         api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
-        tenant: r.tenant, session: r.session, delta,
+        tenant: r.tenant, session: r.session, delta, ...(usageIn ? { usage_in: true } : {}),
       })
     }
   }

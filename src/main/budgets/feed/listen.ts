@@ -297,6 +297,6 @@ interface Heard {
   moves?: readonly MoveRow[]
 }
 
-function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta]: MoveRow): CostAdjustment {
-  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta }
+function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn]: MoveRow): CostAdjustment {
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...(usageIn === 1 ? { usage_in: true } : {}) }
 }

@@ -35,9 +35,10 @@ export type FeedRow = [string, string, string, string, string | null, string, st
 
 /**
  * A stored call's cost moved (re-priced, a background response settled), as the meters move it:
- * [api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta].
+ * [api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta], and 1 when it
+ * is a background response's real usage taken (its hold ends; a re-price leaves it).
  */
-export type MoveRow = [string, number, string, string, string | null, string, string, string, number]
+export type MoveRow = [string, number, string, string, string | null, string, string, string, number, 1?]
 
 /**
  * Calls admitted under a rule with a per-minute request limit, as they are admitted
@@ -146,7 +147,12 @@ export function notifyPayloads(feedId: string, rows: readonly (FeedRow | MoveRow
  */
 export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly CostAdjustment[]): Promise<void> {
   if (tx.dialect !== 'postgres' || moves.length === 0) return
-  const rows: MoveRow[] = moves.map((c) => [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta])
+  const rows: MoveRow[] = moves.map((c) => {
+    const row: MoveRow = [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta]
+    // A background response's real usage taken: the instance holding its reservation lets it go.
+    if (c.usage_in) row.push(1)
+    return row
+  })
   const payloads = notifyPayloads(feedId, rows, 'm')
   if (!payloads) return publishReload(tx, feedId)
   await tx.run(NOTIFY_SQL, { payloads })
