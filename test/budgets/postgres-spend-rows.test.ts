@@ -7,7 +7,7 @@ import { BudgetEngine } from '../../src/main/budgets/engine'
 import { sharedBudgetGate } from '../../src/main/budgets/gate'
 import { Meter } from '../../src/main/budgets/meter'
 import type { Rule } from '../../src/main/budgets/rules'
-import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
+import { spendCounter, spendMover } from '../../src/main/budgets/state/pg/call-spend'
 import { Limiter } from '../../src/main/budgets/state/pg/limiter'
 import { SpendRows } from '../../src/main/budgets/state/pg/spend-rows'
 import { ruleKey } from '../../src/main/budgets/state/pg/sql'
@@ -227,15 +227,16 @@ describe('calls that reach `calls` without an admission', () => {
 
     const pricer = new Pricer()
     const countSpend = spendCounter(UTC)
+    const moveSpend = spendMover(UTC)
     const one = openDatabase(join(dir, 'one.db'))
-    expect(await importLogs(one, { agent: 'codex', paths, pricer, store, countSpend })).toMatchObject({ imported: 2 })
+    expect(await importLogs(one, { agent: 'codex', paths, pricer, store, countSpend, moveSpend })).toMatchObject({ imported: 2 })
     one.close()
     const cost = await callsCost(store, '')
     expect(cost).toBeGreaterThan(0)
     expect(close(await row(), cost)).toBe(true)
     // This machine lost its import keys: the calls are found by their call keys, and not counted again.
     const two = openDatabase(join(dir, 'two.db'))
-    expect(await importLogs(two, { agent: 'codex', paths, pricer, store, countSpend })).toMatchObject({ imported: 0, duplicates: 2 })
+    expect(await importLogs(two, { agent: 'codex', paths, pricer, store, countSpend, moveSpend })).toMatchObject({ imported: 0, duplicates: 2 })
     two.close()
     expect(close(await row(), cost)).toBe(true)
   }, 60_000)

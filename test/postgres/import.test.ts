@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PeriodClock } from '../../src/main/time/zone'
-import { spendCounter } from '../../src/main/budgets/state/pg/call-spend'
+import { spendCounter, spendMover } from '../../src/main/budgets/state/pg/call-spend'
 import { importLogs } from '../../src/main/import/importer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
@@ -22,6 +22,7 @@ import type { TestServer } from '../support/server'
 const LOGS = resolve(__dirname, '../fixtures/agent-logs')
 /** Imported calls count in the shared budget spend rows, as a server or the CLI wires it. */
 const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } })
+const moveSpend = spendMover({ timezone: 'UTC', budgets: { week_start: 'monday' } })
 const h = usePostgres()
 
 beforeAll(() => {
@@ -81,11 +82,11 @@ describe('importing with a PostgreSQL ledger', () => {
     const paths = [join(LOGS, 'codex/sessions')]
     const pricer = new Pricer()
     const first = openDatabase(join(dir, 'one.db'))
-    const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store, countSpend })
+    const s1 = await importLogs(first, { agent: 'codex', paths, pricer, store, countSpend, moveSpend })
     first.close()
     expect(s1).toMatchObject({ imported: 2, duplicates: 0 })
     const fresh = openDatabase(join(dir, 'two.db'))
-    const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store, countSpend })
+    const s2 = await importLogs(fresh, { agent: 'codex', paths, pricer, store, countSpend, moveSpend })
     expect(s2).toMatchObject({ imported: 0, duplicates: 2, matched: 0 })
     expect(fresh.prepare('SELECT count(*) FROM calls').pluck().get()).toBe(0)
     fresh.close()
@@ -119,8 +120,8 @@ describe('importing with a PostgreSQL ledger', () => {
     ].map((x) => JSON.stringify(x)).join('\n') + '\n')
     const now = Date.now() + 60_000
     const pricer = new Pricer()
-    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer, now, store, countSpend })
-    const b = await importLogs(t.server.db, { agent: 'codex', paths: [join(logs, 'codex')], pricer, now, store, countSpend })
+    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer, now, store, countSpend, moveSpend })
+    const b = await importLogs(t.server.db, { agent: 'codex', paths: [join(logs, 'codex')], pricer, now, store, countSpend, moveSpend })
     expect([a.matched, a.imported, b.matched, b.imported]).toEqual([1, 0, 1, 0])
     expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(2)
     expect(t.server.db.prepare('SELECT call_id FROM import_keys ORDER BY call_id').pluck().all()).toEqual(proxied.map((p) => p.id))
@@ -146,7 +147,7 @@ describe('importing with a PostgreSQL ledger', () => {
     const month = new PeriodClock('UTC').monthOf(now)
     const logs = join(dir, 'projects')
     copyLogsEndingAt(join(LOGS, 'claude-code/projects'), logs, Math.max(month.start, now - 60_000))
-    const s = await importLogs(openDatabase(join(dir, 'cli.db')), { agent: 'claude-code', paths: [logs], pricer: new Pricer(), store, countSpend })
+    const s = await importLogs(openDatabase(join(dir, 'cli.db')), { agent: 'claude-code', paths: [logs], pricer: new Pricer(), store, countSpend, moveSpend })
     expect(s.imported).toBe(3)
     // The monthly window counts the calls of this month (on a month's first day, the others may be of the month before).
     const stored = (await store.get<{ c: number }>("SELECT sum(cost_usd) AS c FROM calls WHERE source = 'import' AND ts >= @start", { start: month.start }))!.c
@@ -154,5 +155,41 @@ describe('importing with a PostgreSQL ledger', () => {
     await eventually(async () => Math.abs((await listed()) - stored) <= 1e-12, 20_000)
     // Heard from the import's own transaction (a re-read that came meanwhile would find it too).
     expect(feed.stats.counted).toBeGreaterThan(heard)
+  })
+
+  it('an answer imported while still being written takes its final usage: the call, the rollups and the budget meters', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const t = await h.server({ url, config: { budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }, upstream: null })
+    const { budgetsOf } = await import('../../src/main/budgets')
+    const feed = budgetsOf(t.server.context).feed!
+    await eventually(() => feed.stats.reloads > 0, 20_000)
+    const listed = async () => {
+      const body = (await request(`${t.url}/api/dashboard/budgets`)).json()
+      return body.rules.find((r: any) => r.rule.api_key_pattern === '*' && r.api_key_hash === '')?.windows.find((w: any) => w.period === 'monthly')?.spent_usd ?? 0
+    }
+    const now = Date.now()
+    const ts = Math.max(new PeriodClock('UTC').monthOf(now).start, now - 60_000)
+    const dir = h.tempDir('burnrate-pg-import-partial-')
+    mkdirSync(join(dir, 'projects/p'), { recursive: true })
+    const line = (out: number) => JSON.stringify({
+      type: 'assistant', sessionId: 's', cwd: '/home/dev/x', timestamp: new Date(ts).toISOString(), requestId: 'req_1',
+      message: { id: 'msg_PARTIAL', model: 'claude-sonnet-4-5', usage: { input_tokens: 10, cache_read_input_tokens: 20000, output_tokens: out } },
+    }) + '\n'
+    const f = join(dir, 'projects/p/s.jsonl')
+    const cli = openDatabase(join(dir, 'cli.db'))
+    const pricer = new Pricer()
+    writeFileSync(f, line(8))
+    expect(await importLogs(cli, { agent: 'claude-code', paths: [join(dir, 'projects')], pricer, store, countSpend, moveSpend })).toMatchObject({ imported: 1 })
+    writeFileSync(f, line(8) + line(2400))
+    expect(await importLogs(cli, { agent: 'claude-code', paths: [join(dir, 'projects')], pricer, store, countSpend, moveSpend })).toMatchObject({ imported: 0, updated: 1 })
+    cli.close()
+    const call = (await store.get<any>('SELECT output_tokens, cost_usd FROM calls'))!
+    expect(call.output_tokens).toBe(2400)
+    const day = (await store.get<any>('SELECT sum(output_tokens) AS o, sum(cost_usd) AS c FROM dash_day'))!
+    expect(Number(day.o)).toBe(2400)
+    expect(Number(day.c)).toBeCloseTo(call.cost_usd, 12)
+    // The server's meters (told through the calls feed) count the final cost.
+    await eventually(async () => Math.abs((await listed()) - call.cost_usd) <= 1e-12, 20_000)
   })
 })

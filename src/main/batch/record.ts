@@ -1,4 +1,4 @@
-import type { SpendCounter } from '../budgets/state/pg/call-spend'
+import { type SpendCounter, spendMover } from '../budgets/state/pg/call-spend'
 import type { LoggedCall } from '../import/types'
 import type { CallState } from '../proxy/call/state'
 import type { BatchResult } from '../providers/types'
@@ -66,7 +66,7 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
 
 async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
   const { countStored, storeCalls } = await import('../import/importer')
-  const target = ctx.store.dialect === 'postgres' && countSpend ? { store: ctx.store, countSpend } : {}
+  const target = ctx.store.dialect === 'postgres' && countSpend ? { store: ctx.store, countSpend, moveSpend: spendMover(ctx.config) } : {}
   // PostgreSQL: the shared ledger is ready (its schema made, on a first start) once the ledger has written what it holds.
   if (target.store && !(await ctx.ledger.flushed())) throw new Error('the database cannot be written')
   return storeCalls(ctx.db, calls, {

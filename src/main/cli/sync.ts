@@ -14,12 +14,12 @@ import type { CliContext } from './context'
 export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, store?: SqlStore): Promise<ImportStats[]> {
   const { importLogs } = await import('../import/importer')
   const { localPricer } = await import('../pricing/local')
-  const { spendCounter } = await import('../budgets/state/pg/call-spend')
+  const { spendCounter, spendMover } = await import('../budgets/state/pg/call-spend')
   // As a server on this data folder prices: its runtime prices and its cached newer price data.
   const pricer = localPricer(config, db)
   const out: ImportStats[] = []
   // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
-  const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config) } : {}
+  const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
   // A server on the same file (`--local` beside it) counts them within seconds: notices, as `burnrate import` leaves.
   for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, announce: true, ...target }))
   const added = out.reduce((n, s) => n + s.imported, 0)

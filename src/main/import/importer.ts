@@ -3,7 +3,7 @@ import { readdir, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { publishCalls } from '../budgets/feed/publish'
-import type { SpendCounter } from '../budgets/state/pg/call-spend'
+import type { SpendCounter, SpendMover } from '../budgets/state/pg/call-spend'
 import type { BudgetMeters } from '../budgets/types'
 import type { CallLedger } from '../ledger/types'
 import { applyRollups } from '../dashboard/rollup/apply'
@@ -11,11 +11,14 @@ import { prunedBefore } from '../ledger/retention'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { insertCalls } from '../ledger/pg/insert'
 import type { SqlStore } from '../storage/sql'
+import { SqliteStore } from '../storage/sqlite'
+import type { CostMoves } from '../pricing/moves'
 import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import type { CallRecord } from '../ledger/record'
 import { noticeWriter } from '../ledger/notices'
 import { usageExtra } from '../metering/usage-extra'
 import type { Pricer } from '../pricing/price'
+import { completeImported, type Grown } from './grown'
 import { LOG_SOURCES } from './sources'
 import type { LogAgent, LoggedCall } from './types'
 
@@ -37,12 +40,14 @@ export type ImportTarget =
       store: SqlStore
       /** Counts the stored calls in the shared budget spend rows, in the transaction that stores them (`spendCounter(config)`). */
       countSpend: SpendCounter
+      /** Moves them there when an imported call takes its larger usage (`spendMover(config)`; ./grown.ts). */
+      moveSpend: SpendMover
     }
 
 export type ImportOptions = ImportBase & ImportTarget
 
 /** What storing calls needs of the options (importLogs, and storeCalls for a Batch API's requests). */
-type WriteOptions = Pick<ImportBase, 'pricer' | 'tenant' | 'onCall' | 'announce'> & { agent?: string } & ImportTarget
+type WriteOptions = Pick<ImportBase, 'pricer' | 'tenant' | 'onCall' | 'onMoved' | 'announce'> & { agent?: string } & ImportTarget
 
 interface ImportBase {
   agent: LogAgent
@@ -62,6 +67,11 @@ interface ImportBase {
   /** Called for each call added to the ledger (the server adds it to its spend). */
   onCall?: (call: CallRecord) => void
   /**
+   * Called once calls imported before took their larger usage (./grown.ts), committed: the
+   * server moves its spend and meters by them (`moves.publish`).
+   */
+  onMoved?: (moves: CostMoves) => void
+  /**
    * SQLite: leave a notice of each stored call, for a server running on the same file to count
    * (`burnrate import`; ../ledger/notices.ts). A server importing itself counts through `onCall`.
    */
@@ -69,7 +79,7 @@ interface ImportBase {
 }
 
 /** What storing calls counted (ImportStats' counts of calls). */
-export type StoreStats = Pick<ImportStats, 'imported' | 'matched' | 'duplicates' | 'expired' | 'cost_usd'>
+export type StoreStats = Pick<ImportStats, 'imported' | 'updated' | 'matched' | 'duplicates' | 'expired' | 'cost_usd'>
 
 /**
  * Stores calls known from elsewhere than a proxied call's own answer (a Batch API's requests,
@@ -78,7 +88,7 @@ export type StoreStats = Pick<ImportStats, 'imported' | 'matched' | 'duplicates'
  * `onCall`, with their rollups.
  */
 export async function storeCalls(db: Database.Database, calls: LoggedCall[], opts: WriteOptions): Promise<StoreStats> {
-  const stats: StoreStats = { imported: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
+  const stats: StoreStats = { imported: 0, updated: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
   await opts.pricer.ready()
   await writerFor(db, opts).write(calls, opts, stats)
   return stats
@@ -111,6 +121,11 @@ export interface ImportStats {
   unchanged: number
   /** Calls added to the ledger. */
   imported: number
+  /**
+   * Calls imported before whose log entry has grown since (an answer still being written when it
+   * was read): their tokens and cost updated to the larger usage (./grown.ts).
+   */
+  updated: number
   /** Calls already in the ledger through the proxy (matched, not added). */
   matched: number
   /** Calls imported before (nothing done). */
@@ -138,7 +153,7 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const now = opts.now ?? Date.now()
   const roots = opts.paths?.length ? opts.paths : source.defaultRoots(opts.env ?? process.env, opts.home ?? (await import('node:os')).homedir())
   const stats: ImportStats = {
-    agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
+    agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, updated: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
   // Every call is priced as it is stored.
   await opts.pricer.ready()
@@ -202,7 +217,7 @@ function twinQuery(c: LoggedCall) {
 
 function statements(db: Database.Database) {
   const insert = db.prepare(INSERT_CALL_SQL)
-  const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
+  const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
   const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?)')
   const byResponseId = db
     .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' ORDER BY id LIMIT 1")
@@ -220,12 +235,15 @@ function statements(db: Database.Database) {
   const rollups = new RollupWriter(db)
   const notice = noticeWriter(db)
   const values: unknown[] = []
-  const write = db.transaction((calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) => {
+  const store = new SqliteStore(db)
+  const write = db.transaction((calls: LoggedCall[], opts: WriteOptions, stats: StoreStats, grown: Grown[]) => {
     const rows: CallRecord[] = []
     const pruned = prunedBefore(db)
     for (const c of calls) {
-      if (hasKey.get(c.key)) {
-        stats.duplicates++
+      const known = keyCall.get(c.key) as number | undefined
+      if (known !== undefined) {
+        // Its usage may have grown since (completeImported below): else nothing to do.
+        grown.push({ id: known, call: c })
         continue
       }
       if (c.ts < pruned) {
@@ -256,10 +274,12 @@ function statements(db: Database.Database) {
     setFile: db.prepare(
       'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
     ),
-    write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
+    async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
       if (calls.length === 0) return
-      const rows = write(calls, opts, stats) as CallRecord[]
+      const grown: Grown[] = []
+      const rows = write(calls, opts, stats, grown) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
+      await complete(store, grown, opts, stats)
     },
   }
 }
@@ -285,6 +305,7 @@ const TWIN_CANDIDATES = 20
  */
 function pgStatements(db: Database.Database, store: SqlStore) {
   const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
+  const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
   const claimed = db.prepare('SELECT 1 FROM import_keys WHERE call_id = ?').pluck()
   const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
   const local = {
@@ -321,10 +342,17 @@ function pgStatements(db: Database.Database, store: SqlStore) {
     async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
       const fresh: { key: string; call: CallRecord }[] = []
       const inBatch = new Set<string>()
+      const grown: Grown[] = []
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
       for (const c of calls) {
-        if (inBatch.has(c.key) || hasKey.get(c.key)) {
+        if (inBatch.has(c.key)) {
           stats.duplicates++
+          continue
+        }
+        const known = keyCall.get(c.key) as number | undefined
+        if (known !== undefined) {
+          // Its usage may have grown since (completeImported below): else nothing to do.
+          grown.push({ id: known, call: c })
           continue
         }
         const twin = await twinOf(c, byResponse)
@@ -336,6 +364,7 @@ function pgStatements(db: Database.Database, store: SqlStore) {
         inBatch.add(c.key)
         fresh.push({ key: c.key, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
       }
+      await complete(store, grown, opts, stats)
       if (fresh.length === 0) return
       const stored = await store.transaction(async (tx) => {
         const s = await insertCalls(tx, fresh.map((f) => f.call))
@@ -358,6 +387,16 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       }
     },
   }
+}
+
+/** Calls imported before take a larger usage their log now gives (./grown.ts); the others were imported as they are. */
+async function complete(store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats): Promise<void> {
+  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined)
+  stats.duplicates += grown.length - (done?.updated ?? 0)
+  if (!done) return
+  stats.updated += done.updated
+  stats.cost_usd += done.delta
+  opts.onMoved?.(done.moves)
 }
 
 function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {

@@ -6,7 +6,7 @@ import type { Pricer } from '../pricing/price'
 import { countStored, importLogs, type ImportStats, type ImportTarget } from './importer'
 import { LOG_AGENTS } from './types'
 
-/** With the ledger in PostgreSQL, `store` and `countSpend` (see ImportTarget): imported calls go there. */
+/** With the ledger in PostgreSQL, `store`, `countSpend` and `moveSpend` (see ImportTarget): imported calls go there. */
 export type WatcherOptions = WatcherBase & ImportTarget
 
 interface WatcherBase {
@@ -18,8 +18,8 @@ interface WatcherBase {
   intervalMs?: number
   /** Logged calls younger than this wait (the proxy may still be recording the same answer). */
   settleMs?: number
-  /** The server's budget meters, which imported calls count in at once (null until the budgets feature is in). */
-  budgets?: () => Pick<BudgetMeters, 'observe'> | null
+  /** The server's budget meters, which imported calls (and their grown usage) count in at once (null until the budgets feature is in). */
+  budgets?: () => Pick<BudgetMeters, 'observe' | 'adjust'> | null
   env?: NodeJS.ProcessEnv
   home?: string
 }
@@ -72,7 +72,7 @@ export class LogWatcher {
         // The proxy's own calls must be stored to be matched (PostgreSQL: written, not just under way).
         if (this.o.store) await ledger.flushed()
         else ledger.flush()
-        const target: ImportTarget = this.o.store ? { store: this.o.store, countSpend: this.o.countSpend } : {}
+        const target: ImportTarget = this.o.store ? { store: this.o.store, countSpend: this.o.countSpend, moveSpend: this.o.moveSpend } : {}
         const s = await importLogs(this.o.db, {
           ...target,
           agent,
@@ -82,6 +82,8 @@ export class LogWatcher {
           home: this.o.home,
           now,
           onCall: countStored(ledger, () => this.o.budgets?.() ?? null),
+          // A call imported before that took its larger usage: today's spend and the meters move with it.
+          onMoved: (moves) => moves.publish(ledger, { meters: this.o.budgets?.() ?? null }),
         })
         if (s.imported > 0) this.o.log.info(`import: ${s.imported} calls from ${agent}'s logs`)
         out.push(s)

@@ -242,7 +242,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     void import('../import/watcher').then(({ LogWatcher }) => {
       if (closing) return
       // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
-      const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config) } : {}
+      const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
       const w = new LogWatcher({ db, ledger, pricer, log, budgets: () => context.budgets, ...target }).start()
       closers.unshift(() => w.stop())
     })

@@ -31,12 +31,12 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
       const { localPricer } = await import('../../pricing/local')
-      const { spendCounter } = await import('../../budgets/state/pg/call-spend')
+      const { spendCounter, spendMover } = await import('../../budgets/state/pg/call-spend')
       // The calls go where the ledger is: the data folder's file, or PostgreSQL with storage.url (import keys stay in the file).
       const ledger = await openLocalLedger({ kind: 'local', config, open: () => openLedgerFile(config) })
       const db = ledger.db
       // PostgreSQL: the calls also count in the shared budget spend rows (the config's periods).
-      const target = ledger.store.dialect === 'postgres' ? { store: ledger.store, countSpend: spendCounter(config) } : {}
+      const target = ledger.store.dialect === 'postgres' ? { store: ledger.store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
       try {
         // As a server on this data folder prices: its runtime prices and its cached newer price data.
         const pricer = localPricer(config, db)
@@ -70,6 +70,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         )
         const deferred = results.reduce((n, s) => n + s.deferred, 0)
         const expired = results.reduce((n, s) => n + s.expired, 0)
+        const updated = results.reduce((n, s) => n + s.updated, 0)
+        if (updated) ctx.stdout.write(`${updated} calls imported before were still being written then: they now have their final tokens and cost.\n`)
         if (expired) ctx.stdout.write(`${expired} calls are older than what ledger.retention_days already pruned, and were not imported.\n`)
         if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
       } finally {

@@ -1,0 +1,85 @@
+import { feedIdOf } from '../budgets/feed/publish'
+import type { SpendMover } from '../budgets/state/pg/call-spend'
+import { usageExtra } from '../metering/usage-extra'
+import { CostMoves, type MovedCall } from '../pricing/moves'
+import type { Pricer } from '../pricing/price'
+import type { SqlStore } from '../storage/sql'
+import type { LoggedCall } from './types'
+
+/** A logged call whose key was imported before, and the ledger call its key names. */
+export interface Grown {
+  id: number
+  call: LoggedCall
+}
+
+/** The imported call as read back: what it is counted by, its tokens and its cost. */
+interface Row extends MovedCall {
+  input_tokens: number
+  output_tokens: number
+  cache_read_tokens: number
+  cache_write_tokens: number
+  reasoning_tokens: number
+  cost_usd: number
+}
+
+/**
+ * Imported calls whose log entry has grown since they were read: an answer still being written
+ * then (Claude Code writes one line per content block, the first ones with a partial usage;
+ * opencode updates a message as its steps finish) take the larger usage and its cost. Only calls
+ * this import stored (`source: "import"`): a proxied twin is the answer's own record. Its row,
+ * the rollups, the spend rows and today's spend move together, as re-pricing moves them
+ * (../pricing/moves.ts), in one transaction. The row changes only if it still has the usage read
+ * (another import completing it at once moves nothing twice). Resolves to the moves, to publish
+ * once committed (null: none grew).
+ */
+export async function completeImported(
+  store: SqlStore,
+  grown: readonly Grown[],
+  pricer: Pricer,
+  /** PostgreSQL: the shared spend rows, moved in the same transaction. */
+  moveSpend?: SpendMover,
+): Promise<{ moves: CostMoves; updated: number; delta: number } | null> {
+  if (grown.length === 0) return null
+  const out = await store.transaction(async (tx) => {
+    const moves = await CostMoves.in(tx)
+    let updated = 0
+    let delta = 0
+    for (const { id, call: c } of grown) {
+      const row = await tx.get<Row>(
+        `SELECT id, ts, endpoint, provider, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd
+           FROM calls WHERE id = @id AND source = 'import'`,
+        { id },
+      )
+      const u = c.usage
+      // Larger as the log reader measures an answer's lines (its largest usage is the answer's).
+      if (!row || u.input_tokens + u.output_tokens <= row.input_tokens + row.output_tokens) continue
+      // Priced at the call's recorded time, as it was when first imported.
+      const p = c.model ? pricer.price(c.pricingId, c.provider, c.model, u, new Date(row.ts)) : { cost_usd: 0, priced: false }
+      const changed = await tx.run(
+        `UPDATE calls SET input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead, cache_write_tokens = @cacheWrite,
+                cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, usage_extra = @extra, cost_usd = @cost, priced = @priced
+          WHERE id = @id AND input_tokens = @wasInput AND output_tokens = @wasOutput AND cost_usd = @wasCost`,
+        {
+          id, input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_tokens, cacheWrite: u.cache_write_tokens,
+          cacheWrite1h: u.cache_write_1h_tokens, reasoning: u.reasoning_tokens, extra: usageExtra(u), cost: p.cost_usd, priced: p.priced ? 1 : 0,
+          wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd,
+        },
+      )
+      if (changed === 0) continue
+      updated++
+      delta += p.cost_usd - row.cost_usd
+      moves.add(row, p.cost_usd - row.cost_usd, {
+        input_tokens: u.input_tokens - row.input_tokens,
+        output_tokens: u.output_tokens - row.output_tokens,
+        cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
+        cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
+        reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
+      })
+    }
+    // PostgreSQL: the other instances move their meters and today's spend too (the calls feed).
+    await moves.apply(tx, { shared: moveSpend, feedId: tx.dialect === 'postgres' ? feedIdOf(store) : undefined })
+    return { moves, updated, delta }
+  })
+  return out.updated > 0 ? out : null
+}
