@@ -427,7 +427,7 @@ function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {
     error: null,
     response_id: c.response_id,
     source: c.who?.source ?? 'import',
-    billing: c.who?.billing ?? 'api',
+    billing: c.who?.billing ?? c.billing ?? 'api',
     project: c.project,
     // Claude Code's logs count web searches (server_tool_use): kept, so re-pricing charges them again.
     usage_extra: usageExtra(u),

@@ -1,3 +1,4 @@
+import type { CallBilling } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { Usage } from '../metering/usage'
 
@@ -21,6 +22,11 @@ export interface LoggedCall {
   /** The provider's id of the answer when the log has it (Claude Code's `message.id`), else ''. */
   response_id: string
   endpoint: string
+  /**
+   * `subscription` when the log says the call was a plan's (Codex logged in with ChatGPT), as the
+   * proxy records it; else money (`api`).
+   */
+  billing?: CallBilling
   /**
    * Who made it, when that is not the importing agent: a Batch API's requests, read from their
    * results file through the proxy, are the reading call's (its key, tenant, agent, billing),

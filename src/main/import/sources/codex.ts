@@ -10,6 +10,10 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * `turn_context` the model, and each model response ends with an `event_msg` of type
  * `token_count` whose `info.last_token_usage` is that response's usage (`total_token_usage` the
  * running total, which also identifies the event; a repeated total is no new call).
+ * Logged in with ChatGPT, the token_count events also carry the plan's `rate_limits` with its
+ * `plan_type` (codex-rs RateLimitSnapshot; none with an API key): that session's calls are plan
+ * usage, recorded as the proxy records them (provider `chatgpt`, `billing: "subscription"`,
+ * priced as OpenAI's models: their API-equivalent value), never as API money.
  */
 export const codex: LogSource = {
   agent: 'codex',
@@ -35,6 +39,8 @@ function codexUsage(u: any): Usage {
 export function parseCodex(text: string, fileId: string): Parsed {
   const counter = { skipped: 0 }
   const calls: LoggedCall[] = []
+  // One session, one login: a plan named by any of its events is every call's (the first event may carry no rate limits).
+  let plan = false
   let session = ''
   let project = ''
   let model = ''
@@ -50,7 +56,9 @@ export function parseCodex(text: string, fileId: string): Parsed {
     } else if (line.type === 'turn_context') {
       model = str(p.model) || model
       project = str(p.cwd) || project
-    } else if (line.type === 'event_msg' && p.type === 'token_count' && p.info && typeof p.info === 'object') {
+    } else if (line.type === 'event_msg' && p.type === 'token_count') {
+      if (str(p.rate_limits?.plan_type)) plan = true
+      if (!p.info || typeof p.info !== 'object') continue
       const total = p.info.total_token_usage
       const totalTokens = total ? count(total.total_tokens) || count(total.input_tokens) + count(total.output_tokens) : -1
       if (total && totalTokens === lastTotal) continue // the same usage reported again
@@ -73,6 +81,12 @@ export function parseCodex(text: string, fileId: string): Parsed {
         response_id: '',
         endpoint: 'responses',
       })
+    }
+  }
+  if (plan) {
+    for (const c of calls) {
+      c.provider = 'chatgpt'
+      c.billing = 'subscription'
     }
   }
   return { calls, skipped: counter.skipped }
