@@ -176,8 +176,9 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
         continue
       }
       if (!st.isFile()) continue
+      const stamp = await stampOf(st, source.companions?.(path) ?? [])
       const seen = q.getFile.get(path) as { size: number; mtime_ms: number } | undefined
-      if (seen && seen.size === st.size && seen.mtime_ms === st.mtimeMs) {
+      if (seen && seen.size === stamp.size && seen.mtime_ms === stamp.mtimeMs) {
         stats.unchanged++
         continue
       }
@@ -188,10 +189,26 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
       const deferred = parsed.calls.length - ready.length
       stats.deferred += deferred
       await q.write(ready, opts, stats)
-      if (deferred === 0) q.setFile.run(path, st.size, st.mtimeMs)
+      if (deferred === 0) q.setFile.run(path, stamp.size, stamp.mtimeMs)
     }
   }
   return stats
+}
+
+/**
+ * What tells whether a log changed since the last import: its size and mtime, with its
+ * companions' (a database's `-wal`) added in: their sizes summed, the latest mtime. A write to
+ * either changes one of the two (a checkpoint moves rows from the -wal into the file: both change).
+ */
+async function stampOf(st: { size: number; mtimeMs: number }, companions: readonly string[]): Promise<{ size: number; mtimeMs: number }> {
+  let { size, mtimeMs } = st
+  for (const path of companions) {
+    const c = await stat(path).catch(() => null)
+    if (!c?.isFile()) continue
+    size += c.size
+    mtimeMs = Math.max(mtimeMs, c.mtimeMs)
+  }
+  return { size, mtimeMs }
 }
 
 /**

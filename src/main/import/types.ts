@@ -56,6 +56,11 @@ export interface LogSource {
   list?(root: string): Promise<string[]>
   /** Whether a file under a root is one of this agent's logs. */
   isLog(path: string): boolean
+  /**
+   * Files whose changes are changes of a log too, looked at with it to tell whether it changed
+   * since the last import (a SQLite database's `-wal`, where its new rows sit until a checkpoint).
+   */
+  companions?(path: string): string[]
   /** Reads one log file. Never throws for bad content: unreadable lines are counted in `skipped`. */
   read(path: string, root: string): Promise<Parsed>
 }

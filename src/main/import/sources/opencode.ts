@@ -24,6 +24,8 @@ export const opencode: LogSource = {
     return [...top.filter((n) => n.endsWith('.db')), ...messages.map((n) => join('storage', 'message', String(n)))]
   },
   isLog: (path) => /(^|[\\/])opencode(-[^\\/]*)?\.db$/.test(path) || (path.endsWith('.json') && /[\\/]message[\\/]/.test(path)),
+  // opencode keeps the database open in WAL mode: new messages sit in `opencode.db-wal` until a checkpoint, the .db unchanged.
+  companions: (path) => (path.endsWith('.db') ? [`${path}-wal`] : []),
   async read(path) {
     if (path.endsWith('.db')) return readDatabase(path)
     let msg: unknown
