@@ -3,11 +3,14 @@ import { join, resolve } from 'node:path'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { PeriodClock } from '../../src/main/time/zone'
 import { spendCounter, spendMover } from '../../src/main/budgets/state/pg/call-spend'
+import { applyRollups } from '../../src/main/dashboard/rollup/apply'
 import { importLogs } from '../../src/main/import/importer'
+import { insertCalls } from '../../src/main/ledger/pg/insert'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { copyLogsEndingAt } from '../support/agent-logs'
+import { makeCall } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { localValue, usePostgres } from '../support/pg-harness'
@@ -155,6 +158,35 @@ describe('importing with a PostgreSQL ledger', () => {
     await eventually(async () => Math.abs((await listed()) - stored) <= 1e-12, 20_000)
     // Heard from the import's own transaction (a re-read that came meanwhile would find it too).
     expect(feed.stats.counted).toBeGreaterThan(heard)
+  })
+
+  it('a log entry older than what retention pruned is not imported again: its proxied twin is gone, the rollups count it', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const t = await h.server({ url, upstream: null })
+    expect(await t.server.ledger.flushed()).toBe(true) // its schema made
+    const now = Date.now()
+    const old = now - 60 * 86_400_000
+    // The proxied call, stored 60 days ago with its rollups (as a ledger batch stores it).
+    await store.transaction(async (tx) => {
+      const s = await insertCalls(tx, [makeCall({ ts: old, provider: 'anthropic', model: 'claude-sonnet-4-5', endpoint: 'messages', agent: 'claude-code',
+        source: 'proxy', response_id: 'msg_OLD', input_tokens: 1000, output_tokens: 200, cost_usd: 0.006, call_key: 'proxy-old-1' })])
+      await applyRollups(tx, s)
+    })
+    // Retention (`ledger.retention_days: 40`) deletes the raw call; the rollups keep it.
+    expect(await t.server.ledger.prune(now - 40 * 86_400_000, 1000)).toBe(1)
+    const dir = h.tempDir('burnrate-pg-import-expired-')
+    mkdirSync(join(dir, 'projects/p'), { recursive: true })
+    writeFileSync(join(dir, 'projects/p/s.jsonl'), JSON.stringify({
+      type: 'assistant', sessionId: 's', cwd: '/home/dev/x', timestamp: new Date(old + 500).toISOString(), requestId: 'req_1',
+      message: { id: 'msg_OLD', model: 'claude-sonnet-4-5', usage: { input_tokens: 1000, output_tokens: 200 } },
+    }) + '\n')
+    const cli = openDatabase(join(dir, 'cli.db'))
+    const s = await importLogs(cli, { agent: 'claude-code', paths: [join(dir, 'projects')], pricer: new Pricer(), store, countSpend, moveSpend })
+    cli.close()
+    expect(s).toMatchObject({ expired: 1, imported: 0 })
+    expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(0)
+    expect(Number((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n)).toBe(1)
   })
 
   it('an answer imported while still being written takes its final usage: the call, the rollups and the budget meters', async () => {

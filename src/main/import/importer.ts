@@ -361,6 +361,8 @@ function pgStatements(db: Database.Database, store: SqlStore) {
       const inBatch = new Set<string>()
       const grown: Grown[] = []
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
+      // As on SQLite: what retention pruned cannot be matched any more (its rollups still count it).
+      const pruned = (await store.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
       for (const c of calls) {
         if (inBatch.has(c.key)) {
           stats.duplicates++
@@ -370,6 +372,10 @@ function pgStatements(db: Database.Database, store: SqlStore) {
         if (known !== undefined) {
           // Its usage may have grown since (completeImported below): else nothing to do.
           grown.push({ id: known, call: c })
+          continue
+        }
+        if (c.ts < pruned) {
+          stats.expired++
           continue
         }
         const twin = await twinOf(c, byResponse)

@@ -357,6 +357,18 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: 'the calls of a session by time (SQLite version 24): a session cap counts a still-active session whole, however long ago it began',
     sql: ["CREATE INDEX IF NOT EXISTS calls_session_ts ON calls (session, ts) WHERE session <> ''"],
   },
+  {
+    version: 16,
+    description: 'the time before which retention pruned calls: an old log entry whose proxied twin is gone is not imported again',
+    // As SQLite's (ledger migration 13). 0 on a database pruned before this: when is not known.
+    sql: [
+      `CREATE TABLE retention_state (
+        id INTEGER PRIMARY KEY CHECK (id = 1),
+        pruned_before BIGINT NOT NULL
+      )`,
+      'INSERT INTO retention_state (id, pruned_before) VALUES (1, 0)',
+    ],
+  },
 ]
 
 /** Applies the migrations this database lacks; returns the schema version. */

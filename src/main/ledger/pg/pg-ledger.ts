@@ -146,10 +146,13 @@ export class PgLedger implements CallLedger {
    * every stored call is already in them; identity ids are never handed out again.
    */
   async prune(before: number, limit: number): Promise<number> {
-    return this.store.run(
-      'DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < @before ORDER BY ts LIMIT @limit)',
-      { before, limit },
-    )
+    // With the time pruned before, in the same transaction: an import then knows a log entry that
+    // old may repeat a proxied call that is gone, and does not count it again (../../import/importer.ts).
+    return this.store.transaction(async (tx) => {
+      const n = await tx.run('DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < @before ORDER BY ts LIMIT @limit)', { before, limit })
+      if (n > 0) await tx.run('UPDATE retention_state SET pruned_before = GREATEST(pruned_before, @before) WHERE id = 1', { before })
+      return n
+    })
   }
 
   takePending(): CallRecord[] {
