@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
+import { spawnSync } from 'node:child_process'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import Database from 'better-sqlite3'
 import { budgetsOf } from '../../src/main/budgets'
@@ -30,6 +31,9 @@ const CONFIG = {
   import: { watch: false },
   budgets: { rules: [{ api_key_pattern: '*', window_hours: 1, window_limit_usd: 0.05, action: 'block' }] },
 }
+
+/** The built CLI (`npm run build`), run as its own process. */
+const CLI = resolve(__dirname, '../../out/main/cli.js')
 
 let upstream: MockUpstream
 let logs: string
@@ -168,5 +172,44 @@ describe('burnrate import beside a running server on the same SQLite file', () =
     // The rest on the next turns, without waiting for the (hour-long) interval.
     await eventually(async () => Math.abs((await windowSpent(t)) - (start + 5000 * 0.001)) < 1e-9)
     expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
+  })
+})
+
+describe('burnrate import --local (and report/status --local) beside a running server', () => {
+  /** A Claude Code answer logged a minute ago, under `<root>/projects`: a server beside may still be recording it (a stream not finished). */
+  function recentCall(id: string): string {
+    const root = join(logs, id)
+    mkdirSync(join(root, 'projects/-home-dev-shop'), { recursive: true })
+    writeFileSync(join(root, 'projects/-home-dev-shop/session.jsonl'), JSON.stringify({
+      type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: new Date(Date.now() - 60_000).toISOString(),
+      message: { id, model: 'claude-haiku-4-5-20251001', usage: { input_tokens: 1000, output_tokens: 100 } },
+    }) + '\n')
+    return root
+  }
+  const stored = (id: string) => t.server.db.prepare('SELECT count(*) FROM calls WHERE response_id = ?').pluck().get(id)
+
+  it('import --local leaves the newest log entries for later when a server holds the data folder, on whatever port', async () => {
+    const root = recentCall('msg_recent_1')
+    // Another process, as a user runs it: the server is found by the data folder's server.lock.
+    const r = spawnSync(process.execPath, [CLI, 'import', 'claude-code', '--path', join(root, 'projects'), '--config', t.configFile, '--data-dir', t.dir, '--local', '--json'], {
+      encoding: 'utf8', timeout: 60_000,
+    })
+    expect(r.status, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout).results[0]).toMatchObject({ imported: 0, deferred: 1 })
+    expect(stored('msg_recent_1')).toBe(0)
+  })
+
+  it('report --local too, when the server answers at --url', async () => {
+    const root = recentCall('msg_recent_2')
+    const was = process.env.CLAUDE_CONFIG_DIR
+    process.env.CLAUDE_CONFIG_DIR = root
+    try {
+      const r = await runCliCaptured('report', 'daily', '--config', t.configFile, '--data-dir', t.dir, '--url', t.url, '--local', '--json')
+      expect(r.code, r.out).toBe(0)
+    } finally {
+      if (was === undefined) delete process.env.CLAUDE_CONFIG_DIR
+      else process.env.CLAUDE_CONFIG_DIR = was
+    }
+    expect(stored('msg_recent_2')).toBe(0)
   })
 })

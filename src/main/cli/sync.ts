@@ -4,14 +4,21 @@ import type { ImportStats } from '../import/importer'
 import type { SqlStore } from '../storage/sql'
 import { LOG_AGENTS } from '../import/types'
 import type { CliContext } from './context'
+import { serverRunning, type TargetOptions } from './target'
+
+/** While a server runs, logged calls this recent wait for a later import: the proxy may still be recording the same answer. */
+export const SETTLE_WHILE_SERVING_MS = 10 * 60_000
 
 /**
  * Brings the ledger up to date with every agent's standard log folder before a local report:
  * history from before Burnrate, and calls that bypassed it. Quick when nothing changed
  * (unchanged files are not read). Says on stderr what it added.
  */
-/** `store`: the ledger's PostgreSQL store (storage.url), where imported calls then go. */
-export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, store?: SqlStore): Promise<ImportStats[]> {
+/**
+ * `store`: the ledger's PostgreSQL store (storage.url), where imported calls then go. `o`: the
+ * command's options; with `--local` a server may still run beside it (see serverRunning).
+ */
+export async function syncLogs(db: Database.Database, config: Config, ctx: CliContext, o: TargetOptions, store?: SqlStore): Promise<ImportStats[]> {
   const { importLogs } = await import('../import/importer')
   const { localPricer } = await import('../pricing/local')
   const { spendCounter, spendMover } = await import('../budgets/state/pg/call-spend')
@@ -21,7 +28,9 @@ export async function syncLogs(db: Database.Database, config: Config, ctx: CliCo
   // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
   const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
   // A server on the same file (`--local` beside it) counts them within seconds: notices, as `burnrate import` leaves.
-  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, announce: true, ...target }))
+  // Without --local the command reads the file only when no server answered.
+  const settleMs = o.local && (await serverRunning(o, ctx)) ? SETTLE_WHILE_SERVING_MS : 0
+  for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, settleMs, announce: true, ...target }))
   const added = out.reduce((n, s) => n + s.imported, 0)
   if (added > 0) {
     const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')

@@ -4,6 +4,7 @@ import type Database from 'better-sqlite3'
 import { ConfigError, loadConfig } from '../config/load'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
+import { dataDirHolder } from '../server/data-lock'
 import type { SqlStore } from '../storage/sql'
 import { CliError, EXIT, type CliContext } from './context'
 
@@ -57,6 +58,22 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
     if (o.url) throw new CliError(`no Burnrate answers at ${url}`)
   }
   return local
+}
+
+/**
+ * Whether a Burnrate runs beside this command, `--local` or not: one holds the data folder (its
+ * server.lock, whatever port it listens on), or one answers at `--url` or the configured address.
+ * An import then leaves the newest log entries for later: that server may still be recording the
+ * same answers (a stream not finished yet), and importing them first would count them twice.
+ */
+export async function serverRunning(o: TargetOptions, ctx: CliContext): Promise<boolean> {
+  const config = configOf(o)
+  if (dataDirHolder(config.data_dir)) return true
+  try {
+    return (await resolveTarget({ ...o, local: false }, ctx)).kind === 'http'
+  } catch {
+    return false // --url given and nothing answers there
+  }
 }
 
 /** Reads a JSON answer of the server, or fails with what it said. */

@@ -3,10 +3,8 @@ import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { LOG_AGENTS, type LogAgent } from '../../import/types'
 import { compact, table, usd } from '../output'
-import { configOf, openLedgerFile, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
-
-/** While a server runs, logged calls this recent wait for a later import: the proxy may still be recording the same answer. */
-const SETTLE_WHILE_SERVING_MS = 10 * 60_000
+import { SETTLE_WHILE_SERVING_MS } from '../sync'
+import { configOf, openLedgerFile, openLocalLedger, prepareLocal, serverRunning, withTarget } from '../target'
 
 /** `burnrate import <agent>`: the agent's own logs into the ledger. */
 export const importCommand: RegisterCommand = (program, ctx) => {
@@ -27,7 +25,8 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
     .action(async (agent: LogAgent | 'all', o) => {
       if (agent === 'all' && o.path) throw new CliError('--path needs one agent, not all', EXIT.usage)
       const config = configOf(o)
-      const serving = o.local ? false : (await resolveTarget(o, ctx)).kind === 'http'
+      // With --local too: the file is written either way, and a server beside it may be recording the newest calls.
+      const serving = await serverRunning(o, ctx)
       await prepareLocal()
       const { importLogs } = await import('../../import/importer')
       const { localPricer } = await import('../../pricing/local')

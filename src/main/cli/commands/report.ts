@@ -87,7 +87,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   const { reportZone } = await import('../../dashboard/rollup/report')
   const ledger = await openLocalLedger(t)
   try {
-    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, ledger.store)
+    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, o, ledger.store)
     // The report rollup is the SQLite file's (PostgreSQL: every day summed from calls).
     const zone = ledger.store.dialect === 'sqlite' ? reportZone(ledger.db) : null
     return await buildReport(ledger.store, {

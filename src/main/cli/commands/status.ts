@@ -79,7 +79,7 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
   const { summary } = await import('../../dashboard/summary')
   const ledger = await openLocalLedger(t)
   try {
-    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, ledger.store)
+    if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, o, ledger.store)
     const s = await summary({ q: ledger.store, tz: t.config.timezone }, o.tenant ?? null, Date.now())
     const calls = (await ledger.store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n
     const source = t.config.storage.url ? `${ledger.where}, no server running here` : 'ledger file, no server running'
