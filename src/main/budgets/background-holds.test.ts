@@ -48,4 +48,20 @@ describe('a background response holds its reservation', () => {
     engine.adjust([{ ...move, usage_in: true }], now + 4)
     expect(engine.admit(ctx(now + 5), now + 5).refuse).toBeUndefined()
   })
+  it('ends only the hold of the response whose usage came, when a key started jobs in the same millisecond', () => {
+    const engine = new BudgetEngine('UTC', 1, [{ ...rule, daily_limit_usd: 3 }], [], { worstCase: () => 0, expected: () => 1, learn: () => {} })
+    engine.reload()
+    // Two jobs started together (Promise.all): the same arrival millisecond, two response ids.
+    engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_A' })
+    engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_B' })
+    expect(engine.holds.size).toBe(2)
+    // resp_A's result is in (its creating call's cost moves, here or on another instance).
+    const move = { api_key_hash: hashKey(KEY), ts: now, provider: 'openai', model: 'o3-pro', agent: '', tenant: '', session: '', delta: 0.2, usage_in: true }
+    engine.adjust([{ ...move, response_id: 'resp_A' }], now + 2)
+    // resp_B still runs: it still holds its $1.
+    expect(engine.holds.size).toBe(1)
+    // A job whose real cost is its estimate moves no money, and still ends its hold.
+    engine.adjust([{ ...move, delta: 0, response_id: 'resp_B' }], now + 5)
+    expect(engine.holds.size).toBe(0)
+  })
 })

@@ -458,7 +458,12 @@ export class BudgetEngine implements BudgetMeters {
   adjust(changes: readonly CostAdjustment[], now = Date.now()): void {
     // A background response's real usage taken (here or on another instance) ends its hold; a
     // re-price of a job still running does not (its usage is still to come).
-    for (const c of changes) if (c.usage_in) this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
+    for (const c of changes) {
+      if (!c.usage_in) continue
+      // By the response's id: a key's jobs started in the same millisecond each hold their own.
+      if (c.response_id !== undefined) this.holds.release(c.provider, c.response_id)
+      else this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
+    }
     if (this.index.empty) return
     for (const c of changes) {
       if (c.delta === 0 || !Number.isFinite(c.delta)) continue

@@ -49,6 +49,8 @@ export interface CostAdjustment {
    * of the job's reservation (./background-holds.ts). A re-price of a job still running does not.
    */
   usage_in?: boolean
+  /** With `usage_in`: the response whose hold ends (jobs a key started in the same millisecond are told apart by it). */
+  response_id?: string
 }
 
 /** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */

@@ -90,7 +90,7 @@ export async function settleBackground(
       cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
       cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
       reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
-    }, true)
+    }, done.responseId)
     await moves.apply(tx, budgets)
     return { moves, taken: { ...u, ts: row.ts, model: row.model, priced } }
   })

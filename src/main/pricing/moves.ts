@@ -94,20 +94,21 @@ export class CostMoves {
 
   /**
    * Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens`
-   * more); `usageIn`: it took its real usage (a background response's result), which ends the
-   * hold of its budget reservation (a re-price leaves the hold of a job still running).
+   * more); `usageIn`: the id of the background response whose real usage it took, which ends the
+   * hold of its budget reservation (a re-price leaves the hold of a job still running), also when
+   * its real cost is its estimate (the move then carries no money, only the end of the hold).
    */
-  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn = false): void {
+  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
     if (delta !== 0 || movesTokens(tokens)) {
       this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
     }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
-    if (r.billing !== 'subscription' && delta !== 0) {
+    if (r.billing !== 'subscription' && (delta !== 0 || usageIn !== undefined)) {
       this.spend.push({
         api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
-        tenant: r.tenant, session: r.session, delta, ...(usageIn ? { usage_in: true } : {}),
+        tenant: r.tenant, session: r.session, delta, ...(usageIn !== undefined ? { usage_in: true, response_id: usageIn } : {}),
       })
     }
   }

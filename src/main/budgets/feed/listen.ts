@@ -298,5 +298,6 @@ interface Heard {
 }
 
 function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn]: MoveRow): CostAdjustment {
-  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...(usageIn === 1 ? { usage_in: true } : {}) }
+  const usage = typeof usageIn === 'string' ? { usage_in: true, response_id: usageIn } : usageIn === 1 ? { usage_in: true } : {}
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...usage }
 }

@@ -38,7 +38,8 @@ export type FeedRow = [string, string, string, string, string | null, string, st
  * [api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta], and 1 when it
  * is a background response's real usage taken (its hold ends; a re-price leaves it).
  */
-export type MoveRow = [string, number, string, string, string | null, string, string, string, number, 1?]
+/** The last field: a background response's real usage taken (1, or since it is sent, the response's id). */
+export type MoveRow = [string, number, string, string, string | null, string, string, string, number, (1 | string)?]
 
 /**
  * Calls admitted under a rule with a per-minute request limit, as they are admitted
@@ -150,7 +151,7 @@ export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly
   const rows: MoveRow[] = moves.map((c) => {
     const row: MoveRow = [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta]
     // A background response's real usage taken: the instance holding its reservation lets it go.
-    if (c.usage_in) row.push(1)
+    if (c.usage_in) row.push(c.response_id ?? 1)
     return row
   })
   const payloads = notifyPayloads(feedId, rows, 'm')
