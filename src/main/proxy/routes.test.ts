@@ -79,14 +79,12 @@ describe('Router: the bare /v1 alias sends a call to the vendor whose key or pat
     expect(upstreamPath(r)).toBe('/v1/models/gemini-2.5-flash:streamGenerateContent?alt=sse')
     expect(to('/v1/models', { 'x-goog-api-key': 'AIza-k' })).toBe('gemini')
     expect(to('/v1/models?pageSize=5&key=AIza-k')).toBe('gemini')
-    expect(to('/v1/chat/completions', { authorization: 'Bearer AIza-k' })).toBe('gemini')
     // Even with an Anthropic header or path: the key is Gemini's.
     expect(to('/v1/messages', { 'x-goog-api-key': 'AIza-k', 'anthropic-version': '2023-06-01' })).toBe('gemini')
   })
 
-  it("an Anthropic key goes to Anthropic, even without anthropic-version or on OpenAI's paths", () => {
+  it("an Anthropic key sent as Anthropic's clients send it goes to Anthropic, even without anthropic-version", () => {
     expect(to('/v1/models', { 'x-api-key': 'sk-ant-api03-k' })).toBe('anthropic')
-    expect(to('/v1/chat/completions', { authorization: 'Bearer sk-ant-api03-k' })).toBe('anthropic')
     expect(to('/v1/messages', { authorization: 'Bearer gateway-token' })).toBe('anthropic')
   })
 
@@ -97,5 +95,23 @@ describe('Router: the bare /v1 alias sends a call to the vendor whose key or pat
     expect(to('/v1/models/ft:gpt-4o-mini:acme::abc123', key)).toBe('openai')
     expect(to('/v1/chat/completions', { ...key, 'x-api-key': 'some-other-key' })).toBe('openai')
     expect(to('/v1/responses?include=x', key)).toBe('openai')
+  })
+})
+
+describe('the /v1 alias with a gateway as OpenAI’s base URL', () => {
+  // README: providers.openai.base_url is how OpenAI-compatible gateways are used, and the OpenAI
+  // SDK (a bearer token, whatever the key) reaches them on the bare /v1.
+  it("an OpenAI-SDK call to Google's OpenAI-compatible endpoint (a Gemini key as bearer) goes to that base URL", () => {
+    const router = new Router(buildUpstreams(PROVIDERS, { openai: { base_url: 'https://generativelanguage.googleapis.com/v1beta/openai' } }))
+    const r = router.match('/v1/chat/completions', { authorization: 'Bearer AIzaSyExampleKey' })!
+    expect(r.upstream.provider.name).toBe('openai')
+    expect(r.upstream.origin + upstreamPath(r)).toBe('https://generativelanguage.googleapis.com/v1beta/openai/chat/completions')
+  })
+
+  it('a gateway call whose bearer is an Anthropic key goes to the gateway', () => {
+    const router = new Router(buildUpstreams(PROVIDERS, { openai: { base_url: 'https://gateway.corp/openai/v1' } }))
+    const r = router.match('/v1/chat/completions', { authorization: 'Bearer sk-ant-api03-k' })!
+    expect(r.upstream.provider.name).toBe('openai')
+    expect(r.upstream.origin + upstreamPath(r)).toBe('https://gateway.corp/openai/v1/chat/completions')
   })
 })

@@ -80,17 +80,16 @@ function geminiV1Path(rest: string): boolean {
 }
 
 /**
- * The vendor whose key a call carries, when the key says so: Gemini's `x-goog-api-key`, `?key=`
- * or `AIza…` bearer; Anthropic's `sk-ant-…` (API key or OAuth token) in `x-api-key` or a bearer.
- * '' for any other (OpenAI's keys, a gateway's token): the path and headers decide.
+ * The vendor whose key a call carries the way only that vendor's clients send it: Gemini's
+ * `x-goog-api-key` or `?key=`, Anthropic's `sk-ant-…` in `x-api-key`. '' for any other. A bearer
+ * token never decides: the OpenAI SDK sends every key as one, and a gateway configured as
+ * `providers.openai.base_url` may take a Gemini (Google's OpenAI-compatible endpoint) or an
+ * Anthropic key that way; the path and headers decide those.
  */
 function keyVendor(headers: IncomingHttpHeaders, query: string): 'gemini' | 'anthropic' | '' {
   if (headers['x-goog-api-key'] !== undefined || query.startsWith('key=') || query.includes('&key=')) return 'gemini'
-  const auth = headers.authorization
-  const bearer = typeof auth === 'string' && /^bearer /i.test(auth) ? auth.slice(7).trimStart() : ''
-  if (bearer.startsWith('AIza')) return 'gemini'
   const apiKey = headers['x-api-key']
-  if (bearer.startsWith('sk-ant-') || (typeof apiKey === 'string' && apiKey.trimStart().startsWith('sk-ant-'))) return 'anthropic'
+  if (typeof apiKey === 'string' && apiKey.trimStart().startsWith('sk-ant-')) return 'anthropic'
   return ''
 }
 
