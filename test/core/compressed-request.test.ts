@@ -1,10 +1,10 @@
 import { once } from 'node:events'
 import zlib from 'node:zlib'
-import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_MAX_REQUEST } from '../../src/main/proxy/call/request-body'
-import { eventually, request } from '../support/http'
+import { request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
+import { lastCallId, rowsAfter } from '../providers/ledger'
 
 /**
  * Codex logged in with ChatGPT sends its Responses calls over HTTP (SSE: when the WebSocket is
@@ -64,34 +64,10 @@ async function zstdBomb(bytes: number): Promise<Buffer> {
   return Buffer.concat(out)
 }
 
-/** The rows recorded after row `before`, once there are `n` of them. */
-async function rowsAfter(before: number, n: number): Promise<any[]> {
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return (await eventually(() => {
-      const r = db.prepare('SELECT * FROM calls WHERE id > ? ORDER BY id').all(before) as any[]
-      return r.length >= n ? r : undefined
-    })) as any[]
-  } finally {
-    db.close()
-  }
-}
-
-async function lastId(): Promise<number> {
-  await s.t.server.proxy.drain(2000)
-  s.t.server.ledger.flush()
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return ((db.prepare('SELECT max(id) AS m FROM calls').get() as any).m ?? 0) as number
-  } finally {
-    db.close()
-  }
-}
-
 describe('Codex (ChatGPT login) Responses call with a zstd-compressed body', () => {
   it('is attributed to its project, as the same call uncompressed is, and goes upstream byte for byte', async () => {
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, body: sse() }))
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     const headers = { ...CODEX, 'thread-id': '019a0000-0000-7000-8000-00000000abcd' }
     // The same call twice: plain JSON, then as Codex sends it with a ChatGPT login.
     const plain = await request(s.t.url + '/v1/responses', { method: 'POST', headers, body: JSON.stringify(body) })
@@ -102,7 +78,7 @@ describe('Codex (ChatGPT login) Responses call with a zstd-compressed body', () 
     const sent = s.upstream.requests.at(-1)!
     expect(sent.headers['content-encoding']).toBe('zstd')
     expect(sent.body.equals(packed)).toBe(true)
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     expect(rows[0].project).toBe(CWD) // plain JSON: attributed
     expect(rows[1].agent).toBe('codex')
     expect(rows[1].input_tokens).toBe(5000)
@@ -114,10 +90,10 @@ describe('Codex (ChatGPT login) Responses call with a zstd-compressed body', () 
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [Buffer.from(created), Buffer.from('x')], resetAfterChunks: 1 }))
     const headers = { ...CODEX, 'thread-id': '019a0000-0000-7000-8000-00000000abce' }
     const big = { ...body, input: [...body.input, { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'lorem ipsum dolor sit amet '.repeat(2000) }] }] }
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     await request(s.t.url + '/v1/responses', { method: 'POST', headers, body: JSON.stringify(big) }).catch(() => undefined)
     await request(s.t.url + '/v1/responses', { method: 'POST', headers: { ...headers, 'content-encoding': 'zstd' }, body: zstd(big) }).catch(() => undefined)
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     expect(rows[0].input_tokens).toBeGreaterThan(5000) // plain: the prompt estimated
     expect(rows[1].input_tokens).toBe(rows[0].input_tokens) // zstd: the same prompt
   })
@@ -135,7 +111,7 @@ describe('compressed request bodies', () => {
   it('are read for the model they ask for, in each encoding the answers are decoded from', async () => {
     // An answer without a model or usage: the row's model is the one the request named.
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }))
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     for (const [encoding, pack] of packers) {
       const res = await request(`${s.t.url}/v1/chat/completions`, {
         method: 'POST',
@@ -144,7 +120,7 @@ describe('compressed request bodies', () => {
       })
       expect(res.status).toBe(200)
     }
-    const rows = await rowsAfter(before, packers.length)
+    const rows = await rowsAfter(s.t, before, packers.length)
     expect(rows.map((r) => r.model)).toEqual(packers.map(() => 'gpt-4o-mini'))
   })
 
@@ -163,7 +139,7 @@ describe('compressed request bodies', () => {
 
   it('one that decompresses past the body limit is refused with 413 and not sent upstream', async () => {
     const before = s.upstream.requests.length
-    const first = await lastId()
+    const first = await lastCallId(s.t)
     const bomb = await zstdBomb(DEFAULT_MAX_REQUEST + 1)
     expect(bomb.length).toBeLessThan(1024 * 1024)
     const res = await request(`${s.t.url}/v1/responses`, {
@@ -174,7 +150,7 @@ describe('compressed request bodies', () => {
     expect(res.status).toBe(413)
     expect(res.json().error.message).toMatch(/once decompressed/)
     expect(s.upstream.requests.length).toBe(before)
-    expect((await rowsAfter(first, 1))[0]).toMatchObject({ status: 413, error: 'payload_too_large', cost_usd: 0 })
+    expect((await rowsAfter(s.t, first, 1))[0]).toMatchObject({ status: 413, error: 'payload_too_large', cost_usd: 0 })
   })
 
   it('one Burnrate cannot decode goes upstream as it came, metered from the answer', async () => {
@@ -183,7 +159,7 @@ describe('compressed request bodies', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model: 'gpt-4o-mini', choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 } }),
     }))
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     const bodies: [string, Buffer][] = [
       ['compress', Buffer.from('not decodable by Burnrate')],
       ['zstd', Buffer.from('not zstd at all')],
@@ -199,7 +175,7 @@ describe('compressed request bodies', () => {
       expect(sent.headers['content-encoding']).toBe(encoding)
       expect(sent.body.equals(raw)).toBe(true)
     }
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     expect(rows.map((r) => [r.model, r.input_tokens, r.output_tokens])).toEqual([
       ['gpt-4o-mini', 12, 3],
       ['gpt-4o-mini', 12, 3],

@@ -26,6 +26,31 @@ export async function recorded(t: TestServer, call: () => Promise<unknown>): Pro
   })
 }
 
+/** The id of the last call recorded once the calls under way are over and written (0: none yet). */
+export async function lastCallId(t: TestServer): Promise<number> {
+  await t.server.proxy.drain(2000)
+  t.server.ledger.flush()
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return ((db.prepare('SELECT max(id) AS m FROM calls').get() as { m: number | null }).m ?? 0) as number
+  } finally {
+    db.close()
+  }
+}
+
+/** The calls recorded after call `before`, oldest first, once there are `n` of them. */
+export async function rowsAfter(t: TestServer, before: number, n: number): Promise<any[]> {
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return (await eventually(() => {
+      const r = db.prepare('SELECT * FROM calls WHERE id > ? ORDER BY id').all(before) as any[]
+      return r.length >= n ? r : undefined
+    })) as any[]
+  } finally {
+    db.close()
+  }
+}
+
 /** Makes the mock answer with `body` as JSON, or as an SSE stream cut into chunks. */
 export function answer(upstream: MockUpstream, body: Buffer | string | object, kind: 'json' | 'sse' = 'json'): void {
   const buf = Buffer.isBuffer(body) ? body : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body))

@@ -1,7 +1,7 @@
-import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
-import { eventually, postJson, request } from '../support/http'
+import { postJson, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
+import { lastCallId, rowsAfter } from './ledger'
 
 /**
  * Codex (codex-rs, codex-api/src/endpoint/compact.rs) compacts a long thread with
@@ -31,34 +31,14 @@ const compaction = (text = 'fix the bug') => ({
   input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text }] }],
 })
 
-async function lastRow(after = 0): Promise<any> {
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return await eventually(() => db.prepare('SELECT * FROM calls WHERE id > ? ORDER BY id DESC LIMIT 1').get(after))
-  } finally {
-    db.close()
-  }
-}
-
-async function lastId(): Promise<number> {
-  await s.t.server.proxy.drain(2000)
-  s.t.server.ledger.flush()
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return ((db.prepare('SELECT max(id) AS m FROM calls').get() as any).m ?? 0) as number
-  } finally {
-    db.close()
-  }
-}
-
 describe('Codex remote compaction (POST /v1/responses/compact)', () => {
   it('is metered with the usage its answer reports, as endpoint responses.compact', async () => {
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(COMPACTION) }))
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     const res = await postJson(s.t.url + '/v1/responses/compact', compaction(), { authorization: 'Bearer sk-test-codex-compact-0001', ...CODEX })
     expect(res.status).toBe(200)
     expect(s.upstream.requests.at(-1)!.url).toBe('/v1/responses/compact')
-    const row = await lastRow(before)
+    const row = (await rowsAfter(s.t, before, 1)).at(-1)
     expect(row.agent).toBe('codex')
     expect(row.endpoint).toBe('responses.compact')
     expect(row.model).toBe('gpt-5-2025-08-07')
@@ -79,13 +59,13 @@ describe('Codex remote compaction (POST /v1/responses/compact)', () => {
   it('one whose answer is cut before its usage is estimated from the prompt', async () => {
     const partial = JSON.stringify(COMPACTION).slice(0, 120)
     s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, chunks: [Buffer.from(partial), Buffer.from('x')], resetAfterChunks: 1 }))
-    const before = await lastId()
+    const before = await lastCallId(s.t)
     await request(s.t.url + '/v1/responses/compact', {
       method: 'POST',
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-test-codex-compact-0002', ...CODEX },
       body: JSON.stringify(compaction('lorem ipsum dolor sit amet '.repeat(2000))),
     }).catch(() => undefined)
-    const row = await lastRow(before)
+    const row = (await rowsAfter(s.t, before, 1)).at(-1)
     expect(row.endpoint).toBe('responses.compact')
     expect(row.estimated).toBe(1)
     expect(row.input_tokens).toBeGreaterThan(5000)
