@@ -1,8 +1,8 @@
 import { feedIdOf } from '../budgets/feed/publish'
 import type { SpendMover } from '../budgets/state/pg/call-spend'
-import { usageExtra } from '../metering/usage-extra'
 import { CostMoves, type MovedCall } from '../pricing/moves'
 import type { Pricer } from '../pricing/price'
+import { SET_USAGE, type StoredTokens, tokensGained, usageParams } from '../pricing/usage-taken'
 import type { SqlStore } from '../storage/sql'
 import type { LoggedCall } from './types'
 
@@ -13,12 +13,7 @@ export interface Grown {
 }
 
 /** The imported call as read back: what it is counted by, its tokens and its cost. */
-interface Row extends MovedCall {
-  input_tokens: number
-  output_tokens: number
-  cache_read_tokens: number
-  cache_write_tokens: number
-  reasoning_tokens: number
+interface Row extends MovedCall, StoredTokens {
   cost_usd: number
 }
 
@@ -57,25 +52,14 @@ export async function completeImported(
       // Priced at the call's recorded time, as it was when first imported.
       const p = c.model ? pricer.price(c.pricingId, c.provider, c.model, u, new Date(row.ts)) : { cost_usd: 0, priced: false }
       const changed = await tx.run(
-        `UPDATE calls SET input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead, cache_write_tokens = @cacheWrite,
-                cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, usage_extra = @extra, cost_usd = @cost, priced = @priced
+        `UPDATE calls SET ${SET_USAGE}
           WHERE id = @id AND input_tokens = @wasInput AND output_tokens = @wasOutput AND cost_usd = @wasCost`,
-        {
-          id, input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_tokens, cacheWrite: u.cache_write_tokens,
-          cacheWrite1h: u.cache_write_1h_tokens, reasoning: u.reasoning_tokens, extra: usageExtra(u), cost: p.cost_usd, priced: p.priced ? 1 : 0,
-          wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd,
-        },
+        { id, ...usageParams(u, p.cost_usd, p.priced), wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd },
       )
       if (changed === 0) continue
       updated++
       delta += p.cost_usd - row.cost_usd
-      moves.add(row, p.cost_usd - row.cost_usd, {
-        input_tokens: u.input_tokens - row.input_tokens,
-        output_tokens: u.output_tokens - row.output_tokens,
-        cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
-        cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
-        reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
-      })
+      moves.add(row, p.cost_usd - row.cost_usd, tokensGained(row, u))
     }
     // PostgreSQL: the other instances move their meters and today's spend too (the calls feed).
     await moves.apply(tx, { shared: moveSpend, feedId: tx.dialect === 'postgres' ? feedIdOf(store) : undefined })

@@ -1,12 +1,12 @@
 import { feedIdOf } from '../budgets/feed/publish'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { hasBilledUnits, type Usage } from '../metering/usage'
-import { usageExtra } from '../metering/usage-extra'
 import type { ServerContext } from '../server/context'
 import type { SqlStore } from '../storage/sql'
 import { PendingSettlements } from './background-pending'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
+import { SET_USAGE, type StoredTokens, tokensGained, usageParams } from './usage-taken'
 
 /** A background response's final usage, as a later answer about it gave it (`MeterResult.backgroundUsage`). */
 export interface BackgroundDone {
@@ -21,12 +21,7 @@ export interface BackgroundDone {
 }
 
 /** The creating call as read back: what it is counted by (its provider is the answer's), and its tokens and cost. */
-interface Row extends Omit<MovedCall, 'provider'> {
-  input_tokens: number
-  output_tokens: number
-  cache_read_tokens: number
-  cache_write_tokens: number
-  reasoning_tokens: number
+interface Row extends Omit<MovedCall, 'provider'>, StoredTokens {
   cost_usd: number
 }
 
@@ -70,27 +65,13 @@ export async function settleBackground(
       priced = p.priced
     }
     // Only while still estimated: a second answer about the response (another poll, another instance) changes nothing.
-    const changed = await tx.run(
-      `UPDATE calls SET input_tokens = @input, output_tokens = @output, cache_read_tokens = @cacheRead, cache_write_tokens = @cacheWrite,
-              cache_write_1h_tokens = @cacheWrite1h, reasoning_tokens = @reasoning, usage_extra = @extra, cost_usd = @cost, priced = @priced,
-              estimated = 0
-        WHERE id = @id AND estimated = 1`,
-      {
-        id: row.id, input: u.input_tokens, output: u.output_tokens, cacheRead: u.cache_read_tokens, cacheWrite: u.cache_write_tokens,
-        cacheWrite1h: u.cache_write_1h_tokens, reasoning: u.reasoning_tokens, cost, priced: priced ? 1 : 0,
-        // Its searches (and any other part billed apart) kept as the recorder keeps them: re-pricing it later charges them again.
-        extra: usageExtra(u),
-      },
-    )
+    const changed = await tx.run(`UPDATE calls SET ${SET_USAGE}, estimated = 0 WHERE id = @id AND estimated = 1`, {
+      id: row.id,
+      ...usageParams(u, cost, priced),
+    })
     if (changed === 0) return null
     const moves = await CostMoves.in(tx)
-    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, {
-      input_tokens: u.input_tokens - row.input_tokens,
-      output_tokens: u.output_tokens - row.output_tokens,
-      cache_read_tokens: u.cache_read_tokens - row.cache_read_tokens,
-      cache_write_tokens: u.cache_write_tokens - row.cache_write_tokens,
-      reasoning_tokens: u.reasoning_tokens - row.reasoning_tokens,
-    }, done.responseId)
+    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), done.responseId)
     await moves.apply(tx, budgets)
     return { moves, taken: { ...u, ts: row.ts, model: row.model, priced } }
   })
