@@ -1,16 +1,17 @@
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
-import { BudgetAnnouncer, alertOf, levelOf, type ThresholdEvent } from './announcer'
+import { BudgetAnnouncer, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
 import { KeyRegistry, type KeyCount } from './key-registry'
 import type { AdmissionRow, FeedRow } from './feed/publish'
-import { Meter, type PeriodState, latestReset } from './meter'
+import { type Meter, type PeriodState, latestReset } from './meter'
+import { type HistoryRow, MeterBook } from './meter-book'
 import { isPrefix } from './pattern'
 import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
 import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
-import { type Scope, historyStart, ruleIdentity, scopeMatches, sessionHistoryStart } from './scope'
+import { type Scope, ruleIdentity, scopeMatches } from './scope'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
@@ -21,30 +22,13 @@ export type { KeyState } from './key-state'
 export type { KeyCount } from './key-registry'
 export type { Decision, PendingBackground, Refusal, Warning } from './decision'
 export { historyStart, sessionHistoryStart, type Scope } from './scope'
+export type { HistoryRow } from './meter-book'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
   worstCase(ctx: CallContext): number
   expected(ctx: CallContext): number
   learn(ctx: CallContext, call: LearntUsage): void
-}
-
-/** One aggregated slice of recorded calls, to load the meters from the database. */
-export interface HistoryRow {
-  api_key_hash: string
-  key_hint: string
-  provider: string
-  model: string
-  /** The model the calls requested, when the answer named another (`calls.requested_model`); else null. */
-  requested: string | null
-  agent: string
-  tenant: string
-  session: string
-  /** Arrival minute (ms). */
-  t: number
-  cost: number
-  tokens: number
-  last: number
 }
 
 /**
@@ -56,8 +40,8 @@ export interface HistoryRow {
  * `reserve: max_tokens`, its worst case) is reserved until `settle`.
  */
 export class BudgetEngine implements BudgetMeters {
-  private index: RuleIndex
-  private meters = new Map<Rule, Map<string, Meter>>()
+  /** The rules' meters per key, and what counts calls in them (./meter-book.ts). */
+  private readonly book: MeterBook
   readonly clock: PeriodClock
   private readonly keys: KeyRegistry
   /**
@@ -90,16 +74,16 @@ export class BudgetEngine implements BudgetMeters {
     this.clock = typeof timezone === 'string' ? new PeriodClock(timezone, weekStart) : timezone
     this.announcer = new BudgetAnnouncer(this.clock)
     this.keys = new KeyRegistry(this.clock)
-    this.index = new RuleIndex(runtimeRules, configRules)
+    this.book = new MeterBook(new RuleIndex(runtimeRules, configRules), this.keys, this.announcer, this.clock)
   }
 
   get rules(): RuleIndex {
-    return this.index
+    return this.book.index
   }
 
   /** Replaces the runtime rules (called in the same synchronous step as the database write) and reloads the meters. */
   setRuntimeRules(rules: readonly Rule[], now = Date.now()): void {
-    this.index = new RuleIndex(rules, this.index.config)
+    this.book.index = new RuleIndex(rules, this.book.index.config)
     this.reload(now)
     this.onRules?.(this.prefixPatterns())
   }
@@ -109,75 +93,17 @@ export class BudgetEngine implements BudgetMeters {
 
   /** The prefix patterns of the rules in force (config and runtime). */
   prefixPatterns(): string[] {
-    return [...new Set(this.index.active().map((r) => r.api_key_pattern).filter(isPrefix))]
+    return [...new Set(this.book.index.active().map((r) => r.api_key_pattern).filter(isPrefix))]
   }
 
   /** Rebuilds every meter from the recorded calls (start-up and rule changes). */
   reload(now = Date.now()): void {
-    const before = this.meters
-    this.meters = new Map()
-    const active = this.index.active()
-    if (active.length === 0) return
-    for (const r of this.loadHistory(historyStart(active, this.clock, now), sessionHistoryStart(active, now))) {
-      const s = this.keys.state(r.api_key_hash, r.key_hint)
-      this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
-    }
-    // What the recorded calls cannot give: calls in flight (their reservations) and the last
-    // minute's requests, kept by the same rule (its pattern and scope) across the change.
-    const same = new Map(active.map((r) => [ruleIdentity(r), r]))
-    for (const [rule, byKey] of before) {
-      const next = same.get(ruleIdentity(rule))
-      if (!next) continue
-      for (const [hash, m] of byKey) if (m.busy(now)) this.meter(next, hash).carryOver(m)
-    }
-    // Thresholds the recorded spend already crossed were announced when it crossed them, before
-    // this restart or rule change: they are not announced again.
-    for (const [, byKey] of this.meters) {
-      for (const [hash, m] of byKey) {
-        const s = this.keys.get(hash)
-        if (s) this.announcer.thresholds(s, m, now, true)
-      }
-    }
-  }
-
-  /** Whether a key known by hash is under `rule`'s key pattern: `maybe` counts keys not yet seen with their raw key. */
-  private keyMatches(rule: Rule, s: KeyState, maybe: boolean): boolean {
-    return this.keys.matches(this.index, rule, s, maybe)
-  }
-
-  private meter(rule: Rule, hash: string): Meter {
-    let byKey = this.meters.get(rule)
-    if (!byKey) {
-      byKey = new Map()
-      this.meters.set(rule, byKey)
-    }
-    let m = byKey.get(hash)
-    if (!m) {
-      m = new Meter(rule, this.clock)
-      byKey.set(hash, m)
-    }
-    return m
-  }
-
-  /**
-   * Counts a call in the meter of every rule whose patterns it matches; `touched` (a call as it is
-   * recorded, not a reload) gets those meters, their rolling windows' thresholds re-armed first on
-   * the spend before it: whichever rule decided the call (README: Alerts).
-   */
-  private account(s: KeyState, scope: Scope, ts: number, cost: number, tokens: number, session: string, last: number, now: number, touched?: Meter[]): void {
-    for (const rule of this.index.active()) {
-      if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
-      const m = this.meter(rule, s.hash)
-      if (touched && rule.window_hours !== null) this.announcer.rearm(s, m, now)
-      m.add(ts, cost, session, last, now)
-      m.addTokens(tokens, now)
-      touched?.push(m)
-    }
+    this.book.reload(this.loadHistory, now)
   }
 
   /** The effective rule of a key known by hash (listings): its first rule with no scope, else its first. */
   ruleFor(hash: string): Rule | null {
-    return this.keys.ruleFor(this.index, hash)
+    return this.keys.ruleFor(this.book.index, hash)
   }
 
   /** Admission with a synchronous state (memory: every existing caller and test). */
@@ -193,25 +119,25 @@ export class BudgetEngine implements BudgetMeters {
    * the budget state (a promise on postgres).
    */
   decide(ctx: CallContext, now = Date.now()): Decision | Promise<Decision> {
-    if (this.index.empty) return NOTHING
+    if (this.book.index.empty) return NOTHING
     const s = this.keys.state(ctx.apiKeyHash, ctx.keyHint)
     // A read or cancel of something already billed adds no spend: never refused, never counted
     // (README: Budgets). Its raw key still tells which rules' patterns it matches, so what the
     // read brings (a batch's requests, recorded from its results file) counts under them.
     if (ctx.shape.free) {
-      this.keys.resolve(this.index, s, ctx.apiKey)
+      this.keys.resolve(this.book.index, s, ctx.apiKey)
       return NOTHING
     }
     const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
     let rule: Rule | null = null
-    for (const r of this.keys.resolve(this.index, s, ctx.apiKey)) {
+    for (const r of this.keys.resolve(this.book.index, s, ctx.apiKey)) {
       if (scopeMatches(r, scope)) {
         rule = r
         break
       }
     }
     if (!rule) return { warnings: [], settle: this.learnFrom(ctx) }
-    const m = this.meter(rule, s.hash)
+    const m = this.book.meter(rule, s.hash)
     const periods = m.periods(now, ctx.session)
     const rate = m.rate(now)
     this.announcer.raise(s, rule, periods, now)
@@ -306,20 +232,8 @@ export class BudgetEngine implements BudgetMeters {
         // learning is best effort; the call is recorded all the same
       }
     }
-    if (this.index.empty) return
-    this.announce(s, this.accountCall(s, call, now), call.session, now)
-  }
-
-  /** Counts a recorded call in the meters of every rule it matches; returns those meters. */
-  private accountCall(s: KeyState, call: CallRecord, now: number): Meter[] {
-    // The model the call requested as the ledger keeps it (null when the answer names the same):
-    // the meters rebuilt from the ledger (reload) then match exactly what this counted.
-    const scope: Scope = { provider: call.provider, model: call.model, requested: call.requested_model, agent: call.agent, tenant: call.tenant }
-    const touched: Meter[] = []
-    // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
-    const cost = call.billing === 'subscription' ? 0 : call.cost_usd
-    this.account(s, scope, call.ts, cost, call.input_tokens + call.output_tokens, call.session, call.ts, now, touched)
-    return touched
+    if (this.book.index.empty) return
+    this.book.announce(s, this.book.accountCall(s, call, now), call.session, now)
   }
 
   /**
@@ -336,12 +250,12 @@ export class BudgetEngine implements BudgetMeters {
       // The rule patterns the sender saw the raw key match (this instance may never see it).
       this.keys.learn(s, known)
       this.keys.count(s, last, tenant, calls, now)
-      if (this.index.empty) continue
+      if (this.book.index.empty) continue
       const scope: Scope = { provider, model, requested, agent, tenant }
       const touched: Meter[] = []
-      this.account(s, scope, t, cost, tokens > 0 && last > now - 60_000 ? tokens : 0, session, last, now, touched)
-      this.countOthersRequests(s, scope, requests, now)
-      this.announce(s, touched, session, now)
+      this.book.account(s, scope, t, cost, tokens > 0 && last > now - 60_000 ? tokens : 0, session, last, now, touched)
+      this.book.countOthersRequests(s, scope, requests, now)
+      this.book.announce(s, touched, session, now)
     }
   }
 
@@ -352,12 +266,12 @@ export class BudgetEngine implements BudgetMeters {
    * (their storing is not counted again: `CallRecord.rate_announced`).
    */
   observeAdmissions(rows: readonly AdmissionRow[], now = Date.now()): void {
-    if (this.index.empty) return
+    if (this.book.index.empty) return
     for (const [hash, provider, model, agent, tenant, n, known] of rows) {
       if (typeof hash !== 'string' || !(n > 0)) continue
       const s = this.keys.state(hash, '')
       this.keys.learn(s, known)
-      this.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
+      this.book.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
     }
   }
 
@@ -367,40 +281,16 @@ export class BudgetEngine implements BudgetMeters {
    * announced then.
    */
   recount(calls: readonly CallRecord[], now = Date.now()): void {
-    if (this.index.empty) return
+    if (this.book.index.empty) return
     for (const call of calls) {
       const s = this.keys.state(call.api_key_hash, call.key_hint)
-      for (const m of this.accountCall(s, call, now)) this.announcer.thresholds(s, m, now, true)
+      for (const m of this.book.accountCall(s, call, now)) this.announcer.thresholds(s, m, now, true)
     }
-  }
-
-  /** Another instance's requests (admitted or stored), in the last-minute count of the rule that decides the key's calls here. */
-  private countOthersRequests(s: KeyState, scope: Scope, n: number, now: number): void {
-    if (!(n > 0)) return
-    const rule = this.decidingRule(s, scope)
-    if (rule && rule.requests_per_minute !== null) this.meter(rule, s.hash).addRequest(now, n)
   }
 
   /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
   knownPatterns(hash: string): readonly string[] {
     return this.keys.patterns(this.keys.get(hash))
-  }
-
-  /** The rule `decide` would pick for a call of a key known here by hash (its first rule whose scope matches). */
-  private decidingRule(s: KeyState, scope: Scope): Rule | null {
-    const rules = s.gen === this.index.generation ? s.candidates : this.index.active().filter((r) => this.keyMatches(r, s, false))
-    return rules.find((r) => scopeMatches(r, scope)) ?? null
-  }
-
-  /** The levels and thresholds a key's meters that just grew have reached (those of rules its key pattern matches). */
-  private announce(s: KeyState, meters: readonly Meter[], session: string, now: number): void {
-    for (const m of meters) {
-      if (!this.keyMatches(m.rule, s, false)) continue
-      // One reading of the meter for both: the levels (with the session's) and the thresholds (without).
-      const periods = m.periods(now, session)
-      this.announcer.raise(s, m.rule, periods, now)
-      this.announcer.thresholds(s, m, now, false, periods)
-    }
   }
 
   endBackground(provider: string, responseId: string): void {
@@ -429,7 +319,7 @@ export class BudgetEngine implements BudgetMeters {
    */
   async rehold(now = Date.now()): Promise<void> {
     for (const h of this.holds.kept()) {
-      const rule = h.until > now ? this.index.active().find((r) => r.action === 'block' && ruleIdentity(r) === h.rule) : undefined
+      const rule = h.until > now ? this.book.index.active().find((r) => r.action === 'block' && ruleIdentity(r) === h.rule) : undefined
       if (!rule || !this.budgetState.hold) {
         this.holds.forget(h)
         continue
@@ -439,7 +329,7 @@ export class BudgetEngine implements BudgetMeters {
   }
 
   private async reholdOne(rule: Rule, h: HoldInfo, now: number): Promise<void> {
-    const m = this.meter(rule, h.keyHash)
+    const m = this.book.meter(rule, h.keyHash)
     const req = { rule, meter: m, keyHash: h.keyHash, session: h.session, ts: h.ts, periods: m.periods(now, h.session), amount: h.amount }
     try {
       const r = await this.budgetState.hold!(req)
@@ -464,21 +354,7 @@ export class BudgetEngine implements BudgetMeters {
       if (c.response_id !== undefined) this.holds.release(c.provider, c.response_id)
       else this.holds.releaseCall(c.api_key_hash, c.ts, c.provider)
     }
-    if (this.index.empty) return
-    for (const c of changes) {
-      if (c.delta === 0 || !Number.isFinite(c.delta)) continue
-      const s = this.keys.state(c.api_key_hash, '')
-      const scope: Scope = { provider: c.provider, model: c.model, requested: c.requested_model, agent: c.agent, tenant: c.tenant }
-      const touched: Meter[] = []
-      for (const rule of this.index.active()) {
-        if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
-        const m = this.meter(rule, s.hash)
-        if (c.delta > 0 && rule.window_hours !== null) this.announcer.rearm(s, m, now)
-        m.adjust(c.ts, c.delta, c.session, now)
-        touched.push(m)
-      }
-      if (c.delta > 0) this.announce(s, touched, c.session, now)
-    }
+    if (!this.book.index.empty) this.book.adjust(changes, now)
   }
 
   /**
@@ -506,32 +382,13 @@ export class BudgetEngine implements BudgetMeters {
     return this.keys.thisMonth(now)
   }
 
-  /**
-   * Every rule in force with the meter of each key it applies to (a key whose calls a rule
-   * counted but whose key pattern it does not match is left out).
-   */
-  status(): { rule: Rule; keys: { key: KeyState; meter: Meter }[] }[] {
-    return this.index.active().map((rule) => {
-      const keys: { key: KeyState; meter: Meter }[] = []
-      for (const [hash, meter] of this.meters.get(rule) ?? []) {
-        const key = this.keys.get(hash)
-        if (key && this.keyMatches(rule, key, false)) keys.push({ key, meter })
-      }
-      return { rule, keys }
-    })
+  /** Every rule in force with the meter of each key it applies to (./meter-book.ts). */
+  status(): ReturnType<MeterBook['status']> {
+    return this.book.status()
   }
 
   alerts(now = Date.now()): BudgetAlert[] {
-    const out: BudgetAlert[] = []
-    for (const { rule, keys } of this.status()) {
-      for (const { key, meter } of keys) {
-        for (const p of meter.periods(now)) {
-          const level = levelOf(rule, p)
-          if (level) out.push(alertOf(rule, key, p, level))
-        }
-      }
-    }
-    return out
+    return this.book.alerts(now)
   }
 
   onAlert(listener: (alert: BudgetAlert) => void): () => void {
