@@ -1,0 +1,82 @@
+import type { CallRecord } from '../ledger/record'
+import { usageExtra } from '../metering/usage-extra'
+import type { SqlStore } from '../storage/sql'
+import { completeImported, type Grown } from './grown'
+import type { StoreStats, WriteOptions } from './importer'
+import type { LoggedCall } from './types'
+
+/*
+ * What the two ledgers' import writers share (./write-sqlite.ts, ./write-postgres.ts): how a
+ * logged call becomes a call record, how its proxied twin is looked for, and how calls imported
+ * before take the larger usage their log now gives.
+ */
+
+/** A proxied call is looked for this long before a logged call's time, and this long after (clocks differ a little). */
+export const MATCH_BEFORE_MS = 15 * 60_000
+export const MATCH_AFTER_MS = 60_000
+
+/**
+ * The provider a proxied twin may be recorded under besides the log's own: an agent logged in to
+ * its vendor's plan goes through Burnrate to the plan's backend, which the proxy records as its
+ * own provider (Codex with a ChatGPT login: `chatgpt`; Gemini CLI with a Google login:
+ * `code-assist`), while the agent's log names the API's (`openai`, `gemini`).
+ */
+const TWIN_PROVIDER: Record<string, string> = { openai: 'chatgpt', gemini: 'code-assist' }
+
+/**
+ * What a proxied twin of a logged call is looked for by: the same counts near the same time,
+ * from a proxied call of its provider (or the plan's, above). When the log names the answer's id
+ * (Claude Code's message id), a proxied call that recorded another id is another call, whatever
+ * its counts: only one that recorded none, or the same, can be its twin.
+ */
+export function twinQuery(c: LoggedCall) {
+  return {
+    from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider, alias: TWIN_PROVIDER[c.provider] ?? c.provider,
+    input: c.usage.input_tokens, output: c.usage.output_tokens, rid: c.response_id ?? '',
+  }
+}
+
+/** Calls imported before take a larger usage their log now gives (./grown.ts); the others were imported as they are. */
+export async function complete(store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats): Promise<void> {
+  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined)
+  stats.duplicates += grown.length - (done?.updated ?? 0)
+  if (!done) return
+  stats.updated += done.updated
+  stats.cost_usd += done.delta
+  opts.onMoved?.(done.moves)
+}
+
+export function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {
+  const u = c.usage
+  const p = c.model ? opts.pricer.price(c.pricingId, c.provider, c.model, u, new Date(c.ts)) : { cost_usd: 0, priced: false }
+  return {
+    ts: c.ts,
+    provider: c.provider,
+    model: c.model,
+    endpoint: c.endpoint,
+    api_key_hash: c.who?.api_key_hash ?? '',
+    key_hint: c.who?.key_hint ?? '',
+    tenant: c.who?.tenant ?? opts.tenant ?? '',
+    agent: c.who?.agent ?? opts.agent ?? '',
+    session: c.session,
+    status: 200,
+    streamed: false,
+    input_tokens: u.input_tokens,
+    output_tokens: u.output_tokens,
+    cache_read_tokens: u.cache_read_tokens,
+    cache_write_tokens: u.cache_write_tokens,
+    cache_write_1h_tokens: u.cache_write_1h_tokens,
+    reasoning_tokens: u.reasoning_tokens,
+    cost_usd: p.cost_usd,
+    priced: p.priced,
+    estimated: false,
+    latency_ms: 0,
+    error: null,
+    response_id: c.response_id,
+    source: c.who?.source ?? 'import',
+    billing: c.who?.billing ?? c.billing ?? 'api',
+    project: c.project,
+    // Claude Code's logs count web searches (server_tool_use): kept, so re-pricing charges them again.
+    usage_extra: usageExtra(u),
+  }
+}

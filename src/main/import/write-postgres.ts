@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto'
+import type Database from 'better-sqlite3'
+import { publishCalls } from '../budgets/feed/publish'
+import { applyRollups } from '../dashboard/rollup/apply'
+import { insertCalls } from '../ledger/pg/insert'
+import type { CallRecord } from '../ledger/record'
+import type { SqlStore } from '../storage/sql'
+import type { Grown } from './grown'
+import type { StoreStats, WriteOptions } from './importer'
+import type { LoggedCall } from './types'
+import { complete, toRecord, twinQuery } from './write-common'
+
+/**
+ * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
+ * the same logged call imported again (its local key lost, or the same logs read by a second
+ * instance on the same database) hits the unique index on `call_key` and is stored once.
+ */
+export function importCallKey(key: string): string {
+  return 'import:' + createHash('sha256').update(key, 'utf8').digest('hex')
+}
+
+/** Twins (proxied calls already in the ledger) looked at per logged call, nearest in time first. */
+const TWIN_CANDIDATES = 20
+
+/**
+ * PostgreSQL: the ledger is the shared database. The proxied twin of a logged call is looked
+ * for there; the import keys stay in this machine's file (`db`), which also says which proxied
+ * calls are already matched. New calls go in with their rollups in one transaction, each under
+ * `importCallKey`, then their keys are kept locally (a crash between the two leaves the key
+ * missing; the next import finds the call by its call key and counts it as a duplicate).
+ */
+export function postgresWriter(db: Database.Database, store: SqlStore) {
+  const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
+  const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
+  const claimed = db.prepare('SELECT 1 FROM import_keys WHERE call_id = ?').pluck()
+  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+  const local = {
+    getFile: db.prepare('SELECT size, mtime_ms FROM import_files WHERE path = ?'),
+    setFile: db.prepare(
+      'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
+    ),
+  }
+  /** The first stored call of each of these provider response ids (one query per file, not per call). */
+  const byResponseIds = async (calls: readonly LoggedCall[]): Promise<Map<string, number>> => {
+    const ids = [...new Set(calls.map((c) => c.response_id).filter(Boolean))]
+    if (ids.length === 0) return new Map()
+    const rows = await store.all<{ response_id: string; id: number }>(
+      "SELECT response_id, MIN(id) AS id FROM calls WHERE response_id = ANY(@ids::text[]) AND response_id <> '' GROUP BY response_id",
+      { ids },
+    )
+    return new Map(rows.map((r) => [r.response_id, r.id]))
+  }
+  const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
+    const same = c.response_id ? byResponse.get(c.response_id) : undefined
+    if (same !== undefined || c.matchByIdOnly) return same
+    const near = await store.all<{ id: number }>(
+      `SELECT id FROM calls
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias) AND status < 400
+          AND input_tokens = @input AND output_tokens = @output
+          AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
+        ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,
+      twinQuery(c),
+    )
+    return near.find((r) => !claimed.get(r.id))?.id
+  }
+  return {
+    ...local,
+    async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
+      const fresh: { key: string; call: CallRecord }[] = []
+      const inBatch = new Set<string>()
+      const grown: Grown[] = []
+      const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
+      // As on SQLite: what retention pruned cannot be matched any more (its rollups still count it).
+      const pruned = (await store.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
+      for (const c of calls) {
+        if (inBatch.has(c.key)) {
+          stats.duplicates++
+          continue
+        }
+        const known = keyCall.get(c.key) as number | undefined
+        if (known !== undefined) {
+          // Its usage may have grown since (completeImported below): else nothing to do.
+          grown.push({ id: known, call: c })
+          continue
+        }
+        if (c.ts < pruned) {
+          stats.expired++
+          continue
+        }
+        const twin = await twinOf(c, byResponse)
+        if (twin !== undefined) {
+          addKey.run(c.key, twin)
+          stats.matched++
+          continue
+        }
+        inBatch.add(c.key)
+        fresh.push({ key: c.key, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
+      }
+      await complete(store, grown, opts, stats)
+      if (fresh.length === 0) return
+      const stored = await store.transaction(async (tx) => {
+        const s = await insertCalls(tx, fresh.map((f) => f.call))
+        // The other instances' meters count them as soon as this commits (PostgreSQL only; it locks nothing).
+        await publishCalls(tx, store, s)
+        // Spend rows before rollups: the order a ledger batch locks them in.
+        await opts.countSpend?.(tx, s)
+        await applyRollups(tx, s)
+        return s
+      })
+      const ids = new Map(stored.map((r) => [r.call_key, r.id]))
+      db.transaction(() => {
+        for (const f of fresh) addKey.run(f.key, ids.get(f.call.call_key) ?? 0)
+      })()
+      stats.duplicates += fresh.length - stored.length
+      for (const r of stored) {
+        stats.imported++
+        stats.cost_usd += r.cost_usd
+        opts.onCall?.(r)
+      }
+    },
+  }
+}

@@ -1,0 +1,84 @@
+import type Database from 'better-sqlite3'
+import { RollupWriter } from '../dashboard/rollup/writer'
+import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
+import { noticeWriter } from '../ledger/notices'
+import type { CallRecord } from '../ledger/record'
+import { prunedBefore } from '../ledger/retention'
+import { SqliteStore } from '../storage/sqlite'
+import type { Grown } from './grown'
+import type { StoreStats, WriteOptions } from './importer'
+import type { LoggedCall } from './types'
+import { complete, toRecord, twinQuery } from './write-common'
+
+/**
+ * SQLite: the ledger is this machine's file. A logged call's proxied twin is looked for there,
+ * and the new calls go in with their rollups and import keys in one transaction.
+ */
+export function sqliteWriter(db: Database.Database) {
+  const insert = db.prepare(INSERT_CALL_SQL)
+  const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
+  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?)')
+  const byResponseId = db
+    .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' ORDER BY id LIMIT 1")
+    .pluck()
+  const byTokens = db
+    .prepare(
+      `SELECT id FROM calls INDEXED BY calls_ts
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias) AND status < 400
+          AND input_tokens = @input AND output_tokens = @output
+          AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
+          AND NOT EXISTS (SELECT 1 FROM import_keys k WHERE k.call_id = calls.id)
+        ORDER BY abs(ts - @ts) LIMIT 1`,
+    )
+    .pluck()
+  const rollups = new RollupWriter(db)
+  const notice = noticeWriter(db)
+  const values: unknown[] = []
+  const store = new SqliteStore(db)
+  const write = db.transaction((calls: LoggedCall[], opts: WriteOptions, stats: StoreStats, grown: Grown[]) => {
+    const rows: CallRecord[] = []
+    const pruned = prunedBefore(db)
+    for (const c of calls) {
+      const known = keyCall.get(c.key) as number | undefined
+      if (known !== undefined) {
+        // Its usage may have grown since (completeImported below): else nothing to do.
+        grown.push({ id: known, call: c })
+        continue
+      }
+      if (c.ts < pruned) {
+        stats.expired++
+        continue
+      }
+      const twin =
+        (c.response_id && (byResponseId.get(c.response_id) as number | undefined)) ||
+        (!c.matchByIdOnly && byTokens.get(twinQuery(c)) as number | undefined)
+      if (twin) {
+        addKey.run(c.key, twin)
+        stats.matched++
+        continue
+      }
+      const call = toRecord(c, opts)
+      const id = Number(insert.run(callValues(call, values)).lastInsertRowid)
+      addKey.run(c.key, id)
+      if (opts.announce) notice(id)
+      rows.push(call)
+      stats.imported++
+      stats.cost_usd += call.cost_usd
+    }
+    if (rows.length) rollups.onBatch(rows)
+    return rows
+  })
+  return {
+    getFile: db.prepare('SELECT size, mtime_ms FROM import_files WHERE path = ?'),
+    setFile: db.prepare(
+      'INSERT INTO import_files (path, size, mtime_ms) VALUES (?, ?, ?) ON CONFLICT (path) DO UPDATE SET size = excluded.size, mtime_ms = excluded.mtime_ms',
+    ),
+    async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
+      if (calls.length === 0) return
+      const grown: Grown[] = []
+      const rows = write(calls, opts, stats, grown) as CallRecord[]
+      if (opts.onCall) for (const r of rows) opts.onCall(r)
+      await complete(store, grown, opts, stats)
+    },
+  }
+}
