@@ -5,7 +5,9 @@ import type { CallRecord } from '../../src/main/ledger/record'
 import { openai } from '../../src/main/providers/openai'
 import { hashKey, keyHint } from '../../src/main/proxy/attribution'
 import type { CallContext } from '../../src/main/proxy/gate'
-import { BudgetEngine, type HistoryRow, type ThresholdEvent } from '../../src/main/budgets/engine'
+import type { ThresholdEvent } from '../../src/main/budgets/announcer'
+import { BudgetEngine } from '../../src/main/budgets/engine'
+import type { HistoryRow } from '../../src/main/budgets/meter-book'
 import type { Rule } from '../../src/main/budgets/rules'
 
 // Which `alert_at_pct` thresholds the budget engine announces (webhooks, desktop), and when again.

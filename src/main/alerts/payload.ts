@@ -1,4 +1,4 @@
-import type { ThresholdEvent } from '../budgets/engine'
+import type { ThresholdEvent } from '../budgets/announcer'
 import { forecast } from '../budgets/forecast'
 import { isPrefix } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'

@@ -16,14 +16,6 @@ import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
 
-export type { PeriodState } from './meter'
-export type { ThresholdEvent } from './announcer'
-export type { KeyState } from './key-state'
-export type { KeyCount } from './key-registry'
-export type { Decision, PendingBackground, Refusal, Warning } from './decision'
-export { historyStart, sessionHistoryStart, type Scope } from './scope'
-export type { HistoryRow } from './meter-book'
-
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
   worstCase(ctx: CallContext): number

@@ -1,7 +1,8 @@
 import { errorBody } from '../http/errors'
 import type { Admission, CallContext, CallGate } from '../proxy/gate'
-import type { BudgetEngine, Decision, PeriodState, Refusal, Warning } from './engine'
-import type { RateState } from './meter'
+import type { Decision, Refusal, Warning } from './decision'
+import type { BudgetEngine } from './engine'
+import type { PeriodState, RateState } from './meter'
 import type { DeferredCheck, RunawayDetector, RunawayEvent } from './runaway'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'

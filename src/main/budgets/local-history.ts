@@ -1,7 +1,8 @@
 import type Database from 'better-sqlite3'
 import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
-import type { BudgetEngine, HistoryRow } from './engine'
+import type { BudgetEngine } from './engine'
+import type { HistoryRow } from './meter-book'
 import { HISTORY_SQL, SESSION_HISTORY_SQL } from './shared-history'
 
 /**

@@ -2,8 +2,9 @@ import type { CallRecord } from '../ledger/record'
 import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
-import type { HistoryRow, KeyCount } from './engine'
 import { parseSnapshot, type Snapshot } from './feed/snapshot'
+import type { KeyCount } from './key-registry'
+import type { HistoryRow } from './meter-book'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
