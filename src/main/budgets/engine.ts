@@ -4,7 +4,6 @@ import { PeriodClock } from '../time/zone'
 import { BudgetAnnouncer, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
 import { KeyRegistry, type KeyCount } from './key-registry'
-import type { AdmissionRow, FeedRow } from './feed/publish'
 import { type Meter, type PeriodState, latestReset } from './meter'
 import { type HistoryRow, MeterBook } from './meter-book'
 import { isPrefix } from './pattern'
@@ -12,6 +11,7 @@ import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
 import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
 import { type Scope, ruleIdentity, scopeMatches } from './scope'
+import { SharedCounts } from './shared-counts'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
@@ -46,6 +46,8 @@ export class BudgetEngine implements BudgetMeters {
   private settling: CallContext | null = null
   /** The reservations of background responses still running (README: overshoot). */
   readonly holds = new BackgroundHolds()
+  /** PostgreSQL mode: the other instances' calls in the key registry and the meters (./shared-counts.ts). */
+  readonly shared: SharedCounts
 
   constructor(
     /** The zone periods are counted in, or the clock itself (a server's shared budget clock: ./clock.ts). */
@@ -67,6 +69,7 @@ export class BudgetEngine implements BudgetMeters {
     this.announcer = new BudgetAnnouncer(this.clock)
     this.keys = new KeyRegistry(this.clock)
     this.book = new MeterBook(new RuleIndex(runtimeRules, configRules), this.keys, this.announcer, this.clock)
+    this.shared = new SharedCounts(this.book, this.keys, this.announcer)
   }
 
   get rules(): RuleIndex {
@@ -228,63 +231,6 @@ export class BudgetEngine implements BudgetMeters {
     this.book.announce(s, this.book.accountCall(s, call, now), call.session, now)
   }
 
-  /**
-   * Calls other instances stored (PostgreSQL mode, ./feed/), summed per key, scope,
-   * session and minute: counted in the registry and the meters as a reload counts the same rows
-   * (their tokens in the last minute's count when they ended in it), their requests in the
-   * per-minute count of the rule that decides the key's calls here; thresholds they cross are
-   * announced as for this instance's own calls.
-   */
-  observeShared(rows: readonly FeedRow[], now = Date.now()): void {
-    for (const [hash, hint, provider, model, requested, agent, tenant, session, t, cost, tokens, last, calls, requests, known] of rows) {
-      const s = this.keys.state(hash, hint)
-      if (hint) s.hint = hint
-      // The rule patterns the sender saw the raw key match (this instance may never see it).
-      this.keys.learn(s, known)
-      this.keys.count(s, last, tenant, calls, now)
-      if (this.book.index.empty) continue
-      const scope: Scope = { provider, model, requested, agent, tenant }
-      const touched: Meter[] = []
-      this.book.account(s, scope, t, cost, tokens > 0 && last > now - 60_000 ? tokens : 0, session, last, now, touched)
-      this.book.countOthersRequests(s, scope, requests, now)
-      this.book.announce(s, touched, session, now)
-    }
-  }
-
-  /**
-   * Calls other instances admitted under a rule with a per-minute request limit (PostgreSQL mode,
-   * ./feed/admissions.ts), [hash, provider, model, agent, tenant, calls, known patterns]: in the
-   * last-minute request count of the rule that decides the key's calls here, as they are admitted
-   * (their storing is not counted again: `CallRecord.rate_announced`).
-   */
-  observeAdmissions(rows: readonly AdmissionRow[], now = Date.now()): void {
-    if (this.book.index.empty) return
-    for (const [hash, provider, model, agent, tenant, n, known] of rows) {
-      if (typeof hash !== 'string' || !(n > 0)) continue
-      const s = this.keys.state(hash, '')
-      this.keys.learn(s, known)
-      this.book.countOthersRequests(s, { provider, model, agent, tenant }, n, now)
-    }
-  }
-
-  /**
-   * This instance's calls a reload's rows missed (PostgreSQL mode: stored after its snapshot, or
-   * not yet), counted again in the rebuilt meters as `observe` counted them; their thresholds were
-   * announced then.
-   */
-  recount(calls: readonly CallRecord[], now = Date.now()): void {
-    if (this.book.index.empty) return
-    for (const call of calls) {
-      const s = this.keys.state(call.api_key_hash, call.key_hint)
-      for (const m of this.book.accountCall(s, call, now)) this.announcer.thresholds(s, m, now, true)
-    }
-  }
-
-  /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
-  knownPatterns(hash: string): readonly string[] {
-    return this.keys.patterns(this.keys.get(hash))
-  }
-
   endBackground(provider: string, responseId: string): void {
     this.holds.release(provider, responseId)
   }
@@ -362,11 +308,6 @@ export class BudgetEngine implements BudgetMeters {
   /** Seeds the key registry with this month's keys from the database (at start-up). */
   seed(rows: readonly KeyCount[], now = Date.now()): void {
     this.keys.seed(rows, now)
-  }
-
-  /** The key registry's monthly request counts set again (PostgreSQL mode): ./key-registry.ts. */
-  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now = Date.now()): void {
-    this.keys.reseed(rows, missed, now)
   }
 
   /** Keys with a call this month. */

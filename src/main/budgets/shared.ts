@@ -82,7 +82,7 @@ export class SharedBudgets {
       const feed = new SharedCallFeed(
         ctx.store,
         feedId,
-        { rows: (r) => this.count(r), moves: (m) => this.move(m), admissions: (a) => engine.observeAdmissions(a), reload: () => this.read() },
+        { rows: (r) => this.count(r), moves: (m) => this.move(m), admissions: (a) => engine.shared.observeAdmissions(a), reload: () => this.read() },
         ctx.log,
       )
       this.feed = feed
@@ -91,7 +91,7 @@ export class SharedBudgets {
       engine.onAdmitted = admissions.add
       engine.onWithdrawn = admissions.withdraw
       ctx.onClose(() => admissions.close())
-      shareKnownPatterns(ctx.store, (hash) => engine.knownPatterns(hash))
+      shareKnownPatterns(ctx.store, (hash) => engine.shared.knownPatterns(hash))
       feed.start()
       ctx.healthSections.calls_feed = () => feed.status()
       ctx.onClose(() => feed.close())
@@ -107,7 +107,7 @@ export class SharedBudgets {
 
   /** Other instances' stored calls: in the meters and today's spend. */
   private count(rows: readonly FeedRow[]): void {
-    this.engine?.observeShared(rows)
+    this.engine?.shared.observeStored(rows)
     for (const r of rows) this.ctx.ledger.spend.add(r[0], r[8], r[9])
   }
 
@@ -140,8 +140,8 @@ export class SharedBudgets {
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
-      if (keys) en.reseed(keys, missed)
-      en.recount(missed)
+      if (keys) en.shared.reseed(keys, missed)
+      en.shared.recount(missed)
       for (const c of missed) ctx.ledger.spend.addCall(c)
       if (this.readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
       this.readFailing = false

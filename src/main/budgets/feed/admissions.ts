@@ -8,7 +8,7 @@ import { type AdmissionRow, notifyNow, notifyPayloads } from './publish'
  * limit's minute). Each call admitted under a rule with `requests_per_minute` is told to the
  * other instances on the calls feed's channel right away: those of the next 2 ms gathered into
  * one statement, outside any transaction, never awaited by the call. The listeners
- * add them to the rule's last-minute count (BudgetEngine.observeAdmissions); the call carries
+ * add them to the rule's last-minute count (SharedCounts.observeAdmissions); the call carries
  * `rate_announced`, so that the notification of its storing does not count it again. A
  * notification that cannot be sent (PostgreSQL away) is lost: those calls then count on the
  * other instances from their storing only, as before.
