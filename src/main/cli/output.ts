@@ -1,6 +1,7 @@
 import { styleText } from 'node:util'
 import Table from 'cli-table3'
 import type { Writable } from './context'
+import { formatUsdFull } from '../../shared/format'
 
 type Style = Parameters<typeof styleText>[0]
 
@@ -10,10 +11,9 @@ export function paint(out: Writable, style: Style, text: string): string {
   return styleText(style, text, { stream: out as NodeJS.WriteStream })
 }
 
+/** `$0.00004`, `$0.0042`, `$12.34`, `$1,234.56`: the shared formatting (src/shared/format.ts). */
 export function usd(n: number): string {
-  if (n === 0) return '$0.00'
-  if (Math.abs(n) < 0.01) return `$${n.toFixed(4)}`
-  return `$${n.toLocaleString('en-US', { minimumFractionDigits: 2, maximumFractionDigits: 2 })}`
+  return formatUsdFull(n)
 }
 
 const UNITS = [[1e3, 'k'], [1e6, 'M'], [1e9, 'B']] as const

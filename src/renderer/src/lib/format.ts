@@ -3,8 +3,8 @@
  * exact value available (`title`) wherever money is shown.
  */
 
-const usd2 = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
-const usdSmall = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 2 })
+import { formatUsdFull } from '../../../shared/format'
+
 const usdCompact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', notation: 'compact', maximumFractionDigits: 1 })
 const usdExact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 12 })
 const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
@@ -13,10 +13,8 @@ const compact = new Intl.NumberFormat('en-US', { notation: 'compact', maximumFra
 /** `$0.00`, `$0.0042`, `$0.42`, `$12.34`, `$1.2k`, `$3.4M`. */
 export function formatUsd(v: number): string {
   if (!Number.isFinite(v)) return '—'
-  const a = Math.abs(v)
-  if (a === 0) return '$0.00'
-  if (a < 0.01) return usdSmall.format(v)
-  if (a < 1000) return usd2.format(v)
+  // Under $1,000 as everywhere else (src/shared/format.ts); from there on compact, exact on hover.
+  if (Math.abs(v) < 999.995) return formatUsdFull(v)
   return lowerK(usdCompact.format(v))
 }
 
