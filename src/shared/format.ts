@@ -19,3 +19,24 @@ export function formatUsdFull(v: number): string {
   if (Math.abs(v) < 0.01 && Math.abs(Number(v.toPrecision(2))) < 0.01) return usdSmall.format(v)
   return usdCents.format(v)
 }
+
+/**
+ * A 0..1 share as a percentage: `0%`, `<0.1%`, `0.4%`, `1.2%`, `42%`, `99.6%`, `100%`, `250%`.
+ * Short of the whole (a budget or a plan window under its limit) it never reads `100%`, and
+ * a real share never reads `0%`.
+ */
+export function formatPct(r: number): string {
+  if (!Number.isFinite(r)) return '—'
+  if (r === 0) return '0%'
+  if (r > 0 && r < 0.001) return '<0.1%'
+  const p = r * 100
+  if (p >= 99.5 && p < 100) return `${Math.min(99.9, Number(p.toFixed(1)))}%`
+  return `${p >= 10 ? Math.round(p) : Number(p.toFixed(1))}%`
+}
+
+const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
+
+/** A count with thousands grouped: `842`, `2,500`, `1,234,567`. */
+export function formatInt(n: number): string {
+  return Number.isFinite(n) ? int.format(n) : '—'
+}

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { usd } from '../../src/main/cli/output'
 import { runCli } from '../../src/main/cli/program'
-import { makeCall } from '../dashboard/seed'
+import { keyHash, makeCall } from '../dashboard/seed'
 import { request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -29,9 +29,13 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
 }
 
 beforeAll(async () => {
-  t = await startTestServer({ timezone: 'UTC' })
+  t = await startTestServer({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 10, action: 'warn' }] } })
   // A day of small calls on a cheap model: real money, each well under a hundredth of a cent.
   t.server.ledger.record(makeCall({ ts: now - 60_000, tenant: 'tiny', cost_usd: 0.000_04 }))
+  // A key at 99.6% of its $10 daily limit (warn: its calls still go through); 1 call in 2,500 of its tenant's failed.
+  const near = { tenant: 'near', api_key_hash: keyHash('sk-near-000000000001'), key_hint: 'sk-…0001' }
+  t.server.ledger.record(makeCall({ ts: now - 50_000, ...near, cost_usd: 9.96 }))
+  for (let i = 0; i < 2499; i++) t.server.ledger.record(makeCall({ ts: now - 40_000, ...near, cost_usd: 0, status: i === 0 ? 500 : 200 }))
   await t.server.ledger.flushed()
 })
 afterAll(async () => {
@@ -54,6 +58,19 @@ describe('money in the CLI', () => {
     expect(r.out).not.toContain('$0.0000 ')
     expect(r.out).toMatch(/gpt-4o-mini .*\$0\.00004 /)
     expect(r.out).toMatch(/Total .*\$0\.00004 /)
+  })
+})
+
+describe('shares in the CLI', () => {
+  it("`status` says 99.6% of a budget that is not reached, and a failure rate of 0.04% is not 0.0%", async () => {
+    const api = (await request(`${t.url}/api/dashboard/budgets?tenant=near`)).json() as { rules: { windows: { pct: number }[] }[] }
+    expect(api.rules[0].windows[0].pct).toBeCloseTo(0.996, 12)
+    const summary = (await request(`${t.url}/api/dashboard/summary?tenant=near`)).json() as { error_rate: number }
+    expect(summary.error_rate).toBe(1 / 2500)
+    const r = await cli('status', '--tenant', 'near')
+    expect(r.code, r.err).toBe(0)
+    expect(r.out).toMatch(/^ {2}\* daily: \$9\.96 of \$10\.00 \(99\.6%, projected /m)
+    expect(r.out).toMatch(/^Today {7}\$9\.96 in 2,500 calls \(<0\.1% failed\)$/m)
   })
 })
 

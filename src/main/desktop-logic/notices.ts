@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
+import { formatPct } from '../../shared/format'
 import { formatUsd } from './money'
 
 /** A desktop notification to show. */
@@ -22,7 +23,7 @@ export function noticeFor(alert: BudgetAlert, timezone: string): Notice {
   if (alert.threshold_pct !== undefined && alert.level === 'warning') {
     return {
       level: 'warning',
-      title: `Budget at ${Math.round(alert.threshold_pct * 100)}%: ${alert.api_key_pattern}`,
+      title: `Budget at ${formatPct(alert.threshold_pct)}: ${alert.api_key_pattern}`,
       body: `Key ${alert.key_hint} has spent ${formatUsd(alert.spent_usd)} of its ${limit}. It resets ${until}.`,
     }
   }

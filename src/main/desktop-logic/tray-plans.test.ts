@@ -34,6 +34,19 @@ describe('plan windows in the tray', () => {
     expect(planLine([a], NOW, 'UTC')).toBe('5h 43% · resets 14:19 · on pace for 60%')
   })
 
+  it('never reads 100% for a window short of its limit, as the dashboard says it', () => {
+    // Claude's 5h window at 99.6%: calls still go through; the dashboard's bar reads 99.6%.
+    const w = { ...account().windows[0], utilization: 0.996, projected_exhausted_at: null, projected_at_reset: 0.998 }
+    const a = account({ windows: [w] })
+    expect(planShort([a], NOW)).toBe('5h 99.6%')
+    expect(planLine([a], NOW, 'UTC')).toBe('5h 99.6% · resets 14:19 · on pace for 99.8%')
+    const alert: PlanAlert = { provider: 'anthropic', account_hint: 'sk-…abcd', window: '5h', threshold: 0.95, utilization: 0.996, resets_at: at(2), id: 'z' }
+    expect(planNotice(alert, 'UTC').title).toBe('Claude plan: 5h window at 99.6%')
+    // A small share keeps its decimal, as on the dashboard (not 0%).
+    expect(planShort([account({ windows: [{ ...w, utilization: 0.004 }] })], NOW)).toBe('5h 0.4%')
+    expect(planShort([account({ windows: [{ ...w, utilization: 1 }] })], NOW)).toBe('5h 100%')
+  })
+
   it('prefers plans over API-key limits, and shows nothing without windows', () => {
     const key = account({ provider: 'openai', billing: 'api', windows: [{ ...account().windows[0], name: 'requests', utilization: 0.99 }] })
     expect(planShort([key, account()], NOW)).toBe('5h 43%')

@@ -1,4 +1,5 @@
 import type { PlanAccount, PlanWindow, Plans } from '../../shared/api'
+import { formatPct } from '../../shared/format'
 import { type PlanAlert, samePeriod } from '../plans/tracker'
 import type { Notice } from './notices'
 import { type HttpPollOptions, pollJson } from './http-poll'
@@ -32,7 +33,7 @@ export function busiestWindow(accounts: readonly PlanAccount[], now: number): { 
 /** `5h 43%` for the menu-bar title, or null without plan windows. */
 export function planShort(accounts: readonly PlanAccount[], now: number): string | null {
   const b = busiestWindow(accounts, now)
-  return b ? `${b.window.name} ${Math.round(b.window.utilization * 100)}%` : null
+  return b ? `${b.window.name} ${formatPct(b.window.utilization)}` : null
 }
 
 /**
@@ -43,10 +44,10 @@ export function planLine(accounts: readonly PlanAccount[], now: number, timeZone
   const b = busiestWindow(accounts, now)
   if (!b) return null
   const w = b.window
-  let line = `${w.name} ${Math.round(w.utilization * 100)}%`
+  let line = `${w.name} ${formatPct(w.utilization)}`
   if (w.resets_at) line += ` · resets ${clock(w.resets_at, timeZone)}`
   if (w.projected_exhausted_at && w.utilization < 1) line += ` · out at ${clock(w.projected_exhausted_at, timeZone)}`
-  else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${Math.round(w.projected_at_reset * 100)}%`
+  else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${formatPct(w.projected_at_reset)}`
   return line
 }
 
@@ -55,13 +56,13 @@ const PLAN_NAMES: Record<string, string> = { anthropic: 'Claude', chatgpt: 'Chat
 
 /** The notification for a plan window reaching a threshold (shown once per window period and threshold). */
 export function planNotice(a: PlanAlert, timeZone?: string): Notice {
-  const pct = Math.round(a.utilization * 100)
+  const pct = formatPct(a.utilization)
   const who = PLAN_NAMES[a.provider] ?? a.provider
   const until = a.resets_at ? ` It resets at ${clock(a.resets_at, timeZone)}.` : ''
   return {
     level: a.threshold >= 0.95 ? 'blocking' : 'warning',
-    title: `${who} plan: ${a.window} window at ${pct}%`,
-    body: `The ${a.window} window of ${a.account_hint || 'your plan'} has used ${pct}% of its allowance.${until}`,
+    title: `${who} plan: ${a.window} window at ${pct}`,
+    body: `The ${a.window} window of ${a.account_hint || 'your plan'} has used ${pct} of its allowance.${until}`,
   }
 }
 

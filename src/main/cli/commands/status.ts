@@ -1,5 +1,6 @@
 import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
+import { formatInt, formatPct } from '../../../shared/format'
 import { paint, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -31,9 +32,9 @@ export const status: RegisterCommand = (program, ctx) => {
     const m = s.summary
     const lines = [
       paint(out, 'bold', 'Burnrate') + ` (${s.source})`,
-      `Today       ${usd(m.today_spend_usd)} in ${m.today_requests} calls (${(m.error_rate * 100).toFixed(1)}% failed)`,
+      `Today       ${usd(m.today_spend_usd)} in ${formatInt(m.today_requests)} calls (${formatPct(m.error_rate)} failed)`,
       `This month  ${usd(m.month_spend_usd)}`,
-      `Sessions    ${m.active_sessions} active`,
+      `Sessions    ${formatInt(m.active_sessions)} active`,
     ]
     if (s.budgets === null) lines.push('Budgets     shown while Burnrate is running')
     else if (s.budgets.length === 0) lines.push('Budgets     none')
@@ -43,7 +44,7 @@ export const status: RegisterCommand = (program, ctx) => {
         const name = b.rule?.api_key_pattern ?? '?'
         for (const w of b.windows ?? []) {
           const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
-          const pct = `${Math.round((w.pct ?? 0) * 100)}%`
+          const pct = formatPct(w.pct ?? 0)
           const line = `  ${name} ${w.period}: ${usd(w.spent_usd)} of ${usd(w.limit_usd)} (${pct}${proj})`
           lines.push((w.pct ?? 0) >= 1 ? paint(out, 'red', line) : (w.pct ?? 0) >= 0.8 ? paint(out, 'yellow', line) : line)
         }
@@ -52,7 +53,7 @@ export const status: RegisterCommand = (program, ctx) => {
     if (s.plans && s.plans.length) {
       lines.push('Plan windows')
       for (const a of s.plans as any[]) {
-        for (const w of a.windows ?? []) lines.push(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}: ${Math.round((w.utilization ?? 0) * 100)}% used`)
+        for (const w of a.windows ?? []) lines.push(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}: ${formatPct(w.utilization ?? 0)} used`)
       }
     }
     const l = s.ledger

@@ -5,6 +5,9 @@
 
 import { formatUsdFull } from '../../../shared/format'
 
+/** Shares and counts read the same in the dashboard, the tray and the CLI. */
+export { formatInt, formatPct } from '../../../shared/format'
+
 const usdCompact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', notation: 'compact', maximumFractionDigits: 1 })
 const usdExact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 12 })
 const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
@@ -28,21 +31,6 @@ export function formatUsdExact(v: number): string {
 export function formatTokens(n: number): string {
   if (!Number.isFinite(n)) return '—'
   return Math.abs(n) < 10_000 ? int.format(n) : lowerK(compact.format(n))
-}
-
-export function formatInt(n: number): string {
-  return Number.isFinite(n) ? int.format(n) : '—'
-}
-
-/** A 0..1 ratio as a percentage: `0%`, `<0.1%`, `1.2%`, `42%`, `99.6%`, `100%`. */
-export function formatPct(r: number): string {
-  if (!Number.isFinite(r)) return '—'
-  if (r === 0) return '0%'
-  if (r > 0 && r < 0.001) return '<0.1%'
-  const p = r * 100
-  // Short of the whole (a budget under its limit) never reads 100%: one decimal, at most 99.9%.
-  if (p >= 99.5 && p < 100) return `${Math.min(99.9, Number(p.toFixed(1)))}%`
-  return `${p >= 10 ? Math.round(p) : Number(p.toFixed(1))}%`
 }
 
 /** A latency: `842 ms`, `1.2 s`, `2m 3s`. */
