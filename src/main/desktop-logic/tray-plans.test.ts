@@ -47,6 +47,20 @@ describe('plan windows in the tray', () => {
     expect(planShort([account({ windows: [{ ...w, utilization: 1 }] })], NOW)).toBe('5h 100%')
   })
 
+  it('names the day of a reset or run-out that is not today', () => {
+    // The 7d window is the fullest; it resets in 100 hours (Friday), not at 14:00 today.
+    const a = account({ windows: [{ ...account().windows[0], utilization: 0.2 }, { ...account().windows[1], utilization: 0.7, projected_exhausted_at: at(50), projected_at_reset: 1.3 }] })
+    expect(planLine([a], NOW, 'UTC')).toBe('7d 70% · resets Fri 14:00 · out at Wed 12:00')
+    // Past a week, the date.
+    const far = account({ windows: [{ ...account().windows[1], utilization: 0.7, resets_at: at(12 * 24 + 4), projected_exhausted_at: null, projected_at_reset: null }] })
+    expect(planLine([far], NOW, 'UTC')).toBe('7d 70% · resets 5 Dec 14:00')
+    // Today in the zone shown: the time alone (10:00 UTC is 19:00 in Tokyo; 4.33 h on is 23:19 there).
+    expect(planLine([account()], NOW, 'Asia/Tokyo')).toBe('5h 43% · resets 23:19 · out at 22:04')
+    const alert: PlanAlert = { provider: 'anthropic', account_hint: 'sk-…abcd', window: '7d', threshold: 0.8, utilization: 0.81, resets_at: at(100), id: 'w' }
+    expect(planNotice(alert, 'UTC', NOW).body).toBe('The 7d window of sk-…abcd has used 81% of its allowance. It resets Fri 14:00.')
+    expect(planNotice({ ...alert, resets_at: at(2) }, 'UTC', NOW).body).toBe('The 7d window of sk-…abcd has used 81% of its allowance. It resets at 12:00.')
+  })
+
   it('prefers plans over API-key limits, and shows nothing without windows', () => {
     const key = account({ provider: 'openai', billing: 'api', windows: [{ ...account().windows[0], name: 'requests', utilization: 0.99 }] })
     expect(planShort([key, account()], NOW)).toBe('5h 43%')

@@ -10,8 +10,22 @@ export interface PlanSource {
   subscribe(fn: () => void): () => void
 }
 
-function clock(iso: string, timeZone?: string): string {
-  return new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone }).format(new Date(iso))
+function dayOf(ms: number, timeZone?: string): string {
+  return new Intl.DateTimeFormat('en-CA', { year: 'numeric', month: '2-digit', day: '2-digit', timeZone }).format(new Date(ms))
+}
+
+/**
+ * When a window resets or runs out, in `timeZone` (default: this machine's): `14:20` today,
+ * `Fri 14:20` within six days, `5 Dec 14:20` beyond; a 7-day window's reset is rarely today.
+ */
+function clock(iso: string, now: number, timeZone?: string): { text: string; today: boolean } {
+  const at = Date.parse(iso)
+  const time = new Intl.DateTimeFormat('en-GB', { hour: '2-digit', minute: '2-digit', hour12: false, timeZone }).format(new Date(at))
+  if (dayOf(at, timeZone) === dayOf(now, timeZone)) return { text: time, today: true }
+  const day = at - now < 6 * 86_400_000
+    ? new Intl.DateTimeFormat('en-GB', { weekday: 'short', timeZone }).format(new Date(at))
+    : new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', timeZone }).format(new Date(at))
+  return { text: `${day} ${time}`, today: false }
 }
 
 /**
@@ -37,7 +51,7 @@ export function planShort(accounts: readonly PlanAccount[], now: number): string
 }
 
 /**
- * `5h 43% · resets 14:20`, with the pace when it says something: `· out at 13:05` when this
+ * `5h 43% · resets 14:20` (`7d 70% · resets Fri 14:00` on another day), with the pace when it says something: `· out at 13:05` when this
  * pace runs the window out before it resets, else `· on pace for 60%`.
  */
 export function planLine(accounts: readonly PlanAccount[], now: number, timeZone?: string): string | null {
@@ -45,8 +59,8 @@ export function planLine(accounts: readonly PlanAccount[], now: number, timeZone
   if (!b) return null
   const w = b.window
   let line = `${w.name} ${formatPct(w.utilization)}`
-  if (w.resets_at) line += ` · resets ${clock(w.resets_at, timeZone)}`
-  if (w.projected_exhausted_at && w.utilization < 1) line += ` · out at ${clock(w.projected_exhausted_at, timeZone)}`
+  if (w.resets_at) line += ` · resets ${clock(w.resets_at, now, timeZone).text}`
+  if (w.projected_exhausted_at && w.utilization < 1) line += ` · out at ${clock(w.projected_exhausted_at, now, timeZone).text}`
   else if (w.projected_at_reset !== null && w.utilization < 1) line += ` · on pace for ${formatPct(w.projected_at_reset)}`
   return line
 }
@@ -55,10 +69,11 @@ export function planLine(accounts: readonly PlanAccount[], now: number, timeZone
 const PLAN_NAMES: Record<string, string> = { anthropic: 'Claude', chatgpt: 'ChatGPT', 'code-assist': 'Gemini Code Assist' }
 
 /** The notification for a plan window reaching a threshold (shown once per window period and threshold). */
-export function planNotice(a: PlanAlert, timeZone?: string): Notice {
+export function planNotice(a: PlanAlert, timeZone?: string, now = Date.now()): Notice {
   const pct = formatPct(a.utilization)
   const who = PLAN_NAMES[a.provider] ?? a.provider
-  const until = a.resets_at ? ` It resets at ${clock(a.resets_at, timeZone)}.` : ''
+  const reset = a.resets_at ? clock(a.resets_at, now, timeZone) : null
+  const until = reset ? ` It resets ${reset.today ? 'at ' : ''}${reset.text}.` : ''
   return {
     level: a.threshold >= 0.95 ? 'blocking' : 'warning',
     title: `${who} plan: ${a.window} window at ${pct}`,
