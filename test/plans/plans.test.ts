@@ -76,7 +76,7 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect(accounts[0]).toMatchObject({ provider: 'anthropic', account_hint: 'sk-…aaaa', billing: 'subscription' })
     expect(accounts[0].windows.map((w: any) => [w.name, w.utilization])).toEqual([['5h', 0.43], ['7d', 0.12], ['7d_opus', 0.05]])
     expect(accounts[0].details).toMatchObject({ status: 'allowed', 'representative-claim': 'five_hour' })
-    await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 43% · resets \d\d:\d\d/)
+    await expect.poll(() => view?.tooltip ?? '', { timeout: 10_000 }).toMatch(/5h 43% · resets (?:[A-Z][a-z]{2} )?\d\d:\d\d/) // a reset after midnight names its day
     expect(view!.title).toBe('$0.00 · 5h 43%')
 
     // Money and API-equivalent value apart: summary, export, per-key spend.
