@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAgo, formatBucket, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact } from './format'
+import { formatAgo, formatBucket, formatCountdown, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact } from './format'
 
 describe('formatUsd', () => {
   it('keeps small amounts readable to two significant digits', () => {
@@ -70,5 +70,18 @@ describe('other figures', () => {
     expect(formatBucket('2026-11-21T00:00:00Z', 86_400, 30 * 86_400)).toMatch(/^Nov (20|21|22)$/)
     expect(formatBucket('2026-11-21T14:05:00Z', 60, 3600)).toMatch(/^\d\d:05$/)
     expect(formatBucket('2026-11-21T14:00:00Z', 3600, 7 * 86_400)).toMatch(/^Nov \d\d \d\d:00$/)
+  })
+})
+
+describe('formatCountdown', () => {
+  it('never reads 0m before the reset, and rounds minutes up', () => {
+    expect(formatCountdown(20_000)).toBe('resets in <1m')
+    expect(formatCountdown(59_999)).toBe('resets in <1m')
+    expect(formatCountdown(60_000)).toBe('resets in 1m')
+    expect(formatCountdown(61_000)).toBe('resets in 2m')
+    expect(formatCountdown((4 * 60 + 12) * 60_000)).toBe('resets in 4h 12m')
+    expect(formatCountdown((2 * 1440 + 3 * 60) * 60_000)).toBe('resets in 2d 3h 0m')
+    expect(formatCountdown(0)).toBe('resetting')
+    expect(formatCountdown(-5)).toBe('resetting')
   })
 })

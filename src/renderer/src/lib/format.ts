@@ -53,6 +53,20 @@ export function formatDuration(ms: number): string {
   return h % 24 ? `${d}d ${h % 24}h` : `${d}d`
 }
 
+/**
+ * Time left until a plan window resets, `ms` from now: `resets in 4h 12m`, `resets in 2d 3h 0m`;
+ * under a minute `resets in <1m` (never `0m` while it has not reset), then `resetting`.
+ * Minutes round up, so the countdown never reads earlier than the reset.
+ */
+export function formatCountdown(ms: number): string {
+  if (!(ms > 0)) return 'resetting'
+  if (ms < 60_000) return 'resets in <1m'
+  const m = Math.ceil(ms / 60_000)
+  const d = Math.floor(m / 1440)
+  const h = Math.floor((m % 1440) / 60)
+  return `resets in ${d ? `${d}d ` : ''}${d || h ? `${h}h ` : ''}${m % 60}m`
+}
+
 /** `just now`, `12s ago`, `5m ago`, `3h ago`, `2d ago`. */
 export function formatAgo(iso: string, now = Date.now()): string {
   const ms = now - Date.parse(iso)
