@@ -30,7 +30,7 @@ function setup(file?: string) {
 
 describe('noticeFor', () => {
   it('words a warning with spend, limit and reset time in the configured zone', () => {
-    const n = noticeFor(budgetAlert({ resets_at: '2026-11-21T23:00:00.000Z' }), 'Europe/Berlin')
+    const n = noticeFor(budgetAlert({ resets_at: '2026-11-21T23:00:00.000Z' }), 'Europe/Berlin', 'Europe/Berlin')
     expect(n).toEqual({
       level: 'warning',
       title: 'Budget warning: sk-dev-*',
@@ -38,9 +38,15 @@ describe('noticeFor', () => {
     })
   })
   it('words a block', () => {
-    const n = noticeFor(budgetAlert({ level: 'blocking', spent_usd: 5.031, period: 'monthly', resets_at: '2026-12-01T00:00:00.000Z' }), 'UTC')
+    const n = noticeFor(budgetAlert({ level: 'blocking', spent_usd: 5.031, period: 'monthly', resets_at: '2026-12-01T00:00:00.000Z' }), 'UTC', 'UTC')
     expect(n.title).toBe('Budget reached: sk-dev-*')
     expect(n.body).toBe('Key sk-…9f3a reached its $5.00 monthly limit ($5.03 spent). Burnrate refuses its calls until Dec 1, 12:00 AM.')
+  })
+  it('names the configured zone when it is not this machine\'s, so a reset is not read as local time', () => {
+    const alert = budgetAlert({ resets_at: '2026-12-01T00:00:00.000Z' })
+    expect(noticeFor(alert, 'UTC', 'Europe/Berlin').body).toMatch(/It resets Dec 1, 12:00 AM UTC\.$/)
+    expect(noticeFor(alert, 'America/New_York', 'Europe/Berlin').body).toMatch(/It resets Nov 30, 7:00 PM EST\.$/)
+    expect(noticeFor(alert, 'Etc/UTC', 'UTC').body).toMatch(/It resets Dec 1, 12:00 AM\.$/)
   })
 })
 

@@ -10,16 +10,37 @@ export interface Notice {
   level: BudgetAlert['level']
 }
 
-function resetsText(iso: string, timezone: string): string {
-  const d = new Date(iso)
-  if (Number.isNaN(d.getTime())) return 'the next period'
-  return new Intl.DateTimeFormat('en-US', { timeZone: timezone, month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit' }).format(d)
+/** This machine's time zone, where the user reads the notification. */
+function machineZone(): string {
+  return new Intl.DateTimeFormat().resolvedOptions().timeZone
 }
 
-/** The words of the notification for an alert; `timezone` is the configured one (when periods reset). */
-export function noticeFor(alert: BudgetAlert, timezone: string): Notice {
+/**
+ * When the period resets, in the configured zone (where periods reset); that zone is named
+ * (`Dec 1, 12:00 AM UTC`) when it is not this machine's, so the time is never read as local.
+ */
+function resetsText(iso: string, timezone: string, localZone: string): string {
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return 'the next period'
+  const named = sameZone(timezone, localZone) ? {} : { timeZoneName: 'short' as const }
+  return new Intl.DateTimeFormat('en-US', { timeZone: timezone, month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', ...named }).format(d)
+}
+
+function sameZone(a: string, b: string): boolean {
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: a }).resolvedOptions().timeZone === new Intl.DateTimeFormat('en-US', { timeZone: b }).resolvedOptions().timeZone
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The words of the notification for an alert; `timezone` is the configured one (when periods
+ * reset), `localZone` this machine's.
+ */
+export function noticeFor(alert: BudgetAlert, timezone: string, localZone = machineZone()): Notice {
   const limit = `${formatUsd(alert.limit_usd)} ${alert.period} limit`
-  const until = resetsText(alert.resets_at, timezone)
+  const until = resetsText(alert.resets_at, timezone, localZone)
   if (alert.threshold_pct !== undefined && alert.level === 'warning') {
     return {
       level: 'warning',
