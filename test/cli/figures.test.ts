@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { usd } from '../../src/main/cli/output'
-import { runCli } from '../../src/main/cli/program'
 import { keyHash, makeCall } from '../dashboard/seed'
+import { runCliCaptured } from '../support/cli'
 import { request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -12,30 +12,24 @@ import { type TestServer, startTestServer } from '../support/server'
 let t: TestServer
 const now = Date.now()
 
-async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = ''
-  let err = ''
-  const stdout = process.stdout.write
-  const stderr = process.stderr.write
-  process.stdout.write = ((s: string) => ((out += s), true)) as typeof process.stdout.write
-  process.stderr.write = ((s: string) => ((err += s), true)) as typeof process.stderr.write
-  try {
-    const code = await runCli([...args, '--url', t.url, '--config', t.configFile, '--data-dir', t.dir])
-    return { code, out, err }
-  } finally {
-    process.stdout.write = stdout
-    process.stderr.write = stderr
-  }
+/** `burnrate <args>` against the test server; what it printed (stdout and stderr together). */
+function cli(...args: string[]): Promise<{ code: number; out: string }> {
+  return runCliCaptured(...args, '--url', t.url, '--config', t.configFile, '--data-dir', t.dir)
+}
+
+/** `ms` before now, but never before today's UTC midnight: the figures are today's at any hour. */
+function recent(ms: number): number {
+  return Math.max(now - ms, now - (now % 86_400_000))
 }
 
 beforeAll(async () => {
   t = await startTestServer({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 10, action: 'warn' }] } })
   // A day of small calls on a cheap model: real money, each well under a hundredth of a cent.
-  t.server.ledger.record(makeCall({ ts: now - 60_000, tenant: 'tiny', cost_usd: 0.000_04 }))
+  t.server.ledger.record(makeCall({ ts: recent(60_000), tenant: 'tiny', cost_usd: 0.000_04 }))
   // A key at 99.6% of its $10 daily limit (warn: its calls still go through); 1 call in 2,500 of its tenant's failed.
   const near = { tenant: 'near', api_key_hash: keyHash('sk-near-000000000001'), key_hint: 'sk-…0001' }
-  t.server.ledger.record(makeCall({ ts: now - 50_000, ...near, cost_usd: 9.96 }))
-  for (let i = 0; i < 2499; i++) t.server.ledger.record(makeCall({ ts: now - 40_000, ...near, cost_usd: 0, status: i === 0 ? 500 : 200 }))
+  t.server.ledger.record(makeCall({ ts: recent(50_000), ...near, cost_usd: 9.96 }))
+  for (let i = 0; i < 2499; i++) t.server.ledger.record(makeCall({ ts: recent(40_000), ...near, cost_usd: 0, status: i === 0 ? 500 : 200 }))
   await t.server.ledger.flushed()
 })
 afterAll(async () => {
@@ -47,14 +41,14 @@ describe('money in the CLI', () => {
     const api = (await request(`${t.url}/api/dashboard/summary?tenant=tiny`)).json() as { today_spend_usd: number }
     expect(api.today_spend_usd).toBeCloseTo(0.000_04, 15)
     const r = await cli('status', '--tenant', 'tiny')
-    expect(r.code, r.err).toBe(0)
+    expect(r.code, r.out).toBe(0)
     expect(r.out).toMatch(/^Today {7}\$0\.00004 in 1 calls/m)
     expect(r.out).toMatch(/^This month {2}\$0\.00004$/m)
   })
 
   it('`report` shows the same amount in its row and its total', async () => {
     const r = await cli('report', 'model', '--tenant', 'tiny')
-    expect(r.code, r.err).toBe(0)
+    expect(r.code, r.out).toBe(0)
     expect(r.out).not.toContain('$0.0000 ')
     expect(r.out).toMatch(/gpt-4o-mini .*\$0\.00004 /)
     expect(r.out).toMatch(/Total .*\$0\.00004 /)
@@ -68,7 +62,7 @@ describe('shares in the CLI', () => {
     const summary = (await request(`${t.url}/api/dashboard/summary?tenant=near`)).json() as { error_rate: number }
     expect(summary.error_rate).toBe(1 / 2500)
     const r = await cli('status', '--tenant', 'near')
-    expect(r.code, r.err).toBe(0)
+    expect(r.code, r.out).toBe(0)
     expect(r.out).toMatch(/^ {2}\* daily: \$9\.96 of \$10\.00 \(99\.6%, projected /m)
     expect(r.out).toMatch(/^Today {7}\$9\.96 in 2,500 calls \(<0\.1% failed\)$/m)
   })
