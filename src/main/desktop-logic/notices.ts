@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { formatPct } from '../../shared/format'
+import { machineTimeZone, sameTimeZone } from '../time/zone'
 import { formatUsd } from './money'
 
 /** A desktop notification to show. */
@@ -10,11 +11,6 @@ export interface Notice {
   level: BudgetAlert['level']
 }
 
-/** This machine's time zone, where the user reads the notification. */
-function machineZone(): string {
-  return new Intl.DateTimeFormat().resolvedOptions().timeZone
-}
-
 /**
  * When the period resets, in the configured zone (where periods reset); that zone is named
  * (`Dec 1, 12:00 AM UTC`) when it is not this machine's, so the time is never read as local.
@@ -22,23 +18,15 @@ function machineZone(): string {
 function resetsText(iso: string, timezone: string, localZone: string): string {
   const d = new Date(iso)
   if (Number.isNaN(d.getTime())) return 'the next period'
-  const named = sameZone(timezone, localZone) ? {} : { timeZoneName: 'short' as const }
+  const named = sameTimeZone(timezone, localZone) ? {} : { timeZoneName: 'short' as const }
   return new Intl.DateTimeFormat('en-US', { timeZone: timezone, month: 'short', day: 'numeric', hour: 'numeric', minute: '2-digit', ...named }).format(d)
-}
-
-function sameZone(a: string, b: string): boolean {
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: a }).resolvedOptions().timeZone === new Intl.DateTimeFormat('en-US', { timeZone: b }).resolvedOptions().timeZone
-  } catch {
-    return false
-  }
 }
 
 /**
  * The words of the notification for an alert; `timezone` is the configured one (when periods
  * reset), `localZone` this machine's.
  */
-export function noticeFor(alert: BudgetAlert, timezone: string, localZone = machineZone()): Notice {
+export function noticeFor(alert: BudgetAlert, timezone: string, localZone = machineTimeZone()): Notice {
   const limit = `${formatUsd(alert.limit_usd)} ${alert.period} limit`
   const until = resetsText(alert.resets_at, timezone, localZone)
   if (alert.threshold_pct !== undefined && alert.level === 'warning') {

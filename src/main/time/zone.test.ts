@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { PeriodClock, isValidTimeZone, localParts, machineTimeZone, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth, startOfWeek } from './zone'
+import { PeriodClock, isValidTimeZone, localParts, machineTimeZone, sameTimeZone, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth, startOfWeek } from './zone'
 
 describe('time zones', () => {
   it('finds local midnight in a zone east of UTC', () => {
@@ -66,5 +66,14 @@ describe('time zones', () => {
       if (saved === undefined) delete process.env.TZ
       else process.env.TZ = saved
     }
+  })
+})
+
+describe('sameTimeZone', () => {
+  it('knows one zone by its names, and tells zones apart', () => {
+    expect(sameTimeZone('UTC', 'Etc/UTC')).toBe(true)
+    expect(sameTimeZone('Europe/Berlin', 'Europe/Berlin')).toBe(true)
+    expect(sameTimeZone('UTC', 'Europe/Berlin')).toBe(false)
+    expect(sameTimeZone('America/New_York', 'Not/AZone')).toBe(false)
   })
 })

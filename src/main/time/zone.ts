@@ -155,6 +155,16 @@ export function isValidTimeZone(tz: string): boolean {
   }
 }
 
+/** True when `a` and `b` name the same zone (`UTC` and `Etc/UTC`, or one name twice); false if either is not a zone. */
+export function sameTimeZone(a: string, b: string): boolean {
+  if (a === b || (isUtc(a) && isUtc(b))) return true
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: a }).resolvedOptions().timeZone === new Intl.DateTimeFormat('en-US', { timeZone: b }).resolvedOptions().timeZone
+  } catch {
+    return false
+  }
+}
+
 /**
  * The machine's IANA zone, as Intl reports it. A machine that is plainly in UTC (TZ names UTC,
  * or TZ is unset and /etc/localtime links to the UTC zone file) answers 'UTC' without asking
