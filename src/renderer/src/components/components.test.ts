@@ -11,6 +11,7 @@ import BreakdownTable from './BreakdownTable.vue'
 import BudgetRules from './BudgetRules.vue'
 import ConnectPanel from './ConnectPanel.vue'
 import ExpensiveTable from './ExpensiveTable.vue'
+import LimitBar from './LimitBar.vue'
 import Money from './Money.vue'
 import SessionsTable from './SessionsTable.vue'
 import SummaryCards from './SummaryCards.vue'
@@ -302,5 +303,18 @@ describe('AlertDeliveries', () => {
   it('says when no webhook is configured', () => {
     const w = mount(AlertDeliveries, { props: { log: { webhooks: 0, deliveries: [], runaway: [] } } })
     expect(w.text()).toContain('No webhooks configured')
+  })
+})
+
+describe('LimitBar', () => {
+  it('shows the share spent, and never a smaller share than the real one', () => {
+    const at = (spent: number, limit: number | null) => mount(LimitBar, { props: { spent, limit, label: 'daily' } })
+    expect(at(5, 10).find('.pct').text()).toBe('50%')
+    expect(at(99.9, 10).find('.pct').text()).toBe('999%')
+    const way = at(150, 10)
+    expect(way.find('.pct').text()).toBe('>999%')
+    expect(way.attributes('data-level')).toBe('bad')
+    expect(way.attributes('title')).toContain('(1500%)')
+    expect(at(1, null).text()).toBe('no limit')
   })
 })
