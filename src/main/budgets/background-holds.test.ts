@@ -1,67 +1,61 @@
-import { describe, expect, it } from 'vitest'
-import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
-import { openai } from '../providers/openai'
-import { hashKey, keyHint } from '../proxy/attribution'
-import type { CallContext } from '../proxy/gate'
-import { BACKGROUND_HOLD_MS } from './background-holds'
-import { BudgetEngine } from './engine'
-import type { Rule } from './rules'
+import { mkdtempSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openDatabase } from '../ledger/db'
+import { Ledger } from '../ledger/ledger'
+import { BackgroundHolds, HoldFile, type HoldInfo } from './background-holds'
 
-const KEY = 'sk-team-aaaaaaaaaaaa-0001'
-const rule: Rule = {
-  ...DEFAULT_RULE_OPTIONS,
-  api_key_pattern: 'sk-team-*', daily_limit_usd: 1, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', created_at: null,
+const open: { close(): void }[] = []
+afterEach(() => {
+  for (const c of open.splice(0)) c.close()
+})
+
+function setUp() {
+  const file = join(mkdtempSync(join(tmpdir(), 'burnrate-holds-')), 'burnrate.db')
+  const db = openDatabase(file)
+  const ledger = new Ledger(db, { flushIntervalMs: 10, maxPending: 100, timezone: 'UTC' })
+  // Another connection holding the write lock, as the ledger's write thread does mid-batch.
+  const other = new Database(file)
+  open.push({ close: () => (ledger.close(), other.close(), db.close()) })
+  return { db, ledger, other }
 }
 
-function ctx(ts: number): CallContext {
-  return {
-    provider: openai, shape: { endpoint: 'responses', model: 'o3-pro', stream: false, billable: true },
-    apiKey: KEY, apiKeyHash: hashKey(KEY), keyHint: keyHint(KEY), tenant: '', agent: '', session: '', ts, body: { background: true }, bodyBytes: 10,
-  }
-}
+const hold = (responseId: string): HoldInfo => ({
+  provider: 'openai', responseId, keyHash: 'h1', ts: 1, session: 's', rule: 'r', amount: 0.5, until: Date.now() + 60_000,
+})
 
-describe('a background response holds its reservation', () => {
-  const setup = () => {
-    const engine = new BudgetEngine('UTC', 1, [rule], [], { worstCase: () => 0, expected: () => 1, learn: () => {} })
-    engine.reload()
-    return engine
-  }
-  // Midday UTC: the hour after stays in the same day.
-  const now = Date.UTC(2026, 2, 10, 12)
+describe('HoldFile', () => {
+  it('keeps a hold started while the file is locked by another writer: written with the next batch, not lost', () => {
+    const { db, ledger, other } = setUp()
+    const holds = new BackgroundHolds()
+    holds.file = new HoldFile(db, ledger)
+    other.exec('BEGIN IMMEDIATE')
+    holds.keep(hold('resp_a'), () => {})
+    holds.keep(hold('resp_b'), () => {})
+    expect(ledger.flush()).toBe(false) // the lock is still held: kept, to be tried again
+    other.exec('COMMIT')
+    expect(ledger.flush()).toBe(true)
+    expect(new HoldFile(db).all().map((h) => h.responseId).sort()).toEqual(['resp_a', 'resp_b'])
+    expect(new HoldFile(db).all()[0]).toMatchObject({ keyHash: 'h1', session: 's', rule: 'r', amount: 0.5 })
 
-  it('until its bound, when a response never read stops holding', () => {
-    const engine = setup()
-    const first = engine.admit(ctx(now), now)
-    first.settle!(0.01, { provider: 'openai', responseId: 'resp_1' })
-    expect(engine.admit(ctx(now + 1), now + 1).refuse).toMatchObject({ kind: 'reserved', reservedUsd: 1 })
-    expect(engine.admit(ctx(now + BACKGROUND_HOLD_MS - 1), now + BACKGROUND_HOLD_MS - 1).refuse?.kind).toBe('reserved')
-    expect(engine.admit(ctx(now + BACKGROUND_HOLD_MS), now + BACKGROUND_HOLD_MS).refuse).toBeUndefined()
+    // Let go while locked again: the row goes with the next batch, in order after its save.
+    other.exec('BEGIN IMMEDIATE')
+    holds.release('openai', 'resp_a')
+    holds.keep(hold('resp_c'), () => {})
+    holds.release('openai', 'resp_c')
+    other.exec('COMMIT')
+    expect(ledger.flush()).toBe(true)
+    expect(new HoldFile(db).all().map((h) => h.responseId)).toEqual(['resp_b'])
   })
 
-  it('until its call\'s real usage is taken (its cost move, here or on another instance); not when it is re-priced', () => {
-    const engine = setup()
-    engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_2' })
-    expect(engine.admit(ctx(now + 1), now + 1).refuse?.kind).toBe('reserved')
-    const move = { api_key_hash: hashKey(KEY), ts: now, provider: 'openai', model: 'o3-pro', agent: '', tenant: '', session: '', delta: 0.2 }
-    engine.adjust([move], now + 2)
-    expect(engine.admit(ctx(now + 3), now + 3).refuse?.kind).toBe('reserved')
-    engine.adjust([{ ...move, usage_in: true }], now + 4)
-    expect(engine.admit(ctx(now + 5), now + 5).refuse).toBeUndefined()
-  })
-  it('ends only the hold of the response whose usage came, when a key started jobs in the same millisecond', () => {
-    const engine = new BudgetEngine('UTC', 1, [{ ...rule, daily_limit_usd: 3 }], [], { worstCase: () => 0, expected: () => 1, learn: () => {} })
-    engine.reload()
-    // Two jobs started together (Promise.all): the same arrival millisecond, two response ids.
-    engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_A' })
-    engine.admit(ctx(now), now).settle!(0.01, { provider: 'openai', responseId: 'resp_B' })
-    expect(engine.holds.size).toBe(2)
-    // resp_A's result is in (its creating call's cost moves, here or on another instance).
-    const move = { api_key_hash: hashKey(KEY), ts: now, provider: 'openai', model: 'o3-pro', agent: '', tenant: '', session: '', delta: 0.2, usage_in: true }
-    engine.adjust([{ ...move, response_id: 'resp_A' }], now + 2)
-    // resp_B still runs: it still holds its $1.
-    expect(engine.holds.size).toBe(1)
-    // A job whose real cost is its estimate moves no money, and still ends its hold.
-    engine.adjust([{ ...move, delta: 0, response_id: 'resp_B' }], now + 5)
-    expect(engine.holds.size).toBe(0)
+  it('without a SQLite ledger (PostgreSQL keeps the calls) it writes the row at once', () => {
+    const { db } = setUp()
+    const file = new HoldFile(db)
+    file.save(hold('resp_x'))
+    expect(file.all().map((h) => h.responseId)).toEqual(['resp_x'])
+    file.remove('openai', 'resp_x')
+    expect(file.all()).toEqual([])
   })
 })

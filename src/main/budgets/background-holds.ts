@@ -1,4 +1,7 @@
 import type Database from 'better-sqlite3'
+import { Ledger } from '../ledger/ledger'
+import { type HoldRow, REMOVE_HOLD_SQL, SAVE_HOLD_SQL } from '../ledger/side-writes'
+import type { CallLedger } from '../ledger/types'
 import type { CallContext } from '../proxy/gate'
 
 /**
@@ -14,47 +17,42 @@ export const BACKGROUND_HOLD_MS = 60 * 60_000
 const EXPIRE_EVERY_MS = 60_000
 
 /** A background response's held reservation, as kept in the data folder's file. */
-export interface HoldInfo {
-  /** Burnrate's provider name and the response's id (`resp_…`): what a later answer about it names. */
-  provider: string
-  responseId: string
-  /** The creating call's key (by hash), arrival time and session: what its cost moves are named by. */
-  keyHash: string
-  ts: number
-  session: string
-  /** The identity of the rule it was reserved under (scope.ts `ruleIdentity`). */
-  rule: string
-  /** What was reserved (USD): the call's expected cost, as at admission. */
-  amount: number
-  /** When the hold ends even if the result is never read (ms). */
-  until: number
-}
+export type HoldInfo = HoldRow
 
-/** The holds of this machine (`background_holds`, ledger migration 23): written when a hold starts and ends, never on a call's path otherwise. */
+/**
+ * The holds of this machine (`background_holds`, ledger migration 23), written when a hold starts
+ * and ends. On SQLite the ledger writes them in the transaction of its next batch, on its write
+ * thread when it has one (../ledger/side-writes.ts): never a write of their own on the call's way,
+ * which could wait on that thread's lock. With a PostgreSQL ledger this file has no other writer,
+ * and the single row is written at once.
+ */
 export class HoldFile {
   private readonly saveStmt: Database.Statement
   private readonly removeStmt: Database.Statement
   private readonly allStmt: Database.Statement
 
-  constructor(db: Database.Database) {
-    this.saveStmt = db.prepare(
-      `INSERT OR REPLACE INTO background_holds (provider, response_id, api_key_hash, rule, session, ts, amount, until)
-       VALUES (@provider, @responseId, @keyHash, @rule, @session, @ts, @amount, @until)`,
-    )
-    this.removeStmt = db.prepare('DELETE FROM background_holds WHERE provider = ? AND response_id = ?')
+  constructor(
+    db: Database.Database,
+    private readonly ledger?: CallLedger,
+  ) {
+    this.saveStmt = db.prepare(SAVE_HOLD_SQL)
+    this.removeStmt = db.prepare(REMOVE_HOLD_SQL)
     this.allStmt = db.prepare(
       'SELECT provider, response_id AS responseId, api_key_hash AS keyHash, rule, session, ts, amount, until FROM background_holds',
     )
   }
 
   save(h: HoldInfo): void {
-    this.saveStmt.run(h)
+    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch([{ hold: h }])
+    else this.saveStmt.run(h)
   }
 
   remove(provider: string, responseId: string): void {
-    this.removeStmt.run(provider, responseId)
+    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch([{ unhold: { provider, responseId } }])
+    else this.removeStmt.run({ provider, responseId })
   }
 
+  /** The holds on disk (read at start-up, before any is kept). */
   all(): HoldInfo[] {
     return this.allStmt.all() as HoldInfo[]
   }

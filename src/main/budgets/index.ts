@@ -101,7 +101,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   )
   engine.reload()
   // Background responses still running before this start hold their reservations again.
-  engine.holds.file = new HoldFile(ctx.db)
+  engine.holds.file = new HoldFile(ctx.db, ctx.ledger)
   void engine.rehold()
   const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).

@@ -1,9 +1,9 @@
 import type Database from 'better-sqlite3'
-import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from '../ledger/key-patterns'
+import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from '../ledger/side-writes'
 import { Ledger } from '../ledger/ledger'
 import type { CallLedger } from '../ledger/types'
 
-export type { KeyPattern } from '../ledger/key-patterns'
+export type { KeyPattern } from '../ledger/side-writes'
 
 /**
  * The prefix rule patterns each API key (by hash) was seen to match, kept in this machine's SQLite
@@ -56,7 +56,7 @@ export class KeyPatternStore {
   /** Keeps patterns a key was just seen to match (with the ledger's next batch). */
   add = (hash: string, patterns: readonly string[]): void => {
     const rows = patterns.map((pattern) => ({ api_key_hash: hash, pattern }))
-    if (this.ledger instanceof Ledger) this.ledger.keepKeyPatterns(rows)
+    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch(rows.map((pattern) => ({ pattern })))
     else for (const r of rows) this.pending.push(r)
   }
 

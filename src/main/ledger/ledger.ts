@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
-import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from './key-patterns'
+import { type SideWrite, sideWriter } from './side-writes'
 import { packCalls } from './packed'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
@@ -51,11 +51,11 @@ export class Ledger implements CallLedger {
   readonly kind = 'sqlite' as const
   readonly spend: SpendTracker
   private pending: CallRecord[] = []
-  /** Key patterns to store with the next batch (`keepKeyPatterns`). */
-  private patterns: KeyPattern[] = []
+  /** Rows other than calls to store with the next batch (`keepWithNextBatch`). */
+  private side: SideWrite[] = []
   private timer: NodeJS.Timeout | null = null
   private readonly insert: Database.Statement
-  private readonly writeBatch: (rows: CallRecord[], patterns?: readonly KeyPattern[]) => void
+  private readonly writeBatch: (rows: CallRecord[], side?: readonly SideWrite[]) => void
   private readonly listeners = new Set<Listener>()
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
   private retryMs = 0
@@ -71,7 +71,7 @@ export class Ledger implements CallLedger {
   private ownHooks = 0
   /** The batch the write thread is writing, and its request id. */
   private inFlight: CallRecord[] | null = null
-  private inFlightPatterns: KeyPattern[] = []
+  private inFlightSide: SideWrite[] = []
   private inFlightId = 0
   private landing = false
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
@@ -85,11 +85,11 @@ export class Ledger implements CallLedger {
     this.spend = new SpendTracker(opts.timezone)
     this.spendThrough = readWithNotices(db, () => this.spend.load(db)).through
     this.insert = db.prepare(INSERT_CALL_SQL)
-    const insertPattern = db.prepare(INSERT_KEY_PATTERN_SQL)
+    const writeSide = sideWriter(db)
     const values: unknown[] = []
-    this.writeBatch = db.transaction((rows: CallRecord[], patterns: readonly KeyPattern[] = []) => {
+    this.writeBatch = db.transaction((rows: CallRecord[], side: readonly SideWrite[] = []) => {
       for (const r of rows) this.insert.run(callValues(r, values))
-      for (const p of patterns) insertPattern.run(p)
+      writeSide(side)
       for (const hook of this.batchHooks) hook(rows)
     })
     if (!db.memory) this.threadScript = WriteThread.usable(opts.writeThread, db.name)
@@ -124,14 +124,15 @@ export class Ledger implements CallLedger {
   onBatchTx(_hook: BatchTxHook): void {}
 
   /**
-   * Stores these key patterns (budgets/key-patterns.ts) in the transaction of the next batch, on
-   * the thread that writes it: never a write of their own on the call's way. A call of the key
+   * Stores these rows (./side-writes.ts: a key's prefix patterns, a background response's hold
+   * kept or let go) in the transaction of the next batch, on the thread that writes it: never a
+   * write of their own on a call's way, nor one that could wait on the write thread's lock. A call
    * recorded after this is in that batch or a later one, so a call on disk has its key's patterns
-   * on disk too; patterns lost with a crash are those of calls lost with it.
+   * on disk too; what is lost with a crash is what was kept with the calls lost with it.
    */
-  keepKeyPatterns(rows: readonly KeyPattern[]): void {
-    if (this.closed || rows.length === 0) return
-    for (const r of rows) this.patterns.push(r)
+  keepWithNextBatch(writes: readonly SideWrite[]): void {
+    if (this.closed || writes.length === 0) return
+    for (const w of writes) this.side.push(w)
     this.schedule(this.opts.flushIntervalMs)
   }
 
@@ -238,23 +239,23 @@ export class Ledger implements CallLedger {
       this.schedule(this.opts.flushIntervalMs)
       return
     }
-    const idle = this.pending.length === 0 && this.patterns.length === 0
+    const idle = this.pending.length === 0 && this.side.length === 0
     const t = this.ownHooks > 0 || !this.status.writable || idle ? null : this.useThread()
     if (!t) {
       this.flush()
       return
     }
     const rows = this.pending
-    const patterns = this.patterns
+    const side = this.side
     this.pending = []
-    this.patterns = []
+    this.side = []
     this.inFlight = rows
-    this.inFlightPatterns = patterns
+    this.inFlightSide = side
     // Packed: posting the objects would clone every field name and value of every row on this thread.
-    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows, patterns }, (r) => {
+    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows, side }, (r) => {
       if (this.inFlight !== rows) return
       this.inFlight = null
-      this.inFlightPatterns = []
+      this.inFlightSide = []
       this.idleThread()
       if (r.ok) {
         this.status.writable = true
@@ -265,7 +266,7 @@ export class Ledger implements CallLedger {
       }
       // Written here instead, where a refusal is handled as always (kept and retried, or row by row).
       this.pending = rows.concat(this.pending)
-      this.patterns = patterns.concat(this.patterns)
+      this.side = side.concat(this.side)
       this.countPending()
       // (Inside landInFlight the flush under way goes on to write them.)
       if (!this.closed && !this.landing) this.flush()
@@ -290,8 +291,8 @@ export class Ledger implements CallLedger {
       this.threadScript = null
       this.inFlight = null
       this.pending = rows.concat(this.pending)
-      this.patterns = this.inFlightPatterns.concat(this.patterns)
-      this.inFlightPatterns = []
+      this.side = this.inFlightSide.concat(this.side)
+      this.inFlightSide = []
       this.countPending()
     }
   }
@@ -303,14 +304,14 @@ export class Ledger implements CallLedger {
       this.timer = null
     }
     this.landInFlight()
-    if (this.pending.length === 0 && this.patterns.length === 0) return true
+    if (this.pending.length === 0 && this.side.length === 0) return true
     const rows = this.pending
-    const patterns = this.patterns
-    this.patterns = []
+    const side = this.side
+    this.side = []
     try {
-      this.writeBatch(rows, patterns)
+      this.writeBatch(rows, side)
     } catch (err) {
-      this.patterns = patterns.concat(this.patterns)
+      this.side = side.concat(this.side)
       // A row the database refuses must not hold back the others: write them one by one.
       if (!isDatabaseProblem(err)) return this.writeOneByOne(rows)
       this.status.writable = false
@@ -336,16 +337,17 @@ export class Ledger implements CallLedger {
   private writeOneByOne(rows: CallRecord[]): boolean {
     let i = 0
     let dropped = 0
-    // The key patterns first, on their own (before the calls they belong to). Kept while the
-    // database is the problem; ones it refuses for themselves are learnt again at the key's next call.
-    const patterns = this.patterns
-    this.patterns = []
+    // The side rows first, on their own (before the calls they belong to). Kept while the
+    // database is the problem; ones it refuses for themselves are dropped (a key's patterns are
+    // learnt again at its next call; a hold stays held in memory, as when the file cannot be written).
+    const side = this.side
+    this.side = []
     let stuck = false
     try {
-      if (patterns.length > 0) this.writeBatch([], patterns)
+      if (side.length > 0) this.writeBatch([], side)
     } catch (err) {
       if (isDatabaseProblem(err)) {
-        this.patterns = patterns.concat(this.patterns)
+        this.side = side.concat(this.side)
         stuck = true
       }
     }

@@ -1,12 +1,12 @@
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads'
-import type { KeyPattern } from './key-patterns'
+import type { SideWrite } from './side-writes'
 import type { PackedCalls } from './packed'
 import type { CallRecord } from './record'
 
 export type ThreadRequest =
-  | { type: 'write'; id: number; rows: CallRecord[] | PackedCalls; patterns?: KeyPattern[] }
+  | { type: 'write'; id: number; rows: CallRecord[] | PackedCalls; side?: SideWrite[] }
   | { type: 'rollups'; id: number }
   | { type: 'prune'; id: number; before: number; limit: number }
   | { type: 'close'; id: number }
@@ -76,7 +76,7 @@ export class WriteThread {
 
   /** Hands `rows` over; `done` gets the answer. Returns the request's id (for `waitFor`). */
   send(
-    req: { type: 'write'; rows: CallRecord[] | PackedCalls; patterns?: KeyPattern[] } | { type: 'rollups' } | { type: 'prune'; before: number; limit: number } | { type: 'close' },
+    req: { type: 'write'; rows: CallRecord[] | PackedCalls; side?: SideWrite[] } | { type: 'rollups' } | { type: 'prune'; before: number; limit: number } | { type: 'close' },
     done?: Pending,
   ): number {
     const id = ++this.nextId

@@ -9,7 +9,7 @@ import { type MessagePort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { CALL_COLUMNS, INSERT_CALL_SQL, callValues } from './columns'
-import { INSERT_KEY_PATTERN_SQL, type KeyPattern } from './key-patterns'
+import { type SideWrite, sideWriter } from './side-writes'
 import { isPacked, unpackCalls } from './packed'
 import type { CallRecord } from './record'
 import { pruneCalls } from './retention'
@@ -26,7 +26,7 @@ function reply(r: ThreadReply): void {
 }
 
 let db: Database.Database
-let write: (rows: CallRecord[], patterns: readonly KeyPattern[]) => void
+let write: (rows: CallRecord[], side: readonly SideWrite[]) => void
 let rollups: RollupWriter | null = null
 try {
   db = new Database(file, { fileMustExist: true })
@@ -35,12 +35,12 @@ try {
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
   const insert = db.prepare(INSERT_CALL_SQL)
-  const insertPattern = db.prepare(INSERT_KEY_PATTERN_SQL)
+  const writeSide = sideWriter(db)
   const values: unknown[] = new Array(CALL_COLUMNS.length)
-  write = db.transaction((rows: CallRecord[], patterns: readonly KeyPattern[]) => {
+  write = db.transaction((rows: CallRecord[], side: readonly SideWrite[]) => {
     for (const r of rows) insert.run(callValues(r, values))
-    // The key patterns learnt before these calls (the Ledger's keepKeyPatterns), in their transaction.
-    for (const p of patterns) insertPattern.run(p)
+    // The rows kept before these calls (the Ledger's keepWithNextBatch: key patterns, holds), in their transaction.
+    writeSide(side)
     if (rollups) rollups.onBatch(rows)
   })
   reply({ id: 0, ok: true, ready: true })
@@ -54,7 +54,7 @@ port.on('message', (m: ThreadRequest) => {
   let r: ThreadReply
   try {
     let deleted: number | undefined
-    if (m.type === 'write') write(isPacked(m.rows) ? unpackCalls(m.rows) : m.rows, m.patterns ?? [])
+    if (m.type === 'write') write(isPacked(m.rows) ? unpackCalls(m.rows) : m.rows, m.side ?? [])
     else if (m.type === 'rollups') rollups = new RollupWriter(db)
     else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit)
     else if (m.type === 'close') db.close()
