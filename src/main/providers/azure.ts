@@ -1,6 +1,7 @@
 import { isObject } from '../metering/usage'
 import { OpenAIBatchMeter } from './openai-batch'
-import { OpenAIMeter, fileIdOf, openaiEndpointOf, openaiEndpointShape, withFastTier } from './openai'
+import { fileIdOf, openaiEndpointOf, openaiEndpointShape, withFastTier } from './openai-endpoints'
+import { OpenAIMeter } from './openai-meter'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**

@@ -1,4 +1,5 @@
-import { inspectOpenAI, OpenAIMeter } from './openai'
+import { inspectOpenAI } from './openai-endpoints'
+import { OpenAIMeter } from './openai-meter'
 import type { Provider } from './types'
 
 /**

@@ -1,7 +1,9 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
-import { inspectOpenAI, OpenAIMeter, openaiUsage } from './openai'
+import { inspectOpenAI } from './openai-endpoints'
+import { OpenAIMeter } from './openai-meter'
+import { openaiUsage } from './openai-usage'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**

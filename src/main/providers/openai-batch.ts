@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { OpenAIMeter } from './openai'
+import { OpenAIMeter } from './openai-meter'
 import { BatchResultsMeter } from './batch-results'
 
 /** The endpoint of a batch request, by the `object` of the answer it got. */

@@ -1,4 +1,6 @@
-import { inspectOpenAI, OpenAIMeter, type UsageReader } from './openai'
+import { inspectOpenAI } from './openai-endpoints'
+import { OpenAIMeter } from './openai-meter'
+import { type UsageReader } from './openai-usage'
 import type { Provider } from './types'
 
 export interface CompatibleOptions {

@@ -3,7 +3,9 @@ import { fixture, fixtureFiles } from '../../../test/support/fixtures'
 import { OutputText } from '../metering/output-text'
 import { SseParser } from '../metering/sse'
 import { azure, inspectAzure } from './azure'
-import { OpenAIMeter, inspectOpenAI, mayCarryUsage, openai, openaiEndpointOf } from './openai'
+import { openai } from './openai'
+import { inspectOpenAI, openaiEndpointOf } from './openai-endpoints'
+import { OpenAIMeter, mayCarryUsage } from './openai-meter'
 
 describe('OpenAI: the Batch API', () => {
   it('names its batches and file reads; following a batch and reading a file are free, creating one is not', () => {

@@ -1,6 +1,6 @@
 import { isObject } from '../metering/usage'
 import { AnthropicMeter, inspectAnthropic } from './anthropic'
-import { openaiUsage } from './openai'
+import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Meter, MeterResult, Provider } from './types'
 

@@ -1,5 +1,5 @@
 import { count, isObject } from '../metering/usage'
-import { openaiUsage } from './openai'
+import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { CallRecord } from '../../ledger/record'
-import { READS } from '../../providers/openai'
+import { READS } from '../../providers/openai-endpoints'
 import type { SqlStore } from '../../storage/sql'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../gate'
 import type { CostAdjustment } from '../types'

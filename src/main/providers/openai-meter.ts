@@ -1,0 +1,326 @@
+import { OutputText } from '../metering/output-text'
+import { emptyUsage, isObject, type Usage } from '../metering/usage'
+import { READS } from './openai-endpoints'
+import { addToolCalls, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
+import type { Meter, MeterResult } from './types'
+
+export interface OpenAIMeterOptions {
+  /** The endpoint (`CallShape.endpoint`) being metered. */
+  endpoint?: string
+  /** How the provider's `usage` object is read (default: `openaiUsage`). */
+  usage?: UsageReader
+  /**
+   * The answer's `service_tier` is billed as OpenAI and Azure OpenAI bill it: `flex` at Batch API
+   * rates (Flex processing: half of every token price), `priority` or `fast` (Fast mode) at the
+   * model's fast price (the usage is marked `fast`). Not for other providers, whose tiers of the
+   * same names are priced otherwise (Groq's flex costs as its on-demand tier).
+   */
+  openaiTiers?: boolean
+}
+
+/**
+ * A failed response bills nothing, so its `usage: null` means zero. A completed one without
+ * usage (an OpenAI-compatible server that sends none) is estimated instead.
+ */
+const NOTHING_BILLED = new Set(['response.failed'])
+/** The Responses API's terminal events: nothing follows them. */
+const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
+/** A response's terminal statuses (`status` of the Response object). */
+const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
+
+/** The Responses API's events that stream text: the only ones an estimate reads (the others' deltas are not used). */
+const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta'])
+/** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
+const MAX_PENDING_DELTA_CHARS = 1_000_000
+/** The endpoints whose streams are Chat Completions chunks (`OpenAIMeter.deferrable`). */
+const CHUNKED = new Set(['chat.completions', 'completions', 'fim.completions'])
+
+/**
+ * Whether a chunk's text may hold a usage object: it names `"usage"` other than as `"usage":null`
+ * (which OpenAI puts in every chunk of a stream that asked for usage). A `"usage"` inside a JSON
+ * string is escaped (`\"usage\"`) and so never matches; a key spelled with `\u` escapes could
+ * be `usage` without reading so, so any `\u` in the text says true; when unsure, true (the chunk
+ * is parsed).
+ */
+export function mayCarryUsage(data: string): boolean {
+  if (data.includes('\\u')) return true
+  let i = data.indexOf('"usage"')
+  while (i >= 0) {
+    let j = skipSpace(data, i + 7)
+    if (data.charCodeAt(j) !== 58 /* : */) return true
+    j = skipSpace(data, j + 1)
+    if (!data.startsWith('null', j)) return true
+    i = data.indexOf('"usage"', j + 4)
+  }
+  return false
+}
+
+function skipSpace(s: string, i: number): number {
+  while (i < s.length) {
+    const c = s.charCodeAt(i)
+    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) break
+    i++
+  }
+  return i
+}
+
+/** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
+export class OpenAIMeter implements Meter {
+  private usage: Usage | null = null
+  private model: string | undefined
+  private id: string | undefined
+  private text = new OutputText()
+  private complete = false
+  /** The error a 200 answer carried (an `error` event, a failed response), recorded as the call's. */
+  private failure: string | null = null
+  private readonly read: UsageReader
+  /** A stored response read again (retrieve, cancel): its usage is the creating call's. */
+  private readonly reread: boolean
+  /** Read again: the answer is a background response in a terminal status. */
+  private backgroundDone = false
+  /**
+   * Chat Completions: the usage came in a chunk that still carried choices (servers that send a
+   * running count in every chunk: vLLM's continuous usage stats, some OpenAI-compatible APIs), so
+   * it is final only once a choice has finished or the stream said `[DONE]`; meanwhile the text is
+   * kept, to estimate the output should the stream be cut. (OpenAI's own usage chunk has no choices.)
+   */
+  private running = false
+  /** A choice gave its `finish_reason`: the generation ended. */
+  private finished = false
+  private readonly openaiTiers: boolean
+  /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
+  private flex = false
+  /** The answer says Fast mode (Priority processing) served it. */
+  private fast = false
+  /**
+   * A Responses stream's text deltas (most of its events), or a Chat Completions stream's chunks
+   * without usage (see `deferrable`), kept as they came, unparsed: their text is only read to
+   * estimate a stream that ends without its usage. So a stream that ends normally parses none of
+   * them. Past MAX_PENDING_DELTA_CHARS they are read into the text (bounded there) and let go:
+   * memory stays flat, and the text exact.
+   */
+  private deltas: string[] = []
+  private deltaChars = 0
+  /** Meters a stream of Chat Completions (or legacy Completions) chunks, most of which need not be parsed (see `deferrable`). */
+  private readonly chunks: boolean
+
+  constructor(opts: OpenAIMeterOptions = {}) {
+    this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
+    this.reread = READS.has(opts.endpoint ?? '')
+    this.openaiTiers = opts.openaiTiers === true
+    this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
+  }
+
+  /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
+  private noteTier(tier: unknown): void {
+    if (this.openaiTiers && typeof tier === 'string') {
+      this.flex = tier === 'flex'
+      // Fast mode, named Priority processing until July 2026: it costs more, by model.
+      this.fast = tier === 'priority' || tier === 'fast'
+    }
+  }
+
+  /** The usage as billed: at Batch API rates when the Flex tier served it; at fast prices when Fast mode did. */
+  private billed(u: Usage | null): Usage | null {
+    if (u && this.flex) u.batch = true
+    if (u && this.fast) u.fast = true
+    return u
+  }
+
+  /** A Response object read again: is it a background response that has finished? */
+  private noteStatus(r: Record<string, any>, terminalEvent: boolean): void {
+    if (this.reread && r.background === true && (terminalEvent || DONE.has(r.status))) this.backgroundDone = true
+  }
+
+  event(name: string, data: string): void {
+    // Most of a Responses stream's events, by their name (the SSE event's, or a WebSocket frame's
+    // type), carry neither the Response object nor a usage: output items and parts, their deltas.
+    // Nothing in them changes the result but the text deltas' text, kept unparsed (see `deltas`);
+    // the rest are not parsed at all. One that names a response or a usage is read as any event.
+    // (A `\u` escape could spell either key: such an event is read as any event.)
+    if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"') && !data.includes('\\u')) {
+      if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
+      this.keep(data)
+      return
+    }
+    if (data === '[DONE]') {
+      this.complete = true
+      return
+    }
+    if (this.deferrable(name, data)) {
+      this.keep(data)
+      return
+    }
+    let ev: any
+    try {
+      ev = JSON.parse(data)
+    } catch {
+      return
+    }
+    if (!isObject(ev)) return
+    const type = typeof ev.type === 'string' ? ev.type : name
+    // A failure inside a 200 stream (a quota, a usage limit, a context too long): the call is
+    // recorded with it, as an error status is, not as a success that cost nothing.
+    if (type === 'error') this.failure ??= errorCode(ev.error) ?? errorCode(ev)
+    if (type.startsWith('response.')) {
+      if (TERMINAL.has(type)) this.complete = true
+      // Responses API: usage only arrives in the terminal event.
+      const r = ev.response
+      if (type === 'response.failed' && isObject(r)) this.failure ??= errorCode(r.error) ?? 'response_failed'
+      if (isObject(r)) {
+        if (r.service_tier !== undefined) this.noteTier(r.service_tier)
+        if (typeof r.model === 'string' && r.model) this.model = r.model
+        if (typeof r.id === 'string' && r.id) this.id = r.id
+        if (TERMINAL.has(type)) this.noteStatus(r, true)
+        if (r.usage) {
+          this.usage = this.read(r.usage) ?? this.usage
+          if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
+        } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
+        if (this.usage) this.dropDeltas()
+      }
+      // (Text is kept only to estimate this call's usage: a stored response read again has none.)
+      if (this.reread || this.usage || typeof ev.delta !== 'string') return
+      if (TEXT_DELTAS.has(type)) {
+        // A delta without its event's name (a server that sends none): in order after those kept.
+        this.readDeltas()
+        this.text.push(ev.delta)
+      }
+      return
+    }
+    // Chat Completions (and legacy Completions) chunks.
+    if (ev.service_tier !== undefined) this.noteTier(ev.service_tier)
+    if (typeof ev.model === 'string' && ev.model) this.model = ev.model
+    if (typeof ev.id === 'string' && ev.id) this.id = ev.id
+    if (ev.usage) {
+      this.usage = this.read(ev.usage) ?? this.usage
+      if (this.usage) {
+        this.running = Array.isArray(ev.choices) && ev.choices.length > 0
+        // A running count keeps the text for a cut stream's estimate; a final one needs none of it.
+        if (this.running) this.readDeltas()
+        else this.dropDeltas()
+      }
+    }
+    // Groq puts a stream's usage in the last chunk's `x_groq` object.
+    else if (isObject(ev.x_groq) && ev.x_groq.usage) {
+      this.usage = this.read(ev.x_groq.usage) ?? this.usage
+      if (this.usage) this.dropDeltas()
+    }
+    if ((!this.usage || (this.running && !this.finished)) && Array.isArray(ev.choices)) this.chunkText(ev.choices)
+  }
+
+  /**
+   * A Chat Completions chunk that can be left unparsed: once the stream's first chunks have named
+   * its id and model (and tier), a chunk without a usage object carries only text, whose one use
+   * is to estimate a stream that ends without usage. It is kept as it came (see `deltas`), so a
+   * stream whose last chunk brings the usage (`stream_options.include_usage`) parses its first
+   * and last chunks only.
+   */
+  private deferrable(name: string, data: string): boolean {
+    return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
+  }
+
+  /** A chunk's choices' text (content, refusal, tool calls' names and arguments; legacy Completions' text), for the estimate. */
+  private chunkText(choices: unknown[]): void {
+    for (const c of choices as any[]) {
+      if (typeof c?.finish_reason === 'string') this.finished = true
+      const d = c?.delta
+      if (isObject(d)) {
+        if (typeof d.content === 'string') this.text.push(d.content)
+        if (typeof d.refusal === 'string') this.text.push(d.refusal)
+        if (Array.isArray(d.tool_calls)) {
+          for (const tc of d.tool_calls) {
+            const fn = tc?.function
+            if (typeof fn?.name === 'string') this.text.push(fn.name)
+            if (typeof fn?.arguments === 'string') this.text.push(fn.arguments)
+          }
+        }
+      } else if (typeof c?.text === 'string') {
+        this.text.push(c.text)
+      }
+    }
+  }
+
+  /** Keeps an event's data unparsed (see `deltas`), reading what is kept into the text past MAX_PENDING_DELTA_CHARS. */
+  private keep(data: string): void {
+    this.deltas.push(data)
+    this.deltaChars += data.length
+    if (this.deltaChars > MAX_PENDING_DELTA_CHARS) this.readDeltas()
+  }
+
+  /** Reads the kept text deltas and chunks into the text, in the order they came, and lets them go. */
+  private readDeltas(): void {
+    const kept = this.deltas
+    this.dropDeltas()
+    for (const data of kept) {
+      let ev: unknown
+      try {
+        ev = JSON.parse(data)
+      } catch {
+        continue
+      }
+      if (!isObject(ev)) continue
+      if (TEXT_DELTAS.has(ev.type as string)) {
+        if (typeof ev.delta === 'string') this.text.push(ev.delta)
+      } else if (Array.isArray(ev.choices)) this.chunkText(ev.choices)
+    }
+  }
+
+  private dropDeltas(): void {
+    if (this.deltas.length === 0) return
+    this.deltas = []
+    this.deltaChars = 0
+  }
+
+  json(body: unknown): void {
+    if (!isObject(body)) return
+    this.noteTier(body.service_tier)
+    if (typeof body.model === 'string' && body.model) this.model = body.model
+    if (typeof body.id === 'string' && body.id) this.id = body.id
+    this.usage = this.read(body.usage)
+    if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
+    if (body.object === 'response') {
+      this.noteStatus(body, false)
+      // A failed response bills nothing (as its terminal event); a cancelled one without usage is not known: see the recorder.
+      if (body.status === 'failed') this.failure ??= errorCode(body.error) ?? 'response_failed'
+      if (!this.usage && body.status === 'failed') this.usage = emptyUsage()
+    }
+    this.complete = true
+  }
+
+  result(): MeterResult {
+    if (!this.usage) this.readDeltas()
+    // A stored response read again is not billed itself: a finished background response's usage
+    // goes to the call that created it; any other's was billed to its creating call already.
+    if (this.reread) {
+      return {
+        usage: null,
+        model: this.model,
+        responseId: this.id,
+        complete: this.complete,
+        backgroundUsage: this.backgroundDone && this.usage ? this.billed(this.usage)! : undefined,
+        backgroundEnded: this.backgroundDone || undefined,
+      }
+    }
+    // A running count from a stream cut before its generation ended: the prompt side is exact, the
+    // output is estimated from what streamed (never below the count so far), and marked so.
+    if (this.usage && this.running && !this.finished && !this.complete) {
+      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: false, partialOutput: true }
+    }
+    return {
+      usage: this.billed(this.usage),
+      model: this.model,
+      responseId: this.id,
+      outputText: this.usage ? undefined : this.text.join(''),
+      outputScale: this.usage ? undefined : this.text.scale,
+      complete: this.complete,
+      error: this.failure ?? undefined,
+    }
+  }
+}
+
+/** The code (else the type) of an OpenAI error object, bounded: it is recorded as the call's `error`. */
+function errorCode(e: unknown): string | null {
+  if (!isObject(e)) return null
+  const v = typeof e.code === 'string' && e.code ? e.code : typeof e.type === 'string' && e.type ? e.type : null
+  return v === null ? null : v.slice(0, 100)
+}

@@ -1,0 +1,88 @@
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+
+/**
+ * OpenAI usage, either naming: Chat Completions / Completions / Embeddings
+ * (`prompt_tokens`, `completion_tokens`) or Responses (`input_tokens`, `output_tokens`).
+ * Cached tokens are part of the prompt count and reasoning tokens part of the output count.
+ */
+export function openaiUsage(u: unknown): Usage | null {
+  if (!isObject(u)) return null
+  const usage = emptyUsage()
+  // Audio transcriptions (whisper-1) billed by the second: `{type: "duration", seconds}`.
+  if (u.type === 'duration') {
+    const seconds = count(u.seconds)
+    if (seconds > 0) usage.extra = { audio_seconds: seconds }
+    return usage
+  }
+  // `input_token_details` (singular) is the audio transcriptions' spelling.
+  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
+  const outDetails = u.completion_tokens_details ?? u.output_tokens_details
+  usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
+  usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)
+  const extra: Record<string, number> = {}
+  if (isObject(inDetails)) {
+    usage.cache_read_tokens = count(inDetails.cached_tokens)
+    // OpenRouter reports prompt-cache writes (Anthropic and Gemini models behind it) here.
+    usage.cache_write_tokens = Math.min(count(inDetails.cache_write_tokens), usage.input_tokens)
+    // gpt-image-1 (images API) and gpt-4o audio models price these parts at their own rates.
+    addPart(extra, 'input_image_tokens', inDetails.image_tokens, usage.input_tokens)
+    addPart(extra, 'input_audio_tokens', inDetails.audio_tokens, usage.input_tokens)
+  }
+  if (isObject(outDetails)) {
+    usage.reasoning_tokens = count(outDetails.reasoning_tokens)
+    // xAI (Grok) reports reasoning tokens beside `completion_tokens`, not inside it
+    // (`total_tokens` = prompt + completion + reasoning); they are billed as output all the same.
+    const total = count(u.total_tokens)
+    const r = usage.reasoning_tokens
+    if (r > 0 && total > 0 && total === usage.input_tokens + usage.output_tokens + r) usage.output_tokens += r
+    addPart(extra, 'output_image_tokens', outDetails.image_tokens, usage.output_tokens)
+    addPart(extra, 'output_audio_tokens', outDetails.audio_tokens, usage.output_tokens)
+  }
+  if (Object.keys(extra).length > 0) usage.extra = extra
+  return usage
+}
+
+function addPart(extra: Record<string, number>, key: string, v: unknown, whole: number): void {
+  const n = count(v)
+  if (n > 0 && n <= whole) extra[key] = n
+}
+
+/**
+ * Image generation and edits (`/images/*`): everything the model outputs is image tokens; the
+ * response's usage has no output breakdown for gpt-image-1, so all of `output_tokens` is priced
+ * at the image-output rate (which for gpt-image-1 is its only output rate).
+ */
+export function imageUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (u && u.output_tokens > 0 && !u.extra?.output_image_tokens) {
+    u.extra = { ...u.extra, output_image_tokens: u.output_tokens }
+  }
+  return u
+}
+
+/**
+ * The Responses API's server-side tool calls billed per call, counted from the response's
+ * `output` items into `usage` (the usage object does not count them): a `web_search_call` whose
+ * action is a search (an `open_page` or `find_in_page` action is not billed; an item without an
+ * action, as `web_search_preview` answers, is one search) and a `file_search_call`. Priced by
+ * @pydantic/genai-prices as `web_searches` and `storage_searches`.
+ */
+export function addToolCalls(usage: Usage, output: unknown): void {
+  if (!Array.isArray(output)) return
+  let web = 0
+  let file = 0
+  for (const item of output) {
+    if (!isObject(item)) continue
+    if (item.type === 'web_search_call') {
+      const action = item.action
+      if (!isObject(action) || action.type === undefined || action.type === 'search') web++
+    } else if (item.type === 'file_search_call') {
+      file++
+    }
+  }
+  usage.web_searches = web
+  usage.storage_searches = file
+}
+
+/** Reads a provider's usage object; OpenAI's reading unless a provider needs its own. */
+export type UsageReader = (raw: unknown) => Usage | null
