@@ -1,11 +1,8 @@
 import { readFileSync } from 'node:fs'
 import http from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { version } from '../../../package.json'
-import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { admin } from '../admin'
 import { SessionInference } from '../agents/sessions'
@@ -14,13 +11,9 @@ import { batchRecorder } from '../batch/record'
 import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
-import { answerClientError } from '../http/client-error'
-import { sendError } from '../http/errors'
-import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
 import { CallNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
-import { openStorage } from '../storage/open'
 import { retention } from '../ledger/retention'
 import { createLogger, type Logger } from '../log'
 import { settleEstimates, useEstimateThread } from '../metering/estimator'
@@ -53,7 +46,9 @@ import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 import { holdAgain } from './startup-tiering'
 import { UNDICI_BUILTINS, preloadUndici } from '../proxy/call/undici'
-import { claimDataDir } from './data-lock'
+import { openDataFolder } from './data-folder'
+import { createDispatch } from './dispatch'
+import { listenOn } from './listen'
 import { StartupError } from './startup-error'
 
 /** The capabilities every server has, in mount order. */
@@ -114,32 +109,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const network = { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca: readCaFile(config.upstream.ca_file) }
   const egress = createEgress(network)
   for (const p of proxyProblems(network)) log.warn(`network: ${p}`)
-  const dbFile = join(config.data_dir, DB_FILE)
-  let db: Database.Database
-  try {
-    db = openDatabase(dbFile)
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    throw new StartupError(
-      `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
-    )
-  }
   // One server per data folder (see data-lock.ts); with storage.url too, the folder holds this instance's own state.
-  let lock: ReturnType<typeof claimDataDir>
-  try {
-    lock = claimDataDir(config.data_dir, `http://${config.server.host}:${config.server.port}`)
-  } catch (err) {
-    db.close()
-    throw err
-  }
-  let storage: ReturnType<typeof openStorage>
-  try {
-    storage = openStorage(config, db, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
-  } catch (err) {
-    db.close()
-    lock.release()
-    throw err
-  }
+  const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
   const ledger = storage.ledger
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
@@ -253,56 +224,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const guard = createRequestGuard({ config, port: () => listenPort })
   // Memory is given back when the server is quiet; every request counts as activity.
   const idle = opts.idleCollection === false ? null : idleCollector(opts.idleCollection)
-  const onRequest: http.RequestListener = (req, res) => {
-    const route = router.match(req.url ?? '/', req.headers)
-    if (route) idle?.call()
-    else idle?.touch()
-    if (!guard(req, res, route !== null)) return
-    if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
-      // TRACE echoes the request (credentials included) back; no provider API needs it.
-      refuseMethod(res, req.method)
-      return
-    }
-    if (route) {
-      const handle = (): void => {
-        proxy.handle(req, res, route).catch((err: Error) => {
-          // A bug on the hot path costs this call, never the process.
-          log.error(`proxy: ${err?.message ?? String(err)}`)
-          if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
-          else res.destroy()
-        })
-      }
-      const around = context.aroundProxy
-      if (around) around(route.upstream.provider.name, handle)
-      else handle()
-    }
-    else app.handle(req, res)
-  }
-  /** A listening socket's server: same timeouts, upgrade path and connection cap for every address. */
-  const setUp = (s: http.Server): http.Server => {
-    // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
-    // past the same guard. Any other upgrade request is answered as the plain request it also is.
-    s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-      socket.on('error', () => {})
-      const res = new http.ServerResponse(req)
-      res.assignSocket(socket)
-      res.shouldKeepAlive = false
-      res.on('finish', () => socket.end())
-      const route = router.match(req.url ?? '/', req.headers)
-      const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
-      if (!websocket) {
-        // onRequest tells the idle collector, as for any request.
-        onRequest(req, res)
-        return
-      }
-      idle?.call()
-      if (!guard(req, res, true)) return
-      res.detachSocket(socket)
-      proxy.upgrade(req, socket, head, route)
-    })
-    s.on('clientError', answerClientError)
-    return s
-  }
+  const { onRequest, setUp } = createDispatch({ router, guard, idle, proxy, app, context, log })
   const serverOptions: http.ServerOptions = {
     keepAliveTimeout: 65_000,
     // Headers must arrive within this (checked every second); once they are in, no time limit:
@@ -320,31 +242,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     connections.watch(s)
     return s
   }
-  // `localhost` is 127.0.0.1 for some clients and ::1 for others: both are listened on.
-  const bindsBoth = config.server.host.toLowerCase() === 'localhost'
   let ipv6: http.Server | null = null
   let closing: Promise<void> | null = null
-
-  /** The ::1 half of `localhost`, on the port 127.0.0.1 got. A machine without IPv6 has only the other half. */
-  function listenIpv6Loopback(): Promise<void> {
-    const s = newServer()
-    return new Promise<void>((resolve, reject) => {
-      s.once('error', (err: NodeJS.ErrnoException) => {
-        if (err.code === 'EADDRNOTAVAIL' || err.code === 'EAFNOSUPPORT') {
-          log.info(`localhost: this machine has no IPv6 loopback, listening on 127.0.0.1 only`)
-          resolve()
-          return
-        }
-        server.close()
-        reject(new StartupError(`[::1]:${listenPort} (the IPv6 half of localhost) is already in use; stop what is using it or start with --port <n>`))
-      })
-      s.once('listening', () => {
-        ipv6 = s
-        resolve()
-      })
-      s.listen(listenPort, '::1')
-    })
-  }
 
   return {
     config,
@@ -361,53 +260,29 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
     async listen() {
       await Promise.all(installing)
-      const { host, port } = config.server
-      return new Promise<string>((resolve, reject) => {
-        const onError = (err: NodeJS.ErrnoException) => {
-          server.off('listening', onListening)
-          if (err.code === 'EADDRINUSE') {
-            reject(new StartupError(`${host}:${port} is already in use; stop what is using it or start with --port <n>`))
-          } else if (err.code === 'EACCES') {
-            reject(new StartupError(`not allowed to listen on ${host}:${port}; choose a port above 1023 with --port <n>`))
-          } else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') {
-            reject(new StartupError(`cannot listen on ${host}: no such address on this machine`))
-          } else {
-            reject(new StartupError(`cannot listen on ${host}:${port}: ${err.message}`))
-          }
-        }
-        const onListening = () => {
-          server.off('error', onError)
-          const a = server.address() as AddressInfo
-          listenPort = a.port
-          const h = a.family === 'IPv6' ? `[${a.address}]` : a.address
-          url = `http://${h}:${a.port}`
-          lock.listening(reachable(url))
-          resolve(url)
-        }
-        server.once('error', onError)
-        server.once('listening', onListening)
-        server.listen(port, bindsBoth ? '127.0.0.1' : host)
-      }).then(async (u) => {
-        if (bindsBoth) await listenIpv6Loopback()
-        idle?.start()
-        // What the server answers before it needs it loads a moment after it answers (before the
-        // start-up collection at 1 s of quiet takes its garbage), unless a request needed it
-        // first: the proxy's HTTP client (undici) and the API app (express and its routes).
-        const preloadMs = opts.apiPreloadMs ?? API_PRELOAD_MS
-        if (preloadMs !== false) {
-          setTimeout(() => {
-            if (closing) return
-            const resume = holdAgain(UNDICI_BUILTINS)
-            try {
-              preloadUndici()
-            } finally {
-              resume()
-            }
-            app.preload()
-          }, preloadMs).unref()
-        }
-        return u
+      ipv6 = await listenOn(server, config.server.host, config.server.port, newServer, log, (port, u) => {
+        listenPort = port
+        url = u
+        lock.listening(reachable(url))
       })
+      idle?.start()
+      // What the server answers before it needs it loads a moment after it answers (before the
+      // start-up collection at 1 s of quiet takes its garbage), unless a request needed it
+      // first: the proxy's HTTP client (undici) and the API app (express and its routes).
+      const preloadMs = opts.apiPreloadMs ?? API_PRELOAD_MS
+      if (preloadMs !== false) {
+        setTimeout(() => {
+          if (closing) return
+          const resume = holdAgain(UNDICI_BUILTINS)
+          try {
+            preloadUndici()
+          } finally {
+            resume()
+          }
+          app.preload()
+        }, preloadMs).unref()
+      }
+      return url
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
@@ -451,13 +326,6 @@ function readCaFile(file: string | undefined): string[] | undefined {
   const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
   if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
   return certs
-}
-
-/** 405 `method_not_allowed` for a method Burnrate never passes upstream (its type says what its status says). */
-function refuseMethod(res: http.ServerResponse, method: string): void {
-  sendError(res, 'method_not_allowed', `${method} is not passed to providers; use GET or POST.`, undefined, {
-    allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
-  })
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */

@@ -1,0 +1,93 @@
+import http from 'node:http'
+import type { Socket } from 'node:net'
+import { answerClientError } from '../http/client-error'
+import { sendError } from '../http/errors'
+import type { Logger } from '../log'
+import type { ProxyHandler } from '../proxy/handler'
+import type { Router } from '../proxy/routes'
+import type { RequestGuard } from '../security/guard'
+import type { ApiApp } from './api-app'
+import type { ServerContext } from './context'
+import type { IdleCollector } from './idle-gc'
+
+export interface Dispatch {
+  /** Every request of every listening address: a proxied call to the proxy, anything else to the API app. */
+  onRequest: http.RequestListener
+  /** Gives a listening socket's server the WebSocket upgrade path and the client-error answer. */
+  setUp(s: http.Server): http.Server
+}
+
+/**
+ * Where each request goes, after the host, cross-site and dashboard-token checks (`guard`): a
+ * provider's path to the proxy (through `aroundProxy` when a feature wraps it), a WebSocket
+ * upgrade of one to the proxy's relay (Codex's Responses socket), everything else to the API app.
+ * Every request tells the idle collector the server is not quiet.
+ */
+export function createDispatch(d: {
+  router: Router
+  guard: RequestGuard
+  idle: IdleCollector | null
+  proxy: ProxyHandler
+  app: ApiApp
+  context: ServerContext
+  log: Logger
+}): Dispatch {
+  const { router, guard, idle, proxy, app, context, log } = d
+  const onRequest: http.RequestListener = (req, res) => {
+    const route = router.match(req.url ?? '/', req.headers)
+    if (route) idle?.call()
+    else idle?.touch()
+    if (!guard(req, res, route !== null)) return
+    if (route && (req.method === 'TRACE' || req.method === 'TRACK')) {
+      // TRACE echoes the request (credentials included) back; no provider API needs it.
+      refuseMethod(res, req.method)
+      return
+    }
+    if (route) {
+      const handle = (): void => {
+        proxy.handle(req, res, route).catch((err: Error) => {
+          // A bug on the hot path costs this call, never the process.
+          log.error(`proxy: ${err?.message ?? String(err)}`)
+          if (!res.headersSent) sendError(res, 'internal', 'Burnrate hit an internal error with this call; the details are in its log.')
+          else res.destroy()
+        })
+      }
+      const around = context.aroundProxy
+      if (around) around(route.upstream.provider.name, handle)
+      else handle()
+    }
+    else app.handle(req, res)
+  }
+  const setUp = (s: http.Server): http.Server => {
+    // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
+    // past the same guard. Any other upgrade request is answered as the plain request it also is.
+    s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+      socket.on('error', () => {})
+      const res = new http.ServerResponse(req)
+      res.assignSocket(socket)
+      res.shouldKeepAlive = false
+      res.on('finish', () => socket.end())
+      const route = router.match(req.url ?? '/', req.headers)
+      const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
+      if (!websocket) {
+        // onRequest tells the idle collector, as for any request.
+        onRequest(req, res)
+        return
+      }
+      idle?.call()
+      if (!guard(req, res, true)) return
+      res.detachSocket(socket)
+      proxy.upgrade(req, socket, head, route)
+    })
+    s.on('clientError', answerClientError)
+    return s
+  }
+  return { onRequest, setUp }
+}
+
+/** 405 `method_not_allowed` for a method Burnrate never passes upstream (its type says what its status says). */
+function refuseMethod(res: http.ServerResponse, method: string): void {
+  sendError(res, 'method_not_allowed', `${method} is not passed to providers; use GET or POST.`, undefined, {
+    allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS',
+  })
+}
