@@ -4,7 +4,8 @@ import { anthropic } from '../providers/anthropic'
 import type { CallContext } from '../proxy/gate'
 import { BudgetEngine } from './engine'
 import { budgetGate } from './gate'
-import { type DeferredCheck, type RunawayAction, RunawayDetector, type RunawayEvent, type RunawayOptions, tailHash } from './runaway'
+import { type DeferredCheck, type RunawayAction, RunawayDetector, type RunawayEvent, type RunawayOptions } from './runaway'
+import { tailHash } from './conversation-tail'
 
 const msg = (role: string, text: string) => ({ role, content: text })
 

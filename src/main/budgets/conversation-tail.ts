@@ -1,0 +1,136 @@
+import { createHash } from 'node:crypto'
+import { withoutCallIds } from './call-ids'
+
+/**
+ * The end of a conversation, as the runaway detector (./runaway.ts) compares calls by it: a hash
+ * of its last two messages (tool call ids left out), computed without escaping big tool results,
+ * and the conversation's length.
+ */
+
+/**
+ * Messages a tail is taken from: OpenAI chat and Anthropic `messages`, Responses `input`, Gemini
+ * `contents`, and Gemini Code Assist's `request.contents` (Gemini's request, wrapped).
+ */
+function conversation(body: unknown): unknown[] | null {
+  if (typeof body !== 'object' || body === null) return null
+  const b = body as Record<string, unknown>
+  for (const k of ['messages', 'input', 'contents']) if (Array.isArray(b[k])) return b[k] as unknown[]
+  const wrapped = b.request as Record<string, unknown> | null | undefined
+  if (typeof wrapped === 'object' && wrapped !== null && Array.isArray(wrapped.contents)) return wrapped.contents as unknown[]
+  return null
+}
+
+/** The hash of a conversation's last two messages, or null when it has fewer than three (one-shot calls are never loops). */
+export function tailHash(body: unknown): string | null {
+  return tailOf(body)?.hash ?? null
+}
+
+/** A conversation's tail hash and its length in messages (a loop's grows with every turn; a resend's does not). */
+export function tailOf(body: unknown): { hash: string; length: number } | null {
+  const msgs = conversation(body)
+  if (!msgs || msgs.length < 3) return null
+  // The ids of tool calls are fresh every turn, even in a loop: they are no part of what repeats.
+  const tail = withoutCallIds(msgs.slice(-2))
+  const h = createHash('sha256')
+  const w = new TailText(h)
+  try {
+    w.value(tail, 0)
+    w.flush()
+  } catch (err) {
+    if (err !== TOO_DEEP) throw err
+    // Nested deeper than the walk goes: its JSON text, as it always was (which may throw, as it did).
+    return { hash: createHash('sha256').update('J').update(JSON.stringify(tail)).digest('base64url'), length: msgs.length }
+  }
+  return { hash: h.digest('base64url'), length: msgs.length }
+}
+
+/** Nesting the walk goes to; deeper tails are hashed from their JSON text (tailHash). */
+const MAX_DEPTH = 256
+const TOO_DEEP = new Error('nested too deep')
+/** Strings longer than this go to the hash on their own; shorter text is gathered first. */
+const DIRECT = 4096
+
+/**
+ * Writes a JSON value (as JSON.parse makes them) into a hash as its JSON text (JSON.stringify's),
+ * except that each long, well-formed string is written as `#` + its length + `:` + the string
+ * itself, not escaped: escaping a big tool result's quotes and newlines was most of the hash's
+ * time. Two values get the same text exactly when their JSON texts are the same (the length says
+ * where such a string ends; `#` starts no JSON value). Parts without a long string are written
+ * by JSON.stringify in one step.
+ */
+class TailText {
+  private text = ''
+  constructor(private readonly h: ReturnType<typeof createHash>) {}
+
+  flush(): void {
+    if (this.text) this.h.update(this.text)
+    this.text = ''
+  }
+
+  private put(s: string): void {
+    this.text += s
+    if (this.text.length > 16384) this.flush()
+  }
+
+  value(v: unknown, depth: number): void {
+    if (depth > MAX_DEPTH) throw TOO_DEEP
+    if (!hasLong(v)) {
+      this.put(JSON.stringify(v) ?? 'null')
+    } else if (typeof v === 'string') {
+      if ((v as unknown as { isWellFormed(): boolean }).isWellFormed()) {
+        this.put(`#${v.length}:`)
+        this.flush()
+        this.h.update(v)
+      } else {
+        // UTF-8 cannot carry a lone surrogate: its JSON text, as for any string.
+        this.put(JSON.stringify(v))
+      }
+    } else if (Array.isArray(v)) {
+      this.put('[')
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0) this.put(',')
+        this.value(v[i], depth + 1)
+      }
+      this.put(']')
+    } else {
+      this.put('{')
+      let first = true
+      for (const k of Object.keys(v as object)) {
+        const x = (v as Record<string, unknown>)[k]
+        if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
+        if (!first) this.put(',')
+        first = false
+        this.put(JSON.stringify(k))
+        this.put(':')
+        this.value(x, depth + 1)
+      }
+      this.put('}')
+    }
+  }
+}
+
+/** Nodes a look for a long string goes through before it gives up (hasLong). */
+const SCAN = 256
+let scanLeft = 0
+
+/**
+ * True when a long string (DIRECT characters or more) is among the first SCAN values of a JSON
+ * value, depth first: a tail of thousands of small parts is written by JSON.stringify in one step
+ * rather than looked through at every level. A function of the value alone, as the text must be.
+ */
+function hasLong(v: unknown): boolean {
+  scanLeft = SCAN
+  return scan(v)
+}
+
+function scan(v: unknown): boolean {
+  if (--scanLeft < 0) return false
+  if (typeof v === 'string') return v.length >= DIRECT
+  if (typeof v !== 'object' || v === null) return false
+  if (Array.isArray(v)) {
+    for (const x of v) if (scan(x) || scanLeft < 0) return scanLeft >= 0
+    return false
+  }
+  for (const x of Object.values(v)) if (scan(x) || scanLeft < 0) return scanLeft >= 0
+  return false
+}
