@@ -56,7 +56,7 @@ export class KeyPatternStore {
   /** Keeps patterns a key was just seen to match (with the ledger's next batch). */
   add = (hash: string, patterns: readonly string[]): void => {
     const rows = patterns.map((pattern) => ({ api_key_hash: hash, pattern }))
-    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch(rows.map((pattern) => ({ pattern })))
+    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch(rows.map((r) => ({ pattern: r })))
     else for (const r of rows) this.pending.push(r)
   }
 
