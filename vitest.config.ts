@@ -13,6 +13,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
+    // A test starting in the last seconds before midnight waits until after it (test/support/midnight.ts).
+    setupFiles: ['test/support/midnight.ts'],
     // Tests never fetch price data from the internet (test/pricing uses a local price-data server).
     env: { BURNRATE_PRICE_AUTO_UPDATE: 'false' },
   },
