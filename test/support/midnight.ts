@@ -3,11 +3,11 @@
  * UTC or this machine's, waits until just after it. Many tests record a call "now" and then read
  * today's figures; one that straddled midnight would find its call on yesterday's side. The
  * midnight rollovers themselves are tested with fixed instants (spend, budgets, plans, DST), so
- * nothing is skipped by waiting. Real timers and the real clock: a test's fake ones are not in
- * place before its own code runs, and the wait must not depend on them.
+ * nothing is skipped by waiting. The wait uses Node's own timers, never a test's fake ones (a
+ * test's own hooks and code run after this), and none is made under a clock faked for the file.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
-import { beforeEach } from 'vitest'
+import { beforeEach, vi } from 'vitest'
 
 const MARGIN_MS = 20_000
 const DAY_MS = 86_400_000
@@ -21,6 +21,8 @@ export function toNextMidnight(now: number): number {
 }
 
 beforeEach(async () => {
+  // A file that fakes the clock for all its tests has chosen its instants: nothing to wait for.
+  if (vi.isFakeTimers()) return
   const left = toNextMidnight(Date.now())
   if (left <= MARGIN_MS) await sleep(left + 500)
 })
