@@ -81,3 +81,14 @@ export function count(v: unknown): number {
 export function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }
+
+/** A stream event's (or a line's) JSON object; null when the text is not JSON or not an object. */
+export function parseObject(text: string): Record<string, any> | null {
+  let v: unknown
+  try {
+    v = JSON.parse(text)
+  } catch {
+    return null
+  }
+  return isObject(v) ? v : null
+}

@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { count, emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { AnthropicBatchMeter, anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
@@ -173,13 +173,8 @@ export class AnthropicMeter implements Meter {
       if (!this.final) this.keep(data)
       return
     }
-    let ev: any
-    try {
-      ev = JSON.parse(data)
-    } catch {
-      return
-    }
-    if (!isObject(ev)) return
+    const ev = parseObject(data)
+    if (!ev) return
     if (ev.type === 'message_stop') {
       this.complete = true
     } else if (ev.type === 'error') {
@@ -236,13 +231,8 @@ export class AnthropicMeter implements Meter {
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete, error: this.error }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
     for (const data of this.pending) {
-      let ev: unknown
-      try {
-        ev = JSON.parse(data)
-      } catch {
-        continue
-      }
-      if (!isObject(ev)) continue
+      const ev = parseObject(data)
+      if (!ev) continue
       const t = deltaText(ev)
       if (t !== undefined) this.text.push(t)
     }

@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { emptyUsage, isObject, type Usage } from '../metering/usage'
+import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
 import { addToolCalls, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
@@ -151,13 +151,8 @@ export class OpenAIMeter implements Meter {
       this.keep(data)
       return
     }
-    let ev: any
-    try {
-      ev = JSON.parse(data)
-    } catch {
-      return
-    }
-    if (!isObject(ev)) return
+    const ev = parseObject(data)
+    if (!ev) return
     const type = typeof ev.type === 'string' ? ev.type : name
     // A failure inside a 200 stream (a quota, a usage limit, a context too long): the call is
     // recorded with it, as an error status is, not as a success that cost nothing.
@@ -252,13 +247,8 @@ export class OpenAIMeter implements Meter {
     const kept = this.deltas
     this.dropDeltas()
     for (const data of kept) {
-      let ev: unknown
-      try {
-        ev = JSON.parse(data)
-      } catch {
-        continue
-      }
-      if (!isObject(ev)) continue
+      const ev = parseObject(data)
+      if (!ev) continue
       if (TEXT_DELTAS.has(ev.type as string)) {
         if (typeof ev.delta === 'string') this.text.push(ev.delta)
       } else if (Array.isArray(ev.choices)) this.chunkText(ev.choices)
