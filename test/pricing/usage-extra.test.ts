@@ -114,6 +114,33 @@ describe('re-pricing keeps what a call was billed beyond its token columns', () 
     expect(want).toBeGreaterThan(libraryPrice({ input_tokens: 3_000, cache_read_tokens: 1_000, output_tokens: 500 }, model, first.ts, { providerId: 'google' }))
   })
 
+  it('a Gemini voice turn beside a text-only cache hit is re-priced with its audio at the audio rate', async () => {
+    const model = 'gemini-2.5-flash-lite'
+    const usageMetadata = {
+      promptTokenCount: 6_000,
+      cachedContentTokenCount: 800,
+      candidatesTokenCount: 100,
+      totalTokenCount: 6_100,
+      promptTokensDetails: [
+        { modality: 'TEXT', tokenCount: 1_000 },
+        { modality: 'AUDIO', tokenCount: 5_000 },
+      ],
+      cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 800 }],
+    }
+    expect((await admin(t.url, 'PUT', `/prices/gemini/${model}`, { body: { input_mtok: 1, output_mtok: 1 } })).status).toBe(200)
+    answer(upstream, { candidates: [], usageMetadata, modelVersion: model })
+    const first = await recorded(t, () =>
+      postJson(`${t.url}/gemini/v1beta/models/${model}:generateContent`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': 'AIzaSy-test-usage-extra-0000002' }),
+    )
+    expect(JSON.parse(first.usage_extra)).toEqual({ extra: { input_audio_tokens: 5_000 } })
+    expect((await admin(t.url, 'DELETE', `/prices/gemini/${model}`)).status).toBe(204)
+    expect(await reprice('gemini', model)).toMatchObject({ repriced: 1 })
+    const want = libraryPrice({ input_tokens: 6_000, cache_read_tokens: 800, input_audio_tokens: 5_000, cache_audio_read_tokens: 0, output_tokens: 100 }, model, first.ts, { providerId: 'google' })
+    expect(row(first.id).cost_usd).toBe(want)
+    // 2.5 Flash-Lite: text $0.10/M, cached text $0.01/M, audio $0.30/M, output $0.40/M.
+    expect(want).toBeCloseTo((200 * 0.1 + 800 * 0.01 + 5_000 * 0.3 + 100 * 0.4) / 1e6, 15)
+  })
+
   it('whisper-1, billed by the second with no tokens, is re-priced by its duration', async () => {
     expect((await admin(t.url, 'PUT', '/prices/openai/whisper-1', { body: { input_mtok: 1, output_mtok: 1 } })).status).toBe(200)
     answer(upstream, { text: 'Hello there.', usage: { type: 'duration', seconds: 95 } })

@@ -199,6 +199,46 @@ describe('Gemini pricing beyond the recordings', () => {
     expect(row.cost_usd).toBeCloseTo(600 * 0.3e-6 + 400 * 1e-6 + 10 * 2.5e-6, 12)
   })
 
+  // A voice turn: the text system prompt comes from the cache, a new audio clip does not. The
+  // price library refuses cache reads beside audio without the cached audio count, and the call
+  // was then priced with no modality split: all 5,000 audio tokens at the text rate (2.9x less).
+  const VOICE_TURN = {
+    promptTokenCount: 6_000,
+    cachedContentTokenCount: 800,
+    candidatesTokenCount: 100,
+    totalTokenCount: 6_100,
+    promptTokensDetails: [
+      { modality: 'TEXT', tokenCount: 1_000 },
+      { modality: 'AUDIO', tokenCount: 5_000 },
+    ],
+  }
+  for (const [what, cacheTokensDetails] of [
+    ['names only text', [{ modality: 'TEXT', tokenCount: 800 }]],
+    ['is absent', undefined],
+  ] as const) {
+    it(`prices audio at the audio rate beside a cache hit whose modality list ${what}`, async () => {
+      answer(s.upstream, { candidates: [], usageMetadata: { ...VOICE_TURN, cacheTokensDetails }, modelVersion: 'gemini-2.5-flash' })
+      const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+      expect(row).toMatchObject({ input_tokens: 6_000, cache_read_tokens: 800, output_tokens: 100, priced: 1 })
+      // 2.5 Flash: text $0.30/M, cached text $0.03/M, audio $1.00/M, output $2.50/M
+      expect(row.cost_usd).toBeCloseTo(200 * 0.3e-6 + 800 * 0.03e-6 + 5_000 * 1e-6 + 100 * 2.5e-6, 12)
+      expect(row.cost_usd).toBe(
+        price({ input_tokens: 6_000, cache_read_tokens: 800, input_audio_tokens: 5_000, cache_audio_read_tokens: 0, output_tokens: 100 }, 'gemini-2.5-flash', row.ts),
+      )
+    })
+  }
+
+  it('prices cached audio at the cached audio rate when the cache holds some of the audio', async () => {
+    const usageMetadata = { ...VOICE_TURN, cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 300 }, { modality: 'AUDIO', tokenCount: 500 }] }
+    answer(s.upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-flash' })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
+    const prices = findProvider({ providerId: 'google' })!.models.find((m) => m.id === 'gemini-2.5-flash')!.prices
+    expect(prices).toMatchObject({ cache_audio_read_mtok: expect.any(Number) })
+    const p = prices as Record<string, number>
+    // text 1,000 (300 of it cached), audio 5,000 (500 of it cached)
+    expect(row.cost_usd).toBeCloseTo((700 * p.input_mtok + 300 * p.cache_read_mtok + 4_500 * 1 + 500 * p.cache_audio_read_mtok + 100 * p.output_mtok) / 1e6, 12)
+  })
+
   it('prices video output at the video rate, as genai-prices reads the same answer', async () => {
     // gemini-omni-flash-preview generates video: $1.50/M input, $9/M text output, $17.50/M video output.
     const body = {

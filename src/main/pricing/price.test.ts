@@ -180,3 +180,31 @@ describe('Pricer with remembered model lookups', () => {
     expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBe(standard)
   })
 })
+
+describe('Pricer with a modality split', () => {
+  const at = new Date('2026-11-21T20:00:00Z')
+
+  it('gives a cache hit beside audio no cached audio when the meter named none (the library requires the count)', () => {
+    const u: Usage = { ...usage(6_000, 100, 800), extra: { input_audio_tokens: 5_000 } }
+    const warned: string[] = []
+    const got = new Pricer([], (m) => warned.push(m)).price('google', 'gemini', 'gemini-2.5-flash', u, at)
+    const want = calcPrice({ input_tokens: 6_000, output_tokens: 100, cache_read_tokens: 800, input_audio_tokens: 5_000, cache_audio_read_tokens: 0 }, 'gemini-2.5-flash', { providerId: 'google', timestamp: at })!
+    expect(got).toEqual({ cost_usd: want.total_price, priced: true })
+    expect(got.cost_usd).toBeGreaterThan(direct('google', 'gemini-2.5-flash', u, at)! * 2)
+    expect(warned).toEqual([])
+  })
+
+  it('prices a split the library refuses at the base token rates, and says so once per model', () => {
+    // More audio than the whole prompt: the library cannot decompose it.
+    const u: Usage = { ...usage(1_000, 100), extra: { input_audio_tokens: 5_000 } }
+    const warned: string[] = []
+    const pricer = new Pricer([], (m) => warned.push(m))
+    for (let i = 0; i < 3; i++) expect(pricer.price('google', 'gemini', 'gemini-2.5-flash', u, at)).toEqual({ cost_usd: direct('google', 'gemini-2.5-flash', u, at), priced: true })
+    expect(warned).toHaveLength(1)
+    expect(warned[0]).toContain('google gemini-2.5-flash')
+    expect(warned[0]).toContain('input_audio_tokens')
+    // An unknown model is unpriced, not a refused split.
+    expect(pricer.price('google', 'gemini', 'gemini-no-such-model', u, at)).toEqual({ cost_usd: 0, priced: false })
+    expect(warned).toHaveLength(1)
+  })
+})

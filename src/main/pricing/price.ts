@@ -33,6 +33,9 @@ export interface RuntimePrice {
   cache_write_mtok?: number | null
 }
 
+/** The counts `toLibraryUsage` gives (the rest of a library usage is a meter's split). */
+const BASE_KEYS = { input_tokens: 1, output_tokens: 1, cache_read_tokens: 1, cache_write_tokens: 1, cache_write_1h_tokens: 1, web_searches: 1, storage_searches: 1 }
+
 function toLibraryUsage(u: Usage): Record<string, number> {
   const out: Record<string, number> = { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
   if (u.cache_read_tokens) out.cache_read_tokens = u.cache_read_tokens
@@ -43,6 +46,24 @@ function toLibraryUsage(u: Usage): Record<string, number> {
   return out
 }
 
+/** The prompt modalities a meter may split out (`input_<m>_tokens`), each with a price of its own. */
+const PROMPT_MODALITIES = ['audio', 'image', 'video'] as const
+/** The prompt-cache counts (parts of the prompt), and the library's name of each one's part in a modality. */
+const CACHE_PARTS = [
+  ['cache_read_tokens', 'read'],
+  ['cache_write_tokens', 'write'],
+  ['cache_write_1h_tokens', 'write_1h'],
+] as const
+
+/**
+ * The library's usage with the parts a meter split out (`Usage.extra`), or null when there are
+ * none. A cached part of a modality the meter did not report (Gemini's `cacheTokensDetails` names
+ * only what is cached: a text-only cache hit beside an audio prompt has no AUDIO entry) is 0: the
+ * cache holds the prompt's text, as far as the text goes (beyond it, the rest is the one modality
+ * left). The library requires the count once both the cache count and the modality's count are
+ * positive (it cannot tell how much of each is the other), and refused such a call outright,
+ * which priced all of the audio at the text rate (2.9x less for Gemini 2.5 Flash).
+ */
 function withExtra(base: Record<string, number>, u: Usage): Record<string, number> | null {
   if (!u.extra) return null
   let any = false
@@ -53,7 +74,26 @@ function withExtra(base: Record<string, number>, u: Usage): Record<string, numbe
       any = true
     }
   }
-  return any ? out : null
+  if (!any) return null
+  for (const [cache, part] of CACHE_PARTS) {
+    if (!(out[cache] > 0)) continue
+    // The prompt's text (what no modality count claims), and the cached tokens no modality's
+    // cached count claims: what of those the text cannot hold is the unnamed modality's, when
+    // only one is unnamed (else the library refuses the split, and `listPrice` says so).
+    let text = out.input_tokens
+    let unclaimed = out[cache]
+    const unnamed: string[] = []
+    for (const m of PROMPT_MODALITIES) {
+      const n = out[`input_${m}_tokens`]
+      if (!(n > 0)) continue
+      text -= n
+      const key = `cache_${m}_${part}_tokens`
+      if (out[key] === undefined) unnamed.push(key)
+      else unclaimed -= out[key]
+    }
+    for (const key of unnamed) out[key] = unnamed.length === 1 ? Math.max(0, unclaimed - Math.max(0, text)) : 0
+  }
+  return out
 }
 
 /**
@@ -79,7 +119,15 @@ export class Pricer {
    */
   lastError: string | null = null
 
-  constructor(overrides: readonly PriceOverride[] = []) {
+  /** Models whose modality split the library refused, each warned about once (`warn`). */
+  private readonly splitRefused = new Set<string>()
+
+  /**
+   * `warn`: told once per model when the library refuses a call's modality split and the call is
+   * priced at the base token rates instead (its audio, image or video parts at the text rate), so
+   * that a price lower than billed does not go unseen (the server's log).
+   */
+  constructor(overrides: readonly PriceOverride[] = [], private readonly warn: (msg: string) => void = () => {}) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
   }
 
@@ -146,7 +194,8 @@ export class Pricer {
    * model, a config override for the model, then the library. The same order prices a new call
    * and re-prices a recorded one, so re-pricing never moves a reported charge. Modality
    * splits (`usage.extra`) are priced where the model has their own rate; if the library cannot
-   * use them, the call is priced without them (at the base rates) rather than left unpriced.
+   * use them, the call is priced without them (at the base rates) rather than left unpriced,
+   * and `warn` is told (once per model).
    */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const reported = usage.provider_cost_usd
@@ -198,7 +247,22 @@ export class Pricer {
     if (o) return o
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)
-    return (fine && this.library(fine, pricingId, model, at)) ?? this.library(u, pricingId, model, at) ?? { cost_usd: 0, priced: false }
+    if (fine) {
+      const split = this.library(fine, pricingId, model, at)
+      if (split) return split
+    }
+    const base = this.library(u, pricingId, model, at)
+    if (!base) return { cost_usd: 0, priced: false }
+    if (fine) this.refusedSplit(pricingId, model, fine)
+    return base
+  }
+
+  private refusedSplit(pricingId: string, model: string, fine: Record<string, number>): void {
+    const key = `${pricingId}\0${model}`
+    if (this.splitRefused.has(key) || this.splitRefused.size >= MAX_LOOKUPS) return
+    this.splitRefused.add(key)
+    const parts = Object.keys(fine).filter((k) => !(k in BASE_KEYS)).join(', ')
+    this.warn(`pricing: the price data for ${pricingId} ${model.slice(0, 100)} refused a call's split (${parts}); it is priced at the base token rates, which may be less than billed`)
   }
 
   /** The first `pricing.overrides` entry of this speed (fast or standard) that prices the provider's model. */

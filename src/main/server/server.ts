@@ -127,7 +127,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
-  const pricer = new Pricer(config.pricing.overrides)
+  const pricer = new Pricer(config.pricing.overrides, (msg) => log.warn(msg))
   // The API app's routes price (re-pricing, the dashboard's costs): the prices are made ready with express.
   const app = new ApiApp(log, () => pricer.ready())
   let url = ''
