@@ -27,6 +27,13 @@ export function openaiUsage(u: unknown): Usage | null {
     // gpt-image-1 (images API) and gpt-4o audio models price these parts at their own rates.
     addPart(extra, 'input_image_tokens', inDetails.image_tokens, usage.input_tokens)
     addPart(extra, 'input_audio_tokens', inDetails.audio_tokens, usage.input_tokens)
+    // The Realtime API's usage names the cache's modalities (a part of each one's count); where
+    // none is named, the cached tokens are text (../pricing/price.ts).
+    const cached = inDetails.cached_tokens_details
+    if (isObject(cached) && count(cached.audio_tokens) + count(cached.image_tokens) <= usage.cache_read_tokens) {
+      addPart(extra, 'cache_audio_read_tokens', cached.audio_tokens, extra.input_audio_tokens ?? 0)
+      addPart(extra, 'cache_image_read_tokens', cached.image_tokens, extra.input_image_tokens ?? 0)
+    }
   }
   if (isObject(outDetails)) {
     usage.reasoning_tokens = count(outDetails.reasoning_tokens)
