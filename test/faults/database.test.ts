@@ -1,15 +1,16 @@
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawn } from 'node:child_process'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/main/config/load'
 import { configSchema } from '../../src/main/config/schema'
 import { silentLogger } from '../../src/main/log'
 import { StartupError, createBurnrate } from '../../src/main/server/server'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { lockFromAnotherProcess } from '../load/harness'
+import { ROOT, lockFromAnotherProcess } from '../load/harness'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -261,6 +262,77 @@ describe('a data folder that cannot be written at start-up', () => {
       expect(() => createBurnrate(configFor(join(dir, 'data')), { log: silentLogger })).toThrow(/cannot open the database.*writable/)
     } finally {
       unmount(dir)
+    }
+  })
+})
+
+/**
+ * Another process writes the file as the server starts (`burnrate import`, a backup tool):
+ * the start-up writes (migrations, the dashboard's catch-up) wait for its lock rather than crash
+ * the server; past the start-up wait, a start-up error says what holds it.
+ */
+describe('a database another process is writing at start-up', () => {
+  /** Takes the write lock in another process; it lets go by itself after `holdMs` (this process may be busy starting a server meanwhile). */
+  async function lockFor(file: string, holdMs: number): Promise<{ released: Promise<number> }> {
+    const script = `
+      const Database = require('better-sqlite3')
+      const db = new Database(${JSON.stringify(file)})
+      db.exec('BEGIN IMMEDIATE')
+      process.stdout.write('locked\\n')
+      setTimeout(() => { db.exec('COMMIT'); db.close(); process.stdout.write('released ' + Date.now() + '\\n') }, ${holdMs})
+    `
+    const child = spawn(process.execPath, ['-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] })
+    let out = ''
+    const released = new Promise<number>((ok, fail) => {
+      child.stdout!.on('data', (d) => {
+        out += d
+        const m = /released (\d+)/.exec(out)
+        if (m) ok(Number(m[1]))
+      })
+      child.once('exit', (code) => (/released/.test(out) ? undefined : fail(new Error(`locker exited with ${code}: ${out}`))))
+    })
+    await new Promise<void>((ok, fail) => {
+      child.stdout!.on('data', () => /locked/.test(out) && ok())
+      child.once('exit', (code) => fail(new Error(`locker exited with ${code}`)))
+    })
+    return { released }
+  }
+
+  it('waits for the lock, then starts and serves', async () => {
+    const first = await startTestServer({}, upstream.url)
+    await first.stop()
+    const { released } = await lockFor(first.dbFile, 1500)
+    // createBurnrate is synchronous: the lock is let go while it waits in SQLite's busy handler.
+    const t = await first.restart()
+    const startedAt = Date.now()
+    try {
+      expect(startedAt).toBeGreaterThanOrEqual(await released)
+      await calls(t, 1)
+      await eventually(() => countRows(t.dbFile) === 1 || undefined)
+    } finally {
+      await t.cleanup()
+    }
+  })
+
+  it('past the start-up wait, is a start-up error naming the file and what holds it, and leaves the folder free', async () => {
+    const first = await startTestServer({}, upstream.url)
+    await first.stop()
+    const locker = await lockFromAnotherProcess(first.dbFile)
+    const config = loadConfig({ config: first.configFile, dataDir: first.dir }, {})
+    try {
+      expect(() => createBurnrate(config, { log: silentLogger, startupBusyMs: 200, idleCollection: false })).toThrow(StartupError)
+      expect(() => createBurnrate(config, { log: silentLogger, startupBusyMs: 200, idleCollection: false })).toThrow(
+        `the database ${first.dbFile} stayed locked by another process for 200 ms (a \`burnrate import\`, or another program writing it); start Burnrate again once it is done`,
+      )
+    } finally {
+      await locker.release()
+    }
+    // Nothing was left claimed: the next start works.
+    const t = await first.restart()
+    try {
+      await calls(t, 1)
+    } finally {
+      await t.cleanup()
     }
   })
 })

@@ -35,20 +35,44 @@ function makePrivate(file: string): void {
 }
 
 /**
+ * How long a write on the event loop waits for another connection's write lock once the server
+ * runs: short, so that a write that cannot go now is retried later rather than stall proxied calls.
+ */
+export const RUNTIME_BUSY_MS = 50
+
+/**
+ * How long the server's start-up writes (migrations, the dashboard's catch-up, features' tables)
+ * wait for another process's write lock: `burnrate import`, or any program writing the file,
+ * holds it for a moment, and nothing waits on a server that is not listening yet.
+ */
+export const STARTUP_BUSY_MS = 15_000
+
+/**
  * Opens (creating when needed) the ledger database: WAL, so readers never block the writer
  * and a killed process loses nothing committed; synchronous=NORMAL, which in WAL mode is
- * durable across a process crash and only skips an fsync per commit. The busy timeout is short:
- * the writer runs on the event loop and retries later rather than stall proxied calls.
- * The folder is made 0700 and the files 0600 (see makePrivate).
+ * durable across a process crash and only skips an fsync per commit. The busy timeout is
+ * `busyMs` (default RUNTIME_BUSY_MS; a server opens with STARTUP_BUSY_MS and sets it with
+ * `setBusyTimeout` once started). The folder is made 0700 and the files 0600 (see makePrivate).
  */
-export function openDatabase(file: string): Database.Database {
+export function openDatabase(file: string, busyMs = RUNTIME_BUSY_MS): Database.Database {
   if (file !== ':memory:') makePrivate(file)
   const db = new Database(file)
+  setBusyTimeout(db, busyMs)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
-  db.pragma('busy_timeout = 50')
   db.pragma('foreign_keys = ON')
   migrate(db)
   if (file !== ':memory:') makePrivate(file)
   return db
+}
+
+/** How long this connection's writes wait for another connection's write lock (ms). */
+export function setBusyTimeout(db: Database.Database, ms: number): void {
+  db.pragma(`busy_timeout = ${Math.max(0, Math.floor(ms))}`)
+}
+
+/** SQLite's "database is locked" (another connection holds the write lock past the busy timeout). */
+export function isLocked(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code
+  return typeof code === 'string' && (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY_') || code === 'SQLITE_LOCKED')
 }

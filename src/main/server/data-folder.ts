@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
-import { openDatabase } from '../ledger/db'
+import { STARTUP_BUSY_MS, isLocked, openDatabase } from '../ledger/db'
 import { type OpenOptions, type Storage, openStorage } from '../storage/open'
 import { type DataLock, claimDataDir } from './data-lock'
 import { StartupError } from './startup-error'
@@ -17,15 +17,30 @@ export interface DataFolder {
 }
 
 /**
- * Opens the data folder's database, claims the folder and opens the storage. A step that fails
- * closes what the steps before it opened, and stops start-up with what to do about it.
+ * The start-up error for a database another process kept locked past `busyMs` (null for any
+ * other error): what holds it, and what to do.
  */
-export function openDataFolder(config: Config, opts: OpenOptions): DataFolder {
+export function lockedAtStartup(err: unknown, dbFile: string, busyMs: number): StartupError | null {
+  if (!isLocked(err)) return null
+  return new StartupError(
+    `the database ${dbFile} stayed locked by another process for ${busyMs < 1000 ? `${busyMs} ms` : `${Math.round(busyMs / 1000)} s`} (a \`burnrate import\`, or another program writing it); start Burnrate again once it is done`,
+  )
+}
+
+/**
+ * Opens the data folder's database, claims the folder and opens the storage. A step that fails
+ * closes what the steps before it opened, and stops start-up with what to do about it. The
+ * database waits up to `busyMs` for another process's write lock (the caller shortens it once
+ * start-up is done: ../ledger/db.ts).
+ */
+export function openDataFolder(config: Config, opts: OpenOptions, busyMs = STARTUP_BUSY_MS): DataFolder {
   const dbFile = join(config.data_dir, DB_FILE)
   let db: Database.Database
   try {
-    db = openDatabase(dbFile)
+    db = openDatabase(dbFile, busyMs)
   } catch (err) {
+    const locked = lockedAtStartup(err, dbFile, busyMs)
+    if (locked) throw locked
     const e = err as NodeJS.ErrnoException
     throw new StartupError(
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
@@ -43,6 +58,6 @@ export function openDataFolder(config: Config, opts: OpenOptions): DataFolder {
   } catch (err) {
     db.close()
     lock.release()
-    throw err
+    throw lockedAtStartup(err, dbFile, busyMs) ?? err
   }
 }

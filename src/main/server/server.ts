@@ -12,6 +12,7 @@ import { alerts } from '../alerts'
 import { budgets } from '../budgets'
 import { health } from '../health'
 import { Ledger } from '../ledger/ledger'
+import { RUNTIME_BUSY_MS, STARTUP_BUSY_MS, setBusyTimeout } from '../ledger/db'
 import { CallNotices } from '../ledger/notices'
 import type { CallLedger } from '../ledger/types'
 import { retention } from '../ledger/retention'
@@ -46,7 +47,7 @@ import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 import { holdAgain } from './startup-tiering'
 import { UNDICI_BUILTINS, preloadUndici } from '../proxy/call/undici'
-import { openDataFolder } from './data-folder'
+import { lockedAtStartup, openDataFolder } from './data-folder'
 import { createDispatch } from './dispatch'
 import { listenOn } from './listen'
 import { StartupError } from './startup-error'
@@ -93,6 +94,8 @@ export interface CreateOptions {
   exportWorker?: URL | string
   /** Time allowed for a request's headers (tests shorten it). */
   headersTimeoutMs?: number
+  /** How long start-up waits for another process's write lock on the SQLite file (default STARTUP_BUSY_MS; tests shorten it). */
+  startupBusyMs?: number
   /** When the server gives memory back once quiet (see idle-gc.ts); false: never (tests that measure the heap themselves). */
   idleCollection?: IdleCollectorOptions | false
   /** How long after listening undici and the API app are loaded if no request needed them (default 200 ms; false: only when first needed). */
@@ -110,7 +113,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const egress = createEgress(network)
   for (const p of proxyProblems(network)) log.warn(`network: ${p}`)
   // One server per data folder (see data-lock.ts); with storage.url too, the folder holds this instance's own state.
-  const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs })
+  const busyMs = opts.startupBusyMs ?? STARTUP_BUSY_MS
+  const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs }, busyMs)
   const ledger = storage.ledger
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
@@ -202,8 +206,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       db.close()
       lock.release()
     })()
-    throw err
+    throw lockedAtStartup(err, db.name, busyMs) ?? err
   }
+  // Started: from now on a write on the event loop that finds the file locked is retried later.
+  setBusyTimeout(db, RUNTIME_BUSY_MS)
   if (notices) {
     notices.start()
     closers.push(() => notices.close())
