@@ -20,7 +20,8 @@ const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }],
 describe('a client that hangs up while its admission waits on PostgreSQL', () => {
   it('is not sent upstream once admitted: recorded 499 at $0, its reservation freed', async () => {
     const url = h.database()
-    const t = await h.server({ url, config: { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } } })
+    const config = { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } }
+    const t = await h.server({ url, config })
     const store = h.store(url)
     // A first call creates the key's spend rows.
     expect((await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${KEY}` })).status).toBe(200)
@@ -52,5 +53,54 @@ describe('a client that hangs up while its admission waits on PostgreSQL', () =>
     expect(h.upstream.requests.length).toBe(sent)
     await eventually(async () => (await rows()).every((r) => r.reserved_usd === 0) || undefined)
     expect(t.server.proxy.active).toBe(0)
+  })
+})
+
+/**
+ * A database that does not answer an admission (here: another session holds the key's spend
+ * rows locked, as an instance stuck mid-transaction would) must not hold the agent's call: past
+ * `storage.budget_wait_ms` the call is decided on this instance's meters, and so are the calls
+ * after it until the statement ends. When it ends and admits after all, that reservation is
+ * freed: every call's cost is counted once, by the ledger storing it.
+ */
+describe('an admission PostgreSQL does not answer', () => {
+  it('is decided in process after storage.budget_wait_ms; the late reservation is freed, each cost counted once', async () => {
+    const key = 'sk-unanswered-bbbbbbbb-0002'
+    const url = h.database()
+    const config = { timezone: 'UTC', storage: { budget_wait_ms: 300 }, budgets: { rules: [{ api_key_pattern: 'sk-unanswered-*', daily_limit_usd: 100, action: 'block' }] } }
+    const t = await h.server({ url, config })
+    const store = h.store(url)
+    const k = { k: hashKey(key) }
+    expect((await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })).status).toBe(200)
+    const rows = () => store.all<{ spent_usd: number; reserved_usd: number }>('SELECT spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k', k)
+    await eventually(async () => ((await rows()).length > 0 && (await rows()).every((r) => r.reserved_usd === 0)) || undefined)
+
+    const held = await holdRows(store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', k)
+    let answered: number[]
+    try {
+      // Answered while the rows are still held: the first after the wait, the next at once.
+      answered = [
+        (await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })).status,
+        (await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })).status,
+      ]
+      // The first call's admission is still waiting on the lock in the database.
+      await lockWaiter(store)
+    } finally {
+      await held.release()
+    }
+    expect(answered).toEqual([200, 200])
+
+    // The late admission reserved for no call: freed. Every spend row holds the three calls' costs, once.
+    const costs = await eventually(async () => {
+      const r = await store.all<{ cost_usd: number }>('SELECT cost_usd FROM calls WHERE api_key_hash = @k', k)
+      return r.length === 3 ? r.map((x) => x.cost_usd) : undefined
+    })
+    const total = costs!.reduce((a, b) => a + b, 0)
+    expect(total).toBeGreaterThan(0)
+    await eventually(async () => {
+      const r = await rows()
+      const reservations = await store.all('SELECT id FROM budget_reservations')
+      return (reservations.length === 0 && r.every((x) => x.reserved_usd === 0 && Math.abs(x.spent_usd - total) < 1e-12)) || undefined
+    })
   })
 })

@@ -58,7 +58,8 @@ interface Instance {
 async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<Instance> {
   const store = new PostgresStore(url)
   await migratePostgres(store)
-  const state = new PgBudgetState(store, { leaseMs })
+  // 200 admissions at once queue here on a busy machine: none is to be decided in process for the wait.
+  const state = new PgBudgetState(store, { leaseMs, admissionWaitMs: 30_000 })
   // As budgetsOf wires it in PG mode: config rules from the file, runtime rules shared in the database.
   let engine: BudgetEngine | null = null
   const shared = new PgRuleStore(store, (r) => engine?.setRuntimeRules(r))

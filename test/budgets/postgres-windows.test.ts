@@ -64,7 +64,8 @@ interface Instance {
 async function instance(url: string, rules: Rule[], leaseMs?: number): Promise<Instance> {
   const store = new PostgresStore(url)
   await migratePostgres(store)
-  const state = new PgBudgetState(store, { leaseMs })
+  // 200 admissions at once queue here on a busy machine: none is to be decided in process for the wait.
+  const state = new PgBudgetState(store, { leaseMs, admissionWaitMs: 30_000 })
   const engine = new BudgetEngine('UTC', 1, rules, [], { worstCase: () => COST, expected: () => COST, learn: () => {} }, () => [], state)
   const gate = sharedBudgetGate(engine)
   h.onTeardown(async () => {

@@ -104,7 +104,10 @@ export function usePostgres(opts: HarnessOptions = {}): PgHarness {
     async server(o = {}) {
       const url = o.url === undefined ? started().createDatabase() : o.url
       const config = { ...o.config }
-      if (url !== null) config.storage = { ...config.storage, url }
+      // Admissions wait for PostgreSQL as long as a test on a busy machine may make them (the
+      // 3 s default would decide a slow one in process: exact admission across instances is
+      // what most of these tests check). A test of that wait sets its own.
+      if (url !== null) config.storage = { budget_wait_ms: 30_000, ...config.storage, url }
       const up = o.upstream === undefined ? (upstream?.url ?? undefined) : (o.upstream ?? undefined)
       // Loaded here: a unit test of a storage part (no server) does not load the whole server.
       const { startTestServer } = await import('./server')

@@ -51,7 +51,7 @@ export class SharedBudgets {
         // the copy is a convenience; the rules in force are the ones just read
       }
     })
-    this.state = new PgBudgetState(ctx.store)
+    this.state = new PgBudgetState(ctx.store, { admissionWaitMs: ctx.config.storage.budget_wait_ms })
   }
 
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */

@@ -220,7 +220,14 @@ export const configSchema = z
      * spend in PostgreSQL (a team server; several instances may share it). BURNRATE_DATABASE_URL wins.
      */
     storage: z
-      .object({ url: z.string().min(1).nullable().default(null) })
+      .object({
+        url: z.string().min(1).nullable().default(null),
+        /**
+         * Longest wait (ms) for PostgreSQL to admit a call under a `block` rule; past it this
+         * instance decides the call on its own meters, as when the database is away.
+         */
+        budget_wait_ms: z.number().int().min(100).max(60_000).default(3000),
+      })
       .strict()
       .prefault({}),
     /** Reporting to a team Burnrate (src/main/team): this one sends its calls there, or is the team server. */

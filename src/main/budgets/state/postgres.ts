@@ -56,6 +56,8 @@ export const DEFAULT_LEASE_MS = 30_000
 const PRUNE_EVERY_MS = 60_000
 /** After PostgreSQL fails a reservation, how long calls are decided in process before it is asked again. */
 const DEGRADED_MS = 5000
+/** Default longest wait for PostgreSQL's answer to an admission (`storage.budget_wait_ms`). */
+export const DEFAULT_ADMISSION_WAIT_MS = 3000
 
 const NOTHING_RESERVED: Reservation = { settle: () => {}, release: () => {} }
 
@@ -66,6 +68,11 @@ export interface PgBudgetStateOptions {
   instance?: string
   /** Statements at a time (default 6, under the pool's 10 connections, leaving room for the ledger). */
   concurrency?: number
+  /**
+   * Longest wait for PostgreSQL's answer to an admission (ms, default DEFAULT_ADMISSION_WAIT_MS):
+   * past it the call is decided in process, as when the database refuses.
+   */
+  admissionWaitMs?: number
 }
 
 export class PgBudgetState implements BudgetState {
@@ -82,6 +89,9 @@ export class PgBudgetState implements BudgetState {
   private degradedUntil = 0
   /** Reservations PostgreSQL did not answer (decided in process instead). */
   failures = 0
+  /** Admissions given up on whose statement has not ended yet: calls are decided in process meanwhile. */
+  private unanswered = 0
+  private readonly admissionWaitMs: number
 
   constructor(
     private readonly store: SqlStore,
@@ -90,6 +100,7 @@ export class PgBudgetState implements BudgetState {
     if (store.dialect !== 'postgres') throw new Error('PgBudgetState needs a PostgreSQL store')
     this.leaseMs = opts.leaseMs ?? DEFAULT_LEASE_MS
     this.instance = opts.instance ?? randomUUID()
+    this.admissionWaitMs = opts.admissionWaitMs ?? DEFAULT_ADMISSION_WAIT_MS
     const db = new Limiter(opts.concurrency ?? 6)
     this.settlements = new Settlements(store, db)
     this.admission = new Admission(store, db, new SpendRows(store, db), this.settlements, this.instance, this.leaseMs)
@@ -128,15 +139,45 @@ export class PgBudgetState implements BudgetState {
   reserve(req: ReserveRequest): ReserveOutcome | Promise<ReserveOutcome> {
     // A block rule with per-minute limits only: no money limit to reserve against.
     if (req.periods.length === 0) return { ok: true, periods: req.periods, reservation: NOTHING_RESERVED }
-    // PostgreSQL away: this instance decides alone on what it has seen (README: degraded).
-    if (Date.now() < this.degradedUntil) return this.decideInProcess(req)
-    return this.schema()
-      .then(() => this.admission.reserve(req, req.periods))
-      .catch(() => {
-        this.degradedUntil = Date.now() + DEGRADED_MS
-        this.failures++
-        return this.decideInProcess(req)
-      })
+    // PostgreSQL away, or still not answering an admission given up on: this instance decides
+    // alone on what it has seen (README: degraded).
+    if (Date.now() < this.degradedUntil || this.unanswered > 0) return this.decideInProcess(req)
+    const given = new AbortController()
+    const asked = this.schema().then(() => this.admission.reserve(req, req.periods, 0, false, given.signal))
+    return new Promise<ReserveOutcome>((resolve) => {
+      // A database that does not answer (rows another session holds locked, a server that hangs)
+      // must not hold the agent's call: past the wait the call is decided in process. The
+      // statement, if it runs after all, reserves for no call: its reservation is freed at once.
+      const timer = setTimeout(() => {
+        given.abort()
+        this.unanswered++
+        this.degrade()
+        resolve(this.decideInProcess(req))
+        asked
+          .then((late) => {
+            if (late.ok) late.reservation.release()
+          }, () => {})
+          .finally(() => this.unanswered--)
+      }, this.admissionWaitMs)
+      asked.then(
+        (o) => {
+          if (given.signal.aborted) return
+          clearTimeout(timer)
+          resolve(o)
+        },
+        () => {
+          if (given.signal.aborted) return
+          clearTimeout(timer)
+          this.degrade()
+          resolve(this.decideInProcess(req))
+        },
+      )
+    })
+  }
+
+  private degrade(): void {
+    this.degradedUntil = Date.now() + DEGRADED_MS
+    this.failures++
   }
 
   /**

@@ -52,7 +52,7 @@ export class Admission {
    * Admits the call on every one of `periods` and reserves on each, or refuses. `force`: reserves
    * without the test (a background response's reservation held again after a restart).
    */
-  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false): Promise<ReserveOutcome> {
+  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false, signal?: AbortSignal): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
     // Once the database said a calendar period or a session reached this limit, the answer stands
     // for a while (no round trip to refuse each call of an agent that keeps trying), naming the
@@ -69,6 +69,7 @@ export class Admission {
     }
     const cached = latestReset(known)
     if (cached && cached.period !== 'window') return { ok: false, kind: 'reached', state: cached, reservedUsd: 0, worstCaseUsd: 0 }
+    signal?.throwIfAborted()
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
     const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
@@ -104,28 +105,32 @@ export class Admission {
       // where a subquery here would read with the statement's, taken before waiting for the lock,
       // and miss the buckets of a settlement that committed meanwhile (its reservation already
       // freed on the row as re-read). Every write of buckets holds the row's lock to its commit.
-      rows = await this.db.run(() => this.store.all<Answer>(
-        `WITH want (period, start, session, lim${hasWindow ? ', edge' : ''}) AS (VALUES ${values.join(', ')}),
-              ${hasWindow ? lockWithWindow(admits) : lockCalendar(admits)},
-              verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
-              upd AS (
-                UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
-                 WHERE b.id IN (SELECT id FROM locked) AND (SELECT ok FROM verdict)
-                RETURNING b.id
-              ),
-              ins AS (
-                INSERT INTO budget_reservations (id, spend_id, amount_usd, instance, expires_at)
-                SELECT @rid, id, @x::float8, @me, ${NOW_MS} + @lease FROM upd
-              )
-         SELECT l.id, l.period, l.spent_usd, l.reserved_usd, u.id IS NOT NULL AS took
-           FROM locked l LEFT JOIN upd u ON u.id = l.id`,
-        params,
-      ))
+      // Not sent once the call stopped waiting for it (the statement queued here meanwhile).
+      rows = await this.db.run(() => {
+        signal?.throwIfAborted()
+        return this.store.all<Answer>(
+          `WITH want (period, start, session, lim${hasWindow ? ', edge' : ''}) AS (VALUES ${values.join(', ')}),
+                ${hasWindow ? lockWithWindow(admits) : lockCalendar(admits)},
+                verdict AS (SELECT COUNT(*) = @n::int AND bool_and(ok) AS ok FROM locked),
+                upd AS (
+                  UPDATE budget_spend b SET reserved_usd = b.reserved_usd + @x::float8
+                   WHERE b.id IN (SELECT id FROM locked) AND (SELECT ok FROM verdict)
+                  RETURNING b.id
+                ),
+                ins AS (
+                  INSERT INTO budget_reservations (id, spend_id, amount_usd, instance, expires_at)
+                  SELECT @rid, id, @x::float8, @me, ${NOW_MS} + @lease FROM upd
+                )
+           SELECT l.id, l.period, l.spent_usd, l.reserved_usd, u.id IS NOT NULL AS took
+             FROM locked l LEFT JOIN upd u ON u.id = l.id`,
+          params,
+        )
+      })
     } catch (err) {
       // Maybe committed, its answer lost: nothing will settle it, so its lease is not renewed.
       this.settlements.drop(rid)
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
-      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1, force)
+      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1, force, signal)
       throw err
     }
     const took = rows.filter((r) => r.took)
@@ -142,7 +147,7 @@ export class Admission {
       if (rows.some((x) => x.period === p.period)) continue
       // Deleted behind this instance's back: create it again.
       this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
-      if (retry < 3) return this.reserve(req, periods, retry + 1, force)
+      if (retry < 3) return this.reserve(req, periods, retry + 1, force, signal)
       throw new Error(`budget spend row for ${p.period} could not be created`)
     }
     // Every limit reached is remembered; the refusal names the one that frees last, so that a
