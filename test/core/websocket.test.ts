@@ -25,6 +25,7 @@ const CODEX = {
 interface Seen {
   headers: http.IncomingHttpHeaders
   frames: { data: Buffer; binary: boolean }[]
+  ws: WebSocket
 }
 
 let upstreamHttp: http.Server
@@ -86,7 +87,7 @@ beforeAll(async () => {
       return
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const s: Seen = { headers: req.headers, frames: [] }
+      const s: Seen = { headers: req.headers, frames: [], ws }
       seen.push(s)
       let n = 0
       ws.on('message', (data, binary) => {
@@ -326,6 +327,19 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     c.ws.terminate()
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 499, error: 'client_aborted', agent: 'codex', session: THREAD })
+  })
+
+  it('an upstream connection lost mid-response closes the client with 1014 (bad gateway), and the call is recorded 502', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0003')
+    const closed = new Promise<{ code: number; reason: string }>((r) => c.ws.once('close', (code, reason) => r({ code, reason: String(reason) })))
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hold' }))
+    await eventually(() => c.frames.length === 1, 10_000)
+    // The provider's socket drops without a close frame.
+    seen.at(-1)!.ws.terminate()
+    expect(await closed).toEqual({ code: 1014, reason: 'the provider connection was lost' })
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 502, error: 'upstream_reset', agent: 'codex', session: THREAD })
   })
 
   it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {

@@ -274,7 +274,11 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     })
     up.on('close', (code, reason) => {
       calls?.closed('upstream')
-      if (client.readyState === client.OPEN) client.close(sendableCode(code), reason)
+      if (client.readyState !== client.OPEN) return
+      // The provider's connection dropped without a close frame (1006) or failed its TLS (1015):
+      // 1014 (bad gateway), so the agent can tell it from a clean close (1005, no status).
+      if (code === 1006 || code === 1015) client.close(1014, 'the provider connection was lost')
+      else client.close(sendableCode(code), reason)
     })
     client.on('error', () => up.terminate())
     up.on('error', () => client.terminate())
