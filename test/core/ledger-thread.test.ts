@@ -105,6 +105,31 @@ describe('ledger write thread', () => {
     expect(ledger.status.pending).toBe(0)
   }, 30_000)
 
+  it("a reader's flush waits for the thread's batch without stopping this thread while another process holds the lock", async () => {
+    const { ledger, file, counts } = setup()
+    await eventually(() => ledger.writesOnThread)
+    const locker = new Database(file)
+    locker.exec('BEGIN IMMEDIATE')
+    let flushed: Promise<boolean>
+    try {
+      for (let i = 0; i < 10; i++) ledger.record(makeCall({ ts: Date.now() }))
+      // The timer has handed the batch to the thread, which now waits for the lock (up to 2 s).
+      await eventually(() => ledger.status.pending === 10 && (ledger as unknown as { inFlight: unknown }).inFlight !== null)
+      flushed = ledger.flushed()
+      let done = false
+      void flushed.then(() => (done = true))
+      // This thread goes on meanwhile (it blocked until the thread gave up: dashboard polls paused every stream).
+      await new Promise((r) => setTimeout(r, 0))
+      expect(done).toBe(false)
+    } finally {
+      locker.exec('ROLLBACK')
+      locker.close()
+    }
+    await flushed
+    await eventually(() => ledger.status.writable && counts().calls === 10, 10_000)
+    expect(ledger.status.pending).toBe(0)
+  }, 30_000)
+
   it('starts no thread until the first batch, ends it after an idle period, and starts another for the next: every call written once, on the thread', async () => {
     const { ledger, here, counts } = setup(150)
     expect(ledger.writesOnThread).toBe(true)

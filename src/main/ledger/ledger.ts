@@ -38,6 +38,8 @@ export interface LedgerOptions {
  * collection waits (server/idle-gc.ts): the end of a session, not a pause between two calls.
  */
 export const THREAD_IDLE_MS = 30_000
+/** Longest wait for the write thread's answer to the batch it is writing, before it is given up. */
+const LAND_WAIT_MS = 10_000
 
 type Listener = (call: CallRecord) => void
 
@@ -74,6 +76,8 @@ export class Ledger implements CallLedger {
   private inFlightSide: SideWrite[] = []
   private inFlightId = 0
   private landing = false
+  /** Woken when the batch in flight on the write thread is answered, or taken back (`flushed`). */
+  private landed: (() => void)[] = []
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
   /** The last notice of a call stored by another process that the spend loaded at start-up counts (./notices.ts). */
   private readonly spendThrough: number
@@ -253,6 +257,7 @@ export class Ledger implements CallLedger {
     this.inFlightSide = side
     // Packed: posting the objects would clone every field name and value of every row on this thread.
     this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows, side }, (r) => {
+      this.wakeLanded()
       if (this.inFlight !== rows) return
       this.inFlight = null
       this.inFlightSide = []
@@ -280,7 +285,7 @@ export class Ledger implements CallLedger {
     this.landing = true
     let answered: boolean
     try {
-      answered = this.thread.waitFor(this.inFlightId, 10_000)
+      answered = this.thread.waitFor(this.inFlightId, LAND_WAIT_MS)
     } finally {
       this.landing = false
     }
@@ -294,7 +299,12 @@ export class Ledger implements CallLedger {
       this.side = this.inFlightSide.concat(this.side)
       this.inFlightSide = []
       this.countPending()
+      this.wakeLanded()
     }
+  }
+
+  private wakeLanded(): void {
+    for (const wake of this.landed.splice(0)) wake()
   }
 
   /** Writes every queued call now. Returns false when the database refused the write. */
@@ -386,6 +396,19 @@ export class Ledger implements CallLedger {
    * PostgreSQL the write is asynchronous, which is why readers use this and not `flush()`.
    */
   async flushed(): Promise<boolean> {
+    // The batch the write thread is writing is awaited, not waited for on this thread: the write
+    // thread may itself be waiting (up to 2 s) for another process's lock on the file, and every
+    // call in flight would stop meanwhile (a dashboard polling paused the agents' streams). A
+    // thread that does not answer within LAND_WAIT_MS is left to `flush`, which gives it up.
+    const deadline = Date.now() + LAND_WAIT_MS
+    while (this.inFlight && this.thread && !this.closed && Date.now() < deadline) {
+      let timer: NodeJS.Timeout | undefined
+      await new Promise<void>((wake) => {
+        this.landed.push(wake)
+        timer = setTimeout(wake, deadline - Date.now())
+      })
+      clearTimeout(timer)
+    }
     return this.flush()
   }
 
