@@ -7,7 +7,7 @@ import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
-import { answer, geminiMultimodalAnswer, recorded } from '../providers/ledger'
+import { answer, geminiMultimodalAnswer, geminiVoiceTurn, recorded } from '../providers/ledger'
 
 /**
  * Re-pricing (`POST /api/admin/prices/{provider}/{model}/reprice?all=true`) prices a past call
@@ -116,17 +116,7 @@ describe('re-pricing keeps what a call was billed beyond its token columns', () 
 
   it('a Gemini voice turn beside a text-only cache hit is re-priced with its audio at the audio rate', async () => {
     const model = 'gemini-2.5-flash-lite'
-    const usageMetadata = {
-      promptTokenCount: 6_000,
-      cachedContentTokenCount: 800,
-      candidatesTokenCount: 100,
-      totalTokenCount: 6_100,
-      promptTokensDetails: [
-        { modality: 'TEXT', tokenCount: 1_000 },
-        { modality: 'AUDIO', tokenCount: 5_000 },
-      ],
-      cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 800 }],
-    }
+    const usageMetadata = geminiVoiceTurn([{ modality: 'TEXT', tokenCount: 800 }])
     expect((await admin(t.url, 'PUT', `/prices/gemini/${model}`, { body: { input_mtok: 1, output_mtok: 1 } })).status).toBe(200)
     answer(upstream, { candidates: [], usageMetadata, modelVersion: model })
     const first = await recorded(t, () =>

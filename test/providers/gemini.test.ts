@@ -4,7 +4,7 @@ import { beforeEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
-import { answer, geminiMultimodalAnswer, recorded } from './ledger'
+import { answer, geminiMultimodalAnswer, geminiVoiceTurn, recorded } from './ledger'
 
 const s = serverOverMockUpstream()
 beforeEach(() => {
@@ -202,22 +202,12 @@ describe('Gemini pricing beyond the recordings', () => {
   // A voice turn: the text system prompt comes from the cache, a new audio clip does not. The
   // price library refuses cache reads beside audio without the cached audio count, and the call
   // was then priced with no modality split: all 5,000 audio tokens at the text rate (2.9x less).
-  const VOICE_TURN = {
-    promptTokenCount: 6_000,
-    cachedContentTokenCount: 800,
-    candidatesTokenCount: 100,
-    totalTokenCount: 6_100,
-    promptTokensDetails: [
-      { modality: 'TEXT', tokenCount: 1_000 },
-      { modality: 'AUDIO', tokenCount: 5_000 },
-    ],
-  }
   for (const [what, cacheTokensDetails] of [
     ['names only text', [{ modality: 'TEXT', tokenCount: 800 }]],
     ['is absent', undefined],
   ] as const) {
     it(`prices audio at the audio rate beside a cache hit whose modality list ${what}`, async () => {
-      answer(s.upstream, { candidates: [], usageMetadata: { ...VOICE_TURN, cacheTokensDetails }, modelVersion: 'gemini-2.5-flash' })
+      answer(s.upstream, { candidates: [], usageMetadata: geminiVoiceTurn(cacheTokensDetails), modelVersion: 'gemini-2.5-flash' })
       const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
       expect(row).toMatchObject({ input_tokens: 6_000, cache_read_tokens: 800, output_tokens: 100, priced: 1 })
       // 2.5 Flash: text $0.30/M, cached text $0.03/M, audio $1.00/M, output $2.50/M
@@ -229,7 +219,7 @@ describe('Gemini pricing beyond the recordings', () => {
   }
 
   it('prices cached audio at the cached audio rate when the cache holds some of the audio', async () => {
-    const usageMetadata = { ...VOICE_TURN, cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 300 }, { modality: 'AUDIO', tokenCount: 500 }] }
+    const usageMetadata = geminiVoiceTurn([{ modality: 'TEXT', tokenCount: 300 }, { modality: 'AUDIO', tokenCount: 500 }])
     answer(s.upstream, { candidates: [], usageMetadata, modelVersion: 'gemini-2.5-flash' })
     const row = await recorded(s.t, () => postJson(`${s.t.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, BODY, { 'x-goog-api-key': KEY }))
     const prices = findProvider({ providerId: 'google' })!.models.find((m) => m.id === 'gemini-2.5-flash')!.prices

@@ -67,6 +67,25 @@ export function answer(upstream: MockUpstream, body: Buffer | string | object, k
 }
 
 /**
+ * A voice turn's `usageMetadata`: 1,000 tokens of text (the system prompt, 800 of it from the
+ * cache) and a new 5,000-token audio clip; 100 output tokens. `cacheTokensDetails` as given (the
+ * cache's modalities, or none).
+ */
+export function geminiVoiceTurn(cacheTokensDetails?: readonly { modality: string; tokenCount: number }[]) {
+  return {
+    promptTokenCount: 6_000,
+    cachedContentTokenCount: 800,
+    candidatesTokenCount: 100,
+    totalTokenCount: 6_100,
+    promptTokensDetails: [
+      { modality: 'TEXT', tokenCount: 1_000 },
+      { modality: 'AUDIO', tokenCount: 5_000 },
+    ],
+    ...(cacheTokensDetails ? { cacheTokensDetails } : {}),
+  }
+}
+
+/**
  * A Gemini answer whose prompt holds text, image and audio parts (part of the audio cached) and
  * whose output is audio, as `generateContent` reports it: 3,000 prompt tokens (1,000 cached),
  * 500 output tokens.
