@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import type Database from 'better-sqlite3'
@@ -233,5 +233,26 @@ describe('ledger.retention_days', () => {
     const s = await importLogs(db, { agent: 'claude-code', paths: [logs], pricer: new Pricer(), now: logged + 4 * DAY })
     expect(s).toMatchObject({ imported: 0, expired: 4 })
     expect(db.prepare("SELECT count(*) FROM calls WHERE source = 'import'").pluck().get()).toBe(0)
+  })
+
+  it('nor one logged just after what was pruned, whose proxied twin (stamped when it arrived) was pruned', async () => {
+    const T = Date.UTC(2026, 8, 1, 10)
+    const twin = { ts: T, provider: 'anthropic', model: 'claude-sonnet-4-5', endpoint: 'messages', agent: 'claude-code', input_tokens: 1000, output_tokens: 200, cost_usd: 0.05, response_id: 'msg_A' }
+    const { dir, db, ledger } = ledgerWith([makeCall(twin), makeCall({ ts: T + 40 * DAY })])
+    cleanups.push(() => {
+      ledger.close()
+      db.close()
+    })
+    // Claude Code logs the answer once it is in, 20 s after the proxy stamped the call; retention pruned before a moment between.
+    const logs = join(dir, 'logs')
+    mkdirSync(join(logs, 'p'), { recursive: true })
+    const line = { type: 'assistant', timestamp: new Date(T + 20_000).toISOString(), sessionId: 's', cwd: '/p', uuid: 'u1', requestId: 'r1', message: { id: 'msg_A', model: 'claude-sonnet-4-5', role: 'assistant', usage: { input_tokens: 1000, output_tokens: 200 } } }
+    writeFileSync(join(logs, 'p/s.jsonl'), `${JSON.stringify(line)}\n`)
+    expect(pruneCalls(db, T + 10_000, 100)).toBe(1)
+    const s = await importLogs(db, { agent: 'claude-code', paths: [logs], pricer: new Pricer(), now: T + 41 * DAY })
+    expect(s).toMatchObject({ imported: 0, expired: 1 })
+    expect(db.prepare("SELECT count(*) FROM calls WHERE source = 'import'").pluck().get()).toBe(0)
+    // The day's rollup counts the call once: the proxied one.
+    expect(db.prepare('SELECT sum(requests) FROM dash_day WHERE cost_usd > 0.04').pluck().get()).toBe(1)
   })
 })

@@ -8,7 +8,7 @@ import type { SqlStore } from '../storage/sql'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { complete, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, toRecord, twinQuery } from './write-common'
 
 /**
  * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
@@ -83,7 +83,9 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
           grown.push({ id: known, call: c })
           continue
         }
-        if (c.ts < pruned) {
+        // Its proxied twin, up to MATCH_BEFORE_MS earlier (the proxy stamps a call when it arrives, the
+        // agent logs it once answered), may be among the pruned calls: not imported, as older ones.
+        if (c.ts - MATCH_BEFORE_MS < pruned) {
           stats.expired++
           continue
         }

@@ -8,7 +8,7 @@ import { SqliteStore } from '../storage/sqlite'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { complete, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, toRecord, twinQuery } from './write-common'
 
 /**
  * SQLite: the ledger is this machine's file. A logged call's proxied twin is looked for there,
@@ -45,7 +45,9 @@ export function sqliteWriter(db: Database.Database) {
         grown.push({ id: known, call: c })
         continue
       }
-      if (c.ts < pruned) {
+      // Its proxied twin, up to MATCH_BEFORE_MS earlier (the proxy stamps a call when it arrives, the
+      // agent logs it once answered), may be among the pruned calls: not imported, as older ones.
+      if (c.ts - MATCH_BEFORE_MS < pruned) {
         stats.expired++
         continue
       }
