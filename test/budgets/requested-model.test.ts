@@ -92,6 +92,20 @@ describe('a rule that matches calls by the model they requested (SQLite)', () =>
     }
   }, 60_000)
 
+  it('a rule naming only the model the answers name decides the calls it counts (refused once it is reached)', async () => {
+    // The calls request `gpt-5-nano`; the rule names the dated model they are answered as (or an
+    // Azure deployment's model): it counted them and the dashboard said blocked, but it never
+    // decided one, so they all went through.
+    const t = await server([{ api_key_pattern: 'sk-rq-answered-*', model_pattern: ANSWERED, daily_limit_usd: LIMIT, action: 'block' }])
+    const key = 'sk-rq-answered-aaaaaaaa-0001'
+    expect((await chat(t, key)).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    expect(await windows(t, 'sk-rq-answered-*', key)).toMatchObject([{ period: 'daily', spent_usd: NANO_COST }])
+    const r = await chat(t, key)
+    expect(r.status).toBe(429)
+    expect(r.json().error).toMatchObject({ type: 'budget_exceeded', api_key_pattern: 'sk-rq-answered-*', period: 'daily', spent_usd: NANO_COST })
+  })
+
   it('the meters rebuilt from the ledger count a call by the model it requested, and not one that named neither', async () => {
     const t = await server([
       { api_key_pattern: 'sk-rqx-*', model_pattern: 'gpt-5-nano', daily_limit_usd: 100, action: 'warn' },

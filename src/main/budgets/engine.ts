@@ -21,6 +21,8 @@ export interface CostModel {
   worstCase(ctx: CallContext): number
   expected(ctx: CallContext): number
   learn(ctx: CallContext, call: LearntUsage): void
+  /** The model a requested model was last answered as (an Azure deployment, an alias), if another. */
+  answeredAs?(provider: string, model: string): string | undefined
 }
 
 /**
@@ -123,7 +125,17 @@ export class BudgetEngine implements BudgetMeters {
       this.keys.resolve(this.book.index, s, ctx.apiKey)
       return NOTHING
     }
-    const scope: Scope = { provider: ctx.provider.name, model: ctx.shape.model, agent: ctx.agent, tenant: ctx.tenant }
+    // A rule names either the model requested or the one the answer names (a dated version, the
+    // model behind an Azure deployment); the call's answer is not in yet, so the name its model was
+    // last answered as stands for it (a rule that counts these calls also decides them).
+    const answered = this.cost.answeredAs?.(ctx.provider.name, ctx.shape.model)
+    const scope: Scope = {
+      provider: ctx.provider.name,
+      model: ctx.shape.model,
+      requested: answered !== undefined && answered !== ctx.shape.model ? answered : null,
+      agent: ctx.agent,
+      tenant: ctx.tenant,
+    }
     let rule: Rule | null = null
     for (const r of this.keys.resolve(this.book.index, s, ctx.apiKey)) {
       if (scopeMatches(r, scope)) {

@@ -55,6 +55,7 @@ function configRules(ctx: ServerContext): Rule[] {
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
   return {
     worstCase: (ctx) => worstCaseUsd(pricer, ctx, history.answeredAs),
+    answeredAs: history.answeredAs,
     expected: (ctx) => expectedUsd(pricer, history, ctx),
     learn: (ctx, call) => {
       if (!ctx.shape.model) return
