@@ -204,6 +204,18 @@ describe('BudgetEngine: rate limits', () => {
     expect(engine.admit(ctx(), now + 10).refuse).toMatchObject({ kind: 'rate', rate: { kind: 'tokens', used: 1200 } })
     expect(engine.admit(ctx(), now + 60_001).refuse).toBeUndefined()
   })
+
+  it("tokens_per_minute keeps the last minute's tokens across a rule change, at the moments their calls ended", () => {
+    // The ledger has when each call arrived, not when it ended: the meter rebuilt from it (here:
+    // nothing) lost a call that began over a minute before it ended, or stamped the tokens anew.
+    const now = Date.now()
+    const { engine } = setup([rule({ daily_limit_usd: null, tokens_per_minute: 1000 })])
+    engine.admit(ctx(), now).settle!()
+    record(engine, 0, { tokens: 1200 }, now)
+    engine.setRuntimeRules([rule({ api_key_pattern: 'sk-other-*', daily_limit_usd: 1, source: 'runtime', created_at: 1 })])
+    expect(engine.admit(ctx(), now + 10).refuse).toMatchObject({ kind: 'rate', rate: { kind: 'tokens', used: 1200, retryAt: now + 60_000 } })
+    expect(engine.admit(ctx(), now + 60_001).refuse).toBeUndefined()
+  })
 })
 
 describe('BudgetEngine: alerts and rule changes', () => {

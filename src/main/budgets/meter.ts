@@ -204,7 +204,7 @@ export class Meter {
   private readonly window: MinuteRing | null
   private readonly sessions: Map<string, { spent: number; last: number }> | null
   private requests = new LastMinute()
-  private readonly tokens = new LastMinute()
+  private tokens = new LastMinute()
   private adds = 0
   /** The calls in flight: shared with the meter this one replaced at a reload (`carryOver`), whose reservations settle on it. */
   private live = { inFlight: 0, reservedUsd: 0 }
@@ -289,16 +289,18 @@ export class Meter {
   /**
    * Takes over what the recorded calls cannot give a meter rebuilt at a reload (a rule change):
    * the reservations of the calls in flight (which settle on `old`, whose state this shares from
-   * now on) and the last minute's requests (counted at admission, not stored yet).
+   * now on), the last minute's requests (counted at admission, not stored yet) and its tokens,
+   * at the moments their calls ended (the ledger has only when each call arrived).
    */
   carryOver(old: Meter): void {
     this.live = old.live
     this.requests = old.requests
+    this.tokens = old.tokens
   }
 
-  /** True when the calls in flight or the last minute's requests hold something a reload would lose. */
+  /** True when the calls in flight or the last minute's requests or tokens hold something a reload would lose. */
   busy(now: number): boolean {
-    return this.live.inFlight > 0 || this.requests.total(now) > 0
+    return this.live.inFlight > 0 || this.requests.total(now) > 0 || this.tokens.total(now) > 0
   }
 
   /** Requests counted in the last minute (0 without a per-minute request limit). */
