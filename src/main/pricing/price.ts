@@ -33,9 +33,6 @@ export interface RuntimePrice {
   cache_write_mtok?: number | null
 }
 
-/** The counts `toLibraryUsage` gives (the rest of a library usage is a meter's split). */
-const BASE_KEYS = { input_tokens: 1, output_tokens: 1, cache_read_tokens: 1, cache_write_tokens: 1, cache_write_1h_tokens: 1, web_searches: 1, storage_searches: 1 }
-
 function toLibraryUsage(u: Usage): Record<string, number> {
   const out: Record<string, number> = { input_tokens: u.input_tokens, output_tokens: u.output_tokens }
   if (u.cache_read_tokens) out.cache_read_tokens = u.cache_read_tokens
@@ -253,15 +250,16 @@ export class Pricer {
     }
     const base = this.library(u, pricingId, model, at)
     if (!base) return { cost_usd: 0, priced: false }
-    if (fine) this.refusedSplit(pricingId, model, fine)
+    if (fine) this.refusedSplit(pricingId, model, fine, u)
     return base
   }
 
-  private refusedSplit(pricingId: string, model: string, fine: Record<string, number>): void {
+  /** Says once per model that the library refused the split `fine` adds to the usage `u`. */
+  private refusedSplit(pricingId: string, model: string, fine: Record<string, number>, u: Record<string, number>): void {
     const key = `${pricingId}\0${model}`
     if (this.splitRefused.has(key) || this.splitRefused.size >= MAX_LOOKUPS) return
     this.splitRefused.add(key)
-    const parts = Object.keys(fine).filter((k) => !(k in BASE_KEYS)).join(', ')
+    const parts = Object.keys(fine).filter((k) => !(k in u)).join(', ')
     this.warn(`pricing: the price data for ${pricingId} ${model.slice(0, 100)} refused a call's split (${parts}); it is priced at the base token rates, which may be less than billed`)
   }
 
