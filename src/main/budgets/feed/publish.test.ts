@@ -10,7 +10,7 @@ const call = (over: Partial<CallRecord>): CallRecord => ({
 })
 
 describe('the calls feed between instances', () => {
-  it('sums calls per key, scope, session and minute as the meters count them: money only, refusals and paid-for reads not requests', () => {
+  it('sums calls per key, scope, session and minute as the meters count them: money only; refusals, paid-for reads and imported calls not requests', () => {
     const t = Date.UTC(2026, 10, 28, 12, 0, 10)
     const rows = feedRowsOf(
       [
@@ -18,6 +18,8 @@ describe('the calls feed between instances', () => {
         call({ ts: t + 20_000, cost_usd: 0.2, input_tokens: 1, output_tokens: 1 }),
         call({ ts: t + 30_000, cost_usd: 0, status: 429, error: 'budget_exceeded' }),
         call({ ts: t + 40_000, cost_usd: 0, endpoint: 'responses.retrieve' }),
+        call({ ts: t + 40_000, cost_usd: 0, endpoint: 'messages.batches.results' }),
+        call({ ts: t + 40_000, cost_usd: 0, source: 'import' }),
         call({ ts: t + 40_000, cost_usd: 5, billing: 'subscription' }),
         call({ ts: t + 60_000, cost_usd: 0.4 }),
       ],
@@ -27,7 +29,7 @@ describe('the calls feed between instances', () => {
     const [first, next] = rows
     expect(first.slice(0, 9)).toEqual(['h1', 'sk-t…0001', 'openai', 'gpt-5-nano', null, '', '', '', Date.UTC(2026, 10, 28, 12, 0)])
     expect(first[9]).toBe(0.1 + 0.2)
-    expect(first.slice(10)).toEqual([17, t + 40_000, 5, 3, ['sk-t*']])
+    expect(first.slice(10)).toEqual([17, t + 40_000, 7, 3, ['sk-t*']])
     expect(next[8]).toBe(Date.UTC(2026, 10, 28, 12, 1))
     expect(next[9]).toBe(0.4)
   })

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { CallRecord } from '../../ledger/record'
-import { READS } from '../../providers/openai-endpoints'
+import { FREE_ENDPOINTS } from '../../providers/free-endpoints'
 import type { SqlStore } from '../../storage/sql'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../gate'
 import type { CostAdjustment } from '../types'
@@ -65,8 +65,9 @@ export function feedIdOf(store: SqlStore): string {
   return id
 }
 
-/** Refusals by Burnrate itself never went upstream, and reads and cancels of a response already paid for are never counted (README: Budgets): not requests a per-minute limit counts. */
+/** Refusals by Burnrate itself never went upstream, reads and cancels of what is already paid for are never counted (README: Budgets), and calls imported from agents' logs never came through a proxy: not requests a per-minute limit counts. */
 const REFUSALS = new Set([REFUSAL_REASON, RATE_REASON, LOOP_REASON])
+const FREE = new Set(FREE_ENDPOINTS)
 
 /** The stored calls as the meters count them (money only). Calls a team server ingests are stored by its own path (team/store.ts), never fed: they are in no meter. */
 export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) => readonly string[]): FeedRow[] {
@@ -86,7 +87,7 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
     r[11] = Math.max(r[11], c.ts)
     r[12]++
     // A call whose admission was told as it happened (./admissions.ts) is in the others' per-minute counts already.
-    if (!(c.error && REFUSALS.has(c.error)) && !READS.has(c.endpoint) && !c.rate_announced) r[13]++
+    if (!(c.error && REFUSALS.has(c.error)) && !FREE.has(c.endpoint) && !c.rate_announced && c.source !== 'import') r[13]++
   }
   return [...byGroup.values()]
 }
