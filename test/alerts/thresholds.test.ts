@@ -33,7 +33,7 @@ function ctx(ts: number): CallContext {
 }
 
 function row(cost: number, t: number): HistoryRow {
-  return { api_key_hash: hashKey(KEY), key_hint: keyHint(KEY), provider: 'openai', model: 'gpt-4o-mini', requested: null, agent: '', tenant: '', session: '', t, cost, tokens: 0, last: t }
+  return { api_key_hash: hashKey(KEY), key_hint: keyHint(KEY), provider: 'openai', model: 'gpt-4o-mini', requested: null, agent: '', tenant: '', session: '', t, cost, tokens: 0, requests: 0, last: t }
 }
 
 /** The engine over a ledger of its own: `history` holds the recorded calls a reload reads back. */

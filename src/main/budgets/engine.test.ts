@@ -142,7 +142,7 @@ describe('BudgetEngine: windows', () => {
     const now = Date.now()
     const row: HistoryRow = {
       api_key_hash: hashKey(KEY), key_hint: keyHint(KEY), provider: 'openai', model: 'gpt-4o-mini', requested: null, agent: '', tenant: '', session: 's1',
-      t: now - 60_000, cost: 2, tokens: 10, last: now - 60_000,
+      t: now - 60_000, cost: 2, tokens: 0, requests: 0, last: now - 60_000,
     }
     const { engine } = setup([rule({ daily_limit_usd: null, monthly_limit_usd: 3, session_limit_usd: 1.5 })], {}, [row])
     const d = engine.admit(ctx({ session: 's1' }), now)

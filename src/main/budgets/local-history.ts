@@ -3,7 +3,7 @@ import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } fr
 import type { CallLedger } from '../ledger/types'
 import type { BudgetEngine } from './engine'
 import type { HistoryRow } from './meter-book'
-import { HISTORY_SQL, SESSION_HISTORY_SQL } from './shared-history'
+import { HISTORY_SQL, RECENT_SQL, SESSION_HISTORY_SQL, recentParams } from './shared-history'
 
 /**
  * SQLite: the recorded calls the meters start from (at start-up and at every rule change), per
@@ -14,6 +14,7 @@ import { HISTORY_SQL, SESSION_HISTORY_SQL } from './shared-history'
 export class LocalHistory {
   private readonly query: Database.Statement
   private readonly sessions: Database.Statement
+  private readonly recent: Database.Statement
   private readonly noticed: NoticeReader
 
   constructor(
@@ -24,6 +25,7 @@ export class LocalHistory {
     // The same rows PostgreSQL's instances read (./shared-history.ts).
     this.query = db.prepare(HISTORY_SQL)
     this.sessions = db.prepare(SESSION_HISTORY_SQL)
+    this.recent = db.prepare(RECENT_SQL)
     this.noticed = {
       // Moved on at every read of the ledger; from here when no rule needs one (the key registry's seed holds what is older).
       through: latestNotice(db),
@@ -35,8 +37,9 @@ export class LocalHistory {
   }
 
   /**
-   * The calls since `since`, per key, scope, session and minute, and the older spend of the
-   * sessions with a call since `sessionsSince` (the engine's `loadHistory`).
+   * The calls since `since`, per key, scope, session and minute, the older spend of the sessions
+   * with a call since `sessionsSince`, and the last minute's requests and tokens (the engine's
+   * `loadHistory`).
    */
   load(since: number, sessionsSince: number | null = null): HistoryRow[] {
     try {
@@ -48,6 +51,8 @@ export class LocalHistory {
     const { value, through } = readWithNotices(this.db, () => {
       const rows = this.query.all({ since }) as HistoryRow[]
       if (sessionsSince !== null) for (const r of this.sessions.iterate({ since, active: sessionsSince })) rows.push(r as HistoryRow)
+      // The last minute's requests and tokens, after the money (in time order).
+      for (const r of this.recent.iterate(recentParams(Date.now()))) rows.push(r as HistoryRow)
       return rows
     })
     this.noticed.through = through

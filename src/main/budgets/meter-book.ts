@@ -22,7 +22,10 @@ export interface HistoryRow {
   /** Arrival minute (ms). */
   t: number
   cost: number
+  /** Tokens of calls that ended at `last` (the last minute's rows, ./shared-history.ts RECENT_SQL); else 0. */
   tokens: number
+  /** Requests admitted at `last` (the last minute's rows); else 0. */
+  requests: number
   last: number
 }
 
@@ -74,10 +77,12 @@ export class MeterBook {
     if (active.length === 0) return
     for (const r of load(historyStart(active, this.clock, now), sessionHistoryStart(active, now))) {
       const s = this.keys.state(r.api_key_hash, r.key_hint)
-      this.account(s, r, r.t, r.cost, r.tokens > 0 && r.last > now - 60_000 ? r.tokens : 0, r.session, r.last, now)
+      this.account(s, r, r.t, r.cost, 0, r.session, r.last, now)
+      if ((r.tokens > 0 || r.requests > 0) && r.last > now - 60_000) this.countRecent(s, r, r)
     }
-    // What the recorded calls cannot give: calls in flight (their reservations) and the last
-    // minute's requests, kept by the same rule (its pattern and scope) across the change.
+    // What the recorded calls cannot give: calls in flight (their reservations), and the last
+    // minute's requests and tokens as counted (those of calls not stored yet among them), kept by
+    // the same rule (its pattern and scope) across the change.
     const same = new Map(active.map((r) => [ruleIdentity(r), r]))
     for (const [rule, byKey] of before) {
       const next = same.get(ruleIdentity(rule))
@@ -107,6 +112,24 @@ export class MeterBook {
       m.add(ts, cost, session, last, now)
       m.addTokens(tokens, now)
       touched?.push(m)
+    }
+  }
+
+  /**
+   * The last minute's requests and tokens read back from the ledger (a reload), at `last`: when
+   * the requests arrived, when the calls with the tokens ended. Tokens count in every rule the
+   * calls match, as when they were recorded. Requests counted in the rule that decided each call;
+   * a key known only by hash may not be known yet to match the rule that decides it (its patterns
+   * are learnt from its calls, another instance's among them), so they count in every rule the key
+   * may match: only the deciding rule's count is read when its calls are decided.
+   */
+  private countRecent(s: KeyState, scope: Scope, r: Pick<HistoryRow, 'tokens' | 'requests' | 'last'>): void {
+    for (const rule of this.index.active()) {
+      if ((rule.tokens_per_minute === null || !(r.tokens > 0)) && (rule.requests_per_minute === null || !(r.requests > 0))) continue
+      if (!scopeMatches(rule, scope) || !this.keyMatches(rule, s, true)) continue
+      const m = this.meter(rule, s.hash)
+      m.addTokens(r.tokens, r.last)
+      m.addRequest(r.last, r.requests)
     }
   }
 

@@ -1,15 +1,50 @@
 import type { CallRecord } from '../ledger/record'
+import { FREE_ENDPOINTS } from '../providers/free-endpoints'
 import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
 import { parseSnapshot, type Snapshot } from './feed/snapshot'
+import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from './gate'
 import type { KeyCount } from './key-registry'
 import type { HistoryRow } from './meter-book'
 
 /** The recorded calls the meters start from, per minute, as SQLite's: money only (no plan usage), and no call a team server ingested. */
 export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
-       (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, SUM(input_tokens + output_tokens) AS tokens, MAX(ts) AS last
+       (ts / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, 0 AS tokens, 0 AS requests, MAX(ts) AS last
   FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session, (ts / 60000) * 60000`
+
+/** How long before the last minute a call may have arrived and still have ended in it (its tokens count when it ended). */
+export const LONGEST_CALL_MS = 3600_000
+
+const sqlList = (values: readonly string[]) => values.map((v) => `'${v.replace(/'/g, "''")}'`).join(', ')
+
+/**
+ * The last minute's per-minute counts, as the meters kept them before a restart or rule change
+ * (the ledger has when each call arrived and how long it ran): the requests the proxy admitted
+ * since @minute (stamped when they arrived; not Burnrate's own refusals, nor reads and cancels of
+ * what is already billed, which no rule counts, nor calls imported from agents' logs), and the tokens of the calls that ended since @minute
+ * (stamped when they ended; a call that arrived up to LONGEST_CALL_MS before), per key, scope and
+ * second, in time order. `t` and `cost` are 0: the money is in HISTORY_SQL's rows.
+ */
+export const RECENT_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, '' AS session,
+       0 AS t, 0 AS cost, 0 AS tokens, COUNT(*) AS requests, MAX(ts) AS last
+  FROM calls
+ WHERE ts > @minute AND origin_id IS NULL AND source = 'proxy'
+   AND (error IS NULL OR error NOT IN (${sqlList([REFUSAL_REASON, RATE_REASON, LOOP_REASON])}))
+   AND endpoint NOT IN (${sqlList(FREE_ENDPOINTS)})
+ GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, ts / 1000
+UNION ALL
+SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, '' AS session,
+       0 AS t, 0 AS cost, SUM(input_tokens + output_tokens) AS tokens, 0 AS requests, MAX(ts + CAST(latency_ms AS INTEGER)) AS last
+  FROM calls
+ WHERE ts > @arrived AND ts + CAST(latency_ms AS INTEGER) > @minute AND origin_id IS NULL AND input_tokens + output_tokens > 0
+ GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, (ts + CAST(latency_ms AS INTEGER)) / 1000
+ ORDER BY last`
+
+/** RECENT_SQL's parameters for a read at `now`. */
+export function recentParams(now: number): { minute: number; arrived: number } {
+  return { minute: now - 60_000, arrived: now - 60_000 - LONGEST_CALL_MS }
+}
 
 /**
  * The spend before @since of the sessions still remembered (a call since @active), per key,
@@ -19,7 +54,7 @@ export const HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, prov
  * calls_session_ts index (`session <> ''` lets the partial index serve).
  */
 export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, session,
-       (MAX(ts) / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, 0 AS tokens, MAX(ts) AS last
+       (MAX(ts) / 60000) * 60000 AS t, SUM(CASE WHEN billing = 'subscription' THEN 0 ELSE cost_usd END) AS cost, 0 AS tokens, 0 AS requests, MAX(ts) AS last
   FROM calls
  WHERE session IN (SELECT DISTINCT session FROM calls WHERE ts >= @active AND session <> '' AND origin_id IS NULL)
    AND session <> '' AND ts < @since AND origin_id IS NULL
@@ -71,6 +106,8 @@ export class SharedHistory {
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
       const rows = await tx.all<HistoryRow>(HISTORY_SQL, { since })
       if (sessionsSince !== null) rows.push(...(await tx.all<HistoryRow>(SESSION_HISTORY_SQL, { since, active: sessionsSince })))
+      // The last minute's requests and tokens, after the money (in time order).
+      rows.push(...(await tx.all<HistoryRow>(RECENT_SQL, recentParams(Date.now()))))
       // Which of the calls this instance counted meanwhile are in what was read.
       const callKeys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
       const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })
