@@ -149,6 +149,56 @@ describe('burnrate import beside a running server on the same SQLite file', () =
     expect(t.server.db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
   })
 
+  it('a call whose log entry grew after it was imported moves the meters and the spend by the difference, once', async () => {
+    // The notices are read only when the test says.
+    await t.stop()
+    t = await startTestServer(CONFIG, upstream.url, t.dir, { create: { noticeIntervalMs: 3_600_000 } })
+    const notices = t.server.context.notices!
+    // Claude Code logs an answer's first content block with a partial usage, the full one later.
+    const logged = (id: string, lines: number[][]) => {
+      const dir = join(logs, id)
+      mkdirSync(join(dir, '-home-dev-shop'), { recursive: true })
+      const ts = new Date(Date.now() - 11 * 60_000).toISOString()
+      const text = lines.map(([input, output]) => JSON.stringify({
+        type: 'assistant', sessionId: id, cwd: '/home/dev/shop', timestamp: ts,
+        message: { id, model: 'claude-haiku-4-5-20251001', usage: { input_tokens: input, output_tokens: output } },
+      }) + '\n')
+      writeFileSync(join(dir, '-home-dev-shop/session.jsonl'), text.join(''))
+      return dir
+    }
+    const run = async (dir: string) => {
+      const r = await runCliCaptured('import', 'claude-code', '--path', dir, '--config', t.configFile, '--data-dir', t.dir, '--url', t.url, '--json')
+      expect(r.code, r.out).toBe(0)
+      return JSON.parse(r.out).results[0]
+    }
+    const costOf = (id: string) => t.server.db.prepare('SELECT cost_usd FROM calls WHERE response_id = ?').pluck().get(id) as number
+
+    // Read by the server between the two imports.
+    expect(await run(logged('msg_grown_1', [[1000, 10]]))).toMatchObject({ imported: 1 })
+    expect(notices.poll()).toBe(1)
+    await countedOnce(t)
+    const first = costOf('msg_grown_1')
+    expect(await run(logged('msg_grown_1', [[1000, 10], [1000, 20_000]]))).toMatchObject({ imported: 0, updated: 1 })
+    expect(costOf('msg_grown_1')).toBeGreaterThan(first)
+    expect(notices.poll()).toBe(1)
+    await countedOnce(t)
+
+    // Both read at once: the call counts with its grown cost, once.
+    expect(await run(logged('msg_grown_2', [[1000, 10]]))).toMatchObject({ imported: 1 })
+    expect(await run(logged('msg_grown_2', [[1000, 10], [1000, 20_000]]))).toMatchObject({ imported: 0, updated: 1 })
+    expect(notices.poll()).toBe(2)
+    await countedOnce(t)
+
+    // Grown while the server was stopped: the restarted server reads it with the ledger, once.
+    expect(await run(logged('msg_grown_3', [[1000, 10]]))).toMatchObject({ imported: 1 })
+    await t.stop()
+    const r = await runCliCaptured('import', 'claude-code', '--path', logged('msg_grown_3', [[1000, 10], [1000, 20_000]]), '--config', t.configFile, '--data-dir', t.dir, '--local', '--json')
+    expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 0, updated: 1 })
+    t = await startTestServer(CONFIG, upstream.url, t.dir, { create: { noticeIntervalMs: 3_600_000 } })
+    t.server.context.notices!.poll()
+    await countedOnce(t)
+  })
+
   it('a big import is counted a few thousand calls a turn, never in one long stretch of the event loop', async () => {
     const notices = t.server.context.notices!
     const start = await windowSpent(t)

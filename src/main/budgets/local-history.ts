@@ -33,6 +33,7 @@ export class LocalHistory {
         const e = engine()
         if (e) for (const c of calls) e.observe(c)
       },
+      moved: (moves) => engine()?.adjust(moves),
     }
   }
 

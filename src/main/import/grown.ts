@@ -33,6 +33,8 @@ export async function completeImported(
   pricer: Pricer,
   /** PostgreSQL: the shared spend rows, moved in the same transaction. */
   moveSpend?: SpendMover,
+  /** SQLite: leaves a notice of each move in the same transaction, for a server beside (../ledger/notices.ts). */
+  noticeMoved?: (id: number, delta: number) => void,
 ): Promise<{ moves: CostMoves; updated: number; delta: number } | null> {
   if (grown.length === 0) return null
   const out = await store.transaction(async (tx) => {
@@ -60,6 +62,7 @@ export async function completeImported(
       updated++
       delta += p.cost_usd - row.cost_usd
       moves.add(row, p.cost_usd - row.cost_usd, tokensGained(row, u))
+      if (p.cost_usd !== row.cost_usd) noticeMoved?.(id, p.cost_usd - row.cost_usd)
     }
     // PostgreSQL: the other instances move their meters and today's spend too (the calls feed).
     await moves.apply(tx, { shared: moveSpend, feedId: tx.dialect === 'postgres' ? feedIdOf(store) : undefined })

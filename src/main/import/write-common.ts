@@ -37,8 +37,10 @@ export function twinQuery(c: LoggedCall) {
 }
 
 /** Calls imported before take a larger usage their log now gives (./grown.ts); the others were imported as they are. */
-export async function complete(store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats): Promise<void> {
-  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined)
+export async function complete(
+  store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats, noticeMoved?: (id: number, delta: number) => void,
+): Promise<void> {
+  const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined, noticeMoved)
   stats.duplicates += grown.length - (done?.updated ?? 0)
   if (!done) return
   stats.updated += done.updated

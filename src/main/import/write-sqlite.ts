@@ -62,7 +62,7 @@ export function sqliteWriter(db: Database.Database) {
       const call = toRecord(c, opts)
       const id = Number(insert.run(callValues(call, values)).lastInsertRowid)
       addKey.run(c.key, id)
-      if (opts.announce) notice(id)
+      if (opts.announce) notice.added(id, call.cost_usd)
       rows.push(call)
       stats.imported++
       stats.cost_usd += call.cost_usd
@@ -80,7 +80,8 @@ export function sqliteWriter(db: Database.Database) {
       const grown: Grown[] = []
       const rows = write(calls, opts, stats, grown) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
-      await complete(store, grown, opts, stats)
+      // A server beside moves its spend and meters by what grew (its notice, with the move).
+      await complete(store, grown, opts, stats, opts.announce ? notice.moved : undefined)
     },
   }
 }

@@ -121,6 +121,9 @@ export class Ledger implements CallLedger {
       take: (calls) => {
         for (const c of calls) this.spend.addCall(c)
       },
+      moved: (moves) => {
+        for (const m of moves) this.spend.adjust(m.api_key_hash, m.ts, m.delta)
+      },
     })
   }
 

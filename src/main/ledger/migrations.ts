@@ -326,6 +326,17 @@ export const MIGRATIONS: Migration[] = [
       db.exec("CREATE INDEX IF NOT EXISTS calls_session_ts ON calls (session, ts) WHERE session <> ''")
     },
   },
+  {
+    version: 25,
+    description: 'notices of imported calls whose cost moved (a log entry that grew), for a server beside to move its spend and budget meters by the difference',
+    up: (db) => {
+      // `cost`: a new call's cost as stored (the row may have grown since); `delta`: a moved call's
+      // change of cost (the notice is of a move, not of a new call). Both NULL: a new call noticed
+      // by an older writer, counted with its row's cost.
+      db.exec('ALTER TABLE call_notices ADD COLUMN cost REAL')
+      db.exec('ALTER TABLE call_notices ADD COLUMN delta REAL')
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

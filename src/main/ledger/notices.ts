@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { CostAdjustment } from '../budgets/types'
 import { CALL_COLUMNS } from './columns'
 import type { CallRecord } from './record'
 
@@ -9,15 +10,22 @@ import type { CallRecord } from './record'
  * (ledger migration 20) in the transaction that stores each call; the server reads the new rows
  * every `intervalMs` and deletes what every reader has counted.
  *
+ * An imported call whose log entry grew (./import/grown.ts) has a notice of its move too, written
+ * in the transaction that moves it, with the difference in cost: the readers move by it. A new
+ * call's notice keeps the cost it was stored with, which is what a reader counts, so a call
+ * imported and then grown before a reader reads either notice counts once, grown.
+ *
  * Each reader (the spend tracker, the budget meters) loaded the ledger at some moment and holds
- * every call whose notice was written before it (`through`, read in the same read transaction as
- * the load: `readWithNotices`); it is given only the calls after that, so none counts twice.
- * A PostgreSQL ledger needs none of this: its calls feed (budgets/feed/) does the same.
+ * every call and move whose notice was written before it (`through`, read in the same read
+ * transaction as the load: `readWithNotices`); it is given only those after that, so none counts
+ * twice. A PostgreSQL ledger needs none of this: its calls feed (budgets/feed/) does the same.
  */
 export interface NoticeReader {
   /** The last notice whose call this reader already counts. */
   through: number
   take(calls: readonly CallRecord[]): void
+  /** Calls stored before whose cost moved (money only: a plan's calls are not among them). */
+  moved?(changes: readonly CostAdjustment[]): void
 }
 
 const COLUMNS = CALL_COLUMNS.map((c) => `c.${c}`).join(', ')
@@ -43,13 +51,16 @@ export function readWithNotices<T>(db: Database.Database, read: () => T): { valu
   }).deferred()
 }
 
-/** Writes a notice of each stored call (`burnrate import`), inside the caller's transaction. */
-export function noticeWriter(db: Database.Database): (callId: number) => void {
-  const insert = db.prepare('INSERT INTO call_notices (call_id) VALUES (?)')
-  return (callId) => {
-    insert.run(callId)
+/** Writes notices (`burnrate import`), inside the caller's transaction: of a call stored with `cost`, and of a stored call's cost moved by `delta`. */
+export function noticeWriter(db: Database.Database): { added(callId: number, cost: number): void; moved(callId: number, delta: number): void } {
+  const insert = db.prepare('INSERT INTO call_notices (call_id, cost, delta) VALUES (?, ?, ?)')
+  return {
+    added: (callId, cost) => void insert.run(callId, cost, null),
+    moved: (callId, delta) => void insert.run(callId, null, delta),
   }
 }
+
+type NoticeRow = Record<string, unknown> & { seq: number; id: number | null; notice_cost: number | null; notice_delta: number | null }
 
 export class CallNotices {
   private readonly readers = new Set<NoticeReader>()
@@ -65,7 +76,8 @@ export class CallNotices {
   ) {
     this.next = db.prepare(
       // LEFT JOIN: a notice whose call is gone (retention pruned it meanwhile) is passed over, not read again and again.
-      `SELECT n.seq AS seq, c.id AS id, ${COLUMNS} FROM call_notices n LEFT JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
+      `SELECT n.seq AS seq, n.cost AS notice_cost, n.delta AS notice_delta, c.id AS id, ${COLUMNS}
+         FROM call_notices n LEFT JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
     )
     this.prune = db.prepare('DELETE FROM call_notices WHERE seq <= ?')
   }
@@ -110,16 +122,22 @@ export class CallNotices {
         break
       }
       const from = this.oldest()
-      const rows = this.next.all(from) as (Record<string, unknown> & { seq: number; id: number | null })[]
+      const rows = this.next.all(from) as NoticeRow[]
       if (rows.length === 0) break
       read += rows.length
       const last = rows[rows.length - 1].seq
       for (const r of this.readers) {
         const calls: CallRecord[] = []
-        for (const row of rows) if (row.seq > r.through && row.id !== null) calls.push(toRecord(row))
+        const moves: CostAdjustment[] = []
+        for (const row of rows) {
+          if (row.seq <= r.through || row.id === null) continue
+          if (row.notice_delta === null) calls.push(toRecord(row))
+          else if (row.notice_delta !== 0 && row.billing !== 'subscription') moves.push(toMove(row, row.notice_delta))
+        }
         r.through = Math.max(r.through, last)
         try {
           if (calls.length) r.take(calls)
+          if (moves.length) r.moved?.(moves)
         } catch {
           // one reader's failure is its own: the others still count these calls
         }
@@ -150,11 +168,21 @@ export class CallNotices {
   }
 }
 
-function toRecord(row: Record<string, unknown>): CallRecord {
+/** A new call as its notice tells it: with the cost it was stored with (its moves since come as notices of their own). */
+function toRecord(row: NoticeRow): CallRecord {
   const call = {} as Record<string, unknown>
   for (const c of CALL_COLUMNS) call[c] = row[c]
   call.streamed = row.streamed === 1
   call.priced = row.priced === 1
   call.estimated = row.estimated === 1
+  if (row.notice_cost !== null) call.cost_usd = row.notice_cost
   return call as unknown as CallRecord
+}
+
+function toMove(row: NoticeRow, delta: number): CostAdjustment {
+  return {
+    api_key_hash: row.api_key_hash as string, ts: row.ts as number, provider: row.provider as string, model: row.model as string,
+    requested_model: (row.requested_model as string | null) ?? null, agent: row.agent as string, tenant: row.tenant as string,
+    session: row.session as string, delta,
+  }
 }
