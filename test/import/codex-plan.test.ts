@@ -30,12 +30,12 @@ afterEach(() => {
 const usage = (input: number, output: number) => ({ input_tokens: input, cached_input_tokens: 0, output_tokens: output, reasoning_output_tokens: 0, total_tokens: input + output })
 const LIMITS = { primary: { used_percent: 3, window_minutes: 300, resets_at: 1790000000 }, secondary: { used_percent: 1, window_minutes: 10080, resets_at: 1790500000 } }
 
-/** A Codex 0.171 rollout: two responses; the plan's rate limits (or none: an API key) on the second event only. */
-function rollout(rateLimits: object | null) {
+/** A Codex 0.171 rollout: two responses; the plan's rate limits (or none: an API key) on the second event only; `meta`: more of session_meta. */
+function rollout(rateLimits: object | null, meta: object = {}) {
   const root = join(dir, 'sessions')
   mkdirSync(join(root, '2026/11/20'), { recursive: true })
   writeFileSync(join(root, '2026/11/20/rollout-2026-11-20T10-00-00-abc.jsonl'), [
-    { timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/dev/x', originator: 'codex_cli_rs' } },
+    { timestamp: new Date(T).toISOString(), type: 'session_meta', payload: { id: 'abc', cwd: '/home/dev/x', originator: 'codex_cli_rs', ...meta } },
     { timestamp: new Date(T).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/x' } },
     { timestamp: new Date(T + 1000).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
       total_token_usage: usage(5000, 400), last_token_usage: usage(5000, 400), model_context_window: 272000 }, rate_limits: null } },
@@ -57,7 +57,13 @@ describe('Codex logs of a ChatGPT login', () => {
     expect(db.prepare('SELECT sum(cost_usd) AS money, sum(plan_value_usd) AS plan FROM dash_day').get()).toEqual({ money: 0, plan: r[0].cost_usd + r[1].cost_usd })
   })
 
-  it('an API key (no plan type in the rate limits) is money, as before', async () => {
+  it('a session whose first line names the ChatGPT account is plan usage, with no rate limits in any event (as the real Codex 0.171 writes it)', async () => {
+    const s = await importLogs(db, { agent: 'codex', paths: [rollout(null, { account_scoped: true, creator_user_id: 'user-1', creator_account_id: 'acct-1' })], pricer, now: T + 3_600_000 })
+    expect(s.imported).toBe(2)
+    expect(calls().map((c) => [c.provider, c.billing])).toEqual([['chatgpt', 'subscription'], ['chatgpt', 'subscription']])
+  })
+
+  it('an API key (no account in session_meta, no plan type in the rate limits) is money, as before', async () => {
     await importLogs(db, { agent: 'codex', paths: [rollout(LIMITS)], pricer, now: T + 3_600_000 })
     expect(calls().map((c) => [c.provider, c.billing])).toEqual([['openai', 'api'], ['openai', 'api']])
   })

@@ -6,6 +6,9 @@ import { fileURLToPath } from 'node:url'
 import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { importLogs } from '../../src/main/import/importer'
+import { openDatabase } from '../../src/main/ledger/db'
+import { Pricer } from '../../src/main/pricing/price'
 import { setupSnippets } from '../../src/renderer/src/lib/setup-snippets'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
@@ -43,6 +46,23 @@ afterAll(async () => {
   await mock?.close()
   if (work) rmSync(work, { recursive: true, force: true })
 })
+
+/**
+ * The agent's own Codex logs imported into an empty ledger, with no proxied call to match them
+ * to (Codex run without Burnrate): what each of its calls is counted as, [provider, billing].
+ */
+async function importedCodex(agent: Agent): Promise<[string, string][]> {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-agents-import-'))
+  const db = openDatabase(join(dir, 'burnrate.db'))
+  try {
+    const s = await importLogs(db, { agent: 'codex', paths: [join(agent.home, '.codex', 'sessions')], pricer: new Pricer(), now: Date.now() + 3_600_000 })
+    expect(s.imported).toBeGreaterThan(0)
+    return (db.prepare('SELECT provider, billing FROM calls ORDER BY id').all() as { provider: string; billing: string }[]).map((r) => [r.provider, r.billing])
+  } finally {
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
 
 function snippet(id: string, block: number): string {
   const s = setupSnippets(relay.url).find((x) => x.id === id)
@@ -451,6 +471,10 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(resumed.thread).toBe(first.thread)
       const second = await ask(['Something new.'])
       expect(second.thread).not.toBe(first.thread)
+      // Its own logs, imported where the proxy did not see them: API money.
+      const imported = await importedCodex(agent)
+      expect(imported.length).toBeGreaterThan(0)
+      for (const r of imported) expect(r).toEqual(['openai', 'api'])
     })
   }
 
@@ -515,6 +539,10 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(windows['7d']).toMatchObject({ utilization: CODEX_PLAN.secondary.usedPercent / 100, window_minutes: CODEX_PLAN.secondary.windowMinutes })
       expect(Date.parse(windows['5h'].resets_at)).toBeGreaterThan(Date.now())
       expect(Date.parse(windows['7d'].resets_at)).toBeGreaterThan(Date.parse(windows['5h'].resets_at))
+      // Its own logs, imported where the proxy did not see them: plan usage, never API money.
+      const imported = await importedCodex(agent)
+      expect(imported.length).toBeGreaterThan(0)
+      for (const r of imported) expect(r).toEqual(['chatgpt', 'subscription'])
     }
   })
 

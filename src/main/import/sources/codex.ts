@@ -10,10 +10,14 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * `turn_context` the model, and each model response ends with an `event_msg` of type
  * `token_count` whose `info.last_token_usage` is that response's usage (`total_token_usage` the
  * running total, which also identifies the event; a repeated total is no new call).
- * Logged in with ChatGPT, the token_count events also carry the plan's `rate_limits` with its
- * `plan_type` (codex-rs RateLimitSnapshot; none with an API key): that session's calls are plan
- * usage, recorded as the proxy records them (provider `chatgpt`, `billing: "subscription"`,
- * priced as OpenAI's models: their API-equivalent value), never as API money.
+ * Logged in with ChatGPT, `session_meta` names the login's account (`creator_account_id`, with
+ * `creator_user_id`: Codex 0.171 writes them in a session's first line, and none when the session
+ * runs on an API key, even with a ChatGPT login stored beside it), and the token_count events may
+ * carry the plan's `rate_limits` with its `plan_type` (codex-rs RateLimitSnapshot; a real session
+ * can have `rate_limits: null` throughout). Either makes the session's calls plan usage, recorded
+ * as the proxy records them (provider `chatgpt`, `billing: "subscription"`, priced as OpenAI's
+ * models: their API-equivalent value), never as API money. Known from the first line, a session
+ * being written is never imported as money before a later event names its plan.
  */
 export const codex: LogSource = {
   agent: 'codex',
@@ -50,6 +54,7 @@ export function parseCodex(text: string, fileId: string): Parsed {
     const p = line.payload
     if (!p || typeof p !== 'object') continue
     if (line.type === 'session_meta') {
+      if (str(p.creator_account_id)) plan = true
       session = str(p.id) || session
       project = str(p.cwd) || project
       model = str(p.model) || model
