@@ -48,14 +48,15 @@ afterAll(async () => {
 })
 
 /**
- * The agent's own Codex logs imported into an empty ledger, with no proxied call to match them
- * to (Codex run without Burnrate): what each of its calls is counted as, [provider, billing].
+ * The agent's own logs (`burnrate import`) imported into an empty ledger, with no proxied call to
+ * match them to (the agent run without Burnrate): what each of its calls is counted as, [provider, billing].
  */
-async function importedCodex(agent: Agent): Promise<[string, string][]> {
+async function importedLogs(agent: Agent, kind: 'codex' | 'claude-code'): Promise<[string, string][]> {
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-agents-import-'))
   const db = openDatabase(join(dir, 'burnrate.db'))
+  const logs = kind === 'codex' ? join(agent.home, '.codex', 'sessions') : join(agent.home, '.claude', 'projects')
   try {
-    const s = await importLogs(db, { agent: 'codex', paths: [join(agent.home, '.codex', 'sessions')], pricer: new Pricer(), now: Date.now() + 3_600_000 })
+    const s = await importLogs(db, { agent: kind, paths: [logs], pricer: new Pricer(), now: Date.now() + 3_600_000 })
     expect(s.imported).toBeGreaterThan(0)
     return (db.prepare('SELECT provider, billing FROM calls ORDER BY id').all() as { provider: string; billing: string }[]).map((r) => [r.provider, r.billing])
   } finally {
@@ -313,6 +314,10 @@ describe('the real agent CLIs through Burnrate', () => {
     const r3 = JSON.parse(second.out.stdout)
     expect(second.session).toBe(r3.session_id)
     expect(second.session).not.toBe(r1.session_id)
+    // Its own logs, imported where the proxy did not see them: API money.
+    const imported = await importedLogs(agent, 'claude-code')
+    expect(imported.length).toBeGreaterThan(0)
+    for (const r of imported) expect(r).toEqual(['anthropic', 'api'])
   })
 
   it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list plus the region\'s 10%; its turns cost that over what it computes, its model checks recorded too', async () => {
@@ -416,6 +421,10 @@ describe('the real agent CLIs through Burnrate', () => {
     const windows = Object.fromEntries(acct.windows.map((w: any) => [w.name, w.utilization]))
     expect(windows).toMatchObject(CLAUDE_PLAN)
     expect(acct.details).toMatchObject({ 'representative-claim': 'five_hour' })
+    // Its own logs, imported where the proxy did not see them: plan usage, never API money.
+    const imported = await importedLogs(agent, 'claude-code')
+    expect(imported.length).toBeGreaterThan(0)
+    for (const r of imported) expect(r).toEqual(['anthropic', 'subscription'])
   })
 
   it('Claude Code logged in through the browser: its token refreshed between two sessions, one plan account on /api/dashboard/plans', async () => {
@@ -472,7 +481,7 @@ describe('the real agent CLIs through Burnrate', () => {
       const second = await ask(['Something new.'])
       expect(second.thread).not.toBe(first.thread)
       // Its own logs, imported where the proxy did not see them: API money.
-      const imported = await importedCodex(agent)
+      const imported = await importedLogs(agent, 'codex')
       expect(imported.length).toBeGreaterThan(0)
       for (const r of imported) expect(r).toEqual(['openai', 'api'])
     })
@@ -540,7 +549,7 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(Date.parse(windows['5h'].resets_at)).toBeGreaterThan(Date.now())
       expect(Date.parse(windows['7d'].resets_at)).toBeGreaterThan(Date.parse(windows['5h'].resets_at))
       // Its own logs, imported where the proxy did not see them: plan usage, never API money.
-      const imported = await importedCodex(agent)
+      const imported = await importedLogs(agent, 'codex')
       expect(imported.length).toBeGreaterThan(0)
       for (const r of imported) expect(r).toEqual(['chatgpt', 'subscription'])
     }

@@ -9,7 +9,15 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * Each assistant line carries the API's `message` (`id`, `model`, `usage`), `requestId`,
  * `sessionId`, `cwd` and `timestamp`. One answer is written as several lines (one per content
  * block) with the same message id: it is one call, kept once with its largest usage.
+ *
+ * Logged in with a Claude account (Pro, Max, Team: an OAuth token), a call is plan usage, as the
+ * proxy records it (`billing: "subscription"`, at its API-equivalent value), never API money.
+ * Claude Code (2.1.3xx) logs each request before its answer (`type: "api-request"`, its `id`
+ * named by the answer's `requestRef`) with the beta flags it sent, `params.betas`, and sends
+ * `oauth-2025-04-20` only with an OAuth token. An answer whose request is not in its file takes
+ * the file's login when all its requests had the same one; an older log that names none is money.
  */
+const OAUTH_BETA = 'oauth-2025-04-20'
 export const claudeCode: LogSource = {
   agent: 'claude-code',
   defaultRoots(env, home) {
@@ -29,9 +37,16 @@ export const claudeCode: LogSource = {
 
 export function parseClaudeCode(text: string): Parsed {
   const counter = { skipped: 0 }
-  const byId = new Map<string, LoggedCall & { total: number; sidechain: boolean }>()
-  const calls: LoggedCall[] = []
-  for (const line of jsonLines(text, counter, (l) => l.includes('"usage"'))) {
+  const byId = new Map<string, LoggedCall & { total: number; sidechain: boolean; request: string }>()
+  const calls: (LoggedCall & { request: string })[] = []
+  /** The logged requests by id: true when sent with an OAuth token (a Claude account's plan). */
+  const requests = new Map<string, boolean>()
+  for (const line of jsonLines(text, counter, (l) => l.includes('"usage"') || l.includes('"api-request"'))) {
+    if (line.type === 'api-request') {
+      const betas = line.params?.betas
+      if (str(line.id)) requests.set(str(line.id), Array.isArray(betas) && betas.includes(OAUTH_BETA))
+      continue
+    }
     // Subagent progress lines nest the same entry under data.message.
     const e = line.message?.usage ? line : line.data?.message?.message?.usage ? line.data.message : null
     if (!e) continue
@@ -54,6 +69,7 @@ export function parseClaudeCode(text: string): Parsed {
       endpoint: 'messages',
       total: usage.input_tokens + usage.output_tokens,
       sidechain: (e.isSidechain ?? line.isSidechain) === true,
+      request: str(e.requestRef ?? line.requestRef),
     }
     const seen = id ? byId.get(id) : undefined
     if (!seen) {
@@ -63,5 +79,8 @@ export function parseClaudeCode(text: string): Parsed {
       Object.assign(seen, call, { ts: Math.min(seen.ts, call.ts) })
     }
   }
-  return { calls: calls.map(({ total: _t, sidechain: _s, ...c }: any) => c as LoggedCall), skipped: counter.skipped }
+  const logins = new Set(requests.values())
+  const fileLogin = logins.size === 1 ? [...logins][0] : false
+  for (const c of calls) if (requests.get(c.request) ?? fileLogin) c.billing = 'subscription'
+  return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped: counter.skipped }
 }
