@@ -63,8 +63,14 @@ describe('Codex logs of a ChatGPT login', () => {
     expect(calls().map((c) => [c.provider, c.billing])).toEqual([['chatgpt', 'subscription'], ['chatgpt', 'subscription']])
   })
 
-  it('an API key (no account in session_meta, no plan type in the rate limits) is money, as before', async () => {
+  it('an older Codex that wrote the plan windows without a plan type is plan usage (only the ChatGPT backend sends them)', async () => {
     await importLogs(db, { agent: 'codex', paths: [rollout(LIMITS)], pricer, now: T + 3_600_000 })
+    expect(calls().map((c) => [c.provider, c.billing])).toEqual([['chatgpt', 'subscription'], ['chatgpt', 'subscription']])
+  })
+
+  it('an API key (no account in session_meta, rate limits without a plan or a window, as the real Codex writes them) is money', async () => {
+    const none = { limit_id: 'codex', limit_name: null, primary: null, secondary: null, credits: null, individual_limit: null, spend_control_reached: null, plan_type: null, rate_limit_reached_type: null }
+    await importLogs(db, { agent: 'codex', paths: [rollout(none)], pricer, now: T + 3_600_000 })
     expect(calls().map((c) => [c.provider, c.billing])).toEqual([['openai', 'api'], ['openai', 'api']])
   })
 

@@ -13,8 +13,8 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * Logged in with ChatGPT, `session_meta` names the login's account (`creator_account_id`, with
  * `creator_user_id`: Codex 0.171 writes them in a session's first line, and none when the session
  * runs on an API key, even with a ChatGPT login stored beside it), and the token_count events may
- * carry the plan's `rate_limits` with its `plan_type` (codex-rs RateLimitSnapshot; a real session
- * can have `rate_limits: null` throughout). Either makes the session's calls plan usage, recorded
+ * carry the plan's `rate_limits` with its `plan_type` or its windows' use (codex-rs
+ * RateLimitSnapshot; a real session can have `rate_limits: null` throughout). Either makes the session's calls plan usage, recorded
  * as the proxy records them (provider `chatgpt`, `billing: "subscription"`, priced as OpenAI's
  * models: their API-equivalent value), never as API money. Known from the first line, a session
  * being written is never imported as money before a later event names its plan.
@@ -40,6 +40,18 @@ function codexUsage(u: any): Usage {
   return out
 }
 
+/**
+ * Whether a token_count's `rate_limits` are a ChatGPT plan's: a plan type, or a window's use (the
+ * 5-hour and weekly windows Codex reads from the ChatGPT backend's x-codex-* headers, which
+ * OpenAI's API never sends: Codex versions before plan_type wrote only those). On an API key
+ * Codex writes `null`, or every field null.
+ */
+function planLimits(r: any): boolean {
+  if (!r || typeof r !== 'object') return false
+  if (str(r.plan_type)) return true
+  return [r.primary, r.secondary].some((w) => w && typeof w === 'object' && typeof w.used_percent === 'number')
+}
+
 export function parseCodex(text: string, fileId: string): Parsed {
   const counter = { skipped: 0 }
   const calls: LoggedCall[] = []
@@ -62,7 +74,7 @@ export function parseCodex(text: string, fileId: string): Parsed {
       model = str(p.model) || model
       project = str(p.cwd) || project
     } else if (line.type === 'event_msg' && p.type === 'token_count') {
-      if (str(p.rate_limits?.plan_type)) plan = true
+      if (planLimits(p.rate_limits)) plan = true
       if (!p.info || typeof p.info !== 'object') continue
       const total = p.info.total_token_usage
       const totalTokens = total ? count(total.total_tokens) || count(total.input_tokens) + count(total.output_tokens) : -1
