@@ -106,6 +106,10 @@ describe('vendor meters from answer bodies', () => {
       ['gemini-2.5-flash_tokens', 0.5, Date.parse(reset), null],
     ])
     expect(r.details).toEqual({ 'gemini-2.5-pro-remaining': '25' })
+    // Used up: proto3's JSON leaves out remainingFraction (and remainingAmount) at 0.
+    const spent = readCodeAssistQuota({ buckets: [{ modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', resetTime: reset }] })!
+    expect(spent.windows.map((w) => [w.name, w.utilization, w.resets_at])).toEqual([['gemini-2.5-pro', 1, Date.parse(reset)]])
+    expect(spent.details).toEqual({ 'gemini-2.5-pro-remaining': '0' })
     expect(readCodeAssistQuota({})).toBeNull()
     expect(readCodeAssistQuota({ buckets: [] })).toBeNull()
     expect(readCodeAssistQuota('not json')).toBeNull()
@@ -173,6 +177,48 @@ describe('PlanTracker', () => {
     // The next period (its reset five hours later) notifies again.
     restarted.observe(codex, codexReading(T0 + 7_201_000, 18_000), T0 + 7_201_000)
     expect(seen).toEqual([0.8, 0.8])
+  })
+
+  it("a slow answer's reading of a period that has ended changes nothing: the window, its pace and its alerts stay the new period's", () => {
+    const t = new PlanTracker()
+    const seen: number[] = []
+    t.onAlert((a) => seen.push(a.threshold))
+    const oldReset = T0 + 60_000
+    const newReset = T0 + 5 * 3600_000
+    t.observe(who, reading(0.5, oldReset), T0)
+    t.observe(who, reading(0.02, newReset), T0 + 120_000)
+    // Admitted at 97% before the old period ended; its headers came after the new period's.
+    t.observe(who, reading(0.97, oldReset), T0 + 125_000)
+    expect(t.list(T0 + 130_000)[0].windows[0]).toMatchObject({ utilization: 0.02, resets_at: new Date(newReset).toISOString() })
+    expect(seen).toEqual([])
+  })
+
+  it("alerts are the account's, whatever credential it was seen with first: a login's refreshed token is not told again after a restart", () => {
+    const log = new PlanNoticeLog()
+    const seen: string[] = []
+    const before = new PlanTracker()
+    before.onAlert((a) => log.claim(a, T0) && seen.push(a.account_hint))
+    before.observe({ ...who, hint: 'sk-…1111' }, reading(0.85), T0)
+    const after = new PlanTracker()
+    const kept = PlanNoticeLog.fromJSON(JSON.parse(JSON.stringify(log)))
+    after.onAlert((a) => kept.claim(a, T0) && seen.push(a.account_hint))
+    after.observe({ ...who, hint: 'sk-…2222' }, reading(0.86), T0 + 1000)
+    expect(seen).toEqual(['sk-…1111'])
+  })
+
+  it("a login token's readings filed before its account was known are the account's", () => {
+    const t = new PlanTracker()
+    t.observe({ ...who, account: 'uuid', hint: 'sk-…1111' }, reading(0.1), T0)
+    t.observe({ ...who, account: 'token-2', hint: 'sk-…2222' }, reading(0.2), T0 + 1000)
+    t.merge('anthropic', 'token-2', 'uuid')
+    t.observe({ ...who, account: 'uuid', hint: 'sk-…2222' }, reading(0.3), T0 + 2000)
+    expect(t.list(T0 + 2000).map((a) => [a.account_hint, a.windows[0].utilization])).toEqual([['sk-…1111', 0.3]])
+    // An account seen first under the token moves to the account, with its windows.
+    const first = new PlanTracker()
+    first.observe({ ...who, account: 'token-3', hint: 'sk-…3333' }, reading(0.4), T0)
+    first.merge('anthropic', 'token-3', 'uuid-3')
+    first.observe({ ...who, account: 'uuid-3', hint: 'sk-…3333' }, reading(0.45), T0 + 1000)
+    expect(first.list(T0 + 1000).map((a) => [a.account_hint, a.windows[0].utilization, a.windows[0].projected_at_reset !== null])).toEqual([['sk-…3333', 0.45, true]])
   })
 
   it('a reset drifting by a second is the same period: no second alert', () => {

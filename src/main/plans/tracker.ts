@@ -13,6 +13,11 @@ export const DEFAULT_THRESHOLDS = [0.8, 0.95]
  */
 const SAME_PERIOD_MS = 60_000
 
+/** Whether reading `w` is of a window period before the one `st` holds (its reset earlier by more than a drift). */
+function endedBefore(w: MeterWindow, st: WindowState): boolean {
+  return w.resets_at !== null && st.latest.resets_at !== null && w.resets_at < st.latest.resets_at - SAME_PERIOD_MS
+}
+
 /** Whether two resets (ms, or null without one) are of the same window period. */
 export function samePeriod(x: number | null, y: number | null): boolean {
   if (x === null || y === null) return x === y
@@ -32,6 +37,8 @@ interface WindowState {
 }
 
 interface Account {
+  /** `provider\0account`: what stays the same across the credential's refreshes and restarts. */
+  key: string
   provider: string
   hint: string
   billing: CallBilling
@@ -41,9 +48,14 @@ interface Account {
   details: Record<string, string>
 }
 
-/** The part of an alert's id that names its account, window and threshold; the period follows it. */
-function alertSlot(provider: string, hint: string, window: string, threshold: number): string {
-  return `${provider}\0${hint}\0${window}\0${threshold}\0`
+/**
+ * The part of an alert's id that names its account, window and threshold; the period follows it.
+ * The account by its key (a hash of the vendor's account, or of the credential), not its hint: a
+ * login's hint is the first token seen in this process, which a refresh before a restart changes,
+ * and the notice log kept across restarts would not know the same period again.
+ */
+function alertSlot(key: string, window: string, threshold: number): string {
+  return `${key}\0${window}\0${threshold}\0`
 }
 
 /** A window crossing a threshold: shown once per window period (account, window and its reset). */
@@ -88,7 +100,7 @@ export class PlanTracker {
         const oldest = [...this.accounts.entries()].sort((x, y) => x[1].updated - y[1].updated)[0]
         this.accounts.delete(oldest[0])
       }
-      a = { provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {} }
+      a = { key, provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {} }
       this.accounts.set(key, a)
     }
     // A plan's reading wins over a key's for the same account; a key's never hides a plan's windows.
@@ -102,6 +114,10 @@ export class PlanTracker {
     a.details = { ...a.details, ...reading.details }
     for (const w of reading.windows) {
       let st = a.windows.get(w.name)
+      // A reading of a period that has ended (a slow answer, whose headers come after a newer
+      // call's reported the next period): it tells nothing of the window now, and a period never
+      // moves back to an earlier reset.
+      if (st && endedBefore(w, st)) continue
       // A new window period (the reset moved by more than a drift): its pace starts afresh.
       if (st && !samePeriod(st.latest.resets_at, w.resets_at)) st = undefined
       if (!st) {
@@ -122,7 +138,7 @@ export class PlanTracker {
     for (const th of this.thresholds) {
       if (w.utilization < th) continue
       // The period's identity, not this reading's reset: a drifting reset is no new period.
-      const id = `${alertSlot(a.provider, a.hint, w.name, th)}${st.period ?? ''}`
+      const id = `${alertSlot(a.key, w.name, th)}${st.period ?? ''}`
       if (this.alerted.has(id)) continue
       this.alerted.add(id)
       if (this.alerted.size > 4096) this.alerted.delete(this.alerted.values().next().value as string)
@@ -143,6 +159,19 @@ export class PlanTracker {
         }
       }
     }
+  }
+
+  /**
+   * The readings filed under `from` (a login's token before its account was known) belong to
+   * account `to`: the account is dropped, its windows moved to `to` when it has none yet.
+   */
+  merge(provider: string, from: string, to: string): void {
+    const a = this.accounts.get(`${provider}\0${from}`)
+    if (!a) return
+    this.accounts.delete(a.key)
+    const key = `${provider}\0${to}`
+    if (!this.accounts.has(key)) this.accounts.set(key, { ...a, key })
+    for (const l of this.listeners) l()
   }
 
   /** `fn` runs after every reading; returns an unsubscribe function. */
