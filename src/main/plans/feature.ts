@@ -17,7 +17,8 @@ import { type Observed, PlanTracker } from './tracker'
  */
 export const plans: Feature = (ctx) => {
   const tracker = new PlanTracker()
-  const accountOf = accounts()
+  // A token's readings filed before its account was known go to the account.
+  const accountOf = accounts((from, to) => tracker.merge('anthropic', from, to))
   ctx.plans = tracker
   ctx.observeHeaders((s, _status, headers) => {
     const reading = readMeter(headers)
@@ -29,7 +30,7 @@ export const plans: Feature = (ctx) => {
 /** Claude logins' tokens remembered with their account, for their calls that do not name it. */
 const MAX_CLAUDE_TOKENS = 1024
 
-function accounts(): (s: CallState) => Observed {
+function accounts(mapped: (token: string, account: string) => void): (s: CallState) => Observed {
   // A Claude login's token -> its account. Claude Code names the account in its Messages calls'
   // metadata, not in every call (token counting has none), and the token's hash is all such a call has.
   const claudeTokens = new Map<string, string>()
@@ -40,6 +41,8 @@ function accounts(): (s: CallState) => Observed {
     if (!claudeTokens.has(s.ctx.apiKeyHash)) {
       if (claudeTokens.size >= MAX_CLAUDE_TOKENS) claudeTokens.delete(claudeTokens.keys().next().value as string)
       claudeTokens.set(s.ctx.apiKeyHash, account)
+      // Its calls before this one (token counting, which names no account) were filed under the token.
+      mapped(s.ctx.apiKeyHash, account)
     }
     return account
   }
