@@ -16,7 +16,10 @@ export function readCodeAssistQuota(body: unknown): MeterReading | null {
   const seen = new Set<string>()
   for (const b of body.buckets) {
     if (!isObject(b) || typeof b.modelId !== 'string' || !b.modelId) continue
-    const remaining = typeof b.remainingFraction === 'number' ? b.remainingFraction : num(typeof b.remainingFraction === 'string' ? b.remainingFraction : undefined)
+    // Proto3's JSON leaves out a field at its default: a used-up bucket comes with its model and
+    // reset but no remainingFraction (nor remainingAmount), which is 0 left.
+    const absent = b.remainingFraction === undefined && !Number(b.remainingAmount ?? 0) && typeof b.resetTime === 'string' && b.resetTime !== ''
+    const remaining = absent ? 0 : typeof b.remainingFraction === 'number' ? b.remainingFraction : num(typeof b.remainingFraction === 'string' ? b.remainingFraction : undefined)
     if (remaining === null || !Number.isFinite(remaining)) continue
     let name = b.modelId
     if (seen.has(name) && typeof b.tokenType === 'string' && b.tokenType) name = `${name}_${b.tokenType.toLowerCase()}`
@@ -30,6 +33,7 @@ export function readCodeAssistQuota(body: unknown): MeterReading | null {
       window_minutes: null,
     })
     if (typeof b.remainingAmount === 'string' || typeof b.remainingAmount === 'number') details[`${name}-remaining`] = String(b.remainingAmount)
+    else if (absent) details[`${name}-remaining`] = '0'
   }
   return windows.length > 0 ? { kind: 'plan', windows, details } : null
 }
