@@ -333,8 +333,8 @@ export const MIGRATIONS: Migration[] = [
       // `cost`: a new call's cost as stored (the row may have grown since); `delta`: a moved call's
       // change of cost (the notice is of a move, not of a new call). Both NULL: a new call noticed
       // by an older writer, counted with its row's cost.
-      db.exec('ALTER TABLE call_notices ADD COLUMN cost REAL')
-      db.exec('ALTER TABLE call_notices ADD COLUMN delta REAL')
+      const has = new Set((db.prepare('PRAGMA table_info(call_notices)').all() as { name: string }[]).map((c) => c.name))
+      for (const col of ['cost', 'delta']) if (!has.has(col)) db.exec(`ALTER TABLE call_notices ADD COLUMN ${col} REAL`)
     },
   },
 ]
