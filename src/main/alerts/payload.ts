@@ -95,11 +95,20 @@ export function runawayPayload(e: RunawayEvent, id: string): RunawayPayload {
 
 const money = (n: number) => `$${n.toFixed(2)}`
 
+/**
+ * A value in Slack's text as itself: `&`, `<` and `>` escaped, as Slack asks. A session, agent or
+ * model is whatever the caller sent, and `<!channel>` or `<https://…|label>` in it would ping the
+ * whole channel or show a disguised link in a message from Burnrate.
+ */
+const slackText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+
 /** Slack's incoming-webhook body: one line of text. */
 export function slackBody(a: OutboundAlert): { text: string } {
   if ('session' in a) {
-    const what = a.type === 'runaway.loop' ? `sent the same ${a.model} conversation tail ${a.repeats} times` : `spent ${money(a.usd_last_minute)} in the last minute`
-    return { text: `Runaway agent: session ${a.session} (${a.agent || 'unknown agent'}, ${a.key_hint}) ${what}; ${a.action === 'block' ? 'its calls are refused' : 'warned'}.` }
+    const what = a.type === 'runaway.loop' ? `sent the same ${slackText(a.model)} conversation tail ${a.repeats} times` : `spent ${money(a.usd_last_minute)} in the last minute`
+    return {
+      text: `Runaway agent: session ${slackText(a.session)} (${slackText(a.agent || 'unknown agent')}, ${slackText(a.key_hint)}) ${what}; ${a.action === 'block' ? 'its calls are refused' : 'warned'}.`,
+    }
   }
   const p = a as AlertPayload
   const period = p.window.period === 'window' ? `${p.window.window_hours}-hour window` : `${p.window.period} limit`
@@ -107,8 +116,8 @@ export function slackBody(a: OutboundAlert): { text: string } {
   const pace = p.forecast.exhausted_at ? `; at this pace the limit is reached at ${p.forecast.exhausted_at}` : ''
   return {
     text:
-      `${head}${p.key_hint || 'A key'} has spent ${money(p.spent_usd)} of its ${money(p.limit_usd)} ${period} ` +
-      `(${Math.round(p.pct * 100)}%, alert at ${Math.round(p.threshold_pct * 100)}%) under budget rule ${p.rule.api_key_pattern}` +
+      `${head}${slackText(p.key_hint || 'A key')} has spent ${money(p.spent_usd)} of its ${money(p.limit_usd)} ${period} ` +
+      `(${Math.round(p.pct * 100)}%, alert at ${Math.round(p.threshold_pct * 100)}%) under budget rule ${slackText(p.rule.api_key_pattern)}` +
       `; projected ${money(p.forecast.projected_usd)}${pace}.`,
   }
 }

@@ -57,6 +57,20 @@ class Collect implements SpanProcessor {
   }
 }
 
+/** The collector's URL without the user, password, query and fragment it may carry (as the team sender labels its server). */
+export function endpointLabel(endpoint: string): string {
+  try {
+    const u = new URL(endpoint)
+    u.username = ''
+    u.password = ''
+    u.search = ''
+    u.hash = ''
+    return u.toString().replace(/\/+$/, '')
+  } catch {
+    return ''
+  }
+}
+
 function describe(err: unknown): string {
   const e = err as { message?: string; code?: string | number } | undefined
   return String(e?.message ?? err ?? 'export failed').slice(0, 300)
@@ -96,7 +110,8 @@ export class OtelPipeline {
   constructor(private readonly opts: OtelOptions) {
     const base = opts.endpoint.replace(/\/+$/, '')
     this.status = {
-      endpoint: base,
+      // Shown by /api/health, which needs no token: without the credentials a URL may carry.
+      endpoint: endpointLabel(opts.endpoint),
       queued: 0,
       exported_spans: 0,
       dropped_spans: 0,

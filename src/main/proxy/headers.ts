@@ -28,12 +28,17 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> | null {
   return set.size ? set : null
 }
 
-/** Headers for the upstream request: everything but hop-by-hop, `Host` and `X-Burnrate-*`. */
+/**
+ * Headers for the upstream request: everything but hop-by-hop, `Host`, `X-Burnrate-*` and
+ * `Cookie`. The proxy shares its origin with the dashboard, so a browser sends it the dashboard's
+ * session cookie (and every other cookie it keeps for this host, whatever port set it); no
+ * provider API takes cookies, and upstream cookies never reach clients (DROPPED_RESPONSE).
+ */
 export function upstreamRequestHeaders(headers: IncomingHttpHeaders, host: string): OutgoingHttpHeaders {
   const extra = connectionTokens(headers)
   const out: OutgoingHttpHeaders = {}
   for (const name in headers) {
-    if (HOP_BY_HOP.has(name) || name.startsWith('x-burnrate-') || extra?.has(name)) continue
+    if (HOP_BY_HOP.has(name) || name === 'cookie' || name.startsWith('x-burnrate-') || extra?.has(name)) continue
     out[name] = headers[name]
   }
   out.host = host
