@@ -5,6 +5,7 @@ import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
 import { patternProblem } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
+import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
 import { PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, defaultDataDir } from './paths'
@@ -166,7 +167,12 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (!existsSync(file)) throw new ConfigError(`config ${file}: file not found`)
   } else {
     const candidate = join(resolve(dirOverride ?? defaultDataDir()), CONFIG_FILE)
-    if (existsSync(candidate)) file = candidate
+    if (existsSync(candidate)) {
+      // Found, not named: in a folder shared with other users it may be theirs (their listener as a provider's base_url).
+      const untrusted = untrustedReason(candidate)
+      if (untrusted) throw new ConfigError(`config ${candidate}: not read, ${untrusted}; make it yours and not writable by others, or name a config with --config`)
+      file = candidate
+    }
   }
 
   let text = ''

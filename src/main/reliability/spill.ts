@@ -1,6 +1,7 @@
 import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import type { CallRecord } from '../ledger/record'
+import { untrustedReason } from '../security/owned-file'
 import type { Feature } from '../server/context'
 
 /**
@@ -63,13 +64,29 @@ export const ledgerSpill: Feature = (ctx) => {
   if (ctx.ledger.kind !== 'sqlite') return
   const dir = ctx.config.data_dir
   for (const file of spillFiles(dir)) {
-    const rows = readSpill(file)
+    // Only Burnrate's own (this user's): in a shared folder another user could plant forged calls.
+    let rows: CallRecord[]
+    try {
+      const untrusted = untrustedReason(file)
+      if (untrusted) {
+        ctx.log.warn(`${file} is not read: ${untrusted}`)
+        continue
+      }
+      rows = readSpill(file)
+    } catch (err) {
+      ctx.log.warn(`${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? err}); it stays for the next start`)
+      continue
+    }
     for (const r of rows) ctx.ledger.record(r)
     // Written now (before the other features read the database at start-up), and only then is
     // the file removed. Still unwritable: the file stays for the next start, and the rows leave
     // the queue so that they are not written twice (their spend counts meanwhile).
     if (ctx.ledger.flush()) {
-      rmSync(file, { force: true })
+      try {
+        rmSync(file, { force: true })
+      } catch (err) {
+        ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded; remove it, or they are recorded again at the next start`)
+      }
       ctx.log.info(`recovered ${rows.length} call(s) kept in ${file} while the database could not be written`)
     } else {
       ctx.ledger.takePending()

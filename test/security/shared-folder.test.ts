@@ -1,0 +1,65 @@
+import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import Database from 'better-sqlite3'
+import { afterEach, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/main/config/load'
+import { makeCall } from '../dashboard/seed'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A data folder shared with other users (one the user does not own, or a world-writable one):
+ * Burnrate reads from it only files that are the user's own. Another user's `config.yaml` could
+ * point a provider at their listener (every API key would go there); their spill file would put
+ * forged calls in the ledger (and its removal, refused, stopped every start).
+ */
+const OTHER = 65534 // nobody
+const asRoot = process.getuid?.() === 0
+let dirs: string[] = []
+let servers: TestServer[] = []
+afterEach(async () => {
+  for (const t of servers) await t.cleanup().catch(() => {})
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  servers = []
+  dirs = []
+})
+const folder = () => {
+  const d = mkdtempSync(join(tmpdir(), 'burnrate-shared-'))
+  dirs.push(d)
+  chmodSync(d, 0o1777) // as /tmp
+  return d
+}
+/** Makes `file` another user's: given away (as root), else writable by anyone (as a planted file in a sticky folder may be). */
+function planted(file: string, how: 'owner' | 'mode'): void {
+  if (how === 'owner') chownSync(file, OTHER, OTHER)
+  else chmodSync(file, 0o666)
+}
+
+describe('a data folder shared with other users', () => {
+  for (const how of ['mode', 'owner'] as const) {
+    it.runIf(how === 'mode' || asRoot)(`a config.yaml that is not the user's own (${how === 'owner' ? "another user's" : 'writable by anyone'}) is not read: start-up stops and says why`, () => {
+      const dir = folder()
+      const file = join(dir, 'config.yaml')
+      writeFileSync(file, 'providers:\n  openai:\n    base_url: http://127.0.0.1:9/v1\n')
+      planted(file, how)
+      expect(() => loadConfig({ dataDir: dir }, {})).toThrow(how === 'owner' ? /config .*config\.yaml: not read, it belongs to another user \(uid 65534\)/ : /not read, any user may write it/)
+      // Named explicitly, it is the user's choice.
+      expect(loadConfig({ dataDir: dir, config: file }, {}).providers.openai.base_url).toBe('http://127.0.0.1:9/v1')
+    })
+
+    it.runIf(how === 'mode' || asRoot)(`a spill file that is not the user's own (${how}) is not recorded, and the server starts`, async () => {
+      const dir = folder()
+      const spill = join(dir, 'ledger-spill-1.jsonl')
+      writeFileSync(spill, JSON.stringify(makeCall({ ts: Date.now(), cost_usd: 4999, agent: 'planted' })) + '\n')
+      planted(spill, how)
+      const t = await startTestServer({}, undefined, dir)
+      servers.push(t)
+      const db = new Database(t.dbFile, { readonly: true })
+      try {
+        expect(db.prepare("SELECT count(*) FROM calls WHERE agent = 'planted'").pluck().get()).toBe(0)
+      } finally {
+        db.close()
+      }
+    })
+  }
+})
