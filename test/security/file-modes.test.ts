@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
+import { chmodSync, existsSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
@@ -135,6 +135,25 @@ describe.skipIf(process.platform === 'win32')('burnrate export -o', () => {
     expect(readFileSync(real, 'utf8')).toContain('acme')
     expect(mode(real).toString(8)).toBe('600')
     expect({ synced: readdirSync(synced), links: readdirSync(links) }).toEqual({ synced: ['calls.csv'], links: ['latest.csv'] })
+  })
+
+  // Making a link another user's takes root (CI runs as root).
+  it.runIf(process.getuid?.() === 0)("does not follow another user's link planted in a folder anyone may write (/tmp): the file it points to is left alone", async () => {
+    const mine = join(root, 'export-victim')
+    const shared = join(root, 'export-shared')
+    mkdirSync(mine)
+    mkdirSync(shared)
+    chmodSync(shared, 0o1777)
+    const precious = join(mine, 'authorized_keys')
+    writeFileSync(precious, 'ssh-ed25519 AAAA me\n')
+    const link = join(shared, 'calls.csv')
+    symlinkSync(precious, link)
+    lchownSync(link, 65534, 65534)
+    const r = await runCliCaptured('export', '--local', '--data-dir', data, '-o', link)
+    expect(r.code).toBe(1)
+    expect(r.out).toContain(`cannot write ${link}: ${link} is a link another user (uid 65534) made in a folder anyone may write; not followed`)
+    expect(readFileSync(precious, 'utf8')).toBe('ssh-ed25519 AAAA me\n')
+    expect(readdirSync(mine)).toEqual(['authorized_keys'])
   })
 
   it('a failed export leaves no temporary file and the target as it was', async () => {

@@ -19,7 +19,12 @@ export async function writePrivateFile(path: string, write: (sink: WriteStream) 
   const cannot = (err: unknown) => new CliError(`cannot write ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`)
   if (isStream(path)) return writeInPlace(path, write, cannot)
   // The folder of the file itself, so a rename there replaces it, not a link to it.
-  const target = realTarget(path)
+  let target: string
+  try {
+    target = realTarget(path)
+  } catch (err) {
+    throw new CliError(`cannot write ${path}: ${(err as Error).message}`)
+  }
   const tmp = join(dirname(target), `.${basename(target)}.${randomBytes(6).toString('hex')}.tmp`)
   let fd: number
   try {

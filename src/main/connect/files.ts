@@ -14,8 +14,12 @@ export function readText(path: string): string | null {
 /**
  * The file `path` stands for: the end of its symlinks even when that does not exist yet (a dotfile
  * manager's link made before its target), so a write goes there and the link stays a link.
+ * A link another user made in a sticky folder anyone may write (/tmp) is not followed, as the
+ * kernel's protected_symlinks does not follow it: they could point `export -o /tmp/calls.csv` at
+ * any file of this user's (the link is read here, so the kernel's rule would not apply).
  */
 export function realTarget(path: string): string {
+  guardLink(path)
   try {
     return realpathSync(path)
   } catch {}
@@ -27,9 +31,27 @@ export function realTarget(path: string): string {
     } catch {
       return p
     }
+    guardLink(p)
     p = resolve(dirname(p), readlinkSync(p))
   }
   return p
+}
+
+/** Throws when `path` is a symlink the kernel would not follow for this user (protected_symlinks). */
+function guardLink(path: string): void {
+  if (process.platform === 'win32' || typeof process.getuid !== 'function') return
+  let link
+  try {
+    link = lstatSync(path)
+  } catch {
+    return
+  }
+  if (!link.isSymbolicLink() || link.uid === process.getuid()) return
+  const dir = statSync(dirname(resolve(path)))
+  const stickyShared = (dir.mode & 0o1000) !== 0 && (dir.mode & 0o002) !== 0
+  if (stickyShared && link.uid !== dir.uid) {
+    throw Object.assign(new Error(`${path} is a link another user (uid ${link.uid}) made in a folder anyone may write; not followed`), { code: 'ELINKOWNER' })
+  }
 }
 
 /**
