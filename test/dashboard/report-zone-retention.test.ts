@@ -31,6 +31,18 @@ describe('the report after a timezone change, with part of a day pruned', () => 
     expect(berlin.totals.requests).toBe(72)
   })
 
+  it("keeps the pruned days after an old call retention kept behind (the newest recorded, or the last re-priced): the rebuild starts where retention keeps every call", async () => {
+    // The last call recorded is an old one (an import of old log entries, say): retention never prunes the newest.
+    const db = ledgerWith([...calls(), makeCall({ ts: day0 + 30 * 60_000, cost_usd: 1, billing: 'api' })], 'UTC')
+    expect((await report(db, q)).totals.cost_usd).toBe(73)
+    while (pruneCalls(db, day0 + 2 * DAY + 12 * HOUR, 500) > 0);
+    expect(db.prepare('SELECT count(*) FROM calls WHERE ts < ?').pluck().get(day0 + DAY)).toBe(1)
+    expect((await report(db, q)).totals.cost_usd).toBe(73)
+    ensureReportZone(db, 'Europe/Berlin')
+    const berlin = await report(db, { ...q, timezone: 'Europe/Berlin' })
+    expect(berlin.totals).toMatchObject({ cost_usd: 73, requests: 73 })
+  })
+
   it('with nothing pruned, the oldest day is rebuilt in the new zone too', async () => {
     const db = ledgerWith(calls(), 'UTC')
     ensureReportZone(db, 'Europe/Berlin')

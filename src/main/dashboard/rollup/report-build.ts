@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { prunedBefore } from '../../ledger/retention'
 import { isUtc, localMidnight, offsetMs, startOfDay, startOfNextDay } from '../../time/zone'
 import { MonthOf, reportZone, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
@@ -30,9 +31,13 @@ export function createReportMonths(db: Database.Database): void {
 export function ensureReportZone(db: Database.Database, tz: string): number {
   if (reportZone(db) === tz) return 0
   return db.transaction(() => {
-    const first = db.prepare('SELECT min(ts) FROM calls').pluck().get() as number | null
-    const last = (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
     const old = reportZone(db)
+    // The oldest call from where retention keeps them all: retention keeps a few older calls (the
+    // newest recorded, the last revised), whose pruned neighbours only the old rows still count;
+    // rebuilding from one of those would delete weeks of pruned days.
+    const pruned = old === null ? 0 : prunedBefore(db)
+    const first = db.prepare('SELECT min(ts) FROM calls WHERE ts >= ?').pluck().get(pruned) as number | null
+    const last = (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number | undefined) ?? 0
     // Rows of days whose calls are all still here are rebuilt; older ones (pruned) stay as they
     // are (all of them when every call was pruned). The session totals do not depend on the zone:
     // they are built here only the first time.
@@ -43,6 +48,9 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     } else if (first !== null) {
       from = rebuildFrom(db, first, last, old)
       db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(from)
+    } else {
+      // Only calls retention kept behind (or none): every row stays, nothing is folded again.
+      from = Number.MAX_SAFE_INTEGER
     }
     const folder = new ReportFolder(db, tz, { sessions: old === null })
     const chunk = db.prepare(`
