@@ -4,7 +4,7 @@ import type Database from 'better-sqlite3'
 import { ConfigError, loadConfig } from '../config/load'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
-import { dataDirHolder } from '../server/data-lock'
+import { dataDirHolder, dataDirServer } from '../server/data-lock'
 import type { SqlStore } from '../storage/sql'
 import { CliError, EXIT, type CliContext } from './context'
 
@@ -21,7 +21,7 @@ export function withTarget(cmd: Command): Command {
   return cmd
     .option('--config <file>', 'config file (default: <data dir>/config.yaml)')
     .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)')
-    .option('--url <url>', 'a running Burnrate (default: the config\'s server.host and port)')
+    .option('--url <url>', 'a running Burnrate (default: the one serving the data folder, named by its server.lock)')
     .option('--token <token>', 'its dashboard token (default: BURNRATE_TOKEN, else dashboard.token)')
     .option('--local', 'read the ledger file even when a server is running')
 }
@@ -40,13 +40,20 @@ export function configOf(o: TargetOptions): Config {
   }
 }
 
-/** Finds a running Burnrate (GET /api/health within a second), else the ledger file. */
+/**
+ * Finds a running Burnrate (GET /api/health within a second), else the ledger file: the one at
+ * `--url`, else the one that serves the data folder (its server.lock names it and the address it
+ * listens on). Never whatever answers on the configured port: while Burnrate is stopped anyone
+ * may listen there (another user of the machine), and it would be handed the dashboard token and
+ * could show any numbers.
+ */
 export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
   const config = configOf(o)
   const local: Target = { kind: 'local', config, open: () => openLedgerFile(config) }
   if (o.local) return local
-  const host = ['0.0.0.0', '::', ''].includes(config.server.host) ? '127.0.0.1' : config.server.host
-  const url = (o.url ?? `http://${host.includes(':') ? `[${host}]` : host}:${config.server.port}`).replace(/\/+$/, '')
+  const serving = o.url === undefined ? dataDirServer(config.data_dir) : null
+  if (o.url === undefined && !serving) return local
+  const url = (o.url ?? serving!.url).replace(/\/+$/, '')
   const token = o.token ?? (ctx.env.BURNRATE_TOKEN || config.dashboard.token)
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
   const get = (path: string) => fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
@@ -62,7 +69,7 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
 
 /**
  * Whether a Burnrate runs beside this command, `--local` or not: one holds the data folder (its
- * server.lock, whatever port it listens on), or one answers at `--url` or the configured address.
+ * server.lock, whatever port it listens on), or one answers at `--url`.
  * An import then leaves the newest log entries for later: that server may still be recording the
  * same answers (a stream not finished yet), and importing them first would count them twice.
  */

@@ -91,6 +91,16 @@ export function dataDirHolder(dataDir: string): { pid: number; url: string } | n
   return lock && holds(lock) ? { pid: lock.pid, url: lock.url } : null
 }
 
+/**
+ * The Burnrate that serves `dataDir` now, this process included (its lock names a live process),
+ * or null. The folder is private (0700), so only its owner can have written the lock: the CLI
+ * talks to (and hands its token to) the server the lock names, never whatever answers on a port.
+ */
+export function dataDirServer(dataDir: string): { pid: number; url: string } | null {
+  const lock = readLock(join(dataDir, LOCK_FILE))
+  return lock && typeof lock.url === 'string' && alive(lock.pid) && !reused(lock) ? { pid: lock.pid, url: lock.url } : null
+}
+
 /** Whether the lock is another live process's, which a claim must not take over. */
 function holds(lock: LockBody): boolean {
   return lock.pid !== process.pid && alive(lock.pid) && !reused(lock)
