@@ -245,6 +245,14 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect(accounts).toHaveLength(1)
     expect(accounts[0]).toMatchObject({ billing: 'subscription', account_hint: 'sk-…1111' })
     expect(accounts[0].windows).toMatchObject([{ name: '5h', utilization: 0.35 }])
+    // Refreshed again, the new token's first call counts tokens (no metadata): filed under the
+    // token until a call names the account, then the account's, not a second account left frozen.
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.40', 'anthropic-ratelimit-unified-5h-reset': soon(2 * 3600_000) })
+    expect((await claude('sk-ant-oat01-browser-login-again-4444', null, '/v1/messages/count_tokens')).status).toBe(200)
+    meterHeaders = () => ({ 'anthropic-ratelimit-unified-5h-utilization': '0.41', 'anthropic-ratelimit-unified-5h-reset': soon(2 * 3600_000) })
+    expect((await claude('sk-ant-oat01-browser-login-again-4444', userId('11111111-2222-4333-8444-555555555555'))).status).toBe(200)
+    accounts = await claudeAccounts()
+    expect(accounts.map((a) => [a.account_hint, a.windows[0].utilization])).toEqual([['sk-…1111', 0.41]])
     // A token given alone (CLAUDE_CODE_OAUTH_TOKEN: account_uuid '') is its own account, as before.
     expect((await claude('sk-ant-oat01-setup-token-alone-3333', JSON.stringify({ device_id: 'd'.repeat(64), account_uuid: '', session_id: '22222222-2222-4333-8444-555555555555' }))).status).toBe(200)
     accounts = await claudeAccounts()
