@@ -20,6 +20,23 @@ export const INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
   VALUES (${COLUMNS.map((c) => '@' + c).join(', ')})
   ON CONFLICT (member, origin_id) WHERE origin_id IS NOT NULL DO NOTHING`
 
+/**
+ * Whether a call a member sends as first recorded is one this server stored before and retention
+ * pruned since (its cost kept in the rollups): older than what retention pruned, and the member
+ * has a later call held here, which it sent after this one (a member sends its calls in id order).
+ * Storing it again would count it twice. A member whose every call here was pruned cannot be told
+ * from one sending an old backlog for the first time: its calls are stored.
+ */
+async function prunedSince(tx: SqlStore, rows: readonly IngestRow[]): Promise<(row: IngestRow) => boolean> {
+  const before = (await tx.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
+  if (!rows.some((r) => r.record.ts < before)) return () => false
+  const latest = new Map<string, number>()
+  for (const member of new Set(rows.map((r) => r.record.member ?? ''))) {
+    latest.set(member, (await tx.get<{ id: number | null }>('SELECT max(origin_id) AS id FROM calls WHERE member = @member AND origin_id IS NOT NULL', { member }))?.id ?? 0)
+  }
+  return (r) => r.record.ts < before && r.origin_id < (latest.get(r.record.member ?? '') ?? 0)
+}
+
 /** What the team server holds of a call a member sent before: what it is counted by (as re-pricing moves it), and what a revision may change. */
 interface Held extends Omit<MovedCall, 'requested_model'> {
   origin_id: number
@@ -109,11 +126,13 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
   return store.transaction(async (tx) => {
     const out: Stored = { stored: [], clashes: [], revised: [] }
     const changes: CostChange[] = []
+    const pruned = await prunedSince(tx, rows)
     for (const row of rows) {
       const { origin_id, record } = row
       // A revision only replaces a call held here; one not held (pruned by retention, its cost
-      // kept in the rollups) is not stored again, which would count it twice.
-      if (row.revision === 0) {
+      // kept in the rollups) is not stored again, which would count it twice. So for a call sent
+      // again as first recorded (a new team.url starts from the member's first call).
+      if (row.revision === 0 && !pruned(row)) {
         const params: Record<string, unknown> = { origin_id, revision: null }
         for (const c of CALL_COLUMNS) params[c] = record[c]
         if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
@@ -157,18 +176,20 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
   if (rows.length === 0) return { stored: [], clashes: [], revised: [] }
   const byId = [...rows].sort((a, b) => a.origin_id - b.origin_id).map((r) => ({ ...r, record: pgSafe(r.record) }))
   const member = byId[0].record.member ?? ''
-  // Calls as first sent are inserted; a revision only replaces a call held here (as storeIngested).
-  const fresh = byId.filter((r) => r.revision === 0)
-  const params: Record<string, unknown[]> = { origin_id: fresh.map((r) => r.origin_id), revision: fresh.map(() => null) }
-  for (const c of CALL_COLUMNS) params[c] = new Array(fresh.length)
-  const values: unknown[] = []
-  fresh.forEach((r, i) => {
-    callValues(r.record, values)
-    CALL_COLUMNS.forEach((c, j) => (params[c][i] = values[j]))
-  })
   // A deadlock or serialization failure rolled the transaction back whole: it goes again.
   return retryOnConflict(() =>
     store.transaction(async (tx) => {
+      // Calls as first sent are inserted (not one retention pruned here, sent again); a revision
+      // only replaces a call held here (as storeIngested).
+      const pruned = await prunedSince(tx, byId)
+      const fresh = byId.filter((r) => r.revision === 0 && !pruned(r))
+      const params: Record<string, unknown[]> = { origin_id: fresh.map((r) => r.origin_id), revision: fresh.map(() => null) }
+      for (const c of CALL_COLUMNS) params[c] = new Array(fresh.length)
+      const values: unknown[] = []
+      fresh.forEach((r, i) => {
+        callValues(r.record, values)
+        CALL_COLUMNS.forEach((c, j) => (params[c][i] = values[j]))
+      })
       const returned = fresh.length > 0 ? await tx.all<{ id: number; origin_id: number }>(PG_INSERT_INGESTED_SQL, params) : []
       const ids = new Map(returned.map((r) => [r.origin_id, r.id]))
       const stored: StoredCall[] = []
