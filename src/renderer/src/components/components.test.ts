@@ -122,6 +122,11 @@ describe('ExpensiveTable and SessionsTable', () => {
     expect(rows[1].text()).toContain('unpriced')
     expect(rows[1].text()).toContain('<script>x</script>')
     expect(w.find('script').exists()).toBe(false)
+    expect(w.find('[data-testid="plan-call"]').exists()).toBe(false)
+  })
+  it("marks a plan's call: its cost is an API-equivalent value, not spend", () => {
+    const w = mount(ExpensiveTable, { props: { calls: [call({ billing: 'subscription', provider: 'anthropic', model: 'claude-opus-4-5' })], range: '24h', loading: false } })
+    expect(w.get('[data-testid="plan-call"]').attributes('title')).toMatch(/API-equivalent value, not spend/)
   })
   it('shows session status and duration', () => {
     const w = mount(SessionsTable, { props: { sessions: sessions().sessions, loading: false } })
