@@ -52,13 +52,38 @@ afterAll(async () => {
  * match them to (the agent run without Burnrate): what each of its calls is counted as, [provider, billing].
  */
 async function importedLogs(agent: Agent, kind: 'codex' | 'claude-code'): Promise<[string, string][]> {
+  return (await importedCalls(agent, kind)).map((r) => [r.provider, r.billing])
+}
+
+/**
+ * The agent's own logs imported beside the proxy, into a copy of the ledger it recorded into
+ * (`burnrate import` on the same data folder): every logged call is its proxied twin, matched,
+ * none imported (counted twice).
+ */
+async function importedBeside(agent: Agent, kind: 'gemini-cli' | 'claude-code' | 'codex'): Promise<{ imported: number; matched: number }> {
+  await t.server.ledger.flushed()
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-agents-beside-'))
+  const file = join(dir, 'burnrate.db')
+  t.server.db.exec(`VACUUM INTO '${file.replace(/'/g, "''")}'`)
+  const db = openDatabase(file)
+  const logs = { 'gemini-cli': join(agent.home, '.gemini', 'tmp'), 'claude-code': join(agent.home, '.claude', 'projects'), codex: join(agent.home, '.codex', 'sessions') }[kind]
+  try {
+    return await importLogs(db, { agent: kind, paths: [logs], pricer: new Pricer(), now: Date.now() + 3_600_000 })
+  } finally {
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The same, each imported call's row. */
+async function importedCalls(agent: Agent, kind: 'codex' | 'claude-code'): Promise<any[]> {
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-agents-import-'))
   const db = openDatabase(join(dir, 'burnrate.db'))
   const logs = kind === 'codex' ? join(agent.home, '.codex', 'sessions') : join(agent.home, '.claude', 'projects')
   try {
     const s = await importLogs(db, { agent: kind, paths: [logs], pricer: new Pricer(), now: Date.now() + 3_600_000 })
     expect(s.imported).toBeGreaterThan(0)
-    return (db.prepare('SELECT provider, billing FROM calls ORDER BY id').all() as { provider: string; billing: string }[]).map((r) => [r.provider, r.billing])
+    return db.prepare('SELECT provider, billing, model, endpoint, input_tokens, output_tokens, cost_usd FROM calls ORDER BY id').all()
   } finally {
     db.close()
     rmSync(dir, { recursive: true, force: true })
@@ -370,8 +395,10 @@ describe('the real agent CLIs through Burnrate', () => {
       ...CLAUDE_QUIET,
     })
     expect(agent.env.ANTHROPIC_BEDROCK_BASE_URL).toBe(`${relay.url}/bedrock/us-east-1`)
+    const proxied: any[] = []
     for (const prompt of ['Say hello.', 'Something new.']) {
       const { out, exchanges, rows } = await observed(agent, 'claude', ['-p', '--output-format', 'json', prompt])
+      proxied.push(...rows)
       const answer = JSON.parse(out.stdout)
       expect(answer.result).toContain('Burnrate mock answer')
       const calls = exchanges.filter((e) => e.usage)
@@ -399,6 +426,15 @@ describe('the real agent CLIs through Burnrate', () => {
       expect(recordedTurn).toBeGreaterThan(answer.total_cost_usd)
       // Listing the inference profiles (the AWS SDK's own call, not Claude Code's): recorded at no cost.
       for (const r of rows.filter((x) => x.endpoint === 'other')) expect(r.cost_usd).toBe(0)
+    }
+    // Its own logs, imported where the proxy did not see them: Bedrock's calls at Bedrock's price, as the proxy recorded them.
+    const imported = await importedCalls(agent, 'claude-code')
+    expect(imported.length).toBeGreaterThan(0)
+    for (const r of imported) {
+      const twin = proxied.find((x) => x.input_tokens === r.input_tokens && x.output_tokens === r.output_tokens)
+      expect(twin, `the proxied call of ${JSON.stringify(r)}`).toBeDefined()
+      expect(r).toMatchObject({ provider: 'bedrock', billing: 'api', model: twin.model, endpoint: 'invoke' })
+      expect(r.cost_usd).toBeCloseTo(twin.cost_usd, 12)
     }
   })
 
@@ -626,6 +662,9 @@ describe('the real agent CLIs through Burnrate', () => {
     for (const r of first.rows.filter((x) => x.input_tokens > 0)) expect(r).toMatchObject({ provider: 'vertex', model: 'gemini-2.5-flash', billing: 'api', priced: 1 })
     const second = await ask([], 'Something new.')
     expect(second.rows.every((r) => r.provider === 'vertex')).toBe(true)
+    // Its own logs imported beside the proxy: each call is the proxy's vertex call, not counted again.
+    const beside = await importedBeside(agent, 'gemini-cli')
+    expect(beside).toMatchObject({ imported: 0, matched: 2 })
   })
 
   it('Gemini CLI logged in with Google (Gemini Code Assist): its calls reach Code Assist through Burnrate, under its own session id, as plan usage', async () => {

@@ -16,12 +16,18 @@ export const MATCH_BEFORE_MS = 15 * 60_000
 export const MATCH_AFTER_MS = 60_000
 
 /**
- * The provider a proxied twin may be recorded under besides the log's own: an agent logged in to
+ * The providers a proxied twin may be recorded under besides the log's own: an agent logged in to
  * its vendor's plan goes through Burnrate to the plan's backend, which the proxy records as its
  * own provider (Codex with a ChatGPT login: `chatgpt`; Gemini CLI with a Google login:
- * `code-assist`), while the agent's log names the API's (`openai`, `gemini`).
+ * `code-assist`), and an agent on a cloud's platform goes through its route (Gemini CLI or Claude
+ * Code on Vertex AI: `vertex`; Claude Code on Bedrock: `bedrock`), while the agent's log names the
+ * API's (`openai`, `gemini`, `anthropic`).
  */
-const TWIN_PROVIDER: Record<string, string> = { openai: 'chatgpt', gemini: 'code-assist' }
+const TWIN_PROVIDERS: Record<string, [string, string]> = {
+  openai: ['chatgpt', 'azure'],
+  gemini: ['code-assist', 'vertex'],
+  anthropic: ['vertex', 'bedrock'],
+}
 
 /**
  * What a proxied twin of a logged call is looked for by: the same counts near the same time,
@@ -31,7 +37,8 @@ const TWIN_PROVIDER: Record<string, string> = { openai: 'chatgpt', gemini: 'code
  */
 export function twinQuery(c: LoggedCall) {
   return {
-    from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider, alias: TWIN_PROVIDER[c.provider] ?? c.provider,
+    from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
+    alias: TWIN_PROVIDERS[c.provider]?.[0] ?? c.provider, alias2: TWIN_PROVIDERS[c.provider]?.[1] ?? c.provider,
     input: c.usage.input_tokens, output: c.usage.output_tokens, rid: c.response_id ?? '',
   }
 }

@@ -18,6 +18,13 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * the file's login when all its requests had the same one; an older log that names none is money.
  */
 const OAUTH_BETA = 'oauth-2025-04-20'
+
+/**
+ * A Bedrock model id (`anthropic.claude-…`, a geographic or global inference profile
+ * `us.anthropic.claude-…`, or an ARN): Claude Code on Amazon Bedrock, recorded and priced as the
+ * proxy records its calls (provider `bedrock`, AWS's prices, the `invoke` endpoint).
+ */
+const BEDROCK_MODEL = /^(?:arn:aws[\w-]*:bedrock:|(?:[a-z]{2,6}\.)?anthropic\.)/
 export const claudeCode: LogSource = {
   agent: 'claude-code',
   defaultRoots(env, home) {
@@ -56,17 +63,18 @@ export function parseClaudeCode(text: string): Parsed {
     const usage = anthropicUsage(m.usage)
     if (!usage || !model || model === '<synthetic>' || !Number.isFinite(ts)) continue
     const id = str(m.id)
+    const bedrock = BEDROCK_MODEL.test(model)
     const call = {
       key: id ? `claude-code:${id}` : `claude-code:${str(e.sessionId ?? line.sessionId)}:${str(e.uuid ?? line.uuid) || ts}`,
       ts,
-      provider: 'anthropic',
-      pricingId: 'anthropic',
+      provider: bedrock ? 'bedrock' : 'anthropic',
+      pricingId: bedrock ? 'aws' : 'anthropic',
       model,
       session: str(e.sessionId ?? line.sessionId),
       project: str(e.cwd ?? line.cwd),
       usage,
       response_id: id,
-      endpoint: 'messages',
+      endpoint: bedrock ? 'invoke' : 'messages',
       total: usage.input_tokens + usage.output_tokens,
       sidechain: (e.isSidechain ?? line.isSidechain) === true,
       request: str(e.requestRef ?? line.requestRef),

@@ -63,11 +63,16 @@ function readDatabase(path: string): Parsed {
   return out
 }
 
-/** opencode's provider ids mostly are Burnrate's names; `google` is `gemini`. */
+/** opencode's providers that are Burnrate's under another name (the others have Burnrate's names). */
+const OPENCODE_PROVIDERS: Record<string, string> = { google: 'gemini', 'google-vertex': 'vertex', 'google-vertex-anthropic': 'vertex', 'amazon-bedrock': 'bedrock' }
+
+/** A provider as Burnrate names and prices it, from opencode's provider id (`google` is `gemini`, `google-vertex` `vertex`…). */
 function providerOf(id: string): { provider: string; pricingId: string } {
-  if (id === 'google') return { provider: 'gemini', pricingId: 'google' }
-  const p = PROVIDERS.find((x) => x.name === id)
-  return p ? { provider: p.name, pricingId: p.pricingId } : { provider: id, pricingId: id }
+  const name = OPENCODE_PROVIDERS[id] ?? id
+  if (name === 'gemini') return { provider: 'gemini', pricingId: 'google' }
+  const p = PROVIDERS.find((x) => x.name === name)
+  if (p) return { provider: p.name, pricingId: p.pricingId }
+  return { provider: id, pricingId: id }
 }
 
 export function opencodeCall(m: any): LoggedCall | null {
