@@ -339,10 +339,11 @@ describe('the real agent CLIs through Burnrate', () => {
     const r3 = JSON.parse(second.out.stdout)
     expect(second.session).toBe(r3.session_id)
     expect(second.session).not.toBe(r1.session_id)
-    // Its own logs, imported where the proxy did not see them: API money.
+    // Its own logs, imported where the proxy did not see them: API money; beside it, its calls.
     const imported = await importedLogs(agent, 'claude-code')
     expect(imported.length).toBeGreaterThan(0)
     for (const r of imported) expect(r).toEqual(['anthropic', 'api'])
+    expect(await importedBeside(agent, 'claude-code')).toMatchObject({ imported: 0, matched: imported.length })
   })
 
   it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list plus the region\'s 10%; its turns cost that over what it computes, its model checks recorded too', async () => {

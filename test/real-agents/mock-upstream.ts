@@ -257,9 +257,13 @@ export async function startAgentMock(): Promise<AgentMock> {
   }
 }
 
+/** A new message id per answer, as Anthropic gives (Claude Code's logs are matched to the proxy's calls by it). */
+let messages = 0
+const messageId = () => `msg_mock_${++messages}_${Date.now().toString(36)}`
+
 function anthropicJson(model: string, u: Usage, text: string) {
   return {
-    id: 'msg_mock',
+    id: messageId(),
     type: 'message',
     role: 'assistant',
     model,
@@ -271,7 +275,7 @@ function anthropicJson(model: string, u: Usage, text: string) {
 }
 
 function anthropicSse(model: string, u: Usage, text: string): string {
-  return anthropicStream({ id: 'msg_mock', model, usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: 1 } }, u.output, text)
+  return anthropicStream({ id: messageId(), model, usage: { input_tokens: u.input - u.cacheRead, cache_read_input_tokens: u.cacheRead, cache_creation_input_tokens: 0, output_tokens: 1 } }, u.output, text)
 }
 
 function responsesEvents(model: string, u: Usage, text: string): any[] {
