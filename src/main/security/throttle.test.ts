@@ -76,22 +76,6 @@ describe('AuthThrottle for checks that cannot wait', () => {
     expect(th.blockedFor('a')).toBe(0)
   })
 
-  it("every local process is one client: the owner's right token does not clear the failures of another local process guessing", () => {
-    const c = clock()
-    const th = new AuthThrottle({ free: 3, baseMs: 100, maxMs: 800, forgetMs: 60_000, now: c.now })
-    for (let i = 0; i < 5; i++) th.failedAndBlock('loopback')
-    expect(th.blockedFor('loopback')).toBe(200)
-    th.succeeded('loopback') // the owner's dashboard, polling with its session
-    expect(th.blockedFor('loopback')).toBe(200)
-    c.advance(200)
-    th.failedAndBlock('loopback')
-    expect(th.blockedFor('loopback')).toBe(400)
-    // Forgotten after a while without a failure.
-    c.advance(60_001)
-    th.failedAndBlock('loopback')
-    expect(th.blockedFor('loopback')).toBe(0)
-  })
-
   it('forgets old failures too: a typo long after a burst of wrong tokens counts as the first', () => {
     const c = clock()
     const th = new AuthThrottle({ free: 2, baseMs: 100, maxMs: 400, forgetMs: 60_000, now: c.now })

@@ -17,9 +17,6 @@ export interface ThrottleOptions {
   now: () => number
 }
 
-/** Every loopback address, as one client (clientKey). */
-const LOOPBACK = 'loopback'
-
 const DEFAULTS: ThrottleOptions = {
   free: 5,
   baseMs: 250,
@@ -104,14 +101,8 @@ export class AuthThrottle {
     if (c.failures > o.free) c.blockedUntil = o.now() + Math.min(o.baseMs * 2 ** Math.min(c.failures - o.free - 1, 30), o.maxMs)
   }
 
-  /**
-   * A right token from `ip` clears its failures, unless `ip` is every local process at once
-   * (`loopback`, clientKey): the owner's dashboard polling with its session would clear the
-   * failures of another local user guessing, who would then never be slowed down. Those are
-   * forgotten after `forgetMs` without one; the right token never waits for them.
-   */
   succeeded(ip: string): void {
-    if (ip !== LOOPBACK) this.clients.delete(ip)
+    this.clients.delete(ip)
   }
 
   failures(ip: string): number {
@@ -126,7 +117,7 @@ export class AuthThrottle {
  */
 export function clientKey(remoteAddress: string | undefined): string {
   const a = (remoteAddress ?? '').toLowerCase()
-  if (a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.')) return LOOPBACK
+  if (a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.')) return 'loopback'
   return a
 }
 
