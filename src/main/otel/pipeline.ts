@@ -9,6 +9,7 @@ import type { CallBilling, OtelHealth } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { MovedCost } from '../pricing/moves'
 import { BoundedLabel, billingLabel } from '../metrics/labels'
+import { bareUrl } from '../storage/url'
 import { BURNRATE, ERROR_TYPE, GEN_AI, errorType, operationName, providerName, spanAttributes, spanName } from './semconv'
 
 export interface OtelOptions {
@@ -57,20 +58,6 @@ class Collect implements SpanProcessor {
   }
 }
 
-/** The collector's URL without the user, password, query and fragment it may carry (as the team sender labels its server). */
-export function endpointLabel(endpoint: string): string {
-  try {
-    const u = new URL(endpoint)
-    u.username = ''
-    u.password = ''
-    u.search = ''
-    u.hash = ''
-    return u.toString().replace(/\/+$/, '')
-  } catch {
-    return ''
-  }
-}
-
 function describe(err: unknown): string {
   const e = err as { message?: string; code?: string | number } | undefined
   return String(e?.message ?? err ?? 'export failed').slice(0, 300)
@@ -111,7 +98,7 @@ export class OtelPipeline {
     const base = opts.endpoint.replace(/\/+$/, '')
     this.status = {
       // Shown by /api/health, which needs no token: without the credentials a URL may carry.
-      endpoint: endpointLabel(opts.endpoint),
+      endpoint: bareUrl(opts.endpoint),
       queued: 0,
       exported_spans: 0,
       dropped_spans: 0,

@@ -19,3 +19,17 @@ export function passwordOf(url: string): string | null {
     return null
   }
 }
+
+/**
+ * A server's address as shown and used as a base: the URL without the user, password, query and
+ * fragment it may carry, nor a trailing slash (the team server's ingest base, the OTLP collector
+ * in `/api/health`). Throws on an invalid URL (the config has checked it).
+ */
+export function bareUrl(url: string): string {
+  const u = new URL(url)
+  u.username = ''
+  u.password = ''
+  u.search = ''
+  u.hash = ''
+  return u.toString().replace(/\/+$/, '')
+}

@@ -5,6 +5,7 @@ import type { Logger } from '../log'
 import { backoffMs } from './backoff'
 import { Batcher } from './batcher'
 import { type SendOutcome, sendBatch } from './client'
+import { bareUrl } from '../storage/url'
 import { TeamCursor } from './cursor'
 
 export interface SenderOptions {
@@ -53,12 +54,7 @@ export class TeamSender {
   private lastError: string | null = null
 
   constructor(private readonly opts: SenderOptions) {
-    const u = new URL(opts.url)
-    u.username = ''
-    u.password = ''
-    u.search = ''
-    u.hash = ''
-    const base = u.toString().replace(/\/+$/, '')
+    const base = bareUrl(opts.url)
     this.label = base
     this.endpoint = `${base}/api/ingest`
     this.batcher = new Batcher(opts.db)
