@@ -51,9 +51,9 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   const config = configOf(o)
   const local: Target = { kind: 'local', config, open: () => openLedgerFile(config) }
   if (o.local) return local
-  const serving = o.url === undefined ? dataDirServer(config.data_dir) : null
-  if (o.url === undefined && !serving) return local
-  const url = (o.url ?? serving!.url).replace(/\/+$/, '')
+  const named = o.url ?? dataDirServer(config.data_dir)?.url
+  if (named === undefined) return local
+  const url = named.replace(/\/+$/, '')
   const token = o.token ?? (ctx.env.BURNRATE_TOKEN || config.dashboard.token)
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
   const get = (path: string) => fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })

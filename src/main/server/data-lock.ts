@@ -87,14 +87,15 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
  * starting a server that could not claim the folder.
  */
 export function dataDirHolder(dataDir: string): { pid: number; url: string } | null {
-  const lock = readLock(join(dataDir, LOCK_FILE))
-  return lock && holds(lock) ? { pid: lock.pid, url: lock.url } : null
+  const server = dataDirServer(dataDir)
+  return server && server.pid !== process.pid ? server : null
 }
 
 /**
- * The Burnrate that serves `dataDir` now, this process included (its lock names a live process),
- * or null. The folder is private (0700), so only its owner can have written the lock: the CLI
- * talks to (and hands its token to) the server the lock names, never whatever answers on a port.
+ * The Burnrate that serves `dataDir` now, this process included (its lock names a live process
+ * and its address), or null. The folder is private (0700), so only its owner can have written the
+ * lock: the CLI talks to (and hands its token to) the server the lock names, never whatever
+ * answers on a port.
  */
 export function dataDirServer(dataDir: string): { pid: number; url: string } | null {
   const lock = readLock(join(dataDir, LOCK_FILE))
