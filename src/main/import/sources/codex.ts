@@ -14,10 +14,11 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * `creator_user_id`: Codex 0.171 writes them in a session's first line, and none when the session
  * runs on an API key, even with a ChatGPT login stored beside it), and the token_count events may
  * carry the plan's `rate_limits` with its `plan_type` or its windows' use (codex-rs
- * RateLimitSnapshot; a real session can have `rate_limits: null` throughout). Either makes the session's calls plan usage, recorded
- * as the proxy records them (provider `chatgpt`, `billing: "subscription"`, priced as OpenAI's
- * models: their API-equivalent value), never as API money. Known from the first line, a session
- * being written is never imported as money before a later event names its plan.
+ * RateLimitSnapshot; a real session can have `rate_limits: null` throughout). Either makes the
+ * session's calls plan usage, recorded as the proxy records them (provider `chatgpt`, `billing:
+ * "subscription"`, priced as OpenAI's models: their API-equivalent value), never as API money.
+ * Known from the first line, a session being written is never imported as money before a later
+ * event names its plan.
  */
 export const codex: LogSource = {
   agent: 'codex',

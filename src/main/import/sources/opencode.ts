@@ -69,7 +69,6 @@ const OPENCODE_PROVIDERS: Record<string, string> = { google: 'gemini', 'google-v
 /** A provider as Burnrate names and prices it, from opencode's provider id (`google` is `gemini`, `google-vertex` `vertex`…). */
 function providerOf(id: string): { provider: string; pricingId: string } {
   const name = OPENCODE_PROVIDERS[id] ?? id
-  if (name === 'gemini') return { provider: 'gemini', pricingId: 'google' }
   const p = PROVIDERS.find((x) => x.name === name)
   if (p) return { provider: p.name, pricingId: p.pricingId }
   return { provider: id, pricingId: id }
