@@ -9,7 +9,8 @@ import { type TestServer, startTestServer } from '../support/server'
  * A team server with retention prunes old ingested calls; their cost stays in its rollups. A
  * member that sends them again as first recorded (a new spelling of team.url starts a new cursor,
  * from the member's first call) must not have them counted twice. A member's first backlog of
- * old calls is still counted.
+ * old calls is still counted. Retention keeps each member's last call, so even one whose every
+ * other call was pruned is known.
  */
 const DAY = 86_400_000
 const ALICE = 'team-token-alice-pruned-7f3c9a1e'
@@ -43,6 +44,12 @@ async function scenario(team: TestServer, requests: () => Promise<number>): Prom
   // Another member's first calls, as old: stored and counted.
   expect((await ingest(team, calls.slice(0, 3), BOB)).json()).toMatchObject({ accepted: 3 })
   expect(await requests()).toBe(10)
+  // Alice goes on; retention prunes Bob's old calls, all but his last (what tells his calls sent
+  // again from duplicates), and he sends them again: none counted twice.
+  expect((await ingest(team, [call(8, now - 60_000)], ALICE)).json()).toMatchObject({ accepted: 1 })
+  expect(await team.server.ledger.prune(now - 32 * DAY, 1000)).toBe(2)
+  expect((await ingest(team, calls.slice(0, 3), BOB)).json()).toMatchObject({ accepted: 0, duplicates: 3, rejected: [] })
+  expect(await requests()).toBe(11)
 }
 
 describe('a team server sent calls again after its retention pruned them', () => {

@@ -16,7 +16,8 @@ export const PRUNE_IDLE_DELAY_MS = 10 * 60_000
  * rollups keep their totals), and never the newest call, so SQLite never hands out a pruned id
  * again (ids stay unique for import keys and exports). Nor the call with the highest revision
  * (./revisions.ts numbers the next one above it): pruned, a later revision would be numbered
- * below what the team sender already sent, and never be sent. Runs on whichever connection
+ * below what the team sender already sent, and never be sent. Nor, on a team server, each
+ * member's last call (KEEPS_MEMBERS_LAST). Runs on whichever connection
  * writes the ledger (the write thread's, or the main one).
  */
 export function pruneCalls(db: Database.Database, before: number, limit: number): number {
@@ -24,12 +25,13 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
   if (!stmt) {
     stmt = db.prepare(`
       DELETE FROM calls WHERE id IN (
-        SELECT id FROM calls INDEXED BY calls_ts
-         WHERE ts < @before
-           AND id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
-           AND id < (SELECT max(id) FROM calls)
-           AND id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
-         ORDER BY ts LIMIT @limit)`)
+        SELECT c.id FROM calls c INDEXED BY calls_ts
+         WHERE c.ts < @before
+           AND c.id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
+           AND c.id < (SELECT max(id) FROM calls)
+           AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
+           AND ${KEEPS_MEMBERS_LAST}
+         ORDER BY c.ts LIMIT @limit)`)
     statements.set(db, stmt)
   }
   const n = stmt.run({ before, limit }).changes
@@ -37,6 +39,15 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
   return n
 }
 const statements = new WeakMap<Database.Database, Database.Statement>()
+
+/**
+ * On a team server, never a member's last call as it numbered it (`c`: the call looked at; SQLite
+ * and PostgreSQL): a member sending its calls again from its first (a new spelling of team.url
+ * starts a new cursor) has them taken for duplicates by being older than that one
+ * (../team/store.ts, `prunedSince`), which a member whose every call was pruned would not have.
+ */
+export const KEEPS_MEMBERS_LAST =
+  '(c.origin_id IS NULL OR c.origin_id < (SELECT max(m.origin_id) FROM calls m WHERE m.member = c.member AND m.origin_id IS NOT NULL))'
 
 /**
  * Calls before this time (ms) may have been pruned (0: none ever was). What arrives for that

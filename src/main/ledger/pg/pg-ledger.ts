@@ -2,6 +2,7 @@ import { silentLogger, type Logger } from '../../log'
 import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
 import type { CallRecord } from '../record'
+import { KEEPS_MEMBERS_LAST } from '../retention'
 import { SpendTracker } from '../spend'
 import type { BatchTxHook, CallLedger, LedgerStatus } from '../types'
 import { Availability } from './availability'
@@ -143,13 +144,14 @@ export class PgLedger implements CallLedger {
 
   /**
    * Retention on PostgreSQL: the rollups of a call are written in its batch's transaction, so
-   * every stored call is already in them; identity ids are never handed out again.
+   * every stored call is already in them; identity ids are never handed out again. A team
+   * member's last call is kept (KEEPS_MEMBERS_LAST).
    */
   async prune(before: number, limit: number): Promise<number> {
     // With the time pruned before, in the same transaction: an import then knows a log entry that
     // old may repeat a proxied call that is gone, and does not count it again (../../import/importer.ts).
     return this.store.transaction(async (tx) => {
-      const n = await tx.run('DELETE FROM calls WHERE id IN (SELECT id FROM calls WHERE ts < @before ORDER BY ts LIMIT @limit)', { before, limit })
+      const n = await tx.run(`DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.ts < @before AND ${KEEPS_MEMBERS_LAST} ORDER BY c.ts LIMIT @limit)`, { before, limit })
       if (n > 0) await tx.run('UPDATE retention_state SET pruned_before = GREATEST(pruned_before, @before) WHERE id = 1', { before })
       return n
     })
