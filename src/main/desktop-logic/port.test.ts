@@ -1,9 +1,11 @@
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import http from 'node:http'
 import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startTestServer } from '../../../test/support/server'
-import { PortTakenError, canListen, connectUrl, findFreePort, probePort, reachableUrl, startOrAttach } from './port'
+import { PortTakenError, canListen, connectUrl, findFreePort, listenerUids, otherUsersListener, probePort, reachableUrl, startOrAttach } from './port'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -68,6 +70,41 @@ describe('probePort', () => {
     const owner = await probePort('127.0.0.1', port)
     expect(owner.kind).toBe('other')
     expect(owner.kind === 'other' && owner.detail).toContain('nginx')
+  })
+
+  it("reads who listens on a port from the kernel's socket tables (Linux): this process for its own server", async () => {
+    const port = await listenOn(foreignHttp())
+    if (process.platform !== 'linux') return expect(await listenerUids(port)).toBeNull()
+    expect(await listenerUids(port)).toEqual([process.getuid!()])
+    expect(await otherUsersListener(port)).toBeNull()
+  })
+
+  // Another user's process needs root to start (CI runs as root); Debian's node is readable by all.
+  const asNobody = process.platform === 'linux' && process.getuid?.() === 0 && existsSync('/usr/bin/node')
+  it.runIf(asNobody)("says other for another user's program that answers as Burnrate: never attached to", async () => {
+    const impostor = spawn(
+      '/usr/bin/node',
+      ['-e', `require('http').createServer((q, s) => s.end(JSON.stringify({ status: 'ok', version: '9.9.9' }))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`],
+      { uid: 65534, gid: 65534, cwd: '/', stdio: ['ignore', 'pipe', 'inherit'] },
+    )
+    closers.push(async () => impostor.kill())
+    const port = await new Promise<number>((resolve, reject) => {
+      impostor.stdout!.once('data', (d) => resolve(Number(String(d).trim())))
+      impostor.once('exit', (code) => reject(new Error(`the impostor exited (${code})`)))
+    })
+    // It does answer as Burnrate.
+    expect(await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()).toEqual({ status: 'ok', version: '9.9.9' })
+    expect(await otherUsersListener(port)).toBe(65534)
+    expect(await probePort('127.0.0.1', port)).toEqual({ kind: 'other', detail: "another user's program (uid 65534) answers on it as Burnrate" })
+    const asked: string[] = []
+    const r = await startOrAttach({
+      host: '127.0.0.1',
+      port,
+      listen: async (p) => `http://127.0.0.1:${p}`,
+      askOtherPort: async (_taken, _suggested, detail) => (asked.push(detail), true),
+    })
+    expect(asked).toEqual(["another user's program (uid 65534) answers on it as Burnrate"])
+    expect(r.kind).toBe('started')
   })
 
   it('says other for a program that accepts and never answers', async () => {
