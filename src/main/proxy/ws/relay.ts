@@ -13,12 +13,13 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
+import { SilenceWatch } from './silence'
 import { loadOnce } from '../../server/load-once'
 
 export interface WebSocketRelayOptions {
   life: CallLifecycle
   who: Attributors
-  timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number }
+  timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
   maxFrameBytes: number
   /** Resolves once calls can be priced (the server's Pricer's `ready`); the first upgrade waits for it. */
   pricesReady: () => Promise<void>
@@ -221,6 +222,16 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     const metered = /(^|\/)responses$/.test(route.path)
     const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders) : null
     if (calls) calls.upgradeHeaders = upgradeAnswers.get(req) ?? null
+    // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
+    // client's socket closed with 1014 (bad gateway), so the agent retries rather than waits.
+    const silence = calls
+      ? new SilenceWatch(opts.timeouts, () => calls.openState(), () => up.isPaused, (started) => {
+          calls.timedOut()
+          opts.warn?.(`${route.upstream.provider.name} (${route.upstream.host}) ${started ? 'stalled mid-response' : 'did not answer'} on a WebSocket for longer than upstream.${started ? 'idle' : 'first_byte'}_timeout_ms; the socket was closed`)
+          if (client.readyState === client.OPEN) client.close(1014, 'the provider stopped answering')
+          up.terminate()
+        })
+      : null
 
     const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
       if (to.readyState !== to.OPEN) return
@@ -259,20 +270,24 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         return
       }
       toUpstream(data, isBinary)
+      silence?.check()
     }
     client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
     up.on('message', (raw, isBinary) => {
       const data = raw as Buffer
       if (calls && !isBinary) calls.fromUpstream(data)
       toClient(data, isBinary)
+      silence?.check()
     })
     client.on('close', (code, reason) => {
+      silence?.stop()
       sockets.delete(client)
       calls?.closed('client')
       if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
       else up.terminate()
     })
     up.on('close', (code, reason) => {
+      silence?.stop()
       calls?.closed('upstream')
       if (client.readyState !== client.OPEN) return
       // The provider's connection dropped without a close frame (1006) or failed its TLS (1015):

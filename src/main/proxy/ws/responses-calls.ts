@@ -208,6 +208,30 @@ export class ResponsesSocketCalls {
     }
   }
 
+  /** Whether a response is open: `waiting` for its first frame, or `streaming`. */
+  openState(): 'none' | 'waiting' | 'streaming' {
+    const s = this.open[0]
+    return !s ? 'none' : s.responseStarted ? 'streaming' : 'waiting'
+  }
+
+  /**
+   * The upstream went silent past its time limit (./silence.ts): the open calls are recorded as an
+   * HTTP call's are, 504 `upstream_timeout` before any frame ($0: nothing came), `upstream_stalled`
+   * after (what streamed metered, the rest estimated); the relay then closes the socket.
+   */
+  timedOut(): void {
+    this.closedBy ??= 'upstream'
+    for (const s of this.open.splice(0)) {
+      if (this.erred.has(s)) {
+        this.life.finish(s)
+        continue
+      }
+      s.status = 504
+      s.error = s.responseStarted ? 'upstream_stalled' : 'upstream_timeout'
+      this.life.finish(s)
+    }
+  }
+
   /**
    * The socket closed: calls still open are recorded as abandoned by the client or cut by the
    * upstream; an erred call's response had ended (failed) already, and is recorded with its error.

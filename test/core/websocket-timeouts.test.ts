@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket, { WebSocketServer } from 'ws'
+import type { Logger } from '../../src/main/log'
+import { eventually } from '../support/http'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A provider that goes silent on Codex's Responses WebSocket is timed as over HTTP: no frame
+ * within `upstream.first_byte_timeout_ms` of a `response.create`, or none for
+ * `upstream.idle_timeout_ms` inside a response, and the calls are recorded 504 and the client's
+ * socket closed with 1014, so the agent retries instead of waiting on a dead turn. A socket quiet
+ * between turns, and a response whose frames keep coming, are left alone.
+ */
+
+const FIRST_BYTE_MS = 1500
+const IDLE_MS = 1000
+const BIG_DELTAS = 256
+
+let upstreamHttp: http.Server
+let wss: WebSocketServer
+let t: TestServer
+const warnings: string[] = []
+
+function frames(n: number): string[] {
+  const resp = { id: `resp_t${n}`, object: 'response', model: 'gpt-4o-mini-2024-07-18', status: 'in_progress' }
+  const usage = { input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 40, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: 1040 }
+  return [
+    JSON.stringify({ type: 'response.created', sequence_number: 0, response: resp }),
+    JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: 'hello there' }),
+    JSON.stringify({ type: 'response.output_text.delta', sequence_number: 2, item_id: 'msg_1', output_index: 0, content_index: 0, delta: ', friend' }),
+    JSON.stringify({ type: 'response.completed', sequence_number: 3, response: { ...resp, status: 'completed', usage } }),
+  ]
+}
+
+beforeAll(async () => {
+  upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
+  wss = new WebSocketServer({ noServer: true })
+  upstreamHttp.on('upgrade', (req, socket, head) => {
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      let n = 0
+      ws.on('message', async (data) => {
+        const text = String(data)
+        const f = frames(++n)
+        // 'silent': nothing at all; 'stall': the response begins, then nothing.
+        if (text.includes('silent')) return
+        if (text.includes('stall')) return void ws.send(f[0])
+        // 'big': 16 MB of text deltas at once (random, so compression does not shrink them), more
+        // than the sockets' buffers and the relay's hold for a slow client.
+        if (text.includes('big')) {
+          const delta = JSON.stringify({ type: 'response.output_text.delta', sequence_number: 1, item_id: 'msg_1', output_index: 0, content_index: 0, delta: randomBytes(48 * 1024).toString('base64') })
+          ws.send(f[0])
+          for (let i = 0; i < BIG_DELTAS; i++) ws.send(delta)
+          return void ws.send(f[3])
+        }
+        // 'slow': every frame a good while apart, each gap well inside the idle limit, the whole far past it.
+        for (const frame of f) {
+          if (text.includes('slow')) await new Promise((r) => setTimeout(r, IDLE_MS / 3))
+          if (ws.readyState === ws.OPEN) ws.send(frame)
+        }
+      })
+    })
+  })
+  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
+  const upstreamUrl = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
+  const log: Logger = { info: () => {}, warn: (l) => void warnings.push(l), error: () => {}, debug: () => {} }
+  t = await startTestServer({ upstream: { first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS } }, upstreamUrl, undefined, { log })
+})
+afterAll(async () => {
+  await t.cleanup()
+  wss.close()
+  upstreamHttp.closeAllConnections()
+  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+})
+
+function rows(): any[] {
+  const db = new Database(t.dbFile, { readonly: true })
+  try {
+    return db.prepare('SELECT * FROM calls ORDER BY id').all()
+  } finally {
+    db.close()
+  }
+}
+
+interface Client {
+  ws: WebSocket
+  frames: string[]
+  closed: Promise<{ code: number; reason: string }>
+}
+
+function open(): Promise<Client> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: 'Bearer sk-test-websocket-silence-01', 'user-agent': 'codex_exec/0.171.0' } })
+    const frames: string[] = []
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.once('close', (code, reason) => r({ code, reason: String(reason) })))
+    ws.on('message', (d) => frames.push(String(d)))
+    ws.on('open', () => resolve({ ws, frames, closed }))
+    ws.on('error', reject)
+  })
+}
+
+const create = (input: string) => JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: input }] }], stream: true })
+
+describe('an upstream silent on a Responses WebSocket', () => {
+  it('within a response, for longer than idle_timeout_ms: the call is recorded 504 upstream_stalled (estimated), the client closed with 1014', async () => {
+    const before = rows().length
+    const c = await open()
+    c.ws.send(create('stall please'))
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    expect(c.frames).toHaveLength(1)
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 504, error: 'upstream_stalled', estimated: 1, agent: 'codex' })
+    expect(r.cost_usd).toBeGreaterThan(0)
+    expect(warnings.some((w) => w.includes('stalled mid-response on a WebSocket for longer than upstream.idle_timeout_ms'))).toBe(true)
+  })
+
+  it('after a response.create, for longer than first_byte_timeout_ms: recorded 504 upstream_timeout at $0', async () => {
+    const before = rows().length
+    const c = await open()
+    c.ws.send(create('silent please'))
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 504, error: 'upstream_timeout', cost_usd: 0, input_tokens: 0 })
+  })
+
+  it('while the client reads slowly (the relay holds the upstream back), its silence is not the upstream\'s: nothing is cut', async () => {
+    const before = rows().length
+    const c = await open()
+    c.ws.pause()
+    c.ws.send(create('big please'))
+    // The relay has paused the upstream for the client; a while longer than the idle limit passes.
+    await new Promise((r) => setTimeout(r, IDLE_MS * 2.5))
+    expect(rows().length).toBe(before)
+    c.ws.resume()
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 200, error: null, output_tokens: 40 })
+    await eventually(() => c.frames.length === BIG_DELTAS + 2, 10_000)
+    expect(JSON.parse(c.frames[BIG_DELTAS + 1]).type).toBe('response.completed')
+    expect(c.ws.readyState).toBe(WebSocket.OPEN)
+    c.ws.close()
+  })
+
+  it('between turns, and while frames keep coming, nothing is cut', async () => {
+    const before = rows().length
+    const c = await open()
+    c.ws.send(create('slow please'))
+    await eventually(() => rows().length === before + 1, 10_000)
+    // Quiet between turns for longer than both limits: the socket stays open.
+    await new Promise((r) => setTimeout(r, FIRST_BYTE_MS + IDLE_MS))
+    expect(c.ws.readyState).toBe(WebSocket.OPEN)
+    c.ws.send(create('slow again'))
+    await eventually(() => rows().length === before + 2, 10_000)
+    expect(rows().slice(before).map((r) => [r.status, r.error, r.output_tokens])).toEqual([
+      [200, null, 40],
+      [200, null, 40],
+    ])
+    expect(c.ws.readyState).toBe(WebSocket.OPEN)
+    c.ws.close()
+  })
+})
