@@ -5,7 +5,8 @@ import net from 'node:net'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
 import { startTestServer } from '../../../test/support/server'
-import { PortTakenError, canListen, connectUrl, findFreePort, listenerUids, otherUsersListener, probePort, reachableUrl, startOrAttach } from './port'
+import { otherUsersListener } from './listener-owner'
+import { PortTakenError, canListen, connectUrl, findFreePort, probePort, reachableUrl, startOrAttach } from './port'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -72,13 +73,6 @@ describe('probePort', () => {
     expect(owner.kind === 'other' && owner.detail).toContain('nginx')
   })
 
-  it("reads who listens on a port from the kernel's socket tables (Linux): this process for its own server", async () => {
-    const port = await listenOn(foreignHttp())
-    if (process.platform !== 'linux') return expect(await listenerUids(port)).toBeNull()
-    expect(await listenerUids(port)).toEqual([process.getuid!()])
-    expect(await otherUsersListener(port)).toBeNull()
-  })
-
   // Another user's process needs root to start (CI runs as root); Debian's node is readable by all.
   const asNobody = process.platform === 'linux' && process.getuid?.() === 0 && existsSync('/usr/bin/node')
   it.runIf(asNobody)("says other for another user's program that answers as Burnrate: never attached to", async () => {
@@ -94,7 +88,9 @@ describe('probePort', () => {
     })
     // It does answer as Burnrate.
     expect(await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()).toEqual({ status: 'ok', version: '9.9.9' })
-    expect(await otherUsersListener(port)).toBe(65534)
+    expect(await otherUsersListener('127.0.0.1', port)).toBe(65534)
+    // Not where it does not listen: this user's server on ::1 at the same port is still its own.
+    expect(await otherUsersListener('::1', port)).toBeNull()
     expect(await probePort('127.0.0.1', port)).toEqual({ kind: 'other', detail: "another user's program (uid 65534) answers on it as Burnrate" })
     const asked: string[] = []
     const r = await startOrAttach({

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises'
 import net from 'node:net'
-import { join } from 'node:path'
 import type { Health } from '../../shared/api'
+import { otherUsersListener } from './listener-owner'
 
 /** Who answers on the configured address. */
 export type PortOwner =
@@ -50,46 +49,12 @@ export async function probePort(host: string, port: number, timeoutMs = 1500): P
     // On a machine others log in to, anyone may listen on the port while this user's Burnrate is
     // stopped and answer as one: attached to, it would be handed the dashboard's tokens and shown
     // as this user's spend (its agents' keys go to it whatever the app does).
-    const other = await otherUsersListener(port)
+    const other = await otherUsersListener(new URL(url).hostname.replace(/^\[|\]$/g, ''), port)
     if (other !== null) return { kind: 'other', detail: `another user's program (uid ${other}) answers on it as Burnrate` }
     return { kind: 'burnrate', url, version: body.version }
   }
   const server = res.headers.get('server')
   return { kind: 'other', detail: `it answered HTTP ${res.status}${server ? ` (${server})` : ''}, not Burnrate's health check` }
-}
-
-/**
- * Linux: the user ids of the sockets listening on TCP `port` (any address), from the kernel's
- * socket tables in `procNet` (/proc/net: tcp, tcp6). Null where neither can be read (another
- * system).
- */
-export async function listenerUids(port: number, procNet = '/proc/net'): Promise<number[] | null> {
-  const uids: number[] = []
-  let read = false
-  for (const file of ['tcp', 'tcp6']) {
-    let text: string
-    try {
-      text = await readFile(join(procNet, file), 'utf8')
-    } catch {
-      continue
-    }
-    read = true
-    // "sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...", hex address:port; st 0A is LISTEN.
-    for (const line of text.split('\n').slice(1)) {
-      const f = line.trim().split(/\s+/)
-      if (f.length < 8 || f[3] !== '0A') continue
-      if (Number.parseInt(f[1].slice(f[1].lastIndexOf(':') + 1), 16) === port) uids.push(Number(f[7]))
-    }
-  }
-  return read ? uids : null
-}
-
-/** Another user's id listening on `port` (Linux), or null: none, or not known here. */
-export async function otherUsersListener(port: number, procNet?: string): Promise<number | null> {
-  const me = process.getuid?.()
-  if (me === undefined) return null
-  const uids = await listenerUids(port, procNet)
-  return uids?.find((u) => u !== me) ?? null
 }
 
 /** Whether a TCP listen on host:port succeeds right now. */
