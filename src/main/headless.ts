@@ -66,4 +66,7 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   }
   process.on('SIGINT', () => stop('SIGINT'))
   process.on('SIGTERM', () => stop('SIGTERM'))
+  // The terminal or ssh session it was started from closed: without a handler Node exits at once,
+  // losing the calls not yet written (there is no reload to do on it: the config is read at start).
+  process.on('SIGHUP', () => stop('SIGHUP'))
 }

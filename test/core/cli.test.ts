@@ -56,15 +56,19 @@ describe('the headless entry', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('serves, and flushes every call to disk on SIGTERM', async () => {
-    const cfg = join(dir, 'cfg.yaml')
+  // SIGHUP: the terminal or ssh session it runs in closed.
+  it.each(['SIGTERM', 'SIGHUP'] as const)('serves, and flushes every call to disk on %s', async (signal) => {
+    const data = mkdtempSync(join(dir, 'signal-'))
+    const cfg = join(data, 'cfg.yaml')
     writeFileSync(cfg, `providers:\n  openai:\n    base_url: ${upstream.url}/v1\n`)
-    const cli = startCli(['--config', cfg, '--data-dir', dir, '--port', '0'])
+    const cli = startCli(['--config', cfg, '--data-dir', data, '--port', '0'])
     const url = await cli.url
     for (let i = 0; i < 20; i++) await postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini' })
-    cli.child.kill('SIGTERM')
+    cli.child.kill(signal)
     expect(await cli.exit).toBe(0)
-    const db = new Database(join(dir, 'burnrate.db'), { readonly: true })
+    expect(cli.stderr()).toContain(`${signal}: finishing calls under way and flushing the ledger`)
+    expect(existsSync(join(data, 'server.lock'))).toBe(false)
+    const db = new Database(join(data, 'burnrate.db'), { readonly: true })
     expect((db.prepare('SELECT COUNT(*) AS n FROM calls').get() as any).n).toBe(20)
     db.close()
   })
