@@ -7,7 +7,7 @@ import type { RegisterCommand } from './types'
 export const serve: RegisterCommand = (program, ctx) => {
   program
     .command('serve')
-    .description('Run the proxy, ledger and dashboard until SIGINT or SIGTERM (the default command).')
+    .description('Run the proxy, ledger and dashboard until SIGINT, SIGTERM or SIGHUP (the default command).')
     .option('--config <file>', 'YAML config file (default: <data dir>/config.yaml)')
     .option('--host <address>', 'address to listen on (default 127.0.0.1)')
     .option('--port <n>', 'port to listen on (default 8787; 0 picks a free one)')
