@@ -114,6 +114,19 @@ describe('the desktop app over the real server core', () => {
     await eventually(() => win().visible)
   })
 
+  it("keeps its data where the config's data_dir says, as `burnrate serve` does with the same config (one ledger, one set of budget meters)", async () => {
+    const elsewhere = join(dir, 'elsewhere')
+    writeConfig({ data_dir: elsewhere })
+    const d = await launch()
+    expect(d.config.data_dir).toBe(elsewhere)
+    expect(d.config.source).toBe(join(dir, 'config.yaml'))
+    expect(existsSync(join(elsewhere, 'burnrate.db'))).toBe(true)
+    expect(existsSync(join(dir, 'burnrate.db'))).toBe(false)
+    // The command line's reading of the same config (its default folder is the desktop's userData).
+    const { loadConfig } = await import('../../src/main/config/load')
+    expect(loadConfig({ defaultDataDir: dir }, {}).data_dir).toBe(elsewhere)
+  })
+
   it("shows today's spend in the tray and updates it after calls through the proxy", async () => {
     writeConfig()
     const d = await launch()

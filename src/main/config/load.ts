@@ -21,6 +21,12 @@ export interface ConfigFlags {
   host?: string
   port?: number | string
   dataDir?: string
+  /**
+   * Where config.yaml is looked for, and the data folder unless the file's `data_dir` names
+   * another, when neither `dataDir` nor BURNRATE_DATA_DIR is given: the desktop app's userData.
+   * Default: the OS app-data folder (the same folder on every platform).
+   */
+  defaultDataDir?: string
 }
 
 function describePath(path: readonly PropertyKey[]): string {
@@ -166,7 +172,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     file = resolve(explicit)
     if (!existsSync(file)) throw new ConfigError(`config ${file}: file not found`)
   } else {
-    const candidate = join(resolve(dirOverride ?? defaultDataDir()), CONFIG_FILE)
+    const candidate = join(resolve(dirOverride ?? flags.defaultDataDir ?? defaultDataDir()), CONFIG_FILE)
     if (existsSync(candidate)) {
       // Found, not named: in a folder shared with other users it may be theirs (their listener as a provider's base_url).
       const untrusted = untrustedReason(candidate)
@@ -196,7 +202,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (problem) throw new ConfigError(`${where}: ${problem}`)
   }
 
-  let dataDir = dirOverride ?? parsed.data_dir ?? defaultDataDir()
+  let dataDir = dirOverride ?? parsed.data_dir ?? flags.defaultDataDir ?? defaultDataDir()
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
 
   if (parsed.admin.enabled && !parsed.admin.token) {

@@ -87,7 +87,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const userData = app.getPath('userData')
   const log = opts.log ?? desktopLogger(userData)
   const started = await startServer({
-    dataDir: env.BURNRATE_DATA_DIR || userData,
+    dataDir: userData,
     env,
     log,
     features: opts.features,

@@ -24,6 +24,7 @@ export interface Started {
 }
 
 export interface StartOptions {
+  /** userData: where config.yaml is, and the data folder unless the config or BURNRATE_DATA_DIR names another. */
   dataDir: string
   env: NodeJS.ProcessEnv
   log: Logger
@@ -108,7 +109,9 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
   let adminToken: string | null
   let systemProxy: SystemNetwork | null = null
   try {
-    config = loadConfig({ dataDir }, env)
+    // userData is where the config is looked for and the data folder by default; the config's
+    // data_dir (or BURNRATE_DATA_DIR) moves the data as it does for the command line's `serve`.
+    config = loadConfig({ defaultDataDir: dataDir }, env)
     // The window connects agents through the admin API: with none configured, this app's own
     // server gets one for this run, with a random token only the window is given.
     const cfg: Config = { ...config, server: { ...config.server } }
@@ -124,7 +127,7 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
         server ??= createBurnrate(cfg, { log, features: o.features, estimateWorker: o.estimateWorker, watchLogs: true })
         return listenOn(server)
       },
-      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? join(dataDir, CONFIG_FILE)),
+      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? join(env.BURNRATE_DATA_DIR || dataDir, CONFIG_FILE)),
     })
   } catch (err) {
     const s = server as BurnrateServer | null
