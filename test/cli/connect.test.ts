@@ -97,4 +97,53 @@ describe('burnrate connect / disconnect', () => {
     expect(err).toContain('Unknown agent "vim"')
     expect(await cli('disconnect')).toBe(2)
   })
+
+  it('a mistake in config.yaml refuses connect, but disconnect still restores the agents (they point at a server that cannot start)', async () => {
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(await cli('connect', 'codex')).toBe(0)
+    writeFileSync(join(home, 'data', 'config.yaml'), 'budgets:\n  rules:\n    - {api_key_pattern: "sk-*", daily_limit: 5, action: block}\n')
+    expect(await cli('connect', 'codex')).toBe(1)
+    expect(err).toContain('unknown key "daily_limit"')
+    expect(await cli('disconnect', 'claude-code')).toBe(0)
+    expect(err).toContain('unknown key "daily_limit"')
+    expect(err).toContain(`disconnecting all the same, with the records in ${join(home, 'data')}`)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+    expect(await cli('disconnect', '--all')).toBe(0)
+    expect(out).toContain('codex: disconnected')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(CODEX)
+  })
+
+  it("finds the records where the config's data_dir says, even in a config that does not load", async () => {
+    delete process.env.BURNRATE_DATA_DIR
+    process.env.XDG_CONFIG_HOME = join(home, 'xdg')
+    mkdirSync(join(home, 'xdg', 'Burnrate'), { recursive: true })
+    const cfg = join(home, 'xdg', 'Burnrate', 'config.yaml')
+    writeFileSync(cfg, `data_dir: ${join(home, 'moved')}\n`)
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    writeFileSync(cfg, `data_dir: ${join(home, 'moved')}\nserver: {port: "http"}\n`)
+    expect(await cli('disconnect', 'claude-code')).toBe(0)
+    expect(err).toContain(`with the records in ${join(home, 'moved')}`)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+  })
+
+  it('server.port 0 (a free port at each start): points at the running server, or says there is no address', async () => {
+    process.env.BURNRATE_PORT = '0'
+    expect(await cli('connect', 'claude-code')).toBe(2)
+    expect(err).toContain('server.port is 0 (a free port at each start) and no Burnrate serves this data folder now')
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+    expect(await cli('connect', 'claude-code', '--url', 'http://127.0.0.1:0')).toBe(2)
+    expect(err).toContain('names port 0')
+    // A server on this data folder, on the port the system gave it.
+    const { startTestServer } = await import('../support/server')
+    mkdirSync(join(home, 'data'), { recursive: true })
+    const t = await startTestServer({}, undefined, join(home, 'data'))
+    try {
+      expect(await cli('connect', 'claude-code')).toBe(0)
+      expect(out).toContain(`claude-code: connected to ${t.url}`)
+      expect(err).toContain(`server.port is 0: pointing at the running server's ${t.url}`)
+      expect(JSON.parse(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).env.ANTHROPIC_BASE_URL).toBe(t.url)
+    } finally {
+      await t.cleanup()
+    }
+  })
 })

@@ -213,3 +213,28 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
 
   return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), timezone_from: parsed.timezone ? 'config' : 'machine', source: file }
 }
+
+/**
+ * The data folder alone, when the config does not load (a typo): `--data-dir`, BURNRATE_DATA_DIR,
+ * the file's `data_dir` if the YAML can be read at all, else the default. Undoing what Burnrate
+ * did (`burnrate disconnect`) needs only this, and must not be refused for a mistake elsewhere in
+ * the file, while agents stay pointed at a server that cannot start.
+ */
+export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): string {
+  const dirOverride = flags.dataDir ?? (env.BURNRATE_DATA_DIR || undefined)
+  const base = flags.defaultDataDir ?? defaultDataDir()
+  let dir = dirOverride
+  if (dir === undefined) {
+    const explicit = flags.config ?? (env.BURNRATE_CONFIG || undefined)
+    const file = explicit ? resolve(explicit) : join(resolve(base), CONFIG_FILE)
+    try {
+      if (explicit || !untrustedReason(file)) {
+        const raw = parseDocument(readFileSync(file, 'utf8')).toJS({ maxAliasCount: 100 }) as { data_dir?: unknown } | null
+        if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = raw.data_dir
+      }
+    } catch {
+      // no file, or not YAML: the default
+    }
+  }
+  return resolve(dir ?? base)
+}

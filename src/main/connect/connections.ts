@@ -380,6 +380,7 @@ export function normaliseUrl(url: string): string {
     throw new ConnectError('unsupported', `"${url}" is not a URL such as http://127.0.0.1:8787.`)
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConnectError('unsupported', `"${url}" is not an http(s) address.`)
+  if (u.port === '0') throw new ConnectError('unsupported', `"${url}" names port 0, which nothing can be reached at; give the port Burnrate listens on.`)
   return `${u.protocol}//${u.host}${u.pathname.replace(/\/+$/, '')}`
 }
 

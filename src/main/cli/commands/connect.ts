@@ -15,19 +15,49 @@ export interface ConnectOptions {
   platform?: NodeJS.Platform
 }
 
-async function setup(o: ConnectOptions, ctx: CliContext) {
-  const { loadConfig, ConfigError } = await import('../../config/load')
+/**
+ * The agents' connections and the address to point them at. `undo` (disconnect): a config that
+ * does not load (a typo) is said and the data folder found anyway, since agents pointed at a
+ * server that cannot start must still be restored.
+ */
+async function setup(o: ConnectOptions, ctx: CliContext, undo = false) {
+  const { loadConfig, dataDirAnyway, ConfigError } = await import('../../config/load')
   const { AgentConnections, ConnectError, proxyNotes } = await import('../../connect/connections')
-  const { connectUrl } = await import('../../desktop-logic/port')
-  let config
+  const { connectUrl, reachableUrl } = await import('../../desktop-logic/port')
+  const { dataDirServer } = await import('../../server/data-lock')
+  const flags = { config: o.config, dataDir: o.dataDir }
+  let config: import('../../config/schema').Config | null = null
+  let dataDir: string
   try {
-    config = loadConfig({ config: o.config, dataDir: o.dataDir }, ctx.env)
+    config = loadConfig(flags, ctx.env)
+    dataDir = config.data_dir
   } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message)
-    throw err
+    if (!(err instanceof ConfigError)) throw err
+    if (!undo) throw new CliError(err.message)
+    dataDir = dataDirAnyway(flags, ctx.env)
+    ctx.stderr.write(`burnrate: ${err.message}\nburnrate: disconnecting all the same, with the records in ${dataDir}\n`)
   }
-  const connections = new AgentConnections({ home: o.home ?? homedir(), env: ctx.env, platform: o.platform ?? process.platform, dataDir: config.data_dir })
-  const url = o.url ?? connectUrl(config.server.host, config.server.port)
+  const connections = new AgentConnections({ home: o.home ?? homedir(), env: ctx.env, platform: o.platform ?? process.platform, dataDir })
+  // server.port 0: a free port at each start. Only the running server's address can be pointed at,
+  // and only until it stops.
+  let url = o.url ?? (config ? connectUrl(config.server.host, config.server.port) : '')
+  let portNote: string | null = null
+  let noAddress: string | null = null
+  if (!o.url && config?.server.port === 0) {
+    const running = dataDirServer(dataDir)?.url
+    if (running && new URL(running).port !== '0') {
+      url = reachableUrl(running)
+      portNote = `server.port is 0: pointing at the running server's ${url}, which changes when it starts again (set server.port to keep one address)`
+    } else {
+      noAddress = 'server.port is 0 (a free port at each start) and no Burnrate serves this data folder now, so there is no address to point agents at; set server.port, or give --url'
+    }
+  }
+  /** The address to point an agent at, or a usage error when there is none. */
+  const target = (): string => {
+    if (noAddress) throw new CliError(noAddress, EXIT.usage)
+    if (portNote) ctx.stderr.write(`note: ${portNote}\n`)
+    return url
+  }
   const wrap = <T>(fn: () => T): T => {
     try {
       return fn()
@@ -36,7 +66,7 @@ async function setup(o: ConnectOptions, ctx: CliContext) {
       throw err
     }
   }
-  return { connections, url, wrap, proxyNotes }
+  return { connections, url, target, wrap, proxyNotes }
 }
 
 function printPlan(ctx: CliContext, plan: ConnectPlan, applied: boolean): void {
@@ -49,17 +79,24 @@ function printPlan(ctx: CliContext, plan: ConnectPlan, applied: boolean): void {
 
 /** `burnrate connect [agent]`: without an agent, lists them; with one, shows the change and makes it. */
 export async function runConnect(agent: string | undefined, o: ConnectOptions, ctx: CliContext): Promise<void> {
-  const { connections, url, wrap, proxyNotes } = await setup(o, ctx)
+  const { connections, url, target, wrap, proxyNotes } = await setup(o, ctx)
   if (!agent) {
     for (const a of connections.list()) {
       const state = a.connected ? `connected to ${a.url}${a.changed_since ? ' (changed by hand since)' : ''}` : a.installed ? 'installed, not connected' : 'not found'
       ctx.stdout.write(`${a.agent.padEnd(12)} ${state}${a.error ? ` — ${a.error}` : ''}\n`)
     }
-    ctx.stdout.write(`\nburnrate connect <agent> points one at ${url} (after showing the change); burnrate disconnect <agent> | --all undoes it.\n`)
+    let to: string | null = null
+    try {
+      to = target()
+    } catch (err) {
+      ctx.stdout.write(`\n${(err as Error).message}.\n`)
+    }
+    if (to) ctx.stdout.write(`\nburnrate connect <agent> points one at ${to} (after showing the change); burnrate disconnect <agent> | --all undoes it.\n`)
     for (const n of proxyNotes('your agents', url, { home: o.home ?? homedir(), env: ctx.env, platform: o.platform ?? process.platform })) ctx.stdout.write(`note: ${n}\n`)
     return
   }
-  const plan = wrap(() => (o.dryRun ? connections.planConnect(agent, url) : connections.connect(agent, url)))
+  const to = target()
+  const plan = wrap(() => (o.dryRun ? connections.planConnect(agent, to) : connections.connect(agent, to)))
   printPlan(ctx, plan, !o.dryRun)
   if (!o.dryRun && !plan.noop) ctx.stdout.write(`${connections.connector(agent).note}\n`)
 }
@@ -68,7 +105,7 @@ export async function runConnect(agent: string | undefined, o: ConnectOptions, c
 export async function runDisconnect(agent: string | undefined, o: ConnectOptions, ctx: CliContext): Promise<void> {
   if (!agent && !o.all) throw new CliError('name an agent, or --all to disconnect every connected agent', EXIT.usage)
   if (agent && o.all) throw new CliError('name an agent or give --all, not both', EXIT.usage)
-  const { connections, wrap } = await setup(o, ctx)
+  const { connections, wrap } = await setup(o, ctx, true)
   const agents = agent ? [agent] : connections.connected().map((c) => c.agent)
   if (agents.length === 0) ctx.stdout.write('No agent is connected by Burnrate.\n')
   const failed: string[] = []
