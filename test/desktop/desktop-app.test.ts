@@ -549,4 +549,33 @@ describe('connecting agents from the tray, and never stranding them', () => {
     notice.emit('click')
     expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${second.url}"`)
   })
+
+  it('cannot start (a typo in config.yaml) while an agent points here: the error offers to disconnect it', async () => {
+    claudeInstalled()
+    writeConfig()
+    await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    state.messageBoxResponse = 2 // quit anyway: the agent stays connected
+    await quit()
+    expect(readFileSync(settings(), 'utf8')).toContain('ANTHROPIC_BASE_URL')
+
+    writeFileSync(join(dir, 'config.yaml'), 'servr:\n  port: 1\n')
+    resetElectron(dir)
+    state.messageBoxResponse = 1 // Quit: nothing changed
+    expect(await runDesktop({ env: {}, log: silentLogger, signals: false, home: join(dir, 'home') })).toBeNull()
+    expect(state.errorBoxes).toHaveLength(0)
+    expect(state.messageBoxes).toHaveLength(1)
+    expect(state.messageBoxes[0]).toMatchObject({ message: 'Burnrate cannot start', buttons: ['Disconnect agents and quit', 'Quit'] })
+    expect(state.messageBoxes[0].detail).toContain('unknown key "servr"')
+    expect(state.messageBoxes[0].detail).toContain('Claude Code points at Burnrate')
+    expect(readFileSync(settings(), 'utf8')).toContain('ANTHROPIC_BASE_URL')
+
+    resetElectron(dir)
+    state.messageBoxResponse = 0 // Disconnect agents and quit
+    expect(await runDesktop({ env: {}, log: silentLogger, signals: false, home: join(dir, 'home') })).toBeNull()
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+    expect(state.quitCalls).toBe(1)
+  })
 })

@@ -93,6 +93,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     features: opts.features,
     estimateWorker: opts.estimateWorker,
     resolveProxy: (url) => session.defaultSession.resolveProxy(url),
+    home: opts.home,
+    platform,
   })
   if (!started) {
     app.quit()

@@ -24,6 +24,26 @@ export function showStartupError(message: string): void {
   dialog.showErrorBox('Burnrate cannot start', message)
 }
 
+/**
+ * The same, while agents point at Burnrate: they cannot work until it runs, so the dialog offers
+ * to put their settings back. True when the person chose to.
+ */
+export async function askStartupErrorDisconnect(message: string, agents: string[]): Promise<boolean> {
+  const { response } = await dialog.showMessageBox({
+    type: 'error',
+    title: 'Burnrate',
+    message: 'Burnrate cannot start',
+    detail:
+      `${message}\n\n${agents.join(', ')} ${agents.length === 1 ? 'points' : 'point'} at Burnrate and cannot reach ${agents.length === 1 ? 'its' : 'their'} provider while it is stopped. ` +
+      'Disconnect puts their settings back as they were (connect them again once Burnrate starts).',
+    buttons: ['Disconnect agents and quit', 'Quit'],
+    defaultId: 0,
+    cancelId: 1,
+    noLink: true,
+  })
+  return response === 0
+}
+
 /** Shows exactly what a connect or disconnect will change; true when the person confirms. */
 export async function confirmChange(text: { message: string; detail: string; button: string }): Promise<boolean> {
   const { response } = await dialog.showMessageBox({

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
-import { ConfigError, loadConfig } from '../config/load'
+import { homedir } from 'node:os'
+import { ConfigError, dataDirAnyway, loadConfig } from '../config/load'
 import { CONFIG_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
 import { PortTakenError, type StartResult, probePort, reachableUrl, startOrAttach } from '../desktop-logic/port'
@@ -8,7 +9,8 @@ import { type SystemNetwork, systemNetwork } from '../desktop-logic/system-proxy
 import type { Logger } from '../log'
 import { dataDirHolder } from '../server/data-lock'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../server/server'
-import { askOtherPort, showStartupError } from './dialogs'
+import { AgentConnections } from '../connect/connections'
+import { askOtherPort, askStartupErrorDisconnect, showStartupError } from './dialogs'
 
 /** The server the app runs on: its own, or a headless Burnrate already on the port. */
 export interface Started {
@@ -32,6 +34,9 @@ export interface StartOptions {
   estimateWorker?: CreateOptions['estimateWorker']
   /** The system's proxy for a URL (Electron's `session.resolveProxy`), used when neither the config nor the environment names one. */
   resolveProxy?: (url: string) => Promise<string>
+  /** The home folder whose agents may be connected (tests); default the user's. */
+  home?: string
+  platform?: NodeJS.Platform
 }
 
 /** `upstream` with the system's proxy settings in it, when they name a proxy and neither the config nor the environment does (desktop-logic/system-proxy.ts). */
@@ -77,6 +82,35 @@ async function attachToHolder(dataDir: string): Promise<StartResult | null> {
   if (!port) return null
   const owner = await probePort(host, port)
   return owner.kind === 'burnrate' ? { kind: 'attached', url: owner.url, version: owner.version } : null
+}
+
+/**
+ * Says why the app cannot start. Agents connected to Burnrate are stranded while it is stopped (a
+ * typo in config.yaml, the database unreadable): the dialog offers to disconnect them, with the
+ * data folder found even when the config does not load.
+ */
+async function startFailed(message: string, o: StartOptions): Promise<void> {
+  let connections: AgentConnections | null = null
+  let agents: string[] = []
+  try {
+    const dataDir = dataDirAnyway({ defaultDataDir: o.dataDir }, o.env)
+    connections = new AgentConnections({ home: o.home ?? homedir(), env: o.env, platform: o.platform ?? process.platform, dataDir })
+    agents = connections.connected().map((c) => c.agent)
+  } catch {
+    // the records cannot be read: the error alone
+  }
+  if (!connections || agents.length === 0) return showStartupError(message)
+  if (!(await askStartupErrorDisconnect(message, agents.map((a) => connections.connector(a).name)))) return
+  const failed: string[] = []
+  for (const a of agents) {
+    try {
+      connections.disconnect(a)
+      o.log.info(`${a}: disconnected (Burnrate cannot start)`)
+    } catch (err) {
+      failed.push(`${a}: ${(err as Error).message}`)
+    }
+  }
+  if (failed.length) showStartupError(`Not every agent could be disconnected:\n${failed.join('\n')}`)
 }
 
 /** Listens, turning "address in use" into PortTakenError so the attach-or-offer logic can decide. */
@@ -134,7 +168,7 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
     if (s) await s.close(0).catch(() => {})
     const message = err instanceof ConfigError ? err.message : `${(err as Error).message ?? err}`
     log.error(`cannot start: ${message}`)
-    showStartupError(message)
+    await startFailed(message, o)
     return null
   }
   if (result.kind === 'cancelled') {
