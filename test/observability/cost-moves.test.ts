@@ -1,5 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
+import { writeClaudeCodeCall } from '../support/agent-logs'
+import { runCliCaptured } from '../support/cli'
 import { chatAnswer } from '../pricing/support'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -40,7 +45,10 @@ async function stored(): Promise<number> {
 beforeAll(async () => {
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
   collector = await startCollector()
-  t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false } }, upstream.url)
+  t = await startTestServer(
+    { ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false }, import: { watch: false } },
+    upstream.url,
+  )
 })
 afterAll(async () => {
   await t?.cleanup()
@@ -73,5 +81,28 @@ describe('the cost counters follow a recorded call whose cost moves', () => {
     expect(near(await prom('burnrate_cost_reductions_usd_total'), 6)).toBe(true)
     expect(near((await prom('burnrate_cost_usd_total')) - (await prom('burnrate_cost_reductions_usd_total')), await stored())).toBe(true)
     await eventually(() => near(otlp('burnrate.cost.reductions'), 6) && near(otlp('gen_ai.usage.cost'), 8.4), 10_000)
+  })
+
+  it("an imported call's re-pricing moves no counter: imported calls are not in them, so their cost would show with no call", async () => {
+    const IMPORTED = 'claude-nonexistent-9-9'
+    const logs = mkdtempSync(join(tmpdir(), 'burnrate-moves-logs-'))
+    try {
+      const dir = writeClaudeCodeCall(logs, 'imported-1', IMPORTED)
+      const r = await runCliCaptured('import', 'claude-code', '--path', dir, '--config', t.configFile, '--data-dir', t.dir, '--url', t.url)
+      expect(r.code).toBe(0)
+      const cost = () => (t.server.db.prepare("SELECT sum(cost_usd) AS c FROM calls WHERE model = ? AND source = 'import'").get(IMPORTED) as { c: number | null }).c
+      await eventually(() => cost() === 0)
+      expect((await admin(t.url, 'PUT', `/prices/anthropic/${IMPORTED}`, { body: { input_mtok: 3, output_mtok: 15 } })).status).toBe(200)
+      expect((await admin(t.url, 'POST', `/prices/anthropic/${IMPORTED}/reprice`)).json()).toMatchObject({ repriced: 1 })
+      expect(cost()).toBeGreaterThan(0)
+      const series = (await request(`${t.url}/metrics`)).text.split('\n').filter((l) => l.includes(`model="${IMPORTED}"`))
+      expect(series).toEqual([])
+      // An OTLP export after the re-price (a proxied call's, to know one came) has none either.
+      const exports = collector.metrics.length
+      await eventually(() => collector.metrics.length > exports + 1, 10_000)
+      expect(otlpSum(collector.metrics, 'gen_ai.usage.cost', { 'gen_ai.request.model': IMPORTED })).toBeNull()
+    } finally {
+      rmSync(logs, { recursive: true, force: true })
+    }
   })
 })

@@ -61,7 +61,7 @@ export async function completeImported(
       if (changed === 0) continue
       updated++
       delta += p.cost_usd - row.cost_usd
-      moves.add(row, p.cost_usd - row.cost_usd, tokensGained(row, u))
+      moves.add({ ...row, source: 'import' }, p.cost_usd - row.cost_usd, tokensGained(row, u))
       if (p.cost_usd !== row.cost_usd) noticeMoved?.(id, p.cost_usd - row.cost_usd)
     }
     // PostgreSQL: the other instances move their meters and today's spend too (the calls feed).

@@ -24,6 +24,8 @@ export interface MovedCall {
   billing: CallBilling
   /** The call's endpoint (the metrics' operation), when the reader selected it. */
   endpoint?: string
+  /** `import`: stored from an agent's log, never in the metrics' per-call counters, so neither are its moves. */
+  source?: string
 }
 
 /** A recorded call's cost moved by `delta` (and its tokens by `tokens`), as the metrics count them (every call's, plan calls' too). */
@@ -101,7 +103,8 @@ export class CostMoves {
   add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
-    if (delta !== 0 || movesTokens(tokens)) {
+    // The metrics count the calls the proxy recorded; an imported call's cost was never in them.
+    if ((delta !== 0 || movesTokens(tokens)) && r.source !== 'import') {
       this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
     }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.

@@ -53,7 +53,7 @@ export async function repriceModel(
   await ledger.flushed() // the calls still in memory are in the table first
   // Calls a team member's Burnrate sent (origin_id set) keep the price it recorded.
   const select = `
-    SELECT id, ts, endpoint, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
+    SELECT id, ts, endpoint, source, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, usage_extra, cost_usd, priced
       FROM calls WHERE provider = @provider AND model = @model AND id > @after
        ${all ? '' : 'AND priced = 0'} AND ${BILLABLE}
