@@ -33,8 +33,8 @@ export class BudgetAnnouncer {
   /** When `fired` was last rid of the levels of ended periods. */
   private firedPruned = 0
   private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
-  /** Thresholds already crossed, by rule, key, period, period start, limit and threshold. */
-  private readonly crossed = new Set<string>()
+  /** Thresholds already crossed, by rule, key, period, period start, limit and threshold, each with when it can be forgotten (as `fired`). */
+  private readonly crossed = new Map<string, number>()
 
   constructor(private readonly clock: PeriodClock) {}
 
@@ -79,12 +79,17 @@ export class BudgetAnnouncer {
     }
   }
 
-  /** Forgets, once a day at most, the levels announced in calendar periods that have ended. */
+  /**
+   * Forgets, once a day at most, the levels and thresholds announced in calendar periods that have
+   * ended: kept, they would fill the maps of a server that runs for months until the bound clears
+   * them all, and every crossing of the current periods would be announced again.
+   */
   private prune(now: number): void {
     const day = this.clock.dayOf(now).start
     if (day === this.firedPruned) return
     this.firedPruned = day
     for (const [id, end] of this.fired) if (end <= now) this.fired.delete(id)
+    for (const [id, end] of this.crossed) if (end <= now) this.crossed.delete(id)
   }
 
   /**
@@ -109,6 +114,7 @@ export class BudgetAnnouncer {
   thresholds(s: KeyState, m: Meter, now: number, silent: boolean, periods: readonly PeriodState[] = m.periods(now)): void {
     const rule = m.rule
     const pcts = rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT
+    this.prune(now)
     for (const p of periods) {
       // A session's limit has no thresholds (`periods` may come with the session's, as `raise` takes them).
       if (p.period === 'session' || !(p.limit > 0)) continue
@@ -123,7 +129,7 @@ export class BudgetAnnouncer {
         }
         if (this.crossed.has(id)) continue
         if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
-        this.crossed.add(id)
+        this.crossed.set(id, p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt)
         if (silent) continue
         for (const l of this.thresholdListeners) {
           try {
