@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { formatUsdFull } from '../../src/shared/format'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson } from '../budgets/support'
 import { getJson } from '../dashboard/seed'
@@ -62,6 +63,10 @@ describe('budget threshold alerts to webhooks', () => {
     expect(last.forecast).toEqual({ projected_usd: expect.any(Number), exhausted_at: expect.any(String), burn_rate_usd_per_hour: expect.any(Number) })
     expect(events[0].spent_usd).toBeCloseTo(NANO_COST * 5, 15)
     expect(slack.got.map((g) => g.body.text)).toEqual(expect.arrayContaining([expect.stringContaining('alert at 100%')]))
+    // Its money as the dashboard shows it: a budget under a cent is not "$0.00 of its $0.00".
+    const texts = slack.got.map((g) => g.body.text as string)
+    expect(texts.join('\n')).not.toMatch(/\$0\.00(?!\d)/)
+    expect(texts).toEqual(expect.arrayContaining([expect.stringContaining(`has spent ${formatUsdFull(last.spent_usd)} of its ${formatUsdFull(last.limit_usd)} daily`)]))
     // Four more calls over the limit cross nothing new.
     expect(json.got).toHaveLength(4)
   })

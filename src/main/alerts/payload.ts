@@ -3,6 +3,7 @@ import { forecast } from '../budgets/forecast'
 import { isPrefix } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
 import { keyHint } from '../proxy/attribution'
+import { formatUsdFull } from '../../shared/format'
 
 /** The JSON body of a budget alert (README: Alerts). */
 export interface AlertPayload {
@@ -93,7 +94,8 @@ export function runawayPayload(e: RunawayEvent, id: string): RunawayPayload {
   }
 }
 
-const money = (n: number) => `$${n.toFixed(2)}`
+/** Money as the dashboard and the CLI show it: cents, or two significant digits under a cent (a small budget's $0.0012 is not $0.00). */
+const money = formatUsdFull
 
 /**
  * A value in Slack's text as itself: `&`, `<` and `>` escaped, as Slack asks. A session, agent or
