@@ -56,6 +56,8 @@ export const DEFAULT_LEASE_MS = 30_000
 const PRUNE_EVERY_MS = 60_000
 /** After PostgreSQL fails a reservation, how long calls are decided in process before it is asked again. */
 const DEGRADED_MS = 5000
+/** How long after a refusal for calls in flight alone it is asked once more (see askAgain). */
+const RESERVED_RECHECK_MS = 100
 /** Default longest wait for PostgreSQL's answer to an admission (`storage.budget_wait_ms`). */
 export const DEFAULT_ADMISSION_WAIT_MS = 3000
 
@@ -143,7 +145,11 @@ export class PgBudgetState implements BudgetState {
     // alone on what it has seen (README: degraded).
     if (Date.now() < this.degradedUntil || this.unanswered > 0) return this.decideInProcess(req)
     const given = new AbortController()
-    const asked = this.schema().then(() => this.admission.reserve(req, req.periods, 0, false, given.signal))
+    // The key's last call's settlement, when still being written, first: its reservation is freed
+    // there, and must not count against the call that follows its answer.
+    const before = this.settlements.written(req.keyHash)
+    const ask = () => this.admission.reserve(req, req.periods, 0, false, given.signal)
+    const asked = (before ? before.then(() => this.schema()) : this.schema()).then(ask).then((o) => this.askAgain(o, ask, given.signal))
     return new Promise<ReserveOutcome>((resolve) => {
       // A database that does not answer (rows another session holds locked, a server that hangs)
       // must not hold the agent's call: past the wait the call is decided in process. The
@@ -173,6 +179,18 @@ export class PgBudgetState implements BudgetState {
         },
       )
     })
+  }
+
+  /**
+   * A refusal for calls in flight alone (spent under the limit), asked once more a moment later:
+   * another instance's settlement of the key's last call, whose answer the agent already has, may
+   * not have committed yet when its next call, sent to this instance, asks. A call really in
+   * flight still holds its reservation then, and the refusal stands.
+   */
+  private async askAgain(o: ReserveOutcome, ask: () => Promise<ReserveOutcome>, signal: AbortSignal): Promise<ReserveOutcome> {
+    if (o.ok || o.kind !== 'reserved' || signal.aborted) return o
+    await new Promise((r) => setTimeout(r, RESERVED_RECHECK_MS))
+    return signal.aborted ? o : ask()
   }
 
   private degrade(): void {

@@ -139,7 +139,7 @@ export class Admission {
       const win = took.find((r) => r.period === 'window')
       // A window's settled cost goes into the bucket of the call's arrival minute.
       const bucket = win ? { id: win.id, minute: minuteOf(req.ts) } : null
-      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), bucket) }
+      return { ok: true, periods: seen, reservation: this.settlements.reservation(rid, took.map((r) => r.id), bucket, req.keyHash) }
     }
     this.settlements.drop(rid)
     if (took.length > 0) throw new Error('budget reservation: taken on some rows only') // cannot happen: all or none

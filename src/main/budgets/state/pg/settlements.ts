@@ -61,16 +61,71 @@ export class Settlements {
     return [...this.held]
   }
 
-  /** The handle of reservation `rid` on spend rows `ids` (one of them maybe a window's, `window`): settled or released once. */
-  reservation(rid: string, ids: number[], window: WindowBucket | null = null): Reservation {
+  /**
+   * Settlements of each API key not yet committed (queued or being written), by key hash: its next
+   * admission waits for them (`written`), as an agent's next call follows its last one's answer.
+   */
+  private readonly ofKey = new Map<string, Set<string>>()
+  private readonly keyWaiters = new Map<string, (() => void)[]>()
+
+  /** The handle of reservation `rid` on spend rows `ids` (one of them maybe a window's, `window`) of the key `keyHash`: settled or released once. */
+  reservation(rid: string, ids: number[], window: WindowBucket | null = null, keyHash = ''): Reservation {
     let done = false
     const settle = (cost: number) => {
       if (done) return
       done = true
       this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window })
+      if (keyHash) {
+        let rids = this.ofKey.get(keyHash)
+        if (!rids) this.ofKey.set(keyHash, (rids = new Set()))
+        rids.add(rid)
+        this.keys.set(rid, keyHash)
+      }
       this.write(rid, ids, cost > 0 ? cost : 0, window)
     }
     return { settle, release: () => settle(0), settles: settledRows(rid, ids) }
+  }
+
+  /** Which key each settlement with a key waits under (`ofKey`). */
+  private readonly keys = new Map<string, string>()
+
+  /**
+   * Resolves once the settlements of key `keyHash` handed over so far have been tried (committed,
+   * or refused by the database and left to `retry`); at once when it has none. Its next call's
+   * admission waits for them: an agent sends its next call as soon as the last one's answer
+   * arrived, and the reservation that answer's settlement frees must not count against it (a
+   * cold start's expected cost can be more than the whole limit).
+   */
+  written(keyHash: string): Promise<void> | null {
+    if (!this.writingFor(keyHash)) return null
+    return new Promise((resolve) => {
+      let list = this.keyWaiters.get(keyHash)
+      if (!list) this.keyWaiters.set(keyHash, (list = []))
+      list.push(resolve)
+    })
+  }
+
+  /** Whether a settlement of the key is queued or being written (`inFlight` holds both). */
+  private writingFor(keyHash: string): boolean {
+    const rids = this.ofKey.get(keyHash)
+    if (rids) for (const rid of rids) if (this.inFlight.has(rid)) return true
+    return false
+  }
+
+  /** The write of settlement `rid` ended (committed or not): its key's waiters go on once none of its settlements is being written. */
+  private tried(rid: string): void {
+    const key = this.keys.get(rid)
+    if (key === undefined) return
+    if (!this.unsettled.has(rid)) {
+      this.keys.delete(rid)
+      this.ofKey.get(key)?.delete(rid)
+      if (this.ofKey.get(key)?.size === 0) this.ofKey.delete(key)
+    }
+    if (this.writingFor(key)) return
+    const waiters = this.keyWaiters.get(key)
+    if (!waiters) return
+    this.keyWaiters.delete(key)
+    for (const w of waiters) w()
   }
 
   /** Writes again the settlements the database refused (those not being written now). */
@@ -157,6 +212,7 @@ export class Settlements {
       // kept in `unsettled`: the next tick writes them
     } finally {
       for (const w of batch) this.inFlight.delete(w.rid)
+      for (const w of batch) this.tried(w.rid)
     }
   }
 
