@@ -9,7 +9,9 @@ import { Settlements } from './pg/settlements'
 import { SpendRows, pruneWindowBuckets } from './pg/spend-rows'
 import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from './types'
 
-export { ruleKey } from './pg/sql'
+import { ruleKey } from './pg/sql'
+
+export { ruleKey }
 
 /**
  * Budget state shared by every instance on one PostgreSQL (`storage.url`).
@@ -77,6 +79,30 @@ export interface PgBudgetStateOptions {
   admissionWaitMs?: number
 }
 
+/** A reservation the database made, whose end also ends `local` (the call's hold on its meter). */
+function withLocal(o: ReserveOutcome & { ok: true }, local: () => void): ReserveOutcome {
+  const r = o.reservation
+  return {
+    ...o,
+    reservation: {
+      settle: (c) => {
+        local()
+        r.settle(c)
+      },
+      release: () => {
+        local()
+        r.release()
+      },
+      settles: r.settles,
+    },
+  }
+}
+
+/** A rule's scope and a key: what calls admitted in process are held by (meters are rebuilt when the rules or meters are read again). */
+function heldKey(req: ReserveRequest): string {
+  return `${ruleKey(req.rule)}\n${req.keyHash}`
+}
+
 export class PgBudgetState implements BudgetState {
   readonly kind = 'postgres' as const
   readonly instance: string
@@ -94,6 +120,8 @@ export class PgBudgetState implements BudgetState {
   /** Admissions given up on whose statement has not ended yet: calls are decided in process meanwhile. */
   private unanswered = 0
   private readonly admissionWaitMs: number
+  /** What the calls admitted in process (PostgreSQL away) and still in flight reserved, by rule and key (`heldKey`). */
+  private readonly inProcess = new Map<string, number>()
 
   constructor(
     private readonly store: SqlStore,
@@ -148,7 +176,17 @@ export class PgBudgetState implements BudgetState {
     // The key's last call's settlement, when still being written, first: its reservation is freed
     // there, and must not count against the call that follows its answer.
     const before = this.settlements.written(req.keyHash)
-    const ask = () => this.admission.reserve(req, req.periods, 0, false, given.signal)
+    // The call on the rule's meter for its key from now on, as one in flight (a reload of the
+    // meters meanwhile carries it over): should PostgreSQL go away, the calls decided in process
+    // count it, as one instance alone would. Dropped if the call is refused or decided in process.
+    const mine = this.local.hold(req)
+    let dropped = false
+    const drop = () => {
+      if (dropped) return
+      dropped = true
+      mine.release()
+    }
+    const ask = () => this.admission.reserve(req, req.periods, 0, false, given.signal, this.inProcess.get(heldKey(req)) ?? 0)
     const asked = (before ? before.then(() => this.schema()) : this.schema()).then(ask).then((o) => this.askAgain(o, ask, given.signal))
     return new Promise<ReserveOutcome>((resolve) => {
       // A database that does not answer (rows another session holds locked, a server that hangs)
@@ -158,6 +196,7 @@ export class PgBudgetState implements BudgetState {
         given.abort()
         this.unanswered++
         this.degrade()
+        drop()
         resolve(this.decideInProcess(req))
         asked
           .then((late) => {
@@ -169,12 +208,14 @@ export class PgBudgetState implements BudgetState {
         (o) => {
           if (given.signal.aborted) return
           clearTimeout(timer)
-          resolve(o)
+          if (!o.ok) drop()
+          resolve(o.ok ? withLocal(o, drop) : o)
         },
         () => {
           if (given.signal.aborted) return
           clearTimeout(timer)
           this.degrade()
+          drop()
           resolve(this.decideInProcess(req))
         },
       )
@@ -220,7 +261,22 @@ export class PgBudgetState implements BudgetState {
    * through the row's seed from `calls`.
    */
   private decideInProcess(req: ReserveRequest): ReserveOutcome {
-    return this.local.reserve(req)
+    const o = this.local.reserve(req)
+    if (!o.ok) return o
+    // Not in the database: until it ends, the database's admissions of the key count it (`held`).
+    const m = heldKey(req)
+    this.inProcess.set(m, (this.inProcess.get(m) ?? 0) + req.amount)
+    let done = false
+    const end = () => {
+      if (done) return false
+      done = true
+      const left = (this.inProcess.get(m) ?? 0) - req.amount
+      if (left > 1e-12) this.inProcess.set(m, left)
+      else this.inProcess.delete(m)
+      return true
+    }
+    const r = o.reservation
+    return { ...o, reservation: { settle: (c) => end() && r.settle(c), release: () => end() && r.release() } }
   }
 
   /** The schema, made sure of once (the ledger migrates too, but only before its first write). */

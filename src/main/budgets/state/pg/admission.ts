@@ -52,7 +52,7 @@ export class Admission {
    * Admits the call on every one of `periods` and reserves on each, or refuses. `force`: reserves
    * without the test (a background response's reservation held again after a restart).
    */
-  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false, signal?: AbortSignal): Promise<ReserveOutcome> {
+  async reserve(req: ReserveRequest, periods: PeriodState[], retry = 0, force = false, signal?: AbortSignal, held = 0): Promise<ReserveOutcome> {
     const rk = ruleKey(req.rule)
     // Once the database said a calendar period or a session reached this limit, the answer stands
     // for a while (no round trip to refuse each call of an agent that keeps trying), naming the
@@ -72,7 +72,9 @@ export class Admission {
     signal?.throwIfAborted()
     await this.rows.ensure(rk, req, periods)
     const rid = randomUUID()
-    const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS }
+    // `held`: this instance's calls of the key in flight that were admitted in process while the
+    // database was away, whose reservations it never saw: counted as reserved until they end.
+    const params: SqlParams = { rk, key: req.keyHash, x: req.amount, rid, me: this.instance, lease: this.leaseMs, eps: EPS, h: held }
     const hasWindow = periods.some((p) => p.period === 'window')
     const values = periods.map((p, i) => {
       bindPeriod(params, i, p, req.session)
@@ -88,8 +90,8 @@ export class Admission {
       ? 'TRUE'
       : `(b.spent_usd < w.lim AND ${
           req.rule.reserve === 'max_tokens'
-            ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd END)`
-            : `(b.reserved_usd <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd < w.lim)`
+            ? `(@x::float8 <= 0 OR @x::float8 <= w.lim - b.spent_usd - CASE WHEN w.period = 'session' THEN 0 ELSE b.reserved_usd + @h::float8 END)`
+            : `(b.reserved_usd + @h::float8 <= @eps::float8 OR w.period = 'session' OR b.spent_usd + b.reserved_usd + @h::float8 < w.lim)`
         })`
     params.n = periods.length
     this.settlements.hold(rid)
@@ -130,9 +132,11 @@ export class Admission {
       // Maybe committed, its answer lost: nothing will settle it, so its lease is not renewed.
       this.settlements.drop(rid)
       // Two statements locking the same rows can still meet in a deadlock; PostgreSQL aborts one.
-      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1, force, signal)
+      if (retry < 3 && isConflict(err)) return this.reserve(req, periods, retry + 1, force, signal, held)
       throw err
     }
+    // The calls admitted in process count as reserved in what a refusal names, as they did in the test.
+    if (held > 0) for (const r of rows) r.reserved_usd += held
     const took = rows.filter((r) => r.took)
     if (took.length === periods.length) {
       const seen = periods.map((p) => ({ ...p, spent: rows.find((x) => x.period === p.period)!.spent_usd }))
@@ -147,7 +151,7 @@ export class Admission {
       if (rows.some((x) => x.period === p.period)) continue
       // Deleted behind this instance's back: create it again.
       this.rows.forget(rowKey(rk, req.keyHash, p, req.session))
-      if (retry < 3) return this.reserve(req, periods, retry + 1, force, signal)
+      if (retry < 3) return this.reserve(req, periods, retry + 1, force, signal, held)
       throw new Error(`budget spend row for ${p.period} could not be created`)
     }
     // Every limit reached is remembered; the refusal names the one that frees last, so that a
