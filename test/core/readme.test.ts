@@ -34,6 +34,17 @@ describe('the README', () => {
     expect(cfg.pricing.overrides.length).toBeGreaterThan(0)
   })
 
+  it('has only config examples that load (every ```yaml block that is a config file)', () => {
+    const blocks = [...README.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => m[1])
+    const configs = blocks.filter((b) => /^(budgets|server|providers|pricing|team|storage|ledger|alerts|runaway|metrics|otel|timezone|tenants|dashboard|admin|upstream|import):/m.test(b))
+    expect(configs.length).toBeGreaterThan(5)
+    // A block with placeholders (`<sha256 hex of bob's token>`) shows a shape, not a file to copy.
+    const uncommented = (b: string) => b.split('\n').map((l) => l.replace(/(^|\s)#.*$/, '')).join('\n')
+    const whole = configs.filter((b) => !/:\s*<[^>]+>/.test(uncommented(b)))
+    expect(whole.length).toBeGreaterThanOrEqual(3)
+    for (const b of whole) expect(() => parseConfigText(b, 'README.md'), b).not.toThrow()
+  })
+
   it('names every config key in its reference', () => {
     expect(keyPaths(configSchema.def.shape)).toContain('upstream.idle_timeout_ms')
     expect(keyPaths(configSchema.def.shape)).toContain('server.allowed_origins')

@@ -106,8 +106,17 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
       )
     }
   }
+  const patterns = new Map<string, number>()
   for (const [i, rule] of cfg.budgets.rules.entries()) {
     checkPattern(rule.api_key_pattern, `config ${file}: budgets.rules[${i}].api_key_pattern`)
+    // A rule's pattern is its identity (the admin API's DELETE ?pattern=, a runtime rule replacing it).
+    const first = patterns.get(rule.api_key_pattern)
+    if (first !== undefined) {
+      throw new ConfigError(
+        `config ${file}: budgets.rules[${i}].api_key_pattern: "${rule.api_key_pattern}" is already the pattern of budgets.rules[${first}]; a pattern can have one rule`,
+      )
+    }
+    patterns.set(rule.api_key_pattern, i)
     // The same checks as a rule POSTed to the admin API (a limit present, a window with its hours, ...).
     const checked = checkRule(rule)
     if (!checked.ok) {
