@@ -56,7 +56,10 @@ describe('expected cost', () => {
     expect(h.output('openai', MODEL)).toBe(95)
     expect(h.inputUsdPerByte('openai', MODEL)).toBeCloseTo(95e-9, 20)
     expect(expectedUsd(pricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
-    expect(expectedUsd(pricer, h, ctx(50, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 50), 15)
+    // Never above the call's worst case (its prompt's bound and its output cap): this learnt rate
+    // is more than the model's input price over bytes / 3.
+    expect(95e-9 * 1000 + price(0, 50)).toBeGreaterThan(price(promptTokenBound(1000), 50))
+    expect(expectedUsd(pricer, h, ctx(50, 1000))).toBeCloseTo(price(promptTokenBound(1000), 50), 15)
     // A call billed with the data-residency premium expects 1.1x, its prompt and its output.
     const geo = ctx(128_000, 1000)
     geo.shape = { ...geo.shape, dataResidency: true }

@@ -192,5 +192,20 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   const perByte = ctx.shape.fast ? null : seen.inputUsdPerByte
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
   const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)
-  return prompt + (outTokens > 0 ? price(0, outTokens) : 0)
+  const expected = prompt + (outTokens > 0 ? price(0, outTokens) : 0)
+  // Never more than the call's worst case (its prompt's bound and its output cap): a learnt rate
+  // far above what the body can hold would refuse the key's other calls for one call's sake.
+  return Math.min(expected, price(promptTokenBound(ctx.bodyBytes), INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)))
+}
+
+/**
+ * A call whose prompt is mostly not in its body: a Responses turn that continues a stored
+ * conversation (`previous_response_id`, `conversation`: Codex's later turns on its WebSocket,
+ * the Agents SDK), billed for the whole conversation while its body holds only what is new. Its
+ * prompt's cost per body byte says nothing of another call's, so it is not learnt from.
+ */
+export function continuesStored(body: unknown): boolean {
+  if (body === null || typeof body !== 'object') return false
+  const b = body as Record<string, unknown>
+  return (typeof b.previous_response_id === 'string' && b.previous_response_id !== '') || (b.conversation !== undefined && b.conversation !== null)
 }

@@ -7,7 +7,7 @@ import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
-import { CallHistory, expectedUsd, isBackground } from './expected'
+import { CallHistory, continuesStored, expectedUsd, isBackground } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
 import type { SharedCallFeed } from './feed/listen'
@@ -61,7 +61,7 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       if (!ctx.shape.model) return
       // What the prompt cost as billed (cache reads and writes at their own rates), per body byte.
       let perByte: number | null = null
-      if (ctx.bodyBytes > 0 && call.priced) {
+      if (ctx.bodyBytes > 0 && call.priced && !continuesStored(ctx.body)) {
         const u = emptyUsage()
         u.input_tokens = call.input_tokens
         u.cache_read_tokens = call.cache_read_tokens
