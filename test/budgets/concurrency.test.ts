@@ -47,7 +47,12 @@ async function burst(key: string, maxTokens: number, n = 50, periodIn: (p: strin
   expect(ok + refused.length).toBe(n)
   expect(upstream.requests.length - before).toBe(ok)
   for (const r of refused) {
-    expect(r.headers['x-should-retry']).toBe('false')
+    // Refused for the calls in flight alone (spend under the limit): to retry in a few seconds,
+    // when they may have ended; a limit reached: not before it resets.
+    const e = r.json().error
+    const inFlight = e.spent_usd < e.limit_usd
+    expect(r.headers['x-should-retry']).toBe(inFlight ? 'true' : 'false')
+    if (inFlight) expect(r.headers['retry-after']).toBe('5')
     expect(r.json().error.type).toBe('budget_exceeded')
     expect(periodIn(r.json().error.period)).toBe(true)
   }

@@ -103,6 +103,9 @@ function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, sessi
   )
 }
 
+/** Retry-After (seconds) of a refusal for calls in flight alone: about when a short call ends. */
+export const IN_FLIGHT_RETRY_S = 5
+
 function retryAfter(at: number, now: number): string {
   return String(Math.max(1, Math.ceil((at - now) / 1000)))
 }
@@ -231,8 +234,13 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
     }
   }
   const p = r.state as PeriodState
-  const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': 'false' }
-  if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
+  // Refused only for the calls still in flight (spend under the limit; a worst case that fits once
+  // they end): a moment later they may have ended, so the client is told to retry soon, not at
+  // the period's reset (an agent would stop for the day at a fraction of its budget).
+  const transient = p.spent < p.limit && (r.kind === 'reserved' || (r.kind === 'worst_case' && r.reservedUsd > 0 && r.worstCaseUsd <= p.limit - p.spent))
+  const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': transient ? 'true' : 'false' }
+  if (transient) refuseHeaders['retry-after'] = String(IN_FLIGHT_RETRY_S)
+  else if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
   return {
     refuse: {
       status: 429,
