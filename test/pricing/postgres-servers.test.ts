@@ -73,6 +73,32 @@ describe('runtime prices shared through PostgreSQL', () => {
     expect((await admin(a.url, 'DELETE', `/prices/openai/${MODEL}`)).status).toBe(404)
   }, 90_000)
 
+  it('a re-price through one server right after a price was set or deleted through the other uses it (an admin behind a load balancer)', async () => {
+    const url = h.database()
+    const [a, b] = [await server(url), await server(url)]
+    const model = `${MODEL}-lb`
+    h.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(model, 1_000_000, 100_000) }))
+    try {
+      await lbScenario(a, b, model)
+    } finally {
+      h.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
+    }
+  })
+
+  async function lbScenario(a: TestServer, b: TestServer, model: string): Promise<void> {
+    for (let i = 0; i < 4; i++) {
+      const r = await postJson(`${[a, b][i % 2].url}/v1/chat/completions`, { model, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-prices-lb-aaaaaaaa-01' })
+      expect(r.status).toBe(200)
+    }
+    for (const t of [a, b]) await t.server.ledger.flushed()
+    expect((await admin(a.url, 'PUT', `/prices/openai/${model}`, { body: { input_mtok: 2, output_mtok: 10 } })).status).toBe(200)
+    // At once, on the other server: each call 1M x $2 + 100k x $10 = $3.
+    expect((await admin(b.url, 'POST', `/prices/openai/${model}/reprice`)).json()).toMatchObject({ repriced: 4, unpriced: 0, cost_usd_after: 12 })
+    expect((await admin(b.url, 'DELETE', `/prices/openai/${model}`)).status).toBe(204)
+    // The price is gone for every instance: nothing is re-priced with it.
+    expect((await admin(a.url, 'POST', `/prices/openai/${model}/reprice?all=true`)).json()).toMatchObject({ repriced: 0 })
+  }
+
   it('a server restarted while PostgreSQL is away starts at once with the prices it last read, and picks up changes when it answers', async () => {
     const url = h.database()
     const a = await server(url)

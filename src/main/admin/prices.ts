@@ -86,6 +86,9 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     try {
       const model = segments.slice(0, -1).join('/')
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
+      // PostgreSQL: the prices every instance shares as they are now (one may have been set through
+      // another instance a moment ago: the poll would see it within a second, after this re-price).
+      if ('refresh' in store && typeof store.refresh === 'function') await store.refresh()
       const shared = ctx.store.dialect === 'postgres' ? spendMover(ctx.config) : undefined
       res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) }))
     } catch (err) {
