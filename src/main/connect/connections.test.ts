@@ -432,6 +432,25 @@ describe('agent connections', () => {
     expect(statSync(path).mode & 0o777).toBe(0o644)
   })
 
+  it("Gemini CLI with its settings in ~/.env (which it reads when there is no ~/.gemini/.env): Burnrate's lines go there, never a new file hiding it", () => {
+    const HOME_ENV = 'GEMINI_API_KEY=AIzaSyEXAMPLE0000000000000000000000000\nGOOGLE_CLOUD_PROJECT=my-project\n'
+    put('.env', HOME_ENV)
+    mkdirSync(join(home, '.gemini'), { recursive: true })
+    const conn = connections()
+    conn.connect('gemini-cli', URL_A)
+    expect(existsSync(join(home, '.gemini/.env'))).toBe(false)
+    const text = readFileSync(join(home, '.env'), 'utf8')
+    expect(text.startsWith(HOME_ENV)).toBe(true)
+    expect(text).toContain(`GOOGLE_GEMINI_BASE_URL=${URL_A}`)
+    conn.disconnect('gemini-cli')
+    expect(readFileSync(join(home, '.env'), 'utf8')).toBe(HOME_ENV)
+    // With a ~/.gemini/.env (which Gemini CLI reads first), that one.
+    put('.gemini/.env', GEMINI_ENV)
+    conn.connect('gemini-cli', URL_A)
+    expect(readFileSync(join(home, '.env'), 'utf8')).toBe(HOME_ENV)
+    expect(readFileSync(join(home, '.gemini/.env'), 'utf8')).toContain(`GOOGLE_GEMINI_BASE_URL=${URL_A}`)
+  })
+
   it('edits the real file behind a symlinked profile and keeps its mode', () => {
     const real = put('dotfiles/zshrc', ZSHRC)
     chmodSync(real, 0o600)

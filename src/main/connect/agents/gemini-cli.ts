@@ -1,13 +1,27 @@
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { dotenvFormat } from '../formats/dotenv'
 import { anyExists, onPath } from '../paths'
-import type { AgentConnector } from '../types'
+import type { AgentConnector, ConnectContext } from '../types'
+
+/**
+ * The env file Gemini CLI reads for a project under the home folder that has none of its own: it
+ * loads ONE file, the first of the folders' `.gemini/.env` and `.env` walking up from the project,
+ * so in the home folder `~/.gemini/.env`, else `~/.env` (Gemini CLI 0.61's `findEnvFile`). A user
+ * keeping `GEMINI_API_KEY` in `~/.env` would lose it to a `~/.gemini/.env` made for Burnrate: the
+ * settings go where Gemini CLI already reads, and only with neither file is `~/.gemini/.env` made.
+ */
+function envFile(ctx: ConnectContext): string {
+  const own = join(ctx.home, '.gemini', '.env')
+  const home = join(ctx.home, '.env')
+  return !existsSync(own) && existsSync(home) ? home : own
+}
 
 /**
  * Gemini CLI: `GOOGLE_GEMINI_BASE_URL` (its calls with an API key), `CODE_ASSIST_ENDPOINT`
  * (logged in with Google: Gemini Code Assist, ../../providers/code-assist.ts) and
- * `GOOGLE_VERTEX_BASE_URL` (on Vertex AI, ../../providers/vertex.ts) in `~/.gemini/.env`,
- * which Gemini CLI loads at start (a `.env` in the project folder, when there is one, is read instead).
+ * `GOOGLE_VERTEX_BASE_URL` (on Vertex AI, ../../providers/vertex.ts) in the env file it loads at
+ * start (`envFile`; a `.env` in the project folder, when there is one, is read instead).
  */
 export const geminiCli: AgentConnector = {
   id: 'gemini-cli',
@@ -16,7 +30,7 @@ export const geminiCli: AgentConnector = {
   installed: (ctx) => anyExists(join(ctx.home, '.gemini')) || onPath(ctx, 'gemini'),
   files: (ctx, url) => [
     {
-      path: join(ctx.home, '.gemini', '.env'),
+      path: envFile(ctx),
       format: dotenvFormat,
       settings: [
         { key: ['GOOGLE_GEMINI_BASE_URL'], value: url },
