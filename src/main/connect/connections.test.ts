@@ -451,6 +451,33 @@ describe('agent connections', () => {
     expect(readFileSync(join(home, '.gemini/.env'), 'utf8')).toContain(`GOOGLE_GEMINI_BASE_URL=${URL_A}`)
   })
 
+  it('a re-point after the agent moved to another file puts the old one back (opencode.jsonc beside opencode.json; another login shell)', () => {
+    const json = put('.config/opencode/opencode.json', OPENCODE.replace('"anthropic": { "models"', '"anthropic": { "options": { "baseURL": "https://gw.corp/v1" }, "models"'))
+    const original = readFileSync(json, 'utf8')
+    const conn = connections({ XDG_CONFIG_HOME: join(home, '.config') })
+    conn.connect('opencode', URL_A)
+    expect(readFileSync(json, 'utf8')).toContain(`"baseURL": "${URL_A}/v1"`)
+    // The user starts an opencode.jsonc, which opencode reads first; the desktop re-points to another port.
+    const jsonc = put('.config/opencode/opencode.jsonc', '{\n  // mine\n  "theme": "dark"\n}\n')
+    const plan = conn.connect('opencode', URL_B)
+    expect(plan.changes.map((ch) => ch.file).sort()).toEqual([jsonc, json].map((p) => p.replace(home, '~')).sort())
+    expect(readFileSync(json, 'utf8')).toBe(original)
+    expect(readFileSync(jsonc, 'utf8')).toContain(`"baseURL": "${URL_B}/v1"`)
+    conn.disconnect('opencode')
+    expect(readFileSync(json, 'utf8')).toBe(original)
+    expect(readFileSync(jsonc, 'utf8')).toBe('{\n  // mine\n  "theme": "dark"\n}\n')
+
+    // SDK scripts: connected from bash, then again from zsh.
+    const bashrc = put('.bashrc', '# my bashrc\nalias ll="ls -l"\n')
+    put('.zshrc', ZSHRC)
+    connections({ SHELL: '/bin/bash' }).connect('sdk', URL_A)
+    expect(readFileSync(bashrc, 'utf8')).toContain('# >>> burnrate >>>')
+    connections({ SHELL: '/bin/zsh' }).connect('sdk', URL_B)
+    expect(readFileSync(bashrc, 'utf8')).toBe('# my bashrc\nalias ll="ls -l"\n')
+    connections({ SHELL: '/bin/zsh' }).disconnect('sdk')
+    expect(readFileSync(join(home, '.zshrc'), 'utf8')).toBe(ZSHRC)
+  })
+
   it('edits the real file behind a symlinked profile and keeps its mode', () => {
     const real = put('dotfiles/zshrc', ZSHRC)
     chmodSync(real, 0o600)

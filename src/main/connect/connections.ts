@@ -126,7 +126,7 @@ export class AgentConnections {
         agent: c.id,
         url: u,
         connected_at: previous?.connected_at ?? this.now().toISOString(),
-        files: work.files.map((w) => w.record!),
+        files: work.files.flatMap((w) => (w.record ? [w.record] : [])),
       }
       this.state.write(records)
     })
@@ -250,6 +250,16 @@ export class AgentConnections {
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }
     })
+    // A file Burnrate edited that the agent no longer reads its settings from (opencode's
+    // opencode.jsonc made beside the opencode.json, another login shell's profile): put back as it
+    // was, as Disconnect would, rather than left pointing at Burnrate and forgotten.
+    if (record) {
+      for (const rec of record.files) {
+        if (files.some((w) => w.file.path === rec.path)) continue
+        const w = this.restoreWork(c, record.url, rec, notes)
+        if (w) files.push(w)
+      }
+    }
     return this.toWork(c, 'connect', url, files, [...notes, ...proxyNotes(c.name, url, this.ctx)])
   }
 
@@ -262,31 +272,37 @@ export class AgentConnections {
     }
     const files: FileWork[] = []
     for (const rec of record.files) {
-      const f = c.files(this.ctx, record.url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.files(this.ctx, record.url)[0].format, settings: [] }
-      const shown = tildify(this.ctx, rec.path)
-      const before = this.read(rec.path)
-      if (before === null) {
-        notes.push(`${shown} no longer exists; nothing to restore there.`)
-        continue
-      }
-      const backup = rec.backup ? this.state.readBackup(rec.backup) : null
-      const settings: FileWork['settings'] = []
-      let after: string | null
-      if (sha256(before) === rec.written_sha256 && (backup !== null || !rec.existed)) {
-        // Untouched since Burnrate wrote it: put back the file exactly as it was.
-        after = rec.existed ? backup : null
-        const doc = this.open(f, before)
-        for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
-      } else {
-        const undone = this.undoKeys(f, rec, before, backup)
-        after = undone.text
-        settings.push(...undone.settings)
-        notes.push(...undone.notes)
-      }
-      if (after === before) continue
-      files.push({ file: f, before, after, record: null, settings })
+      const w = this.restoreWork(c, record.url, rec, notes)
+      if (w) files.push(w)
     }
     return this.toWork(c, 'disconnect', record.url, files, notes)
+  }
+
+  /** One recorded file put back as it was before Burnrate (null: nothing to change there). */
+  private restoreWork(c: AgentConnector, url: string, rec: FileRecord, notes: string[]): FileWork | null {
+    const f = c.files(this.ctx, url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.files(this.ctx, url)[0].format, settings: [] }
+    const shown = tildify(this.ctx, rec.path)
+    const before = this.read(rec.path)
+    if (before === null) {
+      notes.push(`${shown} no longer exists; nothing to restore there.`)
+      return null
+    }
+    const backup = rec.backup ? this.state.readBackup(rec.backup) : null
+    const settings: FileWork['settings'] = []
+    let after: string | null
+    if (sha256(before) === rec.written_sha256 && (backup !== null || !rec.existed)) {
+      // Untouched since Burnrate wrote it: put back the file exactly as it was.
+      after = rec.existed ? backup : null
+      const doc = this.open(f, before)
+      for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
+    } else {
+      const undone = this.undoKeys(f, rec, before, backup)
+      after = undone.text
+      settings.push(...undone.settings)
+      notes.push(...undone.notes)
+    }
+    if (after === before) return null
+    return { file: f, before, after, record: null, settings }
   }
 
   /**
