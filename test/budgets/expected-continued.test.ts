@@ -13,7 +13,7 @@ import { type TestServer, startTestServer } from '../support/server'
  */
 let upstream: MockUpstream
 let t: TestServer
-let inputTokens = 200_000
+const inputTokens = 200_000
 let release: (() => void) | null = null
 
 beforeAll(async () => {
