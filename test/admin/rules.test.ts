@@ -1,3 +1,4 @@
+import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { startMockUpstream, type MockUpstream } from '../support/mock-upstream'
@@ -128,6 +129,10 @@ describe('POST /budgets/rules', () => {
     expect(expectError(bad, 400, 'invalid_request').message).toMatch(/JSON/)
     const empty = await admin(t.url, 'POST', '/budgets/rules', { raw: '', headers: { 'content-type': 'application/json', 'content-length': '0' } })
     expectError(empty, 400, 'invalid_request')
+    // No body at all (no Content-Length: curl -X POST -H "Content-Type: application/json"): the header is there, the JSON is not.
+    const none = await rawPost(`${t.url}/api/admin/budgets/rules`, { authorization: `Bearer ${ADMIN_CONFIG.admin.token}`, 'content-type': 'application/json' })
+    expect(none.status).toBe(400)
+    expect(JSON.parse(none.body).error).toMatchObject({ type: 'invalid_request', message: 'The request body is empty; send a JSON object.' })
     // Nothing of these reached the table.
     const list = (await admin(t.url, 'GET', '/budgets/rules')).json()
     expect(list.some((x: any) => x.api_key_pattern === 'sk-x-*')).toBe(false)
@@ -210,3 +215,17 @@ describe('concurrent writes', () => {
     expect(listed.map((x: any) => x.api_key_pattern)).toEqual(patterns.filter((_, i) => i % 2 === 1))
   })
 })
+
+/** A POST with these headers and no body, no Content-Length nor chunked encoding (as curl sends it). */
+function rawPost(url: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  const u = new URL(url)
+  return new Promise((resolve, reject) => {
+    const sock = net.connect(Number(u.port), u.hostname, () => {
+      sock.write(`POST ${u.pathname} HTTP/1.1\r\nHost: ${u.host}\r\nConnection: close\r\n${Object.entries(headers).map(([k, v]) => `${k}: ${v}\r\n`).join('')}\r\n`)
+    })
+    let data = ''
+    sock.on('data', (d) => (data += d))
+    sock.on('end', () => resolve({ status: Number(data.split(' ')[1]), body: data.slice(data.indexOf('\r\n\r\n') + 4) }))
+    sock.on('error', reject)
+  })
+}

@@ -1,19 +1,32 @@
-import type { ErrorRequestHandler, RequestHandler } from 'express'
+import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
 import { errorBody } from '../http/errors'
 import { expressModule } from '../server/express-module'
 
 export const MAX_BODY_BYTES = 64 * 1024
 
-/** 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it does not parse. (For routes: express is loaded by then.) */
+/**
+ * Whether a request with a body may go on to be parsed as JSON: 415 unless it is declared JSON,
+ * 400 when it is declared JSON but has no body at all (not valid JSON; express's `req.is` says
+ * null for a request without a body, which read as "not declared JSON" told a client sending the
+ * header to send the header). Answers and returns false when not.
+ */
+export function declaredJson(req: Request, res: Response): boolean {
+  const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
+  if (type !== 'application/json') {
+    res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
+    return false
+  }
+  if (req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) {
+    res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.'))
+    return false
+  }
+  return true
+}
+
+/** 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it is empty or does not parse. (For routes: express is loaded by then.) */
 export function jsonBody(): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
-    if (req.is('application/json') !== 'application/json') {
-      res
-        .status(415)
-        .json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
-      return
-    }
-    next()
+    if (declaredJson(req, res)) next()
   }
   return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: true })]
 }

@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
+import { declaredJson } from '../admin/json-body'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
@@ -45,10 +46,7 @@ export function ingestRoutes(ctx: ServerContext): void {
     )
     router.use((req, res, next) => {
       // Only the POST takes a body: another method is no route here (404), not a wrong media type.
-      if (req.method === 'POST' && req.is('application/json') !== 'application/json') {
-        res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
-        return
-      }
+      if (req.method === 'POST' && !declaredJson(req, res)) return
       next()
     })
     router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: true }))
