@@ -125,6 +125,9 @@ describe('POST /api/ingest', () => {
       'not a call',
       call(14, { t: 'yesterday' }),
       call(15),
+      // A day that does not exist (V8 would read it as March 2) and cache tokens beyond the prompt.
+      call(16, { t: '2026-02-30T08:00:00.000Z' }),
+      call(17, { input_tokens: 10, cache_read_tokens: 20 }),
     ])
     expect(r.status).toBe(200)
     const body = r.json()
@@ -136,6 +139,8 @@ describe('POST /api/ingest', () => {
       [3, 13, 'calls[3].member'],
       [4, null, 'calls[4]'],
       [5, 14, 'calls[5].t'],
+      [7, 16, 'calls[7].t'],
+      [8, 17, 'calls[8].cache_read_tokens'],
     ])
     expect(body.rejected[0].error.type).toBe('invalid_request')
     expect(rows(team).filter((x) => x.member === 'alice').map((x) => x.origin_id)).toEqual([1, 2, 10, 15])
@@ -226,7 +231,7 @@ describe('POST /api/ingest', () => {
       expect(lines.join('').includes(secret)).toBe(false)
     }
     // The log does say what happened.
-    expect(lines.join('')).toContain('member "alice" sent 5 invalid calls')
+    expect(lines.join('')).toContain('member "alice" sent 7 invalid calls')
     expect(lines.join('')).toMatch(/member "alice" sent 1 invalid calls \(first: calls\[0\]\.id: member "alice" already sent a different call/)
   })
 

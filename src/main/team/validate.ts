@@ -88,7 +88,11 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   }
   const t = c.t
   const ts = typeof t === 'string' && ISO_Z.test(t) ? Date.parse(t) : NaN
-  if (!Number.isFinite(ts)) throw new Bad('t', 't must be an ISO-8601 UTC time ending in Z (2026-11-21T18:04:05.123Z).')
+  // A day or time that does not exist (2026-02-30, 24:30) is refused, not rolled over (V8 reads
+  // 2026-02-30 as March 2): what it parses to must read back as sent.
+  if (!Number.isFinite(ts) || new Date(ts).toISOString().slice(0, 19) !== (t as string).slice(0, 19)) {
+    throw new Bad('t', 't must be an ISO-8601 UTC time ending in Z (2026-11-21T18:04:05.123Z), of a day and time that exist.')
+  }
   const keyHash = text(c, 'api_key_hash')
   if (keyHash !== '' && !HEX64.test(keyHash)) {
     throw new Bad('api_key_hash', 'api_key_hash must be the lowercase hex SHA-256 of the key (or empty); never the key itself.')
@@ -147,6 +151,10 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     usage_extra: null,
   }
   if (record.provider === '') throw new Bad('provider', 'provider must not be empty.')
+  // input_tokens counts every prompt token, the cached ones included (the contract's call).
+  if (record.cache_read_tokens + record.cache_write_tokens > record.input_tokens) {
+    throw new Bad('cache_read_tokens', 'cache_read_tokens and cache_write_tokens are parts of input_tokens (every prompt token, cached ones included); their sum cannot exceed it.')
+  }
   return { index, origin_id: id, revision: revision as number, record }
 }
 
