@@ -18,12 +18,14 @@ function attrs(list: KeyValue[] | undefined): Record<string, string | number | b
 }
 
 /** A loopback OTLP/HTTP (JSON) collector that keeps what it is sent. */
-async function startCollector(): Promise<{ url: string; traces: any[]; metrics: any[]; headers: http.IncomingHttpHeaders[]; close(): Promise<void> }> {
+async function startCollector(): Promise<{ url: string; traces: any[]; metrics: any[]; headers: http.IncomingHttpHeaders[]; paths: string[]; close(): Promise<void> }> {
   const traces: any[] = []
   const metrics: any[] = []
   const headers: http.IncomingHttpHeaders[] = []
+  const paths: string[] = []
   const server = http.createServer(async (req, res) => {
     headers.push(req.headers)
+    paths.push(req.url ?? '')
     const parts: Buffer[] = []
     for await (const c of req) parts.push(c as Buffer)
     const body = JSON.parse(Buffer.concat(parts).toString('utf8'))
@@ -38,6 +40,7 @@ async function startCollector(): Promise<{ url: string; traces: any[]; metrics: 
     traces,
     metrics,
     headers,
+    paths,
     close: () => new Promise((r) => server.close(() => r())),
   }
 }
@@ -175,6 +178,21 @@ describe('OTLP export to a loopback collector', () => {
     }, 15_000)
     expect(health.otel).toMatchObject({ endpoint: collector.url, queued: 0, dropped_spans: 0, failed_metric_exports: 0, last_error: null })
     expect(health.otel.metric_exports).toBeGreaterThan(0)
+  })
+})
+
+describe('a collector at a path with a query (behind a gateway)', () => {
+  it("gets each signal at the endpoint's path plus /v1/traces or /v1/metrics, its query kept", async () => {
+    const c = await startCollector()
+    const t = await startTestServer({ budgets: { rules }, otel: { endpoint: `${c.url}/otlp?tenant=abc`, interval_ms: 200 } }, upstream.url)
+    try {
+      await runFixtureCalls(t.url)
+      await eventually(() => c.paths.includes('/otlp/v1/traces?tenant=abc') && c.paths.includes('/otlp/v1/metrics?tenant=abc'), 20_000)
+      expect(new Set(c.paths)).toEqual(new Set(['/otlp/v1/traces?tenant=abc', '/otlp/v1/metrics?tenant=abc']))
+    } finally {
+      await t.cleanup()
+      await c.close()
+    }
   })
 })
 

@@ -95,7 +95,13 @@ export class OtelPipeline {
   readonly status: OtelStatus
 
   constructor(private readonly opts: OtelOptions) {
-    const base = opts.endpoint.replace(/\/+$/, '')
+    // The signal's path goes after the endpoint's own path, before its query (a collector behind a
+    // gateway may want `?tenant=…`): appended to the text, it landed inside the query.
+    const signal = (path: string): string => {
+      const u = new URL(opts.endpoint)
+      u.pathname = `${u.pathname.replace(/\/+$/, '')}${path}`
+      return u.toString()
+    }
     this.status = {
       // Shown by /api/health, which needs no token: without the credentials a URL may carry.
       endpoint: bareUrl(opts.endpoint),
@@ -110,11 +116,11 @@ export class OtelPipeline {
     const agent = opts.agent
     const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
     if (opts.traces) {
-      this.traceExporter = new OTLPTraceExporter({ ...common, url: `${base}/v1/traces` })
+      this.traceExporter = new OTLPTraceExporter({ ...common, url: signal('/v1/traces') })
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
     }
     if (opts.metrics) {
-      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: `${base}/v1/metrics` }))
+      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: signal('/v1/metrics') }))
       this.meterProvider = new MeterProvider({
         resource,
         readers: [
