@@ -126,6 +126,13 @@ describe('burnrate connect / disconnect', () => {
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
   })
 
+  it('an empty --tenant is refused (exit 2): through a server it would mean every tenant, from the file the calls with none', async () => {
+    for (const cmd of [['export'], ['report', 'daily'], ['status']]) {
+      expect(await cli(...cmd, '--tenant', '', '--local')).toBe(2)
+      expect(err).toContain("option '--tenant <id>' argument '' is invalid. give a tenant id; leave --tenant out for every tenant")
+    }
+  })
+
   it('server.port 0 (a free port at each start): points at the running server, or says there is no address', async () => {
     process.env.BURNRATE_PORT = '0'
     expect(await cli('connect', 'claude-code')).toBe(2)

@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import type { Command } from 'commander'
+import { type Command, InvalidArgumentError } from 'commander'
 import type Database from 'better-sqlite3'
 import { ConfigError, loadConfig } from '../config/load'
 import { DB_FILE } from '../config/paths'
@@ -155,4 +155,14 @@ export async function openLocalLedger(t: Extract<Target, { kind: 'local' }>): Pr
     throw new CliError(`cannot reach the ledger, ${where} (storage.url): ${text}`)
   }
   return { db, store, where, close }
+}
+
+/**
+ * `--tenant`: a tenant's id. An empty one is refused: through a server it would mean every
+ * tenant (the API ignores an empty `tenant`), from the ledger file the calls with no tenant, so
+ * one command would give two answers depending on whether Burnrate runs.
+ */
+export function tenantOption(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('give a tenant id; leave --tenant out for every tenant')
+  return value
 }

@@ -6,7 +6,7 @@ import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { writePrivateFile } from '../private-file'
 import { parseWhen } from '../../report/report'
-import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 
 /** `burnrate export`: every call of a window, as the dashboard's export gives it (CSV or JSON). */
 export const exportCommand: RegisterCommand = (program, ctx) => {
@@ -17,7 +17,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       .addOption(new Option('--format <format>', 'output format').choices(['csv', 'json']).default('csv'))
       .option('--since <day>', 'from this day (YYYY-MM-DD) or ISO time (default: the beginning)')
       .option('--until <day>', 'up to and including this day, or up to this ISO time')
-      .option('--tenant <id>', "only this tenant's calls")
+      .option('--tenant <id>', "only this tenant's calls", tenantOption)
       .option('-o, --output <file>', 'write to this file instead of stdout'),
   ).action(async (o) => {
     const t = await resolveTarget(o, ctx)

@@ -5,7 +5,7 @@ import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type 
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
 import { compact, csv, paint, table, usd } from '../output'
-import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
 const KEY_LABEL: Record<ReportKind, string> = {
@@ -21,7 +21,7 @@ export const report: RegisterCommand = (program, ctx) => {
       .addArgument(new Argument('<kind>', 'how to group').choices(REPORT_KINDS))
       .option('--since <day>', 'from this day (YYYY-MM-DD, in the configured timezone) or ISO time')
       .option('--until <day>', 'up to and including this day, or up to this ISO time')
-      .option('--tenant <id>', "only this tenant's calls")
+      .option('--tenant <id>', "only this tenant's calls", tenantOption)
       .option('--limit <n>', `session, model, agent and project reports: the costliest n rows (default ${REPORT_LIMIT.default})`)
       .option('--all', `session, model, agent and project reports: every row (up to ${REPORT_LIMIT.max.toLocaleString('en-US')})`)
       .option('--json', 'print JSON')

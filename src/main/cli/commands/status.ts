@@ -2,7 +2,7 @@ import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
 import { formatInt, formatPct } from '../../../shared/format'
 import { paint, usd } from '../output'
-import { getJson, openLocalLedger, prepareLocal, resolveTarget, withTarget } from '../target'
+import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
 interface Status {
@@ -19,7 +19,7 @@ export const status: RegisterCommand = (program, ctx) => {
     program
       .command('status')
       .description("Today's and this month's spend, budgets with their forecast, plan windows, ledger health.")
-      .option('--tenant <id>', "only this tenant's spend")
+      .option('--tenant <id>', "only this tenant's spend", tenantOption)
       .option('--json', 'print JSON')
       .option('--no-import', "do not read the agents' logs first (when reading the ledger file)"),
   ).action(async (o) => {
