@@ -126,6 +126,14 @@ describe('burnrate connect / disconnect', () => {
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
   })
 
+  it("a record file that is not JSON is named, with what to do, and nothing is written (exit 1)", async () => {
+    mkdirSync(join(home, 'data'), { recursive: true })
+    writeFileSync(join(home, 'data', 'agent-connections.json'), '{"version":1,\n')
+    expect(await cli('connect', 'claude-code')).toBe(1)
+    expect(err).toContain(`${join(home, 'data', 'agent-connections.json')} (Burnrate's record of the agents it connected) is not valid JSON`)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+  })
+
   it('an empty --tenant is refused (exit 2): through a server it would mean every tenant, from the file the calls with none', async () => {
     for (const cmd of [['export'], ['report', 'daily'], ['status']]) {
       expect(await cli(...cmd, '--tenant', '', '--local')).toBe(2)

@@ -1,5 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { ConnectError } from './errors'
 import type { KeyPath } from './formats/types'
 
 /** A key Burnrate set, with what was there before. */
@@ -47,8 +48,18 @@ export class StateStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
       throw err
     }
-    const data = JSON.parse(text) as { version?: number; connections?: Record<string, ConnectionRecord> }
-    return data.connections ?? {}
+    let data: { version?: number; connections?: Record<string, ConnectionRecord> } | null
+    try {
+      data = JSON.parse(text)
+    } catch (err) {
+      const file = join(this.dataDir, STATE_FILE)
+      throw new ConnectError(
+        'malformed',
+        `${file} (Burnrate's record of the agents it connected) is not valid JSON (${(err as Error).message}); nothing was written. Fix it, or move it away to start the records again (the agents' backups stay in ${join(this.dataDir, BACKUP_DIR)}).`,
+        file,
+      )
+    }
+    return data?.connections ?? {}
   }
 
   write(records: Record<string, ConnectionRecord>): void {
