@@ -49,6 +49,24 @@ const chat = (t: TestServer, key: string, headers: Record<string, string> = {}):
 const close = (a: number, b: number) => Math.abs(a - b) <= Math.max(Math.abs(a), Math.abs(b)) * 1e-9
 
 describe('two servers on one PostgreSQL, a block rule matching calls by the model they requested', () => {
+  it('a rule naming only the answered model: a server that has not answered the name itself learns it from the other\'s stored calls, and refuses', async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-pgrq-ans-*', model_pattern: ANSWERED, daily_limit_usd: NANO_COST * 0.75, action: 'block' }]
+    const a = await server(url, rules)
+    const b = await server(url, rules)
+    const key = 'sk-pgrq-ans-aaaaaaaa-0001'
+    expect((await chat(a, key)).status).toBe(200)
+    expect(await a.server.ledger.flushed()).toBe(true)
+    // B has heard of A's call (its listing counts it for the key)...
+    await eventually(async () => {
+      const body = (await (await fetch(`${b.url}/api/dashboard/budgets`)).json()) as any
+      return body.rules.some((r: any) => r.api_key_hash === hashKey(key) && r.windows.some((w: any) => w.spent_usd > 0))
+    }, 15_000)
+    // ...and refuses a burst of the key's calls asking for the name, every one, before it answered one.
+    const burst = await Promise.all(Array.from({ length: 5 }, () => chat(b, key)))
+    expect(burst.map((r) => r.status)).toEqual([429, 429, 429, 429, 429])
+  })
+
   it("counts another rule's calls stored by the other server in its row, and refuses as one server would", async () => {
     const url = h.database()
     // The broad block rule counts every gpt-5-nano call of the key; the narrow warn rule governs

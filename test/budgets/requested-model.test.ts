@@ -106,6 +106,21 @@ describe('a rule that matches calls by the model they requested (SQLite)', () =>
     expect(r.json().error).toMatchObject({ type: 'budget_exceeded', api_key_pattern: 'sk-rq-answered-*', period: 'daily', spent_usd: NANO_COST })
   })
 
+  it('the same after a restart: the ledger says which model the name was answered as, so the calls that follow are refused at once', async () => {
+    const rules = [{ api_key_pattern: 'sk-rq-restart-*', model_pattern: ANSWERED, daily_limit_usd: LIMIT, action: 'block' }]
+    const t = await server(rules)
+    const key = 'sk-rq-restart-aaaaaaaa-0001'
+    expect((await chat(t, key)).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    await t.stop()
+    // The same data folder: its ledger holds the call, answered as the dated model.
+    const again = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } }, upstream.url, t.dir)
+    servers.push(again)
+    // Before this process has answered one itself: a burst of the key's calls, every one refused.
+    const burst = await Promise.all(Array.from({ length: 5 }, () => chat(again, key)))
+    expect(burst.map((r) => r.status)).toEqual([429, 429, 429, 429, 429])
+  })
+
   it('the meters rebuilt from the ledger count a call by the model it requested, and not one that named neither', async () => {
     const t = await server([
       { api_key_pattern: 'sk-rqx-*', model_pattern: 'gpt-5-nano', daily_limit_usd: 100, action: 'warn' },

@@ -143,6 +143,16 @@ export class CallHistory {
     return this.foreground.of(provider, model, false)
   }
 
+  /**
+   * A requested model answered as another priced one, seen in a call stored by another instance
+   * (PostgreSQL's calls feed) or before this start (the ledger): a rule naming only the answered
+   * model then counts the requested name's calls here too, before this process has answered one.
+   */
+  noteAnswered(provider: string, requested: string, answered: string): void {
+    if (!requested || !answered || answered === requested) return
+    this.foreground.of(provider, requested, true).answered = answered
+  }
+
   /** `background`: a background response's real usage (./background-holds.ts), learnt apart. */
   learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string, background = false): void {
     const h = (background ? this.background : this.foreground).of(provider, model, true)

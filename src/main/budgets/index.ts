@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
+import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
@@ -52,6 +53,27 @@ function configRules(ctx: ServerContext): Rule[] {
   })
 }
 
+/** The calls looked at for `seedAnswered`: the latest, by id (the primary key: no scan). */
+const ANSWERED_SEED_CALLS = 20_000
+
+const ANSWERED_SQL = 'SELECT provider, requested_model, model, priced FROM calls WHERE id > @from AND requested_model IS NOT NULL ORDER BY id'
+type AnsweredRow = { provider: string; requested_model: string; model: string; priced: number | boolean }
+
+/** SQLite: read before the first call is decided (a few ms); PostgreSQL: as soon as it answers. */
+async function seedAnswered(ctx: ServerContext, history: CallHistory): Promise<void> {
+  const note = (rows: AnsweredRow[]) => {
+    for (const r of rows) if (r.priced) history.noteAnswered(r.provider, r.requested_model, r.model)
+  }
+  if (ctx.store.dialect !== 'postgres') {
+    const max = (ctx.db.prepare('SELECT max(id) AS m FROM calls').get() as { m: number | null }).m ?? 0
+    note(ctx.db.prepare(ANSWERED_SQL).all({ from: max - ANSWERED_SEED_CALLS }) as AnsweredRow[])
+    return
+  }
+  await ensurePostgresSchema(ctx.store)
+  const max = (await ctx.store.get<{ m: number | null }>('SELECT max(id) AS m FROM calls'))?.m ?? 0
+  note(await ctx.store.all<AnsweredRow>(ANSWERED_SQL, { from: Number(max) - ANSWERED_SEED_CALLS }))
+}
+
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
   return {
     worstCase: (ctx) => worstCaseUsd(pricer, ctx, history.answeredAs),
@@ -87,7 +109,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const local = new RuleStore(ctx.db, (rules) => engine?.setRuntimeRules(rules))
   // PostgreSQL (`storage.url`): rules, block-rule spend, the clock and the meters' calls shared by
   // every instance on the database (./shared.ts); SQLite: this server's file (./local-history.ts).
-  const shared = ctx.store.dialect === 'postgres' ? new SharedBudgets(ctx, local) : null
+  const shared = ctx.store.dialect === 'postgres' ? new SharedBudgets(ctx, local, history) : null
+  // Which model each requested name was last answered as, from the calls stored before this start
+  // (a restart, another instance's): off the start's path; until it is read, as before.
+  seedAnswered(ctx, history).catch((err: Error) => ctx.log.warn(`budgets: could not read which models requested names were answered as: ${err.message}`))
   const own = shared ? null : new LocalHistory(ctx.db, ctx.ledger, () => engine)
   // One clock for the meters, the spend rows and re-pricing (./clock.ts); on PostgreSQL, the database's.
   const clock = budgetClockOf(ctx.config)

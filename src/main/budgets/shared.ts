@@ -3,6 +3,7 @@ import type { ServerContext } from '../server/context'
 import { PostgresStore } from '../storage/postgres'
 import { firstLoad } from '../storage/shared-table'
 import type { BudgetEngine } from './engine'
+import type { CallHistory } from './expected'
 import type { HistoryRow } from './meter-book'
 import { historyStart, sessionHistoryStart } from './scope'
 import { AdmissionAnnouncer } from './feed/admissions'
@@ -40,6 +41,8 @@ export class SharedBudgets {
   constructor(
     private readonly ctx: ServerContext,
     local: RuleStore,
+    /** Learns from other instances' stored calls which model a requested name was answered as. */
+    private readonly answers?: CallHistory,
   ) {
     this.history = new SharedHistory(ctx.store, ctx.ledger)
     this.rules = new PgRuleStore(ctx.store, (rules) => {
@@ -107,6 +110,8 @@ export class SharedBudgets {
 
   /** Other instances' stored calls: in the meters and today's spend. */
   private count(rows: readonly FeedRow[]): void {
+    // [.., provider, model, requested_model, ..]: an answer naming another model than asked for.
+    if (this.answers) for (const r of rows) if (r[4]) this.answers.noteAnswered(r[2], r[4], r[3])
     this.engine?.shared.observeStored(rows)
     for (const r of rows) this.ctx.ledger.spend.add(r[0], r[8], r[9])
   }
