@@ -47,6 +47,29 @@ export class SessionInference {
     return fresh.id
   }
 
+  /** The inferred session a call of `agent` with this key would join now, or null (tests, diagnostics). */
+  current(agent: string, apiKeyHash: string, now = Date.now()): string | null {
+    const cur = this.open.get(`${agent}\u0000${apiKeyHash}`)
+    return cur && Math.abs(now - cur.last) < this.gapMs ? cur.id : null
+  }
+
+  /**
+   * A call another instance stored (PostgreSQL's calls feed) in an inferred session of `agent`
+   * and key: the latest call of the two is the session's, so calls of one agent behind a load
+   * balancer stay one session (its `session_limit_usd` one cap), not one per instance.
+   */
+  observe(agent: string, apiKeyHash: string, session: string, last: number): void {
+    if (!session.startsWith('auto-')) return
+    const k = `${agent}\u0000${apiKeyHash}`
+    const cur = this.open.get(k)
+    if (cur && (cur.last > last || (cur.id === session && cur.last === last))) return
+    if (cur && cur.id === session) {
+      cur.last = last
+      return
+    }
+    this.put(k, { id: session, last })
+  }
+
   private put(k: string, v: Open): void {
     this.newest = null
     this.open.delete(k)

@@ -112,6 +112,9 @@ export class SharedBudgets {
   private count(rows: readonly FeedRow[]): void {
     // [.., provider, model, requested_model, ..]: an answer naming another model than asked for.
     if (this.answers) for (const r of rows) if (r[4]) this.answers.noteAnswered(r[2], r[4], r[3])
+    // [api_key_hash, .., agent, tenant, session, minute, cost, tokens, last ts, ..]: an inferred session goes on here.
+    const sessions = this.ctx.sessions
+    if (sessions) for (const r of rows) if (r[7].startsWith('auto-')) sessions.observe(r[5], r[0], r[7], r[11])
     this.engine?.shared.observeStored(rows)
     for (const r of rows) this.ctx.ledger.spend.add(r[0], r[8], r[9])
   }

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import type { SessionInference } from '../agents/sessions'
 import type { BudgetMeters } from '../budgets/types'
 import type { Config } from '../config/schema'
 import type { Egress } from '../http/egress'
@@ -43,6 +44,8 @@ export interface ServerContext {
   prices: Prices | null
   /** Budget state, set by the budgets feature (null until then). */
   budgets: BudgetMeters | null
+  /** The sessions given to calls whose client sends no session id (absent in contexts without a proxy). */
+  sessions?: SessionInference
   /** Plan windows read from the vendors' response headers, set by the plans feature (null until then). */
   plans: PlanTracker | null
   /** SQLite: calls another process (`burnrate import`) stores in this file, as it stores them (null with `storage.url`). */

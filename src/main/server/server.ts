@@ -169,6 +169,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     url: () => reachable(url),
     agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
+  context.sessions = seededSessions(context)
   const proxy = createProxyHandler({
     log,
     network,
@@ -178,7 +179,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     tenants: config.tenants.key_mappings,
     timeouts: config.upstream,
     maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
-    sessions: seededSessions(context),
+    sessions: context.sessions,
     observeHeaders: (s, status, h) => {
       for (const o of observers) o(s, status, h)
     },
