@@ -260,6 +260,21 @@ describe.each(CASES)('$agent', (c) => {
   })
 })
 
+describe('a JSON settings file with a key twice', () => {
+  it('is refused, naming the key and its line: the agent reads the last, the edit would have gone into the first', () => {
+    const text = '{\n  "env": {"A": "1"},\n  "model": "opus",\n  "env": {"B": "2"}\n}\n'
+    put('.claude/settings.json', text)
+    let error: unknown
+    try {
+      connections().connect('claude-code', URL_A)
+    } catch (err) {
+      error = err
+    }
+    expect(error).toMatchObject({ code: 'malformed', message: expect.stringContaining('~/.claude/settings.json is ambiguous: the key "env" is in one object twice (line 4, column 3)') })
+    expect(read('.claude/settings.json')).toBe(text)
+  })
+})
+
 describe('files that do not parse', () => {
   it.each([
     ['claude-code', '.claude/settings.json', '{ "env": { "A": 1, }\n  "model": \n'],

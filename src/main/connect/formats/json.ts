@@ -17,6 +17,29 @@ function lineCol(text: string, offset: number): string {
 }
 
 /**
+ * A key an object holds twice: the agent reads the last (JSON.parse), while an edit would go into
+ * the first, so Burnrate would say "connected" and the agent would not be. Refused instead.
+ */
+function duplicateKey(text: string): string | null {
+  const root = jsonc.parseTree(text, [], { allowTrailingComma: true, disallowComments: false })
+  const seen: jsonc.Node[] = root ? [root] : []
+  while (seen.length > 0) {
+    const node = seen.pop()!
+    if (node.type === 'object') {
+      const names = new Set<string>()
+      for (const prop of node.children ?? []) {
+        const name = prop.children?.[0]?.value as string | undefined
+        if (name === undefined) continue
+        if (names.has(name)) return `ambiguous: the key ${JSON.stringify(name)} is in one object twice (${lineCol(text, prop.offset)}); the agent reads the last one, an edit would go into the first, so remove one`
+        names.add(name)
+      }
+    }
+    for (const child of node.children ?? []) seen.push(child)
+  }
+  return null
+}
+
+/**
  * JSON and JSON with comments (Claude Code's settings.json, opencode.json[c], Gemini CLI's
  * settings.json), edited with jsonc-parser's modify/applyEdits: only the edited property's text
  * changes, in the file's own indentation and line endings.
@@ -35,6 +58,8 @@ export const jsonFormat: FileFormat = {
     }
     let value = text.trim() === '' ? {} : parse(text)
     if (!isPlainObject(value)) throw new MalformedError('not a JSON object at the top level')
+    const twice = duplicateKey(text)
+    if (twice) throw new MalformedError(twice)
     const options = (): jsonc.ModificationOptions => ({ formattingOptions: { ...indentOf(text), eol: eolOf(text) } })
     const edit = (path: KeyPath, v: unknown) => {
       if (text.trim() === '') text = '{}' + (original.endsWith('\n') || original === '' ? '\n' : '')
