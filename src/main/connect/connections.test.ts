@@ -260,6 +260,21 @@ describe.each(CASES)('$agent', (c) => {
   })
 })
 
+describe('a JSON settings file on one line (minified)', () => {
+  it('stays on one line: only the edited key is added, and Disconnect puts the file back byte for byte', () => {
+    const text = '{"model": "opus", "permissions": {"allow": ["Bash(ls)", "Read"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'
+    put('.claude/settings.json', text)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    const after = read('.claude/settings.json')
+    expect(after.trimEnd().includes('\n')).toBe(false)
+    expect(after.startsWith(text.trimEnd().slice(0, -1))).toBe(true)
+    expect(JSON.parse(after).env.ANTHROPIC_BASE_URL).toBe(URL_A)
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe(text)
+  })
+})
+
 describe('a JSON settings file with a key twice', () => {
   it('is refused, naming the key and its line: the agent reads the last, the edit would have gone into the first', () => {
     const text = '{\n  "env": {"A": "1"},\n  "model": "opus",\n  "env": {"B": "2"}\n}\n'

@@ -60,7 +60,10 @@ export const jsonFormat: FileFormat = {
     if (!isPlainObject(value)) throw new MalformedError('not a JSON object at the top level')
     const twice = duplicateKey(text)
     if (twice) throw new MalformedError(twice)
-    const options = (): jsonc.ModificationOptions => ({ formattingOptions: { ...indentOf(text), eol: eolOf(text) } })
+    // A file on one line (minified) stays on one line: formatting an edit formats the whole lines it
+    // touches, which there is the whole file.
+    const options = (): jsonc.ModificationOptions =>
+      text.trim() !== '' && !text.trim().includes('\n') ? {} : { formattingOptions: { ...indentOf(text), eol: eolOf(text) } }
     const edit = (path: KeyPath, v: unknown) => {
       if (text.trim() === '') text = '{}' + (original.endsWith('\n') || original === '' ? '\n' : '')
       text = jsonc.applyEdits(text, jsonc.modify(text, [...path], v, options()))
