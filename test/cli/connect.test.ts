@@ -89,6 +89,17 @@ describe('burnrate connect / disconnect', () => {
     expect(out).not.toContain('note:')
   })
 
+  it("a proxy in the agent's own settings (Claude Code's env block) without NO_PROXY for Burnrate gets the same note", async () => {
+    for (const k of ['HTTPS_PROXY', 'HTTP_PROXY', 'http_proxy', 'https_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy']) delete process.env[k]
+    writeFileSync(join(home, '.claude', 'settings.json'), '{\n  "env": {\n    "HTTPS_PROXY": "http://proxy.corp:3128"\n  }\n}\n')
+    expect(await cli('connect', 'claude-code', '--dry-run')).toBe(0)
+    expect(out).toContain('note: HTTPS_PROXY is set for Claude Code (env in ~/.claude/settings.json) and NO_PROXY there does not list 127.0.0.1')
+    expect(out).toContain('Add NO_PROXY=127.0.0.1,localhost beside it.')
+    writeFileSync(join(home, '.claude', 'settings.json'), '{\n  "env": {\n    "HTTPS_PROXY": "http://proxy.corp:3128",\n    "NO_PROXY": "127.0.0.1,localhost"\n  }\n}\n')
+    expect(await cli('connect', 'claude-code', '--dry-run')).toBe(0)
+    expect(out).not.toContain('note:')
+  })
+
   it('exits 1 with the reason for a read-only file, 2 for an unknown agent or no agent', async () => {
     chmodSync(join(home, '.codex', 'config.toml'), 0o444)
     expect(await cli('connect', 'codex')).toBe(1)

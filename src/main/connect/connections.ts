@@ -246,6 +246,8 @@ export class AgentConnections {
         doc.set(s.key, s.value)
         settings.push({ key: dotted(s.key), from: asText(current), to: s.value })
       }
+      const note = this.settingsProxyNote(c, f, doc, url)
+      if (note) notes.push(note)
       const after = doc.text()
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }
@@ -378,6 +380,25 @@ export class AgentConnections {
       notes,
     }
     return { plan, files: all }
+  }
+
+  /**
+   * A proxy the agent's own settings give it (Claude Code's `env` block, Gemini CLI's env file),
+   * where NO_PROXY there does not exempt Burnrate's address: its calls would go to that proxy and
+   * be stranded there, as with one set in the shell (proxyNotes). Null when there is none, or the
+   * shell's already says so.
+   */
+  private settingsProxyNote(c: AgentConnector, f: AgentFile, doc: ConfigDoc, url: string): string | null {
+    const env = f.settings[0]?.key.slice(0, -1)
+    if (!env) return null
+    const vars = env.length === 0 ? doc.value() : doc.get(env)
+    if (!isPlainObject(vars)) return null
+    const fileEnv: NodeJS.ProcessEnv = {}
+    for (const [k, v] of Object.entries(vars)) if (typeof v === 'string') fileEnv[k] = v
+    const name = agentProxyFor(url, { ...this.ctx.env, ...fileEnv })
+    if (!name || fileEnv[name] === undefined) return null
+    const where = env.length === 0 ? tildify(this.ctx, f.path) : `${dotted(env)} in ${tildify(this.ctx, f.path)}`
+    return `${name} is set for ${c.name} (${where}) and NO_PROXY there does not list ${new URL(url).hostname}: its calls for ${url} would go to that proxy, which cannot reach this machine. Add NO_PROXY=${noProxyEntries(url)} beside it.`
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {
