@@ -150,7 +150,8 @@ export class BudgetEngine implements BudgetMeters {
     this.announcer.raise(s, rule, periods, now)
     const warnings = warningsOf(rule, periods)
     if (rule.action !== 'block') {
-      if (rate) warnings.push({ rule, state: null, rate })
+      // This call is one of the minute's requests too: the 61st under a 60 limit reads 61/60.
+      if (rate) warnings.push({ rule, state: null, rate: rate.kind === 'requests' ? { ...rate, used: rate.used + 1 } : rate })
       const unsent = this.countRequest(ctx, s, rule, scope, m, now)
       return { warnings, settle: this.learnFrom(ctx), unsent }
     }
