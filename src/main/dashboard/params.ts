@@ -12,15 +12,18 @@ export class ParamError extends Error {
   }
 }
 
-function one(req: Request, name: string): string | undefined {
+/** A parameter's one value; given twice, a 400 that names it (and, for a choice, what it accepts). */
+function one(req: Request, name: string, accepted?: readonly string[]): string | undefined {
   const v = req.query[name]
   if (v === undefined) return undefined
-  if (typeof v !== 'string') throw new ParamError(name, `The parameter ${name} was given more than once; give it once.`)
+  if (typeof v !== 'string') {
+    throw new ParamError(name, `The parameter ${name} was given more than once; give it once${accepted ? `, one of ${accepted.join(', ')}` : ''}.`)
+  }
   return v
 }
 
 function choice<T extends string>(req: Request, name: string, accepted: readonly T[], fallback: T): T {
-  const v = one(req, name)
+  const v = one(req, name, accepted)
   if (v === undefined) return fallback
   if ((accepted as readonly string[]).includes(v)) return v as T
   throw new ParamError(
