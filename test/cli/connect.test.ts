@@ -98,6 +98,11 @@ describe('burnrate connect / disconnect', () => {
     writeFileSync(join(home, '.claude', 'settings.json'), '{\n  "env": {\n    "HTTPS_PROXY": "http://proxy.corp:3128",\n    "NO_PROXY": "127.0.0.1,localhost"\n  }\n}\n')
     expect(await cli('connect', 'claude-code', '--dry-run')).toBe(0)
     expect(out).not.toContain('note:')
+    // Gemini CLI's env file.
+    mkdirSync(join(home, '.gemini'), { recursive: true })
+    writeFileSync(join(home, '.gemini', '.env'), 'GEMINI_API_KEY=x\nexport https_proxy=http://proxy.corp:3128\n')
+    expect(await cli('connect', 'gemini-cli', '--dry-run')).toBe(0)
+    expect(out).toContain('note: https_proxy is set for Gemini CLI (~/.gemini/.env) and NO_PROXY there does not list 127.0.0.1')
   })
 
   it('exits 1 with the reason for a read-only file, 2 for an unknown agent or no agent', async () => {

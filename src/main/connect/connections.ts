@@ -391,10 +391,11 @@ export class AgentConnections {
   private settingsProxyNote(c: AgentConnector, f: AgentFile, doc: ConfigDoc, url: string): string | null {
     const env = f.settings[0]?.key.slice(0, -1)
     if (!env) return null
-    const vars = env.length === 0 ? doc.value() : doc.get(env)
-    if (!isPlainObject(vars)) return null
     const fileEnv: NodeJS.ProcessEnv = {}
-    for (const [k, v] of Object.entries(vars)) if (typeof v === 'string') fileEnv[k] = v
+    for (const name of PROXY_VARS) {
+      const v = doc.get([...env, name])
+      if (typeof v === 'string') fileEnv[name] = v
+    }
     const name = agentProxyFor(url, { ...this.ctx.env, ...fileEnv })
     if (!name || fileEnv[name] === undefined) return null
     const where = env.length === 0 ? tildify(this.ctx, f.path) : `${dotted(env)} in ${tildify(this.ctx, f.path)}`
@@ -407,6 +408,9 @@ export class AgentConnections {
     }
   }
 }
+
+/** The variables that send an agent's calls through a proxy, and those that exempt hosts from it. */
+const PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy']
 
 /** `http://127.0.0.1:8787/` -> `http://127.0.0.1:8787`; only http(s) origins. */
 export function normaliseUrl(url: string): string {
