@@ -260,6 +260,20 @@ describe.each(CASES)('$agent', (c) => {
   })
 })
 
+describe('a dotenv line with quotes and a comment', () => {
+  it('keeps them while connected, and Disconnect after your own edit puts the line back as it was', () => {
+    const original = 'GEMINI_API_KEY=AIza-keep-me\nexport GOOGLE_GEMINI_BASE_URL="https://gw.corp" # corp gateway\n'
+    put('.gemini/.env', original)
+    const conn = connections()
+    conn.connect('gemini-cli', URL_A)
+    expect(read('.gemini/.env')).toContain(`export GOOGLE_GEMINI_BASE_URL="${URL_A}" # corp gateway\n`)
+    // You add a line of your own; Disconnect undoes Burnrate's keys one by one.
+    put('.gemini/.env', read('.gemini/.env') + 'GEMINI_MODEL=gemini-2.5-pro\n')
+    conn.disconnect('gemini-cli')
+    expect(read('.gemini/.env')).toBe(original + 'GEMINI_MODEL=gemini-2.5-pro\n')
+  })
+})
+
 describe('a JSON settings file on one line (minified)', () => {
   it('stays on one line: only the edited key is added, and Disconnect puts the file back byte for byte', () => {
     const text = '{"model": "opus", "permissions": {"allow": ["Bash(ls)", "Read"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'

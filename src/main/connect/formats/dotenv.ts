@@ -10,6 +10,11 @@ function unquote(raw: string): string {
   return v.replace(/\s+#.*$/, '')
 }
 
+/** A value's trailing comment (` # …` after the value, outside its quotes), or ''. */
+function commentOf(raw: string): string {
+  return /^(?:(['"`]).*\1|[^#]*?)(\s+#.*)$/.exec(raw)?.[2] ?? ''
+}
+
 function quote(v: string): string {
   return /^[A-Za-z0-9_./:@%+,-]*$/.test(v) ? v : `"${v.replace(/(["\\])/g, '\\$1')}"`
 }
@@ -49,7 +54,13 @@ export const dotenvFormat: FileFormat = {
         const i = find(name)
         if (i >= 0) {
           const m = LINE.exec(lines[i])!
-          lines[i] = `${m[1]}${m[2]}${m[3]}${v}`
+          // The line's own comment stays (`export X="…" # corp gateway`): undone later, the line
+          // reads as it did.
+          // And its quotes, where the value needs no escaping in them.
+          const q = /^\s*(['"])/.exec(m[4])?.[1]
+          const raw = String(value)
+          const kept = q && !/['"\\\n`]/.test(raw) ? `${q}${raw}${q}` : v
+          lines[i] = `${m[1]}${m[2]}${m[3]}${kept}${commentOf(m[4])}`
         } else lines.push(`${name}=${v}`)
       },
       delete(path) {
