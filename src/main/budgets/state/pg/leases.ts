@@ -21,12 +21,17 @@ export async function renewLeases(store: SqlStore, instance: string, leaseMs: nu
   })
 }
 
+/** How long a settlement marker still owed to its call is kept when the call never comes. */
+export const OWED_KEPT_DAYS = 60
+
 /** Frees the reservations whose lease has run out (their instance stopped renewing). */
 export async function sweepExpired(store: SqlStore): Promise<number> {
   // Settlement markers (settlements.ts) guard against a retry, which comes within seconds, and
   // tell a call stored later that its settlement added its cost (call-spend.ts): one still owed
-  // to its call is kept until the call is stored, however late (a spill file written at restart).
-  await store.run(`DELETE FROM budget_settled WHERE at < now() - interval '7 days' AND NOT owed`)
+  // to its call is kept until the call is stored (a spill file written at a restart), for up to
+  // 60 days: a call never stored (its instance lost it) would keep its marker for ever, and one
+  // stored later than that counts in spend rows of periods long over.
+  await store.run(`DELETE FROM budget_settled WHERE at < now() - interval '7 days' AND (NOT owed OR at < now() - interval '${OWED_KEPT_DAYS} days')`)
   return store.run(
     `WITH gone AS (DELETE FROM budget_reservations WHERE expires_at < ${NOW_MS} RETURNING spend_id, amount_usd),
           sums AS (SELECT spend_id, SUM(amount_usd) AS amount FROM gone GROUP BY spend_id)
