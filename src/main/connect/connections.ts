@@ -4,7 +4,7 @@ import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
 import type { AgentConnection, ConnectPlan } from '../../shared/connect'
 import { type ConfigDoc, type KeyPath, MalformedError, isPlainObject } from './formats/types'
 import { readText } from './files'
-import { agentProxyFor } from '../http/network'
+import { AGENT_PROXY_VARS, agentProxyFor } from '../http/network'
 import { noProxyEntries, noProxyLines } from '../../shared/no-proxy'
 import { tildify } from './paths'
 import { CONNECTORS } from './registry'
@@ -389,10 +389,10 @@ export class AgentConnections {
    * shell's already says so.
    */
   private settingsProxyNote(c: AgentConnector, f: AgentFile, doc: ConfigDoc, url: string): string | null {
-    const env = f.settings[0]?.key.slice(0, -1)
+    const env = f.env
     if (!env) return null
     const fileEnv: NodeJS.ProcessEnv = {}
-    for (const name of PROXY_VARS) {
+    for (const name of [...AGENT_PROXY_VARS, 'NO_PROXY', 'no_proxy']) {
       const v = doc.get([...env, name])
       if (typeof v === 'string') fileEnv[name] = v
     }
@@ -408,9 +408,6 @@ export class AgentConnections {
     }
   }
 }
-
-/** The variables that send an agent's calls through a proxy, and those that exempt hosts from it. */
-const PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy', 'NO_PROXY', 'no_proxy']
 
 /** `http://127.0.0.1:8787/` -> `http://127.0.0.1:8787`; only http(s) origins. */
 export function normaliseUrl(url: string): string {

@@ -17,6 +17,8 @@ export interface AgentFile {
   path: string
   format: FileFormat
   settings: AgentSetting[]
+  /** Where this file holds the agent's environment variables (Claude Code's `env`; `[]`: the file is an env file), when it does. */
+  env?: KeyPath
 }
 
 /**

@@ -121,7 +121,7 @@ function noProxyMatcher(noProxy: string): ((url: URL) => boolean) | null {
   }
 }
 
-const AGENT_PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'] as const
+export const AGENT_PROXY_VARS = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'] as const
 
 /**
  * The proxy variable in `env` that would carry an agent's calls to Burnrate at `url` (its own

@@ -22,6 +22,7 @@ export const claudeCode: AgentConnector = {
     {
       path: join(configDir(ctx), 'settings.json'),
       format: jsonFormat,
+      env: ['env'],
       settings: [
         { key: ['env', 'ANTHROPIC_BASE_URL'], value: url },
         { key: ['env', 'ANTHROPIC_VERTEX_BASE_URL'], value: `${url}/vertex/v1` },

@@ -32,6 +32,7 @@ export const geminiCli: AgentConnector = {
     {
       path: envFile(ctx),
       format: dotenvFormat,
+      env: [],
       settings: [
         { key: ['GOOGLE_GEMINI_BASE_URL'], value: url },
         { key: ['CODE_ASSIST_ENDPOINT'], value: `${url}/code-assist` },

@@ -54,9 +54,8 @@ export const dotenvFormat: FileFormat = {
         const i = find(name)
         if (i >= 0) {
           const m = LINE.exec(lines[i])!
-          // The line's own comment stays (`export X="…" # corp gateway`): undone later, the line
-          // reads as it did.
-          // And its quotes, where the value needs no escaping in them.
+          // The line's own quotes (where the value needs no escaping in them) and comment stay
+          // (`export X="…" # corp gateway`): undone later, the line reads as it did.
           const q = /^\s*(['"])/.exec(m[4])?.[1]
           const raw = String(value)
           const kept = q && !/['"\\\n`]/.test(raw) ? `${q}${raw}${q}` : v
