@@ -179,13 +179,8 @@ export class PgBudgetState implements BudgetState {
     // The call on the rule's meter for its key from now on, as one in flight (a reload of the
     // meters meanwhile carries it over): should PostgreSQL go away, the calls decided in process
     // count it, as one instance alone would. Dropped if the call is refused or decided in process.
-    const mine = this.local.hold(req)
-    let dropped = false
-    const drop = () => {
-      if (dropped) return
-      dropped = true
-      mine.release()
-    }
+    // (Its release frees the hold once, however often called.)
+    const drop = this.local.hold(req).release
     const ask = () => this.admission.reserve(req, req.periods, 0, false, given.signal, this.inProcess.get(heldKey(req)) ?? 0)
     const asked = (before ? before.then(() => this.schema()) : this.schema()).then(ask).then((o) => this.askAgain(o, ask, given.signal))
     return new Promise<ReserveOutcome>((resolve) => {

@@ -27,8 +27,8 @@ export interface WindowBucket {
  * is written again by `retry()` (the state's tick) or `settled()`.
  */
 export class Settlements {
-  /** Settlements not yet written (in flight, or retried after a database error). */
-  private unsettled = new Map<string, { ids: number[]; cost: number; window: WindowBucket | null }>()
+  /** Settlements not yet written (in flight, or retried after a database error), with their call's key hash ('' unknown). */
+  private unsettled = new Map<string, { ids: number[]; cost: number; window: WindowBucket | null; key: string }>()
   private writing = new Set<Promise<void>>()
   /** Settlements waiting for this turn's statement. */
   private batch: { rid: string; ids: number[]; cost: number; window: WindowBucket | null }[] = []
@@ -61,11 +61,7 @@ export class Settlements {
     return [...this.held]
   }
 
-  /**
-   * Settlements of each API key not yet committed (queued or being written), by key hash: its next
-   * admission waits for them (`written`), as an agent's next call follows its last one's answer.
-   */
-  private readonly ofKey = new Map<string, Set<string>>()
+  /** Admissions waiting for their key's settlements being written (`written`), by key hash. */
   private readonly keyWaiters = new Map<string, (() => void)[]>()
 
   /** The handle of reservation `rid` on spend rows `ids` (one of them maybe a window's, `window`) of the key `keyHash`: settled or released once. */
@@ -74,20 +70,11 @@ export class Settlements {
     const settle = (cost: number) => {
       if (done) return
       done = true
-      this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window })
-      if (keyHash) {
-        let rids = this.ofKey.get(keyHash)
-        if (!rids) this.ofKey.set(keyHash, (rids = new Set()))
-        rids.add(rid)
-        this.keys.set(rid, keyHash)
-      }
+      this.unsettled.set(rid, { ids, cost: cost > 0 ? cost : 0, window, key: keyHash })
       this.write(rid, ids, cost > 0 ? cost : 0, window)
     }
     return { settle, release: () => settle(0), settles: settledRows(rid, ids) }
   }
-
-  /** Which key each settlement with a key waits under (`ofKey`). */
-  private readonly keys = new Map<string, string>()
 
   /**
    * Resolves once the settlements of key `keyHash` handed over so far have been tried (committed,
@@ -105,26 +92,17 @@ export class Settlements {
     })
   }
 
-  /** Whether a settlement of the key is queued or being written (`inFlight` holds both). */
+  /** Whether a settlement of the key is queued or being written (`inFlight` holds both; each is in `unsettled` until it commits). */
   private writingFor(keyHash: string): boolean {
-    const rids = this.ofKey.get(keyHash)
-    if (rids) for (const rid of rids) if (this.inFlight.has(rid)) return true
+    for (const rid of this.inFlight) if (this.unsettled.get(rid)?.key === keyHash) return true
     return false
   }
 
-  /** The write of settlement `rid` ended (committed or not): its key's waiters go on once none of its settlements is being written. */
-  private tried(rid: string): void {
-    const key = this.keys.get(rid)
-    if (key === undefined) return
-    if (!this.unsettled.has(rid)) {
-      this.keys.delete(rid)
-      this.ofKey.get(key)?.delete(rid)
-      if (this.ofKey.get(key)?.size === 0) this.ofKey.delete(key)
-    }
-    if (this.writingFor(key)) return
-    const waiters = this.keyWaiters.get(key)
-    if (!waiters) return
-    this.keyWaiters.delete(key)
+  /** A write of the key's settlements ended (committed or not): its waiters go on once none of them is being written. */
+  private tried(keyHash: string): void {
+    const waiters = this.keyWaiters.get(keyHash)
+    if (!waiters || this.writingFor(keyHash)) return
+    this.keyWaiters.delete(keyHash)
     for (const w of waiters) w()
   }
 
@@ -161,6 +139,8 @@ export class Settlements {
   private async flush(): Promise<void> {
     const batch = this.batch
     this.batch = []
+    // The keys whose next admissions may wait on this write (read now: a committed settlement leaves `unsettled`).
+    const keys = new Set(batch.map((w) => this.unsettled.get(w.rid)?.key ?? ''))
     const rids: string[] = []
     const sids: number[] = []
     const costs: number[] = []
@@ -212,7 +192,7 @@ export class Settlements {
       // kept in `unsettled`: the next tick writes them
     } finally {
       for (const w of batch) this.inFlight.delete(w.rid)
-      for (const w of batch) this.tried(w.rid)
+      for (const k of keys) if (k) this.tried(k)
     }
   }
 
