@@ -34,16 +34,9 @@ export interface Budgets {
 
 const installed = new WeakMap<ServerContext, Budgets>()
 
+/** The config's rules as the engine takes them (a pattern given twice is refused when the file loads: ../config/load.ts). */
 function configRules(ctx: ServerContext): Rule[] {
-  const seen = new Map<string, number>()
   return ctx.config.budgets.rules.map((r, i) => {
-    const first = seen.get(r.api_key_pattern)
-    if (first !== undefined) {
-      throw new ConfigError(
-        `budgets.rules[${i}].api_key_pattern: "${r.api_key_pattern}" is already the pattern of budgets.rules[${first}]; a pattern can have one rule`,
-      )
-    }
-    seen.set(r.api_key_pattern, i)
     // The same checks as the admin API (limits present, a window with its hours, ...).
     const checked = checkRule(r)
     if (!checked.ok) {

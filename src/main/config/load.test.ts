@@ -72,6 +72,13 @@ describe('loadConfig', () => {
     expect(msg).toContain('expected boolean')
   })
 
+  it('refuses a budget pattern given twice (a pattern is a rule\'s identity), naming the file and both rules', () => {
+    const file = withFile('budgets:\n  rules:\n    - { api_key_pattern: "*", daily_limit_usd: 5, action: warn }\n    - { api_key_pattern: "*", monthly_limit_usd: 50, action: block }\n')
+    expect(errorOf(() => loadConfig({ config: file }, {}))).toBe(
+      `config ${file}: budgets.rules[1].api_key_pattern: "*" is already the pattern of budgets.rules[0]; a pattern can have one rule`,
+    )
+  })
+
   it('takes a fast-tier price override, and names a speed it does not know', () => {
     const ok = withFile('pricing:\n  overrides:\n    - model: claude-opus-4-6\n      speed: fast\n      input_mtok: 30\n      output_mtok: 150\n')
     expect(loadConfig({ config: ok }, {}).pricing.overrides[0]).toMatchObject({ model: 'claude-opus-4-6', speed: 'fast', input_mtok: 30 })

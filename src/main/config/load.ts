@@ -168,26 +168,34 @@ function checkPattern(pattern: string, where: string): void {
 }
 
 /**
+ * Where the configuration comes from: the data folder named by `--data-dir` or BURNRATE_DATA_DIR
+ * (else none), the folder used when none is named, and the config file: the one named by
+ * `--config` or BURNRATE_CONFIG (`explicit`), else `config.yaml` in the data folder (which may not exist).
+ */
+function configSources(flags: ConfigFlags, env: NodeJS.ProcessEnv): { dirOverride?: string; base: string; file: string; explicit: boolean } {
+  const dirOverride = flags.dataDir ?? (env.BURNRATE_DATA_DIR || undefined)
+  const explicit = flags.config ?? (env.BURNRATE_CONFIG || undefined)
+  const base = flags.defaultDataDir ?? defaultDataDir()
+  return { dirOverride, base, file: explicit ? resolve(explicit) : join(resolve(dirOverride ?? base), CONFIG_FILE), explicit: explicit !== undefined }
+}
+
+/**
  * Builds the effective configuration. Precedence: command-line flags, then environment
  * (BURNRATE_CONFIG, BURNRATE_DATA_DIR, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATABASE_URL), then the
  * file, then defaults.
  * Without --config or BURNRATE_CONFIG, `<data dir>/config.yaml` is read when it exists.
  */
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const dirOverride = flags.dataDir ?? (env.BURNRATE_DATA_DIR || undefined)
-  const explicit = flags.config ?? (env.BURNRATE_CONFIG || undefined)
+  const { dirOverride, base, file: named, explicit } = configSources(flags, env)
   let file: string | null = null
   if (explicit) {
-    file = resolve(explicit)
+    file = named
     if (!existsSync(file)) throw new ConfigError(`config ${file}: file not found`)
-  } else {
-    const candidate = join(resolve(dirOverride ?? flags.defaultDataDir ?? defaultDataDir()), CONFIG_FILE)
-    if (existsSync(candidate)) {
-      // Found, not named: in a folder shared with other users it may be theirs (their listener as a provider's base_url).
-      const untrusted = untrustedReason(candidate)
-      if (untrusted) throw new ConfigError(`config ${candidate}: not read, ${untrusted}; make it yours and not writable by others, or name a config with --config`)
-      file = candidate
-    }
+  } else if (existsSync(named)) {
+    // Found, not named: in a folder shared with other users it may be theirs (their listener as a provider's base_url).
+    const untrusted = untrustedReason(named)
+    if (untrusted) throw new ConfigError(`config ${named}: not read, ${untrusted}; make it yours and not writable by others, or name a config with --config`)
+    file = named
   }
 
   let text = ''
@@ -211,7 +219,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (problem) throw new ConfigError(`${where}: ${problem}`)
   }
 
-  let dataDir = dirOverride ?? parsed.data_dir ?? flags.defaultDataDir ?? defaultDataDir()
+  let dataDir = dirOverride ?? parsed.data_dir ?? base
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
 
   if (parsed.admin.enabled && !parsed.admin.token) {
@@ -230,12 +238,9 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
  * the file, while agents stay pointed at a server that cannot start.
  */
 export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): string {
-  const dirOverride = flags.dataDir ?? (env.BURNRATE_DATA_DIR || undefined)
-  const base = flags.defaultDataDir ?? defaultDataDir()
+  const { dirOverride, base, file, explicit } = configSources(flags, env)
   let dir = dirOverride
   if (dir === undefined) {
-    const explicit = flags.config ?? (env.BURNRATE_CONFIG || undefined)
-    const file = explicit ? resolve(explicit) : join(resolve(base), CONFIG_FILE)
     try {
       if (explicit || !untrustedReason(file)) {
         const raw = parseDocument(readFileSync(file, 'utf8')).toJS({ maxAliasCount: 100 }) as { data_dir?: unknown } | null
