@@ -62,12 +62,9 @@ export class SessionInference {
     if (!session.startsWith('auto-')) return
     const k = `${agent}\u0000${apiKeyHash}`
     const cur = this.open.get(k)
-    if (cur && (cur.last > last || (cur.id === session && cur.last === last))) return
-    if (cur && cur.id === session) {
-      cur.last = last
-      return
-    }
-    this.put(k, { id: session, last })
+    if (cur && (cur.last > last || (cur.last === last && cur.id === session))) return
+    if (cur?.id === session) cur.last = last
+    else this.put(k, { id: session, last })
   }
 
   private put(k: string, v: Open): void {

@@ -1,7 +1,7 @@
 import { DATA_RESIDENCY_MULTIPLIER, emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
-import { maxOutputTokens, promptTokenBound, reservedCost } from './worst-case'
+import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseUsd } from './worst-case'
 
 /**
  * The expected cost of a call, reserved against a `block` rule while it is in flight (the
@@ -32,7 +32,6 @@ const MIN_SAMPLES = 5
 /** A background job's real usage: one says more than the default (see above). */
 const MIN_BACKGROUND_SAMPLES = 1
 const PERCENTILE = 0.95
-const INPUT_ONLY = new Set(['embeddings'])
 
 /**
  * The last SAMPLES values and their 95th percentile. The window is also kept sorted, one
@@ -205,7 +204,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   const expected = prompt + (outTokens > 0 ? price(0, outTokens) : 0)
   // Never more than the call's worst case (its prompt's bound and its output cap): a learnt rate
   // far above what the body can hold would refuse the key's other calls for one call's sake.
-  return Math.min(expected, price(promptTokenBound(ctx.bodyBytes), INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)))
+  return Math.min(expected, worstCaseUsd(pricer, ctx, history.answeredAs))
 }
 
 /**

@@ -104,7 +104,7 @@ function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, sessi
 }
 
 /** Retry-After (seconds) of a refusal for calls in flight alone: about when a short call ends. */
-export const IN_FLIGHT_RETRY_S = 5
+const IN_FLIGHT_RETRY_S = 5
 
 function retryAfter(at: number, now: number): string {
   return String(Math.max(1, Math.ceil((at - now) / 1000)))

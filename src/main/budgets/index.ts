@@ -104,7 +104,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   // every instance on the database (./shared.ts); SQLite: this server's file (./local-history.ts).
   const shared = ctx.store.dialect === 'postgres' ? new SharedBudgets(ctx, local, history) : null
   // Which model each requested name was last answered as, from the calls stored before this start
-  // (a restart, another instance's): off the start's path; until it is read, as before.
+  // (a restart, another instance's): on SQLite read here, on PostgreSQL as soon as it answers.
   seedAnswered(ctx, history).catch((err: Error) => ctx.log.warn(`budgets: could not read which models requested names were answered as: ${err.message}`))
   const own = shared ? null : new LocalHistory(ctx.db, ctx.ledger, () => engine)
   // One clock for the meters, the spend rows and re-pricing (./clock.ts); on PostgreSQL, the database's.

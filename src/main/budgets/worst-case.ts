@@ -23,7 +23,7 @@ import type { CallContext } from '../proxy/gate'
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768
 const BYTES_PER_TOKEN = 3
 /** Endpoints billed for input only. */
-const INPUT_ONLY = new Set(['embeddings'])
+export const INPUT_ONLY = new Set(['embeddings'])
 
 function positive(v: unknown): number | null {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : null
