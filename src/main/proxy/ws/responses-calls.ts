@@ -143,7 +143,8 @@ export class ResponsesSocketCalls {
     // The socket closed while the admission waited (on PostgreSQL): closed() found nothing open,
     // so the call is recorded here as closed() would have, at $0, which frees its reservation.
     if (this.closedBy) {
-      this.abandon(s, this.closedBy)
+      this.abandoned(s, this.closedBy)
+      this.life.finish(s)
       return false
     }
     const { ctx, info } = s
@@ -220,33 +221,31 @@ export class ResponsesSocketCalls {
    * after (what streamed metered, the rest estimated); the relay then closes the socket.
    */
   timedOut(): void {
-    this.closedBy ??= 'upstream'
-    for (const s of this.open.splice(0)) {
-      if (this.erred.has(s)) {
-        this.life.finish(s)
-        continue
-      }
+    this.endOpen('upstream', (s) => {
       s.status = 504
       s.error = s.responseStarted ? 'upstream_stalled' : 'upstream_timeout'
-      this.life.finish(s)
-    }
+    })
   }
 
   /**
    * The socket closed: calls still open are recorded as abandoned by the client or cut by the
-   * upstream; an erred call's response had ended (failed) already, and is recorded with its error.
+   * upstream.
    */
   closed(by: 'client' | 'upstream'): void {
+    this.endOpen(by, (s) => this.abandoned(s, by))
+  }
+
+  /** Records every open call, each as `cut` says, but an erred one: its response had ended (failed) already, and it is recorded with its error. */
+  private endOpen(by: 'client' | 'upstream', cut: (s: CallState) => void): void {
     this.closedBy ??= by
     for (const s of this.open.splice(0)) {
-      if (this.erred.has(s)) this.life.finish(s)
-      else this.abandon(s, by)
+      if (!this.erred.has(s)) cut(s)
+      this.life.finish(s)
     }
   }
 
-  private abandon(s: CallState, by: 'client' | 'upstream'): void {
+  private abandoned(s: CallState, by: 'client' | 'upstream'): void {
     s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
     s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
-    this.life.finish(s)
   }
 }
