@@ -88,7 +88,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
       // PostgreSQL: the prices every instance shares as they are now (one may have been set through
       // another instance a moment ago: the poll would see it within a second, after this re-price).
-      if ('refresh' in store && typeof store.refresh === 'function') await store.refresh()
+      await store.refresh?.()
       const shared = ctx.store.dialect === 'postgres' ? spendMover(ctx.config) : undefined
       res.json(await repriceModel(ctx.store, ctx.ledger, ctx.pricer, pricingId, name, model, all === 'true', { meters: ctx.budgets, shared, feedId: feedIdOf(ctx.store) }))
     } catch (err) {

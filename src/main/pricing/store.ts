@@ -7,6 +7,8 @@ export interface PriceWriter {
   all(): StoredPrice[] | Promise<StoredPrice[]>
   put(p: RuntimePrice, now?: number): { price: StoredPrice; created: boolean } | Promise<{ price: StoredPrice; created: boolean }>
   delete(provider: string, model: string): boolean | Promise<boolean>
+  /** Shared prices (PostgreSQL): loads what another instance changed, now; absent where this process holds them all. */
+  refresh?(): Promise<unknown>
 }
 
 export interface Row {

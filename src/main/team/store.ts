@@ -24,8 +24,9 @@ export const INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
  * Whether a call a member sends as first recorded is one this server stored before and retention
  * pruned since (its cost kept in the rollups): older than what retention pruned, and the member
  * has a later call held here, which it sent after this one (a member sends its calls in id order).
- * Storing it again would count it twice. A member whose every call here was pruned cannot be told
- * from one sending an old backlog for the first time: its calls are stored.
+ * Storing it again would count it twice. Retention keeps each member's last call
+ * (../ledger/retention.ts, KEEPS_MEMBERS_LAST), so a member whose other calls were all pruned is
+ * still told from one sending an old backlog for the first time, whose calls are stored.
  */
 async function prunedSince(tx: SqlStore, rows: readonly IngestRow[]): Promise<(row: IngestRow) => boolean> {
   const before = (await tx.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
