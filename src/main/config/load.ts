@@ -185,6 +185,11 @@ function configSources(flags: ConfigFlags, env: NodeJS.ProcessEnv): { dirOverrid
  * file, then defaults.
  * Without --config or BURNRATE_CONFIG, `<data dir>/config.yaml` is read when it exists.
  */
+/** The config file `loadConfig` reads, or would read once it exists (what to name in a hint to edit it). */
+export function configPath(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): string {
+  return configSources(flags, env).file
+}
+
 export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const { dirOverride, base, file: named, explicit } = configSources(flags, env)
   let file: string | null = null

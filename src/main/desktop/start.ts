@@ -1,8 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import { homedir } from 'node:os'
-import { ConfigError, dataDirAnyway, loadConfig } from '../config/load'
-import { CONFIG_FILE } from '../config/paths'
+import { ConfigError, configPath, dataDirAnyway, loadConfig } from '../config/load'
 import type { Config } from '../config/schema'
 import { PortTakenError, type StartResult, probePort, reachableUrl, startOrAttach } from '../desktop-logic/port'
 import { type SystemNetwork, systemNetwork } from '../desktop-logic/system-proxy'
@@ -161,7 +159,7 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
         server ??= createBurnrate(cfg, { log, features: o.features, estimateWorker: o.estimateWorker, watchLogs: true })
         return listenOn(server)
       },
-      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? join(env.BURNRATE_DATA_DIR || dataDir, CONFIG_FILE)),
+      askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? configPath({ defaultDataDir: dataDir }, env)),
     })
   } catch (err) {
     const s = server as BurnrateServer | null
