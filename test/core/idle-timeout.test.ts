@@ -1,9 +1,9 @@
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { lastLedgerRow } from '../support/ledger-rows'
 
 /**
  * The idle timeout counts silence, not the length of a stream: the timer is re-armed from the
@@ -27,12 +27,7 @@ afterAll(async () => {
 })
 
 function lastRow(): any {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
-  } finally {
-    db.close()
-  }
+  return lastLedgerRow(t.dbFile)
 }
 
 async function rowAfter(before: number): Promise<any> {

@@ -6,6 +6,7 @@ import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, sleep, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 let upstream: MockUpstream
 let t: TestServer
@@ -23,12 +24,7 @@ beforeEach(() => {
 })
 
 function rows(): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 /** Rows on disk once every call recorded so far is written (the previous test's row included). */

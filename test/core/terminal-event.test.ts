@@ -1,9 +1,9 @@
 import http from 'node:http'
-import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
+import { lastLedgerRow } from '../support/ledger-rows'
 
 /**
  * A call whose upstream already delivered its terminal event completed, even when the client
@@ -14,12 +14,7 @@ import { serverOverMockUpstream } from '../support/server'
 const s = serverOverMockUpstream()
 
 function lastRow(): any {
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
-  } finally {
-    db.close()
-  }
+  return lastLedgerRow(s.t.dbFile)
 }
 
 async function rowAfter(before: number): Promise<any> {

@@ -1,11 +1,11 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { fixture } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /**
  * A response that fails after it began, on Codex's WebSocket and over HTTP: the upstream sends
@@ -65,12 +65,7 @@ afterAll(async () => {
 })
 
 function rows(): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 function open(key: string): Promise<{ ws: WebSocket; frames: string[] }> {

@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import type { Logger } from '../../src/main/log'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /**
  * A provider that goes silent on Codex's Responses WebSocket is timed as over HTTP: no frame
@@ -77,12 +77,7 @@ afterAll(async () => {
 })
 
 function rows(): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 interface Client {

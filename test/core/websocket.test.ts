@@ -1,11 +1,11 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { calcPrice } from '@pydantic/genai-prices'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /**
  * Codex's built-in OpenAI provider first upgrades `GET /v1/responses` to a WebSocket. Burnrate
@@ -121,12 +121,7 @@ afterAll(async () => {
 })
 
 function rows(): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 function open(key: string): Promise<{ ws: WebSocket; headers: http.IncomingHttpHeaders; frames: string[] }> {

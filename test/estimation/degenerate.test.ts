@@ -4,12 +4,12 @@ import http from 'node:http'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /**
  * Degenerate model output (a megabyte of `=`, spaces, newlines, `hahaha`) in a stream that
@@ -104,12 +104,7 @@ function median(xs: number[]): number {
 }
 
 function readRows(dbFile: string): any[] {
-  const db = new Database(dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(dbFile)
 }
 
 function expectEstimated(row: any, tokens: number): void {

@@ -1,23 +1,18 @@
 import http from 'node:http'
 import net from 'node:net'
-import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { sleep } from '../support/mock-upstream'
 import { serverOverMockUpstream } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /** The client goes away at every stage of a call: the proxy stops the upstream call and records what it knows. */
 
 const s = serverOverMockUpstream()
 
 function rows(): any[] {
-  const db = new Database(s.t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(s.t.dbFile)
 }
 
 async function nextRow(before: number): Promise<any> {

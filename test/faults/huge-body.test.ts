@@ -1,10 +1,10 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { once } from 'node:events'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { lastLedgerRow } from '../support/ledger-rows'
 
 /**
  * A response of a GiB is streamed through, not held: the process's peak memory rises by less
@@ -97,12 +97,7 @@ async function measure(path: string, body: unknown): Promise<{ bytes: number; st
 }
 
 function lastRow(): any {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
-  } finally {
-    db.close()
-  }
+  return lastLedgerRow(t.dbFile)
 }
 
 describe(`a ${TOTAL_MB} MB response`, () => {

@@ -1,11 +1,11 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest'
 import { fixture, sseChunks } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /** Faults on the upstream side: each gets a clear answer (when nothing was sent yet) and a record. */
 
@@ -25,12 +25,7 @@ beforeEach(() => {
 })
 
 function rows(file = t.dbFile): any[] {
-  const db = new Database(file, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(file)
 }
 
 async function nextRow(before: number, file = t.dbFile): Promise<any> {

@@ -1,11 +1,11 @@
 import http from 'node:http'
 import net from 'node:net'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { eventually } from '../support/http'
 import { type MockUpstream, sleep, startMockUpstream } from '../support/mock-upstream'
 import { startLoggedServer } from './support'
+import { ledgerRows } from '../support/ledger-rows'
 
 /** Whose side failed: a slow client is not a stalled upstream; a call cut with its connection by Burnrate was not abandoned by its client. */
 
@@ -37,12 +37,7 @@ afterAll(async () => {
 })
 
 function rows(): any[] {
-  const db = new Database(s.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(s.dbFile)
 }
 
 function chat(user: string, stream = true): string {

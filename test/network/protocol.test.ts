@@ -1,10 +1,10 @@
 import http from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
-import Database from 'better-sqlite3'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { startLoggedServer } from './support'
+import { ledgerRows } from '../support/ledger-rows'
 
 /** HTTP details from upstreams: informational responses, trailers, kept-alive connections closed under a call, oversized bodies. */
 
@@ -39,12 +39,7 @@ async function burnrateFor(upstreamUrl: string) {
 }
 
 function rows(dbFile: string): any[] {
-  const db = new Database(dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(dbFile)
 }
 
 describe('upstream protocol details', () => {

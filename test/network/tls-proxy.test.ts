@@ -5,7 +5,6 @@ import http2 from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { ADMIN_CONFIG, TOKEN } from '../admin/support'
@@ -13,6 +12,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { PLAIN_HOST, type PrivateCa, SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer, startSocks5Proxy } from './support'
+import { lastLedgerRow } from '../support/ledger-rows'
 
 /**
  * Networks as users have them: an HTTPS upstream signed by a private CA, DNS that does not
@@ -50,12 +50,7 @@ afterAll(async () => {
 })
 
 function lastRow(dbFile: string): any {
-  const db = new Database(dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id DESC LIMIT 1').get()
-  } finally {
-    db.close()
-  }
+  return lastLedgerRow(dbFile)
 }
 
 describe('an HTTPS upstream signed by a private CA', () => {

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
-import Database from 'better-sqlite3'
 import { expect } from 'vitest'
+import { ledgerRows as allRows } from '../support/ledger-rows'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { fixture, sseChunks } from '../support/fixtures'
 import { postJson } from '../support/http'
@@ -68,12 +68,7 @@ export type Row = Omit<CallRecord, 'streamed' | 'priced' | 'estimated'> & { stre
 
 /** Every row of the ledger, in the order the calls were recorded. */
 export function ledgerRows(dbFile: string): Row[] {
-  const db = new Database(dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all() as Row[]
-  } finally {
-    db.close()
-  }
+  return allRows(dbFile) as Row[]
 }
 
 /** Sums `value` of `rows` per key, in row order (the order the counters added them in). */

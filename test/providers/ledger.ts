@@ -5,15 +5,11 @@ import { eventually } from '../support/http'
 import type { MockUpstream } from '../support/mock-upstream'
 import { sseChunks } from '../support/fixtures'
 import type { TestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /** Every recorded call, oldest first, read from the server's real SQLite file. */
 export function rows(t: TestServer): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 /** Runs `call`, then waits until the ledger has written the row it caused, and returns it. */

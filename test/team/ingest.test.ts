@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs'
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
 import { createLogger } from '../../src/main/log'
 import { keyHash, getJson } from '../dashboard/seed'
 import { postJson, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 const ALICE = 'team-token-alice-7f3c9a1e5b'
 const BOB = 'team-token-bob-2d8e4f6a0c'
@@ -50,12 +50,7 @@ const ingest = (t: TestServer, calls: unknown, token: string | null = ALICE) =>
   postJson(`${t.url}/api/ingest`, { calls }, token === null ? {} : { authorization: `Bearer ${token}` })
 
 const rows = (t: TestServer): any[] => {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 let team: TestServer

@@ -7,6 +7,7 @@ import { keyHash } from '../dashboard/seed'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { ledgerRows } from '../support/ledger-rows'
 import { type TestServer, startTestServer } from '../support/server'
 
 const ALICE = 'team-token-alice-7f3c9a1e5b'
@@ -52,12 +53,7 @@ async function call(t: TestServer, key: string): Promise<void> {
 }
 
 function rows(t: TestServer, where = '1 = 1'): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare(`SELECT * FROM calls WHERE ${where} ORDER BY id`).all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile, where)
 }
 
 const health = async (t: TestServer) => (await request(`${t.url}/api/health`)).json()

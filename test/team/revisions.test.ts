@@ -1,10 +1,10 @@
-import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { eventually, postJson, request } from '../support/http'
 import { freePort } from '../support/pg-harness'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { ledgerRows } from '../support/ledger-rows'
 
 /**
  * A call's cost that moves on the member after it was sent (here: a model recorded unpriced, then
@@ -26,12 +26,7 @@ let team: TestServer
 let alice: TestServer
 
 function rows(t: TestServer): any[] {
-  const db = new Database(t.dbFile, { readonly: true })
-  try {
-    return db.prepare('SELECT * FROM calls ORDER BY id').all()
-  } finally {
-    db.close()
-  }
+  return ledgerRows(t.dbFile)
 }
 
 const ingest = (calls: unknown[]) =>
