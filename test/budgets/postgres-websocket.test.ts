@@ -1,12 +1,11 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { hashKey } from '../../src/main/proxy/attribution'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually, openConnections } from '../support/http'
 import { holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * Codex's WebSocket transport in PostgreSQL mode: each `response.create` under a `block` rule
@@ -18,8 +17,7 @@ import type { TestServer } from '../support/server'
 // The upstream here is a WebSocket server of the file's own.
 const h = usePostgres({ upstream: false })
 let store: PostgresStore
-let upstreamHttp: http.Server
-let wss: WebSocketServer
+let up: WsUpstream | undefined
 const seen: string[][] = []
 let t: TestServer
 
@@ -35,10 +33,8 @@ function answer(n: number): string[] {
 beforeAll(async () => {
   const url = h.database()
   store = h.store(url)
-  upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
-  wss = new WebSocketServer({ noServer: true })
-  upstreamHttp.on('upgrade', (req, socket, head) => {
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    onConnection: (ws) => {
       const frames: string[] = []
       seen.push(frames)
       let n = 0
@@ -46,10 +42,9 @@ beforeAll(async () => {
         frames.push(binary ? `binary:${(data as Buffer).toString('hex')}` : String(data))
         if (!binary && JSON.parse(String(data)).type === 'response.create') for (const f of answer(++n)) ws.send(f)
       })
-    })
+    },
   })
-  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
-  const upstream = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
+  const upstream = up.url
   t = await h.server({
     url,
     upstream,
@@ -66,9 +61,7 @@ beforeAll(async () => {
 afterAll(async () => {
   // Before the harness stops the server and the cluster (afterAll hooks run last-registered first).
   await t?.stop()
-  wss?.close()
-  upstreamHttp?.closeAllConnections()
-  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await up?.close()
 })
 
 function open(key: string): Promise<{ ws: WebSocket; frames: string[] }> {

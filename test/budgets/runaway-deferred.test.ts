@@ -1,8 +1,6 @@
 import diagnostics from 'node:diagnostics_channel'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { budgetsOf } from '../../src/main/budgets'
 import type { RunawayDetector } from '../../src/main/budgets/runaway'
 import { getJson } from '../dashboard/seed'
@@ -10,6 +8,7 @@ import { fixture } from '../support/fixtures'
 import { eventually, postJson } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 import { callsOf } from './support'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * The runaway loop check when it cannot refuse a call (`warn`): it runs after the call has been
@@ -22,8 +21,7 @@ const HEADER = 'x-burnrate-runaway-warning'
 const JSON_ANSWER = fixture('anthropic/messages-nonstream-basic.json')
 const SSE_ANSWER = fixture('anthropic/messages-stream-text.sse')
 
-let upstreamHttp: http.Server
-let wss: WebSocketServer
+let up: WsUpstream | undefined
 /** Requests the upstream got, by session (named in the first message: x-burnrate-* headers are not passed on). */
 const received: string[] = []
 let warn: TestServer
@@ -39,31 +37,29 @@ function responsesAnswer(n: number): string[] {
 }
 
 beforeAll(async () => {
-  upstreamHttp = http.createServer((req, res) => {
-    const parts: Buffer[] = []
-    req.on('data', (c) => parts.push(c))
-    req.on('end', () => {
-      const body = JSON.parse(Buffer.concat(parts).toString('utf8'))
-      received.push(String(body.messages?.[0]?.content ?? '').replace('fix the parser in ', ''))
-      const stream = body.stream === true
-      const answer = stream ? SSE_ANSWER : JSON_ANSWER
-      res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json', 'content-length': answer.length })
-      res.end(answer)
-    })
-  })
-  // Kept-alive connections stay open for the whole file: the ordering test needs a connection ready.
-  upstreamHttp.keepAliveTimeout = 120_000
-  wss = new WebSocketServer({ noServer: true })
-  upstreamHttp.on('upgrade', (req, socket, head) => {
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    onRequest: (req, res) => {
+      const parts: Buffer[] = []
+      req.on('data', (c) => parts.push(c))
+      req.on('end', () => {
+        const body = JSON.parse(Buffer.concat(parts).toString('utf8'))
+        received.push(String(body.messages?.[0]?.content ?? '').replace('fix the parser in ', ''))
+        const stream = body.stream === true
+        const answer = stream ? SSE_ANSWER : JSON_ANSWER
+        res.writeHead(200, { 'content-type': stream ? 'text/event-stream' : 'application/json', 'content-length': answer.length })
+        res.end(answer)
+      })
+    },
+    onConnection: (ws) => {
       let n = 0
       ws.on('message', (data) => {
         if (JSON.parse(String(data)).type === 'response.create') for (const f of responsesAnswer(++n)) ws.send(f)
       })
-    })
+    },
   })
-  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
-  const upstream = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
+  // Kept-alive connections stay open for the whole file: the ordering test needs a connection ready.
+  up.http.keepAliveTimeout = 120_000
+  const upstream = up.url
   warn = await startTestServer(
     {
       runaway: { loop: { action: 'warn', repeats: 3 } },
@@ -76,9 +72,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await warn?.cleanup()
   await block?.cleanup()
-  wss?.close()
-  upstreamHttp?.closeAllConnections()
-  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await up?.close()
 })
 
 const KEY = 'sk-ant-api03-deferred-0001'

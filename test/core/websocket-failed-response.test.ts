@@ -1,11 +1,10 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { fixture } from '../support/fixtures'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * A response that fails after it began, on Codex's WebSocket and over HTTP: the upstream sends
@@ -33,35 +32,30 @@ const ANSWER = [
 ]
 const framesFor = (text: string): string[] => (text.includes('quota') ? QUOTA : text.includes('cut') ? CUT : ANSWER)
 
-let up: http.Server
-let wss: WebSocketServer
+let up: WsUpstream
 let t: TestServer
 
 beforeAll(async () => {
-  up = http.createServer((req, res) => {
-    req.resume()
-    req.on('end', () => {
-      res.writeHead(200, { 'content-type': 'text/event-stream' })
-      res.end(SSE)
-    })
-  })
-  wss = new WebSocketServer({ noServer: true })
-  up.on('upgrade', (req, socket, head) => {
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    onRequest: (req, res) => {
+      req.resume()
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'text/event-stream' })
+        res.end(SSE)
+      })
+    },
+    onConnection: (ws) => {
       ws.on('message', (data) => {
         const text = String(data)
         if (JSON.parse(text).type === 'response.create') for (const f of framesFor(text)) ws.send(f)
       })
-    })
+    },
   })
-  await new Promise<void>((r) => up.listen(0, '127.0.0.1', r))
-  t = await startTestServer({}, `http://127.0.0.1:${(up.address() as AddressInfo).port}`)
+  t = await startTestServer({}, up.url)
 })
 afterAll(async () => {
   await t.cleanup()
-  wss.close()
-  up.closeAllConnections()
-  await new Promise<void>((r) => up.close(() => r()))
+  await up.close()
 })
 
 function rows(): any[] {

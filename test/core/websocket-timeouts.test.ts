@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto'
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import type { Logger } from '../../src/main/log'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * A provider that goes silent on Codex's Responses WebSocket is timed as over HTTP: no frame
@@ -20,8 +19,7 @@ const FIRST_BYTE_MS = 1500
 const IDLE_MS = 1000
 const BIG_DELTAS = 256
 
-let upstreamHttp: http.Server
-let wss: WebSocketServer
+let up: WsUpstream
 let t: TestServer
 const warnings: string[] = []
 
@@ -37,10 +35,8 @@ function frames(n: number): string[] {
 }
 
 beforeAll(async () => {
-  upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
-  wss = new WebSocketServer({ noServer: true })
-  upstreamHttp.on('upgrade', (req, socket, head) => {
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    onConnection: (ws) => {
       let n = 0
       ws.on('message', async (data) => {
         const text = String(data)
@@ -62,18 +58,14 @@ beforeAll(async () => {
           if (ws.readyState === ws.OPEN) ws.send(frame)
         }
       })
-    })
+    },
   })
-  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
-  const upstreamUrl = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
   const log: Logger = { info: () => {}, warn: (l) => void warnings.push(l), error: () => {}, debug: () => {} }
-  t = await startTestServer({ upstream: { first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS } }, upstreamUrl, undefined, { log })
+  t = await startTestServer({ upstream: { first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS } }, up.url, undefined, { log })
 })
 afterAll(async () => {
   await t.cleanup()
-  wss.close()
-  upstreamHttp.closeAllConnections()
-  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await up.close()
 })
 
 function rows(): any[] {

@@ -1,11 +1,11 @@
 import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * Codex's built-in OpenAI provider first upgrades `GET /v1/responses` to a WebSocket. Burnrate
@@ -28,9 +28,7 @@ interface Seen {
   ws: WebSocket
 }
 
-let upstreamHttp: http.Server
-let upstreamUrl: string
-let wss: WebSocketServer
+let up: WsUpstream
 const seen: Seen[] = []
 let refuseUpgrade = false
 let t: TestServer
@@ -75,18 +73,17 @@ const ERRORS: Record<string, string[]> = {
 const scripted = (text: string) => Object.entries(ERRORS).find(([marker]) => text.includes(marker))?.[1]
 
 beforeAll(async () => {
-  upstreamHttp = http.createServer((_req, res) => {
-    res.writeHead(404, { 'content-type': 'application/json' })
-    res.end('{"error":{"message":"plain GET"}}')
-  })
-  wss = new WebSocketServer({ noServer: true })
-  wss.on('headers', (h) => h.push('x-codex-turn-state: turn-abc'))
-  upstreamHttp.on('upgrade', (req, socket, head) => {
-    if (refuseUpgrade) {
-      socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 28\r\n\r\n{"error":{"message":"nope"}}')
-      return
-    }
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    onRequest: (_req, res) => {
+      res.writeHead(404, { 'content-type': 'application/json' })
+      res.end('{"error":{"message":"plain GET"}}')
+    },
+    headers: () => ['x-codex-turn-state: turn-abc'],
+    refuse: (_req, socket) => {
+      if (refuseUpgrade) socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 28\r\n\r\n{"error":{"message":"nope"}}')
+      return refuseUpgrade
+    },
+    onConnection: (ws, req) => {
       const s: Seen = { headers: req.headers, frames: [], ws }
       seen.push(s)
       let n = 0
@@ -107,17 +104,13 @@ beforeAll(async () => {
         const frames = scripted(String(data)) ?? (String(data).includes('search the web') ? searchFrames() : answerFrames(++n))
         for (const f of frame.input === 'hold' ? frames.slice(0, 1) : frames) ws.send(f)
       })
-    })
+    },
   })
-  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
-  upstreamUrl = `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, upstreamUrl)
+  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
 })
 afterAll(async () => {
   await t.cleanup()
-  wss.close()
-  upstreamHttp.closeAllConnections()
-  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await up.close()
 })
 
 function rows(): any[] {

@@ -1,9 +1,8 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket, { WebSocketServer } from 'ws'
+import WebSocket from 'ws'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
  * Codex logged in with ChatGPT upgrades `GET /chatgpt/codex/responses` to a WebSocket: the
@@ -11,19 +10,16 @@ import { type TestServer, startTestServer } from '../support/server'
  * and the response on the socket is recorded as a subscription call.
  */
 
-let upstreamHttp: http.Server
-let wss: WebSocketServer
+let up: WsUpstream
 let t: TestServer
 let upgradePath = ''
 const reset = Math.floor(Date.now() / 1000) + 3 * 3600
 
 beforeAll(async () => {
-  upstreamHttp = http.createServer((_req, res) => res.writeHead(404).end())
-  wss = new WebSocketServer({ noServer: true })
-  wss.on('headers', (h) => h.push('x-codex-primary-used-percent: 20', 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${reset}`))
-  upstreamHttp.on('upgrade', (req, socket, head) => {
-    upgradePath = req.url ?? ''
-    wss.handleUpgrade(req, socket, head, (ws) => {
+  up = await startWsUpstream({
+    headers: () => ['x-codex-primary-used-percent: 20', 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${reset}`],
+    onConnection: (ws, req) => {
+      upgradePath = req.url ?? ''
       ws.on('message', (data) => {
         if (JSON.parse(String(data)).type !== 'response.create') return
         const resp = { id: 'resp_1', object: 'response', model: 'gpt-4o-mini-2024-07-18' }
@@ -31,16 +27,13 @@ beforeAll(async () => {
         ws.send(JSON.stringify({ type: 'response.created', response: resp }))
         ws.send(JSON.stringify({ type: 'response.completed', response: { ...resp, usage: { input_tokens: 1000, output_tokens: 50, total_tokens: 1050 } } }))
       })
-    })
+    },
   })
-  await new Promise<void>((r) => upstreamHttp.listen(0, '127.0.0.1', r))
-  t = await startTestServer({}, `http://127.0.0.1:${(upstreamHttp.address() as AddressInfo).port}`)
+  t = await startTestServer({}, up.url)
 })
 afterAll(async () => {
   await t.cleanup()
-  wss.close()
-  upstreamHttp.closeAllConnections()
-  await new Promise<void>((r) => upstreamHttp.close(() => r()))
+  await up.close()
 })
 
 /** Codex's ChatGPT login opens a Responses WebSocket on `path` and makes one call; the upstream's path it reached. */
