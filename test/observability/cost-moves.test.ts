@@ -10,6 +10,7 @@ import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { otlpSum, startCollector } from './support'
+import { RAN, line } from '../providers/batch-support'
 
 /**
  * A recorded call's cost that moves later (re-pricing; a background response's real usage goes
@@ -35,6 +36,10 @@ async function prom(name: string): Promise<number> {
 /** OTLP: the cumulative sum of `name` for MODEL in the latest export that has it. */
 const otlp = (name: string) => otlpSum(collector.metrics, name, { 'gen_ai.request.model': MODEL })
 
+/** A Batch API output file with one request of BATCHED (unknown to the prices: recorded at $0). */
+const BATCHED = 'gpt-batched-nonexistent-9'
+const BATCH_OUTPUT = Buffer.from(line('batch_req_moves01', 'task-1', { ...JSON.parse(chatAnswer(BATCHED, 1_000_000, 100_000)), id: 'chatcmpl-moves-batch-1', created: RAN }) + '\n')
+
 const near = (a: number | null, b: number) => a !== null && Math.abs(a - b) <= 1e-9
 
 async function stored(): Promise<number> {
@@ -43,7 +48,11 @@ async function stored(): Promise<number> {
 }
 
 beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) }))
+  upstream = await startMockUpstream((req) =>
+    req.url.startsWith('/v1/files/')
+      ? { status: 200, headers: { 'content-type': 'application/octet-stream' }, body: BATCH_OUTPUT }
+      : { status: 200, headers: { 'content-type': 'application/json' }, body: chatAnswer(MODEL, 1_000_000, 100_000) },
+  )
   collector = await startCollector()
   t = await startTestServer(
     { ...ADMIN_CONFIG, timezone: 'UTC', metrics: { enabled: true }, otel: { endpoint: collector.url, interval_ms: 200, traces: false }, import: { watch: false } },
@@ -104,5 +113,20 @@ describe('the cost counters follow a recorded call whose cost moves', () => {
     } finally {
       rmSync(logs, { recursive: true, force: true })
     }
+  })
+
+  it("a Batch API request's re-pricing moves no counter: batch results are stored from their file, never in the per-call counters", async () => {
+    const r = await request(`${t.url}/v1/files/file-moves01/content`, { headers: { authorization: `Bearer ${KEY}`, 'user-agent': 'OpenAI/Python 1.99.0' } })
+    expect(r.status).toBe(200)
+    const cost = () => (t.server.db.prepare("SELECT sum(cost_usd) AS c FROM calls WHERE model = ? AND endpoint LIKE 'batch.%'").get(BATCHED) as { c: number | null }).c
+    await eventually(() => cost() === 0)
+    expect((await admin(t.url, 'PUT', `/prices/openai/${BATCHED}`, { body: { input_mtok: 3, output_mtok: 15 } })).status).toBe(200)
+    expect((await admin(t.url, 'POST', `/prices/openai/${BATCHED}/reprice`)).json()).toMatchObject({ repriced: 1 })
+    expect(cost()).toBeGreaterThan(0)
+    const series = (await request(`${t.url}/metrics`)).text.split('\n').filter((l) => l.includes(`model="${BATCHED}"`))
+    expect(series).toEqual([])
+    const exports = collector.metrics.length
+    await eventually(() => collector.metrics.length > exports + 1, 10_000)
+    expect(otlpSum(collector.metrics, 'gen_ai.usage.cost', { 'gen_ai.request.model': BATCHED })).toBeNull()
   })
 })

@@ -5,6 +5,7 @@ import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/r
 import { listenersPerOwner } from '../ledger/listeners'
 import { markRevised, revised } from '../ledger/revisions'
 import type { CallLedger as Ledger } from '../ledger/types'
+import { isBatchResult } from '../providers/batch-results'
 import type { SqlStore } from '../storage/sql'
 
 /** What a stored call is counted by: the rollups' groupings and the budgets' scopes. */
@@ -26,6 +27,15 @@ export interface MovedCall {
   endpoint?: string
   /** `import`: stored from an agent's log, never in the metrics' per-call counters, so neither are its moves. */
   source?: string
+}
+
+/**
+ * Whether the metrics' per-call counters counted call `r` when it was stored, so that its cost's
+ * moves are theirs too: the proxy's own calls, not an agent's logged call (`import`) nor a Batch
+ * API request stored from its results file (`batch.*`, whose stored `source` is `proxy`).
+ */
+function inCallCounters(r: MovedCall): boolean {
+  return r.source !== 'import' && !isBatchResult(r.endpoint)
 }
 
 /** A recorded call's cost moved by `delta` (and its tokens by `tokens`), as the metrics count them (every call's, plan calls' too). */
@@ -103,8 +113,7 @@ export class CostMoves {
   add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
-    // The metrics count the calls the proxy recorded; an imported call's cost was never in them.
-    if ((delta !== 0 || movesTokens(tokens)) && r.source !== 'import') {
+    if ((delta !== 0 || movesTokens(tokens)) && inCallCounters(r)) {
       this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
     }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.

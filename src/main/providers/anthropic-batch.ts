@@ -102,7 +102,7 @@ export class AnthropicBatchMeter extends BatchResultsMeter {
     if (!o || typeof o.custom_id !== 'string' || !isObject(o.result) || o.result.type !== 'succeeded' || !isObject(o.result.message)) return
     const m = new AnthropicMeter()
     m.json(o.result.message)
-    this.add(`anthropic-batch:${this.batchId}:${o.custom_id}`, batchEnded(this.batchId, this.now()), 'batch.messages', m.result())
+    this.add(`anthropic-batch:${this.batchId}:${o.custom_id}`, batchEnded(this.batchId, this.now()), 'messages', m.result())
   }
 }
 

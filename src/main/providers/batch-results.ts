@@ -1,6 +1,14 @@
 import { isObject } from '../metering/usage'
 import type { BatchResult, Meter, MeterResult } from './types'
 
+/** The ledger endpoint of a Batch API request stored from its results file is this and the endpoint it ran on (`batch.chat.completions`). */
+const BATCH_PREFIX = 'batch.'
+
+/** Whether a stored call is a Batch API request recorded from its results file (not a call the proxy answered itself). */
+export function isBatchResult(endpoint: string | undefined): boolean {
+  return endpoint !== undefined && endpoint.startsWith(BATCH_PREFIX)
+}
+
 /**
  * What the meters of Batch API results share (./openai-batch.ts, ./anthropic-batch.ts,
  * ./gemini-batch.ts): the answer itself costs nothing (`usage: null`), and each request it
@@ -27,15 +35,15 @@ export abstract class BatchResultsMeter implements Meter {
   }
 
   /**
-   * Keeps a request whose answer the provider's meter read (`got`), billed at batch rates, dated
-   * `ts` but never after now (a clock ahead of this machine's is not a call in the future);
-   * nothing when it had no usage.
+   * Keeps a request whose answer the provider's meter read (`got`) on `endpoint` (the one it ran
+   * on: `chat.completions`), billed at batch rates, dated `ts` but never after now (a clock ahead
+   * of this machine's is not a call in the future); nothing when it had no usage.
    */
   protected add(key: string, ts: number, endpoint: string, got: MeterResult, model = ''): void {
     if (!got.usage) return
     got.usage.batch = true
     const now = this.now()
-    this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint, usage: got.usage, responseId: got.responseId ?? '' })
+    this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint: BATCH_PREFIX + endpoint, usage: got.usage, responseId: got.responseId ?? '' })
   }
 
   result(): MeterResult {

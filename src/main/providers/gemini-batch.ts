@@ -55,7 +55,7 @@ export class GeminiBatchMeter extends BatchResultsMeter {
       if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
       const m = new GeminiMeter()
       m.json(item.response)
-      this.add(`gemini-batch:${name}:${i}`, at, 'batch.generateContent', m.result(), batchModel)
+      this.add(`gemini-batch:${name}:${i}`, at, 'generateContent', m.result(), batchModel)
     })
   }
 }
@@ -84,7 +84,7 @@ export class GeminiBatchFileMeter extends BatchResultsMeter {
     const m = new GeminiMeter()
     m.json(o.response)
     const key = typeof o.key === 'string' && o.key ? `k:${o.key}` : `i:${this.index}`
-    this.add(`gemini-batch-file:${this.fileId}:${key}`, this.now(), 'batch.generateContent', m.result())
+    this.add(`gemini-batch-file:${this.fileId}:${key}`, this.now(), 'generateContent', m.result())
   }
 }
 

@@ -46,7 +46,7 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     if (!endpoint) return
     const m = new OpenAIMeter({ endpoint })
     m.json(body)
-    this.add(key, ranAt(body, this.now()), `batch.${endpoint}`, m.result())
+    this.add(key, ranAt(body, this.now()), endpoint, m.result())
   }
 
   /** The request's key: the line's own id, else (Azure) the file's id and its custom id; '' when neither. */
