@@ -70,7 +70,9 @@ export function startHttpResponse(
   if (s.admission.lateHeaders) setAll(headers, s.admission.lateHeaders())
   res.writeHead(s.status, headers.list)
 
-  if (s.status < 400) attachMeter(s, uheaders)
+  // Only a successful answer is a model's: a redirect or any other 1xx-3xx ran none (its missing
+  // usage is not a stream cut before it, which the recorder would estimate and charge).
+  if (s.status >= 200 && s.status < 300) attachMeter(s, uheaders)
 
   // Not a timer reset per chunk (that adds up over a long stream): each chunk notes its
   // time; when the timer fires it re-arms for what is left of the window after the latest
