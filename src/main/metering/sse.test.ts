@@ -42,6 +42,16 @@ describe('SseParser', () => {
     ])
   })
 
+  it('ignores one leading byte order mark, as the standard says, however the bytes are split', () => {
+    const bom = Buffer.from([0xef, 0xbb, 0xbf])
+    const body = Buffer.from('event: message_start\ndata: {"a":1}\n\n')
+    expect(parseAll([Buffer.concat([bom, body])])).toEqual([['message_start', '{"a":1}']])
+    // split inside the mark; a first data line after it is data
+    expect(parseAll([bom.subarray(0, 1), bom.subarray(1), Buffer.from('data: x\n\n')])).toEqual([['message', 'x']])
+    // only the first one: a second mark starts an unknown field name
+    expect(parseAll([bom, bom, Buffer.from('data: y\n\ndata: z\n\n')])).toEqual([['message', 'z']])
+  })
+
   it('dispatches a last event that lacks its blank line at end of stream', () => {
     expect(parseAll([Buffer.from('data: last')])).toEqual([['message', 'last']])
   })

@@ -17,6 +17,8 @@ export class SseParser {
   private data: string[] = []
   private lastWasCR = false
   private skipping = false
+  /** Text has come: a byte order mark now is not the stream's first character. */
+  private started = false
   /** Longest line kept; a longer one (never seen from a real provider) is dropped, not buffered. */
   static MAX_LINE = 16 * 1024 * 1024
 
@@ -24,6 +26,11 @@ export class SseParser {
 
   write(chunk: Buffer): void {
     let text = this.decoder.write(chunk)
+    if (!this.started && text.length > 0) {
+      this.started = true
+      // One leading byte order mark is ignored (the standard's event stream interpretation).
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1)
+    }
     if (this.lastWasCR && text.charCodeAt(0) === 10) text = text.slice(1)
     this.lastWasCR = false
     if (text.length === 0) return
