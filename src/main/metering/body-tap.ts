@@ -127,6 +127,57 @@ export class JsonCollector {
     const usage = objectAfterKey(text, 'usage') ?? objectAfterKey(text, 'usageMetadata')
     return usage ? { usage, usageMetadata: usage } : undefined
   }
+
+  /**
+   * For a body that `parse` could not read: when it is a JSON array cut before its end (Gemini's
+   * `streamGenerateContent` without `alt=sse`, reset or abandoned mid-answer), its complete
+   * elements; else undefined.
+   */
+  cutArray(): unknown[] | undefined {
+    if (this.overflow || this.size === 0) return undefined
+    return completeElements(Buffer.concat(this.chunks, this.size).toString('utf8'))
+  }
+}
+
+/**
+ * The complete elements of a JSON array cut before its end (`[{…},{…},{"a` gives the first two),
+ * or undefined when `text` is no array's beginning or holds no whole element. One pass over the
+ * text (strings skipped with a native search), then one parse of the elements found.
+ */
+export function completeElements(text: string): unknown[] | undefined {
+  let i = 0
+  while (i < text.length && (text.charCodeAt(i) <= 32 || text.charCodeAt(i) === 0xfeff)) i++
+  if (text.charCodeAt(i) !== 91 /* [ */) return undefined
+  let depth = 0
+  let lastEnd = -1
+  for (; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (c === 34 /* " */) {
+      // to the closing quote: one not escaped by an odd number of backslashes
+      let j = i
+      for (;;) {
+        j = text.indexOf('"', j + 1)
+        if (j === -1) break
+        let k = j - 1
+        while (text.charCodeAt(k) === 92 /* \ */) k--
+        if ((j - 1 - k) % 2 === 0) break
+      }
+      if (j === -1) break
+      i = j
+    } else if (c === 91 || c === 123 /* [ { */) depth++
+    else if (c === 93 || c === 125 /* ] } */) {
+      depth--
+      if (depth === 1) lastEnd = i
+      else if (depth === 0) return undefined // the whole array ended: not cut (it did not parse for another reason)
+    }
+  }
+  if (lastEnd === -1) return undefined
+  try {
+    const v: unknown = JSON.parse(text.slice(0, lastEnd + 1) + ']')
+    return Array.isArray(v) ? v : undefined
+  } catch {
+    return undefined
+  }
 }
 
 /** Parses the JSON object that follows the last `"key":` in `text`, or undefined. */

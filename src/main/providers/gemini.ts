@@ -183,6 +183,11 @@ export class GeminiMeter implements Meter {
     this.complete = true
   }
 
+  /** A streamed JSON array cut after `elements`: complete only if one of them was the last answer (its finishReason). */
+  jsonElements(elements: unknown[]): void {
+    for (const e of elements) this.take(e)
+  }
+
   result(): MeterResult {
     const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, complete: this.complete }
     if (!this.usage) {

@@ -133,6 +133,11 @@ export interface Meter {
   event(name: string, data: string): void
   /** The whole parsed JSON body (an array for Gemini's streamed JSON without `alt=sse`). */
   json(body: unknown): void
+  /**
+   * The complete elements of a JSON array answer cut before its end (Gemini's streamed JSON
+   * without `alt=sse`, reset or abandoned): metered as a stream cut after them.
+   */
+  jsonElements?(elements: unknown[]): void
   /** One line of a JSON Lines answer (`CallShape.lines`), as text. */
   line?(text: string): void
   result(): MeterResult

@@ -58,6 +58,11 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       if (s.json && s.meter) {
         const body = s.json.parse()
         if (body !== undefined) s.meter.json(body)
+        else if (s.meter.jsonElements) {
+          // A streamed JSON array cut short: what its whole elements reported.
+          const elements = s.json.cutArray()
+          if (elements) s.meter.jsonElements(elements)
+        }
       }
       const r = s.meter?.result()
       if (r) {
