@@ -196,6 +196,18 @@ describe('BudgetRules', () => {
           },
         ],
       }),
+      // The rule's own window for the key: $4 of its $5 (the key's whole day, $4 too here).
+      'GET /api/dashboard/budgets': () => ({
+        body: {
+          overall: [],
+          rules: rules.map((rule) => ({
+            rule,
+            api_key_hash: 'h',
+            key_hint: 'sk-…9f3a',
+            windows: [{ period: 'daily', limit_usd: 5, spent_usd: 4, pct: 0.8, projected_usd: 4, exhausted_at: null, resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0 }],
+          })),
+        },
+      }),
       'POST /api/admin/budgets/rules': (r) => {
         const b = r.body as any
         if (b.daily_limit_usd === null && b.monthly_limit_usd === null) return err(400, 'invalid_request', 'daily_limit_usd or monthly_limit_usd must be a number.')
@@ -219,6 +231,9 @@ describe('BudgetRules', () => {
     await w.get('#rf-soft').setValue('80')
     await w.get('[data-testid="rule-form"]').trigger('submit')
     await vi.waitFor(() => expect(w.findAll('[data-testid="rule-row"]')).toHaveLength(1))
+    const { useDashboard } = await import('../stores/dashboard')
+    await useDashboard().refresh()
+    await nextTick()
     expect(server.calls.filter((c) => c.method === 'POST').at(-1)?.body).toEqual({
       api_key_pattern: 'sk-*',
       daily_limit_usd: 5,

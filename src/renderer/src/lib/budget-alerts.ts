@@ -1,10 +1,14 @@
-import type { ApiKeyUsage } from '../../../shared/api'
+import type { BudgetRule, BudgetStatus, BudgetWindow, BudgetsOverview } from '../../../shared/api'
 
 export interface BudgetAlertRow {
   key_hint: string
   api_key_hash: string
   pattern: string
-  period: 'daily' | 'monthly'
+  period: BudgetWindow['period']
+  /** Hours of a rolling window (`period: 'window'`). */
+  window_hours: number | null
+  /** The calls the rule counts, when it counts only some of the key's (`agent claude-code`), else ''. */
+  scope: string
   spent: number
   limit: number
   /** `over`: the limit is reached (calls blocked under `block`, warned under `warn`); `near`: at or past the soft limit (or 80%). */
@@ -12,22 +16,72 @@ export interface BudgetAlertRow {
   action: 'block' | 'warn'
 }
 
-/** Keys at or near a limit of their effective rule, the most urgent first. */
-export function budgetAlerts(keys: ApiKeyUsage[]): BudgetAlertRow[] {
+/** The calls a rule counts, when it does not count every call of its keys: `agent claude-code, model gpt-4o*`. */
+export function ruleScope(r: BudgetRule): string {
+  const parts: string[] = []
+  if (r.agent) parts.push(`agent ${r.agent}`)
+  if (r.model_pattern) parts.push(`model ${r.model_pattern}`)
+  if (r.provider) parts.push(`provider ${r.provider}`)
+  if (r.tenant) parts.push(`tenant ${r.tenant}`)
+  return parts.join(', ')
+}
+
+/**
+ * Keys at or near a limit of a rule, the most urgent first. Each figure is the rule's own window
+ * for the key (`GET /api/dashboard/budgets`): what the rule counted, within its agent, model,
+ * provider and tenant scope, which is what the proxy refuses calls by; never the key's whole spend.
+ */
+export function budgetAlerts(statuses: BudgetStatus[]): BudgetAlertRow[] {
   const out: BudgetAlertRow[] = []
-  for (const k of keys) {
-    const r = k.rule
-    if (!r || r.overridden) continue
-    const check = (period: 'daily' | 'monthly', spent: number, limit: number | null) => {
-      if (limit === null) return
-      const ratio = limit === 0 ? 1 : spent / limit
+  for (const s of statuses) {
+    const r = s.rule
+    // A rule no key has used yet has nothing to warn about; an overridden rule is not in force.
+    if (s.api_key_hash === null || r.overridden) continue
+    for (const w of s.windows) {
+      const ratio = w.limit_usd === 0 ? 1 : w.spent_usd / w.limit_usd
       const soft = r.soft_limit_pct ?? 0.8
       const level = ratio >= 1 ? 'over' : ratio >= soft ? 'near' : null
-      if (level) out.push({ key_hint: k.key_hint, api_key_hash: k.api_key_hash, pattern: r.api_key_pattern, period, spent, limit, level, action: r.action })
+      if (!level) continue
+      out.push({
+        key_hint: s.key_hint ?? '',
+        api_key_hash: s.api_key_hash,
+        pattern: r.api_key_pattern,
+        period: w.period,
+        window_hours: r.window_hours,
+        scope: ruleScope(r),
+        spent: w.spent_usd,
+        limit: w.limit_usd,
+        level,
+        action: r.action,
+      })
     }
-    check('daily', k.spend_today_usd, r.daily_limit_usd)
-    check('monthly', k.spend_month_usd, r.monthly_limit_usd)
   }
   const rank = (a: BudgetAlertRow) => (a.level === 'over' ? 0 : 1)
   return out.sort((a, b) => rank(a) - rank(b) || b.spent / (b.limit || 1) - a.spent / (a.limit || 1))
+}
+
+/** Every key's alerts, or none while the budgets' figures are not loaded (nothing is claimed without them). */
+export function budgetAlertsOf(overview: BudgetsOverview | null): BudgetAlertRow[] {
+  return overview ? budgetAlerts(overview.rules) : []
+}
+
+/** The hint a rule on a whole key is shown by in `GET /api/dashboard/budgets` (as the server's keyHint: `sk-…9f3a`). */
+export function keyHintOf(key: string): string {
+  if (!key) return ''
+  if (key.length < 12) return '…'
+  return `${key.slice(0, 3)}…${key.slice(-4)}`
+}
+
+/**
+ * The entries of `GET /api/dashboard/budgets` for one rule of the admin API (one per key it
+ * metered; one with `api_key_hash: null` when none has used it yet). The dashboard names a
+ * rule on a whole key by the key's hint, so such a rule is matched by that hint.
+ */
+export function statusesOf(rule: BudgetRule, statuses: BudgetStatus[]): BudgetStatus[] {
+  const whole = !rule.api_key_pattern.endsWith('*')
+  return statuses.filter(
+    (s) =>
+      s.rule.source === rule.source &&
+      (s.rule.api_key_pattern === rule.api_key_pattern || (whole && !s.rule.api_key_pattern.endsWith('*') && s.rule.api_key_pattern === keyHintOf(rule.api_key_pattern))),
+  )
 }
