@@ -161,4 +161,29 @@ describe('dashboard token', () => {
     expect(Object.keys(dash.errors)).toEqual([])
     expect(dash.unreachable).toBe(false)
   })
+
+  it('stops showing figures as current once its session is gone (a restart), and back once it is given', async () => {
+    const msg = 'The dashboard needs its token: open /?token=<dashboard.token> once in this browser.'
+    let lost = false
+    const routes = Object.fromEntries(
+      Object.entries(dashboardRoutes()).map(([k, route]) => [k, (r: any) => (lost ? { status: 401, body: { error: { type: 'unauthorized', message: msg } } } : route(r))]),
+    )
+    fakeServer(routes)
+    const dash = useDashboard()
+    await dash.refresh()
+    expect(dash.current('summary')?.today_spend_usd).toBe(12.344)
+    const updated = dash.lastUpdated
+    lost = true
+    await new Promise((r) => setTimeout(r, 5))
+    await dash.refresh()
+    expect(dash.authMessage).toBe(msg)
+    // No section's figures pass for current, and the round is not an update ("Live · updated just now").
+    for (const s of ['summary', 'timeseries', 'costs', 'keys', 'sessions', 'budgets'] as const) expect(dash.current(s)).toBeNull()
+    expect(dash.lastUpdated).toBe(updated)
+    expect(dash.empty).toBe(false)
+    lost = false
+    await dash.refresh()
+    expect(dash.authMessage).toBe('')
+    expect(dash.current('summary')?.today_spend_usd).toBe(12.344)
+  })
 })

@@ -107,8 +107,12 @@ export const useDashboard = defineStore('dashboard', () => {
         } else if (r.reason instanceof UnreachableError) {
           // Keep the last data on screen; the banner says the server is unreachable.
         } else if (r.reason instanceof ApiError && r.reason.status === 401) {
+          // The dashboard session is gone (Burnrate restarted, say): nothing can be loaded until
+          // the token is given again, so the figures on screen are no longer current. The view
+          // gives way to its placeholder; the page's note (once, not per view) says why.
           down = false
           auth = r.reason.message
+          delete loadedFor[s]
         } else {
           down = false
           errors[s] = r.reason instanceof ApiError ? r.reason.message : String((r.reason as Error)?.message ?? r.reason)
@@ -117,7 +121,8 @@ export const useDashboard = defineStore('dashboard', () => {
       })
       unreachable.value = down
       authMessage.value = auth
-      if (!down) lastUpdated.value = Date.now()
+      // "Live · updated …" only after a round the server answered with figures (or their errors).
+      if (!down && !auth) lastUpdated.value = Date.now()
     })().finally(() => {
       if (inFlight === round) {
         inFlight = null
