@@ -4,7 +4,9 @@ import { createPinia, setActivePinia } from 'pinia'
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import App from './App.vue'
 import { useDashboard } from './stores/dashboard'
-import { fakeServer } from './testing/fake-server'
+import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
+import { TOKEN_KEY } from './stores/admin'
+import { err, fakeServer } from './testing/fake-server'
 import { dashboardRoutes, summary } from './testing/sample'
 
 beforeEach(() => {
@@ -51,6 +53,35 @@ describe('App', () => {
     server.setDown(false)
     await useDashboard().refresh()
     await vi.waitFor(() => expect(w.find('[data-testid="unreachable"]').exists()).toBe(false))
+    w.unmount()
+  })
+
+  it('keeps the admin panel unlocked through a passing admin API error, and retries a failed first load', async () => {
+    const rule = { ...DEFAULT_RULE_OPTIONS, api_key_pattern: 'sk-*', daily_limit_usd: 5, monthly_limit_usd: null, action: 'block', soft_limit_pct: null, source: 'config', overridden: false, created_at: null }
+    let busy = 1 // the next answers of /api/admin/api-keys that are a 503 (server.max_connections reached)
+    fakeServer({
+      ...dashboardRoutes(),
+      'GET /api/admin/budgets/rules': () => ({ body: [rule] }),
+      'GET /api/admin/api-keys': () => (busy-- > 0 ? err(503, 'service_unavailable', 'Busy, try again.') : { body: [] }),
+    })
+    sessionStorage.setItem(TOKEN_KEY, 'admin-token')
+    const w = mount(App, { props: { origin: 'http://127.0.0.1:8787', autostart: false }, attachTo: document.body })
+    const dash = useDashboard()
+    const rows = () => w.findAll('#rules [data-testid="rule-row"]').length
+    // The first load met the 503: the next refresh tries again and unlocks.
+    await vi.waitFor(() => expect(w.text()).toContain('Busy, try again.'))
+    await dash.refresh()
+    await vi.waitFor(() => expect(rows()).toBe(1))
+    // Unlocked, one refresh fails: still unlocked, with the rules, saying what failed...
+    busy = 1
+    await dash.refresh()
+    await vi.waitFor(() => expect(w.get('#rules').text()).toContain('Busy, try again.'))
+    expect(rows()).toBe(1)
+    expect(w.find('#rules [data-testid="admin-token"]').exists()).toBe(false)
+    // ...until the next one succeeds.
+    await dash.refresh()
+    await vi.waitFor(() => expect(w.get('#rules').text()).not.toContain('Busy, try again.'))
+    expect(rows()).toBe(1)
     w.unmount()
   })
 })

@@ -9,7 +9,8 @@ export const TOKEN_KEY = 'burnrate.adminToken'
 /**
  * - `unknown`: not asked yet; `disabled`: the server has no admin API (404);
  * - `locked`: the admin API exists and no token was given; `wrong_token`: the token was refused (401);
- * - `ready`: rules and keys are loaded; `error`: something else went wrong (see `message`).
+ * - `ready`: rules and keys are loaded (a later refresh that failed for another reason keeps it, with `message`);
+ * - `error`: the first load with a token failed for another reason (see `message`); retried on the next refresh.
  */
 export type AdminStatus = 'unknown' | 'disabled' | 'locked' | 'wrong_token' | 'ready' | 'error'
 
@@ -35,7 +36,10 @@ export const useAdmin = defineStore('admin', () => {
     } else if (err instanceof UnreachableError) {
       // Leave the current state; the dashboard's banner says the server is unreachable.
     } else {
-      status.value = 'error'
+      // Anything else (a 503 while the server is at max_connections, a 500) is passing: an
+      // unlocked panel stays unlocked with its last rules and keys and says what failed; the
+      // next refresh tries again (App.vue). Only a 401 asks for the token again.
+      if (status.value !== 'ready') status.value = 'error'
       message.value = (err as Error)?.message ?? String(err)
     }
   }
