@@ -6,6 +6,7 @@ import { nextTick } from 'vue'
 import { err, fakeServer, flush } from '../testing/fake-server'
 import { alertsLog, budgets, call, costs, sessions, summary } from '../testing/sample'
 import AlertDeliveries from './AlertDeliveries.vue'
+import ApiKeys from './ApiKeys.vue'
 import BudgetForecast from './BudgetForecast.vue'
 import BreakdownTable from './BreakdownTable.vue'
 import BudgetRules from './BudgetRules.vue'
@@ -336,5 +337,26 @@ describe('LimitBar', () => {
     expect(way.attributes('data-level')).toBe('bad')
     expect(way.attributes('title')).toContain('(1500%)')
     expect(at(1, null).text()).toBe('no limit')
+  })
+})
+
+describe('ApiKeys with more keys than the server lists', () => {
+  it("labels the folded row as the other keys: no hash, no rule claimed, with the admin token too", async () => {
+    const key = (i: number) => ({ key: `${i}`.padStart(64, 'f'), key_hint: `sk-…${i}`, provider: null, requests: 1, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 2 })
+    const other = { key: '(other)', other: true, provider: null, requests: 5, input_tokens: 5, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 5.1 }
+    const keys = { group_by: 'api_key' as const, range: '24h' as const, rows: [key(1), key(2), other], total_rows: 7 }
+    fakeServer({
+      'GET /api/admin/budgets/rules': () => ({ body: [] }),
+      'GET /api/admin/api-keys': () => ({ body: [] }),
+    })
+    const w = mount(ApiKeys, { props: { costs: keys, range: '24h', loading: false } })
+    const last = () => w.findAll('[data-testid="key-row"]').at(-1)!
+    expect(last().text()).toContain('Other (5 more keys)')
+    expect(last().get('td.key').attributes('title')).not.toContain('SHA-256')
+    const { useAdmin } = await import('../stores/admin')
+    await useAdmin().signIn('t')
+    await nextTick()
+    expect(last().text()).toContain('Other (5 more keys)')
+    expect(last().text()).not.toContain('none')
   })
 })
