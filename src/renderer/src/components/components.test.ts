@@ -338,6 +338,14 @@ describe('LimitBar', () => {
     expect(way.attributes('title')).toContain('(1500%)')
     expect(at(1, null).text()).toBe('no limit')
   })
+  it('prints a spend and its limit differently whenever they differ, at any size', () => {
+    const line = (spent: number, limit: number) => mount(LimitBar, { props: { spent, limit, label: 'daily' } }).get('.line > .num').text()
+    // $40 left of $10,000: not "$10k / $10k".
+    expect(line(9960, 10000)).toBe('$9,960.00 / $10,000.00')
+    expect(line(1049, 1000)).toBe('$1,049.00 / $1,000.00')
+    expect(line(9999.996, 10000)).toBe('$9,999.996 / $10,000.00')
+    expect(line(4.5, 5)).toBe('$4.50 / $5.00')
+  })
 })
 
 describe('ApiKeys with more keys than the server lists', () => {

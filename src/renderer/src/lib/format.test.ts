@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAgo, formatBucket, formatCountdown, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact } from './format'
+import { formatAgo, formatBucket, formatCountdown, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact, formatUsdPair } from './format'
 
 describe('formatUsd', () => {
   it('keeps small amounts readable to two significant digits', () => {
@@ -83,5 +83,15 @@ describe('formatCountdown', () => {
     expect(formatCountdown((2 * 1440 + 3 * 60) * 60_000)).toBe('resets in 2d 3h 0m')
     expect(formatCountdown(0)).toBe('resetting')
     expect(formatCountdown(-5)).toBe('resetting')
+  })
+})
+
+describe('formatUsdPair', () => {
+  it('prints a budget spend and its limit in full dollars, different whenever they differ', () => {
+    expect(formatUsdPair(9960, 10000)).toEqual(['$9,960.00', '$10,000.00'])
+    expect(formatUsdPair(10040, 10000)).toEqual(['$10,040.00', '$10,000.00'])
+    expect(formatUsdPair(999.999, 1000)).toEqual(['$999.999', '$1,000.00'])
+    expect(formatUsdPair(5, 5)).toEqual(['$5.00', '$5.00'])
+    expect(formatUsdPair(0.0012, 0.000001)).toEqual(['$0.0012', '$0.000001'])
   })
 })
