@@ -273,9 +273,23 @@ describe('SessionsTable with many sessions', () => {
     const many = Array.from({ length: 30 }, (_, i) => ({ ...base, session: `s-${i}`, status: (i < 10 ? 'active' : 'idle') as 'active' | 'idle' }))
     const w = mount(SessionsTable, { props: { sessions: many, loading: false } })
     expect(w.findAll('[data-testid="session-row"]')).toHaveLength(10)
-    expect(w.text()).toContain('10 active now, 30 with a call')
+    expect(w.text()).toContain('10 active sessions now; 30 rows (one per tenant, agent and session) with a call')
     await w.get('button.more').trigger('click')
     expect(w.findAll('[data-testid="session-row"]')).toHaveLength(30)
+  })
+})
+
+describe('SessionsTable with a session two agents carried', () => {
+  it('counts active sessions by session id, as the summary card does, and calls its rows rows', () => {
+    const base = sessions().sessions[0]
+    const rows = [
+      { ...base, session: 'job-42', agent: 'planner', status: 'active' as const },
+      { ...base, session: 'job-42', agent: 'coder', status: 'active' as const },
+      { ...base, session: 'job-7', agent: 'coder', status: 'idle' as const },
+    ]
+    const w = mount(SessionsTable, { props: { sessions: rows, total: 3, loading: false } })
+    expect(w.get('#sessions .sub').text()).toBe('1 active session now; 3 rows (one per tenant, agent and session) with a call in the last 24 hours')
+    expect(w.findAll('[data-testid="session-row"]')).toHaveLength(3)
   })
 })
 

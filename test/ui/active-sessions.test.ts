@@ -1,0 +1,41 @@
+import { join } from 'node:path'
+import type { Browser, Page } from 'playwright'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeCall } from '../dashboard/seed'
+import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { type TestServer, startTestServer } from '../support/server'
+
+// One session id carried by two agents (README: active sessions count "each session id once,
+// however many agents or tenants carried it"): the card and the sessions panel agree.
+
+let t: TestServer
+let browser: Browser
+let page: Page
+
+beforeAll(async () => {
+  if (NO_BROWSER) return
+  ensureRendererBuilt()
+  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  t = await startTestServer({ timezone: 'UTC' })
+  t.server.ledger.record(makeCall({ ts: Date.now() - 30_000, agent: 'planner', session: 'job-42' }))
+  t.server.ledger.record(makeCall({ ts: Date.now() - 20_000, agent: 'coder', session: 'job-42' }))
+  t.server.ledger.flush()
+  browser = await launchChromium()
+  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
+  await page.goto(`${t.url}/`)
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await t?.cleanup()
+  delete process.env.BURNRATE_RENDERER_DIR
+})
+
+describe.skipIf(NO_BROWSER !== null)('active sessions', { timeout: 120_000 }, () => {
+  it('counts the same active sessions on the card and in the sessions panel', async () => {
+    await expect.poll(() => page.getByTestId('card-sessions').locator('.value').textContent()).toBe('1')
+    await expect.poll(() => page.getByTestId('session-row').count()).toBe(2)
+    const sub = page.locator('#sessions .sub')
+    await expect.poll(() => sub.textContent()).toBe('1 active session now; 2 rows (one per tenant, agent and session) with a call in the last 24 hours')
+  })
+})
