@@ -146,6 +146,34 @@ describe('dashboard store', () => {
     await dash.refresh()
     expect(dash.empty).toBe(true)
   })
+
+  it('is not empty when the ledger holds calls the month spend does not show: plan usage, earlier calls', async () => {
+    const row = { key: 'anthropic', provider: null, requests: 40, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0 }
+    let month = summary({ today_spend_usd: 0, month_spend_usd: 0, today_requests: 0, month_plan_value_usd: 12 })
+    let last30: unknown[] = []
+    const server = fakeServer({
+      ...dashboardRoutes(),
+      'GET /api/dashboard/summary': () => ({ body: month }),
+      'GET /api/dashboard/costs': (r) => ({
+        body: { group_by: r.query.get('group_by'), range: r.query.get('range'), rows: r.query.get('range') === '30d' ? last30 : [], total_rows: r.query.get('range') === '30d' ? last30.length : 0 },
+      }),
+      'GET /api/dashboard/sessions': () => ({ body: { sessions: [] } }),
+    })
+    const dash = useDashboard()
+    // A Claude-plan user who last worked two days ago: $0 spent, $12 of plan usage this month.
+    await dash.refresh()
+    expect(dash.empty).toBe(false)
+    // The 2nd of a month after a day off: nothing this month, last month's calls in the last 30 days.
+    month = summary({ today_spend_usd: 0, month_spend_usd: 0, today_requests: 0 })
+    last30 = [row]
+    await dash.refresh()
+    expect(dash.empty).toBe(false)
+    expect(server.calls.at(-1)?.query.get('range')).toBe('30d')
+    // Truly nothing.
+    last30 = []
+    await dash.refresh()
+    expect(dash.empty).toBe(true)
+  })
 })
 
 describe('dashboard token', () => {

@@ -57,6 +57,12 @@ export const useDashboard = defineStore('dashboard', () => {
   const lastUpdated = ref<number | null>(null)
   const refreshing = ref(false)
 
+  /**
+   * Whether the ledger has any call in the widest range the API gives (30 days), for the filter
+   * key it was asked with: asked only while the summary shows nothing this month (see `empty`).
+   */
+  const history = ref<{ key: string; calls: boolean } | null>(null)
+
   /** Rows asked for in the long lists: the top 100 until the user asks for more (up to 1,000). */
   const limits = reactive({ costs: LIST_LIMIT_DEFAULT, sessions: LIST_LIMIT_DEFAULT })
 
@@ -119,6 +125,19 @@ export const useDashboard = defineStore('dashboard', () => {
           loadedFor[s] = key
         }
       })
+      // Nothing this month by the summary: ask whether any call is in the last 30 days (the
+      // contract has no "any call ever"; this also counts last month's calls, plan calls and
+      // unpriced ones, each a row of its own), before telling the user nothing was metered.
+      if (data.summary && loadedFor.summary === key && errors.summary === undefined && nothingThisMonth(data.summary)) {
+        try {
+          const c = await api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range: '30d', limit: 1, tenant: filters.tenant || undefined } })
+          if (gen !== generation) return
+          history.value = { key, calls: c.rows.length > 0 || (c.total_rows ?? 0) > 0 }
+        } catch {
+          if (gen !== generation) return
+          history.value = null
+        }
+      }
       unreachable.value = down
       authMessage.value = auth
       // "Live · updated …" only after a round the server answered with figures (or their errors).
@@ -174,14 +193,21 @@ export const useDashboard = defineStore('dashboard', () => {
   }
   /** True before the first answer of all: show skeletons rather than zeros. */
   const firstLoad = computed(() => lastUpdated.value === null && !unreachable.value)
-  /** Nothing was ever recorded (this month, all tenants filtered as chosen): show the getting-started panel. */
+  /**
+   * No call metered (for the tenant chosen), as far as the API can tell: nothing this month (no
+   * spend, no plan usage, no request today), nothing in the range or the sessions, and no call in
+   * the last 30 days (which covers last month's calls early in a month, plan calls and unpriced
+   * ones). Then the getting-started panel shows; while any of it is unknown, it does not.
+   */
   const empty = computed(
     () =>
       current('summary') !== null &&
-      data.summary!.month_spend_usd === 0 &&
-      data.summary!.today_requests === 0 &&
+      nothingThisMonth(data.summary!) &&
       (data.costs?.rows.length ?? 0) === 0 &&
-      (data.sessions?.sessions.length ?? 0) === 0,
+      (data.sessions?.sessions.length ?? 0) === 0 &&
+      history.value !== null &&
+      history.value.key === filters.key &&
+      !history.value.calls,
   )
 
   /** Asks for the longest list the server gives (1,000 rows) in `section`, and loads it now. */
@@ -192,3 +218,8 @@ export const useDashboard = defineStore('dashboard', () => {
 
   return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, refresh, start, stop, limits, showMore }
 })
+
+/** The summary shows no call this month: no spend, no plan usage, no request today. */
+function nothingThisMonth(s: Summary): boolean {
+  return s.month_spend_usd === 0 && s.month_plan_value_usd === 0 && s.today_plan_value_usd === 0 && s.today_spend_usd === 0 && s.today_requests === 0
+}
