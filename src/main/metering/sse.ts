@@ -19,8 +19,13 @@ export class SseParser {
   private skipping = false
   /** Text has come: a byte order mark now is not the stream's first character. */
   private started = false
-  /** Longest line kept; a longer one (never seen from a real provider) is dropped, not buffered. */
-  static MAX_LINE = 16 * 1024 * 1024
+  /**
+   * Longest line kept, as long as the longest JSON answer kept whole (../metering/body-tap.ts):
+   * a Responses stream's `response.completed` repeats every output item, so one that generated
+   * several images carries each image again (a 17 MB event was seen). A longer line is dropped,
+   * not buffered.
+   */
+  static MAX_LINE = 64 * 1024 * 1024
 
   constructor(private readonly onEvent: SseHandler) {}
 
