@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process'
 import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { type Browser, chromium } from 'playwright'
+import { type Browser, type Page, chromium } from 'playwright'
 
 export const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..')
 export const ARTIFACTS = join(ROOT, 'test/artifacts')
@@ -27,4 +27,27 @@ export async function launchChromium(): Promise<Browser> {
     executablePath: CHROMIUM,
     args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
   })
+}
+
+/** Makes the servers this file starts serve the built dashboard (out/renderer); returns what undoes it, for afterAll. */
+export function serveBuiltRenderer(): () => void {
+  ensureRendererBuilt()
+  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  return () => {
+    delete process.env.BURNRATE_RENDERER_DIR
+  }
+}
+
+/** A new page of `browser` in a desktop-sized window (1440 x 900), opened at `url`. */
+export async function openPage(browser: Browser, url: string): Promise<Page> {
+  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
+  await page.goto(url)
+  return page
+}
+
+/** Unlocks the Budget rules panel (the admin API) of `page` with `token`. */
+export async function unlockAdmin(page: Page, token: string): Promise<void> {
+  const rules = page.locator('#rules')
+  await rules.getByTestId('admin-token').fill(token)
+  await rules.getByRole('button', { name: 'Unlock' }).click()
 }

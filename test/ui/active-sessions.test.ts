@@ -1,8 +1,7 @@
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
 import { type TestServer, startTestServer } from '../support/server'
 
 // One session id carried by two agents (README: active sessions count "each session id once,
@@ -10,25 +9,24 @@ import { type TestServer, startTestServer } from '../support/server'
 
 let t: TestServer
 let browser: Browser
+let unserve: (() => void) | undefined
 let page: Page
 
 beforeAll(async () => {
   if (NO_BROWSER) return
-  ensureRendererBuilt()
-  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  unserve = serveBuiltRenderer()
   t = await startTestServer({ timezone: 'UTC' })
   t.server.ledger.record(makeCall({ ts: Date.now() - 30_000, agent: 'planner', session: 'job-42' }))
   t.server.ledger.record(makeCall({ ts: Date.now() - 20_000, agent: 'coder', session: 'job-42' }))
   t.server.ledger.flush()
   browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.goto(`${t.url}/`)
+  page = await openPage(browser, `${t.url}/`)
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
   await t?.cleanup()
-  delete process.env.BURNRATE_RENDERER_DIR
+  unserve?.()
 })
 
 describe.skipIf(NO_BROWSER !== null)('active sessions', { timeout: 120_000 }, () => {

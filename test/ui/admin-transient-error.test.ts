@@ -1,8 +1,7 @@
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
 import { type TestServer, startTestServer } from '../support/server'
 
 // The admin panel unlocked; one refresh of /api/admin/api-keys answers 503 (what the server sends
@@ -11,27 +10,24 @@ import { type TestServer, startTestServer } from '../support/server'
 const TOKEN = 'transient-admin-token-0123456789abcdef'
 let t: TestServer
 let browser: Browser
+let unserve: (() => void) | undefined
 let page: Page
 
 beforeAll(async () => {
   if (NO_BROWSER) return
-  ensureRendererBuilt()
-  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  unserve = serveBuiltRenderer()
   t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN }, budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 5, action: 'block' }] } })
   t.server.ledger.record(makeCall({ cost_usd: 1 }))
   t.server.ledger.flush()
   browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.goto(`${t.url}/`)
-  const rules = page.locator('#rules')
-  await rules.getByTestId('admin-token').fill(TOKEN)
-  await rules.getByRole('button', { name: 'Unlock' }).click()
+  page = await openPage(browser, `${t.url}/`)
+  await unlockAdmin(page, TOKEN)
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
   await t?.cleanup()
-  delete process.env.BURNRATE_RENDERER_DIR
+  unserve?.()
 })
 
 describe.skipIf(NO_BROWSER !== null)('the admin panel after a failed refresh', { timeout: 120_000 }, () => {

@@ -1,7 +1,6 @@
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -15,6 +14,7 @@ const KEY = 'sk-scoped-filtered-000000000001'
 let upstream: MockUpstream
 let t: TestServer
 let browser: Browser
+let unserve: (() => void) | undefined
 let page: Page
 
 const call = (agent: string) =>
@@ -23,8 +23,7 @@ const budgets = async () => JSON.parse((await request(`${t.url}/api/dashboard/bu
 
 beforeAll(async () => {
   if (NO_BROWSER) return
-  ensureRendererBuilt()
-  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  unserve = serveBuiltRenderer()
   upstream = await startMockUpstream()
   upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
   t = await startTestServer(
@@ -37,18 +36,15 @@ beforeAll(async () => {
   )
   for (let i = 0; i < 3; i++) expect((await call('aider')).status).toBe(200)
   browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.goto(`${t.url}/`)
-  const rules = page.locator('#rules')
-  await rules.getByTestId('admin-token').fill(TOKEN)
-  await rules.getByRole('button', { name: 'Unlock' }).click()
+  page = await openPage(browser, `${t.url}/`)
+  await unlockAdmin(page, TOKEN)
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
   await t?.cleanup()
   await upstream?.close()
-  delete process.env.BURNRATE_RENDERER_DIR
+  unserve?.()
 })
 
 describe.skipIf(NO_BROWSER !== null)('a budget rule scoped to one agent', { timeout: 120_000 }, () => {

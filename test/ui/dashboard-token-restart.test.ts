@@ -1,9 +1,8 @@
-import { createServer } from 'node:net'
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
+import { freePort } from '../support/postgres'
 import { type TestServer, startTestServer } from '../support/server'
 
 // dashboard.token set and the page opened with /?token=…; then Burnrate restarts (dashboard
@@ -13,33 +12,23 @@ import { type TestServer, startTestServer } from '../support/server'
 const TOKEN = 'restart-dash-token-0123456789abcdef'
 let t: TestServer
 let browser: Browser
+let unserve: (() => void) | undefined
 let page: Page
-
-function freePort(): Promise<number> {
-  return new Promise((res) => {
-    const s = createServer().listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port
-      s.close(() => res(p))
-    })
-  })
-}
 
 beforeAll(async () => {
   if (NO_BROWSER) return
-  ensureRendererBuilt()
-  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  unserve = serveBuiltRenderer()
   t = await startTestServer({ timezone: 'UTC', server: { port: await freePort() }, dashboard: { token: TOKEN } })
   t.server.ledger.record(makeCall({ cost_usd: 0.5 }))
   t.server.ledger.flush()
   browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.goto(`${t.url}/?token=${TOKEN}`)
+  page = await openPage(browser, `${t.url}/?token=${TOKEN}`)
 }, 120_000)
 
 afterAll(async () => {
   await browser?.close()
   await t?.cleanup()
-  delete process.env.BURNRATE_RENDERER_DIR
+  unserve?.()
 })
 
 describe.skipIf(NO_BROWSER !== null)('the dashboard token after a restart', { timeout: 120_000 }, () => {

@@ -1,8 +1,7 @@
-import { join } from 'node:path'
 import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, ROOT, ensureRendererBuilt, launchChromium } from '../e2e/browser'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
 import { type TestServer, startTestServer } from '../support/server'
 
 // The getting-started panel ("No calls metered yet") only over a ledger with no calls: not for a
@@ -12,11 +11,11 @@ import { type TestServer, startTestServer } from '../support/server'
 let t: TestServer
 let empty: TestServer
 let browser: Browser
+let unserve: (() => void) | undefined
 
 beforeAll(async () => {
   if (NO_BROWSER) return
-  ensureRendererBuilt()
-  process.env.BURNRATE_RENDERER_DIR = join(ROOT, 'out/renderer')
+  unserve = serveBuiltRenderer()
   t = await startTestServer({ timezone: 'UTC' })
   empty = await startTestServer({ timezone: 'UTC' })
   const start = Date.now() - 2 * 86_400_000
@@ -32,14 +31,10 @@ afterAll(async () => {
   await browser?.close()
   await t?.cleanup()
   await empty?.cleanup()
-  delete process.env.BURNRATE_RENDERER_DIR
+  unserve?.()
 })
 
-async function open(url: string): Promise<Page> {
-  const page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.goto(`${url}/`)
-  return page
-}
+const open = (url: string): Promise<Page> => openPage(browser, `${url}/`)
 
 describe.skipIf(NO_BROWSER !== null)('the getting-started panel', { timeout: 120_000 }, () => {
   it('does not say "no calls metered yet" over a ledger of plan and unpriced calls', async () => {
