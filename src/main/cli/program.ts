@@ -14,9 +14,12 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
     stderr: process.stderr,
     env: process.env,
   }
-  // A reader that stops early (`| head`) is not an error.
+  // A reader that stops early (`| head`) is not an error; any other failure to write the output
+  // (a full disk: `export > calls.csv`) is, or a CI would take a cut file for the whole one.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(EXIT.ok)
+    process.stderr.write(`burnrate: cannot write the output: ${err.message}\n`)
+    process.exit(EXIT.failed)
   })
   const width = Math.min(80, process.stdout.columns || 80)
   const program = new Command('burnrate')

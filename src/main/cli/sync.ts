@@ -27,9 +27,9 @@ export async function syncLogs(db: Database.Database, config: Config, ctx: CliCo
   const out: ImportStats[] = []
   // PostgreSQL: imported calls also count in the shared budget spend rows (the config's periods).
   const target = store?.dialect === 'postgres' ? { store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
-  // A server on the same file (`--local` beside it) counts them within seconds: notices, as `burnrate import` leaves.
-  // Without --local the command reads the file only when no server answered.
-  const settleMs = o.local && (await serverRunning(o, ctx)) ? SETTLE_WHILE_SERVING_MS : 0
+  // A server on the same file (`--local` beside it, or one holding the folder that did not answer
+  // in time: busy, at its connection limit) counts them within seconds: notices, as `burnrate import` leaves.
+  const settleMs = (await serverRunning(o, ctx)) ? SETTLE_WHILE_SERVING_MS : 0
   for (const agent of LOG_AGENTS) out.push(await importLogs(db, { agent, pricer, env: ctx.env, settleMs, announce: true, ...target }))
   const added = out.reduce((n, s) => n + s.imported, 0)
   if (added > 0) {

@@ -57,13 +57,18 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   const token = o.token ?? (ctx.env.BURNRATE_TOKEN || config.dashboard.token)
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
   const get = (path: string) => fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
+  let answered: number
   try {
     const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(1000) })
+    answered = r.status
     const body = (await r.json()) as { status?: string }
     if (r.ok && typeof body.status === 'string') return { kind: 'http', config, url, get }
   } catch {
     if (o.url) throw new CliError(`no Burnrate answers at ${url}`)
+    return local
   }
+  // An explicit --url is what was asked for: another ledger's numbers (the file's) are not its.
+  if (o.url) throw new CliError(`${url} did not answer as a Burnrate (its /api/health answered HTTP ${answered})`)
   return local
 }
 
