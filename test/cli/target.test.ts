@@ -110,5 +110,11 @@ describe('a Burnrate that holds the data folder but does not answer', () => {
     expect(r.status, r.stderr).toBe(0)
     expect(r.stderr).not.toContain('imported')
     expect(r.stdout).toContain('No calls')
+    // Answering again: `status --local` says which Burnrate serves the folder, not "no server running".
+    const url = (await run(['status', '--json', '--data-dir', data, '--no-import'], home)).stdout
+    const local = await run(['status', '--local', '--no-import', '--data-dir', data], home)
+    expect(local.status, local.stderr).toBe(0)
+    expect(local.stdout).toContain(`the Burnrate at ${JSON.parse(url).source} serves this folder`)
+    expect(local.stdout).toContain('Budgets     shown by a running Burnrate (without --local)')
   }, 90_000)
 })

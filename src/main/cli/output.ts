@@ -70,6 +70,15 @@ export function table(out: Writable, head: string[], rows: string[][], opts: { a
  * needed, and a formula a spreadsheet would run defused: a session, agent or project is whatever
  * a caller sent); numbers and booleans as they are.
  */
+/**
+ * A sum of stored costs as a CSV prints it: to 15 significant digits, what a double holds
+ * exactly, so that $0.10 + $0.20 reads 0.3 and not 0.30000000000000004 (the addition's binary
+ * residue, not money). The stored costs themselves are never rounded.
+ */
+export function csvSum(v: number): number {
+  return Number.isInteger(v) ? v : Number(v.toPrecision(15))
+}
+
 export function csv(head: string[], rows: (string | number | boolean | null)[][]): string {
   const f = (v: string | number | boolean | null) => (v === null ? '' : typeof v === 'string' ? csvText(v) : String(v))
   return [head, ...rows].map((r) => r.map(f).join(',')).join('\r\n') + '\r\n'

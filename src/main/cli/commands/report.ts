@@ -4,7 +4,7 @@ import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
-import { compact, csv, paint, table, usd } from '../output'
+import { compact, csv, csvSum, paint, table, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
@@ -150,7 +150,7 @@ function toCsv(r: Report): string {
   return csv(
     head,
     r.rows.map((x) => {
-      const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, x.cost_usd, x.imported, x.models.join(' ')]
+      const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, csvSum(x.cost_usd), x.imported, x.models.join(' ')]
       if (r.kind === 'model') row.push(x.provider ?? '')
       if (r.kind === 'session') row.push(x.agent ?? '', x.project ?? '')
       return row

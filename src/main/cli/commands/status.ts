@@ -4,6 +4,7 @@ import { formatInt, formatPct } from '../../../shared/format'
 import { paint, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
+import { dataDirHolder } from '../../server/data-lock'
 
 interface Status {
   source: string
@@ -36,12 +37,15 @@ export const status: RegisterCommand = (program, ctx) => {
       `This month  ${usd(m.month_spend_usd)}`,
       `Sessions    ${formatInt(m.active_sessions)} active`,
     ]
-    if (s.budgets === null) lines.push('Budgets     shown while Burnrate is running')
+    if (s.budgets === null) lines.push(`Budgets     shown by a running Burnrate${o.local ? ' (without --local)' : ''}`)
     else if (s.budgets.length === 0) lines.push('Budgets     none')
     else {
       lines.push('Budgets')
       for (const b of s.budgets as any[]) {
-        const name = b.rule?.api_key_pattern ?? '?'
+        // Limits are per key: a rule's line names the key it is about, and what else the rule is limited to.
+        // (An exact-key rule's pattern comes masked as the key's hint already.)
+        const pattern: string = b.rule?.api_key_pattern ?? '?'
+        const name = [pattern, b.key_hint && b.key_hint !== pattern ? `(${b.key_hint})` : '', scopeOf(b.rule)].filter(Boolean).join(' ')
         for (const w of b.windows ?? []) {
           const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
           const pct = formatPct(w.pct ?? 0)
@@ -60,6 +64,17 @@ export const status: RegisterCommand = (program, ctx) => {
     lines.push(`Ledger      ${l.writable === false ? paint(out, 'red', 'NOT WRITABLE') : 'ok'}${l.pending ? `, ${l.pending} pending` : ''}${l.dropped ? `, ${l.dropped} dropped` : ''}${l.calls !== undefined ? `, ${l.calls} calls` : ''}${l.file ? ` (${l.file})` : ''}`)
     out.write(lines.join('\n') + '\n')
   })
+}
+
+/** What a rule is limited to besides its keys, as `[agent claude-code, model gpt-5*]`; '' when nothing. */
+function scopeOf(rule: Record<string, unknown> | undefined): string {
+  if (!rule) return ''
+  const parts: string[] = []
+  for (const [field, label] of [['provider', 'provider'], ['model_pattern', 'model'], ['agent', 'agent'], ['tenant', 'tenant']] as const) {
+    const v = rule[field]
+    if (typeof v === 'string' && v) parts.push(`${label} ${v}`)
+  }
+  return parts.length ? `[${parts.join(', ')}]` : ''
 }
 
 async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Status> {
@@ -83,7 +98,13 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
     if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, o, ledger.store)
     const s = await summary({ q: ledger.store, tz: t.config.timezone }, o.tenant ?? null, Date.now())
     const calls = (await ledger.store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n
-    const source = t.config.storage.url ? `${ledger.where}, no server running here` : 'ledger file, no server running'
+    // Read with --local (or a server too busy to answer) beside the Burnrate that holds the folder: say so, not "none running".
+    const holder = dataDirHolder(t.config.data_dir)
+    const source = holder
+      ? `ledger file; the Burnrate at ${holder.url} serves this folder`
+      : t.config.storage.url
+        ? `${ledger.where}, no server running here`
+        : 'ledger file, no server running'
     return { source, summary: s, budgets: null, plans: null, ledger: { writable: true, calls, file: ledger.where } }
   } finally {
     await ledger.close()
