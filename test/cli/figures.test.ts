@@ -63,7 +63,7 @@ describe('shares in the CLI', () => {
     expect(summary.error_rate).toBe(1 / 2500)
     const r = await cli('status', '--tenant', 'near')
     expect(r.code, r.out).toBe(0)
-    expect(r.out).toMatch(/^ {2}\* daily: \$9\.96 of \$10\.00 \(99\.6%, projected /m)
+    expect(r.out).toMatch(/^ {2}\* \(sk-…0001\) daily: \$9\.96 of \$10\.00 \(99\.6%, projected /m)
     expect(r.out).toMatch(/^Today {7}\$9\.96 in 2,500 calls \(<0\.1% failed\)$/m)
   })
 })
