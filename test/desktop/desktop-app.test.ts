@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -524,6 +524,32 @@ describe('connecting agents from the tray, and never stranding them', () => {
     expect((await request(`${d.url}/api/health`)).status).toBe(200)
 
     state.messageBoxResponse = 0 // Disconnect and quit
+    app.quit()
+    await eventually(() => state.exited, 10_000)
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+  })
+
+  it('"Disconnect and quit" with a settings file that cannot be put back asks again instead of quitting silently', async () => {
+    writeConfig()
+    claudeInstalled()
+    const d = await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    chmodSync(settings(), 0o444) // the person (or a tool) made it read-only meanwhile
+    state.messageBoxes = []
+    state.messageBoxResponses = [0, 2] // Disconnect and quit; then Cancel
+    app.quit()
+    await eventually(() => state.messageBoxes.length === 2)
+    expect(state.messageBoxes[1].message).toBe('Not every agent could be disconnected')
+    expect(state.messageBoxes[1].detail).toContain('Claude Code: ')
+    expect(state.messageBoxes[1].buttons).toEqual(['Keep a server running', 'Quit anyway', 'Cancel'])
+    expect(state.exited).toBe(false)
+    expect((await request(`${d.url}/api/health`)).status).toBe(200)
+    expect(readFileSync(settings(), 'utf8')).toContain('ANTHROPIC_BASE_URL')
+    // Put right, and quit again: disconnected, then gone.
+    chmodSync(settings(), 0o644)
+    state.messageBoxResponses = [0]
     app.quit()
     await eventually(() => state.exited, 10_000)
     expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)

@@ -12,6 +12,8 @@ export const state = {
   loginItem: { openAtLogin: false, wasOpenedAtLogin: false },
   /** The button index dialog.showMessageBox answers with. */
   messageBoxResponse: 0,
+  /** Answers for the next message boxes, in turn, before `messageBoxResponse` applies again. */
+  messageBoxResponses: [] as number[],
   messageBoxes: [] as any[],
   errorBoxes: [] as { title: string; content: string }[],
   openedExternal: [] as string[],
@@ -31,6 +33,7 @@ export function resetElectron(userData: string): void {
   state.singleInstance = true
   state.loginItem = { openAtLogin: false, wasOpenedAtLogin: false }
   state.messageBoxResponse = 0
+  state.messageBoxResponses = []
   state.messageBoxes = []
   state.errorBoxes = []
   state.openedExternal = []
@@ -269,7 +272,7 @@ export const screen = {
 export const dialog = {
   showMessageBox: (options: any) => {
     state.messageBoxes.push(options)
-    return Promise.resolve({ response: state.messageBoxResponse, checkboxChecked: false })
+    return Promise.resolve({ response: state.messageBoxResponses.shift() ?? state.messageBoxResponse, checkboxChecked: false })
   },
   showErrorBox: (title: string, content: string) => {
     state.errorBoxes.push({ title, content })

@@ -65,6 +65,24 @@ export function quitQuestion(names: readonly string[], url: string): { message: 
   }
 }
 
+/**
+ * Asked after "Disconnect and quit" when some agents' settings could not be put back (a file made
+ * read-only, a folder gone): quitting now would leave them pointing at a Burnrate that stopped.
+ */
+export function notRestoredQuestion(failures: readonly { name: string; error: string }[], url: string): { message: string; detail: string; buttons: string[]; choices: QuitChoice[] } {
+  return {
+    message: `Not every agent could be disconnected`,
+    detail:
+      failures.map((f) => `${f.name}: ${f.error}`).join('\n') +
+      `\n\n${failures.length === 1 ? 'It still points' : 'They still point'} at ${url}: while Burnrate is not running, ${failures.length === 1 ? 'its' : 'their'} calls fail with "connection refused".\n\n` +
+      '• Keep a server running: a minimal Burnrate without a window keeps metering on the same port.\n' +
+      '• Quit anyway: the agents fail until Burnrate runs again.\n' +
+      '• Cancel: Burnrate keeps running; fix the file and quit again.',
+    buttons: ['Keep a server running', 'Quit anyway', 'Cancel'],
+    choices: ['keep-server', 'quit', 'cancel'],
+  }
+}
+
 /** The notification when Burnrate had to start on another port than the one connected agents use. */
 export function movedNotice(names: readonly string[], oldUrls: readonly string[], url: string): { title: string; body: string } {
   return {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { Notification, app } from 'electron'
 import { AgentConnections, ConnectError } from '../connect/connections'
 import type { LastSeen } from '../connect/last-seen'
-import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedNotice, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
+import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedNotice, notRestoredQuestion, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import type { SystemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
@@ -114,11 +114,22 @@ export function agentControls(o: AgentControlsOptions): AgentControls {
       const connected = o.connections.connected().filter((c) => c.url === o.url)
       if (!o.ownServer || connected.length === 0) return true
       const q = quitQuestion(connected.map((c) => nameOf(c.agent)), o.url)
-      const choice: QuitChoice = q.choices[await askOnQuit(q)] ?? 'cancel'
-      if (choice === 'cancel') return false
+      let choice: QuitChoice = q.choices[await askOnQuit(q)] ?? 'cancel'
       if (choice === 'disconnect') {
-        for (const r of o.connections.disconnectAll()) if (r.error) o.log.warn(`disconnect ${r.agent}: ${r.error.message}`)
+        const failures: { name: string; error: string }[] = []
+        for (const r of o.connections.disconnectAll()) {
+          if (!r.error) continue
+          o.log.warn(`disconnect ${r.agent}: ${r.error.message}`)
+          failures.push({ name: nameOf(r.agent), error: r.error.message })
+        }
+        // An agent still pointing here would fail once Burnrate stops: asked again, never quit silently.
+        if (failures.length > 0) {
+          o.changed()
+          const again = notRestoredQuestion(failures, o.url)
+          choice = again.choices[await askOnQuit(again)] ?? 'cancel'
+        }
       }
+      if (choice === 'cancel') return false
       if (choice === 'keep-server') {
         const own = o.ownServer
         // Started once this app's server has closed and freed the port (see app.ts).
