@@ -13,6 +13,12 @@ const electronOnlyInDesktop = {
       patterns: [{ group: ['electron/*'], message: 'Only src/main/desktop may import electron.' }],
     },
   ],
+  // no-restricted-imports sees static imports only: `await import('electron')` and require('electron') too.
+  'no-restricted-syntax': [
+    'error',
+    { selector: "ImportExpression[source.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may import electron, dynamically too.' },
+    { selector: "CallExpression[callee.name='require'][arguments.0.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may require electron.' },
+  ],
 }
 
 // express and the price library load after start-up (src/main/server/api-app.ts,
