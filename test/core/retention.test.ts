@@ -42,7 +42,8 @@ function calls(now: number, old: number, recent: number, seed = 7): CallRecord[]
         model: pick(['gpt-4o-mini', 'gpt-5', 'o3']),
         tenant: pick(['', 'acme', 'globex']),
         agent: pick(['', 'codex', 'aider']),
-        session: pick(['', 's-1', 's-2', 's-3']),
+        // (old calls in sessions idle since: a session still in use keeps its calls, see below)
+        session: i < old ? pick(['', 'old-1', 'old-2']) : pick(['', 's-1', 's-2', 's-3']),
         project: pick(['', '/src/a', '/src/b']),
         billing: r() < 0.1 ? 'subscription' : 'api',
         status: pick([200, 200, 200, 429, 500]),

@@ -1,4 +1,5 @@
 import type Database from 'better-sqlite3'
+import { SESSION_MEMORY_MS } from '../budgets/meter'
 import type { Feature } from '../server/context'
 
 const DAY = 86_400_000
@@ -31,10 +32,11 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
            AND c.id < (SELECT max(id) FROM calls)
            AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
            AND ${KEEPS_MEMBERS_LAST}
+           AND ${KEEPS_LIVE_SESSIONS}
          ORDER BY c.ts LIMIT @limit)`)
     statements.set(db, stmt)
   }
-  const n = stmt.run({ before, limit }).changes
+  const n = stmt.run({ before, limit, active: Date.now() - SESSION_MEMORY_MS }).changes
   if (n > 0) db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1').run(before)
   return n
 }
@@ -46,6 +48,17 @@ const statements = new WeakMap<Database.Database, Database.Statement>()
  * starts a new cursor) has them taken for duplicates by being older than that one
  * (../team/store.ts, `prunedSince`), which a member whose every call was pruned would not have.
  */
+/**
+ * Never a call of a session still in use (a call in it since @active: what the budgets remember,
+ * SESSION_MEMORY_MS): a session cap counts the whole session however long ago it began, read back
+ * from its calls after a restart or a rule change (../budgets/shared-history.ts,
+ * SESSION_HISTORY_SQL, which reads this instance's own calls: a team server's ingested ones,
+ * `origin_id` set, are pruned as before). Its calls are pruned once it has been idle that long.
+ * (`s.session <> ''` lets the calls_session_ts index serve.)
+ */
+export const KEEPS_LIVE_SESSIONS =
+  "(c.session = '' OR c.origin_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM calls s WHERE s.session = c.session AND s.session <> '' AND s.ts >= @active AND s.origin_id IS NULL))"
+
 export const KEEPS_MEMBERS_LAST =
   '(c.origin_id IS NULL OR c.origin_id < (SELECT max(m.origin_id) FROM calls m WHERE m.member = c.member AND m.origin_id IS NOT NULL))'
 

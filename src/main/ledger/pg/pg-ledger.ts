@@ -2,7 +2,8 @@ import { silentLogger, type Logger } from '../../log'
 import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
 import type { CallRecord } from '../record'
-import { KEEPS_MEMBERS_LAST } from '../retention'
+import { SESSION_MEMORY_MS } from '../../budgets/meter'
+import { KEEPS_LIVE_SESSIONS, KEEPS_MEMBERS_LAST } from '../retention'
 import { SpendTracker } from '../spend'
 import type { BatchTxHook, CallLedger, LedgerStatus } from '../types'
 import { Availability } from './availability'
@@ -145,13 +146,16 @@ export class PgLedger implements CallLedger {
   /**
    * Retention on PostgreSQL: the rollups of a call are written in its batch's transaction, so
    * every stored call is already in them; identity ids are never handed out again. A team
-   * member's last call is kept (KEEPS_MEMBERS_LAST).
+   * member's last call is kept (KEEPS_MEMBERS_LAST), and the calls of a session still in use (KEEPS_LIVE_SESSIONS).
    */
   async prune(before: number, limit: number): Promise<number> {
     // With the time pruned before, in the same transaction: an import then knows a log entry that
     // old may repeat a proxied call that is gone, and does not count it again (../../import/importer.ts).
     return this.store.transaction(async (tx) => {
-      const n = await tx.run(`DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.ts < @before AND ${KEEPS_MEMBERS_LAST} ORDER BY c.ts LIMIT @limit)`, { before, limit })
+      const n = await tx.run(
+        `DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.ts < @before AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS} ORDER BY c.ts LIMIT @limit)`,
+        { before, limit, active: Date.now() - SESSION_MEMORY_MS },
+      )
       if (n > 0) await tx.run('UPDATE retention_state SET pruned_before = GREATEST(pruned_before, @before) WHERE id = 1', { before })
       return n
     })
