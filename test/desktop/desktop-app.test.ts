@@ -425,6 +425,47 @@ describe('when the port is already taken', () => {
     expect(state.openedExternal).toEqual([`${headless.url}/?token=dash-token-0123456789`])
   })
 
+  it('attached to a headless Burnrate whose budget rule warns, then blocks: the icon turns amber then red, with one notification per crossing', async () => {
+    const rules = { budgets: { rules: [{ api_key_pattern: KEY, daily_limit_usd: 1, action: 'block', soft_limit_pct: 0.5 }] } }
+    const headless = await startTestServer({ timezone: 'UTC', ...rules }, upstream.url)
+    cleanups.push(() => headless.cleanup())
+    headless.server.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.6 }))
+    headless.server.ledger.flush()
+    writeConfig(rules, Number(new URL(headless.url).port))
+    const hint = 'sk-…cdef' // the dashboard API names a whole-key rule by its hint
+
+    const d = await launch()
+    expect(d.attachedTo).toBe(headless.url)
+    // Already at the warning level when the app attaches: amber, and told once.
+    await eventually(() => tray().image.path.endsWith('tray-warning.png'))
+    expect(menuLabels()).toContain(`Warning: ${hint} daily $0.60 of $1.00`)
+    await eventually(() => state.notifications.length === 1)
+    expect(state.notifications[0].options).toMatchObject({ title: `Budget warning: ${hint}` })
+
+    // 85%: the 80% threshold is crossed.
+    headless.server.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.25 }))
+    headless.server.ledger.flush()
+    await eventually(() => state.notifications.length === 2)
+    expect(state.notifications[1].options).toMatchObject({ title: `Budget at 80%: ${hint}` })
+
+    // Over the limit: the headless server refuses the key's calls, the icon turns red.
+    headless.server.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.65 }))
+    headless.server.ledger.flush()
+    const res = await postJson(`${headless.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 8, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' })
+    expect(res.status).toBe(429)
+    await eventually(() => tray().image.path.endsWith('tray-blocking.png'))
+    expect(menuLabels()).toContain(`Blocking: ${hint} daily $1.50 of $1.00`)
+    await eventually(() => state.notifications.some((n) => n.options.title === `Budget reached: ${hint}`))
+    // (the 90% threshold, crossed by the same spend, is not told once the limit is: as with its own server)
+    expect(state.notifications.map((n) => n.options.title)).toEqual([`Budget warning: ${hint}`, `Budget at 80%: ${hint}`, `Budget reached: ${hint}`])
+
+    // Later readings at the same level tell nothing again: another call's spend shows, no new notification.
+    headless.server.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.1 }))
+    headless.server.ledger.flush()
+    await eventually(() => menuLabels().includes(`Blocking: ${hint} daily $1.60 of $1.00`))
+    expect(state.notifications).toHaveLength(3)
+  })
+
   it('another program on the port: says so and offers the next free port', async () => {
     const other = http.createServer((_req, res) => res.end('not burnrate'))
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))

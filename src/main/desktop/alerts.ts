@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import { budgetsOf } from '../budgets'
+import type { BudgetMonitor } from '../budgets/types'
 import type { Config } from '../config/schema'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import { BudgetNotifier, NoticeLog, type Notice } from '../desktop-logic/notices'
@@ -10,8 +11,10 @@ import { showNotice } from './notifications'
 import { appIcon } from './resources'
 
 export interface AlertOptions {
-  /** This app's own server (attached to another Burnrate, its dashboard and webhooks alert instead). */
-  own: BurnrateServer
+  /** This app's own server; null when attached to another Burnrate. */
+  own: BurnrateServer | null
+  /** The budget state notified: the own server's, or the attached server's read over HTTP (budget-source.ts). */
+  budgets: BudgetMonitor | null
   config: Config
   userData: string
   platform: NodeJS.Platform
@@ -19,17 +22,16 @@ export interface AlertOptions {
 }
 
 /**
- * Desktop notifications from this app's own server: budget levels, runaway agents (loops,
- * session spend-rate alarms; once per session and kind) and plan windows at 80% and 95% (once
- * per window period). Budget and plan notices already shown are remembered in userData across
- * restarts. Returns what stops them.
+ * Desktop notifications: budget levels (from the own server, or an attached one's read over
+ * HTTP), and with its own server runaway agents (loops, session spend-rate alarms; once per
+ * session and kind) and plan windows at 80% and 95% (once per window period). Budget and plan
+ * notices already shown are remembered in userData across restarts. Returns what stops them.
  */
 export function startAlerts(o: AlertOptions): () => void {
-  const { own, config, userData, platform } = o
+  const { own, config, userData, platform, budgets } = o
   const show = (notice: Notice) => showNotice(notice, o.openDashboard, platform === 'darwin' ? undefined : appIcon())
 
   let notifier: BudgetNotifier | null = null
-  const budgets = own.context.budgets
   if (budgets) {
     const noticesFile = join(userData, 'notices.json')
     notifier = new BudgetNotifier({
@@ -44,7 +46,7 @@ export function startAlerts(o: AlertOptions): () => void {
 
   const runawayNotices = new RunawayNoticeLog()
   const runawaySettings = { windowMinutes: config.runaway.loop.window_minutes, usdPerMinute: config.runaway.spend_rate.usd_per_minute }
-  const offRunaway = budgets
+  const offRunaway = own?.context.budgets
     ? budgetsOf(own.context).runaway.onEvent((e) => {
         if (runawayNotices.claim(e)) show(runawayNotice(e, runawaySettings))
       })
@@ -52,7 +54,7 @@ export function startAlerts(o: AlertOptions): () => void {
 
   const planNoticesFile = join(userData, 'plan-notices.json')
   const planNotices = PlanNoticeLog.fromJSON(readJsonFile(planNoticesFile))
-  const offPlans = own.context.plans?.onAlert((a) => {
+  const offPlans = own?.context.plans?.onAlert((a) => {
     if (!planNotices.claim(a)) return
     try {
       writeJsonFile(planNoticesFile, planNotices)

@@ -6,6 +6,7 @@ import { AgentConnections } from '../connect/connections'
 import { LastSeen } from '../connect/last-seen'
 import type { Config } from '../config/schema'
 import { startsHidden } from '../desktop-logic/autostart'
+import { httpBudgets } from '../desktop-logic/budget-source'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
 import { httpPlans } from '../desktop-logic/tray-plans'
@@ -145,6 +146,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const act = trayActions({ agents, login, loginEnabled, openDashboard, dashboardUrl, url, platform, log, refreshMenu: () => tray.refreshMenu() })
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, auth)
+  const attachedBudgets = own ? null : httpBudgets(url, auth)
   const clock = new PeriodClock(config.timezone)
   const paceOf = (today: number, now: number) => {
     const day = clock.dayOf(now)
@@ -152,22 +154,25 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   }
   const presenter = new TrayPresenter({
     spend,
-    budgets: own?.context.budgets ?? null,
+    budgets: own ? own.context.budgets : attachedBudgets,
     plans: own?.context.plans ?? attachedPlans,
     platform,
     paceOf,
     render: (view) => tray.render(view),
   })
   presenter.start()
-  const stopAlerts = own ? startAlerts({ own, config, userData, platform, openDashboard }) : null
+  // The attached monitor also tells when a level is gone (the own server's state is redrawn by the 30 s refresh).
+  attachedBudgets?.subscribe(() => presenter.update())
+  const stopAlerts = startAlerts({ own, budgets: own ? own.context.budgets : attachedBudgets, config, userData, platform, openDashboard })
 
   let stopUpdates: (() => void) | null = null
   let stopping: Promise<void> | null = null
   const shutdown = () =>
     (stopping ??= (async () => {
       presenter.stop()
-      stopAlerts?.()
+      stopAlerts()
       attachedPlans?.stop()
+      attachedBudgets?.stop()
       stopUpdates?.()
       offLastSeen?.()
       spend.stop()

@@ -1,0 +1,125 @@
+import type { BudgetsOverview } from '../../shared/api'
+import { DEFAULT_ALERT_AT_PCT } from '../budgets/check'
+import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
+import { type HttpPollOptions, pollJson } from './http-poll'
+
+/** How an attached server is polled for its budget state (default every 2 s). */
+export type HttpBudgetsOptions = HttpPollOptions
+
+const RANK = { ok: 0, warning: 1, blocking: 2 } as const
+
+/**
+ * The levels in an overview, as the server's own `alerts()` computes them (budgets/announcer.ts
+ * levelOf): a `block` rule's limit reached is blocking; a `warn` rule's limit, or `soft_limit_pct`
+ * of any limit, is a warning. Rules no key has used yet have no level.
+ */
+export function alertsOfOverview(overview: BudgetsOverview): BudgetAlert[] {
+  const out: BudgetAlert[] = []
+  for (const s of overview.rules ?? []) {
+    if (!s.api_key_hash) continue
+    const rule = s.rule
+    for (const w of s.windows ?? []) {
+      let level: BudgetAlert['level'] | null = null
+      if (rule.action === 'block' && w.spent_usd >= w.limit_usd) level = 'blocking'
+      else if ((rule.action === 'warn' && w.spent_usd >= w.limit_usd) || (rule.soft_limit_pct !== null && w.spent_usd >= rule.soft_limit_pct * w.limit_usd)) level = 'warning'
+      if (level) out.push(alertOf(s, w, level))
+    }
+  }
+  return out
+}
+
+function alertOf(s: BudgetsOverview['rules'][number], w: BudgetsOverview['rules'][number]['windows'][number], level: BudgetAlert['level']): BudgetAlert {
+  return {
+    api_key_pattern: s.rule.api_key_pattern,
+    api_key_hash: s.api_key_hash ?? '',
+    key_hint: s.key_hint ?? '',
+    period: w.period,
+    level,
+    spent_usd: w.spent_usd,
+    limit_usd: w.limit_usd,
+    resets_at: w.resets_at,
+  }
+}
+
+/**
+ * Attached to another Burnrate: its budget state read from `GET /api/dashboard/budgets`, as a
+ * BudgetMonitor for the tray and the budget notifications. `onAlert` is told, as the server's own
+ * monitor tells, when a key reaches a level under a rule in a period (the levels already standing
+ * at the first answer included, as a notifier starting beside its own server reads them), and when
+ * a rule's `alert_at_pct` threshold under 100% above `soft_limit_pct` is crossed between two
+ * readings. `subscribe` is told whenever the alerts changed (a level reached or gone).
+ */
+export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): BudgetMonitor & { subscribe(fn: () => void): () => void; stop(): void } {
+  const alertListeners = new Set<(a: BudgetAlert) => void>()
+  const changeListeners = new Set<() => void>()
+  let current: BudgetAlert[] = []
+  let last = '[]'
+  /** Per rule, key and period: the period it was in and the spend last read, and the level last told. */
+  let seen = new Map<string, { resets_at: string; spent: number; level: number }>()
+  let first = true
+  const tell = (a: BudgetAlert) => {
+    for (const l of alertListeners) {
+      try {
+        l(a)
+      } catch {
+        // a listener's failure is its own
+      }
+    }
+  }
+  const poller = pollJson(baseUrl, '/api/dashboard/budgets', 2000, opts, (body) => {
+    // No answer: keep what was last read; the spend source reports an unreachable server.
+    if (body === undefined || body === null || typeof body !== 'object') return
+    const overview = body as BudgetsOverview
+    if (!Array.isArray(overview.rules)) return
+    const alerts = alertsOfOverview(overview)
+    const levels = new Map<string, BudgetAlert['level']>()
+    for (const a of alerts) levels.set(`${a.api_key_pattern}\u0000${a.api_key_hash}\u0000${a.period}`, a.level)
+    const next = new Map<string, { resets_at: string; spent: number; level: number }>()
+    const told: BudgetAlert[] = []
+    for (const s of overview.rules) {
+      if (!s.api_key_hash) continue
+      for (const w of s.windows ?? []) {
+        const id = `${s.rule.api_key_pattern}\u0000${s.api_key_hash}\u0000${w.period}`
+        const prev = seen.get(id)
+        // A calendar period that reset starts from nothing; a rolling window's end moves with every call.
+        const samePeriod = prev !== undefined && (w.period === 'window' || prev.resets_at === w.resets_at)
+        const before = samePeriod ? prev.spent : 0
+        const level = levels.get(id)
+        const rank = level ? RANK[level] : 0
+        next.set(id, { resets_at: w.resets_at, spent: w.spent_usd, level: rank })
+        if (level && rank > (samePeriod ? prev.level : 0)) told.push(alertOf(s, w, level))
+        // Thresholds are told as they are crossed; at the first reading they were crossed before anyone listened.
+        if (first || !(w.limit_usd > 0)) continue
+        for (const pct of s.rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT) {
+          if (pct >= 1 || (s.rule.soft_limit_pct !== null && pct <= s.rule.soft_limit_pct)) continue
+          const at = pct * w.limit_usd
+          if (before < at && w.spent_usd >= at) told.push({ ...alertOf(s, w, 'warning'), threshold_pct: pct })
+        }
+      }
+    }
+    seen = next
+    first = false
+    for (const a of told) tell(a)
+    const text = JSON.stringify(alerts)
+    if (text === last) return
+    last = text
+    current = alerts
+    for (const l of changeListeners) l()
+  })
+  return {
+    alerts: () => current,
+    onAlert(listener) {
+      alertListeners.add(listener)
+      return () => alertListeners.delete(listener)
+    },
+    subscribe(fn) {
+      changeListeners.add(fn)
+      return () => changeListeners.delete(fn)
+    },
+    stop() {
+      poller.stop()
+      alertListeners.clear()
+      changeListeners.clear()
+    },
+  }
+}
