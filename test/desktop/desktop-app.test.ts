@@ -466,6 +466,19 @@ describe('when the port is already taken', () => {
     expect(state.notifications).toHaveLength(3)
   })
 
+  it('attached to a Burnrate that wants a dashboard token the app lacks: the tray says the token is refused, not that the server is down', async () => {
+    const headless = await startTestServer({ timezone: 'UTC', dashboard: { token: 'dash-token-0123456789' } }, upstream.url)
+    cleanups.push(() => headless.cleanup())
+    headless.server.ledger.record(callRecord({ cost_usd: 2 }))
+    headless.server.ledger.flush()
+    writeConfig({}, Number(new URL(headless.url).port)) // no dashboard.token in the app's config
+
+    const d = await launch()
+    expect(d.attachedTo).toBe(headless.url)
+    await eventually(() => tray().tooltip === 'Burnrate: the server answers but refuses the dashboard token (dashboard.token in config.yaml)')
+    expect(menuLabels()[0]).toBe('Today: — (dashboard token refused)')
+  })
+
   it('another program on the port: says so and offers the next free port', async () => {
     const other = http.createServer((_req, res) => res.end('not burnrate'))
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))

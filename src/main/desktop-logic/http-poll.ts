@@ -14,9 +14,10 @@ export interface HttpPollOptions {
 /**
  * Asks `path` of an attached Burnrate now and again every `pollMs` after each answer, until
  * stopped. `onAnswer` gets the JSON body of a 2xx answer, or undefined when there was none
- * (refused, unreachable, timed out, not JSON).
+ * (refused, unreachable, timed out, not JSON); and the status of an answer that was not 2xx
+ * (401: the dashboard token was refused), null when there was no answer or it was 2xx.
  */
-export function pollJson(baseUrl: string, path: string, defaultPollMs: number, opts: HttpPollOptions, onAnswer: (body: unknown) => void): { stop(): void } {
+export function pollJson(baseUrl: string, path: string, defaultPollMs: number, opts: HttpPollOptions, onAnswer: (body: unknown, status: number | null) => void): { stop(): void } {
   const pollMs = opts.pollMs ?? defaultPollMs
   const timeoutMs = opts.timeoutMs ?? 2000
   const doFetch = opts.fetch ?? fetch
@@ -30,9 +31,13 @@ export function pollJson(baseUrl: string, path: string, defaultPollMs: number, o
     if (stopped || inFlight) return
     inFlight = true
     let body: unknown
+    let status: number | null = null
     try {
       const res = await doFetch(url, { headers: opts.headers, signal: AbortSignal.timeout(timeoutMs) })
-      if (!res.ok) throw new Error(`HTTP ${res.status}`)
+      if (!res.ok) {
+        status = res.status
+        throw new Error(`HTTP ${res.status}`)
+      }
       body = await res.json()
     } catch {
       body = undefined
@@ -41,7 +46,7 @@ export function pollJson(baseUrl: string, path: string, defaultPollMs: number, o
     }
     if (stopped) return
     try {
-      onAnswer(body)
+      onAnswer(body, status)
     } catch {
       // what a listener does with an answer is its own; polling goes on
     }

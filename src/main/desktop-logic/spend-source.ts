@@ -6,6 +6,8 @@ import { type HttpPollOptions, pollJson } from './http-poll'
 export interface SpendSource {
   /** Today's spend in USD, or null while it cannot be read. */
   today(): number | null
+  /** True while the server answers but refuses the dashboard token (HTTP 401/403), so today() is null though it runs. */
+  refused?(): boolean
   /** `fn` runs whenever the spend may have changed; returns an unsubscribe function. */
   subscribe(fn: () => void): () => void
   stop(): void
@@ -36,20 +38,25 @@ export type HttpSpendOptions = HttpPollOptions
 
 /**
  * Attached to another Burnrate (the headless one owns the port): reads
- * `GET /api/dashboard/summary` twice a second and reports when `today_spend_usd` changes.
+ * `GET /api/dashboard/summary` twice a second and reports when `today_spend_usd` changes, or
+ * whether the server refuses the dashboard token.
  */
 export function httpSpend(baseUrl: string, opts: HttpSpendOptions = {}): SpendSource {
   const listeners = new Set<() => void>()
   let value: number | null = null
-  const poller = pollJson(baseUrl, '/api/dashboard/summary', 500, opts, (body) => {
+  let refused = false
+  const poller = pollJson(baseUrl, '/api/dashboard/summary', 500, opts, (body, status) => {
     const day = (body as Partial<Summary> | undefined)?.today_spend_usd
     const v = typeof day === 'number' && Number.isFinite(day) ? day : null
-    if (v === value) return
+    const r = status === 401 || status === 403
+    if (v === value && r === refused) return
     value = v
+    refused = r
     for (const l of listeners) l()
   })
   return {
     today: () => value,
+    refused: () => refused,
     subscribe(fn) {
       listeners.add(fn)
       return () => listeners.delete(fn)

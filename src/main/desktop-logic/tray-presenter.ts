@@ -73,7 +73,8 @@ export class TrayPresenter {
     } catch {
       // plan state is advisory for the tray
     }
-    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans })
+    const refused = todayUsd === null && (this.opts.spend.refused?.() ?? false)
+    const view = trayView({ todayUsd, alerts, platform: this.opts.platform, projectedUsd, plans, refused })
     const key = JSON.stringify(view)
     if (key === this.last) return
     this.last = key

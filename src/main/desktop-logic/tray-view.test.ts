@@ -64,6 +64,12 @@ describe('trayView', () => {
     expect(v.tooltip).toBe('Burnrate: server not answering')
   })
 
+  it('tells a server that refuses the dashboard token from one that does not answer', () => {
+    const v = trayView({ todayUsd: null, alerts: [], platform: 'linux', refused: true })
+    expect(v.headline).toBe('Today: — (dashboard token refused)')
+    expect(v.tooltip).toBe('Burnrate: the server answers but refuses the dashboard token (dashboard.token in config.yaml)')
+  })
+
   it('keeps the tooltip within what Windows shows', () => {
     const v = trayView({ todayUsd: 1, alerts: [alert({ api_key_pattern: 'x'.repeat(200) })], platform: 'win32' })
     expect(v.tooltip.length).toBeLessThanOrEqual(127)

@@ -22,6 +22,8 @@ export interface TrayView {
 export interface TrayInput {
   /** Today's spend in USD, or null while it cannot be read (an attached server that stopped answering). */
   todayUsd: number | null
+  /** With todayUsd null: the attached server answers but refuses the dashboard token (not a server that is down). */
+  refused?: boolean
   alerts: readonly BudgetAlert[]
   platform: NodeJS.Platform
   /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
@@ -70,10 +72,14 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   return parts.join(', ')
 }
 
-export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone }: TrayInput): TrayView {
+/** The tooltip's first line when the attached server answers 401/403 to the tray's dashboard requests. */
+export const TOKEN_REFUSED = 'Burnrate: the server answers but refuses the dashboard token (dashboard.token in config.yaml)'
+
+export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false }: TrayInput): TrayView {
   const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
   const budgetLine = describeAlerts(alerts)
-  let tooltip = todayUsd === null ? 'Burnrate: server not answering' : `Burnrate: ${amount} today`
+  const unread = refused ? TOKEN_REFUSED : 'Burnrate: server not answering'
+  let tooltip = todayUsd === null ? unread : `Burnrate: ${amount} today`
   if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)} by midnight`
   const plan = planLine(plans, now, timeZone)
   if (plan) tooltip += `\n${plan}`
@@ -82,7 +88,7 @@ export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [],
   return {
     title: platform === 'darwin' ? [amount, planShort(plans, now)].filter(Boolean).join(' · ') : '',
     tooltip,
-    headline: `Today: ${amount}`,
+    headline: todayUsd === null && refused ? `Today: ${amount} (dashboard token refused)` : `Today: ${amount}`,
     budgetLine,
     planLine: plan,
     icon: budgetLevel(alerts),
