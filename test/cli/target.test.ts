@@ -106,7 +106,11 @@ describe('a Burnrate that holds the data folder but does not answer', () => {
     // Frozen (a busy event loop): it holds the folder but answers no health check.
     server.kill('SIGSTOP')
     const r = await run(['report', 'daily', '--data-dir', data], home)
+    // status reads the file too, and says why: that server did not answer (not that none runs).
+    const frozen = await run(['status', '--no-import', '--data-dir', data], home)
     server.kill('SIGCONT')
+    expect(frozen.status, frozen.stderr).toBe(0)
+    expect(frozen.stdout).toMatch(/^Burnrate \(ledger file; the Burnrate at http:\/\/127\.0\.0\.1:\d+ serves this folder but did not answer\)$/m)
     expect(r.status, r.stderr).toBe(0)
     expect(r.stderr).not.toContain('imported')
     expect(r.stdout).toContain('No calls')
@@ -114,7 +118,7 @@ describe('a Burnrate that holds the data folder but does not answer', () => {
     const url = (await run(['status', '--json', '--data-dir', data, '--no-import'], home)).stdout
     const local = await run(['status', '--local', '--no-import', '--data-dir', data], home)
     expect(local.status, local.stderr).toBe(0)
-    expect(local.stdout).toContain(`the Burnrate at ${JSON.parse(url).source} serves this folder`)
+    expect(local.stdout).toContain(`Burnrate (ledger file, read with --local; the Burnrate at ${JSON.parse(url).source} serves this folder)`)
     expect(local.stdout).toContain('Budgets     shown by a running Burnrate (without --local)')
   }, 90_000)
 })

@@ -101,7 +101,9 @@ async function collect(o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Sta
     // Read with --local (or a server too busy to answer) beside the Burnrate that holds the folder: say so, not "none running".
     const holder = dataDirHolder(t.config.data_dir)
     const source = holder
-      ? `ledger file; the Burnrate at ${holder.url} serves this folder`
+      ? o.local
+        ? `ledger file, read with --local; the Burnrate at ${holder.url} serves this folder`
+        : `ledger file; the Burnrate at ${holder.url} serves this folder but did not answer`
       : t.config.storage.url
         ? `${ledger.where}, no server running here`
         : 'ledger file, no server running'
