@@ -166,12 +166,13 @@ export function crossingKey(rule: Rule, keyHash: string, p: PeriodState, at: str
   return `${rule.source}\n${rule.api_key_pattern}\n${keyHash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${p.limit}\n${at}`
 }
 
-export function warningLevel(rule: Rule, p: PeriodState): boolean {
+export function warningLevel(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): boolean {
   if (rule.action === 'warn' && p.spent >= p.limit) return true
   return rule.soft_limit_pct !== null && p.spent >= rule.soft_limit_pct * p.limit
 }
 
-export function levelOf(rule: Rule, p: PeriodState): BudgetAlert['level'] | null {
+/** A key's level under a rule in a period (also an attached server's, read from its budgets overview: ../desktop-logic/budget-source.ts). */
+export function levelOf(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): BudgetAlert['level'] | null {
   if (rule.action === 'block' && p.spent >= p.limit) return 'blocking'
   return warningLevel(rule, p) ? 'warning' : null
 }

@@ -1,4 +1,5 @@
 import type { BudgetsOverview } from '../../shared/api'
+import { levelOf } from '../budgets/announcer'
 import { DEFAULT_ALERT_AT_PCT } from '../budgets/check'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { type HttpPollOptions, pollJson } from './http-poll'
@@ -7,26 +8,6 @@ import { type HttpPollOptions, pollJson } from './http-poll'
 export type HttpBudgetsOptions = HttpPollOptions
 
 const RANK = { ok: 0, warning: 1, blocking: 2 } as const
-
-/**
- * The levels in an overview, as the server's own `alerts()` computes them (budgets/announcer.ts
- * levelOf): a `block` rule's limit reached is blocking; a `warn` rule's limit, or `soft_limit_pct`
- * of any limit, is a warning. Rules no key has used yet have no level.
- */
-export function alertsOfOverview(overview: BudgetsOverview): BudgetAlert[] {
-  const out: BudgetAlert[] = []
-  for (const s of overview.rules ?? []) {
-    if (!s.api_key_hash) continue
-    const rule = s.rule
-    for (const w of s.windows ?? []) {
-      let level: BudgetAlert['level'] | null = null
-      if (rule.action === 'block' && w.spent_usd >= w.limit_usd) level = 'blocking'
-      else if ((rule.action === 'warn' && w.spent_usd >= w.limit_usd) || (rule.soft_limit_pct !== null && w.spent_usd >= rule.soft_limit_pct * w.limit_usd)) level = 'warning'
-      if (level) out.push(alertOf(s, w, level))
-    }
-  }
-  return out
-}
 
 function alertOf(s: BudgetsOverview['rules'][number], w: BudgetsOverview['rules'][number]['windows'][number], level: BudgetAlert['level']): BudgetAlert {
   return {
@@ -71,9 +52,8 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
     if (body === undefined || body === null || typeof body !== 'object') return
     const overview = body as BudgetsOverview
     if (!Array.isArray(overview.rules)) return
-    const alerts = alertsOfOverview(overview)
-    const levels = new Map<string, BudgetAlert['level']>()
-    for (const a of alerts) levels.set(`${a.api_key_pattern}\u0000${a.api_key_hash}\u0000${a.period}`, a.level)
+    // The levels, as the server's own monitor computes them (levelOf); rules no key has used yet have none.
+    const alerts: BudgetAlert[] = []
     const next = new Map<string, { resets_at: string; spent: number; level: number }>()
     const told: BudgetAlert[] = []
     for (const s of overview.rules) {
@@ -84,7 +64,8 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
         // A calendar period that reset starts from nothing; a rolling window's end moves with every call.
         const samePeriod = prev !== undefined && (w.period === 'window' || prev.resets_at === w.resets_at)
         const before = samePeriod ? prev.spent : 0
-        const level = levels.get(id)
+        const level = levelOf(s.rule, { spent: w.spent_usd, limit: w.limit_usd })
+        if (level) alerts.push(alertOf(s, w, level))
         const rank = level ? RANK[level] : 0
         next.set(id, { resets_at: w.resets_at, spent: w.spent_usd, level: rank })
         if (level && rank > (samePeriod ? prev.level : 0)) told.push(alertOf(s, w, level))
