@@ -5,7 +5,8 @@ import type { Rule } from '../../src/main/budgets/rules'
 import type { BudgetAlert } from '../../src/main/budgets/types'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { openai } from '../../src/main/providers/openai'
-import { hashKey, keyHint } from '../../src/main/proxy/attribution'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { keyHint } from '../../src/shared/key-hint'
 import type { CallContext } from '../../src/main/proxy/gate'
 
 /**

@@ -1,5 +1,6 @@
 import type { CallRecord } from '../../src/main/ledger/record'
-import { hashKey, keyHint } from '../../src/main/proxy/attribution'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { keyHint } from '../../src/shared/key-hint'
 import { writeSpill } from '../../src/main/reliability/spill'
 import { PeriodClock } from '../../src/main/time/zone'
 import { NANO_FIXTURE, fixtureModel } from './support'

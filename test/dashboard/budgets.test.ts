@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { forecast } from '../../src/main/budgets/forecast'
-import { hashKey, keyHint } from '../../src/main/proxy/attribution'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { keyHint } from '../../src/shared/key-hint'
 import { startOfNextDay } from '../../src/main/time/zone'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson } from '../budgets/support'
 import { eventually } from '../support/http'

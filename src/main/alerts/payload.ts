@@ -2,7 +2,7 @@ import type { ThresholdEvent } from '../budgets/announcer'
 import { forecast } from '../budgets/forecast'
 import { isPrefix } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
-import { keyHint } from '../proxy/attribution'
+import { keyHint } from '../../shared/key-hint'
 import { formatUsdFull } from '../../shared/format'
 
 /** The JSON body of a budget alert (README: Alerts). */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../shared/api'
-import { keyHint } from '../proxy/attribution'
+import { keyHint } from '../../shared/key-hint'
 import { type Rule, RuleIndex } from './rules'
 
 function rule(pattern: string, source: Rule['source'], daily = 1): Rule {

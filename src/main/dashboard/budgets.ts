@@ -5,7 +5,7 @@ import { forecast } from '../budgets/forecast'
 import { Meter, type PeriodState } from '../budgets/meter'
 import { isPrefix } from '../budgets/pattern'
 import type { SpendTracker } from '../ledger/spend'
-import { keyHint } from '../proxy/attribution'
+import { keyHint } from '../../shared/key-hint'
 
 const HOUR = 3600_000
 

@@ -5,7 +5,7 @@ import type { Rule } from '../budgets/rules'
 import { budgetsOverview } from '../dashboard/budgets'
 import type { CallRecord } from '../ledger/record'
 import type { SpendTracker } from '../ledger/spend'
-import { keyHint } from '../proxy/attribution'
+import { keyHint } from '../../shared/key-hint'
 
 /**
  * A rule's pattern as a label value. Prefix patterns (`sk-dev-*`) are shown as written; a rule

@@ -1,5 +1,6 @@
 import { claudeUserId } from '../agents/claude-code'
-import { hashKey, keyHint } from '../proxy/attribution'
+import { hashKey } from '../proxy/attribution'
+import { keyHint } from '../../shared/key-hint'
 import type { CallState } from '../proxy/call/state'
 import type { Feature } from '../server/context'
 import { readMeter } from './read'

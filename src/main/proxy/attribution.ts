@@ -2,6 +2,7 @@ import { hash } from 'node:crypto'
 import type { IncomingHttpHeaders } from 'node:http'
 import { matches } from '../budgets/pattern'
 import type { CredentialSource } from '../providers/types'
+import { keyHint } from '../../shared/key-hint'
 
 /** Every place a request can carry an API key, in the order used when the provider names none. */
 const ALL_SOURCES: readonly CredentialSource[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', 'query-key']
@@ -76,12 +77,6 @@ export function limitLabel(v: string): string {
 export function hashKey(key: string): string {
   // One-shot hashing: same digest as createHash().update().digest(), without the stream object.
   return key ? hash('sha256', key, 'hex') : ''
-}
-
-export function keyHint(key: string): string {
-  if (!key) return ''
-  if (key.length < 12) return '…'
-  return `${key.slice(0, 3)}…${key.slice(-4)}`
 }
 
 export interface TenantMapping {

@@ -1,4 +1,5 @@
 import type { BudgetRule, BudgetStatus, BudgetWindow, BudgetsOverview } from '../../../shared/api'
+import { keyHint } from '../../../shared/key-hint'
 
 export interface BudgetAlertRow {
   key_hint: string
@@ -65,13 +66,6 @@ export function budgetAlertsOf(overview: BudgetsOverview | null): BudgetAlertRow
   return overview ? budgetAlerts(overview.rules) : []
 }
 
-/** The hint a rule on a whole key is shown by in `GET /api/dashboard/budgets` (as the server's keyHint: `sk-…9f3a`). */
-export function keyHintOf(key: string): string {
-  if (!key) return ''
-  if (key.length < 12) return '…'
-  return `${key.slice(0, 3)}…${key.slice(-4)}`
-}
-
 /**
  * The entries of `GET /api/dashboard/budgets` for one rule of the admin API (one per key it
  * metered; one with `api_key_hash: null` when none has used it yet). The dashboard names a
@@ -82,6 +76,6 @@ export function statusesOf(rule: BudgetRule, statuses: BudgetStatus[]): BudgetSt
   return statuses.filter(
     (s) =>
       s.rule.source === rule.source &&
-      (s.rule.api_key_pattern === rule.api_key_pattern || (whole && !s.rule.api_key_pattern.endsWith('*') && s.rule.api_key_pattern === keyHintOf(rule.api_key_pattern))),
+      (s.rule.api_key_pattern === rule.api_key_pattern || (whole && !s.rule.api_key_pattern.endsWith('*') && s.rule.api_key_pattern === keyHint(rule.api_key_pattern))),
   )
 }
