@@ -130,6 +130,31 @@ describe('a server with storage.url', () => {
     await until('the calls feed listens', () => feed.status().listening && feed.status().reads > 0, 30_000)
   })
 
+  it('a database a newer Burnrate has upgraded: answers every call, says why it writes none (PostgreSQL answers), and writes them once it may', async () => {
+    const { url, store } = database()
+    await store.run('CREATE TABLE burnrate_schema (version INTEGER NOT NULL)')
+    await store.run('INSERT INTO burnrate_schema (version) VALUES (99)')
+    const errors: string[] = []
+    const base = createLogger('error')
+    const log = { ...base, error: (m: string) => errors.push(m) }
+    const t = await h.server({ url, log })
+    for (const s of ['newer1', 'newer2']) expect((await call(t.url, s)).status).toBe(200)
+    await until('both calls in the spill file', () => spillFiles(t.dir).length === 1 && readFileSync(spillFiles(t.dir)[0], 'utf8').trim().split('\n').length === 2)
+    const health = await request(`${t.url}/api/health`)
+    expect(health.json()).toMatchObject({ status: 'degraded', ledger: { writable: false }, storage: { reachable: true, ready: false, spilled: 2 } })
+    expect(health.json().storage.last_error).toContain('newer than this Burnrate knows')
+    expect(health.text).not.toContain('TOPSECRETPW')
+    // Said once, however often the writer tries again.
+    await until('the writer has tried again', () => t.server.ledger.status.last_error !== null)
+    await new Promise((r) => setTimeout(r, 300))
+    expect(errors.filter((m) => m.includes('newer than this Burnrate knows'))).toHaveLength(1)
+    // The newer Burnrate is rolled back (or this one upgraded): the calls are written, once each.
+    await store.run('DELETE FROM burnrate_schema')
+    await until('the spilled calls written', async () => spillFiles(t.dir).length === 0 && (await sessionCounts(store)).newer2 === 1, 90_000)
+    expect(await sessionCounts(store)).toEqual({ newer1: 1, newer2: 1 })
+    expect((await request(`${t.url}/api/health`)).json()).toMatchObject({ status: 'ok', storage: { reachable: true, ready: true } })
+  })
+
   it('never writes the password to its log (start-up, PostgreSQL away, stop)', async () => {
     const lines: string[] = []
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-pglog-'))

@@ -371,6 +371,17 @@ export const PG_MIGRATIONS: PgMigration[] = [
   },
 ]
 
+/**
+ * The database holds the schema of a newer Burnrate: nothing is written to it (its tables may
+ * mean something else now) until this Burnrate is upgraded. PostgreSQL itself answers.
+ */
+export class NewerSchemaError extends Error {
+  constructor(readonly found: number, readonly known: number) {
+    super(`the PostgreSQL schema is version ${found}, newer than this Burnrate knows (${known}); upgrade Burnrate`)
+    this.name = 'NewerSchemaError'
+  }
+}
+
 /** Applies the migrations this database lacks; returns the schema version. */
 export async function migratePostgres(store: SqlStore, migrations: readonly PgMigration[] = PG_MIGRATIONS): Promise<number> {
   const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0)
@@ -379,9 +390,7 @@ export async function migratePostgres(store: SqlStore, migrations: readonly PgMi
     await tx.run('CREATE TABLE IF NOT EXISTS burnrate_schema (version INTEGER NOT NULL)')
     const row = await tx.get<{ version: number }>('SELECT MAX(version) AS version FROM burnrate_schema')
     const current = row?.version ?? 0
-    if (current > latest) {
-      throw new Error(`the PostgreSQL schema is version ${current}, newer than this Burnrate knows (${latest}); upgrade Burnrate`)
-    }
+    if (current > latest) throw new NewerSchemaError(current, latest)
     for (const m of migrations) {
       if (m.version <= current) continue
       // Each statement alone: a multi-statement text cannot carry parameters, and needs none here.

@@ -1,5 +1,6 @@
 import type { Logger } from '../../log'
 import type { LedgerStatus } from '../types'
+import { NewerSchemaError } from '../../storage/postgres-migrations'
 import { describeError, type PgStorageStatus } from './options'
 
 /**
@@ -32,11 +33,19 @@ export class Availability {
     this.retryAt = 0
   }
 
-  /** PostgreSQL is away: a write failed (`failed`: the next attempt backs off) or has not answered for too long. */
+  /**
+   * PostgreSQL is away: a write failed (`failed`: the next attempt backs off) or has not answered
+   * for too long. A database a newer Burnrate has upgraded answers (`reachable` stays true) but is
+   * not written: said once at error level, since only upgrading this Burnrate ends it.
+   */
   markAway(err: unknown, failed: boolean): void {
     const text = describeError(err, this.secret)
+    const newer = err instanceof NewerSchemaError
+    if (newer && this.storage.last_error !== text) {
+      this.log.error(`${text}: the calls are kept in this instance's spill files and written once it is upgraded`)
+    }
     if (failed) {
-      this.storage.reachable = false
+      this.storage.reachable = newer
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
       this.retryAt = Date.now() + this.retryMs
     }
