@@ -162,6 +162,36 @@ describe('OpenAI-compatible providers', () => {
     expect(row).toMatchObject({ input_tokens: 19, output_tokens: 900, reasoning_tokens: 500, cost_usd: 0.0123 })
   })
 
+  it('xAI: the charge it reports in ticks (server-side tool calls included) is the cost, in Responses and streamed chat', async () => {
+    // grok-4-fast-reasoning with three web searches: the tokens are a fraction of a cent, the
+    // searches (billed per call, absent from the price data) most of the $0.015295 billed.
+    const ticks = 152_950_000
+    answer(s.upstream, {
+      id: 'resp_1', object: 'response', status: 'completed', model: 'grok-4-fast-reasoning',
+      output: [
+        ...['a', 'b', 'c'].map((q, i) => ({ type: 'web_search_call', id: `ws_${i}`, status: 'completed', action: { type: 'search', query: q } })),
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'hi' }] },
+      ],
+      usage: {
+        input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 190, output_tokens_details: { reasoning_tokens: 150 }, total_tokens: 1190,
+        num_server_side_tools_used: 3, server_side_tool_usage_details: { web_search_calls: 3 }, cost_in_usd_ticks: ticks,
+      },
+    })
+    const H = { authorization: 'Bearer xai-test-000000000000001' }
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/responses`, { model: 'grok-4-fast-reasoning', input: 'news?', tools: [{ type: 'web_search' }] }, H))
+    expect(row).toMatchObject({ provider: 'xai', endpoint: 'responses', input_tokens: 1000, output_tokens: 190, priced: 1 })
+    expect(row.cost_usd).toBe(ticks / 1e10)
+
+    const body =
+      chunk('grok-3-mini', { role: 'assistant', content: 'Hi' }) +
+      chunk('grok-3-mini', null as any, { usage: { prompt_tokens: 32, completion_tokens: 9, total_tokens: 135, completion_tokens_details: { reasoning_tokens: 94 }, cost_in_usd_ticks: 377_560 } }) +
+      'data: [DONE]\n\n'
+    answer(s.upstream, body, 'sse')
+    const streamed = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/chat/completions`, { model: 'grok-3-mini', stream: true, messages: [] }, H))
+    expect(streamed).toMatchObject({ streamed: 1, input_tokens: 32, output_tokens: 103, estimated: 0 })
+    expect(streamed.cost_usd).toBe(377_560 / 1e10)
+  })
+
   it('DeepSeek: prompt_cache_hit_tokens are cache reads, priced at the cache rate', async () => {
     const usage = { prompt_tokens: 1000, completion_tokens: 50, total_tokens: 1050, prompt_cache_hit_tokens: 800, prompt_cache_miss_tokens: 200 }
     answer(s.upstream, completion('deepseek-chat', usage))
