@@ -129,11 +129,31 @@ describe('Amazon Bedrock', () => {
     expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 2400, cache_read_tokens: 2000, cache_write_tokens: 300, output_tokens: 50 }, nova, row.ts))
   })
 
-  it("InvokeModel of Claude through an application inference profile (an ARN naming no model): its Anthropic usage is still read", async () => {
+  it("InvokeModel of Claude through an application inference profile (an ARN naming no model): its Anthropic usage is read, priced as the model the answer names", async () => {
     const arn = encodeURIComponent('arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3d4e5f6')
     answer(s.upstream, fixture('anthropic/messages-nonstream-cache-read.json'))
     const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${arn}/invoke`, { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1024, messages: [] }, HEADERS))
-    expect(row).toMatchObject({ input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202, estimated: 0 })
+    const usage = { input_tokens: 1167, cache_read_tokens: 1163, output_tokens: 202 }
+    expect(row).toMatchObject({ ...usage, estimated: 0, model: 'claude-3-5-sonnet-20240620', priced: 1 })
+    expect(row.cost_usd).toBe(libraryPrice('aws', usage, 'claude-3-5-sonnet-20240620', row.ts))
+  })
+
+  it('an application inference profile mapped in providers.bedrock.profiles (by ARN or id) is priced as its model, Converse too', async () => {
+    const arn = 'arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/prof0001'
+    const t2 = await startTestServer({ providers: { bedrock: { base_url: s.upstream.url, profiles: { [arn]: MODEL, prof0002: 'us.amazon.nova-pro-v1:0' } } } })
+    try {
+      answer(s.upstream, { output: { message: { role: 'assistant', content: [{ text: 'hi' }] } }, stopReason: 'end_turn', usage: { inputTokens: 100, outputTokens: 20, totalTokens: 120 } })
+      const row = await recorded(t2, () => postJson(`${t2.url}${BASE}/model/${encodeURIComponent(arn)}/converse`, { messages: [] }, HEADERS))
+      expect(row).toMatchObject({ model: MODEL, input_tokens: 100, output_tokens: 20, priced: 1 })
+      expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 100, output_tokens: 20 }, MODEL, row.ts))
+      const byId = await recorded(t2, () => postJson(`${t2.url}${BASE}/model/${encodeURIComponent(arn.replace('prof0001', 'prof0002'))}/converse`, { messages: [] }, HEADERS))
+      expect(byId).toMatchObject({ model: 'us.amazon.nova-pro-v1:0', priced: 1 })
+      // An unmapped one's Converse answer names no model: the call is kept, unpriced, under the profile's id.
+      const unmapped = await recorded(t2, () => postJson(`${t2.url}${BASE}/model/${encodeURIComponent(arn.replace('prof0001', 'prof0003'))}/converse`, { messages: [] }, HEADERS))
+      expect(unmapped).toMatchObject({ model: 'prof0003', input_tokens: 100, output_tokens: 20, priced: 0 })
+    } finally {
+      await t2.cleanup()
+    }
   })
 
   it('1-hour cache writes cost 2x input, as Anthropic bills them on Bedrock too (the AWS price data has no such rate for this model)', async () => {

@@ -61,6 +61,8 @@ const providerSchema = z
     enabled: z.boolean().optional(),
     /** Azure: deployment name -> model name, for pricing. */
     deployments: z.record(z.string(), z.string()).optional(),
+    /** Bedrock: application inference profile (its ARN or id) -> model id, for pricing. */
+    profiles: z.record(z.string(), z.string()).optional(),
   })
   .strict()
 

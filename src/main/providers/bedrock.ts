@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
-import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
+import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
  * Amazon Bedrock, with a Bedrock API key (`Authorization: Bearer`, Claude Code's
@@ -23,8 +23,10 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
  *   cacheReadInputTokens, cacheWriteInputTokens}, in the answer or the stream's `metadata` event.
  *
  * A call is priced as the model id of its path (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`,
- * or the id an inference profile's ARN ends in) with the price library's AWS prices, which tell a
- * cross-region (`us.`, `eu.`, ...) profile's rate from a `global.` one's.
+ * or the id a system inference profile's ARN ends in) with the price library's AWS prices, which
+ * tell a cross-region (`us.`, `eu.`, ...) profile's rate from a `global.` one's. An application
+ * inference profile's ARN names no model: `providers.bedrock.profiles` maps it to one, else the
+ * answer's name for the model prices it.
  *
  * A request signed with AWS Signature Version 4 (access keys, SSO) cannot pass through any proxy:
  * the signature covers the host it was sent to. Bedrock API keys can.
@@ -44,22 +46,39 @@ export function bedrockPlace(path: string): { path: string; baseUrl: string } | 
   return { path: rest, baseUrl: RUNTIME.test(rest) ? `https://bedrock-runtime.${region}.amazonaws.com` : `https://bedrock.${region}.amazonaws.com` }
 }
 
-/** The model a path's id names: the id itself, or the id an ARN ends in (`…:inference-profile/us.anthropic.…`). */
-function modelOf(id: string): string {
-  let s = id
+/** A path's model id, decoded (an ARN is sent percent-encoded). */
+function decodedId(id: string): string {
   try {
-    s = decodeURIComponent(id)
+    return decodeURIComponent(id)
   } catch {
-    // kept as sent
+    return id // kept as sent
   }
-  return s.startsWith('arn:') ? s.slice(s.lastIndexOf('/') + 1) : s
 }
 
-export function inspectBedrock(req: RequestInfo): CallShape {
+/** An application inference profile's ARN (`…:application-inference-profile/<id>`): it names no model. */
+const APPLICATION_PROFILE = /^arn:[^:]*:bedrock:[^:]*:[^:]*:application-inference-profile\/([^/]+)$/
+
+/**
+ * The model a path's id names: the id itself, the id a system inference profile's ARN ends in
+ * (`…:inference-profile/us.anthropic.…`), or for an application inference profile the model
+ * `profiles` maps it to (by ARN or by its id), else its id (`named: false`: the answer's name for
+ * the model prices the call).
+ */
+function modelOf(id: string, profiles: Record<string, string>): { model: string; named: boolean } {
+  const s = decodedId(id)
+  const app = APPLICATION_PROFILE.exec(s)
+  if (app) {
+    const mapped = profiles[s] ?? profiles[app[1]]
+    return mapped ? { model: mapped, named: true } : { model: app[1], named: false }
+  }
+  return { model: s.startsWith('arn:') ? s.slice(s.lastIndexOf('/') + 1) : s, named: true }
+}
+
+export function inspectBedrock(req: RequestInfo, profiles: Record<string, string> = {}): CallShape {
   const m = MODEL_CALL.exec(req.path.replace(/\/+$/, ''))
   if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
   const op = m[2]
-  const model = modelOf(m[1])
+  const { model } = modelOf(m[1], profiles)
   if (op === 'count-tokens') return { endpoint: 'count_tokens', model, stream: false, billable: false }
   return {
     endpoint: op.startsWith('converse') ? 'converse' : 'invoke',
@@ -67,6 +86,12 @@ export function inspectBedrock(req: RequestInfo): CallShape {
     stream: op.endsWith('-stream'),
     billable: req.method === 'POST',
   }
+}
+
+/** Whether a call's path names its model (false for an application inference profile `profiles` does not map). */
+function pathNamesModel(path: string, profiles: Record<string, string>): boolean {
+  const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
+  return !m || modelOf(m[1], profiles).named
 }
 
 const METRICS = 'amazon-bedrock-invocationMetrics'
@@ -102,7 +127,15 @@ class InvokeMeter implements Meter {
   /** The stream's exception message's type (`exceptionType`). */
   private error: string | undefined
 
-  constructor(private readonly claude: boolean) {}
+  /**
+   * @param claude the path names a Claude model.
+   * @param pathNamed the path names the model (not an unmapped application inference profile):
+   *   its id prices the call, else the answer's name for the model does.
+   */
+  constructor(
+    private readonly claude: boolean,
+    private readonly pathNamed = true,
+  ) {}
 
   headers(h: IncomingHttpHeaders): void {
     this.counted = headerUsage(h)
@@ -138,13 +171,15 @@ class InvokeMeter implements Meter {
 
   result(): MeterResult {
     if (this.error && !this.started) return { usage: emptyUsage(), complete: true, error: this.error }
-    // The path's model id decides the price (a cross-region or global profile), not the answer's name for the model.
-    const { model: _named, ...r } = this.inner.result()
+    // The path's model id decides the price (a cross-region or global profile), not the answer's
+    // name for the model, unless the path names none (an application inference profile).
+    const { model: named, ...r } = this.inner.result()
+    const model = this.pathNamed ? undefined : named
     const complete = r.complete || this.whole || this.error !== undefined
     const error = r.error ?? this.error
     if (!r.usage && this.metrics) return { usage: this.metrics, complete: true, error }
     if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete, error }
-    return { ...r, complete, error }
+    return { ...r, model, complete, error }
   }
 }
 
@@ -271,14 +306,20 @@ class ConverseMeter implements Meter {
   }
 }
 
-export const bedrock: Provider = {
-  name: 'bedrock',
-  pricingId: 'aws',
-  defaultBaseUrl: null,
-  mount: '/bedrock',
-  credentials: ['authorization'],
-  place: bedrockPlace,
-  noUpstreamHint: 'put the region in its address (http://<burnrate>/bedrock/us-east-1) or set providers.bedrock.base_url in the config',
-  inspect: inspectBedrock,
-  meter: (shape): Meter => (shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter(isClaude(shape.model))),
+function bedrockProvider(profiles: Record<string, string>): Provider {
+  return {
+    name: 'bedrock',
+    pricingId: 'aws',
+    defaultBaseUrl: null,
+    mount: '/bedrock',
+    credentials: ['authorization'],
+    place: bedrockPlace,
+    noUpstreamHint: 'put the region in its address (http://<burnrate>/bedrock/us-east-1) or set providers.bedrock.base_url in the config',
+    inspect: (req) => inspectBedrock(req, profiles),
+    meter: (shape, req): Meter =>
+      shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles)),
+    configure: (s: ProviderSettings) => bedrockProvider(s.profiles ?? {}),
+  }
 }
+
+export const bedrock: Provider = bedrockProvider({})

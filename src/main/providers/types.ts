@@ -179,7 +179,7 @@ export interface Provider {
    * or null when it names none.
    */
   relink?(text: string, base: string): string | null
-  /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments). */
+  /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments, Bedrock profiles). */
   configure?(settings: ProviderSettings): Provider
 }
 
@@ -189,4 +189,6 @@ export interface ProviderSettings {
   enabled?: boolean
   /** Azure: deployment name -> model name, for pricing. */
   deployments?: Record<string, string>
+  /** Bedrock: application inference profile (its ARN or id) -> model id, for pricing. */
+  profiles?: Record<string, string>
 }
