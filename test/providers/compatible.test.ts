@@ -162,6 +162,19 @@ describe('OpenAI-compatible providers', () => {
     expect(row).toMatchObject({ input_tokens: 19, output_tokens: 900, reasoning_tokens: 500, cost_usd: 0.0123 })
   })
 
+  it("Perplexity's Agent API (Responses format) goes to /v1/responses and is metered at its reported charge", async () => {
+    const usage = { input_tokens: 100, output_tokens: 20, total_tokens: 120, cost: { currency: 'USD', input_cost: 0.000025, output_cost: 0.00004, total_cost: 0.000065 } }
+    answer(s.upstream, { id: 'resp_1', object: 'response', status: 'completed', model: 'openai/gpt-5-mini', output: [], usage })
+    const H = { authorization: 'Bearer pplx-test-00000000001' }
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/perplexity/v1/responses`, { model: 'openai/gpt-5-mini', input: 'hi' }, H))
+    expect(s.upstream.requests.at(-1)!.url).toBe('/v1/responses')
+    expect(row).toMatchObject({ provider: 'perplexity', endpoint: 'responses', input_tokens: 100, output_tokens: 20, cost_usd: 0.000065 })
+    answer(s.upstream, { id: 'resp_2', object: 'response', status: 'completed', model: 'openai/gpt-5-mini', output: [], usage })
+    const agent = await recorded(s.t, () => postJson(`${s.t.url}/perplexity/v1/agent`, { model: 'openai/gpt-5-mini', input: 'hi' }, H))
+    expect(s.upstream.requests.at(-1)!.url).toBe('/v1/agent')
+    expect(agent).toMatchObject({ endpoint: 'responses', cost_usd: 0.000065 })
+  })
+
   it('xAI: the charge it reports in ticks (server-side tool calls included) is the cost, in Responses and streamed chat', async () => {
     // grok-4-fast-reasoning with three web searches: the tokens are a fraction of a cent, the
     // searches (billed per call, absent from the price data) most of the $0.015295 billed.

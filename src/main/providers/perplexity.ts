@@ -1,10 +1,18 @@
 import { count, isObject } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
+import type { Provider } from './types'
+
+const HOST = 'https://api.perplexity.ai'
+/** The Agent API's paths, which Perplexity serves under `/v1` (its Sonar API is at the root). */
+const AGENT_API = /^\/(?:responses|agent)(?:\/|$)/
 
 /**
- * Perplexity Sonar: https://docs.perplexity.ai. Its base URL has no `/v1`
- * (`https://api.perplexity.ai/chat/completions`); the mount `/perplexity/v1` stands for it.
+ * Perplexity: https://docs.perplexity.ai. Sonar's base URL has no `/v1`
+ * (`https://api.perplexity.ai/chat/completions`); the mount `/perplexity/v1` stands for it. The
+ * Agent API (OpenAI's Responses format: `POST /v1/responses`, or `/v1/agent` as Perplexity names
+ * it) is under `/v1`: `…/perplexity/v1/responses` goes to `https://api.perplexity.ai/v1/responses`,
+ * metered as a Responses call.
  * Sonar bills a per-request fee that depends on the search context size; the response's
  * `usage.cost.total_cost` is the whole charge and is recorded as the call's cost when present.
  *
@@ -14,10 +22,10 @@ import { openaiCompatible } from './openai-compatible'
  * extractor reads them (output, with their parts priced at their own rates, and web searches), so
  * the tokens are whole and a response without `cost` is priced in full by the library.
  */
-export const perplexity = openaiCompatible({
+const compatible = openaiCompatible({
   name: 'perplexity',
   pricingId: 'perplexity',
-  baseUrl: 'https://api.perplexity.ai',
+  baseUrl: HOST,
   usage: (raw) => {
     const u = openaiUsage(raw)
     if (!u || !isObject(raw)) return u
@@ -37,3 +45,15 @@ export const perplexity = openaiCompatible({
     return u
   },
 })
+
+/** An Agent API call's path as routed (`place` put it under `/v1`), read as OpenAI's Responses API. */
+const PLACED_AGENT_API = /^\/v1\/(?:responses|agent)(?=\/|$)/
+
+export const perplexity: Provider = {
+  ...compatible,
+  place: (path) => (AGENT_API.test(path) ? { path: `/v1${path}`, baseUrl: HOST } : null),
+  inspect: (req) => {
+    const m = PLACED_AGENT_API.exec(req.path)
+    return compatible.inspect(m ? { ...req, path: `/responses${req.path.slice(m[0].length)}` } : req)
+  },
+}

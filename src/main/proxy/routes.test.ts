@@ -115,3 +115,24 @@ describe('the /v1 alias with a gateway as OpenAI’s base URL', () => {
     expect(r.upstream.origin + upstreamPath(r)).toBe('https://gateway.corp/openai/v1/chat/completions')
   })
 })
+
+describe('Router: Perplexity, whose Agent API is under /v1 and Sonar at the root', () => {
+  it('…/perplexity/v1/responses (and /agent) go to /v1 on its host; Sonar chat completions to the root', () => {
+    const router = new Router(buildUpstreams(PROVIDERS, {}))
+    const agent = router.match('/perplexity/v1/responses', {})!
+    expect(agent.upstream.origin).toBe('https://api.perplexity.ai')
+    expect(upstreamPath(agent)).toBe('/v1/responses')
+    expect(upstreamPath(router.match('/perplexity/v1/agent', {})!)).toBe('/v1/agent')
+    const sonar = router.match('/perplexity/v1/chat/completions', {})!
+    expect(sonar.upstream.origin).toBe('https://api.perplexity.ai')
+    expect(upstreamPath(sonar)).toBe('/chat/completions')
+    // Only those paths: one that merely begins with the same letters stays at the root.
+    expect(upstreamPath(router.match('/perplexity/v1/responsesx', {})!)).toBe('/responsesx')
+  })
+
+  it('a configured base URL (a gateway) keeps the same layout below it', () => {
+    const router = new Router(buildUpstreams(PROVIDERS, { perplexity: { base_url: 'https://gateway.example/pplx' } }))
+    expect(upstreamPath(router.match('/perplexity/v1/responses', {})!)).toBe('/pplx/v1/responses')
+    expect(upstreamPath(router.match('/perplexity/v1/chat/completions', {})!)).toBe('/pplx/chat/completions')
+  })
+})
