@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { AGENTS } from './known'
-import { type ClientRequest, header, projectPath, sessionId } from './types'
+import { type ClientRequest, header, labelHeader, projectPath, sessionId } from './types'
 
 export interface AgentIdentity {
   agent: string
@@ -19,8 +19,8 @@ const GENERIC_SESSION_HEADERS = ['x-session-id', 'session_id', 'x-session-affini
  */
 export function detectAgent(headers: IncomingHttpHeaders, body: unknown): AgentIdentity {
   const req: ClientRequest = { headers, ua: header(headers, 'user-agent'), body }
-  let agent = header(headers, 'x-burnrate-agent')
-  let session = header(headers, 'x-burnrate-session')
+  let agent = labelHeader(headers, 'x-burnrate-agent')
+  let session = labelHeader(headers, 'x-burnrate-session')
   const known = AGENTS.find((a) => a.matches(req))
   if (!agent && known) agent = known.name
   if (!session) session = known?.session?.(req) ?? ''
@@ -30,6 +30,6 @@ export function detectAgent(headers: IncomingHttpHeaders, body: unknown): AgentI
       if (session) break
     }
   }
-  const project = projectPath(header(headers, 'x-burnrate-project')) || (known?.project?.(req) ?? '')
+  const project = projectPath(labelHeader(headers, 'x-burnrate-project')) || (known?.project?.(req) ?? '')
   return { agent, session, project }
 }

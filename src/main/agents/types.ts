@@ -58,6 +58,20 @@ export function header(headers: IncomingHttpHeaders, name: string): string {
   return typeof v === 'string' ? v.trim() : Array.isArray(v) ? (v[0] ?? '').trim() : ''
 }
 
+/**
+ * A header a person fills in (`X-Burnrate-Tenant`, `-Agent`, `-Session`, `-Project`) as its
+ * sender meant it. Node reads a header's bytes as Latin-1, while curl, Go, Rust and Python's
+ * httpx send a non-ASCII value as UTF-8 (`café` arrived as `cafÃ©`, and a budget rule scoped to
+ * the tenant `café` never matched it): bytes that make valid UTF-8 are read as UTF-8, any other
+ * (a Latin-1 sender's) as they came.
+ */
+export function labelHeader(headers: IncomingHttpHeaders, name: string): string {
+  const v = header(headers, name)
+  if (!/[\x80-\xff]/.test(v)) return v
+  const text = Buffer.from(v, 'latin1').toString('utf8')
+  return text.includes('\ufffd') ? v : text
+}
+
 /** A session id worth keeping: printable, no spaces, at most 200 characters; else ''. */
 export function sessionId(v: unknown): string {
   if (typeof v !== 'string') return ''

@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { matches } from '../budgets/pattern'
 import type { CredentialSource } from '../providers/types'
 import { keyHint } from '../../shared/key-hint'
+import { labelHeader } from '../agents/types'
 
 /** Every place a request can carry an API key, in the order used when the provider names none. */
 const ALL_SOURCES: readonly CredentialSource[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', 'query-key']
@@ -85,8 +86,8 @@ export interface TenantMapping {
 }
 
 export function tenantFor(headers: IncomingHttpHeaders, key: string, mappings: readonly TenantMapping[]): string {
-  const h = headers['x-burnrate-tenant']
-  if (typeof h === 'string' && h.trim()) return h.trim()
+  const h = labelHeader(headers, 'x-burnrate-tenant')
+  if (h) return h
   if (key) {
     for (const m of mappings) if (matches(m.pattern, key)) return m.tenant
   }
