@@ -1,12 +1,14 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, type ClientRequest, sessionId, workingDirectoryIn } from './types'
+import { type AgentSignature, type ClientRequest, header, sessionId, workingDirectoryIn } from './types'
 
 /**
  * Claude Code (and the Claude Agent SDK built on it) sends `User-Agent: claude-cli/<version>
  * (external, cli|sdk-ts|...)` and `x-app: cli`. Its session id is inside the Messages
  * request's `metadata.user_id`: up to v2.1.77 a string
  * `user_<hash>_account_<uuid>_session_<uuid>`, from v2.1.78 a JSON string
- * `{"device_id":"...","account_uuid":"...","session_id":"..."}`.
+ * `{"device_id":"...","account_uuid":"...","session_id":"..."}`. Version 2.1 also sends it as
+ * `X-Claude-Code-Session-Id` on every request: the one place it is in a call without
+ * `metadata` (token counting, which Claude Code does at start-up and for /context).
  */
 export const claudeCode: AgentSignature = {
   name: 'claude-code',
@@ -32,7 +34,7 @@ export const claudeCode: AgentSignature = {
 }
 
 function claudeCodeSession(r: ClientRequest): string {
-  return sessionId(claudeUserId(r.body).session)
+  return sessionId(claudeUserId(r.body).session) || sessionId(header(r.headers, 'x-claude-code-session-id'))
 }
 
 /**

@@ -19,6 +19,29 @@ describe('detectAgent', () => {
     expect(detectAgent(ua, { metadata: { user_id: '{not json' } }).session).toBe('')
   })
 
+  it("takes Claude Code's X-Claude-Code-Session-Id header where the body has no metadata (its token counting)", () => {
+    const h = { 'user-agent': 'claude-cli/2.1.332 (external, cli)', 'x-claude-code-session-id': 'ed661fe0-9b06-4511-bedb-5c36eaf0bcab' }
+    expect(detectAgent(h, { model: 'claude-sonnet-4-5', messages: [] })).toMatchObject({ agent: 'claude-code', session: 'ed661fe0-9b06-4511-bedb-5c36eaf0bcab' })
+    // The body's session first (the two are the same in every call Claude Code 2.1 sends).
+    expect(detectAgent(h, { metadata: { user_id: '{"session_id":"aaaa-bbbb"}' } }).session).toBe('aaaa-bbbb')
+  })
+
+  it("recognises the bare SDKs whichever client class sends the call (the Python SDKs name it), and OpenAI's .NET library", () => {
+    const cases: [string, string][] = [
+      ['OpenAI/Python 1.109.1', 'openai-sdk'],
+      ['AsyncOpenAI/Python 1.109.1', 'openai-sdk'],
+      ['AzureOpenAI/Python 1.109.1', 'openai-sdk'],
+      ['AsyncAzureOpenAI/Python 1.109.1', 'openai-sdk'],
+      ['OpenAI/2.1.0 (.NET 8.0.0; Microsoft Windows 10.0.22631)', 'openai-sdk'],
+      ['Anthropic/Python 0.68.0', 'anthropic-sdk'],
+      ['AsyncAnthropic/Python 0.68.0', 'anthropic-sdk'],
+      ['AnthropicBedrock/Python 0.68.0', 'anthropic-sdk'],
+      ['AsyncAnthropicVertex/Python 0.68.0', 'anthropic-sdk'],
+      ['OpenAIish/Python 1.0', ''],
+    ]
+    for (const [ua, agent] of cases) expect(detectAgent({ 'user-agent': ua }, undefined).agent, ua).toBe(agent)
+  })
+
   it("reads Codex 0.169's thread-id and session-id headers (hyphens), before the older session_id", () => {
     const ua = { 'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)', originator: 'codex_exec' }
     const id = '01a207ca-e8ad-7d21-b957-ad94c2eef955'
