@@ -420,18 +420,18 @@ export class Ledger implements CallLedger {
    * (retention; see retention.ts), on the connection that writes: the write thread's while it
    * is in use, else this one. Resolves to how many it deleted.
    */
-  prune(before: number, limit: number): Promise<number> {
+  prune(before: number, limit: number, team: string | null = null): Promise<number> {
     const t = this.closed ? null : this.useThread()
     if (t) {
       return new Promise((resolve, reject) => {
-        t.send({ type: 'prune', before, limit }, (r) => {
+        t.send({ type: 'prune', before, limit, team }, (r) => {
           this.idleThread()
           if (r.ok) resolve(r.deleted ?? 0)
           else reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))
         })
       })
     }
-    return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit)))
+    return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit, team)))
   }
 
   /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */

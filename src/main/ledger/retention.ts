@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { SESSION_MEMORY_MS } from '../budgets/meter'
 import type { Feature } from '../server/context'
+import { bareUrl } from '../storage/url'
 
 const DAY = 86_400_000
 
@@ -18,10 +19,12 @@ export const PRUNE_IDLE_DELAY_MS = 10 * 60_000
  * again (ids stay unique for import keys and exports). Nor the call with the highest revision
  * (./revisions.ts numbers the next one above it): pruned, a later revision would be numbered
  * below what the team sender already sent, and never be sent. Nor, on a team server, each
- * member's last call (KEEPS_MEMBERS_LAST). Runs on whichever connection
+ * member's last call (KEEPS_MEMBERS_LAST). Nor, on a member (`team`: the team server's address
+ * as the sender keys its cursor), a call the team server has not acknowledged (KEEPS_UNSENT).
+ * Runs on whichever connection
  * writes the ledger (the write thread's, or the main one).
  */
-export function pruneCalls(db: Database.Database, before: number, limit: number): number {
+export function pruneCalls(db: Database.Database, before: number, limit: number, team: string | null = null): number {
   let stmt = statements.get(db)
   if (!stmt) {
     stmt = db.prepare(`
@@ -33,10 +36,11 @@ export function pruneCalls(db: Database.Database, before: number, limit: number)
            AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
            AND ${KEEPS_MEMBERS_LAST}
            AND ${KEEPS_LIVE_SESSIONS}
+           AND ${KEEPS_UNSENT}
          ORDER BY c.ts LIMIT @limit)`)
     statements.set(db, stmt)
   }
-  const n = stmt.run({ before, limit, active: Date.now() - SESSION_MEMORY_MS }).changes
+  const n = stmt.run({ before, limit, active: Date.now() - SESSION_MEMORY_MS, team }).changes
   if (n > 0) db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1').run(before)
   return n
 }
@@ -58,6 +62,16 @@ const statements = new WeakMap<Database.Database, Database.Statement>()
  */
 export const KEEPS_LIVE_SESSIONS =
   "(c.session = '' OR c.origin_id IS NOT NULL OR NOT EXISTS (SELECT 1 FROM calls s WHERE s.session = c.session AND s.session <> '' AND s.ts >= @active AND s.origin_id IS NULL))"
+
+/**
+ * On a member of a team (`@team`, the team server's address as ../team/cursor.ts keys it), never a
+ * call the team server has not acknowledged: one after the sender's cursor, or revised after its
+ * revision cursor (sent again with its new cost). A member offline for longer than the retention,
+ * or whose token the server refuses, sends its backlog whole once it may. No cursor for the
+ * address yet: nothing is pruned.
+ */
+export const KEEPS_UNSENT =
+  '(@team IS NULL OR EXISTS (SELECT 1 FROM team_cursor t WHERE t.url = @team AND c.id <= t.last_id AND (c.revision IS NULL OR c.revision < t.revision OR (c.revision = t.revision AND c.id <= t.revision_id))))'
 
 export const KEEPS_MEMBERS_LAST =
   '(c.origin_id IS NULL OR c.origin_id < (SELECT max(m.origin_id) FROM calls m WHERE m.member = c.member AND m.origin_id IS NOT NULL))'
@@ -157,9 +171,11 @@ const FIRST_STEP_DELAY_MS = 5_000
 export const retention: Feature = (ctx) => {
   const days = ctx.config.ledger.retention_days
   if (days === null) return
+  // A member keeps what its team server has not acknowledged (KEEPS_UNSENT).
+  const team = ctx.config.team.url ? bareUrl(ctx.config.team.url) : null
   const pruner = new RetentionPruner({
     days,
-    prune: (before, limit) => ctx.ledger.prune(before, limit),
+    prune: (before, limit) => ctx.ledger.prune(before, limit, team),
     onError: (err) => {
       // Busy: the other writer held the database for a moment; the next step tries again.
       if ((err as { code?: string })?.code !== 'SQLITE_BUSY') ctx.log.warn(`retention: pruning old calls failed: ${(err as Error)?.message ?? String(err)}`)

@@ -56,9 +56,10 @@ export interface CallLedger {
   takePending(): CallRecord[]
   /**
    * Deletes up to `limit` of the oldest calls that arrived before `before` (ms) and resolves to
-   * how many it deleted (`ledger.retention_days`); the rollups keep their totals.
+   * how many it deleted (`ledger.retention_days`); the rollups keep their totals. `team`: on a
+   * member, the team server's address; the calls it has not acknowledged are kept.
    */
-  prune(before: number, limit: number): Promise<number>
+  prune(before: number, limit: number, team?: string | null): Promise<number>
   /** Writes (or, PostgreSQL away, spills to disk) what is queued and stops accepting calls. */
   close(): boolean | Promise<boolean>
 }

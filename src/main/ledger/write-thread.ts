@@ -8,7 +8,7 @@ import type { CallRecord } from './record'
 export type ThreadRequest =
   | { type: 'write'; id: number; rows: CallRecord[] | PackedCalls; side?: SideWrite[] }
   | { type: 'rollups'; id: number }
-  | { type: 'prune'; id: number; before: number; limit: number }
+  | { type: 'prune'; id: number; before: number; limit: number; team: string | null }
   | { type: 'close'; id: number }
 
 export interface ThreadReply {
@@ -76,7 +76,7 @@ export class WriteThread {
 
   /** Hands `rows` over; `done` gets the answer. Returns the request's id (for `waitFor`). */
   send(
-    req: { type: 'write'; rows: CallRecord[] | PackedCalls; side?: SideWrite[] } | { type: 'rollups' } | { type: 'prune'; before: number; limit: number } | { type: 'close' },
+    req: { type: 'write'; rows: CallRecord[] | PackedCalls; side?: SideWrite[] } | { type: 'rollups' } | { type: 'prune'; before: number; limit: number; team: string | null } | { type: 'close' },
     done?: Pending,
   ): number {
     const id = ++this.nextId

@@ -56,7 +56,7 @@ port.on('message', (m: ThreadRequest) => {
     let deleted: number | undefined
     if (m.type === 'write') write(isPacked(m.rows) ? unpackCalls(m.rows) : m.rows, m.side ?? [])
     else if (m.type === 'rollups') rollups = new RollupWriter(db)
-    else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit)
+    else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit, m.team)
     else if (m.type === 'close') db.close()
     r = { id: m.id, ok: true, deleted }
   } catch (err) {
