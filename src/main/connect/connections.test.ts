@@ -455,14 +455,24 @@ describe('agent connections', () => {
     expect(read('.claude/settings.json')).toBe(CLAUDE.replace('opus', 'sonnet'))
   })
 
-  it('follows CODEX_HOME, CLAUDE_CONFIG_DIR and XDG_CONFIG_HOME', () => {
-    const conn = connections({ CODEX_HOME: join(home, 'codex-home'), CLAUDE_CONFIG_DIR: join(home, 'claude-dir'), XDG_CONFIG_HOME: join(home, 'xdg') })
+  it('follows CODEX_HOME, CLAUDE_CONFIG_DIR, XDG_CONFIG_HOME and GEMINI_CLI_HOME', () => {
+    const conn = connections({ CODEX_HOME: join(home, 'codex-home'), CLAUDE_CONFIG_DIR: join(home, 'claude-dir'), XDG_CONFIG_HOME: join(home, 'xdg'), GEMINI_CLI_HOME: join(home, 'gemini-home') })
     conn.connect('codex', URL_A)
     conn.connect('claude-code', URL_A)
     conn.connect('opencode', URL_A)
     expect(existsSync(join(home, 'codex-home/config.toml'))).toBe(true)
     expect(existsSync(join(home, 'claude-dir/settings.json'))).toBe(true)
     expect(existsSync(join(home, 'xdg/opencode/opencode.json'))).toBe(true)
+    // Gemini CLI's homedir() is $GEMINI_CLI_HOME: it reads $GEMINI_CLI_HOME/.gemini/.env, never ~/.gemini/.env.
+    expect(conn.list().find((a) => a.agent === 'gemini-cli')!.installed).toBe(false)
+    put('gemini-home/.gemini/settings.json', '{}\n')
+    expect(conn.list().find((a) => a.agent === 'gemini-cli')!.installed).toBe(true)
+    expect(conn.connect('gemini-cli', URL_A).changes.map((ch) => ch.file)).toEqual(['~/gemini-home/.gemini/.env'])
+    expect(existsSync(join(home, '.gemini'))).toBe(false)
+    // Its `.env` when that is the one it reads there.
+    conn.disconnect('gemini-cli')
+    put('gemini-home/.env', GEMINI_ENV)
+    expect(conn.connect('gemini-cli', URL_A).changes.map((ch) => ch.file)).toEqual(['~/gemini-home/.env'])
   })
 
   it('creates new config files and folders private to the user (API keys go in ~/.gemini/.env)', () => {

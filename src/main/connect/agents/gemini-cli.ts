@@ -5,15 +5,23 @@ import { anyExists, onPath } from '../paths'
 import type { AgentConnector, ConnectContext } from '../types'
 
 /**
- * The env file Gemini CLI reads for a project under the home folder that has none of its own: it
- * loads ONE file, the first of the folders' `.gemini/.env` and `.env` walking up from the project,
- * so in the home folder `~/.gemini/.env`, else `~/.env` (Gemini CLI 0.61's `findEnvFile`). A user
- * keeping `GEMINI_API_KEY` in `~/.env` would lose it to a `~/.gemini/.env` made for Burnrate: the
- * settings go where Gemini CLI already reads, and only with neither file is `~/.gemini/.env` made.
+ * Gemini CLI's home: `$GEMINI_CLI_HOME` when set, else the user's (its `homedir()`, which both its
+ * env file and its logs, ../../import/sources/gemini-cli.ts, are found under).
+ */
+function geminiHome(ctx: ConnectContext): string {
+  return ctx.env.GEMINI_CLI_HOME || ctx.home
+}
+
+/**
+ * The env file Gemini CLI reads for a project that has none of its own: it loads ONE file, the
+ * first of the folders' `.gemini/.env` and `.env` walking up from the project, else in its home
+ * `.gemini/.env`, else `.env` (Gemini CLI 0.61's `findEnvFile`). A user keeping `GEMINI_API_KEY`
+ * in `~/.env` would lose it to a `~/.gemini/.env` made for Burnrate: the settings go where Gemini
+ * CLI already reads, and only with neither file is `.gemini/.env` made.
  */
 function envFile(ctx: ConnectContext): string {
-  const own = join(ctx.home, '.gemini', '.env')
-  const home = join(ctx.home, '.env')
+  const own = join(geminiHome(ctx), '.gemini', '.env')
+  const home = join(geminiHome(ctx), '.env')
   return !existsSync(own) && existsSync(home) ? home : own
 }
 
@@ -27,7 +35,7 @@ export const geminiCli: AgentConnector = {
   id: 'gemini-cli',
   name: 'Gemini CLI',
   recordedAs: ['gemini-cli'],
-  installed: (ctx) => anyExists(join(ctx.home, '.gemini')) || onPath(ctx, 'gemini'),
+  installed: (ctx) => anyExists(join(geminiHome(ctx), '.gemini')) || onPath(ctx, 'gemini'),
   files: (ctx, url) => [
     {
       path: envFile(ctx),
