@@ -623,6 +623,18 @@ describe('agent connections', () => {
     expect(win.notes[0]).toMatch(/add 127\.0\.0\.1,localhost to the NO_PROXY environment variable\.$/)
   })
 
+  it("says when a variable Burnrate writes to Gemini CLI's env file is set here already, which Gemini CLI keeps over the file's", () => {
+    put('.gemini/.env', GEMINI_ENV)
+    const plan = connections({ GOOGLE_GEMINI_BASE_URL: 'https://gateway.corp/gemini', CODE_ASSIST_ENDPOINT: 'https://gateway.corp/ca' }).connect('gemini-cli', URL_A)
+    expect(plan.changes.map((ch) => ch.file)).toEqual(['~/.gemini/.env'])
+    expect(plan.notes).toEqual([
+      "GOOGLE_GEMINI_BASE_URL, CODE_ASSIST_ENDPOINT are set here to another address: Gemini CLI started from this shell keeps those values over ~/.gemini/.env's, so its calls for http://127.0.0.1:8787 would not go through Burnrate. Unset GOOGLE_GEMINI_BASE_URL, CODE_ASSIST_ENDPOINT in the shell (or profile) you start Gemini CLI from.",
+    ])
+    // Set to Burnrate's own address, or in Claude Code's settings `env` (which wins over the shell): nothing to say.
+    expect(connections({ GOOGLE_GEMINI_BASE_URL: URL_A }).planConnect('gemini-cli', URL_A).notes).toEqual([])
+    expect(connections({ ANTHROPIC_BASE_URL: 'https://gateway.corp/anthropic' }).planConnect('claude-code', URL_A).notes).toEqual([])
+  })
+
   it('rejects an unknown agent', () => {
     expect(() => connections().planConnect('vim', URL_A)).toThrow(expect.objectContaining({ code: 'unknown_agent' }))
   })

@@ -248,6 +248,8 @@ export class AgentConnections {
       }
       const note = this.settingsProxyNote(c, f, doc, url)
       if (note) notes.push(note)
+      const shadowed = this.shellWinsNote(c, f, url)
+      if (shadowed) notes.push(shadowed)
       const after = doc.text()
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }
@@ -400,6 +402,20 @@ export class AgentConnections {
     if (!name || fileEnv[name] === undefined) return null
     const where = env.length === 0 ? tildify(this.ctx, f.path) : `${dotted(env)} in ${tildify(this.ctx, f.path)}`
     return `${name} is set for ${c.name} (${where}) and NO_PROXY there does not list ${new URL(url).hostname}: its calls for ${url} would go to that proxy, which cannot reach this machine. Add NO_PROXY=${noProxyEntries(url)} beside it.`
+  }
+
+  /**
+   * An env file's variable already set otherwise in the environment here: the agent keeps the
+   * shell's value (Gemini CLI, like dotenv, loads a variable from its .env only when the
+   * environment lacks it), so the line Burnrate writes has no effect in an agent started from
+   * that shell, and its calls would go elsewhere, unmetered. Null when there is none.
+   */
+  private shellWinsNote(c: AgentConnector, f: AgentFile, url: string): string | null {
+    if (f.env?.length !== 0) return null
+    const set = f.settings.filter((s) => s.key.length === 1 && this.ctx.env[s.key[0]] !== undefined && this.ctx.env[s.key[0]] !== s.value).map((s) => s.key[0])
+    if (set.length === 0) return null
+    const names = set.join(', ')
+    return `${names} ${set.length === 1 ? 'is' : 'are'} set here to another address: ${c.name} started from this shell keeps ${set.length === 1 ? 'that value' : 'those values'} over ${tildify(this.ctx, f.path)}'s, so its calls for ${url} would not go through Burnrate. Unset ${names} in the shell (or profile) you start ${c.name} from.`
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {
