@@ -127,4 +127,24 @@ describe('admin API: agent connections', () => {
     expect((await get('/api/admin/agents/codex/plan?action=explode')).json().error.param).toBe('action')
     expect((await post('/api/admin/agents/codex/connect', { plan: 'x' })).json().error.param).toBe('plan')
   })
+
+  it('a malformed record of the connections is a 409 naming it on the list too, as on a plan', async () => {
+    const state = join(dir, 'data', 'agent-connections.json')
+    let saved: string | null = null
+    try {
+      saved = readFileSync(state, 'utf8')
+    } catch {}
+    writeFileSync(state, '{bad')
+    try {
+      for (const path of ['/api/admin/agents', '/api/admin/agents/claude-code/plan']) {
+        const res = await get(path)
+        expect(res.status).toBe(409)
+        expect(res.json().error).toMatchObject({ type: 'conflict', code: 'malformed', file: state })
+        expect(res.json().error.message).toContain('is not valid JSON')
+      }
+    } finally {
+      if (saved === null) rmSync(state)
+      else writeFileSync(state, saved)
+    }
+  })
 })

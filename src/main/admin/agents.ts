@@ -52,7 +52,15 @@ export function agentRoutes(router: Router, opts: AgentRoutesOptions): void {
   })
 
   router.get('/agents', (_req, res) => {
-    res.json({ url: opts.url(), agents: status() })
+    // A malformed record of the connections is the client's to show, with its file, as on /plan.
+    let agents: AgentConnection[]
+    try {
+      agents = status()
+    } catch (err) {
+      sendConnectError(res, err)
+      return
+    }
+    res.json({ url: opts.url(), agents })
   })
 
   router.get('/agents/:agent/plan', (req, res) => {
