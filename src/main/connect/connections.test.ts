@@ -325,6 +325,17 @@ describe('files that do not parse', () => {
     expect(read(file)).toBe(text)
     expect(conn.list().find((s) => s.agent === agent)!.error).toContain(`~/${file}`)
   })
+
+  it.each([
+    ['model = "o3"\n\n[tui]\nx = 1\nx = 2\n', 'Value already defined for tui.x at line 5, column 1'],
+    ['model = \n', 'Expected value, reached EOF at line 1, column 1'],
+    ['a = "x\ny"\n', 'Newline (0x0A) not allowed in basic strings at line 1, column 7'],
+  ])('codex: the TOML parser\'s reason, with its line and column (%j)', (text, reason) => {
+    put('.codex/config.toml', text)
+    expect(() => connections().connect('codex', URL_A)).toThrow(
+      expect.objectContaining({ code: 'malformed', message: `~/.codex/config.toml is not valid TOML: ${reason}; fix it first (Burnrate wrote nothing).` }),
+    )
+  })
 })
 
 describe('files where a key must go into something that is not an object', () => {

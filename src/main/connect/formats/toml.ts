@@ -2,6 +2,18 @@ import { parse, patch } from '@decimalturn/toml-patch'
 import { type ConfigDoc, type FileFormat, MalformedError, isPlainObject, walk } from './types'
 
 /**
+ * toml-patch's `Error parsing TOML (5, 1):\n<the line>\n^\n<reason>` as `<reason> at line 5,
+ * column 1`, as the JSON format says it: the reason is its last line, the first has only where.
+ */
+function tomlReason(err: unknown): string {
+  const message = (err as Error)?.message ?? String(err)
+  const where = /^Error parsing TOML \((\d+), (\d+)\):\n/.exec(message)
+  if (!where) return message.replace(/\s*\n\s*/g, ' ')
+  const reason = message.trimEnd().split('\n').pop()!
+  return `${reason} at line ${where[1]}, column ${where[2]}`
+}
+
+/**
  * TOML (Codex CLI's config.toml), edited with @decimalturn/toml-patch: the file is parsed to an
  * object, the object is changed, and `patch` rewrites only what differs, keeping comments,
  * whitespace, key order and the style of every table it does not touch.
@@ -13,7 +25,7 @@ export const tomlFormat: FileFormat = {
       try {
         return parse(t) as Record<string, unknown>
       } catch (err) {
-        throw new MalformedError(`not valid TOML: ${((err as Error).message ?? String(err)).split('\n')[0]}`)
+        throw new MalformedError(`not valid TOML: ${tomlReason(err)}`)
       }
     }
     let value = read(text)
