@@ -24,7 +24,7 @@ export interface AgentConnection {
   connected: boolean
   /** The Burnrate address it was connected to (null when not connected). */
   url: string | null
-  /** Connected, but one of the settings no longer holds what Burnrate wrote (changed by hand). */
+  /** Connected, but one of the settings no longer holds what Burnrate wrote (changed by hand), or the agent now reads a file Burnrate did not edit, which does not point at it (connect again). */
   changed_since: boolean
   settings: AgentSettingState[]
   /** A file that cannot be read or parsed, said plainly (null when all are fine). */

@@ -543,6 +543,24 @@ describe('agent connections', () => {
     expect(readFileSync(join(home, '.zshrc'), 'utf8')).toBe(ZSHRC)
   })
 
+  it('shows an agent that now reads another file than the one Burnrate edited as changed, until connected again', () => {
+    put('.env', 'GEMINI_API_KEY=k\n')
+    const conn = connections()
+    conn.connect('gemini-cli', URL_A)
+    const gemini = () => conn.list().find((a) => a.agent === 'gemini-cli')!
+    expect(gemini()).toMatchObject({ connected: true, changed_since: false })
+    // A ~/.gemini/.env made since: Gemini CLI loads that one only, where Burnrate's lines are not.
+    put('.gemini/.env', 'GEMINI_API_KEY=k\n')
+    expect(gemini()).toMatchObject({ connected: true, changed_since: true })
+    expect(gemini().settings.every((s) => s.value === null)).toBe(true)
+    conn.connect('gemini-cli', URL_A)
+    expect(gemini()).toMatchObject({ connected: true, changed_since: false })
+    // SDK scripts connected from zsh, looked at from another login shell.
+    connections({ SHELL: '/bin/zsh' }).connect('sdk', URL_A)
+    expect(connections({ SHELL: '/bin/zsh' }).list().find((a) => a.agent === 'sdk')).toMatchObject({ connected: true, changed_since: false })
+    expect(connections({ SHELL: '/usr/bin/fish' }).list().find((a) => a.agent === 'sdk')).toMatchObject({ connected: true, changed_since: true })
+  })
+
   it('edits the real file behind a symlinked profile and keeps its mode', () => {
     const real = put('dotfiles/zshrc', ZSHRC)
     chmodSync(real, 0o600)

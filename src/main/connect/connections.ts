@@ -77,6 +77,10 @@ export class AgentConnections {
           settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: asText(value) })
           const owned = fileRecord?.keys.find((k) => dotted(k.key) === dotted(s.key))
           if (doc && owned && !isDeepStrictEqual(value, owned.wrote)) changed = true
+          // The agent now reads a file Burnrate did not edit (a ~/.gemini/.env made beside the
+          // ~/.env it wrote, an opencode.jsonc, another login shell): what it holds is not
+          // Burnrate's, and where it does not point at Burnrate, the agent's calls go around it.
+          if (doc && record && !fileRecord && !isDeepStrictEqual(value, s.value)) changed = true
         }
       }
       return {
