@@ -49,8 +49,9 @@ async function importOne(id: string, target: TestServer | null): Promise<number>
   return JSON.parse(r.out).results[0].cost_usd
 }
 
+// The agents' config files the admin API reads are in a temporary home.
 const start = (dir?: string) =>
-  startTestServer(CONFIG, upstream.url, dir, { create: { noticeIntervalMs: 100 } })
+  startTestServer(CONFIG, upstream.url, dir, { create: { noticeIntervalMs: 100, agentHome: { home: join(logs, 'home'), env: { PATH: '' }, platform: 'linux' } } })
 
 async function windowSpent(s: TestServer): Promise<number> {
   const listed = (await request(`${s.url}/api/dashboard/budgets`)).json()
@@ -122,6 +123,17 @@ describe('burnrate import beside a running server on the same SQLite file', () =
     // Read once more after the notice was read: nothing has moved.
     await new Promise((r) => setTimeout(r, 300))
     await countedOnce(t)
+  })
+
+  it("moves the agent's last import time (admin API, the Connect panel) within seconds", async () => {
+    const lastImport = async () =>
+      ((await admin(t.url, 'GET', '/agents')).json() as { agents: { agent: string; last_import_at: string | null }[] }).agents.find((a) => a.agent === 'claude-code')!.last_import_at
+    // The earlier imports, from the ledger.
+    const before = await lastImport()
+    expect(before).not.toBeNull()
+    await new Promise((r) => setTimeout(r, 5))
+    await importOne('msg_beside_seen', t)
+    await eventually(async () => (await lastImport())! > before!)
   })
 
   it('a rule change that re-reads the ledger before the notice is read counts the call once', async () => {

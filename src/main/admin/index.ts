@@ -5,6 +5,7 @@ import { ConfigError } from '../config/load'
 import { slowDownFailures } from '../security/throttle'
 import type { Feature } from '../server/context'
 import { LastSeen } from '../connect/last-seen'
+import { latestNotice } from '../ledger/notices'
 import { apiKeyRoutes } from './api-keys'
 import { adminTokenIsRight, refuseAdmin } from './auth'
 import { jsonBodyErrors } from './json-body'
@@ -31,6 +32,7 @@ export const admin: Feature = (ctx) => {
   const alerts = alertsOf(ctx)
   const lastSeen = new LastSeen(ctx.store)
   ctx.onClose(ctx.ledger.onCall((call) => lastSeen.observe(call)))
+  if (ctx.notices) ctx.onClose(lastSeen.follow(ctx.notices, latestNotice(ctx.db)))
   // Agent setup and its file editors (diff, jsonc-parser, toml-patch) load off the start-up
   // path; the server listens once they are in, and the routes are built (with the rest of the
   // API app, ../server/api-app.ts) after that.

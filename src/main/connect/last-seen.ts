@@ -1,3 +1,4 @@
+import type { CallNotices } from '../ledger/notices'
 import type { CallRecord } from '../ledger/record'
 import type { SqlReader } from '../storage/sql'
 
@@ -24,6 +25,21 @@ export class LastSeen {
     if (!call.agent) return
     const map = call.source === 'import' ? this.imported : this.proxy
     if ((map.get(call.agent) ?? 0) < call.ts) map.set(call.agent, call.ts)
+  }
+
+  /**
+   * Observes the calls other processes store in the SQLite file from now on (`burnrate import`
+   * beside this server): they reach this server as call notices, never through `ledger.onCall`.
+   * From notice `through` on; an earlier one's call is in the ledger the seed reads (the latest
+   * wins, so a call seen both ways counts once). Returns what stops it.
+   */
+  follow(notices: CallNotices, through: number): () => void {
+    return notices.read({
+      through,
+      take: (calls) => {
+        for (const c of calls) this.observe(c)
+      },
+    })
   }
 
   /** Seeds from the ledger once (started the first time it is asked); resolves when that is done, or failed. */
