@@ -531,6 +531,8 @@ describe('agent connections', () => {
     conn.disconnect('opencode')
     expect(readFileSync(json, 'utf8')).toBe(original)
     expect(readFileSync(jsonc, 'utf8')).toBe('{\n  // mine\n  "theme": "dark"\n}\n')
+    // The backups of both are gone, the one put back at the re-point too.
+    expect(readdirSync(join(dataDir, 'agent-backups', 'opencode'))).toEqual([])
 
     // SDK scripts: connected from bash, then again from zsh.
     const bashrc = put('.bashrc', '# my bashrc\nalias ll="ls -l"\n')
@@ -539,6 +541,7 @@ describe('agent connections', () => {
     expect(readFileSync(bashrc, 'utf8')).toContain('# >>> burnrate >>>')
     connections({ SHELL: '/bin/zsh' }).connect('sdk', URL_B)
     expect(readFileSync(bashrc, 'utf8')).toBe('# my bashrc\nalias ll="ls -l"\n')
+    expect(readdirSync(join(dataDir, 'agent-backups', 'sdk')).filter((n) => n.includes('bashrc'))).toEqual([])
     connections({ SHELL: '/bin/zsh' }).disconnect('sdk')
     expect(readFileSync(join(home, '.zshrc'), 'utf8')).toBe(ZSHRC)
   })

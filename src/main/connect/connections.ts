@@ -125,15 +125,18 @@ export class AgentConnections {
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
+    const files = work.files.flatMap((w) => (w.record ? [w.record] : []))
     writeWork(this.writer, c, work, () => {
-      records[c.id] = {
-        agent: c.id,
-        url: u,
-        connected_at: previous?.connected_at ?? this.now().toISOString(),
-        files: work.files.flatMap((w) => (w.record ? [w.record] : [])),
-      }
+      records[c.id] = { agent: c.id, url: u, connected_at: previous?.connected_at ?? this.now().toISOString(), files }
       this.state.write(records)
     })
+    // A file the agent no longer reads was put back (workConnect), as Disconnect does: its backups,
+    // which the new record no longer names, go as Disconnect's do.
+    const kept = new Set(files.flatMap((f) => [f.backup, f.written_copy]))
+    for (const f of previous?.files ?? []) {
+      if (files.some((r) => r.path === f.path)) continue
+      for (const name of [f.backup, f.written_copy]) if (name && !kept.has(name)) this.state.dropBackup(name)
+    }
     return work.plan
   }
 
