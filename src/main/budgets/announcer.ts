@@ -4,6 +4,7 @@ import type { KeyState } from './key-state'
 import type { Meter, PeriodState } from './meter'
 import type { Rule } from './rules'
 import type { BudgetAlert } from './types'
+import { reached } from './reached'
 
 /** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
 export interface ThresholdEvent {
@@ -119,7 +120,7 @@ export class BudgetAnnouncer {
       // A session's limit has no thresholds (`periods` may come with the session's, as `raise` takes them).
       if (p.period === 'session' || !(p.limit > 0)) continue
       for (const pct of pcts) {
-        const over = p.spent >= pct * p.limit
+        const over = reached(p.spent, pct * p.limit)
         // Under a calendar period's threshold (nearly every call) there is nothing to remember or forget.
         if (!over && p.period !== 'window') continue
         const id = crossingKey(rule, s.hash, p, pct)
@@ -167,13 +168,13 @@ export function crossingKey(rule: Rule, keyHash: string, p: PeriodState, at: str
 }
 
 export function warningLevel(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): boolean {
-  if (rule.action === 'warn' && p.spent >= p.limit) return true
-  return rule.soft_limit_pct !== null && p.spent >= rule.soft_limit_pct * p.limit
+  if (rule.action === 'warn' && reached(p.spent, p.limit)) return true
+  return rule.soft_limit_pct !== null && reached(p.spent, rule.soft_limit_pct * p.limit)
 }
 
 /** A key's level under a rule in a period (also an attached server's, read from its budgets overview: ../desktop-logic/budget-source.ts). */
 export function levelOf(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): BudgetAlert['level'] | null {
-  if (rule.action === 'block' && p.spent >= p.limit) return 'blocking'
+  if (rule.action === 'block' && reached(p.spent, p.limit)) return 'blocking'
   return warningLevel(rule, p) ? 'warning' : null
 }
 

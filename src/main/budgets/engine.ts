@@ -15,6 +15,7 @@ import { SharedCounts } from './shared-counts'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
 import type { BudgetAlert, BudgetMeters, CostAdjustment, LearntUsage } from './types'
+import { reached } from './reached'
 
 /** How much to reserve for a call, and what answered calls teach about the next ones. */
 export interface CostModel {
@@ -158,8 +159,8 @@ export class BudgetEngine implements BudgetMeters {
     if (rate) return { warnings, refuse: { rule, kind: 'rate', state: null, rate, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
     // This instance's own spend already at a limit: refused without asking the shared state,
     // naming the reached limit that frees last.
-    const reached = latestReset(periods.filter((p) => p.spent >= p.limit))
-    if (reached) return { warnings, refuse: { rule, kind: 'reached', state: reached, rate: null, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
+    const atLimit = latestReset(periods.filter((p) => reached(p.spent, p.limit)))
+    if (atLimit) return { warnings, refuse: { rule, kind: 'reached', state: atLimit, rate: null, worstCaseUsd: 0, reservedUsd: m.reservedUsd } }
 
     const amount = rule.reserve === 'max_tokens' ? this.cost.worstCase(ctx) : this.cost.expected(ctx)
     // Held background responses past their bound stop holding before this call is decided.

@@ -1,4 +1,5 @@
 import type { PeriodState } from './meter'
+import { reached } from './reached'
 
 const HOUR = 3600_000
 /** The pace of a calendar period is its spend over at least this much of it, so a first call at 00:01 does not project a fortune. */
@@ -20,12 +21,12 @@ export interface Forecast {
 export function forecast(p: PeriodState, now: number): Forecast {
   if (p.period === 'window' || p.resetsAt === null) {
     const length = Math.max(now - p.start, 1)
-    return { rate: p.spent / length, projected: p.spent, exhaustedAt: p.spent >= p.limit ? now : null }
+    return { rate: p.spent / length, projected: p.spent, exhaustedAt: reached(p.spent, p.limit) ? now : null }
   }
   const rate = p.spent / Math.max(now - p.start, MIN_ELAPSED)
   const projected = p.spent + rate * Math.max(0, p.resetsAt - now)
   let exhaustedAt: number | null = null
-  if (p.spent >= p.limit) exhaustedAt = now
+  if (reached(p.spent, p.limit)) exhaustedAt = now
   else if (rate > 0) {
     const at = now + (p.limit - p.spent) / rate
     if (at < p.resetsAt) exhaustedAt = Math.ceil(at)

@@ -1,5 +1,6 @@
 import type { PeriodClock } from '../time/zone'
 import type { Rule } from './rules'
+import { reachedAt } from './reached'
 
 /**
  * What one budget rule has seen of one API key: spend per calendar period, per rolling window
@@ -51,10 +52,12 @@ export function windowResetsAt(
   lengthMs: number,
   now: number,
 ): number {
+  // Under it as the limit is reached (./reached.ts): a spend within float drift of it is not under.
+  const at = reachedAt(limit)
   let left = sum
   for (let i = from; i < minutes.length; i++) {
     left -= costs[i]
-    if (left < limit || sum < limit) return minutes[i] + MINUTE + lengthMs
+    if (left < at || sum < at) return minutes[i] + MINUTE + lengthMs
   }
   return now + lengthMs
 }

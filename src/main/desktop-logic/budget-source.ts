@@ -3,6 +3,7 @@ import { levelOf } from '../budgets/announcer'
 import { DEFAULT_ALERT_AT_PCT } from '../budgets/check'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { type HttpPollOptions, pollJson } from './http-poll'
+import { reached } from '../budgets/reached'
 
 /** How an attached server is polled for its budget state (default every 2 s). */
 export type HttpBudgetsOptions = HttpPollOptions
@@ -74,7 +75,7 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
         for (const pct of s.rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT) {
           if (pct >= 1 || (s.rule.soft_limit_pct !== null && pct <= s.rule.soft_limit_pct)) continue
           const at = pct * w.limit_usd
-          if (before < at && w.spent_usd >= at) told.push({ ...alertOf(s, w, 'warning'), threshold_pct: pct })
+          if (!reached(before, at) && reached(w.spent_usd, at)) told.push({ ...alertOf(s, w, 'warning'), threshold_pct: pct })
         }
       }
     }

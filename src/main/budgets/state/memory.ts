@@ -1,4 +1,5 @@
 import type { BudgetState, Reservation, ReserveOutcome, ReserveRequest } from './types'
+import { reached, reachedAt } from '../reached'
 
 /**
  * Today's in-process accounting (SQLite, one instance): reservations live on the rule's meter
@@ -17,12 +18,12 @@ export class MemoryBudgetState implements BudgetState {
       if (amount > 0) {
         for (const p of periods) {
           const reserved = p.period === 'session' ? 0 : m.reservedUsd
-          if (amount > p.limit - p.spent - reserved) return { ok: false, kind: 'worst_case', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: amount }
+          if (amount > reachedAt(p.limit) - p.spent - reserved) return { ok: false, kind: 'worst_case', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: amount }
         }
       }
     } else if (m.reservedUsd > 0) {
       for (const p of periods) {
-        if (p.period !== 'session' && p.spent + m.reservedUsd >= p.limit) return { ok: false, kind: 'reserved', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: 0 }
+        if (p.period !== 'session' && reached(p.spent + m.reservedUsd, p.limit)) return { ok: false, kind: 'reserved', state: p, reservedUsd: m.reservedUsd, worstCaseUsd: 0 }
       }
     }
     return { ok: true, periods, reservation: this.hold(req) }

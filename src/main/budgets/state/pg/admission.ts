@@ -7,6 +7,7 @@ import type { Limiter } from './limiter'
 import type { Settlements } from './settlements'
 import type { SpendRows } from './spend-rows'
 import { EPS, NOW_MS, bindPeriod, ruleKey, rowKey, windowLength } from './sql'
+import { reached as hasReached, reachedAt } from '../../reached'
 
 /** How long a limit the database said is reached refuses without asking it again (re-pricing can lower spend). */
 export const REACHED_TTL_MS = 5000
@@ -65,7 +66,7 @@ export class Admission {
       const r = this.reached.get(k)
       if (r === undefined) continue
       if (now - r.at >= REACHED_TTL_MS || (p.period === 'window' && r.resetsAt! <= req.ts)) this.reached.delete(k)
-      else if (r.spent >= p.limit && !force) known.push({ ...p, spent: r.spent, resetsAt: p.period === 'window' ? r.resetsAt : p.resetsAt })
+      else if (hasReached(r.spent, p.limit) && !force) known.push({ ...p, spent: r.spent, resetsAt: p.period === 'window' ? r.resetsAt : p.resetsAt })
     }
     const cached = latestReset(known)
     if (cached && cached.period !== 'window') return { ok: false, kind: 'reached', state: cached, reservedUsd: 0, worstCaseUsd: 0 }
@@ -78,7 +79,8 @@ export class Admission {
     const hasWindow = periods.some((p) => p.period === 'window')
     const values = periods.map((p, i) => {
       bindPeriod(params, i, p, req.session)
-      params[`l${i}`] = p.limit
+      // The statement's limit is where spend counts as reaching it (../../reached.ts).
+      params[`l${i}`] = reachedAt(p.limit)
       if (!hasWindow) return `(@p${i}::text, @s${i}::bigint, @n${i}::text, @l${i}::float8)`
       // A window's edge: its buckets count while minute + 1 min > the call's arrival - length.
       params[`e${i}`] = p.period === 'window' ? req.ts - windowLength(p) : null
@@ -159,7 +161,7 @@ export class Admission {
     const reached: (PeriodState & { reserved: number })[] = []
     for (const p of periods) {
       const r = rows.find((x) => x.period === p.period)!
-      if (r.spent_usd < p.limit) continue
+      if (!hasReached(r.spent_usd, p.limit)) continue
       const state = await this.figures(r, p, req.ts)
       this.remember(rowKey(rk, req.keyHash, p, req.session), r.spent_usd, state.resetsAt)
       reached.push({ ...state, reserved: reservedOf(r) })
@@ -248,9 +250,10 @@ function reservedOf(r: Answer): number {
 
 /** The test the statement made on one row, on the figures it answered with (to name the refusing period). */
 function admitted(req: ReserveRequest, p: PeriodState, r: Answer): boolean {
-  if (r.spent_usd >= p.limit) return false
+  const lim = reachedAt(p.limit)
+  if (r.spent_usd >= lim) return false
   if (req.rule.reserve === 'max_tokens') {
-    return req.amount <= 0 || req.amount <= p.limit - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
+    return req.amount <= 0 || req.amount <= lim - r.spent_usd - (p.period === 'session' ? 0 : r.reserved_usd)
   }
-  return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < p.limit
+  return r.reserved_usd <= EPS || p.period === 'session' || r.spent_usd + r.reserved_usd < lim
 }
