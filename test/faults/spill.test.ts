@@ -1,7 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { spillFiles } from '../../src/main/reliability/spill'
+import { createLogger } from '../../src/main/log'
+import { spillFiles, writeSpill } from '../../src/main/reliability/spill'
+import { makeCall } from '../dashboard/seed'
 import { lockFromAnotherProcess } from '../load/harness'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
@@ -60,5 +62,27 @@ describe('a stop while the database is locked', () => {
       await again.cleanup()
     }
     expect(existsSync(t.dir)).toBe(false)
+  })
+})
+
+describe('a spill file holding more calls than ledger.max_pending', () => {
+  it('is written whole at the next start, and only then removed', async () => {
+    // Left by a run with a larger bound (or a stop whose queue had outgrown it); this start has a smaller one.
+    const first = await startTestServer({})
+    await first.stop()
+    const n = 300
+    writeSpill(first.dir, Array.from({ length: n }, (_, i) => makeCall({ ts: Date.now() - 60_000 + i, cost_usd: 0.01, session: `s${i}` })))
+    const lines: string[] = []
+    const again = await startTestServer({ ledger: { max_pending: 100 } }, undefined, first.dir, { log: createLogger('info', (l) => lines.push(l)) })
+    try {
+      expect(spillFiles(first.dir)).toEqual([])
+      const stored = sessions(again.dbFile)
+      expect(stored).toHaveLength(n)
+      expect(new Set(stored).size).toBe(n)
+      expect(lines.filter((l) => l.includes('recovered'))).toEqual([expect.stringContaining(`recovered ${n} call(s)`)])
+      expect((await request(`${again.url}/api/health`)).json().ledger.dropped).toBe(0)
+    } finally {
+      await again.cleanup()
+    }
   })
 })

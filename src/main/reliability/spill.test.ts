@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { CallRecord } from '../ledger/record'
-import { readSpill, spillFiles, writeSpill } from './spill'
+import type { ServerContext } from '../server/context'
+import { ledgerSpill, readSpill, spillFiles, writeSpill } from './spill'
 
 const row = (session: string) => ({ ts: 1, session, cost_usd: 0.5 }) as unknown as CallRecord
 
@@ -19,6 +20,70 @@ describe('spill files', () => {
       expect(readSpill(b).map((r) => r.session)).toEqual(['c'])
       expect(() => writeSpill(dir, [row('x')], 1000)).toThrow()
       expect(spillFiles(join(dir, 'missing'))).toEqual([])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('replaying a spill file at start-up', () => {
+  /** A ledger holding what it is given, whose flushes succeed `writable` times and then fail. */
+  function start(dir: string, maxPending: number, writable: number) {
+    const stored: string[] = []
+    const spent: string[] = []
+    let queue: CallRecord[] = []
+    const logs: string[] = []
+    const ledger = {
+      kind: 'sqlite',
+      spend: { addCall: (r: CallRecord) => spent.push(r.session) },
+      record(r: CallRecord) {
+        if (queue.length >= maxPending) throw new Error('past max_pending: the ledger would drop the oldest call')
+        spent.push(r.session)
+        queue.push(r)
+      },
+      flush() {
+        if (writable-- <= 0) return false
+        stored.push(...queue.map((r) => r.session))
+        queue = []
+        return true
+      },
+      takePending() {
+        const rows = queue
+        queue = []
+        return rows
+      },
+    }
+    const log = { debug() {}, info: (l: string) => logs.push(l), warn: (l: string) => logs.push(l), error: (l: string) => logs.push(l) }
+    ledgerSpill({ config: { data_dir: dir, ledger: { max_pending: maxPending } }, ledger, log, onClose() {} } as unknown as ServerContext)
+    return { stored, spent, logs }
+  }
+  const sessions = Array.from({ length: 7 }, (_, i) => `s${i}`)
+
+  it('writes a file larger than ledger.max_pending whole, in chunks, and only then removes it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-spill-'))
+    try {
+      writeSpill(dir, sessions.map(row), 1000)
+      const { stored, spent, logs } = start(dir, 3, Infinity)
+      expect(stored).toEqual(sessions)
+      expect(spent).toEqual(sessions)
+      expect(spillFiles(dir)).toEqual([])
+      expect(logs).toEqual([expect.stringContaining('recovered 7 call(s)')])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('keeps in the file only the calls not yet stored when the database fails part way', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-spill-'))
+    try {
+      const file = writeSpill(dir, sessions.map(row), 1000)
+      const { stored, spent, logs } = start(dir, 3, 1)
+      expect(stored).toEqual(['s0', 's1', 's2'])
+      // Every call's spend counts meanwhile, once.
+      expect(spent.sort()).toEqual(sessions)
+      expect(spillFiles(dir)).toEqual([file])
+      expect(readSpill(file).map((r) => r.session)).toEqual(['s3', 's4', 's5', 's6'])
+      expect(logs).toEqual([expect.stringContaining('3 of its call(s) are recovered; 4 call(s) stay in')])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

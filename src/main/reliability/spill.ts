@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import type { CallRecord } from '../ledger/record'
 import { untrustedReason } from '../security/owned-file'
@@ -31,14 +31,33 @@ export function spillFile(dataDir: string, now: number): string {
 /** Writes `rows` to a new spill file, synced to disk. Throws when it cannot. */
 export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = Date.now()): string {
   const file = spillFile(dataDir, now)
-  const fd = openSync(file, 'wx', 0o600)
+  writeRows(file, rows, 'wx')
+  return file
+}
+
+/**
+ * Replaces a spill file's calls with `rows` (those still to be written), through a temporary
+ * file renamed over it: a crash meanwhile leaves the old file or the new one, never half of one.
+ */
+export function rewriteSpill(file: string, rows: readonly CallRecord[]): void {
+  const tmp = `${file}.tmp`
+  try {
+    writeRows(tmp, rows, 'w')
+    renameSync(tmp, file)
+  } catch (err) {
+    rmSync(tmp, { force: true })
+    throw err
+  }
+}
+
+function writeRows(file: string, rows: readonly CallRecord[], flags: string): void {
+  const fd = openSync(file, flags, 0o600)
   try {
     writeSync(fd, rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
     fsyncSync(fd)
   } finally {
     closeSync(fd)
   }
-  return file
 }
 
 /** The calls in a spill file; a torn last line (a crash while writing) is skipped. */
@@ -77,21 +96,44 @@ export const ledgerSpill: Feature = (ctx) => {
       ctx.log.warn(`${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? err}); it stays for the next start`)
       continue
     }
-    for (const r of rows) ctx.ledger.record(r)
+    // In chunks of at most ledger.max_pending, each written before the next is queued: past that
+    // bound the ledger drops its oldest queued calls (a file from a run with a larger bound, or
+    // from a stop whose queue had outgrown it, would lose the rest and then be removed).
     // Written now (before the other features read the database at start-up), and only then is
-    // the file removed. Still unwritable: the file stays for the next start, and the rows leave
-    // the queue so that they are not written twice (their spend counts meanwhile).
-    if (ctx.ledger.flush()) {
+    // the file removed.
+    const chunk = ctx.config.ledger.max_pending
+    let next = 0
+    let ok = true
+    while (ok && next < rows.length) {
+      for (const r of rows.slice(next, next + chunk)) ctx.ledger.record(r)
+      next = Math.min(next + chunk, rows.length)
+      ok = ctx.ledger.flush()
+    }
+    if (ok) {
       try {
         rmSync(file, { force: true })
       } catch (err) {
         ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded; remove it, or they are recorded again at the next start`)
       }
       ctx.log.info(`recovered ${rows.length} call(s) kept in ${file} while the database could not be written`)
-    } else {
-      ctx.ledger.takePending()
-      ctx.log.warn(`the database still cannot be written; ${rows.length} call(s) stay in ${file} for the next start`)
+      continue
     }
+    // Still unwritable: the calls not yet stored (those still queued, and those never queued)
+    // stay in the file for the next start, and leave the queue so that they are not written
+    // twice; the stored ones leave the file, for the same reason. Their spend counts meanwhile.
+    const unqueued = rows.slice(next)
+    for (const r of unqueued) ctx.ledger.spend.addCall(r)
+    const rest = ctx.ledger.takePending().concat(unqueued)
+    const stored = rows.length - rest.length
+    if (stored > 0) {
+      try {
+        rewriteSpill(file, rest)
+      } catch (err) {
+        ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? err}): ${stored} of its calls are recorded, and are recorded again at the next start`)
+      }
+    }
+    const done = stored > 0 ? `${stored} of its call(s) are recovered; ` : ''
+    ctx.log.warn(`the database still cannot be written; ${done}${rest.length} call(s) stay in ${file} for the next start`)
   }
   ctx.onClose(() => {
     if (ctx.ledger.flush()) return
