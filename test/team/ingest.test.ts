@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
 import { createLogger } from '../../src/main/log'
@@ -170,6 +171,28 @@ describe('POST /api/ingest', () => {
     expect(badJson.json().error.type).toBe('invalid_request')
     const text = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'text/plain' }, body: '{}' })
     expect(text.status).toBe(415)
+    const empty = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'content-length': '0' } })
+    expect(empty.status).toBe(400)
+    expect(empty.json().error).toMatchObject({ type: 'invalid_request', param: 'calls' })
+  })
+
+  it('answers a body that does not decompress with 400 invalid_request saying so, not zlib\'s words alone', async () => {
+    const headers = (encoding: string) => ({ authorization: `Bearer ${ALICE}`, 'content-type': 'application/json', 'content-encoding': encoding })
+    const body = JSON.stringify({ calls: [call(30)] })
+    const torn = await request(`${team.url}/api/ingest`, { method: 'POST', headers: headers('gzip'), body: gzipSync(body).subarray(0, 10) })
+    expect(torn.status).toBe(400)
+    expect(torn.json().error).toEqual({
+      type: 'invalid_request',
+      message: 'The request body could not be decompressed (Content-Encoding: gzip): unexpected end of file; send it whole, or uncompressed.',
+      param: 'calls',
+    })
+    const plain = await request(`${team.url}/api/ingest`, { method: 'POST', headers: headers('br'), body })
+    expect(plain.status).toBe(400)
+    expect(plain.json().error).toMatchObject({ type: 'invalid_request', param: 'calls' })
+    expect(plain.json().error.message).toMatch(/^The request body could not be decompressed \(Content-Encoding: br\): /)
+    // A whole one is read as any other body (an empty batch: the tests below count alice's calls).
+    const whole = await request(`${team.url}/api/ingest`, { method: 'POST', headers: headers('gzip'), body: gzipSync('{"calls": []}') })
+    expect(whole.json()).toEqual({ accepted: 0, duplicates: 0, revised: 0, rejected: [] })
   })
 
   it('counts ingested calls in the dashboard, with a member breakdown of exact spend', async () => {

@@ -8,16 +8,17 @@ export const MAX_BODY_BYTES = 64 * 1024
  * Whether a request with a body may go on to be parsed as JSON: 415 unless it is declared JSON,
  * 400 when it is declared JSON but has no body at all (not valid JSON; express's `req.is` says
  * null for a request without a body, which read as "not declared JSON" told a client sending the
- * header to send the header). Answers and returns false when not.
+ * header to send the header). Answers and returns false when not. `param`: the parameter an
+ * empty body names (the body's only field: ingest's "calls").
  */
-export function declaredJson(req: Request, res: Response): boolean {
+export function declaredJson(req: Request, res: Response, param?: string): boolean {
   const type = String(req.headers['content-type'] ?? '').split(';')[0].trim().toLowerCase()
   if (type !== 'application/json') {
     res.status(415).json(errorBody('unsupported_media_type', 'Send the body as JSON with the header "Content-Type: application/json".'))
     return false
   }
   if (req.headers['content-length'] === '0' || (req.headers['content-length'] === undefined && req.headers['transfer-encoding'] === undefined)) {
-    res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.'))
+    res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.', param ? { param } : {}))
     return false
   }
   return true

@@ -46,7 +46,7 @@ export function ingestRoutes(ctx: ServerContext): void {
     )
     router.use((req, res, next) => {
       // Only the POST takes a body: another method is no route here (404), not a wrong media type.
-      if (req.method === 'POST' && !declaredJson(req, res)) return
+      if (req.method === 'POST' && !declaredJson(req, res, 'calls')) return
       next()
     })
     router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: true }))
@@ -107,12 +107,17 @@ export function ingestRoutes(ctx: ServerContext): void {
         next(err)
       }
     })
-    router.use(((err, _req, res, next) => {
-      const e = err as { type?: string; message?: string }
+    router.use(((err, req, res, next) => {
+      const e = err as { type?: string; message?: string; errno?: unknown }
       if (e.type === 'entity.too.large') {
         res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
       } else if (e.type === 'entity.parse.failed') {
         res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
+      } else if (e.type === undefined && typeof e.errno === 'number') {
+        // zlib's own error, which body-parser passes on as it is ("unexpected end of file").
+        const encoding = String(req.headers['content-encoding'])
+        const message = `The request body could not be decompressed (Content-Encoding: ${encoding}): ${e.message}; send it whole, or uncompressed.`
+        res.status(400).json(errorBody('invalid_request', message, { param: 'calls' }))
       } else next(err)
     }) as ErrorRequestHandler)
     app.use('/api/ingest', router)
