@@ -546,6 +546,28 @@ describe('agent connections', () => {
     expect(readFileSync(join(home, '.zshrc'), 'utf8')).toBe(ZSHRC)
   })
 
+  it("undoes a profile connected from another login shell in that profile's own syntax, keeping a value set there by hand", () => {
+    put('.zshrc', ZSHRC)
+    connections({ SHELL: '/bin/zsh' }).connect('sdk', URL_A)
+    // The user points OpenAI scripts at their own gateway, by hand, in Burnrate's block; their login shell is fish now.
+    writeFileSync(join(home, '.zshrc'), read('.zshrc').replace(`export OPENAI_BASE_URL=${URL_A}/v1`, 'export OPENAI_BASE_URL=https://mine.corp/v1'))
+    const fish = connections({ SHELL: '/usr/bin/fish' })
+    const plan = fish.connect('sdk', URL_A)
+    expect(plan.notes).toEqual(['~/.zshrc: OPENAI_BASE_URL was changed since Burnrate set it (now https://mine.corp/v1); left as it is.'])
+    expect(plan.changes.find((ch) => ch.file === '~/.zshrc')!.settings).toEqual([{ key: 'ANTHROPIC_BASE_URL', from: URL_A, to: null }])
+    expect(read('.zshrc')).toContain('export OPENAI_BASE_URL=https://mine.corp/v1')
+    expect(read('.zshrc')).not.toContain('ANTHROPIC_BASE_URL')
+    fish.disconnect('sdk')
+    // Disconnect from the other shell too: the old profile put back as Disconnect from zsh would, with no false notes.
+    put('.zshrc', ZSHRC)
+    connections({ SHELL: '/bin/zsh' }).connect('sdk', URL_A)
+    writeFileSync(join(home, '.zshrc'), read('.zshrc') + 'export NVM_DIR="$HOME/.nvm"\n')
+    const undone = fish.disconnect('sdk')
+    expect(undone.notes).toEqual([])
+    expect(undone.changes[0].settings.map((x) => x.key)).toEqual(['OPENAI_BASE_URL', 'ANTHROPIC_BASE_URL'])
+    expect(read('.zshrc')).toBe(ZSHRC + 'export NVM_DIR="$HOME/.nvm"\n')
+  })
+
   it('shows an agent that now reads another file than the one Burnrate edited as changed, until connected again', () => {
     put('.env', 'GEMINI_API_KEY=k\n')
     const conn = connections()

@@ -291,7 +291,10 @@ export class AgentConnections {
 
   /** One recorded file put back as it was before Burnrate (null: nothing to change there). */
   private restoreWork(c: AgentConnector, url: string, rec: FileRecord, notes: string[]): FileWork | null {
-    const f = c.files(this.ctx, url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.files(this.ctx, url)[0].format, settings: [] }
+    // A file the agent no longer reads is opened in its own format, not the current file's: a
+    // ~/.zshrc read as fish has none of Burnrate's lines, so the whole block, hand-set values
+    // and all, would go, and every key be said to be "changed since".
+    const f = c.files(this.ctx, url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.formatOf?.(rec.path) ?? c.files(this.ctx, url)[0].format, settings: [] }
     const shown = tildify(this.ctx, rec.path)
     const before = this.read(rec.path)
     if (before === null) {

@@ -37,6 +37,12 @@ export interface AgentConnector {
   files(ctx: ConnectContext, url: string): AgentFile[]
   /** Said beside it in the app and the CLI (e.g. what to restart). */
   note: string
+  /**
+   * The format of a file Burnrate edited for it at `path` that it no longer reads (another login
+   * shell's profile): that file is undone in the syntax it was written in. Absent: the format of
+   * its current file (every file the agent may read has the same one).
+   */
+  formatOf?(path: string): FileFormat
   /** Why it cannot be connected on this platform, or null. */
   unsupported?(ctx: ConnectContext): string | null
 }

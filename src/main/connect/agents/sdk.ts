@@ -34,6 +34,8 @@ export const sdk: AgentConnector = {
       },
     ]
   },
+  // A profile connected from another login shell: fish's is the only .fish one (shellProfile).
+  formatOf: (path) => shellBlockFormat(path.endsWith('.fish') ? 'fish' : 'posix'),
   note: 'Applies to terminals opened from now on; scripts started elsewhere (cron, IDEs) need the variables set there.',
   unsupported: (ctx) => (ctx.platform === 'win32' ? 'On Windows, set OPENAI_BASE_URL and ANTHROPIC_BASE_URL in System Properties → Environment Variables.' : null),
 }
