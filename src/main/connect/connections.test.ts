@@ -239,12 +239,16 @@ describe.each(CASES)('$agent', (c) => {
     expect(existsSync(join(dataDir, 'agent-connections.json'))).toBe(false)
   })
 
-  it('creates the file when there is none and removes it again on disconnect', () => {
+  it('creates the file when there is none and removes it again on disconnect, with the folders it made for it', () => {
     const conn = connections()
+    const installed = conn.list().find((s) => s.agent === c.agent)!.installed
     conn.connect(c.agent, URL_A)
     expect(conn.list().find((s) => s.agent === c.agent)!.settings.every((s) => s.value?.startsWith(URL_A))).toBe(true)
     conn.disconnect(c.agent)
     expect(existsSync(join(home, c.file))).toBe(false)
+    // The agent's config folder left behind would make it look installed.
+    expect(readdirSync(home)).toEqual(['burnrate-data'])
+    expect(conn.list().find((s) => s.agent === c.agent)!.installed).toBe(installed)
   })
 
   it('re-points to a new address and disconnect still restores the very first state', () => {
@@ -495,6 +499,14 @@ describe('agent connections', () => {
     chmodSync(path, 0o644)
     connections().connect('claude-code', URL_A)
     expect(statSync(path).mode & 0o777).toBe(0o644)
+  })
+
+  it('keeps a config folder it made once something else is in it', () => {
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    put('.codex/auth.json', '{}\n')
+    conn.disconnect('codex')
+    expect(readdirSync(join(home, '.codex'))).toEqual(['auth.json'])
   })
 
   it("Gemini CLI with its settings in ~/.env (which it reads when there is no ~/.gemini/.env): Burnrate's lines go there, never a new file hiding it", () => {

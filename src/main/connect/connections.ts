@@ -316,7 +316,7 @@ export class AgentConnections {
       notes.push(...undone.notes)
     }
     if (after === before) return null
-    return { file: f, before, after, record: null, settings }
+    return { file: f, before, after, record: null, settings, folders: rec.created_dirs }
   }
 
   /**

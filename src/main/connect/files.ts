@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /** The file's text, or null when it does not exist (other errors are thrown). */
@@ -78,15 +78,21 @@ export function checkWritable(path: string): string | null {
 /**
  * Writes through a temporary file in the same folder and a rename (a crash never leaves half a
  * config), onto the real file when `path` is a symlink (dotfile managers), keeping its mode. A new
- * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env).
+ * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env). Returns
+ * the folders it made, outermost first (removeEmptyFolders takes them away again).
  */
-export function writeFileKeepingMode(path: string, text: string): void {
+export function writeFileKeepingMode(path: string, text: string): string[] {
   const target = realTarget(path)
   let mode = 0o600
+  const made: string[] = []
   try {
     mode = statSync(target).mode & 0o777
   } catch {
-    mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
+    const first = mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
+    for (let d = dirname(target); first !== undefined && dirname(d) !== d; d = dirname(d)) {
+      made.unshift(d)
+      if (d === first) break
+    }
   }
   const tmp = `${target}.burnrate-${process.pid}.tmp`
   try {
@@ -97,9 +103,25 @@ export function writeFileKeepingMode(path: string, text: string): void {
     rmSync(tmp, { force: true })
     throw err
   }
+  return made
 }
 
 /** Removes the file (behind a symlink, the file it points to: the link stays as it was). */
 export function removeFile(path: string): void {
   rmSync(realTarget(path), { force: true })
+}
+
+/**
+ * Removes the folders Burnrate made (outermost first, as writeFileKeepingMode gives them), innermost
+ * first, each only while it is empty: an agent's config folder left behind would make the agent
+ * look installed. A folder someone put something in since stays, and so do the ones around it.
+ */
+export function removeEmptyFolders(folders: readonly string[]): void {
+  for (const dir of [...folders].reverse()) {
+    try {
+      rmdirSync(dir)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return
+    }
+  }
 }

@@ -23,6 +23,8 @@ export interface FileRecord {
   written_sha256: string
   /** A copy of the text Burnrate wrote (in the backups folder): the user's later edits are the diff from it. */
   written_copy: string | null
+  /** Folders Burnrate made to write the file (outermost first): removed with it when left empty. */
+  created_dirs?: string[]
   keys: OwnedKey[]
 }
 

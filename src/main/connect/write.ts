@@ -1,6 +1,6 @@
 import type { ConnectPlan, PlannedFileChange } from '../../shared/connect'
 import { ConnectError } from './errors'
-import { checkWritable, removeFile, writeFileKeepingMode } from './files'
+import { checkWritable, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
 import { tildify } from './paths'
 import type { FileRecord, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
@@ -22,6 +22,8 @@ export interface FileWork {
   settings: PlannedFileChange['settings']
   /** The file without Burnrate, as it is now: the new backup when the user edited it since Burnrate wrote it. */
   rebased?: string
+  /** Folders Burnrate made for the file: removed after it (`after` null) when left empty. */
+  folders?: string[]
 }
 
 export interface Work {
@@ -63,8 +65,13 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () 
     }
     for (const w of changing) {
       try {
-        if (w.after === null) removeFile(w.file.path)
-        else writeFileKeepingMode(w.file.path, w.after)
+        if (w.after === null) {
+          removeFile(w.file.path)
+          removeEmptyFolders(w.folders ?? [])
+        } else {
+          const made = writeFileKeepingMode(w.file.path, w.after)
+          if (w.record && made.length > 0) w.record.created_dirs = made
+        }
       } catch (err) {
         const e = err as NodeJS.ErrnoException
         throw new ConnectError('read_only', `Cannot write ${tildify(to.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
