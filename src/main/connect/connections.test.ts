@@ -278,6 +278,26 @@ describe('a dotenv line with quotes and a comment', () => {
   })
 })
 
+describe('a dotenv value in quotes over several lines (a service-account PEM key)', () => {
+  it('is read as dotenv reads it, kept byte for byte while connected and after Disconnect, also after your own edit', () => {
+    const original = 'GEMINI_API_KEY=AIza-keep-me\nSA_KEY="-----BEGIN KEY-----\nabc=\n-----END KEY-----" # from the console\nNOTE=\'two\nlines\'\n'
+    put('.gemini/.env', original)
+    const conn = connections()
+    conn.connect('gemini-cli', URL_A)
+    expect(read('.gemini/.env')).toBe(`${original}GOOGLE_GEMINI_BASE_URL=${URL_A}\nCODE_ASSIST_ENDPOINT=${URL_A}/code-assist\nGOOGLE_VERTEX_BASE_URL=${URL_A}/vertex\n`)
+    expect(conn.list().find((a) => a.agent === 'gemini-cli')).toMatchObject({ error: null, changed_since: false })
+    conn.disconnect('gemini-cli')
+    expect(read('.gemini/.env')).toBe(original)
+    conn.connect('gemini-cli', URL_A)
+    put('.gemini/.env', read('.gemini/.env') + 'GEMINI_MODEL=gemini-2.5-pro\n')
+    conn.disconnect('gemini-cli')
+    expect(read('.gemini/.env')).toBe(original + 'GEMINI_MODEL=gemini-2.5-pro\n')
+    // A line after it that is not an assignment is still refused, named by its own line number.
+    put('.gemini/.env', original + 'this is not an assignment\n')
+    expect(() => conn.connect('gemini-cli', URL_A)).toThrow(expect.objectContaining({ code: 'malformed', message: expect.stringContaining('line 7 is not NAME=value') }))
+  })
+})
+
 describe('a JSON settings file on one line (minified)', () => {
   it('stays on one line: only the edited key is added, and Disconnect puts the file back byte for byte', () => {
     const text = '{"model": "opus", "permissions": {"allow": ["Bash(ls)", "Read"]}, "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}}\n'
