@@ -23,6 +23,7 @@ describe('provider registry', () => {
       if (p.name === 'azure' || p.name === 'vertex' || p.name === 'bedrock') expect(p.defaultBaseUrl).toBeNull()
       else expect(new URL(p.defaultBaseUrl!).protocol, p.name).toBe('https:')
     }
-    expect(PROVIDERS.filter((p) => p.place).map((p) => p.name)).toEqual(['vertex', 'bedrock'])
+    // Where a path names its upstream: Vertex AI's location, Bedrock's region, Perplexity's Agent API (under /v1).
+    expect(PROVIDERS.filter((p) => p.place).map((p) => p.name).sort()).toEqual(['bedrock', 'perplexity', 'vertex'])
   })
 })
