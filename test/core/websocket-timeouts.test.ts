@@ -44,6 +44,11 @@ beforeAll(async () => {
         // 'silent': nothing at all; 'stall': the response begins, then nothing.
         if (text.includes('silent')) return
         if (text.includes('stall')) return void ws.send(f[0])
+        // 'erred': the response begins, then an error frame ends the turn (no terminal event follows).
+        if (text.includes('erred')) {
+          ws.send(f[0])
+          return void ws.send(JSON.stringify({ type: 'error', status: 400, sequence_number: 1, error: { type: 'invalid_request_error', code: 'context_length_exceeded', message: 'too long' } }))
+        }
         // 'big': 16 MB of text deltas at once (random, so compression does not shrink them), more
         // than the sockets' buffers and the relay's hold for a slow client.
         if (text.includes('big')) {
@@ -102,6 +107,33 @@ describe('an upstream silent on a Responses WebSocket', () => {
     expect(r).toMatchObject({ status: 504, error: 'upstream_stalled', estimated: 1, agent: 'codex' })
     expect(r.cost_usd).toBeGreaterThan(0)
     expect(warnings.some((w) => w.includes('stalled mid-response on a WebSocket for longer than upstream.idle_timeout_ms'))).toBe(true)
+  })
+
+  it('after a turn that ended with an error frame (no terminal event), the socket is between turns: not closed as stalled', async () => {
+    const before = rows().length
+    const erred = await open()
+    let closedEarly = false
+    void erred.closed.then(() => (closedEarly = true))
+    erred.ws.send(create('erred please'))
+    await eventually(() => erred.frames.length === 2, 10_000)
+    // A socket that stalls, opened after: its idle timer, as long, fires after the erred one's would have.
+    const stalled = await open()
+    stalled.ws.send(create('stall please'))
+    expect(await stalled.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    // The next turn on the erred socket is answered: no close frame came before it.
+    erred.ws.send(create('next turn'))
+    await eventually(() => erred.frames.length === 2 + 4, 10_000)
+    expect(closedEarly).toBe(false)
+    const got = (await eventually(() => {
+      const r = rows().slice(before)
+      return r.length === 3 ? r : undefined
+    }, 10_000)) as any[]
+    expect(got.map((r) => [r.status, r.error]).sort()).toEqual([
+      [200, null],
+      [200, 'context_length_exceeded'],
+      [504, 'upstream_stalled'],
+    ])
+    erred.ws.close()
   })
 
   it('after a response.create, for longer than first_byte_timeout_ms: recorded 504 upstream_timeout at $0', async () => {

@@ -209,9 +209,13 @@ export class ResponsesSocketCalls {
     }
   }
 
-  /** Whether a response is open: `waiting` for its first frame, or `streaming`. */
+  /**
+   * Whether a response is open: `waiting` for its first frame, or `streaming`. An erred call is
+   * not: the agent has its error and its turn is over, so the socket is between turns even while
+   * the call waits for a terminal event that may never come.
+   */
   openState(): 'none' | 'waiting' | 'streaming' {
-    const s = this.open[0]
+    const s = this.open.find((c) => !this.erred.has(c))
     return !s ? 'none' : s.responseStarted ? 'streaming' : 'waiting'
   }
 
