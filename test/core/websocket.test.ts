@@ -1,4 +1,5 @@
 import http from 'node:http'
+import net from 'node:net'
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
@@ -342,6 +343,23 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     for await (const c of res) parts.push(c as Buffer)
     expect(res.statusCode).toBe(200)
     expect(JSON.parse(Buffer.concat(parts).toString('utf8')).status).toBe('ok')
+  })
+
+  it('a client handshake refused once the upstream accepted (no Sec-WebSocket-Key) closes the upstream socket opened for it', async () => {
+    const before = seen.length
+    const port = Number(new URL(t.url).port)
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = net.connect(port, '127.0.0.1', () => {
+        s.write(`GET /v1/responses HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nauthorization: Bearer sk-test-websocket-nokey\r\n\r\n`)
+      })
+      let got = ''
+      s.on('data', (d) => (got += d))
+      s.on('close', () => resolve(got))
+      s.on('error', reject)
+    })
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /)
+    await eventually(() => seen.length === before + 1, 10_000)
+    await eventually(() => seen[before].ws.readyState === WebSocket.CLOSED, 10_000)
   })
 
   it('an upstream that refuses the upgrade has its answer relayed; nothing is recorded', async () => {

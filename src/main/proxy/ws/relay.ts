@@ -162,8 +162,12 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       ...(proxy ? { agent: tunnel(proxy) } : {}),
     })
     let settled = false
+    // Until the client's side is relayed, the upstream socket is this upgrade's alone: the client
+    // gone (or its handshake refused by the ws library once the upstream accepted, a bad key or
+    // version answered 400), it is closed, or it would stay open for good.
+    let relayed = false
     socket.once('close', () => {
-      if (!settled) up.terminate()
+      if (!relayed) up.terminate()
     })
     up.on('unexpected-response', (r, res) => {
       settled = true
@@ -213,7 +217,10 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         return
       }
       settled = true
-      wss!.handleUpgrade(req, socket, head, (client) => relay(client, up, req, route))
+      wss!.handleUpgrade(req, socket, head, (client) => {
+        relayed = true
+        relay(client, up, req, route)
+      })
     })
   }
 
