@@ -101,6 +101,11 @@ beforeAll(async () => {
           return
         }
         if (frame.type !== 'response.create') return
+        // 'break the protocol': the response begins, then a text frame that is not UTF-8 (FIN+text, 2 bytes).
+        if (frame.input === 'break the protocol') {
+          ws.send(answerFrames(8)[0])
+          return void (ws as any)._socket.write(Buffer.from([0x81, 0x02, 0xff, 0xfe]))
+        }
         // 'hold' gets only its first frame: the response stays open.
         const frames = scripted(String(data)) ?? (String(data).includes('search the web') ? searchFrames() : answerFrames(++n))
         for (const f of frame.input === 'hold' ? frames.slice(0, 1) : frames) ws.send(f)
@@ -329,6 +334,28 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     expect(await closed).toEqual({ code: 1014, reason: 'the provider connection was lost' })
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 502, error: 'upstream_reset', agent: 'codex', session: THREAD })
+  })
+
+  it('an upstream that breaks the protocol mid-response (a text frame not UTF-8) is a lost provider: client closed 1014, call 502', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0004')
+    const closed = new Promise<{ code: number; reason: string }>((r) => c.ws.once('close', (code, reason) => r({ code, reason: String(reason) })))
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'break the protocol' }))
+    expect(await closed).toEqual({ code: 1014, reason: 'the provider connection was lost' })
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 502, error: 'upstream_reset' })
+  })
+
+  it('a client that breaks the protocol mid-response (a text frame not UTF-8) has the call recorded 499, not as an upstream reset', async () => {
+    const before = rows().length
+    const c = await open('sk-test-websocket-key-0005')
+    c.ws.on('error', () => {})
+    c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hold' }))
+    await eventually(() => c.frames.length === 1, 10_000)
+    // A masked text frame whose payload is not UTF-8, written under the client library.
+    ;(c.ws as any)._socket.write(Buffer.from([0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe]))
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 499, error: 'client_aborted' })
   })
 
   it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {

@@ -302,8 +302,19 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       if (code === 1006 || code === 1015) client.close(1014, 'the provider connection was lost')
       else client.close(sendableCode(code), reason)
     })
-    client.on('error', () => up.terminate())
-    up.on('error', () => client.terminate())
+    // A frame the ws library refuses (not UTF-8, bad bits, too long) is the sending side's fault:
+    // its calls are recorded as that side's before the other side's close could claim them, and
+    // the client learns of a broken provider as of a lost one (1014), not by a close without status.
+    client.on('error', () => {
+      calls?.closed('client')
+      up.terminate()
+    })
+    up.on('error', () => {
+      silence?.stop()
+      calls?.closed('upstream')
+      if (client.readyState === client.OPEN) client.close(1014, 'the provider connection was lost')
+      else client.terminate()
+    })
   }
 
   return {
