@@ -80,6 +80,8 @@ beforeAll(async () => {
       res.end('{"error":{"message":"plain GET"}}')
     },
     headers: () => ['x-codex-turn-state: turn-abc'],
+    // The last subprotocol offered, or none when 'none-please' is.
+    handleProtocols: (offered) => (offered.has('none-please') ? false : [...offered].at(-1)!),
     refuse: (_req, socket) => {
       if (refuseUpgrade) socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\ncontent-length: 28\r\n\r\n{"error":{"message":"nope"}}')
       return refuseUpgrade
@@ -356,6 +358,36 @@ describe('WebSocket upgrades of GET /v1/responses', () => {
     ;(c.ws as any)._socket.write(Buffer.from([0x81, 0x82, 0, 0, 0, 0, 0xff, 0xfe]))
     const r = await eventually(() => rows()[before], 10_000)
     expect(r).toMatchObject({ status: 499, error: 'client_aborted' })
+  })
+
+  it('the client is answered the subprotocol the upstream chose, or none when the upstream accepts without choosing one', async () => {
+    const connect = (protocols: string[]) =>
+      new Promise<WebSocket>((resolve, reject) => {
+        const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, protocols, { headers: { ...CODEX, authorization: 'Bearer sk-test-websocket-subprotocol' } })
+        ws.on('open', () => resolve(ws))
+        ws.on('error', reject)
+        ws.on('unexpected-response', (_req, res) => reject(new Error(`upgrade answered ${res.statusCode}`)))
+      })
+    const chose = await connect(['realtime', 'openai-beta.realtime-v1'])
+    expect(chose.protocol).toBe('openai-beta.realtime-v1')
+    expect(seen.at(-1)!.headers['sec-websocket-protocol']).toBe('realtime,openai-beta.realtime-v1')
+    chose.close()
+    // (The ws library, as a client, refuses an answer with none: a plain upgrade request reads it.)
+    const none = await new Promise<http.IncomingMessage>((resolve, reject) => {
+      const req = http.request(`${t.url}/v1/responses`, {
+        headers: { ...CODEX, authorization: 'Bearer sk-test-websocket-subprotocol', connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==', 'sec-websocket-protocol': 'realtime, none-please' },
+        agent: false,
+      })
+      req.on('upgrade', (res, socket) => {
+        socket.destroy()
+        resolve(res)
+      })
+      req.on('response', (res) => reject(new Error(`upgrade answered ${res.statusCode}`)))
+      req.on('error', reject)
+      req.end()
+    })
+    expect(none.statusCode).toBe(101)
+    expect(none.headers['sec-websocket-protocol']).toBeUndefined()
   })
 
   it('an upgrade request to a path that is not proxied is answered as the plain request it also is', async () => {

@@ -19,13 +19,15 @@ export interface WsUpstreamOptions {
   onRequest?: http.RequestListener
   /** Called before an upgrade is accepted; answering true means it handled (refused) it on `socket`. */
   refuse?: (req: http.IncomingMessage, socket: Duplex) => boolean
+  /** Chooses the subprotocol among the client's offer (false: none); unset, the first offered. */
+  handleProtocols?: (offered: Set<string>, req: http.IncomingMessage) => string | false
   /** Headers added to every upgrade's answer, as `name: value` lines. */
   headers?: () => string[]
 }
 
 export async function startWsUpstream(o: WsUpstreamOptions): Promise<WsUpstream> {
   const server = http.createServer(o.onRequest ?? ((_req, res) => res.writeHead(404).end()))
-  const wss = new WebSocketServer({ noServer: true })
+  const wss = new WebSocketServer({ noServer: true, ...(o.handleProtocols ? { handleProtocols: o.handleProtocols } : {}) })
   if (o.headers) wss.on('headers', (h) => h.push(...o.headers!()))
   server.on('upgrade', (req, socket, head) => {
     if (o.refuse?.(req, socket)) return

@@ -87,6 +87,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   let wss: WebSocketServer | null = null
   const extraHeaders = new WeakMap<IncomingMessage, string[]>()
   const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
+  // The subprotocol the upstream chose for an upgrade (none: unset), which the client is answered.
+  const chosenProtocols = new WeakMap<IncomingMessage, string>()
   const sockets = new Set<WebSocket>()
   // Upgrade requests whose proxy refused the tunnel, with the proxy's status (not the upstream's answer).
   const refusedByProxy = new WeakMap<object, number>()
@@ -97,7 +99,16 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   const loadWs = loadOnce(() =>
     Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
       const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
-      wss = new ws.WebSocketServer({ noServer: true, perMessageDeflate: true, maxPayload: opts.maxFrameBytes })
+      wss = new ws.WebSocketServer({
+        noServer: true,
+        perMessageDeflate: true,
+        maxPayload: opts.maxFrameBytes,
+        // Both ends speak the subprotocol the upstream chose (one the client offered), or none if it chose none.
+        handleProtocols: (offered, r) => {
+          const chosen = chosenProtocols.get(r)
+          return chosen !== undefined && offered.has(chosen) ? chosen : false
+        },
+      })
       wss.on('headers', (headers, r) => {
         const extra = extraHeaders.get(r)
         if (extra) headers.push(...extra)
@@ -149,11 +160,11 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     const proxy = tunnel && opts.proxy?.(upstream.origin)
     const headers = upstreamRequestHeaders(req.headers, upstream.host)
     for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
-    const protocols = req.headers['sec-websocket-protocol']
-      ?.split(',')
-      .map((p) => p.trim())
-      .filter(Boolean)
-    const up = new WebSocket(target, protocols ?? [], {
+    // The client's offer goes as it came, not as the ws library's `protocols`: that would fail an
+    // upstream that accepts without choosing one (RFC 6455 allows it). Its choice is read at 'upgrade'.
+    const offer = req.headers['sec-websocket-protocol']
+    if (offer) headers['sec-websocket-protocol'] = offer
+    const up = new WebSocket(target, [], {
       headers: headers as Record<string, string>,
       perMessageDeflate: true,
       maxPayload: opts.maxFrameBytes,
@@ -210,6 +221,12 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     up.on('upgrade', (res) => {
       extraHeaders.set(req, passedOn(res.headers))
       upgradeAnswers.set(req, res.headers)
+      const chosen = res.headers['sec-websocket-protocol']
+      if (chosen !== undefined) {
+        chosenProtocols.set(req, chosen)
+        // Taken out before the ws library checks it against the `protocols` it was given (none).
+        delete res.headers['sec-websocket-protocol']
+      }
     })
     up.on('open', () => {
       if (settled || socket.destroyed) {
