@@ -17,11 +17,13 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 const FIRST_BYTE_MS = 1500
 const IDLE_MS = 1000
+const CONNECT_MS = 1000
 const BIG_DELTAS = 256
 
 let up: WsUpstream
 let t: TestServer
 const warnings: string[] = []
+let frozen = 0
 
 function frames(n: number): string[] {
   const resp = { id: `resp_t${n}`, object: 'response', model: 'gpt-4o-mini-2024-07-18', status: 'in_progress' }
@@ -43,6 +45,11 @@ beforeAll(async () => {
         const f = frames(++n)
         // 'silent': nothing at all; 'stall': the response begins, then nothing.
         if (text.includes('silent')) return
+        // 'freeze': the provider's connection goes dead (reads nothing, answers nothing).
+        if (text.includes('freeze')) {
+          ;(ws as any)._socket.pause()
+          return void frozen++
+        }
         if (text.includes('stall')) return void ws.send(f[0])
         // 'erred': the response begins, then an error frame ends the turn (no terminal event follows).
         if (text.includes('erred')) {
@@ -66,7 +73,7 @@ beforeAll(async () => {
     },
   })
   const log: Logger = { info: () => {}, warn: (l) => void warnings.push(l), error: () => {}, debug: () => {} }
-  t = await startTestServer({ upstream: { first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS } }, up.url, undefined, { log })
+  t = await startTestServer({ upstream: { connect_timeout_ms: CONNECT_MS, first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS } }, up.url, undefined, { log })
 })
 afterAll(async () => {
   await t.cleanup()
@@ -136,6 +143,18 @@ describe('an upstream silent on a Responses WebSocket', () => {
     erred.ws.close()
   })
 
+  it('between turns, a ping the provider does not answer within connect_timeout_ms: the client is closed 1014, its own ping still answered', async () => {
+    const c = await open()
+    // Not a response.create: no turn is open, nothing else times the provider.
+    c.ws.send(JSON.stringify({ type: 'freeze' }))
+    await eventually(() => frozen === 1, 10_000)
+    const pong = new Promise((r) => c.ws.once('pong', r))
+    c.ws.ping()
+    await pong
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider connection was lost' })
+    expect(warnings.some((w) => w.includes('did not answer a ping on a WebSocket'))).toBe(true)
+  })
+
   it('after a response.create, for longer than first_byte_timeout_ms: recorded 504 upstream_timeout at $0', async () => {
     const before = rows().length
     const c = await open()
@@ -167,7 +186,10 @@ describe('an upstream silent on a Responses WebSocket', () => {
     const c = await open()
     c.ws.send(create('slow please'))
     await eventually(() => rows().length === before + 1, 10_000)
-    // Quiet between turns for longer than both limits: the socket stays open.
+    // Quiet between turns for longer than both limits (and a ping's, answered both here and upstream): the socket stays open.
+    const pong = new Promise((r) => c.ws.once('pong', r))
+    c.ws.ping()
+    await pong
     await new Promise((r) => setTimeout(r, FIRST_BYTE_MS + IDLE_MS))
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
     c.ws.send(create('slow again'))

@@ -319,6 +319,33 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       if (code === 1006 || code === 1015) client.close(1014, 'the provider connection was lost')
       else client.close(sendableCode(code), reason)
     })
+    // The client's pings are answered here (by the ws library), so a provider connection gone dead
+    // would still look alive to the agent: each is also sent on as a ping of the upstream, and one
+    // unanswered (no pong, no frame) for upstream.connect_timeout_ms closes the client as for a lost
+    // provider. Not while the relay holds the upstream back: an unread pong is not a missing one.
+    let pingTimer: NodeJS.Timeout | null = null
+    const alive = () => {
+      if (pingTimer) clearTimeout(pingTimer)
+      pingTimer = null
+    }
+    client.on('ping', () => {
+      if (pingTimer || up.readyState !== up.OPEN) return
+      up.ping()
+      pingTimer = setTimeout(() => {
+        pingTimer = null
+        if (up.isPaused || up.readyState !== up.OPEN) return
+        opts.warn?.(`${route.upstream.provider.name} (${route.upstream.host}) did not answer a ping on a WebSocket within upstream.connect_timeout_ms; the socket was closed`)
+        silence?.stop()
+        calls?.closed('upstream')
+        if (client.readyState === client.OPEN) client.close(1014, 'the provider connection was lost')
+        up.terminate()
+      }, opts.timeouts.connect_timeout_ms)
+      pingTimer.unref()
+    })
+    up.on('pong', alive)
+    up.on('message', alive)
+    up.on('close', alive)
+
     // A frame the ws library refuses (not UTF-8, bad bits, too long) is the sending side's fault:
     // its calls are recorded as that side's before the other side's close could claim them, and
     // the client learns of a broken provider as of a lost one (1014), not by a close without status.
