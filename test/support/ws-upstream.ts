@@ -39,6 +39,8 @@ export async function startWsUpstream(o: WsUpstreamOptions): Promise<WsUpstream>
     http: server,
     wss,
     async close() {
+      // Its sockets too (ws leaves them open, and a paused one never reads the relay's close).
+      for (const c of wss.clients) c.terminate()
       wss.close()
       server.closeAllConnections()
       await new Promise<void>((r) => server.close(() => r()))
