@@ -69,7 +69,8 @@ describe('threshold alerts and limit changes', () => {
     for (let i = 0; i < 82; i++) call(b, 1, NOW + 1000 + i) // $91 of $100
     expect(pctAndLimit(b.seen.slice(3))).toEqual([[0.5, 100], [0.8, 100], [0.9, 100]])
     // PostgreSQL's claim of each is its own too (one instance may have claimed the old limit's).
-    expect(claimId(b.seen[3])).not.toBe(claimId(b.seen[0]))
+    const hook = { url: 'http://127.0.0.1:9/hook', format: 'json' as const }
+    expect(claimId(b.seen[3], hook)).not.toBe(claimId(b.seen[0], hook))
   })
 
   it('a rule change with the same limits, or a restart, announces nothing again', () => {

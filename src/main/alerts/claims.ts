@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { crossingKey, type ThresholdEvent } from '../budgets/announcer'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
+import type { WebhookTarget } from './webhooks'
 
 /** A rolling window's threshold may be announced again this long after its last claim (its spend fell back under it meanwhile). */
 const REARM_MINUTES = 10
@@ -15,8 +16,10 @@ const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
 
 /**
  * PostgreSQL mode: every instance's meters count every instance's calls (budgets/feed/),
- * so each one sees a threshold crossed. The first to claim it in the database sends its webhook;
- * the others do not. A claim is one row per rule, key, period (its start), limit and threshold; a rolling
+ * so each one sees a threshold crossed. It is claimed once per webhook (its address and format):
+ * the first instance to claim it for a webhook sends it there; the others do not. An instance
+ * with no webhook claims nothing (it claimed the crossing, and the one with the webhook never
+ * sent it), and instances with different webhooks each send to theirs. A claim is one row per rule, key, period (its start), limit and threshold; a rolling
  * window's may be claimed again REARM_MINUTES after the last. When the database cannot be asked,
  * the alert is sent (twice rather than never).
  */
@@ -25,10 +28,10 @@ export class AlertClaims {
 
   constructor(private readonly store: SqlStore) {}
 
-  async claim(e: ThresholdEvent): Promise<boolean> {
+  async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<boolean> {
     try {
       await ensurePostgresSchema(this.store)
-      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e), rearm: e.state.period === 'window' })).length > 0
+      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm: e.state.period === 'window' })).length > 0
       this.cleanup()
       return won
     } catch {
@@ -44,7 +47,7 @@ export class AlertClaims {
   }
 }
 
-/** The same on every instance for the same crossing (the announcer's own key for it, hashed: it names the key's hash). */
-export function claimId(e: ThresholdEvent): string {
-  return createHash('sha256').update(crossingKey(e.rule, e.key.hash, e.state, e.pct)).digest('hex')
+/** The same on every instance for the same crossing and webhook (the announcer's own key for it, hashed: it names the key's hash). */
+export function claimId(e: ThresholdEvent, webhook: WebhookTarget): string {
+  return createHash('sha256').update(`${crossingKey(e.rule, e.key.hash, e.state, e.pct)}\n${webhook.format} ${webhook.url}`).digest('hex')
 }

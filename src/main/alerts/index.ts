@@ -4,7 +4,7 @@ import type { ThresholdEvent } from '../budgets/announcer'
 import { AlertClaims } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { runawayPayload, testPayload, thresholdPayload } from './payload'
-import { WebhookSender } from './webhooks'
+import { type WebhookTarget, WebhookSender } from './webhooks'
 
 export interface Alerts {
   webhooks: WebhookSender
@@ -21,11 +21,15 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
-  const send = (e: ThresholdEvent) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()))
+  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
   ctx.onClose(
     engine.onThreshold((e) => {
-      if (!claims) send(e)
-      else void claims.claim(e).then((won) => won && send(e))
+      if (!claims) return void send(e)
+      // Claimed per webhook: each one configured here that no other instance has sent it to.
+      void Promise.all(webhooks.webhooks.map((w) => claims.claim(e, w))).then((won) => {
+        const mine = webhooks.webhooks.filter((_, i) => won[i])
+        if (mine.length > 0) send(e, mine)
+      })
     }),
   )
   ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))

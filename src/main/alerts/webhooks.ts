@@ -68,16 +68,21 @@ export class WebhookSender {
     return this.targets.length
   }
 
-  /** Queues `payload` for every webhook; returns their deliveries (updated in place as they progress). */
-  send(payload: OutboundAlert): Delivery[] {
-    return this.sendTracked(payload).deliveries
+  /** The webhooks, as configured. */
+  get webhooks(): readonly WebhookTarget[] {
+    return this.targets
+  }
+
+  /** Queues `payload` for every webhook (or those of `only`); returns their deliveries (updated in place as they progress). */
+  send(payload: OutboundAlert, only?: readonly WebhookTarget[]): Delivery[] {
+    return this.sendTracked(payload, only).deliveries
   }
 
   /** As `send`, with a promise that settles when every first attempt has ended. */
-  sendTracked(payload: OutboundAlert): { deliveries: Delivery[]; firstAttempts: Promise<unknown> } {
+  sendTracked(payload: OutboundAlert, only: readonly WebhookTarget[] = this.targets): { deliveries: Delivery[]; firstAttempts: Promise<unknown> } {
     if (this.closed) return { deliveries: [], firstAttempts: Promise.resolve() }
     const first: Promise<void>[] = []
-    const deliveries = this.targets.map((t) => {
+    const deliveries = only.map((t) => {
       const now = new Date().toISOString()
       const d: Delivery = {
         id: randomUUID(), event_id: payload.id, type: payload.type, url: redactUrl(t.url), format: t.format,
