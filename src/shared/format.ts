@@ -21,6 +21,21 @@ export function formatUsdFull(v: number): string {
 }
 
 /**
+ * A spend and its limit for a budget (bars, alerts, forecast): dollars in full, thousands grouped
+ * (`$9,960.00` / `$10,000.00`, never the compact `$10k` / `$10k`), with more decimals where two
+ * different amounts would otherwise read the same (`$9,999.996` / `$10,000.00`).
+ */
+export function formatUsdPair(a: number, b: number): [string, string] {
+  let pair: [string, string] = [formatUsdFull(a), formatUsdFull(b)]
+  if (a === b || pair[0] !== pair[1] || !Number.isFinite(a) || !Number.isFinite(b)) return pair
+  for (let digits = 3; digits <= 12 && pair[0] === pair[1]; digits++) {
+    const f = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: digits })
+    pair = [f.format(a), f.format(b)]
+  }
+  return pair
+}
+
+/**
  * A 0..1 share as a percentage: `0%`, `<0.1%`, `0.4%`, `1.2%`, `42%`, `99.6%`, `100%`, `250%`.
  * Short of the whole (a budget or a plan window under its limit) it never reads `100%`, and
  * a real share never reads `0%`.

@@ -3,7 +3,7 @@ import { forecast } from '../budgets/forecast'
 import { isPrefix } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
 import { keyHint } from '../../shared/key-hint'
-import { formatUsdFull } from '../../shared/format'
+import { formatPct, formatUsdFull, formatUsdPair } from '../../shared/format'
 
 /** The JSON body of a budget alert (README: Alerts). */
 export interface AlertPayload {
@@ -115,11 +115,13 @@ export function slackBody(a: OutboundAlert): { text: string } {
   const p = a as AlertPayload
   const period = p.window.period === 'window' ? `${p.window.window_hours}-hour window` : `${p.window.period} limit`
   const head = p.type === 'test' ? 'Burnrate test alert: ' : ''
+  // As the dashboard shows them: a spend and a limit that differ never read the same, nor a share under the whole as 100%.
+  const [spent, limit] = formatUsdPair(p.spent_usd, p.limit_usd)
   const pace = p.forecast.exhausted_at ? `; at this pace the limit is reached at ${p.forecast.exhausted_at}` : ''
   return {
     text:
-      `${head}${slackText(p.key_hint || 'A key')} has spent ${money(p.spent_usd)} of its ${money(p.limit_usd)} ${period} ` +
-      `(${Math.round(p.pct * 100)}%, alert at ${Math.round(p.threshold_pct * 100)}%) under budget rule ${slackText(p.rule.api_key_pattern)}` +
+      `${head}${slackText(p.key_hint || 'A key')} has spent ${spent} of its ${limit} ${period} ` +
+      `(${formatPct(p.pct)}, alert at ${formatPct(p.threshold_pct)}) under budget rule ${slackText(p.rule.api_key_pattern)}` +
       `; projected ${money(p.forecast.projected_usd)}${pace}.`,
   }
 }

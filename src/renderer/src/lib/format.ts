@@ -6,7 +6,7 @@
 import { formatUsdFull } from '../../../shared/format'
 
 /** Shares and counts read the same in the dashboard, the tray and the CLI. */
-export { formatInt, formatPct } from '../../../shared/format'
+export { formatInt, formatPct, formatUsdPair } from '../../../shared/format'
 
 const usdCompact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', notation: 'compact', maximumFractionDigits: 1 })
 const usdExact = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 12 })
@@ -19,21 +19,6 @@ export function formatUsd(v: number): string {
   // Under $1,000 as everywhere else (src/shared/format.ts); from there on compact, exact on hover.
   if (Math.abs(v) < 999.995) return formatUsdFull(v)
   return lowerK(usdCompact.format(v))
-}
-
-/**
- * A spend and its limit for a budget (bars, alerts, forecast): dollars in full, thousands grouped
- * (`$9,960.00` / `$10,000.00`, never the compact `$10k` / `$10k`), with more decimals where two
- * different amounts would otherwise read the same (`$9,999.996` / `$10,000.00`).
- */
-export function formatUsdPair(a: number, b: number): [string, string] {
-  let pair: [string, string] = [formatUsdFull(a), formatUsdFull(b)]
-  if (a === b || pair[0] !== pair[1] || !Number.isFinite(a) || !Number.isFinite(b)) return pair
-  for (let digits = 3; digits <= 12 && pair[0] === pair[1]; digits++) {
-    const f = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: digits })
-    pair = [f.format(a), f.format(b)]
-  }
-  return pair
 }
 
 /** Dollars in full for a budget figure on its own (a projection): `$12,345.68`, as in tables. */
