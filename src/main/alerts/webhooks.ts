@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
+import { MAX_TIMER_MS } from '../config/schema'
 
 export type WebhookFormat = 'json' | 'slack'
 
@@ -136,7 +137,8 @@ export class WebhookSender {
       d.status = 'failed'
       return
     }
-    const wait = this.opts.backoffMs * 2 ** (d.attempts - 1)
+    // Doubled each time, up to the longest a timer can wait (a longer one fires at once).
+    const wait = Math.min(MAX_TIMER_MS, this.opts.backoffMs * 2 ** (d.attempts - 1))
     const timer = setTimeout(() => {
       this.timers.delete(timer)
       if (!this.closed) void this.attempt(url, body, d)

@@ -201,3 +201,15 @@ describe('start-up errors for hostile or mistaken config (one line, naming the k
     }
   })
 })
+
+describe('waits a timer must hold', () => {
+  it('refuses an alert or OTLP wait longer than a timer can wait (Node would fire it at once), and an OTLP interval under 100 ms', () => {
+    const at = (yaml: string) => errorOf(() => loadConfig({ config: withFile(yaml) }, {}))
+    expect(at('alerts:\n  backoff_ms: 3000000000\n')).toMatch(/alerts\.backoff_ms: expected at most 2147483647 \(about 24 days/)
+    expect(at('alerts:\n  timeout_ms: 3000000000\n')).toMatch(/alerts\.timeout_ms: expected at most 2147483647/)
+    expect(at('otel:\n  interval_ms: 3000000000\n')).toMatch(/otel\.interval_ms: expected at most 2147483647/)
+    expect(at('otel:\n  interval_ms: 50\n')).toMatch(/otel\.interval_ms/)
+    const ok = loadConfig({ config: withFile('alerts:\n  backoff_ms: 5000\n  retries: 20\notel:\n  interval_ms: 100\n') }, {})
+    expect([ok.alerts.backoff_ms, ok.otel.interval_ms, ok.otel.timeout_ms]).toEqual([5000, 100, 10_000])
+  })
+})

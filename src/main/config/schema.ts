@@ -163,9 +163,9 @@ export const configSchema = z
         /** Attempts after the first when a webhook fails (timeout, network error, status other than 2xx). */
         retries: z.number().int().min(0).max(20).default(5),
         /** Wait before the first retry; doubled for each next one. */
-        backoff_ms: z.number().int().min(1).default(1000),
+        backoff_ms: timerMs(1000),
         /** Time allowed for one attempt. */
-        timeout_ms: z.number().int().min(1).default(10_000),
+        timeout_ms: timerMs(10_000),
       })
       .strict()
       .prefault({}),
@@ -273,9 +273,9 @@ export const configSchema = z
         /** Sent with every export (e.g. an API key of the backend). */
         headers: z.record(z.string(), z.string()).default({}),
         /** How often metrics are exported. */
-        interval_ms: z.number().int().min(100).default(60_000),
+        interval_ms: timerMs(60_000).pipe(z.number().min(100)),
         /** Longest an export may take (retries included) before it counts as failed. */
-        timeout_ms: z.number().int().min(100).default(10_000),
+        timeout_ms: timerMs(10_000).pipe(z.number().min(100)),
         /** Calls waiting to be exported as spans; past it new ones are dropped (and counted in /api/health). */
         max_queue: z.number().int().positive().default(2048),
         traces: z.boolean().default(true),
