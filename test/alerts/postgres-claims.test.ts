@@ -1,5 +1,3 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -7,6 +5,7 @@ import { getJson } from '../dashboard/seed'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { receiver } from './support'
 
 /**
  * On one PostgreSQL, a threshold crossing is claimed per webhook: an instance with no webhook
@@ -24,22 +23,10 @@ async function listed(s: Server, pattern: string, key: string): Promise<any> {
   return body.rules.find((r: any) => r.rule.api_key_pattern === pattern && r.api_key_hash === hashKey(key))
 }
 
-async function receiver() {
-  const got: any[] = []
-  const srv = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))
-  h.onTeardown(() => new Promise<void>((r) => srv.close(() => r())))
-  return { url: `http://127.0.0.1:${(srv.address() as AddressInfo).port}`, got }
-}
-
 describe('alert claims across instances (PostgreSQL)', () => {
   it('a crossing seen by an instance without webhooks is still sent by the instance that has them', async () => {
     const hook = await receiver()
+    h.onTeardown(() => hook.close())
     const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5, 1] }] }
     const url = h.database()
     // A: no webhooks (say a second instance whose config only has the budgets); B: the team's webhook.
@@ -57,7 +44,7 @@ describe('alert claims across instances (PostgreSQL)', () => {
     for (let i = 0; i < 2; i++) expect((await call(a, key)).status).toBe(200)
     await a.server.ledger.flushed()
     await eventually(async () => ((await listed(b, 'sk-claim-*', key))?.windows[0].spent_usd ?? 0) >= NANO_COST * 2 * (1 - 1e-9), 20_000)
-    const sent = () => hook.got.filter((g) => g.api_key_hash === hashKey(key)).map((g) => g.threshold_pct)
+    const sent = () => hook.got.filter((g) => g.body.api_key_hash === hashKey(key)).map((g) => g.body.threshold_pct)
     await eventually(() => expect(sent()).toEqual([0.5]), 20_000)
     // One claim, the webhook's: the instance without one made none.
     expect(await a.store.all('SELECT id FROM alert_claims')).toHaveLength(1)
