@@ -78,6 +78,11 @@ export function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0
 }
 
+/** A charge a provider reports, in USD, from untrusted JSON: a finite number, never negative; else undefined. */
+export function reportedUsd(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isFinite(v) && v >= 0 ? v : undefined
+}
+
 export function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null && !Array.isArray(v)
 }

@@ -1,5 +1,5 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
-import { DATA_RESIDENCY_MULTIPLIER, type Usage } from '../metering/usage'
+import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/usage'
 import { withClaudeCacheRates, withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { loadOnce } from '../server/load-once'
@@ -195,8 +195,8 @@ export class Pricer {
    * and `warn` is told (once per model).
    */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
-    const reported = usage.provider_cost_usd
-    if (typeof reported === 'number' && Number.isFinite(reported) && reported >= 0) {
+    const reported = reportedUsd(usage.provider_cost_usd)
+    if (reported !== undefined) {
       return { cost_usd: reported, priced: true }
     }
     if (usage.batch || usage.data_residency) return this.adjustedPrice(pricingId, providerName, model, usage, at)

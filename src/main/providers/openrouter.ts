@@ -1,4 +1,4 @@
-import { isObject } from '../metering/usage'
+import { isObject, reportedUsd } from '../metering/usage'
 import { AnthropicMeter, inspectAnthropic } from './anthropic'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
@@ -36,15 +36,11 @@ export const openrouter: Provider = {
 
 /** What OpenRouter says it charged in a `usage` object (its fee plus the upstream's with a BYOK key), or undefined. */
 function reportedCost(raw: unknown): number | undefined {
-  if (!isObject(raw) || !isFiniteNonNeg(raw.cost)) return undefined
-  let cost = raw.cost as number
-  const upstream = isObject(raw.cost_details) ? raw.cost_details.upstream_inference_cost : undefined
-  if (raw.is_byok === true && isFiniteNonNeg(upstream)) cost += upstream as number
-  return cost
-}
-
-function isFiniteNonNeg(v: unknown): boolean {
-  return typeof v === 'number' && Number.isFinite(v) && v >= 0
+  if (!isObject(raw)) return undefined
+  const cost = reportedUsd(raw.cost)
+  if (cost === undefined) return undefined
+  const upstream = raw.is_byok === true && isObject(raw.cost_details) ? reportedUsd(raw.cost_details.upstream_inference_cost) : undefined
+  return upstream === undefined ? cost : cost + upstream
 }
 
 /** Anthropic's Messages API as OpenRouter answers it: Anthropic's usage, and OpenRouter's `cost` beside it. */

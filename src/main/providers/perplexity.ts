@@ -1,4 +1,4 @@
-import { count, isObject } from '../metering/usage'
+import { count, isObject, reportedUsd } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Provider } from './types'
@@ -40,8 +40,8 @@ const compatible = openaiCompatible({
     }
     u.web_searches = count(raw.num_search_queries)
     if (!isObject(raw.cost)) return u
-    const total = raw.cost.total_cost
-    if (typeof total === 'number' && Number.isFinite(total) && total >= 0) u.provider_cost_usd = total
+    const total = reportedUsd(raw.cost.total_cost)
+    if (total !== undefined) u.provider_cost_usd = total
     return u
   },
 })

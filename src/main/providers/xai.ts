@@ -1,4 +1,4 @@
-import { isObject } from '../metering/usage'
+import { isObject, reportedUsd } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 
@@ -19,8 +19,8 @@ export const xai = openaiCompatible({
   baseUrl: 'https://api.x.ai/v1',
   usage: (raw) => {
     const u = openaiUsage(raw)
-    const ticks = isObject(raw) ? raw.cost_in_usd_ticks : undefined
-    if (u && typeof ticks === 'number' && Number.isFinite(ticks) && ticks >= 0) u.provider_cost_usd = ticks / TICKS_PER_USD
+    const ticks = isObject(raw) ? reportedUsd(raw.cost_in_usd_ticks) : undefined
+    if (u && ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
     return u
   },
 })
