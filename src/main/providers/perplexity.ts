@@ -5,7 +5,7 @@ import type { Provider } from './types'
 
 const HOST = 'https://api.perplexity.ai'
 /** The Agent API's paths, which Perplexity serves under `/v1` (its Sonar API is at the root). */
-const AGENT_API = /^\/(?:responses|agent)(?:\/|$)/
+const AGENT_API = /^\/(?:responses|agent)(\/|$)/
 
 /**
  * Perplexity: https://docs.perplexity.ai. Sonar's base URL has no `/v1`
@@ -46,14 +46,12 @@ const compatible = openaiCompatible({
   },
 })
 
-/** An Agent API call's path as routed (`place` put it under `/v1`), read as OpenAI's Responses API. */
-const PLACED_AGENT_API = /^\/v1\/(?:responses|agent)(?=\/|$)/
-
 export const perplexity: Provider = {
   ...compatible,
   place: (path) => (AGENT_API.test(path) ? { path: `/v1${path}`, baseUrl: HOST } : null),
+  // An Agent API call's path as routed (`place` put it under `/v1`), read as OpenAI's Responses API.
   inspect: (req) => {
-    const m = PLACED_AGENT_API.exec(req.path)
-    return compatible.inspect(m ? { ...req, path: `/responses${req.path.slice(m[0].length)}` } : req)
+    const below = req.path.startsWith('/v1/') ? req.path.slice('/v1'.length) : ''
+    return compatible.inspect(AGENT_API.test(below) ? { ...req, path: below.replace(AGENT_API, '/responses$1') } : req)
   },
 }
