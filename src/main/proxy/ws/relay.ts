@@ -310,15 +310,22 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
       else up.terminate()
     })
-    up.on('close', (code, reason) => {
+    /**
+     * The provider's side ended: its calls are recorded as the upstream's; the agent, still open,
+     * is closed 1014 (bad gateway) unless `code` says how (a clean close passed on). False when
+     * the agent's side was no longer open.
+     */
+    const upstreamEnded = (code = 1006, reason?: Buffer): boolean => {
       silence?.stop()
       calls?.closed('upstream')
-      if (client.readyState !== client.OPEN) return
+      if (client.readyState !== client.OPEN) return false
       // The provider's connection dropped without a close frame (1006) or failed its TLS (1015):
-      // 1014 (bad gateway), so the agent can tell it from a clean close (1005, no status).
+      // 1014, so the agent can tell it from a clean close (1005, no status).
       if (code === 1006 || code === 1015) client.close(1014, 'the provider connection was lost')
       else client.close(sendableCode(code), reason)
-    })
+      return true
+    }
+    up.on('close', (code, reason) => void upstreamEnded(code, reason))
     // The client's pings are answered here (by the ws library), so a provider connection gone dead
     // would still look alive to the agent: each is also sent on as a ping of the upstream, and one
     // unanswered (no pong, no frame) for upstream.connect_timeout_ms closes the client as for a lost
@@ -335,9 +342,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         pingTimer = null
         if (up.isPaused || up.readyState !== up.OPEN) return
         opts.warn?.(`${route.upstream.provider.name} (${route.upstream.host}) did not answer a ping on a WebSocket within upstream.connect_timeout_ms; the socket was closed`)
-        silence?.stop()
-        calls?.closed('upstream')
-        if (client.readyState === client.OPEN) client.close(1014, 'the provider connection was lost')
+        upstreamEnded()
         up.terminate()
       }, opts.timeouts.connect_timeout_ms)
       pingTimer.unref()
@@ -354,10 +359,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       up.terminate()
     })
     up.on('error', () => {
-      silence?.stop()
-      calls?.closed('upstream')
-      if (client.readyState === client.OPEN) client.close(1014, 'the provider connection was lost')
-      else client.terminate()
+      if (!upstreamEnded()) client.terminate()
     })
   }
 
