@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { SharedCallFeed } from '../../src/main/budgets/feed/listen'
-import { type FeedRow, publishCalls } from '../../src/main/budgets/feed/publish'
+import { type FeedRow, publishCalls, shareKnownPatterns } from '../../src/main/budgets/feed/publish'
 import { parseSnapshot } from '../../src/main/budgets/feed/snapshot'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { getJson, makeCall } from '../dashboard/seed'
@@ -273,6 +273,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     // The meters' first read fails (as with PostgreSQL away for it); the next ones succeed.
     const feed = new SharedCallFeed(store, 'feed-under-test', {
       rows: () => {},
+      known: () => {},
       moves: () => {},
       admissions: () => {},
       reload: async () => (++reads === 1 ? null : parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)),
@@ -302,6 +303,7 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
       'feed-under-test',
       {
         rows: (rows) => counted.push(...rows),
+        known: () => {},
         moves: () => {},
         admissions: () => {},
         reload: async () => {
@@ -340,4 +342,45 @@ describe("one instance's calls in the other instances' meters (PostgreSQL)", () 
     await eventually(() => counted.some((r) => r[0] === 'heard-2'), 20_000)
     expect(feed.status().missed_checks).toBe(missed)
   }, 90_000)
+
+  it("a call a read of the meters already holds is not counted again, but its notification still tells the key's patterns and the answered model", async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const other = h.store(url)
+    // The other instance saw the raw key match `sk-team-*` (a raw key is never stored: only its notification says so).
+    shareKnownPatterns(other, () => ['sk-team-*'])
+    const counted: FeedRow[] = []
+    const known: FeedRow[] = []
+    let storeFirst = false
+    const store1 = (key: string) =>
+      other.transaction((tx) => publishCalls(tx, other, [makeCall({ api_key_hash: key, model: 'gpt-5-nano-2025-08-07', requested_model: 'gpt-5-nano' })]))
+    const feed = new SharedCallFeed(store, 'feed-under-test', {
+      rows: (rows) => counted.push(...rows),
+      known: (rows) => known.push(...rows),
+      moves: () => {},
+      admissions: () => {},
+      reload: async () => {
+        // Another instance's call committed, its notification sent, before this read's snapshot: the read holds it.
+        if (storeFirst) {
+          storeFirst = false
+          await store1('read-1')
+        }
+        return parseSnapshot((await store.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s)
+      },
+    })
+    h.onTeardown(() => feed.close())
+    feed.start()
+    await eventually(() => feed.status().listening && feed.status().reads >= 1, 20_000)
+    storeFirst = true
+    await feed.reload()
+    await eventually(() => known.some((r) => r[0] === 'read-1'), 20_000)
+    const row = known.find((r) => r[0] === 'read-1')!
+    expect([row[3], row[4], row[14]]).toEqual(['gpt-5-nano-2025-08-07', 'gpt-5-nano', ['sk-team-*']])
+    expect(counted.some((r) => r[0] === 'read-1')).toBe(false)
+    expect(feed.status().skipped).toBeGreaterThanOrEqual(1)
+    // A call the reads do not hold is counted (and tells the same through `rows`), not handed to `known`.
+    await store1('heard-1')
+    await eventually(() => counted.some((r) => r[0] === 'heard-1'), 20_000)
+    expect(known.some((r) => r[0] === 'heard-1')).toBe(false)
+  }, 60_000)
 })

@@ -68,6 +68,25 @@ describe('two servers on one PostgreSQL, a block rule matching calls by the mode
     expect(burst.map((r) => r.status)).toEqual([429, 429, 429, 429, 429])
   })
 
+  it('a rule naming only the answered model: a server that heard nothing of the other\'s call learns the name from its read of the meters, and refuses', async () => {
+    const url = h.database()
+    const rules = [{ api_key_pattern: 'sk-pgrq-ans-*', model_pattern: ANSWERED, daily_limit_usd: NANO_COST * 0.75, action: 'block' }]
+    const a = await server(url, rules)
+    const b = await server(url, rules)
+    const feed = budgetsOf(b.server.context).feed!
+    await eventually(() => feed.status().listening && feed.status().reads >= 1, 20_000)
+    // B's listening connection stays open but hears nothing (a transaction-mode pooler, a dropped socket).
+    await (feed as unknown as { client: { query(sql: string): Promise<unknown> } }).client.query('UNLISTEN *')
+    const key = 'sk-pgrq-ans-bbbbbbbb-0001'
+    expect((await chat(a, key)).status).toBe(200)
+    expect(await a.server.ledger.flushed()).toBe(true)
+    // B reads its meters again (as it does when its check of the connection goes unheard): only the read has A's call.
+    await feed.reload()
+    expect(feed.status().heard).toBe(0)
+    const burst = await Promise.all(Array.from({ length: 3 }, () => chat(b, key)))
+    expect(burst.map((r) => r.status)).toEqual([429, 429, 429])
+  })
+
   it("counts another rule's calls stored by the other server in its row, and refuses as one server would", async () => {
     const url = h.database()
     // The broad block rule counts every gpt-5-nano call of the key; the narrow warn rule governs

@@ -28,11 +28,9 @@ export class SharedCounts {
    * announced as for this instance's own calls.
    */
   observeStored(rows: readonly FeedRow[], now = Date.now()): void {
-    for (const [hash, hint, provider, model, requested, agent, tenant, session, t, cost, tokens, last, calls, requests, known] of rows) {
+    for (const [hash, hint, provider, model, requested, agent, tenant, session, t, cost, tokens, last, calls, requests] of rows) {
       const s = this.keys.state(hash, hint)
       if (hint) s.hint = hint
-      // The rule patterns the sender saw the raw key match (this instance may never see it).
-      this.keys.learn(s, known)
       this.keys.count(s, last, tenant, calls, now)
       if (this.book.index.empty) continue
       const scope: Scope = { provider, model, requested, agent, tenant }
@@ -41,6 +39,15 @@ export class SharedCounts {
       this.book.countOthersRequests(s, scope, requests, now)
       this.book.announce(s, touched, session, now)
     }
+  }
+
+  /**
+   * The rule patterns the senders of other instances' stored calls saw each key match (this
+   * instance may never see the raw key): learnt from every call heard, counted here or already
+   * read (`observeStored` counts them).
+   */
+  learnPatterns(rows: readonly FeedRow[]): void {
+    for (const r of rows) this.keys.learn(this.keys.state(r[0], r[1]), r[14])
   }
 
   /**

@@ -85,7 +85,7 @@ export class SharedBudgets {
       const feed = new SharedCallFeed(
         ctx.store,
         feedId,
-        { rows: (r) => this.count(r), moves: (m) => this.move(m), admissions: (a) => engine.shared.observeAdmissions(a), reload: () => this.read() },
+        { rows: (r) => this.count(r), known: (r) => this.learn(r), moves: (m) => this.move(m), admissions: (a) => engine.shared.observeAdmissions(a), reload: () => this.read() },
         ctx.log,
       )
       this.feed = feed
@@ -108,10 +108,22 @@ export class SharedBudgets {
     })
   }
 
+  /**
+   * What other instances' stored calls tell besides their money, counted or not (a read of the
+   * meters found them first): an answer naming another model than asked for, and the rule
+   * patterns the sender saw each key match. A read's rows carry neither: without them this
+   * instance would not know, until the key's next call elsewhere, that a rule naming the answered
+   * model governs a request for the other name, or that a `sk-team-*` rule's listing has the key.
+   */
+  private learn(rows: readonly FeedRow[]): void {
+    // [.., provider, model, requested_model, ..]
+    if (this.answers) for (const r of rows) if (r[4]) this.answers.noteAnswered(r[2], r[4], r[3])
+    this.engine?.shared.learnPatterns(rows)
+  }
+
   /** Other instances' stored calls: in the meters and today's spend. */
   private count(rows: readonly FeedRow[]): void {
-    // [.., provider, model, requested_model, ..]: an answer naming another model than asked for.
-    if (this.answers) for (const r of rows) if (r[4]) this.answers.noteAnswered(r[2], r[4], r[3])
+    this.learn(rows)
     // [api_key_hash, .., agent, tenant, session, minute, cost, tokens, last ts, ..]: an inferred session goes on here.
     const sessions = this.ctx.sessions
     if (sessions) for (const r of rows) if (r[7].startsWith('auto-')) sessions.observe(r[5], r[0], r[7], r[11])
@@ -144,6 +156,10 @@ export class SharedBudgets {
       const { snapshot, read, spend, keys } = await this.history.load(
         historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now),
       )
+      // Which model each requested name was answered as, from the calls read: those whose
+      // notifications this instance did not hear (stored before it listened, or while its
+      // listening connection was lost or deaf) teach it nothing else. The latest answer wins.
+      if (this.answers) noteAnswers(this.answers, this.history.rows)
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)
@@ -163,4 +179,10 @@ export class SharedBudgets {
       this.during.delete(during)
     }
   }
+}
+
+/** The answered model of each requested name in `rows` (a read of the meters), the latest call's. */
+function noteAnswers(answers: CallHistory, rows: readonly HistoryRow[]): void {
+  const answered = rows.filter((r) => r.requested && r.requested !== r.model).sort((a, b) => a.last - b.last)
+  for (const r of answered) answers.noteAnswered(r.provider, r.requested!, r.model)
 }

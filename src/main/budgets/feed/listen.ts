@@ -12,6 +12,12 @@ import { type Snapshot, visibleIn } from './snapshot'
 export interface FeedTarget {
   /** Other instances' calls, to count in the meters. */
   rows(rows: readonly FeedRow[]): void
+  /**
+   * Other instances' calls a read of the meters already counted: what its rows cannot say (the
+   * patterns the sender saw each key match, the model a requested name was answered as) is
+   * learnt from them all the same; nothing is counted.
+   */
+  known(rows: readonly FeedRow[]): void
   /** Other instances' moves of stored calls' costs, to move the meters by. */
   moves(moves: readonly CostAdjustment[]): void
   /** Other instances' admissions under per-minute request limits, as they happen (./admissions.ts). */
@@ -272,6 +278,11 @@ export class SharedCallFeed {
     if (!this.snapshot || visibleIn(h.xid, this.snapshot)) {
       // In what the last read found, or no read has found anything yet (PostgreSQL was away): the one to come reads them.
       this.stats.skipped++
+      try {
+        if (h.rows) this.target.known(h.rows)
+      } catch {
+        // learning is the meters' own affair; the feed goes on
+      }
       return
     }
     this.stats.counted++
