@@ -22,3 +22,22 @@ export async function receiver(failFirst = 0) {
 }
 
 export type Receiver = Awaited<ReturnType<typeof receiver>>
+
+/** A webhook receiver on loopback that reads each POST and never answers; `posts` counts them. */
+export async function hangingReceiver() {
+  let posts = 0
+  const server = http.createServer((req) => {
+    req.resume()
+    req.on('end', () => posts++)
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return {
+    url,
+    posts: () => posts,
+    close: () => new Promise<void>((r) => {
+      server.close(() => r())
+      server.closeAllConnections()
+    }),
+  }
+}

@@ -39,6 +39,12 @@ export interface WebhookOptions {
 /** Deliveries kept for the log (the most recent). */
 export const LOG_SIZE = 200
 
+/**
+ * How long shutdown waits for webhook attempts under way before it cuts them: the ledger and the
+ * database are closed after the senders, and alerts.timeout_ms (up to days) must not hold them.
+ */
+export const CLOSE_WAIT_MS = 2_000
+
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url)
@@ -59,6 +65,8 @@ export class WebhookSender {
   private readonly timers = new Set<ReturnType<typeof setTimeout>>()
   private readonly running = new Set<Promise<void>>()
   private closed = false
+  /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
+  private readonly cut = new AbortController()
 
   constructor(
     private readonly targets: readonly WebhookTarget[],
@@ -119,7 +127,7 @@ export class WebhookSender {
         dispatcher: this.opts.egress?.for(url),
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
+        signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), this.cut.signal]),
       })
       await res.body.dump()
       d.last_status = res.statusCode
@@ -147,11 +155,14 @@ export class WebhookSender {
     this.timers.add(timer)
   }
 
-  /** Stops retrying and waits for attempts under way (at shutdown). */
+  /** Stops retrying (retries not yet due are dropped) and waits for attempts under way, CLOSE_WAIT_MS at most (at shutdown). */
   async close(): Promise<void> {
     this.closed = true
     for (const t of this.timers) clearTimeout(t)
     this.timers.clear()
+    if (this.running.size === 0) return
+    const timer = setTimeout(() => this.cut.abort(new Error('Burnrate shut down before the webhook answered')), CLOSE_WAIT_MS)
     await Promise.allSettled([...this.running])
+    clearTimeout(timer)
   }
 }
