@@ -18,15 +18,16 @@ afterAll(async () => {
 /** README: Alerts → Webhooks (at shutdown). */
 describe('a webhook that never answers, at shutdown', () => {
   it('holds the exit for CLOSE_WAIT_MS at most, not for alerts.timeout_ms', async () => {
-    const t = await startTestServer({ ...ADMIN_CONFIG, alerts: { webhooks: [{ url: `${hook.url}/services/T0/B0/X` }], timeout_ms: 15_000 } })
+    const t = await startTestServer({ ...ADMIN_CONFIG, alerts: { webhooks: [{ url: `${hook.url}/services/T0/B0/X` }], timeout_ms: 60_000 } })
     // The test alert's answer waits for the first attempt, which the receiver never ends.
     const answer = admin(t.url, 'POST', '/alerts/test').catch(() => null)
     await eventually(() => hook.posts() === 1)
     const started = Date.now()
     await t.cleanup()
-    expect(Date.now() - started).toBeLessThan(CLOSE_WAIT_MS + 1500)
+    // Before, the exit waited for alerts.timeout_ms (60 s here); the margin is for a busy machine.
+    expect(Date.now() - started).toBeLessThan(CLOSE_WAIT_MS + 10_000)
     await answer
-  }, 30_000)
+  }, 90_000)
 
   it('the attempt cut at shutdown is logged as failed, and not retried', async () => {
     const w = new WebhookSender([{ url: `${hook.url}/hook`, format: 'json' }], { retries: 5, backoffMs: 10, timeoutMs: 15_000 })
