@@ -274,7 +274,9 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         held.push({ data, isBinary })
         return
       }
-      const refused = calls && !isBinary ? calls.fromClient(data) : null
+      // A binary frame holding a JSON object is read as a text one (a provider may take it as
+      // one): a response.create gated, whatever it sends.
+      const refused = calls && (!isBinary || jsonObject(data)) ? calls.fromClient(data) : null
       if (refused instanceof Promise) {
         held = []
         void refused.then((r) => {
@@ -299,7 +301,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
     up.on('message', (raw, isBinary) => {
       const data = raw as Buffer
-      if (calls && !isBinary) calls.fromUpstream(data)
+      // A binary frame is metered as a text one when it holds a JSON object.
+      if (calls && (!isBinary || jsonObject(data))) calls.fromUpstream(data)
       toClient(data, isBinary)
       silence?.check()
     })
@@ -371,4 +374,13 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       sockets.clear()
     },
   }
+}
+
+/** Whether a frame's bytes begin as a JSON object does (`{` after any JSON whitespace). */
+function jsonObject(data: Buffer): boolean {
+  for (const b of data) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue
+    return b === 0x7b
+  }
+  return false
 }

@@ -24,6 +24,23 @@ function frameType(text: string): string {
   return m ? m[1] : ''
 }
 
+/**
+ * The lane an upstream frame names (`"stream_id":"a"`: OpenAI's WebSocket mode multiplexes
+ * responses on one socket, and each event of a response echoes the `stream_id` its
+ * `response.create` gave), read without parsing it; null when it names none. A JSON string's
+ * quotes are escaped, so text inside a value cannot look like the key.
+ */
+function laneOfFrame(text: string): string | null {
+  const m = /"stream_id"\s*:\s*"([^"\\]{0,200})"/.exec(text)
+  return m ? m[1] : null
+}
+
+/** A response's id in its `response.created` frame (`"response":{"id":"resp_..."`), read without parsing it. */
+function responseIdOf(text: string): string | null {
+  const m = /"id"\s*:\s*"(resp_[^"\\]{1,200})"/.exec(text)
+  return m ? m[1] : null
+}
+
 /** The HTTP status an upstream `error` frame stands for (its `status`), 500 when it names none. */
 function errorStatus(text: string): number {
   try {
@@ -39,19 +56,39 @@ function errorStatus(text: string): number {
  * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
  * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
  */
-function errorFrame(status: number, body: unknown, headers: Record<string, string>): string {
-  return JSON.stringify({ type: 'error', status, error: codexRefusalError(status, body, headers), headers })
+function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = ''): string {
+  const frame = { type: 'error', status, error: codexRefusalError(status, body, headers), headers }
+  // On a multiplexed socket the client routes each event by its lane, as the upstream's own errors.
+  return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
 }
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
  * the client sends is one call, admitted by the gate like any HTTP call, metered from the frames
  * that follow and recorded at its `response.completed` (or `.failed`, `.incomplete`, or an `error`
- * before the response began). Responses on one socket are sequential, so upstream frames belong
- * to the oldest open call.
+ * before the response began). Responses in one lane are sequential, so an upstream frame belongs
+ * to the oldest open call of its lane: a socket's one lane, or with OpenAI's multiplexing the
+ * `stream_id` the frame echoes from its `response.create`.
+ *
+ * A response can also begin with no `response.create`: a `response.steer` (input queued for the
+ * running response) makes the server finish that response and start a successor with the same
+ * settings by itself. The steer is gated as a call of those settings, and the successor recorded
+ * as that call; one no steer here asked for is recorded as the lane's last `response.create`.
  */
 export class ResponsesSocketCalls {
   private readonly open: CallState[] = []
+  /** Each call's lane (the `stream_id` of its frame; '' for none). */
+  private readonly laneOf = new WeakMap<CallState, string>()
+  /** Whether a client frame on this socket named a lane: upstream frames are then matched to calls by theirs. */
+  private lanes = false
+  /** Per lane, the last `response.create`: the settings a successor response inherits. */
+  private readonly asked = new Map<string, Record<string, unknown>>()
+  /** Per lane, steers admitted whose successor has not begun (their reservations held until it does, or they fail). */
+  private readonly steers = new Map<string, CallState[]>()
+  /** Steers, from their admission until a successor takes them. */
+  private readonly steering = new WeakSet<CallState>()
+  /** Which lane each response began in (a steer names the response it steers, not always its lane). */
+  private readonly responseLane = new Map<string, string>()
   /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
   private readonly begun = new WeakSet<CallState>()
   /**
@@ -99,16 +136,30 @@ export class ResponsesSocketCalls {
       // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
       return errorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), {})
     }
-    if (frame === null || typeof frame !== 'object' || frame.type !== 'response.create') return null
+    if (frame === null || typeof frame !== 'object') return null
+    const steer = frame.type === 'response.steer'
+    if (frame.type !== 'response.create' && !steer) return null
+    let lane = typeof frame.stream_id === 'string' ? frame.stream_id : ''
+    if (lane) this.lanes = true
+    let body: Record<string, unknown> = frame
+    if (steer) {
+      if (!lane && typeof frame.previous_response_id === 'string') lane = this.responseLane.get(frame.previous_response_id) ?? ''
+      // Its input goes to a successor the server starts with the settings of the response it
+      // continues: gated (and, once the successor begins, recorded) as a call of those settings.
+      const asked = this.asked.get(lane)
+      if (asked) body = { ...asked, input: frame.input, previous_response_id: frame.previous_response_id }
+    } else this.asked.set(lane, frame)
     const started = performance.now()
     const ts = Date.now()
-    const { info, ctx } = describeCall(this.route, 'POST', this.headers, frame, data.length, ts, this.who)
+    const { info, ctx } = describeCall(this.route, 'POST', this.headers, body, data.length, ts, this.who)
     // Codex sends its later turns on a socket as what is new since the last response
     // (previous_response_id): the working directory its first turn stated is the socket's project.
     if (ctx.project) this.project = ctx.project
     else ctx.project = this.project
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
+    this.laneOf.set(s, lane)
+    if (steer) this.steering.add(s)
     let a: Admission | Promise<Admission>
     try {
       a = this.life.admit(s)
@@ -132,7 +183,7 @@ export class ResponsesSocketCalls {
     s.status = refusal.status
     s.error = refusal.reason
     this.life.finish(s)
-    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {})
+    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.laneOf.get(s))
   }
 
   private admitted(s: CallState, a: Admission): string | null | false {
@@ -151,7 +202,8 @@ export class ResponsesSocketCalls {
     s.status = 200
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
-    this.open.push(s)
+    if (this.steering.has(s)) this.queueSteer(s)
+    else this.open.push(s)
     // The frame goes upstream when this returns; what the gate left for after that runs then.
     a.afterSend?.()
     if (this.upgradeHeaders) {
@@ -161,18 +213,37 @@ export class ResponsesSocketCalls {
     return null
   }
 
-  /** A text frame from the upstream, on its way to the client. */
+  /** A JSON frame from the upstream, on its way to the client. */
   fromUpstream(data: Buffer): void {
     const text = data.toString('utf8')
     const type = frameType(text)
-    let s = this.open[0]
+    // One lane (null): every open call is in it. Else the frame's, or, from an upstream that does
+    // not echo lanes, the oldest open call's.
+    const named = this.lanes ? laneOfFrame(text) : null
+    const lane = named ?? ''
+    let s = this.oldest(named)
     // An erred call's response may end without its terminal event. While no other response was
-    // asked for, every frame is still its own; once one was, a frame other than a terminal event
-    // is the next response's: the erred call ends there, with what it had.
-    if (s && this.erred.has(s) && !TERMINAL.has(type) && this.open.length > 1) {
-      this.open.shift()
-      this.life.finish(s)
-      s = this.open[0]
+    // asked for in its lane, every frame is still its own; once one was, a frame other than a
+    // terminal event is the next response's: the erred call ends there, with what it had.
+    if (s && this.erred.has(s) && !TERMINAL.has(type)) {
+      const next = this.next(s)
+      if (next) {
+        this.remove(s)
+        this.life.finish(s)
+        s = next
+      }
+    }
+    if (type === 'response.created') {
+      // A response no `response.create` waits for (none open in its lane), or one that steered
+      // input queued here began: a successor the server started by itself.
+      if (!s || this.steers.get(lane)?.length) s = this.successor(lane) ?? s
+      const id = this.lanes ? responseIdOf(text) : null
+      if (id) this.responseLane.set(id, lane)
+    } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
+      // The steered input was refused, or waits for a `response.create` of the client's (gated
+      // itself): no successor will take its steer.
+      const q = this.steers.get(lane)
+      if (q?.length) this.release(q.shift()!)
     }
     if (!s) return
     s.responseStarted = true
@@ -186,7 +257,7 @@ export class ResponsesSocketCalls {
       // A frame we cannot read never stops the relay.
     }
     if (TERMINAL.has(type)) {
-      this.open.shift()
+      this.remove(s)
       this.life.finish(s)
     } else if (type === 'error') {
       // After the response began: the meter noted the error's code (the call's error, its status
@@ -197,7 +268,7 @@ export class ResponsesSocketCalls {
       }
       // Refused before any of the response (a 429, a prompt too long): nothing was generated, so
       // it costs $0, as an HTTP call's error answer does, not an estimate of its prompt.
-      this.open.shift()
+      this.remove(s)
       const status = errorStatus(text)
       s.status = status
       s.error = 'upstream_error'
@@ -206,6 +277,76 @@ export class ResponsesSocketCalls {
       this.life.finish(s)
     } else if (type.startsWith('response.')) {
       this.begun.add(s)
+    }
+  }
+
+  /**
+   * The oldest open call of the lane a frame names. On a socket of one lane, the oldest; a frame
+   * naming none on a multiplexed one is the unnamed lane's, or (an upstream that does not echo
+   * lanes) the oldest call's.
+   */
+  private oldest(named: string | null): CallState | undefined {
+    if (!this.lanes) return this.open[0]
+    const lane = named ?? ''
+    const s = this.open.find((c) => this.laneOf.get(c) === lane)
+    return s ?? (named === null ? this.open[0] : undefined)
+  }
+
+  /** The open call after `s` in its lane, if one is. */
+  private next(s: CallState): CallState | undefined {
+    const i = this.open.indexOf(s)
+    const lane = this.laneOf.get(s)
+    return this.open.find((c, j) => j > i && this.laneOf.get(c) === lane)
+  }
+
+  private remove(s: CallState): void {
+    const i = this.open.indexOf(s)
+    if (i >= 0) this.open.splice(i, 1)
+  }
+
+  private queueSteer(s: CallState): void {
+    const lane = this.laneOf.get(s) ?? ''
+    const q = this.steers.get(lane)
+    if (q) q.push(s)
+    else this.steers.set(lane, [s])
+  }
+
+  /**
+   * The call a successor response in `lane` is: the oldest steer queued there (every other one
+   * queued meanwhile went into the same successor: their reservations are freed), else one made
+   * from the lane's last `response.create`, whose settings the successor inherits (recorded, not
+   * gated: the server started it). It goes first in its lane: the frames that follow are its.
+   */
+  private successor(lane: string): CallState | undefined {
+    let s = this.steers.get(lane)?.shift()
+    if (s) {
+      this.steering.delete(s)
+      for (const other of this.steers.get(lane)!.splice(0)) this.release(other)
+    } else {
+      const asked = this.asked.get(lane)
+      if (!asked) return undefined
+      const { info, ctx } = describeCall(this.route, 'POST', this.headers, asked, 0, Date.now(), this.who)
+      if (!ctx.project) ctx.project = this.project
+      s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
+      s.streamed = true
+      s.status = 200
+      s.upstreamStatus = 200
+      s.meter = ctx.provider.meter(ctx.shape, info)
+      this.laneOf.set(s, lane)
+    }
+    const i = this.open.findIndex((c) => this.laneOf.get(c) === lane)
+    if (i < 0) this.open.push(s)
+    else this.open.splice(i, 0, s)
+    return s
+  }
+
+  /** A steer no successor will take: its reservation freed, nothing recorded (no response was generated for it). */
+  private release(s: CallState): void {
+    this.steering.delete(s)
+    try {
+      s.admission.settle?.(0)
+    } finally {
+      this.life.leave()
     }
   }
 
@@ -242,6 +383,7 @@ export class ResponsesSocketCalls {
   /** Records every open call, each as `cut` says, but an erred one: its response had ended (failed) already, and it is recorded with its error. */
   private endOpen(by: 'client' | 'upstream', cut: (s: CallState) => void): void {
     this.closedBy ??= by
+    for (const q of this.steers.values()) for (const s of q.splice(0)) this.release(s)
     for (const s of this.open.splice(0)) {
       if (!this.erred.has(s)) cut(s)
       this.life.finish(s)
