@@ -9,58 +9,8 @@ import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
-import { codexRefusalError } from '../codex-refusal'
 import type { Admission } from '../gate'
-
-/** The Responses API's terminal events over WebSocket: each ends one response (one call). */
-const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
-
-/**
- * The `type` of an upstream JSON frame, read without parsing it (`{"type":"response.output_text.delta",...}`):
- * the upstream puts it first, and its frames are many. Never for the client's frames (see fromClient).
- */
-function frameType(text: string): string {
-  const m = /"type"\s*:\s*"([^"\\]{1,100})"/.exec(text.length > 300 ? text.slice(0, 300) : text)
-  return m ? m[1] : ''
-}
-
-/**
- * The lane an upstream frame names (`"stream_id":"a"`: OpenAI's WebSocket mode multiplexes
- * responses on one socket, and each event of a response echoes the `stream_id` its
- * `response.create` gave), read without parsing it; null when it names none. A JSON string's
- * quotes are escaped, so text inside a value cannot look like the key.
- */
-function laneOfFrame(text: string): string | null {
-  const m = /"stream_id"\s*:\s*"([^"\\]{0,200})"/.exec(text)
-  return m ? m[1] : null
-}
-
-/** A response's id in its `response.created` frame (`"response":{"id":"resp_..."`), read without parsing it. */
-function responseIdOf(text: string): string | null {
-  const m = /"id"\s*:\s*"(resp_[^"\\]{1,200})"/.exec(text)
-  return m ? m[1] : null
-}
-
-/** The HTTP status an upstream `error` frame stands for (its `status`), 500 when it names none. */
-function errorStatus(text: string): number {
-  try {
-    const st = JSON.parse(text).status
-    if (typeof st === 'number' && st >= 400 && st < 600) return st
-  } catch {
-    // none
-  }
-  return 500
-}
-
-/**
- * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
- * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
- */
-function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = ''): string {
-  const frame = { type: 'error', status, error: codexRefusalError(status, body, headers), headers }
-  // On a multiplexed socket the client routes each event by its lane, as the upstream's own errors.
-  return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
-}
+import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf } from './frames'
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
