@@ -2,9 +2,10 @@ import { calcPrice } from '@pydantic/genai-prices'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { Pricer } from '../pricing/price'
 import { loadPriceLibrary } from '../pricing/library'
+import { anthropic } from '../providers/anthropic'
 import { openai } from '../providers/openai'
 import type { CallContext } from '../proxy/gate'
-import { DEFAULT_MAX_OUTPUT_TOKENS, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
+import { DEFAULT_MAX_OUTPUT_TOKENS, cacheWriteTtl, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
 
 // The price library loads when first needed (../pricing/library.ts); the Pricer refuses to price before.
 beforeAll(async () => {
@@ -52,6 +53,36 @@ describe('worst-case cost', () => {
     expect(worstCaseUsd(pricer, fast)).toBeCloseTo((promptTokenBound(c.bodyBytes) * 1 + 1000 * 4) / 1e6, 15)
     expect(worstCaseUsd(pricer, c)).toBe(worstCaseUsd(new Pricer(), c))
     expect(worstCaseUsd(new Pricer(), fast)).toBe(worstCaseUsd(new Pricer(), c))
+  })
+
+  it("a request that marks Anthropic's prompt cache reserves its prompt as cache writes (1.25x input; 2x for a 1-hour mark)", () => {
+    const mark = (ttl?: string) => ({ type: 'ephemeral', ...(ttl ? { ttl } : {}) })
+    const body = (where: 'none' | 'system' | 'message' | 'tools' | 'top', ttl?: string) => ({
+      model: 'claude-sonnet-4-5',
+      max_tokens: 1000,
+      ...(where === 'top' ? { cache_control: mark(ttl) } : {}),
+      tools: [{ name: 'read', input_schema: { type: 'object' }, ...(where === 'tools' ? { cache_control: mark(ttl) } : {}) }],
+      system: [{ type: 'text', text: 'You are Claude Code.', ...(where === 'system' ? { cache_control: mark(ttl) } : {}) }],
+      messages: [{ role: 'user', content: [{ type: 'text', text: 'x'.repeat(3000), ...(where === 'message' ? { cache_control: mark(ttl) } : {}) }] }],
+    })
+    const at = (b: Record<string, unknown>) => ({ ...ctx(b, 'messages'), provider: anthropic })
+    const price = (b: Record<string, unknown>, cache: Record<string, number>) => {
+      const input_tokens = promptTokenBound(at(b).bodyBytes)
+      return Number(calcPrice({ input_tokens, output_tokens: 1000, ...Object.fromEntries(Object.entries(cache).map(([k]) => [k, input_tokens])) }, 'claude-sonnet-4-5', { providerId: 'anthropic' })!.total_price)
+    }
+    expect(cacheWriteTtl(body('none'))).toBe(null)
+    const plain = worstCaseUsd(new Pricer(), at(body('none')))
+    expect(plain).toBeCloseTo(price(body('none'), {}), 12)
+    for (const where of ['system', 'message', 'tools', 'top'] as const) {
+      expect(cacheWriteTtl(body(where))).toBe('5m')
+      expect(worstCaseUsd(new Pricer(), at(body(where)))).toBeCloseTo(price(body(where), { cache_write_tokens: 1 }), 12)
+      expect(cacheWriteTtl(body(where, '1h'))).toBe('1h')
+      const hour = worstCaseUsd(new Pricer(), at(body(where, '1h')))
+      expect(hour).toBeCloseTo(price(body(where, '1h'), { cache_write_tokens: 1, cache_write_1h_tokens: 1 }), 12)
+      // 2x the input price for the prompt: above the 5-minute bound, which is above the plain one.
+      expect(hour).toBeGreaterThan(worstCaseUsd(new Pricer(), at(body(where))))
+    }
+    expect(worstCaseUsd(new Pricer(), at(body('system')))).toBeGreaterThan(plain)
   })
 
   it('prices prompt bound and output cap at the model price', () => {

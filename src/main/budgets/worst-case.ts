@@ -9,7 +9,9 @@ import type { CallContext } from '../proxy/gate'
  * - Prompt: the request body's bytes / 3, as tokens. Real tokens average ~4 bytes of English
  *   and the JSON around the text adds more bytes, so this stays above the real count while
  *   costing nothing to compute (no tokenizer on the hot path). All of it is priced as uncached
- *   input.
+ *   input, or, when the request marks anything for Anthropic's prompt cache (`cache_control`),
+ *   as cache writes (1.25x the input price; 2x when a mark asks for a 1-hour lifetime): every
+ *   prompt token up to the last mark can be written, and a mark's prefix is most of a prompt.
  * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens`, Gemini's
  *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist) or Bedrock
  *   Converse's `inferenceConfig.maxTokens` (times `n` choices); without one,
@@ -50,6 +52,33 @@ export function maxOutputTokens(body: unknown): number {
   return Math.ceil(max) * Math.ceil(n)
 }
 
+/** A `cache_control` mark's lifetime: '1h' when it asks for one, else the default 5 minutes. */
+function markTtl(block: unknown): '5m' | '1h' | null {
+  if (!isObject(block) || !isObject(block.cache_control)) return null
+  return block.cache_control.ttl === '1h' ? '1h' : '5m'
+}
+
+/**
+ * The longest lifetime the request's `cache_control` marks ask for (Anthropic's Messages API, as
+ * Bedrock and Vertex AI carry it), or null for none: the request's top level (automatic caching),
+ * its `tools`, `system` blocks and messages' content blocks. One step into each list: no walk of
+ * the text.
+ */
+export function cacheWriteTtl(body: unknown): '5m' | '1h' | null {
+  if (!isObject(body)) return null
+  let ttl = markTtl(body)
+  const see = (block: unknown): boolean => {
+    const t = markTtl(block)
+    if (t) ttl = t
+    return ttl === '1h'
+  }
+  for (const list of [body.tools, body.system]) if (Array.isArray(list) && list.some(see)) return '1h'
+  if (Array.isArray(body.messages)) {
+    for (const m of body.messages) if (isObject(m) && Array.isArray(m.content) && m.content.some(see)) return '1h'
+  }
+  return ttl
+}
+
 /** The model a requested model's calls were answered as (provider, requested model), when it differs. */
 export type AnsweredAs = (provider: string, model: string) => string | undefined
 
@@ -71,6 +100,9 @@ export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: Answ
   if (!ctx.shape.billable || !ctx.shape.model) return 0
   const usage = emptyUsage()
   usage.input_tokens = promptTokenBound(ctx.bodyBytes)
+  const ttl = cacheWriteTtl(ctx.body)
+  if (ttl) usage.cache_write_tokens = usage.input_tokens
+  if (ttl === '1h') usage.cache_write_1h_tokens = usage.input_tokens
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
   if (ctx.shape.dataResidency) usage.data_residency = true
   if (ctx.shape.fast) usage.fast = true
