@@ -151,14 +151,15 @@ describe('a Responses socket', () => {
     expect(rows.every((r) => r.cost_usd > 0)).toBe(true)
   })
 
-  it('steered by a key over its block limit: the steer is refused, not sent, so no successor starts', async () => {
+  it('steered by a key over its block limit: the steer is refused (response.steer.failed), not sent, so no successor starts', async () => {
     script = () => {}
     const before = ledgerRows(t.dbFile).length
     const sent = seen.length
     const c = await open('sk-blocked-steer-0001')
     c.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_x', input: 'more' }))
     await eventually(() => c.frames.length === 1, 10_000)
-    expect(c.frames[0]).toMatchObject({ type: 'error', status: 429 })
+    // As OpenAI answers steering input it will not commit: the input handed back.
+    expect(c.frames[0]).toMatchObject({ type: 'response.steer.failed', status: 429, steer: { previous_response_id: 'resp_x', input: 'more' }, error: { type: 'usage_limit_reached' } })
     expect((await rowsAfter(before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
     c.ws.close()
     expect(seen.length).toBe(sent)
@@ -191,6 +192,11 @@ describe('a Responses socket', () => {
     c.ws.send(Buffer.from([0, 1, 2, 255]), { binary: true })
     await eventually(() => seen.length === sent + 1, 10_000)
     expect(seen[sent].binary).toBe(true)
+    // Nor does one that begins as JSON does but is not JSON: it is not a create either.
+    c.ws.send(Buffer.from([0x7b, 0x00, 0xff, 0x10]), { binary: true })
+    await eventually(() => seen.length === sent + 2, 10_000)
+    expect(seen[sent + 1].binary).toBe(true)
+    expect(c.frames.length).toBe(1)
     c.ws.close()
   })
 })

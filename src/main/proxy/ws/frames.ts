@@ -55,3 +55,19 @@ export function errorFrame(status: number, body: unknown, headers: Record<string
   // On a multiplexed socket the client routes each event by its lane, as the upstream's own errors.
   return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
 }
+
+/**
+ * A steer refused, as OpenAI answers steering input it will not commit (`response.steer.failed`):
+ * the input handed back, so the client can send it with its next `response.create`, and the
+ * refusal in Codex's form. With the lane of the response it steers, as OpenAI's own events.
+ */
+export function steerFailedFrame(status: number, body: unknown, headers: Record<string, string>, steer: { previous_response_id?: unknown; input?: unknown }, lane = ''): string {
+  const frame = {
+    type: 'response.steer.failed',
+    status,
+    steer: { previous_response_id: steer.previous_response_id, input: steer.input },
+    error: codexRefusalError(status, body, headers),
+    headers,
+  }
+  return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
+}

@@ -276,7 +276,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       }
       // A binary frame holding a JSON object is read as a text one (a provider may take it as
       // one): a response.create gated, whatever it sends.
-      const refused = calls && (!isBinary || jsonObject(data)) ? calls.fromClient(data) : null
+      const refused = calls && (!isBinary || jsonObject(data)) ? calls.fromClient(data, isBinary) : null
       if (refused instanceof Promise) {
         held = []
         void refused.then((r) => {

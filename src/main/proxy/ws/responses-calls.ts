@@ -10,7 +10,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import type { Admission } from '../gate'
-import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf } from './frames'
+import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
@@ -35,8 +35,8 @@ export class ResponsesSocketCalls {
   private readonly asked = new Map<string, Record<string, unknown>>()
   /** Per lane, steers admitted whose successor has not begun (their reservations held until it does, or they fail). */
   private readonly steers = new Map<string, CallState[]>()
-  /** Steers, from their admission until a successor takes them. */
-  private readonly steering = new WeakSet<CallState>()
+  /** Steers (what they asked, for a refusal to hand back), from their admission until a successor takes them. */
+  private readonly steering = new WeakMap<CallState, { previous_response_id?: unknown; input?: unknown }>()
   /** Which lane each response began in (a steer names the response it steers, not always its lane). */
   private readonly responseLane = new Map<string, string>()
   /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
@@ -73,9 +73,9 @@ export class ResponsesSocketCalls {
   /**
    * A text frame from the client. Returns null to forward it, the error frame to answer instead
    * (a budget refusal: the frame is not sent upstream), or false to drop it (the socket closed
-   * while its admission waited).
+   * while its admission waited). A binary frame (`binary`) that is not JSON after all is passed on.
    */
-  fromClient(data: Buffer): string | null | false | Promise<string | null | false> {
+  fromClient(data: Buffer, binary = false): string | null | false | Promise<string | null | false> {
     // Parsed whole: the client's frames are few, and its top-level `type` may come after other
     // keys whose values hold a "type" of their own (an input item's). A frame is at most the
     // socket's maxPayload (the request body limit), so this costs what parsing an HTTP body does.
@@ -83,6 +83,7 @@ export class ResponsesSocketCalls {
     try {
       frame = JSON.parse(data.toString('utf8'))
     } catch {
+      if (binary) return null
       // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
       return errorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), {})
     }
@@ -109,7 +110,7 @@ export class ResponsesSocketCalls {
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
     this.laneOf.set(s, lane)
-    if (steer) this.steering.add(s)
+    if (steer) this.steering.set(s, { previous_response_id: frame.previous_response_id, input: frame.input })
     let a: Admission | Promise<Admission>
     try {
       a = this.life.admit(s)
@@ -133,6 +134,12 @@ export class ResponsesSocketCalls {
     s.status = refusal.status
     s.error = refusal.reason
     this.life.finish(s)
+    const steer = this.steering.get(s)
+    if (steer) {
+      this.steering.delete(s)
+      // Not an `error` in the lane of the response it steers: that response goes on.
+      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.laneOf.get(s))
+    }
     return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.laneOf.get(s))
   }
 
@@ -144,6 +151,11 @@ export class ResponsesSocketCalls {
     // The socket closed while the admission waited (on PostgreSQL): closed() found nothing open,
     // so the call is recorded here as closed() would have, at $0, which frees its reservation.
     if (this.closedBy) {
+      // A steer is not sent: nothing to record, as for one still queued at the close.
+      if (this.steering.has(s)) {
+        this.release(s)
+        return false
+      }
       this.abandoned(s, this.closedBy)
       this.life.finish(s)
       return false
@@ -183,16 +195,20 @@ export class ResponsesSocketCalls {
         s = next
       }
     }
+    // A steer's events, and its successor, are in its lane; from an upstream that does not echo
+    // lanes, in the lane of the oldest steer queued.
+    const steered = named ?? this.steeredLane() ?? lane
     if (type === 'response.created') {
       // A response no `response.create` waits for (none open in its lane), or one that steered
       // input queued here began: a successor the server started by itself.
-      if (!s || this.steers.get(lane)?.length) s = this.successor(lane) ?? s
+      if (!s || this.steers.get(steered)?.length) s = this.successor(steered) ?? s
       const id = this.lanes ? responseIdOf(text) : null
-      if (id) this.responseLane.set(id, lane)
+      // The lane of the call it is (a steer naming the response finds its settings there).
+      if (id && s) this.responseLane.set(id, this.laneOf.get(s) ?? '')
     } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
       // The steered input was refused, or waits for a `response.create` of the client's (gated
       // itself): no successor will take its steer.
-      const q = this.steers.get(lane)
+      const q = this.steers.get(steered)
       if (q?.length) this.release(q.shift()!)
     }
     if (!s) return
@@ -254,6 +270,12 @@ export class ResponsesSocketCalls {
     if (i >= 0) this.open.splice(i, 1)
   }
 
+  /** The lane of the oldest steer queued, if one is. */
+  private steeredLane(): string | undefined {
+    for (const [lane, q] of this.steers) if (q.length > 0) return lane
+    return undefined
+  }
+
   private queueSteer(s: CallState): void {
     const lane = this.laneOf.get(s) ?? ''
     const q = this.steers.get(lane)
@@ -307,7 +329,9 @@ export class ResponsesSocketCalls {
    */
   openState(): 'none' | 'waiting' | 'streaming' {
     const s = this.open.find((c) => !this.erred.has(c))
-    return !s ? 'none' : s.responseStarted ? 'streaming' : 'waiting'
+    if (s) return s.responseStarted ? 'streaming' : 'waiting'
+    // A steer queued, its response ended: the server owes its successor (or its failure).
+    return this.steeredLane() !== undefined ? 'waiting' : 'none'
   }
 
   /**
@@ -316,6 +340,13 @@ export class ResponsesSocketCalls {
    * after (what streamed metered, the rest estimated); the relay then closes the socket.
    */
   timedOut(): void {
+    // A steer whose successor never began is recorded as a response.create that got no answer.
+    for (const q of this.steers.values()) {
+      for (const s of q.splice(0)) {
+        this.steering.delete(s)
+        this.open.push(s)
+      }
+    }
     this.endOpen('upstream', (s) => {
       s.status = 504
       s.error = s.responseStarted ? 'upstream_stalled' : 'upstream_timeout'
