@@ -3,6 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { Pricer } from '../pricing/price'
 import { loadPriceLibrary } from '../pricing/library'
 import { anthropic } from '../providers/anthropic'
+import { bedrock, converseUsage } from '../providers/bedrock'
 import { openai } from '../providers/openai'
 import type { CallContext } from '../proxy/gate'
 import { DEFAULT_MAX_OUTPUT_TOKENS, cacheWriteTtl, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
@@ -83,6 +84,34 @@ describe('worst-case cost', () => {
       expect(hour).toBeGreaterThan(worstCaseUsd(new Pricer(), at(body(where))))
     }
     expect(worstCaseUsd(new Pricer(), at(body('system')))).toBeGreaterThan(plain)
+  })
+
+  it("Bedrock Converse's cachePoint marks count as cache marks: the bound covers the prompt billed as cache writes", () => {
+    const MODEL = 'us.anthropic.claude-sonnet-4-5-20250929-v1:0'
+    const body = {
+      system: [{ text: 'You are Claude Code. ' + 'x'.repeat(30000) }, { cachePoint: { type: 'default' } }],
+      messages: [{ role: 'user', content: [{ text: 'hi' }, { cachePoint: { type: 'default' } }] }],
+      toolConfig: { tools: [{ toolSpec: { name: 'read' } }] },
+      inferenceConfig: { maxTokens: 1000 },
+    }
+    const c: CallContext = { ...ctx(body, 'converse'), provider: bedrock, shape: { endpoint: 'converse', model: MODEL, stream: false, billable: true } }
+    expect(cacheWriteTtl(body)).toBe('5m')
+    expect(cacheWriteTtl({ ...body, system: [{ text: 's' }], messages: [], toolConfig: { tools: [{ cachePoint: { type: 'default' } }] } })).toBe('5m')
+    const prompt = promptTokenBound(c.bodyBytes)
+    // What the Converse meter records for a call that writes its whole (bounded) prompt to the cache.
+    const usage = converseUsage({ inputTokens: 0, cacheWriteInputTokens: prompt, outputTokens: maxOutputTokens(body) })!
+    const billed = new Pricer().price('aws', 'bedrock', MODEL, usage, new Date(c.ts))
+    expect(billed.priced).toBe(true)
+    expect(worstCaseUsd(new Pricer(), c)).toBeGreaterThanOrEqual(billed.cost_usd)
+  })
+
+  it('the longest lifetime any mark asks for is the one reserved, wherever it stands', () => {
+    const m5 = { type: 'ephemeral' }
+    const h1 = { type: 'ephemeral', ttl: '1h' }
+    expect(cacheWriteTtl({ cache_control: h1, system: [{ type: 'text', text: 's', cache_control: m5 }], messages: [] })).toBe('1h')
+    expect(cacheWriteTtl({ system: [{ type: 'text', text: 's', cache_control: h1 }], messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: m5 }] }] })).toBe('1h')
+    expect(cacheWriteTtl({ system: [{ type: 'text', text: 's', cache_control: m5 }], messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: h1 }] }] })).toBe('1h')
+    expect(cacheWriteTtl({ system: 'plain', messages: [{ role: 'user', content: 'plain' }] })).toBe(null)
   })
 
   it('prices prompt bound and output cap at the model price', () => {

@@ -52,27 +52,36 @@ export function maxOutputTokens(body: unknown): number {
   return Math.ceil(max) * Math.ceil(n)
 }
 
-/** A `cache_control` mark's lifetime: '1h' when it asks for one, else the default 5 minutes. */
+/**
+ * A cache mark's lifetime: '1h' when it asks for one, else the default 5 minutes. Anthropic's
+ * `cache_control` on a block, or Bedrock Converse's `cachePoint` block.
+ */
 function markTtl(block: unknown): '5m' | '1h' | null {
-  if (!isObject(block) || !isObject(block.cache_control)) return null
-  return block.cache_control.ttl === '1h' ? '1h' : '5m'
+  if (!isObject(block)) return null
+  const mark = isObject(block.cache_control) ? block.cache_control : isObject(block.cachePoint) ? block.cachePoint : null
+  if (!mark) return null
+  return mark.ttl === '1h' ? '1h' : '5m'
 }
 
 /**
- * The longest lifetime the request's `cache_control` marks ask for (Anthropic's Messages API, as
- * Bedrock and Vertex AI carry it), or null for none: the request's top level (automatic caching),
- * its `tools`, `system` blocks and messages' content blocks. One step into each list: no walk of
- * the text.
+ * The longest lifetime the request's prompt-cache marks ask for, or null for none: Anthropic's
+ * `cache_control` (the Messages API, as Bedrock, Vertex AI and OpenRouter carry it) and Bedrock
+ * Converse's `cachePoint` blocks, on the request's top level (automatic caching), its `tools`
+ * (Converse: `toolConfig.tools`), `system` blocks and messages' content blocks. One step into
+ * each list: no walk of the text.
  */
 export function cacheWriteTtl(body: unknown): '5m' | '1h' | null {
   if (!isObject(body)) return null
   let ttl = markTtl(body)
+  // Stops at a 1-hour mark: none is longer. A 5-minute mark never shortens one seen before.
   const see = (block: unknown): boolean => {
     const t = markTtl(block)
-    if (t) ttl = t
+    if (t === '1h' || (t && !ttl)) ttl = t
     return ttl === '1h'
   }
-  for (const list of [body.tools, body.system]) if (Array.isArray(list) && list.some(see)) return '1h'
+  if (ttl === '1h') return ttl
+  const tools = isObject(body.toolConfig) ? body.toolConfig.tools : body.tools
+  for (const list of [tools, body.system]) if (Array.isArray(list) && list.some(see)) return '1h'
   if (Array.isArray(body.messages)) {
     for (const m of body.messages) if (isObject(m) && Array.isArray(m.content) && m.content.some(see)) return '1h'
   }
