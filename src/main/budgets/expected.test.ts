@@ -78,6 +78,24 @@ describe('expected cost', () => {
   })
 })
 
+describe('which model a requested name was answered as, from a read of stored calls (PostgreSQL)', () => {
+  it("takes each name's latest answer, and keeps one this process already knows (it may be newer than the read)", () => {
+    const h = new CallHistory()
+    h.noteAnswered('openai', 'gpt-5-nano', 'gpt-5-nano-2025-08-07')
+    h.noteAnsweredFromRead([
+      { provider: 'openai', model: 'gpt-5-nano-2025-01-01', requested: 'gpt-5-nano', last: 2 },
+      { provider: 'openai', model: 'gpt-4o-2024-11-20', requested: 'gpt-4o', last: 3 },
+      { provider: 'openai', model: 'gpt-4o-2024-08-06', requested: 'gpt-4o', last: 1 },
+      { provider: 'openai', model: 'gpt-4o-mini', requested: null, last: 4 },
+      { provider: 'azure', model: 'gpt-4o-2024-05-13', requested: 'gpt-4o', last: 0 },
+    ])
+    expect(h.answeredAs('openai', 'gpt-5-nano')).toBe('gpt-5-nano-2025-08-07')
+    expect(h.answeredAs('openai', 'gpt-4o')).toBe('gpt-4o-2024-11-20')
+    expect(h.answeredAs('azure', 'gpt-4o')).toBe('gpt-4o-2024-05-13')
+    expect(h.answeredAs('openai', 'gpt-4o-mini')).toBeUndefined()
+  })
+})
+
 describe('the 95th percentile of the last 100 calls', () => {
   it('is exactly what sorting the window would give, after every answer (the window is kept sorted)', () => {
     fc.assert(

@@ -152,6 +152,16 @@ export class CallHistory {
     this.foreground.of(provider, requested, true).answered = answered
   }
 
+  /**
+   * From a read of stored calls (PostgreSQL's re-read of the meters): the latest answered model of
+   * each requested name none is known for yet. What this process heard or answered while the
+   * read ran may be newer than the read's snapshot, so a known one is kept.
+   */
+  noteAnsweredFromRead(rows: readonly { provider: string; model: string; requested: string | null; last: number }[]): void {
+    const fresh = rows.filter((r) => r.requested && r.requested !== r.model && !this.answeredAs(r.provider, r.requested))
+    for (const r of fresh.sort((a, b) => a.last - b.last)) this.noteAnswered(r.provider, r.requested!, r.model)
+  }
+
   /** `background`: a background response's real usage (./background-holds.ts), learnt apart. */
   learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string, background = false): void {
     const h = (background ? this.background : this.foreground).of(provider, model, true)

@@ -159,7 +159,7 @@ export class SharedBudgets {
       // Which model each requested name was answered as, from the calls read: those whose
       // notifications this instance did not hear (stored before it listened, or while its
       // listening connection was lost or deaf) teach it nothing else. The latest answer wins.
-      if (this.answers) noteAnswers(this.answers, this.history.rows)
+      this.answers?.noteAnsweredFromRead(this.history.rows)
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)
@@ -179,10 +179,4 @@ export class SharedBudgets {
       this.during.delete(during)
     }
   }
-}
-
-/** The answered model of each requested name in `rows` (a read of the meters), the latest call's. */
-function noteAnswers(answers: CallHistory, rows: readonly HistoryRow[]): void {
-  const answered = rows.filter((r) => r.requested && r.requested !== r.model).sort((a, b) => a.last - b.last)
-  for (const r of answered) answers.noteAnswered(r.provider, r.requested!, r.model)
 }
