@@ -11,6 +11,7 @@ import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import type { Admission } from '../gate'
 import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
+import { SocketSteers } from './steers'
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
@@ -33,10 +34,8 @@ export class ResponsesSocketCalls {
   private lanes = false
   /** Per lane, the last `response.create`: the settings a successor response inherits. */
   private readonly asked = new Map<string, Record<string, unknown>>()
-  /** Per lane, steers admitted whose successor has not begun (their reservations held until it does, or they fail). */
-  private readonly steers = new Map<string, CallState[]>()
-  /** Steers (what they asked, for a refusal to hand back), from their admission until a successor takes them. */
-  private readonly steering = new WeakMap<CallState, { previous_response_id?: unknown; input?: unknown }>()
+  /** Steers admitted whose successor has not begun (./steers.ts). */
+  private readonly steers = new SocketSteers((s) => this.release(s))
   /** Which lane each response began in (a steer names the response it steers, not always its lane). */
   private readonly responseLane = new Map<string, string>()
   /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
@@ -110,7 +109,7 @@ export class ResponsesSocketCalls {
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
     this.laneOf.set(s, lane)
-    if (steer) this.steering.set(s, { previous_response_id: frame.previous_response_id, input: frame.input })
+    if (steer) this.steers.mark(s, { previous_response_id: frame.previous_response_id, input: frame.input })
     let a: Admission | Promise<Admission>
     try {
       a = this.life.admit(s)
@@ -134,9 +133,8 @@ export class ResponsesSocketCalls {
     s.status = refusal.status
     s.error = refusal.reason
     this.life.finish(s)
-    const steer = this.steering.get(s)
+    const steer = this.steers.unmark(s)
     if (steer) {
-      this.steering.delete(s)
       // Not an `error` in the lane of the response it steers: that response goes on.
       return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.laneOf.get(s))
     }
@@ -152,8 +150,8 @@ export class ResponsesSocketCalls {
     // so the call is recorded here as closed() would have, at $0, which frees its reservation.
     if (this.closedBy) {
       // A steer is not sent: nothing to record, as for one still queued at the close.
-      if (this.steering.has(s)) {
-        this.release(s)
+      if (this.steers.is(s)) {
+        this.steers.drop(s)
         return false
       }
       this.abandoned(s, this.closedBy)
@@ -164,7 +162,7 @@ export class ResponsesSocketCalls {
     s.status = 200
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
-    if (this.steering.has(s)) this.queueSteer(s)
+    if (this.steers.is(s)) this.steers.queue(s, this.laneOf.get(s) ?? '')
     else this.open.push(s)
     // The frame goes upstream when this returns; what the gate left for after that runs then.
     a.afterSend?.()
@@ -197,19 +195,18 @@ export class ResponsesSocketCalls {
     }
     // A steer's events, and its successor, are in its lane; from an upstream that does not echo
     // lanes, in the lane of the oldest steer queued.
-    const steered = named ?? this.steeredLane() ?? lane
+    const steered = named ?? this.steers.firstLane() ?? lane
     if (type === 'response.created') {
       // A response no `response.create` waits for (none open in its lane), or one that steered
       // input queued here began: a successor the server started by itself.
-      if (!s || this.steers.get(steered)?.length) s = this.successor(steered) ?? s
+      if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
       const id = this.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
       if (id && s) this.responseLane.set(id, this.laneOf.get(s) ?? '')
     } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
       // The steered input was refused, or waits for a `response.create` of the client's (gated
       // itself): no successor will take its steer.
-      const q = this.steers.get(steered)
-      if (q?.length) this.release(q.shift()!)
+      this.steers.dropOldest(steered)
     }
     if (!s) return
     s.responseStarted = true
@@ -270,19 +267,6 @@ export class ResponsesSocketCalls {
     if (i >= 0) this.open.splice(i, 1)
   }
 
-  /** The lane of the oldest steer queued, if one is. */
-  private steeredLane(): string | undefined {
-    for (const [lane, q] of this.steers) if (q.length > 0) return lane
-    return undefined
-  }
-
-  private queueSteer(s: CallState): void {
-    const lane = this.laneOf.get(s) ?? ''
-    const q = this.steers.get(lane)
-    if (q) q.push(s)
-    else this.steers.set(lane, [s])
-  }
-
   /**
    * The call a successor response in `lane` is: the oldest steer queued there (every other one
    * queued meanwhile went into the same successor: their reservations are freed), else one made
@@ -290,11 +274,8 @@ export class ResponsesSocketCalls {
    * gated: the server started it). It goes first in its lane: the frames that follow are its.
    */
   private successor(lane: string): CallState | undefined {
-    let s = this.steers.get(lane)?.shift()
-    if (s) {
-      this.steering.delete(s)
-      for (const other of this.steers.get(lane)!.splice(0)) this.release(other)
-    } else {
+    let s = this.steers.take(lane)
+    if (!s) {
       const asked = this.asked.get(lane)
       if (!asked) return undefined
       const { info, ctx } = describeCall(this.route, 'POST', this.headers, asked, 0, Date.now(), this.who)
@@ -314,7 +295,6 @@ export class ResponsesSocketCalls {
 
   /** A steer no successor will take: its reservation freed, nothing recorded (no response was generated for it). */
   private release(s: CallState): void {
-    this.steering.delete(s)
     try {
       s.admission.settle?.(0)
     } finally {
@@ -331,7 +311,7 @@ export class ResponsesSocketCalls {
     const s = this.open.find((c) => !this.erred.has(c))
     if (s) return s.responseStarted ? 'streaming' : 'waiting'
     // A steer queued, its response ended: the server owes its successor (or its failure).
-    return this.steeredLane() !== undefined ? 'waiting' : 'none'
+    return this.steers.firstLane() !== undefined ? 'waiting' : 'none'
   }
 
   /**
@@ -341,12 +321,7 @@ export class ResponsesSocketCalls {
    */
   timedOut(): void {
     // A steer whose successor never began is recorded as a response.create that got no answer.
-    for (const q of this.steers.values()) {
-      for (const s of q.splice(0)) {
-        this.steering.delete(s)
-        this.open.push(s)
-      }
-    }
+    this.open.push(...this.steers.drain())
     this.endOpen('upstream', (s) => {
       s.status = 504
       s.error = s.responseStarted ? 'upstream_stalled' : 'upstream_timeout'
@@ -364,7 +339,7 @@ export class ResponsesSocketCalls {
   /** Records every open call, each as `cut` says, but an erred one: its response had ended (failed) already, and it is recorded with its error. */
   private endOpen(by: 'client' | 'upstream', cut: (s: CallState) => void): void {
     this.closedBy ??= by
-    for (const q of this.steers.values()) for (const s of q.splice(0)) this.release(s)
+    for (const s of this.steers.drain()) this.release(s)
     for (const s of this.open.splice(0)) {
       if (!this.erred.has(s)) cut(s)
       this.life.finish(s)
