@@ -13,6 +13,9 @@ import type { Admission } from '../gate'
 import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
 import { SocketSteers } from './steers'
 
+/** How many responses' lanes a socket keeps (a steer names a recent response). */
+const MAX_RESPONSES_KEPT = 256
+
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
  * the client sends is one call, admitted by the gate like any HTTP call, metered from the frames
@@ -202,7 +205,11 @@ export class ResponsesSocketCalls {
       if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
       const id = this.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
-      if (id && s) this.responseLane.set(id, this.laneOf.get(s) ?? '')
+      if (id && s) {
+        this.responseLane.set(id, this.laneOf.get(s) ?? '')
+        // A long-lived socket's older responses are steered no more: the map stays small.
+        if (this.responseLane.size > MAX_RESPONSES_KEPT) this.responseLane.delete(this.responseLane.keys().next().value!)
+      }
     } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
       // The steered input was refused, or waits for a `response.create` of the client's (gated
       // itself): no successor will take its steer.
