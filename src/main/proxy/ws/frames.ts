@@ -1,4 +1,5 @@
 import { codexRefusalError } from '../codex-refusal'
+import type { SteerAsk } from './steers'
 
 /**
  * Reading and writing the Responses API's WebSocket frames (JSON events): what the metering of a
@@ -51,8 +52,11 @@ export function errorStatus(text: string): number {
  * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
  */
 export function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = ''): string {
-  const frame = { type: 'error', status, error: codexRefusalError(status, body, headers), headers }
-  // On a multiplexed socket the client routes each event by its lane, as the upstream's own errors.
+  return inLane({ type: 'error', status, error: codexRefusalError(status, body, headers), headers }, lane)
+}
+
+/** A frame Burnrate writes, with its lane: on a multiplexed socket the client routes each event by it, as the upstream's own. */
+function inLane(frame: Record<string, unknown>, lane: string): string {
   return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
 }
 
@@ -61,13 +65,15 @@ export function errorFrame(status: number, body: unknown, headers: Record<string
  * the input handed back, so the client can send it with its next `response.create`, and the
  * refusal in Codex's form. With the lane of the response it steers, as OpenAI's own events.
  */
-export function steerFailedFrame(status: number, body: unknown, headers: Record<string, string>, steer: { previous_response_id?: unknown; input?: unknown }, lane = ''): string {
-  const frame = {
-    type: 'response.steer.failed',
-    status,
-    steer: { previous_response_id: steer.previous_response_id, input: steer.input },
-    error: codexRefusalError(status, body, headers),
-    headers,
-  }
-  return JSON.stringify(lane ? { ...frame, stream_id: lane } : frame)
+export function steerFailedFrame(status: number, body: unknown, headers: Record<string, string>, steer: SteerAsk, lane = ''): string {
+  return inLane(
+    {
+      type: 'response.steer.failed',
+      status,
+      steer: { previous_response_id: steer.previous_response_id, input: steer.input },
+      error: codexRefusalError(status, body, headers),
+      headers,
+    },
+    lane,
+  )
 }

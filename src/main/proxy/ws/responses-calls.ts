@@ -183,7 +183,6 @@ export class ResponsesSocketCalls {
     // One lane (null): every open call is in it. Else the frame's, or, from an upstream that does
     // not echo lanes, the oldest open call's.
     const named = this.lanes ? laneOfFrame(text) : null
-    const lane = named ?? ''
     let s = this.oldest(named)
     // An erred call's response may end without its terminal event. While no other response was
     // asked for in its lane, every frame is still its own; once one was, a frame other than a
@@ -196,12 +195,10 @@ export class ResponsesSocketCalls {
         s = next
       }
     }
-    // A steer's events, and its successor, are in its lane; from an upstream that does not echo
-    // lanes, in the lane of the oldest steer queued.
-    const steered = named ?? this.steers.firstLane() ?? lane
     if (type === 'response.created') {
       // A response no `response.create` waits for (none open in its lane), or one that steered
       // input queued here began: a successor the server started by itself.
+      const steered = this.steeredLane(named)
       if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
       const id = this.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
@@ -213,7 +210,7 @@ export class ResponsesSocketCalls {
     } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
       // The steered input was refused, or waits for a `response.create` of the client's (gated
       // itself): no successor will take its steer.
-      this.steers.dropOldest(steered)
+      this.steers.dropOldest(this.steeredLane(named))
     }
     if (!s) return
     s.responseStarted = true
@@ -260,6 +257,11 @@ export class ResponsesSocketCalls {
     const lane = named ?? ''
     const s = this.open.find((c) => this.laneOf.get(c) === lane)
     return s ?? (named === null ? this.open[0] : undefined)
+  }
+
+  /** The lane of a steer's events and its successor: the one the frame names, else (an upstream that does not echo lanes) the oldest steer's. */
+  private steeredLane(named: string | null): string {
+    return named ?? this.steers.firstLane() ?? ''
   }
 
   /** The open call after `s` in its lane, if one is. */
