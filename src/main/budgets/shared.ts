@@ -158,7 +158,8 @@ export class SharedBudgets {
       )
       // Which model each requested name was answered as, from the calls read: those whose
       // notifications this instance did not hear (stored before it listened, or while its
-      // listening connection was lost or deaf) teach it nothing else. The latest answer wins.
+      // listening connection was lost or deaf) teach it nothing else. Only names with no known
+      // answer: one this instance gave or heard meanwhile may be newer than the read.
       this.answers?.noteAnsweredFromRead(this.history.rows)
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.

@@ -9,8 +9,8 @@ import type { CallContext } from '../proxy/gate'
  * - Prompt: the request body's bytes / 3, as tokens. Real tokens average ~4 bytes of English
  *   and the JSON around the text adds more bytes, so this stays above the real count while
  *   costing nothing to compute (no tokenizer on the hot path). All of it is priced as uncached
- *   input, or, when the request marks anything for Anthropic's prompt cache (`cache_control`),
- *   as cache writes (1.25x the input price; 2x when a mark asks for a 1-hour lifetime): every
+ *   input, or, when the request marks anything for the prompt cache (Anthropic's `cache_control`,
+ *   Bedrock Converse's `cachePoint`), as cache writes (1.25x the input price; 2x when a mark asks for a 1-hour lifetime): every
  *   prompt token up to the last mark can be written, and a mark's prefix is most of a prompt.
  * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens`, Gemini's
  *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist) or Bedrock
