@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { completed, created, resp, steeredAway, usage } from '../support/responses-events'
 import { type TestServer, startTestServer } from '../support/server'
 import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
@@ -12,8 +13,6 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * successor by itself) and frames sent as binary. Each response is one call with its own usage,
  * gated before it is sent.
  */
-const usage = (i: number, o: number) => ({ input_tokens: i, input_tokens_details: { cached_tokens: 0 }, output_tokens: o, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: i + o })
-const resp = (id: string, model: string) => ({ id, object: 'response', model, status: 'in_progress' })
 
 type Send = (o: object) => void
 /** What the upstream does with each client frame (parsed), per test. */
@@ -71,12 +70,12 @@ describe('a Responses socket', () => {
     const B = resp('resp_b', 'gpt-4o-mini-2024-07-18')
     script = (_f, send, n) => {
       if (n !== 2) return
-      send({ type: 'response.created', stream_id: 'a', response: A })
-      send({ type: 'response.created', stream_id: 'b', response: B })
+      send(created(A, 'a'))
+      send(created(B, 'b'))
       // lane b (the small model) finishes first
-      send({ type: 'response.completed', stream_id: 'b', response: { ...B, status: 'completed', usage: usage(100, 10) } })
+      send(completed(B, usage(100, 10), 'b'))
       send({ type: 'response.output_text.delta', stream_id: 'a', delta: 'long answer' })
-      send({ type: 'response.completed', stream_id: 'a', response: { ...A, status: 'completed', usage: usage(50_000, 2_000) } })
+      send(completed(A, usage(50_000, 2_000), 'a'))
     }
     const before = ledgerRows(t.dbFile).length
     const c = await open('sk-test-lanes-0001')
@@ -93,10 +92,10 @@ describe('a Responses socket', () => {
     const A = resp('resp_a2', 'gpt-4o-2024-08-06')
     script = (_f, send, n) => {
       if (n !== 2) return
-      send({ type: 'response.created', stream_id: 'a', response: A })
+      send(created(A, 'a'))
       send({ type: 'error', stream_id: 'b', status: 429, error: { type: 'rate_limit_exceeded', message: 'slow down' } })
       send({ type: 'response.output_text.delta', stream_id: 'a', delta: 'x'.repeat(2000) })
-      send({ type: 'response.completed', stream_id: 'a', response: { ...A, status: 'completed', usage: usage(50_000, 2_000) } })
+      send(completed(A, usage(50_000, 2_000), 'a'))
     }
     const before = ledgerRows(t.dbFile).length
     const c = await open('sk-test-lanes-0002')
@@ -126,15 +125,15 @@ describe('a Responses socket', () => {
     const R2 = resp('resp_s2', 'gpt-4o-2024-08-06')
     script = (f, send) => {
       if (f.type === 'response.create') {
-        send({ type: 'response.created', response: R1 })
+        send(created(R1))
         send({ type: 'response.output_text.delta', delta: 'working on it' })
       }
       if (f.type === 'response.steer') {
         send({ type: 'response.steer.accepted', steer: { id: 'steer_1' } })
-        send({ type: 'response.incomplete', response: { ...R1, status: 'incomplete', incomplete_details: { reason: 'steered' }, usage: usage(10_000, 100) } })
-        send({ type: 'response.created', response: R2 })
+        send(steeredAway(R1, usage(10_000, 100)))
+        send(created(R2))
         send({ type: 'response.output_text.delta', delta: 'steered answer' })
-        send({ type: 'response.completed', response: { ...R2, status: 'completed', usage: usage(12_000, 3_000) } })
+        send(completed(R2, usage(12_000, 3_000)))
       }
     }
     const before = ledgerRows(t.dbFile).length

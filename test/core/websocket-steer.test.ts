@@ -3,6 +3,7 @@ import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { keyHash } from '../dashboard/seed'
 import { ledgerRows } from '../support/ledger-rows'
+import { completed, created, resp, steeredAway, usage } from '../support/responses-events'
 import { type TestServer, startTestServer } from '../support/server'
 import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
@@ -12,8 +13,6 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * OpenAI answers steering input it will not commit; a steer's settings are its response's, with
  * lanes echoed by the upstream or not; steers that end without a successor free what they held.
  */
-const usage = (i: number, o: number) => ({ input_tokens: i, input_tokens_details: { cached_tokens: 0 }, output_tokens: o, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: i + o })
-const resp = (id: string, model: string) => ({ id, object: 'response', model, status: 'in_progress' })
 
 type Send = (o: object) => void
 let script: (f: any, send: Send, n: number) => void = () => {}
@@ -71,12 +70,12 @@ describe('steering a Responses socket', () => {
     const R1 = resp('resp_stall1', 'gpt-4o-2024-08-06')
     script = (f, send) => {
       if (f.type === 'response.create') {
-        send({ type: 'response.created', response: R1 })
+        send(created(R1))
         send({ type: 'response.output_text.delta', delta: 'working' })
       }
       if (f.type === 'response.steer') {
         send({ type: 'response.steer.accepted', steer: { id: 'steer_1' } })
-        send({ type: 'response.incomplete', response: { ...R1, status: 'incomplete', incomplete_details: { reason: 'steered' }, usage: usage(1000, 10) } })
+        send(steeredAway(R1, usage(1000, 10)))
         // ...and then the provider goes silent: the successor never begins.
       }
     }
@@ -104,12 +103,12 @@ describe('steering a Responses socket', () => {
     script = (f, send) => {
       if (f.type === 'response.create' && f.stream_id === 'b') {
         sendY = send
-        send({ type: 'response.created', stream_id: 'b', response: Y })
+        send(created(Y, 'b'))
         send({ type: 'response.output_text.delta', stream_id: 'b', delta: 'working' })
       }
       if (f.type === 'response.create' && f.stream_id === 'a') {
-        send({ type: 'response.created', stream_id: 'a', response: X })
-        send({ type: 'response.completed', stream_id: 'a', response: { ...X, status: 'completed', usage: usage(1_000_000, 10) } })
+        send(created(X, 'a'))
+        send(completed(X, usage(1_000_000, 10), 'a'))
       }
     }
     const before = ledgerRows(t.dbFile).length
@@ -121,7 +120,7 @@ describe('steering a Responses socket', () => {
     // The key is now over its limit; the user steers lane b's response (a steer has no stream_id).
     c.ws.send(steer('resp_tight_b', 'only the lexer'))
     await eventually(() => c.frames.length === 5, 10_000)
-    sendY({ type: 'response.completed', stream_id: 'b', response: { ...Y, status: 'completed', usage: usage(100, 10) } })
+    sendY(completed(Y, usage(100, 10), 'b'))
     await eventually(() => c.frames.length === 6, 10_000)
     c.ws.close()
     // OpenAI answers rejected steering input with response.steer.failed (returning the input);
@@ -138,19 +137,19 @@ describe('steering a Responses socket', () => {
     script = (f, send) => {
       sendAll = send
       if (f.type === 'response.create' && !f.stream_id) {
-        send({ type: 'response.created', response: X })
+        send(created(X))
         send({ type: 'response.output_text.delta', delta: 'x' })
       }
       if (f.type === 'response.create' && f.stream_id === 'b') {
-        send({ type: 'response.created', stream_id: 'b', response: Y })
+        send(created(Y, 'b'))
         send({ type: 'response.output_text.delta', stream_id: 'b', delta: 'y' })
       }
       if (f.type === 'response.steer') {
         send({ type: 'response.steer.accepted', stream_id: 'b', steer: { id: 'steer_m' } })
-        send({ type: 'response.incomplete', stream_id: 'b', response: { ...Y, status: 'incomplete', incomplete_details: { reason: 'steered' }, usage: usage(3000, 30) } })
-        send({ type: 'response.created', stream_id: 'b', response: Y2 })
-        send({ type: 'response.completed', stream_id: 'b', response: { ...Y2, status: 'completed', usage: usage(4000, 40) } })
-        send({ type: 'response.completed', response: { ...X, status: 'completed', usage: usage(100, 1) } })
+        send(steeredAway(Y, usage(3000, 30), 'b'))
+        send(created(Y2, 'b'))
+        send(completed(Y2, usage(4000, 40), 'b'))
+        send(completed(X, usage(100, 1)))
       }
     }
     const before = ledgerRows(t.dbFile).length
@@ -181,14 +180,14 @@ describe('steering a Responses socket', () => {
     const A2 = resp('resp_ne2', 'gpt-4o-2024-08-06')
     script = (f, send) => {
       if (f.type === 'response.create') {
-        send({ type: 'response.created', response: A })
+        send(created(A))
         send({ type: 'response.output_text.delta', delta: 'x' })
       }
       if (f.type === 'response.steer') {
         send({ type: 'response.steer.accepted', steer: { id: 'steer_ne' } })
-        send({ type: 'response.incomplete', response: { ...A, status: 'incomplete', incomplete_details: { reason: 'steered' }, usage: usage(3000, 30) } })
-        send({ type: 'response.created', response: A2 })
-        send({ type: 'response.completed', response: { ...A2, status: 'completed', usage: usage(4000, 40) } })
+        send(steeredAway(A, usage(3000, 30)))
+        send(created(A2))
+        send(completed(A2, usage(4000, 40)))
       }
     }
     const before = ledgerRows(t.dbFile).length
@@ -214,8 +213,8 @@ describe('steering a Responses socket', () => {
     script = (f, send) => {
       if (f.type === 'response.steer') {
         send({ type: 'response.steer.accepted', steer: { id: 'steer_nc' } })
-        send({ type: 'response.created', response: S })
-        send({ type: 'response.completed', response: { ...S, status: 'completed', usage: usage(1000, 10) } })
+        send(created(S))
+        send(completed(S, usage(1000, 10)))
       }
     }
     const before = ledgerRows(t.dbFile).length
@@ -263,24 +262,24 @@ describe('steering a Responses socket', () => {
     let steers = 0
     script = (f, send, n) => {
       if (f.type === 'response.create' && n === 1) {
-        send({ type: 'response.created', response: R1 })
+        send(created(R1))
         send({ type: 'response.output_text.delta', delta: 'w' })
       }
       if (f.type === 'response.steer' && ++steers === 1) {
         send({ type: 'response.steer.accepted', steer: { id: 'st1' } })
-        send({ type: 'response.completed', response: { ...R1, status: 'completed', usage: usage(1000, 10) } })
+        send(completed(R1, usage(1000, 10)))
         send({ type: 'response.steer.pending', reason: 'waiting_for_required_input', steer: { id: 'st1' } })
       }
       if (f.type === 'response.create' && n > 1) {
-        send({ type: 'response.created', response: R2 })
+        send(created(R2))
         send({ type: 'response.output_text.delta', delta: 'w' })
       }
       if (f.type === 'response.steer' && steers === 3) {
         send({ type: 'response.steer.accepted', steer: { id: 'st2' } })
         send({ type: 'response.steer.accepted', steer: { id: 'st3' } })
-        send({ type: 'response.incomplete', response: { ...R2, status: 'incomplete', incomplete_details: { reason: 'steered' }, usage: usage(2000, 20) } })
-        send({ type: 'response.created', response: R3 })
-        send({ type: 'response.completed', response: { ...R3, status: 'completed', usage: usage(3000, 30) } })
+        send(steeredAway(R2, usage(2000, 20)))
+        send(created(R3))
+        send(completed(R3, usage(3000, 30)))
       }
     }
     // (the previous tests' sockets close asynchronously: start from a quiet server)
@@ -314,8 +313,8 @@ describe('steering a Responses socket', () => {
     const R1 = resp('resp_stall2', 'gpt-4o-2024-08-06')
     script = (f, send) => {
       if (f.type === 'response.create') {
-        send({ type: 'response.created', response: R1 })
-        send({ type: 'response.completed', response: { ...R1, status: 'completed', usage: usage(1000, 10) } })
+        send(created(R1))
+        send(completed(R1, usage(1000, 10)))
       }
       if (f.type === 'response.steer') send({ type: 'response.steer.accepted', steer: { id: 'steer_2' } })
     }
