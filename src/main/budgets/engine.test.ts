@@ -277,6 +277,29 @@ describe('gate', () => {
     expect(a.refuse?.body).toMatchObject({ error: { type: 'rate_limited', period: 'rate', api_key_pattern: 'sk-team-*', limit: 1, used: 1 } })
   })
 
+  it('a worst case that will not fit once the calls in flight end is not told to retry soon (the same test as admission)', () => {
+    // Admission counts a limit reached within a billionth of it (./reached.ts); the in-flight
+    // test must use the same edge, or a call that will be refused again is told to retry in seconds.
+    let worst = 0.1
+    const engine = new BudgetEngine(TZ, 1, [rule({ daily_limit_usd: 1, reserve: 'max_tokens' })], [], {
+      worstCase: () => worst, expected: () => 0, learn: () => {},
+    }, () => [])
+    engine.reload()
+    const gate = budgetGate(engine)
+    record(engine, 0.4)
+    const a = gate.admit(ctx())
+    expect(a.refuse).toBeUndefined()
+    worst = 0.6 - 5e-10 // fits under the exact $0.60 left, not under what admission allows
+    const b = gate.admit(ctx())
+    expect(b.refuse?.headers['x-should-retry']).toBe('false')
+    worst = 0.55 // fits once the call in flight ends: told to retry soon
+    const c = gate.admit(ctx())
+    expect(c.refuse?.headers['x-should-retry']).toBe('true')
+    a.settle!(0)
+    worst = 0.6 - 5e-10 // and b's was right: with nothing in flight it is still refused
+    expect(gate.admit(ctx()).refuse?.status).toBe(429)
+  })
+
   it('a session cap has no Retry-After (a session never resets) and resets_at null', () => {
     const { engine } = setup([rule({ daily_limit_usd: null, session_limit_usd: 0 })])
     const a = budgetGate(engine).admit(ctx({ session: 'abc' }))

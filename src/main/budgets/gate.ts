@@ -4,7 +4,7 @@ import type { Decision, Refusal, Warning } from './decision'
 import type { BudgetEngine } from './engine'
 import type { PeriodState, RateState } from './meter'
 import type { DeferredCheck, RunawayDetector, RunawayEvent } from './runaway'
-import { reached } from './reached'
+import { reached, reachedAt } from './reached'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
 /** The `error` recorded for a call refused by a budget. */
@@ -237,8 +237,9 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
   const p = r.state as PeriodState
   // Refused only for the calls still in flight (spend under the limit; a worst case that fits once
   // they end): a moment later they may have ended, so the client is told to retry soon, not at
-  // the period's reset (an agent would stop for the day at a fraction of its budget).
-  const transient = !reached(p.spent, p.limit) && (r.kind === 'reserved' || (r.kind === 'worst_case' && r.reservedUsd > 0 && r.worstCaseUsd <= p.limit - p.spent))
+  // the period's reset (an agent would stop for the day at a fraction of its budget). "Fits" is
+  // admission's own test (./reached.ts), or a call refused again is told to retry in seconds.
+  const transient = !reached(p.spent, p.limit) && (r.kind === 'reserved' || (r.kind === 'worst_case' && r.reservedUsd > 0 && r.worstCaseUsd <= reachedAt(p.limit) - p.spent))
   const refuseHeaders: Record<string, string> = { ...headers, 'x-should-retry': transient ? 'true' : 'false' }
   if (transient) refuseHeaders['retry-after'] = String(IN_FLIGHT_RETRY_S)
   else if (p.resetsAt !== null) refuseHeaders['retry-after'] = retryAfter(p.resetsAt, now)
