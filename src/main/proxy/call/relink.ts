@@ -1,21 +1,22 @@
 import type { IncomingMessage } from 'node:http'
+import { clientScheme } from '../../http/client-scheme'
 import type { Route } from '../routes'
 
 /** The most of an answer held to be rewritten; a larger one passes unchanged. */
 export const RELINK_LIMIT = 8 * 1024 * 1024
 
 /**
- * Burnrate's address of the call's provider as the client reached it: the scheme, the `Host` the
- * client sent (already checked by the request guard) and the path before the provider's own
- * (`/anthropic`, or nothing for Anthropic's paths at the root), e.g. `http://127.0.0.1:8787`.
+ * Burnrate's address of the call's provider as the client reached it: the scheme it used (`https`
+ * behind a reverse proxy that ends TLS and says so: see clientScheme), the `Host` the client sent
+ * (already checked by the request guard) and the path before the provider's own (`/anthropic`,
+ * or nothing for Anthropic's paths at the root), e.g. `http://127.0.0.1:8787`.
  */
 export function clientBase(req: IncomingMessage, route: Route): string {
   const url = req.url ?? '/'
   const q = url.indexOf('?')
   const pathname = q === -1 ? url : url.slice(0, q)
   const prefix = pathname.endsWith(route.path) ? pathname.slice(0, pathname.length - route.path.length) : ''
-  const tls = (req.socket as { encrypted?: boolean }).encrypted === true
-  return `${tls ? 'https' : 'http'}://${req.headers.host ?? '127.0.0.1'}${prefix.replace(/\/+$/, '')}`
+  return `${clientScheme(req)}://${req.headers.host ?? '127.0.0.1'}${prefix.replace(/\/+$/, '')}`
 }
 
 /** An answer held whole until it ends, to be rewritten (CallShape.relink). */
