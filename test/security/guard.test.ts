@@ -164,6 +164,36 @@ describe('server.allowed_hosts and server.allowed_origins', () => {
   })
 })
 
+describe('behind an HTTPS reverse proxy', () => {
+  it('answers its own dashboard at https://<a name in server.allowed_hosts>, and no other https page', async () => {
+    // The team setup: a TLS proxy at https://burnrate.team.example forwards Host. The dashboard's
+    // own writes (a budget rule, a price) carry Origin: https://burnrate.team.example.
+    const admin = 'admin-token-guard-0123456789abcdef'
+    const s = await startTestServer(
+      { server: { allowed_hosts: ['burnrate.team.example', 'ops.example:8443'] }, admin: { enabled: true, token: admin } },
+      upstream.url,
+    )
+    try {
+      let n = 0
+      const rule = (origin: string, host: string): Promise<Reply> =>
+        request(`${s.url}/api/admin/budgets/rules`, {
+          method: 'POST',
+          headers: { host, origin, authorization: `Bearer ${admin}`, 'content-type': 'application/json', 'sec-fetch-site': 'same-origin' },
+          body: JSON.stringify({ api_key_pattern: `sk-team-${++n}-*`, daily_limit_usd: 5, action: 'block' }),
+        })
+      expect((await rule('https://burnrate.team.example', 'burnrate.team.example')).status).toBe(201)
+      expect((await rule('https://ops.example:8443', 'ops.example:8443')).status).toBe(201)
+      expectForbidden(await rule('https://ops.example', 'ops.example:8443'))
+      expectForbidden(await rule('https://evil.example', 'burnrate.team.example'))
+      expectForbidden(await rule('https://burnrate.team.example.evil.example', 'burnrate.team.example'))
+      // Loopback over https is not this server (it serves plain HTTP): some other local program.
+      expectForbidden(await chat({ origin: `https://127.0.0.1:${new URL(s.url).port}` }, s.url))
+    } finally {
+      await s.cleanup()
+    }
+  })
+})
+
 describe('dashboard.token', () => {
   let s: TestServer
   let renderer: string

@@ -125,8 +125,21 @@ export class HostPolicy {
   allowsOrigin(origin: string, port: number): boolean {
     const o = origin.toLowerCase()
     if (this.origins.has(o)) return true
+    if (o.startsWith('https://')) return this.allowsTlsFront(o.slice(8))
     if (!o.startsWith('http://')) return false
     return this.allowsHost(o.slice(7), port)
+  }
+
+  /**
+   * An https:// page is this server's own only behind a TLS proxy (Burnrate serves plain HTTP),
+   * so only at a name the user listed in `server.allowed_hosts`: any port for `name`, the
+   * origin's port (443 when it names none) for `name:port`. Never a loopback name by itself:
+   * https on this machine is some other program.
+   */
+  private allowsTlsFront(value: string): boolean {
+    const hp = splitHostPort(value)
+    if (!hp) return false
+    return this.anyPort.has(hp.host) || this.exact.has(`${hp.host}#${hp.port ?? 443}`)
   }
 }
 
