@@ -188,8 +188,13 @@ export async function holdRows(store: PostgresStore, sql: string, params: Record
 
 /** Resolves once a session of the database waits on a lock (an admission queued behind `holdRows`). */
 export async function lockWaiter(store: PostgresStore, timeoutMs?: number): Promise<void> {
-  await until('a session waiting on a lock', async () => {
+  await lockWaiters(store, 1, timeoutMs)
+}
+
+/** Resolves once at least `n` sessions of the database wait on a lock (queued behind `holdRows`, in the order they came). */
+export async function lockWaiters(store: PostgresStore, n: number, timeoutMs?: number): Promise<void> {
+  await until(`${n} session(s) waiting on a lock`, async () => {
     const waiting = await store.all("SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()")
-    return waiting.length > 0
+    return waiting.length >= n
   }, timeoutMs)
 }

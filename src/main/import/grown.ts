@@ -2,7 +2,7 @@ import { feedIdOf } from '../budgets/feed/publish'
 import type { SpendMover } from '../budgets/state/pg/call-spend'
 import { CostMoves, type MovedCall } from '../pricing/moves'
 import type { Pricer } from '../pricing/price'
-import { SET_USAGE, type StoredTokens, tokensGained, usageParams } from '../pricing/usage-taken'
+import { lockedRead, SET_USAGE, type StoredTokens, tokensGained, usageParams } from '../pricing/usage-taken'
 import type { SqlStore } from '../storage/sql'
 import type { LoggedCall } from './types'
 
@@ -24,8 +24,9 @@ interface Row extends MovedCall, StoredTokens {
  * this import stored (`source: "import"`): a proxied twin is the answer's own record. Its row,
  * the rollups, the spend rows and today's spend move together, as re-pricing moves them
  * (../pricing/moves.ts), in one transaction. The row changes only if it still has the usage read
- * (another import completing it at once moves nothing twice). Resolves to the moves, to publish
- * once committed (null: none grew).
+ * (another import completing it at once moves nothing twice); on PostgreSQL it is locked from that
+ * read on, so a re-price committing in between is waited for rather than losing the larger usage.
+ * Resolves to the moves, to publish once committed (null: none grew).
  */
 export async function completeImported(
   store: SqlStore,
@@ -45,7 +46,7 @@ export async function completeImported(
       const row = await tx.get<Row>(
         `SELECT id, ts, endpoint, provider, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
                 input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd
-           FROM calls WHERE id = @id AND source = 'import'`,
+           FROM calls WHERE id = @id AND source = 'import'${lockedRead(tx)}`,
         { id },
       )
       const u = c.usage

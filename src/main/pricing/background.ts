@@ -6,7 +6,7 @@ import type { SqlStore } from '../storage/sql'
 import { PendingSettlements } from './background-pending'
 import { CostMoves, type MovedCall, type SpendTargets } from './moves'
 import type { Pricer } from './price'
-import { SET_USAGE, type StoredTokens, tokensGained, usageParams } from './usage-taken'
+import { lockedRead, SET_USAGE, type StoredTokens, tokensGained, usageParams } from './usage-taken'
 
 /** A background response's final usage, as a later answer about it gave it (`MeterResult.backgroundUsage`). */
 export interface BackgroundDone {
@@ -46,12 +46,13 @@ export async function settleBackground(
   const written = await ledger.flushed()
   let found = false
   const settled = await store.transaction(async (tx) => {
-    // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle.
+    // Calls a team member's Burnrate sent (origin_id set) are that Burnrate's to settle. Locked until
+    // this commits: a re-price in between would otherwise be counted twice (moved by real - cost read).
     const row = await tx.get<Row>(
       `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
               input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd
          FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint = 'responses' AND estimated = 1 AND origin_id IS NULL
-        ORDER BY id LIMIT 1`,
+        ORDER BY id LIMIT 1${lockedRead(tx)}`,
       { rid: done.responseId, provider: done.provider },
     )
     if (!row) return null

@@ -1,6 +1,7 @@
 import type { TokenChange } from '../dashboard/rollup/adjust'
 import type { Usage } from '../metering/usage'
 import { usageExtra } from '../metering/usage-extra'
+import type { SqlStore } from '../storage/sql'
 
 /**
  * A stored call taking a newer usage than the one it was recorded with: an imported answer that
@@ -8,6 +9,13 @@ import { usageExtra } from '../metering/usage-extra'
  * its estimate (./background.ts). Both write the row the same way and move the rollups and the
  * metrics by the same token difference (./moves.ts); each keeps its own guard in its WHERE.
  */
+
+/**
+ * Ends the SELECT that reads the call back in the transaction that then updates it: on PostgreSQL
+ * the row is locked from that read on, so that a re-price (./reprice.ts) committing in between
+ * cannot change the cost the move is counted from (SQLite's write transaction already excludes it).
+ */
+export const lockedRead = (tx: SqlStore): string => (tx.dialect === 'postgres' ? ' FOR UPDATE' : '')
 
 /** The token columns of a stored call, as read back before it takes the new usage. */
 export interface StoredTokens {
