@@ -59,8 +59,13 @@ export async function repriceModel(
        ${all ? '' : 'AND priced = 0'} AND ${BILLABLE}
        AND origin_id IS NULL
      ORDER BY id LIMIT ${CHUNK}`
-  // Only a call still as it was read is changed: another instance re-pricing it at once is not counted twice.
-  const update = 'UPDATE calls SET cost_usd = @cost, priced = 1 WHERE id = @id AND cost_usd = @was AND priced = @wasPriced'
+  // Only a call still as it was read is changed: another instance re-pricing it at once is not counted
+  // twice, and a call that took a newer usage since (a background response's result, an imported answer
+  // that grew, at the same cost: both unpriced) is not priced from the usage it had.
+  const update = `UPDATE calls SET cost_usd = @cost, priced = 1
+     WHERE id = @id AND cost_usd = @was AND priced = @wasPriced AND input_tokens = @input AND output_tokens = @output
+       AND cache_read_tokens = @cacheRead AND cache_write_tokens = @cacheWrite AND cache_write_1h_tokens = @cacheWrite1h
+       AND reasoning_tokens = @reasoning AND usage_extra IS NOT DISTINCT FROM @extra`
   const out: RepriceResult = { provider, model, repriced: 0, unpriced: 0, cost_usd_before: 0, cost_usd_after: 0 }
   let after = 0
   // One transaction per chunk, run again when it loses to another's (a deadlock with an instance
@@ -85,7 +90,11 @@ export async function repriceModel(
         const p = pricer.price(pricingId, provider, model, usage, new Date(r.ts))
         if (!p.priced) continue
         if (p.cost_usd === r.cost_usd && r.priced === 1) continue
-        if ((await tx.run(update, { cost: p.cost_usd, id: r.id, was: r.cost_usd, wasPriced: r.priced })) === 0) continue
+        const read = {
+          input: r.input_tokens, output: r.output_tokens, cacheRead: r.cache_read_tokens, cacheWrite: r.cache_write_tokens,
+          cacheWrite1h: r.cache_write_1h_tokens, reasoning: r.reasoning_tokens, extra: r.usage_extra,
+        }
+        if ((await tx.run(update, { cost: p.cost_usd, id: r.id, was: r.cost_usd, wasPriced: r.priced, ...read })) === 0) continue
         done.repriced++
         done.before += r.cost_usd
         done.after += p.cost_usd
