@@ -13,16 +13,18 @@ import type { PriceLibrary } from './library'
 
 /**
  * Of the models a provider's data in use prices (deprecated ones aside), the new data must still
- * have this share, or all but RETIRED_FEW of them when that is fewer: a truncated provider loses
- * most of its list, upstream retires a handful at a time (claude-2, OpenAI's ada and babbage).
+ * have this share, or all but RETIRED_FEW of them when that is fewer, and never none of them: a
+ * truncated provider loses most of its list, upstream retires a handful at a time (claude-2,
+ * OpenAI's ada and babbage).
  */
 const KEPT_SHARE = 0.9
 const RETIRED_FEW = 3
 /**
  * Per provider, models both data sets list that are probed through the library (a price lookup
- * each, about 30 µs: this runs on the main thread when the cache loads, on the first call's way,
- * so not every model is probed). The first one the data in use prices is enough to tell whether
- * the library still understands the provider's new price tables.
+ * each: this runs on the main thread when the cache loads, on the first call's way, so not every
+ * model is probed). The first one the data in use prices is enough to tell whether the library
+ * still understands the provider's new price tables. A download is also checked model by model
+ * (./check-charges.ts) before it is used and kept.
  */
 const PROBE_CANDIDATES = 3
 const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
@@ -57,7 +59,7 @@ export function usablePrices(prices: unknown): boolean {
 }
 
 /** Whether the data in use charges for the model: usable prices that are not an empty (free) table. */
-function charged(m: Model): boolean {
+export function charged(m: Model): boolean {
   return usablePrices(m.prices) && (Array.isArray(m.prices) || Object.keys(m.prices).length > 0)
 }
 
@@ -79,7 +81,8 @@ function providerRefusal(lib: PriceLibrary, current: Provider, next: Provider): 
   const nextModels = new Map<string, Model>(next.models.map((m) => [m.id, m]))
   const base = current.models.filter((m) => !m.deprecated && charged(m))
   const lost = base.filter((m) => !nextModels.has(m.id)).length
-  if (lost > Math.max(RETIRED_FEW, Math.floor(base.length * (1 - KEPT_SHARE)))) {
+  // A provider that charged for a model keeps at least one, however few it had (Cerebras has 2).
+  if (lost > Math.max(RETIRED_FEW, Math.floor(base.length * (1 - KEPT_SHARE))) || (lost > 0 && lost === base.length)) {
     return `the new data lacks ${lost} of the ${base.length} models it prices for ${current.id}`
   }
   let tried = 0

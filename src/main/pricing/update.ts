@@ -6,6 +6,7 @@ import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 import { loadOnce } from '../server/load-once'
+import { unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 
@@ -66,6 +67,8 @@ interface Cached {
   fetched_at: string
   /** `bundledPrint()` of the bundled data it was accepted over (absent in copies written before it was kept). */
   bundled?: string
+  /** Checked model by model when downloaded (`unchargedReason`); copies kept before that check existed lack it and are checked so when loaded. */
+  charges_checked?: boolean
   providers: Provider[]
 }
 
@@ -185,15 +188,20 @@ export class PriceUpdater {
     // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
     // it): it is used only when it prices every model the bundled data (still in use) prices. A
     // copy accepted over this same bundled data is newer than it, though it may have retired a
-    // few models (claude-2): it is checked as a download is.
+    // few models (claude-2): it is checked as a download is. The model-by-model check (a few
+    // hundred ms, on the first call's way here) was done when the copy was downloaded; a copy
+    // kept before that check existed gets it once, and is kept again marked as checked.
     const lib = await loadPriceLibrary()
     const sameBundle = cached.bundled === this.bundled
-    const older = refuseReason(lib, cached.providers, (await lib.waitForUpdate()) ?? [], !sameBundle)
+    const inUse = (await lib.waitForUpdate()) ?? []
+    const unchecked = cached.charges_checked !== true
+    const older = refuseReason(lib, cached.providers, inUse, !sameBundle) ?? (unchecked ? await unchargedReason(lib, cached.providers, inUse) : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
     }
     if (this.closed || !this.apply(cached.providers)) return false
+    if (unchecked) await this.writeCache({ ...cached, charges_checked: true })
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
     const fetched = Date.parse(cached.fetched_at)
@@ -245,14 +253,15 @@ export class PriceUpdater {
       const data = JSON.parse(text) as unknown
       if (this.closed) return false
       const lib = await loadPriceLibrary()
-      const refused = refuseReason(lib, data, (await lib.waitForUpdate()) ?? [])
+      const inUse = (await lib.waitForUpdate()) ?? []
+      const refused = refuseReason(lib, data, inUse) ?? (await unchargedReason(lib, data as Provider[], inUse))
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
       if (!this.apply(data as Provider[], true)) return false
       this.state.source = 'updated'
       this.state.updated_at = published
       this.recovered()
-      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, providers: data as Provider[] })
+      await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, providers: data as Provider[] })
       this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
       return true
     } catch (err) {

@@ -1,0 +1,68 @@
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { Provider } from '@pydantic/genai-prices'
+import { charged } from './check-data'
+import type { PriceLibrary } from './library'
+
+/**
+ * Whether newer price data still charges for every model the data in use charges for, looked
+ * up model by model as a call's price is. ./check-data.ts checks the data's shape and probes a
+ * few models per provider; that lets through data broken in any model but the probed ones: an
+ * empty price table (`prices: {}`, which reads as a free model) records its calls priced at $0,
+ * and a `match` rule the library cannot apply (missing, an invalid regex) makes its lookup throw
+ * for every model listed after it, so their calls go unpriced at $0.
+ *
+ * Each model's id is looked up through its provider's whole model list, as a call's is: every
+ * `match` rule before the model's own is tried, so a broken rule anywhere before it is found,
+ * and so is an earlier model that now catches its name with a free table. The library copies
+ * the provider's list on every such lookup, so this costs the square of a provider's size:
+ * 0.3-1 s on the bundled data (openrouter's 700 models most of it), too much for every cache
+ * load on the first call's way. It runs on downloads (daily, in the background) and once on a
+ * cached copy kept before this check existed, in slices that let calls through in between.
+ */
+
+const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
+/** Longest run of lookups before calls waiting on the event loop go on. */
+const SLICE_MS = 10
+
+/** What `provider`'s data charges for a million input and output tokens of model `id` (0: nothing), or what the library threw. */
+function lookup(lib: PriceLibrary, provider: Provider, id: string): number | Error {
+  try {
+    return lib.calcPrice(PROBE, id, { provider })?.total_price ?? 0
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err))
+  }
+}
+
+/**
+ * Why `next` may not replace `current`, or null: a model both list that `current` charges for
+ * (deprecated ones aside) and `next` no longer does, or cannot look up. `next` has passed
+ * `refuseReason` (every provider of `current` is in it, with well-formed models).
+ */
+export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<string | null> {
+  const byId = new Map(next.map((p) => [p.id, p]))
+  let sliceStart = performance.now()
+  for (const p of current) {
+    const q = byId.get(p.id)
+    if (!q) continue
+    const listed = new Set(q.models.map((m) => m.id))
+    // Each provider's own list: the library would look a fallback provider up in the data in use, not in `next`.
+    const after: Provider = { ...q, fallback_model_providers: undefined }
+    const before: Provider = { ...p, fallback_model_providers: undefined }
+    for (const m of p.models) {
+      if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
+      if (performance.now() - sliceStart > SLICE_MS) {
+        await nextTurn()
+        sliceStart = performance.now()
+      }
+      const now = lookup(lib, after, m.id)
+      if (typeof now === 'number' && now > 0) continue
+      // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
+      const was = lookup(lib, before, m.id)
+      if (typeof was !== 'number' || !(was > 0)) continue
+      return typeof now === 'number'
+        ? `the new data no longer charges for ${p.id} ${m.id}`
+        : `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`
+    }
+  }
+  return null
+}

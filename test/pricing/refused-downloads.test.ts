@@ -1,0 +1,143 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { type Provider, waitForUpdate } from '@pydantic/genai-prices'
+import { afterEach, describe, expect, it } from 'vitest'
+import { postJson } from '../support/http'
+import { startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { recorded } from '../providers/ledger'
+
+// Price data broken in models the old check never looked at (it priced a few per provider, and
+// never tried a model's `match` rule) was applied and kept in prices.json: the calls of the broken
+// models were recorded at $0 from then on, on every later start too.
+
+/** The bundled data as a price-data server would serve it, with `change` applied to one provider's model list. */
+async function bundledWith(provider: string, change: (models: any[]) => any[]): Promise<Provider[]> {
+  const bundled = JSON.parse(JSON.stringify(await waitForUpdate())) as Provider[]
+  return bundled.map((p) => (p.id === provider ? { ...p, models: change(p.models) } : p))
+}
+
+/** Every Anthropic model but the first with `change` applied (the first is the one the old check probed). */
+const allButFirstAnthropic = (change: (m: any) => any) => bundledWith('anthropic', (models) => models.map((m, i) => (i === 0 ? m : change(m))))
+
+/** The second Anthropic model (listed before Claude Sonnet 4.5) with `change` applied. */
+const secondAnthropic = (change: (m: any) => any) =>
+  bundledWith('anthropic', (models) => {
+    expect(models.findIndex((m) => m.id === 'claude-sonnet-4-5')).toBeGreaterThan(1)
+    return models.map((m, i) => (i === 1 ? change(m) : m))
+  })
+
+const SONNET_ANSWER = {
+  id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: 'ok' }],
+  usage: { input_tokens: 100_000, output_tokens: 10_000 },
+}
+// 100k input at $3 + 10k output at $15 per million.
+const SONNET = 0.3 + 0.15
+
+const CEREBRAS_ANSWER = {
+  id: 'c', object: 'chat.completion', model: 'gpt-oss-120b', choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 1_000_000, completion_tokens: 100_000, total_tokens: 1_100_000 },
+}
+
+const cleanups: (() => Promise<void>)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
+})
+
+/** A server whose upstream answers `answer`, and whose price data server serves `data` (if any) as newer data; `dir`: its data folder. */
+async function serverWith(answer: object, data?: Provider[], dir?: string): Promise<TestServer> {
+  let update_url: string | undefined
+  if (data) {
+    const prices = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'last-modified': 'Sat, 21 Nov 2026 06:00:00 GMT' })
+      res.end(JSON.stringify(data))
+    })
+    await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => prices.close(() => r())))
+    update_url = `http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json`
+  }
+  const upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(answer) }))
+  cleanups.push(() => upstream.close())
+  const t = await startTestServer(update_url ? { pricing: { update_url } } : {}, upstream.url, dir)
+  cleanups.push(() => t.cleanup())
+  return t
+}
+
+const sonnetCall = (t: TestServer) => () =>
+  postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
+    'x-api-key': 'sk-ant-refused-download-0000001',
+  })
+
+describe('a price download broken in models the data in use charges for is refused', () => {
+  it.each([
+    ['an empty price table on every Anthropic model but the first', () => allButFirstAnthropic((m) => ({ ...m, prices: {} })), /no longer charges for anthropic /],
+    ['no `match` rule on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic(({ match: _m, ...rest }) => rest), /cannot look up anthropic /],
+    ['an invalid regex `match` on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic((m) => ({ ...m, match: { regex: '(' } })), /cannot look up anthropic /],
+  ])('%s: Claude Sonnet 4.5 stays priced, and nothing is kept', async (_, broken, why) => {
+    const t = await serverWith(SONNET_ANSWER, await broken())
+    expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(false)
+    expect(updater.status()).toMatchObject({ source: 'bundled', last_error: expect.stringMatching(why) })
+    expect(await updater.cached()).toBe(false)
+    const after = await recorded(t, sonnetCall(t))
+    expect({ priced: after.priced, cost_usd: after.cost_usd }).toEqual({ priced: 1, cost_usd: expect.closeTo(SONNET, 9) })
+  })
+
+  it('a provider left with no models (Cerebras has 2): its calls stay priced', async () => {
+    const t = await serverWith(CEREBRAS_ANSWER, await bundledWith('cerebras', () => []))
+    const call = () =>
+      postJson(`${t.url}/cerebras/v1/chat/completions`, { model: 'gpt-oss-120b', messages: [{ role: 'user', content: 'hi' }] }, {
+        authorization: 'Bearer csk-emptied-provider-0000000001',
+      })
+    const before = await recorded(t, call)
+    expect(before).toMatchObject({ priced: 1, cost_usd: expect.any(Number) })
+    expect(before.cost_usd).toBeGreaterThan(0)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(false)
+    expect(updater.status().last_error).toMatch(/refused: the new data lacks 2 of the 2 models it prices for cerebras/)
+    expect(await recorded(t, call)).toMatchObject({ priced: 1, cost_usd: before.cost_usd })
+  })
+})
+
+describe('a prices.json kept before downloads were checked model by model', () => {
+  /** A data folder holding `providers` as the price updater kept them before the check (no `charges_checked`). */
+  function folderWith(providers: Provider[]): string {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-kept-prices-'))
+    const now = new Date().toISOString()
+    writeFileSync(join(dir, 'prices.json'), JSON.stringify({ updated_at: now, fetched_at: now, providers }), { mode: 0o600 })
+    return dir
+  }
+
+  it('is not used when it no longer charges for a model the bundled data charges for', async () => {
+    const t = await serverWith(SONNET_ANSWER, undefined, folderWith(await allButFirstAnthropic((m) => ({ ...m, prices: {} }))))
+    const row = await recorded(t, sonnetCall(t))
+    expect({ priced: row.priced, cost_usd: row.cost_usd }).toEqual({ priced: 1, cost_usd: expect.closeTo(SONNET, 9) })
+    expect(t.server.context.prices!.updater.status().source).toBe('bundled')
+  })
+
+  it('is used when it passes, and kept again marked as checked', async () => {
+    const added = { id: 'gpt-6.1-sol', match: { equals: 'gpt-6.1-sol' }, prices: { input_mtok: 3, output_mtok: 12 } }
+    const t = await serverWith(SONNET_ANSWER, undefined, folderWith(await bundledWith('openai', (models) => [added, ...models])))
+    expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+    const updater = t.server.context.prices!.updater
+    expect(updater.status().source).toBe('cached')
+    expect(JSON.parse(readFileSync(updater.file, 'utf8'))).toMatchObject({ charges_checked: true })
+  })
+})
+
+// Last: the data it applies stays in use for the rest of this file.
+describe('an ordinary download (one retired model)', () => {
+  it('is applied, and kept marked as checked model by model', async () => {
+    const data = await bundledWith('anthropic', (models) => models.filter((m) => m.id !== 'claude-2'))
+    const t = await serverWith(SONNET_ANSWER, data)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
+    expect(JSON.parse(readFileSync(updater.file, 'utf8'))).toMatchObject({ charges_checked: true })
+    expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+  })
+})
