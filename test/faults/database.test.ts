@@ -13,6 +13,7 @@ import { eventually, postJson, request } from '../support/http'
 import { ROOT, lockFromAnotherProcess } from '../load/harness'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { canMount, mountTmpfs, unmount } from '../support/tmpfs'
 
 /**
  * The database cannot be written (locked by another process, full, read-only): calls keep
@@ -140,33 +141,6 @@ describe('a full database', () => {
     }
   })
 })
-
-/** A real small filesystem, when this machine lets us mount one (root in CI). */
-function mountTmpfs(sizeKb: number): string | null {
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) return null
-  const dir = mkdtempSync(join(tmpdir(), 'burnrate-tmpfs-'))
-  try {
-    execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeKb}k`, 'tmpfs', dir], { stdio: 'ignore' })
-    return dir
-  } catch {
-    rmSync(dir, { recursive: true, force: true })
-    return null
-  }
-}
-
-function unmount(dir: string): void {
-  try {
-    execFileSync('umount', ['-l', dir], { stdio: 'ignore' })
-  } catch {}
-  rmSync(dir, { recursive: true, force: true })
-}
-
-const canMount = (() => {
-  const d = mountTmpfs(64)
-  if (!d) return false
-  unmount(d)
-  return true
-})()
 
 describe.skipIf(!canMount)('a real filesystem that fills up (a 2 MB tmpfs; needs root)', () => {
   let mount: string

@@ -28,7 +28,24 @@ export function spillFile(dataDir: string, now: number): string {
   return join(dataDir, `${PREFIX}${now}.jsonl`)
 }
 
-/** Writes `rows` to a new spill file, synced to disk. Throws when it cannot. */
+/**
+ * A spill file could take only its first `kept` calls (the disk filled up): they are on disk and
+ * put into the database at the next start; the others are lost.
+ */
+export class SpillCut extends Error {
+  constructor(
+    readonly file: string,
+    readonly kept: number,
+    cause: unknown,
+  ) {
+    super(`${(cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? cause}`, { cause })
+  }
+}
+
+/**
+ * Writes `rows` to a new spill file, synced to disk. Throws when it cannot; a `SpillCut` when the
+ * file took only some of them (the file is kept: its whole lines are calls saved).
+ */
 export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = Date.now()): string {
   const file = spillFile(dataDir, now)
   writeRows(file, rows, 'wx')
@@ -50,14 +67,33 @@ export function rewriteSpill(file: string, rows: readonly CallRecord[]): void {
   }
 }
 
+/**
+ * Writes every byte: a write to a nearly full disk may take only part of what it is given without
+ * an error (the next one then fails with ENOSPC), and a file cut there would hold only its first
+ * calls while the log said all were kept. Throws a SpillCut naming the whole lines written.
+ */
 function writeRows(file: string, rows: readonly CallRecord[], flags: string): void {
+  const buf = Buffer.from(rows.map((r) => JSON.stringify(r)).join('\n') + '\n', 'utf8')
   const fd = openSync(file, flags, 0o600)
+  let off = 0
   try {
-    writeSync(fd, rows.map((r) => JSON.stringify(r)).join('\n') + '\n')
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off)
     fsyncSync(fd)
+  } catch (err) {
+    try {
+      fsyncSync(fd)
+    } catch {}
+    throw new SpillCut(file, wholeLines(buf, off), err)
   } finally {
     closeSync(fd)
   }
+}
+
+/** How many lines end (with their newline) in the first `n` bytes of `buf`. */
+function wholeLines(buf: Buffer, n: number): number {
+  let lines = 0
+  for (let i = buf.indexOf(10); i !== -1 && i < n; i = buf.indexOf(10, i + 1)) lines++
+  return lines
 }
 
 /** The calls in a spill file; a torn last line (a crash while writing) is skipped. */
@@ -129,7 +165,7 @@ export const ledgerSpill: Feature = (ctx) => {
       try {
         rewriteSpill(file, rest)
       } catch (err) {
-        ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? err}): ${stored} of its calls are recorded, and are recorded again at the next start`)
+        ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded, and are recorded again at the next start`)
       }
     }
     const done = stored > 0 ? `${stored} of its call(s) are recovered; ` : ''
@@ -143,7 +179,9 @@ export const ledgerSpill: Feature = (ctx) => {
       const file = writeSpill(dir, rows)
       ctx.log.warn(`the database cannot be written (${ctx.ledger.status.last_error}); ${rows.length} call(s) kept in ${file} until the next start`)
     } catch (err) {
-      ctx.log.error(`${rows.length} call(s) could not be saved anywhere: ${(err as Error).message}`)
+      const kept = err instanceof SpillCut ? err.kept : 0
+      if (kept > 0) ctx.log.warn(`the database cannot be written (${ctx.ledger.status.last_error}); ${kept} call(s) kept in ${(err as SpillCut).file} until the next start`)
+      ctx.log.error(`${rows.length - kept} call(s) could not be saved anywhere: ${(err as Error).message}`)
     }
   })
 }
