@@ -1,4 +1,5 @@
 import type { CallRecord } from '../ledger/record'
+import { isBatchResult } from '../providers/batch-results'
 import type { PeriodClock } from '../time/zone'
 import { type BudgetAnnouncer, alertOf, levelOf } from './announcer'
 import type { KeyState } from './key-state'
@@ -141,7 +142,7 @@ export class MeterBook {
     const touched: Meter[] = []
     // Money only: a plan's (subscription) call has an API-equivalent value, not a cost (README: Plans).
     const cost = call.billing === 'subscription' ? 0 : call.cost_usd
-    this.account(s, scope, call.ts, cost, call.input_tokens + call.output_tokens, call.session, call.ts, now, touched)
+    this.account(s, scope, call.ts, cost, minuteTokens(call, now), call.session, call.ts, now, touched)
     return touched
   }
 
@@ -219,4 +220,16 @@ export class MeterBook {
     }
     return out
   }
+}
+
+/**
+ * The tokens a recorded call adds to the last minute's count (`tokens_per_minute`), as a reload
+ * reads them (./shared-history.ts RECENT_SQL): none for a Batch API request stored from its
+ * results file (it ran at the batch's pace, not this minute's: README, Budgets), and for a call
+ * stored from an agent's log only if it ended in the last minute. The proxy's own calls end now.
+ */
+function minuteTokens(call: CallRecord, now: number): number {
+  if (isBatchResult(call.endpoint)) return 0
+  if (call.source === 'import' && !(call.ts + call.latency_ms > now - 60_000)) return 0
+  return call.input_tokens + call.output_tokens
 }

@@ -24,20 +24,22 @@ const sqlList = (values: readonly string[]) => values.map((v) => `'${v.replace(/
  * since @minute (stamped when they arrived; not Burnrate's own refusals, nor reads and cancels of
  * what is already billed, which no rule counts, nor calls imported from agents' logs), and the tokens of the calls that ended since @minute
  * (stamped when they ended; a call that arrived up to LONGEST_CALL_MS before), per key, scope and
- * second, in time order. `t` and `cost` are 0: the money is in HISTORY_SQL's rows.
+ * second, in time order; neither counts a Batch API request stored from its results file
+ * (`batch.*`: money only). `t` and `cost` are 0: the money is in HISTORY_SQL's rows.
  */
 export const RECENT_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, '' AS session,
        0 AS t, 0 AS cost, 0 AS tokens, COUNT(*) AS requests, MAX(ts) AS last
   FROM calls
  WHERE ts > @minute AND origin_id IS NULL AND source = 'proxy'
    AND (error IS NULL OR error NOT IN (${sqlList([REFUSAL_REASON, RATE_REASON, LOOP_REASON])}))
-   AND endpoint NOT IN (${sqlList(FREE_ENDPOINTS)})
+   AND endpoint NOT IN (${sqlList(FREE_ENDPOINTS)}) AND endpoint NOT LIKE 'batch.%'
  GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, ts / 1000
 UNION ALL
 SELECT api_key_hash, MAX(key_hint) AS key_hint, provider, model, requested_model AS requested, agent, tenant, '' AS session,
        0 AS t, 0 AS cost, SUM(input_tokens + output_tokens) AS tokens, 0 AS requests, MAX(ts + CAST(latency_ms AS INTEGER)) AS last
   FROM calls
  WHERE ts > @arrived AND ts + CAST(latency_ms AS INTEGER) > @minute AND origin_id IS NULL AND input_tokens + output_tokens > 0
+   AND endpoint NOT LIKE 'batch.%'
  GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, (ts + CAST(latency_ms AS INTEGER)) / 1000
  ORDER BY last`
 

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import type { CallRecord } from '../../ledger/record'
+import { isBatchResult } from '../../providers/batch-results'
 import { FREE_ENDPOINTS } from '../../providers/free-endpoints'
 import type { SqlStore } from '../../storage/sql'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../gate'
@@ -83,11 +84,13 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
     }
     if (c.key_hint > r[1]) r[1] = c.key_hint
     r[9] += c.billing === 'subscription' ? 0 : c.cost_usd
-    r[10] += c.input_tokens + c.output_tokens
+    // A batch's requests stored from its results file: money, never this minute's tokens or requests (README: Budgets).
+    const batch = isBatchResult(c.endpoint)
+    if (!batch) r[10] += c.input_tokens + c.output_tokens
     r[11] = Math.max(r[11], c.ts)
     r[12]++
     // A call whose admission was told as it happened (./admissions.ts) is in the others' per-minute counts already.
-    if (!(c.error && REFUSALS.has(c.error)) && !FREE.has(c.endpoint) && !c.rate_announced && c.source !== 'import') r[13]++
+    if (!(c.error && REFUSALS.has(c.error)) && !FREE.has(c.endpoint) && !c.rate_announced && c.source !== 'import' && !batch) r[13]++
   }
   return [...byGroup.values()]
 }
