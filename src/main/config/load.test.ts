@@ -110,6 +110,16 @@ describe('loadConfig', () => {
     expect(errorOf(() => loadConfig({ config: '/nonexistent/burnrate.yaml' }, {}))).toContain('file not found')
   })
 
+  it('refuses a price override for a provider Burnrate does not know: a misspelled name would never match a call, and calls would go on at the library price', () => {
+    const msg = errorOf(() =>
+      loadConfig({ config: withFile('pricing:\n  overrides:\n    - {provider: opneai, model: gpt-4o, input_mtok: 1, output_mtok: 2}\n') }, {}),
+    )
+    expect(msg).toContain('pricing.overrides[0].provider: unknown provider "opneai"')
+    expect(msg).toContain('openai')
+    const ok = loadConfig({ config: withFile('pricing:\n  overrides:\n    - {provider: openai, model: gpt-4o, input_mtok: 1, output_mtok: 2}\n') }, {})
+    expect(ok.pricing.overrides[0].provider).toBe('openai')
+  })
+
   it('refuses admin.enabled without a token', () => {
     const msg = errorOf(() => loadConfig({ config: withFile('admin:\n  enabled: true\n') }, {}))
     expect(msg).toContain('admin.token')

@@ -89,6 +89,14 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
       )
     }
   }
+  for (const [i, o] of cfg.pricing.overrides.entries()) {
+    // A misspelled provider would match no call, silently: calls would go on at the library price.
+    if (o.provider !== undefined && !PROVIDER_NAMES.includes(o.provider)) {
+      throw new ConfigError(
+        `config ${file}: pricing.overrides[${i}].provider: unknown provider "${o.provider.slice(0, 100)}"; expected one of ${PROVIDER_NAMES.join(', ')}`,
+      )
+    }
+  }
   for (const [name, p] of Object.entries(cfg.providers)) {
     if (p.base_url) checkBaseUrl(p.base_url, `config ${file}: providers.${name}.base_url`)
   }
