@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { postJson } from '../support/http'
 import { startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import type { Logger } from '../../src/main/log'
 import { recorded } from '../providers/ledger'
 
 // Price data broken in models the old check never looked at (it priced a few per provider, and
@@ -48,7 +49,7 @@ afterEach(async () => {
 })
 
 /** A server whose upstream answers `answer`, and whose price data server serves `data` (if any) as newer data; `dir`: its data folder. */
-async function serverWith(answer: object, data?: Provider[], dir?: string): Promise<TestServer> {
+async function serverWith(answer: object | ((body: any) => object), data?: Provider[], dir?: string, log?: Logger): Promise<TestServer> {
   let update_url: string | undefined
   if (data) {
     const prices = http.createServer((_req, res) => {
@@ -59,9 +60,13 @@ async function serverWith(answer: object, data?: Provider[], dir?: string): Prom
     cleanups.push(() => new Promise((r) => prices.close(() => r())))
     update_url = `http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json`
   }
-  const upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(answer) }))
+  const upstream = await startMockUpstream((req) => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(typeof answer === 'function' ? answer(JSON.parse(req.body.toString())) : answer),
+  }))
   cleanups.push(() => upstream.close())
-  const t = await startTestServer(update_url ? { pricing: { update_url } } : {}, upstream.url, dir)
+  const t = await startTestServer(update_url ? { pricing: { update_url } } : {}, upstream.url, dir, { log })
   cleanups.push(() => t.cleanup())
   return t
 }
@@ -73,7 +78,8 @@ const sonnetCall = (t: TestServer) => () =>
 
 describe('a price download broken in models the data in use charges for is refused', () => {
   it.each([
-    ['an empty price table on every Anthropic model but the first', () => allButFirstAnthropic((m) => ({ ...m, prices: {} })), /no longer charges for anthropic /],
+    ['an empty price table on every Anthropic model but the first', () => allButFirstAnthropic((m) => ({ ...m, prices: {} })), /no longer charges for \d+ anthropic models \(claude-3-5-haiku-latest, .*at most 2 at once/],
+    ['an empty price table on three Anthropic models', () => bundledWith('anthropic', (models) => models.map((m) => (['claude-3-haiku', 'claude-opus-4-1', 'claude-haiku-4-5'].includes(m.id) ? { ...m, prices: {} } : m))), /no longer charges for 3 anthropic models/],
     ['no `match` rule on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic(({ match: _m, ...rest }) => rest), /cannot look up anthropic /],
     ['an invalid regex `match` on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic((m) => ({ ...m, match: { regex: '(' } })), /cannot look up anthropic /],
   ])('%s: Claude Sonnet 4.5 stays priced, and nothing is kept', async (_, broken, why) => {
@@ -129,7 +135,29 @@ describe('a prices.json kept before downloads were checked model by model', () =
   })
 })
 
-// Last: the data it applies stays in use for the rest of this file.
+// Last: the data they apply stays in use for the rest of this file.
+describe('a download that makes one model free (a provider does: Cerebras made qwen-3-coder-480b free)', () => {
+  it('is applied, the model is recorded at $0 from then on, and the log says so', async () => {
+    const warnings: string[] = []
+    const log: Logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} }
+    const data = await bundledWith('anthropic', (models) => models.map((m) => (m.id === 'claude-3-haiku' ? { ...m, prices: {} } : m)))
+    const answer = (body: any) => ({ ...SONNET_ANSWER, model: body.model === 'claude-3-haiku' ? 'claude-3-haiku-20240307' : SONNET_ANSWER.model })
+    const t = await serverWith(answer, data, undefined, log)
+    const haikuCall = () =>
+      postJson(`${t.url}/v1/messages`, { model: 'claude-3-haiku', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
+        'x-api-key': 'sk-ant-made-free-download-00000001',
+      })
+    expect((await recorded(t, haikuCall)).cost_usd).toBeGreaterThan(0)
+    const updater = t.server.context.prices!.updater
+    // Refused before: every later price change (a new model, a raised price) was never applied.
+    expect(await updater.update()).toBe(true)
+    expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
+    expect(warnings).toEqual([expect.stringContaining('the new data makes anthropic claude-3-haiku free')])
+    expect((await recorded(t, haikuCall)).cost_usd).toBe(0)
+    expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+  })
+})
+
 describe('an ordinary download (one retired model)', () => {
   it('is applied, and kept marked as checked model by model', async () => {
     const data = await bundledWith('anthropic', (models) => models.filter((m) => m.id !== 'claude-2'))

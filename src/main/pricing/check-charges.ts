@@ -34,12 +34,29 @@ function lookup(lib: PriceLibrary, provider: Provider, id: string): number | Err
 }
 
 /**
- * Why `next` may not replace `current`, or null: a model both list that `current` charges for
- * (deprecated ones aside) and `next` no longer does, or cannot look up. `next` has passed
- * `refuseReason` (every provider of `current` is in it, with well-formed models).
+ * Most models of one provider the new data may make free at once: a provider does make a model
+ * free (Cerebras' qwen-3-coder-480b, Google's Gemma), and refusing the whole download for it
+ * would keep every other price stale, and a new model unpriced, from then on. More than this at
+ * once is data broken, not a price change.
  */
-export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<string | null> {
+export const MAX_MADE_FREE = 2
+
+/** What `unchargedReason` found: why `next` is refused (or null), and the models it makes free if it is not. */
+export interface ChargeCheck {
+  refused: string | null
+  /** `provider model` of each model the data in use charges for and `next` prices at $0, when accepted. */
+  madeFree: string[]
+}
+
+/**
+ * Why `next` may not replace `current`, or null: a model both list that `current` charges for
+ * (deprecated ones aside) and `next` cannot look up, or more than MAX_MADE_FREE of one
+ * provider's such models that `next` no longer charges for. `next` has passed `refuseReason`
+ * (every provider of `current` is in it, with well-formed models).
+ */
+export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<ChargeCheck> {
   const byId = new Map(next.map((p) => [p.id, p]))
+  const madeFree: string[] = []
   let sliceStart = performance.now()
   for (const p of current) {
     const q = byId.get(p.id)
@@ -48,6 +65,7 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     // Each provider's own list: the library would look a fallback provider up in the data in use, not in `next`.
     const after: Provider = { ...q, fallback_model_providers: undefined }
     const before: Provider = { ...p, fallback_model_providers: undefined }
+    const free: string[] = []
     for (const m of p.models) {
       if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
       if (performance.now() - sliceStart > SLICE_MS) {
@@ -59,10 +77,16 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
       // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
       const was = lookup(lib, before, m.id)
       if (typeof was !== 'number' || !(was > 0)) continue
-      return typeof now === 'number'
-        ? `the new data no longer charges for ${p.id} ${m.id}`
-        : `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`
+      if (typeof now !== 'number') {
+        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [] }
+      }
+      free.push(m.id)
     }
+    if (free.length > MAX_MADE_FREE) {
+      const shown = free.slice(0, 3).join(', ') + (free.length > 3 ? `, and ${free.length - 3} more` : '')
+      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [] }
+    }
+    madeFree.push(...free.map((id) => `${p.id} ${id}`))
   }
-  return null
+  return { refused: null, madeFree }
 }

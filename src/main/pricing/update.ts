@@ -195,7 +195,7 @@ export class PriceUpdater {
     const sameBundle = cached.bundled === this.bundled
     const inUse = (await lib.waitForUpdate()) ?? []
     const unchecked = cached.charges_checked !== true
-    const older = refuseReason(lib, cached.providers, inUse, !sameBundle) ?? (unchecked ? await unchargedReason(lib, cached.providers, inUse) : null)
+    const older = refuseReason(lib, cached.providers, inUse, !sameBundle) ?? (unchecked ? (await unchargedReason(lib, cached.providers, inUse)).refused : null)
     if (older) {
       this.opts.log?.info(`prices: not using ${this.file} (${older}); keeping the bundled data`)
       return false
@@ -254,7 +254,9 @@ export class PriceUpdater {
       if (this.closed) return false
       const lib = await loadPriceLibrary()
       const inUse = (await lib.waitForUpdate()) ?? []
-      const refused = refuseReason(lib, data, inUse) ?? (await unchargedReason(lib, data as Provider[], inUse))
+      const shape = refuseReason(lib, data, inUse)
+      const charges = shape ? null : await unchargedReason(lib, data as Provider[], inUse)
+      const refused = shape ?? charges!.refused
       if (refused) throw new Error(`the price data was refused: ${refused}`)
       if (this.closed) return false
       if (!this.apply(data as Provider[], true)) return false
@@ -263,6 +265,7 @@ export class PriceUpdater {
       this.recovered()
       await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, providers: data as Provider[] })
       this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
+      for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: its calls are recorded at $0 from now on (a price in pricing.overrides or the admin API wins)`)
       return true
     } catch (err) {
       this.state.last_error = (err as Error).message
