@@ -50,8 +50,10 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   let stopping = false
   const stop = (signal: string) => {
     if (stopping) {
+      // Calls under way are cut; what is queued is written, or kept in a spill file when the
+      // database cannot take it (locked by another process), as a stop that waits would.
       log.warn(`${signal} again: exiting without waiting`)
-      server.ledger.flush()
+      server.keepPending()
       process.exit(1)
     }
     stopping = true

@@ -6,7 +6,9 @@ import { join, resolve } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { fixture } from '../support/fixtures'
-import { postJson } from '../support/http'
+import { readSpill, spillFiles } from '../../src/main/reliability/spill'
+import { lockFromAnotherProcess } from '../load/harness'
+import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 
 const ROOT = resolve(__dirname, '../..')
@@ -71,6 +73,40 @@ describe('the headless entry', () => {
     const db = new Database(join(data, 'burnrate.db'), { readonly: true })
     expect((db.prepare('SELECT COUNT(*) AS n FROM calls').get() as any).n).toBe(20)
     db.close()
+  })
+
+  it('on a second SIGTERM while the database is locked, keeps the waiting calls in a spill file before exiting', async () => {
+    // The first stop waits for a call under way (its answer stalls); the second cannot wait. The
+    // calls already answered were waiting for the locked database: they went with the process.
+    const stalling = await startMockUpstream((req) =>
+      JSON.parse(req.body.toString()).model === 'gpt-stall'
+        ? { status: 200, headers: { 'content-type': 'application/json' }, chunks: [Buffer.from('{"id":'), Buffer.from('"x"}')], stallAfterChunks: 1 }
+        : { status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') },
+    )
+    const data = mkdtempSync(join(dir, 'second-signal-'))
+    const cfg = join(data, 'cfg.yaml')
+    writeFileSync(cfg, `providers:\n  openai:\n    base_url: ${stalling.url}/v1\n`)
+    const cli = startCli(['--config', cfg, '--data-dir', data, '--port', '0'])
+    const url = await cli.url
+    const lock = await lockFromAnotherProcess(join(data, 'burnrate.db'))
+    try {
+      for (let i = 0; i < 3; i++) expect((await postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini' })).status).toBe(200)
+      const stalled = postJson(`${url}/v1/chat/completions`, { model: 'gpt-stall' }).catch(() => null)
+      await eventually(() => stalling.requests.some((r) => r.body.toString().includes('gpt-stall')))
+      cli.child.kill('SIGTERM')
+      await eventually(() => cli.stderr().includes('SIGTERM: finishing calls under way'))
+      cli.child.kill('SIGTERM')
+      expect(await cli.exit).toBe(1)
+      await stalled
+      expect(cli.stderr()).toContain('SIGTERM again: exiting without waiting')
+      expect(cli.stderr()).toMatch(/database is locked\); 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
+      const files = spillFiles(data)
+      expect(files).toHaveLength(1)
+      expect(readSpill(files[0])).toHaveLength(3)
+    } finally {
+      await lock.release()
+      await stalling.close()
+    }
   })
 
   it('stops on a bad config with a one-line message naming the file, key and expectation', async () => {

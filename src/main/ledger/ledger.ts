@@ -443,6 +443,14 @@ export class Ledger implements CallLedger {
     return rows
   }
 
+  /** Hands over the rows kept for the next batch (key patterns, holds; after `takePending`) and forgets them. */
+  takeSide(): SideWrite[] {
+    this.landInFlight()
+    const side = this.side
+    this.side = []
+    return side
+  }
+
   /** Flushes what is queued and stops accepting calls. The database stays open (its owner closes it). */
   close(): boolean {
     const ok = this.flush()

@@ -4,7 +4,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import type { CallRecord } from '../ledger/record'
 import type { ServerContext } from '../server/context'
-import { ledgerSpill, readSpill, spillFiles, writeSpill } from './spill'
+import type { SideWrite } from '../ledger/side-writes'
+import { ledgerSpill, readSpill, readSpilled, spillFiles, writeSpill } from './spill'
 
 const row = (session: string) => ({ ts: 1, session, cost_usd: 0.5 }) as unknown as CallRecord
 
@@ -30,6 +31,7 @@ describe('replaying a spill file at start-up', () => {
   /** A ledger holding what it is given, whose flushes succeed `writable` times and then fail. */
   function start(dir: string, maxPending: number, writable: number) {
     const stored: string[] = []
+    let side: SideWrite[] = []
     const spent: string[] = []
     let queue: CallRecord[] = []
     const logs: string[] = []
@@ -41,9 +43,18 @@ describe('replaying a spill file at start-up', () => {
         spent.push(r.session)
         queue.push(r)
       },
+      keepWithNextBatch(w: SideWrite[]) {
+        side.push(...w)
+      },
+      takeSide() {
+        const kept = side
+        side = []
+        return kept
+      },
       flush() {
         if (writable-- <= 0) return false
-        stored.push(...queue.map((r) => r.session))
+        stored.push(...side.map((w) => ('hold' in w ? `hold ${w.hold.responseId}` : 'other')), ...queue.map((r) => r.session))
+        side = []
         queue = []
         return true
       },
@@ -84,6 +95,33 @@ describe('replaying a spill file at start-up', () => {
       expect(spillFiles(dir)).toEqual([file])
       expect(readSpill(file).map((r) => r.session)).toEqual(['s3', 's4', 's5', 's6'])
       expect(logs).toEqual([expect.stringContaining('3 of its call(s) are recovered; 4 call(s) stay in')])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  const HOLD: SideWrite = { hold: { provider: 'openai', responseId: 'resp_1', keyHash: 'h', ts: 1, session: '', rule: 'r', amount: 5, until: 2 } }
+
+  it('writes the rows kept with the calls (a budget hold) first, in the first chunk\'s transaction', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-spill-'))
+    try {
+      writeSpill(dir, sessions.map(row), 1000, [HOLD])
+      const { stored, logs } = start(dir, 3, Infinity)
+      expect(stored).toEqual(['hold resp_1', ...sessions])
+      expect(spillFiles(dir)).toEqual([])
+      expect(logs).toEqual([expect.stringContaining('recovered 7 call(s) and 1 other row(s) (budget holds, key patterns)')])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  })
+
+  it('keeps the rows kept with the calls in the file while the database cannot take them', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-spill-'))
+    try {
+      const file = writeSpill(dir, sessions.map(row), 1000, [HOLD])
+      const { stored } = start(dir, 3, 0)
+      expect(stored).toEqual([])
+      expect(readSpilled(file)).toEqual({ rows: sessions.map(row), side: [HOLD] })
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -24,7 +24,7 @@ import { pricing } from '../pricing/feature'
 import { Pricer } from '../pricing/price'
 import { PROVIDERS } from '../providers/registry'
 import { ledgerLog } from '../reliability/ledger-log'
-import { ledgerSpill } from '../reliability/spill'
+import { keepPending as spillPending, ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import type { HeadersObserver } from '../proxy/call/forward'
 import { backgroundSettler } from '../pricing/background'
@@ -74,6 +74,11 @@ export interface BurnrateServer {
   listen(): Promise<string>
   /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. */
   close(graceMs?: number): Promise<void>
+  /**
+   * Writes what the ledger has queued now, or keeps it in a spill file when the database cannot
+   * take it (SQLite; PostgreSQL's ledger journals its own): for an exit that cannot wait for `close`.
+   */
+  keepPending(): void
 }
 
 export interface CreateOptions {
@@ -116,6 +121,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const busyMs = opts.startupBusyMs ?? STARTUP_BUSY_MS
   const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs }, busyMs)
   const ledger = storage.ledger
+  const keepPending = (): void => {
+    if (ledger instanceof Ledger) spillPending(ledger, config.data_dir, log)
+    else ledger.flush()
+  }
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
   let notices: CallNotices | null = null
@@ -201,7 +210,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // features' timers) stops, and nothing recorded is lost, before the error is reported.
     void (async () => {
       for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
-      await ledger.close()
+      if (!(await ledger.close())) keepPending()
       await storage.close().catch(() => {})
       await egress.close()
       db.close()
@@ -291,6 +300,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       }
       return url
     },
+    keepPending,
     close(graceMs = 10_000) {
       closing ??= (async () => {
         idle?.stop()
@@ -307,7 +317,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
           await proxy.drain(1_000)
         }
         for (const fn of closers) await fn()
-        await ledger.close()
+        // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
+        if (!(await ledger.close())) keepPending()
         await proxy.close()
         await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))

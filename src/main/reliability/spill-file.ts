@@ -1,0 +1,140 @@
+import { closeSync, fsyncSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import type { CallRecord } from '../ledger/record'
+import type { SideWrite } from '../ledger/side-writes'
+
+/**
+ * The spill files: `ledger-spill-<ms>.jsonl` in the data folder, one JSON object per line: a call
+ * (the same fields as the `calls` table: key hashes, never keys), or `{"side": …}`, a row the
+ * ledger writes with its calls (../ledger/side-writes.ts: a budget hold kept or let go, a key's
+ * rule patterns), in the order they were kept. Files from releases before side rows hold calls only.
+ */
+const PREFIX = 'ledger-spill-'
+
+export function spillFiles(dataDir: string): string[] {
+  try {
+    return readdirSync(dataDir)
+      .filter((f) => f.startsWith(PREFIX) && f.endsWith('.jsonl'))
+      .sort()
+      .map((f) => join(dataDir, f))
+  } catch {
+    return []
+  }
+}
+
+/** The name of a spill file started at `now` (ms). */
+export function spillFile(dataDir: string, now: number): string {
+  return join(dataDir, `${PREFIX}${now}.jsonl`)
+}
+
+/**
+ * A spill file could take only its first `kept` calls (the disk filled up): they are on disk and
+ * put into the database at the next start; the others are lost (side rows are written first).
+ */
+export class SpillCut extends Error {
+  constructor(
+    readonly file: string,
+    readonly kept: number,
+    cause: unknown,
+  ) {
+    super(`${(cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? cause}`, { cause })
+  }
+}
+
+/**
+ * Writes `rows` (and `side`, first) to a new spill file, synced to disk. Throws when it cannot; a
+ * `SpillCut` when the file took only some of them (the file is kept: its whole lines are saved).
+ */
+export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = Date.now(), side: readonly SideWrite[] = []): string {
+  const file = spillFile(dataDir, now)
+  writeRows(file, rows, side, 'wx')
+  return file
+}
+
+/**
+ * Replaces a spill file's calls with `rows` (those still to be written), through a temporary
+ * file renamed over it: a crash meanwhile leaves the old file or the new one, never half of one.
+ */
+export function rewriteSpill(file: string, rows: readonly CallRecord[], side: readonly SideWrite[] = []): void {
+  const tmp = `${file}.tmp`
+  try {
+    writeRows(tmp, rows, side, 'w')
+    renameSync(tmp, file)
+  } catch (err) {
+    rmSync(tmp, { force: true })
+    throw err
+  }
+}
+
+/**
+ * Writes every byte: a write to a nearly full disk may take only part of what it is given without
+ * an error (the next one then fails with ENOSPC), and a file cut there would hold only its first
+ * calls while the log said all were kept. Throws a SpillCut naming the whole calls written.
+ */
+function writeRows(file: string, rows: readonly CallRecord[], side: readonly SideWrite[], flags: string): void {
+  const lines = side.map((w) => JSON.stringify({ side: w })).concat(rows.map((r) => JSON.stringify(r)))
+  const buf = Buffer.from(lines.join('\n') + '\n', 'utf8')
+  const fd = openSync(file, flags, 0o600)
+  let off = 0
+  try {
+    while (off < buf.length) off += writeSync(fd, buf, off, buf.length - off)
+    fsyncSync(fd)
+  } catch (err) {
+    try {
+      fsyncSync(fd)
+    } catch {}
+    throw new SpillCut(file, Math.max(0, wholeLines(buf, off) - side.length), err)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** How many lines end (with their newline) in the first `n` bytes of `buf`. */
+function wholeLines(buf: Buffer, n: number): number {
+  let lines = 0
+  for (let i = buf.indexOf(10); i !== -1 && i < n; i = buf.indexOf(10, i + 1)) lines++
+  return lines
+}
+
+/** What a spill file holds: its calls, and the side rows kept with them. */
+export interface Spilled {
+  rows: CallRecord[]
+  side: SideWrite[]
+}
+
+/** The calls in a spill file; a torn last line (a crash while writing) is skipped. */
+export function readSpill(file: string): CallRecord[] {
+  return parseSpill(readFileSync(file, 'utf8'))
+}
+
+/** The calls and side rows in a spill file (see readSpill). */
+export function readSpilled(file: string): Spilled {
+  return parseSpilled(readFileSync(file, 'utf8'))
+}
+
+/** The calls in a spill file's text (see readSpill). */
+export function parseSpill(text: string): CallRecord[] {
+  return parseSpilled(text).rows
+}
+
+/** The calls and side rows in a spill file's text; a torn or unknown line is skipped. */
+export function parseSpilled(text: string): Spilled {
+  const out: Spilled = { rows: [], side: [] }
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue
+    try {
+      const r = JSON.parse(line)
+      if (!r || typeof r !== 'object') continue
+      if (typeof r.ts === 'number') out.rows.push(r as CallRecord)
+      else if (isSideWrite(r.side)) out.side.push(r.side)
+    } catch {}
+  }
+  return out
+}
+
+function isSideWrite(w: unknown): w is SideWrite {
+  if (!w || typeof w !== 'object') return false
+  const o = w as Record<string, unknown>
+  const obj = (v: unknown) => v !== null && typeof v === 'object'
+  return obj(o.pattern) || obj(o.hold) || obj(o.unhold)
+}
