@@ -1,4 +1,5 @@
 import zlib from 'node:zlib'
+import { PathPicker } from './path-picker'
 
 /**
  * A decoded copy of a response body for metering. Compressed responses go to the client
@@ -76,10 +77,15 @@ function createDecoder(encoding: string | undefined) {
   return null
 }
 
+/** With `paths`, a body past this many bytes is also read by a PathPicker from then on (the bytes held so far fed at once: a few milliseconds). */
+const PICK_FROM = 1024 * 1024
+
 /**
  * Keeps a JSON response body for parsing when it ends, up to `limit` bytes. A larger body
  * (a huge embeddings response) is not held whole: its last `tailBytes` are kept, where the
- * providers put `usage`, and only that object is parsed.
+ * providers put `usage`, and only that object is parsed; or, with `paths` (the meter's
+ * `largeJsonPaths`: a Gemini batch's answer, whose thousands of inline results each carry their
+ * usage), the values there, picked as the body passes (./path-picker.ts, started once it passes 1 MB).
  */
 export class JsonCollector {
   private chunks: Buffer[] = []
@@ -87,13 +93,21 @@ export class JsonCollector {
   private overflow = false
   private tail: Buffer[] = []
   private tailSize = 0
+  private picker: PathPicker | null = null
 
   constructor(
     private readonly limit = 64 * 1024 * 1024,
     private readonly tailBytes = 256 * 1024,
+    private readonly paths?: readonly string[],
   ) {}
 
   push = (chunk: Buffer): void => {
+    if (this.picker) this.picker.write(chunk)
+    else if (this.paths && this.size + chunk.length > Math.min(PICK_FROM, this.limit)) {
+      this.picker = new PathPicker(this.paths)
+      for (const c of this.chunks) this.picker.write(c)
+      this.picker.write(chunk)
+    }
     if (!this.overflow) {
       if (this.size + chunk.length <= this.limit) {
         this.chunks.push(chunk)
@@ -123,6 +137,7 @@ export class JsonCollector {
         return undefined
       }
     }
+    if (this.picker) return this.picker.end()
     const text = Buffer.concat(this.tail).toString('utf8')
     const usage = objectAfterKey(text, 'usage') ?? objectAfterKey(text, 'usageMetadata')
     return usage ? { usage, usageMetadata: usage } : undefined

@@ -24,6 +24,17 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
   return method === 'GET' ? { endpoint: 'batches.get', free: true } : method === 'DELETE' ? { endpoint: 'batches.delete', free: true } : null
 }
 
+/** What the Gemini meter reads of one answer (a GenerateContentResponse). */
+const RESPONSE_FIELDS = ['usageMetadata', 'modelVersion', 'responseId']
+/** Where a batch's answer puts its inline results (GeminiBatchMeter.batch), and the batch's own fields it reads. */
+const OUTPUTS = ['response', 'response.dest', 'metadata.output', 'output', 'dest']
+const LARGE_JSON_PATHS: readonly string[] = ['$', '$.operations.*', '$.batches.*'].flatMap((op) => [
+  `${op}.name`,
+  `${op}.metadata.model`,
+  `${op}.metadata.endTime`,
+  ...OUTPUTS.flatMap((out) => RESPONSE_FIELDS.map((f) => `${op}.${out}.inlinedResponses.inlinedResponses.*.response.${f}`)),
+])
+
 /**
  * Meters the answer of a Gemini batch's get (or a list of batches): a finished batch built from
  * inline requests carries its results, `inlinedResponses.inlinedResponses[]`, each `{response:
@@ -36,6 +47,9 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
  * time: the calls are dated when the batch ended (`metadata.endTime`), else when they are read.
  */
 export class GeminiBatchMeter extends BatchResultsMeter {
+  /** What `json` reads of an answer too large to hold (thousands of inline results): never the answers' text. */
+  readonly largeJsonPaths = LARGE_JSON_PATHS
+
   override json(body: unknown): void {
     if (!isObject(body)) return
     const ops = Array.isArray(body.operations) ? body.operations : Array.isArray(body.batches) ? body.batches : [body]
@@ -77,10 +91,18 @@ export class GeminiBatchFileMeter extends BatchResultsMeter {
     super(now)
   }
 
+  /** What `lineObject` reads of a line too long to hold: never the answer's text. */
+  readonly longLinePaths = ['$.key', ...RESPONSE_FIELDS.map((f) => `$.response.${f}`)]
+
   line(text: string): void {
-    this.index++
     const o = this.fileId ? this.parse(text, '"usageMetadata"') : undefined
-    if (!o || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
+    if (o) this.lineObject(o)
+    else this.index++
+  }
+
+  lineObject(o: Record<string, any>): void {
+    this.index++
+    if (!this.fileId || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
     const m = new GeminiMeter()
     m.json(o.response)
     const key = typeof o.key === 'string' && o.key ? `k:${o.key}` : `i:${this.index}`

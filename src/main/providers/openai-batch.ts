@@ -2,6 +2,18 @@ import { isObject } from '../metering/usage'
 import { OpenAIMeter } from './openai-meter'
 import { BatchResultsMeter } from './batch-results'
 
+/** What the OpenAI meter reads of an answer (`json`), under a results line's `response.body`. */
+const BODY_FIELDS = ['object', 'model', 'id', 'usage', 'created', 'created_at', 'service_tier', 'status', 'error', 'incomplete_details']
+const LONG_LINE_PATHS: readonly string[] = [
+  '$.id',
+  '$.custom_id',
+  '$.response.status_code',
+  ...BODY_FIELDS.map((f) => `$.response.body.${f}`),
+  // The Responses API's tool calls, counted by type (web searches are billed per call).
+  '$.response.body.output.*.type',
+  '$.response.body.output.*.action.type',
+]
+
 /** The endpoint of a batch request, by the `object` of the answer it got. */
 const BY_OBJECT: Record<string, string> = {
   'chat.completion': 'chat.completions',
@@ -32,10 +44,17 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     super(now)
   }
 
+  /** What `lineObject` reads of a line too long to hold (an embeddings request of a thousand inputs): never the vectors or the text. */
+  readonly longLinePaths = LONG_LINE_PATHS
+
   line(text: string): void {
     // Only a results line is parsed: any other file's lines cost a substring search.
     const o = text.includes('"custom_id"') ? this.parse(text, '"response"') : undefined
-    if (!o || typeof o.custom_id !== 'string') return
+    if (o) this.lineObject(o)
+  }
+
+  lineObject(o: Record<string, any>): void {
+    if (typeof o.custom_id !== 'string') return
     const key = this.keyOf(o.id, o.custom_id)
     if (!key) return
     const r = o.response

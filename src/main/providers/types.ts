@@ -140,6 +140,14 @@ export interface Meter {
   jsonElements?(elements: unknown[]): void
   /** One line of a JSON Lines answer (`CallShape.lines`), as text. */
   line?(text: string): void
+  /**
+   * What `line` reads of a line too long to hold whole (paths as ../metering/path-picker.ts takes
+   * them); such a line's picked values, in its shape, go to `lineObject` instead.
+   */
+  readonly longLinePaths?: readonly string[]
+  lineObject?(line: Record<string, unknown>): void
+  /** What `json` reads of a body too large to hold whole (past 64 MB): its picked values, in its shape, go to `json`. */
+  readonly largeJsonPaths?: readonly string[]
   result(): MeterResult
 }
 

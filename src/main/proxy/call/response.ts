@@ -20,7 +20,8 @@ export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
   if (meter.headers) meter.headers(uheaders)
   let sink: ((b: Buffer) => void) | null = null
   if (s.ctx.shape.lines && meter.line) {
-    const lines = new JsonLines((text) => meter.line!(text))
+    const long = meter.longLinePaths && meter.lineObject ? { paths: meter.longLinePaths, onObject: (o: Record<string, unknown>) => meter.lineObject!(o) } : undefined
+    const lines = new JsonLines((text) => meter.line!(text), undefined, long)
     s.lines = lines
     sink = lines.push
   } else if (s.streamed && isEventStream(ctype)) {
@@ -33,7 +34,7 @@ export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
     s.sse = parser
     sink = (b) => parser.write(b)
   } else if (isJson(ctype) || !ctype) {
-    s.json = new JsonCollector()
+    s.json = new JsonCollector(undefined, undefined, meter.largeJsonPaths)
     sink = s.json.push
   }
   if (sink) {
