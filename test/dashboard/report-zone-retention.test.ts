@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { ensureReportZone } from '../../src/main/dashboard/rollup/report-build'
 import { pruneCalls } from '../../src/main/ledger/retention'
-import { ledgerWith, report } from './report-support'
+import { ledgerWith, report, repriceEveryThird } from './report-support'
 import { makeCall } from './seed'
 
 const HOUR = 3_600_000
@@ -51,5 +51,43 @@ describe('the report after a timezone change, with part of a day pruned', () => 
     // Berlin's first day (from 23:00 UTC the day before) holds the first 23 hours' calls.
     const first = db.prepare(`SELECT day, requests FROM dash_report_day WHERE dim = '' ORDER BY day LIMIT 1`).get() as { day: number; requests: number }
     expect(first).toEqual({ day: day0 - HOUR, requests: 23 })
+  })
+
+  // A second change found the rows kept from the first zone by the second zone's midnight, which
+  // none of them is keyed at: west of the first, it rebuilt calls those rows still counted (84
+  // calls for 72); east, it deleted rows of pruned calls ($60 for $72).
+  it.each([
+    ['west', 'Europe/Berlin', 'America/New_York'],
+    ['east', 'America/New_York', 'Asia/Tokyo'],
+    ['back', 'Asia/Tokyo', 'UTC'],
+  ])('keeps every dollar through a second change of zone (%s)', async (_, first, second) => {
+    const db = ledgerWith(calls(), 'UTC')
+    while (pruneCalls(db, day0 + DAY + 12 * HOUR, 500) > 0);
+    ensureReportZone(db, first)
+    expect((await report(db, { ...q, timezone: first })).totals).toMatchObject({ cost_usd: 72, requests: 72 })
+    ensureReportZone(db, second)
+    for (const kind of ['daily', 'monthly'] as const) {
+      expect((await report(db, { ...q, kind, timezone: second })).totals, kind).toMatchObject({ cost_usd: 72, requests: 72 })
+    }
+    // And a third, after more calls were pruned.
+    while (pruneCalls(db, day0 + 2 * DAY + 3 * HOUR, 500) > 0);
+    ensureReportZone(db, 'Australia/Adelaide')
+    expect((await report(db, { ...q, timezone: 'Australia/Adelaide' })).totals).toMatchObject({ cost_usd: 72, requests: 72 })
+  })
+
+  it('re-pricing after a change of zone moves the daily report as much as the monthly one', async () => {
+    const db = ledgerWith(calls(), 'UTC')
+    while (pruneCalls(db, day0 + DAY + 12 * HOUR, 500) > 0);
+    ensureReportZone(db, 'Asia/Tokyo')
+    await repriceEveryThird(db)
+    const kept = db.prepare('SELECT total(cost_usd) FROM calls').pluck().get() as number
+    const pruned = 36
+    const daily = await report(db, { ...q, timezone: 'Asia/Tokyo' })
+    const monthly = await report(db, { ...q, kind: 'monthly', timezone: 'Asia/Tokyo' })
+    expect(daily.totals.cost_usd).toBeCloseTo(pruned + kept, 9)
+    expect(monthly.totals.cost_usd).toBeCloseTo(pruned + kept, 9)
+    // Every day row moved with its calls (a report of days inside a month reads them).
+    const days = db.prepare(`SELECT total(cost_usd) FROM dash_report_day WHERE dim = ''`).pluck().get() as number
+    expect(days).toBeCloseTo(pruned + kept, 9)
   })
 })

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { createReportTables, reportZone } from '../dashboard/rollup/report'
+import { addReportZones, createReportTables, reportZone } from '../dashboard/rollup/report'
 import { createReportSessions } from '../dashboard/rollup/report-sessions'
 import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
@@ -336,6 +336,11 @@ export const MIGRATIONS: Migration[] = [
       const has = new Set((db.prepare('PRAGMA table_info(call_notices)').all() as { name: string }[]).map((c) => c.name))
       for (const col of ['cost', 'delta']) if (!has.has(col)) db.exec(`ALTER TABLE call_notices ADD COLUMN ${col} REAL`)
     },
+  },
+  {
+    version: 26,
+    description: 'the zone stretches of the report rollup, so that a second change of timezone (or a re-price) finds the rows a first one kept',
+    up: (db) => addReportZones(db),
   },
 ]
 

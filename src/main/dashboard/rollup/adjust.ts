@@ -1,5 +1,5 @@
 import type { SqlStore } from '../../storage/sql'
-import { DayOf, MonthOf, REPORT_TIERS, eachReportRow } from './report'
+import { DayOf, MonthOf, REPORT_TIERS, eachReportRow, parseZones } from './report'
 import { eachSessionRow } from './report-sessions'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
@@ -113,6 +113,8 @@ async function reportDays(tx: SqlStore): Promise<{ day: DayOf; month: MonthOf } 
   if (tx.dialect !== 'sqlite') return null
   const has = await tx.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'dash_report_state'")
   if (!has?.n) return null
-  const row = await tx.get<{ tz: string | null }>('SELECT tz FROM dash_report_state WHERE id = 1')
-  return row?.tz ? { day: new DayOf(row.tz), month: new MonthOf(row.tz) } : null
+  // Each call's row where it was folded: a day kept in an earlier zone, or the first rebuilt day's start (ZoneSpan).
+  const zones = await tx.get<{ n: number }>("SELECT count(*) AS n FROM pragma_table_info('dash_report_state') WHERE name = 'zones'")
+  const row = await tx.get<{ tz: string | null; zones: string | null }>(`SELECT tz, ${zones?.n ? 'zones' : 'NULL AS zones'} FROM dash_report_state WHERE id = 1`)
+  return row?.tz ? { day: new DayOf(row.tz, parseZones(row.zones)), month: new MonthOf(row.tz) } : null
 }

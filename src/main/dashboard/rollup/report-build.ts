@@ -1,7 +1,7 @@
 import type Database from 'better-sqlite3'
 import { prunedBefore } from '../../ledger/retention'
 import { isUtc, localMidnight, offsetMs, startOfDay, startOfNextDay } from '../../time/zone'
-import { MonthOf, reportZone, reportTable } from './report'
+import { DayOf, MonthOf, type ZoneSpan, formatZones, reportZone, reportZones, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
 import { hasReportSessions } from './report-sessions'
 
@@ -41,18 +41,27 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     // Rows of days whose calls are all still here are rebuilt; older ones (pruned) stay as they
     // are (all of them when every call was pruned). The session totals do not depend on the zone:
     // they are built here only the first time.
+    // Rows before the current stretch's start were kept from earlier zones: never rebuilt.
+    const spans = old === null ? [] : reportZones(db)
+    const spanStart = spans.at(-1)?.tz === old ? spans.at(-1)!.from : -Infinity
     let from = -Infinity
     if (old === null) {
       db.prepare('DELETE FROM dash_report_day').run()
       if (hasReportSessions(db)) db.prepare('DELETE FROM dash_report_session').run()
     } else if (first !== null) {
-      from = rebuildFrom(db, first, last, old)
+      from = rebuildFrom(db, first, last, old, spanStart)
       db.prepare('DELETE FROM dash_report_day WHERE day >= ?').run(from)
     } else {
-      // Only calls retention kept behind (or none): every row stays, nothing is folded again.
-      from = Number.MAX_SAFE_INTEGER
+      // Only calls retention kept behind (or none): every row stays, nothing is folded again; the
+      // new zone's days start after every call and row there is.
+      const newest = db.prepare(`SELECT max((SELECT max(ts) FROM calls), (SELECT max(day) FROM dash_report_day))`).pluck().get() as number | null
+      from = Math.max(spanStart, newest === null ? -Infinity : newest + 1)
     }
-    const folder = new ReportFolder(db, tz, { sessions: old === null })
+    // A stretch starts only where rows of earlier zones stay below it (none: all rebuilt, in one zone).
+    const below = from !== -Infinity && db.prepare('SELECT 1 FROM dash_report_day WHERE day < ? LIMIT 1').get(from) !== undefined
+    const zones: ZoneSpan[] =
+      old === null || !below ? [] : [...(spans.at(-1)?.tz === old ? spans : [{ from: -Infinity, tz: old }]).filter((z) => z.from < from), { from, tz }]
+    const folder = new ReportFolder(db, tz, { sessions: old === null, days: new DayOf(tz, zones) })
     const chunk = db.prepare(`
       SELECT id, ts, tenant, provider, model, agent, session, project, source, input_tokens, output_tokens,
              cache_read_tokens, cache_write_tokens, cost_usd
@@ -66,7 +75,7 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
       after = rows[rows.length - 1].id
       n += rows.length
     }
-    db.prepare('UPDATE dash_report_state SET tz = ? WHERE id = 1').run(tz)
+    db.prepare('UPDATE dash_report_state SET tz = ?, zones = ? WHERE id = 1').run(tz, formatZones(zones))
     rebuildReportMonths(db, tz)
     return n
   })()
@@ -79,8 +88,11 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
  * its row still counts: that row then stays as it is, and the calls from the next midnight on are
  * folded in the new zone's days (none of them is in both).
  */
-function rebuildFrom(db: Database.Database, first: number, last: number, old: string): number {
-  const day = startOfDay(first, old)
+function rebuildFrom(db: Database.Database, first: number, last: number, old: string, spanStart: number): number {
+  // Calls before the current stretch are counted by rows kept from an earlier zone, whose calls
+  // may be pruned in part: only the stretch's own rows can be rebuilt (all of its calls are kept).
+  if (first < spanStart) return spanStart
+  const day = Math.max(startOfDay(first, old), spanStart)
   const next = startOfNextDay(first, old)
   const counted = db.prepare(`SELECT total(requests) FROM dash_report_day WHERE dim = '' AND day = ?`).pluck().get(day) as number
   const kept = db.prepare('SELECT count(*) FROM calls WHERE ts >= ? AND ts < ? AND id <= ?').pluck().get(day, next, last) as number

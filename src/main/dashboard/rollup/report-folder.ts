@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import { DayOf, MonthOf, REPORT_TIERS, type ReportTier, type RowDim, eachReportRow } from './report'
+import { DayOf, MonthOf, REPORT_TIERS, type ReportTier, type RowDim, eachReportRow, reportZones } from './report'
 import { UPSERT_SESSION, eachSessionRow, hasReportSessions } from './report-sessions'
 
 /** A call as the report rollup reads it. */
@@ -58,9 +58,9 @@ export class ReportFolder {
   private readonly days: DayOf
   private readonly months: MonthOf
 
-  constructor(db: Database.Database, tz: string, opts: { sessions?: boolean } = {}) {
+  constructor(db: Database.Database, tz: string, opts: { sessions?: boolean; days?: DayOf } = {}) {
     this.upSession = opts.sessions !== false && hasReportSessions(db) ? db.prepare(UPSERT_SESSION) : null
-    this.days = new DayOf(tz)
+    this.days = opts.days ?? new DayOf(tz, reportZones(db))
     this.months = new MonthOf(tz)
     const upsert = ({ table, col }: ReportTier) =>
       db.prepare(`

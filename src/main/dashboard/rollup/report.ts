@@ -108,18 +108,85 @@ export function reportZone(db: Database.Database): string | null {
 
 const QUARTER_HOUR = 900_000
 
-/** The local day of calls, cached per quarter-hour (every zone's day starts on one). */
+/**
+ * A stretch of calls whose report rows were folded in one zone: from `from` (ms; the first
+ * stretch from the beginning) to the next stretch's. A change of zone rebuilds the days only from
+ * where every call is still there (retention prunes at any instant): the rows before stay in the
+ * zone they were built in, and the first rebuilt day starts at the stretch's `from`, not at its
+ * midnight, so no row holds calls of two stretches and a later change (or a re-price) finds each
+ * call's row where it was folded.
+ */
+export interface ZoneSpan {
+  from: number
+  tz: string
+}
+
+/** Migration 26: the zone stretches of the report rows (`zones`, JSON; NULL: one zone, `tz`, from the beginning). */
+export function addReportZones(db: Database.Database): void {
+  if (!hasTable(db, 'dash_report_state')) return
+  const cols = new Set((db.prepare('PRAGMA table_info(dash_report_state)').all() as { name: string }[]).map((c) => c.name))
+  if (!cols.has('zones')) db.exec('ALTER TABLE dash_report_state ADD COLUMN zones TEXT')
+}
+
+/** The stretches of `zones` as stored (JSON, the first one's `from` null), or [] for NULL or anything unreadable. */
+export function parseZones(text: string | null | undefined): ZoneSpan[] {
+  if (!text) return []
+  try {
+    const list = JSON.parse(text) as { from: number | null; tz: string }[]
+    return Array.isArray(list) ? list.map((z) => ({ from: z.from ?? -Infinity, tz: z.tz })) : []
+  } catch {
+    return []
+  }
+}
+
+export function formatZones(spans: readonly ZoneSpan[]): string | null {
+  return spans.length === 0 ? null : JSON.stringify(spans.map((z) => ({ from: Number.isFinite(z.from) ? z.from : null, tz: z.tz })))
+}
+
+/** The stretches of the report rows (see ZoneSpan); [] when one zone holds them all. */
+export function reportZones(db: Database.Database): ZoneSpan[] {
+  if (!hasTable(db, 'dash_report_state')) return []
+  const cols = db.prepare('PRAGMA table_info(dash_report_state)').all() as { name: string }[]
+  if (!cols.some((c) => c.name === 'zones')) return []
+  return parseZones(db.prepare('SELECT zones FROM dash_report_state WHERE id = 1').pluck().get() as string | null)
+}
+
+/**
+ * The report day of calls: the local day in `tz`, cached per quarter-hour (every zone's day starts
+ * on one), never before the current stretch's start; a call from before it (an old call imported,
+ * one re-priced), the day of the stretch it falls in, as it was folded.
+ */
 export class DayOf {
   private qh = NaN
   private day = 0
-  constructor(readonly tz: string) {}
+  private readonly floor: number
+  private readonly earlier: readonly ZoneSpan[]
+
+  constructor(
+    readonly tz: string,
+    spans: readonly ZoneSpan[] = [],
+  ) {
+    const last = spans.at(-1)
+    this.floor = last && last.tz === tz ? last.from : -Infinity
+    this.earlier = last && last.tz === tz ? spans.slice(0, -1) : []
+  }
+
   of(ts: number): number {
+    if (ts < this.floor) return this.before(ts)
     const qh = Math.floor(ts / QUARTER_HOUR)
     if (qh !== this.qh) {
       this.qh = qh
-      this.day = startOfDay(ts, this.tz)
+      this.day = Math.max(startOfDay(ts, this.tz), this.floor)
     }
     return this.day
+  }
+
+  private before(ts: number): number {
+    for (let i = this.earlier.length - 1; i >= 0; i--) {
+      const z = this.earlier[i]
+      if (ts >= z.from || i === 0) return Math.max(startOfDay(ts, z.tz), z.from)
+    }
+    return startOfDay(ts, this.tz)
   }
 }
 
