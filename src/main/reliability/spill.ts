@@ -86,8 +86,8 @@ export const ledgerSpill: Feature = (ctx) => {
  * with them (a background job's budget hold, which would let a second job past a block rule
  * after the restart if it were lost). Synchronous: it is also what an exit that cannot wait runs.
  */
-export function keepPending(ledger: Ledger, dataDir: string, log: Logger): void {
-  if (ledger.flush()) return
+export function keepPending(ledger: Ledger, dataDir: string, log: Logger, opts: { flushFirst?: boolean } = {}): void {
+  if (opts.flushFirst !== false && ledger.flush()) return
   const rows = ledger.takePending()
   const side = ledger.takeSide()
   if (rows.length === 0 && side.length === 0) return

@@ -125,6 +125,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     if (ledger instanceof Ledger) spillPending(ledger, config.data_dir, log)
     else ledger.flush()
   }
+  /** After the ledger's last flush failed: its queue to a spill file, without waiting on the lock again (SQLite; PostgreSQL's close journals its own). */
+  const spillAfterClose = (flushed: boolean): void => {
+    if (!flushed && ledger instanceof Ledger) spillPending(ledger, config.data_dir, log, { flushFirst: false })
+  }
   // SQLite: calls `burnrate import` stores in the same file while this server runs count in its
   // spend (and, once the budgets feature reads them, its meters) within seconds.
   let notices: CallNotices | null = null
@@ -210,7 +214,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     // features' timers) stops, and nothing recorded is lost, before the error is reported.
     void (async () => {
       for (const fn of closers) await Promise.resolve(fn()).catch(() => {})
-      if (!(await ledger.close())) keepPending()
+      spillAfterClose(await ledger.close())
       await storage.close().catch(() => {})
       await egress.close()
       db.close()
@@ -318,7 +322,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         }
         for (const fn of closers) await fn()
         // Last: what the closers recorded too (a hold let go, a settled estimate) is in this flush or the spill file.
-        if (!(await ledger.close())) keepPending()
+        spillAfterClose(await ledger.close())
         await proxy.close()
         await egress.close()
         await storage.close().catch((err: Error) => log.warn(`closing the shared store: ${err.message}`))
