@@ -1,5 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/main/log'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -51,6 +52,25 @@ describe('OpenAI: a batch output line too long to hold (a thousand embeddings)',
     expect(emb.cost_usd).toBe(half('text-embedding-3-small', 'openai', { input_tokens: 36_000 }))
     expect(got[0].ts).toBe(RAN * 1000)
     expect(got[2].cost_usd).toBe(got[0].cost_usd)
+  })
+})
+
+describe('a results line that cannot be read, however long', () => {
+  it('is said in the log, and the lines after it are recorded', async () => {
+    const broken = `{"id":"batch_req_bad001","custom_id":"bad-1","response":{"status_code":200,"body":{"object":"list","data":"${'x'.repeat(17 * 1024 * 1024)}`
+    const file = Buffer.from([broken, line('batch_req_ok002', 'ok-2', chat)].join('\n') + '\n')
+    const upstream = await startMockUpstream(() => ({ headers: { 'content-type': 'application/octet-stream' }, body: file }))
+    const lines: string[] = []
+    const t = await startTestServer({ timezone: 'UTC' }, upstream.url, undefined, { log: createLogger('info', (l) => lines.push(l)) })
+    try {
+      expect((await request(`${t.url}/v1/files/file-broken/content`, { headers: { authorization: 'Bearer sk-test-broken-batch-aaaa' } })).status).toBe(200)
+      await eventually(() => rows(t).some((c) => c.endpoint === 'batch.chat.completions'))
+      expect(rows(t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(1)
+      await eventually(() => lines.some((l) => l.includes('openai files.content: 1 line(s) of the answer could not be read')))
+    } finally {
+      await t.cleanup()
+      await upstream.close()
+    }
   })
 })
 

@@ -70,7 +70,7 @@ export interface ProxyHandler {
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   const memory = new BodyMemory(opts.maxBufferedBytes ?? 5 * DEFAULT_MAX_REQUEST)
-  const life = createCallLifecycle(opts)
+  const life = createCallLifecycle({ ...opts, warn: opts.log ? (m) => opts.log!.warn(m) : undefined })
   const dispatchers = createUpstreamDispatchers({ ...opts.timeouts, ...opts.network })
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.

@@ -27,6 +27,8 @@ export interface RecorderOptions {
    * nothing itself): each is recorded once, as a call of its own (../../batch/record.ts).
    */
   recordBatch?: (s: CallState, results: BatchResult[]) => void
+  /** Says what metering had to leave out (a results line it could not read). */
+  warn?: (msg: string) => void
 }
 
 /**
@@ -54,7 +56,14 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     try {
       if (s.sse) s.sse.end()
       // A results file's last line may lack its newline; a line cut short does not parse, so counts nothing.
-      if (s.lines) s.lines.end()
+      if (s.lines) {
+        s.lines.end()
+        if (s.lines.skipped > 0) {
+          opts.warn?.(
+            `${s.ctx.provider.name} ${s.ctx.shape.endpoint}: ${s.lines.skipped} line(s) of the answer could not be read (too long to hold, or not whole JSON); any requests they held are not recorded`,
+          )
+        }
+      }
       if (s.json && s.meter) {
         const body = s.json.parse()
         if (body !== undefined) s.meter.json(body)
