@@ -48,13 +48,20 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   }
 
   let stopping = false
+  let exiting = false
   const stop = (signal: string) => {
     if (stopping) {
-      // Calls under way are cut; what is queued is written, or kept in a spill file when the
-      // database cannot take it (locked by another process), as a stop that waits would.
+      if (exiting) return
+      exiting = true
+      // Calls under way are cut; what is queued (with the calls whose token estimate was being
+      // counted) is written, or kept in a spill file when the database cannot take it (locked
+      // by another process), as a stop that waits would.
       log.warn(`${signal} again: exiting without waiting`)
-      server.keepPending()
-      process.exit(1)
+      void server
+        .keepPending()
+        .catch((err: Error) => log.error(`keeping the waiting calls failed: ${err.message}`))
+        .finally(() => process.exit(1))
+      return
     }
     stopping = true
     log.info(`${signal}: finishing calls under way and flushing the ledger`)

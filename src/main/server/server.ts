@@ -75,10 +75,12 @@ export interface BurnrateServer {
   /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. */
   close(graceMs?: number): Promise<void>
   /**
-   * Writes what the ledger has queued now, or keeps it in a spill file when the database cannot
-   * take it (SQLite; PostgreSQL's ledger journals its own): for an exit that cannot wait for `close`.
+   * For an exit that cannot wait for `close`: answers the token estimates still being counted
+   * from their length (their calls are then recorded, a background job's budget hold with them),
+   * and writes what the ledger has queued, or keeps it in a spill file when the database cannot
+   * take it (SQLite; PostgreSQL's ledger journals its own). Resolves once that is done.
    */
-  keepPending(): void
+  keepPending(): Promise<void>
 }
 
 export interface CreateOptions {
@@ -121,7 +123,11 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const busyMs = opts.startupBusyMs ?? STARTUP_BUSY_MS
   const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs }, busyMs)
   const ledger = storage.ledger
-  const keepPending = (): void => {
+  const keepPending = async (): Promise<void> => {
+    // A call answered whose usage is being estimated (a background job's queued answer reports
+    // none) is recorded, with its hold, once the estimate is in: a turn after it is settled.
+    settleEstimates()
+    await new Promise<void>((r) => setImmediate(r))
     if (ledger instanceof Ledger) spillPending(ledger, config.data_dir, log)
     else ledger.flush()
   }
