@@ -2,7 +2,10 @@ import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
 import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
 import { localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
+import { type Totals, type TotalsPart, sumTotals } from './totals'
 import type { ReportKind, ReportRow } from './types'
+
+export type { Totals } from './totals'
 
 /** What a report sums over: its kind, window, tenant and zone. */
 export interface Window {
@@ -86,9 +89,18 @@ export function splitMonths(a: number, b: number, tz: string): { tier: ReportTie
  * the report is of every tenant; so days whose raw calls retention pruned still count), the rest
  * from calls. Without it (PostgreSQL, or another zone) every day is summed from calls.
  * `sessions` (a session report, SQLite only) sums only those sessions, through the rollup's
- * session indexes.
+ * session indexes (and then has no totals).
+ * The totals are of the same parts for every kind: the whole days' rows per day and model (what
+ * a daily report reads; any other kind reads them too) and one sum of the other calls per part of
+ * the window read from calls, added by `sumTotals`, so every kind's totals of a window agree to the
+ * last digit (summing each kind's own rows, they did not).
  */
-export async function collect(db: SqlReader, q: Window, rollupZone: string | null, sessions: readonly string[] | null = null): Promise<Map<string, Acc>> {
+export async function collect(
+  db: SqlReader,
+  q: Window,
+  rollupZone: string | null,
+  sessions: readonly string[] | null = null,
+): Promise<{ rows: Map<string, Acc>; totals: Totals }> {
   const rows = new Map<string, Acc>()
   const row = (key: string) => {
     let r = rows.get(key)
@@ -126,6 +138,9 @@ export async function collect(db: SqlReader, q: Window, rollupZone: string | nul
   }
   const periodic = isPeriodic(q.kind)
   const only = sessions !== null && q.kind === 'session'
+  const parts: TotalsPart[] = []
+  // The kinds whose own reads of the day rows (per day and model) are the totals' parts of the whole days.
+  const byDays = q.kind === 'daily' || q.kind === 'weekly'
   const keysArg = only ? JSON.stringify(sessions) : null
   const { days, raw } = rollupZone === q.timezone ? splitDays(q.since, q.until, q.timezone) : { days: null, raw: [{ since: q.since, until: q.until }] }
   if (days) {
@@ -138,8 +153,8 @@ export async function collect(db: SqlReader, q: Window, rollupZone: string | nul
       if (k === undefined) keys.set(period, (k = periodKey(period, q.kind as 'daily', q.timezone)))
       return k
     }
-    const parts = q.kind === 'daily' || q.kind === 'weekly' ? [{ tier: REPORT_TIERS.day, ...days }] : splitMonths(days.a, days.b, q.timezone)
-    for (const { tier, a, b } of parts) {
+    const tiers = byDays ? [{ tier: REPORT_TIERS.day, ...days }] : splitMonths(days.a, days.b, q.timezone)
+    for (const { tier, a, b } of tiers) {
       const col = tier.col
       // Some sessions: through the session index (partial, on dim = 'session'), not the whole
       // window's session rows in key order, which the planner would otherwise pick.
@@ -152,8 +167,13 @@ export async function collect(db: SqlReader, q: Window, rollupZone: string | nul
         : q.kind === 'model'
           ? `SELECT model AS key, model, provider, ${ROLLUP_SUMS} ${from} GROUP BY model, provider`
           : `SELECT key, model${q.kind === 'session' ? ', max(agent) AS agent, max(project) AS project' : ''}, ${ROLLUP_SUMS} ${from} GROUP BY key, model`
-      for (const x of await db.all<any>(sql, { dim, a, b, tenant: q.tenant, keys: keysArg })) addRow(x, periodic ? keyOf(x.key) : null)
+      for (const x of await db.all<any>(sql, { dim, a, b, tenant: q.tenant, keys: keysArg })) {
+        addRow(x, periodic ? keyOf(x.key) : null)
+        if (byDays) parts.push(x)
+      }
     }
+    // The totals' parts of the whole days, as a daily report of the window reads them.
+    if (!byDays && !only) parts.push(...(await dayParts(db, reportDim('', q.tenant), days.a, days.b, q.tenant)))
   }
   for (const part of raw) {
     const where = ['1 = 1']
@@ -174,8 +194,20 @@ export async function collect(db: SqlReader, q: Window, rollupZone: string | nul
       const sql = `SELECT ${col} AS key, model${extra}, ${SUMS} FROM calls WHERE ${w} GROUP BY ${group}`
       for (const x of await db.all<any>(sql, args)) addRow(x, null)
     }
+    // The totals' part of these calls: one sum, the same whatever the kind groups them by (a
+    // scan without grouping: a fraction of the grouped one's time).
+    if (!only) parts.push(...(await db.all<TotalsPart>(`SELECT ${SUMS} FROM calls WHERE ${w}`, args)))
   }
-  return rows
+  return { rows, totals: sumTotals(parts) }
+}
+
+/** The whole days' parts of the totals: the day rows of `[a, b)` per day and model (the very query of a daily report). */
+function dayParts(db: SqlReader, dim: string, a: number, b: number, tenant: string | null): Promise<TotalsPart[]> {
+  const { table, col } = REPORT_TIERS.day
+  const where = ['dim = @dim', `${col} >= @a`, `${col} < @b`]
+  if (tenant !== null) where.push('tenant = @tenant')
+  const sql = `SELECT ${col} AS key, model, ${ROLLUP_SUMS} FROM ${table} WHERE ${where.join(' AND ')} GROUP BY ${col}, model`
+  return db.all<TotalsPart>(sql, { dim, a, b, tenant, keys: null })
 }
 
 /** The summed rows as a report lists them: periods in order, attributes costliest first. */
@@ -186,11 +218,3 @@ export function finish(rows: Map<string, Acc>, kind: ReportKind): ReportRow[] {
     .sort((a, b) => (periodic ? byText(a.key, b.key) : b.cost_usd - a.cost_usd || byText(a.key, b.key) || byText(a.provider ?? '', b.provider ?? '')))
 }
 
-export type Totals = Omit<ReportRow, 'key' | 'models' | 'provider' | 'agent' | 'project'>
-
-/** The sums of rows. */
-export function sumRows(rows: Iterable<Omit<ReportRow, 'models'>>): Totals {
-  const totals = { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0 }
-  for (const r of rows) for (const k of Object.keys(totals) as (keyof typeof totals)[]) totals[k] += r[k]
-  return totals
-}

@@ -1,6 +1,6 @@
 import type { SqlReader } from '../storage/sql'
 import { localMidnight, wallInstant } from '../time/zone'
-import { type Totals, collect, finish, sumRows } from './collect'
+import { type Totals, collect, finish } from './collect'
 import { costliestSessions } from './sessions'
 import { RANKED_KINDS, type Report, type ReportQuery, type ReportRow } from './types'
 
@@ -49,9 +49,10 @@ export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: str
   let page: { rows: ReportRow[]; totals: Totals; total_rows: number } | null = null
   if (q.kind === 'session' && limit !== null) page = await costliestSessions(db, q, limit, rollupZone)
   if (!page) {
-    const all = finish(await collect(db, q, rollupZone), q.kind)
+    const got = await collect(db, q, rollupZone)
+    const all = finish(got.rows, q.kind)
     const rows = limit !== null && all.length > limit ? all.slice(0, limit) : all
-    page = { rows, totals: sumRows(all), total_rows: all.length }
+    page = { rows, totals: got.totals, total_rows: all.length }
   }
   return {
     kind: q.kind,

@@ -1,5 +1,5 @@
 import type { SqlReader } from '../storage/sql'
-import { OPEN, type Totals, collect, finish, splitDays, sumRows } from './collect'
+import { OPEN, type Totals, collect, finish, splitDays } from './collect'
 import type { ReportQuery, ReportRow } from './types'
 
 /**
@@ -67,11 +67,11 @@ export async function costliestSessions(
     for (const r of rows) crossing.add(r.session)
   }
   for (const s of crossing) candidates.add(s)
-  const ranked = candidates.size ? finish(await collect(db, q, rollupZone, [...candidates]), 'session') : []
+  const ranked = candidates.size ? finish((await collect(db, q, rollupZone, [...candidates])).rows, 'session') : []
   // Every session with calls in the window: those wholly in it, and those crossing an end that have calls in it.
   let total_rows = insideCount
   for (const r of ranked) if (crossing.has(r.key)) total_rows++
-  const totals = sumRows((await collect(db, { ...q, kind: 'monthly' }, rollupZone)).values())
+  const { totals } = await collect(db, { ...q, kind: 'monthly' }, rollupZone)
   return { rows: ranked.length > limit ? ranked.slice(0, limit) : ranked, totals, total_rows }
 }
 

@@ -29,10 +29,10 @@ const NO_TOKENS: TokenChange = {}
  */
 export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]): Promise<void> {
   // Summed per rollup row first: one UPDATE per touched row, of the columns that move.
-  const sums = new Map<string, { table: string; where: string; params: Record<string, unknown>; cols: Map<string, number> }>()
-  const add = (key: string, table: string, where: string, params: Record<string, unknown>, cols: Record<string, number | undefined>) => {
+  const sums = new Map<string, Entry>()
+  const add = (key: string, table: string, where: string, params: Record<string, unknown>, cols: Record<string, number | undefined>, insert?: Insert) => {
     let e = sums.get(key)
-    if (!e) sums.set(key, (e = { table, where, params, cols: new Map() }))
+    if (!e) sums.set(key, (e = { table, where, params, cols: new Map(), insert }))
     for (const [col, v] of Object.entries(cols)) if (v) e.cols.set(col, (e.cols.get(col) ?? 0) + v)
   }
   const days = await reportDays(tx)
@@ -55,13 +55,18 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
             `dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
             { dim, period, tenant, key, model: c.model, provider: c.provider },
             { cost_usd: c.delta, ...tokens },
+            // The row as the folder writes it (its agent and project only on session rows), counting no call.
+            reportRowInsert({
+              dim, [tier.col]: period, tenant, key, model: c.model, provider: c.provider,
+              agent: dim === 'session' ? who.agent : '', project: dim === 'session' ? who.project : '', requests: 0, imported: 0,
+            }),
           ),
         )
       }
       eachSessionRow(who, (across, tenant) =>
         add(`rs\0${across}\0${tenant}\0${c.session}`, 'dash_report_session', 'across = @across AND tenant = @tenant AND session = @session', {
           across, tenant, session: c.session,
-        }, { cost_usd: c.delta }),
+        }, { cost_usd: c.delta }, { values: { across, tenant, session: c.session, first_ts: c.ts, last_ts: c.ts } }),
       )
     }
     const b5 = Math.floor(c.ts / FIVE_MIN) * FIVE_MIN
@@ -104,8 +109,44 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     if (cols.length === 0) continue
     const params: Record<string, unknown> = { ...e.params }
     for (const [col, v] of cols) params[`d_${col}`] = v
-    await tx.run(`UPDATE ${e.table} SET ${cols.map(([col]) => `${col} = ${col} + @d_${col}`).join(', ')} WHERE ${e.where}`, params)
+    const changed = await tx.run(`UPDATE ${e.table} SET ${cols.map(([col]) => `${col} = ${col} + @d_${col}`).join(', ')} WHERE ${e.where}`, params)
+    if (changed === 0 && e.insert) await insertRow(tx, e.table, e.insert, cols)
   }
+}
+
+/** The columns of a report row that a change may find missing, its sums but the changed ones 0. */
+interface Insert {
+  values: Record<string, string | number>
+}
+
+interface Entry {
+  table: string
+  where: string
+  params: Record<string, unknown>
+  cols: Map<string, number>
+  insert?: Insert
+}
+
+const REPORT_ROW_SUMS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd']
+
+function reportRowInsert(keys: Record<string, string | number>): Insert {
+  const values: Record<string, string | number> = { ...keys }
+  for (const s of REPORT_ROW_SUMS) values[s] = 0
+  return { values }
+}
+
+/**
+ * A report row (day, month or session total) that a change found missing is written with the
+ * change, so no re-priced dollar is dropped: a call's row is where the folder put it, but a ledger
+ * whose rows were built by an earlier release (or in a zone it no longer records) may key it
+ * elsewhere; the money then shows in the row of the day the call is now in, counting no call.
+ */
+async function insertRow(tx: SqlStore, table: string, insert: Insert, cols: [string, number][]): Promise<void> {
+  const values = { ...insert.values }
+  for (const [col, v] of cols) values[col] = v
+  const names = Object.keys(values)
+  const changed = await tx.run(`INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`, values)
+  if (changed !== 1) throw new Error(`re-pricing could not write a row of ${table}`)
 }
 
 /** The days and months of the SQLite report rollup (kept in one zone), or null where there is none (PostgreSQL). */
