@@ -1,19 +1,20 @@
-import { createHash } from 'node:crypto'
 import { isDeepStrictEqual } from 'node:util'
-import { applyPatch, createTwoFilesPatch, structuredPatch } from 'diff'
 import type { AgentConnection, ConnectPlan } from '../../shared/connect'
-import { type ConfigDoc, type KeyPath, MalformedError, isPlainObject } from './formats/types'
+import { asText, dotted, openDoc, readDoc, sha256 } from './doc'
+import { type ConfigDoc, isPlainObject } from './formats/types'
 import { readText } from './files'
-import { AGENT_PROXY_VARS, agentProxyFor } from '../http/network'
-import { noProxyEntries, noProxyLines } from '../../shared/no-proxy'
+import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
+import { planWork } from './plan'
 import { CONNECTORS } from './registry'
+import { restoreWork, undoKeys } from './restore'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
 import { ConnectError } from './errors'
 import { type FileWork, type Work, type Writer, writeWork } from './write'
-import type { AgentConnector, AgentFile, ConnectContext } from './types'
+import type { AgentConnector, ConnectContext } from './types'
 
 export { ConnectError, type ConnectErrorCode } from './errors'
+export { proxyNotes } from './notes'
 
 export interface ConnectionsOptions extends ConnectContext {
   /** Burnrate's data folder: the connection records and the backups go there. */
@@ -21,10 +22,6 @@ export interface ConnectionsOptions extends ConnectContext {
   connectors?: readonly AgentConnector[]
   now?: () => Date
 }
-
-const sha256 = (s: string) => createHash('sha256').update(s).digest('hex')
-const dotted = (k: KeyPath) => k.join('.')
-const asText = (v: unknown): string | null => (v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v))
 
 /**
  * Connects agents to Burnrate by editing their own config files, and disconnects them by putting
@@ -67,7 +64,7 @@ export class AgentConnections {
       for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787')) {
         let doc: ConfigDoc | null = null
         try {
-          doc = this.open(f, readText(f.path) ?? '')
+          doc = openDoc(this.ctx, f, readText(f.path) ?? '')
         } catch (err) {
           error ??= (err as Error).message
         }
@@ -186,34 +183,14 @@ export class AgentConnections {
       })
   }
 
-  private open(f: AgentFile, text: string): ConfigDoc {
-    try {
-      return f.format.open(text)
-    } catch (err) {
-      if (err instanceof MalformedError) {
-        throw new ConnectError('malformed', `${tildify(this.ctx, f.path)} is ${err.message}; fix it first (Burnrate wrote nothing).`, f.path)
-      }
-      throw err
-    }
-  }
-
-  private read(path: string): string | null {
-    try {
-      return readText(path)
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException
-      throw new ConnectError('unreadable', `Cannot read ${tildify(this.ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
-    }
-  }
-
   private workConnect(c: AgentConnector, url: string): Work {
     const why = c.unsupported?.(this.ctx)
     if (why) throw new ConnectError('unsupported', `${c.name} cannot be connected here: ${why}`)
     const record = this.state.read()[c.id] ?? null
     const notes: string[] = []
     const files = c.files(this.ctx, url).map((f): FileWork => {
-      const before = this.read(f.path)
-      const doc = this.open(f, before ?? '')
+      const before = readDoc(this.ctx, f.path)
+      const doc = openDoc(this.ctx, f, before ?? '')
       const old = record?.files.find((r) => r.path === f.path) ?? null
       const rec: FileRecord = old
         ? { ...old, keys: old.keys.map((k) => ({ ...k })) }
@@ -223,7 +200,7 @@ export class AgentConnections {
       // them. The new backup is what Disconnect would have put back just now.
       let rebased: string | undefined
       if (old && before !== null && sha256(before) !== old.written_sha256) {
-        rebased = this.undoKeys(f, old, before, old.backup ? this.state.readBackup(old.backup) : null).text
+        rebased = undoKeys(this.writer, f, old, before, old.backup ? this.state.readBackup(old.backup) : null).text
       }
       const settings: FileWork['settings'] = []
       for (const s of f.settings) {
@@ -253,9 +230,9 @@ export class AgentConnections {
         doc.set(s.key, s.value)
         settings.push({ key: dotted(s.key), from: asText(current), to: s.value })
       }
-      const note = this.settingsProxyNote(c, f, doc, url)
+      const note = settingsProxyNote(this.ctx, c, f, doc, url)
       if (note) notes.push(note)
-      const shadowed = this.shellWinsNote(c, f, url)
+      const shadowed = shellWinsNote(this.ctx, c, f, url)
       if (shadowed) notes.push(shadowed)
       const after = doc.text()
       rec.written_sha256 = sha256(after)
@@ -267,11 +244,11 @@ export class AgentConnections {
     if (record) {
       for (const rec of record.files) {
         if (files.some((w) => w.file.path === rec.path)) continue
-        const w = this.restoreWork(c, record.url, rec, notes)
+        const w = restoreWork(this.writer, c, record.url, rec, notes)
         if (w) files.push(w)
       }
     }
-    return this.toWork(c, 'connect', url, files, [...notes, ...proxyNotes(c.name, url, this.ctx)])
+    return planWork(this.ctx, c, 'connect', url, files, [...notes, ...proxyNotes(c.name, url, this.ctx)])
   }
 
   private workDisconnect(c: AgentConnector): Work {
@@ -279,153 +256,14 @@ export class AgentConnections {
     const notes: string[] = []
     if (!record) {
       notes.push(`${c.name} was not connected by Burnrate; nothing to restore.`)
-      return this.toWork(c, 'disconnect', null, [], notes)
+      return planWork(this.ctx, c, 'disconnect', null, [], notes)
     }
     const files: FileWork[] = []
     for (const rec of record.files) {
-      const w = this.restoreWork(c, record.url, rec, notes)
+      const w = restoreWork(this.writer, c, record.url, rec, notes)
       if (w) files.push(w)
     }
-    return this.toWork(c, 'disconnect', record.url, files, notes)
-  }
-
-  /** One recorded file put back as it was before Burnrate (null: nothing to change there). */
-  private restoreWork(c: AgentConnector, url: string, rec: FileRecord, notes: string[]): FileWork | null {
-    // A file the agent no longer reads is opened in its own format, not the current file's: a
-    // ~/.zshrc read as fish has none of Burnrate's lines, so the whole block, hand-set values
-    // and all, would go, and every key be said to be "changed since".
-    const f = c.files(this.ctx, url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.formatOf?.(rec.path) ?? c.files(this.ctx, url)[0].format, settings: [] }
-    const shown = tildify(this.ctx, rec.path)
-    const before = this.read(rec.path)
-    if (before === null) {
-      notes.push(`${shown} no longer exists; nothing to restore there.`)
-      return null
-    }
-    const backup = rec.backup ? this.state.readBackup(rec.backup) : null
-    const settings: FileWork['settings'] = []
-    let after: string | null
-    if (sha256(before) === rec.written_sha256 && (backup !== null || !rec.existed)) {
-      // Untouched since Burnrate wrote it: put back the file exactly as it was.
-      after = rec.existed ? backup : null
-      const doc = this.open(f, before)
-      for (const k of rec.keys) settings.push({ key: dotted(k.key), from: asText(doc.get(k.key)), to: k.had ? asText(k.previous) : null })
-    } else {
-      const undone = this.undoKeys(f, rec, before, backup)
-      after = undone.text
-      settings.push(...undone.settings)
-      notes.push(...undone.notes)
-    }
-    if (after === before) return null
-    return { file: f, before, after, record: null, settings, folders: rec.created_dirs }
-  }
-
-  /**
-   * `before` (changed since Burnrate wrote it) without Burnrate's keys: each key undone where it
-   * still holds what Burnrate wrote, or better, the user's edits replayed onto the backup when
-   * that means the same.
-   */
-  private undoKeys(f: AgentFile, rec: FileRecord, before: string, backup: string | null): { text: string; settings: FileWork['settings']; notes: string[] } {
-    const shown = tildify(this.ctx, rec.path)
-    const settings: FileWork['settings'] = []
-    const notes: string[] = []
-    // Undo only Burnrate's own keys, where they still hold what it wrote. Last
-    // written first: a key written after another in an object the first one created (two keys
-    // in `env`) is gone before that object is checked for being empty.
-    const doc = this.open(f, before)
-    const undone: { setting?: FileWork['settings'][number]; note?: string }[] = []
-    for (const k of [...rec.keys].reverse()) {
-      const current = doc.get(k.key)
-      if (!isDeepStrictEqual(current, k.wrote)) {
-        undone.push({ note: `${shown}: ${dotted(k.key)} was changed since Burnrate set it (now ${asText(current) ?? 'unset'}); left as it is.` })
-        continue
-      }
-      if (k.had) doc.set(k.key, k.previous)
-      else doc.delete(k.key)
-      for (const parent of [...k.created].reverse()) if (doc.isEmptyObject(parent)) doc.delete(parent)
-      undone.push({ setting: { key: dotted(k.key), from: asText(current), to: k.had ? asText(k.previous) : null } })
-    }
-    // Told in the order the keys were written.
-    for (const u of undone.reverse()) {
-      if (u.note) notes.push(u.note)
-      if (u.setting) settings.push(u.setting)
-    }
-    let text = doc.text()
-    // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)
-    // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
-    // cleanly and mean exactly what the key-by-key undo means.
-    const written = rec.written_copy ? this.state.readBackup(rec.written_copy) : null
-    // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
-    for (const context of [3, 1, 0]) {
-      if (backup === null || written === null) break
-      const merged = applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))
-      if (merged === false) continue
-      try {
-        if (!isDeepStrictEqual(this.open(f, merged).value(), doc.value())) continue
-      } catch {
-        continue
-      }
-      text = merged
-      break
-    }
-    return { text, settings, notes }
-  }
-
-  private toWork(c: AgentConnector, action: ConnectPlan['action'], url: string | null, all: FileWork[], notes: string[]): Work {
-    const changing = all.filter((w) => w.after !== w.before)
-    const id = sha256(JSON.stringify([c.id, action, url, all.map((w) => [w.file.path, w.before === null ? null : sha256(w.before)])]))
-    const plan: ConnectPlan = {
-      id,
-      agent: c.id,
-      action,
-      url,
-      noop: changing.length === 0,
-      changes: changing.map((w) => {
-        const name = tildify(this.ctx, w.file.path)
-        return {
-          file: name,
-          create: w.before === null,
-          remove: w.after === null,
-          diff: createTwoFilesPatch(name, name, w.before ?? '', w.after ?? '', w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', { context: 3 }),
-          settings: w.settings,
-        }
-      }),
-      notes,
-    }
-    return { plan, files: all }
-  }
-
-  /**
-   * A proxy the agent's own settings give it (Claude Code's `env` block, Gemini CLI's env file),
-   * where NO_PROXY there does not exempt Burnrate's address: its calls would go to that proxy and
-   * be stranded there, as with one set in the shell (proxyNotes). Null when there is none, or the
-   * shell's already says so.
-   */
-  private settingsProxyNote(c: AgentConnector, f: AgentFile, doc: ConfigDoc, url: string): string | null {
-    const env = f.env
-    if (!env) return null
-    const fileEnv: NodeJS.ProcessEnv = {}
-    for (const name of [...AGENT_PROXY_VARS, 'NO_PROXY', 'no_proxy']) {
-      const v = doc.get([...env, name])
-      if (typeof v === 'string') fileEnv[name] = v
-    }
-    const name = agentProxyFor(url, { ...this.ctx.env, ...fileEnv })
-    if (!name || fileEnv[name] === undefined) return null
-    const where = env.length === 0 ? tildify(this.ctx, f.path) : `${dotted(env)} in ${tildify(this.ctx, f.path)}`
-    return `${name} is set for ${c.name} (${where}) and NO_PROXY there does not list ${new URL(url).hostname}: its calls for ${url} would go to that proxy, which cannot reach this machine. Add NO_PROXY=${noProxyEntries(url)} beside it.`
-  }
-
-  /**
-   * An env file's variable already set otherwise in the environment here: the agent keeps the
-   * shell's value (Gemini CLI, like dotenv, loads a variable from its .env only when the
-   * environment lacks it), so the line Burnrate writes has no effect in an agent started from
-   * that shell, and its calls would go elsewhere, unmetered. Null when there is none.
-   */
-  private shellWinsNote(c: AgentConnector, f: AgentFile, url: string): string | null {
-    if (f.env?.length !== 0) return null
-    const set = f.settings.filter((s) => s.key.length === 1 && this.ctx.env[s.key[0]] !== undefined && this.ctx.env[s.key[0]] !== s.value).map((s) => s.key[0])
-    if (set.length === 0) return null
-    const names = set.join(', ')
-    return `${names} ${set.length === 1 ? 'is' : 'are'} set here to another address: ${c.name} started from this shell keeps ${set.length === 1 ? 'that value' : 'those values'} over ${tildify(this.ctx, f.path)}'s, so its calls for ${url} would not go through Burnrate. Unset ${names} in the shell (or profile) you start ${c.name} from.`
+    return planWork(this.ctx, c, 'disconnect', record.url, files, notes)
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {
@@ -449,16 +287,3 @@ export function normaliseUrl(url: string): string {
 }
 
 export type { ConnectionRecord }
-
-/**
- * A proxy variable set here that NO_PROXY does not exempt Burnrate's address from: the agent
- * would send its calls to the proxy, which cannot reach this machine, and be stranded there
- * (the real CLIs, tried: Claude Code exits 1, Codex keeps reconnecting). What to add, said once.
- */
-export function proxyNotes(who: string, url: string, ctx: ConnectContext): string[] {
-  const name = agentProxyFor(url, ctx.env)
-  if (!name) return []
-  const host = new URL(url).hostname
-  const how = ctx.platform === 'win32' ? `add ${noProxyEntries(url)} to the NO_PROXY environment variable` : `${noProxyLines(url, ctx.platform).replace('\n', '; ')} in the shell (or profile) you start it from`
-  return [`${name} is set here and NO_PROXY does not list ${host}: calls from ${who} for ${url} would go to that proxy, which cannot reach this machine. Before starting ${who}, ${how}.`]
-}

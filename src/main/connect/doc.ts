@@ -1,0 +1,38 @@
+import { createHash } from 'node:crypto'
+import { ConnectError } from './errors'
+import { readText } from './files'
+import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
+import { tildify } from './paths'
+import type { AgentFile, ConnectContext } from './types'
+
+/** Reading an agent's config file and naming what is in it, as a plan says it. */
+
+export const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex')
+
+/** `['env', 'ANTHROPIC_BASE_URL']` -> `env.ANTHROPIC_BASE_URL`. */
+export const dotted = (k: KeyPath): string => k.join('.')
+
+/** A setting's value as a plan shows it (null: unset). */
+export const asText = (v: unknown): string | null => (v === undefined ? null : typeof v === 'string' ? v : JSON.stringify(v))
+
+/** `text` parsed in `f`'s format; a file that does not parse is refused before anything is written. */
+export function openDoc(ctx: ConnectContext, f: AgentFile, text: string): ConfigDoc {
+  try {
+    return f.format.open(text)
+  } catch (err) {
+    if (err instanceof MalformedError) {
+      throw new ConnectError('malformed', `${tildify(ctx, f.path)} is ${err.message}; fix it first (Burnrate wrote nothing).`, f.path)
+    }
+    throw err
+  }
+}
+
+/** The file's text (null: it does not exist); one that cannot be read is refused before anything is written. */
+export function readDoc(ctx: ConnectContext, path: string): string | null {
+  try {
+    return readText(path)
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
+  }
+}
