@@ -162,7 +162,8 @@ export async function runStartupBench(): Promise<void> {
       `Resident memory: at rest 2 s after start ${f(rest)}; at the end of ${load.ok} calls in 8 s ${f(during)}; 10 s later ${f(after)}; 45 s later ${f(later)}. ` +
         `The bare node:http server: ${f(bareRest)}.`,
     )
-    row('RSS at rest (headless)', rest.rss, bareRest.rss, '< 80', 'MiB')
+    // Issue 20's goal is 80 MB, 10^6 bytes each: 76.3 MiB, the unit every memory figure here is in.
+    row('RSS at rest (headless)', rest.rss, bareRest.rss, `< ${((80 * 1e6) / 2 ** 20).toFixed(1)}`, 'MiB')
     row('RSS anonymous at rest', rest.anon, bareRest.anon, 'for reference', 'MiB')
     // 10 s after, the write thread and the grown heap are still held by design (both go after 30 s
     // of quiet: README, Start-up and memory); the goal is the figure 45 s after.

@@ -106,6 +106,8 @@ describe('headless start-up loads only what the first call needs', () => {
       'ledger-worker.js',
       // The FFI that trims the C heap loads with the first collection after calls.
       '/node_modules/koffi/',
+      // The streaming JSON parser loads with the first batch result too large to hold (metering/path-picker.ts).
+      '/node_modules/@streamparser/json/',
       // The price library (its price table) loads a moment after health answers, or for the first call.
       '/out/main/chunks/genai-prices-',
     ]) {

@@ -1,4 +1,14 @@
-import { JSONParser } from '@streamparser/json'
+import { createRequire } from 'node:module'
+import type { JSONParser } from '@streamparser/json'
+
+/**
+ * The parser is loaded with the first document that needs it (a batch's results past 1 MB or a
+ * results line past 256 KB), not at start-up: its module costs about 13 ms and 4-5 MiB resident
+ * there, for what most users never receive (as undici's ProxyAgent is, ../proxy/call/undici.ts).
+ */
+const require = createRequire(import.meta.url)
+let parserClass: typeof JSONParser | undefined
+const Parser = (): typeof JSONParser => (parserClass ??= (require('@streamparser/json') as { JSONParser: typeof JSONParser }).JSONParser)
 
 /** Keys never created in a picked object: a hostile answer's `__proto__` under a `*` would reach Object.prototype. */
 const UNSAFE = new Set(['__proto__', 'constructor', 'prototype'])
@@ -21,7 +31,7 @@ export class PathPicker {
   private failed = false
 
   constructor(paths: readonly string[]) {
-    this.parser = new JSONParser({ paths: [...paths], keepStack: false })
+    this.parser = new (Parser())({ paths: [...paths], keepStack: false })
     this.parser.onValue = ({ value, key, stack }) => {
       if (key !== undefined) this.place(stack.slice(1).map((s) => s.key).concat(key), value)
     }
