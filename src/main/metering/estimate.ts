@@ -16,25 +16,60 @@ export function warmEstimate(model: string): void {
   estimator().warm(encodingFor(model))
 }
 
-/** Every piece of text a request sends as its prompt, and how many messages hold it. */
+/** How deep blocks in blocks are read (a tool result's content blocks are the second level). */
+const MAX_BLOCK_DEPTH = 4
+
+/**
+ * Every piece of text a request sends as its prompt, and how many messages hold it: messages'
+ * text, tool calls and tool results (as their JSON text where they are objects), the system
+ * prompt and the tools' definitions, in every provider's request format.
+ */
 export function promptParts(body: unknown): { texts: string[]; messages: number } {
   const texts: string[] = []
   let messages = 0
   if (!isObject(body)) return { texts, messages }
   // Gemini Code Assist: Gemini's request, wrapped as `request` (beside `model` and `project`).
   if (isObject(body.request) && Array.isArray(body.request.contents) && body.contents === undefined) return promptParts(body.request)
-  const pushContent = (c: unknown): void => {
+  // A tool's input or result given as JSON (Anthropic's tool_use.input, Gemini's functionCall.args
+  // and functionResponse.response, Converse's toolUse.input and json results): its JSON text.
+  const pushValue = (v: unknown): void => {
+    if (typeof v === 'string') texts.push(v)
+    else if (v !== undefined && v !== null) texts.push(JSON.stringify(v))
+  }
+  // Blocks nest (a tool result holds blocks), a few levels at most; deeper ones are let go.
+  const pushContent = (c: unknown, depth = 0): void => {
     if (typeof c === 'string') texts.push(c)
-    else if (Array.isArray(c)) {
+    else if (Array.isArray(c) && depth < MAX_BLOCK_DEPTH) {
       for (const part of c) {
         if (typeof part === 'string') texts.push(part)
-        else if (isObject(part)) {
-          if (typeof part.text === 'string') texts.push(part.text)
-          else if (typeof part.content === 'string' || Array.isArray(part.content)) pushContent(part.content)
-          if (typeof part.arguments === 'string') texts.push(part.arguments)
-          if (typeof part.output === 'string') texts.push(part.output)
-        }
+        else if (isObject(part)) pushBlock(part, depth)
       }
+    }
+  }
+  const pushBlock = (part: Record<string, unknown>, depth: number): void => {
+    if (typeof part.text === 'string') texts.push(part.text)
+    else if (typeof part.content === 'string' || Array.isArray(part.content)) pushContent(part.content, depth + 1)
+    if (typeof part.arguments === 'string') texts.push(part.arguments)
+    if (typeof part.output === 'string') texts.push(part.output)
+    else if (Array.isArray(part.output)) pushContent(part.output, depth + 1)
+    // Anthropic's tool_use (and server_tool_use) block: what the model sent the tool, in the history.
+    if (part.type === 'tool_use' || part.type === 'server_tool_use') pushValue(part.input)
+    // Bedrock Converse's blocks.
+    if (isObject(part.toolUse)) {
+      if (typeof part.toolUse.name === 'string') texts.push(part.toolUse.name)
+      pushValue(part.toolUse.input)
+    }
+    if (isObject(part.toolResult)) pushContent(part.toolResult.content, depth + 1)
+    if (part.json !== undefined) pushValue(part.json)
+    if (isObject(part.reasoningContent) && isObject(part.reasoningContent.reasoningText)) pushValue(part.reasoningContent.reasoningText.text)
+    // Gemini's parts.
+    if (isObject(part.functionCall)) {
+      if (typeof part.functionCall.name === 'string') texts.push(part.functionCall.name)
+      pushValue(part.functionCall.args)
+    }
+    if (isObject(part.functionResponse)) {
+      if (typeof part.functionResponse.name === 'string') texts.push(part.functionResponse.name)
+      pushValue(part.functionResponse.response)
     }
   }
   for (const list of [body.messages, Array.isArray(body.input) ? body.input : null]) {
@@ -48,6 +83,11 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       if (Array.isArray(m.tool_calls)) texts.push(JSON.stringify(m.tool_calls))
       if (typeof m.arguments === 'string') texts.push(m.arguments)
       if (typeof m.output === 'string') texts.push(m.output)
+      // Responses items: a function_call_output's output as content parts, a custom tool call's
+      // input (Codex's apply_patch), a reasoning item's summary.
+      else if (Array.isArray(m.output)) pushContent(m.output)
+      if (typeof m.input === 'string') texts.push(m.input)
+      if (Array.isArray(m.summary)) pushContent(m.summary)
     }
   }
   if (typeof body.input === 'string') {
@@ -73,6 +113,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
   if (typeof body.instructions === 'string') texts.push(body.instructions)
   if (Array.isArray(body.tools) && body.tools.length > 0) texts.push(JSON.stringify(body.tools))
   if (Array.isArray(body.functions) && body.functions.length > 0) texts.push(JSON.stringify(body.functions))
+  // Bedrock Converse's tool definitions.
+  if (isObject(body.toolConfig)) texts.push(JSON.stringify(body.toolConfig))
   return { texts, messages }
 }
 

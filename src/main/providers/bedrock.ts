@@ -274,8 +274,9 @@ class ConverseMeter implements Meter {
       // Only read should the stream end without its usage (estimated from what it streamed).
       if (this.usage) return
       try {
-        const d = (JSON.parse(payload) as { delta?: { text?: unknown; reasoningContent?: { text?: unknown } } }).delta
-        const t = d?.text ?? d?.reasoningContent?.text
+        const d = (JSON.parse(payload) as { delta?: { text?: unknown; reasoningContent?: { text?: unknown }; toolUse?: { input?: unknown } } }).delta
+        // Text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
+        const t = d?.text ?? d?.reasoningContent?.text ?? d?.toolUse?.input
         if (typeof t === 'string') this.text.push(t)
       } catch {
         // not JSON: nothing to read

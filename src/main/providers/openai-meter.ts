@@ -29,7 +29,17 @@ const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response
 const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
 
 /** The Responses API's events that stream text: the only ones an estimate reads (the others' deltas are not used). */
-const TEXT_DELTAS = new Set(['response.output_text.delta', 'response.function_call_arguments.delta'])
+const TEXT_DELTAS = new Set([
+  'response.output_text.delta',
+  'response.function_call_arguments.delta',
+  // A custom tool's input (Codex's apply_patch: the whole patch), a refusal, open reasoning text
+  // (gpt-oss on Responses-compatible servers), and a reasoning summary: a floor for hidden
+  // reasoning, which is billed as output and never streamed.
+  'response.custom_tool_call_input.delta',
+  'response.refusal.delta',
+  'response.reasoning_text.delta',
+  'response.reasoning_summary_text.delta',
+])
 /** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
 const MAX_PENDING_DELTA_CHARS = 1_000_000
 /** The endpoints whose streams are Chat Completions chunks (`OpenAIMeter.deferrable`). */
@@ -214,7 +224,7 @@ export class OpenAIMeter implements Meter {
     return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
   }
 
-  /** A chunk's choices' text (content, refusal, tool calls' names and arguments; legacy Completions' text), for the estimate. */
+  /** A chunk's choices' text (content, refusal, reasoning, tool calls' names and arguments; legacy Completions' text), for the estimate. */
   private chunkText(choices: unknown[]): void {
     for (const c of choices as any[]) {
       if (typeof c?.finish_reason === 'string') this.finished = true
@@ -222,6 +232,14 @@ export class OpenAIMeter implements Meter {
       if (isObject(d)) {
         if (typeof d.content === 'string') this.text.push(d.content)
         if (typeof d.refusal === 'string') this.text.push(d.refusal)
+        // Reasoning text, billed as output: DeepSeek's and vLLM's reasoning_content, OpenRouter's
+        // and Groq's reasoning (OpenRouter sends the same text again in reasoning_details, read
+        // only when neither is there).
+        const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : null
+        if (reasoning !== null) this.text.push(reasoning)
+        else if (Array.isArray(d.reasoning_details)) {
+          for (const r of d.reasoning_details) if (typeof r?.text === 'string') this.text.push(r.text)
+        }
         if (Array.isArray(d.tool_calls)) {
           for (const tc of d.tool_calls) {
             const fn = tc?.function

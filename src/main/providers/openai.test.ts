@@ -159,7 +159,11 @@ describe('OpenAI: a Responses stream cut before its terminal event', () => {
       // Every 1000th arrives without its event's name (a server that sends none): read in order all the same.
       m.event(i % 1000 === 7 ? 'message' : type, delta(type, t, i))
     }
-    m.event('response.reasoning_summary_text.delta', delta('response.reasoning_summary_text.delta', 'not output', 30_001))
+    // A reasoning summary counts too: a floor for the hidden reasoning it sums up, billed as output.
+    m.event('response.reasoning_summary_text.delta', delta('response.reasoning_summary_text.delta', 'summed up', 30_001))
+    parts.push('summed up')
+    // An event that streams no text of the answer is not read.
+    m.event('response.output_text.annotation.added', JSON.stringify({ type: 'response.output_text.annotation.added', delta: 'not text' }))
     // What is held unread stays under its bound (memory flat however long the stream).
     expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
     const r = m.result()
