@@ -51,4 +51,31 @@ describe('Estimator', () => {
     expect(await second).toEqual([big.length / 4])
     e.close()
   })
+
+  it('lets go of a thread that answers nothing for stallMs: what it had is counted from its length, what comes next here', async () => {
+    // Alive (its port open), never answering: as a tokenizer load that never settles would leave it.
+    const e = new Estimator(script('stuck.mjs', 'import { parentPort } from "node:worker_threads"\nparentPort.on("message", () => {})\n'), { stallMs: 300 })
+    expect(e.threaded).toBe(true)
+    const [n] = await e.count('o200k_base', [{ text: 'abcd'.repeat(25), total: 100 }])
+    expect(n).toBe(25)
+    expect(e.threaded).toBe(false)
+    const [m] = await e.count('cl100k_base', [sampleOf('hello world')])
+    expect(m).toBe(2)
+    e.close()
+  })
+
+  it('keeps a thread that answers, however long the counts waiting take in all', async () => {
+    // Answers each count 100 ms after it is asked, one at a time: 1.5 s in all, more than stallMs.
+    const e = new Estimator(
+      script(
+        'slow.mjs',
+        'import { parentPort } from "node:worker_threads"\nconst q = []\nlet busy = false\nconst next = () => { const m = q.shift(); if (!m) { busy = false; return } busy = true; setTimeout(() => { parentPort.postMessage({ id: m.id, counts: m.samples.map(() => 7) }); next() }, 100) }\nparentPort.on("message", (m) => { if (m.type !== "count") return; q.push(m); if (!busy) next() })\n',
+      ),
+      { stallMs: 1000 },
+    )
+    const all = await Promise.all(Array.from({ length: 15 }, () => e.count('o200k_base', [sampleOf('hello')])))
+    expect(all).toEqual(Array.from({ length: 15 }, () => [7]))
+    expect(e.threaded).toBe(true)
+    e.close()
+  })
 })

@@ -15,6 +15,12 @@ export interface CountReply {
 export const MAX_QUEUED_CHARS = 32_000_000
 /** Longest stretch of counting on the main thread before it yields to the calls under way. */
 const SLICE_MS = 2
+/**
+ * Longest the estimate thread may leave counts waiting without answering any: a call's record
+ * (and its budget hold) waits for its count. One count is at most a few million characters (a
+ * few seconds on a slow machine); a thread silent this long is stuck, and is let go.
+ */
+export const STALL_MS = 30_000
 
 interface Job {
   encoding: EncodingName
@@ -45,8 +51,12 @@ export class Estimator {
   private readonly local: Job[] = []
   private running = false
   private readonly counts = new Map<EncodingName, Promise<Count>>()
+  /** Fires when the thread has answered nothing for `stallMs` while counts wait (`stalled`). */
+  private watchdog: NodeJS.Timeout | null = null
+  private readonly stallMs: number
 
-  constructor(script?: URL | string) {
+  constructor(script?: URL | string, opts: { stallMs?: number } = {}) {
+    this.stallMs = opts.stallMs ?? STALL_MS
     const path = typeof script === 'string' ? script : script ? fileURLToPath(script) : undefined
     if (path && existsSync(path)) {
       try {
@@ -84,6 +94,7 @@ export class Estimator {
         const id = ++this.nextId
         this.waiting.set(id, job)
         this.worker.postMessage({ type: 'count', id, encoding, samples } satisfies CountRequest)
+        this.watch()
       } else {
         this.local.push(job)
         this.run()
@@ -100,6 +111,7 @@ export class Estimator {
   }
 
   close(): void {
+    this.unwatch()
     this.settleNow()
     const w = this.worker
     this.worker = null
@@ -115,12 +127,43 @@ export class Estimator {
     const job = this.waiting.get(r.id)
     if (!job) return
     this.waiting.delete(r.id)
+    // An answer: the thread is alive; the next count waiting gets the whole time again.
+    this.unwatch()
+    if (this.waiting.size > 0) this.watch()
     this.done(job, r.counts ?? job.samples.map(roughCount))
+  }
+
+  private watch(): void {
+    if (this.watchdog) return
+    this.watchdog = setTimeout(() => this.stalled(), this.stallMs)
+    this.watchdog.unref()
+  }
+
+  private unwatch(): void {
+    if (this.watchdog) clearTimeout(this.watchdog)
+    this.watchdog = null
+  }
+
+  /**
+   * The thread is alive but answers nothing (a tokenizer load that never settles): it is ended,
+   * what it had is answered from its length (counting it here could stall the same way), and
+   * what comes next is counted on the main thread.
+   */
+  private stalled(): void {
+    this.watchdog = null
+    const w = this.worker
+    if (!w || this.waiting.size === 0) return
+    this.worker = null
+    void w.terminate()
+    const jobs = [...this.waiting.values()]
+    this.waiting.clear()
+    for (const j of jobs) this.done(j, j.samples.map(roughCount))
   }
 
   /** The thread failed or exited: what it had is counted here instead, and so is what comes next. */
   private lost(): void {
     if (!this.worker) return
+    this.unwatch()
     this.worker = null
     const jobs = [...this.waiting.values()]
     this.waiting.clear()
