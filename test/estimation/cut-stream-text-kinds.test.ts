@@ -143,6 +143,28 @@ describe('Bedrock ConverseStream: usage only comes in the last (metadata) event,
   })
 })
 
+describe("Bedrock InvokeModelWithResponseStream of other models than Claude: Bedrock's count comes in the last chunk, so every cut stream is estimated", () => {
+  const HEADERS = { authorization: 'Bearer ABSKQmVkcm9ja0FQSUtleS1idXJucmF0ZS10ZXN0LTAwMDE=' }
+  const ES = 'application/vnd.amazon.eventstream'
+  const chunk = (ev: object) => eventMessage('chunk', { bytes: Buffer.from(JSON.stringify(ev)).toString('base64') })
+  const cases: [string, string, (p: string) => object][] = [
+    ['Llama (generation)', 'us.meta.llama3-3-70b-instruct-v1:0', (p) => ({ generation: p, prompt_token_count: null, generation_token_count: 1, stop_reason: null })],
+    ['Mistral (outputs[].text)', 'mistral.mistral-large-2407-v1:0', (p) => ({ outputs: [{ text: p, stop_reason: null }] })],
+    ['Nova (contentBlockDelta)', 'us.amazon.nova-pro-v1:0', (p) => ({ contentBlockDelta: { delta: { text: p }, contentBlockIndex: 0 } })],
+    ['gpt-oss (chat completion chunks)', 'openai.gpt-oss-120b-1:0', (p) => ({ object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: p } }] })],
+    ['Titan (outputText)', 'amazon.titan-text-premier-v1:0', (p) => ({ outputText: p, index: 0 })],
+  ]
+  for (const [name, model, ev] of cases) {
+    it(`${name}: the text it streamed is counted as output`, async () => {
+      streamsThenResets(PIECES.map((p) => chunk(ev(p))), ES)
+      const row = await recorded(s.t, () => post(`/bedrock/us-east-1/model/${model}/invoke-with-response-stream`, { prompt: 'Write.' }, HEADERS))
+      expect(row.estimated).toBe(1)
+      expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
+      expect(row.output_tokens).toBeLessThan(3 * AT_LEAST)
+    })
+  }
+})
+
 describe('prompts estimated when the stream is cut before its first usage', () => {
   it('Gemini functionResponse parts (a tool result: a file Gemini CLI read) are counted', async () => {
     streamsThenResets([])

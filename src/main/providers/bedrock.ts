@@ -126,6 +126,8 @@ class InvokeMeter implements Meter {
   private started = false
   /** The stream's exception message's type (`exceptionType`). */
   private error: string | undefined
+  /** Another model's streamed text (`otherText`), for the estimate of a stream cut before Bedrock's count. */
+  private readonly text = new OutputText()
 
   /**
    * @param claude the path names a Claude model.
@@ -159,6 +161,43 @@ class InvokeMeter implements Meter {
     const text = Buffer.from(bytes, 'base64').toString('utf8')
     this.inner.event('', text)
     if (text.includes(METRICS)) this.metrics = metricsUsage(text)
+    else if (!this.claude) this.otherText(text)
+  }
+
+  /**
+   * The text of another model's event (none of it is Anthropic's shape): Llama's `generation`,
+   * Mistral's `outputs[].text`, Titan's `outputText`, Cohere's `text`, Nova's `contentBlockDelta`
+   * (text, reasoning, a tool's input), an OpenAI-format model's chunk (gpt-oss, DeepSeek).
+   */
+  private otherText(json: string): void {
+    let o: unknown
+    try {
+      o = JSON.parse(json)
+    } catch {
+      return
+    }
+    if (!isObject(o)) return
+    const push = (v: unknown) => {
+      if (typeof v === 'string') this.text.push(v)
+    }
+    push(o.generation)
+    push(o.outputText)
+    push(o.text)
+    if (Array.isArray(o.outputs)) for (const x of o.outputs) push(x?.text)
+    if (isObject(o.contentBlockDelta) && isObject(o.contentBlockDelta.delta)) {
+      const d = o.contentBlockDelta.delta
+      push(d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined))
+    }
+    if (Array.isArray(o.choices)) {
+      for (const c of o.choices) {
+        const d = c?.delta
+        if (isObject(d)) {
+          push(d.content)
+          push(typeof d.reasoning_content === 'string' ? d.reasoning_content : d.reasoning)
+          if (Array.isArray(d.tool_calls)) for (const tc of d.tool_calls) push(tc?.function?.arguments)
+        } else push(c?.text)
+      }
+    }
   }
 
   json(body: unknown): void {
@@ -179,6 +218,8 @@ class InvokeMeter implements Meter {
     const error = r.error ?? this.error
     if (!r.usage && this.metrics) return { usage: this.metrics, complete: true, error }
     if (!r.usage && this.counted) return { usage: this.counted, responseId: r.responseId, complete, error }
+    // Cut before Bedrock's count: another model's stream is estimated from the text it streamed.
+    if (!r.usage && !r.outputText && this.text.length > 0) return { ...r, model, complete, error, outputText: this.text.join(''), outputScale: this.text.scale }
     return { ...r, model, complete, error }
   }
 }
