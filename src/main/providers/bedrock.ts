@@ -113,8 +113,9 @@ function exceptionType(type: string): string | undefined {
  * `chunk` messages. For any model, Bedrock also counts the call itself: a JSON answer in its
  * headers (`X-Amzn-Bedrock-Input-Token-Count`, `-Output-Token-Count`, and the cache reads and
  * writes), a stream in its last event (`amazon-bedrock-invocationMetrics`: input and output
- * tokens, and the cache reads and writes). That count is used when the answer's own carries none (other models' formats are not
- * read); a Claude answer's own usage wins (it tells 1-hour cache writes apart).
+ * tokens, and the cache reads and writes). That count is used when the answer's own carries none (other models' usage
+ * is not read, only their streamed text, for a stream cut before the count); a Claude answer's own usage wins (it
+ * tells 1-hour cache writes apart).
  */
 class InvokeMeter implements Meter {
   private readonly inner = new AnthropicMeter()
