@@ -62,4 +62,6 @@ export interface CallLedger {
   prune(before: number, limit: number, team?: string | null): Promise<number>
   /** Writes (or, PostgreSQL away, spills to disk) what is queued and stops accepting calls. */
   close(): boolean | Promise<boolean>
+  /** PostgreSQL only: for an exit that cannot wait, keeps what is queued in the spill journal for the next start, and stops. */
+  keepQueued?(): Promise<void>
 }

@@ -78,7 +78,8 @@ export interface BurnrateServer {
    * For an exit that cannot wait for `close`: answers the token estimates still being counted
    * from their length (their calls are then recorded, a background job's budget hold with them),
    * and writes what the ledger has queued, or keeps it in a spill file when the database cannot
-   * take it (SQLite; PostgreSQL's ledger journals its own). Resolves once that is done.
+   * take it (SQLite); PostgreSQL's ledger keeps its queue in its spill journal without waiting for
+   * the database. Resolves once that is done.
    */
   keepPending(): Promise<void>
 }
@@ -129,6 +130,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     settleEstimates()
     await new Promise<void>((r) => setImmediate(r))
     if (ledger instanceof Ledger) spillPending(ledger, config.data_dir, log)
+    else if (ledger.keepQueued) await ledger.keepQueued()
     else ledger.flush()
   }
   /** After the ledger's last flush failed: its queue to a spill file, without waiting on the lock again (SQLite; PostgreSQL's close journals its own). */

@@ -120,7 +120,34 @@ export class PostgresStore extends Scope {
     }
   }
 
-  override async close(): Promise<void> {
-    await this.pool.end()
+  /**
+   * Ends the pool, waiting `waitMs` at most for queries still running: a statement PostgreSQL
+   * does not answer (a lock held elsewhere, a network that dropped) would hold the stop until
+   * its query timeout (a minute). Past that their connections are cut; their work is the
+   * callers' to keep (the ledger has spilled what it had not stored).
+   */
+  override async close(waitMs = CLOSE_WAIT_MS): Promise<void> {
+    const ended = this.pool.end()
+    if (await settlesWithin(ended, waitMs)) return
+    // pg has no public way to end a pool's busy clients: their sockets are destroyed, which fails their queries.
+    const clients = (this.pool as unknown as { _clients?: { connection?: { stream?: { destroy(): void } } }[] })._clients ?? []
+    for (const c of clients) c.connection?.stream?.destroy()
+    await settlesWithin(ended, waitMs)
+  }
+}
+
+/** How long closing the pool waits for queries still running (PostgresStore.close). */
+const CLOSE_WAIT_MS = 2_000
+
+/** True when `p` settles within `ms` (never rejects). */
+async function settlesWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined
+  const late = new Promise<false>((r) => {
+    timer = setTimeout(() => r(false), ms)
+  })
+  try {
+    return await Promise.race([p.then(() => true, () => true), late])
+  } finally {
+    clearTimeout(timer)
   }
 }

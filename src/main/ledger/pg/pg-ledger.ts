@@ -165,6 +165,18 @@ export class PgLedger implements CallLedger {
     return this.queue.take()
   }
 
+  /**
+   * For an exit that cannot wait for `close` (a second signal): what is queued is not waited for
+   * in PostgreSQL but kept in the spill journal, written at the next start (once: every call has
+   * its key, so one a write under way stored too is not stored twice). Then stops.
+   */
+  keepQueued(): Promise<void> {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    return this.spill.keepRest('exiting before they were written to PostgreSQL')
+  }
+
   /** Writes what is queued; if PostgreSQL is away, puts it in the spill file. Then stops. */
   close(): Promise<boolean> {
     this.closing ??= this.shutdown()

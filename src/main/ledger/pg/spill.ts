@@ -136,8 +136,11 @@ export class Spill {
     while (this.backlog.length > 0) await this.writeFile(this.backlog[0], this.backlog)
   }
 
-  /** The ledger stops: the calls still queued join the journal, which is closed (it stays for the next start). */
-  async keepRest(): Promise<void> {
+  /**
+   * The ledger stops: the calls still queued join the journal, which is closed (it stays for the
+   * next start). `why` says why they were not written (PostgreSQL away, by default).
+   */
+  async keepRest(why?: string): Promise<void> {
     await this.spilling
     if (this.queue.length > 0) {
       const rows = this.queue.after(this.spilledThrough)
@@ -153,7 +156,8 @@ export class Spill {
     }
     const file = await this.journal?.close()
     if (file && this.storage.spilled > 0) {
-      this.opts.log.warn(`PostgreSQL is away (${this.status.last_error}); ${this.storage.spilled} call(s) kept in ${file} until the next start`)
+      const away = this.status.last_error ? `PostgreSQL is away (${this.status.last_error})` : 'PostgreSQL did not take the last writes in time'
+      this.opts.log.warn(`${why ?? away}; ${this.storage.spilled} call(s) kept in ${file} until the next start`)
     }
   }
 
