@@ -80,6 +80,8 @@ describe('a PostgreSQL server stopped while PostgreSQL does not take its writes'
       expect(await server.stop()).toBe(1)
       const log = readFileSync(server.logFile, 'utf8')
       expect(log).toContain('SIGTERM again: exiting without waiting')
+      // A new database read before the ledger made its schema is not a failure to report.
+      expect(log).not.toContain('could not read the sessions')
       expect(log).toMatch(/exiting before they were written to PostgreSQL; 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
     } finally {
       await lock.release()

@@ -361,7 +361,11 @@ function readCaFile(file: string | undefined): string[] | undefined {
 /** Session inference, continuing the sessions still open in the ledger. */
 function seededSessions(ctx: ServerContext): SessionInference {
   const sessions = new SessionInference()
-  sessions.seed(ctx.store).catch((err: Error) => ctx.log.warn(`sessions: could not read the sessions still open: ${err.message}`))
+  sessions.seed(ctx.store).catch((err: Error & { code?: string }) => {
+    // A new PostgreSQL database read before its schema is made (the ledger migrates it meanwhile) has no sessions to read.
+    if (err.code === '42P01') return
+    ctx.log.warn(`sessions: could not read the sessions still open: ${err.message}`)
+  })
   return sessions
 }
 
