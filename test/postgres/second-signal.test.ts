@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest'
 import { type BuiltServer, startBuiltServer } from '../load/harness'
 import { fixture } from '../support/fixtures'
 import { eventually, postJson, request } from '../support/http'
-import { until, usePostgres } from '../support/pg-harness'
+import { holdLock, until, usePostgres } from '../support/pg-harness'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 
 // The built headless server (out/main/cli.js) on a PostgreSQL ledger, stopped while PostgreSQL
@@ -22,26 +22,6 @@ const KEY = { authorization: 'Bearer sk-second-signal-000000000001' }
 const call = (url: string) => postJson(`${url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, KEY)
 const stored = async (store: PostgresStore) => (await store.all<{ n: number; keys: number }>('SELECT count(*) AS n, count(DISTINCT call_key) AS keys FROM calls'))[0]
 
-/** Another session's lock on the calls table: INSERTs wait, reads do not. */
-async function lockCalls(store: PostgresStore): Promise<{ release(): Promise<void> }> {
-  let release!: () => void
-  const released = new Promise<void>((r) => (release = r))
-  let locked!: () => void
-  const isLocked = new Promise<void>((r) => (locked = r))
-  const held = store.transaction(async (tx) => {
-    await tx.run('LOCK TABLE calls IN EXCLUSIVE MODE')
-    locked()
-    await released
-  })
-  await Promise.race([isLocked, held])
-  return {
-    release: async () => {
-      release()
-      await held
-    },
-  }
-}
-
 /** A server on a new database that has stored one call, then three more answered and queued behind the lock. */
 async function queuedBehindLock(): Promise<{ server: BuiltServer; store: PostgresStore; config: Record<string, unknown>; lock: { release(): Promise<void> } }> {
   const url = h.database()
@@ -51,14 +31,16 @@ async function queuedBehindLock(): Promise<{ server: BuiltServer; store: Postgre
   // The schema is in place (the server stored a call) before the table is locked.
   expect((await call(server.url)).status).toBe(200)
   await until('the first call stored', async () => (await stored(store)).n === 1)
-  const lock = await lockCalls(store)
+  // Another session's lock on the table: INSERTs wait, reads do not.
+  const lock = await holdLock(store, 'LOCK TABLE calls IN EXCLUSIVE MODE')
   for (let i = 0; i < 3; i++) expect((await call(server.url)).status).toBe(200)
   await eventually(async () => (await request(`${server.url}/api/health`)).json().ledger.pending === 3)
   return { server, store, config, lock }
 }
 
-/** Restarts on the stopped server's folder: its journal is written, four calls in all, each once. */
-async function restartStoresEachOnce(server: BuiltServer, store: PostgresStore, config: Record<string, unknown>): Promise<void> {
+/** Lets go of the lock, then restarts on the stopped server's folder: its journal is written, four calls in all, each once. */
+async function restartStoresEachOnce(server: BuiltServer, store: PostgresStore, config: Record<string, unknown>, lock: { release(): Promise<void> }): Promise<void> {
+  await lock.release()
   const again = await startBuiltServer(config, h.upstream.url, server.dataDir)
   try {
     await until('the kept calls stored', async () => (await stored(store)).n >= 4)
@@ -67,6 +49,7 @@ async function restartStoresEachOnce(server: BuiltServer, store: PostgresStore, 
     expect(readFileSync(again.logFile, 'utf8')).toMatch(/wrote 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl to PostgreSQL/)
   } finally {
     await again.dispose()
+    await server.dispose()
   }
 }
 
@@ -83,14 +66,12 @@ describe('a PostgreSQL server stopped while PostgreSQL does not take its writes'
       // A new database read before the ledger made its schema is not a failure to report.
       expect(log).not.toContain('could not read the sessions')
       expect(log).toMatch(/exiting before they were written to PostgreSQL; 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
-    } finally {
+    } catch (err) {
       await lock.release()
-    }
-    try {
-      await restartStoresEachOnce(server, store, config)
-    } finally {
       await server.dispose()
+      throw err
     }
+    await restartStoresEachOnce(server, store, config, lock)
   })
 
   it('by one signal: ends while the lock is still held, its queue in the spill journal, and the restart stores each once', async () => {
@@ -102,13 +83,11 @@ describe('a PostgreSQL server stopped while PostgreSQL does not take its writes'
       await eventually(() => server.child.exitCode !== null, 45_000)
       expect(server.child.exitCode).toBe(0)
       expect(readFileSync(server.logFile, 'utf8')).toMatch(/PostgreSQL did not take the last writes in time; 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
-    } finally {
+    } catch (err) {
       await lock.release()
-    }
-    try {
-      await restartStoresEachOnce(server, store, config)
-    } finally {
       await server.dispose()
+      throw err
     }
+    await restartStoresEachOnce(server, store, config, lock)
   })
 })

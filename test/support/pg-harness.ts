@@ -167,13 +167,18 @@ export { freePort } from './postgres'
  * Holds the rows `sql` selects FOR UPDATE in a transaction of its own, as another instance's
  * admission would, until `release`: an admission that needs them waits meanwhile (`lockWaiter`).
  */
-export async function holdRows(store: PostgresStore, sql: string, params: Record<string, unknown>): Promise<{ release: () => Promise<void> }> {
+export function holdRows(store: PostgresStore, sql: string, params: Record<string, unknown>): Promise<{ release: () => Promise<void> }> {
+  return holdLock(store, `${sql} FOR UPDATE`, params)
+}
+
+/** Runs `sql` (a statement that takes locks: `LOCK TABLE …`, `SELECT … FOR UPDATE`) in a transaction of its own, held until `release`. */
+export async function holdLock(store: PostgresStore, sql: string, params: Record<string, unknown> = {}): Promise<{ release: () => Promise<void> }> {
   let release!: () => void
   const released = new Promise<void>((r) => (release = r))
   let locked!: () => void
   const isLocked = new Promise<void>((r) => (locked = r))
   const done = store.transaction(async (tx) => {
-    await tx.run(`${sql} FOR UPDATE`, params)
+    await tx.run(sql, params)
     locked()
     await released
   })
