@@ -46,7 +46,13 @@ async function spendToTheCent(t: TestServer, key: string, rows: () => Promise<nu
   expect(refused.status).toBe(429)
   expect(refused.json().error.message).toContain('$1.00')
   // The 90% and 100% alerts, each once.
-  await eventually(() => expect(hooks.got.filter((g) => g.body.api_key_hint?.endsWith(key.slice(-4)) || JSON.stringify(g.body).includes(key.slice(-4))).map((g) => g.body.threshold_pct)).toEqual([0.9, 1]))
+  const mine = () => hooks.got.filter((g) => g.body.api_key_hint?.endsWith(key.slice(-4)) || JSON.stringify(g.body).includes(key.slice(-4)))
+  await eventually(() => expect(mine().map((g) => g.body.threshold_pct)).toEqual([0.9, 1]))
+  // The 100% alert's share says the limit is reached, as the refusal does (not 0.9999999999999999,
+  // which a receiver rounding down reads as 99.9%); the spend is sent as summed.
+  const full = mine()[1].body
+  expect(full.spent_usd).toBeCloseTo(1, 12)
+  expect(full.pct).toBeGreaterThanOrEqual(1)
 }
 
 describe('ten $0.10 calls against a $1.00 block limit', () => {

@@ -4,6 +4,7 @@ import { isPrefix } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
 import { keyHint } from '../../shared/key-hint'
 import { formatPct, formatUsdFull, formatUsdPair } from '../../shared/format'
+import { budgetShare } from '../../shared/reached'
 
 /** The JSON body of a budget alert (README: Alerts). */
 export interface AlertPayload {
@@ -39,7 +40,8 @@ export function thresholdPayload(e: ThresholdEvent, id: string, now: number): Al
     threshold_pct: e.pct,
     spent_usd: p.spent,
     limit_usd: p.limit,
-    pct: p.spent / p.limit,
+    // As the dashboard's `pct`: at least 1 once the limit counts as reached (ten $0.10 calls of $1.00).
+    pct: budgetShare(p.spent, p.limit),
     forecast: { projected_usd: f.projected, exhausted_at: iso(f.exhaustedAt), burn_rate_usd_per_hour: f.rate * 3600_000 },
   }
 }

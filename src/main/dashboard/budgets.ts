@@ -4,6 +4,7 @@ import type { BudgetEngine } from '../budgets/engine'
 import { forecast } from '../budgets/forecast'
 import { Meter, type PeriodState } from '../budgets/meter'
 import { isPrefix } from '../budgets/pattern'
+import { budgetShare } from '../budgets/reached'
 import type { SpendTracker } from '../ledger/spend'
 import { keyHint } from '../../shared/key-hint'
 
@@ -15,7 +16,8 @@ function windowOf(p: PeriodState, now: number): BudgetWindow {
     period: p.period as BudgetWindow['period'],
     limit_usd: p.limit,
     spent_usd: p.spent,
-    pct: p.limit > 0 ? p.spent / p.limit : p.spent > 0 || p.limit === 0 ? 1 : 0,
+    // At least 1 once the limit counts as reached (within the budgets' float drift), as the proxy judges it.
+    pct: budgetShare(p.spent, p.limit),
     projected_usd: f.projected,
     exhausted_at: f.exhaustedAt === null ? null : new Date(f.exhaustedAt).toISOString(),
     resets_at: new Date(p.resetsAt ?? now).toISOString(),

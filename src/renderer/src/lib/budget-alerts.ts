@@ -1,5 +1,6 @@
 import type { BudgetRule, BudgetStatus, BudgetWindow, BudgetsOverview } from '../../../shared/api'
 import { keyHint } from '../../../shared/key-hint'
+import { budgetShare } from '../../../shared/reached'
 
 export interface BudgetAlertRow {
   key_hint: string
@@ -39,7 +40,8 @@ export function budgetAlerts(statuses: BudgetStatus[]): BudgetAlertRow[] {
     // A rule no key has used yet has nothing to warn about; an overridden rule is not in force.
     if (s.api_key_hash === null || r.overridden) continue
     for (const w of s.windows) {
-      const ratio = w.limit_usd === 0 ? 1 : w.spent_usd / w.limit_usd
+      // The limit reached as the proxy judges it (the server's `pct` says so too).
+      const ratio = budgetShare(w.spent_usd, w.limit_usd)
       const soft = r.soft_limit_pct ?? 0.8
       const level = ratio >= 1 ? 'over' : ratio >= soft ? 'near' : null
       if (!level) continue
