@@ -30,6 +30,12 @@ beforeAll(async () => {
   const near = { tenant: 'near', api_key_hash: keyHash('sk-near-000000000001'), key_hint: 'sk-…0001' }
   t.server.ledger.record(makeCall({ ts: recent(50_000), ...near, cost_usd: 9.96 }))
   for (let i = 0; i < 2499; i++) t.server.ledger.record(makeCall({ ts: recent(40_000), ...near, cost_usd: 0, status: i === 0 ? 500 : 200 }))
+  // A key $0.004 short of its $10 limit: the two amounts differ, so they must not both read $10.00.
+  const edge = { tenant: 'edge', api_key_hash: keyHash('sk-edge-000000000003'), key_hint: 'sk-…0003' }
+  t.server.ledger.record(makeCall({ ts: recent(30_000), ...edge, cost_usd: 9.996 }))
+  // A $10 limit spent to the cent by a hundred $0.10 calls (their float sum is 9.99999999999998): reached.
+  const cent = { tenant: 'cent', api_key_hash: keyHash('sk-cent-000000000004'), key_hint: 'sk-…0004' }
+  for (let i = 0; i < 100; i++) t.server.ledger.record(makeCall({ ts: recent(20_000), ...cent, cost_usd: 0.1 }))
   await t.server.ledger.flushed()
 })
 afterAll(async () => {
@@ -65,6 +71,20 @@ describe('shares in the CLI', () => {
     expect(r.code, r.out).toBe(0)
     expect(r.out).toMatch(/^ {2}\* \(sk-…0001\) daily: \$9\.96 of \$10\.00 \(99\.6%, projected /m)
     expect(r.out).toMatch(/^Today {7}\$9\.96 in 2,500 calls \(<0\.1% failed\)$/m)
+  })
+})
+
+describe('budgets in `status`', () => {
+  it('a spend $0.004 short of its limit does not read as the limit ("$10.00 of $10.00")', async () => {
+    const r = await cli('status', '--tenant', 'edge')
+    expect(r.code, r.out).toBe(0)
+    expect(r.out).toMatch(/^ {2}\* \(sk-…0003\) daily: \$9\.996 of \$10\.00 \(99\.9%, projected /m)
+  })
+
+  it('a limit spent to the cent by a hundred $0.10 calls reads 100%, as the budgets count it reached', async () => {
+    const r = await cli('status', '--tenant', 'cent')
+    expect(r.code, r.out).toBe(0)
+    expect(r.out).toMatch(/^ {2}\* \(sk-…0004\) daily: \$10\.00 of \$10\.00 \(100%, projected /m)
   })
 })
 

@@ -4,7 +4,7 @@ import type { Decision, Refusal, Warning } from './decision'
 import type { BudgetEngine } from './engine'
 import type { PeriodState, RateState } from './meter'
 import type { DeferredCheck, RunawayDetector, RunawayEvent } from './runaway'
-import { reached, reachedAt } from './reached'
+import { DRIFT, reached, reachedAt } from './reached'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
 /** The `error` recorded for a call refused by a budget. */
@@ -50,12 +50,21 @@ function runawayRefusal(e: RunawayEvent, windowMinutes: number, limit: number | 
   }
 }
 
-/** Dollars with 2 decimals, or as many (up to 6) as the limit needs (`0.004/0.005`). */
+/**
+ * Dollars with 2 decimals, or as many (up to 6) as the limit needs (`0.004/0.005`); a spend that
+ * differs from its limit by more than the budgets' float drift gets more (up to 12) until it no
+ * longer reads as the limit (`9.996/10.00`, not `10.00/10.00` while $0.004 is left).
+ */
 export function formatUsd(n: number, limit: number): string {
   const text = String(limit)
   const dot = text.indexOf('.')
   const decimals = dot === -1 || text.includes('e') ? 2 : Math.min(6, Math.max(2, text.length - dot - 1))
-  return n.toFixed(decimals)
+  let out = n.toFixed(decimals)
+  if (Number.isFinite(n) && Number.isFinite(limit) && Math.abs(n - limit) > Math.abs(limit) * DRIFT) {
+    const shown = Number(limit.toFixed(decimals))
+    for (let d = decimals + 1; d <= 12 && Number(out) === shown; d++) out = n.toFixed(d)
+  }
+  return out
 }
 
 function rateText(r: RateState): string {

@@ -1,3 +1,5 @@
+import { formatUsdPair as fullPair } from '../../shared/format'
+
 const USD = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
 
 /**
@@ -9,4 +11,14 @@ export function formatUsd(usd: number): string {
   if (!Number.isFinite(usd)) return '$—'
   if (usd > 0 && usd < 0.005) return '<$0.01'
   return USD.format(usd === 0 ? 0 : usd)
+}
+
+/**
+ * A spend and its limit (a budget line or notice): as `formatUsd`, except that two amounts that
+ * differ never read the same: `$9.996` of `$10.00`, not `$10.00` of `$10.00` while calls still
+ * go through (the dashboard's formatUsdPair, src/shared/format.ts).
+ */
+export function formatUsdOfLimit(spent: number, limit: number): [string, string] {
+  const pair: [string, string] = [formatUsd(spent), formatUsd(limit)]
+  return pair[0] === pair[1] && spent !== limit ? fullPair(spent, limit) : pair
 }

@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { formatPct } from '../../shared/format'
 import { machineTimeZone, sameTimeZone } from '../time/zone'
-import { formatUsd } from './money'
+import { formatUsdOfLimit } from './money'
 
 /** A desktop notification to show. */
 export interface Notice {
@@ -27,26 +27,27 @@ function resetsText(iso: string, timezone: string, localZone: string): string {
  * reset), `localZone` this machine's.
  */
 export function noticeFor(alert: BudgetAlert, timezone: string, localZone = machineTimeZone()): Notice {
-  const limit = `${formatUsd(alert.limit_usd)} ${alert.period} limit`
+  const [spent, limitUsd] = formatUsdOfLimit(alert.spent_usd, alert.limit_usd)
+  const limit = `${limitUsd} ${alert.period} limit`
   const until = resetsText(alert.resets_at, timezone, localZone)
   if (alert.threshold_pct !== undefined && alert.level === 'warning') {
     return {
       level: 'warning',
       title: `Budget at ${formatPct(alert.threshold_pct)}: ${alert.api_key_pattern}`,
-      body: `Key ${alert.key_hint} has spent ${formatUsd(alert.spent_usd)} of its ${limit}. It resets ${until}.`,
+      body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}. It resets ${until}.`,
     }
   }
   if (alert.level === 'blocking') {
     return {
       level: 'blocking',
       title: `Budget reached: ${alert.api_key_pattern}`,
-      body: `Key ${alert.key_hint} reached its ${limit} (${formatUsd(alert.spent_usd)} spent). Burnrate refuses its calls until ${until}.`,
+      body: `Key ${alert.key_hint} reached its ${limit} (${spent} spent). Burnrate refuses its calls until ${until}.`,
     }
   }
   return {
     level: 'warning',
     title: `Budget warning: ${alert.api_key_pattern}`,
-    body: `Key ${alert.key_hint} has spent ${formatUsd(alert.spent_usd)} of its ${limit}. It resets ${until}.`,
+    body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}. It resets ${until}.`,
   }
 }
 

@@ -1,6 +1,6 @@
 import type { BudgetAlert, BudgetLevel } from '../budgets/types'
 import type { PlanAccount } from '../../shared/api'
-import { formatUsd } from './money'
+import { formatUsd, formatUsdOfLimit } from './money'
 import { planLine, planShort } from './tray-plans'
 
 /** What the tray shows; the Electron adapter only copies these strings onto the Tray. */
@@ -62,7 +62,8 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   if (list.length === 1) {
     const a = list[0]
     const verb = a.level === 'blocking' ? 'Blocking' : 'Warning'
-    return `${verb}: ${a.api_key_pattern} ${a.period} ${formatUsd(a.spent_usd)} of ${formatUsd(a.limit_usd)}`
+    const [spent, limit] = formatUsdOfLimit(a.spent_usd, a.limit_usd)
+    return `${verb}: ${a.api_key_pattern} ${a.period} ${spent} of ${limit}`
   }
   const blocking = list.filter((a) => a.level === 'blocking').length
   const warning = list.length - blocking

@@ -1,6 +1,6 @@
 import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
-import { formatInt, formatPct } from '../../../shared/format'
+import { formatInt, formatPct, formatUsdPair } from '../../../shared/format'
 import { paint, usd } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -49,7 +49,9 @@ export const status: RegisterCommand = (program, ctx) => {
         for (const w of b.windows ?? []) {
           const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
           const pct = formatPct(w.pct ?? 0)
-          const line = `  ${name} ${w.period}: ${usd(w.spent_usd)} of ${usd(w.limit_usd)} (${pct}${proj})`
+          // As the dashboard's bars: a spend and its limit that differ never read the same ($9.996 of $10.00).
+          const [spent, limit] = formatUsdPair(w.spent_usd, w.limit_usd)
+          const line = `  ${name} ${w.period}: ${spent} of ${limit} (${pct}${proj})`
           lines.push((w.pct ?? 0) >= 1 ? paint(out, 'red', line) : (w.pct ?? 0) >= 0.8 ? paint(out, 'yellow', line) : line)
         }
       }
