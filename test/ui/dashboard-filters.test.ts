@@ -167,5 +167,9 @@ describe.skipIf(NO_BROWSER !== null)('amounts and percentages in the dashboard',
     await expect.poll(() => bar.getAttribute('title')).toMatch(/^\$99\.6\d* of \$100\.00 daily/)
     await expect.poll(() => bar.getAttribute('data-level')).toBe('warn')
     expect(await bar.locator('.pct').textContent()).toBe('99.6%')
+    // A screen reader hears the same share, not the bar's value rounded to a whole 100.
+    const meter = bar.getByRole('progressbar')
+    expect(await meter.getAttribute('aria-valuetext')).toBe('99.6%')
+    expect(Number(await meter.getAttribute('aria-valuenow'))).toBeLessThan(100)
   })
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { formatAgo, formatBucket, formatCountdown, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact, formatUsdPair } from './format'
+import { ariaPct, formatAgo, formatBucket, formatCountdown, formatDuration, formatMs, formatPct, formatTokens, formatUsd, formatUsdExact, formatUsdPair } from './format'
 
 describe('formatUsd', () => {
   it('keeps small amounts readable to two significant digits', () => {
@@ -49,6 +49,14 @@ describe('other figures', () => {
     expect(formatPct(0.997)).toBe('99.7%')
     expect(formatPct(0.99999)).toBe('99.9%')
     expect(formatPct(1.004)).toBe('100%')
+  })
+  it("gives a progress bar's aria-valuenow to a tenth, never 100 short of the whole", () => {
+    expect(ariaPct(0)).toBe(0)
+    expect(ariaPct(0.8)).toBe(80)
+    expect(ariaPct(0.996)).toBe(99.6)
+    expect(ariaPct(0.9996)).toBe(99.9)
+    expect(ariaPct(1)).toBe(100)
+    expect(ariaPct(2.5)).toBe(100)
   })
   it('formats latencies and durations', () => {
     expect(formatMs(842.4)).toBe('842 ms')

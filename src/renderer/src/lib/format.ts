@@ -36,6 +36,16 @@ export function formatTokens(n: number): string {
   return Math.abs(n) < 10_000 ? int.format(n) : lowerK(compact.format(n))
 }
 
+/**
+ * A progress bar's `aria-valuenow` (0 to 100) for a 0..1 share: to a tenth, and, as formatPct,
+ * never 100 short of the whole (a budget at 99.96% is 99.9, not a rounded 100).
+ */
+export function ariaPct(r: number): number {
+  if (!(r > 0)) return 0
+  if (r >= 1) return 100
+  return Math.min(99.9, Number((r * 100).toFixed(1)))
+}
+
 /** A latency: `842 ms`, `1.2 s`, `2m 3s`. */
 export function formatMs(ms: number | null | undefined): string {
   if (ms === null || ms === undefined || !Number.isFinite(ms)) return '—'
