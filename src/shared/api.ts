@@ -285,6 +285,8 @@ export interface Summary {
   avg_cost_per_request_usd: number
   active_sessions: number
   error_rate: number
+  /** The IANA zone in which today and this month begin (the config's `timezone`), which the browser's need not be. */
+  timezone: string
 }
 
 export interface TimeseriesPoint {

@@ -30,11 +30,14 @@ describe('shapes', () => {
     expect(Object.keys(body).sort()).toEqual(
       [
         'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd',
-        'today_plan_value_usd', 'month_plan_value_usd',
+        'today_plan_value_usd', 'month_plan_value_usd', 'timezone',
       ].sort(),
     )
     expect(body.active_sessions).toBe(1) // s1 (last call 30 s ago); s2 was 2 h ago
-    for (const v of Object.values(body)) expect(typeof v).toBe('number')
+    // Every figure a number; the zone its today and month begin in, named.
+    const { timezone, ...figures } = body
+    expect(typeof timezone).toBe('string')
+    for (const v of Object.values(figures)) expect(typeof v).toBe('number')
   })
 
   it('timeseries: contiguous, zero-filled, oldest first, 30..400 buckets for every range', async () => {

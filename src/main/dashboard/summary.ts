@@ -25,5 +25,6 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
     avg_cost_per_request_usd: today.requests > 0 ? today.cost_usd / today.requests : 0,
     active_sessions: active,
     error_rate: today.requests > 0 ? today.failed / today.requests : 0,
+    timezone: d.tz,
   }
 }

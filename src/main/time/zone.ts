@@ -6,14 +6,9 @@
  * server in UTC never loads ICU's locale and zone data (about 6 MiB of Node's pages).
  */
 import { readlinkSync } from 'node:fs'
+import { isUtc } from '../../shared/zone-name'
 
-/** Names of UTC itself (each always zero offset, no daylight time), matched exactly; any other spelling goes through Intl. */
-const UTC_NAMES = new Set(['UTC', 'Etc/UTC', 'GMT', 'Etc/GMT'])
-
-/** True when `tz` is UTC by one of its usual names. */
-export function isUtc(tz: string): boolean {
-  return UTC_NAMES.has(tz)
-}
+export { isUtc, sameTimeZone } from '../../shared/zone-name'
 
 const formatters = new Map<string, Intl.DateTimeFormat>()
 
@@ -45,7 +40,7 @@ export interface LocalParts {
 }
 
 export function localParts(ts: number, tz: string): LocalParts {
-  if (UTC_NAMES.has(tz)) {
+  if (isUtc(tz)) {
     const d = new Date(ts)
     return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }
   }
@@ -146,20 +141,10 @@ export function startOfNextWeek(ts: number, tz: string, weekStart: number): numb
 }
 
 export function isValidTimeZone(tz: string): boolean {
-  if (UTC_NAMES.has(tz)) return true
+  if (isUtc(tz)) return true
   try {
     new Intl.DateTimeFormat('en-US', { timeZone: tz })
     return true
-  } catch {
-    return false
-  }
-}
-
-/** True when `a` and `b` name the same zone (`UTC` and `Etc/UTC`, or one name twice); false if either is not a zone. */
-export function sameTimeZone(a: string, b: string): boolean {
-  if (a === b || (isUtc(a) && isUtc(b))) return true
-  try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: a }).resolvedOptions().timeZone === new Intl.DateTimeFormat('en-US', { timeZone: b }).resolvedOptions().timeZone
   } catch {
     return false
   }
@@ -177,7 +162,7 @@ export function machineTimeZone(): string {
 
 function machineIsUtc(): boolean {
   const env = process.env.TZ
-  if (env !== undefined) return UTC_NAMES.has(env.startsWith(':') ? env.slice(1) : env)
+  if (env !== undefined) return isUtc(env.startsWith(':') ? env.slice(1) : env)
   try {
     return /\/zoneinfo\/(Etc\/)?(UTC|GMT)$/.test(readlinkSync('/etc/localtime'))
   } catch {

@@ -9,6 +9,7 @@ export const summary = (over: Partial<Summary> = {}): Summary => ({
   avg_cost_per_request_usd: 0.0081210526,
   active_sessions: 3,
   error_rate: 0.0123,
+  timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
   ...over,
 })
 
