@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import type { PlanAlert } from '../../src/main/plans/tracker'
 import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
@@ -14,14 +15,29 @@ let up: WsUpstream
 let t: TestServer
 let upgradePath = ''
 const reset = Math.floor(Date.now() / 1000) + 3 * 3600
+/** The 5-hour window's used percent the upgrade answer reports. */
+let upgradeUsed = 20
+/** Refuse every response.create as the ChatGPT backend does a plan out of its allowance. */
+let limitReached = false
 
 beforeAll(async () => {
   up = await startWsUpstream({
-    headers: () => ['x-codex-primary-used-percent: 20', 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${reset}`],
+    headers: () => [`x-codex-primary-used-percent: ${upgradeUsed}`, 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${reset}`],
     onConnection: (ws, req) => {
       upgradePath = req.url ?? ''
       ws.on('message', (data) => {
         if (JSON.parse(String(data)).type !== 'response.create') return
+        if (limitReached) {
+          // The refusal as codex-rs's responses_websocket.rs reads it: an error frame carrying the
+          // answer's status and the x-codex headers (window-minutes a JSON number, no reset-at).
+          ws.send(JSON.stringify({
+            type: 'error',
+            status: 429,
+            error: { type: 'usage_limit_reached', message: 'The usage limit has been reached', plan_type: 'plus', resets_at: reset },
+            headers: { 'x-codex-primary-used-percent': '100.0', 'x-codex-primary-window-minutes': 300 },
+          }))
+          return
+        }
         const resp = { id: 'resp_1', object: 'response', model: 'gpt-4o-mini-2024-07-18' }
         ws.send(JSON.stringify({ type: 'codex.rate_limits', plan_type: 'plus', rate_limits: { primary: { used_percent: 35, window_minutes: 300, reset_at: reset }, secondary: { used_percent: 9, window_minutes: 10080, reset_at: reset + 86400 } } }))
         ws.send(JSON.stringify({ type: 'response.created', response: resp }))
@@ -37,10 +53,10 @@ afterAll(async () => {
 })
 
 /** Codex's ChatGPT login opens a Responses WebSocket on `path` and makes one call; the upstream's path it reached. */
-async function oneCall(path: string, token: string): Promise<string> {
+async function oneCall(path: string, token: string, account = 'acct_ws', answerFrames = 3): Promise<string> {
   upgradePath = ''
   const ws = new WebSocket(`${t.url.replace('http', 'ws')}${path}`, {
-    headers: { authorization: `Bearer ${token}`, 'chatgpt-account-id': 'acct_ws', originator: 'codex_exec' },
+    headers: { authorization: `Bearer ${token}`, 'chatgpt-account-id': account, originator: 'codex_exec' },
   })
   const frames: string[] = []
   ws.on('message', (d) => frames.push(String(d)))
@@ -49,7 +65,7 @@ async function oneCall(path: string, token: string): Promise<string> {
     ws.on('error', j)
   })
   ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
-  await eventually(() => frames.length === 3, 10_000)
+  await eventually(() => frames.length === answerFrames, 10_000)
   ws.close()
   return upgradePath
 }
@@ -78,5 +94,32 @@ describe('Codex with ChatGPT over WebSocket', () => {
     }, 10_000)
     const row = t.server.db.prepare('SELECT provider, billing, input_tokens FROM calls ORDER BY id DESC LIMIT 1').get()
     expect(row).toEqual({ provider: 'chatgpt', billing: 'subscription', input_tokens: 1000 })
+  })
+
+  it("a plan refused on the socket for its used-up allowance shows its window full, keeps the window's reset, and notifies once", async () => {
+    const alerts: PlanAlert[] = []
+    const off = t.server.context.plans!.onAlert((a) => alerts.push(a))
+    const window = async () =>
+      (await request(`${t.url}/api/dashboard/plans`)).json().accounts.find((a: any) => a.account_hint === 'eyJ…gggg')?.windows[0]
+    try {
+      upgradeUsed = 20
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-gggg', 'acct_ws_limit')
+      expect(await window()).toMatchObject({ name: '5h', utilization: 0.35 })
+      // The next call is refused: the error frame's headers say the window is used up.
+      limitReached = true
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-gggg', 'acct_ws_limit', 1)
+      await eventually(async () => (await window())?.utilization === 1, 10_000)
+      expect(await window()).toMatchObject({ name: '5h', utilization: 1, status: 'rejected', resets_at: new Date(reset * 1000).toISOString() })
+      // Codex opens a new socket and is refused again, its upgrade answer saying the same window with its reset.
+      upgradeUsed = 100
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-gggg', 'acct_ws_limit', 1)
+      expect(await window()).toMatchObject({ utilization: 1, resets_at: new Date(reset * 1000).toISOString() })
+      // One window period: each threshold told once.
+      expect(alerts.map((a) => [a.window, a.threshold])).toEqual([['5h', 0.8], ['5h', 0.95]])
+    } finally {
+      off()
+      limitReached = false
+      upgradeUsed = 20
+    }
   })
 })

@@ -90,3 +90,24 @@ export function codexEventHeaders(text: string): IncomingHttpHeaders | null {
   if (typeof ev.plan_type === 'string') out['x-codex-plan-type'] = ev.plan_type
   return out
 }
+
+/**
+ * A refusal on the socket (the plan's allowance used up, a 429) carries the answer's headers
+ * inside the error frame, as codex-rs responses_websocket.rs reads them:
+ * `{type: 'error', status, error: {type: 'usage_limit_reached', …}, headers: {'x-codex-primary-used-percent': '100.0', …}}`
+ * (values strings, numbers or booleans). Those headers, as an HTTP answer's would be; null without any.
+ */
+export function codexErrorHeaders(text: string): IncomingHttpHeaders | null {
+  let ev: any
+  try {
+    ev = JSON.parse(text)
+  } catch {
+    return null
+  }
+  if (!ev || ev.type !== 'error' || !ev.headers || typeof ev.headers !== 'object' || Array.isArray(ev.headers)) return null
+  const out: IncomingHttpHeaders = {}
+  for (const [name, value] of Object.entries(ev.headers)) {
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[name.toLowerCase()] = String(value)
+  }
+  return Object.keys(out).length > 0 ? out : null
+}

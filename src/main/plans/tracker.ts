@@ -112,8 +112,12 @@ export class PlanTracker {
     a.updated = now
     a.billing = who.billing
     a.details = { ...a.details, ...reading.details }
-    for (const w of reading.windows) {
+    for (let w of reading.windows) {
       let st = a.windows.get(w.name)
+      // A reading that names no reset (Codex's refusal on a WebSocket carries only the used
+      // percent) of a window whose period has not ended is of that period: it keeps its reset,
+      // its pace and its alerts, rather than starting a period without a reset.
+      if (st && w.resets_at === null && st.latest.resets_at !== null && st.latest.resets_at > now) w = { ...w, resets_at: st.latest.resets_at }
       // A reading of a period that has ended (a slow answer, whose headers come after a newer
       // call's reported the next period): it tells nothing of the window now, and a period never
       // moves back to an earlier reset.

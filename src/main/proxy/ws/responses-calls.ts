@@ -4,7 +4,7 @@ import { errorBody } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { Attributors } from '../call/context'
 import { describeCall } from '../call/context'
-import { codexEventHeaders } from '../../plans/codex'
+import { codexErrorHeaders, codexEventHeaders } from '../../plans/codex'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
@@ -217,6 +217,10 @@ export class ResponsesSocketCalls {
     if (type === 'codex.rate_limits' && this.observe) {
       const h = codexEventHeaders(text)
       if (h) this.see(s, 200, h)
+    } else if (type === 'error' && this.observe) {
+      // A refusal's own headers (a plan out of its allowance: its windows at 100%).
+      const h = codexErrorHeaders(text)
+      if (h) this.see(s, errorStatus(text), h)
     }
     try {
       s.meter?.event(type, text)
