@@ -15,14 +15,18 @@ let up: WsUpstream
 let t: TestServer
 let upgradePath = ''
 const reset = Math.floor(Date.now() / 1000) + 3 * 3600
-/** The 5-hour window's used percent the upgrade answer reports. */
+/** The 5-hour window the upgrade answer reports: used percent and reset (epoch seconds). */
 let upgradeUsed = 20
+let upgradeReset = reset
+/** The 5-hour window the codex.rate_limits event reports. */
+let eventUsed = 35
+let eventReset = reset
 /** Refuse every response.create as the ChatGPT backend does a plan out of its allowance. */
 let limitReached = false
 
 beforeAll(async () => {
   up = await startWsUpstream({
-    headers: () => [`x-codex-primary-used-percent: ${upgradeUsed}`, 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${reset}`],
+    headers: () => [`x-codex-primary-used-percent: ${upgradeUsed}`, 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${upgradeReset}`],
     onConnection: (ws, req) => {
       upgradePath = req.url ?? ''
       ws.on('message', (data) => {
@@ -39,7 +43,7 @@ beforeAll(async () => {
           return
         }
         const resp = { id: 'resp_1', object: 'response', model: 'gpt-4o-mini-2024-07-18' }
-        ws.send(JSON.stringify({ type: 'codex.rate_limits', plan_type: 'plus', rate_limits: { primary: { used_percent: 35, window_minutes: 300, reset_at: reset }, secondary: { used_percent: 9, window_minutes: 10080, reset_at: reset + 86400 } } }))
+        ws.send(JSON.stringify({ type: 'codex.rate_limits', plan_type: 'plus', rate_limits: { primary: { used_percent: eventUsed, window_minutes: 300, reset_at: eventReset }, secondary: { used_percent: 9, window_minutes: 10080, reset_at: reset + 86400 } } }))
         ws.send(JSON.stringify({ type: 'response.created', response: resp }))
         ws.send(JSON.stringify({ type: 'response.completed', response: { ...resp, usage: { input_tokens: 1000, output_tokens: 50, total_tokens: 1050 } } }))
       })
@@ -53,7 +57,7 @@ afterAll(async () => {
 })
 
 /** Codex's ChatGPT login opens a Responses WebSocket on `path` and makes one call; the upstream's path it reached. */
-async function oneCall(path: string, token: string, account = 'acct_ws', answerFrames = 3): Promise<string> {
+async function oneCall(path: string, token: string, account = 'acct_ws', answerFrames = 3, beforeSend?: () => Promise<unknown>): Promise<string> {
   upgradePath = ''
   const ws = new WebSocket(`${t.url.replace('http', 'ws')}${path}`, {
     headers: { authorization: `Bearer ${token}`, 'chatgpt-account-id': account, originator: 'codex_exec' },
@@ -64,6 +68,7 @@ async function oneCall(path: string, token: string, account = 'acct_ws', answerF
     ws.on('open', r)
     ws.on('error', j)
   })
+  await beforeSend?.()
   ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hi', stream: true }))
   await eventually(() => frames.length === answerFrames, 10_000)
   ws.close()
@@ -120,6 +125,29 @@ describe('Codex with ChatGPT over WebSocket', () => {
       off()
       limitReached = false
       upgradeUsed = 20
+    }
+  })
+
+  it('a socket opened before its window reset, whose first call comes after it, tells of no crossing in the period that has ended', async () => {
+    const alerts: PlanAlert[] = []
+    const off = t.server.context.plans!.onAlert((a) => alerts.push(a))
+    // Codex opens its socket ahead of the first prompt: the upgrade answer says 90%, the window
+    // resetting in a couple of seconds; the prompt comes after the reset.
+    upgradeUsed = 90
+    upgradeReset = Math.ceil(Date.now() / 1000) + 2
+    eventUsed = 4
+    eventReset = upgradeReset + 5 * 3600
+    try {
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-hhhh', 'acct_ws_prewarmed', 3, () => eventually(() => Date.now() > upgradeReset * 1000 + 100, 10_000))
+      const acct = (await request(`${t.url}/api/dashboard/plans`)).json().accounts.find((a: any) => a.account_hint === 'eyJ…hhhh')
+      expect(acct.windows[0]).toMatchObject({ name: '5h', utilization: 0.04, resets_at: new Date(eventReset * 1000).toISOString() })
+      expect(alerts).toEqual([])
+    } finally {
+      off()
+      upgradeUsed = 20
+      upgradeReset = reset
+      eventUsed = 35
+      eventReset = reset
     }
   })
 })

@@ -131,14 +131,17 @@ export class PlanTracker {
       st.latest = w
       st.history.push({ t: now, u: w.utilization })
       if (st.history.length > HISTORY) st.history.splice(0, st.history.length - HISTORY)
-      this.checkThresholds(a, st)
+      this.checkThresholds(a, st, now)
     }
     for (const l of this.listeners) l()
   }
 
-  private checkThresholds(a: Account, st: WindowState): void {
+  private checkThresholds(a: Account, st: WindowState, now: number): void {
     if (a.kind !== 'plan') return
     const w = st.latest
+    // Read after its window reset (the upgrade answer of a socket opened before the reset, shown
+    // with its first call after it): the period it speaks of has ended, nothing to tell of it now.
+    if (w.resets_at !== null && w.resets_at <= now) return
     for (const th of this.thresholds) {
       if (w.utilization < th) continue
       // The period's identity, not this reading's reset: a drifting reset is no new period.
