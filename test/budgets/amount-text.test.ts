@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { callsOf } from './support'
 
@@ -15,15 +15,7 @@ let t: TestServer
 
 beforeAll(async () => {
   upstream = await startMockUpstream()
-  upstream.setResponder(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 },
-    }),
-  }))
+  upstream.setResponder(chatPromptAnswer(1000))
   t = await startTestServer(
     {
       timezone: 'UTC',

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { receiver, type Receiver } from '../alerts/support'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { chatPromptAnswer } from '../support/mock-upstream'
 import type { TestServer } from '../support/server'
 import { callsOf, pgBudgetServer } from './support'
 
@@ -12,15 +13,7 @@ import { callsOf, pgBudgetServer } from './support'
  * admission compares in SQL. Each call is 1,000 input tokens of a model priced at $100 a million.
  */
 const h = usePostgres({
-  upstream: () => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 },
-    }),
-  }),
+  upstream: chatPromptAnswer(1000),
 })
 
 let hooks: Receiver

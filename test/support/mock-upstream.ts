@@ -102,6 +102,19 @@ function splitEvenly(buf: Buffer, n: number): Buffer[] {
   return out
 }
 
+/** A Chat Completions answer of `promptTokens` input tokens and no output (a call whose cost a price override sets exactly). */
+export function chatPromptAnswer(promptTokens: number): Responder {
+  return () => ({
+    status: 200,
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: promptTokens, completion_tokens: 0, total_tokens: promptTokens },
+    }),
+  })
+}
+
 export function sleep(ms: number): Promise<void> {
   return new Promise((r) => setTimeout(r, ms))
 }

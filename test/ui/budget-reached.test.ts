@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 // A $1.00 block limit spent to the cent by ten $0.10 calls: in binary floating point they add up
@@ -23,15 +23,7 @@ beforeAll(async () => {
   if (NO_BROWSER) return
   unserve = serveBuiltRenderer()
   upstream = await startMockUpstream()
-  upstream.setResponder(() => ({
-    status: 200,
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({
-      id: 'chatcmpl-1', object: 'chat.completion', created: 1, model: 'gpt-4o-mini',
-      choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
-      usage: { prompt_tokens: 1000, completion_tokens: 0, total_tokens: 1000 },
-    }),
-  }))
+  upstream.setResponder(chatPromptAnswer(1000))
   t = await startTestServer(
     {
       timezone: 'UTC',
