@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { eventMessage } from '../support/event-stream'
-import { postJson } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { recorded } from '../providers/ledger'
+import { AT_LEAST, PIECES, PROSE, cutStreams, sse } from './cut-stream'
 
 /**
  * Streams cut before their usage, through a real server, real HTTP and the real SQLite ledger:
@@ -13,22 +13,7 @@ import { recorded } from '../providers/ledger'
  */
 
 const s = serverOverMockUpstream()
-
-/** ~2,000 tokens of prose in any BPE tokenizer (9 words + '.' a sentence, 200 sentences). */
-const PROSE = 'The quick brown fox jumps over the lazy dog again. '.repeat(200)
-/** Pieces of PROSE, as a stream's deltas carry it. */
-const PIECES = PROSE.match(/.{1,50}/gs)!
-/** Well below the tokens of PROSE in any tokenizer (it is ~2,000), well above what is recorded. */
-const AT_LEAST = 1_000
-
-const sse = (ev: object, name?: string) => Buffer.from(`${name ? `event: ${name}\n` : ''}data: ${JSON.stringify(ev)}\n\n`)
-
-function streamsThenResets(chunks: Buffer[], ctype = 'text/event-stream'): void {
-  s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': ctype }, chunks: [...chunks, Buffer.from('')], resetAfterChunks: chunks.length, delayMs: 1 }))
-}
-
-/** POSTs and tolerates the reset (the client sees its connection end). */
-const post = (path: string, body: unknown, headers: Record<string, string>) => postJson(`${s.t.url}${path}`, body, headers).catch(() => undefined)
+const { streamsThenResets, post } = cutStreams(s)
 
 describe('OpenAI-compatible chat: a stream cut while the model streams its reasoning', () => {
   const KEY = { authorization: 'Bearer sk-deepseek-review-0000000000001' }
