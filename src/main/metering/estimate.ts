@@ -52,6 +52,18 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
     if (typeof part.arguments === 'string') texts.push(part.arguments)
     if (typeof part.output === 'string') texts.push(part.output)
     else if (Array.isArray(part.output)) pushContent(part.output, depth + 1)
+    // A Responses shell_call_output's output: what each command printed.
+    if (typeof part.stdout === 'string') texts.push(part.stdout)
+    if (typeof part.stderr === 'string') texts.push(part.stderr)
+    // Anthropic's document block: a plain-text one's text, a custom-content one's blocks (a PDF's
+    // base64 data is not text, and is not counted).
+    if (part.type === 'document') {
+      if (typeof part.title === 'string') texts.push(part.title)
+      if (typeof part.context === 'string') texts.push(part.context)
+      const src = part.source
+      if (isObject(src) && src.type === 'text' && typeof src.data === 'string') texts.push(src.data)
+      else if (isObject(src) && src.type === 'content') pushContent(src.content, depth + 1)
+    }
     // Anthropic's tool_use (and server_tool_use) block: what the model sent the tool, in the history.
     if (part.type === 'tool_use' || part.type === 'server_tool_use') pushValue(part.input)
     // Bedrock Converse's blocks.
@@ -60,6 +72,12 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       pushValue(part.toolUse.input)
     }
     if (isObject(part.toolResult)) pushContent(part.toolResult.content, depth + 1)
+    // Converse's document block: its text, or its content blocks' text (not its bytes).
+    if (isObject(part.document) && isObject(part.document.source)) {
+      const src = part.document.source
+      if (typeof src.text === 'string') texts.push(src.text)
+      else if (Array.isArray(src.content)) pushContent(src.content, depth + 1)
+    }
     if (part.json !== undefined) pushValue(part.json)
     if (isObject(part.reasoningContent) && isObject(part.reasoningContent.reasoningText)) pushValue(part.reasoningContent.reasoningText.text)
     // Gemini's parts.
@@ -71,6 +89,9 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       if (typeof part.functionResponse.name === 'string') texts.push(part.functionResponse.name)
       pushValue(part.functionResponse.response)
     }
+    // Gemini's code execution: the code the model ran, and what it printed.
+    if (isObject(part.executableCode) && typeof part.executableCode.code === 'string') texts.push(part.executableCode.code)
+    if (isObject(part.codeExecutionResult) && typeof part.codeExecutionResult.output === 'string') texts.push(part.codeExecutionResult.output)
   }
   for (const list of [body.messages, Array.isArray(body.input) ? body.input : null]) {
     if (!Array.isArray(list)) continue
@@ -81,6 +102,11 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       if (typeof m.name === 'string') texts.push(m.name)
       pushContent(m.content)
       if (Array.isArray(m.tool_calls)) texts.push(JSON.stringify(m.tool_calls))
+      // Chat Completions' legacy function call (the `functions` API).
+      if (isObject(m.function_call)) {
+        if (typeof m.function_call.name === 'string') texts.push(m.function_call.name)
+        if (typeof m.function_call.arguments === 'string') texts.push(m.function_call.arguments)
+      }
       if (typeof m.arguments === 'string') texts.push(m.arguments)
       if (typeof m.output === 'string') texts.push(m.output)
       // Responses items: a function_call_output's output as content parts, a custom tool call's
@@ -88,6 +114,11 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       else if (Array.isArray(m.output)) pushContent(m.output)
       if (typeof m.input === 'string') texts.push(m.input)
       if (Array.isArray(m.summary)) pushContent(m.summary)
+      // Built-in tools' calls: apply_patch's operation (the patch), shell's and local_shell's
+      // action (the commands), the code interpreter's code.
+      if (isObject(m.operation)) pushValue(m.operation)
+      if (isObject(m.action)) pushValue(m.action)
+      if (typeof m.code === 'string') texts.push(m.code)
     }
   }
   if (typeof body.input === 'string') {
