@@ -2,13 +2,13 @@ import { describe, expect, it } from 'vitest'
 import { eventMessage } from '../support/event-stream'
 import { serverOverMockUpstream } from '../support/server'
 import { recorded } from '../providers/ledger'
-import { AT_LEAST, PROSE, cutStreams } from './cut-stream'
+import { AT_LEAST, PIECES, PROSE, cutStreams, sse } from './cut-stream'
 
 /**
  * Streams cut before their usage, as in ./cut-stream-text-kinds.test.ts, for the rest of the
- * kinds of text a prompt carries: text documents (a file an agent attached or a tool returned),
- * legacy function calls, code execution, and the Responses API's built-in tools (apply_patch,
- * shell, code interpreter). Each carries ~2,000 tokens of that kind only.
+ * kinds of text a prompt or a stream carries: text documents (a file an agent attached or a tool
+ * returned), legacy function calls, code execution, and the Responses API's built-in tools
+ * (apply_patch, shell, code interpreter, MCP). Each carries ~2,000 tokens of that kind only.
  */
 
 const s = serverOverMockUpstream()
@@ -96,4 +96,30 @@ describe('tool calls of other kinds in a prompt are counted', () => {
       expect(row.input_tokens).toBeGreaterThan(AT_LEAST)
     })
   }
+})
+
+describe('tool input of other kinds in a stream is counted as output', () => {
+  const OPENAI = { authorization: 'Bearer sk-proj-estimate-documents-000000001' }
+  const created = { type: 'response.created', response: { id: 'resp_tools1', object: 'response', model: 'gpt-5.1', status: 'in_progress', usage: null } }
+  const events: [string, string][] = [
+    ['response.apply_patch_call_operation_diff.delta', 'the patch of the apply_patch tool'],
+    ['response.code_interpreter_call_code.delta', 'the code the code interpreter runs'],
+    ['response.mcp_call_arguments.delta', "an MCP tool call's arguments"],
+  ]
+  for (const [type, what] of events) {
+    it(`Responses: ${type} (${what})`, async () => {
+      streamsThenResets([sse(created, 'response.created'), ...PIECES.map((p) => sse({ type, item_id: 'item_1', output_index: 0, delta: p }, type))])
+      const row = await recorded(s.t, () => post('/openai/v1/responses', { model: 'gpt-5.1', stream: true, input: 'Go on.' }, OPENAI))
+      expect(row.estimated).toBe(1)
+      expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
+    })
+  }
+
+  it("Chat Completions: a legacy function_call's arguments, streamed", async () => {
+    const chunk = (delta: object) => sse({ id: 'chatcmpl-f1', object: 'chat.completion.chunk', model: 'gpt-4o', choices: [{ index: 0, delta }] })
+    streamsThenResets([chunk({ role: 'assistant', content: null, function_call: { name: 'write_file', arguments: '' } }), ...PIECES.map((p) => chunk({ function_call: { arguments: p } }))])
+    const row = await recorded(s.t, () => post('/openai/v1/chat/completions', { model: 'gpt-4o', stream: true, messages: [{ role: 'user', content: 'Write a.txt' }] }, OPENAI))
+    expect(row.estimated).toBe(1)
+    expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
+  })
 })

@@ -39,6 +39,11 @@ const TEXT_DELTAS = new Set([
   'response.refusal.delta',
   'response.reasoning_text.delta',
   'response.reasoning_summary_text.delta',
+  // The built-in tools' input as the model writes it: apply_patch's patch, the code interpreter's
+  // code, an MCP tool call's arguments.
+  'response.apply_patch_call_operation_diff.delta',
+  'response.code_interpreter_call_code.delta',
+  'response.mcp_call_arguments.delta',
 ])
 /** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
 const MAX_PENDING_DELTA_CHARS = 1_000_000
@@ -224,7 +229,7 @@ export class OpenAIMeter implements Meter {
     return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
   }
 
-  /** A chunk's choices' text (content, refusal, reasoning, tool calls' names and arguments; legacy Completions' text), for the estimate. */
+  /** A chunk's choices' text (content, refusal, reasoning, tool calls' and legacy function calls' names and arguments; legacy Completions' text), for the estimate. */
   private chunkText(choices: unknown[]): void {
     for (const c of choices as any[]) {
       if (typeof c?.finish_reason === 'string') this.finished = true
@@ -239,6 +244,11 @@ export class OpenAIMeter implements Meter {
         if (reasoning !== null) this.text.push(reasoning)
         else if (Array.isArray(d.reasoning_details)) {
           for (const r of d.reasoning_details) if (typeof r?.text === 'string') this.text.push(r.text)
+        }
+        // The legacy `functions` API's call, streamed as tool calls are.
+        if (isObject(d.function_call)) {
+          if (typeof d.function_call.name === 'string') this.text.push(d.function_call.name)
+          if (typeof d.function_call.arguments === 'string') this.text.push(d.function_call.arguments)
         }
         if (Array.isArray(d.tool_calls)) {
           for (const tc of d.tool_calls) {
