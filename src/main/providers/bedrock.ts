@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
+import { choicesText } from './openai-meter'
 import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**
@@ -185,20 +186,8 @@ class InvokeMeter implements Meter {
     push(o.outputText)
     push(o.text)
     if (Array.isArray(o.outputs)) for (const x of o.outputs) push(x?.text)
-    if (isObject(o.contentBlockDelta) && isObject(o.contentBlockDelta.delta)) {
-      const d = o.contentBlockDelta.delta
-      push(d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined))
-    }
-    if (Array.isArray(o.choices)) {
-      for (const c of o.choices) {
-        const d = c?.delta
-        if (isObject(d)) {
-          push(d.content)
-          push(typeof d.reasoning_content === 'string' ? d.reasoning_content : d.reasoning)
-          if (Array.isArray(d.tool_calls)) for (const tc of d.tool_calls) push(tc?.function?.arguments)
-        } else push(c?.text)
-      }
-    }
+    if (isObject(o.contentBlockDelta)) push(converseDeltaText(o.contentBlockDelta.delta))
+    if (Array.isArray(o.choices)) choicesText(o.choices, this.text)
   }
 
   json(body: unknown): void {
@@ -223,6 +212,15 @@ class InvokeMeter implements Meter {
     if (!r.usage && !r.outputText && this.text.length > 0) return { ...r, model, complete, error, outputText: this.text.join(''), outputScale: this.text.scale }
     return { ...r, model, complete, error }
   }
+}
+
+/**
+ * The text of a Converse `contentBlockDelta`'s delta (ConverseStream, and Nova's InvokeModel
+ * stream): its text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
+ */
+function converseDeltaText(d: unknown): unknown {
+  if (!isObject(d)) return undefined
+  return d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined)
 }
 
 /**
@@ -316,9 +314,7 @@ class ConverseMeter implements Meter {
       // Only read should the stream end without its usage (estimated from what it streamed).
       if (this.usage) return
       try {
-        const d = (JSON.parse(payload) as { delta?: { text?: unknown; reasoningContent?: { text?: unknown }; toolUse?: { input?: unknown } } }).delta
-        // Text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
-        const t = d?.text ?? d?.reasoningContent?.text ?? d?.toolUse?.input
+        const t = converseDeltaText((JSON.parse(payload) as { delta?: unknown }).delta)
         if (typeof t === 'string') this.text.push(t)
       } catch {
         // not JSON: nothing to read

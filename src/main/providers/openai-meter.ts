@@ -229,38 +229,9 @@ export class OpenAIMeter implements Meter {
     return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
   }
 
-  /** A chunk's choices' text (content, refusal, reasoning, tool calls' and legacy function calls' names and arguments; legacy Completions' text), for the estimate. */
+  /** A chunk's choices' text for the estimate (`choicesText`); a choice with a finish reason ends the generation. */
   private chunkText(choices: unknown[]): void {
-    for (const c of choices as any[]) {
-      if (typeof c?.finish_reason === 'string') this.finished = true
-      const d = c?.delta
-      if (isObject(d)) {
-        if (typeof d.content === 'string') this.text.push(d.content)
-        if (typeof d.refusal === 'string') this.text.push(d.refusal)
-        // Reasoning text, billed as output: DeepSeek's and vLLM's reasoning_content, OpenRouter's
-        // and Groq's reasoning (OpenRouter sends the same text again in reasoning_details, read
-        // only when neither is there).
-        const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : null
-        if (reasoning !== null) this.text.push(reasoning)
-        else if (Array.isArray(d.reasoning_details)) {
-          for (const r of d.reasoning_details) if (typeof r?.text === 'string') this.text.push(r.text)
-        }
-        // The legacy `functions` API's call, streamed as tool calls are.
-        if (isObject(d.function_call)) {
-          if (typeof d.function_call.name === 'string') this.text.push(d.function_call.name)
-          if (typeof d.function_call.arguments === 'string') this.text.push(d.function_call.arguments)
-        }
-        if (Array.isArray(d.tool_calls)) {
-          for (const tc of d.tool_calls) {
-            const fn = tc?.function
-            if (typeof fn?.name === 'string') this.text.push(fn.name)
-            if (typeof fn?.arguments === 'string') this.text.push(fn.arguments)
-          }
-        }
-      } else if (typeof c?.text === 'string') {
-        this.text.push(c.text)
-      }
-    }
+    if (choicesText(choices, this.text)) this.finished = true
   }
 
   /** Keeps an event's data unparsed (see `deltas`), reading what is kept into the text past MAX_PENDING_DELTA_CHARS. */
@@ -334,6 +305,47 @@ export class OpenAIMeter implements Meter {
       error: this.failure ?? undefined,
     }
   }
+}
+
+/**
+ * A Chat Completions chunk's choices' text, for the estimate: content, refusal, reasoning, tool
+ * calls' and legacy function calls' names and arguments; legacy Completions' text. Pushed into
+ * `text`; true when a choice has a finish reason. Also read by Bedrock's meter, for an
+ * OpenAI-format model's InvokeModel stream.
+ */
+export function choicesText(choices: unknown[], text: { push(s: string): void }): boolean {
+  let finished = false
+  for (const c of choices as any[]) {
+    if (typeof c?.finish_reason === 'string') finished = true
+    const d = c?.delta
+    if (isObject(d)) {
+      if (typeof d.content === 'string') text.push(d.content)
+      if (typeof d.refusal === 'string') text.push(d.refusal)
+      // Reasoning text, billed as output: DeepSeek's and vLLM's reasoning_content, OpenRouter's
+      // and Groq's reasoning (OpenRouter sends the same text again in reasoning_details, read
+      // only when neither is there).
+      const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : null
+      if (reasoning !== null) text.push(reasoning)
+      else if (Array.isArray(d.reasoning_details)) {
+        for (const r of d.reasoning_details) if (typeof r?.text === 'string') text.push(r.text)
+      }
+      // The legacy `functions` API's call, streamed as tool calls are.
+      if (isObject(d.function_call)) {
+        if (typeof d.function_call.name === 'string') text.push(d.function_call.name)
+        if (typeof d.function_call.arguments === 'string') text.push(d.function_call.arguments)
+      }
+      if (Array.isArray(d.tool_calls)) {
+        for (const tc of d.tool_calls) {
+          const fn = tc?.function
+          if (typeof fn?.name === 'string') text.push(fn.name)
+          if (typeof fn?.arguments === 'string') text.push(fn.arguments)
+        }
+      }
+    } else if (typeof c?.text === 'string') {
+      text.push(c.text)
+    }
+  }
+  return finished
 }
 
 /** The code (else the type) of an OpenAI error object, bounded: it is recorded as the call's `error`. */
