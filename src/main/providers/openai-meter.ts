@@ -291,8 +291,12 @@ export class OpenAIMeter implements Meter {
       }
     }
     // A running count from a stream cut before its generation ended: the prompt side is exact, the
-    // output is estimated from what streamed (never below the count so far), and marked so.
+    // output is estimated from what streamed (never below the count so far), and marked so. A charge
+    // the count carries (Perplexity's `usage.cost` in every chunk: $0 until its last chunk adds the
+    // request fee and the output) is the charge so far, not the call's: the call is priced from its
+    // tokens instead.
     if (this.usage && this.running && !this.finished && !this.complete) {
+      delete this.usage.provider_cost_usd
       return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: false, partialOutput: true }
     }
     return {
