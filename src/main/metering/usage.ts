@@ -68,9 +68,13 @@ export function emptyUsage(): Usage {
   }
 }
 
-/** Whether `u` has anything to price: tokens, or audio billed by the second (whisper-1 reports a duration and no tokens). */
+/**
+ * Whether `u` has anything to price: tokens, audio billed by the second (whisper-1 reports a
+ * duration and no tokens), or a charge the provider reported for units that are not tokens (xAI's
+ * image generation: `usage.cost_in_usd_ticks` and no token counts).
+ */
 export function hasBilledUnits(u: Usage): boolean {
-  return u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0
+  return u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0 || (reportedUsd(u.provider_cost_usd) ?? 0) > 0
 }
 
 /** A non-negative integer token count from untrusted JSON, or 0. */
