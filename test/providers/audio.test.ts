@@ -1,6 +1,6 @@
-import { request as httpRequest } from 'node:http'
 import { calcPrice } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
+import { multipartForm, postForm } from '../support/multipart'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
 
@@ -16,34 +16,8 @@ beforeEach(() => {
   s.upstream.requests.length = 0
 })
 
-const BOUNDARY = '----burnrate-form-7MA4YWxkTrZu0gW'
-
-/** A multipart form as the OpenAI SDK sends it: the file part (bytes that look like anything), then the text fields. */
-function form(fields: Record<string, string>, audio: Buffer): Buffer {
-  const parts: Buffer[] = [
-    Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="talk.mp3"\r\nContent-Type: audio/mpeg\r\n\r\n`),
-    audio,
-    Buffer.from('\r\n'),
-  ]
-  for (const [k, v] of Object.entries(fields)) parts.push(Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`))
-  parts.push(Buffer.from(`--${BOUNDARY}--\r\n`))
-  return Buffer.concat(parts)
-}
-
-function post(path: string, body: Buffer): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(
-      `${s.t.url}${path}`,
-      { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${BOUNDARY}`, 'content-length': body.length, authorization: 'Bearer sk-proj-audio-0000000000001' } },
-      (res) => {
-        res.resume()
-        res.on('end', () => resolve(res.statusCode ?? 0))
-      },
-    )
-    req.on('error', reject)
-    req.end(body)
-  })
-}
+const form = (fields: Record<string, string>, audio: Buffer) => multipartForm(fields, audio)
+const post = (path: string, body: Buffer) => postForm(`${s.t.url}${path}`, body, 'Bearer sk-proj-audio-0000000000001')
 
 // Audio bytes with a fake `name="model"` inside: only real form fields count.
 const AUDIO = Buffer.concat([Buffer.from([0xff, 0xfb, 0x90, 0x64]), Buffer.from('Content-Disposition: form-data; name="model"\r\n\r\nwhisper-1\r\n'), Buffer.alloc(256 * 1024, 0x55)])

@@ -1,0 +1,42 @@
+import { calcPrice } from '@pydantic/genai-prices'
+import { beforeEach, describe, expect, it } from 'vitest'
+import { postJson } from '../support/http'
+import { multipartForm, postForm } from '../support/multipart'
+import { serverOverMockUpstream } from '../support/server'
+import { answer, recorded } from './ledger'
+
+const s = serverOverMockUpstream()
+beforeEach(() => {
+  s.upstream.requests.length = 0
+})
+
+const KEY = 'Bearer mistral-test-0000000000000001'
+
+describe('Mistral audio transcriptions (Voxtral)', () => {
+  it('billed by the audio length its usage reports (prompt_audio_seconds), not by its tokens', async () => {
+    // vercel/ai packages/mistral/src/__fixtures__/mistral-transcription.json (a recorded answer), text shortened.
+    answer(s.upstream, {
+      model: 'voxtral-mini-latest',
+      text: 'Galileo was an American robotic space program that studied the planet Jupiter.',
+      language: null,
+      segments: [{ type: 'transcription_segment', text: 'Galileo was an American robotic space program that studied the planet Jupiter.', start: 0.1, end: 8.2, speaker_id: 'speaker_1' }],
+      usage: { prompt_audio_seconds: 36, prompt_tokens: 13, completion_tokens: 151, total_tokens: 164, request_count: 1 },
+    })
+    const body = multipartForm({ model: 'voxtral-mini-latest' }, Buffer.alloc(64 * 1024, 0x55))
+    const row = await recorded(s.t, async () => expect(await postForm(`${s.t.url}/mistral/v1/audio/transcriptions`, body, KEY)).toBe(200))
+    expect(s.upstream.requests[0].url).toBe('/v1/audio/transcriptions')
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'audio', model: 'voxtral-mini-latest', input_tokens: 13, output_tokens: 151, priced: 1, estimated: 0 })
+    const expected = calcPrice({ input_tokens: 13, output_tokens: 151, audio_seconds: 36 }, 'voxtral-mini-latest', { providerId: 'mistral', timestamp: new Date(row.ts) })
+    expect(expected).not.toBeNull()
+    expect(row.cost_usd).toBe(expected!.total_price)
+    expect(row.cost_usd).toBeGreaterThan(0)
+  })
+
+  it('a chat with audio in its prompt, on a model billed by tokens, is priced by its tokens', async () => {
+    const usage = { prompt_tokens: 2000, completion_tokens: 40, total_tokens: 2040, prompt_audio_seconds: 60, prompt_tokens_details: { cached_tokens: 0 } }
+    answer(s.upstream, { id: 'c1', object: 'chat.completion', created: 1787866434, model: 'voxtral-small-latest', choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'OK' } }], usage })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/mistral/v1/chat/completions`, { model: 'voxtral-small-latest', messages: [] }, { authorization: KEY }))
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'chat.completions', input_tokens: 2000, output_tokens: 40, priced: 1 })
+    expect(row.cost_usd).toBe(calcPrice({ input_tokens: 2000, output_tokens: 40 }, 'voxtral-small-latest', { providerId: 'mistral', timestamp: new Date(row.ts) })!.total_price)
+  })
+})
