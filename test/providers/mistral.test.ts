@@ -40,3 +40,51 @@ describe('Mistral audio transcriptions (Voxtral)', () => {
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 2000, output_tokens: 40 }, 'voxtral-small-latest', { providerId: 'mistral', timestamp: new Date(row.ts) })!.total_price)
   })
 })
+
+/** Mistral's OCR answer (docs.mistral.ai, `POST /v1/ocr`): its pages, and what it billed in `usage_info`. */
+function ocrAnswer(model: string, pages: number) {
+  return {
+    pages: Array.from({ length: pages }, (_, index) => ({ index, markdown: `# Page ${index + 1}`, images: [], dimensions: { dpi: 200, height: 2200, width: 1700 } })),
+    model,
+    usage_info: { pages_processed: pages, doc_size_bytes: 3002783 },
+    document_annotation: null,
+    object: 'ocr',
+  }
+}
+
+describe('Mistral OCR (Document AI)', () => {
+  it('billed by the page: the pages its usage_info reports are priced at the model’s rate per page', async () => {
+    answer(s.upstream, ocrAnswer('mistral-ocr-2505-completion', 29))
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/mistral/v1/ocr`, { model: 'mistral-ocr-2505', document: { type: 'document_url', document_url: 'https://arxiv.org/pdf/2201.04234' }, include_image_base64: false }, { authorization: KEY }),
+    )
+    expect(s.upstream.requests[0].url).toBe('/v1/ocr')
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'ocr', model: 'mistral-ocr-2505-completion', status: 200, input_tokens: 0, output_tokens: 0, priced: 1, estimated: 0 })
+    const expected = calcPrice({ input_tokens: 0, output_tokens: 0, input_document_pages: 29 } as any, 'mistral-ocr-2505-completion', { providerId: 'mistral', timestamp: new Date(row.ts) })
+    expect(expected).not.toBeNull()
+    expect(row.cost_usd).toBe(expected!.total_price)
+    // $1 per 1,000 pages
+    expect(row.cost_usd).toBeCloseTo(0.029, 12)
+  })
+
+  it('with an annotation format, at the annotated pages’ rate', async () => {
+    answer(s.upstream, { ...ocrAnswer('mistral-ocr-2505-completion', 4), document_annotation: '{"title": "Page"}' })
+    const row = await recorded(s.t, () =>
+      postJson(
+        `${s.t.url}/mistral/v1/ocr`,
+        {
+          model: 'mistral-ocr-2505',
+          document: { type: 'document_url', document_url: 'https://arxiv.org/pdf/2201.04234' },
+          document_annotation_format: { type: 'json_schema', json_schema: { name: 'doc', schema: { type: 'object', properties: { title: { type: 'string' } } } } },
+        },
+        { authorization: KEY },
+      ),
+    )
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'ocr', priced: 1 })
+    const expected = calcPrice({ input_document_pages: 4, input_annotated_document_pages: 4 } as any, 'mistral-ocr-2505-completion', { providerId: 'mistral', timestamp: new Date(row.ts) })
+    expect(row.cost_usd).toBe(expected!.total_price)
+    // $3 per 1,000 annotated pages
+    expect(row.cost_usd).toBeCloseTo(0.012, 12)
+  })
+})
+

@@ -23,8 +23,10 @@ export interface Usage {
    * Finer @pydantic/genai-prices usage keys, each a part of one of the counts above and priced
    * at its own rate where the model has one: `input_audio_tokens`, `input_image_tokens`,
    * `cache_audio_read_tokens`, `output_image_tokens`… (Gemini modalities, gpt-image-1, audio
-   * models); and `audio_seconds`, the length of audio billed by the second (whisper-1), which
-   * is not a token count.
+   * models); and counts of what is billed by other units, which are not token counts:
+   * `audio_seconds`, the length of audio billed by the second (whisper-1, Voxtral), and
+   * `input_document_pages` (`input_annotated_document_pages` the annotated ones), the pages of
+   * Mistral's OCR.
    */
   extra?: Record<string, number>
   /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */
@@ -69,12 +71,15 @@ export function emptyUsage(): Usage {
 }
 
 /**
- * Whether `u` has anything to price: tokens, audio billed by the second (whisper-1 reports a
- * duration and no tokens), or a charge the provider reported for units that are not tokens (xAI's
- * image generation: `usage.cost_in_usd_ticks` and no token counts).
+ * Whether `u` has anything to price: tokens, units billed otherwise (`extra`: audio billed by the
+ * second, whisper-1 reporting a duration and no tokens; pages, Mistral's OCR), or a charge the
+ * provider reported for units that are not tokens (xAI's image generation: `usage.cost_in_usd_ticks`
+ * and no token counts).
  */
 export function hasBilledUnits(u: Usage): boolean {
-  return u.input_tokens + u.output_tokens > 0 || (u.extra?.audio_seconds ?? 0) > 0 || (reportedUsd(u.provider_cost_usd) ?? 0) > 0
+  if (u.input_tokens + u.output_tokens > 0 || (reportedUsd(u.provider_cost_usd) ?? 0) > 0) return true
+  if (u.extra) for (const k in u.extra) if (count(u.extra[k]) > 0) return true
+  return false
 }
 
 /** A non-negative integer token count from untrusted JSON, or 0. */

@@ -1,15 +1,18 @@
 import { count, isObject } from '../metering/usage'
+import { annotated, inspectOcr, OcrMeter } from './mistral-ocr'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
+import type { Provider } from './types'
 
 /**
  * Mistral La Plateforme: https://docs.mistral.ai/api (streams end with a usage chunk). Its usage
  * adds `prompt_audio_seconds`, the length of the audio in the prompt: what a transcription
  * (`/audio/transcriptions`, Voxtral Mini Transcribe) is billed by, per minute, whatever its
  * tokens. It is read as the audio length (`audio_seconds`), which the price data prices for a
- * model billed so and leaves out for one billed by tokens (Voxtral Small in a chat).
+ * model billed so and leaves out for one billed by tokens (Voxtral Small in a chat). Its OCR
+ * (`/ocr`) is billed by the page (./mistral-ocr.ts).
  */
-export const mistral = openaiCompatible({
+const compatible = openaiCompatible({
   name: 'mistral',
   pricingId: 'mistral',
   baseUrl: 'https://api.mistral.ai/v1',
@@ -20,3 +23,9 @@ export const mistral = openaiCompatible({
     return u
   },
 })
+
+export const mistral: Provider = {
+  ...compatible,
+  inspect: (req) => inspectOcr(req) ?? compatible.inspect(req),
+  meter: (shape, req) => (shape.endpoint === 'ocr' ? new OcrMeter(annotated(req.body)) : compatible.meter(shape, req)),
+}
