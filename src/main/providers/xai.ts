@@ -1,4 +1,4 @@
-import { isObject, reportedUsd } from '../metering/usage'
+import { count, isObject, reportedUsd, type Usage } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 
@@ -19,8 +19,24 @@ export const xai = openaiCompatible({
   baseUrl: 'https://api.x.ai/v1',
   usage: (raw) => {
     const u = openaiUsage(raw)
-    const ticks = isObject(raw) ? reportedUsd(raw.cost_in_usd_ticks) : undefined
-    if (u && ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
+    if (!u || !isObject(raw)) return u
+    withUncountedCache(u, count(raw.total_tokens))
+    const ticks = reportedUsd(raw.cost_in_usd_ticks)
+    if (ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
     return u
   },
 })
+
+/**
+ * Some Grok models (grok-4-1-fast-non-reasoning) report a prompt count without its cached part:
+ * `cached_tokens` is then more than `prompt_tokens`, and `total_tokens` counts both. The cached
+ * tokens are added to the prompt (of which they are a part, as everywhere else), and reasoning
+ * reported beside `completion_tokens` is found against that total as `openaiUsage` finds it
+ * against OpenAI's.
+ */
+function withUncountedCache(u: Usage, total: number): void {
+  if (u.cache_read_tokens <= u.input_tokens) return
+  u.input_tokens += u.cache_read_tokens
+  const r = u.reasoning_tokens
+  if (r > 0 && total > 0 && total === u.input_tokens + u.output_tokens + r) u.output_tokens += r
+}
