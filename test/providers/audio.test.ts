@@ -44,3 +44,17 @@ describe('OpenAI audio transcriptions', () => {
     expect(row.cost_usd).toBeCloseTo((95 / 60) * 0.006, 12)
   })
 })
+
+describe('Groq audio transcriptions (whisper on Groq)', () => {
+  // Groq answers without usage; `verbose_json` says how long the audio was, what Groq bills by the hour.
+  it('verbose_json: billed by the audio length its `duration` gives', async () => {
+    answer(s.upstream, { task: 'transcribe', language: 'English', duration: 95.3, text: ' Hello from the Versal AISDK.', segments: [], x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr1' } })
+    const body = form({ model: 'whisper-large-v3', response_format: 'verbose_json' }, AUDIO)
+    const row = await recorded(s.t, async () => expect(await postForm(`${s.t.url}/groq/v1/audio/transcriptions`, body, 'Bearer gsk-audio-000000000000001')).toBe(200))
+    expect(s.upstream.requests[0].url).toBe('/openai/v1/audio/transcriptions')
+    expect(row).toMatchObject({ provider: 'groq', endpoint: 'audio', model: 'whisper-large-v3', input_tokens: 0, output_tokens: 0, priced: 1, estimated: 0 })
+    expect(row.cost_usd).toBe(calcPrice({ audio_seconds: 95.3 }, 'whisper-large-v3', { providerId: 'groq', timestamp: new Date(row.ts) })!.total_price)
+    // $0.111 an hour
+    expect(row.cost_usd).toBeCloseTo((95.3 / 3600) * 0.111, 12)
+  })
+})

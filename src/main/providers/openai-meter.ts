@@ -1,7 +1,7 @@
 import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
-import { addToolCalls, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
+import { addToolCalls, durationUsage, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
 
 export interface OpenAIMeterOptions {
@@ -118,12 +118,15 @@ export class OpenAIMeter implements Meter {
   private deltaChars = 0
   /** Meters a stream of Chat Completions (or legacy Completions) chunks, most of which need not be parsed (see `deferrable`). */
   private readonly chunks: boolean
+  /** Meters an audio call (`/audio/*`): a transcription without usage may give its audio's length. */
+  private readonly audio: boolean
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
     this.reread = READS.has(opts.endpoint ?? '')
     this.openaiTiers = opts.openaiTiers === true
     this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
+    this.audio = opts.endpoint === 'audio'
   }
 
   /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
@@ -266,6 +269,7 @@ export class OpenAIMeter implements Meter {
     if (typeof body.model === 'string' && body.model) this.model = body.model
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
+    if (!this.usage && this.audio) this.usage = durationUsage(body)
     if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
     if (body.object === 'response') {
       this.noteStatus(body, false)

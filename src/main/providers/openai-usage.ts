@@ -55,6 +55,19 @@ function addPart(extra: Record<string, number>, key: string, v: unknown, whole: 
 }
 
 /**
+ * A transcription or translation answered without usage (Groq's whisper, whose answers carry
+ * none): as `verbose_json` it says how long the audio was (`duration`, in seconds), which is what
+ * it is billed by. Null when it does not (`json`, `text`).
+ */
+export function durationUsage(body: Record<string, unknown>): Usage | null {
+  const seconds = count(body.duration)
+  if (seconds === 0) return null
+  const usage = emptyUsage()
+  usage.extra = { audio_seconds: seconds }
+  return usage
+}
+
+/**
  * Image generation and edits (`/images/*`): everything the model outputs is image tokens; the
  * response's usage has no output breakdown for gpt-image-1, so all of `output_tokens` is priced
  * at the image-output rate (which for gpt-image-1 is its only output rate).
