@@ -1,14 +1,15 @@
 import type Database from 'better-sqlite3'
-import { isDatabaseProblem, sanitizeRecord } from '../reliability/rows'
+import { isDatabaseProblem } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
 import { type SideWrite, sideWriter } from './side-writes'
 import { packCalls } from './packed'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
+import { writeOneByOne } from './one-by-one'
 import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
-import { WriteThread } from './write-thread'
+import { THREAD_IDLE_MS, ThreadKeeper } from './thread-keeper'
 
 export type { LedgerStatus, ThreadHook } from './types'
 
@@ -30,14 +31,6 @@ export interface LedgerOptions {
   threadIdleMs?: number
 }
 
-/**
- * The write thread ends after this long without a request. It holds ~10 MiB while it runs, and
- * starting one costs 60-160 ms of CPU (measured on a busy 2-core machine: a new isolate, its
- * modules, the database opened, its code cold), hundreds of calls' worth of metering. An agent's
- * calls come 5-30 s apart (the model's answer, then its tools), so it lives as long as the idle
- * collection waits (server/idle-gc.ts): the end of a session, not a pause between two calls.
- */
-export const THREAD_IDLE_MS = 30_000
 /** Longest wait for the write thread's answer to the batch it is writing, before it is given up. */
 const LAND_WAIT_MS = 10_000
 
@@ -62,13 +55,8 @@ export class Ledger implements CallLedger {
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
   private retryMs = 0
   private closed = false
-  /** The write thread's script while batches go to a write thread (null: none, or it failed and this thread writes). */
-  private threadScript: string | null = null
-  /** The running write thread (null between batches, once idle). */
-  private thread: WriteThread | null = null
-  /** The hooks each new write thread is given before its first batch. */
-  private readonly threadHooks: ThreadHook[] = []
-  private threadIdle: NodeJS.Timeout | null = null
+  /** The write thread, started for a batch and ended once idle (./thread-keeper.ts). */
+  private readonly threads: ThreadKeeper
   /** Hooks only this thread can run: while there are any, no batch goes to the write thread. */
   private ownHooks = 0
   /** The batch the write thread is writing, and its request id. */
@@ -96,7 +84,7 @@ export class Ledger implements CallLedger {
       writeSide(side)
       for (const hook of this.batchHooks) hook(rows)
     })
-    if (!db.memory) this.threadScript = WriteThread.usable(opts.writeThread, db.name)
+    this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight !== null)
   }
 
   /**
@@ -105,10 +93,7 @@ export class Ledger implements CallLedger {
    */
   onBatch(hook: (rows: readonly CallRecord[]) => void, onThread?: ThreadHook): void {
     this.batchHooks.push(hook)
-    if (onThread && this.threadScript) {
-      this.threadHooks.push(onThread)
-      this.thread?.send({ type: onThread })
-    } else this.ownHooks++
+    if (!onThread || !this.threads.addHook(onThread)) this.ownHooks++
   }
 
   /**
@@ -145,55 +130,12 @@ export class Ledger implements CallLedger {
 
   /** True while batches due on the timer go to a write thread (started for them; none has failed). */
   get writesOnThread(): boolean {
-    return this.threadScript !== null
+    return this.threads.usable
   }
 
   /** True while a write thread is running (from the first batch until it has been idle for `threadIdleMs`). */
   get threadRunning(): boolean {
-    return this.thread !== null
-  }
-
-  /** The write thread, started if none runs; null when this thread writes (none given, or one failed). */
-  private useThread(): WriteThread | null {
-    if (this.threadIdle) {
-      clearTimeout(this.threadIdle)
-      this.threadIdle = null
-    }
-    let t = this.thread
-    if (t?.broken) {
-      // It failed or exited: from now on this thread writes, as when there is none.
-      this.thread = null
-      this.threadScript = null
-      t.close(0)
-      return null
-    }
-    if (!t && this.threadScript && !this.closed) {
-      t = WriteThread.start(this.threadScript, this.db.name)
-      if (!t) {
-        this.threadScript = null
-        return null
-      }
-      for (const hook of this.threadHooks) t.send({ type: hook })
-      this.thread = t
-    }
-    return t
-  }
-
-  /** Ends the write thread once it has had nothing to do for `threadIdleMs` (the next batch starts another). */
-  private idleThread(): void {
-    if (this.threadIdle || !this.thread || this.closed) return
-    this.threadIdle = setTimeout(() => {
-      this.threadIdle = null
-      const t = this.thread
-      if (!t) return
-      if (this.inFlight || t.busy) {
-        this.idleThread()
-        return
-      }
-      this.thread = null
-      t.end()
-    }, this.opts.threadIdleMs ?? THREAD_IDLE_MS)
-    this.threadIdle.unref()
+    return this.threads.running !== null
   }
 
   /** Called for every recorded call, as soon as it is recorded (before it is on disk). */
@@ -247,7 +189,7 @@ export class Ledger implements CallLedger {
       return
     }
     const idle = this.pending.length === 0 && this.side.length === 0
-    const t = this.ownHooks > 0 || !this.status.writable || idle ? null : this.useThread()
+    const t = this.ownHooks > 0 || !this.status.writable || idle ? null : this.threads.use()
     if (!t) {
       this.flush()
       return
@@ -264,7 +206,7 @@ export class Ledger implements CallLedger {
       if (this.inFlight !== rows) return
       this.inFlight = null
       this.inFlightSide = []
-      this.idleThread()
+      this.threads.idleLater()
       if (r.ok) {
         this.status.writable = true
         this.status.last_error = null
@@ -284,19 +226,18 @@ export class Ledger implements CallLedger {
   /** Waits for the batch the write thread is writing (a synchronous flush must find it written). */
   private landInFlight(): void {
     const rows = this.inFlight
-    if (!rows || !this.thread) return
+    const thread = this.threads.running
+    if (!rows || !thread) return
     this.landing = true
     let answered: boolean
     try {
-      answered = this.thread.waitFor(this.inFlightId, LAND_WAIT_MS)
+      answered = thread.waitFor(this.inFlightId, LAND_WAIT_MS)
     } finally {
       this.landing = false
     }
     if (!answered && this.inFlight === rows) {
       // No answer: stop using the thread, and keep the batch to be written here.
-      this.thread.close(0)
-      this.thread = null
-      this.threadScript = null
+      this.threads.giveUp()
       this.inFlight = null
       this.pending = rows.concat(this.pending)
       this.side = this.inFlightSide.concat(this.side)
@@ -342,53 +283,25 @@ export class Ledger implements CallLedger {
     return true
   }
 
-  /**
-   * Writes `rows` one transaction each; a row refused for itself is written again with its
-   * fields coerced to the table's shape, and dropped (counted in `status.dropped`) only if even
-   * that fails. Stops, keeping the rest queued, as soon as the database itself is the problem.
-   */
+  /** The batch refused for one of its rows: written row by row (./one-by-one.ts), the rest kept while the database is the problem. */
   private writeOneByOne(rows: CallRecord[]): boolean {
-    let i = 0
-    let dropped = 0
-    // The side rows first, on their own (before the calls they belong to). Kept while the
-    // database is the problem; ones it refuses for themselves are dropped (a key's patterns are
-    // learnt again at its next call; a hold stays held in memory, as when the file cannot be written).
     const side = this.side
     this.side = []
-    let stuck = false
-    try {
-      if (side.length > 0) this.writeBatch([], side)
-    } catch (err) {
-      if (isDatabaseProblem(err)) {
-        this.side = side.concat(this.side)
-        stuck = true
-      }
-    }
-    for (; !stuck && i < rows.length; i++) {
-      try {
-        this.writeBatch([rows[i]])
-      } catch (err) {
-        if (isDatabaseProblem(err)) break
-        try {
-          this.writeBatch([sanitizeRecord(rows[i])])
-        } catch (again) {
-          if (isDatabaseProblem(again)) break
-          this.status.dropped++
-          dropped++
-          this.status.last_error = `a call could not be written and was dropped: ${describe(again)}`
-        }
-      }
-    }
+    const r = writeOneByOne(this.writeBatch, rows, side)
+    this.side = r.keptSide.concat(this.side)
+    this.status.dropped += r.dropped
+    if (r.dropError) this.status.last_error = `a call could not be written and was dropped: ${describe(r.dropError)}`
+    const i = r.written
     this.pending = this.pending === rows ? rows.slice(i) : [...rows.slice(i), ...this.pending.slice(rows.length)]
     this.countPending()
-    if (stuck || i < rows.length) {
+    if (i < rows.length || r.keptSide.length > 0) {
       this.status.writable = false
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
       this.schedule(this.retryMs)
       return false
     }
     this.status.writable = true
-    if (dropped === 0) this.status.last_error = null
+    if (r.dropped === 0) this.status.last_error = null
     this.retryMs = 0
     return true
   }
@@ -404,7 +317,7 @@ export class Ledger implements CallLedger {
     // call in flight would stop meanwhile (a dashboard polling paused the agents' streams). A
     // thread that does not answer within LAND_WAIT_MS is left to `flush`, which gives it up.
     const deadline = Date.now() + LAND_WAIT_MS
-    while (this.inFlight && this.thread && !this.closed && Date.now() < deadline) {
+    while (this.inFlight && this.threads.running && !this.closed && Date.now() < deadline) {
       let timer: NodeJS.Timeout | undefined
       await new Promise<void>((wake) => {
         this.landed.push(wake)
@@ -421,11 +334,11 @@ export class Ledger implements CallLedger {
    * is in use, else this one. Resolves to how many it deleted.
    */
   prune(before: number, limit: number, team: string | null = null): Promise<number> {
-    const t = this.closed ? null : this.useThread()
+    const t = this.closed ? null : this.threads.use()
     if (t) {
       return new Promise((resolve, reject) => {
         t.send({ type: 'prune', before, limit, team }, (r) => {
-          this.idleThread()
+          this.threads.idleLater()
           if (r.ok) resolve(r.deleted ?? 0)
           else reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))
         })
@@ -457,10 +370,7 @@ export class Ledger implements CallLedger {
     this.closed = true
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    if (this.threadIdle) clearTimeout(this.threadIdle)
-    this.threadIdle = null
-    this.thread?.close()
-    this.thread = null
+    this.threads.close()
     return ok
   }
 }
