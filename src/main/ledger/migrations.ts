@@ -3,7 +3,8 @@ import { addReportZones, createReportTables, reportZone } from '../dashboard/rol
 import { createReportSessions } from '../dashboard/rollup/report-sessions'
 import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/report-build'
 import { createRollupTables } from '../dashboard/rollup/schema'
-import { RollupWriter, backfillDimRollups, backfillProjectRollups, hasColumn, repairDimMoney } from '../dashboard/rollup/writer'
+import { backfillDimRollups, backfillProjectRollups, repairDimMoney } from '../dashboard/rollup/backfill'
+import { RollupWriter, hasColumn } from '../dashboard/rollup/writer'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
