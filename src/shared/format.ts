@@ -4,8 +4,12 @@
  * only: the API keeps every digit. Nothing here may import Node or DOM APIs.
  */
 
-const usdCents = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })
-const usdSmall = new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 2 })
+// Built on first use, not at import: the headless server imports this module at start-up (alert
+// payloads), and a currency formatter brings ICU's locale and currency data into memory (about
+// 4 MiB of the Node binary's pages) that a server which never formats an amount does not need.
+let usdCents: Intl.NumberFormat | undefined
+let usdSmall: Intl.NumberFormat | undefined
+let int: Intl.NumberFormat | undefined
 
 /**
  * Dollars in full, for a table or a line of text: `$0.00`, amounts under a cent
@@ -16,8 +20,8 @@ export function formatUsdFull(v: number): string {
   if (!Number.isFinite(v)) return '—'
   if (v === 0) return '$0.00'
   // Under a cent once rounded to two significant digits ($0.00999 is $0.01, not $0.010).
-  if (Math.abs(v) < 0.01 && Math.abs(Number(v.toPrecision(2))) < 0.01) return usdSmall.format(v)
-  return usdCents.format(v)
+  if (Math.abs(v) < 0.01 && Math.abs(Number(v.toPrecision(2))) < 0.01) return (usdSmall ??= new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', maximumSignificantDigits: 2 })).format(v)
+  return (usdCents ??= new Intl.NumberFormat('en-US', { style: 'currency', currency: 'USD', minimumFractionDigits: 2, maximumFractionDigits: 2 })).format(v)
 }
 
 /**
@@ -49,9 +53,7 @@ export function formatPct(r: number): string {
   return `${p >= 10 ? Math.round(p) : Number(p.toFixed(1))}%`
 }
 
-const int = new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })
-
 /** A count with thousands grouped: `842`, `2,500`, `1,234,567`. */
 export function formatInt(n: number): string {
-  return Number.isFinite(n) ? int.format(n) : '—'
+  return Number.isFinite(n) ? (int ??= new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })).format(n) : '—'
 }
