@@ -1,5 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
+import type { PlanAlert } from '../../src/main/plans/tracker'
+import { PlanNoticeLog, planNotice } from '../../src/main/desktop-logic/tray-plans'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
@@ -149,5 +151,131 @@ describe('Gemini Code Assist (Gemini CLI logged in with Google)', () => {
     expect(JSON.parse(res.body.toString())).toEqual(tier)
     expect(s.upstream.requests[0].url).toBe('/v1internal:loadCodeAssist')
     expect(row).toMatchObject({ provider: 'code-assist', endpoint: 'loadCodeAssist', input_tokens: 0, output_tokens: 0, cost_usd: 0, agent: 'gemini-cli', billing: 'subscription' })
+  })
+})
+
+/**
+ * Out of its daily quota, Code Assist refuses a model call with HTTP 429 and a google.rpc error
+ * (gemini-cli's googleQuotaErrors.ts reads it): an ErrorInfo whose reason is QUOTA_EXHAUSTED names
+ * the model (`metadata.model`) and a RetryInfo the wait until the quota resets; a per-minute limit
+ * says RATE_LIMIT_EXCEEDED and clears in seconds. Bodies: ../fixtures/errors/code-assist-429-*.json.
+ */
+describe('Gemini Code Assist refusing a call for its quota (HTTP 429)', () => {
+  const QUOTA_EXHAUSTED = fixture('errors/code-assist-429-quota-exhausted.json').toString('utf8')
+  const RATE_LIMITED = fixture('errors/code-assist-429-rate-limit.json').toString('utf8')
+  // The fixture's RetryInfo.retryDelay (9h22m20.9s).
+  const RETRY_MS = 33_740_910
+
+  function refuse(body: string): void {
+    s.upstream.setResponder(() => ({ status: 429, headers: { 'content-type': 'application/json; charset=UTF-8' }, body }))
+  }
+  function quota(project: string, buckets: object[]): Promise<unknown> {
+    answer(s.upstream, { buckets })
+    return recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:retrieveUserQuota`, { project }, LOGIN))
+  }
+  /** The plan account of a project, by its hint (a part of the project's id). */
+  async function account(hint: string): Promise<any> {
+    const accounts = (await request(`${s.t.url}/api/dashboard/plans`)).json().accounts as any[]
+    return accounts.find((a) => a.provider === 'code-assist' && a.account_hint === hint)
+  }
+  function alerts(): { seen: PlanAlert[]; notices: string[]; off: () => void } {
+    const seen: PlanAlert[] = []
+    const notices: string[] = []
+    const log = new PlanNoticeLog()
+    const off = s.t.server.context.plans!.onAlert((a) => {
+      seen.push(a)
+      if (log.claim(a)) notices.push(planNotice(a).title)
+    })
+    return { seen, notices, off }
+  }
+
+  it('QUOTA_EXHAUSTED marks the window of the model it names full (100%) until the reset its RetryInfo gives, tells of it as any full window, and is no spend', async () => {
+    const project = 'quota-exhausted-project-0001'
+    const reset = Date.now() + RETRY_MS
+    // gemini-cli's last quota reading: 70% of gemini-3.5-flash used, the day resetting when the refusal will say.
+    await quota(project, [
+      { modelId: 'gemini-3.5-flash', tokenType: 'REQUESTS', remainingFraction: 0.3, resetTime: new Date(reset).toISOString() },
+      { modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.5, resetTime: new Date(reset).toISOString() },
+    ])
+    const a = alerts()
+    try {
+      refuse(QUOTA_EXHAUSTED)
+      let res: any
+      const before = Date.now()
+      const row = await recorded(s.t, async () => {
+        res = await postJson(`${s.t.url}/code-assist/v1internal:generateContent`, { ...BODY, model: 'gemini-3.5-flash', project }, LOGIN)
+      })
+      const after = Date.now()
+      // The refusal reaches gemini-cli as Code Assist sent it.
+      expect(res.status).toBe(429)
+      expect(res.body.toString()).toBe(QUOTA_EXHAUSTED)
+      // A refused call ran no model: no tokens, nothing estimated, $0.
+      expect(row).toMatchObject({ provider: 'code-assist', endpoint: 'generateContent', status: 429, input_tokens: 0, output_tokens: 0, estimated: 0, cost_usd: 0, billing: 'subscription' })
+      const acct = await account('quo…0001')
+      const flash = acct.windows.find((w: any) => w.name === 'gemini-3.5-flash')
+      expect(flash).toMatchObject({ utilization: 1, status: 'rejected' })
+      // now + RetryInfo.retryDelay, read when the answer came
+      expect(Date.parse(flash.resets_at)).toBeGreaterThanOrEqual(before + RETRY_MS - 1000)
+      expect(Date.parse(flash.resets_at)).toBeLessThanOrEqual(after + RETRY_MS + 1000)
+      expect(acct.details['gemini-3.5-flash-remaining']).toBe('0')
+      // The other model's window keeps its reading.
+      expect(acct.windows.find((w: any) => w.name === 'gemini-2.5-pro')).toMatchObject({ utilization: 0.5 })
+      // The same notices a full window read from the quota answer gives: 80% and 95% crossed, at 100%.
+      expect(a.seen.map((x) => [x.window, x.threshold, x.utilization])).toEqual([
+        ['gemini-3.5-flash', 0.8, 1],
+        ['gemini-3.5-flash', 0.95, 1],
+      ])
+      expect(a.notices).toEqual(['Gemini Code Assist plan: gemini-3.5-flash window at 100%', 'Gemini Code Assist plan: gemini-3.5-flash window at 100%'])
+      // gemini-cli trying again is refused again: the same period, told of once.
+      await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:generateContent`, { ...BODY, model: 'gemini-3.5-flash', project }, LOGIN))
+      expect(a.seen).toHaveLength(2)
+    } finally {
+      a.off()
+    }
+    // Money is untouched: the summary's spend counts nothing for it.
+    const summary = (await request(`${s.t.url}/api/dashboard/summary`)).json()
+    expect(summary.today_spend_usd).toBe(0)
+  })
+
+  it('on a streamed call ([{error}], as :streamGenerateContent answers) with no quota read before, the window it names is full; without a reset in the body it keeps the one it knows', async () => {
+    const project = 'quota-exhausted-project-0002'
+    refuse(`[${QUOTA_EXHAUSTED}]`)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:streamGenerateContent?alt=sse`, { ...BODY, model: 'gemini-2.5-flash', project }, LOGIN))
+    expect(row).toMatchObject({ endpoint: 'streamGenerateContent', status: 429, input_tokens: 0, output_tokens: 0, estimated: 0, cost_usd: 0 })
+    // The quota Code Assist names (metadata.model), not the model asked for.
+    let acct = await account('quo…0002')
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.status])).toEqual([['gemini-3.5-flash', 1, 'rejected']])
+
+    // A refusal that says no reset (no RetryInfo, no reset in its metadata) of a window whose reset is known.
+    const other = 'quota-exhausted-project-0003'
+    const known = new Date(Date.now() + 5 * 3600_000).toISOString()
+    await quota(other, [{ modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.4, resetTime: known }])
+    const bare = JSON.parse(QUOTA_EXHAUSTED)
+    bare.error.details = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'QUOTA_EXHAUSTED', domain: 'cloudcode-pa.googleapis.com', metadata: { uiMessage: 'true' } }]
+    refuse(JSON.stringify(bare))
+    await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:generateContent`, { ...BODY, model: 'gemini-2.5-pro', project: other }, LOGIN))
+    acct = await account('quo…0003')
+    // No model in its metadata: the model the call asked for.
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at])).toEqual([['gemini-2.5-pro', 1, known]])
+  })
+
+  it('a per-minute limit (RATE_LIMIT_EXCEEDED), or a 429 that names no used-up quota, leaves the day’s window at its last reading and tells nothing', async () => {
+    const project = 'rate-limited-project-0004'
+    const reset = new Date(Date.now() + 6 * 3600_000).toISOString()
+    await quota(project, [{ modelId: 'gemini-2.5-pro', tokenType: 'REQUESTS', remainingFraction: 0.6, resetTime: reset }])
+    const a = alerts()
+    try {
+      // The last: a 429 with no details at all, as gemini-cli#1906 quotes one.
+      for (const body of [RATE_LIMITED, `[${RATE_LIMITED}]`, '{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}']) {
+        refuse(body)
+        const row = await recorded(s.t, () => postJson(`${s.t.url}/code-assist/v1internal:generateContent`, { ...BODY, model: 'gemini-2.5-pro', project }, LOGIN))
+        expect(row).toMatchObject({ status: 429, input_tokens: 0, output_tokens: 0, estimated: 0, cost_usd: 0 })
+      }
+    } finally {
+      a.off()
+    }
+    const acct = await account('rat…0004')
+    expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at, w.status])).toEqual([['gemini-2.5-pro', 0.4, reset, '']])
+    expect(a.seen).toEqual([])
   })
 })

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { PlanNoticeLog } from '../desktop-logic/tray-plans'
 import { readAnthropicUnified } from './anthropic-unified'
 import { readCodeAssistQuota } from './code-assist'
+import { readCodeAssistRefusal } from './code-assist-refusal'
 import { readCodex } from './codex'
 import { durationMs, readKeyLimits } from './key-limits'
 import { readMeter } from './read'
@@ -113,6 +114,30 @@ describe('vendor meters from answer bodies', () => {
     expect(readCodeAssistQuota({})).toBeNull()
     expect(readCodeAssistQuota({ buckets: [] })).toBeNull()
     expect(readCodeAssistQuota('not json')).toBeNull()
+  })
+
+  it("reads Gemini Code Assist's 429 for a used-up quota (QUOTA_EXHAUSTED) as its model's window full, and no other 429", () => {
+    const info = (reason: string, metadata: Record<string, string>, key = '@type') => ({ [key]: 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'cloudcode-pa.googleapis.com', metadata })
+    const refusal = (...details: object[]) => ({ error: { code: 429, message: 'You have exhausted your capacity on this model.', status: 'RESOURCE_EXHAUSTED', details } })
+    const window = (r: ReturnType<typeof readCodeAssistRefusal>) => r && r.windows.map((w) => [w.name, w.utilization, w.resets_at, w.status])
+    // Without RetryInfo: the ErrorInfo's Go-style quotaResetDelay (as Antigravity's refusals carry it), from now.
+    expect(window(readCodeAssistRefusal(refusal(info('QUOTA_EXHAUSTED', { model: 'gemini-2.5-pro', quotaResetDelay: '1h2m3.5s' })), 'gemini-2.5-flash', T0))).toEqual([
+      ['gemini-2.5-pro', 1, T0 + 3_723_500, 'rejected'],
+    ])
+    // Only a reset time stamp; and a `@type` key with a stray space, as gemini-cli meets it after SSE parsing.
+    expect(window(readCodeAssistRefusal([refusal(info('QUOTA_EXHAUSTED', { model: 'gemini-2.5-pro', quotaResetTimeStamp: '2026-11-24T00:00:00Z' }, ' @type'))], '', T0))).toEqual([
+      ['gemini-2.5-pro', 1, Date.parse('2026-11-24T00:00:00Z'), 'rejected'],
+    ])
+    // RetryInfo first; no model in the metadata: the one the call asked for.
+    const r = readCodeAssistRefusal(refusal(info('QUOTA_EXHAUSTED', {}), { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '68940s' }), 'models/gemini-3-flash-preview', T0)
+    expect(window(r)).toEqual([['gemini-3-flash-preview', 1, T0 + 68_940_000, 'rejected']])
+    expect(r!.details).toEqual({ 'gemini-3-flash-preview-remaining': '0' })
+    // What is not a used-up quota: a per-minute limit, the servers' capacity, a 429 that names no reason, no error.
+    expect(readCodeAssistRefusal(refusal(info('RATE_LIMIT_EXCEEDED', { model: 'gemini-2.5-pro' }), { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '0.5s' }), 'gemini-2.5-pro', T0)).toBeNull()
+    expect(readCodeAssistRefusal(refusal(info('MODEL_CAPACITY_EXHAUSTED', { model: 'gemini-2.5-pro' })), 'gemini-2.5-pro', T0)).toBeNull()
+    expect(readCodeAssistRefusal({ error: { code: 429, message: 'Resource has been exhausted (e.g. check quota).', status: 'RESOURCE_EXHAUSTED' } }, 'gemini-2.5-pro', T0)).toBeNull()
+    expect(readCodeAssistRefusal(refusal(info('QUOTA_EXHAUSTED', {})), '', T0)).toBeNull()
+    expect(readCodeAssistRefusal('Too Many Requests', 'gemini-2.5-pro', T0)).toBeNull()
   })
 })
 

@@ -1,4 +1,5 @@
 import { readCodeAssistQuota } from '../plans/code-assist'
+import { readCodeAssistRefusal } from '../plans/code-assist-refusal'
 import type { MeterReading } from '../plans/types'
 import { GeminiMeter } from './gemini'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
@@ -12,7 +13,8 @@ import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './typ
  * `{response: {candidates, usageMetadata, modelVersion, …}, traceId}` (gemini-cli
  * packages/core/src/code_assist/converter.ts). Its other methods (loadCodeAssist, quotas,
  * experiments) cost nothing; the answer to `retrieveUserQuota` is the plan's meter (its windows:
- * ../plans/code-assist.ts). Calls are priced as Google's models (their API-equivalent value) and
+ * ../plans/code-assist.ts), and so is a model call's 429 for a used-up quota (the window full:
+ * ../plans/code-assist-refusal.ts). Calls are priced as Google's models (their API-equivalent value) and
  * recorded with `billing: "subscription"`: a Google login pays no money per token.
  */
 
@@ -35,6 +37,19 @@ export function inspectCodeAssist(req: RequestInfo): CallShape {
   }
 }
 
+/** Reads a model call's 429: a used-up quota fills its model's window (../plans/code-assist-refusal.ts); no usage. */
+class RefusalMeter implements Meter {
+  private reading: MeterReading | null = null
+  constructor(private readonly model: string) {}
+  event(): void {}
+  json(body: unknown): void {
+    this.reading = readCodeAssistRefusal(body, this.model)
+  }
+  result(): MeterResult {
+    return { usage: null, planReading: this.reading ?? undefined }
+  }
+}
+
 /** Reads the quotas of a `retrieveUserQuota` answer; no usage. */
 class QuotaMeter implements Meter {
   private reading: MeterReading | null = null
@@ -54,4 +69,6 @@ export const codeAssist: Provider = {
   mount: '/code-assist',
   inspect: inspectCodeAssist,
   meter: (shape) => (shape.endpoint === 'retrieveUserQuota' ? new QuotaMeter() : new GeminiMeter({ envelope: true })),
+  // Out of a quota, Code Assist refuses a model call with 429 and says which quota and until when.
+  refusalMeter: (status, shape) => (status === 429 && shape.billable ? new RefusalMeter(shape.model) : null),
 }

@@ -182,6 +182,12 @@ export interface Provider {
   inspect(req: RequestInfo): CallShape
   meter(shape: CallShape, req: RequestInfo): Meter
   /**
+   * A meter for an error answer (`status` 400 and up) whose body tells of the plan, or null (the
+   * default: an error answer is not read). Only a plan's meter comes of it (`planReading`: Gemini
+   * Code Assist's 429 naming a used-up quota), never usage: a refused call ran no model.
+   */
+  refusalMeter?(status: number, shape: CallShape, req: RequestInfo): Meter | null
+  /**
    * With `CallShape.relink`: the answer's text with the provider's addresses that clients fetch
    * directly pointed at `base` (Burnrate's address of this provider, as the client reached it),
    * or null when it names none.

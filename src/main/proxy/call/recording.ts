@@ -103,9 +103,10 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           )
           return
         }
-        // A meter exists only for a successful upstream answer; if the stream was then cut (client
-        // gone, upstream reset or stalled), what was generated was billed all the same.
-        if (!usage && s.ctx.shape.billable && s.responseStarted) {
+        // A successful upstream answer without usage: if the stream was then cut (client gone,
+        // upstream reset or stalled), what was generated was billed all the same. A refusal's meter
+        // (Provider.refusalMeter) reads only the plan: the refused call ran no model, costs nothing.
+        if (!usage && s.ctx.shape.billable && s.responseStarted && s.upstreamStatus < 300) {
           const m = model
           estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
             (u) => record(s, latency, u, m, true, responseId),

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import type { ClientHeaders } from '../headers'
+import type { Meter } from '../../providers/types'
 import { performance } from 'node:perf_hooks'
 import { BodyTap, JsonCollector } from '../../metering/body-tap'
 import { EventStreamReader } from '../../metering/event-stream'
@@ -10,12 +11,12 @@ import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
 
 /**
- * Sets up metering of a successful answer: an SSE parser for a stream (AWS's event stream reader for Bedrock's), a JSON collector for a
+ * Sets up metering of a successful answer (or with `meter`, of a refusal the provider reads:
+ * Provider.refusalMeter): an SSE parser for a stream (AWS's event stream reader for Bedrock's), a JSON collector for a
  * body, a line splitter for a JSON Lines results file, behind a tap that decodes a compressed body for metering only.
  */
-export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders): void {
+export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders, meter: Meter = s.ctx.provider.meter(s.ctx.shape, s.info)): void {
   const ctype = uheaders['content-type']
-  const meter = s.ctx.provider.meter(s.ctx.shape, s.info)
   s.meter = meter
   if (meter.headers) meter.headers(uheaders)
   let sink: ((b: Buffer) => void) | null = null
@@ -74,6 +75,11 @@ export function startHttpResponse(
   // Only a successful answer is a model's: a redirect or any other 1xx-3xx ran none (its missing
   // usage is not a stream cut before it, which the recorder would estimate and charge).
   if (s.status >= 200 && s.status < 300) attachMeter(s, uheaders)
+  else if (s.status >= 400) {
+    // A refusal whose body tells of the plan (Code Assist's 429 for a used-up quota): read for that alone.
+    const refusal = s.ctx.provider.refusalMeter?.(s.status, s.ctx.shape, s.info)
+    if (refusal) attachMeter(s, uheaders, refusal)
+  }
 
   // Not a timer reset per chunk (that adds up over a long stream): each chunk notes its
   // time; when the timer fires it re-arms for what is left of the window after the latest
