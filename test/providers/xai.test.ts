@@ -1,10 +1,13 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { postJson } from '../support/http'
+import { eventually, postJson, request } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
-import { answer, recorded } from './ledger'
+import { answer, recorded, rows } from './ledger'
 
-const s = serverOverMockUpstream()
+const s = serverOverMockUpstream({
+  timezone: 'UTC',
+  budgets: { rules: [{ api_key_pattern: 'xai-block-*', daily_limit_usd: 100, requests_per_minute: 2, action: 'block' }] },
+})
 beforeEach(() => {
   s.upstream.requests.length = 0
 })
@@ -58,3 +61,96 @@ describe('xAI usage', () => {
   })
 })
 
+
+/**
+ * xAI's video generation is asynchronous (https://docs.x.ai/developers/model-capabilities/video/generation):
+ * `POST /v1/videos/generations` (also `/videos/edits`, `/videos/extensions`) answers only a
+ * `request_id` (vercel/ai packages/xai/src/xai-video-model.ts reads nothing else from it), and
+ * `GET /v1/videos/{request_id}` is polled until `status` is `done`. Only the finished answer says
+ * what the video cost, per second of video ($0.05 a second at 480p): its `usage.cost_in_usd_ticks`
+ * (https://docs.x.ai/developers/cost-tracking, "... image generation, and video generation
+ * responses"). The finished body below is xAI's as CometAPI's reference passes it through
+ * (apidoc.cometapi.com/api/video/xai/get-video-generation-results: a 1-second video, 500000000
+ * ticks = $0.05); a pending one is `{ status: 'pending' }` (vercel/ai xai-video-model.test.ts).
+ */
+describe('xAI video generation', () => {
+  const DONE = (id: string) => ({
+    model: 'grok-imagine-video',
+    usage: { cost_in_usd_ticks: 500_000_000 },
+    video: { url: `https://vidgen.x.ai/xai-vidgen-bucket/xai-video-${id}.mp4`, duration: 1, respect_moderation: true },
+    status: 'done',
+  })
+  /** The mock xAI: a POST creates the video `id`; its GET answers `polls` (by reference: a test moves it on). */
+  const videoApi = (id: string, state: { done: boolean }) =>
+    s.upstream.setResponder((req) => {
+      const json = (b: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) })
+      if (req.method === 'POST') return json({ request_id: id })
+      return json(state.done ? DONE(id) : { status: 'pending' })
+    })
+  const create = (key = H.authorization) =>
+    postJson(`${s.t.url}/xai/v1/videos/generations`, { model: 'grok-imagine-video', prompt: 'A cat playing with a ball', duration: 1, resolution: '480p' }, { authorization: key })
+  const poll = (id: string, key = H.authorization) => request(`${s.t.url}/xai/v1/videos/${id}`, { headers: { authorization: key } })
+  const callOf = (id: string) => rows(s.t).find((r) => r.response_id === id && r.endpoint === 'videos')
+  const today = async () => (await request(`${s.t.url}/api/dashboard/summary`)).json().today_spend_usd as number
+
+  it('is recorded once, at the charge the finished answer reports, on the call that created it; the polls cost nothing', async () => {
+    const id = '4b2cd27e-0b0d-3dec-c31c-7572daf74bb3'
+    const state = { done: false }
+    videoApi(id, state)
+    const before = await today()
+    const r = await create()
+    expect(r.status).toBe(200)
+    expect(r.json()).toEqual({ request_id: id })
+    // Until its charge is known the call is neither priced nor final: never a silent $0.
+    const queued = await eventually(() => callOf(id))
+    expect(queued).toMatchObject({ provider: 'xai', model: 'grok-imagine-video', status: 200, cost_usd: 0, estimated: 1, priced: 0 })
+
+    for (let i = 0; i < 3; i++) expect((await poll(id)).status).toBe(200)
+    state.done = true
+    const done = await poll(id)
+    expect(done.json()).toMatchObject({ status: 'done', usage: { cost_in_usd_ticks: 500_000_000 } })
+    // A client that reads the finished video again (its URL, later) adds nothing.
+    expect((await poll(id)).status).toBe(200)
+
+    const call = await eventually(() => {
+      const c = callOf(id)
+      return c && c.estimated === 0 ? c : undefined
+    })
+    expect(call).toMatchObject({ id: queued.id, endpoint: 'videos', model: 'grok-imagine-video', estimated: 0, priced: 1, input_tokens: 0, output_tokens: 0 })
+    expect(call.cost_usd).toBe(0.05)
+    const polls = await eventually(() => {
+      const p = rows(s.t).filter((c) => c.endpoint === 'videos.retrieve' && c.response_id === id)
+      return p.length === 5 ? p : undefined
+    })
+    for (const p of polls!) expect(p).toMatchObject({ provider: 'xai', cost_usd: 0, input_tokens: 0, output_tokens: 0, estimated: 0 })
+    expect(rows(s.t).filter((c) => c.response_id === id && c.cost_usd > 0)).toHaveLength(1)
+    await eventually(async () => Math.abs((await today()) - (before + 0.05)) < 1e-9)
+  })
+
+  it('a finished answer that reports no charge leaves the video estimated and unpriced, never priced at $0', async () => {
+    const id = 'c7d2e9f1-3a4b-4c5d-8e6f-7a8b9c0d1e2f'
+    s.upstream.setResponder((req) => {
+      const json = (b: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(b) })
+      if (req.method === 'POST') return json({ request_id: id })
+      // As vercel/ai's xai-video-model.test.ts answers a finished video: no usage.
+      return json({ status: 'done', video: { url: 'https://vidgen.x.ai/output/video-001.mp4', duration: 5, respect_moderation: true }, model: 'grok-imagine-video' })
+    })
+    await recorded(s.t, () => create())
+    await recorded(s.t, () => poll(id))
+    expect(callOf(id)).toMatchObject({ cost_usd: 0, estimated: 1, priced: 0 })
+  })
+
+  it('polls are not requests a budget rule counts or refuses: only the POST that makes a video is', async () => {
+    const key = 'Bearer xai-block-000000000000001'
+    const id = 'b5a1c8d2-7e3f-4a90-8c61-2f4e9d0a1b3c'
+    const state = { done: false }
+    videoApi(id, state)
+    expect((await create(key)).status).toBe(200)
+    // Ten polls under a 2-requests-a-minute rule: none refused, none counted.
+    for (let i = 0; i < 10; i++) expect((await poll(id, key)).status).toBe(200)
+    state.done = true
+    expect((await poll(id, key)).status).toBe(200)
+    expect((await create(key)).status).toBe(200)
+    expect((await create(key)).status).toBe(429)
+  })
+})

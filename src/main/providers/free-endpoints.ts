@@ -24,4 +24,6 @@ export const FREE_ENDPOINTS: readonly string[] = [
   'batches.get',
   'batches.delete',
   'files.download',
+  // xAI's video status polls: xai-video.ts
+  'videos.retrieve',
 ]

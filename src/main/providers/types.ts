@@ -108,6 +108,12 @@ export interface MeterResult {
   /** A background response read again in a terminal state (with or without its usage). */
   backgroundEnded?: boolean
   /**
+   * The answer only accepted a job (xAI's video generation) whose charge a later answer about it
+   * (`responseId`) reports, as `backgroundUsage`: the call is recorded estimated and unpriced at
+   * $0 until then, never estimated from its request (its job is not billed by tokens).
+   */
+  chargeLater?: boolean
+  /**
    * With `outputText`: the estimate from it times this, when the text kept was only a share of
    * what streamed (OutputText's bound; Anthropic's events kept after `message_start`).
    */

@@ -1,31 +1,45 @@
 import { count, isObject, reportedUsd, type Usage } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
+import type { Provider } from './types'
+import { isXaiVideo, XaiVideoMeter, xaiVideoShape } from './xai-video'
 
 /** xAI's unit of charge: 1 USD is 10^10 ticks. */
 const TICKS_PER_USD = 1e10
 
 /**
- * xAI (Grok): https://docs.x.ai/docs/api-reference. Its reasoning tokens are reported beside
- * `completion_tokens` (see `openaiUsage`). Every answer's usage (Chat Completions and Responses,
- * streamed or not) carries `cost_in_usd_ticks`, what xAI billed for the call after its cache
+ * xAI's `usage`: OpenAI's, and `cost_in_usd_ticks`, what xAI billed for the call after its cache
  * discounts and with its server-side tools (web and X search, code execution: billed per call,
  * and absent from the price data), https://docs.x.ai/developers/cost-tracking: that is the
- * call's cost.
+ * call's cost. Every answer's usage carries it (Chat Completions and Responses, streamed or not,
+ * image generation, and a finished video's status).
  */
-export const xai = openaiCompatible({
+function xaiUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (!u || !isObject(raw)) return u
+  withUncountedCache(u, count(raw.total_tokens))
+  const ticks = reportedUsd(raw.cost_in_usd_ticks)
+  if (ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
+  return u
+}
+
+const compatible = openaiCompatible({
   name: 'xai',
   pricingId: 'x-ai',
   baseUrl: 'https://api.x.ai/v1',
-  usage: (raw) => {
-    const u = openaiUsage(raw)
-    if (!u || !isObject(raw)) return u
-    withUncountedCache(u, count(raw.total_tokens))
-    const ticks = reportedUsd(raw.cost_in_usd_ticks)
-    if (ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
-    return u
-  },
+  usage: xaiUsage,
 })
+
+/**
+ * xAI (Grok): https://docs.x.ai/docs/api-reference. Its reasoning tokens are reported beside
+ * `completion_tokens` (see `openaiUsage`). Its video generation, asynchronous, is metered apart
+ * (./xai-video.ts).
+ */
+export const xai: Provider = {
+  ...compatible,
+  inspect: (req) => xaiVideoShape(req) ?? compatible.inspect(req),
+  meter: (shape, req) => (isXaiVideo(shape.endpoint) ? new XaiVideoMeter(shape.endpoint, req.path, xaiUsage) : compatible.meter(shape, req)),
+}
 
 /**
  * Some Grok models (grok-4-1-fast-non-reasoning) report a prompt count without its cached part:

@@ -92,6 +92,12 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (r.backgroundEnded && responseId && opts.settleBackground) {
           opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage ?? null })
         }
+        // A job whose charge comes with a later answer about it (xAI's videos): recorded unpriced
+        // and estimated, to be settled as a background response is.
+        if (r.chargeLater && s.ctx.shape.billable) {
+          record(s, latency, null, model, true, responseId, true)
+          return
+        }
         // A stream cut after its prompt-side usage but before its output count: the prompt counts
         // are the provider's, the output is estimated from what streamed (never less than reported).
         if (usage && r.partialOutput && s.ctx.shape.billable) {
@@ -121,14 +127,14 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     record(s, latency, usage, model, false, responseId)
   }
 
-  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string): void {
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string, unpriced = false): void {
     try {
       const given = usage ?? emptyUsage()
       // A request billed with the data-residency premium is so whatever its answer said (or if it said nothing).
       const u = s.ctx.shape.dataResidency === true && !given.data_residency ? { ...given, data_residency: true } : given
       let cost = 0
-      let priced = true
-      if (hasBilledUnits(u)) {
+      let priced = !unpriced
+      if (priced && hasBilledUnits(u)) {
         const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
         cost = p.cost_usd
         priced = p.priced
