@@ -1,6 +1,7 @@
 import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
+import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
 import { addToolCalls, durationUsage, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
 
@@ -18,66 +19,8 @@ export interface OpenAIMeterOptions {
   openaiTiers?: boolean
 }
 
-/**
- * A failed response bills nothing, so its `usage: null` means zero. A completed one without
- * usage (an OpenAI-compatible server that sends none) is estimated instead.
- */
-const NOTHING_BILLED = new Set(['response.failed'])
-/** The Responses API's terminal events: nothing follows them. */
-const TERMINAL = new Set(['response.completed', 'response.incomplete', 'response.failed'])
-/** A response's terminal statuses (`status` of the Response object). */
-const DONE = new Set(['completed', 'incomplete', 'failed', 'cancelled'])
-
-/** The Responses API's events that stream text: the only ones an estimate reads (the others' deltas are not used). */
-const TEXT_DELTAS = new Set([
-  'response.output_text.delta',
-  'response.function_call_arguments.delta',
-  // A custom tool's input (Codex's apply_patch: the whole patch), a refusal, open reasoning text
-  // (gpt-oss on Responses-compatible servers), and a reasoning summary: a floor for hidden
-  // reasoning, which is billed as output and never streamed.
-  'response.custom_tool_call_input.delta',
-  'response.refusal.delta',
-  'response.reasoning_text.delta',
-  'response.reasoning_summary_text.delta',
-  // The built-in tools' input as the model writes it: apply_patch's patch, the code interpreter's
-  // code, an MCP tool call's arguments.
-  'response.apply_patch_call_operation_diff.delta',
-  'response.code_interpreter_call_code.delta',
-  'response.mcp_call_arguments.delta',
-])
 /** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
 const MAX_PENDING_DELTA_CHARS = 1_000_000
-/** The endpoints whose streams are Chat Completions chunks (`OpenAIMeter.deferrable`). */
-const CHUNKED = new Set(['chat.completions', 'completions', 'fim.completions'])
-
-/**
- * Whether a chunk's text may hold a usage object: it names `"usage"` other than as `"usage":null`
- * (which OpenAI puts in every chunk of a stream that asked for usage). A `"usage"` inside a JSON
- * string is escaped (`\"usage\"`) and so never matches; a key spelled with `\u` escapes could
- * be `usage` without reading so, so any `\u` in the text says true; when unsure, true (the chunk
- * is parsed).
- */
-export function mayCarryUsage(data: string): boolean {
-  if (data.includes('\\u')) return true
-  let i = data.indexOf('"usage"')
-  while (i >= 0) {
-    let j = skipSpace(data, i + 7)
-    if (data.charCodeAt(j) !== 58 /* : */) return true
-    j = skipSpace(data, j + 1)
-    if (!data.startsWith('null', j)) return true
-    i = data.indexOf('"usage"', j + 4)
-  }
-  return false
-}
-
-function skipSpace(s: string, i: number): number {
-  while (i < s.length) {
-    const c = s.charCodeAt(i)
-    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) break
-    i++
-  }
-  return i
-}
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
@@ -151,12 +94,9 @@ export class OpenAIMeter implements Meter {
   }
 
   event(name: string, data: string): void {
-    // Most of a Responses stream's events, by their name (the SSE event's, or a WebSocket frame's
-    // type), carry neither the Response object nor a usage: output items and parts, their deltas.
-    // Nothing in them changes the result but the text deltas' text, kept unparsed (see `deltas`);
-    // the rest are not parsed at all. One that names a response or a usage is read as any event.
-    // (A `\u` escape could spell either key: such an event is read as any event.)
-    if (name.startsWith('response.') && !TERMINAL.has(name) && !data.includes('"response"') && !data.includes('"usage"') && !data.includes('\\u')) {
+    // Most of a Responses stream's events carry neither the Response object nor a usage: the text
+    // deltas' text is kept unparsed (see `deltas`); the rest are not parsed at all.
+    if (passesOver(name, data)) {
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
       this.keep(data)
       return

@@ -5,7 +5,8 @@ import { SseParser } from '../metering/sse'
 import { azure, inspectAzure } from './azure'
 import { openai } from './openai'
 import { inspectOpenAI, openaiEndpointOf } from './openai-endpoints'
-import { OpenAIMeter, mayCarryUsage } from './openai-meter'
+import { OpenAIMeter } from './openai-meter'
+import { mayCarryUsage } from './openai-stream-events'
 
 describe('OpenAI: the Batch API', () => {
   it('names its batches and file reads; following a batch and reading a file are free, creating one is not', () => {
