@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
-import { choicesText } from './openai-meter'
+import { choicesText } from './openai-stream-text'
 import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
 
 /**

@@ -1,9 +1,17 @@
-import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
 import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
+import { StreamText } from './openai-stream-text'
 import { addToolCalls, durationUsage, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
+
+/**
+ * The meter of OpenAI's answers and of every provider that answers in its format: it reads an
+ * answer (JSON, or a stream's events and chunks) into its usage, model, id, tier and error, and
+ * assembles the call's result from them. Which events it leaves unparsed is told by
+ * ./openai-stream-events.ts; the text kept to estimate a stream that ends without its usage is
+ * ./openai-stream-text.ts's; a usage object is read by ./openai-usage.ts.
+ */
 
 export interface OpenAIMeterOptions {
   /** The endpoint (`CallShape.endpoint`) being metered. */
@@ -19,15 +27,13 @@ export interface OpenAIMeterOptions {
   openaiTiers?: boolean
 }
 
-/** Characters of unparsed deltas and chunks a stream keeps before it reads them into its text (see `OpenAIMeter.deltas`). */
-const MAX_PENDING_DELTA_CHARS = 1_000_000
-
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
 export class OpenAIMeter implements Meter {
   private usage: Usage | null = null
   private model: string | undefined
   private id: string | undefined
-  private text = new OutputText()
+  /** The streamed text, for the estimate of a stream that ends without its usage. */
+  private readonly text = new StreamText()
   private complete = false
   /** The error a 200 answer carried (an `error` event, a failed response), recorded as the call's. */
   private failure: string | null = null
@@ -43,22 +49,11 @@ export class OpenAIMeter implements Meter {
    * kept, to estimate the output should the stream be cut. (OpenAI's own usage chunk has no choices.)
    */
   private running = false
-  /** A choice gave its `finish_reason`: the generation ended. */
-  private finished = false
   private readonly openaiTiers: boolean
   /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
   private flex = false
   /** The answer says Fast mode (Priority processing) served it. */
   private fast = false
-  /**
-   * A Responses stream's text deltas (most of its events), or a Chat Completions stream's chunks
-   * without usage (see `deferrable`), kept as they came, unparsed: their text is only read to
-   * estimate a stream that ends without its usage. So a stream that ends normally parses none of
-   * them. Past MAX_PENDING_DELTA_CHARS they are read into the text (bounded there) and let go:
-   * memory stays flat, and the text exact.
-   */
-  private deltas: string[] = []
-  private deltaChars = 0
   /** Meters a stream of Chat Completions (or legacy Completions) chunks, most of which need not be parsed (see `deferrable`). */
   private readonly chunks: boolean
   /** Meters an audio call (`/audio/*`): a transcription without usage may give its audio's length. */
@@ -95,10 +90,10 @@ export class OpenAIMeter implements Meter {
 
   event(name: string, data: string): void {
     // Most of a Responses stream's events carry neither the Response object nor a usage: the text
-    // deltas' text is kept unparsed (see `deltas`); the rest are not parsed at all.
+    // deltas' text is kept unparsed (see `StreamText.deltas`); the rest are not parsed at all.
     if (passesOver(name, data)) {
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
-      this.keep(data)
+      this.text.keep(data)
       return
     }
     if (data === '[DONE]') {
@@ -106,7 +101,7 @@ export class OpenAIMeter implements Meter {
       return
     }
     if (this.deferrable(name, data)) {
-      this.keep(data)
+      this.text.keep(data)
       return
     }
     const ev = parseObject(data)
@@ -129,13 +124,13 @@ export class OpenAIMeter implements Meter {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
         } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
-        if (this.usage) this.dropDeltas()
+        if (this.usage) this.text.drop()
       }
       // (Text is kept only to estimate this call's usage: a stored response read again has none.)
       if (this.reread || this.usage || typeof ev.delta !== 'string') return
       if (TEXT_DELTAS.has(type)) {
         // A delta without its event's name (a server that sends none): in order after those kept.
-        this.readDeltas()
+        this.text.read()
         this.text.push(ev.delta)
       }
       return
@@ -149,58 +144,27 @@ export class OpenAIMeter implements Meter {
       if (this.usage) {
         this.running = Array.isArray(ev.choices) && ev.choices.length > 0
         // A running count keeps the text for a cut stream's estimate; a final one needs none of it.
-        if (this.running) this.readDeltas()
-        else this.dropDeltas()
+        if (this.running) this.text.read()
+        else this.text.drop()
       }
     }
     // Groq puts a stream's usage in the last chunk's `x_groq` object.
     else if (isObject(ev.x_groq) && ev.x_groq.usage) {
       this.usage = this.read(ev.x_groq.usage) ?? this.usage
-      if (this.usage) this.dropDeltas()
+      if (this.usage) this.text.drop()
     }
-    if ((!this.usage || (this.running && !this.finished)) && Array.isArray(ev.choices)) this.chunkText(ev.choices)
+    if ((!this.usage || (this.running && !this.text.finished)) && Array.isArray(ev.choices)) this.text.chunk(ev.choices)
   }
 
   /**
    * A Chat Completions chunk that can be left unparsed: once the stream's first chunks have named
    * its id and model (and tier), a chunk without a usage object carries only text, whose one use
-   * is to estimate a stream that ends without usage. It is kept as it came (see `deltas`), so a
-   * stream whose last chunk brings the usage (`stream_options.include_usage`) parses its first
-   * and last chunks only.
+   * is to estimate a stream that ends without usage. It is kept as it came (see
+   * `StreamText.deltas`), so a stream whose last chunk brings the usage
+   * (`stream_options.include_usage`) parses its first and last chunks only.
    */
   private deferrable(name: string, data: string): boolean {
     return this.chunks && !this.usage && this.id !== undefined && this.model !== undefined && !name.startsWith('response.') && !mayCarryUsage(data)
-  }
-
-  /** A chunk's choices' text for the estimate (`choicesText`); a choice with a finish reason ends the generation. */
-  private chunkText(choices: unknown[]): void {
-    if (choicesText(choices, this.text)) this.finished = true
-  }
-
-  /** Keeps an event's data unparsed (see `deltas`), reading what is kept into the text past MAX_PENDING_DELTA_CHARS. */
-  private keep(data: string): void {
-    this.deltas.push(data)
-    this.deltaChars += data.length
-    if (this.deltaChars > MAX_PENDING_DELTA_CHARS) this.readDeltas()
-  }
-
-  /** Reads the kept text deltas and chunks into the text, in the order they came, and lets them go. */
-  private readDeltas(): void {
-    const kept = this.deltas
-    this.dropDeltas()
-    for (const data of kept) {
-      const ev = parseObject(data)
-      if (!ev) continue
-      if (TEXT_DELTAS.has(ev.type as string)) {
-        if (typeof ev.delta === 'string') this.text.push(ev.delta)
-      } else if (Array.isArray(ev.choices)) this.chunkText(ev.choices)
-    }
-  }
-
-  private dropDeltas(): void {
-    if (this.deltas.length === 0) return
-    this.deltas = []
-    this.deltaChars = 0
   }
 
   json(body: unknown): void {
@@ -221,7 +185,7 @@ export class OpenAIMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (!this.usage) this.readDeltas()
+    if (!this.usage) this.text.read()
     // A stored response read again is not billed itself: a finished background response's usage
     // goes to the call that created it; any other's was billed to its creating call already.
     if (this.reread) {
@@ -239,61 +203,20 @@ export class OpenAIMeter implements Meter {
     // the count carries (Perplexity's `usage.cost` in every chunk: $0 until its last chunk adds the
     // request fee and the output) is the charge so far, not the call's: the call is priced from its
     // tokens instead.
-    if (this.usage && this.running && !this.finished && !this.complete) {
+    if (this.usage && this.running && !this.text.finished && !this.complete) {
       delete this.usage.provider_cost_usd
-      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: false, partialOutput: true }
+      return { usage: this.billed(this.usage), model: this.model, responseId: this.id, outputText: this.text.join(), outputScale: this.text.scale, complete: false, partialOutput: true }
     }
     return {
       usage: this.billed(this.usage),
       model: this.model,
       responseId: this.id,
-      outputText: this.usage ? undefined : this.text.join(''),
+      outputText: this.usage ? undefined : this.text.join(),
       outputScale: this.usage ? undefined : this.text.scale,
       complete: this.complete,
       error: this.failure ?? undefined,
     }
   }
-}
-
-/**
- * A Chat Completions chunk's choices' text, for the estimate: content, refusal, reasoning, tool
- * calls' and legacy function calls' names and arguments; legacy Completions' text. Pushed into
- * `text`; true when a choice has a finish reason. Also read by Bedrock's meter, for an
- * OpenAI-format model's InvokeModel stream.
- */
-export function choicesText(choices: unknown[], text: { push(s: string): void }): boolean {
-  let finished = false
-  for (const c of choices as any[]) {
-    if (typeof c?.finish_reason === 'string') finished = true
-    const d = c?.delta
-    if (isObject(d)) {
-      if (typeof d.content === 'string') text.push(d.content)
-      if (typeof d.refusal === 'string') text.push(d.refusal)
-      // Reasoning text, billed as output: DeepSeek's and vLLM's reasoning_content, OpenRouter's
-      // and Groq's reasoning (OpenRouter sends the same text again in reasoning_details, read
-      // only when neither is there).
-      const reasoning = typeof d.reasoning_content === 'string' ? d.reasoning_content : typeof d.reasoning === 'string' ? d.reasoning : null
-      if (reasoning !== null) text.push(reasoning)
-      else if (Array.isArray(d.reasoning_details)) {
-        for (const r of d.reasoning_details) if (typeof r?.text === 'string') text.push(r.text)
-      }
-      // The legacy `functions` API's call, streamed as tool calls are.
-      if (isObject(d.function_call)) {
-        if (typeof d.function_call.name === 'string') text.push(d.function_call.name)
-        if (typeof d.function_call.arguments === 'string') text.push(d.function_call.arguments)
-      }
-      if (Array.isArray(d.tool_calls)) {
-        for (const tc of d.tool_calls) {
-          const fn = tc?.function
-          if (typeof fn?.name === 'string') text.push(fn.name)
-          if (typeof fn?.arguments === 'string') text.push(fn.arguments)
-        }
-      }
-    } else if (typeof c?.text === 'string') {
-      text.push(c.text)
-    }
-  }
-  return finished
 }
 
 /** The code (else the type) of an OpenAI error object, bounded: it is recorded as the call's `error`. */

@@ -166,7 +166,7 @@ describe('OpenAI: a Responses stream cut before its terminal event', () => {
     // An event that streams no text of the answer is not read.
     m.event('response.output_text.annotation.added', JSON.stringify({ type: 'response.output_text.annotation.added', delta: 'not text' }))
     // What is held unread stays under its bound (memory flat however long the stream).
-    expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
+    expect((m as unknown as { text: { deltaChars: number } }).text.deltaChars).toBeLessThanOrEqual(1_000_000)
     const r = m.result()
     expect(r.usage).toBeNull()
     expect(r.model).toBe('gpt-5')
@@ -250,7 +250,7 @@ describe('OpenAI: a Chat Completions stream parses only the chunks that can chan
       parts.push(t)
       m.event('message', JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion.chunk', model: 'gpt-4o', choices: [{ index: 0, delta: { content: t }, finish_reason: null }], usage: null }))
     }
-    expect((m as unknown as { deltaChars: number }).deltaChars).toBeLessThanOrEqual(1_000_000)
+    expect((m as unknown as { text: { deltaChars: number } }).text.deltaChars).toBeLessThanOrEqual(1_000_000)
     expect(m.result()).toMatchObject({ usage: null, model: 'gpt-4o', responseId: 'chatcmpl-1', outputText: parts.join('') })
   })
 

@@ -5,7 +5,9 @@ import type { Provider } from './types'
 
 /**
  * OpenAI's API: what a request is (./openai-endpoints.ts), how its answers are metered
- * (./openai-meter.ts, usage read by ./openai-usage.ts), and a Batch API's results file (./openai-batch.ts).
+ * (./openai-meter.ts, usage read by ./openai-usage.ts, a stream's events told apart by
+ * ./openai-stream-events.ts and its text kept for an estimate by ./openai-stream-text.ts), and a
+ * Batch API's results file (./openai-batch.ts).
  */
 export const openai: Provider = {
   name: 'openai',
