@@ -3,7 +3,8 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { bedrockInvokeStream, eventMessage } from '../../../test/support/event-stream'
 import { EventStreamReader } from '../metering/event-stream'
-import { bedrock, bedrockPlace, converseUsage, inspectBedrock } from './bedrock'
+import { bedrock, converseUsage } from './bedrock'
+import { bedrockPlace, inspectBedrock } from './bedrock-paths'
 import type { RequestInfo } from './types'
 
 const FIXTURES = join(__dirname, '../../../test/fixtures')

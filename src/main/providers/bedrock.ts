@@ -3,7 +3,8 @@ import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
 import { choicesText } from './openai-stream-text'
-import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
+import { bedrockPlace, inspectBedrock, pathNamesModel } from './bedrock-paths'
+import type { Meter, MeterResult, Provider, ProviderSettings } from './types'
 
 /**
  * Amazon Bedrock, with a Bedrock API key (`Authorization: Bearer`, Claude Code's
@@ -32,68 +33,6 @@ import type { CallShape, Meter, MeterResult, Provider, ProviderSettings, Request
  * A request signed with AWS Signature Version 4 (access keys, SSO) cannot pass through any proxy:
  * the signature covers the host it was sent to. Bedrock API keys can.
  */
-
-const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
-/** The runtime API's paths; everything else is the control plane's. */
-const RUNTIME = /^\/(?:model|async-invoke|guardrail)(?:\/|$)/
-const MODEL_CALL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/
-
-/** `/{region}/rest` -> where it goes; null when the first segment is no region. */
-export function bedrockPlace(path: string): { path: string; baseUrl: string } | null {
-  const slash = path.indexOf('/', 1)
-  const region = slash === -1 ? path.slice(1) : path.slice(1, slash)
-  if (!REGION.test(region)) return null
-  const rest = slash === -1 ? '/' : path.slice(slash)
-  return { path: rest, baseUrl: RUNTIME.test(rest) ? `https://bedrock-runtime.${region}.amazonaws.com` : `https://bedrock.${region}.amazonaws.com` }
-}
-
-/** A path's model id, decoded (an ARN is sent percent-encoded). */
-function decodedId(id: string): string {
-  try {
-    return decodeURIComponent(id)
-  } catch {
-    return id // kept as sent
-  }
-}
-
-/** An application inference profile's ARN (`…:application-inference-profile/<id>`): it names no model. */
-const APPLICATION_PROFILE = /^arn:[^:]*:bedrock:[^:]*:[^:]*:application-inference-profile\/([^/]+)$/
-
-/**
- * The model a path's id names: the id itself, the id a system inference profile's ARN ends in
- * (`…:inference-profile/us.anthropic.…`), or for an application inference profile the model
- * `profiles` maps it to (by ARN or by its id), else its id (`named: false`: the answer's name for
- * the model prices the call).
- */
-function modelOf(id: string, profiles: Record<string, string>): { model: string; named: boolean } {
-  const s = decodedId(id)
-  const app = APPLICATION_PROFILE.exec(s)
-  if (app) {
-    const mapped = profiles[s] ?? profiles[app[1]]
-    return mapped ? { model: mapped, named: true } : { model: app[1], named: false }
-  }
-  return { model: s.startsWith('arn:') ? s.slice(s.lastIndexOf('/') + 1) : s, named: true }
-}
-
-export function inspectBedrock(req: RequestInfo, profiles: Record<string, string> = {}): CallShape {
-  const m = MODEL_CALL.exec(req.path.replace(/\/+$/, ''))
-  if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
-  const op = m[2]
-  const { model } = modelOf(m[1], profiles)
-  if (op === 'count-tokens') return { endpoint: 'count_tokens', model, stream: false, billable: false }
-  return {
-    endpoint: op.startsWith('converse') ? 'converse' : 'invoke',
-    model,
-    stream: op.endsWith('-stream'),
-    billable: req.method === 'POST',
-  }
-}
-
-/** Whether a call's path names its model (false for an application inference profile `profiles` does not map). */
-function pathNamesModel(path: string, profiles: Record<string, string>): boolean {
-  const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
-  return !m || modelOf(m[1], profiles).named
-}
 
 const METRICS = 'amazon-bedrock-invocationMetrics'
 
