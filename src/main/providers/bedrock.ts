@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { OutputText } from '../metering/output-text'
-import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
+import { ConverseMeter, converseDeltaText, converseUsage } from './bedrock-converse'
+import { chunkEvent, exceptionType } from './bedrock-event-stream'
 import { choicesText } from './openai-stream-text'
 import { bedrockPlace, inspectBedrock, pathNamesModel } from './bedrock-paths'
 import type { Meter, MeterResult, Provider, ProviderSettings } from './types'
@@ -35,18 +37,6 @@ import type { Meter, MeterResult, Provider, ProviderSettings } from './types'
  */
 
 const METRICS = 'amazon-bedrock-invocationMetrics'
-
-/**
- * The type of an exception message in a 200's event stream (`throttlingException`,
- * `serviceUnavailableException`, `modelStreamErrorException`, …: the event stream reader names it
- * `exception:<type>`), or undefined for an event. It ends the stream. Sent before the model's first
- * event, nothing was generated or billed: the call costs nothing, with the error recorded, as an
- * Anthropic stream's `error` event before `message_start`. Sent later, what streamed is
- * estimated as for a stream cut there, and the error is recorded too.
- */
-function exceptionType(type: string): string | undefined {
-  return type.startsWith('exception:') ? type.slice('exception:'.length) || 'exception' : undefined
-}
 
 /**
  * InvokeModel: a Claude model's answer is Anthropic's, its stream's events inside Bedrock's
@@ -92,14 +82,8 @@ class InvokeMeter implements Meter {
     }
     if (type !== 'chunk') return
     this.started = true
-    let bytes: unknown
-    try {
-      bytes = (JSON.parse(payload) as { bytes?: unknown }).bytes
-    } catch {
-      return
-    }
-    if (typeof bytes !== 'string') return
-    const text = Buffer.from(bytes, 'base64').toString('utf8')
+    const text = chunkEvent(payload)
+    if (text === undefined) return
     this.inner.event('', text)
     if (text.includes(METRICS)) this.metrics = metricsUsage(text)
     else if (!this.claude) this.otherText(text)
@@ -154,15 +138,6 @@ class InvokeMeter implements Meter {
 }
 
 /**
- * The text of a Converse `contentBlockDelta`'s delta (ConverseStream, and Nova's InvokeModel
- * stream): its text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
- */
-function converseDeltaText(d: unknown): unknown {
-  if (!isObject(d)) return undefined
-  return d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined)
-}
-
-/**
  * A Claude model's id (`anthropic.claude-…`, or one of its cross-region or global profiles,
  * `us.anthropic.claude-…`). An application inference profile's ARN names no model: its answer's
  * usage tells (`hasAnthropicUsage`).
@@ -208,79 +183,6 @@ function metricsUsage(text: string): Usage | null {
     })
   } catch {
     return null
-  }
-}
-
-/**
- * Converse's `usage`, normalised: its `inputTokens` leaves out cache reads and writes, as
- * Anthropic's does; `cacheDetails` tells the cache writes of 1 hour (billed higher) from those of
- * 5 minutes.
- */
-export function converseUsage(u: unknown): Usage | null {
-  if (!isObject(u)) return null
-  const out = emptyUsage()
-  out.cache_read_tokens = count(u.cacheReadInputTokens)
-  out.cache_write_tokens = count(u.cacheWriteInputTokens)
-  if (Array.isArray(u.cacheDetails)) {
-    let hour = 0
-    for (const d of u.cacheDetails) if (isObject(d) && d.ttl === '1h') hour += count(d.inputTokens)
-    out.cache_write_1h_tokens = Math.min(hour, out.cache_write_tokens)
-  }
-  out.input_tokens = count(u.inputTokens) + out.cache_read_tokens + out.cache_write_tokens
-  out.output_tokens = count(u.outputTokens)
-  return out
-}
-
-/** Converse: the answer's `usage`, or a stream's `metadata` event (its last); `messageStop` ends the turn. */
-class ConverseMeter implements Meter {
-  private usage: Usage | null = null
-  private complete = false
-  private readonly text = new OutputText()
-  /** One of the model's events arrived (`messageStart` first). */
-  private started = false
-  /** The stream's exception message's type (`exceptionType`). */
-  private error: string | undefined
-
-  event(type: string, payload: string): void {
-    const error = exceptionType(type)
-    if (error) {
-      this.error ??= error
-      this.complete = true
-      return
-    }
-    this.started = true
-    if (type === 'contentBlockDelta') {
-      // Only read should the stream end without its usage (estimated from what it streamed).
-      if (this.usage) return
-      try {
-        const t = converseDeltaText((JSON.parse(payload) as { delta?: unknown }).delta)
-        if (typeof t === 'string') this.text.push(t)
-      } catch {
-        // not JSON: nothing to read
-      }
-    } else if (type === 'messageStop') {
-      this.complete = true
-    } else if (type === 'metadata') {
-      try {
-        const u = converseUsage((JSON.parse(payload) as { usage?: unknown }).usage)
-        if (u) this.usage = u
-      } catch {
-        // not JSON: no usage
-      }
-    }
-  }
-
-  json(body: unknown): void {
-    if (!isObject(body)) return
-    this.usage = converseUsage(body.usage)
-    this.complete = true
-  }
-
-  result(): MeterResult {
-    const error = this.error
-    if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
-    if (this.usage) return { usage: this.usage, complete: this.complete, error }
-    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error }
   }
 }
 

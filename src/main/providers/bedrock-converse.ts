@@ -1,0 +1,93 @@
+import { OutputText } from '../metering/output-text'
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { exceptionType } from './bedrock-event-stream'
+import type { Meter, MeterResult } from './types'
+
+/**
+ * Bedrock's Converse API (`/model/{id}/converse`, `/converse-stream`), the one format every
+ * model answers in: its `usage` (also the shape of Bedrock's own count of an InvokeModel call,
+ * ./bedrock-invoke.ts), the text of its stream's deltas (for the estimate of a cut stream; Nova's
+ * InvokeModel stream sends them too), and its meter.
+ */
+
+/**
+ * Converse's `usage`, normalised: its `inputTokens` leaves out cache reads and writes, as
+ * Anthropic's does; `cacheDetails` tells the cache writes of 1 hour (billed higher) from those of
+ * 5 minutes.
+ */
+export function converseUsage(u: unknown): Usage | null {
+  if (!isObject(u)) return null
+  const out = emptyUsage()
+  out.cache_read_tokens = count(u.cacheReadInputTokens)
+  out.cache_write_tokens = count(u.cacheWriteInputTokens)
+  if (Array.isArray(u.cacheDetails)) {
+    let hour = 0
+    for (const d of u.cacheDetails) if (isObject(d) && d.ttl === '1h') hour += count(d.inputTokens)
+    out.cache_write_1h_tokens = Math.min(hour, out.cache_write_tokens)
+  }
+  out.input_tokens = count(u.inputTokens) + out.cache_read_tokens + out.cache_write_tokens
+  out.output_tokens = count(u.outputTokens)
+  return out
+}
+
+/**
+ * The text of a Converse `contentBlockDelta`'s delta (ConverseStream, and Nova's InvokeModel
+ * stream): its text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
+ */
+export function converseDeltaText(d: unknown): unknown {
+  if (!isObject(d)) return undefined
+  return d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined)
+}
+
+/** Converse: the answer's `usage`, or a stream's `metadata` event (its last); `messageStop` ends the turn. */
+export class ConverseMeter implements Meter {
+  private usage: Usage | null = null
+  private complete = false
+  private readonly text = new OutputText()
+  /** One of the model's events arrived (`messageStart` first). */
+  private started = false
+  /** The stream's exception message's type (`exceptionType`). */
+  private error: string | undefined
+
+  event(type: string, payload: string): void {
+    const error = exceptionType(type)
+    if (error) {
+      this.error ??= error
+      this.complete = true
+      return
+    }
+    this.started = true
+    if (type === 'contentBlockDelta') {
+      // Only read should the stream end without its usage (estimated from what it streamed).
+      if (this.usage) return
+      try {
+        const t = converseDeltaText((JSON.parse(payload) as { delta?: unknown }).delta)
+        if (typeof t === 'string') this.text.push(t)
+      } catch {
+        // not JSON: nothing to read
+      }
+    } else if (type === 'messageStop') {
+      this.complete = true
+    } else if (type === 'metadata') {
+      try {
+        const u = converseUsage((JSON.parse(payload) as { usage?: unknown }).usage)
+        if (u) this.usage = u
+      } catch {
+        // not JSON: no usage
+      }
+    }
+  }
+
+  json(body: unknown): void {
+    if (!isObject(body)) return
+    this.usage = converseUsage(body.usage)
+    this.complete = true
+  }
+
+  result(): MeterResult {
+    const error = this.error
+    if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
+    if (this.usage) return { usage: this.usage, complete: this.complete, error }
+    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error }
+  }
+}
