@@ -1,8 +1,10 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { multipartForm, postForm } from '../support/multipart'
+import { mp3, wav } from '../support/audio-files'
+import { BOUNDARY, multipartForm, postForm } from '../support/multipart'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
+import type { MockUpstream } from '../support/mock-upstream'
 
 /**
  * OpenAI audio transcriptions: the request is a multipart form (the model is a form field, the
@@ -57,4 +59,81 @@ describe('Groq audio transcriptions (whisper on Groq)', () => {
     // $0.111 an hour
     expect(row.cost_usd).toBeCloseTo((95.3 / 3600) * 0.111, 12)
   })
+
+  // Groq bills an hour of audio, but answers `json` and `text` without usage or the audio's
+  // length: it is read from the uploaded file's headers, and the call is marked estimated (the
+  // length is Burnrate's reading, not Groq's count).
+  const groq = (body: Buffer) => postForm(`${s.t.url}/groq/v1/audio/transcriptions`, body, 'Bearer gsk-audio-000000000000001')
+  const price = (seconds: number, model: string, provider: string, ts: number) => calcPrice({ audio_seconds: seconds }, model, { providerId: provider, timestamp: new Date(ts) })!.total_price
+
+  it('json: billed by the length of the uploaded WAV', async () => {
+    answer(s.upstream, { text: ' Hello there.', x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr2' } })
+    const body = form({ model: 'whisper-large-v3-turbo', response_format: 'json' }, wav(12.5))
+    const row = await recorded(s.t, async () => expect(await groq(body)).toBe(200))
+    expect(s.upstream.requests[0].body.equals(body)).toBe(true)
+    expect(row).toMatchObject({ provider: 'groq', endpoint: 'audio', model: 'whisper-large-v3-turbo', input_tokens: 0, output_tokens: 0, priced: 1, estimated: 1 })
+    expect(JSON.parse(row.usage_extra)).toEqual({ extra: { audio_seconds: 12.5 } })
+    expect(row.cost_usd).toBe(price(12.5, 'whisper-large-v3-turbo', 'groq', row.ts))
+    // $0.04 an hour
+    expect(row.cost_usd).toBeCloseTo((12.5 / 3600) * 0.04, 12)
+  })
+
+  it('text: billed by the length of the uploaded MP3 (the file first, fields after, as the Node SDK sends it)', async () => {
+    plainText(s.upstream, 'Hello there.\n')
+    const body = form({ model: 'whisper-large-v3', response_format: 'text' }, mp3(95.04))
+    const row = await recorded(s.t, async () => expect(await groq(body)).toBe(200))
+    expect(row).toMatchObject({ provider: 'groq', model: 'whisper-large-v3', priced: 1, estimated: 1 })
+    expect(JSON.parse(row.usage_extra)).toEqual({ extra: { audio_seconds: 95.04 } })
+    expect(row.cost_usd).toBeCloseTo((95.04 / 3600) * 0.111, 12)
+  })
+
+  it('the fields first and the file last (as the Python SDK sends it), and a file past both scanned windows', async () => {
+    plainText(s.upstream, 'Hello there.\n')
+    const audio = wav(8 * 60) // 15 MB
+    const fields = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="model"\r\n\r\nwhisper-large-v3\r\n--${BOUNDARY}\r\nContent-Disposition: form-data; name="response_format"\r\n\r\ntext\r\n`)
+    const file = Buffer.from(`--${BOUNDARY}\r\nContent-Disposition: form-data; name="file"; filename="talk.wav"\r\nContent-Type: audio/wav\r\n\r\n`)
+    const body = Buffer.concat([fields, file, audio, Buffer.from(`\r\n--${BOUNDARY}--\r\n`)])
+    const row = await recorded(s.t, async () => expect(await groq(body)).toBe(200))
+    expect(row).toMatchObject({ model: 'whisper-large-v3', priced: 1, estimated: 1 })
+    expect(JSON.parse(row.usage_extra)).toEqual({ extra: { audio_seconds: 480 } })
+  })
+
+  // "Minimum Billed Length: 10 seconds. If you submit a request less than this, you will still be
+  // billed for 10 seconds." (Groq's speech-to-text docs): the price data applies it.
+  it('a clip shorter than 10 seconds is billed as 10 seconds, as Groq bills it', async () => {
+    answer(s.upstream, { text: ' Yes.', x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr3' } })
+    const row = await recorded(s.t, async () => expect(await groq(form({ model: 'whisper-large-v3' }, wav(3)))).toBe(200))
+    expect(JSON.parse(row.usage_extra)).toEqual({ extra: { audio_seconds: 3 } })
+    expect(row.cost_usd).toBeCloseTo((10 / 3600) * 0.111, 12)
+  })
+
+  it('a file whose length cannot be read is estimated as before', async () => {
+    answer(s.upstream, { text: ' Hello there.', x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr4' } })
+    const row = await recorded(s.t, async () => expect(await groq(form({ model: 'whisper-large-v3', response_format: 'json' }, AUDIO))).toBe(200))
+    expect(row).toMatchObject({ provider: 'groq', model: 'whisper-large-v3', estimated: 1, cost_usd: 0 })
+    expect(row.usage_extra).toBeNull()
+  })
 })
+
+describe('OpenAI whisper-1 answered as plain text', () => {
+  // `text`, `srt` and `vtt` answers are the transcript alone: no room for the usage `json` carries.
+  it('srt: billed by the length of the uploaded WAV', async () => {
+    plainText(s.upstream, '1\n00:00:00,000 --> 00:00:04,200\nHello there.\n\n')
+    const row = await recorded(s.t, async () => expect(await post('/openai/v1/audio/transcriptions', form({ model: 'whisper-1', response_format: 'srt' }, wav(42)))).toBe(200))
+    expect(row).toMatchObject({ provider: 'openai', model: 'whisper-1', priced: 1, estimated: 1 })
+    expect(JSON.parse(row.usage_extra)).toEqual({ extra: { audio_seconds: 42 } })
+    // $0.006 a minute
+    expect(row.cost_usd).toBeCloseTo((42 / 60) * 0.006, 12)
+  })
+
+  it('a model billed by tokens (gpt-4o-transcribe) is estimated by its tokens, not priced by the audio', async () => {
+    plainText(s.upstream, 'Hello there.')
+    const row = await recorded(s.t, async () => expect(await post('/openai/v1/audio/transcriptions', form({ model: 'gpt-4o-transcribe', response_format: 'text' }, wav(42)))).toBe(200))
+    expect(row).toMatchObject({ model: 'gpt-4o-transcribe', estimated: 1 })
+    expect(row.usage_extra).toBeNull()
+  })
+})
+
+function plainText(upstream: MockUpstream, text: string): void {
+  upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/plain; charset=utf-8' }, body: text }))
+}

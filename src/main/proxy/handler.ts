@@ -14,6 +14,7 @@ import { createUpstreamDispatchers } from './call/dispatchers'
 import { forwardHttp, type HeadersObserver } from './call/forward'
 import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
+import { audioUpload } from './call/audio-usage'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, readBody, readRequest } from './call/request-body'
 import { newHttpCall } from './call/state'
 import type { CallGate } from './gate'
@@ -108,7 +109,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     // newer data applied), a call waits for them while its body comes: its admission and its
     // recording price it (../pricing/library.ts).
     const prices = opts.pricer.isReady ? null : opts.pricer.ready()
-    let body: Buffer | null
+    let body: Buffer | null = null
     let request: { parsed: any; bytes: number }
     try {
       body = await readBody(req, maxBody, memory)
@@ -130,6 +131,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         // Recorded like every refusal: who sent what, never sent upstream, cost 0.
         const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
         const s = life.begin(newHttpCall(route, ctx, info, started, res))
+    if (body && ctx.shape.endpoint === 'audio') s.upload = audioUpload(body, req.headers)
         s.status = 413
         s.error = 'payload_too_large'
         life.finish(s)
@@ -160,6 +162,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, request.parsed, request.bytes, ts, opts)
 
     const s = life.begin(newHttpCall(route, ctx, info, started, res))
+    if (body && ctx.shape.endpoint === 'audio') s.upload = audioUpload(body, req.headers)
     const forward = () =>
       forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
     const admitted = admitHttp(life, s)

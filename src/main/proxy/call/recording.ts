@@ -9,6 +9,7 @@ import type { BackgroundDone } from '../../pricing/background'
 import type { MeterReading } from '../../plans/types'
 import type { BatchResult } from '../../providers/types'
 import type { Pricer } from '../../pricing/price'
+import { uploadUsage } from './audio-usage'
 import { deadlines } from './deadlines'
 import type { CallState } from './state'
 
@@ -114,6 +115,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         // (Provider.refusalMeter) reads only the plan: the refused call ran no model, costs nothing.
         if (!usage && s.ctx.shape.billable && s.responseStarted && s.upstreamStatus < 300) {
           const m = model
+          // A transcription billed by its audio's length, which its answer did not give: read from the upload.
+          const audio = s.upload ? uploadUsage(s, m, opts.pricer) : null
+          if (audio) return record(s, latency, audio, m, true, responseId)
           estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
             (u) => record(s, latency, u, m, true, responseId),
             () => record(s, latency, null, m, false, responseId),

@@ -207,10 +207,16 @@ const MAX_FIELDS = 64
  * the file (the Python SDK sends them first, the Node SDK after), so an upload of any size costs
  * the scan of at most twice this, never of the file.
  */
-const FORM_WINDOW = 64 * 1024
+export const FORM_WINDOW = 64 * 1024
+
+/** The delimiter that starts each part of a multipart form (`--` and the content type's boundary); null when it names none. */
+export function formDelimiter(contentType: string): Buffer | null {
+  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType)
+  return m ? Buffer.from(`--${m[1] ?? m[2]}`, 'latin1') : null
+}
 
 /** Where `needle` occurs in `body` within [from, to), in order (a view is searched: no copy, no scan past `to`). */
-function occurrences(body: Buffer, needle: Buffer, from: number, to: number): number[] {
+export function occurrences(body: Buffer, needle: Buffer, from: number, to: number): number[] {
   const view = body.subarray(from, to)
   const out: number[] = []
   for (let i = view.indexOf(needle); i !== -1 && out.length <= MAX_FIELDS * 2; i = view.indexOf(needle, i + needle.length)) out.push(from + i)
@@ -224,9 +230,8 @@ function occurrences(body: Buffer, needle: Buffer, from: number, to: number): nu
  * file. Undefined when the content type names no boundary or no field is found.
  */
 export function formFields(body: Buffer, contentType: string): Record<string, unknown> | undefined {
-  const m = /;\s*boundary=(?:"([^"]{1,70})"|([^\s;]{1,70}))/i.exec(contentType)
-  if (!m) return undefined
-  const delimiter = Buffer.from(`--${m[1] ?? m[2]}`, 'latin1')
+  const delimiter = formDelimiter(contentType)
+  if (!delimiter) return undefined
   const whole = body.length <= 2 * FORM_WINDOW
   const tail = body.length - FORM_WINDOW
   const at = whole ? occurrences(body, delimiter, 0, body.length) : [...occurrences(body, delimiter, 0, FORM_WINDOW), ...occurrences(body, delimiter, tail, body.length)]

@@ -41,6 +41,16 @@ export interface CallState {
   timers: Deadline[]
   /** When the last response chunk came (performance.now()). */
   lastData: number
+  /**
+   * An audio call's multipart request body (a transcription's upload), which the call holds until
+   * it ends anyway: read for the audio's length only if the answer gives no usage (./audio-usage.ts).
+   */
+  upload?: Upload
+}
+
+export interface Upload {
+  body: Buffer
+  contentType: string
 }
 
 /**
@@ -70,6 +80,7 @@ function callState<R extends ServerResponse | undefined>(route: Route, ctx: Call
     done: false,
     timers: [] as Deadline[],
     lastData: 0,
+    upload: undefined as Upload | undefined,
     res,
   }
 }
