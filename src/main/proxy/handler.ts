@@ -131,7 +131,6 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
         // Recorded like every refusal: who sent what, never sent upstream, cost 0.
         const { info, ctx } = describeCall(route, req.method ?? 'GET', req.headers, undefined, Number(req.headers['content-length']) || 0, ts, opts)
         const s = life.begin(newHttpCall(route, ctx, info, started, res))
-    if (body && ctx.shape.endpoint === 'audio') s.upload = audioUpload(body, req.headers)
         s.status = 413
         s.error = 'payload_too_large'
         life.finish(s)
