@@ -11,6 +11,7 @@ import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import type { Admission } from '../gate'
 import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
+import { OpenCalls } from './open-calls'
 import { SocketSteers } from './steers'
 
 /** How many responses' lanes a socket keeps (a steer names a recent response). */
@@ -30,25 +31,14 @@ const MAX_RESPONSES_KEPT = 256
  * as that call; one no steer here asked for is recorded as the lane's last `response.create`.
  */
 export class ResponsesSocketCalls {
-  private readonly open: CallState[] = []
-  /** Each call's lane (the `stream_id` of its frame; '' for none). */
-  private readonly laneOf = new WeakMap<CallState, string>()
-  /** Whether a client frame on this socket named a lane: upstream frames are then matched to calls by theirs. */
-  private lanes = false
+  /** The open calls, in their lanes (./open-calls.ts). */
+  private readonly open = new OpenCalls()
   /** Per lane, the last `response.create`: the settings a successor response inherits. */
   private readonly asked = new Map<string, Record<string, unknown>>()
   /** Steers admitted whose successor has not begun (./steers.ts). */
   private readonly steers = new SocketSteers((s) => this.release(s))
   /** Which lane each response began in (a steer names the response it steers, not always its lane). */
   private readonly responseLane = new Map<string, string>()
-  /** Calls whose response the upstream has begun (a `response.*` event came): an `error` after that is metered. */
-  private readonly begun = new WeakSet<CallState>()
-  /**
-   * Begun calls the upstream then sent an `error` for. OpenAI follows it with the response's
-   * `response.failed` (its usage, 0 for a refusal such as `insufficient_quota`), so the call
-   * waits for that, as the same stream over HTTP is read to its end.
-   */
-  private readonly erred = new WeakSet<CallState>()
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   private closedBy: 'client' | 'upstream' | null = null
   /** The last project a response.create on this socket stated. */
@@ -93,7 +83,7 @@ export class ResponsesSocketCalls {
     const steer = frame.type === 'response.steer'
     if (frame.type !== 'response.create' && !steer) return null
     let lane = typeof frame.stream_id === 'string' ? frame.stream_id : ''
-    if (lane) this.lanes = true
+    if (lane) this.open.lanes = true
     let body: Record<string, unknown> = frame
     if (steer) {
       if (!lane && typeof frame.previous_response_id === 'string') lane = this.responseLane.get(frame.previous_response_id) ?? ''
@@ -111,7 +101,7 @@ export class ResponsesSocketCalls {
     else ctx.project = this.project
     const s = this.life.begin(newCallState(this.route, ctx, info, started))
     s.streamed = true
-    this.laneOf.set(s, lane)
+    this.open.setLane(s, lane)
     if (steer) this.steers.mark(s, { previous_response_id: frame.previous_response_id, input: frame.input })
     let a: Admission | Promise<Admission>
     try {
@@ -139,9 +129,9 @@ export class ResponsesSocketCalls {
     const steer = this.steers.unmark(s)
     if (steer) {
       // Not an `error` in the lane of the response it steers: that response goes on.
-      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.laneOf.get(s))
+      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.open.lane(s))
     }
-    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.laneOf.get(s))
+    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s))
   }
 
   private admitted(s: CallState, a: Admission): string | null | false {
@@ -165,7 +155,7 @@ export class ResponsesSocketCalls {
     s.status = 200
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
-    if (this.steers.is(s)) this.steers.queue(s, this.laneOf.get(s) ?? '')
+    if (this.steers.is(s)) this.steers.queue(s, this.open.lane(s) ?? '')
     else this.open.push(s)
     // The frame goes upstream when this returns; what the gate left for after that runs then.
     a.afterSend?.()
@@ -182,15 +172,15 @@ export class ResponsesSocketCalls {
     const type = frameType(text)
     // One lane (null): every open call is in it. Else the frame's, or, from an upstream that does
     // not echo lanes, the oldest open call's.
-    const named = this.lanes ? laneOfFrame(text) : null
-    let s = this.oldest(named)
+    const named = this.open.lanes ? laneOfFrame(text) : null
+    let s = this.open.oldest(named)
     // An erred call's response may end without its terminal event. While no other response was
     // asked for in its lane, every frame is still its own; once one was, a frame other than a
     // terminal event is the next response's: the erred call ends there, with what it had.
-    if (s && this.erred.has(s) && !TERMINAL.has(type)) {
-      const next = this.next(s)
+    if (s && this.open.erred.has(s) && !TERMINAL.has(type)) {
+      const next = this.open.next(s)
       if (next) {
-        this.remove(s)
+        this.open.remove(s)
         this.life.finish(s)
         s = next
       }
@@ -200,10 +190,10 @@ export class ResponsesSocketCalls {
       // input queued here began: a successor the server started by itself.
       const steered = this.steeredLane(named)
       if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
-      const id = this.lanes ? responseIdOf(text) : null
+      const id = this.open.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
       if (id && s) {
-        this.responseLane.set(id, this.laneOf.get(s) ?? '')
+        this.responseLane.set(id, this.open.lane(s) ?? '')
         // A long-lived socket's older responses are steered no more: the map stays small.
         if (this.responseLane.size > MAX_RESPONSES_KEPT) this.responseLane.delete(this.responseLane.keys().next().value!)
       }
@@ -228,18 +218,18 @@ export class ResponsesSocketCalls {
       // A frame we cannot read never stops the relay.
     }
     if (TERMINAL.has(type)) {
-      this.remove(s)
+      this.open.remove(s)
       this.life.finish(s)
     } else if (type === 'error') {
       // After the response began: the meter noted the error's code (the call's error, its status
       // stays the upstream's 200, as over HTTP); the call waits for the response's terminal event.
-      if (this.begun.has(s)) {
-        this.erred.add(s)
+      if (this.open.begun.has(s)) {
+        this.open.erred.add(s)
         return
       }
       // Refused before any of the response (a 429, a prompt too long): nothing was generated, so
       // it costs $0, as an HTTP call's error answer does, not an estimate of its prompt.
-      this.remove(s)
+      this.open.remove(s)
       const status = errorStatus(text)
       s.status = status
       s.error = 'upstream_error'
@@ -247,37 +237,13 @@ export class ResponsesSocketCalls {
       s.meter = undefined
       this.life.finish(s)
     } else if (type.startsWith('response.')) {
-      this.begun.add(s)
+      this.open.begun.add(s)
     }
-  }
-
-  /**
-   * The oldest open call of the lane a frame names. On a socket of one lane, the oldest; a frame
-   * naming none on a multiplexed one is the unnamed lane's, or (an upstream that does not echo
-   * lanes) the oldest call's.
-   */
-  private oldest(named: string | null): CallState | undefined {
-    if (!this.lanes) return this.open[0]
-    const lane = named ?? ''
-    const s = this.open.find((c) => this.laneOf.get(c) === lane)
-    return s ?? (named === null ? this.open[0] : undefined)
   }
 
   /** The lane of a steer's events and its successor: the one the frame names, else (an upstream that does not echo lanes) the oldest steer's. */
   private steeredLane(named: string | null): string {
     return named ?? this.steers.firstLane() ?? ''
-  }
-
-  /** The open call after `s` in its lane, if one is. */
-  private next(s: CallState): CallState | undefined {
-    const i = this.open.indexOf(s)
-    const lane = this.laneOf.get(s)
-    return this.open.find((c, j) => j > i && this.laneOf.get(c) === lane)
-  }
-
-  private remove(s: CallState): void {
-    const i = this.open.indexOf(s)
-    if (i >= 0) this.open.splice(i, 1)
   }
 
   /**
@@ -298,11 +264,9 @@ export class ResponsesSocketCalls {
       s.status = 200
       s.upstreamStatus = 200
       s.meter = ctx.provider.meter(ctx.shape, info)
-      this.laneOf.set(s, lane)
+      this.open.setLane(s, lane)
     }
-    const i = this.open.findIndex((c) => this.laneOf.get(c) === lane)
-    if (i < 0) this.open.push(s)
-    else this.open.splice(i, 0, s)
+    this.open.first(s, lane)
     return s
   }
 
@@ -321,7 +285,7 @@ export class ResponsesSocketCalls {
    * the call waits for a terminal event that may never come.
    */
   openState(): 'none' | 'waiting' | 'streaming' {
-    const s = this.open.find((c) => !this.erred.has(c))
+    const s = this.open.firstUnerred()
     if (s) return s.responseStarted ? 'streaming' : 'waiting'
     // A steer queued, its response ended: the server owes its successor (or its failure).
     return this.steers.firstLane() !== undefined ? 'waiting' : 'none'
@@ -353,8 +317,8 @@ export class ResponsesSocketCalls {
   private endOpen(by: 'client' | 'upstream', cut: (s: CallState) => void): void {
     this.closedBy ??= by
     for (const s of this.steers.drain()) this.release(s)
-    for (const s of this.open.splice(0)) {
-      if (!this.erred.has(s)) cut(s)
+    for (const s of this.open.takeAll()) {
+      if (!this.open.erred.has(s)) cut(s)
       this.life.finish(s)
     }
   }
