@@ -244,8 +244,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
     const metered = /(^|\/)responses$/.test(route.path)
-    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders) : null
-    if (calls) calls.upgradeHeaders = upgradeAnswers.get(req) ?? null
+    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, upgradeAnswers.get(req) ?? null) : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
     // client's socket closed with 1014 (bad gateway), so the agent retries rather than waits.
     const silence = calls

@@ -4,7 +4,6 @@ import { errorBody } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { Attributors } from '../call/context'
 import { describeCall } from '../call/context'
-import { codexErrorHeaders, codexEventHeaders } from '../../plans/codex'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
@@ -12,6 +11,7 @@ import type { Route } from '../routes'
 import type { Admission } from '../gate'
 import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
 import { OpenCalls } from './open-calls'
+import { PlanHeaders } from './plan-headers'
 import { SocketSteers } from './steers'
 
 /** How many responses' lanes a socket keeps (a steer names a recent response). */
@@ -43,23 +43,19 @@ export class ResponsesSocketCalls {
   private closedBy: 'client' | 'upstream' | null = null
   /** The last project a response.create on this socket stated. */
   private project = ''
-  /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
-  upgradeHeaders: IncomingHttpHeaders | null = null
+  /** What the socket says of the plan's windows, shown to `observe` (./plan-headers.ts). */
+  private readonly plan: PlanHeaders
 
   constructor(
     private readonly life: CallLifecycle,
     private readonly route: Route,
     private readonly headers: IncomingHttpHeaders,
     private readonly who: Attributors,
-    private readonly observe?: HeadersObserver,
-  ) {}
-
-  private see(s: CallState, status: number, headers: IncomingHttpHeaders): void {
-    try {
-      this.observe?.(s, status, headers)
-    } catch {
-      // advisory: the relay goes on
-    }
+    observe?: HeadersObserver,
+    /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
+    upgradeHeaders: IncomingHttpHeaders | null = null,
+  ) {
+    this.plan = new PlanHeaders(observe, upgradeHeaders)
   }
 
   /**
@@ -159,10 +155,7 @@ export class ResponsesSocketCalls {
     else this.open.push(s)
     // The frame goes upstream when this returns; what the gate left for after that runs then.
     a.afterSend?.()
-    if (this.upgradeHeaders) {
-      this.see(s, 101, this.upgradeHeaders)
-      this.upgradeHeaders = null
-    }
+    this.plan.admitted(s)
     return null
   }
 
@@ -204,14 +197,7 @@ export class ResponsesSocketCalls {
     }
     if (!s) return
     s.responseStarted = true
-    if (type === 'codex.rate_limits' && this.observe) {
-      const h = codexEventHeaders(text)
-      if (h) this.see(s, 200, h)
-    } else if (type === 'error' && this.observe) {
-      // A refusal's own headers (a plan out of its allowance: its windows at 100%).
-      const h = codexErrorHeaders(text)
-      if (h) this.see(s, errorStatus(text), h)
-    }
+    if (type === 'codex.rate_limits' || type === 'error') this.plan.frame(s, type, text)
     try {
       s.meter?.event(type, text)
     } catch {
