@@ -3,19 +3,16 @@ import type { IncomingHttpHeaders } from 'node:http'
 import { errorBody } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { Attributors } from '../call/context'
-import { describeCall } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
-import { type CallState, newCallState } from '../call/state'
+import type { CallState } from '../call/state'
 import type { Route } from '../routes'
 import type { Admission } from '../gate'
 import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
+import { CallSettings } from './call-settings'
 import { OpenCalls } from './open-calls'
 import { PlanHeaders } from './plan-headers'
 import { SocketSteers } from './steers'
-
-/** How many responses' lanes a socket keeps (a steer names a recent response). */
-const MAX_RESPONSES_KEPT = 256
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
@@ -33,28 +30,25 @@ const MAX_RESPONSES_KEPT = 256
 export class ResponsesSocketCalls {
   /** The open calls, in their lanes (./open-calls.ts). */
   private readonly open = new OpenCalls()
-  /** Per lane, the last `response.create`: the settings a successor response inherits. */
-  private readonly asked = new Map<string, Record<string, unknown>>()
+  /** What each lane's responses are asked with, and the call each begins as (./call-settings.ts). */
+  private readonly settings: CallSettings
   /** Steers admitted whose successor has not begun (./steers.ts). */
   private readonly steers = new SocketSteers((s) => this.release(s))
-  /** Which lane each response began in (a steer names the response it steers, not always its lane). */
-  private readonly responseLane = new Map<string, string>()
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   private closedBy: 'client' | 'upstream' | null = null
-  /** The last project a response.create on this socket stated. */
-  private project = ''
   /** What the socket says of the plan's windows, shown to `observe` (./plan-headers.ts). */
   private readonly plan: PlanHeaders
 
   constructor(
     private readonly life: CallLifecycle,
-    private readonly route: Route,
-    private readonly headers: IncomingHttpHeaders,
-    private readonly who: Attributors,
+    route: Route,
+    headers: IncomingHttpHeaders,
+    who: Attributors,
     observe?: HeadersObserver,
     /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
     upgradeHeaders: IncomingHttpHeaders | null = null,
   ) {
+    this.settings = new CallSettings(life, route, headers, who)
     this.plan = new PlanHeaders(observe, upgradeHeaders)
   }
 
@@ -82,21 +76,14 @@ export class ResponsesSocketCalls {
     if (lane) this.open.lanes = true
     let body: Record<string, unknown> = frame
     if (steer) {
-      if (!lane && typeof frame.previous_response_id === 'string') lane = this.responseLane.get(frame.previous_response_id) ?? ''
+      if (!lane && typeof frame.previous_response_id === 'string') lane = this.settings.laneOfResponse(frame.previous_response_id) ?? ''
       // Its input goes to a successor the server starts with the settings of the response it
       // continues: gated (and, once the successor begins, recorded) as a call of those settings.
-      const asked = this.asked.get(lane)
-      if (asked) body = { ...asked, input: frame.input, previous_response_id: frame.previous_response_id }
-    } else this.asked.set(lane, frame)
+      body = this.settings.steered(lane, frame)
+    } else this.settings.created(lane, frame)
     const started = performance.now()
     const ts = Date.now()
-    const { info, ctx } = describeCall(this.route, 'POST', this.headers, body, data.length, ts, this.who)
-    // Codex sends its later turns on a socket as what is new since the last response
-    // (previous_response_id): the working directory its first turn stated is the socket's project.
-    if (ctx.project) this.project = ctx.project
-    else ctx.project = this.project
-    const s = this.life.begin(newCallState(this.route, ctx, info, started))
-    s.streamed = true
+    const s = this.settings.begin(body, data.length, ts, started)
     this.open.setLane(s, lane)
     if (steer) this.steers.mark(s, { previous_response_id: frame.previous_response_id, input: frame.input })
     let a: Admission | Promise<Admission>
@@ -185,11 +172,7 @@ export class ResponsesSocketCalls {
       if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
       const id = this.open.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
-      if (id && s) {
-        this.responseLane.set(id, this.open.lane(s) ?? '')
-        // A long-lived socket's older responses are steered no more: the map stays small.
-        if (this.responseLane.size > MAX_RESPONSES_KEPT) this.responseLane.delete(this.responseLane.keys().next().value!)
-      }
+      if (id && s) this.settings.began(id, this.open.lane(s) ?? '')
     } else if (type === 'response.steer.failed' || type === 'response.steer.pending') {
       // The steered input was refused, or waits for a `response.create` of the client's (gated
       // itself): no successor will take its steer.
@@ -241,15 +224,8 @@ export class ResponsesSocketCalls {
   private successor(lane: string): CallState | undefined {
     let s = this.steers.take(lane)
     if (!s) {
-      const asked = this.asked.get(lane)
-      if (!asked) return undefined
-      const { info, ctx } = describeCall(this.route, 'POST', this.headers, asked, 0, Date.now(), this.who)
-      if (!ctx.project) ctx.project = this.project
-      s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
-      s.streamed = true
-      s.status = 200
-      s.upstreamStatus = 200
-      s.meter = ctx.provider.meter(ctx.shape, info)
+      s = this.settings.successor(lane)
+      if (!s) return undefined
       this.open.setLane(s, lane)
     }
     this.open.first(s, lane)
