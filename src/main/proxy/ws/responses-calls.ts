@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { IncomingHttpHeaders } from 'node:http'
 import { errorBody } from '../../http/errors'
-import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
@@ -12,6 +11,7 @@ import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf
 import { CallSettings } from './call-settings'
 import { OpenCalls } from './open-calls'
 import { PlanHeaders } from './plan-headers'
+import { type ClosedBy, SocketEnd, abandoned, releaseSteer } from './socket-end'
 import { SocketSteers } from './steers'
 
 /**
@@ -33,9 +33,9 @@ export class ResponsesSocketCalls {
   /** What each lane's responses are asked with, and the call each begins as (./call-settings.ts). */
   private readonly settings: CallSettings
   /** Steers admitted whose successor has not begun (./steers.ts). */
-  private readonly steers = new SocketSteers((s) => this.release(s))
-  /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
-  private closedBy: 'client' | 'upstream' | null = null
+  private readonly steers: SocketSteers
+  /** The socket's end, for the calls still open then (./socket-end.ts). */
+  private readonly end: SocketEnd
   /** What the socket says of the plan's windows, shown to `observe` (./plan-headers.ts). */
   private readonly plan: PlanHeaders
 
@@ -48,6 +48,8 @@ export class ResponsesSocketCalls {
     /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
     upgradeHeaders: IncomingHttpHeaders | null = null,
   ) {
+    this.steers = new SocketSteers((s) => releaseSteer(life, s))
+    this.end = new SocketEnd(this.open, this.steers, life)
     this.settings = new CallSettings(life, route, headers, who)
     this.plan = new PlanHeaders(observe, upgradeHeaders)
   }
@@ -124,13 +126,13 @@ export class ResponsesSocketCalls {
     }
     // The socket closed while the admission waited (on PostgreSQL): closed() found nothing open,
     // so the call is recorded here as closed() would have, at $0, which frees its reservation.
-    if (this.closedBy) {
+    if (this.end.closedBy) {
       // A steer is not sent: nothing to record, as for one still queued at the close.
       if (this.steers.is(s)) {
         this.steers.drop(s)
         return false
       }
-      this.abandoned(s, this.closedBy)
+      abandoned(s, this.end.closedBy)
       this.life.finish(s)
       return false
     }
@@ -232,15 +234,6 @@ export class ResponsesSocketCalls {
     return s
   }
 
-  /** A steer no successor will take: its reservation freed, nothing recorded (no response was generated for it). */
-  private release(s: CallState): void {
-    try {
-      s.admission.settle?.(0)
-    } finally {
-      this.life.leave()
-    }
-  }
-
   /**
    * Whether a response is open: `waiting` for its first frame, or `streaming`. An erred call is
    * not: the agent has its error and its turn is over, so the socket is between turns even while
@@ -253,40 +246,13 @@ export class ResponsesSocketCalls {
     return this.steers.firstLane() !== undefined ? 'waiting' : 'none'
   }
 
-  /**
-   * The upstream went silent past its time limit (./silence.ts): the open calls are recorded as an
-   * HTTP call's are, 504 `upstream_timeout` before any frame ($0: nothing came), `upstream_stalled`
-   * after (what streamed metered, the rest estimated); the relay then closes the socket.
-   */
+  /** The upstream went silent past its time limit: the open calls are recorded as timed out (./socket-end.ts). */
   timedOut(): void {
-    // A steer whose successor never began is recorded as a response.create that got no answer.
-    this.open.push(...this.steers.drain())
-    this.endOpen('upstream', (s) => {
-      s.status = 504
-      s.error = s.responseStarted ? 'upstream_stalled' : 'upstream_timeout'
-    })
+    this.end.timedOut()
   }
 
-  /**
-   * The socket closed: calls still open are recorded as abandoned by the client or cut by the
-   * upstream.
-   */
-  closed(by: 'client' | 'upstream'): void {
-    this.endOpen(by, (s) => this.abandoned(s, by))
-  }
-
-  /** Records every open call, each as `cut` says, but an erred one: its response had ended (failed) already, and it is recorded with its error. */
-  private endOpen(by: 'client' | 'upstream', cut: (s: CallState) => void): void {
-    this.closedBy ??= by
-    for (const s of this.steers.drain()) this.release(s)
-    for (const s of this.open.takeAll()) {
-      if (!this.open.erred.has(s)) cut(s)
-      this.life.finish(s)
-    }
-  }
-
-  private abandoned(s: CallState, by: 'client' | 'upstream'): void {
-    s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
-    s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
+  /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream (./socket-end.ts). */
+  closed(by: ClosedBy): void {
+    this.end.closed(by)
   }
 }
