@@ -1,17 +1,15 @@
-import { performance } from 'node:perf_hooks'
 import type { IncomingHttpHeaders } from 'node:http'
-import { errorBody } from '../../http/errors'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
 import type { CallState } from '../call/state'
 import type { Route } from '../routes'
-import type { Admission } from '../gate'
-import { TERMINAL, errorFrame, errorStatus, frameType, laneOfFrame, responseIdOf, steerFailedFrame } from './frames'
+import { TERMINAL, errorStatus, frameType, laneOfFrame, responseIdOf } from './frames'
 import { CallSettings } from './call-settings'
+import { ClientFrames } from './client-frames'
 import { OpenCalls } from './open-calls'
 import { PlanHeaders } from './plan-headers'
-import { type ClosedBy, SocketEnd, abandoned, releaseSteer } from './socket-end'
+import { type ClosedBy, SocketEnd, releaseSteer } from './socket-end'
 import { SocketSteers } from './steers'
 
 /**
@@ -26,6 +24,11 @@ import { SocketSteers } from './steers'
  * running response) makes the server finish that response and start a successor with the same
  * settings by itself. The steer is gated as a call of those settings, and the successor recorded
  * as that call; one no steer here asked for is recorded as the lane's last `response.create`.
+ *
+ * Here: the upstream's frames, each metered for the call it belongs to and that call recorded at
+ * its end. The client's frames and their admission are ./client-frames.ts; the open calls and
+ * their lanes ./open-calls.ts; what calls are asked with ./call-settings.ts; the socket's end for
+ * its calls ./socket-end.ts.
  */
 export class ResponsesSocketCalls {
   /** The open calls, in their lanes (./open-calls.ts). */
@@ -38,6 +41,8 @@ export class ResponsesSocketCalls {
   private readonly end: SocketEnd
   /** What the socket says of the plan's windows, shown to `observe` (./plan-headers.ts). */
   private readonly plan: PlanHeaders
+  /** The client's frames, each response it asks for begun as a call and gated (./client-frames.ts). */
+  private readonly client: ClientFrames
 
   constructor(
     private readonly life: CallLifecycle,
@@ -52,100 +57,16 @@ export class ResponsesSocketCalls {
     this.end = new SocketEnd(this.open, this.steers, life)
     this.settings = new CallSettings(life, route, headers, who)
     this.plan = new PlanHeaders(observe, upgradeHeaders)
+    this.client = new ClientFrames(life, this.open, this.settings, this.steers, this.plan, this.end)
   }
 
   /**
-   * A text frame from the client. Returns null to forward it, the error frame to answer instead
-   * (a budget refusal: the frame is not sent upstream), or false to drop it (the socket closed
-   * while its admission waited). A binary frame (`binary`) that is not JSON after all is passed on.
+   * A text frame from the client (./client-frames.ts). Returns null to forward it, the error frame
+   * to answer instead (a budget refusal: the frame is not sent upstream), or false to drop it (the
+   * socket closed while its admission waited).
    */
   fromClient(data: Buffer, binary = false): string | null | false | Promise<string | null | false> {
-    // Parsed whole: the client's frames are few, and its top-level `type` may come after other
-    // keys whose values hold a "type" of their own (an input item's). A frame is at most the
-    // socket's maxPayload (the request body limit), so this costs what parsing an HTTP body does.
-    let frame: any
-    try {
-      frame = JSON.parse(data.toString('utf8'))
-    } catch {
-      if (binary) return null
-      // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
-      return errorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), {})
-    }
-    if (frame === null || typeof frame !== 'object') return null
-    const steer = frame.type === 'response.steer'
-    if (frame.type !== 'response.create' && !steer) return null
-    let lane = typeof frame.stream_id === 'string' ? frame.stream_id : ''
-    if (lane) this.open.lanes = true
-    let body: Record<string, unknown> = frame
-    if (steer) {
-      if (!lane && typeof frame.previous_response_id === 'string') lane = this.settings.laneOfResponse(frame.previous_response_id) ?? ''
-      // Its input goes to a successor the server starts with the settings of the response it
-      // continues: gated (and, once the successor begins, recorded) as a call of those settings.
-      body = this.settings.steered(lane, frame)
-    } else this.settings.created(lane, frame)
-    const started = performance.now()
-    const ts = Date.now()
-    const s = this.settings.begin(body, data.length, ts, started)
-    this.open.setLane(s, lane)
-    if (steer) this.steers.mark(s, { previous_response_id: frame.previous_response_id, input: frame.input })
-    let a: Admission | Promise<Admission>
-    try {
-      a = this.life.admit(s)
-    } catch {
-      return this.failed(s)
-    }
-    // A promise only on shared budget state: the relay holds the client's next frames meanwhile.
-    if (a instanceof Promise) return a.then((x) => this.admitted(s, x), () => this.failed(s))
-    return this.admitted(s, a)
-  }
-
-  private failed(s: CallState): string {
-    return this.refused(s, {
-      status: 500,
-      body: errorBody('internal', 'Burnrate could not check the budget for this call; it was not sent upstream.'),
-      reason: 'gate_failed',
-    })
-  }
-
-  private refused(s: CallState, refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string }): string {
-    s.status = refusal.status
-    s.error = refusal.reason
-    this.life.finish(s)
-    const steer = this.steers.unmark(s)
-    if (steer) {
-      // Not an `error` in the lane of the response it steers: that response goes on.
-      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.open.lane(s))
-    }
-    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s))
-  }
-
-  private admitted(s: CallState, a: Admission): string | null | false {
-    if (a.refuse) {
-      s.admission = { settle: a.settle }
-      return this.refused(s, { ...a.refuse })
-    }
-    // The socket closed while the admission waited (on PostgreSQL): closed() found nothing open,
-    // so the call is recorded here as closed() would have, at $0, which frees its reservation.
-    if (this.end.closedBy) {
-      // A steer is not sent: nothing to record, as for one still queued at the close.
-      if (this.steers.is(s)) {
-        this.steers.drop(s)
-        return false
-      }
-      abandoned(s, this.end.closedBy)
-      this.life.finish(s)
-      return false
-    }
-    const { ctx, info } = s
-    s.status = 200
-    s.upstreamStatus = 200
-    s.meter = ctx.provider.meter(ctx.shape, info)
-    if (this.steers.is(s)) this.steers.queue(s, this.open.lane(s) ?? '')
-    else this.open.push(s)
-    // The frame goes upstream when this returns; what the gate left for after that runs then.
-    a.afterSend?.()
-    this.plan.admitted(s)
-    return null
+    return this.client.fromClient(data, binary)
   }
 
   /** A JSON frame from the upstream, on its way to the client. */
