@@ -1,10 +1,8 @@
 import type { IncomingMessage } from 'node:http'
-import { STATUS_CODES } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type { Agent } from 'node:http'
 import type WebSocket from 'ws'
 import type { WebSocketServer } from 'ws'
-import { errorBody } from '../../http/errors'
 import type { ProxyRule } from '../../http/network'
 import { describeNetworkError } from '../call/network-errors'
 import type { Attributors } from '../call/context'
@@ -13,6 +11,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
+import { answer, answerError, passedOn } from './upgrade-answer'
 import { SilenceWatch } from './silence'
 import { loadOnce } from '../../server/load-once'
 
@@ -39,32 +38,6 @@ const HIGH_WATER = 4 * 1024 * 1024
 /** Close codes that may be sent in a close frame (1005, 1006 and 1015 only describe what happened). */
 function sendableCode(code: number): number | undefined {
   return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : undefined
-}
-
-/** An HTTP answer written on the raw socket of an upgrade request that is not upgraded. */
-function answer(socket: Duplex, status: number, headers: Record<string, string | string[] | number | undefined>, body: Buffer): void {
-  if (socket.destroyed) return
-  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n`
-  for (const [k, v] of Object.entries({ ...headers, 'content-length': body.length, connection: 'close' })) {
-    if (v === undefined) continue
-    for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${String(one).replace(/[\r\n]/g, ' ')}\r\n`
-  }
-  socket.end(Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]))
-}
-
-function answerError(socket: Duplex, status: number, type: Parameters<typeof errorBody>[0], message: string): void {
-  answer(socket, status, { 'content-type': 'application/json; charset=utf-8' }, Buffer.from(JSON.stringify(errorBody(type, message))))
-}
-
-/** Headers of the upstream's 101 worth passing on (Codex reads `x-codex-turn-state`, `openai-model`...). */
-function passedOn(headers: IncomingMessage['headers']): string[] {
-  const out: string[] = []
-  const h = clientResponseHeaders(headers)
-  for (const [k, v] of Object.entries(h)) {
-    if (k.startsWith('sec-websocket-') || k === 'content-length' || v === undefined) continue
-    for (const one of Array.isArray(v) ? v : [v]) out.push(`${k}: ${String(one).replace(/[\r\n]/g, ' ')}`)
-  }
-  return out
 }
 
 /**
