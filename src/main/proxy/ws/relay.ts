@@ -1,17 +1,15 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import type { Agent } from 'node:http'
 import type WebSocket from 'ws'
-import type { WebSocketServer } from 'ws'
 import type { ProxyRule } from '../../http/network'
-import { describeNetworkError } from '../call/network-errors'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
 import type { CallLifecycle } from '../call/lifecycle'
-import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
-import { type Route, upstreamPath } from '../routes'
+import type { Route } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
-import { answer, answerError, passedOn } from './upgrade-answer'
+import { answerError } from './upgrade-answer'
+import { connectUpstream } from './upstream-connect'
+import { loadWsLib, newHandshakes } from './ws-library'
 import { SilenceWatch } from './silence'
 import { loadOnce } from '../../server/load-once'
 
@@ -48,47 +46,13 @@ function sendableCode(code: number): number | undefined {
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts).
  */
-/** The two classes of the ws library this relay uses, and the tunnel through a proxy (http/tunnel.ts) when one is set. */
-interface WsLib {
-  WebSocket: typeof WebSocket
-  WebSocketServer: typeof WebSocketServer
-  /** The agent that tunnels through `proxy`, CONNECT or SOCKS5 (for ws:// and wss:// alike). */
-  tunnel: ((proxy: string) => Agent) | null
-}
-
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
-  let wss: WebSocketServer | null = null
-  const extraHeaders = new WeakMap<IncomingMessage, string[]>()
-  const upgradeAnswers = new WeakMap<IncomingMessage, IncomingMessage['headers']>()
-  // The subprotocol the upstream chose for an upgrade (none: unset), which the client is answered.
-  const chosenProtocols = new WeakMap<IncomingMessage, string>()
+  const hs = newHandshakes()
   const sockets = new Set<WebSocket>()
-  // Upgrade requests whose proxy refused the tunnel, with the proxy's status (not the upstream's answer).
-  const refusedByProxy = new WeakMap<object, number>()
 
-  // The ws library is loaded with the first upgrade (most servers never see one), and tried again
-  // by the next upgrade if it failed. The prices too: the calls an upgrade carries are priced
-  // (../../pricing/library.ts).
-  const loadWs = loadOnce(() =>
-    Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
-      const ws: WsLib = { WebSocket: m.default, WebSocketServer: m.WebSocketServer, tunnel: tunnelLib && tunnels(tunnelLib.tunnelAgent) }
-      wss = new ws.WebSocketServer({
-        noServer: true,
-        perMessageDeflate: true,
-        maxPayload: opts.maxFrameBytes,
-        // Both ends speak the subprotocol the upstream chose (one the client offered), or none if it chose none.
-        handleProtocols: (offered, r) => {
-          const chosen = chosenProtocols.get(r)
-          return chosen !== undefined && offered.has(chosen) ? chosen : false
-        },
-      })
-      wss.on('headers', (headers, r) => {
-        const extra = extraHeaders.get(r)
-        if (extra) headers.push(...extra)
-      })
-      return ws
-    }),
-  )
+  // The ws library is loaded with the first upgrade (./ws-library.ts), and tried again by the next
+  // upgrade if it failed.
+  const loadWs = loadOnce(() => loadWsLib(opts, hs))
 
   function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
     const upstream = route.upstream
@@ -104,120 +68,16 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     }
     loadWs().then(
       (ws) => {
-        if (!socket.destroyed) passThrough(ws, req, socket, head, route)
+        if (!socket.destroyed) connectUpstream(ws, hs, opts, req, socket, head, route, relay)
       },
       () => answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.'),
     )
   }
 
-  /** One tunnelling agent per proxy; it marks the upgrades whose CONNECT the proxy refused. */
-  function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent): (proxy: string) => Agent {
-    const agents = new Map<string, Agent>()
-    return (proxy) => {
-      let agent = agents.get(proxy)
-      if (!agent) {
-        const a = tunnelAgent(proxy, { ca: opts.ca })
-        a.on('proxyConnect', (connect: { statusCode: number }, r: object) => {
-          if (connect.statusCode !== 200) refusedByProxy.set(r, connect.statusCode)
-        })
-        agents.set(proxy, (agent = a))
-      }
-      return agent
-    }
-  }
-
-  function passThrough({ WebSocket, tunnel }: WsLib, req: IncomingMessage, socket: Duplex, head: Buffer, route: Route): void {
-    const upstream = route.upstream
-    const provider = upstream.provider
-    const target = upstream.origin.replace(/^http/i, 'ws') + upstreamPath(route)
-    const proxy = tunnel && opts.proxy?.(upstream.origin)
-    const headers = upstreamRequestHeaders(req.headers, upstream.host)
-    for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
-    // The client's offer goes as it came, not as the ws library's `protocols`: that would fail an
-    // upstream that accepts without choosing one (RFC 6455 allows it). Its choice is read at 'upgrade'.
-    const offer = req.headers['sec-websocket-protocol']
-    if (offer) headers['sec-websocket-protocol'] = offer
-    const up = new WebSocket(target, [], {
-      headers: headers as Record<string, string>,
-      perMessageDeflate: true,
-      maxPayload: opts.maxFrameBytes,
-      handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
-      ...(opts.ca ? { ca: opts.ca } : {}),
-      ...(proxy ? { agent: tunnel(proxy) } : {}),
-    })
-    let settled = false
-    // Until the client's side is relayed, the upstream socket is this upgrade's alone: the client
-    // gone (or its handshake refused by the ws library once the upstream accepted, a bad key or
-    // version answered 400), it is closed, or it would stay open for good.
-    let relayed = false
-    socket.once('close', () => {
-      if (!relayed) up.terminate()
-    })
-    up.on('unexpected-response', (r, res) => {
-      settled = true
-      const proxyStatus = refusedByProxy.get(r)
-      if (proxyStatus !== undefined) {
-        res.resume()
-        up.terminate()
-        unreachable(new Error(`Proxy response (${proxyStatus})`))
-        return
-      }
-      // The upstream refused the upgrade: its answer goes to the client as it came.
-      const parts: Buffer[] = []
-      res.on('data', (c: Buffer) => parts.push(c))
-      res.on('end', () => {
-        answer(socket, res.statusCode ?? 502, clientResponseHeaders(res.headers) as Record<string, string>, Buffer.concat(parts))
-        up.terminate()
-      })
-      res.on('error', () => answerError(socket, 502, 'upstream_unreachable', `${provider.name} (${upstream.host}) cut its answer to the WebSocket upgrade.`))
-    })
-    up.on('error', (err) => {
-      if (settled) return
-      settled = true
-      if (/timed out/i.test(err.message)) {
-        const message = `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`
-        answerError(socket, 504, 'upstream_timeout', message)
-        opts.warn?.(message)
-      } else {
-        unreachable(err)
-      }
-    })
-    // In the same words as an HTTP call's (an untrusted certificate, a proxy that wants credentials...).
-    const unreachable = (err: Error) => {
-      const known = describeNetworkError(err, upstream.host, provider.name)
-      const why = known?.words ?? (err as NodeJS.ErrnoException).code ?? err.message
-      const message = `Could not reach ${provider.name} at ${upstream.host}: ${why}.`
-      answerError(socket, 502, 'upstream_unreachable', message)
-      // No call was made, so no ledger row: the log is where a failing upgrade (Codex reconnecting) shows.
-      opts.warn?.(`${message} (WebSocket)`)
-    }
-    up.on('upgrade', (res) => {
-      extraHeaders.set(req, passedOn(res.headers))
-      upgradeAnswers.set(req, res.headers)
-      const chosen = res.headers['sec-websocket-protocol']
-      if (chosen !== undefined) {
-        chosenProtocols.set(req, chosen)
-        // Taken out before the ws library checks it against the `protocols` it was given (none).
-        delete res.headers['sec-websocket-protocol']
-      }
-    })
-    up.on('open', () => {
-      if (settled || socket.destroyed) {
-        up.terminate()
-        return
-      }
-      settled = true
-      wss!.handleUpgrade(req, socket, head, (client) => {
-        relayed = true
-        relay(client, up, req, route)
-      })
-    })
-  }
-
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
     const metered = /(^|\/)responses$/.test(route.path)
-    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, upgradeAnswers.get(req) ?? null) : null
+    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null) : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
     // client's socket closed with 1014 (bad gateway), so the agent retries rather than waits.
     const silence = calls
