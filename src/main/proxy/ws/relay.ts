@@ -8,6 +8,8 @@ import type { CallLifecycle } from '../call/lifecycle'
 import type { Route } from '../routes'
 import { ResponsesSocketCalls } from './responses-calls'
 import { answerError } from './upgrade-answer'
+import { relayCloses } from './relay-close'
+import { relayFrames } from './relay-frames'
 import { connectUpstream } from './upstream-connect'
 import { loadWsLib, newHandshakes } from './ws-library'
 import { SilenceWatch } from './silence'
@@ -30,14 +32,6 @@ export interface WebSocketRelayOptions {
   warn?: (line: string) => void
 }
 
-/** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
-const HIGH_WATER = 4 * 1024 * 1024
-
-/** Close codes that may be sent in a close frame (1005, 1006 and 1015 only describe what happened). */
-function sendableCode(code: number): number | undefined {
-  return (code >= 1000 && code <= 1003) || (code >= 1007 && code <= 1014) || (code >= 3000 && code <= 4999) ? code : undefined
-}
-
 /**
  * WebSocket upgrades of proxied paths (Codex's `GET /v1/responses`), passed through: the
  * upstream is asked first (ws://, or wss:// for an https upstream) with the client's headers,
@@ -45,6 +39,10 @@ function sendableCode(code: number): number | undefined {
  * headers; an upstream that refuses has its answer relayed as it came. Frames then pass both
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts).
+ *
+ * Here: an upgrade refused or passed on, the two sockets of one joined, and shutdown. The upstream
+ * asked first and the client's handshake are ./upstream-connect.ts (the ws library ./ws-library.ts);
+ * the frames both ways ./relay-frames.ts; how either side's end reaches the other ./relay-close.ts.
  */
 export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   const hs = newHandshakes()
@@ -89,113 +87,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         })
       : null
 
-    const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
-      if (to.readyState !== to.OPEN) return
-      to.send(data, { binary: isBinary }, () => {
-        if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused) from.resume()
-      })
-      if (to.bufferedAmount > HIGH_WATER) from.pause()
-    }
-    const toUpstream = pipe(client, up)
-    const toClient = pipe(up, client)
-    // While a call's admission waits on the database (shared budget state), the client's next
-    // frames wait behind it, so they reach the upstream in the order they were sent.
-    let held: { data: Buffer; isBinary: boolean }[] | null = null
-    const fromClient = (data: Buffer, isBinary: boolean): void => {
-      if (held) {
-        held.push({ data, isBinary })
-        return
-      }
-      // A binary frame holding a JSON object is read as a text one (a provider may take it as
-      // one): a response.create gated, whatever it sends.
-      const refused = calls && (!isBinary || jsonObject(data)) ? calls.fromClient(data, isBinary) : null
-      if (refused instanceof Promise) {
-        held = []
-        void refused.then((r) => {
-          deliver(data, isBinary, r)
-          const next = held ?? []
-          held = null
-          for (const f of next) fromClient(f.data, f.isBinary)
-        })
-        return
-      }
-      deliver(data, isBinary, refused)
-    }
-    const deliver = (data: Buffer, isBinary: boolean, refused: string | null | false) => {
-      if (refused === false) return
-      if (refused !== null) {
-        if (client.readyState === client.OPEN) client.send(refused)
-        return
-      }
-      toUpstream(data, isBinary)
-      silence?.check()
-    }
-    client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
-    up.on('message', (raw, isBinary) => {
-      const data = raw as Buffer
-      // A binary frame is metered as a text one when it holds a JSON object.
-      if (calls && (!isBinary || jsonObject(data))) calls.fromUpstream(data)
-      toClient(data, isBinary)
-      silence?.check()
-    })
-    client.on('close', (code, reason) => {
-      silence?.stop()
-      sockets.delete(client)
-      calls?.closed('client')
-      if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
-      else up.terminate()
-    })
-    /**
-     * The provider's side ended: its calls are recorded as the upstream's; the agent, still open,
-     * is closed 1014 (bad gateway) unless `code` says how (a clean close passed on). False when
-     * the agent's side was no longer open.
-     */
-    const upstreamEnded = (code = 1006, reason?: Buffer): boolean => {
-      silence?.stop()
-      calls?.closed('upstream')
-      if (client.readyState !== client.OPEN) return false
-      // The provider's connection dropped without a close frame (1006) or failed its TLS (1015):
-      // 1014, so the agent can tell it from a clean close (1005, no status).
-      if (code === 1006 || code === 1015) client.close(1014, 'the provider connection was lost')
-      else client.close(sendableCode(code), reason)
-      return true
-    }
-    up.on('close', (code, reason) => void upstreamEnded(code, reason))
-    // The client's pings are answered here (by the ws library), so a provider connection gone dead
-    // would still look alive to the agent: each is also sent on as a ping of the upstream, and one
-    // unanswered (no pong, no frame) for upstream.connect_timeout_ms closes the client as for a lost
-    // provider. Not while the relay holds the upstream back: an unread pong is not a missing one.
-    let pingTimer: NodeJS.Timeout | null = null
-    const alive = () => {
-      if (pingTimer) clearTimeout(pingTimer)
-      pingTimer = null
-    }
-    client.on('ping', () => {
-      if (pingTimer || up.readyState !== up.OPEN) return
-      up.ping()
-      pingTimer = setTimeout(() => {
-        pingTimer = null
-        if (up.isPaused || up.readyState !== up.OPEN) return
-        opts.warn?.(`${route.upstream.provider.name} (${route.upstream.host}) did not answer a ping on a WebSocket within upstream.connect_timeout_ms; the socket was closed`)
-        upstreamEnded()
-        up.terminate()
-      }, opts.timeouts.connect_timeout_ms)
-      pingTimer.unref()
-    })
-    up.on('pong', alive)
-    up.on('message', alive)
-    up.on('close', alive)
-
-    // A frame the ws library refuses (not UTF-8, bad bits, too long) is the sending side's fault:
-    // its calls are recorded as that side's before the other side's close could claim them, and
-    // the client learns of a broken provider as of a lost one (1014), not by a close without status.
-    client.on('error', () => {
-      calls?.closed('client')
-      up.terminate()
-    })
-    up.on('error', () => {
-      if (!upstreamEnded()) client.terminate()
-    })
+    relayFrames(client, up, calls, silence)
+    relayCloses(client, up, calls, silence, route, opts, sockets)
   }
 
   return {
@@ -206,13 +99,4 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       sockets.clear()
     },
   }
-}
-
-/** Whether a frame's bytes begin as a JSON object does (`{` after any JSON whitespace). */
-function jsonObject(data: Buffer): boolean {
-  for (const b of data) {
-    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue
-    return b === 0x7b
-  }
-  return false
 }

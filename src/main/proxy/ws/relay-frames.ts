@@ -1,0 +1,75 @@
+import type WebSocket from 'ws'
+import type { ResponsesSocketCalls } from './responses-calls'
+import type { SilenceWatch } from './silence'
+
+/**
+ * The frames of a relayed WebSocket, passed both ways unchanged (text stays text, binary stays
+ * binary), each side paused while the other has too much waiting to be sent. On a Responses
+ * socket (`calls`) each JSON frame is shown to its calls on the way: a client's may be answered
+ * here instead (a budget refusal) or held while its admission waits, and the upstream's silence
+ * is timed (`silence`).
+ */
+
+/** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
+const HIGH_WATER = 4 * 1024 * 1024
+
+export function relayFrames(client: WebSocket, up: WebSocket, calls: ResponsesSocketCalls | null, silence: SilenceWatch | null): void {
+  const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
+    if (to.readyState !== to.OPEN) return
+    to.send(data, { binary: isBinary }, () => {
+      if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused) from.resume()
+    })
+    if (to.bufferedAmount > HIGH_WATER) from.pause()
+  }
+  const toUpstream = pipe(client, up)
+  const toClient = pipe(up, client)
+  // While a call's admission waits on the database (shared budget state), the client's next
+  // frames wait behind it, so they reach the upstream in the order they were sent.
+  let held: { data: Buffer; isBinary: boolean }[] | null = null
+  const fromClient = (data: Buffer, isBinary: boolean): void => {
+    if (held) {
+      held.push({ data, isBinary })
+      return
+    }
+    // A binary frame holding a JSON object is read as a text one (a provider may take it as
+    // one): a response.create gated, whatever it sends.
+    const refused = calls && (!isBinary || jsonObject(data)) ? calls.fromClient(data, isBinary) : null
+    if (refused instanceof Promise) {
+      held = []
+      void refused.then((r) => {
+        deliver(data, isBinary, r)
+        const next = held ?? []
+        held = null
+        for (const f of next) fromClient(f.data, f.isBinary)
+      })
+      return
+    }
+    deliver(data, isBinary, refused)
+  }
+  const deliver = (data: Buffer, isBinary: boolean, refused: string | null | false) => {
+    if (refused === false) return
+    if (refused !== null) {
+      if (client.readyState === client.OPEN) client.send(refused)
+      return
+    }
+    toUpstream(data, isBinary)
+    silence?.check()
+  }
+  client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
+  up.on('message', (raw, isBinary) => {
+    const data = raw as Buffer
+    // A binary frame is metered as a text one when it holds a JSON object.
+    if (calls && (!isBinary || jsonObject(data))) calls.fromUpstream(data)
+    toClient(data, isBinary)
+    silence?.check()
+  })
+}
+
+/** Whether a frame's bytes begin as a JSON object does (`{` after any JSON whitespace). */
+function jsonObject(data: Buffer): boolean {
+  for (const b of data) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue
+    return b === 0x7b
+  }
+  return false
+}
