@@ -1,6 +1,6 @@
 import type WebSocket from 'ws'
 import type { Route } from '../routes'
-import type { WebSocketRelayOptions } from './relay'
+import type { WebSocketRelayOptions } from './relay-options'
 import type { ResponsesSocketCalls } from './responses-calls'
 import type { SilenceWatch } from './silence'
 

@@ -4,7 +4,7 @@ import type WebSocket from 'ws'
 import { describeNetworkError } from '../call/network-errors'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
-import type { WebSocketRelayOptions } from './relay'
+import type { WebSocketRelayOptions } from './relay-options'
 import { answer, answerError, passedOn } from './upgrade-answer'
 import type { Handshakes, WsLib } from './ws-library'
 

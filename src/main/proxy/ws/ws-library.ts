@@ -1,7 +1,7 @@
 import type { Agent, IncomingMessage } from 'node:http'
 import type WebSocket from 'ws'
 import type { WebSocketServer } from 'ws'
-import type { WebSocketRelayOptions } from './relay'
+import type { WebSocketRelayOptions } from './relay-options'
 
 /**
  * The ws library, loaded with the first upgrade (most servers never see one), and its server side
