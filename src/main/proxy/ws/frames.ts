@@ -12,7 +12,7 @@ export const TERMINAL = new Set(['response.completed', 'response.incomplete', 'r
 
 /**
  * The `type` of an upstream JSON frame, read without parsing it (`{"type":"response.output_text.delta",...}`):
- * the upstream puts it first, and its frames are many. Never for the client's frames (see fromClient).
+ * the upstream puts it first, and its frames are many. Never for the client's frames (see ./client-frames.ts).
  */
 export function frameType(text: string): string {
   const m = /"type"\s*:\s*"([^"\\]{1,100})"/.exec(text.length > 300 ? text.slice(0, 300) : text)
