@@ -25,7 +25,9 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
     const rest = name.slice(PREFIX.length)
     const m = FIELD.exec(rest)
     if (!m) {
-      details[rest] = value
+      // The account-wide reset (epoch seconds) reads as every other reset in details does: ISO.
+      const at = rest === 'reset' ? resetTime(value) : null
+      details[rest] = at !== null ? new Date(at).toISOString() : value
       continue
     }
     const [, claim, field] = m

@@ -26,6 +26,8 @@ describe('vendor meters from response headers', () => {
       'anthropic-ratelimit-unified-overage-status': 'rejected',
       'anthropic-ratelimit-unified-overage-disabled-reason': 'org_level_disabled',
       'anthropic-ratelimit-unified-brand-new-field': 'x',
+      'anthropic-ratelimit-unified-reset': sec(T0 + 3600_000),
+      'anthropic-ratelimit-unified-overage-reset': sec(T0 + 2 * 3600_000),
     })!
     expect(r.kind).toBe('plan')
     expect(r.windows.map((w) => [w.name, w.utilization, w.status])).toEqual([
@@ -40,6 +42,9 @@ describe('vendor meters from response headers', () => {
       'overage-status': 'rejected',
       'overage-disabled-reason': 'org_level_disabled',
       'brand-new-field': 'x',
+      // Every reset in details reads the same way: the account-wide one as the overage's.
+      reset: new Date(T0 + 3600_000).toISOString(),
+      'overage-reset': new Date(T0 + 2 * 3600_000).toISOString(),
     })
   })
 
