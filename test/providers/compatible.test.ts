@@ -29,6 +29,8 @@ const COMPATIBLE = [
   { name: 'fireworks', base: 'https://api.fireworks.ai/inference/v1', path: '/inference/v1/chat/completions', pricing: 'fireworks', model: 'accounts/fireworks/models/llama-v3p1-8b-instruct' },
   { name: 'cerebras', base: 'https://api.cerebras.ai/v1', path: '/v1/chat/completions', pricing: 'cerebras', model: 'llama3.1-8b' },
   { name: 'perplexity', base: 'https://api.perplexity.ai', path: '/chat/completions', pricing: 'perplexity', model: 'sonar-pro' },
+  { name: 'moonshot', base: 'https://api.moonshot.ai/v1', path: '/v1/chat/completions', pricing: 'moonshotai', model: 'kimi-k2-0905-preview' },
+  { name: 'zai', base: 'https://api.z.ai/api/paas/v4', path: '/api/paas/v4/chat/completions', pricing: 'zai', model: 'glm-5.3' },
 ]
 
 function completion(model: string, usage: Record<string, unknown>) {
@@ -73,6 +75,17 @@ describe('OpenAI-compatible providers', () => {
     const row = await recorded(s.t, () => request(`${s.t.url}/groq/v1/models?limit=5`, { headers: { authorization: 'Bearer gsk-test-000000000001' } }))
     expect(s.upstream.requests[0].url).toBe('/openai/v1/models?limit=5')
     expect(row).toMatchObject({ provider: 'groq', endpoint: 'other', cost_usd: 0, estimated: 0 })
+  })
+
+  it('Moonshot: a cache hit reported as a top-level cached_tokens (beside prompt_tokens, which includes it) is priced at the cache-read rate', async () => {
+    const model = 'kimi-k2-0905-preview'
+    answer(s.upstream, completion(model, { prompt_tokens: 2989, completion_tokens: 40, total_tokens: 3029, cached_tokens: 2989 }))
+    const row = await recorded(s.t, () =>
+      postJson(`${s.t.url}/moonshot/v1/chat/completions`, { model, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-moonshot-test-00000001' }),
+    )
+    expect(row).toMatchObject({ provider: 'moonshot', input_tokens: 2989, cache_read_tokens: 2989, output_tokens: 40, priced: 1 })
+    const expected = calcPrice({ input_tokens: 2989, cache_read_tokens: 2989, output_tokens: 40 }, model, { providerId: 'moonshotai', timestamp: new Date(row.ts) })
+    expect(row.cost_usd).toBe(expected!.total_price)
   })
 
   it('Groq streams: usage from the last chunk x_groq', async () => {

@@ -45,6 +45,8 @@ export async function startTestServer(
   if (upstream) {
     const providers: Record<string, any> = {}
     for (const name of PROVIDER_NAMES) providers[name] = { base_url: baseUrlFor(name, upstream) }
+    // A provider's Anthropic-compatible API too: no test call ever leaves for the vendor.
+    for (const p of PROVIDERS) if (p.anthropicApi) providers[p.name].anthropic_base_url = upstream + new URL(p.anthropicApi.defaultBaseUrl!).pathname.replace(/\/$/, '')
     for (const [k, v] of Object.entries(config.providers ?? {})) providers[k] = { ...providers[k], ...(v as object) }
     cfg.providers = providers
   }

@@ -7,7 +7,7 @@ import { patternProblem } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
 import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
-import { PROVIDER_NAMES } from '../providers/registry'
+import { PROVIDERS, PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, defaultDataDir } from './paths'
 import { type Config, configSchema } from './schema'
 
@@ -99,6 +99,13 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   }
   for (const [name, p] of Object.entries(cfg.providers)) {
     if (p.base_url) checkBaseUrl(p.base_url, `config ${file}: providers.${name}.base_url`)
+    if (p.anthropic_base_url) {
+      // Set where the provider has no such API it would route nothing: a setting that silently does nothing.
+      if (!PROVIDERS.find((x) => x.name === name)?.anthropicApi) {
+        throw new ConfigError(`config ${file}: providers.${name}.anthropic_base_url: ${name} has no Anthropic-compatible API; only ${PROVIDERS.filter((x) => x.anthropicApi).map((x) => x.name).join(', ')} do`)
+      }
+      checkBaseUrl(p.anthropic_base_url, `config ${file}: providers.${name}.anthropic_base_url`)
+    }
   }
   for (const [i, h] of cfg.server.allowed_hosts.entries()) {
     if (!splitHostPort(h.trim())) {

@@ -58,6 +58,8 @@ export function weekStartDay(name: (typeof WEEKDAYS)[number]): number {
 const providerSchema = z
   .object({
     base_url: z.url({ protocol: /^https?$/ }).optional(),
+    /** DeepSeek, Moonshot, Z.ai: the base URL of their Anthropic-compatible API (`…/<name>/anthropic`). */
+    anthropic_base_url: z.url({ protocol: /^https?$/ }).optional(),
     enabled: z.boolean().optional(),
     /** Azure: deployment name -> model name, for pricing. */
     deployments: z.record(z.string(), z.string()).optional(),

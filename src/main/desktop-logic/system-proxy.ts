@@ -41,7 +41,10 @@ export interface SystemNetwork {
 
 /** Every address the core may call out to: the upstreams, price updates, webhooks, the team server, the OTLP collector. */
 export function outboundOrigins(config: Config): string[] {
-  const urls: string[] = [...buildUpstreams(PROVIDERS, config.providers).values()].filter((u) => u.enabled && u.origin).map((u) => u.origin)
+  const urls: string[] = [...buildUpstreams(PROVIDERS, config.providers).values()]
+    .flatMap((u) => (u.anthropicApi ? [u, u.anthropicApi] : [u]))
+    .filter((u) => u.enabled && u.origin)
+    .map((u) => u.origin)
   urls.push(config.pricing.update_url ?? PRICE_DATA_URL)
   for (const w of config.alerts.webhooks) urls.push(w.url)
   if (config.team.url) urls.push(config.team.url)

@@ -9,12 +9,14 @@ import { fireworks } from './fireworks'
 import { gemini } from './gemini'
 import { groq } from './groq'
 import { mistral } from './mistral'
+import { moonshot } from './moonshot'
 import { openai } from './openai'
 import { openrouter } from './openrouter'
 import { perplexity } from './perplexity'
 import { together } from './together'
 import { vertex } from './vertex'
 import { xai } from './xai'
+import { zai } from './zai'
 import type { Provider } from './types'
 
 /** Every provider Burnrate knows. Adding one is one file and one line here. */
@@ -34,6 +36,8 @@ export const PROVIDERS: readonly Provider[] = [
   fireworks,
   cerebras,
   perplexity,
+  moonshot,
+  zai,
   chatgpt,
   codeAssist,
 ]

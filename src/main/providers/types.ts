@@ -199,6 +199,13 @@ export interface Provider {
    * or null when it names none.
    */
   relink?(text: string, base: string): string | null
+  /**
+   * The provider's Anthropic-compatible Messages API, where it serves one at a base URL of its own
+   * (./anthropic-compatible.ts: DeepSeek's, Moonshot's, Z.ai's): a second route into the same
+   * provider (same name, prices and `enabled`), mounted at its own path, its base URL moved with
+   * `providers.<name>.anthropic_base_url`.
+   */
+  anthropicApi?: Provider
   /** The provider as configured (`providers.<name>` in the config), when settings change it (Azure deployments, Bedrock profiles). */
   configure?(settings: ProviderSettings): Provider
 }
@@ -206,6 +213,8 @@ export interface Provider {
 /** A provider's section of the config (`providers.<name>`). */
 export interface ProviderSettings {
   base_url?: string
+  /** The base URL of the provider's Anthropic-compatible API (`Provider.anthropicApi`), where it has one. */
+  anthropic_base_url?: string
   enabled?: boolean
   /** Azure: deployment name -> model name, for pricing. */
   deployments?: Record<string, string>

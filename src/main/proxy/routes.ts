@@ -20,6 +20,8 @@ export interface Upstream {
   basePath: string
   /** No base URL configured and the provider takes each request's from its path (`Provider.place`). */
   regional: boolean
+  /** The provider's Anthropic-compatible API (`Provider.anthropicApi`), with its own base URL; enabled with the provider. */
+  anthropicApi?: Upstream
 }
 
 export interface Route {
@@ -39,7 +41,9 @@ export function buildUpstreams(
     const s = settings[known.name] ?? {}
     const p = known.configure ? known.configure(s) : known
     const regional = !s.base_url && p.place !== undefined
-    out.set(p.name, upstreamOf(p, s.enabled ?? true, s.base_url ?? p.defaultBaseUrl, regional))
+    const u = upstreamOf(p, s.enabled ?? true, s.base_url ?? p.defaultBaseUrl, regional)
+    if (p.anthropicApi) u.anthropicApi = upstreamOf(p.anthropicApi, u.enabled, s.anthropic_base_url ?? p.anthropicApi.defaultBaseUrl, false)
+    out.set(p.name, u)
   }
   return out
 }
@@ -93,6 +97,14 @@ function keyVendor(headers: IncomingHttpHeaders, query: string): 'gemini' | 'ant
   return ''
 }
 
+const NO_MOUNTS: readonly { mount: string; upstream: Upstream }[] = []
+
+/** `/deepseek` of `/deepseek/anthropic/v1/messages` (the whole path when it has one segment). */
+function firstSegment(path: string): string {
+  const slash = path.indexOf('/', 1)
+  return slash === -1 ? path : path.slice(0, slash)
+}
+
 function below(path: string, prefix: string): string | null {
   if (path === prefix) return '/'
   if (path.startsWith(prefix) && path.charCodeAt(prefix.length) === 47 /* '/' */) return path.slice(prefix.length)
@@ -114,13 +126,27 @@ function below(path: string, prefix: string): string | null {
  * base URL is `https://chatgpt.com/backend-api/codex`). One setting then serves both logins.
  */
 export class Router {
-  private readonly mounts: { mount: string; upstream: Upstream }[]
+  /**
+   * The mounts by their first segment (`/deepseek` for `/deepseek/v1` and `/deepseek/anthropic`),
+   * longest first within one: a path is compared only with the mounts that share its first
+   * segment, so a provider added costs the others nothing.
+   */
+  private readonly mounts = new Map<string, { mount: string; upstream: Upstream }[]>()
   private readonly regional = new Map<string, Upstream>()
 
   constructor(readonly upstreams: Map<string, Upstream>) {
-    this.mounts = [...upstreams.values()]
-      .map((u) => ({ mount: u.provider.mount, upstream: u }))
-      .sort((a, b) => b.mount.length - a.mount.length)
+    const all: { mount: string; upstream: Upstream }[] = []
+    for (const u of upstreams.values()) {
+      all.push({ mount: u.provider.mount, upstream: u })
+      if (u.anthropicApi) all.push({ mount: u.anthropicApi.provider.mount, upstream: u.anthropicApi })
+    }
+    all.sort((a, b) => b.mount.length - a.mount.length)
+    for (const m of all) {
+      const first = firstSegment(m.mount)
+      const list = this.mounts.get(first)
+      if (list) list.push(m)
+      else this.mounts.set(first, [m])
+    }
   }
 
   match(url: string, headers: IncomingHttpHeaders): Route | null {
@@ -151,7 +177,7 @@ export class Router {
       const gemini = this.upstreams.get('gemini')
       if (gemini && (below(path, '/download/v1beta') !== null || below(path, '/download/v1alpha') !== null)) return { upstream: gemini, path, query }
     }
-    for (const m of this.mounts) {
+    for (const m of this.mounts.get(firstSegment(path)) ?? NO_MOUNTS) {
       const rest = below(path, m.mount)
       if (rest === null) continue
       if (m.upstream.provider.name === 'openai') return this.chatgptLogin(headers, rest, query) ?? { upstream: m.upstream, path: rest, query }
