@@ -27,7 +27,7 @@ import { type Relay, startRelay } from './relay'
 const HERE = dirname(fileURLToPath(import.meta.url))
 const BIN = join(HERE, 'node_modules', '.bin')
 const README = readFileSync(join(HERE, '..', '..', 'README.md'), 'utf8')
-const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google', vertex: 'google', bedrock: 'aws' }
+const PROVIDER_PRICING: Record<string, string> = { anthropic: 'anthropic', openai: 'openai', gemini: 'google', vertex: 'google', bedrock: 'aws', deepseek: 'deepseek' }
 
 let mock: AgentMock
 let t: TestServer
@@ -344,6 +344,28 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(imported.length).toBeGreaterThan(0)
     for (const r of imported) expect(r).toEqual(['anthropic', 'api'])
     expect(await importedBeside(agent, 'claude-code')).toMatchObject({ imported: 0, matched: imported.length })
+  })
+
+  it("Claude Code on DeepSeek's Anthropic-compatible API: the README's lines, its calls through /deepseek/anthropic, recorded under deepseek at DeepSeek's price", async () => {
+    // The README's block, run by a shell with this suite's address and a key in place of the placeholder.
+    const block = /```sh\n(# DeepSeek;[^]*?)\nclaude\n```/.exec(README)
+    expect(block, 'README shows the DeepSeek lines').not.toBeNull()
+    const script = block![1].replaceAll('http://127.0.0.1:8787', relay.url).replace('<your DeepSeek key>', 'sk-deepseek-burnrate-suite-0000000004')
+    const vars = ['ANTHROPIC_BASE_URL', 'ANTHROPIC_AUTH_TOKEN', 'ANTHROPIC_MODEL', 'ANTHROPIC_SMALL_FAST_MODEL']
+    const out = execFileSync('sh', ['-c', `${script}\nprintf '%s\\n' ${vars.map((v) => `"$${v}"`).join(' ')}`], { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' }).split('\n')
+    const env = Object.fromEntries(vars.map((v, i) => [v, out[i]]))
+    expect(env.ANTHROPIC_BASE_URL).toBe(`${relay.url}/deepseek/anthropic`)
+    const agent = newAgent('claude-deepseek', { ...env, ...CLAUDE_QUIET })
+    const { exchanges, rows } = await turn(agent, 'claude', ['-p', '--output-format', 'json', 'Say hello.'], 'claude-code')
+    const calls = exchanges.filter((e) => e.usage)
+    expect(calls.length).toBeGreaterThan(0)
+    for (const e of calls) {
+      expect(e.url.split('?')[0]).toBe('/anthropic/v1/messages')
+      expect(e.headers.authorization).toBe('Bearer sk-deepseek-burnrate-suite-0000000004')
+      expect(e.model).toBe('deepseek-chat')
+    }
+    for (const r of rows.filter((x) => x.endpoint === 'messages')) expect(r).toMatchObject({ provider: 'deepseek', model: 'deepseek-chat', priced: 1 })
+    expect(rows.reduce((s, r) => s + r.cost_usd, 0)).toBeGreaterThan(0)
   })
 
   it('Claude Code on Vertex AI: its Google token and its Claude calls through /vertex, priced at Claude\'s list plus the region\'s 10%; its turns cost that over what it computes, its model checks recorded too', async () => {
