@@ -1,6 +1,6 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { beforeEach, describe, expect, it } from 'vitest'
-import { mp3, wav } from '../support/audio-files'
+import { mp3, vbrMp3, wav } from '../support/audio-files'
 import { BOUNDARY, multipartForm, postForm } from '../support/multipart'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
@@ -110,6 +110,16 @@ describe('Groq audio transcriptions (whisper on Groq)', () => {
   it('a file whose length cannot be read is estimated as before', async () => {
     answer(s.upstream, { text: ' Hello there.', x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr4' } })
     const row = await recorded(s.t, async () => expect(await groq(form({ model: 'whisper-large-v3', response_format: 'json' }, AUDIO))).toBe(200))
+    expect(row).toMatchObject({ provider: 'groq', model: 'whisper-large-v3', estimated: 1, cost_usd: 0 })
+    expect(row.usage_extra).toBeNull()
+  })
+
+  // A 10-second VBR MP3 without a Xing header: 20 frames of leading silence at 32 kbit/s, then 397
+  // at 256 kbit/s. Its first frames' bitrate taken as the file's made it 76.7 seconds, billed 7.7
+  // times over; its length is not in its headers, so it is estimated at 0 as the README says.
+  it('a VBR MP3 without a Xing header is estimated as before, not billed at its first frames’ bitrate', async () => {
+    answer(s.upstream, { text: ' Hi.', x_groq: { id: 'req_01kha51bpcezj8q824a6zfchr5' } })
+    const row = await recorded(s.t, async () => expect(await groq(form({ model: 'whisper-large-v3', response_format: 'json' }, vbrMp3([20, 1], [397, 13])))).toBe(200))
     expect(row).toMatchObject({ provider: 'groq', model: 'whisper-large-v3', estimated: 1, cost_usd: 0 })
     expect(row.usage_extra).toBeNull()
   })

@@ -38,3 +38,19 @@ export function mp3(seconds: number): Buffer {
   frame.set([0xff, 0xfb, 0x94, 0x64]) // sync, MPEG-1 Layer III without CRC; 128 kbit/s, 48 kHz; joint stereo
   return Buffer.concat([id3, ...Array.from({ length: frames }, () => frame)])
 }
+
+/** One MPEG-1 Layer III frame at 48 kHz (joint stereo, no CRC) of bitrate `index` (9: 128 kbit/s, 1: 32, 13: 256), its data zero. */
+export function mp3Frame(index: number): Buffer {
+  const kbps = [0, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256, 320][index]
+  const f = Buffer.alloc(Math.floor((144 * kbps * 1000) / 48_000))
+  f.set([0xff, 0xfb, (index << 4) | 0x04, 0x64])
+  return f
+}
+
+/**
+ * A VBR MP3 without a Xing or VBRI header, as `[frames, bitrate index]` runs: a VBR encoder
+ * writes its leading silence at its lowest bitrate (32 kbit/s), then the speech at higher ones.
+ */
+export function vbrMp3(...runs: [number, number][]): Buffer {
+  return Buffer.concat(runs.flatMap(([frames, index]) => Array.from({ length: frames }, () => mp3Frame(index))))
+}

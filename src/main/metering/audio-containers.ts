@@ -1,6 +1,7 @@
 /**
  * The container formats' readers for ./audio-length.ts: Ogg, MP4 (M4A) and Matroska (WebM).
- * Each reads headers and the file's last bytes only, so any size costs about the same.
+ * Each reads headers and the file's last MB only, visiting MAX_STEPS elements, boxes or pages at
+ * most, so any size, and any content, costs about the same.
  */
 
 /** `n` bytes at `at` as Latin-1 text; '' past the end. */
@@ -8,17 +9,43 @@ export function ascii(f: Buffer, at: number, n: number): string {
   return at + n <= f.length ? f.toString('latin1', at, at + n) : ''
 }
 
-/** Where `needle` last starts before `before` and not before `from`; -1 when nowhere (a negative offset would search from the end). */
-function lastBefore(f: Buffer, needle: Buffer, before: number, from: number): number {
-  if (before <= from) return -1
-  const at = f.lastIndexOf(needle, before - 1)
-  return at >= from ? at : -1
+/**
+ * What one file's reading has done, counted where it is done: elements, boxes or pages visited,
+ * and bytes searched for a page or cluster. A read gives up (not known) rather than pass
+ * MAX_STEPS, and searches only the file's last TAIL bytes, so a file built to make the reader
+ * walk (a chain of tiny elements, ids that look like clusters, no page in its tail) costs what an
+ * ordinary one does. Kept by the caller so a test can see the bound hold.
+ */
+export interface Work {
+  steps: number
+  searched: number
 }
 
 /** How far back from the end the last Ogg page or Matroska cluster is looked for. */
-const TAIL = 1024 * 1024
+export const TAIL = 1024 * 1024
+/** Elements, boxes or pages visited at most in one file: a live WebM's last cluster holds a few thousand blocks at most (a block's time is 16 bits, 32.8 s of 20 ms Opus packets is 1,638). */
+export const MAX_STEPS = 8192
 /** Boxes or elements read at most on one level. */
 const MAX_ITEMS = 64
+
+/** One more element, box or page visited; false when the file has had all it may. */
+function step(w: Work): boolean {
+  if (w.steps >= MAX_STEPS) return false
+  w.steps++
+  return true
+}
+
+/**
+ * Where `needle` last starts in `tail` (the file's last bytes, from `from`) before the file offset
+ * `before`, as a file offset; -1 when nowhere. The search never leaves `tail`.
+ */
+function lastBefore(tail: Buffer, from: number, needle: Buffer, before: number, w: Work): number {
+  if (before <= from || !step(w)) return -1
+  const at = tail.lastIndexOf(needle, before - from - 1) // never negative here (a negative offset would count from the end)
+  w.searched += at >= 0 ? before - from - at : before - from
+  return at >= 0 ? from + at : -1
+}
+
 const OGGS = Buffer.from('OggS', 'latin1')
 const CLUSTER_ID = Buffer.from([0x1f, 0x43, 0xb6, 0x75])
 
@@ -26,7 +53,7 @@ const CLUSTER_ID = Buffer.from([0x1f, 0x43, 0xb6, 0x75])
  * Ogg: the granule position of the stream's last page is its end, in samples (48 kHz for Opus,
  * less the pre-skip), at the rate its first packet gives (Opus, Vorbis, FLAC).
  */
-export function oggSeconds(f: Buffer): number | null {
+export function oggSeconds(f: Buffer, w: Work): number | null {
   const serial = f.readUInt32LE(14)
   const packet = 27 + f[26]
   for (let i = 27; i < packet; i++) if (f[i] === 255) return null // a first packet longer than a page: not a codec header
@@ -43,7 +70,8 @@ export function oggSeconds(f: Buffer): number | null {
   }
   if (rate === 0) return null
   const from = Math.max(0, f.length - TAIL)
-  for (let at = lastBefore(f, OGGS, f.length - 26, from); at >= 0; at = lastBefore(f, OGGS, at, from)) {
+  const tail = f.subarray(from)
+  for (let at = lastBefore(tail, from, OGGS, f.length - 26, w); at >= 0; at = lastBefore(tail, from, OGGS, at, w)) {
     if (f[at + 4] !== 0 || f.readUInt32LE(at + 14) !== serial) continue
     const granule = f.readBigInt64LE(at + 6)
     if (granule < 0n) continue // -1: no packet ends on this page
@@ -53,10 +81,10 @@ export function oggSeconds(f: Buffer): number | null {
 }
 
 /** MP4 / M4A (ISO BMFF): the movie header's (`moov`/`mvhd`) duration in its timescale. */
-export function mp4Seconds(f: Buffer): number | null {
-  const moov = box(f, 0, f.length, 'moov')
+export function mp4Seconds(f: Buffer, w: Work): number | null {
+  const moov = box(f, 0, f.length, 'moov', w)
   if (!moov) return null
-  const mvhd = box(f, moov.body, moov.end, 'mvhd')
+  const mvhd = box(f, moov.body, moov.end, 'mvhd', w)
   if (!mvhd) return null
   const v1 = f[mvhd.body] === 1
   const scale = f.readUInt32BE(mvhd.body + (v1 ? 20 : 12))
@@ -65,8 +93,8 @@ export function mp4Seconds(f: Buffer): number | null {
 }
 
 /** The first box of `type` among those in [from, to): where its content starts and where it ends. */
-function box(f: Buffer, from: number, to: number, type: string): { body: number; end: number } | null {
-  for (let at = from, n = 0; at + 8 <= to && n < MAX_ITEMS; n++) {
+function box(f: Buffer, from: number, to: number, type: string, w: Work): { body: number; end: number } | null {
+  for (let at = from, n = 0; at + 8 <= to && n < MAX_ITEMS && step(w); n++) {
     let size = f.readUInt32BE(at)
     let header = 8
     if (size === 1) {
@@ -114,7 +142,9 @@ function vint(f: Buffer, at: number, keepMarker: boolean): { value: number; leng
   return { value, length, unknown: ones && !keepMarker }
 }
 
-function element(f: Buffer, at: number, to: number): Element | null {
+/** The element at `at`, within `to`; null when it does not read, or the file has had all the steps it may. */
+function element(f: Buffer, at: number, to: number, w: Work): Element | null {
+  if (!step(w)) return null
   const id = vint(f, at, true)
   if (!id || id.length > 4) return null
   const size = vint(f, at + id.length, false)
@@ -136,18 +166,18 @@ function uint(f: Buffer, e: Element): number {
  * is then the last block's time in the file's last cluster, which is looked for in the file's
  * last MB.
  */
-export function matroskaSeconds(f: Buffer): number | null {
-  const ebml = element(f, 0, f.length)
-  const segment = ebml && element(f, ebml.end, f.length)
+export function matroskaSeconds(f: Buffer, w: Work): number | null {
+  const ebml = element(f, 0, f.length, w)
+  const segment = ebml && element(f, ebml.end, f.length, w)
   if (!segment || segment.id !== SEGMENT) return null
   let scale = 1_000_000
   for (let at = segment.body, n = 0; at < segment.end && n < MAX_ITEMS; n++) {
-    const e = element(f, at, segment.end)
+    const e = element(f, at, segment.end, w)
     if (!e || e.id === CLUSTER) break
     if (e.id === INFO) {
       let duration = 0
       for (let p = e.body, m = 0; p < e.end && m < MAX_ITEMS; m++) {
-        const c = element(f, p, e.end)
+        const c = element(f, p, e.end, w)
         if (!c) break
         if (c.id === TIMECODE_SCALE) scale = uint(f, c)
         else if (c.id === DURATION) duration = c.end - c.body === 4 ? f.readFloatBE(c.body) : c.end - c.body === 8 ? f.readDoubleBE(c.body) : 0
@@ -158,34 +188,40 @@ export function matroskaSeconds(f: Buffer): number | null {
     }
     at = e.end
   }
-  const end = lastBlockTime(f, segment.end)
+  const end = lastBlockTime(f, segment.end, w)
   return end === null ? null : (end * scale) / 1e9
 }
 
-/** The latest block time (cluster timecode plus the block's own) in the file's last cluster that reads whole; null when none does. */
-function lastBlockTime(f: Buffer, to: number): number | null {
-  const from = Math.max(0, to - TAIL)
+/**
+ * The latest block time (cluster timecode plus the block's own) in the last cluster, within the
+ * file's last TAIL bytes, that reads whole; null when none does, or when finding it would take
+ * more than the file's MAX_STEPS.
+ */
+function lastBlockTime(f: Buffer, to: number, w: Work): number | null {
+  const from = Math.max(0, f.length - TAIL)
+  if (to <= from) return null
+  const tail = f.subarray(from, to)
   // The id's bytes may occur inside audio data: a false one does not read as a cluster, and the one before it is tried.
-  for (let at = lastBefore(f, CLUSTER_ID, to - 3, from), tries = 0; at >= 0 && tries < 8; at = lastBefore(f, CLUSTER_ID, at, from), tries++) {
-    const end = clusterEnd(f, at, to)
+  for (let at = lastBefore(tail, from, CLUSTER_ID, to - 3, w), tries = 0; at >= 0 && tries < 8; at = lastBefore(tail, from, CLUSTER_ID, at, w), tries++) {
+    const end = clusterEnd(f, at, to, w)
     if (end !== null) return end
   }
   return null
 }
 
-function clusterEnd(f: Buffer, at: number, to: number): number | null {
-  const cluster = element(f, at, to)
+function clusterEnd(f: Buffer, at: number, to: number, w: Work): number | null {
+  const cluster = element(f, at, to, w)
   if (!cluster || cluster.id !== CLUSTER) return null
   let timecode: number | null = null
   let last = -Infinity
   for (let p = cluster.body; p < cluster.end; ) {
-    const e = element(f, p, cluster.end)
+    const e = element(f, p, cluster.end, w)
     // An element that does not read, or runs past the file, is not a cluster's: this was no cluster.
     if (!e) return null
     if (e.id === CLUSTER) break // the next cluster of an unknown-size one
     if (e.id === CLUSTER_TIMECODE) timecode = uint(f, e)
     else if (e.id === SIMPLE_BLOCK || e.id === BLOCK_GROUP) {
-      const block = e.id === BLOCK_GROUP ? element(f, e.body, e.end) : e
+      const block = e.id === BLOCK_GROUP ? element(f, e.body, e.end, w) : e
       if (!block || (e.id === BLOCK_GROUP && block.id !== BLOCK)) return null
       const track = vint(f, block.body, false)
       if (!track || block.body + track.length + 2 > f.length) return null

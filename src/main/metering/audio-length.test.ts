@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { mp3, wav } from '../../../test/support/audio-files'
+import { mp3, mp3Frame, vbrMp3, wav } from '../../../test/support/audio-files'
+import { MAX_STEPS, TAIL, type Work } from './audio-containers'
 import { audioSeconds } from './audio-length'
 
 /**
@@ -120,6 +121,56 @@ describe('the length of an uploaded audio file, from its headers', () => {
     expect(audioSeconds(vbr)).toBeNull()
   })
 
+  it('MP3 without a Xing header: constant-bitrate only when frames in eight places through the whole file have one bitrate', () => {
+    // A VBR encoder's leading silence at 32 kbit/s, then speech at 256: 10 s, once read as 76.7 s.
+    expect(audioSeconds(vbrMp3([20, 1], [397, 13]))).toBeNull()
+    // The first hundreds of frames at one bitrate; a stretch in the middle, or only the last frames, at another.
+    expect(audioSeconds(vbrMp3([300, 9], [100, 13], [300, 9]))).toBeNull()
+    expect(audioSeconds(vbrMp3([600, 9], [40, 13]))).toBeNull()
+    // A frame that does not read among the first ones is not the end of a constant-bitrate run.
+    expect(audioSeconds(Buffer.concat([vbrMp3([3, 9]), Buffer.alloc(384), vbrMp3([200, 9])]))).toBeNull()
+    // Constant bitrate at 44.1 kHz, its frames 417 or 418 bytes (padded as an encoder pads them): found again at each place.
+    const frames: Buffer[] = []
+    for (let n = 0, carry = 0; n < 2000; n++) {
+      carry += (144 * 128_000) % 44_100
+      const padded = carry >= 44_100
+      if (padded) carry -= 44_100
+      const frame = Buffer.alloc(417 + (padded ? 1 : 0))
+      frame.set([0xff, 0xfb, 0x90 | (padded ? 0x02 : 0), 0x64])
+      frames.push(frame)
+    }
+    expect(audioSeconds(Buffer.concat(frames))).toBeCloseTo((2000 * 1152) / 44_100, 2)
+    expect(audioSeconds(vbrMp3([3, 9]))).toBeCloseTo((3 * 1152) / 48_000, 9) // fewer frames than a place's run
+  })
+
+  it('MP3: the tags a file ends with are not audio (ID3v1, APEv2, Lyrics3v2, an appended ID3v2)', () => {
+    const ape = (flags: number, items: number) => {
+      const b = Buffer.alloc(32)
+      b.write('APETAGEX', 0, 'latin1')
+      b.writeUInt32LE(2000, 8)
+      b.writeUInt32LE(items + 32, 12) // the items and the footer
+      b.writeUInt32LE(1, 16)
+      b.writeUInt32LE(flags, 20)
+      return b
+    }
+    const apev2 = Buffer.concat([ape(0xa0000000, 100), Buffer.alloc(100, 0x41), ape(0x80000000, 100)])
+    const id3v2 = Buffer.concat([Buffer.from([0x49, 0x44, 0x33, 4, 0, 0x10, 0, 0, 0, 50]), Buffer.alloc(50, 0x42), Buffer.from([0x33, 0x44, 0x49, 4, 0, 0x10, 0, 0, 0, 50])])
+    const lyrics = Buffer.from('LYRICSBEGININD0000210LYR00005hello000034LYRICS200', 'latin1')
+    const id3v1 = Buffer.concat([Buffer.from('TAG', 'latin1'), Buffer.alloc(125, 0x20)])
+    expect(audioSeconds(Buffer.concat([mp3(30), id3v2, apev2, id3v1]))).toBeCloseTo(30, 9)
+    expect(audioSeconds(Buffer.concat([mp3(30), lyrics, id3v1]))).toBeCloseTo(30, 9)
+  })
+
+  it('a file of another format with two MPEG frame headers in its first bytes, by chance, is no MP3', () => {
+    const f = Buffer.alloc(2 * 1024 * 1024)
+    f.write('FORM\0\x20\0\0AIFFCOMM', 0, 'latin1')
+    for (let i = 16, x = 7; i < f.length; i++) f[i] = (x = (x * 1103515245 + 12345) >>> 0) >>> 24
+    mp3Frame(9).copy(f, 64, 0, 4)
+    mp3Frame(9).copy(f, 64 + 384, 0, 4)
+    f.fill(0, 64 + 768, 64 + 772) // the third is not a frame
+    expect(audioSeconds(f)).toBeNull()
+  })
+
   it('FLAC: the STREAMINFO block', () => {
     expect(audioSeconds(flac(44100, 44100 * 75))).toBe(75)
     expect(audioSeconds(flac(16000, 16000 * 3 + 8000))).toBe(3.5)
@@ -140,6 +191,71 @@ describe('the length of an uploaded audio file, from its headers', () => {
   it('WebM: the Info Duration; without one (a live recording), the last block of the last cluster', () => {
     expect(audioSeconds(webm(65_500))).toBe(65.5)
     expect(audioSeconds(webm(null))).toBe(65.48)
+  })
+
+  it('WebM: a live recording whose last cluster holds 1,638 blocks (32.76 s of 20 ms packets, as much as a cluster can) is read whole', () => {
+    const blocks = Array.from({ length: 1638 }, (_, i) => i * 20)
+    const live = Buffer.concat([EBML_HEADER, ebml([0x18, 0x53, 0x80, 0x67], Buffer.concat([ebml([0x15, 0x49, 0xa9, 0x66], TIMECODE_SCALE), cluster(0, [0, 20], true), cluster(60_000, blocks, true)]), true)])
+    expect(audioSeconds(live)).toBe(92.74)
+  })
+
+  // Work is counted, not timed: each reader gives up (not known) past MAX_STEPS elements, boxes or
+  // pages, and searches only the file's last MB, whatever the file's size.
+  describe('a file built to make the reader walk costs what an ordinary one does', () => {
+    const MB = 1024 * 1024
+
+    /** The last MB a chain of 2-byte elements, with 8 unknown-size cluster ids each inside an element that skips over the next, and no cluster that reads whole. */
+    function hostileWebm(size: number): Buffer {
+      const f = Buffer.alloc(size, 0)
+      f.set([0x1a, 0x45, 0xdf, 0xa3, 0x80], 0) // EBML header, empty
+      f.set([0x18, 0x53, 0x80, 0x67, 0x01, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff], 5) // Segment, unknown size
+      for (let i = 17; i + 1 < size; i += 2) f.set([0x80, 0x80], i) // elements of id 0x80, size 0
+      const c = size - MB + 100
+      for (let k = 0; k < 8; k++) f.set([0x1f, 0x43, 0xb6, 0x75, 0xff, 0x80, 0x80 | (7 * (7 - k))], c + 7 * k)
+      for (let i = c + 56; i + 1 < size; i += 2) f.set([0x80, 0x80], i)
+      f[size - 2] = 0
+      f[size - 1] = 0
+      return f
+    }
+
+    const read = (f: Buffer) => {
+      const work: Work = { steps: 0, searched: 0 }
+      return { seconds: audioSeconds(f, work), work }
+    }
+
+    it('WebM: candidate clusters that walk a chain of tiny elements', () => {
+      const small = read(hostileWebm(4 * MB))
+      const large = read(hostileWebm(16 * MB))
+      expect(small.seconds).toBeNull()
+      expect(small.work.steps).toBeLessThanOrEqual(MAX_STEPS)
+      expect(small.work.searched).toBeLessThanOrEqual(TAIL)
+      expect(large).toEqual(small)
+    })
+
+    it('WebM: a last cluster that can only be had past MAX_STEPS elements is not known', () => {
+      // The blocks after 9,000 Void elements (id 0xEC, empty): a real cluster holds no such run.
+      const padded = Buffer.concat([ebml([0xe7], Buffer.from([0xea, 0x60])), Buffer.alloc(2 * 9000, 0), block(5_480)])
+      for (let i = 4; i < 4 + 2 * 9000; i += 2) padded.set([0xec, 0x80], i)
+      const f = Buffer.concat([EBML_HEADER, ebml([0x18, 0x53, 0x80, 0x67], Buffer.concat([ebml([0x15, 0x49, 0xa9, 0x66], TIMECODE_SCALE), cluster(0, [0, 20], true), ebml([0x1f, 0x43, 0xb6, 0x75], padded, true)]), true)])
+      const { seconds, work } = read(f)
+      expect(seconds).toBeNull()
+      expect(work.steps).toBe(MAX_STEPS)
+    })
+
+    it("Ogg: no page in the file's last MB, or a last MB of page ids of another stream", () => {
+      const head = opus(1).subarray(0, 28 + 19)
+      const noPage = read(Buffer.concat([head, Buffer.alloc(25 * MB, 0x22)]))
+      expect(noPage.seconds).toBeNull()
+      expect(noPage.work.searched).toBeLessThanOrEqual(TAIL)
+      expect(read(Buffer.concat([head, Buffer.alloc(4 * MB, 0x22)])).work).toEqual(noPage.work)
+      const ids = read(Buffer.concat([head, Buffer.alloc(4 * MB, 'OggS')]))
+      expect(ids.seconds).toBeNull()
+      expect(ids.work.steps).toBeLessThanOrEqual(MAX_STEPS)
+      expect(ids.work.searched).toBeLessThanOrEqual(TAIL)
+      // The last page more than a MB from the end is not looked for.
+      expect(audioSeconds(opus(600, 0))).toBe(600)
+      expect(audioSeconds(Buffer.concat([opus(600, 0), Buffer.alloc(MB, 0x22)]))).toBeNull()
+    })
   })
 
   it('anything else is not known', () => {

@@ -1,4 +1,4 @@
-import { ascii, matroskaSeconds, mp4Seconds, oggSeconds } from './audio-containers'
+import { ascii, matroskaSeconds, mp4Seconds, oggSeconds, type Work } from './audio-containers'
 
 /**
  * How long an uploaded audio file plays, in seconds, read from its headers: what a transcription
@@ -6,17 +6,18 @@ import { ascii, matroskaSeconds, mp4Seconds, oggSeconds } from './audio-containe
  * whisper answered as `text`, `srt` or `vtt`). The formats the transcription APIs take: WAV, MP3
  * (MPEG audio), FLAC, Ogg (Opus, Vorbis, FLAC), MP4/M4A and WebM/Matroska. Null for anything
  * else, or when the headers do not say (a VBR MP3 without a Xing or VBRI header, an MP4 written in
- * fragments, a WebM whose last cluster cannot be found).
+ * fragments, a WebM whose last cluster cannot be found in its last MB).
  *
- * Bounded whatever the file's size: each reader looks at fixed headers, a few dozen boxes or
- * elements at most, and the file's last bytes (an Ogg file's last page, a WebM file's last
- * cluster); no frame or page is walked through the file. The file is a view of the request body
- * already held, never a copy.
+ * Bounded whatever the file's size and content: each reader looks at fixed headers, the file's
+ * last MB (an Ogg file's last page, a WebM file's last cluster) and a few thousand boxes, elements
+ * or pages at most (`work` counts them: ./audio-containers.ts), and an MP3 without a Xing header at
+ * a few frames in eight places through it; no frame or page is walked through the file. The file
+ * is a view of the request body already held, never a copy.
  */
-export function audioSeconds(file: Buffer): number | null {
+export function audioSeconds(file: Buffer, work: Work = { steps: 0, searched: 0 }): number | null {
   let seconds: number | null = null
   try {
-    seconds = read(file)
+    seconds = read(file, work)
   } catch {
     // A header cut short or lying about its sizes (RangeError from a read past the end): not known.
   }
@@ -26,12 +27,12 @@ export function audioSeconds(file: Buffer): number | null {
 /** Longer than any file a transcription API takes (a day): a header that says more is not believed. */
 const MAX_SECONDS = 86_400
 
-function read(f: Buffer): number | null {
+function read(f: Buffer, w: Work): number | null {
   if (f.length < 12) return null
   if (ascii(f, 0, 4) === 'RIFF' && ascii(f, 8, 4) === 'WAVE') return wavSeconds(f)
-  if (ascii(f, 0, 4) === 'OggS') return oggSeconds(f)
-  if (ascii(f, 4, 4) === 'ftyp') return mp4Seconds(f)
-  if (f.readUInt32BE(0) === 0x1a45dfa3) return matroskaSeconds(f)
+  if (ascii(f, 0, 4) === 'OggS') return oggSeconds(f, w)
+  if (ascii(f, 4, 4) === 'ftyp') return mp4Seconds(f, w)
+  if (f.readUInt32BE(0) === 0x1a45dfa3) return matroskaSeconds(f, w)
   // FLAC and MP3 may begin with an ID3v2 tag.
   const start = skipId3v2(f)
   if (ascii(f, start, 4) === 'fLaC') return flacSeconds(f, start + 4)
@@ -76,10 +77,14 @@ function flacSeconds(f: Buffer, at: number): number | null {
 function skipId3v2(f: Buffer): number {
   let at = 0
   for (let n = 0; n < 4 && ascii(f, at, 3) === 'ID3' && at + 10 <= f.length; n++) {
-    const size = (f[at + 6] << 21) | (f[at + 7] << 14) | (f[at + 8] << 7) | f[at + 9]
-    at += 10 + size + (f[at + 5] & 0x10 ? 10 : 0)
+    at += 10 + syncsafe(f, at + 6) + (f[at + 5] & 0x10 ? 10 : 0)
   }
   return at
+}
+
+/** An ID3v2 size: four bytes of seven bits each. */
+function syncsafe(f: Buffer, at: number): number {
+  return (f[at] << 21) | (f[at + 1] << 14) | (f[at + 2] << 7) | f[at + 3]
 }
 
 // MPEG audio frame headers (ISO 11172-3, 13818-3), kbit/s by version and layer.
@@ -117,15 +122,23 @@ function frameAt(f: Buffer, at: number): Frame | null {
   return { v1, layer, bitrate, rate, samples, length, mono: f[at + 3] >> 6 === 3 }
 }
 
-/** Frames checked to call a file without a Xing or VBRI header constant-bitrate. */
-const CBR_FRAMES = 8
 /** How far past the tags the first frame is looked for. */
 const SYNC_WINDOW = 64 * 1024
+/** Places, spread from the first frame to the last, whose frames must all have the first frame's bitrate for a file without a Xing or VBRI header to be taken as constant-bitrate. */
+const CBR_PLACES = 8
+/** Frames that must follow one another at each place (fewer where the stream ends). */
+const CBR_FRAMES = 4
+/** How far past a place the next frame is looked for: more than the longest frame (2,881 bytes, Layer II at 160 kbit/s and 8 kHz). */
+const RESYNC_WINDOW = 4096
 
 /**
- * MPEG audio (MP3): the frame count a Xing/Info or VBRI header gives, else, when the first frames
- * all have one bitrate, the stream's bytes at that bitrate. A VBR file without either header is
- * not known (its length is only had by walking every frame).
+ * MPEG audio (MP3): the frame count a Xing/Info or VBRI header gives, else, when the frames at
+ * eight places spread over the whole stream all have the first frame's bitrate, the stream's bytes
+ * (less the tags at the end) at that bitrate. A VBR file without either header is not known (its
+ * length is only had by walking every frame): a VBR encoder's first frames are often its leading
+ * silence at its lowest bitrate, which taken as the whole file's would bill it several times over.
+ * A place where no run of frames like the first is found (a file of another format, with two
+ * frame headers in its first bytes by chance) is not an MP3's either: not known.
  */
 function mpegSeconds(f: Buffer, start: number): number | null {
   let at = start
@@ -145,13 +158,55 @@ function mpegSeconds(f: Buffer, start: number): number | null {
   const tag = ascii(f, xing, 4)
   if ((tag === 'Xing' || tag === 'Info') && f.readUInt32BE(xing + 4) & 1) return (f.readUInt32BE(xing + 8) * first.samples) / first.rate
   if (ascii(f, at + 36, 4) === 'VBRI') return (f.readUInt32BE(at + 36 + 14) * first.samples) / first.rate
-  let p = at
-  for (let n = 0; n < CBR_FRAMES; n++) {
+  const end = audioEnd(f, at)
+  // The last place leaves room for its run of frames before the end.
+  const span = Math.max(0, end - at - (CBR_FRAMES + 1) * (first.length + 1))
+  // The first place is the first frame's: the frames after it must read, with no resync.
+  if (runAt(f, at, first, end) !== true) return null
+  for (let k = 1; k < CBR_PLACES; k++) {
+    if (!sameBitrateAt(f, at + Math.floor((span * k) / (CBR_PLACES - 1)), first, end)) return null
+  }
+  return ((end - at) * 8) / first.bitrate
+}
+
+/** Whether the first run of frames like `first` found within RESYNC_WINDOW of `place` all have its bitrate; false when no run is found. */
+function sameBitrateAt(f: Buffer, place: number, first: Frame, end: number): boolean {
+  for (let at = place, limit = Math.min(place + RESYNC_WINDOW, end); at < limit; at++) {
+    at = f.indexOf(0xff, at)
+    if (at === -1 || at >= limit) return false
+    const same = runAt(f, at, first, end)
+    if (same !== null) return same
+  }
+  return false
+}
+
+/**
+ * Whether CBR_FRAMES frames follow one another from `at`, each of `first`'s version, layer and
+ * rate (fewer where the stream ends): null when they do not (no frame starts at `at`, only bytes
+ * that look like one), else whether all have `first`'s bitrate.
+ */
+function runAt(f: Buffer, at: number, first: Frame, end: number): boolean | null {
+  let same = true
+  for (let n = 0, p = at; n < CBR_FRAMES && p < end; n++) {
     const frame = frameAt(f, p)
-    if (!frame) break
-    if (frame.bitrate !== first.bitrate) return null
+    if (!frame || frame.v1 !== first.v1 || frame.layer !== first.layer || frame.rate !== first.rate) return null
+    same &&= frame.bitrate === first.bitrate
     p += frame.length
   }
-  const id3v1 = ascii(f, f.length - 128, 3) === 'TAG' ? 128 : 0
-  return ((f.length - at - id3v1) * 8) / first.bitrate
+  return same
+}
+
+/** Where an MP3's audio ends: before the tags it may end with (ID3v1, APEv2, Lyrics3v2, an ID3v2 tag appended with its footer), in any order. */
+function audioEnd(f: Buffer, from: number): number {
+  let end = f.length
+  for (let n = 0; n < 4; n++) {
+    let size = 0
+    if (ascii(f, end - 128, 3) === 'TAG') size = 128
+    else if (ascii(f, end - 32, 8) === 'APETAGEX') size = f.readUInt32LE(end - 20) + (f.readUInt32LE(end - 12) & 0x80000000 ? 32 : 0) // its size leaves out its header, if it has one
+    else if (ascii(f, end - 10, 3) === '3DI') size = 20 + syncsafe(f, end - 4)
+    else if (ascii(f, end - 9, 9) === 'LYRICS200') size = 15 + Number(ascii(f, end - 15, 6))
+    if (!(size > 0) || end - size < from) break
+    end -= size
+  }
+  return end
 }
