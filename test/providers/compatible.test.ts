@@ -7,7 +7,7 @@ import { PROVIDERS } from '../../src/main/providers/registry'
 import { postJson, request } from '../support/http'
 import { startMockUpstream } from '../support/mock-upstream'
 import { serverOverMockUpstream, startTestServer } from '../support/server'
-import { answer, recorded } from './ledger'
+import { answer, recorded, sonarPrice } from './ledger'
 
 const s = serverOverMockUpstream()
 beforeEach(() => {
@@ -63,9 +63,12 @@ describe('OpenAI-compatible providers', () => {
       expect(s.upstream.requests[0].url).toBe(p.path)
       expect(s.upstream.requests[0].headers.authorization).toBe(`Bearer sk-${p.name}-test-key-00000001`)
       expect(row).toMatchObject({ provider: p.name, model: p.model, endpoint: 'chat.completions', input_tokens: 1200, output_tokens: 300, priced: 1 })
-      const expected = calcPrice({ input_tokens: 1200, output_tokens: 300 }, p.model, { providerId: p.pricing, timestamp: new Date(row.ts) })
+      const at = new Date(row.ts)
+      const expected = calcPrice({ input_tokens: 1200, output_tokens: 300 }, p.model, { providerId: p.pricing, timestamp: at })
       expect(expected).not.toBeNull()
-      expect(row.cost_usd).toBe(expected!.total_price)
+      // Perplexity's request fee is the one of the search context size, Perplexity's default (low)
+      // when neither the request nor the answer names one: Sonar Pro's $6 per 1,000 requests.
+      expect(row.cost_usd).toBe(p.name === 'perplexity' ? sonarPrice({ input_tokens: 1200, output_tokens: 300 }, p.model, 6, at) : expected!.total_price)
       expect(row.cost_usd).toBeGreaterThan(0)
     })
   }

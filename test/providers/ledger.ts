@@ -1,4 +1,4 @@
-import { calcPrice } from '@pydantic/genai-prices'
+import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { expect } from 'vitest'
 import Database from 'better-sqlite3'
 import { eventually } from '../support/http'
@@ -111,4 +111,19 @@ export function libraryPrice(providerId: string, usage: Record<string, number>, 
   const p = calcPrice(usage, model, { providerId, timestamp: new Date(ts) })
   expect(p, `${providerId} prices ${model}`).not.toBeNull()
   return p!.total_price
+}
+
+/**
+ * The library's price of `usage` for one of Perplexity's Sonar models with its per-request fee
+ * set to `feePerThousand` (Perplexity's fee for a search context size): the price data has one
+ * fee per model, the highest, so the fee of the low or medium context is priced by the data's
+ * own table with that one price changed, every other price and the arithmetic the library's.
+ */
+export function sonarPrice(usage: Record<string, number>, model: string, feePerThousand: number, at: Date): number {
+  const data = findProvider({ providerId: 'perplexity' })!
+  const m = data.models.find((x) => x.id === model)!
+  expect(Array.isArray(m.prices)).toBe(false)
+  expect((m.prices as Record<string, unknown>).requests_kcount).toBeGreaterThan(0)
+  const table = { ...m, prices: { ...(m.prices as Record<string, number>), requests_kcount: feePerThousand } }
+  return calcPrice(usage, model, { provider: { ...data, models: [table], fallback_model_providers: undefined }, timestamp: at })!.total_price
 }

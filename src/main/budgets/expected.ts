@@ -24,6 +24,7 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
+ *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`).
  */
 
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
@@ -201,6 +202,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     usage.output_tokens = output
     if (ctx.shape.dataResidency) usage.data_residency = true
     if (ctx.shape.fast) usage.fast = true
+    if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
   const seen = history.expectations(ctx.provider.name, model, isBackground(ctx))

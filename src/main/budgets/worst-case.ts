@@ -115,5 +115,6 @@ export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: Answ
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
   if (ctx.shape.dataResidency) usage.data_residency = true
   if (ctx.shape.fast) usage.fast = true
+  if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
   return reservedCost(pricer, ctx, usage, answeredAs)
 }

@@ -40,6 +40,13 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"fast":"yes"}')).toEqual(emptyUsage())
   })
 
+  it('keeps a Perplexity call\'s search context size, so re-pricing charges that size\'s request fee again', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, search_context_size: 'medium' as const }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ search_context_size: 'medium' })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    expect(withUsageExtra(emptyUsage(), '{"search_context_size":"huge"}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

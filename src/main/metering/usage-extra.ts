@@ -1,18 +1,27 @@
-import { type Usage, isObject } from './usage'
+import { type SearchContextSize, type Usage, isObject, searchContextSize } from './usage'
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?, data_residency?, fast?}`
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?}`
  * with only the keys the call had (non-zero counts, a reported charge, `batch: true` for a
  * request billed at Batch API rates, `data_residency: true` for one billed with that premium,
- * `fast: true` for one served at a fast tier). Null for the common
+ * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch && !u.data_residency && !u.fast) return null
-  const out: { web_searches?: number; storage_searches?: number; extra?: Record<string, number>; provider_cost_usd?: number; batch?: true; data_residency?: true; fast?: true } = {}
+  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size) return null
+  const out: {
+    web_searches?: number
+    storage_searches?: number
+    extra?: Record<string, number>
+    provider_cost_usd?: number
+    batch?: true
+    data_residency?: true
+    fast?: true
+    search_context_size?: SearchContextSize
+  } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
   if (u.extra) {
@@ -27,6 +36,8 @@ export function usageExtra(u: Usage): string | null {
   if (u.batch) out.batch = true
   if (u.data_residency) out.data_residency = true
   if (u.fast) out.fast = true
+  const size = searchContextSize(u.search_context_size)
+  if (size) out.search_context_size = size
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -67,6 +78,9 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (x.data_residency === true) out.data_residency = true
   // ...and a call served at a fast tier is priced at its fast price again.
   if (x.fast === true) out.fast = true
+  // ...and a Perplexity call pays the request fee of the search context size it ran with.
+  const size = searchContextSize(x.search_context_size)
+  if (size) out.search_context_size = size
   return out
 }
 

@@ -52,6 +52,21 @@ export interface Usage {
    * standard rate. See pricing/price.ts.
    */
   fast?: boolean
+  /**
+   * The search context size a Perplexity Sonar call ran with (`low`, `medium`, `high`), which
+   * sets its per-request fee: the size its answer names (`usage.search_context_size`), else the
+   * one its request set (`web_search_options.search_context_size`), else Perplexity's default,
+   * `low`. The price data has one fee per model, the highest; see pricing/request-fees.ts.
+   */
+  search_context_size?: SearchContextSize
+}
+
+/** A Perplexity search context size (`Usage.search_context_size`). */
+export type SearchContextSize = 'low' | 'medium' | 'high'
+
+/** `v` when it is a search context size Perplexity names, else undefined. */
+export function searchContextSize(v: unknown): SearchContextSize | undefined {
+  return v === 'low' || v === 'medium' || v === 'high' ? v : undefined
 }
 
 /** What a data-residency premium multiplies every token price by (`Usage.data_residency`). */

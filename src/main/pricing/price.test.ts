@@ -1,8 +1,9 @@
-import { calcPrice } from '@pydantic/genai-prices'
+import { calcPrice, findProvider } from '@pydantic/genai-prices'
 import { beforeAll, describe, expect, it } from 'vitest'
 import { emptyUsage, type Usage } from '../metering/usage'
 import { Pricer } from './price'
 import { loadPriceLibrary } from './library'
+import { withRequestFee } from './request-fees'
 
 // The price library loads when first needed (./library.ts); the Pricer refuses to price before.
 beforeAll(async () => {
@@ -178,6 +179,44 @@ describe('Pricer with remembered model lookups', () => {
     expect(pricer.price('openai', 'openai', 'gpt-5-mini', { ...u, fast: true }, at).cost_usd).toBeCloseTo(22.5, 12)
     expect(pricer.price('openai', 'openai', 'gpt-4o', { ...u, fast: true }, at).cost_usd).toBe(direct('openai', 'gpt-4o', u, at))
     expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBe(standard)
+  })
+})
+
+describe('Pricer with a Perplexity search context size', () => {
+  const at = new Date('2026-11-21T12:00:00Z')
+  /** The library's price of the usage with the model's request fee set to `fee` per 1,000 (the data's table otherwise). */
+  function atFee(model: string, u: Usage, fee: number): number {
+    const data = findProvider({ providerId: 'perplexity' })!
+    const m = data.models.find((x) => x.id === model)!
+    const table = { ...m, prices: { ...(m.prices as Record<string, number>), requests_kcount: fee } }
+    return calcPrice({ input_tokens: u.input_tokens, output_tokens: u.output_tokens }, model, { provider: { ...data, models: [table] }, timestamp: at })!.total_price
+  }
+
+  it('charges the request fee of the size the call ran with, first call and later ones alike; none: the data\'s (the high one)', () => {
+    const p = new Pricer()
+    for (const [model, fees] of [['sonar', [5, 8, 12]], ['sonar-pro', [6, 10, 14]], ['sonar-reasoning-pro', [6, 10, 14]]] as const) {
+      const u = usage(1200, 300)
+      expect(p.price('perplexity', 'perplexity', model, { ...u, search_context_size: 'low' }, at).cost_usd).toBe(atFee(model, u, fees[0]))
+      expect(p.price('perplexity', 'perplexity', model, { ...u, search_context_size: 'medium' }, at).cost_usd).toBe(atFee(model, u, fees[1]))
+      expect(p.price('perplexity', 'perplexity', model, { ...u, search_context_size: 'high' }, at).cost_usd).toBe(atFee(model, u, fees[2]))
+      expect(p.price('perplexity', 'perplexity', model, u, at).cost_usd).toBe(direct('perplexity', model, u, at))
+      expect(p.price('perplexity', 'perplexity', model, { ...u, search_context_size: 'low' }, at).cost_usd).toBe(atFee(model, u, fees[0]))
+    }
+  })
+
+  it('changes nothing for a model without a request fee, nor another provider\'s model, nor a reported charge', () => {
+    const p = new Pricer()
+    const u = usage(1200, 300)
+    expect(p.price('perplexity', 'perplexity', 'sonar-deep-research', { ...u, search_context_size: 'low' }, at).cost_usd).toBe(direct('perplexity', 'sonar-deep-research', u, at))
+    expect(p.price('openai', 'openai', 'gpt-4o-mini', { ...u, search_context_size: 'low' }, at).cost_usd).toBe(direct('openai', 'gpt-4o-mini', u, at))
+    expect(p.price('perplexity', 'perplexity', 'sonar', { ...u, search_context_size: 'low', provider_cost_usd: 0.0135 }, at).cost_usd).toBe(0.0135)
+  })
+
+  it('leaves a model whose data fee is not the high one of its sizes at the data\'s fee (the data knows a newer fee)', () => {
+    const m = { id: 'sonar', match: { equals: 'sonar' }, prices: { input_mtok: 1, output_mtok: 1, requests_kcount: 15 } }
+    expect(withRequestFee('perplexity', m, 'low')).toBe(m)
+    expect(withRequestFee('perplexity', { ...m, prices: { ...m.prices, requests_kcount: 12 } }, 'low').prices).toEqual({ input_mtok: 1, output_mtok: 1, requests_kcount: 5 })
+    expect(withRequestFee('other', { ...m, prices: { ...m.prices, requests_kcount: 12 } }, 'low').prices).toEqual({ input_mtok: 1, output_mtok: 1, requests_kcount: 12 })
   })
 })
 

@@ -1,9 +1,10 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
-import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/usage'
+import { DATA_RESIDENCY_MULTIPLIER, type SearchContextSize, type Usage, reportedUsd } from '../metering/usage'
 import { withClaudeCacheRates, withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary, priceLibrary } from './library'
+import { withRequestFee } from './request-fees'
 
 export interface PriceOverride {
   model: string
@@ -244,11 +245,12 @@ export class Pricer {
     if (o) return o
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)
+    const size = usage.search_context_size
     if (fine) {
-      const split = this.library(fine, pricingId, model, at)
+      const split = this.library(fine, pricingId, model, at, size)
       if (split) return split
     }
-    const base = this.library(u, pricingId, model, at)
+    const base = this.library(u, pricingId, model, at, size)
     if (!base) return { cost_usd: 0, priced: false }
     if (fine) this.refusedSplit(pricingId, model, fine, u)
     return base
@@ -261,6 +263,21 @@ export class Pricer {
     this.splitRefused.add(key)
     const parts = Object.keys(fine).filter((k) => !(k in u)).join(', ')
     this.warn(`pricing: the price data for ${pricingId} ${model.slice(0, 100)} refused a call's split (${parts}); it is priced at the base token rates, which may be less than billed`)
+  }
+
+  /**
+   * The found model's provider with the request fee of the search context size `size`, made once
+   * per size; null when the size changes nothing (a model without such fees, or the size whose
+   * fee the data has).
+   */
+  private sized(found: Lookup, pricingId: string, size: SearchContextSize): PriceProvider | null {
+    const known = found.sized?.get(size)
+    if (known !== undefined) return known
+    const table = found.provider.models[0]!
+    const fee = withRequestFee(pricingId, table, size)
+    const provider = fee === table ? null : { ...found.provider, models: [fee] }
+    ;(found.sized ??= new Map()).set(size, provider)
+    return provider
   }
 
   /** The first `pricing.overrides` entry of this speed (fast or standard) that prices the provider's model. */
@@ -279,11 +296,15 @@ export class Pricer {
    * it found, and later calls hand the library that provider narrowed to the one model, so the
    * same price table is applied by the same code without the scan. A model the library does not
    * know is remembered as such. When the library's data is replaced (`dataChanged`), every remembered lookup is forgotten.
+   * A Perplexity call's search context size (`size`) prices it with that size's request fee
+   * (./request-fees.ts), on the found model's table with that one price changed.
    */
-  private library(u: Record<string, number>, pricingId: string, model: string, at: Date): Priced | null {
+  private library(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize): Priced | null {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
+      const sized = size ? this.sized(found, pricingId, size) : null
+      if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
       const fast = found.flat ? flatPrice(found.flat, u) : undefined
       if (fast !== undefined && found.checked >= FLAT_CHECKS) return fast === null ? null : { cost_usd: fast, priced: true }
       const lib = safeCalc(u, model, { provider: found.provider, timestamp: at })
@@ -318,7 +339,10 @@ export class Pricer {
     // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h).
     const table = withOneHourWrites(r.model)
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    models.set(model, { provider, flat: flatTable(table), checked: 0 })
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0 }
+    models.set(model, lookup)
+    const sized = size ? this.sized(lookup, pricingId, size) : null
+    if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
     if (table !== r.model && u.cache_write_1h_tokens) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
@@ -337,6 +361,8 @@ interface Lookup {
   flat: FlatTable | null
   /** Shortcut results compared with the library so far. */
   checked: number
+  /** The provider with each search context size's request fee (`Pricer.sized`), null where it is the same. */
+  sized?: Map<SearchContextSize, PriceProvider | null>
 }
 
 function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {

@@ -1,4 +1,4 @@
-import { count, isObject, reportedUsd } from '../metering/usage'
+import { count, isObject, reportedUsd, searchContextSize } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Provider } from './types'
@@ -6,6 +6,8 @@ import type { Provider } from './types'
 const HOST = 'https://api.perplexity.ai'
 /** The Agent API's paths, which Perplexity serves under `/v1` (its Sonar API is at the root). */
 const AGENT_API = /^\/(?:responses|agent)(\/|$)/
+/** The search context size of a Sonar request that sets none (docs.perplexity.ai: `web_search_options.search_context_size`, default "low"). */
+const DEFAULT_SEARCH_CONTEXT_SIZE = 'low'
 
 /**
  * Perplexity: https://docs.perplexity.ai. Sonar's base URL has no `/v1`
@@ -15,6 +17,11 @@ const AGENT_API = /^\/(?:responses|agent)(\/|$)/
  * metered as a Responses call.
  * Sonar bills a per-request fee that depends on the search context size; the response's
  * `usage.cost.total_cost` is the whole charge and is recorded as the call's cost when present.
+ * A call priced from its tokens instead (an answer without `cost`, a stream cut before its last
+ * chunk brought it) pays the fee of the context size it ran with: the one its usage names
+ * (`search_context_size`, in every chunk of a stream), else the one its request set
+ * (`web_search_options.search_context_size`), else Perplexity's default, `low`. The price data has
+ * only the highest fee of each model (../pricing/request-fees.ts).
  *
  * Its usage reports `reasoning_tokens` and `citation_tokens` beside `completion_tokens`, not in
  * it (`total_tokens` is prompt + completion), and both are billed (Sonar Deep Research: $3/M and
@@ -39,6 +46,8 @@ const compatible = openaiCompatible({
       if (citation > 0) u.extra.output_citation_tokens = citation
     }
     u.web_searches = count(raw.num_search_queries)
+    const size = searchContextSize(raw.search_context_size)
+    if (size) u.search_context_size = size
     if (!isObject(raw.cost)) return u
     const total = reportedUsd(raw.cost.total_cost)
     if (total !== undefined) u.provider_cost_usd = total
@@ -52,6 +61,13 @@ export const perplexity: Provider = {
   // An Agent API call's path as routed (`place` put it under `/v1`), read as OpenAI's Responses API.
   inspect: (req) => {
     const below = req.path.startsWith('/v1/') ? req.path.slice('/v1'.length) : ''
-    return compatible.inspect(AGENT_API.test(below) ? { ...req, path: below.replace(AGENT_API, '/responses$1') } : req)
+    if (AGENT_API.test(below)) return compatible.inspect({ ...req, path: below.replace(AGENT_API, '/responses$1') })
+    const shape = compatible.inspect(req)
+    // A Sonar call: the search context size it runs with, which sets its request fee.
+    if (shape.endpoint === 'chat.completions') {
+      const options = isObject(req.body) && isObject(req.body.web_search_options) ? req.body.web_search_options : null
+      shape.searchContextSize = searchContextSize(options?.search_context_size) ?? DEFAULT_SEARCH_CONTEXT_SIZE
+    }
+    return shape
   },
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { Usage } from '../metering/usage'
+import type { SearchContextSize, Usage } from '../metering/usage'
 import type { MeterReading } from '../plans/types'
 
 /** What the proxy knows of a request when it asks a provider about it. */
@@ -55,6 +55,13 @@ export interface CallShape {
    * (`Usage.fast`). Not what it is recorded at: the answer says which speed served it.
    */
   fast?: boolean
+  /**
+   * The search context size a Perplexity Sonar request runs with (its
+   * `web_search_options.search_context_size`, else Perplexity's default, `low`), which sets the
+   * call's request fee: budgets reserve with it, and the call is recorded with it unless its
+   * answer names another (`Usage.search_context_size`).
+   */
+  searchContextSize?: SearchContextSize
 }
 
 /**

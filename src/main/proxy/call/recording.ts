@@ -135,7 +135,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     try {
       const given = usage ?? emptyUsage()
       // A request billed with the data-residency premium is so whatever its answer said (or if it said nothing).
-      const u = s.ctx.shape.dataResidency === true && !given.data_residency ? { ...given, data_residency: true } : given
+      let u = s.ctx.shape.dataResidency === true && !given.data_residency ? { ...given, data_residency: true } : given
+      // A Perplexity request's search context size (its fee), unless the answer named the one it ran with.
+      if (s.ctx.shape.searchContextSize && !u.search_context_size) u = { ...u, search_context_size: s.ctx.shape.searchContextSize }
       let cost = 0
       let priced = !unpriced
       if (priced && hasBilledUnits(u)) {
