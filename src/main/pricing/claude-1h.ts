@@ -1,4 +1,5 @@
 import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
+import { mapModelPrices } from './model-prices'
 
 /**
  * Anthropic bills a prompt-cache write with a 1-hour lifetime at 2x the model's input price
@@ -37,20 +38,7 @@ export function withClaudeCacheRates(model: string, prices: Readonly<Record<stri
 }
 
 export function withOneHourWrites(model: ModelInfo): ModelInfo {
-  if (!CLAUDE.test(model.id)) return model
-  const p = model.prices
-  if (Array.isArray(p)) {
-    let changed = false
-    const prices = p.map((c) => {
-      const next = derived(c.prices)
-      if (next === c.prices) return c
-      changed = true
-      return { ...c, prices: next }
-    })
-    return changed ? { ...model, prices } : model
-  }
-  const next = derived(p)
-  return next === p ? model : { ...model, prices: next }
+  return CLAUDE.test(model.id) ? mapModelPrices(model, derived) : model
 }
 
 function derived(p: ModelPrice): ModelPrice {

@@ -1,5 +1,6 @@
 import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
 import type { SearchContextSize } from '../metering/usage'
+import { mapModelPrices } from './model-prices'
 
 /**
  * Perplexity bills its Sonar models a fee per request that depends on the search context size
@@ -30,17 +31,5 @@ export function withRequestFee(pricingId: string, model: ModelInfo, size: Search
   const fees = pricingId === PERPLEXITY_PRICING_ID ? PERPLEXITY_REQUEST_FEES[model.id] : undefined
   if (!fees) return model
   const sized = (p: ModelPrice): ModelPrice => (p.requests_kcount === fees.high && fees[size] !== fees.high ? { ...p, requests_kcount: fees[size] } : p)
-  const p = model.prices
-  if (Array.isArray(p)) {
-    let changed = false
-    const prices = p.map((c) => {
-      const next = sized(c.prices)
-      if (next === c.prices) return c
-      changed = true
-      return { ...c, prices: next }
-    })
-    return changed ? { ...model, prices } : model
-  }
-  const next = sized(p)
-  return next === p ? model : { ...model, prices: next }
+  return mapModelPrices(model, sized)
 }
