@@ -200,9 +200,6 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     const usage = emptyUsage()
     usage.input_tokens = input
     usage.output_tokens = output
-    if (ctx.shape.dataResidency) usage.data_residency = true
-    if (ctx.shape.fast) usage.fast = true
-    if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
   const seen = history.expectations(ctx.provider.name, model, isBackground(ctx))

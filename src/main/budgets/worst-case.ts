@@ -94,8 +94,13 @@ export type AnsweredAs = (provider: string, model: string) => string | undefined
 /**
  * What `usage` costs at the call's model, for a reservation: the requested model's price, else
  * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
+ * It is priced as the request asks to be billed: with the data-residency premium, at a fast tier,
+ * at a Perplexity search context size's request fee (`CallShape`).
  */
 export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
+  if (ctx.shape.dataResidency) usage.data_residency = true
+  if (ctx.shape.fast) usage.fast = true
+  if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
   const at = new Date(ctx.ts)
   let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)
   if (!p.priced && answeredAs) {
@@ -113,8 +118,5 @@ export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: Answ
   if (ttl) usage.cache_write_tokens = usage.input_tokens
   if (ttl === '1h') usage.cache_write_1h_tokens = usage.input_tokens
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
-  if (ctx.shape.dataResidency) usage.data_residency = true
-  if (ctx.shape.fast) usage.fast = true
-  if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
   return reservedCost(pricer, ctx, usage, answeredAs)
 }
