@@ -109,7 +109,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
     // newer data applied), a call waits for them while its body comes: its admission and its
     // recording price it (../pricing/library.ts).
     const prices = opts.pricer.isReady ? null : opts.pricer.ready()
-    let body: Buffer | null = null
+    let body: Buffer | null
     let request: { parsed: any; bytes: number }
     try {
       body = await readBody(req, maxBody, memory)
