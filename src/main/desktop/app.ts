@@ -147,8 +147,12 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, auth)
   const attachedBudgets = own ? null : httpBudgets(url, auth)
-  const clock = new PeriodClock(config.timezone)
+  // Today's spend is projected over the day it was summed in: an attached server's zone, else the app's.
+  const ownClock = new PeriodClock(config.timezone)
+  let clock = ownClock
   const paceOf = (today: number, now: number) => {
+    const zone = spend.timezone?.() ?? config.timezone
+    if (clock.tz !== zone) clock = zone === config.timezone ? ownClock : new PeriodClock(zone)
     const day = clock.dayOf(now)
     return forecast({ period: 'daily', limit: Infinity, spent: today, start: day.start, resetsAt: day.end }, now).projected
   }
