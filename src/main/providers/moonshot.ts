@@ -8,7 +8,9 @@ import type { Provider } from './types'
  * Moonshot AI (Kimi): https://platform.moonshot.ai/docs. Its OpenAI-compatible API is at
  * `https://api.moonshot.ai/v1` (`https://api.moonshot.cn/v1` in China: set
  * `providers.moonshot.base_url`). `prompt_tokens` includes the cache hit, which it reports as a
- * top-level `cached_tokens` (newer answers also as `prompt_tokens_details.cached_tokens`).
+ * top-level `cached_tokens` (newer answers also as `prompt_tokens_details.cached_tokens`). A stream
+ * puts that usage in its finishing choice (`choices[0].usage`), which the OpenAI meter reads
+ * (./openai-meter.ts, `choiceUsage`), not at the chunk's top level.
  *
  * Its Anthropic-compatible API, what its Claude Code setup gives as `ANTHROPIC_BASE_URL`, is
  * `https://api.moonshot.ai/anthropic` (through Burnrate `…/moonshot/anthropic`), taking the key as

@@ -139,8 +139,10 @@ export class OpenAIMeter implements Meter {
     if (ev.service_tier !== undefined) this.noteTier(ev.service_tier)
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
     if (typeof ev.id === 'string' && ev.id) this.id = ev.id
-    if (ev.usage) {
-      this.usage = this.read(ev.usage) ?? this.usage
+    // Moonshot (Kimi) puts a stream's usage in its finishing choice instead (see `choiceUsage`).
+    const usage = ev.usage ?? choiceUsage(ev.choices)
+    if (usage) {
+      this.usage = this.read(usage) ?? this.usage
       if (this.usage) {
         this.running = Array.isArray(ev.choices) && ev.choices.length > 0
         // A running count keeps the text for a cut stream's estimate; a final one needs none of it.
@@ -217,6 +219,21 @@ export class OpenAIMeter implements Meter {
       error: this.failure ?? undefined,
     }
   }
+}
+
+/**
+ * The usage a Chat Completions chunk carries inside its first choice (`choices[0].usage`), where
+ * Moonshot (Kimi) puts a stream's final usage, cache hits included, on the chunk whose choice has
+ * its `finish_reason`, with no top-level `usage` unless the request set
+ * `stream_options.include_usage` (then it is sent again at the top level of a last chunk, and read
+ * once: each usage read replaces the one before). The stream example of Moonshot's API docs ends
+ * so (`"choices":[{"index":0,"delta":{},"finish_reason":"stop","usage":{"prompt_tokens":19,…}}]`,
+ * as northes/go-moonshot#17 quotes it), and so do captures of its API: higress-group/higress#1568
+ * (moonshot-v1-8k) and AstrBotDevs/AstrBot#6614 (kimi-k2-0905-preview, with `cached_tokens`).
+ * OpenAI's own chunks never carry one there.
+ */
+function choiceUsage(choices: unknown): unknown {
+  return Array.isArray(choices) && isObject(choices[0]) ? choices[0].usage : undefined
 }
 
 /** The code (else the type) of an OpenAI error object, bounded: it is recorded as the call's `error`. */
