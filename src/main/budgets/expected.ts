@@ -24,7 +24,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
- *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`).
+ *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
+ *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`).
  */
 
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096

@@ -6,7 +6,9 @@ import { anthropic } from '../providers/anthropic'
 import { bedrock } from '../providers/bedrock'
 import { converseUsage } from '../providers/bedrock-converse'
 import { openai } from '../providers/openai'
+import { perplexity } from '../providers/perplexity'
 import type { CallContext } from '../proxy/gate'
+import { emptyUsage } from '../metering/usage'
 import { DEFAULT_MAX_OUTPUT_TOKENS, cacheWriteTtl, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
 
 // The price library loads when first needed (../pricing/library.ts); the Pricer refuses to price before.
@@ -113,6 +115,23 @@ describe('worst-case cost', () => {
     expect(cacheWriteTtl({ system: [{ type: 'text', text: 's', cache_control: h1 }], messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: m5 }] }] })).toBe('1h')
     expect(cacheWriteTtl({ system: [{ type: 'text', text: 's', cache_control: m5 }], messages: [{ role: 'user', content: [{ type: 'text', text: 'x', cache_control: h1 }] }] })).toBe('1h')
     expect(cacheWriteTtl({ system: 'plain', messages: [{ role: 'user', content: 'plain' }] })).toBe(null)
+  })
+
+  it("a streamed Sonar Pro request for Pro Search reserves Pro Search's request fee; one not streamed, Sonar Pro's standard fee", () => {
+    const at = (body: Record<string, unknown>) => {
+      const c = ctx(body)
+      return { ...c, provider: perplexity, shape: perplexity.inspect({ method: 'POST', path: '/chat/completions', query: '', headers: {}, body }) }
+    }
+    /** Sonar Pro's standard price of a request's bound (its prompt, 1,000 output tokens) at the low context. */
+    const standard = (c: CallContext) =>
+      new Pricer().price('perplexity', 'perplexity', 'sonar-pro', { ...emptyUsage(), input_tokens: promptTokenBound(c.bodyBytes), output_tokens: 1000, search_context_size: 'low' }, new Date(c.ts)).cost_usd
+    const pro = at({ model: 'sonar-pro', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000, stream: true, web_search_options: { search_type: 'pro' } })
+    expect(pro.shape.proSearch).toBe(true)
+    // Pro Search's low-context fee is $14 per 1,000 requests, Sonar Pro's standard one $6.
+    expect(worstCaseUsd(new Pricer(), pro)).toBeCloseTo(standard(pro) + (14 - 6) / 1000, 12)
+    const notStreamed = at({ ...pro.body, stream: false })
+    expect(notStreamed.shape.proSearch).toBeUndefined()
+    expect(worstCaseUsd(new Pricer(), notStreamed)).toBe(standard(notStreamed))
   })
 
   it('prices prompt bound and output cap at the model price', () => {

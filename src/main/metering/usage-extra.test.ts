@@ -47,6 +47,13 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"search_context_size":"huge"}')).toEqual(emptyUsage())
   })
 
+  it('keeps a Perplexity Pro Search call\'s mark, so re-pricing charges Pro Search\'s fee again', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, search_context_size: 'low' as const, pro_search: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ search_context_size: 'low', pro_search: true })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    expect(withUsageExtra(emptyUsage(), '{"pro_search":"yes"}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

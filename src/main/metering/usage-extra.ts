@@ -2,16 +2,17 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?}`
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?}`
  * with only the keys the call had (non-zero counts, a reported charge, `batch: true` for a
  * request billed at Batch API rates, `data_residency: true` for one billed with that premium,
- * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`). Null for the common
+ * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
+ * for a Perplexity Pro Search call). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search) return null
   const out: {
     web_searches?: number
     storage_searches?: number
@@ -21,6 +22,7 @@ export function usageExtra(u: Usage): string | null {
     data_residency?: true
     fast?: true
     search_context_size?: SearchContextSize
+    pro_search?: true
   } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
@@ -38,6 +40,7 @@ export function usageExtra(u: Usage): string | null {
   if (u.fast) out.fast = true
   const size = searchContextSize(u.search_context_size)
   if (size) out.search_context_size = size
+  if (u.pro_search) out.pro_search = true
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -81,6 +84,8 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   // ...and a Perplexity call pays the request fee of the search context size it ran with.
   const size = searchContextSize(x.search_context_size)
   if (size) out.search_context_size = size
+  // ...and a Pro Search call, Pro Search's fee.
+  if (x.pro_search === true) out.pro_search = true
   return out
 }
 

@@ -59,6 +59,12 @@ export interface Usage {
    * `low`. The price data has one fee per model, the highest; see pricing/request-fees.ts.
    */
   search_context_size?: SearchContextSize
+  /**
+   * A Perplexity Sonar Pro call that ran Pro Search (`web_search_options.search_type: "pro"` on a
+   * stream), billed Pro Search's request fee for its search context size; see
+   * pricing/request-fees.ts. Its answer does not say so: it is the request's (`CallShape.proSearch`).
+   */
+  pro_search?: boolean
 }
 
 /** A Perplexity search context size (`Usage.search_context_size`). */

@@ -204,6 +204,18 @@ describe('Pricer with a Perplexity search context size', () => {
     }
   })
 
+  it('a Pro Search call (Sonar Pro) is charged Pro Search\'s fee of its size, $14/$18/$22; a model without Pro Search fees its own', () => {
+    const p = new Pricer()
+    const u = usage(1200, 300)
+    for (const [size, fee] of [['low', 14], ['medium', 18], ['high', 22]] as const) {
+      expect(p.price('perplexity', 'perplexity', 'sonar-pro', { ...u, search_context_size: size, pro_search: true }, at).cost_usd).toBe(atFee('sonar-pro', u, fee))
+    }
+    // The same size without Pro Search is still the standard fee (each is made once, apart).
+    expect(p.price('perplexity', 'perplexity', 'sonar-pro', { ...u, search_context_size: 'medium' }, at).cost_usd).toBe(atFee('sonar-pro', u, 10))
+    expect(p.price('perplexity', 'perplexity', 'sonar', { ...u, search_context_size: 'low', pro_search: true }, at).cost_usd).toBe(atFee('sonar', u, 5))
+    expect(p.price('perplexity', 'perplexity', 'sonar-pro', { ...u, search_context_size: 'low', pro_search: true, provider_cost_usd: 0.015 }, at).cost_usd).toBe(0.015)
+  })
+
   it('changes nothing for a model without a request fee, nor another provider\'s model, nor a reported charge', () => {
     const p = new Pricer()
     const u = usage(1200, 300)

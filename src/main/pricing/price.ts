@@ -246,11 +246,12 @@ export class Pricer {
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)
     const size = usage.search_context_size
+    const pro = usage.pro_search === true
     if (fine) {
-      const split = this.library(fine, pricingId, model, at, size)
+      const split = this.library(fine, pricingId, model, at, size, pro)
       if (split) return split
     }
-    const base = this.library(u, pricingId, model, at, size)
+    const base = this.library(u, pricingId, model, at, size, pro)
     if (!base) return { cost_usd: 0, priced: false }
     if (fine) this.refusedSplit(pricingId, model, fine, u)
     return base
@@ -266,17 +267,18 @@ export class Pricer {
   }
 
   /**
-   * The found model's provider with the request fee of the search context size `size`, made once
-   * per size; null when the size changes nothing (a model without such fees, or the size whose
-   * fee the data has).
+   * The found model's provider with the request fee of the search context size `size` (Pro
+   * Search's when `pro`), made once per size and search; null when that changes nothing (a model
+   * without such fees, or the fee the data has).
    */
-  private sized(found: Lookup, pricingId: string, size: SearchContextSize): PriceProvider | null {
-    const known = found.sized?.get(size)
+  private sized(found: Lookup, pricingId: string, size: SearchContextSize, pro: boolean): PriceProvider | null {
+    const key = pro ? `${size}+pro` : size
+    const known = found.sized?.get(key)
     if (known !== undefined) return known
     const table = found.provider.models[0]!
-    const fee = withRequestFee(pricingId, table, size)
+    const fee = withRequestFee(pricingId, table, size, pro)
     const provider = fee === table ? null : { ...found.provider, models: [fee] }
-    ;(found.sized ??= new Map()).set(size, provider)
+    ;(found.sized ??= new Map()).set(key, provider)
     return provider
   }
 
@@ -297,13 +299,13 @@ export class Pricer {
    * same price table is applied by the same code without the scan. A model the library does not
    * know is remembered as such. When the library's data is replaced (`dataChanged`), every remembered lookup is forgotten.
    * A Perplexity call's search context size (`size`) prices it with that size's request fee
-   * (./request-fees.ts), on the found model's table with that one price changed.
+   * (./request-fees.ts; Pro Search's when `pro`), on the found model's table with that one price changed.
    */
-  private library(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize): Priced | null {
+  private library(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize, pro = false): Priced | null {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
-      const sized = size ? this.sized(found, pricingId, size) : null
+      const sized = size ? this.sized(found, pricingId, size, pro) : null
       if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
       const fast = found.flat ? flatPrice(found.flat, u) : undefined
       if (fast !== undefined && found.checked >= FLAT_CHECKS) return fast === null ? null : { cost_usd: fast, priced: true }
@@ -341,7 +343,7 @@ export class Pricer {
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
     const lookup: Lookup = { provider, flat: flatTable(table), checked: 0 }
     models.set(model, lookup)
-    const sized = size ? this.sized(lookup, pricingId, size) : null
+    const sized = size ? this.sized(lookup, pricingId, size, pro) : null
     if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
     if (table !== r.model && u.cache_write_1h_tokens) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
@@ -361,8 +363,8 @@ interface Lookup {
   flat: FlatTable | null
   /** Shortcut results compared with the library so far. */
   checked: number
-  /** The provider with each search context size's request fee (`Pricer.sized`), null where it is the same. */
-  sized?: Map<SearchContextSize, PriceProvider | null>
+  /** The provider with each search context size's request fee, Pro Search's apart (`Pricer.sized`), null where it is the same. */
+  sized?: Map<string, PriceProvider | null>
 }
 
 function safeCalc(u: Record<string, number>, model: string, opts: Parameters<typeof calcPrice>[2]): Priced | null {

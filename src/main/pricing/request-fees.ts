@@ -14,8 +14,7 @@ import { mapModelPrices } from './model-prices'
  * in place of the data's, in each of its dated prices; every other price is the data's. A model
  * listed here whose data fee is not the high one below is left as the data has it: the data then
  * knows something this table does not (a new fee), and is trusted. A model not listed (Sonar Deep
- * Research, billed per search instead) or with no request fee is returned as it is. The fees of
- * Pro Search (`search_type: "pro"` on Sonar Pro) are not here: such a call is priced at Sonar Pro's.
+ * Research, billed per search instead) or with no request fee is returned as it is.
  */
 export const PERPLEXITY_REQUEST_FEES: Readonly<Record<string, Readonly<Record<SearchContextSize, number>>>> = {
   sonar: { low: 5, medium: 8, high: 12 },
@@ -24,12 +23,27 @@ export const PERPLEXITY_REQUEST_FEES: Readonly<Record<string, Readonly<Record<Se
   'sonar-reasoning-pro': { low: 6, medium: 10, high: 14 },
 }
 
+/**
+ * The request fees of Pro Search for Sonar Pro (`web_search_options.search_type: "pro"` on a
+ * stream: `Usage.pro_search`), per 1,000 requests by search context size, where Sonar Pro's
+ * standard ("fast") search is billed the fees above (docs.perplexity.ai/getting-started/pricing,
+ * "Pro Search Pricing"; docs.perplexity.ai/docs/sonar/pro-search/quickstart, "Pricing").
+ */
+export const PERPLEXITY_PRO_SEARCH_FEES: Readonly<Record<string, Readonly<Record<SearchContextSize, number>>>> = {
+  'sonar-pro': { low: 14, medium: 18, high: 22 },
+}
+
 /** The price data's id of the provider whose fees these are. */
 export const PERPLEXITY_PRICING_ID = 'perplexity'
 
-export function withRequestFee(pricingId: string, model: ModelInfo, size: SearchContextSize): ModelInfo {
+/**
+ * `model` with the request fee of a call's context size `size`, Pro Search's (a model that has
+ * one) when `proSearch`; see above.
+ */
+export function withRequestFee(pricingId: string, model: ModelInfo, size: SearchContextSize, proSearch = false): ModelInfo {
   const fees = pricingId === PERPLEXITY_PRICING_ID ? PERPLEXITY_REQUEST_FEES[model.id] : undefined
   if (!fees) return model
-  const sized = (p: ModelPrice): ModelPrice => (p.requests_kcount === fees.high && fees[size] !== fees.high ? { ...p, requests_kcount: fees[size] } : p)
+  const fee = (proSearch ? PERPLEXITY_PRO_SEARCH_FEES[model.id]?.[size] : undefined) ?? fees[size]
+  const sized = (p: ModelPrice): ModelPrice => (p.requests_kcount === fees.high && fee !== fees.high ? { ...p, requests_kcount: fee } : p)
   return mapModelPrices(model, sized)
 }

@@ -21,7 +21,10 @@ const DEFAULT_SEARCH_CONTEXT_SIZE = 'low'
  * chunk brought it) pays the fee of the context size it ran with: the one its usage names
  * (`search_context_size`, in every chunk of a stream), else the one its request set
  * (`web_search_options.search_context_size`), else Perplexity's default, `low`. The price data has
- * only the highest fee of each model (../pricing/request-fees.ts).
+ * only the highest fee of each model (../pricing/request-fees.ts). A streamed Sonar Pro request
+ * for Pro Search (`web_search_options.search_type: "pro"`) priced so pays Pro Search's fee for its
+ * size; its answer does not name the search type. One with `search_type: "auto"` is priced at the
+ * standard fee: which search Perplexity chose shows only in the last chunk's `usage.cost`.
  *
  * Its usage reports `reasoning_tokens` and `citation_tokens` beside `completion_tokens`, not in
  * it (`total_tokens` is prompt + completion), and both are billed (Sonar Deep Research: $3/M and
@@ -67,6 +70,8 @@ export const perplexity: Provider = {
     if (shape.endpoint === 'chat.completions') {
       const options = isObject(req.body) && isObject(req.body.web_search_options) ? req.body.web_search_options : null
       shape.searchContextSize = searchContextSize(options?.search_context_size) ?? DEFAULT_SEARCH_CONTEXT_SIZE
+      // Pro Search runs only on a stream: asked for without one, the call is a standard Sonar Pro call.
+      if (shape.stream && options?.search_type === 'pro') shape.proSearch = true
     }
     return shape
   },

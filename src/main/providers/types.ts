@@ -62,6 +62,12 @@ export interface CallShape {
    * answer names another (`Usage.search_context_size`).
    */
   searchContextSize?: SearchContextSize
+  /**
+   * A Perplexity Sonar request for Pro Search (`web_search_options.search_type: "pro"`), which
+   * runs only on a stream: a streamed one is recorded and reserved at Pro Search's request fee
+   * (`Usage.pro_search`); one not streamed falls back to standard Sonar Pro and is not marked.
+   */
+  proSearch?: boolean
 }
 
 /**

@@ -138,6 +138,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       let u = s.ctx.shape.dataResidency === true && !given.data_residency ? { ...given, data_residency: true } : given
       // A Perplexity request's search context size (its fee), unless the answer named the one it ran with.
       if (s.ctx.shape.searchContextSize && !u.search_context_size) u = { ...u, search_context_size: s.ctx.shape.searchContextSize }
+      // ...and a streamed Sonar Pro request for Pro Search pays its fee (the answer does not say).
+      if (s.ctx.shape.proSearch && !u.pro_search) u = { ...u, pro_search: true }
       let cost = 0
       let priced = !unpriced
       if (priced && hasBilledUnits(u)) {
