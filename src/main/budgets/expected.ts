@@ -26,6 +26,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
  *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`).
+ * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds
+ *   at the model's per-second price) reserves that, under either kind of reservation.
  */
 
 export const DEFAULT_EXPECTED_OUTPUT_TOKENS = 4096
@@ -195,7 +197,10 @@ export class CallHistory {
 }
 
 export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
-  if (!ctx.shape.billable || !ctx.shape.model) return 0
+  if (!ctx.shape.billable) return 0
+  // What the request says it costs (an xAI video's seconds at its per-second price): no tokens to expect.
+  if (ctx.shape.expectedUsd !== undefined) return ctx.shape.expectedUsd
+  if (!ctx.shape.model) return 0
   const model = ctx.shape.model
   const price = (input: number, output: number): number => {
     const usage = emptyUsage()

@@ -90,7 +90,7 @@ function periodWords(rule: Refusal['rule'], p: PeriodState): string {
   return p.period === 'window' ? `${rule.window_hours}-hour rolling-window` : PERIOD_WORDS[p.period]
 }
 
-function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, session: string): string {
+function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, session: string, asked: boolean): string {
   const { rule, state: p } = r
   const who = p.period === 'session' ? `Session "${session}"` : hint ? `API key ${hint}` : 'This API key'
   const limit = `the ${periodWords(rule, p)} limit of $${formatUsd(p.limit, p.limit)} set by budget rule "${rule.api_key_pattern}" (${rule.source})`
@@ -106,10 +106,12 @@ function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, sessi
   }
   const left = Math.max(0, p.limit - p.spent - (p.period === 'session' ? 0 : r.reservedUsd))
   const inFlight = r.reservedUsd > 0 && p.period !== 'session' ? `, after $${r.reservedUsd.toFixed(6)} reserved by calls in flight` : ''
+  // A call billed by what it asks for (an xAI video's seconds: CallShape.expectedUsd), not by tokens.
+  const why = asked ? 'what it asks for at the published price' : 'prompt size plus max output tokens'
   return (
-    `This call could cost up to $${r.worstCaseUsd.toFixed(6)} (prompt size plus max output tokens), more than the ` +
+    `This call could cost up to $${r.worstCaseUsd.toFixed(6)} (${why}), more than the ` +
     `$${left.toFixed(6)} left of ${limit} (spent $${formatUsd(p.spent, p.limit)}${inFlight}); ` +
-    `lower max_tokens, or wait ${until}.`
+    `${asked ? 'ask for less' : 'lower max_tokens'}, or wait ${until}.`
   )
 }
 
@@ -256,7 +258,7 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
     refuse: {
       status: 429,
       headers: refuseHeaders,
-      body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session), {
+      body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session, ctx.shape.expectedUsd !== undefined), {
         api_key_pattern: r.rule.api_key_pattern,
         period: p.period,
         limit_usd: p.limit,

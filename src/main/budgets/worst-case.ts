@@ -112,7 +112,10 @@ export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, ans
 }
 
 export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: AnsweredAs): number {
-  if (!ctx.shape.billable || !ctx.shape.model) return 0
+  if (!ctx.shape.billable) return 0
+  // Billed by what the request asks for (an xAI video's seconds), not by tokens: that is its most.
+  if (ctx.shape.expectedUsd !== undefined) return ctx.shape.expectedUsd
+  if (!ctx.shape.model) return 0
   const usage = emptyUsage()
   usage.input_tokens = promptTokenBound(ctx.bodyBytes)
   const ttl = cacheWriteTtl(ctx.body)

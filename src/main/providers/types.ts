@@ -68,6 +68,13 @@ export interface CallShape {
    * (`Usage.pro_search`); one not streamed falls back to standard Sonar Pro and is not marked.
    */
   proSearch?: boolean
+  /**
+   * What the request itself says the call will cost (USD), for a call billed by what it asks
+   * for rather than by tokens, whose charge comes with a later answer: an xAI video, its seconds
+   * at the model's per-second price (./xai-video.ts). Budgets reserve it (and hold it until the
+   * charge is in), and a call whose answer is cut before naming what it made is recorded at it.
+   */
+  expectedUsd?: number
 }
 
 /**

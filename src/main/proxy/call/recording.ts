@@ -34,13 +34,22 @@ export interface RecorderOptions {
 
 /**
  * A Responses POST with `background: true` that ended without its usage (answered `queued`, or
- * its stream cut) and named its response: the job runs on, and its real usage comes with a later
+ * its stream cut) and named its response, or a job whose charge a later answer brings (an xAI
+ * video: `later`) and that named it: the job runs on, and its real usage comes with a later
  * answer about it, so its budget reservation is held until then (../../budgets/background-holds.ts).
  */
-function pendingBackground(s: CallState, estimated: boolean, responseId: string): PendingBackground | undefined {
-  if (!estimated || !responseId || s.status >= 400 || s.ctx.shape.endpoint !== 'responses' || s.ctx.body?.background !== true) return undefined
+function pendingBackground(s: CallState, estimated: boolean, responseId: string, later: boolean): PendingBackground | undefined {
+  if (!estimated || !responseId || s.status >= 400) return undefined
+  if (!later && (s.ctx.shape.endpoint !== 'responses' || s.ctx.body?.background !== true)) return undefined
   return { provider: s.ctx.provider.name, responseId }
 }
+
+/**
+ * How a call's cost is known when not from its usage: `later`, a job's charge comes with a later
+ * answer about it (recorded unpriced meanwhile); `usd`, what its request said it would cost.
+ */
+type GivenCost = { later: true } | { usd: number }
+const LATER: GivenCost = { later: true }
 
 /**
  * Records a call once, when it ends: reads what its meter found, estimates what a cut stream
@@ -94,9 +103,13 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           opts.settleBackground({ provider: s.ctx.provider.name, pricingId: s.route.upstream.provider.pricingId, responseId, usage: r.backgroundUsage ?? null })
         }
         // A job whose charge comes with a later answer about it (xAI's videos): recorded unpriced
-        // and estimated, to be settled as a background response is.
+        // and estimated, to be settled as a background response is (its reservation held until
+        // then). One whose answer was cut before it named the job cannot be: no later answer is
+        // matched to it, so it is recorded at what its request said it would cost, estimated.
         if (r.chargeLater && s.ctx.shape.billable) {
-          record(s, latency, null, model, true, responseId, true)
+          const expected = s.ctx.shape.expectedUsd
+          const cut = !responseId && expected !== undefined && s.responseStarted && s.upstreamStatus < 300
+          record(s, latency, null, model, true, responseId, cut ? { usd: expected } : LATER)
           return
         }
         // A stream cut after its prompt-side usage but before its output count: the prompt counts
@@ -131,7 +144,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     record(s, latency, usage, model, false, responseId)
   }
 
-  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string, unpriced = false): void {
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string, known?: GivenCost): void {
     try {
       const given = usage ?? emptyUsage()
       // A request billed with the data-residency premium is so whatever its answer said (or if it said nothing).
@@ -141,8 +154,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       // ...and a streamed Sonar Pro request for Pro Search pays its fee (the answer does not say).
       if (s.ctx.shape.proSearch && !u.pro_search) u = { ...u, pro_search: true }
       let cost = 0
-      let priced = !unpriced
-      if (priced && hasBilledUnits(u)) {
+      let priced = known === undefined || 'usd' in known
+      if (known && 'usd' in known) cost = known.usd
+      else if (priced && hasBilledUnits(u)) {
         const p = opts.pricer.price(s.route.upstream.provider.pricingId, s.ctx.provider.name, model, u, new Date(s.ctx.ts))
         cost = p.cost_usd
         priced = p.priced
@@ -150,7 +164,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       let settled: string | void = undefined
       try {
         // Money only: a subscription call settles at 0 (budgets count money).
-        settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost, pendingBackground(s, estimated, responseId))
+        settled = s.admission.settle?.(s.ctx.billing === 'subscription' ? 0 : cost, pendingBackground(s, estimated, responseId, known === LATER))
       } finally {
         const requested = s.ctx.shape.model
         const call: CallRecord = {
