@@ -52,9 +52,21 @@ export class HoldFile {
     else this.removeStmt.run({ provider, responseId })
   }
 
-  /** The holds on disk (read at start-up, before any is kept). */
+  /**
+   * The holds kept (read at start-up, before any is kept): those on disk, as the rows the ledger
+   * has not written yet change them (a spill file's the database could not take at start-up,
+   * ../ledger/restored.ts): a hold kept there holds, one let go there does not.
+   */
   all(): HoldInfo[] {
-    return this.allStmt.all() as HoldInfo[]
+    const held = new Map<string, HoldInfo>()
+    for (const h of this.allStmt.all() as HoldInfo[]) held.set(keyOf(h.provider, h.responseId), h)
+    if (this.ledger instanceof Ledger) {
+      for (const w of this.ledger.unwritten().side) {
+        if ('hold' in w) held.set(keyOf(w.hold.provider, w.hold.responseId), w.hold)
+        else if ('unhold' in w) held.delete(keyOf(w.unhold.provider, w.unhold.responseId))
+      }
+    }
+    return [...held.values()]
   }
 }
 

@@ -1,6 +1,9 @@
 import type Database from 'better-sqlite3'
 import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } from '../ledger/notices'
+import { Ledger } from '../ledger/ledger'
+import type { CallRecord } from '../ledger/record'
 import type { CallLedger } from '../ledger/types'
+import { minuteOf } from './meter'
 import type { BudgetEngine } from './engine'
 import type { HistoryRow } from './meter-book'
 import { HISTORY_SQL, RECENT_SQL, SESSION_HISTORY_SQL, recentParams } from './shared-history'
@@ -43,14 +46,19 @@ export class LocalHistory {
    * `loadHistory`).
    */
   load(since: number, sessionsSince: number | null = null): HistoryRow[] {
+    let flushed = false
     try {
       // Calls still held in memory are written first, so none is missed (or counted twice).
-      this.ledger.flush()
+      flushed = this.ledger.flush()
     } catch {
-      // a database that cannot be written now: the held calls are counted when they arrive
+      // a database that cannot be written now: the held calls are counted from memory below
     }
     const { value, through } = readWithNotices(this.db, () => {
       const rows = this.query.all({ since }) as HistoryRow[]
+      // Calls the database could not take yet (locked, full): spent all the same, so counted from
+      // memory (those of a spill file too, ../ledger/restored.ts). Once written, they leave the
+      // ledger's memory in the same step: never counted from both.
+      if (!flushed && this.ledger instanceof Ledger) for (const c of this.ledger.unwritten().calls) rows.push(historyRowOf(c))
       if (sessionsSince !== null) for (const r of this.sessions.iterate({ since, active: sessionsSince })) rows.push(r as HistoryRow)
       // The last minute's requests and tokens, after the money (in time order).
       for (const r of this.recent.iterate(recentParams(Date.now()))) rows.push(r as HistoryRow)
@@ -63,5 +71,24 @@ export class LocalHistory {
   /** Counts the calls other processes store from now on; returns what stops it. */
   follow(notices: CallNotices): () => void {
     return notices.read(this.noticed)
+  }
+}
+
+/** A call not yet on disk as the history queries read one (HISTORY_SQL: money only, by minute). */
+function historyRowOf(c: CallRecord): HistoryRow {
+  return {
+    api_key_hash: c.api_key_hash,
+    key_hint: c.key_hint,
+    provider: c.provider,
+    model: c.model,
+    requested: c.requested_model ?? null,
+    agent: c.agent,
+    tenant: c.tenant,
+    session: c.session,
+    t: minuteOf(c.ts),
+    cost: c.billing === 'subscription' ? 0 : c.cost_usd,
+    tokens: 0,
+    requests: 0,
+    last: c.ts,
   }
 }

@@ -6,6 +6,7 @@ import { packCalls } from './packed'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
 import { writeOneByOne } from './one-by-one'
+import { RestoredRows } from './restored'
 import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
@@ -48,6 +49,8 @@ export class Ledger implements CallLedger {
   private pending: CallRecord[] = []
   /** Rows other than calls to store with the next batch (`keepWithNextBatch`). */
   private side: SideWrite[] = []
+  /** Spill files' rows the database could not take at start-up, written before everything else (./restored.ts). */
+  private readonly restored = new RestoredRows()
   private timer: NodeJS.Timeout | null = null
   private readonly insert: Database.Statement
   private readonly writeBatch: (rows: CallRecord[], side?: readonly SideWrite[]) => void
@@ -128,6 +131,31 @@ export class Ledger implements CallLedger {
     this.schedule(this.opts.flushIntervalMs)
   }
 
+  /**
+   * Takes a spill file's rows the database could not take at start-up (../reliability/spill.ts):
+   * they are written before anything recorded since, at the next write that succeeds, and then
+   * `stored` is told (it removes the file). Their spend is the caller's to count; at a stop they
+   * stay in their file, never in a new one.
+   */
+  restore(rows: CallRecord[], side: SideWrite[], stored: () => void): void {
+    if (this.closed || (rows.length === 0 && side.length === 0)) return
+    this.restored.add(rows, side, stored)
+    this.countPending()
+    this.schedule(this.retryMs || this.opts.flushIntervalMs)
+  }
+
+  /**
+   * What is recorded but not on disk: the spill files' rows still waiting, then the queue (after a
+   * failed `flush`, nothing is on the write thread). The budget meters count these calls beside
+   * those they read from the database, and the holds among these rows beside those on disk.
+   */
+  unwritten(): { calls: CallRecord[]; side: SideWrite[] } {
+    return {
+      calls: this.restored.calls().concat(this.inFlight ?? [], this.pending),
+      side: this.restored.side().concat(this.inFlightSide, this.side),
+    }
+  }
+
   /** True while batches due on the timer go to a write thread (started for them; none has failed). */
   get writesOnThread(): boolean {
     return this.threads.usable
@@ -176,7 +204,7 @@ export class Ledger implements CallLedger {
   }
 
   private countPending(): void {
-    this.status.pending = this.pending.length + (this.inFlight?.length ?? 0)
+    this.status.pending = this.pending.length + (this.inFlight?.length ?? 0) + this.restored.count
   }
 
   /**
@@ -188,8 +216,9 @@ export class Ledger implements CallLedger {
       this.schedule(this.opts.flushIntervalMs)
       return
     }
-    const idle = this.pending.length === 0 && this.side.length === 0
-    const t = this.ownHooks > 0 || !this.status.writable || idle ? null : this.threads.use()
+    const idle = this.pending.length === 0 && this.side.length === 0 && this.restored.empty
+    // Spill files' rows waiting are written here, before the queue (./restored.ts).
+    const t = this.ownHooks > 0 || !this.status.writable || idle || !this.restored.empty ? null : this.threads.use()
     if (!t) {
       this.flush()
       return
@@ -258,6 +287,18 @@ export class Ledger implements CallLedger {
       this.timer = null
     }
     this.landInFlight()
+    if (!this.restored.empty) {
+      let dropError: string | null = null
+      const err = this.restored.write(this.writeBatch, (n, e) => {
+        this.status.dropped += n
+        dropError = `a call could not be written and was dropped: ${describe(e)}`
+      })
+      this.countPending()
+      if (err) return this.refused(err)
+      this.status.writable = true
+      this.status.last_error = dropError
+      this.retryMs = 0
+    }
     if (this.pending.length === 0 && this.side.length === 0) return true
     const rows = this.pending
     const side = this.side
@@ -268,11 +309,7 @@ export class Ledger implements CallLedger {
       this.side = side.concat(this.side)
       // A row the database refuses must not hold back the others: write them one by one.
       if (!isDatabaseProblem(err)) return this.writeOneByOne(rows)
-      this.status.writable = false
-      this.status.last_error = describe(err)
-      this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
-      this.schedule(this.retryMs)
-      return false
+      return this.refused(err)
     }
     // Calls recorded while the batch was written (none: the write is synchronous) stay queued.
     this.pending = this.pending === rows ? [] : this.pending.slice(rows.length)
@@ -281,6 +318,15 @@ export class Ledger implements CallLedger {
     this.status.last_error = null
     this.retryMs = 0
     return true
+  }
+
+  /** The database refused a write (locked, full, read-only): what was to be written stays, and is tried again later. */
+  private refused(err: unknown): false {
+    this.status.writable = false
+    this.status.last_error = describe(err)
+    this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
+    this.schedule(this.retryMs)
+    return false
   }
 
   /** The batch refused for one of its rows: written row by row (./one-by-one.ts), the rest kept while the database is the problem. */

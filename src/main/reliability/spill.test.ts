@@ -35,7 +35,12 @@ describe('replaying a spill file at start-up', () => {
     const spent: string[] = []
     let queue: CallRecord[] = []
     const logs: string[] = []
+    /** What is left waiting for the database, with what removes the file once it is written. */
+    const waiting: { rows: string[]; side: number; stored: () => void }[] = []
     const ledger = {
+      restore(rows: CallRecord[], side: SideWrite[], stored: () => void) {
+        waiting.push({ rows: rows.map((r) => r.session), side: side.length, stored })
+      },
       kind: 'sqlite',
       spend: { addCall: (r: CallRecord) => spent.push(r.session) },
       record(r: CallRecord) {
@@ -66,7 +71,7 @@ describe('replaying a spill file at start-up', () => {
     }
     const log = { debug() {}, info: (l: string) => logs.push(l), warn: (l: string) => logs.push(l), error: (l: string) => logs.push(l) }
     ledgerSpill({ config: { data_dir: dir, ledger: { max_pending: maxPending } }, ledger, log, onClose() {} } as unknown as ServerContext)
-    return { stored, spent, logs }
+    return { stored, spent, logs, waiting }
   }
   const sessions = Array.from({ length: 7 }, (_, i) => `s${i}`)
 
@@ -88,13 +93,18 @@ describe('replaying a spill file at start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-spill-'))
     try {
       const file = writeSpill(dir, sessions.map(row), 1000)
-      const { stored, spent, logs } = start(dir, 3, 1)
+      const { stored, spent, logs, waiting } = start(dir, 3, 1)
       expect(stored).toEqual(['s0', 's1', 's2'])
+      // They wait in the ledger too, to be written as soon as the database can take them.
+      expect(waiting.map((w) => w.rows)).toEqual([['s3', 's4', 's5', 's6']])
       // Every call's spend counts meanwhile, once.
       expect(spent.sort()).toEqual(sessions)
       expect(spillFiles(dir)).toEqual([file])
       expect(readSpill(file).map((r) => r.session)).toEqual(['s3', 's4', 's5', 's6'])
       expect(logs).toEqual([expect.stringContaining('3 of its call(s) are recovered; 4 call(s) stay in')])
+      // Written then: the file goes.
+      waiting[0].stored()
+      expect(spillFiles(dir)).toEqual([])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs'
 import type { Ledger } from '../ledger/ledger'
 import type { Logger } from '../log'
 import { untrustedReason } from '../security/owned-file'
-import type { Feature } from '../server/context'
+import type { Feature, ServerContext } from '../server/context'
 import { SpillCut, type Spilled, readSpilled, rewriteSpill, spillFiles, writeSpill } from './spill-file'
 
 export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpill, spillFile, spillFiles, writeSpill, type Spilled } from './spill-file'
@@ -11,7 +11,8 @@ export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpil
  * Calls still waiting for an unwritable database when Burnrate stops (locked, full, read-only)
  * are not lost with the process: they are written to a spill file in the data folder
  * (./spill-file.ts), with the budget holds and key patterns kept with them, and put into the
- * database at the next start.
+ * database at the next start; when it still cannot be written then, as soon as it can (the
+ * ledger keeps them waiting ahead of its queue: ../ledger/restored.ts).
  */
 export const ledgerSpill: Feature = (ctx) => {
   // The PostgreSQL ledger spills while the database is away and writes the files back itself.
@@ -49,18 +50,14 @@ export const ledgerSpill: Feature = (ctx) => {
       ok = ctx.ledger.flush()
     }
     if (ok) {
-      try {
-        rmSync(file, { force: true })
-      } catch (err) {
-        ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded; remove it, or they are recorded again at the next start`)
-      }
-      const others = side.length > 0 ? ` and ${side.length} other row(s) (budget holds, key patterns)` : ''
-      ctx.log.info(`recovered ${rows.length} call(s)${others} kept in ${file} while the database could not be written`)
+      removeSpill(ctx, file, `recovered ${rows.length} call(s)${others(side.length)} kept in ${file} while the database could not be written`)
       continue
     }
-    // Still unwritable: the calls not yet stored (those still queued, and those never queued)
-    // stay in the file for the next start, and leave the queue so that they are not written
-    // twice; the stored ones leave the file, for the same reason. Their spend counts meanwhile.
+    // Still unwritable: the calls not yet stored (those still queued, and those never queued) and
+    // the side rows stay in the file, and wait in the ledger, ahead of what is recorded from now
+    // on: written at its first write that succeeds (the database free again), and the file removed
+    // then. Meanwhile their spend counts (here, and in the budget meters: `Ledger.unwritten`), and
+    // the background holds among them hold. The stored ones leave the file, not to be written twice.
     const unqueued = rows.slice(next)
     for (const r of unqueued) ctx.ledger.spend.addCall(r)
     const rest = ctx.ledger.takePending().concat(unqueued)
@@ -74,10 +71,25 @@ export const ledgerSpill: Feature = (ctx) => {
         ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded, and are recorded again at the next start`)
       }
     }
+    ledger.restore(rest, restSide, () =>
+      removeSpill(ctx, file, `recovered ${rest.length} call(s)${others(restSide.length)} kept in ${file}, once the database could be written`),
+    )
     const done = stored > 0 ? `${stored} of its call(s) are recovered; ` : ''
-    ctx.log.warn(`the database still cannot be written; ${done}${rest.length} call(s) stay in ${file} for the next start`)
+    ctx.log.warn(`the database still cannot be written; ${done}${rest.length} call(s) stay in ${file} until it can (they count in the budgets meanwhile)`)
   }
   // (What is still queued at the stop is kept by the server, after the ledger's last flush: `keepPending`.)
+}
+
+const others = (n: number) => (n > 0 ? ` and ${n} other row(s) (budget holds, key patterns)` : '')
+
+/** Removes a spill file whose rows are all stored, and says so. */
+function removeSpill(ctx: ServerContext, file: string, done: string): void {
+  try {
+    rmSync(file, { force: true })
+  } catch (err) {
+    ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded; remove it, or they are recorded again at the next start`)
+  }
+  ctx.log.info(done)
 }
 
 /**
@@ -92,7 +104,6 @@ export function keepPending(ledger: Ledger, dataDir: string, log: Logger, opts: 
   const side = ledger.takeSide()
   if (rows.length === 0 && side.length === 0) return
   const why = `the database cannot be written (${ledger.status.last_error})`
-  const others = (n: number) => (n > 0 ? ` and ${n} other row(s) (budget holds, key patterns)` : '')
   try {
     const file = writeSpill(dataDir, rows, Date.now(), side)
     log.warn(`${why}; ${rows.length} call(s)${others(side.length)} kept in ${file} until the next start`)
