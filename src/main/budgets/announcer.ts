@@ -1,4 +1,5 @@
 import type { PeriodClock } from '../time/zone'
+import { announcedId } from './announced-id'
 import { DEFAULT_ALERT_AT_PCT } from './check'
 import type { KeyState } from './key-state'
 import type { Meter, PeriodState } from './meter'
@@ -36,8 +37,22 @@ export class BudgetAnnouncer {
   private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
   /** Thresholds already crossed, by rule, key, period, period start, limit and threshold, each with when it can be forgotten (as `fired`). */
   private readonly crossed = new Map<string, number>()
+  /**
+   * Thresholds announced in calendar periods not yet ended, as kept across restarts (by
+   * `announcedId`), each with when its period ends: not announced again in that period, though
+   * the spend read back at the start was under them (it fell back: a failed job's estimate taken
+   * back, a re-price) and crosses them anew.
+   */
+  private readonly announced = new Map<string, number>()
+  /** Where an announced threshold is kept across a restart (./announced.ts); null: in memory only. */
+  keep: ((id: string, until: number, now: number) => void) | null = null
 
   constructor(private readonly clock: PeriodClock) {}
+
+  /** The thresholds announced before this start in periods not yet ended (./announced.ts). */
+  remember(rows: Iterable<{ id: string; until: number }>, now = Date.now()): void {
+    for (const r of rows) if (r.until > now && this.announced.size < MAX_CROSSED) this.announced.set(r.id, r.until)
+  }
 
   onAlert(listener: (alert: BudgetAlert) => void): () => void {
     this.listeners.add(listener)
@@ -91,6 +106,7 @@ export class BudgetAnnouncer {
     this.firedPruned = day
     for (const [id, end] of this.fired) if (end <= now) this.fired.delete(id)
     for (const [id, end] of this.crossed) if (end <= now) this.crossed.delete(id)
+    for (const [id, end] of this.announced) if (end <= now) this.announced.delete(id)
   }
 
   /**
@@ -130,8 +146,12 @@ export class BudgetAnnouncer {
         }
         if (this.crossed.has(id)) continue
         if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
-        this.crossed.set(id, p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt)
+        const until = p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt
+        this.crossed.set(id, until)
         if (silent) continue
+        // A calendar period's threshold is announced once in it, restarts included (a rolling
+        // window's re-arms by its spend, which a restart reads back as it was).
+        if (until !== Infinity && !this.firstInPeriod(id, until, now)) continue
         for (const l of this.thresholdListeners) {
           try {
             l({ rule, key: s, state: p, pct })
@@ -153,6 +173,21 @@ export class BudgetAnnouncer {
         }
       }
     }
+  }
+
+  /** Whether a calendar period's threshold (`crossingKey`) is announced for the first time in its period (then kept as announced). */
+  private firstInPeriod(key: string, until: number, now: number): boolean {
+    if (this.announced.size === 0 && !this.keep) return true
+    const id = announcedId(key)
+    if (this.announced.has(id)) return false
+    if (this.announced.size >= MAX_CROSSED) this.announced.clear()
+    this.announced.set(id, until)
+    try {
+      this.keep?.(id, until, now)
+    } catch {
+      // kept in memory only: a restart may announce it again
+    }
+    return true
   }
 }
 

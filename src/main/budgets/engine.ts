@@ -1,6 +1,8 @@
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
 import { PeriodClock } from '../time/zone'
+import type { AnnouncedRow } from '../ledger/side-writes'
+import type { AnnouncedStore } from './announced'
 import { BudgetAnnouncer, type ThresholdEvent } from './announcer'
 import type { KeyState } from './key-state'
 import { KeyRegistry, type KeyCount } from './key-registry'
@@ -317,6 +319,16 @@ export class BudgetEngine implements BudgetMeters {
   keepPatterns(kept: Iterable<{ api_key_hash: string; pattern: string }>, save: (hash: string, patterns: readonly string[]) => void): void {
     this.keys.remember(kept)
     this.keys.onLearnt = save
+  }
+
+  /** Keeps each threshold announced in a calendar period in `store`, not to announce it again after a restart (./announced.ts). */
+  keepAnnounced(store: AnnouncedStore): void {
+    this.announcer.keep = (id, until, now) => store.save(id, until, now)
+  }
+
+  /** The thresholds announced before this start (or by another instance), in periods not yet ended: not announced again. */
+  rememberAnnounced(rows: Iterable<AnnouncedRow>, now = Date.now()): void {
+    this.announcer.remember(rows, now)
   }
 
   /** Seeds the key registry with this month's keys from the database (at start-up). */

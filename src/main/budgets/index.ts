@@ -6,6 +6,7 @@ import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
+import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
 import { CallHistory, continuesStored, expectedUsd, isBackground } from './expected'
@@ -119,6 +120,14 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     shared?.state,
   )
   engine.reload()
+  // Thresholds announced before this start, in periods not yet ended: not announced again.
+  // (PostgreSQL: read with the meters, ./shared.ts.)
+  if (shared) engine.keepAnnounced(shared.announced)
+  else {
+    const announced = new SqliteAnnounced(ctx.db, ctx.ledger)
+    engine.keepAnnounced(announced)
+    engine.rememberAnnounced(announced.load(Date.now()))
+  }
   // Background responses still running before this start hold their reservations again.
   engine.holds.file = new HoldFile(ctx.db, ctx.ledger)
   void engine.rehold()

@@ -2,6 +2,7 @@ import type { CallRecord } from '../ledger/record'
 import type { ServerContext } from '../server/context'
 import { PostgresStore } from '../storage/postgres'
 import { firstLoad } from '../storage/shared-table'
+import { PgAnnounced } from './announced'
 import type { BudgetEngine } from './engine'
 import type { CallHistory } from './expected'
 import type { HistoryRow } from './meter-book'
@@ -29,6 +30,8 @@ export class SharedBudgets {
   readonly history: SharedHistory
   readonly rules: PgRuleStore
   readonly state: PgBudgetState
+  /** The thresholds announced in calendar periods, shared by the instances (./announced.ts). */
+  readonly announced: PgAnnounced
   /** Other instances' calls as they are stored (null until `start`). */
   feed: SharedCallFeed | null = null
   private engine: BudgetEngine | null = null
@@ -55,6 +58,7 @@ export class SharedBudgets {
       }
     })
     this.state = new PgBudgetState(ctx.store, { admissionWaitMs: ctx.config.storage.budget_wait_ms })
+    this.announced = new PgAnnounced(ctx.store)
   }
 
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
@@ -153,14 +157,18 @@ export class SharedBudgets {
     try {
       const now = Date.now()
       const active = en.rules.active()
-      const { snapshot, read, spend, keys } = await this.history.load(
-        historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now),
-      )
+      const [{ snapshot, read, spend, keys }, announced] = await Promise.all([
+        this.history.load(historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now)),
+        // The thresholds any instance announced in periods not yet ended: not announced again.
+        // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
+        this.announced.load(now).catch(() => []),
+      ])
       // Which model each requested name was answered as, from the calls read: those whose
       // notifications this instance did not hear (stored before it listened, or while its
       // listening connection was lost or deaf) teach it nothing else. Only names with no known
       // answer: one this instance gave or heard meanwhile may be newer than the read.
       this.answers?.noteAnsweredFromRead(this.history.rows)
+      en.rememberAnnounced(announced, now)
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)

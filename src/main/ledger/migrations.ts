@@ -343,6 +343,14 @@ export const MIGRATIONS: Migration[] = [
     description: 'the zone stretches of the report rollup, so that a second change of timezone (or a re-price) finds the rows a first one kept',
     up: (db) => addReportZones(db),
   },
+  {
+    version: 27,
+    description: 'the budget thresholds announced in calendar periods not yet ended: not announced again after a restart',
+    up: (db) => {
+      // Hashed ids only (a rule's pattern may be a whole key), each with when its period ends.
+      db.exec('CREATE TABLE IF NOT EXISTS budget_announced (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID')
+    },
+  },
 ]
 
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {

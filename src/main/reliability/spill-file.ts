@@ -7,7 +7,7 @@ import type { SideWrite } from '../ledger/side-writes'
  * The spill files: `ledger-spill-<ms>.jsonl` in the data folder, one JSON object per line: a call
  * (the same fields as the `calls` table: key hashes, never keys), or `{"side": …}`, a row the
  * ledger writes with its calls (../ledger/side-writes.ts: a budget hold kept or let go, a key's
- * rule patterns), in the order they were kept. Files from releases before side rows hold calls only.
+ * rule patterns, a budget threshold announced), in the order they were kept. Files from releases before side rows hold calls only.
  */
 const PREFIX = 'ledger-spill-'
 
@@ -136,5 +136,5 @@ function isSideWrite(w: unknown): w is SideWrite {
   if (!w || typeof w !== 'object') return false
   const o = w as Record<string, unknown>
   const obj = (v: unknown) => v !== null && typeof v === 'object'
-  return obj(o.pattern) || obj(o.hold) || obj(o.unhold)
+  return obj(o.pattern) || obj(o.hold) || obj(o.unhold) || obj(o.announced) || obj(o.announcedEnded)
 }

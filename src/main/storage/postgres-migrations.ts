@@ -369,6 +369,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
       'INSERT INTO retention_state (id, pruned_before) VALUES (1, 0)',
     ],
   },
+  {
+    version: 17,
+    description: 'the budget thresholds announced in calendar periods not yet ended (SQLite version 27): not announced again after a restart',
+    sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)'],
+  },
 ]
 
 /**

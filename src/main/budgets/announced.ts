@@ -1,0 +1,73 @@
+import type Database from 'better-sqlite3'
+import { Ledger } from '../ledger/ledger'
+import { ANNOUNCED_ENDED_SQL, type AnnouncedRow, SAVE_ANNOUNCED_SQL } from '../ledger/side-writes'
+import type { CallLedger } from '../ledger/types'
+import { ensurePostgresSchema } from '../storage/postgres-migrations'
+import type { SqlStore } from '../storage/sql'
+
+const READ_SQL = 'SELECT id, until FROM budget_announced WHERE until > @now'
+
+/**
+ * The budget thresholds announced in calendar periods not yet ended (`budget_announced`), kept with
+ * the ledger so that a restart does not announce one again in its period (./announcer.ts): the
+ * Slack or webhook alert and the desktop notification of a threshold come once per period, as
+ * from a server left running. Rows of ended periods are deleted with the next one kept.
+ */
+export interface AnnouncedStore {
+  /** Keeps a threshold just announced at `now` (never a write of its own on a call's way on SQLite). */
+  save(id: string, until: number, now: number): void
+}
+
+/**
+ * SQLite: read at start-up (with the rows the ledger has not written yet: a spill file's the
+ * database could not take, ../ledger/restored.ts); written with the ledger's next batch of calls,
+ * in its transaction (../ledger/side-writes.ts), so a crash loses what the calls lost with it lose.
+ */
+export class SqliteAnnounced implements AnnouncedStore {
+  constructor(
+    private readonly db: Database.Database,
+    private readonly ledger: CallLedger,
+  ) {}
+
+  /** The thresholds announced in periods that end after `now`. */
+  load(now: number): AnnouncedRow[] {
+    const rows = this.db.prepare(READ_SQL).all({ now }) as AnnouncedRow[]
+    if (this.ledger instanceof Ledger) {
+      for (const w of this.ledger.unwritten().side) if ('announced' in w && w.announced.until > now) rows.push(w.announced)
+    }
+    return rows
+  }
+
+  /** Keeps a threshold just announced; the rows of periods ended by now go in the same write (a start writes nothing: an idle server starts no write thread). */
+  save(id: string, until: number, now: number): void {
+    if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch([{ announcedEnded: { before: now } }, { announced: { id, until } }])
+    else {
+      this.db.prepare(ANNOUNCED_ENDED_SQL).run({ before: now })
+      this.db.prepare(SAVE_ANNOUNCED_SQL).run({ id, until })
+    }
+  }
+}
+
+/**
+ * PostgreSQL (`storage.url`): shared by the instances, so an instance started again knows what
+ * any of them announced; written off the call's path. The webhooks are also claimed per crossing
+ * (../alerts/claims.ts), which this does not replace: it covers the announcer itself. Read with
+ * the meters (./shared.ts), before they are rebuilt.
+ */
+export class PgAnnounced implements AnnouncedStore {
+  constructor(private readonly store: SqlStore) {}
+
+  /** The thresholds any instance announced in periods that end after `now`; those of ended periods are deleted. */
+  async load(now: number): Promise<AnnouncedRow[]> {
+    await ensurePostgresSchema(this.store)
+    const rows = await this.store.all<{ id: string; until: number | string }>(READ_SQL, { now })
+    void this.store.run(ANNOUNCED_ENDED_SQL, { before: now }).catch(() => {})
+    return rows.map((r) => ({ id: r.id, until: Number(r.until) }))
+  }
+
+  save(id: string, until: number): void {
+    void ensurePostgresSchema(this.store)
+      .then(() => this.store.run(SAVE_ANNOUNCED_SQL, { id, until }))
+      .catch(() => {})
+  }
+}
