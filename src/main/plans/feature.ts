@@ -1,6 +1,7 @@
 import { claudeUserId } from '../agents/claude-code'
 import { hashKey } from '../proxy/attribution'
 import { keyHint } from '../../shared/key-hint'
+import { isObject } from '../metering/usage'
 import type { CallState } from '../proxy/call/state'
 import type { Feature } from '../server/context'
 import { readMeter } from './read'
@@ -21,6 +22,7 @@ export const plans: Feature = (ctx) => {
   // A token's readings filed before its account was known go to the account.
   const accountOf = accounts((from, to) => tracker.merge('anthropic', from, to))
   ctx.plans = tracker
+  ctx.onClose(() => tracker.close())
   ctx.observeHeaders((s, _status, headers) => {
     const reading = readMeter(headers)
     if (reading) tracker.observe(accountOf(s), reading)
@@ -35,9 +37,17 @@ function accounts(mapped: (token: string, account: string) => void): (s: CallSta
   // A Claude login's token -> its account. Claude Code names the account in its Messages calls'
   // metadata, not in every call (token counting has none), and the token's hash is all such a call has.
   const claudeTokens = new Map<string, string>()
-  const claudeAccount = (s: CallState): string => {
+  const claudeAccount = (s: CallState): { account: string; provisional: boolean } => {
     const uuid = claudeUserId(s.info.body).account
-    if (typeof uuid !== 'string' || !uuid) return claudeTokens.get(s.ctx.apiKeyHash) ?? s.ctx.apiKeyHash
+    if (typeof uuid !== 'string' || !uuid) {
+      const known = claudeTokens.get(s.ctx.apiKeyHash)
+      if (known) return { account: known, provisional: false }
+      // A call naming no account (token counting) of a token not seen naming one: its account may
+      // be one already told of its window (another token of it, or this one before a restart).
+      // A call that names the account '' (a token given alone) says it is an account of its own.
+      const named = isObject(s.info.body) && isObject(s.info.body.metadata) && s.info.body.metadata.user_id !== undefined
+      return { account: s.ctx.apiKeyHash, provisional: !named }
+    }
     const account = hashKey(`claude-account:${uuid}`)
     if (!claudeTokens.has(s.ctx.apiKeyHash)) {
       if (claudeTokens.size >= MAX_CLAUDE_TOKENS) claudeTokens.delete(claudeTokens.keys().next().value as string)
@@ -45,7 +55,7 @@ function accounts(mapped: (token: string, account: string) => void): (s: CallSta
       // Its calls before this one (token counting, which names no account) were filed under the token.
       mapped(s.ctx.apiKeyHash, account)
     }
-    return account
+    return { account, provisional: false }
   }
   return (s) => {
     const who = { provider: s.ctx.provider.name, billing: s.ctx.billing ?? 'api' }
@@ -54,7 +64,7 @@ function accounts(mapped: (token: string, account: string) => void): (s: CallSta
     const project = who.provider === 'code-assist' ? s.info.body?.project : undefined
     if (typeof project === 'string' && project) return { ...who, account: hashKey(`code-assist-project:${project}`), hint: keyHint(project) }
     // A Claude login (an API key's limits are the key's own, whatever account sent it).
-    if (who.provider === 'anthropic' && who.billing === 'subscription') return { ...who, account: claudeAccount(s), hint: s.ctx.keyHint }
+    if (who.provider === 'anthropic' && who.billing === 'subscription') return { ...who, ...claudeAccount(s), hint: s.ctx.keyHint }
     return { ...who, account: s.ctx.apiKeyHash, hint: s.ctx.keyHint }
   }
 }

@@ -6,7 +6,7 @@ import { readCodeAssistRefusal } from './code-assist-refusal'
 import { readCodex } from './codex'
 import { durationMs, readKeyLimits } from './key-limits'
 import { readMeter } from './read'
-import { PlanTracker } from './tracker'
+import { PARK_MS, PlanTracker } from './tracker'
 
 const T0 = Date.parse('2026-11-23T10:00:00Z')
 const sec = (ms: number) => String(Math.floor(ms / 1000))
@@ -249,6 +249,31 @@ describe('PlanTracker', () => {
     first.merge('anthropic', 'token-3', 'uuid-3')
     first.observe({ ...who, account: 'uuid-3', hint: 'sk-…3333' }, reading(0.45), T0 + 1000)
     expect(first.list(T0 + 1000).map((a) => [a.account_hint, a.windows[0].utilization, a.windows[0].projected_at_reset !== null])).toEqual([['sk-…3333', 0.45, true]])
+  })
+
+  it("a login token's alerts wait for its account; one that never names it is told as its own after a while", () => {
+    const t = new PlanTracker()
+    const seen: string[] = []
+    t.onAlert((a) => seen.push(`${a.account_hint} ${a.threshold}`))
+    // Its account told 80% already; a second token's first reading (a token count) a second later.
+    t.observe({ ...who, account: 'uuid', hint: 'sk-…1111' }, reading(0.85), T0)
+    t.observe({ ...who, account: 'token-2', hint: 'sk-…2222', provisional: true }, reading(0.9, T0 + 5 * 3600_000 + 1000), T0 + 1000)
+    t.merge('anthropic', 'token-2', 'uuid')
+    expect(seen).toEqual(['sk-…1111 0.8'])
+    // A token that never names an account (another OAuth client): its alert is told after PARK_MS, once.
+    t.observe({ ...who, account: 'token-3', hint: 'sk-…3333', provisional: true }, reading(0.96), T0 + 2000)
+    t.releaseParked(T0 + 2000 + PARK_MS - 1)
+    expect(seen).toEqual(['sk-…1111 0.8'])
+    t.releaseParked(T0 + 2000 + PARK_MS)
+    expect(seen).toEqual(['sk-…1111 0.8', 'sk-…3333 0.8', 'sk-…3333 0.95'])
+    t.observe({ ...who, account: 'token-3', hint: 'sk-…3333', provisional: true }, reading(0.97), T0 + 3000 + PARK_MS)
+    t.releaseParked(T0 + 3000 + 2 * PARK_MS)
+    expect(seen).toHaveLength(3)
+    // One whose period ended before it was let go tells nothing of it.
+    t.observe({ ...who, account: 'token-4', hint: 'sk-…4444', provisional: true }, reading(0.85, T0 + 30_000), T0)
+    t.releaseParked(T0 + PARK_MS)
+    expect(seen).toHaveLength(3)
+    t.close()
   })
 
   it('a reset drifting by a second is the same period: no second alert', () => {

@@ -1,5 +1,8 @@
 import type { CallBilling, PlanAccount, PlanWindow } from '../../shared/api'
+import { type PlanAlert, PlanAlerts, SAME_PERIOD_MS, alertSlot, samePeriod } from './alerts'
 import type { MeterReading, MeterWindow } from './types'
+
+export { PARK_MS, type PlanAlert, samePeriod } from './alerts'
 
 /** Readings kept per window for the pace (the oldest go first). */
 const HISTORY = 32
@@ -7,21 +10,10 @@ const HISTORY = 32
 const MAX_ACCOUNTS = 256
 /** Default notification thresholds. */
 export const DEFAULT_THRESHOLDS = [0.8, 0.95]
-/**
- * Resets closer than this are one window period: vendors' resets drift (Codex sends seconds until
- * the reset, so every call's reset moves by a few ms; Claude's moves by a second either way).
- */
-const SAME_PERIOD_MS = 60_000
 
 /** Whether reading `w` is of a window period before the one `st` holds (its reset earlier by more than a drift). */
 function endedBefore(w: MeterWindow, st: WindowState): boolean {
   return w.resets_at !== null && st.latest.resets_at !== null && w.resets_at < st.latest.resets_at - SAME_PERIOD_MS
-}
-
-/** Whether two resets (ms, or null without one) are of the same window period. */
-export function samePeriod(x: number | null, y: number | null): boolean {
-  if (x === null || y === null) return x === y
-  return Math.abs(x - y) < SAME_PERIOD_MS
 }
 
 interface Point {
@@ -46,28 +38,8 @@ interface Account {
   updated: number
   windows: Map<string, WindowState>
   details: Record<string, string>
-}
-
-/**
- * The part of an alert's id that names its account, window and threshold; the period follows it.
- * The account by its key (a hash of the vendor's account, or of the credential), not its hint: a
- * login's hint is the first token seen in this process, which a refresh before a restart changes,
- * and the notice log kept across restarts would not know the same period again.
- */
-function alertSlot(key: string, window: string, threshold: number): string {
-  return `${key}\0${window}\0${threshold}\0`
-}
-
-/** A window crossing a threshold: shown once per window period (account, window and its reset). */
-export interface PlanAlert {
-  provider: string
-  account_hint: string
-  window: string
-  threshold: number
-  utilization: number
-  resets_at: string | null
-  /** Stable id of this window period and threshold, for showing it once: `alertSlot(…)` then the period's first reset (ms). */
-  id: string
+  /** A login token whose account is not known yet (`Observed.provisional`): its alerts wait (./alerts.ts). */
+  provisional: boolean
 }
 
 export interface Observed {
@@ -76,6 +48,11 @@ export interface Observed {
   account: string
   hint: string
   billing: CallBilling
+  /**
+   * The account is a login token's own for now: its calls so far named no account (a Claude
+   * login's token counting), and a later one may name the account it belongs to (`merge`).
+   */
+  provisional?: boolean
 }
 
 /**
@@ -87,8 +64,7 @@ export interface Observed {
 export class PlanTracker {
   private readonly accounts = new Map<string, Account>()
   private readonly listeners = new Set<() => void>()
-  private readonly alertListeners = new Set<(a: PlanAlert) => void>()
-  private readonly alerted = new Set<string>()
+  private readonly alerts = new PlanAlerts()
 
   constructor(private readonly thresholds: readonly number[] = DEFAULT_THRESHOLDS) {}
 
@@ -99,10 +75,14 @@ export class PlanTracker {
       if (this.accounts.size >= MAX_ACCOUNTS) {
         const oldest = [...this.accounts.entries()].sort((x, y) => x[1].updated - y[1].updated)[0]
         this.accounts.delete(oldest[0])
+        this.alerts.drop(oldest[0])
       }
-      a = { key, provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {} }
+      a = { key, provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {}, provisional: false }
       this.accounts.set(key, a)
     }
+    a.provisional = who.provisional === true
+    // Known now to be an account of its own (a token given alone, whose calls name no account): what waited is told.
+    if (!a.provisional) this.alerts.release(key)
     // A plan's reading wins over a key's for the same account; a key's never hides a plan's windows.
     if (reading.kind === 'key' && a.kind === 'plan' && a.windows.size > 0) return
     // The account's first plan reading: the windows so far were a key's rate limits, which a plan's
@@ -146,9 +126,7 @@ export class PlanTracker {
       if (w.utilization < th) continue
       // The period's identity, not this reading's reset: a drifting reset is no new period.
       const id = `${alertSlot(a.key, w.name, th)}${st.period ?? ''}`
-      if (this.alerted.has(id)) continue
-      this.alerted.add(id)
-      if (this.alerted.size > 4096) this.alerted.delete(this.alerted.values().next().value as string)
+      if (this.alerts.known(a.key, id, st.period)) continue
       const alert: PlanAlert = {
         provider: a.provider,
         account_hint: a.hint,
@@ -158,14 +136,20 @@ export class PlanTracker {
         resets_at: w.resets_at === null ? null : new Date(w.resets_at).toISOString(),
         id,
       }
-      for (const l of this.alertListeners) {
-        try {
-          l(alert)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
+      // A token whose account is not known yet: the account may have told this period already.
+      if (a.provisional) this.alerts.park(a.key, alert, st.period, now)
+      else this.alerts.tell([alert])
     }
+  }
+
+  /** Tells, as their token's own, the alerts of tokens whose account stayed unknown for PARK_MS (./alerts.ts). */
+  releaseParked(now: number): void {
+    this.alerts.releaseParked(now)
+  }
+
+  /** Stops the timer of waiting alerts (the server's close). */
+  close(): void {
+    this.alerts.close()
   }
 
   /**
@@ -177,7 +161,10 @@ export class PlanTracker {
     if (!a) return
     this.accounts.delete(a.key)
     const key = `${provider}\0${to}`
-    if (!this.accounts.has(key)) this.accounts.set(key, { ...a, key })
+    const target = this.accounts.get(key) ?? { ...a, key }
+    if (target !== this.accounts.get(key)) this.accounts.set(key, target)
+    // One crossing of the account's window is one alert, whichever of its tokens read it first.
+    this.alerts.merge(a.key, key, target.hint)
     for (const l of this.listeners) l()
   }
 
@@ -189,8 +176,7 @@ export class PlanTracker {
 
   /** `fn` runs when a plan window first reaches a threshold (80% and 95% by default) in a window period. */
   onAlert(fn: (a: PlanAlert) => void): () => void {
-    this.alertListeners.add(fn)
-    return () => this.alertListeners.delete(fn)
+    return this.alerts.onAlert(fn)
   }
 
   /** Every account, most recently updated first (GET /api/dashboard/plans). */
