@@ -15,7 +15,8 @@ const s = serverOverMockUpstream()
 function stream(imageBytes: number): Buffer {
   const ev = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`
   const resp = { id: 'resp_big_1', object: 'response', model: 'gpt-5-2025-08-07', status: 'in_progress', usage: null, output: [] as any[] }
-  const images = [0, 1, 2, 3].map((i) => ({ type: 'image_generation_call', id: `ig_${i}`, status: 'completed', result: 'A'.repeat(imageBytes) }))
+  // Each item names what was made, as OpenAI's do (a medium square image: 1,056 output image tokens of gpt-image-1).
+  const images = [0, 1, 2, 3].map((i) => ({ type: 'image_generation_call', id: `ig_${i}`, status: 'completed', quality: 'medium', size: '1024x1024', result: 'A'.repeat(imageBytes) }))
   const usage = { input_tokens: 1200, input_tokens_details: { cached_tokens: 0 }, output_tokens: 900, output_tokens_details: { reasoning_tokens: 600 }, total_tokens: 2100 }
   return Buffer.from(ev('response.created', { response: resp }) + ev('response.completed', { response: { ...resp, status: 'completed', output: images, usage } }))
 }
@@ -39,6 +40,8 @@ describe('a very large terminal event', () => {
         return r.length > before ? r[r.length - 1] : undefined
       })
       expect([row.input_tokens, row.output_tokens, row.reasoning_tokens, row.estimated]).toEqual([1200, 900, 600, 0])
+      // ...and the four images, which that usage does not count, are billed on top of it.
+      expect(JSON.parse(row.usage_extra)).toEqual({ tool_images: { 'gpt-image-1': 4 * 1056 } })
     }, 60_000)
   }
 })

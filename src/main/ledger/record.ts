@@ -33,7 +33,7 @@ export interface CallRecord {
   requested_model?: string | null
   /**
    * What the call was billed for beyond the token columns, as compact JSON (metering/usage-extra.ts):
-   * `{web_searches?, storage_searches?, extra?, provider_cost_usd?}`, only the keys it had. Null or
+   * `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, …}`, only the keys it had. Null or
    * absent for the common call that has none of them, and for calls recorded before it was kept.
    * Re-pricing reads it back into the usage it prices (pricing/reprice.ts).
    */

@@ -33,6 +33,17 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"data_residency":1}')).toEqual(emptyUsage())
   })
 
+  it("keeps the images a Responses image tool made by image model, not whether a count was a guess (the ledger's estimated says it)", () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, tool_images: { 'gpt-image-1': 272, 'gpt-image-1.5': 0 }, guessed: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ tool_images: { 'gpt-image-1': 272 } })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual({ ...u, tool_images: { 'gpt-image-1': 272 }, guessed: undefined })
+    expect(withUsageExtra(emptyUsage(), '{"tool_images":{"gpt-image-1":"272","gpt-image-1-mini":-1}}')).toEqual(emptyUsage())
+    // A model name from the answer is only a key: one spelled `__proto__` changes no object's prototype.
+    const odd = withUsageExtra(emptyUsage(), '{"tool_images":{"__proto__":6240}}')
+    expect(Object.keys(odd.tool_images!)).toEqual(['__proto__'])
+    expect(JSON.parse(usageExtra(odd)!)).toEqual(JSON.parse('{"tool_images":{"__proto__":6240}}'))
+  })
+
   it('keeps a call a fast tier served as such, so re-pricing gives it its fast price again', () => {
     const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, fast: true }
     expect(JSON.parse(usageExtra(u)!)).toEqual({ fast: true })

@@ -2,8 +2,9 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?}`
- * with only the keys the call had (non-zero counts, a reported charge, `batch: true` for a
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?}`
+ * with only the keys the call had (non-zero counts, the output image tokens an image tool made by
+ * image model, a reported charge, `batch: true` for a
  * request billed at Batch API rates, `data_residency: true` for one billed with that premium,
  * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
  * for a Perplexity Pro Search call). Null for the common
@@ -12,11 +13,12 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search) return null
   const out: {
     web_searches?: number
     storage_searches?: number
     extra?: Record<string, number>
+    tool_images?: Record<string, number>
     provider_cost_usd?: number
     batch?: true
     data_residency?: true
@@ -27,12 +29,12 @@ export function usageExtra(u: Usage): string | null {
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
   if (u.extra) {
-    let extra: Record<string, number> | undefined
-    for (const k in u.extra) {
-      const v = u.extra[k]
-      if (typeof v === 'number' && Number.isFinite(v) && v > 0) (extra ??= {})[k] = v
-    }
+    const extra = counts(u.extra)
     if (extra) out.extra = extra
+  }
+  if (u.tool_images) {
+    const images = counts(u.tool_images)
+    if (images) out.tool_images = images
   }
   if (hasReported) out.provider_cost_usd = reported
   if (u.batch) out.batch = true
@@ -62,15 +64,13 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (isCount(x.web_searches)) out.web_searches = x.web_searches
   if (isCount(x.storage_searches)) out.storage_searches = x.storage_searches
   if (isObject(x.extra)) {
-    const extra: Record<string, number> = {}
-    let any = false
-    for (const [k, v] of Object.entries(x.extra)) {
-      if (isCount(v)) {
-        extra[k] = v
-        any = true
-      }
-    }
-    if (any) out.extra = extra
+    const extra = counts(x.extra)
+    if (extra) out.extra = extra
+  }
+  // ...and the images an image tool made are priced at their image model again.
+  if (isObject(x.tool_images)) {
+    const images = counts(x.tool_images)
+    if (images) out.tool_images = images
   }
   if (typeof x.provider_cost_usd === 'number' && Number.isFinite(x.provider_cost_usd) && x.provider_cost_usd >= 0) {
     out.provider_cost_usd = x.provider_cost_usd
@@ -86,6 +86,16 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (size) out.search_context_size = size
   // ...and a Pro Search call, Pro Search's fee.
   if (x.pro_search === true) out.pro_search = true
+  return out
+}
+
+/** The positive counts of `o` (keys as they are, on an object without a prototype), or undefined when it has none. */
+function counts(o: Record<string, unknown>): Record<string, number> | undefined {
+  let out: Record<string, number> | undefined
+  for (const k of Object.keys(o)) {
+    const v = o[k]
+    if (isCount(v)) (out ??= Object.create(null) as Record<string, number>)[k] = v
+  }
   return out
 }
 

@@ -29,6 +29,20 @@ export interface Usage {
    * Mistral's OCR.
    */
   extra?: Record<string, number>
+  /**
+   * The output image tokens of the images the Responses API's image_generation tool made, by the
+   * GPT Image model that made them (`gpt-image-1` when the tool names none), partial images
+   * included: not in the counts above (the response's usage is the mainline model's only), and
+   * priced as that image model's output image tokens on top of them. See
+   * providers/openai-image-tool.ts and pricing/tool-images.ts.
+   */
+  tool_images?: Record<string, number>
+  /**
+   * A count in this usage is a guess, not what the answer said (an image the tool made at a
+   * quality or size its answer does not name): the call is recorded `estimated`. Not kept in
+   * `usage_extra` (the ledger's `estimated` column says it).
+   */
+  guessed?: boolean
   /** The charge the provider itself reported for the call in USD (OpenRouter, Perplexity). */
   provider_cost_usd?: number
   /**
@@ -93,14 +107,23 @@ export function emptyUsage(): Usage {
 
 /**
  * Whether `u` has anything to price: tokens, units billed otherwise (`extra`: audio billed by the
- * second, whisper-1 reporting a duration and no tokens; pages, Mistral's OCR), or a charge the
+ * second, whisper-1 reporting a duration and no tokens; pages, Mistral's OCR; images an image
+ * tool made, `tool_images`), or a charge the
  * provider reported for units that are not tokens (xAI's image generation: `usage.cost_in_usd_ticks`
  * and no token counts).
  */
 export function hasBilledUnits(u: Usage): boolean {
   if (u.input_tokens + u.output_tokens > 0 || (reportedUsd(u.provider_cost_usd) ?? 0) > 0) return true
   if (u.extra) for (const k in u.extra) if (count(u.extra[k]) > 0) return true
+  if (u.tool_images) for (const k in u.tool_images) if (count(u.tool_images[k]) > 0) return true
   return false
+}
+
+/** `u` with the images an image tool made (`tool_images`, and `guessed` when a count is a guess) set on it, in place. */
+export function setToolImages(u: Usage, images: Pick<Usage, 'tool_images' | 'guessed'>): Usage {
+  u.tool_images = images.tool_images
+  if (images.guessed) u.guessed = true
+  return u
 }
 
 /** A non-negative integer token count from untrusted JSON, or 0. */

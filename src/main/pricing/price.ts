@@ -4,6 +4,7 @@ import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary } from './library'
 import { LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
 import { toLibraryUsage, withExtra } from './library-usage'
+import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
 
 export type { Priced } from './library-prices'
@@ -117,15 +118,21 @@ export class Pricer {
    * and re-prices a recorded one, so re-pricing never moves a reported charge. Modality
    * splits (`usage.extra`) are priced where the model has their own rate; if the library cannot
    * use them, the call is priced without them (at the base rates) rather than left unpriced,
-   * and `warn` is told (once per model).
+   * and `warn` is told (once per model). Images a Responses image tool made (`usage.tool_images`)
+   * are a second part, priced at their image model's price.
    */
   price(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const reported = reportedUsd(usage.provider_cost_usd)
     if (reported !== undefined) {
       return { cost_usd: reported, priced: true }
     }
-    if (usage.batch || usage.data_residency) return this.adjustedPrice(pricingId, providerName, model, usage, at)
-    return this.listPrice(pricingId, providerName, model, usage, at)
+    const main = usage.batch || usage.data_residency ? this.adjustedPrice(pricingId, providerName, model, usage, at) : this.listPrice(pricingId, providerName, model, usage, at)
+    if (!usage.tool_images) return main
+    // The images an image tool made, priced at their image model (./tool-images.ts): the call is
+    // priced only when both parts are.
+    const images = priceToolImages(usage.tool_images, (m, u) => this.listPrice(pricingId, providerName, m, u, at))
+    if (!main.priced || !images.priced) return { cost_usd: 0, priced: false }
+    return { cost_usd: main.cost_usd + images.cost_usd, priced: true }
   }
 
   /**

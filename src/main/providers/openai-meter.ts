@@ -1,7 +1,8 @@
-import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
+import { emptyUsage, isObject, parseObject, setToolImages, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
 import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
 import { StreamText } from './openai-stream-text'
+import { IMAGE_ITEM_DONE, ImageToolCalls, PARTIAL_IMAGE } from './openai-image-tool'
 import { addToolCalls, durationUsage, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
 
@@ -58,6 +59,10 @@ export class OpenAIMeter implements Meter {
   private readonly chunks: boolean
   /** Meters an audio call (`/audio/*`): a transcription without usage may give its audio's length. */
   private readonly audio: boolean
+  /** What a Responses answer's image_generation tool made (./openai-image-tool.ts); null until it made something. */
+  private images: ImageToolCalls | null = null
+  /** The tools the last Response object read echoed (its `tools`), for the image tool's settings. */
+  private tools: unknown
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
@@ -92,6 +97,13 @@ export class OpenAIMeter implements Meter {
     // Most of a Responses stream's events carry neither the Response object nor a usage: the text
     // deltas' text is kept unparsed (see `StreamText.deltas`); the rest are not parsed at all.
     if (passesOver(name, data)) {
+      // An image the image_generation tool made (its item's data holds the image, so is searched
+      // only in an item's done event), or a partial image it streamed.
+      if (name === IMAGE_ITEM_DONE ? data.includes('"image_generation_call"') : name === PARTIAL_IMAGE) {
+        const ev = parseObject(data)
+        if (ev) this.imageEvent(name, ev)
+        return
+      }
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
       this.text.keep(data)
       return
@@ -115,11 +127,14 @@ export class OpenAIMeter implements Meter {
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
       if (type === 'response.failed' && isObject(r)) this.failure ??= errorCode(r.error) ?? 'response_failed'
+      if (type === IMAGE_ITEM_DONE || type === PARTIAL_IMAGE) this.imageEvent(type, ev)
       if (isObject(r)) {
         if (r.service_tier !== undefined) this.noteTier(r.service_tier)
+        if (r.tools !== undefined) this.tools = r.tools
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
         if (TERMINAL.has(type)) this.noteStatus(r, true)
+        if (TERMINAL.has(type)) this.imageItems(r.output)
         if (r.usage) {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
@@ -178,6 +193,8 @@ export class OpenAIMeter implements Meter {
     if (!this.usage && this.audio) this.usage = durationUsage(body)
     if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
     if (body.object === 'response') {
+      this.tools = body.tools
+      this.imageItems(body.output)
       this.noteStatus(body, false)
       // A failed response bills nothing (as its terminal event); a cancelled one without usage is not known: see the recorder.
       if (body.status === 'failed') this.failure ??= errorCode(body.error) ?? 'response_failed'
@@ -186,7 +203,30 @@ export class OpenAIMeter implements Meter {
     this.complete = true
   }
 
+  /** A stream's image event: an output item done (counted if it is a completed image), or a partial image. */
+  private imageEvent(type: string, ev: Record<string, any>): void {
+    if (type === PARTIAL_IMAGE) (this.images ??= new ImageToolCalls()).partial()
+    else if (isObject(ev.item) && ev.item.type === 'image_generation_call') {
+      ;(this.images ??= new ImageToolCalls()).item(ev.item, typeof ev.output_index === 'number' ? ev.output_index : -1)
+    }
+  }
+
+  /** A Response's `output`: its image_generation_call items (one loop over a few items; nothing kept when it has none). */
+  private imageItems(output: unknown): void {
+    if (!Array.isArray(output)) return
+    for (const item of output) {
+      if (isObject(item) && item.type === 'image_generation_call') {
+        ;(this.images ??= new ImageToolCalls()).output(output)
+        return
+      }
+    }
+  }
+
   result(): MeterResult {
+    // What the image tool made is billed whatever else the answer reports: added to its usage here,
+    // and to the estimate of one without usage by the recorder (`toolImages`).
+    const images = this.images?.usage(this.tools) ?? undefined
+    if (images && this.usage) setToolImages(this.usage, images)
     if (!this.usage) this.text.read()
     // A stored response read again is not billed itself: a finished background response's usage
     // goes to the call that created it; any other's was billed to its creating call already.
@@ -217,6 +257,7 @@ export class OpenAIMeter implements Meter {
       outputScale: this.usage ? undefined : this.text.scale,
       complete: this.complete,
       error: this.failure ?? undefined,
+      toolImages: this.usage ? undefined : images,
     }
   }
 }

@@ -138,6 +138,12 @@ export interface MeterResult {
    * what streamed (OutputText's bound; Anthropic's events kept after `message_start`).
    */
   outputScale?: number
+  /**
+   * What a Responses answer's image_generation tool made (`Usage.tool_images`, and `guessed` when
+   * a count is a guess), when the answer reported no usage (a stream cut before its terminal
+   * event): added to the estimate it is recorded with. An answer with usage carries it in `usage`.
+   */
+  toolImages?: Pick<Usage, 'tool_images' | 'guessed'>
   /** A plan's meter that the answer's body carried (Gemini Code Assist's quotas), for the plan windows. */
   planReading?: MeterReading
   /** A Batch API's results file: each request it ran with its usage (this answer itself costs nothing). */

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
-import { emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
+import { emptyUsage, hasBilledUnits, setToolImages, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { PendingBackground } from '../../budgets/decision'
 import type { BackgroundDone } from '../../pricing/background'
@@ -131,9 +131,11 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           // A transcription billed by its audio's length, which its answer did not give: read from the upload.
           const audio = s.upload ? uploadUsage(s, m, opts.pricer) : null
           if (audio) return record(s, latency, audio, m, true, responseId)
+          // Images a Responses image tool made before the cut are billed on top of the estimate.
+          const images = r.toolImages
           estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
-            (u) => record(s, latency, u, m, true, responseId),
-            () => record(s, latency, null, m, false, responseId),
+            (u) => record(s, latency, images ? setToolImages(u, images) : u, m, true, responseId),
+            () => record(s, latency, images ? setToolImages(emptyUsage(), images) : null, m, images !== undefined, responseId),
           )
           return
         }
@@ -187,7 +189,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           reasoning_tokens: u.reasoning_tokens,
           cost_usd: cost,
           priced,
-          estimated,
+          // ...or a count in its usage is a guess (an image the image tool made at a size its answer does not name).
+          estimated: estimated || u.guessed === true,
           latency_ms: latency,
           error: s.error,
           billing: s.ctx.billing ?? 'api',
