@@ -3,12 +3,30 @@ import type { Dialect, SqlReader } from '../storage/sql'
 import { JOINED_SQL, EXPORT_COLUMNS, EXPORT_COLUMNS_SQL, type ExportFormatter, type ExportRow, ID, TS } from './export-format'
 import { andMember } from './sql'
 
-/** Which calls an export holds: `[start, end)`, optionally one tenant's or one team member's. */
+/** Which calls an export holds: `[start, end)`, optionally one tenant's or one team member's, as of `asOf`. */
 export interface ExportWindow {
   start: number
   end: number
   tenant: string | null
   member: string | null
+  asOf: ExportAsOf
+}
+
+/**
+ * The calls that were in the ledger when an export began (exportAsOf): every page, segment and
+ * count reads only those, so a call committed during the export (a long stream that ends, stamped
+ * when it arrived; an import; a team member's calls) is in none of it, whatever its time, and the
+ * file is the window as it stood at that moment. SQLite: ids up to `maxId` (ids only grow: a call
+ * committed later has a larger one). PostgreSQL: the calls whose inserting transaction
+ * (`calls.insert_xid`) the snapshot `snapshot` (pg_current_snapshot()) sees; ids come from a
+ * sequence there and instances commit out of id order, so no id bound is a moment's state.
+ */
+export type ExportAsOf = { maxId: number } | { snapshot: string }
+
+/** The moment an export begins: the ledger's last id (SQLite) or the database's current snapshot (PostgreSQL). */
+export async function exportAsOf(q: SqlReader): Promise<ExportAsOf> {
+  if (q.dialect === 'sqlite') return { maxId: (await q.get<{ m: number | null }>('SELECT max(id) AS m FROM calls'))?.m ?? 0 }
+  return { snapshot: (await q.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s }
 }
 
 /** Where the next page starts: after this (ts, id). */
@@ -31,9 +49,18 @@ function exportIndex(w: ExportWindow): string {
   return w.member !== null ? 'calls_member_ts' : w.tenant === null ? 'calls_ts' : 'calls_tenant_ts'
 }
 
-/** The window's calls (`[@from, @end)`, the tenant's, the member's). */
+/** The window's calls (`[@from, @end)`, the tenant's, the member's) that were in the ledger when the export began. */
 function windowWhere(w: ExportWindow): string {
-  return `ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)}`
+  return `ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)} AND ${asOfWhere(w.asOf)}`
+}
+
+/**
+ * The calls of `asOf`. SQLite's id is the rowid, which every index holds: the offset and count
+ * queries still read the index alone. On PostgreSQL a call inserted before the column was added
+ * (no `insert_xid`) was committed long before any export that reads it.
+ */
+function asOfWhere(asOf: ExportAsOf): string {
+  return 'maxId' in asOf ? 'id <= @maxId' : '(insert_xid IS NULL OR pg_visible_in_snapshot(insert_xid, @snapshot::pg_snapshot))'
 }
 
 /**
@@ -68,7 +95,7 @@ export function exportCountSql(w: ExportWindow, max: number): string {
 }
 
 export function exportPageParams(w: ExportWindow, k: Keyset): Record<string, unknown> {
-  return { from: Math.max(w.start, k.afterTs), end: w.end, tenant: w.tenant, member: w.member, afterTs: k.afterTs, afterId: k.afterId }
+  return { from: Math.max(w.start, k.afterTs), end: w.end, tenant: w.tenant, member: w.member, afterTs: k.afterTs, afterId: k.afterId, ...w.asOf }
 }
 
 /** The keyset after a page's last row. */

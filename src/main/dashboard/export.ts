@@ -3,7 +3,7 @@ import type { Range } from '../../shared/api'
 import { SqliteStore } from '../storage/sqlite'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter } from './export-format'
-import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
+import { type ExportWindow, type Keyset, type PageText, SqlitePager, exportAsOf, firstKeyset, storePage } from './export-query'
 import { type ExportThreads, exportThreadCount, exportThreadScript, noteSharedExport, startExportThreads, threadRows } from './export-thread'
 import { rangeWindow } from './window'
 
@@ -15,7 +15,8 @@ const THREAD_PAGE = 4000
 const MAX_SEGMENTS = 10_000
 
 /**
- * Streams every call of the window, oldest first, as CSV or `{"calls":[...]}`. Rows are read in
+ * Streams every call of the window, oldest first, as CSV or `{"calls":[...]}`: the calls the
+ * ledger held when the export began (ExportAsOf), whatever is committed while it streams. Rows are read in
  * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing),
  * and the next chunk waits for the socket to drain: memory stays flat however many calls match.
  * When the ledger is a SQLite file and the window holds many calls (counted from its index),
@@ -55,7 +56,8 @@ export async function streamExport(
   member: string | null = null,
 ): Promise<void> {
   const w = span ?? rangeWindow(range, now)
-  const win: ExportWindow = { start: w.start, end: w.end, tenant, member }
+  // The calls in the ledger now, before the first byte: nothing committed during the export is in it.
+  const win: ExportWindow = { start: w.start, end: w.end, tenant, member, asOf: await exportAsOf(d.q) }
   res.writeHead(200, {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
     // Named after the window exported: the range, or the since/until that replaced it.
@@ -139,9 +141,10 @@ function handToThreads(d: DashDeps, pager: SqlitePager, win: ExportWindow, forma
   // One thread reads the rest in one segment; more share it in segments of about a thread's page each
   // (the main thread's share says how dense the calls are).
   const perRow = (split - first) / Math.max(1, main)
-  // The threads' share ends after the window's last call (or now, for calls being written): an
-  // open end (OPEN_END) or one far ahead is not cut into millions of empty segments.
-  const stop = Math.min(win.end, Math.max(pager.lastTs() ?? split, Date.now()) + 1)
+  // The threads' share ends after the window's last call as of the export's start (no call
+  // committed later is read): an open end (OPEN_END) or one far ahead is not cut into millions of
+  // empty segments.
+  const stop = Math.min(win.end, (pager.lastTs() ?? split) + 1)
   const rest = stop - origin.afterTs
   const span = threads === 1 ? rest : Math.ceil(Math.max(perRow * THREAD_PAGE, rest / MAX_SEGMENTS, 1))
   if (ahead !== undefined) noteSharedExport()

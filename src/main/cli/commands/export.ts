@@ -46,7 +46,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       }
       await prepareLocal()
       const { ExportFormatter } = await import('../../dashboard/export-format')
-      const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
+      const { OPEN_END, SqlitePager, exportAsOf, firstKeyset, storePage } = await import('../../dashboard/export-query')
       const ledger = await openLocalLedger(t)
       try {
         const window = {
@@ -54,6 +54,8 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
           end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
           tenant: (o.tenant as string | undefined) ?? null,
           member: null,
+          // The calls in the ledger now: a server writing beside this export adds none to it.
+          asOf: await exportAsOf(ledger.store),
         }
         // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
         const PAGE = 5000
