@@ -10,7 +10,8 @@ import { answer, recorded, rows } from '../providers/ledger'
  * A faster tier costs more per token, by model: Anthropic's fast mode (the answer's
  * `usage.speed: "fast"`) and OpenAI's Fast mode (formerly Priority processing,
  * `service_tier: "priority"`). The price data has no such rates, so such a call is priced at a
- * `pricing.overrides` entry with `speed: fast` for its model, else at the standard price; the
+ * `pricing.overrides` entry with `speed: fast` for its model, else (OpenAI's Priority prices with
+ * no override: ./openai-priority.test.ts) at the standard price; the
  * mark is kept, so re-pricing gives it its fast price again. Through a running Burnrate and its
  * real SQLite ledger.
  */

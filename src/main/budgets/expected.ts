@@ -23,7 +23,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   its last answered call named (an Azure deployment's own name: see worst-case.ts), else 0.
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
- *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else the standard one).
+ *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else OpenAI's published
+ *   Priority price for the model, else the standard one: the Pricer's, as the call is recorded).
  *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`).
  * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds

@@ -50,13 +50,14 @@ describe('worst-case cost', () => {
     expect(worstCaseUsd(new Pricer(), { ...c, shape: { ...c.shape, dataResidency: true } })).toBe(plain * 1.1)
   })
 
-  it('a call asking for a fast tier reserves at the model\'s fast price when one is set, else at its standard price', () => {
+  it('a call asking for a fast tier reserves at the model\'s fast price when one is set, else at its Priority price', () => {
     const c = ctx({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
     const fast = { ...c, shape: { ...c.shape, fast: true } }
     const pricer = new Pricer([{ model: 'gpt-4o-mini', speed: 'fast', input_mtok: 1, output_mtok: 4 }])
     expect(worstCaseUsd(pricer, fast)).toBeCloseTo((promptTokenBound(c.bodyBytes) * 1 + 1000 * 4) / 1e6, 15)
     expect(worstCaseUsd(pricer, c)).toBe(worstCaseUsd(new Pricer(), c))
-    expect(worstCaseUsd(new Pricer(), fast)).toBe(worstCaseUsd(new Pricer(), c))
+    // No override: OpenAI's published Priority price for gpt-4o-mini, $0.25 input and $1 output.
+    expect(worstCaseUsd(new Pricer(), fast)).toBeCloseTo((promptTokenBound(c.bodyBytes) * 0.25 + 1000 * 1) / 1e6, 15)
   })
 
   it("a request that marks Anthropic's prompt cache reserves its prompt as cache writes (1.25x input; 2x for a 1-hour mark)", () => {

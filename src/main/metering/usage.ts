@@ -62,8 +62,9 @@ export interface Usage {
    * Served at a faster tier that costs more per token, by model: Anthropic's fast mode (the
    * answer's `usage.speed: "fast"`), OpenAI's Fast mode (formerly Priority processing:
    * `service_tier: "priority"` or `"fast"`), Gemini's priority inference (`usageMetadata.serviceTier`, Vertex AI's `trafficType: ON_DEMAND_PRIORITY`). The price data has no such rates: a call is priced at
-   * a `pricing.overrides` entry with `speed: fast` for its model when there is one, else at the
-   * standard rate. See pricing/price.ts.
+   * a `pricing.overrides` entry with `speed: fast` for its model when there is one, else (OpenAI's)
+   * at the model's published Priority prices (pricing/priority-prices.ts), else at the standard
+   * rate (for OpenAI's, said once per model in the log). See pricing/price.ts.
    */
   fast?: boolean
   /**

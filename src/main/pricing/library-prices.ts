@@ -3,6 +3,7 @@ import type { SearchContextSize } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
+import { withPriorityPrices } from './priority-prices'
 import { withRequestFee } from './request-fees'
 
 /** A call's price: `priced: false` (cost 0) when nothing knows the model. */
@@ -26,6 +27,8 @@ interface Lookup {
   checked: number
   /** The provider with each search context size's request fee, Pro Search's apart (`LibraryPrices.sized`), null where it is the same. */
   sized?: Map<string, PriceProvider | null>
+  /** The provider with the model's Priority prices (`LibraryPrices.priority`), null where it has none; made on its first fast call. */
+  fast?: PriceProvider | null
 }
 
 /**
@@ -51,20 +54,24 @@ export class LibraryPrices {
    * know is remembered as such. When the library's data is replaced (`clear`), every remembered lookup is forgotten.
    * A Perplexity call's search context size (`size`) prices it with that size's request fee
    * (./request-fees.ts; Pro Search's when `pro`), on the found model's table with that one price changed.
+   * A call OpenAI's Priority processing served (`fast`) is priced at the model's Priority prices
+   * (./priority-prices.ts) on the found model's table, where they are published; else as any call.
    */
-  price(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize, pro = false): Priced | null {
+  price(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize, pro = false, fast = false): Priced | null {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
+      const priority = fast ? this.priority(found, pricingId, model) : null
+      if (priority) return safeCalc(u, model, { provider: priority, timestamp: at })
       const sized = size ? this.sized(found, pricingId, size, pro) : null
       if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
-      const fast = found.flat ? flatPrice(found.flat, u) : undefined
-      if (fast !== undefined && found.checked >= FLAT_CHECKS) return fast === null ? null : { cost_usd: fast, priced: true }
+      const quick = found.flat ? flatPrice(found.flat, u) : undefined
+      if (quick !== undefined && found.checked >= FLAT_CHECKS) return quick === null ? null : { cost_usd: quick, priced: true }
       const lib = safeCalc(u, model, { provider: found.provider, timestamp: at })
-      if (fast !== undefined) {
+      if (quick !== undefined) {
         found.checked++
         // Should the shortcut ever disagree with the library, the library prices this model from now on.
-        if ((lib?.cost_usd ?? null) !== fast) found.flat = null
+        if ((lib?.cost_usd ?? null) !== quick) found.flat = null
       }
       return lib
     }
@@ -94,10 +101,20 @@ export class LibraryPrices {
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
     const lookup: Lookup = { provider, flat: flatTable(table), checked: 0 }
     models.set(model, lookup)
+    const priority = fast ? this.priority(lookup, pricingId, model) : null
+    if (priority) return safeCalc(u, model, { provider: priority, timestamp: at })
     const sized = size ? this.sized(lookup, pricingId, size, pro) : null
     if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
     if (table !== r.model && u.cache_write_1h_tokens) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
+  }
+
+  /** The found model's provider with its Priority prices, made once per lookup; null when it has none. */
+  private priority(found: Lookup, pricingId: string, model: string): PriceProvider | null {
+    if (found.fast !== undefined) return found.fast
+    const table = withPriorityPrices(pricingId, model, found.provider.models[0]!)
+    found.fast = table ? { ...found.provider, models: [table] } : null
+    return found.fast
   }
 
   /**

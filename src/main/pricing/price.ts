@@ -6,6 +6,7 @@ import { LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-pri
 import { toLibraryUsage, withExtra } from './library-usage'
 import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
+import { OPENAI_TIER_PRICING_IDS, priorityPrice } from './priority-prices'
 
 export type { Priced } from './library-prices'
 export type { PriceOverride } from './override-table'
@@ -45,11 +46,14 @@ export class Pricer {
 
   /** Models whose modality split the library refused, each warned about once (`warn`). */
   private readonly splitRefused = new Set<string>()
+  /** Models whose Priority-served calls were priced at a standard rate, each warned about once (`warn`). */
+  private readonly fastWarned = new Set<string>()
 
   /**
    * `warn`: told once per model when the library refuses a call's modality split and the call is
-   * priced at the base token rates instead (its audio, image or video parts at the text rate), so
-   * that a price lower than billed does not go unseen (the server's log).
+   * priced at the base token rates instead (its audio, image or video parts at the text rate), and
+   * when a call OpenAI's Priority processing served is priced at a standard rate, so that a price
+   * lower than billed does not go unseen (the server's log).
    */
   constructor(overrides: readonly PriceOverride[] = [], private readonly warn: (msg: string) => void = () => {}) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
@@ -157,14 +161,41 @@ export class Pricer {
     return { cost_usd: cost + (whole.cost_usd - tokens.cost_usd), priced: true }
   }
 
-  /** The price the model's list gives (runtime price, override, library), without the provider's own charge. */
+  /**
+   * The price the model's list gives (runtime price, override, library), without the provider's
+   * own charge. A call a fast tier served (`usage.fast`) takes a `speed: fast` override first,
+   * then the usual prices, the library's at the model's Priority prices where OpenAI publishes
+   * them (./priority-prices.ts); one of OpenAI's priced at a standard rate is told to `warn`.
+   */
   private listPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
+    const fast = usage.fast === true
     // A call a fast tier served: its model's fast price, when one is set (the price data has none).
-    if (usage.fast) {
+    if (fast) {
       const r = this.override(u, providerName, model, true)
       if (r) return r
     }
+    const user = this.userPrice(u, providerName, model)
+    if (user) {
+      if (fast) this.fastAtStandard(pricingId, model)
+      return user
+    }
+    if (!model) return { cost_usd: 0, priced: false }
+    const fine = withExtra(u, usage)
+    const size = usage.search_context_size
+    const pro = usage.pro_search === true
+    let p: Priced | null = fine ? this.library.price(fine, pricingId, model, at, size, pro, fast) : null
+    if (!p) {
+      p = this.library.price(u, pricingId, model, at, size, pro, fast)
+      if (!p) return { cost_usd: 0, priced: false }
+      if (fine) this.refusedSplit(pricingId, model, fine, u)
+    }
+    if (fast && !priorityPrice(pricingId, model)) this.fastAtStandard(pricingId, model)
+    return p
+  }
+
+  /** A runtime price for the provider's model, then a standard `pricing.overrides` entry: the user's own prices. */
+  private userPrice(u: Record<string, number>, providerName: string, model: string): Priced | null {
     if (this.runtime.size > 0) {
       const rt = this.runtime.get(`${providerName}\0${model}`)
       if (rt) {
@@ -172,20 +203,20 @@ export class Pricer {
         if (r) return r
       }
     }
-    const o = this.override(u, providerName, model, false)
-    if (o) return o
-    if (!model) return { cost_usd: 0, priced: false }
-    const fine = withExtra(u, usage)
-    const size = usage.search_context_size
-    const pro = usage.pro_search === true
-    if (fine) {
-      const split = this.library.price(fine, pricingId, model, at, size, pro)
-      if (split) return split
-    }
-    const base = this.library.price(u, pricingId, model, at, size, pro)
-    if (!base) return { cost_usd: 0, priced: false }
-    if (fine) this.refusedSplit(pricingId, model, fine, u)
-    return base
+    return this.override(u, providerName, model, false)
+  }
+
+  /**
+   * Says once per model that a call OpenAI's Priority processing (Fast mode) served is priced at
+   * a standard rate, below what OpenAI bills: no Priority price is known for the model
+   * (./priority-prices.ts) and no `pricing.overrides` entry with `speed: fast` prices it.
+   */
+  private fastAtStandard(pricingId: string, model: string): void {
+    if (!OPENAI_TIER_PRICING_IDS.has(pricingId)) return
+    const key = `${pricingId}\0${model}`
+    if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
+    this.fastWarned.add(key)
+    this.warn(`pricing: ${pricingId} ${model.slice(0, 100)} served at Priority processing (Fast mode) is priced at its standard rate, which is less than billed: no Priority price is known for it; add a pricing.overrides entry with speed: fast for it`)
   }
 
   /** Says once per model that the library refused the split `fine` adds to the usage `u`. */

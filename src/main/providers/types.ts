@@ -52,7 +52,7 @@ export interface CallShape {
   /**
    * The request asks for a faster, dearer tier (Anthropic's `speed: "fast"`, OpenAI's
    * `service_tier: "priority"` or `"fast"`): budgets reserve it at the model's fast price
-   * (`Usage.fast`). Not what it is recorded at: the answer says which speed served it.
+   * (`Usage.fast`: an override's, else OpenAI's published Priority price). Not what it is recorded at: the answer says which speed served it.
    */
   fast?: boolean
   /**
