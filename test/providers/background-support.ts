@@ -35,11 +35,13 @@ export const OUTPUT = [
   { id: 'ws_3', type: 'web_search_call', status: 'completed', action: { type: 'open_page', url: 'https://example.com' } },
   { id: 'msg_1', type: 'message', status: 'completed', role: 'assistant', content: [{ type: 'output_text', annotations: [], text: 'A report.' }] },
 ]
-export const REAL_COST = calcPrice(
-  { input_tokens: 40_000, cache_read_tokens: 10_000, output_tokens: 120_000, web_searches: 2 } as any,
-  MODEL,
-  { providerId: 'openai' },
-)!.total_price
+/**
+ * What that answer is billed: its tokens at the price data's rates, and its two searches at OpenAI's
+ * $10 per 1,000 web search calls, which the data has no price for on o3-deep-research
+ * (src/main/pricing/tool-fees.ts).
+ */
+export const REAL_COST =
+  calcPrice({ input_tokens: 40_000, cache_read_tokens: 10_000, output_tokens: 120_000 }, MODEL, { providerId: 'openai' })!.total_price + (2 * 10) / 1000
 
 /**
  * `GET /v1/responses/{id}?stream=true` of a background response: the recorded Responses stream

@@ -26,7 +26,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else OpenAI's published
  *   Priority price for the model, else the standard one: the Pricer's, as the call is recorded).
  *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
- *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`).
+ *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`); an OpenAI Chat
+ *   Completions search model's call, the web search it makes for every answer (`CallShape.webSearchEachCall`).
  * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds
  *   at the model's per-second price) reserves that, under either kind of reservation.
  */

@@ -9,6 +9,7 @@ import { openai } from '../providers/openai'
 import { perplexity } from '../providers/perplexity'
 import type { CallContext } from '../proxy/gate'
 import { emptyUsage } from '../metering/usage'
+import { CallHistory, expectedUsd } from './expected'
 import { DEFAULT_MAX_OUTPUT_TOKENS, cacheWriteTtl, maxOutputTokens, promptTokenBound, worstCaseUsd } from './worst-case'
 
 // The price library loads when first needed (../pricing/library.ts); the Pricer refuses to price before.
@@ -133,6 +134,24 @@ describe('worst-case cost', () => {
     const notStreamed = at({ ...pro.body, stream: false })
     expect(notStreamed.shape.proSearch).toBeUndefined()
     expect(worstCaseUsd(new Pricer(), notStreamed)).toBe(standard(notStreamed))
+  })
+
+  it("an OpenAI Chat Completions search model's call reserves the web search it makes for every answer, at the preview rate", () => {
+    const at = (body: Record<string, unknown>) => {
+      const c = ctx(body)
+      return { ...c, shape: openai.inspect({ method: 'POST', path: '/chat/completions', query: '', headers: {}, body }) }
+    }
+    const tokens = (c: CallContext, output: number) =>
+      calcPrice({ input_tokens: promptTokenBound(c.bodyBytes), output_tokens: output }, 'gpt-4o-mini-search-preview', { providerId: 'openai', timestamp: new Date(c.ts) })!.total_price
+    const search = at({ model: 'gpt-4o-mini-search-preview', web_search_options: {}, messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
+    expect(search.shape.webSearchEachCall).toBe(true)
+    // $25 per 1,000 searches on a non-reasoning model: $0.025 for the one search.
+    expect(worstCaseUsd(new Pricer(), search)).toBeCloseTo(tokens(search, 1000) + 0.025, 12)
+    // The expected reservation (before any answer: the prompt's bound and 1,000 output tokens here) holds it too, once.
+    expect(expectedUsd(new Pricer(), new CallHistory(), search)).toBeCloseTo(tokens(search, 1000) + 0.025, 12)
+    const plain = at({ model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000 })
+    expect(plain.shape.webSearchEachCall).toBeUndefined()
+    expect(worstCaseUsd(new Pricer(), plain)).toBe(calcPrice({ input_tokens: promptTokenBound(plain.bodyBytes), output_tokens: 1000 }, 'gpt-4o-mini', { providerId: 'openai', timestamp: new Date(plain.ts) })!.total_price)
   })
 
   it('prices prompt bound and output cap at the model price', () => {

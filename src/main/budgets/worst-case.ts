@@ -95,13 +95,20 @@ export type AnsweredAs = (provider: string, model: string) => string | undefined
  * What `usage` costs at the call's model, for a reservation: the requested model's price, else
  * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
  * It is priced as the request asks to be billed: with the data-residency premium, at a fast tier,
- * at a Perplexity search context size's request fee, Pro Search's when it asks for it (`CallShape`).
+ * at a Perplexity search context size's request fee, Pro Search's when it asks for it, with the
+ * web search an OpenAI Chat Completions search model makes for every answer (`CallShape`). Other
+ * per-use tool fees (a Responses call's searches) are not reserved: how many a call makes is not
+ * known before its answer.
  */
 export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
   if (ctx.shape.dataResidency) usage.data_residency = true
   if (ctx.shape.fast) usage.fast = true
   if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
   if (ctx.shape.proSearch) usage.pro_search = true
+  if (ctx.shape.webSearchEachCall) {
+    usage.web_searches = 1
+    usage.web_search_preview = true
+  }
   const at = new Date(ctx.ts)
   let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)
   if (!p.priced && answeredAs) {

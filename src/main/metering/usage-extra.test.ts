@@ -65,6 +65,13 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"pro_search":"yes"}')).toEqual(emptyUsage())
   })
 
+  it("keeps an OpenAI call's web_search_preview mark, so re-pricing charges that tool's fee again", () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, web_searches: 2, web_search_preview: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ web_searches: 2, web_search_preview: true })
+    expect(withUsageExtra({ ...emptyUsage(), input_tokens: 10, output_tokens: 5 }, usageExtra(u))).toEqual(u)
+    expect(withUsageExtra(emptyUsage(), '{"web_search_preview":1}')).toEqual(emptyUsage())
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

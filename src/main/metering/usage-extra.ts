@@ -2,18 +2,19 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?}`
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?, web_search_preview?}`
  * with only the keys the call had (non-zero counts, the output image tokens an image tool made by
  * image model, a reported charge, `batch: true` for a
  * request billed at Batch API rates, `data_residency: true` for one billed with that premium,
  * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
- * for a Perplexity Pro Search call). Null for the common
+ * for a Perplexity Pro Search call, `web_search_preview: true` for an OpenAI call whose searches ran
+ * with the `web_search_preview` tool or a Chat Completions search model). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview) return null
   const out: {
     web_searches?: number
     storage_searches?: number
@@ -25,6 +26,7 @@ export function usageExtra(u: Usage): string | null {
     fast?: true
     search_context_size?: SearchContextSize
     pro_search?: true
+    web_search_preview?: true
   } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
@@ -43,6 +45,7 @@ export function usageExtra(u: Usage): string | null {
   const size = searchContextSize(u.search_context_size)
   if (size) out.search_context_size = size
   if (u.pro_search) out.pro_search = true
+  if (u.web_search_preview) out.web_search_preview = true
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -86,6 +89,8 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (size) out.search_context_size = size
   // ...and a Pro Search call, Pro Search's fee.
   if (x.pro_search === true) out.pro_search = true
+  // ...and searches made with OpenAI's web_search_preview, that tool's fee.
+  if (x.web_search_preview === true) out.web_search_preview = true
   return out
 }
 

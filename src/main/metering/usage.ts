@@ -80,6 +80,13 @@ export interface Usage {
    * pricing/request-fees.ts. Its answer does not say so: it is the request's (`CallShape.proSearch`).
    */
   pro_search?: boolean
+  /**
+   * An OpenAI call whose `web_searches` ran with the `web_search_preview` tool (the tool the
+   * Responses answer echoes in its `tools`), or a Chat Completions search model's answer (one
+   * search each): billed $25 per 1,000 on a non-reasoning model (gpt-4o, gpt-4.1 and their
+   * minis), $10 on a reasoning one; see pricing/tool-fees.ts.
+   */
+  web_search_preview?: boolean
 }
 
 /** A Perplexity search context size (`Usage.search_context_size`). */

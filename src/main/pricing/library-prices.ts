@@ -5,11 +5,25 @@ import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
 import { withPriorityPrices } from './priority-prices'
 import { withRequestFee } from './request-fees'
+import { type UseCount, unpricedUses, withPreviewSearchFee, withToolFees } from './tool-fees'
 
 /** A call's price: `priced: false` (cost 0) when nothing knows the model. */
 export interface Priced {
   cost_usd: number
   priced: boolean
+}
+
+/**
+ * What of a call changes its model's prices: OpenAI's Priority processing serving it (`fast`: the
+ * model's Priority prices, ./priority-prices.ts), a Perplexity call's search context size (`size`,
+ * Pro Search's fee when `pro`: ./request-fees.ts) and OpenAI's `web_search_preview` tool
+ * (`previewSearch`: ./tool-fees.ts). Given only for a call that has one (`Pricer`).
+ */
+export interface FeeMarks {
+  fast?: boolean
+  size?: SearchContextSize
+  pro?: boolean
+  previewSearch?: boolean
 }
 
 /** Distinct (provider, model) lookups kept; model names come from clients, so this is bounded. */
@@ -25,10 +39,10 @@ interface Lookup {
   flat: FlatTable | null
   /** Shortcut results compared with the library so far. */
   checked: number
-  /** The provider with each search context size's request fee, Pro Search's apart (`LibraryPrices.sized`), null where it is the same. */
-  sized?: Map<string, PriceProvider | null>
-  /** The provider with the model's Priority prices (`LibraryPrices.priority`), null where it has none; made on its first fast call. */
-  fast?: PriceProvider | null
+  /** The per-use counts its table has no price for (./tool-fees.ts `unpricedUses`). */
+  unpriced: readonly UseCount[]
+  /** The provider with each set of fee marks' fees (`LibraryPrices.variant`), null where it is the same. */
+  variants?: Map<string, PriceProvider | null>
 }
 
 /**
@@ -52,26 +66,23 @@ export class LibraryPrices {
    * it found, and later calls hand the library that provider narrowed to the one model, so the
    * same price table is applied by the same code without the scan. A model the library does not
    * know is remembered as such. When the library's data is replaced (`clear`), every remembered lookup is forgotten.
-   * A Perplexity call's search context size (`size`) prices it with that size's request fee
-   * (./request-fees.ts; Pro Search's when `pro`), on the found model's table with that one price changed.
-   * A call OpenAI's Priority processing served (`fast`) is priced at the model's Priority prices
-   * (./priority-prices.ts) on the found model's table, where they are published; else as any call.
+   * The found model's table is given the per-use fees the data lacks (./tool-fees.ts), once.
+   * A call's marks (`marks`: OpenAI's Priority processing, a Perplexity call's search context
+   * size, OpenAI's `web_search_preview`) price it on the found model's table with those prices changed.
    */
-  price(u: Record<string, number>, pricingId: string, model: string, at: Date, size?: SearchContextSize, pro = false, fast = false): Priced | null {
+  price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
-      const priority = fast ? this.priority(found, pricingId, model) : null
-      if (priority) return safeCalc(u, model, { provider: priority, timestamp: at })
-      const sized = size ? this.sized(found, pricingId, size, pro) : null
-      if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
-      const quick = found.flat ? flatPrice(found.flat, u) : undefined
-      if (quick !== undefined && found.checked >= FLAT_CHECKS) return quick === null ? null : { cost_usd: quick, priced: true }
+      const varied = marks ? this.variant(found, pricingId, model, marks) : null
+      if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
+      const fast = found.flat ? flatPrice(found.flat, u) : undefined
+      if (fast !== undefined && found.checked >= FLAT_CHECKS) return fast === null ? null : { cost_usd: fast, priced: true }
       const lib = safeCalc(u, model, { provider: found.provider, timestamp: at })
-      if (quick !== undefined) {
+      if (fast !== undefined) {
         found.checked++
         // Should the shortcut ever disagree with the library, the library prices this model from now on.
-        if ((lib?.cost_usd ?? null) !== quick) found.flat = null
+        if ((lib?.cost_usd ?? null) !== fast) found.flat = null
       }
       return lib
     }
@@ -96,40 +107,40 @@ export class LibraryPrices {
       models.set(model, null)
       return null
     }
-    // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h).
-    const table = withOneHourWrites(r.model)
+    // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h),
+    // and a model its provider's tool fees it lacks (./tool-fees).
+    const table = withToolFees(pricingId, withOneHourWrites(r.model))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0 }
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table) }
     models.set(model, lookup)
-    const priority = fast ? this.priority(lookup, pricingId, model) : null
-    if (priority) return safeCalc(u, model, { provider: priority, timestamp: at })
-    const sized = size ? this.sized(lookup, pricingId, size, pro) : null
-    if (sized) return safeCalc(u, model, { provider: sized, timestamp: at })
-    if (table !== r.model && u.cache_write_1h_tokens) return safeCalc(u, model, { provider, timestamp: at })
+    const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
+    if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
+    // The library priced the data's table: a price added to it is applied when the call has its count.
+    if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches)) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 
-  /** The found model's provider with its Priority prices, made once per lookup; null when it has none. */
-  private priority(found: Lookup, pricingId: string, model: string): PriceProvider | null {
-    if (found.fast !== undefined) return found.fast
-    const table = withPriorityPrices(pricingId, model, found.provider.models[0]!)
-    found.fast = table ? { ...found.provider, models: [table] } : null
-    return found.fast
+  /** The per-use counts the table found for (provider, model) has no price for; undefined before a lookup found it. */
+  unpriced(pricingId: string, model: string): readonly UseCount[] | undefined {
+    return this.lookups.get(pricingId)?.get(model)?.unpriced
   }
 
   /**
-   * The found model's provider with the request fee of the search context size `size` (Pro
-   * Search's when `pro`), made once per size and search; null when that changes nothing (a model
-   * without such fees, or the fee the data has).
+   * The found model's provider with the prices of a call's marks: the model's Priority prices
+   * where OpenAI publishes them, the request fee of a Perplexity search context size (Pro Search's
+   * when `pro`), the `web_search_preview` fee; made once per set of marks; null when that changes
+   * nothing (a model without such prices, or the ones the data has).
    */
-  private sized(found: Lookup, pricingId: string, size: SearchContextSize, pro: boolean): PriceProvider | null {
-    const key = pro ? `${size}+pro` : size
-    const known = found.sized?.get(key)
+  private variant(found: Lookup, pricingId: string, model: string, marks: FeeMarks): PriceProvider | null {
+    const key = `${marks.fast ? 'fast+' : ''}${marks.size ?? ''}${marks.pro ? '+pro' : ''}${marks.previewSearch ? '+preview' : ''}`
+    const known = found.variants?.get(key)
     if (known !== undefined) return known
     const table = found.provider.models[0]!
-    const fee = withRequestFee(pricingId, table, size, pro)
+    let fee = (marks.fast && withPriorityPrices(pricingId, model, table)) || table
+    if (marks.size) fee = withRequestFee(pricingId, fee, marks.size, marks.pro === true)
+    if (marks.previewSearch) fee = withPreviewSearchFee(pricingId, fee)
     const provider = fee === table ? null : { ...found.provider, models: [fee] }
-    ;(found.sized ??= new Map()).set(key, provider)
+    ;(found.variants ??= new Map()).set(key, provider)
     return provider
   }
 }

@@ -2,11 +2,12 @@ import type { Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/usage'
 import { loadOnce } from '../server/load-once'
 import { loadPriceLibrary } from './library'
-import { LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
+import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
 import { toLibraryUsage, withExtra } from './library-usage'
 import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
 import { OPENAI_TIER_PRICING_IDS, priorityPrice } from './priority-prices'
+import { UNPRICED_USE_WARNED } from './tool-fees'
 
 export type { Priced } from './library-prices'
 export type { PriceOverride } from './override-table'
@@ -48,12 +49,15 @@ export class Pricer {
   private readonly splitRefused = new Set<string>()
   /** Models whose Priority-served calls were priced at a standard rate, each warned about once (`warn`). */
   private readonly fastWarned = new Set<string>()
+  /** Per-use counts warned about as unpriced (`unpricedUse`), once per model and count. */
+  private readonly usesWarned = new Set<string>()
 
   /**
    * `warn`: told once per model when the library refuses a call's modality split and the call is
-   * priced at the base token rates instead (its audio, image or video parts at the text rate), and
-   * when a call OpenAI's Priority processing served is priced at a standard rate, so that a price
-   * lower than billed does not go unseen (the server's log).
+   * priced at the base token rates instead (its audio, image or video parts at the text rate),
+   * when a call OpenAI's Priority processing served is priced at a standard rate, and when a call
+   * carries a per-use count (web or file searches) that its model's table has no price for
+   * (./tool-fees.ts), so that a price lower than billed does not go unseen (the server's log).
    */
   constructor(overrides: readonly PriceOverride[] = [], private readonly warn: (msg: string) => void = () => {}) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
@@ -113,6 +117,7 @@ export class Pricer {
   /** The library's data was replaced (a price update): what was looked up in the old data is forgotten. */
   dataChanged(): void {
     this.library.clear()
+    this.usesWarned.clear()
   }
 
   /**
@@ -182,15 +187,19 @@ export class Pricer {
     }
     if (!model) return { cost_usd: 0, priced: false }
     const fine = withExtra(u, usage)
-    const size = usage.search_context_size
-    const pro = usage.pro_search === true
-    let p: Priced | null = fine ? this.library.price(fine, pricingId, model, at, size, pro, fast) : null
+    // What changes the model's prices (a property check for a call that has none).
+    const marks: FeeMarks | undefined =
+      fast || usage.search_context_size || usage.web_search_preview
+        ? { fast, size: usage.search_context_size, pro: usage.pro_search === true, previewSearch: usage.web_search_preview === true }
+        : undefined
+    let p: Priced | null = fine ? this.library.price(fine, pricingId, model, at, marks) : null
     if (!p) {
-      p = this.library.price(u, pricingId, model, at, size, pro, fast)
+      p = this.library.price(u, pricingId, model, at, marks)
       if (!p) return { cost_usd: 0, priced: false }
       if (fine) this.refusedSplit(pricingId, model, fine, u)
     }
     if (fast && !priorityPrice(pricingId, model)) this.fastAtStandard(pricingId, model)
+    if (u.web_searches || u.storage_searches) this.unpricedUse(pricingId, model, u)
     return p
   }
 
@@ -217,6 +226,25 @@ export class Pricer {
     if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
     this.fastWarned.add(key)
     this.warn(`pricing: ${pricingId} ${model.slice(0, 100)} served at Priority processing (Fast mode) is priced at its standard rate, which is less than billed: no Priority price is known for it; add a pricing.overrides entry with speed: fast for it`)
+  }
+
+  /**
+   * Says once per model and count when a call carries a per-use count (`u`: web or file searches) that its
+   * model's table prices at nothing, where such counts are always billed (./tool-fees.ts
+   * `UNPRICED_USE_WARNED`), from what the library's lookup of the model found.
+   */
+  private unpricedUse(pricingId: string, model: string, u: Record<string, number>): void {
+    if (!UNPRICED_USE_WARNED.has(pricingId)) return
+    const unpriced = this.library.unpriced(pricingId, model)
+    if (!unpriced || unpriced.length === 0) return
+    for (const k of unpriced) {
+      const key = `${pricingId}\0${model}\0${k}`
+      if (!(u[k] > 0) || this.usesWarned.has(key) || this.usesWarned.size >= MAX_LOOKUPS) continue
+      this.usesWarned.add(key)
+      this.warn(
+        `pricing: a call's ${k} have no price in the price data for ${pricingId} ${model.slice(0, 100)}; they are recorded (calls.usage_extra) and priced at $0, which may be less than billed`,
+      )
+    }
   }
 
   /** Says once per model that the library refused the split `fine` adds to the usage `u`. */

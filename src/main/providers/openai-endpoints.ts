@@ -115,3 +115,17 @@ export function withFastTier(shape: CallShape, body: unknown): CallShape {
   if (isObject(body) && (body.service_tier === 'priority' || body.service_tier === 'fast')) shape.fast = true
   return shape
 }
+
+/** OpenAI's Chat Completions search models (and their dated versions). */
+const SEARCH_MODEL = /^gpt-4o(?:-mini)?-search-preview/
+
+/**
+ * A Chat Completions request to one of OpenAI's search models, which search the web before every
+ * answer ("In Chat Completions, the model always retrieves information from the web before
+ * responding", OpenAI's web search guide): `CallShape.webSearchEachCall`. Its model is one of them,
+ * or it sets `web_search_options` (which only they take).
+ */
+export function withChatSearch(shape: CallShape, body: unknown): CallShape {
+  if (shape.endpoint === 'chat.completions' && (SEARCH_MODEL.test(shape.model) || (isObject(body) && isObject(body.web_search_options)))) shape.webSearchEachCall = true
+  return shape
+}

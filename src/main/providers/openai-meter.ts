@@ -137,7 +137,7 @@ export class OpenAIMeter implements Meter {
         if (TERMINAL.has(type)) this.imageItems(r.output)
         if (r.usage) {
           this.usage = this.read(r.usage) ?? this.usage
-          if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r.output)
+          if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r)
         } else if (NOTHING_BILLED.has(type)) this.usage ??= emptyUsage()
         if (this.usage) this.text.drop()
       }
@@ -191,7 +191,7 @@ export class OpenAIMeter implements Meter {
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
     if (!this.usage && this.audio) this.usage = durationUsage(body)
-    if (this.usage && body.object === 'response') addToolCalls(this.usage, body.output)
+    if (this.usage && body.object === 'response') addToolCalls(this.usage, body)
     if (body.object === 'response') {
       this.tools = body.tools
       this.imageItems(body.output)

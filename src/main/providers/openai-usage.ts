@@ -85,9 +85,13 @@ export function imageUsage(raw: unknown): Usage | null {
  * `output` items into `usage` (the usage object does not count them): a `web_search_call` whose
  * action is a search (an `open_page` or `find_in_page` action is not billed; an item without an
  * action, as `web_search_preview` answers, is one search) and a `file_search_call`. Priced by
- * @pydantic/genai-prices as `web_searches` and `storage_searches`.
+ * @pydantic/genai-prices as `web_searches` and `storage_searches`. Searches made with the
+ * `web_search_preview` tool, which the response's `tools` names, are marked so
+ * (`Usage.web_search_preview`): that tool costs more on a non-reasoning model
+ * (../pricing/tool-fees.ts).
  */
-export function addToolCalls(usage: Usage, output: unknown): void {
+export function addToolCalls(usage: Usage, response: Record<string, any>): void {
+  const output = response.output
   if (!Array.isArray(output)) return
   let web = 0
   let file = 0
@@ -102,6 +106,24 @@ export function addToolCalls(usage: Usage, output: unknown): void {
   }
   usage.web_searches = web
   usage.storage_searches = file
+  if (web > 0 && previewSearch(response.tools)) usage.web_search_preview = true
+}
+
+/**
+ * Whether the web search tool a response declares (echoed in its `tools`) is `web_search_preview`
+ * (or a dated version of it, `web_search_preview_2025_03_11`). Were the GA `web_search` declared
+ * beside it, which one searched is not said: the searches are priced as the GA tool's.
+ */
+function previewSearch(tools: unknown): boolean {
+  if (!Array.isArray(tools)) return false
+  let preview = false
+  for (const t of tools) {
+    const type = isObject(t) ? t.type : undefined
+    if (typeof type !== 'string' || !type.startsWith('web_search')) continue
+    if (!type.startsWith('web_search_preview')) return false
+    preview = true
+  }
+  return preview
 }
 
 /** Reads a provider's usage object; OpenAI's reading unless a provider needs its own. */

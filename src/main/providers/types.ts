@@ -69,6 +69,13 @@ export interface CallShape {
    */
   proSearch?: boolean
   /**
+   * A Chat Completions request to one of OpenAI's search models (`gpt-4o-search-preview`,
+   * `gpt-4o-mini-search-preview`, or any with `web_search_options`), which search the web before
+   * every answer: its answer is recorded, and budgets reserve it, with one web search at the
+   * `web_search_preview` rate (`Usage.web_search_preview`; ../pricing/tool-fees.ts).
+   */
+  webSearchEachCall?: boolean
+  /**
    * What the request itself says the call will cost (USD), for a call billed by what it asks
    * for rather than by tokens, whose charge comes with a later answer: an xAI video, its seconds
    * at the model's per-second price (./xai-video.ts). Budgets reserve it (and hold it until the

@@ -155,6 +155,8 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       if (s.ctx.shape.searchContextSize && !u.search_context_size) u = { ...u, search_context_size: s.ctx.shape.searchContextSize }
       // ...and a streamed Sonar Pro request for Pro Search pays its fee (the answer does not say).
       if (s.ctx.shape.proSearch && !u.pro_search) u = { ...u, pro_search: true }
+      // An answer of an OpenAI Chat Completions search model searched the web first: one search at the preview rate.
+      if (s.ctx.shape.webSearchEachCall && !u.web_searches && hasBilledUnits(u)) u = { ...u, web_searches: 1, web_search_preview: true }
       let cost = 0
       let priced = known === undefined || 'usd' in known
       if (known && 'usd' in known) cost = known.usd
