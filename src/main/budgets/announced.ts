@@ -11,7 +11,8 @@ const READ_SQL = 'SELECT id, until FROM budget_announced WHERE until > @now'
  * The budget thresholds announced in calendar periods not yet ended (`budget_announced`), kept with
  * the ledger so that a restart does not announce one again in its period (./announcer.ts): the
  * Slack or webhook alert and the desktop notification of a threshold come once per period, as
- * from a server left running. Rows of ended periods are deleted with the next one kept.
+ * from a server left running. Rows of ended periods are deleted with the next one kept (on
+ * PostgreSQL, by each instance an hour apart at most).
  */
 export interface AnnouncedStore {
   /** Keeps a threshold just announced at `now` (never a write of its own on a call's way on SQLite). */
@@ -49,25 +50,43 @@ export class SqliteAnnounced implements AnnouncedStore {
 }
 
 /**
+ * How often at most an instance's `save` on PostgreSQL also deletes the rows of ended periods: a
+ * period ends at a day's start at the soonest, so most saves need no delete of their own, and the
+ * rows an hour leaves are few (`until` is indexed, PostgreSQL migration 17).
+ */
+const SWEEP_EVERY_MS = 3_600_000
+
+/**
  * PostgreSQL (`storage.url`): shared by the instances, so an instance started again knows what
  * any of them announced; written off the call's path. The webhooks are also claimed per crossing
  * (../alerts/claims.ts), which this does not replace: it covers the announcer itself. Read with
  * the meters (./shared.ts), before they are rebuilt.
  */
 export class PgAnnounced implements AnnouncedStore {
+  /** When this instance last deleted the rows of ended periods (`load`, or a `save`). */
+  private sweptAt = -Infinity
+
   constructor(private readonly store: SqlStore) {}
 
   /** The thresholds any instance announced in periods that end after `now`; those of ended periods are deleted. */
   async load(now: number): Promise<AnnouncedRow[]> {
     await ensurePostgresSchema(this.store)
     const rows = await this.store.all<{ id: string; until: number | string }>(READ_SQL, { now })
+    this.sweptAt = now
     void this.store.run(ANNOUNCED_ENDED_SQL, { before: now }).catch(() => {})
     return rows.map((r) => ({ id: r.id, until: Number(r.until) }))
   }
 
-  save(id: string, until: number): void {
-    void ensurePostgresSchema(this.store)
-      .then(() => this.store.run(SAVE_ANNOUNCED_SQL, { id, until }))
-      .catch(() => {})
+  /**
+   * Keeps a threshold just announced; the rows of periods ended by `now` are deleted after it when
+   * this instance last did so an hour or more ago (or its clock went back), as a long-running
+   * instance is not reloaded. A failed delete leaves them to the next one.
+   */
+  save(id: string, until: number, now: number): void {
+    const sweep = !(now >= this.sweptAt && now - this.sweptAt < SWEEP_EVERY_MS)
+    if (sweep) this.sweptAt = now
+    const saved = ensurePostgresSchema(this.store).then(() => this.store.run(SAVE_ANNOUNCED_SQL, { id, until }))
+    void saved.catch(() => {})
+    if (sweep) void saved.then(() => this.store.run(ANNOUNCED_ENDED_SQL, { before: now })).catch(() => {})
   }
 }

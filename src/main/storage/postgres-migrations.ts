@@ -378,7 +378,8 @@ export const PG_MIGRATIONS: PgMigration[] = [
   {
     version: 17,
     description: 'the budget thresholds announced in calendar periods not yet ended (SQLite version 27): not announced again after a restart',
-    sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)'],
+    // By `until`: the rows of ended periods are deleted as instances save and load (budgets/announced.ts).
+    sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)', 'CREATE INDEX budget_announced_until ON budget_announced (until)'],
   },
   {
     version: 18,
