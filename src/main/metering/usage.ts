@@ -134,6 +134,20 @@ export function setToolImages(u: Usage, images: Pick<Usage, 'tool_images' | 'gue
   return u
 }
 
+/** What a cut answer is known to be billed for beyond its tokens (`MeterResult.billedSoFar`). */
+export type BilledSoFar = Partial<Pick<Usage, 'tool_images' | 'guessed' | 'fast' | 'batch' | 'web_searches' | 'storage_searches' | 'web_search_preview'>>
+
+/** `u` (an estimate) with what its answer was known to be billed for set on it, in place. */
+export function addBilledSoFar(u: Usage, b: BilledSoFar): Usage {
+  if (b.tool_images) setToolImages(u, b)
+  if (b.fast) u.fast = true
+  if (b.batch) u.batch = true
+  if (b.web_searches) u.web_searches = b.web_searches
+  if (b.storage_searches) u.storage_searches = b.storage_searches
+  if (b.web_search_preview) u.web_search_preview = true
+  return u
+}
+
 /** A non-negative integer token count from untrusted JSON, or 0. */
 export function count(v: unknown): number {
   return typeof v === 'number' && Number.isFinite(v) && v > 0 ? v : 0

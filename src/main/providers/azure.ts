@@ -1,6 +1,6 @@
 import { isObject } from '../metering/usage'
 import { OpenAIBatchMeter } from './openai-batch'
-import { fileIdOf, openaiEndpointOf, openaiEndpointShape, withFastTier } from './openai-endpoints'
+import { fileIdOf, openaiEndpointOf, openaiEndpointShape, requestTier, withFastTier } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 
@@ -57,7 +57,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     meter: (shape, req) =>
       shape.lines
         ? new OpenAIBatchMeter('azure', fileIdOf(azurePath(req.path).rest))
-        : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
+        : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }
 }

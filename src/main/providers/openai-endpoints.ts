@@ -116,6 +116,11 @@ export function withFastTier(shape: CallShape, body: unknown): CallShape {
   return shape
 }
 
+/** The `service_tier` a request's body asks for (`OpenAIMeterOptions.requestTier`), or undefined. */
+export function requestTier(body: unknown): unknown {
+  return isObject(body) ? body.service_tier : undefined
+}
+
 /** OpenAI's Chat Completions search models (and their dated versions). */
 const SEARCH_MODEL = /^gpt-4o(?:-mini)?-search-preview/
 

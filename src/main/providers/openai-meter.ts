@@ -1,8 +1,10 @@
-import { emptyUsage, isObject, parseObject, setToolImages, type Usage } from '../metering/usage'
+import { type BilledSoFar, emptyUsage, isObject, parseObject, setToolImages, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
 import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
 import { StreamText } from './openai-stream-text'
 import { IMAGE_ITEM_DONE, ImageToolCalls, PARTIAL_IMAGE } from './openai-image-tool'
+import { SearchToolCalls, TOOL_ITEM } from './openai-search-calls'
+import { ServiceTier } from './openai-tier'
 import { addToolCalls, durationUsage, imageUsage, openaiUsage, type UsageReader } from './openai-usage'
 import type { Meter, MeterResult } from './types'
 
@@ -26,6 +28,12 @@ export interface OpenAIMeterOptions {
    * same names are priced otherwise (Groq's flex costs as its on-demand tier).
    */
   openaiTiers?: boolean
+  /**
+   * With `openaiTiers`: the `service_tier` the request asked for. An explicit `priority` (`fast`)
+   * or `flex` is the tier of an answer that ends without its usage and without naming a tier
+   * (`MeterResult.billedSoFar`); `auto` and `default` ask for none (the project's default tier).
+   */
+  requestTier?: unknown
 }
 
 /** Meters Chat Completions, Completions, Responses and Embeddings, JSON or SSE. */
@@ -50,42 +58,30 @@ export class OpenAIMeter implements Meter {
    * kept, to estimate the output should the stream be cut. (OpenAI's own usage chunk has no choices.)
    */
   private running = false
-  private readonly openaiTiers: boolean
-  /** The answer says it ran in the Flex tier (`service_tier: "flex"`, the tier that served it). */
-  private flex = false
-  /** The answer says Fast mode (Priority processing) served it. */
-  private fast = false
+  /** The tier that served the answer (./openai-tier.ts), read when OpenAI's tiers are billed (`openaiTiers`). */
+  private readonly tier: ServiceTier | null
   /** Meters a stream of Chat Completions (or legacy Completions) chunks, most of which need not be parsed (see `deferrable`). */
   private readonly chunks: boolean
   /** Meters an audio call (`/audio/*`): a transcription without usage may give its audio's length. */
   private readonly audio: boolean
   /** What a Responses answer's image_generation tool made (./openai-image-tool.ts); null until it made something. */
   private images: ImageToolCalls | null = null
+  /** The searches a Responses stream's items ran (./openai-search-calls.ts), for a stream cut before its usage; null until one ran. */
+  private searches: SearchToolCalls | null = null
   /** The tools the last Response object read echoed (its `tools`), for the image tool's settings. */
   private tools: unknown
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
     this.reread = READS.has(opts.endpoint ?? '')
-    this.openaiTiers = opts.openaiTiers === true
+    this.tier = opts.openaiTiers === true ? new ServiceTier(opts.requestTier) : null
     this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
     this.audio = opts.endpoint === 'audio'
   }
 
-  /** Notes the tier an answer (or a stream's chunk or Response) says served it. */
-  private noteTier(tier: unknown): void {
-    if (this.openaiTiers && typeof tier === 'string') {
-      this.flex = tier === 'flex'
-      // Fast mode, named Priority processing until July 2026: it costs more, by model.
-      this.fast = tier === 'priority' || tier === 'fast'
-    }
-  }
-
   /** The usage as billed: at Batch API rates when the Flex tier served it; at fast prices when Fast mode did. */
   private billed(u: Usage | null): Usage | null {
-    if (u && this.flex) u.batch = true
-    if (u && this.fast) u.fast = true
-    return u
+    return u && this.tier ? this.tier.billed(u) : u
   }
 
   /** A Response object read again: is it a background response that has finished? */
@@ -97,11 +93,12 @@ export class OpenAIMeter implements Meter {
     // Most of a Responses stream's events carry neither the Response object nor a usage: the text
     // deltas' text is kept unparsed (see `StreamText.deltas`); the rest are not parsed at all.
     if (passesOver(name, data)) {
-      // An image the image_generation tool made (its item's data holds the image, so is searched
-      // only in an item's done event), or a partial image it streamed.
-      if (name === IMAGE_ITEM_DONE ? data.includes('"image_generation_call"') : name === PARTIAL_IMAGE) {
+      // A tool call billed on its own that completed (an image the image_generation tool made: its
+      // item's data holds the image, so is searched only in an item's done event; a web or file
+      // search), or a partial image it streamed.
+      if (name === IMAGE_ITEM_DONE ? TOOL_ITEM.test(data) : name === PARTIAL_IMAGE) {
         const ev = parseObject(data)
-        if (ev) this.imageEvent(name, ev)
+        if (ev) this.toolEvent(name, ev)
         return
       }
       if (!TEXT_DELTAS.has(name) || this.reread || this.usage) return
@@ -127,14 +124,16 @@ export class OpenAIMeter implements Meter {
       // Responses API: usage only arrives in the terminal event.
       const r = ev.response
       if (type === 'response.failed' && isObject(r)) this.failure ??= errorCode(r.error) ?? 'response_failed'
-      if (type === IMAGE_ITEM_DONE || type === PARTIAL_IMAGE) this.imageEvent(type, ev)
+      if (type === IMAGE_ITEM_DONE || type === PARTIAL_IMAGE) this.toolEvent(type, ev)
       if (isObject(r)) {
-        if (r.service_tier !== undefined) this.noteTier(r.service_tier)
+        if (r.service_tier !== undefined) this.tier?.note(r.service_tier)
         if (r.tools !== undefined) this.tools = r.tools
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
         if (TERMINAL.has(type)) this.noteStatus(r, true)
         if (TERMINAL.has(type)) this.imageItems(r.output)
+        // (A terminal Response without usage: its searches are billed on top of its estimate.)
+        if (TERMINAL.has(type) && !r.usage && Array.isArray(r.output)) (this.searches ??= new SearchToolCalls()).output(r.output)
         if (r.usage) {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r)
@@ -151,7 +150,7 @@ export class OpenAIMeter implements Meter {
       return
     }
     // Chat Completions (and legacy Completions) chunks.
-    if (ev.service_tier !== undefined) this.noteTier(ev.service_tier)
+    if (ev.service_tier !== undefined) this.tier?.note(ev.service_tier)
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
     if (typeof ev.id === 'string' && ev.id) this.id = ev.id
     // Moonshot (Kimi) puts a stream's usage in its finishing choice instead (see `choiceUsage`).
@@ -186,7 +185,7 @@ export class OpenAIMeter implements Meter {
 
   json(body: unknown): void {
     if (!isObject(body)) return
-    this.noteTier(body.service_tier)
+    this.tier?.note(body.service_tier)
     if (typeof body.model === 'string' && body.model) this.model = body.model
     if (typeof body.id === 'string' && body.id) this.id = body.id
     this.usage = this.read(body.usage)
@@ -203,11 +202,16 @@ export class OpenAIMeter implements Meter {
     this.complete = true
   }
 
-  /** A stream's image event: an output item done (counted if it is a completed image), or a partial image. */
-  private imageEvent(type: string, ev: Record<string, any>): void {
+  /**
+   * A stream's tool event: an output item done (counted if it is a completed image, or a web or
+   * file search), or a partial image.
+   */
+  private toolEvent(type: string, ev: Record<string, any>): void {
     if (type === PARTIAL_IMAGE) (this.images ??= new ImageToolCalls()).partial()
-    else if (isObject(ev.item) && ev.item.type === 'image_generation_call') {
-      ;(this.images ??= new ImageToolCalls()).item(ev.item, typeof ev.output_index === 'number' ? ev.output_index : -1)
+    else if (isObject(ev.item)) {
+      const index = typeof ev.output_index === 'number' ? ev.output_index : -1
+      if (ev.item.type === 'image_generation_call') (this.images ??= new ImageToolCalls()).item(ev.item, index)
+      else if (ev.item.type === 'web_search_call' || ev.item.type === 'file_search_call') (this.searches ??= new SearchToolCalls()).item(ev.item, index)
     }
   }
 
@@ -257,8 +261,19 @@ export class OpenAIMeter implements Meter {
       outputScale: this.usage ? undefined : this.text.scale,
       complete: this.complete,
       error: this.failure ?? undefined,
-      toolImages: this.usage ? undefined : images,
+      billedSoFar: this.usage ? undefined : this.billedSoFar(images),
     }
+  }
+
+  /**
+   * What an answer without usage is billed for beyond its tokens (`MeterResult.billedSoFar`): the
+   * tier it named, else the one its request explicitly asked for; its searches and images. Undefined
+   * when none (most estimated calls).
+   */
+  private billedSoFar(images: Pick<Usage, 'tool_images' | 'guessed'> | undefined): BilledSoFar | undefined {
+    const tier = this.tier?.marks()
+    const searches = this.searches?.usage(this.tools)
+    return images || searches || tier ? { ...images, ...searches, ...tier } : undefined
   }
 }
 

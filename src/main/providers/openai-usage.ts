@@ -96,13 +96,9 @@ export function addToolCalls(usage: Usage, response: Record<string, any>): void 
   let web = 0
   let file = 0
   for (const item of output) {
-    if (!isObject(item)) continue
-    if (item.type === 'web_search_call') {
-      const action = item.action
-      if (!isObject(action) || action.type === undefined || action.type === 'search') web++
-    } else if (item.type === 'file_search_call') {
-      file++
-    }
+    const kind = searchKind(item)
+    if (kind === 'web') web++
+    else if (kind === 'file') file++
   }
   usage.web_searches = web
   usage.storage_searches = file
@@ -110,11 +106,24 @@ export function addToolCalls(usage: Usage, response: Record<string, any>): void 
 }
 
 /**
+ * What an output item of a Response is billed as per call: `web`, a `web_search_call` whose action
+ * is a search (`open_page` and `find_in_page` are not billed); `file`, a `file_search_call`; else null.
+ */
+export function searchKind(item: unknown): 'web' | 'file' | null {
+  if (!isObject(item)) return null
+  if (item.type === 'web_search_call') {
+    const action = item.action
+    return !isObject(action) || action.type === undefined || action.type === 'search' ? 'web' : null
+  }
+  return item.type === 'file_search_call' ? 'file' : null
+}
+
+/**
  * Whether the web search tool a response declares (echoed in its `tools`) is `web_search_preview`
  * (or a dated version of it, `web_search_preview_2025_03_11`). Were the GA `web_search` declared
  * beside it, which one searched is not said: the searches are priced as the GA tool's.
  */
-function previewSearch(tools: unknown): boolean {
+export function previewSearch(tools: unknown): boolean {
   if (!Array.isArray(tools)) return false
   let preview = false
   for (const t of tools) {

@@ -61,6 +61,51 @@ describe('OpenAI: Fast mode (formerly Priority processing) is marked for its fas
   })
 })
 
+describe('OpenAI: what a stream cut before its usage was billed for (MeterResult.billedSoFar)', () => {
+  const ev = (m: OpenAIMeter, type: string, data: object) => m.event(type, JSON.stringify({ type, ...data }))
+  const done = (m: OpenAIMeter, item: object, i: number) => ev(m, 'response.output_item.done', { output_index: i, item })
+
+  it('the tier the stream named, else the one the request explicitly asked for; none for auto or other providers', () => {
+    const cut = (requestTier: unknown, named?: string, openaiTiers = true) => {
+      const m = new OpenAIMeter({ endpoint: 'responses', openaiTiers, requestTier })
+      ev(m, 'response.created', { response: { id: 'resp_1', service_tier: named } })
+      return m.result().billedSoFar
+    }
+    expect(cut(undefined, 'priority')).toEqual({ fast: true })
+    expect(cut('auto', 'flex')).toEqual({ batch: true })
+    expect(cut('priority')).toEqual({ fast: true })
+    expect(cut('fast', 'auto')).toEqual({ fast: true })
+    expect(cut('flex')).toEqual({ batch: true })
+    expect(cut('priority', 'default')).toBeUndefined()
+    expect(cut('auto')).toBeUndefined()
+    expect(cut('default')).toBeUndefined()
+    expect(cut('priority', 'priority', false)).toBeUndefined()
+  })
+
+  it('counts each completed search once by id, not an open_page; a stream that ends with its usage counts its terminal output instead', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses', openaiTiers: true })
+    ev(m, 'response.created', { response: { id: 'resp_1', tools: [{ type: 'web_search_preview' }] } })
+    done(m, { id: 'ws_1', type: 'web_search_call', status: 'completed', action: { type: 'search' } }, 0)
+    done(m, { id: 'ws_1', type: 'web_search_call', status: 'completed', action: { type: 'search' } }, 0)
+    done(m, { id: 'ws_2', type: 'web_search_call', status: 'completed', action: { type: 'open_page' } }, 1)
+    done(m, { id: 'fs_1', type: 'file_search_call', status: 'completed' }, 2)
+    done(m, { id: 'msg_1', type: 'message', content: [{ type: 'output_text', text: 'no "web_search_call" here' }] }, 3)
+    expect(m.result()).toMatchObject({ usage: null, billedSoFar: { web_searches: 1, storage_searches: 1, web_search_preview: true } })
+    ev(m, 'response.completed', { response: { id: 'resp_1', output: [{ id: 'ws_1', type: 'web_search_call', action: { type: 'search' } }], usage: { input_tokens: 5, output_tokens: 2 } } })
+    const r = m.result()
+    expect(r.billedSoFar).toBeUndefined()
+    expect(r.usage).toMatchObject({ web_searches: 1, storage_searches: 0 })
+  })
+
+  it('a plain stream cut before its usage carries nothing more', () => {
+    const m = new OpenAIMeter({ endpoint: 'responses', openaiTiers: true, requestTier: 'auto' })
+    ev(m, 'response.created', { response: { id: 'resp_1', service_tier: 'auto', tools: [] } })
+    ev(m, 'response.output_text.delta', { delta: 'Hello' })
+    expect(m.result()).toMatchObject({ usage: null, outputText: 'Hello' })
+    expect(m.result().billedSoFar).toBeUndefined()
+  })
+})
+
 describe('OpenAI and Azure OpenAI: Fast mode asked for', () => {
   it('a request with service_tier priority or fast is marked for budgets; other tiers and other providers are not', () => {
     const req = (body: unknown, path = '/chat/completions') => ({ method: 'POST', path, query: '', headers: {}, body })

@@ -1,5 +1,5 @@
 import { OpenAIBatchMeter } from './openai-batch'
-import { fileIdOf, inspectOpenAI, withChatSearch, withFastTier } from './openai-endpoints'
+import { fileIdOf, inspectOpenAI, requestTier, withChatSearch, withFastTier } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import type { Provider } from './types'
 
@@ -17,5 +17,5 @@ export const openai: Provider = {
   mount: '/openai/v1',
   inspect: (req) => withChatSearch(withFastTier(inspectOpenAI(req), req.body), req.body),
   meter: (shape, req) =>
-    shape.lines ? new OpenAIBatchMeter('openai', fileIdOf(req.path)) : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true }),
+    shape.lines ? new OpenAIBatchMeter('openai', fileIdOf(req.path)) : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }),
 }

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
-import type { SearchContextSize, Usage } from '../metering/usage'
+import type { BilledSoFar, SearchContextSize, Usage } from '../metering/usage'
 import type { MeterReading } from '../plans/types'
 
 /** What the proxy knows of a request when it asks a provider about it. */
@@ -146,11 +146,14 @@ export interface MeterResult {
    */
   outputScale?: number
   /**
-   * What a Responses answer's image_generation tool made (`Usage.tool_images`, and `guessed` when
-   * a count is a guess), when the answer reported no usage (a stream cut before its terminal
-   * event): added to the estimate it is recorded with. An answer with usage carries it in `usage`.
+   * What an answer that reported no usage (a stream cut before its terminal event) had already
+   * said it is billed for, added to the estimate it is recorded with (`addBilledSoFar`): the tier
+   * that served it (`fast`, `batch`; else the one its request explicitly asked for), the searches
+   * its completed tool calls ran, the images a Responses image_generation tool made (`guessed`
+   * when a count is a guess). Undefined when there is none of these (an answer with usage carries
+   * them in `usage`).
    */
-  toolImages?: Pick<Usage, 'tool_images' | 'guessed'>
+  billedSoFar?: BilledSoFar
   /** A plan's meter that the answer's body carried (Gemini Code Assist's quotas), for the plan windows. */
   planReading?: MeterReading
   /** A Batch API's results file: each request it ran with its usage (this answer itself costs nothing). */

@@ -2,7 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { CallLedger as Ledger } from '../../ledger/types'
 import type { CallRecord } from '../../ledger/record'
 import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
-import { emptyUsage, hasBilledUnits, setToolImages, type Usage } from '../../metering/usage'
+import { addBilledSoFar, emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { PendingBackground } from '../../budgets/decision'
 import type { BackgroundDone } from '../../pricing/background'
@@ -131,11 +131,12 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           // A transcription billed by its audio's length, which its answer did not give: read from the upload.
           const audio = s.upload ? uploadUsage(s, m, opts.pricer) : null
           if (audio) return record(s, latency, audio, m, true, responseId)
-          // Images a Responses image tool made before the cut are billed on top of the estimate.
-          const images = r.toolImages
+          // What the answer said it is billed for before the cut (the tier that served it, searches
+          // and images its tools completed) is billed with the estimate.
+          const so = r.billedSoFar
           estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
-            (u) => record(s, latency, images ? setToolImages(u, images) : u, m, true, responseId),
-            () => record(s, latency, images ? setToolImages(emptyUsage(), images) : null, m, images !== undefined, responseId),
+            (u) => record(s, latency, so ? addBilledSoFar(u, so) : u, m, true, responseId),
+            () => record(s, latency, so ? addBilledSoFar(emptyUsage(), so) : null, m, so !== undefined, responseId),
           )
           return
         }
