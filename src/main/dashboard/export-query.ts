@@ -13,21 +13,14 @@ export interface ExportWindow {
 }
 
 /**
- * The calls that were in the ledger when an export began (exportAsOf): every page, segment and
+ * The calls that were in the ledger when an export began (atExportMoment): every page, segment and
  * count reads only those, so a call committed during the export (a long stream that ends, stamped
  * when it arrived; an import; a team member's calls) is in none of it, whatever its time, and the
  * file is the window as it stood at that moment. SQLite: ids up to `maxId` (ids only grow: a call
- * committed later has a larger one). PostgreSQL: the calls whose inserting transaction
- * (`calls.insert_xid`) the snapshot `snapshot` (pg_current_snapshot()) sees; ids come from a
- * sequence there and instances commit out of id order, so no id bound is a moment's state.
+ * committed later has a larger one). PostgreSQL: null, no bound in the SQL: the export reads in
+ * one REPEATABLE READ transaction, whose snapshot is the moment.
  */
-export type ExportAsOf = { maxId: number } | { snapshot: string }
-
-/** The moment an export begins: the ledger's last id (SQLite) or the database's current snapshot (PostgreSQL). */
-export async function exportAsOf(q: SqlReader): Promise<ExportAsOf> {
-  if (q.dialect === 'sqlite') return { maxId: (await q.get<{ m: number | null }>('SELECT max(id) AS m FROM calls'))?.m ?? 0 }
-  return { snapshot: (await q.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s'))!.s }
-}
+export type ExportAsOf = { maxId: number } | null
 
 /** Where the next page starts: after this (ts, id). */
 export interface Keyset {
@@ -51,16 +44,15 @@ function exportIndex(w: ExportWindow): string {
 
 /** The window's calls (`[@from, @end)`, the tenant's, the member's) that were in the ledger when the export began. */
 function windowWhere(w: ExportWindow): string {
-  return `ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)} AND ${asOfWhere(w.asOf)}`
+  return `ts >= @from AND ts < @end${w.tenant === null ? '' : ' AND tenant = @tenant'}${andMember(w.member)}${asOfWhere(w.asOf)}`
 }
 
 /**
  * The calls of `asOf`. SQLite's id is the rowid, which every index holds: the offset and count
- * queries still read the index alone. On PostgreSQL a call inserted before the column was added
- * (no `insert_xid`) was committed long before any export that reads it.
+ * queries still read the index alone. PostgreSQL's export transaction sees only its moment's calls.
  */
 function asOfWhere(asOf: ExportAsOf): string {
-  return 'maxId' in asOf ? 'id <= @maxId' : '(insert_xid IS NULL OR pg_visible_in_snapshot(insert_xid, @snapshot::pg_snapshot))'
+  return asOf === null ? '' : ' AND id <= @maxId'
 }
 
 /**

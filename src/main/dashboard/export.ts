@@ -1,9 +1,12 @@
 import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
+import { SnapshotsBusy } from '../storage/postgres'
 import { SqliteStore } from '../storage/sqlite'
+import { sendError } from '../http/errors'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter } from './export-format'
-import { type ExportWindow, type Keyset, type PageText, SqlitePager, exportAsOf, firstKeyset, storePage } from './export-query'
+import { atExportMoment } from './export-moment'
+import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
 import { type ExportThreads, exportThreadCount, exportThreadScript, noteSharedExport, startExportThreads, threadRows } from './export-thread'
 import { rangeWindow } from './window'
 
@@ -16,8 +19,9 @@ const MAX_SEGMENTS = 10_000
 
 /**
  * Streams every call of the window, oldest first, as CSV or `{"calls":[...]}`: the calls the
- * ledger held when the export began (ExportAsOf), whatever is committed while it streams. Rows are read in
- * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing),
+ * ledger held when the export began (atExportMoment), whatever is committed while it streams. Rows are read in
+ * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing; on
+ * PostgreSQL they are read in one read-only transaction held for the export, which holds up no writer),
  * and the next chunk waits for the socket to drain: memory stays flat however many calls match.
  * When the ledger is a SQLite file and the window holds many calls (counted from its index),
  * export threads (./export-thread.ts) read and format the calls from a split point on, started
@@ -56,12 +60,31 @@ export async function streamExport(
   member: string | null = null,
 ): Promise<void> {
   const w = span ?? rangeWindow(range, now)
-  // The calls in the ledger now, before the first byte: nothing committed during the export is in it.
-  const win: ExportWindow = { start: w.start, end: w.end, tenant, member, asOf: await exportAsOf(d.q) }
+  try {
+    // The calls in the ledger now, before the first byte: nothing committed during the export is in it.
+    await atExportMoment(d.q, (q, asOf) => streamWindow({ ...d, q }, res, format, { start: w.start, end: w.end, tenant, member, asOf }, span?.name ?? range))
+  } catch (err) {
+    if (!(err instanceof SnapshotsBusy)) throw err
+    // Thrown before the export took a connection: the ledger's writes keep the rest of the pool.
+    sendError(
+      res,
+      'service_unavailable',
+      `${err.limit === 1 ? 'An export is' : `${err.limit} exports are`} already running on this server (each holds a PostgreSQL connection for as long as it streams); try again when one has finished.`,
+      undefined,
+      { 'retry-after': String(BUSY_RETRY_S) },
+    )
+  }
+}
+
+/** Seconds a refused export is told to wait (SnapshotsBusy). */
+const BUSY_RETRY_S = 10
+
+/** streamExport's body: the window's calls at `win.asOf` (read through `d.q`, the export's own transaction on PostgreSQL). */
+async function streamWindow(d: DashDeps, res: ServerResponse, format: ExportFormat, win: ExportWindow, name: string): Promise<void> {
   res.writeHead(200, {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
     // Named after the window exported: the range, or the since/until that replaced it.
-    'content-disposition': `attachment; filename="burnrate-${span?.name ?? range}.${format}"`,
+    'content-disposition': `attachment; filename="burnrate-${name}.${format}"`,
     'cache-control': 'no-store',
   })
   let closed = false

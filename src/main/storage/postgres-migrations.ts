@@ -20,12 +20,6 @@ export const PG_ONLY_TABLES: readonly string[] = [
   'budget_clock', 'alert_claims', 'budget_window_spend_hour', 'budget_settled',
 ]
 
-/**
- * Columns only PostgreSQL's tables have: the transaction that inserted a call, which an export
- * reads against its snapshot (SQLite bounds an export by id: its ids only grow).
- */
-export const PG_ONLY_COLUMNS: Readonly<Record<string, readonly string[]>> = { calls: ['insert_xid'] }
-
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
 const MIGRATION_LOCK = 0x6275726e // "burn"
 
@@ -380,15 +374,6 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: 'the budget thresholds announced in calendar periods not yet ended (SQLite version 27): not announced again after a restart',
     // By `until`: the rows of ended periods are deleted as instances save and load (budgets/announced.ts).
     sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)', 'CREATE INDEX budget_announced_until ON budget_announced (until)'],
-  },
-  {
-    version: 18,
-    description: 'the transaction that inserted each call: an export holds the calls committed when it began, whatever commits while it streams',
-    // Read with pg_visible_in_snapshot against the snapshot an export takes at its start
-    // (dashboard/export-query.ts). Not xmin: an update (a re-price, an import's larger usage)
-    // gives the row the updater's. The default is set apart from the column, so no row is
-    // rewritten: calls stored before it have none, and were committed before any export reading them.
-    sql: ['ALTER TABLE calls ADD COLUMN insert_xid xid8', 'ALTER TABLE calls ALTER COLUMN insert_xid SET DEFAULT pg_current_xact_id()'],
   },
 ]
 

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module'
 import type pg from 'pg'
-import { type SqlParams, type SqlStore, toPositional } from './sql'
+import { type SqlParams, type SqlReader, type SqlStore, toPositional } from './sql'
 
 // int8 (counts, SUM of integers, bigint timestamps) and numeric (SUM of bigint) as numbers: every
 // such value Burnrate stores is far below 2^53. float8 already comes back as a number.
@@ -93,9 +93,44 @@ export class PostgresStore extends Scope {
     pool.on('connect', (client) => client.on('error', () => {}))
     super(pool)
     this.pool = pool
+    this.snapshotLimit = Math.max(1, Math.floor((opts.max ?? 10) / 4))
   }
 
   override async transaction<T>(fn: (tx: SqlStore) => Promise<T>): Promise<T> {
+    return this.held('BEGIN', fn)
+  }
+
+  /**
+   * How many readSnapshot calls may hold a connection at once: a quarter of the pool, at least
+   * one, so however many exports run the ledger's writes and the budgets keep the rest.
+   */
+  readonly snapshotLimit: number
+  private snapshots = 0
+
+  /**
+   * Runs `fn` on one connection in one REPEATABLE READ, READ ONLY transaction (as pg_dump reads):
+   * every statement `fn` sends sees the database as it stood at the first one, whatever other
+   * transactions commit meanwhile, and writers are never held up (it takes no lock they wait
+   * for). The snapshot is taken before `fn` runs. The connection goes back to the pool when `fn`
+   * settles, however it ends. Throws SnapshotsBusy, at once and before taking a connection, when
+   * `snapshotLimit` of them are running.
+   */
+  async readSnapshot<T>(fn: (q: SqlReader) => Promise<T>): Promise<T> {
+    if (this.snapshots >= this.snapshotLimit) throw new SnapshotsBusy(this.snapshotLimit)
+    this.snapshots++
+    try {
+      return await this.held('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY', async (tx) => {
+        // A REPEATABLE READ transaction's snapshot is taken at its first statement, not at BEGIN.
+        await tx.get('SELECT 1')
+        return fn(tx)
+      })
+    } finally {
+      this.snapshots--
+    }
+  }
+
+  /** Runs `fn` in a transaction opened by `begin`, on one client of the pool, always released. */
+  private async held<T>(begin: string, fn: (tx: SqlStore) => Promise<T>): Promise<T> {
     const client = await this.pool.connect()
     // A checked-out client has no listener of the pool's: a connection lost while it is held
     // (PostgreSQL restarted, the backend terminated) emits 'error' on it, which unheard would be
@@ -107,7 +142,7 @@ export class PostgresStore extends Scope {
     }
     client.on('error', onError)
     try {
-      await client.query('BEGIN')
+      await client.query(begin)
       const out = await fn(new Scope(client))
       await client.query('COMMIT')
       return out
@@ -133,6 +168,13 @@ export class PostgresStore extends Scope {
     const clients = (this.pool as unknown as { _clients?: { connection?: { stream?: { destroy(): void } } }[] })._clients ?? []
     for (const c of clients) c.connection?.stream?.destroy()
     await settlesWithin(ended, waitMs)
+  }
+}
+
+/** readSnapshot refused: `limit` of them already hold a connection. */
+export class SnapshotsBusy extends Error {
+  constructor(readonly limit: number) {
+    super(`${limit} long reads (exports) already hold a database connection`)
   }
 }
 

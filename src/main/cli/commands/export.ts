@@ -46,37 +46,41 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       }
       await prepareLocal()
       const { ExportFormatter } = await import('../../dashboard/export-format')
-      const { OPEN_END, SqlitePager, exportAsOf, firstKeyset, storePage } = await import('../../dashboard/export-query')
+      const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
+      const { atExportMoment } = await import('../../dashboard/export-moment')
       const ledger = await openLocalLedger(t)
       try {
-        const window = {
-          start: o.since ? (parseWhen(o.since, tz) as number) : 0,
-          end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
-          tenant: (o.tenant as string | undefined) ?? null,
-          member: null,
-          // The calls in the ledger now: a server writing beside this export adds none to it.
-          asOf: await exportAsOf(ledger.store),
-        }
-        // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
-        const PAGE = 5000
-        const format = o.format === 'csv' ? 'csv' : 'json'
-        const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
-        const text = new ExportFormatter(format)
-        async function* pages() {
-          yield text.head()
-          let keyset = firstKeyset(window)
-          for (;;) {
-            const got = sqlite ? sqlite.page(text, keyset) : await storePage(ledger.store, text, window, keyset, PAGE)
-            if (got.keyset !== null) {
-              keyset = got.keyset
-              yield got.text
-            }
-            if (got.rows < PAGE) break
+        // The calls in the ledger now: a server writing beside this export adds none to it (on
+        // PostgreSQL every page is read in one read-only transaction, held until the file is written).
+        await atExportMoment(ledger.store, async (store, asOf) => {
+          const window = {
+            start: o.since ? (parseWhen(o.since, tz) as number) : 0,
+            end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
+            tenant: (o.tenant as string | undefined) ?? null,
+            member: null,
+            asOf,
           }
-          // A file or terminal gets a last line break after the JSON.
-          yield text.tail() + (text.format === 'json' ? '\n' : '')
-        }
-        await pipeline(Readable.from(pages()), sink)
+          // Keyset pages (no statement stays open, so a running server keeps writing), each one string.
+          const PAGE = 5000
+          const format = o.format === 'csv' ? 'csv' : 'json'
+          const sqlite = ledger.store.dialect === 'sqlite' ? new SqlitePager(ledger.db, window, PAGE) : null
+          const text = new ExportFormatter(format)
+          async function* pages() {
+            yield text.head()
+            let keyset = firstKeyset(window)
+            for (;;) {
+              const got = sqlite ? sqlite.page(text, keyset) : await storePage(store, text, window, keyset, PAGE)
+              if (got.keyset !== null) {
+                keyset = got.keyset
+                yield got.text
+              }
+              if (got.rows < PAGE) break
+            }
+            // A file or terminal gets a last line break after the JSON.
+            yield text.tail() + (text.format === 'json' ? '\n' : '')
+          }
+          await pipeline(Readable.from(pages()), sink)
+        })
       } finally {
         await ledger.close()
       }
