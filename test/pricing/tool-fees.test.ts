@@ -4,6 +4,7 @@ import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { answer, libraryPrice, recorded } from '../providers/ledger'
+import { responsesAnswer } from '../support/responses-answer'
 
 /**
  * Per-use tool fees on models whose price data lists none. OpenAI bills its built-in tools by the
@@ -35,19 +36,7 @@ beforeEach(() => {
 
 const OPENAI = { authorization: 'Bearer sk-proj-tool-fees-000000000001' }
 
-/** A Responses API answer: `output` items, the tools the request declared (echoed), a usage. */
-function response(model: string, output: object[], tools: object[], input: number, out: number) {
-  return {
-    id: 'resp_tool_fees_' + Math.random().toString(36).slice(2),
-    object: 'response',
-    created_at: 1764950000,
-    status: 'completed',
-    model,
-    output,
-    tools,
-    usage: { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: out, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + out },
-  }
-}
+const response = (model: string, output: object[], tools: object[], input: number, out: number) => responsesAnswer('resp_tool_fees_', model, output, tools, input, out)
 const searchCall = (id: string, query: string) => ({ type: 'web_search_call', id, status: 'completed', action: { type: 'search', query } })
 const message = (text: string) => ({ type: 'message', id: 'msg_tool_fees', status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] })
 

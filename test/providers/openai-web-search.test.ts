@@ -4,6 +4,7 @@ import { ADMIN_CONFIG, admin } from '../admin/support'
 import { postJson } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, libraryPrice, recorded } from './ledger'
+import { responsesAnswer } from '../support/responses-answer'
 
 /**
  * OpenAI's web search fee by the tool that ran it (the pricing page's "Built-in tools", as OpenAI
@@ -24,18 +25,7 @@ beforeEach(() => {
 
 const OPENAI = { authorization: 'Bearer sk-proj-web-search-00000000001' }
 
-function response(model: string, output: object[], tools: object[], input: number, out: number) {
-  return {
-    id: 'resp_web_search_' + Math.random().toString(36).slice(2),
-    object: 'response',
-    created_at: 1764950000,
-    status: 'completed',
-    model,
-    output,
-    tools,
-    usage: { input_tokens: input, input_tokens_details: { cached_tokens: 0 }, output_tokens: out, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + out },
-  }
-}
+const response = (model: string, output: object[], tools: object[], input: number, out: number) => responsesAnswer('resp_web_search_', model, output, tools, input, out)
 // A web_search_preview call item as gpt-4.1 answers it (no `action`), and one of the GA tool.
 const previewCall = (id: string) => ({ type: 'web_search_call', id, status: 'completed' })
 const searchCall = (id: string) => ({ type: 'web_search_call', id, status: 'completed', action: { type: 'search', query: 'events NYC' } })
