@@ -2,11 +2,11 @@ import type Database from 'better-sqlite3'
 import { isDatabaseProblem } from '../reliability/rows'
 import { INSERT_CALL_SQL, callValues } from './columns'
 import { type SideWrite, sideWriter } from './side-writes'
-import { packCalls } from './packed'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
 import { writeOneByOne } from './one-by-one'
 import { RestoredRows } from './restored'
+import { BatchInFlight } from './batch-in-flight'
 import { pruneCalls } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
@@ -62,13 +62,8 @@ export class Ledger implements CallLedger {
   private readonly threads: ThreadKeeper
   /** Hooks only this thread can run: while there are any, no batch goes to the write thread. */
   private ownHooks = 0
-  /** The batch the write thread is writing, and its request id. */
-  private inFlight: CallRecord[] | null = null
-  private inFlightSide: SideWrite[] = []
-  private inFlightId = 0
-  private landing = false
-  /** Woken when the batch in flight on the write thread is answered, or taken back (`flushed`). */
-  private landed: (() => void)[] = []
+  /** The batch the write thread is writing (./batch-in-flight.ts). */
+  private readonly inFlight = new BatchInFlight()
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
   /** The last notice of a call stored by another process that the spend loaded at start-up counts (./notices.ts). */
   private readonly spendThrough: number
@@ -87,7 +82,7 @@ export class Ledger implements CallLedger {
       writeSide(side)
       for (const hook of this.batchHooks) hook(rows)
     })
-    this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight !== null)
+    this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight.busy)
   }
 
   /**
@@ -151,8 +146,8 @@ export class Ledger implements CallLedger {
    */
   unwritten(): { calls: CallRecord[]; side: SideWrite[] } {
     return {
-      calls: this.restored.calls().concat(this.inFlight ?? [], this.pending),
-      side: this.restored.side().concat(this.inFlightSide, this.side),
+      calls: this.restored.calls().concat(this.inFlight.rows ?? [], this.pending),
+      side: this.restored.side().concat(this.inFlight.side, this.side),
     }
   }
 
@@ -204,7 +199,7 @@ export class Ledger implements CallLedger {
   }
 
   private countPending(): void {
-    this.status.pending = this.pending.length + (this.inFlight?.length ?? 0) + this.restored.count
+    this.status.pending = this.pending.length + this.inFlight.count + this.restored.count
   }
 
   /**
@@ -212,7 +207,7 @@ export class Ledger implements CallLedger {
    * runs: the batch waits in its queue while it opens the database), else written here.
    */
   private flushDue(): void {
-    if (this.inFlight) {
+    if (this.inFlight.busy) {
       this.schedule(this.opts.flushIntervalMs)
       return
     }
@@ -227,16 +222,9 @@ export class Ledger implements CallLedger {
     const side = this.side
     this.pending = []
     this.side = []
-    this.inFlight = rows
-    this.inFlightSide = side
-    // Packed: posting the objects would clone every field name and value of every row on this thread.
-    this.inFlightId = t.send({ type: 'write', rows: packCalls(rows) ?? rows, side }, (r) => {
-      this.wakeLanded()
-      if (this.inFlight !== rows) return
-      this.inFlight = null
-      this.inFlightSide = []
+    this.inFlight.send(t, rows, side, (ok, rows, side) => {
       this.threads.idleLater()
-      if (r.ok) {
+      if (ok) {
         this.status.writable = true
         this.status.last_error = null
         this.retryMs = 0
@@ -248,36 +236,21 @@ export class Ledger implements CallLedger {
       this.side = side.concat(this.side)
       this.countPending()
       // (Inside landInFlight the flush under way goes on to write them.)
-      if (!this.closed && !this.landing) this.flush()
+      if (!this.closed && !this.inFlight.landing) this.flush()
     })
   }
 
   /** Waits for the batch the write thread is writing (a synchronous flush must find it written). */
   private landInFlight(): void {
-    const rows = this.inFlight
     const thread = this.threads.running
-    if (!rows || !thread) return
-    this.landing = true
-    let answered: boolean
-    try {
-      answered = thread.waitFor(this.inFlightId, LAND_WAIT_MS)
-    } finally {
-      this.landing = false
-    }
-    if (!answered && this.inFlight === rows) {
-      // No answer: stop using the thread, and keep the batch to be written here.
-      this.threads.giveUp()
-      this.inFlight = null
-      this.pending = rows.concat(this.pending)
-      this.side = this.inFlightSide.concat(this.side)
-      this.inFlightSide = []
-      this.countPending()
-      this.wakeLanded()
-    }
-  }
-
-  private wakeLanded(): void {
-    for (const wake of this.landed.splice(0)) wake()
+    if (!thread) return
+    const back = this.inFlight.land(thread, LAND_WAIT_MS)
+    if (!back) return
+    // No answer: stop using the thread, and keep the batch to be written here.
+    this.threads.giveUp()
+    this.pending = back.rows.concat(this.pending)
+    this.side = back.side.concat(this.side)
+    this.countPending()
   }
 
   /** Writes every queued call now. Returns false when the database refused the write. */
@@ -363,13 +336,8 @@ export class Ledger implements CallLedger {
     // call in flight would stop meanwhile (a dashboard polling paused the agents' streams). A
     // thread that does not answer within LAND_WAIT_MS is left to `flush`, which gives it up.
     const deadline = Date.now() + LAND_WAIT_MS
-    while (this.inFlight && this.threads.running && !this.closed && Date.now() < deadline) {
-      let timer: NodeJS.Timeout | undefined
-      await new Promise<void>((wake) => {
-        this.landed.push(wake)
-        timer = setTimeout(wake, deadline - Date.now())
-      })
-      clearTimeout(timer)
+    while (this.inFlight.busy && this.threads.running && !this.closed && Date.now() < deadline) {
+      await this.inFlight.answeredBy(deadline)
     }
     return this.flush()
   }
