@@ -130,10 +130,12 @@ export class OpenAIMeter implements Meter {
         if (r.tools !== undefined) this.tools = r.tools
         if (typeof r.model === 'string' && r.model) this.model = r.model
         if (typeof r.id === 'string' && r.id) this.id = r.id
-        if (TERMINAL.has(type)) this.noteStatus(r, true)
-        if (TERMINAL.has(type)) this.imageItems(r.output)
-        // (A terminal Response without usage: its searches are billed on top of its estimate.)
-        if (TERMINAL.has(type) && !r.usage && Array.isArray(r.output)) (this.searches ??= new SearchToolCalls()).output(r.output)
+        if (TERMINAL.has(type)) {
+          this.noteStatus(r, true)
+          this.imageItems(r.output)
+          // (A terminal Response without usage: its searches are billed on top of its estimate.)
+          if (!r.usage && Array.isArray(r.output)) (this.searches ??= new SearchToolCalls()).output(r.output)
+        }
         if (r.usage) {
           this.usage = this.read(r.usage) ?? this.usage
           if (this.usage && TERMINAL.has(type)) addToolCalls(this.usage, r)
@@ -228,7 +230,7 @@ export class OpenAIMeter implements Meter {
 
   result(): MeterResult {
     // What the image tool made is billed whatever else the answer reports: added to its usage here,
-    // and to the estimate of one without usage by the recorder (`toolImages`).
+    // and to the estimate of one without usage by the recorder (`billedSoFar`).
     const images = this.images?.usage(this.tools) ?? undefined
     if (images && this.usage) setToolImages(this.usage, images)
     if (!this.usage) this.text.read()
