@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { get } from 'node:http'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { exportThreadsUsed, stopIdleExportThreads, useExportThread } from '../../src/main/dashboard/export-thread'
+import { exportPausedAfterFirstBytes } from '../support/export-paused'
 import { type TestServer, startTestServer } from '../support/server'
 import { makeCall } from '../dashboard/seed'
 
@@ -39,30 +39,15 @@ let round = 0
 /** Exports the last 24 hours, committing A (stamped at the window's first minute) then B (30 minutes ago) once its first bytes are in. */
 function exportWhileCommitting(): Promise<{ hasA: boolean; hasB: boolean; rows: number }> {
   const [a, b] = [`call-A${round}`, `call-B${round++}`]
-  return new Promise<string>((resolve, reject) => {
-    const chunks: Buffer[] = []
-    let paused = false
-    get(`${t.url}/api/dashboard/export?range=24h&format=csv`, (res) => {
-      res.on('data', (c: Buffer) => {
-        chunks.push(c)
-        if (paused) return
-        paused = true
-        res.pause()
-        void (async () => {
-          // The first page (the window's first ~hour) is written; the server waits for the socket to drain.
-          await new Promise((r) => setTimeout(r, 300))
-          // A: a long stream that arrived 20 hours ago (minute 1 of the window) ends now.
-          t.server.ledger.record(makeCall({ ts: now - 20 * 3_600_000 + 60_000, cost_usd: 1, session: a }))
-          await t.server.ledger.flush()
-          // B: a call that arrived half an hour ago ends after it.
-          t.server.ledger.record(makeCall({ ts: now - 30 * 60_000, cost_usd: 2, session: b }))
-          await t.server.ledger.flush()
-          res.resume()
-        })()
-      })
-      res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-      res.on('error', reject)
-    }).on('error', reject)
+  return exportPausedAfterFirstBytes(t.url, '/api/dashboard/export?range=24h&format=csv', async () => {
+    // The first page (the window's first ~hour) is written; the server waits for the socket to drain.
+    await new Promise((r) => setTimeout(r, 300))
+    // A: a long stream that arrived 20 hours ago (minute 1 of the window) ends now.
+    t.server.ledger.record(makeCall({ ts: now - 20 * 3_600_000 + 60_000, cost_usd: 1, session: a }))
+    await t.server.ledger.flush()
+    // B: a call that arrived half an hour ago ends after it.
+    t.server.ledger.record(makeCall({ ts: now - 30 * 60_000, cost_usd: 2, session: b }))
+    await t.server.ledger.flush()
   }).then((body) => ({ hasA: body.includes(`,${a},`), hasB: body.includes(`,${b},`), rows: body.trim().split('\r\n').length - 1 }))
 }
 

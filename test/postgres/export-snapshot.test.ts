@@ -1,10 +1,10 @@
-import { get } from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { insertCalls } from '../../src/main/ledger/pg/insert'
 import type { CallRecord } from '../../src/main/ledger/record'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 import { ensurePostgresSchema } from '../../src/main/storage/postgres-migrations'
 import { makeCall } from '../dashboard/seed'
+import { exportPausedAfterFirstBytes } from '../support/export-paused'
 import { usePostgres } from '../support/pg-harness'
 
 /**
@@ -50,29 +50,13 @@ describe('export on PostgreSQL while other transactions commit', () => {
     // C: a larger id than A's, committed before the export begins.
     await commit(store, [call({ ts: now - 50 * 60_000, session: 'call-C' })])
 
-    const body = await new Promise<string>((resolve, reject) => {
-      const chunks: Buffer[] = []
-      let paused = false
-      get(`${t.url}/api/dashboard/export?range=24h&format=csv`, (res) => {
-        res.on('data', (c: Buffer) => {
-          chunks.push(c)
-          if (paused) return
-          paused = true
-          // The export has begun (its first bytes are here) and waits for this client to read on.
-          res.pause()
-          void (async () => {
-            // D commits, then A: both after the export began, A with the older id.
-            await commit(store, [call({ ts: now - 35 * 60_000, session: 'call-D' })])
-            release()
-            await aCommitted
-            // U, in the export's snapshot, is re-priced meanwhile.
-            expect(await store.run("UPDATE calls SET cost_usd = 5 WHERE session = 'call-U'")).toBe(1)
-            res.resume()
-          })().catch(reject)
-        })
-        res.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')))
-        res.on('error', reject)
-      }).on('error', reject)
+    const body = await exportPausedAfterFirstBytes(t.url, '/api/dashboard/export?range=24h&format=csv', async () => {
+      // D commits, then A: both after the export began, A with the older id.
+      await commit(store, [call({ ts: now - 35 * 60_000, session: 'call-D' })])
+      release()
+      await aCommitted
+      // U, in the export's snapshot, is re-priced meanwhile.
+      expect(await store.run("UPDATE calls SET cost_usd = 5 WHERE session = 'call-U'")).toBe(1)
     })
     const has = (s: string) => body.includes(`,${s},`)
     const rows = body.trim().split('\r\n').length - 1
