@@ -10,6 +10,12 @@ export type LogAgent = (typeof LOG_AGENTS)[number]
 export interface LoggedCall {
   /** Unique for this call across imports (idempotency): the agent's own ids. */
   key: string
+  /**
+   * Another key of the same call, for an agent that copies its logged calls under new ids
+   * (opencode's session fork copies every message, its tokens and time with it, under a new id):
+   * found by either key, the call is stored once, under both.
+   */
+  alias?: string
   ts: number
   /** Ledger provider name (`anthropic`, `openai`, `gemini`, ...) and its @pydantic/genai-prices id. */
   provider: string

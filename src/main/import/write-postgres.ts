@@ -34,6 +34,11 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
   const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
   const claimed = db.prepare('SELECT 1 FROM import_keys WHERE call_id = ?').pluck()
   const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+  /** The call's keys, both (LoggedCall.alias), name the ledger call `id`. */
+  const keep = (c: LoggedCall, id: number) => {
+    addKey.run(c.key, id)
+    if (c.alias) addKey.run(c.alias, id)
+  }
   const local = {
     getFile: db.prepare('SELECT size, mtime_ms FROM import_files WHERE path = ?'),
     setFile: db.prepare(
@@ -66,20 +71,21 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
   return {
     ...local,
     async write(calls: LoggedCall[], opts: WriteOptions, stats: StoreStats) {
-      const fresh: { key: string; call: CallRecord }[] = []
+      const fresh: { logged: LoggedCall; call: CallRecord }[] = []
       const inBatch = new Set<string>()
       const grown: Grown[] = []
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
       // As on SQLite: what retention pruned cannot be matched any more (its rollups still count it).
       const pruned = (await store.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
       for (const c of calls) {
-        if (inBatch.has(c.key)) {
+        if (inBatch.has(c.key) || (c.alias && inBatch.has(c.alias))) {
           stats.duplicates++
           continue
         }
-        const known = keyCall.get(c.key) as number | undefined
+        const known = (keyCall.get(c.key) ?? (c.alias ? keyCall.get(c.alias) : undefined)) as number | undefined
         if (known !== undefined) {
           // Its usage may have grown since (completeImported below): else nothing to do.
+          if (c.alias) keep(c, known)
           grown.push({ id: known, call: c })
           continue
         }
@@ -91,12 +97,13 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         }
         const twin = await twinOf(c, byResponse)
         if (twin !== undefined) {
-          addKey.run(c.key, twin)
+          keep(c, twin)
           stats.matched++
           continue
         }
         inBatch.add(c.key)
-        fresh.push({ key: c.key, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
+        if (c.alias) inBatch.add(c.alias)
+        fresh.push({ logged: c, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
       }
       await complete(store, grown, opts, stats)
       if (fresh.length === 0) return
@@ -111,7 +118,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       })
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))
       db.transaction(() => {
-        for (const f of fresh) addKey.run(f.key, ids.get(f.call.call_key) ?? 0)
+        for (const f of fresh) keep(f.logged, ids.get(f.call.call_key) ?? 0)
       })()
       stats.duplicates += fresh.length - stored.length
       for (const r of stored) {

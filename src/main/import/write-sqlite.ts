@@ -17,7 +17,12 @@ import { MATCH_BEFORE_MS, complete, toRecord, twinQuery } from './write-common'
 export function sqliteWriter(db: Database.Database) {
   const insert = db.prepare(INSERT_CALL_SQL)
   const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
-  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?)')
+  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+  /** The call's keys, both (LoggedCall.alias), name the ledger call `id`. */
+  const keep = (c: LoggedCall, id: number) => {
+    addKey.run(c.key, id)
+    if (c.alias) addKey.run(c.alias, id)
+  }
   const byResponseId = db
     .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' ORDER BY id LIMIT 1")
     .pluck()
@@ -39,9 +44,10 @@ export function sqliteWriter(db: Database.Database) {
     const rows: CallRecord[] = []
     const pruned = prunedBefore(db)
     for (const c of calls) {
-      const known = keyCall.get(c.key) as number | undefined
+      const known = (keyCall.get(c.key) ?? (c.alias ? keyCall.get(c.alias) : undefined)) as number | undefined
       if (known !== undefined) {
         // Its usage may have grown since (completeImported below): else nothing to do.
+        if (c.alias) keep(c, known)
         grown.push({ id: known, call: c })
         continue
       }
@@ -55,13 +61,13 @@ export function sqliteWriter(db: Database.Database) {
         (c.response_id && (byResponseId.get(c.response_id) as number | undefined)) ||
         (!c.matchByIdOnly && byTokens.get(twinQuery(c)) as number | undefined)
       if (twin) {
-        addKey.run(c.key, twin)
+        keep(c, twin)
         stats.matched++
         continue
       }
       const call = toRecord(c, opts)
       const id = Number(insert.run(callValues(call, values)).lastInsertRowid)
-      addKey.run(c.key, id)
+      keep(c, id)
       if (opts.announce) notice.added(id, call.cost_usd)
       rows.push(call)
       stats.imported++

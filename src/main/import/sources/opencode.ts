@@ -88,6 +88,8 @@ export function opencodeCall(m: any): LoggedCall | null {
   if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
   return {
     key: `opencode:${id}`,
+    // A fork's copy has a new id and session, and the original's model, time and tokens.
+    alias: `opencode:${str(m.providerID)}/${str(m.modelID)}@${ts}:${[t.input, t.output, t.reasoning, t.cache?.read, t.cache?.write].map(count).join(',')}`,
     ts,
     ...providerOf(str(m.providerID)),
     model: str(m.modelID),
