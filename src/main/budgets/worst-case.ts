@@ -96,9 +96,10 @@ export type AnsweredAs = (provider: string, model: string) => string | undefined
  * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
  * It is priced as the request asks to be billed: with the data-residency premium, at a fast tier,
  * at a Perplexity search context size's request fee, Pro Search's when it asks for it, with the
- * web search an OpenAI Chat Completions search model makes for every answer (`CallShape`). Other
- * per-use tool fees (a Responses call's searches) are not reserved: how many a call makes is not
- * known before its answer.
+ * web search an OpenAI Chat Completions search model makes for every answer, one Google Search
+ * query or grounded prompt of a Gemini request with that tool when `pricing.google_search_grounding`
+ * is `paid` (`CallShape`). Other per-use tool fees (a Responses call's searches, a Gemini 3 call's
+ * queries beyond the first) are not reserved: how many a call makes is not known before its answer.
  */
 export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
   if (ctx.shape.dataResidency) usage.data_residency = true
@@ -108,6 +109,12 @@ export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, ans
   if (ctx.shape.webSearchEachCall) {
     usage.web_searches = 1
     usage.web_search_preview = true
+  }
+  // A Gemini request with the Google Search tool, where grounding is priced: one query (Gemini 3)
+  // or its grounded prompt (older models; the most it is billed). Free, it reserves nothing.
+  if (ctx.shape.googleSearch && pricer.searchGrounding === 'paid') {
+    usage.google_search_queries = 1
+    usage.google_search_grounded = true
   }
   const at = new Date(ctx.ts)
   let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)

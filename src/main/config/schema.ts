@@ -118,6 +118,11 @@ export const configSchema = z
         auto_update: z.boolean().default(true),
         /** Where the price data is fetched from (a mirror, or a local server in tests). */
         update_url: z.url({ protocol: /^https?$/ }).optional(),
+        /**
+         * Gemini's Grounding with Google Search, free within a project allowance Burnrate cannot
+         * see: `free` records its queries at $0, `paid` prices them at Google's list (pricing/search-grounding.ts).
+         */
+        google_search_grounding: z.enum(['free', 'paid']).default('free'),
       })
       .strict()
       .prefault({}),

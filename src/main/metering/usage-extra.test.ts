@@ -72,6 +72,14 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(withUsageExtra(emptyUsage(), '{"web_search_preview":1}')).toEqual(emptyUsage())
   })
 
+  it("keeps a Gemini call's Google Search grounding, so re-pricing prices it as the setting says again", () => {
+    const base = { ...emptyUsage(), input_tokens: 101, output_tokens: 236 }
+    const u = { ...base, google_search_queries: 2, google_search_grounded: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ google_search_queries: 2, google_search_grounded: true })
+    expect(withUsageExtra(base, usageExtra(u))).toEqual(u)
+    expect(withUsageExtra(base, '{"google_search_queries":-1,"google_search_grounded":"yes"}')).toEqual(base)
+  })
+
   it('reads back into the usage exactly; unreadable text adds nothing, bad values are left out', () => {
     const u = { ...emptyUsage(), input_tokens: 100, output_tokens: 7, storage_searches: 1, extra: { audio_seconds: 95.5 }, provider_cost_usd: 0.1 + 0.2 }
     const back = withUsageExtra({ ...emptyUsage(), input_tokens: 100, output_tokens: 7 }, usageExtra(u))

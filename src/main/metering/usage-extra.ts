@@ -2,19 +2,20 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?, web_search_preview?}`
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, data_residency?, fast?, search_context_size?, pro_search?, web_search_preview?, google_search_queries?, google_search_grounded?}`
  * with only the keys the call had (non-zero counts, the output image tokens an image tool made by
  * image model, a reported charge, `batch: true` for a
  * request billed at Batch API rates, `data_residency: true` for one billed with that premium,
  * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
  * for a Perplexity Pro Search call, `web_search_preview: true` for an OpenAI call whose searches ran
- * with the `web_search_preview` tool or a Chat Completions search model). Null for the common
+ * with the `web_search_preview` tool or a Chat Completions search model, a Gemini call's Google Search
+ * grounding: its distinct queries and `google_search_grounded: true`). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview && !u.google_search_queries && !u.google_search_grounded) return null
   const out: {
     web_searches?: number
     storage_searches?: number
@@ -27,6 +28,8 @@ export function usageExtra(u: Usage): string | null {
     search_context_size?: SearchContextSize
     pro_search?: true
     web_search_preview?: true
+    google_search_queries?: number
+    google_search_grounded?: true
   } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
@@ -46,6 +49,8 @@ export function usageExtra(u: Usage): string | null {
   if (size) out.search_context_size = size
   if (u.pro_search) out.pro_search = true
   if (u.web_search_preview) out.web_search_preview = true
+  if (isCount(u.google_search_queries)) out.google_search_queries = u.google_search_queries
+  if (u.google_search_grounded) out.google_search_grounded = true
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -91,6 +96,9 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (x.pro_search === true) out.pro_search = true
   // ...and searches made with OpenAI's web_search_preview, that tool's fee.
   if (x.web_search_preview === true) out.web_search_preview = true
+  // ...and a Gemini call's Google Search grounding, as pricing.google_search_grounding prices it.
+  if (isCount(x.google_search_queries)) out.google_search_queries = x.google_search_queries
+  if (x.google_search_grounded === true) out.google_search_grounded = true
   return out
 }
 

@@ -87,6 +87,15 @@ export interface Usage {
    * minis), $10 on a reasoning one; see pricing/tool-fees.ts.
    */
   web_search_preview?: boolean
+  /**
+   * Grounding with Google Search on a Gemini call (the `googleSearch` / `google_search_retrieval`
+   * tool): the distinct non-empty queries its answer's `candidates[].groundingMetadata.webSearchQueries`
+   * name (Gemini 3 models are billed per query; Google ignores empty ones), and whether the prompt
+   * was grounded at all (Gemini 2.5 and older are billed per grounded prompt). Priced by the
+   * `pricing.google_search_grounding` setting: see pricing/search-grounding.ts.
+   */
+  google_search_queries?: number
+  google_search_grounded?: boolean
 }
 
 /** A Perplexity search context size (`Usage.search_context_size`). */
@@ -135,7 +144,9 @@ export function setToolImages(u: Usage, images: Pick<Usage, 'tool_images' | 'gue
 }
 
 /** What a cut answer is known to be billed for beyond its tokens (`MeterResult.billedSoFar`). */
-export type BilledSoFar = Partial<Pick<Usage, 'tool_images' | 'guessed' | 'fast' | 'batch' | 'web_searches' | 'storage_searches' | 'web_search_preview'>>
+export type BilledSoFar = Partial<
+  Pick<Usage, 'tool_images' | 'guessed' | 'fast' | 'batch' | 'web_searches' | 'storage_searches' | 'web_search_preview' | 'google_search_queries' | 'google_search_grounded'>
+>
 
 /** `u` (an estimate) with what its answer was known to be billed for set on it, in place. */
 export function addBilledSoFar(u: Usage, b: BilledSoFar): Usage {
@@ -145,6 +156,8 @@ export function addBilledSoFar(u: Usage, b: BilledSoFar): Usage {
   if (b.web_searches) u.web_searches = b.web_searches
   if (b.storage_searches) u.storage_searches = b.storage_searches
   if (b.web_search_preview) u.web_search_preview = true
+  if (b.google_search_queries) u.google_search_queries = b.google_search_queries
+  if (b.google_search_grounded) u.google_search_grounded = true
   return u
 }
 

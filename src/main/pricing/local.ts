@@ -12,7 +12,7 @@ import { PriceUpdater } from './update'
  * before the first price. It fetches nothing.
  */
 export function localPricer(config: Config, db: Database.Database): Pricer {
-  const pricer = new Pricer(config.pricing.overrides)
+  const pricer = new Pricer(config.pricing.overrides, undefined, config.pricing.google_search_grounding)
   new PriceStore(db, (prices) => pricer.setRuntime(prices))
   const updater = new PriceUpdater({ dataDir: config.data_dir, url: config.pricing.update_url, autoUpdate: false, onChange: () => pricer.dataChanged() })
   pricer.prepareWith(() => updater.prepare())

@@ -8,6 +8,7 @@ import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
 import { OPENAI_TIER_PRICING_IDS, priorityPrice } from './priority-prices'
 import { UNPRICED_USE_WARNED } from './tool-fees'
+import { GEMINI_GROUNDED_PROMPT_KCOUNT, GEMINI_SEARCH_QUERY_KCOUNT, type SearchGroundingPricing, billedPerPrompt, groundingUnits, searchGroundingUsd } from './search-grounding'
 
 export type { Priced } from './library-prices'
 export type { PriceOverride } from './override-table'
@@ -51,6 +52,8 @@ export class Pricer {
   private readonly fastWarned = new Set<string>()
   /** Per-use counts warned about as unpriced (`unpricedUse`), once per model and count. */
   private readonly usesWarned = new Set<string>()
+  /** Models whose Google Search grounding was priced at $0 (`searchGrounding: free`), each said once (`warn`). */
+  private readonly groundingWarned = new Set<string>()
 
   /**
    * `warn`: told once per model when the library refuses a call's modality split and the call is
@@ -58,8 +61,15 @@ export class Pricer {
    * when a call OpenAI's Priority processing served is priced at a standard rate, and when a call
    * carries a per-use count (web or file searches) that its model's table has no price for
    * (./tool-fees.ts), so that a price lower than billed does not go unseen (the server's log).
+   * `searchGrounding`: how a Gemini call's Grounding with Google Search is priced, the config's
+   * `pricing.google_search_grounding` (./search-grounding.ts): `free` at $0 (told to `warn` once per
+   * model), `paid` at Google's list.
    */
-  constructor(overrides: readonly PriceOverride[] = [], private readonly warn: (msg: string) => void = () => {}) {
+  constructor(
+    overrides: readonly PriceOverride[] = [],
+    private readonly warn: (msg: string) => void = () => {},
+    readonly searchGrounding: SearchGroundingPricing = 'free',
+  ) {
     this.overrides = overrides.map((o, i) => toProvider(o, `burnrate-override-${i}`, 'pricing.overrides'))
   }
 
@@ -135,13 +145,31 @@ export class Pricer {
     if (reported !== undefined) {
       return { cost_usd: reported, priced: true }
     }
-    const main = usage.batch || usage.data_residency ? this.adjustedPrice(pricingId, providerName, model, usage, at) : this.listPrice(pricingId, providerName, model, usage, at)
-    if (!usage.tool_images) return main
-    // The images an image tool made, priced at their image model (./tool-images.ts): the call is
-    // priced only when both parts are.
-    const images = priceToolImages(usage.tool_images, (m, u) => this.listPrice(pricingId, providerName, m, u, at))
-    if (!main.priced || !images.priced) return { cost_usd: 0, priced: false }
-    return { cost_usd: main.cost_usd + images.cost_usd, priced: true }
+    let main = usage.batch || usage.data_residency ? this.adjustedPrice(pricingId, providerName, model, usage, at) : this.listPrice(pricingId, providerName, model, usage, at)
+    if (usage.tool_images) {
+      // The images an image tool made, priced at their image model (./tool-images.ts): the call is
+      // priced only when both parts are.
+      const images = priceToolImages(usage.tool_images, (m, u) => this.listPrice(pricingId, providerName, m, u, at))
+      main = main.priced && images.priced ? { cost_usd: main.cost_usd + images.cost_usd, priced: true } : { cost_usd: 0, priced: false }
+    }
+    return usage.google_search_queries || usage.google_search_grounded ? this.withSearchGrounding(pricingId, model, usage, main) : main
+  }
+
+  /**
+   * A Gemini call's Grounding with Google Search (./search-grounding.ts) on top of its price `p`:
+   * with `searchGrounding: paid`, Google's list for its queries or grounded prompt (whatever priced
+   * its tokens, as a per-use charge); with `free`, nothing, and `warn` is told once per model.
+   */
+  private withSearchGrounding(pricingId: string, model: string, usage: Usage, p: Priced): Priced {
+    if (pricingId !== 'google') return p
+    if (this.searchGrounding === 'paid') return p.priced ? { cost_usd: p.cost_usd + searchGroundingUsd(model, usage), priced: true } : p
+    if (this.groundingWarned.has(model) || this.groundingWarned.size >= MAX_LOOKUPS) return p
+    this.groundingWarned.add(model)
+    const list = billedPerPrompt(model) ? `$${GEMINI_GROUNDED_PROMPT_KCOUNT} per 1,000 grounded prompts` : `$${GEMINI_SEARCH_QUERY_KCOUNT} per 1,000 search queries`
+    this.warn(
+      `pricing: google ${model.slice(0, 100)}: a call's Grounding with Google Search (${groundingUnits(model, usage)}) is recorded (calls.usage_extra) and priced at $0: Google bills it only past the project's free allowance, which Burnrate cannot see; set pricing.google_search_grounding: paid to price it at list (${list})`,
+    )
+    return p
   }
 
   /**

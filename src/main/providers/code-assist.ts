@@ -2,6 +2,7 @@ import { readCodeAssistQuota } from '../plans/code-assist'
 import { readCodeAssistRefusal } from '../plans/code-assist-refusal'
 import type { MeterReading } from '../plans/types'
 import { GeminiMeter } from './gemini'
+import { requestsGoogleSearch } from './gemini-grounding'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 
 /**
@@ -29,12 +30,15 @@ const MODEL_CALLS = new Set(['generateContent', 'streamGenerateContent'])
 export function inspectCodeAssist(req: RequestInfo): CallShape {
   const method = methodOf(req.path)
   const model = typeof req.body?.model === 'string' ? req.body.model.replace(/^models\//, '') : ''
-  return {
+  const shape: CallShape = {
     endpoint: method || 'other',
     model,
     stream: method === 'streamGenerateContent',
     billable: req.method === 'POST' && MODEL_CALLS.has(method),
   }
+  // Gemini's request is under `request`: its Google Search tool, as for the Gemini API.
+  if (shape.billable && requestsGoogleSearch(req.body)) shape.googleSearch = true
+  return shape
 }
 
 /** Reads a model call's 429: a used-up quota fills its model's window (../plans/code-assist-refusal.ts); no usage. */

@@ -1,6 +1,7 @@
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
+import { SearchGrounding, requestsGoogleSearch } from './gemini-grounding'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import { openaiUsage } from './openai-usage'
@@ -45,12 +46,14 @@ export function inspectGemini(req: RequestInfo): CallShape {
   if (batch) return { model: '', stream: false, billable: false, ...batch }
   const { model, method } = modelAndMethod(req.path)
   const billable = req.method === 'POST' && BILLED.has(method)
-  return {
+  const shape: CallShape = {
     endpoint: method || 'other',
     model,
     stream: method === 'streamGenerateContent',
     billable,
   }
+  if (billable && requestsGoogleSearch(req.body)) shape.googleSearch = true
+  return shape
 }
 
 /** Sum of `tokenCount` for the given modalities in a `*TokensDetails` list. */
@@ -129,6 +132,8 @@ export class GeminiMeter implements Meter {
   private id: string | undefined
   private text = new OutputText()
   private complete = false
+  /** Grounding with Google Search the answers reported (./gemini-grounding.ts); null until one did. */
+  private grounding: SearchGrounding | null = null
 
   /**
    * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
@@ -144,8 +149,13 @@ export class GeminiMeter implements Meter {
       obj = answer.response
     }
     if (!isObject(obj)) return
-    if (Array.isArray(obj.candidates) && obj.candidates.some((c) => isObject(c) && typeof c.finishReason === 'string' && c.finishReason)) {
-      this.complete = true
+    if (Array.isArray(obj.candidates)) {
+      for (const c of obj.candidates) {
+        if (!isObject(c)) continue
+        if (typeof c.finishReason === 'string' && c.finishReason) this.complete = true
+        // Grounding with Google Search: its queries, counted once however often a stream repeats them.
+        if (isObject(c.groundingMetadata)) (this.grounding ??= new SearchGrounding()).take(c.groundingMetadata)
+      }
     }
     // A prompt blocked before any output: that answer is the last one.
     if (isObject(obj.promptFeedback) && obj.promptFeedback.blockReason) this.complete = true
@@ -190,6 +200,10 @@ export class GeminiMeter implements Meter {
 
   result(): MeterResult {
     const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, complete: this.complete }
+    // The searches are billed with the call: on its usage, or with the estimate of a stream cut before any.
+    const searched = this.grounding?.usage()
+    if (searched && this.usage) Object.assign(this.usage, searched)
+    else if (searched) r.billedSoFar = searched
     if (!this.usage) {
       r.outputText = this.text.join('')
       r.outputScale = this.text.scale

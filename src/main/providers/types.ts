@@ -76,6 +76,13 @@ export interface CallShape {
    */
   webSearchEachCall?: boolean
   /**
+   * A Gemini request with the Google Search tool (`tools[].googleSearch`, `google_search_retrieval`…;
+   * Gemini Code Assist's under `request`). What it searched is read from its answer
+   * (`Usage.google_search_queries`); with `pricing.google_search_grounding: paid`, budgets reserve
+   * one query (Gemini 3) or one grounded prompt (older models) for it (../pricing/search-grounding.ts).
+   */
+  googleSearch?: boolean
+  /**
    * What the request itself says the call will cost (USD), for a call billed by what it asks
    * for rather than by tokens, whose charge comes with a later answer: an xAI video, its seconds
    * at the model's per-second price (./xai-video.ts). Budgets reserve it (and hold it until the

@@ -152,7 +152,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const closers: (() => void | Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
-  const pricer = new Pricer(config.pricing.overrides, (msg) => log.warn(msg))
+  const pricer = new Pricer(config.pricing.overrides, (msg) => log.warn(msg), config.pricing.google_search_grounding)
   // The API app's routes price (re-pricing, the dashboard's costs): the prices are made ready with express.
   const app = new ApiApp(log, () => pricer.ready())
   let url = ''
