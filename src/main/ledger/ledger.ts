@@ -129,12 +129,13 @@ export class Ledger implements CallLedger {
   /**
    * Takes a spill file's rows the database could not take at start-up (../reliability/spill.ts):
    * they are written before anything recorded since, at the next write that succeeds, and then
-   * `stored` is told (it removes the file). Their spend is the caller's to count; at a stop they
-   * stay in their file, never in a new one.
+   * `stored` is told (it removes the file); `kept` is told the rows still waiting when only some
+   * were written (it rewrites the file with them). Their spend is the caller's to count; at a
+   * stop they stay in their file, never in a new one.
    */
-  restore(rows: CallRecord[], side: SideWrite[], stored: () => void): void {
+  restore(rows: CallRecord[], side: SideWrite[], stored: () => void, kept: (rows: CallRecord[], side: SideWrite[]) => void): void {
     if (this.closed || (rows.length === 0 && side.length === 0)) return
-    this.restored.add(rows, side, stored)
+    this.restored.add(rows, side, stored, kept)
     this.countPending()
     this.schedule(this.retryMs || this.opts.flushIntervalMs)
   }

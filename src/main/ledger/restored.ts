@@ -9,21 +9,24 @@ interface Restored {
   side: SideWrite[]
   /** Told once every row is stored (the spill file is removed then). */
   stored: () => void
+  /** Told what is still to be stored once some of the rows are (the spill file then holds only those). */
+  kept: (rows: CallRecord[], side: SideWrite[]) => void
 }
 
 /**
  * The calls and side rows of spill files the database could not take at start-up (still locked,
  * full or read-only: ../reliability/spill.ts). They wait here, ahead of everything recorded since,
  * and are written before it at the ledger's next write that succeeds, each file's rows in a
- * transaction of their own; the file is removed only then. They are never handed to a new spill
+ * transaction of their own; the file is removed only then (rewritten to hold the rest when only
+ * some go in: a row refused for itself, then the database failing again). They are never handed to a new spill
  * file at a stop: their own file still holds them. While they wait, the budget meters count them
  * (`Ledger.unwritten`) and the background holds among them hold (budgets/background-holds.ts).
  */
 export class RestoredRows {
   private readonly waiting: Restored[] = []
 
-  add(rows: CallRecord[], side: SideWrite[], stored: () => void): void {
-    this.waiting.push({ rows, side, stored })
+  add(rows: CallRecord[], side: SideWrite[], stored: () => void, kept: (rows: CallRecord[], side: SideWrite[]) => void): void {
+    this.waiting.push({ rows, side, stored, kept })
   }
 
   get empty(): boolean {
@@ -59,17 +62,26 @@ export class RestoredRows {
         if (isDatabaseProblem(err)) return err
         const one = writeOneByOne(writeBatch, r.rows, r.side)
         if (one.dropped > 0) dropped(one.dropped, one.dropError)
+        const sideStored = one.keptSide.length < r.side.length
         r.rows = r.rows.slice(one.written)
         r.side = one.keptSide
-        if (r.rows.length > 0 || r.side.length > 0) return new Error('the database could not take the rows kept from a spill file')
+        if (r.rows.length > 0 || r.side.length > 0) {
+          // Some are stored: the file must keep only the rest, or a stop now writes them twice at the next start.
+          if (one.written > 0 || sideStored) tell(() => r.kept(r.rows, r.side))
+          return new Error('the database could not take the rows kept from a spill file')
+        }
       }
       this.waiting.shift()
-      try {
-        r.stored()
-      } catch {
-        // the file is the caller's: its failure to remove it is its own
-      }
+      tell(r.stored)
     }
     return null
+  }
+}
+
+function tell(done: () => void): void {
+  try {
+    done()
+  } catch {
+    // the file is the caller's: its failure to rewrite or remove it is its own
   }
 }

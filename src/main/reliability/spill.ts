@@ -1,5 +1,7 @@
 import { rmSync } from 'node:fs'
 import type { Ledger } from '../ledger/ledger'
+import type { CallRecord } from '../ledger/record'
+import type { SideWrite } from '../ledger/side-writes'
 import type { Logger } from '../log'
 import { untrustedReason } from '../security/owned-file'
 import type { Feature, ServerContext } from '../server/context'
@@ -64,15 +66,13 @@ export const ledgerSpill: Feature = (ctx) => {
     // Side rows not yet stored are still kept (with the first chunk, or on their own before it).
     const restSide = side.length > 0 ? ledger.takeSide() : []
     const stored = rows.length - rest.length
-    if (stored > 0 || restSide.length < side.length) {
-      try {
-        rewriteSpill(file, rest, restSide)
-      } catch (err) {
-        ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded, and are recorded again at the next start`)
-      }
-    }
-    ledger.restore(rest, restSide, () =>
-      removeSpill(ctx, file, `recovered ${rest.length} call(s)${others(restSide.length)} kept in ${file}, once the database could be written`),
+    if (stored > 0 || restSide.length < side.length) keepRest(ctx, file, rest, restSide, stored)
+    // Written in part later (a row refused for itself, then the database failing again): the file is rewritten then too.
+    ledger.restore(
+      rest,
+      restSide,
+      () => removeSpill(ctx, file, `recovered ${rest.length} call(s)${others(restSide.length)} kept in ${file}, once the database could be written`),
+      (left, leftSide) => keepRest(ctx, file, left, leftSide, rest.length - left.length),
     )
     const done = stored > 0 ? `${stored} of its call(s) are recovered; ` : ''
     ctx.log.warn(`the database still cannot be written; ${done}${rest.length} call(s) stay in ${file} until it can (they count in the budgets meanwhile)`)
@@ -81,6 +81,15 @@ export const ledgerSpill: Feature = (ctx) => {
 }
 
 const others = (n: number) => (n > 0 ? ` and ${n} other row(s) (budget holds, key patterns)` : '')
+
+/** Rewrites a spill file to hold only what is still to be stored (`stored` of its calls are). */
+function keepRest(ctx: ServerContext, file: string, rows: CallRecord[], side: SideWrite[], stored: number): void {
+  try {
+    rewriteSpill(file, rows, side)
+  } catch (err) {
+    ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded, and are recorded again at the next start`)
+  }
+}
 
 /** Removes a spill file whose rows are all stored, and says so. */
 function removeSpill(ctx: ServerContext, file: string, done: string): void {
