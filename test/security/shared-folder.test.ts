@@ -1,10 +1,12 @@
 import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { type Server, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/main/config/load'
 import { makeCall } from '../dashboard/seed'
+import { runCliCaptured } from '../support/cli'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -59,6 +61,31 @@ describe('a data folder shared with other users', () => {
         expect(db.prepare("SELECT count(*) FROM calls WHERE agent = 'planted'").pluck().get()).toBe(0)
       } finally {
         db.close()
+      }
+    })
+    it.runIf(how === 'mode' || asRoot)(`a server.lock that is not the user's own (${how}) names no server: the CLI reads the file, and the listener it names gets no token`, async () => {
+      const seen: string[] = []
+      const impostor: Server = createServer((req, res) => {
+        seen.push(`${req.url} ${req.headers.authorization ?? ''}`)
+        res.setHeader('content-type', 'application/json')
+        res.end(req.url === '/api/health' ? '{"status":"ok","version":"9.9.9"}' : '{"today_usd":4242,"today_requests":1}')
+      })
+      await new Promise<void>((r) => impostor.listen(0, '127.0.0.1', r))
+      try {
+        const port = (impostor.address() as { port: number }).port
+        const dir = folder()
+        const config = join(dir, 'config.yaml')
+        writeFileSync(config, 'dashboard:\n  token: Victim-Dashboard-Token-5f1e9a27c3d8\n')
+        // Another user's claim on the folder: a live process (pid 1) and their listener.
+        const lock = join(dir, 'server.lock')
+        writeFileSync(lock, JSON.stringify({ pid: 1, url: `http://127.0.0.1:${port}`, started_at: new Date().toISOString(), claim: 'x' }) + '\n')
+        planted(lock, how)
+        const r = await runCliCaptured('status', '--data-dir', dir, '--no-import', '--json')
+        expect(r.code, r.out).toBe(0)
+        expect(seen).toEqual([])
+        expect(r.out).not.toContain('4242')
+      } finally {
+        await new Promise((r) => impostor.close(r))
       }
     })
   }

@@ -1,5 +1,6 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { untrustedReason } from '../security/owned-file'
 import { StartupError } from './startup-error'
 
 /**
@@ -93,18 +94,30 @@ export function dataDirHolder(dataDir: string): { pid: number; url: string } | n
 
 /**
  * The Burnrate that serves `dataDir` now, this process included (its lock names a live process
- * and its address), or null. The folder is private (0700), so only its owner can have written the
- * lock: the CLI talks to (and hands its token to) the server the lock names, never whatever
- * answers on a port.
+ * and its address), or null. Only a lock that is the user's own names one: the CLI talks to (and
+ * hands its token to) the server the lock names, `connect` points agents (and their keys) at it
+ * and the desktop attaches to it, so in a data folder other users may write (one the user does
+ * not own, such as a folder in /tmp) a lock they planted names none.
  */
 export function dataDirServer(dataDir: string): { pid: number; url: string } | null {
-  const lock = readLock(join(dataDir, LOCK_FILE))
+  const file = join(dataDir, LOCK_FILE)
+  const lock = readLock(file)
+  if (lock && planted(file)) return null
   return lock && typeof lock.url === 'string' && alive(lock.pid) && !reused(lock) ? { pid: lock.pid, url: lock.url } : null
 }
 
 /** Whether the lock is another live process's, which a claim must not take over. */
 function holds(lock: LockBody): boolean {
   return lock.pid !== process.pid && alive(lock.pid) && !reused(lock)
+}
+
+/** Whether another user may have written the file (../security/owned-file.ts); false once it is gone. */
+function planted(file: string): boolean {
+  try {
+    return untrustedReason(file) !== null
+  } catch {
+    return false
+  }
 }
 
 function readLock(file: string): LockBody | null {
