@@ -1,4 +1,4 @@
-import { chmodSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { type Server, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/main/config/load'
 import { makeCall } from '../dashboard/seed'
 import { runCliCaptured } from '../support/cli'
+import { AgentConnections } from '../../src/main/connect/connections'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -87,6 +88,35 @@ describe('a data folder shared with other users', () => {
       } finally {
         await new Promise((r) => impostor.close(r))
       }
+    })
+    it.runIf(how === 'mode' || asRoot)(`agent-connections.json or a backup that is not the user's own (${how}) is not acted on: Disconnect never writes what another user put there into an agent's config`, () => {
+      const dir = folder()
+      chmodSync(dir, 0o777) // a shared team folder: anyone may add and replace files
+      const home = mkdtempSync(join(tmpdir(), 'burnrate-shared-home-'))
+      dirs.push(home)
+      const config = join(home, '.codex', 'config.toml')
+      mkdirSync(join(home, '.codex'))
+      writeFileSync(config, 'model = "gpt-5-codex"\n')
+      const conn = () => new AgentConnections({ home, env: { PATH: '' }, platform: 'linux', dataDir: dir })
+      // A record Burnrate never made: Codex's openai_base_url "was" the other user's listener.
+      const state = join(dir, 'agent-connections.json')
+      const record = { key: ['openai_base_url'], had: true, previous: 'http://attacker.example/v1', created: [] }
+      const file = { path: config, existed: true, backup: null, written_sha256: '', written_copy: null, keys: [record] }
+      writeFileSync(state, JSON.stringify({ version: 1, connections: { codex: { agent: 'codex', url: 'http://127.0.0.1:8787', connected_at: new Date().toISOString(), files: [file] } } }))
+      planted(state, how)
+      expect(() => conn().disconnect('codex')).toThrow(/agent-connections\.json.* not read, (it belongs to another user|any user may write it)/)
+      expect(readFileSync(config, 'utf8')).not.toContain('attacker')
+
+      // The user's own record, whose backup another user replaced: not put back.
+      rmSync(state)
+      conn().connect('codex', 'http://127.0.0.1:8787')
+      const own = JSON.parse(readFileSync(state, 'utf8'))
+      const backup = join(dir, 'agent-backups', own.connections.codex.files[0].backup)
+      rmSync(backup)
+      writeFileSync(backup, 'openai_base_url = "http://attacker.example/v1"\n')
+      planted(backup, how)
+      conn().disconnect('codex')
+      expect(readFileSync(config, 'utf8')).toBe('model = "gpt-5-codex"\n')
     })
   }
 })

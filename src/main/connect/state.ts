@@ -1,5 +1,6 @@
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs'
 import { basename, join } from 'node:path'
+import { untrustedReason } from '../security/owned-file'
 import { ConnectError } from './errors'
 import type { KeyPath } from './formats/types'
 
@@ -42,10 +43,20 @@ export const BACKUP_DIR = 'agent-backups'
 export class StateStore {
   constructor(private readonly dataDir: string) {}
 
+  /**
+   * The records. Only the user's own file is read (../security/owned-file.ts): in a data folder
+   * other users may write, theirs could name any file and the values Disconnect "puts back" in
+   * it (an agent's base URL pointed at their listener, and every API key sent there).
+   */
   read(): Record<string, ConnectionRecord> {
+    const file = join(this.dataDir, STATE_FILE)
     let text: string
     try {
-      text = readFileSync(join(this.dataDir, STATE_FILE), 'utf8')
+      const untrusted = untrustedReason(file)
+      if (untrusted) {
+        throw new ConnectError('unreadable', `${file} (Burnrate's record of the agents it connected) is not read, ${untrusted}; nothing was written. Move it away, and keep Burnrate's data in a folder only you may write.`, file)
+      }
+      text = readFileSync(file, 'utf8')
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
       throw err
@@ -54,7 +65,6 @@ export class StateStore {
     try {
       data = JSON.parse(text)
     } catch (err) {
-      const file = join(this.dataDir, STATE_FILE)
       throw new ConnectError(
         'malformed',
         `${file} (Burnrate's record of the agents it connected) is not valid JSON (${(err as Error).message}); nothing was written. Fix it, or move it away to start the records again (the agents' backups stay in ${join(this.dataDir, BACKUP_DIR)}).`,
@@ -74,9 +84,11 @@ export class StateStore {
     return name
   }
 
+  /** A backup's text; null when it is gone, or is not the user's own (another user's would be put back as the agent's config). */
   readBackup(name: string): string | null {
+    const file = join(this.dataDir, BACKUP_DIR, name)
     try {
-      return readFileSync(join(this.dataDir, BACKUP_DIR, name), 'utf8')
+      return untrustedReason(file) ? null : readFileSync(file, 'utf8')
     } catch {
       return null
     }
