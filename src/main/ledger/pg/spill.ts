@@ -2,6 +2,7 @@ import { readFile, rm } from 'node:fs/promises'
 import { basename } from 'node:path'
 import type { Logger } from '../../log'
 import { parseSpill, spillFiles } from '../../reliability/spill'
+import { untrustedReason } from '../../security/owned-file'
 import type { CallRecord } from '../record'
 import type { LedgerStatus } from '../types'
 import { SpillJournal } from './journal'
@@ -51,7 +52,7 @@ export class Spill {
     private readonly storage: PgStorageStatus,
     private readonly opts: SpillOptions,
   ) {
-    this.earlier = spillFiles(opts.dataDir)
+    this.earlier = spillFiles(opts.dataDir).filter((file) => ownSpill(file, opts.log))
     this.countFiles()
   }
 
@@ -191,4 +192,20 @@ export class Spill {
   private describe(err: unknown): string {
     return describeError(err, this.opts.secret)
   }
+}
+
+/**
+ * Whether a spill file found at start-up is Burnrate's own (this user's), as the SQLite ledger
+ * asks (../../reliability/spill.ts): in a shared folder another user could plant forged calls,
+ * which would go into every instance's totals and budgets. One that is not stays, with a warning.
+ */
+function ownSpill(file: string, log: Logger): boolean {
+  let untrusted: string | null
+  try {
+    untrusted = untrustedReason(file)
+  } catch {
+    return true // gone, or unreadable: writeFile says so
+  }
+  if (untrusted) log.warn(`${file} is not read: ${untrusted}`)
+  return untrusted === null
 }
