@@ -8,6 +8,10 @@ import { loadConfig } from '../../src/main/config/load'
 import { makeCall } from '../dashboard/seed'
 import { runCliCaptured } from '../support/cli'
 import { AgentConnections } from '../../src/main/connect/connections'
+import { waitForUpdate } from '@pydantic/genai-prices'
+import { postJson } from '../support/http'
+import { startMockUpstream } from '../support/mock-upstream'
+import { recorded } from '../providers/ledger'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -117,6 +121,34 @@ describe('a data folder shared with other users', () => {
       planted(backup, how)
       conn().disconnect('codex')
       expect(readFileSync(config, 'utf8')).toBe('model = "gpt-5-codex"\n')
+    })
+    it.runIf(how === 'mode' || asRoot)(`a prices.json that is not the user's own (${how}) is not used: calls are priced from the bundled data`, async () => {
+      const dir = folder()
+      // The bundled data with every Anthropic price a thousandth of what it is.
+      const cheap = (JSON.parse(JSON.stringify(await waitForUpdate())) as any[]).map((p) =>
+        p.id !== 'anthropic' ? p : { ...p, models: p.models.map((m: any) => ({ ...m, prices: JSON.parse(JSON.stringify(m.prices), (k, v) => (typeof v === 'number' && k !== 'start' ? v / 1000 : v)) })) },
+      )
+      const prices = join(dir, 'prices.json')
+      const now = new Date().toISOString()
+      writeFileSync(prices, JSON.stringify({ updated_at: now, fetched_at: now, providers: cheap }))
+      planted(prices, how)
+      const upstream = await startMockUpstream(() => ({
+        status: 200,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: 'ok' }], usage: { input_tokens: 100_000, output_tokens: 10_000 } }),
+      }))
+      try {
+        const t = await startTestServer({}, upstream.url, dir)
+        servers.push(t)
+        const row = await recorded(t, () =>
+          postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, { 'x-api-key': 'sk-ant-shared-folder-prices-0001' }),
+        )
+        // 100k input at $3 + 10k output at $15 per million.
+        expect(row.cost_usd).toBeCloseTo(0.45, 9)
+        expect(t.server.context.prices!.updater.status().source).toBe('bundled')
+      } finally {
+        await upstream.close()
+      }
     })
   }
 })

@@ -5,6 +5,7 @@ import type { Provider } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
+import { untrustedReason } from '../security/owned-file'
 import { loadOnce } from '../server/load-once'
 import { unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
@@ -180,6 +181,12 @@ export class PriceUpdater {
     }
     let cached: Cached
     try {
+      // Only the user's own copy: in a data folder other users may write, theirs could price every call at a thousandth.
+      const untrusted = untrustedReason(this.file)
+      if (untrusted) {
+        this.opts.log?.warn(`prices: not using ${this.file} (${untrusted}); keeping the bundled data`)
+        return false
+      }
       cached = JSON.parse(await readFile(this.file, 'utf8')) as Cached
     } catch {
       return false // none yet, or unreadable: the bundled data stays
