@@ -74,6 +74,14 @@ function providerOf(id: string): { provider: string; pricingId: string } {
   return { provider: id, pricingId: id }
 }
 
+/**
+ * The providers opencode logs in to a plan for, and the provider the proxy records such a call
+ * under: its built-in Codex plugin (a ChatGPT login, provider `openai`, sent to the ChatGPT
+ * backend: `chatgpt`) and the Anthropic OAuth plugin (a Claude account). Both set every model's
+ * price to 0 under that login, so a plan's message has `cost: 0` with tokens.
+ */
+const PLAN_LOGINS: Record<string, string> = { openai: 'chatgpt', anthropic: 'anthropic' }
+
 export function opencodeCall(m: any): LoggedCall | null {
   if (!m || typeof m !== 'object' || m.role !== 'assistant' || !m.tokens || typeof m.tokens !== 'object') return null
   const t = m.tokens
@@ -86,12 +94,14 @@ export function opencodeCall(m: any): LoggedCall | null {
   const ts = timeOf(m.time?.created)
   const id = str(m.id)
   if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
+  const plan = m.cost === 0 ? PLAN_LOGINS[str(m.providerID)] : undefined
   return {
     key: `opencode:${id}`,
     // A fork's copy has a new id and session, and the original's model, time and tokens.
     alias: `opencode:${str(m.providerID)}/${str(m.modelID)}@${ts}:${[t.input, t.output, t.reasoning, t.cache?.read, t.cache?.write].map(count).join(',')}`,
     ts,
     ...providerOf(str(m.providerID)),
+    ...(plan ? { provider: plan, billing: 'subscription' as const } : {}),
     model: str(m.modelID),
     session: str(m.sessionID),
     project: str(m.path?.cwd) || str(m.path?.root),
