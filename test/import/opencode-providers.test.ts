@@ -15,7 +15,7 @@ const message = (providerID: string) => ({
 describe("opencode's provider ids", () => {
   it('are Burnrate providers, with their prices', () => {
     const seen = ['google', 'google-vertex', 'google-vertex-anthropic', 'amazon-bedrock', 'openai', 'anthropic', 'azure', 'openrouter', 'some-gateway'].map((id) => {
-      const c = opencodeCall(message(id))!
+      const c = opencodeCall(message(id), new Set())!
       return [id, c.provider, c.pricingId]
     })
     expect(seen).toEqual([

@@ -9,7 +9,7 @@ import type { CostMoves } from '../pricing/moves'
 import type { CallRecord } from '../ledger/record'
 import type { Pricer } from '../pricing/price'
 import { LOG_SOURCES } from './sources'
-import type { LogAgent, LoggedCall } from './types'
+import type { LogAgent, LoggedCall, Parsed } from './types'
 import { postgresWriter } from './write-postgres'
 import { sqliteWriter } from './write-sqlite'
 
@@ -156,6 +156,8 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
       stats.missing.push(root)
       continue
     }
+    // Opened at the first log that changed: a run with nothing new reads nothing else.
+    let read: ((path: string) => Promise<Parsed>) | null = null
     for (const name of names) {
       const path = join(root, name)
       if (!source.isLog(path)) continue
@@ -173,7 +175,8 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
         continue
       }
       stats.files++
-      const parsed = await source.read(path, root)
+      read ??= source.open ? await source.open(root) : (p) => source.read(p, root)
+      const parsed = await read(path)
       stats.skipped_lines += parsed.skipped
       const ready = parsed.calls.filter((c) => c.ts <= now - (opts.settleMs ?? 0))
       const deferred = parsed.calls.length - ready.length

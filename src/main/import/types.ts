@@ -69,4 +69,9 @@ export interface LogSource {
   companions?(path: string): string[]
   /** Reads one log file. Never throws for bad content: unreadable lines are counted in `skipped`. */
   read(path: string, root: string): Promise<Parsed>
+  /**
+   * A reader of the logs under a root for one import run, when they are read with something read
+   * once per run rather than per file (opencode's logins, from its auth.json). Default: `read`.
+   */
+  open?(root: string): Promise<(path: string) => Promise<Parsed>>
 }

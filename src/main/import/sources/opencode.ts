@@ -5,6 +5,7 @@ import { count, emptyUsage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
 import { str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
+import { opencodeLogins } from './opencode-logins'
 
 /**
  * opencode: `~/.local/share/opencode` (`$XDG_DATA_HOME/opencode`): assistant messages as
@@ -26,20 +27,29 @@ export const opencode: LogSource = {
   isLog: (path) => /(^|[\\/])opencode(-[^\\/]*)?\.db$/.test(path) || (path.endsWith('.json') && /[\\/]message[\\/]/.test(path)),
   // opencode keeps the database open in WAL mode: new messages sit in `opencode.db-wal` until a checkpoint, the .db unchanged.
   companions: (path) => (path.endsWith('.db') ? [`${path}-wal`] : []),
-  async read(path) {
-    if (path.endsWith('.db')) return readDatabase(path)
-    let msg: unknown
-    try {
-      msg = JSON.parse(await readFile(path, 'utf8'))
-    } catch {
-      return { calls: [], skipped: 1 }
-    }
-    const call = opencodeCall(msg)
-    return { calls: call ? [call] : [], skipped: 0 }
+  // Its logins (auth.json) are read once per run, for every log under the root.
+  async open(root) {
+    const logins = await opencodeLogins(root)
+    return (path) => readLog(path, logins)
+  },
+  async read(path, root) {
+    return readLog(path, await opencodeLogins(root))
   },
 }
 
-function readDatabase(path: string): Parsed {
+async function readLog(path: string, logins: ReadonlySet<string>): Promise<Parsed> {
+  if (path.endsWith('.db')) return readDatabase(path, logins)
+  let msg: unknown
+  try {
+    msg = JSON.parse(await readFile(path, 'utf8'))
+  } catch {
+    return { calls: [], skipped: 1 }
+  }
+  const call = opencodeCall(msg, logins)
+  return { calls: call ? [call] : [], skipped: 0 }
+}
+
+function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
   const out: Parsed = { calls: [], skipped: 0 }
   let db: Database.Database | null = null
   try {
@@ -52,7 +62,7 @@ function readDatabase(path: string): Parsed {
         out.skipped++
         continue
       }
-      const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg })
+      const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg }, logins)
       if (call) out.calls.push(call)
     }
   } catch {
@@ -78,11 +88,16 @@ function providerOf(id: string): { provider: string; pricingId: string } {
  * The providers opencode logs in to a plan for, and the provider the proxy records such a call
  * under: its built-in Codex plugin (a ChatGPT login, provider `openai`, sent to the ChatGPT
  * backend: `chatgpt`) and the Anthropic OAuth plugin (a Claude account). Both set every model's
- * price to 0 under that login, so a plan's message has `cost: 0` with tokens.
+ * price to 0 under that login, so a plan's message has `cost: 0` with tokens. A 0 alone is not
+ * enough: with an API key, a model models.dev has no price for is logged at 0 too, and is money.
  */
 const PLAN_LOGINS: Record<string, string> = { openai: 'chatgpt', anthropic: 'anthropic' }
 
-export function opencodeCall(m: any): LoggedCall | null {
+/**
+ * The call an opencode message is, or null. `logins`: the providers opencode is logged in to with
+ * an account (./opencode-logins.ts); a message of one of those priced at 0 is a plan's call.
+ */
+export function opencodeCall(m: any, logins: ReadonlySet<string>): LoggedCall | null {
   if (!m || typeof m !== 'object' || m.role !== 'assistant' || !m.tokens || typeof m.tokens !== 'object') return null
   const t = m.tokens
   const u = emptyUsage()
@@ -94,7 +109,7 @@ export function opencodeCall(m: any): LoggedCall | null {
   const ts = timeOf(m.time?.created)
   const id = str(m.id)
   if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
-  const plan = m.cost === 0 ? PLAN_LOGINS[str(m.providerID)] : undefined
+  const plan = m.cost === 0 && logins.has(str(m.providerID)) ? PLAN_LOGINS[str(m.providerID)] : undefined
   return {
     key: `opencode:${id}`,
     // A fork's copy has a new id and session, and the original's model, time and tokens.
