@@ -181,7 +181,16 @@ export const configSchema = z
       .strict()
       .prefault({}),
     dashboard: z
-      .object({ enabled: z.boolean().default(true), token: z.string().optional() })
+      .object({
+        enabled: z.boolean().default(true),
+        token: z.string().optional(),
+        /**
+         * Longest time an export's client may take none of its bytes while staying connected (a
+         * stalled tab, a script paused in a debugger); past it the export is ended (the client sees
+         * a cut-off download) and what it held (PostgreSQL: its transaction and connection) is freed.
+         */
+        export_stall_ms: timerMs(60_000),
+      })
       .strict()
       .prefault({}),
     upstream: z

@@ -10,7 +10,8 @@ import type { ExportAsOf } from './export-query'
  * checkpointing). PostgreSQL: one REPEATABLE READ, READ ONLY transaction on one connection, held
  * for the whole export as pg_dump does (PostgresStore.readSnapshot); ids come from a sequence
  * there and instances commit out of id order, so no id bound would be a moment's state. Its
- * connection goes back to the pool however `read` ends (done, client gone, error); at most
+ * connection goes back to the pool however `read` ends (done, client gone, client stalled past
+ * `dashboard.export_stall_ms`: ./export-stall.ts, error); at most
  * `snapshotLimit` exports hold one at once, past that SnapshotsBusy is thrown before `read` runs.
  */
 export async function atExportMoment<T>(q: SqlReader, read: (q: SqlReader, asOf: ExportAsOf) => Promise<T>): Promise<T> {

@@ -1,11 +1,13 @@
 import type { ServerResponse } from 'node:http'
 import type { Range } from '../../shared/api'
-import { SnapshotsBusy } from '../storage/postgres'
+import type { Logger } from '../log'
+import { PostgresStore, SnapshotsBusy } from '../storage/postgres'
 import { SqliteStore } from '../storage/sqlite'
 import { sendError } from '../http/errors'
 import type { DashDeps } from './deps'
 import { type ExportFormat, ExportFormatter } from './export-format'
 import { atExportMoment } from './export-moment'
+import { endWhenStalled } from './export-stall'
 import { type ExportWindow, type Keyset, type PageText, SqlitePager, firstKeyset, storePage } from './export-query'
 import { type ExportThreads, exportThreadCount, exportThreadScript, noteSharedExport, startExportThreads, threadRows } from './export-thread'
 import { rangeWindow } from './window'
@@ -22,7 +24,9 @@ const MAX_SEGMENTS = 10_000
  * ledger held when the export began (atExportMoment), whatever is committed while it streams. Rows are read in
  * keyset-paged chunks (no statement stays open between chunks, so the ledger keeps writing; on
  * PostgreSQL they are read in one read-only transaction held for the export, which holds up no writer),
- * and the next chunk waits for the socket to drain: memory stays flat however many calls match.
+ * and the next chunk waits for the socket to drain: memory stays flat however many calls match. A
+ * client that takes nothing for `dashboard.export_stall_ms` while staying connected has its export
+ * ended (./export-stall.ts), so it holds no transaction, connection or thread for longer.
  * When the ledger is a SQLite file and the window holds many calls (counted from its index),
  * export threads (./export-thread.ts) read and format the calls from a split point on, started
  * at once: while they start, this thread reads and writes the calls before the split, then only
@@ -49,6 +53,15 @@ export function exportName(since: string | null, until: string | null): string {
   return since !== null ? `from-${safe(since)}` : `to-${safe(until ?? '')}`
 }
 
+/**
+ * How long an export's client may take none of its bytes while staying connected
+ * (`dashboard.export_stall_ms`) before the export is ended (./export-stall.ts), and where that is logged.
+ */
+export interface ExportStall {
+  ms: number
+  log: Logger
+}
+
 export async function streamExport(
   d: DashDeps,
   res: ServerResponse,
@@ -58,11 +71,14 @@ export async function streamExport(
   now: number,
   span?: ExportSpan,
   member: string | null = null,
+  stall?: ExportStall,
 ): Promise<void> {
   const w = span ?? rangeWindow(range, now)
   try {
     // The calls in the ledger now, before the first byte: nothing committed during the export is in it.
-    await atExportMoment(d.q, (q, asOf) => streamWindow({ ...d, q }, res, format, { start: w.start, end: w.end, tenant, member, asOf }, span?.name ?? range))
+    await atExportMoment(d.q, (q, asOf) =>
+      streamWindow({ ...d, q }, res, format, { start: w.start, end: w.end, tenant, member, asOf }, span?.name ?? range, stall && stallNote(d, stall, format, span?.name ?? range)),
+    )
   } catch (err) {
     if (!(err instanceof SnapshotsBusy)) throw err
     // Thrown before the export took a connection: the ledger's writes keep the rest of the pool.
@@ -79,14 +95,43 @@ export async function streamExport(
 /** Seconds a refused export is told to wait (SnapshotsBusy). */
 const BUSY_RETRY_S = 10
 
+/** The stall limit of an export of `d.q`, with the line it logs (once) when it ends one. */
+function stallNote(d: DashDeps, stall: ExportStall, format: ExportFormat, name: string): { ms: number; onStall: () => void } {
+  const freed = d.q instanceof PostgresStore ? ', giving back its snapshot transaction and database connection' : ''
+  const s = Math.round(stall.ms / 100) / 10
+  return {
+    ms: stall.ms,
+    onStall: () =>
+      stall.log.warn(`dashboard: export stalled: the client of a ${format} export of ${name} took none of its bytes for ${s} s (dashboard.export_stall_ms) without hanging up; ended it mid-transfer${freed}`),
+  }
+}
+
 /** streamExport's body: the window's calls at `win.asOf` (read through `d.q`, the export's own transaction on PostgreSQL). */
-async function streamWindow(d: DashDeps, res: ServerResponse, format: ExportFormat, win: ExportWindow, name: string): Promise<void> {
+async function streamWindow(
+  d: DashDeps,
+  res: ServerResponse,
+  format: ExportFormat,
+  win: ExportWindow,
+  name: string,
+  stall?: { ms: number; onStall: () => void },
+): Promise<void> {
   res.writeHead(200, {
     'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/json; charset=utf-8',
     // Named after the window exported: the range, or the since/until that replaced it.
     'content-disposition': `attachment; filename="burnrate-${name}.${format}"`,
     'cache-control': 'no-store',
   })
+  // A client that takes nothing for `stall.ms` has its export ended: 'close' then ends this one's reading.
+  const unwatch = stall ? endWhenStalled(res, stall.ms, stall.onStall) : () => {}
+  try {
+    await streamPages(d, res, format, win)
+  } finally {
+    unwatch()
+  }
+}
+
+/** The export's bytes, head to tail, each page once the socket has taken the last (or until the client is gone). */
+async function streamPages(d: DashDeps, res: ServerResponse, format: ExportFormat, win: ExportWindow): Promise<void> {
   let closed = false
   res.on('close', () => {
     closed = true

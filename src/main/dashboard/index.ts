@@ -125,7 +125,7 @@ export const dashboard: Feature = (ctx) => {
     const span = since !== null || until !== null
       ? { start: since ?? 0, end: until ?? OPEN_END, name: exportName(given(req, 'since'), given(req, 'until')) }
       : undefined
-    await streamExport(d, res, format, range, tenant, now, span, memberParam(req))
+    await streamExport(d, res, format, range, tenant, now, span, memberParam(req), { ms: ctx.config.dashboard.export_stall_ms, log: ctx.log })
     return undefined
   })
 }
