@@ -105,6 +105,19 @@ describe('Gemini API, Gemini 2.5: billed per grounded prompt', () => {
   })
 })
 
+describe('a call without Google Search is not charged for it', () => {
+  it('URL context (recorded: its answer names the fetched page as a web grounding chunk) keeps its tokens alone, paid or free', async () => {
+    const body = { contents: [{ role: 'user', parts: [{ text: 'What is the first sentence on https://ai.pydantic.dev?' }] }], tools: [{ urlContext: {} }] }
+    for (const t of [paid, free]) {
+      answer(upstream, fixture('gemini/stream-generate-content-tool-use-prompt.sse'), 'sse')
+      const row = await recorded(t, () => postJson(`${t.url}/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse`, body, { 'x-goog-api-key': KEY }))
+      expect(row).toMatchObject({ model: 'gemini-2.5-flash', input_tokens: 32 + 4610, output_tokens: 25 + 37, estimated: 0 })
+      expect(row.cost_usd).toBe(tokens(row, 'gemini-2.5-flash'))
+      expect(row.usage_extra).toBeNull()
+    }
+  })
+})
+
 describe('Vertex AI, Gemini 3: billed per search query', () => {
   const ask = (t: TestServer, method: string, file: string) => {
     answer(upstream, fixture(file), file.endsWith('.sse') ? 'sse' : 'json')

@@ -26,10 +26,16 @@ describe('SearchGrounding', () => {
     expect(g.usage()).toEqual({ google_search_queries: 2, google_search_grounded: true })
   })
 
-  it('a prompt grounded on web sources without queries is grounded, with no query to bill', () => {
+  it('a prompt with Search suggestions but no query is grounded, with no query to bill', () => {
     const g = new SearchGrounding()
-    g.take({ groundingChunks: [{ web: { uri: 'https://example.com', title: 'example.com' } }] })
+    g.take({ searchEntryPoint: { renderedContent: '<div></div>' }, groundingChunks: [{ web: { uri: 'https://example.com', title: 'example.com' } }] })
     expect(g.usage()).toEqual({ google_search_grounded: true })
+  })
+
+  it('web sources alone are not a search: URL context names the pages it fetched so', () => {
+    const g = new SearchGrounding()
+    g.take({ groundingChunks: [{ web: { uri: 'https://ai.pydantic.dev', title: 'Pydantic AI' } }], groundingSupports: [] })
+    expect(g.usage()).toBeUndefined()
   })
 })
 

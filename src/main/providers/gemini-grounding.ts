@@ -3,9 +3,10 @@ import { isObject, type Usage } from '../metering/usage'
 /**
  * Grounding with Google Search on a Gemini call, as its answer tells it: each answer's
  * `candidates[].groundingMetadata` (Gemini API, Vertex AI, Gemini Code Assist's `response`) names
- * the queries the model ran (`webSearchQueries`) and the web sources it drew on (`groundingChunks[].web`,
- * `searchEntryPoint`). Google bills Gemini 3 models per search query and counts each distinct one
- * once, ignoring empty ones ("For billing purposes, we ignore the empty web search queries when
+ * the queries the model ran (`webSearchQueries`) and the Google Search suggestions it must show
+ * (`searchEntryPoint`); its web sources (`groundingChunks[].web`) are no sign of a search, as the
+ * URL context tool names the pages it fetched there too. Google bills Gemini 3 models per search
+ * query and counts each distinct one once, ignoring empty ones ("For billing purposes, we ignore the empty web search queries when
  * counting unique queries": ai.google.dev/gemini-api/docs/google-search, as quoted at
  * discuss.ai.google.dev/t/168136), and Gemini 2.5 and older per grounded prompt. A stream repeats
  * the metadata (an empty `groundingMetadata: {}` on every chunk, the whole of it on the last), so
@@ -28,7 +29,8 @@ export class SearchGrounding {
     if (Array.isArray(q)) {
       for (const s of q) if (typeof s === 'string' && this.queries.size < MAX_QUERIES && NOT_BLANK.test(s)) this.queries.add(s)
     }
-    if (!this.grounded && (this.queries.size > 0 || isObject(gm.searchEntryPoint) || hasWebChunk(gm.groundingChunks))) this.grounded = true
+    // Web sources alone are no search: URL context names the pages it fetched as `groundingChunks[].web` too.
+    if (!this.grounded && (this.queries.size > 0 || isObject(gm.searchEntryPoint))) this.grounded = true
   }
 
   /** The counts as a usage carries them; undefined when the answers were not grounded by Google Search. */
@@ -36,12 +38,6 @@ export class SearchGrounding {
     if (!this.grounded) return undefined
     return this.queries.size > 0 ? { google_search_queries: this.queries.size, google_search_grounded: true } : { google_search_grounded: true }
   }
-}
-
-function hasWebChunk(chunks: unknown): boolean {
-  if (!Array.isArray(chunks)) return false
-  for (const c of chunks) if (isObject(c) && isObject(c.web)) return true
-  return false
 }
 
 /** The Google Search tools of a Gemini request (`tools[]`): the current one and the Gemini 1.5 era's retrieval tool, in either spelling. */
