@@ -24,8 +24,11 @@ export function geminiBatchShape(method: string, path: string): Pick<CallShape, 
   return method === 'GET' ? { endpoint: 'batches.get', free: true } : method === 'DELETE' ? { endpoint: 'batches.delete', free: true } : null
 }
 
-/** What the Gemini meter reads of one answer (a GenerateContentResponse). */
-const RESPONSE_FIELDS = ['usageMetadata', 'modelVersion', 'responseId']
+/**
+ * What the Gemini meter reads of one answer (a GenerateContentResponse): its usage, and the Google
+ * Search queries a grounded answer ran (./gemini-grounding.ts), billed with it.
+ */
+const RESPONSE_FIELDS = ['usageMetadata', 'modelVersion', 'responseId', 'candidates.*.groundingMetadata.webSearchQueries']
 /** Where a batch's answer puts its inline results (GeminiBatchMeter.batch), and the batch's own fields it reads. */
 const OUTPUTS = ['response', 'response.dest', 'metadata.output', 'output', 'dest']
 const LARGE_JSON_PATHS: readonly string[] = ['$', '$.operations.*', '$.batches.*'].flatMap((op) => [
