@@ -12,6 +12,8 @@ export type SendOutcome =
   | { kind: 'retry'; error: string; retryAfterMs: number | null }
   /** Refused for a reason waiting alone will not fix (wrong token or address); retried at the longest backoff. */
   | { kind: 'refused'; error: string }
+  /** 413: the batch is larger than the team server takes (fewer calls may go). */
+  | { kind: 'too_large'; error: string }
 
 /** Time allowed for one ingest request. */
 export const SEND_TIMEOUT_MS = 30_000
@@ -64,7 +66,8 @@ export async function sendBatch(
   if (res.status === 429 || res.status >= 500 || res.status === 408) {
     return { kind: 'retry', error: `the team server ${label} answered ${res.status}${said}`, retryAfterMs: retryAfter(res.headers.get('retry-after')) }
   }
-  return { kind: 'refused', error: `the team server ${label} refused the calls with ${res.status}${said}` }
+  const error = `the team server ${label} refused the calls with ${res.status}${said}`
+  return res.status === 413 ? { kind: 'too_large', error } : { kind: 'refused', error }
 }
 
 /** Retry-After as ms: delta-seconds or an HTTP date; null when absent or unreadable. */

@@ -50,6 +50,8 @@ export class TeamSender {
   private retryAt: number | null = null
   private readonly abort = new AbortController()
   private readonly counts = { sent: 0, rejected: 0 }
+  /** Calls per batch in this run: halved while the team server answers that a batch is too large (413). */
+  private size: number
   private lastSentAt: number | null = null
   private lastError: string | null = null
 
@@ -57,6 +59,7 @@ export class TeamSender {
     const base = bareUrl(opts.url)
     this.label = base
     this.endpoint = `${base}/api/ingest`
+    this.size = opts.batchSize
     this.batcher = new Batcher(opts.db)
     this.cursor = new TeamCursor(opts.db, base, () => this.batcher.latestRevision())
   }
@@ -94,6 +97,7 @@ export class TeamSender {
   private async run(): Promise<void> {
     this.retryAt = null
     this.again = false
+    this.size = this.opts.batchSize
     try {
       if (await this.sendAll()) this.schedule(this.again ? WAKE_DELAY_MS : IDLE_POLL_MS)
     } catch (err) {
@@ -103,7 +107,7 @@ export class TeamSender {
     }
   }
 
-  private retryLater(out: Exclude<SendOutcome, { kind: 'ok' }>): void {
+  private retryLater(out: Exclude<SendOutcome, { kind: 'ok' | 'too_large' }>): void {
     if (this.stopped) return
     this.failures++
     const wait = out.kind === 'retry' ? backoffMs(this.failures, this.opts.maxBackoffMs, out.retryAfterMs) : this.opts.maxBackoffMs
@@ -120,26 +124,44 @@ export class TeamSender {
   private async sendAll(): Promise<boolean> {
     for (;;) {
       if (this.stopped) return false
-      const batch = this.batcher.next(this.cursor.lastId, this.opts.batchSize)
+      const batch = this.batcher.next(this.cursor.lastId, this.size)
       if (batch.calls.length === 0) break
-      if (!(await this.send(batch.calls))) return false
+      const sent = await this.send(batch.calls)
+      if (sent === 'smaller') continue
+      if (!sent) return false
       this.cursor.advance(batch.lastId)
-      if (batch.calls.length < this.opts.batchSize) break
+      if (batch.calls.length < this.size) break
     }
     for (;;) {
       if (this.stopped) return false
-      const batch = this.batcher.revised(this.cursor.revision, this.cursor.lastId, this.opts.batchSize)
+      const batch = this.batcher.revised(this.cursor.revision, this.cursor.lastId, this.size)
       if (batch.calls.length === 0) return true
-      if (!(await this.send(batch.calls))) return false
+      const sent = await this.send(batch.calls)
+      if (sent === 'smaller') continue
+      if (!sent) return false
       this.cursor.advanceRevision(batch.last)
-      if (batch.calls.length < this.opts.batchSize) return true
+      if (batch.calls.length < this.size) return true
     }
   }
 
-  /** Sends one batch; true once the team server answered for it (false: a retry is scheduled). */
-  private async send(calls: IngestCall[]): Promise<boolean> {
+  /**
+   * Sends one batch; true once the team server answered for it (false: a retry is scheduled;
+   * 'smaller': it was too large, send half as many calls). A single call too large for the team
+   * server is skipped as refused: sending it again cannot help, and every later call waits on it.
+   */
+  private async send(calls: IngestCall[]): Promise<boolean | 'smaller'> {
     const out: SendOutcome = await sendBatch(this.endpoint, this.label, this.opts.token, calls, this.abort.signal, this.opts.egress?.for(this.endpoint))
     if (this.stopped) return false
+    if (out.kind === 'too_large' && calls.length > 1) {
+      this.size = Math.floor(calls.length / 2)
+      return 'smaller'
+    }
+    if (out.kind === 'too_large') {
+      this.counts.rejected++
+      this.lastError = `${out.error} (call ${calls[0].id} alone; skipped)`
+      this.opts.log.warn(`team: ${this.lastError}`)
+      return true
+    }
     if (out.kind !== 'ok') {
       this.retryLater(out)
       return false
