@@ -362,6 +362,27 @@ describe('files that do not parse', () => {
   })
 })
 
+describe('a file that is not UTF-8 (a profile saved in Latin-1)', () => {
+  it.each([
+    ['sdk', '.zshrc', '# Gr\xf6\xdfe\nexport NAME="Jos\xe9"\n'],
+    ['gemini-cli', '.gemini/.env', 'GEMINI_API_KEY=x\nGEMINI_SYSTEM_MD=C:\\Users\\Jos\xe9\\gemini.md\n'],
+    ['claude-code', '.claude/settings.json', '{\n  "model": "opus", // Jos\xe9\n}\n'],
+    ['codex', '.codex/config.toml', '# Jos\xe9\nmodel = "gpt-5"\n'],
+  ])('%s: is refused, its bytes kept (read as UTF-8 and written back, they would be lost, in the backup too)', (agent, file, latin1) => {
+    const path = join(home, file)
+    mkdirSync(dirname(path), { recursive: true })
+    const bytes = Buffer.from(latin1, 'latin1')
+    writeFileSync(path, bytes)
+    const conn = connections()
+    expect(() => conn.connect(agent, URL_A)).toThrow(
+      expect.objectContaining({ code: 'malformed', message: `~/${file} is not UTF-8 text, which Burnrate edits; save it as UTF-8 first (Burnrate wrote nothing).` }),
+    )
+    expect(readFileSync(path).equals(bytes)).toBe(true)
+    expect(conn.connected()).toEqual([])
+    expect(conn.list().find((s) => s.agent === agent)!.error).toContain('is not UTF-8 text')
+  })
+})
+
 describe('files where a key must go into something that is not an object', () => {
   it.each([
     ['claude-code', '.claude/settings.json', '{\n  "env": null\n}\n', 'env = null'],

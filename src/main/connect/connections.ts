@@ -2,7 +2,6 @@ import { isDeepStrictEqual } from 'node:util'
 import type { AgentConnection, ConnectPlan } from '../../shared/connect'
 import { asText, dotted, openDoc, readDoc, sha256 } from './doc'
 import { type ConfigDoc, isPlainObject } from './formats/types'
-import { readText } from './files'
 import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
@@ -64,7 +63,7 @@ export class AgentConnections {
       for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787')) {
         let doc: ConfigDoc | null = null
         try {
-          doc = openDoc(this.ctx, f, readText(f.path) ?? '')
+          doc = openDoc(this.ctx, f, readDoc(this.ctx, f.path) ?? '')
         } catch (err) {
           error ??= (err as Error).message
         }

@@ -33,6 +33,12 @@ export function readDoc(ctx: ConnectContext, path: string): string | null {
     return readText(path)
   } catch (err) {
     const e = err as NodeJS.ErrnoException
+    if (e.code === 'ENOTUTF8') throw notUtf8(ctx, path)
     throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
   }
+}
+
+/** A file that is not UTF-8 text: refused, as one that does not parse is. */
+export function notUtf8(ctx: ConnectContext, path: string): ConnectError {
+  return new ConnectError('malformed', `${tildify(ctx, path)} is not UTF-8 text, which Burnrate edits; save it as UTF-8 first (Burnrate wrote nothing).`, path)
 }

@@ -1,14 +1,22 @@
+import { isUtf8 } from 'node:buffer'
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
-/** The file's text, or null when it does not exist (other errors are thrown). */
+/**
+ * The file's text, or null when it does not exist (other errors are thrown). A file that is not
+ * UTF-8 (a profile saved in Latin-1) throws ENOTUTF8: read as UTF-8, its other bytes would become
+ * U+FFFD, and be written so to the file and its backup, lost for good.
+ */
 export function readText(path: string): string | null {
+  let bytes: Buffer
   try {
-    return readFileSync(path, 'utf8')
+    bytes = readFileSync(path)
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
   }
+  if (!isUtf8(bytes)) throw Object.assign(new Error(`${path} is not UTF-8 text`), { code: 'ENOTUTF8' })
+  return bytes.toString('utf8')
 }
 
 /**
