@@ -313,6 +313,25 @@ describe('a JSON settings file on one line (minified)', () => {
   })
 })
 
+describe('a JSON settings file saved with a byte order mark (Windows PowerShell 5.1: Set-Content -Encoding UTF8)', () => {
+  it('is connected as Claude Code reads it, keeping the mark, and Disconnect puts it back byte for byte, also after your own edit', () => {
+    const text = '\uFEFF{\r\n    "model": "opus"\r\n}\r\n'
+    put('.claude/settings.json', text)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    const after = read('.claude/settings.json')
+    expect(after.startsWith('\uFEFF{\r\n    "model": "opus",\r\n    "env": {\r\n')).toBe(true)
+    expect(JSON.parse(after.slice(1)).env.ANTHROPIC_BASE_URL).toBe(URL_A)
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe(text)
+
+    conn.connect('claude-code', URL_A)
+    writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace('"opus"', '"sonnet"'))
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe(text.replace('"opus"', '"sonnet"'))
+  })
+})
+
 describe('a JSON settings file with a key twice', () => {
   it('is refused, naming the key and its line: the agent reads the last, the edit would have gone into the first', () => {
     const text = '{\n  "env": {"A": "1"},\n  "model": "opus",\n  "env": {"B": "2"}\n}\n'

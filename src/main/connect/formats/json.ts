@@ -45,7 +45,11 @@ function duplicateKey(text: string): string | null {
  * changes, in the file's own indentation and line endings.
  */
 export const jsonFormat: FileFormat = {
-  open(original: string): ConfigDoc {
+  open(withBom: string): ConfigDoc {
+    // A byte order mark (Windows PowerShell 5.1 writes one) is not JSON, but Claude Code reads past
+    // it: it is set aside for the edit and put back.
+    const bom = withBom.startsWith('\uFEFF') ? '\uFEFF' : ''
+    const original = withBom.slice(bom.length)
     let text = original
     const parse = (t: string) => {
       const errors: jsonc.ParseError[] = []
@@ -80,7 +84,7 @@ export const jsonFormat: FileFormat = {
         return isPlainObject(v) && Object.keys(v).length === 0
       },
       value: () => value,
-      text: () => text,
+      text: () => bom + text,
     }
   },
 }
