@@ -332,6 +332,32 @@ describe('a JSON settings file saved with a byte order mark (Windows PowerShell 
   })
 })
 
+describe("a Codex root key added right under Burnrate's line (by hand, or Codex saving model_reasoning_effort)", () => {
+  const ORIGINAL = 'model = "gpt-5"\n\n# Azure, for work\n[model_providers.azure]\nname = "Azure"\n'
+  const edit = (t: string) => t.replace(/^(openai_base_url = .*\n)/m, '$1model_reasoning_effort = "high"\n')
+  const WANTED = 'model = "gpt-5"\n\n# Azure, for work\nmodel_reasoning_effort = "high"\n[model_providers.azure]\nname = "Azure"\n'
+
+  it('Disconnect keeps the comment above the next table: only the line Burnrate wrote goes', () => {
+    put('.codex/config.toml', ORIGINAL)
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    writeFileSync(join(home, '.codex/config.toml'), edit(read('.codex/config.toml')))
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(WANTED)
+  })
+
+  it('and so does a re-point (its new backup) and the Disconnect after it', () => {
+    put('.codex/config.toml', ORIGINAL)
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    writeFileSync(join(home, '.codex/config.toml'), edit(read('.codex/config.toml')))
+    expect(conn.repointAll(URL_B)[0].error).toBeUndefined()
+    expect(read('.codex/config.toml')).toContain('# Azure, for work')
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(WANTED)
+  })
+})
+
 describe('a JSON settings file with a key twice', () => {
   it('is refused, naming the key and its line: the agent reads the last, the edit would have gone into the first', () => {
     const text = '{\n  "env": {"A": "1"},\n  "model": "opus",\n  "env": {"B": "2"}\n}\n'

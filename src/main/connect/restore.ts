@@ -83,20 +83,31 @@ export function undoKeys(
   let text = doc.text()
   // Better still: the user's edits (the diff from what Burnrate wrote to what is there now)
   // replayed onto the backup keep even the layout Burnrate's edit changed, when they apply
-  // cleanly and mean exactly what the key-by-key undo means.
+  // cleanly and mean exactly what the key-by-key undo means. Else Burnrate's own edit (the diff
+  // from the backup to what it wrote) taken out of the file as it is now: a line the user added
+  // right under Burnrate's has no place in the backup to go, and the key-by-key undo of a TOML
+  // key takes the comment above it too (a table's, where Burnrate's key went before the table).
   const written = rec.written_copy ? state.readBackup(rec.written_copy) : null
-  // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
-  for (const context of [3, 1, 0]) {
-    if (backup === null || written === null) break
-    const merged = applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))
-    if (merged === false) continue
+  const means = (merged: string | false): merged is string => {
+    if (merged === false) return false
     try {
-      if (!isDeepStrictEqual(openDoc(ctx, f, merged).value(), doc.value())) continue
+      return isDeepStrictEqual(openDoc(ctx, f, merged).value(), doc.value())
     } catch {
-      continue
+      return false
     }
-    text = merged
-    break
+  }
+  if (backup !== null && written !== null) {
+    // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
+    const tries = [
+      ...[3, 1, 0].map((context) => () => applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))),
+      ...[3, 1, 0].map((context) => () => applyPatch(before, structuredPatch('', '', written, backup, '', '', { context }))),
+    ]
+    for (const merge of tries) {
+      const merged = merge()
+      if (!means(merged)) continue
+      text = merged
+      break
+    }
   }
   return { text, settings, notes }
 }
