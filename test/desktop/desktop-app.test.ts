@@ -583,6 +583,26 @@ describe('connecting agents from the tray, and never stranding them', () => {
     expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
   })
 
+  it('"Disconnect and quit" puts back only the agents it named: one pointed at another Burnrate (a team server) stays', async () => {
+    writeConfig()
+    claudeInstalled()
+    const d = await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    // `burnrate connect codex --url https://burnrate.example.com`, with the same data folder.
+    const { AgentConnections } = await import('../../src/main/connect/connections')
+    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: d.config.data_dir }).connect('codex', 'https://burnrate.example.com')
+    const codex = join(dir, 'home', '.codex', 'config.toml')
+    state.messageBoxes = []
+    state.messageBoxResponse = 0 // Disconnect and quit
+    app.quit()
+    await eventually(() => state.exited, 10_000)
+    expect(state.messageBoxes[0].message).toBe('Claude Code points at Burnrate')
+    expect(readFileSync(settings(), 'utf8')).toBe(ORIGINAL)
+    expect(readFileSync(codex, 'utf8')).toContain('openai_base_url = "https://burnrate.example.com/v1"')
+  })
+
   it('"Disconnect and quit" with a settings file that cannot be put back asks again instead of quitting silently', async () => {
     writeConfig()
     claudeInstalled()

@@ -117,10 +117,16 @@ export function agentControls(o: AgentControlsOptions): AgentControls {
       let choice: QuitChoice = q.choices[await askOnQuit(q)] ?? 'cancel'
       if (choice === 'disconnect') {
         const failures: { name: string; error: string }[] = []
-        for (const r of o.connections.disconnectAll()) {
-          if (!r.error) continue
-          o.log.warn(`disconnect ${r.agent}: ${r.error.message}`)
-          failures.push({ name: nameOf(r.agent), error: r.error.message })
+        // Only the agents the question named (pointing here): one pointed at another Burnrate (a
+        // team server) keeps working without this one, and was not asked about.
+        for (const { agent } of connected) {
+          try {
+            o.connections.disconnect(agent)
+          } catch (err) {
+            if (!(err instanceof ConnectError)) throw err
+            o.log.warn(`disconnect ${agent}: ${err.message}`)
+            failures.push({ name: nameOf(agent), error: err.message })
+          }
         }
         // An agent still pointing here would fail once Burnrate stops: asked again, never quit silently.
         if (failures.length > 0) {
