@@ -42,4 +42,23 @@ describe('attribution values', () => {
       db.close()
     }
   })
+
+  it('a request naming a 2,000,000-character model is recorded with the name cut to the limit, so pricing it reads 200 characters', async () => {
+    const model = 'gpt-4o-mini-' + 'x'.repeat(2_000_000)
+    const res = await request(`${t.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: 'Bearer sk-long-model-0000000001' },
+      body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+    })
+    expect(res.status).toBe(200)
+    t.server.ledger.flush()
+    const db = new Database(t.dbFile, { readonly: true })
+    try {
+      // The answer names its own model (gpt-4o-mini-2024-07-18); the request's is kept cut.
+      const row = db.prepare("SELECT requested_model FROM calls ORDER BY id DESC LIMIT 1").get() as { requested_model: string }
+      expect(row.requested_model).toBe(model.slice(0, MAX_LABEL))
+    } finally {
+      db.close()
+    }
+  })
 })

@@ -4,7 +4,7 @@ import type { SessionInference } from '../../agents/sessions'
 import { warmEstimate } from '../../metering/estimate'
 import { billingOf } from '../../plans/billing'
 import type { CallShape, RequestInfo } from '../../providers/types'
-import { extractCredentials, keyIdentity, limitLabel, type TenantMapping, tenantFor } from '../attribution'
+import { extractCredentials, keyIdentity, limitLabel, MAX_LABEL, type TenantMapping, tenantFor } from '../attribution'
 import type { CallContext } from '../gate'
 import type { Route } from '../routes'
 
@@ -29,6 +29,9 @@ export function describeCall(
   const provider = route.upstream.provider
   const info: RequestInfo = { method, path: route.path, query: route.query, headers, body: parsed }
   const shape: CallShape = provider.inspect(info)
+  // A model name is looked up in the price data (work that grows with its length) and stored:
+  // one of megabytes (an agent's bug) is cut as agent and session names are.
+  if (shape.model.length > MAX_LABEL) shape.model = limitLabel(shape.model)
   // The tokenizer takes ~0.5 s to load the first time: start now, so the estimate is ready when the stream ends.
   if (shape.mayLackUsage) warmEstimate(shape.model)
   const keys = extractCredentials(headers, route.query, provider.credentials)
