@@ -33,19 +33,15 @@ function toIngest(r: Row, withRevision = false): IngestCall {
  */
 export class Batcher {
   private readonly select: Database.Statement
-  private readonly count: Database.Statement
   private readonly selectRevised: Database.Statement
-  private readonly countRevised: Database.Statement
   private readonly maxRevision: Database.Statement
 
   constructor(db: Database.Database) {
     const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision`
     this.select = db.prepare(`SELECT ${cols} FROM calls WHERE id > ? AND origin_id IS NULL ORDER BY id LIMIT ?`)
-    this.count = db.prepare('SELECT count(*) FROM calls WHERE id > ? AND origin_id IS NULL').pluck()
-    // Revised after the cursor (revision, id), among the calls already sent (id <= sent).
+    // Revised after the cursor (revision, id), among the calls already sent (id <= sent): ./backlog.ts counts them alike.
     const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id)) AND id <= @sent AND origin_id IS NULL'
     this.selectRevised = db.prepare(`SELECT ${cols} FROM calls WHERE ${revised} ORDER BY revision, id LIMIT @size`)
-    this.countRevised = db.prepare(`SELECT count(*) FROM calls WHERE ${revised}`).pluck()
     this.maxRevision = db.prepare('SELECT COALESCE(MAX(revision), 0) FROM calls').pluck()
   }
 
@@ -59,11 +55,6 @@ export class Batcher {
     const rows = this.selectRevised.all({ rev: from.revision, id: from.id, sent, size }) as Row[]
     const last = rows.length ? { revision: rows[rows.length - 1].revision!, id: rows[rows.length - 1].id } : from
     return { calls: rows.map((r) => toIngest(r, true)), last }
-  }
-
-  /** Calls written after the cursor, and sent calls revised after the revision cursor (not yet acknowledged). */
-  backlog(after: number, from: { revision: number; id: number }): number {
-    return (this.count.get(after) as number) + (this.countRevised.get({ rev: from.revision, id: from.id, sent: after }) as number)
   }
 
   /** The newest revision in the ledger (a new team server starts after it: it is sent every call as it is now). */

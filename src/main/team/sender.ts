@@ -3,6 +3,7 @@ import type { IngestCall, TeamHealth } from '../../shared/api'
 import type { Egress } from '../http/egress'
 import type { Logger } from '../log'
 import { backoffMs } from './backoff'
+import { Backlog } from './backlog'
 import { Batcher } from './batcher'
 import { type SendOutcome, sendBatch } from './client'
 import { bareUrl } from '../storage/url'
@@ -38,6 +39,7 @@ export const IDLE_POLL_MS = 30_000
 export class TeamSender {
   private readonly cursor: TeamCursor
   private readonly batcher: Batcher
+  private readonly unacknowledged: Backlog
   private readonly endpoint: string
   readonly label: string
   private timer: NodeJS.Timeout | null = null
@@ -61,6 +63,7 @@ export class TeamSender {
     this.endpoint = `${base}/api/ingest`
     this.size = opts.batchSize
     this.batcher = new Batcher(opts.db)
+    this.unacknowledged = new Backlog(opts.db)
     this.cursor = new TeamCursor(opts.db, base, () => this.batcher.latestRevision())
   }
 
@@ -180,7 +183,7 @@ export class TeamSender {
   }
 
   private backlog(): number {
-    return this.batcher.backlog(this.cursor.lastId, this.cursor.revision) + (this.opts.pending?.() ?? 0)
+    return this.unacknowledged.count(this.cursor.lastId, this.cursor.revision) + (this.opts.pending?.() ?? 0)
   }
 
   status(): TeamHealth {
