@@ -650,6 +650,46 @@ describe('connecting agents from the tray, and never stranding them', () => {
     expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${second.url}"`)
   })
 
+  it('started on another port: an agent pointed at another Burnrate (a team server) is neither named nor moved', async () => {
+    claudeInstalled()
+    writeConfig()
+    const first = await launch()
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+    // `burnrate connect codex --url https://burnrate.example.com`, with the same data folder.
+    const { AgentConnections } = await import('../../src/main/connect/connections')
+    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: first.config.data_dir }).connect('codex', 'https://burnrate.example.com')
+    const codex = join(dir, 'home', '.codex', 'config.toml')
+    state.messageBoxResponse = 2 // quit anyway
+    await quit()
+    running = null
+
+    resetElectron(dir)
+    writeConfig({}, 0)
+    const second = await launch()
+    const notice = state.notifications.find((n) => n.options.title === 'Agents point at another port')!
+    expect(notice.options.body).toBe(`Claude Code points at ${first.url}, but Burnrate runs on ${second.url} now. Click to re-point it here.`)
+    notice.emit('click')
+    expect(readFileSync(settings(), 'utf8')).toContain(`"ANTHROPIC_BASE_URL": "${second.url}"`)
+    expect(readFileSync(codex, 'utf8')).toContain('openai_base_url = "https://burnrate.example.com/v1"')
+  })
+
+  it('started on another port with only an agent pointed at another Burnrate: no notification', async () => {
+    writeConfig()
+    const { AgentConnections } = await import('../../src/main/connect/connections')
+    const d = await launch()
+    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: d.config.data_dir }).connect('codex', 'https://burnrate.example.com')
+    state.messageBoxResponse = 2
+    await quit()
+    running = null
+
+    resetElectron(dir)
+    writeConfig({}, 0)
+    await launch()
+    expect(state.notifications.filter((n) => n.options.title === 'Agents point at another port')).toEqual([])
+  })
+
   it('cannot start (a typo in config.yaml) while an agent points here: the error offers to disconnect it', async () => {
     claudeInstalled()
     writeConfig()

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { confirmText, headlessCommand, movedNotice, quitQuestion, shouldEnableLogin } from './agents'
+import { confirmText, headlessCommand, movedAgents, movedNotice, quitQuestion, shouldEnableLogin } from './agents'
 
 describe('desktop agent logic', () => {
   it('the confirmation lists every file and setting that changes', () => {
@@ -39,6 +39,21 @@ describe('desktop agent logic', () => {
     expect(movedNotice(['Codex CLI'], ['http://127.0.0.1:8787'], 'http://127.0.0.1:8788').body).toBe(
       'Codex CLI points at http://127.0.0.1:8787, but Burnrate runs on http://127.0.0.1:8788 now. Click to re-point it here.',
     )
+  })
+
+  it('offers to move only the agents at this app\'s own address on another port, not those pointed at another Burnrate', () => {
+    const connected = [
+      { agent: 'claude-code', url: 'http://127.0.0.1:8787' },
+      { agent: 'opencode', url: 'http://localhost:9000' },
+      { agent: 'sdk', url: 'http://[::1]:8787' },
+      { agent: 'codex', url: 'https://burnrate.example.com' },
+      { agent: 'gemini-cli', url: 'http://10.0.0.5:8787' },
+      { agent: 'a', url: 'https://127.0.0.1:8787' },
+      { agent: 'b', url: 'http://127.0.0.1:8787/team' },
+      { agent: 'c', url: 'http://127.0.0.1:8788' },
+    ]
+    expect(movedAgents(connected, 'http://127.0.0.1:8788').map((c) => c.agent)).toEqual(['claude-code', 'opencode', 'sdk'])
+    expect(movedAgents([{ agent: 'codex', url: 'http://burnrate.internal:8787' }], 'http://127.0.0.1:8788')).toEqual([])
   })
 
   it('starts the headless server with the app executable as Node on the same data and port', () => {

@@ -83,6 +83,33 @@ export function notRestoredQuestion(failures: readonly { name: string; error: st
   }
 }
 
+/** 127.x.x.x, ::1 and `localhost` (and its subdomains): this machine. */
+function isLoopbackHost(hostname: string): boolean {
+  const h = hostname.replace(/^\[|\]$/g, '').toLowerCase()
+  if (h === 'localhost' || h.endsWith('.localhost') || h === '::1') return true
+  return /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)
+}
+
+/**
+ * The connected agents that point at this app's own Burnrate at an old port: their record (in this
+ * data folder) names plain http on this machine, no path, and another port than `url`'s, as the
+ * app's own address does when it had to start elsewhere. An agent pointed at another Burnrate
+ * (`burnrate connect codex --url https://team-server`) works without this one: it is not this
+ * app at another port, and moving it here would stop its calls reaching that server.
+ */
+export function movedAgents<T extends { agent: string; url: string }>(connected: readonly T[], url: string): T[] {
+  const here = new URL(url)
+  return connected.filter((c) => {
+    let u: URL
+    try {
+      u = new URL(c.url)
+    } catch {
+      return false
+    }
+    return u.protocol === 'http:' && here.protocol === 'http:' && isLoopbackHost(u.hostname) && (u.pathname === '/' || u.pathname === '') && u.port !== here.port
+  })
+}
+
 /** The notification when Burnrate had to start on another port than the one connected agents use. */
 export function movedNotice(names: readonly string[], oldUrls: readonly string[], url: string): { title: string; body: string } {
   return {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { Notification, app } from 'electron'
 import { AgentConnections, ConnectError } from '../connect/connections'
 import type { LastSeen } from '../connect/last-seen'
-import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedNotice, notRestoredQuestion, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
+import { type QuitChoice, type TrayAgent, confirmText, headlessCommand, movedAgents, movedNotice, notRestoredQuestion, quitQuestion, shouldEnableLogin } from '../desktop-logic/agents'
 import { readJsonFile, writeJsonFile } from '../desktop-logic/json-file'
 import type { SystemNetwork } from '../desktop-logic/system-proxy'
 import type { Logger } from '../log'
@@ -152,14 +152,25 @@ export function agentControls(o: AgentControlsOptions): AgentControls {
       return true
     },
     checkPorts() {
-      const elsewhere = o.connections.connected().filter((c) => c.url !== o.url)
+      // Only this app's own address at an old port: an agent pointed at another Burnrate (a team
+      // server) is not stranded by this one moving, and moving it would stop it being metered there.
+      const elsewhere = movedAgents(o.connections.connected(), o.url)
       if (elsewhere.length === 0 || !Notification.isSupported()) return
       const text = movedNotice(elsewhere.map((c) => nameOf(c.agent)), elsewhere.map((c) => c.url), o.url)
       const n = new Notification({ title: text.title, body: text.body, urgency: 'critical' })
       live.add(n)
       n.on('click', () => {
         live.delete(n)
-        for (const r of o.connections.repointAll(o.url)) if (r.error) showProblem(`${nameOf(r.agent)}: ${r.error.message}`)
+        // The agents named, as still recorded now (one connected elsewhere since is left alone).
+        const named = new Set(elsewhere.map((c) => c.agent))
+        for (const { agent } of movedAgents(o.connections.connected(), o.url).filter((c) => named.has(c.agent))) {
+          try {
+            o.connections.connect(agent, o.url)
+          } catch (err) {
+            if (!(err instanceof ConnectError)) throw err
+            showProblem(`${nameOf(agent)}: ${err.message}`)
+          }
+        }
         o.changed()
       })
       n.on('close', () => live.delete(n))
