@@ -30,6 +30,12 @@ export interface AgentConnection {
   /** A file that cannot be read or parsed, said plainly (null when all are fine). */
   error: string | null
   note: string
+  /**
+   * Connected, but its calls go around Burnrate all the same, each said plainly (e.g. Codex's
+   * config.toml choosing a model provider of its own, which openai_base_url does not move); empty
+   * when there is nothing to say, and for an agent not connected (its connect plan's `notes` say it).
+   */
+  warnings: string[]
   /** Its last call through the proxy, and the last one read from its logs (ISO, or null). */
   last_call_at: string | null
   last_import_at: string | null

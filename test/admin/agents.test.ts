@@ -128,6 +128,26 @@ describe('admin API: agent connections', () => {
     expect((await post('/api/admin/agents/codex/connect', { plan: 'x' })).json().error.param).toBe('plan')
   })
 
+  it("Codex on its active profile's model provider: connected, with a warning in the plan's notes and the agent's warnings", async () => {
+    const mine = 'profile = "work"\n\n[model_providers.azure]\nname = "Azure"\nbase_url = "https://me.openai.azure.com/openai"\n\n[profiles.work]\nmodel_provider = "azure"\n'
+    mkdirSync(join(home, '.codex'), { recursive: true })
+    writeFileSync(join(home, '.codex', 'config.toml'), mine)
+    const says = '~/.codex/config.toml chooses the model provider "azure" (profiles.work.model_provider = "azure", the profile "work" that profile = "work" makes active)'
+    const res = await post('/api/admin/agents/codex/connect', {})
+    expect(res.status).toBe(200)
+    const { plan, agent } = res.json() as { plan: ConnectPlan; agent: AgentConnection }
+    expect(plan.notes.filter((n) => n.startsWith(says))).toHaveLength(1)
+    expect(agent).toMatchObject({ connected: true, url })
+    expect(agent.warnings).toHaveLength(1)
+    expect(agent.warnings[0]).toContain(says)
+    expect(agent.warnings[0]).toContain(`base_url is ${url}/v1`)
+    const listed = ((await get('/api/admin/agents')).json() as { agents: AgentConnection[] }).agents
+    expect(listed.find((a) => a.agent === 'codex')!.warnings).toEqual(agent.warnings)
+    expect(listed.find((a) => a.agent === 'claude-code')!.warnings).toEqual([])
+    expect((await post('/api/admin/agents/codex/disconnect', {})).status).toBe(200)
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(mine)
+  })
+
   it('a malformed record of the connections is a 409 naming it on the list too, as on a plan', async () => {
     const state = join(dir, 'data', 'agent-connections.json')
     let saved: string | null = null

@@ -105,6 +105,22 @@ describe('burnrate connect / disconnect', () => {
     expect(out).toContain('note: https_proxy is set for Gemini CLI (~/.gemini/.env) and NO_PROXY there does not list 127.0.0.1')
   })
 
+  it("Codex on a model provider of its own (model_provider = \"azure\"): connected all the same, and the connect and the list say its calls go around Burnrate", async () => {
+    const mine = `model_provider = "azure"\n${CODEX}`
+    writeFileSync(join(home, '.codex', 'config.toml'), mine)
+    const says = 'chooses the model provider "azure" (model_provider = "azure"): openai_base_url, which Burnrate sets, applies only to Codex\'s built-in OpenAI provider'
+    expect(await cli('connect', 'codex')).toBe(0)
+    expect(out).toContain(`note: ~/.codex/config.toml ${says}`)
+    expect(out).toContain('codex: connected to http://127.0.0.1:8791')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toContain('openai_base_url = "http://127.0.0.1:8791/v1"')
+    expect(await cli('connect')).toBe(0)
+    expect(out).toMatch(/^codex\s+connected to http:\/\/127\.0\.0\.1:8791$/m)
+    expect(out).toMatch(new RegExp(`^\\s+warning: ~/\\.codex/config\\.toml chooses the model provider "azure"`, 'm'))
+    expect(out).not.toMatch(/^claude-code.*\n\s+warning/m)
+    expect(await cli('disconnect', 'codex')).toBe(0)
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(mine)
+  })
+
   it('exits 1 with the reason for a read-only file, 2 for an unknown agent or no agent', async () => {
     chmodSync(join(home, '.codex', 'config.toml'), 0o444)
     expect(await cli('connect', 'codex')).toBe(1)

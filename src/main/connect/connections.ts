@@ -58,6 +58,7 @@ export class AgentConnections {
     return this.connectors.map((c) => {
       const record = records[c.id] ?? null
       const settings: AgentConnection['settings'] = []
+      const warnings: string[] = []
       let error: string | null = null
       let changed = false
       for (const f of c.files(this.ctx, record?.url ?? 'http://127.0.0.1:8787')) {
@@ -78,6 +79,9 @@ export class AgentConnections {
           // Burnrate's, and where it does not point at Burnrate, the agent's calls go around it.
           if (doc && record && !fileRecord && !isDeepStrictEqual(value, s.value)) changed = true
         }
+        // Connected, yet its calls go around Burnrate (Codex on a model provider of its own).
+        const bypass = doc && record ? c.bypassNote?.(this.ctx, f, doc, record.url) : null
+        if (bypass) warnings.push(bypass)
       }
       return {
         agent: c.id,
@@ -90,6 +94,7 @@ export class AgentConnections {
         settings,
         error,
         note: c.note,
+        warnings,
       }
     })
   }
@@ -233,6 +238,8 @@ export class AgentConnections {
       if (note) notes.push(note)
       const shadowed = shellWinsNote(this.ctx, c, f, url)
       if (shadowed) notes.push(shadowed)
+      const bypass = c.bypassNote?.(this.ctx, f, doc, url)
+      if (bypass) notes.push(bypass)
       const after = doc.text()
       rec.written_sha256 = sha256(after)
       return { file: f, before, after: before === null && settings.length === 0 ? null : after, record: rec, settings, rebased }

@@ -1,4 +1,4 @@
-import type { FileFormat, KeyPath } from './formats/types'
+import type { ConfigDoc, FileFormat, KeyPath } from './formats/types'
 
 /** Where the agents' config lives: the user's home, environment and platform (a temporary home in tests). */
 export interface ConnectContext {
@@ -43,6 +43,12 @@ export interface AgentConnector {
    * its current file (every file the agent may read has the same one).
    */
   formatOf?(path: string): FileFormat
+  /**
+   * Why its calls would not go through Burnrate although `f` holds what Burnrate wrote (Codex's
+   * config choosing a model provider the key does not move), or null: said in the plan's notes
+   * and, once connected, in the agent's `warnings`.
+   */
+  bypassNote?(ctx: ConnectContext, f: AgentFile, doc: ConfigDoc, url: string): string | null
   /** Why it cannot be connected on this platform, or null. */
   unsupported?(ctx: ConnectContext): string | null
 }

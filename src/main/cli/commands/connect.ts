@@ -84,6 +84,7 @@ export async function runConnect(agent: string | undefined, o: ConnectOptions, c
     for (const a of connections.list()) {
       const state = a.connected ? `connected to ${a.url}${a.changed_since ? ' (changed by hand since)' : ''}` : a.installed ? 'installed, not connected' : 'not found'
       ctx.stdout.write(`${a.agent.padEnd(12)} ${state}${a.error ? ` — ${a.error}` : ''}\n`)
+      for (const w of a.warnings) ctx.stdout.write(`${''.padEnd(12)} warning: ${w}\n`)
     }
     let to: string | null = null
     try {

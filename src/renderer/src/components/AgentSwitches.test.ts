@@ -21,6 +21,7 @@ function agent(over: Partial<AgentConnection> = {}): AgentConnection {
     settings: [{ file: '~/.claude/settings.json', key: 'env.ANTHROPIC_BASE_URL', value: null }],
     error: null,
     note: '',
+    warnings: [],
     last_call_at: null,
     last_import_at: null,
     ...over,
@@ -89,6 +90,14 @@ describe('AgentSwitches', () => {
     expect(w.find('[data-testid="agent-plan"]').exists()).toBe(false)
     expect(w.get('[data-testid="agent-claude-code"]').text()).toContain('connected')
     expect(w.get('[data-testid="agent-claude-code"]').text()).toContain('Disconnect')
+  })
+
+  it('says plainly when a connected agent\'s calls go around Burnrate (its warnings)', async () => {
+    const warning = '~/.codex/config.toml chooses the model provider "azure" (model_provider = "azure"): …'
+    const { w } = await ready({
+      'GET /api/admin/agents': () => ({ body: { url: URL, agents: [agent({ agent: 'codex', name: 'Codex CLI', connected: true, url: URL, warnings: [warning] })] } }),
+    })
+    expect(w.get('[data-testid="agent-codex"] [data-testid="agent-warning"]').text()).toBe(warning)
   })
 
   it("shows the server's reason when a file cannot be changed", async () => {
