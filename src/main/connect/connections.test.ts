@@ -5,9 +5,26 @@ import { parse as parseToml } from '@decimalturn/toml-patch'
 import * as jsonc from 'jsonc-parser'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { CONNECTORS } from './registry'
-import { AgentConnections, ConnectError } from './connections'
+import { AgentConnections, ConnectError, normaliseUrl } from './connections'
+import type { ConnectPlan } from '../../shared/connect'
 import type { AgentConnector } from './types'
 import { BLOCK_BEGIN } from './formats/shell-block'
+
+/** Re-points every connected agent that points elsewhere at `url` (what a port change's move did to all of them). */
+function repointAll(conn: AgentConnections, url: string): { agent: string; plan?: ConnectPlan; error?: ConnectError }[] {
+  const u = normaliseUrl(url)
+  return conn
+    .connected()
+    .filter((r) => r.url !== u)
+    .map(({ agent }) => {
+      try {
+        return { agent, plan: conn.connect(agent, u) }
+      } catch (err) {
+        if (err instanceof ConnectError) return { agent, error: err }
+        throw err
+      }
+    })
+}
 
 const URL_A = 'http://127.0.0.1:8787'
 const URL_B = 'http://127.0.0.1:8799'
@@ -221,7 +238,7 @@ describe.each(CASES)('$agent', (c) => {
     writeFileSync(join(home, c.file), c.userEdit(read(c.file)))
     // Burnrate restarted on another port and the notification was clicked: the text written now
     // holds the user's edit, so the backup from before Burnrate is no longer the file without it.
-    expect(conn.repointAll(URL_B)[0].error).toBeUndefined()
+    expect(repointAll(conn, URL_B)[0].error).toBeUndefined()
     expect(conn.list().find((s) => s.agent === c.agent)!.settings.every((s) => s.value?.startsWith(URL_B))).toBe(true)
     expect(read(c.file)).toContain(c.keptEdit)
     conn.disconnect(c.agent)
@@ -255,7 +272,7 @@ describe.each(CASES)('$agent', (c) => {
     put(c.file, c.original)
     const conn = connections()
     conn.connect(c.agent, URL_A)
-    const moved = conn.repointAll(URL_B)
+    const moved = repointAll(conn, URL_B)
     expect(moved.map((m) => m.agent)).toEqual([c.agent])
     c.check(read(c.file), URL_B)
     expect(conn.connected()).toEqual([{ agent: c.agent, url: URL_B }])
@@ -351,7 +368,7 @@ describe("a Codex root key added right under Burnrate's line (by hand, or Codex 
     const conn = connections()
     conn.connect('codex', URL_A)
     writeFileSync(join(home, '.codex/config.toml'), edit(read('.codex/config.toml')))
-    expect(conn.repointAll(URL_B)[0].error).toBeUndefined()
+    expect(repointAll(conn, URL_B)[0].error).toBeUndefined()
     expect(read('.codex/config.toml')).toContain('# Azure, for work')
     conn.disconnect('codex')
     expect(read('.codex/config.toml')).toBe(WANTED)
@@ -462,7 +479,7 @@ describe('agent connections', () => {
     const conn = connections()
     conn.connect('claude-code', URL_A)
     writeFileSync(join(home, '.claude/settings.json'), read('.claude/settings.json').replace(`"ANTHROPIC_BASE_URL": "${URL_A}"`, '"ANTHROPIC_BASE_URL": "https://gateway.corp"'))
-    const [moved] = conn.repointAll(URL_B)
+    const [moved] = repointAll(conn, URL_B)
     expect(moved.plan!.notes.join(' ')).toMatch(/env\.ANTHROPIC_BASE_URL was changed since Burnrate set it \(now https:\/\/gateway\.corp\); left as it is/)
     let env = jsonc.parse(read('.claude/settings.json')).env
     expect(env.ANTHROPIC_BASE_URL).toBe('https://gateway.corp')
@@ -538,7 +555,7 @@ describe('agent connections', () => {
     expect(jsonc.parse(read('.claude/settings.json')).env).toEqual({ ANTHROPIC_BASE_URL: URL_A })
     // This release: the port changed, so the agent is re-pointed, and the new setting is written and recorded.
     const conn = connections()
-    expect(conn.repointAll(URL_B).map((r) => r.agent)).toEqual(['claude-code'])
+    expect(repointAll(conn, URL_B).map((r) => r.agent)).toEqual(['claude-code'])
     expect(jsonc.parse(read('.claude/settings.json')).env).toEqual({ ANTHROPIC_BASE_URL: URL_B, ANTHROPIC_VERTEX_BASE_URL: `${URL_B}/vertex/v1` })
     // Edited by the user meanwhile, so the key-by-key undo runs: both keys go, and the env object Burnrate created.
     writeFileSync(original, read('.claude/settings.json').replace('"opus"', '"haiku"'))

@@ -172,21 +172,6 @@ export class AgentConnections {
     })
   }
 
-  /** Re-points every connected agent that points elsewhere at `url` (the port changed). */
-  repointAll(url: string): { agent: string; plan?: ConnectPlan; error?: ConnectError }[] {
-    const u = normaliseUrl(url)
-    return this.connected()
-      .filter((r) => r.url !== u)
-      .map(({ agent }) => {
-        try {
-          return { agent, plan: this.connect(agent, u) }
-        } catch (err) {
-          if (err instanceof ConnectError) return { agent, error: err }
-          throw err
-        }
-      })
-  }
-
   private workConnect(c: AgentConnector, url: string): Work {
     const why = c.unsupported?.(this.ctx)
     if (why) throw new ConnectError('unsupported', `${c.name} cannot be connected here: ${why}`)
