@@ -1,6 +1,7 @@
 import { ConfigError } from '../config/load'
 import { emptyUsage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
+import type { CallContext } from '../proxy/gate'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
@@ -9,7 +10,7 @@ import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
-import { CallHistory, continuesStored, expectedUsd, isBackground } from './expected'
+import { CallHistory, continuesStored, expectedUsd, isBackground, leavesTier } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
 import type { SharedCallFeed } from './feed/listen'
@@ -69,12 +70,16 @@ async function seedAnswered(ctx: ServerContext, history: CallHistory): Promise<v
 }
 
 function costModel(pricer: Pricer, history: CallHistory): CostModel {
+  // A call leaving its tier to a project whose default is Fast mode is reserved as one asking for
+  // it: the answer names that tier, and the call is recorded at the model's fast price.
+  const tiered = (ctx: CallContext): CallContext => (history.servedFast(ctx) ? { ...ctx, shape: { ...ctx.shape, fast: true } } : ctx)
   return {
-    worstCase: (ctx) => worstCaseUsd(pricer, ctx, history.answeredAs),
+    worstCase: (ctx) => worstCaseUsd(pricer, tiered(ctx), history.answeredAs),
     answeredAs: history.answeredAs,
-    expected: (ctx) => expectedUsd(pricer, history, ctx),
+    expected: (ctx) => expectedUsd(pricer, history, tiered(ctx)),
     learn: (ctx, call) => {
       if (!ctx.shape.model) return
+      if (!ctx.shape.fast && leavesTier(ctx.body)) history.noteTier(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash, call.usage_extra?.includes('"fast":true') === true)
       // What the prompt cost as billed (cache reads and writes at their own rates), per body byte.
       let perByte: number | null = null
       if (ctx.bodyBytes > 0 && call.priced && !continuesStored(ctx.body)) {

@@ -5,7 +5,7 @@ import type { SpendPeriod } from './meter'
 
 /** What a call used, as the cost model learns it: a recorded call's, or a background response's real usage taken by its creating call. */
 export type LearntUsage = Pick<
-  CallRecord, 'ts' | 'model' | 'priced' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens'
+  CallRecord, 'ts' | 'model' | 'priced' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens' | 'usage_extra'
 >
 
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'
