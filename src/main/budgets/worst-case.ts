@@ -1,5 +1,7 @@
 import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
+import { OPENAI_TIER_PRICING_IDS } from '../pricing/priority-prices'
+import { askedImages } from '../providers/openai-image-tool'
 import type { CallContext } from '../proxy/gate'
 
 /**
@@ -98,7 +100,8 @@ export type AnsweredAs = (provider: string, model: string) => string | undefined
  * at a Perplexity search context size's request fee, Pro Search's when it asks for it, with the
  * web search an OpenAI Chat Completions search model makes for every answer, one Google Search
  * query or grounded prompt of a Gemini request with that tool when `pricing.google_search_grounding`
- * is `paid` (`CallShape`). Other per-use tool fees (a Responses call's searches, a Gemini 3 call's
+ * is `paid` (`CallShape`), one image of an OpenAI Responses request's image_generation tool at its
+ * quality and size (`askedImages`). Other per-use tool fees (a Responses call's searches, a Gemini 3 call's
  * queries beyond the first) are not reserved: how many a call makes is not known before its answer.
  */
 export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
@@ -115,6 +118,11 @@ export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, ans
   if (ctx.shape.googleSearch && pricer.searchGrounding === 'paid') {
     usage.google_search_queries = 1
     usage.google_search_grounded = true
+  }
+  // A Responses request with the image_generation tool (OpenAI, Azure OpenAI): one image it may make.
+  if (ctx.shape.endpoint === 'responses' && OPENAI_TIER_PRICING_IDS.has(ctx.provider.pricingId) && Array.isArray(ctx.body?.tools)) {
+    const images = askedImages(ctx.body.tools)
+    if (images) usage.tool_images = images
   }
   const at = new Date(ctx.ts)
   let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)

@@ -113,6 +113,23 @@ export class ImageToolCalls {
   }
 }
 
+/**
+ * What a Responses request's image_generation tool (`tools`) may be billed, for a budget's
+ * reservation (`Usage.tool_images`): one image at the tool's model, quality and size (the most the
+ * table allows for what it leaves to `auto`, as an answer naming neither is recorded), and the
+ * partial images it asks a stream for; null without the tool. More images in one response are not
+ * reserved: how many the model makes is known only from its answer.
+ */
+export function askedImages(tools: unknown): Record<string, number> | null {
+  if (!Array.isArray(tools)) return null
+  const tool = tools.find((t) => isObject(t) && t.type === 'image_generation')
+  if (!isObject(tool)) return null
+  const named = tool.model
+  const model = typeof named === 'string' && MODEL_NAME.test(named) ? named : DEFAULT_IMAGE_MODEL
+  const partials = typeof tool.partial_images === 'number' && tool.partial_images > 0 ? Math.min(3, Math.ceil(tool.partial_images)) : 0
+  return { [model]: imageTokens(model, known(tool.quality), known(tool.size)).tokens + partials * PARTIAL_IMAGE_TOKENS }
+}
+
 /** A setting that names a value, not `auto` (nor nothing). */
 function known(v: unknown): string | undefined {
   return typeof v === 'string' && v !== 'auto' ? v : undefined
