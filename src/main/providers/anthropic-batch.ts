@@ -2,6 +2,7 @@ import { isObject } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
 import { BatchResultsMeter } from './batch-results'
 import type { CallShape } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /** `/v1/messages/batches`, `/v1/messages/batches/{id}`, `…/{id}/cancel`, `…/{id}/results`. */
 const BATCHES = /^\/v1\/messages\/batches(?:\/([^/]+)(?:\/(cancel|results))?)?$/
@@ -108,6 +109,6 @@ export class AnthropicBatchMeter extends BatchResultsMeter {
 
 /** The batch id of a results path (`/v1/messages/batches/{id}/results`), or ''. */
 export function batchIdOf(path: string): string {
-  const m = BATCHES.exec(path.replace(/\/+$/, ''))
+  const m = BATCHES.exec(withoutTrailingSlashes(path))
   return m?.[1] ?? ''
 }

@@ -1,6 +1,7 @@
 import { isObject } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
 import type { CallShape, Provider, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 export interface AnthropicCompatibleOptions {
   /** The provider it belongs to (its route and ledger name): mounted at `/<name>/anthropic`. */
@@ -37,7 +38,7 @@ export function anthropicCompatible(o: AnthropicCompatibleOptions): Provider {
 }
 
 function inspectMessages(req: RequestInfo): CallShape {
-  const p = req.path.replace(/\/+$/, '')
+  const p = withoutTrailingSlashes(req.path)
   const body = isObject(req.body) ? req.body : undefined
   const isMessages = req.method === 'POST' && p === '/v1/messages'
   return {

@@ -5,6 +5,7 @@ import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import { openaiUsage } from './openai-usage'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /** Raw Anthropic usage counters; `input_tokens` here excludes cache reads and writes. */
 interface RawUsage {
@@ -92,7 +93,7 @@ export function anthropicUsage(u: unknown): Usage | null {
 }
 
 export function inspectAnthropic(req: RequestInfo): CallShape {
-  const p = req.path.replace(/\/+$/, '')
+  const p = withoutTrailingSlashes(req.path)
   const body = isObject(req.body) ? req.body : undefined
   // Anthropic's OpenAI SDK compatibility: `<base>/v1/chat/completions`, billed as Messages are.
   if (req.method === 'POST' && p === '/v1/chat/completions') return inspectOpenAI({ ...req, path: '/chat/completions' })

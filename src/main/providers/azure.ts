@@ -3,6 +3,7 @@ import { OpenAIBatchMeter } from './openai-batch'
 import { fileIdOf, openaiEndpointOf, openaiEndpointShape, requestTier, withFastTier } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * Azure OpenAI. There is no default base URL: each resource has its own
@@ -30,7 +31,7 @@ export function inspectAzure(req: RequestInfo, deployments: Record<string, strin
 
 /** The deployment a path names ('' for the v1 API and the resource's own paths) and the path below it, as OpenAI's API spells it. */
 function azurePath(raw: string): { deployment: string; rest: string } {
-  const path = raw.replace(/\/+$/, '')
+  const path = withoutTrailingSlashes(raw)
   const d = DEPLOYMENT.exec(path)
   if (d) return { deployment: safeDecode(d[1]), rest: d[2] ?? '/' }
   if (path.startsWith('/openai/v1/')) return { deployment: '', rest: path.slice('/openai/v1'.length) }

@@ -1,4 +1,5 @@
 import type { CallShape, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * Where a Bedrock call goes and what it is, from its path alone: `/{region}/…` sends it to that
@@ -50,7 +51,7 @@ function modelOf(id: string, profiles: Record<string, string>): { model: string;
 }
 
 export function inspectBedrock(req: RequestInfo, profiles: Record<string, string> = {}): CallShape {
-  const m = MODEL_CALL.exec(req.path.replace(/\/+$/, ''))
+  const m = MODEL_CALL.exec(withoutTrailingSlashes(req.path))
   if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
   const op = m[2]
   const { model } = modelOf(m[1], profiles)
@@ -65,6 +66,6 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
 
 /** Whether a call's path names its model (false for an application inference profile `profiles` does not map). */
 export function pathNamesModel(path: string, profiles: Record<string, string>): boolean {
-  const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
+  const m = MODEL_CALL.exec(withoutTrailingSlashes(path))
   return !m || modelOf(m[1], profiles).named
 }

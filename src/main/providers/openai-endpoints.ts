@@ -1,5 +1,6 @@
 import { isObject } from '../metering/usage'
 import type { CallShape, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * What a request to OpenAI's API is, by method, path and body: its endpoint (`chat.completions`,
@@ -9,7 +10,7 @@ import type { CallShape, RequestInfo } from './types'
  */
 
 function openaiEndpoint(path: string): string {
-  const p = path.endsWith('/') ? path.replace(/\/+$/, '') : path
+  const p = withoutTrailingSlashes(path)
   if (p === '/chat/completions') return 'chat.completions'
   if (p === '/responses') return 'responses'
   if (p === '/completions') return 'completions'

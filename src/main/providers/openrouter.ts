@@ -3,6 +3,7 @@ import { AnthropicMeter, inspectAnthropic } from './anthropic'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Meter, MeterResult, Provider } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * OpenRouter: https://openrouter.ai/docs. Every response's usage carries `cost`, the credits
@@ -30,7 +31,7 @@ const compatible = openaiCompatible({
 export const openrouter: Provider = {
   ...compatible,
   inspect: (req) =>
-    req.method === 'POST' && req.path.replace(/\/+$/, '') === '/messages' ? inspectAnthropic({ ...req, path: '/v1/messages' }) : compatible.inspect(req),
+    req.method === 'POST' && withoutTrailingSlashes(req.path) === '/messages' ? inspectAnthropic({ ...req, path: '/v1/messages' }) : compatible.inspect(req),
   meter: (shape, req) => (shape.endpoint === 'messages' ? new MessagesMeter(shape.model) : compatible.meter(shape, req)),
 }
 

@@ -2,6 +2,7 @@ import { isObject } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
 import { GeminiMeter, inspectGemini } from './gemini'
 import type { CallShape, Meter, Provider, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * Google Cloud's Vertex AI, for Claude (`publishers/anthropic`, as Claude Code with
@@ -42,7 +43,7 @@ let last: { path: string; call: ModelCall | null } = { path: '', call: null }
 
 function modelCall(path: string): ModelCall | null {
   if (path === last.path) return last.call
-  const m = MODEL_CALL.exec(path.replace(/\/+$/, ''))
+  const m = MODEL_CALL.exec(withoutTrailingSlashes(path))
   const call = m ? { location: m[1], publisher: m[2], model: safeDecode(m[3]), method: m[4] } : null
   last = { path, call }
   return call
