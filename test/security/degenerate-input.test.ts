@@ -13,11 +13,12 @@ import { type TestServer, startTestServer } from '../support/server'
  * over such a text are recorded, and none may be of either shape.
  */
 
+const ADMIN_TOKEN = 'admin-token-degenerate-0123456789'
 let upstream: MockUpstream
 let t: TestServer
 beforeAll(async () => {
   upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-  t = await startTestServer({}, upstream.url)
+  t = await startTestServer({ admin: { enabled: true, token: ADMIN_TOKEN } }, upstream.url)
 })
 afterAll(async () => {
   await t.cleanup()
@@ -40,6 +41,8 @@ async function regexesOver(run: string, fn: () => Promise<unknown>): Promise<str
   return [...seen]
 }
 
+/** A lazy quantifier whose every step retries what follows it to the end of the text. */
+const lazyToEnd = (re: string): boolean => /\.[+*]\?/.test(re) && /\$\/\w*$/.test(re)
 /** Tried from every position, each try running to the end of the text. */
 const fromEachPositionToEnd = (re: string): boolean => !re.startsWith('/^') && /\$\/\w*$/.test(re)
 
@@ -65,4 +68,27 @@ describe('a path of thousands of slashes', () => {
       expect(ran.filter(fromEachPositionToEnd)).toEqual([])
     })
   }
+})
+
+describe('an Authorization header padded with thousands of spaces', () => {
+  const SPACES = ' '.repeat(12_000)
+  const padded = `Bearer sk-padded${SPACES}x`
+
+  it('a proxied call reads its key without a lazy regular expression over it', async () => {
+    const ran = await regexesOver(SPACES, async () => {
+      const res = await request(`${t.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: padded }, body: BODY })
+      expect(res.status).toBe(200)
+    })
+    expect(ran.filter(lazyToEnd)).toEqual([])
+  })
+
+  it('the admin API reads the token presented without one either (and refuses it)', async () => {
+    const ran = await regexesOver(SPACES, async () => {
+      const res = await request(`${t.url}/api/admin/providers`, { headers: { authorization: padded } })
+      expect(res.status).toBe(401)
+    })
+    expect(ran.filter(lazyToEnd)).toEqual([])
+    const ok = await request(`${t.url}/api/admin/providers`, { headers: { authorization: `  bearer \t${ADMIN_TOKEN}  ` } })
+    expect(ok.status).toBe(200)
+  })
 })

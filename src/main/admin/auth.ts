@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { RequestHandler } from 'express'
 import { errorBody } from '../http/errors'
+import { bearerCredential } from '../security/secrets'
 
 function digest(s: string): Buffer {
   return createHash('sha256').update(s, 'utf8').digest()
@@ -9,8 +10,7 @@ function digest(s: string): Buffer {
 
 function presented(req: IncomingMessage): string | null {
   const header = req.headers.authorization
-  const m = typeof header === 'string' ? /^\s*Bearer\s+(\S.*?)\s*$/i.exec(header) : null
-  return m ? m[1] : null
+  return typeof header === 'string' ? bearerCredential(header) : null
 }
 
 /**

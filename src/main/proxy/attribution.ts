@@ -4,6 +4,7 @@ import { matches } from '../budgets/pattern'
 import type { CredentialSource } from '../providers/types'
 import { keyHint } from '../../shared/key-hint'
 import { labelHeader } from '../agents/types'
+import { bearerCredential } from '../security/secrets'
 
 /** Every place a request can carry an API key, in the order used when the provider names none. */
 const ALL_SOURCES: readonly CredentialSource[] = ['authorization', 'x-api-key', 'x-goog-api-key', 'api-key', 'query-key']
@@ -16,10 +17,7 @@ function read(source: CredentialSource, headers: IncomingHttpHeaders, query: str
   }
   if (source === 'authorization') {
     const auth = headers.authorization
-    if (typeof auth === 'string') {
-      const m = /^\s*bearer\s+(.+?)\s*$/i.exec(auth)
-      if (m) add(m[1])
-    }
+    if (typeof auth === 'string') add(bearerCredential(auth) ?? '')
   } else if (source === 'query-key') {
     if (query && query.includes('key=')) for (const k of new URLSearchParams(query).getAll('key')) add(k)
   } else {

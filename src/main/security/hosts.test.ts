@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { HostPolicy, isLoopbackHost, splitHostPort } from './hosts'
-import { bearerToken, cookieValue, safeEqual } from './secrets'
+import { bearerCredential, bearerToken, cookieValue, safeEqual } from './secrets'
 
 describe('host policy', () => {
   const loop = new HostPolicy({ configuredHost: '127.0.0.1', allowedHosts: [], allowedOrigins: [] })
@@ -78,5 +78,15 @@ describe('secrets', () => {
     expect(bearerToken(undefined)).toBeNull()
     expect(cookieValue('a=1; burnrate_dashboard=xyz; b=2', 'burnrate_dashboard')).toBe('xyz')
     expect(cookieValue('a=1', 'burnrate_dashboard')).toBeNull()
+  })
+
+  it('reads a bearer credential as clients send it, whitespace and case as they come', () => {
+    expect(bearerCredential('Bearer sk-1')).toBe('sk-1')
+    expect(bearerCredential(' \tBEARER\t sk 1 \u00a0')).toBe('sk 1')
+    expect(bearerCredential('bearer\u00a0sk-1')).toBe('sk-1')
+    expect(bearerCredential('Bearersk-1')).toBeNull()
+    expect(bearerCredential('Bearer    ')).toBeNull()
+    expect(bearerCredential('Basic sk-1')).toBeNull()
+    expect(bearerCredential(`Bearer a${' '.repeat(20_000)}b`)).toBe(`a${' '.repeat(20_000)}b`)
   })
 })
