@@ -61,4 +61,34 @@ describe('attribution values', () => {
       db.close()
     }
   })
+
+  it("an answer naming a 2,000,000-character model (an OpenAI-compatible server echoing the request's) is priced and recorded with the name cut to the limit", async () => {
+    const model = 'gpt-4o-mini-' + 'y'.repeat(2_000_000)
+    const answer = JSON.parse(fixture('openai-chat/chat-nonstream-cached.json').toString('utf8'))
+    upstream.setResponder((req) => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...answer, model: JSON.parse(req.body.toString('utf8')).model }),
+    }))
+    try {
+      const res = await request(`${t.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: 'Bearer sk-long-model-0000000002' },
+        body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+      })
+      expect(res.status).toBe(200)
+      expect(res.json().model).toBe(model) // the client gets the answer as it came
+    } finally {
+      upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+    }
+    t.server.ledger.flush()
+    const db = new Database(t.dbFile, { readonly: true })
+    try {
+      const row = db.prepare('SELECT model, requested_model FROM calls ORDER BY id DESC LIMIT 1').get() as { model: string; requested_model: string | null }
+      expect(row.model).toBe(model.slice(0, MAX_LABEL))
+      expect(row.requested_model).toBeNull() // the same name as the request's, cut alike
+    } finally {
+      db.close()
+    }
+  })
 })

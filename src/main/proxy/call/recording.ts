@@ -10,6 +10,7 @@ import type { MeterReading } from '../../plans/types'
 import type { BatchResult } from '../../providers/types'
 import type { Pricer } from '../../pricing/price'
 import { uploadUsage } from './audio-usage'
+import { limitLabel } from '../attribution'
 import { deadlines } from './deadlines'
 import type { CallState } from './state'
 
@@ -93,7 +94,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         }
         if (r.error && !s.error) s.error = r.error
         usage = r.usage
-        if (r.model) model = r.model
+        // The answer's name for the model is priced (a lookup whose work grows with its length) and
+        // stored: one of megabytes (a server echoing a request's) is cut as the request's is.
+        if (r.model) model = limitLabel(r.model)
         if (r.responseId) responseId = r.responseId
         if (r.planReading && opts.observeReading) opts.observeReading(s, r.planReading)
         if (r.batchResults && r.batchResults.length > 0 && opts.recordBatch) opts.recordBatch(s, r.batchResults)
