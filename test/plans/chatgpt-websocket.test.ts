@@ -23,10 +23,12 @@ let eventUsed = 35
 let eventReset = reset
 /** Refuse every response.create as the ChatGPT backend does a plan out of its allowance. */
 let limitReached = false
+/** Whether the upgrade answer carries the x-codex headers. */
+let upgradeMeter = true
 
 beforeAll(async () => {
   up = await startWsUpstream({
-    headers: () => [`x-codex-primary-used-percent: ${upgradeUsed}`, 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${upgradeReset}`],
+    headers: () => (!upgradeMeter ? [] : [`x-codex-primary-used-percent: ${upgradeUsed}`, 'x-codex-primary-window-minutes: 300', `x-codex-primary-reset-at: ${upgradeReset}`]),
     onConnection: (ws, req) => {
       upgradePath = req.url ?? ''
       ws.on('message', (data) => {
@@ -125,6 +127,23 @@ describe('Codex with ChatGPT over WebSocket', () => {
       off()
       limitReached = false
       upgradeUsed = 20
+    }
+  })
+
+  it("a refusal on a socket whose window was never read before takes its reset from the refusal's own resets_at", async () => {
+    // No reading of the window yet (a socket whose upgrade answer carried no meter, or the first
+    // call after a restart): the error frame's headers give the used percent, its body the reset.
+    upgradeMeter = false
+    limitReached = true
+    try {
+      await oneCall('/chatgpt/codex/responses', 'eyJ.chatgpt.ws-token-kkkk', 'acct_ws_fresh_refusal', 1)
+      const window = async () =>
+        (await request(`${t.url}/api/dashboard/plans`)).json().accounts.find((a: any) => a.account_hint === 'eyJ…kkkk')?.windows[0]
+      await eventually(async () => (await window())?.utilization === 1, 10_000)
+      expect(await window()).toMatchObject({ name: '5h', utilization: 1, status: 'rejected', resets_at: new Date(reset * 1000).toISOString() })
+    } finally {
+      upgradeMeter = true
+      limitReached = false
     }
   })
 

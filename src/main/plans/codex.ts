@@ -96,6 +96,8 @@ export function codexEventHeaders(text: string): IncomingHttpHeaders | null {
  * inside the error frame, as codex-rs responses_websocket.rs reads them:
  * `{type: 'error', status, error: {type: 'usage_limit_reached', …}, headers: {'x-codex-primary-used-percent': '100.0', …}}`
  * (values strings, numbers or booleans). Those headers, as an HTTP answer's would be; null without any.
+ * They name no reset: the error's `resets_at` (or `resets_in_seconds`) is the reset of the one
+ * window they name full (with two full, it is the later one's, and neither is given it).
  */
 export function codexErrorHeaders(text: string): IncomingHttpHeaders | null {
   let ev: any
@@ -109,5 +111,16 @@ export function codexErrorHeaders(text: string): IncomingHttpHeaders | null {
   for (const [name, value] of Object.entries(ev.headers)) {
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[name.toLowerCase()] = String(value)
   }
-  return Object.keys(out).length > 0 ? out : null
+  if (Object.keys(out).length === 0) return null
+  // The headers name no reset; the error says when calls are allowed again (`resets_at`, epoch
+  // seconds, or `resets_in_seconds`): the reset of the window it names full, when it names one.
+  const e = ev.error
+  const at = typeof e?.resets_at === 'number' ? String(e.resets_at) : null
+  const after = typeof e?.resets_in_seconds === 'number' ? String(e.resets_in_seconds) : null
+  const full = Object.keys(out).filter((n) => FAMILY.test(n) && (num(out[n] as string) ?? 0) >= 100).map((n) => n.slice(0, -'used-percent'.length))
+  if ((at || after) && full.length === 1 && out[`${full[0]}reset-at`] === undefined && out[`${full[0]}reset-after-seconds`] === undefined) {
+    if (at) out[`${full[0]}reset-at`] = at
+    else out[`${full[0]}reset-after-seconds`] = after!
+  }
+  return out
 }
