@@ -190,6 +190,21 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect(notified).toEqual(['ChatGPT plan: 5h window at 85%'])
   })
 
+  it("two members of one ChatGPT Team workspace (one chatgpt-account-id) keep their own windows: each token's user", async () => {
+    // As ChatGPT's access tokens are: a JWT whose payload names the workspace and the member in it.
+    const jwt = (user: string, tail: string) =>
+      `eyJhbGciOiJSUzI1NiJ9.${Buffer.from(JSON.stringify({ 'https://api.openai.com/auth': { chatgpt_account_id: 'ws_team', chatgpt_account_user_id: `${user}__ws_team`, chatgpt_user_id: user } })).toString('base64url')}.sig${tail}`
+    const call = (token: string) =>
+      postJson(`${t.url}/chatgpt/codex/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, { authorization: `Bearer ${token}`, 'chatgpt-account-id': 'ws_team' })
+    const reset = soon(2 * 3600_000)
+    meterHeaders = () => ({ 'x-codex-primary-used-percent': '12', 'x-codex-primary-window-minutes': '300', 'x-codex-primary-reset-at': reset })
+    expect((await call(jwt('user-alice', '1111'))).status).toBe(200)
+    meterHeaders = () => ({ 'x-codex-primary-used-percent': '91', 'x-codex-primary-window-minutes': '300', 'x-codex-primary-reset-at': reset })
+    expect((await call(jwt('user-bob', '2222'))).status).toBe(200)
+    const team = (await plans()).filter((a) => a.provider === 'chatgpt' && /…(1111|2222)$/.test(a.account_hint))
+    expect(team.map((a) => [a.account_hint, a.windows[0].utilization]).sort()).toEqual([['eyJ…1111', 0.12], ['eyJ…2222', 0.91]])
+  })
+
   it('Codex logged in with ChatGPT and pointed at /v1 (as for an API key, what `burnrate connect codex` sets): its calls go to the ChatGPT backend, not to OpenAI with a token OpenAI refuses', async () => {
     meterHeaders = () => ({})
     const login = { authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.dddd', 'chatgpt-account-id': 'acct_v1', originator: 'codex_exec' }

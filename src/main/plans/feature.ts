@@ -4,7 +4,9 @@ import { keyHint } from '../../shared/key-hint'
 import { isObject } from '../metering/usage'
 import type { CallState } from '../proxy/call/state'
 import type { Feature } from '../server/context'
+import { chatgptUser } from './chatgpt-user'
 import { readMeter } from './read'
+import { header } from './types'
 import { type Observed, PlanTracker } from './tracker'
 
 /**
@@ -13,7 +15,8 @@ import { type Observed, PlanTracker } from './tracker'
  * answers' bodies carry (Gemini Code Assist's quotas: ./code-assist.ts); the latest state of each
  * account is kept with a short history (./tracker.ts), for GET /api/dashboard/plans, the tray and
  * notifications. The account is the credential's hash, or what stays when its tokens are
- * refreshed (often): for ChatGPT the `chatgpt-account-id` Codex sends, for Code Assist the
+ * refreshed (often): for ChatGPT the `chatgpt-account-id` Codex sends with the user its token
+ * names in that workspace (./chatgpt-user.ts), for Code Assist the
  * Google Cloud project its requests name, for a Claude login the `account_uuid` Claude Code
  * sends in its requests' metadata.
  */
@@ -60,7 +63,11 @@ function accounts(mapped: (token: string, account: string) => void): (s: CallSta
   return (s) => {
     const who = { provider: s.ctx.provider.name, billing: s.ctx.billing ?? 'api' }
     const accountId = s.info.headers['chatgpt-account-id']
-    if (typeof accountId === 'string' && accountId) return { ...who, account: hashKey(`chatgpt-account:${accountId}`), hint: s.ctx.keyHint }
+    if (typeof accountId === 'string' && accountId) {
+      // The workspace's id: in a Team workspace every member's, each with windows of their own.
+      const user = chatgptUser(header(s.info.headers, 'authorization'), s.ctx.apiKeyHash)
+      return { ...who, account: hashKey(user ? `chatgpt-account:${accountId}:${user}` : `chatgpt-account:${accountId}`), hint: s.ctx.keyHint }
+    }
     const project = who.provider === 'code-assist' ? s.info.body?.project : undefined
     if (typeof project === 'string' && project) return { ...who, account: hashKey(`code-assist-project:${project}`), hint: keyHint(project) }
     // A Claude login (an API key's limits are the key's own, whatever account sent it).
