@@ -32,7 +32,7 @@ describe('expected cost', () => {
     const h = new CallHistory()
     expect(expectedUsd(pricer, h, ctx(128_000))).toBeCloseTo(price(promptTokenBound(3000), DEFAULT_EXPECTED_OUTPUT_TOKENS), 15)
     expect(expectedUsd(pricer, h, ctx(100))).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
-    for (let i = 0; i < 4; i++) h.learn('openai', MODEL, 10, 1e-9)
+    for (let i = 0; i < 4; i++) h.learn('openai', MODEL, 10, 1e-9, null)
     expect(expectedUsd(pricer, h, ctx(128_000))).toBeCloseTo(price(promptTokenBound(3000), DEFAULT_EXPECTED_OUTPUT_TOKENS), 15)
   })
 
@@ -41,18 +41,18 @@ describe('expected cost', () => {
     const deployment = ctx(100)
     deployment.shape = { ...deployment.shape, model: 'prod-chat' }
     expect(expectedUsd(pricer, h, deployment)).toBe(0)
-    h.learn('openai', 'prod-chat', 10, null, MODEL)
+    h.learn('openai', 'prod-chat', 10, null, null, MODEL)
     expect(h.answeredAs('openai', 'prod-chat')).toBe(MODEL)
     expect(expectedUsd(pricer, h, deployment)).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
     // A name with a price of its own keeps it, whatever answered.
-    h.learn('openai', MODEL, 10, null, 'gpt-4o')
+    h.learn('openai', MODEL, 10, null, null, 'gpt-4o')
     expect(expectedUsd(pricer, h, ctx(100))).toBeCloseTo(price(promptTokenBound(3000), 100), 15)
   })
 
   it('then: the 95th percentile of recent output tokens (capped by max_tokens) and of prompt cost per byte', () => {
     const h = new CallHistory()
     // 100 calls: outputs 1..100 tokens; the p95 is 95. Prompt cost per byte 1e-9 … 100e-9.
-    for (let i = 1; i <= 100; i++) h.learn('openai', MODEL, i, i * 1e-9)
+    for (let i = 1; i <= 100; i++) h.learn('openai', MODEL, i, i * 1e-9, null)
     expect(h.output('openai', MODEL)).toBe(95)
     expect(h.inputUsdPerByte('openai', MODEL)).toBeCloseTo(95e-9, 20)
     expect(expectedUsd(pricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
@@ -71,7 +71,7 @@ describe('expected cost', () => {
     expect(expectedUsd(fastPricer, h, fast)).toBeCloseTo((promptTokenBound(1000) * 1 + 95 * 4) / 1e6, 15)
     expect(expectedUsd(fastPricer, h, ctx(128_000, 1000))).toBeCloseTo(95e-9 * 1000 + price(0, 95), 15)
     // Only the last 100 count: a model that now answers longer raises the expectation.
-    for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 1000, 1e-9)
+    for (let i = 0; i < 100; i++) h.learn('openai', MODEL, 1000, 1e-9, null)
     expect(h.output('openai', MODEL)).toBe(1000)
     // Another model has no history of its own.
     expect(h.output('openai', 'gpt-4o')).toBeNull()
@@ -103,7 +103,7 @@ describe('the 95th percentile of the last 100 calls', () => {
         const h = new CallHistory()
         const seen: number[] = []
         for (const v of outputs) {
-          h.learn('openai', MODEL, v, v / 1e9)
+          h.learn('openai', MODEL, v, v / 1e9, null)
           seen.push(v)
           const window = seen.slice(-100).sort((a, b) => a - b)
           const want = window.length < 5 ? null : window[Math.min(window.length - 1, Math.ceil(0.95 * window.length) - 1)]

@@ -1,7 +1,7 @@
 import { DATA_RESIDENCY_MULTIPLIER, emptyUsage, isObject } from '../metering/usage'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
-import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseUsd } from './worst-case'
+import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPerUseUsd, worstCaseUsd } from './worst-case'
 
 /**
  * The expected cost of a call, reserved against a `block` rule while it is in flight (the
@@ -30,6 +30,13 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, worstCaseU
  *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`); an OpenAI Chat
  *   Completions search model's call, the web search it makes for every answer (`CallShape.webSearchEachCall`).
+ * - Charges beyond tokens: the 95th percentile of what those calls were charged beyond their tokens
+ *   (./call-fees.ts: searches, images, grounding queries, a provider's own charge, that only an answer
+ *   names), less what the price of this call's tokens already counts from its request
+ *   (`reservedPerUseUsd`: a search model's one search, the image tool's one image, Gemini's first
+ *   query), never below 0; added beyond the worst-case cap. Kept apart for background responses, as
+ *   the figures above. Each instance learns from its own answered calls (on PostgreSQL too: the
+ *   shared history and feed carry other instances' calls only into the meters and `answeredAs`).
  * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds
  *   at the model's per-second price) reserves that, under either kind of reservation.
  */
@@ -99,6 +106,8 @@ function lowerBound(sorted: Float64Array, n: number, v: number): number {
 interface ModelHistory {
   output: Samples
   inputUsdPerByte: Samples
+  /** What each call was charged beyond its tokens (./call-fees.ts). */
+  feesUsd: Samples
   /** The model the last answered call named, when it was not the one requested and had a price. */
   answered?: string
   /**
@@ -151,7 +160,7 @@ class Models {
         models = new Map()
         this.providers.set(provider, models)
       }
-      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min) }
+      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min), feesUsd: new Samples(this.min) }
       models.set(model, h)
       this.count++
     }
@@ -213,11 +222,15 @@ export class CallHistory {
     return this.of(ctx.provider.name, ctx.shape.model)?.fastKeys?.has(ctx.apiKeyHash) === true
   }
 
-  /** `background`: a background response's real usage (./background-holds.ts), learnt apart. */
-  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, answered?: string, background = false): void {
+  /**
+   * `feesUsd`: what the call was charged beyond its tokens (./call-fees.ts), null when unknown.
+   * `background`: a background response's real usage (./background-holds.ts), learnt apart.
+   */
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, feesUsd: number | null, answered?: string, background = false): void {
     const h = (background ? this.background : this.foreground).of(provider, model, true)
     h.output.add(outputTokens)
     if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
+    if (feesUsd !== null && Number.isFinite(feesUsd) && feesUsd >= 0) h.feesUsd.add(feesUsd)
     if (answered && answered !== model) h.answered = answered
   }
 
@@ -232,13 +245,18 @@ export class CallHistory {
     return this.of(provider, model)?.inputUsdPerByte.p95() ?? null
   }
 
-  /** Both figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
-  expectations(provider: string, model: string, background = false): { output: number | null; inputUsdPerByte: number | null } {
+  feesUsd(provider: string, model: string): number | null {
+    return this.of(provider, model)?.feesUsd.p95() ?? null
+  }
+
+  /** The figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
+  expectations(provider: string, model: string, background = false): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
     const h = this.of(provider, model)
     const b = background ? this.background.of(provider, model, false) : undefined
     return {
       output: b?.output.p95() ?? h?.output.p95() ?? null,
       inputUsdPerByte: b?.inputUsdPerByte.p95() ?? h?.inputUsdPerByte.p95() ?? null,
+      feesUsd: b?.feesUsd.p95() ?? h?.feesUsd.p95() ?? null,
     }
   }
 }
@@ -261,12 +279,16 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   // fast tier prices its prompt's bound at the fast price instead, one billed with the
   // data-residency premium adds it here.
   const perByte = ctx.shape.fast ? null : seen.inputUsdPerByte
-  if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens)
+  // What the model's calls were charged beyond their tokens (searches, images, grounding queries
+  // their answers named), past what the tokens' price below already counts from the request.
+  const fees = seen.feesUsd ? Math.max(0, seen.feesUsd - reservedPerUseUsd(pricer, ctx, history.answeredAs)) : 0
+  if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens) + fees
   const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)
   const expected = prompt + (outTokens > 0 ? price(0, outTokens) : 0)
   // Never more than the call's worst case (its prompt's bound and its output cap): a learnt rate
-  // far above what the body can hold would refuse the key's other calls for one call's sake.
-  return Math.min(expected, worstCaseUsd(pricer, ctx, history.answeredAs))
+  // far above what the body can hold would refuse the key's other calls for one call's sake. The
+  // charges beyond tokens are no part of that bound (how many searches a call makes is not in its body).
+  return Math.min(expected, worstCaseUsd(pricer, ctx, history.answeredAs)) + fees
 }
 
 /**

@@ -5,6 +5,7 @@ import type { CallContext } from '../proxy/gate'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
+import { chargesBeyondTokens } from './call-fees'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
@@ -94,7 +95,9 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       // A requested name with no price of its own (an Azure deployment's) is reserved at the
       // price of the model its answer named (worst-case.ts).
       // A background response's usage is learnt apart (./expected.ts).
-      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, call.priced ? call.model : undefined, isBackground(ctx))
+      // What it was charged beyond its tokens (searches, images, grounding its answer named).
+      const fees = chargesBeyondTokens(pricer, ctx.provider.pricingId, ctx.provider.name, call)
+      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, fees, call.priced ? call.model : undefined, isBackground(ctx))
     },
   }
 }

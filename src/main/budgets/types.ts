@@ -3,9 +3,12 @@
 import type { CallRecord } from '../ledger/record'
 import type { SpendPeriod } from './meter'
 
-/** What a call used, as the cost model learns it: a recorded call's, or a background response's real usage taken by its creating call. */
+/**
+ * What a call used and cost, as the cost model learns it: a recorded call's, or a background
+ * response's real usage taken by its creating call (its cost and `usage_extra` as recording gives them).
+ */
 export type LearntUsage = Pick<
-  CallRecord, 'ts' | 'model' | 'priced' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens' | 'usage_extra'
+  CallRecord, 'ts' | 'model' | 'priced' | 'cost_usd' | 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens' | 'usage_extra'
 >
 
 export type BudgetLevel = 'ok' | 'warning' | 'blocking'

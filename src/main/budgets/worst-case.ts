@@ -94,6 +94,62 @@ export function cacheWriteTtl(body: unknown): '5m' | '1h' | null {
 export type AnsweredAs = (provider: string, model: string) => string | undefined
 
 /**
+ * Sets on `usage` the charges beyond its tokens that the request says its call makes (see
+ * `reservedCost`); returns whether it set any.
+ */
+function markPerUse(pricer: Pricer, ctx: CallContext, usage: Usage): boolean {
+  let any = false
+  if (ctx.shape.webSearchEachCall) {
+    usage.web_searches = 1
+    usage.web_search_preview = true
+    any = true
+  }
+  // A Gemini request with the Google Search tool, where grounding is priced: one query (Gemini 3)
+  // or its grounded prompt (older models; the most it is billed). Free, it reserves nothing.
+  if (ctx.shape.googleSearch && pricer.searchGrounding === 'paid') {
+    usage.google_search_queries = 1
+    usage.google_search_grounded = true
+    any = true
+  }
+  // A Responses request with the image_generation tool (OpenAI, Azure OpenAI): one image it may make.
+  if (imageToolRequest(ctx)) {
+    const images = askedImages(ctx.body.tools)
+    if (images) {
+      usage.tool_images = images
+      any = true
+    }
+  }
+  return any
+}
+
+/** Whether the request is one whose image_generation tool a reservation counts (OpenAI, Azure OpenAI Responses). */
+function imageToolRequest(ctx: CallContext): boolean {
+  return ctx.shape.endpoint === 'responses' && OPENAI_TIER_PRICING_IDS.has(ctx.provider.pricingId) && Array.isArray(ctx.body?.tools)
+}
+
+/** Whether such a request names the image_generation tool (no usage built: `reservedPerUseUsd`'s check). */
+function asksImageTool(ctx: CallContext): boolean {
+  if (!imageToolRequest(ctx)) return false
+  for (const t of ctx.body.tools as unknown[]) if (isObject(t) && t.type === 'image_generation') return true
+  return false
+}
+
+/**
+ * What a reservation of the call already counts of the charges beyond its tokens (its request's
+ * search, grounding query or image: `reservedCost`), the way ./call-fees.ts learns them from
+ * answered calls (a Perplexity request fee is in the tokens' price on both sides); 0 for a
+ * request that says of none. The call's tokens play no part: these charges are per use.
+ */
+export function reservedPerUseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: AnsweredAs): number {
+  // Most requests say of none: told without building a usage.
+  if (!ctx.shape.webSearchEachCall && !(ctx.shape.googleSearch && pricer.searchGrounding === 'paid') && !asksImageTool(ctx)) return 0
+  const marked = emptyUsage()
+  if (!markPerUse(pricer, ctx, marked)) return 0
+  const fees = reservedCost(pricer, ctx, marked, answeredAs, false) - reservedCost(pricer, ctx, emptyUsage(), answeredAs, false)
+  return fees > 0 ? fees : 0
+}
+
+/**
  * What `usage` costs at the call's model, for a reservation: the requested model's price, else
  * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
  * It is priced as the request asks to be billed: with the data-residency premium, at a fast tier,
@@ -101,29 +157,17 @@ export type AnsweredAs = (provider: string, model: string) => string | undefined
  * web search an OpenAI Chat Completions search model makes for every answer, one Google Search
  * query or grounded prompt of a Gemini request with that tool when `pricing.google_search_grounding`
  * is `paid` (`CallShape`), one image of an OpenAI Responses request's image_generation tool at its
- * quality and size (`askedImages`). Other per-use tool fees (a Responses call's searches, a Gemini 3 call's
- * queries beyond the first) are not reserved: how many a call makes is not known before its answer.
+ * quality and size (`askedImages`); with `perUse` false, none of the last three (set on `usage`
+ * already, or not wanted). Other per-use tool fees (a Responses call's searches, a Gemini 3 call's
+ * queries beyond the first) are not known before its answer: an `expected` reservation adds what
+ * its model's answered calls were charged beyond their tokens (./expected.ts), a worst case does not.
  */
-export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs): number {
+export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, answeredAs?: AnsweredAs, perUse = true): number {
   if (ctx.shape.dataResidency) usage.data_residency = true
   if (ctx.shape.fast) usage.fast = true
   if (ctx.shape.searchContextSize) usage.search_context_size = ctx.shape.searchContextSize
   if (ctx.shape.proSearch) usage.pro_search = true
-  if (ctx.shape.webSearchEachCall) {
-    usage.web_searches = 1
-    usage.web_search_preview = true
-  }
-  // A Gemini request with the Google Search tool, where grounding is priced: one query (Gemini 3)
-  // or its grounded prompt (older models; the most it is billed). Free, it reserves nothing.
-  if (ctx.shape.googleSearch && pricer.searchGrounding === 'paid') {
-    usage.google_search_queries = 1
-    usage.google_search_grounded = true
-  }
-  // A Responses request with the image_generation tool (OpenAI, Azure OpenAI): one image it may make.
-  if (ctx.shape.endpoint === 'responses' && OPENAI_TIER_PRICING_IDS.has(ctx.provider.pricingId) && Array.isArray(ctx.body?.tools)) {
-    const images = askedImages(ctx.body.tools)
-    if (images) usage.tool_images = images
-  }
+  if (perUse) markPerUse(pricer, ctx, usage)
   const at = new Date(ctx.ts)
   let p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.model, usage, at)
   if (!p.priced && answeredAs) {

@@ -1,6 +1,7 @@
 import { feedIdOf } from '../budgets/feed/publish'
 import type { CallLedger as Ledger } from '../ledger/types'
 import { hasBilledUnits, type Usage } from '../metering/usage'
+import { usageExtra } from '../metering/usage-extra'
 import type { ServerContext } from '../server/context'
 import type { SqlStore } from '../storage/sql'
 import { PendingSettlements } from './background-pending'
@@ -75,7 +76,7 @@ export async function settleBackground(
     const moves = await CostMoves.in(tx)
     moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), done.responseId)
     await moves.apply(tx, budgets)
-    return { moves, taken: { ...u, ts: row.ts, model: row.model, priced } }
+    return { moves, taken: { ...u, ts: row.ts, model: row.model, priced, cost_usd: cost, usage_extra: usageExtra(u) } }
   })
   if (!settled) return found ? false : written ? false : 'later'
   // What the job used teaches what the next background jobs of its model reserve; learnt before

@@ -1,0 +1,101 @@
+import { beforeAll, describe, expect, it } from 'vitest'
+import { emptyUsage, type Usage } from '../metering/usage'
+import { usageExtra } from '../metering/usage-extra'
+import { loadPriceLibrary } from '../pricing/library'
+import { Pricer } from '../pricing/price'
+import { openai } from '../providers/openai'
+import type { CallContext } from '../proxy/gate'
+import type { CallShape } from '../providers/types'
+import { chargesBeyondTokens } from './call-fees'
+import { CallHistory, expectedUsd } from './expected'
+import type { LearntUsage } from './types'
+
+beforeAll(async () => {
+  await loadPriceLibrary()
+})
+
+const pricer = new Pricer([])
+const TS = Date.parse('2026-03-01T12:00:00Z')
+
+/** A call recorded as the recorder records it: its usage priced whole. */
+function recorded(model: string, u: Usage): LearntUsage {
+  const p = pricer.price('openai', 'openai', model, u, new Date(TS))
+  return { ts: TS, model, priced: p.priced, cost_usd: p.cost_usd, ...u, usage_extra: usageExtra(u) }
+}
+
+const tokens = (over: Partial<Usage> = {}): Usage => ({ ...emptyUsage(), input_tokens: 1200, output_tokens: 600, cache_read_tokens: 1000, ...over })
+const tokensUsd = (model: string, over: Partial<Usage> = {}) => pricer.price('openai', 'openai', model, tokens(over), new Date(TS)).cost_usd
+
+function ctx(model: string, shape: Partial<CallShape> = {}, body: Record<string, unknown> = {}): CallContext {
+  return {
+    provider: openai,
+    shape: { endpoint: 'responses', model, stream: false, billable: true, ...shape },
+    apiKey: 'sk-x', apiKeyHash: 'h', keyHint: '…', tenant: '', agent: '', session: '',
+    ts: TS, body: { model, max_output_tokens: 4000, ...body }, bodyBytes: 3000,
+  }
+}
+
+/** `n` answered calls of the model, each charged `fees` beyond its tokens. */
+function learnt(model: string, fees: number | null, n = 5): CallHistory {
+  const h = new CallHistory()
+  for (let i = 0; i < n; i++) h.learn('openai', model, 600, 1e-9, fees)
+  return h
+}
+
+describe('what a recorded call was charged beyond its tokens', () => {
+  it('is its cost minus its tokens at the price it was recorded at: three web searches of gpt-5', () => {
+    const call = recorded('gpt-5', tokens({ web_searches: 3 }))
+    expect(call.cost_usd).toBeGreaterThan(0.03)
+    expect(chargesBeyondTokens(pricer, 'openai', 'openai', call)).toBeCloseTo(0.03, 15)
+  })
+
+  it('prices the tokens as the call was: at its fast tier', () => {
+    const call = recorded('gpt-5', tokens({ web_searches: 1, fast: true }))
+    expect(call.cost_usd - 0.01).toBeCloseTo(tokensUsd('gpt-5', { fast: true }), 15)
+    expect(tokensUsd('gpt-5', { fast: true })).toBeGreaterThan(tokensUsd('gpt-5'))
+    expect(chargesBeyondTokens(pricer, 'openai', 'openai', call)).toBeCloseTo(0.01, 15)
+  })
+
+  it('is 0 for a call that kept nothing beyond its token columns, and unknown for an unpriced one', () => {
+    expect(chargesBeyondTokens(pricer, 'openai', 'openai', recorded('gpt-5', tokens()))).toBe(0)
+    expect(chargesBeyondTokens(pricer, 'openai', 'openai', recorded('no-such-model', tokens({ web_searches: 2 })))).toBeNull()
+  })
+})
+
+describe('an expected reservation adds what its model was charged beyond tokens, past what its request already counts', () => {
+  it('a Responses call with the web_search tool: its model learnt one search per call, so each call reserves it', () => {
+    const c = ctx('gpt-5', {}, { tools: [{ type: 'web_search' }] })
+    const without = expectedUsd(pricer, learnt('gpt-5', 0), c)
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01), c)).toBeCloseTo(without + 0.01, 15)
+    // Until 5 calls were seen, nothing is added.
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01, 4), c)).toBe(expectedUsd(pricer, new CallHistory(), c))
+  })
+
+  it("a Chat Completions search model: the one search every answer makes is reserved from the request, not twice", () => {
+    const model = 'gpt-4o-mini-search-preview'
+    const c = ctx(model, { endpoint: 'chat.completions', webSearchEachCall: true })
+    const each = chargesBeyondTokens(pricer, 'openai', 'openai', recorded(model, tokens({ web_searches: 1, web_search_preview: true })))!
+    expect(each).toBeCloseTo(0.025, 15)
+    expect(expectedUsd(pricer, learnt(model, each), c)).toBe(expectedUsd(pricer, learnt(model, 0), c))
+    // Answers that searched three times: two more are reserved.
+    expect(expectedUsd(pricer, learnt(model, 3 * each), c)).toBeCloseTo(expectedUsd(pricer, learnt(model, 0), c) + 2 * each, 15)
+  })
+
+  it('the image_generation tool: the one image the request reserves is not counted again, a second one is', () => {
+    const tool = { type: 'image_generation', quality: 'low', size: '1024x1024' }
+    const c = ctx('gpt-5-nano', {}, { tools: [tool] })
+    const one = chargesBeyondTokens(pricer, 'openai', 'openai', recorded('gpt-5-nano', tokens({ tool_images: { 'gpt-image-1': 272 } })))!
+    expect(one).toBeGreaterThan(0.01)
+    const base = expectedUsd(pricer, learnt('gpt-5-nano', 0), c)
+    expect(expectedUsd(pricer, learnt('gpt-5-nano', one), c)).toBe(base)
+    expect(expectedUsd(pricer, learnt('gpt-5-nano', 2 * one), c)).toBeCloseTo(base + one, 15)
+  })
+
+  it('a background response is expected from background responses of its model', () => {
+    const h = learnt('o3-deep-research', 0)
+    h.learn('openai', 'o3-deep-research', 600, 1e-9, 0.4, undefined, true)
+    const fg = ctx('o3-deep-research')
+    const bg = ctx('o3-deep-research', {}, { background: true })
+    expect(expectedUsd(pricer, h, bg) - expectedUsd(pricer, h, fg)).toBeCloseTo(0.4, 12)
+  })
+})
