@@ -1,5 +1,6 @@
 import { Gauge, type Registry } from 'prom-client'
 import type { BudgetEngine } from '../budgets/engine'
+import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
 import { isPrefix } from '../budgets/pattern'
 import type { Rule } from '../budgets/rules'
 import { budgetsOverview } from '../dashboard/budgets'
@@ -64,4 +65,16 @@ export function refusalRule(engine: () => BudgetEngine | null): (call: CallRecor
     const rule = engine()?.ruleFor(call.api_key_hash)
     return rule ? ruleLabel(rule) : 'none'
   }
+}
+
+/** What Burnrate's own gate records as a refused call's `error` (budgets/gate.ts). */
+const REFUSALS = new Set<string | null>([REFUSAL_REASON, RATE_REASON, LOOP_REASON])
+
+/**
+ * Whether a call is one Burnrate refused before it went upstream: a 429 with the gate's reason.
+ * A provider's own 429 is not, also when it carries an error (on the Responses WebSocket, a
+ * turn refused before any of the response is recorded 429 with `upstream_error`).
+ */
+export function isRefusal<C extends Pick<CallRecord, 'status' | 'error'>>(call: C): call is C & { error: string } {
+  return call.status === 429 && REFUSALS.has(call.error)
 }

@@ -2,6 +2,7 @@ import { Counter, Histogram, type Registry } from 'prom-client'
 import type { CallBilling } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { MovedCost } from '../pricing/moves'
+import { isRefusal } from './budgets'
 import { BoundedLabel, billingLabel } from './labels'
 
 /** Seconds a whole call takes, as the client sees it: LLM calls run from ~0.1 s to minutes. */
@@ -247,6 +248,6 @@ export class CallMetrics {
     // inc(0) still creates the series, so a provider's calls show with their $0.
     this.costSeriesOf(c.provider, model, agent, this.tenant.value(c.tenant), billingLabel(c.billing)).inc(c.cost_usd)
 
-    if (c.status === 429 && c.error) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
+    if (isRefusal(c)) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
   }
 }
