@@ -25,8 +25,11 @@ export function tailHash(body: unknown): string | null {
   return tailOf(body)?.hash ?? null
 }
 
-/** A conversation's tail hash and its length in messages (a loop's grows with every turn; a resend's does not). */
-export function tailOf(body: unknown): { hash: string; length: number } | null {
+/**
+ * A conversation's tail hash and its length in messages (a loop's grows with every turn; a resend's
+ * does not). `work.scanned` is increased by the values the look for long strings went through.
+ */
+export function tailOf(body: unknown, work?: { scanned: number }): { hash: string; length: number } | null {
   const msgs = conversation(body)
   if (!msgs || msgs.length < 3) return null
   // The ids of tool calls are fresh every turn, even in a loop: they are no part of what repeats.
@@ -37,9 +40,12 @@ export function tailOf(body: unknown): { hash: string; length: number } | null {
     w.value(tail, 0)
     w.flush()
   } catch (err) {
-    if (err !== TOO_DEEP) throw err
-    // Nested deeper than the walk goes: its JSON text, as it always was (which may throw, as it did).
+    if (err !== TOO_DEEP && err !== TOO_BIG) throw err
+    // Nested deeper, or more parts, than the walk goes through: its JSON text, as it always was
+    // (which may throw, as it did). `J` starts no text the walk writes (a tail's starts with `[`).
     return { hash: createHash('sha256').update('J').update(JSON.stringify(tail)).digest('base64url'), length: msgs.length }
+  } finally {
+    if (work) work.scanned += w.look.scanned
   }
   return { hash: h.digest('base64url'), length: msgs.length }
 }
@@ -47,6 +53,13 @@ export function tailOf(body: unknown): { hash: string; length: number } | null {
 /** Nesting the walk goes to; deeper tails are hashed from their JSON text (tailHash). */
 const MAX_DEPTH = 256
 const TOO_DEEP = new Error('nested too deep')
+/**
+ * Values all the looks for long strings in one tail go through (each value at most twice: a tail
+ * of 8,192 values never needs more); a tail that needs more is hashed from its JSON text, which
+ * JSON.stringify makes in one step however many parts it has.
+ */
+const WALK = 16_384
+const TOO_BIG = new Error('too many parts')
 /** Strings longer than this go to the hash on their own; shorter text is gathered first. */
 const DIRECT = 4096
 
@@ -60,6 +73,7 @@ const DIRECT = 4096
  */
 class TailText {
   private text = ''
+  readonly look = new LongLook()
   constructor(private readonly h: ReturnType<typeof createHash>) {}
 
   flush(): void {
@@ -74,7 +88,7 @@ class TailText {
 
   value(v: unknown, depth: number): void {
     if (depth > MAX_DEPTH) throw TOO_DEEP
-    if (!hasLong(v)) {
+    if (!this.look.hasLong(v)) {
       this.put(JSON.stringify(v) ?? 'null')
     } else if (typeof v === 'string') {
       if ((v as unknown as { isWellFormed(): boolean }).isWellFormed()) {
@@ -109,28 +123,51 @@ class TailText {
   }
 }
 
-/** Nodes a look for a long string goes through before it gives up (hasLong). */
+/** Values a look for a long string goes through before it gives up (LongLook.hasLong). */
 const SCAN = 256
-let scanLeft = 0
 
 /**
- * True when a long string (DIRECT characters or more) is among the first SCAN values of a JSON
- * value, depth first: a tail of thousands of small parts is written by JSON.stringify in one step
- * rather than looked through at every level. A function of the value alone, as the text must be.
+ * Whether a long string (DIRECT characters or more) is among the first SCAN values of a JSON value,
+ * depth first: a tail of thousands of small parts is written by JSON.stringify in one step rather
+ * than looked through at every level. A function of the value alone, as the text must be.
+ *
+ * TailText asks this of every value it goes down to, so each look remembers the arrays and objects
+ * it went through on the way to the long string it found: each holds that string among its own
+ * first SCAN values (it is fewer values from them), so the answer for them is known. Without that,
+ * arrays nested a few hundred deep with a long string at the bottom were gone through again from
+ * every level (a 9 MB body ~342 ms of the event loop). Now each value is gone through at most twice:
+ * by the look that passes it and, if it holds no long string, by its own before it is written whole.
+ * All the looks of one tail go through WALK values at most (then TOO_BIG): TailText goes down only
+ * to values a look has answered, so its own walk is bounded with them, and a long string followed
+ * by millions of small values (each written on its own) is no longer ~5 times JSON.parse's time.
  */
-function hasLong(v: unknown): boolean {
-  scanLeft = SCAN
-  return scan(v)
-}
+class LongLook {
+  /** Values gone through (for tests: the work is bounded by the tail's size). */
+  scanned = 0
+  private readonly holding = new Set<object>()
+  /** The arrays and objects from where the current look started down to the value it is at. */
+  private readonly path: object[] = []
+  private left = 0
+  private total = WALK
 
-function scan(v: unknown): boolean {
-  if (--scanLeft < 0) return false
-  if (typeof v === 'string') return v.length >= DIRECT
-  if (typeof v !== 'object' || v === null) return false
-  if (Array.isArray(v)) {
-    for (const x of v) if (scan(x) || scanLeft < 0) return scanLeft >= 0
+  hasLong(v: unknown): boolean {
+    if (typeof v === 'object' && v !== null && this.holding.has(v)) return true
+    this.left = SCAN
+    this.path.length = 0
+    if (!this.scan(v)) return false
+    for (const o of this.path) this.holding.add(o)
+    return true
+  }
+
+  private scan(v: unknown): boolean {
+    this.scanned++
+    if (--this.total < 0) throw TOO_BIG
+    if (--this.left < 0) return false
+    if (typeof v === 'string') return v.length >= DIRECT
+    if (typeof v !== 'object' || v === null) return false
+    this.path.push(v)
+    for (const x of Array.isArray(v) ? v : Object.values(v)) if (this.scan(x) || this.left < 0) return this.left >= 0
+    this.path.pop()
     return false
   }
-  for (const x of Object.values(v)) if (scan(x) || scanLeft < 0) return scanLeft >= 0
-  return false
 }
