@@ -130,3 +130,14 @@ describe('the look for long strings in a tail', () => {
     })
   })
 })
+
+describe('the written form is a function of the JSON text', () => {
+  it('keys left out of the JSON text (tool call ids) do not count toward how far a look goes', () => {
+    // After its id is left out, a tool result with one has the same JSON text as one without: the
+    // same hash, wherever its long string falls against the look's 256 values.
+    const result = (k: number, id?: string) => ({
+      messages: [user('task'), 1, user([{ type: 'tool_result', ...(id ? { tool_use_id: id } : {}), content: [...Array(k).fill('p'), LONG] }])],
+    })
+    for (let k = 240; k < 256; k++) expect(work(result(k, 'toolu_01')).hash, `${k}`).toBe(work(result(k)).hash)
+  })
+})

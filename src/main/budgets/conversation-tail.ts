@@ -111,7 +111,7 @@ class TailText {
       let first = true
       for (const k of Object.keys(v as object)) {
         const x = (v as Record<string, unknown>)[k]
-        if (x === undefined || typeof x === 'function' || typeof x === 'symbol') continue
+        if (omitted(x)) continue
         if (!first) this.put(',')
         first = false
         this.put(JSON.stringify(k))
@@ -121,6 +121,11 @@ class TailText {
       this.put('}')
     }
   }
+}
+
+/** An object's values JSON.stringify leaves out, with their keys. */
+function omitted(x: unknown): boolean {
+  return x === undefined || typeof x === 'function' || typeof x === 'symbol'
 }
 
 /** Values a look for a long string goes through before it gives up (LongLook.hasLong). */
@@ -166,7 +171,12 @@ class LongLook {
     if (typeof v === 'string') return v.length >= DIRECT
     if (typeof v !== 'object' || v === null) return false
     this.path.push(v)
-    for (const x of Array.isArray(v) ? v : Object.values(v)) if (this.scan(x) || this.left < 0) return this.left >= 0
+    const array = Array.isArray(v)
+    for (const x of array ? v : Object.values(v)) {
+      // Not in an object's JSON text (a tool call id withoutCallIds left out): not counted either.
+      if (!array && omitted(x)) continue
+      if (this.scan(x) || this.left < 0) return this.left >= 0
+    }
     this.path.pop()
     return false
   }
