@@ -117,6 +117,16 @@ describe('the look for long strings in a tail', () => {
     expect(work(after(200_000)).hash).not.toBe(work(after(200_000, 2)).hash)
   })
 
+  it('counts no long string toward that bound: a tail of many long strings is still written with each as it is', () => {
+    // 20,000 long strings (the same one, to keep the test small) are 80 MB of JSON text, whose
+    // escaping the hash is spared: each is ≥ 4,096 characters of body, gone through once or twice.
+    const many = { messages: [user('task'), user('x'), user(Array(20_000).fill(LONG))] }
+    const got = work(many)
+    expect(got.scanned).toBeGreaterThan(20_000)
+    expect(got.scanned).toBeLessThanOrEqual(2 * values(many))
+    expect(got.hash).not.toBe(createHash('sha256').update('J').update(JSON.stringify(many.messages.slice(-2))).digest('base64url'))
+  })
+
   it('hashes normal requests as before, going through each value at most twice', () => {
     const bodies = { claudeCode: claudeCode(), codex: codex(), chat: chat() }
     const got = Object.fromEntries(Object.entries(bodies).map(([k, b]) => [k, work(b)]))

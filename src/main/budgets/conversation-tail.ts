@@ -54,9 +54,9 @@ export function tailOf(body: unknown, work?: { scanned: number }): { hash: strin
 const MAX_DEPTH = 256
 const TOO_DEEP = new Error('nested too deep')
 /**
- * Values all the looks for long strings in one tail go through (each value at most twice: a tail
- * of 8,192 values never needs more); a tail that needs more is hashed from its JSON text, which
- * JSON.stringify makes in one step however many parts it has.
+ * Values other than long strings all the looks for long strings in one tail go through (each at
+ * most twice: a tail of 8,192 such values never needs more); a tail that needs more is hashed from
+ * its JSON text, which JSON.stringify makes in one step however many parts it has.
  */
 const WALK = 16_384
 const TOO_BIG = new Error('too many parts')
@@ -142,9 +142,10 @@ const SCAN = 256
  * arrays nested a few hundred deep with a long string at the bottom were gone through again from
  * every level (a 9 MB body ~342 ms of the event loop). Now each value is gone through at most twice:
  * by the look that passes it and, if it holds no long string, by its own before it is written whole.
- * All the looks of one tail go through WALK values at most (then TOO_BIG): TailText goes down only
- * to values a look has answered, so its own walk is bounded with them, and a long string followed
- * by millions of small values (each written on its own) is no longer ~5 times JSON.parse's time.
+ * All the looks of one tail go through WALK values at most, long strings aside (then TOO_BIG):
+ * TailText goes down only to values a look has answered, so its own walk is bounded with them, and
+ * a long string followed by millions of small values (each written on its own) is no longer ~5
+ * times JSON.parse's time. Long strings are not counted: each is DIRECT characters of the body.
  */
 class LongLook {
   /** Values gone through (for tests: the work is bounded by the tail's size). */
@@ -166,9 +167,10 @@ class LongLook {
 
   private scan(v: unknown): boolean {
     this.scanned++
-    if (--this.total < 0) throw TOO_BIG
     if (--this.left < 0) return false
-    if (typeof v === 'string') return v.length >= DIRECT
+    if (typeof v === 'string' && v.length >= DIRECT) return true
+    // A long string is DIRECT characters of body, hashed anyway: only the other values are bounded.
+    if (--this.total < 0) throw TOO_BIG
     if (typeof v !== 'object' || v === null) return false
     this.path.push(v)
     const array = Array.isArray(v)
