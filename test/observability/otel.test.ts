@@ -196,6 +196,31 @@ describe('a collector at a path with a query (behind a gateway)', () => {
   })
 })
 
+describe('OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE=delta in the environment', () => {
+  it('is not followed: the metrics stay cumulative, so an export that failed is made up by the next one', async () => {
+    const before = process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE
+    process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE = 'delta'
+    const c = await startCollector()
+    let t: TestServer | null = null
+    try {
+      t = await startTestServer({ timezone: 'UTC', budgets: { rules }, otel: { endpoint: c.url, interval_ms: 200 } }, upstream.url)
+      await runFixtureCalls(t.url)
+      const sums = await eventually(() => {
+        const all = c.metrics.flatMap((b) => b.resourceMetrics.flatMap((r: any) => r.scopeMetrics.flatMap((s: any) => s.metrics)))
+        const cost = all.filter((m: any) => m.name === 'gen_ai.usage.cost' && m.sum)
+        return cost.length > 0 ? cost : null
+      }, 20_000)
+      // OTLP's AggregationTemporality: 1 delta, 2 cumulative.
+      expect(new Set(sums!.map((m: any) => m.sum.aggregationTemporality))).toEqual(new Set([2]))
+    } finally {
+      if (before === undefined) delete process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE
+      else process.env.OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE = before
+      await t?.cleanup()
+      await c.close()
+    }
+  })
+})
+
 describe('an unreachable collector', () => {
   it('costs the proxied calls nothing: they all go through, the spans are dropped and counted', async () => {
     const closed = http.createServer()

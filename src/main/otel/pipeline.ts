@@ -1,6 +1,6 @@
 import type { Agent } from 'node:http'
 import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
-import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
@@ -120,7 +120,11 @@ export class OtelPipeline {
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
     }
     if (opts.metrics) {
-      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: signal('/v1/metrics') }))
+      // Cumulative whatever OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE says: a delta export
+      // that fails loses its interval's cost for good; a cumulative one is made up by the next.
+      const exporter = this.countedMetricExporter(
+        new OTLPMetricExporter({ ...common, url: signal('/v1/metrics'), temporalityPreference: AggregationTemporalityPreference.CUMULATIVE }),
+      )
       this.meterProvider = new MeterProvider({
         resource,
         readers: [
