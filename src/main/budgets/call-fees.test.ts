@@ -35,10 +35,10 @@ function ctx(model: string, shape: Partial<CallShape> = {}, body: Record<string,
   }
 }
 
-/** `n` answered calls of the model, each charged `fees` beyond its tokens. */
-function learnt(model: string, fees: number | null, n = 5): CallHistory {
+/** `n` answered calls of the model, each charged `fees` beyond its tokens (`tools`: their requests named a billed tool). */
+function learnt(model: string, fees: number | null, n = 5, tools = false): CallHistory {
   const h = new CallHistory()
-  for (let i = 0; i < n; i++) h.learn('openai', model, 600, 1e-9, fees)
+  for (let i = 0; i < n; i++) h.learn('openai', model, 600, 1e-9, fees, undefined, false, tools)
   return h
 }
 
@@ -65,10 +65,17 @@ describe('what a recorded call was charged beyond its tokens', () => {
 describe('an expected reservation adds what its model was charged beyond tokens, past what its request already counts', () => {
   it('a Responses call with the web_search tool: its model learnt one search per call, so each call reserves it', () => {
     const c = ctx('gpt-5', {}, { tools: [{ type: 'web_search' }] })
-    const without = expectedUsd(pricer, learnt('gpt-5', 0), c)
-    expect(expectedUsd(pricer, learnt('gpt-5', 0.01), c)).toBeCloseTo(without + 0.01, 15)
+    const without = expectedUsd(pricer, learnt('gpt-5', 0, 5, true), c)
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01, 5, true), c)).toBeCloseTo(without + 0.01, 15)
     // Until 5 calls were seen, nothing is added.
-    expect(expectedUsd(pricer, learnt('gpt-5', 0.01, 4), c)).toBe(expectedUsd(pricer, new CallHistory(), c))
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01, 4, true), c)).toBe(expectedUsd(pricer, new CallHistory(), c))
+  })
+
+  it('a call that names no billed tool is not reserved the searches of calls that named one', () => {
+    const plain = ctx('gpt-5', {}, { tools: [{ type: 'function', name: 'f', parameters: {} }] })
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01, 5, true), plain)).toBe(expectedUsd(pricer, learnt('gpt-5', 0, 5, true), plain))
+    // Fees learnt from calls naming no tool (Perplexity Deep Research's searches) are reserved for such calls.
+    expect(expectedUsd(pricer, learnt('gpt-5', 0.01), plain)).toBeCloseTo(expectedUsd(pricer, learnt('gpt-5', 0), plain) + 0.01, 15)
   })
 
   it("a Chat Completions search model: the one search every answer makes is reserved from the request, not twice", () => {
@@ -86,9 +93,9 @@ describe('an expected reservation adds what its model was charged beyond tokens,
     const c = ctx('gpt-5-nano', {}, { tools: [tool] })
     const one = chargesBeyondTokens(pricer, 'openai', 'openai', recorded('gpt-5-nano', tokens({ tool_images: { 'gpt-image-1': 272 } })))!
     expect(one).toBeGreaterThan(0.01)
-    const base = expectedUsd(pricer, learnt('gpt-5-nano', 0), c)
-    expect(expectedUsd(pricer, learnt('gpt-5-nano', one), c)).toBe(base)
-    expect(expectedUsd(pricer, learnt('gpt-5-nano', 2 * one), c)).toBeCloseTo(base + one, 15)
+    const base = expectedUsd(pricer, learnt('gpt-5-nano', 0, 5, true), c)
+    expect(expectedUsd(pricer, learnt('gpt-5-nano', one, 5, true), c)).toBe(base)
+    expect(expectedUsd(pricer, learnt('gpt-5-nano', 2 * one, 5, true), c)).toBeCloseTo(base + one, 15)
   })
 
   it('a background response is expected from background responses of its model', () => {

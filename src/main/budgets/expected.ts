@@ -35,8 +35,10 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   names), less what the price of this call's tokens already counts from its request
  *   (`reservedPerUseUsd`: a search model's one search, the image tool's one image, Gemini's first
  *   query), never below 0; added beyond the worst-case cap. Kept apart for background responses, as
- *   the figures above. Each instance learns from its own answered calls (on PostgreSQL too: the
- *   shared history and feed carry other instances' calls only into the meters and `answeredAs`).
+ *   the figures above, and apart for requests that name a tool billed per use (`namesBilledTool`):
+ *   a call naming none is not charged the searches of those that do. Each instance learns from its
+ *   own answered calls (on PostgreSQL too: the shared history and feed carry other instances' calls
+ *   only into the meters and `answeredAs`).
  * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds
  *   at the model's per-second price) reserves that, under either kind of reservation.
  */
@@ -106,8 +108,10 @@ function lowerBound(sorted: Float64Array, n: number, v: number): number {
 interface ModelHistory {
   output: Samples
   inputUsdPerByte: Samples
-  /** What each call was charged beyond its tokens (./call-fees.ts). */
+  /** What each call was charged beyond its tokens (./call-fees.ts), of requests naming no billed tool (`namesBilledTool`)... */
   feesUsd: Samples
+  /** ...and of requests naming one: a call that names none makes no search nor image. */
+  toolFeesUsd: Samples
   /** The model the last answered call named, when it was not the one requested and had a price. */
   answered?: string
   /**
@@ -129,6 +133,24 @@ export function leavesTier(body: unknown): boolean {
   if (!isObject(body)) return true
   const tier = body.service_tier
   return tier === undefined || tier === null || tier === 'auto'
+}
+
+/**
+ * Whether a request names a tool that may be billed per use (a web or file search, an image tool,
+ * Google Search, a Claude server tool): any but the functions the client runs itself (OpenAI's
+ * `function` and `custom` tools, Anthropic's untyped ones with their `input_schema`, Gemini's
+ * `functionDeclarations`). Charges beyond tokens are learnt apart for such requests: one that
+ * names none is not charged the searches and images of those that do.
+ */
+export function namesBilledTool(body: unknown): boolean {
+  if (!isObject(body) || !Array.isArray(body.tools)) return false
+  for (const t of body.tools) if (isObject(t) && !clientTool(t)) return true
+  return false
+}
+
+function clientTool(t: Record<string, unknown>): boolean {
+  if (t.type === 'function' || t.type === 'custom') return true
+  return t.type === undefined && ('input_schema' in t || 'functionDeclarations' in t || 'function_declarations' in t)
 }
 
 /** Whether a call creates a background response (its job runs on after the call, see above). */
@@ -160,7 +182,7 @@ class Models {
         models = new Map()
         this.providers.set(provider, models)
       }
-      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min), feesUsd: new Samples(this.min) }
+      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min), feesUsd: new Samples(this.min), toolFeesUsd: new Samples(this.min) }
       models.set(model, h)
       this.count++
     }
@@ -223,14 +245,15 @@ export class CallHistory {
   }
 
   /**
-   * `feesUsd`: what the call was charged beyond its tokens (./call-fees.ts), null when unknown.
+   * `feesUsd`: what the call was charged beyond its tokens (./call-fees.ts), null when unknown;
+   * `tools`: its request names a billed tool (`namesBilledTool`).
    * `background`: a background response's real usage (./background-holds.ts), learnt apart.
    */
-  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, feesUsd: number | null, answered?: string, background = false): void {
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, feesUsd: number | null, answered?: string, background = false, tools = false): void {
     const h = (background ? this.background : this.foreground).of(provider, model, true)
     h.output.add(outputTokens)
     if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
-    if (feesUsd !== null && Number.isFinite(feesUsd) && feesUsd >= 0) h.feesUsd.add(feesUsd)
+    if (feesUsd !== null && Number.isFinite(feesUsd) && feesUsd >= 0) (tools ? h.toolFeesUsd : h.feesUsd).add(feesUsd)
     if (answered && answered !== model) h.answered = answered
   }
 
@@ -245,18 +268,19 @@ export class CallHistory {
     return this.of(provider, model)?.inputUsdPerByte.p95() ?? null
   }
 
-  feesUsd(provider: string, model: string): number | null {
-    return this.of(provider, model)?.feesUsd.p95() ?? null
+  feesUsd(provider: string, model: string, tools = false): number | null {
+    const h = this.of(provider, model)
+    return (tools ? h?.toolFeesUsd : h?.feesUsd)?.p95() ?? null
   }
 
   /** The figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
-  expectations(provider: string, model: string, background = false): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
+  expectations(provider: string, model: string, background = false, tools = false): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
     const h = this.of(provider, model)
     const b = background ? this.background.of(provider, model, false) : undefined
     return {
       output: b?.output.p95() ?? h?.output.p95() ?? null,
       inputUsdPerByte: b?.inputUsdPerByte.p95() ?? h?.inputUsdPerByte.p95() ?? null,
-      feesUsd: b?.feesUsd.p95() ?? h?.feesUsd.p95() ?? null,
+      feesUsd: tools ? (b?.toolFeesUsd.p95() ?? h?.toolFeesUsd.p95() ?? null) : (b?.feesUsd.p95() ?? h?.feesUsd.p95() ?? null),
     }
   }
 }
@@ -273,7 +297,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     usage.output_tokens = output
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
-  const seen = history.expectations(ctx.provider.name, model, isBackground(ctx))
+  const seen = history.expectations(ctx.provider.name, model, isBackground(ctx), namesBilledTool(ctx.body))
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
   // The prompt's cost per byte is learnt at list prices (budgets/index.ts): a call asking for a
   // fast tier prices its prompt's bound at the fast price instead, one billed with the

@@ -11,7 +11,7 @@ import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
-import { CallHistory, continuesStored, expectedUsd, isBackground, leavesTier } from './expected'
+import { CallHistory, continuesStored, expectedUsd, isBackground, leavesTier, namesBilledTool } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
 import type { SharedCallFeed } from './feed/listen'
@@ -97,7 +97,7 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       // A background response's usage is learnt apart (./expected.ts).
       // What it was charged beyond its tokens (searches, images, grounding its answer named).
       const fees = chargesBeyondTokens(pricer, ctx.provider.pricingId, ctx.provider.name, call)
-      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, fees, call.priced ? call.model : undefined, isBackground(ctx))
+      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, fees, call.priced ? call.model : undefined, isBackground(ctx), fees !== null && namesBilledTool(ctx.body))
     },
   }
 }
