@@ -24,6 +24,11 @@ export interface CostModel {
   worstCase(ctx: CallContext): number
   expected(ctx: CallContext): number
   learn(ctx: CallContext, call: LearntUsage): void
+  /**
+   * Every call observed with a status under 400, gated or not (a successor response Codex's server
+   * starts by itself is recorded, never gated): what a turn continuing it will carry (./conversations.ts).
+   */
+  answered?(call: CallRecord): void
   /** The model a requested model was last answered as (an Azure deployment, an alias), if another. */
   answeredAs?(provider: string, model: string): string | undefined
 }
@@ -236,6 +241,13 @@ export class BudgetEngine implements BudgetMeters {
     let ctx = this.settling
     this.settling = null
     if (ctx && (ctx.ts !== call.ts || ctx.apiKeyHash !== call.api_key_hash)) ctx = null
+    if (call.status < 400 && this.cost.answered) {
+      try {
+        this.cost.answered(call)
+      } catch {
+        // best effort, as learning
+      }
+    }
     if (ctx && call.status < 400 && call.output_tokens > 0) {
       try {
         this.cost.learn(ctx, call)

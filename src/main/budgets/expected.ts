@@ -14,6 +14,11 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  * - Input: the 95th percentile of what the prompt cost per request-body byte in those calls
  *   (their real input, cache reads and writes priced exactly as billed), times this body's
  *   size. Until then, the body's bytes / 3 as uncached input (the worst-case bound).
+ * - A Responses turn continuing a stored conversation (`previous_response_id`) whose last answer
+ *   this instance saw adds that answer's prompt and output tokens at the continuing call's price:
+ *   as many of them at the cache-read rate as that prompt read from the cache, the rest as
+ *   uncached input (./conversations.ts). Its body says nothing of them; one whose last answer was
+ *   not seen here (a restart, another PostgreSQL instance) reserves its body alone.
  * - A background response (`background: true`) is expected from background responses of its
  *   provider and model once one has taken its real usage (its result read through Burnrate): a
  *   deep-research job's output and its prompt's cost (web results read as input) are tens of
@@ -285,7 +290,12 @@ export class CallHistory {
   }
 }
 
-export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext): number {
+/**
+ * `carried`, `carriedCached`: the tokens of the stored conversation a Responses turn continues
+ * (`previous_response_id`), as this instance saw it answered, and the part of them its last prompt
+ * read from the cache (./conversations.ts); 0 for any other call.
+ */
+export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallContext, carried = 0, carriedCached = 0): number {
   if (!ctx.shape.billable) return 0
   // What the request says it costs (an xAI video's seconds at its per-second price): no tokens to expect.
   if (ctx.shape.expectedUsd !== undefined) return ctx.shape.expectedUsd
@@ -293,7 +303,10 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   const model = ctx.shape.model
   const price = (input: number, output: number): number => {
     const usage = emptyUsage()
-    usage.input_tokens = input
+    usage.input_tokens = input + carried
+    // The conversation's cache reads as its last prompt had them; the rest of it (that prompt's
+    // uncached part, its answer's output) as uncached input.
+    usage.cache_read_tokens = carriedCached
     usage.output_tokens = output
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
@@ -308,11 +321,11 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
   const fees = seen.feesUsd ? Math.max(0, seen.feesUsd - reservedPerUseUsd(pricer, ctx, history.answeredAs)) : 0
   if (perByte === null) return price(promptTokenBound(ctx.bodyBytes), outTokens) + fees
   const prompt = perByte * ctx.bodyBytes * (ctx.shape.dataResidency ? DATA_RESIDENCY_MULTIPLIER : 1)
-  const expected = prompt + (outTokens > 0 ? price(0, outTokens) : 0)
+  const expected = prompt + (outTokens > 0 || carried > 0 ? price(0, outTokens) : 0)
   // Never more than the call's worst case (its prompt's bound and its output cap): a learnt rate
   // far above what the body can hold would refuse the key's other calls for one call's sake. The
   // charges beyond tokens are no part of that bound (how many searches a call makes is not in its body).
-  return Math.min(expected, worstCaseUsd(pricer, ctx, history.answeredAs)) + fees
+  return Math.min(expected, worstCaseUsd(pricer, ctx, history.answeredAs, carried)) + fees
 }
 
 /**

@@ -11,6 +11,7 @@ import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
+import { ConversationMemory } from './conversations'
 import { CallHistory, continuesStored, expectedUsd, isBackground, leavesTier, namesBilledTool } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
@@ -74,10 +75,20 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
   // A call leaving its tier to a project whose default is Fast mode is reserved as one asking for
   // it: the answer names that tier, and the call is recorded at the model's fast price.
   const tiered = (ctx: CallContext): CallContext => (history.servedFast(ctx) ? { ...ctx, shape: { ...ctx.shape, fast: true } } : ctx)
+  // The conversations behind recent Responses answers (./conversations.ts): a turn that continues
+  // one reserves it too. One lookup per Responses call naming a previous response.
+  const conversations = new ConversationMemory()
+  const continued = (ctx: CallContext): number => (ctx.shape.endpoint === 'responses' ? conversations.find(ctx.body) : -1)
   return {
-    worstCase: (ctx) => worstCaseUsd(pricer, tiered(ctx), history.answeredAs),
+    worstCase: (ctx) => worstCaseUsd(pricer, tiered(ctx), history.answeredAs, conversations.carriedTokens(continued(ctx))),
     answeredAs: history.answeredAs,
-    expected: (ctx) => expectedUsd(pricer, history, tiered(ctx)),
+    expected: (ctx) => {
+      const slot = continued(ctx)
+      return expectedUsd(pricer, history, tiered(ctx), conversations.carriedTokens(slot), conversations.carriedCached(slot))
+    },
+    answered: (call) => {
+      if (call.endpoint === 'responses' && call.response_id) conversations.remember(call.response_id, call)
+    },
     learn: (ctx, call) => {
       if (!ctx.shape.model) return
       if (!ctx.shape.fast && leavesTier(ctx.body)) history.noteTier(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash, call.usage_extra?.includes('"fast":true') === true)

@@ -14,6 +14,9 @@ import type { CallContext } from '../proxy/gate'
  *   input, or, when the request marks anything for the prompt cache (Anthropic's `cache_control`,
  *   Bedrock Converse's `cachePoint`), as cache writes (1.25x the input price; 2x when a mark asks for a 1-hour lifetime): every
  *   prompt token up to the last mark can be written, and a mark's prefix is most of a prompt.
+ * - A Responses turn continuing a stored conversation (`previous_response_id`) that this instance
+ *   saw answered adds that answer's prompt and output tokens as uncached input: its prompt holds
+ *   them (./conversations.ts). One it did not see adds nothing: the bound is then the body's.
  * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens`, Gemini's
  *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist) or Bedrock
  *   Converse's `inferenceConfig.maxTokens` (times `n` choices); without one,
@@ -177,16 +180,22 @@ export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, ans
   return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
 }
 
-export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: AnsweredAs): number {
+/**
+ * `carried`: the tokens of the stored conversation a Responses turn continues, as far as this
+ * instance saw it answered (./conversations.ts): its prompt holds them besides its body, all
+ * priced as uncached input (the most they cost).
+ */
+export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: AnsweredAs, carried = 0): number {
   if (!ctx.shape.billable) return 0
   // Billed by what the request asks for (an xAI video's seconds), not by tokens: that is its most.
   if (ctx.shape.expectedUsd !== undefined) return ctx.shape.expectedUsd
   if (!ctx.shape.model) return 0
   const usage = emptyUsage()
-  usage.input_tokens = promptTokenBound(ctx.bodyBytes)
+  const bound = promptTokenBound(ctx.bodyBytes)
+  usage.input_tokens = bound + carried
   const ttl = cacheWriteTtl(ctx.body)
-  if (ttl) usage.cache_write_tokens = usage.input_tokens
-  if (ttl === '1h') usage.cache_write_1h_tokens = usage.input_tokens
+  if (ttl) usage.cache_write_tokens = bound
+  if (ttl === '1h') usage.cache_write_1h_tokens = bound
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
   return reservedCost(pricer, ctx, usage, answeredAs)
 }
