@@ -72,6 +72,9 @@ function describe(err: unknown): string {
  * and further calls are dropped and counted, never held without bound, never retried on the
  * event loop; the proxy does not wait for any of it.
  */
+/** Attribute sets an instrument keeps apart before the SDK folds new ones into `otel.metric.overflow` (README). */
+export const OTEL_SERIES_LIMIT = 20_000
+
 export class OtelPipeline {
   private incoming: CallRecord[] = []
   private backlog: CallRecord[] = []
@@ -132,6 +135,10 @@ export class OtelPipeline {
             exporter,
             exportIntervalMillis: opts.intervalMs,
             exportTimeoutMillis: Math.min(opts.timeoutMs, opts.intervalMs),
+            // The SDK's default, 2,000 attribute sets an instrument, is below what Burnrate's own
+            // bounds allow (models x agents x tenants): past it each new set's cost would lose its
+            // model, agent and tenant to one `otel.metric.overflow` point.
+            cardinalityLimits: { default: OTEL_SERIES_LIMIT },
           }),
         ],
       })
