@@ -60,6 +60,19 @@ describe('what a recorded call was charged beyond its tokens', () => {
     expect(chargesBeyondTokens(pricer, 'openai', 'openai', recorded('gpt-5', tokens()))).toBe(0)
     expect(chargesBeyondTokens(pricer, 'openai', 'openai', recorded('no-such-model', tokens({ web_searches: 2 })))).toBeNull()
   })
+
+  it("is, for a charge the provider reported, only the per-use charges its usage names: never the reported cost's gap above the tokens' list price", () => {
+    const reported = (provider: string, model: string, u: Usage, cost: number): LearntUsage => ({ ts: TS, model, priced: true, cost_usd: cost, ...u, usage_extra: usageExtra({ ...u, provider_cost_usd: cost }) })
+    // OpenRouter routed to an upstream 1.5 times the list: no per-use charge, nothing beyond tokens.
+    const list = pricer.price('openrouter', 'openrouter', 'openai/gpt-4o', tokens(), new Date(TS)).cost_usd
+    expect(chargesBeyondTokens(pricer, 'openrouter', 'openrouter', reported('openrouter', 'openai/gpt-4o', tokens(), 1.5 * list))).toBe(0)
+    // Sonar Deep Research: its 20 searches at $5 per 1,000, whatever its reported cost says of its tokens.
+    const dr = tokens({ web_searches: 20 })
+    expect(chargesBeyondTokens(pricer, 'perplexity', 'perplexity', reported('perplexity', 'sonar-deep-research', dr, 0.5))).toBeCloseTo(0.1, 15)
+    // Never more than the whole reported charge; Sonar's counted searches are billed by the request (no price): 0.
+    expect(chargesBeyondTokens(pricer, 'perplexity', 'perplexity', reported('perplexity', 'sonar-deep-research', dr, 0.04))).toBe(0.04)
+    expect(chargesBeyondTokens(pricer, 'perplexity', 'perplexity', reported('perplexity', 'sonar', tokens({ web_searches: 3 }), 0.9))).toBe(0)
+  })
 })
 
 describe('an expected reservation adds what its model was charged beyond tokens, past what its request already counts', () => {

@@ -5,13 +5,21 @@ import type { LearntUsage } from './types'
 
 /**
  * What an answered call was charged beyond its tokens, as `expected` reservations learn it
- * (./expected.ts): its recorded cost minus what its tokens cost at the price it was recorded at.
- * That is what only its answer names: web and file searches (pricing/tool-fees.ts), the images an
- * image tool made, Google Search grounding (pricing/search-grounding.ts), and the part of a charge
- * the provider reported itself beyond the tokens' list price (Perplexity Sonar Deep Research's
- * searches and citations). The tokens are priced as the call was, with everything that sets their
- * price (tier, batch, data residency, modality splits, a Perplexity search context size, whose
- * request fee is thus in the tokens' part: a reservation counts it from the request).
+ * (./expected.ts): what only its answer names, web and file searches (pricing/tool-fees.ts), the
+ * images an image tool made, Google Search grounding (pricing/search-grounding.ts). For a call
+ * priced from its usage, that is its recorded cost minus what its tokens cost at the price it was
+ * recorded at; the tokens are priced as the call was, with everything that sets their price (tier,
+ * batch, data residency, modality splits, a Perplexity search context size, whose request fee is
+ * thus in the tokens' part: a reservation counts it from the request).
+ *
+ * A call whose provider reported its own charge (`provider_cost_usd`: OpenRouter, xAI, Perplexity)
+ * was recorded at that charge, its whole price, not tokens plus fees: the gap between it and the
+ * tokens' list price (a pricier upstream OpenRouter routed to, token classes the usage does not
+ * split) grows with the call's tokens, and learnt as a fee it would be added to every call of the
+ * model, however small. Such a call's charges beyond tokens are only the per-use charges its usage
+ * names, priced as the recorder prices a call that reports none (Sonar Deep Research's searches at
+ * $5 per 1,000; a count the price data has no price for, as xAI's tools, at 0), never more than
+ * the reported charge; 0 when it names none.
  *
  * Null when it cannot be known (an unpriced call, tokens no price knows now); 0 for a call whose
  * usage kept nothing beyond its token columns (`usage_extra` null: no JSON read, nothing priced).
@@ -31,20 +39,25 @@ export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerN
     },
     call.usage_extra,
   )
+  const reported = u.provider_cost_usd
+  u.provider_cost_usd = undefined
   if (!perUse(u)) return 0
+  const at = new Date(call.ts)
+  // The whole: what was recorded, or for a reported charge, its usage as priced without it.
+  const whole = reported === undefined ? { cost_usd: call.cost_usd, priced: true } : pricer.price(pricingId, providerName, call.model, u, at)
+  if (!whole.priced) return null
   u.web_searches = 0
   u.storage_searches = 0
   u.tool_images = undefined
   u.google_search_queries = undefined
   u.google_search_grounded = undefined
-  u.provider_cost_usd = undefined
-  const tokens = pricer.price(pricingId, providerName, call.model, u, new Date(call.ts))
+  const tokens = pricer.price(pricingId, providerName, call.model, u, at)
   if (!tokens.priced) return null
-  const beyond = call.cost_usd - tokens.cost_usd
+  const beyond = Math.min(whole.cost_usd - tokens.cost_usd, reported ?? Infinity)
   return Number.isFinite(beyond) && beyond > 0 ? beyond : 0
 }
 
-/** Whether `u` holds a charge its tokens' price does not (see above). */
+/** Whether `u` names a charge per use, which its tokens' price does not hold (see above). */
 function perUse(u: Usage): boolean {
-  return u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true || u.provider_cost_usd !== undefined
+  return u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true
 }

@@ -36,8 +36,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`); an OpenAI Chat
  *   Completions search model's call, the web search it makes for every answer (`CallShape.webSearchEachCall`).
  * - Charges beyond tokens: the 95th percentile of what those calls were charged beyond their tokens
- *   (./call-fees.ts: searches, images, grounding queries, a provider's own charge, that only an answer
- *   names), less what the price of this call's tokens already counts from its request
+ *   (./call-fees.ts: searches, images, grounding queries that only an answer names; of a call whose
+ *   provider reported its charge, only those its usage names), less what the price of this call's tokens already counts from its request
  *   (`reservedPerUseUsd`: a search model's one search, the image tool's one image, Gemini's first
  *   query), never below 0; added beyond the worst-case cap. Kept apart for background responses, as
  *   the figures above, and apart for requests that name a tool billed per use (`namesBilledTool`):
