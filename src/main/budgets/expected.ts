@@ -1,4 +1,5 @@
 import { DATA_RESIDENCY_MULTIPLIER, emptyUsage, isObject } from '../metering/usage'
+import { FastKeys } from './fast-keys'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
 import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPerUseUsd, worstCaseUsd } from './worst-case'
@@ -30,8 +31,9 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else OpenAI's published
  *   Priority price for the model, else the standard one: the Pricer's, as the call is recorded).
- *   So does a call that leaves its tier to the project once the key's last such call of its model
- *   was answered at a fast tier (`CallHistory.servedFast`: the project's default tier is Fast mode).
+ *   So does a call that leaves its tier to the project (`CallShape.projectTier`: OpenAI's and Azure
+ *   OpenAI's) once the key's last such call of its model was answered at a fast tier
+ *   (`CallHistory.servedFast`: the project's default tier is Fast mode).
  *   A Perplexity Sonar call reserves the request fee of its search context size (`CallShape.searchContextSize`),
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`); an OpenAI Chat
  *   Completions search model's call, the web search it makes for every answer (`CallShape.webSearchEachCall`).
@@ -119,25 +121,6 @@ interface ModelHistory {
   toolFeesUsd: Samples
   /** The model the last answered call named, when it was not the one requested and had a price. */
   answered?: string
-  /**
-   * The keys (hashes) whose last call of the model that left its tier to the project was answered
-   * at a fast tier (`servedFast`).
-   */
-  fastKeys?: Set<string>
-}
-
-/** Keys remembered per model in `ModelHistory.fastKeys`; past this the set starts again. */
-const FAST_KEYS = 10_000
-
-/**
- * Whether a request leaves its tier to the project: it names no `service_tier`, or `auto`
- * (OpenAI: "processed with the service tier configured in the Project settings"), which may be
- * Fast mode (Priority processing).
- */
-export function leavesTier(body: unknown): boolean {
-  if (!isObject(body)) return true
-  const tier = body.service_tier
-  return tier === undefined || tier === null || tier === 'auto'
 }
 
 /**
@@ -200,6 +183,8 @@ export class CallHistory {
   private readonly foreground = new Models(MIN_SAMPLES)
   /** Background responses' real usage, apart: mixed in, ordinary calls would reserve a deep-research job's cost. */
   private readonly background = new Models(MIN_BACKGROUND_SAMPLES)
+  /** The keys whose project's default tier is Fast mode, per provider and model (`servedFast`). */
+  private readonly fastKeys = new FastKeys()
 
   private of(provider: string, model: string): ModelHistory | undefined {
     return this.foreground.of(provider, model, false)
@@ -226,27 +211,22 @@ export class CallHistory {
   }
 
   /**
-   * A call of key `hash` that left its tier to the project (`leavesTier`) was answered at a fast
-   * tier (`fast`: the project's default tier is OpenAI's Fast mode, billed at the model's fast
-   * price) or not (the default changed back).
+   * A call of key `hash` that left its tier to the project (`CallShape.projectTier`) was answered
+   * at a fast tier (`fast`: the project's default tier is OpenAI's Fast mode, billed at the model's
+   * fast price) or not (the default changed back).
    */
   noteTier(provider: string, model: string, hash: string, fast: boolean): void {
-    const h = fast ? this.foreground.of(provider, model, true) : this.of(provider, model)
-    if (!fast) {
-      h?.fastKeys?.delete(hash)
-      return
-    }
-    if (!h!.fastKeys || h!.fastKeys.size >= FAST_KEYS) h!.fastKeys = new Set()
-    h!.fastKeys.add(hash)
+    this.fastKeys.note(provider, model, hash, fast)
   }
 
   /**
    * Whether a call that asks for no tier is to be reserved at its model's fast price: it leaves its
-   * tier to the project, and the key's last such call of the model was answered at a fast tier.
+   * tier to the project (`CallShape.projectTier`), and the key's last such call of the model was
+   * answered at a fast tier. Not a call that asked for its tier by its own means (a Gemini or
+   * Vertex AI priority or flex request): that its answers were fast says nothing of the others.
    */
-  servedFast(ctx: Pick<CallContext, 'provider' | 'shape' | 'body' | 'apiKeyHash'>): boolean {
-    if (ctx.shape.fast || !leavesTier(ctx.body)) return false
-    return this.of(ctx.provider.name, ctx.shape.model)?.fastKeys?.has(ctx.apiKeyHash) === true
+  servedFast(ctx: Pick<CallContext, 'provider' | 'shape' | 'apiKeyHash'>): boolean {
+    return ctx.shape.projectTier === true && !ctx.shape.fast && this.fastKeys.has(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash)
   }
 
   /**

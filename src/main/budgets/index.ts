@@ -12,7 +12,7 @@ import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
 import { ConversationMemory } from './conversations'
-import { CallHistory, continuesStored, expectedUsd, isBackground, leavesTier, namesBilledTool } from './expected'
+import { CallHistory, continuesStored, expectedUsd, isBackground, namesBilledTool } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
 import type { SharedCallFeed } from './feed/listen'
@@ -91,7 +91,8 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
     },
     learn: (ctx, call) => {
       if (!ctx.shape.model) return
-      if (!ctx.shape.fast && leavesTier(ctx.body)) history.noteTier(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash, call.usage_extra?.includes('"fast":true') === true)
+      // Only a call that left its tier to the project says what the project's default is.
+      if (ctx.shape.projectTier && !ctx.shape.fast) history.noteTier(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash, call.usage_extra?.includes('"fast":true') === true)
       // What the prompt cost as billed (cache reads and writes at their own rates), per body byte.
       let perByte: number | null = null
       if (ctx.bodyBytes > 0 && call.priced && !continuesStored(ctx.body)) {

@@ -111,9 +111,14 @@ export function inspectOpenAI(req: RequestInfo): CallShape {
   }
 }
 
-/** OpenAI's and Azure OpenAI's Fast mode (Priority processing until July 2026), asked for by the request: `CallShape.fast`. */
+/**
+ * OpenAI's and Azure OpenAI's Fast mode (Priority processing until July 2026), asked for by the
+ * request (`CallShape.fast`), or the tier left to the project, which may be it (`CallShape.projectTier`).
+ */
 export function withFastTier(shape: CallShape, body: unknown): CallShape {
-  if (isObject(body) && (body.service_tier === 'priority' || body.service_tier === 'fast')) shape.fast = true
+  const tier = isObject(body) ? body.service_tier : undefined
+  if (tier === 'priority' || tier === 'fast') shape.fast = true
+  else if (tier === undefined || tier === null || tier === 'auto') shape.projectTier = true
   return shape
 }
 

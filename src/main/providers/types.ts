@@ -56,6 +56,13 @@ export interface CallShape {
    */
   fast?: boolean
   /**
+   * The request leaves its tier to the project (OpenAI's and Azure OpenAI's with no `service_tier`,
+   * or `"auto"`: "processed with the service tier configured in the Project settings"), which may
+   * be Fast mode: budgets reserve it at the fast price once the key's project was seen to serve the
+   * model so (budgets/expected.ts, `CallHistory.servedFast`). Never set with `fast`.
+   */
+  projectTier?: boolean
+  /**
    * The search context size a Perplexity Sonar request runs with (its
    * `web_search_options.search_context_size`, else Perplexity's default, `low`), which sets the
    * call's request fee: budgets reserve with it, and the call is recorded with it unless its
