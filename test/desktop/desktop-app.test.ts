@@ -518,6 +518,18 @@ describe('connecting agents from the tray, and never stranding them', () => {
     writeFileSync(settings(), ORIGINAL)
   }
   const item = (label: string) => tray().menu!.items.find((i: any) => i.label === label)
+  /** Connects Claude Code from the tray, confirmed. */
+  async function connectClaudeCode(): Promise<void> {
+    state.messageBoxResponse = 0
+    tray().menu!.click('Claude Code')
+    await eventually(() => item('Claude Code')?.checked === true)
+  }
+  /** `burnrate connect codex --url https://burnrate.example.com` (another Burnrate, a team server) with this data folder; Codex's config file. */
+  async function connectCodexElsewhere(dataDir: string): Promise<string> {
+    const { AgentConnections } = await import('../../src/main/connect/connections')
+    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir }).connect('codex', 'https://burnrate.example.com')
+    return join(dir, 'home', '.codex', 'config.toml')
+  }
 
   it('shows the change, connects on confirm, turns start at login on once, and disconnects from the menu', async () => {
     writeConfig()
@@ -564,9 +576,7 @@ describe('connecting agents from the tray, and never stranding them', () => {
     writeConfig()
     claudeInstalled()
     const d = await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
+    await connectClaudeCode()
     state.messageBoxes = []
 
     state.messageBoxResponse = 3 // Cancel
@@ -587,13 +597,8 @@ describe('connecting agents from the tray, and never stranding them', () => {
     writeConfig()
     claudeInstalled()
     const d = await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
-    // `burnrate connect codex --url https://burnrate.example.com`, with the same data folder.
-    const { AgentConnections } = await import('../../src/main/connect/connections')
-    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: d.config.data_dir }).connect('codex', 'https://burnrate.example.com')
-    const codex = join(dir, 'home', '.codex', 'config.toml')
+    await connectClaudeCode()
+    const codex = await connectCodexElsewhere(d.config.data_dir)
     state.messageBoxes = []
     state.messageBoxResponse = 0 // Disconnect and quit
     app.quit()
@@ -607,9 +612,7 @@ describe('connecting agents from the tray, and never stranding them', () => {
     writeConfig()
     claudeInstalled()
     const d = await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
+    await connectClaudeCode()
     chmodSync(settings(), 0o444) // the person (or a tool) made it read-only meanwhile
     state.messageBoxes = []
     state.messageBoxResponses = [0, 2] // Disconnect and quit; then Cancel
@@ -633,9 +636,7 @@ describe('connecting agents from the tray, and never stranding them', () => {
     claudeInstalled()
     writeConfig()
     const first = await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
+    await connectClaudeCode()
     state.messageBoxResponse = 2 // quit anyway
     await quit()
     running = null
@@ -654,13 +655,8 @@ describe('connecting agents from the tray, and never stranding them', () => {
     claudeInstalled()
     writeConfig()
     const first = await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
-    // `burnrate connect codex --url https://burnrate.example.com`, with the same data folder.
-    const { AgentConnections } = await import('../../src/main/connect/connections')
-    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: first.config.data_dir }).connect('codex', 'https://burnrate.example.com')
-    const codex = join(dir, 'home', '.codex', 'config.toml')
+    await connectClaudeCode()
+    const codex = await connectCodexElsewhere(first.config.data_dir)
     state.messageBoxResponse = 2 // quit anyway
     await quit()
     running = null
@@ -677,9 +673,8 @@ describe('connecting agents from the tray, and never stranding them', () => {
 
   it('started on another port with only an agent pointed at another Burnrate: no notification', async () => {
     writeConfig()
-    const { AgentConnections } = await import('../../src/main/connect/connections')
     const d = await launch()
-    new AgentConnections({ home: join(dir, 'home'), env: { PATH: '' }, platform: 'linux', dataDir: d.config.data_dir }).connect('codex', 'https://burnrate.example.com')
+    await connectCodexElsewhere(d.config.data_dir)
     state.messageBoxResponse = 2
     await quit()
     running = null
@@ -694,9 +689,7 @@ describe('connecting agents from the tray, and never stranding them', () => {
     claudeInstalled()
     writeConfig()
     await launch()
-    state.messageBoxResponse = 0
-    tray().menu!.click('Claude Code')
-    await eventually(() => item('Claude Code')?.checked === true)
+    await connectClaudeCode()
     state.messageBoxResponse = 2 // quit anyway: the agent stays connected
     await quit()
     expect(readFileSync(settings(), 'utf8')).toContain('ANTHROPIC_BASE_URL')
