@@ -445,6 +445,28 @@ describe('a file that is not UTF-8 (a profile saved in Latin-1)', () => {
   })
 })
 
+describe('a connected file that later gains bytes that are not UTF-8 (a line saved in Latin-1)', () => {
+  it.each([
+    ['sdk', '.zshrc', '# Größe\nexport EDITOR=vim\n', 'export NAME="Jos\xe9"\n'],
+    ['claude-code', '.claude/settings.json', '{\n  "model": "opus" // Größe\n}\n', '// Jos\xe9\n'],
+    ['codex', '.codex/config.toml', '# Größe\nmodel = "gpt-5"\n', '# Jos\xe9\n'],
+  ])('%s: Disconnect still takes Burnrate out (refused, the agent stayed pointed at it), every other byte kept', (agent, file, text, line) => {
+    put(file, text)
+    const conn = connections()
+    conn.connect(agent, URL_A)
+    expect(read(file)).toContain(URL_A)
+    const added = Buffer.from(line, 'latin1')
+    writeFileSync(join(home, file), Buffer.concat([readFileSync(join(home, file)), added]))
+    const results = conn.disconnectAll()
+    expect(results.map((r) => r.error?.message)).toEqual([undefined])
+    expect(conn.connected()).toEqual([])
+    const after = readFileSync(join(home, file))
+    expect(after.includes(Buffer.from(URL_A))).toBe(false)
+    expect(after.includes(added)).toBe(true)
+    expect(after.includes(Buffer.from('Größe'))).toBe(true)
+  })
+})
+
 describe('files where a key must go into something that is not an object', () => {
   it.each([
     ['claude-code', '.claude/settings.json', '{\n  "env": null\n}\n', 'env = null'],

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto'
 import { ConnectError } from './errors'
-import { readText } from './files'
+import { readText, readTextOrBytes } from './files'
 import { type ConfigDoc, type KeyPath, MalformedError } from './formats/types'
 import { tildify } from './paths'
 import type { AgentFile, ConnectContext } from './types'
@@ -34,6 +34,16 @@ export function readDoc(ctx: ConnectContext, path: string): string | null {
   } catch (err) {
     const e = err as NodeJS.ErrnoException
     if (e.code === 'ENOTUTF8') throw notUtf8(ctx, path)
+    throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
+  }
+}
+
+/** readDoc for putting a file back: one that is not UTF-8 is read byte for byte (./files.ts readTextOrBytes), not refused. */
+export function readDocOrBytes(ctx: ConnectContext, path: string): { text: string; latin1: boolean } | null {
+  try {
+    return readTextOrBytes(path)
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
     throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
   }
 }

@@ -20,6 +20,23 @@ export function readText(path: string): string | null {
 }
 
 /**
+ * readText, but a file that is not UTF-8 is read byte for byte (`latin1`: one character a byte),
+ * which writeFileKeepingMode(…, 'latin1') writes back byte for byte: Disconnect takes Burnrate's
+ * own (ASCII) lines out of such a file without losing the user's bytes, rather than refusing and
+ * leaving the agent pointed at a Burnrate that may be gone.
+ */
+export function readTextOrBytes(path: string): { text: string; latin1: boolean } | null {
+  let text: string | null
+  try {
+    text = readText(path)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOTUTF8') throw err
+    return { text: readFileSync(path).toString('latin1'), latin1: true }
+  }
+  return text === null ? null : { text, latin1: false }
+}
+
+/**
  * The file `path` stands for: the end of its symlinks even when that does not exist yet (a dotfile
  * manager's link made before its target), so a write goes there and the link stays a link.
  * A link another user made in a sticky folder anyone may write (/tmp) is not followed, as the
@@ -89,7 +106,7 @@ export function checkWritable(path: string): string | null {
  * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env). Returns
  * the folders it made, outermost first (removeEmptyFolders takes them away again).
  */
-export function writeFileKeepingMode(path: string, text: string): string[] {
+export function writeFileKeepingMode(path: string, text: string, encoding: 'utf8' | 'latin1' = 'utf8'): string[] {
   const target = realTarget(path)
   let mode = 0o600
   const made: string[] = []
@@ -104,7 +121,7 @@ export function writeFileKeepingMode(path: string, text: string): string[] {
   }
   const tmp = `${target}.burnrate-${process.pid}.tmp`
   try {
-    writeFileSync(tmp, text, { mode })
+    writeFileSync(tmp, text, { mode, encoding })
     chmodSync(tmp, mode)
     renameSync(tmp, target)
   } catch (err) {

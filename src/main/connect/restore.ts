@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util'
 import { applyPatch, structuredPatch } from 'diff'
-import { asText, dotted, openDoc, readDoc, sha256 } from './doc'
+import { asText, dotted, openDoc, readDocOrBytes, sha256 } from './doc'
 import { tildify } from './paths'
 import type { FileRecord, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
@@ -20,12 +20,16 @@ export function restoreWork(from: RestoreFrom, c: AgentConnector, url: string, r
   // and all, would go, and every key be said to be "changed since".
   const f = c.files(ctx, url).find((x) => x.path === rec.path) ?? { path: rec.path, format: c.formatOf?.(rec.path) ?? c.files(ctx, url)[0].format, settings: [] }
   const shown = tildify(ctx, rec.path)
-  const before = readDoc(ctx, rec.path)
-  if (before === null) {
+  // A file that became other than UTF-8 since (a line saved in Latin-1) is still put back, byte
+  // for byte: refused, the agent would stay pointed at this Burnrate, gone once it quits.
+  const read = readDocOrBytes(ctx, rec.path)
+  if (read === null) {
     notes.push(`${shown} no longer exists; nothing to restore there.`)
     return null
   }
-  const backup = rec.backup ? state.readBackup(rec.backup) : null
+  const { text: before, latin1 } = read
+  // Such a file's text is its bytes, not the backup's characters: only Burnrate's own keys are undone in it.
+  const backup = rec.backup && !latin1 ? state.readBackup(rec.backup) : null
   const settings: FileWork['settings'] = []
   let after: string | null
   if (sha256(before) === rec.written_sha256 && (backup !== null || !rec.existed)) {
@@ -40,7 +44,7 @@ export function restoreWork(from: RestoreFrom, c: AgentConnector, url: string, r
     notes.push(...undone.notes)
   }
   if (after === before) return null
-  return { file: f, before, after, record: null, settings, folders: rec.created_dirs }
+  return { file: f, before, after, record: null, settings, folders: rec.created_dirs, ...(latin1 ? { encoding: 'latin1' as const } : {}) }
 }
 
 /**

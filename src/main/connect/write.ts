@@ -24,6 +24,8 @@ export interface FileWork {
   rebased?: string
   /** Folders Burnrate made for the file: removed after it (`after` null) when left empty. */
   folders?: string[]
+  /** `before` and `after` are the file's bytes one a character (a file that is not UTF-8, put back: ./restore.ts). */
+  encoding?: 'latin1'
 }
 
 export interface Work {
@@ -69,7 +71,7 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () 
           removeFile(w.file.path)
           removeEmptyFolders(w.folders ?? [])
         } else {
-          const made = writeFileKeepingMode(w.file.path, w.after)
+          const made = writeFileKeepingMode(w.file.path, w.after, w.encoding)
           if (w.record && made.length > 0) w.record.created_dirs = made
         }
       } catch (err) {
@@ -97,7 +99,7 @@ function putBack(to: Writer, written: FileWork[]): string[] {
   for (const w of [...written].reverse()) {
     try {
       if (w.before === null) removeFile(w.file.path)
-      else writeFileKeepingMode(w.file.path, w.before)
+      else writeFileKeepingMode(w.file.path, w.before, w.encoding)
     } catch {
       failed.push(tildify(to.ctx, w.file.path))
     }
