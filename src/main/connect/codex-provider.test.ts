@@ -82,6 +82,17 @@ describe('codex with a model provider of its own', () => {
     expect(warningsOf(conn)).toEqual([])
   })
 
+  it('no warning when that base_url names this Burnrate as localhost (the same loopback port), but one for another port', () => {
+    codexConfig(`model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "http://localhost:8787/v1"\nenv_key = "OPENAI_API_KEY"\n`)
+    const conn = connections()
+    expect(conn.connect('codex', URL).notes.filter((n) => n.includes('model provider'))).toEqual([])
+    expect(warningsOf(conn)).toEqual([])
+    conn.disconnect('codex')
+    codexConfig(`model_provider = "burnrate"\n\n[model_providers.burnrate]\nname = "OpenAI via Burnrate"\nbase_url = "http://localhost:9999/v1"\nenv_key = "OPENAI_API_KEY"\n`)
+    conn.connect('codex', URL)
+    expect(warningsOf(conn)).toHaveLength(1)
+  })
+
   it("warns for a built-in provider other than OpenAI's, whose base_url Codex does not take from the file", () => {
     codexConfig(`model_provider = "amazon-bedrock"\n\n[model_providers.amazon-bedrock]\nbase_url = "${URL}/v1"\n`)
     const conn = connections()

@@ -1,4 +1,5 @@
 import type { ConfigDoc } from '../formats/types'
+import { isLoopbackHost } from '../../security/hosts'
 import { tildify } from '../paths'
 import type { AgentFile, ConnectContext } from '../types'
 
@@ -19,7 +20,9 @@ function underBurnrate(baseUrl: unknown, url: string): boolean {
     const b = new URL(baseUrl)
     const u = new URL(url)
     const root = u.pathname.replace(/\/+$/, '')
-    return b.origin === u.origin && (b.pathname === root || b.pathname.startsWith(`${root}/`))
+    // `localhost` and the loopback addresses reach the same Burnrate on its port.
+    const same = b.origin === u.origin || (b.protocol === u.protocol && b.port === u.port && isLoopbackHost(b.hostname) && isLoopbackHost(u.hostname))
+    return same && (b.pathname === root || b.pathname.startsWith(`${root}/`))
   } catch {
     return false
   }
