@@ -1,6 +1,6 @@
 import type { Agent } from 'node:http'
 import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
-import { AggregationTemporalityPreference, OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
+import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http'
 import { resourceFromAttributes } from '@opentelemetry/resources'
 import { MeterProvider, PeriodicExportingMetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics'
@@ -123,11 +123,9 @@ export class OtelPipeline {
       this.tracerProvider = new TracerProvider({ resource, spanProcessors: [this.collect] })
     }
     if (opts.metrics) {
-      // Cumulative whatever OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE says: a delta export
-      // that fails loses its interval's cost for good; a cumulative one is made up by the next.
-      const exporter = this.countedMetricExporter(
-        new OTLPMetricExporter({ ...common, url: signal('/v1/metrics'), temporalityPreference: AggregationTemporalityPreference.CUMULATIVE }),
-      )
+      // Cumulative unless OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE asks for delta (a backend
+      // such as Dynatrace takes nothing else); then a failed export's interval is lost (README).
+      const exporter = this.countedMetricExporter(new OTLPMetricExporter({ ...common, url: signal('/v1/metrics') }))
       this.meterProvider = new MeterProvider({
         resource,
         readers: [
