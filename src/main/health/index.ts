@@ -2,8 +2,9 @@ import type { Feature } from '../server/context'
 
 /**
  * `GET /api/health`: `{status, version, uptime_s}`, plus the ledger's write state, the prices'
- * state and the sections features add (`otel`). Answered without the API app
- * (../server/api-app.ts), so it answers as soon as the server listens; it reads the prices'
+ * state and the sections the server (`data_dir`: whether the data folder is shared) and features
+ * (`otel`) add. Answered without the API app (../server/api-app.ts), so it answers as soon as the
+ * server listens; it reads the prices'
  * state and never waits for or starts their load (they load a moment after start-up).
  */
 export const health: Feature = (ctx) => {

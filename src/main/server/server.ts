@@ -34,6 +34,7 @@ import { proxyProblems } from '../http/network'
 import { Router, buildUpstreams } from '../proxy/routes'
 import { checkExposure } from '../security/exposure'
 import { createRequestGuard } from '../security/guard'
+import { dataFolderState, sharedFolderWarning } from '../security/shared-folder'
 import { checkTokens } from '../security/tokens'
 import { dashboard } from '../dashboard'
 import { metrics } from '../metrics'
@@ -124,6 +125,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const busyMs = opts.startupBusyMs ?? STARTUP_BUSY_MS
   const { db, lock, storage } = openDataFolder(config, { log, ledgerWorker: opts.ledgerWorker, ledgerThreadIdleMs: opts.ledgerThreadIdleMs }, busyMs)
   const ledger = storage.ledger
+  // Checked once the database has made a folder of the user's own private (../ledger/db.ts).
+  const folder = dataFolderState(config.data_dir)
+  if (folder.shared) log.warn(sharedFolderWarning(config.data_dir, folder))
   const keepPending = async (): Promise<void> => {
     // A call answered whose usage is being estimated (a background job's queued answer reports
     // none) is recorded, with its hold, once the estimate is in: a turn after it is settled.
@@ -186,7 +190,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       closers.push(fn)
     },
     aroundProxy: null,
-    healthSections: storage.health ? { storage: storage.health } : {},
+    healthSections: { data_dir: () => folder, ...(storage.health ? { storage: storage.health } : {}) },
     url: () => reachable(url),
     agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
