@@ -19,7 +19,10 @@ export class CliError extends Error {
 }
 
 export interface Writable {
-  write(s: string): unknown
+  /** Text, or bytes passed through as they are (an export's UTF-8, cut anywhere by the network). */
+  write(s: string | Uint8Array): unknown
+  /** A stream's 'drain', when it has one: a writer that got `false` waits for it. */
+  once?(event: 'drain', listener: () => void): unknown
   isTTY?: boolean
   columns?: number
 }

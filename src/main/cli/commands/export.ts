@@ -29,7 +29,11 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     }
     // A file is always private to the user: the export holds every call (tenants, sessions, key hints).
     if (o.output) return writePrivateFile(o.output, (sink) => exportTo(sink))
-    return exportTo(new NodeWritable({ write: (chunk, _enc, cb) => (ctx.stdout.write(String(chunk)), cb()) }))
+    // Chunks go out as bytes: the server's answer arrives cut wherever the network cut it, often
+    // inside a character (a CJK session, an emoji agent), and decoding each alone printed U+FFFD.
+    // A stdout that asks to wait (a slow pipe) is waited for, so the export is not held in memory.
+    const out = ctx.stdout
+    return exportTo(new NodeWritable({ write: (chunk, _enc, cb) => (out.write(chunk) === false && out.once ? out.once('drain', () => cb()) : cb()) }))
 
     async function exportTo(sink: NodeJS.WritableStream): Promise<void> {
       if (t.kind === 'http') {
