@@ -28,7 +28,7 @@ export function withTarget(cmd: Command): Command {
 
 /** Where the numbers come from: a running server over HTTP, or the ledger file itself. */
 export type Target =
-  | { kind: 'http'; config: Config; url: string; get: (path: string) => Promise<Response> }
+  | { kind: 'http'; config: Config; url: string; get: (path: string, opts?: { stream?: boolean }) => Promise<Response> }
   | { kind: 'local'; config: Config; open: () => Database.Database }
 
 export function configOf(o: TargetOptions): Config {
@@ -56,7 +56,19 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   const url = named.replace(/\/+$/, '')
   const token = o.token ?? (ctx.env.BURNRATE_TOKEN || config.dashboard.token)
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {}
-  const get = (path: string) => fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
+  // 30 s for an answer. A stream (an export) has them for its headers only: its body takes as
+  // long as the calls and the reader take (`| less` holds it while someone reads), and a timer
+  // on the whole fetch cut every export longer than 30 s with exit 1.
+  const get = async (path: string, opts: { stream?: boolean } = {}) => {
+    if (!opts.stream) return fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
+    const ac = new AbortController()
+    const timer = setTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), 30_000)
+    try {
+      return await fetch(url + path, { headers, signal: ac.signal })
+    } finally {
+      clearTimeout(timer)
+    }
+  }
   let answered: number
   try {
     const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(1000) })

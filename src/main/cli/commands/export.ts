@@ -40,7 +40,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
         const p = new URLSearchParams({ format: o.format, since: o.since ?? '1970-01-01' })
         if (o.until) p.set('until', o.until)
         if (o.tenant) p.set('tenant', o.tenant)
-        const r = await t.get(`/api/dashboard/export?${p}`)
+        const r = await t.get(`/api/dashboard/export?${p}`, { stream: true })
         if (!r.ok || !r.body) {
           await getJson(t, `/api/dashboard/export?${p}`)
           throw new CliError(`${t.url} has no export API (its dashboard is off); run with --local`)
