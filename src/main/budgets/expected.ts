@@ -253,11 +253,6 @@ export class CallHistory {
     return this.of(provider, model)?.inputUsdPerByte.p95() ?? null
   }
 
-  feesUsd(provider: string, model: string, tools = false): number | null {
-    const h = this.of(provider, model)
-    return (tools ? h?.toolFeesUsd : h?.feesUsd)?.p95() ?? null
-  }
-
   /** The figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
   expectations(provider: string, model: string, background = false, tools = false): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
     const h = this.of(provider, model)

@@ -1,3 +1,5 @@
+import { bearerCredential } from '../security/secrets'
+
 /** Tokens remembered with the user their payload names (bounded: tokens come from clients). */
 const MAX_TOKENS = 1024
 const users = new Map<string, string>()
@@ -14,7 +16,8 @@ export function chatgptUser(authorization: string | undefined, key: string): str
   const known = users.get(key)
   if (known !== undefined) return known
   let user = ''
-  const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1] ?? ''
+  // The bearer token as the proxy reads the call's key from the same header (attribution.ts).
+  const token = authorization === undefined ? '' : (bearerCredential(authorization) ?? '')
   const payload = token.split('.')[1]
   if (payload) {
     try {
