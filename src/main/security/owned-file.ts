@@ -18,3 +18,12 @@ export function untrustedReason(path: string): string | null {
   if (st.mode & 0o002) return 'any user may write it'
   return null
 }
+
+/** `untrustedReason`, for a file that may be gone or unreadable meanwhile: null then (what reads it next says why). */
+export function untrustedIfThere(path: string): string | null {
+  try {
+    return untrustedReason(path)
+  } catch {
+    return null
+  }
+}

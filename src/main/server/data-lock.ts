@@ -1,6 +1,6 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { untrustedReason } from '../security/owned-file'
+import { untrustedIfThere } from '../security/owned-file'
 import { StartupError } from './startup-error'
 
 /**
@@ -102,22 +102,14 @@ export function dataDirHolder(dataDir: string): { pid: number; url: string } | n
 export function dataDirServer(dataDir: string): { pid: number; url: string } | null {
   const file = join(dataDir, LOCK_FILE)
   const lock = readLock(file)
-  if (lock && planted(file)) return null
+  // Another user may have written it (../security/owned-file.ts).
+  if (lock && untrustedIfThere(file) !== null) return null
   return lock && typeof lock.url === 'string' && alive(lock.pid) && !reused(lock) ? { pid: lock.pid, url: lock.url } : null
 }
 
 /** Whether the lock is another live process's, which a claim must not take over. */
 function holds(lock: LockBody): boolean {
   return lock.pid !== process.pid && alive(lock.pid) && !reused(lock)
-}
-
-/** Whether another user may have written the file (../security/owned-file.ts); false once it is gone. */
-function planted(file: string): boolean {
-  try {
-    return untrustedReason(file) !== null
-  } catch {
-    return false
-  }
 }
 
 function readLock(file: string): LockBody | null {

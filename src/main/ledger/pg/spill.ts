@@ -2,7 +2,7 @@ import { readFile, rm } from 'node:fs/promises'
 import { basename } from 'node:path'
 import type { Logger } from '../../log'
 import { parseSpill, spillFiles } from '../../reliability/spill'
-import { untrustedReason } from '../../security/owned-file'
+import { untrustedIfThere } from '../../security/owned-file'
 import type { CallRecord } from '../record'
 import type { LedgerStatus } from '../types'
 import { SpillJournal } from './journal'
@@ -200,12 +200,8 @@ export class Spill {
  * which would go into every instance's totals and budgets. One that is not stays, with a warning.
  */
 function ownSpill(file: string, log: Logger): boolean {
-  let untrusted: string | null
-  try {
-    untrusted = untrustedReason(file)
-  } catch {
-    return true // gone, or unreadable: writeFile says so
-  }
+  // (Gone, or unreadable: reading it says so.)
+  const untrusted = untrustedIfThere(file)
   if (untrusted) log.warn(`${file} is not read: ${untrusted}`)
   return untrusted === null
 }
