@@ -32,9 +32,8 @@ export function readDoc(ctx: ConnectContext, path: string): string | null {
   try {
     return readText(path)
   } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    if (e.code === 'ENOTUTF8') throw notUtf8(ctx, path)
-    throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
+    if ((err as NodeJS.ErrnoException).code === 'ENOTUTF8') throw notUtf8(ctx, path)
+    throw unreadable(ctx, path, err)
   }
 }
 
@@ -43,9 +42,14 @@ export function readDocOrBytes(ctx: ConnectContext, path: string): { text: strin
   try {
     return readTextOrBytes(path)
   } catch (err) {
-    const e = err as NodeJS.ErrnoException
-    throw new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
+    throw unreadable(ctx, path, err)
   }
+}
+
+/** A file that cannot be read: refused before anything is written. */
+function unreadable(ctx: ConnectContext, path: string, err: unknown): ConnectError {
+  const e = err as NodeJS.ErrnoException
+  return new ConnectError('unreadable', `Cannot read ${tildify(ctx, path)} (${e.code ?? e.message}); Burnrate wrote nothing.`, path)
 }
 
 /** A file that is not UTF-8 text: refused, as one that does not parse is. */
