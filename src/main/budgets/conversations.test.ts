@@ -35,6 +35,12 @@ describe('ConversationMemory', () => {
     expect(m.size).toBe(3)
   })
 
+  it('adds what a cut turn carried besides its counts (the conversation it continued)', () => {
+    const m = new ConversationMemory(4)
+    m.remember('resp_cut', usage(12, 40), 201_000, 150_000)
+    expect(carried(m, 'resp_cut')).toEqual([201_052, 150_000])
+  })
+
   it('keeps nothing for an answer with no tokens', () => {
     const m = new ConversationMemory(2)
     m.remember('r0', usage(0, 0))

@@ -36,9 +36,13 @@ export class ConversationMemory {
     this.cached = new Float64Array(capacity)
   }
 
-  /** An answered call of id `id` (its recorded usage). */
-  remember(id: string, usage: Pick<LearntUsage, 'input_tokens' | 'output_tokens' | 'cache_read_tokens'>): void {
-    const carried = usage.input_tokens + usage.output_tokens
+  /**
+   * An answered call of id `id` (its recorded usage), and what its prompt carried besides its
+   * counts (`before`, `beforeCached`: a cut turn's counts are its body's estimate, without the
+   * conversation it continued).
+   */
+  remember(id: string, usage: Pick<LearntUsage, 'input_tokens' | 'output_tokens' | 'cache_read_tokens'>, before = 0, beforeCached = 0): void {
+    const carried = before + usage.input_tokens + usage.output_tokens
     if (!(carried > 0) || !Number.isFinite(carried)) return
     const at = this.next
     const old = this.ids[at]
@@ -46,7 +50,7 @@ export class ConversationMemory {
     if (old !== undefined && this.slots.get(old) === at) this.slots.delete(old)
     this.ids[at] = id
     this.tokens[at] = carried
-    this.cached[at] = Math.min(Math.max(usage.cache_read_tokens, 0), usage.input_tokens)
+    this.cached[at] = beforeCached + Math.min(Math.max(usage.cache_read_tokens, 0), usage.input_tokens)
     this.slots.set(id, at)
     this.next = (at + 1) % this.capacity
   }

@@ -28,7 +28,7 @@ export interface CostModel {
    * Every call observed with a status under 400, gated or not (a successor response Codex's server
    * starts by itself is recorded, never gated): what a turn continuing it will carry (./conversations.ts).
    */
-  answered?(call: CallRecord): void
+  answered?(call: CallRecord, ctx: CallContext | null): void
   /** The model a requested model was last answered as (an Azure deployment, an alias), if another. */
   answeredAs?(provider: string, model: string): string | undefined
 }
@@ -243,7 +243,7 @@ export class BudgetEngine implements BudgetMeters {
     if (ctx && (ctx.ts !== call.ts || ctx.apiKeyHash !== call.api_key_hash)) ctx = null
     if (call.status < 400 && this.cost.answered) {
       try {
-        this.cost.answered(call)
+        this.cost.answered(call, ctx)
       } catch {
         // best effort, as learning
       }

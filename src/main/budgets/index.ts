@@ -86,8 +86,11 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       const slot = continued(ctx)
       return expectedUsd(pricer, history, tiered(ctx), conversations.carriedTokens(slot), conversations.carriedCached(slot))
     },
-    answered: (call) => {
-      if (call.endpoint === 'responses' && call.response_id) conversations.remember(call.response_id, call)
+    answered: (call, ctx) => {
+      if (call.endpoint !== 'responses' || !call.response_id) return
+      // A cut turn's prompt counts are its body's: the conversation it continued rides on with it.
+      const slot = call.prompt_of_body && ctx ? continued(ctx) : -1
+      conversations.remember(call.response_id, call, conversations.carriedTokens(slot), conversations.carriedCached(slot))
     },
     learn: (ctx, call) => {
       if (!ctx.shape.model) return

@@ -66,6 +66,11 @@ export interface CallRecord {
    * the notification of its storing does not count it again (budgets/feed/admissions.ts).
    */
   rate_announced?: boolean
+  /**
+   * Never a column: the prompt counts are an estimate of the request's body alone (a stream cut
+   * before its usage), so a stored conversation the call continued is not in them (budgets/conversations.ts).
+   */
+  prompt_of_body?: boolean
 }
 
 export type CallSource = 'proxy' | 'import'

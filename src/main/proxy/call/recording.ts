@@ -137,8 +137,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           // What the answer said it is billed for before the cut (the tier that served it, searches
           // and images its tools completed) is billed with the estimate.
           const so = r.billedSoFar
+          // Its prompt counts are its body's: a conversation it continued is not in them.
           estimateUsage(m, s.info.body, r.outputText ?? '', r.outputScale).then(
-            (u) => record(s, latency, so ? addBilledSoFar(u, so) : u, m, true, responseId),
+            (u) => record(s, latency, so ? addBilledSoFar(u, so) : u, m, true, responseId, undefined, true),
             () => record(s, latency, so ? addBilledSoFar(emptyUsage(), so) : null, m, so !== undefined, responseId),
           )
           return
@@ -150,7 +151,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
     record(s, latency, usage, model, false, responseId)
   }
 
-  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string, known?: GivenCost): void {
+  function record(s: CallState, latency: number, usage: Usage | null, model: string, estimated: boolean, responseId: string, known?: GivenCost, bodyOnly = false): void {
     try {
       const given = usage ?? emptyUsage()
       // A request billed with the data-residency premium is so whatever its answer said (or if it said nothing).
@@ -210,6 +211,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled
         if (s.ctx.rateAnnounced) call.rate_announced = true
+        if (bodyOnly) call.prompt_of_body = true
         opts.ledger.record(call)
       }
     } catch {
