@@ -22,16 +22,16 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
   const send = (e: ThresholdEvent, only?: WebhookTarget[]) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
-  ctx.onClose(
-    engine.onThreshold((e) => {
-      if (!claims) return void send(e)
-      // Claimed per webhook: each one configured here that no other instance has sent it to.
-      void Promise.all(webhooks.webhooks.map((w) => claims.claim(e, w))).then((won) => {
-        const mine = webhooks.webhooks.filter((_, i) => won[i])
-        if (mine.length > 0) send(e, mine)
-      })
-    }),
-  )
+  // Claimed per webhook: each one configured here that no other instance has sent it to.
+  const claimed = (c: AlertClaims, e: ThresholdEvent) =>
+    void Promise.all(webhooks.webhooks.map((w) => c.claim(e, w))).then((won) => {
+      const mine = webhooks.webhooks.filter((_, i) => won[i])
+      if (mine.length > 0) send(e, mine)
+    })
+  ctx.onClose(engine.onThreshold((e) => (claims ? claimed(claims, e) : void send(e))))
+  // A threshold another instance announced while this one was down (or not listening), found
+  // crossed by a read: sent to those of this instance's webhooks no instance has sent it to.
+  if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))
   ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(() => webhooks.close())
   const a = { webhooks }

@@ -37,6 +37,8 @@ export class BudgetAnnouncer {
   /** When `fired` was last rid of the levels of ended periods. */
   private firedPruned = 0
   private readonly thresholdListeners = new Set<(e: ThresholdEvent) => void>()
+  /** Told of calendar thresholds a reload finds crossed and kept as announced (`onRestored`). */
+  private readonly restoredListeners = new Set<(e: ThresholdEvent) => void>()
   /** Thresholds already crossed, by rule, key, period, period start, limit and threshold, each with when it can be forgotten (as `fired`). */
   private readonly crossed = new Map<string, number>()
   /**
@@ -64,6 +66,18 @@ export class BudgetAnnouncer {
   onThreshold(listener: (e: ThresholdEvent) => void): () => void {
     this.thresholdListeners.add(listener)
     return () => this.thresholdListeners.delete(listener)
+  }
+
+  /**
+   * Told of each calendar period's threshold a reload (a start, a rule change, a read of every
+   * instance's calls) finds the spend over for the first time here, when an instance has kept it
+   * as announced (./announced.ts): announced, though maybe not to this instance's webhooks
+   * (PostgreSQL: another instance, with none or others, crossed it while this one was down). Not
+   * the thresholds announced anew: those go to `onThreshold`.
+   */
+  onRestored(listener: (e: ThresholdEvent) => void): () => void {
+    this.restoredListeners.add(listener)
+    return () => this.restoredListeners.delete(listener)
   }
 
   /**
@@ -150,17 +164,14 @@ export class BudgetAnnouncer {
         if (this.crossed.size >= MAX_CROSSED) this.crossed.clear()
         const until = p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt
         this.crossed.set(id, until)
-        if (silent) continue
+        if (silent) {
+          if (until !== Infinity && this.restoredListeners.size > 0 && this.announced.has(announcedId(id))) this.tell(this.restoredListeners, { rule, key: s, state: p, pct })
+          continue
+        }
         // A calendar period's threshold is announced once in it, restarts included (a rolling
         // window's re-arms by its spend, which a restart reads back as it was).
         if (until !== Infinity && !this.firstInPeriod(id, until, now)) continue
-        for (const l of this.thresholdListeners) {
-          try {
-            l({ rule, key: s, state: p, pct })
-          } catch {
-            // a listener's failure is its own
-          }
-        }
+        this.tell(this.thresholdListeners, { rule, key: s, state: p, pct })
         // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
         // the soft limit, is already the `blocking`/`warning` alert of `raise`.
         if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
@@ -173,6 +184,16 @@ export class BudgetAnnouncer {
             }
           }
         }
+      }
+    }
+  }
+
+  private tell(listeners: Set<(e: ThresholdEvent) => void>, e: ThresholdEvent): void {
+    for (const l of listeners) {
+      try {
+        l(e)
+      } catch {
+        // a listener's failure is its own
       }
     }
   }

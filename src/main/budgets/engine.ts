@@ -369,4 +369,9 @@ export class BudgetEngine implements BudgetMeters {
   onThreshold(listener: (e: ThresholdEvent) => void): () => void {
     return this.announcer.onThreshold(listener)
   }
+
+  /** Calendar thresholds a reload finds crossed, announced by an instance (./announcer.ts `onRestored`). */
+  onRestored(listener: (e: ThresholdEvent) => void): () => void {
+    return this.announcer.onRestored(listener)
+  }
 }
