@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { runCli } from '../../src/main/cli/program'
 
 /** Runs the `burnrate` command in this process; its exit code and what it wrote (stdout and stderr together). */
@@ -13,4 +14,25 @@ export async function runCliCaptured(...args: string[]): Promise<{ code: number;
     process.stdout.write = stdout
     process.stderr.write = stderr
   }
+}
+
+/**
+ * `node <cli> <args> | head -1` as a shell runs it: the CLI's stdout is a pipe read by a real
+ * `head -1`, which exits after its first line while the CLI may still be writing (this process
+ * keeps no copy of the pipe's read end). The CLI's exit status or signal, its stderr, and the line.
+ */
+export function pipedIntoHead(
+  cli: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ status: number | null; signal: NodeJS.Signals | null; stderr: string; line: string }> {
+  const child = spawn(process.execPath, [cli, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const head = spawn('head', ['-1'], { stdio: [child.stdout!, 'pipe', 'inherit'] })
+  child.stdout!.destroy()
+  let stderr = ''
+  let line = ''
+  child.stderr!.on('data', (d: Buffer) => (stderr += d))
+  head.stdout!.on('data', (d: Buffer) => (line += d))
+  const headDone = new Promise<void>((r) => head.once('close', () => r()))
+  return new Promise((resolve) => child.once('close', (status, signal) => void headDone.then(() => resolve({ status, signal, stderr, line: line.trim() }))))
 }

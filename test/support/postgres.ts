@@ -13,6 +13,8 @@ export interface TestPostgres {
   /** `postgres://burnrate@127.0.0.1:<port>/postgres`: the cluster's own database. */
   url: string
   port: number
+  /** The server's log file (what it reports of its clients: a connection dropped inside a transaction, say). */
+  log: string
   /** A new empty database in this cluster, and its URL (one per test file or case keeps them apart). */
   createDatabase(name?: string): string
   /** Stops the server (fast) and removes its folder. */
@@ -80,6 +82,7 @@ export async function startPostgres(): Promise<TestPostgres> {
   return {
     url,
     port,
+    log: join(dir, 'log'),
     createDatabase(name) {
       const db = name ?? `t${process.pid}_${Date.now().toString(36)}_${++counter}`
       check(spawnSync(join(bin, 'createdb'), ['-h', '127.0.0.1', '-p', String(port), '-U', 'burnrate', db], { encoding: 'utf8' }), 'createdb')

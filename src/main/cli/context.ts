@@ -23,6 +23,9 @@ export interface Writable {
   write(s: string | Uint8Array): unknown
   /** A stream's 'drain', when it has one: a writer that got `false` waits for it. */
   once?(event: 'drain', listener: () => void): unknown
+  /** Its 'error' and 'close', when it has them: a writer waiting for 'drain' stops on them (./stdout-sink.ts). */
+  on?(event: 'error' | 'close', listener: (err: Error) => void): unknown
+  off?(event: 'error' | 'close', listener: (err: Error) => void): unknown
   isTTY?: boolean
   columns?: number
 }

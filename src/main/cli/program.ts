@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander'
 import { version } from '../../../package.json'
 import { COMMANDS } from './commands'
 import { CliError, EXIT, type CliContext } from './context'
+import { readerGone } from './stdout-sink'
 
 /**
  * Runs one `burnrate <command>` and returns its exit code (see EXIT): the commands are
@@ -14,10 +15,12 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
     stderr: process.stderr,
     env: process.env,
   }
-  // A reader that stops early (`| head`) is not an error; any other failure to write the output
-  // (a full disk: `export > calls.csv`) is, or a CI would take a cut file for the whole one.
+  // A reader that stops early (`| head`) is not an error: the command ends as it would have (an
+  // export stops writing and gives back its connection and snapshot first: ./stdout-sink.ts) and
+  // exits 0. Any other failure to write the output (a full disk: `export > calls.csv`) is, or a CI
+  // would take a cut file for the whole one.
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(EXIT.ok)
+    if (readerGone(err)) return
     process.stderr.write(`burnrate: cannot write the output: ${err.message}\n`)
     process.exit(EXIT.failed)
   })
@@ -44,6 +47,7 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok
       return EXIT.usage
     }
+    if (readerGone(err)) return EXIT.ok
     if (err instanceof CliError) {
       ctx.stderr.write(`burnrate: ${err.message}\n`)
       return err.exitCode

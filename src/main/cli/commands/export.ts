@@ -1,10 +1,10 @@
-import { Writable as NodeWritable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { Option } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { writePrivateFile } from '../private-file'
+import { stdoutSink } from '../stdout-sink'
 import { parseWhen } from '../../report/report'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 
@@ -31,9 +31,8 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
     if (o.output) return writePrivateFile(o.output, (sink) => exportTo(sink))
     // Chunks go out as bytes: the server's answer arrives cut wherever the network cut it, often
     // inside a character (a CJK session, an emoji agent), and decoding each alone printed U+FFFD.
-    // A stdout that asks to wait (a slow pipe) is waited for, so the export is not held in memory.
-    const out = ctx.stdout
-    return exportTo(new NodeWritable({ write: (chunk, _enc, cb) => (out.write(chunk) === false && out.once ? out.once('drain', () => cb()) : cb()) }))
+    // A stdout that asks to wait (a slow pipe) is waited for, and one whose reader left ends it.
+    return exportTo(stdoutSink(ctx.stdout))
 
     async function exportTo(sink: NodeJS.WritableStream): Promise<void> {
       if (t.kind === 'http') {
