@@ -44,7 +44,13 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
           await getJson(t, `/api/dashboard/export?${p}`)
           throw new CliError(`${t.url} has no export API (its dashboard is off); run with --local`)
         }
-        await pipeline(Readable.fromWeb(r.body as any), sink)
+        // The API's JSON ends at its closing brace; a file or terminal gets the last line break
+        // the ledger file's export writes, so the two print the same bytes.
+        const end = o.format === 'json' ? [Buffer.from('\n')] : []
+        await pipeline(Readable.fromWeb(r.body as any), async function* (answer) {
+          yield* answer
+          yield* end
+        }, sink)
         return
       }
       await prepareLocal()
@@ -79,7 +85,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
               }
               if (got.rows < PAGE) break
             }
-            // A file or terminal gets a last line break after the JSON.
+            // A file or terminal gets a last line break after the JSON (as through a server, above).
             yield text.tail() + (text.format === 'json' ? '\n' : '')
           }
           await pipeline(Readable.from(pages()), sink)
