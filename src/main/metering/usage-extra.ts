@@ -1,4 +1,4 @@
-import { type SearchContextSize, type Usage, isObject, searchContextSize } from './usage'
+import { type ModelTokens, type SearchContextSize, type Usage, isObject, searchContextSize } from './usage'
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
@@ -9,13 +9,14 @@ import { type SearchContextSize, type Usage, isObject, searchContextSize } from 
  * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
  * for a Perplexity Pro Search call, `web_search_preview: true` for an OpenAI call whose searches ran
  * with the `web_search_preview` tool or a Chat Completions search model, a Gemini call's Google Search
- * grounding: its distinct queries and `google_search_grounded: true`). Null for the common
+ * grounding: its distinct queries and `google_search_grounded: true`; the parts other models ran,
+ * Claude's advisor tool's, by model: `advisor`). Null for the common
  * call that has none of them: no object is built and nothing is stringified for it.
  */
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview && !u.google_search_queries && !u.google_search_grounded) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview && !u.google_search_queries && !u.google_search_grounded && !u.advisor) return null
   const out: {
     web_searches?: number
     storage_searches?: number
@@ -30,6 +31,7 @@ export function usageExtra(u: Usage): string | null {
     web_search_preview?: true
     google_search_queries?: number
     google_search_grounded?: true
+    advisor?: Record<string, Partial<ModelTokens>>
   } = {}
   if (u.web_searches > 0) out.web_searches = u.web_searches
   if (u.storage_searches > 0) out.storage_searches = u.storage_searches
@@ -51,6 +53,10 @@ export function usageExtra(u: Usage): string | null {
   if (u.web_search_preview) out.web_search_preview = true
   if (isCount(u.google_search_queries)) out.google_search_queries = u.google_search_queries
   if (u.google_search_grounded) out.google_search_grounded = true
+  if (u.advisor) {
+    const parts = advisorParts(u.advisor)
+    if (parts) out.advisor = parts
+  }
   return Object.keys(out).length > 0 ? JSON.stringify(out) : null
 }
 
@@ -99,8 +105,32 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   // ...and a Gemini call's Google Search grounding, as pricing.google_search_grounding prices it.
   if (isCount(x.google_search_queries)) out.google_search_queries = x.google_search_queries
   if (x.google_search_grounded === true) out.google_search_grounded = true
+  // ...and the parts other models ran (Claude's advisor tool) at those models' rates again.
+  if (isObject(x.advisor)) {
+    const parts = advisorParts(x.advisor)
+    if (parts) {
+      out.advisor = Object.create(null) as Record<string, ModelTokens>
+      for (const m of Object.keys(parts)) out.advisor[m] = { input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cache_write_1h_tokens: 0, ...parts[m] }
+    }
+  }
   return out
 }
+
+/** Each model's positive token counts (`Usage.advisor`), read as `counts` reads one; undefined when no model has one. */
+function advisorParts(o: Record<string, unknown>): Record<string, Partial<ModelTokens>> | undefined {
+  let out: Record<string, Partial<ModelTokens>> | undefined
+  for (const m of Object.keys(o)) {
+    const part = o[m]
+    const c = isObject(part) ? counts(part) : undefined
+    if (!c) continue
+    const tokens: Partial<ModelTokens> = {}
+    for (const k of TOKEN_COUNTS) if (c[k] !== undefined) tokens[k] = c[k]
+    if (Object.keys(tokens).length > 0) (out ??= Object.create(null) as Record<string, Partial<ModelTokens>>)[m] = tokens
+  }
+  return out
+}
+
+const TOKEN_COUNTS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cache_write_1h_tokens'] as const
 
 /** The positive counts of `o` (keys as they are, on an object without a prototype), or undefined when it has none. */
 function counts(o: Record<string, unknown>): Record<string, number> | undefined {

@@ -96,7 +96,17 @@ export interface Usage {
    */
   google_search_queries?: number
   google_search_grounded?: boolean
+  /**
+   * The part of the token counts above that other models ran inside the call, by model: Claude's
+   * advisor tool (`advisor_20260301`), whose consultations the answer's `usage.iterations` lists as
+   * `advisor_message` entries naming the advisor model, billed at that model's rates, not the
+   * executor's (providers/anthropic.ts). Priced apart at each model (pricing/advisor.ts).
+   */
+  advisor?: Record<string, ModelTokens>
 }
+
+/** The token counts of one model's part of a call (`Usage.advisor`), each a part of the call's count of the same name. */
+export type ModelTokens = Pick<Usage, 'input_tokens' | 'output_tokens' | 'cache_read_tokens' | 'cache_write_tokens' | 'cache_write_1h_tokens'>
 
 /** A Perplexity search context size (`Usage.search_context_size`). */
 export type SearchContextSize = 'low' | 'medium' | 'high'

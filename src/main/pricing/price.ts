@@ -1,6 +1,7 @@
 import type { Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/usage'
 import { loadOnce } from '../server/load-once'
+import { priceWithAdvisor } from './advisor'
 import { loadPriceLibrary } from './library'
 import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
 import { toLibraryUsage, withExtra } from './library-usage'
@@ -145,6 +146,9 @@ export class Pricer {
     if (reported !== undefined) {
       return { cost_usd: reported, priced: true }
     }
+    // Parts other models ran (Claude's advisor tool), each priced at its model (./advisor.ts).
+    const advisor = usage.advisor
+    if (advisor) return priceWithAdvisor(model, usage, advisor, (m, u) => this.price(pricingId, providerName, m, u, at))
     let main = usage.batch || usage.data_residency ? this.adjustedPrice(pricingId, providerName, model, usage, at) : this.listPrice(pricingId, providerName, model, usage, at)
     if (usage.tool_images) {
       // The images an image tool made, priced at their image model (./tool-images.ts): the call is

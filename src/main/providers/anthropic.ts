@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { count, emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
+import { count, emptyUsage, isObject, type ModelTokens, parseObject, type Usage } from '../metering/usage'
 import { AnthropicBatchMeter, anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
@@ -19,10 +19,29 @@ interface RawUsage {
   usOnly: boolean
   /** The answer says fast mode served it (`speed: "fast"`). */
   fast: boolean
+  /** The parts of the counts above that the advisor tool's models ran, by model (`Usage.advisor`). */
+  advisor?: Record<string, RawUsage>
 }
 
+function noUsage(): RawUsage {
+  return { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
+}
+
+function addTokens(to: RawUsage, r: RawUsage): void {
+  to.input += r.input
+  to.cacheWrite += r.cacheWrite
+  to.cacheWrite1h += r.cacheWrite1h
+  to.cacheRead += r.cacheRead
+  to.output += r.output
+}
+
+/** An advisor model's name as kept (a key of `Usage.advisor`, from the answer): an Anthropic model id. */
+const ADVISOR_MODEL = /^[\w.:@-]{1,100}$/
+/** Advisor models kept apart in one answer; the tokens of any other stay at the executor's rates. */
+const MAX_ADVISORS = 4
+
 function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
-  const r: RawUsage = into ?? { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
+  const r: RawUsage = into ?? noUsage()
   // Fields present override (message_delta repeats or updates what message_start said). A field
   // sent as null says nothing (the SDK types them `number | null` and keeps the earlier value):
   // it must not erase what message_start counted.
@@ -44,19 +63,22 @@ function rawUsage(u: Record<string, any>, into?: RawUsage): RawUsage {
 /**
  * With context compaction, the top-level usage covers only the last sampling iteration;
  * `usage.iterations` lists every iteration (the compaction summary included), and all of them
- * are billed, so their sum is the call's usage.
+ * are billed, so their sum is the call's usage. The advisor tool's consultations are iterations
+ * too (`advisor_message`, not in the top-level usage), each naming the model that ran it and
+ * billed at that model's rates: their part of the sum is kept by model (`advisor`).
  */
 function iterationsSum(iterations: unknown): RawUsage | null {
   if (!Array.isArray(iterations) || iterations.length === 0) return null
-  const sum: RawUsage = { input: 0, cacheWrite: 0, cacheWrite1h: 0, cacheRead: 0, output: 0, webSearches: 0, usOnly: false, fast: false }
+  const sum = noUsage()
   for (const it of iterations) {
     if (!isObject(it)) continue
     const r = rawUsage(it)
-    sum.input += r.input
-    sum.cacheWrite += r.cacheWrite
-    sum.cacheWrite1h += r.cacheWrite1h
-    sum.cacheRead += r.cacheRead
-    sum.output += r.output
+    addTokens(sum, r)
+    const model = it.type === 'advisor_message' && typeof it.model === 'string' && ADVISOR_MODEL.test(it.model) ? it.model : undefined
+    if (model === undefined) continue
+    const parts = (sum.advisor ??= Object.create(null) as Record<string, RawUsage>)
+    if (!parts[model] && Object.keys(parts).length >= MAX_ADVISORS) continue
+    addTokens((parts[model] ??= noUsage()), r)
   }
   return sum
 }
@@ -72,13 +94,22 @@ function withTopLevel(sum: RawUsage, top: RawUsage): RawUsage {
   return sum
 }
 
+function tokens(r: RawUsage): ModelTokens {
+  return {
+    input_tokens: r.input + r.cacheWrite + r.cacheRead,
+    output_tokens: r.output,
+    cache_read_tokens: r.cacheRead,
+    cache_write_tokens: r.cacheWrite,
+    cache_write_1h_tokens: Math.min(r.cacheWrite1h, r.cacheWrite),
+  }
+}
+
 function normalise(r: RawUsage): Usage {
-  const u = emptyUsage()
-  u.input_tokens = r.input + r.cacheWrite + r.cacheRead
-  u.cache_read_tokens = r.cacheRead
-  u.cache_write_tokens = r.cacheWrite
-  u.cache_write_1h_tokens = Math.min(r.cacheWrite1h, r.cacheWrite)
-  u.output_tokens = r.output
+  const u: Usage = { ...emptyUsage(), ...tokens(r) }
+  if (r.advisor) {
+    u.advisor = Object.create(null) as Record<string, ModelTokens>
+    for (const model of Object.keys(r.advisor)) u.advisor[model] = tokens(r.advisor[model]!)
+  }
   u.web_searches = r.webSearches
   if (r.usOnly) u.data_residency = true
   if (r.fast) u.fast = true
