@@ -273,6 +273,9 @@ export class AnthropicMeter implements Meter {
     const eventScale = this.droppedChars > 0 ? (this.pendingChars + this.droppedChars) / this.pendingChars : 1
     const scale = eventScale * (this.text.scale ?? 1)
     const outputScale = scale > 1 ? scale : undefined
+    // A message_start that counted no prompt (Z.ai's says 0 and counts it only in its last
+    // message_delta; Anthropic's never does) gave no usage: the whole call is estimated.
+    if (usage.input_tokens === 0) return { usage: null, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), outputScale, error: this.error }
     return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale, error: this.error }
   }
 }
