@@ -94,21 +94,21 @@ function withTopLevel(sum: RawUsage, top: RawUsage): RawUsage {
   return sum
 }
 
-function tokens(r: RawUsage): ModelTokens {
-  return {
-    input_tokens: r.input + r.cacheWrite + r.cacheRead,
-    output_tokens: r.output,
-    cache_read_tokens: r.cacheRead,
-    cache_write_tokens: r.cacheWrite,
-    cache_write_1h_tokens: Math.min(r.cacheWrite1h, r.cacheWrite),
-  }
+/** Sets `u`'s token counts from `r`'s (Anthropic's `input_tokens` excludes the cache reads and writes; the ledger's includes them). */
+function setTokens(u: ModelTokens, r: RawUsage): void {
+  u.input_tokens = r.input + r.cacheWrite + r.cacheRead
+  u.cache_read_tokens = r.cacheRead
+  u.cache_write_tokens = r.cacheWrite
+  u.cache_write_1h_tokens = Math.min(r.cacheWrite1h, r.cacheWrite)
+  u.output_tokens = r.output
 }
 
 function normalise(r: RawUsage): Usage {
-  const u: Usage = { ...emptyUsage(), ...tokens(r) }
+  const u = emptyUsage()
+  setTokens(u, r)
   if (r.advisor) {
     u.advisor = Object.create(null) as Record<string, ModelTokens>
-    for (const model of Object.keys(r.advisor)) u.advisor[model] = tokens(r.advisor[model]!)
+    for (const model of Object.keys(r.advisor)) setTokens((u.advisor[model] = {} as ModelTokens), r.advisor[model]!)
   }
   u.web_searches = r.webSearches
   if (r.usOnly) u.data_residency = true
