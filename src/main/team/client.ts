@@ -2,6 +2,7 @@ import { createRequire } from 'node:module'
 import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
 import type { IngestCall, IngestResult } from '../../shared/api'
+import { retryAfter } from '../http/retry-after'
 
 const require = createRequire(import.meta.url)
 
@@ -68,15 +69,6 @@ export async function sendBatch(
   }
   const error = `the team server ${label} refused the calls with ${res.status}${said}`
   return res.status === 413 ? { kind: 'too_large', error } : { kind: 'refused', error }
-}
-
-/** Retry-After as ms: delta-seconds or an HTTP date; null when absent or unreadable. */
-export function retryAfter(value: string | null, now = Date.now()): number | null {
-  if (value === null) return null
-  const v = value.trim()
-  if (/^\d+$/.test(v)) return Number(v) * 1000
-  const at = Date.parse(v)
-  return Number.isFinite(at) ? Math.max(0, at - now) : null
 }
 
 function networkReason(err: unknown): string {

@@ -10,7 +10,7 @@ import { INSERT_CALL_SQL, callValues } from '../ledger/columns'
 import { openDatabase } from '../ledger/db'
 import { silentLogger } from '../log'
 import { backoffMs } from './backoff'
-import { retryAfter } from './client'
+import { retryAfter } from '../http/retry-after'
 import { TeamSender } from './sender'
 
 describe('backoff', () => {
