@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
+import { retryAfter } from '../http/retry-after'
 import { MAX_TIMER_MS } from '../config/schema'
 
 export type WebhookFormat = 'json' | 'slack'
@@ -32,6 +33,8 @@ export interface WebhookOptions {
   retries: number
   backoffMs: number
   timeoutMs: number
+  /** The longest a webhook's Retry-After is waited for (MAX_RETRY_AFTER_MS unless set: tests). */
+  maxRetryAfterMs?: number
   /** How to reach the webhooks (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
   egress?: Egress
 }
@@ -45,6 +48,14 @@ export const LOG_SIZE = 200
  */
 export const CLOSE_WAIT_MS = 2_000
 
+/**
+ * The longest wait a webhook's Retry-After gets (README: Alerts): longer than the seconds to a
+ * minute Slack asks for when it rate-limits, short enough that the alert still tells of spend as
+ * it is and a retry waiting in memory (dropped at shutdown) is not held for long. A longer ask
+ * (a misconfigured server's 10 days) waits this long, and the attempt after counts as usual.
+ */
+export const MAX_RETRY_AFTER_MS = 5 * 60_000
+
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url)
@@ -57,7 +68,9 @@ export function redactUrl(url: string): string {
 /**
  * POSTs alerts to the configured webhooks with undici, off the hot path: each delivery is tried
  * at once, then retried after `backoffMs`, doubled each time, up to `retries` more times, when
- * the attempt times out, fails on the network or gets a status other than 2xx. The last
+ * the attempt times out, fails on the network or gets a status other than 2xx; a 429 or 503's
+ * Retry-After (seconds or an HTTP date) is waited for instead when it is longer, up to
+ * MAX_RETRY_AFTER_MS. The last
  * LOG_SIZE deliveries are kept in memory for the dashboard (a restart starts the log afresh).
  */
 export class WebhookSender {
@@ -119,6 +132,7 @@ export class WebhookSender {
 
   private async post(url: string, body: string, d: Delivery): Promise<void> {
     d.attempts++
+    let asked: number | null = null
     try {
       const res = await request(url, {
         method: 'POST',
@@ -132,6 +146,7 @@ export class WebhookSender {
       await res.body.dump()
       d.last_status = res.statusCode
       d.last_error = res.statusCode >= 200 && res.statusCode < 300 ? null : `HTTP ${res.statusCode}`
+      if (res.statusCode === 429 || res.statusCode === 503) asked = retryAfter(oneHeader(res.headers['retry-after']))
     } catch (err) {
       d.last_status = null
       d.last_error = (err as Error)?.message ?? String(err)
@@ -145,12 +160,21 @@ export class WebhookSender {
       d.status = 'failed'
       return
     }
-    // Doubled each time, up to the longest a timer can wait (a longer one fires at once).
-    const wait = Math.min(MAX_TIMER_MS, this.opts.backoffMs * 2 ** (d.attempts - 1))
+    // Doubled each time, up to the longest a timer can wait (a longer one fires at once); the
+    // webhook's Retry-After when it asks for longer, up to MAX_RETRY_AFTER_MS.
+    const backoff = Math.min(MAX_TIMER_MS, this.opts.backoffMs * 2 ** (d.attempts - 1))
+    const wait = Math.max(backoff, Math.min(asked ?? 0, this.opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS))
+    this.retryAt(Date.now() + wait, url, body, d)
+  }
+
+  /** Tries `d` again at `due`, not before (a timer may fire a little early, and the webhook would refuse it again). */
+  private retryAt(due: number, url: string, body: string, d: Delivery): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer)
-      if (!this.closed) void this.attempt(url, body, d)
-    }, wait)
+      if (this.closed) return
+      if (Date.now() < due) this.retryAt(due, url, body, d)
+      else void this.attempt(url, body, d)
+    }, Math.max(1, due - Date.now()))
     timer.unref?.()
     this.timers.add(timer)
   }
@@ -165,4 +189,8 @@ export class WebhookSender {
     await Promise.allSettled([...this.running])
     clearTimeout(timer)
   }
+}
+
+function oneHeader(v: string | string[] | undefined): string | null {
+  return Array.isArray(v) ? (v[0] ?? null) : (v ?? null)
 }
