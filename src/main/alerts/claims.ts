@@ -39,6 +39,16 @@ export class AlertClaims {
     }
   }
 
+  /**
+   * Lets claims go: at shutdown, those of alerts whose retry was dropped there (a webhook's
+   * Retry-After, the backoff) or that were claimed as the sender closed. Kept, the crossing read
+   * back at the next start counted as sent though no instance sent it; let go, that start claims
+   * and sends it. No attempt of this instance follows, so the webhook does not get it twice from here.
+   */
+  async release(ids: readonly string[]): Promise<void> {
+    for (const id of ids) await this.store.run('DELETE FROM alert_claims WHERE id = @id', { id }).catch(() => {})
+  }
+
   private cleanup(): void {
     const now = Date.now()
     if (now - this.lastCleanup < 3600_000) return

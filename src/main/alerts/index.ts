@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
 import type { ThresholdEvent } from '../budgets/announcer'
-import { AlertClaims } from './claims'
+import { AlertClaims, claimId } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { runawayPayload, testPayload, thresholdPayload } from './payload'
-import { type WebhookTarget, WebhookSender } from './webhooks'
+import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 
 export interface Alerts {
   webhooks: WebhookSender
@@ -22,18 +22,34 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
   const send = (e: ThresholdEvent, only?: WebhookTarget[]) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
-  // Claimed per webhook: each one configured here that no other instance has sent it to.
-  const claimed = (c: AlertClaims, e: ThresholdEvent) =>
-    void Promise.all(webhooks.webhooks.map((w) => c.claim(e, w))).then((won) => {
-      const mine = webhooks.webhooks.filter((_, i) => won[i])
-      if (mine.length > 0) send(e, mine)
-    })
+  // Claimed per webhook: each one configured here that no other instance has sent it to. The
+  // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
+  const claimOf = new WeakMap<Delivery, string>()
+  const unsent: string[] = []
+  const claiming = new Set<Promise<void>>()
+  const claimed = (c: AlertClaims, e: ThresholdEvent) => {
+    const p: Promise<void> = Promise.all(webhooks.webhooks.map((w) => c.claim(e, w)))
+      .then((won) => {
+        const mine = webhooks.webhooks.filter((_, i) => won[i])
+        if (mine.length === 0) return
+        const sent = send(e, mine)
+        if (sent.length === 0) unsent.push(...mine.map((w) => claimId(e, w)))
+        sent.forEach((d, i) => claimOf.set(d, claimId(e, mine[i])))
+      })
+      .finally(() => claiming.delete(p))
+    claiming.add(p)
+  }
   ctx.onClose(engine.onThreshold((e) => (claims ? claimed(claims, e) : void send(e))))
   // A threshold another instance announced while this one was down (or not listening), found
   // crossed by a read: sent to those of this instance's webhooks no instance has sent it to.
   if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))
   ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))
-  ctx.onClose(() => webhooks.close())
+  ctx.onClose(async () => {
+    const dropped = await webhooks.close()
+    if (!claims) return
+    await Promise.allSettled([...claiming])
+    await claims.release([...unsent, ...dropped.flatMap((d) => claimOf.get(d) ?? [])])
+  })
   const a = { webhooks }
   installed.set(ctx, a)
   return a

@@ -75,7 +75,8 @@ export function redactUrl(url: string): string {
  */
 export class WebhookSender {
   private readonly log: Delivery[] = []
-  private readonly timers = new Set<ReturnType<typeof setTimeout>>()
+  /** Retries waiting, with their deliveries. */
+  private readonly timers = new Map<ReturnType<typeof setTimeout>, Delivery>()
   private readonly running = new Set<Promise<void>>()
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
@@ -176,18 +177,23 @@ export class WebhookSender {
       else void this.attempt(url, body, d)
     }, Math.max(1, due - Date.now()))
     timer.unref?.()
-    this.timers.add(timer)
+    this.timers.set(timer, d)
   }
 
-  /** Stops retrying (retries not yet due are dropped) and waits for attempts under way, CLOSE_WAIT_MS at most (at shutdown). */
-  async close(): Promise<void> {
+  /**
+   * Stops retrying (retries not yet due are dropped) and waits for attempts under way, CLOSE_WAIT_MS
+   * at most (at shutdown). Returns the deliveries whose retry was dropped: refused so far, never sent.
+   */
+  async close(): Promise<Delivery[]> {
     this.closed = true
-    for (const t of this.timers) clearTimeout(t)
+    const dropped = [...this.timers.values()]
+    for (const t of this.timers.keys()) clearTimeout(t)
     this.timers.clear()
-    if (this.running.size === 0) return
+    if (this.running.size === 0) return dropped
     const timer = setTimeout(() => this.cut.abort(new Error('Burnrate shut down before the webhook answered')), CLOSE_WAIT_MS)
     await Promise.allSettled([...this.running])
     clearTimeout(timer)
+    return dropped
   }
 }
 
