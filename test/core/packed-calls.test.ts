@@ -16,6 +16,8 @@ describe('packed calls for the write thread', () => {
     makeCall({ tenant: 'acme', session: 'sess-1', agent: 'claude-code', source: 'import', model: '' }),
     makeCall({ usage_extra: '{"web_searches":2,"extra":{"input_audio_tokens":400}}' }),
     makeCall({ usage_extra: null }),
+    // A call key (given to a batch handed to the thread: ledger/call-keys.ts) crosses too.
+    { ...makeCall({ session: 'keyed' }), call_key: 'mv3k2x0aB-_x1Yz.1k' },
   ]
 
   it('carries every column exactly, a left-out field stays left out (its column default applies)', () => {
@@ -36,6 +38,7 @@ describe('packed calls for the write thread', () => {
     expect(packCalls([rows[0], { ...rows[1], cost_usd: '0.5' as unknown as number }])).toBeNull()
     expect(packCalls([{ ...rows[0], streamed: 1 as unknown as boolean }])).toBeNull()
     expect(packCalls([{ ...rows[0], model: 42 as unknown as string }])).toBeNull()
+    expect(packCalls([{ ...rows[0], call_key: 7 as unknown as string }])).toBeNull()
     // null where the schema wants text is carried as null: the database refuses it as it would have.
     const nulled = packCalls([{ ...rows[0], provider: null as unknown as string }])
     expect(unpackCalls(nulled!)[0].provider).toBeNull()

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import { isDatabaseProblem } from '../reliability/rows'
-import { INSERT_CALL_SQL, callValues } from './columns'
+import { CallKeys } from './call-keys'
+import { INSERT_KEYED_CALL_SQL, insertKeyedCalls } from './columns'
 import { type SideWrite, sideWriter } from './side-writes'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
@@ -53,6 +54,8 @@ export class Ledger implements CallLedger {
   private readonly restored = new RestoredRows()
   private timer: NodeJS.Timeout | null = null
   private readonly insert: Database.Statement
+  /** Keys for the calls whose write could be done twice (./call-keys.ts). */
+  private readonly keys = new CallKeys()
   private readonly writeBatch: (rows: CallRecord[], side?: readonly SideWrite[]) => void
   private readonly listeners = new Set<Listener>()
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
@@ -74,13 +77,14 @@ export class Ledger implements CallLedger {
   ) {
     this.spend = new SpendTracker(opts.timezone)
     this.spendThrough = readWithNotices(db, () => this.spend.load(db)).through
-    this.insert = db.prepare(INSERT_CALL_SQL)
+    this.insert = db.prepare(INSERT_KEYED_CALL_SQL)
     const writeSide = sideWriter(db)
     const values: unknown[] = []
     this.writeBatch = db.transaction((rows: CallRecord[], side: readonly SideWrite[] = []) => {
-      for (const r of rows) this.insert.run(callValues(r, values))
+      // A call whose key is stored already is not inserted again, nor added to the rollups again.
+      const inserted = insertKeyedCalls(this.insert, rows, values)
       writeSide(side)
-      for (const hook of this.batchHooks) hook(rows)
+      for (const hook of this.batchHooks) hook(inserted)
     })
     this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight.busy)
   }
@@ -223,6 +227,9 @@ export class Ledger implements CallLedger {
     const side = this.side
     this.pending = []
     this.side = []
+    // Keyed: if the thread is given up after it committed them (no answer in time, or it died),
+    // writing them again here inserts nothing.
+    this.keys.give(rows)
     this.inFlight.send(t, rows, side, (ok, rows, side) => {
       this.threads.idleLater()
       if (ok) {

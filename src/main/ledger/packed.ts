@@ -17,6 +17,11 @@ export interface PackedCalls {
   /** TEXT_FIELDS of each row in turn: an index into `texts`, NULL_TEXT for null, ABSENT for a field left out. */
   refs: Uint32Array
   texts: string[]
+  /**
+   * Each row's `call_key` (../ledger/call-keys.ts), null for a row without one. Apart from
+   * `texts`: every key is a different string, and would only grow the index Map.
+   */
+  keys: (string | null)[]
 }
 
 const NUMBER_FIELDS = [
@@ -47,6 +52,7 @@ export function packCalls(rows: readonly CallRecord[]): PackedCalls | null {
   const refs = new Uint32Array(n * TEXT_FIELDS.length)
   const texts: string[] = []
   const index = new Map<string, number>()
+  const keys: (string | null)[] = new Array(n)
   const ref = (v: unknown): number => {
     if (typeof v === 'string') {
       let k = index.get(v)
@@ -107,14 +113,18 @@ export function packCalls(rows: readonly CallRecord[]): PackedCalls | null {
     refs[ti + 15] = ref(r.usage_extra)
     for (let k = ti; k < ti + TEXTS; k++) if (refs[k] === BAD) return null
     ti += TEXTS
+    const key = r.call_key
+    if (typeof key === 'string') keys[i] = key
+    else if (key == null) keys[i] = null
+    else return null
   }
-  return { packed: true, count: n, numbers, refs, texts }
+  return { packed: true, count: n, numbers, refs, texts, keys }
 }
 
 /** The calls again, as objects (a field the CallRecord left out is left out again). */
 export function unpackCalls(p: PackedCalls): CallRecord[] {
   const out: CallRecord[] = new Array(p.count)
-  const { numbers: x, refs, texts } = p
+  const { numbers: x, refs, texts, keys } = p
   const text = (k: number): any => (k === NULL_TEXT ? null : k === ABSENT ? undefined : texts[k])
   for (let i = 0, ni = 0, ti = 0; i < p.count; i++, ni += NUMS, ti += TEXTS) {
     const r: CallRecord = {
@@ -156,6 +166,7 @@ export function unpackCalls(p: PackedCalls): CallRecord[] {
     if (requested !== undefined) r.requested_model = requested
     const extra = text(refs[ti + 15])
     if (extra !== undefined) r.usage_extra = extra
+    if (keys[i] !== null) r.call_key = keys[i] as string
     out[i] = r
   }
   return out

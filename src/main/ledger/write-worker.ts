@@ -8,7 +8,7 @@
 import { type MessagePort, workerData } from 'node:worker_threads'
 import Database from 'better-sqlite3'
 import { RollupWriter } from '../dashboard/rollup/writer'
-import { CALL_COLUMNS, INSERT_CALL_SQL, callValues } from './columns'
+import { CALL_COLUMNS, INSERT_KEYED_CALL_SQL, insertKeyedCalls } from './columns'
 import { type SideWrite, sideWriter } from './side-writes'
 import { isPacked, unpackCalls } from './packed'
 import type { CallRecord } from './record'
@@ -34,14 +34,16 @@ try {
   db.pragma('busy_timeout = 2000')
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
-  const insert = db.prepare(INSERT_CALL_SQL)
+  const insert = db.prepare(INSERT_KEYED_CALL_SQL)
   const writeSide = sideWriter(db)
-  const values: unknown[] = new Array(CALL_COLUMNS.length)
+  const values: unknown[] = new Array(CALL_COLUMNS.length + 1)
   write = db.transaction((rows: CallRecord[], side: readonly SideWrite[]) => {
-    for (const r of rows) insert.run(callValues(r, values))
+    // A call whose key is stored already (this batch written by the main thread after it gave this
+    // thread up) is not inserted again, nor added to the rollups again.
+    const inserted = insertKeyedCalls(insert, rows, values)
     // The rows kept before these calls (the Ledger's keepWithNextBatch: key patterns, holds), in their transaction.
     writeSide(side)
-    if (rollups) rollups.onBatch(rows)
+    if (rollups) rollups.onBatch(inserted)
   })
   reply({ id: 0, ok: true, ready: true })
 } catch (err) {
