@@ -56,6 +56,8 @@ export class Ledger implements CallLedger {
   private readonly insert: Database.Statement
   /** Keys for the calls whose write could be done twice (./call-keys.ts). */
   private readonly keys = new CallKeys()
+  /** Looks a call key up (spill files read at start-up); prepared when first used. */
+  private keyLookup: Database.Statement | null = null
   private readonly writeBatch: (rows: CallRecord[], side?: readonly SideWrite[]) => void
   private readonly listeners = new Set<Listener>()
   private readonly batchHooks: ((rows: readonly CallRecord[]) => void)[] = []
@@ -369,13 +371,28 @@ export class Ledger implements CallLedger {
     return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit, team)))
   }
 
-  /** Hands over every queued call and forgets it (to keep it elsewhere when the database stays unwritable at shutdown). */
+  /**
+   * Hands over every queued call and forgets it (to keep it elsewhere when the database stays
+   * unwritable at shutdown), each with a key: kept in a spill file and written at a start after a
+   * kill that left the file, it is stored once.
+   */
   takePending(): CallRecord[] {
     this.landInFlight()
     const rows = this.pending
     this.pending = []
     this.countPending()
+    this.keys.give(rows)
     return rows
+  }
+
+  /**
+   * The calls of `rows` whose key is not stored yet (a spill file read at start-up: a kill after
+   * its calls were written and before it was removed leaves it). A call without a key is kept.
+   */
+  notStored(rows: CallRecord[]): CallRecord[] {
+    this.keyLookup ??= this.db.prepare('SELECT 1 FROM calls WHERE call_key = ?').pluck()
+    const lookup = this.keyLookup
+    return rows.filter((r) => !r.call_key || lookup.get(r.call_key) === undefined)
   }
 
   /** Hands over the rows kept for the next batch (key patterns, holds; after `takePending`) and forgets them. */

@@ -5,9 +5,11 @@ import type { SideWrite } from '../ledger/side-writes'
 
 /**
  * The spill files: `ledger-spill-<ms>.jsonl` in the data folder, one JSON object per line: a call
- * (the same fields as the `calls` table: key hashes, never keys), or `{"side": …}`, a row the
+ * (the same fields as the `calls` table: key hashes, never keys; and its `call_key`, so that a
+ * file read again after its calls were stored stores nothing twice), or `{"side": …}`, a row the
  * ledger writes with its calls (../ledger/side-writes.ts: a budget hold kept or let go, a key's
- * rule patterns, a budget threshold announced), in the order they were kept. Files from releases before side rows hold calls only.
+ * rule patterns, a budget threshold announced), in the order they were kept. Files from releases before side rows hold calls only,
+ * and from releases before call keys, calls without keys (../ledger/call-keys.ts `keysFromFile`).
  */
 const PREFIX = 'ledger-spill-'
 

@@ -1,4 +1,5 @@
 import { rmSync } from 'node:fs'
+import { keysFromFile } from '../ledger/call-keys'
 import type { Ledger } from '../ledger/ledger'
 import type { CallRecord } from '../ledger/record'
 import type { SideWrite } from '../ledger/side-writes'
@@ -34,13 +35,27 @@ export const ledgerSpill: Feature = (ctx) => {
       ctx.log.warn(`${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? err}); it stays for the next start`)
       continue
     }
-    const { rows, side } = spilled
+    const { side } = spilled
+    const ledger = ctx.ledger as Ledger
+    // Calls already stored are not recorded again: a process killed after their replay committed
+    // and before it removed (or rewrote) the file left them in it. Each is known by its key (a file
+    // from before keys: by its name and line, as the replay that stored them gave them).
+    keysFromFile(file, spilled.rows)
+    let rows = spilled.rows
+    try {
+      rows = ledger.notStored(rows)
+    } catch (err) {
+      // The keys still keep each call to one row; only the spend counted now could count one twice.
+      ctx.log.warn(`cannot look up which calls of ${file} are recorded already (${(err as NodeJS.ErrnoException).code ?? err}); each is stored once, but today's spend may count one twice until the next start`)
+    }
+    if (rows.length < spilled.rows.length) {
+      ctx.log.info(`${spilled.rows.length - rows.length} call(s) in ${file} were already recorded (a stop right after they were written left the file): they are not recorded again`)
+    }
     // In chunks of at most ledger.max_pending, each written before the next is queued: past that
     // bound the ledger drops its oldest queued calls (a file from a run with a larger bound, or
     // from a stop whose queue had outgrown it, would lose the rest and then be removed).
     // Written now (before the other features read the database at start-up), and only then is
     // the file removed.
-    const ledger = ctx.ledger as Ledger
     // The holds and key patterns go with the first chunk's transaction.
     if (side.length > 0) ledger.keepWithNextBatch(side)
     const chunk = ctx.config.ledger.max_pending
@@ -87,7 +102,8 @@ function keepRest(ctx: ServerContext, file: string, rows: CallRecord[], side: Si
   try {
     rewriteSpill(file, rows, side)
   } catch (err) {
-    ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded, and are recorded again at the next start`)
+    // Its calls carry their keys: those recorded are not recorded again at the next start.
+    ctx.log.warn(`${file} could not be rewritten (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}): ${stored} of its calls are recorded; the next start skips them`)
   }
 }
 
@@ -96,7 +112,7 @@ function removeSpill(ctx: ServerContext, file: string, done: string): void {
   try {
     rmSync(file, { force: true })
   } catch (err) {
-    ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded; remove it, or they are recorded again at the next start`)
+    ctx.log.warn(`${file} could not be removed (${(err as NodeJS.ErrnoException).code ?? err}): its calls are recorded (the next start finds them so and does not record them again); remove it`)
   }
   ctx.log.info(done)
 }

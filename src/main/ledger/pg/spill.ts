@@ -1,8 +1,8 @@
 import { readFile, rm } from 'node:fs/promises'
-import { basename } from 'node:path'
 import type { Logger } from '../../log'
 import { parseSpill, spillFiles } from '../../reliability/spill'
 import { untrustedIfThere } from '../../security/owned-file'
+import { keysFromFile } from '../call-keys'
 import type { CallRecord } from '../record'
 import type { LedgerStatus } from '../types'
 import { SpillJournal } from './journal'
@@ -174,9 +174,8 @@ export class Spill {
       this.countFiles()
       return
     }
-    // A file from the SQLite ledger has no keys: its name and line make stable ones.
-    const name = basename(file)
-    rows = rows.map((r, i) => (r.call_key ? r : { ...r, call_key: `${name}:${i}` }))
+    // A file from a SQLite ledger before its spill files carried keys has none: its name and line make stable ones.
+    keysFromFile(file, rows)
     const n = this.opts.batchRows
     for (let i = 0; i < rows.length; i += n) await this.opts.writeRows(rows.slice(i, i + n))
     await rm(file, { force: true })
