@@ -13,6 +13,13 @@ export const PRUNE_BUSY_DELAY_MS = 100
 export const PRUNE_IDLE_DELAY_MS = 10 * 60_000
 
 /**
+ * Old calls a step looks at, at most: past the calls retention keeps (a session still in use, a
+ * member's unsent backlog) it goes on from where the last step stopped, so a step never reads
+ * through all of them (half a million kept calls took a second, each step, holding the write lock).
+ */
+export const PRUNE_SCAN = 10 * PRUNE_BATCH
+
+/**
  * Deletes up to `limit` of the oldest calls that arrived before `before` (ms), oldest first, and
  * returns how many it deleted. Only calls the dashboard rollups already include are deleted (the
  * rollups keep their totals), and never the newest call, so SQLite never hands out a pruned id
@@ -23,28 +30,72 @@ export const PRUNE_IDLE_DELAY_MS = 10 * 60_000
  * as the sender keys its cursor), a call the team server has not acknowledged (KEEPS_UNSENT).
  * Runs on whichever connection
  * writes the ledger (the write thread's, or the main one).
+ * A step reads at most PRUNE_SCAN old calls, in windows from where the step before stopped (per
+ * connection); once a pass reaches `before` the next starts again from the oldest, so a call kept
+ * once (its session idle since, its member's backlog acknowledged) is deleted at the next pass.
+ * The step, and the time it pruned before, are one transaction.
  */
 export function pruneCalls(db: Database.Database, before: number, limit: number, team: string | null = null): number {
-  let stmt = statements.get(db)
-  if (!stmt) {
-    stmt = db.prepare(`
-      DELETE FROM calls WHERE id IN (
-        SELECT c.id FROM calls c INDEXED BY calls_ts
-         WHERE c.ts < @before
-           AND c.id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
-           AND c.id < (SELECT max(id) FROM calls)
-           AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
-           AND ${KEEPS_MEMBERS_LAST}
-           AND ${KEEPS_LIVE_SESSIONS}
-           AND ${KEEPS_UNSENT}
-         ORDER BY c.ts LIMIT @limit)`)
-    statements.set(db, stmt)
-  }
-  const n = stmt.run({ before, limit, active: Date.now() - SESSION_MEMORY_MS, team }).changes
-  if (n > 0) db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1').run(before)
-  return n
+  let step = steps.get(db)
+  if (!step) steps.set(db, (step = pruneStep(db)))
+  // Immediate: the write lock first, as every writer of the ledger takes it (never a read turned write).
+  return step.immediate(before, limit, team)
 }
-const statements = new WeakMap<Database.Database, Database.Statement>()
+
+interface Cursor {
+  id: number
+  ts: number
+}
+type Step = Database.Transaction<(before: number, limit: number, team: string | null) => number>
+const steps = new WeakMap<Database.Database, Step>()
+
+/** One step of `pruneCalls` on `db`, as a transaction, its cursor kept with it. */
+function pruneStep(db: Database.Database): Step {
+  // The next old calls from the cursor (ts, then id: the order of calls_ts), read from the index alone.
+  const window = db.prepare(`
+    SELECT id, ts FROM calls INDEXED BY calls_ts
+     WHERE ts < @before AND ts >= @ts AND (ts > @ts OR id > @id)
+     ORDER BY ts, id LIMIT @n`)
+  const remove = db.prepare(`
+    DELETE FROM calls WHERE id IN (
+      SELECT c.id FROM calls c
+       WHERE c.id IN (SELECT value FROM json_each(@ids))
+         AND c.id <= (SELECT last_call_id FROM dash_state WHERE id = 1)
+         AND c.id < (SELECT max(id) FROM calls)
+         AND c.id IS NOT (SELECT id FROM calls WHERE revision IS NOT NULL ORDER BY revision DESC, id DESC LIMIT 1)
+         AND ${KEEPS_MEMBERS_LAST}
+         AND ${KEEPS_LIVE_SESSIONS}
+         AND ${KEEPS_UNSENT})`)
+  const mark = db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1')
+  /** The last old call the last step looked at (null: the next pass starts from the oldest). */
+  let cursor: Cursor | null = null
+  return db.transaction((before: number, limit: number, team: string | null): number => {
+    const active = Date.now() - SESSION_MEMORY_MS
+    let at = cursor
+    // A step that starts where the last one stopped goes round once more from the oldest.
+    let wrapped = at === null
+    let scanned = 0
+    let deleted = 0
+    while (deleted < limit && scanned < PRUNE_SCAN) {
+      const n = Math.min(limit - deleted, PRUNE_SCAN - scanned)
+      const rows = window.all({ before, ts: at?.ts ?? -Number.MAX_VALUE, id: at?.id ?? 0, n }) as Cursor[]
+      if (rows.length > 0) {
+        deleted += remove.run({ ids: JSON.stringify(rows.map((r) => r.id)), active, team }).changes
+        scanned += rows.length
+        at = rows[rows.length - 1]
+      }
+      if (rows.length < n) {
+        // Every old call looked at: the next pass starts from the oldest.
+        at = null
+        if (wrapped) break
+        wrapped = true
+      }
+    }
+    cursor = at
+    if (deleted > 0) mark.run(before)
+    return deleted
+  })
+}
 
 /**
  * On a team server, never a member's last call as it numbered it (`c`: the call looked at; SQLite

@@ -1,0 +1,84 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { DB_FILE } from '../../src/main/config/paths'
+import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
+import { openDatabase } from '../../src/main/ledger/db'
+import { Ledger } from '../../src/main/ledger/ledger'
+import { PRUNE_BATCH, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { makeCall } from '../dashboard/seed'
+
+const DAY = 86_400_000
+const MINUTE = 60_000
+
+const cleanups: (() => void)[] = []
+afterEach(() => {
+  for (const c of cleanups.splice(0).reverse()) c()
+})
+
+/**
+ * Bytes this process has read through read()/pread() so far (Linux). A SQLite connection with a
+ * cold page cache (and no mmap: better-sqlite3's default) reads each page it touches this way, so
+ * the difference around a synchronous statement is how much of the file it went through: a
+ * measure of its work that does not depend on the machine's speed.
+ */
+function bytesRead(): number {
+  return Number(/^rchar: (\d+)$/m.exec(readFileSync('/proc/self/io', 'utf8'))![1])
+}
+
+/**
+ * A ledger whose old calls (older than the retention) are mostly kept: an always-on agent whose
+ * one session is still in use (a call a minute for `days` days, the last one now), with `loose`
+ * calls outside any session among the oldest, which may go.
+ */
+function ledgerWith(now: number, days: number, loose: number): string {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-retention-cost-'))
+  cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+  const db = openDatabase(join(dir, DB_FILE))
+  const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 10_000_000, timezone: 'UTC' })
+  const writer = new RollupWriter(db)
+  ledger.onBatch((b) => writer.onBatch(b))
+  const first = now - days * DAY
+  for (let i = 0; i < loose; i++) ledger.record(makeCall({ ts: first - (loose - i) * MINUTE, cost_usd: 0.002 }))
+  for (let t = first; t <= now; t += MINUTE) {
+    ledger.record(makeCall({ ts: t, session: 'always-on', cost_usd: 0.001 }))
+    if ((t - first) % (20_000 * MINUTE) === 0) ledger.flush()
+  }
+  ledger.flush()
+  ledger.close()
+  db.close()
+  return join(dir, DB_FILE)
+}
+
+/** One retention step on a freshly opened connection (its page cache cold): what it deleted and the bytes it read. */
+function step(file: string, before: number): { deleted: number; read: number } {
+  const db = openDatabase(file)
+  try {
+    const start = bytesRead()
+    const deleted = pruneCalls(db, before, PRUNE_BATCH)
+    return { deleted, read: bytesRead() - start }
+  } finally {
+    db.close()
+  }
+}
+
+describe.skipIf(!existsSync('/proc/self/io'))("a retention step's own cost", () => {
+  it('does not grow with the old calls retention keeps (a session still in use): each step reads about as much as on a small ledger', () => {
+    const now = Date.now()
+    const cutoff = retentionCutoff(32, now)
+    const small = ledgerWith(now, 40, 50)
+    const big = ledgerWith(now, 400, 50)
+    const a = step(small, cutoff)
+    const b = step(big, cutoff)
+    // Both delete the loose calls, which are the oldest.
+    expect(a.deleted).toBe(50)
+    expect(b.deleted).toBe(50)
+    // The big ledger keeps ~530,000 old calls of the live session: a step that reads past each of
+    // them holds the write lock (and, without the write thread, the event loop) for about a second.
+    const again = step(big, cutoff)
+    expect(again.deleted).toBe(0)
+    expect(b.read).toBeLessThan(a.read * 4 + 2_000_000)
+    expect(again.read).toBeLessThan(a.read * 4 + 2_000_000)
+  }, 300_000)
+})
