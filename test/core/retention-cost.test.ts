@@ -81,4 +81,33 @@ describe.skipIf(!existsSync('/proc/self/io'))("a retention step's own cost", () 
     expect(b.read).toBeLessThan(a.read * 4 + 2_000_000)
     expect(again.read).toBeLessThan(a.read * 4 + 2_000_000)
   }, 300_000)
+
+  it('goes on from where the last step stopped, through calls of one instant, and deletes every call it may, once, whatever kept ones lie between', () => {
+    const now = Date.now()
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-retention-cost-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const db = openDatabase(join(dir, DB_FILE))
+    const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: 'UTC' })
+    const writer = new RollupWriter(db)
+    ledger.onBatch((b) => writer.onBatch(b))
+    cleanups.push(() => {
+      ledger.close()
+      db.close()
+    })
+    // A batch's 12,000 results dated at one instant 40 days ago, every third in a session still in
+    // use (its last call now), among older and newer old calls.
+    const instant = now - 40 * DAY
+    for (let i = 0; i < 3000; i++) ledger.record(makeCall({ ts: instant - DAY + i * MINUTE, session: i % 2 ? 'live' : '' }))
+    for (let i = 0; i < 12_000; i++) ledger.record(makeCall({ ts: instant, session: i % 3 === 0 ? 'live' : '' }))
+    for (let i = 0; i < 3000; i++) ledger.record(makeCall({ ts: instant + DAY + i * MINUTE, session: i % 5 === 0 ? 'live' : '' }))
+    ledger.record(makeCall({ ts: now, session: 'live' }))
+    ledger.flush()
+    const kept = db.prepare("SELECT id FROM calls WHERE session = 'live' ORDER BY id").pluck().all()
+    const cutoff = retentionCutoff(32, now)
+    const steps: number[] = []
+    for (let n; (n = pruneCalls(db, cutoff, 200)) > 0; ) steps.push(n)
+    expect(steps.every((n) => n <= 200)).toBe(true)
+    expect(steps.reduce((a, b) => a + b, 0)).toBe(1500 + 8000 + 2400)
+    expect(db.prepare('SELECT id FROM calls ORDER BY id').pluck().all()).toEqual(kept)
+  })
 })

@@ -51,11 +51,15 @@ const steps = new WeakMap<Database.Database, Step>()
 
 /** One step of `pruneCalls` on `db`, as a transaction, its cursor kept with it. */
 function pruneStep(db: Database.Database): Step {
-  // The next old calls from the cursor (ts, then id: the order of calls_ts), read from the index alone.
-  const window = db.prepare(`
-    SELECT id, ts FROM calls INDEXED BY calls_ts
-     WHERE ts < @before AND ts >= @ts AND (ts > @ts OR id > @id)
-     ORDER BY ts, id LIMIT @n`)
+  // The next old calls after the cursor (ts, then id: the order of calls_ts), read from the index
+  // alone: those at the cursor's ts after its id (a batch's results can share one instant), then later ones.
+  const sameTs = db.prepare('SELECT id, ts FROM calls INDEXED BY calls_ts WHERE ts = @ts AND id > @id AND ts < @before ORDER BY id LIMIT @n')
+  const laterTs = db.prepare('SELECT id, ts FROM calls INDEXED BY calls_ts WHERE ts > @ts AND ts < @before ORDER BY ts, id LIMIT @n')
+  const window = (before: number, at: Cursor | null, n: number): Cursor[] => {
+    if (at === null) return laterTs.all({ ts: -Number.MAX_VALUE, before, n }) as Cursor[]
+    const rows = sameTs.all({ ts: at.ts, id: at.id, before, n }) as Cursor[]
+    return rows.length < n ? rows.concat(laterTs.all({ ts: at.ts, before, n: n - rows.length }) as Cursor[]) : rows
+  }
   const remove = db.prepare(`
     DELETE FROM calls WHERE id IN (
       SELECT c.id FROM calls c
@@ -78,7 +82,7 @@ function pruneStep(db: Database.Database): Step {
     let deleted = 0
     while (deleted < limit && scanned < PRUNE_SCAN) {
       const n = Math.min(limit - deleted, PRUNE_SCAN - scanned)
-      const rows = window.all({ before, ts: at?.ts ?? -Number.MAX_VALUE, id: at?.id ?? 0, n }) as Cursor[]
+      const rows = window(before, at, n)
       if (rows.length > 0) {
         deleted += remove.run({ ids: JSON.stringify(rows.map((r) => r.id)), active, team }).changes
         scanned += rows.length
