@@ -6,15 +6,16 @@ import { DB_FILE } from '../../src/main/config/paths'
 import { RollupWriter } from '../../src/main/dashboard/rollup/writer'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Ledger } from '../../src/main/ledger/ledger'
-import { PRUNE_BATCH, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { PRUNE_BATCH, PRUNE_SCAN, RetentionPruner, pruneCalls, retentionCutoff } from '../../src/main/ledger/retention'
+import { eventually } from '../support/http'
 import { makeCall } from '../dashboard/seed'
 
 const DAY = 86_400_000
 const MINUTE = 60_000
 
-const cleanups: (() => void)[] = []
-afterEach(() => {
-  for (const c of cleanups.splice(0).reverse()) c()
+const cleanups: (() => void | Promise<void>)[] = []
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c()
 })
 
 /**
@@ -109,5 +110,36 @@ describe.skipIf(!existsSync('/proc/self/io'))("a retention step's own cost", () 
     expect(steps.every((n) => n <= 200)).toBe(true)
     expect(steps.reduce((a, b) => a + b, 0)).toBe(1500 + 8000 + 2400)
     expect(db.prepare('SELECT id FROM calls ORDER BY id').pluck().all()).toEqual(kept)
+  })
+
+  it('goes on soon after a step that stopped among kept calls, not at the idle delay: the calls past them are pruned too', async () => {
+    const now = Date.now()
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-retention-cost-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const db = openDatabase(join(dir, DB_FILE))
+    const ledger = new Ledger(db, { flushIntervalMs: 50, maxPending: 1_000_000, timezone: 'UTC' })
+    const writer = new RollupWriter(db)
+    ledger.onBatch((b) => writer.onBatch(b))
+    cleanups.push(() => {
+      ledger.close()
+      db.close()
+    })
+    // Three steps' worth of old calls of a session still in use, then 600 old calls that may go.
+    const first = now - 300 * DAY
+    for (let i = 0; i < 3 * PRUNE_SCAN; i++) ledger.record(makeCall({ ts: first + i * MINUTE, session: 'live' }))
+    for (let i = 0; i < 600; i++) ledger.record(makeCall({ ts: now - 100 * DAY + i * MINUTE }))
+    ledger.record(makeCall({ ts: now, session: 'live' }))
+    ledger.flush()
+    const pruner = new RetentionPruner({
+      days: 32,
+      busyDelayMs: 0,
+      idleDelayMs: 3_600_000,
+      now: () => now,
+      prune: (b, limit) => ledger.prune(b, limit),
+      unfinished: () => ledger.pruneUnfinished,
+    }).start()
+    cleanups.push(() => pruner.stop())
+    await eventually(() => pruner.deleted === 600, 20_000)
+    expect(db.prepare("SELECT count(*) FROM calls WHERE session = ''").pluck().get()).toBe(0)
   })
 })

@@ -8,7 +8,7 @@ import type { CallRecord } from './record'
 import { writeOneByOne } from './one-by-one'
 import { RestoredRows } from './restored'
 import { BatchInFlight } from './batch-in-flight'
-import { pruneCalls } from './retention'
+import { pruneStepOn } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
 import { THREAD_IDLE_MS, ThreadKeeper } from './thread-keeper'
@@ -363,13 +363,21 @@ export class Ledger implements CallLedger {
       return new Promise((resolve, reject) => {
         t.send({ type: 'prune', before, limit, team }, (r) => {
           this.threads.idleLater()
-          if (r.ok) resolve(r.deleted ?? 0)
-          else reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))
+          if (!r.ok) return reject(Object.assign(new Error(r.message ?? 'prune failed'), { code: r.code }))
+          this.pruneUnfinished = r.more === true
+          resolve(r.deleted ?? 0)
         })
       })
     }
-    return new Promise((resolve) => resolve(pruneCalls(this.db, before, limit, team)))
+    return new Promise((resolve) => {
+      const r = pruneStepOn(this.db, before, limit, team)
+      this.pruneUnfinished = r.more
+      resolve(r.deleted)
+    })
   }
+
+  /** Whether the last `prune` step stopped before it looked at every old call (./retention.ts, `Pruned.more`). */
+  pruneUnfinished = false
 
   /**
    * Hands over every queued call and forgets it (to keep it elsewhere when the database stays

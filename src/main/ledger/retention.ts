@@ -36,6 +36,17 @@ export const PRUNE_SCAN = 10 * PRUNE_BATCH
  * The step, and the time it pruned before, are one transaction.
  */
 export function pruneCalls(db: Database.Database, before: number, limit: number, team: string | null = null): number {
+  return pruneStepOn(db, before, limit, team).deleted
+}
+
+/** What a step of `pruneCalls` did: how many calls it deleted, and whether its pass goes on (it stopped at PRUNE_SCAN or `limit`). */
+export interface Pruned {
+  deleted: number
+  more: boolean
+}
+
+/** `pruneCalls`, saying whether old calls are left to look at (the next step should come soon, not at the idle delay). */
+export function pruneStepOn(db: Database.Database, before: number, limit: number, team: string | null = null): Pruned {
   let step = steps.get(db)
   if (!step) steps.set(db, (step = pruneStep(db)))
   // Immediate: the write lock first, as every writer of the ledger takes it (never a read turned write).
@@ -46,7 +57,7 @@ interface Cursor {
   id: number
   ts: number
 }
-type Step = Database.Transaction<(before: number, limit: number, team: string | null) => number>
+type Step = Database.Transaction<(before: number, limit: number, team: string | null) => Pruned>
 const steps = new WeakMap<Database.Database, Step>()
 
 /** One step of `pruneCalls` on `db`, as a transaction, its cursor kept with it. */
@@ -73,7 +84,7 @@ function pruneStep(db: Database.Database): Step {
   const mark = db.prepare('UPDATE retention_state SET pruned_before = max(pruned_before, ?) WHERE id = 1')
   /** The last old call the last step looked at (null: the next pass starts from the oldest). */
   let cursor: Cursor | null = null
-  return db.transaction((before: number, limit: number, team: string | null): number => {
+  return db.transaction((before: number, limit: number, team: string | null): Pruned => {
     const active = Date.now() - SESSION_MEMORY_MS
     let at = cursor
     // A step that starts where the last one stopped goes round once more from the oldest.
@@ -97,7 +108,7 @@ function pruneStep(db: Database.Database): Step {
     }
     cursor = at
     if (deleted > 0) mark.run(before)
-    return deleted
+    return { deleted, more: at !== null }
   })
 }
 
@@ -149,6 +160,8 @@ export interface PrunerOptions {
   days: number
   /** Deletes one batch, wherever the ledger writes; resolves to how many calls it deleted. */
   prune: (before: number, limit: number) => Promise<number>
+  /** Whether the last step stopped before it looked at every old call (`Pruned.more`): the next one then comes after busyDelayMs. */
+  unfinished?: () => boolean
   batch?: number
   busyDelayMs?: number
   idleDelayMs?: number
@@ -159,7 +172,9 @@ export interface PrunerOptions {
 /**
  * Prunes raw calls older than the retention in bounded batches on a timer: each step deletes at
  * most `batch` calls and the next one is scheduled only after it finished, so the writer is
- * never held for long and the event loop is free between steps.
+ * never held for long and the event loop is free between steps. The next step comes after
+ * busyDelayMs while a backlog remains (a whole batch deleted, or a step that stopped among kept
+ * calls before it looked at every old one), else after idleDelayMs.
  */
 export class RetentionPruner {
   private timer: NodeJS.Timeout | null = null
@@ -200,7 +215,7 @@ export class RetentionPruner {
     this.timer = setTimeout(() => {
       this.timer = null
       this.step().then(
-        (n) => this.schedule(n >= this.batch ? (this.opts.busyDelayMs ?? PRUNE_BUSY_DELAY_MS) : (this.opts.idleDelayMs ?? PRUNE_IDLE_DELAY_MS)),
+        (n) => this.schedule(n >= this.batch || this.opts.unfinished?.() ? (this.opts.busyDelayMs ?? PRUNE_BUSY_DELAY_MS) : (this.opts.idleDelayMs ?? PRUNE_IDLE_DELAY_MS)),
         (err) => {
           this.opts.onError?.(err)
           this.schedule(this.opts.busyDelayMs ?? PRUNE_BUSY_DELAY_MS)
@@ -231,6 +246,7 @@ export const retention: Feature = (ctx) => {
   const pruner = new RetentionPruner({
     days,
     prune: (before, limit) => ctx.ledger.prune(before, limit, team),
+    unfinished: () => ctx.ledger.pruneUnfinished === true,
     onError: (err) => {
       // Busy: the other writer held the database for a moment; the next step tries again.
       if ((err as { code?: string })?.code !== 'SQLITE_BUSY') ctx.log.warn(`retention: pruning old calls failed: ${(err as Error)?.message ?? String(err)}`)

@@ -17,8 +17,9 @@ export interface ThreadReply {
   ready?: boolean
   code?: string
   message?: string
-  /** prune: how many calls were deleted. */
+  /** prune: how many calls were deleted, and whether old calls are left to look at. */
   deleted?: number
+  more?: boolean
 }
 
 type Pending = (r: ThreadReply) => void

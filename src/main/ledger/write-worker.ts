@@ -12,7 +12,7 @@ import { CALL_COLUMNS, INSERT_KEYED_CALL_SQL, insertKeyedCalls } from './columns
 import { type SideWrite, sideWriter } from './side-writes'
 import { isPacked, unpackCalls } from './packed'
 import type { CallRecord } from './record'
-import { pruneCalls } from './retention'
+import { type Pruned, pruneStepOn } from './retention'
 import type { ThreadReply, ThreadRequest } from './write-thread'
 
 const { file, flag, port } = workerData as { file: string; flag: SharedArrayBuffer; port: MessagePort }
@@ -55,12 +55,12 @@ try {
 port.on('message', (m: ThreadRequest) => {
   let r: ThreadReply
   try {
-    let deleted: number | undefined
+    let pruned: Pruned | undefined
     if (m.type === 'write') write(isPacked(m.rows) ? unpackCalls(m.rows) : m.rows, m.side ?? [])
     else if (m.type === 'rollups') rollups = new RollupWriter(db)
-    else if (m.type === 'prune') deleted = pruneCalls(db, m.before, m.limit, m.team)
+    else if (m.type === 'prune') pruned = pruneStepOn(db, m.before, m.limit, m.team)
     else if (m.type === 'close') db.close()
-    r = { id: m.id, ok: true, deleted }
+    r = { id: m.id, ok: true, deleted: pruned?.deleted, more: pruned?.more }
   } catch (err) {
     const e = err as { code?: unknown; message?: unknown }
     r = { id: m.id, ok: false, code: typeof e?.code === 'string' ? e.code : undefined, message: String(e?.message ?? err) }
