@@ -21,8 +21,9 @@ export const PRUNE_SCAN = 10 * PRUNE_BATCH
 
 /**
  * Deletes up to `limit` of the oldest calls that arrived before `before` (ms), oldest first from
- * where the last step stopped (see below), and returns how many it deleted. Only calls the dashboard rollups already include are deleted (the
- * rollups keep their totals), and never the newest call, so SQLite never hands out a pruned id
+ * where the last step stopped (see below), and returns how many it deleted. Only calls the
+ * dashboard rollups already include are deleted (the rollups keep their totals), and never the
+ * newest call, so SQLite never hands out a pruned id
  * again (ids stay unique for import keys and exports). Nor the call with the highest revision
  * (./revisions.ts numbers the next one above it): pruned, a later revision would be numbered
  * below what the team sender already sent, and never be sent. Nor, on a team server, each
