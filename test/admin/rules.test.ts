@@ -102,6 +102,26 @@ describe('POST /budgets/rules', () => {
     })
   }
 
+  it('rejects a provider scope no provider has (a budget that would never count a call), naming provider', async () => {
+    // A provider is matched by its exact name (openai, anthropic, ...): "OpenAI" or "open-ai" matches no call, so
+    // this limit of $0 would let every OpenAI call through.
+    const key = 'sk-prov-cccccccccccc-0001'
+    for (const provider of ['OpenAI', 'open-ai', 'claude*']) {
+      const r = await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-prov-*', daily_limit_usd: 0, action: 'block', provider } })
+      const e = expectError(r, 400, 'invalid_request')
+      expect(e.param).toBe('provider')
+      expect(e.message).toContain('openai')
+      expect((await chat(t, key)).status).toBe(200)
+    }
+    // Names and prefixes of real providers are rules like any other.
+    for (const provider of ['openai', 'open*']) {
+      const r = await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-prov-*', daily_limit_usd: 0, action: 'block', provider } })
+      expect(r.status).toBeLessThan(300)
+      expect((await chat(t, key)).status).toBe(429)
+    }
+    expect((await admin(t.url, 'DELETE', `/budgets/rules?pattern=${encodeURIComponent('sk-prov-*')}`)).status).toBe(204)
+  })
+
   it('rejects a limit that overflows to Infinity', async () => {
     const r = await admin(t.url, 'POST', '/budgets/rules', { raw: '{"api_key_pattern":"sk-x-*","daily_limit_usd":1e999,"action":"block"}', headers: { 'content-type': 'application/json' } })
     expect(expectError(r, 400, 'invalid_request').message).toContain('daily_limit_usd')

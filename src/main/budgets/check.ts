@@ -1,5 +1,6 @@
 import { RULE_OPTION_FIELDS, type BudgetRuleOptions, type ReserveMode } from '../../shared/api'
-import { patternProblem } from './pattern'
+import { PROVIDER_NAMES } from '../providers/registry'
+import { matches, patternProblem } from './pattern'
 import type { RuleInput } from './store'
 
 /**
@@ -110,6 +111,10 @@ export function checkRule(body: unknown): Checked {
     if (absent(v)) continue
     const p = typeof v === 'string' ? scopeProblem(v) : 'expected a string'
     if (p) return fail(f, `${f}: ${p} (a whole name, or a prefix followed by "*"), or null for any.`)
+    // Calls are matched by their provider's exact name: one no provider has would count no call, and never block.
+    if (f === 'provider' && !PROVIDER_NAMES.some((n) => matches(v as string, n))) {
+      return fail(f, `provider: no provider is named ${JSON.stringify(v)}; use one of ${PROVIDER_NAMES.join(', ')} (or a prefix of one followed by "*"), or null for any.`)
+    }
     scope[f] = v as string
   }
 
