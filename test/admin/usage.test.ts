@@ -3,10 +3,16 @@ import { PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
 import { NANO_COST, NANO_FIXTURE, chat, replayJson } from '../budgets/support'
-import { eventually } from '../support/http'
+import { eventually, postJson } from '../support/http'
 import { fixture } from '../support/fixtures'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { countStored, importLogs } from '../../src/main/import/importer'
+import { Pricer } from '../../src/main/pricing/price'
+import { writeClaudeCodeCall } from '../support/agent-logs'
 import { ADMIN_CONFIG, admin } from './support'
 
 let upstream: MockUpstream
@@ -121,5 +127,44 @@ describe('GET /api-keys and /providers', () => {
       return r.requests_month === 4 ? r : null
     })
     expect(big.rule).toMatchObject({ api_key_pattern: 'sk-team-*' })
+  })
+
+  it('providers: calls imported from an agent\'s logs never went through a provider here, before or after a restart', async () => {
+    const providersBefore = (await admin(t.url, 'GET', '/providers')).json()
+    // A Claude Code call of 11 minutes ago (Anthropic), imported into the running server's ledger as its log watcher does.
+    const logs = mkdtempSync(join(tmpdir(), 'burnrate-provider-logs-'))
+    try {
+      const dir = writeClaudeCodeCall(logs, 'msg_provider_status_1', 'claude-haiku-4-5-20251001')
+      const s = await importLogs(t.server.db, { agent: 'claude-code', paths: [dir], pricer: new Pricer(), onCall: countStored(t.server.ledger, () => null) })
+      expect(s.imported).toBe(1)
+    } finally {
+      rmSync(logs, { recursive: true, force: true })
+    }
+    expect((await admin(t.url, 'GET', '/providers')).json()).toEqual(providersBefore)
+    t = await t.restart()
+    // Read again from the database: the same status, anthropic without a request today.
+    const after = (await admin(t.url, 'GET', '/providers')).json()
+    expect(after.find((p: any) => p.name === 'anthropic')).toMatchObject({ requests_today: 0, last_request_at: null, avg_latency_ms: null })
+    expect(after).toEqual(providersBefore)
+  })
+
+  it('providers: a team server counts its members\' ingested calls nowhere in its own providers\' status, before or after a restart', async () => {
+    const MEMBER = 'team-token-alice-status-7f3c9a1e5b'
+    let team = await startTestServer({ ...ADMIN_CONFIG, team: { members: [{ name: 'alice', token: MEMBER }] } })
+    try {
+      const before = (await admin(team.url, 'GET', '/providers')).json()
+      const sent = {
+        id: 1, t: new Date(Date.now() - 1_000).toISOString(), provider: 'openai', model: 'gpt-4o-mini', api_key_hash: 'a'.repeat(64), key_hint: 'sk-…4242',
+        tenant: '', agent: '', session: '', status: 500, streamed: false, input_tokens: 10, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0,
+        reasoning_tokens: 0, cost_usd: 0, priced: true, estimated: false, latency_ms: 30_000, response_id: '', source: 'proxy', billing: 'api', project: '', member: '',
+      }
+      const r = await postJson(`${team.url}/api/ingest`, { calls: [sent] }, { authorization: `Bearer ${MEMBER}` })
+      expect(r.json()).toMatchObject({ accepted: 1 })
+      expect((await admin(team.url, 'GET', '/providers')).json()).toEqual(before)
+      team = await team.restart()
+      expect((await admin(team.url, 'GET', '/providers')).json()).toEqual(before)
+    } finally {
+      await team.cleanup()
+    }
   })
 })

@@ -284,7 +284,7 @@ describe('the export on SQLite and on PostgreSQL', () => {
 })
 
 describe('the admin API and start-up reads on SQLite and on PostgreSQL', () => {
-  it("provider status: today's calls of each provider, refused calls left out", async () => {
+  it("provider status: today's proxied calls of each provider (not imported or a member's), refused calls left out", async () => {
     const a = new ProviderStats(TZ)
     const b = new ProviderStats(TZ)
     await a.seed(lite, now)
@@ -293,7 +293,7 @@ describe('the admin API and start-up reads on SQLite and on PostgreSQL', () => {
     const want = providers.map((p) => a.get(p, now) ?? null)
     expect(want.filter(Boolean).length).toBeGreaterThan(1)
     const todays = (await lite.get<{ n: number }>(
-      `SELECT count(*) AS n FROM calls WHERE ts >= @start AND ts < @now AND (error IS NULL OR error NOT IN ('budget_exceeded', 'loop_detected'))`,
+      `SELECT count(*) AS n FROM calls WHERE ts >= @start AND ts < @now AND source = 'proxy' AND origin_id IS NULL AND (error IS NULL OR error NOT IN ('budget_exceeded', 'loop_detected'))`,
       { start: startOfDay(now, TZ), now },
     ))!.n
     expect(want.reduce((s, d) => s + (d?.requests ?? 0), 0)).toBe(todays)

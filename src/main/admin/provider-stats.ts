@@ -73,12 +73,14 @@ export class ProviderStats {
   /**
    * Replays today's calls from the ledger (at start-up), those that began before `now`: calls
    * observed live from then on are counted by `observe`, so none is counted twice even when the
-   * store answers after calls have begun to arrive (PostgreSQL).
+   * store answers after calls have begun to arrive (PostgreSQL). Only the proxy's own, as `observe`
+   * sees them: not calls imported from agents' logs, nor a team member's (they reached no provider here).
    */
   async seed(store: SqlReader, now = Date.now()): Promise<void> {
     const rows = await store.all<CallRecord>(
       `SELECT provider, status, error, latency_ms, ts FROM calls
-        WHERE ts >= @start AND ts < @now AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
+        WHERE ts >= @start AND ts < @now AND source = 'proxy' AND origin_id IS NULL
+          AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
       { start: this.clock.dayOf(now).start, now, refused: REFUSAL_REASON, rate: RATE_REASON, loop: LOOP_REASON },
     )
     for (const r of rows) this.observe(r, now)
