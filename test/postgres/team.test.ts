@@ -105,6 +105,10 @@ describe('a desktop reporting to a team server on PostgreSQL', () => {
     expect(only.requests.map((r: any) => r.member)).toEqual(["bob", "bob"])
     const summary = (await request(`${team.url}/api/dashboard/summary`)).json()
     expect(summary.today_requests).toBe(5)
+    // The budgets panel's overall spend beside it counts the members' calls too.
+    const overall = (await request(`${team.url}/api/dashboard/budgets`)).json().overall
+    expect(overall[0].spent_usd).toBeCloseTo(summary.today_spend_usd, 12)
+    expect(overall[1].spent_usd).toBeCloseTo(summary.month_spend_usd, 12)
   })
 })
 

@@ -209,6 +209,16 @@ describe('POST /api/ingest', () => {
     expect(summary.today_spend_usd).toBeCloseTo(spend('alice') + spend('bob'), 12)
   })
 
+  it("counts them in the budgets panel's overall spend too, as on the summary beside it", async () => {
+    const summary = (await getJson(`${team.url}/api/dashboard/summary`)).body
+    expect(summary.today_spend_usd).toBeGreaterThan(0)
+    const overall = (await getJson(`${team.url}/api/dashboard/budgets`)).body.overall
+    expect(overall.map((o: any) => o.period)).toEqual(['daily', 'monthly'])
+    expect(overall[0].spent_usd).toBeCloseTo(summary.today_spend_usd, 12)
+    expect(overall[1].spent_usd).toBeCloseTo(summary.month_spend_usd, 12)
+    expect(overall[0].projected_usd).toBeGreaterThanOrEqual(overall[0].spent_usd)
+  })
+
   it('filters costs, the costliest calls and the export by member, exactly', async () => {
     // An older call: the 30-day breakdown reads it from the daily rollups.
     const old = new Date(Date.now() - 3 * 86_400_000).toISOString()

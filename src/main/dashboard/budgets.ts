@@ -5,8 +5,12 @@ import { forecast } from '../budgets/forecast'
 import { Meter, type PeriodState } from '../budgets/meter'
 import { isPrefix } from '../budgets/pattern'
 import { budgetShare } from '../budgets/reached'
-import type { SpendTracker } from '../ledger/spend'
+import type { Spend, SpendTracker } from '../ledger/spend'
 import { keyHint } from '../../shared/key-hint'
+import type { SqlReader } from '../storage/sql'
+import { TIERS } from './rollup/schema'
+import { MONEY, total } from './sql'
+import { splitTiers, type Window } from './window'
 
 const HOUR = 3600_000
 
@@ -25,8 +29,12 @@ function windowOf(p: PeriodState, now: number): BudgetWindow {
   }
 }
 
-/** `GET /api/dashboard/budgets`: every rule in force, per API key it applies to, with each window's forecast. */
-export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenant: string | null, now: number): BudgetsOverview {
+/**
+ * `GET /api/dashboard/budgets`: every rule in force, per API key it applies to, with each window's
+ * forecast. `ingested`: a team server's members' spend today and this month (ingestedSpend),
+ * which `overall` adds to the in-memory spend (budgets are not run on those calls, so it has none of them).
+ */
+export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenant: string | null, now: number, ingested?: Spend): BudgetsOverview {
   const overrides = new Set(engine.rules.runtime.map((r) => r.api_key_pattern))
   const rules: BudgetStatus[] = []
   for (const { rule, keys } of engine.status()) {
@@ -55,7 +63,8 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     // The totals are counted in the ledger's day and month (the config's `timezone`), which the
     // budget clock (shared on PostgreSQL: another zone, possibly) need not be: the reset and the
     // pace come from the same clock as the spend, so the three describe one day.
-    const totals = spend.totals(now)
+    const own = spend.totals(now)
+    const totals = { day: own.day + (ingested?.day ?? 0), month: own.month + (ingested?.month ?? 0) }
     const day = spend.clock.dayOf(now)
     const month = spend.clock.monthOf(now)
     for (const [period, spent, p] of [['daily', totals.day, day], ['monthly', totals.month, month]] as const) {
@@ -64,4 +73,27 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     }
   }
   return { rules, overall }
+}
+
+/**
+ * Today's and this month's money of the calls a team server's members sent (`member` set; the
+ * server's own calls have none), in the spend's day and month: whole hours and days from the
+ * member rollups, the edges from `calls`. Every dashboard total holds them; the in-memory spend does not.
+ */
+export async function ingestedSpend(q: SqlReader, spend: SpendTracker, now: number): Promise<Spend> {
+  const money = async (w: Window): Promise<number> => {
+    let usd = 0
+    const { rolled, raw } = splitTiers(w, TIERS)
+    for (const { tier, window } of rolled) {
+      const sql = `SELECT ${total('cost_usd')} AS usd FROM ${tier.dims} WHERE dim = 'member' AND key <> '' AND bucket >= @start AND bucket < @end`
+      usd += (await q.get<{ usd: number }>(sql, { start: window.start, end: window.end }))!.usd
+    }
+    for (const r of raw) {
+      const sql = `SELECT ${total(MONEY)} AS usd FROM calls WHERE ts >= @start AND ts < @end AND member <> ''`
+      usd += (await q.get<{ usd: number }>(sql, { start: r.start, end: r.end }))!.usd
+    }
+    return usd
+  }
+  const end = now + 1
+  return { day: await money({ start: spend.clock.dayOf(now).start, end }), month: await money({ start: spend.clock.monthOf(now).start, end }) }
 }

@@ -5,7 +5,7 @@ import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
-import { budgetsOverview } from './budgets'
+import { budgetsOverview, ingestedSpend } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
@@ -73,7 +73,12 @@ export const dashboard: Feature = (ctx) => {
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now, memberParam(req)),
   )
   const budgets = budgetsOf(ctx)
-  route('budgets', (req, _res, now) => budgetsOverview(budgets.engine, ctx.ledger.spend, tenantParam(req), now))
+  route('budgets', async (req, _res, now) => {
+    const tenant = tenantParam(req)
+    // `overall` is all spend, as the summary counts it: a team server's members' calls too.
+    const ingested = tenant === null ? await ingestedSpend(d.q, ctx.ledger.spend, now) : undefined
+    return budgetsOverview(budgets.engine, ctx.ledger.spend, tenant, now, ingested)
+  })
   // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
   // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on
   // every endpoint (given twice, a 400) and leaves the answer as it is.
