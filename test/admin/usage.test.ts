@@ -167,4 +167,26 @@ describe('GET /api-keys and /providers', () => {
       await team.cleanup()
     }
   })
+
+  it("agents: a team member's ingested calls are not this server's agents' calls through the proxy, before or after a restart", async () => {
+    const MEMBER = 'team-token-alice-agents-7f3c9a1e5b'
+    const home = mkdtempSync(join(tmpdir(), 'burnrate-agents-home-'))
+    const config = { ...ADMIN_CONFIG, team: { members: [{ name: 'alice', token: MEMBER }] } }
+    let team = await startTestServer(config, undefined, undefined, { create: { agentHome: { home, env: { PATH: '' }, platform: 'linux' } } })
+    const claude = async () => (await admin(team.url, 'GET', '/agents')).json().agents.find((a: any) => a.agent === 'claude-code')
+    try {
+      const sent = {
+        id: 1, t: new Date(Date.now() - 1_000).toISOString(), provider: 'anthropic', model: 'claude-sonnet-4-5', api_key_hash: 'a'.repeat(64), key_hint: 'sk-…4242',
+        tenant: '', agent: 'claude-code', session: 's-1', status: 200, streamed: true, input_tokens: 10, output_tokens: 5, cache_read_tokens: 0, cache_write_tokens: 0,
+        reasoning_tokens: 0, cost_usd: 0.01, priced: true, estimated: false, latency_ms: 300, response_id: 'msg_1', source: 'proxy', billing: 'api', project: '', member: '',
+      }
+      expect((await postJson(`${team.url}/api/ingest`, { calls: [sent] }, { authorization: `Bearer ${MEMBER}` })).json()).toMatchObject({ accepted: 1 })
+      expect(await claude()).toMatchObject({ last_call_at: null, last_import_at: null })
+      team = await team.restart()
+      expect(await claude()).toMatchObject({ last_call_at: null, last_import_at: null })
+    } finally {
+      await team.cleanup()
+      rmSync(home, { recursive: true, force: true })
+    }
+  })
 })

@@ -72,10 +72,11 @@ export class LastSeen {
     if (!this.store) return
     try {
       const rows = await this.store.all<{ agent: string; source: string; ts: number }>(
-        "SELECT agent, source, MAX(ts) AS ts FROM calls WHERE ts >= @since AND agent <> '' GROUP BY agent, source",
+        "SELECT agent, source, MAX(ts) AS ts FROM calls WHERE ts >= @since AND agent <> '' AND origin_id IS NULL GROUP BY agent, source",
         { since },
       )
-      // Calls observed meanwhile are kept: the latest of both wins.
+      // Calls observed meanwhile are kept: the latest of both wins. (Not a team member's calls,
+      // `origin_id` set: its agents called through its own Burnrate, not this one.)
       for (const r of rows) this.observe({ agent: r.agent, ts: Number(r.ts), source: r.source === 'import' ? 'import' : 'proxy' })
     } catch {
       // an older ledger without `source`, or the store is away: the calls recorded from now on still count
