@@ -68,6 +68,25 @@ describe('Azure OpenAI', () => {
     expect(row.cost_usd).toBe(azurePrice({ input_tokens: 11, output_tokens: 228 }, 'gpt-4o', row.ts))
   })
 
+  it("the Responses API, whose answer names the deployment instead of the model: priced as the deployment's configured model", async () => {
+    // Azure's Responses API echoes the deployment name as `model` (learn.microsoft.com/en-us/answers/a/12486506:
+    // deployment gpt-5-01 of gpt-5 answers `response.model = "gpt-5-01"`, where Chat Completions answers "gpt-5-2025-08-07").
+    const body = { ...JSON.parse(fixture('openai-responses/responses-nonstream-reasoning.json').toString()), model: 'prod-chat' }
+    answer(upstream, body)
+    const row = await recorded(t, () => postJson(`${t.url}/azure/openai/v1/responses`, { model: 'prod-chat', input: 'hi' }, HEADERS))
+    expect(row).toMatchObject({ model: 'gpt-4o', endpoint: 'responses', input_tokens: 11, output_tokens: 327, priced: 1 })
+    // gpt-4o (the price data's openai table, Azure's fallback): $2.50 per 1M input tokens, $10 per 1M output tokens.
+    expect(row.cost_usd).toBeCloseTo((11 * 2.5 + 327 * 10) / 1e6, 15)
+  })
+
+  it('a streamed Responses answer naming the deployment is priced as its configured model too', async () => {
+    const sse = fixture('openai-responses/responses-stream-basic.sse').toString().replace(/"model":"[^"]*"/g, '"model":"prod-chat"')
+    answer(upstream, sse, 'sse')
+    const row = await recorded(t, () => postJson(`${t.url}/azure/openai/v1/responses`, { model: 'prod-chat', input: 'hi', stream: true }, HEADERS))
+    expect(row).toMatchObject({ model: 'gpt-4o', endpoint: 'responses', streamed: 1, input_tokens: 278, output_tokens: 9, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo((278 * 2.5 + 9 * 10) / 1e6, 15)
+  })
+
   it('without a configured base URL answers a 404 that says what to set', async () => {
     const t2 = await startTestServer({})
     try {

@@ -1,8 +1,8 @@
 import { isObject } from '../metering/usage'
 import { OpenAIBatchMeter } from './openai-batch'
 import { fileIdOf, openaiEndpointOf, openaiEndpointShape, requestTier, withFastTier } from './openai-endpoints'
-import { OpenAIMeter } from './openai-meter'
-import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
+import { OpenAIMeter, type OpenAIMeterOptions } from './openai-meter'
+import type { CallShape, MeterResult, Provider, ProviderSettings, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
@@ -11,8 +11,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * `/openai/deployments/<deployment>/chat/completions?api-version=...` (the deployment names
  * the model) or the v1 API `/openai/v1/chat/completions` and `/openai/responses` (the body's
  * `model` is the deployment name). A deployment is priced as the model the response names;
- * when the response names none, as `providers.azure.deployments[<deployment>]`, else as the
- * deployment name itself.
+ * when the response names none, or names the deployment (the Responses API's answers do), as
+ * `providers.azure.deployments[<deployment>]`, else as the deployment name itself.
  */
 const DEPLOYMENT = /^\/openai\/deployments\/([^/]+)(\/.*)?$/
 
@@ -58,8 +58,27 @@ function azureProvider(deployments: Record<string, string>): Provider {
     meter: (shape, req) =>
       shape.lines
         ? new OpenAIBatchMeter('azure', fileIdOf(azurePath(req.path).rest))
-        : new OpenAIMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }),
+        : new AzureMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }, deployments),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
+  }
+}
+
+/**
+ * Azure's answers, read as OpenAI's. The Responses API's answer names the deployment as its
+ * `model` (`gpt-5-01`, where Chat Completions names `gpt-5-2025-08-07`), which prices nothing:
+ * a deployment `providers.azure.deployments` maps is priced as its model.
+ */
+class AzureMeter extends OpenAIMeter {
+  constructor(
+    opts: OpenAIMeterOptions,
+    private readonly deployments: Record<string, string>,
+  ) {
+    super(opts)
+  }
+
+  override result(): MeterResult {
+    const r = super.result()
+    return r.model !== undefined && Object.hasOwn(this.deployments, r.model) ? { ...r, model: this.deployments[r.model] } : r
   }
 }
 
