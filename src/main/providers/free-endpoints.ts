@@ -26,4 +26,7 @@ export const FREE_ENDPOINTS: readonly string[] = [
   'files.download',
   // xAI's video status polls: xai-video.ts
   'videos.retrieve',
+  // Perplexity's async jobs, their polls and list: perplexity-async.ts
+  'async.chat.completions.retrieve',
+  'async.chat.completions.list',
 ]

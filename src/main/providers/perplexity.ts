@@ -1,6 +1,7 @@
-import { count, isObject, reportedUsd, searchContextSize } from '../metering/usage'
+import { count, isObject, reportedUsd, searchContextSize, type Usage } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
+import { isPerplexityAsync, PerplexityAsyncMeter, perplexityAsyncShape } from './perplexity-async'
 import type { Provider } from './types'
 
 const HOST = 'https://api.perplexity.ai'
@@ -31,38 +32,42 @@ const DEFAULT_SEARCH_CONTEXT_SIZE = 'low'
  * $2/M), as are its `num_search_queries`: they are read as @pydantic/genai-prices' own Perplexity
  * extractor reads them (output, with their parts priced at their own rates, and web searches), so
  * the tokens are whole and a response without `cost` is priced in full by the library.
+ *
+ * Its asynchronous API (`/async/chat/completions`, for Sonar Deep Research's long runs) answers
+ * the usage only when the job is polled finished: ./perplexity-async.ts.
  */
-const compatible = openaiCompatible({
-  name: 'perplexity',
-  pricingId: 'perplexity',
-  baseUrl: HOST,
-  usage: (raw) => {
-    const u = openaiUsage(raw)
-    if (!u || !isObject(raw)) return u
-    const reasoning = count(raw.reasoning_tokens)
-    const citation = count(raw.citation_tokens)
-    if (reasoning > 0 || citation > 0) {
-      u.output_tokens += reasoning + citation
-      u.reasoning_tokens += reasoning
-      u.extra = { ...u.extra }
-      if (reasoning > 0) u.extra.output_reasoning_tokens = reasoning
-      if (citation > 0) u.extra.output_citation_tokens = citation
-    }
-    u.web_searches = count(raw.num_search_queries)
-    const size = searchContextSize(raw.search_context_size)
-    if (size) u.search_context_size = size
-    if (!isObject(raw.cost)) return u
-    const total = reportedUsd(raw.cost.total_cost)
-    if (total !== undefined) u.provider_cost_usd = total
-    return u
-  },
-})
+
+/** Sonar's `usage`: OpenAI's, with its reasoning and citation tokens, searches, context size and charge. */
+function sonarUsage(raw: unknown): Usage | null {
+  const u = openaiUsage(raw)
+  if (!u || !isObject(raw)) return u
+  const reasoning = count(raw.reasoning_tokens)
+  const citation = count(raw.citation_tokens)
+  if (reasoning > 0 || citation > 0) {
+    u.output_tokens += reasoning + citation
+    u.reasoning_tokens += reasoning
+    u.extra = { ...u.extra }
+    if (reasoning > 0) u.extra.output_reasoning_tokens = reasoning
+    if (citation > 0) u.extra.output_citation_tokens = citation
+  }
+  u.web_searches = count(raw.num_search_queries)
+  const size = searchContextSize(raw.search_context_size)
+  if (size) u.search_context_size = size
+  if (!isObject(raw.cost)) return u
+  const total = reportedUsd(raw.cost.total_cost)
+  if (total !== undefined) u.provider_cost_usd = total
+  return u
+}
+
+const compatible = openaiCompatible({ name: 'perplexity', pricingId: 'perplexity', baseUrl: HOST, usage: sonarUsage })
 
 export const perplexity: Provider = {
   ...compatible,
   place: (path) => (AGENT_API.test(path) ? { path: `/v1${path}`, baseUrl: HOST } : null),
   // An Agent API call's path as routed (`place` put it under `/v1`), read as OpenAI's Responses API.
   inspect: (req) => {
+    const job = perplexityAsyncShape(req)
+    if (job) return job
     const below = req.path.startsWith('/v1/') ? req.path.slice('/v1'.length) : ''
     if (AGENT_API.test(below)) return compatible.inspect({ ...req, path: below.replace(AGENT_API, '/responses$1') })
     const shape = compatible.inspect(req)
@@ -75,4 +80,5 @@ export const perplexity: Provider = {
     }
     return shape
   },
+  meter: (shape, req) => (isPerplexityAsync(shape.endpoint) ? new PerplexityAsyncMeter(shape.endpoint, req.path, sonarUsage) : compatible.meter(shape, req)),
 }
