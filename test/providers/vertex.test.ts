@@ -54,6 +54,24 @@ describe('Vertex AI', () => {
     expect(row.cost_usd).toBe(libraryPrice('google', { input_tokens: 18, output_tokens: 115 }, 'gemini-2.5-flash', row.ts))
   })
 
+  it("Gemini through Vertex AI's OpenAI-compatible Chat Completions API (endpoints/openapi) is billed as the model it names", async () => {
+    // "Using OpenAI libraries with Vertex AI": base URL …/v1/projects/{project}/locations/{location}/endpoints/openapi, model google/gemini-….
+    answer(s.upstream, {
+      id: 'vertex-openapi-1',
+      object: 'chat.completion',
+      created: 1764970000,
+      model: 'google/gemini-2.5-flash',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1_000, completion_tokens: 200, total_tokens: 1_200 },
+    })
+    const path = '/v1/projects/my-proj/locations/us-central1/endpoints/openapi/chat/completions'
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex${path}`, { model: 'google/gemini-2.5-flash', messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe(path)
+    expect(row).toMatchObject({ provider: 'vertex', endpoint: 'chat.completions', model: 'gemini-2.5-flash', input_tokens: 1_000, output_tokens: 200, priced: 1 })
+    // Gemini 2.5 Flash: $0.30 per 1M input tokens, $2.50 per 1M output tokens (ai.google.dev/gemini-api/docs/pricing, as the price data has it).
+    expect(row.cost_usd).toBeCloseTo((1_000 * 0.3 + 200 * 2.5) / 1e6, 15)
+  })
+
   it('token counting is recorded at no cost', async () => {
     answer(s.upstream, { input_tokens: 42 })
     const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex/v1/projects/my-proj/locations/global/publishers/anthropic/models/count-tokens:rawPredict`, { model: 'claude-sonnet-4-5@20250929', messages: [] }, HEADERS))

@@ -1,7 +1,9 @@
 import { isObject } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
-import { GeminiMeter, inspectGemini } from './gemini'
-import type { CallShape, Meter, Provider, RequestInfo } from './types'
+import { GeminiMeter, geminiCompatUsage, inspectGemini } from './gemini'
+import { inspectOpenAI } from './openai-endpoints'
+import { OpenAIMeter } from './openai-meter'
+import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
@@ -16,6 +18,10 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  *   is the model `count-tokens` with `:rawPredict`, and costs nothing.
  * - Gemini: `:generateContent` and `:streamGenerateContent` take and answer Gemini's API, metered
  *   as Gemini's answers are; `:countTokens` and the rest cost nothing.
+ * - Vertex AI's OpenAI-compatible Chat Completions API (`…/locations/{location}/endpoints/openapi/chat/completions`,
+ *   "Using OpenAI libraries with Vertex AI"), billed per token as the Gemini model it names
+ *   (`google/gemini-2.5-flash`): metered as Gemini's OpenAI-compatible API is, priced without the
+ *   `google/` prefix.
  *
  * Calls are priced with @pydantic/genai-prices' Google provider, which prices Claude models
  * through Anthropic's list (its fallback) and Vertex model ids with their `@version`; a Claude
@@ -26,6 +32,10 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  */
 
 const MODEL_CALL = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)\/publishers\/([^/]+)\/models\/([^/:]+):([A-Za-z]+)$/
+/** The OpenAI-compatible API's paths below a location's `endpoints/openapi`. */
+const OPENAPI = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/[^/]+\/endpoints\/openapi(\/.*)$/
+/** A Google model's name in the OpenAI-compatible API (`google/gemini-2.5-flash`): the price data's name is without it. */
+const GOOGLE_PREFIX = /^google\//
 /** Any path below a location (model calls, and the rest of the API). */
 const LOCATION = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)(?:\/|$)/
 /** A region's name as Google Cloud spells them (`us-east5`, `europe-west1`, `northamerica-northeast1`). */
@@ -90,6 +100,11 @@ export function regionalPremium(location: string, model: string): boolean {
 }
 
 export function inspectVertex(req: RequestInfo): CallShape {
+  const openapi = OPENAPI.exec(withoutTrailingSlashes(req.path))
+  if (openapi) {
+    const shape = inspectOpenAI({ ...req, path: openapi[1] })
+    return { ...shape, model: shape.model.replace(GOOGLE_PREFIX, '') }
+  }
   const call = modelCall(req.path)
   const post = req.method === 'POST'
   if (call?.publisher === 'anthropic' && (call.method === 'rawPredict' || call.method === 'streamRawPredict')) {
@@ -118,5 +133,18 @@ export const vertex: Provider = {
   },
   noUpstreamHint: 'call a location Vertex AI has (global or a region such as us-east5) or set providers.vertex.base_url in the config',
   inspect: inspectVertex,
-  meter: (_shape, req): Meter => (modelCall(req.path)?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()),
+  meter: (shape, req): Meter =>
+    OPENAPI.test(withoutTrailingSlashes(req.path)) ? new VertexOpenAIMeter(shape.endpoint) : modelCall(req.path)?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter(),
+}
+
+/** The OpenAI-compatible API's answers, read as Gemini's OpenAI-compatible ones; the model they name priced without `google/`. */
+class VertexOpenAIMeter extends OpenAIMeter {
+  constructor(endpoint: string) {
+    super({ endpoint, usage: geminiCompatUsage })
+  }
+
+  override result(): MeterResult {
+    const r = super.result()
+    return r.model ? { ...r, model: r.model.replace(GOOGLE_PREFIX, '') } : r
+  }
 }
