@@ -88,3 +88,36 @@ describe('Mistral OCR (Document AI)', () => {
   })
 })
 
+
+describe('Mistral Agents API (/mistral/v1/agents/completions)', () => {
+  it("is metered and priced as the model its answer names (the request names only the agent), not recorded at cost 0", async () => {
+    // docs.mistral.ai "Agents Completion": POST /v1/agents/completions {agent_id, messages} answers a ChatCompletionResponse.
+    answer(s.upstream, {
+      id: 'cmpl-agent-1',
+      object: 'chat.completion',
+      created: 1787866434,
+      model: 'mistral-medium-2508',
+      choices: [{ index: 0, finish_reason: 'stop', message: { role: 'assistant', content: 'Done.' } }],
+      usage: { prompt_tokens: 1_200, completion_tokens: 300, total_tokens: 1_500 },
+    })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/mistral/v1/agents/completions`, { agent_id: 'ag_0123456789', messages: [{ role: 'user', content: 'hi' }] }, { authorization: KEY }))
+    expect(s.upstream.requests[0].url).toBe('/v1/agents/completions')
+    expect(row).toMatchObject({ provider: 'mistral', endpoint: 'agents.completions', model: 'mistral-medium-2508', input_tokens: 1_200, output_tokens: 300, priced: 1 })
+    // Mistral Medium 3.1 (mistral-medium-2508): $0.40 per 1M input tokens, $2 per 1M output tokens.
+    expect(row.cost_usd).toBeCloseTo((1_200 * 0.4 + 300 * 2) / 1e6, 15)
+  })
+
+  it('a streamed agent completion takes its last chunk usage', async () => {
+    const chunk = (o: object) => `data: ${JSON.stringify({ id: 'cmpl-agent-2', object: 'chat.completion.chunk', created: 1787866434, model: 'mistral-medium-2508', ...o })}\n\n`
+    answer(
+      s.upstream,
+      chunk({ choices: [{ index: 0, delta: { role: 'assistant', content: 'Do' }, finish_reason: null }] }) +
+        chunk({ choices: [{ index: 0, delta: { content: 'ne.' }, finish_reason: 'stop' }], usage: { prompt_tokens: 1_200, completion_tokens: 300, total_tokens: 1_500 } }) +
+        'data: [DONE]\n\n',
+      'sse',
+    )
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/mistral/v1/agents/completions`, { agent_id: 'ag_0123456789', stream: true, messages: [] }, { authorization: KEY }))
+    expect(row).toMatchObject({ endpoint: 'agents.completions', model: 'mistral-medium-2508', streamed: 1, input_tokens: 1_200, output_tokens: 300, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo((1_200 * 0.4 + 300 * 2) / 1e6, 15)
+  })
+})

@@ -76,9 +76,12 @@ export function systemName(provider: string): string {
 export function operationName(endpoint: string): string {
   switch (endpoint) {
     case 'chat.completions':
+    case 'async.chat.completions':
     case 'messages':
     case 'responses':
       return 'chat'
+    case 'agents.completions':
+      return 'invoke_agent'
     case 'completions':
     case 'fim.completions':
       return 'text_completion'

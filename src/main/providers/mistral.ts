@@ -2,7 +2,8 @@ import { count, isObject } from '../metering/usage'
 import { annotated, inspectOcr, OcrMeter } from './mistral-ocr'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
-import type { Provider } from './types'
+import type { CallShape, Provider, RequestInfo } from './types'
+import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * Mistral La Plateforme: https://docs.mistral.ai/api (streams end with a usage chunk). Its usage
@@ -10,7 +11,9 @@ import type { Provider } from './types'
  * (`/audio/transcriptions`, Voxtral Mini Transcribe) is billed by, per minute, whatever its
  * tokens. It is read as the audio length (`audio_seconds`), which the price data prices for a
  * model billed so and leaves out for one billed by tokens (Voxtral Small in a chat). Its OCR
- * (`/ocr`) is billed by the page (./mistral-ocr.ts).
+ * (`/ocr`) is billed by the page (./mistral-ocr.ts). Its Agents API (`POST /agents/completions`,
+ * `{agent_id, messages}`) answers as Chat Completions does, the model the agent runs named only in
+ * the answer: metered as a chat completion, recorded as `agents.completions`.
  */
 const compatible = openaiCompatible({
   name: 'mistral',
@@ -24,8 +27,19 @@ const compatible = openaiCompatible({
   },
 })
 
+const AGENTS = 'agents.completions'
+
+/** `POST /agents/completions`: a chat completion by an agent, or null for any other request. */
+function inspectAgents(req: RequestInfo): CallShape | null {
+  if (req.method !== 'POST' || withoutTrailingSlashes(req.path) !== '/agents/completions') return null
+  return { ...compatible.inspect({ ...req, path: '/chat/completions' }), endpoint: AGENTS }
+}
+
 export const mistral: Provider = {
   ...compatible,
-  inspect: (req) => inspectOcr(req) ?? compatible.inspect(req),
-  meter: (shape, req) => (shape.endpoint === 'ocr' ? new OcrMeter(annotated(req.body)) : compatible.meter(shape, req)),
+  inspect: (req) => inspectOcr(req) ?? inspectAgents(req) ?? compatible.inspect(req),
+  meter: (shape, req) =>
+    shape.endpoint === 'ocr'
+      ? new OcrMeter(annotated(req.body))
+      : compatible.meter(shape.endpoint === AGENTS ? { ...shape, endpoint: 'chat.completions' } : shape, req),
 }
