@@ -87,6 +87,24 @@ describe('Azure OpenAI', () => {
     expect(row.cost_usd).toBeCloseTo((278 * 2.5 + 9 * 10) / 1e6, 15)
   })
 
+  it("the Foundry model inference API (/models/chat/completions, the body naming the deployment) is metered and priced", async () => {
+    // learn.microsoft.com/azure/ai-foundry/model-inference/how-to/inference: endpoint https://<resource>.services.ai.azure.com/models,
+    // the request's `model` the deployment's name; the Azure AI Inference SDKs post {endpoint}/chat/completions?api-version=….
+    answer(upstream, {
+      id: 'foundry-1',
+      object: 'chat.completion',
+      created: 1764970000,
+      model: 'phi-4',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1_000, completion_tokens: 200, total_tokens: 1_200 },
+    })
+    const row = await recorded(t, () => postJson(`${t.url}/azure/models/chat/completions?api-version=2024-05-01-preview`, { model: 'Phi-4', messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
+    expect(upstream.requests[0].url).toBe('/models/chat/completions?api-version=2024-05-01-preview')
+    expect(row).toMatchObject({ provider: 'azure', endpoint: 'chat.completions', model: 'phi-4', input_tokens: 1_000, output_tokens: 200, priced: 1 })
+    // Phi-4 (the price data's azure table): $0.07 per 1M input tokens, $0.14 per 1M output tokens.
+    expect(row.cost_usd).toBeCloseTo((1_000 * 0.07 + 200 * 0.14) / 1e6, 15)
+  })
+
   it('without a configured base URL answers a 404 that says what to set', async () => {
     const t2 = await startTestServer({})
     try {

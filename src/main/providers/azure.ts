@@ -10,7 +10,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * (`https://<resource>.openai.azure.com`), set as `providers.azure.base_url`. Clients send
  * `/openai/deployments/<deployment>/chat/completions?api-version=...` (the deployment names
  * the model) or the v1 API `/openai/v1/chat/completions` and `/openai/responses` (the body's
- * `model` is the deployment name). A deployment is priced as the model the response names;
+ * `model` is the deployment name), and a Foundry resource's model inference API
+ * `/models/chat/completions?api-version=...` (DeepSeek, Phi, Llama…: the body's `model` too). A deployment is priced as the model the response names;
  * when the response names none, or names the deployment (the Responses API's answers do), as
  * `providers.azure.deployments[<deployment>]`, else as the deployment name itself.
  */
@@ -35,6 +36,8 @@ function azurePath(raw: string): { deployment: string; rest: string } {
   const d = DEPLOYMENT.exec(path)
   if (d) return { deployment: safeDecode(d[1]), rest: d[2] ?? '/' }
   if (path.startsWith('/openai/v1/')) return { deployment: '', rest: path.slice('/openai/v1'.length) }
+  // A Foundry resource's model inference API (`https://<resource>.services.ai.azure.com/models`), the body naming the deployment.
+  if (path.startsWith('/models/')) return { deployment: '', rest: path.slice('/models'.length) }
   if (path.startsWith('/openai/')) return { deployment: '', rest: path.slice('/openai'.length) }
   return { deployment: '', rest: path }
 }
