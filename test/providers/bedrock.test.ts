@@ -170,6 +170,24 @@ describe('Amazon Bedrock', () => {
     expect(row.cost_usd - atFiveMinuteRate).toBeCloseTo((2000 * (6.6 - 4.125)) / 1e6, 15)
   })
 
+  it("the OpenAI-compatible Chat Completions API (/openai/v1/chat/completions, gpt-oss with a Bedrock API key) is metered at the model's AWS price", async () => {
+    // docs.aws.amazon.com/bedrock/latest/userguide/inference-chat-completions.html: OpenAI(base_url="https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1",
+    // api_key=$AWS_BEARER_TOKEN_BEDROCK).chat.completions.create(model="openai.gpt-oss-20b-1:0", …), answered in OpenAI's format.
+    answer(s.upstream, {
+      id: 'chatcmpl-bedrock-1',
+      object: 'chat.completion',
+      created: 1764970000,
+      model: 'openai.gpt-oss-20b-1:0',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hi.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 2_000, completion_tokens: 500, total_tokens: 2_500 },
+    })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/bedrock/us-west-2/openai/v1/chat/completions`, { model: 'openai.gpt-oss-20b-1:0', messages: [{ role: 'user', content: 'hi' }] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe('/openai/v1/chat/completions')
+    expect(row).toMatchObject({ provider: 'bedrock', endpoint: 'chat.completions', model: 'openai.gpt-oss-20b-1:0', input_tokens: 2_000, output_tokens: 500, priced: 1 })
+    // gpt-oss-20b on Bedrock (the price data's aws table): $0.07 per 1M input tokens, $0.30 per 1M output tokens.
+    expect(row.cost_usd).toBeCloseTo((2_000 * 0.07 + 500 * 0.3) / 1e6, 15)
+  })
+
   it("the control plane's reads pass at no cost", async () => {
     answer(s.upstream, { inferenceProfileSummaries: [] })
     const row = await recorded(s.t, () => request(`${s.t.url}${BASE}/inference-profiles?type=SYSTEM_DEFINED`, { headers: HEADERS }))

@@ -1,16 +1,24 @@
+import { inspectOpenAI } from './openai-endpoints'
 import type { CallShape, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
  * Where a Bedrock call goes and what it is, from its path alone: `/{region}/…` sends it to that
- * region's runtime API (`/model/…`, `/async-invoke`, `/guardrail`) or its control plane
- * (everything else); `/model/{id}/{operation}` names the operation (InvokeModel, Converse, their
- * streams, CountTokens) and the model, or the inference profile, that prices it.
+ * region's runtime API (`/model/…`, `/async-invoke`, `/guardrail`, and its OpenAI-compatible API
+ * `/openai/v1/…`) or its control plane (everything else); `/model/{id}/{operation}` names the
+ * operation (InvokeModel, Converse, their streams, CountTokens) and the model, or the inference
+ * profile, that prices it.
  */
 
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
 /** The runtime API's paths; everything else is the control plane's. */
-const RUNTIME = /^\/(?:model|async-invoke|guardrail)(?:\/|$)/
+const RUNTIME = /^\/(?:model|async-invoke|guardrail|openai)(?:\/|$)/
+/**
+ * The runtime's OpenAI-compatible API (docs.aws.amazon.com/bedrock/latest/userguide/inference-chat-completions.html:
+ * base URL `https://bedrock-runtime.{region}.amazonaws.com/openai/v1`, a Bedrock API key, the
+ * body's `model` a Bedrock model id such as `openai.gpt-oss-20b-1:0`): the path below `/openai/v1`.
+ */
+const OPENAI_API = /^\/openai\/v1(\/.*)$/
 const MODEL_CALL = /^\/model\/([^/]+)\/(invoke|invoke-with-response-stream|converse|converse-stream|count-tokens)$/
 
 /** `/{region}/rest` -> where it goes; null when the first segment is no region. */
@@ -50,7 +58,14 @@ function modelOf(id: string, profiles: Record<string, string>): { model: string;
   return { model: s.startsWith('arn:') ? s.slice(s.lastIndexOf('/') + 1) : s, named: true }
 }
 
+/** Whether a path is the runtime's OpenAI-compatible API (metered as OpenAI's answers are). */
+export function isOpenAIApi(path: string): boolean {
+  return OPENAI_API.test(path)
+}
+
 export function inspectBedrock(req: RequestInfo, profiles: Record<string, string> = {}): CallShape {
+  const openai = OPENAI_API.exec(req.path)
+  if (openai) return inspectOpenAI({ ...req, path: openai[1] })
   const m = MODEL_CALL.exec(withoutTrailingSlashes(req.path))
   if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
   const op = m[2]

@@ -1,7 +1,8 @@
 import { ConverseMeter } from './bedrock-converse'
 import { InvokeMeter, isClaude } from './bedrock-invoke'
-import { bedrockPlace, inspectBedrock, pathNamesModel } from './bedrock-paths'
-import type { Meter, Provider, ProviderSettings } from './types'
+import { bedrockPlace, inspectBedrock, isOpenAIApi, pathNamesModel } from './bedrock-paths'
+import { OpenAIMeter } from './openai-meter'
+import type { Meter, MeterResult, Provider, ProviderSettings } from './types'
 
 /**
  * Amazon Bedrock, with a Bedrock API key (`Authorization: Bearer`, Claude Code's
@@ -20,6 +21,8 @@ import type { Meter, Provider, ProviderSettings } from './types'
  *   answer's headers; the Converse API is read for every model.
  * - Converse (`/model/{id}/converse`, `/converse-stream`): `usage` {inputTokens, outputTokens,
  *   cacheReadInputTokens, cacheWriteInputTokens}, in the answer or the stream's `metadata` event.
+ * - The OpenAI-compatible API (`/openai/v1/chat/completions`, the OpenAI SDK with a Bedrock API
+ *   key): OpenAI's answers, priced as the Bedrock model id the request names.
  *
  * A call is priced as the model id of its path (`us.anthropic.claude-sonnet-4-5-20250929-v1:0`,
  * or the id a system inference profile's ARN ends in) with the price library's AWS prices, which
@@ -46,8 +49,20 @@ function bedrockProvider(profiles: Record<string, string>): Provider {
     noUpstreamHint: 'put the region in its address (http://<burnrate>/bedrock/us-east-1) or set providers.bedrock.base_url in the config',
     inspect: (req) => inspectBedrock(req, profiles),
     meter: (shape, req): Meter =>
-      shape.endpoint === 'converse' ? new ConverseMeter() : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles)),
+      isOpenAIApi(req.path)
+        ? new BedrockOpenAIMeter({ endpoint: shape.endpoint })
+        : shape.endpoint === 'converse'
+          ? new ConverseMeter()
+          : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles)),
     configure: (s: ProviderSettings) => bedrockProvider(s.profiles ?? {}),
+  }
+}
+
+/** The OpenAI-compatible API's answers: priced as the Bedrock model id the request names (the price data's), whatever the answer calls it. */
+class BedrockOpenAIMeter extends OpenAIMeter {
+  override result(): MeterResult {
+    const { model: _answered, ...r } = super.result()
+    return r
   }
 }
 

@@ -51,6 +51,11 @@ describe('Router: Bedrock upstreams by region', () => {
     const profiles = router.match('/bedrock/us-west-2/inference-profiles?type=SYSTEM_DEFINED', {})!
     expect(profiles.upstream.origin).toBe('https://bedrock.us-west-2.amazonaws.com')
     expect(upstreamPath(profiles)).toBe('/inference-profiles?type=SYSTEM_DEFINED')
+    // Its OpenAI-compatible Chat Completions API (docs.aws.amazon.com/bedrock/latest/userguide/inference-chat-completions.html:
+    // base URL https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1) is the runtime's, not the control plane's.
+    const chat = router.match('/bedrock/us-west-2/openai/v1/chat/completions', {})!
+    expect(chat.upstream.origin).toBe('https://bedrock-runtime.us-west-2.amazonaws.com')
+    expect(upstreamPath(chat)).toBe('/openai/v1/chat/completions')
     // No region in the address: no upstream, and the handler says to put one there.
     const none = router.match('/bedrock/model/x/invoke', {})!
     expect(none.upstream.baseUrl).toBeNull()
