@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
+import { type BilledSoFar, count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 import { SearchGrounding, requestsGoogleSearch } from './gemini-grounding'
 import { inspectOpenAI } from './openai-endpoints'
@@ -122,6 +122,21 @@ export function geminiUsage(m: unknown): Usage | null {
 }
 
 /**
+ * Whether a `usageMetadata` counts tokens. Vertex AI's streams put one in every event, but before
+ * the last it holds only the tier (`{"trafficType": "ON_DEMAND"}`): that is no count of the call
+ * (a stream cut there is estimated from its request and what it streamed, not recorded at 0).
+ */
+function countsTokens(m: Record<string, unknown>): boolean {
+  return typeof m.promptTokenCount === 'number' || typeof m.candidatesTokenCount === 'number' || typeof m.totalTokenCount === 'number'
+}
+
+/** The tier marks of a usage (Flex billed at batch rates, priority fast), or undefined when it has neither. */
+function tierOf(u: Usage | null): BilledSoFar | undefined {
+  if (u?.batch) return { batch: true }
+  return u?.fast ? { fast: true } : undefined
+}
+
+/**
  * Meters `generateContent` (one JSON object), `streamGenerateContent?alt=sse` (events that each
  * repeat the cumulative usage, so the last one counts) and `streamGenerateContent` without
  * `alt=sse` (a JSON array of the same objects; the last element with usage counts).
@@ -134,6 +149,8 @@ export class GeminiMeter implements Meter {
   private complete = false
   /** Grounding with Google Search the answers reported (./gemini-grounding.ts); null until one did. */
   private grounding: SearchGrounding | null = null
+  /** The tier a count-less `usageMetadata` named (`countsTokens`), billed with the estimate of a stream cut before any count. */
+  private tier: BilledSoFar | undefined
 
   /**
    * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
@@ -161,7 +178,9 @@ export class GeminiMeter implements Meter {
     if (isObject(obj.promptFeedback) && obj.promptFeedback.blockReason) this.complete = true
     if (typeof obj.modelVersion === 'string' && obj.modelVersion) this.model = obj.modelVersion
     if (typeof obj.responseId === 'string' && obj.responseId) this.id = obj.responseId
-    if (isObject(obj.usageMetadata)) {
+    const counted = isObject(obj.usageMetadata) && countsTokens(obj.usageMetadata)
+    if (isObject(obj.usageMetadata) && !counted) this.tier = tierOf(geminiUsage(obj.usageMetadata))
+    if (counted) {
       this.usage = geminiUsage(obj.usageMetadata)
       this.text = new OutputText()
     } else if (!this.usage && Array.isArray(obj.candidates)) {
@@ -203,7 +222,7 @@ export class GeminiMeter implements Meter {
     // The searches are billed with the call: on its usage, or with the estimate of a stream cut before any.
     const searched = this.grounding?.usage()
     if (searched && this.usage) Object.assign(this.usage, searched)
-    else if (searched) r.billedSoFar = searched
+    else if (searched || this.tier) r.billedSoFar = { ...this.tier, ...searched }
     if (!this.usage) {
       r.outputText = this.text.join('')
       r.outputScale = this.text.scale
