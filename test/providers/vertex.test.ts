@@ -72,6 +72,24 @@ describe('Vertex AI', () => {
     expect(row.cost_usd).toBeCloseTo((1_000 * 0.3 + 200 * 2.5) / 1e6, 15)
   })
 
+  it("Gemini's embeddings through Vertex AI (:predict, as the Gen AI SDK calls them there) are billed by the tokens each prediction counts", async () => {
+    // cloud.google.com "Get text embeddings": POST …/publishers/google/models/{model}:predict {instances: [{content}]} answers
+    // {predictions: [{embeddings: {statistics: {token_count, truncated}, values}}], metadata: {billableCharacterCount}}.
+    answer(s.upstream, {
+      predictions: [
+        { embeddings: { statistics: { token_count: 6, truncated: false }, values: [0.01, -0.02] } },
+        { embeddings: { statistics: { token_count: 9, truncated: false }, values: [0.03, 0.04] } },
+      ],
+      metadata: { billableCharacterCount: 61 },
+    })
+    const path = `${GEMINI}/gemini-embedding-001:predict`
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex${path}`, { instances: [{ content: 'What is life?' }, { content: 'How do embeddings work here?' }] }, HEADERS))
+    expect(s.upstream.requests[0].url).toBe(path)
+    expect(row).toMatchObject({ provider: 'vertex', endpoint: 'predict', model: 'gemini-embedding-001', input_tokens: 15, output_tokens: 0, priced: 1, estimated: 0 })
+    // gemini-embedding-001: $0.15 per 1M input tokens.
+    expect(row.cost_usd).toBeCloseTo((15 * 0.15) / 1e6, 18)
+  })
+
   it('token counting is recorded at no cost', async () => {
     answer(s.upstream, { input_tokens: 42 })
     const row = await recorded(s.t, () => postJson(`${s.t.url}/vertex/v1/projects/my-proj/locations/global/publishers/anthropic/models/count-tokens:rawPredict`, { model: 'claude-sonnet-4-5@20250929', messages: [] }, HEADERS))

@@ -1,4 +1,4 @@
-import { isObject } from '../metering/usage'
+import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
 import { GeminiMeter, geminiCompatUsage, inspectGemini } from './gemini'
 import { inspectOpenAI } from './openai-endpoints'
@@ -17,7 +17,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  *   `anthropic_version: "vertex-2023-10-16"`), metered as Anthropic's answers are. Token counting
  *   is the model `count-tokens` with `:rawPredict`, and costs nothing.
  * - Gemini: `:generateContent` and `:streamGenerateContent` take and answer Gemini's API, metered
- *   as Gemini's answers are; `:countTokens` and the rest cost nothing.
+ *   as Gemini's answers are; an embedding model's `:predict` is billed by the tokens its answer
+ *   counts; `:countTokens` and the rest cost nothing.
  * - Vertex AI's OpenAI-compatible Chat Completions API (`…/locations/{location}/endpoints/openapi/chat/completions`,
  *   "Using OpenAI libraries with Vertex AI"), billed per token as the Gemini model it names
  *   (`google/gemini-2.5-flash`): metered as Gemini's OpenAI-compatible API is, priced without the
@@ -115,6 +116,7 @@ export function inspectVertex(req: RequestInfo): CallShape {
     return shape
   }
   if (call?.publisher === 'google') {
+    if (isEmbeddings(call)) return { endpoint: 'predict', model: call.model, stream: false, billable: post }
     // Gemini's own shape of the same call (`/v1beta/models/{model}:{method}`).
     return inspectGemini({ ...req, path: `/v1beta/models/${call.model}:${call.method}` })
   }
@@ -133,8 +135,51 @@ export const vertex: Provider = {
   },
   noUpstreamHint: 'call a location Vertex AI has (global or a region such as us-east5) or set providers.vertex.base_url in the config',
   inspect: inspectVertex,
-  meter: (shape, req): Meter =>
-    OPENAPI.test(withoutTrailingSlashes(req.path)) ? new VertexOpenAIMeter(shape.endpoint) : modelCall(req.path)?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter(),
+  meter: (shape, req): Meter => {
+    if (OPENAPI.test(withoutTrailingSlashes(req.path))) return new VertexOpenAIMeter(shape.endpoint)
+    const call = modelCall(req.path)
+    if (call && call.publisher === 'google' && isEmbeddings(call)) return new EmbeddingsMeter()
+    return call?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()
+  },
+}
+
+/**
+ * Google's embedding models on Vertex AI (`gemini-embedding-001`, `text-embedding-005`…) are called
+ * with `:predict` (Vertex AI's "Get text embeddings", and what the Gen AI SDK's `embed_content`
+ * sends there), billed by their input.
+ */
+function isEmbeddings(call: ModelCall): boolean {
+  return call.method === 'predict' && /embedding/i.test(call.model)
+}
+
+/** An embeddings `:predict` answer: each prediction's `embeddings.statistics.token_count`, the input tokens. */
+class EmbeddingsMeter implements Meter {
+  private usage: Usage | null = null
+  private complete = false
+
+  event(): void {
+    // answered as JSON only
+  }
+
+  json(body: unknown): void {
+    this.complete = true
+    if (!isObject(body) || !Array.isArray(body.predictions)) return
+    let tokens = 0
+    let counted = false
+    for (const p of body.predictions) {
+      const stats = isObject(p) && isObject(p.embeddings) ? p.embeddings.statistics : undefined
+      if (!isObject(stats) || typeof stats.token_count !== 'number') continue
+      tokens += count(stats.token_count)
+      counted = true
+    }
+    if (!counted) return
+    this.usage = emptyUsage()
+    this.usage.input_tokens = tokens
+  }
+
+  result(): MeterResult {
+    return { usage: this.usage, complete: this.complete }
+  }
 }
 
 /** The OpenAI-compatible API's answers, read as Gemini's OpenAI-compatible ones; the model they name priced without `google/`. */
