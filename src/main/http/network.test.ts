@@ -39,6 +39,17 @@ describe('the proxy rule (every way out: HTTP calls, WebSockets)', () => {
     expect(rule('wss://api.openai.com')).toBe('http://p:3128')
   })
 
+  it('reaches an address in a NO_PROXY range (CIDR) directly, IPv4 or IPv6; a name is never matched against one', () => {
+    const rule = proxyRule({}, { HTTP_PROXY: 'http://p:3128', NO_PROXY: '10.0.0.0/8, 192.168.1.0/24,fd00::/16,[fe80::]/10' })!
+    expect(rule('http://10.2.3.4:4000')).toBeNull()
+    expect(rule('http://192.168.1.20')).toBeNull()
+    expect(rule('http://192.168.2.20')).toBe('http://p:3128')
+    expect(rule('http://[fd00::5]:11434')).toBeNull()
+    expect(rule('http://[fe80::1]')).toBeNull()
+    expect(rule('http://[fd01::5]')).toBe('http://p:3128')
+    expect(rule('http://10.example.com')).toBe('http://p:3128')
+  })
+
   it('the config wins over the environment, and its no_proxy adds to NO_PROXY only when the proxy is from the environment', () => {
     const env = { HTTPS_PROXY: 'http://env:3128', NO_PROXY: 'env-direct.corp' }
     const fromConfig = proxyRule({ proxy: 'http://cfg:3128', no_proxy: ['cfg-direct.corp'] }, env)!
@@ -76,6 +87,8 @@ describe("an agent's calls to Burnrate behind a proxy (agentProxyFor)", () => {
     expect(agentProxyFor(url, { ALL_PROXY: 'socks5://proxy.corp:1080' })).toBe('ALL_PROXY')
     // localhost alone does not exempt 127.0.0.1: the agents compare names, not what they resolve to.
     expect(agentProxyFor(url, { HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: 'localhost,.corp' })).toBe('HTTPS_PROXY')
+    // Nor does a range: Node's clients (Claude Code, Gemini CLI) do not read CIDR entries.
+    expect(agentProxyFor(url, { HTTPS_PROXY: 'http://proxy.corp:3128', NO_PROXY: '127.0.0.0/8' })).toBe('HTTPS_PROXY')
   })
 
   it('is null when NO_PROXY lists the address (or is *)', () => {

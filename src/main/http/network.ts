@@ -1,3 +1,4 @@
+import { BlockList, isIP } from 'node:net'
 import { isLoopbackHost } from '../security/hosts'
 
 /**
@@ -92,7 +93,7 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:
 export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): ProxyRule | null {
   const s = proxySettings(o, env)
   if (!s) return null
-  const direct = noProxyMatcher(s.noProxy)
+  const direct = noProxyMatcher(s.noProxy, true)
   if (!direct) return null
   return (origin) => {
     const url = new URL(origin)
@@ -102,11 +103,17 @@ export function proxyRule(o: NetworkOptions, env: NodeJS.ProcessEnv = process.en
   }
 }
 
-/** Whether a NO_PROXY list sends `url` directly; null when it holds `*` (everything directly). */
-function noProxyMatcher(noProxy: string): ((url: URL) => boolean) | null {
-  const list = noProxy.split(/[,\s]/).filter(Boolean)
+/**
+ * Whether a NO_PROXY list sends `url` directly; null when it holds `*` (everything directly). With
+ * `ranges`, an address range in CIDR notation (`10.0.0.0/8`, `fd00::/8`), as curl, Go, Python's
+ * requests and Rust's reqwest read it, sends every address in it directly.
+ */
+function noProxyMatcher(noProxy: string, ranges: boolean): ((url: URL) => boolean) | null {
+  const all = noProxy.split(/[,\s]/).filter(Boolean)
   // `*` anywhere: the environment's NO_PROXY=* joined with the config's own entries is still everything.
-  if (list.includes('*')) return null
+  if (all.includes('*')) return null
+  const cidr = ranges ? addressRanges(all) : null
+  const list = cidr ? all.filter((e) => !cidr.entries.has(e)) : all
   const entries = list.map((entry) => {
     // A bare IPv6 address (fd00::5) has colons but no port: as the URL writes it, in brackets.
     if (!entry.startsWith('[') && entry.indexOf(':') !== entry.lastIndexOf(':')) return { host: `[${entry.toLowerCase()}]`, port: 0 }
@@ -117,7 +124,29 @@ function noProxyMatcher(noProxy: string): ((url: URL) => boolean) | null {
     // The host without its port, keeping an IPv6 address's brackets.
     const host = url.host.replace(/:\d*$/, '').toLowerCase()
     const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0
-    return entries.some((e) => (!e.port || e.port === port) && (host === e.host || host.endsWith(`.${e.host}`)))
+    if (entries.some((e) => (!e.port || e.port === port) && (host === e.host || host.endsWith(`.${e.host}`)))) return true
+    return cidr !== null && cidr.has(host.replace(/^\[|\]$/g, ''))
+  }
+}
+
+/** The CIDR entries of a NO_PROXY list (`10.0.0.0/8`, `[fd00::]/8`), and whether an address is in one of them; null when it has none. */
+function addressRanges(list: readonly string[]): { entries: Set<string>; has(address: string): boolean } | null {
+  const blocks = new BlockList()
+  const entries = new Set<string>()
+  for (const entry of list) {
+    const m = /^\[?([0-9a-f.:]+)\]?\/(\d{1,3})$/i.exec(entry)
+    const v = m ? isIP(m[1]) : 0
+    if (!m || !v || Number(m[2]) > (v === 4 ? 32 : 128)) continue
+    blocks.addSubnet(m[1], Number(m[2]), v === 4 ? 'ipv4' : 'ipv6')
+    entries.add(entry)
+  }
+  if (entries.size === 0) return null
+  return {
+    entries,
+    has: (address) => {
+      const v = isIP(address)
+      return v !== 0 && blocks.check(address, v === 4 ? 'ipv4' : 'ipv6')
+    },
   }
 }
 
@@ -135,7 +164,8 @@ export function agentProxyFor(url: string, env: NodeJS.ProcessEnv): string | nul
   if (!name) return null
   const lists = [env.NO_PROXY, env.no_proxy].filter((v): v is string => !!v)
   const exempt = (list: string) => {
-    const direct = noProxyMatcher(list)
+    // Ranges do not count: Node's clients (undici's EnvHttpProxyAgent) do not read them.
+    const direct = noProxyMatcher(list, false)
     return !direct || direct(new URL(url))
   }
   return lists.length > 0 && lists.every(exempt) ? null : name
