@@ -38,7 +38,10 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     if (!proxy) return new (poolClass())(u.origin, common)
     let agent = viaProxy.get(proxy)
     if (!agent) {
-      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect) })
+      // The proxy's answer to CONNECT is part of opening the connection: held to the connect timeout
+      // (undici's own wait for it is its 300 s headers timeout, far past what the call allows for that).
+      const clientFactory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...opts, headersTimeout: o.connect_timeout_ms })
+      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect), clientFactory })
       viaProxy.set(proxy, agent)
       proxied.add(agent)
     }

@@ -16,6 +16,8 @@ export function classifyUpstreamError(err: Error, responseStarted: boolean, conn
   // e.g. a header value that cannot be sent
   if (code === 'UND_ERR_INVALID_ARG' && !responseStarted) return { kind: 'invalid', detail: err.message }
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'timeout', detail: `no connection within ${connectTimeoutMs} ms` }
+  // Only the proxy's answer to CONNECT has a headers timeout (./dispatchers.ts): the upstreams' is the call's first-byte one.
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' && !responseStarted) return { kind: 'timeout', detail: `no connection within ${connectTimeoutMs} ms (the proxy did not answer its CONNECT request)` }
   if (responseStarted) return { kind: 'reset', detail: 'the connection was reset mid-response' }
   const known = describeNetworkError(err, host, provider)
   if (known) return { kind: 'unreachable', detail: known.words, code: known.code }
