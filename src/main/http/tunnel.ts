@@ -1,4 +1,4 @@
-import type { Agent } from 'node:http'
+import type { Agent, ClientRequest } from 'node:http'
 import { HttpsProxyAgent } from 'https-proxy-agent'
 import { SocksProxyAgent } from 'socks-proxy-agent'
 
@@ -8,14 +8,51 @@ import { SocksProxyAgent } from 'socks-proxy-agent'
  * or a SOCKS5 one (socks-proxy-agent), as undici's ProxyAgent does for HTTP calls. Loaded only
  * behind a proxy. `ca` (a private CA) is trusted for the proxy's own TLS and for the TLS inside
  * the tunnel: both agents make that one from the request's options, which node:http merges with
- * the agent's `options`.
+ * the agent's `options`. With `connectTimeoutMs`, an http(s) proxy must answer CONNECT within it
+ * (a SOCKS5 one has the socks library's own 30 s).
  */
-export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boolean } = {}): Agent {
+export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boolean; connectTimeoutMs?: number } = {}): Agent {
   const tls = o.ca ? { ca: o.ca } : {}
   // SOCKS5 with the host name resolved by the proxy (socks5h), as undici's SOCKS5 client sends it.
   const agent = /^socks/i.test(proxy)
     ? new SocksProxyAgent(proxy.replace(/^socks5?:/i, 'socks5h:'), { keepAlive: o.keepAlive, ...tls })
-    : new HttpsProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls })
+    : o.connectTimeoutMs
+      ? new TimedProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls }, o.connectTimeoutMs)
+      : new HttpsProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls })
   agent.options = { ...agent.options, ...tls }
   return agent
 }
+
+/**
+ * https-proxy-agent waits for the proxy's answer to CONNECT for good, and node:http times a
+ * request only once it has its socket, which is after that answer: a proxy that never answers
+ * would hold the request, and the connection to it, forever. Here the connection to the proxy is
+ * closed when no answer came within `ms`, and the request fails with an error whose cause says
+ * it timed out.
+ */
+class TimedProxyAgent extends HttpsProxyAgent<string> {
+  constructor(
+    proxy: string,
+    opts: ConstructorParameters<typeof HttpsProxyAgent<string>>[1],
+    private readonly ms: number,
+  ) {
+    super(proxy, opts)
+  }
+
+  override connect(req: ClientRequest, opts: Parameters<HttpsProxyAgent<string>['connect']>[1]): ReturnType<HttpsProxyAgent<string>['connect']> {
+    const stop = new AbortController()
+    const saved = this.connectOpts
+    // The connection to the proxy is opened before connect() first waits: it takes the signal.
+    this.connectOpts = { ...saved, signal: stop.signal }
+    let tunnel: ReturnType<HttpsProxyAgent<string>['connect']>
+    try {
+      tunnel = super.connect(req, opts)
+    } finally {
+      this.connectOpts = saved
+    }
+    const timer = setTimeout(() => stop.abort(new Error(`the proxy did not answer its CONNECT request within ${this.ms} ms: timed out`)), this.ms)
+    timer.unref()
+    return tunnel.finally(() => clearTimeout(timer))
+  }
+}
+

@@ -72,7 +72,8 @@ export function connectUpstream(
   up.on('error', (err) => {
     if (settled) return
     settled = true
-    if (/timed out/i.test(err.message)) {
+    // ws's handshake timeout, or the proxy's CONNECT unanswered (../../http/tunnel.ts: the cause says so).
+    if (/timed out/i.test(err.message) || /timed out/i.test(String((err.cause as Error | undefined)?.message ?? ''))) {
       const message = `${provider.name} (${upstream.host}) did not accept the WebSocket upgrade in time.`
       answerError(socket, 504, 'upstream_timeout', message)
       opts.warn?.(message)

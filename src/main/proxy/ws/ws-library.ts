@@ -63,7 +63,7 @@ function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent, op
   return (proxy) => {
     let agent = agents.get(proxy)
     if (!agent) {
-      const a = tunnelAgent(proxy, { ca: opts.ca })
+      const a = tunnelAgent(proxy, { ca: opts.ca, connectTimeoutMs: opts.timeouts.connect_timeout_ms })
       a.on('proxyConnect', (connect: { statusCode: number }, r: object) => {
         if (connect.statusCode !== 200) hs.refusedByProxy.set(r, connect.statusCode)
       })
