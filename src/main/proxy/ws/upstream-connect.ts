@@ -6,6 +6,7 @@ import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
 import { answer, answerError, passedOn } from './upgrade-answer'
+import { timedConnection } from './connect-timeout'
 import type { Handshakes, WsLib } from './ws-library'
 
 /**
@@ -41,7 +42,8 @@ export function connectUpstream(
     maxPayload: opts.maxFrameBytes,
     handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
     ...(opts.ca ? { ca: opts.ca } : {}),
-    ...(proxy ? { agent: tunnel(proxy) } : {}),
+    // Directly, the connection is held to the connect timeout as an HTTP call's is (./connect-timeout.ts).
+    ...(proxy ? { agent: tunnel(proxy) } : { createConnection: timedConnection(/^https/i.test(upstream.origin), opts.timeouts.connect_timeout_ms) }),
   })
   let settled = false
   // Until the client's side is relayed, the upstream socket is this upgrade's alone: the client

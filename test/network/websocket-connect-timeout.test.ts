@@ -1,0 +1,73 @@
+import net, { type AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { eventually } from '../support/http'
+import { startLoggedServer } from './support'
+
+/**
+ * A wss:// upstream that takes the TCP connection and never completes TLS (a middlebox that
+ * swallows it): for an HTTP call that is a 504 after upstream.connect_timeout_ms (undici times the
+ * handshake), and so it is for Codex's Responses WebSocket, not only after the whole upgrade's
+ * time limit (connect_timeout_ms + first_byte_timeout_ms, over ten minutes by default). The
+ * connections it opened are closed.
+ */
+
+let silent: net.Server
+let port: number
+const held = new Set<net.Socket>()
+
+beforeAll(async () => {
+  silent = net.createServer((s) => {
+    held.add(s)
+    s.resume()
+    s.on('end', () => s.destroy())
+    s.on('close', () => held.delete(s))
+    s.on('error', () => {})
+  })
+  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
+  port = (silent.address() as AddressInfo).port
+})
+afterAll(async () => {
+  for (const s of held) s.destroy()
+  await new Promise<void>((r) => silent.close(() => r()))
+})
+
+function upgrade(url: string): Promise<{ status?: number; body?: any; gaveUp?: boolean }> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: 'Bearer sk-test' } })
+    const giveUp = setTimeout(() => {
+      ws.terminate()
+      resolve({ gaveUp: true })
+    }, 20_000)
+    ws.on('unexpected-response', (_req, res) => {
+      let text = ''
+      res.on('data', (c) => (text += c))
+      res.on('end', () => {
+        clearTimeout(giveUp)
+        resolve({ status: res.statusCode, body: JSON.parse(text) })
+      })
+    })
+    ws.on('error', () => {})
+  })
+}
+
+describe('a WebSocket upstream whose TLS handshake never completes', () => {
+  it('is answered 504 within connect_timeout_ms, as an HTTP call is, and its connection closed', async () => {
+    // A first-byte limit far past the client's patience: only the connect timeout can answer in time.
+    const s = await startLoggedServer({
+      upstream: { connect_timeout_ms: 300, first_byte_timeout_ms: 60_000 },
+      providers: { openai: { base_url: `https://127.0.0.1:${port}/v1` } },
+    })
+    try {
+      const http = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' })
+      expect(http.status).toBe(504)
+      const r = await upgrade(s.url)
+      expect(r.gaveUp).toBeUndefined()
+      expect(r.status).toBe(504)
+      expect(r.body.error.type).toBe('upstream_timeout')
+      await eventually(() => held.size === 0)
+    } finally {
+      await s.stop()
+    }
+  }, 60_000)
+})
