@@ -73,9 +73,13 @@ export function startHttpResponse(
   res.writeHead(s.status, headers.list)
 
   // Only a successful answer is a model's: a redirect or any other 1xx-3xx ran none (its missing
-  // usage is not a stream cut before it, which the recorder would estimate and charge).
-  if (s.status >= 200 && s.status < 300) attachMeter(s, uheaders)
-  else if (s.status >= 400) {
+  // usage is not a stream cut before it, which the recorder would estimate and charge). Nor does
+  // a web page: a captive portal's sign-in, a proxy's block page or a base_url that names a web
+  // site answers 200 text/html, which no model API does; passed on, recorded at $0, never estimated.
+  if (s.status >= 200 && s.status < 300) {
+    if (isHtml(ctype)) s.error = 'not_a_model_answer: text/html'
+    else attachMeter(s, uheaders)
+  } else if (s.status >= 400) {
     // A refusal whose body tells of the plan (Code Assist's 429 for a used-up quota): read for that alone.
     const refusal = s.ctx.provider.refusalMeter?.(s.status, s.ctx.shape, s.info)
     if (refusal) attachMeter(s, uheaders, refusal)
@@ -148,6 +152,11 @@ export function startHttpResponse(
 /** Burnrate's own headers (budget warnings...) on the answer: each replaces one the upstream sent under that name. */
 function setAll(headers: ClientHeaders, add: Record<string, string> | undefined): void {
   if (add) for (const name in add) headers.set(name, add[name])
+}
+
+/** A web page's content type (`text/html`, any case, any parameters). */
+function isHtml(ctype: string | string[] | undefined): boolean {
+  return typeof ctype === 'string' && /^\s*text\/html\b/i.test(ctype)
 }
 
 /** AWS's event stream encoding (Bedrock's streamed answers). */
