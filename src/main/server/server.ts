@@ -265,6 +265,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     requestTimeout: 0,
     connectionsCheckingInterval: 1000,
     requireHostHeader: false,
+    // Only a WebSocket upgrade is taken up (the proxy's relay, ./dispatch.ts). Any other offer
+    // (Java's HttpClient and curl --http2 send `Upgrade: h2c` with a POST) is a plain request:
+    // taken as an upgrade, its body would never be read (Node 22.21 / 24.9 and later).
+    shouldUpgradeCallback: (req) => req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? '')),
   }
   const server = setUp(http.createServer(serverOptions, onRequest))
   // One cap over every listening address (both halves of `localhost`).
