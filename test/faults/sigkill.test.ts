@@ -57,6 +57,11 @@ describe('SIGKILL under load', () => {
       })
       // Let the load run a while (a different moment each round): every call answered by then...
       await new Promise((r) => setTimeout(r, 1200 + round * 400))
+      // ...and at least a hundred of them, however slow a busy machine makes the first seconds.
+      await eventually(() => {
+        if (answered.length <= 100) throw new Error(`only ${answered.length} calls answered yet`)
+        return true
+      }, 30_000)
       const cut = performance.now()
       const settled = answered.map((c) => c.id)
       // ...is in the file once a call sent after that moment is; then kill without warning.
