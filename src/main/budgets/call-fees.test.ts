@@ -38,7 +38,7 @@ function ctx(model: string, shape: Partial<CallShape> = {}, body: Record<string,
 /** `n` answered calls of the model, each charged `fees` beyond its tokens (`tools`: their requests named a billed tool). */
 function learnt(model: string, fees: number | null, n = 5, tools = false): CallHistory {
   const h = new CallHistory()
-  for (let i = 0; i < n; i++) h.learn('openai', model, 600, 1e-9, fees, undefined, false, tools)
+  for (let i = 0; i < n; i++) h.learn('openai', model, 600, 1e-9, fees, undefined, false, tools ? 'billed' : 'none')
   return h
 }
 

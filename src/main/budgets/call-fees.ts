@@ -1,12 +1,16 @@
 import { emptyUsage, type Usage } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
+import { ownPart } from '../pricing/advisor'
 import type { Pricer } from '../pricing/price'
 import type { LearntUsage } from './types'
 
 /**
  * What an answered call was charged beyond its tokens, as `expected` reservations learn it
  * (./expected.ts): what only its answer names, web and file searches (pricing/tool-fees.ts), the
- * images an image tool made, Google Search grounding (pricing/search-grounding.ts). For a call
+ * images an image tool made, Google Search grounding (pricing/search-grounding.ts), and what other
+ * models ran inside the call (Claude's advisor tool: `Usage.advisor`, billed at the advisor
+ * model's rates, often several times the call's own tokens; those tokens are no part of the call's
+ * own, see `ownTokens`). For a call
  * priced from its usage, that is its recorded cost minus what its tokens cost at the price it was
  * recorded at; the tokens are priced as the call was, with everything that sets their price (tier,
  * batch, data residency, modality splits, a Perplexity search context size, whose request fee is
@@ -28,17 +32,7 @@ import type { LearntUsage } from './types'
 export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerName: string, call: LearntUsage): number | null {
   if (!call.priced) return null
   if (!call.usage_extra) return 0
-  const u = withUsageExtra(
-    {
-      ...emptyUsage(),
-      input_tokens: call.input_tokens,
-      output_tokens: call.output_tokens,
-      cache_read_tokens: call.cache_read_tokens,
-      cache_write_tokens: call.cache_write_tokens,
-      cache_write_1h_tokens: call.cache_write_1h_tokens,
-    },
-    call.usage_extra,
-  )
+  let u = usageOf(call)
   const reported = u.provider_cost_usd
   u.provider_cost_usd = undefined
   if (!perUse(u)) return 0
@@ -46,6 +40,8 @@ export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerN
   // The whole: what was recorded, or for a reported charge, its usage as priced without it.
   const whole = reported === undefined ? { cost_usd: call.cost_usd, priced: true } : pricer.price(pricingId, providerName, call.model, u, at)
   if (!whole.priced) return null
+  // The call's own tokens: the parts other models ran (the advisor's) are charges beyond them.
+  if (u.advisor) u = ownPart(u)
   u.web_searches = 0
   u.storage_searches = 0
   u.tool_images = undefined
@@ -57,7 +53,43 @@ export function chargesBeyondTokens(pricer: Pricer, pricingId: string, providerN
   return Number.isFinite(beyond) && beyond > 0 ? beyond : 0
 }
 
-/** Whether `u` names a charge per use, which its tokens' price does not hold (see above). */
+/**
+ * The token counts of the call's own model: its columns less what other models ran inside it
+ * (Claude's advisor tool, whose tokens the columns hold too), so that the prompt's cost per byte and
+ * the output an `expected` reservation learns are the call's own, and the advisor's charge is learnt
+ * once, beyond them (`chargesBeyondTokens`). The call itself for the common call that kept no such
+ * part (no JSON read).
+ */
+export function ownTokens(call: LearntUsage): LearntUsage {
+  if (!call.usage_extra || !call.usage_extra.includes('"advisor"')) return call
+  const u = usageOf(call)
+  if (!u.advisor) return call
+  const own = ownPart(u)
+  return {
+    ...call,
+    input_tokens: own.input_tokens,
+    output_tokens: own.output_tokens,
+    cache_read_tokens: own.cache_read_tokens,
+    cache_write_tokens: own.cache_write_tokens,
+    cache_write_1h_tokens: own.cache_write_1h_tokens,
+  }
+}
+
+function usageOf(call: LearntUsage): Usage {
+  return withUsageExtra(
+    {
+      ...emptyUsage(),
+      input_tokens: call.input_tokens,
+      output_tokens: call.output_tokens,
+      cache_read_tokens: call.cache_read_tokens,
+      cache_write_tokens: call.cache_write_tokens,
+      cache_write_1h_tokens: call.cache_write_1h_tokens,
+    },
+    call.usage_extra,
+  )
+}
+
+/** Whether `u` names a charge per use or a part another model ran, which its own tokens' price does not hold (see above). */
 function perUse(u: Usage): boolean {
-  return u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true
+  return u.web_searches > 0 || u.storage_searches > 0 || u.tool_images !== undefined || (u.google_search_queries ?? 0) > 0 || u.google_search_grounded === true || u.advisor !== undefined
 }

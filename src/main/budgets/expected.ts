@@ -1,7 +1,8 @@
-import { DATA_RESIDENCY_MULTIPLIER, emptyUsage, isObject } from '../metering/usage'
+import { DATA_RESIDENCY_MULTIPLIER, emptyUsage } from '../metering/usage'
 import { FastKeys } from './fast-keys'
 import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
+import { type ToolKind, toolKind } from './tool-kinds'
 import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPerUseUsd, worstCaseUsd } from './worst-case'
 
 /**
@@ -38,12 +39,14 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   Pro Search's for a streamed Sonar Pro request for it (`CallShape.proSearch`); an OpenAI Chat
  *   Completions search model's call, the web search it makes for every answer (`CallShape.webSearchEachCall`).
  * - Charges beyond tokens: the 95th percentile of what those calls were charged beyond their tokens
- *   (./call-fees.ts: searches, images, grounding queries that only an answer names; of a call whose
- *   provider reported its charge, only those its usage names), less what the price of this call's tokens already counts from its request
+ *   (./call-fees.ts: searches, images, grounding queries that only an answer names, the consultations
+ *   of Claude's advisor tool at the advisor model's rates, whose tokens are no part of the output and
+ *   prompt cost learnt above; of a call whose provider reported its charge, only those its usage names), less what the price of this call's tokens already counts from its request
  *   (`reservedPerUseUsd`: a search model's one search, the image tool's one image, Gemini's first
  *   query), never below 0; added beyond the worst-case cap. Kept apart for background responses, as
- *   the figures above, and apart for requests that name a tool billed per use (`namesBilledTool`):
- *   a call naming none is not charged the searches of those that do. Each instance learns from its
+ *   the figures above, and apart for requests that name a tool billed per use and for those that name
+ *   the advisor tool (./tool-kinds.ts): a call naming none is not charged the searches of those that
+ *   do, nor a searching call the advice of those that ask for it. Each instance learns from its
  *   own answered calls (on PostgreSQL too: the shared history and feed carry other instances' calls
  *   only into the meters and `answeredAs`).
  * - A call whose request says what it will cost (`CallShape.expectedUsd`: an xAI video, its seconds
@@ -115,30 +118,14 @@ function lowerBound(sorted: Float64Array, n: number, v: number): number {
 interface ModelHistory {
   output: Samples
   inputUsdPerByte: Samples
-  /** What each call was charged beyond its tokens (./call-fees.ts), of requests naming no billed tool (`namesBilledTool`)... */
+  /** What each call was charged beyond its tokens (./call-fees.ts), by the kind of tools its request names (./tool-kinds.ts): none... */
   feesUsd: Samples
-  /** ...and of requests naming one: a call that names none makes no search nor image. */
+  /** ...a tool billed per use (a call that names none makes no search nor image)... */
   toolFeesUsd: Samples
+  /** ...Claude's advisor tool (its consultations, at the advisor model's rates). */
+  advisorFeesUsd: Samples
   /** The model the last answered call named, when it was not the one requested and had a price. */
   answered?: string
-}
-
-/**
- * Whether a request names a tool that may be billed per use (a web or file search, an image tool,
- * Google Search, a Claude server tool): any but the functions the client runs itself (OpenAI's
- * `function` and `custom` tools, Anthropic's untyped ones with their `input_schema`, Gemini's
- * `functionDeclarations`). Charges beyond tokens are learnt apart for such requests: one that
- * names none is not charged the searches and images of those that do.
- */
-export function namesBilledTool(body: unknown): boolean {
-  if (!isObject(body) || !Array.isArray(body.tools)) return false
-  for (const t of body.tools) if (isObject(t) && !clientTool(t)) return true
-  return false
-}
-
-function clientTool(t: Record<string, unknown>): boolean {
-  if (t.type === 'function' || t.type === 'custom') return true
-  return t.type === undefined && ('input_schema' in t || 'functionDeclarations' in t || 'function_declarations' in t)
 }
 
 /** Whether a call creates a background response (its job runs on after the call, see above). */
@@ -170,7 +157,7 @@ class Models {
         models = new Map()
         this.providers.set(provider, models)
       }
-      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min), feesUsd: new Samples(this.min), toolFeesUsd: new Samples(this.min) }
+      h = { output: new Samples(this.min), inputUsdPerByte: new Samples(this.min), feesUsd: new Samples(this.min), toolFeesUsd: new Samples(this.min), advisorFeesUsd: new Samples(this.min) }
       models.set(model, h)
       this.count++
     }
@@ -231,14 +218,14 @@ export class CallHistory {
 
   /**
    * `feesUsd`: what the call was charged beyond its tokens (./call-fees.ts), null when unknown;
-   * `tools`: its request names a billed tool (`namesBilledTool`).
+   * `tools`: the kind of tools its request names (./tool-kinds.ts).
    * `background`: a background response's real usage (./background-holds.ts), learnt apart.
    */
-  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, feesUsd: number | null, answered?: string, background = false, tools = false): void {
+  learn(provider: string, model: string, outputTokens: number, inputUsdPerByte: number | null, feesUsd: number | null, answered?: string, background = false, tools: ToolKind = 'none'): void {
     const h = (background ? this.background : this.foreground).of(provider, model, true)
     h.output.add(outputTokens)
     if (inputUsdPerByte !== null && Number.isFinite(inputUsdPerByte)) h.inputUsdPerByte.add(inputUsdPerByte)
-    if (feesUsd !== null && Number.isFinite(feesUsd) && feesUsd >= 0) (tools ? h.toolFeesUsd : h.feesUsd).add(feesUsd)
+    if (feesUsd !== null && Number.isFinite(feesUsd) && feesUsd >= 0) fees(h, tools).add(feesUsd)
     if (answered && answered !== model) h.answered = answered
   }
 
@@ -254,15 +241,20 @@ export class CallHistory {
   }
 
   /** The figures with one lookup (the hot path's); a background response's from background ones once known, else as a foreground call's. */
-  expectations(provider: string, model: string, background = false, tools = false): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
+  expectations(provider: string, model: string, background = false, tools: ToolKind = 'none'): { output: number | null; inputUsdPerByte: number | null; feesUsd: number | null } {
     const h = this.of(provider, model)
     const b = background ? this.background.of(provider, model, false) : undefined
     return {
       output: b?.output.p95() ?? h?.output.p95() ?? null,
       inputUsdPerByte: b?.inputUsdPerByte.p95() ?? h?.inputUsdPerByte.p95() ?? null,
-      feesUsd: tools ? (b?.toolFeesUsd.p95() ?? h?.toolFeesUsd.p95() ?? null) : (b?.feesUsd.p95() ?? h?.feesUsd.p95() ?? null),
+      feesUsd: (b && fees(b, tools).p95()) ?? (h && fees(h, tools).p95()) ?? null,
     }
   }
+}
+
+/** The charges beyond tokens learnt for requests naming `tools`. */
+function fees(h: ModelHistory, tools: ToolKind): Samples {
+  return tools === 'none' ? h.feesUsd : tools === 'billed' ? h.toolFeesUsd : h.advisorFeesUsd
 }
 
 /**
@@ -285,7 +277,7 @@ export function expectedUsd(pricer: Pricer, history: CallHistory, ctx: CallConte
     usage.output_tokens = output
     return reservedCost(pricer, ctx, usage, history.answeredAs)
   }
-  const seen = history.expectations(ctx.provider.name, model, isBackground(ctx), namesBilledTool(ctx.body))
+  const seen = history.expectations(ctx.provider.name, model, isBackground(ctx), toolKind(ctx.body))
   const outTokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : Math.min(maxOutputTokens(ctx.body), seen.output ?? DEFAULT_EXPECTED_OUTPUT_TOKENS)
   // The prompt's cost per byte is learnt at list prices (budgets/index.ts): a call asking for a
   // fast tier prices its prompt's bound at the fast price instead, one billed with the

@@ -5,14 +5,14 @@ import type { CallContext } from '../proxy/gate'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { Feature, ServerContext } from '../server/context'
 import { PeriodClock } from '../time/zone'
-import { chargesBeyondTokens } from './call-fees'
+import { chargesBeyondTokens, ownTokens } from './call-fees'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
 import { BudgetEngine, type CostModel } from './engine'
 import { ConversationMemory } from './conversations'
-import { CallHistory, continuesStored, expectedUsd, isBackground, namesBilledTool } from './expected'
+import { CallHistory, continuesStored, expectedUsd, isBackground } from './expected'
 import { KeyPatternStore } from './key-patterns'
 import type { KeyCount } from './key-registry'
 import type { SharedCallFeed } from './feed/listen'
@@ -23,6 +23,7 @@ import { RunawayDetector } from './runaway'
 import { SharedBudgets } from './shared'
 import { KEYS_SQL } from './shared-history'
 import { RuleStore, type RuleWriter } from './store'
+import { toolKind } from './tool-kinds'
 import { worstCaseUsd } from './worst-case'
 
 export interface Budgets {
@@ -96,23 +97,25 @@ function costModel(pricer: Pricer, history: CallHistory): CostModel {
       if (!ctx.shape.model) return
       // Only a call that left its tier to the project says what the project's default is.
       if (ctx.shape.projectTier && !ctx.shape.fast) history.noteTier(ctx.provider.name, ctx.shape.model, ctx.apiKeyHash, call.usage_extra?.includes('"fast":true') === true)
+      // The call's own model's tokens: what another model ran in it (the advisor's) is a charge beyond them.
+      const own = ownTokens(call)
       // What the prompt cost as billed (cache reads and writes at their own rates), per body byte.
       let perByte: number | null = null
       if (ctx.bodyBytes > 0 && call.priced && !continuesStored(ctx.body)) {
         const u = emptyUsage()
-        u.input_tokens = call.input_tokens
-        u.cache_read_tokens = call.cache_read_tokens
-        u.cache_write_tokens = call.cache_write_tokens
-        u.cache_write_1h_tokens = call.cache_write_1h_tokens
+        u.input_tokens = own.input_tokens
+        u.cache_read_tokens = own.cache_read_tokens
+        u.cache_write_tokens = own.cache_write_tokens
+        u.cache_write_1h_tokens = own.cache_write_1h_tokens
         const p = pricer.price(ctx.provider.pricingId, ctx.provider.name, call.model, u, new Date(call.ts))
         if (p.priced) perByte = p.cost_usd / ctx.bodyBytes
       }
       // A requested name with no price of its own (an Azure deployment's) is reserved at the
       // price of the model its answer named (worst-case.ts).
       // A background response's usage is learnt apart (./expected.ts).
-      // What it was charged beyond its tokens (searches, images, grounding its answer named).
+      // What it was charged beyond its tokens (searches, images, grounding its answer named, the advice).
       const fees = chargesBeyondTokens(pricer, ctx.provider.pricingId, ctx.provider.name, call)
-      history.learn(ctx.provider.name, ctx.shape.model, call.output_tokens, perByte, fees, call.priced ? call.model : undefined, isBackground(ctx), fees !== null && namesBilledTool(ctx.body))
+      history.learn(ctx.provider.name, ctx.shape.model, own.output_tokens, perByte, fees, call.priced ? call.model : undefined, isBackground(ctx), fees === null ? 'none' : toolKind(ctx.body))
     },
   }
 }

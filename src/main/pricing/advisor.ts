@@ -15,10 +15,7 @@ export function priceWithAdvisor(model: string, usage: Usage, advisor: Record<st
   const own: Usage = { ...usage, advisor: undefined }
   let cost = 0
   for (const m of Object.keys(advisor)) {
-    const part = advisor[m]!
-    const u = emptyUsage()
-    for (const k of COUNTS) u[k] = Math.min(part[k], own[k])
-    u.cache_write_1h_tokens = Math.min(u.cache_write_1h_tokens, u.cache_write_tokens)
+    const u = partOf(own, advisor[m]!)
     if (usage.batch) u.batch = true
     if (usage.data_residency) u.data_residency = true
     const p = price(m, u)
@@ -29,4 +26,30 @@ export function priceWithAdvisor(model: string, usage: Usage, advisor: Record<st
   own.cache_write_1h_tokens = Math.min(own.cache_write_1h_tokens, own.cache_write_tokens)
   const main = price(model, own)
   return main.priced ? { cost_usd: main.cost_usd + cost, priced: true } : main
+}
+
+/**
+ * The call's own model's part of `usage`: its counts less every part other models ran
+ * (`Usage.advisor`), taken from them as `priceWithAdvisor` takes each part, whether or not its model
+ * is priced; no `advisor`. What budget reservations learn as the call's own tokens (budgets/call-fees.ts).
+ */
+export function ownPart(usage: Usage): Usage {
+  const own: Usage = { ...usage, advisor: undefined }
+  const advisor = usage.advisor
+  if (advisor) {
+    for (const m of Object.keys(advisor)) {
+      const u = partOf(own, advisor[m]!)
+      for (const k of COUNTS) own[k] -= u[k]
+    }
+  }
+  own.cache_write_1h_tokens = Math.min(own.cache_write_1h_tokens, own.cache_write_tokens)
+  return own
+}
+
+/** A model's part of the counts left in `own`: never more than they hold. */
+function partOf(own: Usage, part: ModelTokens): Usage {
+  const u = emptyUsage()
+  for (const k of COUNTS) u[k] = Math.min(part[k], own[k])
+  u.cache_write_1h_tokens = Math.min(u.cache_write_1h_tokens, u.cache_write_tokens)
+  return u
 }
