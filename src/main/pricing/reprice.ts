@@ -1,6 +1,6 @@
 import type { RepriceResult } from '../../shared/api'
 import type { CallLedger as Ledger } from '../ledger/types'
-import { emptyUsage, hasBilledUnits } from '../metering/usage'
+import { emptyUsage, hasBilledUnits, type Usage } from '../metering/usage'
 import { withUsageExtra } from '../metering/usage-extra'
 import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
@@ -19,6 +19,8 @@ interface Row extends Omit<MovedCall, 'provider' | 'model'> {
   usage_extra: string | null
   cost_usd: number
   priced: number
+  /** The call's own model, read only for the calls the model being re-priced advised (`advisedSelect`). */
+  model?: string
 }
 
 /** Calls that may cost something: tokens, or what `usage_extra` kept (whisper's audio seconds have no tokens). */
@@ -36,7 +38,10 @@ const CHUNK = 2_000
  * A call is priced from its token columns and what `usage_extra` kept (searches billed per use,
  * modality splits, whisper's audio seconds), as it was when recorded; a call whose cost was the
  * provider's own reported charge (OpenRouter, Perplexity) keeps that charge. Calls recorded
- * before `usage_extra` was kept have only their token columns.
+ * before `usage_extra` was kept have only their token columns. The calls of other models that the
+ * model advised (Claude's advisor tool: `usage_extra`'s `advisor` names it) are re-priced too, each
+ * at its own model with its advisor's part at the advisor's price (./advisor.ts): part of their cost
+ * is the model's price.
  */
 export async function repriceModel(
   store: SqlStore,
@@ -59,6 +64,18 @@ export async function repriceModel(
        ${all ? '' : 'AND priced = 0'} AND ${BILLABLE}
        AND origin_id IS NULL
      ORDER BY id LIMIT ${CHUNK}`
+  // The calls of other models it advised: their usage_extra names it among their advisors (a model
+  // name that the LIKE pattern would not read as itself names none: Usage.advisor's keys never
+  // hold `%`, `"` or `\`). Each is checked once read (`advisedBy`).
+  const advisedSelect = ADVISOR_NAME.test(model)
+    ? `
+    SELECT id, ts, endpoint, source, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
+           cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, usage_extra, cost_usd, priced, model
+      FROM calls WHERE provider = @provider AND model <> @model AND id > @after
+       ${all ? '' : 'AND priced = 0'} AND usage_extra LIKE @advised
+       AND origin_id IS NULL
+     ORDER BY id LIMIT ${CHUNK}`
+    : null
   // Only a call still as it was read is changed: another instance re-pricing it at once is not counted
   // twice, and a call that took a newer usage since (a background response's result, an imported answer
   // that grew, at the same cost: both unpriced) is not priced from the usage it had.
@@ -67,7 +84,6 @@ export async function repriceModel(
        AND cache_read_tokens = @cacheRead AND cache_write_tokens = @cacheWrite AND cache_write_1h_tokens = @cacheWrite1h
        AND reasoning_tokens = @reasoning AND usage_extra IS NOT DISTINCT FROM @extra`
   const out: RepriceResult = { provider, model, repriced: 0, unpriced: 0, cost_usd_before: 0, cost_usd_after: 0 }
-  let after = 0
   // One transaction per chunk, run again when it loses to another's (a deadlock with an instance
   // writing calls, rollups or spend rows at once): what it counts is kept only once it commits.
   const chunk = (rows: Row[]) =>
@@ -86,8 +102,10 @@ export async function repriceModel(
         }, r.usage_extra)
         // As when it was recorded (proxy/call/recording.ts): a call with neither tokens nor audio seconds costs nothing.
         if (!hasBilledUnits(usage)) continue
+        const own = r.model ?? model
+        if (own !== model && !advisedBy(usage, model)) continue
         // A charge the provider reported is kept (the pricer puts it before every price).
-        const p = pricer.price(pricingId, provider, model, usage, new Date(r.ts))
+        const p = pricer.price(pricingId, provider, own, usage, new Date(r.ts))
         if (!p.priced) continue
         if (p.cost_usd === r.cost_usd && r.priced === 1) continue
         const read = {
@@ -98,26 +116,38 @@ export async function repriceModel(
         done.repriced++
         done.before += r.cost_usd
         done.after += p.cost_usd
-        moves.add({ ...r, provider, model }, p.cost_usd - r.cost_usd)
+        moves.add({ ...r, provider, model: own }, p.cost_usd - r.cost_usd)
       }
       await moves.apply(tx, budgets)
       return { moves, done }
     }))
-  for (;;) {
-    const rows = await store.all<Row>(select, { provider, model, after })
-    if (rows.length === 0) break
-    after = rows[rows.length - 1].id
-    const { moves, done } = await chunk(rows)
-    out.repriced += done.repriced
-    out.cost_usd_before += done.before
-    out.cost_usd_after += done.after
-    moves.publish(ledger, budgets)
-    if (rows.length < CHUNK) break
-    await new Promise((r) => setImmediate(r))
+  const advised = `%"advisor":{%"${model}":{%`
+  for (const sql of advisedSelect ? [select, advisedSelect] : [select]) {
+    let after = 0
+    for (;;) {
+      const rows = await store.all<Row>(sql, sql === select ? { provider, model, after } : { provider, model, after, advised })
+      if (rows.length === 0) break
+      after = rows[rows.length - 1].id
+      const { moves, done } = await chunk(rows)
+      out.repriced += done.repriced
+      out.cost_usd_before += done.before
+      out.cost_usd_after += done.after
+      moves.publish(ledger, budgets)
+      if (rows.length < CHUNK) break
+      await new Promise((r) => setImmediate(r))
+    }
   }
   out.unpriced = (await store.get<{ n: number }>(
     `SELECT count(*) AS n FROM calls WHERE provider = @provider AND model = @model AND priced = 0 AND ${BILLABLE}`,
     { provider, model },
   ))!.n
   return out
+}
+
+/** A name the advisor pass looks for (`Usage.advisor`'s keys are such names: providers/anthropic.ts). */
+const ADVISOR_NAME = /^[\w.:@-]{1,100}$/
+
+/** Whether `model` ran a part of the call (`Usage.advisor`): the LIKE above is a first sieve only (`_` matches any character). */
+function advisedBy(usage: Usage, model: string): boolean {
+  return usage.advisor !== undefined && Object.hasOwn(usage.advisor, model)
 }
