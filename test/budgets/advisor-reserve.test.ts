@@ -38,7 +38,7 @@ let upstream: MockUpstream
 let t: TestServer
 
 beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({
+  upstream = await startMockUpstream((req) => ({
     status: 200,
     headers: { 'content-type': 'application/json' },
     headerDelayMs: 300,
@@ -46,20 +46,24 @@ beforeAll(async () => {
       id: 'msg_' + Math.random().toString(36).slice(2),
       type: 'message',
       role: 'assistant',
-      model: EXECUTOR,
+      model: JSON.parse(req.body.toString('utf8')).model,
       content: [{ type: 'text', text: 'Done, as advised.' }],
       stop_reason: 'end_turn',
       usage: { ...TOP, iterations: ITERATIONS },
     }),
   }))
-  t = await startTestServer({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-ant-advised-*', daily_limit_usd: LIMIT, action: 'block' }] } }, upstream.url)
+  const rules = [
+    { api_key_pattern: 'sk-ant-advised-*', daily_limit_usd: LIMIT, action: 'block' },
+    { api_key_pattern: 'sk-ant-strict-*', daily_limit_usd: STRICT_LIMIT, action: 'block', reserve: 'max_tokens' },
+  ]
+  t = await startTestServer({ timezone: 'UTC', budgets: { rules } }, upstream.url)
 })
 afterAll(async () => {
   await t.cleanup()
   await upstream.close()
 })
 
-const call = (key: string, tools: unknown[] = [ADVISOR_TOOL]) => postJson(`${t.url}/v1/messages`, body(tools), { 'x-api-key': key })
+const call = (key: string, tools: unknown[] = [ADVISOR_TOOL], model = EXECUTOR) => postJson(`${t.url}/v1/messages`, { ...body(tools), model }, { 'x-api-key': key })
 
 /** Five answered calls of the model under no rule (the history's minimum), one after another. */
 async function learn(key: string): Promise<void> {
@@ -73,8 +77,8 @@ async function learn(key: string): Promise<void> {
 }
 
 /** 20 calls of `key` at once; how many were admitted. */
-async function burst(key: string): Promise<number> {
-  const replies = await Promise.all(Array.from({ length: 20 }, () => call(key)))
+async function burst(key: string, tools: unknown[] = [ADVISOR_TOOL], model = EXECUTOR): Promise<number> {
+  const replies = await Promise.all(Array.from({ length: 20 }, () => call(key, tools, model)))
   await eventually(() => expect(callsOf(t, key)).toHaveLength(20), 20_000)
   const ok = replies.filter((r) => r.status === 200).length
   expect(ok).toBeGreaterThan(0)
@@ -90,5 +94,28 @@ describe("expected reservations count the advisor's charge (Sonnet 4.6 advised b
     const spent = callsOf(t, key).reduce((s, c) => s + c.cost_usd, 0)
     expect(spent).toBeCloseTo(ok * EACH, 12)
     expect(spent).toBeLessThan(LIMIT + EACH)
+  })
+})
+
+/**
+ * `reserve: max_tokens` reserves the most a call can cost (README: the limit holds exactly unless a
+ * provider bills more than that bound). With the advisor tool that is the executor's bound plus the
+ * advisor's: a request that caps the advice (the tool's `max_uses` and `max_tokens`) reserves, for
+ * each use, the transcript the advisor may read (the prompt's bound, the executor's output cap and the
+ * earlier advice) and its output cap, at the advisor model's price. Haiku 4.5 advised by Opus 4.6:
+ * Haiku's $1 / $5 bound of $0.0228 is less than half the $0.056 each answer costs.
+ */
+const HAIKU = 'claude-haiku-4-5-20251001'
+const HAIKU_EACH = (4_000 * 1 + 300 * 5 + 2_100 * 5 + 1_600 * 25) / 1e6
+const STRICT_LIMIT = 0.3
+const CAPPED_ADVISOR = { ...ADVISOR_TOOL, max_uses: 1, max_tokens: 2_048 }
+
+describe('a reserve: max_tokens rule reserves the advice a request caps, 20 calls at once', () => {
+  it('the spend stays within the limit', async () => {
+    const key = 'sk-ant-strict-aaaaaaaa-0001'
+    const ok = await burst(key, [CAPPED_ADVISOR], HAIKU)
+    const spent = callsOf(t, key).reduce((s, c) => s + c.cost_usd, 0)
+    expect(spent).toBeCloseTo(ok * HAIKU_EACH, 12)
+    expect(spent).toBeLessThanOrEqual(STRICT_LIMIT)
   })
 })

@@ -3,6 +3,7 @@ import type { Pricer } from '../pricing/price'
 import { OPENAI_TIER_PRICING_IDS } from '../pricing/priority-prices'
 import { askedImages } from '../providers/openai-image-tool'
 import type { CallContext } from '../proxy/gate'
+import { advisorBoundUsd } from './advisor-bound'
 
 /**
  * The most a call can cost, reserved against a budget before it goes upstream (and released
@@ -25,6 +26,8 @@ import type { CallContext } from '../proxy/gate'
  *   model with no known price (an Azure deployment's own name, a router's alias) is priced as
  *   the model its last answered call named (`reservedCost`); one never answered yet reserves
  *   0, as its calls are recorded at cost 0 when the answer names no priced model either.
+ * - Claude's advisor tool: the consultations a request caps (the tool's `max_uses` and `max_tokens`),
+ *   at the advisor model's price (./advisor-bound.ts); uncapped ones are not in the bound.
  */
 
 export const DEFAULT_MAX_OUTPUT_TOKENS = 32_768
@@ -197,5 +200,7 @@ export function worstCaseUsd(pricer: Pricer, ctx: CallContext, answeredAs?: Answ
   if (ttl) usage.cache_write_tokens = bound
   if (ttl === '1h') usage.cache_write_1h_tokens = bound
   usage.output_tokens = INPUT_ONLY.has(ctx.shape.endpoint) ? 0 : maxOutputTokens(ctx.body)
-  return reservedCost(pricer, ctx, usage, answeredAs)
+  const own = reservedCost(pricer, ctx, usage, answeredAs)
+  if (ctx.shape.endpoint !== 'messages') return own
+  return own + advisorBoundUsd(pricer, ctx, bound + carried, usage.output_tokens, (u) => reservedCost(pricer, ctx, u, answeredAs, false))
 }
