@@ -66,8 +66,9 @@ export async function repriceModel(
      ORDER BY id LIMIT ${CHUNK}`
   // The calls of other models it advised: their usage_extra names it among their advisors (a model
   // name that the LIKE pattern would not read as itself names none: Usage.advisor's keys never
-  // hold `%`, `"` or `\`). Each is checked once read (`advisedBy`).
-  const advisedSelect = ADVISOR_NAME.test(model)
+  // hold `%`, `"` or `\`). Each is checked once read (`advisedBy`). Only Anthropic's API answers
+  // with the advisor's parts: other providers' calls are not read twice.
+  const advisedSelect = pricingId === 'anthropic' && ADVISOR_NAME.test(model)
     ? `
     SELECT id, ts, endpoint, source, api_key_hash, tenant, agent, session, project, member, requested_model, billing, input_tokens, output_tokens, cache_read_tokens,
            cache_write_tokens, cache_write_1h_tokens, reasoning_tokens, usage_extra, cost_usd, priced, model
