@@ -3,7 +3,10 @@ import { isObject } from '../metering/usage'
 /**
  * Which charges beyond its tokens a request's tools may bring (`expected` reservations learn them
  * apart for each kind, ./expected.ts): `none` for a request naming no billed tool; `billed` for one
- * naming a tool that may be billed per use (`namesBilledTool`); `advisor` for one naming Claude's
+ * naming a tool that may be billed per use (a web or file search, an image tool, Google Search, a
+ * Claude server tool: any but the functions the client runs itself, OpenAI's `function` and
+ * `custom` tools, Anthropic's untyped ones with their `input_schema`, Gemini's
+ * `functionDeclarations`); `advisor` for one naming Claude's
  * advisor tool (`advisor_20260301`, whatever else it names), whose consultations another model
  * runs at its own rates: often several times the call's own tokens, far beyond a search's fee.
  */
@@ -19,16 +22,6 @@ export function toolKind(body: unknown): ToolKind {
     kind = 'billed'
   }
   return kind
-}
-
-/**
- * Whether a request names a tool that may be billed per use (a web or file search, an image tool,
- * Google Search, a Claude server tool): any but the functions the client runs itself (OpenAI's
- * `function` and `custom` tools, Anthropic's untyped ones with their `input_schema`, Gemini's
- * `functionDeclarations`).
- */
-export function namesBilledTool(body: unknown): boolean {
-  return toolKind(body) !== 'none'
 }
 
 function clientTool(t: Record<string, unknown>): boolean {
