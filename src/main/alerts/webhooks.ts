@@ -77,7 +77,8 @@ export class WebhookSender {
   private readonly log: Delivery[] = []
   /** Retries waiting, with their deliveries. */
   private readonly timers = new Map<ReturnType<typeof setTimeout>, Delivery>()
-  private readonly running = new Set<Promise<void>>()
+  /** Attempts under way, with their deliveries. */
+  private readonly running = new Map<Promise<void>, Delivery>()
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
   private readonly cut = new AbortController()
@@ -127,7 +128,7 @@ export class WebhookSender {
 
   private attempt(url: string, body: string, d: Delivery): Promise<void> {
     const p = this.post(url, body, d).finally(() => this.running.delete(p))
-    this.running.add(p)
+    this.running.set(p, d)
     return p
   }
 
@@ -182,7 +183,9 @@ export class WebhookSender {
 
   /**
    * Stops retrying (retries not yet due are dropped) and waits for attempts under way, CLOSE_WAIT_MS
-   * at most (at shutdown). Returns the deliveries whose retry was dropped: refused so far, never sent.
+   * at most (at shutdown). Returns the deliveries never sent: those whose retry was dropped, and
+   * those whose attempt under way the webhook then refused with a status (no retry follows it
+   * either). One cut or failed without an answer is not among them: the webhook may have taken it.
    */
   async close(): Promise<Delivery[]> {
     this.closed = true
@@ -190,9 +193,11 @@ export class WebhookSender {
     for (const t of this.timers.keys()) clearTimeout(t)
     this.timers.clear()
     if (this.running.size === 0) return dropped
+    const underWay = [...this.running.values()]
     const timer = setTimeout(() => this.cut.abort(new Error('Burnrate shut down before the webhook answered')), CLOSE_WAIT_MS)
-    await Promise.allSettled([...this.running])
+    await Promise.allSettled([...this.running.keys()])
     clearTimeout(timer)
+    for (const d of underWay) if (d.status === 'failed' && d.last_status !== null) dropped.push(d)
     return dropped
   }
 }
