@@ -2,6 +2,7 @@ import { z } from 'zod'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { formatPct } from '../../shared/format'
 import { machineTimeZone, sameTimeZone } from '../time/zone'
+import { alertRuleId } from './alert-rule'
 import { formatUsdOfLimit } from './money'
 
 /** A desktop notification to show. */
@@ -74,7 +75,7 @@ export class NoticeLog {
 
   private static id(a: BudgetAlert, level: BudgetAlert['level']): string {
     const threshold = a.threshold_pct !== undefined && level === a.level ? `\u0000${a.threshold_pct}` : ''
-    return `${a.api_key_pattern}\u0000${a.period}\u0000${a.resets_at}\u0000${level}${threshold}`
+    return `${alertRuleId(a)}\u0000${a.period}\u0000${a.resets_at}\u0000${level}${threshold}`
   }
 
   /** True the first time this rule reaches this level in this period (and remembers it). */

@@ -1,5 +1,6 @@
 import type { BudgetAlert, BudgetLevel } from '../budgets/types'
 import type { PlanAccount } from '../../shared/api'
+import { alertRuleId } from './alert-rule'
 import { formatUsd, formatUsdOfLimit } from './money'
 import { planLine, planShort } from './tray-plans'
 
@@ -52,7 +53,7 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
   // One line per rule and period: several keys under one `*` rule are one budget to a person.
   const byRule = new Map<string, BudgetAlert>()
   for (const a of alerts) {
-    const id = `${a.api_key_pattern}\u0000${a.period}`
+    const id = `${alertRuleId(a)}\u0000${a.period}`
     const seen = byRule.get(id)
     if (!seen || (seen.level === 'warning' && a.level === 'blocking') || (seen.level === a.level && a.spent_usd / a.limit_usd > seen.spent_usd / seen.limit_usd)) {
       byRule.set(id, a)
