@@ -90,6 +90,9 @@ function pruneStep(db: Database.Database): Step {
     let at = cursor
     // A step that starts where the last one stopped goes round once more from the oldest.
     let wrapped = at === null
+    // Whether this step reached the end of the old calls: its pass is over, even when the step
+    // went round from the oldest after it (kept calls past PRUNE_SCAN would otherwise never end one).
+    let ended = false
     let scanned = 0
     let deleted = 0
     while (deleted < limit && scanned < PRUNE_SCAN) {
@@ -103,13 +106,14 @@ function pruneStep(db: Database.Database): Step {
       if (rows.length < n) {
         // Every old call looked at: the next pass starts from the oldest.
         at = null
+        ended = true
         if (wrapped) break
         wrapped = true
       }
     }
     cursor = at
     if (deleted > 0) mark.run(before)
-    return { deleted, more: at !== null }
+    return { deleted, more: at !== null && !ended }
   })
 }
 
