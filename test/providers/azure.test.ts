@@ -11,7 +11,7 @@ let t: TestServer
 
 beforeAll(async () => {
   upstream = await startMockUpstream()
-  t = await startTestServer({ providers: { azure: { deployments: { 'prod-chat': 'gpt-4o', 'embed-small': 'text-embedding-3-small' } } } }, upstream.url)
+  t = await startTestServer({ providers: { azure: { deployments: { 'prod-chat': 'gpt-4o', 'embed-small': 'text-embedding-3-small', 'gpt-4': 'gpt-4o' } } } }, upstream.url)
 })
 afterAll(async () => {
   await t.cleanup()
@@ -77,6 +77,25 @@ describe('Azure OpenAI', () => {
     expect(row).toMatchObject({ model: 'gpt-4o', endpoint: 'responses', input_tokens: 11, output_tokens: 327, priced: 1 })
     // gpt-4o (the price data's openai table, Azure's fallback): $2.50 per 1M input tokens, $10 per 1M output tokens.
     expect(row.cost_usd).toBeCloseTo((11 * 2.5 + 327 * 10) / 1e6, 15)
+  })
+
+  it("an answer naming the model of another deployment is priced as that model, not as the deployment mapped under that name", async () => {
+    // A deployment named gpt-4 that was moved to gpt-4o (deployments: {gpt-4: gpt-4o}), beside one
+    // that still runs GPT-4 (0613), whose Chat Completions answers name the model "gpt-4" as Azure
+    // names its older models (gpt-35-turbo, gpt-4): the call ran GPT-4 and is billed as GPT-4.
+    answer(upstream, {
+      id: 'chatcmpl-legacy-1',
+      object: 'chat.completion',
+      created: 1764970000,
+      model: 'gpt-4',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Hello!' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 1_000, completion_tokens: 200, total_tokens: 1_200 },
+    })
+    const row = await recorded(t, () =>
+      postJson(`${t.url}/azure/openai/deployments/legacy-gpt4/chat/completions?api-version=2024-10-21`, { messages: [{ role: 'user', content: 'hi' }] }, HEADERS),
+    )
+    expect(row).toMatchObject({ provider: 'azure', model: 'gpt-4', endpoint: 'chat.completions', input_tokens: 1_000, output_tokens: 200, priced: 1 })
+    expect(row.cost_usd).toBe(azurePrice({ input_tokens: 1_000, output_tokens: 200 }, 'gpt-4', row.ts))
   })
 
   it('a streamed Responses answer naming the deployment is priced as its configured model too', async () => {

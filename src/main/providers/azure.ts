@@ -18,9 +18,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
 const DEPLOYMENT = /^\/openai\/deployments\/([^/]+)(\/.*)?$/
 
 export function inspectAzure(req: RequestInfo, deployments: Record<string, string>): CallShape {
-  const { deployment: inPath, rest } = azurePath(req.path)
+  const { rest } = azurePath(req.path)
   const body = isObject(req.body) ? req.body : undefined
-  const deployment = inPath || (typeof body?.model === 'string' ? body.model : '')
+  const deployment = deploymentOf(req)
   const endpoint = openaiEndpointOf(req.method, rest)
   return {
     endpoint,
@@ -28,6 +28,12 @@ export function inspectAzure(req: RequestInfo, deployments: Record<string, strin
     stream: body?.stream === true,
     ...openaiEndpointShape(endpoint),
   }
+}
+
+/** The deployment a call goes through: its path's, else (the v1 API, a Foundry resource's) its body's `model`. */
+function deploymentOf(req: RequestInfo): string {
+  const inPath = azurePath(req.path).deployment
+  return inPath || (isObject(req.body) && typeof req.body.model === 'string' ? req.body.model : '')
 }
 
 /** The deployment a path names ('' for the v1 API and the resource's own paths) and the path below it, as OpenAI's API spells it. */
@@ -61,7 +67,7 @@ function azureProvider(deployments: Record<string, string>): Provider {
     meter: (shape, req) =>
       shape.lines
         ? new OpenAIBatchMeter('azure', fileIdOf(azurePath(req.path).rest))
-        : new AzureMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }, deployments),
+        : new AzureMeter({ endpoint: shape.endpoint, openaiTiers: true, requestTier: requestTier(req.body) }, deployments, deploymentOf(req)),
     configure: (s: ProviderSettings) => azureProvider(s.deployments ?? {}),
   }
 }
@@ -69,19 +75,23 @@ function azureProvider(deployments: Record<string, string>): Provider {
 /**
  * Azure's answers, read as OpenAI's. The Responses API's answer names the deployment as its
  * `model` (`gpt-5-01`, where Chat Completions names `gpt-5-2025-08-07`), which prices nothing:
- * a deployment `providers.azure.deployments` maps is priced as its model.
+ * an answer naming the deployment the call went through, when `providers.azure.deployments` maps
+ * it (or by a read naming none, a background response's poll), is priced as its model. An answer naming anything else names the model that ran, even one
+ * that is also the name of another, mapped, deployment (a deployment `gpt-4` moved to gpt-4o
+ * beside one still running GPT-4, whose answers say `gpt-4`).
  */
 class AzureMeter extends OpenAIMeter {
   constructor(
     opts: OpenAIMeterOptions,
     private readonly deployments: Record<string, string>,
+    private readonly deployment: string,
   ) {
     super(opts)
   }
 
   override result(): MeterResult {
     const r = super.result()
-    return r.model !== undefined && Object.hasOwn(this.deployments, r.model) ? { ...r, model: this.deployments[r.model] } : r
+    return r.model !== undefined && (r.model === this.deployment || this.deployment === '') && Object.hasOwn(this.deployments, r.model) ? { ...r, model: this.deployments[r.model] } : r
   }
 }
 
