@@ -29,10 +29,16 @@ const compatible = openaiCompatible({
 
 const AGENTS = 'agents.completions'
 
-/** `POST /agents/completions`: a chat completion by an agent, or null for any other request. */
+/**
+ * `POST /agents/completions`: a chat completion by an agent, or null for any other request. The
+ * request names no model, only its agent (`agent_id`), which stands for it as the requested model:
+ * a `block` rule reserves its calls at the price of the model its last answer named (an agent
+ * runs one model), as an Azure deployment's; with no name at all they reserved $0, every one.
+ */
 function inspectAgents(req: RequestInfo): CallShape | null {
   if (req.method !== 'POST' || withoutTrailingSlashes(req.path) !== '/agents/completions') return null
-  return { ...compatible.inspect({ ...req, path: '/chat/completions' }), endpoint: AGENTS }
+  const agent = isObject(req.body) && typeof req.body.agent_id === 'string' ? req.body.agent_id : ''
+  return { ...compatible.inspect({ ...req, path: '/chat/completions' }), endpoint: AGENTS, model: agent }
 }
 
 export const mistral: Provider = {
