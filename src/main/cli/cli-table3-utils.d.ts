@@ -5,4 +5,6 @@
  */
 declare module 'cli-table3/src/utils.js' {
   export function strlen(text: string): number
+  /** `text` cut to `width` columns (as strlen measures), ending in `end` when cut. */
+  export function truncate(text: string, width: number, end?: string): string
 }

@@ -1,6 +1,4 @@
 import { styleText } from 'node:util'
-import Table from 'cli-table3'
-import { strlen } from 'cli-table3/src/utils.js'
 import type { Writable } from './context'
 import { formatUsdFull } from '../../shared/format'
 import { csvText } from '../dashboard/calls'
@@ -36,67 +34,6 @@ export function compact(n: number): string {
 function oneOrNoDecimal(x: number): string {
   const one = x.toFixed(1)
   return Number(one) >= 100 ? x.toFixed(0) : one
-}
-
-const PLAIN = /^[\x20-\x7e]*$/
-const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' })
-
-/**
- * The columns `s` takes in a terminal, as the table itself measures a cell (cli-table3's strlen),
- * so the widths chosen here are the ones it pads to: an emoji or a CJK character two, a combining
- * accent none. (UTF-16 length counted an emoji two and a CJK character one.)
- */
-function textWidth(s: string): number {
-  return PLAIN.test(s) ? s.length : strlen(s)
-}
-
-/**
- * `s` in at most `width` columns: whole when it fits, else its first graphemes (characters as a
- * reader sees them: an emoji with its joiners and modifiers, a letter with its accents) and `…`.
- * Never cut inside one: half a surrogate pair prints as U+FFFD.
- */
-function cut(s: string, width: number): string {
-  if (textWidth(s) <= width) return s
-  const room = Math.max(1, width - 1)
-  let kept = ''
-  let used = 0
-  for (const { segment } of graphemes.segment(s)) {
-    const w = textWidth(segment)
-    if (used + w > room) break
-    kept += segment
-    used += w
-  }
-  return kept + '…'
-}
-
-/**
- * A table that fits the terminal (80 columns when not one): every column but the first has
- * its natural width; the first gets what is left and its cells are cut with `…` (between
- * graphemes). Widths are a terminal's columns, so emoji and CJK names keep the columns aligned.
- */
-export function table(out: Writable, head: string[], rows: string[][], opts: { align?: ('left' | 'right')[]; footer?: string[] } = {}): string {
-  const width = Math.min(out.isTTY && out.columns ? out.columns : 80, 200)
-  const all = opts.footer ? [...rows, opts.footer] : rows
-  // Widths in a terminal's columns, as the table pads to them.
-  const natural = head.map((h, i) => {
-    let w = textWidth(h)
-    for (const r of all) w = Math.max(w, textWidth(r[i] ?? ''))
-    return w + 2
-  })
-  const rest = natural.slice(1).reduce((a, b) => a + b, 0) + head.length + 1
-  const first = Math.max(8, Math.min(natural[0], width - rest))
-  const colWidths = [first, ...natural.slice(1)]
-  const t = new Table({
-    head: head.map((h) => paint(out, 'bold', h)),
-    colWidths,
-    colAligns: opts.align ?? head.map((_, i) => (i === 0 ? 'left' : 'right')),
-    style: { head: [], border: [], 'padding-left': 1, 'padding-right': 1 },
-    chars: { mid: '', 'left-mid': '', 'mid-mid': '', 'right-mid': '' },
-    wordWrap: false,
-  })
-  for (const r of rows) t.push([cut(r[0], first - 2), ...r.slice(1)])
-  if (opts.footer) t.push([paint(out, 'bold', cut(opts.footer[0], first - 2)), ...opts.footer.slice(1).map((c) => paint(out, 'bold', c))])
-  return t.toString() + '\n'
 }
 
 /**

@@ -1,10 +1,14 @@
+import { Readable } from 'node:stream'
+import { pipeline } from 'node:stream/promises'
 import { Argument } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
-import { compact, csv, csvSum, paint, table, usd } from '../output'
+import { compact, csv, csvSum, paint, usd } from '../output'
+import { stdoutSink } from '../stdout-sink'
+import { tablePages } from '../table'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
 
@@ -35,7 +39,10 @@ export const report: RegisterCommand = (program, ctx) => {
       ctx.stdout.write(toCsv(r))
       // A CSV has no room to say rows were left out: stderr says it, so a file made with `>` is not silently short.
       if (leftOut(r)) ctx.stderr.write(`burnrate: ${leftOut(r)} (--all for every one)\n`)
-    } else ctx.stdout.write(render(r, ctx.stdout))
+    } else {
+      // A chunk of the table at a time, waiting for a slow reader: `--all` may list 1,000,000 rows.
+      await pipeline(Readable.from(render(r, ctx.stdout)), stdoutSink(ctx.stdout))
+    }
   })
 }
 
@@ -123,10 +130,13 @@ function localDay(ts: number, tz: string): string {
   return `${String(p.year).padStart(4, '0')}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`
 }
 
-function render(r: Report, out: Parameters<typeof table>[0]): string {
+function* render(r: Report, out: Parameters<typeof tablePages>[0]): Generator<string> {
   const window = `${r.since ? localDay(Date.parse(r.since), r.timezone) : 'the beginning'} to ${r.until ? localDay(Date.parse(r.until) - 1, r.timezone) : 'now'}`
   const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${r.tenant}` : ''})\n`
-  if (r.rows.length === 0) return title + 'No calls in this window.\n'
+  if (r.rows.length === 0) {
+    yield title + 'No calls in this window.\n'
+    return
+  }
   const head = [KEY_LABEL[r.kind], 'Calls', 'Input', 'Output', 'Cached', 'Cost']
   const rows = r.rows.map((x) => [
     keyOf(x, r.kind), compact(x.requests), compact(x.input_tokens), compact(x.output_tokens), compact(x.cache_read_tokens), usd(x.cost_usd),
@@ -140,7 +150,9 @@ function render(r: Report, out: Parameters<typeof table>[0]): string {
     note += `${cut[0].toUpperCase()}${cut.slice(1)} listed; the totals are of all.\n`
     note += `--limit n or --all lists more.\n`
   }
-  return title + table(out, head, rows, { footer }) + note
+  yield title
+  yield* tablePages(out, head, rows, { footer })
+  if (note) yield note
 }
 
 function toCsv(r: Report): string {
