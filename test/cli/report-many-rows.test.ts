@@ -10,7 +10,8 @@ import { type TestServer, startTestServer } from '../support/server'
  * `burnrate report session --all` for a heavy user's year: 200,000 sessions in a real SQLite
  * ledger, asked of a real server. The table used to be one cli-table3 table of every row, whose
  * rendering spreads the rows into one call's arguments (Maximum call stack size exceeded from about
- * 100,000 rows). Every row prints, in the format a small report has always had.
+ * 100,000 rows); the JSON and the CSV were built as one string. Every row prints, in the format a
+ * small report has always had.
  */
 const N = 200_000
 /** `report session --limit 4` of this ledger as it printed when the table was one cli-table3 table. */
@@ -69,5 +70,25 @@ describe('burnrate report with 200,000 rows', () => {
     const r = await cli('--limit', '4')
     expect(r.code).toBe(0)
     expect(r.out).toBe(SMALL)
+  })
+
+  it('prints every row as JSON, the same bytes as the whole report indented at once', async () => {
+    const r = await cli('--all', '--json')
+    expect(r.code, r.out.slice(0, 500)).toBe(0)
+    const json = JSON.parse(r.out)
+    expect(json.rows).toHaveLength(N)
+    expect(json.total_rows).toBe(N)
+    expect(r.out).toBe(JSON.stringify(json, null, 2) + '\n')
+  })
+
+  it('prints every row as CSV', async () => {
+    const r = await cli('--all', '--csv')
+    expect(r.code, r.out.slice(0, 500)).toBe(0)
+    const lines = r.out.split('\r\n')
+    expect(lines).toHaveLength(N + 2)
+    expect(lines[0]).toBe('key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,imported,models,agent,project')
+    expect(lines[1]).toBe('sess-199999,1,200099,449,0,0,0.0209999,0,gpt-4o-mini,codex,')
+    expect(lines[N]).toBe('sess-0,1,100,50,1000,0,0.001,0,gpt-4o-mini,codex,/home/u/the-longest-project')
+    expect(lines[N + 1]).toBe('')
   })
 })

@@ -37,11 +37,6 @@ function oneOrNoDecimal(x: number): string {
 }
 
 /**
- * RFC 4180 CSV (CRLF line ends), text cells as the export writes them (csvText: quoted when
- * needed, and a formula a spreadsheet would run defused: a session, agent or project is whatever
- * a caller sent); numbers and booleans as they are.
- */
-/**
  * A sum of stored costs as a CSV prints it: to 15 significant digits, what a double holds
  * exactly, so that $0.10 + $0.20 reads 0.3 and not 0.30000000000000004 (the addition's binary
  * residue, not money). The stored costs themselves are never rounded.
@@ -50,7 +45,53 @@ export function csvSum(v: number): number {
   return Number.isInteger(v) ? v : Number(v.toPrecision(15))
 }
 
-export function csv(head: string[], rows: (string | number | boolean | null)[][]): string {
-  const f = (v: string | number | boolean | null) => (v === null ? '' : typeof v === 'string' ? csvText(v) : String(v))
-  return [head, ...rows].map((r) => r.map(f).join(',')).join('\r\n') + '\r\n'
+type CsvCell = string | number | boolean | null
+
+/** Lines of a CSV or JSON yielded together: a chunk of output, never the whole of a big one. */
+const CHUNK_ROWS = 1000
+
+/**
+ * RFC 4180 CSV (CRLF line ends), text cells as the export writes them (csvText: quoted when
+ * needed, and a formula a spreadsheet would run defused: a session, agent or project is whatever
+ * a caller sent); numbers and booleans as they are. `rows` are made into lines as they are
+ * yielded, a chunk of them at a time.
+ */
+export function* csvChunks<R>(head: string[], rows: readonly R[], cells: (r: R) => CsvCell[]): Generator<string> {
+  const f = (v: CsvCell) => (v === null ? '' : typeof v === 'string' ? csvText(v) : String(v))
+  let chunk = head.map(f).join(',') + '\r\n'
+  for (let i = 0; i < rows.length; i++) {
+    chunk += cells(rows[i]).map(f).join(',') + '\r\n'
+    if ((i + 1) % CHUNK_ROWS === 0) {
+      yield chunk
+      chunk = ''
+    }
+  }
+  if (chunk) yield chunk
+}
+
+/**
+ * `JSON.stringify(value, null, 2) + '\n'`, the same bytes, yielded a chunk at a time: the array
+ * under `key` an element after another (a report of 1,000,000 rows, indented, is near the
+ * longest string JavaScript can hold), the rest of `value` as it is.
+ */
+export function* jsonChunks(value: Record<string, unknown>, key: string): Generator<string> {
+  const list = value[key]
+  if (!Array.isArray(list) || list.length === 0) {
+    yield JSON.stringify(value, null, 2) + '\n'
+    return
+  }
+  // The rest, with an empty list in its place, cut there: a raw line break starts a line of the
+  // JSON (in a string it is escaped) and only a top-level key is two spaces in, so that is the place.
+  const marker = `\n  ${JSON.stringify(key)}: []`
+  const whole = JSON.stringify({ ...value, [key]: [] }, null, 2)
+  const at = whole.indexOf(marker)
+  let chunk = whole.slice(0, at) + `\n  ${JSON.stringify(key)}: [`
+  for (let i = 0; i < list.length; i++) {
+    chunk += (i ? ',' : '') + '\n    ' + JSON.stringify(list[i], null, 2).replaceAll('\n', '\n    ')
+    if ((i + 1) % CHUNK_ROWS === 0) {
+      yield chunk
+      chunk = ''
+    }
+  }
+  yield chunk + '\n  ]' + whole.slice(at + marker.length) + '\n'
 }

@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
-import { compact, csv, csvSum, paint, usd } from '../output'
+import { compact, csvChunks, csvSum, jsonChunks, paint, usd } from '../output'
 import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
@@ -34,15 +34,11 @@ export const report: RegisterCommand = (program, ctx) => {
   ).action(async (kind: ReportKind, o) => {
     if (o.json && o.csv) throw new CliError('choose one of --json and --csv', EXIT.usage)
     const r = await fetchReport(kind, o, ctx)
-    if (o.json) ctx.stdout.write(JSON.stringify(r, null, 2) + '\n')
-    else if (o.csv) {
-      ctx.stdout.write(toCsv(r))
-      // A CSV has no room to say rows were left out: stderr says it, so a file made with `>` is not silently short.
-      if (leftOut(r)) ctx.stderr.write(`burnrate: ${leftOut(r)} (--all for every one)\n`)
-    } else {
-      // A chunk of the table at a time, waiting for a slow reader: `--all` may list 1,000,000 rows.
-      await pipeline(Readable.from(render(r, ctx.stdout)), stdoutSink(ctx.stdout))
-    }
+    // A chunk at a time, waiting for a slow reader: `--all` may list 1,000,000 rows.
+    const chunks = o.json ? jsonChunks({ ...r }, 'rows') : o.csv ? csvOf(r) : render(r, ctx.stdout)
+    await pipeline(Readable.from(chunks), stdoutSink(ctx.stdout))
+    // A CSV has no room to say rows were left out: stderr says it, so a file made with `>` is not silently short.
+    if (o.csv && leftOut(r)) ctx.stderr.write(`burnrate: ${leftOut(r)} (--all for every one)\n`)
   })
 }
 
@@ -155,17 +151,14 @@ function* render(r: Report, out: Parameters<typeof tablePages>[0]): Generator<st
   if (note) yield note
 }
 
-function toCsv(r: Report): string {
+function csvOf(r: Report): Generator<string> {
   const head = ['key', 'requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd', 'imported', 'models']
   if (r.kind === 'model') head.push('provider')
   if (r.kind === 'session') head.push('agent', 'project')
-  return csv(
-    head,
-    r.rows.map((x) => {
-      const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, csvSum(x.cost_usd), x.imported, x.models.join(' ')]
-      if (r.kind === 'model') row.push(x.provider ?? '')
-      if (r.kind === 'session') row.push(x.agent ?? '', x.project ?? '')
-      return row
-    }),
-  )
+  return csvChunks(head, r.rows, (x) => {
+    const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, csvSum(x.cost_usd), x.imported, x.models.join(' ')]
+    if (r.kind === 'model') row.push(x.provider ?? '')
+    if (r.kind === 'session') row.push(x.agent ?? '', x.project ?? '')
+    return row
+  })
 }
