@@ -71,7 +71,7 @@ export function* csvChunks<R>(head: string[], rows: readonly R[], cells: (r: R) 
 
 /**
  * `JSON.stringify(value, null, 2) + '\n'`, the same bytes, yielded a chunk at a time: the array
- * under `key` an element after another (a report of 1,000,000 rows, indented, is near the
+ * under `key` a thousand elements at a time (a report of 1,000,000 rows, indented, is near the
  * longest string JavaScript can hold), the rest of `value` as it is.
  */
 export function* jsonChunks(value: Record<string, unknown>, key: string): Generator<string> {
@@ -85,13 +85,13 @@ export function* jsonChunks(value: Record<string, unknown>, key: string): Genera
   const marker = `\n  ${JSON.stringify(key)}: []`
   const whole = JSON.stringify({ ...value, [key]: [] }, null, 2)
   const at = whole.indexOf(marker)
-  let chunk = whole.slice(0, at) + `\n  ${JSON.stringify(key)}: [`
-  for (let i = 0; i < list.length; i++) {
-    chunk += (i ? ',' : '') + '\n    ' + JSON.stringify(list[i], null, 2).replaceAll('\n', '\n    ')
-    if ((i + 1) % CHUNK_ROWS === 0) {
-      yield chunk
-      chunk = ''
-    }
+  yield whole.slice(0, at) + `\n  ${JSON.stringify(key)}: [`
+  let chunk = ''
+  for (let i = 0; i < list.length; i += CHUNK_ROWS) {
+    // A chunk of the list as JSON.stringify indents it, `[\n  a,\n  b\n]`, two spaces further in.
+    const part = JSON.stringify(list.slice(i, i + CHUNK_ROWS), null, 2)
+    chunk = (i ? ',' : '') + '\n    ' + part.slice(4, -2).replaceAll('\n', '\n  ')
+    if (i + CHUNK_ROWS < list.length) yield chunk
   }
   yield chunk + '\n  ]' + whole.slice(at + marker.length) + '\n'
 }
