@@ -14,13 +14,15 @@ export interface Priced {
 }
 
 /**
- * What of a call changes its model's prices: OpenAI's Priority processing serving it (`fast`: the
- * model's Priority prices, ./priority-prices.ts), a Perplexity call's search context size (`size`,
+ * What of a call changes its model's prices: a Priority tier serving it (`fast`: the model's
+ * Priority prices at `provider`, OpenAI's or the Gemini API's, ./priority-prices.ts), a Perplexity call's search context size (`size`,
  * Pro Search's fee when `pro`: ./request-fees.ts) and OpenAI's `web_search_preview` tool
  * (`previewSearch`: ./tool-fees.ts). Given only for a call that has one (`Pricer`).
  */
 export interface FeeMarks {
   fast?: boolean
+  /** The provider (`Provider.name`) that served a `fast` call: Google's Priority prices are the Gemini API's, not Vertex AI's. */
+  provider?: string
   size?: SearchContextSize
   pro?: boolean
   previewSearch?: boolean
@@ -67,7 +69,7 @@ export class LibraryPrices {
    * same price table is applied by the same code without the scan. A model the library does not
    * know is remembered as such. When the library's data is replaced (`clear`), every remembered lookup is forgotten.
    * The found model's table is given the per-use fees the data lacks (./tool-fees.ts), once.
-   * A call's marks (`marks`: OpenAI's Priority processing, a Perplexity call's search context
+   * A call's marks (`marks`: OpenAI's or the Gemini API's Priority tier, a Perplexity call's search context
    * size, OpenAI's `web_search_preview`) price it on the found model's table with those prices changed.
    */
   price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
@@ -120,6 +122,11 @@ export class LibraryPrices {
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 
+  /** The price data's id of the model table found for (provider, model); undefined before a lookup found it. */
+  tableId(pricingId: string, model: string): string | undefined {
+    return this.lookups.get(pricingId)?.get(model)?.provider.models[0]?.id
+  }
+
   /** The per-use counts the table found for (provider, model) has no price for; undefined before a lookup found it. */
   unpriced(pricingId: string, model: string): readonly UseCount[] | undefined {
     return this.lookups.get(pricingId)?.get(model)?.unpriced
@@ -127,16 +134,16 @@ export class LibraryPrices {
 
   /**
    * The found model's provider with the prices of a call's marks: the model's Priority prices
-   * where OpenAI publishes them, the request fee of a Perplexity search context size (Pro Search's
+   * where OpenAI or Google publishes them (for the provider that served the call), the request fee of a Perplexity search context size (Pro Search's
    * when `pro`), the `web_search_preview` fee; made once per set of marks; null when that changes
    * nothing (a model without such prices, or the ones the data has).
    */
   private variant(found: Lookup, pricingId: string, model: string, marks: FeeMarks): PriceProvider | null {
-    const key = `${marks.fast ? 'fast+' : ''}${marks.size ?? ''}${marks.pro ? '+pro' : ''}${marks.previewSearch ? '+preview' : ''}`
+    const key = `${marks.fast ? `fast:${marks.provider ?? ''}+` : ''}${marks.size ?? ''}${marks.pro ? '+pro' : ''}${marks.previewSearch ? '+preview' : ''}`
     const known = found.variants?.get(key)
     if (known !== undefined) return known
     const table = found.provider.models[0]!
-    let fee = (marks.fast && withPriorityPrices(pricingId, model, table)) || table
+    let fee = (marks.fast && withPriorityPrices(pricingId, marks.provider ?? '', model, table)) || table
     if (marks.size) fee = withRequestFee(pricingId, fee, marks.size, marks.pro === true)
     if (marks.previewSearch) fee = withPreviewSearchFee(pricingId, fee)
     const provider = fee === table ? null : { ...found.provider, models: [fee] }

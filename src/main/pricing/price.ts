@@ -7,7 +7,7 @@ import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from
 import { toLibraryUsage, withExtra } from './library-usage'
 import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
-import { OPENAI_TIER_PRICING_IDS, priorityPrice } from './priority-prices'
+import { PRIORITY_WARNED_PRICING_IDS, hasPriorityPrices } from './priority-prices'
 import { UNPRICED_USE_WARNED } from './tool-fees'
 import { GEMINI_GROUNDED_PROMPT_KCOUNT, GEMINI_SEARCH_QUERY_KCOUNT, type SearchGroundingPricing, billedPerPrompt, groundingUnits, searchGroundingUsd } from './search-grounding'
 
@@ -201,8 +201,9 @@ export class Pricer {
   /**
    * The price the model's list gives (runtime price, override, library), without the provider's
    * own charge. A call a fast tier served (`usage.fast`) takes a `speed: fast` override first,
-   * then the usual prices, the library's at the model's Priority prices where OpenAI publishes
-   * them (./priority-prices.ts); one of OpenAI's priced at a standard rate is told to `warn`.
+   * then the usual prices, the library's at the model's Priority prices where OpenAI or Google
+   * publishes them (./priority-prices.ts); one of OpenAI's or Google's priced at a standard rate
+   * is told to `warn`.
    */
   private listPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
@@ -214,7 +215,7 @@ export class Pricer {
     }
     const user = this.userPrice(u, providerName, model)
     if (user) {
-      if (fast) this.fastAtStandard(pricingId, model)
+      if (fast) this.fastAtStandard(pricingId, providerName, model)
       return user
     }
     if (!model) return { cost_usd: 0, priced: false }
@@ -222,7 +223,7 @@ export class Pricer {
     // What changes the model's prices (a property check for a call that has none).
     const marks: FeeMarks | undefined =
       fast || usage.search_context_size || usage.web_search_preview
-        ? { fast, size: usage.search_context_size, pro: usage.pro_search === true, previewSearch: usage.web_search_preview === true }
+        ? { fast, provider: providerName, size: usage.search_context_size, pro: usage.pro_search === true, previewSearch: usage.web_search_preview === true }
         : undefined
     let p: Priced | null = fine ? this.library.price(fine, pricingId, model, at, marks) : null
     if (!p) {
@@ -230,7 +231,7 @@ export class Pricer {
       if (!p) return { cost_usd: 0, priced: false }
       if (fine) this.refusedSplit(pricingId, model, fine, u)
     }
-    if (fast && !priorityPrice(pricingId, model)) this.fastAtStandard(pricingId, model)
+    if (fast && !hasPriorityPrices(pricingId, providerName, model, this.library.tableId(pricingId, model))) this.fastAtStandard(pricingId, providerName, model)
     if (u.web_searches || u.storage_searches) this.unpricedUse(pricingId, model, u)
     return p
   }
@@ -248,16 +249,18 @@ export class Pricer {
   }
 
   /**
-   * Says once per model that a call OpenAI's Priority processing (Fast mode) served is priced at
-   * a standard rate, below what OpenAI bills: no Priority price is known for the model
+   * Says once per provider and model that a call a Priority tier served (OpenAI's Priority
+   * processing, now Fast mode; the Gemini API's priority tier; Vertex AI's Priority PayGo) is
+   * priced at a standard rate, below what is billed: no Priority price is known for the model
    * (./priority-prices.ts) and no `pricing.overrides` entry with `speed: fast` prices it.
    */
-  private fastAtStandard(pricingId: string, model: string): void {
-    if (!OPENAI_TIER_PRICING_IDS.has(pricingId)) return
-    const key = `${pricingId}\0${model}`
+  private fastAtStandard(pricingId: string, providerName: string, model: string): void {
+    if (!PRIORITY_WARNED_PRICING_IDS.has(pricingId)) return
+    const key = `${providerName}\0${model}`
     if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
     this.fastWarned.add(key)
-    this.warn(`pricing: ${pricingId} ${model.slice(0, 100)} served at Priority processing (Fast mode) is priced at its standard rate, which is less than billed: no Priority price is known for it; add a pricing.overrides entry with speed: fast for it`)
+    const tier = pricingId === 'google' ? 'its priority tier' : 'Priority processing (Fast mode)'
+    this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no Priority price is known for it; add a pricing.overrides entry with speed: fast for it`)
   }
 
   /**

@@ -1,4 +1,5 @@
 import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
+import { geminiPriorityMultiple, withPriorityMultiple } from './gemini-priority'
 import { mapModelPrices } from './model-prices'
 
 /** Per-million-token prices of one model at OpenAI's Priority processing (Fast mode). */
@@ -54,11 +55,21 @@ export const OPENAI_PRIORITY_PRICES: Readonly<Record<string, PriorityPrice>> = {
 /** The price data's id of the provider whose Priority prices these are. */
 export const OPENAI_PRICING_ID = 'openai'
 
+/** The price data's id of Google's models (the Gemini API's and Vertex AI's). */
+const GOOGLE_PRICING_ID = 'google'
+
 /**
  * The price data's ids of the providers whose calls are marked fast by OpenAI's `service_tier`
  * (../providers/openai-meter.ts: OpenAI, and Azure OpenAI, whose Priority prices are not here).
  */
 export const OPENAI_TIER_PRICING_IDS: ReadonlySet<string> = new Set([OPENAI_PRICING_ID, 'azure'])
+
+/**
+ * The price data's ids of the providers whose Priority-served calls priced at a standard rate are
+ * logged (./price.ts): OpenAI's tier's, and Google's (the Gemini API's `serviceTier: priority`,
+ * Vertex AI's `trafficType: ON_DEMAND_PRIORITY`).
+ */
+export const PRIORITY_WARNED_PRICING_IDS: ReadonlySet<string> = new Set([...OPENAI_TIER_PRICING_IDS, GOOGLE_PRICING_ID])
 
 /** A dated snapshot of a listed model (`gpt-5-2025-08-07`, `o3-2025-04-16`). */
 const SNAPSHOT = /-\d{4}-\d{2}-\d{2}$/
@@ -72,12 +83,26 @@ export function priorityPrice(pricingId: string, model: string): PriorityPrice |
 }
 
 /**
- * The found price table of `model` with its Priority prices in place of its input, cached-input
- * and output prices (in each dated price; long-context tiers dropped, Priority has none), its
- * other prices (web and file searches, billed per call at every tier) kept; null when `model`
- * has no published Priority price.
+ * Whether a call of `providerName`'s `model`, found in the price data as `tableId`, has a published
+ * Priority price here: OpenAI's by model name, the Gemini API's by the data's model id (./gemini-priority.ts).
  */
-export function withPriorityPrices(pricingId: string, model: string, table: ModelInfo): ModelInfo | null {
+export function hasPriorityPrices(pricingId: string, providerName: string, model: string, tableId: string | undefined): boolean {
+  if (pricingId === GOOGLE_PRICING_ID) return tableId !== undefined && geminiPriorityMultiple(providerName, tableId) !== undefined
+  return priorityPrice(pricingId, model) !== undefined
+}
+
+/**
+ * The found price table of `model` with its Priority prices: for OpenAI, its published Priority
+ * prices in place of its input, cached-input and output prices (in each dated price; long-context
+ * tiers dropped, Priority has none); for the Gemini API, every token price times the model's
+ * Priority multiple (./gemini-priority.ts). Its other prices (web and file searches, billed per
+ * call at every tier) are kept; null when the call has no published Priority price.
+ */
+export function withPriorityPrices(pricingId: string, providerName: string, model: string, table: ModelInfo): ModelInfo | null {
+  if (pricingId === GOOGLE_PRICING_ID) {
+    const multiple = geminiPriorityMultiple(providerName, table.id)
+    return multiple === undefined ? null : withPriorityMultiple(table, multiple)
+  }
   const p = priorityPrice(pricingId, model)
   if (!p) return null
   const priority = (m: ModelPrice): ModelPrice => {

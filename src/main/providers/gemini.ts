@@ -114,7 +114,8 @@ export function geminiUsage(m: unknown): Usage | null {
   if (Object.keys(extra).length > 0) u.extra = extra
   // The tier that served the call: the Gemini API's `serviceTier`, Vertex AI's `trafficType`.
   // Flex (Vertex AI's Flex PayGo) is billed at Batch API rates (half), as Google prices it;
-  // priority costs more, by model: marked fast, priced by a `speed: fast` override when there is one.
+  // priority costs more, by model: marked fast, priced by a `speed: fast` override when there is
+  // one, else at Google's published Priority prices (../pricing/gemini-priority.ts).
   const tier = typeof m.serviceTier === 'string' ? m.serviceTier.toLowerCase() : ''
   if (tier === 'flex' || m.trafficType === 'ON_DEMAND_FLEX') u.batch = true
   else if (tier === 'priority' || m.trafficType === 'ON_DEMAND_PRIORITY') u.fast = true
