@@ -98,4 +98,31 @@ describe('Gemini priority tier', () => {
     expect(said[0]).toContain('less than billed')
   })
 
+  it('a block rule reserves a Gemini request that asks for priority at the priority price: refused before it goes upstream where standard passes', async () => {
+    // Worst case of 10,000 output tokens (and a prompt of a few dozen): $0.0375 at Gemini 3.8
+    // Flash's $3.75 (intro; $0.075 after 2026), 1.8x that at priority: the limit is 1.4x.
+    const output = Date.now() < Date.UTC(2027, 0, 1) ? 3.75 : 7.5
+    const limit = ((10_000 * output) / 1e6) * 1.4
+    const t2 = await startTestServer(
+      { budgets: { rules: [{ api_key_pattern: 'AIza-gemini-priority-budget-*', daily_limit_usd: limit, action: 'block', reserve: 'max_tokens' }] } },
+      upstream.url,
+    )
+    try {
+      const key = { 'x-goog-api-key': 'AIza-gemini-priority-budget-000000001' }
+      const body = { ...BODY, generationConfig: { maxOutputTokens: 10_000 } }
+      answer(upstream, {
+        candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
+        usageMetadata: { promptTokenCount: 4, candidatesTokenCount: 1, totalTokenCount: 5, serviceTier: 'standard' },
+        modelVersion: 'gemini-3.8-flash',
+      })
+      const before = upstream.requests.length
+      expect((await postJson(`${t2.url}${geminiPath('gemini-3.8-flash')}`, body, key)).status).toBe(200)
+      const refused = await postJson(`${t2.url}${geminiPath('gemini-3.8-flash')}`, { ...body, serviceTier: 'priority' }, key)
+      expect(refused.status).toBe(429)
+      expect(refused.json().error.type).toBe('budget_exceeded')
+      expect(upstream.requests.length).toBe(before + 1)
+    } finally {
+      await t2.cleanup()
+    }
+  })
 })

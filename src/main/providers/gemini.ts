@@ -53,7 +53,21 @@ export function inspectGemini(req: RequestInfo): CallShape {
     billable,
   }
   if (billable && requestsGoogleSearch(req.body)) shape.googleSearch = true
+  if (billable && asksForPriority(req.body)) shape.fast = true
   return shape
+}
+
+/**
+ * Whether a request asks for the Gemini API's Priority tier: its body's `serviceTier` (the SDKs'
+ * `config.serviceTier`; `service_tier` in Google's REST samples) is `priority`, or the enum's
+ * `SERVICE_TIER_PRIORITY` its earlier docs gave. Budgets reserve it at the model's priority price.
+ */
+function asksForPriority(body: unknown): boolean {
+  if (!isObject(body)) return false
+  const tier = body.serviceTier ?? body.service_tier
+  if (typeof tier !== 'string') return false
+  const t = tier.toLowerCase()
+  return t === 'priority' || t === 'service_tier_priority'
 }
 
 /** Sum of `tokenCount` for the given modalities in a `*TokensDetails` list. */

@@ -51,8 +51,9 @@ export interface CallShape {
   dataResidency?: boolean
   /**
    * The request asks for a faster, dearer tier (Anthropic's `speed: "fast"`, OpenAI's
-   * `service_tier: "priority"` or `"fast"`): budgets reserve it at the model's fast price
-   * (`Usage.fast`: an override's, else OpenAI's published Priority price). Not what it is recorded at: the answer says which speed served it.
+   * `service_tier: "priority"` or `"fast"`, the Gemini API's `serviceTier: "priority"`): budgets
+   * reserve it at the model's fast price (`Usage.fast`: an override's, else OpenAI's or Google's
+   * published Priority price). Not what it is recorded at: the answer says which speed served it.
    */
   fast?: boolean
   /**
