@@ -1,5 +1,6 @@
 import type { BudgetRule, BudgetStatus, BudgetWindow, BudgetsOverview } from '../../../shared/api'
 import { keyHint } from '../../../shared/key-hint'
+import { formatInt, formatUsdFull } from '../../../shared/format'
 import { budgetShare } from '../../../shared/reached'
 
 export interface BudgetAlertRow {
@@ -16,6 +17,23 @@ export interface BudgetAlertRow {
   /** `over`: the limit is reached (calls blocked under `block`, warned under `warn`); `near`: at or past the soft limit (or 80%). */
   level: 'over' | 'near'
   action: 'block' | 'warn'
+}
+
+/**
+ * Every limit of a rule, in full dollars: `$10.00/day`, `$60.00/week`, `$200.00/mo`, `$20.00 per 5 h`,
+ * `$3.00/session`, `60 requests/min`, `100,000 tokens/min`. A rule with only a weekly or window
+ * cap is not one without limits.
+ */
+export function ruleLimits(r: BudgetRule): string[] {
+  const out: string[] = []
+  if (r.daily_limit_usd !== null) out.push(`${formatUsdFull(r.daily_limit_usd)}/day`)
+  if (r.weekly_limit_usd !== null) out.push(`${formatUsdFull(r.weekly_limit_usd)}/week`)
+  if (r.monthly_limit_usd !== null) out.push(`${formatUsdFull(r.monthly_limit_usd)}/mo`)
+  if (r.window_limit_usd !== null) out.push(`${formatUsdFull(r.window_limit_usd)} per ${r.window_hours ?? '?'} h`)
+  if (r.session_limit_usd !== null) out.push(`${formatUsdFull(r.session_limit_usd)}/session`)
+  if (r.requests_per_minute !== null) out.push(`${formatInt(r.requests_per_minute)} requests/min`)
+  if (r.tokens_per_minute !== null) out.push(`${formatInt(r.tokens_per_minute)} tokens/min`)
+  return out
 }
 
 /** The calls a rule counts, when it does not count every call of its keys: `agent claude-code, model gpt-4o*`. */

@@ -1,0 +1,59 @@
+import type { Browser, Page } from 'playwright'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+// A rule may cap a key by the week, a rolling window of hours or a session (README: Budgets),
+// with no daily or monthly limit. The page must not present such a rule as one without limits:
+// the Budget rules panel and the API-key table name its limits.
+
+const TOKEN = 'other-limits-admin-token-0123456789'
+const KEY = 'sk-weekly-capped-000000000001'
+let upstream: MockUpstream
+let t: TestServer
+let browser: Browser
+let unserve: (() => void) | undefined
+let page: Page
+
+beforeAll(async () => {
+  if (NO_BROWSER) return
+  unserve = serveBuiltRenderer()
+  upstream = await startMockUpstream()
+  upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
+  t = await startTestServer(
+    {
+      timezone: 'UTC',
+      admin: { enabled: true, token: TOKEN },
+      budgets: { rules: [{ api_key_pattern: 'sk-weekly-*', weekly_limit_usd: 60, window_hours: 5, window_limit_usd: 20, session_limit_usd: 3, action: 'block' }] },
+    },
+    upstream.url,
+  )
+  const res = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
+  expect(res.status).toBe(200)
+  browser = await launchChromium()
+  page = await openPage(browser, `${t.url}/`)
+  await unlockAdmin(page, TOKEN)
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await t?.cleanup()
+  await upstream?.close()
+  unserve?.()
+})
+
+const text = async (l: ReturnType<Page['locator']>) => ((await l.textContent()) ?? '').replace(/\s+/g, ' ')
+
+describe.skipIf(NO_BROWSER !== null)('a rule with weekly, window and session limits only', { timeout: 120_000 }, () => {
+  it('names those limits in the API-key table and the Budget rules panel', async () => {
+    const keyRule = page.getByTestId('key-row').first().locator('.rule')
+    await expect.poll(() => text(keyRule)).toContain('sk-weekly-*')
+    expect(await text(keyRule)).toContain('$60.00/week · $20.00 per 5 h · $3.00/session · block')
+    const row = page.locator('#rules [data-testid="rule-row"]').first()
+    await expect.poll(() => text(row)).toContain('sk-weekly-*')
+    expect(await text(row)).toContain('$60.00/week · $20.00 per 5 h · $3.00/session')
+  })
+})
