@@ -1,4 +1,4 @@
-import type { Browser, BrowserContext } from 'playwright'
+import type { Browser, BrowserContext, Page } from 'playwright'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
 import { request } from '../support/http'
@@ -13,14 +13,29 @@ let browser: Browser
 let unserve: (() => void) | undefined
 const contexts: BrowserContext[] = []
 
-async function cards(timezoneId: string): Promise<{ today: string; month: string }> {
+async function openIn(timezoneId: string): Promise<Page> {
   const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 }, timezoneId })
   contexts.push(ctx)
   const page = await ctx.newPage()
   await page.goto(`${t.url}/`)
-  const hint = (card: string) => page.getByTestId(card).locator('.hint').first()
   await expect.poll(() => page.getByTestId('card-today').locator('.money').count()).toBe(1)
+  return page
+}
+
+async function cards(timezoneId: string): Promise<{ today: string; month: string }> {
+  const page = await openIn(timezoneId)
+  const hint = (card: string) => page.getByTestId(card).locator('.hint').first()
   return { today: (await hint('card-today').textContent())!.trim(), month: (await hint('card-month').textContent())!.trim() }
+}
+
+/** The other figures counted from the server's midnight: the other cards' hints and the forecast's day and month. */
+async function others(timezoneId: string): Promise<string[]> {
+  const page = await openIn(timezoneId)
+  const hint = async (card: string) => (await page.getByTestId(card).locator('.hint').first().textContent())!.trim()
+  const overall = page.getByTestId('overall-forecast').locator('> span')
+  await expect.poll(() => overall.count()).toBe(2)
+  const periods = (await overall.allTextContents()).map((x) => x.replace(/\s+/g, ' ').trim().split(':')[0])
+  return [await hint('card-requests'), await hint('card-avg'), await hint('card-errors'), ...periods]
 }
 
 beforeAll(async () => {
@@ -42,5 +57,16 @@ describe.skipIf(NO_BROWSER !== null)("the summary cards' periods", { timeout: 12
     expect((await request(`${t.url}/api/dashboard/summary`)).json().timezone).toBe('Asia/Tokyo')
     expect(await cards('America/New_York')).toEqual({ today: 'since midnight, Asia/Tokyo time', month: 'since the 1st, Asia/Tokyo time' })
     expect(await cards('Asia/Tokyo')).toEqual({ today: 'since midnight', month: 'since the 1st' })
+  })
+
+  it("name it on the other figures of the server's day and month too", async () => {
+    expect(await others('America/New_York')).toEqual([
+      'proxied calls since midnight, Asia/Tokyo time',
+      'today, Asia/Tokyo time',
+      'failed calls today, Asia/Tokyo time',
+      'Today, Asia/Tokyo time',
+      'This month, Asia/Tokyo time',
+    ])
+    expect(await others('Asia/Tokyo')).toEqual(['proxied calls', 'today', 'failed calls today', 'Today', 'This month'])
   })
 })
