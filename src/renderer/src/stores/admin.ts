@@ -25,6 +25,9 @@ export const useAdmin = defineStore('admin', () => {
   const message = ref('')
   const rules = ref<BudgetRule[]>([])
   const keys = ref<ApiKeyUsage[]>([])
+  /** The newest load has not answered yet (a refresh then does not ask again). */
+  const loading = ref(false)
+  let generation = 0
 
   function classify(err: unknown): void {
     if (err instanceof ApiError && err.status === 404 && err.type === 'not_found') {
@@ -49,9 +52,14 @@ export const useAdmin = defineStore('admin', () => {
    * With one, loads rules and keys.
    */
   async function load(): Promise<void> {
+    // Only the newest load's answer counts: one on its way when the token changed (Lock, another
+    // token) or a newer load began must not put its rules, keys or status back.
+    const gen = ++generation
+    loading.value = true
     try {
       if (!token.value) {
         await api('/api/admin/budgets/rules')
+        if (gen !== generation) return
         // A server that lists rules without a token would break the contract; treat it as locked anyway.
         status.value = 'locked'
         return
@@ -60,12 +68,15 @@ export const useAdmin = defineStore('admin', () => {
         api<BudgetRule[]>('/api/admin/budgets/rules', { token: token.value }),
         api<ApiKeyUsage[]>('/api/admin/api-keys', { token: token.value }),
       ])
+      if (gen !== generation) return
       rules.value = r
       keys.value = k
       status.value = 'ready'
       message.value = ''
     } catch (err) {
-      classify(err)
+      if (gen === generation) classify(err)
+    } finally {
+      if (gen === generation) loading.value = false
     }
   }
 
@@ -77,6 +88,8 @@ export const useAdmin = defineStore('admin', () => {
   }
 
   function signOut(): void {
+    generation++
+    loading.value = false
     token.value = ''
     sessionStorage.removeItem(TOKEN_KEY)
     rules.value = []
@@ -110,7 +123,7 @@ export const useAdmin = defineStore('admin', () => {
     }
   }
 
-  return { token, status, message, rules, keys, load, signIn, signOut, createRule, deleteRule }
+  return { token, status, message, rules, keys, loading, load, signIn, signOut, createRule, deleteRule }
 })
 
 function errorText(err: unknown): string {
