@@ -14,16 +14,30 @@ export const useAgents = defineStore('agents', () => {
   const plan = ref<ConnectPlan | null>(null)
   const busy = ref(false)
 
+  // Only the newest load's answer counts; a timer's refresh waits for it (see poll).
+  let generation = 0
+  let loading = false
+
   async function load(): Promise<void> {
     if (!admin.token) return
+    const gen = ++generation
+    loading = true
     try {
       const body = await api<{ url: string; agents: AgentConnection[] }>('/api/admin/agents', { token: admin.token })
+      if (gen !== generation) return
       agents.value = body.agents
       url.value = body.url
       error.value = ''
     } catch (err) {
-      error.value = (err as Error).message
+      if (gen === generation) error.value = (err as Error).message
+    } finally {
+      if (gen === generation) loading = false
     }
+  }
+
+  /** A timer's refresh: not while the newest load is on its way (a slow server would get one more request every time). */
+  function poll(): void {
+    if (!loading) void load()
   }
 
   /** Asks the server what connecting or disconnecting would change, to show it first. */
@@ -57,5 +71,5 @@ export const useAgents = defineStore('agents', () => {
     plan.value = null
   }
 
-  return { agents, url, error, plan, busy, load, preview, confirm, cancel }
+  return { agents, url, error, plan, busy, load, poll, preview, confirm, cancel }
 })
