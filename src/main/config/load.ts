@@ -3,7 +3,8 @@ import { isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
-import { patternProblem } from '../budgets/pattern'
+import { isPrefix, patternProblem } from '../budgets/pattern'
+import { keyHint } from '../../shared/key-hint'
 import { splitHostPort } from '../security/hosts'
 import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
@@ -128,7 +129,7 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     const first = patterns.get(rule.api_key_pattern)
     if (first !== undefined) {
       throw new ConfigError(
-        `config ${file}: budgets.rules[${i}].api_key_pattern: "${rule.api_key_pattern}" is already the pattern of budgets.rules[${first}]; a pattern can have one rule`,
+        `config ${file}: budgets.rules[${i}].api_key_pattern: "${shownPattern(rule.api_key_pattern)}" is already the pattern of budgets.rules[${first}]; a pattern can have one rule`,
       )
     }
     patterns.set(rule.api_key_pattern, i)
@@ -174,6 +175,11 @@ export function storageUrlProblem(url: string): string | null {
 function isOrigin(value: string): boolean {
   const m = /^https?:\/\/([^/?#]+)\/?$/i.exec(value)
   return m !== null && splitHostPort(m[1]) !== null
+}
+
+/** A pattern as a message shows it: a whole key by its hint (messages reach stderr and the desktop app's log). */
+function shownPattern(pattern: string): string {
+  return isPrefix(pattern) ? pattern : keyHint(pattern)
 }
 
 /** A key pattern as budgets and tenant mappings take it (budgets/pattern.ts), or a ConfigError. */
