@@ -375,6 +375,18 @@ export const PG_MIGRATIONS: PgMigration[] = [
     // By `until`: the rows of ended periods are deleted as instances save and load (budgets/announced.ts).
     sql: ['CREATE TABLE budget_announced (id TEXT PRIMARY KEY, until BIGINT NOT NULL)', 'CREATE INDEX budget_announced_until ON budget_announced (until)'],
   },
+  {
+    version: 18,
+    description: "spend rows of a rule on a whole key name the key by its SHA-256, never the key (budgets/state/pg/sql.ts's ruleKey)",
+    // `["<key>",<scope>]` becomes `["sha256:<hex>",<scope>]`, the text JSON.stringify gives (patterns
+    // are visible ASCII). A row whose key is not such a list (none is written so) is left alone.
+    sql: [
+      `UPDATE budget_spend
+          SET rule_key = '["sha256:' || encode(sha256(convert_to(rule_key::jsonb ->> 0, 'UTF8')), 'hex') || '"' ||
+                         substr(rule_key, length(to_json(rule_key::jsonb ->> 0)::text) + 2)
+        WHERE CASE WHEN rule_key LIKE '["%' THEN right(rule_key::jsonb ->> 0, 1) <> '*' ELSE false END`,
+    ],
+  },
 ]
 
 /**

@@ -1,5 +1,7 @@
 import type { SqlParams } from '../../../storage/sql'
 import type { PeriodState } from '../../meter'
+import { hashKey } from '../../../proxy/attribution'
+import { isPrefix } from '../../pattern'
 import type { Rule } from '../../rules'
 
 /** The database's clock in ms (leases and row creation use it, never an instance's clock). */
@@ -8,9 +10,21 @@ export const NOW_MS = `(extract(epoch from clock_timestamp()) * 1000)::bigint`
 /** What is left of a reservation after float subtraction, counted as nothing reserved. */
 export const EPS = 1e-12
 
-/** The identity of a rule's spend: its key pattern and scope (limits can change without losing spend). */
+const ruleKeys = new WeakMap<Rule, string>()
+
+/**
+ * The identity of a rule's spend: its key pattern and scope (limits can change without losing
+ * spend). A whole key is named by its hash (`sha256:<hex>`, PostgreSQL migration 18): the rows
+ * are in the shared database, and a config rule's key is written in the config alone.
+ */
 export function ruleKey(r: Rule): string {
-  return JSON.stringify([r.api_key_pattern, r.provider, r.model_pattern, r.agent, r.tenant])
+  let k = ruleKeys.get(r)
+  if (k === undefined) {
+    const p = r.api_key_pattern
+    k = JSON.stringify([isPrefix(p) ? p : `sha256:${hashKey(p)}`, r.provider, r.model_pattern, r.agent, r.tenant])
+    ruleKeys.set(r, k)
+  }
+  return k
 }
 
 /** One spend row's identity in this instance's caches: rule, key, period (by its start, a session by its id). */
