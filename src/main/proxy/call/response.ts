@@ -7,6 +7,7 @@ import { EventStreamReader } from '../../metering/event-stream'
 import { JsonLines } from '../../metering/json-lines'
 import { SseParser } from '../../metering/sse'
 import { deadlines } from './deadlines'
+import { attachHtmlAnswerMeter } from './html-answer'
 import { isJson } from './request-body'
 import type { CallState, HttpCall } from './state'
 
@@ -75,10 +76,14 @@ export function startHttpResponse(
   // Only a successful answer is a model's: a redirect or any other 1xx-3xx ran none (its missing
   // usage is not a stream cut before it, which the recorder would estimate and charge). Nor does
   // a web page: a captive portal's sign-in, a proxy's block page or a base_url that names a web
-  // site answers 200 text/html, which no model API does; passed on, recorded at $0, never estimated.
+  // site answers 200 text/html; passed on, recorded at $0, never estimated. A model's answer a
+  // gateway labels text/html is priced from its usage all the same (./html-answer.ts).
+  let html = false
   if (s.status >= 200 && s.status < 300) {
-    if (isHtml(ctype)) s.error = 'not_a_model_answer: text/html'
-    else attachMeter(s, uheaders)
+    if (isHtml(ctype)) {
+      html = true
+      attachHtmlAnswerMeter(s, uheaders)
+    } else attachMeter(s, uheaders)
   } else if (s.status >= 400) {
     // A refusal whose body tells of the plan (Code Assist's 429 for a used-up quota): read for that alone.
     const refusal = s.ctx.provider.refusalMeter?.(s.status, s.ctx.shape, s.info)
@@ -124,7 +129,8 @@ export function startHttpResponse(
     pending = null
     if (p && tap) for (const c of p) tap.write(c)
   }
-  const later = !!tap && (s.streamed || tap.decoding || !!s.lines)
+  // (An answer labelled text/html is metered as a stream is: it may be one.)
+  const later = !!tap && (s.streamed || tap.decoding || !!s.lines || html)
   if (later) s.drainTap = drain
   // One step both forwards and meters, with backpressure (pause until the client's socket drains).
   // The chunk goes to the client first: metering it is not in its way.
