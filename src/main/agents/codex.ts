@@ -4,17 +4,19 @@ import { type AgentSignature, header, projectPath, sessionId } from './types'
 /**
  * OpenAI Codex (codex-rs): `User-Agent: codex_cli_rs/<version> (<os>; <arch>) <terminal>` and
  * `originator: codex_cli_rs` (`codex_exec` for `codex exec`, `codex_vscode` for the IDE
- * extension). Each request (and the WebSocket upgrade) carries the thread id: Codex 0.169 sends
- * `thread-id` and `session-id` (the same id, which `codex exec resume <id>` keeps), older
- * releases a `session_id` header (and `conversation_id`); the Responses body repeats it as
- * `prompt_cache_key`.
+ * extension). Each request (and the WebSocket upgrade) carries the session id: Codex 0.169 sends
+ * `session-id` and `thread-id` (the same id for the session's own thread, which `codex exec
+ * resume <id>` keeps; a sub-agent's thread, spawned or a review, sends its own `thread-id` with
+ * the session's `session-id` and `x-codex-parent-thread-id`, so `session-id` is read first: a
+ * sub-agent's calls are its session's, and count in its `session_limit_usd`), older releases a
+ * `session_id` header (and `conversation_id`); the Responses body repeats it as `prompt_cache_key`.
  */
 export const codex: AgentSignature = {
   name: 'codex',
   matches: (r) => /^codex[_-]/i.test(r.ua) || /^codex[_-]/i.test(header(r.headers, 'originator')),
   session: (r) =>
-    sessionId(header(r.headers, 'thread-id')) ||
     sessionId(header(r.headers, 'session-id')) ||
+    sessionId(header(r.headers, 'thread-id')) ||
     sessionId(header(r.headers, 'session_id')) ||
     sessionId(header(r.headers, 'conversation_id')) ||
     (isObject(r.body) ? sessionId(r.body.prompt_cache_key) : ''),
