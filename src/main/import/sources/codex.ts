@@ -58,6 +58,9 @@ export function parseCodex(text: string, fileId: string): Parsed {
   const calls: LoggedCall[] = []
   // One session, one login: a plan named by any of its events is every call's (the first event may carry no rate limits).
   let plan = false
+  // The thread the file is (its key's part: each thread's running total starts at 0), and the
+  // session it belongs to: a sub-agent's thread (review, spawned) names its session's `session_id`.
+  let thread = ''
   let session = ''
   let project = ''
   let model = ''
@@ -68,7 +71,8 @@ export function parseCodex(text: string, fileId: string): Parsed {
     if (!p || typeof p !== 'object') continue
     if (line.type === 'session_meta') {
       if (str(p.creator_account_id)) plan = true
-      session = str(p.id) || session
+      thread = str(p.id) || thread
+      session = str(p.session_id) || str(p.id) || session
       project = str(p.cwd) || project
       model = str(p.model) || model
     } else if (line.type === 'turn_context') {
@@ -88,7 +92,7 @@ export function parseCodex(text: string, fileId: string): Parsed {
       lastTotal = totalTokens
       n++
       calls.push({
-        key: `codex:${session || fileId}:${totalTokens >= 0 ? totalTokens : `n${n}`}`,
+        key: `codex:${thread || fileId}:${totalTokens >= 0 ? totalTokens : `n${n}`}`,
         ts,
         provider: 'openai',
         pricingId: 'openai',
