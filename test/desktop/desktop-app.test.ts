@@ -200,19 +200,21 @@ describe('the desktop app over the real server core', () => {
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.6 }))
     await eventually(() => /tray-warning\.png$/.test(tray().image.path))
     expect(state.notifications).toHaveLength(1)
-    expect(state.notifications[0].options).toMatchObject({ title: `Budget warning: ${KEY}`, urgency: 'normal' })
+    // A rule on a whole key is named by the key's hint, never the key itself (tray, notifications, notices.json).
+    const hint = 'sk-…cdef'
+    expect(state.notifications[0].options).toMatchObject({ title: `Budget warning: ${hint}`, urgency: 'normal' })
     expect(state.notifications[0].shown).toBe(true)
     win().hide()
     state.notifications[0].emit('click')
     expect(win().visible).toBe(true)
-    expect(menuLabels()[1]).toBe(`Warning: ${KEY} daily $0.60 of $1.00`)
+    expect(menuLabels()[1]).toBe(`Warning: ${hint} daily $0.60 of $1.00`)
 
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.1 }))
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.5 }))
     await eventually(() => /tray-blocking\.png$/.test(tray().image.path))
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.5 }))
     expect(state.notifications.map((n) => n.options.urgency)).toEqual(['normal', 'critical'])
-    expect(state.notifications[1].options.title).toBe(`Budget reached: ${KEY}`)
+    expect(state.notifications[1].options.title).toBe(`Budget reached: ${hint}`)
 
     // the same alerts after a restart do not notify again
     await quit()

@@ -20,6 +20,8 @@ const { runDesktop } = await import('../../src/main/desktop/app')
  */
 const KEY = 'sk-tray-figures-0123456789'
 const KEY_HASH = createHash('sha256').update(KEY).digest('hex')
+// A rule on a whole key is named by its hint in the tray and notifications, never the key itself.
+const HINT = 'sk-…6789'
 let dir: string
 
 beforeEach(() => {
@@ -44,11 +46,11 @@ describe('budget amounts in the tray', () => {
     const tray = state.trays[0]
     await eventually(() => /tray-warning\.png$/.test(tray.image.path))
     // Still a warning: its calls go through, so the tray must not say the limit is spent.
-    expect(tray.menu!.items[1].label).toBe(`Warning: ${KEY} daily $9.996 of $10.00`)
-    expect(tray.tooltip).toContain(`Warning: ${KEY} daily $9.996 of $10.00`)
+    expect(tray.menu!.items[1].label).toBe(`Warning: ${HINT} daily $9.996 of $10.00`)
+    expect(tray.tooltip).toContain(`Warning: ${HINT} daily $9.996 of $10.00`)
     // The warning, and the 80% and 90% thresholds the one call passed: each says the amounts apart.
     await eventually(() => state.notifications.length === 3)
-    expect(state.notifications.map((n) => n.options.title)).toEqual([`Budget warning: ${KEY}`, `Budget at 80%: ${KEY}`, `Budget at 90%: ${KEY}`])
+    expect(state.notifications.map((n) => n.options.title)).toEqual([`Budget warning: ${HINT}`, `Budget at 80%: ${HINT}`, `Budget at 90%: ${HINT}`])
     for (const n of state.notifications) expect(n.options.body).toMatch(/ has spent \$9\.996 of its \$10\.00 daily limit\. It resets /)
   })
 })
