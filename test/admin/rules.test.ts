@@ -1,6 +1,7 @@
 import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DEFAULT_RULE_OPTIONS } from '../../src/shared/api'
+import { keyHint } from '../../src/shared/key-hint'
 import { startMockUpstream, type MockUpstream } from '../support/mock-upstream'
 import { startTestServer, type TestServer } from '../support/server'
 import { NANO_FIXTURE, chat, replayJson } from '../budgets/support'
@@ -185,7 +186,7 @@ describe('immediate effect on proxied calls', () => {
     const before = upstream.requests.length
     const blocked = await chat(t, key)
     expect(blocked.status).toBe(429)
-    expect(blocked.json().error.api_key_pattern).toBe(key)
+    expect(blocked.json().error.api_key_pattern).toBe(keyHint(key))
     expect(upstream.requests.length).toBe(before)
     expect((await admin(t.url, 'DELETE', `/budgets/rules?pattern=${encodeURIComponent(key)}`)).status).toBe(204)
     expect((await chat(t, key)).status).toBe(200)
@@ -205,7 +206,7 @@ describe('immediate effect on proxied calls', () => {
     await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-both-bb*', daily_limit_usd: 100, action: 'block' } })
     expect((await chat(t, key)).status).toBe(200)
     await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: key, daily_limit_usd: 0, action: 'block' } })
-    expect((await chat(t, key)).json().error.api_key_pattern).toBe(key)
+    expect((await chat(t, key)).json().error.api_key_pattern).toBe(keyHint(key))
     for (const p of ['*', 'sk-both-b*', 'sk-both-bb*', key]) {
       expect((await admin(t.url, 'DELETE', `/budgets/rules?pattern=${encodeURIComponent(p)}`)).status).toBe(204)
     }

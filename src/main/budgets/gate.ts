@@ -4,6 +4,7 @@ import type { Decision, Refusal, Warning } from './decision'
 import type { BudgetEngine } from './engine'
 import type { PeriodState, RateState } from './meter'
 import type { DeferredCheck, RunawayDetector, RunawayEvent } from './runaway'
+import { isPrefix, shownPattern } from './pattern'
 import { DRIFT, reached, reachedAt } from './reached'
 
 export const WARNING_HEADER = 'x-burnrate-budget-warning'
@@ -71,15 +72,20 @@ function rateText(r: RateState): string {
   return `${r.used}/${r.limit} ${r.kind} per minute`
 }
 
-/** `<pattern> daily 4.12/5.00 USD`; anything a header cannot carry is replaced by `?`. */
+/** A rule's name in a header: a whole key's hint with `...` for its `…` (a header carries ASCII). */
+function headerName(pattern: string): string {
+  return isPrefix(pattern) ? pattern : shownPattern(pattern).replace('\u2026', '...')
+}
+
+/** `<pattern> daily 4.12/5.00 USD` (a rule on a whole key named by the key's hint); anything a header cannot carry is replaced by `?`. */
 export function warningText(pattern: string, p: PeriodState): string {
-  const text = `${pattern} ${p.period} ${formatUsd(p.spent, p.limit)}/${formatUsd(p.limit, p.limit)} USD`
+  const text = `${headerName(pattern)} ${p.period} ${formatUsd(p.spent, p.limit)}/${formatUsd(p.limit, p.limit)} USD`
   return text.replace(/[^\x20-\x7e]/g, '?')
 }
 
 function warningOf(w: Warning): string {
   if (w.state) return warningText(w.rule.api_key_pattern, w.state)
-  return `${w.rule.api_key_pattern} rate ${w.rate ? rateText(w.rate) : ''}`.replace(/[^\x20-\x7e]/g, '?')
+  return `${headerName(w.rule.api_key_pattern)} rate ${w.rate ? rateText(w.rate) : ''}`.replace(/[^\x20-\x7e]/g, '?')
 }
 
 const PERIOD_WORDS: Record<PeriodState['period'], string> = {
@@ -93,7 +99,7 @@ function periodWords(rule: Refusal['rule'], p: PeriodState): string {
 function refusalMessage(r: Refusal & { state: PeriodState }, hint: string, session: string, asked: boolean): string {
   const { rule, state: p } = r
   const who = p.period === 'session' ? `Session "${session}"` : hint ? `API key ${hint}` : 'This API key'
-  const limit = `the ${periodWords(rule, p)} limit of $${formatUsd(p.limit, p.limit)} set by budget rule "${rule.api_key_pattern}" (${rule.source})`
+  const limit = `the ${periodWords(rule, p)} limit of $${formatUsd(p.limit, p.limit)} set by budget rule "${shownPattern(rule.api_key_pattern)}" (${rule.source})`
   const until = p.resetsAt === null ? 'for the rest of this session; start a new session to continue' : `until ${new Date(p.resetsAt).toISOString()}`
   if (r.kind === 'reached') {
     return `${who} has spent $${formatUsd(p.spent, p.limit)} of ${limit}; calls are refused ${until}.`
@@ -231,9 +237,9 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
         headers: { ...headers, 'x-should-retry': 'true', 'retry-after': retryAfter(rate.retryAt, now) },
         body: errorBody(
           'rate_limited',
-          `Budget rule "${r.rule.api_key_pattern}" (${r.rule.source}) allows ${rate.limit} ${rate.kind} per minute and the last minute used ${rate.used}; retry after ${new Date(rate.retryAt).toISOString()}.`,
+          `Budget rule "${shownPattern(r.rule.api_key_pattern)}" (${r.rule.source}) allows ${rate.limit} ${rate.kind} per minute and the last minute used ${rate.used}; retry after ${new Date(rate.retryAt).toISOString()}.`,
           {
-            api_key_pattern: r.rule.api_key_pattern,
+            api_key_pattern: shownPattern(r.rule.api_key_pattern),
             period: 'rate',
             limit: rate.limit,
             used: rate.used,
@@ -259,7 +265,7 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
       status: 429,
       headers: refuseHeaders,
       body: errorBody('budget_exceeded', refusalMessage({ ...r, state: p }, ctx.keyHint, ctx.session, ctx.shape.expectedUsd !== undefined), {
-        api_key_pattern: r.rule.api_key_pattern,
+        api_key_pattern: shownPattern(r.rule.api_key_pattern),
         period: p.period,
         limit_usd: p.limit,
         spent_usd: p.spent,

@@ -1,3 +1,5 @@
+import { keyHint } from '../../shared/key-hint'
+
 /**
  * Key patterns (contract: Budget rules): a whole API key, or a prefix followed by one trailing
  * `*` (`*` alone matches every key). The pattern is a rule's identity.
@@ -24,6 +26,14 @@ export function patternProblem(pattern: string): string | null {
  */
 function looksLikeRegex(pattern: string): boolean {
   return /^\^|\$$|\.[+?]|(^|[^A-Za-z0-9])\.\*|[[\]()|\\{}]/.test(pattern)
+}
+
+/**
+ * How a rule is named wherever its pattern is shown (answers to the agent, alerts, logs): a prefix
+ * as written, a whole key by its hint, never the raw key (agents write API errors to disk).
+ */
+export function shownPattern(pattern: string): string {
+  return isPrefix(pattern) ? pattern : keyHint(pattern)
 }
 
 export function isPrefix(pattern: string): boolean {
