@@ -3,6 +3,7 @@ import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
 import type { IngestCall, IngestResult } from '../../shared/api'
 import { retryAfter } from '../http/retry-after'
+import { serverText } from './redact'
 
 const require = createRequire(import.meta.url)
 
@@ -21,7 +22,8 @@ export const SEND_TIMEOUT_MS = 30_000
 
 /**
  * Sends one batch to the team server's `POST /api/ingest`. The token goes only in the
- * Authorization header; error texts name the server by `label` (its address without credentials).
+ * Authorization header; error texts name the server by `label` (its address without credentials)
+ * and never quote the token back (./redact.ts).
  * With a `dispatcher` (behind a proxy: http/egress.ts), undici's own fetch sends it, the fetch
  * that dispatcher is made for; else Node's.
  */
@@ -63,7 +65,7 @@ export async function sendBatch(
     return { kind: 'refused', error: `${label} answered ${res.status} without an ingest result; is team.url the address of a Burnrate team server?` }
   }
   const message = (body as { error?: { message?: unknown } } | null)?.error?.message
-  const said = typeof message === 'string' ? `: ${message.slice(0, 300)}` : ''
+  const said = typeof message === 'string' ? `: ${serverText(message, token)}` : ''
   if (res.status === 429 || res.status >= 500 || res.status === 408) {
     return { kind: 'retry', error: `the team server ${label} answered ${res.status}${said}`, retryAfterMs: retryAfter(res.headers.get('retry-after')) }
   }

@@ -8,6 +8,7 @@ import { Batcher } from './batcher'
 import { type SendOutcome, sendBatch } from './client'
 import { bareUrl } from '../storage/url'
 import { TeamCursor } from './cursor'
+import { serverText } from './redact'
 
 export interface SenderOptions {
   db: Database.Database
@@ -176,7 +177,7 @@ export class TeamSender {
     this.lastSentAt = Date.now()
     if (r.rejected.length > 0) {
       // Sending them again cannot help: they are skipped, and said so.
-      this.lastError = `the team server refused ${r.rejected.length} of ${calls.length} calls: ${r.rejected[0].error.message}`
+      this.lastError = `the team server refused ${r.rejected.length} of ${calls.length} calls: ${serverText(String(r.rejected[0].error?.message), this.opts.token)}`
       this.opts.log.warn(`team: ${this.lastError}`)
     } else this.lastError = null
     return true
