@@ -11,6 +11,21 @@ export function paint(out: Writable, style: Style, text: string): string {
   return styleText(style, text, { stream: out as NodeJS.WriteStream })
 }
 
+// eslint-disable-next-line no-control-regex -- control characters are what it looks for
+const CONTROLS = /[\x00-\x1f\x7f-\x9f]/g
+
+/**
+ * `s` with every control character (C0, DEL, C1) shown as its code, `\x1B`, for text a terminal
+ * prints: an agent, session, project, tenant, model or key hint is whatever a caller sent (a
+ * header's Latin-1 byte 0x9B is CSI, a body's string may hold ESC, BEL, CR), and printed as it is
+ * it would move the cursor, clear lines, recolour figures or write the clipboard. Its code, not
+ * U+FFFD, so two names that differ only there still read differently; four columns of ASCII, so a
+ * table measures it as it prints. (--json and --csv are data and keep names as they are.)
+ */
+export function visible(s: string): string {
+  return s.replace(CONTROLS, (c) => `\\x${c.charCodeAt(0).toString(16).toUpperCase().padStart(2, '0')}`)
+}
+
 /** `$0.00004`, `$0.0042`, `$12.34`, `$1,234.56`: the shared formatting (src/shared/format.ts). */
 export function usd(n: number): string {
   return formatUsdFull(n)

@@ -57,9 +57,9 @@ describe('tablePages', () => {
     expect(drawn).toBe(cliTable3(HEAD.map(bold), [...cells.slice(0, -1), cells.at(-1)!.map(bold)], colWidths))
   })
 
-  it('draws a name with a line break as cli-table3 does, a row of two lines', () => {
-    const drawn = table(plain, HEAD, [['two\nlines', '1', '$1.00'], ['one', '2', '$2.00']])
-    expect(drawn).toBe(cliTable3(HEAD, [['two\nlines', '1', '$1.00'], ['one', '2', '$2.00']], [8, 7, 7]))
+  it('draws a name with a line break or other control characters on one line, each shown as its code', () => {
+    const drawn = table(plain, HEAD, [['two\nlines\x1b[2J', '1', '$1.00'], ['one', '2', '$2.00\x9b']])
+    expect(drawn).toBe(cliTable3(HEAD, [['two\\x0Alines\\x1B[2J', '1', '$1.00'], ['one', '2', '$2.00\\x9B']], [21, 7, 11]))
   })
 
   it('draws a table of no rows, and of more rows than one chunk, in chunks that add up to it', () => {

@@ -1,6 +1,6 @@
 import { strlen, truncate } from 'cli-table3/src/utils.js'
 import type { Writable } from './context'
-import { paint } from './output'
+import { paint, visible } from './output'
 
 const PLAIN = /^[\x20-\x7e]*$/
 const graphemes = new Intl.Segmenter(undefined, { granularity: 'grapheme' })
@@ -52,15 +52,19 @@ const CHUNK_ROWS = 1000
  * spreads every row into one call's arguments (Maximum call stack size exceeded from about
  * 100,000 rows), lays the cells out in a time that grows with the square of the rows, and keeps
  * an object per cell.
+ *
+ * Every cell is printed through `visible` (./output.ts): a name is whatever a caller sent, and a
+ * control character in it (ESC, CSI, BEL, CR, a line break) is shown as its code, so it can
+ * neither drive the terminal nor make a row of its own; the table's own bold is added after.
  */
 export function* tablePages(out: Writable, head: string[], rows: string[][], opts: TableOptions = {}): Generator<string> {
   const width = Math.min(out.isTTY && out.columns ? out.columns : 80, 200)
   const { footer } = opts
   // Widths in a terminal's columns, as the table pads to them.
   const natural = head.map((h, i) => {
-    let w = textWidth(h)
-    for (const r of rows) w = Math.max(w, textWidth(r[i] ?? ''))
-    if (footer) w = Math.max(w, textWidth(footer[i] ?? ''))
+    let w = textWidth(visible(h))
+    for (const r of rows) w = Math.max(w, textWidth(visible(r[i] ?? '')))
+    if (footer) w = Math.max(w, textWidth(visible(footer[i] ?? '')))
     return w + 2
   })
   const rest = natural.slice(1).reduce((a, b) => a + b, 0) + head.length + 1
@@ -70,41 +74,39 @@ export function* tablePages(out: Writable, head: string[], rows: string[][], opt
   const border = (l: string, m: string, r: string) => l + colWidths.map((w) => '─'.repeat(w)).join(m) + r + '\n'
   const draw = (cells: string[]) => drawRow(cells, colWidths, align)
 
-  let chunk = border('┌', '┬', '┐') + draw(head.map((h) => paint(out, 'bold', h)))
+  let chunk = border('┌', '┬', '┐') + draw(head.map((h) => paint(out, 'bold', visible(h))))
   for (let i = 0; i < rows.length; i++) {
-    chunk += draw([cut(rows[i][0], first - 2), ...rows[i].slice(1)])
+    const row = rows[i].map((c) => visible(c ?? ''))
+    chunk += draw([cut(row[0], first - 2), ...row.slice(1)])
     if ((i + 1) % CHUNK_ROWS === 0) {
       yield chunk
       chunk = ''
     }
   }
-  if (footer) chunk += draw([paint(out, 'bold', cut(footer[0], first - 2)), ...footer.slice(1).map((c) => paint(out, 'bold', c))])
+  if (footer) {
+    const f = footer.map((c) => visible(c ?? ''))
+    chunk += draw([paint(out, 'bold', cut(f[0], first - 2)), ...f.slice(1).map((c) => paint(out, 'bold', c))])
+  }
   yield chunk + border('└', '┴', '┘')
 }
 
 /**
- * One row's lines as cli-table3 draws them (no line between rows): each cell's text in its
+ * One row's line as cli-table3 draws it (no line between rows): each cell's text in its
  * column less a space each side, cut with `…` when wider, padded on the side away from its
- * alignment; a cell with line breaks makes the row as tall as its lines, the others blank below.
+ * alignment. (A cell's line breaks are shown as `\x0A` by then: a row is one line.)
  */
 function drawRow(cells: string[], widths: number[], align: ('left' | 'right')[]): string {
-  const lines = cells.map((c) => (c ?? '').split('\n'))
-  const height = Math.max(1, ...lines.map((l) => l.length))
-  let s = ''
-  for (let n = 0; n < height; n++) {
-    s += '│'
-    for (let i = 0; i < widths.length; i++) {
-      const room = widths[i] - 2
-      let text = lines[i]?.[n] ?? ''
-      let w = textWidth(text)
-      if (w > room) w = textWidth((text = truncate(text, room, '…')))
-      // (cli-table3's pad, without measuring again what was just measured)
-      const fill = ' '.repeat(Math.max(0, room - w))
-      s += ' ' + (align[i] === 'right' ? fill + text : text + fill) + ' │'
-    }
-    s += '\n'
+  let s = '│'
+  for (let i = 0; i < widths.length; i++) {
+    const room = widths[i] - 2
+    let text = cells[i] ?? ''
+    let w = textWidth(text)
+    if (w > room) w = textWidth((text = truncate(text, room, '…')))
+    // (cli-table3's pad, without measuring again what was just measured)
+    const fill = ' '.repeat(Math.max(0, room - w))
+    s += ' ' + (align[i] === 'right' ? fill + text : text + fill) + ' │'
   }
-  return s
+  return s + '\n'
 }
 
 /** The whole of a table of a few rows (see tablePages), as one string. */

@@ -6,7 +6,7 @@ import { CliError, EXIT } from '../context'
 import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
-import { compact, csvChunks, csvSum, jsonChunks, paint, usd } from '../output'
+import { compact, csvChunks, csvSum, jsonChunks, paint, usd, visible } from '../output'
 import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
@@ -128,7 +128,7 @@ function localDay(ts: number, tz: string): string {
 
 function* render(r: Report, out: Parameters<typeof tablePages>[0]): Generator<string> {
   const window = `${r.since ? localDay(Date.parse(r.since), r.timezone) : 'the beginning'} to ${r.until ? localDay(Date.parse(r.until) - 1, r.timezone) : 'now'}`
-  const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${r.tenant}` : ''})\n`
+  const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${visible(r.tenant)}` : ''})\n`
   if (r.rows.length === 0) {
     yield title + 'No calls in this window.\n'
     return

@@ -1,7 +1,7 @@
 import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
 import { formatInt, formatPct, formatUsdPair } from '../../../shared/format'
-import { paint, usd } from '../output'
+import { paint, usd, visible } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
 import { dataDirHolder } from '../../server/data-lock'
@@ -45,7 +45,8 @@ export const status: RegisterCommand = (program, ctx) => {
         // Limits are per key: a rule's line names the key it is about, and what else the rule is limited to.
         // (An exact-key rule's pattern comes masked as the key's hint already.)
         const pattern: string = b.rule?.api_key_pattern ?? '?'
-        const name = [pattern, b.key_hint && b.key_hint !== pattern ? `(${b.key_hint})` : '', scopeOf(b.rule)].filter(Boolean).join(' ')
+        // (A key hint is made of what a caller sent: printed through `visible`, as every name.)
+        const name = visible([pattern, b.key_hint && b.key_hint !== pattern ? `(${b.key_hint})` : '', scopeOf(b.rule)].filter(Boolean).join(' '))
         for (const w of b.windows ?? []) {
           const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
           const pct = formatPct(w.pct ?? 0)
@@ -59,7 +60,7 @@ export const status: RegisterCommand = (program, ctx) => {
     if (s.plans && s.plans.length) {
       lines.push('Plan windows')
       for (const a of s.plans as any[]) {
-        for (const w of a.windows ?? []) lines.push(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}: ${formatPct(w.utilization ?? 0)} used`)
+        for (const w of a.windows ?? []) lines.push(visible(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}`) + `: ${formatPct(w.utilization ?? 0)} used`)
       }
     }
     const l = s.ledger
