@@ -81,8 +81,6 @@ export const KEYS_SQL = `SELECT k.api_key_hash, k.key_hint, k.requests, k.last_t
  * to it from here.
  */
 export class SharedHistory {
-  rows: HistoryRow[] = []
-
   constructor(
     private readonly store: SqlStore,
     private readonly ledger: CallLedger,
@@ -100,7 +98,7 @@ export class SharedHistory {
     counted: () => readonly CallRecord[] = () => [],
     keysSince?: number,
     sessionsSince: number | null = null,
-  ): Promise<{ snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyCount[] | null }> {
+  ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyCount[] | null }> {
     await this.ledger.flushed()
     const { rows, snapshot, read, spend, keys } = await this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
@@ -119,7 +117,6 @@ export class SharedHistory {
       const keys = keysSince === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysSince })
       return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, keys }
     })
-    this.rows = rows
-    return { snapshot, read, spend, keys }
+    return { rows, snapshot, read, spend, keys }
   }
 }

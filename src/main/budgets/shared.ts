@@ -40,6 +40,13 @@ export class SharedBudgets {
   /** This instance's calls recorded during each read under way. */
   private readonly during = new Set<CallRecord[]>()
   private closed = false
+  /**
+   * The calls the last read found, handed to the engine's reloads (`rows`). Set only with the
+   * thresholds announced that the same read found: a reload between (a rule change, the shared
+   * rules' first read) would take a crossing in the new rows as seen and not told, and the read's
+   * own reload, knowing it announced, would find it seen already and not tell `onRestored`.
+   */
+  private readRows: HistoryRow[] = []
 
   constructor(
     private readonly ctx: ServerContext,
@@ -63,7 +70,7 @@ export class SharedBudgets {
 
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
   rows(): HistoryRow[] {
-    return this.history.rows
+    return this.readRows
   }
 
   /** This instance's own call, as the ledger records it: counted again after a read under way that missed it. */
@@ -157,7 +164,7 @@ export class SharedBudgets {
     try {
       const now = Date.now()
       const active = en.rules.active()
-      const [{ snapshot, read, spend, keys }, announced] = await Promise.all([
+      const [{ rows, snapshot, read, spend, keys }, announced] = await Promise.all([
         this.history.load(historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now)),
         // The thresholds any instance announced in periods not yet ended: not announced again.
         // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
@@ -167,8 +174,10 @@ export class SharedBudgets {
       // notifications this instance did not hear (stored before it listened, or while its
       // listening connection was lost or deaf) teach it nothing else. Only names with no known
       // answer: one this instance gave or heard meanwhile may be newer than the read.
-      this.answers?.noteAnsweredFromRead(this.history.rows)
+      this.answers?.noteAnsweredFromRead(rows)
+      // The rows and the thresholds announced go to the engine together (`readRows`).
       en.rememberAnnounced(announced, now)
+      this.readRows = rows
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       ctx.ledger.spend.replace(spend)
