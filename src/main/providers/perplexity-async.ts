@@ -1,5 +1,6 @@
 import { isObject } from '../metering/usage'
 import type { UsageReader } from './openai-usage'
+import { pathId } from './path-id'
 import type { CallShape, Meter, MeterResult, RequestInfo } from './types'
 
 /**
@@ -51,7 +52,7 @@ export class PerplexityAsyncMeter implements Meter {
     path: string,
     private readonly read: UsageReader,
   ) {
-    if (endpoint === ASYNC_READ) this.id = idOf(path)
+    if (endpoint === ASYNC_READ) this.id = pathId(READ, path)
   }
 
   event(): void {
@@ -75,15 +76,5 @@ export class PerplexityAsyncMeter implements Meter {
   result(): MeterResult {
     if (this.endpoint === ASYNC_CREATE) return { usage: null, model: this.model, responseId: this.id, complete: this.complete, chargeLater: true }
     return { usage: null, model: this.model, responseId: this.id, complete: this.complete, backgroundUsage: this.usage, backgroundEnded: this.ended || undefined }
-  }
-}
-
-function idOf(path: string): string | undefined {
-  const id = READ.exec(path)?.[1]
-  if (!id) return undefined
-  try {
-    return decodeURIComponent(id)
-  } catch {
-    return id
   }
 }

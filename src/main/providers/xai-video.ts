@@ -1,6 +1,7 @@
 import { isObject } from '../metering/usage'
 import { xaiVideoUsd } from '../pricing/xai-video-prices'
 import type { UsageReader } from './openai-usage'
+import { pathId } from './path-id'
 import type { CallShape, Meter, MeterResult, RequestInfo } from './types'
 
 /**
@@ -82,7 +83,7 @@ export class XaiVideoMeter implements Meter {
     path: string,
     private readonly usage: UsageReader,
   ) {
-    if (endpoint === 'videos.retrieve') this.id = idOf(path)
+    if (endpoint === 'videos.retrieve') this.id = pathId(READ, path)
   }
 
   event(): void {
@@ -110,15 +111,5 @@ export class XaiVideoMeter implements Meter {
   result(): MeterResult {
     if (this.endpoint === 'videos') return { usage: null, model: this.model, responseId: this.id, complete: this.complete, chargeLater: true }
     return { usage: null, model: this.model, responseId: this.id, complete: this.complete, backgroundUsage: this.charge, backgroundEnded: this.ended || undefined }
-  }
-}
-
-function idOf(path: string): string | undefined {
-  const id = READ.exec(path)?.[1]
-  if (!id) return undefined
-  try {
-    return decodeURIComponent(id)
-  } catch {
-    return id
   }
 }
