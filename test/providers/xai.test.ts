@@ -127,6 +127,15 @@ describe('xAI video generation', () => {
     await eventually(async () => Math.abs((await today()) - (before + 0.05)) < 1e-9)
   })
 
+  it('a web page answering its POST (200 text/html: a captive portal, a block page) made no video: $0, not estimated', async () => {
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/html; charset=utf-8' }, body: '<!doctype html><p>Sign in to the network</p>' }))
+    const n = rows(s.t).length
+    const r = await create()
+    expect(r.status).toBe(200)
+    const call = await eventually(() => rows(s.t).slice(n).find((c) => c.endpoint === 'videos'))
+    expect(call).toMatchObject({ status: 200, cost_usd: 0, estimated: 0, error: 'not_a_model_answer: text/html' })
+  })
+
   it('a finished answer that reports no charge leaves the video estimated and unpriced, never priced at $0', async () => {
     const id = 'c7d2e9f1-3a4b-4c5d-8e6f-7a8b9c0d1e2f'
     s.upstream.setResponder((req) => {

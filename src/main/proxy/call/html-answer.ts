@@ -52,7 +52,9 @@ function unlessNoUsage(s: CallState, meter: Meter): Meter {
     largeJsonPaths: meter.largeJsonPaths,
     result: (): MeterResult => {
       const r = meter.result()
-      if (r.usage || r.backgroundUsage || r.chargeLater || (r.batchResults && r.batchResults.length > 0)) {
+      // A job charged later (xAI video, Perplexity async) only when the answer named it: a page
+      // answering its POST made none, and is not charged what its request said it would cost.
+      if (r.usage || r.backgroundUsage || (r.chargeLater && r.responseId) || (r.batchResults && r.batchResults.length > 0)) {
         if (s.sse) s.streamed = true
         return r
       }
