@@ -26,7 +26,7 @@ describe('a team server that echoes the Authorization header in its errors', () 
     cleanups.length = 0
   })
 
-  async function run(answer: (auth: string) => { status: number; body: unknown }): Promise<{ lines: string[]; lastError: string }> {
+  async function run(answer: (auth: string) => { status: number; body: unknown }, token = TOKEN): Promise<{ lines: string[]; lastError: string }> {
     const server = http.createServer(async (req, res) => {
       for await (const _ of req) void _
       const a = answer(req.headers.authorization ?? '')
@@ -41,7 +41,7 @@ describe('a team server that echoes the Authorization header in its errors', () 
     db.prepare(INSERT_CALL_SQL).run(callValues(makeCall({ cost_usd: 0.01 }), []))
     const lines: string[] = []
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-    const sender = new TeamSender({ db, url, token: TOKEN, batchSize: 10, maxBackoffMs: 60_000, log: createLogger('debug', (l) => void lines.push(l)) }).start()
+    const sender = new TeamSender({ db, url, token, batchSize: 10, maxBackoffMs: 60_000, log: createLogger('debug', (l) => void lines.push(l)) }).start()
     cleanups.push(() => sender.stop())
     await eventually(() => lines.some((l) => l.includes('team:')))
     return { lines, lastError: sender.status().last_error ?? '' }
@@ -73,5 +73,13 @@ describe('a team server that echoes the Authorization header in its errors', () 
     }))
     expect(out.lines.join('')).toContain('refused 1 of 1 calls')
     expectNoToken(out)
+  })
+
+  it('a token with a comma or semicolon in it, quoted after Bearer', async () => {
+    // team.token is any string: the Bearer pattern stops at ";", so the whole token goes first.
+    const token = 'team;token,echoed-0123456789abcdef'
+    const out = await run((auth) => ({ status: 401, body: { error: { type: 'unauthorized', message: `unknown ${auth}` } } }), token)
+    expect(out.lines.join('')).toContain('refused the calls with 401')
+    expect(out.lines.join('') + out.lastError).not.toContain('echoed-0123456789abcdef')
   })
 })

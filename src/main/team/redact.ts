@@ -7,7 +7,7 @@ export const SERVER_TEXT_MAX = 300
  * redacted before the text is cut so that no piece of the token survives the cut.
  */
 export function serverText(text: string, token: string): string {
-  let out = text.replace(/\bbearer\s+[^\s"',;]+/gi, 'Bearer [redacted]')
-  if (token) out = out.split(token).join('[team token]')
-  return out.slice(0, SERVER_TEXT_MAX)
+  // The whole token first: the Bearer pattern stops at `,` or `;`, which a token may hold.
+  const out = token ? text.split(token).join('[team token]') : text
+  return out.replace(/\bbearer\s+[^\s"',;]+/gi, 'Bearer [redacted]').slice(0, SERVER_TEXT_MAX)
 }
