@@ -1,8 +1,7 @@
 import type { ThresholdEvent } from '../budgets/announcer'
 import { forecast } from '../budgets/forecast'
-import { isPrefix } from '../budgets/pattern'
+import { shownPattern } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
-import { keyHint } from '../../shared/key-hint'
 import { formatPct, formatUsdFull, formatUsdPair } from '../../shared/format'
 import { budgetShare } from '../../shared/reached'
 
@@ -28,7 +27,7 @@ export function thresholdPayload(e: ThresholdEvent, id: string, now: number): Al
   const p = e.state
   const f = forecast(p, now)
   // A rule on a whole key names the key: a webhook gets only its hint.
-  const pattern = isPrefix(e.rule.api_key_pattern) ? e.rule.api_key_pattern : keyHint(e.rule.api_key_pattern)
+  const pattern = shownPattern(e.rule.api_key_pattern)
   return {
     type: 'budget.threshold',
     id,

@@ -1,10 +1,9 @@
 import type { PeriodClock } from '../time/zone'
-import { keyHint } from '../../shared/key-hint'
 import { announcedId } from './announced-id'
 import { DEFAULT_ALERT_AT_PCT } from './check'
 import type { KeyState } from './key-state'
 import type { Meter, PeriodState } from './meter'
-import { isPrefix } from './pattern'
+import { shownPattern } from './pattern'
 import type { Rule } from './rules'
 import type { BudgetAlert } from './types'
 import { reached } from './reached'
@@ -239,7 +238,7 @@ export function levelOf(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<P
 /** The tray's and the desktop notifications' alert: a rule on a whole key named by the key's hint, as the dashboard and the webhooks name it. */
 export function alertOf(rule: Rule, s: KeyState, p: PeriodState, level: BudgetAlert['level']): BudgetAlert {
   return {
-    api_key_pattern: isPrefix(rule.api_key_pattern) ? rule.api_key_pattern : keyHint(rule.api_key_pattern),
+    api_key_pattern: shownPattern(rule.api_key_pattern),
     api_key_hash: s.hash,
     key_hint: s.hint,
     period: p.period,

@@ -3,8 +3,7 @@ import { isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
-import { isPrefix, patternProblem } from '../budgets/pattern'
-import { keyHint } from '../../shared/key-hint'
+import { patternProblem, shownPattern } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
 import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
@@ -175,11 +174,6 @@ export function storageUrlProblem(url: string): string | null {
 function isOrigin(value: string): boolean {
   const m = /^https?:\/\/([^/?#]+)\/?$/i.exec(value)
   return m !== null && splitHostPort(m[1]) !== null
-}
-
-/** A pattern as a message shows it: a whole key by its hint (messages reach stderr and the desktop app's log). */
-function shownPattern(pattern: string): string {
-  return isPrefix(pattern) ? pattern : keyHint(pattern)
 }
 
 /** A key pattern as budgets and tenant mappings take it (budgets/pattern.ts), or a ConfigError. */

@@ -1,20 +1,18 @@
 import { Gauge, type Registry } from 'prom-client'
 import type { BudgetEngine } from '../budgets/engine'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
-import { isPrefix } from '../budgets/pattern'
+import { shownPattern } from '../budgets/pattern'
 import type { Rule } from '../budgets/rules'
 import { budgetsOverview } from '../dashboard/budgets'
 import type { CallRecord } from '../ledger/record'
 import type { SpendTracker } from '../ledger/spend'
-import { keyHint } from '../../shared/key-hint'
 
 /**
  * A rule's pattern as a label value. Prefix patterns (`sk-dev-*`) are shown as written; a rule
  * on a whole key would put that key in every scrape, so it is shown as its hint (`sk-…9f3a`).
  */
 export function ruleLabel(rule: Pick<Rule, 'api_key_pattern'>): string {
-  const p = rule.api_key_pattern
-  return isPrefix(p) ? p : keyHint(p)
+  return shownPattern(rule.api_key_pattern)
 }
 
 /**
