@@ -132,7 +132,14 @@ export class JsonCollector {
       if (this.size === 0) return undefined
       try {
         const whole = this.chunks.length === 1 ? this.chunks[0] : Buffer.concat(this.chunks, this.size)
-        return JSON.parse(whole.toString('utf8'))
+        try {
+          return JSON.parse(whole.toString('utf8'))
+        } catch (e) {
+          // A UTF-8 byte order mark, which RFC 8259 lets a reader ignore and JSON.parse does not:
+          // looked for only once the body failed to parse, so other answers pay nothing for it.
+          if (whole[0] !== 0xef || whole[1] !== 0xbb || whole[2] !== 0xbf) throw e
+          return JSON.parse(whole.toString('utf8', 3))
+        }
       } catch {
         return undefined
       }
