@@ -315,6 +315,34 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     expect((await call()).status).toBe(200)
     expect(await names()).toEqual(['5h'])
   })
+
+  it('a reading past the whole window (Codex over 100%, Claude over 1) is shown as the contract says, utilization in 0..1, rejected', async () => {
+    meterHeaders = () => ({
+      'anthropic-ratelimit-unified-5h-utilization': '1.07',
+      'anthropic-ratelimit-unified-5h-reset': soon(3600_000),
+      'anthropic-ratelimit-unified-5h-status': 'rejected',
+      'anthropic-ratelimit-unified-7d-utilization': '-0.01',
+      'anthropic-ratelimit-unified-7d-reset': soon(86_400_000),
+    })
+    const r = await postJson(`${t.url}/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 10, messages: [] }, {
+      authorization: 'Bearer sk-ant-oat01-plan-token-over-hhhh',
+      'anthropic-version': '2023-06-01',
+    })
+    expect(r.status).toBe(200)
+    const claude = (await plans()).find((a) => a.account_hint === 'sk-…hhhh')
+    expect(claude.windows.map((w: any) => [w.name, w.utilization, w.status])).toEqual([['5h', 1, 'rejected'], ['7d', 0, '']])
+    meterHeaders = () => ({ 'x-codex-primary-used-percent': '112', 'x-codex-primary-window-minutes': '300', 'x-codex-primary-reset-at': soon(3600_000) })
+    const c = await postJson(`${t.url}/chatgpt/codex/responses`, { model: 'gpt-4o', stream: true, input: 'hi' }, {
+      authorization: 'Bearer eyJhbGciOiJSUzI1NiJ9.chatgpt-access-token.over.iiii',
+      'chatgpt-account-id': 'acct_over',
+      originator: 'codex_cli_rs',
+    })
+    expect(c.status).toBe(200)
+    const codex = (await plans()).find((a) => a.account_hint === 'eyJ…iiii')
+    expect(codex.windows.map((w: any) => [w.name, w.utilization, w.status])).toEqual([['5h', 1, 'rejected']])
+    const text = (await request(`${t.url}/metrics`)).text
+    expect(text).toContain('burnrate_plan_utilization_ratio{provider="chatgpt",account="eyJ…iiii",window="5h"} 1\n')
+  })
 })
 
 describe('money budgets and plan usage', () => {

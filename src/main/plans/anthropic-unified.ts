@@ -33,7 +33,11 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
     const [, claim, field] = m
     let w = windows.get(claim)
     if (!w) windows.set(claim, (w = { name: claim }))
-    if (field === 'utilization') w.utilization = num(value) ?? undefined
+    if (field === 'utilization') {
+      // The contract's 0..1: a reading past the whole window (overage) is a full one, its status says the rest.
+      const u = num(value)
+      w.utilization = u === null ? undefined : Math.min(1, Math.max(0, u))
+    }
     else if (field === 'reset') w.resets_at = resetTime(value)
     else if (field === 'status') w.status = value
     else details[rest] = value

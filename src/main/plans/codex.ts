@@ -38,7 +38,7 @@ export function readCodex(headers: IncomingHttpHeaders, now = Date.now()): Meter
     for (const f of ['used-percent', 'window-minutes', 'reset-at', 'reset-after-seconds']) used.add(`${prefix}${f}`)
     windows.push({
       name: nameOf(slot, minutes, limit),
-      utilization: Math.max(0, pct) / 100,
+      utilization: Math.min(100, Math.max(0, pct)) / 100,
       resets_at: resets,
       status: pct >= 100 ? 'rejected' : '',
       window_minutes: minutes,
