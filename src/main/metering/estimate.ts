@@ -49,6 +49,9 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
   const pushBlock = (part: Record<string, unknown>, depth: number): void => {
     if (typeof part.text === 'string') texts.push(part.text)
     else if (typeof part.content === 'string' || Array.isArray(part.content)) pushContent(part.content, depth + 1)
+    // Mistral's ThinkChunk kept in a history (`{type: "thinking", thinking: [{type: "text", text}]}`),
+    // billed as prompt; not Anthropic's thinking block (a string), which is often not billed.
+    if (Array.isArray(part.thinking)) pushContent(part.thinking, depth + 1)
     if (typeof part.arguments === 'string') texts.push(part.arguments)
     if (typeof part.output === 'string') texts.push(part.output)
     else if (Array.isArray(part.output)) pushContent(part.output, depth + 1)

@@ -88,6 +88,7 @@ export function choicesText(choices: unknown[], text: { push(s: string): void })
     const d = c?.delta
     if (isObject(d)) {
       if (typeof d.content === 'string') text.push(d.content)
+      else if (Array.isArray(d.content)) contentChunksText(d.content, text)
       if (typeof d.refusal === 'string') text.push(d.refusal)
       // Reasoning text, billed as output: DeepSeek's and vLLM's reasoning_content, OpenRouter's
       // and Groq's reasoning (OpenRouter sends the same text again in reasoning_details, read
@@ -114,4 +115,18 @@ export function choicesText(choices: unknown[], text: { push(s: string): void })
     }
   }
   return finished
+}
+
+/**
+ * A delta's `content` given as a list of content chunks, as Mistral's reasoning models stream it
+ * while they think (docs.mistral.ai/capabilities/reasoning): a ThinkChunk's text
+ * (`{type: "thinking", thinking: [{type: "text", text}]}`, billed as output) and text chunks.
+ */
+function contentChunksText(parts: unknown[], text: { push(s: string): void }): void {
+  for (const p of parts as any[]) {
+    if (typeof p?.text === 'string') text.push(p.text)
+    else if (Array.isArray(p?.thinking)) {
+      for (const t of p.thinking) if (typeof t?.text === 'string') text.push(t.text)
+    } else if (typeof p?.thinking === 'string') text.push(p.thinking)
+  }
 }
