@@ -1,4 +1,5 @@
 import { estimator } from './estimator'
+import { imageOf, imageTokens, type PromptImage } from './image-tokens'
 import { encodingFor, familyFactor, sampleOf, sampleOfJoined } from './token-count'
 import { emptyUsage, isObject, type Usage } from './usage'
 
@@ -18,16 +19,20 @@ export function warmEstimate(model: string): void {
 
 /** How deep blocks in blocks are read (a tool result's content blocks are the second level). */
 const MAX_BLOCK_DEPTH = 4
+/** Images of a prompt whose size is read from their data; the rest are taken at a typical size (./image-tokens.ts). */
+const MAX_SIZED_IMAGES = 64
 
 /**
  * Every piece of text a request sends as its prompt, and how many messages hold it: messages'
  * text, tool calls and tool results (as their JSON text where they are objects), the system
- * prompt and the tools' definitions, in every provider's request format.
+ * prompt and the tools' definitions, in every provider's request format; and its images, which
+ * are billed by their size in pixels, not as text (./image-tokens.ts).
  */
-export function promptParts(body: unknown): { texts: string[]; messages: number } {
+export function promptParts(body: unknown): { texts: string[]; messages: number; images: PromptImage[] } {
   const texts: string[] = []
+  const images: PromptImage[] = []
   let messages = 0
-  if (!isObject(body)) return { texts, messages }
+  if (!isObject(body)) return { texts, messages, images }
   // Gemini Code Assist: Gemini's request, wrapped as `request` (beside `model` and `project`).
   if (isObject(body.request) && Array.isArray(body.request.contents) && body.contents === undefined) return promptParts(body.request)
   // A tool's input or result given as JSON (Anthropic's tool_use.input, Gemini's functionCall.args
@@ -46,7 +51,13 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       }
     }
   }
+  const pushImage = (part: Record<string, unknown>): boolean => {
+    const img = imageOf(part, images.length < MAX_SIZED_IMAGES)
+    if (img) images.push(img)
+    return img !== undefined
+  }
   const pushBlock = (part: Record<string, unknown>, depth: number): void => {
+    if (pushImage(part)) return
     if (typeof part.text === 'string') texts.push(part.text)
     else if (typeof part.content === 'string' || Array.isArray(part.content)) pushContent(part.content, depth + 1)
     // Mistral's ThinkChunk kept in a history (`{type: "thinking", thinking: [{type: "text", text}]}`),
@@ -115,6 +126,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
       // Responses items: a function_call_output's output as content parts, a custom tool call's
       // input (Codex's apply_patch), a reasoning item's summary.
       else if (Array.isArray(m.output)) pushContent(m.output)
+      // A computer_call_output's screenshot.
+      else if (isObject(m.output)) pushImage(m.output)
       if (typeof m.input === 'string') texts.push(m.input)
       if (Array.isArray(m.summary)) pushContent(m.summary)
       // Built-in tools' calls: apply_patch's operation (the patch), shell's and local_shell's
@@ -149,7 +162,7 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
   if (Array.isArray(body.functions) && body.functions.length > 0) texts.push(JSON.stringify(body.functions))
   // Bedrock Converse's tool definitions.
   if (isObject(body.toolConfig)) texts.push(JSON.stringify(body.toolConfig))
-  return { texts, messages }
+  return { texts, messages, images }
 }
 
 /**
@@ -157,11 +170,13 @@ export function promptParts(body: unknown): { texts: string[]; messages: number 
  * times `outputScale` when the meter kept only a share of a longer output (MeterResult.outputScale).
  */
 export async function estimateUsage(model: string, requestBody: unknown, outputText: string, outputScale = 1): Promise<Usage> {
-  const { texts, messages } = promptParts(requestBody)
+  const { texts, messages, images } = promptParts(requestBody)
   const factor = familyFactor(model)
+  let pictured = 0
+  for (const img of images) pictured += imageTokens(model, img)
   const [input, output] = await estimator().count(encodingFor(model), [sampleOfJoined(texts), sampleOf(outputText)])
   const u = emptyUsage()
-  u.input_tokens = (input ? Math.ceil(input * factor) : 0) + (messages ? messages * 3 + 3 : 0)
+  u.input_tokens = (input ? Math.ceil(input * factor) : 0) + (messages ? messages * 3 + 3 : 0) + pictured
   u.output_tokens = output ? Math.ceil(output * factor * scaleOf(outputScale)) : 0
   return u
 }
