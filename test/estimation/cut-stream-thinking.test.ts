@@ -91,3 +91,51 @@ describe('Mistral: a stream cut while a reasoning model streams its thinking chu
     expect(row.input_tokens).toBeGreaterThan(AT_LEAST)
   })
 })
+
+/**
+ * Claude's web search tool (a server tool) is billed per search, $10 per 1,000, on top of the
+ * tokens; a search that failed is not billed (docs: agents-and-tools/tool-use/web-search-tool).
+ * Its count comes only in the final `message_delta` (`usage.server_tool_use.web_search_requests`),
+ * so a stream cut after a search keeps the searches whose result blocks it streamed.
+ */
+describe('Anthropic: a stream cut after Claude ran web searches', () => {
+  const KEY = { 'x-api-key': 'sk-ant-estimate-search-00000000001' }
+  const start = { type: 'message_start', message: { id: 'msg_search1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5', content: [], usage: { input_tokens: 2000, output_tokens: 1 } } }
+  const search = (i: number, ok = true): Buffer[] => [
+    sse({ type: 'content_block_start', index: 2 * i, content_block: { type: 'server_tool_use', id: `srvtoolu_${i}`, name: 'web_search', input: {} } }, 'content_block_start'),
+    sse({ type: 'content_block_delta', index: 2 * i, delta: { type: 'input_json_delta', partial_json: `{"query": "primes ${i}"}` } }, 'content_block_delta'),
+    sse({ type: 'content_block_stop', index: 2 * i }, 'content_block_stop'),
+    sse(
+      {
+        type: 'content_block_start',
+        index: 2 * i + 1,
+        content_block: {
+          type: 'web_search_tool_result',
+          tool_use_id: `srvtoolu_${i}`,
+          content: ok ? [{ type: 'web_search_result', title: 'Primes', url: 'https://example.com/primes', encrypted_content: 'EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ1NGUtODgxNC1kNjNjNTk1ZWI3Y2MSDJ', page_age: null }] : { type: 'web_search_tool_result_error', error_code: 'max_uses_exceeded' },
+        },
+      },
+      'content_block_start',
+    ),
+    sse({ type: 'content_block_stop', index: 2 * i + 1 }, 'content_block_stop'),
+  ]
+
+  it('two searches completed (a third failed) are billed with the estimate', async () => {
+    streamsThenResets([sse(start, 'message_start'), ...search(0), ...search(1), ...search(2, false), sse({ type: 'content_block_start', index: 6, content_block: { type: 'text', text: '' } }, 'content_block_start'), ...PIECES.slice(0, 20).map((p) => sse({ type: 'content_block_delta', index: 6, delta: { type: 'text_delta', text: p } }, 'content_block_delta'))])
+    const body = { model: 'claude-sonnet-4-5', max_tokens: 4096, stream: true, tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 3 }], messages: [{ role: 'user', content: 'Look up primes.' }] }
+    const row = await recorded(s.t, () => post('/anthropic/v1/messages', body, KEY))
+    expect(row).toMatchObject({ estimated: 1, priced: 1, input_tokens: 2000 })
+    expect(String(row.usage_extra)).toContain('"web_searches":2')
+    // claude-sonnet-4-5: $3 / $15 per 1M tokens; two searches at $10 per 1,000.
+    expect(row.cost_usd).toBeCloseTo((row.input_tokens * 3 + row.output_tokens * 15) / 1e6 + 0.02, 12)
+  })
+
+  it('a message_start that counted no prompt (the whole call estimated) keeps them too', async () => {
+    const zero = { ...start, message: { ...start.message, usage: { input_tokens: 0, output_tokens: 0 } } }
+    streamsThenResets([sse(zero, 'message_start'), ...search(0), ...search(1)])
+    const body = { model: 'claude-sonnet-4-5', max_tokens: 4096, stream: true, tools: [{ type: 'web_search_20250305', name: 'web_search' }], messages: [{ role: 'user', content: 'Look up primes.' }] }
+    const row = await recorded(s.t, () => post('/anthropic/v1/messages', body, KEY))
+    expect(row).toMatchObject({ estimated: 1, priced: 1 })
+    expect(String(row.usage_extra)).toContain('"web_searches":2')
+  })
+})

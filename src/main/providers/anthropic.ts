@@ -174,6 +174,15 @@ function deltaText(ev: Record<string, any>): string | undefined {
   return typeof t === 'string' ? t : undefined
 }
 
+/**
+ * A web search's result block (`content_block_start` of a `web_search_tool_result`) that holds
+ * results: a search billed ($10 per 1,000), whose count only the final `message_delta` would give.
+ * One holding an error (`web_search_tool_result_error`, an object) is not billed.
+ */
+function isSearchResult(ev: Record<string, any>): boolean {
+  return ev.type === 'content_block_start' && isObject(ev.content_block) && ev.content_block.type === 'web_search_tool_result' && Array.isArray(ev.content_block.content)
+}
+
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
@@ -196,6 +205,8 @@ export class AnthropicMeter implements Meter {
   private pending: string[] = []
   private pendingChars = 0
   private droppedChars = 0
+  /** Web searches whose results streamed (`isSearchResult`), for a stream cut before the final count. */
+  private searches = 0
 
   event(name: string, data: string): void {
     // Once `message_start` gave the usage, only `message_*` and `error` events change the result:
@@ -230,10 +241,14 @@ export class AnthropicMeter implements Meter {
       if (it) this.iterations = it
       this.final = true
       this.pending = []
-    } else if (!this.final) {
-      const t = deltaText(ev)
-      if (t !== undefined) this.text.push(t)
-    }
+    } else if (!this.final) this.streamed(ev)
+  }
+
+  /** An event before the final usage: its text, for the output's estimate, or a search it billed. */
+  private streamed(ev: Record<string, any>): void {
+    const t = deltaText(ev)
+    if (t !== undefined) this.text.push(t)
+    else if (isSearchResult(ev)) this.searches++
   }
 
   private keep(data: string): void {
@@ -264,9 +279,7 @@ export class AnthropicMeter implements Meter {
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
     for (const data of this.pending) {
       const ev = parseObject(data)
-      if (!ev) continue
-      const t = deltaText(ev)
-      if (t !== undefined) this.text.push(t)
+      if (ev) this.streamed(ev)
     }
     this.pending = []
     // Two shares may be kept: of the events (by size), then of their text (OutputText's bound).
@@ -275,7 +288,12 @@ export class AnthropicMeter implements Meter {
     const outputScale = scale > 1 ? scale : undefined
     // A message_start that counted no prompt (Z.ai's says 0 and counts it only in its last
     // message_delta; Anthropic's never does) gave no usage: the whole call is estimated.
-    if (usage.input_tokens === 0) return { usage: null, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), outputScale, error: this.error }
+    const searches = Math.max(usage.web_searches, this.searches)
+    if (usage.input_tokens === 0) {
+      const billed = searches > 0 ? { web_searches: searches } : undefined
+      return { usage: null, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), outputScale, error: this.error, billedSoFar: billed }
+    }
+    usage.web_searches = searches
     return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale, error: this.error }
   }
 }
