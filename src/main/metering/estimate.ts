@@ -94,18 +94,22 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
     }
     if (part.json !== undefined) pushValue(part.json)
     if (isObject(part.reasoningContent) && isObject(part.reasoningContent.reasoningText)) pushValue(part.reasoningContent.reasoningText.text)
-    // Gemini's parts.
-    if (isObject(part.functionCall)) {
-      if (typeof part.functionCall.name === 'string') texts.push(part.functionCall.name)
-      pushValue(part.functionCall.args)
+    // Gemini's parts (its REST API takes their snake_case names too, as Google's examples write them).
+    const call = part.functionCall ?? part.function_call
+    if (isObject(call) && part.type === undefined) {
+      if (typeof call.name === 'string') texts.push(call.name)
+      pushValue(call.args)
     }
-    if (isObject(part.functionResponse)) {
-      if (typeof part.functionResponse.name === 'string') texts.push(part.functionResponse.name)
-      pushValue(part.functionResponse.response)
+    const response = part.functionResponse ?? part.function_response
+    if (isObject(response)) {
+      if (typeof response.name === 'string') texts.push(response.name)
+      pushValue(response.response)
     }
     // Gemini's code execution: the code the model ran, and what it printed.
-    if (isObject(part.executableCode) && typeof part.executableCode.code === 'string') texts.push(part.executableCode.code)
-    if (isObject(part.codeExecutionResult) && typeof part.codeExecutionResult.output === 'string') texts.push(part.codeExecutionResult.output)
+    const code = part.executableCode ?? part.executable_code
+    if (isObject(code) && typeof code.code === 'string') texts.push(code.code)
+    const ran = part.codeExecutionResult ?? part.code_execution_result
+    if (isObject(ran) && typeof ran.output === 'string') texts.push(ran.output)
   }
   for (const list of [body.messages, Array.isArray(body.input) ? body.input : null]) {
     if (!Array.isArray(list)) continue
@@ -148,7 +152,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
       if (isObject(c)) pushContent(c.parts)
     }
   }
-  if (isObject(body.systemInstruction)) pushContent(body.systemInstruction.parts)
+  const systemInstruction = body.systemInstruction ?? body.system_instruction
+  if (isObject(systemInstruction)) pushContent(systemInstruction.parts)
   // Gemini embeddings: embedContent {content: {parts}}, batchEmbedContents {requests: [{content}]}
   if (isObject(body.content)) pushContent(body.content.parts)
   if (Array.isArray(body.requests)) {
