@@ -28,3 +28,25 @@ describe('Gemini: a cut stream whose request is written in snake_case', () => {
     expect(tool.input_tokens).toBeGreaterThan(AT_LEAST)
   })
 })
+
+/**
+ * Bedrock InvokeModel bodies in the model's own format: Amazon Titan Text sends its prompt as
+ * `inputText`; Cohere Command R as `message`, with `chat_history[].message` and a `preamble`
+ * (docs.aws.amazon.com/bedrock: model-parameters-titan-text, model-parameters-cohere-command-r-plus).
+ */
+describe('Bedrock InvokeModel: a cut stream whose prompt is in Titan or Cohere Command R form', () => {
+  const HEADERS = { authorization: 'Bearer ABSKQmVkcm9ja0FQSUtleS1idXJucmF0ZS1zbmFrZS0wMDE=' }
+  const cases: [string, string, object][] = [
+    ['Titan `inputText`', 'amazon.titan-text-premier-v1:0', { inputText: PROSE, textGenerationConfig: { maxTokenCount: 512 } }],
+    ['Cohere `message`', 'cohere.command-r-plus-v1:0', { message: PROSE }],
+    ['Cohere `chat_history` and `preamble`', 'cohere.command-r-plus-v1:0', { message: 'Go on.', preamble: PROSE.slice(0, PROSE.length / 2), chat_history: [{ role: 'USER', message: PROSE.slice(PROSE.length / 2) }] }],
+  ]
+  for (const [name, model, body] of cases) {
+    it(`${name} counts as prompt`, async () => {
+      streamsThenResets([], 'application/vnd.amazon.eventstream')
+      const row = await recorded(s.t, () => post(`/bedrock/us-east-1/model/${model}/invoke-with-response-stream`, body, HEADERS))
+      expect(row.estimated).toBe(1)
+      expect(row.input_tokens).toBeGreaterThan(AT_LEAST)
+    })
+  }
+})

@@ -160,6 +160,14 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
     for (const r of body.requests) if (isObject(r) && isObject(r.content)) pushContent(r.content.parts)
   }
   if (typeof body.prompt === 'string') texts.push(body.prompt)
+  // Bedrock InvokeModel bodies in a model's own form: Titan Text's `inputText`; Cohere Command R's
+  // `message`, its `chat_history` and `preamble`.
+  if (typeof body.inputText === 'string') texts.push(body.inputText)
+  if (typeof body.message === 'string') texts.push(body.message)
+  if (typeof body.preamble === 'string') texts.push(body.preamble)
+  if (Array.isArray(body.chat_history)) {
+    for (const m of body.chat_history) if (isObject(m) && typeof m.message === 'string') texts.push(m.message)
+  }
   if (typeof body.system === 'string') texts.push(body.system)
   else pushContent(body.system)
   if (typeof body.instructions === 'string') texts.push(body.instructions)
