@@ -205,6 +205,9 @@ export class GeminiMeter implements Meter {
         for (const p of parts) {
           if (typeof p?.text === 'string') this.text.push(p.text)
           else if (isObject(p?.functionCall)) this.text.push(JSON.stringify(p.functionCall))
+          // The code execution tool: the code written and what it printed, both billed as output.
+          else if (typeof p?.executableCode?.code === 'string') this.text.push(p.executableCode.code)
+          else if (typeof p?.codeExecutionResult?.output === 'string') this.text.push(p.codeExecutionResult.output)
         }
       }
     }
