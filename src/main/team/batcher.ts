@@ -3,9 +3,12 @@ import type { IngestCall } from '../../shared/api'
 import { CALL_COLUMNS, type CallRow, toCall } from '../dashboard/calls'
 
 export interface Batch {
+  /** This Burnrate's own calls among those read (may be none: every one read was ingested). */
   calls: IngestCall[]
-  /** The id of the last call read (the cursor moves there once the team server answers). */
+  /** The id of the last call read, ingested or not (the cursor moves there once the team server answers). */
   lastId: number
+  /** As many calls were read as asked for: more may follow. */
+  more: boolean
 }
 
 /** A batch of revised calls: the cursor moves to its last (revision, id) once the team server answers. */
@@ -14,7 +17,7 @@ export interface RevisedBatch {
   last: { revision: number; id: number }
 }
 
-type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null }
+type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null; origin_id: number | null }
 
 /** A call as sent: with its revision only when it is sent again (`revised`); first sent, it is new to the team server. */
 function toIngest(r: Row, withRevision = false): IngestCall {
@@ -27,7 +30,9 @@ function toIngest(r: Row, withRevision = false): IngestCall {
  * Reads this Burnrate's calls after a cursor, oldest first, as the ingest body carries them:
  * the contract's call fields plus the key hint, endpoint and error the ledger holds. Never a key
  * (the ledger holds only its hash and hint) and never a body (the ledger holds none). Calls
- * this Burnrate ingested itself (a team server reporting further) are not sent on. A call sent
+ * this Burnrate ingested itself (a team server reporting further) are not sent on, but are read and
+ * passed (the cursor moves past them), so they are never read again: skipping them in SQL instead
+ * read every ingested call after this Burnrate's last own one again at each send. A call sent
  * already whose cost or tokens changed since (../ledger/revisions.ts) is read again, in revision
  * order, with its revision.
  */
@@ -38,7 +43,7 @@ export class Batcher {
 
   constructor(db: Database.Database) {
     const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision`
-    this.select = db.prepare(`SELECT ${cols} FROM calls WHERE id > ? AND origin_id IS NULL ORDER BY id LIMIT ?`)
+    this.select = db.prepare(`SELECT ${cols}, origin_id FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
     // Revised after the cursor (revision, id), among the calls already sent (id <= sent): ./backlog.ts counts them alike.
     const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id)) AND id <= @sent AND origin_id IS NULL'
     this.selectRevised = db.prepare(`SELECT ${cols} FROM calls WHERE ${revised} ORDER BY revision, id LIMIT @size`)
@@ -47,7 +52,9 @@ export class Batcher {
 
   next(after: number, size: number): Batch {
     const rows = this.select.all(after, size) as Row[]
-    return { calls: rows.map((r) => toIngest(r)), lastId: rows.length ? rows[rows.length - 1].id : after }
+    const calls: IngestCall[] = []
+    for (const r of rows) if (r.origin_id === null) calls.push(toIngest(r))
+    return { calls, lastId: rows.length ? rows[rows.length - 1].id : after, more: rows.length === size }
   }
 
   /** Calls up to `sent` revised after `from`, in revision order. */

@@ -129,12 +129,16 @@ export class TeamSender {
     for (;;) {
       if (this.stopped) return false
       const batch = this.batcher.next(this.cursor.lastId, this.size)
-      if (batch.calls.length === 0) break
-      const sent = await this.send(batch.calls)
-      if (sent === 'smaller') continue
-      if (!sent) return false
+      if (batch.calls.length > 0) {
+        const sent = await this.send(batch.calls)
+        if (sent === 'smaller') continue
+        if (!sent) return false
+      } else if (batch.more) {
+        // Only calls ingested here (not sent on): passed, the event loop let in between.
+        await new Promise((r) => setImmediate(r))
+      }
       this.cursor.advance(batch.lastId)
-      if (batch.calls.length < this.size) break
+      if (!batch.more) break
     }
     for (;;) {
       if (this.stopped) return false

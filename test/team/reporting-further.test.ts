@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type Database from 'better-sqlite3'
+import BetterSqlite from 'better-sqlite3'
+import { afterAll, describe, expect, it } from 'vitest'
+import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
+import { openDatabase } from '../../src/main/ledger/db'
+import { silentLogger } from '../../src/main/log'
+import { BACKLOG_EXACT } from '../../src/main/team/backlog'
+import { TeamSender } from '../../src/main/team/sender'
+import { makeCall } from '../dashboard/seed'
+import { eventually } from '../support/http'
+import { type TestServer, startTestServer } from '../support/server'
+
+const ALICE = 'team-token-alice-further-7d2a'
+
+/** `n` calls of this Burnrate's own; then `ingested` of them are made member bob's (a team server reporting further). */
+function calls(db: Database.Database, n: number, ingested = false): void {
+  const insert = db.prepare(INSERT_CALL_SQL)
+  let first = 0
+  db.transaction(() => {
+    for (let i = 0; i < n; i++) {
+      const id = Number(insert.run(callValues(makeCall({ ts: Date.now() - 60_000, cost_usd: 0.002 }), [])).lastInsertRowid)
+      first ||= id
+    }
+  })()
+  if (ingested) db.prepare("UPDATE calls SET member = 'bob', origin_id = id WHERE id >= ?").run(first)
+}
+
+/**
+ * A team server reporting further (team.members and team.url) sends its own calls on, never the
+ * ones it ingested. Its sender's cursor must move past those too: left at its last own call, each
+ * send (every wake, and every 30 s idle) read every call ingested since, on the proxy's event loop
+ * (about 0.1 s per million), and the team backlog in /api/health never came down to 0.
+ */
+describe('a team server reporting further', () => {
+  const cleanups: (() => unknown)[] = []
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c()
+  })
+
+  it('moves its cursor past the calls it ingested, and its backlog drains to 0', async () => {
+    const team: TestServer = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } })
+    cleanups.push(() => team.cleanup())
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-further-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const db = openDatabase(join(dir, 'burnrate.db'))
+    cleanups.push(() => db.close())
+    calls(db, 3) // ids 1..3: its own
+    calls(db, BACKLOG_EXACT + 5_000, true) // bob's, ingested here
+    const newest = () => db.prepare('SELECT max(id) FROM calls').pluck().get() as number
+    const held = () => {
+      const t = new BetterSqlite(team.dbFile, { readonly: true })
+      try {
+        return t.prepare("SELECT count(*) FROM calls WHERE member = 'alice'").pluck().get() as number
+      } finally {
+        t.close()
+      }
+    }
+
+    const sender = new TeamSender({ db, url: team.url, token: ALICE, batchSize: 500, maxBackoffMs: 60_000, log: silentLogger }).start()
+    cleanups.push(() => sender.stop())
+    await eventually(() => (held() === 3 && sender.status().sent === 3) || undefined)
+    const cursor = () => db.prepare('SELECT last_id FROM team_cursor').pluck().get() as number
+    await eventually(() => cursor() === newest() || undefined)
+    expect(sender.status().backlog).toBe(0)
+
+    // Its next own call goes too; the ingested ones never do.
+    calls(db, 1)
+    sender.wake()
+    await eventually(() => (held() === 4 && sender.status().backlog === 0) || undefined)
+    expect(sender.status().sent).toBe(4)
+    await eventually(() => cursor() === newest() || undefined)
+  })
+})
