@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest'
 import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import { openDatabase } from '../../src/main/ledger/db'
 import { silentLogger } from '../../src/main/log'
-import { BACKLOG_EXACT } from '../../src/main/team/backlog'
+import { BACKLOG_EXACT, BACKLOG_EXACT_REVISED } from '../../src/main/team/backlog'
 import { TeamSender } from '../../src/main/team/sender'
 import { makeCall } from '../dashboard/seed'
 import { eventually } from '../support/http'
@@ -32,7 +32,9 @@ function calls(db: Database.Database, n: number, ingested = false): void {
  * A team server reporting further (team.members and team.url) sends its own calls on, never the
  * ones it ingested. Its sender's cursor must move past those too: left at its last own call, each
  * send (every wake, and every 30 s idle) read every call ingested since, on the proxy's event loop
- * (about 0.1 s per million), and the team backlog in /api/health never came down to 0.
+ * (about 0.1 s per million), and the team backlog in /api/health never came down to 0. So with
+ * the revisions its members send (each stored with its sender's revision number): left after
+ * its revision cursor, they were read again at each send (about 0.5 s per million).
  */
 describe('a team server reporting further', () => {
   const cleanups: (() => unknown)[] = []
@@ -72,5 +74,28 @@ describe('a team server reporting further', () => {
     await eventually(() => (held() === 4 && sender.status().backlog === 0) || undefined)
     expect(sender.status().sent).toBe(4)
     await eventually(() => cursor() === newest() || undefined)
+  })
+
+  it("moves its revision cursor past its members' revisions", async () => {
+    const team: TestServer = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } })
+    cleanups.push(() => team.cleanup())
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-further-rev-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const db = openDatabase(join(dir, 'burnrate.db'))
+    cleanups.push(() => db.close())
+    calls(db, 3) // its own
+    const sender = new TeamSender({ db, url: team.url, token: ALICE, batchSize: 500, maxBackoffMs: 60_000, log: silentLogger }).start()
+    cleanups.push(() => sender.stop())
+    await eventually(() => sender.status().sent === 3 || undefined)
+    // Then bob's calls come in with their revisions (bob's own numbers, above this ledger's).
+    calls(db, BACKLOG_EXACT_REVISED + 500, true)
+    db.prepare('UPDATE calls SET revision = 9 WHERE origin_id IS NOT NULL').run()
+    const newest = db.prepare('SELECT max(id) FROM calls').pluck().get() as number
+    sender.wake()
+    const cursor = () => db.prepare('SELECT last_id, revision, revision_id FROM team_cursor').get() as { last_id: number; revision: number; revision_id: number }
+    await eventually(() => (cursor().revision === 9 && cursor().revision_id === newest) || undefined)
+    expect(cursor().last_id).toBe(newest)
+    expect(sender.status().backlog).toBe(0)
+    expect(sender.status().sent).toBe(3)
   })
 })

@@ -13,8 +13,12 @@ export interface Batch {
 
 /** A batch of revised calls: the cursor moves to its last (revision, id) once the team server answers. */
 export interface RevisedBatch {
+  /** This Burnrate's own calls sent before among those read (may be none). */
   calls: IngestCall[]
+  /** The (revision, id) of the last call read, whether it goes or not. */
   last: { revision: number; id: number }
+  /** As many calls were read as asked for: more may follow. */
+  more: boolean
 }
 
 type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null; origin_id: number | null }
@@ -34,7 +38,8 @@ function toIngest(r: Row, withRevision = false): IngestCall {
  * passed (the cursor moves past them), so they are never read again: skipping them in SQL instead
  * read every ingested call after this Burnrate's last own one again at each send. A call sent
  * already whose cost or tokens changed since (../ledger/revisions.ts) is read again, in revision
- * order, with its revision.
+ * order, with its revision. The revised calls read that do not go (ingested ones, which hold their
+ * sender's revision, and own calls not sent yet, which go as they are now) are passed too.
  */
 export class Batcher {
   private readonly select: Database.Statement
@@ -44,9 +49,9 @@ export class Batcher {
   constructor(db: Database.Database) {
     const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision`
     this.select = db.prepare(`SELECT ${cols}, origin_id FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
-    // Revised after the cursor (revision, id), among the calls already sent (id <= sent): ./backlog.ts counts them alike.
-    const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id)) AND id <= @sent AND origin_id IS NULL'
-    this.selectRevised = db.prepare(`SELECT ${cols} FROM calls WHERE ${revised} ORDER BY revision, id LIMIT @size`)
+    // Revised after the cursor (revision, id); of them, the own calls already sent (id <= sent) go: ./backlog.ts counts them alike.
+    const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id))'
+    this.selectRevised = db.prepare(`SELECT ${cols}, origin_id FROM calls WHERE ${revised} ORDER BY revision, id LIMIT @size`)
     this.maxRevision = db.prepare('SELECT COALESCE(MAX(revision), 0) FROM calls').pluck()
   }
 
@@ -59,9 +64,11 @@ export class Batcher {
 
   /** Calls up to `sent` revised after `from`, in revision order. */
   revised(from: { revision: number; id: number }, sent: number, size: number): RevisedBatch {
-    const rows = this.selectRevised.all({ rev: from.revision, id: from.id, sent, size }) as Row[]
+    const rows = this.selectRevised.all({ rev: from.revision, id: from.id, size }) as Row[]
     const last = rows.length ? { revision: rows[rows.length - 1].revision!, id: rows[rows.length - 1].id } : from
-    return { calls: rows.map((r) => toIngest(r, true)), last }
+    const calls: IngestCall[] = []
+    for (const r of rows) if (r.origin_id === null && r.id <= sent) calls.push(toIngest(r, true))
+    return { calls, last, more: rows.length === size }
   }
 
   /** The newest revision in the ledger (a new team server starts after it: it is sent every call as it is now). */

@@ -143,12 +143,13 @@ export class TeamSender {
     for (;;) {
       if (this.stopped) return false
       const batch = this.batcher.revised(this.cursor.revision, this.cursor.lastId, this.size)
-      if (batch.calls.length === 0) return true
-      const sent = await this.send(batch.calls)
-      if (sent === 'smaller') continue
-      if (!sent) return false
+      if (batch.calls.length > 0) {
+        const sent = await this.send(batch.calls)
+        if (sent === 'smaller') continue
+        if (!sent) return false
+      } else if (batch.more) await new Promise((r) => setImmediate(r))
       this.cursor.advanceRevision(batch.last)
-      if (batch.calls.length < this.size) return true
+      if (!batch.more) return true
     }
   }
 
