@@ -29,7 +29,11 @@ export const INSERT_INGESTED_SQL = `INSERT INTO calls (${COLUMNS.join(', ')})
  * still told from one sending an old backlog for the first time, whose calls are stored.
  */
 async function prunedSince(tx: SqlStore, rows: readonly IngestRow[]): Promise<(row: IngestRow) => boolean> {
-  const before = (await tx.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
+  // PostgreSQL: read under a share lock of the row a prune step locks first (../ledger/pg/pg-ledger.ts),
+  // so a step under way on another instance is waited for and its time read; read before it, a
+  // call it was deleting was inserted again once it committed (its cost counted twice).
+  const lock = tx.dialect === 'postgres' ? ' FOR SHARE' : ''
+  const before = (await tx.get<{ t: number }>(`SELECT pruned_before AS t FROM retention_state WHERE id = 1${lock}`))?.t ?? 0
   if (!rows.some((r) => r.record.ts < before)) return () => false
   const latest = new Map<string, number>()
   for (const member of new Set(rows.map((r) => r.record.member ?? ''))) {

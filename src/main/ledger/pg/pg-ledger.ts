@@ -152,6 +152,9 @@ export class PgLedger implements CallLedger {
     // With the time pruned before, in the same transaction: an import then knows a log entry that
     // old may repeat a proxied call that is gone, and does not count it again (../../import/importer.ts).
     return this.store.transaction(async (tx) => {
+      // Locked first: a team ingest reads the time pruned before under a share lock of this row
+      // (../../team/store.ts), so it sees the calls or this step's time, never neither.
+      await tx.run('SELECT 1 FROM retention_state WHERE id = 1 FOR UPDATE')
       const n = await tx.run(
         `DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.ts < @before AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS} ORDER BY c.ts LIMIT @limit)`,
         { before, limit, active: Date.now() - SESSION_MEMORY_MS },
