@@ -10,7 +10,7 @@ import { silentLogger } from '../../src/main/log'
 import { BACKLOG_EXACT, BACKLOG_EXACT_REVISED } from '../../src/main/team/backlog'
 import { TeamSender } from '../../src/main/team/sender'
 import { makeCall } from '../dashboard/seed'
-import { eventually } from '../support/http'
+import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 
 const ALICE = 'team-token-alice-further-7d2a'
@@ -97,5 +97,33 @@ describe('a team server reporting further', () => {
     expect(cursor().last_id).toBe(newest)
     expect(sender.status().backlog).toBe(0)
     expect(sender.status().sent).toBe(3)
+  })
+
+  it('prunes the old calls it ingested once its own are sent (ledger.retention_days)', async () => {
+    const DAY = 86_400_000
+    const team: TestServer = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } })
+    cleanups.push(() => team.cleanup())
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-further-prune-'))
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
+    const db = openDatabase(join(dir, 'burnrate.db'))
+    const insert = db.prepare(INSERT_CALL_SQL)
+    // Its own call today (id 1); bob's five calls 40 days old (2..6) and his last, today (7).
+    insert.run(callValues(makeCall({ ts: Date.now() - 1000, cost_usd: 0.5, session: '' }), []))
+    for (let i = 0; i < 5; i++) insert.run(callValues(makeCall({ ts: Date.now() - 40 * DAY + i, cost_usd: 1, session: '' }), []))
+    insert.run(callValues(makeCall({ ts: Date.now() - 500, cost_usd: 1, session: '' }), []))
+    db.prepare("UPDATE calls SET member = 'bob', origin_id = id WHERE id > 1").run()
+    db.close()
+    const bob = 'team-token-bob-further-prune-91c4'
+    const config = { timezone: 'UTC', ledger: { retention_days: 32 }, team: { url: team.url, token: ALICE, members: [{ name: 'bob', token: bob }] } }
+    const further = await startTestServer(config, undefined, dir)
+    cleanups.push(() => further.cleanup())
+    await eventually(async () => (await request(`${further.url}/api/health`)).json().team.sent === 1 || undefined)
+    await further.server.ledger.prune(Date.now() - 32 * DAY, 1000, team.url)
+    const left = new BetterSqlite(further.dbFile, { readonly: true })
+    try {
+      expect(left.prepare('SELECT id FROM calls ORDER BY id').pluck().all()).toEqual([1, 7])
+    } finally {
+      left.close()
+    }
   })
 })
