@@ -1,6 +1,7 @@
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
 import type { CallRecord } from '../ledger/record'
 import { STATUS_CLIENT_CLOSED } from '../ledger/record'
+import { BATCH_RESULT_LIKE } from '../providers/batch-results'
 import type { SqlReader } from '../storage/sql'
 import { PeriodClock } from '../time/zone'
 
@@ -74,14 +75,16 @@ export class ProviderStats {
    * Replays today's calls from the ledger (at start-up), those that began before `now`: calls
    * observed live from then on are counted by `observe`, so none is counted twice even when the
    * store answers after calls have begun to arrive (PostgreSQL). Only the proxy's own, as `observe`
-   * sees them: not calls imported from agents' logs, nor a team member's (they reached no provider here).
+   * sees them: not calls imported from agents' logs, nor a team member's (they reached no provider here),
+   * nor a Batch API's requests stored from its results file (they ran at the provider; the read that
+   * brought them is the call that reached it, and the ledger never tells `observe` of them).
    */
   async seed(store: SqlReader, now = Date.now()): Promise<void> {
     const rows = await store.all<CallRecord>(
       `SELECT provider, status, error, latency_ms, ts FROM calls
         WHERE ts >= @start AND ts < @now AND source = 'proxy' AND origin_id IS NULL
-          AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
-      { start: this.clock.dayOf(now).start, now, refused: REFUSAL_REASON, rate: RATE_REASON, loop: LOOP_REASON },
+          AND endpoint NOT LIKE @batch AND (error IS NULL OR error NOT IN (@refused, @rate, @loop)) ORDER BY ts, id`,
+      { start: this.clock.dayOf(now).start, now, batch: BATCH_RESULT_LIKE, refused: REFUSAL_REASON, rate: RATE_REASON, loop: LOOP_REASON },
     )
     for (const r of rows) this.observe(r, now)
   }

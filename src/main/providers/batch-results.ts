@@ -9,6 +9,9 @@ export function isBatchResult(endpoint: string | undefined): boolean {
   return endpoint !== undefined && endpoint.startsWith(BATCH_PREFIX)
 }
 
+/** The ledger endpoints of Batch API requests, as a SQL `LIKE` pattern (isBatchResult in a query). */
+export const BATCH_RESULT_LIKE = `${BATCH_PREFIX}%`
+
 /**
  * What the meters of Batch API results share (./openai-batch.ts, ./anthropic-batch.ts,
  * ./gemini-batch.ts): the answer itself costs nothing (`usage: null`), and each request it
