@@ -1,5 +1,8 @@
 import { describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
+import type { PostgresStore } from '../../src/main/storage/postgres'
+import { getJson } from '../dashboard/seed'
 import { request } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
 import { EXPECTED, OUTPUT } from './batch-support'
@@ -57,4 +60,64 @@ describe('Batch API results on PostgreSQL', () => {
     await new Promise((r) => setTimeout(r, 300))
     expect(close((await spend())!, total)).toBe(true)
   })
+
+  it("a batch stored while the meters are read again stays in them and in today's spend", async () => {
+    const url = h.database()
+    const KEY2 = 'sk-pgrace-key-bbbbbbbbbb'
+    const t = await h.server({ url, config: { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-pgrace-*', daily_limit_usd: 1000, action: 'warn' }] } } })
+    const store = h.store(url)
+    const feed = budgetsOf(t.server.context).feed!
+    // The start-up read of the meters is over.
+    await feed.reload()
+    const spent = async () =>
+      (await getJson(`${t.url}/api/dashboard/budgets`)).body.rules.find((r: any) => r.api_key_hash === hashKey(KEY2))?.windows.find((w: any) => w.period === 'daily')
+        ?.spent_usd ?? 0
+    // Two locks hold a read of the meters where a busy database may: its rows are read (in a
+    // snapshot taken before the batch is stored) and it waits for the thresholds announced.
+    const held = (table: string) => {
+      let release!: () => void
+      const released = new Promise<void>((r) => (release = r))
+      let pid = 0
+      const locked = new Promise<void>((ok, fail) => {
+        void store
+          .transaction(async (tx) => {
+            await tx.run(`LOCK TABLE ${table} IN ACCESS EXCLUSIVE MODE`)
+            pid = (await tx.get<{ pid: number }>('SELECT pg_backend_pid() AS pid'))!.pid
+            ok()
+            await released
+          })
+          .catch(fail)
+      })
+      return { locked, release, pid: () => pid }
+    }
+    const waitingOn = (s: PostgresStore, table: string) =>
+      s.get<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE NOT granted AND relation = '${table}'::regclass`).then((r) => r!.n)
+    const announced = held('budget_announced')
+    await announced.locked
+    const calls = held('calls')
+    await calls.locked
+    const reading = feed.reload()
+    await until('the read waits for the calls after taking its snapshot', async () => (await waitingOn(store, 'calls')) > 0)
+    calls.release()
+    await until('the read has read its rows and waits for the thresholds announced', async () => {
+      const open = await store.get<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_stat_activity a
+          WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() AND a.pid <> @mine AND a.xact_start IS NOT NULL
+            AND NOT EXISTS (SELECT 1 FROM pg_locks l WHERE l.pid = a.pid AND NOT l.granted AND l.relation = 'budget_announced'::regclass)`,
+        { mine: announced.pid() },
+      )
+      return open!.n === 0 && (await waitingOn(store, 'budget_announced')) > 0
+    })
+    // Meanwhile the batch's output file is read: its requests are stored and counted.
+    const r = await request(`${t.url}/v1/files/file-pgrace-output/content`, { headers: { authorization: `Bearer ${KEY2}` } })
+    expect(r.body.equals(OUTPUT)).toBe(true)
+    const total = EXPECTED.reduce((s, e) => s + e.cost_usd, 0)
+    await until('the requests are stored and counted', async () => close(await spent(), total))
+    announced.release()
+    await reading
+    // The read's rows do not have them, but they were stored and counted all the same.
+    expect(close(await spent(), total)).toBe(true)
+    expect(close(t.server.ledger.spend.key(hashKey(KEY2)).day, total)).toBe(true)
+  }, 90_000)
 })
+

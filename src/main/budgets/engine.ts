@@ -51,6 +51,12 @@ export class BudgetEngine implements BudgetMeters {
    * admitted, so that the other instances count it then (./feed/admissions.ts); null on SQLite.
    */
   onAdmitted: ((hash: string, scope: Scope, known: readonly string[]) => void) | null = null
+  /**
+   * PostgreSQL: told of each call this instance counts with `observe` (recorded by its ledger, or
+   * stored another way: a batch's requests, an import), so a read of the meters under way that
+   * missed it counts it again (./shared.ts `ownCall`); null on SQLite.
+   */
+  onObserved: ((call: CallRecord) => void) | null = null
   private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
@@ -235,6 +241,7 @@ export class BudgetEngine implements BudgetMeters {
 
   /** Feeds the meters and the key registry from the ledger (every recorded call, refusals included). */
   observe(call: CallRecord, now = Date.now()): void {
+    this.onObserved?.(call)
     const s = this.keys.state(call.api_key_hash, call.key_hint)
     if (call.key_hint) s.hint = call.key_hint
     this.keys.count(s, call.ts, call.tenant, 1, now)

@@ -174,10 +174,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     loop: { action: r.loop.action, repeats: r.loop.repeats, windowMinutes: r.loop.window_minutes },
     spendRate: { action: r.spend_rate.action, usdPerMinute: r.spend_rate.usd_per_minute },
   })
+  // (PostgreSQL: `observe` tells the shared meters' read under way of the call, engine.onObserved.)
   const stop = ctx.ledger.onCall((call) => {
     e.observe(call)
     runaway.observe(call)
-    shared?.ownCall(call)
   })
   ctx.onClose(stop)
   const guard = { detector: runaway, windowMinutes: r.loop.window_minutes, usdPerMinute: r.spend_rate.usd_per_minute }

@@ -73,7 +73,7 @@ export class SharedBudgets {
     return this.readRows
   }
 
-  /** This instance's own call, as the ledger records it: counted again after a read under way that missed it. */
+  /** This instance's own call, as the ledger records it or as it is stored another way (a batch's requests, an import): counted again after a read under way that missed it. */
   ownCall(call: CallRecord): void {
     for (const d of this.during) d.push(call)
   }
@@ -87,6 +87,8 @@ export class SharedBudgets {
   start(engine: BudgetEngine): void {
     const { ctx } = this
     this.engine = engine
+    // Every call it counts, however stored (a batch's requests and imports too, not only the ledger's).
+    engine.onObserved = (call) => this.ownCall(call)
     void firstLoad(this.rules, () => this.closed)
     // The meters again in the new periods when another instance moved the clock.
     const clock = shareBudgetClock(ctx.store, ctx.config, engine.clock, ctx.log, () => void this.reload())
