@@ -1,5 +1,6 @@
 import { type SpendCounter, spendMover } from '../budgets/state/pg/call-spend'
 import type { LoggedCall } from '../import/types'
+import { isLocked } from '../ledger/db'
 import type { CallState } from '../proxy/call/state'
 import type { BatchResult } from '../providers/types'
 import type { ServerContext } from '../server/context'
@@ -13,16 +14,42 @@ import type { ServerContext } from '../server/context'
  * imported calls do (they are stored by the same code, ../import/importer.ts, loaded the first
  * time a results file is read).
  *
+ * SQLite: a write the file's lock holds up (another connection writing: the ledger's write thread,
+ * `burnrate import`) is tried again a few times (LOCKED_RETRY_MS), as the ledger retries its own.
  * A results file read while the database cannot be written is logged; its requests are
  * recorded when the file is read again.
  */
 export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | undefined): (s: CallState, results: BatchResult[]) => void {
   const pending = new Set<Promise<void>>()
+  /** The waits before another try: cut short at close (the last error is logged). */
+  const waits = new Set<() => void>()
   let closed = false
   ctx.onClose(() => {
     closed = true
+    for (const stop of waits) stop()
     return Promise.all(pending).then(() => {})
   })
+  const wait = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const stop = () => {
+        clearTimeout(timer)
+        waits.delete(stop)
+        resolve()
+      }
+      const timer = setTimeout(stop, ms)
+      waits.add(stop)
+    })
+  const storeRetrying = async (calls: LoggedCall[]) => {
+    for (let i = 0; ; i++) {
+      try {
+        return await store(ctx, calls, countSpend)
+      } catch (err) {
+        if (closed || i >= LOCKED_RETRY_MS.length || !isLocked(err)) throw err
+        if (i === 0) ctx.log.info(`batch results: ${calls.length} requests wait for the database (${(err as Error).message}); trying again`)
+        await wait(LOCKED_RETRY_MS[i])
+      }
+    }
+  }
   return (s, results) => {
     if (closed) return
     const provider = s.ctx.provider.name
@@ -49,7 +76,7 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       who,
       matchByIdOnly: true,
     }))
-    const p = store(ctx, calls, countSpend).then(
+    const p = storeRetrying(calls).then(
       (stats) => {
         if (stats.imported > 0) {
           ctx.log.info(`batch results: ${stats.imported} requests recorded ($${stats.cost_usd}), ${stats.duplicates + stats.matched} recorded before`)
@@ -63,6 +90,9 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
     pending.add(done)
   }
 }
+
+/** The waits before trying again a write the SQLite file's lock held up (a minute in all). */
+const LOCKED_RETRY_MS = [100, 500, 2_000, 5_000, 15_000, 40_000]
 
 async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
   const { countStored, storeCalls } = await import('../import/importer')
