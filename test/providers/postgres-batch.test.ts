@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
+import { createLogger } from '../../src/main/log'
 import { hashKey } from '../../src/main/proxy/attribution'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 import { getJson } from '../dashboard/seed'
@@ -119,5 +120,23 @@ describe('Batch API results on PostgreSQL', () => {
     expect(close(await spent(), total)).toBe(true)
     expect(close(t.server.ledger.spend.key(hashKey(KEY2)).day, total)).toBe(true)
   }, 90_000)
+
+  it('a batch read while PostgreSQL is away is stored once it is back', async () => {
+    const url = h.database()
+    const lines: string[] = []
+    const t = await h.server({ url, config: { timezone: 'UTC' }, log: createLogger('info', (l) => lines.push(l)) })
+    const store = h.store(url)
+    h.pg.stopServer()
+    try {
+      const r = await request(`${t.url}/v1/files/file-pgaway-output/content`, { headers: { authorization: 'Bearer sk-pgaway-key-cccccccccc' } })
+      expect(r.body.equals(OUTPUT)).toBe(true)
+      await until('the requests could not be stored', () => lines.some((l) => l.includes('batch results: 3 requests')))
+    } finally {
+      h.pg.startServer()
+    }
+    const batch = () => store.all<{ response_id: string }>("SELECT response_id FROM calls WHERE endpoint LIKE 'batch.%' ORDER BY ts")
+    await until('the requests are stored', async () => (await batch()).length >= EXPECTED.length, 90_000)
+    expect((await batch()).map((r) => r.response_id)).toEqual(EXPECTED.map((e) => e.response_id))
+  }, 120_000)
 })
 

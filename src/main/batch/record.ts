@@ -1,6 +1,5 @@
 import { type SpendCounter, spendMover } from '../budgets/state/pg/call-spend'
 import type { LoggedCall } from '../import/types'
-import { isLocked } from '../ledger/db'
 import type { CallState } from '../proxy/call/state'
 import type { BatchResult } from '../providers/types'
 import type { ServerContext } from '../server/context'
@@ -14,10 +13,10 @@ import type { ServerContext } from '../server/context'
  * imported calls do (they are stored by the same code, ../import/importer.ts, loaded the first
  * time a results file is read).
  *
- * SQLite: a write the file's lock holds up (another connection writing: the ledger's write thread,
- * `burnrate import`) is tried again a few times (LOCKED_RETRY_MS), as the ledger retries its own.
- * A results file read while the database cannot be written is logged; its requests are
- * recorded when the file is read again.
+ * A write that fails (the SQLite file locked by another connection a moment longer than the
+ * server's connection waits: the ledger's write thread, `burnrate import`; PostgreSQL away) is
+ * tried again for about twenty minutes (RETRY_MS), as the ledger retries its own calls; past that
+ * (or at shutdown) it is logged, and the requests are recorded when the file is read again.
  */
 export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | undefined): (s: CallState, results: BatchResult[]) => void {
   const pending = new Set<Promise<void>>()
@@ -37,6 +36,7 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
         resolve()
       }
       const timer = setTimeout(stop, ms)
+      timer.unref()
       waits.add(stop)
     })
   const storeRetrying = async (calls: LoggedCall[]) => {
@@ -44,9 +44,9 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       try {
         return await store(ctx, calls, countSpend)
       } catch (err) {
-        if (closed || i >= LOCKED_RETRY_MS.length || !isLocked(err)) throw err
+        if (closed || i >= RETRY_MS.length) throw err
         if (i === 0) ctx.log.info(`batch results: ${calls.length} requests wait for the database (${(err as Error).message}); trying again`)
-        await wait(LOCKED_RETRY_MS[i])
+        await wait(RETRY_MS[i])
       }
     }
   }
@@ -91,8 +91,8 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
   }
 }
 
-/** The waits before trying again a write the SQLite file's lock held up (a minute in all). */
-const LOCKED_RETRY_MS = [100, 500, 2_000, 5_000, 15_000, 40_000]
+/** The waits before trying again a write that failed (about twenty minutes in all). */
+const RETRY_MS = [100, 500, 2_000, 5_000, 15_000, 40_000, 60_000, 120_000, 300_000, 600_000]
 
 async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
   const { countStored, storeCalls } = await import('../import/importer')
