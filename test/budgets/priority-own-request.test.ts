@@ -24,14 +24,16 @@ const LIMIT = 0.051
 
 let upstream: MockUpstream
 let t: TestServer
+/** Flex answers wait for this: until every flex call of a burst was admitted or refused, none settles (on a busy machine one settled early would free room for another). */
+let flexHeld: Promise<void> = Promise.resolve()
 
-function respond(req: RecordedRequest) {
+async function respond(req: RecordedRequest) {
   const tier = (JSON.parse(req.body.toString('utf8')) as { serviceTier: string }).serviceTier
   const first = tier !== 'flex'
+  if (!first) await flexHeld
   return {
     status: 200,
     headers: { 'content-type': 'application/json' },
-    headerDelayMs: first ? 0 : 300,
     body: JSON.stringify({
       candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
       usageMetadata: { promptTokenCount: 4, candidatesTokenCount: first ? 1 : OUTPUT, totalTokenCount: first ? 5 : 4 + OUTPUT, serviceTier: tier },
@@ -57,7 +59,19 @@ const call = (key: string, tier: string) => postJson(`${t.url}${PATH}`, body(tie
 /** One call of `key` asking for `first`, then 20 flex calls at once; how many of those were admitted. */
 async function flexAfter(key: string, first: string): Promise<number> {
   expect((await call(key, first)).status).toBe(200)
-  const replies = await Promise.all(Array.from({ length: 20 }, () => call(key, 'flex')))
+  let release!: () => void
+  flexHeld = new Promise<void>((r) => (release = r))
+  const sent = upstream.requests.length
+  let refused = 0
+  const pending = Array.from({ length: 20 }, () =>
+    call(key, 'flex').then((r) => {
+      if (r.status !== 200) refused++
+      return r
+    }),
+  )
+  await eventually(() => expect(refused + upstream.requests.length - sent).toBe(20), 20_000)
+  release()
+  const replies = await Promise.all(pending)
   await eventually(() => expect(callsOf(t, key)).toHaveLength(21), 20_000)
   return replies.filter((r) => r.status === 200).length
 }
