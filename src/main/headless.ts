@@ -67,7 +67,8 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
     log.info(`${signal}: finishing calls under way and flushing the ledger`)
     server
       .close()
-      .then(() => process.exit(0))
+      // A second signal meanwhile cuts the calls under way, which may let this stop end first: its exit (1) stands.
+      .then(() => exiting || process.exit(0))
       .catch((err: Error) => {
         log.error(`shutdown failed: ${err.message}`)
         process.exit(1)

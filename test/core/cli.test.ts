@@ -76,8 +76,9 @@ describe('the headless entry', () => {
   })
 
   it('on a second SIGTERM while the database is locked, keeps the waiting calls in a spill file before exiting', async () => {
-    // The first stop waits for a call under way (its answer stalls); the second cannot wait. The
-    // calls already answered were waiting for the locked database: they went with the process.
+    // The first stop waits for a call under way (its answer stalls); the second cannot wait: it
+    // cuts that call. The calls already answered were waiting for the locked database: they went
+    // with the process before spill files, and the cut one before builds that record it.
     const stalling = await startMockUpstream((req) =>
       JSON.parse(req.body.toString()).model === 'gpt-stall'
         ? { status: 200, headers: { 'content-type': 'application/json' }, chunks: [Buffer.from('{"id":'), Buffer.from('"x"}')], stallAfterChunks: 1 }
@@ -99,10 +100,11 @@ describe('the headless entry', () => {
       expect(await cli.exit).toBe(1)
       await stalled
       expect(cli.stderr()).toContain('SIGTERM again: exiting without waiting')
-      expect(cli.stderr()).toMatch(/database is locked\); 3 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
+      // The 3 answered, and the stalled one, cut by the second signal (builds before this one lost it).
+      expect(cli.stderr()).toMatch(/database is locked\); 4 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
       const files = spillFiles(data)
       expect(files).toHaveLength(1)
-      expect(readSpill(files[0])).toHaveLength(3)
+      expect(readSpill(files[0]).map((c) => c.status)).toEqual([200, 200, 200, 499])
     } finally {
       await lock.release()
       await stalling.close()

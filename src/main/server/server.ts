@@ -76,7 +76,8 @@ export interface BurnrateServer {
   /** Stops accepting calls, lets calls under way finish (up to `graceMs`), flushes the ledger, closes the database. */
   close(graceMs?: number): Promise<void>
   /**
-   * For an exit that cannot wait for `close`: answers the token estimates still being counted
+   * For an exit that cannot wait for `close`: cuts the calls under way (recorded as a stop past
+   * its grace records them, within about 2 s), answers the token estimates still being counted
    * from their length (their calls are then recorded, a background job's budget hold with them),
    * and writes what the ledger has queued, or keeps it in a spill file when the database cannot
    * take it (SQLite); PostgreSQL's ledger keeps its queue in its spill journal without waiting for
@@ -320,7 +321,16 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       }
       return url
     },
-    keepPending,
+    async keepPending() {
+      // The calls under way are cut, as a stop past its grace cuts them, and so recorded (the
+      // upstream has billed what it sent) before the queue is kept: an exit loses them otherwise.
+      for (const s of connections.all()) s.destroy()
+      if (!(await proxy.drain(1_000))) {
+        settleEstimates()
+        await proxy.drain(1_000)
+      }
+      await keepPending()
+    },
     close(graceMs = 10_000) {
       closing ??= (async () => {
         idle?.stop()
