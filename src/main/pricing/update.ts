@@ -105,6 +105,8 @@ export class PriceUpdater {
   private readonly maxAgeMs: number
   private timer: NodeJS.Timeout | null = null
   private closed = false
+  /** Cuts a download under way at close: a stop closes the dispatcher it came through, which waits for it (a host sending a byte at a time never ends). */
+  private readonly cut = new AbortController()
   private running: Promise<boolean> | null = null
   private set: ((data: Provider[]) => void) | null = null
   /** Failed checks in a row: the next check comes sooner, and only the first failure is logged. */
@@ -233,6 +235,7 @@ export class PriceUpdater {
         dispatcher: this.opts.egress?.for(this.url),
         headersTimeout: this.opts.timeoutMs ?? 60_000,
         bodyTimeout: this.opts.timeoutMs ?? 60_000,
+        signal: this.cut.signal,
       })
       if (res.statusCode === 304) {
         // Nothing newer than the data in use: nothing downloaded.
@@ -275,6 +278,7 @@ export class PriceUpdater {
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: its calls are recorded at $0 from now on (a price in pricing.overrides or the admin API wins)`)
       return true
     } catch (err) {
+      if (this.closed) return false
       this.state.last_error = (err as Error).message
       // Logged once while checks keep failing (they are retried within minutes).
       if (this.failures++ === 0) {
@@ -340,6 +344,7 @@ export class PriceUpdater {
 
   close(): void {
     this.closed = true
+    this.cut.abort()
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
   }
