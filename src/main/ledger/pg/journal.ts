@@ -1,6 +1,6 @@
 import { type FileHandle, open } from 'node:fs/promises'
 import type { CallRecord } from '../record'
-import { spillFile } from '../../reliability/spill'
+import { SpillCut, spillFile } from '../../reliability/spill'
 
 /**
  * This instance's spill file while PostgreSQL is away: calls are appended as they are recorded
@@ -12,6 +12,8 @@ export class SpillJournal {
   private handle: FileHandle | null = null
   private opening: Promise<FileHandle> | null = null
   private path: string | null = null
+  /** Bytes of whole lines in the file: each append writes there. */
+  private size = 0
 
   constructor(private readonly dataDir: string) {}
 
@@ -41,11 +43,30 @@ export class SpillJournal {
     return this.opening
   }
 
-  /** Appends `rows`; resolves once the OS has them. */
+  /**
+   * Appends `rows`; resolves once the OS has them all. A write to a nearly full disk may take only
+   * part of what it is given without an error: every byte is written, or the file is cut back to
+   * its whole lines (a torn one would swallow the next append's first call) and a SpillCut says
+   * how many of `rows` it holds.
+   */
   async append(rows: readonly CallRecord[]): Promise<void> {
     if (rows.length === 0) return
     const h = await this.fh()
-    await h.write(lines(rows))
+    const buf = Buffer.from(lines(rows), 'utf8')
+    let off = 0
+    try {
+      while (off < buf.length) {
+        const { bytesWritten } = await h.write(buf, off, buf.length - off, this.size + off)
+        if (bytesWritten === 0) throw Object.assign(new Error('no byte written'), { code: 'ENOSPC' })
+        off += bytesWritten
+      }
+    } catch (err) {
+      const whole = off > 0 ? buf.lastIndexOf(10, off - 1) + 1 : 0
+      await h.truncate(this.size + whole).catch(() => {})
+      this.size += whole
+      throw new SpillCut(this.path!, countLines(buf, whole), err)
+    }
+    this.size += buf.length
   }
 
   get open(): boolean {
@@ -62,6 +83,13 @@ export class SpillJournal {
     }
     return this.path
   }
+}
+
+/** How many lines end in the first `n` bytes of `buf`. */
+function countLines(buf: Buffer, n: number): number {
+  let count = 0
+  for (let i = buf.indexOf(10); i !== -1 && i < n; i = buf.indexOf(10, i + 1)) count++
+  return count
 }
 
 function lines(rows: readonly CallRecord[]): string {

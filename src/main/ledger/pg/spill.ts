@@ -1,6 +1,6 @@
 import { readFile, rm } from 'node:fs/promises'
 import type { Logger } from '../../log'
-import { parseSpill, spillFiles } from '../../reliability/spill'
+import { SpillCut, parseSpill, spillFiles } from '../../reliability/spill'
 import { untrustedIfThere } from '../../security/owned-file'
 import { keysFromFile } from '../call-keys'
 import type { CallRecord } from '../record'
@@ -96,6 +96,13 @@ export class Spill {
           this.countFiles()
         },
         (err) => {
+          // The calls whole in the file are on disk; the others are tried again at the next tick.
+          const kept = err instanceof SpillCut ? err.kept : 0
+          if (kept > 0) {
+            this.spilledThrough = rows[kept - 1].seq
+            this.storage.spilled += kept
+            this.countFiles()
+          }
           if (!this.spillFailing) this.opts.log.error(`PostgreSQL is away and calls cannot be spilled to disk (${this.describe(err)}); they are held in memory`)
           this.spillFailing = true
         },
@@ -151,8 +158,14 @@ export class Spill {
         this.spilledThrough = this.queue.lastSeq
         this.storage.spilled += rows.length
       } catch (err) {
-        this.status.dropped += rows.length
-        this.opts.log.error(`${rows.length} call(s) could not be saved anywhere: ${this.describe(err)}`)
+        // A cut file holds its first calls whole: those are kept.
+        const kept = err instanceof SpillCut ? err.kept : 0
+        if (kept > 0) {
+          this.spilledThrough = rows[kept - 1].seq
+          this.storage.spilled += kept
+        }
+        this.status.dropped += rows.length - kept
+        this.opts.log.error(`${rows.length - kept} call(s) could not be saved anywhere: ${this.describe(err)}`)
       }
     }
     const file = await this.journal?.close()
