@@ -9,6 +9,10 @@ Environment: BURNRATE_CONFIG, BURNRATE_HOST, BURNRATE_PORT, BURNRATE_DATA_DIR, B
 
 /** Runs the server core under plain Node until SIGINT or SIGTERM, then flushes and exits. */
 export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; estimateWorker?: URL; exportWorker?: URL } = {}): Promise<void> {
+  // What reads the log can go before the server: the terminal closed (EIO), `| tee` or `| head`
+  // ended (EPIPE). A failed write is dropped; unhandled, it ended the process at once, the calls
+  // not yet written with it (a stop's first line fails so, SIGHUP's always).
+  for (const out of [process.stdout, process.stderr]) out.on('error', () => {})
   const log = createLogger()
   let flags
   try {
