@@ -135,6 +135,37 @@ describe('a prices.json kept before downloads were checked model by model', () =
   })
 })
 
+describe("a download whose Azure provider lost its fallback to OpenAI's list", () => {
+  it('is refused: Azure OpenAI calls of the models Azure does not list (gpt-5.4) stay priced, and nothing is kept', async () => {
+    const bundled = JSON.parse(JSON.stringify(await waitForUpdate())) as Provider[]
+    const data = bundled.map((p) => (p.id === 'azure' ? { ...p, fallback_model_providers: (p.fallback_model_providers ?? []).filter((f) => f !== 'openai') } : p))
+    const prices = http.createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify(data))
+    })
+    await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => prices.close(() => r())))
+    const upstream = await startMockUpstream(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...CEREBRAS_ANSWER, model: 'gpt-5.4', usage: { prompt_tokens: 100_000, completion_tokens: 10_000, total_tokens: 110_000 } }),
+    }))
+    cleanups.push(() => upstream.close())
+    const update_url = `http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json`
+    const t = await startTestServer({ providers: { azure: {} }, pricing: { update_url } }, upstream.url)
+    cleanups.push(() => t.cleanup())
+    const call = () => postJson(`${t.url}/azure/openai/v1/chat/completions`, { model: 'gpt-5.4', messages: [{ role: 'user', content: 'hi' }] }, { 'api-key': 'azure-lost-fallback-000000001' })
+    // 100k input at $2.50 + 10k output at $15 per million (Azure prices gpt-5.4 through OpenAI's list).
+    expect(await recorded(t, call)).toMatchObject({ provider: 'azure', model: 'gpt-5.4', priced: 1, cost_usd: expect.closeTo(0.4, 9) })
+    const updater = t.server.context.prices!.updater
+    // Applied before: every such call was recorded unpriced at $0 from then on.
+    expect(await updater.update()).toBe(false)
+    expect(updater.status()).toMatchObject({ source: 'bundled', last_error: expect.stringMatching(/azure no longer prices the models it does not list through openai/) })
+    expect(await updater.cached()).toBe(false)
+    expect(await recorded(t, call)).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.4, 9) })
+  })
+})
+
 // Last: the data they apply stays in use for the rest of this file.
 describe('a download that makes one model free (a provider does: Cerebras made qwen-3-coder-480b free)', () => {
   it('is applied, the model is recorded at $0 from then on, and the log says so', async () => {
