@@ -31,6 +31,12 @@ const secondAnthropic = (change: (m: any) => any) =>
     return models.map((m, i) => (i === 1 ? change(m) : m))
   })
 
+/** A model with its output price under another key, in each of its price tables. */
+function renamedOutput(m: any): any {
+  const rename = (t: Record<string, unknown>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k === 'output_mtok' ? 'output_tokens_mtok' : k, v]))
+  return { ...m, prices: Array.isArray(m.prices) ? m.prices.map((c: any) => ({ ...c, prices: rename(c.prices) })) : rename(m.prices) }
+}
+
 const SONNET_ANSWER = {
   id: 'msg_x', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: 'ok' }],
   usage: { input_tokens: 100_000, output_tokens: 10_000 },
@@ -82,6 +88,8 @@ describe('a price download broken in models the data in use charges for is refus
     ['an empty price table on three Anthropic models', () => bundledWith('anthropic', (models) => models.map((m) => (['claude-3-haiku', 'claude-opus-4-1', 'claude-haiku-4-5'].includes(m.id) ? { ...m, prices: {} } : m))), /no longer charges for 3 anthropic models/],
     ['no `match` rule on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic(({ match: _m, ...rest }) => rest), /cannot look up anthropic /],
     ['an invalid regex `match` on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic((m) => ({ ...m, match: { regex: '(' } })), /cannot look up anthropic /],
+    // The library ignores a price key it does not know: each model is still charged for its input.
+    ['`output_mtok` renamed in every Anthropic price table', () => bundledWith('anthropic', (models) => models.map(renamedOutput)), /no longer charges for \d+ anthropic models \([\w.-]+'s output, .*at most 2 at once/],
   ])('%s: Claude Sonnet 4.5 stays priced, and nothing is kept', async (_, broken, why) => {
     const t = await serverWith(SONNET_ANSWER, await broken())
     expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)

@@ -24,13 +24,33 @@ const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
 /** Longest run of lookups before calls waiting on the event loop go on. */
 const SLICE_MS = 10
 
-/** What `provider`'s data charges for a million input and output tokens of model `id` (0: nothing), or what the library threw. */
-function lookup(lib: PriceLibrary, provider: Provider, id: string): number | Error {
+/** What a lookup charges for a million input and output tokens: each side, and in all. */
+interface Charge {
+  input: number
+  output: number
+  total: number
+}
+
+/** What `provider`'s data charges for a million input and output tokens of model `id` (0s: nothing), or what the library threw. */
+function lookup(lib: PriceLibrary, provider: Provider, id: string): Charge | Error {
   try {
-    return lib.calcPrice(PROBE, id, { provider })?.total_price ?? 0
+    const r = lib.calcPrice(PROBE, id, { provider })
+    return { input: r?.input_price ?? 0, output: r?.output_price ?? 0, total: r?.total_price ?? 0 }
   } catch (err) {
     return err instanceof Error ? err : new Error(String(err))
   }
+}
+
+/**
+ * What `now` no longer charges for that `was` did: the whole model, or one side of it (a price
+ * key renamed in every table of a provider leaves the other side priced, so the model's total
+ * alone would pass); null when it charges for all it did.
+ */
+function lostCharge(was: Charge, now: Charge): 'all' | 'input' | 'output' | null {
+  if (!(now.total > 0)) return 'all'
+  if (was.input > 0 && !(now.input > 0)) return 'input'
+  if (was.output > 0 && !(now.output > 0)) return 'output'
+  return null
 }
 
 /**
@@ -44,14 +64,15 @@ export const MAX_MADE_FREE = 2
 /** What `unchargedReason` found: why `next` is refused (or null), and the models it makes free if it is not. */
 export interface ChargeCheck {
   refused: string | null
-  /** `provider model` of each model the data in use charges for and `next` prices at $0, when accepted. */
+  /** `provider model` of each model the data in use charges for and `next` prices at $0 (`provider model's input` where one side only), when accepted. */
   madeFree: string[]
 }
 
 /**
  * Why `next` may not replace `current`, or null: a model both list that `current` charges for
  * (deprecated ones aside) and `next` cannot look up, or more than MAX_MADE_FREE of one
- * provider's such models that `next` no longer charges for. `next` has passed `refuseReason`
+ * provider's such models that `next` no longer charges for, in all or on the input or output
+ * side it charged for. `next` has passed `refuseReason`
  * (every provider of `current` is in it, with well-formed models).
  */
 export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<ChargeCheck> {
@@ -73,14 +94,15 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
         sliceStart = performance.now()
       }
       const now = lookup(lib, after, m.id)
-      if (typeof now === 'number' && now > 0) continue
+      if (!(now instanceof Error) && now.input > 0 && now.output > 0) continue
       // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
       const was = lookup(lib, before, m.id)
-      if (typeof was !== 'number' || !(was > 0)) continue
-      if (typeof now !== 'number') {
+      if (was instanceof Error || !(was.total > 0)) continue
+      if (now instanceof Error) {
         return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [] }
       }
-      free.push(m.id)
+      const lost = lostCharge(was, now)
+      if (lost) free.push(lost === 'all' ? m.id : `${m.id}'s ${lost}`)
     }
     if (free.length > MAX_MADE_FREE) {
       const shown = free.slice(0, 3).join(', ') + (free.length > 3 ? `, and ${free.length - 3} more` : '')
