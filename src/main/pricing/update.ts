@@ -227,15 +227,20 @@ export class PriceUpdater {
 
   private async fetchOnce(): Promise<boolean> {
     this.state.checked_at = new Date().toISOString()
+    const timeoutMs = this.opts.timeoutMs ?? 60_000
+    // The whole download's limit: undici's own timeouts restart with each chunk, so a server
+    // trickling bytes would hold this fetch, and with it every later check, for good.
+    const deadline = AbortSignal.timeout(timeoutMs)
+    let downloaded = false
     try {
       await this.ready()
       const res = await request(this.url, {
         method: 'GET',
         headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update', ...this.sinceHeader() },
         dispatcher: this.opts.egress?.for(this.url),
-        headersTimeout: this.opts.timeoutMs ?? 60_000,
-        bodyTimeout: this.opts.timeoutMs ?? 60_000,
-        signal: this.cut.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        signal: AbortSignal.any([deadline, this.cut.signal]),
       })
       if (res.statusCode === 304) {
         // Nothing newer than the data in use: nothing downloaded.
@@ -260,6 +265,7 @@ export class PriceUpdater {
         throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
       }
       const text = await readCapped(res.body, MAX_BYTES)
+      downloaded = true
       const data = JSON.parse(text) as unknown
       if (this.closed) return false
       const lib = await loadPriceLibrary()
@@ -279,7 +285,7 @@ export class PriceUpdater {
       return true
     } catch (err) {
       if (this.closed) return false
-      this.state.last_error = (err as Error).message
+      this.state.last_error = deadline.aborted && !downloaded ? `the download took longer than ${timeoutMs} ms` : (err as Error).message
       // Logged once while checks keep failing (they are retried within minutes).
       if (this.failures++ === 0) {
         this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
