@@ -226,7 +226,8 @@ export class PriceUpdater {
   }
 
   private async fetchOnce(): Promise<boolean> {
-    this.state.checked_at = new Date().toISOString()
+    const checked = new Date()
+    this.state.checked_at = checked.toISOString()
     const timeoutMs = this.opts.timeoutMs ?? 60_000
     // The whole download's limit: undici's own timeouts restart with each chunk, so a server
     // trickling bytes would hold this fetch, and with it every later check, for good.
@@ -253,7 +254,10 @@ export class PriceUpdater {
         throw new Error(`HTTP ${res.statusCode}`)
       }
       const lm = res.headers['last-modified']
-      const published = typeof lm === 'string' && Number.isFinite(Date.parse(lm)) ? new Date(lm).toISOString() : this.state.checked_at
+      const stated = typeof lm === 'string' ? Date.parse(lm) : NaN
+      // A date past this check (a mirror's clock ahead) is the check's: kept as the data's date, it
+      // would make all data published before it, the real updates of the years to come, look older.
+      const published = Number.isFinite(stated) && stated <= checked.getTime() ? new Date(stated).toISOString() : this.state.checked_at
       if (this.inUseSince() > Date.parse(published)) {
         // A stale copy (a CDN or mirror serving last year's file) never replaces newer data.
         await res.body.dump()
@@ -301,10 +305,10 @@ export class PriceUpdater {
     this.state.last_error = null
   }
 
-  /** When the data in use was published; 0 for the bundled data (any download is newer). */
+  /** When the data in use was published; 0 for the bundled data, or a copy kept dated ahead of now by an earlier release (any download is newer). */
   private inUseSince(): number {
     const t = this.state.source === 'bundled' || !this.state.updated_at ? NaN : Date.parse(this.state.updated_at)
-    return Number.isFinite(t) ? t : 0
+    return Number.isFinite(t) && t <= Date.now() ? t : 0
   }
 
   /** Asks the server for the data only when it is newer than the data in use. */
