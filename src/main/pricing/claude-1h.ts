@@ -19,15 +19,19 @@ const READ_INPUT_DIVISOR = 10
 
 const CLAUDE = /claude/i
 
+/** Whether a model name (or an override's name or prefix) is a Claude model's. */
+export function isClaude(model: string): boolean {
+  return CLAUDE.test(model)
+}
+
 /**
  * A price set by hand for a Claude model (the admin API's, `pricing.overrides`) with its cache
  * rates, each one left out given Anthropic's: a 5-minute write 1.25x its input price, a 1-hour
  * write 2x, a read 0.1x. Without them the library would price every cache write and read at the
  * input price: a 1-hour write at half, a read at ten times what Anthropic bills. A rate given is
- * kept as given; another vendor's model is returned as it is.
+ * kept as given (another vendor's model keeps what its price says: ./override-table.ts).
  */
-export function withClaudeCacheRates(model: string, prices: Readonly<Record<string, number>>): Record<string, number> {
-  if (!CLAUDE.test(model)) return { ...prices }
+export function withClaudeCacheRates(prices: Readonly<Record<string, number>>): Record<string, number> {
   const input = prices.input_mtok!
   return {
     cache_read_mtok: input / READ_INPUT_DIVISOR,

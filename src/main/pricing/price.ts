@@ -2,6 +2,7 @@ import type { Provider as PriceProvider } from '@pydantic/genai-prices'
 import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/usage'
 import { loadOnce } from '../server/load-once'
 import { priceWithAdvisor } from './advisor'
+import { isClaude } from './claude-1h'
 import { loadPriceLibrary } from './library'
 import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
 import { toLibraryUsage, withExtra } from './library-usage'
@@ -295,7 +296,8 @@ export class Pricer {
   private override(u: Record<string, number>, providerName: string, model: string, fast: boolean): Priced | null {
     for (const o of this.overrides) {
       if (o.fast !== fast || (o.provider && o.provider !== providerName)) continue
-      const r = safeCalc(u, model, { provider: o.price })
+      // An entry for any model (`*`) prices a Claude model's cache as Anthropic bills it, as one naming it does.
+      const r = safeCalc(u, model, { provider: o.claude && isClaude(model) ? o.claude : o.price })
       if (r) return r
     }
     return null
