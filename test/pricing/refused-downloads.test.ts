@@ -168,7 +168,7 @@ describe("a download whose Azure provider lost its fallback to OpenAI's list", (
     const updater = t.server.context.prices!.updater
     // Applied before: every such call was recorded unpriced at $0 from then on.
     expect(await updater.update()).toBe(false)
-    expect(updater.status()).toMatchObject({ source: 'bundled', last_error: expect.stringMatching(/azure no longer prices the models it does not list through openai/) })
+    expect(updater.status()).toMatchObject({ source: 'bundled', last_error: expect.stringMatching(/the new data no longer prices azure \S+: azure lost its fallback to openai's list/) })
     expect(await updater.cached()).toBe(false)
     expect(await recorded(t, call)).toMatchObject({ priced: 1, cost_usd: expect.closeTo(0.4, 9) })
   })
@@ -206,5 +206,19 @@ describe('an ordinary download (one retired model)', () => {
     expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
     expect(JSON.parse(readFileSync(updater.file, 'utf8'))).toMatchObject({ charges_checked: true })
     expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+  })
+})
+
+describe("a download whose Azure provider lists the models of a fallback it dropped", () => {
+  it('is applied: nothing Azure priced is left unpriced', async () => {
+    const bundled = JSON.parse(JSON.stringify(await waitForUpdate())) as Provider[]
+    const xai = bundled.find((p) => p.id === 'x-ai')!
+    const data = bundled.map((p) =>
+      p.id === 'azure' ? { ...p, models: [...p.models, ...xai.models], fallback_model_providers: (p.fallback_model_providers ?? []).filter((f) => f !== 'x-ai') } : p,
+    )
+    const t = await serverWith(SONNET_ANSWER, data)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
   })
 })

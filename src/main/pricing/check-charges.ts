@@ -79,6 +79,12 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
   const byId = new Map(next.map((p) => [p.id, p]))
   const madeFree: string[] = []
   let sliceStart = performance.now()
+  const breathe = async () => {
+    if (performance.now() - sliceStart > SLICE_MS) {
+      await nextTurn()
+      sliceStart = performance.now()
+    }
+  }
   for (const p of current) {
     const q = byId.get(p.id)
     if (!q) continue
@@ -89,10 +95,7 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     const free: string[] = []
     for (const m of p.models) {
       if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
-      if (performance.now() - sliceStart > SLICE_MS) {
-        await nextTurn()
-        sliceStart = performance.now()
-      }
+      await breathe()
       const now = lookup(lib, after, m.id)
       if (!(now instanceof Error) && now.input > 0 && now.output > 0) continue
       // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
@@ -109,6 +112,39 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
       return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [] }
     }
     madeFree.push(...free.map((id) => `${p.id} ${id}`))
+    const unlisted = await lostThroughFallback(lib, p, q, current, byId, breathe)
+    if (unlisted) return { refused: unlisted, madeFree: [] }
   }
   return { refused: null, madeFree }
+}
+
+/**
+ * Why `q` (`p` in the new data) no longer prices a model it priced through a fallback provider
+ * (Azure OpenAI's gpt-5.x, through openai's list): a fallback dropped leaves each model of that
+ * provider unpriced unless `q` now lists it itself or another of its fallbacks does. None of the
+ * checks of the models a provider lists sees it.
+ */
+async function lostThroughFallback(
+  lib: PriceLibrary, p: Provider, q: Provider, current: Provider[], byId: Map<string, Provider>, breathe: () => Promise<void>,
+): Promise<string | null> {
+  const kept = Array.isArray(q.fallback_model_providers) ? q.fallback_model_providers : []
+  for (const f of p.fallback_model_providers ?? []) {
+    const from = current.find((c) => c.id === f)
+    if (kept.includes(f) || !from) continue
+    // Where the library would look for the model in the new data: the provider's own list, then each fallback kept.
+    const lists = [q, ...kept.map((id) => byId.get(id)).filter((x) => x !== undefined)].map((x) => ({ ...x, fallback_model_providers: undefined }))
+    for (const m of from.models) {
+      if (m.deprecated || !charged(m)) continue
+      await breathe()
+      const priced = lists.some((list) => {
+        const c = lookup(lib, list, m.id)
+        return !(c instanceof Error) && c.total > 0
+      })
+      if (priced) continue
+      // Not charged under its own id by the data in use either (a model priced per second, per image): it tells nothing.
+      const was = lookup(lib, { ...from, fallback_model_providers: undefined }, m.id)
+      if (!(was instanceof Error) && was.total > 0) return `the new data no longer prices ${p.id} ${m.id}: ${p.id} lost its fallback to ${f}'s list`
+    }
+  }
+  return null
 }

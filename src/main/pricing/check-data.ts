@@ -111,13 +111,6 @@ export function refuseReason(lib: PriceLibrary, next: unknown, current: Provider
   }
   const missing = current.map((p) => p.id).filter((id) => !byId.has(id))
   if (missing.length) return `providers missing from the new data: ${missing.join(', ')}`
-  // A provider prices the models it does not list through its fallbacks (Azure OpenAI's gpt-5.x through
-  // openai's list): one lost leaves all of those unpriced, which no check of the models it lists sees.
-  for (const p of current) {
-    const kept = byId.get(p.id)!.fallback_model_providers
-    const lost = (p.fallback_model_providers ?? []).filter((f) => !(Array.isArray(kept) && kept.includes(f)))
-    if (lost.length) return `${p.id} no longer prices the models it does not list through ${lost.join(', ')}`
-  }
   for (const p of byId.values()) {
     const bad = p.models.find((m: unknown) => !isObject(m) || typeof m.id !== 'string' || !usablePrices(m.prices))
     if (bad) return `provider '${p.id}' model '${(bad as { id?: unknown }).id}' has no usable prices`
