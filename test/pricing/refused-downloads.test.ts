@@ -88,6 +88,12 @@ describe('a price download broken in models the data in use charges for is refus
     ['an empty price table on three Anthropic models', () => bundledWith('anthropic', (models) => models.map((m) => (['claude-3-haiku', 'claude-opus-4-1', 'claude-haiku-4-5'].includes(m.id) ? { ...m, prices: {} } : m))), /no longer charges for 3 anthropic models/],
     ['no `match` rule on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic(({ match: _m, ...rest }) => rest), /cannot look up anthropic /],
     ['an invalid regex `match` on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic((m) => ({ ...m, match: { regex: '(' } })), /cannot look up anthropic /],
+    // The library prices with the first: the checks read the second.
+    ['Anthropic listed twice, its first entry with every model free', async () => {
+      const data = await bundledWith('anthropic', (models) => models)
+      const anthropic = data.find((p) => p.id === 'anthropic')!
+      return [{ ...anthropic, models: anthropic.models.map((m) => ({ ...m, prices: {} })) }, ...data]
+    }, /provider 'anthropic' is listed twice/],
     // The library ignores a price key it does not know: each model is still charged for its input.
     ['`output_mtok` renamed in every Anthropic price table', () => bundledWith('anthropic', (models) => models.map(renamedOutput)), /no longer charges for \d+ anthropic models \([\w.-]+'s output, .*at most 2 at once/],
   ])('%s: Claude Sonnet 4.5 stays priced, and nothing is kept', async (_, broken, why) => {

@@ -107,6 +107,8 @@ export function refuseReason(lib: PriceLibrary, next: unknown, current: Provider
   const byId = new Map<string, Provider>()
   for (const p of next as unknown[]) {
     if (!isObject(p) || typeof p.id !== 'string' || !Array.isArray(p.models)) return 'expected a list of providers with models'
+    // The library prices with a provider's first entry; every check here reads one entry per provider.
+    if (byId.has(p.id)) return `provider '${p.id}' is listed twice`
     byId.set(p.id, p as unknown as Provider)
   }
   const missing = current.map((p) => p.id).filter((id) => !byId.has(id))
