@@ -4,6 +4,7 @@ import { postJson } from '../support/http'
 import { fixture } from '../support/fixtures'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
+import { billedAt } from '../../src/main/pricing/deepseek-hours'
 
 /**
  * Where the OpenAI-compatible vendors put a stream's usage, and its cache hits: each stream is
@@ -21,7 +22,7 @@ function chunk(model: string, choices: unknown[], extra: Record<string, unknown>
 }
 
 function price(providerId: string, usage: Record<string, number>, model: string, ts: number): number {
-  const p = calcPrice(usage, model, { providerId, timestamp: new Date(ts) })
+  const p = calcPrice(usage, model, { providerId, timestamp: pricedAt(providerId, model, ts) })
   expect(p, `${providerId} prices ${model}`).not.toBeNull()
   return p!.total_price
 }
@@ -110,3 +111,8 @@ describe('Z.ai (GLM) streams: the usage at the top level of the last chunk', () 
     expect(row.cost_usd).toBe(price('zai', { input_tokens: 3000, cache_read_tokens: 2048, output_tokens: 25 }, model, row.ts))
   })
 })
+
+/** The time the library is asked for: a DeepSeek V4 call's as Burnrate prices its peak hours (src/main/pricing/deepseek-hours.ts). */
+function pricedAt(providerId: string, model: string, ts: number): Date {
+  return providerId === 'deepseek' ? billedAt(model, new Date(ts)) : new Date(ts)
+}

@@ -6,6 +6,7 @@ import type { MockUpstream } from '../support/mock-upstream'
 import { sseChunks } from '../support/fixtures'
 import type { TestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
+import { billedAt } from '../../src/main/pricing/deepseek-hours'
 
 /** Every recorded call, oldest first, read from the server's real SQLite file. */
 export function rows(t: TestServer): any[] {
@@ -108,7 +109,7 @@ export function geminiMultimodalAnswer(model: string) {
 
 /** The price library's own price of a usage, for a provider's price data at `ts`: what a row's cost must equal. */
 export function libraryPrice(providerId: string, usage: Record<string, number>, model: string, ts: number): number {
-  const p = calcPrice(usage, model, { providerId, timestamp: new Date(ts) })
+  const p = calcPrice(usage, model, { providerId, timestamp: pricedAt(providerId, model, ts) })
   expect(p, `${providerId} prices ${model}`).not.toBeNull()
   return p!.total_price
 }
@@ -126,4 +127,9 @@ export function sonarPrice(usage: Record<string, number>, model: string, feePerT
   expect((m.prices as Record<string, unknown>).requests_kcount).toBeGreaterThan(0)
   const table = { ...m, prices: { ...(m.prices as Record<string, number>), requests_kcount: feePerThousand } }
   return calcPrice(usage, model, { provider: { ...data, models: [table], fallback_model_providers: undefined }, timestamp: at })!.total_price
+}
+
+/** The time the library is asked for: a DeepSeek V4 call's as Burnrate prices its peak hours (src/main/pricing/deepseek-hours.ts). */
+function pricedAt(providerId: string, model: string, ts: number): Date {
+  return providerId === 'deepseek' ? billedAt(model, new Date(ts)) : new Date(ts)
 }

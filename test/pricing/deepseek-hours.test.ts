@@ -1,0 +1,55 @@
+import Database from 'better-sqlite3'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { admin, ADMIN_CONFIG } from '../admin/support'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+import { callRecord } from '../../src/main/desktop-logic/test-helpers'
+
+// DeepSeek bills V4 at its peak price (twice the off-peak one) in Beijing's 09:00-12:00 and
+// 14:00-18:00 (01:00-04:00 and 06:00-10:00 UTC) on weekdays only, since 2026-08-17, before which V4
+// had one flat price (api-docs.deepseek.com/quick_start/pricing). The price data's windows are daily
+// and undated, so a call in them was priced at the peak price on a weekend and before that date too.
+
+/** V4 Flash, per million input tokens: flat before 2026-08-17, then off-peak and peak. */
+const FLAT = 0.14
+const OFF_PEAK = 0.22
+const PEAK = 0.44
+
+describe("DeepSeek V4's peak hours, re-priced at each call's time", () => {
+  let upstream: MockUpstream
+  let t: TestServer
+  beforeAll(async () => {
+    upstream = await startMockUpstream()
+    t = await startTestServer(ADMIN_CONFIG, upstream.url)
+  })
+  afterAll(async () => {
+    await t.cleanup()
+    await upstream.close()
+  })
+
+  it('a Saturday in Beijing is off-peak all day, and a call before 2026-08-17 takes the flat price; a weekday peak hour the peak price', async () => {
+    const at = {
+      // Saturday 10:00 in Beijing.
+      saturday: '2026-12-05T02:00:00Z',
+      // Friday 10:00 in Beijing.
+      friday: '2026-12-04T02:00:00Z',
+      // Thursday 10:00 in Beijing, before peak hours were billed.
+      july: '2026-07-02T02:00:00Z',
+    }
+    // Recorded unpriced (as a model the price data did not know yet), then re-priced.
+    for (const ts of Object.values(at)) {
+      t.server.ledger.record(callRecord({ ts: Date.parse(ts), provider: 'deepseek', model: 'deepseek-v4-flash', endpoint: 'chat.completions', input_tokens: 1_000_000, output_tokens: 0, cost_usd: 0, priced: false }))
+    }
+    await t.server.ledger.flush()
+    const r = await admin(t.url, 'POST', '/prices/deepseek/deepseek-v4-flash/reprice')
+    expect(r.json()).toMatchObject({ repriced: 3, unpriced: 0 })
+    const db = new Database(t.dbFile, { readonly: true })
+    try {
+      const cost = (ts: string) => db.prepare('SELECT cost_usd FROM calls WHERE ts = ?').pluck().get(Date.parse(ts))
+      // Before: 0.44 for each (the Saturday's twice the bill, July's three times).
+      expect({ saturday: cost(at.saturday), friday: cost(at.friday), july: cost(at.july) }).toEqual({ saturday: OFF_PEAK, friday: PEAK, july: FLAT })
+    } finally {
+      db.close()
+    }
+  })
+})
