@@ -88,6 +88,8 @@ describe('a price download broken in models the data in use charges for is refus
     ['an empty price table on three Anthropic models', () => bundledWith('anthropic', (models) => models.map((m) => (['claude-3-haiku', 'claude-opus-4-1', 'claude-haiku-4-5'].includes(m.id) ? { ...m, prices: {} } : m))), /no longer charges for 3 anthropic models/],
     ['no `match` rule on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic(({ match: _m, ...rest }) => rest), /cannot look up anthropic /],
     ['an invalid regex `match` on an Anthropic model listed before Sonnet 4.5', () => secondAnthropic((m) => ({ ...m, match: { regex: '(' } })), /cannot look up anthropic /],
+    // A new model listed first whose `match` takes every Claude name: each was priced at its $0.01 / $0.05.
+    ['a new Anthropic model listed first that matches every Claude model\'s name', () => bundledWith('anthropic', (models) => [{ id: 'claude-lite', match: { starts_with: 'claude-' }, prices: { input_mtok: 0.01, output_mtok: 0.05 } }, ...models]), /prices \d+ anthropic models with another model's prices \(claude-2 as claude-lite, /],
     // The library prices with the first: the checks read the second.
     ['Anthropic listed twice, its first entry with every model free', async () => {
       const data = await bundledWith('anthropic', (models) => models)

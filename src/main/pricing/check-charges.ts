@@ -24,18 +24,19 @@ const PROBE = { input_tokens: 1_000_000, output_tokens: 1_000_000 }
 /** Longest run of lookups before calls waiting on the event loop go on. */
 const SLICE_MS = 10
 
-/** What a lookup charges for a million input and output tokens: each side, and in all. */
+/** What a lookup charges for a million input and output tokens: each side, and in all; and the model whose table it found. */
 interface Charge {
   input: number
   output: number
   total: number
+  model: string | null
 }
 
 /** What `provider`'s data charges for a million input and output tokens of model `id` (0s: nothing), or what the library threw. */
 function lookup(lib: PriceLibrary, provider: Provider, id: string): Charge | Error {
   try {
     const r = lib.calcPrice(PROBE, id, { provider })
-    return { input: r?.input_price ?? 0, output: r?.output_price ?? 0, total: r?.total_price ?? 0 }
+    return { input: r?.input_price ?? 0, output: r?.output_price ?? 0, total: r?.total_price ?? 0, model: r?.model.id ?? null }
   } catch (err) {
     return err instanceof Error ? err : new Error(String(err))
   }
@@ -66,6 +67,8 @@ export interface ChargeCheck {
   refused: string | null
   /** `provider model` of each model the data in use charges for and `next` prices at $0 (`provider model's input` where one side only), when accepted. */
   madeFree: string[]
+  /** `provider model as other` of each model `next` prices with another model's table (an earlier entry's `match` now takes its name), when accepted. */
+  pricedAs: string[]
 }
 
 /**
@@ -78,6 +81,7 @@ export interface ChargeCheck {
 export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<ChargeCheck> {
   const byId = new Map(next.map((p) => [p.id, p]))
   const madeFree: string[] = []
+  const pricedAs: string[] = []
   let sliceStart = performance.now()
   const breathe = async () => {
     if (performance.now() - sliceStart > SLICE_MS) {
@@ -93,29 +97,37 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     const after: Provider = { ...q, fallback_model_providers: undefined }
     const before: Provider = { ...p, fallback_model_providers: undefined }
     const free: string[] = []
+    const taken: string[] = []
     for (const m of p.models) {
       if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
       await breathe()
       const now = lookup(lib, after, m.id)
-      if (!(now instanceof Error) && now.input > 0 && now.output > 0) continue
+      if (!(now instanceof Error) && now.input > 0 && now.output > 0 && now.model === m.id) continue
       // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
       const was = lookup(lib, before, m.id)
       if (was instanceof Error || !(was.total > 0)) continue
       if (now instanceof Error) {
-        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [] }
+        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [], pricedAs: [] }
       }
       const lost = lostCharge(was, now)
       if (lost) free.push(lost === 'all' ? m.id : `${m.id}'s ${lost}`)
+      // Its name now found by an earlier entry (a `match` too broad): priced at that model's table.
+      else if (was.model === m.id && now.model !== m.id) taken.push(`${m.id} as ${now.model}`)
     }
     if (free.length > MAX_MADE_FREE) {
       const shown = free.slice(0, 3).join(', ') + (free.length > 3 ? `, and ${free.length - 3} more` : '')
-      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [] }
+      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], pricedAs: [] }
+    }
+    if (taken.length > MAX_MADE_FREE) {
+      const shown = taken.slice(0, 3).join(', ') + (taken.length > 3 ? `, and ${taken.length - 3} more` : '')
+      return { refused: `the new data prices ${taken.length} ${p.id} models with another model's prices (${shown})`, madeFree: [], pricedAs: [] }
     }
     madeFree.push(...free.map((id) => `${p.id} ${id}`))
+    pricedAs.push(...taken.map((t) => `${p.id} ${t}`))
     const unlisted = await lostThroughFallback(lib, p, q, current, byId, breathe)
-    if (unlisted) return { refused: unlisted, madeFree: [] }
+    if (unlisted) return { refused: unlisted, madeFree: [], pricedAs: [] }
   }
-  return { refused: null, madeFree }
+  return { refused: null, madeFree, pricedAs }
 }
 
 /**
