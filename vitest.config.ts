@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os'
 import { defineConfig } from 'vitest/config'
 import vue from '@vitejs/plugin-vue'
 
@@ -13,6 +14,10 @@ export default defineConfig({
     hookTimeout: 120_000,
     expect: { poll: { timeout: 30_000 } },
     pool: 'forks',
+    // Vitest's default is one worker fewer than the cores: one on CI's two, which ran the files one
+    // at a time (about 18 minutes). Most of a file's time is waiting (servers, PostgreSQL, Chromium),
+    // and the tests hold on a busy machine, so two files run at once on two cores.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     // A test starting in the last seconds before midnight waits until after it (test/support/midnight.ts).
     setupFiles: ['test/support/midnight.ts'],
     // Tests never fetch price data from the internet (test/pricing uses a local price-data server).
