@@ -41,4 +41,20 @@ describe('OpenAI usage: the parts of the prompt cache by modality', () => {
     expect(new Pricer().price('openai', 'openai', 'gpt-realtime', small, at)).toEqual({ cost_usd: want.total_price, priced: true })
     expect(want.total_price).toBeCloseTo((200 * 4 + 800 * 0.4 + 5_000 * 32 + 100 * 16) / 1e6, 15)
   })
+
+  it("reads the Realtime API's output split (`output_token_details`, singular) and prices its audio at the audio output rate", () => {
+    // OpenAI's own example of a response.done usage (the Realtime costs guide).
+    const u = openaiUsage({
+      total_tokens: 253,
+      input_tokens: 132,
+      output_tokens: 121,
+      input_token_details: { text_tokens: 119, audio_tokens: 13, image_tokens: 0, cached_tokens: 64, cached_tokens_details: { text_tokens: 64, audio_tokens: 0, image_tokens: 0 } },
+      output_token_details: { text_tokens: 30, audio_tokens: 91 },
+    })!
+    expect(u).toMatchObject({ input_tokens: 132, output_tokens: 121, cache_read_tokens: 64, extra: { input_audio_tokens: 13, output_audio_tokens: 91 } })
+    // gpt-realtime: text in $4/M, cached text $0.40/M, audio in $32/M, text out $16/M, audio out $64/M.
+    const cost = new Pricer().price('openai', 'openai', 'gpt-realtime', u, at)
+    expect(cost.priced).toBe(true)
+    expect(cost.cost_usd).toBeCloseTo((55 * 4 + 64 * 0.4 + 13 * 32 + 30 * 16 + 91 * 64) / 1e6, 15)
+  })
 })

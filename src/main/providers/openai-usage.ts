@@ -14,9 +14,10 @@ export function openaiUsage(u: unknown): Usage | null {
     if (seconds > 0) usage.extra = { audio_seconds: seconds }
     return usage
   }
-  // `input_token_details` (singular) is the audio transcriptions' spelling.
+  // `input_token_details` and `output_token_details` (singular) are the audio transcriptions' and
+  // the Realtime API's spelling.
   const inDetails = u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
-  const outDetails = u.completion_tokens_details ?? u.output_tokens_details
+  const outDetails = u.completion_tokens_details ?? u.output_tokens_details ?? u.output_token_details
   usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
   usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)
   const extra: Record<string, number> = {}
