@@ -19,6 +19,9 @@ function openaiEndpoint(path: string): string {
   if (p === '/embeddings') return 'embeddings'
   if (p.startsWith('/images/')) return 'images'
   if (p.startsWith('/audio/')) return 'audio'
+  // The Realtime API's socket (`GET /realtime?model=…` upgraded): each response on it is a call
+  // (../proxy/ws/realtime-calls.ts), and so is each input transcription.
+  if (p === '/realtime') return 'realtime'
   return 'other'
 }
 
@@ -81,7 +84,7 @@ export function openaiEndpointOf(method: string, path: string): string {
   return method === 'POST' ? openaiEndpoint(path) : 'other'
 }
 
-const BILLABLE = new Set(['chat.completions', 'responses', 'responses.compact', 'completions', 'fim.completions', 'embeddings', 'images', 'audio'])
+const BILLABLE = new Set(['chat.completions', 'responses', 'responses.compact', 'completions', 'fim.completions', 'embeddings', 'images', 'audio', 'realtime'])
 /** A stored response read again (retrieve, cancel): never this request's cost (CallShape.free). */
 export const READS = new Set(['responses.retrieve', 'responses.cancel'])
 

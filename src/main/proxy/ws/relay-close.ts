@@ -1,7 +1,7 @@
 import type WebSocket from 'ws'
 import type { Route } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
-import type { ResponsesSocketCalls } from './responses-calls'
+import type { SocketCalls } from './socket-calls'
 import type { SilenceWatch } from './silence'
 
 /**
@@ -19,7 +19,7 @@ function sendableCode(code: number): number | undefined {
 export function relayCloses(
   client: WebSocket,
   up: WebSocket,
-  calls: ResponsesSocketCalls | null,
+  calls: SocketCalls | null,
   silence: SilenceWatch | null,
   route: Route,
   opts: WebSocketRelayOptions,

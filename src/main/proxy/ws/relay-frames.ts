@@ -1,5 +1,5 @@
 import type WebSocket from 'ws'
-import type { ResponsesSocketCalls } from './responses-calls'
+import type { SocketCalls } from './socket-calls'
 import type { SilenceWatch } from './silence'
 
 /**
@@ -13,7 +13,7 @@ import type { SilenceWatch } from './silence'
 /** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
 const HIGH_WATER = 4 * 1024 * 1024
 
-export function relayFrames(client: WebSocket, up: WebSocket, calls: ResponsesSocketCalls | null, silence: SilenceWatch | null): void {
+export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls | null, silence: SilenceWatch | null): void {
   const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
     if (to.readyState !== to.OPEN) return
     to.send(data, { binary: isBinary }, () => {

@@ -4,6 +4,8 @@ import type WebSocket from 'ws'
 import type { Route } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
 import { ResponsesSocketCalls } from './responses-calls'
+import { RealtimeSocketCalls } from './realtime-calls'
+import type { SocketCalls } from './socket-calls'
 import { answerError } from './upgrade-answer'
 import { relayCloses } from './relay-close'
 import { relayFrames } from './relay-frames'
@@ -20,7 +22,8 @@ export type { WebSocketRelayOptions }
  * and only once it has accepted is the client's handshake completed, with the upstream's
  * headers; an upstream that refuses has its answer relayed as it came. Frames then pass both
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
- * metered and recorded as its own call (responses-calls.ts).
+ * metered and recorded as its own call (responses-calls.ts), and so on a Realtime API socket
+ * (realtime-calls.ts).
  *
  * Here: an upgrade refused or passed on, the two sockets of one joined, and shutdown. The upstream
  * asked first and the client's handshake are ./upstream-connect.ts (the ws library ./ws-library.ts);
@@ -56,8 +59,11 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
 
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
-    const metered = /(^|\/)responses$/.test(route.path)
-    const calls = metered ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null) : null
+    const calls: SocketCalls | null = /(^|\/)responses$/.test(route.path)
+      ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
+      : /(^|\/)realtime$/.test(route.path)
+        ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
+        : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
     // client's socket closed with 1014 (bad gateway), so the agent retries rather than waits.
     const silence = calls

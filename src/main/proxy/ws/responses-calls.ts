@@ -11,6 +11,7 @@ import { OpenCalls } from './open-calls'
 import { PlanHeaders } from './plan-headers'
 import { type ClosedBy, SocketEnd, releaseSteer } from './socket-end'
 import { SocketSteers } from './steers'
+import type { SocketCalls } from './socket-calls'
 
 /**
  * The calls on one Responses WebSocket (`GET /v1/responses` upgraded): each `response.create`
@@ -30,7 +31,7 @@ import { SocketSteers } from './steers'
  * their lanes ./open-calls.ts; what calls are asked with ./call-settings.ts; the socket's end for
  * its calls ./socket-end.ts.
  */
-export class ResponsesSocketCalls {
+export class ResponsesSocketCalls implements SocketCalls {
   /** The open calls, in their lanes (./open-calls.ts). */
   private readonly open = new OpenCalls()
   /** What each lane's responses are asked with, and the call each begins as (./call-settings.ts). */

@@ -1,0 +1,83 @@
+import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
+import { openaiUsage } from './openai-usage'
+import type { Meter, MeterResult } from './types'
+
+/**
+ * The Realtime API's billed events (a socket's calls: ../proxy/ws/realtime-calls.ts): a response's
+ * `response.done`, whose `usage` is the whole response's (its prompt is the session's conversation,
+ * by modality: text, audio, image, and the cached part of each; its output text and audio), and
+ * an input transcription's `conversation.item.input_audio_transcription.completed`, billed at the
+ * transcription model's rates (its `usage`: tokens, or whisper-1's seconds of audio).
+ */
+export const RESPONSE_DONE = 'response.done'
+export const TRANSCRIBED = 'conversation.item.input_audio_transcription.completed'
+
+/** Meters one Realtime call from its billed event; every other event is not its business. */
+export class RealtimeMeter implements Meter {
+  private usage: Usage | null = null
+  private id: string | undefined
+  private complete = false
+  private failure: string | null = null
+  /** Cut before its `response.done`: `usage` is its prompt's least, its output unknown. */
+  private cut = false
+
+  event(name: string, data: string): void {
+    if (name !== RESPONSE_DONE && name !== TRANSCRIBED) return
+    const ev = parseObject(data)
+    if (!ev) return
+    this.complete = true
+    if (name === TRANSCRIBED) {
+      this.usage = openaiUsage(ev.usage)
+      return
+    }
+    const r = ev.response
+    if (!isObject(r)) return
+    if (typeof r.id === 'string' && r.id) this.id = r.id
+    this.usage = openaiUsage(r.usage)
+    // A failed response's error (a quota, a server error) is the call's; it bills what it reports.
+    if (r.status === 'failed') {
+      const e = isObject(r.status_details) ? r.status_details.error : undefined
+      this.failure = (isObject(e) && typeof e.code === 'string' && e.code ? e.code : isObject(e) && typeof e.type === 'string' && e.type ? e.type : 'response_failed').slice(0, 100)
+    }
+    // Ended, however it ended (cancelled by the client or by the user's speech): what it reported is its bill.
+    this.usage ??= emptyUsage()
+  }
+
+  json(): void {}
+
+  /**
+   * The response was cut before its `response.done` (the socket closed, or the upstream went
+   * silent): OpenAI bills what it generated all the same, and no event says how much. Its prompt
+   * is at least the conversation of the session's last response that ended (`last`): recorded so,
+   * estimated, its output estimated from nothing that streamed (0). Without one, the recorder's
+   * estimate from the call's body.
+   */
+  cutAfter(last: Usage | null): void {
+    if (this.complete || !last) return
+    this.usage = conversationSoFar(last)
+    this.cut = true
+  }
+
+  result(): MeterResult {
+    if (this.cut) return { usage: this.usage, complete: false, outputText: '', partialOutput: true }
+    return { usage: this.usage, responseId: this.id, complete: this.complete, error: this.failure ?? undefined }
+  }
+}
+
+/**
+ * The conversation after a response whose usage is `u`, as the next response's prompt holds it:
+ * that prompt and that output (audio as audio), as much of it read from the cache as that prompt
+ * was (by modality), the rest uncached, as the budgets reserve a continued Responses turn.
+ */
+export function conversationSoFar(u: Usage): Usage {
+  const x = u.extra ?? {}
+  const out = emptyUsage()
+  out.input_tokens = u.input_tokens + u.output_tokens
+  out.cache_read_tokens = u.cache_read_tokens
+  const extra: Record<string, number> = {}
+  const audio = (x.input_audio_tokens ?? 0) + (x.output_audio_tokens ?? 0)
+  if (audio > 0) extra.input_audio_tokens = audio
+  for (const k of ['input_image_tokens', 'cache_audio_read_tokens', 'cache_image_read_tokens']) if (x[k] > 0) extra[k] = x[k]
+  if (Object.keys(extra).length > 0) out.extra = extra
+  return out
+}

@@ -1,0 +1,62 @@
+import { isObject } from '../../metering/usage'
+import { errorStatus } from './frames'
+
+/**
+ * Reading and writing the Realtime API's frames (JSON events) for its calls (./realtime-calls.ts):
+ * the model a session runs and transcribes with, an upstream `error` event, and a refusal written
+ * as the Realtime API reports errors.
+ */
+
+/** The model a Realtime upgrade asks for: its `model` query (OpenAI), else its `deployment` (Azure OpenAI); '' when none. */
+export function modelOfQuery(query: string): string {
+  if (!query) return ''
+  const q = new URLSearchParams(query)
+  return q.get('model') ?? q.get('deployment') ?? ''
+}
+
+/**
+ * The models a `session.created` or `session.updated` event's session names: the one it runs
+ * (`model`), and the one its input audio is transcribed with ('' for none: transcription off),
+ * where the GA interface puts it (`audio.input.transcription`) or the beta one
+ * (`input_audio_transcription`). Undefined where the session does not say.
+ */
+export function sessionModels(session: unknown): { model?: string; transcriber?: string } {
+  if (!isObject(session)) return {}
+  const out: { model?: string; transcriber?: string } = {}
+  if (typeof session.model === 'string' && session.model) out.model = session.model
+  const input = isObject(session.audio) && isObject(session.audio.input) ? session.audio.input : null
+  const t = input && 'transcription' in input ? input.transcription : 'input_audio_transcription' in session ? session.input_audio_transcription : undefined
+  if (t === null) out.transcriber = ''
+  else if (isObject(t)) out.transcriber = typeof t.model === 'string' ? t.model : ''
+  return out
+}
+
+/**
+ * An upstream `error` event: the client event it answers (`error.event_id`: null when the client
+ * gave its event no id), and the HTTP status it stands for (an `invalid_request_error` is a 400,
+ * a rate limit or a quota a 429; else the event's `status`, or 500).
+ */
+export function realtimeError(ev: Record<string, any>, text: string): { eventId: string | null; status: number; code: string } {
+  const e = isObject(ev.error) ? ev.error : {}
+  const type = typeof e.type === 'string' ? e.type : ''
+  const code = typeof e.code === 'string' && e.code ? e.code : type
+  const status = /rate_limit|quota/.test(`${type} ${code}`) ? 429 : type === 'invalid_request_error' ? 400 : errorStatus(text)
+  return { eventId: typeof e.event_id === 'string' && e.event_id ? e.event_id : null, status, code: code.slice(0, 100) }
+}
+
+let refusals = 0
+
+/**
+ * A refusal as the Realtime API reports errors, `{"type":"error","event_id":…,"error":{"type",
+ * "code","message","param","event_id"}}`, naming the client's event it refuses (its `event_id`, if
+ * it gave one), with the HTTP status it stands for beside it.
+ */
+export function realtimeErrorFrame(status: number, body: unknown, clientEventId: string | null): string {
+  const error = { ...((body as { error?: Record<string, unknown> } | undefined)?.error ?? {}) }
+  return JSON.stringify({
+    type: 'error',
+    event_id: `event_burnrate_${++refusals}`,
+    status,
+    error: { ...error, code: error.code ?? error.type, param: null, event_id: clientEventId },
+  })
+}

@@ -1,0 +1,23 @@
+import type { ClosedBy } from './socket-end'
+
+/**
+ * What the relay (./relay-frames.ts, ./relay-close.ts, ./silence.ts) asks of a metered socket's
+ * calls, whichever API the socket speaks: a Responses socket's (./responses-calls.ts) or a
+ * Realtime one's (./realtime-calls.ts).
+ */
+export interface SocketCalls {
+  /**
+   * A text frame from the client (or a binary one holding JSON). Returns null to forward it, the
+   * error frame to answer instead (a budget refusal: the frame is not sent upstream), or false to
+   * drop it (the socket closed while its admission waited); a promise while the admission waits.
+   */
+  fromClient(data: Buffer, binary?: boolean): string | null | false | Promise<string | null | false>
+  /** A JSON frame from the upstream, on its way to the client. */
+  fromUpstream(data: Buffer): void
+  /** Whether a response is open: `waiting` for its first frame, or `streaming` (./silence.ts). */
+  openState(): 'none' | 'waiting' | 'streaming'
+  /** The upstream went silent past its time limit: the open calls are recorded as timed out. */
+  timedOut(): void
+  /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream. */
+  closed(by: ClosedBy): void
+}

@@ -1,0 +1,192 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { eventually } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+
+/**
+ * OpenAI's Realtime API over Burnrate's WebSocket relay (README: WebSockets): each `response.done`
+ * is one call with its usage priced per modality, each input transcription one more at the
+ * transcription model's rates, a client's `response.create` is gated by the budgets, and a
+ * response the server starts by itself (server VAD) is recorded all the same. The upstream replays
+ * the server events of test/fixtures/openai-realtime (README there).
+ */
+
+const events = (name: string) => readFileSync(join(__dirname, '../fixtures/openai-realtime', name), 'utf8').trim().split('\n')
+const GA = events('ga-server-vad-turn.jsonl')
+const BETA = events('beta-response-create.jsonl')
+
+/** Every frame the upstream got, per socket, and each socket's upgrade request. */
+const seen: { url: string; beta: string; frames: any[] }[] = []
+/** What the upstream does with a client frame: the GA socket answers audio, the beta one a response.create. */
+let up: WsUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  up = await startWsUpstream({
+    onConnection: (ws, req) => {
+      const me = { url: req.url ?? '', beta: String(req.headers['openai-beta'] ?? ''), frames: [] as any[] }
+      seen.push(me)
+      const script = me.beta ? BETA : GA
+      // The server speaks first: its session.
+      ws.send(script[0])
+      ws.on('message', (data) => {
+        const f = JSON.parse(String(data))
+        me.frames.push(f)
+        if (f.type === 'session.update' && script === GA) ws.send(GA[1])
+        // Server VAD: the user's speech ends, the server commits it and answers by itself.
+        if (f.type === 'input_audio_buffer.append' && f.audio === 'END' && script === GA) for (const e of GA.slice(2)) ws.send(e)
+        // A response that begins and streams, and never ends.
+        if (f.type === 'response.create' && f.event_id === 'evt_hang' && script === GA) {
+          ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_H1', response: { object: 'realtime.response', id: 'resp_hang', status: 'in_progress', output: [], usage: null } }))
+          ws.send(JSON.stringify({ type: 'response.output_audio.delta', event_id: 'event_H2', response_id: 'resp_hang', item_id: 'item_h', output_index: 0, content_index: 0, delta: 'AAAA' }))
+        }
+        if (f.type === 'response.create' && script === BETA) {
+          if (f.event_id === 'evt_nousage') {
+            // An older beta session's transcription, without usage; then the response.
+            ws.send(JSON.stringify({ type: 'conversation.item.input_audio_transcription.completed', event_id: 'event_N1', item_id: 'item_n', content_index: 0, transcript: 'Hello?' }))
+            for (const e of BETA.slice(2)) ws.send(e)
+          } else if (f.event_id === 'evt_busy') {
+            ws.send(JSON.stringify({ type: 'error', event_id: 'event_B3Lq', error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: 'Conversation already has an active response in progress.', param: null, event_id: 'evt_busy' } }))
+          } else for (const e of BETA.slice(1)) ws.send(e)
+        }
+      })
+    },
+  })
+  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await up.close()
+})
+
+function open(query: string, key: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; frames: any[] }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?${query}`, { headers: { authorization: `Bearer ${key}`, ...headers } })
+    const frames: any[] = []
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    ws.on('open', () => resolve({ ws, frames }))
+    ws.on('error', reject)
+  })
+}
+
+/** The rows recorded after `before`, once there are `n`. */
+const rowsAfter = (before: number, n: number) =>
+  eventually(() => {
+    const r = ledgerRows(t.dbFile).slice(before)
+    return r.length === n ? r : undefined
+  }, 10_000) as Promise<any[]>
+
+describe('a Realtime API socket', () => {
+  it('GA, server VAD: the response no client frame asked for is recorded at its response.done, per modality, and the input transcription at its own model', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime', 'sk-test-realtime-0001', { 'x-burnrate-agent': 'voice-bot', 'x-burnrate-session': 'call-42' })
+    c.ws.send(JSON.stringify({ type: 'session.update', session: { type: 'realtime', audio: { input: { transcription: { model: 'gpt-4o-transcribe' } } } } }))
+    await eventually(() => c.frames.some((f) => f.type === 'session.updated'), 10_000)
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAAAP//AAABAP7/' }))
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    const rows = await rowsAfter(before, 2)
+    // Every server event reached the client, unchanged.
+    await eventually(() => c.frames.length === GA.length, 10_000)
+    expect(c.frames.map((f) => JSON.stringify(f))).toEqual(GA)
+    c.ws.close()
+    const byEndpoint = Object.fromEntries(rows.map((r) => [r.endpoint, r]))
+    const common = { provider: 'openai', status: 200, agent: 'voice-bot', session: 'call-42', key_hint: expect.stringContaining('0001'), estimated: 0, priced: 1 }
+    // OpenAI's own example usage: input 132 (text 119, audio 13; cached 64, all text), output 121 (text 30, audio 91).
+    expect(byEndpoint.realtime).toMatchObject({ ...common, model: 'gpt-realtime', input_tokens: 132, cache_read_tokens: 64, output_tokens: 121, response_id: 'resp_C9G5j2GqE8Qo3Zz3Xt1Kd' })
+    // gpt-realtime: text $4/M (cached $0.40/M), audio $32/M; output text $16/M, audio $64/M.
+    expect(byEndpoint.realtime.cost_usd).toBeCloseTo((55 * 4 + 64 * 0.4 + 13 * 32 + 30 * 16 + 91 * 64) / 1e6, 15)
+    expect(JSON.parse(byEndpoint.realtime.usage_extra)).toMatchObject({ extra: { input_audio_tokens: 13, output_audio_tokens: 91 } })
+    // The transcription: 17 audio tokens in, 9 text tokens out, at gpt-4o-transcribe's $6/M audio and $10/M output.
+    expect(byEndpoint['realtime.transcription']).toMatchObject({ ...common, model: 'gpt-4o-transcribe', input_tokens: 17, output_tokens: 9 })
+    expect(byEndpoint['realtime.transcription'].cost_usd).toBeCloseTo((17 * 6 + 9 * 10) / 1e6, 15)
+    expect(seen.at(-1)!.url).toBe('/v1/realtime?model=gpt-realtime')
+  })
+
+  it('beta (OpenAI-Beta: realtime=v1): a response.create is admitted and its response recorded at the model the session names; whisper-1 by its seconds', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-4o-realtime-preview', 'sk-test-realtime-0002', { 'openai-beta': 'realtime=v1' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1', response: { modalities: ['audio', 'text'] } }))
+    const rows = await rowsAfter(before, 2)
+    c.ws.close()
+    const byEndpoint = Object.fromEntries(rows.map((r) => [r.endpoint, r]))
+    // input 1,204 (text 1,120 of which 1,024 cached, audio 84), output 262 (text 58, audio 204).
+    expect(byEndpoint.realtime).toMatchObject({ status: 200, model: 'gpt-4o-realtime-preview-2024-12-17', input_tokens: 1_204, cache_read_tokens: 1_024, output_tokens: 262, estimated: 0 })
+    // gpt-4o-realtime-preview: text $5/M (cached $2.50/M), audio $40/M; output text $20/M, audio $80/M.
+    expect(byEndpoint.realtime.cost_usd).toBeCloseTo((96 * 5 + 1_024 * 2.5 + 84 * 40 + 58 * 20 + 204 * 80) / 1e6, 15)
+    // whisper-1: $0.006 a minute, 2.4 s.
+    expect(byEndpoint['realtime.transcription']).toMatchObject({ status: 200, model: 'whisper-1', priced: 1 })
+    expect(byEndpoint['realtime.transcription'].cost_usd).toBeCloseTo((2.4 / 60) * 0.006, 15)
+    expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['response.create'])
+  })
+
+  it('a response.create over a block budget is answered with an error event and not sent upstream; the socket goes on', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime', 'sk-blocked-realtime-0001')
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_7' }))
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAA' }))
+    await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
+    expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'budget_exceeded', code: 'budget_exceeded', event_id: 'evt_7' } })
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 429, cost_usd: 0 })
+    // The append went on; the response.create did not.
+    await eventually(() => seen.at(-1)!.frames.length === 1, 10_000)
+    expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['input_audio_buffer.append'])
+    expect(c.ws.readyState).toBe(WebSocket.OPEN)
+    c.ws.close()
+  })
+
+  it("a response.create the upstream refuses (an error naming its event_id) is recorded with the error at $0, and the socket's next response is its own", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-4o-realtime-preview-2024-12-17', 'sk-test-realtime-0003', { 'openai-beta': 'realtime=v1' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_busy' }))
+    const [refused] = await rowsAfter(before, 1)
+    expect(refused).toMatchObject({ endpoint: 'realtime', status: 400, error: 'conversation_already_has_active_response', cost_usd: 0 })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_2' }))
+    const rows = await rowsAfter(before, 3)
+    c.ws.close()
+    expect(rows.filter((r) => r.endpoint === 'realtime' && r.status === 200)).toMatchObject([{ input_tokens: 1_204, output_tokens: 262 }])
+  })
+
+  it('a response cut by the client closing the socket is recorded 499', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime', 'sk-test-realtime-0004')
+    // The GA upstream never answers a response.create: the response is asked for, then the client leaves.
+    c.ws.send(JSON.stringify({ type: 'response.create' }))
+    await eventually(() => seen.at(-1)!.frames.length === 1, 10_000)
+    c.ws.close()
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 499, cost_usd: 0 })
+  })
+
+  it("a response cut by the socket's close after a turn: recorded 499, estimated, at least the conversation so far as its prompt", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime', 'sk-test-realtime-0006')
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    // (The turn, and its transcription: of a model this socket's session never named, so unpriced.)
+    const turn = await rowsAfter(before, 2)
+    expect(turn.find((r) => r.endpoint === 'realtime.transcription')).toMatchObject({ model: '', priced: 0, input_tokens: 17 })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_hang' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.output_audio.delta' && f.response_id === 'resp_hang'), 10_000)
+    c.ws.close()
+    const rows = (await rowsAfter(before, 3)).filter((r) => r.endpoint === 'realtime')
+    // The turn before it: prompt 132 (audio 13, cached 64), output 121 (audio 91). Its conversation, 253 tokens (104 of them audio), is the cut one's prompt.
+    expect(rows[1]).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 499, estimated: 1, input_tokens: 253, cache_read_tokens: 64, output_tokens: 0 })
+    expect(JSON.parse(rows[1].usage_extra)).toMatchObject({ extra: { input_audio_tokens: 104 } })
+    expect(rows[1].cost_usd).toBeCloseTo((85 * 4 + 64 * 0.4 + 104 * 32) / 1e6, 15)
+  })
+
+  it('a transcription event without usage (the beta before OpenAI added it) is not recorded: nothing to bill by', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-4o-realtime-preview-2024-12-17', 'sk-test-realtime-0007', { 'openai-beta': 'realtime=v1' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_nousage' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
+    const rows = await rowsAfter(before, 1)
+    // The transcription came before the response.done, so were it recorded it would be here.
+    expect(rows.map((r) => r.endpoint)).toEqual(['realtime'])
+    c.ws.close()
+  })
+})
