@@ -1,0 +1,80 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { eventually } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+
+/**
+ * The upstream's silence on a Realtime API socket (README: WebSockets), timed as on a Responses
+ * socket: a response begun and then silent past `upstream.idle_timeout_ms` is recorded 504
+ * `upstream_stalled`, estimated (at least the conversation so far as its prompt), and the client
+ * closed with 1014; a `response.create` with no answer within `first_byte_timeout_ms` is 504
+ * `upstream_timeout` at $0.
+ */
+
+const GA = readFileSync(join(__dirname, '../fixtures/openai-realtime/ga-server-vad-turn.jsonl'), 'utf8').trim().split('\n')
+
+let up: WsUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  up = await startWsUpstream({
+    onConnection: (ws) => {
+      ws.send(GA[0])
+      ws.on('message', (data) => {
+        const f = JSON.parse(String(data))
+        // The user's speech: one whole server-VAD turn (its response, and a transcription).
+        if (f.type === 'input_audio_buffer.append') for (const e of GA.slice(2)) ws.send(e)
+        // 'evt_stall': the response begins, then nothing; 'evt_silent': nothing at all.
+        if (f.type === 'response.create' && f.event_id === 'evt_stall') ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_S1', response: { object: 'realtime.response', id: 'resp_stall', status: 'in_progress', output: [], usage: null } }))
+      })
+    },
+  })
+  t = await startTestServer({ upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } }, up.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await up.close()
+})
+
+function open(key: string): Promise<{ ws: WebSocket; frames: any[]; closed: Promise<{ code: number; reason: string }> }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${key}` } })
+    const frames: any[] = []
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: String(reason) })))
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    ws.on('open', () => resolve({ ws, frames, closed }))
+    ws.on('error', reject)
+  })
+}
+
+const rowsAfter = (before: number, n: number) =>
+  eventually(() => {
+    const r = ledgerRows(t.dbFile).slice(before)
+    return r.length === n ? r : undefined
+  }, 10_000) as Promise<any[]>
+
+describe('an upstream silent on a Realtime API socket', () => {
+  it('within a response, past idle_timeout_ms: 504 upstream_stalled, estimated from the conversation so far; the client closed 1014', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('sk-test-rt-timeout-0001')
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAA' }))
+    await rowsAfter(before, 2)
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_stall' }))
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const [stalled] = (await rowsAfter(before, 3)).slice(2)
+    expect(stalled).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_stalled', estimated: 1, input_tokens: 253, cache_read_tokens: 64 })
+  })
+
+  it('a response.create unanswered past first_byte_timeout_ms: 504 upstream_timeout at $0', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('sk-test-rt-timeout-0002')
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_silent' }))
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_timeout', cost_usd: 0 })
+  })
+})
