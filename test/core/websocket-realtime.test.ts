@@ -28,7 +28,9 @@ let t: TestServer
 beforeAll(async () => {
   up = await startWsUpstream({
     onConnection: (ws, req) => {
-      const me = { url: req.url ?? '', beta: String(req.headers['openai-beta'] ?? ''), frames: [] as any[] }
+      // The beta interface, asked for by header, or (a browser) by subprotocol.
+      const beta = String(req.headers['openai-beta'] ?? '') || (String(req.headers['sec-websocket-protocol']).includes('openai-beta.realtime-v1') ? 'realtime=v1' : '')
+      const me = { url: req.url ?? '', beta, frames: [] as any[] }
       seen.push(me)
       const script = me.beta ? BETA : GA
       // The server speaks first: its session.
@@ -188,5 +190,29 @@ describe('a Realtime API socket', () => {
     // The transcription came before the response.done, so were it recorded it would be here.
     expect(rows.map((r) => r.endpoint)).toEqual(['realtime'])
     c.ws.close()
+  })
+
+  it("a browser's key, offered as a subprotocol (openai-insecure-api-key.<key>), is the key its calls are recorded and budgeted as", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const offer = (key: string) => ['realtime', `openai-insecure-api-key.${key}`, 'openai-beta.realtime-v1']
+    const open2 = (key: string) =>
+      new Promise<{ ws: WebSocket; frames: any[] }>((resolve, reject) => {
+        const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-4o-realtime-preview-2024-12-17`, offer(key))
+        const frames: any[] = []
+        ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+        ws.on('open', () => resolve({ ws, frames }))
+        ws.on('error', reject)
+      })
+    const blocked = await open2('sk-blocked-realtime-proto-0009')
+    expect(blocked.ws.protocol).toBe('realtime')
+    blocked.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_b' }))
+    await eventually(() => blocked.frames.some((f) => f.type === 'error'), 10_000)
+    blocked.ws.close()
+    const ok = await open2('sk-test-realtime-proto-0008')
+    ok.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
+    const rows = await rowsAfter(before, 3)
+    ok.ws.close()
+    expect(rows[0]).toMatchObject({ status: 429, key_hint: expect.stringContaining('0009') })
+    expect(rows.filter((r) => r.status === 200).map((r) => r.key_hint)).toEqual([expect.stringContaining('0008'), expect.stringContaining('0008')])
   })
 })

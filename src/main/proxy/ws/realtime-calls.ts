@@ -8,7 +8,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import { frameType, responseIdOf } from './frames'
-import { modelOfQuery, realtimeError, sessionModels } from './realtime-frames'
+import { modelOfQuery, realtimeError, sessionModels, withProtocolKey } from './realtime-frames'
 import { RealtimeClientFrames } from './realtime-client'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
@@ -42,13 +42,16 @@ export class RealtimeSocketCalls implements SocketCalls {
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
   closedBy: ClosedBy | null = null
   private readonly client: RealtimeClientFrames
+  /** The upgrade's headers, with a browser's subprotocol key as its `Authorization` (./realtime-frames.ts). */
+  private readonly headers: IncomingHttpHeaders
 
   constructor(
     private readonly life: CallLifecycle,
     private readonly route: Route,
-    private readonly headers: IncomingHttpHeaders,
+    headers: IncomingHttpHeaders,
     private readonly who: Attributors,
   ) {
+    this.headers = withProtocolKey(headers)
     this.model = modelOfQuery(route.query)
     this.client = new RealtimeClientFrames(life, this)
   }

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { isObject } from '../../metering/usage'
 import { errorStatus } from './frames'
 
@@ -12,6 +13,25 @@ export function modelOfQuery(query: string): string {
   if (!query) return ''
   const q = new URLSearchParams(query)
   return q.get('model') ?? q.get('deployment') ?? ''
+}
+
+/** How a browser, which cannot set headers on a WebSocket, gives the Realtime API its key: a subprotocol it offers. */
+const PROTOCOL_KEY = 'openai-insecure-api-key.'
+
+/**
+ * The upgrade's headers as its calls are attributed by: with the key a browser offers as a
+ * subprotocol (`Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>`, OpenAI's way for
+ * a client that cannot set headers) as its `Authorization` when it has none, so the socket's calls
+ * are the key's (its budgets, its rows) rather than no key's. In memory only, as any key.
+ */
+export function withProtocolKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const offer = headers['sec-websocket-protocol']
+  if (headers.authorization || typeof offer !== 'string' || !offer.includes(PROTOCOL_KEY)) return headers
+  for (const p of offer.split(',')) {
+    const v = p.trim()
+    if (v.startsWith(PROTOCOL_KEY) && v.length > PROTOCOL_KEY.length) return { ...headers, authorization: `Bearer ${v.slice(PROTOCOL_KEY.length)}` }
+  }
+  return headers
 }
 
 /**
