@@ -32,6 +32,12 @@ beforeAll(async () => {
       const beta = String(req.headers['openai-beta'] ?? '') || (String(req.headers['sec-websocket-protocol']).includes('openai-beta.realtime-v1') ? 'realtime=v1' : '')
       const me = { url: req.url ?? '', beta, frames: [] as any[] }
       seen.push(me)
+      // A beta transcription-only session: its own session event, then a transcription of each commit.
+      if (me.url.includes('intent=transcription')) {
+        ws.send(JSON.stringify({ type: 'transcription_session.created', event_id: 'event_T0', session: { id: 'sess_T', object: 'realtime.transcription_session', input_audio_format: 'pcm16', input_audio_transcription: { model: 'gpt-4o-mini-transcribe', language: 'en', prompt: '' }, turn_detection: { type: 'server_vad' } } }))
+        ws.on('message', () => ws.send(GA[16]))
+        return
+      }
       const script = me.beta ? BETA : GA
       // The server speaks first: its session.
       ws.send(script[0])
@@ -214,5 +220,16 @@ describe('a Realtime API socket', () => {
     ok.ws.close()
     expect(rows[0]).toMatchObject({ status: 429, key_hint: expect.stringContaining('0009') })
     expect(rows.filter((r) => r.status === 200).map((r) => r.key_hint)).toEqual([expect.stringContaining('0008'), expect.stringContaining('0008')])
+  })
+
+  it('a beta transcription-only session (?intent=transcription): each transcription recorded at the model its transcription_session.created names', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('intent=transcription', 'sk-test-realtime-0010', { 'openai-beta': 'realtime=v1' })
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.commit' }))
+    const [row] = await rowsAfter(before, 1)
+    c.ws.close()
+    // gpt-4o-mini-transcribe: audio in $3/M, output $5/M; 17 audio tokens in, 9 out.
+    expect(row).toMatchObject({ endpoint: 'realtime.transcription', model: 'gpt-4o-mini-transcribe', input_tokens: 17, output_tokens: 9, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo((17 * 3 + 9 * 5) / 1e6, 15)
   })
 })

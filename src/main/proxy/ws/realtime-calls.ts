@@ -13,6 +13,9 @@ import { RealtimeClientFrames } from './realtime-client'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
 
+/** The server's events that state the session (a beta transcription-only session, `?intent=transcription`, has its own). */
+const SESSION_EVENTS = new Set(['session.created', 'session.updated', 'transcription_session.created', 'transcription_session.updated'])
+
 /**
  * The calls on one Realtime API socket (`GET /v1/realtime?model=…` upgraded, the GA interface or
  * the beta one): each response is one call, recorded at its `response.done` with its usage, and
@@ -79,7 +82,7 @@ export class RealtimeSocketCalls implements SocketCalls {
 
   fromUpstream(data: Buffer): void {
     const type = frameType(data.toString('utf8', 0, Math.min(data.length, 300)))
-    if (type === 'session.created' || type === 'session.updated') {
+    if (SESSION_EVENTS.has(type)) {
       const m = sessionModels(parseObject(data.toString('utf8'))?.session)
       if (m.model) this.model = m.model
       if (m.transcriber !== undefined) this.transcriber = m.transcriber
