@@ -81,6 +81,9 @@ export class RealtimeSocketCalls implements SocketCalls {
   }
 
   fromUpstream(data: Buffer): void {
+    // Once the socket's end recorded its open calls, a frame still in flight (the upstream's
+    // socket closes after the client's) would record one of them again.
+    if (this.closedBy) return
     const type = frameType(data.toString('utf8', 0, Math.min(data.length, 300)))
     if (SESSION_EVENTS.has(type)) {
       const m = sessionModels(parseObject(data.toString('utf8'))?.session)
