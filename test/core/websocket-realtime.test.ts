@@ -64,7 +64,18 @@ beforeAll(async () => {
       })
     },
   })
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
+  t = await startTestServer(
+    {
+      budgets: {
+        rules: [
+          { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
+          { api_key_pattern: 'sk-small-*', daily_limit_usd: 0.005, action: 'block' },
+          { api_key_pattern: 'sk-rpm-*', requests_per_minute: 1, action: 'block' },
+        ],
+      },
+    },
+    up.url,
+  )
 })
 afterAll(async () => {
   await t.cleanup()
@@ -131,18 +142,58 @@ describe('a Realtime API socket', () => {
     expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['response.create'])
   })
 
-  it('a response.create over a block budget is answered with an error event and not sent upstream; the socket goes on', async () => {
+  it('a key over its block limit is refused the socket itself: HTTP 429 with the refusal, recorded at $0, the upstream never asked', async () => {
     const before = ledgerRows(t.dbFile).length
-    const c = await open('model=gpt-realtime', 'sk-blocked-realtime-0001')
+    const sockets = seen.length
+    const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+      const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: 'Bearer sk-blocked-realtime-0001' } })
+      ws.on('unexpected-response', (_req, res) => {
+        const parts: Buffer[] = []
+        res.on('data', (d: Buffer) => parts.push(d))
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(parts).toString()) }))
+      })
+      ws.on('open', () => reject(new Error('opened')))
+      ws.on('error', () => {})
+    })
+    expect(answer).toMatchObject({ status: 429, body: { error: { type: 'budget_exceeded' } } })
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 429, error: 'budget_exceeded', cost_usd: 0, key_hint: expect.stringContaining('0001') })
+    expect(seen.length).toBe(sockets)
+  })
+
+  it("an admitted socket's check counts no request and holds nothing: under requests_per_minute 1, its first response.create goes through, its second is refused", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-4o-realtime-preview-2024-12-17', 'sk-rpm-realtime-0001', { 'openai-beta': 'realtime=v1' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_2' }))
+    await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
+    expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'rate_limited', event_id: 'evt_2' } })
+    const rows = await rowsAfter(before, 3)
+    expect(rows.filter((r) => r.endpoint === 'realtime').map((r) => r.status)).toEqual([200, 429])
+    c.ws.close()
+    await eventually(() => t.server.proxy.active === 0, 10_000)
+  })
+
+  it('a key that goes over its block limit mid-session: its response.create is answered with an error event and not sent, while a response the server starts (VAD) still runs and is recorded', async () => {
+    const before = ledgerRows(t.dbFile).length
+    // $0.005 a day: the first turn ($0.0070) takes it over.
+    const c = await open('model=gpt-realtime', 'sk-small-realtime-0001')
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    await rowsAfter(before, 2)
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_7' }))
     c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAA' }))
     await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
     expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'budget_exceeded', code: 'budget_exceeded', event_id: 'evt_7' } })
-    const [row] = await rowsAfter(before, 1)
-    expect(row).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 429, cost_usd: 0 })
+    const [refused] = (await rowsAfter(before, 3)).slice(2)
+    expect(refused).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 429, cost_usd: 0 })
     // The append went on; the response.create did not.
-    await eventually(() => seen.at(-1)!.frames.length === 1, 10_000)
-    expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['input_audio_buffer.append'])
+    await eventually(() => seen.at(-1)!.frames.length === 2, 10_000)
+    expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['input_audio_buffer.append', 'input_audio_buffer.append'])
+    // The user speaks again: the server answers by itself, and that response is recorded at its cost.
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    const rows = await rowsAfter(before, 5)
+    expect(rows.filter((r) => r.endpoint === 'realtime' && r.status === 200)).toHaveLength(2)
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
     c.ws.close()
   })
@@ -209,12 +260,10 @@ describe('a Realtime API socket', () => {
         ws.on('open', () => resolve({ ws, frames }))
         ws.on('error', reject)
       })
-    const blocked = await open2('sk-blocked-realtime-proto-0009')
-    expect(blocked.ws.protocol).toBe('realtime')
-    blocked.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_b' }))
-    await eventually(() => blocked.frames.some((f) => f.type === 'error'), 10_000)
-    blocked.ws.close()
+    // Over its block limit: refused the socket.
+    await expect(open2('sk-blocked-realtime-proto-0009')).rejects.toThrow(/429/)
     const ok = await open2('sk-test-realtime-proto-0008')
+    expect(ok.ws.protocol).toBe('realtime')
     ok.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
     const rows = await rowsAfter(before, 3)
     ok.ws.close()

@@ -22,8 +22,9 @@ const SESSION_EVENTS = new Set(['session.created', 'session.updated', 'transcrip
  * each input transcription one more, at the transcription model's rates. A response the client
  * asks for (`response.create`) is admitted by the gate first (./realtime-client.ts); one the
  * server starts by itself (server VAD, at the end of the user's speech) was asked for by no
- * frame, and is recorded all the same, not gated. Responses may run side by side (out-of-band
- * ones), so a response's events are matched to its call by its id.
+ * frame, and is recorded all the same, not gated (the socket's upgrade was: ./realtime-upgrade.ts).
+ * Responses may run side by side (out-of-band ones), so a response's events are matched to its
+ * call by its id.
  *
  * The model is the upgrade's `model` query until the server's `session.created` or
  * `session.updated` names one. Audio frames (most of a socket's bytes) are never parsed: an

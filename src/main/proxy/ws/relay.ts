@@ -5,6 +5,7 @@ import type { Route } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
 import { ResponsesSocketCalls } from './responses-calls'
 import { RealtimeSocketCalls } from './realtime-calls'
+import { admitUpgrade } from './realtime-upgrade'
 import type { SocketCalls } from './socket-calls'
 import { answerError } from './upgrade-answer'
 import { relayCloses } from './relay-close'
@@ -15,6 +16,9 @@ import { SilenceWatch } from './silence'
 import { loadOnce } from '../../server/load-once'
 
 export type { WebSocketRelayOptions }
+
+/** The Realtime API's socket (`GET /v1/realtime?model=…`). */
+const REALTIME = /(^|\/)realtime$/
 
 /**
  * WebSocket upgrades of proxied paths (Codex's `GET /v1/responses`), passed through: the
@@ -51,7 +55,15 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     }
     loadWs().then(
       (ws) => {
-        if (!socket.destroyed) connectUpstream(ws, hs, opts, req, socket, head, route, relay)
+        const go = (ok: boolean) => {
+          if (ok && !socket.destroyed) connectUpstream(ws, hs, opts, req, socket, head, route, relay)
+        }
+        if (socket.destroyed) return
+        // A Realtime socket is admitted by the budgets first (./realtime-upgrade.ts).
+        if (!REALTIME.test(route.path)) return go(true)
+        const ok = admitUpgrade(opts, req, socket, route)
+        if (ok instanceof Promise) void ok.then(go)
+        else go(ok)
       },
       () => answerError(socket, 500, 'internal', 'Burnrate could not load its WebSocket support.'),
     )
@@ -61,7 +73,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     sockets.add(client)
     const calls: SocketCalls | null = /(^|\/)responses$/.test(route.path)
       ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
-      : /(^|\/)realtime$/.test(route.path)
+      : REALTIME.test(route.path)
         ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
         : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
