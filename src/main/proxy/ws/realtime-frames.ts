@@ -8,7 +8,7 @@ import { errorStatus } from './frames'
  * as the Realtime API reports errors.
  */
 
-/** The model a Realtime upgrade asks for: its `model` query (OpenAI), else its `deployment` (Azure OpenAI); '' when none. */
+/** The model a Realtime upgrade asks for: its `model` query, else its `deployment` (Azure OpenAI's spelling, not tested); '' when none. */
 export function modelOfQuery(query: string): string {
   if (!query) return ''
   const q = new URLSearchParams(query)
