@@ -281,4 +281,20 @@ describe('a Realtime API socket', () => {
     expect(row).toMatchObject({ endpoint: 'realtime.transcription', model: 'gpt-4o-mini-transcribe', input_tokens: 17, output_tokens: 9, priced: 1 })
     expect(row.cost_usd).toBeCloseTo((17 * 3 + 9 * 5) / 1e6, 15)
   })
+
+  it("another provider's realtime path (xAI's) is relayed as before: not gated at the upgrade, nothing recorded", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/xai/v1/realtime?model=grok-voice`, { headers: { authorization: 'Bearer sk-blocked-realtime-0011' } })
+    const frames: any[] = []
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => resolve())
+      ws.on('error', reject)
+    })
+    // Its turn, usage and all, passes through; the socket was opened for a key over its limit.
+    ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    await eventually(() => frames.some((f) => f.type === 'response.done'), 10_000)
+    ws.close()
+    expect(ledgerRows(t.dbFile).length).toBe(before)
+  })
 })

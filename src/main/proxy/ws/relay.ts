@@ -17,8 +17,13 @@ import { loadOnce } from '../../server/load-once'
 
 export type { WebSocketRelayOptions }
 
-/** The Realtime API's socket (`GET /v1/realtime?model=…`). */
-const REALTIME = /(^|\/)realtime$/
+/**
+ * OpenAI's Realtime API socket (`GET /v1/realtime?model=…`). Another provider's path of that name
+ * (xAI's voice agents, billed by the minute) is relayed unmetered: its events are not known here.
+ */
+function isRealtime(route: Route): boolean {
+  return route.upstream.provider.name === 'openai' && /(^|\/)realtime$/.test(route.path)
+}
 
 /**
  * WebSocket upgrades of proxied paths (Codex's `GET /v1/responses`), passed through: the
@@ -60,7 +65,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         }
         if (socket.destroyed) return
         // A Realtime socket is admitted by the budgets first (./realtime-upgrade.ts).
-        if (!REALTIME.test(route.path)) return go(true)
+        if (!isRealtime(route)) return go(true)
         const ok = admitUpgrade(opts, req, socket, route)
         if (ok instanceof Promise) void ok.then(go)
         else go(ok)
@@ -73,7 +78,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     sockets.add(client)
     const calls: SocketCalls | null = /(^|\/)responses$/.test(route.path)
       ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
-      : REALTIME.test(route.path)
+      : isRealtime(route)
         ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
         : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
