@@ -8,11 +8,9 @@ import { errorStatus } from './frames'
  * as the Realtime API reports errors.
  */
 
-/** The model a Realtime upgrade asks for: its `model` query, else its `deployment` (Azure OpenAI's spelling, not tested); '' when none. */
+/** The model a Realtime upgrade asks for (its `model` query), '' when none. */
 export function modelOfQuery(query: string): string {
-  if (!query) return ''
-  const q = new URLSearchParams(query)
-  return q.get('model') ?? q.get('deployment') ?? ''
+  return query ? (new URLSearchParams(query).get('model') ?? '') : ''
 }
 
 /** How a browser, which cannot set headers on a WebSocket, gives the Realtime API its key: a subprotocol it offers. */
