@@ -106,3 +106,39 @@ describe('Gemini: a cut stream whose prompt has an inline image', () => {
     expect(row.input_tokens).toBeLessThan(258 + 20)
   })
 })
+
+describe('Gemini: a large image is counted as Gemini scales it (to fit 3,072 × 3,072), not by its own size', () => {
+  /** The first bytes of a PNG of `w` × `h` pixels: all the estimate reads of it. */
+  const pngHead = (w: number, h: number) => {
+    const ihdr = Buffer.alloc(25)
+    ihdr.writeUInt32BE(13, 0)
+    ihdr.write('IHDR', 4, 'latin1')
+    ihdr.writeUInt32BE(w, 8)
+    ihdr.writeUInt32BE(h, 12)
+    ihdr[16] = 8
+    return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), ihdr, Buffer.from([0, 0, 0, 0, 0x49, 0x45, 0x4e, 0x44, 0xae, 0x42, 0x60, 0x82])]).toString('base64')
+  }
+  const ask = (data: string) =>
+    recorded(s.t, () =>
+      post(
+        '/gemini/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse',
+        { contents: [{ role: 'user', parts: [{ inlineData: { mimeType: 'image/png', data } }, { text: 'What is this?' }] }] },
+        { 'x-goog-api-key': 'AIzaSy-estimate-images-0000000000002' },
+      ),
+    )
+
+  it('a 6000 × 4000 photo is 3072 × 2048 once scaled: 12 tiles of 258 (3,096), not 48', async () => {
+    streamsThenResets([])
+    const row = await ask(pngHead(6000, 4000))
+    expect(row.estimated).toBe(1)
+    expect(row.input_tokens).toBeGreaterThanOrEqual(3096)
+    expect(row.input_tokens).toBeLessThan(3096 + 20)
+  })
+
+  it('an image declaring an absurd size is at most 16 tiles, never billions of tokens', async () => {
+    streamsThenResets([])
+    const row = await ask(pngHead(2_000_000_000, 2_000_000_000))
+    expect(row.estimated).toBe(1)
+    expect(row.input_tokens).toBeLessThan(16 * 258 + 20)
+  })
+})

@@ -110,7 +110,9 @@ function fit(w: number, h: number, maxW: number, maxH: number): [number, number]
  * the long edge, at most 1,600 (Anthropic's vision docs); OpenAI's tile rule, 85 + 170 per 512-px
  * tile after fitting 2048 px and scaling the short side to 768 px, 85 at low detail (GPT-4o mini:
  * 2,833 + 5,667, the same dollars as GPT-4o's); Gemini's 258 for an image of at most 384 px, else
- * 258 per tile. Other models as Claude's.
+ * 258 per tile, after scaling to fit 3,072 × 3,072 (Vertex AI's image requirements: "larger images
+ * are scaled down ... to fit a maximum resolution of 3072 x 3072"; unscaled, a photo of 6000 × 4000
+ * counted 48 tiles, and a header declaring 2e9 × 2e9 pixels 1.7e15 tokens). Other models as Claude's.
  */
 export function imageTokens(model: string, img: PromptImage): number {
   const name = model.replace(/^.*\//, '').toLowerCase()
@@ -124,6 +126,7 @@ export function imageTokens(model: string, img: PromptImage): number {
     return base + tile * Math.ceil(w / 512) * Math.ceil(h / 512)
   }
   if (name.includes('gemini')) {
+    ;[w, h] = fit(w, h, 3072, 3072)
     if (w <= 384 && h <= 384) return 258
     const unit = Math.min(768, Math.max(256, Math.floor(Math.min(w, h) / 1.5)))
     return 258 * Math.ceil(w / unit) * Math.ceil(h / unit)
