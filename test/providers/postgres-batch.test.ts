@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3'
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { createLogger } from '../../src/main/log'
@@ -119,6 +120,37 @@ describe('Batch API results on PostgreSQL', () => {
     // The read's rows do not have them, but they were stored and counted all the same.
     expect(close(await spent(), total)).toBe(true)
     expect(close(t.server.ledger.spend.key(hashKey(KEY2)).day, total)).toBe(true)
+  }, 90_000)
+
+  it("a batch whose keys meet the local file's lock after PostgreSQL stored it is counted in the meters and today's spend", async () => {
+    // On PostgreSQL the import keys stay in this machine's SQLite file, written once the calls are
+    // committed; `burnrate import` (or any tool) holding that file's lock a little longer than
+    // RUNTIME_BUSY_MS made that write fail after the calls were in PostgreSQL, and the retry then
+    // found them there (by response id) as recorded before: counted by no one here.
+    const url = h.database()
+    const KEY3 = 'sk-pglocal-key-dddddddddd'
+    const lines: string[] = []
+    const t = await h.server({ url, config: { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-pglocal-*', daily_limit_usd: 1000, action: 'warn' }] } }, log: createLogger('info', (l) => lines.push(l)) })
+    const store = h.store(url)
+    await budgetsOf(t.server.context).feed!.reload()
+    const spent = async () =>
+      (await getJson(`${t.url}/api/dashboard/budgets`)).body.rules.find((r: any) => r.api_key_hash === hashKey(KEY3))?.windows.find((w: any) => w.period === 'daily')
+        ?.spent_usd ?? 0
+    const local = new Database(t.dbFile)
+    local.exec('BEGIN IMMEDIATE')
+    try {
+      const r = await request(`${t.url}/v1/files/file-pglocal-output/content`, { headers: { authorization: `Bearer ${KEY3}` } })
+      expect(r.body.equals(OUTPUT)).toBe(true)
+      await until('the requests are in PostgreSQL', async () => (await store.get<{ n: number }>("SELECT count(*)::int AS n FROM calls WHERE endpoint LIKE 'batch.%'"))!.n === EXPECTED.length)
+      await until('the local keys could not be written', () => lines.some((l) => l.includes('batch results:') && /locked|busy/i.test(l)))
+    } finally {
+      local.exec('COMMIT')
+    }
+    await until('the keys are written', () => (local.prepare('SELECT count(*) AS n FROM import_keys').get() as { n: number }).n >= EXPECTED.length, 30_000)
+    local.close()
+    const total = EXPECTED.reduce((s, e) => s + e.cost_usd, 0)
+    expect(close(await spent(), total)).toBe(true)
+    expect(close(t.server.ledger.spend.key(hashKey(KEY3)).day, total)).toBe(true)
   }, 90_000)
 
   it('a batch read while PostgreSQL is away is stored once it is back', async () => {

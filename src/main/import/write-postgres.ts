@@ -116,16 +116,19 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         await applyRollups(tx, s)
         return s
       })
-      const ids = new Map(stored.map((r) => [r.call_key, r.id]))
-      db.transaction(() => {
-        for (const f of fresh) keep(f.logged, ids.get(f.call.call_key) ?? 0)
-      })()
+      // Counted as soon as they are committed, before their keys are kept in the local file: should
+      // that write fail (the file locked a moment too long), a write tried again finds them in
+      // PostgreSQL, by call key or response id, as recorded before, and counts them no more.
       stats.duplicates += fresh.length - stored.length
       for (const r of stored) {
         stats.imported++
         stats.cost_usd += r.cost_usd
         opts.onCall?.(r)
       }
+      const ids = new Map(stored.map((r) => [r.call_key, r.id]))
+      db.transaction(() => {
+        for (const f of fresh) keep(f.logged, ids.get(f.call.call_key) ?? 0)
+      })()
     },
   }
 }
