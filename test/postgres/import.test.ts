@@ -4,7 +4,9 @@ import { beforeAll, describe, expect, it } from 'vitest'
 import { PeriodClock } from '../../src/main/time/zone'
 import { spendCounter, spendMover } from '../../src/main/budgets/state/pg/call-spend'
 import { applyRollups } from '../../src/main/dashboard/rollup/apply'
-import { importLogs } from '../../src/main/import/importer'
+import { importLogs, storeCalls } from '../../src/main/import/importer'
+import type { LoggedCall } from '../../src/main/import/types'
+import { emptyUsage } from '../../src/main/metering/usage'
 import { insertCalls } from '../../src/main/ledger/pg/insert'
 import { openDatabase } from '../../src/main/ledger/db'
 import { Pricer } from '../../src/main/pricing/price'
@@ -185,6 +187,49 @@ describe('importing with a PostgreSQL ledger', () => {
     const s = await importLogs(cli, { agent: 'claude-code', paths: [join(dir, 'projects')], pricer: new Pricer(), store, countSpend, moveSpend })
     cli.close()
     expect(s).toMatchObject({ expired: 1, imported: 0 })
+    expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(0)
+    expect(Number((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n)).toBe(1)
+  })
+
+  it("a log entry whose proxied twin another instance's retention prunes while it is imported is not counted twice", async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const t = await h.server({ url, upstream: null })
+    expect(await t.server.ledger.flushed()).toBe(true) // its schema made
+    const now = Date.now()
+    const old = now - 60 * 86_400_000
+    await store.transaction(async (tx) => {
+      const s = await insertCalls(tx, [makeCall({ ts: old, provider: 'openai', model: 'gpt-5-nano', endpoint: 'responses', agent: 'codex',
+        source: 'proxy', response_id: '', input_tokens: 1000, output_tokens: 200, cost_usd: 0.006, call_key: 'proxy-old-race' })])
+      await applyRollups(tx, s)
+    })
+    const dir = h.tempDir('burnrate-pg-import-prune-race-')
+    const cli = openDatabase(join(dir, 'cli.db'))
+    // Codex logs no response id: the twin is looked for by its counts and time.
+    const logged: LoggedCall = {
+      key: 'codex:race:1', ts: old + 2000, provider: 'openai', pricingId: 'openai', model: 'gpt-5-nano', session: 's', project: '',
+      usage: { ...emptyUsage(), input_tokens: 1000, output_tokens: 200 }, response_id: '', endpoint: 'responses',
+    }
+    // Another instance's retention step (`ledger.retention_days: 40`) commits just as the import
+    // looks for the twin: held there by a lock on the calls, and its statements run meanwhile.
+    const hold = await store.pool.connect()
+    let importing: Promise<unknown> | undefined
+    try {
+      await hold.query('BEGIN')
+      await hold.query('LOCK TABLE calls IN ACCESS EXCLUSIVE MODE')
+      importing = storeCalls(cli, [logged], { agent: 'codex', pricer: new Pricer(), store, countSpend, moveSpend })
+      await eventually(async () =>
+        Number((await store.get<{ n: number }>("SELECT count(*) AS n FROM pg_locks WHERE NOT granted AND relation = 'calls'::regclass"))!.n) === 1 || undefined,
+      )
+      expect(await hold.query("DELETE FROM calls WHERE call_key = 'proxy-old-race'")).toMatchObject({ rowCount: 1 })
+      await hold.query('UPDATE retention_state SET pruned_before = GREATEST(pruned_before, $1) WHERE id = 1', [now - 40 * 86_400_000])
+      await hold.query('COMMIT')
+    } finally {
+      hold.release()
+    }
+    const stats = await importing
+    cli.close()
+    expect(stats).toMatchObject({ imported: 0 })
     expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(0)
     expect(Number((await store.get<{ n: number }>('SELECT sum(requests) AS n FROM dash_day'))!.n)).toBe(1)
   })

@@ -107,8 +107,16 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       }
       await complete(store, grown, opts, stats)
       if (fresh.length === 0) return
+      let kept = fresh
       const stored = await store.transaction(async (tx) => {
-        const s = await insertCalls(tx, fresh.map((f) => f.call))
+        // Read again under a share lock of the row a prune step locks first (../ledger/pg/pg-ledger.ts):
+        // a step another instance committed since `pruned` was read, deleting a twin before it was
+        // looked for, or one under way (waited for), is seen, and what it made too old is not stored
+        // (it would be counted twice: the rollups keep what retention pruned).
+        const now = (await tx.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1 FOR SHARE'))?.t ?? 0
+        if (now > pruned) kept = fresh.filter((f) => f.logged.ts - MATCH_BEFORE_MS >= now)
+        if (kept.length === 0) return []
+        const s = await insertCalls(tx, kept.map((f) => f.call))
         // The other instances' meters count them as soon as this commits (PostgreSQL only; it locks nothing).
         await publishCalls(tx, store, s)
         // Spend rows before rollups: the order a ledger batch locks them in.
@@ -116,10 +124,11 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         await applyRollups(tx, s)
         return s
       })
+      stats.expired += fresh.length - kept.length
+      stats.duplicates += kept.length - stored.length
       // Counted as soon as they are committed, before their keys are kept in the local file: should
       // that write fail (the file locked a moment too long), a write tried again finds them in
       // PostgreSQL, by call key or response id, as recorded before, and counts them no more.
-      stats.duplicates += fresh.length - stored.length
       for (const r of stored) {
         stats.imported++
         stats.cost_usd += r.cost_usd
@@ -127,7 +136,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       }
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))
       db.transaction(() => {
-        for (const f of fresh) keep(f.logged, ids.get(f.call.call_key) ?? 0)
+        for (const f of kept) keep(f.logged, ids.get(f.call.call_key) ?? 0)
       })()
     },
   }
