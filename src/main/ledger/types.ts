@@ -60,7 +60,7 @@ export interface CallLedger {
    * member, the team server's address; the calls it has not acknowledged are kept.
    */
   prune(before: number, limit: number, team?: string | null): Promise<number>
-  /** SQLite: whether the last `prune` step stopped before it looked at every old call (../retention.ts, `Pruned.more`). */
+  /** Whether the last `prune` step stopped before it looked at every old call (../retention.ts, `Pruned.more`). */
   readonly pruneUnfinished?: boolean
   /** Writes (or, PostgreSQL away, spills to disk) what is queued and stops accepting calls. */
   close(): boolean | Promise<boolean>

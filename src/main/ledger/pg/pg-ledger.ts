@@ -2,12 +2,11 @@ import { silentLogger, type Logger } from '../../log'
 import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
 import type { CallRecord } from '../record'
-import { SESSION_MEMORY_MS } from '../../budgets/meter'
-import { KEEPS_LIVE_SESSIONS, KEEPS_MEMBERS_LAST } from '../retention'
 import { SpendTracker } from '../spend'
 import type { BatchTxHook, CallLedger, LedgerStatus } from '../types'
 import { Availability } from './availability'
 import { describeError, type PgLedgerOptions, type PgStorageStatus } from './options'
+import { PgPruner } from './prune'
 import { PendingQueue } from './queue'
 import { Spill } from './spill'
 import { FlushWaiters } from './waiters'
@@ -59,12 +58,14 @@ export class PgLedger implements CallLedger {
   private readonly waiters = new FlushWaiters()
   private readonly hooks: BatchTxHook[] = []
   private readonly listeners = new Set<(call: CallRecord) => void>()
+  private readonly pruner: PgPruner
 
   constructor(
     readonly store: SqlStore,
     private readonly opts: PgLedgerOptions,
   ) {
     this.spend = new SpendTracker(opts.timezone)
+    this.pruner = new PgPruner(store)
     this.log = opts.log ?? silentLogger
     this.batchRows = opts.batchRows ?? 1000
     this.link = new Availability(this.status, this.storage, this.log, opts.secret)
@@ -144,24 +145,18 @@ export class PgLedger implements CallLedger {
   }
 
   /**
-   * Retention on PostgreSQL: the rollups of a call are written in its batch's transaction, so
-   * every stored call is already in them; identity ids are never handed out again. A team
-   * member's last call is kept (KEEPS_MEMBERS_LAST), and the calls of a session still in use (KEEPS_LIVE_SESSIONS).
+   * Retention on PostgreSQL, in bounded steps (./prune.ts): the rollups of a call are written in
+   * its batch's transaction, so every stored call is already in them; identity ids are never
+   * handed out again. A team member's last call is kept (KEEPS_MEMBERS_LAST), and the calls of a
+   * session still in use (KEEPS_LIVE_SESSIONS).
    */
-  async prune(before: number, limit: number): Promise<number> {
-    // With the time pruned before, in the same transaction: an import then knows a log entry that
-    // old may repeat a proxied call that is gone, and does not count it again (../../import/importer.ts).
-    return this.store.transaction(async (tx) => {
-      // Locked first: a team ingest reads the time pruned before under a share lock of this row
-      // (../../team/store.ts), so it sees the calls or this step's time, never neither.
-      await tx.run('SELECT 1 FROM retention_state WHERE id = 1 FOR UPDATE')
-      const n = await tx.run(
-        `DELETE FROM calls WHERE id IN (SELECT c.id FROM calls c WHERE c.ts < @before AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS} ORDER BY c.ts LIMIT @limit)`,
-        { before, limit, active: Date.now() - SESSION_MEMORY_MS },
-      )
-      if (n > 0) await tx.run('UPDATE retention_state SET pruned_before = GREATEST(pruned_before, @before) WHERE id = 1', { before })
-      return n
-    })
+  prune(before: number, limit: number): Promise<number> {
+    return this.pruner.step(before, limit)
+  }
+
+  /** Whether the last `prune` step stopped before it looked at every old call (the next one comes soon). */
+  get pruneUnfinished(): boolean {
+    return this.pruner.more
   }
 
   takePending(): CallRecord[] {
