@@ -45,6 +45,13 @@ function text(c: Record<string, unknown>, name: string, fallback?: string): stri
 export const MAX_CALL_TOKENS = 1e9
 export const MAX_CALL_COST_USD = 1e6
 export const MAX_CALL_LATENCY_MS = 1e9
+/**
+ * The highest revision a member may send: a re-price every millisecond for 30 years, far below
+ * 2^53. A team server numbers its own revisions one above the highest in its ledger, members'
+ * included (../ledger/revisions.ts), so a member's revision near 2^53 would push them past exact
+ * integers, where the next one is no longer above the last.
+ */
+export const MAX_REVISION = 1e12
 
 function count(c: Record<string, unknown>, name: string): number {
   const v = c[name]
@@ -110,8 +117,8 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     throw new Bad('status', 'status must be an HTTP status, a whole number from 0 to 999.')
   }
   const revision = c.revision ?? 0
-  if (revision !== 0 && (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1)) {
-    throw new Bad('revision', 'revision must be a whole number >= 1 (or absent for a call as first recorded).')
+  if (revision !== 0 && (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1 || revision > MAX_REVISION)) {
+    throw new Bad('revision', `revision must be a whole number from 1 to ${MAX_REVISION} (or absent for a call as first recorded).`)
   }
   const error = c.error
   if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > MAX_TEXT)) {
