@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest'
 import type { CallLedger } from '../../src/main/ledger/types'
 import { PRUNE_BATCH, PRUNE_SCAN, retentionCutoff } from '../../src/main/ledger/retention'
 import type { PostgresStore } from '../../src/main/storage/postgres'
-import { makeCall } from '../dashboard/seed'
+import type { IngestCall } from '../../src/shared/api'
+import { keyHash, makeCall } from '../dashboard/seed'
+import { postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 
 /**
@@ -85,5 +87,49 @@ describe('retention steps on PostgreSQL', () => {
     // The pass is over: another step looks from the oldest again and finds nothing to delete.
     expect(await ledger.prune(cutoff, PRUNE_BATCH)).toBe(0)
     expect(ledger.pruneUnfinished).toBe(false)
+  })
+
+  it('prune each call once when two instances on one database take turns, the totals exact', async () => {
+    const ALICE = 'team-token-alice-retention-steps-91'
+    const config = { timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } }
+    const url = h.database()
+    const store = h.store(url)
+    const [a, b] = [await h.server({ url, config }), await h.server({ url, config })]
+    const now = Date.now()
+    const first = now - 200 * DAY
+    // Own calls of a: a kept session in use between ones that may go; and alice's calls on b, her last kept.
+    for (let i = 0; i < 2 * PRUNE_SCAN; i++) {
+      a.server.ledger.record(makeCall({ ts: first + i * MINUTE, session: i % 4 === 0 ? '' : 'live', cost_usd: 0.000173 }))
+    }
+    a.server.ledger.record(makeCall({ ts: now, session: 'live', cost_usd: 0.0003 }))
+    expect(await a.server.ledger.flushed()).toBe(true)
+    const member = (id: number): IngestCall => ({
+      id, t: new Date(first + id * MINUTE + 7).toISOString(), provider: 'openai', model: 'gpt-4o-mini', api_key_hash: keyHash('sk-proj-steps-0001'),
+      key_hint: 'sk-…0001', tenant: '', agent: 'codex', session: 'm', status: 200, streamed: false, input_tokens: 100, output_tokens: 10,
+      cache_read_tokens: 0, cache_write_tokens: 0, reasoning_tokens: 0, cost_usd: 0.000211, priced: true, estimated: false, latency_ms: 80,
+      response_id: `resp_steps_${id}`, source: 'proxy', billing: 'api', project: '', member: '',
+    })
+    for (let from = 1; from <= 3000; from += 1000) {
+      const calls = Array.from({ length: 1000 }, (_, i) => member(from + i))
+      expect((await postJson(`${b.url}/api/ingest`, { calls }, { authorization: `Bearer ${ALICE}` })).json()).toMatchObject({ accepted: 1000 })
+    }
+    const cutoff = retentionCutoff(32, now)
+    const before = await totals(store)
+    const old = (await ids(store, cutoff)).length
+    expect(old).toBe(2 * PRUNE_SCAN + 3000)
+    // Steps alternate between the instances, each from where its own last step stopped.
+    let deleted = 0
+    for (let step = 0; step < 60; step++) {
+      const ledger = (step % 2 === 0 ? a : b).server.ledger
+      const n = await ledger.prune(cutoff, PRUNE_BATCH)
+      expect(n).toBeLessThanOrEqual(PRUNE_BATCH)
+      deleted += n
+      expect(await totals(store)).toEqual(before)
+      if ((await ids(store, cutoff)).length === old - PRUNE_SCAN / 2 - 2999) break
+    }
+    // A quarter of a's old calls, and every one of alice's but her last, once.
+    expect(deleted).toBe(PRUNE_SCAN / 2 + 2999)
+    expect((await ids(store, cutoff)).length).toBe(old - deleted)
+    expect(Number((await store.get<{ n: number }>("SELECT count(*) AS n FROM calls WHERE member = 'alice'"))!.n)).toBe(1)
   })
 })
