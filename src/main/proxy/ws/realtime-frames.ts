@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http'
 import { isObject } from '../../metering/usage'
+import { keyIdentity } from '../attribution'
+import type { CallContext } from '../gate'
 import { errorStatus } from './frames'
 
 /**
@@ -16,6 +18,17 @@ export function modelOfQuery(query: string): string {
 /** How a browser, which cannot set headers on a WebSocket, gives the Realtime API its key: a subprotocol it offers. */
 const PROTOCOL_KEY = 'openai-insecure-api-key.'
 
+/** The key a browser offers as a subprotocol (`openai-insecure-api-key.<key>`), '' when none. */
+export function offeredKey(headers: IncomingHttpHeaders): string {
+  const offer = headers['sec-websocket-protocol']
+  if (typeof offer !== 'string' || !offer.includes(PROTOCOL_KEY)) return ''
+  for (const p of offer.split(',')) {
+    const v = p.trim()
+    if (v.startsWith(PROTOCOL_KEY) && v.length > PROTOCOL_KEY.length) return v.slice(PROTOCOL_KEY.length)
+  }
+  return ''
+}
+
 /**
  * The upgrade's headers as its calls are attributed by: with the key a browser offers as a
  * subprotocol (`Sec-WebSocket-Protocol: realtime, openai-insecure-api-key.<key>`, OpenAI's way for
@@ -23,13 +36,19 @@ const PROTOCOL_KEY = 'openai-insecure-api-key.'
  * are the key's (its budgets, its rows) rather than no key's. In memory only, as any key.
  */
 export function withProtocolKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const offer = headers['sec-websocket-protocol']
-  if (headers.authorization || typeof offer !== 'string' || !offer.includes(PROTOCOL_KEY)) return headers
-  for (const p of offer.split(',')) {
-    const v = p.trim()
-    if (v.startsWith(PROTOCOL_KEY) && v.length > PROTOCOL_KEY.length) return { ...headers, authorization: `Bearer ${v.slice(PROTOCOL_KEY.length)}` }
-  }
-  return headers
+  if (headers.authorization) return headers
+  const key = offeredKey(headers)
+  return key ? { ...headers, authorization: `Bearer ${key}` } : headers
+}
+
+/**
+ * A call whose upgrade offers a key as a subprotocol beside another in its `Authorization`: both
+ * go upstream, so both are its credentials, and the budgets admit it only when each is (as a
+ * decoy in another header cannot stand in for a blocked key on an HTTP call).
+ */
+export function addOfferedKey(ctx: CallContext, key: string): void {
+  if (!key || key === ctx.apiKey || ctx.credentials?.some((c) => c.apiKey === key)) return
+  ctx.credentials = [...(ctx.credentials ?? [keyIdentity(ctx.apiKey)]), keyIdentity(key)]
 }
 
 /**

@@ -1,0 +1,70 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { eventually } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+
+/**
+ * A Realtime API socket whose upstream plays the events the client asks it for (a `test.play`
+ * frame, passed through unread like any client frame): the upstream's side of a session written
+ * by each test.
+ */
+
+let up: WsUpstream
+let t: TestServer
+/** Each upstream socket's upgrade request headers and the frames it got. */
+const seen: { headers: Record<string, any>; frames: Buffer[] }[] = []
+
+beforeAll(async () => {
+  up = await startWsUpstream({
+    onConnection: (ws, req) => {
+      const me = { headers: req.headers, frames: [] as Buffer[] }
+      seen.push(me)
+      ws.on('message', (data, isBinary) => {
+        me.frames.push(data as Buffer)
+        if (isBinary) return
+        const text = String(data)
+        if (!text.startsWith('{"type":"test.play"')) return
+        for (const e of JSON.parse(text).events) ws.send(typeof e === 'string' ? e : JSON.stringify(e))
+      })
+    },
+  })
+  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await up.close()
+})
+
+function open(query: string, headers: Record<string, string>, protocols: string[] = []): Promise<{ ws: WebSocket; frames: any[] }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?${query}`, protocols, { headers })
+    const frames: any[] = []
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    ws.on('open', () => resolve({ ws, frames }))
+    ws.on('unexpected-response', (_q, res) => reject(new Error(`status ${res.statusCode}`)))
+    ws.on('error', reject)
+  })
+}
+
+const rowsAfter = (before: number, n: number) =>
+  eventually(() => {
+    const r = ledgerRows(t.dbFile).slice(before)
+    return r.length >= n ? r : undefined
+  }, 10_000) as Promise<any[]>
+
+describe('a Realtime API socket (review)', () => {
+  it('a key blocked at $0 offered as a subprotocol beside a decoy Authorization is refused the socket: both keys go upstream', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const sockets = seen.length
+    await expect(
+      open('model=gpt-realtime', { authorization: 'Bearer sk-test-decoy-0001' }, ['realtime', 'openai-insecure-api-key.sk-blocked-hidden-0002']),
+    ).rejects.toThrow(/429/)
+    expect(seen.length).toBe(sockets)
+    // Recorded under the key OpenAI bills (the bearer token), the offered one never in a row.
+    const [row] = (await rowsAfter(before, 1)).slice(-1)
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 429, cost_usd: 0, key_hint: expect.stringContaining('0001') })
+    expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
+  })
+})
