@@ -25,12 +25,22 @@ beforeAll(async () => {
         me.frames.push(data as Buffer)
         if (isBinary) return
         const text = String(data)
+        // `answer=1`: each response.create (however its JSON is written) is answered with a response.
+        if (req.url?.includes('answer=1') && JSON.parse(text).type === 'response.create') {
+          const id = `resp_${me.frames.length}`
+          const usage = { total_tokens: 1100, input_tokens: 1000, output_tokens: 100, input_token_details: { text_tokens: 1000, audio_tokens: 0, cached_tokens: 0 }, output_token_details: { text_tokens: 100, audio_tokens: 0 } }
+          ws.send(JSON.stringify({ type: 'response.created', event_id: `ec_${id}`, response: { object: 'realtime.response', id, status: 'in_progress', output: [], usage: null } }))
+          ws.send(JSON.stringify({ type: 'response.done', event_id: `ed_${id}`, response: { object: 'realtime.response', id, status: 'completed', output: [], usage } }))
+        }
         if (!text.startsWith('{"type":"test.play"')) return
         for (const e of JSON.parse(text).events) ws.send(typeof e === 'string' ? e : JSON.stringify(e))
       })
     },
   })
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
+  t = await startTestServer({ budgets: { rules: [
+          { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
+          { api_key_pattern: 'sk-rpm-*', requests_per_minute: 1, action: 'block' },
+        ] } }, up.url)
 })
 afterAll(async () => {
   await t.cleanup()
@@ -66,5 +76,21 @@ describe('a Realtime API socket (review)', () => {
     const [row] = (await rowsAfter(before, 1)).slice(-1)
     expect(row).toMatchObject({ endpoint: 'realtime', status: 429, cost_usd: 0, key_hint: expect.stringContaining('0001') })
     expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
+  })
+
+  it('a response.create whose type is written with a JSON escape (response\\u002ecreate) is gated as any: over the per-minute limit it is refused, not sent', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-rpm-escape-0004' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
+    const up1 = seen.at(-1)!
+    // The same event, its type's dot escaped: OpenAI's JSON parser reads response.create.
+    c.ws.send('{"type":"response\\u002ecreate","event_id":"evt_2"}')
+    await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
+    expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'rate_limited', event_id: 'evt_2' } })
+    const rows = await rowsAfter(before, 2)
+    expect(rows.map((r) => r.status)).toEqual([200, 429])
+    expect(up1.frames.map((f) => JSON.parse(String(f)).event_id)).toEqual(['evt_1'])
+    c.ws.close()
   })
 })

@@ -14,15 +14,18 @@ export interface RealtimeAsks {
   readonly closedBy: ClosedBy | null
 }
 
-/** The one client event that asks for a response; a frame that does not hold these bytes is not one. */
+/** The one client event that asks for a response; a frame that does not hold these bytes is not one... */
 const CREATE = 'response.create'
+/** ...unless it holds a JSON escape (`response\\u002ecreate` is the same type to the upstream's parser). Audio's base64 never does. */
+const ESCAPE = '\\u'
 
 /**
  * The client's side of a Realtime socket: a `response.create` is begun as a call and admitted by
  * the gate like an HTTP call (or a Responses socket's). Admitted, it goes upstream and waits for
  * its response; refused, it is recorded and the client answered with the refusal as an `error`
  * event, and the frame is not sent. Every other frame (audio appends, most of them, and the
- * conversation's items) passes unread: one is only parsed when its bytes hold `response.create`.
+ * conversation's items) passes unread: one is only parsed when its bytes hold `response.create`
+ * or a JSON `\\u` escape (which may spell it).
  */
 export class RealtimeClientFrames {
   constructor(
@@ -31,12 +34,13 @@ export class RealtimeClientFrames {
   ) {}
 
   fromClient(data: Buffer, binary: boolean): string | null | false | Promise<string | null | false> {
-    if (!data.includes(CREATE)) return null
+    if (!data.includes(CREATE) && !data.includes(ESCAPE)) return null
     let frame: any
     try {
       frame = JSON.parse(data.toString('utf8'))
     } catch {
-      if (binary) return null
+      // (One that spells it only with an escape is no event to the upstream either.)
+      if (binary || !data.includes(CREATE)) return null
       // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
       return realtimeErrorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), null)
     }
