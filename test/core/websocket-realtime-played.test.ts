@@ -78,6 +78,46 @@ describe('a Realtime API socket (review)', () => {
     expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
   })
 
+  it('out-of-band responses interleaved with the conversation\'s, one cancelled, one failed: each recorded once at its own usage, cached split per modality', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime', { authorization: 'Bearer sk-test-oob-0003' })
+    const usage = (inText: number, inAudio: number, inImage: number, cText: number, cAudio: number, cImage: number, outText: number, outAudio: number) => ({
+      total_tokens: inText + inAudio + inImage + outText + outAudio,
+      input_tokens: inText + inAudio + inImage,
+      output_tokens: outText + outAudio,
+      input_token_details: { text_tokens: inText, audio_tokens: inAudio, image_tokens: inImage, cached_tokens: cText + cAudio + cImage, cached_tokens_details: { text_tokens: cText, audio_tokens: cAudio, image_tokens: cImage } },
+      output_token_details: { text_tokens: outText, audio_tokens: outAudio },
+    })
+    const resp = (id: string, status: string, u: unknown, extra: Record<string, unknown> = {}) => ({ object: 'realtime.response', id, status, status_details: null, output: [], usage: u, ...extra })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_a' }))
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_b', response: { conversation: 'none', output_modalities: ['text'] } }))
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_c', response: { conversation: 'none' } }))
+    c.ws.send(
+      JSON.stringify({
+        type: 'test.play',
+        events: [
+          { type: 'response.created', event_id: 'e1', response: resp('resp_A', 'in_progress', null) },
+          { type: 'response.created', event_id: 'e2', response: resp('resp_B', 'in_progress', null, { conversation_id: null }) },
+          { type: 'response.created', event_id: 'e3', response: resp('resp_C', 'in_progress', null, { conversation_id: null }) },
+          { type: 'response.done', event_id: 'e4', response: resp('resp_B', 'completed', usage(300, 0, 0, 0, 0, 0, 40, 0), { conversation_id: null }) },
+          { type: 'response.done', event_id: 'e5', response: resp('resp_C', 'failed', usage(50, 0, 0, 0, 0, 0, 0, 0), { status_details: { type: 'failed', error: { type: 'server_error', code: 'server_error' } } }) },
+          { type: 'response.done', event_id: 'e6', response: resp('resp_A', 'cancelled', usage(200, 800, 100, 100, 500, 50, 20, 80), { status_details: { type: 'cancelled', reason: 'client_cancelled' } }) },
+        ],
+      }),
+    )
+    const rows = await rowsAfter(before, 3)
+    c.ws.close()
+    expect(rows).toHaveLength(3)
+    const byId = Object.fromEntries(rows.map((r) => [r.response_id, r]))
+    expect(byId.resp_B).toMatchObject({ status: 200, input_tokens: 300, output_tokens: 40, estimated: 0 })
+    expect(byId.resp_B.cost_usd).toBeCloseTo((300 * 4 + 40 * 16) / 1e6, 15)
+    expect(byId.resp_C).toMatchObject({ status: 200, error: 'server_error', input_tokens: 50 })
+    expect(byId.resp_C.cost_usd).toBeCloseTo((50 * 4) / 1e6, 15)
+    // gpt-realtime: text $4/M (cached $0.40), audio $32/M (cached $0.40), image $5/M (cached $0.50); output text $16/M, audio $64/M.
+    expect(byId.resp_A).toMatchObject({ status: 200, input_tokens: 1_100, cache_read_tokens: 650, output_tokens: 100, estimated: 0 })
+    expect(byId.resp_A.cost_usd).toBeCloseTo((100 * 4 + 100 * 0.4 + 300 * 32 + 500 * 0.4 + 50 * 5 + 50 * 0.5 + 20 * 16 + 80 * 64) / 1e6, 15)
+  })
+
   it('a response.create whose type is written with a JSON escape (response\\u002ecreate) is gated as any: over the per-minute limit it is refused, not sent', async () => {
     const before = ledgerRows(t.dbFile).length
     const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-rpm-escape-0004' })
