@@ -23,6 +23,8 @@ beforeAll(async () => {
       seen.push(me)
       ws.on('message', (data, isBinary) => {
         me.frames.push(data as Buffer)
+        // `echo=1`: every frame is sent back as it came (text as text, binary as binary).
+        if (req.url?.includes('echo=1')) return ws.send(data as Buffer, { binary: isBinary })
         if (isBinary) return
         const text = String(data)
         // `answer=1`: each response.create (however its JSON is written) is answered with a response.
@@ -132,5 +134,31 @@ describe('a Realtime API socket (review)', () => {
     expect(rows.map((r) => r.status)).toEqual([200, 429])
     expect(up1.frames.map((f) => JSON.parse(String(f)).event_id)).toEqual(['evt_1'])
     c.ws.close()
+  })
+
+  it('big audio frames, binary frames and frames that only look billed pass both ways unchanged, and the socket goes on', async () => {
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime&echo=1`, { headers: { authorization: 'Bearer sk-test-echo-0005' } })
+    const got: { data: Buffer; binary: boolean }[] = []
+    ws.on('message', (d, binary) => got.push({ data: d as Buffer, binary }))
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => resolve())
+      ws.on('error', reject)
+    })
+    const audio = Buffer.alloc(6 * 1024 * 1024, 7).toString('base64')
+    const sent: { data: Buffer; binary: boolean }[] = [
+      { data: Buffer.from(JSON.stringify({ type: 'input_audio_buffer.append', audio })), binary: false },
+      { data: Buffer.from([0x7b, 0x5c, 0x75, 0x00, 0xff, 0x10]), binary: true },
+      { data: Buffer.from('{"type":"response.done","response":{"id":"resp_bad", not json'), binary: false },
+      { data: Buffer.from('{"type":"conversation.item.input_audio_transcription.completed","usage":'), binary: false },
+      { data: Buffer.from('{"type":"error","event_id":null,"error":{"type":"invalid_request_error","code":"x","event_id":null}}'), binary: false },
+      { data: Buffer.from(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAA' })), binary: false },
+    ]
+    for (const f of sent) ws.send(f.data, { binary: f.binary })
+    await eventually(() => got.length === sent.length, 20_000)
+    expect(got.map((g) => g.binary)).toEqual(sent.map((f) => f.binary))
+    for (let i = 0; i < sent.length; i++) expect(got[i].data.equals(sent[i].data)).toBe(true)
+    expect(ws.readyState).toBe(WebSocket.OPEN)
+    ws.close()
+    await eventually(() => t.server.proxy.active === 0, 10_000)
   })
 })
