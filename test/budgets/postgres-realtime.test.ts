@@ -112,4 +112,26 @@ describe('Realtime API calls under a block rule in PostgreSQL mode', () => {
     await eventually(async () => (await spend(key)).every((r) => r.reserved_usd === 0) || undefined, 20_000)
     expect(t.server.proxy.active).toBe(0)
   })
+
+  it("a socket's upgrade check holds no reservation once the socket is open, and a key no rule names is never kept waiting on the database", async () => {
+    const key = 'sk-rt-upgrade-dddddddd-0004'
+    const first = await open(key)
+    first.ws.send(create)
+    await eventually(() => first.frames.length === 2, 20_000)
+    first.ws.close()
+    await eventually(async () => ((await spend(key)).length > 0 && (await spend(key)).every((r) => r.reserved_usd === 0)) || undefined, 20_000)
+    // The key's spend rows locked by another transaction for as long as this test wants.
+    const held = await holdRows(store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(key) })
+    try {
+      const free = await open('sk-free-upgrade-eeeeeeee-0005')
+      expect(free.ws.readyState).toBe(WebSocket.OPEN)
+      free.ws.close()
+    } finally {
+      await held.release()
+    }
+    const again = await open(key)
+    again.ws.close()
+    await eventually(async () => (await spend(key)).every((r) => r.reserved_usd === 0) || undefined, 20_000)
+    await eventually(() => t.server.proxy.active === 0 || undefined, 20_000)
+  })
 })
