@@ -80,6 +80,15 @@ describe('a Realtime API socket (review)', () => {
     expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
   })
 
+  it("the upgrade of a socket carrying two keys counts no request for either: under the second key's requests_per_minute 1 its first response.create goes through", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-test-twokeys-0008', 'x-api-key': 'sk-rpm-twokeys-0009' })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
+    const [row] = await rowsAfter(before, 1)
+    c.ws.close()
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 200, input_tokens: 1000, key_hint: expect.stringContaining('0008') })
+  })
+
   it('out-of-band responses interleaved with the conversation\'s, one cancelled, one failed: each recorded once at its own usage, cached split per modality', async () => {
     const before = ledgerRows(t.dbFile).length
     const c = await open('model=gpt-realtime', { authorization: 'Bearer sk-test-oob-0003' })

@@ -150,14 +150,18 @@ export function everyCredential(inner: CallGate): CallGate {
           for (let i = admitted.length - 1; i > 0; i--) admitted[i].settle?.(0)
           return admitted[0]?.settle?.(cost, pending)
         }
+        // Not sent after all (a Realtime upgrade's check): what admitting it counted for each key is taken back.
+        const unsent = (): void => {
+          for (const a of admitted) a.unsent?.()
+        }
         // Headers of a check that runs late are merged when they are asked for, in the same order.
         if (admitted.some((a) => a.lateHeaders || a.afterSend)) {
           const afterSend = (): void => {
             for (const a of admitted) a.afterSend?.()
           }
-          return { settle, lateHeaders: merged, afterSend }
+          return { settle, unsent, lateHeaders: merged, afterSend }
         }
-        return { headers: merged(), settle }
+        return { headers: merged(), settle, unsent }
       }
       // Keys in order; in one step until a key's decision waits on the database, then the rest follow it.
       const from = (i: number): Admission => {
