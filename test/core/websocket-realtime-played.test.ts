@@ -89,6 +89,22 @@ describe('a Realtime API socket (review)', () => {
     expect(row).toMatchObject({ endpoint: 'realtime', status: 200, input_tokens: 1000, key_hint: expect.stringContaining('0008') })
   })
 
+  it("on an open socket, each response.create is checked for the offered key too: the decoy bearer token's socket is refused its second response under the offered key's per-minute limit", async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-test-decoy-0006' }, ['realtime', 'openai-insecure-api-key.sk-rpm-offered-0007'])
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_2' }))
+    await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
+    expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'rate_limited', event_id: 'evt_2' } })
+    const rows = await rowsAfter(before, 2)
+    c.ws.close()
+    expect(rows.map((r) => [r.status, r.key_hint])).toEqual([
+      [200, expect.stringContaining('0006')],
+      [429, expect.stringContaining('0006')],
+    ])
+  })
+
   it('out-of-band responses interleaved with the conversation\'s, one cancelled, one failed: each recorded once at its own usage, cached split per modality', async () => {
     const before = ledgerRows(t.dbFile).length
     const c = await open('model=gpt-realtime', { authorization: 'Bearer sk-test-oob-0003' })
