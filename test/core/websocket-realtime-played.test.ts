@@ -80,6 +80,16 @@ describe('a Realtime API socket (review)', () => {
     expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
   })
 
+  it('a key blocked at $0 offered as a second subprotocol key, after another one, is refused the socket: every offered key goes upstream', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const sockets = seen.length
+    await expect(open('model=gpt-realtime', {}, ['realtime', 'openai-insecure-api-key.sk-test-first-0010', 'openai-insecure-api-key.sk-blocked-second-0011'])).rejects.toThrow(/429/)
+    expect(seen.length).toBe(sockets)
+    // Recorded under the first offered key (the one the socket's calls are recorded under).
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 429, key_hint: expect.stringContaining('0010') })
+  })
+
   it("the upgrade of a socket carrying two keys counts no request for either: under the second key's requests_per_minute 1 its first response.create goes through", async () => {
     const before = ledgerRows(t.dbFile).length
     const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-test-twokeys-0008', 'x-api-key': 'sk-rpm-twokeys-0009' })

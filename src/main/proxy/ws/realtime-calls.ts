@@ -8,7 +8,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import { frameType, responseIdOf } from './frames'
-import { addOfferedKey, modelOfQuery, offeredKey, realtimeError, sessionModels, withProtocolKey } from './realtime-frames'
+import { addOfferedKeys, modelOfQuery, offeredKeys, realtimeError, sessionModels, withProtocolKey } from './realtime-frames'
 import { RealtimeClientFrames } from './realtime-client'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
@@ -48,8 +48,8 @@ export class RealtimeSocketCalls implements SocketCalls {
   private readonly client: RealtimeClientFrames
   /** The upgrade's headers, with a browser's subprotocol key as its `Authorization` (./realtime-frames.ts). */
   private readonly headers: IncomingHttpHeaders
-  /** The key a browser offers as a subprotocol ('' for none): budgeted beside an `Authorization` one. */
-  private readonly offered: string
+  /** The keys a browser offers as subprotocols: each budgeted beside the one the calls are recorded under. */
+  private readonly offered: string[]
 
   constructor(
     private readonly life: CallLifecycle,
@@ -58,7 +58,7 @@ export class RealtimeSocketCalls implements SocketCalls {
     private readonly who: Attributors,
   ) {
     this.headers = withProtocolKey(headers)
-    this.offered = offeredKey(headers)
+    this.offered = offeredKeys(headers)
     this.model = modelOfQuery(route.query)
     this.client = new RealtimeClientFrames(life, this)
   }
@@ -72,7 +72,7 @@ export class RealtimeSocketCalls implements SocketCalls {
     // Its prompt is the session's conversation, not the frame: the body names the model alone, and
     // counts no bytes (so the budgets learn no cost per byte of it).
     const { info, ctx } = describeCall(this.route, 'POST', this.headers, { model: transcription ? this.transcriber : this.model }, 0, Date.now(), this.who)
-    addOfferedKey(ctx, this.offered)
+    addOfferedKeys(ctx, this.offered)
     if (transcription) ctx.shape = { ...ctx.shape, endpoint: 'realtime.transcription' }
     const s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
     s.streamed = true

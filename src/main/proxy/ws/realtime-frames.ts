@@ -18,15 +18,16 @@ export function modelOfQuery(query: string): string {
 /** How a browser, which cannot set headers on a WebSocket, gives the Realtime API its key: a subprotocol it offers. */
 const PROTOCOL_KEY = 'openai-insecure-api-key.'
 
-/** The key a browser offers as a subprotocol (`openai-insecure-api-key.<key>`), '' when none. */
-export function offeredKey(headers: IncomingHttpHeaders): string {
+/** The keys a browser offers as subprotocols (`openai-insecure-api-key.<key>`), in its order; none for none. */
+export function offeredKeys(headers: IncomingHttpHeaders): string[] {
   const offer = headers['sec-websocket-protocol']
-  if (typeof offer !== 'string' || !offer.includes(PROTOCOL_KEY)) return ''
+  if (typeof offer !== 'string' || !offer.includes(PROTOCOL_KEY)) return []
+  const keys: string[] = []
   for (const p of offer.split(',')) {
     const v = p.trim()
-    if (v.startsWith(PROTOCOL_KEY) && v.length > PROTOCOL_KEY.length) return v.slice(PROTOCOL_KEY.length)
+    if (v.startsWith(PROTOCOL_KEY) && v.length > PROTOCOL_KEY.length && !keys.includes(v.slice(PROTOCOL_KEY.length))) keys.push(v.slice(PROTOCOL_KEY.length))
   }
-  return ''
+  return keys
 }
 
 /**
@@ -37,18 +38,21 @@ export function offeredKey(headers: IncomingHttpHeaders): string {
  */
 export function withProtocolKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   if (headers.authorization) return headers
-  const key = offeredKey(headers)
+  const [key] = offeredKeys(headers)
   return key ? { ...headers, authorization: `Bearer ${key}` } : headers
 }
 
 /**
- * A call whose upgrade offers a key as a subprotocol beside another in its `Authorization`: both
- * go upstream, so both are its credentials, and the budgets admit it only when each is (as a
- * decoy in another header cannot stand in for a blocked key on an HTTP call).
+ * A call whose upgrade offers keys as subprotocols beside the one it is recorded under (its
+ * `Authorization`, or the first offered): all go upstream, so all are its credentials, and the
+ * budgets admit it only when each is (as a decoy in another header cannot stand in for a blocked
+ * key on an HTTP call).
  */
-export function addOfferedKey(ctx: CallContext, key: string): void {
-  if (!key || key === ctx.apiKey || ctx.credentials?.some((c) => c.apiKey === key)) return
-  ctx.credentials = [...(ctx.credentials ?? [keyIdentity(ctx.apiKey)]), keyIdentity(key)]
+export function addOfferedKeys(ctx: CallContext, keys: readonly string[]): void {
+  for (const key of keys) {
+    if (!key || key === ctx.apiKey || ctx.credentials?.some((c) => c.apiKey === key)) continue
+    ctx.credentials = [...(ctx.credentials ?? [keyIdentity(ctx.apiKey)]), keyIdentity(key)]
+  }
 }
 
 /**

@@ -6,7 +6,7 @@ import { describeCall } from '../call/context'
 import { type CallState, newCallState } from '../call/state'
 import type { Admission, Refusal } from '../gate'
 import type { Route } from '../routes'
-import { addOfferedKey, modelOfQuery, offeredKey, withProtocolKey } from './realtime-frames'
+import { addOfferedKeys, modelOfQuery, offeredKeys, withProtocolKey } from './realtime-frames'
 import type { WebSocketRelayOptions } from './relay-options'
 import { answer } from './upgrade-answer'
 
@@ -21,7 +21,7 @@ import { answer } from './upgrade-answer'
  */
 export function admitUpgrade(opts: WebSocketRelayOptions, req: IncomingMessage, socket: Duplex, route: Route): boolean | Promise<boolean> {
   const { info, ctx } = describeCall(route, 'POST', withProtocolKey(req.headers), { model: modelOfQuery(route.query) }, 0, Date.now(), opts.who)
-  addOfferedKey(ctx, offeredKey(req.headers))
+  addOfferedKeys(ctx, offeredKeys(req.headers))
   const s = opts.life.begin(newCallState(route, ctx, info, performance.now()))
   let a: Admission | Promise<Admission>
   try {
