@@ -122,7 +122,7 @@ describe('the headless server stopped while the database is locked, a background
       // The stalled call too, cut by the second signal (builds before this one lost it).
       expect(log).toMatch(/database is locked\); 3 call\(s\) and 2 other row\(s\) \(budget holds, key patterns\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
       expect(spillFiles(server.dataDir)).toHaveLength(1)
-      await restartAndCheck(server.dataDir, 'resp_sig2_a', [{ status: 499, response_id: '' }])
+      await restartAndCheck(server.dataDir, 'resp_sig2_a', [{ status: 503, response_id: '' }])
     } finally {
       await server.dispose()
     }

@@ -66,7 +66,7 @@ describe('a stream under way when the headless server is stopped', () => {
       expect(spillFiles(server.dataDir)).toEqual([])
       const calls = storedCalls(server.dbFile)
       expect(calls).toHaveLength(1)
-      expect(calls[0]).toMatchObject({ status: 499, streamed: 1, estimated: 1, priced: 1, input_tokens: 15 })
+      expect(calls[0]).toMatchObject({ status: 503, error: 'burnrate_stopped', streamed: 1, estimated: 1, priced: 1, input_tokens: 15 })
     } finally {
       await server.dispose()
     }
@@ -84,7 +84,7 @@ describe('a stream under way when the headless server is stopped', () => {
       expect(kept).toBe(1)
       // Cut, its tokens estimated from what was sent and streamed so far: priced, not $0.
       const [call] = storedCalls(server.dbFile)
-      expect(call).toMatchObject({ status: 499, streamed: 1, estimated: 1, priced: 1, input_tokens: 15 })
+      expect(call).toMatchObject({ status: 503, error: 'burnrate_stopped', streamed: 1, estimated: 1, priced: 1, input_tokens: 15 })
       expect(call.cost_usd).toBeGreaterThan(0)
     } finally {
       await server.dispose()
@@ -118,7 +118,8 @@ describe('a WebSocket turn under way when the headless server is stopped', () =>
       expect(spillFiles(server.dataDir)).toEqual([])
       const calls = storedCalls(server.dbFile)
       expect(calls).toHaveLength(1)
-      expect(calls[0]).toMatchObject({ streamed: 1, estimated: 1, priced: 1, response_id: 'resp_sig' })
+      // Burnrate cut it, not the client: 503 burnrate_stopped, never 499 client_aborted.
+      expect(calls[0]).toMatchObject({ status: 503, error: 'burnrate_stopped', streamed: 1, estimated: 1, priced: 1, response_id: 'resp_sig' })
       expect(calls[0].input_tokens).toBeGreaterThan(0)
     } finally {
       await server.dispose()

@@ -2,6 +2,7 @@ import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../budgets/gate'
 import type { CallRecord } from '../ledger/record'
 import { STATUS_CLIENT_CLOSED } from '../ledger/record'
 import { BATCH_RESULT_LIKE } from '../providers/batch-results'
+import { STOPPED_REASON } from '../proxy/call/stop-cut'
 import type { SqlReader } from '../storage/sql'
 import { PeriodClock } from '../time/zone'
 
@@ -17,6 +18,7 @@ export interface ProviderDay {
 /** What went wrong with a call, for `last_error`; null when nothing did. */
 export function callError(c: Pick<CallRecord, 'status' | 'error'>): string | null {
   if (c.status === STATUS_CLIENT_CLOSED) return null // the client left; not the provider's failure
+  if (c.error === STOPPED_REASON) return null // Burnrate's stop cut it; not the provider's failure either
   if (c.error) return c.error
   return c.status >= 400 ? `HTTP ${c.status}` : null
 }

@@ -44,6 +44,7 @@ import { team } from '../team'
 import type { ConnectContext } from '../connect/types'
 import type { Feature, ReadingObserver, ServerContext } from './context'
 import { HEADERS_TIMEOUT_MS, limitConnections } from './connections'
+import { cutAtStop } from '../proxy/call/stop-cut'
 import { ApiApp } from './api-app'
 import { idleCollector, type IdleCollectorOptions } from './idle-gc'
 import { holdAgain } from './startup-tiering'
@@ -324,7 +325,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     async keepPending() {
       // The calls under way are cut, as a stop past its grace cuts them, and so recorded (the
       // upstream has billed what it sent) before the queue is kept: an exit loses them otherwise.
-      for (const s of connections.all()) s.destroy()
+      for (const s of connections.all()) cutAtStop(s)
       if (!(await proxy.drain(1_000))) {
         settleEstimates()
         await proxy.drain(1_000)
@@ -339,8 +340,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         ipv6?.close()
         ipv6?.closeIdleConnections()
         await proxy.drain(graceMs)
-        // Whatever is still streaming is cut; those calls are recorded as aborted.
-        for (const s of connections.all()) s.destroy()
+        // Whatever is still streaming is cut; those calls are recorded as cut by the stop (503 burnrate_stopped).
+        for (const s of connections.all()) cutAtStop(s)
         if (!(await proxy.drain(2_000))) {
           // Estimates still being counted are taken from their length rather than lost.
           settleEstimates()

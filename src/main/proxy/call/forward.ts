@@ -6,6 +6,7 @@ import { type ClientHeaders, parseRawHeaders, responseHeaders, upstreamRequestHe
 import { upstreamPath } from '../routes'
 import { deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
+import { STATUS_STOPPED, STOPPED_REASON, cutByStop } from './stop-cut'
 import { HeldAnswer, clientBase } from './relink'
 import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
@@ -59,7 +60,11 @@ export function forwardHttp(
       return
     }
     if (s.done) return
-    if (cutConnection(res)) {
+    if (cutByStop(res.req?.socket ?? res.socket)) {
+      // Burnrate is stopping and cut the connection (past its grace, or a second signal).
+      s.status = STATUS_STOPPED
+      s.error = STOPPED_REASON
+    } else if (cutConnection(res)) {
       // Burnrate cut this connection for an earlier call on it (pipelined): not the client's doing.
       s.status = s.upstreamStatus || 502
       s.error = 'connection_cut_by_burnrate'

@@ -1,4 +1,5 @@
 import type WebSocket from 'ws'
+import { cutByStop } from '../call/stop-cut'
 import type { Route } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
 import type { SocketCalls } from './socket-calls'
@@ -24,11 +25,14 @@ export function relayCloses(
   route: Route,
   opts: WebSocketRelayOptions,
   sockets: Set<WebSocket>,
+  /** The client's connection (which the stop cuts). */
+  raw: object,
 ): void {
   client.on('close', (code, reason) => {
     silence?.stop()
     sockets.delete(client)
-    calls?.closed('client')
+    // Its connection cut by Burnrate's stop, not by the client: recorded as the stop's (503 burnrate_stopped).
+    calls?.closed(cutByStop(raw) ? 'burnrate' : 'client')
     if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
     else up.terminate()
   })

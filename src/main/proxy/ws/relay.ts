@@ -93,7 +93,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       : null
 
     relayFrames(client, up, calls, silence)
-    relayCloses(client, up, calls, silence, route, opts, sockets)
+    relayCloses(client, up, calls, silence, route, opts, sockets, req.socket)
   }
 
   return {

@@ -1,11 +1,12 @@
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import type { CallLifecycle } from '../call/lifecycle'
+import { STATUS_STOPPED, STOPPED_REASON } from '../call/stop-cut'
 import type { CallState } from '../call/state'
 import type { OpenCalls } from './open-calls'
 import type { SocketSteers } from './steers'
 
 /** The side that ended a socket first. */
-export type ClosedBy = 'client' | 'upstream'
+export type ClosedBy = 'client' | 'upstream' | 'burnrate'
 
 /**
  * The end of a Responses socket for the calls still open on it: each recorded as an HTTP call
@@ -55,10 +56,10 @@ export class SocketEnd {
   }
 }
 
-/** A call the socket's end cut short: abandoned by the client, or reset by the upstream. */
+/** A call the socket's end cut short: abandoned by the client, reset by the upstream, or cut by Burnrate's stop. */
 export function abandoned(s: CallState, by: ClosedBy): void {
-  s.status = by === 'client' ? STATUS_CLIENT_CLOSED : 502
-  s.error = by === 'client' ? 'client_aborted' : 'upstream_reset'
+  s.status = by === 'client' ? STATUS_CLIENT_CLOSED : by === 'upstream' ? 502 : STATUS_STOPPED
+  s.error = by === 'client' ? 'client_aborted' : by === 'upstream' ? 'upstream_reset' : STOPPED_REASON
 }
 
 /** A steer no successor will take: its reservation freed, nothing recorded (no response was generated for it). */
