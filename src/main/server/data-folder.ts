@@ -5,6 +5,7 @@ import type { Config } from '../config/schema'
 import { STARTUP_BUSY_MS, isLocked, openDatabase } from '../ledger/db'
 import { type OpenOptions, type Storage, openStorage } from '../storage/open'
 import { type DataLock, claimDataDir } from './data-lock'
+import { diskFullAtStartup } from './disk-full'
 import { StartupError } from './startup-error'
 
 export interface DataFolder {
@@ -39,8 +40,8 @@ export function openDataFolder(config: Config, opts: OpenOptions, busyMs = START
   try {
     db = openDatabase(dbFile, busyMs)
   } catch (err) {
-    const locked = lockedAtStartup(err, dbFile, busyMs)
-    if (locked) throw locked
+    const refused = lockedAtStartup(err, dbFile, busyMs) ?? diskFullAtStartup(err, config.data_dir)
+    if (refused) throw refused
     const e = err as NodeJS.ErrnoException
     throw new StartupError(
       `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
@@ -58,6 +59,6 @@ export function openDataFolder(config: Config, opts: OpenOptions, busyMs = START
   } catch (err) {
     db.close()
     lock.release()
-    throw lockedAtStartup(err, dbFile, busyMs) ?? err
+    throw lockedAtStartup(err, dbFile, busyMs) ?? diskFullAtStartup(err, config.data_dir) ?? err
   }
 }

@@ -1,6 +1,7 @@
 import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { untrustedIfThere } from '../security/owned-file'
+import { diskFullAtStartup } from './disk-full'
 import { StartupError } from './startup-error'
 
 /**
@@ -51,7 +52,7 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
       }
       break
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw cannotClaim(file, err as NodeJS.ErrnoException)
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw diskFullAtStartup(err, dataDir) ?? cannotClaim(file, err as NodeJS.ErrnoException)
     }
     const other = readLock(file)
     if (other && holds(other)) {
