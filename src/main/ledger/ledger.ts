@@ -184,6 +184,7 @@ export class Ledger implements CallLedger {
       const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
       this.pending.splice(0, n)
       this.status.dropped += n
+      this.status.overflowed = (this.status.overflowed ?? 0) + n
     }
     this.pending.push(call)
     this.countPending()
@@ -274,6 +275,7 @@ export class Ledger implements CallLedger {
       let dropError: string | null = null
       const err = this.restored.write(this.writeBatch, (n, e) => {
         this.status.dropped += n
+        this.status.last_drop = `the database refused them: ${describe(e)}`
         dropError = `a call could not be written and was dropped: ${describe(e)}`
       })
       this.countPending()
@@ -319,7 +321,10 @@ export class Ledger implements CallLedger {
     const r = writeOneByOne(this.writeBatch, rows, side)
     this.side = r.keptSide.concat(this.side)
     this.status.dropped += r.dropped
-    if (r.dropError) this.status.last_error = `a call could not be written and was dropped: ${describe(r.dropError)}`
+    if (r.dropError) {
+      this.status.last_error = `a call could not be written and was dropped: ${describe(r.dropError)}`
+      this.status.last_drop = `the database refused them: ${describe(r.dropError)}`
+    }
     const i = r.written
     this.pending = this.pending === rows ? rows.slice(i) : [...rows.slice(i), ...this.pending.slice(rows.length)]
     this.countPending()

@@ -8,6 +8,10 @@ export interface LedgerStatus {
   pending: number
   /** Calls dropped because the database stayed unwritable past `maxPending` (and, with PostgreSQL, the disk refused them too). */
   dropped: number
+  /** Of `dropped`, the calls let go because more than `maxPending` waited (the oldest first). */
+  overflowed?: number
+  /** Why the calls dropped last (other than `overflowed`) were dropped, for the log (../reliability/ledger-log.ts). */
+  last_drop?: string
   last_error: string | null
 }
 

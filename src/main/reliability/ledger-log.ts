@@ -10,6 +10,7 @@ import type { Feature } from '../server/context'
 export class LedgerLog {
   private wasWritable = true
   private dropped = 0
+  private overflowed = 0
   private since = 0
 
   constructor(
@@ -25,11 +26,19 @@ export class LedgerLog {
       const secs = Math.round((this.now() - this.since) / 1000)
       this.log.info(`the database is writable again after ${secs} s; the calls kept in memory are saved`)
     }
-    if (s.dropped > this.dropped) {
-      this.log.error(`${s.dropped - this.dropped} call(s) were dropped: more than ledger.max_pending calls waited for the database (${s.dropped} in all)`)
+    // Each reason its own line: calls past ledger.max_pending, and the others (a row the database refused...).
+    const overflowed = Math.min(s.overflowed ?? 0, s.dropped)
+    const over = overflowed - this.overflowed
+    const other = s.dropped - this.dropped - over
+    if (over > 0) {
+      this.log.error(`${over} call(s) were dropped: more than ledger.max_pending calls waited for the database (${s.dropped} in all)`)
+    }
+    if (other > 0) {
+      this.log.error(`${other} call(s) were dropped (${s.dropped} in all): ${s.last_drop ?? 'the database refused them'}`)
     }
     this.wasWritable = s.writable
     this.dropped = s.dropped
+    this.overflowed = overflowed
   }
 }
 

@@ -123,6 +123,7 @@ export class PgLedger implements CallLedger {
     if (lost > 0) {
       this.status.dropped += lost
       this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
+      this.status.last_drop = 'PostgreSQL is away, more than ledger.max_pending calls waited in memory, and the oldest could not be kept on disk'
     }
   }
 
@@ -276,6 +277,7 @@ export class PgLedger implements CallLedger {
     return writeBatch(this.store, this.hooks, rows, (err) => {
       this.status.dropped++
       this.status.last_error = `a call could not be written and was dropped: ${describeError(err, this.opts.secret)}`
+      this.status.last_drop = `PostgreSQL refused them: ${describeError(err, this.opts.secret)}`
     })
   }
 

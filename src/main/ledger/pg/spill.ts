@@ -165,6 +165,7 @@ export class Spill {
           this.storage.spilled += kept
         }
         this.status.dropped += rows.length - kept
+        this.status.last_drop = `they could not be saved anywhere: ${this.describe(err)}`
         this.opts.log.error(`${rows.length - kept} call(s) could not be saved anywhere: ${this.describe(err)}`)
       }
     }
