@@ -3,6 +3,7 @@ import type { LoggedCall } from '../import/types'
 import type { CallState } from '../proxy/call/state'
 import type { BatchResult } from '../providers/types'
 import type { ServerContext } from '../server/context'
+import { type HeldSet, HeldRequests } from './held'
 
 /**
  * Records the requests a Batch API ran, from its results file as a client reads it through
@@ -17,9 +18,13 @@ import type { ServerContext } from '../server/context'
  * server's connection waits: the ledger's write thread, `burnrate import`; PostgreSQL away) is
  * tried again for about twenty minutes (RETRY_MS), as the ledger retries its own calls; past that
  * (or at shutdown) it is logged, and the requests are recorded when the file is read again.
+ * While they wait, a read of the same file replaces them (one copy per file, the newest read's),
+ * and at most ledger.max_pending requests wait in all: a file over that is let go at once, with a
+ * line saying so (./held.ts).
  */
 export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | undefined): (s: CallState, results: BatchResult[]) => void {
   const pending = new Set<Promise<void>>()
+  const held = new HeldRequests(ctx.config.ledger.max_pending)
   /** The waits before another try: cut short at close (the last error is logged). */
   const waits = new Set<() => void>()
   let closed = false
@@ -39,13 +44,20 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       timer.unref()
       waits.add(stop)
     })
-  const storeRetrying = async (calls: LoggedCall[]) => {
+  /** Stores the set's requests (the newest read's at each try), trying again while it may wait. */
+  const storeRetrying = async (set: HeldSet) => {
     for (let i = 0; ; i++) {
       try {
-        return await store(ctx, calls, countSpend)
+        return await store(ctx, set.calls, countSpend)
       } catch (err) {
         if (closed || i >= RETRY_MS.length) throw err
-        if (i === 0) ctx.log.info(`batch results: ${calls.length} requests wait for the database (${(err as Error).message}); trying again`)
+        if (i === 0) {
+          const others = held.waiting
+          if (!held.hold(set)) {
+            throw new OverBound(`${others} requests already wait for the database, the most ledger.max_pending (${ctx.config.ledger.max_pending}) allows`, { cause: err })
+          }
+          ctx.log.info(`batch results: ${set.calls.length} requests wait for the database (${(err as Error).message}); trying again`)
+        }
         await wait(RETRY_MS[i])
       }
     }
@@ -76,20 +88,34 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       who,
       matchByIdOnly: true,
     }))
-    const p = storeRetrying(calls).then(
+    const { set, replaced } = held.join(calls)
+    if (!set) {
+      if (replaced) ctx.log.info(`batch results: a newer read of the same ${calls.length} requests replaces the one waiting for the database`)
+      return
+    }
+    const p = storeRetrying(set).then(
       (stats) => {
+        held.release(set)
         if (stats.imported > 0) {
           ctx.log.info(`batch results: ${stats.imported} requests recorded ($${stats.cost_usd}), ${stats.duplicates + stats.matched} recorded before`)
         }
       },
       (err: Error) => {
-        ctx.log.warn(`batch results: ${calls.length} requests could not be recorded (${err.message}); they are recorded when the results file is read again`)
+        held.release(set)
+        if (err instanceof OverBound) {
+          ctx.log.warn(`batch results: ${set.calls.length} requests are not kept to be tried again: ${err.message}; they are recorded when the results file is read again`)
+        } else {
+          ctx.log.warn(`batch results: ${set.calls.length} requests could not be recorded (${err.message}); they are recorded when the results file is read again`)
+        }
       },
     )
     const done = p.finally(() => pending.delete(done))
     pending.add(done)
   }
 }
+
+/** The error of a set let go because the requests waiting are at their bound. */
+class OverBound extends Error {}
 
 /** The waits before trying again a write that failed (about twenty minutes in all). */
 const RETRY_MS = [100, 500, 2_000, 5_000, 15_000, 40_000, 60_000, 120_000, 300_000, 600_000]
