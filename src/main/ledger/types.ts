@@ -6,7 +6,7 @@ export interface LedgerStatus {
   /** False while writes are failing (locked, full or read-only database; PostgreSQL unreachable). */
   writable: boolean
   pending: number
-  /** Calls dropped because the database stayed unwritable past `maxPending` (and, with PostgreSQL, the disk refused them too). */
+  /** Calls dropped and never recorded: past `maxPending` while the database stayed unwritable (with PostgreSQL, the disk refusing them too), or a row the database refused. */
   dropped: number
   /** Of `dropped`, the calls let go because more than `maxPending` waited (the oldest first). */
   overflowed?: number

@@ -15,7 +15,7 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
   })
   new Counter({
     name: 'burnrate_ledger_dropped_total',
-    help: 'Calls dropped because the database stayed unwritable past ledger.max_pending.',
+    help: 'Calls dropped and never recorded: more than ledger.max_pending waited while the database stayed unwritable, or the database refused the row.',
     registers,
     collect() {
       this.reset()
