@@ -2,6 +2,7 @@ import { OutputText } from '../metering/output-text'
 import { type BilledSoFar, count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 import { SearchGrounding, requestsGoogleSearch } from './gemini-grounding'
+import { isLivePath } from './gemini-live-path'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import { openaiUsage } from './openai-usage'
@@ -42,6 +43,9 @@ export function inspectGemini(req: RequestInfo): CallShape {
     // The compatible API takes `models/gemini-2.5-flash` as well as the bare name.
     return { ...shape, model: shape.model.replace(/^models\//, '') }
   }
+  // The Live API's socket: each turn on it is a call (../proxy/ws/gemini-live-calls.ts), of the
+  // model its client's `setup` names (given here as the body's `model`).
+  if (isLivePath(req.path)) return { endpoint: 'live', model: isObject(req.body) && typeof req.body.model === 'string' ? req.body.model : '', stream: true, billable: true }
   const batch = geminiBatchShape(req.method, req.path)
   if (batch) return { model: '', stream: false, billable: false, ...batch }
   const { model, method } = modelAndMethod(req.path)

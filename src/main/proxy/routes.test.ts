@@ -88,6 +88,16 @@ describe('Router: the bare /v1 alias sends a call to the vendor whose key or pat
     expect(to('/v1/messages', { 'x-goog-api-key': 'AIza-k', 'anthropic-version': '2023-06-01' })).toBe('gemini')
   })
 
+  it("Gemini's Live API socket at the bare address (an SDK whose base URL is Burnrate's) goes to Gemini with its path and query", () => {
+    const live = '/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent'
+    const r = router.match(`${live}?key=AIza-k`, {})!
+    expect(r.upstream.provider.name).toBe('gemini')
+    expect(upstreamPath(r)).toBe(`${live}?key=AIza-k`)
+    expect(to('/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContentConstrained?access_token=t')).toBe('gemini')
+    // Another /ws/ path is no provider's.
+    expect(router.match('/ws/other', {})).toBeNull()
+  })
+
   it("an Anthropic key sent as Anthropic's clients send it goes to Anthropic, even without anthropic-version", () => {
     expect(to('/v1/models', { 'x-api-key': 'sk-ant-api03-k' })).toBe('anthropic')
     expect(to('/v1/messages', { authorization: 'Bearer gateway-token' })).toBe('anthropic')

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { LIVE_PREFIX } from '../providers/gemini-live-path'
 import type { Provider, ProviderSettings } from '../providers/types'
 
 export type { ProviderSettings }
@@ -118,7 +119,8 @@ function below(path: string, prefix: string): string | null {
  * Gemini key) goes to Gemini as `/gemini/v1/*`; `/v1/messages*` (and any `/v1/*` sent with an
  * `anthropic-version` header or an Anthropic key) go to Anthropic as `/anthropic/v1/...`; every
  * other `/v1/*` goes to OpenAI as `/openai/v1/*`; `/v1beta/*`
- * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`, and so do its downloads, `/download/v1beta/*`.
+ * and `/v1alpha/*` go to Gemini as `/gemini/v1beta/*`, and so do its downloads, `/download/v1beta/*`,
+ * and its Live API socket, `/ws/google.ai.generativelanguage.*`.
  *
  * A call bound for OpenAI that carries a `chatgpt-account-id` header is Codex logged in with
  * ChatGPT (its own `openai_base_url` moves that login's calls too): its token is only good at the
@@ -172,6 +174,10 @@ export class Router {
         const gemini = this.upstreams.get('gemini')
         if (gemini) return { upstream: gemini, path, query }
       }
+    } else if (path.startsWith(LIVE_PREFIX)) {
+      // Gemini's Live API socket, at the bare address an SDK's base URL gives it.
+      const gemini = this.upstreams.get('gemini')
+      if (gemini) return { upstream: gemini, path, query }
     } else if (path.startsWith('/download/v1')) {
       // Gemini's file downloads (a batch's results file among them) live under `/download/`.
       const gemini = this.upstreams.get('gemini')

@@ -5,6 +5,8 @@ import type { Route } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
 import { ResponsesSocketCalls } from './responses-calls'
 import { RealtimeSocketCalls } from './realtime-calls'
+import { GeminiLiveSocketCalls } from './gemini-live-calls'
+import { isLivePath } from '../../providers/gemini-live-path'
 import { admitUpgrade } from './realtime-upgrade'
 import type { SocketCalls } from './socket-calls'
 import { answerError } from './upgrade-answer'
@@ -25,6 +27,11 @@ function isRealtime(route: Route): boolean {
   return route.upstream.provider.name === 'openai' && /(^|\/)realtime$/.test(route.path)
 }
 
+/** Gemini's Live API socket (`…GenerativeService.BidiGenerateContent`, and its ephemeral token's `…Constrained`). */
+function isGeminiLive(route: Route): boolean {
+  return route.upstream.provider.name === 'gemini' && isLivePath(route.path)
+}
+
 /**
  * WebSocket upgrades of proxied paths (Codex's `GET /v1/responses`), passed through: the
  * upstream is asked first (ws://, or wss:// for an https upstream) with the client's headers,
@@ -32,7 +39,7 @@ function isRealtime(route: Route): boolean {
  * headers; an upstream that refuses has its answer relayed as it came. Frames then pass both
  * ways unchanged (text stays text, binary stays binary); on a Responses socket each response is
  * metered and recorded as its own call (responses-calls.ts), and so on a Realtime API socket
- * (realtime-calls.ts).
+ * (realtime-calls.ts); on a Gemini Live API socket each turn is (gemini-live-calls.ts).
  *
  * Here: an upgrade refused or passed on, the two sockets of one joined, and shutdown. The upstream
  * asked first and the client's handshake are ./upstream-connect.ts (the ws library ./ws-library.ts);
@@ -64,8 +71,8 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
           if (ok && !socket.destroyed) connectUpstream(ws, hs, opts, req, socket, head, route, relay)
         }
         if (socket.destroyed) return
-        // A Realtime socket is admitted by the budgets first (./realtime-upgrade.ts).
-        if (!isRealtime(route)) return go(true)
+        // A Realtime or Gemini Live socket is admitted by the budgets first (./realtime-upgrade.ts).
+        if (!isRealtime(route) && !isGeminiLive(route)) return go(true)
         const ok = admitUpgrade(opts, req, socket, route)
         if (ok instanceof Promise) void ok.then(go)
         else go(ok)
@@ -80,7 +87,9 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
       ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
       : isRealtime(route)
         ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
-        : null
+        : isGeminiLive(route)
+          ? new GeminiLiveSocketCalls(opts.life, route, req.headers, opts.who)
+          : null
     // An upstream silent too long in a response (as over HTTP): its calls are recorded 504 and the
     // client's socket closed with 1014 (bad gateway), so the agent retries rather than waits.
     const silence = calls

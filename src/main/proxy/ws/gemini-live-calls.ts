@@ -1,0 +1,141 @@
+import { performance } from 'node:perf_hooks'
+import type { IncomingHttpHeaders } from 'node:http'
+import { parseObject, isObject } from '../../metering/usage'
+import { GeminiLiveMeter, setupModel } from '../../providers/gemini-live'
+import type { Attributors } from '../call/context'
+import { describeCall } from '../call/context'
+import type { CallLifecycle } from '../call/lifecycle'
+import { type CallState, newCallState } from '../call/state'
+import type { Route } from '../routes'
+import type { SocketCalls } from './socket-calls'
+import { type ClosedBy, abandoned } from './socket-end'
+
+/** Bytes only a server message that ends a turn, or bills one, holds (base64 audio never holds a `"`). */
+const USAGE = '"usageMetadata"'
+const TURN_COMPLETE = '"turnComplete"'
+const CONTENT = '"serverContent"'
+const TOOL_CALL = '"toolCall"'
+
+/**
+ * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
+ * call, begun at its first server message (content or a tool call) and recorded at its
+ * `turnComplete` with the `usageMetadata` it carries (the last one the turn sent, should it send
+ * more than one: each is the turn's, not the session's running total). A turn whose usage comes in
+ * a message after its `turnComplete` is recorded at that message, or when the next turn begins.
+ * Turns are begun by the server (voice activity, or the client's content) and asked for by no frame
+ * the relay could hold back: the socket's upgrade is what the budgets check (./realtime-upgrade.ts).
+ *
+ * The model is the one the client's first message, its `setup`, names. Frames are not parsed but
+ * for that first client message and the server messages that hold `usageMetadata` or
+ * `turnComplete`; the audio and video frames both ways are only searched for those bytes.
+ */
+export class GeminiLiveSocketCalls implements SocketCalls {
+  private model = ''
+  /** Whether the client's first frame (its `setup`) was read. */
+  private setupRead = false
+  /** The turn under way, or ended (`turnComplete`) while its usage is awaited. */
+  private turn: CallState | null = null
+  private ended = false
+  closedBy: ClosedBy | null = null
+
+  constructor(
+    private readonly life: CallLifecycle,
+    private readonly route: Route,
+    private readonly headers: IncomingHttpHeaders,
+    private readonly who: Attributors,
+  ) {}
+
+  fromClient(data: Buffer): null {
+    if (this.setupRead) return null
+    this.setupRead = true
+    // (The setup comes first; it is small. A client that sends another first names no model.)
+    if (data.includes('"setup"')) this.model = setupModel(parseObject(data.toString('utf8')))
+    return null
+  }
+
+  fromUpstream(data: Buffer): void {
+    if (this.closedBy) return
+    const usage = data.includes(USAGE)
+    const done = data.includes(TURN_COMPLETE)
+    if (!usage && !done) {
+      // Content (or a tool call) of a turn: the first begins one. An ended turn still without its usage is recorded so.
+      if (this.turn && !this.ended) return
+      if (!data.includes(CONTENT) && !data.includes(TOOL_CALL)) return
+      if (this.turn) this.finish()
+      this.turn = this.begin()
+      return
+    }
+    const m = parseObject(data.toString('utf8'))
+    if (!m) return
+    const complete = done && isObject(m.serverContent) && m.serverContent.turnComplete === true
+    // A message with usage after an ended turn's that had it already belongs to the next turn.
+    if (this.turn && this.ended && (!usage || meterOf(this.turn).hasUsage())) this.finish()
+    this.turn ??= this.begin()
+    const meter = meterOf(this.turn)
+    if (usage) {
+      try {
+        meter.usageFrom(m)
+      } catch {
+        // A message we cannot read never stops the relay.
+      }
+    }
+    if (complete) {
+      meter.completed()
+      this.ended = true
+    }
+    if (this.ended && meter.hasUsage()) this.finish()
+  }
+
+  /** A turn, begun now: answered 200 and metered from its server messages. */
+  private begin(): CallState {
+    // Its prompt is the session's conversation, not a frame: the body names the model alone.
+    const { info, ctx } = describeCall(this.route, 'POST', this.headers, { model: this.model }, 0, Date.now(), this.who)
+    const s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
+    s.streamed = true
+    s.status = 200
+    s.upstreamStatus = 200
+    s.responseStarted = true
+    s.meter = new GeminiLiveMeter()
+    this.ended = false
+    return s
+  }
+
+  private finish(): void {
+    const s = this.turn
+    this.turn = null
+    this.ended = false
+    if (s) this.life.finish(s)
+  }
+
+  openState(): 'none' | 'waiting' | 'streaming' {
+    return this.turn && !this.ended ? 'streaming' : 'none'
+  }
+
+  /** The upstream went silent past its time limit mid-turn: 504 `upstream_stalled`, estimated past what it reported. */
+  timedOut(): void {
+    this.endAll('upstream', (s) => {
+      s.status = 504
+      s.error = 'upstream_stalled'
+    })
+  }
+
+  closed(by: ClosedBy): void {
+    this.endAll(by, (s) => abandoned(s, by))
+  }
+
+  private endAll(by: ClosedBy, cut: (s: CallState) => void): void {
+    this.closedBy ??= by
+    const s = this.turn
+    if (!s) return
+    // A turn that ended (its usage never came) ended as it should: recorded as it is.
+    if (!this.ended) {
+      cut(s)
+      meterOf(s).cutShort()
+    }
+    this.finish()
+  }
+}
+
+function meterOf(s: CallState): GeminiLiveMeter {
+  return s.meter as GeminiLiveMeter
+}
