@@ -49,7 +49,7 @@ beforeAll(async () => {
             JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: usage(100, 9) }),
             AUDIO[2],
             JSON.stringify({ serverContent: { turnComplete: true } }),
-            JSON.stringify({ usageMetadata: usage(120, 7) }),
+            JSON.stringify({ usageMetadata: { ...usage(120, 7), cachedContentTokenCount: 60 } }),
           ])
             ws.send(Buffer.from(m), { binary: true })
         }
@@ -173,7 +173,20 @@ describe('a Gemini Live API socket', () => {
       [200, 100, 9, 0],
       [200, 120, 7, 0],
     ])
+    // The price data gives the model no cache rate: its 60 cached tokens cost the input rate, not nothing.
+    expect(rows[1].cache_read_tokens).toBe(60)
     expect(rows[1].cost_usd).toBeCloseTo((120 * 0.5 + 7 * 12) / 1e6, 15)
+  })
+
+  it('a setup that names no model: its turns are recorded with their usage, unpriced', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0007`)
+    c.ws.send(JSON.stringify({ setup: {} }))
+    await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
+    c.ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Hi' }] }], turnComplete: true } }))
+    const [row] = await rowsAfter(before, 1)
+    c.ws.close()
+    expect(row).toMatchObject({ endpoint: 'live', model: '', status: 200, input_tokens: 1330, priced: 0 })
   })
 
   it('a turn cut by the client before its turnComplete is recorded as abandoned, estimated', async () => {

@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { eventually } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+
+/**
+ * The upstream's silence on a Gemini Live API socket (README: WebSockets), timed as on a Realtime
+ * one: a turn begun and then silent past `upstream.idle_timeout_ms` is recorded 504
+ * `upstream_stalled`, estimated, and the client closed with 1014.
+ */
+
+const AUDIO = readFileSync(join(__dirname, '../fixtures/gemini-live/native-audio-turns.jsonl'), 'utf8').trim().split('\n')
+
+let up: WsUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  up = await startWsUpstream({
+    onConnection: (ws) => {
+      ws.on('message', (data) => {
+        const f = JSON.parse(String(data))
+        if (f.setup) ws.send(Buffer.from(AUDIO[0]), { binary: true })
+        // The user's speech: the turn begins (its audio), then nothing.
+        if (f.realtimeInput) ws.send(Buffer.from(AUDIO[2]), { binary: true })
+      })
+    },
+  })
+  t = await startTestServer({ upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } }, up.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await up.close()
+})
+
+describe('an upstream silent on a Gemini Live API socket', () => {
+  it('within a turn, past idle_timeout_ms: 504 upstream_stalled, estimated; the client closed 1014', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0001`)
+    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: String(reason) })))
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => resolve())
+      ws.on('error', reject)
+    })
+    ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
+    ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
+    expect(await closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const [row] = (await eventually(() => {
+      const r = ledgerRows(t.dbFile).slice(before)
+      return r.length === 1 ? r : undefined
+    }, 10_000)) as any[]
+    expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 504, error: 'upstream_stalled', estimated: 1 })
+  })
+})
