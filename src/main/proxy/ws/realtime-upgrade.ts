@@ -17,7 +17,9 @@ import { answer } from './upgrade-answer'
  * or its per-minute rate) is refused the socket, answered as an HTTP call's refusal is and recorded
  * so (429, $0). An admitted check takes nothing back with it: no request counted, nothing
  * reserved (the socket's responses are gated and recorded one by one). True when the upgrade may
- * go on; false when it was answered here.
+ * go on; false when it was answered here. A Gemini Live socket's upgrade is checked the same way (its
+ * turns too are started by the server: ./gemini-live-calls.ts); it has no `model` query, nor
+ * subprotocol keys, so it is checked as the key's call of no model.
  */
 export function admitUpgrade(opts: WebSocketRelayOptions, req: IncomingMessage, socket: Duplex, route: Route): boolean | Promise<boolean> {
   const { info, ctx } = describeCall(route, 'POST', withProtocolKey(req.headers), { model: modelOfQuery(route.query) }, 0, Date.now(), opts.who)
