@@ -18,9 +18,9 @@ describe('provider registry', () => {
     for (const p of PROVIDERS) expect(findProvider({ providerId: p.pricingId })?.id, p.name).toBe(p.pricingId)
   })
 
-  it('default base URLs are https; only Azure (each resource has its own), Vertex AI (each location) and Bedrock (each region) have none', () => {
+  it('default base URLs are https; only Azure and Microsoft Foundry (each resource has its own), Vertex AI (each location) and Bedrock (each region) have none', () => {
     for (const p of PROVIDERS) {
-      if (p.name === 'azure' || p.name === 'vertex' || p.name === 'bedrock') expect(p.defaultBaseUrl).toBeNull()
+      if (p.name === 'azure' || p.name === 'foundry' || p.name === 'vertex' || p.name === 'bedrock') expect(p.defaultBaseUrl).toBeNull()
       else expect(new URL(p.defaultBaseUrl!).protocol, p.name).toBe('https:')
     }
     // Where a path names its upstream: Vertex AI's location, Bedrock's region, Perplexity's Agent API (under /v1).

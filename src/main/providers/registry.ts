@@ -6,6 +6,7 @@ import { chatgpt } from './chatgpt'
 import { codeAssist } from './code-assist'
 import { deepseek } from './deepseek'
 import { fireworks } from './fireworks'
+import { foundry } from './foundry'
 import { gemini } from './gemini'
 import { groq } from './groq'
 import { mistral } from './mistral'
@@ -27,6 +28,7 @@ export const PROVIDERS: readonly Provider[] = [
   azure,
   vertex,
   bedrock,
+  foundry,
   openrouter,
   groq,
   mistral,
