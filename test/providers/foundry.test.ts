@@ -67,6 +67,13 @@ describe('Claude on Microsoft Foundry', () => {
     expect(row.cost_usd).toBe(libraryPrice('anthropic', { input_tokens: 4 + 1165, cache_write_tokens: 1165, output_tokens: 201 }, 'claude-3-5-sonnet-20240620', row.ts))
   })
 
+  it("a deployment named for no model: the call is priced as the model the answer names", async () => {
+    answer(s.upstream, fixture('anthropic/messages-nonstream-cache-write-and-read.json'))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/foundry/anthropic/v1/messages`, { model: 'team-claude', max_tokens: 64, messages: [] }, { 'x-api-key': KEY }))
+    expect(row).toMatchObject({ provider: 'foundry', requested_model: 'team-claude', model: 'claude-sonnet-4-5-20250929', priced: 1 })
+    expect(row.cost_usd).toBe(libraryPrice('anthropic', { input_tokens: 3 + 418 + 1111, cache_write_tokens: 418, cache_read_tokens: 1111, output_tokens: 33 }, 'claude-sonnet-4-5-20250929', row.ts))
+  })
+
   it('token counting is recorded at no cost', async () => {
     answer(s.upstream, { input_tokens: 42 })
     const before = s.upstream.requests.length
