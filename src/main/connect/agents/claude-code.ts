@@ -11,7 +11,10 @@ function configDir(ctx: ConnectContext): string {
  * Claude Code: `env.ANTHROPIC_BASE_URL` in its user settings (`~/.claude/settings.json`, or
  * `$CLAUDE_CONFIG_DIR`), and `env.ANTHROPIC_VERTEX_BASE_URL`, which it reads only on Vertex AI
  * (`CLAUDE_CODE_USE_VERTEX`). Bedrock's address names the region, which Burnrate cannot know: its
- * line is in the Connect panel.
+ * line is in the Connect panel. So is Microsoft Foundry's (`ANTHROPIC_FOUNDRY_BASE_URL`): it works
+ * only once `providers.foundry.base_url` names the resource, and Anthropic's Foundry SDK refuses a
+ * base URL beside a resource (`ANTHROPIC_FOUNDRY_RESOURCE`), so writing it could break a Foundry
+ * setup that works.
  */
 export const claudeCode: AgentConnector = {
   id: 'claude-code',

@@ -33,6 +33,11 @@ export function setupSnippets(origin: string): Snippet[] {
           code: `export ANTHROPIC_BEDROCK_BASE_URL=${origin}/bedrock/us-east-1\nclaude`,
         },
         {
+          label: 'On Microsoft Foundry (with CLAUDE_CODE_USE_FOUNDRY and its API key or Entra ID login as usual, ANTHROPIC_FOUNDRY_RESOURCE unset): your resource, https://<resource>.services.ai.azure.com, is providers.foundry.base_url in the config',
+          lang: 'sh',
+          code: `export ANTHROPIC_FOUNDRY_BASE_URL=${origin}/foundry/anthropic\nclaude`,
+        },
+        {
           label: "Through OpenRouter (OpenRouter's own setup, with Burnrate's address for https://openrouter.ai/api)",
           lang: 'sh',
           code: `export ANTHROPIC_BASE_URL=${origin}/openrouter\nexport ANTHROPIC_AUTH_TOKEN="$OPENROUTER_API_KEY"\nexport ANTHROPIC_API_KEY=""\nclaude`,
