@@ -95,4 +95,17 @@ describe('a logged call and its proxied twin', () => {
     expect(s).toMatchObject({ imported: 1, matched: 0 })
     expect(calls()).toHaveLength(2)
   })
+
+  it('Claude Code on Microsoft Foundry: the proxied call (provider foundry) is the twin of a logged message with no id, counted once', async () => {
+    proxied({ provider: 'foundry', model: 'claude-sonnet-4-5-20250929', endpoint: 'messages', agent: 'claude-code', input_tokens: 3400, output_tokens: 57 })
+    const root = join(dir, 'claude')
+    mkdirSync(join(root, 'p'), { recursive: true })
+    writeFileSync(join(root, 'p/s.jsonl'), JSON.stringify({
+      type: 'assistant', sessionId: 's', uuid: 'u1', cwd: '/x', timestamp: new Date(T + 2000).toISOString(),
+      message: { model: 'claude-sonnet-4-5-20250929', usage: { input_tokens: 3400, output_tokens: 57 } },
+    }) + '\n')
+    const s = await importLogs(db, { agent: 'claude-code', paths: [root], pricer, now: NOW })
+    expect(s).toMatchObject({ matched: 1, imported: 0 })
+    expect(calls()).toHaveLength(1)
+  })
 })

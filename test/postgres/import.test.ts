@@ -132,6 +132,26 @@ describe('importing with a PostgreSQL ledger', () => {
     expect(t.server.db.prepare('SELECT call_id FROM import_keys ORDER BY call_id').pluck().all()).toEqual(proxied.map((p) => p.id))
   })
 
+  it('matches a Claude Code message with no id to its call proxied through Microsoft Foundry (provider foundry), by its counts', async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const t = await h.server({ url })
+    h.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+    expect((await postJson(`${t.url}/foundry/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'foundry-key-0000000000001' })).status).toBe(200)
+    expect(await t.server.ledger.flushed()).toBe(true)
+    const proxied = await store.all<any>('SELECT * FROM calls ORDER BY id')
+    expect(proxied).toMatchObject([{ provider: 'foundry' }])
+    const { id: _id, ...message } = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
+    const logs = join(t.dir, 'agent-logs')
+    mkdirSync(join(logs, 'claude/p'), { recursive: true })
+    writeFileSync(join(logs, 'claude/p/s.jsonl'), JSON.stringify({
+      type: 'assistant', sessionId: 's1', uuid: 'u1', cwd: '/home/dev/x', timestamp: new Date(Number(proxied[0].ts) + 900).toISOString(), message,
+    }) + '\n')
+    const a = await importLogs(t.server.db, { agent: 'claude-code', paths: [join(logs, 'claude')], pricer: new Pricer(), now: Date.now() + 60_000, store, countSpend, moveSpend })
+    expect([a.matched, a.imported]).toEqual([1, 0])
+    expect((await store.get<{ n: number }>('SELECT count(*) AS n FROM calls'))!.n).toBe(1)
+  })
+
   it("an import beside a running server (as `burnrate import` runs) reaches the server's budget meters as soon as it is stored", async () => {
     const url = h.database()
     const store = h.store(url)

@@ -20,13 +20,14 @@ export const MATCH_AFTER_MS = 60_000
  * its vendor's plan goes through Burnrate to the plan's backend, which the proxy records as its
  * own provider (Codex with a ChatGPT login: `chatgpt`; Gemini CLI with a Google login:
  * `code-assist`), and an agent on a cloud's platform goes through its route (Gemini CLI or Claude
- * Code on Vertex AI: `vertex`; Claude Code on Bedrock: `bedrock`), while the agent's log names the
- * API's (`openai`, `gemini`, `anthropic`).
+ * Code on Vertex AI: `vertex`; Claude Code on Bedrock: `bedrock`; on Microsoft Foundry: `foundry`),
+ * while the agent's log names the API's (`openai`, `gemini`, `anthropic`). Three at most (the
+ * queries' `@alias`, `@alias2`, `@alias3`).
  */
-const TWIN_PROVIDERS: Record<string, [string, string]> = {
+const TWIN_PROVIDERS: Record<string, readonly [string, string, string?]> = {
   openai: ['chatgpt', 'azure'],
   gemini: ['code-assist', 'vertex'],
-  anthropic: ['vertex', 'bedrock'],
+  anthropic: ['vertex', 'bedrock', 'foundry'],
 }
 
 /**
@@ -39,6 +40,7 @@ export function twinQuery(c: LoggedCall) {
   return {
     from: c.ts - MATCH_BEFORE_MS, to: c.ts + MATCH_AFTER_MS, ts: c.ts, provider: c.provider,
     alias: TWIN_PROVIDERS[c.provider]?.[0] ?? c.provider, alias2: TWIN_PROVIDERS[c.provider]?.[1] ?? c.provider,
+    alias3: TWIN_PROVIDERS[c.provider]?.[2] ?? c.provider,
     input: c.usage.input_tokens, output: c.usage.output_tokens, rid: c.response_id ?? '',
   }
 }

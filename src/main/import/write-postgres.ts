@@ -60,7 +60,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     if (same !== undefined || c.matchByIdOnly) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2) AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
         ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,

@@ -29,7 +29,7 @@ export function sqliteWriter(db: Database.Database) {
   const byTokens = db
     .prepare(
       `SELECT id FROM calls INDEXED BY calls_ts
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2) AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
           AND NOT EXISTS (SELECT 1 FROM import_keys k WHERE k.call_id = calls.id)
