@@ -90,6 +90,20 @@ describe('Claude on Microsoft Foundry', () => {
     expect(s.upstream.requests.length).toBe(before)
   })
 
+  it('a rule for every key of provider foundry (Entra ID tokens change hourly) refuses a new token, and no other provider\'s call', async () => {
+    const t2 = await startTestServer({ budgets: { rules: [{ api_key_pattern: '*', provider: 'foundry', daily_limit_usd: 0, action: 'block' }] } }, s.upstream.url)
+    try {
+      answer(s.upstream, fixture('anthropic/messages-nonstream-basic.json'))
+      const before = s.upstream.requests.length
+      const body = { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] }
+      expect((await postJson(`${t2.url}/foundry/anthropic/v1/messages`, body, { ...CLAUDE_CODE, authorization: 'Bearer eyJ.new-entra-token.0003' })).status).toBe(429)
+      expect(s.upstream.requests.length).toBe(before)
+      expect((await postJson(`${t2.url}/anthropic/v1/messages`, body, { ...CLAUDE_CODE, 'x-api-key': 'sk-ant-api03-other-0000000001' })).status).toBe(200)
+    } finally {
+      await t2.cleanup()
+    }
+  })
+
   it('neither the API key nor the Entra ID token is written to the data dir raw', async () => {
     await s.t.server.proxy.drain(2000)
     s.t.server.ledger.flush()
