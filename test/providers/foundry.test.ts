@@ -119,6 +119,19 @@ describe('Claude on Microsoft Foundry', () => {
     }
   })
 
+  it('a base URL that already ends in /anthropic (the client\'s ANTHROPIC_FOUNDRY_BASE_URL pasted as it was) gets the same upstream path', async () => {
+    const t2 = await startTestServer({ providers: { foundry: { base_url: `${s.upstream.url}/anthropic/` } } }, s.upstream.url)
+    try {
+      answer(s.upstream, fixture('anthropic/messages-nonstream-cache-write-and-read.json'))
+      const before = s.upstream.requests.length
+      const row = await recorded(t2, () => postJson(`${t2.url}/foundry/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', max_tokens: 64, messages: [] }, { 'x-api-key': KEY }))
+      expect(s.upstream.requests[before].url).toBe('/anthropic/v1/messages')
+      expect(row).toMatchObject({ provider: 'foundry', endpoint: 'messages', model: 'claude-sonnet-4-5-20250929', input_tokens: 3 + 418 + 1111, output_tokens: 33, priced: 1 })
+    } finally {
+      await t2.cleanup()
+    }
+  })
+
   it('with no base URL configured: a 404 that names providers.foundry.base_url, and nothing leaves', async () => {
     const t2 = await startTestServer({})
     try {

@@ -1,5 +1,5 @@
 import { AnthropicMeter, inspectAnthropic } from './anthropic'
-import type { CallShape, Provider, RequestInfo } from './types'
+import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 
 /**
@@ -10,7 +10,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * default the model's); the answer names the model that ran.
  *
  * Each resource has its own host, so there is no default base URL: `providers.foundry.base_url`
- * is the resource (`https://<resource>.services.ai.azure.com`), and a client's
+ * is the resource (`https://<resource>.services.ai.azure.com`, or the same with `/anthropic`,
+ * as the client's own setting had it), and a client's
  * `ANTHROPIC_FOUNDRY_BASE_URL` is `…/foundry/anthropic`. The answers are metered as Anthropic's
  * Messages are and priced at Anthropic's list: Claude on Foundry is billed at Anthropic's standard
  * API prices. The client's key (`x-api-key`, as the Foundry SDKs send it, or Azure's `api-key`) or
@@ -21,20 +22,42 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  */
 const MESSAGES_API = '/anthropic'
 
-export function inspectFoundry(req: RequestInfo): CallShape {
+/**
+ * The call a path below the mount is: `below` is the part of the path the base URL does not
+ * hold (`/anthropic` when `providers.foundry.base_url` is the resource, '' when it already ends
+ * in `/anthropic`, as the client's `ANTHROPIC_FOUNDRY_BASE_URL` did).
+ */
+export function inspectFoundry(req: RequestInfo, below = MESSAGES_API): CallShape {
   const p = withoutTrailingSlashes(req.path)
-  const rest = p.startsWith(`${MESSAGES_API}/`) ? p.slice(MESSAGES_API.length) : ''
+  const rest = below === '' ? p : p.startsWith(`${below}/`) ? p.slice(below.length) : ''
   if (rest === '/v1/messages' || rest === '/v1/messages/count_tokens') return inspectAnthropic({ ...req, path: rest })
   return { endpoint: 'other', model: '', stream: false, billable: false }
 }
 
-export const foundry: Provider = {
-  name: 'foundry',
-  pricingId: 'anthropic',
-  defaultBaseUrl: null,
-  mount: '/foundry',
-  credentials: ['x-api-key', 'api-key', 'authorization'],
-  noUpstreamHint: 'set providers.foundry.base_url in the config to your Foundry resource (https://<resource>.services.ai.azure.com)',
-  inspect: inspectFoundry,
-  meter: () => new AnthropicMeter(),
+/** Whether a configured base URL already ends in the resource's Messages API path (`…/anthropic`). */
+function endsInMessagesApi(baseUrl: string | undefined): boolean {
+  if (!baseUrl) return false
+  try {
+    return new URL(baseUrl).pathname.replace(/\/+$/, '').endsWith(MESSAGES_API)
+  } catch {
+    return false
+  }
 }
+
+function foundryProvider(below: string): Provider {
+  return {
+    name: 'foundry',
+    pricingId: 'anthropic',
+    defaultBaseUrl: null,
+    // A base URL ending in `/anthropic` holds that part of the path: the route then ends there too,
+    // so `…/foundry/anthropic/v1/messages` goes to `<base_url>/v1/messages` either way.
+    mount: below === '' ? `/foundry${MESSAGES_API}` : '/foundry',
+    credentials: ['x-api-key', 'api-key', 'authorization'],
+    noUpstreamHint: 'set providers.foundry.base_url in the config to your Foundry resource (https://<resource>.services.ai.azure.com)',
+    inspect: (req) => inspectFoundry(req, below),
+    meter: () => new AnthropicMeter(),
+    configure: (s: ProviderSettings) => foundryProvider(endsInMessagesApi(s.base_url) ? '' : MESSAGES_API),
+  }
+}
+
+export const foundry: Provider = foundryProvider(MESSAGES_API)
