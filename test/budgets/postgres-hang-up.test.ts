@@ -20,7 +20,9 @@ const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }],
 describe('a client that hangs up while its admission waits on PostgreSQL', () => {
   it('is not sent upstream once admitted: recorded 499 at $0, its reservation freed', async () => {
     const url = h.database()
-    const config = { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } }
+    // The longest wait allowed: on a loaded machine the default 3 s could pass before the hang-up is
+    // seen, and the call would then be decided in process and sent (the other test's case).
+    const config = { timezone: 'UTC', storage: { budget_wait_ms: 60_000 }, budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } }
     const t = await h.server({ url, config })
     const store = h.store(url)
     // A first call creates the key's spend rows.
