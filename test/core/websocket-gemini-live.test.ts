@@ -53,6 +53,11 @@ beforeAll(async () => {
           ])
             ws.send(Buffer.from(m), { binary: true })
         }
+        // A turn whose usage is sent again after its turnComplete (repeated totals, on a message of its own).
+        if (f.realtimeInput?.audio?.data === 'REPEAT') {
+          const last = JSON.parse(AUDIO[6])
+          for (const m of [AUDIO[2], AUDIO[6], JSON.stringify({ usageMetadata: last.usageMetadata })]) ws.send(Buffer.from(m), { binary: true })
+        }
         // A turn that begins and never ends.
         if (f.realtimeInput?.audio?.data === 'HANG') ws.send(Buffer.from(AUDIO[2]), { binary: true })
       })
@@ -199,5 +204,26 @@ describe('a Gemini Live API socket', () => {
     c.ws.close()
     const [row] = await rowsAfter(before, 1)
     expect(row).toMatchObject({ endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 499, estimated: 1 })
+  })
+
+  it('usage sent again after a turn was recorded (repeated totals) bills nothing more, even when the socket closes next', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0008`)
+    c.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
+    await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
+    c.ws.send(audio('REPEAT'))
+    await rowsAfter(before, 1)
+    // The repeat was read by the relay before it reached the client.
+    await eventually(() => c.frames.length === 4, 10_000)
+    c.ws.close()
+    // A turn on another socket, recorded after the close was handled.
+    const d = await open(`/gemini${V1BETA}?key=AIza-test-live-0009`)
+    d.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
+    await eventually(() => d.frames.some((f) => f.setupComplete), 10_000)
+    d.ws.send(audio('END1'))
+    await eventually(() => ledgerRows(t.dbFile).slice(before).some((r: any) => r.key_hint.endsWith('0009')), 10_000)
+    d.ws.close()
+    const mine = ledgerRows(t.dbFile).slice(before).filter((r: any) => r.key_hint.endsWith('0008'))
+    expect(mine.map((r: any) => [r.status, r.input_tokens, r.output_tokens])).toEqual([[200, 373, 23]])
   })
 })

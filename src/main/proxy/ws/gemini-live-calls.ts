@@ -36,6 +36,9 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   /** The turn under way, or ended (`turnComplete`) while its usage is awaited. */
   private turn: CallState | null = null
   private ended = false
+  /** The `usageMetadata` (its text) of the turn under way, and of the turn last recorded. */
+  private usageText = ''
+  private billedText = ''
   closedBy: ClosedBy | null = null
 
   constructor(
@@ -68,13 +71,16 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     const m = parseObject(data.toString('utf8'))
     if (!m) return
     const complete = done && isObject(m.serverContent) && m.serverContent.turnComplete === true
+    // The usage of the turn just recorded, sent again on a message of its own (repeated totals):
+    // it begins no turn, which would bill it twice (and hold the socket open as mid-turn).
+    if (!this.turn && !complete && !isObject(m.serverContent) && !isObject(m.toolCall) && JSON.stringify(m.usageMetadata) === this.billedText) return
     // A message with usage after an ended turn's that had it already belongs to the next turn.
     if (this.turn && this.ended && (!usage || meterOf(this.turn).hasUsage())) this.finish()
     this.turn ??= this.begin()
     const meter = meterOf(this.turn)
     if (usage) {
       try {
-        meter.usageFrom(m)
+        if (meter.usageFrom(m)) this.usageText = JSON.stringify(m.usageMetadata)
       } catch {
         // A message we cannot read never stops the relay.
       }
@@ -97,6 +103,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     s.responseStarted = true
     s.meter = new GeminiLiveMeter()
     this.ended = false
+    this.usageText = ''
     return s
   }
 
@@ -104,6 +111,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     const s = this.turn
     this.turn = null
     this.ended = false
+    if (this.usageText) this.billedText = this.usageText
+    this.usageText = ''
     if (s) this.life.finish(s)
   }
 
