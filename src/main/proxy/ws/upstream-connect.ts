@@ -36,15 +36,23 @@ export function connectUpstream(
   // upstream that accepts without choosing one (RFC 6455 allows it). Its choice is read at 'upgrade'.
   const offer = req.headers['sec-websocket-protocol']
   if (offer) headers['sec-websocket-protocol'] = offer
-  const up = new WebSocket(target, [], {
-    headers: headers as Record<string, string>,
-    perMessageDeflate: true,
-    maxPayload: opts.maxFrameBytes,
-    handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
-    ...(opts.ca ? { ca: opts.ca } : {}),
-    // Directly, the connection is held to the connect timeout as an HTTP call's is (./connect-timeout.ts).
-    ...(proxy ? { agent: tunnel(proxy) } : { createConnection: timedConnection(/^https/i.test(upstream.origin), opts.timeouts.connect_timeout_ms) }),
-  })
+  let up: WebSocket
+  try {
+    up = new WebSocket(target, [], {
+      headers: headers as Record<string, string>,
+      perMessageDeflate: true,
+      maxPayload: opts.maxFrameBytes,
+      handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
+      ...(opts.ca ? { ca: opts.ca } : {}),
+      // Directly, the connection is held to the connect timeout as an HTTP call's is (./connect-timeout.ts).
+      ...(proxy ? { agent: tunnel(proxy) } : { createConnection: timedConnection(/^https/i.test(upstream.origin), opts.timeouts.connect_timeout_ms) }),
+    })
+  } catch {
+    // The ws library refuses some URLs by throwing (a fragment, `#…`, in the request target): not
+    // let out of the relay (it would end the process), nor its words (they may hold the URL, a key).
+    answerError(socket, 400, 'invalid_request', 'Burnrate could not make a WebSocket address of this request target; it was not sent upstream.')
+    return
+  }
   let settled = false
   // Until the client's side is relayed, the upstream socket is this upgrade's alone: the client
   // gone (or its handshake refused by the ws library once the upstream accepted, a bad key or
