@@ -26,6 +26,9 @@ beforeAll(async () => {
         if (f.setup) ws.send(Buffer.from(AUDIO[0]), { binary: true })
         // The user's speech: the turn begins (its audio), then nothing.
         if (f.realtimeInput) ws.send(Buffer.from(AUDIO[2]), { binary: true })
+        // A question that needs a tool: the model asks for it, then waits for the client's answer.
+        if (f.clientContent) ws.send(Buffer.from(JSON.stringify({ toolCall: { functionCalls: [{ id: 'call-1', name: 'lookup', args: {} }] } })), { binary: true })
+        if (f.toolResponse) for (const m of AUDIO.slice(4, 7)) ws.send(Buffer.from(m), { binary: true })
       })
     },
   })
@@ -53,5 +56,31 @@ describe('an upstream silent on a Gemini Live API socket', () => {
       return r.length === 1 ? r : undefined
     }, 10_000)) as any[]
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 504, error: 'upstream_stalled', estimated: 1 })
+  })
+
+  it('a tool call the client takes longer than idle_timeout_ms to answer is the client\'s silence, not a stall', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0002`)
+    const frames: any[] = []
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    let closedWith = 0
+    ws.on('close', (code) => (closedWith = code))
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => resolve())
+      ws.on('error', reject)
+    })
+    ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
+    ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Look it up' }] }], turnComplete: true } }))
+    await eventually(() => frames.some((f) => f.toolCall), 10_000)
+    // The tool runs for twice the idle limit; the upstream waits for its answer meanwhile.
+    await new Promise((r) => setTimeout(r, 2500))
+    expect(closedWith).toBe(0)
+    ws.send(JSON.stringify({ toolResponse: { functionResponses: [{ id: 'call-1', name: 'lookup', response: { output: 'sunny' } }] } }))
+    const [row] = (await eventually(() => {
+      const r = ledgerRows(t.dbFile).slice(before)
+      return r.length === 1 ? r : undefined
+    }, 10_000)) as any[]
+    ws.close()
+    expect(row).toMatchObject({ endpoint: 'live', status: 200, input_tokens: 373, output_tokens: 23, estimated: 0 })
   })
 })

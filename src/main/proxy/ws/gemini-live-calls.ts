@@ -36,6 +36,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   /** The turn under way, or ended (`turnComplete`) while its usage is awaited. */
   private turn: CallState | null = null
   private ended = false
+  /** The turn asked for a tool (`toolCall`) and waits for the client's `toolResponse`: its silence is the client's. */
+  private toolAsked = false
   /** The `usageMetadata` (its text) of the turn under way, and of the turn last recorded. */
   private usageText = ''
   private billedText = ''
@@ -49,6 +51,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   ) {}
 
   fromClient(data: Buffer): null {
+    if (this.toolAsked && data.includes('"toolResponse"')) this.toolAsked = false
     if (this.setupRead) return null
     this.setupRead = true
     // (The setup comes first; it is small. A client that sends another first names no model.)
@@ -62,10 +65,18 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     const done = data.includes(TURN_COMPLETE)
     if (!usage && !done) {
       // Content (or a tool call) of a turn: the first begins one. An ended turn still without its usage is recorded so.
-      if (this.turn && !this.ended) return
-      if (!data.includes(CONTENT) && !data.includes(TOOL_CALL)) return
+      // (An audio frame's `serverContent` is found at its start: the search for a tool call ends there.)
+      const content = data.includes(CONTENT)
+      const tool = !content && data.includes(TOOL_CALL)
+      if (this.turn && !this.ended) {
+        // The model goes on (content), or asks for a tool; other messages (a resumption update) change neither.
+        if (content || tool) this.toolAsked = tool
+        return
+      }
+      if (!content && !tool) return
       if (this.turn) this.finish()
       this.turn = this.begin()
+      this.toolAsked = tool
       return
     }
     const m = parseObject(data.toString('utf8'))
@@ -88,7 +99,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     if (complete) {
       meter.completed()
       this.ended = true
-    }
+    } else if (isObject(m.toolCall)) this.toolAsked = true
+    else if (isObject(m.serverContent)) this.toolAsked = false
     if (this.ended && meter.hasUsage()) this.finish()
   }
 
@@ -103,6 +115,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     s.responseStarted = true
     s.meter = new GeminiLiveMeter()
     this.ended = false
+    this.toolAsked = false
     this.usageText = ''
     return s
   }
@@ -117,7 +130,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   }
 
   openState(): 'none' | 'waiting' | 'streaming' {
-    return this.turn && !this.ended ? 'streaming' : 'none'
+    return this.turn && !this.ended && !this.toolAsked ? 'streaming' : 'none'
   }
 
   /** The upstream went silent past its time limit mid-turn: 504 `upstream_stalled`, estimated past what it reported. */
