@@ -52,4 +52,30 @@ describe("DeepSeek V4's peak hours, re-priced at each call's time", () => {
       db.close()
     }
   })
+
+  it("China's National Day and Mid-Autumn holidays are off-peak all day, weekdays among them too", async () => {
+    const at = {
+      // Thursday 2026-10-01 and Wednesday 2026-10-07, 10:00 and 15:00 in Beijing (National Day).
+      nationalDay: '2026-10-01T02:00:00Z',
+      lastDay: '2026-10-07T07:00:00Z',
+      // Friday 2026-09-25, 11:00 in Beijing (Mid-Autumn Festival).
+      midAutumn: '2026-09-25T03:00:00Z',
+      // Thursday 2026-10-08, 10:00 in Beijing: a working day again.
+      after: '2026-10-08T02:00:00Z',
+    }
+    for (const ts of Object.values(at)) {
+      t.server.ledger.record(callRecord({ ts: Date.parse(ts), provider: 'deepseek', model: 'deepseek-v4-pro', endpoint: 'chat.completions', input_tokens: 1_000_000, output_tokens: 0, cost_usd: 0, priced: false }))
+    }
+    await t.server.ledger.flush()
+    const r = await admin(t.url, 'POST', '/prices/deepseek/deepseek-v4-pro/reprice')
+    expect(r.json()).toMatchObject({ repriced: 4, unpriced: 0 })
+    const db = new Database(t.dbFile, { readonly: true })
+    try {
+      const cost = (ts: string) => db.prepare('SELECT cost_usd FROM calls WHERE ts = ?').pluck().get(Date.parse(ts))
+      // V4 Pro per million input tokens: 0.66 off-peak, 1.32 peak. Before: 1.32 on each holiday.
+      expect(Object.fromEntries(Object.entries(at).map(([k, ts]) => [k, cost(ts)]))).toEqual({ nationalDay: 0.66, lastDay: 0.66, midAutumn: 0.66, after: 1.32 })
+    } finally {
+      db.close()
+    }
+  })
 })
