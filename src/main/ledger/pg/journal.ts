@@ -32,6 +32,8 @@ export class SpillJournal {
           const h = await open(file, 'wx', 0o600)
           this.path = file
           this.handle = h
+          // A new file: appends start at its first byte, not at the size of one closed before.
+          this.size = 0
           return h
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err
