@@ -2,8 +2,8 @@ import http from 'node:http'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture } from '../support/fixtures'
-import { eventually, openConnections, postJson } from '../support/http'
-import { holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
+import { eventually, openConnections, postJson, request } from '../support/http'
+import { holdRows, lockWaiter, until, usePostgres } from '../support/pg-harness'
 import { NANO_FIXTURE } from './support'
 
 /**
@@ -20,9 +20,7 @@ const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }],
 describe('a client that hangs up while its admission waits on PostgreSQL', () => {
   it('is not sent upstream once admitted: recorded 499 at $0, its reservation freed', async () => {
     const url = h.database()
-    // The longest wait allowed: on a loaded machine the default 3 s could pass before the hang-up is
-    // seen, and the call would then be decided in process and sent (the other test's case).
-    const config = { timezone: 'UTC', storage: { budget_wait_ms: 60_000 }, budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } }
+    const config = { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-hangup-*', daily_limit_usd: 100, action: 'block' }] } }
     const t = await h.server({ url, config })
     const store = h.store(url)
     // A first call creates the key's spend rows.
@@ -73,6 +71,9 @@ describe('an admission PostgreSQL does not answer', () => {
     const t = await h.server({ url, config })
     const store = h.store(url)
     const k = { k: hashKey(key) }
+    // The schema first: with a 300 ms wait, a first call on a loaded machine could be decided before
+    // the migrations end, and its spend rows would then never be made for the look below.
+    await until('the schema migrated', async () => (await request(`${t.url}/api/health`)).json().storage?.ready === true)
     expect((await postJson(`${t.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })).status).toBe(200)
     const rows = () => store.all<{ spent_usd: number; reserved_usd: number }>('SELECT spent_usd, reserved_usd FROM budget_spend WHERE api_key_hash = @k', k)
     await eventually(async () => ((await rows()).length > 0 && (await rows()).every((r) => r.reserved_usd === 0)) || undefined)
