@@ -25,7 +25,7 @@ beforeAll(async () => {
         const f = JSON.parse(String(data))
         if (f.setup) ws.send(Buffer.from(AUDIO[0]), { binary: true })
         // The user's speech: the turn begins (its audio), then nothing.
-        if (f.realtimeInput) ws.send(Buffer.from(AUDIO[2]), { binary: true })
+        if (f.realtimeInput?.audio?.data === 'AAAA') ws.send(Buffer.from(AUDIO[2]), { binary: true })
         // A question that needs a tool: the model asks for it, then waits for the client's answer.
         if (f.clientContent) ws.send(Buffer.from(JSON.stringify({ toolCall: { functionCalls: [{ id: 'call-1', name: 'lookup', args: {} }] } })), { binary: true })
         if (f.toolResponse) for (const m of AUDIO.slice(4, 7)) ws.send(Buffer.from(m), { binary: true })
@@ -56,6 +56,42 @@ describe('an upstream silent on a Gemini Live API socket', () => {
       return r.length === 1 ? r : undefined
     }, 10_000)) as any[]
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 504, error: 'upstream_stalled', estimated: 1 })
+  })
+
+  it('within a turn, while the microphone keeps streaming: the client\'s audio does not keep a stalled turn alive', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0003`)
+    const frames: any[] = []
+    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    let open = true
+    const closed = new Promise<{ code: number; reason: string }>((r) =>
+      ws.on('close', (code, reason) => {
+        open = false
+        r({ code, reason: String(reason) })
+      }),
+    )
+    await new Promise<void>((resolve, reject) => {
+      ws.on('open', () => resolve())
+      ws.on('error', reject)
+    })
+    ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
+    ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
+    await eventually(() => frames.some((f) => f.serverContent), 10_000)
+    // The microphone keeps streaming, a frame every tenth of the idle limit, which the upstream
+    // takes without a word, for up to eight idle limits.
+    let sent = 0
+    while (open && sent < 80) {
+      ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'BBBB' } } }))
+      sent++
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(open).toBe(false)
+    expect(await closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const [row] = (await eventually(() => {
+      const r = ledgerRows(t.dbFile).slice(before)
+      return r.length === 1 ? r : undefined
+    }, 10_000)) as any[]
+    expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 504, error: 'upstream_stalled', estimated: 1 })
   })
 
   it('a tool call the client takes longer than idle_timeout_ms to answer is the client\'s silence, not a stall', async () => {

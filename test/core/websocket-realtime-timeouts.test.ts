@@ -27,9 +27,9 @@ beforeAll(async () => {
       ws.on('message', (data) => {
         const f = JSON.parse(String(data))
         // The user's speech: one whole server-VAD turn (its response, and a transcription).
-        if (f.type === 'input_audio_buffer.append') for (const e of GA.slice(2)) ws.send(e)
+        if (f.type === 'input_audio_buffer.append' && f.audio === 'AAAA') for (const e of GA.slice(2)) ws.send(e)
         // 'evt_stall': the response begins, then nothing; 'evt_silent': nothing at all.
-        if (f.type === 'response.create' && f.event_id === 'evt_stall') ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_S1', response: { object: 'realtime.response', id: 'resp_stall', status: 'in_progress', output: [], usage: null } }))
+        if (f.type === 'response.create' && f.event_id?.startsWith('evt_stall')) ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_S1', response: { object: 'realtime.response', id: 'resp_stall', status: 'in_progress', output: [], usage: null } }))
       })
     },
   })
@@ -67,6 +67,27 @@ describe('an upstream silent on a Realtime API socket', () => {
     expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
     const [stalled] = (await rowsAfter(before, 3)).slice(2)
     expect(stalled).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_stalled', estimated: 1, input_tokens: 253, cache_read_tokens: 64 })
+  })
+
+  it('within a response, while the microphone keeps streaming: the client\'s frames do not keep a stalled response alive', async () => {
+    const before = ledgerRows(t.dbFile).length
+    const c = await open('sk-test-rt-timeout-0003')
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_stall_mic' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.created'), 10_000)
+    // The user's microphone: an audio frame every tenth of the idle limit, which the upstream
+    // takes without a word, for up to eight idle limits.
+    let sent = 0
+    let live = true
+    void c.closed.then(() => (live = false))
+    while (live && sent < 80) {
+      c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'BBBB' }))
+      sent++
+      await new Promise((r) => setTimeout(r, 100))
+    }
+    expect(live).toBe(false)
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const [row] = await rowsAfter(before, 1)
+    expect(row).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_stalled', estimated: 1 })
   })
 
   it('a response.create unanswered past first_byte_timeout_ms: 504 upstream_timeout at $0', async () => {

@@ -116,6 +116,26 @@ describe('an upstream silent on a Responses WebSocket', () => {
     expect(warnings.some((w) => w.includes('stalled mid-response on a WebSocket for longer than upstream.idle_timeout_ms'))).toBe(true)
   })
 
+  it('within a response, while the client keeps sending frames of its own: they do not keep the stalled response alive', async () => {
+    const before = rows().length
+    const c = await open()
+    let live = true
+    void c.closed.then(() => (live = false))
+    c.ws.send(create('stall please'))
+    // A frame every tenth of the idle limit, which the upstream takes without a word, for up to
+    // eight idle limits.
+    let sent = 0
+    while (live && sent < 80) {
+      c.ws.send(JSON.stringify({ type: 'x-client-note', note: 'silent' }))
+      sent++
+      await new Promise((r) => setTimeout(r, IDLE_MS / 10))
+    }
+    expect(live).toBe(false)
+    expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
+    const r = await eventually(() => rows()[before], 10_000)
+    expect(r).toMatchObject({ status: 504, error: 'upstream_stalled', estimated: 1 })
+  })
+
   it('after a turn that ended with an error frame (no terminal event), the socket is between turns: not closed as stalled', async () => {
     const before = rows().length
     const erred = await open()

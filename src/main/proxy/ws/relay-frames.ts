@@ -53,7 +53,8 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
       return
     }
     toUpstream(data, isBinary)
-    silence?.check()
+    // Only the upstream's frames restart the timer: a client's starts it, if it asked for a response.
+    silence?.afterClient()
   }
   client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
   up.on('message', (raw, isBinary) => {

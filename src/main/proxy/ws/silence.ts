@@ -3,7 +3,9 @@
  * from a response asked for to its first frame (`first_byte_timeout_ms`), then between frames
  * (`idle_timeout_ms`). Only while a response is open: a socket between turns is quiet by right.
  * Nor while the relay holds the upstream back for a client that reads slowly (`paused`): that
- * silence is the client's. One timer per socket, refreshed by each frame.
+ * silence is the client's. One timer per socket, refreshed by each upstream frame only: a client
+ * that keeps talking (a microphone streaming `input_audio_buffer.append` or `realtimeInput`
+ * audio) says nothing of whether the upstream still answers.
  */
 export class SilenceWatch {
   private timer: NodeJS.Timeout | null = null
@@ -19,7 +21,19 @@ export class SilenceWatch {
     private readonly onSilent: (started: boolean) => void,
   ) {}
 
-  /** After a response is asked for and after each upstream frame: times the silence that follows. */
+  /**
+   * After each client frame passed on: starts timing when it asked for a response (none was timed
+   * before), and leaves a timer already running as it was, since the upstream's silence goes on.
+   */
+  afterClient(): void {
+    if (this.timer) {
+      if (this.state() === 'none') this.stop()
+      return
+    }
+    this.check()
+  }
+
+  /** After each upstream frame (and a pause held for the client): times the silence that follows. */
   check(): void {
     const st = this.state()
     if (st === 'none') return this.stop()
