@@ -86,10 +86,15 @@ export class RealtimeSocketCalls implements SocketCalls {
   }
 
   fromUpstream(data: Buffer): void {
-    // Once the socket's end recorded its open calls, a frame still in flight (the upstream's
-    // socket closes after the client's) would record one of them again.
-    if (this.closedBy) return
     const type = frameType(data.toString('utf8', 0, Math.min(data.length, 300)))
+    if (this.closedBy) {
+      // Once the socket's end recorded its open calls, a frame still in flight (the upstream's
+      // socket closes after the client's) would record one of them again. An input transcription
+      // is a call of its own, billed by OpenAI: one sent before the upstream answered the client's
+      // close is recorded all the same.
+      if (this.closedBy === 'client' && type === TRANSCRIBED) this.transcribed(data)
+      return
+    }
     if (SESSION_EVENTS.has(type)) {
       const m = sessionModels(parseObject(data.toString('utf8'))?.session)
       if (m.model) this.model = m.model
@@ -111,15 +116,20 @@ export class RealtimeSocketCalls implements SocketCalls {
       const u = s.meter?.result().usage
       if (u && u.input_tokens > 0) this.last = u
     } else if (type === TRANSCRIBED) {
-      const text = data.toString('utf8')
-      // One without usage (the beta's, before OpenAI added it) says nothing to bill by: not recorded.
-      if (!isObject(parseObject(text)?.usage)) return
-      const s = this.begin(true)
-      this.admittedAs(s)
-      this.end(s, type, text)
+      this.transcribed(data)
     } else if (type === 'error') {
       this.refused(data.toString('utf8'))
     }
+  }
+
+  /** An input transcription's result: a call at the transcription model's rates. */
+  private transcribed(data: Buffer): void {
+    const text = data.toString('utf8')
+    // One without usage (the beta's, before OpenAI added it) says nothing to bill by: not recorded.
+    if (!isObject(parseObject(text)?.usage)) return
+    const s = this.begin(true)
+    this.admittedAs(s)
+    this.end(s, TRANSCRIBED, text)
   }
 
   /** A response the server started by itself: recorded, not gated (no frame asked for it). */
