@@ -104,7 +104,7 @@ describe('the headless entry', () => {
       expect(cli.stderr()).toMatch(/database is locked\); 4 call\(s\) kept in .*ledger-spill-\d+\.jsonl until the next start/)
       const files = spillFiles(data)
       expect(files).toHaveLength(1)
-      expect(readSpill(files[0]).map((c) => c.status)).toEqual([200, 200, 200, 499])
+      expect(readSpill(files[0]).map((c) => [c.status, c.error ?? null])).toEqual([[200, null], [200, null], [200, null], [503, 'burnrate_stopped']])
     } finally {
       await lock.release()
       await stalling.close()
