@@ -4,7 +4,7 @@ import { postJson } from '../support/http'
 import { fixture } from '../support/fixtures'
 import { serverOverMockUpstream } from '../support/server'
 import { answer, recorded } from './ledger'
-import { billedAt } from '../../src/main/pricing/deepseek-hours'
+import { billedAt, hasPeakHours } from '../../src/main/pricing/deepseek-hours'
 
 /**
  * Where the OpenAI-compatible vendors put a stream's usage, and its cache hits: each stream is
@@ -112,7 +112,10 @@ describe('Z.ai (GLM) streams: the usage at the top level of the last chunk', () 
   })
 })
 
-/** The time the library is asked for: a DeepSeek V4 call's as Burnrate prices its peak hours (src/main/pricing/deepseek-hours.ts). */
+/** The time the library is asked for: a DeepSeek call's whose prices have its peak hours, as Burnrate prices them (src/main/pricing/deepseek-hours.ts). */
 function pricedAt(providerId: string, model: string, ts: number): Date {
-  return providerId === 'deepseek' ? billedAt(model, new Date(ts)) : new Date(ts)
+  const at = new Date(ts)
+  if (providerId !== 'deepseek') return at
+  const table = calcPrice({ input_tokens: 1 }, model, { providerId, timestamp: at })?.model
+  return table && hasPeakHours(table) ? billedAt(at) : at
 }

@@ -6,7 +6,7 @@ import type { MockUpstream } from '../support/mock-upstream'
 import { sseChunks } from '../support/fixtures'
 import type { TestServer } from '../support/server'
 import { ledgerRows } from '../support/ledger-rows'
-import { billedAt } from '../../src/main/pricing/deepseek-hours'
+import { billedAt, hasPeakHours } from '../../src/main/pricing/deepseek-hours'
 
 /** Every recorded call, oldest first, read from the server's real SQLite file. */
 export function rows(t: TestServer): any[] {
@@ -129,7 +129,10 @@ export function sonarPrice(usage: Record<string, number>, model: string, feePerT
   return calcPrice(usage, model, { provider: { ...data, models: [table], fallback_model_providers: undefined }, timestamp: at })!.total_price
 }
 
-/** The time the library is asked for: a DeepSeek V4 call's as Burnrate prices its peak hours (src/main/pricing/deepseek-hours.ts). */
+/** The time the library is asked for: a DeepSeek call's whose prices have its peak hours, as Burnrate prices them (src/main/pricing/deepseek-hours.ts). */
 function pricedAt(providerId: string, model: string, ts: number): Date {
-  return providerId === 'deepseek' ? billedAt(model, new Date(ts)) : new Date(ts)
+  const at = new Date(ts)
+  if (providerId !== 'deepseek') return at
+  const table = calcPrice({ input_tokens: 1 }, model, { providerId, timestamp: at })?.model
+  return table && hasPeakHours(table) ? billedAt(at) : at
 }

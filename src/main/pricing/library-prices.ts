@@ -1,6 +1,7 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
 import type { SearchContextSize } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
+import { billedAt, hasPeakHours } from './deepseek-hours'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
 import { withPriorityPrices } from './priority-prices'
@@ -45,6 +46,8 @@ interface Lookup {
   unpriced: readonly UseCount[]
   /** The provider with each set of fee marks' fees (`LibraryPrices.variant`), null where it is the same. */
   variants?: Map<string, PriceProvider | null>
+  /** A DeepSeek model whose prices have DeepSeek's peak windows: priced at the time it is billed at (./deepseek-hours.ts). */
+  peakHours: boolean
 }
 
 /**
@@ -76,6 +79,7 @@ export class LibraryPrices {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
+      if (found.peakHours) at = billedAt(at)
       const varied = marks ? this.variant(found, pricingId, model, marks) : null
       if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
       const fast = found.flat ? flatPrice(found.flat, u) : undefined
@@ -113,8 +117,10 @@ export class LibraryPrices {
     // and a model its provider's tool fees it lacks (./tool-fees).
     const table = withToolFees(pricingId, withOneHourWrites(r.model))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table) }
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table) }
     models.set(model, lookup)
+    // Priced at the call's time: one billed at another is priced again, as found (above).
+    if (lookup.peakHours && billedAt(at) !== at) return this.price(u, pricingId, model, at, marks)
     const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
     if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
     // The library priced the data's table: a price added to it is applied when the call has its count.

@@ -3,7 +3,6 @@ import { DATA_RESIDENCY_MULTIPLIER, type Usage, reportedUsd } from '../metering/
 import { loadOnce } from '../server/load-once'
 import { priceWithAdvisor } from './advisor'
 import { isClaude } from './claude-1h'
-import { billedAt } from './deepseek-hours'
 import { loadPriceLibrary } from './library'
 import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from './library-prices'
 import { toLibraryUsage, withExtra } from './library-usage'
@@ -221,8 +220,6 @@ export class Pricer {
       return user
     }
     if (!model) return { cost_usd: 0, priced: false }
-    // DeepSeek V4's peak hours, which the price data cannot tie to weekdays and a date (./deepseek-hours.ts).
-    if (pricingId === 'deepseek') at = billedAt(model, at)
     const fine = withExtra(u, usage)
     // What changes the model's prices (a property check for a call that has none).
     const marks: FeeMarks | undefined =
