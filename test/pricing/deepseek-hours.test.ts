@@ -8,6 +8,7 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { newerPriceData } from '../support/price-data'
 import { type TestServer, startTestServer } from '../support/server'
 import { callRecord } from '../../src/main/desktop-logic/test-helpers'
+import { silentLogger } from '../../src/main/log'
 
 // DeepSeek bills V4 at its peak price (twice the off-peak one) in Beijing's 09:00-12:00 and
 // 14:00-18:00 (01:00-04:00 and 06:00-10:00 UTC) on weekdays only, since 2026-08-17, before which V4
@@ -94,6 +95,7 @@ describe('peak hours of a model the price data gives DeepSeek\'s windows, whatev
   const peak = { input_mtok: FLASH_PEAK, cache_read_mtok: 0.006, output_mtok: 1.2 }
   let upstream: MockUpstream
   let t: TestServer
+  const warnings: string[] = []
   beforeAll(async () => {
     upstream = await startMockUpstream()
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-deepseek-hours-'))
@@ -111,25 +113,29 @@ describe('peak hours of a model the price data gives DeepSeek\'s windows, whatev
       ],
     })
     writeFileSync(join(dir, 'prices.json'), JSON.stringify({ updated_at: '2026-12-01T00:00:00.000Z', fetched_at: new Date().toISOString(), providers: newer }))
-    t = await startTestServer(ADMIN_CONFIG, upstream.url, dir)
+    t = await startTestServer(ADMIN_CONFIG, upstream.url, dir, { log: { ...silentLogger, warn: (m) => warnings.push(m) } })
   })
   afterAll(async () => {
     await t.cleanup()
     await upstream.close()
   })
 
-  it('deepseek-flash in the peak windows: off-peak on a Beijing Saturday and on National Day, peak on a weekday', async () => {
+  it('deepseek-flash in the peak windows: off-peak on a Beijing Saturday and on National Day, peak on a weekday; a year whose holidays are not listed is said once a day', async () => {
     const at = {
       saturday: '2026-12-05T02:00:00Z',
       nationalDay: '2026-10-02T07:00:00Z',
       friday: '2026-12-04T02:00:00Z',
+      // Two peak-window calls on one weekday of 2027 (its holidays are not listed), and one on the next.
+      later: '2027-03-02T02:00:00Z',
+      laterAgain: '2027-03-02T07:00:00Z',
+      nextDay: '2027-03-03T02:00:00Z',
     }
     for (const ts of Object.values(at)) {
       t.server.ledger.record(callRecord({ ts: Date.parse(ts), provider: 'deepseek', model: 'deepseek-flash', endpoint: 'chat.completions', input_tokens: 1_000_000, output_tokens: 0, cost_usd: 0, priced: false }))
     }
     await t.server.ledger.flush()
     const r = await admin(t.url, 'POST', '/prices/deepseek/deepseek-flash/reprice')
-    expect(r.json()).toMatchObject({ repriced: 3, unpriced: 0 })
+    expect(r.json()).toMatchObject({ repriced: 6, unpriced: 0 })
     const db = new Database(t.dbFile, { readonly: true })
     try {
       const cost = (ts: string) => db.prepare('SELECT cost_usd FROM calls WHERE ts = ?').pluck().get(Date.parse(ts))
@@ -138,10 +144,17 @@ describe('peak hours of a model the price data gives DeepSeek\'s windows, whatev
         saturday: FLASH_OFF,
         nationalDay: FLASH_OFF,
         friday: FLASH_PEAK,
+        later: FLASH_PEAK,
+        laterAgain: FLASH_PEAK,
+        nextDay: FLASH_PEAK,
       })
     } finally {
       db.close()
     }
+    const said = warnings.filter((w) => w.includes('public holidays'))
+    expect(said).toHaveLength(2)
+    expect(said[0]).toContain('2027-03-02 (Beijing)')
+    expect(said[1]).toContain('2027-03-03 (Beijing)')
   })
 
   it("deepseek-chat's daily windows (V3's night discount) are not the peak hours: a weekend night call keeps the data's price", async () => {

@@ -20,7 +20,9 @@ import type { ModelInfo } from '@pydantic/genai-prices'
  * `billedAt` gives such a call a time the data prices as billed: the same UTC date at 12:00 (20:00
  * in Beijing, in no peak window), whose price is that date's off-peak one, or before 2026-08-17
  * the flat one. The holidays are those the State Council has published since 2026-08-17, listed in
- * HOLIDAYS; a later one is priced at the peak price in its peak hours until it is added.
+ * HOLIDAYS through HOLIDAYS_THROUGH; a call in the peak hours of a later year's weekday is priced at
+ * the peak price, and `unlisted` names its Beijing date so it can be said (once a day) that a
+ * holiday on it would be billed at half.
  */
 
 /** DeepSeek's peak windows as the price data's `time_of_date` constraints give them (UTC). */
@@ -30,6 +32,8 @@ const PEAK_FROM = Date.parse('2026-08-17T00:00:00Z')
 /** From 2026-08-23 in Beijing, weekends are off-peak all day (the price data's comment). */
 const WEEKENDS_FROM = Date.parse('2026-08-22T16:00:00Z')
 const BEIJING_MS = 8 * 3600_000
+/** The last year HOLIDAYS lists. */
+export const HOLIDAYS_THROUGH = 2026
 /** Beijing dates of China's statutory holidays from 2026-08-17 (国办发明电〔2025〕7号: Mid-Autumn, National Day). */
 const HOLIDAYS = new Set(['2026-09-25', '2026-09-26', '2026-09-27', '2026-10-01', '2026-10-02', '2026-10-03', '2026-10-04', '2026-10-05', '2026-10-06', '2026-10-07'])
 
@@ -51,4 +55,16 @@ export function billedAt(at: Date): Date {
   const offPeak = new Date(t)
   offPeak.setUTCHours(12, 0, 0, 0)
   return offPeak
+}
+
+/**
+ * The Beijing date of a call at `at` that `billedAt` kept at its time, when that is in a peak
+ * window of a year HOLIDAYS does not list (priced at the peak price, half of it billed were the
+ * date a holiday); null otherwise.
+ */
+export function unlisted(at: Date): string | null {
+  const hour = at.getUTCHours()
+  if (!((hour >= 1 && hour < 4) || (hour >= 6 && hour < 10))) return null
+  const beijing = new Date(at.getTime() + BEIJING_MS)
+  return beijing.getUTCFullYear() > HOLIDAYS_THROUGH ? beijing.toISOString().slice(0, 10) : null
 }

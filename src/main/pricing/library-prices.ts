@@ -1,7 +1,7 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
 import type { SearchContextSize } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
-import { billedAt, hasPeakHours } from './deepseek-hours'
+import { HOLIDAYS_THROUGH, billedAt, hasPeakHours, unlisted } from './deepseek-hours'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
 import { withPriorityPrices } from './priority-prices'
@@ -58,6 +58,11 @@ export class LibraryPrices {
   /** Library lookups by pricing id, then model (no key string built per call). */
   private readonly lookups = new Map<string, Map<string, Lookup | null>>()
   private lookupCount = 0
+  /** The last Beijing date said to be priced at the peak price beyond the holidays listed (`billed`). */
+  private unlistedSaid = ''
+
+  /** `warn`: told once per Beijing date of a DeepSeek peak-hours call in a year whose holidays are not listed (./deepseek-hours.ts). */
+  constructor(private readonly warn: (msg: string) => void = () => {}) {}
 
   /** The library's data was replaced (a price update): what was looked up in the old data is forgotten. */
   clear(): void {
@@ -79,7 +84,7 @@ export class LibraryPrices {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
-      if (found.peakHours) at = billedAt(at)
+      if (found.peakHours) at = this.billed(at)
       const varied = marks ? this.variant(found, pricingId, model, marks) : null
       if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
       const fast = found.flat ? flatPrice(found.flat, u) : undefined
@@ -120,12 +125,24 @@ export class LibraryPrices {
     const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table) }
     models.set(model, lookup)
     // Priced at the call's time: one billed at another is priced again, as found (above).
-    if (lookup.peakHours && billedAt(at) !== at) return this.price(u, pricingId, model, at, marks)
+    if (lookup.peakHours && this.billed(at) !== at) return this.price(u, pricingId, model, at, marks)
     const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
     if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
     // The library priced the data's table: a price added to it is applied when the call has its count.
     if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches)) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
+  }
+
+  /** `billedAt(at)`, saying (once per date) when it is a peak-window call in a year whose holidays are not listed. */
+  private billed(at: Date): Date {
+    const billed = billedAt(at)
+    if (billed !== at) return billed
+    const date = unlisted(at)
+    if (date && date !== this.unlistedSaid) {
+      this.unlistedSaid = date
+      this.warn(`pricing: DeepSeek calls in the peak hours of ${date} (Beijing) are priced at the peak price; Burnrate lists China's public holidays through ${HOLIDAYS_THROUGH} only, and if this date is one DeepSeek bills them at the off-peak price, half of what is recorded`)
+    }
+    return at
   }
 
   /** The price data's id of the model table found for (provider, model); undefined before a lookup found it. */

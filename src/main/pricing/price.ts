@@ -37,7 +37,7 @@ export class Pricer {
   /** Runtime prices by `provider \0 model`. */
   private runtime = new Map<string, PriceProvider>()
   /** The library's prices, each model's lookup remembered (./library-prices.ts). */
-  private readonly library = new LibraryPrices()
+  private readonly library = new LibraryPrices((msg) => this.warn(msg))
 
   private readied = this.readiness(null)
   /** True once `ready()` has resolved: pricing needs no wait (the proxy checks this on every call). */
