@@ -22,7 +22,7 @@ describe('FREE_ENDPOINTS', () => {
     }
     for (const m of METHODS) for (const p of ['/v1/messages/batches', '/v1/messages/batches/b_1', '/v1/messages/batches/b_1/cancel', '/v1/messages/batches/b_1/results']) see(anthropicBatchShape(m, p))
     for (const m of METHODS) for (const p of ['/v1beta/batches', '/v1beta/batches/b_1', '/v1beta/batches/b_1:cancel', '/v1beta/files/f_1:download']) see(geminiBatchShape(m, p))
-    for (const m of METHODS) for (const p of ['/videos/generations', '/videos/edits', '/videos/extensions', '/videos/req_1', '/chat/completions']) see(xai.inspect({ method: m, path: p, query: '', headers: {}, body: {} }))
+    for (const m of METHODS) for (const p of ['/videos/generations', '/videos/edits', '/videos/extensions', '/videos/req_1', '/chat/completions', '/batches/b_1/requests', '/batches/b_1/results', '/batches/b_1:cancel']) see(xai.inspect({ method: m, path: p, query: '', headers: {}, body: {} }))
     for (const m of METHODS) for (const p of ['/async/chat/completions', '/async/chat/completions/req_1', '/v1/async/sonar', '/v1/async/sonar/req_1', '/chat/completions']) see(perplexity.inspect({ method: m, path: p, query: '', headers: {}, body: {} }))
     expect([...free].sort()).toEqual([...FREE_ENDPOINTS].sort())
     for (const e of paid) expect(FREE_ENDPOINTS).not.toContain(e)

@@ -26,6 +26,9 @@ export const FREE_ENDPOINTS: readonly string[] = [
   'files.download',
   // xAI's video status polls: xai-video.ts
   'videos.retrieve',
+  // xAI's Batch API, its own reads (its cancel is `batches.cancel`): xai-batch.ts
+  'batches.requests.list',
+  'batches.results',
   // Perplexity's async jobs, their polls and list: perplexity-async.ts
   'async.chat.completions.retrieve',
   'async.chat.completions.list',
