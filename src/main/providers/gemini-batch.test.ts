@@ -53,6 +53,19 @@ describe('Gemini Batch API', () => {
     expect(new GeminiBatchMeter().result().batchResults).toBeUndefined()
   })
 
+  it('an embedding batch (asyncBatchEmbedContent) records nothing: its results carry no token counts to price', () => {
+    // The Gemini API's EmbedContentResponse is `{embedding: {values}}` (https://ai.google.dev/api/embeddings):
+    // no usageMetadata, so a finished embedding batch's inline results are left unmetered, not recorded at $0.
+    const m = new GeminiBatchMeter(() => 1000)
+    m.json({
+      name: 'batches/e',
+      done: true,
+      metadata: { model: 'models/gemini-embedding-001' },
+      response: { inlinedResponses: { inlinedResponses: [{ response: { embedding: { values: [0.1, 0.2] } } }] } },
+    })
+    expect(m.result().batchResults).toBeUndefined()
+  })
+
   it('a call the Flex tier served is billed at batch rates', () => {
     expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'flex' })?.batch).toBe(true)
     expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'standard' })?.batch).toBeUndefined()
