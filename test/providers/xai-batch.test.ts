@@ -12,7 +12,12 @@ import { answer, rows } from './ledger'
 
 const s = serverOverMockUpstream({
   timezone: 'UTC',
-  budgets: { rules: [{ api_key_pattern: 'xai-over-*', daily_limit_usd: 0, action: 'block' }] },
+  budgets: {
+    rules: [
+      { api_key_pattern: 'xai-over-*', daily_limit_usd: 0, action: 'block' },
+      { api_key_pattern: 'xai-rpm-*', daily_limit_usd: 100, requests_per_minute: 1, action: 'block' },
+    ],
+  },
 })
 
 const H = { authorization: 'Bearer xai-over-000000000000001' }
@@ -46,5 +51,17 @@ describe('xAI Batch API: reads and cancels of a key over its block limit', () =>
     const r = await postJson(`${s.t.url}/xai/v1/batches/${BATCH}/requests`, { batch_requests: [{ batch_request_id: 'q-1', batch_request: { chat_get_completion: { model: 'grok-4', messages: [] } } }] }, H)
     expect(r.status).toBe(429)
     expect(s.upstream.requests.length).toBe(before)
+  })
+})
+
+describe('xAI Batch API: reads are not counted against requests_per_minute', () => {
+  it('three reads of the results leave the one request a minute to a chat completion', async () => {
+    const R = { authorization: 'Bearer xai-rpm-000000000000001' }
+    answer(s.upstream, { batch_id: BATCH, results: [], pagination_token: null })
+    for (let i = 0; i < 3; i++) expect((await request(`${s.t.url}/xai/v1/batches/${BATCH}/results`, { headers: R })).status).toBe(200)
+    const chat = { id: 'c1', object: 'chat.completion', created: 1770774058, model: 'grok-4', choices: [], usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 } }
+    answer(s.upstream, chat)
+    expect((await postJson(`${s.t.url}/xai/v1/chat/completions`, { model: 'grok-4', messages: [] }, R)).status).toBe(200)
+    expect((await postJson(`${s.t.url}/xai/v1/chat/completions`, { model: 'grok-4', messages: [] }, R)).status).toBe(429)
   })
 })
