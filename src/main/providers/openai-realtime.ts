@@ -20,6 +20,8 @@ export class RealtimeMeter implements Meter {
   private failure: string | null = null
   /** Cut before its `response.done`: `usage` is its prompt's least, its output unknown. */
   private cut = false
+  /** Its `response.done` came after the client had closed the socket: billed, never delivered. */
+  private undelivered = false
 
   event(name: string, data: string): void {
     if (name !== RESPONSE_DONE && name !== TRANSCRIBED) return
@@ -58,9 +60,18 @@ export class RealtimeMeter implements Meter {
     this.cut = true
   }
 
+  /**
+   * Its `response.done` is read after the client closed the socket (../proxy/ws/realtime-calls.ts):
+   * the usage is OpenAI's bill, but the client never had the response's end, so the call keeps
+   * its 499 (not complete: the recorder would give it the upstream's 200).
+   */
+  leftBeforeDone(): void {
+    this.undelivered = true
+  }
+
   result(): MeterResult {
     if (this.cut) return { usage: this.usage, complete: false, outputText: '', partialOutput: true }
-    return { usage: this.usage, responseId: this.id, complete: this.complete, error: this.failure ?? undefined }
+    return { usage: this.usage, responseId: this.id, complete: this.complete && !this.undelivered, error: this.failure ?? undefined }
   }
 }
 

@@ -41,6 +41,12 @@ export class RealtimeSocketCalls implements SocketCalls {
   private readonly eventIds = new WeakMap<CallState, string>()
   /** Responses under way, by id. */
   private readonly running = new Map<string, CallState>()
+  /**
+   * Responses under way when the client closed, by id: held (recorded 499 either way) until the
+   * upstream answers the close, so a `response.done` that comes meanwhile is their bill; else
+   * `release` records their estimate.
+   */
+  private readonly leaving = new Map<string, CallState>()
   /** The usage of the last response that ended: the least a response cut short was billed for (its prompt). */
   private last: Usage | null = null
   /** Which side closed the socket first; a call admitted after that is recorded, never sent. */
@@ -91,8 +97,10 @@ export class RealtimeSocketCalls implements SocketCalls {
       // Once the socket's end recorded its open calls, a frame still in flight (the upstream's
       // socket closes after the client's) would record one of them again. An input transcription
       // is a call of its own, billed by OpenAI: one sent before the upstream answered the client's
-      // close is recorded all the same.
-      if (this.closedBy === 'client' && type === TRANSCRIBED) this.transcribed(data)
+      // close is recorded all the same, and so is a held response's end, with its usage.
+      if (this.closedBy !== 'client') return
+      if (type === TRANSCRIBED) this.transcribed(data)
+      else if (type === RESPONSE_DONE) this.leftDone(data.toString('utf8'))
       return
     }
     if (SESSION_EVENTS.has(type)) {
@@ -191,7 +199,34 @@ export class RealtimeSocketCalls implements SocketCalls {
   }
 
   closed(by: ClosedBy): void {
+    if (by === 'client' && this.closedBy === null) {
+      // The responses under way are held for their response.done (OpenAI bills what it generated).
+      for (const [id, s] of this.running) {
+        abandoned(s, 'client')
+        this.leaving.set(id, s)
+      }
+      this.running.clear()
+    } else if (by !== 'client') this.release()
     this.endAll(by, (s) => abandoned(s, by))
+  }
+
+  /** A held response's `response.done`, after the client's close: its usage is its bill, recorded 499 as the client left. */
+  private leftDone(text: string): void {
+    const id = responseIdOf(text)
+    const s = id ? this.leaving.get(id) : undefined
+    if (!s || !id) return
+    this.leaving.delete(id)
+    if (s.meter instanceof RealtimeMeter) s.meter.leftBeforeDone()
+    this.end(s, RESPONSE_DONE, text)
+  }
+
+  /** The upstream answered the client's close (or did not in time) without their response.done: the held responses are recorded as estimated. */
+  release(): void {
+    for (const s of this.leaving.values()) {
+      if (s.meter instanceof RealtimeMeter) s.meter.cutAfter(this.last)
+      this.life.finish(s)
+    }
+    this.leaving.clear()
   }
 
   private endAll(by: ClosedBy, cut: (s: CallState) => void): void {

@@ -28,13 +28,21 @@ export function relayCloses(
   /** The client's connection (which the stop cuts). */
   raw: object,
 ): void {
+  // Calls held for their bill after the client's close (./realtime-calls.ts) wait for the
+  // upstream's answer to it at most upstream.connect_timeout_ms (ws would wait 30 s).
+  let holdTimer: NodeJS.Timeout | null = null
   client.on('close', (code, reason) => {
     silence?.stop()
     sockets.delete(client)
     // Its connection cut by Burnrate's stop, not by the client: recorded as the stop's (503 burnrate_stopped).
     calls?.closed(cutByStop(raw) ? 'burnrate' : 'client')
-    if (up.readyState === up.OPEN) up.close(sendableCode(code), reason)
-    else up.terminate()
+    if (up.readyState === up.OPEN) {
+      up.close(sendableCode(code), reason)
+      if (calls?.release && !holdTimer) {
+        holdTimer = setTimeout(() => calls.release?.(), opts.timeouts.connect_timeout_ms)
+        holdTimer.unref()
+      }
+    } else up.terminate()
   })
   /**
    * The provider's side ended: its calls are recorded as the upstream's; the agent, still open,
@@ -51,7 +59,10 @@ export function relayCloses(
     else client.close(sendableCode(code), reason)
     return true
   }
-  up.on('close', (code, reason) => void upstreamEnded(code, reason))
+  up.on('close', (code, reason) => {
+    if (holdTimer) clearTimeout(holdTimer)
+    upstreamEnded(code, reason)
+  })
   // The client's pings are answered here (by the ws library), so a provider connection gone dead
   // would still look alive to the agent: each is also sent on as a ping of the upstream, and one
   // unanswered (no pong, no frame) for upstream.connect_timeout_ms closes the client as for a lost

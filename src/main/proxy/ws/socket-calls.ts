@@ -20,4 +20,10 @@ export interface SocketCalls {
   timedOut(): void
   /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream. */
   closed(by: ClosedBy): void
+  /**
+   * The upstream did not answer the client's close within upstream.connect_timeout_ms: calls held
+   * for their bill after that close (a Realtime response's `response.done`) are recorded as they
+   * stand. The upstream's own close (`closed('upstream')`) does the same.
+   */
+  release?(): void
 }
