@@ -42,6 +42,14 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   private usageText = ''
   private billedText = ''
   closedBy: ClosedBy | null = null
+  /**
+   * The turn under way (or ended, its usage awaited) when the client closed: held until the
+   * upstream answers the close, so the usage it sends meanwhile is the turn's bill; else `release`
+   * records it as it stands.
+   */
+  private leaving: CallState | null = null
+  /** Whether the held turn had its `turnComplete` (before the close, or after it). */
+  private leavingEnded = false
 
   constructor(
     private readonly life: CallLifecycle,
@@ -60,7 +68,12 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   }
 
   fromUpstream(data: Buffer): void {
-    if (this.closedBy) return
+    if (this.closedBy) {
+      // Once the socket's end recorded its turn, a message still in flight would record it again;
+      // one for the turn held after the client's close is its bill.
+      if (this.leaving) this.leftMessage(data)
+      return
+    }
     const usage = data.includes(USAGE)
     const done = data.includes(TURN_COMPLETE)
     if (!usage && !done) {
@@ -142,7 +155,44 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   }
 
   closed(by: ClosedBy): void {
+    if (by === 'client' && this.closedBy === null && this.turn) {
+      this.closedBy = 'client'
+      // A turn under way was abandoned by the client; one that ended before keeps its status.
+      if (!this.ended) abandoned(this.turn, 'client')
+      this.leaving = this.turn
+      this.leavingEnded = this.ended
+      this.turn = null
+      this.ended = false
+      return
+    }
+    if (by !== 'client') this.release()
     this.endAll(by, (s) => abandoned(s, by))
+  }
+
+  /** A server message after the client's close, for the held turn: its usage, and its end. */
+  private leftMessage(data: Buffer): void {
+    const s = this.leaving
+    if (!s || (!data.includes(USAGE) && !data.includes(TURN_COMPLETE))) return
+    const m = parseObject(data.toString('utf8'))
+    if (!m) return
+    const meter = meterOf(s)
+    try {
+      if (data.includes(USAGE)) meter.usageFrom(m)
+    } catch {
+      // A message we cannot read never stops the relay.
+    }
+    // Its end, which the client never got: the turn keeps its 499, with the usage reported.
+    if (isObject(m.serverContent) && m.serverContent.turnComplete === true) this.leavingEnded = true
+    if (this.leavingEnded && meter.hasUsage()) this.release()
+  }
+
+  /** The upstream answered the client's close (or did not in time): the held turn is recorded as it stands, cut short if it never ended. */
+  release(): void {
+    const s = this.leaving
+    if (!s) return
+    this.leaving = null
+    if (!this.leavingEnded) meterOf(s).cutShort()
+    this.life.finish(s)
   }
 
   private endAll(by: ClosedBy, cut: (s: CallState) => void): void {
