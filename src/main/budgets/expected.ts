@@ -31,8 +31,8 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   A call billed with the data-residency premium (`CallShape.dataResidency`) reserves it too;
  *   one asking for a fast tier (`CallShape.fast`) reserves its prompt's bound and its output at
  *   the model's fast price (a `pricing.overrides` entry with `speed: fast`, else OpenAI's or the
- *   Gemini API's published Priority price for the model, else the standard one: the Pricer's, as
- *   the call is recorded).
+ *   Gemini API's published Priority price or the Claude API's fast-mode price for the model, else
+ *   the standard one: the Pricer's, as the call is recorded).
  *   So does a call that leaves its tier to the project (`CallShape.projectTier`: OpenAI's and Azure
  *   OpenAI's) once the key's last such call of its model was answered at a fast tier
  *   (`CallHistory.servedFast`: the project's default tier is Fast mode).

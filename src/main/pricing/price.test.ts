@@ -159,7 +159,7 @@ describe('Pricer with remembered model lookups', () => {
     expect(pricer.price('anthropic', 'anthropic', 'no-such-model', { ...u, data_residency: true }, at)).toEqual({ cost_usd: 0, priced: false })
   })
 
-  it("prices a call a fast tier served at an override with speed: fast for its model; without one, at OpenAI's Priority price, else at the standard price", () => {
+  it("prices a call a fast tier served at an override with speed: fast for its model; without one, at OpenAI's Priority price or Anthropic's fast-mode price, else at the standard price", () => {
     const at = new Date('2026-11-01T00:00:00Z')
     const model = 'claude-opus-4-6'
     const u = usage(1_000_000, 1_000_000)
@@ -180,7 +180,9 @@ describe('Pricer with remembered model lookups', () => {
     // No fast override: OpenAI's published Priority price (./priority-prices.ts), where there is one.
     expect(pricer.price('openai', 'openai', 'gpt-4o', { ...u, fast: true }, at).cost_usd).toBeCloseTo(4.25 + 17, 12)
     expect(pricer.price('openai', 'openai', 'o3-mini', { ...u, fast: true }, at).cost_usd).toBe(direct('openai', 'o3-mini', u, at))
-    expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBe(standard)
+    // No fast override: Anthropic's published fast-mode price (./anthropic-fast.ts), 6x for Opus 4.6; the Claude API's only.
+    expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBeCloseTo(standard * 6, 12)
+    expect(new Pricer().price('anthropic', 'foundry', model, fast, at).cost_usd).toBe(standard)
   })
 })
 

@@ -8,7 +8,7 @@ import { type FeeMarks, LibraryPrices, MAX_LOOKUPS, type Priced, safeCalc } from
 import { toLibraryUsage, withExtra } from './library-usage'
 import { priceToolImages } from './tool-images'
 import { type OverrideTable, type PriceOverride, toProvider } from './override-table'
-import { PRIORITY_WARNED_PRICING_IDS, hasPriorityPrices } from './priority-prices'
+import { OPENAI_TIER_PRICING_IDS, PRIORITY_WARNED_PRICING_IDS, hasPriorityPrices } from './priority-prices'
 import { UNPRICED_USE_WARNED } from './tool-fees'
 import { GEMINI_GROUNDED_PROMPT_KCOUNT, GEMINI_SEARCH_QUERY_KCOUNT, type SearchGroundingPricing, billedPerPrompt, groundingUnits, searchGroundingUsd } from './search-grounding'
 
@@ -203,8 +203,8 @@ export class Pricer {
    * The price the model's list gives (runtime price, override, library), without the provider's
    * own charge. A call a fast tier served (`usage.fast`) takes a `speed: fast` override first,
    * then the usual prices, the library's at the model's Priority prices where OpenAI or Google
-   * publishes them (./priority-prices.ts); one of OpenAI's or Google's priced at a standard rate
-   * is told to `warn`.
+   * publishes them, at its fast-mode price where Anthropic does (./priority-prices.ts); one of
+   * OpenAI's, Google's or Anthropic's priced at a standard rate is told to `warn`.
    */
   private listPrice(pricingId: string, providerName: string, model: string, usage: Usage, at: Date): Priced {
     const u = toLibraryUsage(usage)
@@ -251,7 +251,8 @@ export class Pricer {
 
   /**
    * Says once per provider and model that a call a Priority tier served (OpenAI's Priority
-   * processing, now Fast mode; the Gemini API's priority tier; Vertex AI's Priority PayGo) is
+   * processing, now Fast mode; the Gemini API's priority tier; Vertex AI's Priority PayGo;
+   * Anthropic's fast mode) is
    * priced at a standard rate, below what is billed: no Priority price is known for the model
    * (./priority-prices.ts) and no `pricing.overrides` entry with `speed: fast` prices it.
    */
@@ -260,8 +261,8 @@ export class Pricer {
     const key = `${providerName}\0${model}`
     if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
     this.fastWarned.add(key)
-    const tier = pricingId === 'google' ? 'its priority tier' : 'Priority processing (Fast mode)'
-    this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no Priority price is known for it; add a pricing.overrides entry with speed: fast for it`)
+    const tier = pricingId === 'google' ? 'its priority tier' : OPENAI_TIER_PRICING_IDS.has(pricingId) ? 'Priority processing (Fast mode)' : 'fast mode'
+    this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no ${tier === 'fast mode' ? 'fast-mode' : 'Priority'} price is known for it; add a pricing.overrides entry with speed: fast for it`)
   }
 
   /**

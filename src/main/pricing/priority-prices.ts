@@ -1,4 +1,5 @@
 import type { ModelInfo, ModelPrice } from '@pydantic/genai-prices'
+import { anthropicFastMultiple } from './anthropic-fast'
 import { geminiPriorityMultiple, withPriorityMultiple } from './gemini-priority'
 import { mapModelPrices } from './model-prices'
 
@@ -58,6 +59,9 @@ export const OPENAI_PRICING_ID = 'openai'
 /** The price data's id of Google's models (the Gemini API's and Vertex AI's). */
 const GOOGLE_PRICING_ID = 'google'
 
+/** The price data's id of Anthropic's models (the Claude API's and Microsoft Foundry's). */
+export const ANTHROPIC_PRICING_ID = 'anthropic'
+
 /**
  * The price data's ids of the providers whose calls are marked fast by OpenAI's `service_tier`
  * (../providers/openai-meter.ts: OpenAI, and Azure OpenAI, whose Priority prices are not here).
@@ -65,11 +69,12 @@ const GOOGLE_PRICING_ID = 'google'
 export const OPENAI_TIER_PRICING_IDS: ReadonlySet<string> = new Set([OPENAI_PRICING_ID, 'azure'])
 
 /**
- * The price data's ids of the providers whose Priority-served calls priced at a standard rate are
- * logged (./price.ts): OpenAI's tier's, and Google's (the Gemini API's `serviceTier: priority`,
- * Vertex AI's `trafficType: ON_DEMAND_PRIORITY`).
+ * The price data's ids of the providers whose calls a fast tier served priced at a standard rate
+ * are logged (./price.ts): OpenAI's tier's, Google's (the Gemini API's `serviceTier: priority`,
+ * Vertex AI's `trafficType: ON_DEMAND_PRIORITY`), and Anthropic's fast mode (`usage.speed:
+ * "fast"`: the Claude API, Microsoft Foundry; Bedrock's Claude models, priced as `aws`).
  */
-export const PRIORITY_WARNED_PRICING_IDS: ReadonlySet<string> = new Set([...OPENAI_TIER_PRICING_IDS, GOOGLE_PRICING_ID])
+export const PRIORITY_WARNED_PRICING_IDS: ReadonlySet<string> = new Set([...OPENAI_TIER_PRICING_IDS, GOOGLE_PRICING_ID, ANTHROPIC_PRICING_ID, 'aws'])
 
 /** A dated snapshot of a listed model (`gpt-5-2025-08-07`, `o3-2025-04-16`). */
 const SNAPSHOT = /-\d{4}-\d{2}-\d{2}$/
@@ -88,6 +93,7 @@ export function priorityPrice(pricingId: string, model: string): PriorityPrice |
  */
 export function hasPriorityPrices(pricingId: string, providerName: string, model: string, tableId: string | undefined): boolean {
   if (pricingId === GOOGLE_PRICING_ID) return tableId !== undefined && geminiPriorityMultiple(providerName, tableId) !== undefined
+  if (pricingId === ANTHROPIC_PRICING_ID) return tableId !== undefined && anthropicFastMultiple(providerName, tableId) !== undefined
   return priorityPrice(pricingId, model) !== undefined
 }
 
@@ -95,12 +101,17 @@ export function hasPriorityPrices(pricingId: string, providerName: string, model
  * The found price table of `model` with its Priority prices: for OpenAI, its published Priority
  * prices in place of its input, cached-input and output prices (in each dated price; long-context
  * tiers dropped, Priority has none); for the Gemini API, every token price times the model's
- * Priority multiple (./gemini-priority.ts). Its other prices (web and file searches, billed per
+ * Priority multiple (./gemini-priority.ts); for the Claude API, every token price times the
+ * model's fast-mode multiple (./anthropic-fast.ts). Its other prices (web and file searches, billed per
  * call at every tier) are kept; null when the call has no published Priority price.
  */
 export function withPriorityPrices(pricingId: string, providerName: string, model: string, table: ModelInfo): ModelInfo | null {
   if (pricingId === GOOGLE_PRICING_ID) {
     const multiple = geminiPriorityMultiple(providerName, table.id)
+    return multiple === undefined ? null : withPriorityMultiple(table, multiple)
+  }
+  if (pricingId === ANTHROPIC_PRICING_ID) {
+    const multiple = anthropicFastMultiple(providerName, table.id)
     return multiple === undefined ? null : withPriorityMultiple(table, multiple)
   }
   const p = priorityPrice(pricingId, model)

@@ -1,0 +1,34 @@
+/**
+ * Anthropic's published fast-mode prices (the request's `speed: "fast"`, the answer's
+ * `usage.speed: "fast"`: `Usage.fast`), as a multiple of each token price of the model's standard
+ * list, by the price data's model id. The price data (@pydantic/genai-prices) has standard prices
+ * only, so such a call was priced at the standard list, one sixth of the bill for Claude Opus 4.6.
+ *
+ * Source: platform.claude.com/docs/build-with-claude/fast-mode, Claude Opus 4.6: $30 / $150 per
+ * MTok input / output, 6x standard; while the standard list priced prompts over 200K tokens
+ * apart (until March 13, 2026, as the price data dates it), $60 / $225 above 200K, that is 6x
+ * that long-context list too; later versions of the page: "priced at a multiplier on standard
+ * rates across the full context window". So 6x every token price of the list of the call's date,
+ * tiers included. Fast-mode pricing "stacks with other pricing modifiers": the prompt-caching
+ * multiples apply to the fast base, so 5-minute and 1-hour cache writes and cache reads are 6x
+ * theirs too, and the data-residency 1.1x is applied on top (./price.ts). Fast mode is a Messages API option of the Claude API itself: this multiple is
+ * for the `anthropic` provider only.
+ *
+ * Left out, priced at the standard rate with a line in the log (./price.ts): models whose fast
+ * price Anthropic's pages give in versions this table could not confirm (Opus 4.8, Opus 5,
+ * Opus 5.5 and later), and fast calls through Bedrock, Vertex AI or Microsoft Foundry, billed on
+ * their own price lists. A `pricing.overrides` entry with `speed: fast` prices any of them, and
+ * wins over this table.
+ */
+export const ANTHROPIC_FAST_MULTIPLES: Readonly<Record<string, number>> = {
+  'claude-opus-4-6': 6,
+}
+
+/** The provider (../providers/anthropic.ts) whose calls Anthropic bills at these fast-mode prices: the Claude API. */
+export const ANTHROPIC_API_PROVIDER = 'anthropic'
+
+/** The fast-mode multiple of the price data's model `tableId` for a call of `providerName`, or undefined. */
+export function anthropicFastMultiple(providerName: string, tableId: string): number | undefined {
+  if (providerName !== ANTHROPIC_API_PROVIDER || !Object.hasOwn(ANTHROPIC_FAST_MULTIPLES, tableId)) return undefined
+  return ANTHROPIC_FAST_MULTIPLES[tableId]
+}
