@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { postJson } from '../support/http'
-import { fixtureJson } from '../support/fixtures'
+import { anthropicStream, fixtureJson } from '../support/fixtures'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import { silentLogger } from '../../src/main/log'
@@ -63,6 +63,14 @@ describe("Anthropic's fast mode", () => {
     expect(JSON.parse(row.usage_extra)).toMatchObject({ fast: true })
     expect(row.cost_usd).toBeCloseTo(CACHED_FAST_USD, 15)
     expect(warnings.filter((w) => w.includes(OPUS))).toEqual([])
+  })
+
+  it('streamed: the speed in message_start prices the whole call at 6x', async () => {
+    const { output_tokens: _, ...prompt } = CACHED
+    answer(upstream, anthropicStream({ id: 'msg_fast_stream', model: OPUS, usage: { ...prompt, output_tokens: 1, speed: 'fast' } }, 800), 'sse')
+    const row = await recorded(t, () => postJson(`${t.url}/v1/messages`, { model: OPUS, speed: 'fast', stream: true, max_tokens: 1000, messages: [] }, KEY))
+    expect(row).toMatchObject({ streamed: 1, output_tokens: 800, priced: 1 })
+    expect(row.cost_usd).toBeCloseTo(CACHED_FAST_USD, 15)
   })
 
   it('the same call at standard speed is recorded at the list, a sixth of it', async () => {

@@ -183,6 +183,8 @@ describe('Pricer with remembered model lookups', () => {
     // No fast override: Anthropic's published fast-mode price (./anthropic-fast.ts), 6x for Opus 4.6; the Claude API's only.
     expect(new Pricer().price('anthropic', 'anthropic', model, fast, at).cost_usd).toBeCloseTo(standard * 6, 12)
     expect(new Pricer().price('anthropic', 'foundry', model, fast, at).cost_usd).toBe(standard)
+    // An override with speed: fast still wins over the carried fast-mode price.
+    expect(new Pricer([{ model, speed: 'fast', input_mtok: 1, output_mtok: 1 }]).price('anthropic', 'anthropic', model, fast, at)).toEqual({ cost_usd: 2, priced: true })
   })
 })
 
