@@ -11,7 +11,9 @@ import { lastLedgerRow } from '../support/ledger-rows'
  * that goes quiet is cut once the window has passed with nothing.
  */
 
-const IDLE_MS = 300
+// Wide against the chunks' spacing, so a busy machine's pauses (two test files at once on two
+// cores) never make a gap of the first test a window of silence.
+const IDLE_MS = 1000
 const STREAM = fixture('anthropic/messages-stream-cache-write.sse')
 
 let upstream: MockUpstream
@@ -39,11 +41,9 @@ async function rowAfter(before: number): Promise<any> {
 
 describe('idle timeout on a streaming response', () => {
   it('lets a stream whose chunks come closer together than the window run far longer than it', async () => {
-    // Eight chunks, 120 ms apart: about 3 windows in all, never one window of silence.
+    // The stream's 39 chunks, 80 ms apart: about 3 windows in all, never one window of silence.
     const chunks = sseChunks(STREAM, false)
-    const per = Math.ceil(chunks.length / 8)
-    const eight = Array.from({ length: Math.ceil(chunks.length / per) }, (_, i) => Buffer.concat(chunks.slice(i * per, (i + 1) * per)))
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: eight, delayMs: 120 }))
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, delayMs: 80 }))
     const before = lastRow()?.id ?? 0
     const res = await postJson(`${t.url}/v1/messages`, { model: 'claude-3-5-sonnet-20240620', stream: true, max_tokens: 10, messages: [] })
     expect(res.status).toBe(200)
@@ -54,7 +54,7 @@ describe('idle timeout on a streaming response', () => {
   it('cuts a stream that goes silent for the whole window, after it has run longer than the window', async () => {
     const chunks = sseChunks(STREAM, false)
     // Chunks 100 ms apart for a while (past one window), then silence.
-    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, delayMs: 100, stallAfterChunks: 5 }))
+    upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'text/event-stream' }, chunks, delayMs: 100, stallAfterChunks: 15 }))
     const before = lastRow()?.id ?? 0
     const res = await postJson(`${t.url}/v1/messages`, { model: 'claude-3-5-sonnet-20240620', stream: true, max_tokens: 10, messages: [] }).catch(
       (err: Error) => err,
