@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG } from '../admin/support'
 import { eventually, postJson } from '../support/http'
-import { usePostgres } from '../support/pg-harness'
+import { until, usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from './support'
 
 /**
@@ -25,6 +26,12 @@ describe('an inferred session across two instances on one PostgreSQL', () => {
     const a = await pgBudgetServer(h, db, { budgets: { rules }, ...ADMIN_CONFIG })
     const b = await pgBudgetServer(h, db, { budgets: { rules }, ...ADMIN_CONFIG })
     replayJson(h.upstream, NANO_FIXTURE)
+    // Both listen for the other's calls before the first: a call stored before an instance's LISTEN
+    // is up (a loaded machine's start-up) reaches it by its first read of the meters, not as a call.
+    for (const t of [a, b]) {
+      const feed = budgetsOf(t.server.context).feed!
+      await until('the feed listens', () => feed.status().listening && feed.stats.reloads > 0)
+    }
     const key = 'sk-sess-aaaaaaaa-0001'
     const statuses: number[] = []
     for (let i = 0; i < 8; i++) {
