@@ -92,7 +92,7 @@ function writeRows(file: string, rows: readonly CallRecord[], side: readonly Sid
 }
 
 /** How many lines end (with their newline) in the first `n` bytes of `buf`. */
-function wholeLines(buf: Buffer, n: number): number {
+export function wholeLines(buf: Buffer, n: number): number {
   let lines = 0
   for (let i = buf.indexOf(10); i !== -1 && i < n; i = buf.indexOf(10, i + 1)) lines++
   return lines

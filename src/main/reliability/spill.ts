@@ -8,7 +8,7 @@ import { untrustedReason } from '../security/owned-file'
 import type { Feature, ServerContext } from '../server/context'
 import { SpillCut, type Spilled, readSpilled, rewriteSpill, spillFiles, writeSpill } from './spill-file'
 
-export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpill, spillFile, spillFiles, writeSpill, type Spilled } from './spill-file'
+export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpill, spillFile, spillFiles, wholeLines, writeSpill, type Spilled } from './spill-file'
 
 /**
  * Calls still waiting for an unwritable database when Burnrate stops (locked, full, read-only)

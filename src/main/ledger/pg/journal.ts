@@ -1,6 +1,6 @@
 import { type FileHandle, open } from 'node:fs/promises'
 import type { CallRecord } from '../record'
-import { SpillCut, spillFile } from '../../reliability/spill'
+import { SpillCut, spillFile, wholeLines } from '../../reliability/spill'
 
 /**
  * This instance's spill file while PostgreSQL is away: calls are appended as they are recorded
@@ -66,7 +66,7 @@ export class SpillJournal {
       const whole = off > 0 ? buf.lastIndexOf(10, off - 1) + 1 : 0
       await h.truncate(this.size + whole).catch(() => {})
       this.size += whole
-      throw new SpillCut(this.path!, countLines(buf, whole), err)
+      throw new SpillCut(this.path!, wholeLines(buf, whole), err)
     }
     this.size += buf.length
   }
@@ -85,13 +85,6 @@ export class SpillJournal {
     }
     return this.path
   }
-}
-
-/** How many lines end in the first `n` bytes of `buf`. */
-function countLines(buf: Buffer, n: number): number {
-  let count = 0
-  for (let i = buf.indexOf(10); i !== -1 && i < n; i = buf.indexOf(10, i + 1)) count++
-  return count
 }
 
 function lines(rows: readonly CallRecord[]): string {
