@@ -7,14 +7,9 @@ import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
+import { CONTENT, TOOL_CALL, TURN_COMPLETE, USAGE, beginsContent, beginsMessage } from './gemini-live-messages'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
-
-/** Bytes only a server message that ends a turn, or bills one, holds (base64 audio never holds a `"`). */
-const USAGE = '"usageMetadata"'
-const TURN_COMPLETE = '"turnComplete"'
-const CONTENT = '"serverContent"'
-const TOOL_CALL = '"toolCall"'
 
 /**
  * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
@@ -86,7 +81,9 @@ export class GeminiLiveSocketCalls implements SocketCalls {
         if (content || tool) this.toolAsked = tool
         return
       }
-      if (!content && !tool) return
+      // Only the model's output (or the user's speech it answers) begins a turn: the transcription
+      // of a turn's speech can come after its end, and is that turn's, not a turn of its own.
+      if (!tool && !(content && beginsContent(data, this.turn === null))) return
       if (this.turn) this.finish()
       this.turn = this.begin()
       this.toolAsked = tool
@@ -95,11 +92,18 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     const m = parseObject(data.toString('utf8'))
     if (!m) return
     const complete = done && isObject(m.serverContent) && m.serverContent.turnComplete === true
-    // The usage of the turn just recorded, sent again on a message of its own (repeated totals):
-    // it begins no turn, which would bill it twice (and hold the socket open as mid-turn).
-    if (!this.turn && !complete && !isObject(m.serverContent) && !isObject(m.toolCall) && JSON.stringify(m.usageMetadata) === this.billedText) return
-    // A message with usage after an ended turn's that had it already belongs to the next turn.
-    if (this.turn && this.ended && (!usage || meterOf(this.turn).hasUsage())) this.finish()
+    const begins = beginsMessage(m, this.turn === null)
+    // An ended turn waits for its usage (the next message that has some is its bill): one without
+    // is recorded without it once the next turn begins or ends; a message that does neither (the
+    // transcription of its speech, coming late) leaves it waiting.
+    if (this.turn && this.ended && !usage) {
+      if (!begins && !complete) return
+      this.finish()
+    }
+    // With no turn under way, a message that begins none bills only usage not yet billed: the usage
+    // of the turn just recorded sent again (repeated totals) would bill it twice (and hold the
+    // socket open as mid-turn), and a bare turnComplete has nothing to bill.
+    if (!this.turn && !begins && (!usage || JSON.stringify(m.usageMetadata) === this.billedText)) return
     this.turn ??= this.begin()
     const meter = meterOf(this.turn)
     if (usage) {

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { eventually } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { type TestServer, startTestServer } from '../support/server'
+import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+
+/**
+ * How a Gemini Live API socket's server messages split into calls (README: WebSockets): a
+ * generation that ends with a `toolCall` carrying its usage, one the user interrupted, and a
+ * transcription that comes after its turn was recorded. The upstream plays the messages a
+ * client's `play` frame lists (passed upstream unread, as any client frame after the setup).
+ */
+
+let up: WsUpstream
+let t: TestServer
+/** Each upstream socket's close, by the key in its URL. */
+const closed = new Map<string, Promise<void>>()
+
+beforeAll(async () => {
+  up = await startWsUpstream({
+    onConnection: (ws, req) => {
+      const key = new URL(req.url ?? '', 'http://x').searchParams.get('key') ?? ''
+      closed.set(key, new Promise((r) => ws.on('close', () => r())))
+      ws.on('message', (data) => {
+        const f = JSON.parse(String(data))
+        if (f.setup) ws.send(Buffer.from(JSON.stringify({ setupComplete: {} })), { binary: true })
+        for (const m of f.play ?? []) ws.send(Buffer.from(JSON.stringify(m)), { binary: true })
+      })
+    },
+  })
+  t = await startTestServer({}, up.url)
+})
+afterAll(async () => {
+  await t.cleanup()
+  await up.close()
+})
+
+const PATH = '/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent'
+const MODEL = 'models/gemini-2.5-flash-native-audio-preview-09-2025'
+
+async function open(key: string): Promise<{ ws: WebSocket; frames: any[] }> {
+  const ws = new WebSocket(`${t.url.replace('http', 'ws')}${PATH}?key=${key}`)
+  const frames: any[] = []
+  ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+  await new Promise<void>((resolve, reject) => {
+    ws.on('open', () => resolve())
+    ws.on('error', reject)
+  })
+  ws.send(JSON.stringify({ setup: { model: MODEL } }))
+  await eventually(() => frames.some((f) => f.setupComplete), 10_000)
+  return { ws, frames }
+}
+
+const usage = (prompt: number, response: number) => ({
+  promptTokenCount: prompt,
+  responseTokenCount: response,
+  totalTokenCount: prompt + response,
+  promptTokensDetails: [{ modality: 'TEXT', tokenCount: prompt }],
+  responseTokensDetails: [{ modality: 'AUDIO', tokenCount: response }],
+})
+const audioOut = { serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: 'AAAA' } }] } } }
+const play = (...messages: unknown[]) => JSON.stringify({ play: messages })
+
+const rowsOf = (key: string) => {
+  t.server.ledger.flush()
+  return ledgerRows(t.dbFile).filter((r: any) => r.api_key_hash === hashKey(key))
+}
+/** The client closes; once the upstream has its close and every call is recorded, the key's rows. */
+async function closeAndRead(c: { ws: WebSocket }, key: string): Promise<any[]> {
+  c.ws.close(1000)
+  await closed.get(key)
+  expect(await t.server.proxy.drain(5_000)).toBe(true)
+  return rowsOf(key)
+}
+
+describe('a Gemini Live API socket, call by call', () => {
+  it('an outputTranscription that comes after its turn was recorded begins no call: the close leaves no 499 row', async () => {
+    const key = 'AIza-test-live-turns-0006'
+    const c = await open(key)
+    c.ws.send(
+      play(
+        audioOut,
+        { serverContent: { generationComplete: true } },
+        { serverContent: { turnComplete: true }, usageMetadata: usage(373, 23) },
+        { serverContent: { outputTranscription: { text: 'I cannot check the weather.' } } },
+      ),
+    )
+    // The late transcription was read by the relay before it reached the client.
+    await eventually(() => c.frames.some((f) => f.serverContent?.outputTranscription), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens])).toEqual([[200, 373, 23]])
+  })
+
+  it('an outputTranscription while an ended turn waits for its usage keeps it waiting: that usage is its bill', async () => {
+    const key = 'AIza-test-live-turns-0007'
+    const c = await open(key)
+    c.ws.send(
+      play(
+        audioOut,
+        { serverContent: { turnComplete: true } },
+        { serverContent: { outputTranscription: { text: 'late words' } } },
+        { usageMetadata: usage(390, 17) },
+      ),
+    )
+    await eventually(() => c.frames.some((f) => f.usageMetadata), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens, x.estimated])).toEqual([[200, 390, 17, 0]])
+  })
+})
