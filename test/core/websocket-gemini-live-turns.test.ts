@@ -76,6 +76,50 @@ async function closeAndRead(c: { ws: WebSocket }, key: string): Promise<any[]> {
 }
 
 describe('a Gemini Live API socket, call by call', () => {
+  it('a turn interrupted without a turnComplete is its own call, with the usage it reported; the next turn is billed by its own', async () => {
+    const key = 'AIza-test-live-turns-0003'
+    const c = await open(key)
+    c.ws.send(
+      play(
+        audioOut,
+        { serverContent: { interrupted: true }, usageMetadata: usage(410, 8) },
+        { serverContent: { inputTranscription: { text: 'wait, no' } } },
+        audioOut,
+        { serverContent: { turnComplete: true }, usageMetadata: usage(430, 25) },
+      ),
+    )
+    await eventually(() => c.frames.some((f) => f.serverContent?.turnComplete), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens, x.estimated])).toEqual([
+      [200, 410, 8, 0],
+      [200, 430, 25, 0],
+    ])
+  })
+
+  it('a turn interrupted without usage or turnComplete is its own call, estimated; the next turn keeps its bill', async () => {
+    const key = 'AIza-test-live-turns-0004'
+    const c = await open(key)
+    c.ws.send(play(audioOut, { serverContent: { interrupted: true } }, audioOut, { serverContent: { turnComplete: true }, usageMetadata: usage(450, 21) }))
+    await eventually(() => c.frames.some((f) => f.serverContent?.turnComplete), 10_000)
+    const r = await closeAndRead(c, key)
+    // (The estimate may be written after the next turn's row.)
+    const [cut, next] = [...r].sort((a, b) => b.estimated - a.estimated)
+    expect(r).toHaveLength(2)
+    expect(cut).toMatchObject({ status: 200, estimated: 1 })
+    expect(next).toMatchObject({ status: 200, estimated: 0, input_tokens: 450, output_tokens: 21 })
+  })
+
+  it('an interrupted turn whose turnComplete and usage follow (the user already speaking) is one call, billed by them', async () => {
+    const key = 'AIza-test-live-turns-0005'
+    const c = await open(key)
+    c.ws.send(
+      play(audioOut, { serverContent: { interrupted: true } }, { serverContent: { inputTranscription: { text: 'stop' } } }, { serverContent: { turnComplete: true }, usageMetadata: usage(413, 22) }),
+    )
+    await eventually(() => c.frames.some((f) => f.serverContent?.turnComplete), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens, x.estimated])).toEqual([[200, 413, 22, 0]])
+  })
+
   it('an outputTranscription that comes after its turn was recorded begins no call: the close leaves no 499 row', async () => {
     const key = 'AIza-test-live-turns-0006'
     const c = await open(key)

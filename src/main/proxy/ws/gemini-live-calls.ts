@@ -7,30 +7,40 @@ import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
-import { CONTENT, TOOL_CALL, TURN_COMPLETE, USAGE, beginsContent, beginsMessage } from './gemini-live-messages'
+import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsContent, beginsMessage, contentKind } from './gemini-live-messages'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
 
 /**
+ * Where the turn held stands: `open`, the model generating (or waiting for a tool's answer); `over`,
+ * its generation ended by the user's speech (`interrupted`) before any `turnComplete`, which may
+ * still come with its usage; `ended`, its `turnComplete` read while its usage is awaited.
+ */
+type Phase = 'open' | 'over' | 'ended'
+
+/**
  * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
- * call, begun at its first server message (content or a tool call) and recorded at its
- * `turnComplete` with the `usageMetadata` it carries (the last one the turn sent, should it send
- * more than one: each is the turn's, not the session's running total). A turn whose usage comes in
- * a message after its `turnComplete` is recorded at that message, or when the next turn begins.
+ * call, begun at its first server message (the model's output, a tool call, or the user's speech
+ * it answers) and recorded at its `turnComplete` with the `usageMetadata` it carries (the last one
+ * the turn sent, should it send more than one: each is the turn's, not the session's running
+ * total). A turn whose usage comes in a message after its `turnComplete` is recorded at that
+ * message, or when the next turn begins. A turn the user interrupted is recorded when the next
+ * turn begins, if no `turnComplete` came first, with the usage it reported (none: estimated).
  * Turns are begun by the server (voice activity, or the client's content) and asked for by no frame
  * the relay could hold back: the socket's upgrade is what the budgets check (./realtime-upgrade.ts).
  *
  * The model is the one the client's first message, its `setup`, names. Frames are not parsed but
- * for that first client message and the server messages that hold `usageMetadata` or
- * `turnComplete`; the audio and video frames both ways are only searched for those bytes.
+ * for that first client message and the server messages that hold `usageMetadata`,
+ * `turnComplete` or `interrupted`; the audio and video frames both ways are only searched for
+ * those bytes (./gemini-live-messages.ts).
  */
 export class GeminiLiveSocketCalls implements SocketCalls {
   private model = ''
   /** Whether the client's first frame (its `setup`) was read. */
   private setupRead = false
-  /** The turn under way, or ended (`turnComplete`) while its usage is awaited. */
+  /** The turn under way, or over (interrupted) or ended while its `turnComplete` or usage is awaited. */
   private turn: CallState | null = null
-  private ended = false
+  private phase: Phase = 'open'
   /** The turn asked for a tool (`toolCall`) and waits for the client's `toolResponse`: its silence is the client's. */
   private toolAsked = false
   /** The `usageMetadata` (its text) of the turn under way, and of the turn last recorded. */
@@ -38,13 +48,13 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   private billedText = ''
   closedBy: ClosedBy | null = null
   /**
-   * The turn under way (or ended, its usage awaited) when the client closed: held until the
-   * upstream answers the close, so the usage it sends meanwhile is the turn's bill; else `release`
-   * records it as it stands.
+   * The turn under way (or over, or ended, its usage awaited) when the client closed: held until
+   * the upstream answers the close, so the usage it sends meanwhile is the turn's bill; else
+   * `release` records it as it stands.
    */
   private leaving: CallState | null = null
-  /** Whether the held turn had its `turnComplete` (before the close, or after it). */
-  private leavingEnded = false
+  /** Where the held turn stood at the close; `ended` once its `turnComplete` came (before the close, or after it). */
+  private leavingPhase: Phase = 'open'
 
   constructor(
     private readonly life: CallLifecycle,
@@ -71,19 +81,19 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     }
     const usage = data.includes(USAGE)
     const done = data.includes(TURN_COMPLETE)
-    if (!usage && !done) {
-      // Content (or a tool call) of a turn: the first begins one. An ended turn still without its usage is recorded so.
+    const kind = contentKind(data)
+    if (!usage && !done && !kind.interrupted) {
+      // Content (or a tool call) of a turn: the first begins one. An ended or interrupted turn is recorded so.
       // (An audio frame's `serverContent` is found at its start: the search for a tool call ends there.)
-      const content = data.includes(CONTENT)
-      const tool = !content && data.includes(TOOL_CALL)
-      if (this.turn && !this.ended) {
+      const tool = !kind.content && data.includes(TOOL_CALL)
+      if (this.turn && this.phase === 'open') {
         // The model goes on (content), or asks for a tool; other messages (a resumption update) change neither.
-        if (content || tool) this.toolAsked = tool
+        if (kind.content || tool) this.toolAsked = tool
         return
       }
       // Only the model's output (or the user's speech it answers) begins a turn: the transcription
       // of a turn's speech can come after its end, and is that turn's, not a turn of its own.
-      if (!tool && !(content && beginsContent(data, this.turn === null))) return
+      if (!tool && !kind.output && !(kind.content && this.turn === null && beginsContent(data))) return
       if (this.turn) this.finish()
       this.turn = this.begin()
       this.toolAsked = tool
@@ -91,15 +101,17 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     }
     const m = parseObject(data.toString('utf8'))
     if (!m) return
-    const complete = done && isObject(m.serverContent) && m.serverContent.turnComplete === true
+    const sc = isObject(m.serverContent) ? m.serverContent : null
+    const complete = done && sc?.turnComplete === true
     const begins = beginsMessage(m, this.turn === null)
     // An ended turn waits for its usage (the next message that has some is its bill): one without
     // is recorded without it once the next turn begins or ends; a message that does neither (the
-    // transcription of its speech, coming late) leaves it waiting.
-    if (this.turn && this.ended && !usage) {
+    // transcription of its speech, coming late) leaves it waiting. An interrupted one waits for
+    // its turnComplete (and usage) until the model's next output begins the next turn.
+    if (this.turn && this.phase === 'ended' && !usage) {
       if (!begins && !complete) return
       this.finish()
-    }
+    } else if (this.turn && this.phase === 'over' && begins) this.finish()
     // With no turn under way, a message that begins none bills only usage not yet billed: the usage
     // of the turn just recorded sent again (repeated totals) would bill it twice (and hold the
     // socket open as mid-turn), and a bare turnComplete has nothing to bill.
@@ -115,10 +127,17 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     }
     if (complete) {
       meter.completed()
-      this.ended = true
+      this.phase = 'ended'
+    } else if (sc?.interrupted === true) {
+      // The user spoke over the model: its generation is over (a turn the server ended, not cut).
+      if (this.phase === 'open') {
+        meter.completed()
+        this.phase = 'over'
+        this.toolAsked = false
+      }
     } else if (isObject(m.toolCall)) this.toolAsked = true
-    else if (isObject(m.serverContent)) this.toolAsked = false
-    if (this.ended && meter.hasUsage()) this.finish()
+    else if (sc) this.toolAsked = false
+    if (this.phase === 'ended' && meter.hasUsage()) this.finish()
   }
 
   /** A turn, begun now: answered 200 and metered from its server messages. */
@@ -131,7 +150,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     s.upstreamStatus = 200
     s.responseStarted = true
     s.meter = new GeminiLiveMeter()
-    this.ended = false
+    this.phase = 'open'
     this.toolAsked = false
     this.usageText = ''
     return s
@@ -140,14 +159,14 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   private finish(): void {
     const s = this.turn
     this.turn = null
-    this.ended = false
+    this.phase = 'open'
     if (this.usageText) this.billedText = this.usageText
     this.usageText = ''
     if (s) this.life.finish(s)
   }
 
   openState(): 'none' | 'waiting' | 'streaming' {
-    return this.turn && !this.ended && !this.toolAsked ? 'streaming' : 'none'
+    return this.turn && this.phase === 'open' && !this.toolAsked ? 'streaming' : 'none'
   }
 
   /** The upstream went silent past its time limit mid-turn: 504 `upstream_stalled`, estimated past what it reported. */
@@ -161,12 +180,12 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   closed(by: ClosedBy): void {
     if (by === 'client' && this.closedBy === null && this.turn) {
       this.closedBy = 'client'
-      // A turn under way was abandoned by the client; one that ended before keeps its status.
-      if (!this.ended) abandoned(this.turn, 'client')
+      // A turn under way was abandoned by the client; one that ended (or was interrupted) before keeps its status.
+      if (this.phase === 'open') abandoned(this.turn, 'client')
       this.leaving = this.turn
-      this.leavingEnded = this.ended
+      this.leavingPhase = this.phase
       this.turn = null
-      this.ended = false
+      this.phase = 'open'
       return
     }
     if (by !== 'client') this.release()
@@ -186,8 +205,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
       // A message we cannot read never stops the relay.
     }
     // Its end, which the client never got: the turn keeps its 499, with the usage reported.
-    if (isObject(m.serverContent) && m.serverContent.turnComplete === true) this.leavingEnded = true
-    if (this.leavingEnded && meter.hasUsage()) this.release()
+    if (isObject(m.serverContent) && m.serverContent.turnComplete === true) this.leavingPhase = 'ended'
+    if (this.leavingPhase === 'ended' && meter.hasUsage()) this.release()
   }
 
   /** The upstream answered the client's close (or did not in time): the held turn is recorded as it stands, cut short if it never ended. */
@@ -195,7 +214,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     const s = this.leaving
     if (!s) return
     this.leaving = null
-    if (!this.leavingEnded) meterOf(s).cutShort()
+    if (this.leavingPhase === 'open') meterOf(s).cutShort()
     this.life.finish(s)
   }
 
@@ -203,8 +222,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     this.closedBy ??= by
     const s = this.turn
     if (!s) return
-    // A turn that ended (its usage never came) ended as it should: recorded as it is.
-    if (!this.ended) {
+    // A turn that ended or was interrupted (its usage never came) ended as it should: recorded as it is.
+    if (this.phase === 'open') {
       cut(s)
       meterOf(s).cutShort()
     }
