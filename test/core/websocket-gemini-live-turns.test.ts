@@ -74,8 +74,39 @@ async function closeAndRead(c: { ws: WebSocket }, key: string): Promise<any[]> {
   expect(await t.server.proxy.drain(5_000)).toBe(true)
   return rowsOf(key)
 }
+/** gemini-live-2.5-flash: text $0.50/M in, audio $12/M out. */
+const cost = (prompt: number, response: number) => (prompt * 0.5 + response * 12) / 1e6
 
 describe('a Gemini Live API socket, call by call', () => {
+  it('a generation that asks for a tool with its usage on the toolCall is billed by that usage, and the answer after the toolResponse by its own', async () => {
+    const key = 'AIza-test-live-turns-0001'
+    const c = await open(key)
+    c.ws.send(play(audioOut, { toolCall: { functionCalls: [{ id: 'fc_1', name: 'get_weather', args: { city: 'Oslo' } }] }, usageMetadata: usage(500, 12) }))
+    await eventually(() => c.frames.some((f) => f.toolCall), 10_000)
+    c.ws.send(JSON.stringify({ toolResponse: { functionResponses: [{ id: 'fc_1', name: 'get_weather', response: { result: 'rain' } }] } }))
+    c.ws.send(play(audioOut, { serverContent: { turnComplete: true }, usageMetadata: usage(540, 30) }))
+    await eventually(() => c.frames.some((f) => f.serverContent?.turnComplete), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens, x.estimated])).toEqual([
+      [200, 500, 12, 0],
+      [200, 540, 30, 0],
+    ])
+    expect(r[0].cost_usd).toBeCloseTo(cost(500, 12), 15)
+    expect(r[1].cost_usd).toBeCloseTo(cost(540, 30), 15)
+  })
+
+  it('a toolCall without usage leaves the turn whole: billed once, by its turnComplete', async () => {
+    const key = 'AIza-test-live-turns-0002'
+    const c = await open(key)
+    c.ws.send(play(audioOut, { toolCall: { functionCalls: [{ id: 'fc_2', name: 'get_weather', args: {} }] } }))
+    await eventually(() => c.frames.some((f) => f.toolCall), 10_000)
+    c.ws.send(JSON.stringify({ toolResponse: { functionResponses: [{ id: 'fc_2', name: 'get_weather', response: { result: 'sun' } }] } }))
+    c.ws.send(play(audioOut, { serverContent: { turnComplete: true }, usageMetadata: usage(600, 20) }))
+    await eventually(() => c.frames.some((f) => f.serverContent?.turnComplete), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens, x.estimated])).toEqual([[200, 600, 20, 0]])
+  })
+
   it('a turn interrupted without a turnComplete is its own call, with the usage it reported; the next turn is billed by its own', async () => {
     const key = 'AIza-test-live-turns-0003'
     const c = await open(key)

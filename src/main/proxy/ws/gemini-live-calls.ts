@@ -13,8 +13,9 @@ import { type ClosedBy, abandoned } from './socket-end'
 
 /**
  * Where the turn held stands: `open`, the model generating (or waiting for a tool's answer); `over`,
- * its generation ended by the user's speech (`interrupted`) before any `turnComplete`, which may
- * still come with its usage; `ended`, its `turnComplete` read while its usage is awaited.
+ * its generation ended before any `turnComplete` (which may still come, with its usage) by the
+ * user's speech (`interrupted`) or by a `toolCall` that carried its usage; `ended`, its
+ * `turnComplete` read while its usage is awaited.
  */
 type Phase = 'open' | 'over' | 'ended'
 
@@ -24,8 +25,9 @@ type Phase = 'open' | 'over' | 'ended'
  * it answers) and recorded at its `turnComplete` with the `usageMetadata` it carries (the last one
  * the turn sent, should it send more than one: each is the turn's, not the session's running
  * total). A turn whose usage comes in a message after its `turnComplete` is recorded at that
- * message, or when the next turn begins. A turn the user interrupted is recorded when the next
- * turn begins, if no `turnComplete` came first, with the usage it reported (none: estimated).
+ * message, or when the next turn begins. A turn the user interrupted, or one whose `toolCall`
+ * carried its usage, is recorded when the next turn (the answer after the `toolResponse`) begins,
+ * if no `turnComplete` came first, with the usage it reported (none: estimated).
  * Turns are begun by the server (voice activity, or the client's content) and asked for by no frame
  * the relay could hold back: the socket's upgrade is what the budgets check (./realtime-upgrade.ts).
  *
@@ -135,8 +137,16 @@ export class GeminiLiveSocketCalls implements SocketCalls {
         this.phase = 'over'
         this.toolAsked = false
       }
-    } else if (isObject(m.toolCall)) this.toolAsked = true
-    else if (sc) this.toolAsked = false
+    } else if (isObject(m.toolCall)) {
+      this.toolAsked = true
+      // A toolCall that carries its usage ends the generation that asked for the tool: that usage
+      // is its bill, and the model's answer after the toolResponse is a generation of its own,
+      // which reads the conversation again (the tool's result with it) and is billed so.
+      if (usage && meter.hasUsage() && this.phase === 'open') {
+        meter.completed()
+        this.phase = 'over'
+      }
+    } else if (sc) this.toolAsked = false
     if (this.phase === 'ended' && meter.hasUsage()) this.finish()
   }
 
