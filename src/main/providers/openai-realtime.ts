@@ -1,3 +1,4 @@
+import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, parseObject, type Usage } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import type { Meter, MeterResult } from './types'
@@ -22,6 +23,8 @@ export class RealtimeMeter implements Meter {
   private cut = false
   /** Its `response.done` came after the client had closed the socket: billed, never delivered. */
   private undelivered = false
+  /** Its `response.done` reported no usage: the text it produced (text, transcripts, a call's arguments), its output's estimate. */
+  private produced: OutputText | null = null
 
   event(name: string, data: string): void {
     if (name !== RESPONSE_DONE && name !== TRANSCRIBED) return
@@ -41,8 +44,23 @@ export class RealtimeMeter implements Meter {
       const e = isObject(r.status_details) ? r.status_details.error : undefined
       this.failure = (isObject(e) && typeof e.code === 'string' && e.code ? e.code : isObject(e) && typeof e.type === 'string' && e.type ? e.type : 'response_failed').slice(0, 100)
     }
-    // Ended, however it ended (cancelled by the client or by the user's speech): what it reported is its bill.
-    this.usage ??= emptyUsage()
+    if (this.usage) return
+    // Ended, however it ended (cancelled by the client or by the user's speech), without saying what
+    // it cost: OpenAI bills what it generated all the same, estimated from what it produced (see
+    // `unreportedAfter`). A failed one that produced nothing is a refusal (a quota): $0, as reported.
+    const output = Array.isArray(r.output) ? r.output : []
+    if (r.status === 'failed' && output.length === 0) this.usage = emptyUsage()
+    else this.produced = producedText(output)
+  }
+
+  /**
+   * After its `response.done`: one that reported no usage is estimated as a response cut before
+   * its `response.done` is, its prompt at least the conversation of the session's last response
+   * that ended (`last`; none: the recorder's estimate from the call's body), its output from the
+   * text it produced.
+   */
+  unreportedAfter(last: Usage | null): void {
+    if (this.produced) this.usage = last ? conversationSoFar(last) : null
   }
 
   json(): void {}
@@ -71,6 +89,10 @@ export class RealtimeMeter implements Meter {
 
   result(): MeterResult {
     if (this.cut) return { usage: this.usage, complete: false, outputText: '', partialOutput: true }
+    if (this.produced) {
+      const p = this.produced
+      return { usage: this.usage, responseId: this.id, complete: this.complete && !this.undelivered, error: this.failure ?? undefined, outputText: p.join(), outputScale: p.scale, partialOutput: true }
+    }
     return { usage: this.usage, responseId: this.id, complete: this.complete && !this.undelivered, error: this.failure ?? undefined }
   }
 }
@@ -91,4 +113,23 @@ export function conversationSoFar(u: Usage): Usage {
   for (const k of ['input_image_tokens', 'cache_audio_read_tokens', 'cache_image_read_tokens']) if (x[k] > 0) extra[k] = x[k]
   if (Object.keys(extra).length > 0) out.extra = extra
   return out
+}
+
+/**
+ * The text a response's output items hold: a message's text and its audio's transcript, a function
+ * call's arguments (what the model generated, short of the audio itself).
+ */
+function producedText(output: unknown[]): OutputText {
+  const text = new OutputText()
+  for (const item of output) {
+    if (!isObject(item)) continue
+    if (typeof item.arguments === 'string') text.push(item.arguments)
+    if (!Array.isArray(item.content)) continue
+    for (const part of item.content) {
+      if (!isObject(part)) continue
+      if (typeof part.text === 'string') text.push(part.text)
+      if (typeof part.transcript === 'string') text.push(part.transcript)
+    }
+  }
+  return text
 }

@@ -121,8 +121,8 @@ export class RealtimeSocketCalls implements SocketCalls {
       // (A response whose beginning was not seen: its end is its bill all the same.)
       s ??= this.started()
       this.end(s, type, text)
-      const u = s.meter?.result().usage
-      if (u && u.input_tokens > 0) this.last = u
+      const r = s.meter?.result()
+      if (r?.usage && r.usage.input_tokens > 0 && !r.partialOutput) this.last = r.usage
     } else if (type === TRANSCRIBED) {
       this.transcribed(data)
     } else if (type === 'error') {
@@ -158,6 +158,8 @@ export class RealtimeSocketCalls implements SocketCalls {
   private end(s: CallState, type: string, text: string): void {
     try {
       s.meter?.event(type, text)
+      // A response.done without usage: estimated after the last response that ended.
+      if (s.meter instanceof RealtimeMeter) s.meter.unreportedAfter(this.last)
     } catch {
       // A frame we cannot read never stops the relay.
     }
