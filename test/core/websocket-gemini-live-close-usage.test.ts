@@ -37,9 +37,12 @@ beforeAll(async () => {
       ws.on('message', (data) => {
         const f = JSON.parse(String(data))
         if (f.setup) ws.send(Buffer.from(AUDIO[0]), { binary: true })
-        if (f.realtimeInput?.audio?.data !== 'AAAA') return
+        const speech = f.realtimeInput?.audio?.data
+        if (speech !== 'AAAA' && speech !== 'STOP') return
         // The user's speech: the turn begins (its audio); the provider reads nothing meanwhile.
         ws.send(Buffer.from(AUDIO[2]), { binary: true })
+        // ...or the user speaks over it at once: the turn is interrupted, its turnComplete to come.
+        if (speech === 'STOP') ws.send(Buffer.from(AUDIO[8]), { binary: true })
         const raw = (ws as any)._socket
         raw.pause()
         held?.({ send: (frame) => ws.send(Buffer.from(frame), { binary: true }), raw, closed })
@@ -53,7 +56,7 @@ afterAll(async () => {
   await up.close()
 })
 
-async function closedMidTurn(key: string): Promise<Held> {
+async function closedMidTurn(key: string, speech = 'AAAA'): Promise<Held> {
   const upstreamHeld = new Promise<Held>((r) => (held = r))
   const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=${key}`)
   const frames: any[] = []
@@ -64,9 +67,9 @@ async function closedMidTurn(key: string): Promise<Held> {
     ws.on('error', reject)
   })
   ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
-  ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
+  ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: speech } } }))
   const upstream = await upstreamHeld
-  await eventually(() => frames.some((f) => f.serverContent?.modelTurn), 10_000)
+  await eventually(() => frames.some((f) => f.serverContent?.modelTurn) && (speech !== 'STOP' || frames.some((f) => f.serverContent?.interrupted)), 10_000)
   ws.close(1000)
   expect(await closed).toBe(1000)
   // The relay's close frame has reached the upstream (unread): the client's close has been seen.
@@ -108,6 +111,18 @@ describe('a Gemini Live API turn the client closed the socket on', () => {
     upstream.send(END)
     upstream.raw.resume()
     await upstream.closed
+    expect(rowsOf(key)).toHaveLength(1)
+    expect(await t.server.proxy.drain(5_000)).toBe(true)
+  })
+  it('interrupted before the close, is recorded with the turnComplete and usage that follow: once, 200 as the server ended it', async () => {
+    const key = 'AIza-test-live-close-usage-0003'
+    const upstream = await closedMidTurn(key, 'STOP')
+    upstream.send(END)
+    upstream.raw.resume()
+    await upstream.closed
+    const row = await firstRow(key)
+    expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 200, estimated: 0, input_tokens: 373, output_tokens: 23 })
+    expect(row.cost_usd).toBeCloseTo(END_COST, 15)
     expect(rowsOf(key)).toHaveLength(1)
     expect(await t.server.proxy.drain(5_000)).toBe(true)
   })
