@@ -61,8 +61,7 @@ export function createDispatch(d: {
   const setUp = (s: http.Server): http.Server => {
     // WebSocket upgrades of proxied paths go through to the upstream (Codex's Responses socket),
     // past the same guard. Any other upgrade request is answered as the plain request it also is.
-    s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
-      socket.on('error', () => {})
+    const upgrade = (req: http.IncomingMessage, socket: Socket, head: Buffer): void => {
       const res = new http.ServerResponse(req)
       res.assignSocket(socket)
       res.shouldKeepAlive = false
@@ -78,11 +77,37 @@ export function createDispatch(d: {
       if (!guard(req, res, true)) return
       res.detachSocket(socket)
       proxy.upgrade(req, socket, head, route)
+    }
+    s.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => {
+      socket.on('error', () => {})
+      afterEarlierAnswers(socket, () => upgrade(req, socket, head))
     })
     s.on('clientError', answerClientError)
     return s
   }
   return { onRequest, setUp }
+}
+
+/**
+ * Runs `then` once every answer to the requests before an upgrade on its connection is sent. A
+ * client may pipeline an upgrade behind a request: Node hands the socket over at once, while that
+ * request's answer still holds it, and taking it then threw out of Node's parser
+ * (ERR_HTTP_SOCKET_ASSIGNED), which ended the process: one write of any local program stopped
+ * every agent's proxy.
+ */
+function afterEarlierAnswers(socket: Socket, then: () => void): void {
+  const earlier = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage
+  if (!earlier) {
+    then()
+    return
+  }
+  // (Node's own 'finish' listener, added first, has let go of the socket or handed it to the next answer.)
+  earlier.once('finish', () => {
+    if (socket.destroyed || !socket.writable) return
+    // Node gave the connection its keep-alive timeout as that answer ended; an upgrade has none.
+    socket.setTimeout(0)
+    afterEarlierAnswers(socket, then)
+  })
 }
 
 /** 405 `method_not_allowed` for a method Burnrate never passes upstream (its type says what its status says). */
