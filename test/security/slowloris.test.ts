@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/main/config/load'
 import { silentLogger } from '../../src/main/log'
 import { createBurnrate } from '../../src/main/server/server'
 import { fixture } from '../support/fixtures'
-import { eventually, request } from '../support/http'
+import { eventually, openConnections, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { baseUrlFor, startTestServer } from '../support/server'
 
@@ -148,4 +148,56 @@ describe('header timeout', () => {
       rmSync(dir, { recursive: true, force: true })
     }
   }, 60_000)
+})
+
+/** Sends an upgrade request and reads its answer up to the server's end, never closing its own side. */
+function upgradeKeptOpen(port: number, target: string, headers = ''): Promise<{ socket: net.Socket; answer: string }> {
+  return new Promise((resolve, reject) => {
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true })
+    let answer = ''
+    socket.on('data', (d) => (answer += d.toString()))
+    socket.on('end', () => resolve({ socket, answer }))
+    socket.on('error', reject)
+    socket.write(
+      `GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n${headers}Upgrade: websocket\r\nConnection: Upgrade\r\n` +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    )
+  })
+}
+
+describe('upgrade requests answered without an upgrade', () => {
+  it('have their connections closed, so clients that keep them open cannot take every connection', async () => {
+    // (The mock upstream is plain HTTP: it answers an upgrade with a 200, which is relayed.)
+    const t = await startTestServer(
+      { server: { max_connections: 10 }, providers: { xai: { enabled: false } }, budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } },
+      upstream.url,
+    )
+    const port = Number(new URL(t.url).port)
+    const kinds: [string, string, RegExp][] = [
+      // Answered as the plain request it also is, refused by the cross-site check, a provider turned
+      // off, a budget refusal of a Realtime socket, and the upstream's own answer relayed.
+      ['/api/health', '', /^HTTP\/1\.1 200 /],
+      ['/v1/responses', 'Origin: http://evil.example\r\n', /^HTTP\/1\.1 403 /],
+      ['/xai/v1/realtime', '', /^HTTP\/1\.1 404 /],
+      ['/v1/realtime?model=gpt-realtime', 'Authorization: Bearer sk-blocked-upgrade-0001\r\n', /^HTTP\/1\.1 429 /],
+      ['/v1/responses', 'Authorization: Bearer sk-relayed-upgrade-0001\r\n', /^HTTP\/1\.1 200 /],
+    ]
+    const kept: net.Socket[] = []
+    try {
+      for (let i = 0; i < 10; i++) {
+        const [target, headers, status] = kinds[i % kinds.length]
+        const { socket, answer } = await upgradeKeptOpen(port, target, headers)
+        kept.push(socket)
+        expect(answer).toMatch(status)
+      }
+      // Each was closed by the server once answered (before: all ten stayed open, and every new
+      // connection, health checks and agents' calls alike, was refused 503 for as long as they did).
+      await eventually(async () => (await openConnections(t.server.http)) === 0, 10_000)
+      expect((await request(`${t.url}/api/health`)).status).toBe(200)
+      expect((await chat(t.url)).status).toBe(200)
+    } finally {
+      for (const s of kept) s.destroy()
+      await t.cleanup()
+    }
+  })
 })

@@ -4,6 +4,7 @@ import { answerClientError } from '../http/client-error'
 import { sendError } from '../http/errors'
 import type { Logger } from '../log'
 import type { ProxyHandler } from '../proxy/handler'
+import { endAndClose } from '../proxy/ws/upgrade-answer'
 import type { Router } from '../proxy/routes'
 import type { RequestGuard } from '../security/guard'
 import type { ApiApp } from './api-app'
@@ -65,7 +66,7 @@ export function createDispatch(d: {
       const res = new http.ServerResponse(req)
       res.assignSocket(socket)
       res.shouldKeepAlive = false
-      res.on('finish', () => socket.end())
+      res.on('finish', () => endAndClose(socket))
       const route = router.match(req.url ?? '/', req.headers)
       const websocket = route !== null && req.method === 'GET' && /^websocket$/i.test(String(req.headers.upgrade ?? ''))
       if (!websocket) {

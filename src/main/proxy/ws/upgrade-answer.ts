@@ -18,7 +18,19 @@ export function answer(socket: Duplex, status: number, headers: Record<string, s
     if (v === undefined) continue
     for (const one of Array.isArray(v) ? v : [v]) head += `${k}: ${String(one).replace(/[\r\n]/g, ' ')}\r\n`
   }
-  socket.end(Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]))
+  endAndClose(socket, Buffer.concat([Buffer.from(`${head}\r\n`, 'latin1'), body]))
+}
+
+/**
+ * Ends the connection of an upgrade request that is not upgraded, once `last` (and all written
+ * before it) is sent, and then closes it. Node's HTTP server has let go of such a connection and
+ * keeps it half-open after its end: a client that never closed its side held it for good, counted
+ * against `server.max_connections` and never closed to make room (it is not idle HTTP), so a
+ * program that sent that many upgrades and kept them open had every later connection refused 503.
+ */
+export function endAndClose(socket: Duplex, last?: Buffer): void {
+  socket.once('finish', () => socket.destroy())
+  socket.end(last)
 }
 
 export function answerError(socket: Duplex, status: number, type: Parameters<typeof errorBody>[0], message: string): void {
