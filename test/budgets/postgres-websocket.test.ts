@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto'
+import type { Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { hashKey } from '../../src/main/proxy/attribution'
@@ -142,5 +144,50 @@ describe('WebSocket calls under a block rule in PostgreSQL mode', () => {
     await eventually(async () => (await spend()).every((r) => r.reserved_usd === 0) || undefined, 20_000)
     expect(t.server.proxy.active).toBe(0)
   })
+
+  it('a client that floods frames while its create waits is read no further than a few MB: the rest waits in its socket, then goes up in order', async () => {
+    const key = 'sk-ws-flood-dddddddd-0004'
+    const first = await open(key)
+    first.ws.send(create('first'))
+    await eventually(() => first.frames.length === 2, 20_000)
+    first.ws.close()
+    // The server's side of the next socket, to see how much of the client it has read.
+    let server: Socket | undefined
+    const seeUpgrade = (_req: unknown, socket: Socket) => (server = socket)
+    t.server.http.prependListener('upgrade', seeUpgrade)
+    const c = await open(key)
+    t.server.http.off('upgrade', seeUpgrade)
+    const upstreamSocket = seen.at(-1)!
+    // A second client, whose admission does not wait, sends the same frames: once they have all
+    // gone through the relay, the first client had as long to send its own.
+    const control = await open('sk-ws-control-eeeeeeee-0005')
+    const controlUpstream = seen.at(-1)!
+    // (Random bytes: a frame that compresses would cross the connection as a few bytes.)
+    const frame = randomBytes(1024 * 1024)
+    const frames = 48
+    const held = await holdRows(store, 'SELECT id FROM budget_spend WHERE api_key_hash = @k', { k: hashKey(key) })
+    try {
+      c.ws.send(create('second'))
+      await lockWaiter(store, 20_000)
+      control.ws.send(create('control'))
+      // 48 MB in frames of 1 MB each way (frames of up to the body limit are allowed).
+      for (let i = 0; i < frames; i++) {
+        c.ws.send(frame)
+        control.ws.send(frame)
+      }
+      await eventually(() => controlUpstream.length === 1 + frames, 30_000)
+      // Before: the waiting client's frames were all taken in, held in memory for as long as its
+      // admission waited, however much it sent.
+      expect(server!.bytesRead).toBeLessThan(16 * 1024 * 1024)
+    } finally {
+      await held.release()
+    }
+    // Admitted: the create goes up, then every frame, in order.
+    await eventually(() => upstreamSocket.length === 1 + frames, 30_000)
+    expect(upstreamSocket[0]).toBe(create('second'))
+    expect(upstreamSocket.slice(1).every((f) => f === `binary:${frame.toString('hex')}`)).toBe(true)
+    c.ws.close()
+    control.ws.close()
+  }, 90_000)
 })
 

@@ -14,21 +14,27 @@ import type { SilenceWatch } from './silence'
 const HIGH_WATER = 4 * 1024 * 1024
 
 export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls | null, silence: SilenceWatch | null): void {
-  const pipe = (from: WebSocket, to: WebSocket) => (data: Buffer, isBinary: boolean) => {
+  const pipe = (from: WebSocket, to: WebSocket, mayResume: () => boolean) => (data: Buffer, isBinary: boolean) => {
     if (to.readyState !== to.OPEN) return
     to.send(data, { binary: isBinary }, () => {
-      if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused) from.resume()
+      if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused && mayResume()) from.resume()
     })
     if (to.bufferedAmount > HIGH_WATER) from.pause()
   }
-  const toUpstream = pipe(client, up)
-  const toClient = pipe(up, client)
   // While a call's admission waits on the database (shared budget state), the client's next
-  // frames wait behind it, so they reach the upstream in the order they were sent.
+  // frames wait behind it, so they reach the upstream in the order they were sent. Past
+  // HIGH_WATER of them the client is read no further until the admission is decided: what it
+  // sends then waits in its socket (before, every frame was taken in, each up to the body limit,
+  // for as long as the database took: a client could fill the memory of the server).
   let held: { data: Buffer; isBinary: boolean }[] | null = null
+  let heldBytes = 0
+  const toUpstream = pipe(client, up, () => heldBytes <= HIGH_WATER)
+  const toClient = pipe(up, client, () => true)
   const fromClient = (data: Buffer, isBinary: boolean): void => {
     if (held) {
       held.push({ data, isBinary })
+      heldBytes += data.length
+      if (heldBytes > HIGH_WATER && !client.isPaused) client.pause()
       return
     }
     // A binary frame holding a JSON object is read as a text one (a provider may take it as
@@ -40,7 +46,10 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
         deliver(data, isBinary, r)
         const next = held ?? []
         held = null
+        heldBytes = 0
         for (const f of next) fromClient(f.data, f.isBinary)
+        // (Unless a frame among them waits on its own admission, or the upstream holds the client back.)
+        if (!held && client.isPaused && up.bufferedAmount <= HIGH_WATER) client.resume()
       })
       return
     }
