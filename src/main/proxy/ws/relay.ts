@@ -7,6 +7,7 @@ import { ResponsesSocketCalls } from './responses-calls'
 import { RealtimeSocketCalls } from './realtime-calls'
 import { GeminiLiveSocketCalls } from './gemini-live-calls'
 import { isLivePath } from '../../providers/gemini-live-path'
+import { withoutTrailingSlashes } from '../../providers/trailing-slashes'
 import { admitUpgrade } from './realtime-upgrade'
 import type { SocketCalls } from './socket-calls'
 import { answerError } from './upgrade-answer'
@@ -20,11 +21,17 @@ import { loadOnce } from '../../server/load-once'
 export type { WebSocketRelayOptions }
 
 /**
+ * A socket's path as the meters read it: without trailing slashes, as the HTTP paths are read, so
+ * `/v1/realtime/` is no way around the budgets and meters of `/v1/realtime`.
+ */
+const meteredPath = (route: Route) => withoutTrailingSlashes(route.path)
+
+/**
  * OpenAI's Realtime API socket (`GET /v1/realtime?model=…`). Another provider's path of that name
  * (xAI's voice agents, billed by the minute) is relayed unmetered: its events are not known here.
  */
 function isRealtime(route: Route): boolean {
-  return route.upstream.provider.name === 'openai' && /(^|\/)realtime$/.test(route.path)
+  return route.upstream.provider.name === 'openai' && /(^|\/)realtime$/.test(meteredPath(route))
 }
 
 /** Gemini's Live API socket (`…GenerativeService.BidiGenerateContent`, and its ephemeral token's `…Constrained`). */
@@ -83,7 +90,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
 
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
-    const calls: SocketCalls | null = /(^|\/)responses$/.test(route.path)
+    const calls: SocketCalls | null = /(^|\/)responses$/.test(meteredPath(route))
       ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
       : isRealtime(route)
         ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
