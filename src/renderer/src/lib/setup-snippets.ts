@@ -42,6 +42,12 @@ export function setupSnippets(origin: string): Snippet[] {
           lang: 'sh',
           code: `export ANTHROPIC_BASE_URL=${origin}/openrouter\nexport ANTHROPIC_AUTH_TOKEN="$OPENROUTER_API_KEY"\nexport ANTHROPIC_API_KEY=""\nclaude`,
         },
+        {
+          label:
+            "On DeepSeek (the vendor's own setup with Burnrate's address for https://api.deepseek.com/anthropic); …/moonshot/anthropic for Moonshot's Kimi, …/zai/anthropic for Z.ai's GLM, with their key and models",
+          lang: 'sh',
+          code: `export ANTHROPIC_BASE_URL=${origin}/deepseek/anthropic\nexport ANTHROPIC_AUTH_TOKEN="$DEEPSEEK_API_KEY"\nexport ANTHROPIC_MODEL=deepseek-chat ANTHROPIC_SMALL_FAST_MODEL=deepseek-chat\nclaude`,
+        },
       ],
       note: 'Claude Code identifies itself, so its calls are attributed to it and its session automatically.',
     },
