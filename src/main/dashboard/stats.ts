@@ -15,13 +15,19 @@ export async function stats(d: DashDeps, range: Range, tenant: string | null, no
   const n = t.requests
   let p50 = 0
   let p95 = 0
+  /**
+   * The calls that have a latency: not those recorded without one (0: imported from the agents'
+   * logs, a Batch API's requests read from its results), which the rollups' histograms leave out too.
+   */
+  let timed = 0
   const args = (x: Window) => ({ start: x.start, end: x.end, tenant })
   const rawLatencies = async (x: Window) =>
-    (await d.q.all<{ latency_ms: number }>(`SELECT latency_ms FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`, args(x))).map(
+    (await d.q.all<{ latency_ms: number }>(`SELECT latency_ms FROM calls WHERE ts >= @start AND ts < @end AND latency_ms > 0${andTenant(tenant)}`, args(x))).map(
       (r) => r.latency_ms,
     )
   if (n > 0 && n <= EXACT_PERCENTILE_MAX) {
     const sorted = Float64Array.from(await rawLatencies(w)).sort()
+    timed = sorted.length
     p50 = exactPercentile(sorted, 0.5)
     p95 = exactPercentile(sorted, 0.95)
   } else if (n > 0) {
@@ -39,15 +45,16 @@ export async function stats(d: DashDeps, range: Range, tenant: string | null, no
         h[binOf(ms)]++
       }
     }
-    p50 = histogramPercentile(h, n, 0.5)
-    p95 = histogramPercentile(h, n, 0.95)
+    for (let b = 0; b < BINS; b++) timed += h[b]
+    p50 = histogramPercentile(h, timed, 0.5)
+    p95 = histogramPercentile(h, timed, 0.95)
   }
   return {
     total_requests: n,
     errors_429: t.errors_429,
     errors_5xx: t.errors_5xx,
     error_rate: n > 0 ? t.failed / n : 0,
-    avg_latency_ms: n > 0 ? t.latency_ms / n : 0,
+    avg_latency_ms: timed > 0 ? t.latency_ms / timed : 0,
     p50_latency_ms: p50,
     p95_latency_ms: p95,
     avg_cost_per_request_usd: n > 0 ? t.cost_usd / n : 0,

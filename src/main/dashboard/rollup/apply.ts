@@ -109,7 +109,8 @@ function aggregate(rows: readonly CallRecord[]) {
       h.cache_read_tokens += r.cache_read_tokens
       h.cache_write_tokens += r.cache_write_tokens
       h.latency_ms += r.latency_ms
-      h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
+      // A call recorded without a latency (0: imported, a batch's request) is in no latency figure (writer.ts).
+      if (r.latency_ms > 0) h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
 
       const groups: Record<Dim, [string, string, string]> = {
         model: [r.model, r.provider, ''],

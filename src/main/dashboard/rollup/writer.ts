@@ -264,7 +264,8 @@ export class RollupWriter {
         h.cacheRead += r.cache_read_tokens
         h.cacheWrite += r.cache_write_tokens
         h.latency += r.latency_ms
-        h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
+        // A call recorded without a latency (0: imported, a batch's request) is in no latency figure.
+        if (r.latency_ms > 0) h.hist.set(bin, (h.hist.get(bin) ?? 0) + 1)
 
         const at = tier * DIMS.length
         if (!same) {
