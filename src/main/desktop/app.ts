@@ -113,7 +113,10 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const windowAdminToken = own ? started.adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
   // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes it from the address.
   const windowUrl = windowAdminToken ? `${dashboardUrl}#admin_token=${encodeURIComponent(windowAdminToken)}` : dashboardUrl
-  const spend: SpendSource = own ? ledgerSpend(own.ledger) : httpSpend(url, auth)
+  // A team server's today is its dashboard's, its members' calls included: its in-memory counters
+  // (budgets run on its own calls only) leave those out, so it reads its own summary, as when attached.
+  const teamServer = config.team.members.length > 0 && config.dashboard.enabled
+  const spend: SpendSource = own && !teamServer ? ledgerSpend(own.ledger) : httpSpend(url, auth)
   const login = loginItem(platform, env)
   const loginEnabled = () => {
     try {
