@@ -1,3 +1,5 @@
+import { createReadStream } from 'node:fs'
+
 /**
  * Splits JSONL text into parsed objects. A line that is not JSON (malformed, or the last line
  * still being written) is counted, never thrown. `want` skips lines cheaply before parsing.
@@ -10,16 +12,94 @@ export function* jsonLines(text: string, counter: { skipped: number }, want?: (l
     const line = text.slice(start, end).trim()
     start = end + 1
     if (line === '' || (want && !want(line))) continue
-    let v: unknown
-    try {
-      v = JSON.parse(line)
-    } catch {
-      counter.skipped++
-      continue
-    }
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) yield v
-    else counter.skipped++
+    const v = parseLine(line, counter)
+    if (v !== undefined) yield v
   }
+}
+
+function parseLine(line: string, counter: { skipped: number }): object | undefined {
+  let v: unknown
+  try {
+    v = JSON.parse(line)
+  } catch {
+    counter.skipped++
+    return undefined
+  }
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v
+  counter.skipped++
+  return undefined
+}
+
+/**
+ * A line of a log file longer than this is not read (counted as a bad line): V8's longest string
+ * (0x1fffffe8 characters), which a line of as many UTF-8 bytes never exceeds; a longer one could
+ * not be parsed at all, and is not kept.
+ */
+export const MAX_LINE_BYTES = 0x1fffffe8
+
+/**
+ * jsonLines of a file, read a chunk at a time: memory is bounded by a line, never the file's
+ * size (a long Claude Code session's transcript passes 512 MiB, more than a string can hold).
+ * `markers`: only lines holding one of these are parsed (others are skipped uncounted, however
+ * long, without being kept); none: every line. Lines end at `\n` (a `\r` before it, a BOM, and
+ * the blanks around a line are trimmed, as jsonLines trims them).
+ */
+export async function* fileJsonLines(
+  path: string,
+  counter: { skipped: number },
+  markers: readonly string[] = [],
+  maxLine = MAX_LINE_BYTES,
+): AsyncGenerator<any> {
+  const needles = markers.map((m) => Buffer.from(m))
+  const overlap = Math.max(0, ...needles.map((n) => n.length - 1))
+  let parts: Buffer[] = []
+  let size = 0
+  let tooLong = false
+  let marked = needles.length === 0
+  // The line's last bytes before this piece: a marker may straddle two chunks.
+  let tail = Buffer.alloc(0)
+  const add = (piece: Buffer) => {
+    if (piece.length === 0) return
+    if (!marked) {
+      const edge = tail.length ? Buffer.concat([tail, piece.subarray(0, overlap)]) : null
+      marked = needles.some((n) => piece.includes(n) || (edge !== null && edge.includes(n)))
+      tail = piece.length >= overlap ? Buffer.from(piece.subarray(piece.length - overlap)) : Buffer.concat([tail, piece]).subarray(-overlap)
+    }
+    if (tooLong) return
+    size += piece.length
+    if (size > maxLine) {
+      tooLong = true
+      parts = []
+    } else parts.push(piece)
+  }
+  const end = (): object | undefined => {
+    let v: object | undefined
+    if (marked && tooLong) counter.skipped++
+    else if (marked && size > 0) {
+      const line = (parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)).toString('utf8').trim()
+      if (line !== '') v = parseLine(line, counter)
+    }
+    parts = []
+    size = 0
+    tooLong = false
+    marked = needles.length === 0
+    tail = Buffer.alloc(0)
+    return v
+  }
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
+    let start = 0
+    for (;;) {
+      const nl = chunk.indexOf(0x0a, start)
+      if (nl === -1) break
+      add(chunk.subarray(start, nl))
+      const v = end()
+      if (v !== undefined) yield v
+      start = nl + 1
+    }
+    add(chunk.subarray(start))
+  }
+  const v = end()
+  if (v !== undefined) yield v
 }
 
 /** An ISO time string as ms since the epoch, or NaN. */

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { anthropicUsage } from '../../providers/anthropic'
-import { jsonLines, str, timeOf } from '../lines'
+import { fileJsonLines, jsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
 /**
@@ -37,31 +36,47 @@ export const claudeCode: LogSource = {
     return [join(env.XDG_CONFIG_HOME || join(home, '.config'), 'claude', 'projects'), join(home, '.claude', 'projects')]
   },
   isLog: (path) => path.endsWith('.jsonl'),
+  // Read a chunk at a time: a long session's transcript can pass 512 MiB (../lines.ts).
   async read(path) {
-    return parseClaudeCode(await readFile(path, 'utf8'))
+    const counter = { skipped: 0 }
+    const log = new ClaudeCodeLog()
+    for await (const line of fileJsonLines(path, counter, MARKERS)) log.add(line)
+    return log.parsed(counter.skipped)
   },
 }
 
+/** What a line must hold to be read: an answer's usage, or a logged request. */
+const MARKERS = ['"usage"', '"api-request"']
+
 export function parseClaudeCode(text: string): Parsed {
   const counter = { skipped: 0 }
-  const byId = new Map<string, LoggedCall & { total: number; sidechain: boolean; request: string }>()
-  const calls: (LoggedCall & { request: string })[] = []
+  const log = new ClaudeCodeLog()
+  for (const line of jsonLines(text, counter, (l) => MARKERS.some((m) => l.includes(m)))) log.add(line)
+  return log.parsed(counter.skipped)
+}
+
+/** One transcript's calls, taken a line at a time. */
+class ClaudeCodeLog {
+  private readonly byId = new Map<string, LoggedCall & { total: number; sidechain: boolean; request: string }>()
+  private readonly calls: (LoggedCall & { request: string })[] = []
   /** The logged requests by id: true when sent with an OAuth token (a Claude account's plan). */
-  const requests = new Map<string, boolean>()
-  for (const line of jsonLines(text, counter, (l) => l.includes('"usage"') || l.includes('"api-request"'))) {
+  private readonly requests = new Map<string, boolean>()
+
+  add(line: any): void {
+    const { byId, calls, requests } = this
     if (line.type === 'api-request') {
       const betas = line.params?.betas
       if (str(line.id)) requests.set(str(line.id), Array.isArray(betas) && betas.includes(OAUTH_BETA))
-      continue
+      return
     }
     // Subagent progress lines nest the same entry under data.message.
     const e = line.message?.usage ? line : line.data?.message?.message?.usage ? line.data.message : null
-    if (!e) continue
+    if (!e) return
     const m = e.message
     const model = str(m.model)
     const ts = timeOf(e.timestamp)
     const usage = anthropicUsage(m.usage)
-    if (!usage || !model || model === '<synthetic>' || !Number.isFinite(ts)) continue
+    if (!usage || !model || model === '<synthetic>' || !Number.isFinite(ts)) return
     const id = str(m.id)
     const bedrock = BEDROCK_MODEL.test(model)
     const call = {
@@ -87,8 +102,12 @@ export function parseClaudeCode(text: string): Parsed {
       Object.assign(seen, call, { ts: Math.min(seen.ts, call.ts) })
     }
   }
-  const logins = new Set(requests.values())
-  const fileLogin = logins.size === 1 ? [...logins][0] : false
-  for (const c of calls) if (requests.get(c.request) ?? fileLogin) c.billing = 'subscription'
-  return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped: counter.skipped }
+
+  parsed(skipped: number): Parsed {
+    const { calls, requests } = this
+    const logins = new Set(requests.values())
+    const fileLogin = logins.size === 1 ? [...logins][0] : false
+    for (const c of calls) if (requests.get(c.request) ?? fileLogin) c.billing = 'subscription'
+    return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped }
+  }
 }

@@ -1,7 +1,6 @@
-import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
 import { count, emptyUsage, type Usage } from '../../metering/usage'
-import { jsonLines, str, timeOf } from '../lines'
+import { fileJsonLines, jsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
 /**
@@ -27,8 +26,12 @@ export const codex: LogSource = {
     return [join(dir, 'sessions'), join(dir, 'archived_sessions')]
   },
   isLog: (path) => basename(path).startsWith('rollout-') && path.endsWith('.jsonl'),
+  // Read a chunk at a time, as Claude Code's: a long session's rollout holds every tool output (../lines.ts).
   async read(path) {
-    return parseCodex(await readFile(path, 'utf8'), basename(path, '.jsonl'))
+    const counter = { skipped: 0 }
+    const log = new CodexLog(basename(path, '.jsonl'))
+    for await (const line of fileJsonLines(path, counter)) log.add(line)
+    return log.parsed(counter.skipped)
   },
 }
 
@@ -55,61 +58,74 @@ function planLimits(r: any): boolean {
 
 export function parseCodex(text: string, fileId: string): Parsed {
   const counter = { skipped: 0 }
-  const calls: LoggedCall[] = []
+  const log = new CodexLog(fileId)
+  for (const line of jsonLines(text, counter)) log.add(line)
+  return log.parsed(counter.skipped)
+}
+
+/** One rollout's calls, taken a line at a time. */
+class CodexLog {
+  private readonly calls: LoggedCall[] = []
   // One session, one login: a plan named by any of its events is every call's (the first event may carry no rate limits).
-  let plan = false
+  private plan = false
   // The thread the file is (its key's part: each thread's running total starts at 0), and the
   // session it belongs to: a sub-agent's thread (review, spawned) names its session's `session_id`.
-  let thread = ''
-  let session = ''
-  let project = ''
-  let model = ''
-  let lastTotal = -1
-  let n = 0
-  for (const line of jsonLines(text, counter)) {
+  private thread = ''
+  private session = ''
+  private project = ''
+  private model = ''
+  private lastTotal = -1
+  private n = 0
+
+  constructor(private readonly fileId: string) {}
+
+  add(line: any): void {
     const p = line.payload
-    if (!p || typeof p !== 'object') continue
+    if (!p || typeof p !== 'object') return
     if (line.type === 'session_meta') {
-      if (str(p.creator_account_id)) plan = true
-      thread = str(p.id) || thread
-      session = str(p.session_id) || str(p.id) || session
-      project = str(p.cwd) || project
-      model = str(p.model) || model
+      if (str(p.creator_account_id)) this.plan = true
+      this.thread = str(p.id) || this.thread
+      this.session = str(p.session_id) || str(p.id) || this.session
+      this.project = str(p.cwd) || this.project
+      this.model = str(p.model) || this.model
     } else if (line.type === 'turn_context') {
-      model = str(p.model) || model
-      project = str(p.cwd) || project
+      this.model = str(p.model) || this.model
+      this.project = str(p.cwd) || this.project
     } else if (line.type === 'event_msg' && p.type === 'token_count') {
-      if (planLimits(p.rate_limits)) plan = true
-      if (!p.info || typeof p.info !== 'object') continue
+      if (planLimits(p.rate_limits)) this.plan = true
+      if (!p.info || typeof p.info !== 'object') return
       const total = p.info.total_token_usage
       const totalTokens = total ? count(total.total_tokens) || count(total.input_tokens) + count(total.output_tokens) : -1
-      if (total && totalTokens === lastTotal) continue // the same usage reported again
+      if (total && totalTokens === this.lastTotal) return // the same usage reported again
       const last = p.info.last_token_usage
-      if (!last || typeof last !== 'object') continue
+      if (!last || typeof last !== 'object') return
       const usage = codexUsage(last)
       const ts = timeOf(line.timestamp)
-      if (usage.input_tokens + usage.output_tokens === 0 || !Number.isFinite(ts)) continue
-      lastTotal = totalTokens
-      n++
-      calls.push({
-        key: `codex:${thread || fileId}:${totalTokens >= 0 ? totalTokens : `n${n}`}`,
+      if (usage.input_tokens + usage.output_tokens === 0 || !Number.isFinite(ts)) return
+      this.lastTotal = totalTokens
+      this.n++
+      this.calls.push({
+        key: `codex:${this.thread || this.fileId}:${totalTokens >= 0 ? totalTokens : `n${this.n}`}`,
         ts,
         provider: 'openai',
         pricingId: 'openai',
-        model: str(p.info.model) || model,
-        session,
-        project,
+        model: str(p.info.model) || this.model,
+        session: this.session,
+        project: this.project,
         usage,
         response_id: '',
         endpoint: 'responses',
       })
     }
   }
-  if (plan) {
-    for (const c of calls) {
-      c.provider = 'chatgpt'
-      c.billing = 'subscription'
+
+  parsed(skipped: number): Parsed {
+    if (this.plan) {
+      for (const c of this.calls) {
+        c.provider = 'chatgpt'
+        c.billing = 'subscription'
+      }
     }
+    return { calls: this.calls, skipped }
   }
-  return { calls, skipped: counter.skipped }
 }

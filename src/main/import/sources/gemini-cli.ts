@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises'
 import { join, relative, sep } from 'node:path'
 import { geminiUsage } from '../../providers/gemini'
-import { jsonLines, str, timeOf } from '../lines'
-import type { LogSource, LoggedCall, Parsed } from '../types'
+import { fileJsonLines, str, timeOf } from '../lines'
+import type { LogSource, LoggedCall } from '../types'
 
 /**
  * Gemini CLI: `~/.gemini/tmp/<project>/chats/session-*.jsonl` (older versions: one `.json`
@@ -18,32 +18,32 @@ export const geminiCli: LogSource = {
   },
   isLog: (path) => path.includes(`${sep}chats${sep}`) && (path.endsWith('.jsonl') || path.endsWith('.json')),
   async read(path, root) {
-    const text = await readFile(path, 'utf8')
     const projectDir = relative(root, path).split(sep)[0]
     const project = await readFile(join(root, projectDir, '.project_root'), 'utf8').then(
       (s) => s.trim(),
       () => '',
     )
-    return parseGeminiCli(text, project, path.endsWith('.json'))
-  },
-}
-
-export function parseGeminiCli(text: string, project: string, whole = false): Parsed {
-  const counter = { skipped: 0 }
-  let records: any[]
-  if (whole) {
+    const counter = { skipped: 0 }
+    if (!path.endsWith('.json')) {
+      // A chat's JSONL, read a chunk at a time as Claude Code's (../lines.ts): it keeps every tool output.
+      const calls = await geminiCalls(fileJsonLines(path, counter), project)
+      return { calls, skipped: counter.skipped }
+    }
+    let records: any[]
     try {
-      const doc = JSON.parse(text)
+      const doc = JSON.parse(await readFile(path, 'utf8'))
       records = [doc, ...(Array.isArray(doc?.messages) ? doc.messages : [])]
     } catch {
       return { calls: [], skipped: 1 }
     }
-  } else {
-    records = [...jsonLines(text, counter)]
-  }
+    return { calls: await geminiCalls(records, project), skipped: 0 }
+  },
+}
+
+async function geminiCalls(records: Iterable<any> | AsyncIterable<any>, project: string): Promise<LoggedCall[]> {
   let session = ''
   const byId = new Map<string, LoggedCall>()
-  for (const r of records) {
+  for await (const r of records) {
     if (typeof r?.sessionId === 'string' && r.sessionId) session = r.sessionId
     const msgs = Array.isArray(r?.$set?.messages) ? r.$set.messages : [r]
     for (const m of msgs) {
@@ -72,5 +72,5 @@ export function parseGeminiCli(text: string, project: string, whole = false): Pa
       })
     }
   }
-  return { calls: [...byId.values()], skipped: counter.skipped }
+  return [...byId.values()]
 }
