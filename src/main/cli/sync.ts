@@ -3,6 +3,7 @@ import type { Config } from '../config/schema'
 import type { ImportStats } from '../import/importer'
 import type { SqlStore } from '../storage/sql'
 import { LOG_AGENTS } from '../import/types'
+import { unreadableNote } from '../import/walk'
 import type { CliContext } from './context'
 import { serverRunning, type TargetOptions } from './target'
 
@@ -36,5 +37,7 @@ export async function syncLogs(db: Database.Database, config: Config, ctx: CliCo
     const from = out.filter((s) => s.imported > 0).map((s) => `${s.imported} from ${s.agent}`).join(', ')
     ctx.stderr.write(`burnrate: imported ${added} calls from the agents' logs (${from})\n`)
   }
+  // Not silent: the report would be short of their calls.
+  for (const s of out) if (s.unreadable.length) ctx.stderr.write(`burnrate: ${unreadableNote(s)}\n`)
   return out
 }

@@ -1,4 +1,4 @@
-import { readdir, stat } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import type { SpendCounter, SpendMover } from '../budgets/state/pg/call-spend'
@@ -12,6 +12,7 @@ import { LOG_SOURCES } from './sources'
 import type { LogAgent, LoggedCall, Parsed } from './types'
 import { postgresWriter } from './write-postgres'
 import { sqliteWriter } from './write-sqlite'
+import { fsError, listFiles, vanished } from './walk'
 
 export { MATCH_AFTER_MS, MATCH_BEFORE_MS } from './write-common'
 export { importCallKey } from './write-postgres'
@@ -106,6 +107,11 @@ export interface ImportStats {
   /** The folders read, and those that do not exist. */
   roots: string[]
   missing: string[]
+  /**
+   * Log files and folders below a root that could not be read (no permission: one `sudo` left
+   * owned by root): skipped, the others imported; tried again at the next import.
+   */
+  unreadable: string[]
   /** Log files read, and files skipped because they did not change since the last import. */
   files: number
   unchanged: number
@@ -143,15 +149,16 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
   const now = opts.now ?? Date.now()
   const roots = opts.paths?.length ? opts.paths : source.defaultRoots(opts.env ?? process.env, opts.home ?? (await import('node:os')).homedir())
   const stats: ImportStats = {
-    agent: opts.agent, roots, missing: [], files: 0, unchanged: 0, imported: 0, updated: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
+    agent: opts.agent, roots, missing: [], unreadable: [], files: 0, unchanged: 0, imported: 0, updated: 0, matched: 0, duplicates: 0, skipped_lines: 0, deferred: 0, expired: 0, cost_usd: 0,
   }
   // Every call is priced as it is stored.
   await opts.pricer.ready()
   const q = writerFor(db, opts)
   for (const root of roots) {
     let names: string[]
+    const unreadable = (path: string) => void stats.unreadable.push(path)
     try {
-      names = (source.list ? await source.list(root) : (await readdir(root, { recursive: true })).map(String)).sort()
+      names = (source.list ? await source.list(root, unreadable) : await listFiles(root, unreadable)).sort()
     } catch {
       stats.missing.push(root)
       continue
@@ -176,7 +183,15 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
       }
       stats.files++
       read ??= source.open ? await source.open(root) : (p) => source.read(p, root)
-      const parsed = await read(path)
+      let parsed: Parsed
+      try {
+        parsed = await read(path)
+      } catch (err) {
+        // One log that cannot be read is that log not read, never the others (nor a report's).
+        if (!fsError(err)) throw err
+        if (!vanished(err)) stats.unreadable.push(path)
+        continue
+      }
       stats.skipped_lines += parsed.skipped
       const ready = parsed.calls.filter((c) => c.ts <= now - (opts.settleMs ?? 0))
       const deferred = parsed.calls.length - ready.length

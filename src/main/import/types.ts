@@ -58,8 +58,11 @@ export interface LogSource {
   agent: LogAgent
   /** The folders read when no `--path` is given (the agent's config-dir variable first). */
   defaultRoots(env: NodeJS.ProcessEnv, home: string): string[]
-  /** The candidate files under a root, relative to it (default: every file below it). */
-  list?(root: string): Promise<string[]>
+  /**
+   * The candidate files under a root, relative to it (default: every file below it, ./walk.ts);
+   * a subfolder that cannot be read goes to `unreadable`, the others are listed.
+   */
+  list?(root: string, unreadable: (path: string) => void): Promise<string[]>
   /** Whether a file under a root is one of this agent's logs. */
   isLog(path: string): boolean
   /**

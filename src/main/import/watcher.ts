@@ -5,6 +5,7 @@ import type { Logger } from '../log'
 import type { Pricer } from '../pricing/price'
 import { countStored, importLogs, type ImportStats, type ImportTarget } from './importer'
 import { LOG_AGENTS } from './types'
+import { unreadableNote } from './walk'
 
 /** With the ledger in PostgreSQL, `store`, `countSpend` and `moveSpend` (see ImportTarget): imported calls go there. */
 export type WatcherOptions = WatcherBase & ImportTarget
@@ -38,6 +39,8 @@ export class LogWatcher {
   private timer: NodeJS.Timeout | null = null
   private running: Promise<ImportStats[]> | null = null
   private stopped = false
+  /** The logs each agent's last pass could not read, as last said in the log. */
+  private readonly unreadable = new Map<string, string>()
 
   constructor(private readonly o: WatcherOptions) {}
 
@@ -86,6 +89,12 @@ export class LogWatcher {
           onMoved: (moves) => moves.publish(ledger, { meters: this.o.budgets?.() ?? null }),
         })
         if (s.imported > 0) this.o.log.info(`import: ${s.imported} calls from ${agent}'s logs`)
+        // Said once per change, not at every pass (the same files stay unreadable until someone fixes them).
+        const unreadable = s.unreadable.join('\n')
+        if (unreadable !== (this.unreadable.get(agent) ?? '')) {
+          this.unreadable.set(agent, unreadable)
+          if (unreadable) this.o.log.warn(`import: ${unreadableNote(s)}`)
+        }
         out.push(s)
       } catch (err) {
         // A busy database or an unreadable folder: tried again on the next pass.

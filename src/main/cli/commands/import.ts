@@ -5,6 +5,7 @@ import { LOG_AGENTS, type LogAgent } from '../../import/types'
 import { compact, usd } from '../output'
 import { table } from '../table'
 import { SETTLE_WHILE_SERVING_MS } from '../sync'
+import { unreadableNote } from '../../import/walk'
 import { configOf, openLedgerFile, openLocalLedger, prepareLocal, serverRunning, withTarget } from '../target'
 
 /** `burnrate import <agent>`: the agent's own logs into the ledger. */
@@ -71,6 +72,7 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         const deferred = results.reduce((n, s) => n + s.deferred, 0)
         const expired = results.reduce((n, s) => n + s.expired, 0)
         const updated = results.reduce((n, s) => n + s.updated, 0)
+        for (const s of results) if (s.unreadable.length) ctx.stdout.write(`${unreadableNote(s)}\n`)
         if (updated) ctx.stdout.write(`${updated} calls imported before were still being written then: they now have their final tokens and cost.\n`)
         if (expired) ctx.stdout.write(`${expired} calls are older than what ledger.retention_days already pruned, and were not imported.\n`)
         if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)

@@ -5,6 +5,7 @@ import { count, emptyUsage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
 import { str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
+import { listFiles, vanished } from '../walk'
 import { opencodeLogins } from './opencode-logins'
 
 /**
@@ -19,10 +20,14 @@ export const opencode: LogSource = {
     return [join(env.XDG_DATA_HOME || join(home, '.local', 'share'), 'opencode')]
   },
   // Only the databases and storage/message: the data folder also holds whole git snapshots.
-  async list(root) {
+  async list(root, unreadable) {
     const top = await readdir(root)
-    const messages = await readdir(join(root, 'storage', 'message'), { recursive: true }).catch(() => [] as string[])
-    return [...top.filter((n) => n.endsWith('.db')), ...messages.map((n) => join('storage', 'message', String(n)))]
+    const folder = join(root, 'storage', 'message')
+    const messages = await listFiles(folder, unreadable).catch((err) => {
+      if (!vanished(err)) unreadable(folder)
+      return [] as string[]
+    })
+    return [...top.filter((n) => n.endsWith('.db')), ...messages.map((n) => join('storage', 'message', n))]
   },
   isLog: (path) => /(^|[\\/])opencode(-[^\\/]*)?\.db$/.test(path) || (path.endsWith('.json') && /[\\/]message[\\/]/.test(path)),
   // opencode keeps the database open in WAL mode: new messages sit in `opencode.db-wal` until a checkpoint, the .db unchanged.
