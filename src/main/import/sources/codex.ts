@@ -1,5 +1,6 @@
 import { basename, join } from 'node:path'
 import { count, emptyUsage, type Usage } from '../../metering/usage'
+import { PROVIDERS } from '../../providers/registry'
 import { fileJsonLines, jsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
@@ -56,6 +57,19 @@ function planLimits(r: any): boolean {
   return [r.primary, r.secondary].some((w) => w && typeof w === 'object' && typeof w.used_percent === 'number')
 }
 
+const OPENAI = { provider: 'openai', pricingId: 'openai' }
+
+/**
+ * The provider a session runs on, from its `model_provider` (Codex's config id of it: `openai`,
+ * or one of the user's, such as OpenRouter's documented `openrouter`), as Burnrate names and
+ * prices it, and as the proxy records it through that provider's route: Burnrate's provider of
+ * that name; else OpenAI's (Codex's own, and a provider of the user's own such as `burnrate`).
+ */
+function providerOf(id: string): { provider: string; pricingId: string } {
+  const p = id && id !== 'openai' && id !== 'chatgpt' ? PROVIDERS.find((x) => x.name === id) : undefined
+  return p ? { provider: p.name, pricingId: p.pricingId } : OPENAI
+}
+
 export function parseCodex(text: string, fileId: string): Parsed {
   const counter = { skipped: 0 }
   const log = new CodexLog(fileId)
@@ -74,6 +88,7 @@ class CodexLog {
   private session = ''
   private project = ''
   private model = ''
+  private provider = OPENAI
   private lastTotal = -1
   private n = 0
 
@@ -88,6 +103,7 @@ class CodexLog {
       this.session = str(p.session_id) || str(p.id) || this.session
       this.project = str(p.cwd) || this.project
       this.model = str(p.model) || this.model
+      if (str(p.model_provider)) this.provider = providerOf(str(p.model_provider))
     } else if (line.type === 'turn_context') {
       this.model = str(p.model) || this.model
       this.project = str(p.cwd) || this.project
@@ -107,8 +123,7 @@ class CodexLog {
       this.calls.push({
         key: `codex:${this.thread || this.fileId}:${totalTokens >= 0 ? totalTokens : `n${this.n}`}`,
         ts,
-        provider: 'openai',
-        pricingId: 'openai',
+        ...this.provider,
         model: str(p.info.model) || this.model,
         session: this.session,
         project: this.project,
