@@ -7,6 +7,9 @@ import type { Feature } from '../server/context'
  * (null when off). The OpenTelemetry SDK (./pipeline.ts) is loaded only when export is on,
  * before the server listens.
  */
+/** How long an exit that cannot wait (a second signal) waits for the last export. */
+const EXIT_WAIT_MS = 1000
+
 export const otel: Feature = async (ctx) => {
   const o = ctx.config.otel
   if (!o.endpoint || (!o.traces && !o.metrics)) {
@@ -35,5 +38,10 @@ export const otel: Feature = async (ctx) => {
   ctx.onClose(async () => {
     stop()
     await pipeline.close()
+  })
+  // A second signal: the calls it cut and recorded go out before the exit, waiting at most 1 s.
+  ctx.onExit(async () => {
+    stop()
+    await pipeline.close(EXIT_WAIT_MS)
   })
 }

@@ -65,6 +65,12 @@ export interface ServerContext {
   /** Runs when the server stops, before the ledger is flushed and the database closed. */
   onClose(fn: () => void | Promise<void>): void
   /**
+   * Runs at an exit that cannot wait for the `onClose` functions (a second signal: `keepPending`),
+   * once the calls it cut are recorded: what must leave the process before it ends (the OTLP
+   * export's last spans and points), each bounded by its own short wait.
+   */
+  onExit(fn: () => Promise<void>): void
+  /**
    * Wraps the handling of every proxied call (the metrics' upstream timing runs it in its
    * scope); null when nothing does. Set once, at start-up.
    */

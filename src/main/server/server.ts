@@ -156,6 +156,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const router = new Router(upstreams)
   let gate: CallGate = OPEN_GATE
   const closers: (() => void | Promise<void>)[] = []
+  const exits: (() => Promise<void>)[] = []
   const observers: HeadersObserver[] = []
   const readingObservers: ReadingObserver[] = []
   const pricer = new Pricer(config.pricing.overrides, (msg) => log.warn(msg), config.pricing.google_search_grounding)
@@ -190,6 +191,9 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
     onClose: (fn) => {
       closers.push(fn)
+    },
+    onExit: (fn) => {
+      exits.push(fn)
     },
     aroundProxy: null,
     healthSections: { data_dir: () => folder, ...(storage.health ? { storage: storage.health } : {}) },
@@ -331,6 +335,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
         await proxy.drain(1_000)
       }
       await keepPending()
+      // The calls just recorded (cut, settled) are in the ledger: the OTLP export sends them too.
+      await Promise.allSettled(exits.map((fn) => fn()))
     },
     close(graceMs = 10_000) {
       closing ??= (async () => {
