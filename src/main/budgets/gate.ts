@@ -248,6 +248,7 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
           },
         ),
         reason: RATE_REASON,
+        rule: shownPattern(r.rule.api_key_pattern),
       },
     }
   }
@@ -272,6 +273,7 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
         resets_at: p.resetsAt === null ? null : new Date(p.resetsAt).toISOString(),
       }),
       reason: REFUSAL_REASON,
+      rule: shownPattern(r.rule.api_key_pattern),
     },
   }
 }

@@ -71,6 +71,11 @@ export interface CallRecord {
    * before its usage), so a stored conversation the call continued is not in them (budgets/conversations.ts).
    */
   prompt_of_body?: boolean
+  /**
+   * Never a column: the budget rule that refused the call, as shown (`sk-dev-*`, a whole key by
+   * its hint), for the metrics' `burnrate_refusals_total{rule}`; absent when no rule refused it.
+   */
+  refused_rule?: string
 }
 
 export type CallSource = 'proxy' | 'import'

@@ -57,9 +57,13 @@ export function budgetGauges(registry: Registry, engine: () => BudgetEngine | nu
   })
 }
 
-/** The rule label of a refused call: the effective rule of its key, or `none`. */
+/**
+ * The rule label of a refused call: the rule that refused it (a key's scoped rule, or the rule of
+ * another key the call carried), else (a runaway's refusal) the effective rule of its key, or `none`.
+ */
 export function refusalRule(engine: () => BudgetEngine | null): (call: CallRecord) => string {
   return (call) => {
+    if (call.refused_rule) return call.refused_rule
     const rule = engine()?.ruleFor(call.api_key_hash)
     return rule ? ruleLabel(rule) : 'none'
   }

@@ -46,6 +46,8 @@ export interface Refusal {
   body: unknown
   /** Recorded as the call's `error`. */
   reason: string
+  /** The budget rule that refused the call, as shown (its `api_key_pattern`); absent for a runaway's refusal (`CallRecord.refused_rule`). */
+  rule?: string
 }
 
 export interface Admission {

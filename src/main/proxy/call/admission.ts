@@ -38,6 +38,7 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
   res.end(text)
   s.status = r.status
   s.error = r.reason
+  s.refusedRule = r.rule
   s.admission = { settle: admission.settle }
   life.finish(s)
   return false

@@ -212,6 +212,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         if (typeof settled === 'string') call.budget_settled = settled
         if (s.ctx.rateAnnounced) call.rate_announced = true
         if (bodyOnly) call.prompt_of_body = true
+        if (s.refusedRule) call.refused_rule = s.refusedRule
         opts.ledger.record(call)
       }
     } catch {

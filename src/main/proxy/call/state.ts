@@ -26,6 +26,8 @@ export interface CallState {
   /** The status the upstream answered with (0 until it answered). */
   upstreamStatus: number
   error: string | null
+  /** The budget rule that refused it (`Refusal.rule`): the metrics' `rule` label. */
+  refusedRule?: string
   responseStarted: boolean
   streamed: boolean
   meter?: Meter

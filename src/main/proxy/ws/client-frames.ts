@@ -80,9 +80,10 @@ export class ClientFrames {
     })
   }
 
-  private refused(s: CallState, refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string }): string {
+  private refused(s: CallState, refusal: { status: number; body: unknown; headers?: Record<string, string>; reason: string; rule?: string }): string {
     s.status = refusal.status
     s.error = refusal.reason
+    s.refusedRule = refusal.rule
     this.life.finish(s)
     const steer = this.steers.unmark(s)
     if (steer) {

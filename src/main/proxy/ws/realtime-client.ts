@@ -63,9 +63,10 @@ export class RealtimeClientFrames {
     return this.refused(s, eventId, { status: 500, body, reason: 'gate_failed' })
   }
 
-  private refused(s: CallState, eventId: string | null, refusal: { status: number; body: unknown; reason: string }): string {
+  private refused(s: CallState, eventId: string | null, refusal: { status: number; body: unknown; reason: string; rule?: string }): string {
     s.status = refusal.status
     s.error = refusal.reason
+    s.refusedRule = refusal.rule
     this.life.finish(s)
     return realtimeErrorFrame(refusal.status, refusal.body, eventId)
   }

@@ -59,6 +59,7 @@ function failed(opts: WebSocketRelayOptions, s: CallState, socket: Duplex): fals
 function refused(opts: WebSocketRelayOptions, s: CallState, socket: Duplex, r: Refusal): false {
   s.status = r.status
   s.error = r.reason
+  s.refusedRule = r.rule
   opts.life.finish(s)
   answer(socket, r.status, { ...r.headers, 'content-type': 'application/json; charset=utf-8' }, Buffer.from(JSON.stringify(r.body)))
   return false
