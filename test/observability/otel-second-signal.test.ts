@@ -46,14 +46,18 @@ function spans(bodies: readonly any[]): any[] {
   return bodies.flatMap((b) => b.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)))
 }
 
-describe('a second SIGTERM with OTLP export on', () => {
-  it('exports the cut call (its span and its cost) before the process exits', async () => {
+describe('a stop with OTLP export on', () => {
+  it.each([1, 2])('after %i SIGTERM(s), exports the cut call (its span and its cost) before the process exits', async (signals) => {
+    collector.traces.length = 0
+    collector.metrics.length = 0
     const server: BuiltServer = await startBuiltServer({ timezone: 'UTC', otel: { endpoint: collector.url, interval_ms: 60_000 } }, upstream.url)
     try {
       const s = await startStream(server.url)
-      server.child.kill('SIGTERM')
-      await eventually(() => readFileSync(server.logFile, 'utf8').includes('SIGTERM: finishing calls under way'))
-      expect(await server.stop()).toBe(1)
+      if (signals === 2) {
+        server.child.kill('SIGTERM')
+        await eventually(() => readFileSync(server.logFile, 'utf8').includes('SIGTERM: finishing calls under way'))
+      }
+      expect(await server.stop()).toBe(signals === 2 ? 1 : 0)
       await s.ended
       const db = new Database(server.dbFile, { readonly: true, fileMustExist: true })
       const rows = db.prepare('SELECT status, error, cost_usd FROM calls').all() as { status: number; error: string; cost_usd: number }[]
