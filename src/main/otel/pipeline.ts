@@ -95,6 +95,8 @@ export class OtelPipeline {
   private readonly model = new BoundedLabel(200)
   private readonly agent = new BoundedLabel(50)
   private readonly tenant = new BoundedLabel(200)
+  /** The operation is the ledger's endpoint where the conventions have no name for it: a Gemini call's is the method its client names. */
+  private readonly operation = new BoundedLabel(50)
   readonly status: OtelStatus
 
   constructor(private readonly opts: OtelOptions) {
@@ -234,9 +236,9 @@ export class OtelPipeline {
     }
   }
 
-  /** A call's operation, provider and (bounded) model: every instrument's attributes. */
+  /** A call's (bounded) operation, provider and (bounded) model: every instrument's attributes. */
   private callAttributes(endpoint: string, provider: string, model: string): Attributes {
-    return { [GEN_AI.operation]: operationName(endpoint), [GEN_AI.provider]: providerName(provider), [GEN_AI.requestModel]: this.model.value(model) }
+    return { [GEN_AI.operation]: this.operation.value(operationName(endpoint)), [GEN_AI.provider]: providerName(provider), [GEN_AI.requestModel]: this.model.value(model) }
   }
 
   /** What a call's cost is counted under (and every later move of it): with its agent, tenant and billing (plan value is not spend). */
