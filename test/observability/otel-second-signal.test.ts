@@ -6,6 +6,8 @@ import { fixture, sseChunks } from '../support/fixtures'
 import { eventually } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type BuiltServer, startBuiltServer } from '../load/harness'
+import { OtelPipeline } from '../../src/main/otel/pipeline'
+import { makeCall } from '../dashboard/seed'
 import { otlpSum, startCollector } from './support'
 
 /**
@@ -74,5 +76,18 @@ describe('a stop with OTLP export on', () => {
     } finally {
       await server.dispose()
     }
+  })
+})
+
+describe("the OTLP pipeline's close, asked again while it closes", () => {
+  it("waits for the first close's last export (a second signal during a stop's own close)", async () => {
+    collector.metrics.length = 0
+    const p = new OtelPipeline({ endpoint: collector.url, headers: {}, intervalMs: 60_000, timeoutMs: 5000, maxQueue: 100, traces: false, metrics: true, version: 'test' })
+    p.observe(makeCall({ model: 'gpt-4o-mini', cost_usd: 0.25 }))
+    const first = p.close()
+    await p.close(1000)
+    // The exit would come now: the points must have reached the collector.
+    expect(otlpSum(collector.metrics, 'gen_ai.usage.cost', { 'gen_ai.request.model': 'gpt-4o-mini' })).toBe(0.25)
+    await first
   })
 })

@@ -325,9 +325,21 @@ export class OtelPipeline {
     }
   }
 
-  /** Exports what is left (waiting at most `waitMs`), then stops. */
-  async close(waitMs = 2000): Promise<void> {
+  /**
+   * Exports what is left (waiting at most `waitMs`), then stops. Called again while it closes (a
+   * second signal during a stop's own close), it takes what was recorded since and waits for the
+   * same close: a second shutdown of the SDK's providers returns at once, before their last export.
+   */
+  close(waitMs = 2000): Promise<void> {
     clearInterval(this.timer)
+    if (this.closing) this.tick()
+    this.closing ??= this.shutdown(waitMs)
+    return this.closing
+  }
+
+  private closing: Promise<void> | null = null
+
+  private async shutdown(waitMs: number): Promise<void> {
     this.tick()
     const deadline = Date.now() + waitMs
     while ((this.exporting || this.backlog.length > 0) && Date.now() < deadline) {
