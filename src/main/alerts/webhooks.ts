@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
 import type { Egress } from '../http/egress'
@@ -82,6 +83,12 @@ export class WebhookSender {
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
   private readonly cut = new AbortController()
+  /**
+   * The async context the sender was made in (start-up): a delivery runs in it, not in that of the
+   * proxied call whose cost crossed a threshold, so its POST is not timed as the call's request
+   * upstream (../metrics/upstream.ts), nor are its retries.
+   */
+  private readonly outside = new AsyncResource('burnrate.webhooks')
 
   constructor(
     private readonly targets: readonly WebhookTarget[],
@@ -115,7 +122,7 @@ export class WebhookSender {
       this.log.push(d)
       if (this.log.length > LOG_SIZE) this.log.splice(0, this.log.length - LOG_SIZE)
       const body = JSON.stringify(t.format === 'slack' ? slackBody(payload) : payload)
-      first.push(this.attempt(t.url, body, d))
+      first.push(this.outside.runInAsyncScope(() => this.attempt(t.url, body, d)))
       return d
     })
     return { deliveries, firstAttempts: Promise.allSettled(first) }

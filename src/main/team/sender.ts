@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks'
 import type Database from 'better-sqlite3'
 import type { IngestCall, TeamHealth } from '../../shared/api'
 import type { Egress } from '../http/egress'
@@ -57,6 +58,12 @@ export class TeamSender {
   private size: number
   private lastSentAt: number | null = null
   private lastError: string | null = null
+  /**
+   * The async context the sender was made in (start-up): a send woken by a call's recording is
+   * timed from it, not from that proxied call's context, so its POST is not timed as the call's
+   * request upstream (../metrics/upstream.ts).
+   */
+  private readonly outside = new AsyncResource('burnrate.team')
 
   constructor(private readonly opts: SenderOptions) {
     const base = bareUrl(opts.url)
@@ -77,7 +84,7 @@ export class TeamSender {
   wake(): void {
     if (this.stopped || this.retryAt !== null) return
     if (this.running) this.again = true
-    else this.schedule(WAKE_DELAY_MS, true)
+    else this.outside.runInAsyncScope(() => this.schedule(WAKE_DELAY_MS, true))
   }
 
   /** Runs a send in `ms`; with `sooner`, only if that is earlier than the one already planned. */
