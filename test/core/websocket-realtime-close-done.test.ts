@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually } from '../support/http'
-import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { keyRowsAtLeast, openSocket, rowsOfKey, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * A Realtime API response under way when the client closes the socket (README: WebSockets): the
@@ -41,8 +38,6 @@ const done = (id: string) =>
 /** gpt-realtime: text in $4/M, cached $0.40/M, text out $16/M, audio out $64/M. */
 const DONE_COST = (300 * 4 + 200 * 0.4 + 40 * 16 + 80 * 64) / 1e6
 
-let up: WsUpstream
-let t: TestServer
 /** The upstream's side of each socket once its response has begun: it reads nothing more until told to. */
 let held: ((h: Held) => void) | null = null
 interface Held {
@@ -51,8 +46,8 @@ interface Held {
   closed: Promise<void>
 }
 
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       ws.send(GA[0])
       const closed = new Promise<void>((r) => ws.on('close', () => r()))
@@ -68,39 +63,23 @@ beforeAll(async () => {
         held?.({ send: (frame) => ws.send(frame), raw, closed })
       })
     },
-  })
-  t = await startTestServer({ upstream: { connect_timeout_ms: 1_000 } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { upstream: { connect_timeout_ms: 1_000 } },
+)
 
 /** A socket whose response has begun, then closed by the client; resolves once the upstream holds the close frame unread. */
 async function closedMidResponse(key: string, eventId: string): Promise<Held> {
   const upstreamHeld = new Promise<Held>((r) => (held = r))
-  const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${key}` } })
-  const frames: any[] = []
-  ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)))
-  await new Promise<void>((resolve, reject) => {
-    ws.on('open', () => resolve())
-    ws.on('error', reject)
-  })
+  const { ws, frames, closed } = await openSocket(s.t, '/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${key}` } })
   await eventually(() => frames.some((f) => f.type === 'session.created'), 10_000)
   ws.send(JSON.stringify({ type: 'response.create', event_id: eventId }))
   const upstream = await upstreamHeld
   await eventually(() => frames.some((f) => f.type === 'response.output_audio.delta'), 10_000)
   ws.close(1000)
-  expect(await closed).toBe(1000)
+  expect((await closed).code).toBe(1000)
   // The relay's close frame has reached the upstream (unread): the client's close has been seen.
   await eventually(() => upstream.raw.readableLength > 0, 10_000)
   return upstream
-}
-
-const rowsOf = (key: string) => {
-  t.server.ledger.flush()
-  return ledgerRows(t.dbFile).filter((r: any) => r.api_key_hash === hashKey(key))
 }
 
 describe('a Realtime API response the client closed the socket on', () => {
@@ -110,33 +89,27 @@ describe('a Realtime API response the client closed the socket on', () => {
     upstream.send(done('resp_evt_a'))
     upstream.raw.resume()
     await upstream.closed
-    const [row] = (await eventually(() => {
-      const r = rowsOf(key)
-      return r.length > 0 ? r : undefined
-    }, 10_000)) as any[]
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     expect(row).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 499, error: 'client_aborted', estimated: 0, priced: 1, input_tokens: 500, cache_read_tokens: 200, output_tokens: 120 })
     expect(row.cost_usd).toBeCloseTo(DONE_COST, 15)
-    expect(rowsOf(key)).toHaveLength(1)
-    expect(t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(DONE_COST, 15)
+    expect(rowsOfKey(s.t, key)).toHaveLength(1)
+    expect(s.t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(DONE_COST, 15)
     // No call of the socket's is left under way.
-    expect(await t.server.proxy.drain(5_000)).toBe(true)
+    expect(await s.t.server.proxy.drain(5_000)).toBe(true)
   })
 
   it('without a response.done, keeps the estimate: recorded once, after upstream.connect_timeout_ms if the upstream never answers the close', async () => {
     const key = 'sk-test-rt-close-done-0002'
     const upstream = await closedMidResponse(key, 'evt_b')
     // The upstream stays silent: the hold ends on its own.
-    const [row] = (await eventually(() => {
-      const r = rowsOf(key)
-      return r.length > 0 ? r : undefined
-    }, 10_000)) as any[]
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     expect(row).toMatchObject({ endpoint: 'realtime', model: 'gpt-realtime', status: 499, error: 'client_aborted', estimated: 1 })
     // A response.done later still (past the hold) is not a second record.
     upstream.send(done('resp_evt_b'))
     upstream.raw.resume()
     await upstream.closed
-    expect(rowsOf(key)).toHaveLength(1)
-    expect(t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(row.cost_usd, 15)
-    expect(await t.server.proxy.drain(5_000)).toBe(true)
+    expect(rowsOfKey(s.t, key)).toHaveLength(1)
+    expect(s.t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(row.cost_usd, 15)
+    expect(await s.t.server.proxy.drain(5_000)).toBe(true)
   })
 })

@@ -1,10 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
-import { hashKey } from '../../src/main/proxy/attribution'
-import { eventually } from '../support/http'
-import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { describe, expect, it } from 'vitest'
+import { keyRowsAtLeast, openSocket, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * A Realtime API `response.done` that carries no `usage` (README: the Realtime API): OpenAI bills
@@ -13,43 +8,17 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * frame lists (passed upstream unread, as any client frame but `response.create`).
  */
 
-let up: WsUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  up = await startWsUpstream({
-    onConnection: (ws) => {
-      ws.on('message', (data) => {
-        const text = String(data)
-        if (!text.startsWith('{"type":"test.play"')) return
-        for (const e of JSON.parse(text).events) ws.send(JSON.stringify(e))
-      })
-    },
-  })
-  t = await startTestServer({}, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
+const s = serverOverWsUpstream({
+  onConnection: (ws) => {
+    ws.on('message', (data) => {
+      const text = String(data)
+      if (!text.startsWith('{"type":"test.play"')) return
+      for (const e of JSON.parse(text).events) ws.send(JSON.stringify(e))
+    })
+  },
 })
 
-async function open(key: string): Promise<{ ws: WebSocket; frames: any[] }> {
-  const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${key}` } })
-  const frames: any[] = []
-  ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-  await new Promise<void>((resolve, reject) => {
-    ws.on('open', () => resolve())
-    ws.on('error', reject)
-  })
-  return { ws, frames }
-}
-
-const rowsOf = (key: string, n: number) =>
-  eventually(() => {
-    t.server.ledger.flush()
-    const r = ledgerRows(t.dbFile).filter((x: any) => x.api_key_hash === hashKey(key))
-    return r.length >= n ? r : undefined
-  }, 10_000) as Promise<any[]>
+const open = (key: string) => openSocket(s.t, '/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${key}` } })
 
 const usage = (input: number, output: number) => ({
   total_tokens: input + output,
@@ -77,7 +46,7 @@ describe('a Realtime API response.done without usage', () => {
         done('resp_2', 'completed', null, [message({ type: 'output_audio', transcript: ANSWER })]),
       ),
     )
-    const [first, second] = await rowsOf(key, 2)
+    const [first, second] = await keyRowsAtLeast(s.t, key, 2)
     c.ws.close()
     expect(first).toMatchObject({ response_id: 'resp_1', status: 200, input_tokens: 1000, output_tokens: 100, estimated: 0 })
     // The conversation after resp_1: its prompt and its output, read again.
@@ -92,7 +61,7 @@ describe('a Realtime API response.done without usage', () => {
     const c = await open(key)
     const call = { id: 'item_2', object: 'realtime.item', type: 'function_call', status: 'completed', name: 'get_weather', call_id: 'call_1', arguments: JSON.stringify({ city: 'Oslo', days: 3, units: 'metric', detail: ANSWER }) }
     c.ws.send(play(done('resp_3', 'completed', undefined, [call])))
-    const [row] = await rowsOf(key, 1)
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     c.ws.close()
     expect(row).toMatchObject({ response_id: 'resp_3', status: 200, estimated: 1 })
     expect(row.output_tokens).toBeGreaterThan(10)
@@ -103,7 +72,7 @@ describe('a Realtime API response.done without usage', () => {
     const key = 'sk-test-rt-nousage-0003'
     const c = await open(key)
     c.ws.send(play(done('resp_4', 'failed', null, [], { status_details: { type: 'failed', error: { type: 'invalid_request_error', code: 'insufficient_quota' } } })))
-    const [row] = await rowsOf(key, 1)
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     c.ws.close()
     expect(row).toMatchObject({ response_id: 'resp_4', status: 200, error: 'insufficient_quota', cost_usd: 0, estimated: 0 })
   })

@@ -1,9 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { openSocket, rowsAfterAtLeast, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * A Realtime API socket whose upstream plays the events the client asks it for (a `test.play`
@@ -11,13 +10,11 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * by each test.
  */
 
-let up: WsUpstream
-let t: TestServer
 /** Each upstream socket's upgrade request headers and the frames it got. */
 const seen: { headers: Record<string, any>; frames: Buffer[] }[] = []
 
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws, req) => {
       const me = { headers: req.headers, frames: [] as Buffer[] }
       seen.push(me)
@@ -38,76 +35,61 @@ beforeAll(async () => {
         for (const e of JSON.parse(text).events) ws.send(typeof e === 'string' ? e : JSON.stringify(e))
       })
     },
-  })
-  t = await startTestServer({ budgets: { rules: [
-          { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
-          { api_key_pattern: 'sk-rpm-*', requests_per_minute: 1, action: 'block' },
-        ] } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  {
+    budgets: {
+      rules: [
+        { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
+        { api_key_pattern: 'sk-rpm-*', requests_per_minute: 1, action: 'block' },
+      ],
+    },
+  },
+)
 
-function open(query: string, headers: Record<string, string>, protocols: string[] = []): Promise<{ ws: WebSocket; frames: any[] }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?${query}`, protocols, { headers })
-    const frames: any[] = []
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-    ws.on('open', () => resolve({ ws, frames }))
-    ws.on('unexpected-response', (_q, res) => reject(new Error(`status ${res.statusCode}`)))
-    ws.on('error', reject)
-  })
-}
-
-const rowsAfter = (before: number, n: number) =>
-  eventually(() => {
-    const r = ledgerRows(t.dbFile).slice(before)
-    return r.length >= n ? r : undefined
-  }, 10_000) as Promise<any[]>
+const open = (query: string, headers: Record<string, string>, protocols: string[] = []) => openSocket(s.t, `/v1/realtime?${query}`, { headers, protocols })
 
 describe('a Realtime API socket (review)', () => {
   it('a key blocked at $0 offered as a subprotocol beside a decoy Authorization is refused the socket: both keys go upstream', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const sockets = seen.length
     await expect(
       open('model=gpt-realtime', { authorization: 'Bearer sk-test-decoy-0001' }, ['realtime', 'openai-insecure-api-key.sk-blocked-hidden-0002']),
     ).rejects.toThrow(/429/)
     expect(seen.length).toBe(sockets)
     // Recorded under the key OpenAI bills (the bearer token), the offered one never in a row.
-    const [row] = (await rowsAfter(before, 1)).slice(-1)
+    const [row] = (await rowsAfterAtLeast(s.t, before, 1)).slice(-1)
     expect(row).toMatchObject({ endpoint: 'realtime', status: 429, cost_usd: 0, key_hint: expect.stringContaining('0001') })
-    expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('sk-blocked-hidden')
+    expect(JSON.stringify(ledgerRows(s.t.dbFile))).not.toContain('sk-blocked-hidden')
   })
 
   it('a key blocked at $0 offered as a second subprotocol key, after another one, is refused the socket: every offered key goes upstream', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const sockets = seen.length
     await expect(open('model=gpt-realtime', {}, ['realtime', 'openai-insecure-api-key.sk-test-first-0010', 'openai-insecure-api-key.sk-blocked-second-0011'])).rejects.toThrow(/429/)
     expect(seen.length).toBe(sockets)
     // Recorded under the first offered key (the one the socket's calls are recorded under).
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfterAtLeast(s.t, before, 1)
     expect(row).toMatchObject({ endpoint: 'realtime', status: 429, key_hint: expect.stringContaining('0010') })
   })
 
   it("the upgrade of a socket carrying two keys counts no request for either: under the second key's requests_per_minute 1 its first response.create goes through", async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-test-twokeys-0008', 'x-api-key': 'sk-rpm-twokeys-0009' })
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfterAtLeast(s.t, before, 1)
     c.ws.close()
     expect(row).toMatchObject({ endpoint: 'realtime', status: 200, input_tokens: 1000, key_hint: expect.stringContaining('0008') })
   })
 
   it("on an open socket, each response.create is checked for the offered key too: the decoy bearer token's socket is refused its second response under the offered key's per-minute limit", async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-test-decoy-0006' }, ['realtime', 'openai-insecure-api-key.sk-rpm-offered-0007'])
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
     await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_2' }))
     await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
     expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'rate_limited', event_id: 'evt_2' } })
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfterAtLeast(s.t, before, 2)
     c.ws.close()
     expect(rows.map((r) => [r.status, r.key_hint])).toEqual([
       [200, expect.stringContaining('0006')],
@@ -116,7 +98,7 @@ describe('a Realtime API socket (review)', () => {
   })
 
   it('out-of-band responses interleaved with the conversation\'s, one cancelled, one failed: each recorded once at its own usage, cached split per modality', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('model=gpt-realtime', { authorization: 'Bearer sk-test-oob-0003' })
     const usage = (inText: number, inAudio: number, inImage: number, cText: number, cAudio: number, cImage: number, outText: number, outAudio: number) => ({
       total_tokens: inText + inAudio + inImage + outText + outAudio,
@@ -142,7 +124,7 @@ describe('a Realtime API socket (review)', () => {
         ],
       }),
     )
-    const rows = await rowsAfter(before, 3)
+    const rows = await rowsAfterAtLeast(s.t, before, 3)
     c.ws.close()
     expect(rows).toHaveLength(3)
     const byId = Object.fromEntries(rows.map((r) => [r.response_id, r]))
@@ -156,7 +138,7 @@ describe('a Realtime API socket (review)', () => {
   })
 
   it('a response.create whose type is written with a JSON escape (response\\u002ecreate) is gated as any: over the per-minute limit it is refused, not sent', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('model=gpt-realtime&answer=1', { authorization: 'Bearer sk-rpm-escape-0004' })
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_1' }))
     await eventually(() => c.frames.some((f) => f.type === 'response.done'), 10_000)
@@ -165,14 +147,14 @@ describe('a Realtime API socket (review)', () => {
     c.ws.send('{"type":"response\\u002ecreate","event_id":"evt_2"}')
     await eventually(() => c.frames.some((f) => f.type === 'error'), 10_000)
     expect(c.frames.find((f) => f.type === 'error')).toMatchObject({ status: 429, error: { type: 'rate_limited', event_id: 'evt_2' } })
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfterAtLeast(s.t, before, 2)
     expect(rows.map((r) => r.status)).toEqual([200, 429])
     expect(up1.frames.map((f) => JSON.parse(String(f)).event_id)).toEqual(['evt_1'])
     c.ws.close()
   })
 
   it('big audio frames, binary frames and frames that only look billed pass both ways unchanged, and the socket goes on', async () => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime&echo=1`, { headers: { authorization: 'Bearer sk-test-echo-0005' } })
+    const ws = new WebSocket(`${s.t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime&echo=1`, { headers: { authorization: 'Bearer sk-test-echo-0005' } })
     const got: { data: Buffer; binary: boolean }[] = []
     ws.on('message', (d, binary) => got.push({ data: d as Buffer, binary }))
     await new Promise<void>((resolve, reject) => {
@@ -194,6 +176,6 @@ describe('a Realtime API socket (review)', () => {
     for (let i = 0; i < sent.length; i++) expect(got[i].data.equals(sent[i].data)).toBe(true)
     expect(ws.readyState).toBe(WebSocket.OPEN)
     ws.close()
-    await eventually(() => t.server.proxy.active === 0, 10_000)
+    await eventually(() => s.t.server.proxy.active === 0, 10_000)
   })
 })

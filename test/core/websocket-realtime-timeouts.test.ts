@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { openSocket, rowsAfter, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * The upstream's silence on a Realtime API socket (README: WebSockets), timed as on a Responses
@@ -17,11 +15,8 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 const GA = readFileSync(join(__dirname, '../fixtures/openai-realtime/ga-server-vad-turn.jsonl'), 'utf8').trim().split('\n')
 
-let up: WsUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       ws.send(GA[0])
       ws.on('message', (data) => {
@@ -32,45 +27,26 @@ beforeAll(async () => {
         if (f.type === 'response.create' && f.event_id?.startsWith('evt_stall')) ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_S1', response: { object: 'realtime.response', id: 'resp_stall', status: 'in_progress', output: [], usage: null } }))
       })
     },
-  })
-  t = await startTestServer({ upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } },
+)
 
-function open(key: string): Promise<{ ws: WebSocket; frames: any[]; closed: Promise<{ code: number; reason: string }> }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${key}` } })
-    const frames: any[] = []
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: String(reason) })))
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-    ws.on('open', () => resolve({ ws, frames, closed }))
-    ws.on('error', reject)
-  })
-}
-
-const rowsAfter = (before: number, n: number) =>
-  eventually(() => {
-    const r = ledgerRows(t.dbFile).slice(before)
-    return r.length === n ? r : undefined
-  }, 10_000) as Promise<any[]>
+const open = (key: string) => openSocket(s.t, '/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${key}` } })
 
 describe('an upstream silent on a Realtime API socket', () => {
   it('within a response, past idle_timeout_ms: 504 upstream_stalled, estimated from the conversation so far; the client closed 1014', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-rt-timeout-0001')
     c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'AAAA' }))
-    await rowsAfter(before, 2)
+    await rowsAfter(s.t, before, 2)
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_stall' }))
     expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
-    const [stalled] = (await rowsAfter(before, 3)).slice(2)
+    const [stalled] = (await rowsAfter(s.t, before, 3)).slice(2)
     expect(stalled).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_stalled', estimated: 1, input_tokens: 253, cache_read_tokens: 64 })
   })
 
   it('within a response, while the microphone keeps streaming: the client\'s frames do not keep a stalled response alive', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-rt-timeout-0003')
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_stall_mic' }))
     await eventually(() => c.frames.some((f) => f.type === 'response.created'), 10_000)
@@ -86,16 +62,16 @@ describe('an upstream silent on a Realtime API socket', () => {
     }
     expect(live).toBe(false)
     expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_stalled', estimated: 1 })
   })
 
   it('a response.create unanswered past first_byte_timeout_ms: 504 upstream_timeout at $0', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-rt-timeout-0002')
     c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_silent' }))
     expect(await c.closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ endpoint: 'realtime', status: 504, error: 'upstream_timeout', cost_usd: 0 })
   })
 })
