@@ -1,12 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually } from '../support/http'
-import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { LIVE_PATH, keyRowsAtLeast, openSocket, rowsOfKey, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * A Gemini Live API turn under way when the client closes the socket (README: WebSockets): the
@@ -21,8 +18,6 @@ const AUDIO = readFileSync(join(__dirname, '../fixtures/gemini-live/native-audio
 const END = AUDIO[6]
 const END_COST = (301 * 0.5 + 72 * 3 + 23 * 12) / 1e6
 
-let up: WsUpstream
-let t: TestServer
 interface Held {
   send: (frame: string) => void
   raw: any
@@ -30,8 +25,8 @@ interface Held {
 }
 let held: ((h: Held) => void) | null = null
 
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       const closed = new Promise<void>((r) => ws.on('close', () => r()))
       ws.on('message', (data) => {
@@ -48,44 +43,23 @@ beforeAll(async () => {
         held?.({ send: (frame) => ws.send(Buffer.from(frame), { binary: true }), raw, closed })
       })
     },
-  })
-  t = await startTestServer({ upstream: { connect_timeout_ms: 1_000 } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { upstream: { connect_timeout_ms: 1_000 } },
+)
 
 async function closedMidTurn(key: string, speech = 'AAAA'): Promise<Held> {
   const upstreamHeld = new Promise<Held>((r) => (held = r))
-  const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=${key}`)
-  const frames: any[] = []
-  ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-  const closed = new Promise<number>((r) => ws.on('close', (code) => r(code)))
-  await new Promise<void>((resolve, reject) => {
-    ws.on('open', () => resolve())
-    ws.on('error', reject)
-  })
+  const { ws, frames, closed } = await openSocket(s.t, `${LIVE_PATH}?key=${key}`)
   ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
   ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: speech } } }))
   const upstream = await upstreamHeld
   await eventually(() => frames.some((f) => f.serverContent?.modelTurn) && (speech !== 'STOP' || frames.some((f) => f.serverContent?.interrupted)), 10_000)
   ws.close(1000)
-  expect(await closed).toBe(1000)
+  expect((await closed).code).toBe(1000)
   // The relay's close frame has reached the upstream (unread): the client's close has been seen.
   await eventually(() => upstream.raw.readableLength > 0, 10_000)
   return upstream
 }
-
-const rowsOf = (key: string) => {
-  t.server.ledger.flush()
-  return ledgerRows(t.dbFile).filter((r: any) => r.api_key_hash === hashKey(key))
-}
-const firstRow = (key: string) =>
-  eventually(() => {
-    const r = rowsOf(key)
-    return r.length > 0 ? r[0] : undefined
-  }, 10_000) as Promise<any>
 
 describe('a Gemini Live API turn the client closed the socket on', () => {
   it('is recorded with the usage the upstream sends before it answers the close: once, 499, its cost in the budgets', async () => {
@@ -94,25 +68,25 @@ describe('a Gemini Live API turn the client closed the socket on', () => {
     upstream.send(END)
     upstream.raw.resume()
     await upstream.closed
-    const row = await firstRow(key)
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 499, error: 'client_aborted', estimated: 0, priced: 1, input_tokens: 373, output_tokens: 23 })
     expect(row.cost_usd).toBeCloseTo(END_COST, 15)
-    expect(rowsOf(key)).toHaveLength(1)
-    expect(t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(END_COST, 15)
-    expect(await t.server.proxy.drain(5_000)).toBe(true)
+    expect(rowsOfKey(s.t, key)).toHaveLength(1)
+    expect(s.t.server.ledger.spend.key(hashKey(key)).day).toBeCloseTo(END_COST, 15)
+    expect(await s.t.server.proxy.drain(5_000)).toBe(true)
   })
 
   it('without its usage, is recorded cut, once, after upstream.connect_timeout_ms if the upstream never answers the close', async () => {
     const key = 'AIza-test-live-close-usage-0002'
     const upstream = await closedMidTurn(key)
-    const row = await firstRow(key)
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 499, error: 'client_aborted', estimated: 1 })
     // Its end later still (past the hold) is not a second record.
     upstream.send(END)
     upstream.raw.resume()
     await upstream.closed
-    expect(rowsOf(key)).toHaveLength(1)
-    expect(await t.server.proxy.drain(5_000)).toBe(true)
+    expect(rowsOfKey(s.t, key)).toHaveLength(1)
+    expect(await s.t.server.proxy.drain(5_000)).toBe(true)
   })
   it('interrupted before the close, is recorded with the turnComplete and usage that follow: once, 200 as the server ended it', async () => {
     const key = 'AIza-test-live-close-usage-0003'
@@ -120,10 +94,10 @@ describe('a Gemini Live API turn the client closed the socket on', () => {
     upstream.send(END)
     upstream.raw.resume()
     await upstream.closed
-    const row = await firstRow(key)
+    const [row] = await keyRowsAtLeast(s.t, key, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 200, estimated: 0, input_tokens: 373, output_tokens: 23 })
     expect(row.cost_usd).toBeCloseTo(END_COST, 15)
-    expect(rowsOf(key)).toHaveLength(1)
-    expect(await t.server.proxy.drain(5_000)).toBe(true)
+    expect(rowsOfKey(s.t, key)).toHaveLength(1)
+    expect(await s.t.server.proxy.drain(5_000)).toBe(true)
   })
 })

@@ -1,11 +1,9 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { LIVE_PATH, openSocket, rowsAfter, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * The upstream's silence on a Gemini Live API socket (README: WebSockets), timed as on a Realtime
@@ -15,11 +13,8 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 const AUDIO = readFileSync(join(__dirname, '../fixtures/gemini-live/native-audio-turns.jsonl'), 'utf8').trim().split('\n')
 
-let up: WsUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       ws.on('message', (data) => {
         const f = JSON.parse(String(data))
@@ -31,49 +26,26 @@ beforeAll(async () => {
         if (f.toolResponse) for (const m of AUDIO.slice(4, 7)) ws.send(Buffer.from(m), { binary: true })
       })
     },
-  })
-  t = await startTestServer({ upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { upstream: { first_byte_timeout_ms: 1000, idle_timeout_ms: 1000 } },
+)
 
 describe('an upstream silent on a Gemini Live API socket', () => {
   it('within a turn, past idle_timeout_ms: 504 upstream_stalled, estimated; the client closed 1014', async () => {
-    const before = ledgerRows(t.dbFile).length
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0001`)
-    const closed = new Promise<{ code: number; reason: string }>((r) => ws.on('close', (code, reason) => r({ code, reason: String(reason) })))
-    await new Promise<void>((resolve, reject) => {
-      ws.on('open', () => resolve())
-      ws.on('error', reject)
-    })
+    const before = ledgerRows(s.t.dbFile).length
+    const { ws, closed } = await openSocket(s.t, `${LIVE_PATH}?key=AIza-test-live-timeout-0001`)
     ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
     ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
     expect(await closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
-    const [row] = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before)
-      return r.length === 1 ? r : undefined
-    }, 10_000)) as any[]
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 504, error: 'upstream_stalled', estimated: 1 })
   })
 
   it('within a turn, while the microphone keeps streaming: the client\'s audio does not keep a stalled turn alive', async () => {
-    const before = ledgerRows(t.dbFile).length
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0003`)
-    const frames: any[] = []
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    const before = ledgerRows(s.t.dbFile).length
+    const { ws, frames, closed } = await openSocket(s.t, `${LIVE_PATH}?key=AIza-test-live-timeout-0003`)
     let open = true
-    const closed = new Promise<{ code: number; reason: string }>((r) =>
-      ws.on('close', (code, reason) => {
-        open = false
-        r({ code, reason: String(reason) })
-      }),
-    )
-    await new Promise<void>((resolve, reject) => {
-      ws.on('open', () => resolve())
-      ws.on('error', reject)
-    })
+    void closed.then(() => (open = false))
     ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
     ws.send(JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data: 'AAAA' } } }))
     await eventually(() => frames.some((f) => f.serverContent), 10_000)
@@ -87,24 +59,15 @@ describe('an upstream silent on a Gemini Live API socket', () => {
     }
     expect(open).toBe(false)
     expect(await closed).toEqual({ code: 1014, reason: 'the provider stopped answering' })
-    const [row] = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before)
-      return r.length === 1 ? r : undefined
-    }, 10_000)) as any[]
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 504, error: 'upstream_stalled', estimated: 1 })
   })
 
   it('a tool call the client takes longer than idle_timeout_ms to answer is the client\'s silence, not a stall', async () => {
-    const before = ledgerRows(t.dbFile).length
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent?key=AIza-test-live-timeout-0002`)
-    const frames: any[] = []
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
+    const before = ledgerRows(s.t.dbFile).length
+    const { ws, frames, closed } = await openSocket(s.t, `${LIVE_PATH}?key=AIza-test-live-timeout-0002`)
     let closedWith = 0
-    ws.on('close', (code) => (closedWith = code))
-    await new Promise<void>((resolve, reject) => {
-      ws.on('open', () => resolve())
-      ws.on('error', reject)
-    })
+    void closed.then(({ code }) => (closedWith = code))
     ws.send(JSON.stringify({ setup: { model: 'models/gemini-2.5-flash-native-audio-preview-09-2025' } }))
     ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Look it up' }] }], turnComplete: true } }))
     await eventually(() => frames.some((f) => f.toolCall), 10_000)
@@ -112,10 +75,7 @@ describe('an upstream silent on a Gemini Live API socket', () => {
     await new Promise((r) => setTimeout(r, 2500))
     expect(closedWith).toBe(0)
     ws.send(JSON.stringify({ toolResponse: { functionResponses: [{ id: 'call-1', name: 'lookup', response: { output: 'sunny' } }] } }))
-    const [row] = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before)
-      return r.length === 1 ? r : undefined
-    }, 10_000)) as any[]
+    const [row] = await rowsAfter(s.t, before, 1)
     ws.close()
     expect(row).toMatchObject({ endpoint: 'live', status: 200, input_tokens: 373, output_tokens: 23, estimated: 0 })
   })

@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
-import { hashKey } from '../../src/main/proxy/attribution'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
-import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { type ClientSocket, LIVE_PATH, openSocket, rowsOfKey, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * How a Gemini Live API socket's server messages split into calls (README: WebSockets): a
@@ -13,44 +9,28 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * client's `play` frame lists (passed upstream unread, as any client frame after the setup).
  */
 
-let up: WsUpstream
-let t: TestServer
 /** Each upstream socket's close, by the key in its URL. */
 const closed = new Map<string, Promise<void>>()
 
-beforeAll(async () => {
-  up = await startWsUpstream({
-    onConnection: (ws, req) => {
-      const key = new URL(req.url ?? '', 'http://x').searchParams.get('key') ?? ''
-      closed.set(key, new Promise((r) => ws.on('close', () => r())))
-      ws.on('message', (data) => {
-        const f = JSON.parse(String(data))
-        if (f.setup) ws.send(Buffer.from(JSON.stringify({ setupComplete: {} })), { binary: true })
-        for (const m of f.play ?? []) ws.send(Buffer.from(JSON.stringify(m)), { binary: true })
-      })
-    },
-  })
-  t = await startTestServer({}, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
+const s = serverOverWsUpstream({
+  onConnection: (ws, req) => {
+    const key = new URL(req.url ?? '', 'http://x').searchParams.get('key') ?? ''
+    closed.set(key, new Promise((r) => ws.on('close', () => r())))
+    ws.on('message', (data) => {
+      const f = JSON.parse(String(data))
+      if (f.setup) ws.send(Buffer.from(JSON.stringify({ setupComplete: {} })), { binary: true })
+      for (const m of f.play ?? []) ws.send(Buffer.from(JSON.stringify(m)), { binary: true })
+    })
+  },
 })
 
-const PATH = '/gemini/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent'
 const MODEL = 'models/gemini-2.5-flash-native-audio-preview-09-2025'
 
-async function open(key: string): Promise<{ ws: WebSocket; frames: any[] }> {
-  const ws = new WebSocket(`${t.url.replace('http', 'ws')}${PATH}?key=${key}`)
-  const frames: any[] = []
-  ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-  await new Promise<void>((resolve, reject) => {
-    ws.on('open', () => resolve())
-    ws.on('error', reject)
-  })
-  ws.send(JSON.stringify({ setup: { model: MODEL } }))
-  await eventually(() => frames.some((f) => f.setupComplete), 10_000)
-  return { ws, frames }
+async function open(key: string): Promise<ClientSocket> {
+  const c = await openSocket(s.t, `${LIVE_PATH}?key=${key}`)
+  c.ws.send(JSON.stringify({ setup: { model: MODEL } }))
+  await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
+  return c
 }
 
 const usage = (prompt: number, response: number) => ({
@@ -63,16 +43,12 @@ const usage = (prompt: number, response: number) => ({
 const audioOut = { serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: 'audio/pcm;rate=24000', data: 'AAAA' } }] } } }
 const play = (...messages: unknown[]) => JSON.stringify({ play: messages })
 
-const rowsOf = (key: string) => {
-  t.server.ledger.flush()
-  return ledgerRows(t.dbFile).filter((r: any) => r.api_key_hash === hashKey(key))
-}
 /** The client closes; once the upstream has its close and every call is recorded, the key's rows. */
-async function closeAndRead(c: { ws: WebSocket }, key: string): Promise<any[]> {
+async function closeAndRead(c: ClientSocket, key: string): Promise<any[]> {
   c.ws.close(1000)
   await closed.get(key)
-  expect(await t.server.proxy.drain(5_000)).toBe(true)
-  return rowsOf(key)
+  expect(await s.t.server.proxy.drain(5_000)).toBe(true)
+  return rowsOfKey(s.t, key)
 }
 /** gemini-live-2.5-flash: text $0.50/M in, audio $12/M out. */
 const cost = (prompt: number, response: number) => (prompt * 0.5 + response * 12) / 1e6

@@ -1,11 +1,10 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { openSocket, rowsAfter, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * Gemini's Live API over Burnrate's WebSocket relay (README: WebSockets): each turn, ended by the
@@ -20,14 +19,13 @@ const VIDEO = messages('text-video-turn.jsonl')
 
 const seen: { url: string; frames: any[] }[] = []
 const logged: string[] = []
-let up: WsUpstream
-let t: TestServer
 
 const V1BETA = '/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent'
 const CONSTRAINED = '/ws/google.ai.generativelanguage.v1alpha.GenerativeService.BidiGenerateContentConstrained'
 
-beforeAll(async () => {
-  up = await startWsUpstream({
+const log = { debug: (m: string) => logged.push(m), info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) }
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws, req) => {
       const me = { url: req.url ?? '', frames: [] as any[] }
       seen.push(me)
@@ -62,45 +60,27 @@ beforeAll(async () => {
         if (f.realtimeInput?.audio?.data === 'HANG') ws.send(Buffer.from(AUDIO[2]), { binary: true })
       })
     },
-  })
-  const log = { debug: (m: string) => logged.push(m), info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error: (m: string) => logged.push(m) }
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'AIza-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url, undefined, { log })
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { budgets: { rules: [{ api_key_pattern: 'AIza-blocked-*', daily_limit_usd: 0, action: 'block' }] } },
+  { log },
+)
 
-function open(path: string, headers: Record<string, string> = {}): Promise<{ ws: WebSocket; frames: any[] }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}${path}`, { headers })
-    const frames: any[] = []
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-    ws.on('open', () => resolve({ ws, frames }))
-    ws.on('error', reject)
-  })
-}
-
-const rowsAfter = (before: number, n: number) =>
-  eventually(() => {
-    const r = ledgerRows(t.dbFile).slice(before)
-    return r.length === n ? r : undefined
-  }, 10_000) as Promise<any[]>
+const open = (path: string, headers: Record<string, string> = {}) => openSocket(s.t, path, { headers })
 
 const setup = (model: string) => JSON.stringify({ setup: { model, generationConfig: { responseModalities: ['AUDIO'] } } })
 const audio = (data: string) => JSON.stringify({ realtimeInput: { audio: { mimeType: 'audio/pcm;rate=16000', data } } })
 
 describe('a Gemini Live API socket', () => {
   it('each turn is one call at its turnComplete, priced per modality at the model of the client setup, under the ?key= it came with', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const key = 'AIza-test-live-secret-0001'
     const c = await open(`/gemini${V1BETA}?key=${key}`, { 'x-burnrate-agent': 'voice-bot' })
     c.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(audio('END1'))
-    const [first] = await rowsAfter(before, 1)
+    const [first] = await rowsAfter(s.t, before, 1)
     c.ws.send(audio('END2'))
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     await eventually(() => c.frames.length === AUDIO.length, 10_000)
     // Every server message reached the client, unchanged.
     expect(c.frames.map((f) => JSON.stringify(f))).toEqual(AUDIO)
@@ -115,17 +95,17 @@ describe('a Gemini Live API socket', () => {
     expect(rows[1].cost_usd).toBeCloseTo((324 * 0.5 + 89 * 3 + 22 * 12) / 1e6, 15)
     // The key went upstream as it came; it reached neither the ledger nor the log.
     expect(seen.at(-1)!.url).toContain(`key=${key}`)
-    expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain(key)
+    expect(JSON.stringify(ledgerRows(s.t.dbFile))).not.toContain(key)
     expect(logged.join('\n')).not.toContain(key)
   })
 
   it('v1alpha, an x-goog-api-key header, a text turn on video with tool-use prompt and thoughts: each at its rate', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open(`/gemini${V1BETA.replace('v1beta', 'v1alpha')}`, { 'x-goog-api-key': 'AIza-test-live-0002' })
     c.ws.send(setup('models/gemini-3.1-flash-live-preview'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'What is on the desk?' }] }], turnComplete: true } }))
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     c.ws.close()
     expect(row).toMatchObject({ endpoint: 'live', model: 'gemini-3.1-flash-live-preview', status: 200, key_hint: expect.stringContaining('0002'), input_tokens: 1330, output_tokens: 20, reasoning_tokens: 12, priced: 1 })
     // gemini-3.1-flash-live-preview: text $0.75/M in, video $1/M in; text $4.50/M out (thoughts too).
@@ -133,25 +113,25 @@ describe('a Gemini Live API socket', () => {
   })
 
   it('the bare /ws/… path of an SDK whose base URL is Burnrate, and the ephemeral-token Constrained method, are metered too', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const token = 'auth_tokens/ephemeral-secret-0003'
     const c = await open(`${CONSTRAINED}?access_token=${encodeURIComponent(token)}`)
     c.ws.send(setup('models/gemini-3.1-flash-live-preview'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Again?' }] }], turnComplete: true } }))
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     c.ws.close()
     expect(seen.at(-1)!.url).toBe(`${CONSTRAINED}?access_token=${encodeURIComponent(token)}`)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', model: 'gemini-3.1-flash-live-preview', status: 200, input_tokens: 1330, priced: 1 })
-    expect(JSON.stringify(ledgerRows(t.dbFile))).not.toContain('ephemeral-secret')
+    expect(JSON.stringify(ledgerRows(s.t.dbFile))).not.toContain('ephemeral-secret')
     expect(logged.join('\n')).not.toContain('ephemeral-secret')
   })
 
   it('a key over its block limit is refused the socket itself: HTTP 429, recorded at $0, the upstream never asked', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const sockets = seen.length
     const status = await new Promise<number>((resolve, reject) => {
-      const ws = new WebSocket(`${t.url.replace('http', 'ws')}/gemini${V1BETA}?key=AIza-blocked-live-0004`)
+      const ws = new WebSocket(`${s.t.url.replace('http', 'ws')}/gemini${V1BETA}?key=AIza-blocked-live-0004`)
       ws.on('unexpected-response', (_req, res) => {
         res.resume()
         resolve(res.statusCode ?? 0)
@@ -160,19 +140,19 @@ describe('a Gemini Live API socket', () => {
       ws.on('error', () => {})
     })
     expect(status).toBe(429)
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ provider: 'gemini', endpoint: 'live', status: 429, error: 'budget_exceeded', cost_usd: 0, key_hint: expect.stringContaining('0004') })
     expect(seen.length).toBe(sockets)
     expect(logged.join('\n')).not.toContain('AIza-blocked-live-0004')
   })
 
   it('a turn that reports its usage twice is billed by the last; one whose usage follows its turnComplete, by that message', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0006`)
     c.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(audio('SPLIT'))
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     c.ws.close()
     expect(rows.map((r) => [r.status, r.input_tokens, r.output_tokens, r.estimated])).toEqual([
       [200, 100, 9, 0],
@@ -184,35 +164,35 @@ describe('a Gemini Live API socket', () => {
   })
 
   it('a setup that names no model: its turns are recorded with their usage, unpriced', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0007`)
     c.ws.send(JSON.stringify({ setup: {} }))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(JSON.stringify({ clientContent: { turns: [{ role: 'user', parts: [{ text: 'Hi' }] }], turnComplete: true } }))
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     c.ws.close()
     expect(row).toMatchObject({ endpoint: 'live', model: '', status: 200, input_tokens: 1330, priced: 0 })
   })
 
   it('a turn cut by the client before its turnComplete is recorded as abandoned, estimated', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0005`)
     c.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(audio('HANG'))
     await eventually(() => c.frames.some((f) => f.serverContent?.modelTurn), 10_000)
     c.ws.close()
-    const [row] = await rowsAfter(before, 1)
+    const [row] = await rowsAfter(s.t, before, 1)
     expect(row).toMatchObject({ endpoint: 'live', model: 'gemini-2.5-flash-native-audio-preview-09-2025', status: 499, estimated: 1 })
   })
 
   it('usage sent again after a turn was recorded (repeated totals) bills nothing more, even when the socket closes next', async () => {
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open(`/gemini${V1BETA}?key=AIza-test-live-0008`)
     c.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
     await eventually(() => c.frames.some((f) => f.setupComplete), 10_000)
     c.ws.send(audio('REPEAT'))
-    await rowsAfter(before, 1)
+    await rowsAfter(s.t, before, 1)
     // The repeat was read by the relay before it reached the client.
     await eventually(() => c.frames.length === 4, 10_000)
     c.ws.close()
@@ -221,9 +201,9 @@ describe('a Gemini Live API socket', () => {
     d.ws.send(setup('models/gemini-2.5-flash-native-audio-preview-09-2025'))
     await eventually(() => d.frames.some((f) => f.setupComplete), 10_000)
     d.ws.send(audio('END1'))
-    await eventually(() => ledgerRows(t.dbFile).slice(before).some((r: any) => r.key_hint.endsWith('0009')), 10_000)
+    await eventually(() => ledgerRows(s.t.dbFile).slice(before).some((r: any) => r.key_hint.endsWith('0009')), 10_000)
     d.ws.close()
-    const mine = ledgerRows(t.dbFile).slice(before).filter((r: any) => r.key_hint.endsWith('0008'))
+    const mine = ledgerRows(s.t.dbFile).slice(before).filter((r: any) => r.key_hint.endsWith('0008'))
     expect(mine.map((r: any) => [r.status, r.input_tokens, r.output_tokens])).toEqual([[200, 373, 23]])
   })
 })
