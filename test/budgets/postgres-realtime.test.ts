@@ -5,6 +5,7 @@ import type { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually, openConnections } from '../support/http'
 import { holdRows, lockWaiter, usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
+import { openSocket } from '../support/ws-sessions'
 import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
 /**
@@ -48,15 +49,7 @@ afterAll(async () => {
   await up?.close()
 })
 
-function open(key: string): Promise<{ ws: WebSocket; frames: string[] }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/realtime?model=gpt-realtime`, { headers: { authorization: `Bearer ${key}` } })
-    const frames: string[] = []
-    ws.on('message', (d) => frames.push(String(d)))
-    ws.on('open', () => resolve({ ws, frames }))
-    ws.on('error', reject)
-  })
-}
+const open = (key: string) => openSocket(t, '/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${key}` } })
 
 const create = JSON.stringify({ type: 'response.create', event_id: 'evt_1' })
 const append = (a: string) => JSON.stringify({ type: 'input_audio_buffer.append', audio: a })
