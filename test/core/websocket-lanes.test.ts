@@ -1,10 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
 import { completed, created, resp, steeredAway, usage } from '../support/responses-events'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { openSocket, rowsAfter, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * OpenAI's Responses WebSocket beyond one `response.create` at a time (README: WebSocket):
@@ -19,11 +17,8 @@ type Send = (o: object) => void
 let script: (f: any, send: Send, n: number) => void = () => {}
 const seen: { text: string; binary: boolean }[] = []
 
-let up: WsUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       let n = 0
       ws.on('message', (data, binary) => {
@@ -37,32 +32,13 @@ beforeAll(async () => {
         script(f, (o) => ws.send(JSON.stringify(o)), ++n)
       })
     },
-  })
-  t = await startTestServer({ budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } }, up.url)
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  { budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }] } },
+)
 
-function open(key: string): Promise<{ ws: WebSocket; frames: any[] }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${key}` } })
-    const frames: any[] = []
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-    ws.on('open', () => resolve({ ws, frames }))
-    ws.on('error', reject)
-  })
-}
+const open = (key: string) => openSocket(s.t, '/v1/responses', { headers: { authorization: `Bearer ${key}` } })
 const create = (model: string, text: string, lane?: string) =>
   JSON.stringify({ type: 'response.create', ...(lane ? { stream_id: lane } : {}), model, input: [{ role: 'user', content: [{ type: 'input_text', text }] }] })
-
-/** The rows recorded after `before`, once there are `n`. */
-const rowsAfter = (before: number, n: number) =>
-  eventually(() => {
-    const r = ledgerRows(t.dbFile).slice(before)
-    return r.length === n ? r : undefined
-  }, 10_000) as Promise<any[]>
 
 describe('a Responses socket', () => {
   it('with two lanes in parallel: each call is recorded with its own response, whichever ends first', async () => {
@@ -77,11 +53,11 @@ describe('a Responses socket', () => {
       send({ type: 'response.output_text.delta', stream_id: 'a', delta: 'long answer' })
       send(completed(A, usage(50_000, 2_000), 'a'))
     }
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-lanes-0001')
     c.ws.send(create('gpt-4o', 'big job', 'a'))
     c.ws.send(create('gpt-4o-mini', 'small job', 'b'))
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     c.ws.close()
     const byRequested = Object.fromEntries(rows.map((r) => [r.requested_model, r]))
     expect(byRequested['gpt-4o']).toMatchObject({ model: 'gpt-4o-2024-08-06', input_tokens: 50_000, output_tokens: 2_000, status: 200 })
@@ -97,11 +73,11 @@ describe('a Responses socket', () => {
       send({ type: 'response.output_text.delta', stream_id: 'a', delta: 'x'.repeat(2000) })
       send(completed(A, usage(50_000, 2_000), 'a'))
     }
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-lanes-0002')
     c.ws.send(create('gpt-4o', 'lorem ipsum dolor sit amet '.repeat(5000), 'a'))
     c.ws.send(create('gpt-4o-mini', 'small job', 'b'))
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     c.ws.close()
     // (a refusal's row names the model asked for: its requested_model is null)
     const byRequested = Object.fromEntries(rows.map((r) => [r.requested_model ?? r.model, r]))
@@ -111,12 +87,12 @@ describe('a Responses socket', () => {
 
   it("refused by a budget in one lane: the error frame names the lane, so the client can route it", async () => {
     script = () => {}
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-blocked-lanes-0001')
     c.ws.send(create('gpt-4o', 'hello', 'lane-7'))
     await eventually(() => c.frames.length === 1, 10_000)
     expect(c.frames[0]).toMatchObject({ type: 'error', status: 429, stream_id: 'lane-7' })
-    expect((await rowsAfter(before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
+    expect((await rowsAfter(s.t, before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
     c.ws.close()
   })
 
@@ -136,12 +112,12 @@ describe('a Responses socket', () => {
         send(completed(R2, usage(12_000, 3_000)))
       }
     }
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-test-steer-0001')
     c.ws.send(create('gpt-4o', 'refactor the parser'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_s1', input: [{ role: 'user', content: [{ type: 'input_text', text: 'only the lexer' }] }] }))
-    const rows = await rowsAfter(before, 2)
+    const rows = await rowsAfter(s.t, before, 2)
     c.ws.close()
     expect(rows.map((r) => [r.response_id, r.requested_model, r.model, r.input_tokens, r.output_tokens, r.status, r.estimated])).toEqual([
       ['resp_s1', 'gpt-4o', 'gpt-4o-2024-08-06', 10_000, 100, 200, 0],
@@ -152,14 +128,14 @@ describe('a Responses socket', () => {
 
   it('steered by a key over its block limit: the steer is refused (response.steer.failed), not sent, so no successor starts', async () => {
     script = () => {}
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const sent = seen.length
     const c = await open('sk-blocked-steer-0001')
     c.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_x', input: 'more' }))
     await eventually(() => c.frames.length === 1, 10_000)
     // As OpenAI answers steering input it will not commit: the input handed back.
     expect(c.frames[0]).toMatchObject({ type: 'response.steer.failed', status: 429, steer: { previous_response_id: 'resp_x', input: 'more' }, error: { type: 'usage_limit_reached' } })
-    expect((await rowsAfter(before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
+    expect((await rowsAfter(s.t, before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
     c.ws.close()
     expect(seen.length).toBe(sent)
   })
@@ -168,26 +144,26 @@ describe('a Responses socket', () => {
     script = (f, send) => {
       if (f.type === 'response.steer') send({ type: 'response.steer.failed', steer: { previous_response_id: 'resp_none', input: 'x' }, error: { message: 'no such response' } })
     }
-    const before = ledgerRows(t.dbFile).length
-    const active = t.server.proxy.active
+    const before = ledgerRows(s.t.dbFile).length
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-0002')
     c.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_none', input: 'more' }))
     await eventually(() => c.frames.length === 1, 10_000)
     expect(c.frames[0].type).toBe('response.steer.failed')
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.close()
-    expect(ledgerRows(t.dbFile).length).toBe(before)
+    expect(ledgerRows(s.t.dbFile).length).toBe(before)
   })
 
   it('a response.create sent as a binary frame is gated like a text one; binary that is not JSON passes unchanged', async () => {
     script = () => {}
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const sent = seen.length
     const c = await open('sk-blocked-binary-0001')
     c.ws.send(Buffer.from(JSON.stringify({ type: 'response.create', model: 'gpt-4o', input: 'hello' })), { binary: true })
     await eventually(() => c.frames.length === 1, 10_000)
     expect(c.frames[0]).toMatchObject({ type: 'error', status: 429 })
-    expect((await rowsAfter(before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
+    expect((await rowsAfter(s.t, before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
     c.ws.send(Buffer.from([0, 1, 2, 255]), { binary: true })
     await eventually(() => seen.length === sent + 1, 10_000)
     expect(seen[sent].binary).toBe(true)

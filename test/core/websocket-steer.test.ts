@@ -1,11 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { keyHash } from '../dashboard/seed'
 import { ledgerRows } from '../support/ledger-rows'
 import { completed, created, resp, steeredAway, usage } from '../support/responses-events'
-import { type TestServer, startTestServer } from '../support/server'
-import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
+import { openSocket, serverOverWsUpstream } from '../support/ws-sessions'
 
 /**
  * `response.steer` on a Responses socket (README: WebSocket, Steering) at its edges: a successor
@@ -20,11 +18,8 @@ let script: (f: any, send: Send, n: number) => void = () => {}
 const FIRST_BYTE_MS = 1000
 const IDLE_MS = 800
 
-let up: WsUpstream
-let t: TestServer
-
-beforeAll(async () => {
-  up = await startWsUpstream({
+const s = serverOverWsUpstream(
+  {
     onConnection: (ws) => {
       let n = 0
       ws.on('message', (data) => {
@@ -37,30 +32,14 @@ beforeAll(async () => {
         script(f, (o) => ws.readyState === ws.OPEN && ws.send(JSON.stringify(o)), ++n)
       })
     },
-  })
-  t = await startTestServer(
-    {
-      upstream: { connect_timeout_ms: 5000, first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS },
-      budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }, { api_key_pattern: 'sk-tight-*', daily_limit_usd: 1, action: 'block' }, { api_key_pattern: 'sk-rpm-*', model_pattern: 'gpt-4o*', requests_per_minute: 1, action: 'block' }] },
-    },
-    up.url,
-  )
-})
-afterAll(async () => {
-  await t.cleanup()
-  await up.close()
-})
+  },
+  {
+    upstream: { connect_timeout_ms: 5000, first_byte_timeout_ms: FIRST_BYTE_MS, idle_timeout_ms: IDLE_MS },
+    budgets: { rules: [{ api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' }, { api_key_pattern: 'sk-tight-*', daily_limit_usd: 1, action: 'block' }, { api_key_pattern: 'sk-rpm-*', model_pattern: 'gpt-4o*', requests_per_minute: 1, action: 'block' }] },
+  },
+)
 
-function open(key: string): Promise<{ ws: WebSocket; frames: any[]; closed: Promise<number> }> {
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: `Bearer ${key}` } })
-    const frames: any[] = []
-    const closed = new Promise<number>((r) => ws.once('close', (code) => r(code)))
-    ws.on('message', (d) => frames.push(JSON.parse(String(d))))
-    ws.on('open', () => resolve({ ws, frames, closed }))
-    ws.on('error', reject)
-  })
-}
+const open = (key: string) => openSocket(s.t, '/v1/responses', { headers: { authorization: `Bearer ${key}` } })
 const create = (model: string, text: string, lane?: string) =>
   JSON.stringify({ type: 'response.create', ...(lane ? { stream_id: lane } : {}), model, input: [{ role: 'user', content: [{ type: 'input_text', text }] }] })
 const steer = (prev: string, text: string) => JSON.stringify({ type: 'response.steer', previous_response_id: prev, input: text })
@@ -79,18 +58,18 @@ describe('steering a Responses socket', () => {
         // ...and then the provider goes silent: the successor never begins.
       }
     }
-    const active = t.server.proxy.active
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-stall-1')
     c.ws.send(create('gpt-4o', 'refactor'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(steer('resp_stall1', 'only the lexer'))
     await eventually(() => c.frames.length === 4, 10_000)
     // The provider goes silent: after first_byte_timeout_ms the agent's socket is closed (1014), not left on a dead turn.
-    expect(await c.closed).toBe(1014)
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    expect((await c.closed).code).toBe(1014)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     // The steer is recorded as a response.create no answer came for: 504 at $0.
     const rows = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).filter((x: any) => x.api_key_hash === keyHash('sk-test-steer-stall-1'))
+      const r = ledgerRows(s.t.dbFile).filter((x: any) => x.api_key_hash === keyHash('sk-test-steer-stall-1'))
       return r.length === 2 ? r : undefined
     }, 10_000)) as any[]
     expect(rows.map((r: any) => [r.status, r.error, r.cost_usd])).toEqual([[200, null, rows[0].cost_usd], [504, 'upstream_timeout', 0]])
@@ -111,12 +90,12 @@ describe('steering a Responses socket', () => {
         send(completed(X, usage(1_000_000, 10), 'a'))
       }
     }
-    const before = ledgerRows(t.dbFile).length
+    const before = ledgerRows(s.t.dbFile).length
     const c = await open('sk-tight-steer-0001')
     c.ws.send(create('gpt-4o', 'long job', 'b'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(create('gpt-4o', 'big prompt', 'a'))
-    await eventually(() => ledgerRows(t.dbFile).length === before + 1, 10_000)
+    await eventually(() => ledgerRows(s.t.dbFile).length === before + 1, 10_000)
     // The key is now over its limit; the user steers lane b's response (a steer has no stream_id).
     c.ws.send(steer('resp_tight_b', 'only the lexer'))
     await eventually(() => c.frames.length === 5, 10_000)
@@ -152,8 +131,8 @@ describe('steering a Responses socket', () => {
         send(completed(X, usage(100, 1)))
       }
     }
-    const before = ledgerRows(t.dbFile).length
-    const active = t.server.proxy.active
+    const before = ledgerRows(s.t.dbFile).length
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-mixed')
     c.ws.send(create('gpt-4o-mini', 'plain'))
     await eventually(() => c.frames.length === 2, 10_000)
@@ -161,10 +140,10 @@ describe('steering a Responses socket', () => {
     await eventually(() => c.frames.length === 4, 10_000)
     c.ws.send(steer('resp_my', 'change'))
     const rows = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before).filter((x: any) => String(x.response_id).startsWith('resp_m'))
+      const r = ledgerRows(s.t.dbFile).slice(before).filter((x: any) => String(x.response_id).startsWith('resp_m'))
       return r.length === 3 ? r : undefined
     }, 10_000)) as any[]
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.close()
     void sendAll
     const got = Object.fromEntries(rows.map((r) => [r.response_id, [r.model, r.input_tokens, r.output_tokens, r.status]]))
@@ -190,17 +169,17 @@ describe('steering a Responses socket', () => {
         send(completed(A2, usage(4000, 40)))
       }
     }
-    const before = ledgerRows(t.dbFile).length
-    const active = t.server.proxy.active
+    const before = ledgerRows(s.t.dbFile).length
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-noecho')
     c.ws.send(create('gpt-4o', 'laned', 'a'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(steer('resp_ne1', 'change'))
     const rows = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before)
+      const r = ledgerRows(s.t.dbFile).slice(before)
       return r.length === 2 ? r : undefined
     }, 10_000)) as any[]
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.close()
     expect(rows.map((r) => [r.response_id, r.requested_model, r.model])).toEqual([
       ['resp_ne1', 'gpt-4o', 'gpt-4o-2024-08-06'],
@@ -217,15 +196,15 @@ describe('steering a Responses socket', () => {
         send(completed(S, usage(1000, 10)))
       }
     }
-    const before = ledgerRows(t.dbFile).length
-    const active = t.server.proxy.active
+    const before = ledgerRows(s.t.dbFile).length
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-nocreate')
     c.ws.send(steer('resp_old', 'go on'))
     const rows = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before)
+      const r = ledgerRows(s.t.dbFile).slice(before)
       return r.length === 1 ? r : undefined
     }, 10_000)) as any[]
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.close()
     expect(rows[0]).toMatchObject({ response_id: 'resp_nc', model: 'gpt-4o-2024-08-06', input_tokens: 1000, status: 200 })
     expect(rows[0].cost_usd).toBeGreaterThan(0)
@@ -283,24 +262,24 @@ describe('steering a Responses socket', () => {
       }
     }
     // (the previous tests' sockets close asynchronously: start from a quiet server)
-    await eventually(() => t.server.proxy.active === 0, 10_000)
-    const before = ledgerRows(t.dbFile).length
-    const active = t.server.proxy.active
+    await eventually(() => s.t.server.proxy.active === 0, 10_000)
+    const before = ledgerRows(s.t.dbFile).length
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-pending')
     c.ws.send(create('gpt-4o', 'go'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(steer('resp_p1', 'also this'))
     await eventually(() => c.frames.length === 5, 10_000)
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o', previous_response_id: 'resp_p1', input: [{ type: 'function_call_output', call_id: 'c1', output: 'ok' }] }))
     await eventually(() => c.frames.length === 7, 10_000)
     c.ws.send(steer('resp_p2', 'one'))
     c.ws.send(steer('resp_p2', 'two'))
     const rows = (await eventually(() => {
-      const r = ledgerRows(t.dbFile).slice(before).filter((x: any) => String(x.response_id).startsWith('resp_p'))
+      const r = ledgerRows(s.t.dbFile).slice(before).filter((x: any) => String(x.response_id).startsWith('resp_p'))
       return r.length === 3 ? r : undefined
     }, 10_000)) as any[]
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
     c.ws.close()
     expect(rows.map((r) => [r.response_id, r.input_tokens, r.status])).toEqual([
       ['resp_p1', 1000, 200],
@@ -318,13 +297,13 @@ describe('steering a Responses socket', () => {
       }
       if (f.type === 'response.steer') send({ type: 'response.steer.accepted', steer: { id: 'steer_2' } })
     }
-    const active = t.server.proxy.active
+    const active = s.t.server.proxy.active
     const c = await open('sk-test-steer-stall-2')
     c.ws.send(create('gpt-4o', 'refactor'))
     await eventually(() => c.frames.length === 2, 10_000)
     c.ws.send(steer('resp_stall2', 'and the tests'))
     await eventually(() => c.frames.length === 3, 10_000)
-    expect(await c.closed).toBe(1014)
-    await eventually(() => t.server.proxy.active === active, 10_000)
+    expect((await c.closed).code).toBe(1014)
+    await eventually(() => s.t.server.proxy.active === active, 10_000)
   })
 })
