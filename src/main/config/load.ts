@@ -90,6 +90,12 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     }
   }
   for (const [i, o] of cfg.pricing.overrides.entries()) {
+    // A "*" anywhere but once at the end is matched as part of the exact name, which no call has.
+    if (o.model.indexOf('*') !== -1 && o.model.indexOf('*') !== o.model.length - 1) {
+      throw new ConfigError(
+        `config ${file}: pricing.overrides[${i}].model: ${JSON.stringify(o.model.slice(0, 100))}: "*" is only allowed once, at the end (a whole model name, or a prefix followed by "*")`,
+      )
+    }
     // A misspelled provider would match no call, silently: calls would go on at the library price.
     if (o.provider !== undefined && !PROVIDER_NAMES.includes(o.provider)) {
       throw new ConfigError(

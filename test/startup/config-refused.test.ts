@@ -1,0 +1,66 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join, resolve } from 'node:path'
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
+
+/**
+ * A config file whose setting would silently do nothing stops `burnrate serve` (the built CLI)
+ * with one line naming the file and the key, rather than a server that listens and ignores it.
+ */
+
+const ROOT = resolve(__dirname, '../..')
+const CLI = join(ROOT, 'out/main/cli.js')
+const env = { ...process.env, BURNRATE_PRICE_AUTO_UPDATE: 'false', BURNRATE_CONFIG: '', BURNRATE_PORT: '', BURNRATE_DATA_DIR: '', BURNRATE_HOST: '', BURNRATE_DATABASE_URL: '' }
+
+let dir: string
+const children: ChildProcess[] = []
+beforeAll(() => {
+  if (!existsSync(CLI)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
+})
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'burnrate-config-'))
+})
+afterEach(() => {
+  for (const c of children.splice(0)) c.kill('SIGKILL')
+  rmSync(dir, { recursive: true, force: true })
+})
+
+/** Starts the server on `yaml`: how it ended (its exit code and stderr), or that it listened. */
+function serve(yaml: string): Promise<{ listening: true } | { code: number | null; stderr: string }> {
+  const cfg = join(dir, 'config.yaml')
+  writeFileSync(cfg, yaml)
+  const child = spawn(process.execPath, [CLI, 'serve', '--config', cfg, '--data-dir', join(dir, 'data'), '--port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  children.push(child)
+  let out = ''
+  let stderr = ''
+  return new Promise((done) => {
+    const on = (d: Buffer) => {
+      out += d
+      if (/listening on http:\/\//.test(out)) done({ listening: true })
+    }
+    child.stdout!.on('data', on)
+    child.stderr!.on('data', (d: Buffer) => {
+      stderr += d
+      on(d)
+    })
+    child.once('exit', (code) => done({ code, stderr: stderr.trim() }))
+  })
+}
+
+const file = () => join(dir, 'config.yaml')
+
+describe('a config file that would start a server ignoring a money setting', () => {
+  it('refuses a price override whose model has a "*" elsewhere than at its end (it would match no call: the library price instead)', async () => {
+    const r = await serve('pricing:\n  overrides:\n    - { model: "gpt-4o*-mini", provider: openai, input_mtok: 100, output_mtok: 100 }\n')
+    expect(r).toEqual({
+      code: 1,
+      stderr: `burnrate: config ${file()}: pricing.overrides[0].model: "gpt-4o*-mini": "*" is only allowed once, at the end (a whole model name, or a prefix followed by "*")`,
+    })
+  })
+
+  it.each(['*-mini', 'gpt-**'])('refuses %s too (a suffix pattern, a "*" twice)', async (model) => {
+    const r = await serve(`pricing:\n  overrides:\n    - { model: "${model}", input_mtok: 1, output_mtok: 2 }\n`)
+    expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`config ${file()}: pricing.overrides[0].model: "${model}": "*" is only allowed once, at the end`) })
+  })
+})
