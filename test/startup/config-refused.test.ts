@@ -63,4 +63,12 @@ describe('a config file that would start a server ignoring a money setting', () 
     const r = await serve(`pricing:\n  overrides:\n    - { model: "${model}", input_mtok: 1, output_mtok: 2 }\n`)
     expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`config ${file()}: pricing.overrides[0].model: "${model}": "*" is only allowed once, at the end`) })
   })
+
+  it.each([
+    ['openai', 'deployments', '{ my-gpt4o: gpt-4o }', 'azure'],
+    ['anthropic', 'profiles', '{ a1b2c3d4e5f6: us.anthropic.claude-sonnet-4-5-20250929-v1:0 }', 'bedrock'],
+  ])('refuses providers.%s.%s, which only one provider reads (its calls would be priced by the unmapped name)', async (name, key, value, only) => {
+    const r = await serve(`providers:\n  ${name}:\n    ${key}: ${value}\n`)
+    expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`burnrate: config ${file()}: providers.${name}.${key}: only providers.${only} has ${key}`) })
+  })
 })

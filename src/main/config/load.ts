@@ -104,6 +104,12 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     }
   }
   for (const [name, p] of Object.entries(cfg.providers)) {
+    // Read by one provider only: under another, its calls would be priced by the name it maps, silently.
+    for (const [key, only] of [['deployments', 'azure'], ['profiles', 'bedrock']] as const) {
+      if (p[key] !== undefined && name !== only) {
+        throw new ConfigError(`config ${file}: providers.${name}.${key}: only providers.${only} has ${key}; move it there or remove it`)
+      }
+    }
     if (p.base_url) checkBaseUrl(p.base_url, `config ${file}: providers.${name}.base_url`)
     if (p.anthropic_base_url) {
       // Set where the provider has no such API it would route nothing: a setting that silently does nothing.
