@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -70,5 +70,46 @@ describe('a config file that would start a server ignoring a money setting', () 
   ])('refuses providers.%s.%s, which only one provider reads (its calls would be priced by the unmapped name)', async (name, key, value, only) => {
     const r = await serve(`providers:\n  ${name}:\n    ${key}: ${value}\n`)
     expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`burnrate: config ${file()}: providers.${name}.${key}: only providers.${only} has ${key}`) })
+  })
+})
+
+describe("the config file's data_dir", () => {
+  /** A server started in `cwd` on the config file `cfg`: the data folder its start line names, or what it said when it exited. */
+  function start(cfg: string, cwd: string, home: string): Promise<{ data: string } | { code: number | null; stderr: string }> {
+    const child = spawn(process.execPath, [CLI, 'serve', '--config', cfg, '--port', '0'], { cwd, env: { ...env, HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] })
+    children.push(child)
+    let out = ''
+    let stderr = ''
+    return new Promise((done) => {
+      const on = (d: Buffer) => {
+        out += d
+        const m = /listening on http:\/\/\S+ \(data: (.*), config: /.exec(out)
+        if (m) done({ data: m[1] })
+      }
+      child.stdout!.on('data', on)
+      child.stderr!.on('data', (d: Buffer) => {
+        stderr += d
+        on(d)
+      })
+      child.once('exit', (code) => done({ code, stderr: stderr.trim() }))
+    })
+  }
+
+  it("is one folder whichever folder the server is started in: a relative path is taken from the config file's folder", async () => {
+    for (const d of ['etc', 'a', 'b']) mkdirSync(join(dir, d))
+    const cfg = join(dir, 'etc', 'config.yaml')
+    writeFileSync(cfg, 'data_dir: ledger\n')
+    const ledger = join(dir, 'etc', 'ledger')
+    expect(await start(cfg, join(dir, 'a'), dir)).toEqual({ data: ledger })
+    // Started in another folder on the same config, a second server would keep a second ledger and
+    // second budget meters (a block rule's limit admitted twice), the data-folder lock blind to it.
+    expect(await start(cfg, join(dir, 'b'), dir)).toMatchObject({ code: 1, stderr: expect.stringContaining(`serves this data folder ${ledger} at http://`) })
+  })
+
+  it('~/ in it is the home folder, not a folder named "~"', async () => {
+    mkdirSync(join(dir, 'a'))
+    const cfg = join(dir, 'config.yaml')
+    writeFileSync(cfg, 'data_dir: ~/burnrate-ledger\n')
+    expect(await start(cfg, join(dir, 'a'), dir)).toEqual({ data: join(dir, 'burnrate-ledger') })
   })
 })

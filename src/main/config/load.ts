@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { isAbsolute, join, resolve } from 'node:path'
+import { homedir } from 'node:os'
+import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
@@ -251,7 +252,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (problem) throw new ConfigError(`${where}: ${problem}`)
   }
 
-  let dataDir = dirOverride ?? parsed.data_dir ?? base
+  let dataDir = dirOverride ?? (parsed.data_dir && file ? fileDataDir(parsed.data_dir, file) : base)
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
 
   if (parsed.admin.enabled && !parsed.admin.token) {
@@ -261,6 +262,16 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   }
 
   return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), timezone_from: parsed.timezone ? 'config' : 'machine', source: file }
+}
+
+/**
+ * A config file's `data_dir`: `~/…` is in the home folder, a relative path is taken from the file's
+ * own folder. Taken from the working folder, one config would name a ledger (and budget meters)
+ * per folder a server or `report --local` is started in.
+ */
+function fileDataDir(dir: string, file: string): string {
+  if (dir === '~' || dir.startsWith('~/') || dir.startsWith('~\\')) return join(homedir(), dir.slice(1))
+  return resolve(dirname(file), dir)
 }
 
 /**
@@ -276,7 +287,7 @@ export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     try {
       if (explicit || !untrustedReason(file)) {
         const raw = parseDocument(readFileSync(file, 'utf8')).toJS({ maxAliasCount: 100 }) as { data_dir?: unknown } | null
-        if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = raw.data_dir
+        if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = fileDataDir(raw.data_dir, file)
       }
     } catch {
       // no file, or not YAML: the default
