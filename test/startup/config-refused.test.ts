@@ -64,6 +64,30 @@ describe('a config file that would start a server ignoring a money setting', () 
     expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`config ${file()}: pricing.overrides[0].model: "${model}": "*" is only allowed once, at the end`) })
   })
 
+  it('refuses a price override an earlier one hides (the first that matches prices a call): it would never price one', async () => {
+    const hidden = await serve(
+      'pricing:\n  overrides:\n    - { model: "gpt-4o*", provider: openai, input_mtok: 2.5, output_mtok: 10 }\n    - { model: "gpt-4o-mini", provider: openai, input_mtok: 0.15, output_mtok: 0.6 }\n',
+    )
+    expect(hidden).toEqual({
+      code: 1,
+      stderr: `burnrate: config ${file()}: pricing.overrides[1]: never prices a call: pricing.overrides[0] (model "gpt-4o*", provider openai) matches every call it would, and the first entry that matches prices a call; put the narrower one first`,
+    })
+    const twice = await serve('pricing:\n  overrides:\n    - { model: "my-ft", input_mtok: 1, output_mtok: 2 }\n    - { model: "MY-FT", provider: openai, input_mtok: 3, output_mtok: 4 }\n')
+    expect(twice).toMatchObject({ code: 1, stderr: expect.stringContaining('pricing.overrides[1]: never prices a call: pricing.overrides[0] (model "my-ft", any provider)') })
+  })
+
+  it('starts with overrides that each price some call (narrower first, another provider, another speed)', async () => {
+    const r = await serve(
+      'pricing:\n  overrides:\n' +
+        '    - { model: "gpt-4o-mini", provider: openai, input_mtok: 0.15, output_mtok: 0.6 }\n' +
+        '    - { model: "gpt-4o*", provider: openai, input_mtok: 2.5, output_mtok: 10 }\n' +
+        '    - { model: "gpt-4o*", provider: azure, input_mtok: 2.5, output_mtok: 10 }\n' +
+        '    - { model: "gpt-4o*", provider: openai, speed: fast, input_mtok: 5, output_mtok: 20 }\n' +
+        '    - { model: "gpt-*", input_mtok: 1, output_mtok: 1 }\n',
+    )
+    expect(r).toEqual({ listening: true })
+  })
+
   it.each([
     ['openai', 'deployments', '{ my-gpt4o: gpt-4o }', 'azure'],
     ['anthropic', 'profiles', '{ a1b2c3d4e5f6: us.anthropic.claude-sonnet-4-5-20250929-v1:0 }', 'bedrock'],

@@ -103,6 +103,14 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
         `config ${file}: pricing.overrides[${i}].provider: unknown provider "${o.provider.slice(0, 100)}"; expected one of ${PROVIDER_NAMES.join(', ')}`,
       )
     }
+    // The first entry that matches prices a call: one an earlier entry covers would never price one.
+    const earlier = cfg.pricing.overrides.slice(0, i).findIndex((e) => overrideCovers(e, o))
+    if (earlier !== -1) {
+      const e = cfg.pricing.overrides[earlier]
+      throw new ConfigError(
+        `config ${file}: pricing.overrides[${i}]: never prices a call: pricing.overrides[${earlier}] (model ${JSON.stringify(e.model.slice(0, 100))}, ${e.provider ? `provider ${e.provider}` : 'any provider'}) matches every call it would, and the first entry that matches prices a call; put the narrower one first`,
+      )
+    }
   }
   for (const [name, p] of Object.entries(cfg.providers)) {
     // Read by one provider only: under another, its calls would be priced by the name it maps, silently.
@@ -155,6 +163,17 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
   }
   return cfg
+}
+
+type Override = Config['pricing']['overrides'][number]
+
+/** Whether every call `b` matches (its speed, provider and model; names match in any case) `a` matches too. */
+function overrideCovers(a: Override, b: Override): boolean {
+  if ((a.speed ?? 'standard') !== (b.speed ?? 'standard')) return false
+  if (a.provider !== undefined && a.provider !== b.provider) return false
+  const am = a.model.toLowerCase()
+  const bm = b.model.toLowerCase()
+  return am.endsWith('*') ? bm.startsWith(am.slice(0, -1)) : am === bm
 }
 
 /** A provider base URL carries neither credentials (they would reach logs and the dashboard) nor a query. */
