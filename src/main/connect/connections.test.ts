@@ -375,6 +375,39 @@ describe("a Codex root key added right under Burnrate's line (by hand, or Codex 
   })
 })
 
+describe('a table Codex appends while connected (it trusts a project folder)', () => {
+  const ORIGINAL = 'model = "gpt-5"\n'
+  const TRUSTED = '\n[projects."/home/me/app"]\ntrust_level = "trusted"\n'
+
+  it('Disconnect keeps the file as it was with that table: its last line ending and no stray blank line', () => {
+    put('.codex/config.toml', ORIGINAL)
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    writeFileSync(join(home, '.codex/config.toml'), read('.codex/config.toml') + TRUSTED)
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(ORIGINAL + TRUSTED)
+  })
+
+  it('also when the table was saved without a last line ending (an editor that adds none): no stray blank line', () => {
+    put('.codex/config.toml', ORIGINAL)
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    writeFileSync(join(home, '.codex/config.toml'), read('.codex/config.toml') + TRUSTED.trimEnd())
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(ORIGINAL + TRUSTED.trimEnd())
+  })
+
+  it('and so does a re-point (its new backup) and the Disconnect after it', () => {
+    put('.codex/config.toml', ORIGINAL)
+    const conn = connections()
+    conn.connect('codex', URL_A)
+    writeFileSync(join(home, '.codex/config.toml'), read('.codex/config.toml') + TRUSTED)
+    expect(repointAll(conn, URL_B)[0].error).toBeUndefined()
+    conn.disconnect('codex')
+    expect(read('.codex/config.toml')).toBe(ORIGINAL + TRUSTED)
+  })
+})
+
 describe('a JSON settings file with a key twice', () => {
   it('is refused, naming the key and its line: the agent reads the last, the edit would have gone into the first', () => {
     const text = '{\n  "env": {"A": "1"},\n  "model": "opus",\n  "env": {"B": "2"}\n}\n'

@@ -101,11 +101,14 @@ export function undoKeys(
     }
   }
   if (backup !== null && written !== null) {
-    // Less context first fails less often where Burnrate's own lines sit next to the user's edit.
-    const tries = [
-      ...[3, 1, 0].map((context) => () => applyPatch(backup, structuredPatch('', '', written, before, '', '', { context }))),
-      ...[3, 1, 0].map((context) => () => applyPatch(before, structuredPatch('', '', written, backup, '', '', { context }))),
-    ]
+    // Less context fails less often where Burnrate's own lines sit next to the user's edit, but
+    // without context a hunk goes by line numbers alone: both ways are tried with more context
+    // first (the table Codex appends when it trusts a folder came back a line early, its last
+    // line's ending dropped: the same meaning, other bytes).
+    const tries = [3, 1, 0].flatMap((context) => [
+      () => applyPatch(backup, structuredPatch('', '', written, before, '', '', { context })),
+      () => applyPatch(before, structuredPatch('', '', written, backup, '', '', { context })),
+    ])
     for (const merge of tries) {
       const merged = merge()
       if (!means(merged)) continue
