@@ -64,6 +64,18 @@ describe('a config file that would start a server ignoring a money setting', () 
     expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`config ${file()}: pricing.overrides[0].model: "${model}": "*" is only allowed once, at the end`) })
   })
 
+  it.each(['^gpt-4o$', 'claude-.*', 'gpt-4o(-mini)?'])('refuses a price override whose model is a regular expression, %s (matched as a name, it would price no call)', async (model) => {
+    const r = await serve(`pricing:\n  overrides:\n    - { model: "${model}", input_mtok: 1, output_mtok: 2 }\n`)
+    expect(r).toEqual({
+      code: 1,
+      stderr: `burnrate: config ${file()}: pricing.overrides[0].model: ${JSON.stringify(model)} looks like a regular expression; a model is a whole name, or a prefix followed by one "*" (e.g. "claude-sonnet-4-5*")`,
+    })
+  })
+
+  it.each(['gpt-4.*', 'us.anthropic.claude-sonnet-4-5-20250929-v1:0', 'anthropic/claude-3.5-sonnet', 'claude-3-5-sonnet@20240620', '*'])('starts with a price override for %s', async (model) => {
+    expect(await serve(`pricing:\n  overrides:\n    - { model: "${model}", input_mtok: 1, output_mtok: 2 }\n`)).toEqual({ listening: true })
+  })
+
   it('refuses a price override an earlier one hides (the first that matches prices a call): it would never price one', async () => {
     const hidden = await serve(
       'pricing:\n  overrides:\n    - { model: "gpt-4o*", provider: openai, input_mtok: 2.5, output_mtok: 10 }\n    - { model: "gpt-4o-mini", provider: openai, input_mtok: 0.15, output_mtok: 0.6 }\n',

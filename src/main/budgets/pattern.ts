@@ -24,7 +24,7 @@ export function patternProblem(pattern: string): string | null {
  * character classes, groups, alternation, escapes. (`+`, `/` and `=` alone can be part of a
  * base64 key, so they pass.)
  */
-function looksLikeRegex(pattern: string): boolean {
+export function looksLikeRegex(pattern: string): boolean {
   return /^\^|\$$|\.[+?]|(^|[^A-Za-z0-9])\.\*|[[\]()|\\{}]/.test(pattern)
 }
 

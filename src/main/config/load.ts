@@ -4,7 +4,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { checkRule } from '../budgets/check'
-import { patternProblem, shownPattern } from '../budgets/pattern'
+import { looksLikeRegex, patternProblem, shownPattern } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
 import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
@@ -95,6 +95,12 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
     if (o.model.indexOf('*') !== -1 && o.model.indexOf('*') !== o.model.length - 1) {
       throw new ConfigError(
         `config ${file}: pricing.overrides[${i}].model: ${JSON.stringify(o.model.slice(0, 100))}: "*" is only allowed once, at the end (a whole model name, or a prefix followed by "*")`,
+      )
+    }
+    // Matched as a name, "^gpt-4o$" or "claude-.*" (a regular expression) would price no call either.
+    if (looksLikeRegex(o.model)) {
+      throw new ConfigError(
+        `config ${file}: pricing.overrides[${i}].model: ${JSON.stringify(o.model.slice(0, 100))} looks like a regular expression; a model is a whole name, or a prefix followed by one "*" (e.g. "claude-sonnet-4-5*")`,
       )
     }
     // A misspelled provider would match no call, silently: calls would go on at the library price.
