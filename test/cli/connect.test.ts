@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
@@ -155,6 +155,20 @@ describe('burnrate connect / disconnect', () => {
     writeFileSync(cfg, `data_dir: ${join(home, 'moved')}\nserver: {port: "http"}\n`)
     expect(await cli('disconnect', 'claude-code')).toBe(0)
     expect(err).toContain(`with the records in ${join(home, 'moved')}`)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
+  })
+
+  it("finds them under a relative data_dir in the config's own folder, as the server does, also in a config that does not load", async () => {
+    delete process.env.BURNRATE_DATA_DIR
+    process.env.XDG_CONFIG_HOME = join(home, 'xdg')
+    mkdirSync(join(home, 'xdg', 'Burnrate'), { recursive: true })
+    const cfg = join(home, 'xdg', 'Burnrate', 'config.yaml')
+    writeFileSync(cfg, 'data_dir: moved\n')
+    expect(await cli('connect', 'claude-code')).toBe(0)
+    expect(existsSync(join(home, 'xdg', 'Burnrate', 'moved', 'agent-connections.json'))).toBe(true)
+    writeFileSync(cfg, 'data_dir: moved\nserver: {port: "http"}\n')
+    expect(await cli('disconnect', 'claude-code')).toBe(0)
+    expect(err).toContain(`with the records in ${join(home, 'xdg', 'Burnrate', 'moved')}`)
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
   })
 
