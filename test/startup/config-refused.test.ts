@@ -100,6 +100,14 @@ describe('a config file that would start a server ignoring a money setting', () 
     expect(r).toEqual({ listening: true })
   })
 
+  it('refuses runaway.spend_rate.action: block without usd_per_minute (there is no rate to exceed: nothing would be blocked)', async () => {
+    expect(await serve('runaway:\n  spend_rate:\n    action: block\n')).toEqual({
+      code: 1,
+      stderr: `burnrate: config ${file()}: runaway.spend_rate.usd_per_minute: expected a number of US dollars because runaway.spend_rate.action is block; without it nothing is blocked`,
+    })
+    expect(await serve('runaway:\n  spend_rate:\n    action: block\n    usd_per_minute: 0.5\n')).toEqual({ listening: true })
+  })
+
   it.each([
     ['openai', 'deployments', '{ my-gpt4o: gpt-4o }', 'azure'],
     ['anthropic', 'profiles', '{ a1b2c3d4e5f6: us.anthropic.claude-sonnet-4-5-20250929-v1:0 }', 'bedrock'],

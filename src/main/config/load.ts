@@ -165,6 +165,10 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
       throw new ConfigError(`config ${file}: budgets.rules[${i}]${checked.param ? `.${checked.param}` : ''}: ${checked.message}`)
     }
   }
+  // Without a rate there is nothing to exceed: a block asked for would never refuse a call.
+  if (cfg.runaway.spend_rate.action === 'block' && cfg.runaway.spend_rate.usd_per_minute === null) {
+    throw new ConfigError(`config ${file}: runaway.spend_rate.usd_per_minute: expected a number of US dollars because runaway.spend_rate.action is block; without it nothing is blocked`)
+  }
   for (const [i, m] of cfg.tenants.key_mappings.entries()) {
     checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
   }
