@@ -26,6 +26,9 @@ export interface Reply {
   resetAfterChunks?: number
   /** Send headers and these chunks, then go silent (a stall). */
   stallAfterChunks?: number
+  /** Send headers and these chunks, then wait for `release` before the rest (an answer still streaming). */
+  holdAfterChunks?: number
+  release?: Promise<void>
 }
 
 export type Responder = (req: RecordedRequest) => Reply | Promise<Reply>
@@ -70,6 +73,7 @@ export async function startMockUpstream(responder: Responder = () => ({ status: 
         return
       }
       if (reply.stallAfterChunks !== undefined && i >= reply.stallAfterChunks) return
+      if (i === reply.holdAfterChunks) await reply.release
       if (i > 0 && reply.delayMs) await sleep(reply.delayMs)
       if (res.destroyed) return
       res.write(chunks[i])

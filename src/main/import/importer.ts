@@ -48,8 +48,9 @@ interface ImportBase {
   /** Tenant given to the imported calls ('' by default). */
   tenant?: string
   /**
-   * Logged calls younger than this wait for a later run (the proxy may still be streaming the
-   * same answer); their file is read again next time. 0 imports everything.
+   * Logged calls whose latest line (LoggedCall.lastTs) is younger than this wait for a later run
+   * (the proxy may still be streaming the same answer, and records it only when it ends); their
+   * file is read again next time. 0 imports everything.
    */
   settleMs?: number
   env?: NodeJS.ProcessEnv
@@ -193,7 +194,9 @@ export async function importLogs(db: Database.Database, opts: ImportOptions): Pr
         continue
       }
       stats.skipped_lines += parsed.skipped
-      const ready = parsed.calls.filter((c) => c.ts <= now - (opts.settleMs ?? 0))
+      // Counted from the call's latest line, not its first: an answer streaming for longer than the
+      // wait has written lines for its first content blocks long before the proxy records it.
+      const ready = parsed.calls.filter((c) => (c.lastTs ?? c.ts) <= now - (opts.settleMs ?? 0))
       const deferred = parsed.calls.length - ready.length
       stats.deferred += deferred
       await q.write(ready, opts, stats)

@@ -17,6 +17,13 @@ export interface LoggedCall {
    */
   alias?: string
   ts: number
+  /**
+   * When the log last wrote of this call, for a call logged over several lines as its answer
+   * streams (Claude Code: one per content block, the early ones with a partial usage); `ts` when
+   * absent. The settle wait (ImportOptions.settleMs) counts from it: the proxy records the call
+   * only once its stream ends.
+   */
+  lastTs?: number
   /** Ledger provider name (`anthropic`, `openai`, `gemini`, ...) and its @pydantic/genai-prices id. */
   provider: string
   pricingId: string

@@ -57,7 +57,7 @@ export function parseClaudeCode(text: string): Parsed {
 
 /** One transcript's calls, taken a line at a time. */
 class ClaudeCodeLog {
-  private readonly byId = new Map<string, LoggedCall & { total: number; sidechain: boolean; request: string }>()
+  private readonly byId = new Map<string, LoggedCall & { lastTs: number; total: number; sidechain: boolean; request: string }>()
   private readonly calls: (LoggedCall & { request: string })[] = []
   /** The logged requests by id: true when sent with an OAuth token (a Claude account's plan). */
   private readonly requests = new Map<string, boolean>()
@@ -82,6 +82,7 @@ class ClaudeCodeLog {
     const call = {
       key: id ? `claude-code:${id}` : `claude-code:${str(e.sessionId ?? line.sessionId)}:${str(e.uuid ?? line.uuid) || ts}`,
       ts,
+      lastTs: ts,
       provider: bedrock ? 'bedrock' : 'anthropic',
       pricingId: bedrock ? 'aws' : 'anthropic',
       model,
@@ -98,9 +99,14 @@ class ClaudeCodeLog {
     if (!seen) {
       if (id) byId.set(id, call)
       calls.push(call)
-    } else if ((seen.sidechain && !call.sidechain) || (seen.sidechain === call.sidechain && call.total > seen.total)) {
+      return
+    }
+    // The answer's latest line, whichever usage is kept: the import waits from it (LoggedCall.lastTs).
+    const lastTs = Math.max(seen.lastTs, ts)
+    if ((seen.sidechain && !call.sidechain) || (seen.sidechain === call.sidechain && call.total > seen.total)) {
       Object.assign(seen, call, { ts: Math.min(seen.ts, call.ts) })
     }
+    seen.lastTs = lastTs
   }
 
   parsed(skipped: number): Parsed {
