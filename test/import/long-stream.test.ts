@@ -7,7 +7,7 @@ import { LogWatcher } from '../../src/main/import/watcher'
 import { silentLogger } from '../../src/main/log'
 import { Pricer } from '../../src/main/pricing/price'
 import { fixture, sseChunks } from '../support/fixtures'
-import { eventually } from '../support/http'
+import { eventually, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -48,9 +48,9 @@ afterAll(async () => {
 })
 
 /** Starts a streamed Messages call through the proxy; resolves once its first bytes are back, with its end. */
-function startStream(): Promise<{ ended: Promise<void> }> {
+function startStream(server: TestServer = t): Promise<{ ended: Promise<void> }> {
   return new Promise((resolve, reject) => {
-    const req = http.request(`${t.url}/v1/messages`, {
+    const req = http.request(`${server.url}/v1/messages`, {
       method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': 'sk-ant-long-stream-0000000001', 'anthropic-version': '2023-06-01' },
     }, (res) => {
       const ended = new Promise<void>((r) => res.on('close', () => r()))
@@ -109,5 +109,63 @@ describe('a Claude Code answer streaming through the proxy for longer than the i
     expect(day.requests).toBe(1)
     expect(day.cost).toBeCloseTo(calls[0].cost_usd, 12)
     expect(ledger.spend.key('').month).toBe(0)
+  })
+
+  it('imported while one content block streamed on past the wait: the proxy\'s record, arriving after, supersedes it', async () => {
+    // A server of its own: the ledger above holds this answer's proxied record already.
+    const s2 = await startTestServer({ import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }, upstream.url)
+    try {
+      const { db, ledger, context } = s2.server
+      const file = join(home, '.claude/projects/-home-dev-shop/one-block.jsonl')
+      const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => context.budgets })
+      const t0 = Date.now()
+      const s = await startStream(s2)
+      // Its first block ended at once; the next one streams for 11 minutes and writes nothing meanwhile.
+      logBlock(file, t0 + 1000, 'thinking', 1)
+      const during = (await w.runOnce(t0 + 11 * MIN)).find((x) => x.agent === 'claude-code')
+      expect(during).toMatchObject({ imported: 1 })
+      const partial = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'import'").get() as { id: number; cost_usd: number }
+      expect(partial.cost_usd).toBeGreaterThan(0)
+      expect(ledger.spend.key('').month).toBe(partial.cost_usd)
+      const keylessSpent = async () => {
+        const listed = (await request(`${s2.url}/api/dashboard/budgets`)).json()
+        return listed.rules.find((r: any) => r.api_key_hash === '').windows.find((x: any) => x.period === 'daily').spent_usd
+      }
+      expect(await keylessSpent()).toBe(partial.cost_usd)
+
+      release()
+      await s.ended
+      await eventually(() => {
+        ledger.flush()
+        return db.prepare("SELECT count(*) FROM calls WHERE source = 'proxy'").pluck().get() === 1
+      })
+      logBlock(file, t0 + 12 * MIN, 'tool_use', 5)
+      const after = (await w.runOnce(t0 + 23 * MIN)).find((x) => x.agent === 'claude-code')
+      expect(after).toMatchObject({ imported: 0, updated: 0, superseded: 1 })
+      expect(after!.cost_usd).toBe(-partial.cost_usd)
+
+      // The answer's money and tokens are the proxy's record, counted once: the imported row is at 0.
+      const proxied = db.prepare("SELECT id, output_tokens, cost_usd FROM calls WHERE source = 'proxy'").get() as any
+      expect(proxied.output_tokens).toBe(5)
+      const imported = db.prepare("SELECT input_tokens, output_tokens, cost_usd, revision FROM calls WHERE source = 'import'").get() as any
+      expect(imported).toMatchObject({ input_tokens: 0, output_tokens: 0, cost_usd: 0 })
+      // Revised: a team member's Burnrate sends it again, at 0.
+      expect(imported.revision).not.toBeNull()
+      ledger.flush()
+      const day = db.prepare('SELECT SUM(cost_usd) AS cost, SUM(output_tokens) AS output FROM dash_day').get() as any
+      expect(day.cost).toBeCloseTo(proxied.cost_usd, 12)
+      expect(day.output).toBe(5)
+      // Today's spend and the `*` rule's meter no longer count the imported call.
+      expect(ledger.spend.key('').month).toBe(0)
+      expect(await keylessSpent()).toBe(0)
+      // Its import key names the proxy's call: read again, nothing moves.
+      expect(db.prepare('SELECT call_id FROM import_keys').pluck().all()).toEqual([proxied.id])
+      logBlock(file, t0 + 12 * MIN + 1000, 'text', 5)
+      const again = (await w.runOnce(t0 + 40 * MIN)).find((x) => x.agent === 'claude-code')
+      await w.stop()
+      expect(again).toMatchObject({ imported: 0, updated: 0, superseded: 0, duplicates: 1, cost_usd: 0 })
+    } finally {
+      await s2.cleanup()
+    }
   })
 })

@@ -1,7 +1,8 @@
+import type Database from 'better-sqlite3'
 import type { CallRecord } from '../ledger/record'
 import { usageExtra } from '../metering/usage-extra'
 import type { SqlStore } from '../storage/sql'
-import { completeImported, type Grown } from './grown'
+import { completeImported, type Grown, type Superseded } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
 
@@ -45,16 +46,33 @@ export function twinQuery(c: LoggedCall) {
   }
 }
 
-/** Calls imported before take a larger usage their log now gives (./grown.ts); the others were imported as they are. */
+/**
+ * Calls imported before take a larger usage their log now gives, or give way to the proxy's record
+ * of the same answer (./grown.ts); the others were imported as they are. `rekey` then points the
+ * import keys of each superseded call at the proxy's call (this machine's file).
+ */
 export async function complete(
-  store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats, noticeMoved?: (id: number, delta: number) => void,
+  store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats, rekey: (s: readonly Superseded[]) => void,
+  noticeMoved?: (id: number, delta: number) => void,
 ): Promise<void> {
   const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined, noticeMoved)
-  stats.duplicates += grown.length - (done?.updated ?? 0)
+  const superseded = done?.superseded.length ?? 0
+  stats.duplicates += grown.length - (done?.updated ?? 0) - superseded
   if (!done) return
+  // Once committed: should this write fail, the next read finds the call at 0 and its twin again.
+  if (superseded) rekey(done.superseded)
   stats.updated += done.updated
+  stats.superseded += superseded
   stats.cost_usd += done.delta
   opts.onMoved?.(done.moves)
+}
+
+/** Points the import keys of superseded imported calls at the proxy's calls that superseded them (in `db`, where the keys are). */
+export function rekeyer(db: Database.Database): (s: readonly Superseded[]) => void {
+  const move = db.prepare('UPDATE import_keys SET call_id = ? WHERE call_id = ?')
+  return db.transaction((list: readonly Superseded[]) => {
+    for (const { id, twin } of list) move.run(twin, id)
+  })
 }
 
 export function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {

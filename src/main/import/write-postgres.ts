@@ -8,7 +8,7 @@ import type { SqlStore } from '../storage/sql'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, rekeyer, toRecord, twinQuery } from './write-common'
 
 /**
  * The key an imported call is stored under in PostgreSQL, derived from its import key alone:
@@ -39,6 +39,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     addKey.run(c.key, id)
     if (c.alias) addKey.run(c.alias, id)
   }
+  const rekey = rekeyer(db)
   const local = {
     getFile: db.prepare('SELECT size, mtime_ms FROM import_files WHERE path = ?'),
     setFile: db.prepare(
@@ -105,7 +106,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         if (c.alias) inBatch.add(c.alias)
         fresh.push({ logged: c, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
       }
-      await complete(store, grown, opts, stats)
+      await complete(store, grown, opts, stats, rekey)
       if (fresh.length === 0) return
       let kept = fresh
       const stored = await store.transaction(async (tx) => {

@@ -8,7 +8,7 @@ import { SqliteStore } from '../storage/sqlite'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
-import { MATCH_BEFORE_MS, complete, toRecord, twinQuery } from './write-common'
+import { MATCH_BEFORE_MS, complete, rekeyer, toRecord, twinQuery } from './write-common'
 
 /**
  * SQLite: the ledger is this machine's file. A logged call's proxied twin is looked for there,
@@ -40,6 +40,7 @@ export function sqliteWriter(db: Database.Database) {
   const notice = noticeWriter(db)
   const values: unknown[] = []
   const store = new SqliteStore(db)
+  const rekey = rekeyer(db)
   const write = db.transaction((calls: LoggedCall[], opts: WriteOptions, stats: StoreStats, grown: Grown[]) => {
     const rows: CallRecord[] = []
     const pruned = prunedBefore(db)
@@ -87,7 +88,7 @@ export function sqliteWriter(db: Database.Database) {
       const rows = write(calls, opts, stats, grown) as CallRecord[]
       if (opts.onCall) for (const r of rows) opts.onCall(r)
       // A server beside moves its spend and meters by what grew (its notice, with the move).
-      await complete(store, grown, opts, stats, opts.announce ? notice.moved : undefined)
+      await complete(store, grown, opts, stats, rekey, opts.announce ? notice.moved : undefined)
     },
   }
 }

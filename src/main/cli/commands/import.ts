@@ -72,10 +72,12 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
         const deferred = results.reduce((n, s) => n + s.deferred, 0)
         const expired = results.reduce((n, s) => n + s.expired, 0)
         const updated = results.reduce((n, s) => n + s.updated, 0)
+        const superseded = results.reduce((n, s) => n + s.superseded, 0)
         for (const s of results) if (s.unreadable.length) ctx.stdout.write(`${unreadableNote(s)}\n`)
         if (updated) ctx.stdout.write(`${updated} calls imported before were still being written then: they now have their final tokens and cost.\n`)
+        if (superseded) ctx.stdout.write(`${superseded} calls imported before were the proxy's calls, still streaming then: the proxy's record is now their only cost.\n`)
         if (expired) ctx.stdout.write(`${expired} calls are older than what ledger.retention_days already pruned, and were not imported.\n`)
-        if (deferred) ctx.stdout.write(`${deferred} calls from the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
+        if (deferred) ctx.stdout.write(`${deferred} calls written to in the last 10 minutes wait for the next import (a running Burnrate may still be recording them).\n`)
       } finally {
         await ledger.close()
       }
