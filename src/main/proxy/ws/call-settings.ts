@@ -5,19 +5,22 @@ import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
+import { LaneSettings, settingsOf } from './lane-settings'
+import { isObject, parseObject } from '../../metering/usage'
 
 /** How many responses' lanes a socket keeps (a steer names a recent response). */
 const MAX_RESPONSES_KEPT = 256
 
 /**
  * What the responses on one Responses socket are asked with, and the call each begins as: per
- * lane the last `response.create` (whose settings a steer, and a successor the server starts by
- * itself, inherit), the lane each response began in (a steer names the response it steers), and
- * the socket's project (Codex states its working directory in its first turn only).
+ * lane the last `response.create` sent upstream (whose settings a steer, and a successor the
+ * server starts by itself, inherit; bounded: ./lane-settings.ts), the lane each response began in
+ * (a steer names the response it steers), and the socket's project (Codex states its working
+ * directory in its first turn only).
  */
 export class CallSettings {
-  /** Per lane, the last `response.create`: the settings a successor response inherits. */
-  private readonly asked = new Map<string, Record<string, unknown>>()
+  /** Per lane, the last `response.create` sent upstream: the settings a successor response inherits. */
+  private readonly asked = new LaneSettings()
   /** Which lane each response began in (a steer names the response it steers, not always its lane). */
   private readonly responseLane = new Map<string, string>()
   /** The last project a response.create on this socket stated. */
@@ -30,9 +33,9 @@ export class CallSettings {
     private readonly who: Attributors,
   ) {}
 
-  /** A client's `response.create` in `lane`: its settings are the lane's from now on. */
-  created(lane: string, frame: Record<string, unknown>): void {
-    this.asked.set(lane, frame)
+  /** A client's `response.create` in `lane` (`bytes` long), sent upstream: its settings are the lane's from now on. */
+  created(lane: string, frame: Record<string, unknown>, bytes: number): void {
+    this.asked.set(lane, frame, bytes)
   }
 
   /**
@@ -70,12 +73,14 @@ export class CallSettings {
   }
 
   /**
-   * The call of a successor response in `lane` that no steer here asked for, made from the lane's
-   * last `response.create` (recorded, not gated: the server started it); none if the lane has none.
+   * The call of a successor response in `lane` that no steer here asked for (recorded, not gated:
+   * the server started it), made from the lane's last `response.create`; if the lane has none kept
+   * (none was sent in it, or it was let go: ./lane-settings.ts), from the settings the response's
+   * own `response.created` (`created`, its frame's text) echoes, its model first: the call is
+   * recorded all the same, its usage from its own events.
    */
-  successor(lane: string): CallState | undefined {
-    const asked = this.asked.get(lane)
-    if (!asked) return undefined
+  successor(lane: string, created: string): CallState {
+    const asked = this.asked.get(lane) ?? echoed(created)
     const { info, ctx } = describeCall(this.route, 'POST', this.headers, asked, 0, Date.now(), this.who)
     if (!ctx.project) ctx.project = this.project
     const s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
@@ -85,4 +90,10 @@ export class CallSettings {
     s.meter = ctx.provider.meter(ctx.shape, info)
     return s
   }
+}
+
+/** The settings a response's `response.created` echoes (its `response` object's: model, tier, ...). */
+function echoed(created: string): Record<string, unknown> {
+  const r = parseObject(created)?.response
+  return isObject(r) ? settingsOf(r) : {}
 }

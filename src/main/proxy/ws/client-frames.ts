@@ -55,7 +55,7 @@ export class ClientFrames {
       // Its input goes to a successor the server starts with the settings of the response it
       // continues: gated (and, once the successor begins, recorded) as a call of those settings.
       body = this.settings.steered(lane, frame)
-    } else this.settings.created(lane, frame)
+    }
     const started = performance.now()
     const ts = Date.now()
     const s = this.settings.begin(body, data.length, ts, started)
@@ -114,8 +114,13 @@ export class ClientFrames {
     s.status = 200
     s.upstreamStatus = 200
     s.meter = ctx.provider.meter(ctx.shape, info)
-    if (this.steers.is(s)) this.steers.queue(s, this.open.lane(s) ?? '')
-    else this.open.push(s)
+    const lane = this.open.lane(s) ?? ''
+    if (this.steers.is(s)) this.steers.queue(s, lane)
+    else {
+      this.open.push(s)
+      // Its settings are the lane's from now on (a refused frame, never sent, changes nothing upstream).
+      this.settings.created(lane, s.ctx.body, s.ctx.bodyBytes)
+    }
     // The frame goes upstream when this returns; what the gate left for after that runs then.
     a.afterSend?.()
     this.plan.admitted(s)

@@ -24,7 +24,8 @@ import type { SocketCalls } from './socket-calls'
  * A response can also begin with no `response.create`: a `response.steer` (input queued for the
  * running response) makes the server finish that response and start a successor with the same
  * settings by itself. The steer is gated as a call of those settings, and the successor recorded
- * as that call; one no steer here asked for is recorded as the lane's last `response.create`.
+ * as that call; one no steer here asked for is recorded as the lane's last `response.create` (or,
+ * the lane's no longer kept, as what its `response.created` echoes: ./call-settings.ts).
  *
  * Here: the upstream's frames, each metered for the call it belongs to and that call recorded at
  * its end. The client's frames and their admission are ./client-frames.ts; the open calls and
@@ -93,7 +94,7 @@ export class ResponsesSocketCalls implements SocketCalls {
       // A response no `response.create` waits for (none open in its lane), or one that steered
       // input queued here began: a successor the server started by itself.
       const steered = this.steeredLane(named)
-      if (!s || this.steers.waiting(steered)) s = this.successor(steered) ?? s
+      if (!s || this.steers.waiting(steered)) s = this.successor(steered, text)
       const id = this.open.lanes ? responseIdOf(text) : null
       // The lane of the call it is (a steer naming the response finds its settings there).
       if (id && s) this.settings.began(id, this.open.lane(s) ?? '')
@@ -140,16 +141,16 @@ export class ResponsesSocketCalls implements SocketCalls {
   }
 
   /**
-   * The call a successor response in `lane` is: the oldest steer queued there (every other one
-   * queued meanwhile went into the same successor: their reservations are freed), else one made
-   * from the lane's last `response.create`, whose settings the successor inherits (recorded, not
-   * gated: the server started it). It goes first in its lane: the frames that follow are its.
+   * The call a successor response in `lane` is (`created`: its `response.created`): the oldest
+   * steer queued there (every other one queued meanwhile went into the same successor: their
+   * reservations are freed), else one made from the lane's last `response.create`, whose settings
+   * the successor inherits, or from what its `response.created` echoes (recorded, not gated: the
+   * server started it). It goes first in its lane: the frames that follow are its.
    */
-  private successor(lane: string): CallState | undefined {
+  private successor(lane: string, created: string): CallState {
     let s = this.steers.take(lane)
     if (!s) {
-      s = this.settings.successor(lane)
-      if (!s) return undefined
+      s = this.settings.successor(lane, created)
       this.open.setLane(s, lane)
     }
     this.open.first(s, lane)
