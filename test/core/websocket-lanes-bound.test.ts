@@ -144,6 +144,52 @@ describe("a Responses socket's lanes", () => {
     expect(rows.find((r) => r.response_id === 'resp_successor_a')).toMatchObject({ requested_model: 'gpt-4o', model: 'gpt-4o-2024-08-06', input_tokens: 20_000, output_tokens: 500, status: 200, estimated: 0 })
   })
 
+  it('lanes named at length (longer than the upstream frames are read for) are not kept for the responses begun in them', async () => {
+    script = (f, send) => {
+      if (f.type !== 'response.create') return
+      // (Not echoing the lane: one this long is not read from an upstream frame anyway, and the
+      // client here keeps every frame it gets.)
+      const r = resp(`resp_long_${f.input[0].content[0].text.slice(-8)}`, 'gpt-4o-mini-2024-07-18')
+      send(created(r))
+      send(completed(r, usage(100, 10)))
+    }
+    const c = await open('sk-test-lanes-bound-0003')
+    let before = ledgerRows(t.dbFile).length
+    c.ws.send(create('gpt-4o-mini', 'warm', 1000))
+    await rowsAfter(before, 1)
+    const heap0 = heapAfterGc()
+    before = ledgerRows(t.dbFile).length
+    for (let i = 0; i < LANES / 2; i++) {
+      const lane = `${i}`.padEnd(FRAME, `long lane ${i} `)
+      c.ws.send(JSON.stringify({ type: 'response.create', stream_id: lane, model: 'gpt-4o-mini', input: [{ role: 'user', content: [{ type: 'input_text', text: `${i}`.padStart(8, '0') }] }] }))
+    }
+    const rows = await rowsAfter(before, LANES / 2)
+    expect(rows.every((r) => r.status === 200 && r.input_tokens === 100)).toBe(true)
+    const grown = heapAfterGc() - heap0
+    expect(grown).toBeLessThan(32 * MiB)
+    c.ws.close()
+  })
+
+  it('a lane a steer was queued in is not kept once the steer is over', async () => {
+    // Each steer fails upstream (as for a response that is not running; its lane not echoed, as above).
+    script = (f, send) => {
+      if (f.type === 'response.steer') send({ type: 'response.steer.failed', steer: { previous_response_id: f.previous_response_id }, error: { message: 'no such response' } })
+    }
+    const c = await open('sk-test-lanes-bound-0004')
+    const active = t.server.proxy.active
+    const heap0 = heapAfterGc()
+    for (let i = 0; i < LANES / 2; i++) {
+      const lane = `${i}`.padEnd(FRAME, `steered lane ${i} `)
+      c.ws.send(JSON.stringify({ type: 'response.steer', stream_id: lane, previous_response_id: 'resp_none', input: 'more' }))
+    }
+    await eventually(() => c.frames.length === LANES / 2, 60_000)
+    expect(c.frames.every((f) => f.type === 'response.steer.failed')).toBe(true)
+    await eventually(() => t.server.proxy.active === active, 10_000)
+    const grown = heapAfterGc() - heap0
+    expect(grown).toBeLessThan(32 * MiB)
+    c.ws.close()
+  })
+
   it('frames refused by the budgets are not kept', async () => {
     script = () => {}
     const c = await open('sk-blocked-lanes-bound-0001')

@@ -10,6 +10,11 @@ import { isObject, parseObject } from '../../metering/usage'
 
 /** How many responses' lanes a socket keeps (a steer names a recent response). */
 const MAX_RESPONSES_KEPT = 256
+/**
+ * The longest lane a response's is kept under: the longest an upstream frame's `stream_id` is read
+ * back (./frames.ts), so a longer one is no lane its frames are matched by either.
+ */
+const MAX_LANE_CHARS = 200
 
 /**
  * What the responses on one Responses socket are asked with, and the call each begins as: per
@@ -55,6 +60,8 @@ export class CallSettings {
 
   /** Response `id` began in `lane`. */
   began(id: string, lane: string): void {
+    // (A lane of the client's longer than its frames are read by is kept no more than it is read.)
+    if (lane.length > MAX_LANE_CHARS) return
     this.responseLane.set(id, lane)
     // A long-lived socket's older responses are steered no more: the map stays small.
     if (this.responseLane.size > MAX_RESPONSES_KEPT) this.responseLane.delete(this.responseLane.keys().next().value!)

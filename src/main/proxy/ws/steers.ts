@@ -60,6 +60,8 @@ export class SocketSteers {
     const q = this.queued.get(lane)
     const s = q?.shift()
     if (!s) return undefined
+    // (A lane is kept only while a steer waits in it: the client names lanes without end.)
+    this.queued.delete(lane)
     this.asks.delete(s)
     for (const other of q!.splice(0)) this.drop(other)
     return s
@@ -67,14 +69,17 @@ export class SocketSteers {
 
   /** The oldest steer in `lane` will have no successor (it failed, or waits for a `response.create`): released. */
   dropOldest(lane: string): void {
-    const s = this.queued.get(lane)?.shift()
+    const q = this.queued.get(lane)
+    const s = q?.shift()
+    if (q?.length === 0) this.queued.delete(lane)
     if (s) this.drop(s)
   }
 
   /** Every steer queued, taken out (the socket timed out or ended). */
   drain(): CallState[] {
     const all: CallState[] = []
-    for (const q of this.queued.values()) all.push(...q.splice(0))
+    for (const q of this.queued.values()) all.push(...q)
+    this.queued.clear()
     for (const s of all) this.asks.delete(s)
     return all
   }
