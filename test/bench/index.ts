@@ -5,7 +5,8 @@
  * 10M, built once and cached for a day), `cardinality` (proxied calls' added latency with 100k
  * sessions in the ledger, with and without a dashboard polling), `postgres` (two instances on
  * one PostgreSQL against one on SQLite, under a block rule) and `startup` (time to a healthy
- * headless server, memory at rest and after load). No argument runs them all.
+ * headless server, memory at rest and after load) and `alloc` (JS heap bytes allocated per proxied
+ * call against the bare proxies, and where Burnrate's come from). No argument runs them all.
  */
 import { printReport } from './report'
 
@@ -15,6 +16,10 @@ const all = modes.length === 0
 if (all || modes.includes('proxy')) {
   const { runProxyBench } = await import('./proxy')
   await runProxyBench()
+}
+if (all || modes.includes('alloc')) {
+  const { runAllocBench } = await import('./alloc')
+  await runAllocBench()
 }
 if (all || modes.includes('startup')) {
   const { runStartupBench } = await import('./startup')

@@ -86,11 +86,12 @@ interface Targets {
   burnrate: Record<BurnrateTarget, { child: Child; dataDir: string }>
 }
 
-async function startBurnrate(
+export async function startBurnrate(
   name: string,
   upstream: string,
   rules: unknown[],
   more: Record<string, unknown> = {},
+  nodeArgs: string[] = [],
 ): Promise<{ child: Child; dataDir: string }> {
   const dataDir = mkdtempSync(join(tmpdir(), 'burnrate-bench-'))
   const configFile = join(dataDir, 'config.yaml')
@@ -104,7 +105,7 @@ async function startBurnrate(
       ...more,
     }),
   )
-  const child = await startChild(name, [join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
+  const child = await startChild(name, [...nodeArgs, join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
   return { child, dataDir }
 }
 

@@ -6,6 +6,8 @@ export interface Child {
   name: string
   url: string
   proc: ChildProcess
+  /** The inspector's WebSocket URL when the child was started with `--inspect=127.0.0.1:0` (for heap sampling), else null. */
+  inspectorUrl: string | null
   /** Peak resident memory (VmHWM) so far, in bytes; null where /proc is missing. */
   peakRss(): number | null
   /** CPU time (user + system) used so far, in µs; null where /proc is missing. */
@@ -17,6 +19,7 @@ export interface Child {
 }
 
 const LISTENING = /listening on (http:\/\/[^\s)]+)/i
+const INSPECTOR = /Debugger listening on (ws:\/\/\S+)/
 
 /** Starts `node <args>` and resolves once it prints "listening on http://...". */
 export function startChild(name: string, args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<Child> {
@@ -51,6 +54,7 @@ export function startChild(name: string, args: string[], env: Record<string, str
         name,
         url: m[1],
         proc,
+        inspectorUrl: INSPECTOR.exec(output)?.[1] ?? null,
         peakRss: () => peakRss(proc.pid),
         cpuMicros: () => cpuMicros(proc.pid),
         threadCpuMicros: () => threadCpuMicros(proc.pid),
