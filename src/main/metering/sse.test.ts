@@ -21,6 +21,15 @@ describe('SseParser', () => {
     ])
   })
 
+  it('joins any number of data lines, empty ones included, and dispatches an event whose only data is empty', () => {
+    const text = 'data: 1\ndata:\ndata: 3\ndata: 4\n\nevent: e\ndata\n\ndata: after\n\n'
+    expect(parseAll([Buffer.from(text)])).toEqual([
+      ['message', '1\n\n3\n4'],
+      ['e', ''],
+      ['message', 'after'],
+    ])
+  })
+
   it('gives the same events however the bytes are split, even inside CRLF and UTF-8 characters', () => {
     for (const file of ['gemini/stream-generate-content.sse', 'anthropic/messages-stream-text.sse', 'openai-responses/responses-stream-basic.sse']) {
       const body = Buffer.concat([fixture(file), Buffer.from('data: {"t":"héllo – ✓"}\r\n\r\n')])

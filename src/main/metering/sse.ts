@@ -14,7 +14,9 @@ export class SseParser {
   private pending: string[] = []
   private pendingLength = 0
   private event = ''
-  private data: string[] = []
+  /** The event's first `data` value; the rest, with it, in `moreData` (rare: one array per event would be allocated for nothing). */
+  private data: string | undefined = undefined
+  private moreData: string[] | null = null
   private lastWasCR = false
   private skipping = false
   /** Text has come: a byte order mark now is not the stream's first character. */
@@ -109,7 +111,10 @@ export class SseParser {
     const first = text.charCodeAt(start)
     if (first === 100 /* d */ && text.startsWith('data', start)) {
       const value = fieldValue(text, start + 4, end)
-      if (value !== undefined) this.data.push(value)
+      if (value === undefined) return
+      if (this.data === undefined) this.data = value
+      else if (this.moreData === null) this.moreData = [this.data, value]
+      else this.moreData.push(value)
     } else if (first === 101 /* e */ && text.startsWith('event', start)) {
       const value = fieldValue(text, start + 5, end)
       if (value !== undefined) this.event = value
@@ -117,10 +122,11 @@ export class SseParser {
   }
 
   private dispatch(): void {
-    if (this.data.length > 0) {
-      const data = this.data.length === 1 ? this.data[0] : this.data.join('\n')
+    if (this.data !== undefined) {
+      const data = this.moreData === null ? this.data : this.moreData.join('\n')
       const event = this.event || 'message'
-      this.data = []
+      this.data = undefined
+      this.moreData = null
       this.event = ''
       this.onEvent(event, data)
     } else {
