@@ -319,23 +319,29 @@ export class Meter {
   periods(now: number, session?: string): PeriodState[] {
     const r = this.rule
     this.roll(now)
-    const out: PeriodState[] = []
+    const windowed = this.window !== null && r.window_limit_usd !== null
+    const sessioned = !!session && r.session_limit_usd !== null
+    // Made at its length (read on every call, twice or more): a first push would give room for 17.
+    const out: PeriodState[] = new Array(
+      (r.monthly_limit_usd !== null ? 1 : 0) + (r.weekly_limit_usd !== null ? 1 : 0) + (r.daily_limit_usd !== null ? 1 : 0) + (windowed ? 1 : 0) + (sessioned ? 1 : 0),
+    )
+    let i = 0
     if (r.monthly_limit_usd !== null) {
-      out.push({ period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(now).end })
+      out[i++] = { period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(now).end }
     }
     if (r.weekly_limit_usd !== null) {
-      out.push({ period: 'weekly', limit: r.weekly_limit_usd, spent: this.week.spent, start: this.week.start, resetsAt: this.clock.weekOf(now).end })
+      out[i++] = { period: 'weekly', limit: r.weekly_limit_usd, spent: this.week.spent, start: this.week.start, resetsAt: this.clock.weekOf(now).end }
     }
     if (r.daily_limit_usd !== null) {
-      out.push({ period: 'daily', limit: r.daily_limit_usd, spent: this.day.spent, start: this.day.start, resetsAt: this.clock.dayOf(now).end })
+      out[i++] = { period: 'daily', limit: r.daily_limit_usd, spent: this.day.spent, start: this.day.start, resetsAt: this.clock.dayOf(now).end }
     }
-    if (this.window && r.window_limit_usd !== null) {
-      const limit = r.window_limit_usd
-      const lengthMs = this.window.lengthMs
-      out.push({ period: 'window', limit, spent: this.window.spent(now), start: now - lengthMs, resetsAt: this.window.resetsAt(limit, now), lengthMs })
+    if (windowed) {
+      const limit = r.window_limit_usd!
+      const lengthMs = this.window!.lengthMs
+      out[i++] = { period: 'window', limit, spent: this.window!.spent(now), start: now - lengthMs, resetsAt: this.window!.resetsAt(limit, now), lengthMs }
     }
-    if (session !== undefined && r.session_limit_usd !== null && session) {
-      out.push({ period: 'session', limit: r.session_limit_usd, spent: this.sessionSpent(session), start: 0, resetsAt: null })
+    if (sessioned) {
+      out[i] = { period: 'session', limit: r.session_limit_usd!, spent: this.sessionSpent(session!), start: 0, resetsAt: null }
     }
     return out
   }

@@ -64,15 +64,41 @@ export interface DeferredCheck {
   soon(): void
 }
 
-interface Waiting {
-  ctx: CallContext
-  now: number
-  events: RunawayEvent[] | null
+/** A call's check, waiting or run: one object per call, its own DeferredCheck (no closures made per call). */
+class Waiting implements DeferredCheck {
+  result: RunawayEvent[] | null = null
   /** `soon` has queued its immediate. */
-  queued: boolean
+  queued = false
+
+  constructor(
+    readonly ctx: CallContext,
+    readonly now: number,
+    /** The detector's `settle`. */
+    private readonly settle: (until: Waiting) => RunawayEvent[],
+  ) {}
+
+  events(): RunawayEvent[] {
+    return this.result ?? this.settle(this)
+  }
+
+  soon(): void {
+    if (this.result || this.queued) return
+    this.queued = true
+    setImmediate(settleWaiting, this)
+  }
+}
+
+function settleWaiting(p: Waiting): void {
+  if (!p.result) p.events()
 }
 
 const NOTHING_DEFERRED: DeferredCheck = { events: () => [], soon: () => {} }
+/** A check that trips nothing (every reader only reads it). */
+const NO_EVENTS: RunawayEvent[] = []
+
+function runawayEvent(ctx: CallContext, at: number, kind: RunawayEvent['kind'], action: RunawayEvent['action'], count: number, usd: number): RunawayEvent {
+  return { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at, kind, action, count, usd_last_minute: usd }
+}
 
 export class RunawayDetector {
   private readonly sessions = new Map<string, SessionState>()
@@ -141,53 +167,52 @@ export class RunawayDetector {
    */
   defer(ctx: CallContext, now = Date.now()): DeferredCheck {
     if (!this.enabled || !ctx.session) return NOTHING_DEFERRED
-    const p: Waiting = { ctx, now, events: null, queued: false }
-    this.waiting.push(p)
-    return {
-      events: () => p.events ?? this.settle(p),
-      soon: () => {
-        if (p.events || p.queued) return
-        p.queued = true
-        setImmediate(this.settleUntil, p)
-      },
-    }
+    const p = new Waiting(ctx, now, this.settleFor)
+    this.waiting[this.waitingTo++] = p
+    return p
   }
 
-  /** Calls whose check waits (`defer`), oldest first; `waitingFrom` is the next to run (those before it are done and let go). */
+  /**
+   * Calls whose check waits (`defer`), oldest first, from `waitingFrom` (the next to run: those
+   * before it are done and let go) to before `waitingTo`. The list is kept, not made afresh, when
+   * it empties (a new one would be made again for the next call), unless a burst made it long.
+   */
   private waiting: (Waiting | null)[] = []
   private waitingFrom = 0
-  private readonly settleUntil = (p: Waiting): void => {
-    if (!p.events) this.settle(p)
-  }
+  private waitingTo = 0
+  private readonly settleFor = (until: Waiting): RunawayEvent[] => this.settle(until)
+  /** What each waiting check's immediate runs (`Waiting.soon`; test/budgets/runaway-deferred.test.ts holds them back by it). */
+  private readonly settleUntil = settleWaiting
 
   /** Runs the waiting checks in arrival order, up to `until` (all of them without it); returns `until`'s events. */
   private settle(until?: Waiting): RunawayEvent[] {
-    while (this.waitingFrom < this.waiting.length) {
+    while (this.waitingFrom < this.waitingTo) {
       const p = this.waiting[this.waitingFrom]!
       // Let go of the call (its body) as it is taken; the list starts afresh when it is done, or
       // is compacted when calls keep arriving before it is.
       this.waiting[this.waitingFrom++] = null
-      if (this.waitingFrom === this.waiting.length) {
-        this.waiting = []
-        this.waitingFrom = 0
-      } else if (this.waitingFrom >= 1024 && this.waitingFrom * 2 >= this.waiting.length) {
+      if (this.waitingFrom === this.waitingTo) {
+        this.waitingFrom = this.waitingTo = 0
+        if (this.waiting.length > 1024) this.waiting = []
+      } else if (this.waitingFrom >= 1024 && this.waitingFrom * 2 >= this.waitingTo) {
         this.waiting.splice(0, this.waitingFrom)
+        this.waitingTo -= this.waitingFrom
         this.waitingFrom = 0
       }
       try {
-        p.events = this.evaluate(p.ctx, p.now)
+        p.result = this.evaluate(p.ctx, p.now)
       } catch {
-        p.events = []
+        p.result = NO_EVENTS
       }
       if (p === until) break
     }
-    return until?.events ?? []
+    return until?.result ?? []
   }
 
+  /** What a call trips; nothing (the shared empty list, read only) for nearly every call, with no event's fields built for it. */
   private evaluate(ctx: CallContext, now: number): RunawayEvent[] {
-    const out: RunawayEvent[] = []
+    let out: RunawayEvent[] | null = null
     const key = `${ctx.apiKeyHash}\n${ctx.session}`
-    const base = { session: ctx.session, agent: ctx.agent, model: ctx.shape.model, api_key_hash: ctx.apiKeyHash, key_hint: ctx.keyHint, at: now }
     const loop = this.opts.loop
     if (loop.action !== 'off') {
       const tail = tailOf(ctx.body)
@@ -210,8 +235,8 @@ export class RunawayDetector {
         }
         s.tails.set(k, turns)
         if (turns.length >= loop.repeats) {
-          const e: RunawayEvent = { ...base, kind: 'loop', action: loop.action, count: turns.length, usd_last_minute: 0 }
-          out.push(e)
+          const e = runawayEvent(ctx, now, 'loop', loop.action, turns.length, 0)
+          out = [e]
           this.announce(s, e, now)
         }
       }
@@ -222,12 +247,14 @@ export class RunawayDetector {
       while (s.spend.length && s.spend[0].t <= now - MINUTE) s.spend.shift()
       const usd = s.spend.reduce((a, x) => a + x.usd, 0)
       if (usd > rate.usdPerMinute) {
-        const e: RunawayEvent = { ...base, kind: 'spend_rate', action: rate.action as 'warn' | 'block', count: 0, usd_last_minute: usd }
-        out.push(e)
+        const e = runawayEvent(ctx, now, 'spend_rate', rate.action as 'warn' | 'block', 0, usd)
+        if (out) out.push(e)
+        else out = [e]
         this.announce(s, e, now)
       }
     }
-    return out.sort((a, b) => (a.action === b.action ? 0 : a.action === 'block' ? -1 : 1))
+    if (!out) return NO_EVENTS
+    return out.length > 1 ? out.sort((a, b) => (a.action === b.action ? 0 : a.action === 'block' ? -1 : 1)) : out
   }
 
   /** The turn each call was counted as, until the call is let go (`refused` takes it back). */

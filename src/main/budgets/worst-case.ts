@@ -80,18 +80,29 @@ function markTtl(block: unknown): '5m' | '1h' | null {
  */
 export function cacheWriteTtl(body: unknown): '5m' | '1h' | null {
   if (!isObject(body)) return null
-  let ttl = markTtl(body)
   // Stops at a 1-hour mark: none is longer. A 5-minute mark never shortens one seen before.
-  const see = (block: unknown): boolean => {
-    const t = markTtl(block)
-    if (t === '1h' || (t && !ttl)) ttl = t
-    return ttl === '1h'
-  }
+  let ttl = markTtl(body)
   if (ttl === '1h') return ttl
-  const tools = isObject(body.toolConfig) ? body.toolConfig.tools : body.tools
-  for (const list of [tools, body.system]) if (Array.isArray(list) && list.some(see)) return '1h'
+  ttl = listTtl(isObject(body.toolConfig) ? body.toolConfig.tools : body.tools, ttl)
+  if (ttl === '1h') return ttl
+  ttl = listTtl(body.system, ttl)
+  if (ttl === '1h') return ttl
   if (Array.isArray(body.messages)) {
-    for (const m of body.messages) if (isObject(m) && Array.isArray(m.content) && m.content.some(see)) return '1h'
+    for (const m of body.messages) {
+      if (isObject(m)) ttl = listTtl(m.content, ttl)
+      if (ttl === '1h') return ttl
+    }
+  }
+  return ttl
+}
+
+/** The longest mark among a list's blocks (not a list: none), given the longest seen before (read on every call: no closure, no array). */
+function listTtl(list: unknown, ttl: '5m' | '1h' | null): '5m' | '1h' | null {
+  if (!Array.isArray(list)) return ttl
+  for (const block of list) {
+    const t = markTtl(block)
+    if (t === '1h') return t
+    if (t && !ttl) ttl = t
   }
   return ttl
 }
