@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Duplex } from 'node:stream'
+import type { Dispatcher } from 'undici'
 import { performance } from 'node:perf_hooks'
 import type { SessionInference } from '../agents/sessions'
 import { sendError } from '../http/errors'
@@ -16,7 +17,7 @@ import { createCallLifecycle } from './call/lifecycle'
 import type { RecorderOptions } from './call/recording'
 import { audioUpload } from './call/audio-usage'
 import { BodyMemory, BodyMemoryFull, BodyTooLarge, DEFAULT_MAX_REQUEST, readBody, readRequest } from './call/request-body'
-import { newHttpCall } from './call/state'
+import { type HttpCall, newHttpCall } from './call/state'
 import type { CallGate } from './gate'
 import type { Route } from './routes'
 import { createWebSocketRelay } from './ws/relay'
@@ -68,6 +69,9 @@ export interface ProxyHandler {
   close(): Promise<void>
 }
 
+/** The answer of a call turned away before it was under way. */
+const DONE: Promise<void> = Promise.resolve()
+
 export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const maxBody = opts.maxRequestBytes ?? DEFAULT_MAX_REQUEST
   const memory = new BodyMemory(opts.maxBufferedBytes ?? 5 * DEFAULT_MAX_REQUEST)
@@ -78,27 +82,44 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const network = opts.network ?? {}
   const sockets = createWebSocketRelay({ life, who: opts, pricesReady: () => opts.pricer.ready(), timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
 
-  async function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
-    const started = performance.now()
-    const ts = Date.now()
-    const upstream = route.upstream
-    const provider = upstream.provider
-    if (!upstream.enabled) {
-      sendError(res, 'not_found', `The ${provider.name} provider is turned off in the config (providers.${provider.name}.enabled).`)
-      return
-    }
-    if (!upstream.baseUrl) {
-      sendError(res, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
-      return
-    }
-    // Under way from here, not only once its body is in: a shutdown lets a call whose body is
-    // still arriving finish (drain). `begin` counts it again before this count is let go, so
-    // the count never touches 0 in between; every way out lets it go exactly once.
-    life.arrive()
+  // What every call's promise ends with: made once, not per call.
+  const leave = (): void => life.leave()
+  const leaveFailed = (err: unknown): never => {
+    life.leave()
+    throw err
+  }
+  /** A new connection to each upstream, for sending a call again (forward.ts): one function per upstream, not per call. */
+  const fresh = new WeakMap<Route['upstream'], () => Dispatcher>()
+  const freshFor = (upstream: Route['upstream']): (() => Dispatcher) => {
+    let f = fresh.get(upstream)
+    if (!f) fresh.set(upstream, (f = () => dispatchers.fresh(upstream)))
+    return f
+  }
+
+  /** Not an async function: a call's own promise is `receive`'s, with no second one (and its await) around it. */
+  function handle(req: IncomingMessage, res: ServerResponse, route: Route): Promise<void> {
     try {
-      await receive(req, res, route, started, ts)
-    } finally {
-      life.leave()
+      const started = performance.now()
+      const ts = Date.now()
+      const upstream = route.upstream
+      const provider = upstream.provider
+      if (!upstream.enabled) {
+        sendError(res, 'not_found', `The ${provider.name} provider is turned off in the config (providers.${provider.name}.enabled).`)
+        return DONE
+      }
+      if (!upstream.baseUrl) {
+        sendError(res, 'not_found', `The ${provider.name} provider has no upstream: ${provider.noUpstreamHint ?? `set providers.${provider.name}.base_url in the config`}.`)
+        return DONE
+      }
+      // Under way from here, not only once its body is in: a shutdown lets a call whose body is
+      // still arriving finish (drain). `begin` counts it again before this count is let go, so
+      // the count never touches 0 in between; every way out lets it go exactly once.
+      life.arrive()
+      // (`receive` is async: it never throws, it rejects.)
+      return receive(req, res, route, started, ts).then(leave, leaveFailed)
+    } catch (err) {
+      // As an async function's would: a failure is the promise's, never thrown at the caller.
+      return Promise.reject(err)
     }
   }
 
@@ -162,11 +183,13 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
 
     const s = life.begin(newHttpCall(route, ctx, info, started, res))
     if (body && ctx.shape.endpoint === 'audio') s.upload = audioUpload(body, req.headers)
-    const forward = () =>
-      forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, () => dispatchers.fresh(upstream))
     const admitted = admitHttp(life, s)
-    if (admitted === true) forward()
-    else if (admitted !== false) void admitted.then((ok) => ok && forward())
+    if (admitted === true) forward(s, req, body, upstream)
+    else if (admitted !== false) void admitted.then((ok) => ok && forward(s, req, body, upstream))
+  }
+
+  function forward(s: HttpCall, req: IncomingMessage, body: Buffer | null, upstream: Route['upstream']): void {
+    forwardHttp(s, req, body, dispatchers.for(upstream), opts.timeouts, life.finish, warn, opts.observeHeaders, freshFor(upstream))
   }
 
   return {

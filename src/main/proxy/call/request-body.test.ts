@@ -1,6 +1,8 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 import zlib from 'node:zlib'
 import { describe, expect, it } from 'vitest'
-import { BodyMemory, BodyMemoryFull, decodeBody, formFields, parseJsonBody, readRequest } from './request-body'
+import { BodyMemory, BodyMemoryFull, decodeBody, formFields, parseJsonBody, readBody, readRequest } from './request-body'
 
 const form = (boundary: string, parts: string[]) => Buffer.from(parts.map((p) => `--${boundary}\r\n${p}\r\n`).join('') + `--${boundary}--\r\n`, 'latin1')
 
@@ -79,5 +81,62 @@ describe('compressed request bodies (decodeBody, readRequest)', () => {
     expect(r).toEqual({ parsed: JSON.parse(json.toString()), bytes: json.length })
     expect(memory.held).toBe(0)
     expect(await readRequest(Buffer.from('x'), { 'content-type': 'application/json', 'content-encoding': 'zstd' }, 1 << 20, memory)).toEqual({ parsed: undefined, bytes: 1 })
+  })
+})
+
+describe('readBody', () => {
+  /** A real server on 127.0.0.1 that reads each request with readBody and answers its bytes and the memory it holds (or its error), then gives that back. */
+  async function withServer<T>(fn: (port: number) => Promise<T>): Promise<T> {
+    const memory = new BodyMemory(1024 * 1024)
+    const server = http.createServer((req, res) => {
+      readBody(req, 64 * 1024, memory).then(
+        (b) => {
+          const held = memory.held
+          memory.give(b?.length ?? 0)
+          res.end(JSON.stringify({ body: b === null ? null : b.toString('latin1'), held }))
+        },
+        (e: Error) => res.end(JSON.stringify({ error: e.constructor.name })),
+      )
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    try {
+      return await fn((server.address() as AddressInfo).port)
+    } finally {
+      server.close()
+    }
+  }
+
+  function send(port: number, parts: string[], headers: Record<string, string>, method = 'POST'): Promise<{ body?: string | null; held?: number; error?: string }> {
+    return new Promise((resolve, reject) => {
+      const req = http.request({ host: '127.0.0.1', port, method, headers }, (res) => {
+        let text = ''
+        res.on('data', (c: Buffer) => (text += c.toString()))
+        res.on('end', () => resolve(JSON.parse(text)))
+      })
+      req.on('error', reject)
+      // Each part written on its own turn: they come as separate chunks (or, coalesced, fewer).
+      let i = 0
+      const next = (): void => {
+        if (i === parts.length) {
+          req.end()
+          return
+        }
+        req.write(parts[i++])
+        setImmediate(next)
+      }
+      next()
+    })
+  }
+
+  it('gives the body whole however many chunks it came in, an empty one as empty, and none as null', async () => {
+    await withServer(async (port) => {
+      const parts = ['{"model":"a",', '"messages":[{"role":"user",', '"content":"' + 'x'.repeat(20_000) + '"}]}']
+      const whole = parts.join('')
+      expect(await send(port, parts, { 'transfer-encoding': 'chunked' })).toEqual({ body: whole, held: whole.length })
+      expect(await send(port, [whole], { 'content-length': String(whole.length) })).toEqual({ body: whole, held: whole.length })
+      expect(await send(port, [], { 'transfer-encoding': 'chunked' })).toEqual({ body: '', held: 0 })
+      expect(await send(port, [], {}, 'GET')).toEqual({ body: null, held: 0 })
+      expect(await send(port, ['y'.repeat(40_000), 'y'.repeat(40_000)], { 'transfer-encoding': 'chunked' })).toEqual({ error: 'BodyTooLarge' })
+    })
   })
 })
