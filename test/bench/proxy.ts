@@ -41,12 +41,21 @@ import {
 } from './proxy-kit/report'
 import { SCENARIOS, type Scenario } from './proxy-kit/scenarios'
 import { checkLedger } from './proxy-kit/verify'
+import { callsFor, heapPerCall } from './proxy-kit/heap'
 import { row } from './report'
 
 const HERE = dirname(fileURLToPath(import.meta.url))
 const ROOT = resolve(HERE, '../..')
 const KIT = join(HERE, 'proxy-kit')
 
+const INSPECT = '--inspect=127.0.0.1:0'
+/** The targets whose heap allocation per call is sampled: Burnrate with its budget rule and the two bare proxies. */
+const HEAP_TARGETS = ['bare', 'bareUndici', 'burnrate'] as const
+type HeapTarget = (typeof HEAP_TARGETS)[number]
+/** Before sampling, each target runs the scenario this long and for at least this many calls, then is sampled for at least HEAP_CALLS (a busy machine's few calls a second would leave code unoptimized and the sample small). */
+const HEAP_WARM_MS = 2000
+const HEAP_WARM_CALLS = 5000
+const HEAP_CALLS = 3000
 const THROUGHPUT_CONNECTIONS = 32
 const ROUNDS = 6
 
@@ -58,6 +67,8 @@ interface Phase {
   warmLatencyMs: number
   latencyMs: number
   throughputMs: number
+  /** Sampling the heap at 4 connections, per target, after the timed rounds. */
+  heapMs: number
 }
 
 /**
@@ -71,7 +82,17 @@ interface Phase {
 function phases(): Phase {
   const scale = Number(process.env.BENCH_SCALE ?? '1')
   const s = Number.isFinite(scale) && scale > 0 ? scale : 1
-  return { warmRounds: 4, warmRoundMs: 3000 * s, warmLatencyMs: 750 * s, latencyMs: 1000 * s, throughputMs: 750 * s }
+  return { warmRounds: 4, warmRoundMs: 3000 * s, warmLatencyMs: 750 * s, latencyMs: 1000 * s, throughputMs: 750 * s, heapMs: 2000 * s }
+}
+
+/** The heap sampled after the timed rounds, as one line of the scenario's report. */
+function heapLine(h: Record<HeapTarget, number>, heapMs: number): string {
+  const b = (n: number) => `${Math.round(n).toLocaleString('en-US')} B`
+  return (
+    "JS heap bytes allocated per call on the event loop (V8's sampling heap profiler through the inspector, keeping what was collected; " +
+    `after the timed rounds, each target ${HEAP_WARM_MS / 1000} s and at least ${HEAP_WARM_CALLS} calls on the scenario, then sampled ${heapMs / 1000} s and at least ${HEAP_CALLS} calls at 4 connections, the idle rate taken off; ` +
+    `load-independent): ${HEAP_TARGETS.map((t) => `${TARGET_LABEL[t]} ${b(h[t])}`).join('; ')}.`
+  )
 }
 
 function log(line: string): void {
@@ -105,7 +126,8 @@ export async function startBurnrate(
       ...more,
     }),
   )
-  const child = await startChild(name, [...nodeArgs, join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
+  // BENCH_CLI=<build>/main/cli.js runs another build (an A/B), as the start-up bench does.
+  const child = await startChild(name, [...nodeArgs, process.env.BENCH_CLI ?? join(ROOT, 'out/main/cli.js'), '--config', configFile, '--data-dir', dataDir])
   return { child, dataDir }
 }
 
@@ -116,10 +138,11 @@ async function startTargets(): Promise<Targets> {
   // A budget rule that every bench key matches and none reaches, so each call is checked.
   const rule = { api_key_pattern: 'sk-*', daily_limit_usd: 1_000_000, action: 'block' }
   const [bare, bareUndici, hpm, burnrate, burnrateOpen, burnrateMetrics] = await Promise.all([
-    startChild('bare proxy', [...tsx, join(KIT, 'bare-proxy.ts')], env),
-    startChild('bare undici proxy', [...tsx, join(KIT, 'bare-undici-proxy.ts')], env),
+    // With their inspector on 127.0.0.1 (idle until the heap is sampled, after the timed rounds).
+    startChild('bare proxy', [INSPECT, ...tsx, join(KIT, 'bare-proxy.ts')], env),
+    startChild('bare undici proxy', [INSPECT, ...tsx, join(KIT, 'bare-undici-proxy.ts')], env),
     startChild('http-proxy-middleware proxy', [...tsx, join(KIT, 'hpm-proxy.ts')], env),
-    startBurnrate('Burnrate', upstream.url, [rule]),
+    startBurnrate('Burnrate', upstream.url, [rule], {}, [INSPECT]),
     startBurnrate('Burnrate (no budget rules)', upstream.url, []),
     // The mock upstream is also the OTLP collector (it answers /v1/traces and /v1/metrics).
     startBurnrate('Burnrate (metrics and OTLP export on)', upstream.url, [rule], {
@@ -177,15 +200,18 @@ export async function runProxyBench(): Promise<void> {
   const cold: Partial<Record<TargetKey, { rps: number; cpuPerCall: number | null }>> = {}
   const threads: Record<Scenario['key'], Partial<Record<TargetKey, Record<ThreadKind, number>>>> = { nonstream: {}, stream: {} }
   let failed = false
+  /** Calls sent to each Burnrate, for the ledger check. */
+  const countSent = (t: TargetKey, sc: Scenario, n: number) => {
+    if (t === 'burnrate' || t === 'burnrateOpen' || t === 'burnrateMetrics') sent[t][sc.endpoint] += n
+  }
   let peaks: Record<TargetKey | 'upstream', number | null> | undefined
   const exits = {} as Record<BurnrateTarget, number | null>
+  const heap: Partial<Record<Scenario['key'], Record<HeapTarget, number>>> = {}
 
   try {
     for (const sc of SCENARIOS) {
       log(`\n${sc.title}`)
-      const count = (t: TargetKey, n: number) => {
-        if (t === 'burnrate' || t === 'burnrateOpen' || t === 'burnrateMetrics') sent[t][sc.endpoint] += n
-      }
+      const count = (t: TargetKey, n: number) => countSent(t, sc, n)
       for (let round = 0; round < p.warmRounds; round++) {
         log(`  warming up at ${THROUGHPUT_CONNECTIONS} connections, round ${round + 1}/${p.warmRounds}`)
         for (const t of order(round)) {
@@ -257,6 +283,20 @@ export async function runProxyBench(): Promise<void> {
       }
       results[sc.key] = fig
     }
+    // After every timed round: JS heap bytes allocated per call, sampled through the inspector (./proxy-kit/heap.ts).
+    for (const sc of SCENARIOS) {
+      log(`\n${sc.title}: heap bytes allocated per call`)
+      const bytes = {} as Record<HeapTarget, number>
+      for (const t of HEAP_TARGETS) {
+        const child = procs[t]!
+        // The other scenario ran last: its code paths are warm, this one's may have been deoptimized.
+        countSent(t, sc, await callsFor(child.url, sc.call, 8, HEAP_WARM_MS, HEAP_WARM_CALLS))
+        const h = await heapPerCall(child.inspectorUrl!, child.url, sc.call, { ms: p.heapMs, calls: HEAP_CALLS, connections: 4 })
+        countSent(t, sc, h.calls)
+        bytes[t] = h.bytesPerCall
+      }
+      heap[sc.key] = bytes
+    }
   } finally {
     clearInterval(scraper)
     peaks = { upstream: children.upstream.peakRss(), direct: null, bare: null, bareUndici: null, hpm: null, burnrate: null, burnrateOpen: null, burnrateMetrics: null }
@@ -281,6 +321,8 @@ export async function runProxyBench(): Promise<void> {
   for (const sc of SCENARIOS) {
     const f = results[sc.key]
     if (f) out.push('', scenarioTable(sc.title, f, THROUGHPUT_CONNECTIONS), '', metricsCost(f), '', threadSplit(threads[sc.key]))
+    const h = heap[sc.key]
+    if (h) out.push('', heapLine(h, p.heapMs))
   }
   const first = SCENARIOS[0]
   out.push(
@@ -319,6 +361,8 @@ export async function runProxyBench(): Promise<void> {
     if (f.burnrate.cpuPerCall !== null && f.bare.cpuPerCall !== null) {
       row(`proxy ${sc.key}: CPU per call`, f.burnrate.cpuPerCall, f.bare.cpuPerCall, 'for reference', 'µs')
     }
+    const h = heap[sc.key]
+    if (h) row(`proxy ${sc.key}: heap bytes allocated per call`, h.burnrate, h.bare, 'for reference', 'B')
   }
   if (cold.burnrate && cold.bare) {
     row(`proxy ${first.key}: throughput, first ${p.warmRoundMs / 1000} s after start (cold)`, cold.burnrate.rps, cold.bare.rps, 'for reference', 'req/s')

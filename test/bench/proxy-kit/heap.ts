@@ -92,16 +92,20 @@ async function sample(
   interval: number,
   during: () => Promise<void>,
   save?: string,
+  survivors = false,
 ): Promise<{ total: number; bySite: Map<string, number>; ms: number }> {
   await insp.send('HeapProfiler.collectGarbage')
   await insp.send('HeapProfiler.startSampling', {
     samplingInterval: interval,
     includeObjectsCollectedByMajorGC: true,
-    includeObjectsCollectedByMinorGC: true,
+    includeObjectsCollectedByMinorGC: !survivors,
   })
   const t0 = performance.now()
   await during()
   const ms = performance.now() - t0
+  // What the young generation still holds would count as surviving it: one scavenge first (the
+  // child runs with --expose-gc), so only what outlives it (the calls in flight) is left in.
+  if (survivors) await insp.send('Runtime.evaluate', { expression: "gc({ type: 'minor' })" })
   const { profile } = await insp.send<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling')
   if (save) writeFileSync(save, JSON.stringify(profile))
   let total = 0
@@ -116,6 +120,17 @@ async function sample(
   return { total, bySite, ms }
 }
 
+/** Drives calls for `ms`, and on until `atLeast` have been answered; returns how many were. Any failed call fails the bench. */
+export async function callsFor(url: string, call: CallSpec, connections: number, ms: number, atLeast: number): Promise<number> {
+  let ok = 0
+  for (let first = true; first || ok < atLeast; first = false) {
+    const r = await runLoad(url, call, connections, first ? ms : 1000)
+    if (r.errors > 0) throw new Error(`${r.errors} calls failed while sampling the heap`)
+    ok += r.ok
+  }
+  return ok
+}
+
 /**
  * Drives `calls` at `connections` through `url` while sampling the child's heap, and an idle
  * stretch as long before it (timers, the idle collector's bookkeeping) to take off.
@@ -124,19 +139,37 @@ export async function heapPerCall(
   inspectorUrl: string,
   url: string,
   call: CallSpec,
-  opts: { ms: number; connections: number; interval?: number; top?: number; save?: string },
+  opts: {
+    ms: number
+    connections: number
+    /** At least this many calls, however long they take (a busy machine): default none. */
+    calls?: number
+    interval?: number
+    top?: number
+    save?: string
+    /**
+     * Count only the bytes that outlive the young generation (promoted to the old one, whose
+     * collection runs on V8's helper threads) instead of every byte allocated; the child must
+     * run with --expose-gc.
+     */
+    survivors?: boolean
+  },
 ): Promise<HeapPerCall> {
   const insp = await Inspector.connect(inspectorUrl)
   try {
     await insp.send('HeapProfiler.enable')
     const interval = opts.interval ?? 512
-    const idle = await sample(insp, interval, () => new Promise((r) => setTimeout(r, 500)))
+    const idle = await sample(insp, interval, () => new Promise((r) => setTimeout(r, 500)), undefined, opts.survivors)
     let calls = 0
-    const busy = await sample(insp, interval, async () => {
-      const r = await runLoad(url, call, opts.connections, opts.ms)
-      if (r.errors > 0) throw new Error(`${r.errors} calls failed while sampling the heap`)
-      calls = r.ok
-    }, opts.save)
+    const busy = await sample(
+      insp,
+      interval,
+      async () => {
+        calls = await callsFor(url, call, opts.connections, opts.ms, opts.calls ?? 0)
+      },
+      opts.save,
+      opts.survivors,
+    )
     const idleBytes = (idle.total / idle.ms) * busy.ms
     const sites = [...busy.bySite]
       .map(([where, b]) => ({ where, bytesPerCall: b / calls }))
