@@ -30,6 +30,13 @@ describe('SseParser', () => {
     ])
   })
 
+  it('names each event exactly, however often a name repeats, one name starts another, or a stream uses many', () => {
+    const names = ['content_block_delta', 'content_block', 'content_block_delta_x', '', 'ping', 'content_block_delta', 'é', 'e'.repeat(100), 'e'.repeat(100)]
+    for (let i = 0; i < 20; i++) names.push(`kind_${i}`, 'content_block')
+    const text = names.map((n) => `event:${n ? ' ' + n : ''}\ndata: x\n\n`).join('')
+    expect(parseAll([Buffer.from(text)]).map(([e]) => e)).toEqual(names.map((n) => n || 'message'))
+  })
+
   it('gives the same events however the bytes are split, even inside CRLF and UTF-8 characters', () => {
     for (const file of ['gemini/stream-generate-content.sse', 'anthropic/messages-stream-text.sse', 'openai-responses/responses-stream-basic.sse']) {
       const body = Buffer.concat([fixture(file), Buffer.from('data: {"t":"héllo – ✓"}\r\n\r\n')])

@@ -14,6 +14,8 @@ export class SseParser {
   private pending: string[] = []
   private pendingLength = 0
   private event = ''
+  /** The event names this stream has used (a few: every provider's streams name under a dozen kinds). */
+  private readonly eventNames: string[] = []
   /** The event's first `data` value; the rest, with it, in `moreData` (rare: one array per event would be allocated for nothing). */
   private data: string | undefined = undefined
   private moreData: string[] | null = null
@@ -116,8 +118,21 @@ export class SseParser {
       else if (this.moreData === null) this.moreData = [this.data, value]
       else this.moreData.push(value)
     } else if (first === 101 /* e */ && text.startsWith('event', start)) {
-      const value = fieldValue(text, start + 5, end)
-      if (value !== undefined) this.event = value
+      const at = valueStart(text, start + 5, end)
+      if (at < 0) return
+      // A stream names few kinds of event, over and over: one already seen is taken as it was
+      // kept, not cut from the text again (a string per event).
+      const seen = this.eventNames
+      for (let i = 0; i < seen.length; i++) {
+        const name = seen[i]
+        if (name.length === end - at && text.startsWith(name, at)) {
+          this.event = name
+          return
+        }
+      }
+      const value = text.slice(at, end)
+      if (seen.length < MAX_EVENT_NAMES && value.length <= MAX_EVENT_NAME) seen.push(value)
+      this.event = value
     }
   }
 
@@ -135,14 +150,23 @@ export class SseParser {
   }
 }
 
+/** Event names kept for reuse per stream, and the longest kept. */
+const MAX_EVENT_NAMES = 16
+const MAX_EVENT_NAME = 64
+
+/** Where the value of a field whose name ends at `at` starts (`end` when the line ends there), or -1 when the name goes on (another field): as `fieldValue`. */
+function valueStart(text: string, at: number, end: number): number {
+  if (at === end) return end
+  if (text.charCodeAt(at) !== 58 /* : */) return -1
+  const v = at + 1
+  return v < end && text.charCodeAt(v) === 32 ? v + 1 : v
+}
+
 /**
  * The value of a field whose name ends at `at`: empty when the line ends there, what follows the
  * colon (less one leading space) when a colon follows, else undefined (the name goes on: another field).
  */
 function fieldValue(text: string, at: number, end: number): string | undefined {
-  if (at === end) return ''
-  if (text.charCodeAt(at) !== 58 /* : */) return undefined
-  let v = at + 1
-  if (v < end && text.charCodeAt(v) === 32) v++
-  return text.slice(v, end)
+  const v = valueStart(text, at, end)
+  return v < 0 ? undefined : text.slice(v, end)
 }
