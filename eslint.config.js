@@ -10,7 +10,11 @@ const electronOnlyInDesktop = {
     'error',
     {
       paths: [{ name: 'electron', message: 'Only src/main/desktop may import electron; the server core runs under plain Node.' }],
-      patterns: [{ group: ['electron/*'], message: 'Only src/main/desktop may import electron.' }],
+      patterns: [
+        { group: ['electron/*'], message: 'Only src/main/desktop may import electron.' },
+        // src/main/desktop imports electron: a module of it would bring electron in with it.
+        { group: ['**/desktop/*'], message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may import it.' },
+      ],
     },
   ],
   // no-restricted-imports sees static imports only: `await import('electron')` and require('electron') too.
@@ -18,6 +22,8 @@ const electronOnlyInDesktop = {
     'error',
     { selector: "ImportExpression[source.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may import electron, dynamically too.' },
     { selector: "CallExpression[callee.name='require'][arguments.0.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may require electron.' },
+    { selector: "ImportExpression[source.value=/(^|\\/)desktop\\//]", message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may import it.' },
+    { selector: "CallExpression[callee.name='require'][arguments.0.value=/(^|\\/)desktop\\//]", message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may require it.' },
   ],
 }
 

@@ -7,6 +7,7 @@ import { ROOT } from '../e2e/browser'
  * The runtime boundary the lint enforces (eslint.config.js): the server core never loads
  * electron, however it is imported; only src/main/desktop does. A static import alone was
  * caught before: `await import('electron')` and `require('electron')` passed.
+ * Nor does it import src/main/desktop, whose modules import electron (passed before too).
  */
 
 const eslint = new ESLint({ cwd: ROOT })
@@ -26,6 +27,20 @@ describe('only src/main/desktop imports electron', () => {
     ]) {
       expect(await problems('src/main/desktop-logic/probe.ts', code), code).toHaveLength(1)
     }
+  }, 60_000)
+
+  it('refuses src/main/desktop outside it too: its modules import electron, so they would bring it into the server', async () => {
+    for (const [file, code] of [
+      ['src/main/server/probe.ts', "import { appIcon } from '../desktop/resources'\nexport const a = appIcon\n"],
+      ['src/main/budgets/feed/probe.ts', "export { showNotice } from '../../desktop/notifications'\n"],
+      ['src/main/probe.ts', "export const e = () => import('./desktop/app')\n"],
+      ['src/main/desktop-logic/probe.ts', "// eslint-disable-next-line @typescript-eslint/no-require-imports\nexport const e = require('../desktop/tray')\n"],
+    ]) {
+      expect(await problems(file, code), code).toHaveLength(1)
+    }
+    // The Electron entry starts the desktop app; plain modules named like it stay allowed.
+    expect(await problems('src/main/index.ts', "export { runDesktop } from './desktop/app'\n")).toEqual([])
+    expect(await problems('src/main/server/probe.ts', "export { formatUsd } from '../desktop-logic/money'\n")).toEqual([])
   }, 60_000)
 
   it('lets src/main/desktop import it, and other packages whose names start the same', async () => {
