@@ -1,12 +1,14 @@
 /** Timer functions, injectable so tests can drive time. */
 export interface Timers {
+  /** Milliseconds on a clock that only moves forward (never the wall clock, which can be set back). */
   now(): number
   setTimeout(fn: () => void, ms: number): unknown
   clearTimeout(handle: unknown): void
 }
 
 export const realTimers: Timers = {
-  now: () => Date.now(),
+  // Monotonic: a wall clock set back an hour would hold the next draw back an hour.
+  now: () => performance.now(),
   setTimeout: (fn, ms) => {
     const t = setTimeout(fn, ms)
     t.unref?.()
