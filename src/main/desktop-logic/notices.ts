@@ -73,17 +73,40 @@ export class NoticeLog {
     return new NoticeLog(parsed.success ? parsed.data : {})
   }
 
+  /**
+   * A calendar period by its reset. A rolling window's reset moves with its calls, so a window is
+   * one: its entry is kept until the level can have fallen (its latest reset, at which the spend is
+   * under the limit at the latest when no call came since), never until a new crossing.
+   */
   private static id(a: BudgetAlert, level: BudgetAlert['level']): string {
     const threshold = a.threshold_pct !== undefined && level === a.level ? `\u0000${a.threshold_pct}` : ''
-    return `${alertRuleId(a)}\u0000${a.period}\u0000${a.resets_at}\u0000${level}${threshold}`
+    return `${alertRuleId(a)}\u0000${a.period}\u0000${a.period === 'window' ? '' : a.resets_at}\u0000${level}${threshold}`
   }
 
   /** True the first time this rule reaches this level in this period (and remembers it). */
   claim(alert: BudgetAlert, now = Date.now()): boolean {
     this.prune(now)
-    if (this.entries.has(NoticeLog.id(alert, alert.level))) return false
-    if (alert.level === 'warning' && this.entries.has(NoticeLog.id(alert, 'blocking'))) return false
+    if (this.extend(alert, NoticeLog.id(alert, alert.level))) return false
+    if (alert.level === 'warning' && this.extend(alert, NoticeLog.id(alert, 'blocking'))) return false
     this.entries.set(NoticeLog.id(alert, alert.level), alert.resets_at)
+    return true
+  }
+
+  /**
+   * Keeps a window's level still standing (told when it was reached, by then) as told until its
+   * reset as it is now: calls since moved it on, and a restart before then must find it told.
+   */
+  keep(alert: BudgetAlert): void {
+    if (alert.period !== 'window') return
+    const id = NoticeLog.id(alert, alert.level)
+    if (!this.extend(alert, id)) this.entries.set(id, alert.resets_at)
+  }
+
+  /** Whether `id` was told; a window's entry then lasts until the alert's reset, if that is later. */
+  private extend(alert: BudgetAlert, id: string): boolean {
+    const end = this.entries.get(id)
+    if (end === undefined) return false
+    if (alert.period === 'window' && Date.parse(alert.resets_at) > Date.parse(end)) this.entries.set(id, alert.resets_at)
     return true
   }
 
@@ -122,17 +145,30 @@ export class BudgetNotifier {
   }
 
   private handle(alert: BudgetAlert): void {
-    if (!this.opts.log.claim(alert, this.opts.now?.() ?? Date.now())) return
+    const first = this.opts.log.claim(alert, this.opts.now?.() ?? Date.now())
+    // Saved either way: a window crossing told before may have had its reset moved on.
+    this.save()
+    if (first) this.opts.show(noticeFor(alert, this.opts.timezone))
+  }
+
+  private save(): void {
     try {
       this.opts.save(this.opts.log)
     } catch {
       // not remembering costs at most a repeated notice after a restart
     }
-    this.opts.show(noticeFor(alert, this.opts.timezone))
   }
 
+  /** Stops, remembering the window crossings still standing until their resets as they are now. */
   stop(): void {
     this.off?.()
     this.off = null
+    try {
+      const windows = this.opts.monitor.alerts().filter((a) => a.period === 'window')
+      for (const a of windows) this.opts.log.keep(a)
+      if (windows.length > 0) this.save()
+    } catch {
+      // the budget state cannot be read: the entries stay as they were
+    }
   }
 }
