@@ -325,6 +325,25 @@ describe('the desktop app over the real server core', () => {
     expect(state.windows).toHaveLength(0)
   })
 
+  it('a second launch while it is still starting (hidden at login, asking about the port) opens the window once started', async () => {
+    const other = http.createServer((_req, res) => res.end('not burnrate'))
+    await new Promise<void>((r) => other.listen(0, '127.0.0.1', r))
+    cleanups.push(() => new Promise((r) => other.close(r)))
+    writeConfig({}, (other.address() as AddressInfo).port)
+    const { dialog } = await import('./fake-electron')
+    const ask = dialog.showMessageBox
+    cleanups.push(() => (dialog.showMessageBox = ask))
+    // The person launches Burnrate again while the port question is up.
+    dialog.showMessageBox = (options: any) => {
+      app.emit('second-instance', {}, ['burnrate'], '/')
+      return ask(options)
+    }
+    state.messageBoxResponse = 0
+    await launch({ argv: ['burnrate', '--hidden'] })
+    expect(state.messageBoxes).toHaveLength(1)
+    await eventually(() => win().visible)
+  })
+
   it('sends navigation and new windows outside the dashboard to the system browser', async () => {
     writeConfig()
     const d = await launch()

@@ -78,7 +78,9 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     return null
   }
   let desktop: Desktop | null = null
-  app.on('second-instance', () => desktop?.window.show())
+  // A launch while this one is still starting (a dialog up, the database loading) opens the window once it is there.
+  let launchedAgain = false
+  app.on('second-instance', () => (desktop ? desktop.window.show() : (launchedAgain = true)))
   // Closing the window keeps the app in the tray.
   app.on('window-all-closed', () => {})
   await app.whenReady()
@@ -128,7 +130,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const window = createMainWindow({
     url: windowUrl,
     stateFile: join(userData, 'window-state.json'),
-    show: !startsHidden(argv, login.openedAtLogin()),
+    show: launchedAgain || !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),
   })
   const openDashboard = () => window.show()
