@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
@@ -704,6 +705,37 @@ describe('connecting agents from the tray, and never stranding them', () => {
     writeConfig({}, 0)
     await launch()
     expect(state.notifications.filter((n) => n.options.title === 'Agents point at another port')).toEqual([])
+  })
+
+  it('cannot start because another Burnrate holds the data folder (still starting, not answering yet): its agents are not offered to be disconnected', async () => {
+    claudeInstalled()
+    writeConfig()
+    await launch()
+    await connectClaudeCode()
+    state.messageBoxResponse = 2 // quit anyway: the agent stays connected
+    await quit()
+    running = null
+    const connected = readFileSync(settings(), 'utf8')
+    expect(connected).toContain('ANTHROPIC_BASE_URL')
+
+    // A headless Burnrate on this folder (`burnrate serve` at login, say) has claimed it and is still
+    // loading: its server.lock names its live process and the address it is about to listen on.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' })
+    cleanups.push(() => other.kill('SIGKILL'))
+    const free = http.createServer()
+    await new Promise<void>((r) => free.listen(0, '127.0.0.1', r))
+    const soon = (free.address() as AddressInfo).port
+    await new Promise((r) => free.close(r))
+    writeFileSync(join(dir, 'server.lock'), `${JSON.stringify({ pid: other.pid, url: `http://127.0.0.1:${soon}`, started_at: new Date().toISOString(), claim: 'headless' })}\n`, { mode: 0o600 })
+
+    resetElectron(dir)
+    state.messageBoxResponse = 0 // were the disconnect offered: taken
+    expect(await runDesktop({ env: { XDG_CONFIG_HOME: join(dir, 'xdg') }, log: silentLogger, signals: false, home: join(dir, 'home') })).toBeNull()
+    // The agent reaches that Burnrate: it is not stranded, and stays connected.
+    expect(state.messageBoxes).toEqual([])
+    expect(state.errorBoxes).toHaveLength(1)
+    expect(state.errorBoxes[0].content).toContain(`another Burnrate (pid ${other.pid}) serves this data folder`)
+    expect(readFileSync(settings(), 'utf8')).toBe(connected)
   })
 
   it('cannot start (a typo in config.yaml) while an agent points here: the error offers to disconnect it', async () => {

@@ -85,13 +85,16 @@ async function attachToHolder(dataDir: string): Promise<StartResult | null> {
 /**
  * Says why the app cannot start. Agents connected to Burnrate are stranded while it is stopped (a
  * typo in config.yaml, the database unreadable): the dialog offers to disconnect them, with the
- * data folder found even when the config does not load.
+ * data folder found even when the config does not load; not while another Burnrate serves it.
  */
 async function startFailed(message: string, o: StartOptions): Promise<void> {
   let connections: AgentConnections | null = null
   let agents: string[] = []
   try {
     const dataDir = dataDirAnyway({ defaultDataDir: o.dataDir }, o.env)
+    // Another Burnrate serves this data folder (one still starting, not answering yet): its agents
+    // reach it, and disconnecting them would stop their metering there.
+    if (dataDirHolder(dataDir)) return showStartupError(message)
     connections = new AgentConnections({ home: o.home ?? homedir(), env: o.env, platform: o.platform ?? process.platform, dataDir })
     agents = connections.connected().map((c) => c.agent)
   } catch {
