@@ -225,6 +225,32 @@ describe('the desktop app over the real server core', () => {
     expect(state.notifications).toHaveLength(0)
   })
 
+  it('a raised limit is told again when it is reached, the same day, as its webhooks are', async () => {
+    writeConfig({ budgets: { rules: [{ api_key_pattern: KEY, daily_limit_usd: 1, action: 'block', alert_at_pct: [0.5, 1] }] } })
+    const d = await launch()
+    const hint = 'sk-…cdef'
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.6 }))
+    await eventually(() => state.notifications.length === 1)
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 0.4 }))
+    await eventually(() => state.notifications.length === 2)
+    expect(state.notifications.map((n) => n.options.title)).toEqual([`Budget at 50%: ${hint}`, `Budget reached: ${hint}`])
+
+    // The limit raised to $10 for today (a runtime rule replaces the config's), then reached too.
+    const adminToken = decodeURIComponent(win().loadedUrls[0].split('#admin_token=')[1])
+    const res = await postJson(`${d.url}/api/admin/budgets/rules`, { api_key_pattern: KEY, daily_limit_usd: 10, action: 'block', alert_at_pct: [0.5, 1] }, { authorization: `Bearer ${adminToken}` })
+    expect(res.status).toBe(201)
+    await eventually(() => d.server!.context.budgets!.alerts().length === 0)
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 5 }))
+    await eventually(() => menuLabels().some((l: string) => l.includes('$6.00')))
+    d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 4 }))
+    await eventually(() => tray().image.path.endsWith('tray-blocking.png'))
+    await eventually(() => state.notifications.length === 4)
+    expect(state.notifications.slice(2).map((n) => [n.options.title, n.options.body])).toEqual([
+      [`Budget at 50%: ${hint}`, expect.stringContaining('of its $10.00 daily limit')],
+      [`Budget reached: ${hint}`, expect.stringContaining('reached its $10.00 daily limit')],
+    ])
+  })
+
   it('notifies once when an agent session is stuck in a loop, naming the agent and session; a click opens the dashboard', async () => {
     // Claude Code's real request shape, retrying one failing command: the conversation grows, its tail stays the same.
     const capture = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../agents/captures/claude-code-2.1.json'), 'utf8'))

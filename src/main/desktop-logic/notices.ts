@@ -55,7 +55,7 @@ export function noticeFor(alert: BudgetAlert, timezone: string, localZone = mach
 const entriesSchema = z.record(z.string(), z.string())
 
 /**
- * Which notices were shown: once per rule, per period and per level, remembered across restarts
+ * Which notices were shown: once per rule, period, limit and level, remembered across restarts
  * (a JSON file in userData) so quitting and starting again does not repeat them. A rule that
  * went straight to blocking does not also warn afterwards in that period.
  */
@@ -74,13 +74,14 @@ export class NoticeLog {
   }
 
   /**
-   * A calendar period by its reset. A rolling window's reset moves with its calls, so a window is
+   * The limit is part of it, as of the server's crossings: a limit raised in a period is reached
+   * anew, and told. A calendar period by its reset. A rolling window's reset moves with its calls, so a window is
    * one: its entry is kept until the level can have fallen (its latest reset, at which the spend is
    * under the limit at the latest when no call came since), never until a new crossing.
    */
   private static id(a: BudgetAlert, level: BudgetAlert['level']): string {
     const threshold = a.threshold_pct !== undefined && level === a.level ? `\u0000${a.threshold_pct}` : ''
-    return `${alertRuleId(a)}\u0000${a.period}\u0000${a.period === 'window' ? '' : a.resets_at}\u0000${level}${threshold}`
+    return `${alertRuleId(a)}\u0000${a.period}\u0000${a.period === 'window' ? '' : a.resets_at}\u0000${a.limit_usd}\u0000${level}${threshold}`
   }
 
   /** True the first time this rule reaches this level in this period (and remembers it). */
