@@ -21,9 +21,10 @@ const electronOnlyInDesktop = {
   'no-restricted-syntax': [
     'error',
     { selector: "ImportExpression[source.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may import electron, dynamically too.' },
-    { selector: "CallExpression[callee.name='require'][arguments.0.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may require electron.' },
+    // Any call: require, module.require, or the function createRequire(import.meta.url) returns.
+    { selector: "CallExpression[arguments.0.value=/^electron(\\/|$)/]", message: 'Only src/main/desktop may require electron.' },
     { selector: "ImportExpression[source.value=/(^|\\/)desktop\\//]", message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may import it.' },
-    { selector: "CallExpression[callee.name='require'][arguments.0.value=/(^|\\/)desktop\\//]", message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may require it.' },
+    { selector: "CallExpression[arguments.0.value=/(^|\\/)desktop\\//]", message: 'src/main/desktop imports electron: only the Electron entry (src/main/index.ts) may require it.' },
   ],
 }
 

@@ -24,6 +24,9 @@ describe('only src/main/desktop imports electron', () => {
       "export const e = () => import('electron')\n",
       "export const e = () => import('electron/main')\n",
       "// eslint-disable-next-line @typescript-eslint/no-require-imports\nexport const e = require('electron')\n",
+      // ESM's way to load a CommonJS module such as electron, and module.require: passed before.
+      "import { createRequire } from 'node:module'\nexport const e = createRequire(import.meta.url)('electron')\n",
+      "export const e = module.require('electron/main')\n",
     ]) {
       expect(await problems('src/main/desktop-logic/probe.ts', code), code).toHaveLength(1)
     }
