@@ -144,6 +144,23 @@ describe('a Gemini Live API socket, call by call', () => {
     expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens])).toEqual([[200, 373, 23]])
   })
 
+  it('an inputTranscription that comes after its turn was recorded (Google gives a transcription no order with the turn) begins no call: the close leaves no 499 row', async () => {
+    const key = 'AIza-test-live-turns-0008'
+    const c = await open(key)
+    c.ws.send(
+      play(
+        audioOut,
+        { serverContent: { generationComplete: true } },
+        { serverContent: { turnComplete: true }, usageMetadata: usage(373, 23) },
+        { serverContent: { inputTranscription: { text: "What's the weather like" } } },
+      ),
+    )
+    // The late transcription was read by the relay before it reached the client.
+    await eventually(() => c.frames.some((f) => f.serverContent?.inputTranscription), 10_000)
+    const r = await closeAndRead(c, key)
+    expect(r.map((x) => [x.status, x.input_tokens, x.output_tokens])).toEqual([[200, 373, 23]])
+  })
+
   it('an outputTranscription while an ended turn waits for its usage keeps it waiting: that usage is its bill', async () => {
     const key = 'AIza-test-live-turns-0007'
     const c = await open(key)

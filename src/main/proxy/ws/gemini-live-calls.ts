@@ -7,7 +7,7 @@ import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
-import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsContent, beginsMessage, contentKind } from './gemini-live-messages'
+import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsMessage, contentKind } from './gemini-live-messages'
 import type { SocketCalls } from './socket-calls'
 import { type ClosedBy, abandoned } from './socket-end'
 
@@ -21,8 +21,8 @@ type Phase = 'open' | 'over' | 'ended'
 
 /**
  * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
- * call, begun at its first server message (the model's output, a tool call, or the user's speech
- * it answers) and recorded at its `turnComplete` with the `usageMetadata` it carries (the last one
+ * call, begun at its first server message that is the model's (its output, a tool call; not a
+ * transcription, which Google sends in no order with the turn) and recorded at its `turnComplete` with the `usageMetadata` it carries (the last one
  * the turn sent, should it send more than one: each is the turn's, not the session's running
  * total). A turn whose usage comes in a message after its `turnComplete` is recorded at that
  * message, or when the next turn begins. A turn the user interrupted, or one whose `toolCall`
@@ -93,9 +93,9 @@ export class GeminiLiveSocketCalls implements SocketCalls {
         if (kind.content || tool) this.toolAsked = tool
         return
       }
-      // Only the model's output (or the user's speech it answers) begins a turn: the transcription
-      // of a turn's speech can come after its end, and is that turn's, not a turn of its own.
-      if (!tool && !kind.output && !(kind.content && this.turn === null && beginsContent(data))) return
+      // Only the model's output begins a turn: a transcription (of the model's speech or of the
+      // user's it answers) has no order with the turn, can come after its end, and is no turn of its own.
+      if (!tool && !kind.output) return
       if (this.turn) this.finish()
       this.turn = this.begin()
       this.toolAsked = tool
@@ -105,7 +105,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     if (!m) return
     const sc = isObject(m.serverContent) ? m.serverContent : null
     const complete = done && sc?.turnComplete === true
-    const begins = beginsMessage(m, this.turn === null)
+    const begins = beginsMessage(m)
     // An ended turn waits for its usage (the next message that has some is its bill): one without
     // is recorded without it once the next turn begins or ends; a message that does neither (the
     // transcription of its speech, coming late) leaves it waiting. An interrupted one waits for

@@ -13,7 +13,6 @@ export const TOOL_CALL = '"toolCall"'
 const CONTENT = '"serverContent"'
 const MODEL_TURN = '"modelTurn"'
 const INTERRUPTED = '"interrupted"'
-const INPUT_TRANSCRIPTION = '"inputTranscription"'
 
 /**
  * An unparsed message's `serverContent`: whether it has one, whether that is the model's output
@@ -27,21 +26,12 @@ export function contentKind(data: Buffer): { content: boolean; output: boolean; 
 }
 
 /**
- * Whether an unparsed `serverContent` message that is not the model's output begins a turn when
- * none is held: the transcription of the user's speech the model answers. The rest (the
- * transcription of the model's own speech, which can come after its turn ended,
- * `generationComplete`) goes with a turn and begins none.
+ * Whether a parsed message begins a generation: the model's output or a tool call. Not a
+ * transcription, of the user's speech or of the model's: Google sends them with no order to the
+ * turn, so one can come after the turn it belongs to was recorded.
  */
-export function beginsContent(data: Buffer): boolean {
-  return data.includes(INPUT_TRANSCRIPTION)
-}
-
-/**
- * Whether a parsed message begins a generation: the model's output, a tool call, or, when no turn
- * is held, the transcription of the user's speech it answers.
- */
-export function beginsMessage(m: Record<string, unknown>, noTurnHeld: boolean): boolean {
+export function beginsMessage(m: Record<string, unknown>): boolean {
   if (isObject(m.toolCall)) return true
   const sc = m.serverContent
-  return isObject(sc) && (isObject(sc.modelTurn) || (noTurnHeld && isObject(sc.inputTranscription)))
+  return isObject(sc) && isObject(sc.modelTurn)
 }
