@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
@@ -148,6 +148,22 @@ describe("the config file's data_dir", () => {
     // Started in another folder on the same config, a second server would keep a second ledger and
     // second budget meters (a block rule's limit admitted twice), the data-folder lock blind to it.
     expect(await start(cfg, join(dir, 'b'), dir)).toMatchObject({ code: 1, stderr: expect.stringContaining(`serves this data folder ${ledger} at http://`) })
+  })
+
+  it('refuses to start on an empty ledger where an earlier release, reading the path from the working folder, kept the ledger', async () => {
+    for (const d of ['etc', 'a']) mkdirSync(join(dir, d))
+    const cfg = join(dir, 'etc', 'config.yaml')
+    writeFileSync(cfg, 'data_dir: ledger\n')
+    // Where releases before 056600c put it when started in a/: its spend and budget meters.
+    mkdirSync(join(dir, 'a', 'ledger'))
+    writeFileSync(join(dir, 'a', 'ledger', 'burnrate.db'), '')
+    const r = await start(cfg, join(dir, 'a'), dir)
+    expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining(`data_dir: "ledger" is ${join(dir, 'etc', 'ledger')}`) })
+    expect((r as { stderr: string }).stderr).toContain(join(dir, 'a', 'ledger'))
+    expect(existsSync(join(dir, 'etc', 'ledger'))).toBe(false)
+    // Once the ledger is where the config now says, it starts there.
+    renameSync(join(dir, 'a', 'ledger'), join(dir, 'etc', 'ledger'))
+    expect(await start(cfg, join(dir, 'a'), dir)).toEqual({ data: join(dir, 'etc', 'ledger') })
   })
 
   it('~/ in it is the home folder, not a folder named "~"', async () => {

@@ -9,7 +9,7 @@ import { splitHostPort } from '../security/hosts'
 import { untrustedReason } from '../security/owned-file'
 import { machineTimeZone } from '../time/zone'
 import { PROVIDERS, PROVIDER_NAMES } from '../providers/registry'
-import { CONFIG_FILE, defaultDataDir } from './paths'
+import { CONFIG_FILE, DB_FILE, defaultDataDir } from './paths'
 import { type Config, configSchema } from './schema'
 
 /** A configuration problem that stops start-up; its message is meant for a person. */
@@ -283,6 +283,7 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
 
   let dataDir = dirOverride ?? (parsed.data_dir && file ? fileDataDir(parsed.data_dir, file) : base)
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
+  if (!dirOverride && parsed.data_dir && file) checkLedgerNotLeftBehind(parsed.data_dir, dataDir, file)
 
   if (parsed.admin.enabled && !parsed.admin.token) {
     throw new ConfigError(
@@ -291,6 +292,22 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
   }
 
   return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), timezone_from: parsed.timezone ? 'config' : 'machine', source: file }
+}
+
+/**
+ * Releases before this one took a relative `data_dir` (and `~/…`, as a folder named `~`) from the
+ * working folder. A server started where such a release kept its ledger would now open an empty
+ * one beside the config file: today's spend and every budget meter back at $0, with nothing said.
+ * It refuses instead, naming both folders, until the ledger is moved (or `data_dir` made absolute).
+ */
+function checkLedgerNotLeftBehind(dir: string, dataDir: string, file: string): void {
+  if (isAbsolute(dir)) return
+  const before = resolve(dir)
+  if (before === dataDir || !existsSync(join(before, DB_FILE)) || existsSync(join(dataDir, DB_FILE))) return
+  throw new ConfigError(
+    `config ${file}: data_dir: "${dir}" is ${dataDir} (a relative data_dir is taken from the config file's folder), which has no ledger, ` +
+      `while ${before} (where earlier releases took it from the working folder) has one; move that folder to ${dataDir}, or set data_dir to the absolute path of the one to use`,
+  )
 }
 
 /**
