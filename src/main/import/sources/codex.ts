@@ -10,15 +10,18 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * `turn_context` the model, and each model response ends with an `event_msg` of type
  * `token_count` whose `info.last_token_usage` is that response's usage (`total_token_usage` the
  * running total, which also identifies the event; a repeated total is no new call).
- * Logged in with ChatGPT, `session_meta` names the login's account (`creator_account_id`, with
- * `creator_user_id`: Codex 0.171 writes them in a session's first line, and none when the session
- * runs on an API key, even with a ChatGPT login stored beside it), and the token_count events may
- * carry the plan's `rate_limits` with its `plan_type` or its windows' use (codex-rs
- * RateLimitSnapshot; a real session can have `rate_limits: null` throughout). Either makes the
- * session's calls plan usage, recorded as the proxy records them (provider `chatgpt`, `billing:
- * "subscription"`, priced as OpenAI's models: their API-equivalent value), never as API money.
- * Known from the first line, a session being written is never imported as money before a later
- * event names its plan.
+ * With a ChatGPT login stored, `session_meta` names its account (`creator_account_id`, with
+ * `creator_user_id`: Codex 0.171 writes them in a session's first line, and none when an API key
+ * overrides the login, `CODEX_API_KEY`), whatever provider the session runs on: on Codex's own
+ * OpenAI provider that login is what pays; on another `model_provider` (OpenRouter's, or one of
+ * the user's own with an API key from `env_key`) that provider's key is, and the account says
+ * nothing. The token_count events may carry the plan's `rate_limits` with its `plan_type` or its
+ * windows' use (codex-rs RateLimitSnapshot, from headers only the ChatGPT backend sends, as a
+ * provider of the user's own with `requires_openai_auth` reaches it; a real session on Codex's
+ * own provider can have `rate_limits: null` throughout). Either makes the session's calls plan
+ * usage, recorded as the proxy records them (provider `chatgpt`, `billing: "subscription"`, priced
+ * as OpenAI's models: their API-equivalent value), never as API money. Known from the first line,
+ * a session being written is never imported as money before a later event names its plan.
  */
 export const codex: LogSource = {
   agent: 'codex',
@@ -82,6 +85,9 @@ class CodexLog {
   private readonly calls: LoggedCall[] = []
   // One session, one login: a plan named by any of its events is every call's (the first event may carry no rate limits).
   private plan = false
+  // session_meta named a stored ChatGPT login: the plan's only on Codex's own OpenAI provider (`openai`, or none named).
+  private login = false
+  private providerId = ''
   // The thread the file is (its key's part: each thread's running total starts at 0), and the
   // session it belongs to: a sub-agent's thread (review, spawned) names its session's `session_id`.
   private thread = ''
@@ -98,12 +104,15 @@ class CodexLog {
     const p = line.payload
     if (!p || typeof p !== 'object') return
     if (line.type === 'session_meta') {
-      if (str(p.creator_account_id)) this.plan = true
+      if (str(p.creator_account_id)) this.login = true
       this.thread = str(p.id) || this.thread
       this.session = str(p.session_id) || str(p.id) || this.session
       this.project = str(p.cwd) || this.project
       this.model = str(p.model) || this.model
-      if (str(p.model_provider)) this.provider = providerOf(str(p.model_provider))
+      if (str(p.model_provider)) {
+        this.providerId = str(p.model_provider)
+        this.provider = providerOf(this.providerId)
+      }
     } else if (line.type === 'turn_context') {
       this.model = str(p.model) || this.model
       this.project = str(p.cwd) || this.project
@@ -135,7 +144,7 @@ class CodexLog {
   }
 
   parsed(skipped: number): Parsed {
-    if (this.plan) {
+    if (this.plan || (this.login && (this.providerId === '' || this.providerId === 'openai'))) {
       for (const c of this.calls) {
         c.provider = 'chatgpt'
         c.billing = 'subscription'
