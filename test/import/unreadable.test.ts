@@ -11,12 +11,15 @@ import { afterAll, beforeAll, expect, it } from 'vitest'
  * unreadable file failed `burnrate import` (exit 1, EACCES) before the files after it, and an
  * unreadable folder made the whole root "no such folder", so `report` and `status`, which
  * import first, silently showed none of that agent's calls. The built CLI runs as a user who
- * cannot read them (root reads everything: as `nobody`, through setpriv).
+ * cannot read them: root reads everything, so as root it runs through setpriv without the
+ * capabilities that let root read what it may not (still root: a clone in a folder only root
+ * may enter, as CI's temporary folders are, stays reachable; as `nobody` it was not).
  */
 const CLI = resolve(__dirname, '../../out/main/cli.js')
 const root = process.getuid?.() === 0
 const runner = root ? '/usr/bin/setpriv' : process.execPath
-const prefix = root ? ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath] : []
+const NO_READ_ALL = '-dac_override,-dac_read_search'
+const prefix = root ? [`--inh-caps=${NO_READ_ALL}`, `--bounding-set=${NO_READ_ALL}`, process.execPath] : []
 let dir: string
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'burnrate-unreadable-'))
