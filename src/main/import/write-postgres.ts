@@ -26,14 +26,18 @@ const TWIN_CANDIDATES = 20
  * PostgreSQL: the ledger is the shared database. The proxied twin of a logged call is looked
  * for there; the import keys stay in this machine's file (`db`), which also says which proxied
  * calls are already matched. New calls go in with their rollups in one transaction, each under
- * `importCallKey`, then their keys are kept locally (a crash between the two leaves the key
- * missing; the next import finds the call by its call key and counts it as a duplicate).
+ * `importCallKey`, then their keys are kept locally. A call found stored under its call key (by
+ * another instance reading the same log, or before a crash between the two) has its key kept with
+ * that call's id, never 0: the log entry grown since, or later, moves that call (./grown.ts).
  */
 export function postgresWriter(db: Database.Database, store: SqlStore) {
   const hasKey = db.prepare('SELECT 1 FROM import_keys WHERE key = ?').pluck()
   const keyCall = db.prepare('SELECT call_id FROM import_keys WHERE key = ?').pluck()
   const claimed = db.prepare('SELECT 1 FROM import_keys WHERE call_id = ?').pluck()
-  const addKey = db.prepare('INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO NOTHING')
+  // A key at 0 (an older Burnrate kept a call another instance stored first so) names no call: replaced.
+  const addKey = db.prepare(
+    'INSERT INTO import_keys (key, call_id) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET call_id = excluded.call_id WHERE import_keys.call_id = 0',
+  )
   /** The call's keys, both (LoggedCall.alias), name the ledger call `id`. */
   const keep = (c: LoggedCall, id: number) => {
     addKey.run(c.key, id)
@@ -56,6 +60,39 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     )
     return new Map(rows.map((r) => [r.response_id, r.id]))
   }
+  /** The calls stored under these logged calls' call keys (either key, LoggedCall.alias), by logged key. */
+  const byCallKeys = async (calls: readonly LoggedCall[]): Promise<Map<string, number>> => {
+    const keys = calls.flatMap((c) => (c.alias ? [c.key, c.alias] : [c.key]))
+    if (keys.length === 0) return new Map()
+    const rows = await store.all<{ call_key: string; id: number }>('SELECT call_key, id FROM calls WHERE call_key = ANY(@keys::text[])', {
+      keys: keys.map(importCallKey),
+    })
+    const ids = new Map(rows.map((r) => [r.call_key, r.id]))
+    const out = new Map<string, number>()
+    for (const c of calls) {
+      const id = ids.get(importCallKey(c.key)) ?? (c.alias ? ids.get(importCallKey(c.alias)) : undefined)
+      if (id !== undefined) out.set(c.key, id)
+    }
+    return out
+  }
+  /**
+   * Calls another instance stored (their insert found the call key taken): their keys name that
+   * call, and the usage read here, larger if the log grew since that instance read it, moves it.
+   */
+  const foundStored = async (calls: readonly LoggedCall[], grown: Grown[], stats: StoreStats) => {
+    const ids = await byCallKeys(calls)
+    const found: Grown[] = []
+    for (const c of calls) {
+      const id = ids.get(c.key)
+      // Gone since (retention pruned it): nothing to move, and no key to keep.
+      if (id === undefined) stats.duplicates++
+      else found.push({ id, call: c })
+    }
+    db.transaction(() => {
+      for (const f of found) keep(f.call, f.id)
+    })()
+    grown.push(...found)
+  }
   const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
     const same = c.response_id ? byResponse.get(c.response_id) : undefined
     if (same !== undefined || c.matchByIdOnly) return same
@@ -75,6 +112,8 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       const fresh: { logged: LoggedCall; call: CallRecord }[] = []
       const inBatch = new Set<string>()
       const grown: Grown[] = []
+      /** Known by a key an older Burnrate kept at 0: the call is looked for by its call key. */
+      const lost: LoggedCall[] = []
       const byResponse = await byResponseIds(calls.filter((c) => !hasKey.get(c.key)))
       // As on SQLite: what retention pruned cannot be matched any more (its rollups still count it).
       const pruned = (await store.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1'))?.t ?? 0
@@ -84,6 +123,10 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
           continue
         }
         const known = (keyCall.get(c.key) ?? (c.alias ? keyCall.get(c.alias) : undefined)) as number | undefined
+        if (known === 0) {
+          lost.push(c)
+          continue
+        }
         if (known !== undefined) {
           // Its usage may have grown since (completeImported below): else nothing to do.
           if (c.alias) keep(c, known)
@@ -106,6 +149,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         if (c.alias) inBatch.add(c.alias)
         fresh.push({ logged: c, call: { ...toRecord(c, opts), call_key: importCallKey(c.key) } })
       }
+      if (lost.length) await foundStored(lost, grown, stats)
       await complete(store, grown, opts, stats, rekey)
       if (fresh.length === 0) return
       let kept = fresh
@@ -126,7 +170,6 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         return s
       })
       stats.expired += fresh.length - kept.length
-      stats.duplicates += kept.length - stored.length
       // Counted as soon as they are committed, before their keys are kept in the local file: should
       // that write fail (the file locked a moment too long), a write tried again finds them in
       // PostgreSQL, by call key or response id, as recorded before, and counts them no more.
@@ -137,8 +180,16 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       }
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))
       db.transaction(() => {
-        for (const f of kept) keep(f.logged, ids.get(f.call.call_key) ?? 0)
+        for (const f of kept) {
+          const id = ids.get(f.call.call_key)
+          if (id !== undefined) keep(f.logged, id)
+        }
       })()
+      const taken = kept.filter((f) => !ids.has(f.call.call_key)).map((f) => f.logged)
+      if (taken.length === 0) return
+      const late: Grown[] = []
+      await foundStored(taken, late, stats)
+      await complete(store, late, opts, stats, rekey)
     },
   }
 }
