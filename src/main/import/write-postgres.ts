@@ -24,8 +24,8 @@ const TWIN_CANDIDATES = 20
 
 /**
  * PostgreSQL: the ledger is the shared database. The proxied twin of a logged call is looked
- * for there; the import keys stay in this machine's file (`db`), which also says which proxied
- * calls are already matched. New calls go in with their rollups in one transaction, each under
+ * for there, and claimed there (`import_claims`) once matched, so no other instance's log is
+ * matched to it again; the import keys stay in this machine's file (`db`). New calls go in with their rollups in one transaction, each under
  * `importCallKey`, then their keys are kept locally. A call found stored under its call key (by
  * another instance reading the same log, or before a crash between the two) has its key kept with
  * that call's id, never 0: the log entry grown since, or later, moves that call (./grown.ts).
@@ -93,8 +93,27 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     })()
     grown.push(...found)
   }
+  /**
+   * Whether the ledger call `id` is this logged call's twin to take: claimed by it now, or before
+   * (by either of its keys: the same log read by another instance, or before this file kept its
+   * key). Claimed by another logged call, it is that one's: a proxied call is one call, and
+   * another machine's call with the same counts is money of its own.
+   */
+  const claim = async (id: number, c: LoggedCall): Promise<boolean> => {
+    const mine = [importCallKey(c.key), c.alias ? importCallKey(c.alias) : '']
+    const won = await store.get(
+      'INSERT INTO import_claims (call_id, key, alias) VALUES (@id, @key, @alias) ON CONFLICT (call_id) DO NOTHING RETURNING call_id',
+      { id, key: mine[0], alias: mine[1] },
+    )
+    if (won) return true
+    // Read in a statement of its own: a claim committed while the insert waited for it is seen.
+    const by = await store.get<{ key: string; alias: string }>('SELECT key, alias FROM import_claims WHERE call_id = @id', { id })
+    return !!by && [by.key, by.alias].some((k) => k !== '' && mine.includes(k))
+  }
   const twinOf = async (c: LoggedCall, byResponse: Map<string, number>): Promise<number | undefined> => {
     const same = c.response_id ? byResponse.get(c.response_id) : undefined
+    // The same answer's id: its twin whoever claimed it (claimed too, so no log is matched to it by its counts).
+    if (same !== undefined) await claim(same, c)
     if (same !== undefined || c.matchByIdOnly) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
@@ -104,7 +123,9 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,
       twinQuery(c),
     )
-    return near.find((r) => !claimed.get(r.id))?.id
+    // Not matched on this machine (before claims were shared, or by a key since superseded), and not another's.
+    for (const r of near) if (!claimed.get(r.id) && (await claim(r.id, c))) return r.id
+    return undefined
   }
   return {
     ...local,

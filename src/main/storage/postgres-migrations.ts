@@ -17,7 +17,7 @@ export interface PgMigration {
 /** Tables only PostgreSQL has: budget state shared by instances (one SQLite instance keeps it in memory), and alert claims among them. */
 export const PG_ONLY_TABLES: readonly string[] = [
   'budget_spend', 'budget_reservations', 'budget_rules_version', 'price_overrides_version', 'budget_window_spend',
-  'budget_clock', 'alert_claims', 'budget_window_spend_hour', 'budget_settled',
+  'budget_clock', 'alert_claims', 'budget_window_spend_hour', 'budget_settled', 'import_claims',
 ]
 
 /** Arbitrary but fixed: the advisory lock Burnrate instances take while migrating. */
@@ -386,6 +386,15 @@ export const PG_MIGRATIONS: PgMigration[] = [
                          substr(rule_key, length(to_json(rule_key::jsonb ->> 0)::text) + 2)
         WHERE CASE WHEN rule_key LIKE '["%' THEN right(rule_key::jsonb ->> 0, 1) <> '*' ELSE false END`,
     ],
+  },
+  {
+    version: 19,
+    description: 'proxied calls matched to a logged call, shared by instances: another machine\'s log is not matched to one again',
+    // By the logged call's keys as `call_key` derives them (importCallKey: `import:` and a SHA-256;
+    // `alias` '' when it has one key): the same log read by another instance still matches it.
+    // No foreign key (a claim racing a retention step would fail): a step deletes its calls' claims.
+    // Calls matched before this version are claimed only in the file of the machine that matched them.
+    sql: ["CREATE TABLE import_claims (call_id BIGINT PRIMARY KEY, key TEXT NOT NULL, alias TEXT NOT NULL DEFAULT '')"],
   },
 ]
 

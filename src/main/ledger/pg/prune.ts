@@ -14,6 +14,8 @@ const LATER_TS = 'SELECT id, ts FROM calls WHERE ts > @ts AND ts < @before ORDER
 const OLDEST = 'SELECT id, ts FROM calls WHERE ts < @before ORDER BY ts, id LIMIT @n'
 const REMOVE = `DELETE FROM calls WHERE id IN (
   SELECT c.id FROM calls c WHERE c.id = ANY(@ids::bigint[]) AND ${KEEPS_MEMBERS_LAST} AND ${KEEPS_LIVE_SESSIONS})`
+// The import's claims of the calls deleted (../../import/write-postgres.ts): none names a call still there.
+const UNCLAIM = 'DELETE FROM import_claims k WHERE k.call_id = ANY(@ids::bigint[]) AND NOT EXISTS (SELECT 1 FROM calls c WHERE c.id = k.call_id)'
 
 /**
  * Retention steps on PostgreSQL, bounded as SQLite's (../retention.ts, `pruneStepOn`): a step
@@ -63,7 +65,10 @@ export class PgPruner {
       const n = Math.min(limit - deleted, PRUNE_SCAN - scanned)
       const rows = await window(tx, before, at, n)
       if (rows.length > 0) {
-        deleted += await tx.run(REMOVE, { ids: rows.map((r) => r.id), active })
+        const ids = rows.map((r) => r.id)
+        const removed = await tx.run(REMOVE, { ids, active })
+        if (removed > 0) await tx.run(UNCLAIM, { ids })
+        deleted += removed
         scanned += rows.length
         at = rows[rows.length - 1]
       }
