@@ -208,6 +208,15 @@ export class AnthropicMeter implements Meter {
   /** Web searches whose results streamed (`isSearchResult`), for a stream cut before the final count. */
   private searches = 0
 
+  /**
+   * `askedFast`: the request asked for fast mode (`speed: "fast"`, `CallShape.fast`). An answer
+   * that ends before any usage (a stream cut before `message_start`, a body cut before its end)
+   * never said which speed served it; its estimate is taken at the speed asked for, as the
+   * answer's `usage.speed` would have said (a request fast mode could not serve is billed at
+   * the standard rate, but then its answer says so).
+   */
+  constructor(private readonly askedFast = false) {}
+
   event(name: string, data: string): void {
     // Once `message_start` gave the usage, only `message_*` and `error` events change the result:
     // text deltas (most of a stream's events) only estimate a stream cut before the final usage,
@@ -273,7 +282,10 @@ export class AnthropicMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (!this.raw) return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: this.complete }
+    if (!this.raw) {
+      const billedSoFar = this.askedFast ? { fast: true } : undefined
+      return { usage: null, model: this.model, responseId: this.id, outputText: this.text.join(''), outputScale: this.text.scale, complete: this.complete, billedSoFar }
+    }
     const usage = normalise(this.iterations ? withTopLevel(this.iterations, this.raw) : this.raw)
     if (this.final) return { usage, model: this.model, responseId: this.id, complete: this.complete, error: this.error }
     // Cut after message_start: the input side is exact, the output is estimated from what streamed.
@@ -310,6 +322,6 @@ export const anthropic: Provider = {
       ? new AnthropicBatchMeter(batchIdOf(req.path))
       : shape.endpoint === 'chat.completions'
         ? new OpenAIMeter({ endpoint: shape.endpoint, usage: anthropicCompatUsage })
-        : new AnthropicMeter(),
+        : new AnthropicMeter(shape.fast === true),
   relink: relinkResultsUrls,
 }
