@@ -150,6 +150,12 @@ export class JsonCollector {
     return usage ? { usage, usageMetadata: usage } : undefined
   }
 
+  /** For a body that `parse` could not read (cut before its end): its text, when it was held whole; else undefined. */
+  cutText(): string | undefined {
+    if (this.overflow || this.size === 0) return undefined
+    return Buffer.concat(this.chunks, this.size).toString('utf8')
+  }
+
   /**
    * For a body that `parse` could not read: when it is a JSON array cut before its end (Gemini's
    * `streamGenerateContent` without `alt=sse`, reset or abandoned mid-answer), its complete

@@ -1,3 +1,4 @@
+import { readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type ModelTokens, parseObject, type Usage } from '../metering/usage'
 import { AnthropicBatchMeter, anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
@@ -183,6 +184,9 @@ function isSearchResult(ev: Record<string, any>): boolean {
   return ev.type === 'content_block_start' && isObject(ev.content_block) && ev.content_block.type === 'web_search_tool_result' && Array.isArray(ev.content_block.content)
 }
 
+/** The fields of a Messages answer whose text is its output: text blocks' `text`, thinking blocks' `thinking`. */
+const CUT_TEXT_KEYS: ReadonlySet<string> = new Set(['text', 'thinking'])
+
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
   private raw: RawUsage | null = null
@@ -279,6 +283,22 @@ export class AnthropicMeter implements Meter {
       this.iterations = iterationsSum(body.usage.iterations)
       this.final = true
     }
+  }
+
+  /**
+   * A JSON answer cut mid-body: its model and id, and the text of its content blocks and thinking
+   * that arrived, for the estimate. A usage object that arrived whole (Anthropic sends it last)
+   * is the bill; one without an output count keeps its prompt counts and the output is estimated.
+   */
+  jsonCut(body: string): void {
+    const cut = readCutJson(body, CUT_TEXT_KEYS)
+    if (cut.fields.model) this.model = cut.fields.model
+    if (cut.fields.id) this.id = cut.fields.id
+    this.text = cut.text
+    if (!cut.usage) return
+    this.raw = rawUsage(cut.usage)
+    this.iterations = iterationsSum(cut.usage.iterations)
+    this.final = cut.usage.output_tokens != null
   }
 
   result(): MeterResult {

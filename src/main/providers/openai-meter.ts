@@ -1,3 +1,5 @@
+import { readCutJson } from '../metering/cut-json'
+import type { OutputText } from '../metering/output-text'
 import { type BilledSoFar, emptyUsage, isObject, parseObject, setToolImages, type Usage } from '../metering/usage'
 import { READS } from './openai-endpoints'
 import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
@@ -70,6 +72,8 @@ export class OpenAIMeter implements Meter {
   private searches: SearchToolCalls | null = null
   /** The tools the last Response object read echoed (its `tools`), for the image tool's settings. */
   private tools: unknown
+  /** The text of a JSON answer cut mid-body (`jsonCut`), for its estimate. */
+  private cutText: OutputText | null = null
 
   constructor(opts: OpenAIMeterOptions = {}) {
     this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
@@ -205,6 +209,21 @@ export class OpenAIMeter implements Meter {
   }
 
   /**
+   * A JSON answer cut mid-body: its model, id and tier, and the text that arrived (message content,
+   * refusals, reasoning, tool calls' arguments; a Response's output text and summaries; legacy
+   * Completions' text), for the estimate. A usage object that arrived whole (OpenAI sends it near
+   * the end) is the bill.
+   */
+  jsonCut(body: string): void {
+    const cut = readCutJson(body, CUT_TEXT_KEYS)
+    this.tier?.note(cut.fields.service_tier)
+    if (cut.fields.model) this.model = cut.fields.model
+    if (cut.fields.id) this.id = cut.fields.id
+    if (cut.usage) this.usage = this.read(cut.usage)
+    if (!this.usage) this.cutText = cut.text
+  }
+
+  /**
    * A stream's tool event: an output item done (counted if it is a completed image, or a web or
    * file search), or a partial image.
    */
@@ -259,8 +278,8 @@ export class OpenAIMeter implements Meter {
       usage: this.billed(this.usage),
       model: this.model,
       responseId: this.id,
-      outputText: this.usage ? undefined : this.text.join(),
-      outputScale: this.usage ? undefined : this.text.scale,
+      outputText: this.usage ? undefined : (this.cutText?.join('') ?? this.text.join()),
+      outputScale: this.usage ? undefined : (this.cutText ?? this.text).scale,
       complete: this.complete,
       error: this.failure ?? undefined,
       billedSoFar: this.usage ? undefined : this.billedSoFar(images),
@@ -278,6 +297,9 @@ export class OpenAIMeter implements Meter {
     return images || searches || tier ? { ...images, ...searches, ...tier } : undefined
   }
 }
+
+/** The fields of an OpenAI-format answer whose text is its output (see `OpenAIMeter.jsonCut`). */
+const CUT_TEXT_KEYS: ReadonlySet<string> = new Set(['content', 'refusal', 'reasoning_content', 'reasoning', 'arguments', 'text'])
 
 /**
  * The usage a Chat Completions chunk carries inside its first choice (`choices[0].usage`), where

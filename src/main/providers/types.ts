@@ -195,6 +195,12 @@ export interface Meter {
    * without `alt=sse`, reset or abandoned): metered as a stream cut after them.
    */
   jsonElements?(elements: unknown[]): void
+  /**
+   * The text of a JSON answer cut before its end (reset, or the client left, mid-body), which
+   * did not parse: what arrived of its output, for the estimate, and its usage if that arrived
+   * whole (../metering/cut-json.ts). The answer is not complete.
+   */
+  jsonCut?(body: string): void
   /** One line of a JSON Lines answer (`CallShape.lines`), as text. */
   line?(text: string): void
   /**

@@ -82,6 +82,10 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           // A streamed JSON array cut short: what its whole elements reported.
           const elements = s.json.cutArray()
           if (elements) s.meter.jsonElements(elements)
+        } else if (s.meter.jsonCut && s.upstreamStatus < 300) {
+          // A body cut mid-transfer: what arrived of its text (and a usage that arrived whole).
+          const text = s.json.cutText()
+          if (text) s.meter.jsonCut(text)
         }
       }
       const r = s.meter?.result()

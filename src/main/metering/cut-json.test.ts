@@ -1,0 +1,38 @@
+import { describe, expect, it } from 'vitest'
+import { readCutJson } from './cut-json'
+import { OutputText } from './output-text'
+
+const KEYS = new Set(['text', 'content'])
+
+describe('readCutJson', () => {
+  it('reads the text values that arrived, the last up to the cut, and the top-level fields', () => {
+    const body = '{"id":"msg_1","model":"m-1","content":[{"type":"text","text":"Hello \\"there\\""},{"type":"text","text":"and so on, to the c'
+    const r = readCutJson(body, KEYS)
+    expect(r.text.join('')).toBe('Hello "there"and so on, to the c')
+    expect(r.fields).toEqual({ id: 'msg_1', model: 'm-1' })
+    expect(r.usage).toBeUndefined()
+  })
+
+  it('a value cut inside an escape loses only that escape', () => {
+    expect(readCutJson('{"text":"caf\\u00', KEYS).text.join('')).toBe('caf')
+    expect(readCutJson('{"text":"line\\', KEYS).text.join('')).toBe('line')
+    expect(readCutJson('{"text":"x\\u00e9y', KEYS).text.join('')).toBe('xéy')
+  })
+
+  it('takes a usage object only when it arrived whole, and only at the top level', () => {
+    expect(readCutJson('{"usage":{"input_tokens":5,"output_tokens":7},"content":[{"text":"ab', KEYS).usage).toEqual({ input_tokens: 5, output_tokens: 7 })
+    expect(readCutJson('{"content":"ab","usage":{"input_tokens":5,"out', KEYS).usage).toBeUndefined()
+    expect(readCutJson('{"choices":[{"usage":{"x":1}}],"content":"ab', KEYS).usage).toBeUndefined()
+  })
+
+  it('skips keys whose values are not strings, and strings that are not values of a text key', () => {
+    const r = readCutJson('{"text":{"format":{"type":"text"}},"tools":[{"description":"not output"}],"content":["a","b"],"x":"text"', KEYS)
+    expect(r.text.join('')).toBe('')
+  })
+
+  it('keeps no more than a stream would of a huge value: the rest is counted in its scale', () => {
+    const r = readCutJson(`{"text":"${'='.repeat(OutputText.MAX_CHARS * 2)}`, KEYS)
+    expect(r.text.join('').length).toBe(OutputText.MAX_CHARS)
+    expect(r.text.scale).toBeCloseTo(2, 6)
+  })
+})

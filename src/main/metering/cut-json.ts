@@ -1,0 +1,124 @@
+import { OutputText } from './output-text'
+import { isObject } from './usage'
+
+/**
+ * What a JSON answer cut before its end (the upstream reset, or the client left, mid-body) says,
+ * read from the part that arrived: the model had finished (a non-streamed answer is sent once its
+ * generation is over), so its whole output was billed, but its usage, at the body's end, usually
+ * never came. So its output is estimated from the text that did arrive, as a cut stream's is.
+ */
+export interface CutJson {
+  /** The string values of the output's text fields that arrived, the last up to the cut; bounded as a stream's text is. */
+  text: OutputText
+  /** Top-level string fields that arrived whole (`model`, `id`, `service_tier`). */
+  fields: Partial<Record<'model' | 'id' | 'service_tier', string>>
+  /** The top-level `usage` object, when it arrived whole (a non-streamed answer's usage is its bill). */
+  usage?: Record<string, unknown>
+}
+
+const FIELDS = new Set(['model', 'id', 'service_tier'])
+
+/**
+ * Reads `body`, a JSON object's text cut anywhere: the string values of the keys in `keys` (at any
+ * depth) go to `text`, decoded; the last, cut in the middle, up to the cut. One pass over the text,
+ * strings skipped with a native search; no value is decoded past OutputText's bound (the rest of a
+ * longer one is only counted, so the estimate extrapolates to it), so degenerate output costs no
+ * more than a cut stream's.
+ */
+export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
+  const out: CutJson = { text: new OutputText(), fields: {} }
+  const n = body.length
+  let depth = 0
+  let usageAt = -1
+  let usageEnd = -1
+  let i = 0
+  while (i < n) {
+    const q = body.indexOf('"', i)
+    const end = q === -1 ? n : q
+    for (let k = i; k < end; k++) {
+      const c = body.charCodeAt(k)
+      if (c === 123 /* { */ || c === 91 /* [ */) depth++
+      else if (c === 125 /* } */ || c === 93 /* ] */) {
+        depth--
+        if (depth === 1 && usageAt >= 0 && usageEnd < 0) usageEnd = k
+      }
+    }
+    if (q === -1) break
+    const close = closingQuote(body, q)
+    if (close === -1) break
+    const m = skipSpace(body, close + 1)
+    if (body.charCodeAt(m) !== 58 /* : */) {
+      i = close + 1
+      continue
+    }
+    // A key: its value follows.
+    const v = skipSpace(body, m + 1)
+    if (v >= n) break
+    const c = body.charCodeAt(v)
+    if (c === 123 && depth === 1 && usageAt < 0 && body.slice(q + 1, close) === 'usage') usageAt = v
+    if (c !== 34 /* " */) {
+      i = v
+      continue
+    }
+    const key = close - q - 1 <= 20 ? body.slice(q + 1, close) : ''
+    const valueEnd = closingQuote(body, v)
+    const raw = body.slice(v + 1, valueEnd === -1 ? n : valueEnd)
+    if (keys.has(key)) push(out.text, raw)
+    else if (depth === 1 && valueEnd !== -1 && FIELDS.has(key)) {
+      const s = decode(raw)
+      if (s !== undefined) out.fields[key as keyof CutJson['fields']] = s
+    }
+    if (valueEnd === -1) break
+    i = valueEnd + 1
+  }
+  if (usageAt >= 0 && usageEnd > usageAt) {
+    try {
+      const u: unknown = JSON.parse(body.slice(usageAt, usageEnd + 1))
+      if (isObject(u)) out.usage = u
+    } catch {
+      // not a whole object after all: no usage
+    }
+  }
+  return out
+}
+
+/** The index of the quote closing the string opened at `open` (one not escaped by an odd number of backslashes), or -1. */
+function closingQuote(text: string, open: number): number {
+  let j = open
+  for (;;) {
+    j = text.indexOf('"', j + 1)
+    if (j === -1) return -1
+    let k = j - 1
+    while (text.charCodeAt(k) === 92 /* \ */) k--
+    if ((j - 1 - k) % 2 === 0) return j
+  }
+}
+
+function skipSpace(text: string, i: number): number {
+  while (i < text.length) {
+    const c = text.charCodeAt(i)
+    if (c !== 32 && c !== 10 && c !== 13 && c !== 9) break
+    i++
+  }
+  return i
+}
+
+/** A string value's raw (escaped) text into `text`: decoded up to OutputText's bound, the rest only counted. */
+function push(text: OutputText, raw: string): void {
+  const max = OutputText.MAX_CHARS
+  const kept = raw.length > max ? raw.slice(0, max) : raw
+  text.push(decode(kept) ?? kept)
+  if (raw.length > max) text.dropped += raw.length - max
+}
+
+/** A JSON string's escaped text decoded; one cut inside an escape loses that escape. Undefined when it is not JSON. */
+function decode(raw: string): string | undefined {
+  for (let cut = 0; cut <= 5 && cut <= raw.length; cut++) {
+    try {
+      return JSON.parse(`"${cut === 0 ? raw : raw.slice(0, raw.length - cut)}"`) as string
+    } catch {
+      // a cut escape (`\`, `\u00`): try without its last characters
+    }
+  }
+  return undefined
+}
