@@ -16,14 +16,7 @@ export const FILE_MODE = 0o600
  */
 function makePrivate(file: string): void {
   if (process.platform === 'win32') return
-  const dir = dirname(file)
-  mkdirSync(dir, { recursive: true, mode: DIR_MODE })
-  try {
-    chmodSync(dir, DIR_MODE)
-  } catch (err) {
-    // A folder this user does not own (--data-dir /tmp): the files themselves are still private.
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err
-  }
+  makeDataDir(dirname(file))
   if (!existsSync(file)) closeSync(openSync(file, 'a', FILE_MODE))
   for (const f of [file, `${file}-wal`, `${file}-shm`, `${file}-journal`]) {
     try {
@@ -31,6 +24,25 @@ function makePrivate(file: string): void {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err
     }
+  }
+}
+
+/**
+ * Makes the data folder, or an older version's, private to this user (0700; no-op for the mode
+ * on Windows). A server claims the folder (../server/data-lock.ts) before it opens the database,
+ * so the folder is made first, as private as the database would have made it.
+ */
+export function makeDataDir(dir: string): void {
+  if (process.platform === 'win32') {
+    mkdirSync(dir, { recursive: true })
+    return
+  }
+  mkdirSync(dir, { recursive: true, mode: DIR_MODE })
+  try {
+    chmodSync(dir, DIR_MODE)
+  } catch (err) {
+    // A folder this user does not own (--data-dir /tmp): the files themselves are still private.
+    if ((err as NodeJS.ErrnoException).code !== 'EPERM') throw err
   }
 }
 

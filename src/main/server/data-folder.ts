@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import type Database from 'better-sqlite3'
 import { DB_FILE } from '../config/paths'
 import type { Config } from '../config/schema'
-import { STARTUP_BUSY_MS, isLocked, openDatabase } from '../ledger/db'
+import { STARTUP_BUSY_MS, isLocked, makeDataDir, openDatabase } from '../ledger/db'
 import { type OpenOptions, type Storage, openStorage } from '../storage/open'
 import { type DataLock, claimDataDir } from './data-lock'
 import { diskFullAtStartup } from './disk-full'
@@ -29,30 +29,28 @@ export function lockedAtStartup(err: unknown, dbFile: string, busyMs: number): S
 }
 
 /**
- * Opens the data folder's database, claims the folder and opens the storage. A step that fails
- * closes what the steps before it opened, and stops start-up with what to do about it. The
+ * Claims the data folder, then opens its database and the storage. The claim comes first: the
+ * database's migrations would otherwise upgrade the file under the Burnrate that serves the folder
+ * (an older one, on a schema it does not know) before this start-up found it there and stopped.
+ * A step that fails undoes the steps before it, and stops start-up with what to do about it. The
  * database waits up to `busyMs` for another process's write lock (the caller shortens it once
  * start-up is done: ../ledger/db.ts).
  */
 export function openDataFolder(config: Config, opts: OpenOptions, busyMs = STARTUP_BUSY_MS): DataFolder {
   const dbFile = join(config.data_dir, DB_FILE)
+  try {
+    // The claim's file goes in it: the folder is made (private) as opening the database would.
+    makeDataDir(config.data_dir)
+  } catch (err) {
+    throw cannotOpen(err, dbFile, config.data_dir, busyMs)
+  }
+  const lock = claimDataDir(config.data_dir, `http://${config.server.host}:${config.server.port}`)
   let db: Database.Database
   try {
     db = openDatabase(dbFile, busyMs)
   } catch (err) {
-    const refused = lockedAtStartup(err, dbFile, busyMs) ?? diskFullAtStartup(err, config.data_dir)
-    if (refused) throw refused
-    const e = err as NodeJS.ErrnoException
-    throw new StartupError(
-      `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
-    )
-  }
-  let lock: DataLock
-  try {
-    lock = claimDataDir(config.data_dir, `http://${config.server.host}:${config.server.port}`)
-  } catch (err) {
-    db.close()
-    throw err
+    lock.release()
+    throw cannotOpen(err, dbFile, config.data_dir, busyMs)
   }
   try {
     return { db, lock, storage: openStorage(config, db, opts) }
@@ -61,4 +59,14 @@ export function openDataFolder(config: Config, opts: OpenOptions, busyMs = START
     lock.release()
     throw lockedAtStartup(err, dbFile, busyMs) ?? diskFullAtStartup(err, config.data_dir) ?? err
   }
+}
+
+/** Why the data folder or its database could not be made or opened, and what to do. */
+function cannotOpen(err: unknown, dbFile: string, dataDir: string, busyMs: number): StartupError {
+  const refused = lockedAtStartup(err, dbFile, busyMs) ?? diskFullAtStartup(err, dataDir)
+  if (refused) return refused
+  const e = err as NodeJS.ErrnoException
+  return new StartupError(
+    `cannot open the database ${dbFile} (${e.code ?? 'error'}: ${e.message.split('\n')[0]}); make sure the data folder is writable, or choose another with --data-dir`,
+  )
 }

@@ -33,7 +33,7 @@ export interface DataLock {
 let claims = 0
 
 /**
- * Claims `dataDir` (made by then: the database is opened first) for this process, or throws a StartupError naming the Burnrate that holds it.
+ * Claims `dataDir` (made by then, private: ./data-folder.ts; the database is opened after) for this process, or throws a StartupError naming the Burnrate that holds it.
  * A lock whose process is gone (a crash, a kill) is taken over; so is one of this process (a
  * server started again in the same process, the desktop's attempts on another port).
  */
