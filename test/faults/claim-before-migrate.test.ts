@@ -11,7 +11,7 @@ import { listeningUrl } from '../support/child'
  * A newer Burnrate (the CLI's server, the desktop app, a `--local` reader, `import`) started on a
  * data folder an older headless server serves: it must not upgrade the database under that
  * server, which then ran on a schema it does not know. The server claims the folder before it
- * opens the database.
+ * opens the database; the CLI's readers and `import` do not upgrade a folder another Burnrate holds.
  */
 
 const ROOT = resolve(__dirname, '../..')
@@ -90,4 +90,24 @@ describe('a newer Burnrate beside a running server whose database is a schema be
     expect((await fetch(`${a.url}/api/health`)).status).toBe(200)
   })
 
+  it('`report --local` and `import` refuse rather than upgrade it; once the server stops, they upgrade it', async () => {
+    const a = await olderServer()
+    const report = run(['report', 'daily', '--local', '--json', '--no-import', ...a.args])
+    expect(report.code).toBe(1)
+    expect(report.stderr).toContain(`another Burnrate (pid ${a.child.pid}) serves this data folder ${a.data}`)
+    expect(schemaVersion()).toBe(LATEST - 1)
+    const imported = run(['import', 'all', '--json', ...a.args])
+    expect(imported.code).toBe(1)
+    expect(imported.stderr).toContain(`another Burnrate (pid ${a.child.pid}) serves this data folder ${a.data}`)
+    expect(schemaVersion()).toBe(LATEST - 1)
+
+    await new Promise((r) => {
+      a.child.once('exit', r)
+      a.child.kill('SIGTERM')
+    })
+    // No Burnrate holds the folder now: a --local reader upgrades it, as before.
+    const after = run(['report', 'daily', '--local', '--json', '--no-import', ...a.args])
+    expect(after.code, after.stderr).toBe(0)
+    expect(schemaVersion()).toBe(LATEST)
+  })
 })

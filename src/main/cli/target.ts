@@ -111,23 +111,34 @@ export async function getJson<T>(t: Extract<Target, { kind: 'http' }>, path: str
 }
 
 async function load() {
-  return (await import('../ledger/db')).openDatabase
+  const [{ openDatabase }, { SchemaBehindError }] = await Promise.all([import('../ledger/db'), import('../ledger/migrations')])
+  return { openDatabase, SchemaBehindError }
 }
-let opener: ((file: string) => Database.Database) | null = null
+let opener: Awaited<ReturnType<typeof load>> | null = null
 /** Call once before `open()` (keeps the SQLite module out of start-up until needed). */
 export async function prepareLocal(): Promise<void> {
   opener ??= await load()
 }
 
-/** The data folder's SQLite file (prepareLocal() first). */
+/**
+ * The data folder's SQLite file (prepareLocal() first). Its schema is brought up to date only
+ * while no other Burnrate serves the folder: that one (an older version) would then run on a
+ * schema it does not know, and its writes could fail. Beside it, an older schema is refused.
+ */
 export function openLedgerFile(config: Config): Database.Database {
   const file = join(config.data_dir, DB_FILE)
   if (!opener) throw new Error('prepareLocal() first')
+  const holder = dataDirHolder(config.data_dir)
   try {
-    const db = opener(file)
+    const db = opener.openDatabase(file, undefined, { upgrade: holder === null })
     db.pragma('busy_timeout = 5000')
     return db
   } catch (err) {
+    if (holder && err instanceof opener.SchemaBehindError) {
+      throw new CliError(
+        `the ledger ${file} is at schema version ${err.current} and this burnrate needs ${err.latest}, but another Burnrate (pid ${holder.pid}) serves this data folder ${config.data_dir} at ${holder.url} and may not know the newer schema; upgrade or stop it, then run this again`,
+      )
+    }
     throw new CliError(`cannot open the ledger ${file}: ${(err as Error).message.split('\n')[0]}`)
   }
 }

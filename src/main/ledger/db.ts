@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs'
 import { dirname } from 'node:path'
 import Database from 'better-sqlite3'
-import { migrate } from './migrations'
+import { SchemaBehindError, migrate, schemaVersions } from './migrations'
 
 /** The data folder: only its owner may list or enter it. */
 export const DIR_MODE = 0o700
@@ -65,14 +65,24 @@ export const STARTUP_BUSY_MS = 15_000
  * durable across a process crash and only skips an fsync per commit. The busy timeout is
  * `busyMs` (default RUNTIME_BUSY_MS; a server opens with STARTUP_BUSY_MS and sets it with
  * `setBusyTimeout` once started). The folder is made 0700 and the files 0600 (see makePrivate).
+ * The schema is brought up to date, unless `upgrade` is false: then an older one throws
+ * SchemaBehindError, the file left as it was (only the server that claimed the folder upgrades it
+ * while one serves it).
  */
-export function openDatabase(file: string, busyMs = RUNTIME_BUSY_MS): Database.Database {
+export function openDatabase(file: string, busyMs = RUNTIME_BUSY_MS, opts: { upgrade?: boolean } = {}): Database.Database {
   if (file !== ':memory:') makePrivate(file)
   const db = new Database(file)
   setBusyTimeout(db, busyMs)
   db.pragma('journal_mode = WAL')
   db.pragma('synchronous = NORMAL')
   db.pragma('foreign_keys = ON')
+  if (opts.upgrade === false) {
+    const { current, latest } = schemaVersions(db)
+    if (current < latest) {
+      db.close()
+      throw new SchemaBehindError(file, current, latest)
+    }
+  }
   migrate(db)
   if (file !== ':memory:') makePrivate(file)
   return db

@@ -353,9 +353,27 @@ export const MIGRATIONS: Migration[] = [
   },
 ]
 
+/**
+ * A database older than this Burnrate's schema, opened where it must not be upgraded: another
+ * Burnrate serves its data folder, and may not know the newer schema (../cli/target.ts).
+ */
+export class SchemaBehindError extends Error {
+  constructor(
+    readonly file: string,
+    readonly current: number,
+    readonly latest: number,
+  ) {
+    super(`the database ${file} is at schema version ${current}, older than this Burnrate's (${latest})`)
+  }
+}
+
+/** The schema version the database records, and the newest these migrations make. */
+export function schemaVersions(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): { current: number; latest: number } {
+  return { current: db.pragma('user_version', { simple: true }) as number, latest: migrations.reduce((m, x) => Math.max(m, x.version), 0) }
+}
+
 export function migrate(db: Database.Database, migrations: readonly Migration[] = MIGRATIONS): number {
-  const current = db.pragma('user_version', { simple: true }) as number
-  const latest = migrations.reduce((m, x) => Math.max(m, x.version), 0)
+  const { current, latest } = schemaVersions(db, migrations)
   if (current > latest) {
     throw new Error(
       `the database schema is version ${current}, newer than this Burnrate knows (${latest}); upgrade Burnrate`,

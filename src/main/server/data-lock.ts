@@ -8,7 +8,8 @@ import { StartupError } from './startup-error'
  * One server per data folder. Each server keeps its budgets' spend meters in memory, loaded at
  * start-up; a second server on the same folder would not see the first one's proxied calls, so
  * a block rule would let through twice its limit. The server claims the folder with this file
- * (created exclusively); the CLI's readers and `import` never take it, and keep working beside it.
+ * (created exclusively) before it opens the database; the CLI's readers and `import` never take it,
+ * and keep working beside it, but do not upgrade its database (../cli/target.ts).
  */
 export const LOCK_FILE = 'server.lock'
 
