@@ -381,10 +381,13 @@ export function migrate(db: Database.Database, migrations: readonly Migration[] 
   }
   for (const m of migrations) {
     if (m.version <= current) continue
+    // Each step holds the write lock from its start and reads the version again under it: another
+    // process upgrading the same file at once (an import beside a server starting) may have run it.
     db.transaction(() => {
+      if ((db.pragma('user_version', { simple: true }) as number) >= m.version) return
       m.up(db)
       db.pragma(`user_version = ${m.version}`)
-    })()
+    }).immediate()
   }
   return latest
 }
