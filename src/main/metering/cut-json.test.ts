@@ -35,4 +35,43 @@ describe('readCutJson', () => {
     expect(r.text.join('').length).toBe(OutputText.MAX_CHARS)
     expect(r.text.scale).toBeCloseTo(2, 6)
   })
+
+  it('walks a bounded part of a cut body whatever it holds, so a 16 MB one does not block the event loop', () => {
+    // Work counted, not timed: the reader's walk reads the body one charCodeAt at a time.
+    const original = String.prototype.charCodeAt
+    let reads = 0
+    String.prototype.charCodeAt = function (this: string, i: number) {
+      reads++
+      return original.call(this, i)
+    }
+    const MB = 1024 * 1024
+    const bodies = [
+      '{' + '['.repeat(16 * MB), // deep nesting
+      '{"a":[' + '1,'.repeat(8 * MB), // a numbers array
+      '{' + '"a":1,'.repeat(3 * MB), // a million small keys
+      '{"a":[' + '"x",'.repeat(4 * MB), // a million small strings
+      `{"text":"${'\\'.repeat(8 * MB)}"}`, // a run of escaped backslashes
+    ]
+    try {
+      for (const body of bodies) {
+        reads = 0
+        readCutJson(body, KEYS)
+        expect(reads).toBeLessThan(6 * MB)
+      }
+    } finally {
+      String.prototype.charCodeAt = original
+    }
+  })
+
+  it('extrapolates the text of a body longer than the part read from the share that part held', () => {
+    const MB = 1024 * 1024
+    // Half of each piece is output text: the estimate keeps that share of the whole 16 MB.
+    const piece = `{"text":"${'a'.repeat(1000)}","x":"${'b'.repeat(1000)}"},`
+    const body = '{"content":[' + piece.repeat(Math.ceil((16 * MB) / piece.length))
+    const r = readCutJson(body, new Set(['text']))
+    const kept = r.text.join('').length
+    const whole = kept * (r.text.scale ?? 1)
+    expect(whole / body.length).toBeGreaterThan(0.45)
+    expect(whole / body.length).toBeLessThan(0.55)
+  })
 })

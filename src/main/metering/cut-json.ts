@@ -19,6 +19,14 @@ export interface CutJson {
 const FIELDS = new Set(['model', 'id', 'service_tier'])
 
 /**
+ * How far into a cut body the reader walks. It runs on the event loop, once per cut answer, and a
+ * body may hold 64 MB of anything (deep nesting, number arrays, a million small keys): walked whole,
+ * that blocked every other call for half a second. Past this point the text is only extrapolated
+ * (the part read says how much of the body was output text) and a usage beyond it is not read.
+ */
+export const CUT_SCAN_CHARS = 4 * 1024 * 1024
+
+/**
  * Reads `body`, a JSON object's text cut anywhere: the string values of the keys in `keys` (at any
  * depth) go to `text`, decoded; the last, cut in the middle, up to the cut. One pass over the text,
  * strings skipped with a native search; no value is decoded past OutputText's bound (the rest of a
@@ -27,13 +35,15 @@ const FIELDS = new Set(['model', 'id', 'service_tier'])
  */
 export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
   const out: CutJson = { text: new OutputText(), fields: {} }
-  const n = body.length
+  const n = Math.min(body.length, CUT_SCAN_CHARS)
+  let textChars = 0
   let depth = 0
   let usageAt = -1
   let usageEnd = -1
   let i = 0
   while (i < n) {
-    const q = body.indexOf('"', i)
+    let q = body.indexOf('"', i)
+    if (q >= n) q = -1
     const end = q === -1 ? n : q
     for (let k = i; k < end; k++) {
       const c = body.charCodeAt(k)
@@ -44,7 +54,7 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
       }
     }
     if (q === -1) break
-    const close = closingQuote(body, q)
+    const close = closingQuote(body, q, n)
     if (close === -1) break
     const m = skipSpace(body, close + 1)
     if (body.charCodeAt(m) !== 58 /* : */) {
@@ -61,9 +71,12 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
       continue
     }
     const key = close - q - 1 <= 20 ? body.slice(q + 1, close) : ''
-    const valueEnd = closingQuote(body, v)
+    const valueEnd = closingQuote(body, v, n)
     const raw = body.slice(v + 1, valueEnd === -1 ? n : valueEnd)
-    if (keys.has(key)) push(out.text, raw)
+    if (keys.has(key)) {
+      push(out.text, raw)
+      textChars += raw.length
+    }
     else if (depth === 1 && valueEnd !== -1 && FIELDS.has(key)) {
       const s = decode(raw)
       if (s !== undefined) out.fields[key as keyof CutJson['fields']] = s
@@ -71,6 +84,8 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
     if (valueEnd === -1) break
     i = valueEnd + 1
   }
+  // A body longer than the part read: the rest is output text in the share the part read held.
+  if (body.length > n && textChars > 0) out.text.dropped += Math.round(((body.length - n) * Math.min(textChars, n)) / n)
   if (usageAt >= 0 && usageEnd > usageAt) {
     try {
       const u: unknown = JSON.parse(body.slice(usageAt, usageEnd + 1))
@@ -82,12 +97,12 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
   return out
 }
 
-/** The index of the quote closing the string opened at `open` (one not escaped by an odd number of backslashes), or -1. */
-function closingQuote(text: string, open: number): number {
+/** The index before `limit` of the quote closing the string opened at `open` (one not escaped by an odd number of backslashes), or -1. */
+function closingQuote(text: string, open: number, limit: number): number {
   let j = open
   for (;;) {
     j = text.indexOf('"', j + 1)
-    if (j === -1) return -1
+    if (j === -1 || j >= limit) return -1
     let k = j - 1
     while (text.charCodeAt(k) === 92 /* \ */) k--
     if ((j - 1 - k) % 2 === 0) return j
