@@ -3,6 +3,7 @@ import { serverOverMockUpstream } from '../support/server'
 import { recorded } from '../providers/ledger'
 import { fixture, fixtureJson } from '../support/fixtures'
 import { AT_LEAST, PROSE, cutStreams } from './cut-stream'
+import { cutBodies, into } from './cut-json-body'
 
 /**
  * A JSON answer (not streamed) cut mid-transfer: the model had finished, so its whole output was
@@ -15,18 +16,7 @@ import { AT_LEAST, PROSE, cutStreams } from './cut-stream'
 
 const s = serverOverMockUpstream()
 const { post } = cutStreams(s)
-
-/** The upstream sends `body` up to `at` (a byte offset), then resets the connection. */
-function sendsThenResets(body: Buffer, at: number): void {
-  s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, chunks: [body.subarray(0, at), Buffer.from(''), body.subarray(at)], resetAfterChunks: 2, delayMs: 5 }))
-}
-/** The offset just past `share` of the string value that follows `"key":` in `body`. */
-function into(body: Buffer, key: string, share: number): number {
-  const start = body.indexOf(`"${key}"`)
-  const open = body.indexOf('"', body.indexOf(':', start)) + 1
-  const close = body.indexOf('",', open)
-  return open + Math.floor((close - open) * share)
-}
+const { sendsThenResets } = cutBodies(s)
 
 describe('Anthropic: a non-streamed answer cut mid-body', () => {
   const KEY = { 'x-api-key': 'sk-ant-estimate-cut-json-00000001' }

@@ -74,4 +74,14 @@ describe('readCutJson', () => {
     expect(whole / body.length).toBeGreaterThan(0.45)
     expect(whole / body.length).toBeLessThan(0.55)
   })
+
+  it('reads the names it is given, at the depth of a wrapped answer, and no strings under ignored keys', () => {
+    const shape = { usageKey: 'usageMetadata', fields: new Set(['modelVersion']), ignore: new Set(['groundingMetadata']), depth: 2 }
+    const body =
+      '{"response":{"modelVersion":"g-1","candidates":[{"content":{"parts":[{"text":"One."}]},"groundingMetadata":{"groundingSupports":[{"segment":{"text":"One."}}]}},{"content":{"parts":[{"text":"Two."}]}}],"usageMetadata":{"promptTokenCount":3,"promptTokensDetails":[{"tokenCount":3}]}},"traceId":"t'
+    const r = readCutJson(body, KEYS, shape)
+    expect(r.text.join('')).toBe('One.Two.')
+    expect(r.fields).toEqual({ modelVersion: 'g-1' })
+    expect(r.usage).toEqual({ promptTokenCount: 3, promptTokensDetails: [{ tokenCount: 3 }] })
+  })
 })

@@ -10,13 +10,25 @@ import { isObject } from './usage'
 export interface CutJson {
   /** The string values of the output's text fields that arrived, the last up to the cut; bounded as a stream's text is. */
   text: OutputText
-  /** Top-level string fields that arrived whole (`model`, `id`, `service_tier`). */
-  fields: Partial<Record<'model' | 'id' | 'service_tier', string>>
-  /** The top-level `usage` object, when it arrived whole (a non-streamed answer's usage is its bill). */
+  /** Top-level string fields that arrived whole (by default `model`, `id`, `service_tier`; see `CutJsonShape`). */
+  fields: Record<string, string>
+  /** The top-level usage object, when it arrived whole (a non-streamed answer's usage is its bill). */
   usage?: Record<string, unknown>
 }
 
-const FIELDS = new Set(['model', 'id', 'service_tier'])
+/** Where an answer keeps what `readCutJson` reads: Anthropic's and OpenAI's by default. */
+export interface CutJsonShape {
+  /** The key of the usage object (default `usage`). */
+  usageKey?: string
+  /** The string fields read whole (default `model`, `id`, `service_tier`). */
+  fields?: ReadonlySet<string>
+  /** The depth of the answer object: 1 (default) for a bare one, 2 for one wrapped in an envelope (`{response: {…}}`). */
+  depth?: number
+  /** Keys whose object or array values hold no output: their strings are not read as text (Gemini's `groundingMetadata` repeats the answer's). */
+  ignore?: ReadonlySet<string>
+}
+
+const FIELDS: ReadonlySet<string> = new Set(['model', 'id', 'service_tier'])
 
 /**
  * How far into a cut body the reader walks. It runs on the event loop, once per cut answer, and a
@@ -33,8 +45,14 @@ export const CUT_SCAN_CHARS = 4 * 1024 * 1024
  * longer one is only counted, so the estimate extrapolates to it), so degenerate output costs no
  * more than a cut stream's.
  */
-export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
+export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJsonShape = {}): CutJson {
   const out: CutJson = { text: new OutputText(), fields: {} }
+  const usageKey = shape.usageKey ?? 'usage'
+  const fields = shape.fields ?? FIELDS
+  const top = shape.depth ?? 1
+  const ignore = shape.ignore
+  /** The depth outside an ignored value being read, or -1. */
+  let ignoredAt = -1
   const n = Math.min(body.length, CUT_SCAN_CHARS)
   let textChars = 0
   let depth = 0
@@ -50,7 +68,8 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
       if (c === 123 /* { */ || c === 91 /* [ */) depth++
       else if (c === 125 /* } */ || c === 93 /* ] */) {
         depth--
-        if (depth === 1 && usageAt >= 0 && usageEnd < 0) usageEnd = k
+        if (depth === ignoredAt) ignoredAt = -1
+        if (depth === top && usageAt >= 0 && usageEnd < 0) usageEnd = k
       }
     }
     if (q === -1) break
@@ -65,7 +84,8 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
     const v = skipSpace(body, m + 1)
     if (v >= n) break
     const c = body.charCodeAt(v)
-    if (c === 123 && depth === 1 && usageAt < 0 && body.slice(q + 1, close) === 'usage') usageAt = v
+    if (c === 123 && depth === top && usageAt < 0 && body.slice(q + 1, close) === usageKey) usageAt = v
+    if (ignore && ignoredAt < 0 && (c === 123 || c === 91) && close - q - 1 <= 20 && ignore.has(body.slice(q + 1, close))) ignoredAt = depth
     if (c !== 34 /* " */) {
       i = v
       continue
@@ -74,12 +94,13 @@ export function readCutJson(body: string, keys: ReadonlySet<string>): CutJson {
     const valueEnd = closingQuote(body, v, n)
     const raw = body.slice(v + 1, valueEnd === -1 ? n : valueEnd)
     if (keys.has(key)) {
-      push(out.text, raw)
-      textChars += raw.length
-    }
-    else if (depth === 1 && valueEnd !== -1 && FIELDS.has(key)) {
+      if (ignoredAt < 0) {
+        push(out.text, raw)
+        textChars += raw.length
+      }
+    } else if (depth === top && valueEnd !== -1 && fields.has(key)) {
       const s = decode(raw)
-      if (s !== undefined) out.fields[key as keyof CutJson['fields']] = s
+      if (s !== undefined) out.fields[key] = s
     }
     if (valueEnd === -1) break
     i = valueEnd + 1

@@ -1,4 +1,5 @@
 import { OutputText } from '../metering/output-text'
+import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { type BilledSoFar, count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 import { SearchGrounding, requestsGoogleSearch } from './gemini-grounding'
@@ -155,6 +156,13 @@ function tierOf(u: Usage | null): BilledSoFar | undefined {
   return u?.fast ? { fast: true } : undefined
 }
 
+/** A cut `generateContent` answer's output text: its parts' text, code written and what that code printed. */
+const CUT_TEXT_KEYS: ReadonlySet<string> = new Set(['text', 'code', 'output'])
+/** Gemini's names (`groundingMetadata`'s segments repeat the answer's text: not output again). */
+const CUT_SHAPE: CutJsonShape = { usageKey: 'usageMetadata', fields: new Set(['modelVersion', 'responseId']), ignore: new Set(['groundingMetadata']) }
+/** Code Assist's answer, wrapped (`{response: {…}, traceId}`). */
+const CUT_ENVELOPED: CutJsonShape = { ...CUT_SHAPE, depth: 2 }
+
 /**
  * Meters `generateContent` (one JSON object), `streamGenerateContent?alt=sse` (events that each
  * repeat the cumulative usage, so the last one counts) and `streamGenerateContent` without
@@ -170,6 +178,8 @@ export class GeminiMeter implements Meter {
   private grounding: SearchGrounding | null = null
   /** The tier a count-less `usageMetadata` named (`countsTokens`), billed with the estimate of a stream cut before any count. */
   private tier: BilledSoFar | undefined
+  /** A cut answer's `usageMetadata` arrived whole: its counts are the bill, not a running floor. */
+  private billed = false
 
   /**
    * `envelope`: each answer is `{response: <Gemini answer>, traceId}`, as Gemini Code Assist
@@ -239,6 +249,24 @@ export class GeminiMeter implements Meter {
     for (const e of elements) this.take(e)
   }
 
+  /**
+   * A `generateContent` answer cut mid-body (not an array: those go to `jsonElements`): its model,
+   * id and the text of its parts that arrived, for the estimate. A `usageMetadata` that arrived
+   * whole with its counts is the bill (a whole answer's usage is counted before it is sent).
+   */
+  jsonCut(body: string): void {
+    const cut = readCutJson(body, CUT_TEXT_KEYS, this.opts.envelope ? CUT_ENVELOPED : CUT_SHAPE)
+    if (cut.fields.modelVersion) this.model = cut.fields.modelVersion
+    if (cut.fields.responseId && !this.id) this.id = cut.fields.responseId
+    if (cut.usage && countsTokens(cut.usage)) {
+      this.usage = geminiUsage(cut.usage)
+      this.billed = true
+      return
+    }
+    if (cut.usage) this.tier = tierOf(geminiUsage(cut.usage))
+    this.text = cut.text
+  }
+
   result(): MeterResult {
     const r: MeterResult = { usage: this.usage, model: this.model, responseId: this.id, complete: this.complete }
     // The searches are billed with the call: on its usage, or with the estimate of a stream cut before any.
@@ -252,7 +280,7 @@ export class GeminiMeter implements Meter {
     // A stream cut before its last answer (the one with a finishReason): the usage is the running
     // count of an earlier event, exact for the prompt but only a floor for the output, so the call
     // is marked estimated (its output never below that count).
-    if (this.usage && !this.complete) {
+    if (this.usage && !this.complete && !this.billed) {
       r.partialOutput = true
       r.outputText = ''
     }

@@ -77,12 +77,11 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
       }
       if (s.json && s.meter) {
         const body = s.json.parse()
+        // A streamed JSON array cut short: what its whole elements reported.
+        const elements = body === undefined && s.meter.jsonElements ? s.json.cutArray() : undefined
         if (body !== undefined) s.meter.json(body)
-        else if (s.meter.jsonElements) {
-          // A streamed JSON array cut short: what its whole elements reported.
-          const elements = s.json.cutArray()
-          if (elements) s.meter.jsonElements(elements)
-        } else if (s.meter.jsonCut && s.upstreamStatus < 300) {
+        else if (elements) s.meter.jsonElements?.(elements)
+        else if (s.meter.jsonCut && s.upstreamStatus < 300) {
           // A body cut mid-transfer: what arrived of its text (and a usage that arrived whole).
           const text = s.json.cutText()
           if (text) s.meter.jsonCut(text)
