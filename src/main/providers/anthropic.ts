@@ -289,16 +289,18 @@ export class AnthropicMeter implements Meter {
    * A JSON answer cut mid-body: its model and id, and the text of its content blocks and thinking
    * that arrived, for the estimate. A usage object that arrived whole (Anthropic sends it last)
    * is the bill; one without an output count keeps its prompt counts and the output is estimated.
+   * Returns that usage (a wrapper's own fields in it, OpenRouter's `cost`, are read from it).
    */
-  jsonCut(body: string): void {
+  jsonCut(body: string): Record<string, unknown> | undefined {
     const cut = readCutJson(body, CUT_TEXT_KEYS)
     if (cut.fields.model) this.model = cut.fields.model
     if (cut.fields.id) this.id = cut.fields.id
     this.text = cut.text
-    if (!cut.usage) return
+    if (!cut.usage) return undefined
     this.raw = rawUsage(cut.usage)
     this.iterations = iterationsSum(cut.usage.iterations)
     this.final = cut.usage.output_tokens != null
+    return cut.usage
   }
 
   result(): MeterResult {

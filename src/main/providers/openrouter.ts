@@ -71,6 +71,11 @@ class MessagesMeter implements Meter {
     if (isObject(body)) this.cost = reportedCost(body.usage)
   }
 
+  /** A JSON answer cut mid-body: read as Anthropic's is; the cost of a usage that arrived whole is the charge. */
+  jsonCut(body: string): void {
+    this.cost = reportedCost(this.inner.jsonCut(body))
+  }
+
   result(): MeterResult {
     const r = this.inner.result()
     // A stream cut before its last usage has no final charge: it is priced from its (estimated) tokens.
