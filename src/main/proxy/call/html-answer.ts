@@ -41,14 +41,23 @@ export function attachHtmlAnswerMeter(s: CallState, uheaders: IncomingHttpHeader
 }
 
 /**
- * The meter, whose result is no model's answer ($0 usage, never estimated) when it holds no usage;
- * a model's answer read as SSE is recorded as streamed.
+ * The meter, whose result is no model's answer ($0 usage, never estimated) when it holds no usage
+ * (nor, for a JSON body cut mid-transfer, any output text); a model's answer read as SSE is
+ * recorded as streamed.
  */
 function unlessNoUsage(s: CallState, meter: Meter): Meter {
+  /** A JSON body cut mid-transfer was read (its meter's `jsonCut`). */
+  let cut = false
   return {
     event: (name, data) => meter.event(name, data),
     json: (body) => meter.json(body),
     jsonElements: meter.jsonElements && ((elements) => meter.jsonElements!(elements)),
+    jsonCut:
+      meter.jsonCut &&
+      ((body) => {
+        cut = true
+        meter.jsonCut!(body)
+      }),
     largeJsonPaths: meter.largeJsonPaths,
     result: (): MeterResult => {
       const r = meter.result()
@@ -58,6 +67,8 @@ function unlessNoUsage(s: CallState, meter: Meter): Meter {
         if (s.sse) s.streamed = true
         return r
       }
+      // A JSON body cut mid-transfer in which a model's output arrived: estimated from it, as one labelled JSON is.
+      if (cut && r.outputText) return r
       // Usage that is empty, not missing: the recorder estimates a successful answer with none.
       return { usage: emptyUsage(), error: NOT_A_MODEL_ANSWER }
     },
