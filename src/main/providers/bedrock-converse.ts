@@ -1,3 +1,4 @@
+import { readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { exceptionType } from './bedrock-event-stream'
@@ -39,11 +40,14 @@ export function converseDeltaText(d: unknown): unknown {
   return d.text ?? (isObject(d.reasoningContent) ? d.reasoningContent.text : undefined) ?? (isObject(d.toolUse) ? d.toolUse.input : undefined)
 }
 
+/** A Converse answer's output text: its content blocks' `text`, a reasoning block's `reasoningText.text` too. */
+const CONVERSE_TEXT_KEYS: ReadonlySet<string> = new Set(['text'])
+
 /** Converse: the answer's `usage`, or a stream's `metadata` event (its last); `messageStop` ends the turn. */
 export class ConverseMeter implements Meter {
   private usage: Usage | null = null
   private complete = false
-  private readonly text = new OutputText()
+  private text = new OutputText()
   /** One of the model's events arrived (`messageStart` first). */
   private started = false
   /** The stream's exception message's type (`exceptionType`). */
@@ -82,6 +86,16 @@ export class ConverseMeter implements Meter {
     if (!isObject(body)) return
     this.usage = converseUsage(body.usage)
     this.complete = true
+  }
+
+  /**
+   * An answer cut mid-body: the text (and reasoning) of its content blocks that arrived, for the
+   * estimate (a tool call's `input`, an object, is not read); a `usage` that arrived whole is the bill.
+   */
+  jsonCut(body: string): void {
+    const cut = readCutJson(body, CONVERSE_TEXT_KEYS)
+    this.usage = converseUsage(cut.usage)
+    if (!this.usage) this.text = cut.text
   }
 
   result(): MeterResult {

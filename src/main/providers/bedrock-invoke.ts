@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http'
+import { readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic'
@@ -15,6 +16,13 @@ import type { Meter, MeterResult } from './types'
  */
 
 const METRICS = 'amazon-bedrock-invocationMetrics'
+
+/**
+ * Another model's answer's output text, cut (`InvokeMeter.jsonCut`): Llama's `generation`, Titan's
+ * `outputText`, Mistral's, Cohere's and Nova's `text`, an OpenAI-format model's message `content`,
+ * `reasoning_content` and tool calls' `arguments`.
+ */
+const OTHER_TEXT_KEYS: ReadonlySet<string> = new Set(['generation', 'outputText', 'text', 'content', 'reasoning_content', 'arguments'])
 
 /**
  * InvokeModel: a Claude model's answer is Anthropic's, its stream's events inside Bedrock's
@@ -36,7 +44,7 @@ export class InvokeMeter implements Meter {
   /** The stream's exception message's type (`exceptionType`). */
   private error: string | undefined
   /** Another model's streamed text (`otherText`), for the estimate of a stream cut before Bedrock's count. */
-  private readonly text = new OutputText()
+  private text = new OutputText()
 
   /**
    * @param claude the path names a Claude model.
@@ -97,6 +105,16 @@ export class InvokeMeter implements Meter {
     // `prompt_tokens`), which Anthropic's reader would take for zero tokens and so hide Bedrock's
     // count in the headers: only a Claude answer is read as Anthropic's.
     if (this.claude || (isObject(body) && hasAnthropicUsage(body.usage))) this.inner.json(body)
+  }
+
+  /**
+   * An answer cut mid-body: a Claude model's read as Anthropic's is; another model's text fields
+   * that arrived (as `otherText` reads its events) for the estimate. Bedrock's count in the
+   * headers, when it sent one, is still the bill.
+   */
+  jsonCut(body: string): void {
+    if (this.claude) this.inner.jsonCut(body)
+    else this.text = readCutJson(body, OTHER_TEXT_KEYS).text
   }
 
   result(): MeterResult {
