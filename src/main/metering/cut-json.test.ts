@@ -84,4 +84,15 @@ describe('readCutJson', () => {
     expect(r.fields).toEqual({ modelVersion: 'g-1' })
     expect(r.usage).toEqual({ promptTokenCount: 3, promptTokensDetails: [{ tokenCount: 3 }] })
   })
+
+  it('reads an object under an `objects` key as its JSON text, whole or up to the cut, its strings not again as text', () => {
+    const shape = { objects: new Set(['input']) }
+    const whole = readCutJson('{"content":[{"type":"tool_use","input":{"text":"a","n":[1,{"x":2}]}},{"type":"text","text":"b"}],"x":"', KEYS, shape)
+    expect(whole.text.join('|')).toBe('{"text":"a","n":[1,{"x":2}]}|b')
+    const cut = readCutJson('{"content":[{"type":"tool_use","input":{"path":"/a","text":"wri', KEYS, shape)
+    expect(cut.text.join('')).toBe('{"path":"/a","text":"wri')
+    const huge = readCutJson(`{"input":{"t":"${'='.repeat(OutputText.MAX_CHARS * 2)}`, KEYS, shape)
+    expect(huge.text.join('').length).toBe(OutputText.MAX_CHARS)
+    expect(huge.text.scale).toBeGreaterThan(1.9)
+  })
 })

@@ -26,6 +26,11 @@ export interface CutJsonShape {
   depth?: number
   /** Keys whose object or array values hold no output: their strings are not read as text (Gemini's `groundingMetadata` repeats the answer's). */
   ignore?: ReadonlySet<string>
+  /**
+   * Keys whose object values are output as their JSON text, up to the cut (a tool call's input,
+   * which a stream sends as pieces of JSON text); the strings inside are not read again as text.
+   */
+  objects?: ReadonlySet<string>
 }
 
 const FIELDS: ReadonlySet<string> = new Set(['model', 'id', 'service_tier'])
@@ -51,8 +56,11 @@ export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJ
   const fields = shape.fields ?? FIELDS
   const top = shape.depth ?? 1
   const ignore = shape.ignore
-  /** The depth outside an ignored value being read, or -1. */
+  const objects = shape.objects
+  /** The depth outside an ignored value (or an object read as JSON text) being read, or -1. */
   let ignoredAt = -1
+  /** Where the object read as JSON text (`objects`) being read opens, or -1. */
+  let objectAt = -1
   const n = Math.min(body.length, CUT_SCAN_CHARS)
   let textChars = 0
   let depth = 0
@@ -68,7 +76,14 @@ export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJ
       if (c === 123 /* { */ || c === 91 /* [ */) depth++
       else if (c === 125 /* } */ || c === 93 /* ] */) {
         depth--
-        if (depth === ignoredAt) ignoredAt = -1
+        if (depth === ignoredAt) {
+          ignoredAt = -1
+          if (objectAt >= 0) {
+            pushRaw(out.text, body, objectAt, k + 1)
+            textChars += k + 1 - objectAt
+          }
+          objectAt = -1
+        }
         if (depth === top && usageAt >= 0 && usageEnd < 0) usageEnd = k
       }
     }
@@ -85,7 +100,14 @@ export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJ
     if (v >= n) break
     const c = body.charCodeAt(v)
     if (c === 123 && depth === top && usageAt < 0 && body.slice(q + 1, close) === usageKey) usageAt = v
-    if (ignore && ignoredAt < 0 && (c === 123 || c === 91) && close - q - 1 <= 20 && ignore.has(body.slice(q + 1, close))) ignoredAt = depth
+    if (ignoredAt < 0 && (c === 123 || c === 91) && (ignore || objects) && close - q - 1 <= 20) {
+      const k = body.slice(q + 1, close)
+      if (ignore?.has(k)) ignoredAt = depth
+      else if (c === 123 && objects?.has(k)) {
+        ignoredAt = depth
+        objectAt = v
+      }
+    }
     if (c !== 34 /* " */) {
       i = v
       continue
@@ -104,6 +126,11 @@ export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJ
     }
     if (valueEnd === -1) break
     i = valueEnd + 1
+  }
+  // An object read as JSON text, cut inside (or at the end of the part read): up to there.
+  if (objectAt >= 0) {
+    pushRaw(out.text, body, objectAt, n)
+    textChars += n - objectAt
   }
   // A body longer than the part read: the rest is output text in the share the part read held.
   if (body.length > n && textChars > 0) out.text.dropped += Math.round(((body.length - n) * Math.min(textChars, n)) / n)
@@ -145,6 +172,13 @@ function push(text: OutputText, raw: string): void {
   const kept = raw.length > max ? raw.slice(0, max) : raw
   text.push(decode(kept) ?? kept)
   if (raw.length > max) text.dropped += raw.length - max
+}
+
+/** `body`'s text from `start` to `end` as it is (JSON text), up to OutputText's bound, the rest only counted. */
+function pushRaw(text: OutputText, body: string, start: number, end: number): void {
+  const max = OutputText.MAX_CHARS
+  text.push(body.slice(start, Math.min(end, start + max)))
+  if (end - start > max) text.dropped += end - start - max
 }
 
 /** A JSON string's escaped text decoded; one cut inside an escape loses that escape. Undefined when it is not JSON. */

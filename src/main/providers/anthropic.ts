@@ -1,4 +1,4 @@
-import { readCutJson } from '../metering/cut-json'
+import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type ModelTokens, parseObject, type Usage } from '../metering/usage'
 import { AnthropicBatchMeter, anthropicBatchShape, batchIdOf, relinkResultsUrls } from './anthropic-batch'
@@ -186,6 +186,8 @@ function isSearchResult(ev: Record<string, any>): boolean {
 
 /** The fields of a Messages answer whose text is its output: text blocks' `text`, thinking blocks' `thinking`. */
 const CUT_TEXT_KEYS: ReadonlySet<string> = new Set(['text', 'thinking'])
+/** A cut answer's `tool_use` blocks' `input`: output, as a stream's `input_json_delta` pieces are. */
+const CUT_SHAPE: CutJsonShape = { objects: new Set(['input']) }
 
 /** Meters the Messages API: JSON, or SSE `message_start` then `message_delta` (whose fields override). */
 export class AnthropicMeter implements Meter {
@@ -286,13 +288,13 @@ export class AnthropicMeter implements Meter {
   }
 
   /**
-   * A JSON answer cut mid-body: its model and id, and the text of its content blocks and thinking
-   * that arrived, for the estimate. A usage object that arrived whole (Anthropic sends it last)
+   * A JSON answer cut mid-body: its model and id, and the text of its content blocks and thinking,
+   * and its tool calls' input (as JSON text), that arrived, for the estimate. A usage object that arrived whole (Anthropic sends it last)
    * is the bill; one without an output count keeps its prompt counts and the output is estimated.
    * Returns that usage (a wrapper's own fields in it, OpenRouter's `cost`, are read from it).
    */
   jsonCut(body: string): Record<string, unknown> | undefined {
-    const cut = readCutJson(body, CUT_TEXT_KEYS)
+    const cut = readCutJson(body, CUT_TEXT_KEYS, CUT_SHAPE)
     if (cut.fields.model) this.model = cut.fields.model
     if (cut.fields.id) this.id = cut.fields.id
     this.text = cut.text
