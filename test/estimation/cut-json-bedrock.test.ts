@@ -84,3 +84,15 @@ describe('Bedrock InvokeModel: an answer cut mid-body', () => {
     expect(row).toMatchObject({ provider: 'bedrock', estimated: 0, input_tokens: 812, output_tokens: 2400 })
   })
 })
+
+describe("Bedrock Converse: a toolUse block's input cut mid-body", () => {
+  it("its input's JSON that arrived is counted in the output estimate", async () => {
+    const answer = { output: { message: { role: 'assistant', content: [{ toolUse: { toolUseId: 't1', name: 'Write', input: { file_path: '/tmp/notes.md', file_content: PROSE } } }] } }, stopReason: 'tool_use', usage: { inputTokens: 30, outputTokens: 2400, totalTokens: 2430 } }
+    const body = Buffer.from(JSON.stringify(answer))
+    sendsThenResets(body, into(body, 'file_content', 0.8))
+    const path = '/bedrock/us-east-1/model/us.anthropic.claude-sonnet-4-5-20250929-v1:0/converse'
+    const row = await recorded(s.t, () => post(path, { messages: [{ role: 'user', content: [{ text: 'Write the notes.' }] }] }, { authorization: 'Bearer ABSKQmVkcm9ja0FQSUtleS1jdXQtdG9vbC0wMDAx' }))
+    expect(row).toMatchObject({ provider: 'bedrock', streamed: 0, estimated: 1 })
+    expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
+  })
+})

@@ -1,4 +1,4 @@
-import { readCutJson } from '../metering/cut-json'
+import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { exceptionType } from './bedrock-event-stream'
@@ -42,6 +42,8 @@ export function converseDeltaText(d: unknown): unknown {
 
 /** A Converse answer's output text: its content blocks' `text`, a reasoning block's `reasoningText.text` too. */
 const CONVERSE_TEXT_KEYS: ReadonlySet<string> = new Set(['text'])
+/** Its `toolUse` blocks' `input`: output, read as JSON text (as a stream's `toolUse.input` pieces are). */
+const CONVERSE_CUT_SHAPE: CutJsonShape = { objects: new Set(['input']) }
 
 /** Converse: the answer's `usage`, or a stream's `metadata` event (its last); `messageStop` ends the turn. */
 export class ConverseMeter implements Meter {
@@ -89,11 +91,11 @@ export class ConverseMeter implements Meter {
   }
 
   /**
-   * An answer cut mid-body: the text (and reasoning) of its content blocks that arrived, for the
-   * estimate (a tool call's `input`, an object, is not read); a `usage` that arrived whole is the bill.
+   * An answer cut mid-body: the text (and reasoning) of its content blocks, and its tool calls'
+   * `input` as JSON text, that arrived, for the estimate; a `usage` that arrived whole is the bill.
    */
   jsonCut(body: string): void {
-    const cut = readCutJson(body, CONVERSE_TEXT_KEYS)
+    const cut = readCutJson(body, CONVERSE_TEXT_KEYS, CONVERSE_CUT_SHAPE)
     this.usage = converseUsage(cut.usage)
     if (!this.usage) this.text = cut.text
   }
