@@ -69,3 +69,14 @@ describe("Code Assist: a wrapped generateContent answer cut mid-body", () => {
     expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
   })
 })
+
+describe("Gemini: a functionCall's args cut mid-body", () => {
+  it("its args' JSON that arrived is counted in the output estimate", async () => {
+    const answer = { ...recordedAnswer, candidates: [{ ...recordedAnswer.candidates[0], content: { role: 'model', parts: [{ functionCall: { name: 'write_file', args: { file_path: '/tmp/notes.md', file_content: PROSE } } }] } }], modelVersion: 'gemini-2.5-flash' }
+    const body = Buffer.from(JSON.stringify(answer))
+    sendsThenResets(body, into(body, 'file_content', 0.8))
+    const row = await recorded(s.t, () => post('/gemini/v1beta/models/gemini-2.5-flash:generateContent', { contents: [{ role: 'user', parts: [{ text: 'Write the notes.' }] }] }, { 'x-goog-api-key': 'AIzaSy-cut-json-tool-000000000001' }))
+    expect(row).toMatchObject({ provider: 'gemini', streamed: 0, estimated: 1 })
+    expect(row.output_tokens).toBeGreaterThan(AT_LEAST)
+  })
+})

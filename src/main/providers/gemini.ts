@@ -158,8 +158,16 @@ function tierOf(u: Usage | null): BilledSoFar | undefined {
 
 /** A cut `generateContent` answer's output text: its parts' text, code written and what that code printed. */
 const CUT_TEXT_KEYS: ReadonlySet<string> = new Set(['text', 'code', 'output'])
-/** Gemini's names (`groundingMetadata`'s segments repeat the answer's text: not output again). */
-const CUT_SHAPE: CutJsonShape = { usageKey: 'usageMetadata', fields: new Set(['modelVersion', 'responseId']), ignore: new Set(['groundingMetadata']) }
+/**
+ * Gemini's names (`groundingMetadata`'s segments repeat the answer's text: not output again; a
+ * `functionCall`, its name and args, is output as its JSON text, as a stream's is counted).
+ */
+const CUT_SHAPE: CutJsonShape = {
+  usageKey: 'usageMetadata',
+  fields: new Set(['modelVersion', 'responseId']),
+  ignore: new Set(['groundingMetadata']),
+  objects: new Set(['functionCall']),
+}
 /** Code Assist's answer, wrapped (`{response: {…}, traceId}`). */
 const CUT_ENVELOPED: CutJsonShape = { ...CUT_SHAPE, depth: 2 }
 
@@ -251,8 +259,9 @@ export class GeminiMeter implements Meter {
 
   /**
    * A `generateContent` answer cut mid-body (not an array: those go to `jsonElements`): its model,
-   * id and the text of its parts that arrived, for the estimate. A `usageMetadata` that arrived
-   * whole with its counts is the bill (a whole answer's usage is counted before it is sent).
+   * id and the text of its parts (and function calls, as JSON text) that arrived, for the
+   * estimate. A `usageMetadata` that arrived whole with its counts is the bill (a whole answer's
+   * usage is counted before it is sent).
    */
   jsonCut(body: string): void {
     const cut = readCutJson(body, CUT_TEXT_KEYS, this.opts.envelope ? CUT_ENVELOPED : CUT_SHAPE)
