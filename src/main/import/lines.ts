@@ -1,22 +1,6 @@
 import { createReadStream } from 'node:fs'
 
-/**
- * Splits JSONL text into parsed objects. A line that is not JSON (malformed, or the last line
- * still being written) is counted, never thrown. `want` skips lines cheaply before parsing.
- */
-export function* jsonLines(text: string, counter: { skipped: number }, want?: (line: string) => boolean): Generator<any> {
-  let start = 0
-  while (start < text.length) {
-    let end = text.indexOf('\n', start)
-    if (end === -1) end = text.length
-    const line = text.slice(start, end).trim()
-    start = end + 1
-    if (line === '' || (want && !want(line))) continue
-    const v = parseLine(line, counter)
-    if (v !== undefined) yield v
-  }
-}
-
+/** A log line parsed: an object, else undefined and counted as skipped. */
 function parseLine(line: string, counter: { skipped: number }): object | undefined {
   let v: unknown
   try {
@@ -38,11 +22,12 @@ function parseLine(line: string, counter: { skipped: number }): object | undefin
 export const MAX_LINE_BYTES = 0x1fffffe8
 
 /**
- * jsonLines of a file, read a chunk at a time: memory is bounded by a line, never the file's
+ * A JSONL file's lines parsed as objects (a line that is not one, malformed or still being
+ * written, is counted, never thrown), read a chunk at a time: memory is bounded by a line, never the file's
  * size (a long Claude Code session's transcript passes 512 MiB, more than a string can hold).
  * `markers`: only lines holding one of these are parsed (others are skipped uncounted, however
  * long, without being kept); none: every line. Lines end at `\n` (a `\r` before it, a BOM, and
- * the blanks around a line are trimmed, as jsonLines trims them).
+ * the blanks around a line are trimmed).
  */
 export async function* fileJsonLines(
   path: string,

@@ -1,6 +1,6 @@
 import { basename, join } from 'node:path'
 import { anthropicUsage } from '../../providers/anthropic'
-import { fileJsonLines, jsonLines, str, timeOf } from '../lines'
+import { fileJsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
 /**
@@ -47,13 +47,6 @@ export const claudeCode: LogSource = {
 
 /** What a line must hold to be read: an answer's usage, or a logged request. */
 const MARKERS = ['"usage"', '"api-request"']
-
-export function parseClaudeCode(text: string): Parsed {
-  const counter = { skipped: 0 }
-  const log = new ClaudeCodeLog()
-  for (const line of jsonLines(text, counter, (l) => MARKERS.some((m) => l.includes(m)))) log.add(line)
-  return log.parsed(counter.skipped)
-}
 
 /** One transcript's calls, taken a line at a time. */
 class ClaudeCodeLog {

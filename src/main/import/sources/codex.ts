@@ -1,7 +1,7 @@
 import { basename, join } from 'node:path'
 import { count, emptyUsage, type Usage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
-import { fileJsonLines, jsonLines, str, timeOf } from '../lines'
+import { fileJsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
 /**
@@ -71,13 +71,6 @@ const OPENAI = { provider: 'openai', pricingId: 'openai' }
 function providerOf(id: string): { provider: string; pricingId: string } {
   const p = id && id !== 'openai' && id !== 'chatgpt' ? PROVIDERS.find((x) => x.name === id) : undefined
   return p ? { provider: p.name, pricingId: p.pricingId } : OPENAI
-}
-
-export function parseCodex(text: string, fileId: string): Parsed {
-  const counter = { skipped: 0 }
-  const log = new CodexLog(fileId)
-  for (const line of jsonLines(text, counter)) log.add(line)
-  return log.parsed(counter.skipped)
 }
 
 /** One rollout's calls, taken a line at a time. */
