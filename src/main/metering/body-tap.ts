@@ -1,4 +1,5 @@
 import zlib from 'node:zlib'
+import { closingQuote } from './json-scan'
 import { PathPicker } from './path-picker'
 
 /**
@@ -181,15 +182,7 @@ export function completeElements(text: string): unknown[] | undefined {
   for (; i < text.length; i++) {
     const c = text.charCodeAt(i)
     if (c === 34 /* " */) {
-      // to the closing quote: one not escaped by an odd number of backslashes
-      let j = i
-      for (;;) {
-        j = text.indexOf('"', j + 1)
-        if (j === -1) break
-        let k = j - 1
-        while (text.charCodeAt(k) === 92 /* \ */) k--
-        if ((j - 1 - k) % 2 === 0) break
-      }
+      const j = closingQuote(text, i)
       if (j === -1) break
       i = j
     } else if (c === 91 || c === 123 /* [ { */) depth++

@@ -1,3 +1,4 @@
+import { closingQuote, skipSpace } from './json-scan'
 import { OutputText } from './output-text'
 import { isObject } from './usage'
 
@@ -143,27 +144,6 @@ export function readCutJson(body: string, keys: ReadonlySet<string>, shape: CutJ
     }
   }
   return out
-}
-
-/** The index before `limit` of the quote closing the string opened at `open` (one not escaped by an odd number of backslashes), or -1. */
-function closingQuote(text: string, open: number, limit: number): number {
-  let j = open
-  for (;;) {
-    j = text.indexOf('"', j + 1)
-    if (j === -1 || j >= limit) return -1
-    let k = j - 1
-    while (text.charCodeAt(k) === 92 /* \ */) k--
-    if ((j - 1 - k) % 2 === 0) return j
-  }
-}
-
-function skipSpace(text: string, i: number): number {
-  while (i < text.length) {
-    const c = text.charCodeAt(i)
-    if (c !== 32 && c !== 10 && c !== 13 && c !== 9) break
-    i++
-  }
-  return i
 }
 
 /** A string value's raw (escaped) text into `text`: decoded up to OutputText's bound, the rest only counted. */

@@ -1,3 +1,5 @@
+import { skipSpace } from '../metering/json-scan'
+
 /**
  * The events of an OpenAI stream, by name, and the cheap checks on an event's raw text that let
  * the meter (./openai-meter.ts) leave most of a stream unparsed: which Responses events end a
@@ -66,11 +68,3 @@ export function mayCarryUsage(data: string): boolean {
   return false
 }
 
-function skipSpace(s: string, i: number): number {
-  while (i < s.length) {
-    const c = s.charCodeAt(i)
-    if (c !== 32 && c !== 9 && c !== 10 && c !== 13) break
-    i++
-  }
-  return i
-}
