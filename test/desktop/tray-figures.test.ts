@@ -1,13 +1,13 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { callRecord } from '../../src/main/desktop-logic/test-helpers'
 import { silentLogger } from '../../src/main/log'
 import { eventually } from '../support/http'
-import { app, resetElectron, state } from './fake-electron'
+import { appEachTest } from './app-each-test'
+import { state } from './fake-electron'
 
 vi.mock('electron', () => import('./fake-electron'))
 
@@ -22,25 +22,13 @@ const KEY = 'sk-tray-figures-0123456789'
 const KEY_HASH = createHash('sha256').update(KEY).digest('hex')
 // A rule on a whole key is named by its hint in the tray and notifications, never the key itself.
 const HINT = 'sk-…6789'
-let dir: string
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'burnrate-tray-figures-'))
-  resetElectron(dir)
-})
-afterEach(async () => {
-  if (!state.exited) {
-    app.quit()
-    await eventually(() => state.exited)
-  }
-  rmSync(dir, { recursive: true, force: true })
-})
+const fake = appEachTest('burnrate-tray-figures-')
 
 describe('budget amounts in the tray', () => {
   it('a key $0.004 short of its $10.00 block limit reads $9.996 of $10.00, in the menu and the notification', async () => {
     const rules = [{ api_key_pattern: KEY, daily_limit_usd: 10, action: 'block', soft_limit_pct: 0.5 }]
-    writeFileSync(join(dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', budgets: { rules } }))
-    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(dir, 'home') })
+    writeFileSync(join(fake.dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', budgets: { rules } }))
+    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(fake.dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(fake.dir, 'home') })
     if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
     d.server!.ledger.record(callRecord({ api_key_hash: KEY_HASH, cost_usd: 9.996 }))
     const tray = state.trays[0]

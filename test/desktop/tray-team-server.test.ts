@@ -1,12 +1,12 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { callRecord } from '../../src/main/desktop-logic/test-helpers'
 import { silentLogger } from '../../src/main/log'
 import { eventually, postJson, request } from '../support/http'
-import { app, resetElectron, state } from './fake-electron'
+import { appEachTest } from './app-each-test'
+import { state } from './fake-electron'
 
 vi.mock('electron', () => import('./fake-electron'))
 
@@ -18,19 +18,7 @@ const { runDesktop } = await import('../../src/main/desktop/app')
  * counts every member's calls"), its members' calls included, not only the calls it proxied itself.
  */
 const TOKEN = 'team-token-alice-tray-7f3c9a1e5b'
-let dir: string
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'burnrate-tray-team-'))
-  resetElectron(dir)
-})
-afterEach(async () => {
-  if (!state.exited) {
-    app.quit()
-    await eventually(() => state.exited)
-  }
-  rmSync(dir, { recursive: true, force: true })
-})
+const fake = appEachTest('burnrate-tray-team-')
 
 function ingested(id: number, cost: number) {
   return {
@@ -44,8 +32,8 @@ function ingested(id: number, cost: number) {
 describe('the tray of a desktop team server', () => {
   it("counts its members' calls in today's spend, as its dashboard does", async () => {
     const team = { members: [{ name: 'alice', token: TOKEN }] }
-    writeFileSync(join(dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', team }))
-    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(dir, 'home') })
+    writeFileSync(join(fake.dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', team }))
+    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(fake.dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(fake.dir, 'home') })
     if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
     d.server!.ledger.record(callRecord({ cost_usd: 1.25 }))
     const r = await postJson(`${d.url}/api/ingest`, { calls: [ingested(1, 2.5), ingested(2, 4)] }, { authorization: `Bearer ${TOKEN}` })

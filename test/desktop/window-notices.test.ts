@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { callRecord } from '../../src/main/desktop-logic/test-helpers'
 import { silentLogger } from '../../src/main/log'
 import { eventually } from '../support/http'
+import { appEachTest } from './app-each-test'
 import { app, resetElectron, state } from './fake-electron'
 
 vi.mock('electron', () => import('./fake-electron'))
@@ -20,22 +20,10 @@ const { runDesktop } = await import('../../src/main/desktop/app')
  */
 const KEY = 'sk-window-notices-0123456789'
 const KEY_HASH = createHash('sha256').update(KEY).digest('hex')
-let dir: string
-
-beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'burnrate-window-notices-'))
-  resetElectron(dir)
-})
-afterEach(async () => {
-  if (!state.exited) {
-    app.quit()
-    await eventually(() => state.exited)
-  }
-  rmSync(dir, { recursive: true, force: true })
-})
+const fake = appEachTest('burnrate-window-notices-')
 
 async function launch() {
-  const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(dir, 'home') })
+  const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(fake.dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(fake.dir, 'home') })
   if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
   return d
 }
@@ -43,7 +31,7 @@ async function launch() {
 describe('a rolling window budget notice', () => {
   it('is told once per crossing: calls after it move the reset, and a restart does not tell it again', async () => {
     const rules = [{ api_key_pattern: KEY, window_hours: 1, window_limit_usd: 1, action: 'warn', alert_at_pct: [1] }]
-    writeFileSync(join(dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', budgets: { rules } }))
+    writeFileSync(join(fake.dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', budgets: { rules } }))
     const d = await launch()
     const now = Date.now()
     // Over the window's limit half an hour ago: a warn rule warns, and its calls go on.
@@ -59,7 +47,7 @@ describe('a rolling window budget notice', () => {
 
     app.quit()
     await eventually(() => state.exited)
-    resetElectron(dir)
+    resetElectron(fake.dir)
     await launch()
     // The same crossing, still standing: the icon stays amber, no second notification.
     expect(state.trays[0].image.path.endsWith('tray-warning.png')).toBe(true)
