@@ -5,16 +5,12 @@ import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
+import { MAX_LANE_CHARS } from './frames'
 import { LaneSettings, settingsOf } from './lane-settings'
 import { isObject, parseObject } from '../../metering/usage'
 
 /** How many responses' lanes a socket keeps (a steer names a recent response). */
 const MAX_RESPONSES_KEPT = 256
-/**
- * The longest lane a response's is kept under: the longest an upstream frame's `stream_id` is read
- * back (./frames.ts), so a longer one is no lane its frames are matched by either.
- */
-const MAX_LANE_CHARS = 200
 
 /**
  * What the responses on one Responses socket are asked with, and the call each begins as: per
@@ -60,7 +56,7 @@ export class CallSettings {
 
   /** Response `id` began in `lane`. */
   began(id: string, lane: string): void {
-    // (A lane of the client's longer than its frames are read by is kept no more than it is read.)
+    // (A lane longer than an upstream frame's is read back, ./frames.ts, is matched by none of its frames: not kept.)
     if (lane.length > MAX_LANE_CHARS) return
     this.responseLane.set(id, lane)
     // A long-lived socket's older responses are steered no more: the map stays small.

@@ -19,6 +19,10 @@ export function frameType(text: string): string {
   return m ? m[1] : ''
 }
 
+/** The longest lane (`stream_id`) read back from an upstream frame: a longer one names no lane here. */
+export const MAX_LANE_CHARS = 200
+const LANE_IN_FRAME = new RegExp(`"stream_id"\\s*:\\s*"([^"\\\\]{0,${MAX_LANE_CHARS}})"`)
+
 /**
  * The lane an upstream frame names (`"stream_id":"a"`: OpenAI's WebSocket mode multiplexes
  * responses on one socket, and each event of a response echoes the `stream_id` its
@@ -26,7 +30,7 @@ export function frameType(text: string): string {
  * quotes are escaped, so text inside a value cannot look like the key.
  */
 export function laneOfFrame(text: string): string | null {
-  const m = /"stream_id"\s*:\s*"([^"\\]{0,200})"/.exec(text)
+  const m = LANE_IN_FRAME.exec(text)
   return m ? m[1] : null
 }
 
