@@ -1,5 +1,6 @@
 import { findProvider } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
+import { hasProviderName, providerName } from '../../shared/provider-names'
 import { PROVIDER_NAMES, PROVIDERS } from './registry'
 
 describe('provider registry', () => {
@@ -25,5 +26,13 @@ describe('provider registry', () => {
     }
     // Where a path names its upstream: Vertex AI's location, Bedrock's region, Perplexity's Agent API (under /v1).
     expect(PROVIDERS.filter((p) => p.place).map((p) => p.name).sort()).toEqual(['bedrock', 'perplexity', 'vertex'])
+  })
+
+  it("every provider has the name the dashboard shows it by, and an id it does not know is shown as it is", () => {
+    for (const p of PROVIDERS) expect(hasProviderName(p.name), p.name).toBe(true)
+    expect(providerName('foundry')).toBe('Microsoft Foundry')
+    expect(providerName('code-assist')).toBe('Gemini Code Assist')
+    expect(providerName('a-newer-provider')).toBe('a-newer-provider')
+    expect(providerName('constructor')).toBe('constructor')
   })
 })

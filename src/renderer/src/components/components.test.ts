@@ -77,7 +77,19 @@ describe('BreakdownTable', () => {
   it('shows tokens, cache tokens, cost and provider', () => {
     const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
     const first = w.findAll('[data-testid="breakdown-row"]')[0].findAll('td').map((td) => td.text())
-    expect(first.slice(0, 7)).toEqual(['claude-sonnet-4-5anthropic', '10', '50k', '2,000', '40k', '1,000', '$1.50'])
+    expect(first.slice(0, 7)).toEqual(['claude-sonnet-4-5Anthropic', '10', '50k', '2,000', '40k', '1,000', '$1.50'])
+    expect(w.get('[data-testid="breakdown-row"] .prov').attributes('title')).toBe('anthropic')
+  })
+  it('names providers as people know them, keeping the id on hover and unknown ids as they are', () => {
+    const rows = [
+      { ...costs().rows[0], key: 'foundry', provider: null },
+      { ...costs().rows[1], key: 'code-assist', provider: null },
+      { ...costs().rows[2], key: 'a-newer-provider', provider: null },
+    ]
+    const w = mount(BreakdownTable, { props: { costs: { group_by: 'provider', range: '24h', rows, total_rows: 3 }, group: 'provider', range: '24h', loading: false } })
+    const cells = w.findAll('[data-testid="breakdown-row"] td.key')
+    expect(cells.map((td) => td.text())).toEqual(['Microsoft Foundry', 'a-newer-provider', 'Gemini Code Assist'])
+    expect(cells.map((td) => td.attributes('title'))).toEqual(['foundry', 'a-newer-provider', 'code-assist'])
   })
   it('asks for another grouping', async () => {
     const w = mount(BreakdownTable, { props: { costs: costs(), group: 'model', range: '24h', loading: false } })
