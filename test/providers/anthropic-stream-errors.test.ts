@@ -43,6 +43,12 @@ describe('an Anthropic stream that ends in an error event', () => {
     expect(row.output_tokens).toBeGreaterThan(100)
     expect(row.cost_usd).toBe(calcPrice({ input_tokens: 1_200, output_tokens: row.output_tokens }, MODEL, { providerId: 'anthropic', timestamp: new Date(row.ts) })!.total_price)
   })
+
+  it("keeps at most 100 characters of an upstream's own error type: the ledger, the metrics' and OTLP's error labels are not an upstream's to fill", async () => {
+    answer(s.upstream, sse('error', { error: { type: `weird_${'x'.repeat(20_000)}`, message: 'Overloaded' } }), 'sse')
+    const row = await recorded(s.t, ask('sk-ant-errors-0000000004', 'hello'))
+    expect(row).toMatchObject({ status: 200, error: `weird_${'x'.repeat(94)}`, cost_usd: 0 })
+  })
 })
 
 describe('usage fields a message_delta sends as null', () => {

@@ -95,7 +95,9 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
           s.status = s.upstreamStatus
           s.error = null
         }
-        if (r.error && !s.error) s.error = r.error
+        // An upstream's own error type (Anthropic's `error.type`, an OpenAI-compatible `code`) is
+        // the ledger's error and the metrics' and OTLP's `error.type`: at most 100 characters of it.
+        if (r.error && !s.error) s.error = r.error.length > 100 ? r.error.slice(0, 100) : r.error
         usage = r.usage
         // The answer's name for the model is priced (a lookup whose work grows with its length) and
         // stored: one of megabytes (a server echoing a request's) is cut as the request's is.
