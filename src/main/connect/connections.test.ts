@@ -551,8 +551,8 @@ describe('agent connections', () => {
     mkdirSync(dataDir, { recursive: true })
     writeFileSync(join(dataDir, 'agent-backups'), '')
     const conn = connections()
-    // A new file is written first, then the copy of what was written fails: it is removed again.
-    expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('were put back as they were') }))
+    // A new file: the copy of what is to be written is saved first, and fails; nothing is written.
+    expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('Burnrate wrote nothing') }))
     expect(existsSync(join(home, '.claude/settings.json'))).toBe(false)
     // An existing file needs its backup first: nothing is written.
     put('.claude/settings.json', CLAUDE)
@@ -567,7 +567,7 @@ describe('agent connections', () => {
     conn.connect('claude-code', URL_A)
     const connected = read('.claude/settings.json')
     // The connection record cannot be saved (its temporary file's name is taken by a folder).
-    const blocker = join(dataDir, `agent-connections.json.${process.pid}.tmp`)
+    const blocker = join(dataDir, `agent-connections.json.burnrate-${process.pid}.tmp`)
     mkdirSync(blocker)
     expect(() => conn.disconnect('claude-code')).toThrow(expect.objectContaining({ code: 'not_saved' }))
     expect(read('.claude/settings.json')).toBe(connected)

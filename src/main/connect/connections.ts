@@ -6,6 +6,7 @@ import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
 import { CONNECTORS } from './registry'
+import { settlePending } from './recover'
 import { restoreWork, undoKeys } from './restore'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
 import { ConnectError } from './errors'
@@ -54,6 +55,11 @@ export class AgentConnections {
 
   /** Every agent, installed or not, with its current settings and whether Burnrate connected it. */
   list(): Omit<AgentConnection, 'last_call_at' | 'last_import_at'>[] {
+    try {
+      settlePending(this.state)
+    } catch {
+      // Listed as the records are; a connect or disconnect says what stands in the way.
+    }
     const records = this.state.read()
     return this.connectors.map((c) => {
       const record = records[c.id] ?? null
@@ -101,16 +107,19 @@ export class AgentConnections {
 
   /** The agents Burnrate connected, and to which address. */
   connected(): { agent: string; url: string }[] {
+    settlePending(this.state)
     return Object.values(this.state.read()).map((r) => ({ agent: r.agent, url: r.url }))
   }
 
   /** What connecting `agent` to the Burnrate at `url` would write. Writes nothing. */
   planConnect(agent: string, url: string): ConnectPlan {
+    settlePending(this.state)
     return this.workConnect(this.connector(agent), normaliseUrl(url)).plan
   }
 
   /** What disconnecting `agent` would write. Writes nothing. */
   planDisconnect(agent: string): ConnectPlan {
+    settlePending(this.state)
     return this.workDisconnect(this.connector(agent)).plan
   }
 
@@ -121,15 +130,15 @@ export class AgentConnections {
   connect(agent: string, url: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
     const u = normaliseUrl(url)
+    settlePending(this.state)
     const work = this.workConnect(c, u)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
     const files = work.files.flatMap((w) => (w.record ? [w.record] : []))
-    writeWork(this.writer, c, work, () => {
-      records[c.id] = { agent: c.id, url: u, connected_at: previous?.connected_at ?? this.now().toISOString(), files }
-      this.state.write(records)
+    writeWork(this.writer, c, work, records, (next) => {
+      next[c.id] = { agent: c.id, url: u, connected_at: previous?.connected_at ?? this.now().toISOString(), files }
     })
     // A file the agent no longer reads was put back (workConnect), as Disconnect does: its backups,
     // which the new record no longer names, go as Disconnect's do.
@@ -144,14 +153,14 @@ export class AgentConnections {
   /** Restores what `agent` had before Burnrate connected it. */
   disconnect(agent: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
+    settlePending(this.state)
     const work = this.workDisconnect(c)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
     const record = records[c.id]
     if (!record) return work.plan
-    writeWork(this.writer, c, work, () => {
-      delete records[c.id]
-      this.state.write(records)
+    writeWork(this.writer, c, work, records, (next) => {
+      delete next[c.id]
     })
     for (const f of record.files) {
       if (f.backup) this.state.dropBackup(f.backup)

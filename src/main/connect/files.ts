@@ -1,5 +1,5 @@
 import { isUtf8 } from 'node:buffer'
-import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
+import { closeSync, existsSync, fchmodSync, fsyncSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, rmSync, rmdirSync, statSync, writeFileSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 
 /**
@@ -106,34 +106,87 @@ export function checkWritable(path: string): string | null {
  * file and its new folders are the user's only: they may hold API keys (~/.gemini/.env). Returns
  * the folders it made, outermost first (removeEmptyFolders takes them away again).
  */
-export function writeFileKeepingMode(path: string, text: string, encoding: 'utf8' | 'latin1' = 'utf8'): string[] {
+export function writeFileKeepingMode(path: string, text: string | Buffer, encoding: 'utf8' | 'latin1' = 'utf8'): string[] {
   const target = realTarget(path)
   let mode = 0o600
-  const made: string[] = []
+  let made: string[] = []
   try {
     mode = statSync(target).mode & 0o777
   } catch {
-    const first = mkdirSync(dirname(target), { recursive: true, mode: 0o700 })
-    for (let d = dirname(target); first !== undefined && dirname(d) !== d; d = dirname(d)) {
-      made.unshift(d)
-      if (d === first) break
-    }
+    made = makeFolders(dirname(target))
   }
-  const tmp = `${target}.burnrate-${process.pid}.tmp`
+  writeDurably(target, text, mode, encoding)
+  return made
+}
+
+/** Makes `dir` and the folders above it that are missing, private to the user, durably; returns those it made, outermost first. */
+export function makeFolders(dir: string): string[] {
+  const made: string[] = []
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) made.unshift(d)
+  mkdirSync(dir, { recursive: true, mode: 0o700 })
+  for (const d of made) syncFolder(dirname(d))
+  return made
+}
+
+/** The folders writeFileKeepingMode(path) would make for the file, outermost first. */
+export function missingFolders(path: string): string[] {
+  const target = realTarget(path)
+  if (existsSync(target)) return []
+  const made: string[] = []
+  for (let d = dirname(target); !existsSync(d) && dirname(d) !== d; d = dirname(d)) made.unshift(d)
+  return made
+}
+
+/** The temporary file writeDurably(target) writes first: a crash may leave it (./recover.ts removes it). */
+export const tempName = (target: string, pid = process.pid): string => `${target}.burnrate-${pid}.tmp`
+
+/**
+ * Replaces `target` all at once, durably: the text goes to a temporary file in the same folder,
+ * which is synced to the disk before it is renamed over `target`, and the folder is synced after,
+ * so a crash or a power cut leaves the old file or the new one, never a part of it.
+ */
+export function writeDurably(target: string, text: string | Buffer, mode: number, encoding: 'utf8' | 'latin1' = 'utf8'): void {
+  const tmp = tempName(target)
   try {
-    writeFileSync(tmp, text, { mode, encoding })
-    chmodSync(tmp, mode)
+    const fd = openSync(tmp, 'w', mode)
+    try {
+      fchmodSync(fd, mode)
+      writeFileSync(fd, text, { encoding })
+      fsyncSync(fd)
+    } finally {
+      closeSync(fd)
+    }
     renameSync(tmp, target)
   } catch (err) {
     rmSync(tmp, { force: true })
     throw err
   }
-  return made
+  syncFolder(dirname(target))
+}
+
+/** Makes a rename or a removal in `dir` durable. Windows cannot open a folder to sync it; NTFS journals it. */
+export function syncFolder(dir: string): void {
+  if (process.platform === 'win32') return
+  let fd: number
+  try {
+    fd = openSync(dir, 'r')
+  } catch (err) {
+    // Gone with what was in it: nothing there to make durable.
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return
+    throw err
+  }
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
 }
 
 /** Removes the file (behind a symlink, the file it points to: the link stays as it was). */
 export function removeFile(path: string): void {
-  rmSync(realTarget(path), { force: true })
+  const target = realTarget(path)
+  rmSync(target, { force: true })
+  syncFolder(dirname(target))
 }
 
 /**

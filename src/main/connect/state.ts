@@ -1,7 +1,8 @@
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs'
-import { basename, join } from 'node:path'
+import { readFileSync, rmSync } from 'node:fs'
+import { basename, dirname, join } from 'node:path'
 import { untrustedReason } from '../security/owned-file'
 import { ConnectError } from './errors'
+import { makeFolders, writeDurably } from './files'
 import type { KeyPath } from './formats/types'
 
 /** A key Burnrate set, with what was there before. */
@@ -36,6 +37,30 @@ export interface ConnectionRecord {
   files: FileRecord[]
 }
 
+/** One agent file a connect or disconnect under way changes (./recover.ts). */
+export interface PendingFile {
+  path: string
+  /** A copy of the file's bytes before (a file in the backups folder); null: there was no file. */
+  before: string | null
+  before_sha256: string | null
+  /** SHA-256 of the bytes being written; null: the file is being removed. */
+  after_sha256: string | null
+  /** Folders made for the file (outermost first). */
+  folders?: string[]
+}
+
+/**
+ * A connect or disconnect under way, saved before it changes any agent file: when it is cut off
+ * (a crash, a power cut), the next one finishes it (every file written: `records` become the
+ * records) or undoes it (each file written put back from its copy), ./recover.ts.
+ */
+export interface Pending {
+  agent: string
+  pid: number
+  records: Record<string, ConnectionRecord>
+  files: PendingFile[]
+}
+
 export const STATE_FILE = 'agent-connections.json'
 export const BACKUP_DIR = 'agent-backups'
 
@@ -49,6 +74,15 @@ export class StateStore {
    * it (an agent's base URL pointed at their listener, and every API key sent there).
    */
   read(): Record<string, ConnectionRecord> {
+    return this.load().connections ?? {}
+  }
+
+  /** The connect or disconnect that was cut off, or null. */
+  pending(): Pending | null {
+    return this.load().pending ?? null
+  }
+
+  private load(): { connections?: Record<string, ConnectionRecord>; pending?: Pending } {
     const file = join(this.dataDir, STATE_FILE)
     let text: string
     try {
@@ -61,7 +95,7 @@ export class StateStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
       throw err
     }
-    let data: { version?: number; connections?: Record<string, ConnectionRecord> } | null
+    let data: { version?: number; connections?: Record<string, ConnectionRecord>; pending?: Pending } | null
     try {
       data = JSON.parse(text)
     } catch (err) {
@@ -71,14 +105,15 @@ export class StateStore {
         file,
       )
     }
-    return data?.connections ?? {}
+    return data ?? {}
   }
 
-  write(records: Record<string, ConnectionRecord>): void {
-    this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records }, null, 2) + '\n')
+  /** Saves the records, with the connect or disconnect about to change agent files when there is one. */
+  write(records: Record<string, ConnectionRecord>, pending?: Pending): void {
+    this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records, ...(pending ? { pending } : {}) }, null, 2) + '\n')
   }
 
-  saveBackup(agent: string, path: string, text: string, now: Date): string {
+  saveBackup(agent: string, path: string, text: string | Buffer, now: Date): string {
     const name = `${agent}/${now.toISOString().replace(/[:.]/g, '-')}-${basename(path)}`
     this.writePrivate(join(this.dataDir, BACKUP_DIR, name), text)
     return name
@@ -94,16 +129,24 @@ export class StateStore {
     }
   }
 
+  /** A backup's bytes (a copy of a file as it was, ./recover.ts); null as readBackup. */
+  readBackupBytes(name: string): Buffer | null {
+    const file = join(this.dataDir, BACKUP_DIR, name)
+    try {
+      return untrustedReason(file) ? null : readFileSync(file)
+    } catch {
+      return null
+    }
+  }
+
   dropBackup(name: string): void {
     rmSync(join(this.dataDir, BACKUP_DIR, name), { force: true })
   }
 
-  private writePrivate(path: string, text: string): void {
-    mkdirSync(join(path, '..'), { recursive: true, mode: 0o700 })
-    const tmp = `${path}.${process.pid}.tmp`
-    writeFileSync(tmp, text, { mode: 0o600 })
-    chmodSync(tmp, 0o600)
-    renameSync(tmp, path)
+  /** Durably (../files.ts writeDurably): a record is only saved once what it names is on the disk. */
+  private writePrivate(path: string, text: string | Buffer): void {
+    makeFolders(dirname(path))
+    writeDurably(path, text, 0o600)
   }
 }
 

@@ -1,8 +1,9 @@
 import type { ConnectPlan, PlannedFileChange } from '../../shared/connect'
+import { createHash } from 'node:crypto'
 import { ConnectError } from './errors'
-import { checkWritable, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
+import { checkWritable, missingFolders, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
 import { tildify } from './paths'
-import type { FileRecord, StateStore } from './state'
+import type { ConnectionRecord, FileRecord, PendingFile, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
 
 /** Where a connection's writes go: the agent's files (shown relative to its home), and Burnrate's backups and records. */
@@ -28,18 +29,25 @@ export interface FileWork {
   encoding?: 'latin1'
 }
 
+type Records = Record<string, ConnectionRecord>
+
+export const sha256Bytes = (b: Buffer): string => createHash('sha256').update(b).digest('hex')
+
 export interface Work {
   plan: ConnectPlan
   files: FileWork[]
 }
 
 /**
- * Checks every file first, then backs up, writes, and `record`s (saves the connection record).
- * A refused file means nothing was written; a write or a record that fails after a file was
- * written puts the written files back, so an agent is never left pointing at Burnrate without
- * a record Disconnect can undo.
+ * Checks every file first, then saves the backups, then the records as they are with this change
+ * as pending (the new records, and a copy and a checksum of each file before and after), then
+ * writes the files, then the new records. Each write replaces its file whole and is on the disk
+ * before the next starts (./files.ts writeDurably), so a crash at any point leaves a pending change
+ * that the next connect or disconnect finishes or undoes (./recover.ts): an agent file is never
+ * changed without a record Disconnect can undo it by. A refused file means nothing was written; a
+ * write or a record that fails puts the written files back, the same way.
  */
-export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () => void): void {
+export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Records, change: (records: Records) => void): void {
   const changing = work.files.filter((w) => w.after !== w.before)
   for (const w of changing) {
     const problem = checkWritable(w.file.path)
@@ -49,13 +57,30 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () 
   const made: string[] = []
   /** Backups the new record no longer names: dropped once it is saved. */
   const stale: string[] = []
-  const save = (path: string, text: string, replaces: string | null): string => {
+  const save = (path: string, text: string | Buffer, replaces: string | null): string => {
     const name = to.state.saveBackup(c.id, path, text, to.now())
     made.push(name)
     if (replaces && replaces !== name) stale.push(replaces)
     return name
   }
-  const written: FileWork[] = []
+  const pending: PendingFile[] = []
+  const failed = (err: unknown, written: FileWork[]): ConnectError => {
+    const notPutBack = putBack(to, written, pending)
+    // The pending change is kept (with the copies it names) while a file is not as it was.
+    if (notPutBack.length === 0 && pending.length > 0) {
+      try {
+        to.state.write(records)
+      } catch {
+        made.length = 0
+      }
+    }
+    for (const name of made) dropQuietly(to, name)
+    const e = err as NodeJS.ErrnoException
+    const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
+    const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
+    return new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
+  }
+  let next: Records
   try {
     for (const w of work.files) {
       if (w.record && w.rebased !== undefined) {
@@ -66,40 +91,58 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, record: () 
       }
     }
     for (const w of changing) {
+      const before = w.before === null ? null : Buffer.from(w.before, w.encoding ?? 'utf8')
+      const folders = w.after === null ? [] : missingFolders(w.file.path)
+      if (w.record && w.after !== null) {
+        w.record.written_copy = save(`${w.file.path}.written`, w.after, w.record.written_copy)
+        if (folders.length > 0) w.record.created_dirs = folders
+      }
+      pending.push({
+        path: w.file.path,
+        before: before === null ? null : save(`${w.file.path}.before`, before, null),
+        before_sha256: before === null ? null : sha256Bytes(before),
+        after_sha256: w.after === null ? null : sha256Bytes(Buffer.from(w.after, w.encoding ?? 'utf8')),
+        ...(folders.length > 0 ? { folders } : {}),
+      })
+    }
+    next = structuredClone(records)
+    change(next)
+    if (pending.length > 0) to.state.write(records, { agent: c.id, pid: process.pid, records: next, files: pending })
+  } catch (err) {
+    throw failed(err, [])
+  }
+  const written: FileWork[] = []
+  try {
+    for (const w of changing) {
       try {
         if (w.after === null) {
           removeFile(w.file.path)
           removeEmptyFolders(w.folders ?? [])
         } else {
-          const made = writeFileKeepingMode(w.file.path, w.after, w.encoding)
-          if (w.record && made.length > 0) w.record.created_dirs = made
+          writeFileKeepingMode(w.file.path, w.after, w.encoding)
         }
       } catch (err) {
         const e = err as NodeJS.ErrnoException
         throw new ConnectError('read_only', `Cannot write ${tildify(to.ctx, w.file.path)} (${e.code ?? e.message}).`, w.file.path)
       }
       written.push(w)
-      if (w.record && w.after !== null) w.record.written_copy = save(`${w.file.path}.written`, w.after, w.record.written_copy)
     }
-    record()
+    to.state.write(next)
   } catch (err) {
-    const notPutBack = putBack(to, written)
-    for (const name of made) dropQuietly(to, name)
-    const e = err as NodeJS.ErrnoException
-    const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
-    const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
-    throw new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
+    throw failed(err, written)
   }
-  for (const name of stale) dropQuietly(to, name)
+  for (const name of [...stale, ...pending.flatMap((p) => (p.before ? [p.before] : []))]) dropQuietly(to, name)
 }
 
 /** Writes `before` back to each written file; the ones that could not be, as shown. */
-function putBack(to: Writer, written: FileWork[]): string[] {
+function putBack(to: Writer, written: FileWork[], pending: PendingFile[]): string[] {
   const failed: string[] = []
   for (const w of [...written].reverse()) {
     try {
-      if (w.before === null) removeFile(w.file.path)
-      else writeFileKeepingMode(w.file.path, w.before, w.encoding)
+      if (w.before === null) {
+        removeFile(w.file.path)
+        removeEmptyFolders(pending.find((p) => p.path === w.file.path)?.folders ?? [])
+      } else writeFileKeepingMode(w.file.path, w.before, w.encoding)
     } catch {
       failed.push(tildify(to.ctx, w.file.path))
     }

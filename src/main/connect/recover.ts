@@ -1,0 +1,67 @@
+import { readFileSync, rmSync } from 'node:fs'
+import { ConnectError } from './errors'
+import { realTarget, removeEmptyFolders, removeFile, tempName, writeFileKeepingMode } from './files'
+import type { ConnectionRecord, PendingFile, StateStore } from './state'
+import { sha256Bytes } from './write'
+
+/**
+ * Settles a connect or disconnect that was cut off (a crash or a power cut in ./write.ts
+ * writeWork): when every file it changes holds what it wrote, its records are saved, as it would
+ * have done; else each file that holds what it wrote gets its copy from before back (a file never
+ * made is removed, with the folders made for it), and the records stay as they were. A file that
+ * holds neither was changed by hand since, and is left as it is. Either way the records then name
+ * what the files hold, and Disconnect puts back the user's own files. Each step is durable and
+ * may be done twice: a crash in here is settled the same way the next time.
+ */
+export function settlePending(state: StateStore): void {
+  const pending = state.pending()
+  if (!pending) return
+  const files = pending.files.map((f) => ({ f, sha: shaOf(f.path) }))
+  for (const { f } of files) rmSync(tempName(realTarget(f.path), pending.pid), { force: true })
+  const finished = files.every(({ f, sha }) => sha === f.after_sha256)
+  if (!finished) for (const { f, sha } of [...files].reverse()) putBefore(state, f, sha)
+  const current = state.read()
+  const kept = finished ? pending.records : current
+  state.write(kept)
+  const keep = backupsOf(kept)
+  const copies = [...backupsOf(finished ? current : pending.records), ...pending.files.flatMap((f) => (f.before ? [f.before] : []))]
+  for (const name of copies) {
+    if (keep.has(name)) continue
+    try {
+      state.dropBackup(name)
+    } catch {
+      // A leftover copy in the backups folder harms nothing.
+    }
+  }
+}
+
+/** `f` as it was before the change, if it holds what the change wrote (`sha`: its bytes' now, null: no file). */
+function putBefore(state: StateStore, f: PendingFile, sha: string | null): void {
+  if (sha === f.before_sha256) {
+    // Not written yet; the folders made for a file that was to be made go.
+    if (sha === null) removeEmptyFolders(f.folders ?? [])
+    return
+  }
+  if (sha !== f.after_sha256) return
+  if (f.before === null) {
+    removeFile(f.path)
+    removeEmptyFolders(f.folders ?? [])
+    return
+  }
+  const bytes = state.readBackupBytes(f.before)
+  if (bytes === null) throw new ConnectError('unreadable', `${f.path} was being changed by Burnrate when it stopped, and its copy from before (${f.before}) cannot be read; nothing was written.`, f.path)
+  writeFileKeepingMode(f.path, bytes)
+}
+
+function shaOf(path: string): string | null {
+  try {
+    return sha256Bytes(readFileSync(realTarget(path)))
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw err
+  }
+}
+
+function backupsOf(records: Record<string, ConnectionRecord>): Set<string> {
+  return new Set(Object.values(records).flatMap((r) => r.files.flatMap((f) => [f.backup, f.written_copy].filter((n): n is string => !!n))))
+}

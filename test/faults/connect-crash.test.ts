@@ -1,0 +1,208 @@
+import { spawnSync } from 'node:child_process'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { dirname, join, resolve } from 'node:path'
+import { build } from 'esbuild'
+import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from 'vitest'
+import { AgentConnections } from '../../src/main/connect/connections'
+
+/**
+ * A connect or disconnect killed (SIGKILL, in a child process) right after each of its changes to
+ * the disk in turn, then Disconnect run as after a restart: the user's files come back exactly as
+ * they were before Burnrate (bytes and mode), with nothing of Burnrate's left in their folders.
+ */
+
+const ROOT = resolve(__dirname, '../..')
+const URL_A = 'http://127.0.0.1:8787'
+const URL_B = 'http://127.0.0.1:8799'
+const ENV = { PATH: '', SHELL: '/bin/zsh' }
+
+let bundleDir: string
+let child: string
+beforeAll(async () => {
+  bundleDir = mkdtempSync(join(tmpdir(), 'burnrate-connect-step-'))
+  child = join(bundleDir, 'connect-step.mjs')
+  await build({
+    entryPoints: [join(ROOT, 'test/faults/scripts/connect-step.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    outfile: child,
+    logLevel: 'silent',
+    mainFields: ['module', 'main'],
+    banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
+  })
+})
+afterAll(() => rmSync(bundleDir, { recursive: true, force: true }))
+
+let home: string
+let dataDir: string
+beforeEach(() => {
+  home = mkdtempSync(join(tmpdir(), 'burnrate-crash-home-'))
+  dataDir = join(home, 'burnrate-data')
+})
+afterEach(() => rmSync(home, { recursive: true, force: true }))
+
+const connections = (env: Record<string, string> = {}) => new AgentConnections({ home, env: { ...ENV, ...env }, platform: 'linux', dataDir })
+
+interface Ran {
+  killed: boolean
+  changes: number
+  ops: { op: string; path: string }[]
+}
+
+function step(op: 'connect' | 'disconnect', agent: string, url: string, killAfter: number, env: Record<string, string> = {}): Ran {
+  const r = spawnSync(process.execPath, [child, home, dataDir, op, agent, url, String(killAfter), JSON.stringify({ ...ENV, ...env })], { encoding: 'utf8', timeout: 60_000 })
+  if (r.signal === 'SIGKILL') return { killed: true, changes: killAfter, ops: [] }
+  if (r.status !== 0) throw new Error(`child failed (${r.status} ${r.signal}): ${r.stderr}`)
+  return { killed: false, ...JSON.parse(r.stdout) }
+}
+
+function put(rel: string, text: string, mode = 0o644): string {
+  const path = join(home, rel)
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, text)
+  chmodSync(path, mode)
+  return path
+}
+
+/** Every file under `dir` (relative), with its bytes and mode; Burnrate's data folder left out. */
+function snapshot(dir = home): Record<string, string> {
+  const out: Record<string, string> = {}
+  const walk = (d: string) => {
+    for (const e of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, e.name)
+      if (p === dataDir) continue
+      const rel = p.slice(home.length + 1)
+      if (e.isDirectory()) {
+        out[`${rel}/`] = (statSync(p).mode & 0o777).toString(8)
+        walk(p)
+      } else out[rel] = `${(statSync(p).mode & 0o777).toString(8)} ${readFileSync(p, 'latin1')}`
+    }
+  }
+  walk(dir)
+  return out
+}
+
+/**
+ * Runs `setup`, then `op` killed after its 1st, 2nd, … change to the disk until it runs to the
+ * end; after each, Disconnect (a new process's AgentConnections) must give back `original`.
+ */
+function everyCrash(opts: { setup: () => void; op: 'connect' | 'disconnect'; agent: string; url: string; env?: Record<string, string> }): Ran {
+  for (let k = 1; ; k++) {
+    rmSync(home, { recursive: true, force: true })
+    mkdirSync(home, { recursive: true })
+    opts.setup()
+    const ran = step(opts.op, opts.agent, opts.url, k, opts.env)
+    const conn = connections(opts.env)
+    conn.disconnect(opts.agent)
+    // Also no temporary file of Burnrate's left in the user's folders.
+    expect(snapshot(), `killed after change ${k} of the ${opts.op}`).toEqual(original)
+    expect(conn.connected(), `killed after change ${k}`).toEqual([])
+    if (!ran.killed) return ran
+  }
+}
+
+/** What the user had before Burnrate touched anything: what Disconnect must come back to. */
+let original: Record<string, string> = {}
+function originalIsNow(): void {
+  original = snapshot()
+}
+
+const CLAUDE = `{
+    // mine
+    "model": "opus",
+    "env": { "ANTHROPIC_API_KEY": "sk-ant-keep-me" }
+}
+`
+
+describe('a connect or disconnect killed after any of its writes', () => {
+  it('first connect of an existing file (a mode of its own): Disconnect after the crash gives back the very file', () => {
+    const ran = everyCrash({
+      setup: () => {
+        put('.claude/settings.json', CLAUDE, 0o640)
+        originalIsNow()
+      },
+      op: 'connect',
+      agent: 'claude-code',
+      url: URL_A,
+    })
+    expect(ran.changes).toBeGreaterThan(2)
+  })
+
+  it('first connect that makes the file and its folder: Disconnect after the crash leaves neither', () => {
+    everyCrash({
+      setup: () => {
+        mkdirSync(join(home, '.config'), { recursive: true })
+        originalIsNow()
+      },
+      op: 'connect',
+      agent: 'gemini-cli',
+      url: URL_A,
+    })
+  })
+
+  it('a re-point to another address', () => {
+    everyCrash({
+      setup: () => {
+        put('.claude/settings.json', CLAUDE, 0o600)
+        originalIsNow()
+        connections().connect('claude-code', URL_A)
+      },
+      op: 'connect',
+      agent: 'claude-code',
+      url: URL_B,
+    })
+  })
+
+  it('a re-point that writes one file and puts another back (opencode.jsonc made beside opencode.json)', () => {
+    const env = { XDG_CONFIG_HOME: join(home, '.config') }
+    everyCrash({
+      setup: () => {
+        put('.config/opencode/opencode.json', '{\n  // mine\n  "theme": "nord"\n}\n')
+        connections(env).connect('opencode', URL_A)
+        put('.config/opencode/opencode.jsonc', '{\n  "theme": "dark"\n}\n')
+        // Disconnect puts back opencode.json as it was, and leaves the user's new opencode.jsonc.
+        const json = readFileSync(join(home, '.config/opencode/opencode.json'), 'utf8')
+        writeFileSync(join(home, '.config/opencode/opencode.json'), '{\n  // mine\n  "theme": "nord"\n}\n')
+        originalIsNow()
+        writeFileSync(join(home, '.config/opencode/opencode.json'), json)
+      },
+      op: 'connect',
+      agent: 'opencode',
+      url: URL_B,
+      env,
+    })
+  })
+
+  it('a disconnect', () => {
+    everyCrash({
+      setup: () => {
+        put('.claude/settings.json', CLAUDE, 0o640)
+        put('.zshrc', '# zsh\nalias ll="ls -l"\n', 0o600)
+        originalIsNow()
+        connections().connect('claude-code', URL_A)
+      },
+      op: 'disconnect',
+      agent: 'claude-code',
+      url: URL_A,
+    })
+  })
+
+  it('each file is synced before it is renamed into place, and its folder after', () => {
+    put('.claude/settings.json', CLAUDE, 0o640)
+    const ran = step('connect', 'claude-code', URL_A, 0)
+    const renames = ran.ops.flatMap((o, i) => (o.op === 'renameSync' ? [i] : []))
+    expect(renames.length).toBeGreaterThan(0)
+    for (const i of renames) {
+      const from = ran.ops[i].path
+      const lastWrite = ran.ops.findLastIndex((o, j) => j < i && o.path === from && (o.op === 'writeSync' || o.op === 'writeFileSync'))
+      const synced = ran.ops.findIndex((o, j) => j > lastWrite && j < i && o.op === 'fsyncSync' && o.path === from)
+      expect(synced, `${from} synced before its rename`).toBeGreaterThan(-1)
+      const next = ran.ops.findIndex((o, j) => j > i && o.op !== 'fsyncSync' && o.op !== 'openSync' && o.op !== 'closeSync')
+      const dirSynced = ran.ops.findIndex((o, j) => j > i && (next === -1 || j < next) && o.op === 'fsyncSync' && o.path === dirname(from))
+      expect(dirSynced, `${dirname(from)} synced after ${from} was renamed`).toBeGreaterThan(-1)
+    }
+  })
+
+})
