@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { parse as parseToml } from '@decimalturn/toml-patch'
@@ -767,6 +767,41 @@ describe('agent connections', () => {
     expect(statSync(real).mode & 0o777).toBe(0o600)
     conn.disconnect('sdk')
     expect(read('dotfiles/zshrc')).toBe(ZSHRC)
+  })
+
+  it('refuses a profile with another hard link (a dotfile manager\'s copy), which replacing it would leave unchanged, and writes nothing', () => {
+    const managed = put('dotfiles/zshrc', ZSHRC)
+    linkSync(managed, join(home, '.zshrc'))
+    const conn = connections()
+    expect(() => conn.connect('sdk', URL_A)).toThrow(
+      expect.objectContaining({ code: 'read_only', message: expect.stringMatching(/^~\/\.zshrc has 1 other hard link .*make this one a symlink .*Burnrate wrote nothing\.$/) }),
+    )
+    expect(read('.zshrc')).toBe(ZSHRC)
+    expect(statSync(managed).nlink).toBe(2)
+    expect(conn.connected()).toEqual([])
+    // Made a symlink to the managed copy, as the message says: that one is edited, and put back.
+    rmSync(join(home, '.zshrc'))
+    symlinkSync(managed, join(home, '.zshrc'))
+    conn.connect('sdk', URL_A)
+    expect(read('dotfiles/zshrc')).toContain(BLOCK_BEGIN)
+    expect(lstatSync(join(home, '.zshrc')).isSymbolicLink()).toBe(true)
+    conn.disconnect('sdk')
+    expect(read('dotfiles/zshrc')).toBe(ZSHRC)
+  })
+
+  it('refuses to disconnect a file hard-linked since, leaving both names and the record as they were', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    const connected = read('.claude/settings.json')
+    linkSync(join(home, '.claude/settings.json'), join(home, 'settings-copy.json'))
+    expect(() => conn.disconnect('claude-code')).toThrow(expect.objectContaining({ code: 'read_only', message: expect.stringContaining('hard link') }))
+    expect(read('.claude/settings.json')).toBe(connected)
+    expect(read('settings-copy.json')).toBe(connected)
+    expect(conn.connected()).toEqual([{ agent: 'claude-code', url: URL_A }])
+    rmSync(join(home, 'settings-copy.json'))
+    conn.disconnect('claude-code')
+    expect(read('.claude/settings.json')).toBe(CLAUDE)
   })
 
   it('writes through a dangling symlink (a dotfile manager linked a file not made yet), which stays a link', () => {

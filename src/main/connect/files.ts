@@ -90,6 +90,10 @@ export function checkWritable(path: string): string | null {
     const st = statSync(target)
     if (!st.isFile()) return 'is not a regular file'
     if ((st.mode & 0o200) === 0) return 'is read-only'
+    // Another name for the same file (a dotfile manager's hard link): a file is written whole or
+    // not at all by replacing it, which would leave the other name with the old text, and
+    // rewriting it in place could leave it cut short by a crash.
+    if (st.nlink > 1) return `has ${st.nlink - 1} other hard link${st.nlink > 2 ? 's' : ''} (another name for the same file, as some dotfile managers make): Burnrate writes a file whole by replacing it, which would leave the other name with the old text; make this one a symlink to the file you keep (ln -sf), or a file of its own, and try again`
     return null
   }
   let dir = dirname(target)
@@ -143,7 +147,9 @@ export const tempName = (target: string, pid = process.pid): string => `${target
 /**
  * Replaces `target` all at once, durably: the text goes to a temporary file in the same folder,
  * which is synced to the disk before it is renamed over `target`, and the folder is synced after,
- * so a crash or a power cut leaves the old file or the new one, never a part of it.
+ * so a crash or a power cut leaves the old file or the new one, never a part of it. A file with
+ * other hard links is not replaced (checkWritable refuses it first): the rename would leave the
+ * other names with the old text.
  */
 export function writeDurably(target: string, text: string | Buffer, mode: number, encoding: 'utf8' | 'latin1' = 'utf8'): void {
   const tmp = tempName(target)
