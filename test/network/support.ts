@@ -4,7 +4,7 @@ import http from 'node:http'
 import https from 'node:https'
 import net, { type AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { stringify } from 'yaml'
 import { loadConfig } from '../../src/main/config/load'
 import { DB_FILE } from '../../src/main/config/paths'
@@ -157,9 +157,17 @@ export async function startSocks5Proxy(hosts: readonly string[] = OUTSIDE_HOSTS)
 }
 
 /** A server from the sources with `config` (YAML, as loaded from a file), logging into `lines`. */
-export async function startLoggedServer(config: Record<string, unknown>): Promise<{ server: BurnrateServer; url: string; dbFile: string; lines: string[]; stop(): Promise<void> }> {
+export async function startLoggedServer(
+  config: Record<string, unknown>,
+  /** Files written beside the config file first, by their path from its folder. */
+  beside: Record<string, string | Buffer> = {},
+): Promise<{ server: BurnrateServer; url: string; dbFile: string; lines: string[]; stop(): Promise<void> }> {
   const dir = mkdtempSync(join(tmpdir(), 'burnrate-net-'))
   mkdirSync(dir, { recursive: true })
+  for (const [rel, data] of Object.entries(beside)) {
+    mkdirSync(dirname(join(dir, rel)), { recursive: true })
+    writeFileSync(join(dir, rel), data)
+  }
   const file = join(dir, 'config.yaml')
   writeFileSync(file, stringify({ ...config, server: { host: '127.0.0.1', port: 0, ...(config.server as object) } }))
   const lines: string[] = []

@@ -1,10 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process'
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import http from 'node:http'
 import http2 from 'node:http2'
 import type { AddressInfo } from 'node:net'
 import { tmpdir } from 'node:os'
-import { join, resolve } from 'node:path'
+import { dirname, join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket, { WebSocketServer } from 'ws'
 import { ADMIN_CONFIG, TOKEN } from '../admin/support'
@@ -87,6 +87,19 @@ describe('an HTTPS upstream signed by a private CA', () => {
     }
   })
 
+  it("trusted with a relative upstream.ca_file: taken from the config file's folder, not the working folder", async () => {
+    // The CA file is written beside the config file; the tests run in the repository, which has no certs/ folder.
+    expect(existsSync('certs/ca.pem')).toBe(false)
+    const s = await startLoggedServer({ upstream: { ca_file: 'certs/ca.pem' }, providers: { openai: { base_url: `${tlsUp.url}/v1` } } }, { 'certs/ca.pem': readFileSync(ca.caFile) })
+    try {
+      expect(s.server.config.upstream.ca_file).toBe(join(dirname(s.dbFile), 'certs', 'ca.pem'))
+      expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
+      expect((await eventually(() => lastRow(s.dbFile))).status).toBe(200)
+    } finally {
+      await s.stop()
+    }
+  })
+
   it('trusted with NODE_EXTRA_CA_CERTS: the built server reaches it', async () => {
     const root = resolve(__dirname, '../..')
     const cli = join(root, 'out/main/cli.js')
@@ -115,7 +128,7 @@ describe('an HTTPS upstream signed by a private CA', () => {
   })
 
   it('a ca_file that is not there stops start-up with one line naming it', async () => {
-    await expect(startLoggedServer({ upstream: { ca_file: '/nonexistent/ca.pem' } })).rejects.toThrow(/upstream\.ca_file \/nonexistent\/ca\.pem/)
+    await expect(startLoggedServer({ upstream: { ca_file: '/nonexistent/ca.pem' } })).rejects.toThrow(/upstream\.ca_file: \/nonexistent\/ca\.pem does not exist/)
   })
 })
 

@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { describe, expect, it } from 'vitest'
+import { dirname, join } from 'node:path'
+import { describe, expect, it, vi } from 'vitest'
 import { ConfigError, loadConfig } from './load'
 import { defaultDataDir } from './paths'
 
@@ -221,5 +221,55 @@ describe('waits a timer must hold', () => {
     expect(at('otel:\n  interval_ms: 50\n')).toMatch(/otel\.interval_ms/)
     const ok = loadConfig({ config: withFile('alerts:\n  backoff_ms: 5000\n  retries: 20\notel:\n  interval_ms: 100\n') }, {})
     expect([ok.alerts.backoff_ms, ok.otel.interval_ms, ok.otel.timeout_ms]).toEqual([5000, 100, 10_000])
+  })
+})
+
+describe("upstream.ca_file, taken from the config file's folder as data_dir is", () => {
+  const PEM = '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n'
+
+  /** `etc/config.yaml` naming `ca_file`, in a fresh folder; the working folder is elsewhere. */
+  function layout(caFile: string): { dir: string; cfg: string } {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-cfg-'))
+    mkdirSync(join(dir, 'etc', 'certs'), { recursive: true })
+    const cfg = join(dir, 'etc', 'config.yaml')
+    writeFileSync(cfg, `upstream:\n  ca_file: ${caFile}\n`)
+    return { dir, cfg }
+  }
+
+  it('a relative path is in the config file\'s folder, whatever the working folder', () => {
+    const { dir, cfg } = layout('certs/ca.pem')
+    writeFileSync(join(dir, 'etc', 'certs', 'ca.pem'), PEM)
+    expect(process.cwd()).not.toBe(join(dir, 'etc'))
+    expect(loadConfig({ config: cfg }, {}).upstream.ca_file).toBe(join(dir, 'etc', 'certs', 'ca.pem'))
+  })
+
+  it('~/ is the home folder; an absolute path is kept', () => {
+    const { dir, cfg } = layout('~/corp-ca.pem')
+    writeFileSync(join(dir, 'corp-ca.pem'), PEM)
+    vi.stubEnv('HOME', dir)
+    try {
+      expect(loadConfig({ config: cfg }, {}).upstream.ca_file).toBe(join(dir, 'corp-ca.pem'))
+    } finally {
+      vi.unstubAllEnvs()
+    }
+    writeFileSync(cfg, `upstream:\n  ca_file: ${join(dir, 'corp-ca.pem')}\n`)
+    expect(loadConfig({ config: cfg }, {}).upstream.ca_file).toBe(join(dir, 'corp-ca.pem'))
+  })
+
+  it('one that is not there is refused, naming the path it was looked for at', () => {
+    const { dir, cfg } = layout('certs/missing.pem')
+    expect(errorOf(() => loadConfig({ config: cfg }, {}))).toBe(
+      `config ${cfg}: upstream.ca_file: "certs/missing.pem" is ${join(dir, 'etc', 'certs', 'missing.pem')} (a relative path is taken from the config file's folder, ~/ is your home folder), which does not exist`,
+    )
+    writeFileSync(cfg, `upstream:\n  ca_file: ${join(dir, 'nowhere.pem')}\n`)
+    expect(errorOf(() => loadConfig({ config: cfg }, {}))).toBe(`config ${cfg}: upstream.ca_file: ${join(dir, 'nowhere.pem')} does not exist`)
+  })
+
+  it('one an earlier release would have found in the working folder is refused, naming both places', () => {
+    // The working folder holds the file under the relative name; the config's folder does not.
+    const { cfg } = layout('package.json')
+    const message = errorOf(() => loadConfig({ config: cfg }, {}))
+    expect(message).toContain(`"package.json" is ${join(dirname(cfg), 'package.json')}`)
+    expect(message).toContain(`; ${join(process.cwd(), 'package.json')} (where earlier releases took it from the working folder) is there: move it to ${join(dirname(cfg), 'package.json')}`)
   })
 })

@@ -281,7 +281,10 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (problem) throw new ConfigError(`${where}: ${problem}`)
   }
 
-  let dataDir = dirOverride ?? (parsed.data_dir && file ? fileDataDir(parsed.data_dir, file) : base)
+  // Relative paths in the file are taken from its own folder, as data_dir's.
+  if (parsed.upstream.ca_file && file) parsed.upstream.ca_file = fileCaFile(parsed.upstream.ca_file, file)
+
+  let dataDir = dirOverride ?? (parsed.data_dir && file ? fromConfigFolder(parsed.data_dir, file) : base)
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
   if (!dirOverride && parsed.data_dir && file) checkLedgerNotLeftBehind(parsed.data_dir, dataDir, file)
 
@@ -311,13 +314,29 @@ function checkLedgerNotLeftBehind(dir: string, dataDir: string, file: string): v
 }
 
 /**
- * A config file's `data_dir`: `~/…` is in the home folder, a relative path is taken from the file's
- * own folder. Taken from the working folder, one config would name a ledger (and budget meters)
- * per folder a server or `report --local` is started in.
+ * A path in a config file (`data_dir`, `upstream.ca_file`): `~/…` is in the home folder, a relative
+ * path is taken from the file's own folder. Taken from the working folder, one config would name a
+ * ledger (and budget meters) per folder a server or `report --local` is started in, and a CA file
+ * found or not by where the server was started.
  */
-function fileDataDir(dir: string, file: string): string {
-  if (dir === '~' || dir.startsWith('~/') || dir.startsWith('~\\')) return join(homedir(), dir.slice(1))
-  return resolve(dirname(file), dir)
+function fromConfigFolder(path: string, file: string): string {
+  if (path === '~' || path.startsWith('~/') || path.startsWith('~\\')) return join(homedir(), path.slice(1))
+  return resolve(dirname(file), path)
+}
+
+/**
+ * A config file's `upstream.ca_file` (fromConfigFolder), refused when there is no file there,
+ * naming where it was looked for: started without it, every call to a provider behind the private
+ * CA would fail. Earlier releases took a relative one from the working folder: when it is there,
+ * the message says so.
+ */
+function fileCaFile(given: string, file: string): string {
+  const path = fromConfigFolder(given, file)
+  if (existsSync(path)) return path
+  const before = resolve(given)
+  const earlier = !isAbsolute(given) && before !== path && existsSync(before) ? `; ${before} (where earlier releases took it from the working folder) is there: move it to ${path}, or set ca_file to its absolute path` : ''
+  const what = given === path ? path : `"${given}" is ${path} (a relative path is taken from the config file's folder, ~/ is your home folder), which`
+  throw new ConfigError(`config ${file}: upstream.ca_file: ${what} does not exist${earlier}`)
 }
 
 /**
@@ -333,7 +352,7 @@ export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
     try {
       if (explicit || !untrustedReason(file)) {
         const raw = parseDocument(readFileSync(file, 'utf8')).toJS({ maxAliasCount: 100 }) as { data_dir?: unknown } | null
-        if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = fileDataDir(raw.data_dir, file)
+        if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = fromConfigFolder(raw.data_dir, file)
       }
     } catch {
       // no file, or not YAML: the default
