@@ -1,10 +1,11 @@
-import { spawnSync } from 'node:child_process'
+import { spawn, spawnSync } from 'node:child_process'
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { build } from 'esbuild'
 import { afterAll, beforeAll, beforeEach, afterEach, describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
+import { processStart } from '../../src/main/server/data-lock'
 
 /**
  * A connect or disconnect killed (SIGKILL, in a child process) right after each of its changes to
@@ -44,6 +45,17 @@ beforeEach(() => {
 afterEach(() => rmSync(home, { recursive: true, force: true }))
 
 const connections = (env: Record<string, string> = {}) => new AgentConnections({ home, env: { ...ENV, ...env }, platform: 'linux', dataDir })
+
+/** The changes to the disk a run made up to and including the first operation `at` matches. */
+function changesUntil(ran: Ran, at: (o: { op: string; path: string }) => boolean): number {
+  let n = 0
+  for (const o of ran.ops) {
+    if (CHANGES.has(o.op)) n++
+    if (at(o)) return n
+  }
+  throw new Error('no such operation')
+}
+const CHANGES = new Set(['writeFileSync', 'writeSync', 'renameSync', 'rmSync', 'unlinkSync', 'rmdirSync', 'mkdirSync', 'linkSync', 'copyFileSync'])
 
 interface Ran {
   killed: boolean
@@ -187,6 +199,55 @@ describe('a connect or disconnect killed after any of its writes', () => {
       agent: 'claude-code',
       url: URL_A,
     })
+  })
+
+  it('a disconnect killed while it undoes a connect that was cut off: the next Disconnect still gives back the file', () => {
+    const setup = () => {
+      rmSync(home, { recursive: true, force: true })
+      put('.claude/settings.json', CLAUDE, 0o640)
+      originalIsNow()
+    }
+    setup()
+    // Killed right after settings.json was written, before the record: the disconnect has it to undo.
+    const k = changesUntil(step('connect', 'claude-code', URL_A, 0), (o) => o.op === 'renameSync' && o.path.startsWith(join(home, '.claude/settings.json')))
+    for (let j = 1; ; j++) {
+      setup()
+      expect(step('connect', 'claude-code', URL_A, k).killed).toBe(true)
+      const ran = step('disconnect', 'claude-code', URL_A, j)
+      const conn = connections()
+      conn.disconnect('claude-code')
+      expect(snapshot(), `disconnect killed after change ${j}`).toEqual(original)
+      expect(conn.connected()).toEqual([])
+      if (!ran.killed) break
+    }
+  })
+
+  it('leaves a change that another running Burnrate is making to it, and settles it once that one is gone', async () => {
+    put('.claude/settings.json', CLAUDE, 0o640)
+    originalIsNow()
+    const state = join(dataDir, 'agent-connections.json')
+    const journal = changesUntil(step('connect', 'claude-code', URL_A, 0), (o) => o.op === 'renameSync' && o.path.startsWith(state))
+    rmSync(dataDir, { recursive: true })
+    writeFileSync(join(home, '.claude/settings.json'), CLAUDE)
+    expect(step('connect', 'claude-code', URL_A, journal).killed).toBe(true)
+    // As if the process that wrote it were still at work.
+    const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600000)'], { stdio: 'ignore' })
+    try {
+      const data = JSON.parse(readFileSync(state, 'utf8'))
+      expect(data.pending.agent).toBe('claude-code')
+      data.pending.pid = other.pid
+      data.pending.proc_start = processStart(other.pid!) ?? undefined
+      writeFileSync(state, JSON.stringify(data))
+      expect(() => connections().disconnect('claude-code')).toThrow(expect.objectContaining({ code: 'conflict', message: expect.stringContaining(`Another Burnrate (pid ${other.pid})`) }))
+      expect(connections().list().find((a) => a.agent === 'claude-code')?.connected).toBe(false)
+      expect(JSON.parse(readFileSync(state, 'utf8')).pending).toBeDefined()
+    } finally {
+      other.kill('SIGKILL')
+      await new Promise((r) => other.once('exit', r))
+    }
+    connections().disconnect('claude-code')
+    expect(snapshot()).toEqual(original)
+    expect(JSON.parse(readFileSync(state, 'utf8')).pending).toBeUndefined()
   })
 
   it('each file is synced before it is renamed into place, and its folder after', () => {

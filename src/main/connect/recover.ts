@@ -1,4 +1,5 @@
 import { readFileSync, rmSync } from 'node:fs'
+import { otherProcessRuns } from '../server/data-lock'
 import { ConnectError } from './errors'
 import { realTarget, removeEmptyFolders, removeFile, tempName, writeFileKeepingMode } from './files'
 import type { ConnectionRecord, PendingFile, StateStore } from './state'
@@ -11,11 +12,16 @@ import { sha256Bytes } from './write'
  * made is removed, with the folders made for it), and the records stay as they were. A file that
  * holds neither was changed by hand since, and is left as it is. Either way the records then name
  * what the files hold, and Disconnect puts back the user's own files. Each step is durable and
- * may be done twice: a crash in here is settled the same way the next time.
+ * may be done twice: a crash in here is settled the same way the next time. One that another
+ * running Burnrate is making is left to it (a conflict: nothing is written).
  */
 export function settlePending(state: StateStore): void {
   const pending = state.pending()
   if (!pending) return
+  // Another Burnrate (the CLI while the app lists the agents) is in the middle of it.
+  if (otherProcessRuns(pending.pid, pending.proc_start)) {
+    throw new ConnectError('conflict', `Another Burnrate (pid ${pending.pid}) is changing the files of ${pending.agent} right now; try again in a moment (Burnrate wrote nothing).`)
+  }
   const files = pending.files.map((f) => ({ f, sha: shaOf(f.path) }))
   for (const { f } of files) rmSync(tempName(realTarget(f.path), pending.pid), { force: true })
   const finished = files.every(({ f, sha }) => sha === f.after_sha256)

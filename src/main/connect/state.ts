@@ -56,7 +56,9 @@ export interface PendingFile {
  */
 export interface Pending {
   agent: string
+  /** The process making it (with its start time where known, ../server/data-lock.ts): while it runs, the change is left to it. */
   pid: number
+  proc_start?: string
   records: Record<string, ConnectionRecord>
   files: PendingFile[]
 }

@@ -2,6 +2,7 @@ import type { ConnectPlan, PlannedFileChange } from '../../shared/connect'
 import { createHash } from 'node:crypto'
 import { ConnectError } from './errors'
 import { checkWritable, missingFolders, removeEmptyFolders, removeFile, writeFileKeepingMode } from './files'
+import { processStart } from '../server/data-lock'
 import { tildify } from './paths'
 import type { ConnectionRecord, FileRecord, PendingFile, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
@@ -107,7 +108,7 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     }
     next = structuredClone(records)
     change(next)
-    if (pending.length > 0) to.state.write(records, { agent: c.id, pid: process.pid, records: next, files: pending })
+    if (pending.length > 0) to.state.write(records, { agent: c.id, pid: process.pid, proc_start: processStart(process.pid) ?? undefined, records: next, files: pending })
   } catch (err) {
     throw failed(err, [])
   }

@@ -106,12 +106,20 @@ export function dataDirServer(dataDir: string): { pid: number; url: string } | n
   const lock = readLock(file)
   // Another user may have written it (../security/owned-file.ts).
   if (lock && untrustedIfThere(file) !== null) return null
-  return lock && typeof lock.url === 'string' && alive(lock.pid) && !reused(lock) ? { pid: lock.pid, url: lock.url } : null
+  return lock && typeof lock.url === 'string' && alive(lock.pid) && !reused(lock, lock.pid) ? { pid: lock.pid, url: lock.url } : null
 }
 
 /** Whether the lock is another live process's, which a claim must not take over. */
 function holds(lock: LockBody): boolean {
-  return lock.pid !== process.pid && alive(lock.pid) && !reused(lock)
+  return otherProcessRuns(lock.pid, lock.proc_start)
+}
+
+/**
+ * Whether `pid` is another process than this one, still running and not a later one given the
+ * same pid (`procStart`: what processStart said when it was written). ../connect/recover.ts.
+ */
+export function otherProcessRuns(pid: number, procStart: string | undefined): boolean {
+  return pid !== process.pid && alive(pid) && !reused({ proc_start: procStart }, pid)
 }
 
 function readLock(file: string): LockBody | null {
@@ -138,14 +146,14 @@ function alive(pid: number): boolean {
  * the pid given out again: in a container a restarted server often gets a low pid an earlier one
  * had). Known where the process's start time can be read (Linux); elsewhere, never assumed.
  */
-function reused(lock: LockBody): boolean {
+function reused(lock: Pick<LockBody, 'proc_start'>, pid: number): boolean {
   if (lock.proc_start === undefined) return false
-  const now = processStart(lock.pid)
+  const now = processStart(pid)
   return now !== null && now !== lock.proc_start
 }
 
 /** A process's start time in clock ticks since boot (field 22 of /proc/<pid>/stat), or null where there is no /proc. */
-function processStart(pid: number): string | null {
+export function processStart(pid: number): string | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
     // The command name (field 2) is in parentheses and may hold spaces: fields count from after it.
