@@ -55,11 +55,7 @@ export class AgentConnections {
 
   /** Every agent, installed or not, with its current settings and whether Burnrate connected it. */
   list(): Omit<AgentConnection, 'last_call_at' | 'last_import_at'>[] {
-    try {
-      settlePending(this.state)
-    } catch {
-      // Listed as the records are; a connect or disconnect says what stands in the way.
-    }
+    this.settleQuietly()
     const records = this.state.read()
     return this.connectors.map((c) => {
       const record = records[c.id] ?? null
@@ -107,7 +103,7 @@ export class AgentConnections {
 
   /** The agents Burnrate connected, and to which address. */
   connected(): { agent: string; url: string }[] {
-    settlePending(this.state)
+    this.settleQuietly()
     return Object.values(this.state.read()).map((r) => ({ agent: r.agent, url: r.url }))
   }
 
@@ -264,6 +260,15 @@ export class AgentConnections {
       if (w) files.push(w)
     }
     return planWork(this.ctx, c, 'disconnect', record.url, files, notes)
+  }
+
+  /** settlePending for a read: one that cannot be settled now leaves the records as they are (a connect or disconnect says why). */
+  private settleQuietly(): void {
+    try {
+      settlePending(this.state)
+    } catch {
+      // Read as the records are.
+    }
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {
