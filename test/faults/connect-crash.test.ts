@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process'
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join, resolve } from 'node:path'
 import { build } from 'esbuild'
@@ -86,7 +86,8 @@ function snapshot(dir = home): Record<string, string> {
       const p = join(d, e.name)
       if (p === dataDir) continue
       const rel = p.slice(home.length + 1)
-      if (e.isDirectory()) {
+      if (e.isSymbolicLink()) out[rel] = `-> ${readlinkSync(p)}`
+      else if (e.isDirectory()) {
         out[`${rel}/`] = (statSync(p).mode & 0o777).toString(8)
         walk(p)
       } else out[rel] = `${(statSync(p).mode & 0o777).toString(8)} ${readFileSync(p, 'latin1')}`
@@ -184,6 +185,19 @@ describe('a connect or disconnect killed after any of its writes', () => {
       agent: 'opencode',
       url: URL_B,
       env,
+    })
+  })
+
+  it('a symlinked profile (a dotfile manager\'s): the file it points to is written and put back, the link stays', () => {
+    everyCrash({
+      setup: () => {
+        put('dotfiles/zshrc', '# zsh\nalias ll="ls -l"\n', 0o640)
+        symlinkSync('dotfiles/zshrc', join(home, '.zshrc'))
+        originalIsNow()
+      },
+      op: 'connect',
+      agent: 'sdk',
+      url: URL_A,
     })
   })
 

@@ -204,6 +204,7 @@ export function removeEmptyFolders(folders: readonly string[]): void {
   for (const dir of [...folders].reverse()) {
     try {
       rmdirSync(dir)
+      syncFolder(dirname(dir))
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') return
     }
