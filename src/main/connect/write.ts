@@ -65,17 +65,22 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     return name
   }
   const pending: PendingFile[] = []
+  /** Whether the pending change may be in the records file (then it is taken out again, or kept while a file is not put back). */
+  let journaled = false
   const failed = (err: unknown, written: FileWork[]): ConnectError => {
     const notPutBack = putBack(to, written, pending)
-    // The pending change is kept (with the copies it names) while a file is not as it was.
-    if (notPutBack.length === 0 && pending.length > 0) {
+    // The pending change is taken out of the records file again; it stays there, with the copies
+    // and backups it names, while a file is not as it was (recover.ts puts it back next time).
+    let settled = !journaled
+    if (journaled && notPutBack.length === 0) {
       try {
         to.state.write(records)
+        settled = true
       } catch {
-        made.length = 0
+        // Kept: every file is as it was, which recover.ts finds.
       }
     }
-    for (const name of made) dropQuietly(to, name)
+    if (settled) for (const name of made) dropQuietly(to, name)
     const e = err as NodeJS.ErrnoException
     const what = err instanceof ConnectError ? err.message.replace(/\.$/, '') : `Burnrate could not save its backup or record of this in its data folder (${e.code ?? e.message})`
     const after = written.length === 0 ? 'Burnrate wrote nothing' : notPutBack.length === 0 ? 'the files Burnrate had written were put back as they were' : `${notPutBack.join(', ')} could not be put back as it was`
@@ -108,7 +113,8 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     }
     next = structuredClone(records)
     change(next)
-    if (pending.length > 0) to.state.write(records, { agent: c.id, pid: process.pid, proc_start: processStart(process.pid) ?? undefined, records: next, files: pending })
+    journaled = pending.length > 0
+    if (journaled) to.state.write(records, { agent: c.id, pid: process.pid, proc_start: processStart(process.pid) ?? undefined, records: next, files: pending })
   } catch (err) {
     throw failed(err, [])
   }
