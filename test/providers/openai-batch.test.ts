@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ledgerSpend } from '../../src/main/desktop-logic/spend-source'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { EXPECTED, INPUT, OUTPUT, batchCost, chat, reasoning, response } from './batch-support'
+import { EXPECTED, INPUT, OUTPUT, RAN, batchCost, chat, reasoning, response } from './batch-support'
 import { eventually, request } from '../support/http'
 import { type MockUpstream, type Reply, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
@@ -144,6 +144,34 @@ describe('OpenAI Batch API: the requests in a batch output file are metered, onc
     tray.stop()
     // The read's own row is written before the next test counts rows.
     t.server.ledger.flush()
+  })
+
+  it("following a finished batch records nothing: the Batch object's `usage` is the batch's requests' total, recorded from its output file", async () => {
+    // The Batch object as OpenAI's API reference gives it (GET /v1/batches/{batch_id}, "The batch object"):
+    // batches created after September 7, 2025 carry `usage`, the tokens of all their requests together.
+    const batch = {
+      id: 'batch_abc123', object: 'batch', endpoint: '/v1/chat/completions', model: 'gpt-4o-mini-2024-07-18', errors: null,
+      input_file_id: 'file-input01', completion_window: '24h', status: 'completed', output_file_id: 'file-output01', error_file_id: null,
+      created_at: RAN - 60, in_progress_at: RAN - 59, expires_at: RAN + 86340, finalizing_at: RAN + 3, completed_at: RAN + 4,
+      failed_at: null, expired_at: null, cancelling_at: null, cancelled_at: null,
+      request_counts: { total: 5, completed: 3, failed: 2 },
+      usage: { input_tokens: 1171, input_tokens_details: { cached_tokens: 1024 }, output_tokens: 908, output_tokens_details: { reasoning_tokens: 512 }, total_tokens: 2079 },
+      metadata: null,
+    }
+    const before = await spentToday()
+    send = () => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify(batch) })
+    for (const [method, path] of [['GET', '/v1/batches/batch_abc123'], ['POST', '/v1/batches/batch_abc123/cancel']] as const) {
+      const r = await request(`${t.url}${path}`, { method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: method === 'POST' ? '{}' : undefined })
+      expect(r.status).toBe(200)
+    }
+    send = () => ({ headers: { 'content-type': 'application/json' }, body: JSON.stringify({ object: 'list', data: [batch], first_id: batch.id, last_id: batch.id, has_more: false }) })
+    expect((await request(`${t.url}/v1/batches?limit=1`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200)
+    const reads = (await eventually(() => {
+      const r = rows(t).filter((c) => c.endpoint.startsWith('batches.'))
+      return r.length === 3 ? r : undefined
+    }))!
+    for (const c of reads) expect(c).toMatchObject({ input_tokens: 0, output_tokens: 0, cost_usd: 0 })
+    expect(await spentToday()).toBe(before)
   })
 
   it('any other file (a batch input file) records no call but its read', async () => {

@@ -76,7 +76,9 @@ export class OpenAIMeter implements Meter {
   private cutText: OutputText | null = null
 
   constructor(opts: OpenAIMeterOptions = {}) {
-    this.read = opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage)
+    // A Batch API answer (a batch created, followed, cancelled, or its requests added) costs nothing:
+    // a Batch object's `usage` totals the requests it ran, each recorded from its results (./openai-batch.ts).
+    this.read = opts.endpoint?.startsWith('batches.') ? noUsage : (opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage))
     this.reread = READS.has(opts.endpoint ?? '')
     this.tier = opts.openaiTiers === true ? new ServiceTier(opts.requestTier) : null
     this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
@@ -322,3 +324,6 @@ function errorCode(e: unknown): string | null {
   const v = typeof e.code === 'string' && e.code ? e.code : typeof e.type === 'string' && e.type ? e.type : null
   return v === null ? null : v.slice(0, 100)
 }
+
+/** The usage reader of an answer that bills nothing itself. */
+const noUsage: UsageReader = () => null
