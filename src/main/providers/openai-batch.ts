@@ -1,9 +1,17 @@
 import { isObject } from '../metering/usage'
 import { OpenAIMeter } from './openai-meter'
 import { BatchResultsMeter } from './batch-results'
+import { type BatchOfFile, batchOfFile } from './openai-batch-files'
+
+/**
+ * What an image answer (`/v1/images/generations`, `/v1/images/edits`: `{created, data, background,
+ * output_format, quality, size, usage}`, no `object`) has that no other answer has, read of a line
+ * too long to hold (its images' base64) as of any other.
+ */
+const IMAGE_FIELDS = ['output_format', 'quality', 'size', 'background'] as const
 
 /** What the OpenAI meter reads of an answer (`json`), under a results line's `response.body`. */
-const BODY_FIELDS = ['object', 'model', 'id', 'usage', 'created', 'created_at', 'service_tier', 'status', 'error', 'incomplete_details']
+const BODY_FIELDS = ['object', 'model', 'id', 'usage', 'created', 'created_at', 'service_tier', 'status', 'error', 'incomplete_details', ...IMAGE_FIELDS]
 const LONG_LINE_PATHS: readonly string[] = [
   '$.id',
   '$.custom_id',
@@ -61,11 +69,14 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     // An errored request (its `error`, or a status of 400 or more) was not billed.
     if (!isObject(r) || typeof r.status_code !== 'number' || r.status_code >= 400 || !isObject(r.body)) return
     const body = r.body
-    const endpoint = typeof body.object === 'string' ? BY_OBJECT[body.object] : undefined
+    const batch = batchOfFile(this.fileId)
+    const endpoint = typeof body.object === 'string' ? BY_OBJECT[body.object] : isImages(body, batch) ? 'images' : undefined
     if (!endpoint) return
     const m = new OpenAIMeter({ endpoint })
     m.json(body)
-    this.add(key, ranAt(body, this.now()), endpoint, m.result())
+    // An image answer names no model: its batch's, as the Batch object read before the file said;
+    // none known, the request is recorded unpriced (never guessed, never $0 as if priced).
+    this.add(key, ranAt(body, this.now()), endpoint, m.result(), endpoint === 'images' ? (batch?.model ?? '') : '')
   }
 
   /** The request's key: the line's own id, else (Azure) the file's id and its custom id; '' when neither. */
@@ -74,6 +85,13 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     if (this.fileId && customId !== '') return `${this.provider}-batch-file:${this.fileId}:${customId}`
     return ''
   }
+}
+
+/** Whether a line's answer is an image API's: its batch ran on `/v1/images/…`, or it has what only an image answer has. */
+function isImages(body: Record<string, any>, batch: BatchOfFile | undefined): boolean {
+  if (body.object !== undefined) return false
+  if (batch?.endpoint.startsWith('/v1/images/')) return true
+  return Array.isArray(body.data) || IMAGE_FIELDS.some((f) => typeof body[f] === 'string')
 }
 
 /** When the request ran: its answer's `created` (Chat Completions) or `created_at` (Responses), in seconds; else `now` (BatchResultsMeter.add keeps it from the future). */

@@ -1,6 +1,7 @@
 import { readCutJson } from '../metering/cut-json'
 import type { OutputText } from '../metering/output-text'
 import { type BilledSoFar, emptyUsage, isObject, parseObject, setToolImages, type Usage } from '../metering/usage'
+import { noteBatches } from './openai-batch-files'
 import { READS } from './openai-endpoints'
 import { CHUNKED, DONE, mayCarryUsage, NOTHING_BILLED, passesOver, TERMINAL, TEXT_DELTAS } from './openai-stream-events'
 import { StreamText } from './openai-stream-text'
@@ -74,11 +75,14 @@ export class OpenAIMeter implements Meter {
   private tools: unknown
   /** The text of a JSON answer cut mid-body (`jsonCut`), for its estimate. */
   private cutText: OutputText | null = null
+  /** A Batch API answer: the batches it describes are noted (./openai-batch-files.ts). */
+  private readonly batch: boolean
 
   constructor(opts: OpenAIMeterOptions = {}) {
     // A Batch API answer (a batch created, followed, cancelled, or its requests added) costs nothing:
     // a Batch object's `usage` totals the requests it ran, each recorded from its results (./openai-batch.ts).
-    this.read = opts.endpoint?.startsWith('batches.') ? noUsage : (opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage))
+    this.batch = opts.endpoint?.startsWith('batches.') === true
+    this.read = this.batch ? noUsage : (opts.usage ?? (opts.endpoint === 'images' ? imageUsage : openaiUsage))
     this.reread = READS.has(opts.endpoint ?? '')
     this.tier = opts.openaiTiers === true ? new ServiceTier(opts.requestTier) : null
     this.chunks = opts.endpoint !== undefined && CHUNKED.has(opts.endpoint)
@@ -193,6 +197,7 @@ export class OpenAIMeter implements Meter {
 
   json(body: unknown): void {
     if (!isObject(body)) return
+    if (this.batch) noteBatches(body)
     this.tier?.note(body.service_tier)
     if (typeof body.model === 'string' && body.model) this.model = body.model
     if (typeof body.id === 'string' && body.id) this.id = body.id
