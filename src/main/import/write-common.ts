@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { CallRecord } from '../ledger/record'
 import { usageExtra } from '../metering/usage-extra'
+import { reportedUsd } from '../metering/usage'
 import type { SqlStore } from '../storage/sql'
 import { completeImported, type Grown, type Superseded } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
@@ -77,7 +78,8 @@ export function rekeyer(db: Database.Database): (s: readonly Superseded[]) => vo
 
 export function toRecord(c: LoggedCall, opts: WriteOptions): CallRecord {
   const u = c.usage
-  const p = c.model ? opts.pricer.price(c.pricingId, c.provider, c.model, u, new Date(c.ts)) : { cost_usd: 0, priced: false }
+  // A charge the provider reported is the cost whether or not the call names its model (an xAI batch's image).
+  const p = c.model || reportedUsd(u.provider_cost_usd) !== undefined ? opts.pricer.price(c.pricingId, c.provider, c.model, u, new Date(c.ts)) : { cost_usd: 0, priced: false }
   return {
     ts: c.ts,
     provider: c.provider,

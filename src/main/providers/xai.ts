@@ -2,7 +2,7 @@ import { count, isObject, reportedUsd, type Usage } from '../metering/usage'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Provider } from './types'
-import { xaiBatchShape } from './xai-batch'
+import { XaiBatchResultsMeter, xaiBatchIdOf, xaiBatchShape } from './xai-batch'
 import { isXaiVideo, XaiVideoMeter, xaiVideoShape } from './xai-video'
 
 /** xAI's unit of charge: 1 USD is 10^10 ticks. */
@@ -34,12 +34,18 @@ const compatible = openaiCompatible({
 /**
  * xAI (Grok): https://docs.x.ai/docs/api-reference. Its reasoning tokens are reported beside
  * `completion_tokens` (see `openaiUsage`). Its video generation, asynchronous, is metered apart
- * (./xai-video.ts); its Batch API's own reads and cancel are free for budget rules (./xai-batch.ts).
+ * (./xai-video.ts); its Batch API's own reads and cancel are free for budget rules, and its results
+ * are metered, each request a call (./xai-batch.ts).
  */
 export const xai: Provider = {
   ...compatible,
   inspect: (req) => xaiVideoShape(req) ?? xaiBatchShape(req) ?? compatible.inspect(req),
-  meter: (shape, req) => (isXaiVideo(shape.endpoint) ? new XaiVideoMeter(shape.endpoint, req.path, xaiUsage) : compatible.meter(shape, req)),
+  meter: (shape, req) =>
+    isXaiVideo(shape.endpoint)
+      ? new XaiVideoMeter(shape.endpoint, req.path, xaiUsage)
+      : shape.endpoint === 'batches.results'
+        ? new XaiBatchResultsMeter(xaiBatchIdOf(req.path), xaiUsage)
+        : compatible.meter(shape, req),
 }
 
 /**
