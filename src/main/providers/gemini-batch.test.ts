@@ -53,17 +53,29 @@ describe('Gemini Batch API', () => {
     expect(new GeminiBatchMeter().result().batchResults).toBeUndefined()
   })
 
-  it('an embedding batch (asyncBatchEmbedContent) records nothing: its results carry no token counts to price', () => {
-    // The Gemini API's EmbedContentResponse is `{embedding: {values}}` (https://ai.google.dev/api/embeddings):
-    // no usageMetadata, so a finished embedding batch's inline results are left unmetered, not recorded at $0.
+  it('an embedding batch (asyncBatchEmbedContent): each result with a tokenCount, keyed by batch and place; one without records nothing', () => {
+    // As Google's SDK reads it (googleapis/js-genai _batches_converters.ts): `inlinedEmbedContentResponses.inlinedResponses[]`,
+    // each `{response: {embedding: {values}, tokenCount}}` or `{error}`; tokenCount an int64 (a string in JSON).
     const m = new GeminiBatchMeter(() => 1000)
     m.json({
       name: 'batches/e',
       done: true,
       metadata: { model: 'models/gemini-embedding-001' },
-      response: { inlinedResponses: { inlinedResponses: [{ response: { embedding: { values: [0.1, 0.2] } } }] } },
+      response: {
+        inlinedEmbedContentResponses: {
+          inlinedResponses: [
+            { response: { embedding: { values: [0.1, 0.2] }, tokenCount: '12' } },
+            { error: { code: 400, message: 'x' } },
+            { response: { embedding: { values: [0.1, 0.2] } } },
+            { response: { embedding: { values: [0.1, 0.2] }, tokenCount: 7 } },
+          ],
+        },
+      },
     })
-    expect(m.result().batchResults).toBeUndefined()
+    expect(m.result().batchResults!.map((x) => [x.key, x.model, x.endpoint, x.usage.input_tokens, x.usage.output_tokens, x.usage.batch])).toEqual([
+      ['gemini-batch:batches/e:0', 'gemini-embedding-001', 'batch.embedContent', 12, 0, true],
+      ['gemini-batch:batches/e:3', 'gemini-embedding-001', 'batch.embedContent', 7, 0, true],
+    ])
   })
 
   it('a call the Flex tier served is billed at batch rates', () => {

@@ -1,4 +1,4 @@
-import { isObject } from '../metering/usage'
+import { count, emptyUsage, isObject } from '../metering/usage'
 import { GeminiMeter } from './gemini'
 import { BatchResultsMeter } from './batch-results'
 import type { CallShape } from './types'
@@ -36,6 +36,8 @@ const LARGE_JSON_PATHS: readonly string[] = ['$', '$.operations.*', '$.batches.*
   `${op}.metadata.model`,
   `${op}.metadata.endTime`,
   ...OUTPUTS.flatMap((out) => RESPONSE_FIELDS.map((f) => `${op}.${out}.inlinedResponses.inlinedResponses.*.response.${f}`)),
+  // An embedding batch's results: their token counts, never the vectors.
+  ...OUTPUTS.map((out) => `${op}.${out}.inlinedEmbedContentResponses.inlinedResponses.*.response.tokenCount`),
 ])
 
 /**
@@ -62,13 +64,20 @@ export class GeminiBatchMeter extends BatchResultsMeter {
   private batch(op: Record<string, any>): void {
     const name = typeof op.name === 'string' ? op.name : ''
     const meta = isObject(op.metadata) ? op.metadata : {}
-    const out = inlined(op.response) ?? inlined(op.response?.dest) ?? inlined(meta.output) ?? inlined(op.output) ?? inlined(op.dest)
-    if (!name || !out) return
+    const outputs = [op.response, op.response?.dest, meta.output, op.output, op.dest]
+    const out = firstOf(outputs, 'inlinedResponses')
+    const embeds = out ? undefined : firstOf(outputs, 'inlinedEmbedContentResponses')
+    if (!name || (!out && !embeds)) return
     const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
     // Dated when the batch ended, as its answer says (`metadata.endTime`), else now.
     const ended = typeof meta.endTime === 'string' ? Date.parse(meta.endTime) : NaN
     const at = Number.isFinite(ended) ? ended : this.now()
-    out.forEach((item, i) => {
+    // An embedding batch (`asyncBatchEmbedContent`): each result's `tokenCount`, input tokens at the model's embedding price.
+    embeds?.forEach((item, i) => {
+      const tokens = isObject(item) && isObject(item.response) ? tokenCount(item.response.tokenCount) : 0
+      if (tokens > 0) this.add(`gemini-batch:${name}:${i}`, at, 'embedContent', { usage: { ...emptyUsage(), input_tokens: tokens }, complete: true }, batchModel)
+    })
+    out?.forEach((item, i) => {
       if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
       const m = new GeminiMeter()
       m.json(item.response)
@@ -118,9 +127,21 @@ export function downloadFileId(path: string): string {
   return DOWNLOAD.exec(path)?.[1] ?? ''
 }
 
-/** The results array of an output (`{inlinedResponses: {inlinedResponses: [...]}}`), or undefined. */
-function inlined(output: unknown): unknown[] | undefined {
-  if (!isObject(output) || !isObject(output.inlinedResponses)) return undefined
-  const list = output.inlinedResponses.inlinedResponses
-  return Array.isArray(list) ? list : undefined
+/**
+ * The results array of the first output that has them under `field` (`{inlinedResponses:
+ * {inlinedResponses: [...]}}`; an embedding batch's `{inlinedEmbedContentResponses:
+ * {inlinedResponses: [...]}}`), or undefined.
+ */
+function firstOf(outputs: readonly unknown[], field: 'inlinedResponses' | 'inlinedEmbedContentResponses'): unknown[] | undefined {
+  for (const output of outputs) {
+    const list = isObject(output) && isObject(output[field]) ? output[field].inlinedResponses : undefined
+    if (Array.isArray(list)) return list
+  }
+  return undefined
+}
+
+/** An embedding result's `tokenCount`: an int64, which Google's JSON gives as a string of digits (a number is taken too); else 0. */
+function tokenCount(v: unknown): number {
+  if (typeof v === 'string' && /^\d{1,15}$/.test(v)) return Number(v)
+  return count(v)
 }
