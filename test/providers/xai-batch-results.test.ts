@@ -80,7 +80,7 @@ describe("xAI Batch API: each request of a batch's results is a call of its own"
     // grok-4-1-fast-non-reasoning at $0.20/M in and $0.50/M out, halved.
     expect(half).toBeCloseTo((1_000 * 0.2e-6 + 400 * 0.5e-6) / 2, 15)
     // The read itself costs nothing.
-    expect(rows(s.t).find((c) => c.endpoint === 'batches.results')).toMatchObject({ cost_usd: 0 })
+    expect(await eventually(() => rows(s.t).find((c) => c.endpoint === 'batches.results'))).toMatchObject({ cost_usd: 0 })
   })
 
   it('the same page read again adds nothing', async () => {
@@ -89,5 +89,30 @@ describe("xAI Batch API: each request of a batch's results is a call of its own"
     await eventually(() => rows(s.t).filter((c) => c.endpoint === 'batches.results').length === 2)
     await new Promise((res) => setTimeout(res, 300))
     expect(rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(3)
+  })
+
+  it('a page too large to hold whole (images as base64) records its requests all the same', { timeout: 60_000 }, async () => {
+    // Over the 64 MB held whole: read by picking its ids and usage as it passes.
+    const big = 'A'.repeat(65 * 1024 * 1024)
+    const page = {
+      results: [
+        { batch_request_id: 'big-1', batch_result: { response: { image_generation: { created: RAN, data: [{ b64_json: big, mime_type: 'image/jpeg', revised_prompt: '' }], usage: { cost_in_usd_ticks: 200_000_000 } } } } },
+        {
+          batch_request_id: 'big-2',
+          batch_result: { response: { chat_get_completion: completion('c0ffee01-0000-4000-8000-000000000003', RAN + 1, { prompt_tokens: 1_000, completion_tokens: 400, total_tokens: 1_400 }) } },
+        },
+      ],
+      pagination_token: null,
+    }
+    answer(s.upstream, page)
+    expect((await request(`${s.t.url}/xai/v1/batches/batch_big/results`, { headers: H })).status).toBe(200)
+    const got = (await eventually(() => {
+      const b = rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))
+      return b.length === 5 ? b.slice(3) : undefined
+    }))!
+    expect(got.map((c) => [c.endpoint, c.input_tokens, c.output_tokens, c.cost_usd])).toEqual([
+      ['batch.images', 0, 0, 0.02],
+      ['batch.chat.completions', 1_000, 400, calcPrice({ input_tokens: 1_000, output_tokens: 400 }, MODEL, { providerId: 'x-ai', timestamp: new Date((RAN + 1) * 1000) })!.total_price / 2],
+    ])
   })
 })
