@@ -2,6 +2,7 @@ import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { RAN, line } from './batch-support'
 import { eventually, request } from '../support/http'
+import { fixtureJson } from '../support/fixtures'
 import { serverOverMockUpstream } from '../support/server'
 import { rows } from './ledger'
 
@@ -91,5 +92,31 @@ describe('OpenAI Batch API: image requests are metered from the output file', ()
       return b.length === 2 ? b : undefined
     }))!
     for (const c of got) expect(c).toMatchObject({ endpoint: 'batch.images', input_tokens: 50, output_tokens: 4_160, priced: 0, cost_usd: 0 })
+  })
+
+  it("a Responses request whose image_generation tool made an image: the image is billed on a line too long to hold, as on any other", { timeout: 60_000 }, async () => {
+    // OpenAI's recorded answer (test/fixtures: gpt-5-nano, one completed low 1024x1024 image of the
+    // tool, gpt-image-1), once with its short base64 and once with one past the 16 MB a line is held
+    // whole to (a response whose tool made several large images): that line is read by picking.
+    const recorded = fixtureJson('openai-responses/responses-nonstream-image-generation-tool.json')
+    const withImage = (b64: string, id: string) => ({
+      ...recorded, id, created_at: RAN,
+      output: recorded.output.map((o: any) => (o.type === 'image_generation_call' ? { ...o, result: b64 } : o)),
+    })
+    const file = Buffer.from([line('batch_req_tool1', 'tool-1', withImage(PNG, 'resp_tool_short')), line('batch_req_tool2', 'tool-2', withImage('A'.repeat(17 * 1024 * 1024), 'resp_tool_long'))].join('\n') + '\n')
+    serve({ '/v1/files/file-tool01/content': { type: 'application/octet-stream', body: file } })
+    expect((await request(`${s.t.url}/v1/files/file-tool01/content`, { headers: AUTH })).status).toBe(200)
+    const got = (await eventually(() => {
+      const b = rows(s.t).filter((c) => c.endpoint === 'batch.responses')
+      return b.length === 2 ? b : undefined
+    }))!
+    // The mainline tokens at half price, the image at gpt-image-1's list output image rate (272 tokens: $0.01088).
+    const mainline = calcPrice({ input_tokens: 3_151, output_tokens: 1_970 }, recorded.model, { providerId: 'openai', timestamp: new Date(RAN * 1000) })!.total_price / 2
+    const image = calcPrice({ input_tokens: 0, output_tokens: 272, output_image_tokens: 272 } as any, 'gpt-image-1', { providerId: 'openai', timestamp: new Date(RAN * 1000) })!.total_price
+    expect(image).toBeCloseTo(0.01088, 12)
+    for (const c of got) {
+      expect(c).toMatchObject({ model: recorded.model, input_tokens: 3_151, output_tokens: 1_970, priced: 1, cost_usd: mainline + image })
+      expect(JSON.parse(c.usage_extra)).toEqual({ batch: true, tool_images: { 'gpt-image-1': 272 } })
+    }
   })
 })

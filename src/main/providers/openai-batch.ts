@@ -17,9 +17,13 @@ const LONG_LINE_PATHS: readonly string[] = [
   '$.custom_id',
   '$.response.status_code',
   ...BODY_FIELDS.map((f) => `$.response.body.${f}`),
-  // The Responses API's tool calls, counted by type (web searches are billed per call).
+  // The Responses API's tool calls, counted by type (web searches are billed per call), and the
+  // images its image_generation tool made, billed by their quality and size at the tool's model
+  // (../providers/openai-image-tool.ts): never their base64.
   '$.response.body.output.*.type',
   '$.response.body.output.*.action.type',
+  ...['id', 'status', 'quality', 'size'].map((f) => `$.response.body.output.*.${f}`),
+  '$.response.body.tools',
 ]
 
 /** The endpoint of a batch request, by the `object` of the answer it got. */
