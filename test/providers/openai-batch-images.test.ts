@@ -28,8 +28,8 @@ const image = (b64: string, created: number) => ({
   usage: { total_tokens: 4_210, input_tokens: 50, output_tokens: 4_160, input_tokens_details: { text_tokens: 10, image_tokens: 40 } },
 })
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
-/** An image's base64 as long as a real one (hundreds of KB): the line is read as a line too long to hold. */
-const BIG = 'A'.repeat(400 * 1024)
+/** Images' base64 past the 16 MB a line is held whole to (several large images in one answer): the line is read by picking. */
+const BIG = 'A'.repeat(17 * 1024 * 1024)
 
 /** The Batch object of a finished image batch (OpenAI's reference, "The batch object"). */
 const batch = (id: string, outputFile: string) => ({
