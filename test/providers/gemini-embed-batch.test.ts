@@ -10,7 +10,10 @@ import { answer, rows } from './ledger'
 // `{response: {embedding: {values}, tokenCount}}` or `{error}`: the layout Google's own SDK reads
 // (googleapis/js-genai src/converters/_batches_converters.ts: batchJobDestinationFromMldev,
 // inlinedEmbedContentResponseFromMldev, singleEmbedContentResponseFromMldev). `tokenCount` is an
-// int64, which Google's JSON gives as a string.
+// int64, which Google's JSON gives as a string. The API may also send them under the generate
+// batches' `inlinedResponses.inlinedResponses[]`, which the SDKs rename when a response holds an
+// `embedding` (python-genai _transformers.py t_recv_batch_job_destination; js-genai
+// tRecvBatchJobDestination).
 
 const s = serverOverMockUpstream({ timezone: 'UTC' })
 const KEY = { 'x-goog-api-key': 'AIza-gemini-embed-batch-aaaaaaa' }
@@ -76,5 +79,21 @@ describe('Gemini Batch API: an embedding batch', () => {
     const tokens = results.reduce((a, r, i) => a + (i === 1 ? 0 : 10 + i), 0)
     expect(got.reduce((a, c) => a + c.input_tokens, 0)).toBe(tokens)
     for (const c of got) expect(c).toMatchObject({ model: 'gemini-embedding-001', priced: 1, cost_usd: half(c.input_tokens) })
+  })
+
+  it('results sent under inlinedResponses (the SDKs rename them when a response holds an embedding) are recorded the same', async () => {
+    const results = output.inlinedEmbedContentResponses.inlinedResponses.map((r: any) => (r.response ? { ...r, response: { ...r.response, tokenCount: String(Number(r.response.tokenCount) + 10_000) } } : r))
+    const wire = { inlinedResponses: { inlinedResponses: results } }
+    const op = { ...operation, name: 'batches/embedwire02', metadata: { ...operation.metadata, output: wire }, response: { ...operation.response, inlinedEmbedContentResponses: undefined, ...wire } }
+    answer(s.upstream, op)
+    expect((await request(`${s.t.url}/v1beta/batches/embedwire02`, { headers: KEY })).status).toBe(200)
+    const got = (await eventually(() => {
+      const b = rows(s.t).filter((c) => c.endpoint === 'batch.embedContent' && (c.input_tokens === 11_200 || c.input_tokens === 10_034))
+      return b.length === 2 ? b : undefined
+    }))!
+    expect(got.map((c) => [c.model, c.input_tokens, c.priced, c.cost_usd])).toEqual([
+      ['gemini-embedding-001', 11_200, 1, half(11_200)],
+      ['gemini-embedding-001', 10_034, 1, half(10_034)],
+    ])
   })
 })

@@ -78,6 +78,15 @@ describe('Gemini Batch API', () => {
     ])
   })
 
+  it('an embedding batch whose results come under inlinedResponses (which the SDKs rename) is read the same', () => {
+    const m = new GeminiBatchMeter(() => 1000)
+    m.json({
+      name: 'batches/w',
+      metadata: { model: 'models/gemini-embedding-001', output: { inlinedResponses: { inlinedResponses: [{ response: { embedding: { values: [0.1] }, tokenCount: '5' } }] } } },
+    })
+    expect(m.result().batchResults!.map((x) => [x.key, x.endpoint, x.usage.input_tokens])).toEqual([['gemini-batch:batches/w:0', 'batch.embedContent', 5]])
+  })
+
   it('a call the Flex tier served is billed at batch rates', () => {
     expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'flex' })?.batch).toBe(true)
     expect(geminiUsage({ promptTokenCount: 1, candidatesTokenCount: 1, serviceTier: 'standard' })?.batch).toBeUndefined()

@@ -36,8 +36,8 @@ const LARGE_JSON_PATHS: readonly string[] = ['$', '$.operations.*', '$.batches.*
   `${op}.metadata.model`,
   `${op}.metadata.endTime`,
   ...OUTPUTS.flatMap((out) => RESPONSE_FIELDS.map((f) => `${op}.${out}.inlinedResponses.inlinedResponses.*.response.${f}`)),
-  // An embedding batch's results: their token counts, never the vectors.
-  ...OUTPUTS.map((out) => `${op}.${out}.inlinedEmbedContentResponses.inlinedResponses.*.response.tokenCount`),
+  // An embedding batch's results (under either name: the SDKs rename `inlinedResponses` holding embeddings): their token counts, never the vectors.
+  ...OUTPUTS.flatMap((out) => ['inlinedResponses', 'inlinedEmbedContentResponses'].map((list) => `${op}.${out}.${list}.inlinedResponses.*.response.tokenCount`)),
 ])
 
 /**
@@ -65,20 +65,20 @@ export class GeminiBatchMeter extends BatchResultsMeter {
     const name = typeof op.name === 'string' ? op.name : ''
     const meta = isObject(op.metadata) ? op.metadata : {}
     const outputs = [op.response, op.response?.dest, meta.output, op.output, op.dest]
-    const out = firstOf(outputs, 'inlinedResponses')
-    const embeds = out ? undefined : firstOf(outputs, 'inlinedEmbedContentResponses')
-    if (!name || (!out && !embeds)) return
+    const out = firstOf(outputs, 'inlinedResponses') ?? firstOf(outputs, 'inlinedEmbedContentResponses')
+    if (!name || !out) return
     const batchModel = typeof meta.model === 'string' ? meta.model.replace(/^models\//, '') : ''
     // Dated when the batch ended, as its answer says (`metadata.endTime`), else now.
     const ended = typeof meta.endTime === 'string' ? Date.parse(meta.endTime) : NaN
     const at = Number.isFinite(ended) ? ended : this.now()
-    // An embedding batch (`asyncBatchEmbedContent`): each result's `tokenCount`, input tokens at the model's embedding price.
-    embeds?.forEach((item, i) => {
-      const tokens = isObject(item) && isObject(item.response) ? tokenCount(item.response.tokenCount) : 0
-      if (tokens > 0) this.add(`gemini-batch:${name}:${i}`, at, 'embedContent', { usage: { ...emptyUsage(), input_tokens: tokens }, complete: true }, batchModel)
-    })
-    out?.forEach((item, i) => {
-      if (!isObject(item) || !isObject(item.response) || !isObject(item.response.usageMetadata)) return
+    out.forEach((item, i) => {
+      if (!isObject(item) || !isObject(item.response)) return
+      if (!isObject(item.response.usageMetadata)) {
+        // An embedding batch's (`asyncBatchEmbedContent`): its `tokenCount`, input tokens at the model's embedding price.
+        const tokens = tokenCount(item.response.tokenCount)
+        if (tokens > 0) this.add(`gemini-batch:${name}:${i}`, at, 'embedContent', { usage: { ...emptyUsage(), input_tokens: tokens }, complete: true }, batchModel)
+        return
+      }
       const m = new GeminiMeter()
       m.json(item.response)
       this.add(`gemini-batch:${name}:${i}`, at, 'generateContent', m.result(), batchModel)
