@@ -71,8 +71,9 @@ export class BudgetAnnouncer {
    * Told of each calendar period's threshold a reload (a start, a rule change, a read of every
    * instance's calls) finds the spend over for the first time here, when an instance has kept it
    * as announced (./announced.ts): announced, though maybe not to this instance's webhooks
-   * (PostgreSQL: another instance, with none or others, crossed it while this one was down). Not
-   * the thresholds announced anew: those go to `onThreshold`.
+   * (PostgreSQL: another instance, with none or others, crossed it while this one was down). Also
+   * each one the meters cross here that an instance already kept as announced. Not the thresholds
+   * announced anew: those go to `onThreshold`.
    */
   onRestored(listener: (e: ThresholdEvent) => void): () => void {
     this.restoredListeners.add(listener)
@@ -168,8 +169,14 @@ export class BudgetAnnouncer {
           continue
         }
         // A calendar period's threshold is announced once in it, restarts included (a rolling
-        // window's re-arms by its spend, which a restart reads back as it was).
-        if (until !== Infinity && !this.firstInPeriod(id, until, now)) continue
+        // window's re-arms by its spend, which a restart reads back as it was). One announced
+        // already goes to `onRestored` all the same: another instance may have kept it as
+        // announced before the call that crossed it was stored, and a read of the meters between
+        // took it as announced with the spend still under it.
+        if (until !== Infinity && !this.firstInPeriod(id, until, now)) {
+          if (this.restoredListeners.size > 0) this.tell(this.restoredListeners, { rule, key: s, state: p, pct })
+          continue
+        }
         this.tell(this.thresholdListeners, { rule, key: s, state: p, pct })
         // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
         // the soft limit, is already the `blocking`/`warning` alert of `raise`.

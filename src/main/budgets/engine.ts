@@ -377,7 +377,7 @@ export class BudgetEngine implements BudgetMeters {
     return this.announcer.onThreshold(listener)
   }
 
-  /** Calendar thresholds a reload finds crossed, announced by an instance (./announcer.ts `onRestored`). */
+  /** Calendar thresholds a reload finds crossed, or the meters cross, that an instance kept as announced (./announcer.ts `onRestored`). */
   onRestored(listener: (e: ThresholdEvent) => void): () => void {
     return this.announcer.onRestored(listener)
   }
