@@ -51,6 +51,12 @@ export class SharedCallFeed {
   /** The read of the meters under way, if one is. */
   private pendingReload: Promise<void> | null = null
   private reloadAgain = false
+  /**
+   * Times the connection began listening, and how many of them the last successful read began
+   * after: a read under that count has not covered the calls stored while it did not listen.
+   */
+  private listens = 0
+  private readAfter = 0
   private held: Heard[] = []
   private closed = false
   private attempt = 0
@@ -89,9 +95,11 @@ export class SharedCallFeed {
       try {
         do {
           this.reloadAgain = false
+          const listens = this.listens
           const s = await this.target.reload()
           if (s) {
             this.snapshot = s
+            this.readAfter = listens
             this.stats.reloads++
           }
         } while (this.reloadAgain && !this.closed)
@@ -100,8 +108,9 @@ export class SharedCallFeed {
         const held = this.held
         this.held = []
         for (const h of held) this.count(h)
-        // Never read (PostgreSQL away): read again in a moment, or the meters would miss what was stored meanwhile.
-        if (!this.snapshot && !this.closed) this.retryReload()
+        // Never read (PostgreSQL away), or not since it listens again: read again in a moment, or
+        // the meters would miss what was stored meanwhile (its notifications were not heard).
+        if ((!this.snapshot || this.readAfter < this.listens) && !this.closed) this.retryReload()
       }
     })()
     return this.pendingReload
@@ -145,6 +154,7 @@ export class SharedCallFeed {
         return
       }
       this.client = client
+      this.listens++
       this.attempt = 0
       this.stats.connects++
       if (this.stats.connects > 1 && this.deafStreak === 0) this.log?.info('budgets: listening for other instances’ calls again; their meters are read again')
