@@ -55,6 +55,10 @@ export class SqliteAnnounced implements AnnouncedStore {
  * rows an hour leaves are few (`until` is indexed, PostgreSQL migration 17).
  */
 const SWEEP_EVERY_MS = 3_600_000
+/** How long after a failed write of an announcement it is written again (PostgreSQL away, the connection cut). */
+const RETRY_SAVE_MS = 5000
+/** Announcements waiting to be written again, at most (a bound, never reached in practice). */
+const MAX_UNSAVED = 10_000
 
 /**
  * PostgreSQL (`storage.url`): shared by the instances, so an instance started again knows what
@@ -65,6 +69,14 @@ const SWEEP_EVERY_MS = 3_600_000
 export class PgAnnounced implements AnnouncedStore {
   /** When this instance last deleted the rows of ended periods (`load`, or a `save`). */
   private sweptAt = -Infinity
+  /**
+   * Announcements whose write failed, with when their period ends: written again until they are
+   * (or their period ended). Dropped, the instance with the team's webhook, started again after
+   * the crossing, read the spend over the threshold with no announcement of it and never sent it.
+   */
+  private readonly unsaved = new Map<string, number>()
+  private retryTimer: NodeJS.Timeout | null = null
+  private closed = false
 
   constructor(private readonly store: SqlStore) {}
 
@@ -85,8 +97,41 @@ export class PgAnnounced implements AnnouncedStore {
   save(id: string, until: number, now: number): void {
     const sweep = !(now >= this.sweptAt && now - this.sweptAt < SWEEP_EVERY_MS)
     if (sweep) this.sweptAt = now
-    const saved = ensurePostgresSchema(this.store).then(() => this.store.run(SAVE_ANNOUNCED_SQL, { id, until }))
-    void saved.catch(() => {})
-    if (sweep) void saved.then(() => this.store.run(ANNOUNCED_ENDED_SQL, { before: now })).catch(() => {})
+    const saved = this.write(id, until)
+    if (sweep) void saved.then((ok) => (ok ? this.store.run(ANNOUNCED_ENDED_SQL, { before: now }) : 0)).catch(() => {})
+  }
+
+  /** Stops writing again what could not be written (the server's close). */
+  close(): void {
+    this.closed = true
+    if (this.retryTimer) clearTimeout(this.retryTimer)
+    this.retryTimer = null
+  }
+
+  /** Writes one announcement; a failed write is tried again in RETRY_SAVE_MS. Resolves with whether it was written. */
+  private write(id: string, until: number): Promise<boolean> {
+    return ensurePostgresSchema(this.store)
+      .then(() => this.store.run(SAVE_ANNOUNCED_SQL, { id, until }))
+      .then(
+        () => true,
+        () => {
+          this.later(id, until)
+          return false
+        },
+      )
+  }
+
+  private later(id: string, until: number): void {
+    if (this.closed) return
+    if (this.unsaved.size < MAX_UNSAVED) this.unsaved.set(id, until)
+    if (this.retryTimer) return
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null
+      const now = Date.now()
+      const due = [...this.unsaved]
+      this.unsaved.clear()
+      for (const [i, u] of due) if (u > now) void this.write(i, u)
+    }, RETRY_SAVE_MS)
+    this.retryTimer.unref()
   }
 }

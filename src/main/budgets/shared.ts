@@ -117,6 +117,7 @@ export class SharedBudgets {
     ctx.onClose(async () => {
       this.closed = true
       this.rules.close()
+      this.announced.close()
       await this.state.close()
     })
   }
