@@ -1,10 +1,10 @@
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http'
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http'
 import type { Dispatcher } from 'undici'
 import { sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { type ClientHeaders, parseRawHeaders, responseHeaders, upstreamRequestHeaders } from '../headers'
 import { upstreamPath } from '../routes'
-import { deadlines } from './deadlines'
+import { type Deadline, deadlines } from './deadlines'
 import { classifyUpstreamError, cutConnection, failHttp } from './failure'
 import { STATUS_STOPPED, STOPPED_REASON, cutByStop } from './stop-cut'
 import { HeldAnswer, clientBase } from './relink'
@@ -48,15 +48,64 @@ export function forwardHttp(
   // An answer to rewrite (./relink.ts) is asked for uncompressed: it is small, and read whole.
   const relink = s.ctx.shape.relink && upstream.provider.relink ? upstream.provider.relink.bind(upstream.provider) : null
   if (relink) headers['accept-encoding'] = 'identity'
-  const firstByte = deadlines.add(t.first_byte_timeout_ms, () => {
-    failHttp(s, 'timeout', `no response within ${t.first_byte_timeout_ms} ms`, finish)
-    s.abort?.()
-  })
-  s.timers.push(firstByte)
+  const f = new Forwarding(s, req, body, headers, dispatcher, t, finish, warn, observe, fresh, relink)
+  f.firstByte = deadlines.add(t.first_byte_timeout_ms, () => f.noFirstByte())
+  s.timers.push(f.firstByte)
+  res.on('close', () => f.closed())
+  f.send(dispatcher)
+  // What the gate left for after the dispatch (the runaway check when it cannot refuse) is queued
+  // behind undici's write, which on a kept-alive connection is an immediate of its own.
+  s.admission.afterSend?.()
+}
 
-  res.on('close', () => {
+/**
+ * One call's exchange with the upstream: undici's dispatch handler (its methods on the class, so a
+ * call makes one object for them, not one closure each), and what the exchange has come to.
+ */
+class Forwarding implements Dispatcher.DispatchHandler {
+  firstByte: Deadline | null = null
+  /** Forwards the answer's body chunks once its headers are sent on. */
+  private forward: ((chunk: Buffer) => boolean) | null = null
+  /** The answer being held to be rewritten, and how to start sending it once it is (or cannot be). */
+  private held: HeldAnswer | null = null
+  private startHeld: ((body: Buffer[], rewritten: boolean) => void) | null = null
+  private retried = false
+  /** The upstream answered (any status): it had the request, so it is never sent again. */
+  private answered = false
+
+  constructor(
+    private readonly s: HttpCall,
+    private readonly req: IncomingMessage,
+    private readonly body: Buffer | null,
+    private readonly headers: OutgoingHttpHeaders,
+    private readonly dispatcher: Dispatcher,
+    private readonly t: ForwardTimeouts,
+    private readonly finish: (s: HttpCall) => void,
+    private readonly warn: ((line: string) => void) | undefined,
+    private readonly observe: HeadersObserver | undefined,
+    private readonly fresh: (() => Dispatcher) | undefined,
+    private readonly relink: ((body: string, base: string) => string | null) | null,
+  ) {}
+
+  send(via: Dispatcher): void {
+    const s = this.s
+    via.dispatch(
+      { origin: s.route.upstream.origin, method: this.req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: this.headers as Record<string, string | string[]>, body: this.body },
+      this,
+    )
+  }
+
+  noFirstByte(): void {
+    failHttp(this.s, 'timeout', `no response within ${this.t.first_byte_timeout_ms} ms`, this.finish)
+    this.s.abort?.()
+  }
+
+  /** The client's response closed: the call is recorded (completed, or how it was cut). */
+  closed(): void {
+    const s = this.s
+    const res = s.res
     if (res.writableFinished) {
-      finish(s)
+      this.finish(s)
       return
     }
     if (s.done) return
@@ -73,124 +122,119 @@ export function forwardHttp(
       s.status = STATUS_CLIENT_CLOSED
       s.error = 'client_aborted'
     }
-    finish(s)
+    this.finish(s)
     s.abort?.()
-  })
+  }
 
-  let forward: ((chunk: Buffer) => boolean) | null = null
-  /** The answer being held to be rewritten, and how to start sending it once it is (or cannot be). */
-  let held: HeldAnswer | null = null
-  let startHeld: ((body: Buffer[], rewritten: boolean) => void) | null = null
-  let retried = false
-  /** The upstream answered (any status): it had the request, so it is never sent again. */
-  let answered = false
-  const send = (via: Dispatcher): void => {
-    via.dispatch(
-      { origin: upstream.origin, method: req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: headers as Record<string, string | string[]>, body },
-      handler,
-    )
+  onConnect(abort: (err?: Error) => void): void {
+    // Not sent at all when the call already ended while it waited for a connection.
+    if (this.s.done) abort(new Error('call ended'))
+    else this.s.abort = abort
   }
-  const handler: Dispatcher.DispatchHandler = {
-    onConnect(abort) {
-      // Not sent at all when the call already ended while it waited for a connection.
-      if (s.done) abort(new Error('call ended'))
-      else s.abort = abort as (err?: Error) => void
-    },
-    onHeaders(status, raw, resume) {
-      answered = true
-      // 103 Early Hints and other informational responses come before the answer; they are not it.
-      if (status < 200) return true
-      deadlines.cancel(firstByte)
-      if (s.done) {
-        s.abort?.()
-        return false
-      }
-      const h = responseHeaders(raw as unknown as Buffer[])
-      if (!relink || status >= 400 || h.upstream['content-encoding']) {
-        forward = respond(s, status, h, resume, t, finish)
-      } else {
-        // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
-        held = new HeldAnswer()
-        startHeld = (parts, rewritten) => {
-          held = null
-          if (rewritten) {
-            h.client.delete('transfer-encoding')
-            h.client.set('content-length', String(parts[0].length))
-          }
-          const send = respond(s, status, h, resume, t, finish)
-          forward = send
-          for (const p of parts) send(p)
+
+  onHeaders(status: number, raw: Buffer[], resume: () => void): boolean {
+    const s = this.s
+    this.answered = true
+    // 103 Early Hints and other informational responses come before the answer; they are not it.
+    if (status < 200) return true
+    if (this.firstByte) deadlines.cancel(this.firstByte)
+    if (s.done) {
+      s.abort?.()
+      return false
+    }
+    const h = responseHeaders(raw)
+    const t = this.t
+    if (!this.relink || status >= 400 || h.upstream['content-encoding']) {
+      this.forward = respond(s, status, h, resume, t, this.finish)
+    } else {
+      // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
+      this.held = new HeldAnswer()
+      this.startHeld = (parts, rewritten) => {
+        this.held = null
+        if (rewritten) {
+          h.client.delete('transfer-encoding')
+          h.client.set('content-length', String(parts[0].length))
         }
-        s.timers.push(deadlines.add(t.idle_timeout_ms, () => {
-          if (!held) return
-          failHttp(s, 'timeout', `the answer did not end within ${t.idle_timeout_ms} ms`, finish)
+        const send = respond(s, status, h, resume, t, this.finish)
+        this.forward = send
+        for (const p of parts) send(p)
+      }
+      s.timers.push(
+        deadlines.add(t.idle_timeout_ms, () => {
+          if (!this.held) return
+          failHttp(s, 'timeout', `the answer did not end within ${t.idle_timeout_ms} ms`, this.finish)
           s.abort?.()
-        }))
-      }
-      // Read once undici's parser has handed on what it read with these headers: an answer that
-      // came whole (nearly every non-streaming one) has then been written to the client (onComplete
-      // ends it in the same parser step), so the observer is not on its way. A tick, not an
-      // immediate: nothing to arm in libuv per call.
-      if (observe) process.nextTick(observeLater, observe, s, status, h.upstream)
-      return true
-    },
-    onData(chunk) {
-      if (s.done) return true
-      if (held) {
-        // Too large to hold: sent as it came, not rewritten.
-        if (!held.push(chunk)) startHeld!(held.take(), false)
-        return true
-      }
-      if (!forward) return true
-      return forward(chunk)
-    },
-    onComplete(trailers) {
-      if (s.done) return
-      for (const x of s.timers) deadlines.cancel(x)
-      if (held && relink) {
-        const whole = held.whole()
-        let out: string | null = null
-        try {
-          out = relink(whole.toString('utf8'), clientBase(req, s.route))
-        } catch {
-          // an answer that cannot be rewritten goes as it came
-        }
-        // Unchanged, it goes byte for byte as it came.
-        startHeld!([out === null ? whole : Buffer.from(out)], true)
-      }
-      if (trailers && trailers.length > 0) res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
-      res.end()
-    },
-    onError(err) {
-      if (s.done) return
-      if (!retried && !answered && !s.responseStarted && IDEMPOTENT.has(req.method ?? '') && closedWhileIdle(err)) {
-        // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
-        // balancers close idle ones without saying when): nothing of the answer came, so a call
-        // that may be repeated (a GET: a list of models, a response read again) is sent once
-        // more, on a fresh connection. Never a POST: the upstream may have had it whole and
-        // billed it before the connection dropped, and a second one would be billed again and
-        // recorded nowhere; the client gets the 502 and decides (the agents' SDKs retry it, and
-        // that call is recorded).
-        retried = true
-        s.abort = undefined
-        send(fresh?.() ?? dispatcher)
-        return
-      }
-      const f = classifyUpstreamError(err, s.responseStarted, t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
-      if (f.kind === 'invalid') {
-        s.status = 400
-        s.error = 'invalid_request'
-        sendError(res, 'invalid_request', `The request cannot be forwarded: ${f.detail}.`)
-        finish(s)
-      } else {
-        failHttp(s, f.kind, f.detail, finish, f.code, warn)
-      }
-    },
+        }),
+      )
+    }
+    // Read once undici's parser has handed on what it read with these headers: an answer that
+    // came whole (nearly every non-streaming one) has then been written to the client (onComplete
+    // ends it in the same parser step), so the observer is not on its way. A tick, not an
+    // immediate: nothing to arm in libuv per call.
+    if (this.observe) process.nextTick(observeLater, this.observe, s, status, h.upstream)
+    return true
   }
-  send(dispatcher)
-  // What the gate left for after the dispatch (the runaway check when it cannot refuse) is queued
-  // behind undici's write, which on a kept-alive connection is an immediate of its own.
-  s.admission.afterSend?.()
+
+  onData(chunk: Buffer): boolean {
+    if (this.s.done) return true
+    const held = this.held
+    if (held) {
+      // Too large to hold: sent as it came, not rewritten.
+      if (!held.push(chunk)) this.startHeld!(held.take(), false)
+      return true
+    }
+    const forward = this.forward
+    if (!forward) return true
+    return forward(chunk)
+  }
+
+  onComplete(trailers: string[] | null): void {
+    const s = this.s
+    if (s.done) return
+    for (const x of s.timers) deadlines.cancel(x)
+    const held = this.held
+    if (held && this.relink) {
+      const whole = held.whole()
+      let out: string | null = null
+      try {
+        out = this.relink(whole.toString('utf8'), clientBase(this.req, s.route))
+      } catch {
+        // an answer that cannot be rewritten goes as it came
+      }
+      // Unchanged, it goes byte for byte as it came.
+      this.startHeld!([out === null ? whole : Buffer.from(out)], true)
+    }
+    if (trailers && trailers.length > 0) s.res.addTrailers(parseRawHeaders(trailers as unknown as Buffer[]) as Record<string, string>)
+    s.res.end()
+  }
+
+  onError(err: Error): void {
+    const s = this.s
+    if (s.done) return
+    if (!this.retried && !this.answered && !s.responseStarted && IDEMPOTENT.has(this.req.method ?? '') && closedWhileIdle(err)) {
+      // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
+      // balancers close idle ones without saying when): nothing of the answer came, so a call
+      // that may be repeated (a GET: a list of models, a response read again) is sent once
+      // more, on a fresh connection. Never a POST: the upstream may have had it whole and
+      // billed it before the connection dropped, and a second one would be billed again and
+      // recorded nowhere; the client gets the 502 and decides (the agents' SDKs retry it, and
+      // that call is recorded).
+      this.retried = true
+      s.abort = undefined
+      this.send(this.fresh?.() ?? this.dispatcher)
+      return
+    }
+    const upstream = s.route.upstream
+    const f = classifyUpstreamError(err, s.responseStarted, this.t.connect_timeout_ms, upstream.host, s.ctx.provider.name)
+    if (f.kind === 'invalid') {
+      s.status = 400
+      s.error = 'invalid_request'
+      sendError(s.res, 'invalid_request', `The request cannot be forwarded: ${f.detail}.`)
+      this.finish(s)
+    } else {
+      failHttp(s, f.kind, f.detail, this.finish, f.code, this.warn)
+    }
+  }
 }
 
 /** Sends the answer's status and headers on and returns what forwards its body (./response.ts); an idle upstream fails the call. */
