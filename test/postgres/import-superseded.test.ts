@@ -60,8 +60,12 @@ describe('an imported answer and the proxy\'s later record of it, on PostgreSQL'
     expect(await store.get<any>("SELECT input_tokens, output_tokens, cost_usd FROM calls WHERE source = 'import'")).toMatchObject({ input_tokens: 0, output_tokens: 0, cost_usd: 0 })
     expect(cli.prepare('SELECT call_id FROM import_keys').pluck().all()).toEqual([proxied.id])
     // The rollups hold the proxy's call alone; the shared spend rows and the meters nothing imported.
-    const day = (await store.get<{ c: number }>('SELECT sum(cost_usd) AS c FROM dash_day'))!
+    const day = (await store.get<{ c: number; n: number }>('SELECT sum(cost_usd) AS c, sum(requests) AS n FROM dash_day'))!
     expect(Number(day.c)).toBeCloseTo(proxied.cost_usd, 12)
+    // One answer, one request: the imported row stays, at $0, naming the proxy's call, and is none.
+    expect(Number(day.n)).toBe(1)
+    expect(Number((await store.get<{ s: number }>("SELECT superseded_by AS s FROM calls WHERE source = 'import'"))!.s)).toBe(Number(proxied.id))
+    expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(1)
     await eventually(async () => (await keylessSpent()) === 0, 20_000)
 
     // Read again: nothing moves.

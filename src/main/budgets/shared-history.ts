@@ -72,7 +72,7 @@ export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hi
 export const KEYS_SQL = `SELECT k.api_key_hash, k.key_hint, k.requests, k.last_ts,
        (SELECT c.tenant FROM calls c WHERE c.ts = k.last_ts AND c.api_key_hash = k.api_key_hash AND c.origin_id IS NULL ORDER BY c.id DESC LIMIT 1) AS tenant
   FROM (SELECT api_key_hash, MAX(key_hint) AS key_hint, COUNT(*) AS requests, MAX(ts) AS last_ts
-          FROM calls WHERE ts >= @since AND origin_id IS NULL GROUP BY api_key_hash) k`
+          FROM calls WHERE ts >= @since AND origin_id IS NULL AND superseded_by IS NULL GROUP BY api_key_hash) k`
 
 /**
  * PG mode: the in-process meters (warnings, rate limits, rolling windows, alerts and budget

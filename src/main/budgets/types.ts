@@ -54,6 +54,8 @@ export interface CostAdjustment {
   usage_in?: boolean
   /** With `usage_in`: the response whose hold ends (jobs a key started in the same millisecond are told apart by it). */
   response_id?: string
+  /** What the key's request count moves by: -1 for an imported call the proxy's record superseded (no longer a request). */
+  requests?: number
 }
 
 /** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */

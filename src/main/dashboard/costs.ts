@@ -1,7 +1,7 @@
 import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { TIERS } from './rollup/schema'
-import { andMember, andTenant, bytewise, MONEY, total } from './sql'
+import { andMember, andTenant, bytewise, MONEY, REQUESTS_ONLY, total } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -57,7 +57,7 @@ export async function costs(
         ${total('input_tokens')} AS input_tokens, ${total('output_tokens')} AS output_tokens,
         ${total('cache_read_tokens')} AS cache_read_tokens, ${total('cache_write_tokens')} AS cache_write_tokens,
         ${total(MONEY)} AS cost_usd
-      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}${andMember(member)} GROUP BY 1, 2`
+      FROM calls WHERE ts >= @start AND ts < @end${REQUESTS_ONLY}${andTenant(tenant)}${andMember(member)} GROUP BY 1, 2`
     for (const p of await d.q.all<Part>(sql, args(r))) parts.push(p)
   }
   const rows = new Map<string, CostRow>()

@@ -1,5 +1,12 @@
 import type { SqlReader } from '../storage/sql'
 
+/**
+ * What a read of `calls` that counts requests leaves out: imported calls the proxy's record of the
+ * same answer superseded (../import/supersede.ts), kept at 0 tokens and $0 for the audit trail,
+ * no request (the rollups moved by one request less when each was superseded).
+ */
+export const REQUESTS_ONLY = ' AND superseded_by IS NULL'
+
 /** ` AND tenant = @tenant` when restricted to a tenant, else nothing. */
 export function andTenant(tenant: string | null): string {
   return tenant === null ? '' : ' AND tenant = @tenant'

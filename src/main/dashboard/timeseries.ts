@@ -1,7 +1,7 @@
 import type { Range, Timeseries, TimeseriesPoint } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { FIVE_MIN, HOUR } from './rollup/schema'
-import { andTenant, MONEY, total } from './sql'
+import { andTenant, MONEY, REQUESTS_ONLY, total } from './sql'
 import { BUCKET_SECONDS, rangeWindow, splitWindow, type Window } from './window'
 
 interface Part {
@@ -46,7 +46,7 @@ export async function timeseries(d: DashDeps, range: Range, tenant: string | nul
   }
   for (const r of raw) {
     const sql = `SELECT ts AS t, ${MONEY} AS cost_usd, 1 AS requests, input_tokens, output_tokens
-      FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
+      FROM calls WHERE ts >= @start AND ts < @end${REQUESTS_ONLY}${andTenant(tenant)}`
     addParts(await d.q.all<Part>(sql, args(r)))
   }
   return { range, bucket_seconds: size / 1000, points }

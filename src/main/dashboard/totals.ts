@@ -1,6 +1,6 @@
 import { TIERS } from './rollup/schema'
 import type { SqlReader } from '../storage/sql'
-import { andTenant, countIf, MONEY, PLAN_VALUE, total } from './sql'
+import { andTenant, countIf, MONEY, PLAN_VALUE, REQUESTS_ONLY, total } from './sql'
 import { splitTiers, type Window } from './window'
 
 export interface Totals {
@@ -49,7 +49,7 @@ export async function windowTotals(q: SqlReader, w: Window, tenant: string | nul
     add(out, (await q.get<Totals>(sql, { start: window.start, end: window.end, tenant }))!)
   }
   for (const r of raw) {
-    const sql = `SELECT ${SUMS} FROM calls WHERE ts >= @start AND ts < @end${andTenant(tenant)}`
+    const sql = `SELECT ${SUMS} FROM calls WHERE ts >= @start AND ts < @end${REQUESTS_ONLY}${andTenant(tenant)}`
     add(out, (await q.get<Totals>(sql, { start: r.start, end: r.end, tenant }))!)
   }
   return out

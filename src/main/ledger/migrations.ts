@@ -351,7 +351,22 @@ export const MIGRATIONS: Migration[] = [
       db.exec('CREATE TABLE IF NOT EXISTS budget_announced (id TEXT PRIMARY KEY, until INTEGER NOT NULL) WITHOUT ROWID')
     },
   },
+  {
+    version: 28,
+    description: 'an imported call the proxy\'s record of the same answer superseded names that record (superseded_by): kept at $0, no request',
+    up: (db) => addSupersededBy(db),
+  },
 ]
+
+/**
+ * `calls.superseded_by`: the proxied call that superseded an imported one (../import/supersede.ts),
+ * NULL for every other call; and the imported calls that may still be superseded, by answer id
+ * (what the proxy looks up as it records an answer: a few, whatever the ledger's size).
+ */
+export function addSupersededBy(db: Database.Database): void {
+  if (!hasColumn(db, 'calls', 'superseded_by')) db.exec('ALTER TABLE calls ADD COLUMN superseded_by INTEGER')
+  db.exec("CREATE INDEX IF NOT EXISTS calls_import_answer ON calls (response_id) WHERE source = 'import' AND response_id <> '' AND superseded_by IS NULL")
+}
 
 /**
  * A database older than this Burnrate's schema, opened where it must not be upgraded: another

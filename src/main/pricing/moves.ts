@@ -109,10 +109,11 @@ export class CostMoves {
    * more); `usageIn`: the id of the background response whose real usage it took, which ends the
    * hold of its budget reservation (a re-price leaves the hold of a job still running), also when
    * its real cost is its estimate (the move then carries no money, only the end of the hold).
+   * `requests`: -1 when the call is no longer a request (an imported call superseded).
    */
-  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string): void {
+  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string, requests?: number): void {
     this.ids.push(r.id)
-    if (r.id <= this.folded) this.changes.push(costChangeOf(r, delta, tokens))
+    if (r.id <= this.folded) this.changes.push(requests ? { ...costChangeOf(r, delta, tokens), requests, source: r.source } : costChangeOf(r, delta, tokens))
     if ((delta !== 0 || movesTokens(tokens)) && inCallCounters(r)) {
       this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
     }
@@ -120,7 +121,7 @@ export class CostMoves {
     if (r.billing !== 'subscription' && (delta !== 0 || usageIn !== undefined)) {
       this.spend.push({
         api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
-        tenant: r.tenant, session: r.session, delta, ...(usageIn !== undefined ? { usage_in: true, response_id: usageIn } : {}),
+        tenant: r.tenant, session: r.session, delta, ...(usageIn !== undefined ? { usage_in: true, response_id: usageIn } : {}), ...(requests ? { requests } : {}),
       })
     }
   }

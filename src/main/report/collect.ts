@@ -176,7 +176,8 @@ export async function collect(
     if (!byDays && !only) parts.push(...(await dayParts(db, reportDim('', q.tenant), days.a, days.b, q.tenant)))
   }
   for (const part of raw) {
-    const where = ['1 = 1']
+    // (Not an imported call the proxy's record superseded: no request, $0.)
+    const where = ['superseded_by IS NULL']
     if (part.since !== null) where.push('ts >= @since')
     if (part.until !== null) where.push('ts < @until')
     if (q.tenant !== null) where.push('tenant = @tenant')

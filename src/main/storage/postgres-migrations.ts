@@ -396,6 +396,14 @@ export const PG_MIGRATIONS: PgMigration[] = [
     // Calls matched before this version are claimed only in the file of the machine that matched them.
     sql: ["CREATE TABLE import_claims (call_id BIGINT PRIMARY KEY, key TEXT NOT NULL, alias TEXT NOT NULL DEFAULT '')"],
   },
+  {
+    version: 20,
+    description: 'an imported call the proxy\'s record of the same answer superseded names that record (SQLite version 28): kept at $0, no request',
+    sql: [
+      'ALTER TABLE calls ADD COLUMN IF NOT EXISTS superseded_by BIGINT',
+      "CREATE INDEX IF NOT EXISTS calls_import_answer ON calls (response_id) WHERE source = 'import' AND response_id <> '' AND superseded_by IS NULL",
+    ],
+  },
 ]
 
 /**

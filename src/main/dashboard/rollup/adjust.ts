@@ -14,7 +14,17 @@ export type TokenChange = Partial<Record<'input_tokens' | 'output_tokens' | 'cac
 export type CostChange = Pick<
   RollupInput,
   'ts' | 'provider' | 'model' | 'api_key_hash' | 'tenant' | 'agent' | 'session' | 'project' | 'billing' | 'member'
-> & { delta: number; tokens?: TokenChange }
+> & {
+  delta: number
+  tokens?: TokenChange
+  /**
+   * What its request counts move by: -1 for an imported call the proxy's record of the same
+   * answer superseded (no longer a request; `imported` counts it no more either).
+   */
+  requests?: number
+  /** Its source, when `requests` moves: an imported call's also moves the report rows' `imported`. */
+  source?: string
+}
 
 const NO_TOKENS: TokenChange = {}
 
@@ -38,7 +48,8 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
   const days = await reportDays(tx)
   for (const c of changes) {
     const t = c.tokens ?? NO_TOKENS
-    if (!c.delta && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
+    if (!c.delta && !c.requests && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
+    const requests = c.requests
     const plan = c.billing === 'subscription'
     // Money: a subscription call's cost is its plan value, summed apart (and only in the totals).
     const money = plan ? 0 : c.delta
@@ -54,7 +65,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
             tier.table,
             `dim = @dim AND ${tier.col} = @period AND tenant = @tenant AND key = @key AND model = @model AND provider = @provider`,
             { dim, period, tenant, key, model: c.model, provider: c.provider },
-            { cost_usd: c.delta, ...tokens },
+            { cost_usd: c.delta, ...tokens, requests, imported: c.source === 'import' ? requests : undefined },
             // The row as the folder writes it (its agent and project only on session rows), counting no call.
             reportRowInsert({
               dim, [tier.col]: period, tenant, key, model: c.model, provider: c.provider,
@@ -71,12 +82,12 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     }
     const b5 = Math.floor(c.ts / FIVE_MIN) * FIVE_MIN
     add(`5\0${b5}\0${c.tenant}`, 'dash_5m', 'bucket = @bucket AND tenant = @tenant', { bucket: b5, tenant: c.tenant }, {
-      cost_usd: money, input_tokens: t.input_tokens, output_tokens: t.output_tokens,
+      cost_usd: money, input_tokens: t.input_tokens, output_tokens: t.output_tokens, requests,
     })
     TIERS.forEach((tier, i) => {
       const bucket = Math.floor(c.ts / tier.grain) * tier.grain
       add(`t${i}\0${bucket}\0${c.tenant}`, tier.totals, 'bucket = @bucket AND tenant = @tenant', { bucket, tenant: c.tenant }, {
-        cost_usd: money, plan_value_usd: plan ? c.delta : 0, ...tokens,
+        cost_usd: money, plan_value_usd: plan ? c.delta : 0, ...tokens, requests,
       })
       const dims: [Dim, string, string][] = [
         ['model', c.model, c.provider],
@@ -93,14 +104,14 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
           tier.dims,
           'dim = @dim AND bucket = @bucket AND tenant = @tenant AND key = @key AND provider = @provider',
           { dim, bucket, tenant: c.tenant, key, provider },
-          { cost_usd: money, ...tokens },
+          { cost_usd: money, ...tokens, requests },
         )
       }
     })
     if (c.session !== '') {
       add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, 'dash_session', 'tenant = @tenant AND agent = @agent AND session = @session', {
         tenant: c.tenant, agent: c.agent, session: c.session,
-      }, { cost_usd: money })
+      }, { cost_usd: money, requests })
     }
   }
   for (const k of [...sums.keys()].sort()) {

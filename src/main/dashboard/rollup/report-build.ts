@@ -4,6 +4,7 @@ import { isUtc, localMidnight, offsetMs, startOfDay, startOfNextDay } from '../.
 import { DayOf, MonthOf, type ZoneSpan, formatZones, reportZone, reportZones, reportTable } from './report'
 import { type ReportInput, ReportFolder } from './report-folder'
 import { hasReportSessions } from './report-sessions'
+import { hasColumn } from './writer'
 
 /**
  * Migration 13: the rows across tenants, summed from the day rows of each tenant, and the month
@@ -65,7 +66,7 @@ export function ensureReportZone(db: Database.Database, tz: string): number {
     const chunk = db.prepare(`
       SELECT id, ts, tenant, provider, model, agent, session, project, source, input_tokens, output_tokens,
              cache_read_tokens, cache_write_tokens, cost_usd
-        FROM calls WHERE id > ? AND id <= ? AND ts >= ? ORDER BY id LIMIT 50000`)
+        FROM calls WHERE id > ? AND id <= ? AND ts >= ?${requestsOnly(db)} ORDER BY id LIMIT 50000`)
     let after = 0
     let n = 0
     for (;;) {
@@ -95,7 +96,7 @@ function rebuildFrom(db: Database.Database, first: number, last: number, old: st
   const day = Math.max(startOfDay(first, old), spanStart)
   const next = startOfNextDay(first, old)
   const counted = db.prepare(`SELECT total(requests) FROM dash_report_day WHERE dim = '' AND day = ?`).pluck().get(day) as number
-  const kept = db.prepare('SELECT count(*) FROM calls WHERE ts >= ? AND ts < ? AND id <= ?').pluck().get(day, next, last) as number
+  const kept = db.prepare(`SELECT count(*) FROM calls WHERE ts >= ? AND ts < ? AND id <= ?${requestsOnly(db)}`).pluck().get(day, next, last) as number
   return kept >= counted ? day : next
 }
 
@@ -176,4 +177,9 @@ export function repairSkippedMidnights(db: Database.Database, tz: string): numbe
     rebuildReportMonths(db, tz)
   })()
   return found.length
+}
+
+/** Leaves out the imported calls the proxy superseded (no request, $0; ../../import/supersede.ts), once the ledger has the column. */
+function requestsOnly(db: Database.Database): string {
+  return hasColumn(db, 'calls', 'superseded_by') ? ' AND superseded_by IS NULL' : ''
 }

@@ -163,7 +163,7 @@ export class RollupWriter {
     this.chunk = db.prepare(`
       SELECT id, ts, provider, model, api_key_hash, key_hint, tenant, agent, session, status, input_tokens,
              output_tokens, cache_read_tokens, cache_write_tokens, cost_usd, latency_ms${plan ? ', billing' : ''}, ${project}
-        FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
+        FROM calls WHERE id > ?${cols.has('superseded_by') ? ' AND superseded_by IS NULL' : ''} ORDER BY id LIMIT ?`)
     const tz = reportZone(db)
     this.report = tz === null ? null : new ReportFolder(db, tz)
   }

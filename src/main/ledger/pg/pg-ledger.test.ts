@@ -76,7 +76,7 @@ describe('the PostgreSQL ledger', () => {
     expect(rows).toHaveLength(2)
     const { call_key: ka, id: ia, ...ra } = rows[0]
     const { call_key: kb, ...rb } = rows[1]
-    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '', origin_id: null, usage_extra: null, revision: null })
+    expect(ra).toEqual({ ...a, streamed: 0, priced: 1, estimated: 0, source: 'proxy', member: '', origin_id: null, usage_extra: null, revision: null, superseded_by: null })
     expect(rb).toMatchObject({ ...b, id: (ia as number) + 1, streamed: 1, priced: 0, estimated: 1, response_id: '', project: '', billing: 'api', requested_model: null })
     expect(rows[0].cost_usd).toBe(0.1 + 0.2) // never rounded on the way in
     expect(typeof ka).toBe('string')

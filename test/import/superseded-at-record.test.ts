@@ -1,0 +1,100 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LogWatcher } from '../../src/main/import/watcher'
+import { silentLogger } from '../../src/main/log'
+import { Pricer } from '../../src/main/pricing/price'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { postJson, request } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A Claude Code answer imported before the proxy recorded it (one of its content blocks streamed on
+ * past the import's wait: its first line imported with a partial usage), then recorded by the
+ * proxy. A superseded row, kept at $0 for the audit trail, is no request: one answer is one
+ * request in every count (it was two).
+ */
+
+const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
+
+let upstream: MockUpstream
+let home: string
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+  home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-'))
+  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
+})
+afterAll(async () => {
+  await upstream.close()
+  rmSync(home, { recursive: true, force: true })
+})
+
+/** One transcript line as Claude Code writes it as a content block ends (its usage the answer's so far). */
+const line = (at: number, output: number) => JSON.stringify({
+  type: 'assistant', sessionId: 'sup', uuid: `u-${at}`, cwd: '/home/dev/shop', timestamp: new Date(at).toISOString(), requestId: 'req_sup',
+  message: { ...BODY, usage: { ...BODY.usage, output_tokens: output } },
+}) + '\n'
+
+async function setUp(name: string): Promise<{ t: TestServer; w: LogWatcher; file: string; partial: { id: number; cost_usd: number } }> {
+  const config = { ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }
+  const t = await startTestServer(config, upstream.url)
+  const { db, ledger, context } = t.server
+  const file = join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`)
+  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => context.budgets, settleMs: 0 })
+  // Its first block's line, imported before the proxy recorded anything.
+  writeFileSync(file, line(Date.now() - 1000, 1))
+  expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
+  const partial = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'import'").get() as { id: number; cost_usd: number }
+  expect(partial.cost_usd).toBeGreaterThan(0)
+  expect(ledger.spend.key('').month).toBe(partial.cost_usd)
+  return { t, w, file, partial }
+}
+
+describe('an imported answer the proxy records afterwards', () => {
+  it('superseded at the next read of its log: one request in the dashboard, the report rollup and the calls read raw', async () => {
+    const { t, w, file } = await setUp('grown')
+    try {
+      const { db, ledger } = t.server
+      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000002' })).status).toBe(200)
+      expect(await ledger.flushed()).toBe(true)
+      writeFileSync(file, line(Date.now() - 1000, 1) + line(Date.now() - 500, BODY.usage.output_tokens))
+      expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ superseded: 1 })
+      await w.stop()
+      ledger.flush()
+      // Every request count of the one answer: 1.
+      for (const table of ['dash_5m', 'dash_hour', 'dash_day']) expect(db.prepare(`SELECT SUM(requests) FROM ${table}`).pluck().get()).toBe(1)
+      expect(db.prepare("SELECT SUM(requests) FROM dash_dim_day WHERE dim = 'model'").pluck().get()).toBe(1)
+      // The report rollup (`burnrate report`): one request, none of it imported.
+      expect(db.prepare("SELECT SUM(requests) AS requests, SUM(imported) AS imported FROM dash_report_day WHERE dim = ''").get()).toEqual({ requests: 1, imported: 0 })
+      const summary = (await request(`${t.url}/api/dashboard/summary`)).json()
+      expect(summary.today_requests).toBe(1)
+      const stats = (await request(`${t.url}/api/dashboard/stats?range=24h`)).json()
+      expect(stats.total_requests).toBe(1)
+      const series = (await request(`${t.url}/api/dashboard/timeseries?range=30m`)).json()
+      expect(series.points.reduce((n: number, p: any) => n + p.requests, 0)).toBe(1)
+      const costs = (await request(`${t.url}/api/dashboard/costs?group_by=model&range=24h`)).json()
+      expect(costs.rows.reduce((n: number, r: any) => n + r.requests, 0)).toBe(1)
+      const sessions = (await request(`${t.url}/api/dashboard/sessions`)).json()
+      expect(sessions.sessions.reduce((n: number, s: any) => n + s.requests, 0)).toBe(1)
+      // The keyless calls' month in the admin API: the imported call is no request of its own.
+      const keyless = (url: string) => admin(url, 'GET', '/api-keys').then((r) => r.json().find((k: any) => k.api_key_hash === ''))
+      expect((await keyless(t.url)).requests_month).toBe(0)
+      // The audit trail: the imported row stays, at $0, naming the proxy's call.
+      expect(db.prepare("SELECT count(*) FROM calls WHERE source = 'import' AND superseded_by IS NOT NULL").pluck().get()).toBe(1)
+      // Started again, the counts read from the ledger say the same.
+      const again = await t.restart()
+      try {
+        // (No call of its own this month: not listed.)
+        expect((await keyless(again.url))?.requests_month ?? 0).toBe(0)
+        expect((await request(`${again.url}/api/dashboard/summary`)).json().today_requests).toBe(1)
+      } finally {
+        await again.cleanup()
+      }
+    } finally {
+      await t.cleanup()
+    }
+  })
+})
