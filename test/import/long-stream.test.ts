@@ -112,8 +112,12 @@ describe('a Claude Code answer streaming through the proxy for longer than the i
   })
 
   it('imported while one content block streamed on past the wait: the proxy\'s record, arriving after, supersedes it', async () => {
-    // A server of its own: the ledger above holds this answer's proxied record already.
-    const s2 = await startTestServer({ import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }, upstream.url)
+    // A server of its own: the ledger above holds this answer's proxied record already. Its proxy
+    // does not look for the imported twin as it records the answer (a server stopped at that
+    // moment: ./superseded-at-record.test.ts has the server's own look): the next read of the log does.
+    const s2 = await startTestServer({ import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }, upstream.url, undefined, {
+      create: { supersedeAfterMs: 3_600_000 },
+    })
     try {
       const { db, ledger, context } = s2.server
       const file = join(home, '.claude/projects/-home-dev-shop/one-block.jsonl')

@@ -7,15 +7,17 @@ import { silentLogger } from '../../src/main/log'
 import { Pricer } from '../../src/main/pricing/price'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
-import { postJson, request } from '../support/http'
+import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
  * A Claude Code answer imported before the proxy recorded it (one of its content blocks streamed on
  * past the import's wait: its first line imported with a partial usage), then recorded by the
- * proxy. A superseded row, kept at $0 for the audit trail, is no request: one answer is one
- * request in every count (it was two).
+ * proxy. The proxy's record superseded the imported call only when the log was read again: a log
+ * that never changed again kept both, the answer's money counted twice. It supersedes it as the
+ * proxy records it. A superseded row, kept at $0 for the audit trail, is no request: one answer is
+ * one request in every count (it was two).
  */
 
 const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
@@ -38,9 +40,9 @@ const line = (at: number, output: number) => JSON.stringify({
   message: { ...BODY, usage: { ...BODY.usage, output_tokens: output } },
 }) + '\n'
 
-async function setUp(name: string): Promise<{ t: TestServer; w: LogWatcher; file: string; partial: { id: number; cost_usd: number } }> {
+async function setUp(name: string, supersedeAfterMs?: number): Promise<{ t: TestServer; w: LogWatcher; file: string; partial: { id: number; cost_usd: number } }> {
   const config = { ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }
-  const t = await startTestServer(config, upstream.url)
+  const t = await startTestServer(config, upstream.url, undefined, { create: { supersedeAfterMs } })
   const { db, ledger, context } = t.server
   const file = join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`)
   const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => context.budgets, settleMs: 0 })
@@ -53,9 +55,42 @@ async function setUp(name: string): Promise<{ t: TestServer; w: LogWatcher; file
   return { t, w, file, partial }
 }
 
+const keylessSpent = async (t: TestServer) => {
+  const listed = (await request(`${t.url}/api/dashboard/budgets`)).json()
+  return listed.rules.find((r: any) => r.api_key_hash === '').windows.find((x: any) => x.period === 'daily').spent_usd
+}
+
 describe('an imported answer the proxy records afterwards', () => {
+  it('is superseded when the proxy records it: the answer\'s money is the proxy\'s, counted once', async () => {
+    const { t, w } = await setUp('unchanged')
+    try {
+      const { db, ledger } = t.server
+      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000001' })).status).toBe(200)
+      expect(await ledger.flushed()).toBe(true)
+      const proxied = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'proxy'").get() as { id: number; cost_usd: number }
+      // The log does not change: the watcher reads nothing, and the imported call still gives way.
+      await eventually(() => (db.prepare("SELECT cost_usd FROM calls WHERE source = 'import'").pluck().get() as number) === 0, 10_000)
+      expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ unchanged: 1, imported: 0 })
+      await w.stop()
+      expect(db.prepare("SELECT input_tokens, output_tokens, cost_usd, superseded_by FROM calls WHERE source = 'import'").get()).toEqual({
+        input_tokens: 0, output_tokens: 0, cost_usd: 0, superseded_by: proxied.id,
+      })
+      ledger.flush()
+      const day = db.prepare('SELECT SUM(requests) AS requests, SUM(cost_usd) AS cost FROM dash_day').get() as any
+      expect(day.cost).toBeCloseTo(proxied.cost_usd, 12)
+      expect(day.requests).toBe(1)
+      expect(ledger.spend.key('').month).toBe(0)
+      expect(await keylessSpent(t)).toBe(0)
+      // Its import key names the proxy's call.
+      expect(db.prepare('SELECT call_id FROM import_keys').pluck().all()).toEqual([proxied.id])
+    } finally {
+      await t.cleanup()
+    }
+  })
+
   it('superseded at the next read of its log: one request in the dashboard, the report rollup and the calls read raw', async () => {
-    const { t, w, file } = await setUp('grown')
+    // The proxy does not look for the imported twin as it records the answer (a server stopped at that moment).
+    const { t, w, file } = await setUp('grown', 3_600_000)
     try {
       const { db, ledger } = t.server
       expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000002' })).status).toBe(200)

@@ -24,7 +24,8 @@ describe('an imported answer and the proxy\'s later record of it, on PostgreSQL'
   it('the proxy\'s record supersedes the imported call: its money counted once everywhere', async () => {
     const url = h.database()
     const store = h.store(url)
-    const t = await h.server({ url, config: { budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } } })
+    // Its proxy does not look for the imported twin as it records the answer (./import-superseded-at-record.test.ts does): the next read of the log does.
+    const t = await h.server({ url, config: { budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }, create: { supersedeAfterMs: 3_600_000 } })
     const { budgetsOf } = await import('../../src/main/budgets')
     const feed = budgetsOf(t.server.context).feed!
     await eventually(() => feed.stats.reloads > 0, 20_000)

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll } from 'vitest'
 import type { Logger } from '../../src/main/log'
+import type { CreateOptions } from '../../src/main/server/server'
 import { PostgresStore } from '../../src/main/storage/postgres'
 import { eventually } from './http'
 import { type MockUpstream, type Responder, startMockUpstream } from './mock-upstream'
@@ -51,6 +52,8 @@ export interface ServerOptions {
   /** Another upstream for the providers; `null`: the config's own base URLs (or the real ones). */
   upstream?: string | null
   log?: Logger
+  /** The server's creation options (../../src/main/server/server.ts CreateOptions). */
+  create?: Omit<CreateOptions, 'log'>
 }
 
 export interface HarnessOptions {
@@ -111,7 +114,7 @@ export function usePostgres(opts: HarnessOptions = {}): PgHarness {
       const up = o.upstream === undefined ? (upstream?.url ?? undefined) : (o.upstream ?? undefined)
       // Loaded here: a unit test of a storage part (no server) does not load the whole server.
       const { startTestServer } = await import('./server')
-      const t = await startTestServer(config, up, o.dir, { log: o.log })
+      const t = await startTestServer(config, up, o.dir, { log: o.log, create: o.create })
       servers.push(t)
       return t
     },

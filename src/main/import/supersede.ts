@@ -1,14 +1,15 @@
 import { emptyUsage } from '../metering/usage'
-import type { CostMoves, MovedCall } from '../pricing/moves'
-import { SET_USAGE, type StoredTokens, tokensGained, usageParams } from '../pricing/usage-taken'
+import { CostMoves, type MovedCall, type SpendTargets } from '../pricing/moves'
+import { lockedRead, SET_USAGE, type StoredTokens, tokensGained, usageParams } from '../pricing/usage-taken'
 import type { SqlStore } from '../storage/sql'
 
 /*
  * An imported call whose answer the proxy recorded too (the same provider message id: a Claude
  * Code answer imported while one of its content blocks still streamed, past the import's wait)
  * gives way to the proxy's record: 0 tokens, $0, `superseded_by` naming that record, and no longer
- * a request. Its row stays (the audit trail; a team server may hold it). Done when the log is
- * read again (./grown.ts).
+ * a request. Its row stays (the audit trail; a team server may hold it). Done when the proxy
+ * records the answer (./superseder.ts) and when the log is read again (./grown.ts), whichever
+ * finds both first; the other finds it done.
  */
 
 /** An imported call as read back: what it is counted by, its tokens and cost, and what identifies its answer. */
@@ -23,6 +24,9 @@ export interface ImportedRow extends MovedCall, StoredTokens {
 export const IMPORTED_COLUMNS = `id, ts, endpoint, provider, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
   input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, response_id, call_key, superseded_by`
 
+/** The imported calls not superseded yet whose answer has this id (the partial index `calls_import_answer`). */
+const OPEN_IMPORTS = "FROM calls WHERE response_id = @rid AND source = 'import' AND response_id <> '' AND superseded_by IS NULL"
+
 /** The proxy's record of answer `rid` (its first), if it has one. */
 export async function proxiedTwin(tx: SqlStore, rid: string): Promise<number | undefined> {
   const twin = await tx.get<{ id: number }>("SELECT id FROM calls WHERE response_id = @rid AND response_id <> '' AND source = 'proxy' ORDER BY id LIMIT 1", { rid })
@@ -31,8 +35,10 @@ export async function proxiedTwin(tx: SqlStore, rid: string): Promise<number | u
 
 /**
  * Imported call `row` (read back in `tx`, locked on PostgreSQL) gives way to `twin`: moved by minus
- * its cost and tokens and by one request less (`moves`). False when another writer changed the
- * row since it was read.
+ * its cost and tokens and by one request less (`moves`). On PostgreSQL the twin is claimed by the
+ * imported call's keys (`import_claims`, as a match claims it): no other instance's log is matched
+ * to it by its counts, as if the log had been matched to it in the first place. False when another
+ * writer changed the row since it was read.
  */
 export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, moves: CostMoves): Promise<boolean> {
   const changed = await tx.run(
@@ -42,11 +48,43 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
   )
   if (changed === 0) return false
   moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), undefined, -1)
+  if (tx.dialect === 'postgres' && row.call_key) {
+    await tx.run("INSERT INTO import_claims (call_id, key, alias) VALUES (@twin, @key, '') ON CONFLICT (call_id) DO NOTHING", { twin, key: row.call_key })
+  }
   return true
+}
+
+/** Which of these answer ids have an imported call not superseded yet (cheap: most have none). */
+export async function openImports(store: SqlStore, rids: readonly string[]): Promise<string[]> {
+  const found: string[] = []
+  for (const rid of new Set(rids)) if (rid && (await store.get(`SELECT 1 AS x ${OPEN_IMPORTS} LIMIT 1`, { rid }))) found.push(rid)
+  return found
 }
 
 /** An imported call superseded, and the proxied call that superseded it. */
 export interface Superseded {
   id: number
   twin: number
+}
+
+/**
+ * The imported calls of these answers give way to the proxy's records of them, in one
+ * transaction with what that moves (the rollups, PostgreSQL's shared spend rows and the other
+ * instances' meters through the calls feed). Resolves to the moves, to publish once committed.
+ */
+export async function supersedeAnswers(store: SqlStore, rids: readonly string[], targets: Pick<SpendTargets, 'shared' | 'feedId'>): Promise<{ moves: CostMoves; superseded: Superseded[] } | null> {
+  if (rids.length === 0) return null
+  const out = await store.transaction(async (tx) => {
+    const moves = await CostMoves.in(tx)
+    const superseded: Superseded[] = []
+    for (const rid of rids) {
+      const twin = await proxiedTwin(tx, rid)
+      if (twin === undefined) continue
+      const rows = await tx.all<ImportedRow>(`SELECT ${IMPORTED_COLUMNS} ${OPEN_IMPORTS} ORDER BY id${lockedRead(tx)}`, { rid })
+      for (const row of rows) if (await supersede(tx, row, twin, moves)) superseded.push({ id: row.id, twin })
+    }
+    if (superseded.length > 0) await moves.apply(tx, targets)
+    return { moves, superseded }
+  })
+  return out.superseded.length > 0 ? out : null
 }

@@ -28,6 +28,7 @@ import { keepPending as spillPending, ledgerSpill } from '../reliability/spill'
 import { OPEN_GATE, type CallGate, everyCredential } from '../proxy/gate'
 import type { HeadersObserver } from '../proxy/call/forward'
 import { backgroundSettler } from '../pricing/background'
+import { importSuperseder } from '../import/superseder'
 import { createProxyHandler, type ProxyHandler } from '../proxy/handler'
 import { createEgress } from '../http/egress'
 import { proxyProblems } from '../http/network'
@@ -113,6 +114,8 @@ export interface CreateOptions {
   apiPreloadMs?: number | false
   /** Watch the agents' log folders when the config's `import.watch` does not say (the desktop app: true). */
   watchLogs?: boolean
+  /** How long after the proxy records an answer its imported twin is looked for (default SUPERSEDE_AFTER_MS; tests of the next read's supersede lengthen it). */
+  supersedeAfterMs?: number
 }
 
 /** Builds the whole server core: proxy, ledger, and the API and dashboard routes, on one port. */
@@ -201,6 +204,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     agentHome: opts.agentHome ?? { home: homedir(), env: process.env, platform: process.platform },
   }
   context.sessions = seededSessions(context)
+  // An imported answer gives way to the proxy's record of it as the proxy records it.
+  importSuperseder(context, storage.store.dialect === 'postgres' ? spendMover(config) : undefined, opts.supersedeAfterMs)
   const proxy = createProxyHandler({
     log,
     network,
