@@ -54,11 +54,16 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
   return true
 }
 
-/** Which of these answer ids have an imported call not superseded yet (cheap: most have none). */
+/** Which of these answer ids have an imported call not superseded yet: one look-up in the partial index for all (most have none). */
 export async function openImports(store: SqlStore, rids: readonly string[]): Promise<string[]> {
-  const found: string[] = []
-  for (const rid of new Set(rids)) if (rid && (await store.get(`SELECT 1 AS x ${OPEN_IMPORTS} LIMIT 1`, { rid }))) found.push(rid)
-  return found
+  const ids = [...new Set(rids)].filter(Boolean)
+  if (ids.length === 0) return []
+  const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
+  const rows = await store.all<{ rid: string }>(
+    `SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'import' AND response_id <> '' AND superseded_by IS NULL`,
+    { ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids) },
+  )
+  return rows.map((r) => r.rid)
 }
 
 /** An imported call superseded, and the proxied call that superseded it. */
