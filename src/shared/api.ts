@@ -85,7 +85,7 @@ export interface IngestRequest {
  * tokens changed after it was recorded (re-priced, or a background response's real usage): the team
  * server then replaces what it holds for the call when this revision is newer (README: Team).
  */
-export type IngestCall = Call & { key_hint?: string; endpoint?: string; error?: string | null; revision?: number }
+export type IngestCall = Call & { key_hint?: string; endpoint?: string; error?: string | null; revision?: number; superseded_by?: number }
 
 /** Calls per ingest request at most (a larger batch is a 400). */
 export const INGEST_MAX_CALLS = 1000

@@ -21,12 +21,14 @@ export interface RevisedBatch {
   more: boolean
 }
 
-type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null; origin_id: number | null }
+type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null; origin_id: number | null; superseded_by: number | null }
 
 /** A call as sent: with its revision only when it is sent again (`revised`); first sent, it is new to the team server. */
 function toIngest(r: Row, withRevision = false): IngestCall {
   const c: IngestCall = { ...toCall(r), key_hint: r.key_hint, endpoint: r.endpoint, error: r.error }
   if (withRevision && r.revision !== null) c.revision = r.revision
+  // An imported call the proxy's record superseded: no request on the team server either (its id of that record).
+  if (r.superseded_by !== null) c.superseded_by = r.superseded_by
   return c
 }
 
@@ -47,7 +49,7 @@ export class Batcher {
   private readonly maxRevision: Database.Statement
 
   constructor(db: Database.Database) {
-    const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision`
+    const cols = `${CALL_COLUMNS}, key_hint, endpoint, error, revision, superseded_by`
     this.select = db.prepare(`SELECT ${cols}, origin_id FROM calls WHERE id > ? ORDER BY id LIMIT ?`)
     // Revised after the cursor (revision, id); of them, the own calls already sent (id <= sent) go: ./backlog.ts counts them alike.
     const revised = 'revision IS NOT NULL AND (revision > @rev OR (revision = @rev AND id > @id))'

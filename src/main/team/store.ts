@@ -51,10 +51,11 @@ interface Held extends Omit<MovedCall, 'requested_model'> {
   cache_read_tokens: number
   cache_write_tokens: number
   revision: number | null
+  superseded_by: number | null
 }
 
-const HELD_COLUMNS = `id, origin_id, ts, provider, model, api_key_hash, tenant, agent, session, project, member, billing, cost_usd,
-  input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, revision`
+const HELD_COLUMNS = `id, origin_id, ts, provider, model, api_key_hash, tenant, agent, session, project, member, billing, source, cost_usd,
+  input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, revision, superseded_by`
 
 const HELD_SQL = `SELECT ${HELD_COLUMNS} FROM calls WHERE member = @member AND origin_id = @origin_id`
 
@@ -79,6 +80,27 @@ function judge(held: Held, row: IngestRow): 'revise' | 'duplicate' | 'clash' {
   // answer lost). What is held stays until the member's revision of it comes (its own number).
   if (row.revision > heldRevision) return 'revise'
   return 'duplicate'
+}
+
+/**
+ * An imported call the member's proxy superseded (it sent `superseded_by`) is no request here
+ * either: it names this server's copy of the member's proxied call (0 while that is not here),
+ * and the rollups that counted it move by one request less (`counted`: they did).
+ */
+async function superseded(tx: SqlStore, row: IngestRow, counted: Omit<MovedCall, 'id' | 'requested_model'> = countedOf(row.record)): Promise<CostChange | null> {
+  if (row.superseded_by === null) return null
+  const member = row.record.member ?? ''
+  const changed = await tx.run(
+    `UPDATE calls SET superseded_by = coalesce((SELECT t.id FROM calls t WHERE t.member = @member AND t.origin_id = @twin), 0)
+      WHERE member = @member AND origin_id = @origin_id AND superseded_by IS NULL`,
+    { member, twin: row.superseded_by, origin_id: row.origin_id },
+  )
+  return changed === 0 ? null : { ...costChangeOf(counted, 0), requests: -1, source: row.record.source }
+}
+
+/** What an ingested call is counted by in the rollups, as stored. */
+function countedOf(r: CallRecord): Omit<MovedCall, 'id' | 'requested_model'> {
+  return { ...r, project: r.project ?? '', member: r.member ?? '', billing: r.billing ?? 'api' }
 }
 
 /** Replaces the held call with its newer revision, and says what that moves in the rollups. */
@@ -142,6 +164,9 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
         for (const c of CALL_COLUMNS) params[c] = record[c]
         if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
           out.stored.push(record)
+          // Folded below as a request, then moved by one less (after the fold: `changes`).
+          const gone = await superseded(tx, row)
+          if (gone) changes.push(gone)
           continue
         }
       }
@@ -151,6 +176,8 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
       if (verdict === 'clash') out.clashes.push(row)
       else if (verdict === 'revise') {
         changes.push(await revise(tx, held, row))
+        const gone = await superseded(tx, row, held)
+        if (gone) changes.push(gone)
         out.revised.push(row)
       }
     }
@@ -207,6 +234,14 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
       await applyRollups(tx, stored)
       const clashes: IngestRow[] = []
       const revised: IngestRow[] = []
+      // Stored already superseded on the member: folded above as a request, moved by one less.
+      const gone: CostChange[] = []
+      for (const r of byId) {
+        if (r.superseded_by === null || !ids.has(r.origin_id)) continue
+        const c = await superseded(tx, r)
+        if (c) gone.push(c)
+      }
+      await adjustRollups(tx, gone)
       if (others.length > 0) {
         const held = await tx.all<Held>(PG_HELD_SQL, { member, ids: others.map((r) => r.origin_id) })
         const at = new Map(held.map((h) => [h.origin_id, h]))
@@ -218,6 +253,8 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
           if (verdict === 'clash') clashes.push(r)
           else if (verdict === 'revise') {
             changes.push(await revise(tx, h, r))
+            const c = await superseded(tx, r, h)
+            if (c) changes.push(c)
             revised.push(r)
           }
         }

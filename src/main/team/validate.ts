@@ -9,6 +9,8 @@ export interface IngestRow {
   /** The sender's revision of the call (0: none, as first recorded). */
   revision: number
   record: CallRecord
+  /** An imported call the proxy's record superseded on the sender: the sender's id of that record (./store.ts). */
+  superseded_by: number | null
 }
 
 /** Longest text accepted in a call's string fields (a model name, a session id, a project path). */
@@ -120,6 +122,10 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   if (revision !== 0 && (typeof revision !== 'number' || !Number.isSafeInteger(revision) || revision < 1 || revision > MAX_REVISION)) {
     throw new Bad('revision', `revision must be a whole number from 1 to ${MAX_REVISION} (or absent for a call as first recorded).`)
   }
+  const supersededBy = c.superseded_by ?? null
+  if (supersededBy !== null && (typeof supersededBy !== 'number' || !Number.isSafeInteger(supersededBy) || supersededBy < 1)) {
+    throw new Bad('superseded_by', 'superseded_by must be the sending Burnrate\'s id of the proxied call that superseded this imported one, a whole number >= 1 (or absent).')
+  }
   const error = c.error
   if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > MAX_TEXT)) {
     throw new Bad('error', 'error must be a short string or null.')
@@ -162,7 +168,7 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   if (record.cache_read_tokens + record.cache_write_tokens > record.input_tokens) {
     throw new Bad('cache_read_tokens', 'cache_read_tokens and cache_write_tokens are parts of input_tokens (every prompt token, cached ones included); their sum cannot exceed it.')
   }
-  return { index, origin_id: id, revision: revision as number, record }
+  return { index, origin_id: id, revision: revision as number, record, superseded_by: supersededBy as number | null }
 }
 
 /** Reads every call of a batch: the good ones to store, the bad ones as rejections (param `calls[i].field`). */
