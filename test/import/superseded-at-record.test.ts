@@ -88,6 +88,27 @@ describe('an imported answer the proxy records afterwards', () => {
     }
   })
 
+  it('recorded by a server stopped before it looked: superseded when it starts again, the log still unchanged', async () => {
+    const { t } = await setUp('stopped', 3_600_000)
+    let again: TestServer | null = null
+    try {
+      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000003' })).status).toBe(200)
+      expect(await t.server.ledger.flushed()).toBe(true)
+      await t.stop()
+      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url, t.dir)
+      const { db, ledger } = again.server
+      await eventually(() => (db.prepare("SELECT cost_usd FROM calls WHERE source = 'import'").pluck().get() as number) === 0, 10_000)
+      const proxied = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'proxy'").get() as { id: number; cost_usd: number }
+      expect(db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get()).toBe(proxied.id)
+      ledger.flush()
+      expect(db.prepare('SELECT SUM(requests) AS requests, SUM(cost_usd) AS cost FROM dash_day').get()).toEqual({ requests: 1, cost: proxied.cost_usd })
+      expect(ledger.spend.key('').month).toBe(0)
+    } finally {
+      await again?.stop()
+      await t.cleanup()
+    }
+  })
+
   it('superseded at the next read of its log: one request in the dashboard, the report rollup and the calls read raw', async () => {
     // The proxy does not look for the imported twin as it records the answer (a server stopped at that moment).
     const { t, w, file } = await setUp('grown', 3_600_000)

@@ -66,6 +66,25 @@ export async function openImports(store: SqlStore, rids: readonly string[]): Pro
   return rows.map((r) => r.rid)
 }
 
+/**
+ * The answer ids after `after` (in order) that have an imported call not superseded yet, `limit`
+ * at most (the partial index, walked a stretch at a time), and of them those the proxy recorded.
+ */
+export async function importsBeside(store: SqlStore, after: string, limit: number): Promise<{ last: string | null; proxied: string[] }> {
+  const open = await store.all<{ rid: string }>(
+    `SELECT DISTINCT response_id AS rid FROM calls
+      WHERE response_id > @after AND source = 'import' AND response_id <> '' AND superseded_by IS NULL ORDER BY response_id LIMIT ${limit}`,
+    { after },
+  )
+  if (open.length === 0) return { last: null, proxied: [] }
+  const ids = open.map((r) => r.rid)
+  const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
+  const proxied = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'proxy'`, {
+    ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids),
+  })
+  return { last: ids[ids.length - 1], proxied: proxied.map((r) => r.rid) }
+}
+
 /** An imported call superseded, and the proxied call that superseded it. */
 export interface Superseded {
   id: number

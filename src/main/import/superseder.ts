@@ -2,7 +2,7 @@ import { feedIdOf } from '../budgets/feed/publish'
 import type { SpendMover } from '../budgets/state/pg/call-spend'
 import type { CallRecord } from '../ledger/record'
 import type { ServerContext } from '../server/context'
-import { openImports, supersedeAnswers } from './supersede'
+import { importsBeside, openImports, supersedeAnswers } from './supersede'
 
 /**
  * How long after the proxy records an answer its imported twin is looked for: by then its row is
@@ -15,6 +15,9 @@ export const SUPERSEDE_AFTER_MS = 1_000
 /** Answer ids kept to look up again while the database is away. */
 const MAX_WAITING = 10_000
 
+/** Imported answers looked at per step of the start-up pass (one stretch of the index, then the event loop's turn). */
+const SWEEP_STEP = 2_000
+
 /**
  * As the proxy records an answer with a provider id, the imported call of the same answer (a
  * Claude Code answer imported while it still streamed, past the import's wait: by this server's
@@ -22,6 +25,9 @@ const MAX_WAITING = 10_000
  * to it at once (./supersede.ts), not only when its log is read again: a log that never changes
  * again would keep both, the answer's money counted twice. Off the call's path: the ids wait a
  * moment and are looked up together; the ledger is flushed only when one has an imported twin.
+ * Once started, it also looks over every imported answer not superseded yet for one the proxy
+ * recorded (a server stopped within that moment of recording it, or one older than this build):
+ * a stretch at a time, between other work.
  */
 export function importSuperseder(ctx: ServerContext, shared: SpendMover | undefined, afterMs = SUPERSEDE_AFTER_MS): void {
   let waiting: string[] = []
@@ -65,6 +71,26 @@ export function importSuperseder(ctx: ServerContext, shared: SpendMover | undefi
       schedule(afterMs * 5)
     }
   }
+  let sweeping: Promise<void> | null = null
+  const sweep = async () => {
+    let after = ''
+    try {
+      while (!closed) {
+        const step = await importsBeside(ctx.store, after, SWEEP_STEP)
+        if (step.last === null) return
+        after = step.last
+        if (step.proxied.length > 0) {
+          waiting = waiting.concat(step.proxied).slice(-MAX_WAITING)
+          schedule(0)
+        }
+        await new Promise((r) => setImmediate(r))
+      }
+    } catch (err) {
+      ctx.log.warn(`the imported calls could not be looked over for the proxy's records of their answers: ${(err as Error).message}`)
+    }
+  }
+  const start = setTimeout(() => (sweeping = sweep()), afterMs)
+  start.unref()
   ctx.ledger.onCall((call: CallRecord) => {
     // (A proxied call's record has no source: it is stored as `proxy`.)
     if ((call.source ?? 'proxy') !== 'proxy' || !call.response_id || closed) return
@@ -73,7 +99,9 @@ export function importSuperseder(ctx: ServerContext, shared: SpendMover | undefi
   })
   ctx.onClose(async () => {
     closed = true
+    clearTimeout(start)
     if (timer) clearTimeout(timer)
+    await sweeping
     await running
   })
 }
