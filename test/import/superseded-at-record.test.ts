@@ -1,6 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { LogWatcher } from '../../src/main/import/watcher'
 import { silentLogger } from '../../src/main/log'
@@ -103,6 +104,28 @@ describe('an imported answer the proxy records afterwards', () => {
       ledger.flush()
       expect(db.prepare('SELECT SUM(requests) AS requests, SUM(cost_usd) AS cost FROM dash_day').get()).toEqual({ requests: 1, cost: proxied.cost_usd })
       expect(ledger.spend.key('').month).toBe(0)
+    } finally {
+      await again?.stop()
+      await t.cleanup()
+    }
+  })
+
+  it('left at $0 by an older build (no superseded_by): no request from the next start on', async () => {
+    const { t } = await setUp('older', 3_600_000)
+    let again: TestServer | null = null
+    try {
+      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000005' })).status).toBe(200)
+      expect(await t.server.ledger.flushed()).toBe(true)
+      await t.stop()
+      // As an older build superseded it: its row at 0, the rollups still counting it as a request.
+      const db = new Database(t.dbFile)
+      db.prepare("UPDATE calls SET input_tokens = 0, output_tokens = 0, cost_usd = 0 WHERE source = 'import'").run()
+      db.close()
+      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url, t.dir)
+      const ledger = again.server.ledger
+      await eventually(() => again!.server.db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
+      ledger.flush()
+      expect(again.server.db.prepare('SELECT SUM(requests) FROM dash_day').pluck().get()).toBe(1)
     } finally {
       await again?.stop()
       await t.cleanup()
