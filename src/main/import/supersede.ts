@@ -7,7 +7,9 @@ import type { SqlStore } from '../storage/sql'
  * An imported call whose answer the proxy recorded too (the same provider message id: a Claude
  * Code answer imported while one of its content blocks still streamed, past the import's wait)
  * gives way to the proxy's record: 0 tokens, $0, `superseded_by` naming that record, and no longer
- * a request. Its row stays (the audit trail; a team server may hold it). Done when the proxy
+ * a request. Its row stays (the audit trail; a team server may hold it). Only this Burnrate's own
+ * calls: a team member's (`origin_id` set) are that member's to supersede, and it says so when it
+ * sends them again (../team/store.ts). Done when the proxy
  * records the answer (./superseder.ts) and when the log is read again (./grown.ts), whichever
  * finds both first; the other finds it done.
  */
@@ -25,11 +27,11 @@ export const IMPORTED_COLUMNS = `id, ts, endpoint, provider, model, api_key_hash
   input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, response_id, call_key, superseded_by`
 
 /** The imported calls not superseded yet whose answer has this id (the partial index `calls_import_answer`). */
-const OPEN_IMPORTS = "FROM calls WHERE response_id = @rid AND source = 'import' AND response_id <> '' AND superseded_by IS NULL"
+const OPEN_IMPORTS = "FROM calls WHERE response_id = @rid AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL"
 
 /** The proxy's record of answer `rid` (its first), if it has one. */
 export async function proxiedTwin(tx: SqlStore, rid: string): Promise<number | undefined> {
-  const twin = await tx.get<{ id: number }>("SELECT id FROM calls WHERE response_id = @rid AND response_id <> '' AND source = 'proxy' ORDER BY id LIMIT 1", { rid })
+  const twin = await tx.get<{ id: number }>("SELECT id FROM calls WHERE response_id = @rid AND response_id <> '' AND source = 'proxy' AND origin_id IS NULL ORDER BY id LIMIT 1", { rid })
   return twin?.id
 }
 
@@ -60,7 +62,7 @@ export async function openImports(store: SqlStore, rids: readonly string[]): Pro
   if (ids.length === 0) return []
   const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
   const rows = await store.all<{ rid: string }>(
-    `SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'import' AND response_id <> '' AND superseded_by IS NULL`,
+    `SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL`,
     { ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids) },
   )
   return rows.map((r) => r.rid)
@@ -73,13 +75,13 @@ export async function openImports(store: SqlStore, rids: readonly string[]): Pro
 export async function importsBeside(store: SqlStore, after: string, limit: number): Promise<{ last: string | null; proxied: string[] }> {
   const open = await store.all<{ rid: string }>(
     `SELECT DISTINCT response_id AS rid FROM calls
-      WHERE response_id > @after AND source = 'import' AND response_id <> '' AND superseded_by IS NULL ORDER BY response_id LIMIT ${limit}`,
+      WHERE response_id > @after AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL ORDER BY response_id LIMIT ${limit}`,
     { after },
   )
   if (open.length === 0) return { last: null, proxied: [] }
   const ids = open.map((r) => r.rid)
   const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
-  const proxied = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'proxy'`, {
+  const proxied = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'proxy' AND origin_id IS NULL`, {
     ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids),
   })
   return { last: ids[ids.length - 1], proxied: proxied.map((r) => r.rid) }
