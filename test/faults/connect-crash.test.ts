@@ -63,8 +63,9 @@ interface Ran {
   ops: { op: string; path: string }[]
 }
 
-function step(op: 'connect' | 'disconnect', agent: string, url: string, killAfter: number, env: Record<string, string> = {}): Ran {
-  const r = spawnSync(process.execPath, [child, home, dataDir, op, agent, url, String(killAfter), JSON.stringify({ ...ENV, ...env })], { encoding: 'utf8', timeout: 60_000 })
+function step(op: 'connect' | 'disconnect', agent: string, url: string, killAfter: number, env: Record<string, string> = {}, now?: string): Ran {
+  const args = [child, home, dataDir, op, agent, url, String(killAfter), JSON.stringify({ ...ENV, ...env }), ...(now ? [now] : [])]
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 60_000 })
   if (r.signal === 'SIGKILL') return { killed: true, changes: killAfter, ops: [] }
   if (r.status !== 0) throw new Error(`child failed (${r.status} ${r.signal}): ${r.stderr}`)
   return { killed: false, ...JSON.parse(r.stdout) }
@@ -101,12 +102,12 @@ function snapshot(dir = home): Record<string, string> {
  * Runs `setup`, then `op` killed after its 1st, 2nd, … change to the disk until it runs to the
  * end; after each, Disconnect (a new process's AgentConnections) must give back `original`.
  */
-function everyCrash(opts: { setup: () => void; op: 'connect' | 'disconnect'; agent: string; url: string; env?: Record<string, string> }): Ran {
+function everyCrash(opts: { setup: () => void; op: 'connect' | 'disconnect'; agent: string; url: string; env?: Record<string, string>; now?: string }): Ran {
   for (let k = 1; ; k++) {
     rmSync(home, { recursive: true, force: true })
     mkdirSync(home, { recursive: true })
     opts.setup()
-    const ran = step(opts.op, opts.agent, opts.url, k, opts.env)
+    const ran = step(opts.op, opts.agent, opts.url, k, opts.env, opts.now)
     const conn = connections(opts.env)
     conn.disconnect(opts.agent)
     // Also no temporary file of Burnrate's left in the user's folders.
@@ -185,6 +186,24 @@ describe('a connect or disconnect killed after any of its writes', () => {
       agent: 'opencode',
       url: URL_B,
       env,
+    })
+  })
+
+  it('a re-point that writes one settings.json and puts back another (CLAUDE_CONFIG_DIR set since), within one millisecond: each gets its own bytes back', () => {
+    const alt = join(home, 'alt-claude')
+    everyCrash({
+      setup: () => {
+        put('.claude/settings.json', CLAUDE, 0o640)
+        put('alt-claude/settings.json', '{ "env": { "ANTHROPIC_API_KEY": "sk-ant-other" } }\n', 0o600)
+        originalIsNow()
+        connections().connect('claude-code', URL_A)
+      },
+      op: 'connect',
+      agent: 'claude-code',
+      url: URL_A,
+      env: { CLAUDE_CONFIG_DIR: alt },
+      // Every copy it saves is made in the same millisecond (as on a fast disk).
+      now: '2026-12-06T12:00:00.000Z',
     })
   })
 

@@ -55,7 +55,10 @@ function putBefore(state: StateStore, f: PendingFile, sha: string | null): void 
     return
   }
   const bytes = state.readBackupBytes(f.before)
-  if (bytes === null) throw new ConnectError('unreadable', `${f.path} was being changed by Burnrate when it stopped, and its copy from before (${f.before}) cannot be read; nothing was written.`, f.path)
+  // A copy that is not the file as it was (another file's) must not be written over it.
+  if (bytes === null || sha256Bytes(bytes) !== f.before_sha256) {
+    throw new ConnectError('unreadable', `${f.path} was being changed by Burnrate when it stopped, and its copy from before (${f.before}) cannot be read; nothing was written.`, f.path)
+  }
   writeFileKeepingMode(f.path, bytes)
 }
 

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync } from 'node:fs'
+import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
 import { untrustedReason } from '../security/owned-file'
 import { ConnectError } from './errors'
@@ -115,8 +115,15 @@ export class StateStore {
     this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records, ...(pending ? { pending } : {}) }, null, 2) + '\n')
   }
 
+  /**
+   * Saves a copy under a name of its own: two files of the same name (a settings.json in
+   * $CLAUDE_CONFIG_DIR and the ~/.claude/settings.json a re-point puts back) copied in the same
+   * millisecond would otherwise share one, the later copy taking the place of the earlier.
+   */
   saveBackup(agent: string, path: string, text: string | Buffer, now: Date): string {
-    const name = `${agent}/${now.toISOString().replace(/[:.]/g, '-')}-${basename(path)}`
+    const stem = `${agent}/${now.toISOString().replace(/[:.]/g, '-')}-${basename(path)}`
+    let name = stem
+    for (let n = 2; existsSync(join(this.dataDir, BACKUP_DIR, name)); n++) name = `${stem}-${n}`
     this.writePrivate(join(this.dataDir, BACKUP_DIR, name), text)
     return name
   }

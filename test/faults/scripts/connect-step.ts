@@ -3,13 +3,13 @@
  * SIGKILL right after its Nth change to the disk (a write, a rename, a removal, a folder made), as
  * a crash there would leave things. Counts every such change, and says on stdout how many there
  * were when it was not killed, with each file operation in order (to check the fsyncs).
- * argv: home dataDir op(connect|disconnect) agent url killAfter envJson
+ * argv: home dataDir op(connect|disconnect) agent url killAfter envJson [now: an ISO time its clock stands still at]
  */
 import fs from 'node:fs'
 import { syncBuiltinESMExports } from 'node:module'
 import { AgentConnections } from '../../../src/main/connect/connections'
 
-const [home, dataDir, op, agent, url, killAfterText, envJson] = process.argv.slice(2)
+const [home, dataDir, op, agent, url, killAfterText, envJson, nowText] = process.argv.slice(2)
 const killAfter = Number(killAfterText)
 const CHANGES = new Set(['writeFileSync', 'writeSync', 'renameSync', 'rmSync', 'unlinkSync', 'rmdirSync', 'mkdirSync', 'linkSync', 'copyFileSync'])
 const SEEN = [...CHANGES, 'openSync', 'fsyncSync', 'closeSync']
@@ -30,7 +30,7 @@ for (const name of SEEN) {
 }
 syncBuiltinESMExports()
 
-const conn = new AgentConnections({ home, dataDir, platform: 'linux', env: JSON.parse(envJson) })
+const conn = new AgentConnections({ home, dataDir, platform: 'linux', env: JSON.parse(envJson), ...(nowText ? { now: () => new Date(nowText) } : {}) })
 if (op === 'connect') conn.connect(agent, url)
 else conn.disconnect(agent)
 process.stdout.write(JSON.stringify({ changes, ops }))
