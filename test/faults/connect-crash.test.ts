@@ -283,6 +283,32 @@ describe('a connect or disconnect killed after any of its writes', () => {
     expect(JSON.parse(readFileSync(state, 'utf8')).pending).toBeUndefined()
   })
 
+  it('a connect of another agent made while one is under way in another process: neither record is lost', async () => {
+    put('.claude/settings.json', CLAUDE, 0o640)
+    put('.codex/config.toml', 'model = "o3"\n', 0o600)
+    originalIsNow()
+    // The CLI's connect, stopped at its first change to the disk (it has read the records).
+    const cli = spawn(process.execPath, [child, home, dataDir, 'connect', 'claude-code', URL_A, '-1', JSON.stringify(ENV)], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const exited = new Promise<number | null>((r) => cli.once('exit', (code) => r(code)))
+    await new Promise<void>((r) => cli.stderr.on('data', (d: Buffer) => d.toString().includes('stopped') && r()))
+    // The desktop app connects Codex meanwhile: refused while the other is at work, or recorded.
+    let refused = false
+    try {
+      connections().connect('codex', URL_A)
+    } catch (err) {
+      expect(err).toMatchObject({ code: 'conflict' })
+      refused = true
+    }
+    cli.kill('SIGCONT')
+    expect(await exited).toBe(0)
+    const conn = connections()
+    expect(conn.connected().map((c) => c.agent).sort()).toEqual(refused ? ['claude-code'] : ['claude-code', 'codex'])
+    // Whatever points at Burnrate, Disconnect puts back.
+    conn.disconnect('claude-code')
+    conn.disconnect('codex')
+    expect(snapshot()).toEqual(original)
+  })
+
   it('each file is synced before it is renamed into place, and its folder after', () => {
     put('.claude/settings.json', CLAUDE, 0o640)
     const ran = step('connect', 'claude-code', URL_A, 0)

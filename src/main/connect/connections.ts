@@ -6,6 +6,7 @@ import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
 import { CONNECTORS } from './registry'
+import { exclusive } from './lock'
 import { settlePending } from './recover'
 import { restoreWork, undoKeys } from './restore'
 import { type ConnectionRecord, type FileRecord, StateStore } from './state'
@@ -38,8 +39,10 @@ export class AgentConnections {
   private readonly now: () => Date
   /** Where the writes of a connect or disconnect go (./write.ts). */
   private readonly writer: Writer
+  private readonly dataDir: string
 
   constructor(opts: ConnectionsOptions) {
+    this.dataDir = opts.dataDir
     this.ctx = { home: opts.home, env: opts.env, platform: opts.platform }
     this.connectors = opts.connectors ?? CONNECTORS
     this.state = new StateStore(opts.dataDir)
@@ -109,13 +112,13 @@ export class AgentConnections {
 
   /** What connecting `agent` to the Burnrate at `url` would write. Writes nothing. */
   planConnect(agent: string, url: string): ConnectPlan {
-    settlePending(this.state)
+    this.settle()
     return this.workConnect(this.connector(agent), normaliseUrl(url)).plan
   }
 
   /** What disconnecting `agent` would write. Writes nothing. */
   planDisconnect(agent: string): ConnectPlan {
-    settlePending(this.state)
+    this.settle()
     return this.workDisconnect(this.connector(agent)).plan
   }
 
@@ -126,6 +129,10 @@ export class AgentConnections {
   connect(agent: string, url: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
     const u = normaliseUrl(url)
+    return exclusive(this.dataDir, () => this.connectNow(c, u, opts), { create: true })
+  }
+
+  private connectNow(c: AgentConnector, u: string, opts: { planId?: string }): ConnectPlan {
     settlePending(this.state)
     const work = this.workConnect(c, u)
     this.checkPlan(work, opts.planId)
@@ -149,6 +156,10 @@ export class AgentConnections {
   /** Restores what `agent` had before Burnrate connected it. */
   disconnect(agent: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
+    return exclusive(this.dataDir, () => this.disconnectNow(c, opts))
+  }
+
+  private disconnectNow(c: AgentConnector, opts: { planId?: string }): ConnectPlan {
     settlePending(this.state)
     const work = this.workDisconnect(c)
     this.checkPlan(work, opts.planId)
@@ -265,10 +276,15 @@ export class AgentConnections {
   /** settlePending for a read: one that cannot be settled now leaves the records as they are (a connect or disconnect says why). */
   private settleQuietly(): void {
     try {
-      settlePending(this.state)
+      if (this.state.pending()) this.settle()
     } catch {
       // Read as the records are.
     }
+  }
+
+  /** settlePending, as the only Burnrate changing the agents' files (./lock.ts). */
+  private settle(): void {
+    exclusive(this.dataDir, () => settlePending(this.state))
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {

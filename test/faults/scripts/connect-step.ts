@@ -2,7 +2,7 @@
  * Spawned by ../connect-crash.test.ts (bundled first): one connect or disconnect, killed with
  * SIGKILL right after its Nth change to the disk (a write, a rename, a removal, a folder made), as
  * a crash there would leave things. Counts every such change, and says on stdout how many there
- * were when it was not killed, with each file operation in order (to check the fsyncs).
+ * were when it was not killed (a negative N: stopped there, SIGSTOP, until the test lets it go on), with each file operation in order (to check the fsyncs).
  * argv: home dataDir op(connect|disconnect) agent url killAfter envJson [now: an ISO time its clock stands still at]
  */
 import fs from 'node:fs'
@@ -24,7 +24,13 @@ for (const name of SEEN) {
     if (name === 'openSync') fdPath.set(r as number, String(args[0]))
     const first = args[0]
     ops.push({ op: name, path: typeof first === 'number' ? (fdPath.get(first) ?? `fd ${first}`) : String(first) })
-    if (CHANGES.has(name) && ++changes === killAfter) process.kill(process.pid, 'SIGKILL')
+    if (CHANGES.has(name) && ++changes === Math.abs(killAfter)) {
+      // A negative count stops it there instead (SIGSTOP), after saying so on stderr, until SIGCONT.
+      if (killAfter < 0) {
+        fs.writeSync(2, 'stopped\n')
+        process.kill(process.pid, 'SIGSTOP')
+      } else process.kill(process.pid, 'SIGKILL')
+    }
     return r
   }
 }

@@ -1,0 +1,56 @@
+import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { join } from 'node:path'
+import { otherProcessRuns, processStart } from '../server/data-lock'
+import { ConnectError } from './errors'
+import { makeFolders } from './files'
+
+export const LOCK_FILE = 'agent-connections.lock'
+
+/**
+ * Runs `fn` as the only Burnrate changing the agents' files and records in `dataDir` (the CLI's
+ * connect while the desktop app connects another agent or settles a cut-off one): each reads the
+ * records, then writes them whole, so two at once would drop the other's record and leave its
+ * agent pointed at Burnrate with nothing for Disconnect to undo. Another live process holding it
+ * is a conflict; a lock left by a crash (its process gone, or cut short) is taken over. Without
+ * `create`, a data folder not made yet (no records: nothing to settle or undo) is not made for it.
+ */
+export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: boolean } = {}): T {
+  const file = join(dataDir, LOCK_FILE)
+  if (opts.create) makeFolders(dataDir)
+  else if (!existsSync(dataDir)) return fn()
+  const body = JSON.stringify({ pid: process.pid, proc_start: processStart(process.pid) ?? undefined })
+  for (let attempt = 0; ; attempt++) {
+    let fd: number
+    try {
+      fd = openSync(file, 'wx', 0o600)
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err
+      const holder = readHolder(file)
+      if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
+        throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing).`)
+      }
+      rmSync(file, { force: true })
+      continue
+    }
+    try {
+      writeSync(fd, body)
+    } finally {
+      closeSync(fd)
+    }
+    break
+  }
+  try {
+    return fn()
+  } finally {
+    if (readHolder(file)?.pid === process.pid) rmSync(file, { force: true })
+  }
+}
+
+function readHolder(file: string): { pid: number; proc_start?: string } | null {
+  try {
+    const v = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; proc_start?: string }
+    return typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0 ? { pid: v.pid, proc_start: v.proc_start } : null
+  } catch {
+    return null
+  }
+}
