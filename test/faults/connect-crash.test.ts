@@ -255,6 +255,37 @@ describe('a connect or disconnect killed after any of its writes', () => {
     }
   })
 
+  it('a connect killed after its file was written, the file then edited by hand: Disconnect still takes Burnrate out and keeps the edit', () => {
+    const settings = put('.claude/settings.json', CLAUDE, 0o640)
+    const k = changesUntil(step('connect', 'claude-code', URL_A, 0), (o) => o.op === 'renameSync' && o.path.startsWith(settings))
+    rmSync(dataDir, { recursive: true })
+    writeFileSync(settings, CLAUDE)
+    expect(step('connect', 'claude-code', URL_A, k).killed).toBe(true)
+    expect(readFileSync(settings, 'utf8')).toContain('ANTHROPIC_BASE_URL')
+    // The user adds a line of their own before Burnrate runs again.
+    writeFileSync(settings, readFileSync(settings, 'utf8').replace('"model": "opus",', '"model": "opus",\n    "theme": "dark",'))
+    const conn = connections()
+    conn.disconnect('claude-code')
+    expect(readFileSync(settings, 'utf8')).toBe(CLAUDE.replace('"model": "opus",', '"model": "opus",\n    "theme": "dark",'))
+    expect(statSync(settings).mode & 0o777).toBe(0o640)
+    expect(conn.connected()).toEqual([])
+  })
+
+  it('a re-point killed before its file was written, the file then edited by hand: Disconnect still takes Burnrate out and keeps the edit', () => {
+    const settings = put('.claude/settings.json', CLAUDE, 0o640)
+    connections().connect('claude-code', URL_A)
+    const state = join(dataDir, 'agent-connections.json')
+    const journal = changesUntil(step('connect', 'claude-code', URL_B, 0), (o) => o.op === 'renameSync' && o.path.startsWith(state))
+    connections().connect('claude-code', URL_A)
+    expect(step('connect', 'claude-code', URL_B, journal).killed).toBe(true)
+    expect(readFileSync(settings, 'utf8')).toContain(URL_A)
+    writeFileSync(settings, readFileSync(settings, 'utf8').replace('"model": "opus",', '"model": "opus",\n    "theme": "dark",'))
+    const conn = connections()
+    conn.disconnect('claude-code')
+    expect(readFileSync(settings, 'utf8')).toBe(CLAUDE.replace('"model": "opus",', '"model": "opus",\n    "theme": "dark",'))
+    expect(conn.connected()).toEqual([])
+  })
+
   it('leaves a change that another running Burnrate is making to it, and settles it once that one is gone', async () => {
     put('.claude/settings.json', CLAUDE, 0o640)
     originalIsNow()

@@ -6,6 +6,7 @@ import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
 import { CONNECTORS } from './registry'
+import { holdsChange } from './holds-change'
 import { exclusive } from './lock'
 import { settlePending } from './recover'
 import { restoreWork, undoKeys } from './restore'
@@ -133,7 +134,7 @@ export class AgentConnections {
   }
 
   private connectNow(c: AgentConnector, u: string, opts: { planId?: string }): ConnectPlan {
-    settlePending(this.state)
+    this.settleNow()
     const work = this.workConnect(c, u)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
@@ -160,7 +161,7 @@ export class AgentConnections {
   }
 
   private disconnectNow(c: AgentConnector, opts: { planId?: string }): ConnectPlan {
-    settlePending(this.state)
+    this.settleNow()
     const work = this.workDisconnect(c)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
@@ -282,9 +283,14 @@ export class AgentConnections {
     }
   }
 
-  /** settlePending, as the only Burnrate changing the agents' files (./lock.ts). */
+  /** settleNow, as the only Burnrate changing the agents' files (./lock.ts). */
   private settle(): void {
-    exclusive(this.dataDir, () => settlePending(this.state))
+    exclusive(this.dataDir, () => this.settleNow())
+  }
+
+  /** settlePending, a file changed by hand since judged by its keys (./holds-change.ts). */
+  private settleNow(): void {
+    settlePending(this.state, (pending, f, now) => holdsChange(this.ctx, this.connectors, this.state, pending, f, now))
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {

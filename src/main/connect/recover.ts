@@ -2,20 +2,21 @@ import { readFileSync, rmSync } from 'node:fs'
 import { otherProcessRuns } from '../server/data-lock'
 import { ConnectError } from './errors'
 import { realTarget, removeEmptyFolders, removeFile, tempName, writeFileKeepingMode } from './files'
-import type { ConnectionRecord, PendingFile, StateStore } from './state'
+import type { ConnectionRecord, Pending, PendingFile, StateStore } from './state'
 import { sha256Bytes } from './write'
 
 /**
  * Settles a connect or disconnect that was cut off (a crash or a power cut in ./write.ts
- * writeWork): when every file it changes holds what it wrote, its records are saved, as it would
- * have done; else each file that holds what it wrote gets its copy from before back (a file never
- * made is removed, with the folders made for it), and the records stay as they were. A file that
- * holds neither was changed by hand since, and is left as it is. Either way the records then name
+ * writeWork): when no file it changes is still as it was (each holds what it wrote, or was
+ * changed by hand since), its records are saved, as it would have done; else each file that
+ * holds what it wrote gets its copy from before back (a file never made is removed, with the
+ * folders made for it), and the records stay as they were. A file that holds neither was changed
+ * by hand since, and is left as it is. Either way the records then name
  * what the files hold, and Disconnect puts back the user's own files. Each step is durable and
  * may be done twice: a crash in here is settled the same way the next time. One that another
  * running Burnrate is making is left to it (a conflict: nothing is written).
  */
-export function settlePending(state: StateStore): void {
+export function settlePending(state: StateStore, holds: (pending: Pending, f: PendingFile, now: Buffer | null) => boolean | null = () => null): void {
   const pending = state.pending()
   if (!pending) return
   // Another Burnrate (the CLI while the app lists the agents) is in the middle of it.
@@ -24,7 +25,13 @@ export function settlePending(state: StateStore): void {
   }
   const files = pending.files.map((f) => ({ f, sha: shaOf(f.path) }))
   for (const { f } of files) rmSync(tempName(realTarget(f.path), pending.pid), { force: true })
-  const finished = files.every(({ f, sha }) => sha === f.after_sha256)
+  // The files are written in order, so one still as it was means those after it were not
+  // written either. One changed by hand since (neither as before nor as written) is taken as
+  // written when its keys say so, or do not say: undone, a file that holds Burnrate's keys and
+  // the user's edit would be left as it is with no record, the agent pointed at Burnrate for
+  // good and its copy from before dropped; kept, its record lets Disconnect take out only
+  // Burnrate's keys, and leave it be where it has none.
+  const finished = files.every(({ f, sha }) => sha === f.after_sha256 || (sha !== f.before_sha256 && holds(pending, f, bytesOf(f.path)) !== false))
   if (!finished) for (const { f, sha } of [...files].reverse()) putBefore(state, f, sha)
   const current = state.read()
   const kept = finished ? pending.records : current
@@ -63,8 +70,13 @@ function putBefore(state: StateStore, f: PendingFile, sha: string | null): void 
 }
 
 function shaOf(path: string): string | null {
+  const bytes = bytesOf(path)
+  return bytes === null ? null : sha256Bytes(bytes)
+}
+
+function bytesOf(path: string): Buffer | null {
   try {
-    return sha256Bytes(readFileSync(realTarget(path)))
+    return readFileSync(realTarget(path))
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null
     throw err
