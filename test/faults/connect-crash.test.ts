@@ -113,7 +113,21 @@ function everyCrash(opts: { setup: () => void; op: 'connect' | 'disconnect'; age
     // Also no temporary file of Burnrate's left in the user's folders.
     expect(snapshot(), `killed after change ${k} of the ${opts.op}`).toEqual(original)
     expect(conn.connected(), `killed after change ${k}`).toEqual([])
+    // Nor a copy of the user's files (their keys in it) left in Burnrate's data folder once disconnected.
+    expect(dataFiles().filter((f) => f !== 'agent-connections.json'), `killed after change ${k}`).toEqual([])
     if (!ran.killed) return ran
+  }
+}
+
+/** The files in Burnrate's data folder (relative). */
+function dataFiles(): string[] {
+  try {
+    return readdirSync(dataDir, { recursive: true, withFileTypes: true })
+      .filter((e) => !e.isDirectory())
+      .map((e) => join(e.parentPath, e.name).slice(dataDir.length + 1))
+      .sort()
+  } catch {
+    return []
   }
 }
 

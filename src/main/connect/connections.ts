@@ -135,6 +135,7 @@ export class AgentConnections {
 
   private connectNow(c: AgentConnector, u: string, opts: { planId?: string }): ConnectPlan {
     this.settleNow()
+    this.state.dropUnnamed()
     const work = this.workConnect(c, u)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
@@ -162,6 +163,7 @@ export class AgentConnections {
 
   private disconnectNow(c: AgentConnector, opts: { planId?: string }): ConnectPlan {
     this.settleNow()
+    this.state.dropUnnamed()
     const work = this.workDisconnect(c)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()

@@ -1,5 +1,5 @@
-import { existsSync, readFileSync, rmSync } from 'node:fs'
-import { basename, dirname, join } from 'node:path'
+import { type Dirent, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { basename, dirname, join, relative, sep } from 'node:path'
 import { untrustedReason } from '../security/owned-file'
 import { ConnectError } from './errors'
 import { makeFolders, writeDurably } from './files'
@@ -145,6 +145,38 @@ export class StateStore {
       return untrustedReason(file) ? null : readFileSync(file)
     } catch {
       return null
+    }
+  }
+
+  /**
+   * Removes what a connect cut off before it saved its pending change left in the backups folder:
+   * copies of the user's files (their API keys in them) that no record names, and temporary files.
+   * Only as the only Burnrate changing them (./lock.ts), once a cut-off change is settled.
+   */
+  dropUnnamed(): void {
+    const pending = this.pending()
+    const records = [...Object.values(this.read()), ...Object.values(pending?.records ?? {})]
+    const keep = new Set<string>([...records.flatMap((r) => r.files.flatMap((f) => [f.backup, f.written_copy])), ...(pending?.files ?? []).map((f) => f.before)].filter((n): n is string => !!n))
+    const root = join(this.dataDir, BACKUP_DIR)
+    let found: Dirent[]
+    try {
+      found = readdirSync(root, { recursive: true, withFileTypes: true })
+    } catch {
+      return
+    }
+    const drop = (full: string): void => {
+      try {
+        rmSync(full, { force: true })
+      } catch {
+        // Left: it harms nothing more than before.
+      }
+    }
+    for (const e of found) {
+      const full = join(e.parentPath, e.name)
+      if (e.isFile() && !keep.has(relative(root, full).split(sep).join('/'))) drop(full)
+    }
+    for (const e of readdirSync(this.dataDir, { withFileTypes: true })) {
+      if (e.isFile() && e.name.startsWith(`${STATE_FILE}.burnrate-`) && e.name.endsWith('.tmp')) drop(join(this.dataDir, e.name))
     }
   }
 
