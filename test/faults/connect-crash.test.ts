@@ -234,6 +234,20 @@ describe('a connect or disconnect killed after any of its writes', () => {
     })
   })
 
+  it('a chain of symlinks to a profile not made yet (a dotfile manager\'s, before its first sync): the file and its folder go again, the links stay', () => {
+    everyCrash({
+      setup: () => {
+        mkdirSync(join(home, 'links'))
+        symlinkSync('../dotfiles/shell/zshrc', join(home, 'links/zshrc'))
+        symlinkSync('links/zshrc', join(home, '.zshrc'))
+        originalIsNow()
+      },
+      op: 'connect',
+      agent: 'sdk',
+      url: URL_A,
+    })
+  })
+
   it('a disconnect', () => {
     everyCrash({
       setup: () => {

@@ -27,7 +27,7 @@ export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: bool
       if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err
       const holder = readHolder(file)
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
-        throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing).`)
+        throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
       }
       rmSync(file, { force: true })
       continue
