@@ -248,6 +248,23 @@ describe('a connect or disconnect killed after any of its writes', () => {
     })
   })
 
+  it('a disconnect of a profile that became other than UTF-8 since (a line saved in Latin-1): every other byte kept', () => {
+    const latin1 = Buffer.from('# caf\xe9\n', 'latin1')
+    everyCrash({
+      setup: () => {
+        const zshrc = put('.zshrc', '# zsh\nalias ll="ls -l"\n', 0o640)
+        connections().connect('sdk', URL_A)
+        const connected = readFileSync(zshrc)
+        writeFileSync(zshrc, Buffer.concat([Buffer.from('# zsh\nalias ll="ls -l"\n'), latin1]))
+        originalIsNow()
+        writeFileSync(zshrc, Buffer.concat([connected, latin1]))
+      },
+      op: 'disconnect',
+      agent: 'sdk',
+      url: URL_A,
+    })
+  })
+
   it('a disconnect', () => {
     everyCrash({
       setup: () => {

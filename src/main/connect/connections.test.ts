@@ -561,6 +561,14 @@ describe('agent connections', () => {
     expect(conn.connected()).toEqual([])
   })
 
+  it('a connect whose data folder cannot be made says so as a refusal, with nothing written', () => {
+    put('.claude/settings.json', CLAUDE)
+    writeFileSync(join(home, 'not-a-folder'), '')
+    const conn = new AgentConnections({ home, env: {}, platform: 'linux', dataDir: join(home, 'not-a-folder', 'data') })
+    expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('Burnrate wrote nothing') }))
+    expect(read('.claude/settings.json')).toBe(CLAUDE)
+  })
+
   it('a disconnect Burnrate cannot record leaves the agent connected, so it can be tried again', () => {
     put('.claude/settings.json', CLAUDE)
     const conn = connections()

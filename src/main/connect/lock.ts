@@ -16,15 +16,18 @@ export const LOCK_FILE = 'agent-connections.lock'
  */
 export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: boolean } = {}): T {
   const file = join(dataDir, LOCK_FILE)
-  if (opts.create) makeFolders(dataDir)
-  else if (!existsSync(dataDir)) return fn()
+  if (!opts.create && !existsSync(dataDir)) return fn()
   const body = JSON.stringify({ pid: process.pid, proc_start: processStart(process.pid) ?? undefined })
   for (let attempt = 0; ; attempt++) {
     let fd: number
     try {
+      if (opts.create) makeFolders(dataDir)
       fd = openSync(file, 'wx', 0o600)
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST' || attempt >= 3) throw err
+      const e = err as NodeJS.ErrnoException
+      if (e.code !== 'EEXIST' || attempt >= 3) {
+        throw new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${e.code ?? e.message}); Burnrate wrote nothing.`)
+      }
       const holder = readHolder(file)
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
         throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
