@@ -37,6 +37,10 @@ export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: bool
     }
     try {
       writeSync(fd, body)
+    } catch (err) {
+      // A full disk: an empty lock would be taken over as a crash's.
+      rmSync(file, { force: true })
+      throw new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); Burnrate wrote nothing.`)
     } finally {
       closeSync(fd)
     }
