@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { parse as parseToml } from '@decimalturn/toml-patch'
@@ -559,6 +559,19 @@ describe('agent connections', () => {
     expect(() => conn.connect('claude-code', URL_A)).toThrow(expect.objectContaining({ code: 'not_saved', message: expect.stringContaining('Burnrate wrote nothing') }))
     expect(read('.claude/settings.json')).toBe(CLAUDE)
     expect(conn.connected()).toEqual([])
+  })
+
+  it('records moved away to start again (as the message for a broken one says): the backups stay, for the user to put back by hand', () => {
+    put('.claude/settings.json', CLAUDE)
+    const conn = connections()
+    conn.connect('claude-code', URL_A)
+    const backups = readdirSync(join(dataDir, 'agent-backups', 'claude-code'))
+    expect(backups.length).toBeGreaterThan(0)
+    renameSync(join(dataDir, 'agent-connections.json'), join(home, 'old-connections.json'))
+    put('.codex/config.toml', 'model = "o3"\n')
+    conn.connect('codex', URL_A)
+    conn.disconnect('claude-code')
+    expect(readdirSync(join(dataDir, 'agent-backups', 'claude-code'))).toEqual(backups)
   })
 
   it('a connect whose data folder cannot be made says so as a refusal, with nothing written', () => {

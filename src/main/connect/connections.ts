@@ -130,52 +130,56 @@ export class AgentConnections {
   connect(agent: string, url: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
     const u = normaliseUrl(url)
-    return exclusive(this.dataDir, () => this.connectNow(c, u, opts), { create: true })
+    return exclusive(this.dataDir, (crashed) => this.connectNow(c, u, opts, crashed), { create: true })
   }
 
-  private connectNow(c: AgentConnector, u: string, opts: { planId?: string }): ConnectPlan {
-    this.settleNow()
-    this.state.dropUnnamed()
+  private connectNow(c: AgentConnector, u: string, opts: { planId?: string }, crashed: number | null): ConnectPlan {
+    this.settleNow(crashed)
     const work = this.workConnect(c, u)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
     const previous = records[c.id] ?? null
     if (work.plan.noop && previous?.url === u) return work.plan
     const files = work.files.flatMap((w) => (w.record ? [w.record] : []))
-    writeWork(this.writer, c, work, records, (next) => {
-      next[c.id] = { agent: c.id, url: u, connected_at: previous?.connected_at ?? this.now().toISOString(), files }
-    })
     // A file the agent no longer reads was put back (workConnect), as Disconnect does: its backups,
     // which the new record no longer names, go as Disconnect's do.
-    const kept = new Set(files.flatMap((f) => [f.backup, f.written_copy]))
-    for (const f of previous?.files ?? []) {
-      if (files.some((r) => r.path === f.path)) continue
-      for (const name of [f.backup, f.written_copy]) if (name && !kept.has(name)) this.state.dropBackup(name)
-    }
+    const gone = (previous?.files ?? []).filter((f) => !files.some((r) => r.path === f.path))
+    writeWork(
+      this.writer,
+      c,
+      work,
+      records,
+      (next) => {
+        next[c.id] = { agent: c.id, url: u, connected_at: previous?.connected_at ?? this.now().toISOString(), files }
+      },
+      backupsOf(gone),
+    )
     return work.plan
   }
 
   /** Restores what `agent` had before Burnrate connected it. */
   disconnect(agent: string, opts: { planId?: string } = {}): ConnectPlan {
     const c = this.connector(agent)
-    return exclusive(this.dataDir, () => this.disconnectNow(c, opts))
+    return exclusive(this.dataDir, (crashed) => this.disconnectNow(c, opts, crashed))
   }
 
-  private disconnectNow(c: AgentConnector, opts: { planId?: string }): ConnectPlan {
-    this.settleNow()
-    this.state.dropUnnamed()
+  private disconnectNow(c: AgentConnector, opts: { planId?: string }, crashed: number | null): ConnectPlan {
+    this.settleNow(crashed)
     const work = this.workDisconnect(c)
     this.checkPlan(work, opts.planId)
     const records = this.state.read()
     const record = records[c.id]
     if (!record) return work.plan
-    writeWork(this.writer, c, work, records, (next) => {
-      delete next[c.id]
-    })
-    for (const f of record.files) {
-      if (f.backup) this.state.dropBackup(f.backup)
-      if (f.written_copy) this.state.dropBackup(f.written_copy)
-    }
+    writeWork(
+      this.writer,
+      c,
+      work,
+      records,
+      (next) => {
+        delete next[c.id]
+      },
+      backupsOf(record.files),
+    )
     return work.plan
   }
 
@@ -287,12 +291,16 @@ export class AgentConnections {
 
   /** settleNow, as the only Burnrate changing the agents' files (./lock.ts). */
   private settle(): void {
-    exclusive(this.dataDir, () => this.settleNow())
+    exclusive(this.dataDir, (crashed) => this.settleNow(crashed))
   }
 
-  /** settlePending, a file changed by hand since judged by its keys (./holds-change.ts). */
-  private settleNow(): void {
+  /**
+   * settlePending, a file changed by hand since judged by its keys (./holds-change.ts); then, after
+   * a Burnrate that crashed holding the lock (`crashed`: when it took it), what it left unnamed.
+   */
+  private settleNow(crashed: number | null): void {
     settlePending(this.state, (pending, f, now) => holdsChange(this.ctx, this.connectors, this.state, pending, f, now))
+    if (crashed !== null) this.state.dropUnnamed(crashed)
   }
 
   private checkPlan(work: Work, planId: string | undefined): void {
@@ -300,6 +308,11 @@ export class AgentConnections {
       throw new ConnectError('conflict', 'The files changed since this plan was made; look at the new plan and confirm again (Burnrate wrote nothing).')
     }
   }
+}
+
+/** The backups and written copies `files`' records name. */
+function backupsOf(files: readonly FileRecord[]): string[] {
+  return files.flatMap((f) => [f.backup, f.written_copy].filter((n): n is string => !!n))
 }
 
 /** `http://127.0.0.1:8787/` -> `http://127.0.0.1:8787`; only http(s) origins. */

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
+import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { otherProcessRuns, processStart } from '../server/data-lock'
 import { ConnectError } from './errors'
@@ -11,12 +11,15 @@ export const LOCK_FILE = 'agent-connections.lock'
  * connect while the desktop app connects another agent or settles a cut-off one): each reads the
  * records, then writes them whole, so two at once would drop the other's record and leave its
  * agent pointed at Burnrate with nothing for Disconnect to undo. Another live process holding it
- * is a conflict; a lock left by a crash (its process gone, or cut short) is taken over. Without
+ * is a conflict; a lock left by a crash (its process gone, or cut short) is taken over, and `fn`
+ * is told when it was made (else null). Without
  * `create`, a data folder not made yet (no records: nothing to settle or undo) is not made for it.
  */
-export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: boolean } = {}): T {
+export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T, opts: { create?: boolean } = {}): T {
   const file = join(dataDir, LOCK_FILE)
-  if (!opts.create && !existsSync(dataDir)) return fn()
+  if (!opts.create && !existsSync(dataDir)) return fn(null)
+  /** When the lock of a Burnrate that crashed holding it was made (ms): what it left is no older. */
+  let crashed: number | null = null
   const body = JSON.stringify({ pid: process.pid, proc_start: processStart(process.pid) ?? undefined })
   for (let attempt = 0; ; attempt++) {
     let fd: number
@@ -31,6 +34,11 @@ export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: bool
       const holder = readHolder(file)
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
         throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
+      }
+      try {
+        crashed = Math.min(crashed ?? Infinity, statSync(file).mtimeMs)
+      } catch {
+        // Gone meanwhile.
       }
       rmSync(file, { force: true })
       continue
@@ -47,7 +55,7 @@ export function exclusive<T>(dataDir: string, fn: () => T, opts: { create?: bool
     break
   }
   try {
-    return fn()
+    return fn(crashed)
   } finally {
     if (readHolder(file)?.pid === process.pid) rmSync(file, { force: true })
   }

@@ -18,7 +18,12 @@ import { sha256Bytes } from './write'
  */
 export function settlePending(state: StateStore, holds: (pending: Pending, f: PendingFile, now: Buffer | null) => boolean | null = () => null): void {
   const pending = state.pending()
-  if (!pending) return
+  if (!pending) {
+    // The backups a finished change's records no longer name, which a crash kept it from dropping.
+    const named = backupsOf(state.read())
+    for (const name of state.dropping()) if (!named.has(name)) dropQuietly(state, name)
+    return
+  }
   // Another Burnrate (the CLI while the app lists the agents) is in the middle of it.
   if (otherProcessRuns(pending.pid, pending.proc_start)) {
     throw new ConnectError('conflict', `Another Burnrate (pid ${pending.pid}) is changing the files of ${pending.agent} right now; try again in a moment (Burnrate wrote nothing).`)
@@ -38,13 +43,14 @@ export function settlePending(state: StateStore, holds: (pending: Pending, f: Pe
   state.write(kept)
   const keep = backupsOf(kept)
   const copies = [...backupsOf(finished ? current : pending.records), ...pending.files.flatMap((f) => (f.before ? [f.before] : []))]
-  for (const name of copies) {
-    if (keep.has(name)) continue
-    try {
-      state.dropBackup(name)
-    } catch {
-      // A leftover copy in the backups folder harms nothing.
-    }
+  for (const name of copies) if (!keep.has(name)) dropQuietly(state, name)
+}
+
+function dropQuietly(state: StateStore, name: string): void {
+  try {
+    state.dropBackup(name)
+  } catch {
+    // A leftover copy in the backups folder harms nothing.
   }
 }
 

@@ -1,4 +1,4 @@
-import { type Dirent, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs'
+import { type Dirent, existsSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { basename, dirname, join, relative, sep } from 'node:path'
 import { untrustedReason } from '../security/owned-file'
 import { ConnectError } from './errors'
@@ -84,7 +84,13 @@ export class StateStore {
     return this.load().pending ?? null
   }
 
-  private load(): { connections?: Record<string, ConnectionRecord>; pending?: Pending } {
+  /** The backups the last change saved its records to drop, which a crash may have left (./recover.ts). */
+  dropping(): string[] {
+    const drop = this.load().drop
+    return Array.isArray(drop) ? drop.filter((n): n is string => typeof n === 'string') : []
+  }
+
+  private load(): { connections?: Record<string, ConnectionRecord>; pending?: Pending; drop?: unknown } {
     const file = join(this.dataDir, STATE_FILE)
     let text: string
     try {
@@ -97,7 +103,7 @@ export class StateStore {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return {}
       throw err
     }
-    let data: { version?: number; connections?: Record<string, ConnectionRecord>; pending?: Pending } | null
+    let data: { version?: number; connections?: Record<string, ConnectionRecord>; pending?: Pending; drop?: unknown } | null
     try {
       data = JSON.parse(text)
     } catch (err) {
@@ -110,9 +116,13 @@ export class StateStore {
     return data ?? {}
   }
 
-  /** Saves the records, with the connect or disconnect about to change agent files when there is one. */
-  write(records: Record<string, ConnectionRecord>, pending?: Pending): void {
-    this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records, ...(pending ? { pending } : {}) }, null, 2) + '\n')
+  /**
+   * Saves the records, with the connect or disconnect about to change agent files when there is
+   * one, or the backups the records no longer name, about to be dropped (`drop`).
+   */
+  write(records: Record<string, ConnectionRecord>, pending?: Pending, drop?: string[]): void {
+    const more = { ...(pending ? { pending } : {}), ...(drop?.length ? { drop } : {}) }
+    this.writePrivate(join(this.dataDir, STATE_FILE), JSON.stringify({ version: 1, connections: records, ...more }, null, 2) + '\n')
   }
 
   /**
@@ -150,10 +160,12 @@ export class StateStore {
 
   /**
    * Removes what a connect cut off before it saved its pending change left in the backups folder:
-   * copies of the user's files (their API keys in them) that no record names, and temporary files.
-   * Only as the only Burnrate changing them (./lock.ts), once a cut-off change is settled.
+   * copies of the user's files (their API keys in them) that no record names, and temporary files,
+   * made `since` (ms) or later: the crashed Burnrate's lock was made before them (./lock.ts). Older
+   * ones stay: records moved away to start again leave their backups for the user to put back.
+   * Only as the only Burnrate changing them, once a cut-off change is settled.
    */
-  dropUnnamed(): void {
+  dropUnnamed(since: number): void {
     const pending = this.pending()
     const records = [...Object.values(this.read()), ...Object.values(pending?.records ?? {})]
     const keep = new Set<string>([...records.flatMap((r) => r.files.flatMap((f) => [f.backup, f.written_copy])), ...(pending?.files ?? []).map((f) => f.before)].filter((n): n is string => !!n))
@@ -166,7 +178,7 @@ export class StateStore {
     }
     const drop = (full: string): void => {
       try {
-        rmSync(full, { force: true })
+        if (statSync(full).mtimeMs >= since) rmSync(full, { force: true })
       } catch {
         // Left: it harms nothing more than before.
       }

@@ -42,13 +42,14 @@ export interface Work {
 /**
  * Checks every file first, then saves the backups, then the records as they are with this change
  * as pending (the new records, and a copy and a checksum of each file before and after), then
- * writes the files, then the new records. Each write replaces its file whole and is on the disk
+ * writes the files, then the new records (naming the backups they no longer need, `obsolete` among
+ * them, which are dropped after). Each write replaces its file whole and is on the disk
  * before the next starts (./files.ts writeDurably), so a crash at any point leaves a pending change
  * that the next connect or disconnect finishes or undoes (./recover.ts): an agent file is never
  * changed without a record Disconnect can undo it by. A refused file means nothing was written; a
  * write or a record that fails puts the written files back, the same way.
  */
-export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Records, change: (records: Records) => void): void {
+export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Records, change: (records: Records) => void, obsolete: string[] = []): void {
   const changing = work.files.filter((w) => w.after !== w.before)
   for (const w of changing) {
     const problem = checkWritable(w.file.path)
@@ -87,6 +88,7 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     return new ConnectError(err instanceof ConnectError ? err.code : 'not_saved', `${what}; ${after}.`, err instanceof ConnectError ? err.file : null)
   }
   let next: Records
+  let drop: string[]
   try {
     for (const w of work.files) {
       if (w.record && w.rebased !== undefined) {
@@ -113,6 +115,7 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
     }
     next = structuredClone(records)
     change(next)
+    drop = [...stale, ...pending.flatMap((p) => (p.before ? [p.before] : [])), ...obsolete]
     journaled = pending.length > 0
     if (journaled) to.state.write(records, { agent: c.id, pid: process.pid, proc_start: processStart(process.pid) ?? undefined, records: next, files: pending })
   } catch (err) {
@@ -134,11 +137,13 @@ export function writeWork(to: Writer, c: AgentConnector, work: Work, records: Re
       }
       written.push(w)
     }
-    to.state.write(next)
+    // With the backups the new records no longer name: a crash before they are dropped leaves
+    // them named here, and the next connect or disconnect drops them (./recover.ts).
+    to.state.write(next, undefined, drop)
   } catch (err) {
     throw failed(err, written)
   }
-  for (const name of [...stale, ...pending.flatMap((p) => (p.before ? [p.before] : []))]) dropQuietly(to, name)
+  for (const name of drop) dropQuietly(to, name)
 }
 
 /** Writes `before` back to each written file; the ones that could not be, as shown. */
