@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { AnthropicMeter } from './anthropic'
+import { AnthropicMeter } from './anthropic-meter'
 import type { CallShape, Provider, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 

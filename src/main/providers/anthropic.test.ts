@@ -2,7 +2,9 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { fixture, fixtureFiles } from '../../../test/support/fixtures'
 import { OutputText } from '../metering/output-text'
 import { SseParser } from '../metering/sse'
-import { AnthropicMeter, anthropicUsage, inspectAnthropic, mayBeMessageEvent } from './anthropic'
+import { inspectAnthropic } from './anthropic'
+import { AnthropicMeter, mayBeMessageEvent } from './anthropic-meter'
+import { anthropicUsage } from './anthropic-usage'
 import type { MeterResult } from './types'
 
 /** What the meter found when fed `events` ([name, data] pairs) in order. */

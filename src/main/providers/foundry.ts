@@ -1,4 +1,5 @@
-import { AnthropicMeter, inspectAnthropic } from './anthropic'
+import { inspectAnthropic } from './anthropic'
+import { AnthropicMeter } from './anthropic-meter'
 import type { CallShape, Provider, ProviderSettings, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
 

@@ -1,5 +1,6 @@
 import { isObject, reportedUsd } from '../metering/usage'
-import { AnthropicMeter, inspectAnthropic } from './anthropic'
+import { inspectAnthropic } from './anthropic'
+import { AnthropicMeter } from './anthropic-meter'
 import { openaiUsage } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Meter, MeterResult, Provider } from './types'

@@ -1,5 +1,5 @@
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
-import { AnthropicMeter } from './anthropic'
+import { AnthropicMeter } from './anthropic-meter'
 import { GeminiMeter, geminiCompatUsage, inspectGemini } from './gemini'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'

@@ -1,5 +1,5 @@
 import { basename, join } from 'node:path'
-import { anthropicUsage } from '../../providers/anthropic'
+import { anthropicUsage } from '../../providers/anthropic-usage'
 import { fileJsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
