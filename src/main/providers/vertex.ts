@@ -19,6 +19,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * - Gemini: `:generateContent` and `:streamGenerateContent` take and answer Gemini's API, metered
  *   as Gemini's answers are; an embedding model's `:predict` is billed by the tokens its answer
  *   counts; `:countTokens` and the rest cost nothing.
+ * - Mistral (`publishers/mistralai`): `:rawPredict` and `:streamRawPredict` take and answer
+ *   Mistral's chat completions, metered as OpenAI's; the price data has no Vertex price for them,
+ *   so their tokens are recorded unpriced (a billed call, never a free one).
  * - Vertex AI's OpenAI-compatible Chat Completions API (`…/locations/{location}/endpoints/openapi/chat/completions`,
  *   "Using OpenAI libraries with Vertex AI"), billed per token as the Gemini model it names
  *   (`google/gemini-2.5-flash`): metered as Gemini's OpenAI-compatible API is, priced without the
@@ -115,6 +118,10 @@ export function inspectVertex(req: RequestInfo): CallShape {
     if (regionalPremium(call.location, call.model)) shape.dataResidency = true
     return shape
   }
+  if (call && isMistral(call)) {
+    const shape = inspectOpenAI({ ...req, path: '/chat/completions' })
+    return { ...shape, model: call.model, stream: call.method === 'streamRawPredict' || shape.stream, billable: post }
+  }
   if (call?.publisher === 'google') {
     if (isEmbeddings(call)) return { endpoint: 'predict', model: call.model, stream: false, billable: post }
     // Gemini's own shape of the same call (`/v1beta/models/{model}:{method}`).
@@ -138,9 +145,19 @@ export const vertex: Provider = {
   meter: (shape, req): Meter => {
     if (OPENAPI.test(withoutTrailingSlashes(req.path))) return new VertexOpenAIMeter(shape.endpoint)
     const call = modelCall(req.path)
+    if (call && isMistral(call)) return new OpenAIMeter({ endpoint: shape.endpoint })
     if (call && call.publisher === 'google' && isEmbeddings(call)) return new EmbeddingsMeter()
     return call?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()
   },
+}
+
+/**
+ * Mistral AI's models on Vertex AI (`publishers/mistralai`, "pay as you go"): `:rawPredict` and
+ * `:streamRawPredict` take and answer Mistral's chat completions (docs.mistral.ai, "Vertex AI"),
+ * whose `usage` is OpenAI's shape.
+ */
+function isMistral(call: ModelCall): boolean {
+  return call.publisher === 'mistralai' && (call.method === 'rawPredict' || call.method === 'streamRawPredict')
 }
 
 /**
