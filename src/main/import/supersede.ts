@@ -49,7 +49,7 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
     { id: row.id, twin, ...usageParams(emptyUsage(), 0, true), wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd },
   )
   if (changed === 0) return false
-  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), undefined, -1)
+  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), undefined, undefined, -1)
   if (tx.dialect === 'postgres' && row.call_key) {
     await tx.run("INSERT INTO import_claims (call_id, key, alias) VALUES (@twin, @key, '') ON CONFLICT (call_id) DO NOTHING", { twin, key: row.call_key })
   }

@@ -33,6 +33,8 @@ interface ModelSeries {
   tokens: Counter.Internal[]
   unpriced: Counter.Internal
   estimated: Counter.Internal
+  pricedLater: Counter.Internal
+  estimatesSettled: Counter.Internal
 }
 
 /**
@@ -50,6 +52,8 @@ export class CallMetrics {
   private readonly reductions: Counter
   private readonly unpriced: Counter
   private readonly estimated: Counter
+  private readonly pricedLater: Counter
+  private readonly estimatesSettled: Counter
   private readonly refusals: Counter
   private readonly duration: Histogram
   private readonly model = new BoundedLabel(LIMITS.model)
@@ -109,6 +113,21 @@ export class CallMetrics {
       labelNames: ['provider', 'model'],
       registers,
     })
+    // A counter never goes down: a call that stops being unpriced or estimated after it was
+    // counted (re-priced, a job's real usage taken) is counted again here, so that what is still
+    // unpriced or estimated is one counter minus the other.
+    this.pricedLater = new Counter({
+      name: 'burnrate_unpriced_calls_priced_total',
+      help: 'Calls counted in burnrate_unpriced_calls_total that got a price later (re-priced once a price was set, or a job priced when its result came): the calls still unpriced are burnrate_unpriced_calls_total minus this.',
+      labelNames: ['provider', 'model'],
+      registers,
+    })
+    this.estimatesSettled = new Counter({
+      name: 'burnrate_estimated_calls_settled_total',
+      help: 'Calls counted in burnrate_estimated_calls_total that took their real usage later (a background response, video or async job whose result came): the calls still estimated are burnrate_estimated_calls_total minus this. A re-price changes no call\'s estimate.',
+      labelNames: ['provider', 'model'],
+      registers,
+    })
     this.refusals = new Counter({
       name: 'burnrate_refusals_total',
       help: 'Calls Burnrate refused with 429 before they went upstream, by reason and budget rule.',
@@ -144,6 +163,7 @@ export class CallMetrics {
         if (m.delta > 0) this.costSeriesOf(...labels).inc(m.delta)
         else if (m.delta < 0) this.reductions.labels(...labels).inc(-m.delta)
         if (m.tokens) this.tokensMoved(m.provider, model, m.tokens)
+        if (m.marks) this.marksMoved(m.provider, model, m.marks)
       } catch {
         // a value prom-client refuses is that move's loss only
       }
@@ -159,6 +179,20 @@ export class CallMetrics {
     })
   }
 
+  /** A call's marks changed after it was counted: each change counted once (a counter never goes down). */
+  private marksMoved(provider: string, model: string, marks: NonNullable<MovedCost['marks']>): void {
+    const series = this.modelSeriesOf(provider, model)
+    if (marks.priced) series.pricedLater.inc()
+    if (marks.unpriced) this.showUnpriced(series, 1)
+    if (marks.settled) series.estimatesSettled.inc()
+  }
+
+  /** `n` more unpriced calls; the series of those priced later shows from then on too, at 0, so the two can be subtracted. */
+  private showUnpriced(m: ModelSeries, n: number): void {
+    m.unpriced.inc(n)
+    m.pricedLater.inc(0)
+  }
+
   private modelSeriesOf(provider: string, model: string): ModelSeries {
     const mkey = `${provider}\n${model}`
     let m = this.modelSeries.get(mkey)
@@ -167,6 +201,8 @@ export class CallMetrics {
         tokens: TOKEN_TYPES.map(([type]) => this.tokens.labels(provider, model, type)),
         unpriced: this.unpriced.labels(provider, model),
         estimated: this.estimated.labels(provider, model),
+        pricedLater: this.pricedLater.labels(provider, model),
+        estimatesSettled: this.estimatesSettled.labels(provider, model),
       }
       this.modelSeries.set(mkey, m)
     }
@@ -210,8 +246,11 @@ export class CallMetrics {
     for (const [m, sums] of perModel) {
       try {
         for (let i = 0; i < TOKEN_TYPES.length; i++) if (sums[i] > 0) m.tokens[i].inc(sums[i])
-        if (sums[UNPRICED] > 0) m.unpriced.inc(sums[UNPRICED])
-        if (sums[ESTIMATED] > 0) m.estimated.inc(sums[ESTIMATED])
+        if (sums[UNPRICED] > 0) this.showUnpriced(m, sums[UNPRICED])
+        if (sums[ESTIMATED] > 0) {
+          m.estimated.inc(sums[ESTIMATED])
+          m.estimatesSettled.inc(0)
+        }
       } catch {
         // a token count that is not a number spoils that model's sums only
       }

@@ -24,6 +24,7 @@ export interface BackgroundDone {
 /** The creating call as read back: what it is counted by (its provider is the answer's), and its tokens and cost. */
 interface Row extends Omit<MovedCall, 'provider'>, StoredTokens {
   cost_usd: number
+  priced: number
 }
 
 /**
@@ -53,7 +54,7 @@ export async function settleBackground(
     // this commits: a re-price in between would otherwise be counted twice (moved by real - cost read).
     const row = await tx.get<Row>(
       `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
-              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd
+              input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, priced
          FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint IN ('responses', 'videos', 'async.chat.completions') AND estimated = 1 AND origin_id IS NULL
         ORDER BY id LIMIT 1${lockedRead(tx)}`,
       { rid: done.responseId, provider: done.provider },
@@ -75,7 +76,9 @@ export async function settleBackground(
     })
     if (changed === 0) return null
     const moves = await CostMoves.in(tx)
-    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), done.responseId)
+    // Its tokens are no longer estimated, and it may have gained (or lost) a price: the metrics count both.
+    const marks = { settled: true, priced: row.priced === 0 && priced, unpriced: row.priced === 1 && !priced }
+    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), done.responseId, marks)
     await moves.apply(tx, budgets)
     return { moves, taken: { ...u, ts: row.ts, model: row.model, priced, cost_usd: cost, usage_extra: usageExtra(u) } }
   })

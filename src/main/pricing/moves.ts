@@ -50,6 +50,24 @@ export interface MovedCost {
   delta: number
   /** What its token counts moved by (a background response's estimate replaced by its real usage); absent when only its cost moved. */
   tokens?: TokenChange
+  /** How the call's marks changed with the move (`CallMarks`); absent when neither did. */
+  marks?: CallMarks
+}
+
+/**
+ * A recorded call's `priced` and `estimated` marks changing after it was counted: `priced`, a call
+ * recorded unpriced got a price (re-priced, or a job's real usage priced once its model had one);
+ * `unpriced`, a priced call lost it (a job's real usage its model has no price for); `settled`, an
+ * estimated call took its real usage. The metrics count these apart (their counters never go down).
+ */
+export interface CallMarks {
+  priced?: boolean
+  unpriced?: boolean
+  settled?: boolean
+}
+
+function anyMark(m: CallMarks | undefined): m is CallMarks {
+  return m !== undefined && (m.priced === true || m.unpriced === true || m.settled === true)
 }
 
 const costsMoved = listenersPerOwner<readonly MovedCost[]>()
@@ -106,16 +124,20 @@ export class CostMoves {
 
   /**
    * Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens`
-   * more); `usageIn`: the id of the background response whose real usage it took, which ends the
-   * hold of its budget reservation (a re-price leaves the hold of a job still running), also when
+   * more, and its marks changed as `marks` says); `usageIn`: the id of the background response
+   * whose real usage it took, which ends the hold of its budget reservation (a re-price leaves the hold of a job still running), also when
    * its real cost is its estimate (the move then carries no money, only the end of the hold).
    * `requests`: -1 when the call is no longer a request (an imported call superseded).
    */
-  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string, requests?: number): void {
+  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string, marks?: CallMarks, requests?: number): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(requests ? { ...costChangeOf(r, delta, tokens), requests, source: r.source } : costChangeOf(r, delta, tokens))
-    if ((delta !== 0 || movesTokens(tokens)) && inCallCounters(r)) {
-      this.costs.push({ provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens })
+    const marked = anyMark(marks)
+    if ((delta !== 0 || movesTokens(tokens) || marked) && inCallCounters(r)) {
+      this.costs.push({
+        provider: r.provider, model: r.model, endpoint: r.endpoint ?? '', agent: r.agent, tenant: r.tenant, billing: r.billing, delta, tokens,
+        ...(marked ? { marks } : {}),
+      })
     }
     // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
     if (r.billing !== 'subscription' && (delta !== 0 || usageIn !== undefined)) {

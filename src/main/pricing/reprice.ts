@@ -26,6 +26,9 @@ interface Row extends Omit<MovedCall, 'provider' | 'model'> {
 /** Calls that may cost something: tokens, or what `usage_extra` kept (whisper's audio seconds have no tokens). */
 const BILLABLE = '(input_tokens + output_tokens > 0 OR usage_extra IS NOT NULL)'
 
+/** What a call recorded unpriced and priced now has changed (the metrics count it: ./moves.ts `CallMarks`). */
+const PRICED = { priced: true } as const
+
 /** Calls re-priced per transaction; the event loop is given back between chunks. */
 const CHUNK = 2_000
 
@@ -117,7 +120,7 @@ export async function repriceModel(
         done.repriced++
         done.before += r.cost_usd
         done.after += p.cost_usd
-        moves.add({ ...r, provider, model: own }, p.cost_usd - r.cost_usd)
+        moves.add({ ...r, provider, model: own }, p.cost_usd - r.cost_usd, undefined, undefined, r.priced === 0 ? PRICED : undefined)
       }
       await moves.apply(tx, budgets)
       return { moves, done }
