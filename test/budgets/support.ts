@@ -2,6 +2,7 @@ import { calcPrice } from '@pydantic/genai-prices'
 import Database from 'better-sqlite3'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture, fixtureJson } from '../support/fixtures'
+import { expect } from 'vitest'
 import { postJson, type Reply } from '../support/http'
 import type { PostgresStore } from '../../src/main/storage/postgres'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
@@ -63,4 +64,13 @@ export async function pgBudgetServer(h: PgHarness, url: string, config: Record<s
   const store = h.store(url)
   if (!dataDir) await migratePostgres(store)
   return Object.assign(await h.server({ url, config, dir: dataDir }), { store })
+}
+
+/** What a refusal says: the refused call's worst case, and what the rule had spent and reserved. */
+export function refusal(r: Reply): { worstCase: number; spent: number; reserved: number } {
+  expect(r.status).toBe(429)
+  const e = r.json().error
+  const m = /could cost up to \$([\d.]+) .*after \$([\d.]+) reserved/.exec(e.message)
+  expect(m, e.message).not.toBeNull()
+  return { worstCase: Number(m![1]), spent: e.spent_usd, reserved: Number(m![2]) }
 }

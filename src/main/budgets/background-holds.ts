@@ -3,6 +3,7 @@ import { Ledger } from '../ledger/ledger'
 import { type HoldRow, REMOVE_HOLD_SQL, SAVE_HOLD_SQL } from '../ledger/side-writes'
 import type { CallLedger } from '../ledger/types'
 import type { CallContext } from '../proxy/gate'
+import type { Reservation } from './state/types'
 
 /**
  * How long a background response's reservation is held at most, from its POST. A deep-research
@@ -97,6 +98,55 @@ export class BackgroundHolds {
       this.timer = setInterval(() => this.expire(Date.now()), EXPIRE_EVERY_MS)
       this.timer.unref()
     }
+  }
+
+  /**
+   * A background job whose result is not in yet, its creating call recorded at `estimate` (the
+   * ledger counts that as spend from now on, and a re-price moves it): its reservation `r` is
+   * settled at the estimate, as any call's is at its cost, and what the job may cost beyond it is
+   * held (`hold`: the budget state's) until its result is in (README: overshoot). Builds before
+   * this one kept the whole reservation held beside the estimate, counting the prompt twice while
+   * the job ran. Without an estimate (unpriced: an xAI video) the reservation itself is held; on
+   * PostgreSQL it is held until the smaller hold is, and settled at the estimate when it ends.
+   * Returns what the call's record carries (`Reservation.settles`).
+   */
+  holdJob(
+    info: HoldInfo, r: Reservation, estimate: number, hold: ((usd: number) => Reservation | Promise<Reservation>) | undefined, ctx?: CallContext,
+  ): string | undefined {
+    if (!(estimate > 0) || !hold) {
+      // Nothing counted yet: the reservation stays until the result (its release frees, adds 0).
+      this.keep(info, () => r.release(), ctx)
+      return undefined
+    }
+    const rest = { ...info, amount: Math.max(0, info.amount - estimate) }
+    let held: Reservation | Promise<Reservation>
+    try {
+      held = hold(rest.amount)
+    } catch (err) {
+      held = Promise.reject(err)
+    }
+    if (!(held instanceof Promise)) {
+      r.settle(estimate)
+      this.keep(rest, held.release, ctx)
+      return r.settles
+    }
+    // Until the smaller hold is in, the whole reservation holds (its end settles it at the
+    // estimate: the call is stored as settled by it). Replacing it here ends it.
+    let ended = false
+    this.keep(info, () => {
+      ended = true
+      r.settle(estimate)
+    }, ctx)
+    held.then(
+      (h) => {
+        if (ended) h.release()
+        else this.keep(rest, h.release, ctx)
+      },
+      () => {
+        // Not held (the database away): the whole reservation stays held until the job ends.
+      },
+    )
+    return r.settles
   }
 
   /** The response's result is in (or says it ended): its reservation is let go. */

@@ -227,11 +227,10 @@ export class BudgetEngine implements BudgetMeters {
       settle: (costUsd = 0, pending?: PendingBackground) => {
         this.settling = ctx
         if (pending) {
-          // Its result is not in: the reservation stays until it is (the ledger adds the estimate,
-          // so this settlement adds nothing to shared spend rows: its release frees, adds 0).
           const info = { ...pending, keyHash: s.hash, ts: ctx.ts, session: ctx.session, rule: ruleIdentity(rule), amount, until: now + BACKGROUND_HOLD_MS }
-          this.holds.keep(info, () => r.release(), ctx)
-          return undefined
+          const state = this.budgetState
+          const hold = state.hold ? (usd: number) => state.hold!({ rule, meter: m, keyHash: s.hash, session: ctx.session, ts: ctx.ts, periods, amount: usd }) : undefined
+          return this.holds.holdJob(info, r, costUsd, hold, ctx)
         }
         r.settle(costUsd)
         return costUsd > 0 ? r.settles : undefined
