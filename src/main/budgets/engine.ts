@@ -57,6 +57,8 @@ export class BudgetEngine implements BudgetMeters {
    * missed it counts it again (./shared.ts `ownCall`); null on SQLite.
    */
   onObserved: ((call: CallRecord) => void) | null = null
+  /** PostgreSQL: told of this instance's own cost moves and the transaction that made them (./shared.ts), as `onObserved`. */
+  onMoved: ((changes: readonly CostAdjustment[], xid: number) => void) | null = null
   private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null
@@ -317,7 +319,8 @@ export class BudgetEngine implements BudgetMeters {
    * meter of every rule it counts in, as `observe` counted it; thresholds it now crosses are
    * announced as for a new call.
    */
-  adjust(changes: readonly CostAdjustment[], now = Date.now()): void {
+  adjust(changes: readonly CostAdjustment[], now = Date.now(), committedIn: number | null = null): void {
+    if (committedIn !== null) this.onMoved?.(changes, committedIn)
     // A background response's real usage taken (here or on another instance) ends its hold; a
     // re-price of a job still running does not (its usage is still to come).
     for (const c of changes) {

@@ -10,7 +10,7 @@ import { historyStart, sessionHistoryStart } from './scope'
 import { AdmissionAnnouncer } from './feed/admissions'
 import { SharedCallFeed } from './feed/listen'
 import { type FeedRow, feedIdOf, shareKnownPatterns } from './feed/publish'
-import type { Snapshot } from './feed/snapshot'
+import { type Snapshot, visibleIn } from './feed/snapshot'
 import { shareBudgetClock } from './shared-clock'
 import { SharedHistory } from './shared-history'
 import { PgRuleStore } from './shared-rules'
@@ -39,6 +39,8 @@ export class SharedBudgets {
   private readFailing = false
   /** This instance's calls recorded during each read under way. */
   private readonly during = new Set<CallRecord[]>()
+  /** This instance's cost moves (re-pricing, a job's result) during each read under way, with their transactions. */
+  private readonly movedDuring = new Set<OwnMove[]>()
   private closed = false
   /**
    * The calls the last read found, handed to the engine's reloads (`rows`). Set only with the
@@ -89,6 +91,10 @@ export class SharedBudgets {
     this.engine = engine
     // Every call it counts, however stored (a batch's requests and imports too, not only the ledger's).
     engine.onObserved = (call) => this.ownCall(call)
+    // And every cost move it makes: a read under way rebuilds the meters from a snapshot that may not hold it.
+    engine.onMoved = (changes, xid) => {
+      for (const d of this.movedDuring) d.push({ changes, xid })
+    }
     void firstLoad(this.rules, () => this.closed)
     // The meters again in the new periods when another instance moved the clock.
     const clock = shareBudgetClock(ctx.store, ctx.config, engine.clock, ctx.log, () => void this.reload())
@@ -164,6 +170,8 @@ export class SharedBudgets {
     // snapshot, or not yet) are counted again once the meters are rebuilt from it, the others not.
     const during: CallRecord[] = []
     this.during.add(during)
+    const moved: OwnMove[] = []
+    this.movedDuring.add(moved)
     try {
       const now = Date.now()
       const active = en.rules.active()
@@ -188,6 +196,12 @@ export class SharedBudgets {
       if (keys) en.shared.reseed(keys, missed)
       en.shared.recount(missed)
       for (const c of missed) ctx.ledger.spend.addCall(c)
+      // This instance's moves committed after the snapshot were made on the meters just replaced: made again.
+      for (const m of moved) {
+        if (visibleIn(m.xid, snapshot)) continue
+        en.adjust(m.changes)
+        for (const c of m.changes) ctx.ledger.spend.adjust(c.api_key_hash, c.ts, c.delta)
+      }
       if (this.readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
       this.readFailing = false
       return snapshot
@@ -198,6 +212,13 @@ export class SharedBudgets {
       return null
     } finally {
       this.during.delete(during)
+      this.movedDuring.delete(moved)
     }
   }
+}
+
+/** A cost move this instance made while its meters were read, and the transaction that made it. */
+interface OwnMove {
+  changes: readonly CostAdjustment[]
+  xid: number
 }

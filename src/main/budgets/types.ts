@@ -60,8 +60,11 @@ export interface CostAdjustment {
 
 /** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */
 export interface BudgetMeters extends BudgetMonitor {
-  /** Re-priced calls: each call's cost moved by `delta` in every rule's meter it counts in. */
-  adjust(changes: readonly CostAdjustment[], now?: number): void
+  /**
+   * Re-priced calls: each call's cost moved by `delta` in every rule's meter it counts in.
+   * `committedIn`: PostgreSQL, this instance's transaction that moved them (../pricing/moves.ts).
+   */
+  adjust(changes: readonly CostAdjustment[], now?: number, committedIn?: number | null): void
   /** A stored call that did not pass the proxy (imported from an agent's log): counted in every rule's meter it matches. */
   observe(call: CallRecord, now?: number): void
   /** A background response's result is in (or it ended without one): the reservation its creating call holds is let go. */

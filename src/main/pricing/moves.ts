@@ -92,7 +92,10 @@ export function costChangeOf(r: Omit<MovedCall, 'id' | 'requested_model'>, delta
 /** Where the budgets' spend is moved: this process's meters, and PostgreSQL's shared spend rows. */
 export interface SpendTargets {
   /** The budget rules' meters in this process, moved once the transaction is committed. */
-  meters?: { adjust(changes: readonly CostAdjustment[]): void; learnBackground?(provider: string, responseId: string, usage: LearntUsage): void } | null
+  meters?: {
+    adjust(changes: readonly CostAdjustment[], now?: number, committedIn?: number | null): void
+    learnBackground?(provider: string, responseId: string, usage: LearntUsage): void
+  } | null
   /** PostgreSQL's shared spend rows, moved in the transaction that changes the calls (budgets/state/pg/call-spend.ts). */
   shared?: (tx: SqlStore, changes: readonly CostAdjustment[]) => Promise<void>
   /** PostgreSQL: this process's id on the calls feed (budgets/feed/), so the moves reach the other instances and not this one twice. */
@@ -112,6 +115,9 @@ export class CostMoves {
   private readonly ids: number[] = []
   /** Every cost (and token count) that moved, for the metrics (onCostMoved). */
   private readonly costs: MovedCost[] = []
+
+  /** PostgreSQL: the transaction the moves were made in, once applied (null: not known). */
+  private xid: number | null = null
 
   /** `folded`: the last call id the rollups include (`foldedUpTo`). */
   private constructor(private readonly folded: number) {}
@@ -156,13 +162,14 @@ export class CostMoves {
     if (budgets.shared && tx.dialect === 'postgres') await budgets.shared(tx, this.spend)
     await adjustRollups(tx, this.changes)
     // Every other instance moves its meters and today's spend once this commits (PostgreSQL only).
-    if (budgets.feedId !== undefined) await publishMoves(tx, budgets.feedId, this.spend)
+    if (budgets.feedId !== undefined) this.xid = await publishMoves(tx, budgets.feedId, this.spend)
   }
 
   /** Once committed: today's and this month's spend per key, the budget meters of this process, the revisions' listeners (the team sender) and the cost moves' (metrics). */
   publish(ledger: Pick<Ledger, 'spend'>, budgets: SpendTargets): void {
     for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
-    budgets.meters?.adjust(this.spend)
+    // With the transaction's id: a read of the meters under way that did not see it moves them again (../budgets/shared.ts).
+    budgets.meters?.adjust(this.spend, undefined, this.xid)
     if (this.ids.length > 0) revised(ledger)
     if (this.costs.length > 0) costsMoved.emit(ledger, this.costs)
   }

@@ -98,6 +98,9 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
 /** Every payload of a transaction in one statement (one round trip, however many). */
 const NOTIFY_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || p) FROM unnest(@payloads::text[]) AS p`
 
+/** NOTIFY_SQL answering with the transaction's id (one row per payload, each with it). */
+const NOTIFY_XID_SQL = `SELECT pg_current_xact_id()::text AS xid, pg_notify('${CALLS_CHANNEL}', pg_current_xact_id()::text || ' ' || p) FROM unnest(@payloads::text[]) AS p`
+
 /** Notifications of no transaction (admissions, a listener's check of itself): `0` where a transaction's id goes. */
 const NOTIFY_NOW_SQL = `SELECT pg_notify('${CALLS_CHANNEL}', '0 ' || p) FROM unnest(@payloads::text[]) AS p`
 
@@ -149,22 +152,27 @@ export function notifyPayloads(feedId: string, rows: readonly (FeedRow | MoveRow
  * Sends the cost moves of stored calls (re-pricing, a settled background response) from inside the
  * transaction that made them (PostgreSQL only): the other instances move their meters and today's
  * spend by them, as this one does; too many for notifications, they read their meters again.
+ * Resolves to the transaction's id (null: nothing sent), which tells this instance whether a read
+ * of its meters under way holds the moves (../shared.ts).
  */
-export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly CostAdjustment[]): Promise<void> {
-  if (tx.dialect !== 'postgres' || moves.length === 0) return
+export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly CostAdjustment[]): Promise<number | null> {
+  if (tx.dialect !== 'postgres' || moves.length === 0) return null
   const rows: MoveRow[] = moves.map((c) => {
     const row: MoveRow = [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta]
     // A background response's real usage taken: the instance holding its reservation lets it go.
     if (c.usage_in) row.push(c.response_id ?? 1)
     return row
   })
-  const payloads = notifyPayloads(feedId, rows, 'm')
-  if (!payloads) return publishReload(tx, feedId)
-  await tx.run(NOTIFY_SQL, { payloads })
+  // Too many for notifications: the others read their meters again.
+  const payloads = notifyPayloads(feedId, rows, 'm') ?? [reloadPayload(feedId)]
+  const sent = await tx.get<{ xid: string }>(NOTIFY_XID_SQL, { payloads })
+  return sent ? Number(sent.xid) : null
 }
+
+const reloadPayload = (feedId: string): string => `{"i":"${feedId}","reload":true}`
 
 /** Tells the other instances to read their meters again (what changed is too much to send). */
 export async function publishReload(tx: SqlStore, feedId: string): Promise<void> {
   if (tx.dialect !== 'postgres') return
-  await tx.run(NOTIFY_SQL, { payloads: [`{"i":"${feedId}","reload":true}`] })
+  await tx.run(NOTIFY_SQL, { payloads: [reloadPayload(feedId)] })
 }
