@@ -147,7 +147,11 @@ export class PostgresStore extends Scope {
       await client.query('COMMIT')
       return out
     } catch (err) {
-      if (!lost) await client.query('ROLLBACK').catch(() => {})
+      // A ROLLBACK that fails (it timed out queued behind a statement still running: a lock held
+      // past the query timeout) leaves the transaction open: the connection is destroyed, which
+      // rolls it back, never pooled, where the next BEGIN would join it and COMMIT its rows
+      // without the batch hooks that count them (budgets, rollups).
+      if (!lost) await client.query('ROLLBACK').catch((e: Error) => (lost = e))
       throw err
     } finally {
       client.off('error', onError)
