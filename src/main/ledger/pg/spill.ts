@@ -42,6 +42,10 @@ export class Spill {
   /** A call of the journal left memory (past maxPending): the file is read back when PostgreSQL returns. */
   private journalIncomplete = false
   private spilling: Promise<void> | null = null
+  /** Highest sequence number of the append under way. */
+  private spillingThrough = 0
+  /** Calls that left memory while the append holding them was under way: lost only if it fails. */
+  private leftInFlight: number[] = []
   /** The journal took calls while PostgreSQL was away (not only while it was slow). */
   private journalAway = false
   private spillFailing = false
@@ -71,7 +75,10 @@ export class Spill {
    * (it is read back later); returns how many were not on disk, and so are lost.
    */
   leftMemory(gone: Entry[]): number {
-    const lost = gone.filter((e) => e.seq > this.spilledThrough).length
+    // A call the append under way holds is on disk once it ends (if it fails, it counts then).
+    const onDisk = this.spilling ? this.spillingThrough : this.spilledThrough
+    const lost = gone.filter((e) => e.seq > onDisk).length
+    for (const e of gone) if (e.seq > this.spilledThrough && e.seq <= onDisk) this.leftInFlight.push(e.seq)
     if (lost < gone.length) this.journalIncomplete = true
     return lost
   }
@@ -85,6 +92,7 @@ export class Spill {
     const last = rows[rows.length - 1].seq
     this.journal ??= new SpillJournal(this.opts.dataDir)
     const j = this.journal
+    this.spillingThrough = last
     this.spilling = j
       .append(rows.map((e) => e.row))
       .then(
@@ -103,12 +111,18 @@ export class Spill {
             this.storage.spilled += kept
             this.countFiles()
           }
+          const lost = this.leftInFlight.filter((seq) => seq > this.spilledThrough).length
+          if (lost > 0) {
+            this.status.dropped += lost
+            this.status.last_drop = 'PostgreSQL is away, more than ledger.max_pending calls waited in memory, and the oldest could not be kept on disk'
+          }
           if (!this.spillFailing) this.opts.log.error(`PostgreSQL is away and calls cannot be spilled to disk (${this.describe(err)}); they are held in memory`)
           this.spillFailing = true
         },
       )
       .finally(() => {
         this.spilling = null
+        this.leftInFlight = []
       })
   }
 

@@ -1,0 +1,56 @@
+import { describe, expect, it } from 'vitest'
+import { until, usePostgres } from '../support/pg-harness'
+import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
+import type { CallRecord } from '../../src/main/ledger/record'
+import { spillFiles } from '../../src/main/reliability/spill'
+
+const h = usePostgres({ upstream: false })
+
+function call(session: string): CallRecord {
+  return {
+    ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: 'h1', key_hint: 'sk-…abcd',
+    tenant: '', agent: 'a', session, status: 200, streamed: false, input_tokens: 1149, output_tokens: 353, cache_read_tokens: 1024,
+    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.00033, priced: true, estimated: false,
+    latency_ms: 12.5, error: null,
+  }
+}
+
+describe('memory full while the spill journal is being appended (PostgreSQL away)', () => {
+  it('keeps a call that left memory while its append was under way: it is on disk, written when PostgreSQL is back, not dropped', async () => {
+    const url = h.database()
+    const dir = h.tempDir('burnrate-sifd-')
+    const ledger = new PgLedger(h.store(url), { flushIntervalMs: 20, maxPending: 10, timezone: 'UTC', dataDir: dir }).start()
+    let stopped = false
+    try {
+      ledger.record(call('before'))
+      expect(await ledger.flushed()).toBe(true)
+      h.pg.stopServer()
+      stopped = true
+      for (let i = 1; i <= 10; i++) ledger.record(call(`c${i}`))
+      // The first append opens the journal; its write is under way (its answer comes in a later
+      // turn of the event loop) when the next call comes and memory is full: c1 leaves memory.
+      await new Promise<void>((resolve) => {
+        const look = (): void => {
+          if (spillFiles(dir).length > 0) resolve()
+          else setImmediate(look)
+        }
+        look()
+      })
+      ledger.record(call('c11'))
+      await until('all on disk', () => ledger.storage.spilled === 11)
+      h.pg.startServer()
+      stopped = false
+      expect(await ledger.flushed()).toBe(true)
+      await until('the spill written and removed', () => {
+        ledger.flush()
+        return spillFiles(dir).length === 0
+      })
+      const sessions = (await h.store(url).all<{ session: string }>('SELECT session FROM calls ORDER BY session')).map((r) => r.session)
+      expect(sessions).toEqual(['before', ...Array.from({ length: 11 }, (_, i) => `c${i + 1}`)].sort())
+      expect(ledger.status.dropped).toBe(0)
+    } finally {
+      if (stopped) h.pg.startServer()
+      await ledger.close()
+    }
+  })
+})
