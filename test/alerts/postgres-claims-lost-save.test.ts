@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { getJson } from '../dashboard/seed'
-import { eventually, postJson } from '../support/http'
+import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { claimCall, claimReady } from './pg-claims'
 import { receiver } from './support'
 
 /**
@@ -16,21 +16,6 @@ import { receiver } from './support'
  */
 
 const h = usePostgres()
-const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
-type Server = Awaited<ReturnType<typeof pgBudgetServer>>
-const call = (s: Server, key: string) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
-
-async function spent(s: Server, key: string): Promise<number> {
-  const body = (await getJson(`${s.url}/api/dashboard/budgets`)).body
-  return body.rules.find((r: any) => r.rule.api_key_pattern === 'sk-claim-*' && r.api_key_hash === hashKey(key))?.windows[0].spent_usd ?? 0
-}
-
-async function ready(s: Server, warm: string): Promise<void> {
-  expect((await call(s, warm)).status).toBe(200)
-  await eventually(async () => (await spent(s, warm)) > 0, 20_000)
-  await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
-}
-
 describe('alert claims when an announcement could not be written (PostgreSQL)', () => {
   it('the announcement is written once it can be, and the instance with the webhook sends it when it is up again', async () => {
     const hook = await receiver()
@@ -41,8 +26,8 @@ describe('alert claims when an announcement could not be written (PostgreSQL)', 
     const a = await pgBudgetServer(h, url, { budgets })
     const b = await pgBudgetServer(h, url, withHook)
     replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, 'sk-claim-warm-0000')
-    await ready(b, 'sk-claim-warm-0001')
+    await claimReady(a, 'sk-claim-warm-0000')
+    await claimReady(b, 'sk-claim-warm-0001')
     await b.stop()
     // A's write of the announcement waits behind a lock, and its connection is cut there.
     const lock = await a.store.pool.connect()
@@ -50,7 +35,7 @@ describe('alert claims when an announcement could not be written (PostgreSQL)', 
     await lock.query('BEGIN')
     await lock.query('LOCK TABLE budget_announced IN SHARE MODE')
     const key = 'sk-claim-ffffffff-0006'
-    for (let i = 0; i < 2; i++) expect((await call(a, key)).status).toBe(200)
+    for (let i = 0; i < 2; i++) expect((await claimCall(a, key)).status).toBe(200)
     await a.server.ledger.flushed()
     const cut = async () =>
       (await a.store.all<{ ok: boolean }>(

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import { hashKey } from '../../src/main/proxy/attribution'
-import { getJson } from '../dashboard/seed'
-import { eventually, postJson } from '../support/http'
+import { eventually } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { claimCall, claimReady, claimSpent } from './pg-claims'
 import { receiver } from './support'
 
 /**
@@ -17,21 +17,6 @@ import { receiver } from './support'
  */
 
 const h = usePostgres()
-const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
-type Server = Awaited<ReturnType<typeof pgBudgetServer>>
-const call = (s: Server, key: string) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
-
-async function spent(s: Server, key: string): Promise<number> {
-  const body = (await getJson(`${s.url}/api/dashboard/budgets`)).body
-  return body.rules.find((r: any) => r.rule.api_key_pattern === 'sk-claim-*' && r.api_key_hash === hashKey(key))?.windows[0].spent_usd ?? 0
-}
-
-async function ready(s: Server, warm: string): Promise<void> {
-  expect((await call(s, warm)).status).toBe(200)
-  await eventually(async () => (await spent(s, warm)) > 0, 20_000)
-  await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
-}
-
 describe('alert claims when a read falls between an announcement and its call (PostgreSQL)', () => {
   it('the instance with the webhook sends a threshold whose announcement it read before the call that crossed it', async () => {
     const hook = await receiver()
@@ -41,27 +26,27 @@ describe('alert claims when a read falls between an announcement and its call (P
     const a = await pgBudgetServer(h, url, { budgets })
     const b = await pgBudgetServer(h, url, { budgets, alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 20 } })
     replayJson(h.upstream, NANO_FIXTURE)
-    await ready(a, 'sk-claim-warm-0000')
-    await ready(b, 'sk-claim-warm-0001')
+    await claimReady(a, 'sk-claim-warm-0000')
+    await claimReady(b, 'sk-claim-warm-0001')
     const key = 'sk-claim-eeeeeeee-0005'
     // Three calls through A: 75%, which B counts too.
-    for (let i = 0; i < 3; i++) expect((await call(a, key)).status).toBe(200)
+    for (let i = 0; i < 3; i++) expect((await claimCall(a, key)).status).toBe(200)
     await a.server.ledger.flushed()
-    await eventually(async () => (await spent(b, key)) >= NANO_COST * 3 * (1 - 1e-9), 20_000)
+    await eventually(async () => (await claimSpent(b, key)) >= NANO_COST * 3 * (1 - 1e-9), 20_000)
     // A's ledger cannot store calls for now (reads go on): the fourth call crosses 100% on A,
     // which keeps it as announced, while the call itself waits to be stored.
     const lock = await a.store.pool.connect()
     h.onTeardown(() => lock.release())
     await lock.query('BEGIN')
     await lock.query('LOCK TABLE calls IN EXCLUSIVE MODE')
-    expect((await call(a, key)).status).toBe(200)
+    expect((await claimCall(a, key)).status).toBe(200)
     await eventually(async () => (await a.store.all('SELECT id FROM budget_announced')).length === 1, 20_000)
     // B reads the meters now: the threshold announced, the spend still at 75%.
     await budgetsOf(b.server.context).feed!.reload()
-    expect(await spent(b, key)).toBeCloseTo(NANO_COST * 3, 12)
+    expect(await claimSpent(b, key)).toBeCloseTo(NANO_COST * 3, 12)
     // The call is stored; B hears it and reaches 100%, which the webhook gets, once.
     await lock.query('COMMIT')
-    await eventually(async () => (await spent(b, key)) >= NANO_COST * 4 * (1 - 1e-9), 20_000)
+    await eventually(async () => (await claimSpent(b, key)) >= NANO_COST * 4 * (1 - 1e-9), 20_000)
     const sent = () => hook.got.filter((g) => g.body.api_key_hash === hashKey(key)).map((g) => g.body.threshold_pct)
     await eventually(() => sent().includes(1), 20_000)
     await eventually(async () => (await a.store.all('SELECT id FROM alert_claims')).length === 1, 20_000)

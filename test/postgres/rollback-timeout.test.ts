@@ -1,19 +1,12 @@
 import { describe, expect, it } from 'vitest'
+import { makeCall } from '../dashboard/seed'
 import { until, usePostgres } from '../support/pg-harness'
 import { PgLedger } from '../../src/main/ledger/pg/pg-ledger'
-import type { CallRecord } from '../../src/main/ledger/record'
 import { PostgresStore } from '../../src/main/storage/postgres'
 
 const h = usePostgres({ upstream: false })
 
-function call(session: string): CallRecord {
-  return {
-    ts: Date.now(), provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: 'h1', key_hint: 'sk-…abcd',
-    tenant: '', agent: 'a', session, status: 200, streamed: false, input_tokens: 1149, output_tokens: 353, cache_read_tokens: 1024,
-    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.00033, priced: true, estimated: false,
-    latency_ms: 12.5, error: null,
-  }
-}
+const call = (session: string) => makeCall({ session })
 
 describe('a batch whose statement and ROLLBACK both outlast the query timeout (a table locked for long)', () => {
   it('does not hand the connection, its INSERT still running, to the next batch: every stored call reaches the batch hooks', async () => {

@@ -1,0 +1,26 @@
+import { expect } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { getJson } from '../dashboard/seed'
+import { eventually, postJson } from '../support/http'
+import type { pgBudgetServer } from '../budgets/support'
+
+/** The alert-claims tests' instances on one PostgreSQL, their calls (keys `sk-claim-*`) and their meters. */
+export type ClaimServer = Awaited<ReturnType<typeof pgBudgetServer>>
+
+const BODY = { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }] }
+
+export const claimCall = (s: ClaimServer, key: string) => postJson(`${s.url}/v1/chat/completions`, BODY, { authorization: `Bearer ${key}` })
+
+/** What the `sk-claim-*` rule's first window says `key` spent, as the dashboard shows it. */
+export async function claimSpent(s: ClaimServer, key: string): Promise<number> {
+  const body = (await getJson(`${s.url}/api/dashboard/budgets`)).body
+  return body.rules.find((r: any) => r.rule.api_key_pattern === 'sk-claim-*' && r.api_key_hash === hashKey(key))?.windows[0].spent_usd ?? 0
+}
+
+/** An instance that has counted a call of its own (`warm`) and read the shared meters at least once. */
+export async function claimReady(s: ClaimServer, warm: string): Promise<void> {
+  expect((await claimCall(s, warm)).status).toBe(200)
+  await eventually(async () => (await claimSpent(s, warm)) > 0, 20_000)
+  await eventually(() => (budgetsOf(s.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+}
