@@ -63,6 +63,52 @@ describe('xAI usage', () => {
 
 
 /**
+ * xAI's Responses usage (`ModelUsage` in its OpenAPI, https://api.x.ai/api-docs/openapi.json, as
+ * xai-org/xai-sdk-ts vendors it in src/generated/types.ts) has two optional charges:
+ * `cost_in_usd_ticks` (10^10 to the dollar) and `cost_in_nano_usd` ("Cost in nano US dollars for
+ * this request", 10^9 to the dollar); that SDK's src/usage.ts takes ticks, else nano. An answer
+ * with nano alone is recorded at that charge, not estimated from its tokens.
+ */
+describe('xAI Responses usage with cost_in_nano_usd and no ticks', () => {
+  const model = 'grok-4-fast-reasoning'
+  const nano = 15_295_123
+  const usage = {
+    input_tokens: 1000, input_tokens_details: { cached_tokens: 0 }, output_tokens: 190, output_tokens_details: { reasoning_tokens: 150 }, total_tokens: 1190,
+    num_sources_used: 0, num_server_side_tools_used: 3, server_side_tool_usage_details: { web_search_calls: 3 }, cost_in_nano_usd: nano,
+  }
+  const response = {
+    id: 'resp_nano', object: 'response', created_at: 1770774058, status: 'completed', model,
+    output: [{ type: 'message', role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: 'hi', annotations: [] }] }],
+    usage,
+  }
+
+  it('is recorded at that charge, divided once', async () => {
+    answer(s.upstream, response)
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/responses`, { model, input: 'news?', tools: [{ type: 'web_search' }] }, H))
+    expect(row).toMatchObject({ provider: 'xai', endpoint: 'responses', input_tokens: 1000, output_tokens: 190, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(nano / 1e9)
+  })
+
+  it('streamed: the same, from its response.completed event', async () => {
+    const event = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`
+    answer(s.upstream,
+      event('response.created', { type: 'response.created', response: { ...response, status: 'in_progress', output: [], usage: null } }) +
+      event('response.output_text.delta', { type: 'response.output_text.delta', delta: 'hi' }) +
+      event('response.completed', { type: 'response.completed', response }),
+      'sse')
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/responses`, { model, input: 'news?', stream: true }, H))
+    expect(row).toMatchObject({ endpoint: 'responses', streamed: 1, input_tokens: 1000, output_tokens: 190, estimated: 0, priced: 1 })
+    expect(row.cost_usd).toBe(nano / 1e9)
+  })
+
+  it('ticks, when both are there, are the charge', async () => {
+    answer(s.upstream, { ...response, usage: { ...usage, cost_in_usd_ticks: 152_950_000, cost_in_nano_usd: 1 } })
+    const row = await recorded(s.t, () => postJson(`${s.t.url}/xai/v1/responses`, { model, input: 'news?' }, H))
+    expect(row.cost_usd).toBe(152_950_000 / 1e10)
+  })
+})
+
+/**
  * xAI's video generation is asynchronous (https://docs.x.ai/developers/model-capabilities/video/generation):
  * `POST /v1/videos/generations` (also `/videos/edits`, `/videos/extensions`) answers only a
  * `request_id` (vercel/ai packages/xai/src/xai-video-model.ts reads nothing else from it), and

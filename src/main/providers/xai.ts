@@ -7,20 +7,27 @@ import { isXaiVideo, XaiVideoMeter, xaiVideoShape } from './xai-video'
 
 /** xAI's unit of charge: 1 USD is 10^10 ticks. */
 const TICKS_PER_USD = 1e10
+/** xAI's other unit of charge (`cost_in_nano_usd`): 1 USD is 10^9 nano. */
+const NANO_PER_USD = 1e9
 
 /**
  * xAI's `usage`: OpenAI's, and `cost_in_usd_ticks`, what xAI billed for the call after its cache
  * discounts and with its server-side tools (web and X search, code execution: billed per call,
  * and absent from the price data), https://docs.x.ai/developers/cost-tracking: that is the
  * call's cost. Every answer's usage carries it (Chat Completions and Responses, streamed or not,
- * image generation, and a finished video's status).
+ * image generation, and a finished video's status). Responses' usage (`ModelUsage` in xAI's
+ * OpenAPI, https://api.x.ai/api-docs/openapi.json) has both charges optional, the other being
+ * `cost_in_nano_usd` (10^9 to the dollar); without ticks, that is the cost, as xAI's TypeScript SDK
+ * (xai-org/xai-sdk-ts src/usage.ts) reads it: ticks first, then nano, each divided once.
  */
 function xaiUsage(raw: unknown): Usage | null {
   const u = openaiUsage(raw)
   if (!u || !isObject(raw)) return u
   withUncountedCache(u, count(raw.total_tokens))
   const ticks = reportedUsd(raw.cost_in_usd_ticks)
+  const nano = reportedUsd(raw.cost_in_nano_usd)
   if (ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
+  else if (nano !== undefined) u.provider_cost_usd = nano / NANO_PER_USD
   return u
 }
 
