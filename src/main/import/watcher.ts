@@ -32,7 +32,8 @@ export const WATCH_SETTLE_MS = 10 * 60_000
  * Imports new entries of every agent's standard log folder as they appear (the desktop app
  * runs it; `import.watch` turns it off): calls of agents that bypass the proxy still show,
  * marked `source: "import"`. Polls (unchanged files are only stat()ed), one pass at a time; the
- * ledger is flushed first so the proxy's own calls are there to be matched, and what is added
+ * ledger is flushed first so the proxy's own calls are there to be matched (a pass they cannot be
+ * stored for imports nothing: see pass), and what is added
  * counts in the spend budgets read.
  */
 export class LogWatcher {
@@ -41,6 +42,8 @@ export class LogWatcher {
   private stopped = false
   /** The logs each agent's last pass could not read, as last said in the log. */
   private readonly unreadable = new Map<string, string>()
+  /** Whether the last pass was skipped because the proxy's calls could not be stored (said once until one is not). */
+  private unstored = false
 
   constructor(private readonly o: WatcherOptions) {}
 
@@ -73,8 +76,15 @@ export class LogWatcher {
       if (this.stopped) break
       try {
         // The proxy's own calls must be stored to be matched (PostgreSQL: written, not just under way).
-        if (this.o.store) await ledger.flushed()
-        else ledger.flush()
+        // Not stored (the SQLite file locked by another process, PostgreSQL away): a call made through
+        // the proxy would be imported from its agent's log too (Codex, Gemini CLI and opencode log no
+        // answer id to tell it by) and counted twice once the proxy's row lands. The pass waits for the next.
+        if (!(this.o.store ? await ledger.flushed() : ledger.flush())) {
+          if (!this.unstored) this.o.log.warn(`import: the proxy's calls could not be stored (${ledger.status.last_error ?? 'the database refused them'}); the agents' logs are read once they are`)
+          this.unstored = true
+          break
+        }
+        this.unstored = false
         const target: ImportTarget = this.o.store ? { store: this.o.store, countSpend: this.o.countSpend, moveSpend: this.o.moveSpend } : {}
         const s = await importLogs(this.o.db, {
           ...target,
