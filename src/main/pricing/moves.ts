@@ -145,11 +145,15 @@ export class CostMoves {
         ...(marked ? { marks } : {}),
       })
     }
-    // Money only: a plan's (subscription) call is neither today's spend nor a budget's.
-    if (r.billing !== 'subscription' && (delta !== 0 || usageIn !== undefined)) {
+    // Money only: a plan's (subscription) call is neither today's spend nor a budget's. A call no
+    // longer a request is one request less of its key (the admin API's requests_month) whatever it
+    // cost: a plan's call, or one at $0, moves its key's requests and no money.
+    const plan = r.billing === 'subscription'
+    const money = plan ? 0 : delta
+    if ((!plan && (delta !== 0 || usageIn !== undefined)) || requests) {
       this.spend.push({
         api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
-        tenant: r.tenant, session: r.session, delta, ...(usageIn !== undefined ? { usage_in: true, response_id: usageIn } : {}), ...(requests ? { requests } : {}),
+        tenant: r.tenant, session: r.session, delta: money, ...(usageIn !== undefined && !plan ? { usage_in: true, response_id: usageIn } : {}), ...(requests ? { requests } : {}),
       })
     }
   }

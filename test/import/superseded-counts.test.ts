@@ -1,0 +1,89 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { LogWatcher } from '../../src/main/import/watcher'
+import { silentLogger } from '../../src/main/log'
+import { Pricer } from '../../src/main/pricing/price'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * What an imported call the proxy's record superseded leaves in the counts read without a restart:
+ * a plan's (subscription) call was still a request of its key in the admin API's requests_month
+ * until a restart (only money moved a key's counts).
+ */
+
+const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
+const OAUTH_BETAS = ['claude-code-20250219', 'oauth-2025-04-20']
+
+let upstream: MockUpstream
+const homes: string[] = []
+beforeAll(async () => {
+  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
+})
+afterAll(async () => {
+  await upstream.close()
+  for (const home of homes) rmSync(home, { recursive: true, force: true })
+})
+
+/** Claude Code's transcript of one answer imported while it still streamed; `plan`: sent with a Claude account's OAuth token. */
+function transcript(session: string, plan: boolean): string {
+  const at = Date.now() - 1000
+  const lines = [
+    ...(plan ? [{ type: 'api-request', id: 'req-1', sessionId: session, params: { betas: OAUTH_BETAS, model: BODY.model } }] : []),
+    {
+      type: 'assistant', sessionId: session, uuid: 'u-1', cwd: '/home/dev/shop', timestamp: new Date(at).toISOString(), requestId: 'req_sup',
+      ...(plan ? { requestRef: 'req-1' } : {}), message: { ...BODY, usage: { ...BODY.usage, output_tokens: 1 } },
+    },
+  ]
+  return lines.map((l) => JSON.stringify(l)).join('\n') + '\n'
+}
+
+/** A server that imported the answer's first line, then proxied the answer; resolves once the imported call is superseded. */
+async function superseded(name: string, plan: boolean): Promise<TestServer> {
+  const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, upstream.url)
+  const { db, ledger } = t.server
+  // A home of its own: each test's one answer is in its log only.
+  const home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-counts-'))
+  homes.push(home)
+  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
+  writeFileSync(join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`), transcript(name, plan))
+  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => t.server.context.budgets, settleMs: 0 })
+  expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
+  await w.stop()
+  expect(db.prepare("SELECT billing FROM calls WHERE source = 'import'").pluck().get()).toBe(plan ? 'subscription' : 'api')
+  ledger.flush()
+  const res = await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': `sk-ant-${name}-000000001` })
+  expect(res.status).toBe(200)
+  expect(await ledger.flushed()).toBe(true)
+  await eventually(() => db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
+  ledger.flush()
+  return t
+}
+
+const keyless = (url: string) => admin(url, 'GET', '/api-keys').then((r) => r.json().find((k: any) => k.api_key_hash === ''))
+
+describe('an imported call superseded, read without a restart', () => {
+  for (const plan of [true, false]) {
+    it(`is no request of its key in the admin API's requests_month (${plan ? 'a plan' : 'money'})`, async () => {
+      const t = await superseded(plan ? 'plan' : 'money', plan)
+      try {
+        expect((await keyless(t.url))?.requests_month ?? 0).toBe(0)
+        // As a restart reads it from the ledger.
+        const again = await t.restart()
+        try {
+          expect((await keyless(again.url))?.requests_month ?? 0).toBe(0)
+        } finally {
+          await again.cleanup()
+        }
+      } finally {
+        await t.cleanup()
+      }
+    })
+  }
+
+})
