@@ -7,14 +7,15 @@ import { silentLogger } from '../../src/main/log'
 import { Pricer } from '../../src/main/pricing/price'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
+import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
  * What an imported call the proxy's record superseded leaves in the counts read without a restart:
  * a plan's (subscription) call was still a request of its key in the admin API's requests_month
- * until a restart (only money moved a key's counts).
+ * (only money moved a key's counts), and its session stayed listed at 0 requests and counted
+ * active in the dashboard: a session no call of which counts any more.
  */
 
 const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
@@ -86,4 +87,16 @@ describe('an imported call superseded, read without a restart', () => {
     })
   }
 
+  it('leaves no session of its own in the sessions list nor in the active sessions', async () => {
+    const t = await superseded('sessions', true)
+    try {
+      const listed = (await request(`${t.url}/api/dashboard/sessions`)).json()
+      // The one answer is one session: the proxy's record's (the imported call's session counts no call any more).
+      expect(listed.sessions.map((s: any) => [s.session === 'sessions', s.requests])).toEqual([[false, 1]])
+      expect(listed.total).toBe(1)
+      expect((await request(`${t.url}/api/dashboard/summary`)).json().active_sessions).toBe(1)
+    } finally {
+      await t.cleanup()
+    }
+  })
 })

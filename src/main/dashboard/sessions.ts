@@ -5,13 +5,20 @@ import { andTenant, bytewise } from './sql'
 const DAY = 86_400_000
 
 /**
+ * A session's row counts a request: one at 0 counts none (its only calls were imported ones the
+ * proxy's record superseded, ../import/supersede.ts), so it is no session, as a rebuild of the
+ * rollups (which leaves those calls out) has no row for it.
+ */
+export const WITH_REQUESTS = ' AND requests > 0'
+
+/**
  * Named sessions with a call in the last 24 h, most recent first, at most `limit` of them (and how many in all). `requests`, `cost_usd` and
  * `started_at` cover the whole session, also the part before the 24 h.
  */
 export async function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Promise<Sessions> {
   const args = { since: now - DAY, now, tenant, limit }
   const { n } = (await d.q.get<{ n: number }>(
-    `SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
+    `SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}`,
     args,
   ))!
   const rows = await d.q.all<{
@@ -24,7 +31,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
     cost_usd: number
   }>(
     `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
-      WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}
+      WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}
       ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
     args,
   )

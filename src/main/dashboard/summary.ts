@@ -1,6 +1,7 @@
 import type { Summary } from '../../shared/api'
 import { startOfDay, startOfMonth } from '../time/zone'
 import { ACTIVE_MS, type DashDeps } from './deps'
+import { WITH_REQUESTS } from './sessions'
 import { andTenant } from './sql'
 import { windowTotals } from './totals'
 
@@ -10,10 +11,10 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
   const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
   const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
   // A session is its id: the rollup keeps a row per (tenant, agent, session), so one session that
-  // two agents (or tenants) carried is counted once. The last-call indexes hold the session column
-  // (SQLite's, of a WITHOUT ROWID table, hold the key), so this still reads only the active rows.
+  // two agents (or tenants) carried is counted once. The last-call indexes find the active rows.
+  // A row at 0 requests is none: its only calls were imported ones the proxy's record superseded.
   const { active } = (await d.q.get<{ active: number }>(
-    `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}`,
+    `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}`,
     { since: now - ACTIVE_MS, now, tenant },
   ))!
   return {
