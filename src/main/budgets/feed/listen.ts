@@ -318,7 +318,7 @@ interface Heard {
   moves?: readonly MoveRow[]
 }
 
-function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn]: MoveRow): CostAdjustment {
+function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn, requests]: MoveRow): CostAdjustment {
   const usage = typeof usageIn === 'string' ? { usage_in: true, response_id: usageIn } : usageIn === 1 ? { usage_in: true } : {}
-  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...usage }
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...usage, ...(typeof requests === 'number' && requests !== 0 ? { requests } : {}) }
 }

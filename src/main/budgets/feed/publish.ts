@@ -35,12 +35,13 @@ const MAX_CHUNKS = 64
 export type FeedRow = [string, string, string, string, string | null, string, string, string, number, number, number, number, number, number, string[]]
 
 /**
- * A stored call's cost moved (re-priced, a background response settled), as the meters move it:
- * [api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta], and 1 when it
- * is a background response's real usage taken (its hold ends; a re-price leaves it).
+ * A stored call's cost moved (re-priced, a background response settled, an imported call
+ * superseded), as the meters move it: [api_key_hash, ts, provider, model, requested_model, agent,
+ * tenant, session, delta], then whether it is a background response's real usage taken (1, or
+ * since it is sent, the response's id; 0: not), then what its key's request count moves by (-1: an
+ * imported call superseded, no longer a request; absent: none).
  */
-/** The last field: a background response's real usage taken (1, or since it is sent, the response's id). */
-export type MoveRow = [string, number, string, string, string | null, string, string, string, number, (1 | string)?]
+export type MoveRow = [string, number, string, string, string | null, string, string, string, number, (0 | 1 | string)?, number?]
 
 /**
  * Calls admitted under a rule with a per-minute request limit, as they are admitted
@@ -161,6 +162,11 @@ export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly
     const row: MoveRow = [c.api_key_hash, c.ts, c.provider, c.model, c.requested_model ?? null, c.agent, c.tenant, c.session, c.delta]
     // A background response's real usage taken: the instance holding its reservation lets it go.
     if (c.usage_in) row.push(c.response_id ?? 1)
+    // No longer a request of its key (the admin API's requests_month): the others count it so too.
+    if (c.requests) {
+      if (!c.usage_in) row.push(0)
+      row.push(c.requests)
+    }
     return row
   })
   // Too many for notifications: the others read their meters again.
