@@ -16,6 +16,19 @@ const NARROW = 0.1
 const MOST_CANDIDATES = 1000
 
 /**
+ * A session total (`dash_report_session`) some of whose calls still count a request: not one whose
+ * only calls were imported ones the proxy's record superseded (../import/supersede.ts), which
+ * stays at $0 where a rebuild of the rollup has no row. Such a session costs nothing, so only
+ * sessions at $0 (to the last nano-dollar) are looked up in their day and month rows (the session
+ * indexes): the others are left as fast as before.
+ */
+const COUNTS_A_REQUEST = `(abs(cost_usd) >= 1e-9
+  OR EXISTS (SELECT 1 FROM dash_report_day d WHERE d.dim = 'session' AND d.key = dash_report_session.session AND d.requests > 0
+              AND (dash_report_session.across = 1 OR d.tenant = dash_report_session.tenant))
+  OR EXISTS (SELECT 1 FROM dash_report_month m WHERE m.dim = 'session' AND m.key = dash_report_session.session AND m.requests > 0
+              AND (dash_report_session.across = 1 OR m.tenant = dash_report_session.tenant)))`
+
+/**
  * The `limit` costliest sessions of a window, from the report rollup's session totals
  * (`dash_report_session`, SQLite), without summing every session of the window:
  * - a session whose calls all lie in the window cost there exactly its total, so the costliest
@@ -41,7 +54,7 @@ export async function costliestSessions(
   const since = q.since ?? -OPEN
   const until = q.until ?? OPEN
 
-  const insideWhere = 'across = @across AND tenant = @tenant AND first_ts >= @since AND last_ts < @until'
+  const insideWhere = `across = @across AND tenant = @tenant AND first_ts >= @since AND last_ts < @until AND ${COUNTS_A_REQUEST}`
   const args = { ...who, since, until, n: limit }
   const inside = await db.all<{ session: string }>(
     (await isNarrow(db, who, since, until))
