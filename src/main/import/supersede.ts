@@ -26,8 +26,13 @@ export interface ImportedRow extends MovedCall, StoredTokens {
 export const IMPORTED_COLUMNS = `id, ts, endpoint, provider, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
   input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, response_id, call_key, superseded_by`
 
-/** The imported calls not superseded yet whose answer has this id (the partial index `calls_import_answer`). */
-const OPEN_IMPORTS = "FROM calls WHERE response_id = @rid AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL"
+/** This Burnrate's imported calls with an answer id, not superseded yet (the partial index `calls_import_answer`). */
+const OPEN = "source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL"
+
+/** A condition that `response_id` is one of `ids`, and its parameter `@ids`, in the store's dialect. */
+function amongIds(store: SqlStore, ids: string[]): { among: string; ids: string[] | string } {
+  return store.dialect === 'postgres' ? { among: '= ANY(@ids::text[])', ids } : { among: 'IN (SELECT value FROM json_each(@ids))', ids: JSON.stringify(ids) }
+}
 
 /** The proxy's record of answer `rid` (its first), if it has one. */
 export async function proxiedTwin(tx: SqlStore, rid: string): Promise<number | undefined> {
@@ -49,7 +54,7 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
     { id: row.id, twin, ...usageParams(emptyUsage(), 0, true), wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd },
   )
   if (changed === 0) return false
-  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), undefined, undefined, -1)
+  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), { requests: -1 })
   if (tx.dialect === 'postgres' && row.call_key) {
     await tx.run("INSERT INTO import_claims (call_id, key, alias) VALUES (@twin, @key, '') ON CONFLICT (call_id) DO NOTHING", { twin, key: row.call_key })
   }
@@ -60,11 +65,8 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
 export async function openImports(store: SqlStore, rids: readonly string[]): Promise<string[]> {
   const ids = [...new Set(rids)].filter(Boolean)
   if (ids.length === 0) return []
-  const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
-  const rows = await store.all<{ rid: string }>(
-    `SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL`,
-    { ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids) },
-  )
+  const q = amongIds(store, ids)
+  const rows = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${q.among} AND ${OPEN}`, { ids: q.ids })
   return rows.map((r) => r.rid)
 }
 
@@ -75,15 +77,13 @@ export async function openImports(store: SqlStore, rids: readonly string[]): Pro
 export async function importsBeside(store: SqlStore, after: string, limit: number): Promise<{ last: string | null; proxied: string[] }> {
   const open = await store.all<{ rid: string }>(
     `SELECT DISTINCT response_id AS rid FROM calls
-      WHERE response_id > @after AND source = 'import' AND response_id <> '' AND superseded_by IS NULL AND origin_id IS NULL ORDER BY response_id LIMIT ${limit}`,
+      WHERE response_id > @after AND ${OPEN} ORDER BY response_id LIMIT ${limit}`,
     { after },
   )
   if (open.length === 0) return { last: null, proxied: [] }
   const ids = open.map((r) => r.rid)
-  const among = store.dialect === 'postgres' ? '= ANY(@ids::text[])' : 'IN (SELECT value FROM json_each(@ids))'
-  const proxied = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${among} AND source = 'proxy' AND origin_id IS NULL`, {
-    ids: store.dialect === 'postgres' ? ids : JSON.stringify(ids),
-  })
+  const q = amongIds(store, ids)
+  const proxied = await store.all<{ rid: string }>(`SELECT DISTINCT response_id AS rid FROM calls WHERE response_id ${q.among} AND source = 'proxy' AND origin_id IS NULL`, { ids: q.ids })
   return { last: ids[ids.length - 1], proxied: proxied.map((r) => r.rid) }
 }
 
@@ -106,7 +106,7 @@ export async function supersedeAnswers(store: SqlStore, rids: readonly string[],
     for (const rid of rids) {
       const twin = await proxiedTwin(tx, rid)
       if (twin === undefined) continue
-      const rows = await tx.all<ImportedRow>(`SELECT ${IMPORTED_COLUMNS} ${OPEN_IMPORTS} ORDER BY id${lockedRead(tx)}`, { rid })
+      const rows = await tx.all<ImportedRow>(`SELECT ${IMPORTED_COLUMNS} FROM calls WHERE response_id = @rid AND ${OPEN} ORDER BY id${lockedRead(tx)}`, { rid })
       for (const row of rows) if (await supersede(tx, row, twin, moves)) superseded.push({ id: row.id, twin })
     }
     if (superseded.length > 0) await moves.apply(tx, targets)

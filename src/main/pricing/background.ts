@@ -78,7 +78,7 @@ export async function settleBackground(
     const moves = await CostMoves.in(tx)
     // Its tokens are no longer estimated, and it may have gained (or lost) a price: the metrics count both.
     const marks = { settled: true, priced: row.priced === 0 && priced, unpriced: row.priced === 1 && !priced }
-    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), done.responseId, marks)
+    moves.add({ ...row, provider: done.provider }, cost - row.cost_usd, tokensGained(row, u), { usageIn: done.responseId, marks })
     await moves.apply(tx, budgets)
     return { moves, taken: { ...u, ts: row.ts, model: row.model, priced, cost_usd: cost, usage_extra: usageExtra(u) } }
   })

@@ -130,12 +130,13 @@ export class CostMoves {
 
   /**
    * Call `r` (its row already updated in the transaction) now costs `delta` more (and has `tokens`
-   * more, and its marks changed as `marks` says); `usageIn`: the id of the background response
-   * whose real usage it took, which ends the hold of its budget reservation (a re-price leaves the hold of a job still running), also when
+   * more). `usageIn`: the id of the background response whose real usage it took, which ends the
+   * hold of its budget reservation (a re-price leaves the hold of a job still running), also when
    * its real cost is its estimate (the move then carries no money, only the end of the hold).
-   * `requests`: -1 when the call is no longer a request (an imported call superseded).
+   * `marks`: how its marks changed. `requests`: -1 when the call is no longer a request (an
+   * imported call superseded).
    */
-  add(r: MovedCall, delta: number, tokens?: TokenChange, usageIn?: string, marks?: CallMarks, requests?: number): void {
+  add(r: MovedCall, delta: number, tokens?: TokenChange, { usageIn, marks, requests }: { usageIn?: string; marks?: CallMarks; requests?: number } = {}): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(requests ? { ...costChangeOf(r, delta, tokens), requests, source: r.source } : costChangeOf(r, delta, tokens))
     const marked = anyMark(marks)

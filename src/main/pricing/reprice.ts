@@ -120,7 +120,7 @@ export async function repriceModel(
         done.repriced++
         done.before += r.cost_usd
         done.after += p.cost_usd
-        moves.add({ ...r, provider, model: own }, p.cost_usd - r.cost_usd, undefined, undefined, r.priced === 0 ? PRICED : undefined)
+        moves.add({ ...r, provider, model: own }, p.cost_usd - r.cost_usd, undefined, { marks: r.priced === 0 ? PRICED : undefined })
       }
       await moves.apply(tx, budgets)
       return { moves, done }
