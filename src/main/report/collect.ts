@@ -1,3 +1,4 @@
+import { isGroup } from '../dashboard/groups'
 import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
 import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
@@ -214,11 +215,11 @@ function dayParts(db: SqlReader, dim: string, a: number, b: number, tenant: stri
 /** The summed rows as a report lists them: periods in order, attributes costliest first. */
 export function finish(rows: Map<string, Acc>, kind: ReportKind): ReportRow[] {
   const periodic = isPeriodic(kind)
-  // A session with no request is none: its only calls were imported ones the proxy's record
-  // superseded (../import/supersede.ts), whose rollup rows stay at 0 requests where a rebuild of
-  // the rollup has none (as the dashboard's sessions list reads them, ../dashboard/sessions.ts).
+  // A period, session, model, agent or project with nothing in it is none: its only calls were
+  // imported ones the proxy's record superseded, whose rollup rows stay at 0 requests and $0
+  // where a rebuild of the rollup has none (../dashboard/groups.ts).
   return [...rows.values()]
-    .filter((r) => kind !== 'session' || r.requests > 0)
+    .filter(isGroup)
     .map(({ byModel, ...r }) => ({ ...r, models: [...byModel].sort((a, b) => b[1] - a[1] || byText(a[0], b[0])).map(([m]) => m) }))
     .sort((a, b) => (periodic ? byText(a.key, b.key) : b.cost_usd - a.cost_usd || byText(a.key, b.key) || byText(a.provider ?? '', b.provider ?? '')))
 }
