@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { GROUP_BYS } from '../../src/shared/api'
 import { reportZone } from '../../src/main/dashboard/rollup/report'
 import { LogWatcher } from '../../src/main/import/watcher'
 import { silentLogger } from '../../src/main/log'
@@ -13,11 +14,12 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
- * `burnrate report`'s other groupings (day, week, month, model, agent, project) and an imported
- * call the proxy's record superseded: a group whose only call it was is no group. Its rows in the
- * report rollup (folded before it was superseded) stayed at $0 and 0 requests, so the report
- * listed it (and counted it in total_rows), where a read of the calls (or a rebuild of the
- * rollup) has no such group. (Sessions: ./superseded-report.test.ts.)
+ * `burnrate report`'s other groupings (day, week, month, model, agent, project) and the dashboard's
+ * costs by any grouping, and an imported call the proxy's record superseded: a group whose only call
+ * it was is no group. Its rows in the rollups (folded before it was superseded) stayed at $0 and
+ * 0 requests, so the report and the costs listed it (and counted it in total_rows), where a read
+ * of the calls (or a rebuild of the rollups) has no such group. (Sessions:
+ * ./superseded-report.test.ts.)
  */
 
 const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
@@ -99,6 +101,27 @@ describe('a group whose only call was superseded', () => {
       const api = (await request(`${t.url}/api/dashboard/report?kind=monthly`)).json()
       expect(api.rows.map((x: any) => x.requests)).toEqual([1])
       expect(api.total_rows).toBe(1)
+    } finally {
+      await t.cleanup()
+    }
+  })
+
+  it('is no row of the dashboard\'s costs, by any grouping', async () => {
+    // Two days ago: a whole day (and whole hours) of the dashboard's rollups, in its 7d and 30d ranges.
+    const t = await supersededAt(Date.now() - 2 * DAY)
+    try {
+      const proxied = t.server.db.prepare("SELECT cost_usd FROM calls WHERE source = 'proxy'").pluck().get() as number
+      for (const range of ['7d', '30d']) {
+        for (const groupBy of GROUP_BYS) {
+          for (const limit of [1, 100]) {
+            const c = (await request(`${t.url}/api/dashboard/costs?group_by=${groupBy}&range=${range}&limit=${limit}`)).json()
+            const what = `${groupBy}, ${range}, limit ${limit}`
+            // One group of every grouping, and no `(other)` row of a $0 group.
+            expect(c.rows.map((x: any) => [x.requests, x.cost_usd, x.other ?? false]), what).toEqual([[1, proxied, false]])
+            expect(c.total_rows, what).toBe(1)
+          }
+        }
+      }
     } finally {
       await t.cleanup()
     }

@@ -1,5 +1,6 @@
 import { type CostRow, type Costs, type GroupBy, LIST_LIMIT_DEFAULT, type Range } from '../../shared/api'
 import type { DashDeps } from './deps'
+import { isGroup } from './groups'
 import { TIERS } from './rollup/schema'
 import { andMember, andTenant, bytewise, MONEY, REQUESTS_ONLY, total } from './sql'
 import { rangeWindow, splitTiers, type Window } from './window'
@@ -85,7 +86,8 @@ export async function costs(
     row.cache_write_tokens += p.cache_write_tokens
     row.cost_usd += p.cost_usd
   }
-  const sorted = [...rows.values()].sort(
+  // A group whose only calls were superseded imported ones is none (./groups.ts): its rollup rows stay at 0 requests and $0.
+  const sorted = [...rows.values()].filter(isGroup).sort(
     (a, b) => b.cost_usd - a.cost_usd || b.requests - a.requests || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   )
   return { group_by: groupBy, range, rows: foldRest(sorted, limit, byModel), total_rows: sorted.length }
