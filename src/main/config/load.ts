@@ -281,8 +281,11 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     if (problem) throw new ConfigError(`${where}: ${problem}`)
   }
 
-  // Relative paths in the file are taken from its own folder, as data_dir's.
-  if (parsed.upstream.ca_file && file) parsed.upstream.ca_file = fileCaFile(parsed.upstream.ca_file, file)
+  // Relative paths in the file are taken from its own folder, as data_dir's. Whether the CA file is
+  // there is asked only by what trusts it, the server at start-up (../server/ca-file.ts): a command
+  // that makes no call out (connect, report --local, import) works without it.
+  const caFileAsWritten = parsed.upstream.ca_file
+  if (caFileAsWritten && file) parsed.upstream.ca_file = fromConfigFolder(caFileAsWritten, file)
 
   let dataDir = dirOverride ?? (parsed.data_dir && file ? fromConfigFolder(parsed.data_dir, file) : base)
   if (!isAbsolute(dataDir)) dataDir = resolve(dataDir)
@@ -294,7 +297,14 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     )
   }
 
-  return { ...parsed, data_dir: dataDir, timezone: parsed.timezone ?? machineTimeZone(), timezone_from: parsed.timezone ? 'config' : 'machine', source: file }
+  return {
+    ...parsed,
+    data_dir: dataDir,
+    timezone: parsed.timezone ?? machineTimeZone(),
+    timezone_from: parsed.timezone ? 'config' : 'machine',
+    source: file,
+    ...(caFileAsWritten ? { ca_file_as_written: caFileAsWritten } : {}),
+  }
 }
 
 /**
@@ -322,21 +332,6 @@ function checkLedgerNotLeftBehind(dir: string, dataDir: string, file: string): v
 function fromConfigFolder(path: string, file: string): string {
   if (path === '~' || path.startsWith('~/') || path.startsWith('~\\')) return join(homedir(), path.slice(1))
   return resolve(dirname(file), path)
-}
-
-/**
- * A config file's `upstream.ca_file` (fromConfigFolder), refused when there is no file there,
- * naming where it was looked for: started without it, every call to a provider behind the private
- * CA would fail. Earlier releases took a relative one from the working folder: when it is there,
- * the message says so.
- */
-function fileCaFile(given: string, file: string): string {
-  const path = fromConfigFolder(given, file)
-  if (existsSync(path)) return path
-  const before = resolve(given)
-  const earlier = !isAbsolute(given) && before !== path && existsSync(before) ? `; ${before} (where earlier releases took it from the working folder) is there: move it to ${path}, or set ca_file to its absolute path` : ''
-  const what = given === path ? path : `"${given}" is ${path} (a relative path is taken from the config file's folder, ~/ is your home folder), which`
-  throw new ConfigError(`config ${file}: upstream.ca_file: ${what} does not exist${earlier}`)
 }
 
 /**

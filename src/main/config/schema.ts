@@ -313,4 +313,9 @@ export interface Config extends ParsedConfig {
   timezone_from?: 'config' | 'machine'
   /** The file it was read from, or null for defaults only. */
   source: string | null
+  /**
+   * `upstream.ca_file` as the file wrote it (`certs/ca.pem`, `~/ca.pem`), before it was taken from
+   * the file's folder: what start-up names when the file is not there (../server/ca-file.ts).
+   */
+  ca_file_as_written?: string
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs'
 import http from 'node:http'
 import { homedir } from 'node:os'
 import type Database from 'better-sqlite3'
@@ -54,6 +53,7 @@ import { lockedAtStartup, openDataFolder } from './data-folder'
 import { createDispatch } from './dispatch'
 import { listenOn } from './listen'
 import { StartupError } from './startup-error'
+import { readCaFile } from './ca-file'
 
 /** The capabilities every server has, in mount order. */
 export const FEATURES: Feature[] = [health, ledgerLog, ledgerSpill, retention, pricing, plans, budgets, alerts, admin, dashboard, team, metrics, otel, dashboardUi]
@@ -123,7 +123,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
   const log = opts.log ?? createLogger()
   checkTokens(config)
   checkExposure(config, log)
-  const network = { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca: readCaFile(config.upstream.ca_file) }
+  const network = { proxy: config.upstream.proxy, no_proxy: config.upstream.no_proxy, ca: readCaFile(config) }
   const egress = createEgress(network)
   for (const p of proxyProblems(network)) log.warn(`network: ${p}`)
   // One server per data folder (see data-lock.ts); with storage.url too, the folder holds this instance's own state.
@@ -372,20 +372,6 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       return closing
     },
   }
-}
-
-/** The PEM certificates in `upstream.ca_file`; a file that cannot be read or holds none stops start-up. */
-function readCaFile(file: string | undefined): string[] | undefined {
-  if (!file) return undefined
-  let text: string
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch (err) {
-    throw new StartupError(`cannot read upstream.ca_file ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'}); give the path of a PEM file of CA certificates`)
-  }
-  const certs = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)
-  if (!certs) throw new StartupError(`upstream.ca_file ${file} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`)
-  return certs
 }
 
 /** Session inference, continuing the sessions still open in the ledger. */
