@@ -71,6 +71,18 @@ export class OpenCalls {
     return this.open.find((c) => !this.erred.has(c))
   }
 
+  /** Whether an open call has erred (waits for its terminal event). */
+  anyErred(): boolean {
+    return this.open.some((c) => this.erred.has(c))
+  }
+
+  /** The open calls that have erred, taken out (their wait for a terminal event is over). */
+  takeErred(): CallState[] {
+    const out = this.open.filter((c) => this.erred.has(c))
+    for (const s of out) this.remove(s)
+    return out
+  }
+
   /** Every open call, taken out (the socket ended). */
   takeAll(): CallState[] {
     return this.open.splice(0)

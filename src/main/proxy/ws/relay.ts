@@ -91,7 +91,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
   function relay(client: WebSocket, up: WebSocket, req: IncomingMessage, route: Route): void {
     sockets.add(client)
     const calls: SocketCalls | null = /(^|\/)responses$/.test(meteredPath(route))
-      ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null)
+      ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null, opts.timeouts.idle_timeout_ms)
       : isRealtime(route)
         ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
         : isGeminiLive(route)

@@ -45,6 +45,8 @@ export class ResponsesSocketCalls implements SocketCalls {
   private readonly plan: PlanHeaders
   /** The client's frames, each response it asks for begun as a call and gated (./client-frames.ts). */
   private readonly client: ClientFrames
+  /** Ends the wait of erred calls for their terminal event after `erredWaitMs` of the upstream's quiet. */
+  private erredTimer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly life: CallLifecycle,
@@ -54,6 +56,11 @@ export class ResponsesSocketCalls implements SocketCalls {
     observe?: HeadersObserver,
     /** The upstream's upgrade answer headers, shown to `observe` with the first call (it needs the call's credential). */
     upgradeHeaders: IncomingHttpHeaders | null = null,
+    /**
+     * How long an erred call waits for its terminal event after the upstream's last frame
+     * (`upstream.idle_timeout_ms`); null: until the next response or the socket's close.
+     */
+    private readonly erredWaitMs: number | null = null,
   ) {
     this.steers = new SocketSteers((s) => releaseSteer(life, s))
     this.end = new SocketEnd(this.open, this.steers, life)
@@ -73,6 +80,39 @@ export class ResponsesSocketCalls implements SocketCalls {
 
   /** A JSON frame from the upstream, on its way to the client. */
   fromUpstream(data: Buffer): void {
+    this.meterFrame(data)
+    this.watchErred()
+  }
+
+  /**
+   * An erred call's turn is over for the agent, but its call (and its budget reservation) stays
+   * open for the terminal event OpenAI sends after the error. On a socket left open between turns
+   * (Codex keeps it for the session) with no such event, it is recorded as it stands once the
+   * upstream has been quiet for `erredWaitMs`, as a stream stalled that long over HTTP would be:
+   * left open, it held its reservation for as long as the socket, refusing the key's other calls.
+   */
+  private watchErred(): void {
+    if (this.erredWaitMs === null) return
+    if (!this.open.anyErred()) return this.stopErred()
+    if (this.erredTimer) this.erredTimer.refresh()
+    else {
+      this.erredTimer = setTimeout(this.endErred, this.erredWaitMs)
+      this.erredTimer.unref()
+    }
+  }
+
+  private readonly endErred = (): void => {
+    this.erredTimer = null
+    for (const s of this.open.takeErred()) this.life.finish(s)
+  }
+
+  private stopErred(): void {
+    if (this.erredTimer) clearTimeout(this.erredTimer)
+    this.erredTimer = null
+  }
+
+  /** Meters one upstream frame for the call it belongs to, and records that call at its end. */
+  private meterFrame(data: Buffer): void {
     const text = data.toString('utf8')
     const type = frameType(text)
     // One lane (null): every open call is in it. Else the frame's, or, from an upstream that does
@@ -171,11 +211,13 @@ export class ResponsesSocketCalls implements SocketCalls {
 
   /** The upstream went silent past its time limit: the open calls are recorded as timed out (./socket-end.ts). */
   timedOut(): void {
+    this.stopErred()
     this.end.timedOut()
   }
 
   /** The socket closed: calls still open are recorded as abandoned by the client or cut by the upstream (./socket-end.ts). */
   closed(by: ClosedBy): void {
+    this.stopErred()
     this.end.closed(by)
   }
 }
