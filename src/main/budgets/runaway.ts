@@ -1,5 +1,6 @@
 import type { CallRecord } from '../ledger/record'
 import type { CallContext } from '../proxy/gate'
+import { AnswerSizes, type ContinuedTurn, continuedTail, continuesResponse } from './continued-tail'
 import { tailOf } from './conversation-tail'
 
 /**
@@ -54,6 +55,8 @@ interface SessionState {
   spend: { t: number; usd: number }[]
   /** Last time each kind was announced (once per window). */
   announced: Map<string, number>
+  /** The session's last turn continuing a stored response (./continued-tail.ts). */
+  continued?: ContinuedTurn
 }
 
 /** A call's runaway check waiting to run (RunawayDetector.defer). */
@@ -104,6 +107,8 @@ export class RunawayDetector {
   private readonly sessions = new Map<string, SessionState>()
   private readonly listeners = new Set<(e: RunawayEvent) => void>()
   private readonly recent: RunawayEvent[] = []
+  /** The size of each recent Responses answer, for the turns that continue it (./continued-tail.ts). */
+  private readonly answers = new AnswerSizes()
 
   constructor(private readonly opts: RunawayOptions) {}
 
@@ -215,9 +220,12 @@ export class RunawayDetector {
     const key = `${ctx.apiKeyHash}\n${ctx.session}`
     const loop = this.opts.loop
     if (loop.action !== 'off') {
-      const tail = tailOf(ctx.body)
+      // A turn continuing a stored response holds only what is new: its tail follows the session's turn before it.
+      const continued = continuesResponse(ctx.body) ? continuedTail(ctx.body, this.session(key, false, now)?.continued, this.answers.of) : null
+      const tail = continued ?? tailOf(ctx.body)
       if (tail) {
         const s = this.session(key, true, now)!
+        if (continued) s.continued = continued.turn
         const window = loop.windowMinutes * MINUTE
         for (const [k, turns] of s.tails) {
           while (turns.length && turns[0].t <= now - window) turns.shift()
@@ -274,8 +282,9 @@ export class RunawayDetector {
     if (i >= 0) c.turns.splice(i, 1)
   }
 
-  /** Counts a recorded call's cost for its session's spend rate. */
+  /** Counts a recorded call's cost for its session's spend rate (and keeps a Responses answer's size). */
   observe(call: CallRecord, now = Date.now()): void {
+    if (call.response_id && call.endpoint === 'responses' && this.opts.loop.action !== 'off') this.answers.remember(call.response_id, call.output_tokens, call.reasoning_tokens)
     const rate = this.opts.spendRate
     if (!call.session || !(call.cost_usd > 0) || rate.action === 'off' || rate.usdPerMinute === null) return
     // A plan's (subscription) call costs no money: its cost_usd is an API-equivalent value.
