@@ -234,10 +234,18 @@ export class Meter {
     this.sessions = rule.session_limit_usd !== null ? new Map() : null
   }
 
-  private roll(now: number): void {
-    this.day.roll(this.clock.dayOf(now).start)
-    this.week.roll(this.clock.weekOf(now).start)
-    this.month.roll(this.clock.monthOf(now).start)
+  /**
+   * Rolls the calendar periods on to `now`'s, and returns the time they are read at. A time before
+   * the day the meter has rolled into (a read timed before an await while calls went on, the wall
+   * clock stepped back across midnight) is read in that day: a period never rolls back, which
+   * started the ended one again at $0, and the next call the current one, its spend so far lost.
+   */
+  private roll(now: number): number {
+    const t = Math.max(now, this.day.start)
+    this.day.roll(this.clock.dayOf(t).start)
+    this.week.roll(this.clock.weekOf(t).start)
+    this.month.roll(this.clock.monthOf(t).start)
+    return t
   }
 
   /** Counts the cost of a call that arrived at `ts`, in every period it falls in. */
@@ -318,7 +326,7 @@ export class Meter {
   /** The rule's money limits as they stand: monthly, weekly, daily, window, then the session's (when given). */
   periods(now: number, session?: string): PeriodState[] {
     const r = this.rule
-    this.roll(now)
+    const t = this.roll(now)
     const windowed = this.window !== null && r.window_limit_usd !== null
     const sessioned = !!session && r.session_limit_usd !== null
     // Made at its length (read on every call, twice or more): a first push would give room for 17.
@@ -327,13 +335,13 @@ export class Meter {
     )
     let i = 0
     if (r.monthly_limit_usd !== null) {
-      out[i++] = { period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(now).end }
+      out[i++] = { period: 'monthly', limit: r.monthly_limit_usd, spent: this.month.spent, start: this.month.start, resetsAt: this.clock.monthOf(t).end }
     }
     if (r.weekly_limit_usd !== null) {
-      out[i++] = { period: 'weekly', limit: r.weekly_limit_usd, spent: this.week.spent, start: this.week.start, resetsAt: this.clock.weekOf(now).end }
+      out[i++] = { period: 'weekly', limit: r.weekly_limit_usd, spent: this.week.spent, start: this.week.start, resetsAt: this.clock.weekOf(t).end }
     }
     if (r.daily_limit_usd !== null) {
-      out[i++] = { period: 'daily', limit: r.daily_limit_usd, spent: this.day.spent, start: this.day.start, resetsAt: this.clock.dayOf(now).end }
+      out[i++] = { period: 'daily', limit: r.daily_limit_usd, spent: this.day.spent, start: this.day.start, resetsAt: this.clock.dayOf(t).end }
     }
     if (windowed) {
       const limit = r.window_limit_usd!
