@@ -117,12 +117,13 @@ export class KeyRegistry {
 
   /** Counts `requests` calls of the key at `ts` in its month, and keeps the tenant of its latest. */
   count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {
+    // Never back to an ended month (a time read before an await, a clock stepped back): its count would be lost.
     const month = this.clock.monthOf(now).start
-    if (s.monthStart !== month) {
+    if (month > s.monthStart) {
       s.monthStart = month
       s.requestsMonth = 0
     }
-    if (ts >= month) s.requestsMonth += requests
+    if (ts >= s.monthStart) s.requestsMonth += requests
     if (s.lastSeen === null || ts >= s.lastSeen) {
       s.lastSeen = ts
       s.tenant = tenant
@@ -140,7 +141,11 @@ export class KeyRegistry {
    * calls, each once.
    */
   reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now: number): void {
-    for (const s of this.byHash.values()) s.requestsMonth = 0
+    // Counted afresh, in the month of the clock as it is now (on PostgreSQL, it may have moved to another zone).
+    for (const s of this.byHash.values()) {
+      s.requestsMonth = 0
+      s.monthStart = 0
+    }
     this.seed(rows, now)
     for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
   }
@@ -148,7 +153,7 @@ export class KeyRegistry {
   /** Keys with a call this month. */
   thisMonth(now: number): KeyState[] {
     const month = this.clock.monthOf(now).start
-    return [...this.byHash.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart === month)
+    return [...this.byHash.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart >= month)
   }
 
   private exactHash(rule: Rule): string {

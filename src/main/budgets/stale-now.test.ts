@@ -64,4 +64,25 @@ describe('a read of the meters timed just before the period they rolled into', (
       expect(d.refuse?.state).toMatchObject({ period: c.period, spent: 1 })
     })
   }
+
+  it("today's and this month's spend (the budgets API's overall, the tray, the API keys) are kept too", () => {
+    const engine = new BudgetEngine('UTC', 1, [rule({ daily_limit_usd: 1 })], [], { worstCase: () => 0, expected: () => 0, learn: () => {} }, () => [])
+    const spent = new SpendTracker('UTC')
+    spent.add(hashKey(KEY), at('2026-04-01T00:00:05Z'), 0.25, at('2026-04-01T00:00:05Z'))
+    budgetsOverview(engine, spent, null, at('2026-03-31T23:59:58Z'))
+    const overall = budgetsOverview(engine, spent, null, at('2026-04-01T00:00:20Z')).overall
+    expect(overall.map((o) => [o.period, o.spent_usd])).toEqual([['daily', 0.25], ['monthly', 0.25]])
+    expect(spent.key(hashKey(KEY), at('2026-04-01T00:00:20Z'))).toEqual({ day: 0.25, month: 0.25 })
+  })
+
+  it("a key's requests this month (the admin API's requests_month) are kept too", () => {
+    const engine = new BudgetEngine('UTC', 1, [rule({ daily_limit_usd: 1 })], [], { worstCase: () => 0, expected: () => 0, learn: () => {} }, () => [])
+    const observe = (ts: number, now: number) =>
+      engine.observe({ ts, provider: 'openai', model: 'gpt-4o-mini', api_key_hash: hashKey(KEY), key_hint: keyHint(KEY), tenant: '', agent: '', session: '', cost_usd: 0.1, status: 200 } as CallRecord, now)
+    observe(at('2026-04-01T00:00:05Z'), at('2026-04-01T00:00:05Z'))
+    // A call of the month that ended, recorded with a time read before April began.
+    observe(at('2026-03-31T23:59:50Z'), at('2026-03-31T23:59:58Z'))
+    observe(at('2026-04-01T00:00:20Z'), at('2026-04-01T00:00:20Z'))
+    expect(engine.keysThisMonth(at('2026-04-01T00:00:30Z')).map((k) => k.requestsMonth)).toEqual([2])
+  })
 })

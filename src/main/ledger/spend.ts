@@ -51,14 +51,20 @@ export class SpendTracker {
     }
   }
 
+  /**
+   * Rolls a counter on to `now`'s day and month. Never back: a read timed a moment before the day
+   * it has rolled into (the budgets API's answer, timed before an await; the wall clock stepped
+   * back across midnight) reads that day, where rolling back started the ended day again at $0
+   * and the next call today's, its spend so far lost.
+   */
   private roll(c: Counter, now: number): Counter {
     const d = this.clock.dayOf(now).start
     const m = this.clock.monthOf(now).start
-    if (c.dayStart !== d) {
+    if (d > c.dayStart) {
       c.dayStart = d
       c.day = 0
     }
-    if (c.monthStart !== m) {
+    if (m > c.monthStart) {
       c.monthStart = m
       c.month = 0
     }
