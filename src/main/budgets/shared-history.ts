@@ -98,9 +98,9 @@ export class SharedHistory {
     counted: () => readonly CallRecord[] = () => [],
     keysSince?: number,
     sessionsSince: number | null = null,
-  ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; keys: KeyCount[] | null }> {
+  ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; spentAt: number; keys: KeyCount[] | null }> {
     await this.ledger.flushed()
-    const { rows, snapshot, read, spend, keys } = await this.store.transaction(async (tx) => {
+    const { rows, snapshot, read, spend, spentAt, keys } = await this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
       // The first query takes the transaction's snapshot; the history is read in the same one.
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
@@ -111,12 +111,14 @@ export class SharedHistory {
       // Which of the calls this instance counted meanwhile are in what was read.
       const callKeys = counted().flatMap((c) => (c.call_key ? [c.call_key] : []))
       const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })
-      // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls.
-      const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods())
+      // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls, as of
+      // `spentAt`: the day they are kept as (`spend.replace`), though midnight passes before that.
+      const spentAt = Date.now()
+      const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods(spentAt))
       // And this month's keys (the key registry), when asked.
       const keys = keysSince === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysSince })
-      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, keys }
+      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, spentAt, keys }
     })
-    return { rows, snapshot, read, spend, keys }
+    return { rows, snapshot, read, spend, spentAt, keys }
   }
 }

@@ -175,7 +175,7 @@ export class SharedBudgets {
     try {
       const now = Date.now()
       const active = en.rules.active()
-      const [{ rows, snapshot, read, spend, keys }, announced] = await Promise.all([
+      const [{ rows, snapshot, read, spend, spentAt, keys }, announced] = await Promise.all([
         this.history.load(historyStart(active, en.clock, now), () => during, en.clock.monthOf(now).start, sessionHistoryStart(active, now)),
         // The thresholds any instance announced in periods not yet ended: not announced again.
         // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
@@ -191,7 +191,8 @@ export class SharedBudgets {
       this.readRows = rows
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
-      ctx.ledger.spend.replace(spend)
+      // (Kept as the day they were read for: a read that straddled midnight made yesterday's whole spend today's.)
+      ctx.ledger.spend.replace(spend, spentAt)
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
       if (keys) en.shared.reseed(keys, missed)
       en.shared.recount(missed)
