@@ -4,13 +4,25 @@ import { type ConfigDoc, type FileFormat, MalformedError, isPlainObject, walk } 
 /**
  * toml-patch's `Error parsing TOML (5, 1):\n<the line>\n^\n<reason>` as `<reason> at line 5,
  * column 1`, as the JSON format says it: the reason is its last line, the first has only where.
+ * The file's own text is never repeated (see withoutFileText).
  */
 function tomlReason(err: unknown): string {
   const message = (err as Error)?.message ?? String(err)
   const where = /^Error parsing TOML \((\d+), (\d+)\):\n/.exec(message)
-  if (!where) return message.replace(/\s*\n\s*/g, ' ')
+  if (!where) return withoutFileText(message.replace(/\s*\n\s*/g, ' '))
   const reason = message.trimEnd().split('\n').pop()!
-  return `${reason} at line ${where[1]}, column ${where[2]}`
+  return `${withoutFileText(reason)} at line ${where[1]}, column ${where[2]}`
+}
+
+/**
+ * The parser's reason without the text of the file it quotes: `Invalid float "sk-proj-…"` is
+ * what a key written without quotes (Codex's `experimental_bearer_token = sk-…`) gives, and the
+ * reason goes to the admin API's answer, the Connect panel, the CLI and the desktop app's log.
+ * Quoted text with a letter or digit in it is left out (`"]]"`, what the parser expected, stays),
+ * and so is what it `found`. The line and column say where to look.
+ */
+function withoutFileText(reason: string): string {
+  return reason.replace(/,? found .*$/s, '').replace(/"[^"\n]*[A-Za-z0-9][^"\n]*"/g, '"…"')
 }
 
 /**
