@@ -154,7 +154,12 @@ export const tempName = (target: string, pid = process.pid): string => `${target
 export function writeDurably(target: string, text: string | Buffer, mode: number, encoding: 'utf8' | 'latin1' = 'utf8'): void {
   const tmp = tempName(target)
   try {
-    const fd = openSync(tmp, 'w', mode)
+    // Made new ('wx'), never opened through what is already there: its name is predictable, and in
+    // a folder other users may write (a shared data folder) a link planted under it would have the
+    // text written over the file it points to. A leftover of a crash (or such a link) is removed
+    // first; anything put there meanwhile makes the write fail rather than follow it.
+    rmSync(tmp, { force: true })
+    const fd = openSync(tmp, 'wx', mode)
     try {
       fchmodSync(fd, mode)
       writeFileSync(fd, text, { encoding })

@@ -1,0 +1,60 @@
+import { chmodSync, chownSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/main/config/load'
+import { silentLogger } from '../../src/main/log'
+import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
+import { postJson } from '../support/http'
+
+/**
+ * In a data folder other users may write (README: Files), Burnrate's own writes there must never
+ * follow a link another user planted under the name of a temporary file it is about to write: the
+ * write would replace whatever file of the user's the link points to (a ~/.bashrc, an SSH key)
+ * with Burnrate's JSON. Temporary names are predictable (the process id), so such a link can wait.
+ */
+const OTHER = 65534 // nobody
+const asRoot = process.getuid?.() === 0
+const TOKEN = 'admin-token-for-shared-folder-writes-01'
+let dirs: string[] = []
+let servers: BurnrateServer[] = []
+afterEach(async () => {
+  for (const s of servers) await s.close(1000).catch(() => {})
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+  servers = []
+  dirs = []
+})
+
+function sharedFolderWithBait(name: string): { dataDir: string; victim: string; root: string } {
+  const root = mkdtempSync(join(tmpdir(), 'burnrate-shared-writes-'))
+  dirs.push(root)
+  const dataDir = join(root, 'data')
+  mkdirSync(dataDir)
+  chmodSync(dataDir, 0o777)
+  chownSync(dataDir, OTHER, OTHER)
+  // A file of the user's own, elsewhere.
+  const victim = join(root, 'precious.txt')
+  writeFileSync(victim, 'precious\n')
+  const link = join(dataDir, name)
+  symlinkSync(victim, link)
+  lchownSync(link, OTHER, OTHER)
+  return { dataDir, victim, root }
+}
+
+describe('a link planted in a shared data folder under the name of a temporary file', () => {
+  it.runIf(asRoot)("connecting an agent does not write its records through it (agent-connections.json's temporary file)", async () => {
+    const { dataDir, victim, root } = sharedFolderWithBait(`agent-connections.json.burnrate-${process.pid}.tmp`)
+    const home = join(root, 'home')
+    mkdirSync(join(home, '.claude'), { recursive: true })
+    writeFileSync(join(home, '.claude', 'settings.json'), '{}\n')
+    const config = loadConfig({ dataDir }, {})
+    config.server.port = 0
+    config.admin = { enabled: true, token: TOKEN }
+    const server = createBurnrate(config, { log: silentLogger, agentHome: { home, env: { PATH: '' }, platform: 'linux' } })
+    servers.push(server)
+    const url = await server.listen()
+    await postJson(`${url}/api/admin/agents/claude-code/connect`, {}, { authorization: `Bearer ${TOKEN}` })
+    expect(readFileSync(victim, 'utf8')).toBe('precious\n')
+    expect(lstatSync(victim).mode & 0o777).toBe(0o644)
+  })
+})
