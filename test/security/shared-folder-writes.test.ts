@@ -6,6 +6,10 @@ import { loadConfig } from '../../src/main/config/load'
 import { silentLogger } from '../../src/main/log'
 import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 import { postJson } from '../support/http'
+import { startTestServer } from '../support/server'
+import { waitForUpdate } from '@pydantic/genai-prices'
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
 
 /**
  * In a data folder other users may write (README: Files), Burnrate's own writes there must never
@@ -54,7 +58,24 @@ describe('a link planted in a shared data folder under the name of a temporary f
     servers.push(server)
     const url = await server.listen()
     await postJson(`${url}/api/admin/agents/claude-code/connect`, {}, { authorization: `Bearer ${TOKEN}` })
-    expect(readFileSync(victim, 'utf8')).toBe('precious\n')
+    expect(readFileSync(victim, 'utf8').slice(0, 40)).toBe('precious\n')
     expect(lstatSync(victim).mode & 0o777).toBe(0o644)
+  })
+
+  it.runIf(asRoot)('a price update does not keep its data through it (prices.json\'s temporary file)', async () => {
+    const { dataDir, victim } = sharedFolderWithBait('prices.json.tmp')
+    const data = JSON.stringify(await waitForUpdate())
+    const prices = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(data))
+    await new Promise<void>((r) => prices.listen(0, '127.0.0.1', r))
+    try {
+      const t = await startTestServer({ pricing: { update_url: `http://127.0.0.1:${(prices.address() as AddressInfo).port}/data.json` } }, undefined, dataDir)
+      servers.push(t.server)
+      expect(await t.server.context.prices!.updater.update()).toBe(true)
+      expect(readFileSync(victim, 'utf8').slice(0, 40)).toBe('precious\n')
+      expect(lstatSync(victim).mode & 0o777).toBe(0o644)
+    } finally {
+      prices.closeAllConnections()
+      await new Promise((r) => prices.close(r))
+    }
   })
 })

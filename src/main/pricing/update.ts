@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto'
-import { chmod, readFile, rename, stat, writeFile } from 'node:fs/promises'
+import { chmod, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
@@ -333,11 +333,16 @@ export class PriceUpdater {
     return true
   }
 
-  /** Written to a temporary file then renamed, private to the user. */
+  /**
+   * Written to a temporary file then renamed, private to the user. The temporary file is made new
+   * ('wx'), never opened through what is there: in a data folder other users may write, a link
+   * one of them put under its name would have the data written over the file it points to.
+   */
   private async writeCache(c: Cached): Promise<void> {
     const tmp = `${this.file}.tmp`
     try {
-      await writeFile(tmp, JSON.stringify(c), { mode: 0o600 })
+      await rm(tmp, { force: true })
+      await writeFile(tmp, JSON.stringify(c), { mode: 0o600, flag: 'wx' })
       await chmod(tmp, 0o600)
       await rename(tmp, this.file)
     } catch (err) {
