@@ -7,6 +7,8 @@ import { silentLogger } from '../../src/main/log'
 import { type BurnrateServer, createBurnrate } from '../../src/main/server/server'
 import { postJson } from '../support/http'
 import { startTestServer } from '../support/server'
+import { readSpill, rewriteSpill, writeSpill } from '../../src/main/reliability/spill'
+import type { CallRecord } from '../../src/main/ledger/record'
 import { waitForUpdate } from '@pydantic/genai-prices'
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -28,6 +30,14 @@ afterEach(async () => {
   servers = []
   dirs = []
 })
+
+function call(session: string): CallRecord {
+  return {
+    ts: 1_700_000_000_000, provider: 'openai', model: 'gpt-4o-mini', endpoint: 'chat.completions', api_key_hash: 'h', key_hint: 'sk-…abcd',
+    tenant: '', agent: 'a', session, status: 200, streamed: false, input_tokens: 10, output_tokens: 5, cache_read_tokens: 0,
+    cache_write_tokens: 0, cache_write_1h_tokens: 0, reasoning_tokens: 0, cost_usd: 0.001, priced: true, estimated: false, latency_ms: 12.5, error: null,
+  }
+}
 
 function sharedFolderWithBait(name: string): { dataDir: string; victim: string; root: string } {
   const root = mkdtempSync(join(tmpdir(), 'burnrate-shared-writes-'))
@@ -77,5 +87,25 @@ describe('a link planted in a shared data folder under the name of a temporary f
       prices.closeAllConnections()
       await new Promise((r) => prices.close(r))
     }
+  })
+
+  it.runIf(asRoot)("rewriting a spill file to what is still to be stored does not write through it (the spill file's temporary file)", () => {
+    const root = mkdtempSync(join(tmpdir(), 'burnrate-shared-writes-'))
+    dirs.push(root)
+    const dataDir = join(root, 'data')
+    mkdirSync(dataDir)
+    chmodSync(dataDir, 0o777)
+    chownSync(dataDir, OTHER, OTHER)
+    const calls = [call('spill-a'), call('spill-b')]
+    const file = writeSpill(dataDir, calls, 1_700_000_000_000)
+    // The file's name is there for anyone to list; the link waits under its temporary name.
+    const victim = join(root, 'precious.txt')
+    writeFileSync(victim, 'precious\n')
+    symlinkSync(victim, `${file}.tmp`)
+    lchownSync(`${file}.tmp`, OTHER, OTHER)
+    rewriteSpill(file, calls.slice(1))
+    expect(readFileSync(victim, 'utf8').slice(0, 40)).toBe('precious\n')
+    expect(readSpill(file).map((c) => c.session)).toEqual(['spill-b'])
+    expect(lstatSync(file).isSymbolicLink()).toBe(false)
   })
 })

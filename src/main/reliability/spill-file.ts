@@ -56,11 +56,15 @@ export function writeSpill(dataDir: string, rows: readonly CallRecord[], now = D
 /**
  * Replaces a spill file's calls with `rows` (those still to be written), through a temporary
  * file renamed over it: a crash meanwhile leaves the old file or the new one, never half of one.
+ * The temporary file is made new ('wx'), never opened through what is there: in a data folder
+ * other users may write, a link one of them put under its name (the spill file's is there to
+ * list) would have the calls written over the file it points to.
  */
 export function rewriteSpill(file: string, rows: readonly CallRecord[], side: readonly SideWrite[] = []): void {
   const tmp = `${file}.tmp`
   try {
-    writeRows(tmp, rows, side, 'w')
+    rmSync(tmp, { force: true })
+    writeRows(tmp, rows, side, 'wx')
     renameSync(tmp, file)
   } catch (err) {
     rmSync(tmp, { force: true })
