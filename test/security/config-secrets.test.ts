@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { loadConfig } from '../../src/main/config/load'
 import { runCliCaptured } from '../support/cli'
 
 /** A config the server refuses to start with is reported on stderr (and the desktop app's log file): never with a raw key from it. */
@@ -21,5 +22,35 @@ describe('config errors and secrets', () => {
     expect(r.out).toContain('budgets.rules[1].api_key_pattern')
     expect(r.out).toContain('sk-…cdef')
     expect(r.out).not.toContain('WHOLEKEYSECRET')
+  })
+
+  const TOKEN = 'Xy9-DASHBOARDtokenSECRET-0123456789'
+  it.each([
+    ['|', 'line 2, column 11'],
+    ['>', 'line 2, column 11'],
+    ['*', 'must be in quotes'],
+  ])('a token written without quotes that starts with %j is refused without printing it', async (first, says) => {
+    const file = join(dir, `config-${first.charCodeAt(0)}.yaml`)
+    writeFileSync(file, `dashboard:\n  token: ${first}${TOKEN}\n`)
+    const r = await runCliCaptured('serve', '--config', file, '--data-dir', join(dir, 'data'), '--port', '0')
+    expect(r.code).toBe(1)
+    expect(r.out).toContain('YAML')
+    expect(r.out).toContain(says)
+    expect(r.out).not.toContain('DASHBOARDtokenSECRET')
+  })
+
+  it('a dashboard.token written without quotes that starts with "!" (a YAML tag) stops start-up, rather than leave the dashboard open', () => {
+    const file = join(dir, 'config-tag.yaml')
+    writeFileSync(file, `dashboard:\n  token: !${TOKEN}\n`)
+    let message: string
+    try {
+      const config = loadConfig({ config: file, dataDir: join(dir, 'data') }, {})
+      message = `loaded, with dashboard.token ${JSON.stringify(config.dashboard.token)}`
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toContain('not valid YAML (line 2, column 10)')
+    expect(message).toContain('must be in quotes')
+    expect(message).not.toContain('DASHBOARDtokenSECRET')
   })
 })

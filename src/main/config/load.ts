@@ -59,20 +59,39 @@ function parsePort(value: number | string, origin: string): number {
   return n
 }
 
+/** A value that YAML reads as syntax when it starts with one of these: a token or password may. */
+const YAML_SYNTAX_HINT = '; a value starting with *, &, !, |, >, %, @ or ` must be in quotes'
+
+/**
+ * The yaml library's reason, without the text of the file it quotes after a colon (`Block scalar
+ * header includes extra characters: |<the token>`, `Unresolved alias …: <the token>`, `Unresolved
+ * tag: !<the token>`): a config holds tokens and passwords, and this error is printed at start-up
+ * (the desktop app writes it to its log file). The line and column, when known, say where.
+ */
+function yamlReason(message: string): string {
+  const first = message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')
+  const colon = first.indexOf(': ')
+  if (colon === -1) return first
+  const reason = first.slice(0, colon)
+  return /alias|tag|block scalar/i.test(reason) ? reason + YAML_SYNTAX_HINT : reason
+}
+
 /** Reads and validates the YAML text of a config file; `file` is only used in messages. */
 export function parseConfigText(text: string, file: string): z.output<typeof configSchema> {
   const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true })
-  if (doc.errors.length > 0) {
-    const e = doc.errors[0]
+  // A tag the library does not know (`token: !Xy9…`, a value that starts with "!") is only a
+  // warning to it, and the value becomes '': a dashboard.token so written left the dashboard open.
+  const e = doc.errors[0] ?? doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED')
+  if (e) {
     const line = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : ''
-    throw new ConfigError(`config ${file}: not valid YAML${line}: ${e.message.split('\n')[0]}`)
+    throw new ConfigError(`config ${file}: not valid YAML${line}: ${yamlReason(e.message)}`)
   }
   let raw: unknown
   try {
     // The yaml library refuses documents whose aliases expand too far (a "billion laughs" bomb).
     raw = doc.toJS({ maxAliasCount: 100 }) ?? {}
   } catch (err) {
-    throw new ConfigError(`config ${file}: not usable YAML: ${(err as Error).message.split('\n')[0]}`)
+    throw new ConfigError(`config ${file}: not usable YAML: ${yamlReason((err as Error).message)}`)
   }
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`config ${file}: expected a mapping of keys at the top level`)
