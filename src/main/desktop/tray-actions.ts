@@ -11,8 +11,8 @@ export interface TrayActionDeps {
   /** Whether the app starts at login (false when the system cannot say). */
   loginEnabled(): boolean
   openDashboard(): void
-  /** The dashboard's address for a browser (with its one-time `?token=` when one is configured). */
-  dashboardUrl: string
+  /** The dashboard's address for a browser, made for each opening (a one-time `?login=` code when dashboard.token is set). */
+  dashboardUrl: () => string
   /** The proxy's address, for the agent setup lines. */
   url: string
   platform: NodeJS.Platform
@@ -36,7 +36,7 @@ export function trayActions(d: TrayActionDeps): (action: TrayAction) => void {
         d.openDashboard()
         break
       case 'open-in-browser':
-        void shell.openExternal(d.dashboardUrl)
+        void shell.openExternal(d.dashboardUrl())
         break
       case 'copy-agent-setup':
         clipboard.writeText(agentSetup(d.url, d.platform))

@@ -11,7 +11,10 @@ import { AuthThrottle, clientKey } from './throttle'
  * Returns false after answering it (403 `forbidden`, 401 `unauthorized`, or a redirect).
  * `proxied` says whether it is a proxied call (those carry the caller's own API key).
  */
-export type RequestGuard = (req: IncomingMessage, res: ServerResponse, proxied: boolean) => boolean
+export type RequestGuard = ((req: IncomingMessage, res: ServerResponse, proxied: boolean) => boolean) & {
+  /** A one-time `/?login=<code>` for the dashboard (see DashboardSessions.loginCode); null without dashboard.token. */
+  loginCode(): string | null
+}
 
 export interface GuardOptions {
   config: Pick<Config, 'server' | 'dashboard'>
@@ -92,7 +95,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     return true
   }
 
-  return (req, res, proxied) => {
+  const guard = (req: IncomingMessage, res: ServerResponse, proxied: boolean): boolean => {
     const port = opts.port()
     // This server's address, for the messages below (only built when one is sent).
     const here = (): string => `${answeringHost(server.host)}:${port}`
@@ -144,11 +147,14 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     if (q !== -1 && (req.method === 'GET' || req.method === 'HEAD')) {
       const params = new URLSearchParams((req.url ?? '').slice(q + 1))
       const given = params.get('token')
-      if (given !== null) {
+      const code = params.get('login')
+      if (given !== null || code !== null) {
         presented = true
-        if (safeEqual(given, token)) {
+        // (A code is used up by being tried, right or wrong.)
+        if ((code !== null && sessions.redeem(code)) || (given !== null && safeEqual(given, token))) {
           throttle.succeeded(client)
           params.delete('token')
+          params.delete('login')
           res.writeHead(303, {
             location: localRedirect(path, params.toString()),
             'set-cookie': `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`,
@@ -189,4 +195,5 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     )
     return false
   }
+  return Object.assign(guard, { loginCode: () => (token ? sessions.loginCode() : null) })
 }

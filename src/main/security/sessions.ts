@@ -54,4 +54,34 @@ export class DashboardSessions {
   get size(): number {
     return this.sessions.size
   }
+
+  /** One-time login codes -> when they stop working (ms). */
+  private readonly codes = new Map<string, number>()
+
+  /**
+   * A login code for `/?login=<code>`: random, good once, for LOGIN_CODE_MS. What the desktop app
+   * hands the browser instead of the token: the address it opens goes on a command line (the
+   * browser's, `xdg-open`'s), which every user of the machine can read in `ps`.
+   */
+  loginCode(): string {
+    const now = this.opts.now()
+    for (const [c, until] of this.codes) if (until < now) this.codes.delete(c)
+    if (this.codes.size >= MAX_LOGIN_CODES) this.codes.delete(this.codes.keys().next().value as string)
+    const code = randomBytes(32).toString('base64url')
+    this.codes.set(code, now + LOGIN_CODE_MS)
+    return code
+  }
+
+  /** Whether `code` is a login code still good; it is used up either way. */
+  redeem(code: string): boolean {
+    if (code.length !== 43) return false
+    const until = this.codes.get(code)
+    if (until === undefined) return false
+    this.codes.delete(code)
+    return until >= this.opts.now()
+  }
 }
+
+/** How long a login code works (the browser opens it at once). */
+export const LOGIN_CODE_MS = 60_000
+const MAX_LOGIN_CODES = 100

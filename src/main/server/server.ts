@@ -71,6 +71,12 @@ export interface BurnrateServer {
   readonly proxy: ProxyHandler
   /** `http://host:port` once listening. */
   readonly url: string
+  /**
+   * The dashboard's address for a browser: with dashboard.token, a one-time login link
+   * (`/?login=<code>`, good once for a minute) rather than the token, which the command line that
+   * opens the browser would show every user of the machine.
+   */
+  dashboardLoginUrl(): string
   readonly http: http.Server
   /** Memory-reducing collections run while quiet so far (null: turned off). */
   readonly idleCollections: number | null
@@ -301,6 +307,10 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     http: server,
     get url() {
       return url
+    },
+    dashboardLoginUrl() {
+      const code = guard.loginCode()
+      return code === null ? reachable(url) : `${reachable(url)}/?login=${code}`
     },
     get idleCollections() {
       return idle ? idle.collections : null

@@ -1,0 +1,41 @@
+import { writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { describe, expect, it, vi } from 'vitest'
+import { stringify } from 'yaml'
+import { silentLogger } from '../../src/main/log'
+import { request } from '../support/http'
+import { appEachTest } from './app-each-test'
+import { state } from './fake-electron'
+
+vi.mock('electron', () => import('./fake-electron'))
+
+const { runDesktop } = await import('../../src/main/desktop/app')
+
+/**
+ * "Open in browser" with dashboard.token set: the address goes on the command line that starts the
+ * browser (`xdg-open <url>`, the browser's own), which every user of the machine can read in `ps`
+ * for as long as that browser runs. It must log the browser in without holding the token.
+ */
+const TOKEN = 'dash-token-browser-link-0123456789'
+const fake = appEachTest('burnrate-browser-link-')
+
+describe('Open in browser with dashboard.token', () => {
+  it('opens a one-time login link, not the token, and each opening has its own', async () => {
+    writeFileSync(join(fake.dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', dashboard: { token: TOKEN } }))
+    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(fake.dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(fake.dir, 'home') })
+    if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
+    const tray = state.trays[0]
+    tray.menu!.click('Open in browser')
+    tray.menu!.click('Open in browser')
+    const [first, second] = state.openedExternal
+    expect(first).not.toContain(TOKEN)
+    expect(second).not.toBe(first)
+    const login = await request(first)
+    expect(login.status).toBe(303)
+    const cookie = String(login.headers['set-cookie']).split(';')[0]
+    expect((await request(`${d.url}/api/dashboard/summary`, { headers: { cookie } })).status).toBe(200)
+    // Read off a command line afterwards, it opens nothing.
+    expect((await request(first)).status).toBe(401)
+    expect((await request(second)).status).toBe(303)
+  }, 60_000)
+})

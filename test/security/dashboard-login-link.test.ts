@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { DashboardSessions, LOGIN_CODE_MS } from '../../src/main/security/sessions'
+import { request } from '../support/http'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * The address the desktop app opens the dashboard at in the browser goes on a command line (the
+ * browser's, `xdg-open`'s), which every user of the machine can read in `ps`: it must never hold
+ * dashboard.token, only a login code that works once, for a minute.
+ */
+const TOKEN = 'dash-login-link-token-0123456789'
+let s: TestServer
+
+beforeAll(async () => {
+  s = await startTestServer({ dashboard: { token: TOKEN } })
+})
+afterAll(async () => {
+  await s.cleanup()
+})
+
+const cookieOf = (res: Awaited<ReturnType<typeof request>>): string => String(res.headers['set-cookie']).split(';')[0]
+
+describe("the desktop app's link to the dashboard", () => {
+  it('holds no token, logs the browser in once, and is used up then', async () => {
+    const link = s.server.dashboardLoginUrl()
+    expect(link).not.toContain(TOKEN)
+    expect(link.startsWith(`${s.url}/?`)).toBe(true)
+    const first = await request(link)
+    expect(first.status).toBe(303)
+    expect(first.headers.location).toBe('/')
+    expect((await request(`${s.url}/api/dashboard/summary`, { headers: { cookie: cookieOf(first) } })).status).toBe(200)
+    // Someone who read it on a command line comes too late.
+    const again = await request(link)
+    expect(again.status).toBe(401)
+    expect(again.headers['set-cookie']).toBeUndefined()
+    // Each opening gets its own.
+    const other = s.server.dashboardLoginUrl()
+    expect(other).not.toBe(link)
+    expect((await request(other)).status).toBe(303)
+    // A made-up code opens nothing.
+    expect((await request(`${s.url}/?login=${'A'.repeat(43)}`)).status).toBe(401)
+  })
+
+  it('is the plain address when the dashboard has no token', async () => {
+    const open = await startTestServer({})
+    try {
+      expect(open.server.dashboardLoginUrl()).toBe(open.url)
+    } finally {
+      await open.cleanup()
+    }
+  })
+
+  it('a code stops working after a minute', () => {
+    let now = 1_000_000
+    const sessions = new DashboardSessions({ now: () => now })
+    const late = sessions.loginCode()
+    const soon = sessions.loginCode()
+    expect(sessions.redeem(soon)).toBe(true)
+    now += LOGIN_CODE_MS + 1
+    expect(sessions.redeem(late)).toBe(false)
+  })
+})
