@@ -53,4 +53,23 @@ describe('config errors and secrets', () => {
     expect(message).toContain('must be in quotes')
     expect(message).not.toContain('DASHBOARDtokenSECRET')
   })
+
+  it.each([
+    ['dashboard: {token:X}', `dashboard: {token:${TOKEN}}\n`, 'dashboard: unknown key "token:…"'],
+    ['dashboard: {token=X}', `dashboard: {token=${TOKEN}}\n`, 'dashboard: unknown key "token=…"'],
+    ['a token written as a key', `admin:\n  enabled: true\n  ${TOKEN}${TOKEN}:\n`, 'admin: unknown key "Xy9-DASHBOAR…"'],
+    ['providers: {openai:X}', `providers: {openai:${TOKEN}}\n`, 'providers.openai:…: expected object'],
+  ])('a key that holds a token (%s) is named without it', (_what, text, says) => {
+    const file = join(dir, 'config-key.yaml')
+    writeFileSync(file, text)
+    let message: string
+    try {
+      loadConfig({ config: file, dataDir: join(dir, 'data') }, {})
+      message = 'loaded'
+    } catch (err) {
+      message = (err as Error).message
+    }
+    expect(message).toContain(says)
+    expect(message).not.toContain('DASHBOARDtokenSECRET')
+  })
 })

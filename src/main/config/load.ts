@@ -30,11 +30,23 @@ export interface ConfigFlags {
   defaultDataDir?: string
 }
 
+/**
+ * A key of the file as an error names it: cut after the first character no config key has, so
+ * `token:<the token>` (a flow mapping `{token:x}` without its space reads as one key) is shown
+ * `token:…`, and a key longer than any the config has (a token written as a key) by its start.
+ * The error is printed at start-up, and the desktop app writes it to its log file.
+ */
+function shownKey(key: string): string {
+  const odd = /[^A-Za-z0-9_.-]/.exec(key)
+  const cut = odd ? `${key.slice(0, odd.index + 1)}…` : key
+  return cut.length > 32 ? `${cut.slice(0, 12)}…` : cut
+}
+
 function describePath(path: readonly PropertyKey[]): string {
   let out = ''
   for (const p of path) {
     if (typeof p === 'number') out += `[${p}]`
-    else out += out ? `.${String(p)}` : String(p)
+    else out += out ? `.${shownKey(String(p))}` : shownKey(String(p))
   }
   return out || '(top level)'
 }
@@ -42,7 +54,7 @@ function describePath(path: readonly PropertyKey[]): string {
 function describeIssue(issue: z.core.$ZodIssue): string {
   const where = describePath(issue.path)
   if (issue.code === 'unrecognized_keys') {
-    const keys = issue.keys.map((k) => `"${k}"`).join(', ')
+    const keys = issue.keys.map((k) => `"${shownKey(k)}"`).join(', ')
     return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}`
   }
   if (issue.code === 'invalid_type') {
@@ -105,7 +117,7 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   for (const name of Object.keys(cfg.providers)) {
     if (!PROVIDER_NAMES.includes(name)) {
       throw new ConfigError(
-        `config ${file}: providers.${name}: unknown provider; expected one of ${PROVIDER_NAMES.join(', ')}`,
+        `config ${file}: providers.${shownKey(name)}: unknown provider; expected one of ${PROVIDER_NAMES.join(', ')}`,
       )
     }
   }
