@@ -100,6 +100,21 @@ function bundledPrint(data: Provider[]): string {
  * asynchronously, the first fetch waits `firstDelayMs`, and until something newer is validated
  * the bundled data (or the cache) keeps pricing. Offline, a failed fetch only records its error.
  */
+/**
+ * A price-data address as shown (`GET /api/dashboard/prices`, which every user of the machine may
+ * read without dashboard.token, and the log): without the user name and password, and with `?…`
+ * for its query. A private mirror's address may carry its credentials (`https://user:pass@…`,
+ * `?token=…`); they are sent to the mirror, never shown.
+ */
+export function shownUrl(url: string): string {
+  try {
+    const u = new URL(url)
+    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`
+  } catch {
+    return '(an invalid URL)'
+  }
+}
+
 export class PriceUpdater {
   readonly url: string
   private readonly maxAgeMs: number
@@ -114,10 +129,14 @@ export class PriceUpdater {
   private readonly state: PriceDataStatus
   private bundled = ''
 
+  /** `url` as the price status and the log name it (see shownUrl). */
+  private readonly shown: string
+
   constructor(private readonly opts: PriceUpdaterOptions) {
     this.url = opts.url ?? PRICE_DATA_URL
+    this.shown = shownUrl(this.url)
     this.maxAgeMs = opts.maxAgeMs ?? DAY
-    this.state = { source: 'bundled', updated_at: null, checked_at: null, last_error: null, auto_update: opts.autoUpdate, url: this.url }
+    this.state = { source: 'bundled', updated_at: null, checked_at: null, last_error: null, auto_update: opts.autoUpdate, url: this.shown }
   }
 
   /** The library loaded (./library.ts) and its update hook taken, once. */
@@ -284,7 +303,7 @@ export class PriceUpdater {
       this.state.updated_at = published
       this.recovered()
       await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, providers: data as Provider[] })
-      this.opts.log?.info(`prices: updated from ${this.url} (data of ${published})`)
+      this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
       for (const m of charges!.pricedAs) this.opts.log?.warn(`prices: the new data prices ${m} (an earlier entry's match takes its name; a price in pricing.overrides or the admin API wins)`)
       return true
@@ -293,7 +312,7 @@ export class PriceUpdater {
       this.state.last_error = deadline.aborted && !downloaded ? `the download took longer than ${timeoutMs} ms` : (err as Error).message
       // Logged once while checks keep failing (they are retried within minutes).
       if (this.failures++ === 0) {
-        this.opts.log?.warn(`prices: could not update from ${this.url} (${this.state.last_error}); keeping the ${this.state.source} data`)
+        this.opts.log?.warn(`prices: could not update from ${this.shown} (${this.state.last_error}); keeping the ${this.state.source} data`)
       }
       return false
     }
@@ -301,7 +320,7 @@ export class PriceUpdater {
 
   /** A check succeeded: the error cleared, and logged once if checks had been failing. */
   private recovered(): void {
-    if (this.failures > 0) this.opts.log?.info(`prices: ${this.url} answers again after ${this.failures} failed check(s)`)
+    if (this.failures > 0) this.opts.log?.info(`prices: ${this.shown} answers again after ${this.failures} failed check(s)`)
     this.failures = 0
     this.state.last_error = null
   }
