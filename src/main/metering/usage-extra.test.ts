@@ -15,6 +15,13 @@ describe('usage_extra: what a call was billed beyond its token columns', () => {
     expect(JSON.parse(json!)).toEqual({ web_searches: 2, extra: { input_audio_tokens: 4 }, provider_cost_usd: 0 })
   })
 
+  it('keeps a batch request whose batch rate is not known as such, so re-pricing leaves it unpriced', () => {
+    const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, batch: true, batch_rate_unknown: true }
+    expect(JSON.parse(usageExtra(u)!)).toEqual({ batch: true, batch_rate_unknown: true })
+    expect(withUsageExtra(emptyUsage(), usageExtra(u))).toEqual({ ...emptyUsage(), batch: true, batch_rate_unknown: true })
+    expect(withUsageExtra(emptyUsage(), '{"batch":true,"batch_rate_unknown":1}')).toEqual({ ...emptyUsage(), batch: true })
+  })
+
   it('keeps a batch request as such, alone or beside other parts, so re-pricing keeps its batch rates', () => {
     const u = { ...emptyUsage(), input_tokens: 10, output_tokens: 5, batch: true }
     expect(JSON.parse(usageExtra(u)!)).toEqual({ batch: true })

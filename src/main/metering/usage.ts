@@ -52,6 +52,13 @@ export interface Usage {
    */
   batch?: boolean
   /**
+   * With `batch`: a request run through a Batch API whose discount Burnrate cannot confirm for its
+   * model (Groq's, whose published discount has changed; Together's, which discounts only the
+   * models its list names): its tokens are recorded unpriced, never at a guessed rate, and stay
+   * so when re-priced. See pricing/price.ts.
+   */
+  batch_rate_unknown?: boolean
+  /**
    * Billed with a data-residency premium: every token price times 1.1 (DATA_RESIDENCY_MULTIPLIER),
    * as Anthropic bills a call whose answer says it ran in the US only (`usage.inference_geo:
    * "us"`) and Vertex AI bills Claude Sonnet 4.5 and later models through a regional endpoint;

@@ -134,6 +134,21 @@ describe('Pricer with remembered model lookups', () => {
     expect(pricer.price('openai', 'openai', model, { ...u, batch: true, provider_cost_usd: 0.5 }, at)).toEqual({ cost_usd: 0.5, priced: true })
   })
 
+  it('leaves a batch request whose batch rate is not known unpriced, whatever prices its model', () => {
+    const pricer = new Pricer()
+    const at = new Date('2026-01-01T00:00:00Z')
+    // Groq lists llama-3.1-8b-instant; its batch discount is not known.
+    const u = { ...usage(48, 2), batch: true, batch_rate_unknown: true }
+    expect(direct('groq', 'llama-3.1-8b-instant', u, at)).toBeGreaterThan(0)
+    expect(pricer.price('groq', 'groq', 'llama-3.1-8b-instant', u, at)).toEqual({ cost_usd: 0, priced: false })
+    // A user's price is the model's list price, not its batch price: unpriced all the same.
+    pricer.setRuntime([{ provider: 'groq', model: 'llama-3.1-8b-instant', input_mtok: 1, output_mtok: 1 }])
+    expect(pricer.price('groq', 'groq', 'llama-3.1-8b-instant', u, at)).toEqual({ cost_usd: 0, priced: false })
+    // The same request with its rate known is priced at half.
+    pricer.setRuntime([])
+    expect(pricer.price('groq', 'groq', 'llama-3.1-8b-instant', { ...u, batch_rate_unknown: undefined }, at)).toEqual({ cost_usd: direct('groq', 'llama-3.1-8b-instant', u, at)! / 2, priced: true })
+  })
+
   it('prices a call billed with the data-residency premium at 1.1x every token price, its web searches in full, as Claude Code computes it', () => {
     const pricer = new Pricer()
     const at = new Date('2026-11-01T00:00:00Z')

@@ -147,6 +147,10 @@ export class Pricer {
     if (reported !== undefined) {
       return { cost_usd: reported, priced: true }
     }
+    // A Batch API request whose batch rate is not known (Groq's, Together's): its tokens are
+    // kept unpriced rather than priced at a guessed discount, a user's price included (it is
+    // the model's list price, not its batch price).
+    if (usage.batch_rate_unknown) return { cost_usd: 0, priced: false }
     // Parts other models ran (Claude's advisor tool), each priced at its model (./advisor.ts).
     const advisor = usage.advisor
     if (advisor) return priceWithAdvisor(model, usage, advisor, (m, u) => this.price(pricingId, providerName, m, u, at))
