@@ -1,6 +1,8 @@
 import { count, isObject } from '../metering/usage'
 import { annotated, inspectOcr, OcrMeter } from './mistral-ocr'
-import { openaiUsage } from './openai-usage'
+import { fileIdOf } from './openai-endpoints'
+import { mistralBatchMeter, mistralBatchShape } from './mistral-batch'
+import { openaiUsage, type UsageReader } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { CallShape, Provider, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
@@ -13,19 +15,17 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * model billed so and leaves out for one billed by tokens (Voxtral Small in a chat). Its OCR
  * (`/ocr`) is billed by the page (./mistral-ocr.ts). Its Agents API (`POST /agents/completions`,
  * `{agent_id, messages}`) answers as Chat Completions does, the model the agent runs named only in
- * the answer: metered as a chat completion, recorded as `agents.completions`.
+ * the answer: metered as a chat completion, recorded as `agents.completions`. A Batch API output
+ * file read through Burnrate records its requests (./mistral-batch.ts).
  */
-const compatible = openaiCompatible({
-  name: 'mistral',
-  pricingId: 'mistral',
-  baseUrl: 'https://api.mistral.ai/v1',
-  usage: (raw) => {
-    const u = openaiUsage(raw)
-    const seconds = u && isObject(raw) ? count(raw.prompt_audio_seconds) : 0
-    if (u && seconds > 0) u.extra = { ...u.extra, audio_seconds: seconds }
-    return u
-  },
-})
+const mistralUsage: UsageReader = (raw) => {
+  const u = openaiUsage(raw)
+  const seconds = u && isObject(raw) ? count(raw.prompt_audio_seconds) : 0
+  if (u && seconds > 0) u.extra = { ...u.extra, audio_seconds: seconds }
+  return u
+}
+
+const compatible = openaiCompatible({ name: 'mistral', pricingId: 'mistral', baseUrl: 'https://api.mistral.ai/v1', usage: mistralUsage })
 
 const AGENTS = 'agents.completions'
 
@@ -43,9 +43,11 @@ function inspectAgents(req: RequestInfo): CallShape | null {
 
 export const mistral: Provider = {
   ...compatible,
-  inspect: (req) => inspectOcr(req) ?? inspectAgents(req) ?? compatible.inspect(req),
+  inspect: (req) => inspectOcr(req) ?? inspectAgents(req) ?? mistralBatchShape(req) ?? compatible.inspect(req),
   meter: (shape, req) =>
     shape.endpoint === 'ocr'
       ? new OcrMeter(annotated(req.body))
-      : compatible.meter(shape.endpoint === AGENTS ? { ...shape, endpoint: 'chat.completions' } : shape, req),
+      : shape.lines
+        ? mistralBatchMeter(fileIdOf(req.path), mistralUsage)
+        : compatible.meter(shape.endpoint === AGENTS ? { ...shape, endpoint: 'chat.completions' } : shape, req),
 }

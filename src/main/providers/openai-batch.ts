@@ -1,5 +1,6 @@
 import { isObject } from '../metering/usage'
 import { OpenAIMeter } from './openai-meter'
+import type { UsageReader } from './openai-usage'
 import { BatchResultsMeter } from './batch-results'
 import { type BatchOfFile, batchOfFile } from './openai-batch-files'
 
@@ -52,6 +53,7 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     private readonly provider: string,
     private readonly fileId: string,
     now?: () => number,
+    private readonly opts: BatchFileOptions = {},
   ) {
     super(now)
   }
@@ -74,21 +76,39 @@ export class OpenAIBatchMeter extends BatchResultsMeter {
     if (!isObject(r) || typeof r.status_code !== 'number' || r.status_code >= 400 || !isObject(r.body)) return
     const body = r.body
     const batch = batchOfFile(this.fileId)
-    const endpoint = typeof body.object === 'string' ? BY_OBJECT[body.object] : isImages(body, batch) ? 'images' : undefined
+    const compatible = this.opts.compatible === true
+    const endpoint = typeof body.object === 'string' ? BY_OBJECT[body.object] : !compatible && isImages(body, batch) ? 'images' : undefined
     if (!endpoint) return
-    const m = new OpenAIMeter({ endpoint })
+    const m = new OpenAIMeter({ endpoint, usage: this.opts.usage })
     m.json(body)
+    const got = m.result()
+    if (got.usage && this.opts.rateUnknown) got.usage.batch_rate_unknown = true
     // An image answer names no model: its batch's, as the Batch object read before the file said;
     // none known, the request is recorded unpriced (never guessed, never $0 as if priced).
-    this.add(key, ranAt(body, this.now()), endpoint, m.result(), endpoint === 'images' ? (batch?.model ?? '') : '')
+    this.add(key, ranAt(body, this.now()), endpoint, got, endpoint === 'images' ? (batch?.model ?? '') : '')
   }
 
-  /** The request's key: the line's own id, else (Azure) the file's id and its custom id; '' when neither. */
+  /** The request's key: the line's own id, else (Azure, and the compatible providers) the file's id and its custom id; '' when neither. */
   private keyOf(id: unknown, customId: string): string {
-    if (typeof id === 'string' && id !== '') return `${this.provider}-batch:${id}`
+    if (!this.opts.compatible && typeof id === 'string' && id !== '') return `${this.provider}-batch:${id}`
     if (this.fileId && customId !== '') return `${this.provider}-batch-file:${this.fileId}:${customId}`
     return ''
   }
+}
+
+/** How another provider's output file in OpenAI's shape is read (./groq-batch.ts, ./together-batch.ts, ./mistral-batch.ts). */
+export interface BatchFileOptions {
+  /**
+   * Not OpenAI's own: each request is keyed by the file and its `custom_id`, which every such
+   * provider requires unique within a batch (a line's `id`, where it has one, is not documented as
+   * unique per request), and only answers that name their `object` (chat completions, embeddings)
+   * are read: no image batches.
+   */
+  compatible?: boolean
+  /** The provider's batch discount is not known for the model: the tokens are recorded unpriced (`usage.batch_rate_unknown`). */
+  rateUnknown?: boolean
+  /** The provider's reader of an answer's `usage`, where it differs from OpenAI's. */
+  usage?: UsageReader
 }
 
 /** Whether a line's answer is an image API's: its batch ran on `/v1/images/…`, or it has what only an image answer has. */
