@@ -1,6 +1,7 @@
 import { calcPrice } from '@pydantic/genai-prices'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
+import { ADMIN_CONFIG, admin } from '../admin/support'
 import { RAN } from './batch-support'
 import { eventually, postJson, request } from '../support/http'
 import { fixture } from '../support/fixtures'
@@ -60,7 +61,7 @@ function serveFiles(upstream: MockUpstream): void {
 }
 
 // Keys over their day as soon as they spend anything: a results file is a free read all the same.
-const s = serverOverMockUpstream({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'over-*', daily_limit_usd: 0.000001, action: 'block' }] } })
+const s = serverOverMockUpstream({ ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'over-*', daily_limit_usd: 0.000001, action: 'block' }] } })
 
 const batchRows = (provider: string) => rows(s.t).filter((c) => c.provider === provider && c.endpoint.startsWith('batch.'))
 const pick = (c: any) => ({
@@ -146,6 +147,22 @@ describe('Batch API output files of the OpenAI-compatible providers', () => {
     expect(got.ts).toBeLessThanOrEqual(Date.now())
     await eventually(() => rows(s.t).filter((c) => c.provider === 'mistral' && c.endpoint === 'files.content').length === 3)
     expect(rows(s.t).filter((c) => c.provider === 'mistral' && c.endpoint.startsWith('batch.') && c.model.startsWith('mistral-ocr'))).toHaveLength(0)
+  })
+
+  it("re-pricing keeps Groq's unpriced, an admin price for the model included, and Mistral's at half", async () => {
+    expect((await admin(s.t.url, 'PUT', '/prices/groq/llama-3.1-8b-instant', { body: { input_mtok: 1, output_mtok: 2 } })).status).toBe(200)
+    expect((await admin(s.t.url, 'POST', '/prices/groq/llama-3.1-8b-instant/reprice?all=true')).status).toBe(200)
+    const groq = batchRows('groq').find((c) => c.model === 'llama-3.1-8b-instant')
+    expect(groq).toMatchObject({ priced: 0, cost_usd: 0, input_tokens: 48, output_tokens: 2 })
+    expect(JSON.parse(groq.usage_extra)).toEqual({ batch: true, batch_rate_unknown: true })
+    expect((await admin(s.t.url, 'DELETE', '/prices/groq/llama-3.1-8b-instant')).status).toBe(204)
+
+    expect((await admin(s.t.url, 'PUT', '/prices/mistral/mistral-small-latest', { body: { input_mtok: 1, output_mtok: 2 } })).status).toBe(200)
+    expect((await admin(s.t.url, 'POST', '/prices/mistral/mistral-small-latest/reprice?all=true')).status).toBe(200)
+    const mine = batchRows('mistral').filter((c) => c.model === 'mistral-small-latest')
+    expect(mine).toHaveLength(2)
+    for (const c of mine) expect(c.cost_usd).toBeCloseTo((c.input_tokens * 1 + c.output_tokens * 2) / 1e6 / 2, 15)
+    expect((await admin(s.t.url, 'DELETE', '/prices/mistral/mistral-small-latest')).status).toBe(204)
   })
 
   it('reading the files again adds nothing', async () => {
