@@ -1,5 +1,6 @@
 import type { SqlStore } from '../../storage/sql'
-import { DayOf, MonthOf, REPORT_TIERS, eachReportRow, parseZones } from './report'
+import { FoldedDays } from './folded-days'
+import { REPORT_TIERS, eachReportRow } from './report'
 import { eachSessionRow } from './report-sessions'
 import { FIVE_MIN, TIERS } from './schema'
 import type { Dim, RollupInput } from './writer'
@@ -45,7 +46,7 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     if (!e) sums.set(key, (e = { table, where, params, cols: new Map(), insert }))
     for (const [col, v] of Object.entries(cols)) if (v) e.cols.set(col, (e.cols.get(col) ?? 0) + v)
   }
-  const days = await reportDays(tx)
+  const days = await FoldedDays.of(tx)
   for (const c of changes) {
     const t = c.tokens ?? NO_TOKENS
     if (!c.delta && !c.requests && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
@@ -56,9 +57,9 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     const tokens = { input_tokens: t.input_tokens, output_tokens: t.output_tokens, cache_read_tokens: t.cache_read_tokens, cache_write_tokens: t.cache_write_tokens }
     // The report rollup (SQLite) sums every call's cost_usd, subscription calls' too.
     if (days) {
-      const day = days.day.of(c.ts)
+      const day = await days.dayOf(c)
       const who = { tenant: c.tenant, agent: c.agent, project: c.project ?? '', session: c.session }
-      for (const [tier, period] of [[REPORT_TIERS.day, day], [REPORT_TIERS.month, days.month.of(day)]] as const) {
+      for (const [tier, period] of [[REPORT_TIERS.day, day], [REPORT_TIERS.month, days.monthOf(day)]] as const) {
         eachReportRow(who, (dim, tenant, key) =>
           add(
             `r${tier.col}\0${dim}\0${period}\0${tenant}\0${key}\0${c.model}\0${c.provider}`,
@@ -121,7 +122,10 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     const params: Record<string, unknown> = { ...e.params }
     for (const [col, v] of cols) params[`d_${col}`] = v
     const changed = await tx.run(`UPDATE ${e.table} SET ${cols.map(([col]) => `${col} = ${col} + @d_${col}`).join(', ')} WHERE ${e.where}`, params)
-    if (changed === 0 && e.insert) await insertRow(tx, e.table, e.insert, cols)
+    if (changed === 0 && e.insert) {
+      const moved = cols.filter(([col]) => !COUNTS.has(col))
+      if (moved.length > 0) await insertRow(tx, e.table, e.insert, moved)
+    }
   }
 }
 
@@ -138,6 +142,9 @@ interface Entry {
   insert?: Insert
 }
 
+/** A row's counts of calls: a row written by a change counts none (it moves money and tokens only). */
+const COUNTS = new Set(['requests', 'imported'])
+
 const REPORT_ROW_SUMS = ['input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd']
 
 function reportRowInsert(keys: Record<string, string | number>): Insert {
@@ -148,9 +155,9 @@ function reportRowInsert(keys: Record<string, string | number>): Insert {
 
 /**
  * A report row (day, month or session total) that a change found missing is written with the
- * change, so no re-priced dollar is dropped: a call's row is where the folder put it, but a ledger
- * whose rows were built by an earlier release (or in a zone it no longer records) may key it
- * elsewhere; the money then shows in the row of the day the call is now in, counting no call.
+ * change, so no re-priced dollar is dropped: a call's row is where the folder put it, or where an
+ * earlier release put it (FoldedDays); should neither be there, the money shows in the row of the
+ * day the call is now in, counting no call (no request moves there: no row there counted it).
  */
 async function insertRow(tx: SqlStore, table: string, insert: Insert, cols: [string, number][]): Promise<void> {
   const values = { ...insert.values }
@@ -158,15 +165,4 @@ async function insertRow(tx: SqlStore, table: string, insert: Insert, cols: [str
   const names = Object.keys(values)
   const changed = await tx.run(`INSERT INTO ${table} (${names.join(', ')}) VALUES (${names.map((n) => `@${n}`).join(', ')})`, values)
   if (changed !== 1) throw new Error(`re-pricing could not write a row of ${table}`)
-}
-
-/** The days and months of the SQLite report rollup (kept in one zone), or null where there is none (PostgreSQL). */
-async function reportDays(tx: SqlStore): Promise<{ day: DayOf; month: MonthOf } | null> {
-  if (tx.dialect !== 'sqlite') return null
-  const has = await tx.get<{ n: number }>("SELECT count(*) AS n FROM sqlite_master WHERE name = 'dash_report_state'")
-  if (!has?.n) return null
-  // Each call's row where it was folded: a day kept in an earlier zone, or the first rebuilt day's start (ZoneSpan).
-  const zones = await tx.get<{ n: number }>("SELECT count(*) AS n FROM pragma_table_info('dash_report_state') WHERE name = 'zones'")
-  const row = await tx.get<{ tz: string | null; zones: string | null }>(`SELECT tz, ${zones?.n ? 'zones' : 'NULL AS zones'} FROM dash_report_state WHERE id = 1`)
-  return row?.tz ? { day: new DayOf(row.tz, parseZones(row.zones)), month: new MonthOf(row.tz) } : null
 }
