@@ -87,6 +87,26 @@ describe('an imported call superseded, read without a restart', () => {
     })
   }
 
+  for (const range of ['24h', '30d']) {
+    it(`is not among the most expensive requests, and the export still lists it (${range})`, async () => {
+      const t = await superseded(`expensive-${range}`, false)
+      try {
+        const { db } = t.server
+        const proxied = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'proxy'").get() as { id: number; cost_usd: number }
+        // The one answer is one request, the proxy's (the imported call listed at $0 beside it was a second).
+        for (const limit of [1, 10, 100]) {
+          const listed = (await request(`${t.url}/api/dashboard/expensive?range=${range}&limit=${limit}`)).json()
+          expect(listed.requests.map((c: any) => [c.id, c.cost_usd]), `limit ${limit}`).toEqual([[proxied.id, proxied.cost_usd]])
+        }
+        // The audit trail: the export lists both calls, the imported one at $0.
+        const exported = (await request(`${t.url}/api/dashboard/export?format=json&range=${range}`)).json()
+        expect(exported.calls.map((c: any) => [c.source, c.cost_usd]).sort()).toEqual([['import', 0], ['proxy', proxied.cost_usd]])
+      } finally {
+        await t.cleanup()
+      }
+    })
+  }
+
   it('leaves no session of its own in the sessions list nor in the active sessions', async () => {
     const t = await superseded('sessions', true)
     try {

@@ -16,7 +16,8 @@ import { usePostgres } from '../support/pg-harness'
  * On PostgreSQL, a group whose only call was an imported one the proxy's record superseded is no
  * group: the dashboard's costs (read from the rollups, whose rows folded before the supersede stay
  * at $0 and 0 requests) listed it and counted it in total_rows; `burnrate report` (summed from the
- * calls on PostgreSQL) never did, and still does not. (SQLite: ../import/superseded-report-groups.test.ts.)
+ * calls on PostgreSQL) never did, and still does not. Nor is it among the most expensive requests
+ * (listed there at $0 beside the proxy's call). (SQLite: ../import/superseded-report-groups.test.ts.)
  */
 
 const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } })
@@ -67,6 +68,12 @@ describe('a group whose only call was superseded, on PostgreSQL', () => {
       const r = (await request(`${t.url}/api/dashboard/report?kind=${kind}`)).json()
       expect(r.rows.map((x: any) => [x.requests, x.cost_usd]), kind).toEqual([[1, proxied]])
       expect(r.total_rows, kind).toBe(1)
+    }
+    // Nor is it one of the most expensive requests (read from the calls), while the export, the audit trail, lists it at $0.
+    for (const range of ['7d', '30d']) {
+      expect((await request(`${t.url}/api/dashboard/expensive?range=${range}`)).json().requests.map((c: any) => c.cost_usd), range).toEqual([proxied])
+      const exported = (await request(`${t.url}/api/dashboard/export?format=json&range=${range}`)).json()
+      expect(exported.calls.map((c: any) => c.cost_usd).sort(), range).toEqual([0, proxied])
     }
   })
 })
