@@ -174,6 +174,12 @@ describe('POST /api/ingest', () => {
     const empty = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'content-length': '0' } })
     expect(empty.status).toBe(400)
     expect(empty.json().error).toMatchObject({ type: 'invalid_request', param: 'calls' })
+    // JSON that is no object is refused as such: it is valid JSON (express's strict mode said it was not).
+    for (const body of ['null', '5', '"calls"']) {
+      const notObject = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body })
+      expect(notObject.status).toBe(400)
+      expect(notObject.json().error).toEqual({ type: 'invalid_request', message: 'The body must be a JSON object {"calls": [call, ...]}.', param: 'calls' })
+    }
   })
 
   it('answers a body that does not decompress with 400 invalid_request saying so, not zlib\'s words alone', async () => {

@@ -78,7 +78,11 @@ export function agentRoutes(router: Router, opts: AgentRoutesOptions): void {
   })
 
   const apply = (action: 'connect' | 'disconnect') => (req: Request, res: Response) => {
-    const body = (req.body ?? {}) as Record<string, unknown>
+    if (typeof req.body !== 'object' || req.body === null || Array.isArray(req.body)) {
+      res.status(400).json(errorBody('invalid_request', 'The request body must be a JSON object: {} or {"plan_id": "<id>"}.'))
+      return
+    }
+    const body = req.body as Record<string, unknown>
     const unknown = Object.keys(body).filter((k) => k !== 'plan_id')
     if (unknown.length) {
       res.status(400).json(errorBody('invalid_request', `Unknown field "${unknown[0]}"; the only field is "plan_id".`, { param: unknown[0] }))

@@ -24,23 +24,39 @@ export function declaredJson(req: Request, res: Response, param?: string): boole
   return true
 }
 
-/** 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it is empty or does not parse. (For routes: express is loaded by then.) */
+/**
+ * 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it is empty or does not
+ * parse. (For routes: express is loaded by then.) Any JSON value parses (not strict): JSON that is
+ * no object (`null`, `5`) is the route's to refuse as such, where express's strict mode called it
+ * "not valid JSON".
+ */
 export function jsonBody(): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
     if (declaredJson(req, res)) next()
   }
-  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: true })]
+  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false })]
+}
+
+/** The words for a body whose Content-Encoding does not decompress (zlib's error, which body-parser passes on as it is). */
+export function undecompressable(err: unknown, req: Request): string | null {
+  const e = err as { type?: string; errno?: unknown; message?: string }
+  if (e.type !== undefined || typeof e.errno !== 'number') return null
+  const encoding = String(req.headers['content-encoding'])
+  return `The request body could not be decompressed (Content-Encoding: ${encoding}): ${e.message}; send it whole, or uncompressed.`
 }
 
 /** The contract's errors for what express.json rejects. */
-export const jsonBodyErrors: ErrorRequestHandler = (err, _req, res, next) => {
+export const jsonBodyErrors: ErrorRequestHandler = (err, req, res, next) => {
   const e = err as { type?: string; message?: string }
+  const torn = undecompressable(err, req)
   if (e.type === 'entity.too.large') {
     res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`))
   } else if (e.type === 'entity.parse.failed') {
     res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`))
   } else if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {
     res.status(415).json(errorBody('unsupported_media_type', 'Send the body as UTF-8 JSON without a content encoding.'))
+  } else if (torn !== null) {
+    res.status(400).json(errorBody('invalid_request', torn))
   } else {
     next(err)
   }

@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
-import { declaredJson } from '../admin/json-body'
+import { declaredJson, undecompressable } from '../admin/json-body'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
@@ -49,7 +49,8 @@ export function ingestRoutes(ctx: ServerContext): void {
       if (req.method === 'POST' && !declaredJson(req, res, 'calls')) return
       next()
     })
-    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: true }))
+    // Not strict: JSON that is no object (`null`) gets the handler's words, not "not valid JSON".
+    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: false }))
     router.post('/', async (req: Request, res: Response, next) => {
       try {
         const member = memberOf(req)!
@@ -108,16 +109,14 @@ export function ingestRoutes(ctx: ServerContext): void {
       }
     })
     router.use(((err, req, res, next) => {
-      const e = err as { type?: string; message?: string; errno?: unknown }
+      const e = err as { type?: string; message?: string }
       if (e.type === 'entity.too.large') {
         res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
       } else if (e.type === 'entity.parse.failed') {
         res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
-      } else if (e.type === undefined && typeof e.errno === 'number') {
+      } else if (undecompressable(err, req) !== null) {
         // zlib's own error, which body-parser passes on as it is ("unexpected end of file").
-        const encoding = String(req.headers['content-encoding'])
-        const message = `The request body could not be decompressed (Content-Encoding: ${encoding}): ${e.message}; send it whole, or uncompressed.`
-        res.status(400).json(errorBody('invalid_request', message, { param: 'calls' }))
+        res.status(400).json(errorBody('invalid_request', undecompressable(err, req)!, { param: 'calls' }))
       } else next(err)
     }) as ErrorRequestHandler)
     app.use('/api/ingest', router)
