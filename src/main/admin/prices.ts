@@ -49,6 +49,16 @@ function modelOf(req: Request): string {
 }
 
 /**
+ * 400 for a model name with a NUL byte (`%00`): no provider names one, the ledger never records
+ * one, and PostgreSQL's text cannot hold it (its query failed as a 500). Answers and returns false.
+ */
+function modelIsText(model: string, res: Response): boolean {
+  if (!model.includes('\u0000')) return true
+  res.status(400).json(errorBody('invalid_request', 'The model name holds a NUL character (%00), which no model name has.', { param: 'model' }))
+  return false
+}
+
+/**
  * Runtime prices (contract: second-wave additions): GET `/prices`, PUT and DELETE
  * `/prices/{provider}/{model}`, and POST `/prices/{provider}/{model}/reprice` to price that
  * model's past calls again (`?all=true`: every call of the model, not only the unpriced ones).
@@ -78,13 +88,14 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     }
     const name = provider(req, res)
     if (!name) return
+    const model = segments.slice(0, -1).join('/')
+    if (!modelIsText(model, res)) return
     const all = req.query.all
     if (all !== undefined && all !== 'true' && all !== 'false') {
       res.status(400).json(errorBody('invalid_request', 'The parameter all must be true or false.', { param: 'all' }))
       return
     }
     try {
-      const model = segments.slice(0, -1).join('/')
       const pricingId = ctx.upstreams.get(name)!.provider.pricingId
       // PostgreSQL: the prices every instance shares as they are now (one may have been set through
       // another instance a moment ago: the poll would see it within a second, after this re-price).
@@ -99,6 +110,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
   router.put('/prices/:provider/*model', ...jsonBody(), async (req, res, next) => {
     const name = provider(req, res)
     if (!name) return
+    if (!modelIsText(modelOf(req), res)) return
     const checked = checkPrice(req.body)
     if (!checked.ok) {
       res.status(400).json(errorBody('invalid_request', checked.message, checked.param ? { param: checked.param } : undefined))
@@ -117,6 +129,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     const name = provider(req, res)
     if (!name) return
     const model = modelOf(req)
+    if (!modelIsText(model, res)) return
     try {
       if (await store.delete(name, model)) {
         res.status(204).end()

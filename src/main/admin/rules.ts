@@ -37,7 +37,8 @@ export function ruleRoutes(router: Router, budgets: Budgets, configFile: string 
       res.status(400).json(errorBody('invalid_request', 'The query parameter "pattern" must be given once, non-empty.', { param: 'pattern' }))
       return
     }
-    if (await store.delete(pattern)) {
+    // A pattern is visible ASCII (checkRule): one with a NUL is no rule's, and PostgreSQL cannot be asked for it.
+    if (!pattern.includes('\u0000') && (await store.delete(pattern))) {
       res.status(204).end()
       return
     }

@@ -12,13 +12,18 @@ export class ParamError extends Error {
   }
 }
 
-/** A parameter's one value; given twice, a 400 that names it (and, for a choice, what it accepts). */
+/**
+ * A parameter's one value; given twice, a 400 that names it (and, for a choice, what it accepts).
+ * A NUL byte (`%00`) is a 400 too: a name Burnrate records from an HTTP header never holds one (PostgreSQL's text cannot),
+ * and a query sending one to PostgreSQL failed as a 500.
+ */
 function one(req: Request, name: string, accepted?: readonly string[]): string | undefined {
   const v = req.query[name]
   if (v === undefined) return undefined
   if (typeof v !== 'string') {
     throw new ParamError(name, `The parameter ${name} was given more than once; give it once${accepted ? `, one of ${accepted.join(', ')}` : ''}.`)
   }
+  if (v.includes('\u0000')) throw new ParamError(name, `The parameter ${name} holds a NUL character (%00), which no parameter may.`)
   return v
 }
 
