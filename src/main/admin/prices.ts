@@ -48,13 +48,22 @@ function modelOf(req: Request): string {
   return Array.isArray(m) ? m.join('/') : String(m ?? '')
 }
 
+/** Longest model name a price is set for, as for a team member's calls (ingest's MAX_TEXT). */
+export const MAX_MODEL_LENGTH = 1000
+
 /**
- * 400 for a model name with a NUL byte (`%00`): no provider names one, the ledger never records
- * one, and PostgreSQL's text cannot hold it (its query failed as a 500). Answers and returns false.
+ * 400 for a model name with a NUL byte (`%00`), which no provider names and PostgreSQL's text
+ * cannot hold, or longer than MAX_MODEL_LENGTH, which PostgreSQL's index of prices cannot hold
+ * (each failed there as a 500). Answers and returns false.
  */
 function modelIsText(model: string, res: Response): boolean {
-  if (!model.includes('\u0000')) return true
-  res.status(400).json(errorBody('invalid_request', 'The model name holds a NUL character (%00), which no model name has.', { param: 'model' }))
+  const problem = model.includes('\u0000')
+    ? 'The model name holds a NUL character (%00), which no model name has.'
+    : model.length > MAX_MODEL_LENGTH
+      ? `The model name is ${model.length} characters long; a model name has at most ${MAX_MODEL_LENGTH}.`
+      : null
+  if (problem === null) return true
+  res.status(400).json(errorBody('invalid_request', problem, { param: 'model' }))
   return false
 }
 

@@ -5,9 +5,17 @@ import { keyHint } from '../../shared/key-hint'
  * `*` (`*` alone matches every key). The pattern is a rule's identity.
  */
 
+/**
+ * Longest pattern: far above any API key (a few hundred characters at most), and short enough
+ * for PostgreSQL's index on the rule's identity (a pattern of several thousand characters failed
+ * its insert as a 500).
+ */
+export const MAX_PATTERN_LENGTH = 1000
+
 /** Why a pattern is not valid, or null when it is. */
 export function patternProblem(pattern: string): string | null {
   if (pattern.length === 0) return 'expected a non-empty string'
+  if (pattern.length > MAX_PATTERN_LENGTH) return `expected at most ${MAX_PATTERN_LENGTH} characters (an API key is far shorter); got ${pattern.length}`
   if (looksLikeRegex(pattern)) {
     return `"${pattern.slice(0, 60)}" looks like a regular expression, but patterns are a whole key or a prefix followed by one "*" (e.g. "sk-dev-*")`
   }
