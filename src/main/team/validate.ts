@@ -1,5 +1,6 @@
 import type { IngestRejection } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
+import { limitLabel } from '../proxy/attribution'
 
 /** A call of an ingest batch, ready to store: the record and the sender's id of it. */
 export interface IngestRow {
@@ -36,6 +37,16 @@ function text(c: Record<string, unknown>, name: string, fallback?: string): stri
   if (typeof v !== 'string') throw new Bad(name, `${name} must be a string.`)
   if (v.length > MAX_TEXT) throw new Bad(name, `${name} is longer than ${MAX_TEXT} characters.`)
   return v
+}
+
+/**
+ * A name as the proxy records it: cut to its first MAX_LABEL (200) characters. Ingest takes up to
+ * MAX_TEXT characters; a name of 1,000 CJK characters is 3,000 bytes, more than a PostgreSQL
+ * index entry holds (the calls' and the rollups' indexes hold these names), so the batch's insert
+ * failed, answered 503, and the member sent the same batch again for good.
+ */
+function label(c: Record<string, unknown>, name: string, fallback?: string): string {
+  return limitLabel(text(c, name, fallback))
 }
 
 /**
@@ -132,14 +143,14 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
   }
   const record: CallRecord = {
     ts,
-    provider: text(c, 'provider'),
-    model: text(c, 'model'),
+    provider: label(c, 'provider'),
+    model: label(c, 'model'),
     endpoint: text(c, 'endpoint', ''),
     api_key_hash: keyHash,
     key_hint: hint,
-    tenant: text(c, 'tenant'),
-    agent: text(c, 'agent'),
-    session: text(c, 'session'),
+    tenant: label(c, 'tenant'),
+    agent: label(c, 'agent'),
+    session: label(c, 'session'),
     status,
     streamed: flag(c, 'streamed'),
     input_tokens: count(c, 'input_tokens'),
@@ -153,10 +164,10 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     estimated: flag(c, 'estimated'),
     latency_ms: amount(c, 'latency_ms', MAX_CALL_LATENCY_MS),
     error: typeof error === 'string' ? error : null,
-    response_id: text(c, 'response_id', ''),
+    response_id: label(c, 'response_id', ''),
     source: oneOf(c, 'source', ['proxy', 'import'] as const, 'proxy'),
     billing: oneOf(c, 'billing', ['api', 'subscription'] as const, 'api'),
-    project: text(c, 'project', ''),
+    project: label(c, 'project', ''),
     member,
     // Not part of the ingest contract; ingested calls count in no budget (README: Team).
     requested_model: null,
