@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startTestServer, type TestServer } from '../support/server'
@@ -8,11 +11,14 @@ import { ADMIN_CONFIG, admin } from './support'
  * for every bad body): a body that does not decompress, and JSON that parses but is no object.
  */
 let t: TestServer
+// Agent setup edits files in a home folder: a temporary one, never the real one, should a connect go through.
+const home = mkdtempSync(join(tmpdir(), 'burnrate-json-body-home-'))
 beforeAll(async () => {
-  t = await startTestServer(ADMIN_CONFIG)
+  t = await startTestServer(ADMIN_CONFIG, undefined, undefined, { create: { agentHome: { home, env: {}, platform: process.platform } } })
 })
 afterAll(async () => {
   await t.cleanup()
+  rmSync(home, { recursive: true, force: true })
 })
 
 const RULE = JSON.stringify({ api_key_pattern: 'sk-gz-*', daily_limit_usd: 1, action: 'block' })
@@ -37,6 +43,20 @@ describe('admin JSON bodies', () => {
       // A whole one is read as any other body.
       const whole = await admin(t.url, method, path, { raw: gzipSync(body), headers: { 'content-type': 'application/json', 'content-encoding': 'gzip' } })
       expect(whole.status).toBeLessThan(300)
+    }
+  })
+
+  it('a body that is empty however it is sent (chunked with no data, compressed nothing) is the 400 of an empty body, as with Content-Length: 0', async () => {
+    const sends: [string, Record<string, string>, Buffer | undefined][] = [
+      ['chunked', { 'transfer-encoding': 'chunked' }, undefined],
+      ['gzip of nothing', { 'content-encoding': 'gzip' }, gzipSync('')],
+    ]
+    for (const [method, path] of [['POST', '/budgets/rules'], ['PUT', '/prices/openai/empty-model'], ['POST', '/agents/claude-code/connect']] as const) {
+      for (const [how, headers, raw] of sends) {
+        const r = await admin(t.url, method, path, { raw, headers: { 'content-type': 'application/json', ...headers } })
+        expect(r.status, `${method} ${path} ${how}: ${r.text}`).toBe(400)
+        expect(r.json().error, `${method} ${path} ${how}`).toEqual({ type: 'invalid_request', message: 'The request body is empty; send a JSON object.' })
+      }
     }
   })
 

@@ -174,6 +174,10 @@ describe('POST /api/ingest', () => {
     const empty = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'content-length': '0' } })
     expect(empty.status).toBe(400)
     expect(empty.json().error).toMatchObject({ type: 'invalid_request', param: 'calls' })
+    // Empty however it is sent: chunked with no data is the same 400 as Content-Length: 0.
+    const chunked = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json', 'transfer-encoding': 'chunked' } })
+    expect(chunked.status).toBe(400)
+    expect(chunked.json().error).toEqual({ type: 'invalid_request', message: 'The request body is empty; send a JSON object.', param: 'calls' })
     // JSON that is no object is refused as such: it is valid JSON (express's strict mode said it was not).
     for (const body of ['null', '5', '"calls"']) {
       const notObject = await request(`${team.url}/api/ingest`, { method: 'POST', headers: { ...auth, 'content-type': 'application/json' }, body })

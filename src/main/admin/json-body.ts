@@ -34,8 +34,20 @@ export function jsonBody(): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
     if (declaredJson(req, res)) next()
   }
-  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false })]
+  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false, verify: notEmpty })]
 }
+
+/**
+ * express.json's `verify`: a body that turns out empty (chunked with no data, a compressed nothing)
+ * is refused as declaredJson refuses `Content-Length: 0`; express.json read it as `{}`, so it was a
+ * rule missing its fields, or an agent connect that went ahead.
+ */
+export function notEmpty(_req: unknown, _res: unknown, body: Buffer): void {
+  if (body.length === 0) throw Object.assign(new Error('The request body is empty; send a JSON object.'), { type: EMPTY_BODY })
+}
+
+/** The error type notEmpty throws with. */
+export const EMPTY_BODY = 'entity.empty'
 
 /** The words for a body whose Content-Encoding does not decompress (zlib's error, which body-parser passes on as it is). */
 export function undecompressable(err: unknown, req: Request): string | null {
@@ -51,6 +63,8 @@ export const jsonBodyErrors: ErrorRequestHandler = (err, req, res, next) => {
   const torn = undecompressable(err, req)
   if (e.type === 'entity.too.large') {
     res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`))
+  } else if (e.type === EMPTY_BODY) {
+    res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.'))
   } else if (e.type === 'entity.parse.failed') {
     res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`))
   } else if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {

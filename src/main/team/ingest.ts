@@ -2,7 +2,7 @@ import type { ErrorRequestHandler, Request, Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
 import { errorBody } from '../http/errors'
-import { declaredJson, undecompressable } from '../admin/json-body'
+import { declaredJson, EMPTY_BODY, notEmpty, undecompressable } from '../admin/json-body'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
@@ -50,7 +50,7 @@ export function ingestRoutes(ctx: ServerContext): void {
       next()
     })
     // Not strict: JSON that is no object (`null`) gets the handler's words, not "not valid JSON".
-    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: false }))
+    router.use(express.json({ limit: INGEST_MAX_BODY, type: () => true, strict: false, verify: notEmpty }))
     router.post('/', async (req: Request, res: Response, next) => {
       try {
         const member = memberOf(req)!
@@ -112,6 +112,8 @@ export function ingestRoutes(ctx: ServerContext): void {
       const e = err as { type?: string; message?: string }
       if (e.type === 'entity.too.large') {
         res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
+      } else if (e.type === EMPTY_BODY) {
+        res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.', { param: 'calls' }))
       } else if (e.type === 'entity.parse.failed') {
         res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
       } else if (undecompressable(err, req) !== null) {
