@@ -4,7 +4,6 @@ import type { Pricer } from '../pricing/price'
 import type { CallContext } from '../proxy/gate'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { Feature, ServerContext } from '../server/context'
-import { PeriodClock } from '../time/zone'
 import { chargesBeyondTokens, ownTokens } from './call-fees'
 import { checkRule } from './check'
 import { budgetClockOf } from './clock'
@@ -157,9 +156,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   // Background responses still running before this start hold their reservations again.
   engine.holds.file = new HoldFile(ctx.db, ctx.ledger)
   void engine.rehold()
-  const month = new PeriodClock(ctx.config.timezone).monthOf(Date.now()).start
-  // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them).
-  engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: month }) as KeyCount[])
+  // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them),
+  // counted in the month they are read for: one ended meanwhile is not the next one's.
+  const seededAt = Date.now()
+  engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: engine.clock.monthOf(seededAt).start }) as KeyCount[], seededAt)
   // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
   const patterns = new KeyPatternStore(ctx.db, ctx.ledger)
   // Rows of rules no longer in force go: now (SQLite: the rules in force are known), and with

@@ -89,9 +89,24 @@ describe('KeyRegistry', () => {
     expect(keys.thisMonth(NOW).map((s) => s.hash)).toEqual(['a'])
     // A reseed replaces the counts with the database's, plus the calls it missed.
     const missed = { api_key_hash: 'b', key_hint: 'sk-b', ts: NOW, tenant: 'new' } as Parameters<KeyRegistry['reseed']>[1][number]
-    keys.reseed([{ api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 9, last_ts: NOW - 1000 }], [missed], NOW)
+    keys.reseed([{ api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 9, last_ts: NOW - 1000 }], [missed], NOW, NOW)
     expect(keys.get('a')!.requestsMonth).toBe(9)
     expect(keys.get('b')).toMatchObject({ requestsMonth: 1, tenant: 'new' })
     expect(keys.thisMonth(NOW).map((s) => s.hash).sort()).toEqual(['a', 'b'])
+  })
+
+  it("reseeds counts read for a month that has ended in that month: the new month's start from the calls after", () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const monthStart = Date.UTC(2026, 10, 1)
+    const readAt = monthStart - 10
+    // This month's calls (the database's) and one this instance recorded after the read's snapshot, in the next month.
+    const missed = { api_key_hash: 'a', key_hint: 'sk-a', ts: monthStart + 5, tenant: 'acme' } as Parameters<KeyRegistry['reseed']>[1][number]
+    keys.reseed([{ api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 7, last_ts: readAt - 1 }], [missed], readAt, monthStart + 20)
+    expect(keys.get('a')).toMatchObject({ requestsMonth: 1, monthStart, lastSeen: monthStart + 5 })
+    expect(keys.thisMonth(monthStart + 20).map((s) => s.hash)).toEqual(['a'])
+    // With no call in the new month, the key is not in it.
+    keys.reseed([{ api_key_hash: 'a', key_hint: 'sk-a', tenant: 'acme', requests: 7, last_ts: readAt - 1 }], [], readAt, monthStart + 20)
+    expect(keys.thisMonth(monthStart + 20)).toEqual([])
+    expect(keys.thisMonth(readAt).map((s) => s.requestsMonth)).toEqual([7])
   })
 })

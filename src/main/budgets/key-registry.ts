@@ -138,15 +138,17 @@ export class KeyRegistry {
   /**
    * The monthly request counts set again from the database (PostgreSQL mode, at each re-read of
    * the meters, in its snapshot) and this instance's calls the re-read missed: every instance's
-   * calls, each once.
+   * calls, each once. `rows` are the calls of `readAt`'s month (taken after the snapshot): counted
+   * in that month, though it has ended by `now` (the keys' next calls start the new one at 0; the
+   * snapshot holds none of them). Counted in `now`'s month, they made the ended month the new one's.
    */
-  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now: number): void {
+  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], readAt: number, now: number): void {
     // Counted afresh, in the month of the clock as it is now (on PostgreSQL, it may have moved to another zone).
     for (const s of this.byHash.values()) {
       s.requestsMonth = 0
       s.monthStart = 0
     }
-    this.seed(rows, now)
+    this.seed(rows, readAt)
     for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
   }
 

@@ -79,9 +79,9 @@ export class SharedCounts {
     }
   }
 
-  /** The key registry's monthly request counts set again (PostgreSQL mode): ./key-registry.ts. */
-  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], now = Date.now()): void {
-    this.keys.reseed(rows, missed, now)
+  /** The key registry's monthly request counts set again (PostgreSQL mode), read for `readAt`'s month: ./key-registry.ts. */
+  reseed(rows: readonly KeyCount[], missed: readonly CallRecord[], readAt: number, now = Date.now()): void {
+    this.keys.reseed(rows, missed, readAt, now)
   }
 
   /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */

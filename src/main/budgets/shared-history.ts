@@ -3,6 +3,7 @@ import { FREE_ENDPOINTS } from '../providers/free-endpoints'
 import { SPEND_SQL, type StoredSpend } from '../ledger/spend'
 import type { CallLedger } from '../ledger/types'
 import type { SqlStore } from '../storage/sql'
+import type { PeriodClock } from '../time/zone'
 import { parseSnapshot, type Snapshot } from './feed/snapshot'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from './gate'
 import type { KeyCount } from './key-registry'
@@ -91,12 +92,12 @@ export class SharedHistory {
    * snapshot they were read in (one transaction, repeatable read: the calls of every transaction
    * visible in it are in the rows), which of the calls `counted` gives (this instance's, counted
    * while the read was under way) are in them, today's and this month's spend per key, and (with
-   * `keysSince`) the keys with calls since then.
+   * `keysClock`) the keys with calls in that clock's month; both as of `spentAt`.
    */
   async load(
     since: number,
     counted: () => readonly CallRecord[] = () => [],
-    keysSince?: number,
+    keysClock?: PeriodClock,
     sessionsSince: number | null = null,
   ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; spentAt: number; keys: KeyCount[] | null }> {
     await this.ledger.flushed()
@@ -113,10 +114,13 @@ export class SharedHistory {
       const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })
       // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls, as of
       // `spentAt`: the day they are kept as (`spend.replace`), though midnight passes before that.
+      // Taken after the snapshot: no call it holds is of a later day or month.
       const spentAt = Date.now()
       const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods(spentAt))
-      // And this month's keys (the key registry), when asked.
-      const keys = keysSince === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysSince })
+      // And this month's keys (the key registry), when asked: the month of `spentAt` too, the one
+      // they are counted in (`KeyRegistry.reseed`). The month the read began in held the new
+      // month's calls too when it ended before the snapshot, and they were all counted in it.
+      const keys = keysClock === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysClock.monthOf(spentAt).start })
       return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, spentAt, keys }
     })
     return { rows, snapshot, read, spend, spentAt, keys }
