@@ -37,9 +37,14 @@ export class ProviderStats {
     this.clock = new PeriodClock(timezone)
   }
 
+  /**
+   * The day of `now`, or the later one already counted: never back. A start-up read begun before
+   * midnight and answered after it (PostgreSQL) set the day back to the ended one, and the calls
+   * of the new day counted meanwhile were lost with it.
+   */
   private today(now: number): Map<string, ProviderDay> {
     const start = this.clock.dayOf(now).start
-    if (start !== this.dayStart) {
+    if (start > this.dayStart) {
       this.dayStart = start
       this.days = new Map()
     }
@@ -58,7 +63,8 @@ export class ProviderStats {
 
   observe(c: CallRecord, now = Date.now()): void {
     // Calls Burnrate itself refused (budgets, rate limits) never reached the provider.
-    if (c.error === REFUSAL_REASON || c.error === RATE_REASON || c.error === LOOP_REASON || c.ts < this.clock.dayOf(now).start) return
+    // Nor do calls of a day that has ended (the read's, when the day counted is a later one).
+    if (c.error === REFUSAL_REASON || c.error === RATE_REASON || c.error === LOOP_REASON || c.ts < Math.max(this.clock.dayOf(now).start, this.dayStart)) return
     const d = this.day(c.provider, now)
     d.requests++
     d.latencySum += c.latency_ms
