@@ -143,7 +143,9 @@ export class SpendTracker {
   /**
    * Adds the spend of the calls already in a shared store (PostgreSQL, at start-up) to what is
    * counted in memory. The PostgreSQL ledger calls it before it writes any call of its own, so
-   * the calls recorded meanwhile (counted by `add`, not stored yet) are counted once.
+   * the calls recorded meanwhile (counted by `add`, not stored yet) are counted once. The read's
+   * day and month only where a counter is still in them: a call counted meanwhile may have rolled
+   * it on to the next (the read answered after midnight), and the ended day's spend was added to it.
    */
   async loadStore(store: SqlReader, now = Date.now()): Promise<void> {
     const day = this.clock.dayOf(now).start
@@ -156,8 +158,8 @@ export class SpendTracker {
         this.keys.set(r.k, c)
       }
       for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
-        counter.day += r.day
-        counter.month += r.month
+        if (counter.dayStart === day) counter.day += r.day
+        if (counter.monthStart === month) counter.month += r.month
       }
     }
     this.changed()
