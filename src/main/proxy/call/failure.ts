@@ -68,10 +68,26 @@ const CUT = Symbol('burnrate.cut')
  * abandoned by their client.
  */
 export function cutClient(s: HttpCall): void {
+  const res = s.res
   // The request's socket: a pipelined response has none of its own until its turn comes.
-  const socket = (s.res.req?.socket ?? s.res.socket) as (object & { [CUT]?: boolean }) | null
+  const socket = (res.req?.socket ?? res.socket) as (object & { [CUT]?: boolean }) | null
   if (socket) socket[CUT] = true
-  s.res.destroy()
+  if (res.destroyed || !res.headersSent) {
+    res.destroy()
+    return
+  }
+  // The answer's status and what was written of it reach the client before the cut: Node holds
+  // the headers until the first body byte, and what res.write() took in this tick until the next
+  // (a corked socket), and a destroy now would drop them. A client that saw no status takes the
+  // cut for a connection that failed before any answer, and its SDK sends the call again
+  // (billed again upstream); one that saw the answer begin and break does not, as without
+  // Burnrate. (What a slow client has not read yet is dropped still: the cut is not delayed for it.)
+  res.flushHeaders()
+  setImmediate(destroyRes, res)
+}
+
+function destroyRes(res: HttpCall['res']): void {
+  res.destroy()
 }
 
 /** True when Burnrate cut the connection `res` was to be sent on (for another call on it). */

@@ -162,6 +162,8 @@ class Forwarding implements Dispatcher.DispatchHandler {
       s.timers.push(
         deadlines.add(t.idle_timeout_ms, () => {
           if (!this.held) return
+          // Cut as a stalled answer (what came of it sent first), not answered 504 as if none came.
+          this.sendHeld()
           failHttp(s, 'timeout', `the answer did not end within ${t.idle_timeout_ms} ms`, this.finish)
           s.abort?.()
         }),
@@ -208,9 +210,21 @@ class Forwarding implements Dispatcher.DispatchHandler {
     s.res.end()
   }
 
+  /**
+   * The upstream answered and then failed while its answer was held to be rewritten: the answer
+   * goes on as it came, so far, and the failure then cuts it. Answered a 502 or 504 as if the
+   * upstream had never answered, the client's SDK would send the call again: a second batch
+   * created, and billed.
+   */
+  private sendHeld(): void {
+    const held = this.held
+    if (held) this.startHeld!(held.take(), false)
+  }
+
   onError(err: Error): void {
     const s = this.s
     if (s.done) return
+    this.sendHeld()
     if (!this.retried && !this.answered && !s.responseStarted && IDEMPOTENT.has(this.req.method ?? '') && closedWhileIdle(err)) {
       // A kept-alive connection the upstream had already closed (nginx, uvicorn and load
       // balancers close idle ones without saying when): nothing of the answer came, so a call
