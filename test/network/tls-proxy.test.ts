@@ -383,6 +383,33 @@ describe('a WebSocket upstream (Codex on /v1/responses) behind a corporate proxy
     }
   })
 
+  for (const from of ['HTTPS_PROXY', 'upstream.proxy'] as const) {
+    it(`a SOCKS5 proxy named socks5h:// (curl's name for one that resolves the host names) in ${from} carries the calls, not ignored`, async () => {
+      const socks = await startSocks5Proxy()
+      const url = socks.url.replace(/^socks5:/, 'socks5h:')
+      const secure = `${SECURE_HOST}:${new URL(tlsUp.url).port}`
+      const saved = { HTTPS_PROXY: process.env.HTTPS_PROXY, https_proxy: process.env.https_proxy }
+      delete process.env.https_proxy
+      if (from === 'HTTPS_PROXY') process.env.HTTPS_PROXY = url
+      let s: Awaited<ReturnType<typeof startLoggedServer>> | undefined
+      try {
+        s = await startLoggedServer({ upstream: { ca_file: ca.caFile, ...(from === 'upstream.proxy' ? { proxy: url } : {}) }, providers: { openai: { base_url: `https://${secure}/v1` } } })
+        const r = await postJson(`${s.url}/v1/chat/completions`, CHAT)
+        expect(r.status, r.text).toBe(200)
+        expect(await oneResponse(s.url)).toEqual({ completed: true })
+        expect(socks.targets).toEqual([secure, secure])
+        expect(s.lines.join('\n')).not.toMatch(/ignored/)
+      } finally {
+        for (const [k, v] of Object.entries(saved)) {
+          if (v === undefined) delete process.env[k]
+          else process.env[k] = v
+        }
+        await s?.stop()
+        await socks.close()
+      }
+    })
+  }
+
   it('a SOCKS5 proxy (upstream.proxy: socks5://) carries the HTTP calls and the wss:// upgrade alike, the host name resolved by the proxy', async () => {
     const socks = await startSocks5Proxy()
     const secure = `${SECURE_HOST}:${new URL(tlsUp.url).port}`

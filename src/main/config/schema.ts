@@ -202,7 +202,7 @@ export const configSchema = z
         /** Longest silence allowed inside a response (a stalled stream). */
         idle_timeout_ms: timerMs(300_000),
         /** Proxy for every upstream call (http://user:password@host:port); unset: HTTPS_PROXY / HTTP_PROXY. */
-        proxy: z.url({ protocol: /^(https?|socks5?)$/ }).optional(),
+        proxy: z.url({ protocol: /^(https?|socks5?|socks5h)$/ }).optional(),
         /** Hosts reached without the proxy (`api.example.com`, `.internal`, `host:port`, `*`), besides NO_PROXY. */
         no_proxy: z.array(z.string().min(1)).default([]),
         /** A PEM file of certificate authorities to trust besides the usual ones (a corporate TLS proxy, a private CA). */

@@ -108,6 +108,10 @@ describe('proxy variables as people set them', () => {
     expect(proxyUrl(' 10.0.0.1:8080 ')).toBe('http://10.0.0.1:8080')
     expect(proxyUrl('https://secure.corp:443')).toBe('https://secure.corp:443')
     expect(proxyUrl('socks5://socks.corp:1080')).toBe('socks5://socks.corp:1080')
+    // curl's name for a SOCKS5 proxy resolving the host names, as Burnrate's SOCKS5 clients always let it.
+    expect(proxyUrl('socks5h://127.0.0.1:1080')).toBe('socks5://127.0.0.1:1080')
+    expect(proxyRule({ proxy: 'socks5h://socks.corp:1080' }, {})!('https://api.openai.com')).toBe('socks5://socks.corp:1080')
+    expect(proxyProblems({}, { HTTPS_PROXY: 'socks5h://127.0.0.1:1080' })).toEqual([])
     expect(proxyUrl('ftp://files.corp')).toBeNull()
     expect(proxyUrl('http://')).toBeNull()
     expect(proxyRule({}, { https_proxy: 'proxy.corp:3128' })!('https://api.openai.com')).toBe('http://proxy.corp:3128')

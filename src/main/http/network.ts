@@ -24,10 +24,19 @@ export function proxyUrl(value: string): string | null {
   const url = /^[a-z][a-z0-9+.-]*:\/\//i.test(v) ? v : `http://${v}`
   try {
     const u = new URL(url)
-    return /^(https?|socks5?):$/.test(u.protocol) && u.hostname ? url : null
+    return /^(https?|socks5?|socks5h):$/.test(u.protocol) && u.hostname ? socks5(url) : null
   } catch {
     return null
   }
+}
+
+/**
+ * `socks5h://` (curl's name for a SOCKS5 proxy that resolves the host names, what an `ssh -D`
+ * tunnel is usually given as) as `socks5://`: Burnrate's SOCKS5 clients always let the proxy
+ * resolve them, and undici knows only `socks5:` (it took any other scheme for an HTTP proxy).
+ */
+function socks5(url: string): string {
+  return url.replace(/^socks5h:/i, 'socks5:')
 }
 
 const ENV_PROXIES = [
@@ -67,7 +76,10 @@ export function proxyProblems(o: NetworkOptions, env: NodeJS.ProcessEnv = proces
 
 /** The proxy settings in effect: the config's, else the standard environment variables; null for none. */
 export function proxySettings(o: NetworkOptions, env: NodeJS.ProcessEnv = process.env): { httpProxy?: string; httpsProxy?: string; noProxy: string } | null {
-  if (o.proxy) return { httpProxy: o.proxy, httpsProxy: o.proxy, noProxy: (o.no_proxy ?? []).join(',') }
+  if (o.proxy) {
+    const proxy = socks5(o.proxy)
+    return { httpProxy: proxy, httpsProxy: proxy, noProxy: (o.no_proxy ?? []).join(',') }
+  }
   const httpsProxy = envProxy(env, ENV_PROXIES[0])
   const httpProxy = envProxy(env, ENV_PROXIES[1])
   if (!httpsProxy && !httpProxy) return null
