@@ -71,7 +71,7 @@ export function startHttpResponse(
   if (s.admission.headers) setAll(headers, s.admission.headers)
   // A check the gate let run after the dispatch (runaway, warn) runs now if it has not yet.
   if (s.admission.lateHeaders) setAll(headers, s.admission.lateHeaders())
-  res.writeHead(s.status, headers.list)
+  writeHead(res, s.status, headers)
 
   // Only a successful answer is a model's: a redirect or any other 1xx-3xx ran none (its missing
   // usage is not a stream cut before it, which the recorder would estimate and charge). Nor does
@@ -152,6 +152,22 @@ export function startHttpResponse(
       return false
     }
     return true
+  }
+}
+
+/**
+ * Writes the answer's status and headers. Node refuses (throws) a `Trailer` header on an answer it
+ * does not send in chunks: to an HTTP/1.0 client, to a HEAD request, with a length (a rewritten
+ * answer's). There the trailers cannot follow (Node leaves them out), so neither does the header
+ * that announces them; the answer itself goes on (it was lost, its usage with it).
+ */
+function writeHead(res: HttpCall['res'], status: number, headers: ClientHeaders): void {
+  try {
+    res.writeHead(status, headers.list)
+  } catch (err) {
+    if ((err as { code?: string }).code !== 'ERR_HTTP_TRAILER_INVALID') throw err
+    headers.delete('trailer')
+    res.writeHead(status, headers.list)
   }
 }
 
