@@ -90,7 +90,18 @@ class Forwarding implements Dispatcher.DispatchHandler {
   send(via: Dispatcher): void {
     const s = this.s
     via.dispatch(
-      { origin: s.route.upstream.origin, method: this.req.method as Dispatcher.HttpMethod, path: upstreamPath(s.route), headers: this.headers as Record<string, string | string[]>, body: this.body },
+      {
+        origin: s.route.upstream.origin,
+        method: this.req.method as Dispatcher.HttpMethod,
+        path: upstreamPath(s.route),
+        headers: this.headers as Record<string, string | string[]>,
+        body: this.body,
+        // The call's own first-byte and idle timeouts time it, on every way out: undici's SOCKS5
+        // agent makes its pools with undici's defaults (300 s each), not the ones set here
+        // (./dispatchers.ts), and cut calls there at 5 minutes whatever the config said.
+        headersTimeout: 0,
+        bodyTimeout: 0,
+      },
       this,
     )
   }
