@@ -13,6 +13,9 @@ export interface UpstreamDispatchers {
   close(): Promise<void>
 }
 
+/** The most of an upstream answer's headers taken, in bytes. */
+export const MAX_ANSWER_HEADERS = 256 * 1024
+
 export interface DispatcherOptions extends NetworkOptions {
   connect_timeout_ms: number
 }
@@ -31,7 +34,9 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
   const viaProxy = new Map<string, Dispatcher>()
   const ca = trustedCAs(o)
   const connect = { timeout: o.connect_timeout_ms, ...(ca ? { ca } : {}) }
-  const common = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, connect }
+  // An answer's headers up to MAX_ANSWER_HEADERS (undici's default, 16 KiB, refused a gateway's long
+  // policy or cookie headers: the call answered and billed upstream was told the client as 'Could not reach').
+  const common = { keepAliveTimeout: 30_000, headersTimeout: 0, bodyTimeout: 0, maxHeaderSize: MAX_ANSWER_HEADERS, connect }
   const proxyOf = proxyRule(o)
   const forUpstream = (u: Upstream): Dispatcher => {
     const proxy = proxyOf?.(u.origin)

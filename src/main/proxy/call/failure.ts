@@ -49,7 +49,8 @@ export function failHttp(s: HttpCall, kind: FailureKind, detail: string, finish:
       sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
     } else {
       const message =
-        code === 'CONNECTION_CLOSED' ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
+        // It was reached: it closed the connection, or answered with more headers than are taken.
+        code === 'CONNECTION_CLOSED' || code === 'HEADERS_TOO_LARGE' ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
       sendError(s.res, 'upstream_unreachable', message)
       warn?.(message)
     }

@@ -67,6 +67,9 @@ export function describeNetworkError(err: Error, host: string, provider: string)
   if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
     return { code: 'CONNECTION_CLOSED', words: `it closed the connection before answering (${err.message || code}); the call may or may not have been processed there` }
   }
+  if ((err as { code?: unknown }).code === 'UND_ERR_HEADERS_OVERFLOW') {
+    return { code: 'HEADERS_TOO_LARGE', words: `its answer's headers are larger than Burnrate takes (256 KiB); the call may have been processed there` }
+  }
   const proxy = /Proxy response \((\d+)\)/.exec(err.message)
   if (proxy) {
     const status = Number(proxy[1])
