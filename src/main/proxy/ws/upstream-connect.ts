@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
+import { MAX_ANSWER_HEADERS } from '../call/dispatchers'
 import { describeNetworkError } from '../call/network-errors'
 import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
@@ -42,6 +43,8 @@ export function connectUpstream(
       headers: headers as Record<string, string>,
       perMessageDeflate: true,
       maxPayload: opts.maxFrameBytes,
+      // The upgrade answer's headers up to what an HTTP call's answer may carry (Node's default is 16 KiB).
+      maxHeaderSize: MAX_ANSWER_HEADERS,
       handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
       ...(opts.ca ? { ca: opts.ca } : {}),
       // Directly, the connection is held to the connect timeout as an HTTP call's is (./connect-timeout.ts).
