@@ -80,7 +80,7 @@ export function createProxyHandler(opts: ProxyOptions): ProxyHandler {
   const warn = opts.log ? onceAMinute(opts.log) : undefined
   // WebSocket upstreams trust the same CAs and go through the same proxy as HTTP calls.
   const network = opts.network ?? {}
-  const sockets = createWebSocketRelay({ life, who: opts, pricesReady: () => opts.pricer.ready(), timeouts: opts.timeouts, maxFrameBytes: maxBody, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
+  const sockets = createWebSocketRelay({ life, who: opts, pricesReady: () => opts.pricer.ready(), timeouts: opts.timeouts, maxFrameBytes: maxBody, memory, ca: trustedCAs(network), proxy: proxyRule(network), observeHeaders: opts.observeHeaders, warn })
 
   // What every call's promise ends with: made once, not per call.
   const leave = (): void => life.leave()

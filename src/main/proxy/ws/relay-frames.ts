@@ -1,6 +1,7 @@
 import type WebSocket from 'ws'
 import type { SocketCalls } from './socket-calls'
 import type { SilenceWatch } from './silence'
+import type { MessageMemory } from './message-memory'
 
 /**
  * The frames of a relayed WebSocket, passed both ways unchanged (text stays text, binary stays
@@ -13,10 +14,12 @@ import type { SilenceWatch } from './silence'
 /** Pause a side when this much is waiting to be sent to the other; resume below a quarter of it. */
 const HIGH_WATER = 4 * 1024 * 1024
 
-export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls | null, silence: SilenceWatch | null): void {
-  const pipe = (from: WebSocket, to: WebSocket, mayResume: () => boolean) => (data: Buffer, isBinary: boolean) => {
-    if (to.readyState !== to.OPEN) return
+export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls | null, silence: SilenceWatch | null, share: MessageMemory): void {
+  // `done`: the message is no longer held here (written, or not sent).
+  const pipe = (from: WebSocket, to: WebSocket, mayResume: () => boolean, done?: (data: Buffer) => void) => (data: Buffer, isBinary: boolean) => {
+    if (to.readyState !== to.OPEN) return done?.(data)
     to.send(data, { binary: isBinary }, () => {
+      done?.(data)
       if (to.bufferedAmount < HIGH_WATER / 4 && from.isPaused && mayResume()) from.resume()
     })
     if (to.bufferedAmount > HIGH_WATER) from.pause()
@@ -28,7 +31,8 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
   // for as long as the database took: a client could fill the memory of the server).
   let held: { data: Buffer; isBinary: boolean }[] | null = null
   let heldBytes = 0
-  const toUpstream = pipe(client, up, () => heldBytes <= HIGH_WATER)
+  // A client's message gives back its share of the memory for request bodies once written upstream (./message-memory.ts).
+  const toUpstream = pipe(client, up, () => heldBytes <= HIGH_WATER, (data) => share.give(data.length))
   const toClient = pipe(up, client, () => true)
   const fromClient = (data: Buffer, isBinary: boolean): void => {
     if (held) {
@@ -56,8 +60,9 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
     deliver(data, isBinary, refused)
   }
   const deliver = (data: Buffer, isBinary: boolean, refused: string | null | false) => {
-    if (refused === false) return
+    if (refused === false) return share.give(data.length)
     if (refused !== null) {
+      share.give(data.length)
       if (client.readyState === client.OPEN) client.send(refused)
       return
     }

@@ -1,6 +1,7 @@
 import type { ProxyRule } from '../../http/network'
 import type { Attributors } from '../call/context'
 import type { HeadersObserver } from '../call/forward'
+import type { BodyMemory } from '../call/request-body'
 import type { CallLifecycle } from '../call/lifecycle'
 
 /** What the WebSocket relay (./relay.ts) is given by the proxy: its calls' lifecycle, its time limits, its network. */
@@ -9,6 +10,8 @@ export interface WebSocketRelayOptions {
   who: Attributors
   timeouts: { connect_timeout_ms: number; first_byte_timeout_ms: number; idle_timeout_ms: number }
   maxFrameBytes: number
+  /** The memory for request bodies, all calls together: the client's messages take their share of it (./message-memory.ts). */
+  memory: BodyMemory
   /** Resolves once calls can be priced (the server's Pricer's `ready`); the first upgrade waits for it. */
   pricesReady: () => Promise<void>
   /** Certificate authorities for wss:// upstreams (the usual ones plus `upstream.ca_file`'s); unset: Node's own. */

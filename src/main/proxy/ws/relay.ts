@@ -16,6 +16,7 @@ import { relayFrames } from './relay-frames'
 import { connectUpstream } from './upstream-connect'
 import { loadWsLib, newHandshakes } from './ws-library'
 import { SilenceWatch } from './silence'
+import { countMessages } from './message-memory'
 import { loadOnce } from '../../server/load-once'
 
 export type { WebSocketRelayOptions }
@@ -108,7 +109,9 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
         })
       : null
 
-    relayFrames(client, up, calls, silence)
+    // The client's messages take their share of the memory for request bodies (./message-memory.ts).
+    const held = countMessages(client, req.socket, opts.memory, opts.maxFrameBytes)
+    relayFrames(client, up, calls, silence, held)
     relayCloses(client, up, calls, silence, route, opts, sockets, req.socket)
   }
 

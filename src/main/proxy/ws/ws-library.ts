@@ -41,7 +41,10 @@ export function loadWsLib(opts: WebSocketRelayOptions, hs: Handshakes): Promise<
   return Promise.all([import('ws'), opts.proxy ? import('../../http/tunnel') : null, opts.pricesReady()]).then(([m, tunnelLib]) => {
     const server = new m.WebSocketServer({
       noServer: true,
-      perMessageDeflate: true,
+      // The client is offered no compression: a compressed frame of a few bytes could inflate to
+      // the body limit, outside the share of memory its header announced (./message-memory.ts).
+      // The upstream's side stays compressed (./upstream-connect.ts).
+      perMessageDeflate: false,
       maxPayload: opts.maxFrameBytes,
       // Both ends speak the subprotocol the upstream chose (one the client offered), or none if it chose none.
       handleProtocols: (offered, r) => {
