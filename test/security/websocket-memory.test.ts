@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { eventually, request } from '../support/http'
+import { ledgerRows } from '../support/ledger-rows'
+import { completed, created, resp, usage } from '../support/responses-events'
 import { type TestServer, startTestServer } from '../support/server'
 import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
 
@@ -19,7 +21,18 @@ let t: TestServer
 const received: number[] = []
 
 beforeAll(async () => {
-  up = await startWsUpstream({ onConnection: (ws) => ws.on('message', (d) => received.push((d as Buffer).length)) })
+  up = await startWsUpstream({
+    onConnection: (ws) =>
+      ws.on('message', (d) => {
+        received.push((d as Buffer).length)
+        // A response.create whose input says "answer" is answered; any other is left open.
+        const f = (d as Buffer).length < 10_000 ? JSON.parse(String(d)) : {}
+        if (f.type !== 'response.create' || f.input !== 'answer') return
+        const r = resp(`resp_${received.length}`, f.model)
+        ws.send(JSON.stringify(created(r)))
+        ws.send(JSON.stringify(completed(r, usage(10, 5))))
+      }),
+  })
   t = await startTestServer({ server: { max_buffered_body_mb: 1 } }, up.url)
 })
 afterAll(async () => {
@@ -111,5 +124,34 @@ describe('WebSocket messages held in memory', () => {
     expect(received[before + 1]).toBe(SIZE)
     a.close()
     c.close()
+  })
+
+  it('a socket closed for want of room keeps what it recorded, and its open call is recorded as at any close', async () => {
+    const b = await open()
+    // (The socket's calls only: the HTTP calls above may still be being recorded.)
+    const socketRows = () => ledgerRows(t.dbFile, "endpoint = 'responses'")
+    const rows = socketRows().length
+    b.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'answer' }))
+    await eventually(() => socketRows().length === rows + 1)
+    b.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: 'hang' }))
+    const before = received.length
+    await eventually(() => received.length === before + 1)
+    const a = await open()
+    const text = frame(SIZE)
+    await sent(a, text.slice(0, 600_000), false)
+    await refusedHttp()
+    const bClosed = closed(b)
+    b.send(frame(SIZE))
+    expect((await bClosed).code).toBe(1013)
+    const r = (await eventually(() => {
+      const all = socketRows().slice(rows)
+      return all.length === 2 ? all : undefined
+    })) as any[]
+    expect(r[0]).toMatchObject({ status: 200, model: 'gpt-4o-mini', input_tokens: 10, output_tokens: 5 })
+    expect(r[1]).toMatchObject({ status: 499, error: 'client_aborted', model: 'gpt-4o-mini' })
+    await sent(a, text.slice(600_000), true)
+    await eventually(() => received.length === before + 2)
+    await roomBack()
+    a.close()
   })
 })
