@@ -98,7 +98,7 @@ export const configSchema = z
         allowed_hosts: z.array(z.string().min(1)).default([]),
         /** Web pages (`http://localhost:5173`) allowed to call the server from a browser. */
         allowed_origins: z.array(z.string().min(1)).default([]),
-        /** Total MB of proxied request bodies held in memory at once; past it calls get 503 service_unavailable. */
+        /** Total MB of proxied request bodies and clients' WebSocket messages held in memory at once; past it calls get 503 service_unavailable, sockets are closed 1013. */
         max_buffered_body_mb: z.number().int().min(1).max(65_536).default(500),
         /** Open client connections at most; idle and half-sent ones make room for new ones, else 503. */
         max_connections: z.number().int().min(10).max(1_000_000).default(2000),

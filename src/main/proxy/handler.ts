@@ -37,7 +37,7 @@ export interface ProxyOptions {
   log?: Logger
   /** How upstreams are reached: proxy, private CA (see ./call/dispatchers.ts). */
   network?: NetworkOptions
-  /** Total of request bodies held in memory at once, in bytes; past it calls get a 503. */
+  /** Total of request bodies (and clients' WebSocket messages: ./ws/message-memory.ts) held in memory at once, in bytes; past it calls get a 503, sockets a 1013 close. */
   maxBufferedBytes?: number
   /** Sees every upstream answer's headers (the plans feature reads the vendors' meters there). */
   observeHeaders?: HeadersObserver

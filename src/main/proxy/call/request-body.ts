@@ -16,7 +16,7 @@ export class BodyMemoryFull extends Error {}
  * The total of request bodies held in memory at once, across every call: each body is read whole
  * before it goes upstream, so without a total, twenty 99 MB uploads take 2 GB. A body takes its
  * share as it arrives (all of it up front when Content-Length says) and gives it back when its
- * call ends.
+ * call ends. A client's WebSocket message takes its share of the same total (../ws/message-memory.ts).
  */
 export class BodyMemory {
   private used = 0

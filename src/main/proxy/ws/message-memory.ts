@@ -107,7 +107,7 @@ export function countMessages(client: WebSocket, raw: Duplex, memory: BodyMemory
     for (const l of raw.listeners('data')) if (l !== onData) raw.removeListener('data', l as (...args: unknown[]) => void)
     process.nextTick(() => raw.resume())
     if (client.readyState === client.OPEN) {
-      client.close(1013, `Burnrate holds ${Math.round(memory.limit / 1048576)} MB of request bodies already (server.max_buffered_body_mb); retry in a moment`)
+      client.close(1013, `Burnrate holds ${Math.round(memory.limit / 1048576)} MB of request bodies and messages already (server.max_buffered_body_mb); retry in a moment`)
     }
   })
   // Before the ws library's own listener: a frame is counted before it is taken in.
