@@ -10,6 +10,7 @@ import { loadOnce } from '../server/load-once'
 import { unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
+import { mirrorRequest, shownUrl } from './mirror-url'
 
 /**
  * What the dashboard shows about the price data (GET /api/dashboard/prices): `updated_at` is
@@ -100,21 +101,6 @@ function bundledPrint(data: Provider[]): string {
  * asynchronously, the first fetch waits `firstDelayMs`, and until something newer is validated
  * the bundled data (or the cache) keeps pricing. Offline, a failed fetch only records its error.
  */
-/**
- * A price-data address as shown (`GET /api/dashboard/prices`, which every user of the machine may
- * read without dashboard.token, and the log): without the user name and password, and with `?…`
- * for its query. A private mirror's address may carry its credentials (`https://user:pass@…`,
- * `?token=…`); they are sent to the mirror, never shown.
- */
-export function shownUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.host}${u.pathname}${u.search ? '?…' : ''}`
-  } catch {
-    return '(an invalid URL)'
-  }
-}
-
 export class PriceUpdater {
   readonly url: string
   private readonly maxAgeMs: number
@@ -254,10 +240,12 @@ export class PriceUpdater {
     let downloaded = false
     try {
       await this.ready()
-      const res = await request(this.url, {
+      // A user name and password in the URL go as basic auth (never logged: see shownUrl).
+      const mirror = mirrorRequest(this.url)
+      const res = await request(mirror.url, {
         method: 'GET',
-        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update', ...this.sinceHeader() },
-        dispatcher: this.opts.egress?.for(this.url),
+        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update', ...mirror.headers, ...this.sinceHeader() },
+        dispatcher: this.opts.egress?.for(mirror.url),
         headersTimeout: timeoutMs,
         bodyTimeout: timeoutMs,
         signal: AbortSignal.any([deadline, this.cut.signal]),
