@@ -75,6 +75,28 @@ describe('a read of the meters timed just before the period they rolled into', (
     expect(spent.key(hashKey(KEY), at('2026-04-01T00:00:20Z'))).toEqual({ day: 0.25, month: 0.25 })
   })
 
+  it("overall's resets_at and forecast are those of the day and month its figures are, never a time before them", () => {
+    // The answer's time is taken before it awaits a team server's ingested spend; a call at 00:00:05
+    // meanwhile rolls the totals into April 1st. The figures are April 1st's: their day ends at
+    // midnight after it, not at the midnight that call came after (gone before the answer is sent).
+    const engine = new BudgetEngine('UTC', 1, [rule({ daily_limit_usd: 1 })], [], { worstCase: () => 0, expected: () => 0, learn: () => {} }, () => [])
+    const spent = new SpendTracker('UTC')
+    spent.add(hashKey(KEY), at('2026-04-01T00:00:05Z'), 0.25, at('2026-04-01T00:00:05Z'))
+    const overall = budgetsOverview(engine, spent, null, at('2026-03-31T23:59:58Z')).overall
+    expect(overall.map((o) => [o.period, o.spent_usd, o.resets_at])).toEqual([
+      ['daily', 0.25, '2026-04-02T00:00:00.000Z'],
+      ['monthly', 0.25, '2026-05-01T00:00:00.000Z'],
+    ])
+    for (const o of overall) {
+      // The pace of a period an hour old at most (as read a moment after it began), projected to its own end.
+      expect(o.burn_rate_usd_per_hour).toBeCloseTo(0.25, 12)
+      expect(o.projected_usd).toBeGreaterThan(0.25)
+      expect(Date.parse(o.resets_at)).toBeGreaterThan(at('2026-04-01T00:00:05Z'))
+    }
+    // Read in its own day, the same answer.
+    expect(budgetsOverview(engine, spent, null, at('2026-04-01T00:00:00Z')).overall).toEqual(overall)
+  })
+
   it("a key's requests this month (the admin API's requests_month) are kept too", () => {
     const engine = new BudgetEngine('UTC', 1, [rule({ daily_limit_usd: 1 })], [], { worstCase: () => 0, expected: () => 0, learn: () => {} }, () => [])
     const observe = (ts: number, now: number) =>

@@ -63,12 +63,16 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     // The totals are counted in the ledger's day and month (the config's `timezone`), which the
     // budget clock (shared on PostgreSQL: another zone, possibly) need not be: the reset and the
     // pace come from the same clock as the spend, so the three describe one day.
+    // Their day and month are those the totals are of: the spend may have rolled into the next
+    // day since `now` was read (a call while this answer awaited the ingested spend), and a reset
+    // at the end of `now`'s day would be a time already gone, the start of the day the figures are.
     const own = spend.totals(now)
+    const at = spend.totalsAt(now)
     const totals = { day: own.day + (ingested?.day ?? 0), month: own.month + (ingested?.month ?? 0) }
-    const day = spend.clock.dayOf(now)
-    const month = spend.clock.monthOf(now)
+    const day = spend.clock.dayOf(at)
+    const month = spend.clock.monthOf(at)
     for (const [period, spent, p] of [['daily', totals.day, day], ['monthly', totals.month, month]] as const) {
-      const f = forecast({ period, limit: Infinity, spent, start: p.start, resetsAt: p.end }, now)
+      const f = forecast({ period, limit: Infinity, spent, start: p.start, resetsAt: p.end }, at)
       overall.push({ period, spent_usd: spent, projected_usd: f.projected, resets_at: new Date(p.end).toISOString(), burn_rate_usd_per_hour: f.rate * HOUR })
     }
   }

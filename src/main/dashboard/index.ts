@@ -76,8 +76,12 @@ export const dashboard: Feature = (ctx) => {
   route('budgets', async (req, _res, now) => {
     const tenant = tenantParam(req)
     // `overall` is all spend, as the summary counts it: a team server's members' calls too.
-    const ingested = tenant === null ? await ingestedSpend(d.q, ctx.ledger.spend, now) : undefined
-    return budgetsOverview(budgets.engine, ctx.ledger.spend, tenant, now, ingested)
+    const spend = ctx.ledger.spend
+    let ingested = tenant === null ? await ingestedSpend(d.q, spend, now) : undefined
+    // A call meanwhile rolled the totals into the next day: the members' spend of that day goes with them.
+    const at = spend.totalsAt(now)
+    if (ingested && spend.clock.dayOf(at).start !== spend.clock.dayOf(now).start) ingested = await ingestedSpend(d.q, spend, at)
+    return budgetsOverview(budgets.engine, spend, tenant, now, ingested)
   })
   // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
   // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on

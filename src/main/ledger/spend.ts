@@ -114,6 +114,15 @@ export class SpendTracker {
     return { day: this.total.day, month: this.total.month }
   }
 
+  /**
+   * The moment `totals(now)` describes: `now`, or, when the totals have already rolled into a
+   * later day (see roll), that day's start. Their day's and month's ends and pace are taken at it.
+   */
+  totalsAt(now = Date.now()): number {
+    this.roll(this.total, now)
+    return Math.max(now, this.total.dayStart)
+  }
+
   /** Seeds the counters from the calls already in the database (at start-up). */
   load(db: Database.Database, now = Date.now()): void {
     this.replace(db.prepare(SPEND_SQL).all(this.periods(now)) as StoredSpend[], now)
