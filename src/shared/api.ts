@@ -226,15 +226,18 @@ export interface BudgetExceededError {
 
 /** One window of one rule for one API key in `GET /api/dashboard/budgets`. */
 export interface BudgetWindow {
-  period: Exclude<BudgetPeriod, 'session' | 'rate'>
+  period: Exclude<BudgetPeriod, 'rate'>
   limit_usd: number
   spent_usd: number
   pct: number
   projected_usd: number
   exhausted_at: string | null
-  resets_at: string
-  /** The pace the forecast assumes, in USD per hour. */
+  /** Null for a session: a session's limit never resets (as in a refusal). */
+  resets_at: string | null
+  /** The pace the forecast assumes, in USD per hour (0 for a session, which is not forecast). */
   burn_rate_usd_per_hour: number
+  /** Only for `period: 'session'`: the key's session of the last 24 hours that spent most under the rule (the one nearest the limit), or null when it had none. */
+  session?: string | null
 }
 
 export interface BudgetStatus {

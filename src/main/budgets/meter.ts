@@ -323,6 +323,15 @@ export class Meter {
     return this.sessions?.get(session)?.spent ?? 0
   }
 
+  /** Of the sessions with a call since `since`, the one that spent most under this rule (nearest its session limit); null when none. */
+  fullestSession(since: number): { session: string; spent: number } | null {
+    let out: { session: string; spent: number } | null = null
+    for (const [session, s] of this.sessions ?? []) {
+      if (s.last >= since && (out === null || s.spent > out.spent)) out = { session, spent: s.spent }
+    }
+    return out
+  }
+
   /** The rule's money limits as they stand: monthly, weekly, daily, window, then the session's (when given). */
   periods(now: number, session?: string): PeriodState[] {
     const r = this.rule

@@ -13,6 +13,38 @@ import { MONEY, total } from './sql'
 import { splitTiers, type Window } from './window'
 
 const HOUR = 3600_000
+/** A rule's session window shows the key's sessions with a call this recently (the sessions panel's "last 24 h"). */
+const SESSION_RECENT_MS = 24 * HOUR
+
+/**
+ * A rule's `session_limit_usd` as a window: the key's session of the last 24 hours nearest that
+ * limit (each session has its own), never reset (`resets_at: null`, as in a refusal) and not
+ * forecast (its spend is its projection).
+ */
+function sessionWindow(limit: number, meter: Meter, now: number): BudgetWindow {
+  const s = meter.fullestSession(now - SESSION_RECENT_MS)
+  const spent = s?.spent ?? 0
+  const share = budgetShare(spent, limit)
+  return {
+    period: 'session',
+    limit_usd: limit,
+    spent_usd: spent,
+    pct: share,
+    projected_usd: spent,
+    exhausted_at: share >= 1 ? new Date(now).toISOString() : null,
+    resets_at: null,
+    burn_rate_usd_per_hour: 0,
+    session: s?.session ?? null,
+  }
+}
+
+/** Every money limit of `rule` for one key: its calendar and rolling windows, then its session's. */
+function windowsOf(meter: Meter, now: number): BudgetWindow[] {
+  const out = meter.periods(now).map((p) => windowOf(p, now))
+  const limit = meter.rule.session_limit_usd
+  if (limit !== null) out.push(sessionWindow(limit, meter, now))
+  return out
+}
 
 function windowOf(p: PeriodState, now: number): BudgetWindow {
   const f = forecast(p, now)
@@ -44,12 +76,11 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     const shown = tenant === null ? keys : keys.filter((k) => k.key.tenant === tenant)
     if (shown.length === 0) {
       // A rule no key has used yet: its windows, empty.
-      const periods = new Meter(rule, engine.clock).periods(now)
-      rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: periods.map((p) => windowOf(p, now)) })
+      rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: windowsOf(new Meter(rule, engine.clock), now) })
       continue
     }
     for (const { key, meter } of shown) {
-      rules.push({ rule: json, api_key_hash: key.hash, key_hint: key.hint, windows: meter.periods(now).map((p) => windowOf(p, now)) })
+      rules.push({ rule: json, api_key_hash: key.hash, key_hint: key.hint, windows: windowsOf(meter, now) })
     }
   }
   rules.sort(

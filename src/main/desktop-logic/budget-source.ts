@@ -10,7 +10,11 @@ export type HttpBudgetsOptions = HttpPollOptions
 
 const RANK = { ok: 0, warning: 1, blocking: 2 } as const
 
-function alertOf(s: BudgetsOverview['rules'][number], w: BudgetsOverview['rules'][number]['windows'][number], level: BudgetAlert['level']): BudgetAlert {
+type Window = BudgetsOverview['rules'][number]['windows'][number]
+/** A window with a reset: every one but a session's. */
+const isReset = (w: Window): w is Window & { resets_at: string } => typeof w.resets_at === 'string'
+
+function alertOf(s: BudgetsOverview['rules'][number], w: Window & { resets_at: string }, level: BudgetAlert['level']): BudgetAlert {
   return {
     api_key_pattern: s.rule.api_key_pattern,
     api_key_hash: s.api_key_hash ?? '',
@@ -60,6 +64,8 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
     for (const s of overview.rules) {
       if (!s.api_key_hash) continue
       for (const w of s.windows ?? []) {
+        // A session's limit is each session's own: the server's own monitor raises no alert for it either (announcer.ts).
+        if (w.period === 'session' || !isReset(w)) continue
         const id = `${s.rule.api_key_pattern}\u0000${s.api_key_hash}\u0000${w.period}`
         const prev = seen.get(id)
         // A calendar period that reset starts from nothing; a rolling window's end moves with every call.

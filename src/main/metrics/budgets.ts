@@ -38,6 +38,8 @@ export function budgetGauges(registry: Registry, engine: () => BudgetEngine | nu
         // The overview already shows a rule on a whole key by its hint.
         const rule = status.rule.api_key_pattern
         for (const w of status.windows) {
+          // A session's limit is each session's own, not the key's.
+          if (w.period === 'session') continue
           const k = `${rule}\n${w.period}\n${status.rule.action}`
           const seen = worst.get(k)
           if (!seen || w.pct > seen.pct) worst.set(k, { rule, period: w.period, action: status.rule.action, pct: w.pct, limit: w.limit_usd })
