@@ -56,4 +56,15 @@ describe.skipIf(NO_BROWSER !== null)('a rule with weekly, window and session lim
     await expect.poll(() => text(row)).toContain('sk-weekly-*')
     expect(await text(row)).toContain('$60.00/week · $20.00 per 5 h · $3.00/session')
   })
+
+  it('lists the session limit in Budgets and forecast, after the week and the window, as never resetting', async () => {
+    const rows = page.locator('#budget-forecast [data-testid="budget-window"]')
+    await expect.poll(() => rows.count()).toBe(3)
+    expect(await text(rows.nth(0))).toContain('weekly')
+    expect(await text(rows.nth(1))).toContain('5 h window')
+    // The key's call: the session Burnrate inferred for it (no X-Burnrate-Session), which never resets.
+    const session = await text(rows.nth(2))
+    expect(session).toMatch(/^session\$0\.\d+ \/ \$3\.00/)
+    expect(session).toMatch(/never \(session auto-[0-9a-f]+\)$/)
+  })
 })
