@@ -18,8 +18,9 @@ export default defineConfig({
     // at a time (about 18 minutes). Most of a file's time is waiting (servers, PostgreSQL, Chromium),
     // and the tests hold on a busy machine, so two files run at once on two cores.
     maxWorkers: Math.max(2, availableParallelism() - 1),
-    // A test starting in the last seconds before midnight waits until after it (test/support/midnight.ts).
-    setupFiles: ['test/support/midnight.ts'],
+    // A test starting in the last seconds before midnight waits until after it (test/support/midnight.ts);
+    // every test process has an empty home folder of its own, never the developer's (test/support/home.ts).
+    setupFiles: ['test/support/home.ts', 'test/support/midnight.ts'],
     // Tests never fetch price data from the internet (test/pricing uses a local price-data server).
     env: { BURNRATE_PRICE_AUTO_UPDATE: 'false' },
   },

@@ -317,14 +317,9 @@ describe('imported logs through every way in: the CLI import, the sync before `b
 
   it('a server with import.watch', async () => {
     const { url, store, row } = await databaseWithRow()
-    process.env.HOME = home
-    for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
-    try {
-      await server({ storage: { url }, import: { watch: true } })
-      await eventually(async () => (await store.get<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE source = 'import'"))!.n === 2, 30_000)
-    } finally {
-      Object.assign(process.env, saved)
-    }
+    // The server watches the logs of the agents' home it is given.
+    await h.server({ url: null, config: { timezone: 'UTC', storage: { url }, import: { watch: true } }, create: { agentHome: { home, env: {}, platform: 'linux' } } })
+    await eventually(async () => (await store.get<{ n: number }>("SELECT COUNT(*) AS n FROM calls WHERE source = 'import'"))!.n === 2, 30_000)
     expect(close(await row(), await callsCost(store, ''))).toBe(true)
   }, 60_000)
 })

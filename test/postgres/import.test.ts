@@ -29,18 +29,19 @@ const LOGS = resolve(__dirname, '../fixtures/agent-logs')
 const countSpend = spendCounter({ timezone: 'UTC', budgets: { week_start: 'monday' } })
 const moveSpend = spendMover({ timezone: 'UTC', budgets: { week_start: 'monday' } })
 const h = usePostgres()
+let home: string
 
 beforeAll(() => {
   // The watcher reads the standard folders under the home folder: Claude Code's and Codex's sample
   // logs, moved to end a quarter of an hour ago (past the watcher's 10 minutes of settling, inside
   // the dashboard's last 30 days whatever today is).
-  const home = h.tempDir('burnrate-pg-import-home-')
+  home = h.tempDir('burnrate-pg-import-home-')
   const latest = Date.now() - 15 * 60_000
   copyLogsEndingAt(join(LOGS, 'claude-code'), join(home, '.claude'), latest)
   copyLogsEndingAt(join(LOGS, 'codex'), join(home, '.codex'), latest)
-  process.env.HOME = home
-  for (const v of ['CLAUDE_CONFIG_DIR', 'CODEX_HOME', 'GEMINI_CLI_HOME', 'XDG_DATA_HOME']) delete process.env[v]
 })
+/** The watching servers' agents' home: the one with the sample logs. */
+const watching = () => ({ agentHome: { home, env: {}, platform: 'linux' as const } })
 const local = (t: TestServer, sql: string): unknown => localValue(t.dbFile, sql)
 
 describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
@@ -48,7 +49,7 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
     const url = h.database()
     const store = h.store(url)
     const imported = () => store.get<{ n: number }>("SELECT count(*) AS n FROM calls WHERE source = 'import'").then((r) => r!.n)
-    const a = await h.server({ url, config: { import: { watch: true } }, upstream: null })
+    const a = await h.server({ url, config: { import: { watch: true } }, upstream: null, create: watching() })
     // Claude Code: 3 calls (one replayed in a side question); Codex: 2 calls, without a response id.
     await eventually(async () => (await imported()) === 5 && local(a, 'SELECT count(*) FROM import_keys') === 5, 30_000)
     expect(local(a, 'SELECT count(*) FROM calls')).toBe(0)
@@ -56,7 +57,7 @@ describe('watching the logs on a Burnrate whose ledger is PostgreSQL', () => {
     expect(keys.every((k) => /^import:[0-9a-f]{64}$/.test(k.call_key))).toBe(true)
 
     // Another machine's Burnrate on the same database with the same logs (its own import keys are empty).
-    const b = await h.server({ url, config: { import: { watch: true } }, upstream: null })
+    const b = await h.server({ url, config: { import: { watch: true } }, upstream: null, create: watching() })
     await eventually(() => local(b, 'SELECT count(*) FROM import_files') === 3, 30_000)
     expect(await imported()).toBe(5)
 

@@ -9,5 +9,7 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     fileParallelism: false,
+    // Each agent runs with a HOME of its own; the suite's process and its Burnrate never see the developer's (test/support/home.ts).
+    setupFiles: ['test/support/home.ts'],
   },
 })

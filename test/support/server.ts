@@ -14,6 +14,11 @@ export interface TestServer {
   server: BurnrateServer
   url: string
   dir: string
+  /**
+   * The home folder whose agents its admin API connects and whose logs it watches: a fresh temp
+   * dir of this server's own (removed with its data dir) unless the test named one (create.agentHome).
+   */
+  home: string
   dbFile: string
   configFile: string
   /** Stops the server (flushing the ledger). */
@@ -27,7 +32,9 @@ export interface TestServer {
 /**
  * A real server on 127.0.0.1 (a free port) with its database in a new temp dir. `config` is
  * written as YAML and loaded the way `npm start` loads it; every provider's base URL points
- * at `upstream` unless the config says otherwise.
+ * at `upstream` unless the config says otherwise. Its agents' home is a new empty temp dir
+ * (no agent on its PATH) unless `opts.create.agentHome` names one: a test never connects,
+ * reads or watches the developer's own agents.
  */
 export async function startTestServer(
   config: Record<string, any> = {},
@@ -35,7 +42,20 @@ export async function startTestServer(
   dir?: string,
   opts: { log?: Logger; create?: Omit<CreateOptions, 'log'> } = {},
 ): Promise<TestServer> {
+  return start(config, upstream, dir, opts, null)
+}
+
+/** startTestServer; `ownHome`: the agents' home this helper made for the server a restart replaces. */
+async function start(
+  config: Record<string, any>,
+  upstream: string | undefined,
+  dir: string | undefined,
+  opts: { log?: Logger; create?: Omit<CreateOptions, 'log'> },
+  ownHome: string | null,
+): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
+  const madeHome = opts.create?.agentHome ? null : (ownHome ?? mkdtempSync(join(tmpdir(), 'burnrate-test-agents-home-')))
+  const agentHome = opts.create?.agentHome ?? { home: madeHome!, env: { PATH: '' }, platform: process.platform }
   // Price data is never fetched from the internet in tests (a test that wants it names a local server).
   const cfg: Record<string, any> = {
     ...config,
@@ -53,13 +73,14 @@ export async function startTestServer(
   const configFile = join(dataDir, 'config.yaml')
   writeFileSync(configFile, stringify(cfg))
   // The idle collection (a full GC of this whole test process) only where a test asks for it.
-  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { idleCollection: false, ...opts.create, log: opts.log ?? silentLogger })
+  const server = createBurnrate(loadConfig({ config: configFile, dataDir }, {}), { idleCollection: false, ...opts.create, agentHome, log: opts.log ?? silentLogger })
   const url = await server.listen()
   let stopped = false
   const t: TestServer = {
     server,
     url,
     dir: dataDir,
+    home: agentHome.home,
     dbFile: join(dataDir, DB_FILE),
     configFile,
     async stop() {
@@ -69,11 +90,12 @@ export async function startTestServer(
     },
     async restart() {
       await t.stop()
-      return startTestServer(config, upstream, dataDir, opts)
+      return start(config, upstream, dataDir, opts, madeHome)
     },
     async cleanup() {
       await t.stop()
       rmSync(dataDir, { recursive: true, force: true })
+      if (madeHome) rmSync(madeHome, { recursive: true, force: true })
     },
   }
   return t

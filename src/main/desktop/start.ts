@@ -159,7 +159,8 @@ export async function startServer(o: StartOptions): Promise<Started | null> {
       port: cfg.server.port,
       listen: async (port) => {
         cfg.server.port = port
-        server ??= createBurnrate(cfg, { log, features: o.features, estimateWorker: o.estimateWorker, watchLogs: true })
+        // The agents the window connects and whose logs it watches: those of the home and environment it was given.
+        server ??= createBurnrate(cfg, { log, features: o.features, estimateWorker: o.estimateWorker, watchLogs: true, agentHome: { home: o.home ?? homedir(), env, platform: o.platform ?? process.platform } })
         return listenOn(server)
       },
       askOtherPort: (taken, suggested, detail) => askOtherPort(taken, suggested, detail, c.source ?? configPath({ defaultDataDir: dataDir }, env)),

@@ -98,7 +98,7 @@ export interface CreateOptions {
   log?: Logger
   /** Features to install instead of FEATURES (tests). */
   features?: Feature[]
-  /** Whose agents the admin API connects (default: this process's user). */
+  /** Whose agents the admin API connects and the log watcher reads (default: this process's user). */
   agentHome?: ConnectContext
   /** The built ledger write thread (out/main/ledger-worker.js): see LedgerOptions.writeThread. */
   ledgerWorker?: URL | string
@@ -263,7 +263,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
       if (closing) return
       // PostgreSQL mode: imported calls go to the shared ledger; the import keys stay in this machine's file.
       const target = storage.store.dialect === 'postgres' ? { store: storage.store, countSpend: spendCounter(config), moveSpend: spendMover(config) } : {}
-      const w = new LogWatcher({ db, ledger, pricer, log, budgets: () => context.budgets, ...target }).start()
+      // The logs of the agents the admin API connects (agentHome: the user's own, but for tests).
+      const w = new LogWatcher({ db, ledger, pricer, log, budgets: () => context.budgets, env: context.agentHome.env, home: context.agentHome.home, ...target }).start()
       closers.unshift(() => w.stop())
     })
   }
