@@ -31,12 +31,22 @@ class Bad extends Error {
   }
 }
 
+/**
+ * `v` without its NUL bytes. PostgreSQL text cannot hold one, and its ledger drops them
+ * (../ledger/pg/insert.ts pgSafe) while SQLite kept them: `acme\u0000` was the tenant `acme` on a
+ * PostgreSQL team server and another tenant on SQLite, which no budget rule or dashboard filter
+ * (a NUL in a parameter is a 400) could name. Both stores now hold the name PostgreSQL holds.
+ */
+function withoutNul(v: string): string {
+  return v.includes('\u0000') ? v.split('\u0000').join('') : v
+}
+
 function text(c: Record<string, unknown>, name: string, fallback?: string): string {
   const v = c[name]
   if (v === undefined && fallback !== undefined) return fallback
   if (typeof v !== 'string') throw new Bad(name, `${name} must be a string.`)
   if (v.length > MAX_TEXT) throw new Bad(name, `${name} is longer than ${MAX_TEXT} characters.`)
-  return v
+  return withoutNul(v)
 }
 
 /**
@@ -163,7 +173,7 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     priced: flag(c, 'priced'),
     estimated: flag(c, 'estimated'),
     latency_ms: amount(c, 'latency_ms', MAX_CALL_LATENCY_MS),
-    error: typeof error === 'string' ? error : null,
+    error: typeof error === 'string' ? withoutNul(error) : null,
     response_id: label(c, 'response_id', ''),
     source: oneOf(c, 'source', ['proxy', 'import'] as const, 'proxy'),
     billing: oneOf(c, 'billing', ['api', 'subscription'] as const, 'api'),
