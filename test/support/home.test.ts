@@ -3,7 +3,9 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, stat
 import { homedir, tmpdir, userInfo } from 'node:os'
 import { join, relative, resolve } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { defaultDataDir } from '../../src/main/config/paths'
 import { writeClaudeCodeCall } from './agent-logs'
+import { runCliCaptured } from './cli'
 import { eventually, postJson } from './http'
 import { OWN_ENV } from './own-env'
 import { type TestServer, startTestServer } from './server'
@@ -75,6 +77,15 @@ describe("the suite's processes", () => {
     // A child started with this environment (the built CLI, the headless server) has it too.
     const child = execFileSync(process.execPath, ['-e', 'process.stdout.write(require("node:os").homedir())'], { env: process.env, encoding: 'utf8' })
     expect(child).toBe(homedir())
+  })
+
+  it('run `burnrate connect` (in this process, as the CLI tests do) on the agents of that home', async () => {
+    const r = await runCliCaptured('connect', 'claude-code')
+    expect(r.code, r.out).toBe(0)
+    expect(JSON.parse(readFileSync(join(homedir(), '.claude', 'settings.json'), 'utf8')).env.ANTHROPIC_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/)
+    // Its records are in the data folder under that home too.
+    expect(defaultDataDir().startsWith(homedir())).toBe(true)
+    expect(statSync(defaultDataDir()).isDirectory()).toBe(true)
   })
 })
 
