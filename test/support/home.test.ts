@@ -105,7 +105,7 @@ describe('a test server', () => {
     expect(readFileSync(join(t.home, '.codex', 'config.toml'), 'utf8')).toContain(t.url)
   })
 
-  it('removes the home it made with its data folder, and keeps it across a restart', async () => {
+  it('has it in its data folder: the same across a restart, removed with it', async () => {
     let t = await startTestServer()
     const home = t.home
     mkdirSync(join(home, '.claude'), { recursive: true })

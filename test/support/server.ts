@@ -10,13 +10,16 @@ import { PROVIDERS, PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { type BurnrateServer, type CreateOptions, createBurnrate } from '../../src/main/server/server'
 import { type MockUpstream, type Responder, startMockUpstream } from './mock-upstream'
 
+/** The default agents' home of a test server, in its data dir. */
+export const AGENTS_HOME = 'agents-home'
+
 export interface TestServer {
   server: BurnrateServer
   url: string
   dir: string
   /**
-   * The home folder whose agents its admin API connects and whose logs it watches: a fresh temp
-   * dir of this server's own (removed with its data dir) unless the test named one (create.agentHome).
+   * The home folder whose agents its admin API connects and whose logs it watches: `agents-home`
+   * in its data dir (empty until an agent is connected) unless the test named one (create.agentHome).
    */
   home: string
   dbFile: string
@@ -32,9 +35,9 @@ export interface TestServer {
 /**
  * A real server on 127.0.0.1 (a free port) with its database in a new temp dir. `config` is
  * written as YAML and loaded the way `npm start` loads it; every provider's base URL points
- * at `upstream` unless the config says otherwise. Its agents' home is a new empty temp dir
- * (no agent on its PATH) unless `opts.create.agentHome` names one: a test never connects,
- * reads or watches the developer's own agents.
+ * at `upstream` unless the config says otherwise. Its agents' home is a folder of its own in
+ * its data dir (no agent on its PATH) unless `opts.create.agentHome` names one: a test never
+ * connects, reads or watches the developer's own agents.
  */
 export async function startTestServer(
   config: Record<string, any> = {},
@@ -42,20 +45,9 @@ export async function startTestServer(
   dir?: string,
   opts: { log?: Logger; create?: Omit<CreateOptions, 'log'> } = {},
 ): Promise<TestServer> {
-  return start(config, upstream, dir, opts, null)
-}
-
-/** startTestServer; `ownHome`: the agents' home this helper made for the server a restart replaces. */
-async function start(
-  config: Record<string, any>,
-  upstream: string | undefined,
-  dir: string | undefined,
-  opts: { log?: Logger; create?: Omit<CreateOptions, 'log'> },
-  ownHome: string | null,
-): Promise<TestServer> {
   const dataDir = dir ?? mkdtempSync(join(tmpdir(), 'burnrate-test-'))
-  const madeHome = opts.create?.agentHome ? null : (ownHome ?? mkdtempSync(join(tmpdir(), 'burnrate-test-agents-home-')))
-  const agentHome = opts.create?.agentHome ?? { home: madeHome!, env: { PATH: '' }, platform: process.platform }
+  // In the data dir: removed with it however a test removes it, and the same across a restart.
+  const agentHome = opts.create?.agentHome ?? { home: join(dataDir, AGENTS_HOME), env: { PATH: '' }, platform: process.platform }
   // Price data is never fetched from the internet in tests (a test that wants it names a local server).
   const cfg: Record<string, any> = {
     ...config,
@@ -90,12 +82,11 @@ async function start(
     },
     async restart() {
       await t.stop()
-      return start(config, upstream, dataDir, opts, madeHome)
+      return startTestServer(config, upstream, dataDir, opts)
     },
     async cleanup() {
       await t.stop()
       rmSync(dataDir, { recursive: true, force: true })
-      if (madeHome) rmSync(madeHome, { recursive: true, force: true })
     },
   }
   return t
