@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { fixture } from '../support/fixtures'
 import { NANO_COST, NANO_FIXTURE, callsOf, chat, replayJson, spentToday } from './support'
 
 const LIMIT = NANO_COST * 5
@@ -36,10 +37,29 @@ afterAll(async () => {
 })
 
 async function burst(key: string, maxTokens: number, n = 50, periodIn: (p: string) => boolean = () => true) {
-  // Every admitted call waits at the provider, so all 50 are in flight together.
-  replayJson(upstream, NANO_FIXTURE, { headerDelayMs: 300 })
+  // Every admitted call waits at the provider until each of the n has been admitted (reached it)
+  // or refused, so all the admitted ones are in flight together however slowly the machine sends
+  // them (a fixed delay let the first answers end, and free their reservations, on a loaded one).
+  const body = fixture(NANO_FIXTURE)
+  let release!: () => void
+  const held = new Promise<void>((r) => (release = r))
+  upstream.setResponder(async () => {
+    await held
+    return { status: 200, headers: { 'content-type': 'application/json' }, body }
+  })
   const before = upstream.requests.length
-  const replies = await Promise.all(Array.from({ length: n }, () => chat(t, key, { max_completion_tokens: maxTokens })))
+  let answered = 0
+  const all = Promise.all(
+    Array.from({ length: n }, () =>
+      chat(t, key, { max_completion_tokens: maxTokens }).then((r) => {
+        answered++
+        return r
+      }),
+    ),
+  )
+  await eventually(() => upstream.requests.length - before + answered === n, 20_000)
+  release()
+  const replies = await all
   // A generous limit: 50 calls through a busy 2-core machine.
   await eventually(() => callsOf(t, key).length === n, 20_000)
   const ok = replies.filter((r) => r.status === 200).length
