@@ -58,6 +58,34 @@ describe('--url that answers, but not as a Burnrate', () => {
   })
 })
 
+describe('--url of a Burnrate slow to answer (busy, or across a network)', () => {
+  let stub: http.Server
+  let url: string
+  beforeAll(async () => {
+    // Its health answers after 1.5 s; every other path answers an error the CLI will quote.
+    stub = http.createServer((req, res) => {
+      const send = () => {
+        const health = req.url === '/api/health'
+        res.writeHead(health ? 200 : 500, { 'content-type': 'application/json' })
+        res.end(JSON.stringify(health ? { status: 'ok' } : { error: { type: 'internal', message: 'the slow one answered' } }))
+      }
+      if (req.url === '/api/health') setTimeout(send, 1500)
+      else send()
+    })
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', () => r()))
+    url = `http://127.0.0.1:${(stub.address() as AddressInfo).port}`
+  })
+  afterAll(() => new Promise((r) => stub.close(r)))
+
+  it('is still the one asked: its health has more than a second (no "no Burnrate answers")', async () => {
+    const home = mkdtempSync(join(base, 'home-'))
+    const r = await run(['status', '--no-import', '--url', url, '--data-dir', join(home, 'data')], home)
+    expect(r.stderr).not.toContain('no Burnrate answers')
+    expect(r.stderr).toContain('the slow one answered')
+    expect(r.status).toBe(1)
+  })
+})
+
 describe('output that cannot be written', () => {
   it('`export > /dev/full` exits 1 and says why, as `-o /dev/full` does', async () => {
     const home = mkdtempSync(join(base, 'home-'))

@@ -41,7 +41,9 @@ export function configOf(o: TargetOptions): Config {
 }
 
 /**
- * Finds a running Burnrate (GET /api/health within a second), else the ledger file: the one at
+ * Finds a running Burnrate (GET /api/health: within a second for the one serving the data folder,
+ * else the file is read; within 10 s at `--url`, a server that may be across a network or busy,
+ * with nothing to fall back to), else the ledger file: the one at
  * `--url`, else the one that serves the data folder (its server.lock names it and the address it
  * listens on). Never whatever answers on the configured port: while Burnrate is stopped anyone
  * may listen there (another user of the machine), and it would be handed the dashboard token and
@@ -71,7 +73,7 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   }
   let answered: number
   try {
-    const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(1000) })
+    const r = await fetch(url + '/api/health', { signal: AbortSignal.timeout(o.url ? 10_000 : 1000) })
     answered = r.status
     const body = (await r.json()) as { status?: string }
     if (r.ok && typeof body.status === 'string') return { kind: 'http', config, url, get }
