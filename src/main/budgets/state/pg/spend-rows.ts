@@ -55,7 +55,12 @@ export class SpendRows {
     this.known.delete(k)
   }
 
-  /** Creates a spend row (if no instance has yet), from the calls already recorded for its key, scope and period. */
+  /**
+   * Creates a spend row (if no instance has yet), from the calls already recorded for its key,
+   * scope and period: a calendar row from its period's calls alone (from its start to its end),
+   * as it may be created after its period ended (a call stamped before midnight decided after it),
+   * when the next period's calls are already in `calls`.
+   */
   private async seed(rk: string, req: ReserveRequest, p: PeriodState): Promise<void> {
     if (p.period === 'window') return this.seedWindow(rk, req, p)
     const session = p.period === 'session'
@@ -68,6 +73,7 @@ export class SpendRows {
       since: session ? 0 : p.start,
     }
     if (session) params.idle = Date.now() - SESSION_MEMORY_MS
+    else params.until = periodEnd(p)
     const scope = scopeSql(req.rule, params)
     // Its own transaction, under the key's lock taken exclusively first (call-spend.ts): the
     // calls of every batch committed before the lock was granted are in the sum (the INSERT's
@@ -77,7 +83,7 @@ export class SpendRows {
       await tx.run(
       `INSERT INTO budget_spend (rule_key, api_key_hash, period, period_start, session, spent_usd, reserved_usd, created_at)
        SELECT @rk, @key, @period, @start, @session, ${session ? 'COALESCE(CASE WHEN MAX(ts) >= @idle THEN SUM(cost_usd) END, 0)' : 'COALESCE(SUM(cost_usd), 0)'}, 0, ${NOW_MS} FROM calls
-        WHERE api_key_hash = @key AND ts >= @since AND billing <> 'subscription' AND origin_id IS NULL${session ? SESSION_CALLS : ''}${scope}
+        WHERE api_key_hash = @key AND ts >= @since${session ? '' : ' AND ts < @until'} AND billing <> 'subscription' AND origin_id IS NULL${session ? SESSION_CALLS : ''}${scope}
        ON CONFLICT (rule_key, api_key_hash, period, period_start, session) DO NOTHING`,
         params,
       )
@@ -114,6 +120,12 @@ export class SpendRows {
       )
     }))
   }
+}
+
+/** A calendar period's end (its reset), where its row stops counting calls. */
+function periodEnd(p: PeriodState): number {
+  if (p.resetsAt === null) throw new Error(`a ${p.period} period without its end`)
+  return p.resetsAt
 }
 
 /** Buckets older than the longest window a rule may have (MAX_WINDOW_HOURS) plus this are deleted. */
