@@ -158,9 +158,10 @@ describe('an imported answer the proxy records afterwards', () => {
       expect(costs.rows.reduce((n: number, r: any) => n + r.requests, 0)).toBe(1)
       const sessions = (await request(`${t.url}/api/dashboard/sessions`)).json()
       expect(sessions.sessions.reduce((n: number, s: any) => n + s.requests, 0)).toBe(1)
-      // The keyless calls' month in the admin API: the imported call is no request of its own.
+      // The keyless calls' month in the admin API: the imported call is no request of its own (no
+      // call of the keyless key left this month: not listed, as after a restart).
       const keyless = (url: string) => admin(url, 'GET', '/api-keys').then((r) => r.json().find((k: any) => k.api_key_hash === ''))
-      expect((await keyless(t.url)).requests_month).toBe(0)
+      expect(await keyless(t.url)).toBeUndefined()
       // The audit trail: the imported row stays, at $0, naming the proxy's call.
       expect(db.prepare("SELECT count(*) FROM calls WHERE source = 'import' AND superseded_by IS NOT NULL").pluck().get()).toBe(1)
       // Started again, the counts read from the ledger say the same.

@@ -325,7 +325,7 @@ export class BudgetEngine implements BudgetMeters {
     // re-price of a job still running does not (its usage is still to come).
     for (const c of changes) {
       // An imported call superseded is no request of its key (the admin API's requests_month).
-      if (c.requests) this.keys.count(this.keys.state(c.api_key_hash, ''), c.ts, c.tenant, c.requests, now)
+      if (c.requests) this.keys.uncount(this.keys.state(c.api_key_hash, ''), c.ts, c.requests, c.latest, now)
       if (!c.usage_in) continue
       // By the response's id: a key's jobs started in the same millisecond each hold their own.
       if (c.response_id !== undefined) this.holds.release(c.provider, c.response_id)

@@ -95,6 +95,27 @@ describe('KeyRegistry', () => {
     expect(keys.thisMonth(NOW).map((s) => s.hash).sort()).toEqual(['a', 'b'])
   })
 
+  it("a call no longer a request: its key's last-seen time and tenant are its newest call's left when it was the newest, and stay otherwise", () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const s = keys.state('a', 'sk-a')
+    keys.count(s, NOW - 9000, 'acme', 1, NOW)
+    keys.count(s, NOW - 1000, 'beta', 1, NOW)
+    // An older call taken off: the newest stays.
+    keys.uncount(s, NOW - 5000, -1, { ts: NOW - 1000, tenant: 'beta' }, NOW)
+    expect(s).toMatchObject({ requestsMonth: 1, tenant: 'beta', lastSeen: NOW - 1000 })
+    // The newest taken off, with what is left unknown (another instance's move): it stays as well, never moved to the call's.
+    keys.uncount(s, NOW, -1, undefined, NOW)
+    expect(s).toMatchObject({ requestsMonth: 0, tenant: 'beta', lastSeen: NOW - 1000 })
+    // The newest taken off: the key's newest call left.
+    keys.count(s, NOW - 1000, 'beta', 1, NOW)
+    keys.uncount(s, NOW - 1000, -1, { ts: NOW - 9000, tenant: 'acme' }, NOW)
+    expect(s).toMatchObject({ requestsMonth: 0, tenant: 'acme', lastSeen: NOW - 9000 })
+    // None left: not seen this month.
+    keys.uncount(s, NOW - 9000, -1, null, NOW)
+    expect(s.lastSeen).toBeNull()
+    expect(keys.thisMonth(NOW)).toEqual([])
+  })
+
   it("reseeds counts read for a month that has ended in that month: the new month's start from the calls after", () => {
     const keys = new KeyRegistry(new PeriodClock('UTC', 1))
     const monthStart = Date.UTC(2026, 10, 1)

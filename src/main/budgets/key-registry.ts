@@ -4,6 +4,7 @@ import type { PeriodClock } from '../time/zone'
 import type { KeyState } from './key-state'
 import { isPrefix, prefixOf } from './pattern'
 import type { Rule, RuleIndex } from './rules'
+import type { KeyLatest } from './types'
 import { scoped } from './scope'
 
 /** A key's calls this month as the database holds them (the registry's seed). */
@@ -117,6 +118,29 @@ export class KeyRegistry {
 
   /** Counts `requests` calls of the key at `ts` in its month, and keeps the tenant of its latest. */
   count(s: KeyState, ts: number, tenant: string, requests: number, now: number): void {
+    this.inMonth(s, ts, requests, now)
+    if (s.lastSeen === null || ts >= s.lastSeen) {
+      s.lastSeen = ts
+      s.tenant = tenant
+    }
+  }
+
+  /**
+   * `requests` (negative) calls of the key at `ts` are no longer requests (an imported call
+   * superseded): taken off its month's count. Its last-seen time and tenant become those of its
+   * newest call still a request (`latest`, none: not seen) when the call taken off was its newest,
+   * as a restart reads them (KEYS_SQL leaves superseded calls out); otherwise, or when `latest` is
+   * not known, they stay.
+   */
+  uncount(s: KeyState, ts: number, requests: number, latest: KeyLatest | null | undefined, now: number): void {
+    this.inMonth(s, ts, requests, now)
+    if (latest === undefined || s.lastSeen === null || ts < s.lastSeen) return
+    s.lastSeen = latest?.ts ?? null
+    if (latest) s.tenant = latest.tenant
+  }
+
+  /** Moves the key's count of `now`'s month by `requests` for a call at `ts` (counted only in that month). */
+  private inMonth(s: KeyState, ts: number, requests: number, now: number): void {
     // Never back to an ended month (a time read before an await, a clock stepped back): its count would be lost.
     const month = this.clock.monthOf(now).start
     if (month > s.monthStart) {
@@ -124,10 +148,6 @@ export class KeyRegistry {
       s.requestsMonth = 0
     }
     if (ts >= s.monthStart) s.requestsMonth += requests
-    if (s.lastSeen === null || ts >= s.lastSeen) {
-      s.lastSeen = ts
-      s.tenant = tenant
-    }
   }
 
   /** Seeds the registry with this month's keys from the database (at start-up). */

@@ -56,6 +56,18 @@ export interface CostAdjustment {
   response_id?: string
   /** What the key's request count moves by: -1 for an imported call the proxy's record superseded (no longer a request). */
   requests?: number
+  /**
+   * With `requests`: the key's newest call still a request once this one is not (its time and
+   * tenant), read in the transaction that superseded it; null when none is left. Absent when not
+   * known (another instance's move): the key's last-seen time and tenant then stay as they were.
+   */
+  latest?: KeyLatest | null
+}
+
+/** A key's newest call: when it arrived and its tenant (the admin API's last_seen_at and tenant). */
+export interface KeyLatest {
+  ts: number
+  tenant: string
 }
 
 /** The budget state the server keeps: what the app can know, and the meters re-pricing moves. */

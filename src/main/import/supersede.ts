@@ -54,7 +54,12 @@ export async function supersede(tx: SqlStore, row: ImportedRow, twin: number, mo
     { id: row.id, twin, ...usageParams(emptyUsage(), 0, true), wasInput: row.input_tokens, wasOutput: row.output_tokens, wasCost: row.cost_usd },
   )
   if (changed === 0) return false
-  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), { requests: -1 })
+  // The key's newest call still a request (its last-seen time and tenant, as a restart reads them: KEYS_SQL).
+  const latest = await tx.get<{ ts: number; tenant: string }>(
+    'SELECT ts, tenant FROM calls WHERE api_key_hash = @key AND origin_id IS NULL AND superseded_by IS NULL ORDER BY ts DESC, id DESC LIMIT 1',
+    { key: row.api_key_hash },
+  )
+  moves.add({ ...row, source: 'import' }, -row.cost_usd, tokensGained(row, emptyUsage()), { requests: -1, latest: latest ? { ts: Number(latest.ts), tenant: latest.tenant } : null })
   if (tx.dialect === 'postgres' && row.call_key) {
     await tx.run("INSERT INTO import_claims (call_id, key, alias) VALUES (@twin, @key, '') ON CONFLICT (call_id) DO NOTHING", { twin, key: row.call_key })
   }

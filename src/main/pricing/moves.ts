@@ -1,6 +1,6 @@
 import type { CallBilling } from '../../shared/api'
 import { publishMoves } from '../budgets/feed/publish'
-import type { CostAdjustment, LearntUsage } from '../budgets/types'
+import type { CostAdjustment, KeyLatest, LearntUsage } from '../budgets/types'
 import { type CostChange, type TokenChange, adjustRollups } from '../dashboard/rollup/adjust'
 import { listenersPerOwner } from '../ledger/listeners'
 import { markRevised, revised } from '../ledger/revisions'
@@ -134,9 +134,12 @@ export class CostMoves {
    * hold of its budget reservation (a re-price leaves the hold of a job still running), also when
    * its real cost is its estimate (the move then carries no money, only the end of the hold).
    * `marks`: how its marks changed. `requests`: -1 when the call is no longer a request (an
-   * imported call superseded).
+   * imported call superseded), `latest` with it: the key's newest call still a request.
    */
-  add(r: MovedCall, delta: number, tokens?: TokenChange, { usageIn, marks, requests }: { usageIn?: string; marks?: CallMarks; requests?: number } = {}): void {
+  add(
+    r: MovedCall, delta: number, tokens?: TokenChange,
+    { usageIn, marks, requests, latest }: { usageIn?: string; marks?: CallMarks; requests?: number; latest?: KeyLatest | null } = {},
+  ): void {
     this.ids.push(r.id)
     if (r.id <= this.folded) this.changes.push(requests ? { ...costChangeOf(r, delta, tokens), requests, source: r.source } : costChangeOf(r, delta, tokens))
     const marked = anyMark(marks)
@@ -155,6 +158,7 @@ export class CostMoves {
       this.spend.push({
         api_key_hash: r.api_key_hash, ts: r.ts, provider: r.provider, model: r.model, requested_model: r.requested_model, agent: r.agent,
         tenant: r.tenant, session: r.session, delta: money, ...(usageIn !== undefined && !plan ? { usage_in: true, response_id: usageIn } : {}), ...(requests ? { requests } : {}),
+        ...(requests && latest !== undefined ? { latest } : {}),
       })
     }
   }
