@@ -56,29 +56,66 @@ export async function startHttpsUpstream(ca: PrivateCa, handler: http.RequestLis
 }
 
 /**
- * A CONNECT proxy on loopback that logs every target it tunnels to; with `auth`, asks for it
- * (407). `hosts` are names only it resolves (to 127.0.0.1), as a corporate proxy reaches hosts
- * this machine cannot: a call to one arrives only through the proxy.
+ * An HTTP proxy on loopback, as a corporate one is: CONNECT tunnels (logged in `targets`, by
+ * `host:port`) and ordinary requests for an absolute http:// URI, forwarded (logged in
+ * `forwarded`, by `host:port`, with the Proxy-Authorization each came with in `forwardedAuth`).
+ * With `auth`, it asks for it (407) on both. `hosts` are names only it resolves (to 127.0.0.1), as a
+ * corporate proxy reaches hosts this machine cannot: a call to one arrives only through the proxy.
+ * With `connectPorts`, as Squid's default configuration (443 only), CONNECT to any other port is
+ * refused 403.
  */
 export async function startConnectProxy(
   auth?: { user: string; password: string } | null,
   hosts: readonly string[] = OUTSIDE_HOSTS,
-): Promise<{ url: string; port: number; targets: string[]; close(): Promise<void> }> {
+  connectPorts?: readonly number[],
+): Promise<{ url: string; port: number; targets: string[]; forwarded: string[]; forwardedAuth: (string | undefined)[]; refused: string[]; close(): Promise<void> }> {
   const targets: string[] = []
+  const forwarded: string[] = []
+  const forwardedAuth: (string | undefined)[] = []
+  const refused: string[] = []
   const sockets = new Set<net.Socket>()
-  const server = http.createServer((_req, res) => {
-    res.writeHead(405).end()
+  const expected = auth ? `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` : null
+  const resolve = (host: string) => (host === 'localhost' || hosts.includes(host) ? '127.0.0.1' : host)
+  const server = http.createServer((req, res) => {
+    let url: URL
+    try {
+      url = new URL(req.url ?? '')
+      if (url.protocol !== 'http:') throw new Error('not http')
+    } catch {
+      res.writeHead(400).end()
+      return
+    }
+    if (expected && req.headers['proxy-authorization'] !== expected) {
+      res.writeHead(407, { 'proxy-authenticate': 'Basic realm="test"', 'content-length': '0' }).end()
+      return
+    }
+    forwarded.push(url.host)
+    forwardedAuth.push(req.headers['proxy-authorization'])
+    const headers = { ...req.headers }
+    delete headers['proxy-authorization']
+    delete headers['proxy-connection']
+    const up = http.request({ host: resolve(url.hostname), port: Number(url.port) || 80, method: req.method, path: url.pathname + url.search, headers, maxHeaderSize: 1024 * 1024 }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers)
+      answer.pipe(res)
+    })
+    up.on('error', () => res.destroy())
+    req.pipe(up)
   })
+  server.on('connection', (s: net.Socket) => sockets.add(s))
   server.on('connect', (req: http.IncomingMessage, client: net.Socket, head: Buffer) => {
     sockets.add(client)
-    const expected = auth ? `Basic ${Buffer.from(`${auth.user}:${auth.password}`).toString('base64')}` : null
     if (expected && req.headers['proxy-authorization'] !== expected) {
       client.end('HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n\r\n')
       return
     }
-    targets.push(req.url ?? '')
     const [host, port] = (req.url ?? '').split(/:(?=\d+$)/)
-    const upstream = net.connect(Number(port), host === 'localhost' || hosts.includes(host) ? '127.0.0.1' : host, () => {
+    if (connectPorts && !connectPorts.includes(Number(port))) {
+      refused.push(req.url ?? '')
+      client.end('HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n')
+      return
+    }
+    targets.push(req.url ?? '')
+    const upstream = net.connect(Number(port), resolve(host), () => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n')
       if (head.length) upstream.write(head)
       upstream.pipe(client)
@@ -94,9 +131,13 @@ export async function startConnectProxy(
     url: `http://127.0.0.1:${port}`,
     port,
     targets,
+    forwarded,
+    forwardedAuth,
+    refused,
     close: () =>
       new Promise<void>((r) => {
         for (const s of sockets) s.destroy()
+        server.closeAllConnections()
         server.close(() => r())
       }),
   }

@@ -192,16 +192,20 @@ describe('a corporate proxy', () => {
     try {
       expect((await postJson(`${s.url}/v1/chat/completions`, CHAT)).status).toBe(200)
       expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
-      // no_proxy's PLAIN_HOST:1 is another port: this one still goes through the proxy.
+      // no_proxy's PLAIN_HOST:1 is another port: this one still goes through the proxy, an http
+      // upstream as an ordinary request for its absolute URI (no tunnel), with the credentials.
       expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`, new URL(plainUrl).host])
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
+      expect(proxy.forwarded).toEqual([new URL(plainUrl).host])
+      expect(proxy.forwardedAuth).toEqual([`Basic ${Buffer.from('alice:p@ss word').toString('base64')}`])
       // A subdomain of a no_proxy entry is called directly, where only the proxy could resolve it.
       const direct = await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)
       expect(direct.status).toBe(502)
       expect(direct.json().error.message).toMatch(/api\.direct\.burnrate\.test could not be resolved \(DNS ENOTFOUND\)/)
       // This machine's own address (a local model server) is reached directly: the proxy cannot reach it.
       expect((await postJson(`${s.url}/together/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toHaveLength(2)
+      expect(proxy.targets).toHaveLength(1)
+      expect(proxy.forwarded).toHaveLength(1)
 
       // Streaming through the tunnel: the first event reaches the client before the upstream sends the rest.
       const firstSeen = await new Promise<string>((resolve, reject) => {
@@ -263,7 +267,8 @@ describe('a corporate proxy', () => {
       expect((await postJson(`${s.url}/groq/v1/chat/completions`, CHAT)).status).toBe(200)
       expect((await postJson(`${s.url}/mistral/v1/chat/completions`, CHAT)).status).toBe(502)
       expect((await postJson(`${s.url}/together/v1/chat/completions`, CHAT)).status).toBe(200)
-      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`, new URL(plainUrl).host])
+      expect(proxy.targets).toEqual([`${SECURE_HOST}:${new URL(tlsUp.url).port}`])
+      expect(proxy.forwarded).toEqual([new URL(plainUrl).host])
     } finally {
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k]

@@ -24,8 +24,10 @@ export interface DispatcherOptions extends NetworkOptions {
  * One keep-alive connection pool per upstream. Its own timeouts are off but the connect one:
  * the first-byte and idle timeouts are the call's (forward.ts, response.ts). Behind a proxy
  * (upstream.proxy or HTTPS_PROXY/HTTP_PROXY), an upstream the proxy rule sends through it
- * (http/network.ts, the same rule as WebSockets') is carried by one undici ProxyAgent per proxy,
- * with a CONNECT tunnel; a no-proxy host keeps its own pool.
+ * (http/network.ts, the same rule as WebSockets') is carried by one undici ProxyAgent per proxy:
+ * an https upstream through a CONNECT tunnel, an http one (a self-hosted model server) as curl, Go
+ * and Python's requests send it, an ordinary request for its absolute URI (Squid's default
+ * configuration refuses CONNECT to any port but 443); a no-proxy host keeps its own pool.
  */
 export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatchers {
   // Each upstream's dispatcher: its pool, or the agent of the proxy that carries it.
@@ -46,7 +48,10 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
       // The proxy's answer to CONNECT is part of opening the connection: held to the connect timeout
       // (undici's own wait for it is its 300 s headers timeout, far past what the call allows for that).
       const clientFactory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...opts, headersTimeout: o.connect_timeout_ms })
-      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect), clientFactory })
+      // The pools to upstreams through a tunnel, and (for http upstreams, `proxyTunnel: false`) to
+      // the proxy itself, which then answers for the upstream: the common options, not undici's defaults.
+      const factory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...common, ...opts })
+      agent = new (proxyAgent())({ ...common, uri: proxy, requestTls: connect, ...proxyTls(proxy, connect), clientFactory, factory, proxyTunnel: false })
       viaProxy.set(proxy, agent)
       proxied.add(agent)
     }

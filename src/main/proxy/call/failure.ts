@@ -1,5 +1,5 @@
 import { sendError } from '../../http/errors'
-import { describeNetworkError } from './network-errors'
+import { PROXY_REFUSAL, describeNetworkError } from './network-errors'
 import type { HttpCall } from './state'
 
 export type FailureKind = 'unreachable' | 'timeout' | 'reset'
@@ -13,8 +13,8 @@ export type UpstreamFailure = { kind: 'invalid'; detail: string } | { kind: Fail
 
 export function classifyUpstreamError(err: Error, responseStarted: boolean, connectTimeoutMs: number, host = '', provider = ''): UpstreamFailure {
   const code = (err as NodeJS.ErrnoException).code
-  // e.g. a header value that cannot be sent
-  if (code === 'UND_ERR_INVALID_ARG' && !responseStarted) return { kind: 'invalid', detail: err.message }
+  // e.g. a header value that cannot be sent; not the proxy's 407 to a forwarded request, which undici says the same way
+  if (code === 'UND_ERR_INVALID_ARG' && !responseStarted && !PROXY_REFUSAL.test(err.message)) return { kind: 'invalid', detail: err.message }
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'timeout', detail: `no connection within ${connectTimeoutMs} ms` }
   // Only the proxy's answer to CONNECT has a headers timeout (./dispatchers.ts): the upstreams' is the call's first-byte one.
   if (code === 'UND_ERR_HEADERS_TIMEOUT' && !responseStarted) return { kind: 'timeout', detail: `no connection within ${connectTimeoutMs} ms (the proxy did not answer its CONNECT request)` }

@@ -30,6 +30,12 @@ function codeOf(err: unknown): string | undefined {
   return typeof c === 'string' ? c : undefined
 }
 
+/**
+ * The proxy's refusal: its answer to CONNECT (undici: `Proxy response (403) !== 200 …`), or its
+ * 407 to an http upstream's request forwarded without a tunnel (`Proxy Authentication Required (407)`).
+ */
+export const PROXY_REFUSAL = /Proxy response \((\d+)\)|Proxy Authentication Required \((407)\)/
+
 /** What `err` (from connecting or talking to `host` for `provider`) means; null when it says nothing specific. */
 export function describeNetworkError(err: Error, host: string, provider: string): NetworkProblem | null {
   const code = codeOf(err)
@@ -70,12 +76,12 @@ export function describeNetworkError(err: Error, host: string, provider: string)
   if ((err as { code?: unknown }).code === 'UND_ERR_HEADERS_OVERFLOW') {
     return { code: 'HEADERS_TOO_LARGE', words: `its answer's headers are larger than Burnrate takes (256 KiB); the call may have been processed there` }
   }
-  const proxy = /Proxy response \((\d+)\)/.exec(err.message)
+  const proxy = PROXY_REFUSAL.exec(err.message)
   if (proxy) {
-    const status = Number(proxy[1])
+    const status = Number(proxy[1] ?? proxy[2])
     const words =
       status === 407
-        ? 'the proxy asks for credentials (407); put them in the proxy URL (http://user:password@proxy:port) in upstream.proxy or HTTPS_PROXY'
+        ? 'the proxy asks for credentials (407); put them in the proxy URL (http://user:password@proxy:port) in upstream.proxy or HTTPS_PROXY / HTTP_PROXY'
         : `the proxy refused to connect to it (HTTP ${status}); check that the proxy allows ${host}, or list the host in upstream.no_proxy / NO_PROXY`
     return { code: `PROXY_${status}`, words }
   }
