@@ -78,7 +78,9 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
         // Its span, exported to the collector.
         await eventually(() => got.some((g) => g.url === '/v1/traces'), 15_000)
         expect([...new Set(got.map((g) => g.url))].sort()).toEqual(['/api/ingest', '/hook', '/prices.json', '/v1/chat/completions', '/v1/traces'])
-        expect(proxy.targets.length).toBeGreaterThan(0)
+        // The http:// calls as ordinary requests for their absolute URI; the OTLP export (node:http) tunnelled.
+        expect(new Set(proxy.forwarded)).toEqual(new Set([`${OUTSIDE}:${port}`]))
+        expect(proxy.forwarded.length).toBeGreaterThanOrEqual(4)
         expect(new Set(proxy.targets)).toEqual(new Set([`${OUTSIDE}:${port}`]))
       } finally {
         for (const [k, v] of Object.entries(saved)) {
@@ -90,6 +92,28 @@ describe("Burnrate's own calls out behind a corporate proxy", () => {
       }
     })
   }
+})
+
+describe('an http:// host behind a proxy that, as Squid by default, refuses CONNECT but to port 443', () => {
+  it('is reached through it by an ordinary request for its absolute URI, with the proxy credentials', async () => {
+    const outside = http.createServer((req, res) => res.writeHead(200, { 'content-type': 'text/plain' }).end(`got ${req.url}`))
+    await new Promise<void>((r) => outside.listen(0, '127.0.0.1', r))
+    const url = `http://${OUTSIDE}:${(outside.address() as AddressInfo).port}/prices.json`
+    const proxy = await startConnectProxy({ user: 'bob', password: 's3cret' }, [OUTSIDE], [443])
+    const egress = createEgress({ proxy: `http://bob:s3cret@127.0.0.1:${proxy.port}` })
+    try {
+      const res = await send(url, { dispatcher: egress.for(url) })
+      expect([res.statusCode, await res.body.text()]).toEqual([200, 'got /prices.json'])
+      expect(proxy.refused).toEqual([])
+      expect(proxy.forwarded).toEqual([new URL(url).host])
+      expect(proxy.forwardedAuth).toEqual([`Basic ${Buffer.from('bob:s3cret').toString('base64')}`])
+    } finally {
+      await egress.close()
+      await proxy.close()
+      outside.closeAllConnections()
+      await new Promise<void>((r) => outside.close(() => r()))
+    }
+  })
 })
 
 describe('an HTTPS host signed by a private CA, behind the proxy', () => {

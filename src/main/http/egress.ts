@@ -40,7 +40,9 @@ export function createEgress(o: NetworkOptions): Egress {
       let d = made.get(key)
       if (!d) {
         const { Agent, ProxyAgent } = require('undici') as typeof Undici
-        d = proxy ? new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls) }) : new Agent({ connect: tls })
+        // An http:// host goes to an http:// proxy as an ordinary request for its absolute URI, as
+        // curl sends it (Squid's default configuration refuses CONNECT to any port but 443).
+        d = proxy ? new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls), proxyTunnel: false }) : new Agent({ connect: tls })
         made.set(key, d)
       }
       return d
