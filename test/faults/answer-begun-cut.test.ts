@@ -1,8 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk'
-import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { type RawUpstream, startRawUpstream } from '../support/raw-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -16,39 +16,23 @@ import { type TestServer, startTestServer } from '../support/server'
 /** What the upstream does with each request: it writes `head` (and `body`), then resets or stalls. */
 let plan: { head: string; body?: string; then: 'reset' | 'stall' } = { head: '', then: 'reset' }
 let received: string[] = []
-let upstream: net.Server
-const sockets = new Set<net.Socket>()
+let upstream: RawUpstream
 let t: TestServer
 
 beforeAll(async () => {
-  upstream = net.createServer((sock) => {
-    sockets.add(sock)
-    sock.on('close', () => sockets.delete(sock))
-    sock.on('error', () => {})
-    let buf = ''
-    sock.on('data', (d) => {
-      buf += d.toString('latin1')
-      const end = buf.indexOf('\r\n\r\n')
-      if (end < 0) return
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end))?.[1] ?? 0)
-      if (buf.length - end - 4 < length) return
-      received.push(buf.slice(0, buf.indexOf('\r\n')))
-      buf = ''
-      sock.write(plan.head + (plan.body ?? ''), () => {
-        // The answer so far is on its way; then the upstream fails.
-        if (plan.then === 'reset') setTimeout(() => sock.destroy(), 50)
-      })
+  upstream = await startRawUpstream((sock, request) => {
+    received.push(request.slice(0, request.indexOf('\r\n')))
+    sock.write(plan.head + (plan.body ?? ''), () => {
+      // The answer so far is on its way; then the upstream fails.
+      if (plan.then === 'reset') setTimeout(() => sock.destroy(), 50)
     })
   })
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`
-  t = await startTestServer({ upstream: { connect_timeout_ms: 2000, first_byte_timeout_ms: 5000, idle_timeout_ms: 500 } }, url)
+  t = await startTestServer({ upstream: { connect_timeout_ms: 2000, first_byte_timeout_ms: 5000, idle_timeout_ms: 500 } }, upstream.url)
 })
 
 afterAll(async () => {
   await t.cleanup()
-  for (const s of sockets) s.destroy()
-  await new Promise<void>((r) => upstream.close(() => r()))
+  await upstream.close()
 })
 
 async function rowsOf(endpoint: string, n: number): Promise<any[]> {

@@ -1,8 +1,8 @@
 import http from 'node:http'
-import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { type RawUpstream, startRawUpstream } from '../support/raw-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -22,34 +22,19 @@ const BIG = 'p'.repeat(40 * 1024)
 /** The policy header the upstream sends: BIG, or one past what Burnrate takes. */
 let policy = BIG
 
-let upstream: net.Server
-const sockets = new Set<net.Socket>()
+let upstream: RawUpstream
 let t: TestServer
 
 beforeAll(async () => {
-  upstream = net.createServer((sock) => {
-    sockets.add(sock)
-    sock.on('close', () => sockets.delete(sock))
-    sock.on('error', () => {})
-    let buf = ''
-    sock.on('data', (d) => {
-      buf += d.toString('latin1')
-      const end = buf.indexOf('\r\n\r\n')
-      if (end < 0) return
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end))?.[1] ?? 0)
-      if (buf.length - end - 4 < length) return
-      buf = ''
-      sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-gateway-policy: ${policy}\r\ncontent-length: ${ANSWER.length}\r\n\r\n${ANSWER}`)
-    })
+  upstream = await startRawUpstream((sock) => {
+    sock.write(`HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-gateway-policy: ${policy}\r\ncontent-length: ${ANSWER.length}\r\n\r\n${ANSWER}`)
   })
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r))
-  t = await startTestServer({}, `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+  t = await startTestServer({}, upstream.url)
 })
 
 afterAll(async () => {
   await t.cleanup()
-  for (const s of sockets) s.destroy()
-  await new Promise<void>((r) => upstream.close(() => r()))
+  await upstream.close()
 })
 
 /** A POST whose answer may carry large headers (a client that takes them: Codex's does). */

@@ -1,7 +1,8 @@
-import net, { type AddressInfo } from 'node:net'
+import net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { type RawUpstream, startRawUpstream } from '../support/raw-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -19,36 +20,21 @@ const ANSWER = JSON.stringify({
   usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
 })
 
-let upstream: net.Server
-const sockets = new Set<net.Socket>()
+let upstream: RawUpstream
 let t: TestServer
 
 beforeAll(async () => {
-  upstream = net.createServer((sock) => {
-    sockets.add(sock)
-    sock.on('close', () => sockets.delete(sock))
-    sock.on('error', () => {})
-    let buf = ''
-    sock.on('data', (d) => {
-      buf += d.toString('latin1')
-      const end = buf.indexOf('\r\n\r\n')
-      if (end < 0) return
-      const length = Number(/\r\ncontent-length: *(\d+)/i.exec(buf.slice(0, end))?.[1] ?? 0)
-      if (buf.length - end - 4 < length) return
-      const head = buf.startsWith('HEAD ')
-      buf = ''
-      const h = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-request-cost\r\n\r\n'
-      sock.write(head ? h : `${h}${ANSWER.length.toString(16)}\r\n${ANSWER}\r\n0\r\nx-request-cost: 0.000004\r\n\r\n`)
-    })
+  upstream = await startRawUpstream((sock, request) => {
+    const head = request.startsWith('HEAD ')
+    const h = 'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\ntrailer: x-request-cost\r\n\r\n'
+    sock.write(head ? h : `${h}${ANSWER.length.toString(16)}\r\n${ANSWER}\r\n0\r\nx-request-cost: 0.000004\r\n\r\n`)
   })
-  await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r))
-  t = await startTestServer({}, `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`)
+  t = await startTestServer({}, upstream.url)
 })
 
 afterAll(async () => {
   await t.cleanup()
-  for (const s of sockets) s.destroy()
-  await new Promise<void>((r) => upstream.close(() => r()))
+  await upstream.close()
 })
 
 /** Sends `text` on a new connection to the server and returns all it answered, once it closes. */
