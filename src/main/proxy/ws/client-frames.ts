@@ -4,6 +4,7 @@ import type { CallLifecycle } from '../call/lifecycle'
 import type { CallState } from '../call/state'
 import type { Admission } from '../gate'
 import type { CallSettings } from './call-settings'
+import { duplicatedKey, duplicatedKeyMessage } from './duplicate-keys'
 import { errorFrame, steerFailedFrame } from './frames'
 import type { OpenCalls } from './open-calls'
 import type { PlanHeaders } from './plan-headers'
@@ -37,14 +38,19 @@ export class ClientFrames {
     // keys whose values hold a "type" of their own (an input item's). A frame is at most the
     // socket's maxPayload (the request body limit), so this costs what parsing an HTTP body does.
     let frame: any
+    const text = data.toString('utf8')
     try {
-      frame = JSON.parse(data.toString('utf8'))
+      frame = JSON.parse(text)
     } catch {
       if (binary) return null
       // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
       return errorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), {})
     }
     if (frame === null || typeof frame !== 'object') return null
+    // A key named twice: the upstream's parser may read the value JSON.parse did not (another
+    // `type`, `model`, ...), so the budgets cannot know what it acts on. Refused, not passed on.
+    const twice = duplicatedKey(text)
+    if (twice !== null) return errorFrame(400, errorBody('invalid_request', duplicatedKeyMessage(twice)), {}, typeof frame.stream_id === 'string' ? frame.stream_id : '')
     const steer = frame.type === 'response.steer'
     if (frame.type !== 'response.create' && !steer) return null
     let lane = typeof frame.stream_id === 'string' ? frame.stream_id : ''

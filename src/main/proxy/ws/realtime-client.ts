@@ -2,6 +2,7 @@ import { errorBody } from '../../http/errors'
 import type { CallLifecycle } from '../call/lifecycle'
 import type { CallState } from '../call/state'
 import type { Admission } from '../gate'
+import { duplicatedKey, duplicatedKeyMessage } from './duplicate-keys'
 import { realtimeErrorFrame } from './realtime-frames'
 import type { ClosedBy } from './socket-end'
 import { abandoned } from './socket-end'
@@ -36,16 +37,21 @@ export class RealtimeClientFrames {
   fromClient(data: Buffer, binary: boolean): string | null | false | Promise<string | null | false> {
     if (!data.includes(CREATE) && !data.includes(ESCAPE)) return null
     let frame: any
+    const text = data.toString('utf8')
     try {
-      frame = JSON.parse(data.toString('utf8'))
+      frame = JSON.parse(text)
     } catch {
       // (One that spells it only with an escape is no event to the upstream either.)
       if (binary || !data.includes(CREATE)) return null
       // What Burnrate cannot read, the budgets cannot check: refused rather than passed on.
       return realtimeErrorFrame(400, errorBody('invalid_request', 'Burnrate could not read this frame as JSON; it was not sent upstream.'), null)
     }
-    if (frame === null || typeof frame !== 'object' || frame.type !== CREATE) return null
+    if (frame === null || typeof frame !== 'object') return null
     const eventId = typeof frame.event_id === 'string' && frame.event_id ? frame.event_id : null
+    // A key named twice (`type`: the upstream's parser may read its other value): refused, not passed on.
+    const twice = duplicatedKey(text)
+    if (twice !== null) return realtimeErrorFrame(400, errorBody('invalid_request', duplicatedKeyMessage(twice)), eventId)
+    if (frame.type !== CREATE) return null
     const s = this.calls.begin()
     let a: Admission | Promise<Admission>
     try {

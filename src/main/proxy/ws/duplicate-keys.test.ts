@@ -1,0 +1,20 @@
+import { describe, expect, it } from 'vitest'
+import { duplicatedKey } from './duplicate-keys'
+
+describe('duplicatedKey', () => {
+  it('finds a key named twice at the top level, however it is spelled or spaced', () => {
+    expect(duplicatedKey('{"type":"a","type":"response.create"}')).toBe('type')
+    expect(duplicatedKey('{ "type" : "a" ,\n "model":1, "type":"b" }')).toBe('type')
+    expect(duplicatedKey('{"type":"a","typ\\u0065":"b"}')).toBe('type')
+    expect(duplicatedKey('{"model":"a","input":[{"type":"x","model":"y"}],"model":"b"}')).toBe('model')
+    expect(duplicatedKey('{"type":"x","extra":{"a":[1,{"b":"}]\\""}]},"stream_id":"a","stream_id":"b"}')).toBe('stream_id')
+  })
+
+  it('reads keys inside values, strings that hold a key, and escaped quotes as no duplicate', () => {
+    expect(duplicatedKey('{"type":"response.create","input":[{"type":"message","content":[{"type":"input_text","text":"\\"type\\":\\"x\\""}]}]}')).toBeNull()
+    expect(duplicatedKey('{"type":"a","text":"say \\"type\\" twice: \\"type\\"","n":-1.5e3,"b":true,"c":null}')).toBeNull()
+    expect(duplicatedKey('{"type":"a","v":"\\\\","w":"\\u00e9"}')).toBeNull()
+    expect(duplicatedKey('[{"type":"a"},{"type":"b"}]')).toBeNull()
+    expect(duplicatedKey('{}')).toBeNull()
+  })
+})

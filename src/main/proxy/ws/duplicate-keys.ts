@@ -1,0 +1,105 @@
+/**
+ * A client's WebSocket frame that names a key twice at its top level (`{"type":"x","type":"response.create"}`):
+ * JSON.parse keeps the last value, a parser upstream may keep the first or refuse the frame, so
+ * the budgets could gate another frame than the one the upstream acts on. Such a frame is found
+ * without parsing it again: its keys are only read when its bytes hold a key the budgets and
+ * meters read more than once (a `response.create` names `"type"` in its input items too), or a
+ * JSON `\u` escape (which may spell a key).
+ */
+
+/** The top-level keys Burnrate reads of a client frame on a Responses or Realtime socket. */
+const WATCHED = ['type', 'model', 'service_tier', 'previous_response_id', 'stream_id', 'event_id', 'input', 'instructions', 'tools', 'reasoning', 'max_output_tokens', 'background', 'prompt_cache_key', 'response'].map((k) => `"${k}"`)
+
+/**
+ * The first key named twice at the top level of `text`, a frame JSON.parse read as an object, as
+ * the upstream's parser reads it (escapes decoded); null when none is (or `text` is no object).
+ */
+export function duplicatedKey(text: string): string | null {
+  if (!mayRepeat(text)) return null
+  let i = skipSpace(text, 0)
+  if (text.charCodeAt(i) !== OPEN_OBJECT) return null
+  const seen = new Set<string>()
+  i = skipSpace(text, i + 1)
+  while (text.charCodeAt(i) === QUOTE) {
+    const end = stringEnd(text, i)
+    const raw = text.slice(i + 1, end - 1)
+    const key: string = raw.includes('\\') ? JSON.parse(text.slice(i, end)) : raw
+    if (seen.has(key)) return key
+    seen.add(key)
+    // The `:`, the value, then a `,` and the next key (or the `}`).
+    i = skipSpace(text, skipValue(text, skipSpace(text, skipSpace(text, end) + 1)))
+    if (text.charCodeAt(i) !== COMMA) return null
+    i = skipSpace(text, i + 1)
+  }
+  return null
+}
+
+function mayRepeat(text: string): boolean {
+  if (text.includes('\\u')) return true
+  for (const k of WATCHED) {
+    const at = text.indexOf(k)
+    if (at >= 0 && text.indexOf(k, at + k.length) >= 0) return true
+  }
+  return false
+}
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const COMMA = 0x2c
+const OPEN_OBJECT = 0x7b
+const CLOSE_OBJECT = 0x7d
+const OPEN_ARRAY = 0x5b
+const CLOSE_ARRAY = 0x5d
+
+function skipSpace(text: string, i: number): number {
+  for (;;) {
+    const c = text.charCodeAt(i)
+    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i
+    i++
+  }
+}
+
+/** Past the string that begins at `i` (its opening quote): found by its closing quote, not read char by char. */
+function stringEnd(text: string, i: number): number {
+  let from = i + 1
+  for (;;) {
+    const q = text.indexOf('"', from)
+    if (q < 0) return text.length
+    let k = q
+    while (text.charCodeAt(k - 1) === BACKSLASH) k--
+    // An even run of backslashes before it escapes itself, not the quote.
+    if ((q - k) % 2 === 0) return q + 1
+    from = q + 1
+  }
+}
+
+/** Past the value that begins at `i`: a string, an object or an array (with all it holds), or a number or literal. */
+function skipValue(text: string, i: number): number {
+  const c = text.charCodeAt(i)
+  if (c === QUOTE) return stringEnd(text, i)
+  if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+    let depth = 0
+    while (i < text.length) {
+      const d = text.charCodeAt(i)
+      if (d === QUOTE) {
+        i = stringEnd(text, i)
+        continue
+      }
+      if (d === OPEN_OBJECT || d === OPEN_ARRAY) depth++
+      else if ((d === CLOSE_OBJECT || d === CLOSE_ARRAY) && --depth === 0) return i + 1
+      i++
+    }
+    return i
+  }
+  while (i < text.length) {
+    const d = text.charCodeAt(i)
+    if (d === COMMA || d === CLOSE_OBJECT || d === CLOSE_ARRAY || d === 0x20 || d === 0x09 || d === 0x0a || d === 0x0d) return i
+    i++
+  }
+  return i
+}
+
+/** The message a frame refused for a key named twice is answered with. */
+export function duplicatedKeyMessage(key: string): string {
+  return `Burnrate refuses a frame that names its "${key}" key more than once (the provider's parser may read another of its values than the budgets would); it was not sent upstream.`
+}
