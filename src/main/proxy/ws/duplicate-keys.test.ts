@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { duplicatedKey } from './duplicate-keys'
+import { duplicatedKey, quoted } from './duplicate-keys'
 
 describe('duplicatedKey', () => {
   it('finds a key named twice at the top level, however it is spelled or spaced', () => {
@@ -16,5 +16,14 @@ describe('duplicatedKey', () => {
     expect(duplicatedKey('{"type":"a","v":"\\\\","w":"\\u00e9"}')).toBeNull()
     expect(duplicatedKey('[{"type":"a"},{"type":"b"}]')).toBeNull()
     expect(duplicatedKey('{}')).toBeNull()
+  })
+
+  it('looks one object deeper when asked (a Gemini Live setup), and no deeper', () => {
+    const keys = quoted(['setup', 'model'])
+    expect(duplicatedKey('{"setup":{"model":"a","tools":[{"model":1}],"model":"b"}}', keys, 2)).toBe('model')
+    expect(duplicatedKey('{"setup":{"model":"a"},"setup":{"model":"b"}}', keys, 2)).toBe('setup')
+    expect(duplicatedKey('{"setup":{"model":"a","config":{"model":"x","model":"y"}}}', keys, 2)).toBeNull()
+    expect(duplicatedKey('{"setup":{"model":"a","tools":[{"model":1},{"model":2}]}}', keys, 2)).toBeNull()
+    expect(duplicatedKey('{"setup":{"model":"a","tools":[{"model":1},{"model":2}]}}', keys, 1)).toBeNull()
   })
 })

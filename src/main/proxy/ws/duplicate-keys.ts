@@ -7,36 +7,52 @@
  * JSON `\u` escape (which may spell a key).
  */
 
-/** The top-level keys Burnrate reads of a client frame on a Responses or Realtime socket. */
-const WATCHED = ['type', 'model', 'service_tier', 'previous_response_id', 'stream_id', 'event_id', 'input', 'instructions', 'tools', 'reasoning', 'max_output_tokens', 'background', 'prompt_cache_key', 'response'].map((k) => `"${k}"`)
+/** The top-level keys Burnrate reads of a client frame on a Responses or Realtime socket, as they stand in its bytes. */
+export const WATCHED = quoted(['type', 'model', 'service_tier', 'previous_response_id', 'stream_id', 'event_id', 'input', 'instructions', 'tools', 'reasoning', 'max_output_tokens', 'background', 'prompt_cache_key', 'response'])
+
+/** Keys as they stand in a frame's bytes: `"type"`. */
+export function quoted(keys: readonly string[]): string[] {
+  return keys.map((k) => `"${k}"`)
+}
 
 /**
  * The first key named twice at the top level of `text`, a frame JSON.parse read as an object, as
- * the upstream's parser reads it (escapes decoded); null when none is (or `text` is no object).
+ * the upstream's parser reads it (escapes decoded), or (`depth` 2) in an object that is a value
+ * there (a Gemini Live `setup`); null when none is (or `text` is no object). Read only when
+ * `watched` (keys, quoted) may be named twice.
  */
-export function duplicatedKey(text: string): string | null {
-  if (!mayRepeat(text)) return null
-  let i = skipSpace(text, 0)
-  if (text.charCodeAt(i) !== OPEN_OBJECT) return null
+export function duplicatedKey(text: string, watched: readonly string[] = WATCHED, depth = 1): string | null {
+  if (!mayRepeat(text, watched)) return null
+  const i = skipSpace(text, 0)
+  return text.charCodeAt(i) === OPEN_OBJECT ? inObject(text, i, depth).twice : null
+}
+
+/** The object at `i`: the first key named twice in it (or, `depth` past 1, in the objects it holds), and where it ends. */
+function inObject(text: string, i: number, depth: number): { twice: string | null; end: number } {
   const seen = new Set<string>()
   i = skipSpace(text, i + 1)
   while (text.charCodeAt(i) === QUOTE) {
     const end = stringEnd(text, i)
     const raw = text.slice(i + 1, end - 1)
     const key: string = raw.includes('\\') ? JSON.parse(text.slice(i, end)) : raw
-    if (seen.has(key)) return key
+    if (seen.has(key)) return { twice: key, end }
     seen.add(key)
     // The `:`, the value, then a `,` and the next key (or the `}`).
-    i = skipSpace(text, skipValue(text, skipSpace(text, skipSpace(text, end) + 1)))
-    if (text.charCodeAt(i) !== COMMA) return null
+    const v = skipSpace(text, skipSpace(text, end) + 1)
+    if (depth > 1 && text.charCodeAt(v) === OPEN_OBJECT) {
+      const inner = inObject(text, v, depth - 1)
+      if (inner.twice !== null) return inner
+      i = skipSpace(text, inner.end)
+    } else i = skipSpace(text, skipValue(text, v))
+    if (text.charCodeAt(i) !== COMMA) break
     i = skipSpace(text, i + 1)
   }
-  return null
+  return { twice: null, end: i + 1 }
 }
 
-function mayRepeat(text: string): boolean {
+function mayRepeat(text: string, watched: readonly string[]): boolean {
   if (text.includes('\\u')) return true
-  for (const k of WATCHED) {
+  for (const k of watched) {
     const at = text.indexOf(k)
     if (at >= 0 && text.indexOf(k, at + k.length) >= 0) return true
   }

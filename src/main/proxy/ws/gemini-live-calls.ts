@@ -8,7 +8,8 @@ import type { CallLifecycle } from '../call/lifecycle'
 import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsMessage, contentKind } from './gemini-live-messages'
-import type { SocketCalls } from './socket-calls'
+import type { ClientVerdict, SocketCalls } from './socket-calls'
+import { duplicatedKey, quoted } from './duplicate-keys'
 import { type ClosedBy, abandoned } from './socket-end'
 
 /**
@@ -18,6 +19,9 @@ import { type ClosedBy, abandoned } from './socket-end'
  * `turnComplete` read while its usage is awaited.
  */
 type Phase = 'open' | 'over' | 'ended'
+
+/** The keys of a `setup` frame (and of its `setup`) whose second naming is looked for: what its turns are priced by. */
+const SETUP_KEYS = quoted(['setup', 'model'])
 
 /**
  * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
@@ -65,12 +69,21 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     private readonly who: Attributors,
   ) {}
 
-  fromClient(data: Buffer): null {
+  fromClient(data: Buffer): ClientVerdict {
     if (this.toolAsked && data.includes('"toolResponse"')) this.toolAsked = false
     if (this.setupRead) return null
     this.setupRead = true
     // (The setup comes first; it is small. A client that sends another first names no model.)
-    if (data.includes('"setup"')) this.model = setupModel(parseObject(data.toString('utf8')))
+    if (!data.includes('"setup"')) return null
+    const text = data.toString('utf8')
+    const setup = parseObject(text)
+    // Its model (or the setup) named twice: the upstream's parser may read the one JSON.parse did
+    // not, and the turns would be priced at a model it did not run. Refused as Google refuses a
+    // setup it cannot take: the socket closed with 1007, the setup not sent.
+    const twice = setup ? duplicatedKey(text, SETUP_KEYS, 2) : null
+    // (A close's reason holds 123 bytes: a key of the client's is named only when short and plain.)
+    if (twice !== null) return { close: 1007, reason: `Burnrate refused a setup naming ${/^\w{1,30}$/.test(twice) ? `"${twice}"` : 'a key'} twice; it was not sent upstream` }
+    this.model = setupModel(setup)
     return null
   }
 

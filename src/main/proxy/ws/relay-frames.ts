@@ -1,5 +1,5 @@
 import type WebSocket from 'ws'
-import type { SocketCalls } from './socket-calls'
+import type { ClientVerdict, SocketCalls } from './socket-calls'
 import type { SilenceWatch } from './silence'
 import type { MessageMemory } from './message-memory'
 
@@ -59,8 +59,14 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
     }
     deliver(data, isBinary, refused)
   }
-  const deliver = (data: Buffer, isBinary: boolean, refused: string | null | false) => {
+  const deliver = (data: Buffer, isBinary: boolean, refused: ClientVerdict) => {
     if (refused === false) return share.give(data.length)
+    if (typeof refused === 'object' && refused !== null) {
+      share.give(data.length)
+      // (The client's close then closes the upstream: ./relay-close.ts.)
+      if (client.readyState === client.OPEN) client.close(refused.close, refused.reason)
+      return
+    }
     if (refused !== null) {
       share.give(data.length)
       if (client.readyState === client.OPEN) client.send(refused)

@@ -5,13 +5,17 @@ import type { ClosedBy } from './socket-end'
  * calls, whichever API the socket speaks: a Responses socket's (./responses-calls.ts) or a
  * Realtime one's (./realtime-calls.ts).
  */
+/**
+ * What becomes of a client's frame: null, forwarded; a string, the error frame it is answered
+ * with instead (not sent upstream); false, dropped (the socket closed while its admission waited);
+ * `close`, not sent, and the client's socket closed with that code and reason (an API that
+ * reports errors so: Gemini Live).
+ */
+export type ClientVerdict = string | null | false | { close: number; reason: string }
+
 export interface SocketCalls {
-  /**
-   * A text frame from the client (or a binary one holding JSON). Returns null to forward it, the
-   * error frame to answer instead (a budget refusal: the frame is not sent upstream), or false to
-   * drop it (the socket closed while its admission waited); a promise while the admission waits.
-   */
-  fromClient(data: Buffer, binary?: boolean): string | null | false | Promise<string | null | false>
+  /** A text frame from the client (or a binary one holding JSON): what becomes of it; a promise while its admission waits. */
+  fromClient(data: Buffer, binary?: boolean): ClientVerdict | Promise<ClientVerdict>
   /** A JSON frame from the upstream, on its way to the client. */
   fromUpstream(data: Buffer): void
   /** Whether a response is open: `waiting` for its first frame, or `streaming` (./silence.ts). */
