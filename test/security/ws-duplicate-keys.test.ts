@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { openSocket, serverOverWsUpstream } from '../support/ws-sessions'
 
@@ -16,12 +17,14 @@ import { openSocket, serverOverWsUpstream } from '../support/ws-sessions'
 /** What the upstream acted on: each frame whose first `type` is `response.create`, per path. */
 const created: { path: string; frame: string }[] = []
 let responses = 0
+let sockets = 0
 
 const firstType = (text: string) => /"type"\s*:\s*"([^"]*)"/.exec(text)?.[1]
 
 const s = serverOverWsUpstream(
   {
     onConnection: (ws, req) => {
+      sockets++
       const path = (req.url ?? '').split('?')[0]
       if (path.endsWith('/realtime')) ws.send(JSON.stringify({ type: 'session.created', event_id: 'event_S0', session: { object: 'realtime.session', model: 'gpt-realtime' } }))
       ws.on('message', (data) => {
@@ -47,6 +50,7 @@ const s = serverOverWsUpstream(
       rules: [
         { api_key_pattern: 'sk-blocked-*', daily_limit_usd: 0, action: 'block' },
         { api_key_pattern: 'sk-rpm-*', requests_per_minute: 1, action: 'block' },
+        { api_key_pattern: 'sk-model-*', model_pattern: 'gpt-realtime', daily_limit_usd: 0, action: 'block' },
       ],
     },
   },
@@ -121,5 +125,25 @@ describe('a client frame naming a key twice', () => {
     await eventually(() => c.frames.filter((f) => f.type === 'error').length === 3)
     expect(created.length).toBe(before + 1)
     c.ws.close()
+  })
+
+  it('a Realtime upgrade naming its model twice in its query is refused 400, not opened upstream', async () => {
+    const upgrade = (query: string) =>
+      new Promise<number>((resolve) => {
+        const ws = new WebSocket(`${s.t.url.replace('http', 'ws')}/v1/realtime?${query}`, { headers: { authorization: 'Bearer sk-model-dup-0004' } })
+        ws.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0))
+        ws.on('open', () => {
+          resolve(101)
+          ws.close()
+        })
+        ws.on('error', () => {})
+      })
+    const opened = sockets
+    // Named once: its model's rule refuses the socket.
+    expect(await upgrade('model=gpt-realtime')).toBe(429)
+    // Burnrate's budgets read one, the upstream may run the other.
+    expect(await upgrade('model=gpt-realtime-mini&model=gpt-realtime')).toBe(400)
+    expect(await upgrade('model=gpt-realtime&mod%65l=gpt-realtime-mini')).toBe(400)
+    expect(sockets).toBe(opened)
   })
 })
