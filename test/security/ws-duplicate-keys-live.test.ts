@@ -21,7 +21,7 @@ const s = serverOverWsUpstream({
     ws.on('message', (data) => {
       const text = String(data)
       got.push(text)
-      if (!text.includes('"setup"')) return
+      if (!JSON.parse(text).setup) return
       ws.send(Buffer.from(JSON.stringify({ setupComplete: {} })), { binary: true })
       ws.send(Buffer.from(JSON.stringify({ serverContent: { modelTurn: { parts: [{ text: 'Hello' }] } } })), { binary: true })
       ws.send(Buffer.from(JSON.stringify({ serverContent: { turnComplete: true }, usageMetadata: usage })), { binary: true })
@@ -50,6 +50,19 @@ describe('a Gemini Live setup naming its model twice', () => {
       return r.length === 1 ? r : undefined
     }, 10_000)) as any[]
     expect(rows[0].model).toBe('gemini-2.5-pro')
+    c.ws.close()
+  })
+
+  it('a setup whose key is spelled with a JSON escape is read as the upstream reads it: priced at its model, not unpriced', async () => {
+    const before = ledgerRows(s.t.dbFile).length
+    const c = await openSocket(s.t, `${LIVE_PATH}?key=AIza-dup-live-0003`)
+    c.ws.send('{"set\\u0075p":{"model":"models/gemini-2.5-pro","generationConfig":{"responseModalities":["TEXT"]}}}')
+    const rows = (await eventually(() => {
+      const r = ledgerRows(s.t.dbFile).slice(before)
+      return r.length === 1 ? r : undefined
+    }, 10_000)) as any[]
+    expect(rows[0].model).toBe('gemini-2.5-pro')
+    expect(rows[0].cost_usd).toBeGreaterThan(0)
     c.ws.close()
   })
 })

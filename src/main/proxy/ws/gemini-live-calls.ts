@@ -74,7 +74,8 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     if (this.setupRead) return null
     this.setupRead = true
     // (The setup comes first; it is small. A client that sends another first names no model.)
-    if (!data.includes('"setup"')) return null
+    // (Or spells its key with a JSON escape, `"set\u0075p"`, as the upstream's parser reads it: once per socket.)
+    if (!data.includes('"setup"') && !data.includes('\\u')) return null
     const text = data.toString('utf8')
     const setup = parseObject(text)
     // Its model (or the setup) named twice: the upstream's parser may read the one JSON.parse did
