@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { duplicatedKey, quoted } from './duplicate-keys'
+import { duplicatedKey, watched } from './duplicate-keys'
 
 describe('duplicatedKey', () => {
   it('finds a key named twice at the top level, however it is spelled or spaced', () => {
@@ -16,10 +16,12 @@ describe('duplicatedKey', () => {
     expect(duplicatedKey('{"type":"a","v":"\\\\","w":"\\u00e9"}')).toBeNull()
     expect(duplicatedKey('[{"type":"a"},{"type":"b"}]')).toBeNull()
     expect(duplicatedKey('{}')).toBeNull()
+    // A key no budget or meter reads, named twice: nothing to read another value of.
+    expect(duplicatedKey('{"type":"response.create","input":[{"type":"message"}],"foo":1,"foo":2}')).toBeNull()
   })
 
   it('looks one object deeper when asked (a Gemini Live setup), and no deeper', () => {
-    const keys = quoted(['setup', 'model'])
+    const keys = watched(['setup', 'model'])
     expect(duplicatedKey('{"setup":{"model":"a","tools":[{"model":1}],"model":"b"}}', keys, 2)).toBe('model')
     expect(duplicatedKey('{"setup":{"model":"a"},"setup":{"model":"b"}}', keys, 2)).toBe('setup')
     expect(duplicatedKey('{"setup":{"model":"a","config":{"model":"x","model":"y"}}}', keys, 2)).toBeNull()

@@ -1,5 +1,5 @@
 /**
- * A client's WebSocket frame that names a key twice at its top level (`{"type":"x","type":"response.create"}`):
+ * A client's WebSocket frame that names a key Burnrate reads twice at its top level (`{"type":"x","type":"response.create"}`):
  * JSON.parse keeps the last value, a parser upstream may keep the first or refuse the frame, so
  * the budgets could gate another frame than the one the upstream acts on. Such a frame is found
  * without parsing it again: its keys are only read when its bytes hold a key the budgets and
@@ -7,40 +7,44 @@
  * JSON `\u` escape (which may spell a key).
  */
 
-/** The top-level keys Burnrate reads of a client frame on a Responses or Realtime socket, as they stand in its bytes. */
-export const WATCHED = quoted(['type', 'model', 'service_tier', 'previous_response_id', 'stream_id', 'event_id', 'input', 'instructions', 'tools', 'reasoning', 'max_output_tokens', 'background', 'prompt_cache_key', 'response'])
-
-/** Keys as they stand in a frame's bytes: `"type"`. */
-export function quoted(keys: readonly string[]): string[] {
-  return keys.map((k) => `"${k}"`)
+/** Keys whose second naming is looked for: by name, and as they stand in a frame's bytes (`"type"`). */
+export interface Watched {
+  names: ReadonlySet<string>
+  quoted: readonly string[]
 }
+
+export function watched(keys: readonly string[]): Watched {
+  return { names: new Set(keys), quoted: keys.map((k) => `"${k}"`) }
+}
+
+/** The top-level keys Burnrate reads of a client frame on a Responses or Realtime socket: what it is gated, priced and routed by. */
+export const WATCHED = watched(['type', 'model', 'service_tier', 'previous_response_id', 'stream_id', 'event_id', 'input', 'instructions', 'tools', 'reasoning', 'max_output_tokens', 'background', 'prompt_cache_key', 'response'])
 
 /**
- * The first key named twice at the top level of `text`, a frame JSON.parse read as an object, as
- * the upstream's parser reads it (escapes decoded), or (`depth` 2) in an object that is a value
- * there (a Gemini Live `setup`); null when none is (or `text` is no object). Read only when
- * `watched` (keys, quoted) may be named twice.
+ * The first of the `keys` named twice at the top level of `text`, a frame JSON.parse read as an
+ * object, as the upstream's parser reads it (escapes decoded), or (`depth` 2) in an object that is
+ * a value there (a Gemini Live `setup`); null when none is (or `text` is no object).
  */
-export function duplicatedKey(text: string, watched: readonly string[] = WATCHED, depth = 1): string | null {
-  if (!mayRepeat(text, watched)) return null
+export function duplicatedKey(text: string, keys: Watched = WATCHED, depth = 1): string | null {
+  if (!mayRepeat(text, keys.quoted)) return null
   const i = skipSpace(text, 0)
-  return text.charCodeAt(i) === OPEN_OBJECT ? inObject(text, i, depth).twice : null
+  return text.charCodeAt(i) === OPEN_OBJECT ? inObject(text, i, keys.names, depth).twice : null
 }
 
-/** The object at `i`: the first key named twice in it (or, `depth` past 1, in the objects it holds), and where it ends. */
-function inObject(text: string, i: number, depth: number): { twice: string | null; end: number } {
+/** The object at `i`: the first of `names` named twice in it (or, `depth` past 1, in the objects it holds), and where it ends. */
+function inObject(text: string, i: number, names: ReadonlySet<string>, depth: number): { twice: string | null; end: number } {
   const seen = new Set<string>()
   i = skipSpace(text, i + 1)
   while (text.charCodeAt(i) === QUOTE) {
     const end = stringEnd(text, i)
     const raw = text.slice(i + 1, end - 1)
     const key: string = raw.includes('\\') ? JSON.parse(text.slice(i, end)) : raw
-    if (seen.has(key)) return { twice: key, end }
+    if (seen.has(key) && names.has(key)) return { twice: key, end }
     seen.add(key)
     // The `:`, the value, then a `,` and the next key (or the `}`).
     const v = skipSpace(text, skipSpace(text, end) + 1)
     if (depth > 1 && text.charCodeAt(v) === OPEN_OBJECT) {
-      const inner = inObject(text, v, depth - 1)
+      const inner = inObject(text, v, names, depth - 1)
       if (inner.twice !== null) return inner
       i = skipSpace(text, inner.end)
     } else i = skipSpace(text, skipValue(text, v))

@@ -9,7 +9,7 @@ import { type CallState, newCallState } from '../call/state'
 import type { Route } from '../routes'
 import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsMessage, contentKind } from './gemini-live-messages'
 import type { ClientVerdict, SocketCalls } from './socket-calls'
-import { duplicatedKey, quoted } from './duplicate-keys'
+import { duplicatedKey, watched } from './duplicate-keys'
 import { type ClosedBy, abandoned } from './socket-end'
 
 /**
@@ -21,7 +21,7 @@ import { type ClosedBy, abandoned } from './socket-end'
 type Phase = 'open' | 'over' | 'ended'
 
 /** The keys of a `setup` frame (and of its `setup`) whose second naming is looked for: what its turns are priced by. */
-const SETUP_KEYS = quoted(['setup', 'model'])
+const SETUP_KEYS = watched(['setup', 'model'])
 
 /**
  * The calls on one Gemini Live API socket (../../providers/gemini-live.ts): each model turn is one
@@ -82,8 +82,7 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     // not, and the turns would be priced at a model it did not run. Refused as Google refuses a
     // setup it cannot take: the socket closed with 1007, the setup not sent.
     const twice = setup ? duplicatedKey(text, SETUP_KEYS, 2) : null
-    // (A close's reason holds 123 bytes: a key of the client's is named only when short and plain.)
-    if (twice !== null) return { close: 1007, reason: `Burnrate refused a setup naming ${/^\w{1,30}$/.test(twice) ? `"${twice}"` : 'a key'} twice; it was not sent upstream` }
+    if (twice !== null) return { close: 1007, reason: `Burnrate refused a setup naming "${twice}" twice; it was not sent upstream` }
     this.model = setupModel(setup)
     return null
   }
