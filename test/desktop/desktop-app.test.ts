@@ -171,7 +171,9 @@ describe('the desktop app over the real server core', () => {
       'anthropic-version': '2023-06-01',
     })
     expect(res.status).toBe(200)
-    expect(proxy.targets).toEqual([`${PLAIN_HOST}:${port}`])
+    // An http:// upstream: sent to the proxy as an ordinary request for its URI, not tunnelled.
+    expect(proxy.forwarded).toEqual([`${PLAIN_HOST}:${port}`])
+    expect(proxy.targets).toEqual([])
   })
 
   it('macOS: the spend is the menu-bar title, in monospaced digits, beside a template icon', async () => {

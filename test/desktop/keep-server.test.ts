@@ -88,7 +88,7 @@ describe('"Keep a server running" on quit', () => {
 
       // Claude Code still points at d.url: its next call goes through the kept server, and the proxy.
       const res = await call()
-      expect({ status: res.status, viaProxy: proxy.targets.length }).toEqual({ status: 200, viaProxy: 2 })
+      expect({ status: res.status, viaProxy: proxy.forwarded.length }).toEqual({ status: 200, viaProxy: 2 })
     } finally {
       await proxy.close()
     }
