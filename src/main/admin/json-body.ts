@@ -49,11 +49,18 @@ export function notEmpty(_req: unknown, _res: unknown, body: Buffer): void {
 /** The error type notEmpty throws with. */
 export const EMPTY_BODY = 'entity.empty'
 
-/** The words for a body whose Content-Encoding does not decompress (zlib's error, which body-parser passes on as it is). */
+/**
+ * The words for a body whose Content-Encoding does not decompress (zlib's error, which body-parser
+ * passes on as it is); null for any other error. A route's own failure comes through the same
+ * error handler (a database that refused the connection: an errno too, with the system call that
+ * failed), so only an error raised while a compressed body was still being read is one.
+ */
 export function undecompressable(err: unknown, req: Request): string | null {
-  const e = err as { type?: string; errno?: unknown; message?: string }
-  if (e.type !== undefined || typeof e.errno !== 'number') return null
-  const encoding = String(req.headers['content-encoding'])
+  const e = err as { type?: string; errno?: unknown; syscall?: unknown; message?: string }
+  if (e.type !== undefined || typeof e.errno !== 'number' || e.syscall !== undefined) return null
+  const encoding = req.headers['content-encoding']
+  // body-parser marks a body it has read (`_body`): an error after that is the route's.
+  if (encoding === undefined || (req as { _body?: boolean })._body === true) return null
   return `The request body could not be decompressed (Content-Encoding: ${encoding}): ${e.message}; send it whole, or uncompressed.`
 }
 
