@@ -1,3 +1,5 @@
+import { closingQuote, skipSpace } from '../../metering/json-scan'
+
 /**
  * A client's WebSocket frame that names a key Burnrate reads twice at its top level (`{"type":"x","type":"response.create"}`):
  * JSON.parse keeps the last value, a parser upstream may keep the first or refuse the frame, so
@@ -64,33 +66,16 @@ function mayRepeat(text: string, watched: readonly string[]): boolean {
 }
 
 const QUOTE = 0x22
-const BACKSLASH = 0x5c
 const COMMA = 0x2c
 const OPEN_OBJECT = 0x7b
 const CLOSE_OBJECT = 0x7d
 const OPEN_ARRAY = 0x5b
 const CLOSE_ARRAY = 0x5d
 
-function skipSpace(text: string, i: number): number {
-  for (;;) {
-    const c = text.charCodeAt(i)
-    if (c !== 0x20 && c !== 0x09 && c !== 0x0a && c !== 0x0d) return i
-    i++
-  }
-}
-
-/** Past the string that begins at `i` (its opening quote): found by its closing quote, not read char by char. */
+/** Past the string that begins at `i` (its opening quote); the text's end when it is not closed. */
 function stringEnd(text: string, i: number): number {
-  let from = i + 1
-  for (;;) {
-    const q = text.indexOf('"', from)
-    if (q < 0) return text.length
-    let k = q
-    while (text.charCodeAt(k - 1) === BACKSLASH) k--
-    // An even run of backslashes before it escapes itself, not the quote.
-    if ((q - k) % 2 === 0) return q + 1
-    from = q + 1
-  }
+  const q = closingQuote(text, i)
+  return q < 0 ? text.length : q + 1
 }
 
 /** Past the value that begins at `i`: a string, an object or an array (with all it holds), or a number or literal. */
