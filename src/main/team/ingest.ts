@@ -110,15 +110,16 @@ export function ingestRoutes(ctx: ServerContext): void {
     })
     router.use(((err, req, res, next) => {
       const e = err as { type?: string; message?: string }
+      const torn = undecompressable(err, req)
       if (e.type === 'entity.too.large') {
         res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
       } else if (e.type === EMPTY_BODY) {
         res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.', { param: 'calls' }))
       } else if (e.type === 'entity.parse.failed') {
         res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
-      } else if (undecompressable(err, req) !== null) {
+      } else if (torn !== null) {
         // zlib's own error, which body-parser passes on as it is ("unexpected end of file").
-        res.status(400).json(errorBody('invalid_request', undecompressable(err, req)!, { param: 'calls' }))
+        res.status(400).json(errorBody('invalid_request', torn, { param: 'calls' }))
       } else next(err)
     }) as ErrorRequestHandler)
     app.use('/api/ingest', router)
