@@ -29,7 +29,7 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
     } catch (err) {
       const e = err as NodeJS.ErrnoException
       if (e.code !== 'EEXIST' || attempt >= 3) {
-        throw new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${e.code ?? e.message}); Burnrate wrote nothing.`)
+        throw lockFailed(file, e)
       }
       const holder = readHolder(file)
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
@@ -48,7 +48,7 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
     } catch (err) {
       // A full disk: an empty lock would be taken over as a crash's.
       rmSync(file, { force: true })
-      throw new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); Burnrate wrote nothing.`)
+      throw lockFailed(file, err as NodeJS.ErrnoException)
     } finally {
       closeSync(fd)
     }
@@ -59,6 +59,10 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
   } finally {
     if (readHolder(file)?.pid === process.pid) rmSync(file, { force: true })
   }
+}
+
+function lockFailed(file: string, err: NodeJS.ErrnoException): ConnectError {
+  return new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${err.code ?? err.message}); Burnrate wrote nothing.`)
 }
 
 function readHolder(file: string): { pid: number; proc_start?: string } | null {
