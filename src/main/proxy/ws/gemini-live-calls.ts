@@ -11,6 +11,7 @@ import { TOOL_CALL, TURN_COMPLETE, USAGE, beginsMessage, contentKind } from './g
 import type { ClientVerdict, SocketCalls } from './socket-calls'
 import { duplicatedKey, watched } from './duplicate-keys'
 import { type ClosedBy, abandoned } from './socket-end'
+import { GeminiLiveTurnGate } from './gemini-live-turns'
 
 /**
  * Where the turn held stands: `open`, the model generating (or waiting for a tool's answer); `over`,
@@ -33,7 +34,8 @@ const SETUP_KEYS = watched(['setup', 'model'])
  * carried its usage, is recorded when the next turn (the answer after the `toolResponse`) begins,
  * if no `turnComplete` came first, with the usage it reported (none: estimated).
  * Turns are begun by the server (voice activity, or the client's content) and asked for by no frame
- * the relay could hold back: the socket's upgrade is what the budgets check (./realtime-upgrade.ts).
+ * the relay could hold back: the socket's upgrade is checked by the budgets (./realtime-upgrade.ts),
+ * and so are the client's frames after which the server starts a turn (./gemini-live-turns.ts).
  *
  * The model is the one the client's first message, its `setup`, names. Frames are not parsed but
  * for that first client message and the server messages that hold `usageMetadata`,
@@ -61,17 +63,20 @@ export class GeminiLiveSocketCalls implements SocketCalls {
   private leaving: CallState | null = null
   /** Where the held turn stood at the close; `ended` once its `turnComplete` came (before the close, or after it). */
   private leavingPhase: Phase = 'open'
+  private readonly gate: GeminiLiveTurnGate
 
   constructor(
     private readonly life: CallLifecycle,
     private readonly route: Route,
     private readonly headers: IncomingHttpHeaders,
     private readonly who: Attributors,
-  ) {}
+  ) {
+    this.gate = new GeminiLiveTurnGate(life, () => this.call())
+  }
 
-  fromClient(data: Buffer): ClientVerdict {
+  fromClient(data: Buffer): ClientVerdict | Promise<ClientVerdict> {
     if (this.toolAsked && data.includes('"toolResponse"')) this.toolAsked = false
-    if (this.setupRead) return null
+    if (this.setupRead) return this.gate.fromClient(data)
     this.setupRead = true
     // (The setup comes first; it is small. A client that sends another first names no model.)
     // (Or spells its key with a JSON escape, `"set\u0075p"`, as the upstream's parser reads it: once per socket.)
@@ -163,11 +168,15 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     if (this.phase === 'ended' && meter.hasUsage()) this.finish()
   }
 
+  /** A call of this socket, begun now: its prompt is the session's conversation, not a frame, so its body names the model alone. */
+  private call(): CallState {
+    const { info, ctx } = describeCall(this.route, 'POST', this.headers, { model: this.model }, 0, Date.now(), this.who)
+    return this.life.begin(newCallState(this.route, ctx, info, performance.now()))
+  }
+
   /** A turn, begun now: answered 200 and metered from its server messages. */
   private begin(): CallState {
-    // Its prompt is the session's conversation, not a frame: the body names the model alone.
-    const { info, ctx } = describeCall(this.route, 'POST', this.headers, { model: this.model }, 0, Date.now(), this.who)
-    const s = this.life.begin(newCallState(this.route, ctx, info, performance.now()))
+    const s = this.call()
     s.streamed = true
     s.status = 200
     s.upstreamStatus = 200
@@ -185,7 +194,10 @@ export class GeminiLiveSocketCalls implements SocketCalls {
     this.phase = 'open'
     if (this.usageText) this.billedText = this.usageText
     this.usageText = ''
-    if (s) this.life.finish(s)
+    if (s) {
+      this.life.finish(s)
+      this.gate.arm()
+    }
   }
 
   openState(): 'none' | 'waiting' | 'streaming' {

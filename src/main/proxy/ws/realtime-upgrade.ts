@@ -1,10 +1,10 @@
 import { performance } from 'node:perf_hooks'
 import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
-import { errorBody } from '../../http/errors'
 import { describeCall } from '../call/context'
 import { type CallState, newCallState } from '../call/state'
-import type { Admission, Refusal } from '../gate'
+import type { Refusal } from '../gate'
+import { checkBudgets, recordGateFailed, recordRefusal } from './budget-check'
 import type { Route } from '../routes'
 import { addOfferedKeys, modelOfQuery, offeredKeys, withProtocolKey } from './realtime-frames'
 import type { WebSocketRelayOptions } from './relay-options'
@@ -31,42 +31,25 @@ export function admitUpgrade(opts: WebSocketRelayOptions, req: IncomingMessage, 
   const { info, ctx } = describeCall(route, 'POST', withProtocolKey(req.headers), { model: modelOfQuery(route.query) }, 0, Date.now(), opts.who)
   addOfferedKeys(ctx, offeredKeys(req.headers))
   const s = opts.life.begin(newCallState(route, ctx, info, performance.now()))
-  let a: Admission | Promise<Admission>
+  let r: Refusal | null | Promise<Refusal | null>
   try {
-    a = opts.life.admit(s)
+    r = checkBudgets(opts.life, s)
   } catch {
     return failed(opts, s, socket)
   }
-  if (a instanceof Promise) return a.then((x) => decided(opts, s, socket, x), () => failed(opts, s, socket))
-  return decided(opts, s, socket, a)
+  if (r instanceof Promise) return r.then((x) => decided(opts, s, socket, x), () => failed(opts, s, socket))
+  return decided(opts, s, socket, r)
 }
 
-function decided(opts: WebSocketRelayOptions, s: CallState, socket: Duplex, a: Admission): boolean {
-  if (a.refuse) {
-    s.admission = { settle: a.settle }
-    return refused(opts, s, socket, a.refuse)
-  }
-  // Only a check: what admitting it counted or reserved is let go, as for a call never sent.
-  a.afterSend?.()
-  a.unsent?.()
-  try {
-    a.settle?.(0)
-  } finally {
-    opts.life.leave()
-  }
-  return true
+function decided(opts: WebSocketRelayOptions, s: CallState, socket: Duplex, r: Refusal | null): boolean {
+  if (!r) return true
+  recordRefusal(opts.life, s, r)
+  answer(socket, r.status, { ...r.headers, 'content-type': 'application/json; charset=utf-8' }, Buffer.from(JSON.stringify(r.body)))
+  return false
 }
 
 function failed(opts: WebSocketRelayOptions, s: CallState, socket: Duplex): false {
-  const body = errorBody('internal', 'Burnrate could not check the budget for this socket; it was not opened upstream.')
-  return refused(opts, s, socket, { status: 500, headers: {}, body, reason: 'gate_failed' })
-}
-
-function refused(opts: WebSocketRelayOptions, s: CallState, socket: Duplex, r: Refusal): false {
-  s.status = r.status
-  s.error = r.reason
-  s.refusedRule = r.rule
-  opts.life.finish(s)
-  answer(socket, r.status, { ...r.headers, 'content-type': 'application/json; charset=utf-8' }, Buffer.from(JSON.stringify(r.body)))
+  recordGateFailed(opts.life, s)
+  answerError(socket, 500, 'internal', 'Burnrate could not check the budget for this socket; it was not opened upstream.')
   return false
 }
