@@ -149,7 +149,7 @@ describe('a Realtime API socket', () => {
     await eventually(() => s.t.server.proxy.active === 0, 10_000)
   })
 
-  it('a key that goes over its block limit mid-session: its response.create is answered with an error event and not sent, while a response the server starts (VAD) still runs and is recorded', async () => {
+  it('a key that goes over its block limit mid-session: its response.create is answered with an error event and not sent, and a response the server starts (VAD) is cancelled, and recorded at what it cost', async () => {
     const before = ledgerRows(s.t.dbFile).length
     // $0.005 a day: the first turn ($0.0070) takes it over.
     const c = await open('model=gpt-realtime', 'sk-small-realtime-0001')
@@ -164,10 +164,16 @@ describe('a Realtime API socket', () => {
     // The append went on; the response.create did not.
     await eventually(() => seen.at(-1)!.frames.length === 2, 10_000)
     expect(seen.at(-1)!.frames.map((f) => f.type)).toEqual(['input_audio_buffer.append', 'input_audio_buffer.append'])
-    // The user speaks again: the server answers by itself, and that response is recorded at its cost.
+    // The user speaks again: the server answers by itself, and that response is cancelled (the
+    // client told why), the refusal recorded; this upstream ends it all the same, recorded at its cost.
     c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
-    const rows = await rowsAfter(s.t, before, 5)
+    const rows = await rowsAfter(s.t, before, 6)
     expect(rows.filter((r) => r.endpoint === 'realtime' && r.status === 200)).toHaveLength(2)
+    expect(rows.filter((r) => r.endpoint === 'realtime' && r.status === 429)).toHaveLength(2)
+    await eventually(() => seen.at(-1)!.frames.some((f) => f.type === 'response.cancel'), 10_000)
+    expect(seen.at(-1)!.frames.find((f) => f.type === 'response.cancel')).toMatchObject({ response_id: 'resp_C9G5j2GqE8Qo3Zz3Xt1Kd' })
+    await eventually(() => c.frames.filter((f) => f.type === 'error').length === 2, 10_000)
+    expect(c.frames.filter((f) => f.type === 'error')[1]).toMatchObject({ status: 429, error: { type: 'budget_exceeded', api_key_pattern: 'sk-small-*', event_id: null } })
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
     c.ws.close()
   })

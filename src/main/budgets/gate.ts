@@ -274,6 +274,7 @@ function admission(d: Decision, ctx: CallContext, runaway: RunawayEvent[] | Late
       }),
       reason: REFUSAL_REASON,
       rule: shownPattern(r.rule.api_key_pattern),
+      limitReached: reached(p.spent, p.limit),
     },
   }
 }

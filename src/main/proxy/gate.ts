@@ -48,6 +48,12 @@ export interface Refusal {
   reason: string
   /** The budget rule that refused the call, as shown (its `api_key_pattern`); absent for a runaway's refusal (`CallRecord.refused_rule`). */
   rule?: string
+  /**
+   * Refused for money already spent: a limit of the rule is reached, not only expected to be by
+   * what the calls in flight (or this one) may add. What stops a response a Realtime server
+   * started by itself (./ws/realtime-started.ts).
+   */
+  limitReached?: boolean
 }
 
 export interface Admission {

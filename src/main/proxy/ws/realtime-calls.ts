@@ -11,6 +11,7 @@ import { frameType, responseIdOf } from './frames'
 import { addOfferedKeys, modelOfQuery, offeredKeys, realtimeError, sessionModels, withProtocolKey } from './realtime-frames'
 import { RealtimeClientFrames } from './realtime-client'
 import type { SocketCalls } from './socket-calls'
+import { RealtimeStartedGate, type SocketWire } from './realtime-started'
 import { type ClosedBy, abandoned } from './socket-end'
 
 /** The server's events that state the session (a beta transcription-only session, `?intent=transcription`, has its own). */
@@ -22,7 +23,8 @@ const SESSION_EVENTS = new Set(['session.created', 'session.updated', 'transcrip
  * each input transcription one more, at the transcription model's rates. A response the client
  * asks for (`response.create`) is admitted by the gate first (./realtime-client.ts); one the
  * server starts by itself (server VAD, at the end of the user's speech) was asked for by no
- * frame, and is recorded all the same, not gated (the socket's upgrade was: ./realtime-upgrade.ts).
+ * frame, and is recorded all the same; it is checked once begun, and stopped if its key is over a
+ * `block` limit (./realtime-started.ts; the socket's upgrade was checked: ./realtime-upgrade.ts).
  * Responses may run side by side (out-of-band ones), so a response's events are matched to its
  * call by its id.
  *
@@ -56,6 +58,7 @@ export class RealtimeSocketCalls implements SocketCalls {
   private readonly headers: IncomingHttpHeaders
   /** The keys a browser offers as subprotocols: each budgeted beside the one the calls are recorded under. */
   private readonly offered: string[]
+  private readonly serverStarted: RealtimeStartedGate
 
   constructor(
     private readonly life: CallLifecycle,
@@ -67,6 +70,12 @@ export class RealtimeSocketCalls implements SocketCalls {
     this.offered = offeredKeys(headers)
     this.model = modelOfQuery(route.query)
     this.client = new RealtimeClientFrames(life, this)
+    this.serverStarted = new RealtimeStartedGate(life, { begin: () => this.begin(), running: (id) => !this.closedBy && this.running.has(id) })
+  }
+
+  /** Where a response the server started is stopped from (./realtime-started.ts). */
+  attach(wire: SocketWire): void {
+    this.serverStarted.attach(wire)
   }
 
   fromClient(data: Buffer, binary = false): string | null | false | Promise<string | null | false> {
@@ -109,17 +118,19 @@ export class RealtimeSocketCalls implements SocketCalls {
       if (m.transcriber !== undefined) this.transcriber = m.transcriber
     } else if (type === 'response.created') {
       const id = responseIdOf(data.toString('utf8'))
-      // The oldest response asked for, else one the server started by itself.
-      const s = this.asked.shift() ?? this.started()
+      // The oldest response asked for, else one the server started by itself: that one is checked now.
+      const asked = this.asked.shift()
+      const s = asked ?? this.unasked()
       s.responseStarted = true
       if (id) this.running.set(id, s)
+      if (!asked && id) this.serverStarted.started(id)
     } else if (type === RESPONSE_DONE) {
       const text = data.toString('utf8')
       const id = responseIdOf(text)
       let s = id ? this.running.get(id) : undefined
       if (id) this.running.delete(id)
       // (A response whose beginning was not seen: its end is its bill all the same.)
-      s ??= this.started()
+      s ??= this.unasked()
       this.end(s, type, text)
       const r = s.meter?.result()
       if (r?.usage && r.usage.input_tokens > 0 && !r.partialOutput) this.last = r.usage
@@ -140,8 +151,8 @@ export class RealtimeSocketCalls implements SocketCalls {
     this.end(s, TRANSCRIBED, text)
   }
 
-  /** A response the server started by itself: recorded, not gated (no frame asked for it). */
-  private started(): CallState {
+  /** A response the server started by itself: recorded, not gated (no frame asked for it; its check stops it, or not: ./realtime-started.ts). */
+  private unasked(): CallState {
     const s = this.begin()
     this.admittedAs(s)
     s.responseStarted = true

@@ -76,6 +76,14 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
     // Only the upstream's frames restart the timer: a client's starts it, if it asked for a response.
     silence?.afterClient()
   }
+  calls?.attach?.({
+    toUpstream: (text) => {
+      if (up.readyState === up.OPEN) up.send(text)
+    },
+    toClient: (text) => {
+      if (client.readyState === client.OPEN) client.send(text)
+    },
+  })
   client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
   up.on('message', (raw, isBinary) => {
     const data = raw as Buffer

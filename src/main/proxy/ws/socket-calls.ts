@@ -1,4 +1,5 @@
 import type { ClosedBy } from './socket-end'
+import type { SocketWire } from './realtime-started'
 
 /**
  * What the relay (./relay-frames.ts, ./relay-close.ts, ./silence.ts) asks of a metered socket's
@@ -30,4 +31,6 @@ export interface SocketCalls {
    * stand. The upstream's own close (`closed('upstream')`) does the same.
    */
   release?(): void
+  /** Where the calls may send frames of their own (a Realtime socket's cancel of a response its key may not have: ./realtime-started.ts). */
+  attach?(wire: SocketWire): void
 }
