@@ -248,6 +248,14 @@ export class Meter {
     return t
   }
 
+  /**
+   * The moment a read at `now` describes: `now`, or the start of the later day this meter has
+   * already rolled into (see roll), which it is read in.
+   */
+  readAt(now: number): number {
+    return this.roll(now)
+  }
+
   /** Counts the cost of a call that arrived at `ts`, in every period it falls in. */
   add(ts: number, cost: number, session: string, last: number, now: number): void {
     if (!(cost > 0)) return

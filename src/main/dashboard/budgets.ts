@@ -61,15 +61,38 @@ function windowOf(p: PeriodState, now: number): BudgetWindow {
   }
 }
 
+type Status = ReturnType<BudgetEngine['status']>
+
+function momentOf(status: Status, spend: SpendTracker, now: number): number {
+  let at = spend.totalsAt(now)
+  for (const { keys } of status) for (const { meter } of keys) at = Math.max(at, meter.readAt(now))
+  return at
+}
+
+/**
+ * The moment one budgets answer read at `now` describes, which all its figures are read at:
+ * `now`, or the start of the latest day the day's spend or any key's meters have already rolled
+ * into (a call while the answer awaited a team server's ingested spend, a clock stepped back
+ * across midnight). Read at `now`, a key whose meter had not rolled yet would show the ended day
+ * (blocked until a midnight already gone, where the proxy decides its next call in the new day)
+ * beside another key's and `overall`'s new one.
+ */
+export function answerMoment(engine: BudgetEngine, spend: SpendTracker, now: number): number {
+  return momentOf(engine.status(), spend, now)
+}
+
 /**
  * `GET /api/dashboard/budgets`: every rule in force, per API key it applies to, with each window's
- * forecast. `ingested`: a team server's members' spend today and this month (ingestedSpend),
- * which `overall` adds to the in-memory spend (budgets are not run on those calls, so it has none of them).
+ * forecast, all read at one moment (answerMoment). `ingested`: a team server's members' spend today
+ * and this month (ingestedSpend) in that moment's day and month, which `overall` adds to the
+ * in-memory spend (budgets are not run on those calls, so it has none of them).
  */
-export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenant: string | null, now: number, ingested?: Spend): BudgetsOverview {
+export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenant: string | null, when: number, ingested?: Spend): BudgetsOverview {
   const overrides = new Set(engine.rules.runtime.map((r) => r.api_key_pattern))
   const rules: BudgetStatus[] = []
-  for (const { rule, keys } of engine.status()) {
+  const status = engine.status()
+  const now = momentOf(status, spend, when)
+  for (const { rule, keys } of status) {
     const json = ruleJson(rule, rule.source === 'config' && overrides.has(rule.api_key_pattern))
     // A rule on a whole key names the key; the dashboard (unlike the admin API) shows only its hint.
     if (!isPrefix(json.api_key_pattern)) json.api_key_pattern = keyHint(json.api_key_pattern)
@@ -94,9 +117,9 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     // The totals are counted in the ledger's day and month (the config's `timezone`), which the
     // budget clock (shared on PostgreSQL: another zone, possibly) need not be: the reset and the
     // pace come from the same clock as the spend, so the three describe one day.
-    // Their day and month are those the totals are of: the spend may have rolled into the next
-    // day since `now` was read (a call while this answer awaited the ingested spend), and a reset
-    // at the end of `now`'s day would be a time already gone, the start of the day the figures are.
+    // Their day and month are those the totals are of: `now` is the answer's moment, at or after
+    // the start of the day the totals have rolled into (a reset at the end of an earlier day would
+    // be a time already gone).
     const own = spend.totals(now)
     const at = spend.totalsAt(now)
     const totals = { day: own.day + (ingested?.day ?? 0), month: own.month + (ingested?.month ?? 0) }

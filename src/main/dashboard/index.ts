@@ -5,7 +5,7 @@ import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
-import { budgetsOverview, ingestedSpend } from './budgets'
+import { answerMoment, budgetsOverview, ingestedSpend } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
@@ -77,11 +77,17 @@ export const dashboard: Feature = (ctx) => {
     const tenant = tenantParam(req)
     // `overall` is all spend, as the summary counts it: a team server's members' calls too.
     const spend = ctx.ledger.spend
-    let ingested = tenant === null ? await ingestedSpend(d.q, spend, now) : undefined
-    // A call meanwhile rolled the totals into the next day: the members' spend of that day goes with them.
-    const at = spend.totalsAt(now)
-    if (ingested && spend.clock.dayOf(at).start !== spend.clock.dayOf(now).start) ingested = await ingestedSpend(d.q, spend, at)
-    return budgetsOverview(budgets.engine, spend, tenant, now, ingested)
+    const engine = budgets.engine
+    if (tenant !== null) return budgetsOverview(engine, spend, tenant, now)
+    let at = now
+    let ingested = await ingestedSpend(d.q, spend, at)
+    // A call meanwhile rolled the totals or a meter into the next day, which the whole answer is
+    // then of (answerMoment): the members' spend of that day goes with them.
+    for (let next = answerMoment(engine, spend, at); spend.clock.dayOf(next).start !== spend.clock.dayOf(at).start; next = answerMoment(engine, spend, at)) {
+      at = next
+      ingested = await ingestedSpend(d.q, spend, at)
+    }
+    return budgetsOverview(engine, spend, tenant, at, ingested)
   })
   // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
   // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on
