@@ -3,7 +3,7 @@ import { ruleJson } from '../admin/rule-json'
 import type { BudgetEngine } from '../budgets/engine'
 import { forecast } from '../budgets/forecast'
 import { Meter, type PeriodState } from '../budgets/meter'
-import { isPrefix } from '../budgets/pattern'
+import { isPrefix, matches } from '../budgets/pattern'
 import { budgetShare } from '../budgets/reached'
 import type { Spend, SpendTracker } from '../ledger/spend'
 import { keyHint } from '../../shared/key-hint'
@@ -96,7 +96,10 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     const json = ruleJson(rule, rule.source === 'config' && overrides.has(rule.api_key_pattern))
     // A rule on a whole key names the key; the dashboard (unlike the admin API) shows only its hint.
     if (!isPrefix(json.api_key_pattern)) json.api_key_pattern = keyHint(json.api_key_pattern)
-    const shown = tenant === null ? keys : keys.filter((k) => k.key.tenant === tenant)
+    // A tenant's view: the keys whose last call was the tenant's; under a rule scoped to tenants,
+    // every key it counted when it decides the tenant's calls (and none when it does not), whatever
+    // tenant a key's last call was: the rule counts and refuses only its tenants' calls.
+    const shown = tenant === null ? keys : keys.filter((k) => (rule.tenant !== null ? matches(rule.tenant, tenant) : k.key.tenant === tenant))
     if (shown.length === 0) {
       // A rule no key has used yet: its windows, empty.
       rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: windowsOf(new Meter(rule, engine.clock), now) })
