@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { fixture } from '../support/fixtures'
 import { request } from '../support/http'
-import { usePostgres } from '../support/pg-harness'
+import { until, usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 import { NANO_COST, NANO_FIXTURE, chat } from './support'
 
@@ -36,6 +36,10 @@ describe('the budgets answer on PostgreSQL', () => {
     vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
     const limits = [{ api_key_pattern: 'sk-pgview-*', daily_limit_usd: NANO_COST / 2, monthly_limit_usd: NANO_COST * 1.0001, action: 'block' }]
     const t = await h.server({ config: { timezone: 'UTC', budgets: { rules: limits } } })
+    // The meters' first read from PostgreSQL done first: a read that ended once the clock was set
+    // back would rebuild them in March 31st (what a reload does after a clock stepped back, not this).
+    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
+    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
     expect((await chat(t, B)).status).toBe(200)
     vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
     expect((await chat(t, A)).status).toBe(200)
