@@ -71,8 +71,14 @@ export class MeterBook {
    * Rebuilds every meter from the recorded calls (start-up and rule changes): `load` gives the
    * calls since `since` and the older spend of the sessions with a call since `sessionsSince`.
    */
-  reload(load: (since: number, sessionsSince: number | null) => HistoryRow[], now: number): void {
+  reload(load: (since: number, sessionsSince: number | null) => HistoryRow[], when: number): void {
     const before = this.meters
+    // A period never goes back (./meter.ts roll), across a rebuild too: a `when` before the day the
+    // meters have rolled into (the wall clock stepped back across midnight) rebuilds them in that
+    // day, where rebuilt in the ended one they counted the new day's calls in it, and the next call
+    // started the new day again at $0.
+    let now = when
+    for (const byKey of before.values()) for (const m of byKey.values()) now = Math.max(now, m.readAt(when))
     this.meters = new Map()
     const active = this.index.active()
     if (active.length === 0) return
