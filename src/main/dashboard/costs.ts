@@ -90,19 +90,22 @@ export async function costs(
   const sorted = [...rows.values()].filter(isGroup).sort(
     (a, b) => b.cost_usd - a.cost_usd || b.requests - a.requests || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   )
-  return { group_by: groupBy, range, rows: foldRest(sorted, limit, byModel), total_rows: sorted.length }
+  return { group_by: groupBy, range, rows: foldRest(sorted, limit), total_rows: sorted.length }
 }
 
 /** The key of the row that sums every group past the limit. */
 export const OTHER_KEY = '(other)'
 
-/** The first `limit` rows, then one `other` row summing the rest (so the rows still add up to the spend). */
-function foldRest(sorted: CostRow[], limit: number, byModel: boolean): CostRow[] {
+/**
+ * The first `limit` rows, then one `other` row summing the rest (so the rows still add up to the
+ * spend). Its models are of several providers: its `provider` is null, as on a row of no model.
+ */
+function foldRest(sorted: CostRow[], limit: number): CostRow[] {
   if (sorted.length <= limit) return sorted
   const top = sorted.slice(0, limit)
   const other: CostRow = {
     key: OTHER_KEY,
-    provider: byModel ? '' : null,
+    provider: null,
     requests: 0,
     input_tokens: 0,
     output_tokens: 0,

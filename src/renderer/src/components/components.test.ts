@@ -116,6 +116,23 @@ describe('BreakdownTable', () => {
     await w.setProps({ member: 'bob' } as Record<string, unknown>)
     expect(w.get('[data-testid="export-csv"]').attributes('href')).toBe('/api/dashboard/export?format=csv&range=24h&tenant=acme&member=bob')
   })
+  it('shows the folded (other) row of a model breakdown with no provider, last under every sort', async () => {
+    // The server's folded row spans providers: provider null (an older server sent "").
+    for (const provider of [null, '']) {
+      const rows = [...costs().rows, { key: '(other)', other: true, provider, requests: 90, input_tokens: 9e6, output_tokens: 9e5, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 99 }]
+      const w = mount(BreakdownTable, { props: { costs: { group_by: 'model', range: '24h', rows, total_rows: 40 }, group: 'model', range: '24h', loading: false } })
+      const last = () => w.findAll('[data-testid="breakdown-row"]').at(-1)!
+      const check = () => {
+        expect(last().get('td.key').text()).toBe(`Other (${40 - costs().rows.length} more)`)
+        expect(last().find('.prov').exists()).toBe(false)
+      }
+      check()
+      for (const col of ['Cost', 'Cost', 'Model', 'Model', 'Requests']) {
+        await w.findAll('th button').find((b) => b.text().startsWith(col))!.trigger('click')
+        check()
+      }
+    }
+  })
   it('tells a new user what to do when there is nothing', () => {
     const w = mount(BreakdownTable, { props: { costs: { group_by: 'model', range: '24h', rows: [] }, group: 'model', range: '24h', loading: false } })
     expect(w.get('[data-testid="empty"]').text()).toMatch(/connect an agent/i)

@@ -2,7 +2,13 @@ import { computed, ref, type Ref } from 'vue'
 
 export type SortDir = 'asc' | 'desc'
 
-/** Sorting state for a table: click a column to sort by it, click again to flip. Text sorts A→Z first, numbers high→low. */
+/**
+ * Sorting state for a table: click a column to sort by it, click again to flip. Text sorts A→Z
+ * first, numbers high→low. A row marked `other` (the server's sum of the groups past its limit)
+ * stays last whatever the sort: it is no group, and its sum often tops every group's.
+ */
+const isOther = (row: unknown): boolean => (row as { other?: boolean } | null)?.other === true
+
 export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: K, initialDir: SortDir = 'desc') {
   const key = ref(initial) as Ref<K>
   const dir = ref<SortDir>(initialDir)
@@ -10,6 +16,8 @@ export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: 
     const k = key.value
     const sign = dir.value === 'asc' ? 1 : -1
     return [...rows.value].sort((a, b) => {
+      const folded = Number(isOther(a)) - Number(isOther(b))
+      if (folded !== 0) return folded
       const x = a[k] as unknown
       const y = b[k] as unknown
       if (typeof x === 'number' && typeof y === 'number') return (x - y) * sign
