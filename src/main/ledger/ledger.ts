@@ -5,6 +5,7 @@ import { INSERT_KEYED_CALL_SQL, insertKeyedCalls } from './columns'
 import { type SideWrite, sideWriter } from './side-writes'
 import { type CallNotices, readWithNotices } from './notices'
 import type { CallRecord } from './record'
+import { withoutNul } from './nul'
 import { writeOneByOne } from './one-by-one'
 import { RestoredRows } from './restored'
 import { BatchInFlight } from './batch-in-flight'
@@ -174,8 +175,10 @@ export class Ledger implements CallLedger {
     return () => this.listeners.delete(listener)
   }
 
-  record(call: CallRecord): void {
+  record(recorded: CallRecord): void {
     if (this.closed) throw new Error('ledger is closed')
+    // As PostgreSQL stores it (./nul.ts), for the meters and listeners too.
+    const call = withoutNul(recorded)
     // Money only: a subscription call's cost is its API-equivalent value, not spend (budgets ignore it).
     this.spend.addCall(call)
     if (this.pending.length >= this.opts.maxPending) {

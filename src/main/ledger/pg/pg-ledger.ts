@@ -1,6 +1,7 @@
 import { silentLogger, type Logger } from '../../log'
 import { migratePostgres } from '../../storage/postgres-migrations'
 import type { SqlStore } from '../../storage/sql'
+import { withoutNul } from '../nul'
 import type { CallRecord } from '../record'
 import { SpendTracker } from '../spend'
 import type { BatchTxHook, CallLedger, LedgerStatus } from '../types'
@@ -99,8 +100,10 @@ export class PgLedger implements CallLedger {
     return () => this.listeners.delete(listener)
   }
 
-  record(call: CallRecord): void {
+  record(recorded: CallRecord): void {
     if (this.closed) throw new Error('ledger is closed')
+    // Without NUL bytes, which PostgreSQL text cannot hold (../nul.ts): the meters and listeners see the row it stores.
+    const call = withoutNul(recorded)
     this.spend.addCall(call)
     if (this.queue.length >= this.opts.maxPending) this.dropOldest()
     // Listeners get the queued row: its key tells budgets/index.ts whether a call it counted is in
