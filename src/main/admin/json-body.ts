@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'express'
-import { errorBody } from '../http/errors'
+import { bodyProblem, EMPTY_BODY } from '../http/body-errors'
+import { errorBody, STATUS_OF } from '../http/errors'
 import { expressModule } from '../server/express-module'
 
 export const MAX_BODY_BYTES = 64 * 1024
@@ -46,39 +47,9 @@ export function notEmpty(_req: unknown, _res: unknown, body: Buffer): void {
   if (body.length === 0) throw Object.assign(new Error('The request body is empty; send a JSON object.'), { type: EMPTY_BODY })
 }
 
-/** The error type notEmpty throws with. */
-export const EMPTY_BODY = 'entity.empty'
-
-/**
- * The words for a body whose Content-Encoding does not decompress (zlib's error, which body-parser
- * passes on as it is); null for any other error. A route's own failure comes through the same
- * error handler (a database that refused the connection: an errno too, with the system call that
- * failed), so only an error raised while a compressed body was still being read is one.
- */
-export function undecompressable(err: unknown, req: Request): string | null {
-  const e = err as { type?: string; errno?: unknown; syscall?: unknown; message?: string }
-  if (e.type !== undefined || typeof e.errno !== 'number' || e.syscall !== undefined) return null
-  const encoding = req.headers['content-encoding']
-  // body-parser marks a body it has read (`_body`): an error after that is the route's.
-  if (encoding === undefined || (req as { _body?: boolean })._body === true) return null
-  return `The request body could not be decompressed (Content-Encoding: ${encoding}): ${e.message}; send it whole, or uncompressed.`
-}
-
-/** The contract's errors for what express.json rejects. */
+/** The contract's errors for what express.json rejects (../http/body-errors.ts). */
 export const jsonBodyErrors: ErrorRequestHandler = (err, req, res, next) => {
-  const e = err as { type?: string; message?: string }
-  const torn = undecompressable(err, req)
-  if (e.type === 'entity.too.large') {
-    res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`))
-  } else if (e.type === EMPTY_BODY) {
-    res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.'))
-  } else if (e.type === 'entity.parse.failed') {
-    res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`))
-  } else if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {
-    res.status(415).json(errorBody('unsupported_media_type', 'Send the body as UTF-8 JSON without a content encoding.'))
-  } else if (torn !== null) {
-    res.status(400).json(errorBody('invalid_request', torn))
-  } else {
-    next(err)
-  }
+  const problem = bodyProblem(err, req, `The request body is larger than ${MAX_BODY_BYTES / 1024} KiB.`)
+  if (problem === null) next(err)
+  else res.status(STATUS_OF[problem.type]).json(errorBody(problem.type, problem.message))
 }

@@ -1,5 +1,6 @@
 import type { ErrorRequestHandler, Express } from 'express'
-import { errorBody } from '../http/errors'
+import { bodyProblem, undecodablePath } from '../http/body-errors'
+import { errorBody, STATUS_OF } from '../http/errors'
 import type { Logger } from '../log'
 import type { ExpressModule } from './express-module'
 
@@ -17,19 +18,17 @@ export function finishApiApp(app: Express, log: Logger): void {
   app.use((req, res) => {
     res.status(404).json(errorBody('not_found', `No route ${req.method} ${req.path}.`))
   })
-  const onError: ErrorRequestHandler = (err, _req, res, _next) => {
+  const onError: ErrorRequestHandler = (err, req, res, _next) => {
     const e = err as { type?: string; status?: number; statusCode?: number; message?: string }
     const status = e.status ?? e.statusCode ?? 500
     if (res.headersSent) {
       res.destroy()
       return
     }
-    if (e.type === 'entity.too.large') {
-      res.status(413).json(errorBody('payload_too_large', 'The request body is too large.'))
-    } else if (e.type === 'entity.parse.failed') {
-      res.status(400).json(errorBody('invalid_request', 'The request body is not valid JSON.'))
-    } else if (e.type === 'charset.unsupported' || e.type === 'encoding.unsupported') {
-      res.status(415).json(errorBody('unsupported_media_type', 'The request body has an unsupported encoding.'))
+    const path = undecodablePath(err, req)
+    const problem = path !== null ? { type: 'invalid_request' as const, message: path } : bodyProblem(err, req, 'The request body is too large.', false)
+    if (problem !== null) {
+      res.status(STATUS_OF[problem.type]).json(errorBody(problem.type, problem.message))
     } else if (status >= 400 && status < 500) {
       res.status(400).json(errorBody('invalid_request', e.message ?? 'Bad request.'))
     } else {

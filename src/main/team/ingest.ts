@@ -1,8 +1,9 @@
 import type { ErrorRequestHandler, Request, Response } from 'express'
 import { INGEST_MAX_CALLS, type IngestResult } from '../../shared/api'
 import { RollupWriter } from '../dashboard/rollup/writer'
-import { errorBody } from '../http/errors'
-import { declaredJson, EMPTY_BODY, notEmpty, undecompressable } from '../admin/json-body'
+import { bodyProblem } from '../http/body-errors'
+import { errorBody, STATUS_OF } from '../http/errors'
+import { declaredJson, notEmpty } from '../admin/json-body'
 import type { PgLedger } from '../ledger/pg/pg-ledger'
 import { bearerToken } from '../security/secrets'
 import { slowDownFailures } from '../security/throttle'
@@ -109,18 +110,9 @@ export function ingestRoutes(ctx: ServerContext): void {
       }
     })
     router.use(((err, req, res, next) => {
-      const e = err as { type?: string; message?: string }
-      const torn = undecompressable(err, req)
-      if (e.type === 'entity.too.large') {
-        res.status(413).json(errorBody('payload_too_large', `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`))
-      } else if (e.type === EMPTY_BODY) {
-        res.status(400).json(errorBody('invalid_request', 'The request body is empty; send a JSON object.', { param: 'calls' }))
-      } else if (e.type === 'entity.parse.failed') {
-        res.status(400).json(errorBody('invalid_request', `The request body is not valid JSON (${e.message}).`, { param: 'calls' }))
-      } else if (torn !== null) {
-        // zlib's own error, which body-parser passes on as it is ("unexpected end of file").
-        res.status(400).json(errorBody('invalid_request', torn, { param: 'calls' }))
-      } else next(err)
+      const problem = bodyProblem(err, req, `The request body is larger than ${INGEST_MAX_BODY}; send fewer calls per request.`)
+      if (problem === null) next(err)
+      else res.status(STATUS_OF[problem.type]).json(errorBody(problem.type, problem.message, { param: 'calls' }))
     }) as ErrorRequestHandler)
     app.use('/api/ingest', router)
   })
