@@ -2,7 +2,7 @@ import { isGroup } from '../dashboard/groups'
 import { bytewise, countIf, total } from '../dashboard/sql'
 import type { SqlReader } from '../storage/sql'
 import { REPORT_TIERS, type ReportDim, type ReportTier, reportDim } from '../dashboard/rollup/report'
-import { localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
+import { localParts, startOfDay, startOfMonth, startOfNextDay, startOfNextMonth, utcTime } from '../time/zone'
 import { type Totals, type TotalsPart, sumTotals } from './totals'
 import type { ReportKind, ReportRow } from './types'
 
@@ -21,6 +21,8 @@ export interface Window {
 export type Acc = ReportRow & { byModel: Map<string, number> }
 
 const pad = (n: number) => String(n).padStart(2, '0')
+/** A year as ISO writes it: four digits (`0050`), so period keys sort and read as dates. */
+const year = (y: number) => (y < 0 ? '-' + String(-y).padStart(6, '0') : String(y).padStart(4, '0'))
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
@@ -29,11 +31,11 @@ const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
 /** The period key of a local time: day, ISO week (its Monday) or month. */
 function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string): string {
   const p = localParts(ts, tz)
-  if (kind === 'monthly') return `${p.year}-${pad(p.month)}`
-  if (kind === 'daily') return `${p.year}-${pad(p.month)}-${pad(p.day)}`
-  const d = new Date(Date.UTC(p.year, p.month - 1, p.day))
+  if (kind === 'monthly') return `${year(p.year)}-${pad(p.month)}`
+  if (kind === 'daily') return `${year(p.year)}-${pad(p.month)}-${pad(p.day)}`
+  const d = new Date(utcTime(p.year, p.month - 1, p.day))
   d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7))
-  return `${d.getUTCFullYear()}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
+  return `${year(d.getUTCFullYear())}-${pad(d.getUTCMonth() + 1)}-${pad(d.getUTCDate())}`
 }
 
 const SUMS = `count(*) AS requests, sum(input_tokens) AS input_tokens, sum(output_tokens) AS output_tokens,

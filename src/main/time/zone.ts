@@ -24,6 +24,8 @@ function formatter(tz: string): Intl.DateTimeFormat {
       hour: 'numeric',
       minute: 'numeric',
       second: 'numeric',
+      // The year 0 and before are "1 BC" …: read with their era (localParts), not as 1 ….
+      era: 'short',
     })
     formatters.set(tz, f)
   }
@@ -45,11 +47,13 @@ export function localParts(ts: number, tz: string): LocalParts {
     return { year: d.getUTCFullYear(), month: d.getUTCMonth() + 1, day: d.getUTCDate(), hour: d.getUTCHours(), minute: d.getUTCMinutes(), second: d.getUTCSeconds() }
   }
   const out: Record<string, number> = {}
+  let bc = false
   for (const p of formatter(tz).formatToParts(ts)) {
-    if (p.type !== 'literal') out[p.type] = Number(p.value)
+    if (p.type === 'era') bc = p.value === 'BC'
+    else if (p.type !== 'literal') out[p.type] = Number(p.value)
   }
   return {
-    year: out.year,
+    year: bc ? 1 - out.year : out.year,
     month: out.month,
     day: out.day,
     hour: out.hour,
@@ -58,10 +62,28 @@ export function localParts(ts: number, tz: string): LocalParts {
   }
 }
 
+/**
+ * Date.UTC for any year: Date.UTC reads a year from 0 to 99 as 1900 to 1999 (`since=0050-03-01`
+ * was answered as 1950), so those years are set with setUTCFullYear, which takes them as they are.
+ * The month (0-11) and day may overflow, as with Date.UTC.
+ */
+export function utcTime(year: number, month0: number, day: number, hour = 0, minute = 0, second = 0): number {
+  if (!(year >= 0 && year < 100)) return Date.UTC(year, month0, day, hour, minute, second)
+  const d = new Date(0)
+  d.setUTCFullYear(year, month0, day)
+  d.setUTCHours(hour, minute, second, 0)
+  return d.getTime()
+}
+
+/** The day of the week (0 = Sunday) of a calendar day (month 1-12). */
+export function dayOfWeek(year: number, month: number, day: number): number {
+  return new Date(utcTime(year, month - 1, day)).getUTCDay()
+}
+
 /** Offset of the zone from UTC at instant `ts`, in ms (positive east of Greenwich). */
 export function offsetMs(ts: number, tz: string): number {
   const p = localParts(ts, tz)
-  const asUtc = Date.UTC(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
+  const asUtc = utcTime(p.year, p.month - 1, p.day, p.hour, p.minute, p.second)
   return asUtc - Math.floor(ts / 1000) * 1000
 }
 
@@ -74,7 +96,7 @@ const DAY_MS = 86_400_000
  * Cuba, Brazil and Paraguay have) the day begins at the change, e.g. at 01:00.
  */
 export function localMidnight(year: number, month: number, day: number, tz: string): number {
-  return wallInstant(Date.UTC(year, month - 1, day), tz)
+  return wallInstant(utcTime(year, month - 1, day), tz)
 }
 
 /**
@@ -130,13 +152,13 @@ export function startOfNextMonth(ts: number, tz: string): number {
 /** The local midnight that begins the week of `ts`; `weekStart` is the first day, 0 = Sunday … 6 = Saturday. */
 export function startOfWeek(ts: number, tz: string, weekStart: number): number {
   const p = localParts(ts, tz)
-  const dow = new Date(Date.UTC(p.year, p.month - 1, p.day)).getUTCDay()
+  const dow = dayOfWeek(p.year, p.month, p.day)
   return localMidnight(p.year, p.month, p.day - ((dow - weekStart + 7) % 7), tz)
 }
 
 export function startOfNextWeek(ts: number, tz: string, weekStart: number): number {
   const p = localParts(ts, tz)
-  const dow = new Date(Date.UTC(p.year, p.month - 1, p.day)).getUTCDay()
+  const dow = dayOfWeek(p.year, p.month, p.day)
   return localMidnight(p.year, p.month, p.day - ((dow - weekStart + 7) % 7) + 7, tz)
 }
 
