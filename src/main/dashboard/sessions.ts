@@ -13,12 +13,14 @@ export const WITH_REQUESTS = ' AND requests > 0'
 
 /**
  * Named sessions with a call in the last 24 h, most recent first, at most `limit` of them (and how many in all). `requests`, `cost_usd` and
- * `started_at` cover the whole session, also the part before the 24 h.
+ * `started_at` cover the whole session, also the part before the 24 h. A session whose last call is
+ * stamped after now (a team member's clock running fast, an imported log) is listed, active: it was
+ * left out, calls from before included, until its last call's time came.
  */
 export async function sessions(d: DashDeps, tenant: string | null, now: number, limit = LIST_LIMIT_DEFAULT): Promise<Sessions> {
-  const args = { since: now - DAY, now, tenant, limit }
+  const args = { since: now - DAY, tenant, limit }
   const { n } = (await d.q.get<{ n: number }>(
-    `SELECT count(*) AS n FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}`,
+    `SELECT count(*) AS n FROM dash_session WHERE last_ts > @since${andTenant(tenant)}${WITH_REQUESTS}`,
     args,
   ))!
   const rows = await d.q.all<{
@@ -31,7 +33,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
     cost_usd: number
   }>(
     `SELECT session, agent, tenant, first_ts, last_ts, requests, cost_usd FROM dash_session
-      WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}
+      WHERE last_ts > @since${andTenant(tenant)}${WITH_REQUESTS}
       ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
     args,
   )

@@ -1,21 +1,25 @@
 import type { Summary } from '../../shared/api'
-import { startOfDay, startOfMonth } from '../time/zone'
+import { startOfDay, startOfMonth, startOfNextDay, startOfNextMonth } from '../time/zone'
 import { ACTIVE_MS, type DashDeps } from './deps'
 import { WITH_REQUESTS } from './sessions'
 import { andTenant } from './sql'
 import { windowTotals } from './totals'
 
-/** Today's and this month's spend (periods begin in the configured zone), and today's rates. */
+/**
+ * Today's and this month's spend (periods begin in the configured zone), and today's rates. A call
+ * counts in the day and month its stamp falls in, as in `report` and the budgets: one stamped later
+ * today (a team member's clock running fast, an imported log) is today's, not left out until then.
+ */
 export async function summary(d: DashDeps, tenant: string | null, now: number): Promise<Summary> {
-  const end = now + 1
-  const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end }, tenant)
-  const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end }, tenant)
+  const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end: startOfNextDay(now, d.tz) }, tenant)
+  const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end: startOfNextMonth(now, d.tz) }, tenant)
   // A session is its id: the rollup keeps a row per (tenant, agent, session), so one session that
   // two agents (or tenants) carried is counted once. The last-call indexes find the active rows.
   // A row at 0 requests is none: its only calls were imported ones the proxy's record superseded.
+  // A last call stamped after now is active too, as the sessions list says (./sessions.ts).
   const { active } = (await d.q.get<{ active: number }>(
-    `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since AND last_ts <= @now${andTenant(tenant)}${WITH_REQUESTS}`,
-    { since: now - ACTIVE_MS, now, tenant },
+    `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since${andTenant(tenant)}${WITH_REQUESTS}`,
+    { since: now - ACTIVE_MS, tenant },
   ))!
   return {
     today_spend_usd: today.cost_usd,

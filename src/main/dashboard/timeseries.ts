@@ -12,7 +12,10 @@ interface Part {
   output_tokens: number
 }
 
-/** Contiguous zero-filled buckets, oldest first; the first one counts only calls inside the window. */
+/**
+ * Contiguous zero-filled buckets, oldest first; the first one counts only calls inside the window,
+ * the newest one (now's) also the calls stamped after now (./window.ts AFTER_ALL).
+ */
 export async function timeseries(d: DashDeps, range: Range, tenant: string | null, now: number): Promise<Timeseries> {
   const size = BUCKET_SECONDS[range] * 1000
   const w = rangeWindow(range, now)
@@ -24,8 +27,7 @@ export async function timeseries(d: DashDeps, range: Range, tenant: string | nul
   }
   const addParts = (parts: Part[]) => {
     for (const p of parts) {
-      const i = Math.floor((p.t - first) / size)
-      const pt = points[i]
+      const pt = points[Math.min(Math.floor((p.t - first) / size), points.length - 1)]
       if (!pt) continue
       pt.cost_usd += p.cost_usd
       pt.requests += p.requests

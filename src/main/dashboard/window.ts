@@ -25,9 +25,17 @@ export interface Window {
   end: number
 }
 
-/** The window of a range: from `range` before `now` up to and including `now`. */
+/**
+ * The end of a range's window: after every call stored. A call stamped ahead of this machine's
+ * clock (a team member's clock running fast, an imported log written on such a machine) has been
+ * made by now, so it counts in every range ending now (the timeseries' newest bucket): it was left
+ * out of them until its time came, while `report`, the summary and the budgets counted it.
+ */
+export const AFTER_ALL = Number.MAX_SAFE_INTEGER
+
+/** The window of a range: from `range` before `now` on, calls stamped after `now` included. */
 export function rangeWindow(range: Range, now: number): Window {
-  return { start: now - RANGE_MS[range], end: now + 1 }
+  return { start: now - RANGE_MS[range], end: AFTER_ALL }
 }
 
 /**
