@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
-import { makeCall } from '../dashboard/seed'
-import { request } from '../support/http'
+import type { IngestCall } from '../../src/shared/api'
+import { keyHash, makeCall } from '../dashboard/seed'
+import { postJson, request } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 
 /**
@@ -67,5 +68,43 @@ describe('calls stamped ahead of the server\'s clock', () => {
 
   it('count in every view on SQLite', async () => {
     await check((timezone) => h.server({ url: null, config: { timezone } }))
+  })
+})
+
+/**
+ * A team member's calls stamped ahead: `/api/dashboard/budgets`' `overall` ("all spend, as the
+ * summary counts it") summed the members' spend of today and this month up to now, so it left them
+ * out while the summary counted them.
+ */
+const ALICE = 'team-token-alice-stamped-ahead-7f'
+
+function ingestCall(id: number, ts: number, cost: number): IngestCall {
+  return {
+    id, t: new Date(ts).toISOString(), provider: 'openai', model: 'gpt-5', api_key_hash: keyHash('sk-ahead-member-0001'), tenant: '', agent: 'codex',
+    session: 's-member', status: 200, streamed: false, input_tokens: 10, output_tokens: 2, cache_read_tokens: 0, cache_write_tokens: 0,
+    reasoning_tokens: 0, cost_usd: cost, priced: true, estimated: false, latency_ms: 5, response_id: `resp_${id}`, source: 'proxy', billing: 'api', project: '', member: '',
+  }
+}
+
+async function checkOverall(start: (tz: string) => Promise<Srv>): Promise<void> {
+  const now = Date.now()
+  const t = await start(sameDayZone(now))
+  const res = await postJson(`${t.url}/api/ingest`, { calls: [ingestCall(1, now - MIN, 1), ingestCall(2, now + AHEAD, 2)] }, { authorization: `Bearer ${ALICE}` })
+  expect(res.json()).toMatchObject({ accepted: 2, rejected: [] })
+  const summary = (await request(`${t.url}/api/dashboard/summary`)).json()
+  expect(summary).toMatchObject({ today_spend_usd: 3, month_spend_usd: 3 })
+  const overall = (await request(`${t.url}/api/dashboard/budgets`)).json().overall as { period: string; spent_usd: number }[]
+  expect(overall.map((o) => [o.period, o.spent_usd])).toEqual([['daily', 3], ['monthly', 3]])
+}
+
+describe('a team member\'s calls stamped ahead of the server\'s clock', () => {
+  const team = { members: [{ name: 'alice', token: ALICE }] }
+
+  it('count in the budgets\' overall spend as in the summary on PostgreSQL', async () => {
+    await checkOverall((timezone) => h.server({ config: { timezone, team } }))
+  })
+
+  it('count in the budgets\' overall spend as in the summary on SQLite', async () => {
+    await checkOverall((timezone) => h.server({ url: null, config: { timezone, team } }))
   })
 })

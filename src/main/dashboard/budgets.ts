@@ -155,6 +155,8 @@ export async function ingestedSpend(q: SqlReader, spend: SpendTracker, now: numb
     }
     return usd
   }
-  const end = now + 1
-  return { day: await money({ start: spend.clock.dayOf(now).start, end }), month: await money({ start: spend.clock.monthOf(now).start, end }) }
+  // The whole day and month, as the summary counts them: a member's call stamped later today (its clock running fast) is today's.
+  const day = spend.clock.dayOf(now)
+  const month = spend.clock.monthOf(now)
+  return { day: await money({ start: day.start, end: day.end }), month: await money({ start: month.start, end: month.end }) }
 }
