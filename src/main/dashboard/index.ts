@@ -10,7 +10,7 @@ import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
 import { OPEN_END } from './export-query'
-import { formatParam, given, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, whenParam } from './params'
+import { formatParam, given, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, windowParams } from './params'
 import { buildReport } from '../report/report'
 import { applyRollups } from './rollup/apply'
 import { reportZone } from './rollup/report'
@@ -121,10 +121,11 @@ export const dashboard: Feature = (ctx) => {
   const rollupZone = ctx.ledger.kind === 'sqlite' ? reportZone(ctx.db) : null
   route('report', (req) => {
     const kind = reportKindParam(req)
+    const { since, until } = windowParams(req, d.tz)
     return buildReport(ctx.store, {
       kind,
-      since: whenParam(req, 'since', d.tz),
-      until: whenParam(req, 'until', d.tz),
+      since,
+      until,
       tenant: tenantParam(req),
       timezone: d.tz,
       limit: reportLimitParam(req, kind),
@@ -134,8 +135,7 @@ export const dashboard: Feature = (ctx) => {
     const format = formatParam(req)
     const range = rangeParam(req, '30d')
     const tenant = tenantParam(req)
-    const since = whenParam(req, 'since', d.tz)
-    const until = whenParam(req, 'until', d.tz)
+    const { since, until } = windowParams(req, d.tz)
     // No `until`: every call from `since` on, those stamped after this clock's now too (as `burnrate export --local`).
     const span = since !== null || until !== null
       ? { start: since ?? 0, end: until ?? OPEN_END, name: exportName(given(req, 'since'), given(req, 'until')) }

@@ -107,3 +107,21 @@ export function given(req: Request, name: string): string | null {
   const v = one(req, name)
   return v === undefined || v === '' ? null : v
 }
+
+/**
+ * `since` and `until` of a report or export: each read by `whenParam`, and `until` after `since`.
+ * A window ending where or before it begins (the two swapped) is a 400 naming `until`: it was
+ * answered with no rows, "no spend" for a window that had some.
+ */
+export function windowParams(req: Request, tz: string): { since: number | null; until: number | null } {
+  const since = whenParam(req, 'since', tz)
+  const until = whenParam(req, 'until', tz)
+  if (since !== null && until !== null && until <= since) {
+    const iso = (t: number) => new Date(t).toISOString()
+    throw new ParamError(
+      'until',
+      `The parameter until (${one(req, 'until')}, up to ${iso(until)}) must be after since (${one(req, 'since')}, from ${iso(since)}).`,
+    )
+  }
+  return { since, until }
+}
