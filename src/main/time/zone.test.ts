@@ -32,6 +32,22 @@ describe('time zones', () => {
     expect(new Date(b.start).toISOString()).toBe('2026-11-22T00:00:00.000Z')
   })
 
+  it('places days of the years 0 to 99 in those years, in any zone', () => {
+    // Date.UTC reads a year 0 to 99 as 1900 to 1999; Intl names the year 0 "1 BC".
+    for (const tz of ['UTC', 'Europe/Berlin', 'America/New_York']) {
+      for (const iso of ['0000-06-01T12:00:00Z', '0001-01-01T12:00:00Z', '0050-03-10T12:00:00Z', '0099-12-31T12:00:00Z']) {
+        const ts = Date.parse(iso)
+        expect(localParts(ts, tz), `${tz} ${iso}`).toMatchObject({ year: Number(iso.slice(0, 4)), month: Number(iso.slice(5, 7)), day: Number(iso.slice(8, 10)) })
+        const start = startOfDay(ts, tz)
+        expect(ts - start, `${tz} ${iso}`).toBeGreaterThan(0)
+        expect(ts - start, `${tz} ${iso}`).toBeLessThan(86_400_000)
+        expect(localParts(start, tz), `${tz} ${iso}`).toMatchObject({ year: Number(iso.slice(0, 4)), hour: 0, minute: 0, second: 0 })
+      }
+    }
+    // 10 March 50 was a Thursday: its week (from Monday) began on the 7th.
+    expect(new Date(startOfWeek(Date.parse('0050-03-10T12:00:00Z'), 'UTC', 1)).toISOString()).toBe('0050-03-07T00:00:00.000Z')
+  })
+
   it('validates zone names', () => {
     expect(isValidTimeZone('Europe/Berlin')).toBe(true)
     expect(isValidTimeZone('Mars/Olympus')).toBe(false)

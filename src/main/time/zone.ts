@@ -24,7 +24,7 @@ function formatter(tz: string): Intl.DateTimeFormat {
       hour: 'numeric',
       minute: 'numeric',
       second: 'numeric',
-      // The year 0 and before are "1 BC" …: read with their era (localParts), not as 1 ….
+      // Intl names the year 0 "1 BC" (and -1 "2 BC"): localParts reads the year with its era.
       era: 'short',
     })
     formatters.set(tz, f)
