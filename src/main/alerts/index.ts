@@ -3,7 +3,8 @@ import { budgetsOf } from '../budgets'
 import type { ThresholdEvent } from '../budgets/announcer'
 import { AlertClaims, claimId } from './claims'
 import type { Feature, ServerContext } from '../server/context'
-import { runawayPayload, testPayload, thresholdPayload } from './payload'
+import { AlertOutbox, type Unsent } from './outbox'
+import { type OutboundAlert, runawayPayload, testPayload, thresholdPayload } from './payload'
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 
 export interface Alerts {
@@ -21,7 +22,22 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
-  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => webhooks.send(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
+  // SQLite: alerts a shutdown leaves undelivered are kept for the next start (./outbox.ts), and those the last one kept are sent now.
+  const outbox = claims ? null : new AlertOutbox(ctx.db)
+  const made = new WeakMap<Delivery, Unsent>()
+  const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks) => {
+    const sent = webhooks.send(payload, only)
+    if (outbox) sent.forEach((d, i) => made.set(d, { id: d.id, target: only[i], payload }))
+    return sent
+  }
+  if (outbox && webhooks.webhooks.length > 0) {
+    try {
+      for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
+    } catch (err) {
+      ctx.log.warn(`alerts: could not read the alerts the last shutdown left undelivered: ${(err as Error).message}`)
+    }
+  }
+  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
   const claimOf = new WeakMap<Delivery, string>()
@@ -43,9 +59,16 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // A threshold another instance announced while this one was down (or not listening), found
   // crossed by a read: sent to those of this instance's webhooks no instance has sent it to.
   if (claims && webhooks.webhooks.length > 0) ctx.onClose(engine.onRestored((e) => claimed(claims, e)))
-  ctx.onClose(runaway.onEvent((e) => webhooks.send(runawayPayload(e, `alert_${randomUUID()}`))))
+  ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
     const dropped = await webhooks.close()
+    if (outbox) {
+      try {
+        outbox.keep(dropped.flatMap((d) => made.get(d) ?? []))
+      } catch (err) {
+        ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)
+      }
+    }
     if (!claims) return
     await Promise.allSettled([...claiming])
     await claims.release([...unsent, ...dropped.flatMap((d) => claimOf.get(d) ?? [])])

@@ -199,6 +199,9 @@ export class WebhookSender {
     const dropped = [...this.timers.values()]
     for (const t of this.timers.keys()) clearTimeout(t)
     this.timers.clear()
+    // Not to be tried again: logged failed, not left pending as if a retry were still to come.
+    const at = new Date().toISOString()
+    for (const d of dropped) Object.assign(d, { status: 'failed', last_error: `${d.last_error ?? 'not sent'}; Burnrate shut down before the next attempt`, updated_at: at })
     if (this.running.size === 0) return dropped
     const underWay = [...this.running.values()]
     const timer = setTimeout(() => this.cut.abort(new Error('Burnrate shut down before the webhook answered')), CLOSE_WAIT_MS)

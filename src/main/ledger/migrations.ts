@@ -356,6 +356,14 @@ export const MIGRATIONS: Migration[] = [
     description: 'an imported call the proxy\'s record of the same answer superseded names that record (superseded_by): kept at $0, no request',
     up: (db) => addSupersededBy(db),
   },
+  {
+    version: 29,
+    description: 'webhook alerts not delivered by a shutdown (a retry still waiting): sent by the next start',
+    up: (db) => {
+      // `target`: the webhook's address and format hashed (a webhook's path is a secret); `body`: the alert as sent.
+      db.exec('CREATE TABLE IF NOT EXISTS alert_outbox (id TEXT PRIMARY KEY, target TEXT NOT NULL, body TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID')
+    },
+  },
 ]
 
 /**

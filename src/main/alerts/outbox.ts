@@ -1,0 +1,63 @@
+import { createHash } from 'node:crypto'
+import type Database from 'better-sqlite3'
+import type { OutboundAlert } from './payload'
+import type { WebhookTarget } from './webhooks'
+
+/** How long an alert other than a calendar period's threshold is kept for the next start (a runaway agent's). */
+const KEEP_OTHER_MS = 3600_000
+
+/** One alert not delivered to one webhook by a shutdown, to send at the next start. */
+export interface Unsent {
+  id: string
+  target: WebhookTarget
+  payload: OutboundAlert
+}
+
+/** A webhook as it is kept: its address and format hashed (Slack's paths are secrets). */
+const targetId = (t: WebhookTarget) => createHash('sha256').update(`${t.format} ${t.url}`).digest('hex')
+
+/** Until when an alert is worth sending: a threshold's until its window resets, another for an hour. */
+function untilOf(payload: OutboundAlert, now: number): number {
+  const resets = 'window' in payload && payload.window.resets_at ? Date.parse(payload.window.resets_at) : NaN
+  return Number.isFinite(resets) ? resets : now + KEEP_OTHER_MS
+}
+
+/**
+ * SQLite (one instance): webhook alerts a shutdown left undelivered (a retry still waiting, an
+ * attempt under way the webhook then refused), kept in `alert_outbox` (ledger migration 29) and
+ * sent by the next start to the same webhook, if it is still configured and the alert's window has
+ * not reset. Without it they were lost: the threshold was kept as announced, so the next start
+ * never sent it. (PostgreSQL lets such an alert's claim go instead: ./claims.ts.)
+ */
+export class AlertOutbox {
+  constructor(private readonly db: Database.Database) {}
+
+  keep(unsent: readonly Unsent[], now = Date.now()): void {
+    if (unsent.length === 0) return
+    const insert = this.db.prepare('INSERT OR REPLACE INTO alert_outbox (id, target, body, until) VALUES (@id, @target, @body, @until)')
+    this.db.transaction(() => {
+      for (const u of unsent) insert.run({ id: u.id, target: targetId(u.target), body: JSON.stringify(u.payload), until: untilOf(u.payload, now) })
+    })()
+  }
+
+  /** The alerts kept for the webhooks of `targets`, taken out of the outbox (those of other webhooks, or too old, go too). */
+  take(targets: readonly WebhookTarget[], now = Date.now()): { target: WebhookTarget; payload: OutboundAlert }[] {
+    const byId = new Map(targets.map((t) => [targetId(t), t]))
+    return this.db.transaction(() => {
+      const rows = this.db.prepare('SELECT target, body, until FROM alert_outbox').all() as { target: string; body: string; until: number }[]
+      this.db.prepare('DELETE FROM alert_outbox').run()
+      const out: { target: WebhookTarget; payload: OutboundAlert }[] = []
+      for (const r of rows) {
+        const target = byId.get(r.target)
+        if (!target || !(r.until > now)) continue
+        try {
+          out.push({ target, payload: JSON.parse(r.body) as OutboundAlert })
+        } catch {
+          // not what this wrote: dropped
+        }
+      }
+      // In the order they were made.
+      return out.sort((a, b) => a.payload.created_at.localeCompare(b.payload.created_at))
+    })()
+  }
+}
