@@ -13,6 +13,7 @@ import { RuleIndex, type Rule } from './rules'
 import { BACKGROUND_HOLD_MS, BackgroundHolds, type HoldInfo } from './background-holds'
 import { type Decision, NOTHING, type PendingBackground, type Warning, warningsOf } from './decision'
 import { type Scope, ruleIdentity, scopeMatches } from './scope'
+import type { AdmissionNotice } from './feed/admission-told'
 import { SharedCounts } from './shared-counts'
 import { MemoryBudgetState } from './state/memory'
 import type { BudgetState, ReserveOutcome } from './state/types'
@@ -50,7 +51,7 @@ export class BudgetEngine implements BudgetMeters {
    * PostgreSQL: told of each call admitted under a rule with a per-minute request limit, as it is
    * admitted, so that the other instances count it then (./feed/admissions.ts); null on SQLite.
    */
-  onAdmitted: ((hash: string, scope: Scope, known: readonly string[]) => void) | null = null
+  onAdmitted: ((hash: string, scope: Scope, known: readonly string[]) => AdmissionNotice) | null = null
   /**
    * PostgreSQL: told of each call this instance counts with `observe` (recorded by its ledger, or
    * stored another way: a batch's requests, an import), so a read of the meters under way that
@@ -193,7 +194,7 @@ export class BudgetEngine implements BudgetMeters {
     m.addRequest(now)
     const announced = rule.requests_per_minute !== null && this.onAdmitted !== null
     if (announced) {
-      this.onAdmitted!(s.hash, scope, this.keys.patterns(s))
+      ctx.admission = this.onAdmitted!(s.hash, scope, this.keys.patterns(s))
       ctx.rateAnnounced = true
     }
     return () => {

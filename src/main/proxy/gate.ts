@@ -1,3 +1,4 @@
+import type { AdmissionNotice } from '../budgets/feed/admission-told'
 import type { CallBilling } from '../../shared/api'
 import type { CallShape, Provider } from '../providers/types'
 import type { PendingBackground } from '../budgets/decision'
@@ -38,6 +39,8 @@ export interface CallContext {
   billing?: CallBilling
   /** Set by the budget engine (PostgreSQL): its admission was told to the other instances (`CallRecord.rate_announced`). */
   rateAnnounced?: boolean
+  /** Whether that admission's notification was sent, or lost (then its storing counts it on the others). */
+  admission?: AdmissionNotice
 }
 
 export interface Refusal {

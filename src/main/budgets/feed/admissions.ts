@@ -1,5 +1,6 @@
 import type { SqlStore } from '../../storage/sql'
 import type { Scope } from '../scope'
+import type { AdmissionNotice } from './admission-told'
 import { type AdmissionRow, notifyNow, notifyPayloads } from './publish'
 
 /**
@@ -10,8 +11,9 @@ import { type AdmissionRow, notifyNow, notifyPayloads } from './publish'
  * one statement, outside any transaction, never awaited by the call. The listeners
  * add them to the rule's last-minute count (SharedCounts.observeAdmissions); the call carries
  * `rate_announced`, so that the notification of its storing does not count it again. A
- * notification that cannot be sent (PostgreSQL away) is lost: those calls then count on the
- * other instances from their storing only, as before.
+ * notification that cannot be sent (PostgreSQL away, a row too long) is lost: those calls then
+ * count on the other instances from their storing (their `AdmissionNotice` is marked lost; builds
+ * before this one counted them nowhere).
  */
 /** Admissions gathered into one statement: at hundreds of calls a second, one statement per few ms, not per call. */
 const GATHER_MS = 2
@@ -23,7 +25,7 @@ function groupOf(hash: string, scope: Scope): string {
 }
 
 export class AdmissionAnnouncer {
-  private queued = new Map<string, AdmissionRow>()
+  private queued = new Map<string, { row: AdmissionRow; told: AdmissionNotice }>()
   private scheduled = false
   private closed = false
 
@@ -32,17 +34,22 @@ export class AdmissionAnnouncer {
     private readonly feedId: string,
   ) {}
 
-  /** One call admitted now for key `hash` under `scope` (the engine's `onAdmitted`). */
-  add = (hash: string, scope: Scope, known: readonly string[]): void => {
-    if (this.closed) return
+  /** One call admitted now for key `hash` under `scope` (the engine's `onAdmitted`); what tells whether the others were told of it. */
+  add = (hash: string, scope: Scope, known: readonly string[]): AdmissionNotice => {
+    if (this.closed) return { lost: true }
     const group = groupOf(hash, scope)
-    const row = this.queued.get(group)
-    if (row) row[5]++
-    else this.queued.set(group, [hash, scope.provider, scope.model, scope.agent, scope.tenant, 1, [...known]])
+    const queued = this.queued.get(group)
+    if (queued) {
+      queued.row[5]++
+      return queued.told
+    }
+    const told = { lost: false }
+    this.queued.set(group, { row: [hash, scope.provider, scope.model, scope.agent, scope.tenant, 1, [...known]], told })
     if (!this.scheduled) {
       this.scheduled = true
       setTimeout(this.flush, GATHER_MS).unref()
     }
+    return told
   }
 
   /**
@@ -51,25 +58,39 @@ export class AdmissionAnnouncer {
    */
   withdraw = (hash: string, scope: Scope): void => {
     const group = groupOf(hash, scope)
-    const row = this.queued.get(group)
-    if (row && --row[5] <= 0) this.queued.delete(group)
+    const queued = this.queued.get(group)
+    if (queued && --queued.row[5] <= 0) this.queued.delete(group)
   }
 
   private flush = (): void => {
     this.scheduled = false
-    const rows = [...this.queued.values()]
+    const queued = [...this.queued.values()]
     this.queued.clear()
-    if (rows.length === 0 || this.closed) return
+    if (queued.length === 0) return
+    if (this.closed) return lose(queued)
     const payloads: string[] = []
-    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) {
+    const sent: typeof queued = []
+    for (let i = 0; i < queued.length; i += ROWS_PER_STATEMENT) {
+      const chunk = queued.slice(i, i + ROWS_PER_STATEMENT)
+      const p = notifyPayloads(this.feedId, chunk.map((q) => q.row), 'a')
       // A row too long for a notification (a model name of kilobytes): its storing counts it.
-      payloads.push(...(notifyPayloads(this.feedId, rows.slice(i, i + ROWS_PER_STATEMENT), 'a') ?? []))
+      if (!p) lose(chunk)
+      else {
+        payloads.push(...p)
+        sent.push(...chunk)
+      }
     }
-    if (payloads.length > 0) notifyNow(this.store, payloads).catch(() => {})
+    if (payloads.length > 0) notifyNow(this.store, payloads).catch(() => lose(sent))
   }
 
   close(): void {
     this.closed = true
+    lose([...this.queued.values()])
     this.queued.clear()
   }
+}
+
+/** Admissions the other instances were not told of: their calls' storing counts them there. */
+function lose(queued: readonly { told: AdmissionNotice }[]): void {
+  for (const q of queued) q.told.lost = true
 }

@@ -5,6 +5,7 @@ import { FREE_ENDPOINTS } from '../../providers/free-endpoints'
 import type { SqlStore } from '../../storage/sql'
 import { LOOP_REASON, RATE_REASON, REFUSAL_REASON } from '../gate'
 import type { CostAdjustment } from '../types'
+import { admissionTold } from './admission-told'
 
 /**
  * PG mode: every instance's in-process meters (warnings, per-minute limits, alerts, the budget
@@ -91,7 +92,7 @@ export function feedRowsOf(calls: readonly CallRecord[], known?: (hash: string) 
     r[11] = Math.max(r[11], c.ts)
     r[12]++
     // A call whose admission was told as it happened (./admissions.ts) is in the others' per-minute counts already.
-    if (!(c.error && REFUSALS.has(c.error)) && !FREE.has(c.endpoint) && !c.rate_announced && c.source !== 'import' && !batch) r[13]++
+    if (!(c.error && REFUSALS.has(c.error)) && !FREE.has(c.endpoint) && !admissionTold(c) && c.source !== 'import' && !batch) r[13]++
   }
   return [...byGroup.values()]
 }

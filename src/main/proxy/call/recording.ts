@@ -5,6 +5,7 @@ import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { addBilledSoFar, emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { PendingBackground } from '../../budgets/decision'
+import { markAnnounced } from '../../budgets/feed/admission-told'
 import type { BackgroundDone } from '../../pricing/background'
 import type { MeterReading } from '../../plans/types'
 import type { BatchResult } from '../../providers/types'
@@ -215,7 +216,7 @@ export function createRecorder(opts: RecorderOptions, recorded: () => void): (s:
         }
         // Shared budget state: the spend rows that already took this cost (not again on storing it).
         if (typeof settled === 'string') call.budget_settled = settled
-        if (s.ctx.rateAnnounced) call.rate_announced = true
+        if (s.ctx.rateAnnounced) markAnnounced(call, s.ctx.admission)
         if (bodyOnly) call.prompt_of_body = true
         if (s.refusedRule) call.refused_rule = s.refusedRule
         opts.ledger.record(call)
