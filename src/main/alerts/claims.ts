@@ -31,7 +31,9 @@ export class AlertClaims {
   async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<boolean> {
     try {
       await ensurePostgresSchema(this.store)
-      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm: e.state.period === 'window' })).length > 0
+      // A rolling window's crossing read back (a start, a read of the meters) is claimed only if no
+      // instance has sent it to this webhook: re-armed, it would be sent again at every restart.
+      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm: e.state.period === 'window' && !e.restored })).length > 0
       this.cleanup()
       return won
     } catch {

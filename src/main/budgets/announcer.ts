@@ -15,6 +15,8 @@ export interface ThresholdEvent {
   state: PeriodState
   /** The threshold crossed, a fraction of the limit. */
   pct: number
+  /** Told `onRestored`: found crossed by a read, as an instance kept it announced (not a crossing seen here). */
+  restored?: boolean
 }
 
 /** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
@@ -165,7 +167,9 @@ export class BudgetAnnouncer {
         const until = p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt
         this.crossed.set(id, until)
         if (silent) {
-          if (until !== Infinity && this.restoredListeners.size > 0 && this.announced.has(announcedId(id))) this.tell(this.restoredListeners, { rule, key: s, state: p, pct })
+          // A rolling window's too: the instance with the team's webhook, started again after
+          // another with none announced it, took it as announced and its webhook never got it.
+          if (this.restoredListeners.size > 0 && this.announced.has(announcedId(id))) this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true })
           continue
         }
         // A calendar period's threshold is announced once in it, restarts included (a rolling
@@ -174,9 +178,12 @@ export class BudgetAnnouncer {
         // announced before the call that crossed it was stored, and a read of the meters between
         // took it as announced with the spend still under it.
         if (until !== Infinity && !this.firstInPeriod(id, until, now)) {
-          if (this.restoredListeners.size > 0) this.tell(this.restoredListeners, { rule, key: s, state: p, pct })
+          if (this.restoredListeners.size > 0) this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true })
           continue
         }
+        // A rolling window's crossing is kept as announced for a window's length (it re-arms by
+        // its spend, not by this): a read of the meters that finds it crossed tells `onRestored`.
+        if (until === Infinity && p.lengthMs !== undefined) this.keepWindow(id, now + p.lengthMs, now)
         this.tell(this.thresholdListeners, { rule, key: s, state: p, pct })
         // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
         // the soft limit, is already the `blocking`/`warning` alert of `raise`.
@@ -201,6 +208,19 @@ export class BudgetAnnouncer {
       } catch {
         // a listener's failure is its own
       }
+    }
+  }
+
+  /** Keeps a rolling window's crossing (`crossingKey`) as announced until `until` (a read of the meters after it finds it announced). */
+  private keepWindow(key: string, until: number, now: number): void {
+    if (!this.keep) return
+    const id = announcedId(key)
+    if (this.announced.size >= MAX_CROSSED) this.announced.clear()
+    this.announced.set(id, until)
+    try {
+      this.keep(id, until, now)
+    } catch {
+      // kept in memory only
     }
   }
 
