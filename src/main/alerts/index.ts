@@ -22,15 +22,17 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
-  // SQLite: alerts a shutdown leaves undelivered are kept for the next start (./outbox.ts), and those the last one kept are sent now.
-  const outbox = claims ? null : new AlertOutbox(ctx.db)
+  // Alerts a shutdown leaves undelivered are kept for the next start in this instance's own file
+  // (./outbox.ts), and those the last one kept are sent now: on PostgreSQL, those no claim stands
+  // for (a runaway agent's, this instance's own); a threshold's claim is let go instead.
+  const outbox = new AlertOutbox(ctx.db)
   const made = new WeakMap<Delivery, Unsent>()
   const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks) => {
     const sent = webhooks.send(payload, only)
-    if (outbox) sent.forEach((d, i) => made.set(d, { id: d.id, target: only[i], payload }))
+    if (!claims || payload.type !== 'budget.threshold') sent.forEach((d, i) => made.set(d, { id: d.id, target: only[i], payload }))
     return sent
   }
-  if (outbox && webhooks.webhooks.length > 0) {
+  if (webhooks.webhooks.length > 0) {
     try {
       for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
     } catch (err) {
@@ -62,12 +64,10 @@ export function alertsOf(ctx: ServerContext): Alerts {
   ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
     const dropped = await webhooks.close()
-    if (outbox) {
-      try {
-        outbox.keep(dropped.flatMap((d) => made.get(d) ?? []))
-      } catch (err) {
-        ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)
-      }
+    try {
+      outbox.keep(dropped.flatMap((d) => made.get(d) ?? []))
+    } catch (err) {
+      ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)
     }
     if (!claims) return
     await Promise.allSettled([...claiming])

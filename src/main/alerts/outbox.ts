@@ -23,11 +23,12 @@ function untilOf(payload: OutboundAlert, now: number): number {
 }
 
 /**
- * SQLite (one instance): webhook alerts a shutdown left undelivered (a retry still waiting, an
- * attempt under way the webhook then refused), kept in `alert_outbox` (ledger migration 29) and
- * sent by the next start to the same webhook, if it is still configured and the alert's window has
- * not reset. Without it they were lost: the threshold was kept as announced, so the next start
- * never sent it. (PostgreSQL lets such an alert's claim go instead: ./claims.ts.)
+ * Webhook alerts a shutdown left undelivered (a retry still waiting, an attempt under way the
+ * webhook then refused), kept in this instance's own SQLite file (`alert_outbox`, ledger migration
+ * 29) and sent by its next start to the same webhook, if it is still configured and the alert's
+ * window has not reset. Without it they were lost: a threshold was kept as announced, so the next
+ * start never sent it. On PostgreSQL only the alerts no claim stands for (a runaway agent's) are
+ * kept here; a threshold's claim is let go instead (./claims.ts).
  */
 export class AlertOutbox {
   constructor(private readonly db: Database.Database) {}
