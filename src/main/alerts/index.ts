@@ -45,8 +45,13 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const claimOf = new WeakMap<Delivery, string>()
   const unsent: string[] = []
   const claiming = new Set<Promise<void>>()
+  // Claimed at once, sent in the order they were announced: sent as each claim answered, a slower
+  // claim of a call's 50% (a connection being opened) put its "limit reached" first at the webhook.
+  let previous: Promise<unknown> = Promise.resolve()
   const claimed = (c: AlertClaims, e: ThresholdEvent) => {
-    const p: Promise<void> = Promise.all(webhooks.webhooks.map((w) => c.claim(e, w)))
+    const asked = Promise.all(webhooks.webhooks.map((w) => c.claim(e, w)))
+    const p: Promise<void> = previous
+      .then(() => asked)
       .then((won) => {
         const mine = webhooks.webhooks.filter((_, i) => won[i])
         if (mine.length === 0) return
@@ -55,6 +60,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
         sent.forEach((d, i) => claimOf.set(d, claimId(e, mine[i])))
       })
       .finally(() => claiming.delete(p))
+    previous = p.catch(() => {})
     claiming.add(p)
   }
   ctx.onClose(engine.onThreshold((e) => (claims ? claimed(claims, e) : void send(e))))
