@@ -16,9 +16,15 @@ export interface Unsent {
 /** A webhook as it is kept: its address and format hashed (Slack's paths are secrets). */
 const targetId = (t: WebhookTarget) => createHash('sha256').update(`${t.format} ${t.url}`).digest('hex')
 
-/** Until when an alert is worth sending: a threshold's until its window resets, another for an hour. */
+/**
+ * Until when an alert is worth sending: a calendar period's threshold until its period resets, a
+ * rolling window's for a window's length (its `resets_at` is when the spend falls under the limit,
+ * which for a lower threshold can be a minute away), another for an hour.
+ */
 function untilOf(payload: OutboundAlert, now: number): number {
-  const resets = 'window' in payload && payload.window.resets_at ? Date.parse(payload.window.resets_at) : NaN
+  if (!('window' in payload)) return now + KEEP_OTHER_MS
+  if (payload.window.period === 'window' && payload.window.window_hours) return now + payload.window.window_hours * 3600_000
+  const resets = payload.window.resets_at ? Date.parse(payload.window.resets_at) : NaN
   return Number.isFinite(resets) ? resets : now + KEEP_OTHER_MS
 }
 

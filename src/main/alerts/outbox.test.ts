@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { afterEach, describe, expect, it } from 'vitest'
+import { openDatabase } from '../ledger/db'
+import { AlertOutbox } from './outbox'
+import { testPayload } from './payload'
+import type { WebhookTarget } from './webhooks'
+
+const dirs: string[] = []
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true })
+})
+
+function outbox(): AlertOutbox {
+  const dir = mkdtempSync(join(tmpdir(), 'burnrate-outbox-'))
+  dirs.push(dir)
+  return new AlertOutbox(openDatabase(join(dir, 'burnrate.db')))
+}
+
+const HOOK: WebhookTarget = { url: 'http://127.0.0.1:9/hook', format: 'json' }
+const T = Date.UTC(2026, 2, 10, 12)
+
+/** A 50% threshold of a 5-hour window whose oldest minute leaves it a minute from now (its `resets_at`). */
+const windowAlert = () => {
+  const p = testPayload('alert_window', T)
+  return { ...p, type: 'budget.threshold' as const, window: { period: 'window', window_hours: 5, resets_at: new Date(T + 60_000).toISOString() } }
+}
+
+describe('alerts kept for the next start', () => {
+  it("a rolling window's threshold is still sent by a start ten minutes later (its resets_at, a minute away, is not when it goes stale)", () => {
+    const o = outbox()
+    o.keep([{ id: 'd1', target: HOOK, payload: windowAlert() }], T)
+    expect(o.take([HOOK], T + 10 * 60_000).map((u) => u.payload.id)).toEqual(['alert_window'])
+  })
+
+  it("a calendar period's is not sent once its period has reset, nor to a webhook no longer configured, and each is taken once", () => {
+    const o = outbox()
+    const daily = testPayload('alert_daily', T)
+    o.keep([{ id: 'd1', target: HOOK, payload: daily }, { id: 'd2', target: { ...HOOK, url: 'http://127.0.0.1:9/other' }, payload: daily }], T)
+    expect(o.take([HOOK], T + 86_400_000 + 1)).toEqual([])
+    o.keep([{ id: 'd3', target: HOOK, payload: daily }], T)
+    expect(o.take([HOOK], T + 1).map((u) => u.payload.id)).toEqual(['alert_daily'])
+    expect(o.take([HOOK], T + 2)).toEqual([])
+  })
+})
