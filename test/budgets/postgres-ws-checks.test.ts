@@ -14,7 +14,8 @@ import { type WsUpstream, startWsUpstream } from '../support/ws-upstream'
  * a check under a `block` rule waits on the database: a Gemini Live message after which a turn
  * starts waits for its check, the messages behind it wait in order, and the check leaves nothing
  * reserved; a Realtime response the server started is checked the same way and goes on, until the
- * key's limit is reached and the next one is cancelled. Each turn is settled at its exact cost.
+ * key's limit is reached and the next one is cancelled (the one after that closes the socket). Each
+ * turn is settled at its exact cost.
  */
 
 const h = usePostgres({ upstream: false })
@@ -118,7 +119,7 @@ describe('the checks of server-started turns in PostgreSQL mode', () => {
     expect(upstream).toHaveLength(4)
   })
 
-  it('Realtime, server VAD: a response the server started is checked against the database and goes on; once the limit is reached the next is cancelled', async () => {
+  it('Realtime, server VAD: a response the server started is checked against the database and goes on; once the limit is reached the next is cancelled, and the one after closes the socket', async () => {
     const key = 'sk-pg-vad-bbbbbbbb-0002'
     const c = await openSocket(t, '/v1/realtime?model=gpt-realtime', { headers: { authorization: `Bearer ${key}` } })
     const upstream = seen.at(-1)!
@@ -137,7 +138,16 @@ describe('the checks of server-started turns in PostgreSQL mode', () => {
     expect(upstream.filter((f) => f.type === 'response.cancel').map((f) => f.response_id)).toEqual(['resp_pgvad2'])
     await eventually(() => c.frames.some((f) => f.type === 'error' && f.error.code === 'budget_exceeded'), 20_000)
     expect(c.ws.readyState).toBe(WebSocket.OPEN)
-    c.ws.close()
+
+    // Still over the limit at the next one: cancelled, its prompt billed, and the socket closed 1011.
+    c.ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
+    expect((await c.closed).code).toBe(1011)
+    const after = await settled(key, 5, RT_RESPONSE + 0.008)
+    expect(after.slice(3).map((r) => [r.status, r.error])).toEqual([
+      [429, 'budget_exceeded'],
+      [200, null],
+    ])
+    expect(upstream.filter((f) => f.type === 'response.cancel').map((f) => f.response_id)).toEqual(['resp_pgvad2', 'resp_pgvad3'])
     await eventually(() => t.server.proxy.active === 0 || undefined, 20_000)
   })
 })

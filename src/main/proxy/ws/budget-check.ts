@@ -58,6 +58,15 @@ export function recordGateFailed(life: CallLifecycle, s: CallState): void {
   life.finish(s)
 }
 
+/**
+ * The close code of a socket Burnrate closes for a budget refusal: 1011, as Google closes a Gemini
+ * Live socket over its quota (RESOURCE_EXHAUSTED; ./gemini-live-turns.ts), and so a Realtime one
+ * whose key stays over its limit (./realtime-started.ts): a code other than 1000 or 1001 reads as
+ * an error, not the conversation's end, to the clients that look at it (the OpenAI Python SDK's
+ * and the Agents SDK's Realtime sockets end quietly on those two, and report any other).
+ */
+export const REFUSED_CLOSE = 1011
+
 /** The most a WebSocket close frame's reason may hold, in UTF-8 bytes. */
 const MAX_REASON_BYTES = 123
 

@@ -1,7 +1,7 @@
 import type { CallLifecycle } from '../call/lifecycle'
 import type { CallState } from '../call/state'
 import type { Refusal } from '../gate'
-import { checkBudgets, closeReason, recordGateFailed, recordRefusal } from './budget-check'
+import { REFUSED_CLOSE, checkBudgets, closeReason, recordGateFailed, recordRefusal } from './budget-check'
 import type { ClientVerdict } from './socket-calls'
 
 /**
@@ -15,9 +15,6 @@ const STARTS_TURN = ['"clientContent"', '"client_content"', '"toolResponse"', '"
 const REALTIME_INPUT = ['"realtimeInput"', '"realtime_input"']
 /** ...but its text, the end of the user's activity (manual activity detection) or of the audio stream starts one at once. */
 const INPUT_ENDS = ['"text"', '"activityEnd"', '"activity_end"', '"audioStreamEnd"', '"audio_stream_end"']
-
-/** Google closes a socket over its quota (RESOURCE_EXHAUSTED) with 1011; a refused turn's socket is closed so too. */
-export const REFUSED_CLOSE = 1011
 
 const holds = (data: Buffer, marks: readonly string[]) => marks.some((m) => data.includes(m))
 

@@ -24,7 +24,8 @@ const SESSION_EVENTS = new Set(['session.created', 'session.updated', 'transcrip
  * asks for (`response.create`) is admitted by the gate first (./realtime-client.ts); one the
  * server starts by itself (server VAD, at the end of the user's speech) was asked for by no
  * frame, and is recorded all the same; it is checked once begun, and stopped if its key is over a
- * `block` limit (./realtime-started.ts; the socket's upgrade was checked: ./realtime-upgrade.ts).
+ * `block` limit, the socket closed if it still is at the next one (./realtime-started.ts; the
+ * socket's upgrade was checked: ./realtime-upgrade.ts).
  * Responses may run side by side (out-of-band ones), so a response's events are matched to its
  * call by its id.
  *
@@ -65,12 +66,18 @@ export class RealtimeSocketCalls implements SocketCalls {
     private readonly route: Route,
     headers: IncomingHttpHeaders,
     private readonly who: Attributors,
+    /** How long a close for the key's limit waits for the bills of the responses it cancelled (upstream.connect_timeout_ms). */
+    holdMs: number,
   ) {
     this.headers = withProtocolKey(headers)
     this.offered = offeredKeys(headers)
     this.model = modelOfQuery(route.query)
     this.client = new RealtimeClientFrames(life, this)
-    this.serverStarted = new RealtimeStartedGate(life, { begin: () => this.begin(), running: (id) => !this.closedBy && this.running.has(id) })
+    this.serverStarted = new RealtimeStartedGate(
+      life,
+      { begin: () => this.begin(), running: (id) => !this.closedBy && this.running.has(id), open: () => !this.closedBy },
+      holdMs,
+    )
   }
 
   /** Where a response the server started is stopped from (./realtime-started.ts). */
@@ -79,6 +86,8 @@ export class RealtimeSocketCalls implements SocketCalls {
   }
 
   fromClient(data: Buffer, binary = false): string | null | false | Promise<string | null | false> {
+    // The socket is being closed for its key's limit: nothing more goes upstream.
+    if (this.serverStarted.shut) return false
     return this.client.fromClient(data, binary)
   }
 
@@ -98,6 +107,7 @@ export class RealtimeSocketCalls implements SocketCalls {
   ask(s: CallState, eventId: string | null): void {
     if (eventId) this.eventIds.set(s, eventId)
     this.asked.push(s)
+    this.serverStarted.admitted()
   }
 
   fromUpstream(data: Buffer): void {
@@ -134,6 +144,7 @@ export class RealtimeSocketCalls implements SocketCalls {
       this.end(s, type, text)
       const r = s.meter?.result()
       if (r?.usage && r.usage.input_tokens > 0 && !r.partialOutput) this.last = r.usage
+      if (id) this.serverStarted.ended(id)
     } else if (type === TRANSCRIBED) {
       this.transcribed(data)
     } else if (type === 'error') {

@@ -83,6 +83,10 @@ export function relayFrames(client: WebSocket, up: WebSocket, calls: SocketCalls
     toClient: (text) => {
       if (client.readyState === client.OPEN) client.send(text)
     },
+    // (The client's close then closes the upstream: ./relay-close.ts.)
+    close: (code, reason) => {
+      if (client.readyState === client.OPEN) client.close(code, reason)
+    },
   })
   client.on('message', (raw, isBinary) => fromClient(raw as Buffer, isBinary))
   up.on('message', (raw, isBinary) => {

@@ -94,7 +94,7 @@ export function createWebSocketRelay(opts: WebSocketRelayOptions) {
     const calls: SocketCalls | null = /(^|\/)responses$/.test(meteredPath(route))
       ? new ResponsesSocketCalls(opts.life, route, req.headers, opts.who, opts.observeHeaders, hs.upgradeAnswers.get(req) ?? null, opts.timeouts.idle_timeout_ms)
       : isRealtime(route)
-        ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who)
+        ? new RealtimeSocketCalls(opts.life, route, req.headers, opts.who, opts.timeouts.connect_timeout_ms)
         : isGeminiLive(route)
           ? new GeminiLiveSocketCalls(opts.life, route, req.headers, opts.who)
           : null
