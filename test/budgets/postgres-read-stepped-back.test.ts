@@ -1,0 +1,71 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { fixture } from '../support/fixtures'
+import { request } from '../support/http'
+import { until, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
+import { NANO_COST, NANO_FIXTURE, chat } from './support'
+
+/**
+ * On PostgreSQL an instance reads every instance's spend again with its meters (a rule change, a
+ * reconnection): today's and this month's, for the tray, the budgets API's `overall` and the admin
+ * API's key spend. A period never goes back (README: Budgets, Periods), across such a re-read too: a
+ * call at 00:00:05 rolled the totals into April 1st; the wall clock is then stepped back to
+ * 23:59:58 (NTP) and the meters read again. The re-read asked for March 31st and March, with the
+ * April call in them (the spend query has no upper bound), and kept the totals there: once the
+ * clock was past midnight again they rolled into April 1st at $0, the April call's spend lost
+ * from `overall`, the tray and the key's spend (the admin API's) until the next re-read.
+ * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ */
+const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+type Overall = { period: string; spent_usd: number; resets_at: string }
+
+async function overall(t: TestServer): Promise<Overall[]> {
+  const r = await request(`${t.url}/api/dashboard/budgets`)
+  expect(r.status).toBe(200)
+  return r.json().overall
+}
+
+describe("the spend totals read again from PostgreSQL while the clock is stepped back across midnight", () => {
+  it('stay in the day and month they had rolled into', async () => {
+    const A = 'sk-pgstep-aaaaaaaaaaaa-0001'
+    const B = 'sk-pgstep-bbbbbbbbbbbb-0002'
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
+    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
+    const t = await h.server({ config: { ...ADMIN_CONFIG, timezone: 'UTC' } })
+    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
+    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    const spend = t.server.context.ledger.spend
+    // B calls on March 31st, A just after midnight: the totals roll into April 1st.
+    expect((await chat(t, B)).status).toBe(200)
+    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    expect((await chat(t, A)).status).toBe(200)
+    expect(spend.totals()).toEqual({ day: NANO_COST, month: NANO_COST })
+    expect(await t.server.context.ledger.flushed()).toBe(true)
+
+    // The clock stepped back; a rule change reads the meters (and the spend) again meanwhile.
+    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    const before = feed().reads
+    expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })).status).toBe(201)
+    await until('the meters read again', () => feed().reads > before)
+
+    // Still April 1st: A's call is the day's and the month's spend, B's is neither.
+    expect(await overall(t)).toMatchObject([
+      { period: 'daily', spent_usd: NANO_COST, resets_at: '2026-04-02T00:00:00.000Z' },
+      { period: 'monthly', spent_usd: NANO_COST, resets_at: '2026-05-01T00:00:00.000Z' },
+    ])
+    expect(spend.key(hashKey(A))).toEqual({ day: NANO_COST, month: NANO_COST })
+    expect(spend.key(hashKey(B))).toEqual({ day: 0, month: 0 })
+    // Past midnight again: A's call still counted (the tray's totals, the key's spend).
+    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    expect(spend.totals()).toEqual({ day: NANO_COST, month: NANO_COST })
+    expect(spend.key(hashKey(A))).toEqual({ day: NANO_COST, month: NANO_COST })
+    expect((await overall(t)).map((o) => o.spent_usd)).toEqual([NANO_COST, NANO_COST])
+  }, 60_000)
+})
