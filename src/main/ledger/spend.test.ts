@@ -45,6 +45,21 @@ describe('SpendTracker', () => {
     expect(cl.key('k1', now)).toEqual({ day: 2, month: 3 })
   })
 
+  it('is re-read for the latest day any counter rolled into, not a clock stepped back before it', () => {
+    const s = new SpendTracker('UTC')
+    const april = Date.parse('2026-04-01T00:00:00Z')
+    s.add('a', april + 5000, 1, april + 5000)
+    const back = april - 2000
+    expect(s.readAt(back)).toBe(april)
+    expect(s.periods(s.readAt(back))).toEqual({ day: april, month: april })
+    expect(s.readAt(april + 9000)).toBe(april + 9000)
+    // A key read later than the totals were: its day counts too.
+    const later = new SpendTracker('UTC')
+    later.add('b', back - 1000, 1, back - 1000)
+    later.key('b', april + 5000)
+    expect(later.readAt(back)).toBe(april)
+  })
+
   it('seeds itself from the ledger at start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-spend-'))
     const db = openDatabase(join(dir, 'b.db'))

@@ -123,6 +123,19 @@ export class SpendTracker {
     return Math.max(now, this.total.dayStart)
   }
 
+  /**
+   * The moment a re-read of the stored spend at `now` is for (`periods`, `replace`): `now`, or the
+   * start of the latest day the totals or any key's counter have already rolled into (see roll).
+   * Read for `now`'s day and kept there, a re-read while the wall clock was stepped back across
+   * midnight took every counter back to the day that had ended (the new day's calls in it: the
+   * spend query has no upper bound), and forward again at $0 once the clock was past midnight.
+   */
+  readAt(now = Date.now()): number {
+    let at = Math.max(now, this.total.dayStart)
+    for (const c of this.keys.values()) at = Math.max(at, c.dayStart)
+    return at
+  }
+
   /** Seeds the counters from the calls already in the database (at start-up). */
   load(db: Database.Database, now = Date.now()): void {
     this.replace(db.prepare(SPEND_SQL).all(this.periods(now)) as StoredSpend[], now)
