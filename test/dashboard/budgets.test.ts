@@ -55,7 +55,7 @@ describe('GET /api/dashboard/budgets', () => {
     const monthly = team.windows.find((w: any) => w.period === 'monthly')
     expect(monthly.projected_usd).toBeGreaterThanOrEqual(monthly.spent_usd)
     expect(monthly.burn_rate_usd_per_hour).toBeGreaterThan(0)
-    // An unused rule shows its windows, empty; a rule on a whole key shows only the key's hint.
+    // An unused rule shows its windows at $0; a rule on a whole key shows only the key's hint.
     expect(body.rules.find((r: any) => r.rule.api_key_pattern === 'sk-idle-*')).toMatchObject({
       api_key_hash: null,
       windows: [{ period: 'weekly', limit_usd: 3, spent_usd: 0, pct: 0, projected_usd: 0, exhausted_at: null }],

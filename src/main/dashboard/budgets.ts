@@ -101,7 +101,7 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     // tenant a key's last call was: the rule counts and refuses only its tenants' calls.
     const shown = tenant === null ? keys : keys.filter((k) => (rule.tenant !== null ? matches(rule.tenant, tenant) : k.key.tenant === tenant))
     if (shown.length === 0) {
-      // A rule no key has used yet: its windows, empty.
+      // A rule no key has used yet: its windows, at $0.
       rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: windowsOf(new Meter(rule, engine.clock), now) })
       continue
     }
