@@ -1,4 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
+import type { PgRuleStore } from '../../src/main/budgets/shared-rules'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { fixture } from '../support/fixtures'
@@ -15,7 +17,10 @@ import { NANO_COST, NANO_FIXTURE, chat } from './support'
  * 23:59:58 (NTP) and the meters read again. The re-read asked for March 31st and March, with the
  * April call in them (the spend query has no upper bound), and kept the totals there: once the
  * clock was past midnight again they rolled into April 1st at $0, the April call's spend lost
- * from `overall`, the tray and the key's spend (the admin API's) until the next re-read.
+ * from `overall`, the tray and the key's spend (the admin API's) until the next re-read. So did
+ * the key registry's month (the admin API's keys and requests_month), read for the month the spend
+ * totals were in: a key whose April began with a refusal (at $0: the totals stayed in March 31st)
+ * was counted in March, and past midnight again was listed no more.
  * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
  */
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
@@ -23,6 +28,36 @@ const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type
 afterEach(() => {
   vi.useRealTimers()
 })
+
+/**
+ * A rule change, which reads the meters (and the spend) again, and that read done: awaited through
+ * the feed, whose reload runs once more after any read under way (one begun before the clock was
+ * stepped back, whose end alone would not do).
+ */
+async function readAgain(t: TestServer): Promise<void> {
+  expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })).status).toBe(201)
+  await budgetsOf(t.server.context).feed!.reload()
+}
+
+/**
+ * The reads of the meters start-up makes done (its own, and the one the shared rules' first load
+ * asks for): none is left to run once the clock is set on, which would read the spend and keys in
+ * April 1st and hide what the test looks at.
+ */
+async function settled(t: TestServer): Promise<void> {
+  const b = budgetsOf(t.server.context)
+  await (b.store as PgRuleStore).refresh()
+  await b.feed!.reload()
+}
+
+type KeyRow = { api_key_hash: string; requests_month: number }
+
+/** The admin API's keys this month, with their requests. */
+async function keys(t: TestServer): Promise<[string, number][]> {
+  const r = await admin(t.url, 'GET', '/api-keys')
+  expect(r.status).toBe(200)
+  return (r.json() as KeyRow[]).map((k) => [k.api_key_hash, k.requests_month])
+}
 
 type Overall = { period: string; spent_usd: number; resets_at: string }
 
@@ -41,6 +76,7 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
     const t = await h.server({ config: { ...ADMIN_CONFIG, timezone: 'UTC' } })
     const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
     await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    await settled(t)
     const spend = t.server.context.ledger.spend
     // B calls on March 31st, A just after midnight: the totals roll into April 1st.
     expect((await chat(t, B)).status).toBe(200)
@@ -51,9 +87,7 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
 
     // The clock stepped back; a rule change reads the meters (and the spend) again meanwhile.
     vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
-    const before = feed().reads
-    expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })).status).toBe(201)
-    await until('the meters read again', () => feed().reads > before)
+    await readAgain(t)
 
     // Still April 1st: A's call is the day's and the month's spend, B's is neither.
     expect(await overall(t)).toMatchObject([
@@ -67,5 +101,31 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
     expect(spend.totals()).toEqual({ day: NANO_COST, month: NANO_COST })
     expect(spend.key(hashKey(A))).toEqual({ day: NANO_COST, month: NANO_COST })
     expect((await overall(t)).map((o) => o.spent_usd)).toEqual([NANO_COST, NANO_COST])
+  }, 60_000)
+
+  it("keep a key's requests in the month the key registry had rolled into, its first call of it free", async () => {
+    // The spend totals did not roll (a refused call is recorded at $0), the key registry did.
+    const A = 'sk-pgzero-aaaaaaaaaaaa-0001'
+    const B = 'sk-pgkeys-bbbbbbbbbbbb-0002'
+    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
+    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
+    const rules = [{ api_key_pattern: 'sk-pgzero-*', daily_limit_usd: 0, action: 'block' }]
+    const t = await h.server({ config: { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } } })
+    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
+    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    await settled(t)
+    expect((await chat(t, B)).status).toBe(200)
+    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    expect((await chat(t, A)).status).toBe(429)
+    await until("A's refusal counted", async () => JSON.stringify(await keys(t)) === JSON.stringify([[hashKey(A), 1]]))
+    expect(await t.server.context.ledger.flushed()).toBe(true)
+
+    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    await readAgain(t)
+
+    // April's: A's one request; B's March call none of it.
+    expect(await keys(t)).toEqual([[hashKey(A), 1]])
+    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    expect(await keys(t)).toEqual([[hashKey(A), 1]])
   }, 60_000)
 })
