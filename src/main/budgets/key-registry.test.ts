@@ -130,4 +130,15 @@ describe('KeyRegistry', () => {
     expect(keys.thisMonth(monthStart + 20)).toEqual([])
     expect(keys.thisMonth(readAt).map((s) => s.requestsMonth)).toEqual([7])
   })
+
+  it('is re-read for the latest month a key has rolled into, not a clock stepped back before it', () => {
+    const keys = new KeyRegistry(new PeriodClock('UTC', 1))
+    const monthStart = Date.UTC(2026, 10, 1)
+    const back = monthStart - 2000
+    expect(keys.readAt(back)).toBe(back)
+    keys.count(keys.state('a', 'sk-a'), back - 1000, '', 1, back - 1000)
+    keys.count(keys.state('b', 'sk-b'), monthStart + 5000, '', 1, monthStart + 5000)
+    expect(keys.readAt(back)).toBe(monthStart)
+    expect(keys.readAt(monthStart + 9000)).toBe(monthStart + 9000)
+  })
 })

@@ -150,6 +150,18 @@ export class KeyRegistry {
     if (ts >= s.monthStart) s.requestsMonth += requests
   }
 
+  /**
+   * The moment a re-read of this month's keys at `now` is for (`reseed`'s `readAt`): `now`, or the
+   * start of the latest month a key's count has already rolled into (see inMonth). Read for `now`'s
+   * month while the wall clock was stepped back across its end, the re-read counted the new month's
+   * calls in the ended one, and once the clock was past it again the keys were listed no more.
+   */
+  readAt(now: number): number {
+    let at = now
+    for (const s of this.byHash.values()) at = Math.max(at, s.monthStart)
+    return at
+  }
+
   /** Seeds the registry with this month's keys from the database (at start-up). */
   seed(rows: readonly KeyCount[], now: number): void {
     for (const r of rows) this.count(this.state(r.api_key_hash, r.key_hint), r.last_ts, r.tenant, r.requests, now)

@@ -84,6 +84,11 @@ export class SharedCounts {
     this.keys.reseed(rows, missed, readAt, now)
   }
 
+  /** The moment a re-read of this month's keys at `now` is for: never a month before the one the registry is in (./key-registry.ts readAt). */
+  keysReadAt(now: number): number {
+    return this.keys.readAt(now)
+  }
+
   /** The prefix patterns a key (by hash) is known to match: seen with its raw key here, or told by another instance. */
   knownPatterns(hash: string): readonly string[] {
     return this.keys.patterns(this.keys.get(hash))

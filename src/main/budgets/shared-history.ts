@@ -91,17 +91,17 @@ export class SharedHistory {
    * Reads the calls since `since` (this instance's held calls written first); resolves with the
    * snapshot they were read in (one transaction, repeatable read: the calls of every transaction
    * visible in it are in the rows), which of the calls `counted` gives (this instance's, counted
-   * while the read was under way) are in them, today's and this month's spend per key, and (with
-   * `keysClock`) the keys with calls in that clock's month; both as of `spentAt`.
+   * while the read was under way) are in them, today's and this month's spend per key as of
+   * `spentAt`, and (with `keys`) the keys with calls in the month of `keys.clock` at `keysAt`.
    */
   async load(
     since: number,
     counted: () => readonly CallRecord[] = () => [],
-    keysClock?: PeriodClock,
+    keysOf?: { clock: PeriodClock; readAt: (now: number) => number },
     sessionsSince: number | null = null,
-  ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; spentAt: number; keys: KeyCount[] | null }> {
+  ): Promise<{ rows: HistoryRow[]; snapshot: Snapshot; read: Set<string>; spend: StoredSpend[]; spentAt: number; keys: KeyCount[] | null; keysAt: number }> {
     await this.ledger.flushed()
-    const { rows, snapshot, read, spend, spentAt, keys } = await this.store.transaction(async (tx) => {
+    return this.store.transaction(async (tx) => {
       await tx.run('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ')
       // The first query takes the transaction's snapshot; the history is read in the same one.
       const snap = await tx.get<{ s: string }>('SELECT pg_current_snapshot()::text AS s')
@@ -119,12 +119,14 @@ export class SharedHistory {
       // never goes back (SpendTracker.readAt).
       const spentAt = this.ledger.spend.readAt(Date.now())
       const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods(spentAt))
-      // And this month's keys (the key registry), when asked: the month of `spentAt` too, the one
-      // they are counted in (`KeyRegistry.reseed`). The month the read began in held the new
-      // month's calls too when it ended before the snapshot, and they were all counted in it.
-      const keys = keysClock === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysClock.monthOf(spentAt).start })
-      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, spentAt, keys }
+      // And this month's keys (the key registry), when asked: the month of `keysAt`, the one they
+      // are counted in (`KeyRegistry.reseed`): `spentAt`'s, or the later one the registry has
+      // already rolled into (a clock stepped back across the month's end; a key's first call of the
+      // month at $0 leaves the spend totals where they were). The month the read began in held the
+      // new month's calls too when it ended before the snapshot, and they were all counted in it.
+      const keysAt = keysOf === undefined ? spentAt : keysOf.readAt(spentAt)
+      const keys = keysOf === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysOf.clock.monthOf(keysAt).start })
+      return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, spentAt, keys, keysAt }
     })
-    return { rows, snapshot, read, spend, spentAt, keys }
   }
 }

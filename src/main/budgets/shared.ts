@@ -175,8 +175,9 @@ export class SharedBudgets {
     try {
       const now = Date.now()
       const active = en.rules.active()
-      const [{ rows, snapshot, read, spend, spentAt, keys }, announced] = await Promise.all([
-        this.history.load(historyStart(active, en.clock, now), () => during, en.clock, sessionHistoryStart(active, now)),
+      const keysOf = { clock: en.clock, readAt: (t: number) => en.shared.keysReadAt(t) }
+      const [{ rows, snapshot, read, spend, spentAt, keys, keysAt }, announced] = await Promise.all([
+        this.history.load(historyStart(active, en.clock, now), () => during, keysOf, sessionHistoryStart(active, now)),
         // The thresholds any instance announced in periods not yet ended: not announced again.
         // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
         this.announced.load(now).catch(() => []),
@@ -194,8 +195,8 @@ export class SharedBudgets {
       // (Kept as the day they were read for: a read that straddled midnight made yesterday's whole spend today's.)
       ctx.ledger.spend.replace(spend, spentAt)
       const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
-      // (The keys in the month they were read for, `spentAt`'s: once it has ended, their next calls start the new one.)
-      if (keys) en.shared.reseed(keys, missed, spentAt)
+      // (The keys in the month they were read for, `keysAt`'s: once it has ended, their next calls start the new one.)
+      if (keys) en.shared.reseed(keys, missed, keysAt)
       en.shared.recount(missed)
       for (const c of missed) ctx.ledger.spend.addCall(c)
       // This instance's moves committed after the snapshot were made on the meters just replaced: made again.
