@@ -1,16 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { writeFileSync } from 'node:fs'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LogWatcher } from '../../src/main/import/watcher'
-import { silentLogger } from '../../src/main/log'
-import { Pricer } from '../../src/main/pricing/price'
+import { describe, expect, it } from 'vitest'
+import type { LogWatcher } from '../../src/main/import/watcher'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { fixture } from '../support/fixtures'
-import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { BODY, supersedeRig } from '../support/superseded'
 
 /**
  * A Claude Code answer imported before the proxy recorded it (one of its content blocks streamed on
@@ -21,19 +16,7 @@ import { type TestServer, startTestServer } from '../support/server'
  * one request in every count (it was two).
  */
 
-const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
-
-let upstream: MockUpstream
-let home: string
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-  home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-'))
-  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
-})
-afterAll(async () => {
-  await upstream.close()
-  rmSync(home, { recursive: true, force: true })
-})
+const rig = supersedeRig('burnrate-superseded')
 
 /** One transcript line as Claude Code writes it as a content block ends (its usage the answer's so far). */
 const line = (at: number, output: number) => JSON.stringify({
@@ -43,12 +26,12 @@ const line = (at: number, output: number) => JSON.stringify({
 
 async function setUp(name: string, supersedeAfterMs?: number): Promise<{ t: TestServer; w: LogWatcher; file: string; partial: { id: number; cost_usd: number } }> {
   const config = { ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 1000, action: 'warn' }] } }
-  const t = await startTestServer(config, upstream.url, undefined, { create: { supersedeAfterMs } })
-  const { db, ledger, context } = t.server
-  const file = join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`)
-  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => context.budgets, settleMs: 0 })
+  const t = await startTestServer(config, rig.upstream.url, undefined, { create: { supersedeAfterMs } })
+  const { db, ledger } = t.server
+  const home = rig.home()
+  const w = rig.watcher(t, home)
   // Its first block's line, imported before the proxy recorded anything.
-  writeFileSync(file, line(Date.now() - 1000, 1))
+  const file = rig.transcript(home, name, line(Date.now() - 1000, 1))
   expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
   const partial = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'import'").get() as { id: number; cost_usd: number }
   expect(partial.cost_usd).toBeGreaterThan(0)
@@ -66,8 +49,7 @@ describe('an imported answer the proxy records afterwards', () => {
     const { t, w } = await setUp('unchanged')
     try {
       const { db, ledger } = t.server
-      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000001' })).status).toBe(200)
-      expect(await ledger.flushed()).toBe(true)
+      await rig.proxy(t, 'sk-ant-superseded-0000001')
       const proxied = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'proxy'").get() as { id: number; cost_usd: number }
       // The log does not change: the watcher reads nothing, and the imported call still gives way.
       await eventually(() => (db.prepare("SELECT cost_usd FROM calls WHERE source = 'import'").pluck().get() as number) === 0, 10_000)
@@ -93,10 +75,9 @@ describe('an imported answer the proxy records afterwards', () => {
     const { t } = await setUp('stopped', 3_600_000)
     let again: TestServer | null = null
     try {
-      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000003' })).status).toBe(200)
-      expect(await t.server.ledger.flushed()).toBe(true)
+      await rig.proxy(t, 'sk-ant-superseded-0000003')
       await t.stop()
-      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url, t.dir)
+      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, rig.upstream.url, t.dir)
       const { db, ledger } = again.server
       await eventually(() => (db.prepare("SELECT cost_usd FROM calls WHERE source = 'import'").pluck().get() as number) === 0, 10_000)
       const proxied = db.prepare("SELECT id, cost_usd FROM calls WHERE source = 'proxy'").get() as { id: number; cost_usd: number }
@@ -114,17 +95,14 @@ describe('an imported answer the proxy records afterwards', () => {
     const { t } = await setUp('older', 3_600_000)
     let again: TestServer | null = null
     try {
-      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000005' })).status).toBe(200)
-      expect(await t.server.ledger.flushed()).toBe(true)
+      await rig.proxy(t, 'sk-ant-superseded-0000005')
       await t.stop()
       // As an older build superseded it: its row at 0, the rollups still counting it as a request.
       const db = new Database(t.dbFile)
       db.prepare("UPDATE calls SET input_tokens = 0, output_tokens = 0, cost_usd = 0 WHERE source = 'import'").run()
       db.close()
-      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url, t.dir)
-      const ledger = again.server.ledger
-      await eventually(() => again!.server.db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
-      ledger.flush()
+      again = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, rig.upstream.url, t.dir)
+      await rig.untilSuperseded(again)
       expect(again.server.db.prepare('SELECT SUM(requests) FROM dash_day').pluck().get()).toBe(1)
     } finally {
       await again?.stop()
@@ -137,8 +115,7 @@ describe('an imported answer the proxy records afterwards', () => {
     const { t, w, file } = await setUp('grown', 3_600_000)
     try {
       const { db, ledger } = t.server
-      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-0000002' })).status).toBe(200)
-      expect(await ledger.flushed()).toBe(true)
+      await rig.proxy(t, 'sk-ant-superseded-0000002')
       writeFileSync(file, line(Date.now() - 1000, 1) + line(Date.now() - 500, BODY.usage.output_tokens))
       expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ superseded: 1 })
       await w.stop()

@@ -1,15 +1,8 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LogWatcher } from '../../src/main/import/watcher'
-import { silentLogger } from '../../src/main/log'
-import { Pricer } from '../../src/main/pricing/price'
+import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { fixture } from '../support/fixtures'
-import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { BODY, supersedeRig } from '../support/superseded'
 
 /**
  * What an imported call the proxy's record superseded leaves in the counts read without a restart:
@@ -18,18 +11,9 @@ import { type TestServer, startTestServer } from '../support/server'
  * active in the dashboard: a session no call of which counts any more.
  */
 
-const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
 const OAUTH_BETAS = ['claude-code-20250219', 'oauth-2025-04-20']
 
-let upstream: MockUpstream
-const homes: string[] = []
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-})
-afterAll(async () => {
-  await upstream.close()
-  for (const home of homes) rmSync(home, { recursive: true, force: true })
-})
+const rig = supersedeRig('burnrate-superseded-counts')
 
 /** Claude Code's transcript of one answer imported while it still streamed; `plan`: sent with a Claude account's OAuth token. */
 function transcript(session: string, plan: boolean): string {
@@ -46,23 +30,15 @@ function transcript(session: string, plan: boolean): string {
 
 /** A server that imported the answer's first line, then proxied the answer; resolves once the imported call is superseded. */
 async function superseded(name: string, plan: boolean): Promise<TestServer> {
-  const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, upstream.url)
-  const { db, ledger } = t.server
+  const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, rig.upstream.url)
+  const { db } = t.server
   // A home of its own: each test's one answer is in its log only.
-  const home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-counts-'))
-  homes.push(home)
-  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
-  writeFileSync(join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`), transcript(name, plan))
-  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => t.server.context.budgets, settleMs: 0 })
-  expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
-  await w.stop()
+  const home = rig.home()
+  rig.transcript(home, name, transcript(name, plan))
+  await rig.importLogs(t, home, 1)
   expect(db.prepare("SELECT billing FROM calls WHERE source = 'import'").pluck().get()).toBe(plan ? 'subscription' : 'api')
-  ledger.flush()
-  const res = await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': `sk-ant-${name}-000000001` })
-  expect(res.status).toBe(200)
-  expect(await ledger.flushed()).toBe(true)
-  await eventually(() => db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
-  ledger.flush()
+  await rig.proxy(t, `sk-ant-${name}-000000001`)
+  await rig.untilSuperseded(t)
   return t
 }
 

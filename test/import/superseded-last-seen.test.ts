@@ -1,15 +1,7 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { LogWatcher } from '../../src/main/import/watcher'
-import { silentLogger } from '../../src/main/log'
-import { Pricer } from '../../src/main/pricing/price'
+import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
-import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
+import { BODY, supersedeRig } from '../support/superseded'
 
 /**
  * An imported call the proxy's record superseded is no request of its key: when it was the key's
@@ -18,17 +10,7 @@ import { type TestServer, startTestServer } from '../support/server'
  * listed. They are now those of the key's newest call left, as a restart reads them.
  */
 
-const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
-
-let upstream: MockUpstream
-const homes: string[] = []
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-})
-afterAll(async () => {
-  await upstream.close()
-  for (const home of homes) rmSync(home, { recursive: true, force: true })
-})
+const rig = supersedeRig('burnrate-superseded-last-seen')
 
 /** Claude Code's transcript: an older answer (when `older`), then the one the proxy records too, imported while it still streamed. */
 function transcript(session: string, older: number | null, newest: number): string {
@@ -42,23 +24,14 @@ function transcript(session: string, older: number | null, newest: number): stri
 
 /** A server that imported the transcript, then proxied its newest answer; resolves once that imported call is superseded. */
 async function superseded(name: string, older: number | null, newest: number): Promise<TestServer> {
-  const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, upstream.url)
-  const { db, ledger } = t.server
-  const home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-last-seen-'))
-  homes.push(home)
-  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
-  writeFileSync(join(home, `.claude/projects/-home-dev-shop/${name}.jsonl`), transcript(name, older, newest))
-  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => t.server.context.budgets, settleMs: 0 })
-  expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: older === null ? 1 : 2 })
-  await w.stop()
-  ledger.flush()
+  const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, rig.upstream.url)
+  const home = rig.home()
+  rig.transcript(home, name, transcript(name, older, newest))
+  await rig.importLogs(t, home, older === null ? 1 : 2)
   // Before: the imported calls are the keyless key's requests, the newest its last-seen time.
   expect(await keyless(t.url)).toMatchObject({ requests_month: older === null ? 1 : 2, last_seen_at: new Date(newest).toISOString() })
-  const res = await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': `sk-ant-${name}-000000001` })
-  expect(res.status).toBe(200)
-  expect(await ledger.flushed()).toBe(true)
-  await eventually(() => db.prepare("SELECT superseded_by FROM calls WHERE source = 'import' AND response_id = ?").pluck().get(BODY.id) !== null, 10_000)
-  ledger.flush()
+  await rig.proxy(t, `sk-ant-${name}-000000001`)
+  await rig.untilSuperseded(t, BODY.id)
   return t
 }
 

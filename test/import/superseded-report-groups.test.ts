@@ -1,17 +1,10 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { GROUP_BYS } from '../../src/shared/api'
 import { reportZone } from '../../src/main/dashboard/rollup/report'
-import { LogWatcher } from '../../src/main/import/watcher'
-import { silentLogger } from '../../src/main/log'
-import { Pricer } from '../../src/main/pricing/price'
 import { RANKED_KINDS, REPORT_KINDS, buildReport } from '../../src/main/report/report'
-import { fixture } from '../support/fixtures'
-import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { eventually, request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
+import { BODY, supersedeRig } from '../support/superseded'
 
 /**
  * `burnrate report`'s other groupings (day, week, month, model, agent, project) and the dashboard's
@@ -22,20 +15,11 @@ import { type TestServer, startTestServer } from '../support/server'
  * ./superseded-report.test.ts.)
  */
 
-const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
 const DAY = 86_400_000
 /** The imported call's model: one the proxy's record of the answer does not name. */
 const OLD_MODEL = 'claude-haiku-4-5'
 
-let upstream: MockUpstream
-const homes: string[] = []
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-})
-afterAll(async () => {
-  await upstream.close()
-  for (const home of homes) rmSync(home, { recursive: true, force: true })
-})
+const rig = supersedeRig('burnrate-superseded-groups')
 
 /**
  * A server that imported an answer's first line at `at` (agent claude-code, project /home/dev/shop,
@@ -43,29 +27,22 @@ afterAll(async () => {
  * (no agent, project or session of its own, a key); resolves once the imported call is superseded.
  */
 async function supersededAt(at: number): Promise<TestServer> {
-  const t = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url)
-  const { db, ledger } = t.server
+  const t = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, rig.upstream.url)
+  const { db } = t.server
   expect(reportZone(db)).toBe('UTC')
-  const home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-groups-'))
-  homes.push(home)
-  mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
-  writeFileSync(join(home, '.claude/projects/-home-dev-shop/old.jsonl'), JSON.stringify({
+  const home = rig.home()
+  rig.transcript(home, 'old', JSON.stringify({
     type: 'assistant', sessionId: 'old', uuid: 'u-1', cwd: '/home/dev/shop', timestamp: new Date(at).toISOString(), requestId: 'req_sup',
     message: { ...BODY, model: OLD_MODEL, usage: { ...BODY.usage, output_tokens: 1 } },
   }) + '\n')
-  const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => t.server.context.budgets, settleMs: 0 })
-  expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
-  await w.stop()
-  ledger.flush()
+  await rig.importLogs(t, home, 1)
   const id = db.prepare("SELECT id FROM calls WHERE source = 'import'").pluck().get() as number
   // Folded into the rollups before it is superseded.
   await eventually(() => (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number) >= id, 10_000)
   expect(db.prepare("SELECT count(*) FROM dash_report_day WHERE dim = 'project' AND key = '/home/dev/shop'").pluck().get()).toBe(1)
 
-  expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-groups-0000000001' })).status).toBe(200)
-  expect(await ledger.flushed()).toBe(true)
-  await eventually(() => db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
-  ledger.flush()
+  await rig.proxy(t, 'sk-ant-groups-0000000001')
+  await rig.untilSuperseded(t)
   await eventually(() => (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number) > id, 10_000)
   return t
 }

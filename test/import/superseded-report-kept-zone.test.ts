@@ -1,19 +1,12 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { reportZone } from '../../src/main/dashboard/rollup/report'
 import { rebuildReportMonths } from '../../src/main/dashboard/rollup/report-build'
-import { LogWatcher } from '../../src/main/import/watcher'
-import { silentLogger } from '../../src/main/log'
-import { Pricer } from '../../src/main/pricing/price'
 import { buildReport } from '../../src/main/report/report'
 import { startOfDay } from '../../src/main/time/zone'
-import { fixture } from '../support/fixtures'
-import { eventually, postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { eventually } from '../support/http'
 import { startTestServer } from '../support/server'
+import { BODY, supersedeRig } from '../support/superseded'
 
 /**
  * An imported call the proxy's record superseded, whose report rows were keyed at another day
@@ -24,19 +17,9 @@ import { startTestServer } from '../support/server'
  * the row that counted the call kept it: `burnrate report` showed a +1 day and a -1 day.
  */
 
-const BODY = JSON.parse(fixture('anthropic/messages-nonstream-basic.json').toString())
 const DAY = 86_400_000
 
-let upstream: MockUpstream
-let home: string
-beforeAll(async () => {
-  upstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('anthropic/messages-nonstream-basic.json') }))
-  home = mkdtempSync(join(tmpdir(), 'burnrate-superseded-kept-zone-'))
-})
-afterAll(async () => {
-  await upstream.close()
-  rmSync(home, { recursive: true, force: true })
-})
+const rig = supersedeRig('burnrate-superseded-kept-zone')
 
 describe('a superseded call whose report rows an earlier zone keyed', () => {
   it('leaves the row that counted it at 0 and writes no row of -1 request', async () => {
@@ -46,20 +29,17 @@ describe('a superseded call whose report rows an earlier zone keyed', () => {
     const utcDay = startOfDay(at, 'UTC')
     expect(tokyoDay).not.toBe(utcDay)
 
-    const first = await startTestServer({ import: { watch: false }, timezone: 'Asia/Tokyo' }, upstream.url)
+    const first = await startTestServer({ import: { watch: false }, timezone: 'Asia/Tokyo' }, rig.upstream.url)
     const dir = first.dir
     try {
-      const { db, ledger } = first.server
+      const { db } = first.server
       expect(reportZone(db)).toBe('Asia/Tokyo')
-      mkdirSync(join(home, '.claude/projects/-home-dev-shop'), { recursive: true })
-      writeFileSync(join(home, '.claude/projects/-home-dev-shop/old.jsonl'), JSON.stringify({
+      const home = rig.home()
+      rig.transcript(home, 'old', JSON.stringify({
         type: 'assistant', sessionId: 'old', uuid: 'u-1', cwd: '/home/dev/shop', timestamp: new Date(at).toISOString(), requestId: 'req_sup',
         message: { ...BODY, usage: { ...BODY.usage, output_tokens: 1 } },
       }) + '\n')
-      const w = new LogWatcher({ db, ledger, pricer: new Pricer(), log: silentLogger, env: {}, home, budgets: () => first.server.context.budgets, settleMs: 0 })
-      expect((await w.runOnce()).find((x) => x.agent === 'claude-code')).toMatchObject({ imported: 1 })
-      await w.stop()
-      ledger.flush()
+      await rig.importLogs(first, home, 1)
       const id = db.prepare("SELECT id FROM calls WHERE source = 'import'").pluck().get() as number
       await eventually(() => (db.prepare('SELECT last_call_id FROM dash_state WHERE id = 1').pluck().get() as number) >= id, 10_000)
     } finally {
@@ -77,17 +57,15 @@ describe('a superseded call whose report rows an earlier zone keyed', () => {
       file.close()
     }
 
-    const t = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, upstream.url, dir)
+    const t = await startTestServer({ import: { watch: false }, timezone: 'UTC' }, rig.upstream.url, dir)
     try {
-      const { db, ledger } = t.server
+      const { db } = t.server
       expect(reportZone(db)).toBe('UTC')
       const cost = db.prepare("SELECT cost_usd FROM calls WHERE source = 'import'").pluck().get() as number
       expect(cost).toBeGreaterThan(0)
 
-      expect((await postJson(`${t.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-kept-zone-00000001' })).status).toBe(200)
-      expect(await ledger.flushed()).toBe(true)
-      await eventually(() => db.prepare("SELECT superseded_by FROM calls WHERE source = 'import'").pluck().get() !== null, 10_000)
-      ledger.flush()
+      await rig.proxy(t, 'sk-ant-kept-zone-00000001')
+      await rig.untilSuperseded(t)
 
       // No row of the report rollup counts fewer than no call.
       for (const table of ['dash_report_day', 'dash_report_month']) {
