@@ -67,11 +67,14 @@ export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hi
  * This month's keys, for the key registry. A key's tenant is its newest call's, as the registry
  * keeps it live (KeyRegistry.count; the latest recorded of calls at the same ms): MAX(tenant) gave
  * a key used by two tenants the one named last, and that tenant's budgets view showed it unused.
+ * Of its calls still requests, as its count and last time: an imported call the proxy's record
+ * superseded, stored after another call of the key at the same ms, gave the key its tenant
+ * (KeyRegistry.uncount keeps the other's live).
  * The newest call is looked up once per key, by (ts) on SQLite and by (api_key_hash, ts) on
  * PostgreSQL, after one pass over the month: no sort of the month's calls.
  */
 export const KEYS_SQL = `SELECT k.api_key_hash, k.key_hint, k.requests, k.last_ts,
-       (SELECT c.tenant FROM calls c WHERE c.ts = k.last_ts AND c.api_key_hash = k.api_key_hash AND c.origin_id IS NULL ORDER BY c.id DESC LIMIT 1) AS tenant
+       (SELECT c.tenant FROM calls c WHERE c.ts = k.last_ts AND c.api_key_hash = k.api_key_hash AND c.origin_id IS NULL AND c.superseded_by IS NULL ORDER BY c.id DESC LIMIT 1) AS tenant
   FROM (SELECT api_key_hash, MAX(key_hint) AS key_hint, COUNT(*) AS requests, MAX(ts) AS last_ts
           FROM calls WHERE ts >= @since AND origin_id IS NULL AND superseded_by IS NULL GROUP BY api_key_hash) k`
 
