@@ -39,8 +39,8 @@ export async function completeImported(
   pricer: Pricer,
   /** PostgreSQL: the shared spend rows, moved in the same transaction. */
   moveSpend?: SpendMover,
-  /** SQLite: leaves a notice of each move in the same transaction, for a server beside (../ledger/notices.ts). */
-  noticeMoved?: (id: number, delta: number) => void,
+  /** SQLite: leaves a notice of each move in the same transaction, for a server beside (../ledger/notices.ts); `requests` -1: superseded. */
+  noticeMoved?: (id: number, delta: number, requests?: number) => void,
 ): Promise<{ moves: CostMoves; updated: number; delta: number; superseded: Superseded[] } | null> {
   if (grown.length === 0) return null
   const out = await store.transaction(async (tx) => {
@@ -58,7 +58,8 @@ export async function completeImported(
         if (await supersede(tx, row, twin, moves)) {
           superseded.push({ id, twin })
           delta -= row.cost_usd
-          if (row.cost_usd !== 0) noticeMoved?.(id, -row.cost_usd)
+          // Whatever it cost (a plan's call, one at $0): it is one request less of its key there too.
+          noticeMoved?.(id, -row.cost_usd, -1)
         }
         continue
       }

@@ -54,7 +54,7 @@ export function twinQuery(c: LoggedCall) {
  */
 export async function complete(
   store: SqlStore, grown: readonly Grown[], opts: WriteOptions, stats: StoreStats, rekey: (s: readonly Superseded[]) => void,
-  noticeMoved?: (id: number, delta: number) => void,
+  noticeMoved?: (id: number, delta: number, requests?: number) => void,
 ): Promise<void> {
   const done = await completeImported(store, grown, opts.pricer, opts.store ? opts.moveSpend : undefined, noticeMoved)
   const superseded = done?.superseded.length ?? 0

@@ -364,6 +364,14 @@ export const MIGRATIONS: Migration[] = [
       db.exec('CREATE TABLE IF NOT EXISTS alert_outbox (id TEXT PRIMARY KEY, target TEXT NOT NULL, body TEXT NOT NULL, until INTEGER NOT NULL) WITHOUT ROWID')
     },
   },
+  {
+    version: 30,
+    description: 'notices of imported calls superseded (`burnrate import` beside a running server): no longer a request of their key there either',
+    up: (db) => {
+      // `requests`: a moved call's change of requests (-1: an imported call the proxy's record superseded); NULL: none.
+      if (!hasColumn(db, 'call_notices', 'requests')) db.exec('ALTER TABLE call_notices ADD COLUMN requests INTEGER')
+    },
+  },
 ]
 
 /**

@@ -1,5 +1,5 @@
 import type Database from 'better-sqlite3'
-import type { CostAdjustment } from '../budgets/types'
+import type { CostAdjustment, KeyLatest } from '../budgets/types'
 import { CALL_COLUMNS } from './columns'
 import type { CallRecord } from './record'
 
@@ -11,7 +11,10 @@ import type { CallRecord } from './record'
  * every `intervalMs` and deletes what every reader has counted.
  *
  * An imported call whose log entry grew (./import/grown.ts) has a notice of its move too, written
- * in the transaction that moves it, with the difference in cost: the readers move by it. A new
+ * in the transaction that moves it, with the difference in cost: the readers move by it. One the
+ * proxy's record superseded there has a notice of minus its cost and of one request less
+ * (`requests`, whatever it cost): no longer a request of its key in the readers either, whose
+ * last-seen time and tenant become those of the key's newest call left (read with the notice). A new
  * call's notice keeps the cost it was stored with, which is what a reader counts, so a call
  * imported and then grown before a reader reads either notice counts once, grown.
  *
@@ -51,21 +54,28 @@ export function readWithNotices<T>(db: Database.Database, read: () => T): { valu
   }).deferred()
 }
 
-/** Writes notices (`burnrate import`), inside the caller's transaction: of a call stored with `cost`, and of a stored call's cost moved by `delta`. */
-export function noticeWriter(db: Database.Database): { added(callId: number, cost: number): void; moved(callId: number, delta: number): void } {
-  const insert = db.prepare('INSERT INTO call_notices (call_id, cost, delta) VALUES (?, ?, ?)')
+/**
+ * Writes notices (`burnrate import`), inside the caller's transaction: of a call stored with `cost`,
+ * and of a stored call's cost moved by `delta` (and its requests by `requests`: -1, superseded).
+ */
+export function noticeWriter(db: Database.Database): { added(callId: number, cost: number): void; moved(callId: number, delta: number, requests?: number): void } {
+  const insert = db.prepare('INSERT INTO call_notices (call_id, cost, delta, requests) VALUES (?, ?, ?, ?)')
   return {
-    added: (callId, cost) => void insert.run(callId, cost, null),
-    moved: (callId, delta) => void insert.run(callId, null, delta),
+    added: (callId, cost) => void insert.run(callId, cost, null, null),
+    moved: (callId, delta, requests) => void insert.run(callId, null, delta, requests || null),
   }
 }
 
-type NoticeRow = Record<string, unknown> & { seq: number; id: number | null; notice_cost: number | null; notice_delta: number | null }
+type NoticeRow = Record<string, unknown> & { seq: number; id: number | null; notice_cost: number | null; notice_delta: number | null; notice_requests: number | null }
+
+/** A key's newest call still a request (its last-seen time and tenant, as a restart reads them), as ../import/supersede.ts reads it. */
+const LATEST_SQL = 'SELECT ts, tenant FROM calls WHERE api_key_hash = ? AND origin_id IS NULL AND superseded_by IS NULL ORDER BY ts DESC, id DESC LIMIT 1'
 
 export class CallNotices {
   private readonly readers = new Set<NoticeReader>()
   private readonly next: Database.Statement
   private readonly prune: Database.Statement
+  private readonly latest: Database.Statement
   private timer: NodeJS.Timeout | null = null
   private more: NodeJS.Immediate | null = null
   private pruned = -1
@@ -76,10 +86,11 @@ export class CallNotices {
   ) {
     this.next = db.prepare(
       // LEFT JOIN: a notice whose call is gone (retention pruned it meanwhile) is passed over, not read again and again.
-      `SELECT n.seq AS seq, n.cost AS notice_cost, n.delta AS notice_delta, c.id AS id, ${COLUMNS}
+      `SELECT n.seq AS seq, n.cost AS notice_cost, n.delta AS notice_delta, n.requests AS notice_requests, c.id AS id, ${COLUMNS}
          FROM call_notices n LEFT JOIN calls c ON c.id = n.call_id WHERE n.seq > ? ORDER BY n.seq LIMIT ${BATCH}`,
     )
     this.prune = db.prepare('DELETE FROM call_notices WHERE seq <= ?')
+    this.latest = db.prepare(LATEST_SQL)
   }
 
   /** Adds a reader; returns what removes it. */
@@ -126,13 +137,23 @@ export class CallNotices {
       if (rows.length === 0) break
       read += rows.length
       const last = rows[rows.length - 1].seq
+      // A superseded call's key's newest call left, once for all readers.
+      const latest = new Map<number, KeyLatest | null>()
+      for (const row of rows) {
+        if (row.id === null || row.notice_delta === null || !row.notice_requests) continue
+        const l = this.latest.get(row.api_key_hash) as KeyLatest | undefined
+        latest.set(row.seq, l ? { ts: l.ts, tenant: l.tenant } : null)
+      }
       for (const r of this.readers) {
         const calls: CallRecord[] = []
         const moves: CostAdjustment[] = []
         for (const row of rows) {
           if (row.seq <= r.through || row.id === null) continue
+          const plan = row.billing === 'subscription'
           if (row.notice_delta === null) calls.push(toRecord(row))
-          else if (row.notice_delta !== 0 && row.billing !== 'subscription') moves.push(toMove(row, row.notice_delta))
+          // No longer a request: moved whatever it cost (a plan's call by no money).
+          else if (row.notice_requests) moves.push({ ...toMove(row, plan ? 0 : row.notice_delta), requests: row.notice_requests, latest: latest.get(row.seq) ?? null })
+          else if (row.notice_delta !== 0 && !plan) moves.push(toMove(row, row.notice_delta))
         }
         r.through = Math.max(r.through, last)
         try {
