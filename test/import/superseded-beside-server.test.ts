@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { runCliCaptured } from '../support/cli'
-import { eventually } from '../support/http'
+import { eventually, request } from '../support/http'
 import { startTestServer } from '../support/server'
 import { BODY, PROJECT_DIR, supersedeRig } from '../support/superseded'
 
@@ -73,4 +73,49 @@ describe('an imported call burnrate import supersedes beside a running server', 
       }
     })
   }
+})
+
+/**
+ * The server superseding (as it records the answer) a call `burnrate import` stored beside it
+ * moments before, whose notice it had not read yet (it reads them every 2 s): the move took the
+ * call's money off a spend that never held it (kept at 0) and its request off a count that never
+ * had it, then the notice counted both, so the answer's money counted twice in today's and this
+ * month's spend and the meters, and the key was listed at 0 requests with the superseded call's
+ * time, until a restart. The notices written before a move are now read before it.
+ */
+describe('a call burnrate import stored beside a running server, superseded there before the server read its notice', () => {
+  it('counts neither its money nor its request: the key not listed, as after a restart', async () => {
+    // The server reads the notices only when told here (the import and the supersede both come first).
+    const config = { ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC', budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }
+    const t = await startTestServer(config, rig.upstream.url, undefined, { create: { noticeIntervalMs: 3_600_000 } })
+    try {
+      const home = rig.home()
+      const at = Date.now() - 20 * 60_000
+      rig.transcript(home, 'unread', transcript('unread', at, false, false))
+      const r = await runCliCaptured('import', 'claude-code', '--path', join(home, PROJECT_DIR, '..'), '--config', t.configFile, '--data-dir', t.dir, '--url', t.url, '--json')
+      expect(r.code, r.out).toBe(0)
+      expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 1 })
+      // The proxy records the answer and supersedes the imported call itself, its notice unread.
+      await rig.proxy(t, 'sk-ant-unread-00000000001')
+      await rig.untilSuperseded(t)
+      const { db, context } = t.server
+      // Its notice read (at the latest now): the call counted once, then taken off.
+      context.notices!.poll()
+      expect(db.prepare('SELECT count(*) FROM call_notices').pluck().get()).toBe(0)
+      const live = await keyless(t.url)
+      expect(live?.spend_month_usd ?? 0).toBe(0)
+      expect(live).toBeUndefined()
+      // The `*` rule's meter of calls without a key: nothing.
+      const listed = (await request(`${t.url}/api/dashboard/budgets`)).json()
+      expect(listed.rules.find((r: any) => r.api_key_hash === '')?.windows.find((w: any) => w.period === 'monthly')?.spent_usd ?? 0).toBe(0)
+      const again = await t.restart()
+      try {
+        expect(await keyless(again.url)).toBeUndefined()
+      } finally {
+        await again.cleanup()
+      }
+    } finally {
+      await t.cleanup()
+    }
+  })
 })

@@ -73,6 +73,8 @@ export class Ledger implements CallLedger {
   readonly status: LedgerStatus = { writable: true, pending: 0, dropped: 0, last_error: null }
   /** The last notice of a call stored by another process that the spend loaded at start-up counts (./notices.ts). */
   private readonly spendThrough: number
+  /** The notices of other processes' calls this server reads (readNotices). */
+  private notices: CallNotices | null = null
 
   constructor(
     readonly db: Database.Database,
@@ -106,6 +108,7 @@ export class Ledger implements CallLedger {
    * import` beside this server). Only a server reads the notices: they are deleted once read.
    */
   readNotices(notices: CallNotices): () => void {
+    this.notices = notices
     return notices.read({
       through: this.spendThrough,
       take: (calls) => {
@@ -115,6 +118,14 @@ export class Ledger implements CallLedger {
         for (const m of moves) this.spend.adjust(m.api_key_hash, m.ts, m.delta)
       },
     })
+  }
+
+  catchUp(): void {
+    try {
+      this.notices?.drain()
+    } catch {
+      // a busy file: the notices are read at the next tick, as before
+    }
   }
 
   /** A PostgreSQL ledger's hook: the SQLite ledger's batches run `onBatch` hooks instead, so it is never called here. */

@@ -174,6 +174,11 @@ export class CallNotices {
     return read
   }
 
+  /** Reads every notice written so far, in one go (the calls stored before a move here count before it: CallLedger.catchUp). */
+  drain(): void {
+    while (this.poll() >= NOTICES_PER_TURN);
+  }
+
   private oldest(): number {
     let min = Infinity
     for (const r of this.readers) min = Math.min(min, r.through)

@@ -34,6 +34,13 @@ export interface CallLedger {
   /** Today's and this month's spend in memory, in step with `record()`. */
   readonly spend: SpendTracker
   readonly status: LedgerStatus
+  /**
+   * SQLite: counts at once the calls (and moves) other processes noticed in the file so far
+   * (`burnrate import` beside this server, ./notices.ts), in the spend and every other reader.
+   * Before a stored call's cost moves here (a supersede, a re-price): a call stored before the
+   * move is counted before it, not after (its money was taken off a spend that never held it).
+   */
+  catchUp?(): void
   /** Takes a finished call: counts its spend at once and queues its row. Never waits. */
   record(call: CallRecord): void
   /**

@@ -175,7 +175,11 @@ export class CostMoves {
   }
 
   /** Once committed: today's and this month's spend per key, the budget meters of this process, the revisions' listeners (the team sender) and the cost moves' (metrics). */
-  publish(ledger: Pick<Ledger, 'spend'>, budgets: SpendTargets): void {
+  publish(ledger: Pick<Ledger, 'spend' | 'catchUp'>, budgets: SpendTargets): void {
+    // SQLite: a call `burnrate import` stored beside this server before the move, its notice not
+    // read yet, counted first: else its cost was taken off a spend that never held it (at 0, lost)
+    // and added after, one answer's money counted twice (a supersede), and its key kept its time.
+    ledger.catchUp?.()
     for (const s of this.spend) ledger.spend.adjust(s.api_key_hash, s.ts, s.delta)
     // With the transaction's id: a read of the meters under way that did not see it moves them again (../budgets/shared.ts).
     budgets.meters?.adjust(this.spend, undefined, this.xid)
