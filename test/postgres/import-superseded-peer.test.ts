@@ -63,3 +63,38 @@ describe('an imported call superseded on one instance, seen from another', () =>
     expect((await keyless(b.url))?.requests_month ?? 0).toBe(0)
   })
 })
+
+describe("an imported call superseded on one instance when it was its key's newest, seen from another", () => {
+  it("gives the key's last_seen_at and tenant back to its newest call left there too, as a read of the meters does", async () => {
+    const url = h.database()
+    const store = h.store(url)
+    const config = { ...ADMIN_CONFIG, budgets: { rules: [{ api_key_pattern: '*', monthly_limit_usd: 1000, action: 'warn' }] } }
+    const a = await h.server({ url, config })
+    const b = await h.server({ url, config })
+    const { budgetsOf } = await import('../../src/main/budgets')
+    for (const t of [a, b]) await eventually(() => budgetsOf(t.server.context).feed!.stats.reloads > 0, 20_000)
+    const dir = h.tempDir('burnrate-pg-superseded-peer-last-')
+    const older = Date.now() - 120_000
+    const newest = Date.now() - 60_000
+    const cli = openDatabase(join(dir, 'cli.db'))
+    // An older answer under tenant acme, then the newest (the one the proxy records too) under none.
+    for (const [name, id, at, tenant] of [['older', 'msg_older_answer', older, 'acme'], ['newest', BODY.id, newest, '']] as const) {
+      mkdirSync(join(dir, name, 'p'), { recursive: true })
+      writeFileSync(join(dir, name, 'p/s.jsonl'), JSON.stringify({
+        type: 'assistant', sessionId: name, cwd: '/home/dev/x', timestamp: new Date(at).toISOString(), requestId: `req_${name}`,
+        message: { ...BODY, id, usage: { ...BODY.usage, output_tokens: 1 } },
+      }) + '\n')
+      expect(await importLogs(cli, { agent: 'claude-code', paths: [join(dir, name)], pricer: new Pricer(), tenant, store, countSpend, moveSpend })).toMatchObject({ imported: 1 })
+    }
+    cli.close()
+    const view = (k: any) => (k ? { requests_month: k.requests_month, last_seen_at: k.last_seen_at, tenant: k.tenant } : null)
+    for (const t of [a, b]) await eventually(async () => (await keyless(t.url))?.requests_month === 2, 20_000)
+
+    expect((await postJson(`${a.url}/anthropic/v1/messages`, { model: 'claude-sonnet-4-5', messages: [] }, { 'x-api-key': 'sk-ant-superseded-peer-02' })).status).toBe(200)
+    expect(await a.server.ledger.flushed()).toBe(true)
+    for (const t of [a, b]) await eventually(async () => (await keyless(t.url))?.requests_month === 1, 20_000)
+    const left = { requests_month: 1, last_seen_at: new Date(older).toISOString(), tenant: 'acme' }
+    expect(view(await keyless(a.url))).toEqual(left)
+    expect(view(await keyless(b.url))).toEqual(left)
+  })
+})

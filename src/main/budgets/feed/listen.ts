@@ -1,7 +1,7 @@
 import type pg from 'pg'
 import type { Logger } from '../../log'
 import type { PostgresStore } from '../../storage/postgres'
-import type { CostAdjustment } from '../types'
+import type { CostAdjustment, KeyLatest } from '../types'
 import { type AdmissionRow, CALLS_CHANNEL, type FeedRow, type MoveRow, notifyNow } from './publish'
 import { type Snapshot, visibleIn } from './snapshot'
 
@@ -318,7 +318,15 @@ interface Heard {
   moves?: readonly MoveRow[]
 }
 
-function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn, requests]: MoveRow): CostAdjustment {
+function moveOf([api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, usageIn, requests, latest]: MoveRow): CostAdjustment {
   const usage = typeof usageIn === 'string' ? { usage_in: true, response_id: usageIn } : usageIn === 1 ? { usage_in: true } : {}
-  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...usage, ...(typeof requests === 'number' && requests !== 0 ? { requests } : {}) }
+  const counted = typeof requests === 'number' && requests !== 0 ? { requests, ...latestOf(latest) } : {}
+  return { api_key_hash, ts, provider, model, requested_model, agent, tenant, session, delta, ...usage, ...counted }
+}
+
+/** A move's key's newest call left, as sent (none: 0; not sent, or not understood: not known). */
+function latestOf(latest: unknown): { latest?: KeyLatest | null } {
+  if (latest === 0) return { latest: null }
+  if (Array.isArray(latest) && typeof latest[0] === 'number' && Number.isFinite(latest[0]) && typeof latest[1] === 'string') return { latest: { ts: latest[0], tenant: latest[1] } }
+  return {}
 }

@@ -40,9 +40,10 @@ export type FeedRow = [string, string, string, string, string | null, string, st
  * superseded), as the meters move it: [api_key_hash, ts, provider, model, requested_model, agent,
  * tenant, session, delta], then whether it is a background response's real usage taken (1, or
  * since it is sent, the response's id; 0: not), then what its key's request count moves by (-1: an
- * imported call superseded, no longer a request; absent: none).
+ * imported call superseded, no longer a request; absent: none), then with it the key's newest call
+ * still a request ([ts, tenant]; 0: none left; absent: not known, its last-seen time and tenant stay).
  */
-export type MoveRow = [string, number, string, string, string | null, string, string, string, number, (0 | 1 | string)?, number?]
+export type MoveRow = [string, number, string, string, string | null, string, string, string, number, (0 | 1 | string)?, number?, ([number, string] | 0)?]
 
 /**
  * Calls admitted under a rule with a per-minute request limit, as they are admitted
@@ -167,6 +168,8 @@ export async function publishMoves(tx: SqlStore, feedId: string, moves: readonly
     if (c.requests) {
       if (!c.usage_in) row.push(0)
       row.push(c.requests)
+      // Its key's last-seen time and tenant become its newest call's left, there as here (older listeners ignore it).
+      if (c.latest !== undefined) row.push(c.latest === null ? 0 : [c.latest.ts, c.latest.tenant])
     }
     return row
   })
