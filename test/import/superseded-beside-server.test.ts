@@ -119,3 +119,46 @@ describe('a call burnrate import stored beside a running server, superseded ther
     }
   })
 })
+
+/**
+ * A rule change re-reads the ledger (the meters) and moves the notices read past what it read: a
+ * call `burnrate import` stored beside the server whose notice was not read yet was in the meters
+ * but never counted in its key's requests (the key registry is not read again on SQLite), so the
+ * key was missing it until a restart, and once superseded it was taken off all the same: one
+ * request less than the key has (below zero for a key with no other).
+ */
+describe('a call burnrate import stored beside a running server, its notice passed by a rule change', () => {
+  it('is a request of its key, and none once superseded', async () => {
+    const t = await startTestServer({ ...ADMIN_CONFIG, import: { watch: false }, timezone: 'UTC' }, rig.upstream.url, undefined, { create: { noticeIntervalMs: 3_600_000 } })
+    try {
+      const home = rig.home()
+      const at = Date.now() - 20 * 60_000
+      // An older answer of the keyless key too, which stays its request.
+      const older = at - 60_000
+      const other = JSON.stringify({
+        type: 'assistant', sessionId: 'passed', uuid: 'u-0', cwd: '/home/dev/shop', timestamp: new Date(older).toISOString(), requestId: 'req_old',
+        message: { ...BODY, id: 'msg_older_answer', usage: { ...BODY.usage, output_tokens: 1 } },
+      }) + '\n'
+      rig.transcript(home, 'passed', other + transcript('passed', at, false, false))
+      const r = await runCliCaptured('import', 'claude-code', '--path', join(home, PROJECT_DIR, '..'), '--config', t.configFile, '--data-dir', t.dir, '--url', t.url, '--json')
+      expect(r.code, r.out).toBe(0)
+      expect(JSON.parse(r.out).results[0]).toMatchObject({ imported: 2 })
+      // A new rule re-reads the ledger before the notices are read.
+      expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })).status).toBeLessThan(300)
+      t.server.context.notices!.poll()
+      expect(await keyless(t.url)).toMatchObject({ requests_month: 2, last_seen_at: new Date(at).toISOString() })
+
+      await rig.proxy(t, 'sk-ant-passed-00000000001')
+      await rig.untilSuperseded(t, BODY.id)
+      expect(await keyless(t.url)).toMatchObject({ requests_month: 1, last_seen_at: new Date(older).toISOString() })
+      const again = await t.restart()
+      try {
+        expect(await keyless(again.url)).toMatchObject({ requests_month: 1, last_seen_at: new Date(older).toISOString() })
+      } finally {
+        await again.cleanup()
+      }
+    } finally {
+      await t.cleanup()
+    }
+  })
+})

@@ -5,8 +5,9 @@ import type { CallRecord } from '../ledger/record'
 import type { CallLedger } from '../ledger/types'
 import { minuteOf } from './meter'
 import type { BudgetEngine } from './engine'
+import type { KeyCount } from './key-registry'
 import type { HistoryRow } from './meter-book'
-import { HISTORY_SQL, RECENT_SQL, SESSION_HISTORY_SQL, recentParams } from './shared-history'
+import { HISTORY_SQL, KEYS_SQL, RECENT_SQL, SESSION_HISTORY_SQL, recentParams } from './shared-history'
 
 /**
  * SQLite: the recorded calls the meters start from (at start-up and at every rule change), per
@@ -18,25 +19,29 @@ export class LocalHistory {
   private readonly query: Database.Statement
   private readonly sessions: Database.Statement
   private readonly recent: Database.Statement
+  private readonly keys: Database.Statement
   private readonly noticed: NoticeReader
+  /** The key registry was read with the meters (a rule needs them): the start-up needs no seed of its own. */
+  keysRead = false
 
   constructor(
     private readonly db: Database.Database,
     private readonly ledger: CallLedger,
-    engine: () => BudgetEngine | null,
+    private readonly engine: () => BudgetEngine | null,
   ) {
     // The same rows PostgreSQL's instances read (./shared-history.ts).
     this.query = db.prepare(HISTORY_SQL)
     this.sessions = db.prepare(SESSION_HISTORY_SQL)
     this.recent = db.prepare(RECENT_SQL)
+    this.keys = db.prepare(KEYS_SQL)
     this.noticed = {
       // Moved on at every read of the ledger; from here when no rule needs one (the key registry's seed holds what is older).
       through: latestNotice(db),
       take: (calls) => {
-        const e = engine()
+        const e = this.engine()
         if (e) for (const c of calls) e.observe(c)
       },
-      moved: (moves) => engine()?.adjust(moves),
+      moved: (moves) => this.engine()?.adjust(moves),
     }
   }
 
@@ -53,19 +58,31 @@ export class LocalHistory {
     } catch {
       // a database that cannot be written now: the held calls are counted from memory below
     }
+    const engine = this.engine()
+    const readAt = Date.now()
+    const unwritten = !flushed && this.ledger instanceof Ledger ? this.ledger.unwritten().calls : []
     const { value, through } = readWithNotices(this.db, () => {
       const rows = this.query.all({ since }) as HistoryRow[]
       // Calls the database could not take yet (locked, full): spent all the same, so counted from
       // memory (those of a spill file too, ../ledger/restored.ts). Once written, they leave the
       // ledger's memory in the same step: never counted from both.
-      if (!flushed && this.ledger instanceof Ledger) for (const c of this.ledger.unwritten().calls) rows.push(historyRowOf(c))
+      for (const c of unwritten) rows.push(historyRowOf(c))
       if (sessionsSince !== null) for (const r of this.sessions.iterate({ since, active: sessionsSince })) rows.push(r as HistoryRow)
       // The last minute's requests and tokens, after the money (in time order).
       for (const r of this.recent.iterate(recentParams(Date.now()))) rows.push(r as HistoryRow)
-      return rows
+      // This month's keys from the same read: the notices it moves past (their calls in it) are
+      // never read for the key registry either. Read before, the calls `burnrate import` stored
+      // meanwhile were in the meters and never counted as their keys' requests (and taken off
+      // once superseded: one less than the key has).
+      const keys = engine ? (this.keys.all({ since: engine.clock.monthOf(readAt).start }) as KeyCount[]) : null
+      return { rows, keys }
     })
     this.noticed.through = through
-    return value
+    if (engine && value.keys) {
+      engine.shared.reseed(value.keys, unwritten, readAt)
+      this.keysRead = true
+    }
+    return value.rows
   }
 
   /** Counts the calls other processes store from now on; returns what stops it. */
