@@ -1,6 +1,7 @@
 import type { Dispatcher } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from '../../http/network'
-import { clientClass, poolClass, proxyAgent } from './undici'
+import { socksConnector } from '../../http/socks'
+import { agentClass, clientClass, poolClass, proxyAgent } from './undici'
 import type { Upstream } from '../routes'
 
 export type { NetworkOptions } from '../../http/network'
@@ -27,7 +28,9 @@ export interface DispatcherOptions extends NetworkOptions {
  * (http/network.ts, the same rule as WebSockets') is carried by one undici ProxyAgent per proxy:
  * an https upstream through a CONNECT tunnel, an http one (a self-hosted model server) as curl, Go
  * and Python's requests send it, an ordinary request for its absolute URI (Squid's default
- * configuration refuses CONNECT to any port but 443); a no-proxy host keeps its own pool.
+ * configuration refuses CONNECT to any port but 443); a no-proxy host keeps its own pool. Through
+ * a SOCKS5 proxy, one undici Agent per proxy whose pools connect through it (../../http/socks.ts),
+ * the SOCKS5 negotiation and the TLS inside the tunnel held to the connect timeout together.
  */
 export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatchers {
   // Each upstream's dispatcher: its pool, or the agent of the proxy that carries it.
@@ -44,6 +47,11 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     const proxy = proxyOf?.(u.origin)
     if (!proxy) return new (poolClass())(u.origin, common)
     let agent = viaProxy.get(proxy)
+    if (!agent && /^socks/i.test(proxy)) {
+      agent = new (agentClass())({ ...common, connect: socksConnector(proxy, o.connect_timeout_ms, ca) })
+      viaProxy.set(proxy, agent)
+      proxied.add(agent)
+    }
     if (!agent) {
       // The proxy's answer to CONNECT is part of opening the connection: held to the connect timeout
       // (undici's own wait for it is its 300 s headers timeout, far past what the call allows for that).

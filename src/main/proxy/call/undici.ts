@@ -46,6 +46,13 @@ export function preloadUndici(): void {
   clientClass()
 }
 
+let agent: typeof Undici.Agent | undefined
+
+/** Behind a SOCKS5 proxy: the agent whose pools connect through it (../../http/socks.ts). */
+export function agentClass(): typeof Undici.Agent {
+  return (agent ??= require('undici/lib/dispatcher/agent.js') as typeof Undici.Agent)
+}
+
 /** Behind a proxy (upstream.proxy, HTTPS_PROXY): undici's whole index, loaded only then. */
 export function proxyAgent(): typeof Undici.ProxyAgent {
   return (require('undici') as typeof Undici).ProxyAgent

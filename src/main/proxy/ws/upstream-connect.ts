@@ -31,6 +31,7 @@ export function connectUpstream(
   const provider = upstream.provider
   const target = upstream.origin.replace(/^http/i, 'ws') + upstreamPath(route)
   const proxy = tunnel && opts.proxy?.(upstream.origin)
+  const secure = /^https/i.test(upstream.origin)
   const headers = upstreamRequestHeaders(req.headers, upstream.host)
   for (const name of Object.keys(headers)) if (name.startsWith('sec-websocket-')) delete headers[name]
   // The client's offer goes as it came, not as the ws library's `protocols`: that would fail an
@@ -48,7 +49,7 @@ export function connectUpstream(
       handshakeTimeout: opts.timeouts.connect_timeout_ms + opts.timeouts.first_byte_timeout_ms,
       ...(opts.ca ? { ca: opts.ca } : {}),
       // Directly, the connection is held to the connect timeout as an HTTP call's is (./connect-timeout.ts).
-      ...(proxy ? { agent: tunnel(proxy) } : { createConnection: timedConnection(/^https/i.test(upstream.origin), opts.timeouts.connect_timeout_ms) }),
+      ...(proxy ? tunnel(proxy, secure) : { createConnection: timedConnection(secure, opts.timeouts.connect_timeout_ms) }),
     })
   } catch {
     // The ws library refuses some URLs by throwing (a fragment, `#…`, in the request target): not

@@ -1,4 +1,6 @@
 import type { Agent, IncomingMessage } from 'node:http'
+import type { ClientRequestArgs } from 'node:http'
+import { socksConnection } from '../../http/socks'
 import type WebSocket from 'ws'
 import type { WebSocketServer } from 'ws'
 import type { WebSocketRelayOptions } from './relay-options'
@@ -29,9 +31,14 @@ export function newHandshakes(): Handshakes {
 export interface WsLib {
   WebSocket: typeof WebSocket
   server: WebSocketServer
-  /** The agent that tunnels through `proxy`, CONNECT or SOCKS5 (for ws:// and wss:// alike). */
-  tunnel: ((proxy: string) => Agent) | null
+  /**
+   * How an upgrade to a ws:// (`secure` false) or wss:// upstream goes through `proxy`: the agent that
+   * tunnels through an HTTP proxy (CONNECT), or the connection through a SOCKS5 one (../../http/socks.ts).
+   */
+  tunnel: ((proxy: string, secure: boolean) => Tunnel) | null
 }
+
+export type Tunnel = { agent: Agent } | { createConnection: ClientRequestArgs['createConnection'] }
 
 /**
  * Loads the ws library (and the tunnel, with a proxy set) and makes the server side. The prices
@@ -60,10 +67,16 @@ export function loadWsLib(opts: WebSocketRelayOptions, hs: Handshakes): Promise<
   })
 }
 
-/** One tunnelling agent per proxy; it marks the upgrades whose CONNECT the proxy refused. */
-function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent, opts: WebSocketRelayOptions, hs: Handshakes): (proxy: string) => Agent {
+/**
+ * One tunnelling agent per HTTP proxy; it marks the upgrades whose CONNECT the proxy refused. Through
+ * a SOCKS5 proxy, each connection is opened through it, the SOCKS5 negotiation and the TLS inside
+ * the tunnel held to the connect timeout together (socks-proxy-agent gives them 30 s, then the TLS
+ * the whole upgrade's time).
+ */
+function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent, opts: WebSocketRelayOptions, hs: Handshakes): (proxy: string, secure: boolean) => Tunnel {
   const agents = new Map<string, Agent>()
-  return (proxy) => {
+  return (proxy, secure) => {
+    if (/^socks/i.test(proxy)) return { createConnection: socksConnection(proxy, secure, opts.timeouts.connect_timeout_ms) as ClientRequestArgs['createConnection'] }
     let agent = agents.get(proxy)
     if (!agent) {
       const a = tunnelAgent(proxy, { ca: opts.ca, connectTimeoutMs: opts.timeouts.connect_timeout_ms })
@@ -72,6 +85,6 @@ function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent, op
       })
       agents.set(proxy, (agent = a))
     }
-    return agent
+    return { agent }
   }
 }
