@@ -3,10 +3,10 @@ import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
 import { MAX_ANSWER_HEADERS } from '../call/dispatchers'
 import { describeNetworkError } from '../call/network-errors'
-import { clientResponseHeaders, upstreamRequestHeaders } from '../headers'
+import { upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
-import { answer, answerError, passedOn } from './upgrade-answer'
+import { answerError, passedOn, relayRefusal } from './upgrade-answer'
 import { timedConnection } from './connect-timeout'
 import type { Handshakes, WsLib } from './ws-library'
 
@@ -14,7 +14,7 @@ import type { Handshakes, WsLib } from './ws-library'
  * The upstream's side of a WebSocket upgrade: the upstream is asked first (ws://, or wss:// for
  * an https upstream, through the proxy when one is set) with the client's headers and its offer
  * of subprotocols, and only once it has accepted is the client's handshake completed (`relay`
- * then has both sockets). An upstream that refuses has its answer relayed as it came; one that
+ * then has both sockets). An upstream that refuses has its answer relayed as it comes; one that
  * cannot be reached, or does not accept in time, is answered as an HTTP call's would be.
  */
 export function connectUpstream(
@@ -74,14 +74,9 @@ export function connectUpstream(
       unreachable(new Error(`Proxy response (${proxyStatus})`))
       return
     }
-    // The upstream refused the upgrade: its answer goes to the client as it came.
-    const parts: Buffer[] = []
-    res.on('data', (c: Buffer) => parts.push(c))
-    res.on('end', () => {
-      answer(socket, res.statusCode ?? 502, clientResponseHeaders(res.headers) as Record<string, string>, Buffer.concat(parts))
-      up.terminate()
-    })
-    res.on('error', () => answerError(socket, 502, 'upstream_unreachable', `${provider.name} (${upstream.host}) cut its answer to the WebSocket upgrade.`))
+    // The upstream refused the upgrade: its answer goes to the client as it comes (a body that
+    // never ends is cut once quiet for the idle timeout).
+    relayRefusal(socket, res, opts.timeouts.idle_timeout_ms, () => up.terminate())
   })
   up.on('error', (err) => {
     if (settled) return
