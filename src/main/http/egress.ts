@@ -51,7 +51,7 @@ export function createEgress(o: NetworkOptions): Egress {
       const proxy = proxyFor(url)
       if (!proxy && !ca) return null
       if (!proxy) return import(new URL(url).protocol === 'https:' ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
-      return import('./tunnel').then(({ tunnelAgent }) => tunnelAgent(proxy, { ...tls, keepAlive: true }))
+      return import('./tunnel').then(({ egressAgent }) => egressAgent(proxy, url, { ...tls, keepAlive: true }))
     },
     async close() {
       const all = [...made.values()]

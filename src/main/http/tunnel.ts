@@ -1,4 +1,5 @@
 import type { Agent, ClientRequest } from 'node:http'
+import { HttpProxyAgent } from 'http-proxy-agent'
 import { HttpsProxyAgent } from 'https-proxy-agent'
 import { SocksProxyAgent } from 'socks-proxy-agent'
 
@@ -21,6 +22,17 @@ export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boole
       : new HttpsProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls })
   agent.options = { ...agent.options, ...tls }
   return agent
+}
+
+/**
+ * The node:http agent for Burnrate's own calls to `url` through `proxy` (the OTLP export): to an
+ * http:// address through an http:// proxy, an ordinary request for its absolute URI with the
+ * proxy URL's credentials (http-proxy-agent), as curl and undici's calls send it (Squid's default
+ * configuration refuses CONNECT to any port but 443); otherwise a tunnel (`tunnelAgent`).
+ */
+export function egressAgent(proxy: string, url: string, o: { ca?: string[]; keepAlive?: boolean } = {}): Agent {
+  if (new URL(url).protocol === 'http:' && /^http:/i.test(proxy)) return new HttpProxyAgent(proxy, { keepAlive: o.keepAlive })
+  return tunnelAgent(proxy, o)
 }
 
 /**
