@@ -1,5 +1,5 @@
 import { sendError } from '../../http/errors'
-import { PROXY_REFUSAL, describeNetworkError } from './network-errors'
+import { PROXY_REFUSAL, REACHED, describeNetworkError } from './network-errors'
 import type { HttpCall } from './state'
 
 export type FailureKind = 'unreachable' | 'timeout' | 'reset'
@@ -49,8 +49,8 @@ export function failHttp(s: HttpCall, kind: FailureKind, detail: string, finish:
       sendError(s.res, 'upstream_timeout', `${s.ctx.provider.name} (${host}) did not answer in time: ${detail}.`)
     } else {
       const message =
-        // It was reached: it closed the connection, or answered with more headers than are taken.
-        code === 'CONNECTION_CLOSED' || code === 'HEADERS_TOO_LARGE' ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
+        // It was reached: it closed the connection, or answered with more headers than are taken, or what is not HTTP/1.1.
+        code && REACHED.has(code) ? `${s.ctx.provider.name} (${host}) ${detail}.` : `Could not reach ${s.ctx.provider.name} at ${host}: ${detail}.`
       sendError(s.res, 'upstream_unreachable', message)
       warn?.(message)
     }

@@ -36,6 +36,9 @@ function codeOf(err: unknown): string | undefined {
  */
 export const PROXY_REFUSAL = /Proxy response \((\d+)\)|Proxy Authentication Required \((407)\)/
 
+/** Codes of failures where the upstream was reached (it closed the connection, or answered what is not read): not "Could not reach". */
+export const REACHED = new Set(['CONNECTION_CLOSED', 'HEADERS_TOO_LARGE', 'MALFORMED_ANSWER'])
+
 /** What `err` (from connecting or talking to `host` for `provider`) means; null when it says nothing specific. */
 export function describeNetworkError(err: Error, host: string, provider: string): NetworkProblem | null {
   const code = codeOf(err)
@@ -69,6 +72,17 @@ export function describeNetworkError(err: Error, host: string, provider: string)
   }
   if (code === 'ECONNREFUSED') {
     return { code, words: `the connection was refused (ECONNREFUSED): nothing accepts connections at ${host}; check ${baseUrl}` }
+  }
+  if ((err as Error).name === 'HTTPParserError' || code?.startsWith('HPE_')) {
+    // undici's (and node:http's) parser refused the answer: RFC 9112 lets a client read one with
+    // both lengths by its Transfer-Encoding, but neither parser can be told to, nor to close the
+    // connection after it as the RFC then asks.
+    const why = /\(([^()]*)\)\s*$/.exec(err.message)?.[1] ?? err.message
+    const smuggling = /Transfer-Encoding/i.test(why) ? ', which Burnrate does not read (HTTP/1.1 forbids it: a sign of request smuggling or response splitting)' : ''
+    return {
+      code: 'MALFORMED_ANSWER',
+      words: `answered with a response that is not valid HTTP/1.1 (${why})${smuggling}; the call may have been processed, and billed, there, and its usage is not known: a proxy or gateway between Burnrate and the provider may be breaking its answers`,
+    }
   }
   if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
     return { code: 'CONNECTION_CLOSED', words: `it closed the connection before answering (${err.message || code}); the call may or may not have been processed there` }

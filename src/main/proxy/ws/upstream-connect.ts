@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http'
 import type { Duplex } from 'node:stream'
 import type WebSocket from 'ws'
 import { MAX_ANSWER_HEADERS } from '../call/dispatchers'
-import { describeNetworkError } from '../call/network-errors'
+import { REACHED, describeNetworkError } from '../call/network-errors'
 import { upstreamRequestHeaders } from '../headers'
 import { type Route, upstreamPath } from '../routes'
 import type { WebSocketRelayOptions } from './relay-options'
@@ -94,7 +94,7 @@ export function connectUpstream(
   const unreachable = (err: Error) => {
     const known = describeNetworkError(err, upstream.host, provider.name)
     const why = known?.words ?? (err as NodeJS.ErrnoException).code ?? err.message
-    const message = `Could not reach ${provider.name} at ${upstream.host}: ${why}.`
+    const message = known && REACHED.has(known.code) ? `${provider.name} (${upstream.host}) ${why}.` : `Could not reach ${provider.name} at ${upstream.host}: ${why}.`
     answerError(socket, 502, 'upstream_unreachable', message)
     // No call was made, so no ledger row: the log is where a failing upgrade (Codex reconnecting) shows.
     opts.warn?.(`${message} (WebSocket)`)
