@@ -9,8 +9,9 @@ import { SocksProxyAgent } from 'socks-proxy-agent'
  * or a SOCKS5 one (socks-proxy-agent), as undici's ProxyAgent does for HTTP calls. Loaded only
  * behind a proxy. `ca` (a private CA) is trusted for the proxy's own TLS and for the TLS inside
  * the tunnel: both agents make that one from the request's options, which node:http merges with
- * the agent's `options`. With `connectTimeoutMs`, an http(s) proxy must answer CONNECT within it
- * (a SOCKS5 one has the socks library's own 30 s).
+ * the agent's `options`. With `connectTimeoutMs`, an http(s) proxy must answer CONNECT, and the TLS
+ * inside the tunnel complete, within it (a SOCKS5 one has the socks library's own 30 s: the
+ * upgrades to upstreams go through ./socks.ts instead).
  */
 export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boolean; connectTimeoutMs?: number } = {}): Agent {
   const tls = o.ca ? { ca: o.ca } : {}
@@ -38,9 +39,12 @@ export function egressAgent(proxy: string, url: string, o: { ca?: string[]; keep
 /**
  * https-proxy-agent waits for the proxy's answer to CONNECT for good, and node:http times a
  * request only once it has its socket, which is after that answer: a proxy that never answers
- * would hold the request, and the connection to it, forever. Here the connection to the proxy is
- * closed when no answer came within `ms`, and the request fails with an error whose cause says
- * it timed out.
+ * would hold the request, and the connection to it, forever. It then hands node:http the TLS
+ * socket to a wss:// upstream before its handshake inside the tunnel is done, which nothing
+ * timed but the whole upgrade's limit (connect + first byte, over ten minutes by default): a
+ * proxy that answered CONNECT and then passed nothing on held the upgrade as long. Here the
+ * connection to the proxy is closed when the CONNECT answer and the TLS handshake after it have
+ * not both come within `ms`, and the request fails with an error that says it timed out.
  */
 class TimedProxyAgent extends HttpsProxyAgent<string> {
   constructor(
@@ -62,9 +66,37 @@ class TimedProxyAgent extends HttpsProxyAgent<string> {
     } finally {
       this.connectOpts = saved
     }
+    const started = Date.now()
     const timer = setTimeout(() => stop.abort(new Error(`the proxy did not answer its CONNECT request within ${this.ms} ms: timed out`)), this.ms)
     timer.unref()
-    return tunnel.finally(() => clearTimeout(timer))
+    return tunnel.then(
+      (socket) => {
+        clearTimeout(timer)
+        // Not TLS: a plain tunnel, or the stand-in socket for a proxy's refusal (its status goes on to the request).
+        if (!opts.secureEndpoint || !(socket as { encrypted?: boolean }).encrypted) return socket
+        // The rest of the time for the TLS handshake inside the tunnel; the TLS socket closes the tunnel with it.
+        return new Promise<typeof socket>((resolve, reject) => {
+          const done = (err?: Error): void => {
+            clearTimeout(tls)
+            socket.removeListener('secureConnect', onSecure)
+            socket.removeListener('error', done)
+            if (err) {
+              socket.destroy()
+              reject(err)
+            } else resolve(socket)
+          }
+          const onSecure = (): void => done()
+          const left = Math.max(0, this.ms - (Date.now() - started))
+          const tls = setTimeout(() => done(new Error(`no TLS connection to the upstream through the proxy within ${this.ms} ms: timed out`)), left)
+          tls.unref()
+          socket.once('secureConnect', onSecure)
+          socket.once('error', done)
+        })
+      },
+      (err: unknown) => {
+        clearTimeout(timer)
+        throw err
+      },
+    )
   }
 }
-
