@@ -7,10 +7,11 @@ import { PLAIN_HOST, startLoggedServer, startSocks5Proxy } from './support'
 
 /**
  * Through a SOCKS5 proxy, a call is timed by upstream.first_byte_timeout_ms and
- * upstream.idle_timeout_ms, as every other call is: undici's SOCKS5 agent makes its own pool per
- * upstream with undici's defaults (300 s for the answer's headers, 300 s between its body's
- * chunks), which cut a long non-streamed answer at 5 minutes (a 504 saying the proxy did not
- * answer its CONNECT request) and a stream quiet for 5 minutes in the middle, whatever the config says.
+ * upstream.idle_timeout_ms, as every other call is: undici's SOCKS5 agent (which carried them
+ * before) made its own pool per upstream with undici's defaults (300 s for the answer's headers,
+ * 300 s between its body's chunks), which cut a long non-streamed answer at 5 minutes (a 504
+ * saying the proxy did not answer its CONNECT request) and a stream quiet for 5 minutes in the
+ * middle, whatever the config said.
  *
  * Five minutes pass on undici's own clock only (its timers module's test hook, `tick`): the
  * server's own deadlines (first byte 600 s by default) see the real time.

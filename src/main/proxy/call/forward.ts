@@ -96,9 +96,9 @@ class Forwarding implements Dispatcher.DispatchHandler {
         path: upstreamPath(s.route),
         headers: this.headers as Record<string, string | string[]>,
         body: this.body,
-        // The call's own first-byte and idle timeouts time it, on every way out: undici's SOCKS5
-        // agent makes its pools with undici's defaults (300 s each), not the ones set here
-        // (./dispatchers.ts), and cut calls there at 5 minutes whatever the config said.
+        // The call's own first-byte and idle timeouts time it, on every way out: a pool made with
+        // undici's defaults (300 s each, as undici's own SOCKS5 agent made its pools) and not the
+        // options of ./dispatchers.ts would cut calls at 5 minutes whatever the config said.
         headersTimeout: 0,
         bodyTimeout: 0,
       },
