@@ -15,8 +15,12 @@ const require = createRequire(import.meta.url)
 export interface Egress {
   /** The dispatcher for a call to `url`; undefined: undici's global one (no proxy for it, no private CA). */
   for(url: string): Dispatcher | undefined
-  /** The same for a library that speaks node:http (the OTLP exporters): an agent, or null for the usual one. */
-  nodeAgent(url: string): Promise<Agent> | null
+  /**
+   * The same for a library that speaks node:http (the OTLP exporters): an agent, or null for the
+   * usual one. Through a CONNECT tunnel, the proxy's answer and the TLS inside it must come within
+   * `connectTimeoutMs` (the export's own timeout gives up on the request, not on the tunnel).
+   */
+  nodeAgent(url: string, connectTimeoutMs?: number): Promise<Agent> | null
   close(): Promise<void>
 }
 
@@ -47,11 +51,11 @@ export function createEgress(o: NetworkOptions): Egress {
       }
       return d
     },
-    nodeAgent(url) {
+    nodeAgent(url, connectTimeoutMs) {
       const proxy = proxyFor(url)
       if (!proxy && !ca) return null
       if (!proxy) return import(new URL(url).protocol === 'https:' ? 'node:https' : 'node:http').then((m) => new m.Agent({ keepAlive: true, ...tls }))
-      return import('./tunnel').then(({ egressAgent }) => egressAgent(proxy, url, { ...tls, keepAlive: true }))
+      return import('./tunnel').then(({ egressAgent }) => egressAgent(proxy, url, { ...tls, keepAlive: true, connectTimeoutMs }))
     },
     async close() {
       const all = [...made.values()]

@@ -31,7 +31,7 @@ export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boole
  * proxy URL's credentials (http-proxy-agent), as curl and undici's calls send it (Squid's default
  * configuration refuses CONNECT to any port but 443); otherwise a tunnel (`tunnelAgent`).
  */
-export function egressAgent(proxy: string, url: string, o: { ca?: string[]; keepAlive?: boolean } = {}): Agent {
+export function egressAgent(proxy: string, url: string, o: { ca?: string[]; keepAlive?: boolean; connectTimeoutMs?: number } = {}): Agent {
   if (new URL(url).protocol === 'http:' && /^http:/i.test(proxy)) return new HttpProxyAgent(proxy, { keepAlive: o.keepAlive })
   return tunnelAgent(proxy, o)
 }

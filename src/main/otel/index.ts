@@ -26,7 +26,8 @@ export const otel: Feature = async (ctx) => {
     traces: o.traces,
     metrics: o.metrics,
     version: ctx.version,
-    agent: ctx.egress.nodeAgent(o.endpoint),
+    // A proxy that never answers CONNECT: the tunnel is closed with the export it was for.
+    agent: ctx.egress.nodeAgent(o.endpoint, o.timeout_ms),
   })
   const stopCalls = ctx.ledger.onCall(pipeline.observe)
   const stopMoves = onCostMoved(ctx.ledger, pipeline.moved)
