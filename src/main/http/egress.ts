@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from './network'
+import { socksConnector } from './socks'
 
 const require = createRequire(import.meta.url)
 
@@ -23,6 +24,9 @@ export interface Egress {
   nodeAgent(url: string, connectTimeoutMs?: number): Promise<Agent> | null
   close(): Promise<void>
 }
+
+/** How long opening a connection through a SOCKS5 proxy may take: undici's connect timeout, as directly. */
+const CONNECT_TIMEOUT_MS = 10_000
 
 /** Every call out directly, with the usual certificate authorities. */
 export const DIRECT: Egress = { for: () => undefined, nodeAgent: () => null, close: async () => {} }
@@ -45,8 +49,14 @@ export function createEgress(o: NetworkOptions): Egress {
       if (!d) {
         const { Agent, ProxyAgent } = require('undici') as typeof Undici
         // An http:// host goes to an http:// proxy as an ordinary request for its absolute URI, as
-        // curl sends it (Squid's default configuration refuses CONNECT to any port but 443).
-        d = proxy ? new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls), proxyTunnel: false }) : new Agent({ connect: tls })
+        // curl sends it (Squid's default configuration refuses CONNECT to any port but 443). Through
+        // a SOCKS5 proxy, the negotiation and the TLS inside the tunnel within undici's usual
+        // connect timeout (./socks.ts): undici's own SOCKS5 agent waited for that TLS for good.
+        d = !proxy
+          ? new Agent({ connect: tls })
+          : /^socks/i.test(proxy)
+            ? new Agent({ connect: socksConnector(proxy, CONNECT_TIMEOUT_MS, ca) })
+            : new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls), proxyTunnel: false })
         made.set(key, d)
       }
       return d
