@@ -53,7 +53,7 @@ describe('the OTLP export behind a proxy that never answers CONNECT', () => {
     const s = await startLoggedServer({
       upstream: { proxy: proxyUrl },
       providers: { openai: { base_url: `${upstreamUrl}/v1` } },
-      otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 200, timeout_ms: 300, traces: false },
+      otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 500, timeout_ms: 300, traces: false },
     })
     try {
       const call = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] })
