@@ -34,7 +34,7 @@ export const MAX_REFUSAL_BODY = 1024 * 1024
 /**
  * The upstream's refusal of an upgrade (an answer other than 101: 401, 429, 503...) passed on to
  * the client as it comes: its status and headers at once, then its body, framed as the upstream
- * framed it (its Content-Length, else up to the connection's close). The body is cut (the
+ * framed it (its Content-Length, chunked, else up to the connection's close). The body is cut (the
  * client's connection closed before its end) when it goes quiet for `idleMs` (upstream.idle_timeout_ms,
  * as any answer's silence) or passes MAX_REFUSAL_BODY: an answer whose body never ended held the
  * client until the whole upgrade's time limit, with no status. `done` is called once, when the

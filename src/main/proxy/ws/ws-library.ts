@@ -1,5 +1,4 @@
-import type { Agent, IncomingMessage } from 'node:http'
-import type { ClientRequestArgs } from 'node:http'
+import type { Agent, ClientRequestArgs, IncomingMessage } from 'node:http'
 import { socksConnection } from '../../http/socks'
 import type WebSocket from 'ws'
 import type { WebSocketServer } from 'ws'
