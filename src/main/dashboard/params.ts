@@ -1,6 +1,7 @@
 import type { Request } from 'express'
 import { GROUP_BYS, RANGES, type GroupBy, type Range } from '../../shared/api'
 import { parseWhen, RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, type ReportKind } from '../report/report'
+import { windowProblem } from '../report/window'
 
 /** A known query parameter with a bad value: answered 400 `invalid_request` naming it. */
 export class ParamError extends Error {
@@ -109,19 +110,14 @@ export function given(req: Request, name: string): string | null {
 }
 
 /**
- * `since` and `until` of a report or export: each read by `whenParam`, and `until` after `since`.
- * A window ending where or before it begins (the two swapped) is a 400 naming `until`: it was
- * answered with no rows, "no spend" for a window that had some.
+ * `since` and `until` of a report or export: each read by `whenParam`, and `until` after `since`
+ * (../report/window.ts, as the CLI checks them). A window ending where or before it begins (the
+ * two swapped) is a 400 naming `until`: it was answered with no rows, "no spend" for a window that had some.
  */
 export function windowParams(req: Request, tz: string): { since: number | null; until: number | null } {
   const since = whenParam(req, 'since', tz)
   const until = whenParam(req, 'until', tz)
-  if (since !== null && until !== null && until <= since) {
-    const iso = (t: number) => new Date(t).toISOString()
-    throw new ParamError(
-      'until',
-      `The parameter until (${one(req, 'until')}, up to ${iso(until)}) must be after since (${one(req, 'since')}, from ${iso(since)}).`,
-    )
-  }
+  const problem = windowProblem(since, until, { since: one(req, 'since'), until: one(req, 'until') }, (p, leading) => (leading ? `The parameter ${p}` : p))
+  if (problem) throw new ParamError(problem.param, `${problem.message}.`)
   return { since, until }
 }

@@ -2,11 +2,11 @@ import { pipeline } from 'node:stream/promises'
 import { Readable } from 'node:stream'
 import { Option } from 'commander'
 import type { RegisterCommand } from './types'
-import { CliError, EXIT } from '../context'
+import { CliError } from '../context'
 import { writePrivateFile } from '../private-file'
 import { stdoutSink } from '../stdout-sink'
-import { parseWhen } from '../../report/report'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import { cliWindow } from '../window'
 
 /** `burnrate export`: every call of a window, as the dashboard's export gives it (CSV or JSON). */
 export const exportCommand: RegisterCommand = (program, ctx) => {
@@ -22,11 +22,8 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
   ).action(async (o) => {
     const t = await resolveTarget(o, ctx)
     const tz = t.config.timezone
-    for (const name of ['since', 'until'] as const) {
-      if (o[name] !== undefined && parseWhen(o[name], tz, name === 'until') === null) {
-        throw new CliError(`--${name} must be a day of the calendar (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
-      }
-    }
+    // Before a file is made (-o) or anything is read.
+    const when = cliWindow(o, tz)
     // A file is always private to the user: the export holds every call (tenants, sessions, key hints).
     if (o.output) return writePrivateFile(o.output, (sink) => exportTo(sink))
     // Chunks go out as bytes: the server's answer arrives cut wherever the network cut it, often
@@ -63,8 +60,8 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
         // PostgreSQL every page is read in one read-only transaction, held until the file is written).
         await atExportMoment(ledger.store, async (store, asOf) => {
           const window = {
-            start: o.since ? (parseWhen(o.since, tz) as number) : 0,
-            end: o.until ? (parseWhen(o.until, tz, true) as number) : OPEN_END,
+            start: when.since ?? 0,
+            end: when.until ?? OPEN_END,
             tenant: (o.tenant as string | undefined) ?? null,
             member: null,
             asOf,

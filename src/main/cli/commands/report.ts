@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises'
 import { Argument } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
-import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, parseWhen, type Report, type ReportKind } from '../../report/report'
+import { RANKED_KINDS, REPORT_KINDS, REPORT_LIMIT, type Report, type ReportKind } from '../../report/report'
 import { wholeNumber } from '../../dashboard/params'
 import { localParts } from '../../time/zone'
 import { compact, csvChunks, csvSum, jsonChunks, paint, usd, visible } from '../output'
@@ -11,6 +11,7 @@ import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
+import { cliWindow } from '../window'
 
 const KEY_LABEL: Record<ReportKind, string> = {
   daily: 'Day', weekly: 'Week of', monthly: 'Month', session: 'Session', model: 'Model', agent: 'Agent', project: 'Project',
@@ -70,11 +71,7 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
   const limit = limitOf(kind, o)
   const t = await resolveTarget(o, ctx)
   const tz = t.config.timezone
-  for (const name of ['since', 'until'] as const) {
-    if (o[name] !== undefined && parseWhen(o[name], tz, name === 'until') === null) {
-      throw new CliError(`--${name} must be a day of the calendar (2026-11-20) or an ISO time; got ${JSON.stringify(o[name])}`, EXIT.usage)
-    }
-  }
+  const window = cliWindow(o, tz)
   if (t.kind === 'http') {
     const p = new URLSearchParams({ kind })
     if (o.since) p.set('since', o.since)
@@ -95,8 +92,8 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
     const zone = ledger.store.dialect === 'sqlite' ? reportZone(ledger.db) : null
     return await buildReport(ledger.store, {
       kind,
-      since: o.since ? parseWhen(o.since, tz) : null,
-      until: o.until ? parseWhen(o.until, tz, true) : null,
+      since: window.since,
+      until: window.until,
       tenant: o.tenant ?? null,
       timezone: tz,
       limit,
