@@ -5,6 +5,7 @@ import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 import { retryAfter } from '../http/retry-after'
 import { MAX_TIMER_MS } from '../config/schema'
+import { redactUrl } from './webhook-url'
 
 export type WebhookFormat = 'json' | 'slack'
 
@@ -56,15 +57,6 @@ export const CLOSE_WAIT_MS = 2_000
  * (a misconfigured server's 10 days) waits this long, and the attempt after counts as usual.
  */
 export const MAX_RETRY_AFTER_MS = 5 * 60_000
-
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url)
-    return `${u.protocol}//${u.host}${u.pathname.length > 1 || u.search ? '/…' : '/'}`
-  } catch {
-    return '(invalid URL)'
-  }
-}
 
 /**
  * POSTs alerts to the configured webhooks with undici, off the hot path: each delivery is tried

@@ -79,6 +79,21 @@ describe('loadConfig', () => {
     )
   })
 
+  it('refuses a webhook listed twice (each alert was POSTed to it twice), naming both entries without its secret path', () => {
+    const secret = 'services/T0SECRET/B0SECRET/xoxSECRET'
+    const file = withFile(
+      `alerts:\n  webhooks:\n    - { url: "https://example.com/other" }\n    - { url: "https://hooks.slack.com/${secret}?k=SECRETQ", format: slack }\n    - { url: "https://HOOKS.slack.com:443/${secret}?k=SECRETQ" }\n`,
+    )
+    const msg = errorOf(() => loadConfig({ config: file }, {}))
+    expect(msg).toBe(
+      `config ${file}: alerts.webhooks[2].url: the same webhook as alerts.webhooks[1] (https://hooks.slack.com/…); each alert would be POSTed to it twice; list it once`,
+    )
+    expect(msg).not.toContain('SECRET')
+    // Two paths on one host are two webhooks.
+    const two = withFile('alerts:\n  webhooks:\n    - { url: "https://example.com/a" }\n    - { url: "https://example.com/b" }\n')
+    expect(loadConfig({ config: two }, {}).alerts.webhooks).toHaveLength(2)
+  })
+
   it('takes a fast-tier price override, and names a speed it does not know', () => {
     const ok = withFile('pricing:\n  overrides:\n    - model: claude-opus-4-6\n      speed: fast\n      input_mtok: 30\n      output_mtok: 150\n')
     expect(loadConfig({ config: ok }, {}).pricing.overrides[0]).toMatchObject({ model: 'claude-opus-4-6', speed: 'fast', input_mtok: 30 })

@@ -3,6 +3,7 @@ import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
 import { parseDocument } from 'yaml'
 import type { z } from 'zod'
+import { redactUrl, webhookAddress } from '../alerts/webhook-url'
 import { checkRule } from '../budgets/check'
 import { looksLikeRegex, patternProblem, shownPattern } from '../budgets/pattern'
 import { splitHostPort } from '../security/hosts'
@@ -199,6 +200,18 @@ export function parseConfigText(text: string, file: string): z.output<typeof con
   // Without a rate there is nothing to exceed: a block asked for would never refuse a call.
   if (cfg.runaway.spend_rate.action === 'block' && cfg.runaway.spend_rate.usd_per_minute === null) {
     throw new ConfigError(`config ${file}: runaway.spend_rate.usd_per_minute: expected a number of US dollars because runaway.spend_rate.action is block; without it nothing is blocked`)
+  }
+  // Each entry is POSTed every alert: one address listed twice (its format too, or not) was sent each alert twice.
+  const webhooks = new Map<string, number>()
+  for (const [i, w] of cfg.alerts.webhooks.entries()) {
+    const address = webhookAddress(w.url)
+    const first = webhooks.get(address)
+    if (first !== undefined) {
+      throw new ConfigError(
+        `config ${file}: alerts.webhooks[${i}].url: the same webhook as alerts.webhooks[${first}] (${redactUrl(w.url)}); each alert would be POSTed to it twice; list it once`,
+      )
+    }
+    webhooks.set(address, i)
   }
   for (const [i, m] of cfg.tenants.key_mappings.entries()) {
     checkPattern(m.pattern, `config ${file}: tenants.key_mappings[${i}].pattern`)
