@@ -2,6 +2,7 @@ import type { ErrorRequestHandler, Request, RequestHandler, Response } from 'exp
 import { bodyProblem, EMPTY_BODY } from '../http/body-errors'
 import { errorBody, STATUS_OF } from '../http/errors'
 import { expressModule } from '../server/express-module'
+import { duplicatedKey, type Watched } from '../proxy/ws/duplicate-keys'
 
 export const MAX_BODY_BYTES = 64 * 1024
 
@@ -29,13 +30,38 @@ export function declaredJson(req: Request, res: Response, param?: string): boole
  * 415 unless the body is declared JSON, then 413 over 64 KiB, 400 when it is empty or does not
  * parse. (For routes: express is loaded by then.) Any JSON value parses (not strict): JSON that is
  * no object (`null`, `5`) is the route's to refuse as such, where express's strict mode called it
- * "not valid JSON".
+ * "not valid JSON". `once`: fields a body must not name twice (a price's, a rule's): JSON.parse
+ * keeps the last value, another reader of the same body (a script's log, a proxy) may keep the
+ * first, so such a body is a 400 naming the field, found by the WebSocket frames' scan
+ * (../proxy/ws/duplicate-keys.ts: the body's text is read again only when it holds a field's
+ * name twice, or a `\u` escape).
  */
-export function jsonBody(): RequestHandler[] {
+export function jsonBody(once?: Watched): RequestHandler[] {
   const requireJson: RequestHandler = (req, res, next) => {
     if (declaredJson(req, res)) next()
   }
-  return [requireJson, expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false, verify: notEmpty })]
+  const parse = expressModule().json({ limit: MAX_BODY_BYTES, type: () => true, strict: false, verify: once ? keepText : notEmpty })
+  if (!once) return [requireJson, parse]
+  const namedOnce: RequestHandler = (req, res, next) => {
+    const text = TEXT.get(req)
+    TEXT.delete(req)
+    const key = text === undefined ? null : duplicatedKey(text, once)
+    if (key === null) {
+      next()
+      return
+    }
+    res.status(400).json(errorBody('invalid_request', `The request body names "${key}" more than once; name each field once (JSON readers differ on which of its values they keep).`, { param: key }))
+  }
+  return [requireJson, parse, namedOnce]
+}
+
+/** A body's text (decompressed, no BOM) while its fields are checked, for `jsonBody(once)`. */
+const TEXT = new WeakMap<object, string>()
+
+function keepText(req: object, res: unknown, body: Buffer): void {
+  notEmpty(req, res, body)
+  const text = body.toString('utf8')
+  TEXT.set(req, text.charCodeAt(0) === 0xfeff ? text.slice(1) : text)
 }
 
 /**

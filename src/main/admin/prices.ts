@@ -7,8 +7,11 @@ import { pricesOf } from '../pricing/feature'
 import { repriceModel } from '../pricing/reprice'
 import type { ServerContext } from '../server/context'
 import { jsonBody } from './json-body'
+import { watched } from '../proxy/ws/duplicate-keys'
 
 const FIELDS = ['input_mtok', 'output_mtok', 'cache_read_mtok', 'cache_write_mtok'] as const
+/** A PUT naming one twice is refused (./json-body.ts). */
+const PRICE_FIELDS = watched(FIELDS)
 
 type Checked = { ok: true; price: PriceInput } | { ok: false; param: string | null; message: string }
 
@@ -116,7 +119,7 @@ export function priceRoutes(router: Router, ctx: ServerContext): void {
     }
   })
 
-  router.put('/prices/:provider/*model', ...jsonBody(), async (req, res, next) => {
+  router.put('/prices/:provider/*model', ...jsonBody(PRICE_FIELDS), async (req, res, next) => {
     const name = provider(req, res)
     if (!name) return
     if (!modelIsText(modelOf(req), res)) return

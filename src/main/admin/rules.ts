@@ -3,7 +3,11 @@ import type { Budgets } from '../budgets'
 import { errorBody } from '../http/errors'
 import { jsonBody } from './json-body'
 import { ruleJson } from './rule-json'
-import { checkRule } from '../budgets/check'
+import { checkRule, RULE_FIELDS } from '../budgets/check'
+import { watched } from '../proxy/ws/duplicate-keys'
+
+/** A POST naming one twice is refused (./json-body.ts). */
+const RULE_KEYS = watched(RULE_FIELDS)
 
 /** GET, POST and DELETE `/budgets/rules` (contract: Admin API). */
 export function ruleRoutes(router: Router, budgets: Budgets, configFile: string | null): void {
@@ -13,7 +17,7 @@ export function ruleRoutes(router: Router, budgets: Budgets, configFile: string 
     res.json(engine.rules.list().map((x) => ruleJson(x.rule, x.overridden)))
   })
 
-  router.post('/budgets/rules', ...jsonBody(), async (req, res) => {
+  router.post('/budgets/rules', ...jsonBody(RULE_KEYS), async (req, res) => {
     const checked = checkRule(req.body)
     if (!checked.ok) {
       res.status(400).json(errorBody('invalid_request', checked.message, checked.param ? { param: checked.param } : undefined))
