@@ -38,7 +38,7 @@ const SWAPPED = [
   ['2026-11-10T12:00:00Z', '2026-11-10T12:00:00Z', 'burnrate: --until (2026-11-10T12:00:00Z, up to 2026-11-10T12:00:00.000Z) must be after --since (2026-11-10T12:00:00Z, from 2026-11-10T12:00:00.000Z)\n'],
 ]
 
-describe('--until before --since', () => {
+describe('a window of --since and --until', () => {
   for (const mode of ['--local', 'server'] as const) {
     it(`report and export refuse it with exit code 2 (${mode})`, async () => {
       const where = mode === '--local' ? ['--local'] : ['--url', t.url]
@@ -54,6 +54,20 @@ describe('--until before --since', () => {
       }
     }, 60_000)
   }
+
+  it('answers --until 9999-12-31 with no end (not a year 10000) and refuses a --since past 9999, with exit code 2', async () => {
+    const r = await cli(['report', 'monthly', '--since', '2026-11-01', '--until', '9999-12-31', '--json', '--local', '--no-import'])
+    expect(r.code, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout)).toMatchObject({ since: '2026-11-01T00:00:00.000Z', until: null, totals: { cost_usd: 1 } })
+    for (const where of [['--local'], ['--url', t.url]]) {
+      const late = await cli(['export', '--since', '9999-12-31T23:00:00-05:00', ...where])
+      expect({ code: late.code, stdout: late.stdout, stderr: late.stderr }).toEqual({
+        code: 2,
+        stdout: '',
+        stderr: 'burnrate: --since (9999-12-31T23:00:00-05:00) must begin before the year 10000; calls bear times of the years 0000 to 9999\n',
+      })
+    }
+  })
 
   it('still reports the same day as since and until, that whole day', async () => {
     const r = await cli(['report', 'daily', '--since', '2026-11-10', '--until', '2026-11-10', '--json', '--local', '--no-import'])

@@ -3,6 +3,7 @@ import { localMidnight, wallInstant } from '../time/zone'
 import { type Totals, collect, finish } from './collect'
 import { costliestSessions } from './sessions'
 import { RANKED_KINDS, type Report, type ReportQuery, type ReportRow } from './types'
+import { windowTimes } from './window'
 
 export * from './types'
 
@@ -56,8 +57,7 @@ export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: str
   }
   return {
     kind: q.kind,
-    since: q.since === null ? null : new Date(q.since).toISOString(),
-    until: q.until === null ? null : new Date(q.until).toISOString(),
+    ...windowTimes(q.since, q.until),
     timezone: q.timezone,
     tenant: q.tenant,
     rows: page.rows,
