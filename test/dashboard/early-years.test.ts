@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import type { IngestCall } from '../../src/shared/api'
 import { keyHash } from './seed'
+import { runCliCaptured } from '../support/cli'
 import { postJson, request } from '../support/http'
 import { startTestServer, type TestServer } from '../support/server'
 
@@ -61,4 +62,22 @@ describe('days of the years 0001 to 0099', () => {
       expect(all.rows.map((x: { key: string }) => x.key)).toEqual(['0050-03-10', '0099-12-31', '1950-03-10'])
     })
   }
+})
+
+describe('the whole ledger exported', () => {
+  // The whole-ledger export (no since) began at 1970 (the API's span at 0, the CLI's server mode
+  // sending since=1970-01-01): a call stamped before it, which the report lists, was left out.
+  const STAMPS = ['0050-03-10T12:00:00.000Z', '0099-12-31T12:00:00.000Z', '1950-03-10T12:00:00.000Z']
+  it('holds calls stamped before 1970, through the API, the CLI and the CLI on the file', async () => {
+    const t = await serve('UTC')
+    const byUntil = await get(t, 'export?until=2100-01-01')
+    expect(byUntil.calls.map((c: { t: string }) => c.t)).toEqual(STAMPS)
+    const fromYear0 = await get(t, 'export?since=0000-01-01T00:00:00.000Z')
+    expect(fromYear0.calls.map((c: { t: string }) => c.t)).toEqual(STAMPS)
+    for (const mode of [['--url', t.url], ['--local']]) {
+      const r = await runCliCaptured('export', '--format', 'json', ...mode, '--config', t.configFile, '--data-dir', t.dir)
+      expect(r.code, r.out).toBe(0)
+      expect(JSON.parse(r.out).calls.map((c: { t: string }) => c.t), mode[0]).toEqual(STAMPS)
+    }
+  })
 })

@@ -34,6 +34,8 @@ export interface Keyset {
  * left out of an export for its time.
  */
 export const OPEN_END = Number.MAX_SAFE_INTEGER
+/** The start of an export with no `since`: the whole ledger, a call stamped before 1970 (an imported log's) too. */
+export const OPEN_START = Number.MIN_SAFE_INTEGER
 
 export const firstKeyset = (w: ExportWindow): Keyset => ({ afterTs: w.start - 1, afterId: 0 })
 

@@ -9,9 +9,10 @@ import { answerMoment, budgetsOverview, ingestedSpend } from './budgets'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
-import { OPEN_END } from './export-query'
+import { OPEN_END, OPEN_START } from './export-query'
 import { formatParam, given, groupByParam, limitParam, memberParam, ParamError, rangeParam, reportKindParam, reportLimitParam, tenantParam, windowParams } from './params'
 import { buildReport } from '../report/report'
+import { FIRST_TIME } from '../report/window'
 import { applyRollups } from './rollup/apply'
 import { reportZone } from './rollup/report'
 import { ensureReportZone } from './rollup/report-build'
@@ -137,8 +138,10 @@ export const dashboard: Feature = (ctx) => {
     const tenant = tenantParam(req)
     const { since, until } = windowParams(req, d.tz)
     // No `until`: every call from `since` on, those stamped after this clock's now too (as `burnrate export --local`).
+    // A `since` at the year 0000's start or before (`burnrate export` through a server sends it for
+    // "the whole ledger") is no start: a call stamped before 1970 was left out.
     const span = since !== null || until !== null
-      ? { start: since ?? 0, end: until ?? OPEN_END, name: exportName(given(req, 'since'), given(req, 'until')) }
+      ? { start: since === null || since <= FIRST_TIME ? OPEN_START : since, end: until ?? OPEN_END, name: exportName(given(req, 'since'), given(req, 'until')) }
       : undefined
     await streamExport(d, res, format, range, tenant, now, span, memberParam(req), { ms: ctx.config.dashboard.export_stall_ms, log: ctx.log })
     return undefined

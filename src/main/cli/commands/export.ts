@@ -6,6 +6,7 @@ import { CliError } from '../context'
 import { writePrivateFile } from '../private-file'
 import { stdoutSink } from '../stdout-sink'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import { FIRST_TIME } from '../../report/window'
 import { cliWindow } from '../window'
 
 /** `burnrate export`: every call of a window, as the dashboard's export gives it (CSV or JSON). */
@@ -33,7 +34,9 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
 
     async function exportTo(sink: NodeJS.WritableStream): Promise<void> {
       if (t.kind === 'http') {
-        const p = new URLSearchParams({ format: o.format, since: o.since ?? '1970-01-01' })
+        // No --since: the whole ledger (the API's export without one is the last 30 days; this
+        // start is none to it), calls stamped before 1970 too, as --local exports them.
+        const p = new URLSearchParams({ format: o.format, since: o.since ?? new Date(FIRST_TIME).toISOString() })
         if (o.until) p.set('until', o.until)
         if (o.tenant) p.set('tenant', o.tenant)
         const r = await t.get(`/api/dashboard/export?${p}`, { stream: true })
@@ -52,7 +55,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       }
       await prepareLocal()
       const { ExportFormatter } = await import('../../dashboard/export-format')
-      const { OPEN_END, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
+      const { OPEN_END, OPEN_START, SqlitePager, firstKeyset, storePage } = await import('../../dashboard/export-query')
       const { atExportMoment } = await import('../../dashboard/export-moment')
       const ledger = await openLocalLedger(t)
       try {
@@ -60,7 +63,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
         // PostgreSQL every page is read in one read-only transaction, held until the file is written).
         await atExportMoment(ledger.store, async (store, asOf) => {
           const window = {
-            start: when.since ?? 0,
+            start: when.since ?? OPEN_START,
             end: when.until ?? OPEN_END,
             tenant: (o.tenant as string | undefined) ?? null,
             member: null,
