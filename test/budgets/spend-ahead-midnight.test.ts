@@ -1,0 +1,122 @@
+import { afterEach, describe, expect, it, vi } from 'vitest'
+import { ADMIN_CONFIG, admin } from '../admin/support'
+import { keyHash, makeCall } from '../dashboard/seed'
+import { request } from '../support/http'
+import { until, usePostgres } from '../support/pg-harness'
+import type { TestServer } from '../support/server'
+
+/**
+ * The in-memory spend (the admin API's spend_today_usd, /api/dashboard/budgets' overall, the tray)
+ * with calls stamped ahead of the server's clock (a team member's running fast, an agent's log
+ * imported from such a machine): it counted a call stamped after midnight in today's spend (and one
+ * of next month in this month's), where the summary counts it in its own day, then dropped it at
+ * midnight, until a restart. A call now counts in the day and month its stamp falls in, as it is
+ * recorded, heard from another instance, or read at start-up, on SQLite and PostgreSQL.
+ * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ */
+const h = usePostgres({ upstream: false })
+
+afterEach(() => {
+  vi.useRealTimers()
+})
+
+const KEY = keyHash('sk-ahead-midnight-0001')
+const T = (iso: string) => Date.parse(iso)
+const CONFIG = { ...ADMIN_CONFIG, timezone: 'UTC' }
+
+/** $1 today, $2 stamped 10 minutes after midnight (the same month), $4 stamped in next month. */
+function record(t: TestServer): Promise<boolean> {
+  t.server.ledger.record(makeCall({ ts: T('2026-03-14T23:40:00Z'), api_key_hash: KEY, cost_usd: 1 }))
+  t.server.ledger.record(makeCall({ ts: T('2026-03-15T00:10:00Z'), api_key_hash: KEY, cost_usd: 2, source: 'import', latency_ms: 0 }))
+  t.server.ledger.record(makeCall({ ts: T('2026-04-01T00:05:00Z'), api_key_hash: KEY, cost_usd: 4, source: 'import', latency_ms: 0 }))
+  return t.server.ledger.flushed()
+}
+
+type Spend = { day: number; month: number }
+
+/** The in-memory spend as the budgets answer's overall and the tray read it. */
+async function overall(t: TestServer): Promise<Spend> {
+  const r = await request(`${t.url}/api/dashboard/budgets`)
+  expect(r.status).toBe(200)
+  const o = r.json().overall as { period: string; spent_usd: number }[]
+  return { day: o.find((x) => x.period === 'daily')!.spent_usd, month: o.find((x) => x.period === 'monthly')!.spent_usd }
+}
+
+/** The key's spend as the admin API lists it. */
+async function listed(t: TestServer): Promise<Spend> {
+  const r = await admin(t.url, 'GET', '/api-keys')
+  expect(r.status).toBe(200)
+  const row = (r.json() as { api_key_hash: string; spend_today_usd: number; spend_month_usd: number }[]).find((k) => k.api_key_hash === KEY)
+  return row ? { day: row.spend_today_usd, month: row.spend_month_usd } : { day: 0, month: 0 }
+}
+
+/** The summary's today and month (every call in the day and month its stamp falls in). */
+async function summary(t: TestServer): Promise<Spend> {
+  const s = (await request(`${t.url}/api/dashboard/summary`)).json()
+  return { day: s.today_spend_usd, month: s.month_spend_usd }
+}
+
+/** Each server's in-memory spend is `want`, as the summary counts it. */
+async function expectSpend(servers: TestServer[], want: Spend, keyListed = true): Promise<void> {
+  for (const [i, t] of servers.entries()) {
+    const at = `server ${i} at ${new Date().toISOString()}`
+    expect(await summary(t), `${at}: summary`).toEqual(want)
+    expect(await overall(t), `${at}: budgets overall`).toEqual(want)
+    expect(t.server.context.ledger.spend.totals(), `${at}: tray`).toEqual(want)
+    if (keyListed) expect(await listed(t), `${at}: /api-keys`).toEqual(want)
+  }
+}
+
+/** Midnight, then the next month: each day's spend is that day's calls, those stamped ahead included. */
+async function acrossMidnight(servers: TestServer[]): Promise<void> {
+  vi.setSystemTime(T('2026-03-15T00:00:01Z'))
+  await expectSpend(servers, { day: 2, month: 3 })
+  vi.setSystemTime(T('2026-04-01T00:00:01Z'))
+  await expectSpend(servers, { day: 4, month: 4 }, false)
+}
+
+function fakeClock(): void {
+  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
+  vi.setSystemTime(T('2026-03-14T23:50:00Z'))
+}
+
+describe('calls stamped ahead of the clock in the in-memory spend', () => {
+  it('on SQLite: count in their own day and month as recorded, and at midnight are the new day\'s', async () => {
+    fakeClock()
+    const t = await h.server({ url: null, config: CONFIG })
+    await record(t)
+    await expectSpend([t], { day: 1, month: 3 })
+    await acrossMidnight([t])
+  }, 60_000)
+
+  it('on SQLite: the same as read at start-up', async () => {
+    fakeClock()
+    const first = await h.server({ url: null, config: CONFIG })
+    await record(first)
+    const t = await first.restart()
+    try {
+      await expectSpend([t], { day: 1, month: 3 })
+      await acrossMidnight([t])
+    } finally {
+      await t.stop()
+    }
+  }, 60_000)
+
+  it('on PostgreSQL: the same as recorded, heard from another instance, and read at start-up', async () => {
+    fakeClock()
+    const url = h.database()
+    const feedRead = (t: TestServer) => {
+      const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number; heard: number }
+      return feed()
+    }
+    const [a, b] = [await h.server({ url, config: CONFIG }), await h.server({ url, config: CONFIG })]
+    for (const t of [a, b]) await until('the meters read from PostgreSQL', () => feedRead(t).listening && feedRead(t).reads >= 1)
+    await record(a)
+    await until("b heard a's calls (one notification)", () => feedRead(b).heard >= 1)
+    // Started after them: its spend read from PostgreSQL (the ledger's and the meters' reads).
+    const c = await h.server({ url, config: CONFIG })
+    await until('the meters read from PostgreSQL', () => feedRead(c).listening && feedRead(c).reads >= 1)
+    await expectSpend([a, b, c], { day: 1, month: 3 })
+    await acrossMidnight([a, b, c])
+  }, 90_000)
+})
