@@ -60,6 +60,22 @@ describe('SpendTracker', () => {
     expect(later.readAt(back)).toBe(april)
   })
 
+  it("counts a call stamped ahead of the clock in its own day and month, its cost moved there too; a day passed over is no later day's", () => {
+    const s = new SpendTracker('UTC')
+    const now = Date.parse('2026-03-14T23:50:00Z')
+    s.add('k', Date.parse('2026-03-15T00:10:00Z'), 2, now)
+    s.add('k', Date.parse('2026-03-16T00:10:00Z'), 8, now)
+    s.add('k', Date.parse('2026-04-01T00:10:00Z'), 4, now)
+    expect(s.totals(now)).toEqual({ day: 0, month: 10 })
+    // Re-priced down (a call stamped ahead whose cost moved): its own day's spend, never below $0.
+    s.adjust('k', Date.parse('2026-03-15T00:10:00Z'), -0.5, now)
+    s.adjust('k', Date.parse('2026-04-01T00:10:00Z'), -5, now)
+    expect(s.key('k', Date.parse('2026-03-15T00:00:00Z'))).toEqual({ day: 1.5, month: 9.5 })
+    // A day passed over (no read in it): its calls are not the next day's.
+    expect(s.totals(Date.parse('2026-03-17T00:00:00Z'))).toEqual({ day: 0, month: 9.5 })
+    expect(s.totals(Date.parse('2026-04-01T00:00:00Z'))).toEqual({ day: 0, month: 0 })
+  })
+
   it('seeds itself from the ledger at start-up', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-spend-'))
     const db = openDatabase(join(dir, 'b.db'))

@@ -5,10 +5,22 @@ import { PeriodClock } from '../time/zone'
 
 interface Counter {
   dayStart: number
+  /** The start of the next day: a call stamped from then on is a later day's (`laterDays`). */
+  dayEnd: number
   day: number
   monthStart: number
+  monthEnd: number
   month: number
+  /**
+   * The spend of calls stamped in a later day or month than the counter's (ahead of the clock: a
+   * team member's running fast, an agent's log imported from such a machine), by that day's or
+   * month's start: the day's or month's spend once the counter rolls into it.
+   */
+  laterDays: Map<number, number>
+  laterMonths: Map<number, number>
 }
+
+const counter = (): Counter => ({ dayStart: 0, dayEnd: 0, day: 0, monthStart: 0, monthEnd: 0, month: 0, laterDays: new Map(), laterMonths: new Map() })
 
 export interface Spend {
   day: number
@@ -22,7 +34,7 @@ export interface Spend {
  */
 export class SpendTracker {
   private readonly keys = new Map<string, Counter>()
-  private readonly total: Counter = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+  private readonly total: Counter = counter()
   readonly clock: PeriodClock
   /** Told after every change of the totals (the tray); none on a headless server. */
   private readonly watchers = new Set<() => void>()
@@ -58,29 +70,47 @@ export class SpendTracker {
    * and the next call today's, its spend so far lost.
    */
   private roll(c: Counter, now: number): Counter {
-    const d = this.clock.dayOf(now).start
-    const m = this.clock.monthOf(now).start
-    if (d > c.dayStart) {
-      c.dayStart = d
-      c.day = 0
+    const d = this.clock.dayOf(now)
+    const m = this.clock.monthOf(now)
+    if (d.start > c.dayStart) {
+      c.dayStart = d.start
+      c.dayEnd = d.end
+      c.day = takeLater(c.laterDays, d.start)
     }
-    if (m > c.monthStart) {
-      c.monthStart = m
-      c.month = 0
+    if (m.start > c.monthStart) {
+      c.monthStart = m.start
+      c.monthEnd = m.end
+      c.month = takeLater(c.laterMonths, m.start)
     }
     return c
   }
 
-  /** Adds the cost of a call that arrived at `ts` (ms). Calls from past periods only count where they fall. */
+  /**
+   * Counts `cost` (negative: a cost moved down, never below $0) of a call stamped `ts` in the
+   * counter's day and month when it falls in them, and in its own later day or month when it is
+   * stamped after them, kept for when the counter rolls into it; a call of an earlier day or
+   * month is not today's or this month's.
+   */
+  private addTo(c: Counter, ts: number, cost: number): void {
+    if (ts >= c.monthEnd) addLater(c.laterMonths, this.clock.monthOf(ts).start, cost)
+    else if (ts >= c.monthStart) c.month = Math.max(0, c.month + cost)
+    if (ts >= c.dayEnd) addLater(c.laterDays, this.clock.dayOf(ts).start, cost)
+    else if (ts >= c.dayStart) c.day = Math.max(0, c.day + cost)
+  }
+
+  /**
+   * Adds the cost of a call that arrived at `ts` (ms). Calls from past periods only count where
+   * they fall; one stamped in a later day or month (ahead of this clock) counts in it once it comes.
+   */
   add(keyHash: string, ts: number, cost: number, now = Date.now()): void {
     if (!(cost > 0)) return
     let c = this.keys.get(keyHash)
     if (!c) {
-      c = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+      c = counter()
       this.keys.set(keyHash, c)
     }
-    addTo(this.roll(c, now), ts, cost)
-    addTo(this.roll(this.total, now), ts, cost)
+    this.addTo(this.roll(c, now), ts, cost)
+    this.addTo(this.roll(this.total, now), ts, cost)
     if (this.watchers.size > 0) this.changed()
   }
 
@@ -95,10 +125,8 @@ export class SpendTracker {
     if (!(delta < 0)) return
     const c = this.keys.get(keyHash)
     if (!c) return
-    for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
-      if (ts >= counter.monthStart) counter.month = Math.max(0, counter.month + delta)
-      if (ts >= counter.dayStart) counter.day = Math.max(0, counter.day + delta)
-    }
+    this.addTo(this.roll(c, now), ts, delta)
+    this.addTo(this.roll(this.total, now), ts, delta)
     this.changed()
   }
 
@@ -141,23 +169,29 @@ export class SpendTracker {
     this.replace(db.prepare(SPEND_SQL).all(this.periods(now)) as StoredSpend[], now)
   }
 
-  /** The starts of today and this month, the parameters of SPEND_SQL. */
-  periods(now = Date.now()): { day: number; month: number } {
-    return { day: this.clock.dayOf(now).start, month: this.clock.monthOf(now).start }
+  /** The starts of today, this month and tomorrow, the parameters of SPEND_SQL. */
+  periods(now = Date.now()): { day: number; month: number; next: number } {
+    const day = this.clock.dayOf(now)
+    return { day: day.start, month: this.clock.monthOf(now).start, next: day.end }
   }
 
   /** Every counter set to what SPEND_SQL read (with `periods(now)`), nothing else kept. */
   replace(rows: readonly StoredSpend[], now = Date.now()): void {
-    const { day, month } = this.periods(now)
     this.keys.clear()
-    this.total.dayStart = day
-    this.total.monthStart = month
-    this.total.day = 0
-    this.total.month = 0
+    Object.assign(this.total, counter())
+    this.roll(this.total, now)
     for (const r of rows) {
-      this.keys.set(r.k, { dayStart: day, day: r.day, monthStart: month, month: r.month })
-      this.total.day += r.day
-      this.total.month += r.month
+      let c = this.keys.get(r.k)
+      if (!c) {
+        c = this.roll(counter(), now)
+        this.keys.set(r.k, c)
+      }
+      for (const to of [c, this.total]) {
+        if (r.at === null) {
+          to.day += r.day
+          to.month += r.month
+        } else this.addTo(to, r.at, r.day)
+      }
     }
     this.changed()
   }
@@ -170,38 +204,63 @@ export class SpendTracker {
    * it on to the next (the read answered after midnight), and the ended day's spend was added to it.
    */
   async loadStore(store: SqlReader, now = Date.now()): Promise<void> {
-    const day = this.clock.dayOf(now).start
-    const month = this.clock.monthOf(now).start
-    const rows = await store.all<StoredSpend>(SPEND_SQL, { day, month })
+    const periods = this.periods(now)
+    const { day, month } = periods
+    const rows = await store.all<StoredSpend>(SPEND_SQL, periods)
     for (const r of rows) {
       let c = this.keys.get(r.k)
       if (!c) {
-        c = { dayStart: 0, day: 0, monthStart: 0, month: 0 }
+        c = counter()
         this.keys.set(r.k, c)
       }
-      for (const counter of [this.roll(c, now), this.roll(this.total, now)]) {
-        if (counter.dayStart === day) counter.day += r.day
-        if (counter.monthStart === month) counter.month += r.month
+      for (const to of [this.roll(c, now), this.roll(this.total, now)]) {
+        if (r.at !== null) {
+          this.addTo(to, r.at, r.day)
+          continue
+        }
+        if (to.dayStart === day) to.day += r.day
+        if (to.monthStart === month) to.month += r.month
       }
     }
     this.changed()
   }
 }
 
-/** Counts `cost` of a call that arrived at `ts` in the counter's day and month. */
-function addTo(counter: Counter, ts: number, cost: number): void {
-  if (ts >= counter.monthStart) counter.month += cost
-  if (ts >= counter.dayStart) counter.day += cost
+/** Adds `cost` to a later day's or month's spend (never below $0). */
+function addLater(later: Map<number, number>, start: number, cost: number): void {
+  const v = Math.max(0, (later.get(start) ?? 0) + cost)
+  if (v > 0) later.set(start, v)
+  else later.delete(start)
 }
 
+/** The spend kept for the day or month starting at `start`, now the counter's; those of the periods before it, never its, dropped. */
+function takeLater(later: Map<number, number>, start: number): number {
+  if (later.size === 0) return 0
+  const v = later.get(start) ?? 0
+  for (const k of later.keys()) if (k <= start) later.delete(k)
+  return v
+}
+
+/**
+ * A row of SPEND_SQL: a key's spend of today (`day`) and of this month up to tomorrow (`month`)
+ * with `at` null, or (`at` set) its calls stamped at `at`, tomorrow or later, costing `day`.
+ */
 export interface StoredSpend {
   k: string
   month: number
   day: number
+  at: number | null
 }
 
-/** Today's and this month's spend per key, from the stored calls (plan calls are not spend). */
+/**
+ * Today's and this month's spend per key, from the stored calls (plan calls are not spend), and
+ * the calls stamped after today (ahead of this clock), each in the day and month its stamp falls in.
+ */
 export const SPEND_SQL = `SELECT api_key_hash AS k,
         SUM(cost_usd) AS month,
-        SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day
-   FROM calls WHERE ts >= @month AND billing <> 'subscription' AND origin_id IS NULL GROUP BY api_key_hash`
+        SUM(CASE WHEN ts >= @day THEN cost_usd ELSE 0 END) AS day,
+        NULL AS at
+   FROM calls WHERE ts >= @month AND ts < @next AND billing <> 'subscription' AND origin_id IS NULL GROUP BY api_key_hash
+ UNION ALL
+ SELECT api_key_hash AS k, SUM(cost_usd) AS month, SUM(cost_usd) AS day, ts AS at
+   FROM calls WHERE ts >= @next AND billing <> 'subscription' AND origin_id IS NULL GROUP BY api_key_hash, ts`
