@@ -1,4 +1,4 @@
-import type { PeriodClock } from '../time/zone'
+import type { Period, PeriodClock } from '../time/zone'
 import type { Rule } from './rules'
 import { reachedAt } from './reached'
 
@@ -81,13 +81,34 @@ export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
 
 class Calendar {
   start = -1
+  end = -1
   spent = 0
+  /**
+   * The spend of calls stamped in a later period (ahead of the clock: a team member's running
+   * fast, an agent's log imported from such a machine), by its start: its spend once rolled into.
+   */
+  private later: Map<number, number> | null = null
 
-  roll(start: number): void {
-    if (this.start !== start) {
-      this.start = start
-      this.spent = 0
+  roll(p: Period): void {
+    if (this.start !== p.start) {
+      this.start = p.start
+      this.end = p.end
+      this.spent = this.later?.get(p.start) ?? 0
+      if (this.later) for (const k of this.later.keys()) if (k <= p.start) this.later.delete(k)
     }
+  }
+
+  /** Counts `cost` (negative: a cost moved down) of a call stamped `ts` here when it falls in this period, or in its own later one. */
+  add(ts: number, cost: number, periodOf: (ts: number) => Period): void {
+    if (ts < this.end) {
+      if (ts >= this.start) this.spent += cost
+      return
+    }
+    const start = periodOf(ts).start
+    this.later ??= new Map()
+    const v = (this.later.get(start) ?? 0) + cost
+    if (v > 0) this.later.set(start, v)
+    else this.later.delete(start)
   }
 }
 
@@ -242,9 +263,9 @@ export class Meter {
    */
   private roll(now: number): number {
     const t = Math.max(now, this.day.start)
-    this.day.roll(this.clock.dayOf(t).start)
-    this.week.roll(this.clock.weekOf(t).start)
-    this.month.roll(this.clock.monthOf(t).start)
+    this.day.roll(this.clock.dayOf(t))
+    this.week.roll(this.clock.weekOf(t))
+    this.month.roll(this.clock.monthOf(t))
     return t
   }
 
@@ -256,13 +277,18 @@ export class Meter {
     return this.roll(now)
   }
 
+  /** A call's cost in the day, week and month its stamp `ts` falls in (one stamped ahead: in its own, when it comes). */
+  private addPeriods(ts: number, cost: number): void {
+    this.day.add(ts, cost, (x) => this.clock.dayOf(x))
+    this.week.add(ts, cost, (x) => this.clock.weekOf(x))
+    this.month.add(ts, cost, (x) => this.clock.monthOf(x))
+  }
+
   /** Counts the cost of a call that arrived at `ts`, in every period it falls in. */
   add(ts: number, cost: number, session: string, last: number, now: number): void {
     if (!(cost > 0)) return
     this.roll(now)
-    if (ts >= this.day.start) this.day.spent += cost
-    if (ts >= this.week.start) this.week.spent += cost
-    if (ts >= this.month.start) this.month.spent += cost
+    this.addPeriods(ts, cost)
     this.window?.add(ts, cost, now)
     if (this.sessions && session) {
       const s = this.sessions.get(session)
@@ -284,9 +310,7 @@ export class Meter {
     if (delta > 0) return this.add(ts, delta, session, ts, now)
     if (!(delta < 0)) return
     this.roll(now)
-    if (ts >= this.day.start) this.day.spent += delta
-    if (ts >= this.week.start) this.week.spent += delta
-    if (ts >= this.month.start) this.month.spent += delta
+    this.addPeriods(ts, delta)
     this.window?.add(ts, delta, now)
     const s = session ? this.sessions?.get(session) : undefined
     if (s) s.spent += delta
