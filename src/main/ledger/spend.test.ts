@@ -51,7 +51,7 @@ describe('SpendTracker', () => {
     s.add('a', april + 5000, 1, april + 5000)
     const back = april - 2000
     expect(s.readAt(back)).toBe(april)
-    expect(s.periods(s.readAt(back))).toEqual({ day: april, month: april })
+    expect(s.periods(s.readAt(back))).toEqual({ day: april, month: april, next: april + 86_400_000 })
     expect(s.readAt(april + 9000)).toBe(april + 9000)
     // A key read later than the totals were: its day counts too.
     const later = new SpendTracker('UTC')
