@@ -8,7 +8,7 @@ import { createEgress } from '../../src/main/http/egress'
 import { request as send } from '../../src/main/http/request'
 import { eventually, postJson, request } from '../support/http'
 import { newerPriceData } from '../support/price-data'
-import { SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer } from './support'
+import { SECURE_HOST, makePrivateCa, startConnectProxy, startHttpsUpstream, startLoggedServer, startSocks5Proxy } from './support'
 
 /**
  * Behind a corporate proxy that allows nothing else out, Burnrate's own calls (price updates,
@@ -145,6 +145,39 @@ describe('an HTTPS host signed by a private CA, behind the proxy', () => {
       await untrusted.close()
       await proxy.close()
       await tls.close()
+      rmSync(ca.dir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe('the OTLP export (node:http) through a SOCKS5 proxy', () => {
+  it('reaches an https:// host signed by the private CA and an http:// one through it, the proxy resolving their names', async () => {
+    const ca = makePrivateCa()
+    const tls = await startHttpsUpstream(ca, (q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end(`inside ${q.url}`))
+    const plain = http.createServer((q, r) => r.writeHead(200, { 'content-type': 'text/plain' }).end(`plain ${q.url}`))
+    await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r))
+    const proxy = await startSocks5Proxy([SECURE_HOST, OUTSIDE])
+    const secureUrl = `https://${SECURE_HOST}:${new URL(tls.url).port}/v1/traces`
+    const plainUrl = `http://${OUTSIDE}:${(plain.address() as AddressInfo).port}/v1/metrics`
+    const egress = createEgress({ proxy: proxy.url.replace(/^socks5:/, 'socks5h:'), ca: [readFileSync(ca.caFile, 'utf8')] })
+    const get = (mod: typeof http | typeof https, url: string, agent: http.Agent) =>
+      new Promise<string>((resolve, reject) => {
+        mod.get(url, { agent }, (res) => {
+          let text = ''
+          res.on('data', (c) => (text += c))
+          res.on('end', () => resolve(`${res.statusCode} ${text}`))
+        }).on('error', reject)
+      })
+    try {
+      expect(await get(https, secureUrl, await egress.nodeAgent(secureUrl, 5000)!)).toBe('200 inside /v1/traces')
+      expect(await get(http, plainUrl, await egress.nodeAgent(plainUrl, 5000)!)).toBe('200 plain /v1/metrics')
+      expect(proxy.targets).toEqual([new URL(secureUrl).host, new URL(plainUrl).host])
+    } finally {
+      await egress.close()
+      await proxy.close()
+      await tls.close()
+      plain.closeAllConnections()
+      await new Promise<void>((r) => plain.close(() => r()))
       rmSync(ca.dir, { recursive: true, force: true })
     }
   })

@@ -19,7 +19,9 @@ export interface Egress {
   /**
    * The same for a library that speaks node:http (the OTLP exporters): an agent, or null for the
    * usual one. Through a CONNECT tunnel, the proxy's answer and the TLS inside it must come within
-   * `connectTimeoutMs` (the export's own timeout gives up on the request, not on the tunnel).
+   * `connectTimeoutMs`, and through a SOCKS5 proxy the negotiation and the TLS inside the tunnel
+   * (10 s without it): the export's own timeout gives up on the request, not on the connection
+   * being opened for it, which is closed when it is not open in time.
    */
   nodeAgent(url: string, connectTimeoutMs?: number): Promise<Agent> | null
   close(): Promise<void>

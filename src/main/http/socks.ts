@@ -10,8 +10,10 @@ const require = createRequire(import.meta.url)
  * the tunnel together held to `upstream.connect_timeout_ms`, as a direct connection is (undici's
  * connect timeout) and one through an HTTP proxy (its answer to CONNECT, then the TLS). undici's
  * own SOCKS5 agent waits 10 s to reach the proxy and 5 s for each of its answers, then for the
- * TLS handshake without limit, and socks-proxy-agent 30 s and then without limit: a proxy that
- * granted the tunnel and then stalled held the call until first_byte_timeout_ms (600 s by default).
+ * TLS handshake without limit, and socks-proxy-agent (which the upgrades and the OTLP export used)
+ * 30 s and then without limit: a proxy that granted the tunnel and then stalled held the call until
+ * first_byte_timeout_ms (600 s by default). The OTLP export's connections come from here too
+ * (./tunnel.ts, `egressAgent`), within otel.timeout_ms.
  * The proxy resolves the host name (socks5h), as curl's socks5h:// and undici's client do.
  */
 

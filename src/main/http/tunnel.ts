@@ -1,38 +1,52 @@
+import { Agent as HttpAgent } from 'node:http'
 import type { Agent, ClientRequest } from 'node:http'
+import { Agent as HttpsAgent } from 'node:https'
 import { HttpProxyAgent } from 'http-proxy-agent'
 import { HttpsProxyAgent } from 'https-proxy-agent'
-import { SocksProxyAgent } from 'socks-proxy-agent'
+import { socksConnection } from './socks'
 
 /**
- * A node:http agent that tunnels through `proxy`, for what speaks node:http (the WebSockets to
- * upstreams, the OTLP exporters): a CONNECT tunnel through an http(s) proxy (https-proxy-agent),
- * or a SOCKS5 one (socks-proxy-agent), as undici's ProxyAgent does for HTTP calls. Loaded only
- * behind a proxy. `ca` (a private CA) is trusted for the proxy's own TLS and for the TLS inside
- * the tunnel: both agents make that one from the request's options, which node:http merges with
- * the agent's `options`. With `connectTimeoutMs`, an http(s) proxy must answer CONNECT, and the TLS
- * inside the tunnel complete, within it (a SOCKS5 one has the socks library's own 30 s: the
- * upgrades to upstreams go through ./socks.ts instead).
+ * A node:http agent that tunnels through the HTTP(S) proxy `proxy` with CONNECT (https-proxy-agent),
+ * for what speaks node:http (the WebSockets to upstreams, the OTLP exporters), as undici's
+ * ProxyAgent does for HTTP calls. Loaded only behind a proxy. `ca` (a private CA) is trusted for
+ * the proxy's own TLS and for the TLS inside the tunnel: the agent makes that one from the
+ * request's options, which node:http merges with the agent's `options`. With `connectTimeoutMs`,
+ * the proxy must answer CONNECT, and the TLS inside the tunnel complete, within it. Through a
+ * SOCKS5 proxy, the connections are opened by ./socks.ts instead (`egressAgent`, and the upgrades
+ * to upstreams in ../proxy/ws/ws-library.ts).
  */
 export function tunnelAgent(proxy: string, o: { ca?: string[]; keepAlive?: boolean; connectTimeoutMs?: number } = {}): Agent {
   const tls = o.ca ? { ca: o.ca } : {}
-  // SOCKS5 with the host name resolved by the proxy (socks5h), as undici's SOCKS5 client sends it.
-  const agent = /^socks/i.test(proxy)
-    ? new SocksProxyAgent(proxy.replace(/^socks5?:/i, 'socks5h:'), { keepAlive: o.keepAlive, ...tls })
-    : o.connectTimeoutMs
-      ? new TimedProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls }, o.connectTimeoutMs)
-      : new HttpsProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls })
+  const agent = o.connectTimeoutMs
+    ? new TimedProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls }, o.connectTimeoutMs)
+    : new HttpsProxyAgent(proxy, { keepAlive: o.keepAlive, ...tls })
   agent.options = { ...agent.options, ...tls }
   return agent
 }
+
+/** How long opening a connection through a SOCKS5 proxy may take when the caller names no limit: undici's connect timeout. */
+const SOCKS_CONNECT_TIMEOUT_MS = 10_000
 
 /**
  * The node:http agent for Burnrate's own calls to `url` through `proxy` (the OTLP export): to an
  * http:// address through an http:// proxy, an ordinary request for its absolute URI with the
  * proxy URL's credentials (http-proxy-agent), as curl and undici's calls send it (Squid's default
- * configuration refuses CONNECT to any port but 443); otherwise a tunnel (`tunnelAgent`).
+ * configuration refuses CONNECT to any port but 443); through a SOCKS5 proxy, each connection
+ * opened by ./socks.ts, the SOCKS5 negotiation and the TLS inside the tunnel together within
+ * `connectTimeoutMs` and the connection to the proxy closed when they are not done in time, as
+ * Burnrate's other calls out through it (socks-proxy-agent gave the negotiation 30 s whatever the
+ * export's own timeout, each failed export leaving its connection open that long); otherwise a
+ * CONNECT tunnel (`tunnelAgent`).
  */
 export function egressAgent(proxy: string, url: string, o: { ca?: string[]; keepAlive?: boolean; connectTimeoutMs?: number } = {}): Agent {
-  if (new URL(url).protocol === 'http:' && /^http:/i.test(proxy)) return new HttpProxyAgent(proxy, { keepAlive: o.keepAlive })
+  const secure = new URL(url).protocol === 'https:'
+  if (/^socks/i.test(proxy)) {
+    // An https:// address needs an agent node:https takes (its protocol), whose options (the CAs) go into the TLS options.
+    const agent = secure ? new HttpsAgent({ keepAlive: o.keepAlive, ...(o.ca ? { ca: o.ca } : {}) }) : new HttpAgent({ keepAlive: o.keepAlive })
+    agent.createConnection = socksConnection(proxy, secure, o.connectTimeoutMs ?? SOCKS_CONNECT_TIMEOUT_MS) as HttpAgent['createConnection']
+    return agent
+  }
+  if (!secure && /^http:/i.test(proxy)) return new HttpProxyAgent(proxy, { keepAlive: o.keepAlive })
   return tunnelAgent(proxy, o)
 }
 

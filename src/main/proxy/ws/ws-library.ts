@@ -69,8 +69,8 @@ export function loadWsLib(opts: WebSocketRelayOptions, hs: Handshakes): Promise<
 /**
  * One tunnelling agent per HTTP proxy; it marks the upgrades whose CONNECT the proxy refused. Through
  * a SOCKS5 proxy, each connection is opened through it, the SOCKS5 negotiation and the TLS inside
- * the tunnel held to the connect timeout together (socks-proxy-agent gives them 30 s, then the TLS
- * the whole upgrade's time).
+ * the tunnel held to the connect timeout together (socks-proxy-agent, used before, gave them 30 s,
+ * then the TLS the whole upgrade's time).
  */
 function tunnels(tunnelAgent: typeof import('../../http/tunnel').tunnelAgent, opts: WebSocketRelayOptions, hs: Handshakes): (proxy: string, secure: boolean) => Tunnel {
   const agents = new Map<string, Agent>()
