@@ -47,6 +47,8 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
     for (const [col, v] of Object.entries(cols)) if (v) e.cols.set(col, (e.cols.get(col) ?? 0) + v)
   }
   const days = await FoldedDays.of(tx)
+  // Sessions a call left (superseded): the times of the calls each lost, to find its times again.
+  const left = new Map<string, SessionLeft>()
   for (const c of changes) {
     const t = c.tokens ?? NO_TOKENS
     if (!c.delta && !c.requests && !t.input_tokens && !t.output_tokens && !t.cache_read_tokens && !t.cache_write_tokens) continue
@@ -113,6 +115,15 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
       add(`s\0${c.tenant}\0${c.agent}\0${c.session}`, 'dash_session', 'tenant = @tenant AND agent = @agent AND session = @session', {
         tenant: c.tenant, agent: c.agent, session: c.session,
       }, { cost_usd: money, requests })
+      if (requests && requests < 0) {
+        const k = `${c.tenant}\0${c.agent}\0${c.session}`
+        const l = left.get(k)
+        if (!l) left.set(k, { tenant: c.tenant, agent: c.agent, session: c.session, first: c.ts, last: c.ts })
+        else {
+          l.first = Math.min(l.first, c.ts)
+          l.last = Math.max(l.last, c.ts)
+        }
+      }
     }
   }
   for (const k of [...sums.keys()].sort()) {
@@ -127,6 +138,33 @@ export async function adjustRollups(tx: SqlStore, changes: readonly CostChange[]
       if (moved.length > 0) await insertRow(tx, e.table, e.insert, moved)
     }
   }
+  for (const k of [...left.keys()].sort()) await sessionTimesLeft(tx, left.get(k)!)
+}
+
+/** A session some of whose calls are no longer requests (superseded), and the first and last time of those. */
+interface SessionLeft {
+  tenant: string
+  agent: string
+  session: string
+  first: number
+  last: number
+}
+
+/** The calls a session's row counts (as the writer folds them): not superseded, found by the calls_session_ts index. */
+const SESSION_CALLS = 'FROM calls WHERE session = @session AND tenant = @tenant AND agent = @agent AND superseded_by IS NULL'
+
+/**
+ * A session's first and last time, when a call no longer a request (superseded: already marked in
+ * this transaction) was its first or last: those of its calls left, as a rebuild of the rollups
+ * (which leaves superseded calls out) has them. Otherwise the dashboard kept the call's time as the
+ * session's started_at or last_seen_at, and counted it active with it. A session with no call left
+ * to read (its others pruned, or none: at 0 requests it is no session) keeps its times.
+ */
+async function sessionTimesLeft(tx: SqlStore, s: SessionLeft): Promise<void> {
+  const where = 'tenant = @tenant AND agent = @agent AND session = @session AND requests > 0'
+  const keys = { tenant: s.tenant, agent: s.agent, session: s.session }
+  await tx.run(`UPDATE dash_session SET last_ts = coalesce((SELECT max(ts) ${SESSION_CALLS} AND ts <= @at), last_ts) WHERE ${where} AND last_ts = @at`, { ...keys, at: s.last })
+  await tx.run(`UPDATE dash_session SET first_ts = coalesce((SELECT min(ts) ${SESSION_CALLS} AND ts >= @at), first_ts) WHERE ${where} AND first_ts = @at`, { ...keys, at: s.first })
 }
 
 /** The columns of a report row that a change may find missing, its sums but the changed ones 0. */
