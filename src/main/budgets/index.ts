@@ -158,9 +158,12 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   void engine.rehold()
   // The key registry from this file's calls (PostgreSQL: from every instance's, once ./shared.ts has read them),
   // counted in the month they are read for: one ended meanwhile is not the next one's.
-  // (SQLite with a rule: read with the meters above, in one read with the notices it moves past: ./local-history.ts.)
+  // (SQLite: with a rule, read with the meters above; without, here: either way in one read with
+  // the notices it moves past, ./local-history.ts.)
   const seededAt = Date.now()
-  if (!own?.keysRead) engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: engine.clock.monthOf(seededAt).start }) as KeyCount[], seededAt)
+  if (own) {
+    if (!own.keysRead) own.seedKeys(engine, seededAt)
+  } else engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: engine.clock.monthOf(seededAt).start }) as KeyCount[], seededAt)
   // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
   const patterns = new KeyPatternStore(ctx.db, ctx.ledger)
   // Rows of rules no longer in force go: now (SQLite: the rules in force are known), and with

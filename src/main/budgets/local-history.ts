@@ -35,7 +35,7 @@ export class LocalHistory {
     this.recent = db.prepare(RECENT_SQL)
     this.keys = db.prepare(KEYS_SQL)
     this.noticed = {
-      // Moved on at every read of the ledger; from here when no rule needs one (the key registry's seed holds what is older).
+      // Moved on at every read of the ledger, and by the key registry's start-up seed when no rule needs one (seedKeys).
       through: latestNotice(db),
       take: (calls) => {
         const e = this.engine()
@@ -83,6 +83,18 @@ export class LocalHistory {
       this.keysRead = true
     }
     return value.rows
+  }
+
+  /**
+   * The key registry's start-up seed when no rule read it with the meters: this month's keys (the
+   * month of `at`), in one read with the newest notice, which the notices are then read after.
+   * Read apart, a `burnrate import` committing between the two was in the seed and read again
+   * from its notice: its call two of its key's requests until a restart.
+   */
+  seedKeys(engine: BudgetEngine, at: number): void {
+    const { value, through } = readWithNotices(this.db, () => this.keys.all({ since: engine.clock.monthOf(at).start }) as KeyCount[])
+    this.noticed.through = through
+    engine.seed(value, at)
   }
 
   /** Counts the calls other processes store from now on; returns what stops it. */
