@@ -20,7 +20,7 @@ import { LocalHistory } from './local-history'
 import type { Rule } from './rules'
 import { RunawayDetector } from './runaway'
 import { SharedBudgets } from './shared'
-import { KEYS_SQL } from './shared-history'
+import { KEYS_SQL, keysParams } from './shared-history'
 import { RuleStore, type RuleWriter } from './store'
 import { toolKind } from './tool-kinds'
 import { worstCaseUsd } from './worst-case'
@@ -163,7 +163,7 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   const seededAt = Date.now()
   if (own) {
     if (!own.keysRead) own.seedKeys(engine, seededAt)
-  } else engine.seed(ctx.db.prepare(KEYS_SQL).all({ since: engine.clock.monthOf(seededAt).start }) as KeyCount[], seededAt)
+  } else engine.seed(ctx.db.prepare(KEYS_SQL).all(keysParams(engine.clock, seededAt)) as KeyCount[], seededAt)
   // Which prefix rules each key matches, as seen before this start (the raw key is never kept).
   const patterns = new KeyPatternStore(ctx.db, ctx.ledger)
   // Rows of rules no longer in force go: now (SQLite: the rules in force are known), and with

@@ -45,7 +45,7 @@ export class KeyRegistry {
   state(hash: string, hint: string): KeyState {
     let s = this.byHash.get(hash)
     if (!s) {
-      s = { hash, hint, tenant: '', monthStart: 0, requestsMonth: 0, lastSeen: null, gen: 0, candidates: [], known: new Set(this.remembered.get(hash)) }
+      s = { hash, hint, tenant: '', monthStart: 0, monthEnd: 0, requestsMonth: 0, laterMonths: null, lastSeen: null, gen: 0, candidates: [], known: new Set(this.remembered.get(hash)) }
       this.remembered.delete(hash)
       this.byHash.set(hash, s)
     }
@@ -139,15 +139,25 @@ export class KeyRegistry {
     if (latest) s.tenant = latest.tenant
   }
 
-  /** Moves the key's count of `now`'s month by `requests` for a call at `ts` (counted only in that month). */
+  /**
+   * Moves the key's count by `requests` for a call at `ts`: in `now`'s month when it falls in it,
+   * in its own later month when stamped after it (ahead of the clock), kept for when the count
+   * rolls into it; a call of an earlier month is not counted.
+   */
   private inMonth(s: KeyState, ts: number, requests: number, now: number): void {
     // Never back to an ended month (a time read before an await, a clock stepped back): its count would be lost.
-    const month = this.clock.monthOf(now).start
-    if (month > s.monthStart) {
-      s.monthStart = month
-      s.requestsMonth = 0
+    const month = this.clock.monthOf(now)
+    if (month.start > s.monthStart) {
+      s.monthStart = month.start
+      s.monthEnd = month.end
+      s.requestsMonth = takeLater(s, month.start)
     }
-    if (ts >= s.monthStart) s.requestsMonth += requests
+    if (ts >= s.monthEnd) {
+      const start = this.clock.monthOf(ts).start
+      const v = Math.max(0, (s.laterMonths?.get(start) ?? 0) + requests)
+      if (v > 0) (s.laterMonths ??= new Map()).set(start, v)
+      else s.laterMonths?.delete(start)
+    } else if (ts >= s.monthStart) s.requestsMonth += requests
   }
 
   /**
@@ -179,15 +189,32 @@ export class KeyRegistry {
     for (const s of this.byHash.values()) {
       s.requestsMonth = 0
       s.monthStart = 0
+      s.monthEnd = 0
+      s.laterMonths = null
     }
     this.seed(rows, readAt)
     for (const c of missed) this.count(this.state(c.api_key_hash, c.key_hint), c.ts, c.tenant, 1, now)
   }
 
-  /** Keys with a call this month. */
+  /**
+   * Keys with a call this month (`now`'s), with their requests in it: a key whose count has not
+   * rolled into it yet (no call since it began) with those stamped in it ahead of the clock; not
+   * one whose only calls are stamped in a later month (listed once it comes).
+   */
   thisMonth(now: number): KeyState[] {
-    const month = this.clock.monthOf(now).start
-    return [...this.byHash.values()].filter((s) => s.lastSeen !== null && s.lastSeen >= month && s.monthStart >= month)
+    const month = this.clock.monthOf(now)
+    const listed: KeyState[] = []
+    for (const s of this.byHash.values()) {
+      if (s.lastSeen === null || s.lastSeen < month.start) continue
+      let k = s
+      if (s.monthStart < month.start) {
+        const kept = s.laterMonths?.get(month.start)
+        if (kept === undefined) continue
+        k = { ...s, monthStart: month.start, monthEnd: month.end, requestsMonth: kept }
+      }
+      if (k.requestsMonth > 0 || k.lastSeen! < k.monthEnd) listed.push(k)
+    }
+    return listed
   }
 
   private exactHash(rule: Rule): string {
@@ -198,4 +225,13 @@ export class KeyRegistry {
     }
     return h
   }
+}
+
+/** The requests kept for the month starting at `start`, now the key's count; those of the months before it, never its, dropped. */
+function takeLater(s: KeyState, start: number): number {
+  if (!s.laterMonths) return 0
+  const v = s.laterMonths.get(start) ?? 0
+  for (const k of s.laterMonths.keys()) if (k <= start) s.laterMonths.delete(k)
+  if (s.laterMonths.size === 0) s.laterMonths = null
+  return v
 }

@@ -7,7 +7,7 @@ import { minuteOf } from './meter'
 import type { BudgetEngine } from './engine'
 import type { KeyCount } from './key-registry'
 import type { HistoryRow } from './meter-book'
-import { HISTORY_SQL, KEYS_SQL, RECENT_SQL, SESSION_HISTORY_SQL, recentParams } from './shared-history'
+import { HISTORY_SQL, KEYS_SQL, RECENT_SQL, SESSION_HISTORY_SQL, keysParams, recentParams } from './shared-history'
 
 /**
  * SQLite: the recorded calls the meters start from (at start-up and at every rule change), per
@@ -74,7 +74,7 @@ export class LocalHistory {
       // never read for the key registry either. Read before, the calls `burnrate import` stored
       // meanwhile were in the meters and never counted as their keys' requests (and taken off
       // once superseded: one less than the key has).
-      const keys = engine ? (this.keys.all({ since: engine.clock.monthOf(readAt).start }) as KeyCount[]) : null
+      const keys = engine ? (this.keys.all(keysParams(engine.clock, readAt)) as KeyCount[]) : null
       return { rows, keys }
     })
     this.noticed.through = through
@@ -92,7 +92,7 @@ export class LocalHistory {
    * from its notice: its call two of its key's requests until a restart.
    */
   seedKeys(engine: BudgetEngine, at: number): void {
-    const { value, through } = readWithNotices(this.db, () => this.keys.all({ since: engine.clock.monthOf(at).start }) as KeyCount[])
+    const { value, through } = readWithNotices(this.db, () => this.keys.all(keysParams(engine.clock, at)) as KeyCount[])
     this.noticed.through = through
     engine.seed(value, at)
   }

@@ -64,19 +64,33 @@ export const SESSION_HISTORY_SQL = `SELECT api_key_hash, MAX(key_hint) AS key_hi
  GROUP BY api_key_hash, provider, model, requested_model, agent, tenant, session`
 
 /**
- * This month's keys, for the key registry. A key's tenant is its newest call's, as the registry
+ * This month's keys, for the key registry: their calls from @since to @next (the month's start and
+ * the next month's), and apart, by time, those stamped from @next on (ahead of the clock: a team
+ * member's running fast, an agent's log imported from such a machine), which the registry counts
+ * in their own month when it comes (KeyRegistry.seed), as it counts them live. Read from @since on
+ * with no end, they were this month's requests, then none of the next month's until a restart.
+ * A key's tenant is its newest call's, as the registry
  * keeps it live (KeyRegistry.count; the latest recorded of calls at the same ms): MAX(tenant) gave
  * a key used by two tenants the one named last, and that tenant's budgets view showed it unused.
  * Of its calls still requests, as its count and last time: an imported call the proxy's record
  * superseded, stored after another call of the key at the same ms, gave the key its tenant
  * (KeyRegistry.uncount keeps the other's live).
- * The newest call is looked up once per key, by (ts) on SQLite and by (api_key_hash, ts) on
+ * The newest call is looked up once per row, by (ts) on SQLite and by (api_key_hash, ts) on
  * PostgreSQL, after one pass over the month: no sort of the month's calls.
  */
 export const KEYS_SQL = `SELECT k.api_key_hash, k.key_hint, k.requests, k.last_ts,
        (SELECT c.tenant FROM calls c WHERE c.ts = k.last_ts AND c.api_key_hash = k.api_key_hash AND c.origin_id IS NULL AND c.superseded_by IS NULL ORDER BY c.id DESC LIMIT 1) AS tenant
   FROM (SELECT api_key_hash, MAX(key_hint) AS key_hint, COUNT(*) AS requests, MAX(ts) AS last_ts
-          FROM calls WHERE ts >= @since AND origin_id IS NULL AND superseded_by IS NULL GROUP BY api_key_hash) k`
+          FROM calls WHERE ts >= @since AND ts < @next AND origin_id IS NULL AND superseded_by IS NULL GROUP BY api_key_hash
+        UNION ALL
+        SELECT api_key_hash, MAX(key_hint) AS key_hint, COUNT(*) AS requests, ts AS last_ts
+          FROM calls WHERE ts >= @next AND origin_id IS NULL AND superseded_by IS NULL GROUP BY api_key_hash, ts) k`
+
+/** KEYS_SQL's parameters for the month of `at` in `clock`'s zone. */
+export function keysParams(clock: PeriodClock, at: number): { since: number; next: number } {
+  const month = clock.monthOf(at)
+  return { since: month.start, next: month.end }
+}
 
 /**
  * PG mode: the in-process meters (warnings, rate limits, rolling windows, alerts and budget
@@ -128,7 +142,7 @@ export class SharedHistory {
       // month at $0 leaves the spend totals where they were). The month the read began in held the
       // new month's calls too when it ended before the snapshot, and they were all counted in it.
       const keysAt = keysOf === undefined ? spentAt : keysOf.readAt(spentAt)
-      const keys = keysOf === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, { since: keysOf.clock.monthOf(keysAt).start })
+      const keys = keysOf === undefined ? null : await tx.all<KeyCount>(KEYS_SQL, keysParams(keysOf.clock, keysAt))
       return { snapshot: parseSnapshot(snap!.s), rows, read: new Set(found.map((f) => f.call_key)), spend, spentAt, keys, keysAt }
     })
   }
