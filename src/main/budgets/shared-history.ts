@@ -131,9 +131,12 @@ export class SharedHistory {
       const found = callKeys.length === 0 ? [] : await tx.all<{ call_key: string }>('SELECT call_key FROM calls WHERE call_key = ANY(@keys::text[])', { keys: callKeys })
       // Today's and this month's spend (the tray, `burnrate_spend_usd`) from the same calls, as of
       // `spentAt`: the day they are kept as (`spend.replace`), though midnight passes before that.
-      // Taken after the snapshot: no call it holds is of a later day or month. Never a day before
-      // the one the totals have rolled into (the wall clock stepped back across midnight): a period
-      // never goes back (SpendTracker.readAt).
+      // Taken after the snapshot: no call it holds was recorded after `spentAt`, yet one may be
+      // stamped in a later day or month (ahead of the clock: a team member's running fast, an
+      // imported log's): SPEND_SQL reads those apart by their stamps, and the totals keep them for
+      // their own day and month (as KEYS_SQL and the key registry do for their month). Never a day
+      // before the one the totals have rolled into (the wall clock stepped back across midnight):
+      // a period never goes back (SpendTracker.readAt).
       const spentAt = this.ledger.spend.readAt(Date.now())
       const spend = await tx.all<StoredSpend>(SPEND_SQL, this.ledger.spend.periods(spentAt))
       // And this month's keys (the key registry), when asked: the month of `keysAt`, the one they
