@@ -32,12 +32,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
     if (!claims || payload.type !== 'budget.threshold') sent.forEach((d, i) => made.set(d, { id: d.id, target: only[i], payload }))
     return sent
   }
-  if (webhooks.webhooks.length > 0) {
-    try {
-      for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
-    } catch (err) {
-      ctx.log.warn(`alerts: could not read the alerts the last shutdown left undelivered: ${(err as Error).message}`)
-    }
+  // Read with no webhook configured too: the rows (alert bodies) of webhooks since removed are cleared.
+  try {
+    for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
+  } catch (err) {
+    ctx.log.warn(`alerts: could not read the alerts the last shutdown left undelivered: ${(err as Error).message}`)
   }
   const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The

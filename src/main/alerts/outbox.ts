@@ -47,12 +47,14 @@ export class AlertOutbox {
     })()
   }
 
-  /** The alerts kept for the webhooks of `targets`, taken out of the outbox (those of other webhooks, or too old, go too). */
+  /** The alerts kept for the webhooks of `targets`, taken out of the outbox (those of other webhooks, or too old, go too: all of them when `targets` is empty). */
   take(targets: readonly WebhookTarget[], now = Date.now()): { target: WebhookTarget; payload: OutboundAlert }[] {
     const byId = new Map(targets.map((t) => [targetId(t), t]))
     return this.db.transaction(() => {
       const rows = this.db.prepare('SELECT target, body, until FROM alert_outbox').all() as { target: string; body: string; until: number }[]
-      this.db.prepare('DELETE FROM alert_outbox').run()
+      // Every row goes, those of webhooks no longer configured (none: all removed) and stale ones too;
+      // an empty outbox (nearly every start) is not written to.
+      if (rows.length > 0) this.db.prepare('DELETE FROM alert_outbox').run()
       const out: { target: WebhookTarget; payload: OutboundAlert }[] = []
       for (const r of rows) {
         const target = byId.get(r.target)
