@@ -56,7 +56,8 @@ export class BudgetAnnouncer {
 
   /** The thresholds announced before this start in periods not yet ended (./announced.ts). */
   remember(rows: Iterable<{ id: string; until: number }>, now = Date.now()): void {
-    for (const r of rows) if (r.until > now && this.announced.size < MAX_CROSSED) this.announced.set(r.id, r.until)
+    // The later end of the two: a read may bring a row written before this instance kept a window's crossing again.
+    for (const r of rows) if (r.until > now && this.announced.size < MAX_CROSSED) this.announced.set(r.id, Math.max(r.until, this.announced.get(r.id) ?? 0))
   }
 
   onAlert(listener: (alert: BudgetAlert) => void): () => void {

@@ -50,7 +50,12 @@ export const INSERT_KEY_PATTERN_SQL = 'INSERT OR IGNORE INTO key_patterns (api_k
 export const SAVE_HOLD_SQL = `INSERT OR REPLACE INTO background_holds (provider, response_id, api_key_hash, rule, session, ts, amount, until)
   VALUES (@provider, @responseId, @keyHash, @rule, @session, @ts, @amount, @until)`
 export const REMOVE_HOLD_SQL = 'DELETE FROM background_holds WHERE provider = @provider AND response_id = @responseId'
-export const SAVE_ANNOUNCED_SQL = 'INSERT INTO budget_announced (id, until) VALUES (@id, @until) ON CONFLICT (id) DO NOTHING'
+/**
+ * A threshold kept again (a rolling window crossed again) keeps the later end: left with the first
+ * crossing's, the record of the second ended hours early (a calendar period's end is its end).
+ */
+export const SAVE_ANNOUNCED_SQL = `INSERT INTO budget_announced (id, until) VALUES (@id, @until)
+  ON CONFLICT (id) DO UPDATE SET until = excluded.until WHERE budget_announced.until < excluded.until`
 export const ANNOUNCED_ENDED_SQL = 'DELETE FROM budget_announced WHERE until <= @before'
 
 /** The statements of `db` that apply side writes, in order (run inside the caller's transaction). */
