@@ -9,9 +9,10 @@ const REARM_MINUTES = 10
 /** Claims older than this are deleted (the longest calendar period is a month). */
 const KEEP_DAYS = 45
 
+/** `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null: never. */
 const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
   ON CONFLICT (id) DO UPDATE SET claimed_at = now()
-    WHERE @rearm::boolean AND alert_claims.claimed_at < now() - interval '${REARM_MINUTES} minutes'
+    WHERE @rearm_s::float8 IS NOT NULL AND alert_claims.claimed_at < now() - @rearm_s::float8 * interval '1 second'
   RETURNING id`
 
 /**
@@ -20,7 +21,7 @@ const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
  * the first instance to claim it for a webhook sends it there; the others do not. An instance
  * with no webhook claims nothing (it claimed the crossing, and the one with the webhook never
  * sent it), and instances with different webhooks each send to theirs. A claim is one row per rule, key, period (its start), limit and threshold; a rolling
- * window's may be claimed again REARM_MINUTES after the last. When the database cannot be asked,
+ * window's may be claimed again REARM_MINUTES after the last (one read back: `rearmSeconds`). When the database cannot be asked,
  * the alert is sent (twice rather than never).
  */
 export class AlertClaims {
@@ -31,9 +32,7 @@ export class AlertClaims {
   async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<boolean> {
     try {
       await ensurePostgresSchema(this.store)
-      // A rolling window's crossing read back (a start, a read of the meters) is claimed only if no
-      // instance has sent it to this webhook: re-armed, it would be sent again at every restart.
-      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm: e.state.period === 'window' && !e.restored })).length > 0
+      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm_s: rearmSeconds(e) })).length > 0
       this.cleanup()
       return won
     } catch {
@@ -57,6 +56,22 @@ export class AlertClaims {
     this.lastCleanup = now
     void this.store.run(`DELETE FROM alert_claims WHERE claimed_at < now() - interval '${KEEP_DAYS} days'`).catch(() => {})
   }
+}
+
+/**
+ * How long ago the last claim of `e`'s threshold for a webhook must have been for `e` to be sent
+ * there; null: never again (a calendar period's, claimed once in it). A rolling window's crossing
+ * seen here: REARM_MINUTES. One read back (a start, a read of the meters) re-arms only if the
+ * claim came REARM_MINUTES or more before the window was last crossed (its spend fell under the
+ * threshold and rose over it again after it was sent): re-armed by time alone, the crossing
+ * already sent would be sent again at every restart; never re-armed, a second crossing while the
+ * instance with the webhook was down was never sent.
+ */
+function rearmSeconds(e: ThresholdEvent, now = Date.now()): number | null {
+  if (e.state.period !== 'window') return null
+  if (!e.restored) return REARM_MINUTES * 60
+  if (e.crossedAt === undefined) return null
+  return REARM_MINUTES * 60 + Math.max(0, now - e.crossedAt) / 1000
 }
 
 /** The same on every instance for the same crossing and webhook (the announcer's own key for it, hashed: it names the key's hash). */

@@ -17,6 +17,8 @@ export interface ThresholdEvent {
   pct: number
   /** Told `onRestored`: found crossed by a read, as an instance kept it announced (not a crossing seen here). */
   restored?: boolean
+  /** A rolling window's told `onRestored`: when it was last crossed, as the instance that kept it announced said (its kept end less a window's length). */
+  crossedAt?: number
 }
 
 /** Remembered thresholds beyond this many are forgotten all at once (a bound, never reached in practice). */
@@ -170,7 +172,11 @@ export class BudgetAnnouncer {
         if (silent) {
           // A rolling window's too: the instance with the team's webhook, started again after
           // another with none announced it, took it as announced and its webhook never got it.
-          if (this.restoredListeners.size > 0 && this.announced.has(announcedId(id))) this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true })
+          const kept = this.announced.get(announcedId(id))
+          if (this.restoredListeners.size > 0 && kept !== undefined) {
+            const crossedAt = p.period === 'window' && p.lengthMs !== undefined ? kept - p.lengthMs : undefined
+            this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true, crossedAt })
+          }
           continue
         }
         // A calendar period's threshold is announced once in it, restarts included (a rolling
