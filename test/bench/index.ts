@@ -8,6 +8,8 @@
  * headless server, memory at rest and after load) and `alloc` (JS heap bytes allocated per proxied
  * call against the bare proxies, and where Burnrate's come from). No argument runs them all.
  */
+// First: everything below, and every process it starts, runs with a temp home (./home.ts).
+import './home'
 import { printReport } from './report'
 
 const modes = process.argv.slice(2).filter((a) => !a.startsWith('-'))

@@ -9,6 +9,8 @@
  * Options: --duration <s> (default 60), --concurrency <n> (default 200), --chunk-ms <n> (the
  * upstream's pause between stream events, default 25), and scenario names to run only those.
  */
+// First: everything below, and every process it starts, runs with a temp home (./home.ts).
+import './home'
 import { parseArgs } from 'node:util'
 import {
   addedLatencies,
