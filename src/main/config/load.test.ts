@@ -287,3 +287,67 @@ describe("upstream.ca_file, taken from the config file's folder as data_dir is",
     expect(loadConfig({ config: cfg }, {}).upstream.ca_file).toBe(join(dirname(cfg), 'package.json'))
   })
 })
+
+describe('YAML anchors and merge keys (<<) for repeated rules', () => {
+  const load = (yaml: string) => loadConfig({ config: withFile(yaml) }, {})
+  const RULES = 'budgets:\n  rules:\n    - &r\n      api_key_pattern: "sk-a*"\n      daily_limit_usd: 5\n      action: block\n    - <<: *r\n      api_key_pattern: "sk-b*"\n'
+
+  it('a rule takes the keys of the anchored one, its own keys winning', () => {
+    const rules = load(RULES).budgets.rules
+    expect(rules).toHaveLength(2)
+    expect(rules[1]).toMatchObject({ api_key_pattern: 'sk-b*', daily_limit_usd: 5, action: 'block' })
+    expect(rules[0]).toMatchObject({ api_key_pattern: 'sk-a*', daily_limit_usd: 5, action: 'block' })
+    // Several sources (the first listed wins), and a key given before the merge key wins too.
+    const two = load('budgets:\n  rules:\n    - &a {api_key_pattern: "sk-a*", daily_limit_usd: 5, action: block}\n    - &w {api_key_pattern: "sk-w*", monthly_limit_usd: 9, action: warn}\n    - {api_key_pattern: "sk-c*", <<: [*w, *a]}\n    - {action: warn, <<: *a, api_key_pattern: "sk-d*"}\n')
+    expect(two.budgets.rules[2]).toMatchObject({ api_key_pattern: 'sk-c*', daily_limit_usd: 5, monthly_limit_usd: 9, action: 'warn' })
+    expect(two.budgets.rules[3]).toMatchObject({ api_key_pattern: 'sk-d*', daily_limit_usd: 5, action: 'warn' })
+  })
+
+  it('many rules can share one anchor', () => {
+    const rows = Array.from({ length: 300 }, (_, i) => `    - {<<: *r, api_key_pattern: "sk-${i}-*"}`)
+    const rules = load(RULES + rows.join('\n') + '\n').budgets.rules
+    expect(rules).toHaveLength(302)
+    expect(rules[301]).toMatchObject({ api_key_pattern: 'sk-299-*', daily_limit_usd: 5, action: 'block' })
+  })
+
+  it('keeps every check: a merged rule is checked as written out, a key twice is refused, a pattern merged unchanged is a duplicate', () => {
+    expect(errorOf(() => load(RULES + '      daily_limit: 3\n'))).toContain('budgets.rules[1]: unknown key "daily_limit"')
+    expect(errorOf(() => load(RULES + '      api_key_pattern: "sk-c*"\n'))).toMatch(/not valid YAML \(line 9, column 7\): Map keys must be unique/)
+    expect(errorOf(() => load('budgets:\n  rules:\n    - &r {api_key_pattern: "sk-a*", daily_limit_usd: 5, action: block}\n    - <<: *r\n'))).toContain(
+      'budgets.rules[1].api_key_pattern: "sk-a*" is already the pattern of budgets.rules[0]',
+    )
+  })
+
+  it('anchors can be set under top-level keys starting with x- (ignored); elsewhere an x- key is unknown', () => {
+    const cfg = load('x-rule: &r\n  daily_limit_usd: 5\n  action: block\nx-notes: [anything]\nbudgets:\n  rules:\n    - {<<: *r, api_key_pattern: "sk-a*"}\n    - {<<: *r, api_key_pattern: "sk-b*"}\n')
+    expect(cfg.budgets.rules.map((r) => [r.api_key_pattern, r.daily_limit_usd, r.action])).toEqual([['sk-a*', 5, 'block'], ['sk-b*', 5, 'block']])
+    expect(Object.keys(cfg).some((k) => k.startsWith('x-'))).toBe(false)
+    expect(errorOf(() => load('budgets:\n  x-rule: {daily_limit_usd: 5}\n'))).toContain('budgets: unknown key "x-rule"')
+  })
+
+  it('names a short unknown key as it is: a quoted "<<" is no merge key', () => {
+    const msg = errorOf(() => load('x-r: &r {daily_limit_usd: 5, action: block}\nbudgets:\n  rules:\n    - {"<<": *r, api_key_pattern: "sk-a*"}\n'))
+    expect(msg).toContain('budgets.rules[0]: unknown key "<<"')
+    expect(msg).toContain('without quotes')
+  })
+
+  it('an alias to no anchor set before it names its line and where to set one', () => {
+    const msg = errorOf(() => load('budgets:\n  rules:\n    - {<<: *r, api_key_pattern: "sk-a*"}\n    - &r {api_key_pattern: "sk-b*", daily_limit_usd: 5, action: block}\n'))
+    expect(msg).toMatch(/not usable YAML \(line 3, column 12\): Unresolved alias/)
+    expect(msg).toContain('x-')
+  })
+
+  it('refuses a merge-key bomb, and an alias inside its own anchor, in one line', () => {
+    const rows = [`a: &a {${Array.from({ length: 10 }, (_, i) => `k${i}: x`).join(', ')}}`]
+    for (let l = 1; l < 12; l++) {
+      const prev = String.fromCharCode(96 + l)
+      const next = String.fromCharCode(97 + l)
+      rows.push(`${next}: &${next} {${Array.from({ length: 10 }, (_, i) => `${next}${i}: {<<: *${prev}}`).join(', ')}}`)
+    }
+    for (const yaml of [rows.join('\n') + '\n', 'x-a: &a {<<: *a}\n', 'x-a: &a [1, *a]\n']) {
+      const msg = errorOf(() => load(yaml))
+      expect(msg.split('\n')).toHaveLength(1)
+      expect(msg).toMatch(/not usable YAML/)
+    }
+  })
+})
