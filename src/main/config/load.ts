@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { homedir } from 'node:os'
 import { dirname, isAbsolute, join, resolve } from 'node:path'
-import { parseDocument } from 'yaml'
 import type { z } from 'zod'
 import { redactUrl, webhookAddress } from '../alerts/webhook-url'
 import { checkRule } from '../budgets/check'
@@ -12,6 +11,7 @@ import { machineTimeZone } from '../time/zone'
 import { PROVIDERS, PROVIDER_NAMES } from '../providers/registry'
 import { CONFIG_FILE, DB_FILE, defaultDataDir } from './paths'
 import { type Config, configSchema } from './schema'
+import { readYaml } from './yaml-text'
 
 /** A configuration problem that stops start-up; its message is meant for a person. */
 export class ConfigError extends Error {
@@ -35,9 +35,12 @@ export interface ConfigFlags {
  * A key of the file as an error names it: cut after the first character no config key has, so
  * `token:<the token>` (a flow mapping `{token:x}` without its space reads as one key) is shown
  * `token:…`, and a key longer than any the config has (a token written as a key) by its start.
+ * A key of up to 4 characters is shown whole.
  * The error is printed at start-up, and the desktop app writes it to its log file.
  */
 function shownKey(key: string): string {
+  // Too short to hide a token or password: `<<` (a merge key in quotes) is named as written.
+  if (key.length <= 4) return key
   const odd = /[^A-Za-z0-9_.-]/.exec(key)
   const cut = odd ? `${key.slice(0, odd.index + 1)}…` : key
   return cut.length > 32 ? `${cut.slice(0, 12)}…` : cut
@@ -56,7 +59,9 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   const where = describePath(issue.path)
   if (issue.code === 'unrecognized_keys') {
     const keys = issue.keys.map((k) => `"${shownKey(k)}"`).join(', ')
-    return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}`
+    // Quoted, "<<" is a key like any other; only a plain << merges the keys of its alias.
+    const merge = issue.keys.includes('<<') ? '; a merge key is written without quotes (<<: *name)' : ''
+    return `${where}: unknown key${issue.keys.length > 1 ? 's' : ''} ${keys}${merge}`
   }
   if (issue.code === 'invalid_type') {
     return `${where}: expected ${issue.expected}`
@@ -72,43 +77,17 @@ function parsePort(value: number | string, origin: string): number {
   return n
 }
 
-/** A value that YAML reads as syntax when it starts with one of these: a token or password may. */
-const YAML_SYNTAX_HINT = '; a value starting with *, &, !, |, >, %, @ or ` must be in quotes'
-
-/**
- * The yaml library's reason, without the text of the file it quotes after a colon (`Block scalar
- * header includes extra characters: |<the token>`, `Unresolved alias …: <the token>`, `Unresolved
- * tag: !<the token>`): a config holds tokens and passwords, and this error is printed at start-up
- * (the desktop app writes it to its log file). The line and column, when known, say where.
- */
-function yamlReason(message: string): string {
-  const first = message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')
-  const colon = first.indexOf(': ')
-  if (colon === -1) return first
-  const reason = first.slice(0, colon)
-  return /alias|tag|block scalar/i.test(reason) ? reason + YAML_SYNTAX_HINT : reason
-}
-
 /** Reads and validates the YAML text of a config file; `file` is only used in messages. */
 export function parseConfigText(text: string, file: string): z.output<typeof configSchema> {
-  const doc = parseDocument(text, { prettyErrors: true, uniqueKeys: true })
-  // A tag the library does not know (`token: !Xy9…`, a value that starts with "!") is only a
-  // warning to it, and the value becomes '': a dashboard.token so written left the dashboard open.
-  const e = doc.errors[0] ?? doc.warnings.find((w) => w.code === 'TAG_RESOLVE_FAILED')
-  if (e) {
-    const line = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : ''
-    throw new ConfigError(`config ${file}: not valid YAML${line}: ${yamlReason(e.message)}`)
-  }
-  let raw: unknown
-  try {
-    // The yaml library refuses documents whose aliases expand too far (a "billion laughs" bomb).
-    raw = doc.toJS({ maxAliasCount: 100 }) ?? {}
-  } catch (err) {
-    throw new ConfigError(`config ${file}: not usable YAML: ${yamlReason((err as Error).message)}`)
-  }
+  const read = readYaml(text)
+  if (!read.ok) throw new ConfigError(`config ${file}: ${read.problem}`)
+  const raw = read.value ?? {}
   if (typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError(`config ${file}: expected a mapping of keys at the top level`)
   }
+  // docker-compose's convention: a top-level key starting with x- holds what the file's own
+  // anchors need (`x-rule: &rule {...}`), and is no setting.
+  for (const key of Object.keys(raw)) if (key.startsWith('x-')) delete (raw as Record<string, unknown>)[key]
   const result = configSchema.safeParse(raw)
   if (!result.success) {
     const lines = result.error.issues.map(describeIssue)
@@ -390,7 +369,8 @@ export function dataDirAnyway(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = 
   if (dir === undefined) {
     try {
       if (explicit || !untrustedReason(file)) {
-        const raw = parseDocument(readFileSync(file, 'utf8')).toJS({ maxAliasCount: 100 }) as { data_dir?: unknown } | null
+        const read = readYaml(readFileSync(file, 'utf8'))
+        const raw = read.ok ? (read.value as { data_dir?: unknown } | null) : null
         if (typeof raw?.data_dir === 'string' && raw.data_dir) dir = fromConfigFolder(raw.data_dir, file)
       }
     } catch {
