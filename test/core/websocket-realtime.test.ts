@@ -255,9 +255,10 @@ describe('a Realtime API socket', () => {
     expect(row.cost_usd).toBeCloseTo((17 * 3 + 9 * 5) / 1e6, 15)
   })
 
-  it("another provider's realtime path (xAI's) is relayed as before: not gated at the upgrade, nothing recorded", async () => {
+  // xAI's and Azure's are metered as OpenAI's: test/core/websocket-realtime-azure-xai.test.ts.
+  it("another provider's realtime path (Together's) is relayed as before: not gated at the upgrade, nothing recorded", async () => {
     const before = ledgerRows(s.t.dbFile).length
-    const { ws, frames } = await openSocket(s.t, '/xai/v1/realtime?model=grok-voice', { headers: { authorization: 'Bearer sk-blocked-realtime-0011' } })
+    const { ws, frames } = await openSocket(s.t, '/together/v1/realtime?model=some-voice', { headers: { authorization: 'Bearer sk-blocked-realtime-0011' } })
     // Its turn, usage and all, passes through; the socket was opened for a key over its limit.
     ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: 'END' }))
     await eventually(() => frames.some((f) => f.type === 'response.done'), 10_000)

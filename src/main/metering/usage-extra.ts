@@ -2,10 +2,10 @@ import { type ModelTokens, type SearchContextSize, type Usage, isObject, searchC
 
 /**
  * What a call's usage holds beyond the ledger's token columns, as the compact JSON of the
- * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, batch_rate_unknown?, data_residency?, fast?, search_context_size?, pro_search?, web_search_preview?, google_search_queries?, google_search_grounded?}`
+ * `calls.usage_extra` column: `{web_searches?, storage_searches?, extra?, tool_images?, provider_cost_usd?, batch?, batch_rate_unknown?, billed_by_time?, data_residency?, fast?, search_context_size?, pro_search?, web_search_preview?, google_search_queries?, google_search_grounded?}`
  * with only the keys the call had (non-zero counts, the output image tokens an image tool made by
  * image model, a reported charge, `batch: true` for a
- * request billed at Batch API rates (and `batch_rate_unknown: true` when those rates are not known), `data_residency: true` for one billed with that premium,
+ * request billed at Batch API rates (and `batch_rate_unknown: true` when those rates are not known), `billed_by_time: true` for one its provider bills by the minute (xAI's voice agent), `data_residency: true` for one billed with that premium,
  * `fast: true` for one served at a fast tier, a Perplexity call's `search_context_size`, `pro_search: true`
  * for a Perplexity Pro Search call, `web_search_preview: true` for an OpenAI call whose searches ran
  * with the `web_search_preview` tool or a Chat Completions search model, a Gemini call's Google Search
@@ -16,7 +16,7 @@ import { type ModelTokens, type SearchContextSize, type Usage, isObject, searchC
 export function usageExtra(u: Usage): string | null {
   const reported = u.provider_cost_usd
   const hasReported = typeof reported === 'number' && Number.isFinite(reported) && reported >= 0
-  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.batch_rate_unknown && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview && !u.google_search_queries && !u.google_search_grounded && !u.advisor) return null
+  if (!u.web_searches && !u.storage_searches && !u.extra && !u.tool_images && !hasReported && !u.batch && !u.batch_rate_unknown && !u.billed_by_time && !u.data_residency && !u.fast && !u.search_context_size && !u.pro_search && !u.web_search_preview && !u.google_search_queries && !u.google_search_grounded && !u.advisor) return null
   const out: {
     web_searches?: number
     storage_searches?: number
@@ -25,6 +25,7 @@ export function usageExtra(u: Usage): string | null {
     provider_cost_usd?: number
     batch?: true
     batch_rate_unknown?: true
+    billed_by_time?: true
     data_residency?: true
     fast?: true
     search_context_size?: SearchContextSize
@@ -47,6 +48,7 @@ export function usageExtra(u: Usage): string | null {
   if (hasReported) out.provider_cost_usd = reported
   if (u.batch) out.batch = true
   if (u.batch_rate_unknown) out.batch_rate_unknown = true
+  if (u.billed_by_time) out.billed_by_time = true
   if (u.data_residency) out.data_residency = true
   if (u.fast) out.fast = true
   const size = searchContextSize(u.search_context_size)
@@ -95,6 +97,8 @@ export function withUsageExtra(u: Usage, json: string | null | undefined): Usage
   if (x.batch === true) out.batch = true
   // ...and one whose batch rates are not known stays unpriced.
   if (x.batch_rate_unknown === true) out.batch_rate_unknown = true
+  // ...and one its provider bills by the minute, too.
+  if (x.billed_by_time === true) out.billed_by_time = true
   // ...and a call billed with the data-residency premium keeps it.
   if (x.data_residency === true) out.data_residency = true
   // ...and a call served at a fast tier is priced at its fast price again.

@@ -59,6 +59,12 @@ export interface Usage {
    */
   batch_rate_unknown?: boolean
   /**
+   * A call its provider bills by the time it ran, not by its tokens (xAI's voice agent sockets,
+   * billed per minute of the session): its tokens are recorded exactly, unpriced (no token price
+   * is its bill), unless the provider reported its charge, and stay so when re-priced. See pricing/price.ts.
+   */
+  billed_by_time?: boolean
+  /**
    * Billed with a data-residency premium: every token price times 1.1 (DATA_RESIDENCY_MULTIPLIER),
    * as Anthropic bills a call whose answer says it ran in the US only (`usage.inference_geo:
    * "us"`) and Vertex AI bills Claude Sonnet 4.5 and later models through a regional endpoint;

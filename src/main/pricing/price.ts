@@ -151,6 +151,8 @@ export class Pricer {
     // kept unpriced rather than priced at a guessed discount, a user's price included (it is
     // the model's list price, not its batch price).
     if (usage.batch_rate_unknown) return { cost_usd: 0, priced: false }
+    // A call billed by the time it ran (xAI's voice agent) with no charge reported: no token price is its bill.
+    if (usage.billed_by_time) return { cost_usd: 0, priced: false }
     // Parts other models ran (Claude's advisor tool), each priced at its model (./advisor.ts).
     const advisor = usage.advisor
     if (advisor) return priceWithAdvisor(model, usage, advisor, (m, u) => this.price(pricingId, providerName, m, u, at))

@@ -26,19 +26,30 @@ export class RealtimeMeter implements Meter {
   /** Its `response.done` reported no usage: the text it produced (text, transcripts, a call's arguments), its output's estimate. */
   private produced: OutputText | null = null
 
+  /**
+   * `readUsage`: how the provider's usage is read (OpenAI's and Azure's, the default; xAI's carries
+   * its charge: ./xai.ts). `byTime`: the provider bills the session by its minutes, not its tokens
+   * (xAI's voice agent): the usage is marked so (`billed_by_time`), recorded exactly and unpriced
+   * unless it reports its charge.
+   */
+  constructor(
+    private readonly readUsage: (raw: unknown) => Usage | null = openaiUsage,
+    private readonly byTime = false,
+  ) {}
+
   event(name: string, data: string): void {
     if (name !== RESPONSE_DONE && name !== TRANSCRIBED) return
     const ev = parseObject(data)
     if (!ev) return
     this.complete = true
     if (name === TRANSCRIBED) {
-      this.usage = openaiUsage(ev.usage)
+      this.usage = this.readUsage(ev.usage)
       return
     }
     const r = ev.response
     if (!isObject(r)) return
     if (typeof r.id === 'string' && r.id) this.id = r.id
-    this.usage = openaiUsage(r.usage)
+    this.usage = this.readUsage(r.usage)
     // A failed response's error (a quota, a server error) is the call's; it bills what it reports.
     if (r.status === 'failed') {
       const e = isObject(r.status_details) ? r.status_details.error : undefined
@@ -88,6 +99,7 @@ export class RealtimeMeter implements Meter {
   }
 
   result(): MeterResult {
+    if (this.byTime && this.usage) this.usage.billed_by_time = true
     if (this.cut) return { usage: this.usage, complete: false, outputText: '', partialOutput: true }
     if (this.produced) {
       const p = this.produced

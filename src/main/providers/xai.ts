@@ -20,7 +20,7 @@ const NANO_PER_USD = 1e9
  * `cost_in_nano_usd` (10^9 to the dollar); without ticks, that is the cost, as xAI's TypeScript SDK
  * (xai-org/xai-sdk-ts src/usage.ts) reads it: ticks first, then nano, each divided once.
  */
-function xaiUsage(raw: unknown): Usage | null {
+export function xaiUsage(raw: unknown): Usage | null {
   const u = openaiUsage(raw)
   if (!u || !isObject(raw)) return u
   withUncountedCache(u, count(raw.total_tokens))

@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks'
 import type { IncomingHttpHeaders } from 'node:http'
 import { isObject, parseObject, type Usage } from '../../metering/usage'
 import { RealtimeMeter, RESPONSE_DONE, TRANSCRIBED } from '../../providers/openai-realtime'
+import { xaiUsage } from '../../providers/xai'
 import type { Attributors } from '../call/context'
 import { describeCall } from '../call/context'
 import type { CallLifecycle } from '../call/lifecycle'
@@ -71,7 +72,7 @@ export class RealtimeSocketCalls implements SocketCalls {
   ) {
     this.headers = withProtocolKey(headers)
     this.offered = offeredKeys(headers)
-    this.model = modelOfQuery(route.query)
+    this.model = modelOfQuery(route.query, route.upstream.provider.name)
     this.client = new RealtimeClientFrames(life, this)
     this.serverStarted = new RealtimeStartedGate(
       life,
@@ -174,7 +175,8 @@ export class RealtimeSocketCalls implements SocketCalls {
   admittedAs(s: CallState): void {
     s.status = 200
     s.upstreamStatus = 200
-    s.meter = new RealtimeMeter()
+    // xAI's voice agent: its usage carries its charge when it reports one, and it bills by the minute.
+    s.meter = this.route.upstream.provider.name === 'xai' ? new RealtimeMeter(xaiUsage, true) : new RealtimeMeter()
   }
 
   private end(s: CallState, type: string, text: string): void {

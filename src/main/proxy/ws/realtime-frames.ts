@@ -10,9 +10,24 @@ import { errorStatus } from './frames'
  * as the Realtime API reports errors.
  */
 
-/** The model a Realtime upgrade asks for (its `model` query), '' when none. */
-export function modelOfQuery(query: string): string {
-  return query ? (new URLSearchParams(query).get('model') ?? '') : ''
+/**
+ * The query parameters that name a Realtime upgrade's model: its `model` (OpenAI, xAI, Azure's v1
+ * API, where it is the deployment), and on Azure OpenAI its preview API's `deployment`
+ * (`/openai/realtime?api-version=…&deployment=…`), read first there.
+ */
+export function modelParams(provider: string): readonly string[] {
+  return provider === 'azure' ? ['deployment', 'model'] : ['model']
+}
+
+/** The model a Realtime upgrade asks for (its `model` query, or Azure's `deployment`: `modelParams`), '' when none. */
+export function modelOfQuery(query: string, provider = 'openai'): string {
+  if (!query) return ''
+  const q = new URLSearchParams(query)
+  for (const k of modelParams(provider)) {
+    const v = q.get(k)
+    if (v) return v
+  }
+  return ''
 }
 
 /** How a browser, which cannot set headers on a WebSocket, gives the Realtime API its key: a subprotocol it offers. */

@@ -6,7 +6,7 @@ import { type CallState, newCallState } from '../call/state'
 import type { Refusal } from '../gate'
 import { checkBudgets, recordGateFailed, recordRefusal } from './budget-check'
 import type { Route } from '../routes'
-import { addOfferedKeys, modelOfQuery, offeredKeys, withProtocolKey } from './realtime-frames'
+import { addOfferedKeys, modelOfQuery, modelParams, offeredKeys, withProtocolKey } from './realtime-frames'
 import type { WebSocketRelayOptions } from './relay-options'
 import { answer, answerError } from './upgrade-answer'
 
@@ -22,13 +22,14 @@ import { answer, answerError } from './upgrade-answer'
  * subprotocol keys, so it is checked as the key's call of no model.
  */
 export function admitUpgrade(opts: WebSocketRelayOptions, req: IncomingMessage, socket: Duplex, route: Route): boolean | Promise<boolean> {
-  // Its model named twice (`?model=a&model=b`): the budgets read the first, the upstream may run
-  // the other. Refused, as a frame naming a key twice is (./duplicate-keys.ts).
-  if (route.query.includes('=') && new URLSearchParams(route.query).getAll('model').length > 1) {
+  // Its model named twice (`?model=a&model=b`, or Azure's `deployment`): the budgets read the
+  // first, the upstream may run the other. Refused, as a frame naming a key twice is (./duplicate-keys.ts).
+  const provider = route.upstream.provider.name
+  if (route.query.includes('=') && modelParams(provider).some((k) => new URLSearchParams(route.query).getAll(k).length > 1)) {
     answerError(socket, 400, 'invalid_request', 'Burnrate refuses a socket whose query names its model more than once (the provider may run another than the budgets would check); it was not opened upstream.')
     return false
   }
-  const { info, ctx } = describeCall(route, 'POST', withProtocolKey(req.headers), { model: modelOfQuery(route.query) }, 0, Date.now(), opts.who)
+  const { info, ctx } = describeCall(route, 'POST', withProtocolKey(req.headers), { model: modelOfQuery(route.query, provider) }, 0, Date.now(), opts.who)
   addOfferedKeys(ctx, offeredKeys(req.headers))
   const s = opts.life.begin(newCallState(route, ctx, info, performance.now()))
   let r: Refusal | null | Promise<Refusal | null>

@@ -28,11 +28,16 @@ export type { WebSocketRelayOptions }
 const meteredPath = (route: Route) => withoutTrailingSlashes(route.path)
 
 /**
- * OpenAI's Realtime API socket (`GET /v1/realtime?model=…`). Another provider's path of that name
- * (xAI's voice agents, billed by the minute) is relayed unmetered: its events are not known here.
+ * The providers whose `…/realtime` socket speaks OpenAI's Realtime API events: OpenAI
+ * (`/v1/realtime?model=…`), Azure OpenAI (`/openai/realtime?api-version=…&deployment=…`, and the v1
+ * API's `/openai/v1/realtime?model=…`) and xAI's voice agents (`/v1/realtime?model=…`). Another
+ * provider's path of that name is relayed unmetered: its events are not known here.
  */
+const REALTIME_PROVIDERS = new Set(['openai', 'azure', 'xai'])
+
+/** A Realtime API socket (above). */
 function isRealtime(route: Route): boolean {
-  return route.upstream.provider.name === 'openai' && /(^|\/)realtime$/.test(meteredPath(route))
+  return REALTIME_PROVIDERS.has(route.upstream.provider.name) && /(^|\/)realtime$/.test(meteredPath(route))
 }
 
 /** Gemini's Live API socket (`…GenerativeService.BidiGenerateContent`, and its ephemeral token's `…Constrained`). */
