@@ -45,6 +45,11 @@ const s = serverOverWsUpstream(
         if (beta && f.type === 'response.create') for (const e of script.slice(1)) ws.send(e)
         if (!beta && f.type === 'session.update') ws.send(script[1])
         if (!beta && f.type === 'input_audio_buffer.append' && f.audio === 'END') for (const e of script.slice(2)) ws.send(e)
+        // A response that begins and streams, and never ends.
+        if (!beta && f.type === 'response.create' && f.event_id === 'evt_hang') {
+          ws.send(JSON.stringify({ type: 'response.created', event_id: 'event_H1', response: { object: 'realtime.response', id: 'resp_hang', status: 'in_progress', output: [], usage: null } }))
+          ws.send(JSON.stringify({ type: 'response.output_audio_transcript.delta', event_id: 'event_H2', response_id: 'resp_hang', item_id: 'item_h', output_index: 0, content_index: 0, delta: 'Hello there, how can I help?' }))
+        }
       })
     },
   },
@@ -140,6 +145,17 @@ describe("an xAI voice agent socket (wss://api.x.ai/v1/realtime)", () => {
     // xAI bills the session by its minutes: the tokens are kept, marked so, and stay unpriced when re-priced.
     expect(JSON.parse(byEndpoint.realtime.usage_extra)).toMatchObject({ billed_by_time: true, extra: { input_audio_tokens: 13, output_audio_tokens: 91 } })
     expect(seen.at(-1)).toMatchObject({ url: '/v1/realtime?model=grok-voice-think-fast-1.0', authorization: 'Bearer xai-realtime-0001' })
+  })
+
+  it('a response cut by the client before any usage is recorded 499, estimated, and still unpriced (never $0 at a token price)', async () => {
+    const before = ledgerRows(s.t.dbFile).length
+    const c = await openSocket(s.t, '/xai/v1/realtime?model=grok-voice-think-fast-1.0', { headers: { authorization: 'Bearer xai-realtime-0002' } })
+    c.ws.send(JSON.stringify({ type: 'response.create', event_id: 'evt_hang' }))
+    await eventually(() => c.frames.some((f) => f.type === 'response.output_audio_transcript.delta'), 10_000)
+    c.ws.close()
+    const [row] = await rowsAfter(s.t, before, 1)
+    expect(row).toMatchObject({ provider: 'xai', endpoint: 'realtime', model: 'grok-voice-think-fast-1.0', status: 499, estimated: 1, priced: 0, cost_usd: 0 })
+    expect(JSON.parse(row.usage_extra)).toMatchObject({ billed_by_time: true })
   })
 
   it('a key over its block limit is refused the socket (429, recorded under xai), the upstream never asked', async () => {

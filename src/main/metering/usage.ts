@@ -150,13 +150,14 @@ export function emptyUsage(): Usage {
  * second, whisper-1 reporting a duration and no tokens; pages, Mistral's OCR; images an image
  * tool made, `tool_images`), or a charge the
  * provider reported for units that are not tokens (xAI's image generation: `usage.cost_in_usd_ticks`
- * and no token counts).
+ * and no token counts), or a call billed by the time it ran (`billed_by_time`).
  */
 export function hasBilledUnits(u: Usage): boolean {
   if (u.input_tokens + u.output_tokens > 0 || (reportedUsd(u.provider_cost_usd) ?? 0) > 0) return true
   if (u.extra) for (const k in u.extra) if (count(u.extra[k]) > 0) return true
   if (u.tool_images) for (const k in u.tool_images) if (count(u.tool_images[k]) > 0) return true
-  return false
+  // Billed by the time it ran (xAI's voice agent): its minutes are billed whatever its tokens.
+  return u.billed_by_time === true
 }
 
 /** `u` with the images an image tool made (`tool_images`, and `guessed` when a count is a guess) set on it, in place. */
@@ -168,7 +169,7 @@ export function setToolImages(u: Usage, images: Pick<Usage, 'tool_images' | 'gue
 
 /** What a cut answer is known to be billed for beyond its tokens (`MeterResult.billedSoFar`). */
 export type BilledSoFar = Partial<
-  Pick<Usage, 'tool_images' | 'guessed' | 'fast' | 'batch' | 'web_searches' | 'storage_searches' | 'web_search_preview' | 'google_search_queries' | 'google_search_grounded'>
+  Pick<Usage, 'tool_images' | 'guessed' | 'fast' | 'batch' | 'web_searches' | 'storage_searches' | 'web_search_preview' | 'google_search_queries' | 'google_search_grounded' | 'billed_by_time'>
 >
 
 /** `u` (an estimate) with what its answer was known to be billed for set on it, in place. */
@@ -181,6 +182,7 @@ export function addBilledSoFar(u: Usage, b: BilledSoFar): Usage {
   if (b.web_search_preview) u.web_search_preview = true
   if (b.google_search_queries) u.google_search_queries = b.google_search_queries
   if (b.google_search_grounded) u.google_search_grounded = true
+  if (b.billed_by_time) u.billed_by_time = true
   return u
 }
 

@@ -99,7 +99,15 @@ export class RealtimeMeter implements Meter {
   }
 
   result(): MeterResult {
-    if (this.byTime && this.usage) this.usage.billed_by_time = true
+    const r = this.counted()
+    if (!this.byTime) return r
+    // Billed by the minute: its tokens, counted or estimated, are not its bill.
+    if (r.usage) r.usage.billed_by_time = true
+    else r.billedSoFar = { billed_by_time: true }
+    return r
+  }
+
+  private counted(): MeterResult {
     if (this.cut) return { usage: this.usage, complete: false, outputText: '', partialOutput: true }
     if (this.produced) {
       const p = this.produced
