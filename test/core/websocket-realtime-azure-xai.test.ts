@@ -115,6 +115,13 @@ describe('an Azure OpenAI Realtime socket', () => {
     expect(seen.length).toBe(sockets)
   })
 
+  it('a socket naming its deployment twice is refused (400), as one naming its model twice: the budgets would read the first, Azure may run the other', async () => {
+    const sockets = seen.length
+    const answer = await refusedUpgrade('/azure/openai/realtime?api-version=2024-10-01-preview&deployment=rt-east&deployment=rt-big', { 'api-key': 'sk-azure-realtime-0009' })
+    expect(answer).toMatchObject({ status: 400, body: { error: { type: 'invalid_request' } } })
+    expect(seen.length).toBe(sockets)
+  })
+
   it("a response.create past the key's per-minute rate is answered with an error event and not sent upstream", async () => {
     const before = ledgerRows(s.t.dbFile).length
     const c = await openSocket(s.t, '/azure/openai/realtime?api-version=2024-10-01-preview&deployment=rt-east', { headers: { 'api-key': 'sk-rpm-azure-0001' } })
