@@ -2,12 +2,15 @@ import { createTwoFilesPatch } from 'diff'
 import type { ConnectPlan } from '../../shared/connect'
 import { sha256 } from './doc'
 import { tildify } from './paths'
+import { redactDiff, redactText } from './redact'
 import type { AgentConnector, ConnectContext } from './types'
 import type { FileWork, Work } from './write'
 
 /**
  * The plan a person sees for `files`' writes: a diff per file that changes, and an id of the
- * files as they are now, so that a confirmation of an older plan is refused (`checkPlan`).
+ * files as they are now, so that a confirmation of an older plan is refused (`checkPlan`). What
+ * it shows (the diffs' lines, the settings' values, the notes) has the files' secrets hinted
+ * (./redact.ts): it is printed by the CLI and answered to the admin token.
  */
 export function planWork(ctx: ConnectContext, c: AgentConnector, action: ConnectPlan['action'], url: string | null, all: FileWork[], notes: string[]): Work {
   const changing = all.filter((w) => w.after !== w.before)
@@ -24,11 +27,15 @@ export function planWork(ctx: ConnectContext, c: AgentConnector, action: Connect
         file: name,
         create: w.before === null,
         remove: w.after === null,
-        diff: createTwoFilesPatch(name, name, w.before ?? '', w.after ?? '', w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', { context: 3 }),
-        settings: w.settings,
+        diff: redactDiff(
+          createTwoFilesPatch(name, name, w.before ?? '', w.after ?? '', w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', { context: 3 }),
+        ),
+        settings: w.settings.map((st) => ({ key: st.key, from: shown(st.from), to: shown(st.to) })),
       }
     }),
-    notes,
+    notes: notes.map(redactText),
   }
   return { plan, files: all }
 }
+
+const shown = (v: string | null): string | null => (v === null ? null : redactText(v))

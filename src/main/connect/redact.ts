@@ -1,0 +1,113 @@
+import { keyHint } from '../../shared/key-hint'
+
+/**
+ * Secrets in the text a plan shows (a diff's lines, changed and context alike, a setting's old
+ * value, a note, an error): an agent's config file may hold API keys beside the keys Burnrate
+ * sets (Claude Code's `env` block, an `export OPENAI_API_KEY=` in the shell profile, opencode's
+ * `apiKey`), and a plan is printed by the CLI (terminal scrollback, CI logs) and answered to the
+ * admin token. Each is shown as the ledger names a key (`sk-…abcd`, ../../shared/key-hint.ts), its
+ * key name kept, so the diff still says what is there.
+ */
+
+/** A key whose value is a secret: `ANTHROPIC_API_KEY`, `apiKey`, `experimental_bearer_token`, `DB_PASSWORD`, `Authorization`. */
+const SECRET_NAME = /key|token|secret|passw(?:or)?d|authori[sz]ation/i
+
+/** A value as written: quoted, an auth scheme and its token, or bare (up to a space, a comma, a brace). */
+const VALUE = String.raw`("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\x60[^\x60\n]*\x60|(?:Bearer|Basic|Token)\s+[^\s"'\x60,;]+|[^\s"'\x60,;&#{}\[\]][^\s"'\x60,;&#}\]]*)`
+
+/**
+ * One `name = value` / `"name": value` / `name: value` in any of the agents' formats (JSON, TOML,
+ * dotenv, shell, a header or a URL's query inside a string). Groups: 1-2 a quoted key's quote and
+ * name, 3 a bare key, 4 the separator, 5 the value.
+ */
+const PAIR = new RegExp(String.raw`(?:(["'])([^"'\n]*?)\1|(?<=^|[\s{,;?&(])([A-Za-z_][A-Za-z0-9_.-]*))(\s*[:=]\s*)` + VALUE, 'g')
+/** fish's `set -gx NAME value`. */
+const FISH = new RegExp(String.raw`(?<=^|[\s;])(set\s+(?:-[A-Za-z]+\s+)*)([A-Za-z_][A-Za-z0-9_]*)(\s+)` + VALUE, 'g')
+
+/** Keys in the shapes providers issue them, found wherever they are (a value under any name, a command). */
+const PROVIDER_KEY =
+  /(?<![A-Za-z0-9_-])(?:sk-ant-[A-Za-z0-9_-]{8,}|sk-[A-Za-z0-9_-]{16,}|AIza[0-9A-Za-z_-]{20,}|xai-[A-Za-z0-9_-]{16,}|gsk_[A-Za-z0-9]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{16,}|pplx-[A-Za-z0-9]{16,})/g
+/** `Bearer <token>` / `Basic <credentials>` anywhere (an Authorization header in a string). */
+const AUTH_SCHEME = /\b(Bearer|Basic)(\s+)([A-Za-z0-9._~+/=-]{8,})/gi
+/** The password in a URL (`https://user:password@host`). */
+const URL_PASSWORD = /(\/\/[^\s/:@"'`]+:)([^\s/@"'`…]+)@/g
+/** A line that is one long opaque run (a PEM key's body, a token on a line of its own). */
+const OPAQUE_LINE = /^(\s*)([A-Za-z0-9+/_-]{40,}={0,2})(\s*)$/
+
+/**
+ * Values under a secret-sounding name that are no secret, shown as they are: numbers and
+ * booleans (`MAX_THINKING_TOKENS=8000`), the name of the variable a key is read from (Codex's
+ * `env_key = "OPENAI_API_KEY"`) or a reference to one (`$OPENAI_API_KEY`, opencode's
+ * `{env:ANTHROPIC_API_KEY}`), and nothing at all.
+ */
+function isPlain(v: string): boolean {
+  return (
+    v === '' ||
+    /^-?\d+(?:\.\d+)?$/.test(v) ||
+    /^(?:true|false|null|none|yes|no)$/i.test(v) ||
+    /^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$/.test(v) ||
+    /^\$\{?[A-Za-z_][A-Za-z0-9_]*\}?$/.test(v) ||
+    /^\{(?:env|file):[^}]*\}$/.test(v)
+  )
+}
+
+/** A secret value as the ledger names a key, an auth scheme kept (`Bearer cor…0e2d`). */
+function hinted(v: string): string {
+  // Hinted already (a value inside a string this line's pass went into first).
+  if (isPlain(v) || v.includes('…')) return v
+  const scheme = /^(Bearer|Basic|Token)(\s+)(.+)$/is.exec(v)
+  if (scheme) return `${scheme[1]}${scheme[2]}${keyHint(scheme[3])}`
+  return keyHint(v)
+}
+
+/** `raw` (a value as written, maybe quoted) with its secret hinted, its quotes kept. */
+function hintedRaw(raw: string): string {
+  const q = raw[0]
+  if ((q === '"' || q === "'" || q === '`') && raw.length >= 2 && raw.endsWith(q)) return `${q}${hinted(raw.slice(1, -1))}${q}`
+  return hinted(raw)
+}
+
+/** The value `raw` of the key `name`: hinted when the name says it is a secret, else any secret inside a string hinted. */
+function valueOf(name: string, raw: string): string {
+  if (SECRET_NAME.test(name)) return hintedRaw(raw)
+  // Under another name, a value may hold a header or a URL with a secret of its own (`?key=`).
+  const q = raw[0]
+  if ((q === '"' || q === "'" || q === '`') && raw.length >= 2 && raw.endsWith(q)) return `${q}${redactLine(raw.slice(1, -1))}${q}`
+  return redactLine(raw)
+}
+
+/** One line of text (no line breaks in it) with its secrets hinted. */
+export function redactLine(line: string): string {
+  const opaque = OPAQUE_LINE.exec(line)
+  if (opaque && /[0-9]/.test(opaque[2]) && /[A-Za-z]/.test(opaque[2])) return `${opaque[1]}${keyHint(opaque[2])}${opaque[3]}`
+  const pairs = line
+    .replace(PAIR, (_all: string, q: string | undefined, quoted: string | undefined, bare: string | undefined, sep: string, value: string) => {
+      const key = q ? `${q}${quoted}${q}` : (bare as string)
+      return `${key}${sep}${valueOf(quoted ?? bare ?? '', value)}`
+    })
+    .replace(FISH, (_all: string, set: string, name: string, sep: string, value: string) => `${set}${name}${sep}${valueOf(name, value)}`)
+  return pairs
+    .replace(URL_PASSWORD, (_all, head: string, password: string) => `${head}${keyHint(password)}@`)
+    .replace(AUTH_SCHEME, (_all, scheme: string, space: string, token: string) => `${scheme}${space}${keyHint(token)}`)
+    .replace(PROVIDER_KEY, (key) => keyHint(key))
+}
+
+/** Text of any number of lines (a note, an error message, a setting's value) with its secrets hinted. */
+export function redactText(text: string): string {
+  return text
+    .split(/(\r?\n)/)
+    .map((part, i) => (i % 2 === 1 ? part : redactLine(part)))
+    .join('')
+}
+
+/** A unified diff with the secrets in its lines hinted, each line's ` `, `+` or `-` kept. */
+export function redactDiff(diff: string): string {
+  return diff
+    .split(/(\r?\n)/)
+    .map((part, i) => {
+      if (i % 2 === 1) return part
+      if (/^[ +-]/.test(part) && !/^(?:---|\+\+\+) /.test(part)) return part[0] + redactLine(part.slice(1))
+      return redactLine(part)
+    })
+    .join('')
+}
