@@ -63,4 +63,16 @@ describe('admin API: a plan hides the keys in the files it shows', () => {
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(SETTINGS)
     expect(logged).not.toContain(KEY)
   })
+  it("the list shows the value of a setting Burnrate owns, set by hand to an address with a password, without the password", async () => {
+    writeFileSync(join(home, '.claude', 'settings.json'), '{\n  "env": {\n    "ANTHROPIC_BASE_URL": "https://me:hunter2-correct-horse@gw.corp.example"\n  }\n}\n')
+    const res = await get('/api/admin/agents')
+    expect(res.status).toBe(200)
+    expect(res.text).not.toContain('hunter2-correct-horse')
+    const claude = (res.json() as { agents: { agent: string; settings: { key: string; value: string | null }[] }[] }).agents.find((a) => a.agent === 'claude-code')!
+    expect(claude.settings.find((s) => s.key === 'env.ANTHROPIC_BASE_URL')!.value).toBe('https://me:hun…orse@gw.corp.example')
+    const plan = await get('/api/admin/agents/claude-code/plan?action=connect')
+    expect(plan.text).not.toContain('hunter2-correct-horse')
+    expect((plan.json() as ConnectPlan).changes[0].settings[0]).toEqual({ key: 'env.ANTHROPIC_BASE_URL', from: 'https://me:hun…orse@gw.corp.example', to: url })
+    writeFileSync(join(home, '.claude', 'settings.json'), SETTINGS)
+  })
 })

@@ -152,3 +152,14 @@ describe('burnrate connect: the plans it prints hide the keys in the files it sh
     expect(readFileSync(join(home, '.bashrc'), 'utf8')).toBe(BASHRC)
   })
 })
+
+describe('burnrate connect: a file refused says where, without its secrets', () => {
+  it("a key that must go in an object holding a key (\"env\": \"ANTHROPIC_API_KEY=…\") is refused, the value hinted in the message", async () => {
+    const mine = `{\n  "env": "ANTHROPIC_API_KEY=${ANTHROPIC}"\n}\n`
+    writeFileSync(join(home, '.claude', 'settings.json'), mine)
+    expect(await cli('connect', 'claude-code', '--dry-run')).toBe(1)
+    expect(err).toContain('~/.claude/settings.json has env = ANTHROPIC_API_KEY=sk-…abcd, where env.ANTHROPIC_BASE_URL must go in an object')
+    expectNoSecret(out + err)
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(mine)
+  })
+})

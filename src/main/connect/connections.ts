@@ -5,6 +5,7 @@ import { type ConfigDoc, isPlainObject } from './formats/types'
 import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
+import { redactText } from './redact'
 import { CONNECTORS } from './registry'
 import { holdsChange } from './holds-change'
 import { exclusive } from './lock'
@@ -77,7 +78,8 @@ export class AgentConnections {
         const fileRecord = record?.files.find((r) => r.path === f.path)
         for (const s of f.settings) {
           const value = doc ? doc.get(s.key) : undefined
-          settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: asText(value) })
+          const text = asText(value)
+          settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: text === null ? null : redactText(text) })
           const owned = fileRecord?.keys.find((k) => dotted(k.key) === dotted(s.key))
           if (doc && owned && !isDeepStrictEqual(value, owned.wrote)) changed = true
           // The agent now reads a file Burnrate did not edit (a ~/.gemini/.env made beside the
@@ -87,7 +89,7 @@ export class AgentConnections {
         }
         // Connected, yet its calls go around Burnrate (Codex on a model provider of its own).
         const bypass = doc && record ? c.bypassNote?.(this.ctx, f, doc, record.url) : null
-        if (bypass) warnings.push(bypass)
+        if (bypass) warnings.push(redactText(bypass))
       }
       return {
         agent: c.id,
