@@ -12,6 +12,7 @@ describe('redactLine: secrets hinted as the ledger names keys, everything else a
     [`"apiKey": "${ANT}"`, `"apiKey": "sk-…abcd"`],
     [`"headers": { "Authorization": "Bearer abcdefghijklmnop" }`, `"headers": { "Authorization": "Bearer abc…mnop" }`],
     [`"ANTHROPIC_CUSTOM_HEADERS": "x-api-key: supersecretvalue42"`, `"ANTHROPIC_CUSTOM_HEADERS": "x-api-key: sup…ue42"`],
+    [`"ANTHROPIC_CUSTOM_HEADERS": "X-Corp-Auth: abc123def456ghi"`, `"ANTHROPIC_CUSTOM_HEADERS": "X-Corp-Auth: abc…6ghi"`],
     // TOML (Codex).
     [`experimental_bearer_token = "${OAI}"`, `experimental_bearer_token = "sk-…wxyz"`],
     [`http_headers = { "Authorization" = "Bearer abcdefghijklmnop" }`, `http_headers = { "Authorization" = "Bearer abc…mnop" }`],
@@ -48,6 +49,7 @@ describe('redactLine: secrets hinted as the ledger names keys, everything else a
     `export NO_PROXY="\${NO_PROXY:+$NO_PROXY,}127.0.0.1,localhost"`,
     `# >>> burnrate >>>`,
     `"disableTokenCounting": true`,
+    `"author": "Jane Doe <jane@example.com>"`,
     `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787`,
   ])('%s: no secret, shown as it is', (line) => {
     expect(redactLine(line)).toBe(line)

@@ -9,8 +9,8 @@ import { keyHint } from '../../shared/key-hint'
  * key name kept, so the diff still says what is there.
  */
 
-/** A key whose value is a secret: `ANTHROPIC_API_KEY`, `apiKey`, `experimental_bearer_token`, `DB_PASSWORD`, `Authorization`. */
-const SECRET_NAME = /key|token|secret|passw(?:or)?d|authori[sz]ation/i
+/** A key whose value is a secret: `ANTHROPIC_API_KEY`, `apiKey`, `experimental_bearer_token`, `DB_PASSWORD`, `Authorization`, `X-Corp-Auth` (not `author`). */
+const SECRET_NAME = /key|token|secret|passw(?:or)?d|auth(?!or)/i
 
 /** A value as written: quoted, an auth scheme and its token, or bare (up to a space, a comma, a brace). */
 const VALUE = String.raw`("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\x60[^\x60\n]*\x60|(?:Bearer|Basic|Token)\s+[^\s"'\x60,;]+|[^\s"'\x60,;&#{}\[\]][^\s"'\x60,;&#}\]]*)`
