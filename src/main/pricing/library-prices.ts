@@ -6,6 +6,7 @@ import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
 import { withPriorityPrices } from './priority-prices'
 import { withRequestFee } from './request-fees'
+import { billsPricedUnits, hasTokenlessPrices, hasTokens } from './tokenless'
 import { type UseCount, unpricedUses, withPreviewSearchFee, withToolFees } from './tool-fees'
 
 /** A call's price: `priced: false` (cost 0) when nothing knows the model. */
@@ -48,6 +49,8 @@ interface Lookup {
   variants?: Map<string, PriceProvider | null>
   /** A DeepSeek model whose prices have DeepSeek's peak windows: priced at the time it is billed at (./deepseek-hours.ts). */
   peakHours: boolean
+  /** Some of its prices price something, but no tokens (./tokenless.ts). */
+  tokenless: boolean
 }
 
 /**
@@ -79,8 +82,20 @@ export class LibraryPrices {
    * The found model's table is given the per-use fees the data lacks (./tool-fees.ts), once.
    * A call's marks (`marks`: OpenAI's or the Gemini API's Priority tier, a Perplexity call's search context
    * size, OpenAI's `web_search_preview`) price it on the found model's table with those prices changed.
+   * A call with tokens of a model whose prices have none for tokens is null (unpriced) unless it has
+   * something they price (./tokenless.ts): not $0, as if it were free.
    */
   price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
+    const p = this.lookUp(u, pricingId, model, at, marks)
+    if (!p) return p
+    const found = this.lookups.get(pricingId)?.get(model)
+    if (!found?.tokenless || !hasTokens(u)) return p
+    const provider = (marks && this.variant(found, pricingId, model, marks)) || found.provider
+    return billsPricedUnits(u, model, provider, at) ? p : null
+  }
+
+  /** `price`, before the check of a model whose prices have none for tokens. */
+  private lookUp(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
     const found = this.lookups.get(pricingId)?.get(model)
     if (found === null) return null
     if (found) {
@@ -122,10 +137,10 @@ export class LibraryPrices {
     // and a model its provider's tool fees it lacks (./tool-fees).
     const table = withToolFees(pricingId, withOneHourWrites(r.model))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table) }
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model) }
     models.set(model, lookup)
     // Priced at the call's time: one billed at another is priced again, as found (above).
-    if (lookup.peakHours && this.billed(at) !== at) return this.price(u, pricingId, model, at, marks)
+    if (lookup.peakHours && this.billed(at) !== at) return this.lookUp(u, pricingId, model, at, marks)
     const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
     if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
     // The library priced the data's table: a price added to it is applied when the call has its count.
