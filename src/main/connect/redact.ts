@@ -13,16 +13,16 @@ import { keyHint } from '../../shared/key-hint'
 const SECRET_NAME = /key|token|secret|passw(?:or)?d|auth(?!or)/i
 
 /** A value as written: quoted, an auth scheme and its token, or bare (up to a space, a comma, a brace). */
-const VALUE = String.raw`("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\x60[^\x60\n]*\x60|(?:Bearer|Basic|Token)\s+[^\s"'\x60,;]+|[^\s"'\x60,;&#{}\[\]][^\s"'\x60,;&#}\]]*)`
+const VALUE = /("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\x60[^\x60\n]*\x60|(?:Bearer|Basic|Token)\s+[^\s"'\x60,;]+|[^\s"'\x60,;&#{}[\]][^\s"'\x60,;&#}\]]*)/.source
 
 /**
  * One `name = value` / `"name": value` / `name: value` in any of the agents' formats (JSON, TOML,
  * dotenv, shell, a header or a URL's query inside a string). Groups: 1-2 a quoted key's quote and
  * name, 3 a bare key, 4 the separator, 5 the value.
  */
-const PAIR = new RegExp(String.raw`(?:(["'])([^"'\n]*?)\1|(?<=^|[\s{,;?&(])([A-Za-z_][A-Za-z0-9_.-]*))(\s*[:=]\s*)` + VALUE, 'g')
+const PAIR = new RegExp(/(?:(["'])([^"'\n]*?)\1|(?<=^|[\s{,;?&(])([A-Za-z_][A-Za-z0-9_.-]*))(\s*[:=]\s*)/.source + VALUE, 'g')
 /** fish's `set -gx NAME value`. */
-const FISH = new RegExp(String.raw`(?<=^|[\s;])(set\s+(?:-[A-Za-z]+\s+)*)([A-Za-z_][A-Za-z0-9_]*)(\s+)` + VALUE, 'g')
+const FISH = new RegExp(/(?<=^|[\s;])(set\s+(?:-[A-Za-z]+\s+)*)([A-Za-z_][A-Za-z0-9_]*)(\s+)/.source + VALUE, 'g')
 
 /** Keys in the shapes providers issue them, found wherever they are (a value under any name, a command). */
 const PROVIDER_KEY =
