@@ -6,6 +6,7 @@ import { PgAnnounced } from './announced'
 import type { BudgetEngine } from './engine'
 import type { CallHistory } from './expected'
 import type { HistoryRow } from './meter-book'
+import { OwnRows } from './own-rows'
 import { historyStart, sessionHistoryStart } from './scope'
 import { AdmissionAnnouncer } from './feed/admissions'
 import { SharedCallFeed } from './feed/listen'
@@ -49,6 +50,8 @@ export class SharedBudgets {
    * own reload, knowing it announced, would find it seen already and not tell `onRestored`.
    */
   private readRows: HistoryRow[] = []
+  /** This instance's calls `readRows` does not hold: counted in every reload with them (./own-rows.ts). */
+  private readonly unread = new OwnRows()
 
   constructor(
     private readonly ctx: ServerContext,
@@ -72,12 +75,14 @@ export class SharedBudgets {
 
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
   rows(): HistoryRow[] {
-    return this.readRows
+    const own = this.unread.list()
+    return own.length === 0 ? this.readRows : [...this.readRows, ...own]
   }
 
   /** This instance's own call, as the ledger records it or as it is stored another way (a batch's requests, an import): counted again after a read under way that missed it. */
   ownCall(call: CallRecord): void {
     for (const d of this.during) d.push(call)
+    this.unread.add(call)
   }
 
   /** Reads the meters again (through the feed, which holds what it hears meanwhile). */
@@ -190,14 +195,17 @@ export class SharedBudgets {
       // The rows and the thresholds announced go to the engine together (`readRows`).
       en.rememberAnnounced(announced, now)
       this.readRows = rows
+      // This instance's calls the rows miss are counted below (`recount`), and kept for later reloads.
+      const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
+      this.unread.clear()
       en.reload()
       // Today's spend and the key registry too (tray, `burnrate_spend_usd`, key listings): every instance's, from the same snapshot.
       // (Kept as the day they were read for: a read that straddled midnight made yesterday's whole spend today's.)
       ctx.ledger.spend.replace(spend, spentAt)
-      const missed = during.filter((c) => !(c.call_key && read.has(c.call_key)))
       // (The keys in the month they were read for, `keysAt`'s: once it has ended, their next calls start the new one.)
       if (keys) en.shared.reseed(keys, missed, keysAt)
       en.shared.recount(missed)
+      for (const c of missed) this.unread.add(c)
       for (const c of missed) ctx.ledger.spend.addCall(c)
       // This instance's moves committed after the snapshot were made on the meters just replaced: made again.
       for (const m of moved) {
