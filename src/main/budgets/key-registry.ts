@@ -6,6 +6,7 @@ import { isPrefix, prefixOf } from './pattern'
 import type { Rule, RuleIndex } from './rules'
 import type { KeyLatest } from './types'
 import { scoped } from './scope'
+import { addLater, takeLater } from '../time/later'
 
 /** A key's calls this month as the database holds them (the registry's seed). */
 export interface KeyCount {
@@ -150,13 +151,11 @@ export class KeyRegistry {
     if (month.start > s.monthStart) {
       s.monthStart = month.start
       s.monthEnd = month.end
-      s.requestsMonth = takeLater(s, month.start)
+      s.requestsMonth = takeLater(s.laterMonths, month.start)
+      if (s.laterMonths?.size === 0) s.laterMonths = null
     }
     if (ts >= s.monthEnd) {
-      const start = this.clock.monthOf(ts).start
-      const v = Math.max(0, (s.laterMonths?.get(start) ?? 0) + requests)
-      if (v > 0) (s.laterMonths ??= new Map()).set(start, v)
-      else s.laterMonths?.delete(start)
+      addLater((s.laterMonths ??= new Map()), this.clock.monthOf(ts).start, requests)
     } else if (ts >= s.monthStart) s.requestsMonth += requests
   }
 
@@ -225,13 +224,4 @@ export class KeyRegistry {
     }
     return h
   }
-}
-
-/** The requests kept for the month starting at `start`, now the key's count; those of the months before it, never its, dropped. */
-function takeLater(s: KeyState, start: number): number {
-  if (!s.laterMonths) return 0
-  const v = s.laterMonths.get(start) ?? 0
-  for (const k of s.laterMonths.keys()) if (k <= start) s.laterMonths.delete(k)
-  if (s.laterMonths.size === 0) s.laterMonths = null
-  return v
 }

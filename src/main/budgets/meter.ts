@@ -1,6 +1,7 @@
 import type { Period, PeriodClock } from '../time/zone'
 import type { Rule } from './rules'
 import { reachedAt } from './reached'
+import { addLater, takeLater } from '../time/later'
 
 /**
  * What one budget rule has seen of one API key: spend per calendar period, per rolling window
@@ -93,8 +94,7 @@ class Calendar {
     if (this.start !== p.start) {
       this.start = p.start
       this.end = p.end
-      this.spent = this.later?.get(p.start) ?? 0
-      if (this.later) for (const k of this.later.keys()) if (k <= p.start) this.later.delete(k)
+      this.spent = takeLater(this.later, p.start)
     }
   }
 
@@ -104,11 +104,7 @@ class Calendar {
       if (ts >= this.start) this.spent += cost
       return
     }
-    const start = periodOf(ts).start
-    this.later ??= new Map()
-    const v = (this.later.get(start) ?? 0) + cost
-    if (v > 0) this.later.set(start, v)
-    else this.later.delete(start)
+    addLater((this.later ??= new Map()), periodOf(ts).start, cost)
   }
 }
 

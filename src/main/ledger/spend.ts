@@ -2,6 +2,7 @@ import type Database from 'better-sqlite3'
 import type { SqlReader } from '../storage/sql'
 import type { CallRecord } from './record'
 import { PeriodClock } from '../time/zone'
+import { addLater, takeLater } from '../time/later'
 
 interface Counter {
   dayStart: number
@@ -224,21 +225,6 @@ export class SpendTracker {
     }
     this.changed()
   }
-}
-
-/** Adds `cost` to a later day's or month's spend (never below $0). */
-function addLater(later: Map<number, number>, start: number, cost: number): void {
-  const v = Math.max(0, (later.get(start) ?? 0) + cost)
-  if (v > 0) later.set(start, v)
-  else later.delete(start)
-}
-
-/** The spend kept for the day or month starting at `start`, now the counter's; those of the periods before it, never its, dropped. */
-function takeLater(later: Map<number, number>, start: number): number {
-  if (later.size === 0) return 0
-  const v = later.get(start) ?? 0
-  for (const k of later.keys()) if (k <= start) later.delete(k)
-  return v
 }
 
 /**
