@@ -61,7 +61,8 @@ describe('an upstream that answered, then failed before its answer went on', () 
     received = []
     const client = new Anthropic({ apiKey: 'sk-ant-cut-batch-aaaa', baseURL: t.url, maxRetries: 2 })
     await expect(client.messages.batches.create({ requests: REQUESTS })).rejects.toThrow()
-    // One batch created upstream, not three (a 502 is retried by the SDK; a broken answer is not).
+    // One batch created upstream, not three: a 502 is retried by the SDK, and so, from its 1.17,
+    // is a 2xx answer that breaks part-way, unless it says x-should-retry: false.
     expect(received).toEqual(['POST /v1/messages/batches HTTP/1.1'])
     const [row] = await rowsOf('messages.batches.create', 1)
     expect(row).toMatchObject({ status: 502, error: 'upstream_reset', cost_usd: 0 })
@@ -75,6 +76,25 @@ describe('an upstream that answered, then failed before its answer went on', () 
     expect(received).toEqual(['POST /v1/messages/batches HTTP/1.1'])
     const rows = await rowsOf('messages.batches.create', 2)
     expect(rows[1]).toMatchObject({ status: 504, error: 'upstream_stalled', cost_usd: 0 })
+  })
+
+  it('a held batch answer cut on its way is sent with x-should-retry: false; a GET of one is left to the SDK to repeat', async () => {
+    plan = { head: batchHead, body: BATCH.slice(0, 40), then: 'reset' }
+    received = []
+    const post = await fetch(`${t.url}/v1/messages/batches`, {
+      method: 'POST',
+      headers: { 'x-api-key': 'sk-ant-cut-batch-bbbb', 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
+      body: JSON.stringify({ requests: REQUESTS }),
+    })
+    expect(post.status).toBe(200)
+    expect(post.headers.get('x-should-retry')).toBe('false')
+    await expect(post.text()).rejects.toThrow()
+
+    // Reading a batch again costs nothing and changes nothing: the SDK may repeat it.
+    received = []
+    const client = new Anthropic({ apiKey: 'sk-ant-cut-batch-cccc', baseURL: t.url, maxRetries: 1 })
+    await expect(client.messages.batches.retrieve('msgbatch_01')).rejects.toThrow()
+    expect(received).toEqual(['GET /v1/messages/batches/msgbatch_01 HTTP/1.1', 'GET /v1/messages/batches/msgbatch_01 HTTP/1.1'])
   })
 
   it('a stream reset right after its status, before any event: the client sees the 200, and the SDK does not send the call again', async () => {

@@ -68,7 +68,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
   private forward: ((chunk: Buffer) => boolean) | null = null
   /** The answer being held to be rewritten, and how to start sending it once it is (or cannot be). */
   private held: HeldAnswer | null = null
-  private startHeld: ((body: Buffer[], rewritten: boolean) => void) | null = null
+  private startHeld: ((body: Buffer[], rewritten: boolean, broken?: boolean) => void) | null = null
   private retried = false
   /** The upstream answered (any status): it had the request, so it is never sent again. */
   private answered = false
@@ -160,12 +160,18 @@ class Forwarding implements Dispatcher.DispatchHandler {
     } else {
       // Held until it ends (bounded by the idle timeout), then sent rewritten, with its new length.
       this.held = new HeldAnswer()
-      this.startHeld = (parts, rewritten) => {
+      this.startHeld = (parts, rewritten, broken) => {
         this.held = null
         if (rewritten) {
           h.client.delete('transfer-encoding')
           h.client.set('content-length', String(parts[0].length))
         }
+        // Sent knowing the answer broke after the provider had answered (a Message Batch
+        // created): an SDK that sends a POST again when its answer breaks part-way (Anthropic's
+        // TypeScript SDK from 1.17) is told not to, as the provider says on answers it knows
+        // must not be repeated; the batch would be created, and billed, twice. A GET is repeated
+        // harmlessly, so it is left to the SDK.
+        if (broken && !IDEMPOTENT.has(this.req.method ?? '')) h.client.set('x-should-retry', 'false')
         const send = respond(s, status, h, resume, t, this.finish)
         this.forward = send
         for (const p of parts) send(p)
@@ -229,7 +235,7 @@ class Forwarding implements Dispatcher.DispatchHandler {
    */
   private sendHeld(): void {
     const held = this.held
-    if (held) this.startHeld!(held.take(), false)
+    if (held) this.startHeld!(held.take(), false, true)
   }
 
   onError(err: Error): void {
