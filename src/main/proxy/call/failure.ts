@@ -82,7 +82,9 @@ export function cutClient(s: HttpCall): void {
   // (a corked socket), and a destroy now would drop them. A client that saw no status takes the
   // cut for a connection that failed before any answer, and its SDK sends the call again
   // (billed again upstream); one that saw the answer begin and break does not, as without
-  // Burnrate. (What a slow client has not read yet is dropped still: the cut is not delayed for it.)
+  // Burnrate (Anthropic's SDK from 1.17 does repeat a non-streaming POST whose answer breaks, as
+  // it would without Burnrate, unless the answer says x-should-retry: false: ./forward.ts).
+  // (What a slow client has not read yet is dropped still: the cut is not delayed for it.)
   res.flushHeaders()
   setImmediate(destroyRes, res)
 }
