@@ -117,4 +117,23 @@ describe('thresholds crossed by money kept for a later day', () => {
     expect(sent(hook)).toEqual([['daily', 0.5, 6]])
     expect(sent(own)).toEqual([['daily', 0.5, 6]])
   }, 90_000)
+
+  it('on PostgreSQL: sent by an instance started that day, once', async () => {
+    fakeClock('2026-03-14T23:50:00Z')
+    const url = h.database()
+    type Feed = { listening: boolean; reads: number }
+    const feed = (t: TestServer) => (t.server.context.healthSections.calls_feed as () => Feed)()
+    const a = await h.server({ url, config: config(hook) })
+    await until('the meters read from PostgreSQL', () => feed(a).listening && feed(a).reads >= 1)
+    await record(a, '2026-03-15T00:10:00Z', 6)
+    await a.stop()
+    vi.setSystemTime(T('2026-03-15T00:20:00Z'))
+    const b = await h.server({ url, config: config(hook) })
+    await waitFor('the 50% alert read back at start-up', () => sent(hook).length >= 1 && allDone(b))
+    // Another started that day: the webhook b sent it to does not get it again; its own, which no instance sent it to, does.
+    const c = await h.server({ url, config: config(hook, own) })
+    await waitFor("the 50% alert at c's own webhook", () => sent(own).length >= 1 && allDone(c))
+    expect(sent(hook)).toEqual([['daily', 0.5, 6]])
+    expect(sent(own)).toEqual([['daily', 0.5, 6]])
+  }, 90_000)
 })

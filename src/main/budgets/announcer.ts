@@ -53,6 +53,10 @@ export class BudgetAnnouncer {
   private readonly announced = new Map<string, number>()
   /** Where an announced threshold is kept across a restart (./announced.ts); null: in memory only. */
   keep: ((id: string, until: number, now: number) => void) | null = null
+  /** Calendar periods, by start, some meter keeps spend for before they start (`noteHeld`), each with its end. */
+  private readonly held = new Map<number, number>()
+  /** Those noted before `keep` was set (a start-up's read): kept with `keepHeld`. */
+  private heldUnkept: number[] = []
 
   constructor(private readonly clock: PeriodClock) {}
 
@@ -128,6 +132,65 @@ export class BudgetAnnouncer {
     for (const [id, end] of this.fired) if (end <= now) this.fired.delete(id)
     for (const [id, end] of this.crossed) if (end <= now) this.crossed.delete(id)
     for (const [id, end] of this.announced) if (end <= now) this.announced.delete(id)
+    for (const [start, end] of this.held) if (end <= now) this.held.delete(start)
+  }
+
+  /**
+   * A meter keeps spend for the calendar period from `start` to `end` (a call stamped ahead of the
+   * clock): its thresholds are checked when the period starts (`announceHeld`). Kept with the
+   * announced thresholds (a hashed id, until the period ends), so a start during that period checks
+   * them too; on PostgreSQL whichever instance held it.
+   */
+  noteHeld(start: number, end: number, now = Date.now()): void {
+    if ((this.held.get(start) ?? 0) >= end) return
+    if (this.held.size >= MAX_CROSSED) this.held.clear()
+    this.held.set(start, end)
+    const id = heldId(start)
+    this.announced.set(id, Math.max(end, this.announced.get(id) ?? 0))
+    if (this.keep) this.keepQuietly(id, end, now)
+    else this.heldUnkept.push(start)
+  }
+
+  /** Keeps the periods held before `keep` was set (`noteHeld`). */
+  keepHeld(now = Date.now()): void {
+    const starts = this.heldUnkept
+    this.heldUnkept = []
+    for (const start of starts) {
+      const end = this.held.get(start)
+      if (end !== undefined && this.keep) this.keepQuietly(heldId(start), end, now)
+    }
+  }
+
+  private keepQuietly(id: string, until: number, now: number): void {
+    try {
+      this.keep?.(id, until, now)
+    } catch {
+      // kept in memory only: a start in that period does not check it
+    }
+  }
+
+  /**
+   * Announces the thresholds a key's spend has reached in calendar periods that began with spend
+   * kept for them (`noteHeld`: here, or kept by a server before this start), those not announced
+   * yet: a period's held spend crosses them as it starts, where a read of the spend at a start
+   * took them as announced, and no call of the key need come that period. Run when a period starts
+   * and after start-up's read (./held-check.ts), never on a call's way.
+   */
+  announceHeld(s: KeyState, m: Meter, now: number): void {
+    const rule = m.rule
+    const periods = m.periods(now).filter((p) => p.period !== 'window' && p.period !== 'session' && this.isHeld(p.start))
+    if (periods.length === 0) return
+    for (const p of periods) {
+      for (const pct of rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT) {
+        const id = crossingKey(rule, s.hash, p, pct)
+        if (!this.announced.has(announcedId(id))) this.crossed.delete(id)
+      }
+    }
+    this.thresholds(s, m, now, false, periods)
+  }
+
+  private isHeld(start: number): boolean {
+    return this.held.has(start) || this.announced.has(heldId(start))
   }
 
   /**
@@ -245,6 +308,11 @@ export class BudgetAnnouncer {
     }
     return true
   }
+}
+
+/** The id a calendar period some meter kept spend for (`noteHeld`) is kept by, with the announced thresholds. */
+function heldId(start: number): string {
+  return announcedId(`held\n${start}`)
 }
 
 /**

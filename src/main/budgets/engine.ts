@@ -348,6 +348,16 @@ export class BudgetEngine implements BudgetMeters {
   /** Keeps each threshold announced in a calendar period in `store`, not to announce it again after a restart (./announced.ts). */
   keepAnnounced(store: AnnouncedStore): void {
     this.announcer.keep = (id, until, now) => store.save(id, until, now)
+    this.announcer.keepHeld()
+  }
+
+  /**
+   * Announces the thresholds crossed by spend kept for a calendar period before it began (calls
+   * stamped ahead of the clock), not announced yet: when the period starts, with no call needed,
+   * and after start-up's read (./held-check.ts). Off the proxy's path.
+   */
+  announceHeld(now = Date.now()): void {
+    if (!this.book.index.empty) this.book.announceHeld(now)
   }
 
   /** The thresholds announced before this start (or by another instance), in periods not yet ended: not announced again. */

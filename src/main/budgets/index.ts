@@ -9,6 +9,7 @@ import { checkRule } from './check'
 import { budgetClockOf } from './clock'
 import { SqliteAnnounced } from './announced'
 import { HoldFile } from './background-holds'
+import { watchHeldPeriods } from './held-check'
 import { BudgetEngine, type CostModel } from './engine'
 import { ConversationMemory } from './conversations'
 import { CallHistory, continuesStored, expectedUsd, isBackground } from './expected'
@@ -192,6 +193,8 @@ export function budgetsOf(ctx: ServerContext): Budgets {
     if (ctx.notices) ctx.onClose(own!.follow(ctx.notices))
     ctx.setGate(budgetGate(e, guard))
   }
+  // Thresholds crossed by spend kept for a later period, as it starts (and, on SQLite, after the read above; PostgreSQL: after its first).
+  ctx.onClose(watchHeldPeriods(e, !shared))
   ctx.budgets = e
   const b: Budgets = { engine: e, store: shared?.rules ?? local, runaway, history, feed: shared?.feed ?? null }
   installed.set(ctx, b)

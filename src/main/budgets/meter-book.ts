@@ -48,6 +48,9 @@ export class MeterBook {
     private readonly clock: PeriodClock,
   ) {}
 
+  /** Told by a meter that keeps spend for a later calendar period (rare: a call stamped ahead of the clock). */
+  private readonly held = (start: number, end: number) => this.announcer.noteHeld(start, end)
+
   meter(rule: Rule, hash: string): Meter {
     let byKey = this.meters.get(rule)
     if (!byKey) {
@@ -56,7 +59,7 @@ export class MeterBook {
     }
     let m = byKey.get(hash)
     if (!m) {
-      m = new Meter(rule, this.clock)
+      m = new Meter(rule, this.clock, this.held)
       byKey.set(hash, m)
     }
     return m
@@ -196,6 +199,15 @@ export class MeterBook {
       }
       if (c.delta > 0) this.announce(s, touched, c.session, now)
     }
+  }
+
+  /**
+   * The thresholds every key's meters reached in calendar periods that began with spend kept for
+   * them, not announced yet (./announcer.ts `announceHeld`): when a period starts, and after
+   * start-up's read.
+   */
+  announceHeld(now: number): void {
+    for (const { keys } of this.status()) for (const { key, meter } of keys) this.announcer.announceHeld(key, meter, now)
   }
 
   /**

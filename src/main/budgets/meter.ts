@@ -80,6 +80,12 @@ export function latestReset<T extends PeriodState>(reached: readonly T[]): T | u
 /** Sessions idle for longer are forgotten; at start-up the others are loaded back whole (scope.ts: sessionHistoryStart). */
 export const SESSION_MEMORY_MS = 7 * 24 * 3600_000
 
+/**
+ * Told that a meter keeps spend for a later calendar period (its start and end): its thresholds are
+ * to be checked when that period starts, no call of the key needed (./held-check.ts).
+ */
+export type HeldListener = (start: number, end: number) => void
+
 class Calendar {
   start = -1
   end = -1
@@ -98,13 +104,18 @@ class Calendar {
     }
   }
 
-  /** Counts `cost` (negative: a cost moved down) of a call stamped `ts` here when it falls in this period, or in its own later one. */
-  add(ts: number, cost: number, periodOf: (ts: number) => Period): void {
+  /**
+   * Counts `cost` (negative: a cost moved down) of a call stamped `ts` here when it falls in this
+   * period, or in its own later one (`held` told of that period when the cost is a spend).
+   */
+  add(ts: number, cost: number, periodOf: (ts: number) => Period, held?: HeldListener): void {
     if (ts < this.end) {
       if (ts >= this.start) this.spent += cost
       return
     }
-    addLater((this.later ??= new Map()), periodOf(ts).start, cost)
+    const p = periodOf(ts)
+    addLater((this.later ??= new Map()), p.start, cost)
+    if (held && cost > 0) held(p.start, p.end)
   }
 }
 
@@ -246,6 +257,7 @@ export class Meter {
   constructor(
     readonly rule: Rule,
     private readonly clock: PeriodClock,
+    private readonly held?: HeldListener,
   ) {
     this.window = rule.window_hours !== null && rule.window_limit_usd !== null ? new MinuteRing(rule.window_hours * 3600_000) : null
     this.sessions = rule.session_limit_usd !== null ? new Map() : null
@@ -275,9 +287,9 @@ export class Meter {
 
   /** A call's cost in the day, week and month its stamp `ts` falls in (one stamped ahead: in its own, when it comes). */
   private addPeriods(ts: number, cost: number): void {
-    this.day.add(ts, cost, (x) => this.clock.dayOf(x))
-    this.week.add(ts, cost, (x) => this.clock.weekOf(x))
-    this.month.add(ts, cost, (x) => this.clock.monthOf(x))
+    this.day.add(ts, cost, (x) => this.clock.dayOf(x), this.held)
+    this.week.add(ts, cost, (x) => this.clock.weekOf(x), this.held)
+    this.month.add(ts, cost, (x) => this.clock.monthOf(x), this.held)
   }
 
   /** Counts the cost of a call that arrived at `ts`, in every period it falls in. */

@@ -43,6 +43,8 @@ export class SharedBudgets {
   /** This instance's cost moves (re-pricing, a job's result) during each read under way, with their transactions. */
   private readonly movedDuring = new Set<OwnMove[]>()
   private closed = false
+  /** The first read has checked the thresholds of periods that began with spend kept for them. */
+  private heldChecked = false
   /**
    * The calls the last read found, handed to the engine's reloads (`rows`). Set only with the
    * thresholds announced that the same read found: a reload between (a rule change, the shared
@@ -212,6 +214,11 @@ export class SharedBudgets {
         if (visibleIn(m.xid, snapshot)) continue
         en.adjust(m.changes)
         for (const c of m.changes) ctx.ledger.spend.adjust(c.api_key_hash, c.ts, c.delta)
+      }
+      // Thresholds crossed by spend kept for a period that began before this start, not announced yet (./held-check.ts).
+      if (!this.heldChecked) {
+        this.heldChecked = true
+        en.announceHeld()
       }
       if (this.readFailing) ctx.log.info('budgets: the calls the meters count are read from PostgreSQL again')
       this.readFailing = false
