@@ -35,10 +35,11 @@ afterEach(() => {
 const KEY = keyHash('sk-held-alert-0001')
 const T = (iso: string) => Date.parse(iso)
 const RULE = { api_key_pattern: '*', daily_limit_usd: 10, action: 'warn' }
-const config = (...hooks: Receiver[]) => ({
+const config = (...hooks: Receiver[]) => configWith(RULE, ...hooks)
+const configWith = (rule: Record<string, unknown>, ...hooks: Receiver[]) => ({
   timezone: 'UTC',
   alerts: { webhooks: hooks.map((r) => ({ url: `${r.url}/hook` })), retries: 0 },
-  budgets: { rules: [RULE] },
+  budgets: { rules: [rule] },
 })
 
 /** Polls on real time (Date is faked and stands still). */
@@ -76,6 +77,20 @@ describe('thresholds crossed by money kept for a later day', () => {
     vi.setSystemTime(T('2026-03-15T00:00:01Z'))
     await waitFor('the 50% alert of the new day', () => sent(hook).length >= 1 && allDone(t))
     expect(sent(hook)).toEqual([['daily', 0.5, 6]])
+  }, 60_000)
+
+  it("on SQLite: a month's too, when the month starts", async () => {
+    fakeClock('2026-03-31T23:59:58Z')
+    const t = await h.server({ url: null, config: configWith({ api_key_pattern: '*', monthly_limit_usd: 10, action: 'warn' }, hook) })
+    await record(t, '2026-04-03T09:00:00Z', 9)
+    expect(sent(hook)).toEqual([])
+    vi.setSystemTime(T('2026-04-01T00:00:01Z'))
+    await waitFor('the 90% alert of the new month', () => sent(hook).length >= 3 && allDone(t))
+    expect(sent(hook)).toEqual([
+      ['monthly', 0.5, 9],
+      ['monthly', 0.8, 9],
+      ['monthly', 0.9, 9],
+    ])
   }, 60_000)
 
   it('on SQLite: announced by a server started that day, once', async () => {
