@@ -174,11 +174,14 @@ export class BudgetAnnouncer {
    * kept for them (`noteHeld`: here, or kept by a server before this start), those not announced
    * yet: a period's held spend crosses them as it starts, where a read of the spend at a start
    * took them as announced, and no call of the key need come that period. Run when a period starts
-   * and after start-up's read (./held-check.ts), never on a call's way.
+   * and after start-up's read (./held-check.ts), never on a call's way. Not those of a rule set
+   * after its period began: the rule change read the spend, held spend included, as announced
+   * (README: Alerts), as a start does the other spend.
    */
   announceHeld(s: KeyState, m: Meter, now: number): void {
     const rule = m.rule
-    const periods = m.periods(now).filter((p) => p.period !== 'window' && p.period !== 'session' && this.isHeld(p.start))
+    const since = rule.created_at ?? -Infinity
+    const periods = m.periods(now).filter((p) => p.period !== 'window' && p.period !== 'session' && since <= p.start && this.isHeld(p.start))
     if (periods.length === 0) return
     for (const p of periods) {
       for (const pct of rule.alert_at_pct ?? DEFAULT_ALERT_AT_PCT) {
