@@ -182,12 +182,34 @@ describe("a download whose Azure provider lost its fallback to OpenAI's list", (
   })
 })
 
-// Last: the data they apply stays in use for the rest of this file.
-describe('a download that makes one model free (a provider does: Cerebras made qwen-3-coder-480b free)', () => {
+// Last: the data they apply stays in use for the rest of this file (each empties another model).
+describe('a download that empties one model\'s price table without saying it is free', () => {
+  it('is applied, the model is recorded unpriced from then on (not at a priced $0), and the log says so', async () => {
+    const warnings: string[] = []
+    const log: Logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} }
+    const data = await bundledWith('anthropic', (models) => models.map((m) => (m.id === 'claude-opus-4-1' ? { ...m, prices: {} } : m)))
+    const answer = (body: any) => ({ ...SONNET_ANSWER, model: body.model })
+    const t = await serverWith(answer, data, undefined, log)
+    const opusCall = () =>
+      postJson(`${t.url}/v1/messages`, { model: 'claude-opus-4-1', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] }, {
+        'x-api-key': 'sk-ant-made-free-download-00000002',
+      })
+    expect((await recorded(t, opusCall)).cost_usd).toBeGreaterThan(0)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
+    expect(warnings).toEqual([expect.stringContaining('the new data has no price for anthropic claude-opus-4-1')])
+    expect(await recorded(t, opusCall)).toMatchObject({ cost_usd: 0, priced: 0 })
+    expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+  })
+})
+
+describe('a download that makes one model free (a provider does: Google made Gemma free on the Gemini API)', () => {
   it('is applied, the model is recorded at $0 from then on, and the log says so', async () => {
     const warnings: string[] = []
     const log: Logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} }
-    const data = await bundledWith('anthropic', (models) => models.map((m) => (m.id === 'claude-3-haiku' ? { ...m, prices: {} } : m)))
+    // The data says so, as it does for Gemma ("free of charge"): an empty table alone does not (above).
+    const data = await bundledWith('anthropic', (models) => models.map((m) => (m.id === 'claude-3-haiku' ? { ...m, prices: {}, price_comments: 'Free of charge from now on.' } : m)))
     const answer = (body: any) => ({ ...SONNET_ANSWER, model: body.model === 'claude-3-haiku' ? 'claude-3-haiku-20240307' : SONNET_ANSWER.model })
     const t = await serverWith(answer, data, undefined, log)
     const haikuCall = () =>
@@ -200,7 +222,7 @@ describe('a download that makes one model free (a provider does: Cerebras made q
     expect(await updater.update()).toBe(true)
     expect(updater.status()).toMatchObject({ source: 'updated', last_error: null })
     expect(warnings).toEqual([expect.stringContaining('the new data makes anthropic claude-3-haiku free')])
-    expect((await recorded(t, haikuCall)).cost_usd).toBe(0)
+    expect(await recorded(t, haikuCall)).toMatchObject({ cost_usd: 0, priced: 1 })
     expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
   })
 })

@@ -2,6 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Provider } from '@pydantic/genai-prices'
 import { charged } from './check-data'
 import type { PriceLibrary } from './library'
+import { pricesEveryKind } from './unknown-kinds'
 
 /**
  * Whether newer price data still charges for every model the data in use charges for, looked
@@ -67,6 +68,8 @@ export interface ChargeCheck {
   refused: string | null
   /** `provider model` of each model the data in use charges for and `next` prices at $0 (`provider model's input` where one side only), when accepted. */
   madeFree: string[]
+  /** `provider model` of each model the data in use charges for that `next` leaves unpriced (an empty table it does not say is free: ./unknown-kinds.ts), when accepted. */
+  leftUnpriced: string[]
   /** `provider model as other` of each model `next` prices with another model's table (an earlier entry's `match` now takes its name), when accepted. */
   pricedAs: string[]
 }
@@ -81,6 +84,7 @@ export interface ChargeCheck {
 export async function unchargedReason(lib: PriceLibrary, next: Provider[], current: Provider[]): Promise<ChargeCheck> {
   const byId = new Map(next.map((p) => [p.id, p]))
   const madeFree: string[] = []
+  const leftUnpriced: string[] = []
   const pricedAs: string[] = []
   let sliceStart = performance.now()
   const breathe = async () => {
@@ -97,6 +101,7 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     const after: Provider = { ...q, fallback_model_providers: undefined }
     const before: Provider = { ...p, fallback_model_providers: undefined }
     const free: string[] = []
+    const unpriced = new Set<string>()
     const taken: string[] = []
     for (const m of p.models) {
       if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
@@ -107,27 +112,31 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
       const was = lookup(lib, before, m.id)
       if (was instanceof Error || !(was.total > 0)) continue
       if (now instanceof Error) {
-        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [], pricedAs: [] }
+        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [], leftUnpriced: [], pricedAs: [] }
       }
       const lost = lostCharge(was, now)
-      if (lost) free.push(lost === 'all' ? m.id : `${m.id}'s ${lost}`)
+      if (lost) {
+        free.push(lost === 'all' ? m.id : `${m.id}'s ${lost}`)
+        // A table the library prices at $0 that the data does not say is free: its calls are recorded unpriced.
+        if (!pricesEveryKind(PROBE, m.id, after, new Date())) unpriced.add(free[free.length - 1])
+      }
       // Its name now found by an earlier entry (a `match` too broad): priced at that model's table.
       else if (was.model === m.id && now.model !== m.id) taken.push(`${m.id} as ${now.model}`)
     }
     if (free.length > MAX_MADE_FREE) {
       const shown = free.slice(0, 3).join(', ') + (free.length > 3 ? `, and ${free.length - 3} more` : '')
-      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], pricedAs: [] }
+      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], leftUnpriced: [], pricedAs: [] }
     }
     if (taken.length > MAX_MADE_FREE) {
       const shown = taken.slice(0, 3).join(', ') + (taken.length > 3 ? `, and ${taken.length - 3} more` : '')
-      return { refused: `the new data prices ${taken.length} ${p.id} models with another model's prices (${shown})`, madeFree: [], pricedAs: [] }
+      return { refused: `the new data prices ${taken.length} ${p.id} models with another model's prices (${shown})`, madeFree: [], leftUnpriced: [], pricedAs: [] }
     }
-    madeFree.push(...free.map((id) => `${p.id} ${id}`))
+    for (const id of free) (unpriced.has(id) ? leftUnpriced : madeFree).push(`${p.id} ${id}`)
     pricedAs.push(...taken.map((t) => `${p.id} ${t}`))
     const unlisted = await lostThroughFallback(lib, p, q, current, byId, breathe)
-    if (unlisted) return { refused: unlisted, madeFree: [], pricedAs: [] }
+    if (unlisted) return { refused: unlisted, madeFree: [], leftUnpriced: [], pricedAs: [] }
   }
-  return { refused: null, madeFree, pricedAs }
+  return { refused: null, madeFree, leftUnpriced, pricedAs }
 }
 
 /**

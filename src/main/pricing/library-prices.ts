@@ -8,6 +8,7 @@ import { withPriorityPrices } from './priority-prices'
 import { withRequestFee } from './request-fees'
 import { billsPricedUnits, hasTokenlessPrices, hasTokens } from './tokenless'
 import { type UseCount, unpricedUses, withPreviewSearchFee, withToolFees } from './tool-fees'
+import { hasUnknownKinds, pricesEveryKind } from './unknown-kinds'
 
 /** A call's price: `priced: false` (cost 0) when nothing knows the model. */
 export interface Priced {
@@ -51,6 +52,8 @@ interface Lookup {
   peakHours: boolean
   /** Some of its prices price something, but no tokens (./tokenless.ts). */
   tokenless: boolean
+  /** The provider narrowed to the data's own table (no fee added), when some of its prices may not know a call's counts (./unknown-kinds.ts); else null. */
+  unknownKinds: PriceProvider | null
 }
 
 /**
@@ -83,13 +86,16 @@ export class LibraryPrices {
    * A call's marks (`marks`: OpenAI's or the Gemini API's Priority tier, a Perplexity call's search context
    * size, OpenAI's `web_search_preview`) price it on the found model's table with those prices changed.
    * A call with tokens of a model whose prices have none for tokens is null (unpriced) unless it has
-   * something they price (./tokenless.ts): not $0, as if it were free.
+   * something they price (./tokenless.ts): not $0, as if it were free. So is a call of a model with
+   * an empty price table the data does not say is free (./unknown-kinds.ts).
    */
   price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
     const p = this.lookUp(u, pricingId, model, at, marks)
     if (!p) return p
     const found = this.lookups.get(pricingId)?.get(model)
-    if (!found?.tokenless || !hasTokens(u)) return p
+    if (!found) return p
+    if (found.unknownKinds && !pricesEveryKind(u, model, found.unknownKinds, at)) return null
+    if (!found.tokenless || !hasTokens(u)) return p
     const provider = (marks && this.variant(found, pricingId, model, marks)) || found.provider
     return billsPricedUnits(u, model, provider, at) ? p : null
   }
@@ -137,7 +143,7 @@ export class LibraryPrices {
     // and a model its provider's tool fees it lacks (./tool-fees).
     const table = withToolFees(pricingId, withOneHourWrites(r.model))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model) }
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model), unknownKinds: hasUnknownKinds(r.model) ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null }
     models.set(model, lookup)
     // Priced at the call's time: one billed at another is priced again, as found (above).
     if (lookup.peakHours && this.billed(at) !== at) return this.lookUp(u, pricingId, model, at, marks)

@@ -8,8 +8,8 @@ import { priceLibrary } from './library'
  * reporting only tokens came to $0 and looked priced: free, where it was billed. Such a call is
  * priced only when it has something its model's prices price (the library's `requests_kcount`:
  * every call is one request); else it is unpriced, as a model the data does not know is. A model
- * whose prices name nothing (`{}`: the data's free models, OpenRouter's `:free`, moderation) is
- * free, and stays priced at $0.
+ * whose prices name nothing (`{}`) is free, priced at $0, where the data says so (OpenRouter's
+ * `:free`, moderation), else unpriced (./unknown-kinds.ts).
  */
 
 /** Every token price in the data is per million tokens (`input_mtok`, `cache_audio_read_mtok`…). */
