@@ -57,3 +57,38 @@ describe('a model whose price data is an empty table', () => {
     expect(row).toMatchObject({ model: 'meta-llama/llama-3.3-70b-instruct:free', input_tokens: 1200, output_tokens: 300, priced: 1, cost_usd: 0 })
   })
 })
+
+/**
+ * A model whose prices have a token price for one side only: Azure's davinci-002 and babbage-002
+ * have an input price and no output price in the data, and Azure bills "both input and output"
+ * tokens for them (learn.microsoft.com, Azure OpenAI's manage-costs page). The library prices the
+ * output tokens at $0; the call is recorded unpriced, not priced at its input alone.
+ */
+describe('a model priced for its input tokens only, with output tokens', () => {
+  it('is recorded unpriced with its tokens', async () => {
+    expect(tableOf('azure', 'davinci')).toEqual({ input_mtok: 2 })
+    answer(s.upstream, {
+      id: 'cmpl-1',
+      object: 'text_completion',
+      created: 1763700000,
+      model: 'davinci-002',
+      choices: [{ text: ' world', index: 0, logprobs: null, finish_reason: 'length' }],
+      usage: { prompt_tokens: 1000, completion_tokens: 4000, total_tokens: 5000 },
+    })
+    const row = await recorded(s.t, async () => {
+      const r = await postJson(`${s.t.url}/azure/openai/deployments/davinci-002/completions?api-version=2024-10-21`, { prompt: 'hello', max_tokens: 4000 }, { 'api-key': 'azure-test-key-0000000000007' })
+      expect(r.status).toBe(200)
+    })
+    expect(row).toMatchObject({ provider: 'azure', model: 'davinci-002', endpoint: 'completions', input_tokens: 1000, output_tokens: 4000, priced: 0, cost_usd: 0 })
+  })
+
+  it('one with no output tokens (an embedding) stays priced', async () => {
+    answer(s.upstream, { object: 'list', data: [{ object: 'embedding', index: 0, embedding: [0.1, 0.2] }], model: 'text-embedding-ada-002', usage: { prompt_tokens: 1000, total_tokens: 1000 } })
+    const row = await recorded(s.t, async () => {
+      const r = await postJson(`${s.t.url}/azure/openai/deployments/ada/embeddings?api-version=2024-10-21`, { input: 'hello' }, { 'api-key': 'azure-test-key-0000000000007' })
+      expect(r.status).toBe(200)
+    })
+    expect(row).toMatchObject({ provider: 'azure', model: 'text-embedding-ada-002', input_tokens: 1000, output_tokens: 0, priced: 1 })
+    expect(row.cost_usd).toBeGreaterThan(0)
+  })
+})

@@ -68,7 +68,7 @@ export interface ChargeCheck {
   refused: string | null
   /** `provider model` of each model the data in use charges for and `next` prices at $0 (`provider model's input` where one side only), when accepted. */
   madeFree: string[]
-  /** `provider model` of each model the data in use charges for that `next` leaves unpriced (an empty table it does not say is free: ./unknown-kinds.ts), when accepted. */
+  /** `provider model` of each model the data in use charges for that `next` leaves unpriced (an empty table it does not say is free, or one side's price gone: ./unknown-kinds.ts; `provider model's input` where one side only), when accepted. */
   leftUnpriced: string[]
   /** `provider model as other` of each model `next` prices with another model's table (an earlier entry's `match` now takes its name), when accepted. */
   pricedAs: string[]
@@ -117,7 +117,7 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
       const lost = lostCharge(was, now)
       if (lost) {
         free.push(lost === 'all' ? m.id : `${m.id}'s ${lost}`)
-        // A table the library prices at $0 that the data does not say is free: its calls are recorded unpriced.
+        // A table the library prices at $0 that the data does not say is free, or without one side's price: its calls are recorded unpriced.
         if (!pricesEveryKind(PROBE, m.id, after, new Date())) unpriced.add(free[free.length - 1])
       }
       // Its name now found by an earlier entry (a `match` too broad): priced at that model's table.

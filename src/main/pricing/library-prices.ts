@@ -87,7 +87,8 @@ export class LibraryPrices {
    * size, OpenAI's `web_search_preview`) price it on the found model's table with those prices changed.
    * A call with tokens of a model whose prices have none for tokens is null (unpriced) unless it has
    * something they price (./tokenless.ts): not $0, as if it were free. So is a call of a model with
-   * an empty price table the data does not say is free (./unknown-kinds.ts).
+   * an empty price table the data does not say is free, and one with input (output) tokens whose
+   * model has token prices but none for input (output) (./unknown-kinds.ts).
    */
   price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
     const p = this.lookUp(u, pricingId, model, at, marks)

@@ -39,3 +39,15 @@ describe('a model with an empty price table', () => {
     }
   })
 })
+
+describe('a model priced for one side of its tokens only', () => {
+  it('a call with tokens of the other side is unpriced; one without them stays priced', () => {
+    const pricer = new Pricer()
+    for (let round = 0; round < 2; round++) {
+      expect(pricer.price('azure', 'azure', 'davinci-002', usage(1000, 4000), AT)).toEqual(UNPRICED)
+      expect(pricer.price('azure', 'azure', 'babbage-002', usage(1000, 1), AT)).toEqual(UNPRICED)
+      expect(pricer.price('azure', 'azure', 'davinci-002', usage(1000, 0), AT)).toEqual({ cost_usd: (1000 * 2) / 1e6, priced: true })
+      expect(pricer.price('openai', 'openai', 'text-embedding-3-small', usage(1000, 0), AT)).toEqual({ cost_usd: (1000 * 0.02) / 1e6, priced: true })
+    }
+  })
+})

@@ -293,7 +293,7 @@ export class PriceUpdater {
       await this.writeCache({ updated_at: published, fetched_at: this.state.checked_at, bundled: this.bundled, charges_checked: true, providers: data as Provider[] })
       this.opts.log?.info(`prices: updated from ${this.shown} (data of ${published})`)
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
-      for (const m of charges!.leftUnpriced) this.opts.log?.warn(`prices: the new data has no price for ${m} (an empty price table, not said to be free): its calls are recorded unpriced from now on (a price in pricing.overrides or the admin API prices them)`)
+      for (const m of charges!.leftUnpriced) this.opts.log?.warn(`prices: the new data has no price for ${m}: its calls are recorded unpriced from now on (a price in pricing.overrides or the admin API prices them)`)
       for (const m of charges!.pricedAs) this.opts.log?.warn(`prices: the new data prices ${m} (an earlier entry's match takes its name; a price in pricing.overrides or the admin API wins)`)
       return true
     } catch (err) {
