@@ -12,7 +12,8 @@ import { opencodeLogins } from './opencode-logins'
  * opencode: `~/.local/share/opencode` (`$XDG_DATA_HOME/opencode`): assistant messages as
  * `storage/message/<session>/<message>.json`, or rows of the `message` table of `opencode.db`
  * in newer versions. A message has `providerID`, `modelID`, `time.created`, `path.cwd` and
- * `tokens` {input (without cache), output (without reasoning), reasoning, cache {read, write}}.
+ * `tokens` {input (without cache), output (without reasoning; with it before spring 2026, see
+ * outputHoldsReasoning), reasoning, cache {read, write}}.
  */
 export const opencode: LogSource = {
   agent: 'opencode',
@@ -99,6 +100,20 @@ function providerOf(id: string): { provider: string; pricingId: string } {
 const PLAN_LOGINS: Record<string, string> = { openai: 'chatgpt', anthropic: 'anthropic' }
 
 /**
+ * Whether a message's `output` already holds its `reasoning`: opencode before its AI SDK 6 update
+ * (spring 2026) logged the SDK's output tokens as they were, reasoning included where the provider
+ * counts it in its output (OpenAI's completion tokens), beside the same reasoning; today's takes the
+ * reasoning out. Its `total` (the provider's own) tells which: input, cache and output alone make
+ * it up only when the output holds the reasoning. No `total` (the oldest versions): reasoning apart.
+ */
+function outputHoldsReasoning(t: any): boolean {
+  const reasoning = count(t.reasoning)
+  const output = count(t.output)
+  if (reasoning === 0 || output < reasoning || typeof t.total !== 'number') return false
+  return t.total === count(t.input) + count(t.cache?.read) + count(t.cache?.write) + output
+}
+
+/**
  * The call an opencode message is, or null. `logins`: the providers opencode is logged in to with
  * an account (./opencode-logins.ts); a message of one of those priced at 0 is a plan's call.
  */
@@ -110,7 +125,7 @@ export function opencodeCall(m: any, logins: ReadonlySet<string>): LoggedCall | 
   u.cache_write_tokens = count(t.cache?.write)
   u.input_tokens = count(t.input) + u.cache_read_tokens + u.cache_write_tokens
   u.reasoning_tokens = count(t.reasoning)
-  u.output_tokens = count(t.output) + u.reasoning_tokens
+  u.output_tokens = outputHoldsReasoning(t) ? count(t.output) : count(t.output) + u.reasoning_tokens
   const ts = timeOf(m.time?.created)
   const id = str(m.id)
   if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
