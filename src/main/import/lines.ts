@@ -1,4 +1,7 @@
 import { createReadStream } from 'node:fs'
+import { pipeline } from 'node:stream'
+import zlib from 'node:zlib'
+import { fsError } from './walk'
 
 /** A log line parsed: an object, else undefined and counted as skipped. */
 function parseLine(line: string, counter: { skipped: number }): object | undefined {
@@ -27,7 +30,8 @@ export const MAX_LINE_BYTES = 0x1fffffe8
  * size (a long Claude Code session's transcript passes 512 MiB, more than a string can hold).
  * `markers`: only lines holding one of these are parsed (others are skipped uncounted, however
  * long, without being kept); none: every line. Lines end at `\n` (a `\r` before it, a BOM, and
- * the blanks around a line are trimmed).
+ * the blanks around a line are trimmed). A `.zst` file is read decompressed; one that does not
+ * decompress to its end has what it held before read and the rest counted as one bad line.
  */
 export async function* fileJsonLines(
   path: string,
@@ -71,20 +75,45 @@ export async function* fileJsonLines(
     tail = Buffer.alloc(0)
     return v
   }
-  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 }) as AsyncIterable<Buffer>) {
-    let start = 0
-    for (;;) {
-      const nl = chunk.indexOf(0x0a, start)
-      if (nl === -1) break
-      add(chunk.subarray(start, nl))
-      const v = end()
-      if (v !== undefined) yield v
-      start = nl + 1
+  try {
+    for await (const chunk of fileChunks(path)) {
+      let start = 0
+      for (;;) {
+        const nl = chunk.indexOf(0x0a, start)
+        if (nl === -1) break
+        add(chunk.subarray(start, nl))
+        const v = end()
+        if (v !== undefined) yield v
+        start = nl + 1
+      }
+      add(chunk.subarray(start))
     }
-    add(chunk.subarray(start))
+  } catch (err) {
+    // The file system's errors are the file's (unreadable, gone): the importer's to tell. A
+    // compressed file that does not decompress to its end (cut short, damaged): what it held
+    // before is read, the rest is one bad line, and the other logs are read.
+    if (fsError(err) || !isZstd(path)) throw err
+    counter.skipped++
+    return
   }
   const v = end()
   if (v !== undefined) yield v
+}
+
+/** Whether this Node can read zstd (22.15 and later): a `.zst` log is read only then. */
+export const ZSTD = typeof (zlib as { createZstdDecompress?: unknown }).createZstdDecompress === 'function'
+
+/**
+ * A file's bytes a chunk at a time; a `.zst` file's decompressed (Codex compresses a rollout it no
+ * longer writes to: `rollout-….jsonl.zst`), a chunk at a time too.
+ */
+const isZstd = (path: string) => ZSTD && path.endsWith('.zst')
+
+function fileChunks(path: string): AsyncIterable<Buffer> {
+  const file = createReadStream(path, { highWaterMark: 1024 * 1024 })
+  if (!isZstd(path)) return file
+  const unzstd = (zlib as unknown as { createZstdDecompress(o?: zlib.ZlibOptions): NodeJS.ReadWriteStream }).createZstdDecompress({ chunkSize: 1024 * 1024 })
+  return pipeline(file, unzstd, () => {}) as unknown as AsyncIterable<Buffer>
 }
 
 /** An ISO time string as ms since the epoch, or NaN. */

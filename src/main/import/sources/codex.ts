@@ -1,12 +1,13 @@
 import { basename, join } from 'node:path'
 import { count, emptyUsage, type Usage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
-import { fileJsonLines, str, timeOf } from '../lines'
+import { ZSTD, fileJsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 
 /**
  * Codex CLI: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<id>.jsonl` (and
- * `archived_sessions/`). `session_meta` names the session id and working directory,
+ * `archived_sessions/`), compressed to `rollout-<time>-<id>.jsonl.zst` (zstd) once Codex no longer
+ * writes to it (read decompressed; the same rollout plain and compressed is one, by its keys). `session_meta` names the session id and working directory,
  * `turn_context` the model, and each model response ends with an `event_msg` of type
  * `token_count` whose `info.last_token_usage` is that response's usage (`total_token_usage` the
  * running total, which also identifies the event; a repeated total is no new call).
@@ -29,11 +30,12 @@ export const codex: LogSource = {
     const dir = env.CODEX_HOME || join(home, '.codex')
     return [join(dir, 'sessions'), join(dir, 'archived_sessions')]
   },
-  isLog: (path) => basename(path).startsWith('rollout-') && path.endsWith('.jsonl'),
+  // Compressed once Codex no longer writes to it (`.jsonl.zst`; its `.jsonl.zst.compress.<n>.tmp` while under way is not one).
+  isLog: (path) => basename(path).startsWith('rollout-') && (path.endsWith('.jsonl') || (ZSTD && path.endsWith('.jsonl.zst'))),
   // Read a chunk at a time, as Claude Code's: a long session's rollout holds every tool output (../lines.ts).
   async read(path) {
     const counter = { skipped: 0 }
-    const log = new CodexLog(basename(path, '.jsonl'))
+    const log = new CodexLog(basename(path).replace(/\.zst$/, '').replace(/\.jsonl$/, ''))
     for await (const line of fileJsonLines(path, counter)) log.add(line)
     return log.parsed(counter.skipped)
   },
