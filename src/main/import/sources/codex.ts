@@ -64,6 +64,9 @@ function planLimits(r: any): boolean {
 
 const OPENAI = { provider: 'openai', pricingId: 'openai' }
 
+/** How long after a fork's copy of its parent's session_meta the copied lines are written by (all at once, in one flush). */
+const COPY_WRITTEN_MS = 1000
+
 /**
  * The provider a session runs on, from its `model_provider` (Codex's config id of it: `openai`,
  * or one of the user's, such as OpenRouter's documented `openrouter`), as Burnrate names and
@@ -87,6 +90,9 @@ class CodexLog {
   // session it belongs to: a sub-agent's thread (review, spawned) names its session's `session_id`.
   private thread = ''
   private session = ''
+  private metaSeen = false
+  /** A fork's copy of its parent's session_meta: its session, and when the copy was written. */
+  private copied: { session: string; at: number } | null = null
   private project = ''
   private model = ''
   private provider = OPENAI
@@ -100,9 +106,17 @@ class CodexLog {
     if (!p || typeof p !== 'object') return
     if (line.type === 'session_meta') {
       if (str(p.creator_account_id)) this.login = true
+      // A later session_meta is a fork's copy of its parent's (a forked history is written as it
+      // was, before the fork's own turns): the copied token counts are the parent's calls, keyed
+      // as its own rollout keys them; the session stays the file's own, its first line's.
       this.thread = str(p.id) || this.thread
-      this.session = str(p.session_id) || str(p.id) || this.session
-      this.project = str(p.cwd) || this.project
+      if (!this.metaSeen) {
+        this.session = str(p.session_id) || str(p.id)
+        this.project = str(p.cwd) || this.project
+      } else {
+        this.copied = { session: str(p.session_id) || str(p.id), at: timeOf(line.timestamp) }
+      }
+      this.metaSeen = true
       this.model = str(p.model) || this.model
       if (str(p.model_provider)) {
         this.providerId = str(p.model_provider)
@@ -129,13 +143,23 @@ class CodexLog {
         ts,
         ...this.provider,
         model: str(p.info.model) || this.model,
-        session: this.session,
+        session: this.sessionAt(ts),
         project: this.project,
         usage,
         response_id: '',
         endpoint: 'responses',
       })
     }
+  }
+
+  /**
+   * The session of a token count logged at `ts`: the parent's for one of the copies a fork writes
+   * with its copy of the parent's session_meta (Codex stamps each line as it writes it: the copy is
+   * written at once, before any answer of the fork's own), else the file's own.
+   */
+  private sessionAt(ts: number): string {
+    const c = this.copied
+    return c && c.session && ts - c.at <= COPY_WRITTEN_MS ? c.session : this.session
   }
 
   parsed(skipped: number): Parsed {
