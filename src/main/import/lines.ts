@@ -3,17 +3,49 @@ import { pipeline } from 'node:stream'
 import zlib from 'node:zlib'
 import { fsError } from './walk'
 
-/** A log line parsed: an object, else undefined and counted as skipped. */
+const isRecord = (v: unknown): v is object => v !== null && typeof v === 'object' && !Array.isArray(v)
+
+/**
+ * A log line parsed: an object, else undefined and counted as skipped. A line that is not JSON
+ * may be one cut short with the record written after it on the same line (writtenAfterCut): that
+ * record is returned, the cut one counted.
+ */
 function parseLine(line: string, counter: { skipped: number }): object | undefined {
   let v: unknown
   try {
     v = JSON.parse(line)
   } catch {
     counter.skipped++
-    return undefined
+    return writtenAfterCut(line)
   }
-  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v
+  if (isRecord(v)) return v
   counter.skipped++
+  return undefined
+}
+
+/** Starts of an object looked at in one bad line, at most: a bound on the work a long one costs. */
+const MAX_CUT_STARTS = 256
+
+/**
+ * The record an agent wrote right after a line cut short, on the same line: a line's write cut
+ * short (the disk full, the agent killed mid-write) loses its newline with its tail, and the
+ * agent, or its resumed session, appends the next line after it. That line is the line's end,
+ * from an object's start (`{"`, which JSON's strings never hold unescaped); no object started
+ * within the cut part parses to the line's end (a complete one is followed by more, an open one
+ * is never closed), so the first start whose rest parses is it. Undefined: none.
+ */
+function writtenAfterCut(line: string): object | undefined {
+  let at = 0
+  for (let tries = 0; tries < MAX_CUT_STARTS; tries++) {
+    at = line.indexOf('{"', at + 1)
+    if (at === -1) return undefined
+    try {
+      const v: unknown = JSON.parse(line.slice(at))
+      if (isRecord(v)) return v
+    } catch {
+      // Not a whole record from here: the next start.
+    }
+  }
   return undefined
 }
 
@@ -26,7 +58,7 @@ export const MAX_LINE_BYTES = 0x1fffffe8
 
 /**
  * A JSONL file's lines parsed as objects (a line that is not one, malformed or still being
- * written, is counted, never thrown), read a chunk at a time: memory is bounded by a line, never the file's
+ * written, is counted, never thrown; a record written right after a line cut short is read), read a chunk at a time: memory is bounded by a line, never the file's
  * size (a long Claude Code session's transcript passes 512 MiB, more than a string can hold).
  * `markers`: only lines holding one of these are parsed (others are skipped uncounted, however
  * long, without being kept); none: every line. Lines end at `\n` (a `\r` before it, a BOM, and
