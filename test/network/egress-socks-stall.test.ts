@@ -1,8 +1,8 @@
-import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createEgress } from '../../src/main/http/egress'
 import { request as send } from '../../src/main/http/request'
 import { eventually } from '../support/http'
+import { type StallingSocks5, startStallingSocks5 } from '../support/stalling-socks5'
 import { SECURE_HOST } from './support'
 
 /**
@@ -14,43 +14,24 @@ import { SECURE_HOST } from './support'
  * proxy open for good.
  */
 
-let proxy: net.Server
-let proxyUrl: string
-const held = new Set<net.Socket>()
-/** Tunnels granted so far. */
-let granted = 0
+let proxy: StallingSocks5
 
 beforeAll(async () => {
-  proxy = net.createServer((client) => {
-    held.add(client)
-    client.on('close', () => held.delete(client))
-    client.on('error', () => {})
-    client.on('end', () => client.destroy())
-    client.once('data', () => {
-      client.write(Buffer.from([5, 0]))
-      client.once('data', () => {
-        client.write(Buffer.from([5, 0, 0, 1, 127, 0, 0, 1, 0, 0]))
-        granted++
-        client.resume()
-      })
-    })
-  })
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
-  proxyUrl = `socks5://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  // The tunnel is granted; nothing after it is ever answered.
+  proxy = await startStallingSocks5()
 })
 afterAll(async () => {
-  for (const s of held) s.destroy()
-  await new Promise<void>((r) => proxy.close(() => r()))
+  await proxy.close()
 })
 
 describe("Burnrate's own call through a SOCKS5 proxy whose tunnel passes nothing on", () => {
   it('fails at its own timeout, and the connection to the proxy is closed', async () => {
-    const egress = createEgress({ proxy: proxyUrl })
+    const egress = createEgress({ proxy: proxy.url })
     const url = `https://${SECURE_HOST}/hook`
     try {
       await expect(send(url, { method: 'POST', body: '{}', dispatcher: egress.for(url), signal: AbortSignal.timeout(300) })).rejects.toThrow()
-      await eventually(() => granted === 1)
-      await eventually(() => held.size === 0, 30_000)
+      await eventually(() => proxy.granted === 1)
+      await eventually(() => proxy.held.size === 0, 30_000)
     } finally {
       await egress.close()
     }

@@ -1,8 +1,7 @@
-import http from 'node:http'
-import type { AddressInfo, Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually, openConnections, postJson } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { type SilentConnectProxy, startSilentConnectProxy } from '../support/silent-connect-proxy'
 import { startLoggedServer } from './support'
 
 /**
@@ -12,32 +11,19 @@ import { startLoggedServer } from './support'
  * first_byte_timeout_ms (600 s by default) or undici's own 300 s wait for the proxy.
  */
 
-let proxy: http.Server
-let proxyUrl: string
-const tunnels = new Set<Socket>()
+let proxy: SilentConnectProxy
 
 beforeAll(async () => {
-  proxy = http.createServer()
-  proxy.on('connect', (_req: http.IncomingMessage, socket: Socket) => {
-    // Read, never answered; closed when Burnrate closes its side.
-    tunnels.add(socket)
-    socket.resume()
-    socket.on('end', () => socket.destroy())
-    socket.on('close', () => tunnels.delete(socket))
-    socket.on('error', () => {})
-  })
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
-  proxyUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  proxy = await startSilentConnectProxy()
 })
 afterAll(async () => {
-  for (const s of tunnels) s.destroy()
-  await new Promise<void>((r) => proxy.close(() => r()))
+  await proxy.close()
 })
 
 describe('a proxy that never answers CONNECT', () => {
   it('is a 504 after connect_timeout_ms that says so, recorded once; no tunnel is left open', async () => {
     const s = await startLoggedServer({
-      upstream: { proxy: proxyUrl, connect_timeout_ms: 300, first_byte_timeout_ms: 8000 },
+      upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 8000 },
       providers: { openai: { base_url: 'https://api.openai.example/v1' } },
     })
     try {
@@ -53,7 +39,7 @@ describe('a proxy that never answers CONNECT', () => {
       })
       expect(rows).toHaveLength(3)
       for (const row of rows ?? []) expect(row).toMatchObject({ status: 504, error: 'upstream_timeout', cost_usd: 0 })
-      await eventually(async () => (await openConnections(proxy)) === 0)
+      await eventually(async () => (await openConnections(proxy.server)) === 0)
     } finally {
       await s.stop()
     }
