@@ -1,9 +1,10 @@
 import type { IncomingMessage } from 'node:http'
 import type net from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
+import type WebSocket from 'ws'
 import { eventually } from '../support/http'
 import { type RawUpstream, startRawUpstream } from '../support/raw-upstream'
+import { responsesUpgrade } from '../support/ws-upgrade'
 import { startLoggedServer } from '../network/support'
 
 /**
@@ -38,22 +39,17 @@ afterAll(async () => {
 /** The client's upgrade, until it is answered (its status, headers and the body's first bytes), or 20 s pass. */
 function refusal(url: string): Promise<{ status?: number; res?: IncomingMessage; text?: string; gaveUp?: boolean; ws?: WebSocket }> {
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: 'Bearer sk-test' } })
-    const giveUp = setTimeout(() => {
-      ws.terminate()
-      resolve({ gaveUp: true })
-    }, 20_000)
+    const { ws, done } = responsesUpgrade(url, 20_000, () => resolve({ gaveUp: true }))
     ws.on('unexpected-response', (_req, res) => {
       let text = ''
       res.on('data', (c) => {
         text += c
         if (text.includes('invalid api key')) {
-          clearTimeout(giveUp)
+          done()
           resolve({ status: res.statusCode, res, text, ws })
         }
       })
     })
-    ws.on('error', () => {})
   })
 }
 

@@ -1,8 +1,8 @@
-import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
 import { eventually, postJson } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { type StallingSocks5, startStallingSocks5 } from '../support/stalling-socks5'
+import { upgrade } from '../support/ws-upgrade'
 import { SECURE_HOST, startLoggedServer } from './support'
 
 /**
@@ -14,65 +14,22 @@ import { SECURE_HOST, startLoggedServer } from './support'
  * library's own waits, and the connection to the proxy is closed.
  */
 
-type Stall = 'greeting' | 'tls'
-let stall: Stall = 'greeting'
-let proxy: net.Server
-let proxyUrl: string
-const held = new Set<net.Socket>()
+let proxy: StallingSocks5
 
 beforeAll(async () => {
-  proxy = net.createServer((client) => {
-    held.add(client)
-    client.on('close', () => held.delete(client))
-    client.on('error', () => {})
-    client.on('end', () => client.destroy())
-    if (stall === 'greeting') {
-      client.resume()
-      return
-    }
-    client.once('data', () => {
-      client.write(Buffer.from([5, 0])) // no authentication
-      client.once('data', () => {
-        // The tunnel is granted; nothing after it is ever answered.
-        client.write(Buffer.from([5, 0, 0, 1, 127, 0, 0, 1, 0, 0]))
-        client.resume()
-      })
-    })
-  })
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r))
-  proxyUrl = `socks5://127.0.0.1:${(proxy.address() as AddressInfo).port}`
+  proxy = await startStallingSocks5()
 })
 afterAll(async () => {
-  for (const s of held) s.destroy()
-  await new Promise<void>((r) => proxy.close(() => r()))
+  await proxy.close()
 })
 
-function upgrade(url: string): Promise<{ status?: number; body?: any; gaveUp?: boolean }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: 'Bearer sk-test' } })
-    const giveUp = setTimeout(() => {
-      ws.terminate()
-      resolve({ gaveUp: true })
-    }, 20_000)
-    ws.on('unexpected-response', (_req, res) => {
-      let text = ''
-      res.on('data', (c) => (text += c))
-      res.on('end', () => {
-        clearTimeout(giveUp)
-        resolve({ status: res.statusCode, body: JSON.parse(text) })
-      })
-    })
-    ws.on('error', () => {})
-  })
-}
-
 describe('a SOCKS5 proxy that stalls the connection', () => {
-  for (const s of ['greeting', 'tls'] as const) {
+  for (const s of ['greeting', 'tunnel'] as const) {
     it(`is a 504 after connect_timeout_ms when it ${s === 'greeting' ? 'never answers its greeting' : 'grants the tunnel and the TLS handshake never completes'}, for a call and a WebSocket`, async () => {
-      stall = s
+      proxy.stall = s
       // A first-byte limit far past the test's patience: only the connect timeout can answer in time.
       const b = await startLoggedServer({
-        upstream: { proxy: proxyUrl, connect_timeout_ms: 300, first_byte_timeout_ms: 30_000 },
+        upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 30_000 },
         providers: { openai: { base_url: `https://${SECURE_HOST}/v1` } },
       })
       try {
@@ -85,12 +42,12 @@ describe('a SOCKS5 proxy that stalls the connection', () => {
           return r.length >= 1 ? r : undefined
         })
         expect(rows?.[0]).toMatchObject({ status: 504, error: 'upstream_timeout', cost_usd: 0 })
-        await eventually(() => held.size === 0)
+        await eventually(() => proxy.held.size === 0)
         const r = await upgrade(b.url)
         expect(r.gaveUp).toBeUndefined()
         expect(r.status).toBe(504)
         expect(r.body.error.type).toBe('upstream_timeout')
-        await eventually(() => held.size === 0)
+        await eventually(() => proxy.held.size === 0)
       } finally {
         await b.stop()
       }

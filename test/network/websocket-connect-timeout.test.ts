@@ -1,7 +1,7 @@
-import net, { type AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import WebSocket from 'ws'
 import { eventually } from '../support/http'
+import { type SilentServer, startSilentServer } from '../support/silent-server'
+import { upgrade } from '../support/ws-upgrade'
 import { startLoggedServer } from './support'
 
 /**
@@ -12,51 +12,21 @@ import { startLoggedServer } from './support'
  * connections it opened are closed.
  */
 
-let silent: net.Server
-let port: number
-const held = new Set<net.Socket>()
+let silent: SilentServer
 
 beforeAll(async () => {
-  silent = net.createServer((s) => {
-    held.add(s)
-    s.resume()
-    s.on('end', () => s.destroy())
-    s.on('close', () => held.delete(s))
-    s.on('error', () => {})
-  })
-  await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r))
-  port = (silent.address() as AddressInfo).port
+  silent = await startSilentServer()
 })
 afterAll(async () => {
-  for (const s of held) s.destroy()
-  await new Promise<void>((r) => silent.close(() => r()))
+  await silent.close()
 })
-
-function upgrade(url: string): Promise<{ status?: number; body?: any; gaveUp?: boolean }> {
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${url.replace('http', 'ws')}/v1/responses`, { headers: { authorization: 'Bearer sk-test' } })
-    const giveUp = setTimeout(() => {
-      ws.terminate()
-      resolve({ gaveUp: true })
-    }, 20_000)
-    ws.on('unexpected-response', (_req, res) => {
-      let text = ''
-      res.on('data', (c) => (text += c))
-      res.on('end', () => {
-        clearTimeout(giveUp)
-        resolve({ status: res.statusCode, body: JSON.parse(text) })
-      })
-    })
-    ws.on('error', () => {})
-  })
-}
 
 describe('a WebSocket upstream whose TLS handshake never completes', () => {
   it('is answered 504 within connect_timeout_ms, as an HTTP call is, and its connection closed', async () => {
     // A first-byte limit far past the client's patience: only the connect timeout can answer in time.
     const s = await startLoggedServer({
       upstream: { connect_timeout_ms: 300, first_byte_timeout_ms: 60_000 },
-      providers: { openai: { base_url: `https://127.0.0.1:${port}/v1` } },
+      providers: { openai: { base_url: `https://127.0.0.1:${silent.port}/v1` } },
     })
     try {
       const http = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' })
@@ -65,7 +35,7 @@ describe('a WebSocket upstream whose TLS handshake never completes', () => {
       expect(r.gaveUp).toBeUndefined()
       expect(r.status).toBe(504)
       expect(r.body.error.type).toBe('upstream_timeout')
-      await eventually(() => held.size === 0)
+      await eventually(() => silent.held.size === 0)
     } finally {
       await s.stop()
     }
