@@ -1,38 +1,24 @@
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
+import { useBoundaryServer } from '../support/boundary-server'
+import { NANO_COST, NANO_FIXTURE, chat } from './support'
 
 /**
  * GET /api/dashboard/budgets' `overall` at midnight, through a real server: a call at 00:00:05
  * rolls today's spend into April 1st; an answer timed a moment before it (the clock stepped back
  * by NTP, or its time read before an await while the call went on) gives April 1st's figures, so
  * its `resets_at` is the midnight after them, never the midnight already gone.
- * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const KEY = 'sk-overall-aaaaaaaaaaaa-0001'
-let upstream: MockUpstream | undefined
-let t: TestServer | undefined
-
-afterEach(() => {
-  vi.useRealTimers()
-})
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-})
+const rig = useBoundaryServer(NANO_FIXTURE)
 
 describe('overall resets_at at a period boundary', () => {
   it('is the end of the day and month its figures are of', async () => {
-    upstream = await startMockUpstream()
-    replayJson(upstream, NANO_FIXTURE)
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
-    t = await startTestServer({ timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-overall-*', daily_limit_usd: 100, action: 'warn' }] } }, upstream.url)
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    const t = await rig.start('2026-03-31T23:50:00Z', { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-overall-*', daily_limit_usd: 100, action: 'warn' }] } })
+    rig.clock.set('2026-04-01T00:00:05Z')
     expect((await chat(t, KEY)).status).toBe(200)
-    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    rig.clock.set('2026-03-31T23:59:58Z')
     const r = await request(`${t.url}/api/dashboard/budgets`)
     expect(r.status).toBe(200)
     const overall = r.json().overall as { period: string; spent_usd: number; resets_at: string }[]

@@ -1,10 +1,9 @@
-import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
-import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
+import { useBoundaryServer } from '../support/boundary-server'
+import { NANO_COST, NANO_FIXTURE, chat } from './support'
 
 /**
  * A rule change rebuilds the meters from the ledger (README: Budgets, Periods: a period never goes
@@ -13,38 +12,25 @@ import { NANO_COST, NANO_FIXTURE, chat, replayJson } from './support'
  * The meters were rebuilt in March 31st, the day that had ended, with that call in it: the budgets
  * answer showed it spent in March 31st, resetting at a midnight already gone, and the key's next
  * call, at 00:00:06, found April 1st at $0 and was let through over its limit.
- * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const KEY = 'sk-stepback-aaaaaaaaaaaa-0001'
-let upstream: MockUpstream | undefined
-let t: TestServer | undefined
-
-afterEach(() => {
-  vi.useRealTimers()
-})
-afterAll(async () => {
-  await t?.cleanup()
-  await upstream?.close()
-})
+const rig = useBoundaryServer(NANO_FIXTURE)
 
 describe('a rule change while the clock is stepped back across midnight', () => {
   it('rebuilds the meters in the day they had rolled into', async () => {
-    upstream = await startMockUpstream()
-    replayJson(upstream, NANO_FIXTURE)
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
     const rules = [{ api_key_pattern: 'sk-stepback-*', daily_limit_usd: NANO_COST / 2, action: 'block' }]
-    t = await startTestServer({ ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } }, upstream.url)
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    const t = await rig.start('2026-03-31T23:50:00Z', { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } })
+    rig.clock.set('2026-04-01T00:00:05Z')
     expect((await chat(t, KEY)).status).toBe(200)
 
-    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    rig.clock.set('2026-03-31T23:59:58Z')
     expect((await admin(t.url, 'POST', '/budgets/rules', { body: { api_key_pattern: 'sk-other-*', daily_limit_usd: 5, action: 'warn' } })).status).toBe(201)
     const r = await request(`${t.url}/api/dashboard/budgets`)
     const mine = (r.json().rules as { api_key_hash: string | null; windows: { period: string; spent_usd: number; resets_at: string }[] }[]).find((x) => x.api_key_hash === hashKey(KEY))!
     expect(mine.windows).toMatchObject([{ period: 'daily', spent_usd: NANO_COST, resets_at: '2026-04-02T00:00:00.000Z' }])
 
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    rig.clock.set('2026-04-01T00:00:06Z')
     expect((await chat(t, KEY)).status).toBe(429)
   })
 })
