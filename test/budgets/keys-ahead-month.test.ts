@@ -1,7 +1,9 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { keyHash, makeCall } from '../dashboard/seed'
-import { until, usePostgres } from '../support/pg-harness'
+import { serversAhead } from '../support/calls-ahead'
+import { useFakeDate } from '../support/fake-date'
+import { usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 
 /**
@@ -11,16 +13,16 @@ import type { TestServer } from '../support/server'
  * on), and at the month's end the key was listed no more (or at 0), until a restart. A call now
  * counts in the month its stamp falls in, as it is recorded, heard from another instance, or read
  * at start-up (with a rule, read with the meters, and without), on SQLite and PostgreSQL.
- * The machine's clock is set as spend-ahead-midnight.test.ts sets it (vi.setSystemTime, Date only).
+ * The machine's clock is set as spend-ahead-midnight.test.ts sets it (test/support/fake-date.ts: Date only).
  */
 const h = usePostgres({ upstream: false })
-
-afterEach(() => {
-  vi.useRealTimers()
-})
+const clock = useFakeDate()
+const rig = serversAhead(h, record)
 
 const KEY = keyHash('sk-ahead-month-keys-0001')
 const T = (iso: string) => Date.parse(iso)
+/** The clock when each test starts: 10 minutes before midnight. */
+const START = '2026-03-31T23:50:00Z'
 const CONFIG = { ...ADMIN_CONFIG, timezone: 'UTC' }
 const RULE = { api_key_pattern: '*', monthly_limit_usd: 100, action: 'warn' }
 const WITH_RULE = { ...CONFIG, budgets: { rules: [RULE] } }
@@ -50,53 +52,28 @@ async function expectRequests(servers: TestServer[], want: number): Promise<void
 /** At 23:50 on March 31st one request; in April the two stamped in it; in May the one of May. */
 async function acrossMonths(servers: TestServer[]): Promise<void> {
   await expectRequests(servers, 1)
-  vi.setSystemTime(T('2026-04-01T00:00:01Z'))
+  clock.set('2026-04-01T00:00:01Z')
   await expectRequests(servers, 2)
-  vi.setSystemTime(T('2026-05-01T00:00:01Z'))
+  clock.set('2026-05-01T00:00:01Z')
   await expectRequests(servers, 1)
-}
-
-function fakeClock(): void {
-  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-  vi.setSystemTime(T('2026-03-31T23:50:00Z'))
 }
 
 describe('calls stamped ahead of the clock in requests_month', () => {
   it('on SQLite: count in their own month as recorded', async () => {
-    fakeClock()
-    const t = await h.server({ url: null, config: CONFIG })
-    await record(t)
-    await acrossMonths([t])
+    clock.start(START)
+    await acrossMonths(await rig.recorded(CONFIG))
   }, 60_000)
 
   for (const [name, config] of [['without a rule', CONFIG], ['with a rule (read with the meters)', WITH_RULE]] as const) {
     it(`on SQLite: the same as read at start-up, ${name}`, async () => {
-      fakeClock()
-      const first = await h.server({ url: null, config })
-      await record(first)
-      const t = await first.restart()
-      try {
-        await acrossMonths([t])
-      } finally {
-        await t.stop()
-      }
+      clock.start(START)
+      await rig.readAtStart(config, acrossMonths)
     }, 60_000)
   }
 
   it('on PostgreSQL: the same as recorded, heard from another instance, and read at start-up', async () => {
-    fakeClock()
-    const url = h.database()
-    const feedRead = (t: TestServer) => {
-      const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number; heard: number }
-      return feed()
-    }
-    const [a, b] = [await h.server({ url, config: CONFIG }), await h.server({ url, config: CONFIG })]
-    for (const t of [a, b]) await until('the meters read from PostgreSQL', () => feedRead(t).listening && feedRead(t).reads >= 1)
-    await record(a)
-    await until("b heard a's calls (one notification)", () => feedRead(b).heard >= 1)
-    // Started after them: its keys read from PostgreSQL (with the meters).
-    const c = await h.server({ url, config: CONFIG })
-    await until('the meters read from PostgreSQL', () => feedRead(c).listening && feedRead(c).reads >= 1)
-    await acrossMonths([a, b, c])
+    clock.start(START)
+    // The last started after the calls: its keys read from PostgreSQL (with the meters).
+    await acrossMonths(await rig.shared(CONFIG))
   }, 90_000)
 })

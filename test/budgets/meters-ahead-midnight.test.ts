@@ -1,7 +1,9 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { keyHash, makeCall } from '../dashboard/seed'
 import { request } from '../support/http'
-import { until, usePostgres } from '../support/pg-harness'
+import { serversAhead } from '../support/calls-ahead'
+import { useFakeDate } from '../support/fake-date'
+import { usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 
 /**
@@ -11,16 +13,16 @@ import type { TestServer } from '../support/server'
  * where the summary and `report` count it in its own day, then dropped it when the period rolled
  * on, until a restart or a rule change. A call now counts in the day, week and month its stamp
  * falls in, as it is recorded, heard from another instance, or read at start-up, on SQLite and
- * PostgreSQL. The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * PostgreSQL. The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const h = usePostgres({ upstream: false })
-
-afterEach(() => {
-  vi.useRealTimers()
-})
+const clock = useFakeDate()
+const rig = serversAhead(h, record)
 
 const KEY = keyHash('sk-ahead-meters-0001')
 const T = (iso: string) => Date.parse(iso)
+/** The clock when each test starts: 10 minutes before midnight. */
+const START = '2026-03-14T23:50:00Z'
 const RULE = { api_key_pattern: '*', daily_limit_usd: 100, weekly_limit_usd: 100, monthly_limit_usd: 100, action: 'warn' }
 const CONFIG = { timezone: 'UTC', budgets: { week_start: 'monday', rules: [RULE] } }
 
@@ -55,51 +57,27 @@ async function expectSpent(servers: TestServer[], want: Spent): Promise<void> {
 /** Each period's spend is its calls, those stamped ahead included, as the periods roll on. */
 async function onwards(servers: TestServer[]): Promise<void> {
   await expectSpent(servers, { daily: 1, weekly: 3, monthly: 11 })
-  vi.setSystemTime(T('2026-03-15T00:00:01Z'))
+  clock.set('2026-03-15T00:00:01Z')
   await expectSpent(servers, { daily: 2, weekly: 3, monthly: 11 })
-  vi.setSystemTime(T('2026-03-16T00:00:01Z'))
+  clock.set('2026-03-16T00:00:01Z')
   await expectSpent(servers, { daily: 8, weekly: 8, monthly: 11 })
-  vi.setSystemTime(T('2026-04-01T00:00:01Z'))
+  clock.set('2026-04-01T00:00:01Z')
   await expectSpent(servers, { daily: 4, weekly: 4, monthly: 4 })
 }
 
-function fakeClock(): void {
-  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-  vi.setSystemTime(T('2026-03-14T23:50:00Z'))
-}
-
-type Feed = { listening: boolean; reads: number; heard: number }
-const feed = (t: TestServer) => (t.server.context.healthSections.calls_feed as () => Feed)()
-
 describe("calls stamped ahead of the clock in a rule's meters", () => {
   it('on SQLite: count in their own day, week and month as recorded', async () => {
-    fakeClock()
-    const t = await h.server({ url: null, config: CONFIG })
-    await record(t)
-    await onwards([t])
+    clock.start(START)
+    await onwards(await rig.recorded(CONFIG))
   }, 60_000)
 
   it('on SQLite: the same as read at start-up', async () => {
-    fakeClock()
-    const first = await h.server({ url: null, config: CONFIG })
-    await record(first)
-    const t = await first.restart()
-    try {
-      await onwards([t])
-    } finally {
-      await t.stop()
-    }
+    clock.start(START)
+    await rig.readAtStart(CONFIG, onwards)
   }, 60_000)
 
   it('on PostgreSQL: the same as recorded, heard from another instance, and read at start-up', async () => {
-    fakeClock()
-    const url = h.database()
-    const [a, b] = [await h.server({ url, config: CONFIG }), await h.server({ url, config: CONFIG })]
-    for (const t of [a, b]) await until('the meters read from PostgreSQL', () => feed(t).listening && feed(t).reads >= 1)
-    await record(a)
-    await until("b heard a's calls (one notification)", () => feed(b).heard >= 1)
-    const c = await h.server({ url, config: CONFIG })
-    await until('the meters read from PostgreSQL', () => feed(c).listening && feed(c).reads >= 1)
-    await onwards([a, b, c])
+    clock.start(START)
+    await onwards(await rig.shared(CONFIG))
   }, 90_000)
 })

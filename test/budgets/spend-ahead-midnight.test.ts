@@ -1,8 +1,10 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { ADMIN_CONFIG, admin } from '../admin/support'
 import { keyHash, makeCall } from '../dashboard/seed'
 import { request } from '../support/http'
-import { until, usePostgres } from '../support/pg-harness'
+import { serversAhead } from '../support/calls-ahead'
+import { useFakeDate } from '../support/fake-date'
+import { usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 
 /**
@@ -12,16 +14,16 @@ import type { TestServer } from '../support/server'
  * of next month in this month's), where the summary counts it in its own day, then dropped it at
  * midnight, until a restart. A call now counts in the day and month its stamp falls in, as it is
  * recorded, heard from another instance, or read at start-up, on SQLite and PostgreSQL.
- * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const h = usePostgres({ upstream: false })
-
-afterEach(() => {
-  vi.useRealTimers()
-})
+const clock = useFakeDate()
+const rig = serversAhead(h, record)
 
 const KEY = keyHash('sk-ahead-midnight-0001')
 const T = (iso: string) => Date.parse(iso)
+/** The clock when each test starts: 10 minutes before midnight. */
+const START = '2026-03-14T23:50:00Z'
 const CONFIG = { ...ADMIN_CONFIG, timezone: 'UTC' }
 
 /** $1 today, $2 stamped 10 minutes after midnight (the same month), $4 stamped in next month. */
@@ -69,55 +71,33 @@ async function expectSpend(servers: TestServer[], want: Spend): Promise<void> {
 
 /** Midnight, then the next month: each day's spend is that day's calls, those stamped ahead included. */
 async function acrossMidnight(servers: TestServer[]): Promise<void> {
-  vi.setSystemTime(T('2026-03-15T00:00:01Z'))
+  clock.set('2026-03-15T00:00:01Z')
   await expectSpend(servers, { day: 2, month: 3 })
-  vi.setSystemTime(T('2026-04-01T00:00:01Z'))
+  clock.set('2026-04-01T00:00:01Z')
   // The key listed in next month too: its call stamped in it is that month's (keys-ahead-month.test.ts).
   await expectSpend(servers, { day: 4, month: 4 })
 }
 
-function fakeClock(): void {
-  vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-  vi.setSystemTime(T('2026-03-14T23:50:00Z'))
+/** Each server's spend now (before midnight), then across midnight and into the next month. */
+async function fromNow(servers: TestServer[]): Promise<void> {
+  await expectSpend(servers, { day: 1, month: 3 })
+  await acrossMidnight(servers)
 }
 
 describe('calls stamped ahead of the clock in the in-memory spend', () => {
   it('on SQLite: count in their own day and month as recorded, and at midnight are the new day\'s', async () => {
-    fakeClock()
-    const t = await h.server({ url: null, config: CONFIG })
-    await record(t)
-    await expectSpend([t], { day: 1, month: 3 })
-    await acrossMidnight([t])
+    clock.start(START)
+    await fromNow(await rig.recorded(CONFIG))
   }, 60_000)
 
   it('on SQLite: the same as read at start-up', async () => {
-    fakeClock()
-    const first = await h.server({ url: null, config: CONFIG })
-    await record(first)
-    const t = await first.restart()
-    try {
-      await expectSpend([t], { day: 1, month: 3 })
-      await acrossMidnight([t])
-    } finally {
-      await t.stop()
-    }
+    clock.start(START)
+    await rig.readAtStart(CONFIG, fromNow)
   }, 60_000)
 
   it('on PostgreSQL: the same as recorded, heard from another instance, and read at start-up', async () => {
-    fakeClock()
-    const url = h.database()
-    const feedRead = (t: TestServer) => {
-      const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number; heard: number }
-      return feed()
-    }
-    const [a, b] = [await h.server({ url, config: CONFIG }), await h.server({ url, config: CONFIG })]
-    for (const t of [a, b]) await until('the meters read from PostgreSQL', () => feedRead(t).listening && feedRead(t).reads >= 1)
-    await record(a)
-    await until("b heard a's calls (one notification)", () => feedRead(b).heard >= 1)
-    // Started after them: its spend read from PostgreSQL (the ledger's and the meters' reads).
-    const c = await h.server({ url, config: CONFIG })
-    await until('the meters read from PostgreSQL', () => feedRead(c).listening && feedRead(c).reads >= 1)
-    await expectSpend([a, b, c], { day: 1, month: 3 })
-    await acrossMidnight([a, b, c])
+    clock.start(START)
+    // The last started after the calls: its spend read from PostgreSQL (the ledger's and the meters' reads).
+    await fromNow(await rig.shared(CONFIG))
   }, 90_000)
 })
