@@ -1,8 +1,10 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
+import { untilMetersRead } from '../support/calls-feed'
+import { useFakeDate } from '../support/fake-date'
 import { fixture } from '../support/fixtures'
 import { request } from '../support/http'
-import { until, usePostgres } from '../support/pg-harness'
+import { usePostgres } from '../support/pg-harness'
 import type { TestServer } from '../support/server'
 import { NANO_COST, NANO_FIXTURE, chat } from './support'
 
@@ -11,13 +13,10 @@ import { NANO_COST, NANO_FIXTURE, chat } from './support'
  * tenant-rule-view): an answer timed a moment before the day a call rolled the meters into gives
  * every key's windows for that day, never an exhausted_at before its window began; and a rule
  * scoped to a tenant is shown in that tenant's view, as the shared spend rows refuse its calls.
- * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
-
-afterEach(() => {
-  vi.useRealTimers()
-})
+const clock = useFakeDate()
 
 type Win = { period: string; spent_usd: number; pct: number; exhausted_at: string | null; resets_at: string }
 type Status = { api_key_hash: string | null; windows: Win[] }
@@ -32,19 +31,17 @@ describe('the budgets answer on PostgreSQL', () => {
   it('is of one day at midnight, and never exhausted before its window began', async () => {
     const A = 'sk-pgview-aaaaaaaaaaaa-0001'
     const B = 'sk-pgview-bbbbbbbbbbbb-0002'
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
+    clock.start('2026-03-31T23:50:00Z')
     const limits = [{ api_key_pattern: 'sk-pgview-*', daily_limit_usd: NANO_COST / 2, monthly_limit_usd: NANO_COST * 1.0001, action: 'block' }]
     const t = await h.server({ config: { timezone: 'UTC', budgets: { rules: limits } } })
     // The meters' first read from PostgreSQL done first: a read that ended once the clock was set
     // back would rebuild them in March 31st (what a reload does after a clock stepped back, not this).
-    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
-    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    await untilMetersRead(t)
     expect((await chat(t, B)).status).toBe(200)
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    clock.set('2026-04-01T00:00:05Z')
     expect((await chat(t, A)).status).toBe(200)
 
-    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    clock.set('2026-03-31T23:59:58Z')
     const early = await rules(t)
     const of = (hash: string) => early.find((x) => x.api_key_hash === hash)!.windows
     const start = Date.parse('2026-04-01T00:00:00Z')
@@ -54,7 +51,7 @@ describe('the budgets answer on PostgreSQL', () => {
     }
     expect(of(hashKey(B)).find((w) => w.period === 'daily')).toMatchObject({ spent_usd: 0, pct: 0, exhausted_at: null, resets_at: '2026-04-02T00:00:00.000Z' })
     // As the proxy decides B's next call, in April 1st: admitted.
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    clock.set('2026-04-01T00:00:06Z')
     expect((await chat(t, B)).status).toBe(200)
   }, 60_000)
 

@@ -1,8 +1,10 @@
-import { afterEach, describe, expect, it, vi } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { budgetsOf } from '../../src/main/budgets'
 import type { PgRuleStore } from '../../src/main/budgets/shared-rules'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { ADMIN_CONFIG, admin } from '../admin/support'
+import { untilMetersRead } from '../support/calls-feed'
+import { useFakeDate } from '../support/fake-date'
 import { fixture } from '../support/fixtures'
 import { request } from '../support/http'
 import { until, usePostgres } from '../support/pg-harness'
@@ -21,13 +23,10 @@ import { NANO_COST, NANO_FIXTURE, chat } from './support'
  * the key registry's month (the admin API's keys and requests_month), read for the month the spend
  * totals were in: a key whose April began with a refusal (at $0: the totals stayed in March 31st)
  * was counted in March, and past midnight again was listed no more.
- * The machine's clock is set as the budget tests set it (vi.setSystemTime, Date only).
+ * The machine's clock is set as the budget tests set it (test/support/fake-date.ts: Date only).
  */
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
-
-afterEach(() => {
-  vi.useRealTimers()
-})
+const clock = useFakeDate()
 
 /**
  * A rule change, which reads the meters (and the spend) again, and that read done: awaited through
@@ -71,22 +70,20 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
   it('stay in the day and month they had rolled into', async () => {
     const A = 'sk-pgstep-aaaaaaaaaaaa-0001'
     const B = 'sk-pgstep-bbbbbbbbbbbb-0002'
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
+    clock.start('2026-03-31T23:50:00Z')
     const t = await h.server({ config: { ...ADMIN_CONFIG, timezone: 'UTC' } })
-    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
-    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    await untilMetersRead(t)
     await settled(t)
     const spend = t.server.context.ledger.spend
     // B calls on March 31st, A just after midnight: the totals roll into April 1st.
     expect((await chat(t, B)).status).toBe(200)
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    clock.set('2026-04-01T00:00:05Z')
     expect((await chat(t, A)).status).toBe(200)
     expect(spend.totals()).toEqual({ day: NANO_COST, month: NANO_COST })
     expect(await t.server.context.ledger.flushed()).toBe(true)
 
     // The clock stepped back; a rule change reads the meters (and the spend) again meanwhile.
-    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    clock.set('2026-03-31T23:59:58Z')
     await readAgain(t)
 
     // Still April 1st: A's call is the day's and the month's spend, B's is neither.
@@ -97,7 +94,7 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
     expect(spend.key(hashKey(A))).toEqual({ day: NANO_COST, month: NANO_COST })
     expect(spend.key(hashKey(B))).toEqual({ day: 0, month: 0 })
     // Past midnight again: A's call still counted (the tray's totals, the key's spend).
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    clock.set('2026-04-01T00:00:06Z')
     expect(spend.totals()).toEqual({ day: NANO_COST, month: NANO_COST })
     expect(spend.key(hashKey(A))).toEqual({ day: NANO_COST, month: NANO_COST })
     expect((await overall(t)).map((o) => o.spent_usd)).toEqual([NANO_COST, NANO_COST])
@@ -107,25 +104,23 @@ describe("the spend totals read again from PostgreSQL while the clock is stepped
     // The spend totals did not roll (a refused call is recorded at $0), the key registry did.
     const A = 'sk-pgzero-aaaaaaaaaaaa-0001'
     const B = 'sk-pgkeys-bbbbbbbbbbbb-0002'
-    vi.useFakeTimers({ toFake: ['Date'], shouldAdvanceTime: false })
-    vi.setSystemTime(Date.parse('2026-03-31T23:50:00Z'))
+    clock.start('2026-03-31T23:50:00Z')
     const rules = [{ api_key_pattern: 'sk-pgzero-*', daily_limit_usd: 0, action: 'block' }]
     const t = await h.server({ config: { ...ADMIN_CONFIG, timezone: 'UTC', budgets: { rules } } })
-    const feed = t.server.context.healthSections.calls_feed as () => { listening: boolean; reads: number }
-    await until('the meters read from PostgreSQL', () => feed().listening && feed().reads >= 1)
+    await untilMetersRead(t)
     await settled(t)
     expect((await chat(t, B)).status).toBe(200)
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:05Z'))
+    clock.set('2026-04-01T00:00:05Z')
     expect((await chat(t, A)).status).toBe(429)
     await until("A's refusal counted", async () => JSON.stringify(await keys(t)) === JSON.stringify([[hashKey(A), 1]]))
     expect(await t.server.context.ledger.flushed()).toBe(true)
 
-    vi.setSystemTime(Date.parse('2026-03-31T23:59:58Z'))
+    clock.set('2026-03-31T23:59:58Z')
     await readAgain(t)
 
     // April's: A's one request; B's March call none of it.
     expect(await keys(t)).toEqual([[hashKey(A), 1]])
-    vi.setSystemTime(Date.parse('2026-04-01T00:00:06Z'))
+    clock.set('2026-04-01T00:00:06Z')
     expect(await keys(t)).toEqual([[hashKey(A), 1]])
   }, 60_000)
 })
