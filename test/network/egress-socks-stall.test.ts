@@ -1,8 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { createEgress } from '../../src/main/http/egress'
 import { request as send } from '../../src/main/http/request'
 import { eventually } from '../support/http'
-import { type StallingSocks5, startStallingSocks5 } from '../support/stalling-socks5'
+import { startedForFile } from '../support/for-file'
+import { startStallingSocks5 } from '../support/stalling-socks5'
 import { SECURE_HOST } from './support'
 
 /**
@@ -14,24 +15,17 @@ import { SECURE_HOST } from './support'
  * proxy open for good.
  */
 
-let proxy: StallingSocks5
-
-beforeAll(async () => {
-  // The tunnel is granted; nothing after it is ever answered.
-  proxy = await startStallingSocks5()
-})
-afterAll(async () => {
-  await proxy.close()
-})
+// The tunnel is granted; nothing after it is ever answered.
+const proxy = startedForFile(startStallingSocks5)
 
 describe("Burnrate's own call through a SOCKS5 proxy whose tunnel passes nothing on", () => {
   it('fails at its own timeout, and the connection to the proxy is closed', async () => {
-    const egress = createEgress({ proxy: proxy.url })
+    const egress = createEgress({ proxy: proxy().url })
     const url = `https://${SECURE_HOST}/hook`
     try {
       await expect(send(url, { method: 'POST', body: '{}', dispatcher: egress.for(url), signal: AbortSignal.timeout(300) })).rejects.toThrow()
-      await eventually(() => proxy.granted === 1)
-      await eventually(() => proxy.held.size === 0, 30_000)
+      await eventually(() => proxy().granted === 1)
+      await eventually(() => proxy().held.size === 0, 30_000)
     } finally {
       await egress.close()
     }

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type SilentConnectProxy, startSilentConnectProxy } from '../support/silent-connect-proxy'
+import { startedForFile } from '../support/for-file'
+import { chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
+import { startSilentConnectProxy } from '../support/silent-connect-proxy'
 import { startLoggedServer } from './support'
 
 /**
@@ -12,24 +13,15 @@ import { startLoggedServer } from './support'
  * the proxy open, without end.
  */
 
-let proxy: SilentConnectProxy
-let upstream: MockUpstream
-
-beforeAll(async () => {
-  proxy = await startSilentConnectProxy()
-  // The provider on this machine: reached directly, not through the proxy.
-  upstream = await startMockUpstream(chatPromptAnswer(10))
-})
-afterAll(async () => {
-  await proxy.close()
-  await upstream.close()
-})
+const proxy = startedForFile(() => startSilentConnectProxy())
+// The provider on this machine: reached directly, not through the proxy.
+const upstream = startedForFile(() => startMockUpstream(chatPromptAnswer(10)))
 
 describe('the OTLP export behind a proxy that never answers CONNECT', () => {
   it('fails each export after otel.timeout_ms and leaves no connection to the proxy open for it', async () => {
     const s = await startLoggedServer({
-      upstream: { proxy: proxy.url },
-      providers: { openai: { base_url: `${upstream.url}/v1` } },
+      upstream: { proxy: proxy().url },
+      providers: { openai: { base_url: `${upstream().url}/v1` } },
       otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 500, timeout_ms: 300, traces: false },
     })
     try {
@@ -38,8 +30,8 @@ describe('the OTLP export behind a proxy that never answers CONNECT', () => {
       const health = async () => (await request(`${s.url}/api/health`)).json().otel
       await eventually(async () => (await health()).failed_metric_exports >= 4, 15_000)
       // At most the export under way holds one; the failed ones' are closed.
-      await eventually(() => proxy.tunnels.size <= 1, 10_000).catch(() => {})
-      expect(proxy.tunnels.size).toBeLessThanOrEqual(1)
+      await eventually(() => proxy().tunnels.size <= 1, 10_000).catch(() => {})
+      expect(proxy().tunnels.size).toBeLessThanOrEqual(1)
     } finally {
       await s.stop()
     }

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type Socks5Stall, type StallingSocks5, startStallingSocks5 } from '../support/stalling-socks5'
+import { startedForFile } from '../support/for-file'
+import { chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
+import { type Socks5Stall, startStallingSocks5 } from '../support/stalling-socks5'
 import { startLoggedServer } from './support'
 
 /**
@@ -12,27 +13,18 @@ import { startLoggedServer } from './support'
  * as the proxy is stuck) left one connection to the proxy open, for good once the tunnel was granted.
  */
 
-let proxy: StallingSocks5
-let upstream: MockUpstream
-
-beforeAll(async () => {
-  proxy = await startStallingSocks5()
-  // The provider on this machine: reached directly, not through the proxy.
-  upstream = await startMockUpstream(chatPromptAnswer(10))
-})
-afterAll(async () => {
-  await proxy.close()
-  await upstream.close()
-})
+const proxy = startedForFile(startStallingSocks5)
+// The provider on this machine: reached directly, not through the proxy.
+const upstream = startedForFile(() => startMockUpstream(chatPromptAnswer(10)))
 
 describe('the OTLP export behind a SOCKS5 proxy that stalls', () => {
   it.each<Socks5Stall>(['tunnel', 'greeting'])('fails each export after otel.timeout_ms and leaves no connection to the proxy open for it (stalled at the %s)', async (where) => {
-    proxy.stall = where
-    proxy.accepted = 0
-    proxy.granted = 0
+    proxy().stall = where
+    proxy().accepted = 0
+    proxy().granted = 0
     const s = await startLoggedServer({
-      upstream: { proxy: proxy.url },
-      providers: { openai: { base_url: `${upstream.url}/v1` } },
+      upstream: { proxy: proxy().url },
+      providers: { openai: { base_url: `${upstream().url}/v1` } },
       // Exports 500 ms apart, past the 300 ms timeout: no two exports' connections are open at once.
       otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 500, timeout_ms: 300, traces: false },
     })
@@ -41,12 +33,12 @@ describe('the OTLP export behind a SOCKS5 proxy that stalls', () => {
       expect(call.status).toBe(200)
       const health = async () => (await request(`${s.url}/api/health`)).json().otel
       // Five exports have gone to the proxy, and stalled where this case says.
-      await eventually(() => proxy.accepted >= 5, 15_000)
-      if (where === 'tunnel') await eventually(() => proxy.granted >= 5)
-      else expect(proxy.granted).toBe(0)
+      await eventually(() => proxy().accepted >= 5, 15_000)
+      if (where === 'tunnel') await eventually(() => proxy().granted >= 5)
+      else expect(proxy().granted).toBe(0)
       // At most the export under way holds one; the failed ones' are closed.
-      await eventually(() => proxy.held.size <= 1, 10_000).catch(() => {})
-      expect(proxy.held.size).toBeLessThanOrEqual(1)
+      await eventually(() => proxy().held.size <= 1, 10_000).catch(() => {})
+      expect(proxy().held.size).toBeLessThanOrEqual(1)
       // Each failed export is counted as such, with what went wrong.
       await eventually(async () => (await health()).failed_metric_exports >= 4)
       expect((await health()).last_error).toMatch(/metric export to https:\/\/otel\.burnrate\.test:4318 failed/)

@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, openConnections } from '../support/http'
-import { type SilentConnectProxy, startSilentConnectProxy } from '../support/silent-connect-proxy'
+import { startedForFile } from '../support/for-file'
+import { startSilentConnectProxy } from '../support/silent-connect-proxy'
 import { upgrade } from '../support/ws-upgrade'
 import { startLoggedServer } from './support'
 
@@ -11,19 +12,12 @@ import { startLoggedServer } from './support'
  * The CONNECT must be answered within upstream.connect_timeout_ms, as for HTTP calls.
  */
 
-let proxy: SilentConnectProxy
-
-beforeAll(async () => {
-  proxy = await startSilentConnectProxy()
-})
-afterAll(async () => {
-  await proxy.close()
-})
+const proxy = startedForFile(() => startSilentConnectProxy())
 
 describe('a WebSocket upgrade through a proxy that never answers CONNECT', () => {
   it('is answered 504 upstream_timeout, and the connections to the proxy are closed', async () => {
     const s = await startLoggedServer({
-      upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 1000 },
+      upstream: { proxy: proxy().url, connect_timeout_ms: 300, first_byte_timeout_ms: 1000 },
       providers: { openai: { base_url: 'https://api.openai.example/v1' } },
     })
     try {
@@ -33,7 +27,7 @@ describe('a WebSocket upgrade through a proxy that never answers CONNECT', () =>
         expect(r.status).toBe(504)
         expect(r.body.error.type).toBe('upstream_timeout')
       }
-      await eventually(async () => (await openConnections(proxy.server)) === 0)
+      await eventually(async () => (await openConnections(proxy().server)) === 0)
     } finally {
       await s.stop()
     }

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, openConnections, postJson } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type SilentConnectProxy, startSilentConnectProxy } from '../support/silent-connect-proxy'
+import { startedForFile } from '../support/for-file'
+import { startSilentConnectProxy } from '../support/silent-connect-proxy'
 import { startLoggedServer } from './support'
 
 /**
@@ -11,19 +12,12 @@ import { startLoggedServer } from './support'
  * first_byte_timeout_ms (600 s by default) or undici's own 300 s wait for the proxy.
  */
 
-let proxy: SilentConnectProxy
-
-beforeAll(async () => {
-  proxy = await startSilentConnectProxy()
-})
-afterAll(async () => {
-  await proxy.close()
-})
+const proxy = startedForFile(() => startSilentConnectProxy())
 
 describe('a proxy that never answers CONNECT', () => {
   it('is a 504 after connect_timeout_ms that says so, recorded once; no tunnel is left open', async () => {
     const s = await startLoggedServer({
-      upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 8000 },
+      upstream: { proxy: proxy().url, connect_timeout_ms: 300, first_byte_timeout_ms: 8000 },
       providers: { openai: { base_url: 'https://api.openai.example/v1' } },
     })
     try {
@@ -39,7 +33,7 @@ describe('a proxy that never answers CONNECT', () => {
       })
       expect(rows).toHaveLength(3)
       for (const row of rows ?? []) expect(row).toMatchObject({ status: 504, error: 'upstream_timeout', cost_usd: 0 })
-      await eventually(async () => (await openConnections(proxy.server)) === 0)
+      await eventually(async () => (await openConnections(proxy().server)) === 0)
     } finally {
       await s.stop()
     }

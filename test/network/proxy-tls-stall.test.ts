@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, postJson } from '../support/http'
-import { type SilentConnectProxy, startSilentConnectProxy } from '../support/silent-connect-proxy'
+import { startedForFile } from '../support/for-file'
+import { startSilentConnectProxy } from '../support/silent-connect-proxy'
 import { upgrade } from '../support/ws-upgrade'
 import { SECURE_HOST, startLoggedServer } from './support'
 
@@ -13,32 +14,25 @@ import { SECURE_HOST, startLoggedServer } from './support'
  * upgrade's time limit (connect + first byte, over ten minutes by default).
  */
 
-let proxy: SilentConnectProxy
-
-beforeAll(async () => {
-  // The tunnel is granted; the client's TLS hello is read, never answered.
-  proxy = await startSilentConnectProxy({ grant: true })
-})
-afterAll(async () => {
-  await proxy.close()
-})
+// The tunnel is granted; the client's TLS hello is read, never answered.
+const proxy = startedForFile(() => startSilentConnectProxy({ grant: true }))
 
 describe('a proxy that opens the tunnel and then passes nothing on', () => {
   it('is a 504 after connect_timeout_ms for a call and a WebSocket upgrade alike, and the tunnels are closed', async () => {
     const s = await startLoggedServer({
-      upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 60_000 },
+      upstream: { proxy: proxy().url, connect_timeout_ms: 300, first_byte_timeout_ms: 60_000 },
       providers: { openai: { base_url: `https://${SECURE_HOST}/v1` } },
     })
     try {
       const res = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
       expect(res.status, res.text).toBe(504)
       expect(res.json().error.type).toBe('upstream_timeout')
-      await eventually(() => proxy.tunnels.size === 0)
+      await eventually(() => proxy().tunnels.size === 0)
       const r = await upgrade(s.url)
       expect(r.gaveUp).toBeUndefined()
       expect(r.status).toBe(504)
       expect(r.body.error.type).toBe('upstream_timeout')
-      await eventually(() => proxy.tunnels.size === 0)
+      await eventually(() => proxy().tunnels.size === 0)
     } finally {
       await s.stop()
     }

@@ -1,7 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually, postJson } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
-import { type StallingSocks5, startStallingSocks5 } from '../support/stalling-socks5'
+import { startedForFile } from '../support/for-file'
+import { startStallingSocks5 } from '../support/stalling-socks5'
 import { upgrade } from '../support/ws-upgrade'
 import { SECURE_HOST, startLoggedServer } from './support'
 
@@ -14,22 +15,15 @@ import { SECURE_HOST, startLoggedServer } from './support'
  * library's own waits, and the connection to the proxy is closed.
  */
 
-let proxy: StallingSocks5
-
-beforeAll(async () => {
-  proxy = await startStallingSocks5()
-})
-afterAll(async () => {
-  await proxy.close()
-})
+const proxy = startedForFile(startStallingSocks5)
 
 describe('a SOCKS5 proxy that stalls the connection', () => {
   for (const s of ['greeting', 'tunnel'] as const) {
     it(`is a 504 after connect_timeout_ms when it ${s === 'greeting' ? 'never answers its greeting' : 'grants the tunnel and the TLS handshake never completes'}, for a call and a WebSocket`, async () => {
-      proxy.stall = s
+      proxy().stall = s
       // A first-byte limit far past the test's patience: only the connect timeout can answer in time.
       const b = await startLoggedServer({
-        upstream: { proxy: proxy.url, connect_timeout_ms: 300, first_byte_timeout_ms: 30_000 },
+        upstream: { proxy: proxy().url, connect_timeout_ms: 300, first_byte_timeout_ms: 30_000 },
         providers: { openai: { base_url: `https://${SECURE_HOST}/v1` } },
       })
       try {
@@ -42,12 +36,12 @@ describe('a SOCKS5 proxy that stalls the connection', () => {
           return r.length >= 1 ? r : undefined
         })
         expect(rows?.[0]).toMatchObject({ status: 504, error: 'upstream_timeout', cost_usd: 0 })
-        await eventually(() => proxy.held.size === 0)
+        await eventually(() => proxy().held.size === 0)
         const r = await upgrade(b.url)
         expect(r.gaveUp).toBeUndefined()
         expect(r.status).toBe(504)
         expect(r.body.error.type).toBe('upstream_timeout')
-        await eventually(() => proxy.held.size === 0)
+        await eventually(() => proxy().held.size === 0)
       } finally {
         await b.stop()
       }

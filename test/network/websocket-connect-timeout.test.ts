@@ -1,6 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { eventually } from '../support/http'
-import { type SilentServer, startSilentServer } from '../support/silent-server'
+import { startedForFile } from '../support/for-file'
+import { startSilentServer } from '../support/silent-server'
 import { upgrade } from '../support/ws-upgrade'
 import { startLoggedServer } from './support'
 
@@ -12,21 +13,14 @@ import { startLoggedServer } from './support'
  * connections it opened are closed.
  */
 
-let silent: SilentServer
-
-beforeAll(async () => {
-  silent = await startSilentServer()
-})
-afterAll(async () => {
-  await silent.close()
-})
+const silent = startedForFile(startSilentServer)
 
 describe('a WebSocket upstream whose TLS handshake never completes', () => {
   it('is answered 504 within connect_timeout_ms, as an HTTP call is, and its connection closed', async () => {
     // A first-byte limit far past the client's patience: only the connect timeout can answer in time.
     const s = await startLoggedServer({
       upstream: { connect_timeout_ms: 300, first_byte_timeout_ms: 60_000 },
-      providers: { openai: { base_url: `https://127.0.0.1:${silent.port}/v1` } },
+      providers: { openai: { base_url: `https://127.0.0.1:${silent().port}/v1` } },
     })
     try {
       const http = await fetch(`${s.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"gpt-4o-mini","messages":[]}' })
@@ -35,7 +29,7 @@ describe('a WebSocket upstream whose TLS handshake never completes', () => {
       expect(r.gaveUp).toBeUndefined()
       expect(r.status).toBe(504)
       expect(r.body.error.type).toBe('upstream_timeout')
-      await eventually(() => silent.held.size === 0)
+      await eventually(() => silent().held.size === 0)
     } finally {
       await s.stop()
     }
