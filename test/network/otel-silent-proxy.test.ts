@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { eventually, postJson, request } from '../support/http'
+import { eventually } from '../support/http'
 import { startedForFile } from '../support/for-file'
 import { chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
+import { exportingThrough } from '../support/otel-export'
 import { startSilentConnectProxy } from '../support/silent-connect-proxy'
-import { startLoggedServer } from './support'
 
 /**
  * The OTLP export to an https:// collector behind a proxy that takes the connection and never
@@ -19,21 +19,11 @@ const upstream = startedForFile(() => startMockUpstream(chatPromptAnswer(10)))
 
 describe('the OTLP export behind a proxy that never answers CONNECT', () => {
   it('fails each export after otel.timeout_ms and leaves no connection to the proxy open for it', async () => {
-    const s = await startLoggedServer({
-      upstream: { proxy: proxy().url },
-      providers: { openai: { base_url: `${upstream().url}/v1` } },
-      otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 500, timeout_ms: 300, traces: false },
-    })
-    try {
-      const call = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] })
-      expect(call.status).toBe(200)
-      const health = async () => (await request(`${s.url}/api/health`)).json().otel
-      await eventually(async () => (await health()).failed_metric_exports >= 4, 15_000)
+    await exportingThrough(proxy().url, upstream().url, async (otel) => {
+      await eventually(async () => (await otel()).failed_metric_exports >= 4, 15_000)
       // At most the export under way holds one; the failed ones' are closed.
       await eventually(() => proxy().tunnels.size <= 1, 10_000).catch(() => {})
       expect(proxy().tunnels.size).toBeLessThanOrEqual(1)
-    } finally {
-      await s.stop()
-    }
+    })
   }, 60_000)
 })

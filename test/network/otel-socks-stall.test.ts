@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import { eventually, postJson, request } from '../support/http'
+import { eventually } from '../support/http'
 import { startedForFile } from '../support/for-file'
 import { chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
+import { exportingThrough } from '../support/otel-export'
 import { type Socks5Stall, startStallingSocks5 } from '../support/stalling-socks5'
-import { startLoggedServer } from './support'
 
 /**
  * The OTLP export to an https:// collector behind a SOCKS5 proxy that takes the connection and then
@@ -22,16 +22,7 @@ describe('the OTLP export behind a SOCKS5 proxy that stalls', () => {
     proxy().stall = where
     proxy().accepted = 0
     proxy().granted = 0
-    const s = await startLoggedServer({
-      upstream: { proxy: proxy().url },
-      providers: { openai: { base_url: `${upstream().url}/v1` } },
-      // Exports 500 ms apart, past the 300 ms timeout: no two exports' connections are open at once.
-      otel: { endpoint: 'https://otel.burnrate.test:4318', interval_ms: 500, timeout_ms: 300, traces: false },
-    })
-    try {
-      const call = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] })
-      expect(call.status).toBe(200)
-      const health = async () => (await request(`${s.url}/api/health`)).json().otel
+    await exportingThrough(proxy().url, upstream().url, async (otel) => {
       // Five exports have gone to the proxy, and stalled where this case says.
       await eventually(() => proxy().accepted >= 5, 15_000)
       if (where === 'tunnel') await eventually(() => proxy().granted >= 5)
@@ -40,10 +31,8 @@ describe('the OTLP export behind a SOCKS5 proxy that stalls', () => {
       await eventually(() => proxy().held.size <= 1, 10_000).catch(() => {})
       expect(proxy().held.size).toBeLessThanOrEqual(1)
       // Each failed export is counted as such, with what went wrong.
-      await eventually(async () => (await health()).failed_metric_exports >= 4)
-      expect((await health()).last_error).toMatch(/metric export to https:\/\/otel\.burnrate\.test:4318 failed/)
-    } finally {
-      await s.stop()
-    }
+      await eventually(async () => (await otel()).failed_metric_exports >= 4)
+      expect((await otel()).last_error).toMatch(/metric export to https:\/\/otel\.burnrate\.test:4318 failed/)
+    })
   }, 60_000)
 })
