@@ -2,7 +2,8 @@ import { createTwoFilesPatch } from 'diff'
 import type { ConnectPlan } from '../../shared/connect'
 import { sha256 } from './doc'
 import { tildify } from './paths'
-import { redactDiff, redactText } from './redact'
+import { redactText } from './redact'
+import { redactFile } from './redact-file'
 import type { AgentConnector, ConnectContext } from './types'
 import type { FileWork, Work } from './write'
 
@@ -27,9 +28,9 @@ export function planWork(ctx: ConnectContext, c: AgentConnector, action: Connect
         file: name,
         create: w.before === null,
         remove: w.after === null,
-        diff: redactDiff(
-          createTwoFilesPatch(name, name, w.before ?? '', w.after ?? '', w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', { context: 3 }),
-        ),
+        diff: createTwoFilesPatch(name, name, shownFile(w, w.before), shownFile(w, w.after), w.before === null ? '(new file)' : '', w.after === null ? '(removed)' : '', {
+          context: 3,
+        }),
         settings: w.settings.map((st) => ({ key: st.key, from: shown(st.from), to: shown(st.to) })),
       }
     }),
@@ -39,3 +40,10 @@ export function planWork(ctx: ConnectContext, c: AgentConnector, action: Connect
 }
 
 const shown = (v: string | null): string | null => (v === null ? null : redactText(v))
+
+/**
+ * One side of a file's diff as shown: hinted by the file's structure (./redact-file.ts), before the
+ * diff is made, so a secret whose text falls on a line of its own (a TOML multi-line string, a JSON
+ * value on the line after its key) is judged by the key it sits under, not by that line alone.
+ */
+const shownFile = (w: FileWork, text: string | null): string => (text === null ? '' : redactFile(text, w.file.format.kind))

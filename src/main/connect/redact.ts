@@ -12,6 +12,38 @@ import { keyHint } from '../../shared/key-hint'
 /** A key whose value is a secret: `ANTHROPIC_API_KEY`, `apiKey`, `experimental_bearer_token`, `DB_PASSWORD`, `Authorization`, `X-Corp-Auth` (not `author`). */
 const SECRET_NAME = /key|token|secret|passw(?:or)?d|auth(?!or)/i
 
+/** Tables of HTTP headers (Codex's `http_headers`, opencode's `headers`): their values are often keys, whatever the header is called. */
+const HEADERS = /headers$/i
+/** Tables whose values name environment variables (Codex's `env_http_headers`), not secrets. */
+const ENV_NAMES = /^env_/i
+
+/** Whether the value of a key called `name` is a secret by its name (`ANTHROPIC_API_KEY`, `experimental_bearer_token`). */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name)
+}
+
+/**
+ * A string value of a parsed file as it is shown: `names` are the keys it sits under, from the top
+ * (an array's items under the array's key). Hinted whole when its key says it is a secret, or it
+ * is one header value of a table of headers (a single token; not a URL, not words); else its text
+ * with the secrets in it hinted (a header, a command, a URL with a password), line by line. Under
+ * a table of variables' names (Codex's `env_http_headers`), a value is a name: its text is read so.
+ */
+export function shownString(value: string, names: readonly string[]): string {
+  const name = names[names.length - 1] ?? ''
+  const table = names[names.length - 2] ?? ''
+  if (ENV_NAMES.test(table)) return redactText(value)
+  const token = value.trim() !== '' && !/\s/.test(value.trim()) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim())
+  if (isSecretName(name) || (HEADERS.test(table) && token)) return hintedWhole(value)
+  return redactText(value)
+}
+
+/** `value` hinted as one secret (over lines, a PEM key in a multi-line string), the space around it kept. */
+function hintedWhole(value: string): string {
+  const m = /^(\s*)([\s\S]*?)(\s*)$/.exec(value)!
+  return `${m[1]}${hinted(m[2])}${m[3]}`
+}
+
 /** A value as written: quoted, an auth scheme and its token, or bare (up to a space, a comma, a brace). */
 const VALUE = /("(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\x60[^\x60\n]*\x60|(?:Bearer|Basic|Token)\s+[^\s"'\x60,;]+|[^\s"'\x60,;&#{}[\]][^\s"'\x60,;&#}\]]*)/.source
 
@@ -69,7 +101,7 @@ function hintedRaw(raw: string): string {
 
 /** The value `raw` of the key `name`: hinted when the name says it is a secret, else any secret inside a string hinted. */
 function valueOf(name: string, raw: string): string {
-  if (SECRET_NAME.test(name)) return hintedRaw(raw)
+  if (isSecretName(name)) return hintedRaw(raw)
   // Under another name, a value may hold a header or a URL with a secret of its own (`?key=`).
   const q = raw[0]
   if ((q === '"' || q === "'" || q === '`') && raw.length >= 2 && raw.endsWith(q)) return `${q}${redactLine(raw.slice(1, -1))}${q}`
@@ -86,7 +118,20 @@ export function redactLine(line: string): string {
       return `${key}${sep}${valueOf(quoted ?? bare ?? '', value)}`
     })
     .replace(FISH, (_all: string, set: string, name: string, sep: string, value: string) => `${set}${name}${sep}${valueOf(name, value)}`)
-  return pairs
+  return shapesOf(pairs)
+}
+
+/** Keys in a provider's shape, `Bearer` tokens and URLs' passwords anywhere in `text` (a last pass over a file shown by its structure). */
+export function redactShapes(text: string): string {
+  return text
+    .split(/(\r?\n)/)
+    .map((part, i) => (i % 2 === 1 ? part : shapesOf(part)))
+    .join('')
+}
+
+/** redactShapes on one line. */
+function shapesOf(line: string): string {
+  return line
     .replace(URL_PASSWORD, (_all, head: string, password: string) => `${head}${keyHint(password)}@`)
     .replace(AUTH_SCHEME, (_all, scheme: string, space: string, token: string) => `${scheme}${space}${keyHint(token)}`)
     .replace(PROVIDER_KEY, (key) => keyHint(key))
@@ -97,17 +142,5 @@ export function redactText(text: string): string {
   return text
     .split(/(\r?\n)/)
     .map((part, i) => (i % 2 === 1 ? part : redactLine(part)))
-    .join('')
-}
-
-/** A unified diff with the secrets in its lines hinted, each line's ` `, `+` or `-` kept. */
-export function redactDiff(diff: string): string {
-  return diff
-    .split(/(\r?\n)/)
-    .map((part, i) => {
-      if (i % 2 === 1) return part
-      if (/^[ +-]/.test(part) && !/^(?:---|\+\+\+) /.test(part)) return part[0] + redactLine(part.slice(1))
-      return redactLine(part)
-    })
     .join('')
 }

@@ -64,6 +64,7 @@ function quote(v: string): string {
  * (a quoted value may go on over the next lines, kept as they are).
  */
 export const dotenvFormat: FileFormat = {
+  kind: 'dotenv',
   open(original: string): ConfigDoc {
     const eol = eolOf(original)
     const physical = original === '' ? [] : original.split(/\r?\n/)

@@ -45,6 +45,7 @@ function duplicateKey(text: string): string | null {
  * changes, in the file's own indentation and line endings.
  */
 export const jsonFormat: FileFormat = {
+  kind: 'json',
   open(withBom: string): ConfigDoc {
     // A byte order mark (Windows PowerShell 5.1 writes one) is not JSON, but Claude Code reads past
     // it: it is set aside for the edit and put back.

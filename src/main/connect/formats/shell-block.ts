@@ -26,6 +26,7 @@ function parseAssignment(syntax: ShellSyntax, line: string): [string, string] | 
  */
 export function shellBlockFormat(syntax: ShellSyntax): FileFormat {
   return {
+    kind: 'shell',
     open(original: string): ConfigDoc {
       const eol = eolOf(original)
       let head = original

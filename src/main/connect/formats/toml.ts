@@ -31,6 +31,7 @@ function withoutFileText(reason: string): string {
  * whitespace, key order and the style of every table it does not touch.
  */
 export const tomlFormat: FileFormat = {
+  kind: 'toml',
   open(original: string): ConfigDoc {
     let text = original
     const read = (t: string): Record<string, unknown> => {

@@ -18,7 +18,11 @@ export interface ConfigDoc {
   text(): string
 }
 
+/** The syntax of a file, as a plan reads it to hint its secrets (../redact-file.ts): JSON and TOML by their structure, the others line by line. */
+export type FileKind = 'json' | 'toml' | 'dotenv' | 'shell'
+
 export interface FileFormat {
+  kind: FileKind
   /** Opens `text` ('' for a file that does not exist yet); throws MalformedError when it does not parse. */
   open(text: string): ConfigDoc
 }

@@ -1,0 +1,86 @@
+import { describe, expect, it } from 'vitest'
+import { redactFile } from './redact-file'
+
+const OAI = 'sk-proj-Qa1Ws2Ed3Rf4Tg5Yh6Uj7Ik8Ol9P0ZaXsCdVfBg-wxyz'
+const lines = (s: string): number => s.split('\n').length
+
+describe('redactFile: a file shown by its structure, secrets hinted by the key they sit under', () => {
+  it('TOML: multi-line strings under secret names hinted on their own lines, headers hinted, variables\' names as they are, comments as the line rules say', () => {
+    const toml = [
+      '# old: OPENAI_API_KEY=' + OAI,
+      'model = "o3"',
+      'experimental_bearer_token = """',
+      'corp-gw-4f1d9a7c2b',
+      '"""',
+      '[model_providers.corp]',
+      'http_headers = { "X-Corp-Gateway" = """',
+      'gw-77aa-31bb-92""", "X-Title" = "Corp tools" }',
+      "env_http_headers = { 'X-Corp-Id' = 'CORP_GATEWAY_VAR' }",
+      "[mcp_servers.vault.env]",
+      "VAULT_TOKEN = '''",
+      '-----BEGIN TOKEN-----',
+      'c2hvcnQ=',
+      "-----END TOKEN-----'''",
+      '',
+    ].join('\n')
+    const shown = redactFile(toml, 'toml')
+    expect(shown).toBe(
+      [
+        '# old: OPENAI_API_KEY=sk-…wxyz',
+        'model = "o3"',
+        'experimental_bearer_token = """',
+        'cor…7c2b',
+        '"""',
+        '[model_providers.corp]',
+          'http_headers = { "X-Corp-Gateway" = """',
+        'gw-…b-92""", "X-Title" = "Corp tools" }',
+        "env_http_headers = { 'X-Corp-Id' = 'CORP_GATEWAY_VAR' }",
+        "[mcp_servers.vault.env]",
+        "VAULT_TOKEN = '''",
+        '---…----',
+        '',
+        "'''",
+        '',
+      ].join('\n'),
+    )
+    expect(lines(shown)).toBe(lines(toml))
+  })
+
+  it('JSON with comments: a value on the line after its key, an array under a token name, a string holding KEY=value, a comment', () => {
+    const json = [
+      '{',
+      '  // ANTHROPIC_API_KEY=corp-secret-0123456789',
+      '  "env": {',
+      '    "ANTHROPIC_AUTH_TOKEN":',
+      '      "corp-token-0123456789",',
+      '    "CORP_TOKENS": ["tok-aaaa-1111-bbbb",',
+      '      "tok-cccc-2222-dddd"],',
+      '    "MAX_THINKING_TOKENS": "8000"',
+      '  },',
+      '  "permissions": { "allow": ["Bash(CORP_KEY=corp-secret-0123456789 make)"] }',
+      '}',
+    ].join('\r\n')
+    expect(redactFile(json, 'json')).toBe(
+      [
+        '{',
+        '  // ANTHROPIC_API_KEY=cor…6789',
+        '  "env": {',
+        '    "ANTHROPIC_AUTH_TOKEN":',
+        '      "cor…6789",',
+        '    "CORP_TOKENS": ["tok…bbbb",',
+        '      "tok…dddd"],',
+        '    "MAX_THINKING_TOKENS": "8000"',
+        '  },',
+        '  "permissions": { "allow": ["Bash(CORP_KEY=cor…6789 make)"] }',
+            '}',
+      ].join('\r\n'),
+    )
+  })
+
+  it('a byte order mark is kept; text that does not parse is read line by line', () => {
+    expect(redactFile('\uFEFF{"apiKey": "corp-secret-0123456789"}', 'json')).toBe('\uFEFF{"apiKey": "cor…6789"}')
+    expect(redactFile('{"apiKey": "corp-secret-0123456789", oops', 'json')).toBe('{"apiKey": "cor…6789", oops')
+    expect(redactFile('token = corp-secret-0123456789\n', 'toml')).toBe('token = cor…6789\n')
+    expect(redactFile(`export OPENAI_API_KEY=${OAI}\n`, 'shell')).toBe('export OPENAI_API_KEY=sk-…wxyz\n')
+  })
+})
