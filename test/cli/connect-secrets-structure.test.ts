@@ -8,7 +8,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest'
  * The built CLI's plans, on agents' files whose secrets are not in a provider's shape and do not
  * sit on one line beside their key: a TOML multi-line string, a header in Codex's http_headers,
  * a JSON value on the line after its key, the items of an array. Each must be hinted by the key it
- * sits under, wherever its text falls.
+ * sits under, wherever its text falls; harmless values under key-like names shown as they are.
  */
 const ROOT = resolve(__dirname, '../..')
 const CLI = join(ROOT, 'out/main/cli.js')
@@ -109,12 +109,14 @@ describe('burnrate connect (built CLI): secrets hinted by the key they sit under
     }
   })
 
-  it('Claude Code: a value on the line after its key and the items of an array under a token name are hinted', () => {
+  it('Claude Code: a value on the line after its key and the items of an array under a token name are hinted; the apiKeyHelper path is shown', () => {
     const r = cli('connect', 'claude-code', '--dry-run')
     expect(r.status).toBe(0)
     expectNoSecret(r.out)
     expect(r.out).toContain('       "tok…dddd"\n')
     expect(r.out).toContain('-      "cor…6789"\n')
+    // A command that gets the key, under a key-like name, is no secret: shown as it is.
+    expect(r.out).toContain('   "apiKeyHelper": "~/bin/corp-key.sh"\n')
     const connected = cli('connect', 'claude-code')
     expect(connected.status).toBe(0)
     expectNoSecret(connected.out)

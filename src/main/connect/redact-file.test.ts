@@ -5,7 +5,7 @@ const OAI = 'sk-proj-Qa1Ws2Ed3Rf4Tg5Yh6Uj7Ik8Ol9P0ZaXsCdVfBg-wxyz'
 const lines = (s: string): number => s.split('\n').length
 
 describe('redactFile: a file shown by its structure, secrets hinted by the key they sit under', () => {
-  it('TOML: multi-line strings under secret names hinted on their own lines, headers hinted, variables\' names as they are, comments as the line rules say', () => {
+  it('TOML: multi-line strings under secret names hinted on their own lines, headers hinted, variables\' names and comments as the line rules say', () => {
     const toml = [
       '# old: OPENAI_API_KEY=' + OAI,
       'model = "o3"',
@@ -13,6 +13,7 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
       'corp-gw-4f1d9a7c2b',
       '"""',
       '[model_providers.corp]',
+      'env_key_instructions = "Ask the platform team"',
       'http_headers = { "X-Corp-Gateway" = """',
       'gw-77aa-31bb-92""", "X-Title" = "Corp tools" }',
       "env_http_headers = { 'X-Corp-Id' = 'CORP_GATEWAY_VAR' }",
@@ -32,7 +33,8 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
         'cor…7c2b',
         '"""',
         '[model_providers.corp]',
-          'http_headers = { "X-Corp-Gateway" = """',
+        'env_key_instructions = "Ask the platform team"',
+        'http_headers = { "X-Corp-Gateway" = """',
         'gw-…b-92""", "X-Title" = "Corp tools" }',
         "env_http_headers = { 'X-Corp-Id' = 'CORP_GATEWAY_VAR' }",
         "[mcp_servers.vault.env]",
@@ -57,7 +59,9 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
       '      "tok-cccc-2222-dddd"],',
       '    "MAX_THINKING_TOKENS": "8000"',
       '  },',
-      '  "permissions": { "allow": ["Bash(CORP_KEY=corp-secret-0123456789 make)"] }',
+      '  "permissions": { "allow": ["Bash(CORP_KEY=corp-secret-0123456789 make)"] },',
+      '  "apiKeyHelper": "~/bin/corp-key.sh",',
+      '  "selectedAuthType": "oauth-personal"',
       '}',
     ].join('\r\n')
     expect(redactFile(json, 'json')).toBe(
@@ -71,8 +75,10 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
         '      "tok…dddd"],',
         '    "MAX_THINKING_TOKENS": "8000"',
         '  },',
-        '  "permissions": { "allow": ["Bash(CORP_KEY=cor…6789 make)"] }',
-            '}',
+        '  "permissions": { "allow": ["Bash(CORP_KEY=cor…6789 make)"] },',
+        '  "apiKeyHelper": "~/bin/corp-key.sh",',
+        '  "selectedAuthType": "oauth-personal"',
+        '}',
       ].join('\r\n'),
     )
   })

@@ -26,7 +26,7 @@ describe('redactLine: secrets hinted as the ledger names keys, everything else a
     // A provider's key shape under any name, or in a command.
     [`alias gpt='OPENAI=${OAI} gpt'`, `alias gpt='OPENAI=sk-…wxyz gpt'`],
     [`XAI=xai-Fake1234567890abcdefghijKLMNOPqrstu9876`, `XAI=xai…9876`],
-    [`"apiKeyHelper": "echo ${ANT}"`, `"apiKeyHelper": "ech…abcd"`],
+    [`"apiKeyHelper": "echo ${ANT}"`, `"apiKeyHelper": "echo sk-…abcd"`],
     // A URL's password and a query's key.
     [`"baseURL": "https://me:hunter2-secret-pw@gw.corp/v1?api_key=abcdefghijklmnop&x=1"`, `"baseURL": "https://me:hun…t-pw@gw.corp/v1?api_key=abc…mnop&x=1"`],
     // A PEM key's body on a line of its own.
@@ -51,6 +51,13 @@ describe('redactLine: secrets hinted as the ledger names keys, everything else a
     `"disableTokenCounting": true`,
     `"author": "Jane Doe <jane@example.com>"`,
     `GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:8787`,
+    // How or where a key is got, under a key-like name: a command, a file, a variable's name, a kind of login.
+    `"apiKeyHelper": "~/bin/corp-key.sh"`,
+    `"awsAuthRefresh": "aws sso login --profile corp"`,
+    `"selectedAuthType": "oauth-personal"`,
+    `env_key_instructions = "Set CORP_KEY from the vault"`,
+    `bearer_token_env_var = "corp_gateway_token"`,
+    `"keyFile": "/etc/corp/gateway.pem"`,
   ])('%s: no secret, shown as it is', (line) => {
     expect(redactLine(line)).toBe(line)
   })

@@ -12,14 +12,22 @@ import { keyHint } from '../../shared/key-hint'
 /** A key whose value is a secret: `ANTHROPIC_API_KEY`, `apiKey`, `experimental_bearer_token`, `DB_PASSWORD`, `Authorization`, `X-Corp-Auth` (not `author`). */
 const SECRET_NAME = /key|token|secret|passw(?:or)?d|auth(?!or)/i
 
+/**
+ * A key-like name whose value says how or where a secret is got, not the secret itself: a command
+ * (Claude Code's `apiKeyHelper`, `awsAuthRefresh`, `awsCredentialExport`), a file or a folder, a
+ * variable's name (Codex's `env_key`, `bearer_token_env_var`), a kind of login (Gemini CLI's
+ * `selectedAuthType`, Codex's `preferred_auth_method`, `cli_auth_credentials_store`), words to
+ * read (`env_key_instructions`). Its value is shown with only the secrets in its text hinted.
+ */
+const POINTER_NAME = /(?:helper|command|cmd|refresh|export|path|file|dir|_var|env_key|instructions|type|method|mode|store)$/i
 /** Tables of HTTP headers (Codex's `http_headers`, opencode's `headers`): their values are often keys, whatever the header is called. */
 const HEADERS = /headers$/i
 /** Tables whose values name environment variables (Codex's `env_http_headers`), not secrets. */
 const ENV_NAMES = /^env_/i
 
-/** Whether the value of a key called `name` is a secret by its name (`ANTHROPIC_API_KEY`, `experimental_bearer_token`). */
+/** Whether the value of a key called `name` is a secret by its name (`ANTHROPIC_API_KEY`, `experimental_bearer_token`; not `apiKeyHelper`). */
 export function isSecretName(name: string): boolean {
-  return SECRET_NAME.test(name)
+  return SECRET_NAME.test(name) && !POINTER_NAME.test(name)
 }
 
 /**
@@ -32,7 +40,7 @@ export function isSecretName(name: string): boolean {
 export function shownString(value: string, names: readonly string[]): string {
   const name = names[names.length - 1] ?? ''
   const table = names[names.length - 2] ?? ''
-  if (ENV_NAMES.test(table)) return redactText(value)
+  if (ENV_NAMES.test(table) || POINTER_NAME.test(name)) return redactText(value)
   const token = value.trim() !== '' && !/\s/.test(value.trim()) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim())
   if (isSecretName(name) || (HEADERS.test(table) && token)) return hintedWhole(value)
   return redactText(value)
