@@ -128,4 +128,14 @@ describe('burnrate connect (built CLI): secrets hinted by the key they sit under
     expect(cli('disconnect', 'claude-code').status).toBe(0)
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(CLAUDE)
   })
+
+  it('a refused file: the object a key must go in, quoted in the message, has its secrets hinted as the file\'s are', () => {
+    const mine = `{\n  "env": [\n    "ANTHROPIC_AUTH_TOKEN=${AUTH_TOKEN}",\n    "DEBUG=1"\n  ]\n}\n`
+    writeFileSync(join(home, '.claude', 'settings.json'), mine)
+    const r = cli('connect', 'claude-code', '--dry-run')
+    expect(r.status).toBe(1)
+    expectNoSecret(r.out)
+    expect(r.out).toContain('~/.claude/settings.json has env = ["ANTHROPIC_AUTH_TOKEN=cor…6789","DEBUG=1"], where env.ANTHROPIC_BASE_URL must go in an object')
+    expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(mine)
+  })
 })

@@ -6,6 +6,7 @@ import { proxyNotes, settingsProxyNote, shellWinsNote } from './notes'
 import { tildify } from './paths'
 import { planWork } from './plan'
 import { redactText } from './redact'
+import { shownValue } from './redact-file'
 import { CONNECTORS } from './registry'
 import { holdsChange } from './holds-change'
 import { exclusive } from './lock'
@@ -78,8 +79,7 @@ export class AgentConnections {
         const fileRecord = record?.files.find((r) => r.path === f.path)
         for (const s of f.settings) {
           const value = doc ? doc.get(s.key) : undefined
-          const text = asText(value)
-          settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: text === null ? null : redactText(text) })
+          settings.push({ file: tildify(this.ctx, f.path), key: dotted(s.key), value: shownValue(value, s.key) })
           const owned = fileRecord?.keys.find((k) => dotted(k.key) === dotted(s.key))
           if (doc && owned && !isDeepStrictEqual(value, owned.wrote)) changed = true
           // The agent now reads a file Burnrate did not edit (a ~/.gemini/.env made beside the
@@ -223,7 +223,7 @@ export class AgentConnections {
           const parent = doc.get(s.key.slice(0, i))
           if (parent !== undefined && !isPlainObject(parent)) {
             const where = dotted(s.key.slice(0, i))
-            throw new ConnectError('malformed', `${tildify(this.ctx, f.path)} has ${where} = ${asText(parent)}, where ${dotted(s.key)} must go in an object; fix it first (Burnrate wrote nothing).`, f.path)
+            throw new ConnectError('malformed', `${tildify(this.ctx, f.path)} has ${where} = ${shownValue(parent, s.key.slice(0, i))}, where ${dotted(s.key)} must go in an object; fix it first (Burnrate wrote nothing).`, f.path)
           }
         }
         const current = doc.get(s.key)

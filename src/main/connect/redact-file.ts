@@ -133,3 +133,20 @@ function tomlString(raw: string, shown: string): string {
   const breaks = (s: string): number => s.split('\n').length - 1
   return `${quote}${lead}${body}${'\n'.repeat(Math.max(0, breaks(raw) - breaks(lead + body)))}${quote}`
 }
+
+/**
+ * A value read from a file (a setting's, the object a key must go in) as it is shown, in the
+ * words `asText` gives it: a string as it is, anything else as JSON. `names` are the keys it sits
+ * under; each string in it is judged by its own (shownString), as a file's are.
+ */
+export function shownValue(value: unknown, names: readonly string[]): string | null {
+  if (value === undefined) return null
+  const walk = (v: unknown, under: readonly string[]): unknown => {
+    if (typeof v === 'string') return shownString(v, under)
+    if (Array.isArray(v)) return v.map((x) => walk(x, under))
+    if (typeof v === 'object' && v !== null && !(v instanceof Date)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x, [...under, k])]))
+    return v
+  }
+  const shown = walk(value, names)
+  return redactShapes(typeof shown === 'string' ? shown : JSON.stringify(shown))
+}
