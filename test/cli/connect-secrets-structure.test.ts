@@ -138,4 +138,23 @@ describe('burnrate connect (built CLI): secrets hinted by the key they sit under
     expect(r.out).toContain('~/.claude/settings.json has env = ["ANTHROPIC_AUTH_TOKEN=cor…6789","DEBUG=1"], where env.ANTHROPIC_BASE_URL must go in an object')
     expect(readFileSync(join(home, '.claude', 'settings.json'), 'utf8')).toBe(mine)
   })
+
+  it('Gemini CLI\'s .env and a shell profile: a quoted value that goes on over lines, under a secret\'s name, is hinted on its first line', () => {
+    const env = `GEMINI_MODEL=gemini-2.5-pro\nCORP_GATEWAY_TOKEN="\n${AUTH_TOKEN}\n"\n`
+    mkdirSync(join(home, '.gemini'))
+    writeFileSync(join(home, '.gemini', '.env'), env)
+    const bashrc = `# mine\nexport CORP_PASSWORD="${LISTED[0]}\n${LISTED[1]}"\nalias ll="ls -l"\n`
+    writeFileSync(join(home, '.bashrc'), bashrc)
+    const gemini = cli('connect', 'gemini-cli', '--dry-run')
+    expect(gemini.status).toBe(0)
+    expectNoSecret(gemini.out)
+    expect(gemini.out).toContain(' CORP_GATEWAY_TOKEN="cor…6789\n \n "\n+GOOGLE_GEMINI_BASE_URL=')
+    const sdk = cli('connect', 'sdk', '--dry-run')
+    expect(sdk.status).toBe(0)
+    expectNoSecret(sdk.out)
+    expect(sdk.out).toContain(' export CORP_PASSWORD="tok…dddd\n "\n alias ll="ls -l"\n')
+    for (const a of ['gemini-cli', 'sdk']) expect(cli('connect', a).status).toBe(0)
+    expect(readFileSync(join(home, '.gemini', '.env'), 'utf8')).toContain(env)
+    expect(readFileSync(join(home, '.bashrc'), 'utf8')).toContain(bashrc)
+  })
 })

@@ -89,4 +89,10 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
     expect(redactFile('token = corp-secret-0123456789\n', 'toml')).toBe('token = cor…6789\n')
     expect(redactFile(`export OPENAI_API_KEY=${OAI}\n`, 'shell')).toBe('export OPENAI_API_KEY=sk-…wxyz\n')
   })
+
+  it('dotenv and shell: a quoted value over lines under a secret\'s name hinted on its first line, the lines kept; others line by line', () => {
+    const env = ['A=1', "export CORP_KEY='abc", 'corp-0123456789', "def' # note", 'NOTE="two', 'lines"', 'OPEN_TOKEN="never closed', 'x=1', ''].join('\r\n')
+    expect(redactFile(env, 'dotenv')).toBe(['A=1', "export CORP_KEY='abc…def", '', "' # note", 'NOTE="two', 'lines"', 'OPEN_TOKEN="never closed', 'x=1', ''].join('\r\n'))
+    expect(redactFile(env, 'shell')).toBe(redactFile(env, 'dotenv'))
+  })
 })

@@ -1,20 +1,23 @@
 import { parseDocument } from '@decimalturn/toml-patch'
 import * as jsonc from 'jsonc-parser'
+import { closeOf } from './formats/dotenv'
 import type { FileKind } from './formats/types'
-import { redactShapes, redactText, shownString } from './redact'
+import { isSecretName, redactLine, redactShapes, redactText, shownString } from './redact'
 
 /**
  * A whole agent's file as a plan shows it (the diff is made of it, before and after): its secrets
  * hinted by the structure of the file, as its format reads it. A string value is judged by the
  * keys it sits under and by its shape (./redact.ts shownString), wherever its text falls: a
  * TOML multi-line string, a JSON value on the line after its key, an array's items. Comments and
- * text that does not parse are read line by line (redactText). The text keeps its lines, so the
+ * text that does not parse are read line by line (redactText); dotenv files and shell profiles
+ * too, but for a quoted value that goes on over lines (`assignments`). The text keeps its lines, so the
  * diff's line numbers are the file's. Only what is shown is hinted: what Burnrate writes is the
  * file itself.
  */
 export function redactFile(text: string, kind: FileKind): string {
   const bom = text.startsWith('\uFEFF') ? '\uFEFF' : ''
   const body = text.slice(bom.length)
+  if (kind === 'dotenv' || kind === 'shell') return assignments(text)
   const spans = kind === 'json' ? jsonSpans(body) : kind === 'toml' ? tomlSpans(body) : null
   if (spans === null) return redactText(text)
   let out = ''
@@ -149,4 +152,33 @@ export function shownValue(value: unknown, names: readonly string[]): string | n
   }
   const shown = walk(value, names)
   return redactShapes(typeof shown === 'string' ? shown : JSON.stringify(shown))
+}
+
+/** `NAME="…` / `export NAME='…` whose quote opens a value: groups 1 up to the quote, 2 the name, 3 the quote, 4 the rest. */
+const OPENS = /^(\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*)(["'`])(.*)$/
+
+/**
+ * A dotenv file or a shell profile, line by line (redactLine), but for an assignment whose quoted
+ * value goes on over the next lines (a PEM key, a token on a line of its own), read as dotenv reads
+ * it (its quote closing on a later line, ./formats/dotenv.ts): under a secret's name the value is
+ * hinted whole on its first line, its other lines left empty, so the text keeps its lines.
+ */
+function assignments(text: string): string {
+  const parts = text.split(/(\r?\n)/)
+  const lines = parts.filter((_, i) => i % 2 === 0)
+  const shown = lines.map((l) => redactLine(l))
+  for (let i = 0; i < lines.length; i++) {
+    const m = OPENS.exec(lines[i])
+    if (!m || closeOf(m[4], m[3]) !== null || !isSecretName(m[2])) continue
+    let end = -1
+    for (let j = i + 1; j < lines.length && end < 0; j++) if (closeOf(lines[j], m[3]) !== null) end = j
+    if (end < 0) continue
+    const after = closeOf(lines[end], m[3]) as string
+    const value = [m[4], ...lines.slice(i + 1, end), lines[end].slice(0, lines[end].length - after.length - 1)].join('\n')
+    shown[i] = `${m[1]}${m[3]}${shownString(value, [m[2]]).replace(/\n/g, '')}`
+    for (let j = i + 1; j < end; j++) shown[j] = ''
+    shown[end] = `${m[3]}${redactLine(after)}`
+    i = end
+  }
+  return parts.map((p, i) => (i % 2 === 1 ? p : shown[i / 2])).join('')
 }

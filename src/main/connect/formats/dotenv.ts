@@ -45,7 +45,7 @@ function entries(lines: string[], eol: string): string[] {
 }
 
 /** What follows the first `q` in `text` not after a backslash, or null when there is none. */
-function closeOf(text: string, q: string): string | null {
+export function closeOf(text: string, q: string): string | null {
   for (let i = 0; i < text.length; i++) {
     if (text[i] === '\\' && text[i + 1] === q) i++
     else if (text[i] === q) return text.slice(i + 1)
