@@ -134,7 +134,9 @@ function tomlString(raw: string, shown: string): string {
   const lead = /^(?:"""|''')(\r?\n)/.exec(raw)?.[1] ?? ''
   const body = literal ? shown : shown.replace(/\\/g, '\\\\').replace(/"""/g, '""\\"')
   const breaks = (s: string): number => s.split('\n').length - 1
-  return `${quote}${lead}${body}${'\n'.repeat(Math.max(0, breaks(raw) - breaks(lead + body)))}${quote}`
+  // A value with more line breaks than its text has (written as \n escapes): on one line, the text's breaks after it.
+  if (breaks(lead + body) > breaks(raw)) return `${JSON.stringify(shown)}${'\n'.repeat(breaks(raw))}`
+  return `${quote}${lead}${body}${'\n'.repeat(breaks(raw) - breaks(lead + body))}${quote}`
 }
 
 /**

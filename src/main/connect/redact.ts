@@ -33,7 +33,7 @@ export function isSecretName(name: string): boolean {
 /**
  * A string value of a parsed file as it is shown: `names` are the keys it sits under, from the top
  * (an array's items under the array's key). Hinted whole when its key says it is a secret, or it
- * is one header value of a table of headers (a single token; not a URL, not words); else its text
+ * is one header value of a table of headers shaped as a key (headerToken); else its text
  * with the secrets in it hinted (a header, a command, a URL with a password), line by line. Under
  * a table of variables' names (Codex's `env_http_headers`), a value is a name: its text is read so.
  */
@@ -41,9 +41,20 @@ export function shownString(value: string, names: readonly string[]): string {
   const name = names[names.length - 1] ?? ''
   const table = names[names.length - 2] ?? ''
   if (ENV_NAMES.test(table) || POINTER_NAME.test(name)) return redactText(value)
-  const token = value.trim() !== '' && !/\s/.test(value.trim()) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim())
-  if (isSecretName(name) || (HEADERS.test(table) && token)) return hintedWhole(value)
+  if (isSecretName(name) || (HEADERS.test(table) && headerToken(value.trim()))) return hintedWhole(value)
   return redactText(value)
+}
+
+/**
+ * Whether a header's value may be a key: one run without spaces, with a digit or long. Not a URL
+ * (`HTTP-Referer`), a media type (`application/json`) or a product and its version
+ * (`User-Agent: burnrate/1.0`), and not words (`X-Title: Corp tools`).
+ */
+function headerToken(v: string): boolean {
+  if (v === '' || /\s/.test(v) || /^[a-z][a-z0-9+.-]*:\/\//i.test(v)) return false
+  if (/^[a-z]+\/[a-z0-9.+-]+$/i.test(v) && !/[0-9]/.test(v)) return false
+  if (/^[A-Za-z][\w.-]*\/v?\d+(?:\.\d+)*$/.test(v)) return false
+  return /[0-9]/.test(v) || v.length >= 20
 }
 
 /** `value` hinted as one secret (over lines, a PEM key in a multi-line string), the space around it kept. */
