@@ -75,4 +75,16 @@ describe('admin API: a plan hides the keys in the files it shows', () => {
     expect((plan.json() as ConnectPlan).changes[0].settings[0]).toEqual({ key: 'env.ANTHROPIC_BASE_URL', from: 'https://me:hun…orse@gw.corp.example', to: url })
     writeFileSync(join(home, '.claude', 'settings.json'), SETTINGS)
   })
+
+  it("Codex's plan: a bearer token in a TOML multi-line string, on a line of its own, is hinted by the key it sits under", async () => {
+    const token = 'corp-gw-4f1d9a7c2b'
+    const toml = `model = "o3"\nexperimental_bearer_token = """\n${token}\n"""\n`
+    mkdirSync(join(home, '.codex'), { recursive: true })
+    writeFileSync(join(home, '.codex', 'config.toml'), toml)
+    const res = await get('/api/admin/agents/codex/plan?action=connect')
+    expect(res.status).toBe(200)
+    expect(res.text).not.toContain(token)
+    expect((res.json() as ConnectPlan).changes[0].diff).toContain(' experimental_bearer_token = """\n cor…7c2b\n """\n')
+    expect(readFileSync(join(home, '.codex', 'config.toml'), 'utf8')).toBe(toml)
+  })
 })
