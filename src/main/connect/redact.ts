@@ -35,12 +35,13 @@ export function isSecretName(name: string): boolean {
  * (an array's items under the array's key). Hinted whole when its key says it is a secret, or it
  * is one header value of a table of headers shaped as a key (headerToken); else its text
  * with the secrets in it hinted (a header, a command, a URL with a password), line by line. Under
- * a table of variables' names (Codex's `env_http_headers`), a value is a name: its text is read so.
+ * a table of variables' names (Codex's `env_http_headers`), a value shaped as a variable's name is one.
  */
 export function shownString(value: string, names: readonly string[]): string {
   const name = names[names.length - 1] ?? ''
   const table = names[names.length - 2] ?? ''
-  if (ENV_NAMES.test(table) || POINTER_NAME.test(name)) return redactText(value)
+  // A variable's name, as such a table holds; a key written there by mistake is judged as any.
+  if ((ENV_NAMES.test(table) && /^[A-Za-z_][A-Za-z0-9_]*$/.test(value.trim())) || POINTER_NAME.test(name)) return redactText(value)
   if (isSecretName(name) || (HEADERS.test(table) && headerToken(value.trim()))) return hintedWhole(value)
   return redactText(value)
 }
