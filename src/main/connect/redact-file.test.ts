@@ -97,4 +97,12 @@ describe('redactFile: a file shown by its structure, secrets hinted by the key t
     expect(redactFile(env, 'dotenv')).toBe(['A=1', "export CORP_KEY='abc…def", '', "' # note", 'NOTE="two', 'lines"', 'OPEN_TOKEN="never closed', 'x=1', ''].join('\r\n'))
     expect(redactFile(env, 'shell')).toBe(redactFile(env, 'dotenv'))
   })
+
+  it('JSON: a PEM key written with \\n escapes under a name that says nothing has its body\'s lines hinted, its text on one line as it was', () => {
+    const body = 'MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Zx9Qw8Er7Ty6'
+    const json = `{\n  "env": { "GOOGLE_SERVICE_ACCOUNT": "-----BEGIN PRIVATE KEY-----\\n${body}\\n${body}\\n-----END PRIVATE KEY-----\\n" }\n}\n`
+    const shown = redactFile(json, 'json')
+    expect(shown).not.toContain(body.slice(4, 20))
+    expect(shown).toBe('{\n  "env": { "GOOGLE_SERVICE_ACCOUNT": "-----BEGIN PRIVATE KEY-----\\nMII…7Ty6\\nMII…7Ty6\\n-----END PRIVATE KEY-----\\n" }\n}\n')
+  })
 })
