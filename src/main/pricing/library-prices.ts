@@ -4,6 +4,7 @@ import { withOneHourWrites } from './claude-1h'
 import { HOLIDAYS_THROUGH, billedAt, hasPeakHours, unlisted } from './deepseek-hours'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
+import { hasAudio, pricesAudio, unpricedAudio, withAudioPrices } from './openai-audio-prices'
 import { withPriorityPrices } from './priority-prices'
 import { withRequestFee } from './request-fees'
 import { billsPricedUnits, hasTokenlessPrices, hasTokens } from './tokenless'
@@ -54,6 +55,8 @@ interface Lookup {
   tokenless: boolean
   /** The provider narrowed to the data's own table (no fee added), when some of its prices may not know a call's counts (./unknown-kinds.ts); else null. */
   unknownKinds: PriceProvider | null
+  /** One of OpenAI's audio models with a price that has no audio price, after OpenAI's are given (./openai-audio-prices.ts). */
+  unpricedAudio: boolean
 }
 
 /**
@@ -88,7 +91,9 @@ export class LibraryPrices {
    * A call with tokens of a model whose prices have none for tokens is null (unpriced) unless it has
    * something they price (./tokenless.ts): not $0, as if it were free. So is a call of a model with
    * an empty price table the data does not say is free, and one with input (output) tokens whose
-   * model has token prices but none for input (output) (./unknown-kinds.ts).
+   * model has token prices but none for input (output) (./unknown-kinds.ts), and one with audio
+   * tokens of an OpenAI audio model whose price has no audio price, even after OpenAI's published
+   * ones are given (Azure's gpt-4o-audio-preview: ./openai-audio-prices.ts), not at the text rate.
    */
   price(u: Record<string, number>, pricingId: string, model: string, at: Date, marks?: FeeMarks): Priced | null {
     const p = this.lookUp(u, pricingId, model, at, marks)
@@ -96,9 +101,20 @@ export class LibraryPrices {
     const found = this.lookups.get(pricingId)?.get(model)
     if (!found) return p
     if (found.unknownKinds && !pricesEveryKind(u, model, found.unknownKinds, at)) return null
+    if (this.lacksAudioPrice(u, pricingId, model, at)) return null
     if (!found.tokenless || !hasTokens(u)) return p
     const provider = (marks && this.variant(found, pricingId, model, marks)) || found.provider
     return billsPricedUnits(u, model, provider, at) ? p : null
+  }
+
+  /**
+   * Whether a call with usage `u` (its modality split) has audio tokens that the price found for
+   * (provider, model) has no audio price for, OpenAI's published ones given (./openai-audio-prices.ts):
+   * unpriced, not to be priced without its split (at the text rate). False before a lookup found it.
+   */
+  lacksAudioPrice(u: Record<string, number>, pricingId: string, model: string, at: Date): boolean {
+    const found = this.lookups.get(pricingId)?.get(model)
+    return !!found && found.unpricedAudio && hasAudio(u) && !pricesAudio(u, model, found.provider, at)
   }
 
   /** `price`, before the check of a model whose prices have none for tokens. */
@@ -141,17 +157,18 @@ export class LibraryPrices {
       return null
     }
     // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h),
-    // and a model its provider's tool fees it lacks (./tool-fees).
-    const table = withToolFees(pricingId, withOneHourWrites(r.model))
+    // a model its provider's tool fees it lacks (./tool-fees), and an OpenAI audio model the audio
+    // prices it lacks (./openai-audio-prices).
+    const table = withAudioPrices(pricingId, model, withToolFees(pricingId, withOneHourWrites(r.model)))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
-    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model), unknownKinds: hasUnknownKinds(r.model) ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null }
+    const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model), unpricedAudio: unpricedAudio(pricingId, table), unknownKinds: hasUnknownKinds(r.model) ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null }
     models.set(model, lookup)
     // Priced at the call's time: one billed at another is priced again, as found (above).
     if (lookup.peakHours && this.billed(at) !== at) return this.lookUp(u, pricingId, model, at, marks)
     const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
     if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
     // The library priced the data's table: a price added to it is applied when the call has its count.
-    if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches)) return safeCalc(u, model, { provider, timestamp: at })
+    if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches || hasAudio(u))) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 

@@ -234,6 +234,8 @@ export class Pricer {
         : undefined
     let p: Priced | null = fine ? this.library.price(fine, pricingId, model, at, marks) : null
     if (!p) {
+      // Audio tokens with no price of their own (Azure's gpt-4o-audio-preview): unpriced, not at the text rate.
+      if (fine && this.library.lacksAudioPrice(fine, pricingId, model, at)) return { cost_usd: 0, priced: false }
       p = this.library.price(u, pricingId, model, at, marks)
       if (!p) return { cost_usd: 0, priced: false }
       if (fine) this.refusedSplit(pricingId, model, fine, u)

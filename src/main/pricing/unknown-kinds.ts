@@ -5,7 +5,7 @@ import { priceLibrary } from './library'
  * What a model's prices in the price data do not know. The library prices a call by the prices its
  * model's table names: a count with no price of its own is priced at the nearest price above it
  * (cache reads and writes, audio, image or video tokens at the input or output price: the
- * library's own rule, kept), and a count nothing above prices comes to $0. So:
+ * library's own rule, kept, but for OpenAI's audio models: ./openai-audio-prices.ts), and a count nothing above prices comes to $0. So:
  * - an empty table (`prices: {}`) prices every call at $0. The data uses it for models that are
  *   free (OpenRouter's `:free` models, OpenAI's moderation, Gemma on the Gemini API, GitHub
  *   Copilot's models, included in the subscription), and as well for models whose price it does
