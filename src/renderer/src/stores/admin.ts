@@ -2,6 +2,7 @@ import { defineStore } from 'pinia'
 import { ref } from 'vue'
 import type { ApiKeyUsage, BudgetRule, BudgetRuleInput } from '../../../shared/api'
 import { ApiError, UnreachableError, api } from '../api/client'
+import { useDashboard } from './dashboard'
 
 /** Kept for this browser tab's session only, never in localStorage or a cookie. */
 export const TOKEN_KEY = 'burnrate.adminToken'
@@ -98,10 +99,20 @@ export const useAdmin = defineStore('admin', () => {
     message.value = ''
   }
 
+  /**
+   * A rule was saved or deleted: the dashboard's budget figures (Budgets and forecast, the alerts,
+   * each rule's bars) are loaded again now, not at the next refresh seconds later, so a raised or
+   * removed limit never goes on reading "blocked" as if the change had not taken.
+   */
+  function changed(): void {
+    void useDashboard().reload()
+  }
+
   /** Creates (or replaces) a runtime rule. Resolves to null, or the server's message naming what is wrong. */
   async function createRule(input: BudgetRuleInput): Promise<string | null> {
     try {
       await api<BudgetRule>('/api/admin/budgets/rules', { method: 'POST', body: input, token: token.value })
+      changed()
       await load()
       return null
     } catch (err) {
@@ -114,6 +125,7 @@ export const useAdmin = defineStore('admin', () => {
   async function deleteRule(pattern: string): Promise<string | null> {
     try {
       await api<null>('/api/admin/budgets/rules', { method: 'DELETE', params: { pattern }, token: token.value })
+      changed()
       await load()
       return null
     } catch (err) {

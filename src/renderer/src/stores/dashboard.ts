@@ -210,13 +210,22 @@ export const useDashboard = defineStore('dashboard', () => {
       !history.value.calls,
   )
 
-  /** Asks for the longest list the server gives (1,000 rows) in `section`, and loads it now. */
-  function showMore(section: 'costs' | 'sessions'): Promise<void> {
-    limits[section] = LIST_LIMIT_MAX
+  /**
+   * Loads every section anew after something changed that they show (a budget rule saved or
+   * deleted from the page, a list asked longer): a round already on its way may have been
+   * answered before the change, so this one starts after it, not waiting for the next refresh.
+   */
+  function reload(): Promise<void> {
     return (inFlight ?? Promise.resolve()).then(() => refresh())
   }
 
-  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, refresh, start, stop, limits, showMore }
+  /** Asks for the longest list the server gives (1,000 rows) in `section`, and loads it now. */
+  function showMore(section: 'costs' | 'sessions'): Promise<void> {
+    limits[section] = LIST_LIMIT_MAX
+    return reload()
+  }
+
+  return { data, errors, authMessage, unreachable, lastUpdated, refreshing, firstLoad, empty, isLoaded, current, refresh, reload, start, stop, limits, showMore }
 })
 
 /** The summary shows no call this month: no spend, no plan usage, no request today. */
