@@ -212,7 +212,7 @@ export const useDashboard = defineStore('dashboard', () => {
 
   /**
    * Loads every section anew after something changed that they show (a budget rule saved or
-   * deleted from the page, a list asked longer): a round already on its way may have been
+   * deleted from the page, past calls re-priced, a list asked longer): a round already on its way may have been
    * answered before the change, so this one starts after it, not waiting for the next refresh.
    */
   function reload(): Promise<void> {
