@@ -9,7 +9,11 @@ export type SortDir = 'asc' | 'desc'
  */
 const isOther = (row: unknown): boolean => (row as { other?: boolean } | null)?.other === true
 
-export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: K, initialDir: SortDir = 'desc') {
+/**
+ * `text`: what a column shows for a row, where that is not the value itself (a provider's name
+ * for its id, a placeholder for an empty value): text columns sort by what the user reads.
+ */
+export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: K, initialDir: SortDir = 'desc', text?: (row: T, key: K) => string | undefined) {
   const key = ref(initial) as Ref<K>
   const dir = ref<SortDir>(initialDir)
   const sorted = computed(() => {
@@ -21,7 +25,7 @@ export function useSort<T, K extends keyof T & string>(rows: Ref<T[]>, initial: 
       const x = a[k] as unknown
       const y = b[k] as unknown
       if (typeof x === 'number' && typeof y === 'number') return (x - y) * sign
-      return String(x ?? '').localeCompare(String(y ?? '')) * sign
+      return (text?.(a, k) ?? String(x ?? '')).localeCompare(text?.(b, k) ?? String(y ?? '')) * sign
     })
   })
   function sortBy(k: K) {
