@@ -27,6 +27,12 @@ export interface RequestOptions {
   /** Admin bearer token. */
   token?: string
   signal?: AbortSignal
+  /**
+   * Give up after this many ms without the whole answer (an UnreachableError): a request the
+   * server never answers (a hung process, a connection dropped without a word across a sleep or
+   * a network change) otherwise waits for good, and whatever waits on it with it.
+   */
+  timeoutMs?: number
 }
 
 /** `path?params` with empty values left out, so `tenant=''` means "every tenant". */
@@ -42,23 +48,43 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
   const headers: Record<string, string> = { accept: 'application/json' }
   if (opts.token) headers.authorization = `Bearer ${opts.token}`
   if (opts.body !== undefined) headers['content-type'] = 'application/json'
+  let signal = opts.signal
+  let timer: ReturnType<typeof setTimeout> | undefined
+  let timedOut = false
+  if (opts.timeoutMs !== undefined) {
+    const ctl = new AbortController()
+    opts.signal?.addEventListener('abort', () => ctl.abort(opts.signal!.reason), { once: true })
+    timer = setTimeout(() => {
+      timedOut = true
+      ctl.abort()
+    }, opts.timeoutMs)
+    signal = ctl.signal
+  }
+  const unanswered = (err: unknown): Error =>
+    timedOut
+      ? new UnreachableError(`The Burnrate server did not answer within ${Math.round(opts.timeoutMs! / 1000)} s.`)
+      : (err as Error)?.name === 'AbortError'
+        ? (err as Error)
+        : new UnreachableError('The Burnrate server did not answer.')
   let res: Response
+  let text: string
   try {
     res = await fetch(buildUrl(path, opts.params), {
       method: opts.method ?? 'GET',
       headers,
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
-      signal: opts.signal,
+      signal,
       cache: 'no-store',
       // Same-origin cookies: the dashboard-token cookie that /?token=... sets.
       credentials: 'same-origin',
     })
+    text = res.status === 204 ? '' : await res.text()
   } catch (err) {
-    if ((err as Error)?.name === 'AbortError') throw err
-    throw new UnreachableError('The Burnrate server did not answer.')
+    throw unanswered(err)
+  } finally {
+    clearTimeout(timer)
   }
   if (res.status === 204) return null as T
-  const text = await res.text()
   let json: unknown
   try {
     json = text ? JSON.parse(text) : null

@@ -6,6 +6,12 @@ import { useFilters } from './filters'
 
 /** How often every view refreshes on its own. */
 export const POLL_MS = 5_000
+/**
+ * How long a section's request may wait for its answer. A round refreshes every section once all
+ * of them have answered: one request never answered (a hung server, a connection dropped without
+ * a word) held every later round back for good, the page showing its last figures as "Live".
+ */
+export const REQUEST_TIMEOUT_MS = 60_000
 
 export interface DashboardData {
   summary: Summary | null
@@ -74,20 +80,21 @@ export const useDashboard = defineStore('dashboard', () => {
     const tenant = filters.tenant || undefined
     const range = filters.range
     return {
-      summary: () => api<Summary>('/api/dashboard/summary', { params: { tenant } }),
-      timeseries: () => api<Timeseries>('/api/dashboard/timeseries', { params: { range, tenant } }),
+      summary: () => api<Summary>('/api/dashboard/summary', { params: { tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      timeseries: () => api<Timeseries>('/api/dashboard/timeseries', { params: { range, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
       costs: () =>
         api<Costs>('/api/dashboard/costs', {
           params: { group_by: filters.group, range, tenant, limit: limits.costs, member: filters.member || undefined },
+          timeoutMs: REQUEST_TIMEOUT_MS,
         }),
-      providers: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range, tenant } }),
-      keys: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'api_key', range, tenant } }),
-      members: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'member', range, tenant } }),
-      sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant, limit: limits.sessions } }),
-      expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant } }),
-      stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant } }),
-      budgets: () => api<BudgetsOverview>('/api/dashboard/budgets', { params: { tenant } }),
-      alerts: () => api<AlertsLog>('/api/dashboard/alerts'),
+      providers: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      keys: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'api_key', range, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      members: () => api<Costs>('/api/dashboard/costs', { params: { group_by: 'member', range, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      sessions: () => api<Sessions>('/api/dashboard/sessions', { params: { tenant, limit: limits.sessions }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      expensive: () => api<Expensive>('/api/dashboard/expensive', { params: { range, limit: 10, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      stats: () => api<Stats>('/api/dashboard/stats', { params: { range, tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      budgets: () => api<BudgetsOverview>('/api/dashboard/budgets', { params: { tenant }, timeoutMs: REQUEST_TIMEOUT_MS }),
+      alerts: () => api<AlertsLog>('/api/dashboard/alerts', { timeoutMs: REQUEST_TIMEOUT_MS }),
     }
   }
 
@@ -130,7 +137,10 @@ export const useDashboard = defineStore('dashboard', () => {
       // unpriced ones, each a row of its own), before telling the user nothing was metered.
       if (data.summary && loadedFor.summary === key && errors.summary === undefined && nothingThisMonth(data.summary)) {
         try {
-          const c = await api<Costs>('/api/dashboard/costs', { params: { group_by: 'provider', range: '30d', limit: 1, tenant: filters.tenant || undefined } })
+          const c = await api<Costs>('/api/dashboard/costs', {
+            params: { group_by: 'provider', range: '30d', limit: 1, tenant: filters.tenant || undefined },
+            timeoutMs: REQUEST_TIMEOUT_MS,
+          })
           if (gen !== generation) return
           history.value = { key, calls: c.rows.length > 0 || (c.total_rows ?? 0) > 0 }
         } catch {
