@@ -110,6 +110,7 @@ export const useDashboard = defineStore('dashboard', () => {
       if (gen !== generation) return
       let down = results.length > 0
       let auth = ''
+      const unanswered: [Section, string][] = []
       results.forEach((r, i) => {
         const s = SECTIONS[i]
         if (r.status === 'fulfilled') {
@@ -118,7 +119,9 @@ export const useDashboard = defineStore('dashboard', () => {
           loadedFor[s] = key
           delete errors[s]
         } else if (r.reason instanceof UnreachableError) {
-          // Keep the last data on screen; the banner says the server is unreachable.
+          // No section answered: the last data stays on screen, and the banner says the server is
+          // unreachable. Otherwise only this one failed (below).
+          unanswered.push([s, r.reason.message])
         } else if (r.reason instanceof ApiError && r.reason.status === 401) {
           // The dashboard session is gone (Burnrate restarted, say): nothing can be loaded until
           // the token is given again, so the figures on screen are no longer current. The view
@@ -132,6 +135,14 @@ export const useDashboard = defineStore('dashboard', () => {
           loadedFor[s] = key
         }
       })
+      // The server answered the others: this section's failed load is its own error, shown in its
+      // view in place of its last figures, which the others' new ones would contradict unsaid.
+      if (!down) {
+        for (const [s, message] of unanswered) {
+          errors[s] = message
+          loadedFor[s] = key
+        }
+      }
       // Nothing this month by the summary: ask whether any call is in the last 30 days (the
       // contract has no "any call ever"; this also counts last month's calls, plan calls and
       // unpriced ones, each a row of its own), before telling the user nothing was metered.
