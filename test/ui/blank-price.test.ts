@@ -1,0 +1,59 @@
+import type { Browser, Page } from 'playwright'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { makeCall } from '../dashboard/seed'
+import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import { request } from '../support/http'
+import { type TestServer, startTestServer } from '../support/server'
+
+// The Unpriced models panel's price fields are required, but a field holding only spaces (a
+// stray space bar, a pasted blank) passes the browser's check, and Number(' ') is 0: the model
+// was stored at $0 a million tokens, "later calls are priced at $0.00 / $0.00", so its calls were
+// counted as free, priced, with nothing left to say they have no real price. A blank or
+// unreadable price is refused in the panel, naming the field, and nothing is stored.
+
+const TOKEN = 'blank-price-admin-token-0123456789'
+const MODEL = 'gpt-8-mystery'
+let t: TestServer
+let browser: Browser
+let unserve: (() => void) | undefined
+let page: Page
+
+beforeAll(async () => {
+  if (NO_BROWSER) return
+  unserve = serveBuiltRenderer()
+  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } })
+  t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, model: MODEL, cost_usd: 0, priced: false }))
+  await t.server.ledger.flush()
+  browser = await launchChromium()
+  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
+  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
+  page = await ctx.newPage()
+  await page.goto(`${t.url}/`)
+}, 120_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await t?.cleanup()
+  unserve?.()
+})
+
+const prices = async () => (await request(`${t.url}/api/admin/prices`, { headers: { authorization: `Bearer ${TOKEN}` } })).json().prices
+
+describe.skipIf(NO_BROWSER !== null)('a blank price in the Unpriced models panel', { timeout: 120_000 }, () => {
+  it('is refused, naming the field, and stores nothing', async () => {
+    const row = page.getByTestId('unpriced-row').filter({ hasText: MODEL })
+    await expect.poll(() => row.getByTestId('set-price').count()).toBe(1)
+    expect(await prices()).toEqual([])
+    await row.getByLabel('input price').fill('  ')
+    await row.getByLabel('output price').fill('2')
+    await row.getByTestId('set-price').click()
+    await expect.poll(() => page.getByTestId('price-message').textContent()).toMatch(/input price.*number/i)
+    expect(await prices()).toEqual([])
+    expect(await row.getByTestId('reprice').isDisabled()).toBe(true)
+    // A real price is taken.
+    await row.getByLabel('input price').fill('$1.25')
+    await row.getByTestId('set-price').click()
+    await expect.poll(() => page.getByTestId('price-message').textContent()).toMatch(/later calls are priced at \$1\.25 \/ \$2\.00/)
+    expect(await prices()).toEqual([expect.objectContaining({ model: MODEL, input_mtok: 1.25, output_mtok: 2 })])
+  })
+})
