@@ -3,7 +3,7 @@ import { type CallNotices, type NoticeReader, latestNotice, readWithNotices } fr
 import { Ledger } from '../ledger/ledger'
 import type { CallRecord } from '../ledger/record'
 import type { CallLedger } from '../ledger/types'
-import { minuteOf } from './meter'
+import { minuteOf } from './meter-counters'
 import type { BudgetEngine } from './engine'
 import type { KeyCount } from './key-registry'
 import type { HistoryRow } from './meter-book'

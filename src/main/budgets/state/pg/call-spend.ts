@@ -3,7 +3,7 @@ import type { SqlStore } from '../../../storage/sql'
 import type { PeriodClock } from '../../../time/zone'
 import { budgetClockOf, type PeriodsConfig } from '../../clock'
 import { MAX_WINDOW_HOURS } from '../../check'
-import { minuteOf } from '../../meter'
+import { minuteOf } from '../../meter-counters'
 import type { CostAdjustment } from '../../types'
 import { NOW_MS } from './sql'
 

@@ -1,6 +1,7 @@
 import type { SqlParams, SqlStore } from '../../../storage/sql'
 import { MAX_WINDOW_HOURS } from '../../check'
-import { MINUTE, type PeriodState, SESSION_MEMORY_MS } from '../../meter'
+import { type PeriodState, SESSION_MEMORY_MS } from '../../meter'
+import { MINUTE } from '../../meter-counters'
 import type { ReserveRequest } from '../types'
 import { lockKeyForSeed } from './call-spend'
 import type { Limiter } from './limiter'
