@@ -20,10 +20,11 @@ const OAUTH_BETA = 'oauth-2025-04-20'
 
 /**
  * A Bedrock model id (`anthropic.claude-…`, a geographic or global inference profile
- * `us.anthropic.claude-…`, or an ARN): Claude Code on Amazon Bedrock, recorded and priced as the
+ * `us.anthropic.claude-…`, GovCloud's `us-gov.anthropic.claude-…`, which Claude Code sends and logs
+ * in a `us-gov-` region, or an ARN): Claude Code on Amazon Bedrock, recorded and priced as the
  * proxy records its calls (provider `bedrock`, AWS's prices, the `invoke` endpoint).
  */
-const BEDROCK_MODEL = /^(?:arn:aws[\w-]*:bedrock:|(?:[a-z]{2,6}\.)?anthropic\.)/
+const BEDROCK_MODEL = /^(?:arn:aws[\w-]*:bedrock:|(?:[a-z]{2,6}(?:-[a-z]{2,6})?\.)?anthropic\.)/
 export const claudeCode: LogSource = {
   agent: 'claude-code',
   defaultRoots(env, home) {
