@@ -2,6 +2,7 @@ import { basename, join } from 'node:path'
 import { anthropicUsage } from '../../providers/anthropic-usage'
 import { fileJsonLines, str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
+import { type Login, OAUTH_BETA, parentSessionLog, sessionLogins, subagentLogin } from './claude-code-parent'
 
 /**
  * Claude Code: `<config dir>/projects/<project>/<session>.jsonl` (and subagent files below it).
@@ -14,10 +15,10 @@ import type { LogSource, LoggedCall, Parsed } from '../types'
  * Claude Code (2.1.3xx) logs each request before its answer (`type: "api-request"`, its `id`
  * named by the answer's `requestRef`) with the beta flags it sent, `params.betas`, and sends
  * `oauth-2025-04-20` only with an OAuth token. An answer whose request is not in its file takes
- * the file's login when all its requests had the same one; an older log that names none is money.
+ * the file's login when all its requests had the same one; a subagent's transcript that logs no
+ * request of its own (a fork's: ./claude-code-parent.ts) takes its session's; an older log that
+ * names none is money.
  */
-const OAUTH_BETA = 'oauth-2025-04-20'
-
 /**
  * A Bedrock model id (`anthropic.claude-…`, a geographic or global inference profile
  * `us.anthropic.claude-…`, GovCloud's `us-gov.anthropic.claude-…`, which Claude Code sends and logs
@@ -37,13 +38,28 @@ export const claudeCode: LogSource = {
     return [join(env.XDG_CONFIG_HOME || join(home, '.config'), 'claude', 'projects'), join(home, '.claude', 'projects')]
   },
   isLog: (path) => path.endsWith('.jsonl'),
-  // Read a chunk at a time: a long session's transcript can pass 512 MiB (../lines.ts).
-  async read(path) {
-    const counter = { skipped: 0 }
-    const log = new ClaudeCodeLog()
-    for await (const line of fileJsonLines(path, counter, MARKERS)) log.add(line)
-    return log.parsed(counter.skipped)
+  // A session's logins are read once per run, for all its subagents' transcripts.
+  async open() {
+    const sessions = new Map<string, Promise<Login[]>>()
+    return (path) => readTranscript(path, (session) => {
+      let logins = sessions.get(session)
+      if (!logins) sessions.set(session, (logins = sessionLogins(session)))
+      return logins
+    })
   },
+  read: (path) => readTranscript(path, sessionLogins),
+}
+
+/**
+ * One transcript's calls, read a chunk at a time: a long session's transcript can pass 512 MiB
+ * (../lines.ts). `logins`: the requests a session's own transcript logged, for a subagent's.
+ */
+async function readTranscript(path: string, logins: (session: string) => Promise<Login[]>): Promise<Parsed> {
+  const counter = { skipped: 0 }
+  const log = new ClaudeCodeLog()
+  for await (const line of fileJsonLines(path, counter, MARKERS)) log.add(line)
+  const session = log.loggedRequests ? null : parentSessionLog(path)
+  return log.parsed(counter.skipped, session ? await logins(session) : [])
 }
 
 /** What a line must hold to be read: an answer's usage, or a logged request. */
@@ -103,11 +119,20 @@ class ClaudeCodeLog {
     seen.lastTs = lastTs
   }
 
-  parsed(skipped: number): Parsed {
+  /** Whether the transcript logged any request of its own. */
+  get loggedRequests(): boolean {
+    return this.requests.size > 0
+  }
+
+  /** `session`: its session's logged requests, taken when it logged none of its own (a subagent's). */
+  parsed(skipped: number, session: readonly Login[] = []): Parsed {
     const { calls, requests } = this
     const logins = new Set(requests.values())
     const fileLogin = logins.size === 1 ? [...logins][0] : false
-    for (const c of calls) if (requests.get(c.request) ?? fileLogin) c.billing = 'subscription'
+    for (const c of calls) {
+      const oauth = requests.size > 0 ? (requests.get(c.request) ?? fileLogin) : subagentLogin(session, c.ts)
+      if (oauth) c.billing = 'subscription'
+    }
     return { calls: calls.map(({ total: _t, sidechain: _s, request: _r, ...c }: any) => c as LoggedCall), skipped }
   }
 }
