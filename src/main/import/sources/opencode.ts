@@ -1,12 +1,13 @@
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import Database from 'better-sqlite3'
-import { count, emptyUsage } from '../../metering/usage'
+import { count, emptyUsage, type Usage } from '../../metering/usage'
 import { PROVIDERS } from '../../providers/registry'
 import { str, timeOf } from '../lines'
 import type { LogSource, LoggedCall, Parsed } from '../types'
 import { listFiles, vanished } from '../walk'
 import { opencodeLogins } from './opencode-logins'
+import { type Step, storedSteps } from './opencode-steps'
 
 /**
  * opencode: `~/.local/share/opencode` (`$XDG_DATA_HOME/opencode`): assistant messages as
@@ -51,8 +52,10 @@ async function readLog(path: string, logins: ReadonlySet<string>): Promise<Parse
   } catch {
     return { calls: [], skipped: 1 }
   }
-  const call = opencodeCall(msg, logins)
-  return { calls: call ? [call] : [], skipped: 0 }
+  const m = msg as any
+  const call = opencodeCall(m, logins)
+  if (!call) return { calls: [], skipped: 0 }
+  return { calls: stepCalls(call, await storedSteps(path, str(m.id), call.ts)), skipped: 0 }
 }
 
 function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
@@ -120,12 +123,7 @@ function outputHoldsReasoning(t: any): boolean {
 export function opencodeCall(m: any, logins: ReadonlySet<string>): LoggedCall | null {
   if (!m || typeof m !== 'object' || m.role !== 'assistant' || !m.tokens || typeof m.tokens !== 'object') return null
   const t = m.tokens
-  const u = emptyUsage()
-  u.cache_read_tokens = count(t.cache?.read)
-  u.cache_write_tokens = count(t.cache?.write)
-  u.input_tokens = count(t.input) + u.cache_read_tokens + u.cache_write_tokens
-  u.reasoning_tokens = count(t.reasoning)
-  u.output_tokens = outputHoldsReasoning(t) ? count(t.output) : count(t.output) + u.reasoning_tokens
+  const u = usageOf(t)
   const ts = timeOf(m.time?.created)
   const id = str(m.id)
   if (!id || u.input_tokens + u.output_tokens === 0 || !Number.isFinite(ts)) return null
@@ -146,3 +144,31 @@ export function opencodeCall(m: any, logins: ReadonlySet<string>): LoggedCall | 
   }
 }
 
+/** A message's or a step's `tokens` as Burnrate counts them: cache and reasoning added back into input and output. */
+function usageOf(t: any): Usage {
+  const u = emptyUsage()
+  u.cache_read_tokens = count(t.cache?.read)
+  u.cache_write_tokens = count(t.cache?.write)
+  u.input_tokens = count(t.input) + u.cache_read_tokens + u.cache_write_tokens
+  u.reasoning_tokens = count(t.reasoning)
+  u.output_tokens = outputHoldsReasoning(t) ? count(t.output) : count(t.output) + u.reasoning_tokens
+  return u
+}
+
+/**
+ * A message's calls: itself, or, written by an opencode that put several steps in one message
+ * (./opencode-steps.ts), each step, at the time its part was written. The last step, whose tokens
+ * the message holds, keeps the message's keys (a message imported before as that one call is
+ * not imported again); an earlier one's are the message's and its place among them (a fork's
+ * copy, the same steps under new ids, is the same calls).
+ */
+function stepCalls(call: LoggedCall, steps: readonly Step[]): LoggedCall[] {
+  if (steps.length < 2) return [call]
+  const last = steps.length - 1
+  return steps.flatMap((s, i) => {
+    const usage = usageOf(s.tokens)
+    if (usage.input_tokens + usage.output_tokens === 0) return []
+    const own = i === last ? {} : { key: `${call.key}#${i}`, alias: `${call.alias}#${i}` }
+    return [{ ...call, ...own, ts: s.ts, usage }]
+  })
+}
