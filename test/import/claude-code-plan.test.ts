@@ -36,6 +36,12 @@ describe('Claude Code logs: a Claude account login is plan usage', () => {
     expect(await billings([request('r1', true), request('r2', false), answer('m1', 'r-elsewhere')])).toEqual([['m1', 'api']])
   })
 
+  it('an answer whose request a fetch hook changed names it by requestHookChanged.record, and takes its login', async () => {
+    // Claude Code writes `requestHookChanged: {record, what}` in place of `requestRef` when a plugin's http.fetch hook changed the request it recorded.
+    const hooked = { ...answer('m2'), requestHookChanged: { record: 'r2', what: ['body'] } }
+    expect(await billings([request('r1', false), answer('m1', 'r1'), request('r2', true), hooked])).toEqual([['m1', 'api'], ['m2', 'subscription']])
+  })
+
   it('an older log without its requests is money, as before', async () => {
     expect(await billings([answer('m1'), answer('m2', 'r1')])).toEqual([['m1', 'api'], ['m2', 'api']])
   })
