@@ -22,8 +22,9 @@ export interface Login {
 /** The beta flag Claude Code sends only with an OAuth token (a Claude account's plan). */
 export const OAUTH_BETA = 'oauth-2025-04-20'
 
-/** The session's own transcript of a subagent's transcript (`…/<session>/subagents/…`), or null. */
+/** The session's own transcript of a subagent's transcript (`…/<session>/subagents/…/agent-<id>.jsonl`), or null. */
 export function parentSessionLog(path: string): string | null {
+  if (!basename(path).startsWith('agent-')) return null
   for (let dir = dirname(path); dirname(dir) !== dir; dir = dirname(dir)) {
     if (basename(dir) !== 'subagents') continue
     const session = dirname(dir)
