@@ -13,12 +13,13 @@ import { type Login, OAUTH_BETA, parentSessionLog, sessionLogins, subagentLogin 
  * Logged in with a Claude account (Pro, Max, Team: an OAuth token), a call is plan usage, as the
  * proxy records it (`billing: "subscription"`, at its API-equivalent value), never API money.
  * Claude Code (2.1.3xx) logs each request before its answer (`type: "api-request"`, its `id`
- * named by the answer's `requestRef`, or `requestHookChanged.record` when a fetch hook changed it) with the beta flags it sent, `params.betas`, and sends
- * `oauth-2025-04-20` only with an OAuth token. An answer whose request is not in its file takes
- * the file's login when all its requests had the same one; a subagent's transcript that logs no
- * request of its own (a fork's: ./claude-code-parent.ts) takes its session's; an older log that
- * names none is money.
+ * named by the answer's `requestRef`, or `requestHookChanged.record` when a fetch hook changed
+ * it) with the beta flags it sent, `params.betas`, and sends `oauth-2025-04-20` only with an
+ * OAuth token. An answer whose request is not in its file takes the file's login when all its
+ * requests had the same one; a subagent's transcript that logs no request of its own (a fork's:
+ * ./claude-code-parent.ts) takes its session's; an older log that names none is money.
  */
+
 /**
  * A Bedrock model id (`anthropic.claude-…`, a geographic or global inference profile
  * `us.anthropic.claude-…`, GovCloud's `us-gov.anthropic.claude-…`, which Claude Code sends and logs
