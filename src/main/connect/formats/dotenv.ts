@@ -80,6 +80,8 @@ export const dotenvFormat: FileFormat = {
       if (path.length !== 1 || !NAME.test(path[0])) throw new Error(`dotenv: bad variable name ${path.join('.')}`)
       return path[0]
     }
+    /** Whether a line was set or removed: the text then ends with a line ending (./types.ts endingLine). */
+    let edited = false
     /** Index of the line that sets `name` (the last one wins, as in dotenv). */
     const find = (name: string) => {
       for (let i = lines.length - 1; i >= 0; i--) if (LINE.exec(lines[i])?.[2] === name) return i
@@ -92,6 +94,7 @@ export const dotenvFormat: FileFormat = {
       },
       set(path, value) {
         const name = key(path)
+        edited = true
         const v = quote(String(value))
         const i = find(name)
         if (i >= 0) {
@@ -106,13 +109,16 @@ export const dotenvFormat: FileFormat = {
       },
       delete(path) {
         const name = key(path)
-        for (let i = lines.length - 1; i >= 0; i--) if (LINE.exec(lines[i])?.[2] === name) lines.splice(i, 1)
+        for (let i = lines.length - 1; i >= 0; i--) {
+          if (LINE.exec(lines[i])?.[2] !== name) continue
+          lines.splice(i, 1)
+          edited = true
+        }
       },
       isEmptyObject: () => false,
-      value() {
-        return this.text()
-      },
-      text: () => (lines.length === 0 ? '' : lines.join(eol) + (trailing || original === '' ? eol : '')),
+      // Its lines: a newline at the end means nothing to dotenv.
+      value: () => lines,
+      text: () => (lines.length === 0 ? '' : lines.join(eol) + (trailing || original === '' || edited ? eol : '')),
     }
   },
 }

@@ -1,5 +1,5 @@
 import * as jsonc from 'jsonc-parser'
-import { type ConfigDoc, type FileFormat, type KeyPath, MalformedError, eolOf, isPlainObject, walk } from './types'
+import { type ConfigDoc, type FileFormat, type KeyPath, MalformedError, endingLine, eolOf, isPlainObject, walk } from './types'
 
 /** The indentation a JSON file already uses: tabs, or the first indented line's spaces (2 when none). */
 function indentOf(text: string): { insertSpaces: boolean; tabSize: number } {
@@ -71,7 +71,7 @@ export const jsonFormat: FileFormat = {
       text.trim() !== '' && !text.trim().includes('\n') ? {} : { formattingOptions: { ...indentOf(text), eol: eolOf(text) } }
     const edit = (path: KeyPath, v: unknown) => {
       if (text.trim() === '') text = '{}' + (original.endsWith('\n') || original === '' ? '\n' : '')
-      text = jsonc.applyEdits(text, jsonc.modify(text, [...path], v, options()))
+      text = endingLine(jsonc.applyEdits(text, jsonc.modify(text, [...path], v, options())), eolOf(text))
       value = parse(text)
     }
     return {

@@ -1,5 +1,5 @@
 import { parse, patch } from '@decimalturn/toml-patch'
-import { type ConfigDoc, type FileFormat, MalformedError, isPlainObject, walk } from './types'
+import { type ConfigDoc, type FileFormat, MalformedError, endingLine, eolOf, isPlainObject, walk } from './types'
 
 /**
  * toml-patch's `Error parsing TOML (5, 1):\n<the line>\n^\n<reason>` as `<reason> at line 5,
@@ -46,7 +46,7 @@ export const tomlFormat: FileFormat = {
       // A fresh parse is the object patch() compares against; changing it leaves `value` intact until the new text parses.
       const next = read(text)
       change(next)
-      text = patch(text, next)
+      text = endingLine(patch(text, next), eolOf(original))
       value = read(text)
     }
     return {

@@ -52,3 +52,14 @@ export function eolOf(text: string): '\n' | '\r\n' {
   const lf = (text.match(/\n/g) ?? []).length
   return crlf > 0 && crlf * 2 >= lf ? '\r\n' : '\n'
 }
+
+/**
+ * `text` as Burnrate writes a file it edited: ending with a line ending (the file's own), also
+ * when it had none. The last line may be Burnrate's (a TOML or dotenv key added at the end), and a
+ * line appended later (`echo 'model = "o3"' >> ~/.codex/config.toml`, an installer's line in a
+ * profile) would be joined onto it, breaking the file. A final newline changes nothing these
+ * formats mean; Disconnect puts back the file's own bytes, its missing newline included.
+ */
+export function endingLine(text: string, eol: string): string {
+  return text === '' || text.endsWith('\n') ? text : text + eol
+}
