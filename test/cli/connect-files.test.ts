@@ -55,6 +55,27 @@ describe('the files burnrate connect writes', () => {
     expect(read('.codex', 'config.toml')).toBe('model = "o3"\n')
   })
 
+  it('a new ~/.claude/settings.json and opencode.json are pretty-printed (2 spaces, a newline at the end), as Claude Code writes its own', () => {
+    ok('connect', 'claude-code')
+    expect(read('.claude', 'settings.json')).toBe(
+      `{\n  "env": {\n    "ANTHROPIC_BASE_URL": "${URL}",\n    "ANTHROPIC_VERTEX_BASE_URL": "${URL}/vertex/v1"\n  }\n}\n`,
+    )
+    expect(mode('.claude', 'settings.json')).toBe(0o600)
+    ok('connect', 'opencode')
+    expect(read('.config', 'opencode', 'opencode.json')).toBe(`{\n  "provider": {\n    "anthropic": {\n      "options": {\n        "baseURL": "${URL}/v1"\n      }\n    }\n  }\n}\n`)
+    expect(mode('.config', 'opencode', 'opencode.json')).toBe(0o600)
+    ok('disconnect', '--all')
+    expect(existsSync(join(home, '.claude'))).toBe(false)
+    expect(existsSync(join(home, '.config', 'opencode'))).toBe(false)
+    // A file holding only `{}` has no layout to keep either; Disconnect gives it back as it was.
+    mkdirSync(join(home, '.claude'))
+    writeFileSync(join(home, '.claude', 'settings.json'), '{}')
+    ok('connect', 'claude-code')
+    expect(read('.claude', 'settings.json')).toBe(`{\n  "env": {\n    "ANTHROPIC_BASE_URL": "${URL}",\n    "ANTHROPIC_VERTEX_BASE_URL": "${URL}/vertex/v1"\n  }\n}\n`)
+    ok('disconnect', 'claude-code')
+    expect(read('.claude', 'settings.json')).toBe('{}')
+  })
+
   it('new Gemini .env and shell profile: one assignment a line, a newline at the end, readable by the user only', () => {
     ok('connect', 'gemini-cli')
     expect(read('.gemini', '.env')).toBe(`GOOGLE_GEMINI_BASE_URL=${URL}\nCODE_ASSIST_ENDPOINT=${URL}/code-assist\nGOOGLE_VERTEX_BASE_URL=${URL}/vertex\n`)

@@ -66,9 +66,10 @@ export const jsonFormat: FileFormat = {
     const twice = duplicateKey(text)
     if (twice) throw new MalformedError(twice)
     // A file on one line (minified) stays on one line: formatting an edit formats the whole lines it
-    // touches, which there is the whole file.
-    const options = (): jsonc.ModificationOptions =>
-      text.trim() !== '' && !text.trim().includes('\n') ? {} : { formattingOptions: { ...indentOf(text), eol: eolOf(text) } }
+    // touches, which there is the whole file. A new or empty file, or one holding only `{}`, has no
+    // layout of its own to keep: it is written as Claude Code writes its settings (2 spaces).
+    const minified = !text.trim().includes('\n') && Object.keys(value).length > 0
+    const options = (): jsonc.ModificationOptions => (minified ? {} : { formattingOptions: { ...indentOf(text), eol: eolOf(text) } })
     const edit = (path: KeyPath, v: unknown) => {
       if (text.trim() === '') text = '{}' + (original.endsWith('\n') || original === '' ? '\n' : '')
       text = endingLine(jsonc.applyEdits(text, jsonc.modify(text, [...path], v, options())), eolOf(text))
