@@ -121,6 +121,20 @@ describe('the files burnrate connect writes', () => {
     })
   }
 
+  // A line the user adds to such a file after Burnrate connected it, as they would (`echo … >>`).
+  const ADDED: Record<string, string> = { codex: 'approval_policy = "never"', 'gemini-cli': 'GEMINI_MODEL=gemini-2.5-pro', sdk: 'export EDITOR=vim' }
+  for (const [agent, path, text] of MINE.filter(([a]) => ADDED[a])) {
+    it(`${agent}: a line added with echo >> to ${path.join('/')} (connected without a newline at its end) keeps its newline through disconnect`, () => {
+      mkdirSync(join(home, ...path.slice(0, -1)), { recursive: true })
+      writeFileSync(join(home, ...path), text)
+      ok('connect', agent)
+      appendFileSync(join(home, ...path), `${ADDED[agent]}\n`)
+      ok('disconnect', agent)
+      // Burnrate's lines gone, the user's kept, and a line added next is a line of its own.
+      expect(read(...path)).toBe(`${text}\n${ADDED[agent]}\n`)
+    })
+  }
+
   it('a file that ends with a newline keeps exactly one, and disconnect puts back its bytes', () => {
     for (const [agent, path, text] of MINE) {
       mkdirSync(join(home, ...path.slice(0, -1)), { recursive: true })

@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util'
 import { applyPatch, structuredPatch } from 'diff'
 import { asText, dotted, openDoc, readDocOrBytes, sha256 } from './doc'
+import { endingLine, eolOf } from './formats/types'
 import { tildify } from './paths'
 import type { FileRecord, StateStore } from './state'
 import type { AgentConnector, AgentFile, ConnectContext } from './types'
@@ -116,5 +117,8 @@ export function undoKeys(
       break
     }
   }
+  // The file as it is now ends its last line (the user's, added since): so does what is put back.
+  // The backup's missing newline, replayed onto it, would join the next line added onto that one.
+  if (before.endsWith('\n')) text = endingLine(text, eolOf(before))
   return { text, settings, notes }
 }
