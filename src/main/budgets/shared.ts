@@ -164,6 +164,30 @@ export class SharedBudgets {
     for (const m of moves) this.ctx.ledger.spend.adjust(m.api_key_hash, m.ts, m.delta)
   }
 
+  /** The calls the meters count, with the spend and keys (./shared-history.ts), and the thresholds announced, read now. */
+  private async load(en: BudgetEngine, during: readonly CallRecord[]) {
+    const now = Date.now()
+    const active = en.rules.active()
+    const keysOf = { clock: en.clock, readAt: (t: number) => en.shared.keysReadAt(t) }
+    const [loaded, announced] = await Promise.all([
+      this.history.load(historyStart(active, en.clock, now), () => during, keysOf, sessionHistoryStart(active, now)),
+      // The thresholds any instance announced in periods not yet ended: not announced again.
+      // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
+      this.announced.load(now).catch(() => []),
+    ])
+    return { ...loaded, announced, now }
+  }
+
+  /**
+   * Whether the spend totals have rolled into a day after `spentAt`'s, or the key registry into a
+   * month after `keysAt`'s: what a read for those moments finds would take them back (./shared-history.ts).
+   */
+  private overtaken(spentAt: number, keysAt: number): boolean {
+    const spend = this.ctx.ledger.spend
+    const en = this.engine!
+    return spend.readAt(spentAt) >= spend.clock.dayOf(spentAt).end || en.shared.keysReadAt(keysAt) >= en.clock.monthOf(keysAt).end
+  }
+
   /**
    * The meters again from every instance's calls, once the rows are read; resolves with the
    * snapshot they were read in (it tells the feed which other instances' calls they already
@@ -180,15 +204,15 @@ export class SharedBudgets {
     const moved: OwnMove[] = []
     this.movedDuring.add(moved)
     try {
-      const now = Date.now()
-      const active = en.rules.active()
-      const keysOf = { clock: en.clock, readAt: (t: number) => en.shared.keysReadAt(t) }
-      const [{ rows, snapshot, read, spend, spentAt, keys, keysAt }, announced] = await Promise.all([
-        this.history.load(historyStart(active, en.clock, now), () => during, keysOf, sessionHistoryStart(active, now)),
-        // The thresholds any instance announced in periods not yet ended: not announced again.
-        // (Not read: the meters load all the same; the webhooks are still claimed once each, ../alerts/claims.ts.)
-        this.announced.load(now).catch(() => []),
-      ])
+      let got = await this.load(en, during)
+      // Read again when the spend totals or the key registry rolled into a later day or month
+      // while the rows were read (a call after midnight) than the one they were read for: kept
+      // there, the rows took them back to the ended one, the new day's calls held for later, and
+      // with the wall clock stepped back across midnight meanwhile nothing rolled them on again
+      // (the budgets API's answer, the tray and the admin API's keys in the ended day and month,
+      // a key blocked again there) until it was past midnight again. A period never goes back.
+      while (this.overtaken(got.spentAt, got.keysAt)) got = await this.load(en, during)
+      const { now, announced, rows, snapshot, read, spend, spentAt, keys, keysAt } = got
       // Which model each requested name was answered as, from the calls read: those whose
       // notifications this instance did not hear (stored before it listened, or while its
       // listening connection was lost or deaf) teach it nothing else. Only names with no known
