@@ -10,6 +10,11 @@ import { startLoggedServer } from './support'
  * a host it cannot reach): opening the connection to the provider is what upstream.connect_timeout_ms
  * bounds, as it is without a proxy, so the agent is answered 504 once that passes, not after
  * first_byte_timeout_ms (600 s by default) or undici's own 300 s wait for the proxy.
+ * An HTTP call goes through undici's ProxyAgent, whose wait for the CONNECT answer is the headers
+ * timeout of its pool to the proxy (src/main/proxy/call/dispatchers.ts, `clientFactory`): without
+ * it the call is answered by the first-byte timeout, in its own words, and this test fails. The
+ * CONNECT timer of src/main/http/tunnel.ts is not on this path (node:http's: WebSocket upgrades,
+ * the OTLP export): proxy-silent-websocket.test.ts and otel-silent-proxy.test.ts fail without it.
  */
 
 const proxy = startedForFile(() => startSilentConnectProxy())
