@@ -61,14 +61,16 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   // 30 s for an answer. A stream (an export) has them for its headers only: its body takes as
   // long as the calls and the reader take (`| less` holds it while someone reads), and a timer
   // on the whole fetch cut every export longer than 30 s with exit 1.
+  // A request that fails names the server and why (fetch's own words are 'fetch failed').
   const get = async (path: string, opts: { stream?: boolean } = {}) => {
-    if (!opts.stream) return fetch(url + path, { headers, signal: AbortSignal.timeout(30_000) })
-    const ac = new AbortController()
-    const timer = setTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), 30_000)
+    const ac = opts.stream ? new AbortController() : null
+    const timer = ac && setTimeout(() => ac.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError')), 30_000)
     try {
-      return await fetch(url + path, { headers, signal: ac.signal })
+      return await fetch(url + path, { headers, signal: ac?.signal ?? AbortSignal.timeout(30_000) })
+    } catch (err) {
+      throw new CliError(`${url}${path.split('?')[0]} did not answer: ${connectionFailure(err)}`)
     } finally {
-      clearTimeout(timer)
+      if (timer) clearTimeout(timer)
     }
   }
   let answered: number
@@ -84,6 +86,19 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
   // An explicit --url is what was asked for: another ledger's numbers (the file's) are not its.
   if (o.url) throw new CliError(`${url} did not answer as a Burnrate (its /api/health answered HTTP ${answered})`)
   return local
+}
+
+/**
+ * Why a request to a server failed or its answer ended early, for a person: fetch says only
+ * `fetch failed` and a body cut short `terminated`, with the reason in its `cause` (`connect
+ * ECONNREFUSED 127.0.0.1:8787`, `other side closed`).
+ */
+export function connectionFailure(err: unknown): string {
+  const e = err as { name?: string; message?: string; cause?: { message?: string; code?: string } } | null
+  if (e?.name === 'TimeoutError') return 'no answer within 30 s'
+  const why = e?.cause?.message || e?.message || String(err)
+  const code = e?.cause?.code
+  return code && /^E[A-Z]+$/.test(code) && !why.includes(code) ? `${why} (${code})` : why
 }
 
 /**
@@ -106,9 +121,15 @@ export async function serverRunning(o: TargetOptions, ctx: CliContext): Promise<
 export async function getJson<T>(t: Extract<Target, { kind: 'http' }>, path: string): Promise<T | null> {
   const r = await t.get(path)
   if (r.status === 404) return null
-  const body = (await r.json().catch(() => null)) as any
+  let unread: unknown = null
+  const body = (await r.json().catch((err: unknown) => ((unread = err), null))) as any
   if (r.status === 401) throw new CliError(`${t.url} refused the dashboard token; pass --token or set BURNRATE_TOKEN`)
   if (!r.ok) throw new CliError(`${t.url}${path.split('?')[0]}: ${body?.error?.message ?? `HTTP ${r.status}`}`)
+  // An answer cut short (the server stopped) or not JSON is not a dashboard turned off (null).
+  if (unread !== null) {
+    const why = (unread as Error).name === 'SyntaxError' ? 'its answer is not JSON' : `its answer ended early: ${connectionFailure(unread)}`
+    throw new CliError(`${t.url}${path.split('?')[0]}: ${why}`)
+  }
   return body as T
 }
 

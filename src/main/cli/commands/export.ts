@@ -5,7 +5,7 @@ import type { RegisterCommand } from './types'
 import { CliError } from '../context'
 import { writePrivateFile } from '../private-file'
 import { stdoutSink } from '../stdout-sink'
-import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import { connectionFailure, getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { FIRST_TIME } from '../../report/window'
 import { cliWindow } from '../window'
 
@@ -47,10 +47,27 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
         // The API's JSON ends at its closing brace; a file or terminal gets the last line break
         // the ledger file's export writes, so the two print the same bytes.
         const end = o.format === 'json' ? [Buffer.from('\n')] : []
-        await pipeline(Readable.fromWeb(r.body as any), async function* (answer) {
-          yield* answer
-          yield* end
-        }, sink)
+        const body = r.body as unknown as AsyncIterable<Uint8Array>
+        let cut: unknown = null
+        try {
+          await pipeline(Readable.from((async function* () {
+            try {
+              yield* body
+            } catch (err) {
+              cut = err
+              throw err
+            }
+            yield* end
+          })()), sink)
+        } catch (err) {
+          // The server ended the transfer (fetch says only 'terminated'): it stopped, or it ended an
+          // export whose reader took nothing for a while (a pager left on its first screen). A
+          // failure to write (`| head` gone, a full disk) is stdout's, and said as such.
+          if (cut === null || err !== cut) throw err
+          throw new CliError(
+            `the export from ${t.url} ended before its last byte (${connectionFailure(cut)}), so the output is incomplete; a Burnrate ends an export whose reader takes none of it for dashboard.export_stall_ms (a minute by default): write it with -o and read the file`,
+          )
+        }
         return
       }
       await prepareLocal()
