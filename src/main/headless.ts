@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util'
-import { ConfigError, loadConfig } from './config/load'
+import { ConfigError, loadConfig, parsePort } from './config/load'
 import { createLogger } from './log'
 import { StartupError, createBurnrate } from './server/server'
 
@@ -34,6 +34,16 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   if (flags.help) {
     process.stdout.write(`${USAGE}\n`)
     return
+  }
+  // A bad value on the command line is bad usage (2), as an unknown flag is; a config that is
+  // refused or a port already taken is a failure to start (1).
+  if (flags.port !== undefined) {
+    try {
+      parsePort(flags.port, '--port')
+    } catch (err) {
+      process.stderr.write(`burnrate: ${(err as Error).message}\n`)
+      process.exit(2)
+    }
   }
 
   let server

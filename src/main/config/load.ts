@@ -69,7 +69,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
   return `${where}: ${issue.message}`
 }
 
-function parsePort(value: number | string, origin: string): number {
+export function parsePort(value: number | string, origin: string): number {
   const n = typeof value === 'number' ? value : Number(value)
   if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
     throw new ConfigError(`${origin}: expected a port number from 0 to 65535, got "${value}"`)
