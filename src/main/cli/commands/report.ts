@@ -9,7 +9,8 @@ import { localParts } from '../../time/zone'
 import { compact, csvChunks, csvSum, jsonChunks, paint, usd, visible } from '../output'
 import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
-import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import { type Target, getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import type { Unpriced, UnpricedModel } from '../../../shared/api'
 import { syncLogs } from '../sync'
 import { cliWindow } from '../window'
 
@@ -34,9 +35,9 @@ export const report: RegisterCommand = (program, ctx) => {
       .option('--no-import', "do not read the agents' logs first (when reading the ledger file)"),
   ).action(async (kind: ReportKind, o) => {
     if (o.json && o.csv) throw new CliError('choose one of --json and --csv', EXIT.usage)
-    const r = await fetchReport(kind, o, ctx)
+    const { report: r, unpriced } = await fetchReport(kind, o, ctx)
     // A chunk at a time, waiting for a slow reader: `--all` may list 1,000,000 rows.
-    const chunks = o.json ? jsonChunks({ ...r }, 'rows') : o.csv ? csvOf(r) : render(r, ctx.stdout)
+    const chunks = o.json ? jsonChunks({ ...r }, 'rows') : o.csv ? csvOf(r) : render(r, ctx.stdout, unpriced)
     await pipeline(Readable.from(chunks), stdoutSink(ctx.stdout))
     // A CSV has no room to say rows were left out: stderr says it, so a file made with `>` is not silently short.
     if (o.csv && leftOut(r)) ctx.stderr.write(`burnrate: ${leftOut(r)} (--all for every one)\n`)
@@ -67,30 +68,32 @@ function limitOf(kind: ReportKind, o: any): number | null {
   return n
 }
 
-async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCommand>[1]): Promise<Report> {
+/**
+ * The report, and for a table the models whose calls were recorded with no known price (at $0,
+ * `priced: false`), which the table must not let read as free: the dashboard's unpriced list.
+ */
+async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCommand>[1]): Promise<{ report: Report; unpriced: UnpricedModel[] }> {
   const limit = limitOf(kind, o)
   const t = await resolveTarget(o, ctx)
   const tz = t.config.timezone
   const window = cliWindow(o, tz)
+  const table = !o.json && !o.csv
   if (t.kind === 'http') {
-    const p = new URLSearchParams({ kind })
-    if (o.since) p.set('since', o.since)
-    if (o.until) p.set('until', o.until)
-    if (o.tenant) p.set('tenant', o.tenant)
-    if (limit !== null) p.set('limit', String(limit))
-    const r = await getJson<Report>(t, `/api/dashboard/report?${p}`)
-    if (r) return r
-    throw new CliError(`${t.url} has no report API (its dashboard is off, or it is an older Burnrate); run with --local`)
+    const report = await fetchServerReport(t, kind, o, limit)
+    const tenant = o.tenant ? `?tenant=${encodeURIComponent(o.tenant)}` : ''
+    const unpriced = table ? ((await getJson<Unpriced>(t, `/api/dashboard/unpriced${tenant}`))?.models ?? []) : []
+    return { report, unpriced }
   }
   await prepareLocal()
   const { buildReport } = await import('../../report/report')
   const { reportZone } = await import('../../dashboard/rollup/report')
+  const { unpriced } = await import('../../dashboard/unpriced')
   const ledger = await openLocalLedger(t)
   try {
     if (o.import !== false) await syncLogs(ledger.db, t.config, ctx, o, ledger.store)
     // The report rollup is the SQLite file's (PostgreSQL: every day summed from calls).
     const zone = ledger.store.dialect === 'sqlite' ? reportZone(ledger.db) : null
-    return await buildReport(ledger.store, {
+    const report = await buildReport(ledger.store, {
       kind,
       since: window.since,
       until: window.until,
@@ -98,9 +101,34 @@ async function fetchReport(kind: ReportKind, o: any, ctx: Parameters<RegisterCom
       timezone: tz,
       limit,
     }, zone)
+    return { report, unpriced: table ? (await unpriced({ q: ledger.store, tz }, o.tenant ?? null)).models : [] }
   } finally {
     await ledger.close()
   }
+}
+
+async function fetchServerReport(t: Extract<Target, { kind: 'http' }>, kind: ReportKind, o: any, limit: number | null): Promise<Report> {
+  const p = new URLSearchParams({ kind })
+  if (o.since) p.set('since', o.since)
+  if (o.until) p.set('until', o.until)
+  if (o.tenant) p.set('tenant', o.tenant)
+  if (limit !== null) p.set('limit', String(limit))
+  const r = await getJson<Report>(t, `/api/dashboard/report?${p}`)
+  if (r) return r
+  throw new CliError(`${t.url} has no report API (its dashboard is off, or it is an older Burnrate); run with --local`)
+}
+
+/**
+ * The unpriced models a report's table must name: those whose unpriced calls (first to last) fall
+ * in its window and that its rows name (any, when rows were left out: the totals are of all).
+ * Their calls count as $0 in its amounts, which would read as free.
+ */
+function unpricedIn(r: Report, models: readonly UnpricedModel[]): UnpricedModel[] {
+  const listed = new Set(r.rows.flatMap((x) => (r.kind === 'model' ? [x.key] : x.models)))
+  const cut = leftOut(r) !== ''
+  const since = r.since ? Date.parse(r.since) : -Infinity
+  const until = r.until ? Date.parse(r.until) : Infinity
+  return models.filter((m) => (cut || listed.has(m.model)) && Date.parse(m.last_seen_at) >= since && Date.parse(m.first_seen_at) < until)
 }
 
 const PLURAL: Record<ReportKind, string> = {
@@ -123,7 +151,7 @@ function localDay(ts: number, tz: string): string {
   return `${String(p.year).padStart(4, '0')}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`
 }
 
-function* render(r: Report, out: Parameters<typeof tablePages>[0]): Generator<string> {
+function* render(r: Report, out: Parameters<typeof tablePages>[0], unpriced: readonly UnpricedModel[] = []): Generator<string> {
   const window = `${r.since ? localDay(Date.parse(r.since), r.timezone) : 'the beginning'} to ${r.until ? localDay(Date.parse(r.until) - 1, r.timezone) : 'now'}`
   const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${visible(r.tenant)}` : ''})\n`
   if (r.rows.length === 0) {
@@ -142,6 +170,12 @@ function* render(r: Report, out: Parameters<typeof tablePages>[0]): Generator<st
     // (Each line under 80 columns, even for 'The costliest 1,000,000 of 1,000,000,000 projects'.)
     note += `${cut[0].toUpperCase()}${cut.slice(1)} listed; the totals are of all.\n`
     note += `--limit n or --all lists more.\n`
+  }
+  const free = unpricedIn(r, unpriced)
+  if (free.length) {
+    // (A model name is whatever a client sent: printed through `visible`, as every name.)
+    note += `Calls of ${free.length === 1 ? 'this model have' : 'these models have'} no known price and count as $0 here:\n`
+    for (const m of free) note += visible(`  ${m.model} (${m.provider})`) + '\n'
   }
   yield title
   yield* tablePages(out, head, rows, { footer })

@@ -1,0 +1,72 @@
+import { execFile } from 'node:child_process'
+import { join } from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ROOT } from '../e2e/browser'
+import { fixture } from '../support/fixtures'
+import { postJson } from '../support/http'
+import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
+import { type TestServer, startTestServer } from '../support/server'
+
+/**
+ * A call of a model with no known price is recorded at $0, unpriced (the dashboard marks it
+ * *unpriced*). `burnrate report` printed its row, and its day, agent or session, as `$0.00`
+ * with nothing to say that the amount is not what the call cost: a model the price data lacks
+ * (a new release, a fine-tune) read as free. The table now names the models whose calls in the
+ * window have no price, through a server and from the file alike; JSON and CSV stay as they are.
+ */
+const CLI = join(ROOT, 'out/main/cli.js')
+let upstream: MockUpstream
+let t: TestServer
+
+beforeAll(async () => {
+  // The upstream answers with the model it was asked for, as a real one does.
+  upstream = await startMockUpstream((req) => {
+    const answer = JSON.parse(fixture('openai-chat/chat-nonstream-cached.json').toString())
+    answer.model = JSON.parse(req.body.toString()).model
+    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(answer) }
+  })
+  t = await startTestServer({ timezone: 'UTC' }, upstream.url)
+  for (const model of ['gpt-4o-mini', 'ft-inhouse-coder-7', 'ft-inhouse-coder-7']) {
+    const r = await postJson(`${t.url}/v1/chat/completions`, { model, messages: [{ role: 'user', content: 'hi' }] }, { authorization: 'Bearer sk-test-unpriced-0001', 'x-burnrate-agent': 'aider' })
+    expect(r.status, r.text).toBe(200)
+  }
+  await t.server.ledger.flushed()
+})
+afterAll(async () => {
+  await t?.cleanup()
+  await upstream?.close()
+})
+
+function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [CLI, ...args, '--config', t.configFile, '--data-dir', t.dir], { env: { ...process.env, NO_COLOR: '1', HOME: t.home } }, (_err, stdout, stderr) =>
+      resolve({ code: child.exitCode, stdout, stderr }),
+    )
+  })
+}
+
+describe('burnrate report with calls of a model that has no price', () => {
+  for (const where of [['--url'], ['--local', '--no-import']]) {
+    const from = where[0] === '--url' ? 'through the server' : 'from the ledger file'
+    it.each(['model', 'daily', 'agent'])(`%s: says the model's calls have no price and count as nothing (${from})`, async (kind) => {
+      const r = await cli(['report', kind, ...(where[0] === '--url' ? ['--url', t.url] : where)])
+      expect(r.code, r.stderr).toBe(0)
+      if (kind === 'model') expect(r.stdout).toMatch(/│ ft-inhouse-coder-7 +│ +2 │.*│ +\$0\.00 │\n/)
+      expect(r.stdout).toContain('Calls of this model have no known price and count as $0 here:\n  ft-inhouse-coder-7 (openai)\n')
+    })
+
+    it(`a window without them says nothing of them (${from})`, async () => {
+      const r = await cli(['report', 'model', '--until', '2020-01-01', ...(where[0] === '--url' ? ['--url', t.url] : where)])
+      expect(r.code, r.stderr).toBe(0)
+      expect(r.stdout).not.toContain('no known price')
+    })
+  }
+
+  it('--json and --csv are the data as they were', async () => {
+    const j = await cli(['report', 'model', '--json', '--url', t.url])
+    expect(j.stdout).not.toContain('no known price')
+    expect(JSON.parse(j.stdout).rows.map((r: { key: string }) => r.key).sort()).toEqual(['ft-inhouse-coder-7', 'gpt-4o-mini'])
+    const c = await cli(['report', 'model', '--csv', '--url', t.url])
+    expect(c.stdout).not.toContain('no known price')
+  })
+})
