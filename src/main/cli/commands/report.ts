@@ -151,8 +151,22 @@ function localDay(ts: number, tz: string): string {
   return `${String(p.year).padStart(4, '0')}-${String(p.month).padStart(2, '0')}-${String(p.day).padStart(2, '0')}`
 }
 
+/**
+ * A bound of the window as the heading shows it, in `tz`: a midnight there as its day (`until`, the
+ * exclusive next midnight, as its last day), any other time with its time, `2026-12-06 09:30`
+ * (seconds and milliseconds when it has them), so a report of some hours never reads as the day's.
+ */
+function localBound(ts: number, tz: string, end: boolean): string {
+  const p = localParts(ts, tz)
+  const ms = ((ts % 1000) + 1000) % 1000
+  if (p.hour === 0 && p.minute === 0 && p.second === 0 && ms === 0) return localDay(end ? ts - 1 : ts, tz)
+  const two = (n: number) => String(n).padStart(2, '0')
+  const sec = p.second || ms ? `:${two(p.second)}${ms ? `.${String(ms).padStart(3, '0')}` : ''}` : ''
+  return `${localDay(ts, tz)} ${two(p.hour)}:${two(p.minute)}${sec}`
+}
+
 function* render(r: Report, out: Parameters<typeof tablePages>[0], unpriced: readonly UnpricedModel[] = []): Generator<string> {
-  const window = `${r.since ? localDay(Date.parse(r.since), r.timezone) : 'the beginning'} to ${r.until ? localDay(Date.parse(r.until) - 1, r.timezone) : 'now'}`
+  const window = `${r.since ? localBound(Date.parse(r.since), r.timezone, false) : 'the beginning'} to ${r.until ? localBound(Date.parse(r.until), r.timezone, true) : 'now'}`
   const title = paint(out, 'bold', `Burnrate ${r.kind} report`) + ` (${window}, ${r.timezone}${r.tenant ? `, tenant ${visible(r.tenant)}` : ''})\n`
   if (r.rows.length === 0) {
     yield title + 'No calls in this window.\n'
