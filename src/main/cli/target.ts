@@ -21,7 +21,7 @@ export function withTarget(cmd: Command): Command {
   return cmd
     .option('--config <file>', 'config file (default: <data dir>/config.yaml)')
     .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)')
-    .option('--url <url>', 'a running Burnrate (default: the one serving the data folder, named by its server.lock)')
+    .option('--url <url>', 'a running Burnrate (default: the one serving the data folder, named by its server.lock)', urlOption)
     .option('--token <token>', 'its dashboard token (default: BURNRATE_TOKEN, else dashboard.token)')
     .option('--local', 'read the ledger file even when a server is running')
 }
@@ -206,6 +206,23 @@ export async function openLocalLedger(t: Extract<Target, { kind: 'local' }>): Pr
     throw new CliError(`cannot reach the ledger, ${where} (storage.url): ${text}`)
   }
   return { db, store, where, close }
+}
+
+/**
+ * `--url`: a Burnrate's http(s) address. A host and port without `http://` (as one types them)
+ * was asked as a URL of its own and read 'no Burnrate answers' while one did; an empty one (an
+ * unset variable) was no --url, so the ledger file was read instead. Both are bad usage.
+ */
+export function urlOption(value: string): string {
+  let u: URL | null = null
+  try {
+    u = new URL(value)
+  } catch {
+    // not a URL at all: `127.0.0.1:8787`
+  }
+  if (u && (u.protocol === 'http:' || u.protocol === 'https:') && !u.search && !u.hash) return value
+  const meant = value.trim() && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `; did you mean http://${value.trim()}?` : ''
+  throw new InvalidArgumentError(`expected a Burnrate's http:// or https:// address, without ?query or #fragment${meant}`)
 }
 
 /**
