@@ -19,8 +19,8 @@ export interface TargetOptions {
 
 export function withTarget(cmd: Command): Command {
   return cmd
-    .option('--config <file>', 'config file (default: <data dir>/config.yaml)')
-    .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)')
+    .option('--config <file>', 'config file (default: <data dir>/config.yaml)', pathOption)
+    .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)', pathOption)
     .option('--url <url>', 'a running Burnrate (default: the one serving the data folder, named by its server.lock)', urlOption)
     .option('--token <token>', 'its dashboard token (default: BURNRATE_TOKEN, else dashboard.token)')
     .option('--local', 'read the ledger file even when a server is running')
@@ -206,6 +206,16 @@ export async function openLocalLedger(t: Extract<Target, { kind: 'local' }>): Pr
     throw new CliError(`cannot reach the ledger, ${where} (storage.url): ${text}`)
   }
   return { db, store, where, close }
+}
+
+/**
+ * A file or folder named on the command line. An empty one (`"$VAR"`, the variable unset) is bad
+ * usage: `--data-dir ''` made a ledger in the current folder, `--config ''` read the default one,
+ * `-o ''` wrote the export to stdout.
+ */
+export function pathOption(value: string): string {
+  if (value.trim() === '') throw new InvalidArgumentError('give a path; leave the option out for its default')
+  return value
 }
 
 /**

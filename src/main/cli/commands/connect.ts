@@ -3,6 +3,7 @@ import type { Command } from 'commander'
 import type { RegisterCommand } from './types'
 import type { ConnectPlan } from '../../../shared/connect'
 import { CliError, EXIT, type CliContext } from '../context'
+import { pathOption } from '../target'
 
 export interface ConnectOptions {
   config?: string
@@ -125,8 +126,8 @@ export async function runDisconnect(agent: string | undefined, o: ConnectOptions
 function common(cmd: Command): Command {
   return cmd
     .option('--dry-run', 'only show what would change')
-    .option('--config <file>', 'YAML config file (for the address and data dir)')
-    .option('--data-dir <dir>', "Burnrate's data folder (connection records and backups)")
+    .option('--config <file>', 'YAML config file (for the address and data dir)', pathOption)
+    .option('--data-dir <dir>', "Burnrate's data folder (connection records and backups)", pathOption)
 }
 
 export const connect: RegisterCommand = (program, ctx) => {

@@ -5,7 +5,7 @@ import type { RegisterCommand } from './types'
 import { CliError } from '../context'
 import { writePrivateFile } from '../private-file'
 import { stdoutSink } from '../stdout-sink'
-import { connectionFailure, getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
+import { connectionFailure, getJson, openLocalLedger, pathOption, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { FIRST_TIME } from '../../report/window'
 import { cliWindow } from '../window'
 
@@ -19,7 +19,7 @@ export const exportCommand: RegisterCommand = (program, ctx) => {
       .option('--since <day>', 'from this day (YYYY-MM-DD) or ISO time (default: the beginning)')
       .option('--until <day>', 'up to and including this day, or up to this ISO time')
       .option('--tenant <id>', "only this tenant's calls", tenantOption)
-      .option('-o, --output <file>', 'write to this file instead of stdout'),
+      .option('-o, --output <file>', 'write to this file instead of stdout', pathOption),
   ).action(async (o) => {
     const t = await resolveTarget(o, ctx)
     const tz = t.config.timezone
