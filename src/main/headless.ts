@@ -37,6 +37,13 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
   }
   // A bad value on the command line is bad usage (2), as an unknown flag is; a config that is
   // refused or a port already taken is a failure to start (1).
+  // An empty path ("$VAR", the variable unset) is no path: the current folder would have the ledger.
+  for (const name of ['config', 'data-dir', 'host'] as const) {
+    if (flags[name] !== undefined && flags[name].trim() === '') {
+      process.stderr.write(`burnrate: --${name}: give a value; leave the flag out for its default\n`)
+      process.exit(2)
+    }
+  }
   if (flags.port !== undefined) {
     try {
       parsePort(flags.port, '--port')
