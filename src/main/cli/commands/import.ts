@@ -1,3 +1,5 @@
+import { statSync } from 'node:fs'
+import { dirname } from 'node:path'
 import { Argument } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
@@ -53,6 +55,9 @@ Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/pro
           )
         }
         if (o.path && results[0].missing.length === results[0].roots.length) {
+          // A log file itself (`--path session.jsonl`) is there: 'no such folder' would send one looking for a typo.
+          const files = results[0].missing.filter((p: string) => statSync(p, { throwIfNoEntry: false })?.isFile())
+          if (files.length) throw new CliError(`--path takes the folder of the agent's logs, not a file: ${files.join(', ')}; give its folder (${dirname(files[0])})`)
           throw new CliError(`no such folder: ${results[0].missing.join(', ')}`)
         }
         if (o.json) {
