@@ -1,8 +1,7 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // The cost breakdown by provider shows each provider by the name people know it by (`bedrock` as
 // Amazon Bedrock, `foundry` as Microsoft Foundry). Sorted A→Z by that column, its rows came in the
@@ -10,30 +9,17 @@ import { type TestServer, startTestServer } from '../support/server'
 // that reads unsorted, where a user looks for a provider by its first letter.
 
 const PROVIDERS = ['azure', 'bedrock', 'foundry', 'gemini', 'vertex']
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC' })
-  // Costs in neither the ids' nor the names' order.
-  PROVIDERS.forEach((provider, i) => t.server.ledger.record(makeCall({ ts: Date.now() - 60_000 + i, provider, model: `m-${provider}`, cost_usd: [0.3, 0.5, 0.1, 0.4, 0.2][i] })))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/?group=provider`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  path: '/?group=provider',
+  before: async ({ t }) => {
+    PROVIDERS.forEach((provider, i) => t.server.ledger.record(makeCall({ ts: Date.now() - 60_000 + i, provider, model: `m-${provider}`, cost_usd: [0.3, 0.5, 0.1, 0.4, 0.2][i] })))
+    await t.server.ledger.flush()
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('the cost breakdown sorted by provider', { timeout: 120_000 }, () => {
   it('lists the providers A→Z by the names it shows, then Z→A', async () => {
+    const { page } = dash
     const table = page.locator('[data-testid="breakdown-table"][data-group="provider"]')
     const names = async () => (await table.locator('[data-testid="breakdown-row"] td.key').allTextContents()).map((s) => s.trim())
     await expect.poll(() => table.locator('[data-testid="breakdown-row"]').count()).toBe(PROVIDERS.length)

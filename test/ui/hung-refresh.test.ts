@@ -1,8 +1,8 @@
-import type { Browser, Page, Route } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { Route } from 'playwright'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // The page refreshes every section in rounds, a round once every section has answered. One
 // request the server never answers (a hung process, a connection dropped without a word across a
@@ -10,39 +10,29 @@ import { type TestServer, startTestServer } from '../support/server'
 // page showed its last figures under "Live" however much was spent since, until reloaded.
 // The page's clock is driven by the test; the summary request of one refresh is never answered.
 
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 const held: Route[] = []
 let hang = false
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC' })
-  t.server.ledger.record(makeCall({ cost_usd: 0.5 }))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.route(/\/api\/dashboard\/summary(\?|$)/, (route) => {
-    if (!hang) return void route.continue()
-    hang = false
-    held.push(route)
-  })
-  await page.clock.install()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  for (const r of held) await r.abort().catch(() => {})
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  clock: true,
+  before: async ({ t }) => {
+    t.server.ledger.record(makeCall({ cost_usd: 0.5 }))
+    await t.server.ledger.flush()
+  },
+  beforeLoad: (page) =>
+    page.route(/\/api\/dashboard\/summary(\?|$)/, (route) => {
+      if (!hang) return void route.continue()
+      hang = false
+      held.push(route)
+    }),
+  after: async () => {
+    for (const r of held) await r.abort().catch(() => {})
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('a refresh the server never answers', { timeout: 120_000 }, () => {
   it('does not stop the page from refreshing', async () => {
+    const { page, t } = dash
     const today = page.getByTestId('card-today').locator('.value')
     await expect.poll(() => today.textContent()).toBe('$0.50')
     await page.clock.pauseAt(Date.now() + 500)

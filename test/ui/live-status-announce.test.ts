@@ -1,7 +1,7 @@
-import type { Browser, Page, Route } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import type { Route } from 'playwright'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // The top bar's status ("Live · updated 12s ago") is a live region (role="status"): a screen
 // reader reads out every change of its text. Its age counted up every second inside it, so the
@@ -9,31 +9,18 @@ import { type TestServer, startTestServer } from '../support/server'
 // the page was open, drowning every other announcement. Only a change of state (Live, Offline,
 // token needed) is to be announced; the age is shown beside it.
 
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 const held: Route[] = []
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC' })
-  browser = await launchChromium()
-  page = await (await browser.newContext({ viewport: { width: 1440, height: 900 } })).newPage()
-  await page.clock.install()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  for (const r of held) await r.abort().catch(() => {})
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  clock: true,
+  after: async () => {
+    for (const r of held) await r.abort().catch(() => {})
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)("the top bar's live status", { timeout: 120_000 }, () => {
   it('announces a change of state, not every second of the age beside it', async () => {
+    const { page } = dash
     const status = page.getByTestId('live-status')
     await expect.poll(() => status.textContent()).toMatch(/^Live · updated just now$/)
     // Every text the live region takes from here on, as a screen reader is told of it.

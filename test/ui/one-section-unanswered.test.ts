@@ -1,8 +1,7 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // The server answers every figure's request but one, whose connection fails (reset, or given up
 // unanswered). README, The dashboard: a view whose last load failed shows the error and a dash,
@@ -10,29 +9,16 @@ import { type TestServer, startTestServer } from '../support/server'
 // current, with no word of it, beside the other views' new ones: Spend today $0.50 while the
 // chart and the breakdown, refreshed, counted $1.50.
 
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC' })
-  t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, cost_usd: 0.5 }))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  before: async ({ t }) => {
+    t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, cost_usd: 0.5 }))
+    await t.server.ledger.flush()
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('one view whose request fails while the others are answered', { timeout: 120_000 }, () => {
   it('says so, and shows no earlier figures as current; then comes back', async () => {
+    const { page, t } = dash
     const today = page.getByTestId('card-today').locator('.value')
     const chart = page.getByTestId('chart-total')
     await expect.poll(() => today.textContent()).toBe('$0.50')
