@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { request } from '../support/http'
-import { type TestServer, startTestServer } from '../support/server'
 
 // The Unpriced models panel's price fields are required, but a field holding only spaces (a
 // stray space bar, a pasted blank) passes the browser's check, and Number(' ') is 0: the model
@@ -13,34 +12,20 @@ import { type TestServer, startTestServer } from '../support/server'
 
 const TOKEN = 'blank-price-admin-token-0123456789'
 const MODEL = 'gpt-8-mystery'
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } })
-  t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, model: MODEL, cost_usd: 0, priced: false }))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN } },
+  adminToken: TOKEN,
+  before: async ({ t }) => {
+    t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, model: MODEL, cost_usd: 0, priced: false }))
+    await t.server.ledger.flush()
+  },
 })
 
-const prices = async () => (await request(`${t.url}/api/admin/prices`, { headers: { authorization: `Bearer ${TOKEN}` } })).json().prices
+const prices = async () => (await request(`${dash.t.url}/api/admin/prices`, { headers: { authorization: `Bearer ${TOKEN}` } })).json().prices
 
 describe.skipIf(NO_BROWSER !== null)('a blank price in the Unpriced models panel', { timeout: 120_000 }, () => {
   it('is refused, naming the field, and stores nothing', async () => {
+    const { page } = dash
     const row = page.getByTestId('unpriced-row').filter({ hasText: MODEL })
     await expect.poll(() => row.getByTestId('set-price').count()).toBe(1)
     expect(await prices()).toEqual([])

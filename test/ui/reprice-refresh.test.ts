@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { request } from '../support/http'
-import { type TestServer, startTestServer } from '../support/server'
 
 // Two calls of a model the price data does not know (recorded at $0, unpriced), priced from the
 // Unpriced models panel and re-priced: the message says what they cost now, and the page's figures
@@ -13,34 +12,20 @@ import { type TestServer, startTestServer } from '../support/server'
 
 const TOKEN = 'reprice-admin-token-0123456789ab'
 const MODEL = 'gpt-7-preview'
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } })
-  // 1,000,000 input and 0 output tokens each: $1.50 at $1.50 a million.
-  for (let i = 0; i < 2; i++) t.server.ledger.record(makeCall({ ts: Date.now() - 60_000 + i, model: MODEL, input_tokens: 1_000_000, output_tokens: 0, cost_usd: 0, priced: false }))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.clock.install()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN } },
+  adminToken: TOKEN,
+  clock: true,
+  before: async ({ t }) => {
+    // 1,000,000 input and 0 output tokens each: $1.50 at $1.50 a million.
+    for (let i = 0; i < 2; i++) t.server.ledger.record(makeCall({ ts: Date.now() - 60_000 + i, model: MODEL, input_tokens: 1_000_000, output_tokens: 0, cost_usd: 0, priced: false }))
+    await t.server.ledger.flush()
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('past calls re-priced from the page', { timeout: 120_000 }, () => {
   it('show their new cost in the figures at once', async () => {
+    const { page, t } = dash
     const today = page.getByTestId('card-today').locator('.value')
     const row = page.getByTestId('unpriced-row').filter({ hasText: MODEL })
     await expect.poll(() => today.textContent()).toMatch(/^\s*\$0\.00\s*$/)

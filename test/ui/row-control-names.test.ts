@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { postJson } from '../support/http'
-import { type TestServer, startTestServer } from '../support/server'
 
 // Controls repeated on every row must say which row they are for, to a screen reader that lists
 // them (a form-field or landmark list) or reaches one by Tab: each unpriced model's price fields
@@ -11,43 +10,29 @@ import { type TestServer, startTestServer } from '../support/server'
 // spend", whichever model, rule or key they belonged to.
 
 const TOKEN = 'row-names-admin-token-0123456789'
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({
+const dash = useDashboard({
+  config: {
     timezone: 'UTC',
     admin: { enabled: true, token: TOKEN },
     budgets: { rules: [{ api_key_pattern: 'sk-a-*', daily_limit_usd: 5, monthly_limit_usd: 50, action: 'block' }, { api_key_pattern: 'sk-b-*', daily_limit_usd: 7, action: 'warn' }] },
-  })
-  for (const model of ['mystery-one', 'mystery-two']) t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, model, cost_usd: 0, priced: false }))
-  await t.server.ledger.flush()
-  expect((await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: 'sk-c-*', daily_limit_usd: 3, action: 'block' }, { authorization: `Bearer ${TOKEN}` })).status).toBe(201)
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+  },
+  adminToken: TOKEN,
+  before: async ({ t }) => {
+    for (const model of ['mystery-one', 'mystery-two']) t.server.ledger.record(makeCall({ ts: Date.now() - 60_000, model, cost_usd: 0, priced: false }))
+    await t.server.ledger.flush()
+    expect((await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: 'sk-c-*', daily_limit_usd: 3, action: 'block' }, { authorization: `Bearer ${TOKEN}` })).status).toBe(201)
+  },
 })
 
 /** The accessible names of `role` within `scope`. */
 async function names(scope: string, role: 'textbox' | 'progressbar'): Promise<string[]> {
-  const snapshot = await page.locator(scope).ariaSnapshot()
+  const snapshot = await dash.page.locator(scope).ariaSnapshot()
   return [...snapshot.matchAll(new RegExp(`- ${role} "([^"]*)"`, 'g'))].map((m) => m[1])
 }
 
 describe.skipIf(NO_BROWSER !== null)('controls repeated on each row', { timeout: 120_000 }, () => {
   it("name their model in the unpriced models' price fields", async () => {
+    const { page } = dash
     await expect.poll(() => page.getByTestId('unpriced-row').getByTestId('set-price').count()).toBe(2)
     expect((await names('#unpriced', 'textbox')).sort()).toEqual([
       'Input price of mystery-one (USD per million tokens)',
@@ -58,6 +43,7 @@ describe.skipIf(NO_BROWSER !== null)('controls repeated on each row', { timeout:
   })
 
   it('name their rule on the budget bars', async () => {
+    const { page } = dash
     await expect.poll(() => page.locator('#rules [data-testid="rule-row"]').count()).toBe(3)
     await expect.poll(async () => (await names('#rules', 'progressbar')).length).toBe(4)
     expect((await names('#rules', 'progressbar')).sort()).toEqual(['sk-a-* daily spend', 'sk-a-* monthly spend', 'sk-b-* daily spend', 'sk-c-* daily spend'])
