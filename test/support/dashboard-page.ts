@@ -10,8 +10,9 @@ import { type TestServer, startTestServer } from './server'
 // all closed again after. Nothing is started when NO_BROWSER (the tests skip then).
 
 export interface DashboardOptions {
-  /** The server's config (startTestServer's first argument). */
-  config?: Record<string, any>
+  /** The server's config (startTestServer's first argument), or a function making it once the
+   *  upstream is up, which may start what the config names (a webhook receiver). */
+  config?: Record<string, any> | (() => Record<string, any> | Promise<Record<string, any>>)
   /** Starts a mock upstream answering with this, and points the server at it. */
   responder?: Responder
   /** Runs once the server is up, before Chromium: record calls, post rules, wait for figures. */
@@ -52,7 +53,8 @@ export function useDashboard(opts: DashboardOptions = {}): Dashboard {
       upstream = await startMockUpstream()
       upstream.setResponder(opts.responder)
     }
-    t = await startTestServer(opts.config ?? { timezone: 'UTC' }, upstream?.url)
+    const config = typeof opts.config === 'function' ? await opts.config() : opts.config
+    t = await startTestServer(config ?? { timezone: 'UTC' }, upstream?.url)
     await opts.before?.({ t, upstream })
     browser = await launchChromium()
     const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })

@@ -1,10 +1,9 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { type Receiver, receiver } from '../alerts/support'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // A session spending faster than runaway.spend_rate.usd_per_minute is sent to the webhooks as
 // `runaway.spend_rate`, and a budget threshold crossed as `budget.threshold`. The Alert deliveries
@@ -12,52 +11,37 @@ import { type TestServer, startTestServer } from '../support/server'
 // budget's. Each $0.10 call is 1,000 input tokens of a model priced at $100 a million.
 
 const KEY = 'sk-delivery-kinds-000000000001'
-let upstream: MockUpstream
 let hook: Receiver
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 
 const call = () =>
-  postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-session': 'burner' })
+  postJson(`${dash.t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-session': 'burner' })
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  hook = await receiver()
-  t = await startTestServer(
-    {
+const dash = useDashboard({
+  config: async () => {
+    hook = await receiver()
+    return {
       timezone: 'UTC',
       pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] },
       budgets: { rules: [{ api_key_pattern: 'sk-delivery-*', daily_limit_usd: 100, action: 'warn', alert_at_pct: [0.001] }] },
       runaway: { spend_rate: { usd_per_minute: 0.15, action: 'warn' } },
       alerts: { webhooks: [{ url: `${hook.url}/hook` }] },
-    },
-    upstream.url,
-  )
-  for (let i = 0; i < 3; i++) expect((await call()).status).toBe(200)
-  await eventually(async () => expect(hook.got.map((g) => g.body.type).sort()).toEqual(['budget.threshold', 'runaway.spend_rate']))
-  await eventually(async () => {
-    const log = (await request(`${t.url}/api/dashboard/alerts`)).json()
-    return expect(log.deliveries.map((d: { type: string; status: string }) => `${d.type} ${d.status}`).sort()).toEqual(['budget.threshold delivered', 'runaway.spend_rate delivered'])
-  })
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await hook?.close()
-  await upstream?.close()
-  unserve?.()
+    }
+  },
+  responder: chatPromptAnswer(1000),
+  before: async ({ t }) => {
+    for (let i = 0; i < 3; i++) expect((await call()).status).toBe(200)
+    await eventually(async () => expect(hook.got.map((g) => g.body.type).sort()).toEqual(['budget.threshold', 'runaway.spend_rate']))
+    await eventually(async () => {
+      const log = (await request(`${t.url}/api/dashboard/alerts`)).json()
+      return expect(log.deliveries.map((d: { type: string; status: string }) => `${d.type} ${d.status}`).sort()).toEqual(['budget.threshold delivered', 'runaway.spend_rate delivered'])
+    })
+  },
+  after: () => hook?.close(),
 })
 
 describe.skipIf(NO_BROWSER !== null)('the alert delivery log', { timeout: 120_000 }, () => {
   it('names a runaway alert as one, apart from a budget threshold', async () => {
+    const { page } = dash
     const rows = page.getByTestId('delivery-row')
     await expect.poll(() => rows.count()).toBe(2)
     const kinds = (await rows.locator('td:nth-child(2)').allTextContents()).map((s) => s.trim()).sort()

@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // A rule with only per-minute limits (requests_per_minute, tokens_per_minute) has no money window:
 // `GET /api/dashboard/budgets` lists it with `windows: []`. Budgets and forecast drew a table of
@@ -11,39 +10,21 @@ import { type TestServer, startTestServer } from '../support/server'
 // say it limits calls per minute only.
 
 const KEY = 'sk-rate-only-000000000001'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  t = await startTestServer(
-    { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-rate-*', requests_per_minute: 60, tokens_per_minute: 100000, action: 'block' }] } },
-    upstream.url,
-  )
-  expect((await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })).status).toBe(200)
-  await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(1))
-  const b = (await request(`${t.url}/api/dashboard/budgets`)).json()
-  expect(b.rules.length).toBeGreaterThan(0)
-  expect(b.rules.every((r: { windows: unknown[] }) => r.windows.length === 0)).toBe(true)
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', budgets: { rules: [{ api_key_pattern: 'sk-rate-*', requests_per_minute: 60, tokens_per_minute: 100000, action: 'block' }] } },
+  responder: chatPromptAnswer(1000),
+  before: async ({ t }) => {
+    expect((await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })).status).toBe(200)
+    await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(1))
+    const b = (await request(`${t.url}/api/dashboard/budgets`)).json()
+    expect(b.rules.length).toBeGreaterThan(0)
+    expect(b.rules.every((r: { windows: unknown[] }) => r.windows.length === 0)).toBe(true)
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('a rule with per-minute limits only in Budgets and forecast', { timeout: 120_000 }, () => {
   it('is a row saying it limits calls per minute, not an empty table', async () => {
+    const { page } = dash
     const panel = page.locator('#budget-forecast')
     const row = panel.getByTestId('budget-rate-only')
     await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1)

@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // A key blocked by a runtime rule: the page says so (an alert, the rule's window at 100% in Budgets
 // and forecast). Raising the rule's limit or deleting it from the Budget rules panel must show at
@@ -14,46 +13,26 @@ import { type TestServer, startTestServer } from '../support/server'
 const TOKEN = 'rule-change-admin-token-0123456789'
 const KEY = 'sk-stale-rule-000000000001'
 const PATTERN = 'sk-stale-*'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
 const admin = { authorization: `Bearer ${TOKEN}` }
-const call = () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })
+const call = () => postJson(`${dash.t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  t = await startTestServer(
-    { timezone: 'UTC', admin: { enabled: true, token: TOKEN }, pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] } },
-    upstream.url,
-  )
-  // $0.10 spent today, then a rule whose $0.05 daily limit it is over.
-  expect((await call()).status).toBe(200)
-  await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(1))
-  expect((await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: PATTERN, daily_limit_usd: 0.05, action: 'block' }, admin)).status).toBe(201)
-  expect((await call()).status).toBe(429)
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.clock.install()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN }, pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] } },
+  responder: chatPromptAnswer(1000),
+  adminToken: TOKEN,
+  clock: true,
+  before: async ({ t }) => {
+    // $0.10 spent today, then a rule whose $0.05 daily limit it is over.
+    expect((await call()).status).toBe(200)
+    await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(1))
+    expect((await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: PATTERN, daily_limit_usd: 0.05, action: 'block' }, admin)).status).toBe(201)
+    expect((await call()).status).toBe(429)
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('a budget rule changed from the page', { timeout: 120_000 }, () => {
   it('shows its new limit, then its removal, without waiting for the next refresh', async () => {
+    const { page, t } = dash
     const alert = page.getByTestId('budget-alerts').locator('li')
     const windows = page.getByTestId('budget-window')
     const row = page.locator(`#rules [data-testid="rule-row"][data-pattern="${PATTERN}"]`)
