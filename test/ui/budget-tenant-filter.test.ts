@@ -1,9 +1,9 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
+import type { Page } from 'playwright'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // Under a tenant filter the budget figures keep only the keys whose last call was that tenant's
 // (README: Budgets). A rule blocking another tenant's key then read, in the filtered view, as a
@@ -12,50 +12,31 @@ import { type TestServer, startTestServer } from '../support/server'
 
 const TOKEN = 'tenant-filter-admin-token-0123456789'
 const KEY = 'sk-tenant-blocked-000000000001'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
 const call = () =>
-  postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-tenant': 'globex' })
+  postJson(`${dash.t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-tenant': 'globex' })
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  t = await startTestServer(
-    {
-      timezone: 'UTC',
-      admin: { enabled: true, token: TOKEN },
-      pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] },
-      budgets: { rules: [{ api_key_pattern: 'sk-tenant-*', daily_limit_usd: 0.05, action: 'block' }] },
-    },
-    upstream.url,
-  )
-  expect((await call()).status).toBe(200)
-  await eventually(async () => (await request(`${t.url}/api/dashboard/summary`)).json().today_requests === 1)
-  expect((await call()).status).toBe(429)
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.goto(`${t.url}/?tenant=acme`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: {
+    timezone: 'UTC',
+    admin: { enabled: true, token: TOKEN },
+    pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] },
+    budgets: { rules: [{ api_key_pattern: 'sk-tenant-*', daily_limit_usd: 0.05, action: 'block' }] },
+  },
+  responder: chatPromptAnswer(1000),
+  adminToken: TOKEN,
+  path: '/?tenant=acme',
+  before: async ({ t }) => {
+    expect((await call()).status).toBe(200)
+    await eventually(async () => (await request(`${t.url}/api/dashboard/summary`)).json().today_requests === 1)
+    expect((await call()).status).toBe(429)
+  },
 })
 
 const text = async (l: ReturnType<Page['locator']>) => ((await l.count()) ? ((await l.first().textContent()) ?? '').replace(/\s+/g, ' ') : '')
 
 describe.skipIf(NO_BROWSER !== null)("a rule blocking another tenant's key, under a tenant filter", { timeout: 120_000 }, () => {
   it('Budget rules says the bars are of the tenant’s keys only, not $0.00 0%', async () => {
+    const { page } = dash
     const row = page.locator('#rules [data-testid="rule-row"][data-pattern="sk-tenant-*"]')
     await expect.poll(() => row.count(), { timeout: 20_000 }).toBe(1)
     const daily = row.getByTestId('rule-daily')
@@ -65,6 +46,7 @@ describe.skipIf(NO_BROWSER !== null)("a rule blocking another tenant's key, unde
   })
 
   it('Budgets and forecast says the view is filtered, not "no calls yet"', async () => {
+    const { page } = dash
     const panel = page.locator('#budget-forecast')
     await expect.poll(() => text(panel.getByTestId('budget-window'))).toContain('sk-tenant-*')
     expect(await text(panel.getByTestId('budget-window'))).not.toContain('no calls yet')

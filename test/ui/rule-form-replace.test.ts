@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER, unlockAdmin } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // The rule form sets a pattern's daily and monthly limits, action and warn-at. Saved for a pattern
 // that already has a rule (made with the admin API or the CLI, or in the config file), it replaced
@@ -25,46 +24,28 @@ const OTHER = {
   alert_at_pct: [0.5, 0.9],
   reserve: 'max_tokens',
 }
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  t = await startTestServer(
-    {
-      timezone: 'UTC',
-      admin: { enabled: true, token: TOKEN },
-      budgets: { rules: [{ api_key_pattern: 'sk-cfg-*', daily_limit_usd: 1, session_limit_usd: 4, provider: 'openai', action: 'warn' }] },
-    },
-    upstream.url,
-  )
-  const res = await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: 'sk-team-*', daily_limit_usd: 5, action: 'block', soft_limit_pct: 0.7, ...OTHER }, admin)
-  expect(res.status).toBe(201)
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-  await unlockAdmin(page, TOKEN)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: {
+    timezone: 'UTC',
+    admin: { enabled: true, token: TOKEN },
+    budgets: { rules: [{ api_key_pattern: 'sk-cfg-*', daily_limit_usd: 1, session_limit_usd: 4, provider: 'openai', action: 'warn' }] },
+  },
+  responder: chatPromptAnswer(1000),
+  before: async ({ t }) => {
+    const res = await postJson(`${t.url}/api/admin/budgets/rules`, { api_key_pattern: 'sk-team-*', daily_limit_usd: 5, action: 'block', soft_limit_pct: 0.7, ...OTHER }, admin)
+    expect(res.status).toBe(201)
+  },
+  loaded: (page) => unlockAdmin(page, TOKEN),
 })
 
 const stored = async (pattern: string, source = 'runtime') =>
-  ((await request(`${t.url}/api/admin/budgets/rules`, { headers: admin })).json() as { api_key_pattern: string; source: string }[]).find(
+  ((await request(`${dash.t.url}/api/admin/budgets/rules`, { headers: admin })).json() as { api_key_pattern: string; source: string }[]).find(
     (r) => r.api_key_pattern === pattern && r.source === source,
   )
 
 describe.skipIf(NO_BROWSER !== null)('the rule form on a pattern that already has a rule', { timeout: 120_000 }, () => {
   it('says the rule exists, and saving keeps the settings the form does not show', async () => {
+    const { page } = dash
     const rules = page.locator('#rules')
     await expect.poll(() => rules.locator('[data-testid="rule-row"][data-pattern="sk-team-*"]').count()).toBe(1)
     await rules.getByTestId('new-rule').click()
@@ -81,6 +62,7 @@ describe.skipIf(NO_BROWSER !== null)('the rule form on a pattern that already ha
   })
 
   it('keeps a config rule’s other settings in the runtime rule that replaces it', async () => {
+    const { page } = dash
     const rules = page.locator('#rules')
     await rules.getByTestId('new-rule').click()
     await rules.locator('#rf-pattern').fill('sk-cfg-*')
@@ -94,6 +76,7 @@ describe.skipIf(NO_BROWSER !== null)('the rule form on a pattern that already ha
   })
 
   it('says nothing of the kind for a new pattern', async () => {
+    const { page } = dash
     const rules = page.locator('#rules')
     await rules.getByTestId('new-rule').click()
     await rules.locator('#rf-pattern').fill('sk-new-*')
