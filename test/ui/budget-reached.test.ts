@@ -1,9 +1,8 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { eventually, postJson, request } from '../support/http'
-import { type MockUpstream, chatPromptAnswer, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
+import { chatPromptAnswer } from '../support/mock-upstream'
 
 // A $1.00 block limit spent to the cent by ten $0.10 calls: in binary floating point they add up
 // to 0.9999999999999999, which the proxy counts as the limit reached (the 11th call is refused,
@@ -11,44 +10,27 @@ import { type TestServer, startTestServer } from '../support/server'
 // at 99.9%. Each call is 1,000 input tokens of a model priced at $100 a million.
 
 const KEY = 'sk-cent-reached-000000000001'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 
-const call = () => postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })
+const call = () => postJson(`${dash.t.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [] }, { authorization: `Bearer ${KEY}` })
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(chatPromptAnswer(1000))
-  t = await startTestServer(
-    {
-      timezone: 'UTC',
-      pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] },
-      budgets: { rules: [{ api_key_pattern: 'sk-cent-*', daily_limit_usd: 1, action: 'block' }] },
-    },
-    upstream.url,
-  )
-  for (let i = 0; i < 10; i++) {
-    expect((await call()).status).toBe(200)
-    await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(i + 1))
-  }
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: {
+    timezone: 'UTC',
+    pricing: { overrides: [{ model: 'gpt-4o-mini', input_mtok: 100, output_mtok: 0 }] },
+    budgets: { rules: [{ api_key_pattern: 'sk-cent-*', daily_limit_usd: 1, action: 'block' }] },
+  },
+  responder: chatPromptAnswer(1000),
+  before: async ({ t }) => {
+    for (let i = 0; i < 10; i++) {
+      expect((await call()).status).toBe(200)
+      await eventually(async () => expect((await request(`${t.url}/api/dashboard/summary`)).json().today_requests).toBe(i + 1))
+    }
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('a budget limit spent to the cent', { timeout: 120_000 }, () => {
   it('reads 100% and blocked on the page, as the proxy refuses the next call', async () => {
+    const { page, t } = dash
     expect((await call()).status).toBe(429)
     const budgets = (await request(`${t.url}/api/dashboard/budgets`)).json()
     const w = budgets.rules[0].windows[0]

@@ -1,10 +1,9 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
+import type { Page } from 'playwright'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER, unlockAdmin } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
 
 // A rule may cap a key by the week, a rolling window of hours or a session (README: Budgets),
 // with no daily or monthly limit. The page must not present such a rule as one without limits:
@@ -12,43 +11,25 @@ import { type TestServer, startTestServer } from '../support/server'
 
 const TOKEN = 'other-limits-admin-token-0123456789'
 const KEY = 'sk-weekly-capped-000000000001'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-  t = await startTestServer(
-    {
-      timezone: 'UTC',
-      admin: { enabled: true, token: TOKEN },
-      budgets: { rules: [{ api_key_pattern: 'sk-weekly-*', weekly_limit_usd: 60, window_hours: 5, window_limit_usd: 20, session_limit_usd: 3, action: 'block' }] },
-    },
-    upstream.url,
-  )
-  const res = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
-  expect(res.status).toBe(200)
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-  await unlockAdmin(page, TOKEN)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: {
+    timezone: 'UTC',
+    admin: { enabled: true, token: TOKEN },
+    budgets: { rules: [{ api_key_pattern: 'sk-weekly-*', weekly_limit_usd: 60, window_hours: 5, window_limit_usd: 20, session_limit_usd: 3, action: 'block' }] },
+  },
+  responder: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
+  before: async ({ t }) => {
+    const res = await postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}` })
+    expect(res.status).toBe(200)
+  },
+  loaded: (page) => unlockAdmin(page, TOKEN),
 })
 
 const text = async (l: ReturnType<Page['locator']>) => ((await l.textContent()) ?? '').replace(/\s+/g, ' ')
 
 describe.skipIf(NO_BROWSER !== null)('a rule with weekly, window and session limits only', { timeout: 120_000 }, () => {
   it('names those limits in the API-key table and the Budget rules panel', async () => {
+    const { page } = dash
     const keyRule = page.getByTestId('key-row').first().locator('.rule')
     await expect.poll(() => text(keyRule)).toContain('sk-weekly-*')
     expect(await text(keyRule)).toContain('$60.00/week · $20.00 per 5 h · $3.00/session · block')
@@ -58,6 +39,7 @@ describe.skipIf(NO_BROWSER !== null)('a rule with weekly, window and session lim
   })
 
   it('lists the session limit in Budgets and forecast, after the week and the window, as never resetting', async () => {
+    const { page } = dash
     const rows = page.locator('#budget-forecast [data-testid="budget-window"]')
     await expect.poll(() => rows.count()).toBe(3)
     expect(await text(rows.nth(0))).toContain('weekly')
