@@ -1,36 +1,22 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // One session id carried by two agents (README: active sessions count "each session id once,
 // however many agents or tenants carried it"): the card and the sessions panel agree.
 
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC' })
-  t.server.ledger.record(makeCall({ ts: Date.now() - 30_000, agent: 'planner', session: 'job-42' }))
-  t.server.ledger.record(makeCall({ ts: Date.now() - 20_000, agent: 'coder', session: 'job-42' }))
-  t.server.ledger.flush()
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  before: ({ t }) => {
+    t.server.ledger.record(makeCall({ ts: Date.now() - 30_000, agent: 'planner', session: 'job-42' }))
+    t.server.ledger.record(makeCall({ ts: Date.now() - 20_000, agent: 'coder', session: 'job-42' }))
+    t.server.ledger.flush()
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('active sessions', { timeout: 120_000 }, () => {
   it('counts the same active sessions on the card and in the sessions panel', async () => {
+    const { page } = dash
     await expect.poll(() => page.getByTestId('card-sessions').locator('.value').textContent()).toBe('1')
     await expect.poll(() => page.getByTestId('session-row').count()).toBe(2)
     const sub = page.locator('#sessions .sub')

@@ -1,54 +1,35 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER, unlockAdmin } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 import { fixture } from '../support/fixtures'
 import { postJson, request } from '../support/http'
-import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
-import { type TestServer, startTestServer } from '../support/server'
 
 // A block rule that counts one agent's calls only (README: Budgets, `agent`), on a key whose spend
 // today comes from another agent: the page judges the rule by its own window, not the key's day.
 
 const TOKEN = 'scoped-admin-token-0123456789abcdef'
 const KEY = 'sk-scoped-filtered-000000000001'
-let upstream: MockUpstream
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 
 const call = (agent: string) =>
-  postJson(`${t.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-agent': agent })
-const budgets = async () => JSON.parse((await request(`${t.url}/api/dashboard/budgets`)).text)
+  postJson(`${dash.t.url}/v1/chat/completions`, { model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }, { authorization: `Bearer ${KEY}`, 'x-burnrate-agent': agent })
+const budgets = async () => JSON.parse((await request(`${dash.t.url}/api/dashboard/budgets`)).text)
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  upstream = await startMockUpstream()
-  upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }))
-  t = await startTestServer(
-    {
-      timezone: 'UTC',
-      admin: { enabled: true, token: TOKEN },
-      budgets: { rules: [{ api_key_pattern: 'sk-scoped-*', agent: 'claude-code', daily_limit_usd: 0.000001, action: 'block' }] },
-    },
-    upstream.url,
-  )
-  for (let i = 0; i < 3; i++) expect((await call('aider')).status).toBe(200)
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-  await unlockAdmin(page, TOKEN)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  await upstream?.close()
-  unserve?.()
+const dash = useDashboard({
+  config: {
+    timezone: 'UTC',
+    admin: { enabled: true, token: TOKEN },
+    budgets: { rules: [{ api_key_pattern: 'sk-scoped-*', agent: 'claude-code', daily_limit_usd: 0.000001, action: 'block' }] },
+  },
+  responder: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture('openai-chat/chat-nonstream-cached.json') }),
+  before: async () => {
+    for (let i = 0; i < 3; i++) expect((await call('aider')).status).toBe(200)
+  },
+  loaded: (page) => unlockAdmin(page, TOKEN),
 })
 
 describe.skipIf(NO_BROWSER !== null)('a budget rule scoped to one agent', { timeout: 120_000 }, () => {
   it("shows the rule's own spend, and no alert until the rule itself is over", async () => {
+    const { page } = dash
     expect((await budgets()).rules[0].windows[0].spent_usd).toBe(0)
     const row = page.locator('#rules [data-testid="rule-row"]').first()
     const daily = row.getByTestId('rule-daily')

@@ -1,8 +1,7 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, serveBuiltRenderer } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // A model billed by something other than tokens (a transcription model by the second of audio:
 // its calls have 0 tokens and `audio_seconds` in usage_extra) that the price data does not know.
@@ -12,40 +11,26 @@ import { type TestServer, startTestServer } from '../support/server'
 
 const TOKEN = 'ui-admin-token-seconds-0123456789'
 const MODEL = 'whisper-next'
-let t: TestServer
-let browser: Browser
-let page: Page
-let unserve: (() => void) | undefined
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } })
-  const at = Date.now() - 60_000
-  for (let i = 0; i < 2; i++) {
-    t.server.ledger.record(makeCall({
-      ts: at + i, model: MODEL, endpoint: '/v1/audio/transcriptions', input_tokens: 0, output_tokens: 0, cost_usd: 0, priced: false,
-      usage_extra: JSON.stringify({ extra: { audio_seconds: 95 } }),
-    }))
-  }
-  // A token-billed unknown model beside it keeps its form.
-  t.server.ledger.record(makeCall({ ts: at + 5, model: 'gpt-6.1-sol', cost_usd: 0, priced: false }))
-  await t.server.ledger.flush()
-  browser = await launchChromium()
-  const ctx = await browser.newContext({ viewport: { width: 1440, height: 900 } })
-  await ctx.addInitScript((token) => sessionStorage.setItem('burnrate.adminToken', token), TOKEN)
-  page = await ctx.newPage()
-  await page.goto(`${t.url}/`)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN } },
+  adminToken: TOKEN,
+  before: async ({ t }) => {
+    const at = Date.now() - 60_000
+    for (let i = 0; i < 2; i++) {
+      t.server.ledger.record(makeCall({
+        ts: at + i, model: MODEL, endpoint: '/v1/audio/transcriptions', input_tokens: 0, output_tokens: 0, cost_usd: 0, priced: false,
+        usage_extra: JSON.stringify({ extra: { audio_seconds: 95 } }),
+      }))
+    }
+    // A token-billed unknown model beside it keeps its form.
+    t.server.ledger.record(makeCall({ ts: at + 5, model: 'gpt-6.1-sol', cost_usd: 0, priced: false }))
+    await t.server.ledger.flush()
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('an unpriced model billed by the second', { timeout: 60_000 }, () => {
   it('is not offered a per-token price, and its calls stay unpriced', async () => {
+    const { page, t } = dash
     const rows = page.getByTestId('unpriced-row')
     await expect.poll(() => rows.count(), { timeout: 15_000 }).toBe(2)
     const tokens = rows.filter({ hasText: 'gpt-6.1-sol' })
