@@ -1,43 +1,32 @@
-import type { Browser, Page, Route } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import type { Route } from 'playwright'
+import { describe, expect, it } from 'vitest'
+import { NO_BROWSER, unlockAdmin } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // While unlocked, the Budget rules panel reloads the rules and keys after every refresh of the
 // page (every 5 s). On a slow admin API: one load on the way at a time, not one more per refresh;
 // and Lock is not undone by the answer to a load that was on its way when it was clicked.
 
 const TOKEN = 'slow-admin-token-0123456789abcdef'
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
 const held: Route[] = []
 let holding = false
 let rounds = 0
 
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN } })
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-  // A slow admin API: with `holding`, its key list reaches the server only when the test lets it.
-  await page.route(/\/api\/admin\/api-keys(\?|$)/, (route) => (holding ? held.push(route) : route.continue()))
-  page.on('requestfinished', (r) => {
-    if (new URL(r.url()).pathname === '/api/dashboard/summary') rounds++
-  })
-  await unlockAdmin(page, TOKEN)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN } },
+  loaded: async (page) => {
+    // A slow admin API: with `holding`, its key list reaches the server only when the test lets it.
+    await page.route(/\/api\/admin\/api-keys(\?|$)/, (route) => (holding ? held.push(route) : route.continue()))
+    page.on('requestfinished', (r) => {
+      if (new URL(r.url()).pathname === '/api/dashboard/summary') rounds++
+    })
+    await unlockAdmin(page, TOKEN)
+  },
 })
 
 describe.skipIf(NO_BROWSER !== null)('the admin panel on a slow admin API', { timeout: 120_000 }, () => {
   it('keeps one load on the way, and stays locked once locked', async () => {
+    const { page } = dash
     await expect.poll(() => page.getByTestId('new-rule').count()).toBe(1)
     holding = true
     const from = rounds

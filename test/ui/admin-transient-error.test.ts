@@ -1,37 +1,24 @@
-import type { Browser, Page } from 'playwright'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import { makeCall } from '../dashboard/seed'
-import { NO_BROWSER, launchChromium, openPage, serveBuiltRenderer, unlockAdmin } from '../e2e/browser'
-import { type TestServer, startTestServer } from '../support/server'
+import { NO_BROWSER, unlockAdmin } from '../e2e/browser'
+import { useDashboard } from '../support/dashboard-page'
 
 // The admin panel unlocked; one refresh of /api/admin/api-keys answers 503 (what the server sends
 // at server.max_connections), then the route is healthy again: the panel stays unlocked.
 
 const TOKEN = 'transient-admin-token-0123456789abcdef'
-let t: TestServer
-let browser: Browser
-let unserve: (() => void) | undefined
-let page: Page
-
-beforeAll(async () => {
-  if (NO_BROWSER) return
-  unserve = serveBuiltRenderer()
-  t = await startTestServer({ timezone: 'UTC', admin: { enabled: true, token: TOKEN }, budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 5, action: 'block' }] } })
-  t.server.ledger.record(makeCall({ cost_usd: 1 }))
-  t.server.ledger.flush()
-  browser = await launchChromium()
-  page = await openPage(browser, `${t.url}/`)
-  await unlockAdmin(page, TOKEN)
-}, 120_000)
-
-afterAll(async () => {
-  await browser?.close()
-  await t?.cleanup()
-  unserve?.()
+const dash = useDashboard({
+  config: { timezone: 'UTC', admin: { enabled: true, token: TOKEN }, budgets: { rules: [{ api_key_pattern: '*', daily_limit_usd: 5, action: 'block' }] } },
+  before: ({ t }) => {
+    t.server.ledger.record(makeCall({ cost_usd: 1 }))
+    t.server.ledger.flush()
+  },
+  loaded: (page) => unlockAdmin(page, TOKEN),
 })
 
 describe.skipIf(NO_BROWSER !== null)('the admin panel after a failed refresh', { timeout: 120_000 }, () => {
   it('stays unlocked, says what failed, and clears it once the admin API answers again', async () => {
+    const { page } = dash
     const rules = page.locator('#rules')
     const rows = rules.getByTestId('rule-row')
     await expect.poll(() => rows.count()).toBe(1)
