@@ -80,6 +80,7 @@ function serve(): Promise<{ listening: true } | { code: number | null; stderr: s
 
 describe('a config whose upstream.ca_file is not there', () => {
   it('commands that make no call out work; the server refuses to start, naming the file, and starts once it is there', async () => {
+    mkdirSync(data(), { recursive: true }) // a data folder named that does not exist is a typo, refused
     const report = burnrate(['report', 'daily', '--local', '--no-import', '--json'])
     expect(report.code, report.stderr).toBe(0)
     expect(JSON.parse(report.stdout)).toMatchObject({ rows: [], totals: { requests: 0 } })

@@ -90,6 +90,7 @@ describe('output that cannot be written', () => {
   it('`export > /dev/full` exits 1 and says why, as `-o /dev/full` does', async () => {
     const home = mkdtempSync(join(base, 'home-'))
     const data = join(home, 'data')
+    mkdirSync(data) // a data folder named that does not exist is a typo, refused
     const viaO = await run(['export', '--local', '--data-dir', data, '-o', '/dev/full'], home)
     expect(viaO.stderr).toContain('ENOSPC')
     expect(viaO.status).toBe(1)

@@ -38,9 +38,10 @@ function burnrate(args: string[], extra: NodeJS.ProcessEnv = {}) {
 
 describe('burnrate report on a fresh install', () => {
   it('`report daily` shows the Claude Code history from its logs, in 80 columns, without colour codes when piped', () => {
-    const data = join(dir, 'data')
-    const r = burnrate(['report', 'daily', '--data-dir', data])
+    // The default data folder (XDG_CONFIG_HOME's Burnrate): a named one that does not exist is a typo, refused.
+    const r = burnrate(['report', 'daily'])
     expect(r.code, r.stderr).toBe(0)
+    expect(existsSync(join(dir, 'home/.config/Burnrate', 'burnrate.db'))).toBe(true)
     expect(r.stderr).toContain('imported 3 calls')
     expect(r.stdout).toContain('2026-11-20')
     expect(r.stdout).toContain('2026-11-21')
@@ -50,7 +51,7 @@ describe('burnrate report on a fresh install', () => {
   })
 
   it('`--json` is the same history, and asking again imports nothing twice', () => {
-    const data = join(dir, 'data')
+    const data = join(dir, 'home/.config/Burnrate')
     const a = JSON.parse(burnrate(['report', 'daily', '--json', '--data-dir', data]).stdout)
     expect(a.rows.map((x: any) => [x.key, x.requests])).toEqual([['2026-11-20', 2], ['2026-11-21', 1]])
     expect(a.totals.imported).toBe(3)
@@ -64,7 +65,7 @@ describe('burnrate report on a fresh install', () => {
   })
 
   it('--limit lists the costliest rows and says how many there are; --all lists every one', () => {
-    const data = join(dir, 'data')
+    const data = join(dir, 'home/.config/Burnrate')
     const full = JSON.parse(burnrate(['report', 'model', '--json', '--data-dir', data]).stdout)
     expect(full.rows.length).toBeGreaterThan(1)
     expect(full.total_rows).toBe(full.rows.length)
@@ -85,12 +86,12 @@ describe('burnrate report on a fresh install', () => {
   })
 
   it('--since and --until bound the window by day', () => {
-    const r = JSON.parse(burnrate(['report', 'daily', '--json', '--since', '2026-11-21', '--until', '2026-11-21', '--data-dir', join(dir, 'data')]).stdout)
+    const r = JSON.parse(burnrate(['report', 'daily', '--json', '--since', '2026-11-21', '--until', '2026-11-21', '--data-dir', join(dir, 'home/.config/Burnrate')]).stdout)
     expect(r.rows.map((x: any) => x.key)).toEqual(['2026-11-21'])
   })
 
   it('status and export read the same ledger', () => {
-    const data = join(dir, 'data')
+    const data = join(dir, 'home/.config/Burnrate')
     const s = JSON.parse(burnrate(['status', '--json', '--data-dir', data]).stdout)
     expect(s.ledger.calls).toBe(3)
     const csv = burnrate(['export', '--data-dir', data]).stdout.trim().split('\r\n')
@@ -106,6 +107,7 @@ describe('burnrate report on a fresh install', () => {
       const name = tz.replace('/', '-')
       const cfg = join(dir, `${name}.yaml`)
       writeFileSync(cfg, `timezone: ${tz}\npricing: { auto_update: false }\n`)
+      mkdirSync(join(dir, `heading-${name}`), { recursive: true })
       const r = burnrate(['report', 'daily', '--no-import', '--config', cfg, '--data-dir', join(dir, `heading-${name}`), '--since', '2026-03-01', '--until', '2026-03-31'])
       expect(r.code, r.stderr).toBe(0)
       expect(r.stdout).toContain(`(2026-03-01 to 2026-03-31, ${tz})`)
@@ -116,8 +118,8 @@ describe('burnrate report on a fresh install', () => {
 
   it('bad usage exits 2, a missing folder exits 1, each with one message', () => {
     expect(burnrate(['report', 'hourly']).code).toBe(2)
-    expect(burnrate(['report', 'daily', '--since', 'yesterday', '--data-dir', join(dir, 'data')]).code).toBe(2)
-    const m = burnrate(['import', 'codex', '--path', join(dir, 'nope'), '--data-dir', join(dir, 'data')])
+    expect(burnrate(['report', 'daily', '--since', 'yesterday', '--data-dir', join(dir, 'home/.config/Burnrate')]).code).toBe(2)
+    const m = burnrate(['import', 'codex', '--path', join(dir, 'nope'), '--data-dir', join(dir, 'home/.config/Burnrate')])
     expect(m.code).toBe(1)
     expect(m.stderr).toContain('no such folder')
   })

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { type Command, InvalidArgumentError } from 'commander'
 import type Database from 'better-sqlite3'
@@ -50,6 +51,27 @@ export function configOf(o: TargetOptions): Config {
  * could show any numbers.
  */
 export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
+  const t = await findTarget(o, ctx)
+  if (t.kind === 'local') checkNamedDataDir(t.config)
+  return t
+}
+
+/**
+ * A data folder named (`--data-dir`, BURNRATE_DATA_DIR, a config's `data_dir`) that does not
+ * exist is a typo to a reader: `status`, `report` and `export` made an empty ledger there and
+ * reported its $0.00, leaving the folder behind. Refused as a bad value (exit 2) before anything is
+ * made. The default folder is made on a fresh install (report imports the agents' logs into it),
+ * `import` makes the ledger it writes, and with `storage.url` the calls are in PostgreSQL.
+ */
+function checkNamedDataDir(config: Config): void {
+  if (!config.data_dir_named_by || config.storage.url || existsSync(config.data_dir)) return
+  throw new CliError(
+    `no data folder ${config.data_dir} (named by ${config.data_dir_named_by}); check the path, or run burnrate import to start a ledger there`,
+    EXIT.usage,
+  )
+}
+
+async function findTarget(o: TargetOptions, ctx: CliContext): Promise<Target> {
   const config = configOf(o)
   const local: Target = { kind: 'local', config, open: () => openLedgerFile(config) }
   if (o.local) return local
@@ -111,7 +133,7 @@ export async function serverRunning(o: TargetOptions, ctx: CliContext): Promise<
   const config = configOf(o)
   if (dataDirHolder(config.data_dir)) return true
   try {
-    return (await resolveTarget({ ...o, local: false }, ctx)).kind === 'http'
+    return (await findTarget({ ...o, local: false }, ctx)).kind === 'http'
   } catch {
     return false // --url given and nothing answers there
   }

@@ -320,9 +320,11 @@ export function loadConfig(flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pro
     )
   }
 
+  const namedBy = flags.dataDir !== undefined ? '--data-dir' : dirOverride !== undefined ? 'BURNRATE_DATA_DIR' : parsed.data_dir && file ? `data_dir in ${file}` : undefined
   return {
     ...parsed,
     data_dir: dataDir,
+    ...(namedBy ? { data_dir_named_by: namedBy } : {}),
     timezone: parsed.timezone ?? machineTimeZone(),
     timezone_from: parsed.timezone ? 'config' : 'machine',
     source: file,

@@ -308,6 +308,11 @@ export type ParsedConfig = z.output<typeof configSchema>
 /** The configuration after defaults, flags and environment are applied. */
 export interface Config extends ParsedConfig {
   data_dir: string
+  /**
+   * What named `data_dir`: `--data-dir`, `BURNRATE_DATA_DIR` or `data_dir in <config file>`; absent
+   * for the default folder. A folder named that does not exist is a typo to a reader (../cli/target.ts).
+   */
+  data_dir_named_by?: string
   timezone: string
   /** Where `timezone` came from: the config (file, environment or flag), or the machine's own zone when none named one. */
   timezone_from?: 'config' | 'machine'
