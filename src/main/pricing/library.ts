@@ -53,3 +53,15 @@ export function priceLibrary(): PriceLibrary {
   if (lib) return lib
   throw new Error("the price library is not loaded yet (await the Pricer's ready() before pricing)")
 }
+
+/**
+ * The library's price of usage `u` for `model` in `provider` at `at` (its model and the price set
+ * it chose, for a dated table the one of `at`); null when it finds no price or cannot price it.
+ */
+export function appliedPrice(u: Record<string, number>, model: string, provider: Library.Provider, at: Date): ReturnType<PriceLibrary['calcPrice']> {
+  try {
+    return priceLibrary().calcPrice(u, model, { provider, timestamp: at })
+  } catch {
+    return null
+  }
+}

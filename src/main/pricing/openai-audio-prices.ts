@@ -1,5 +1,5 @@
 import type { ConditionalPrice, ModelInfo, ModelPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
-import { priceLibrary } from './library'
+import { appliedPrice } from './library'
 
 /** OpenAI's price of one model's audio tokens (USD per 1M), from `from` (a UTC date) until the next one's. */
 interface AudioPrice {
@@ -144,12 +144,7 @@ export function pricesAudio(u: Record<string, number>, model: string, provider: 
   const input = u.input_audio_tokens > 0 || u.cache_audio_read_tokens > 0
   const output = u.output_audio_tokens > 0
   if (!input && !output) return true
-  let r: ReturnType<ReturnType<typeof priceLibrary>['calcPrice']>
-  try {
-    r = priceLibrary().calcPrice(u, model, { provider, timestamp: at })
-  } catch {
-    return false
-  }
+  const r = appliedPrice(u, model, provider, at)
   if (!r) return false
   const set = r.model_price
   return !(input && set.input_audio_mtok === undefined) && !(output && set.output_audio_mtok === undefined)

@@ -1,5 +1,5 @@
 import type { ModelInfo, ModelPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
-import { priceLibrary } from './library'
+import { appliedPrice } from './library'
 
 /**
  * What a model's prices in the price data do not know. The library prices a call by the prices its
@@ -60,12 +60,7 @@ function counts(u: Record<string, number>): { any: boolean; input: boolean; outp
 export function pricesEveryKind(u: Record<string, number>, model: string, provider: PriceProvider, at: Date): boolean {
   const c = counts(u)
   if (!c.any) return true
-  let r: ReturnType<ReturnType<typeof priceLibrary>['calcPrice']>
-  try {
-    r = priceLibrary().calcPrice(u, model, { provider, timestamp: at })
-  } catch {
-    return false
-  }
+  const r = appliedPrice(u, model, provider, at)
   if (!r) return false
   const set = r.model_price
   if (pricesNothing(set)) return saidFree(r.model)
