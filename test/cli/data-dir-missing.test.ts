@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 
 /**
@@ -22,9 +22,7 @@ afterAll(() => rmSync(home, { recursive: true, force: true }))
 
 function cli(args: string[], extra: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const env = { ...process.env, NO_COLOR: '1', HOME: home, XDG_CONFIG_HOME: join(home, '.config'), BURNRATE_DATA_DIR: '', BURNRATE_CONFIG: '', BURNRATE_DATABASE_URL: '', CLAUDE_CONFIG_DIR: '', CODEX_HOME: '', BURNRATE_PORT: '1', ...extra }
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd: home, env }, (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }))
-  })
+  return execCli(CLI, args, { cwd: home, env })
 }
 
 const commands = [['status'], ['report', 'daily'], ['export'], ['export', '-o', 'out.csv']]

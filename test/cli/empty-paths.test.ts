@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 import { makeCall } from '../dashboard/seed'
 import { type TestServer, startTestServer } from '../support/server'
@@ -30,12 +30,8 @@ afterAll(async () => {
   rmSync(cwd, { recursive: true, force: true })
 })
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { cwd, env: { ...process.env, NO_COLOR: '1', HOME: cwd, BURNRATE_DATA_DIR: '', BURNRATE_CONFIG: '' } }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
-    )
-  })
+function cli(args: string[]): ReturnType<typeof execCli> {
+  return execCli(CLI, [...args], { cwd, env: { ...process.env, NO_COLOR: '1', HOME: cwd, BURNRATE_DATA_DIR: '', BURNRATE_CONFIG: '' } })
 }
 
 describe('an empty path given to an option', () => {

@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { cpSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 
 /**
@@ -15,12 +15,8 @@ const CLI = join(ROOT, 'out/main/cli.js')
 const dir = mkdtempSync(join(tmpdir(), 'burnrate-import-file-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: { ...process.env, HOME: dir, NO_COLOR: '1' } }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
-    )
-  })
+function cli(args: string[]): ReturnType<typeof execCli> {
+  return execCli(CLI, [...args], { env: { ...process.env, HOME: dir, NO_COLOR: '1' } })
 }
 
 describe('burnrate import --path given a log file', () => {

@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 
 /**
@@ -16,13 +16,8 @@ const CLI = join(ROOT, 'out/main/cli.js')
 const dir = mkdtempSync(join(tmpdir(), 'burnrate-serve-port-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args], { env: { ...process.env, HOME: dir, NO_COLOR: '1', BURNRATE_PORT: '' } }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
-    )
-    child.stdin?.end()
-  })
+function cli(args: string[]): ReturnType<typeof execCli> {
+  return execCli(CLI, args, { env: { ...process.env, HOME: dir, NO_COLOR: '1', BURNRATE_PORT: '' }, closeStdin: true })
 }
 
 describe('burnrate serve with a --port that is not a port', () => {

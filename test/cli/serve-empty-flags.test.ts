@@ -1,8 +1,8 @@
-import { execFile } from 'node:child_process'
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 
 /**
@@ -15,13 +15,9 @@ const CLI = join(ROOT, 'out/main/cli.js')
 const cwd = mkdtempSync(join(tmpdir(), 'burnrate-serve-empty-'))
 afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // A server that starts is stopped after 10 s (the old behaviour): the test then fails on its code.
-    const child = execFile(process.execPath, [CLI, ...args], { cwd, timeout: 10_000, env: { ...process.env, HOME: cwd, BURNRATE_DATA_DIR: '', BURNRATE_CONFIG: '', BURNRATE_PORT: '' } }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
-    )
-  })
+function cli(args: string[]): ReturnType<typeof execCli> {
+  // A server that starts is stopped after 10 s (the old behaviour): the test then fails on its code.
+  return execCli(CLI, args, { cwd, timeout: 10_000, env: { ...process.env, HOME: cwd, BURNRATE_DATA_DIR: '', BURNRATE_CONFIG: '', BURNRATE_PORT: '' } })
 }
 
 describe('burnrate serve with an empty path', () => {

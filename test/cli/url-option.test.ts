@@ -1,6 +1,6 @@
-import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { execCli } from '../support/cli'
 import { ROOT } from '../e2e/browser'
 import { makeCall } from '../dashboard/seed'
 import { type TestServer, startTestServer } from '../support/server'
@@ -25,12 +25,8 @@ afterAll(async () => {
   await t.cleanup()
 })
 
-function cli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = execFile(process.execPath, [CLI, ...args, '--config', t.configFile, '--data-dir', t.dir], { env: { ...process.env, NO_COLOR: '1', HOME: t.home } }, (_err, stdout, stderr) =>
-      resolve({ code: child.exitCode, stdout, stderr }),
-    )
-  })
+function cli(args: string[]): ReturnType<typeof execCli> {
+  return execCli(CLI, [...args, '--config', t.configFile, '--data-dir', t.dir], { env: { ...process.env, NO_COLOR: '1', HOME: t.home } })
 }
 
 describe('burnrate status, report and export with a --url that is not an http(s) address', () => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process'
+import { type ExecFileOptions, execFile, spawn } from 'node:child_process'
 import { runCli } from '../../src/main/cli/program'
 
 /** Runs the `burnrate` command in this process; its exit code and what it wrote (stdout and stderr together). */
@@ -35,4 +35,20 @@ export function pipedIntoHead(
   head.stdout!.on('data', (d: Buffer) => (line += d))
   const headDone = new Promise<void>((r) => head.once('close', () => r()))
   return new Promise((resolve) => child.once('close', (status, signal) => void headDone.then(() => resolve({ status, signal, stderr, line: line.trim() }))))
+}
+
+/**
+ * Runs the built `burnrate` (`cli`, out/main/cli.js) as a child process, as a user's shell does:
+ * its exit code (null when it was killed, e.g. by `timeout`), stdout and stderr.
+ */
+export function execCli(
+  cli: string,
+  args: string[],
+  opts: ExecFileOptions & { closeStdin?: boolean } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const { closeStdin, ...options } = opts
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [cli, ...args], { ...options, encoding: 'utf8' }, (_err, stdout, stderr) => resolve({ code: child.exitCode, stdout, stderr }))
+    if (closeStdin) child.stdin?.end()
+  })
 }
