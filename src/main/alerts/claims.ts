@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
-import { crossingKey, type ThresholdEvent } from '../budgets/announcer'
+import type { ThresholdEvent } from '../budgets/announcer'
+import { crossingKey } from '../budgets/levels'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
 import type { WebhookTarget } from './webhooks'

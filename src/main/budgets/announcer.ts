@@ -3,10 +3,10 @@ import { announcedId } from './announced-id'
 import { DEFAULT_ALERT_AT_PCT } from './check'
 import type { KeyState } from './key-state'
 import type { Meter, PeriodState } from './meter'
-import { shownPattern } from './pattern'
 import type { Rule } from './rules'
 import type { BudgetAlert } from './types'
 import { reached } from './reached'
+import { alertOf, crossingKey, levelOf } from './levels'
 
 /** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
 export interface ThresholdEvent {
@@ -109,14 +109,7 @@ export class BudgetAnnouncer {
       if (this.fired.has(id)) continue
       if (this.fired.size >= MAX_CROSSED) this.fired.clear()
       this.fired.set(id, p.period === 'window' || p.resetsAt === null ? Infinity : p.resetsAt)
-      const alert = alertOf(rule, s, p, level)
-      for (const l of this.listeners) {
-        try {
-          l(alert)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
+      callEach(this.listeners, alertOf(rule, s, p, level))
     }
   }
 
@@ -241,7 +234,7 @@ export class BudgetAnnouncer {
           const kept = this.announced.get(announcedId(id))
           if (this.restoredListeners.size > 0 && kept !== undefined) {
             const crossedAt = p.period === 'window' && p.lengthMs !== undefined ? kept - p.lengthMs : undefined
-            this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true, crossedAt })
+            callEach(this.restoredListeners, { rule, key: s, state: p, pct, restored: true, crossedAt })
           }
           continue
         }
@@ -251,35 +244,18 @@ export class BudgetAnnouncer {
         // announced before the call that crossed it was stored, and a read of the meters between
         // took it as announced with the spend still under it.
         if (until !== Infinity && !this.firstInPeriod(id, until, now)) {
-          if (this.restoredListeners.size > 0) this.tell(this.restoredListeners, { rule, key: s, state: p, pct, restored: true })
+          if (this.restoredListeners.size > 0) callEach(this.restoredListeners, { rule, key: s, state: p, pct, restored: true })
           continue
         }
         // A rolling window's crossing is kept as announced for a window's length (it re-arms by
         // its spend, not by this): a read of the meters that finds it crossed tells `onRestored`.
         if (until === Infinity && p.lengthMs !== undefined) this.keepWindow(id, now + p.lengthMs, now)
-        this.tell(this.thresholdListeners, { rule, key: s, state: p, pct })
+        callEach(this.thresholdListeners, { rule, key: s, state: p, pct })
         // The desktop notifies thresholds under 100% above `soft_limit_pct`: reaching the limit, or
         // the soft limit, is already the `blocking`/`warning` alert of `raise`.
         if (pct < 1 && (rule.soft_limit_pct === null || pct > rule.soft_limit_pct)) {
-          const alert = { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct }
-          for (const l of this.listeners) {
-            try {
-              l(alert)
-            } catch {
-              // a listener's failure is its own
-            }
-          }
+          callEach(this.listeners, { ...alertOf(rule, s, p, 'warning'), threshold_pct: pct })
         }
-      }
-    }
-  }
-
-  private tell(listeners: Set<(e: ThresholdEvent) => void>, e: ThresholdEvent): void {
-    for (const l of listeners) {
-      try {
-        l(e)
-      } catch {
-        // a listener's failure is its own
       }
     }
   }
@@ -318,38 +294,13 @@ function heldId(start: number): string {
   return announcedId(`held\n${start}`)
 }
 
-/**
- * What a level or threshold (`at`) reached by a key under a rule in a period is known by: once per
- * calendar period (its start), once for a rolling window until it re-arms. The limit is part of it:
- * a changed limit has thresholds of its own (a raised limit alerts again), while a reload with the
- * same limit finds its crossings already there. The same on every instance (alerts/claims.ts
- * claims crossings by it).
- */
-export function crossingKey(rule: Rule, keyHash: string, p: PeriodState, at: string | number): string {
-  return `${rule.source}\n${rule.api_key_pattern}\n${keyHash}\n${p.period}\n${p.period === 'window' ? '' : p.start}\n${p.limit}\n${at}`
-}
-
-export function warningLevel(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): boolean {
-  if (rule.action === 'warn' && reached(p.spent, p.limit)) return true
-  return rule.soft_limit_pct !== null && reached(p.spent, rule.soft_limit_pct * p.limit)
-}
-
-/** A key's level under a rule in a period (also an attached server's, read from its budgets overview: ../desktop-logic/budget-source.ts). */
-export function levelOf(rule: Pick<Rule, 'action' | 'soft_limit_pct'>, p: Pick<PeriodState, 'spent' | 'limit'>): BudgetAlert['level'] | null {
-  if (rule.action === 'block' && reached(p.spent, p.limit)) return 'blocking'
-  return warningLevel(rule, p) ? 'warning' : null
-}
-
-/** The tray's and the desktop notifications' alert: a rule on a whole key named by the key's hint, as the dashboard and the webhooks name it. */
-export function alertOf(rule: Rule, s: KeyState, p: PeriodState, level: BudgetAlert['level']): BudgetAlert {
-  return {
-    api_key_pattern: shownPattern(rule.api_key_pattern),
-    api_key_hash: s.hash,
-    key_hint: s.hint,
-    period: p.period,
-    level,
-    spent_usd: p.spent,
-    limit_usd: p.limit,
-    resets_at: new Date(p.resetsAt ?? p.start).toISOString(),
+/** Calls each listener with `value`; a listener's failure is its own. */
+function callEach<T>(listeners: Iterable<(value: T) => void>, value: T): void {
+  for (const l of listeners) {
+    try {
+      l(value)
+    } catch {
+      // a listener's failure is its own
+    }
   }
 }

@@ -1,4 +1,4 @@
-import { warningLevel } from './announcer'
+import { warningLevel } from './levels'
 import type { PeriodState, RateState } from './meter'
 import type { Rule } from './rules'
 

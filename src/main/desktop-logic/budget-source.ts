@@ -1,5 +1,5 @@
 import type { BudgetsOverview } from '../../shared/api'
-import { levelOf } from '../budgets/announcer'
+import { levelOf } from '../budgets/levels'
 import { DEFAULT_ALERT_AT_PCT } from '../budgets/check'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
 import { type HttpPollOptions, pollJson } from './http-poll'
