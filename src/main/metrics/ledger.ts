@@ -1,10 +1,17 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
+import { ingestedSpend } from '../dashboard/budgets'
 import type { ServerContext } from '../server/context'
 
-/** Ledger health and spend, read at scrape time from the ledger's status and in-memory spend. */
-export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledger'>): void {
+/**
+ * Ledger health and spend, read at scrape time from the ledger's status and in-memory spend. On a
+ * team server (`team.members`) the spend adds the calls its members sent (ingested), which the
+ * in-memory spend leaves out (budgets are not run on them) while every dashboard total counts
+ * them: read from the rollups as the budgets panel's `overall` reads them.
+ */
+export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledger' | 'store' | 'config'>): void {
   const registers = [registry]
   const ledger = ctx.ledger
+  const teamServer = ctx.config.team.members.length > 0
   new Gauge({
     name: 'burnrate_ledger_pending',
     help: 'Recorded calls not yet written to the database.',
@@ -32,13 +39,16 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
   })
   new Gauge({
     name: 'burnrate_spend_usd',
-    help: "Spend of every call today and this month (in the configured timezone), in US dollars, from the ledger's in-memory counters.",
+    help: "Spend of every call today and this month (in the configured timezone), in US dollars, from the ledger's in-memory counters (on a team server with its members' calls).",
     labelNames: ['period'],
     registers,
-    collect() {
-      const t = ledger.spend.totals()
-      this.labels('today').set(t.day)
-      this.labels('month').set(t.month)
+    async collect() {
+      const now = Date.now()
+      const t = ledger.spend.totals(now)
+      // The members' spend of the day and month the totals are of (they may have rolled past `now`'s).
+      const members = teamServer ? await ingestedSpend(ctx.store, ledger.spend, ledger.spend.totalsAt(now)) : { day: 0, month: 0 }
+      this.labels('today').set(t.day + members.day)
+      this.labels('month').set(t.month + members.month)
     },
   })
 }
