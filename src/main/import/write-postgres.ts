@@ -55,7 +55,8 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     const ids = [...new Set(calls.map((c) => c.response_id).filter(Boolean))]
     if (ids.length === 0) return new Map()
     const rows = await store.all<{ response_id: string; id: number }>(
-      "SELECT response_id, MIN(id) AS id FROM calls WHERE response_id = ANY(@ids::text[]) AND response_id <> '' GROUP BY response_id",
+      // Never a call a team member's Burnrate sent (origin_id set): made on that member's machine, not logged on this one.
+      "SELECT response_id, MIN(id) AS id FROM calls WHERE response_id = ANY(@ids::text[]) AND response_id <> '' AND origin_id IS NULL GROUP BY response_id",
       { ids },
     )
     return new Map(rows.map((r) => [r.response_id, r.id]))
@@ -117,7 +118,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
     if (same !== undefined || c.matchByIdOnly) return same
     const near = await store.all<{ id: number }>(
       `SELECT id FROM calls
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND origin_id IS NULL AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
         ORDER BY abs(ts - @ts), id LIMIT ${TWIN_CANDIDATES}`,

@@ -24,12 +24,13 @@ export function sqliteWriter(db: Database.Database) {
     if (c.alias) addKey.run(c.alias, id)
   }
   const byResponseId = db
-    .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' ORDER BY id LIMIT 1")
+    // Never a call a team member's Burnrate sent (origin_id set): made on that member's machine, not logged on this one.
+    .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' AND origin_id IS NULL ORDER BY id LIMIT 1")
     .pluck()
   const byTokens = db
     .prepare(
       `SELECT id FROM calls INDEXED BY calls_ts
-        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
+        WHERE ts >= @from AND ts <= @to AND source = 'proxy' AND origin_id IS NULL AND provider IN (@provider, @alias, @alias2, @alias3) AND status < 400
           AND input_tokens = @input AND output_tokens = @output
           AND (@rid = '' OR response_id IS NULL OR response_id = '' OR response_id = @rid)
           AND NOT EXISTS (SELECT 1 FROM import_keys k WHERE k.call_id = calls.id)
