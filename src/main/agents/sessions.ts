@@ -80,12 +80,13 @@ export class SessionInference {
   /**
    * Reopens the inferred sessions whose last call is less than the gap before `now` (the latest
    * session of each agent and key). A session a call has already been assigned to meanwhile is
-   * kept: the store may answer after calls have begun to arrive (PostgreSQL).
+   * kept: the store may answer after calls have begun to arrive (PostgreSQL). Never a session of a
+   * call a team member's Burnrate sent (`origin_id` set): that Burnrate inferred it, on another machine.
    */
   async seed(store: SqlReader, now = Date.now()): Promise<void> {
     const rows = await store.all<{ agent: string; api_key_hash: string; session: string; last: number }>(
       `SELECT agent, api_key_hash, session, MAX(ts) AS last FROM calls
-       WHERE ts > @since AND session LIKE 'auto-%' GROUP BY agent, api_key_hash, session`,
+       WHERE ts > @since AND session LIKE 'auto-%' AND origin_id IS NULL GROUP BY agent, api_key_hash, session`,
       { since: now - this.gapMs },
     )
     const latest = new Map<string, { id: string; last: number }>()
