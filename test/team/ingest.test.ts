@@ -298,3 +298,24 @@ describe('POST /api/ingest', () => {
     }
   })
 })
+
+describe('POST /api/ingest, one id twice in a batch', () => {
+  it('takes the second copy of a call for a duplicate, and refuses a different call under the same id', async () => {
+    const t = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } })
+    try {
+      const other = call(1, { t: new Date(T0 - 60_000).toISOString(), model: 'claude-opus-4-1', cost_usd: 3 })
+      const r = await ingest(t, [call(1), call(1), other, call(2)])
+      expect(r.status).toBe(200)
+      const body = r.json()
+      expect(body).toMatchObject({ accepted: 2, duplicates: 1, revised: 0 })
+      expect(body.rejected.map((x: any) => [x.index, x.id, x.error.type, x.error.param])).toEqual([[2, 1, 'invalid_request', 'calls[2].id']])
+      expect(body.rejected[0].error.message).toMatch(/different call with the same id 1/)
+      expect(rows(t).map((x) => [x.origin_id, x.model, x.cost_usd])).toEqual([
+        [1, 'claude-sonnet-4-5', 0.101],
+        [2, 'claude-sonnet-4-5', 0.10200000000000001],
+      ])
+    } finally {
+      await t.cleanup()
+    }
+  })
+})

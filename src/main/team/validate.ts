@@ -196,13 +196,24 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
 export function readIngestBatch(calls: readonly unknown[], member: string): { rows: IngestRow[]; rejected: IngestRejection[] } {
   const rows: IngestRow[] = []
   const rejected: IngestRejection[] = []
-  const seen = new Set<number>()
+  const seen = new Map<number, IngestRow>()
   calls.forEach((raw, index) => {
     try {
       const row = readIngestCall(raw, member, index)
-      // The same id twice in one batch is one call sent twice: the later copy is a duplicate.
-      if (!seen.has(row.origin_id)) rows.push(row)
-      seen.add(row.origin_id)
+      const first = seen.get(row.origin_id)
+      if (first === undefined) {
+        rows.push(row)
+        seen.set(row.origin_id, row)
+        return
+      }
+      // The same id twice in one batch is one call sent twice: the later copy is a duplicate. A
+      // different call under it (another time, provider or model) is refused, as one under an id
+      // sent in an earlier batch is (./store.ts), not dropped unsaid as a duplicate.
+      const a = first.record
+      const b = row.record
+      if (a.ts !== b.ts || a.provider !== b.provider || a.model !== b.model) {
+        throw new Bad('id', `calls[${first.index}] is a different call with the same id ${row.origin_id}; each call needs an id of its own.`)
+      }
     } catch (err) {
       if (!(err instanceof Bad)) throw err
       const id = raw !== null && typeof raw === 'object' ? (raw as { id?: unknown }).id ?? null : null
