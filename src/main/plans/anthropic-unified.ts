@@ -4,6 +4,20 @@ import { type MeterReading, type MeterWindow, num, resetTime } from './types'
 const PREFIX = 'anthropic-ratelimit-unified-'
 /** The per-window fields (Claude Code reads `<claim>-utilization`, `-reset`, `-status`, `-surpassed-threshold`). */
 const FIELD = /^(.+)-(utilization|reset|status|surpassed-threshold)$/
+/** Claims that are usage windows (`5h`, `7d`, `7d_opus`…), as against account-wide flags such as `overage`. */
+const WINDOW_CLAIM = /^(5h|7d)(_|$)/
+
+/**
+ * The window a claim's long name is reported under: `representative-claim` says `five_hour`,
+ * `seven_day`, `seven_day_opus`… where the per-claim headers say `5h`, `7d`, `7d_opus`; null for
+ * a claim that is no window (`overage`).
+ */
+function windowOfClaim(claim: string | undefined): string | null {
+  if (claim === 'five_hour') return '5h'
+  if (claim === 'seven_day') return '7d'
+  if (claim?.startsWith('seven_day_')) return `7d_${claim.slice('seven_day_'.length)}`
+  return null
+}
 
 /**
  * A Claude subscription's windows, as Anthropic sends them on every response to an OAuth
@@ -18,6 +32,7 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
   const windows = new Map<string, Partial<MeterWindow> & { name: string }>()
   const details: Record<string, string> = {}
   let any = false
+  let accountReset: number | null = null
   for (const [name, raw] of Object.entries(headers)) {
     if (!name.startsWith(PREFIX) || raw === undefined) continue
     any = true
@@ -27,6 +42,7 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
     if (!m) {
       // The account-wide reset (epoch seconds) reads as every other reset in details does: ISO.
       const at = rest === 'reset' ? resetTime(value) : null
+      if (rest === 'reset') accountReset = at
       details[rest] = at !== null ? new Date(at).toISOString() : value
       continue
     }
@@ -43,8 +59,24 @@ export function readAnthropicUnified(headers: IncomingHttpHeaders): MeterReading
     else details[rest] = value
   }
   if (!any) return null
+  // A refusal for a used-up window (429, account-wide `status: rejected`) names that window in
+  // `representative-claim` and when calls are allowed again in the account-wide `reset`, as Claude
+  // Code reads it ("limit reached, resets at …"); it need not carry the claim's own utilization.
+  // That window is full until then.
+  const refused = details.status === 'rejected' ? windowOfClaim(details['representative-claim']) : null
+  if (refused) {
+    let w = windows.get(refused)
+    if (!w) windows.set(refused, (w = { name: refused }))
+    if (w.utilization === undefined) {
+      w.utilization = 1
+      w.status ??= 'rejected'
+      w.resets_at ??= accountReset
+    }
+  }
   const out: MeterWindow[] = []
   for (const w of windows.values()) {
+    // A window's claim refused with no utilization of its own is used up.
+    if (w.utilization === undefined && w.status === 'rejected' && WINDOW_CLAIM.test(w.name)) w.utilization = 1
     // A claim with only a status (no utilization) is an account-wide flag, not a window to draw.
     if (w.utilization === undefined) {
       if (w.status !== undefined) details[`${w.name}-status`] = w.status

@@ -48,6 +48,23 @@ describe('vendor meters from response headers', () => {
     })
   })
 
+  it("reads a Claude plan's refusal as its used-up window full: the representative claim, or a window claim rejected with no utilization", () => {
+    const refused = readAnthropicUnified({
+      'anthropic-ratelimit-unified-status': 'rejected',
+      'anthropic-ratelimit-unified-reset': sec(T0 + 3600_000),
+      'anthropic-ratelimit-unified-representative-claim': 'seven_day_sonnet',
+      'anthropic-ratelimit-unified-overage-status': 'rejected',
+    })!
+    // The overage's status stays an account-wide flag, not a window.
+    expect(refused.windows).toEqual([{ name: '7d_sonnet', utilization: 1, resets_at: T0 + 3600_000, status: 'rejected', window_minutes: 10_080 }])
+    expect(refused.details).toMatchObject({ 'overage-status': 'rejected' })
+    const claim = readAnthropicUnified({ 'anthropic-ratelimit-unified-5h-status': 'rejected', 'anthropic-ratelimit-unified-5h-reset': sec(T0 + 600_000) })!
+    expect(claim.windows).toEqual([{ name: '5h', utilization: 1, resets_at: T0 + 600_000, status: 'rejected', window_minutes: 300 }])
+    // Allowed (or the overage claim named): nothing is filled.
+    expect(readAnthropicUnified({ 'anthropic-ratelimit-unified-status': 'allowed', 'anthropic-ratelimit-unified-representative-claim': 'five_hour' })!.windows).toEqual([])
+    expect(readAnthropicUnified({ 'anthropic-ratelimit-unified-status': 'rejected', 'anthropic-ratelimit-unified-representative-claim': 'overage' })!.windows).toEqual([])
+  })
+
   it('reads Codex primary/secondary windows (percent, minutes, reset) and other limit families', () => {
     const r = readCodex({
       'x-codex-primary-used-percent': '42.5',
