@@ -472,7 +472,7 @@ export interface PlanWindow {
   resets_at: string | null
   /** The vendor's word for the window (`allowed`, `allowed_warning`, `rejected`), or '' when it sends none. */
   status: string
-  /** When the window runs out at the pace of its recent history; null when it will not before it resets (or no pace yet). */
+  /** When the window runs out at the pace of its recent history (never a time already passed); null when it will not before it resets (or no pace yet). */
   projected_exhausted_at: string | null
   /** Utilization the window will have when it resets, at that pace (null without a pace). */
   projected_at_reset: number | null

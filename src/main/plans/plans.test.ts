@@ -184,6 +184,16 @@ describe('PlanTracker', () => {
     w = slow.list(T0 + 3600_000)[0].windows[0]
     expect(w.projected_exhausted_at).toBeNull()
     expect(w.projected_at_reset).toBeCloseTo(0.45, 10)
+
+    // The calls stop at 40%: at T0 + 4.5h the run-out at T0 + 4h has passed with the window still
+    // at 40%. The line runs on to now (20% in 4.5 h): 42.2% at the reset, no run-out before it.
+    w = t.list(T0 + 4.5 * 3600_000)[0].windows[0]
+    expect(w.utilization).toBe(0.4)
+    expect(w.projected_exhausted_at).toBeNull()
+    expect(w.projected_at_reset).toBeCloseTo(0.4 + 0.2 / 9, 10)
+    // A short pause moves the run-out on: at T0 + 1.2h, 20% in 1.2 h, 100% at T0 + 1.2h + 3.6h.
+    w = t.list(T0 + 1.2 * 3600_000)[0].windows[0]
+    expect(Date.parse(w.projected_exhausted_at!)).toBeCloseTo(T0 + 4.8 * 3600_000, -1)
   })
 
   it('alerts at 80% and 95% once per window period', () => {

@@ -194,7 +194,10 @@ export class PlanTracker {
   }
 }
 
-/** The window with its pace: where the line through this period's readings meets 100%, and where it stands at the reset. */
+/**
+ * The window with its pace: where the line through this period's readings, and on to `now` at the
+ * latest reading's utilization, meets 100%, and where it stands at the reset.
+ */
 export function windowJson(st: WindowState, now: number): PlanWindow {
   const w = st.latest
   // Its reset has passed with no reading since: a fresh period, of which nothing is known yet.
@@ -215,14 +218,17 @@ export function windowJson(st: WindowState, now: number): PlanWindow {
   if (h.length >= 2) {
     const first = h[0]
     const last = h[h.length - 1]
-    const dt = last.t - first.t
-    const rate = dt > 0 ? (last.u - first.u) / dt : 0 // utilization per ms
+    // The line runs on to now: no reading since the latest is no use through Burnrate since (the
+    // window stands where it was), so a pause slows the pace, and a run-out time is never one that
+    // has passed with the window short of its limit (13:05 said at 14:00 of a window at 60%).
+    const to = Math.max(now, last.t)
+    const rate = last.t > first.t ? (last.u - first.u) / (to - first.t) : 0 // utilization per ms
     if (rate > 0) {
       const end = w.resets_at ?? Infinity
-      const at = last.t + (1 - last.u) / rate
+      const at = to + (1 - last.u) / rate
       if (last.u >= 1) exhausted = last.t
       else if (at < end) exhausted = Math.round(at)
-      if (w.resets_at !== null) atReset = Math.min(1, last.u + rate * Math.max(0, w.resets_at - last.t))
+      if (w.resets_at !== null) atReset = Math.min(1, last.u + rate * Math.max(0, w.resets_at - to))
     } else if (w.resets_at !== null) {
       atReset = last.u
     }
