@@ -26,9 +26,9 @@ export const plans: Feature = (ctx) => {
   const accountOf = accounts((from, to) => tracker.merge('anthropic', from, to))
   ctx.plans = tracker
   ctx.onClose(() => tracker.close())
-  ctx.observeHeaders((s, _status, headers) => {
-    const reading = readMeter(headers)
-    if (reading) tracker.observe(accountOf(s), reading)
+  ctx.observeHeaders((s, _status, headers, at) => {
+    const reading = readMeter(headers, at)
+    if (reading) tracker.observe(accountOf(s), reading, Date.now(), at)
   })
   ctx.observeReadings((s, reading) => tracker.observe(accountOf(s), reading))
 }

@@ -196,6 +196,20 @@ describe('PlanTracker', () => {
     expect(Date.parse(w.projected_exhausted_at!)).toBeCloseTo(T0 + 4.8 * 3600_000, -1)
   })
 
+  it('a reading true at an earlier time (a socket\'s upgrade answer) is placed there, and read after a newer one is older news', () => {
+    const t = new PlanTracker()
+    // Read with the socket's first call at T0 + 1h, true at its upgrade at T0: 20% -> 40% in an hour.
+    t.observe(who, reading(0.2), T0 + 3600_000, T0)
+    t.observe(who, reading(0.4), T0 + 3600_000)
+    expect(t.list(T0 + 3600_000)[0].windows[0].projected_exhausted_at).toBe(new Date(T0 + 4 * 3600_000).toISOString())
+    // Another socket's upgrade answer, true at T0 + 30 min, read now: the window keeps 40%.
+    t.observe(who, reading(0.3), T0 + 3600_000 + 5, T0 + 1800_000)
+    expect(t.list(T0 + 3600_000)[0].windows[0].utilization).toBe(0.4)
+    // A reading as it comes is news even when the clock has gone back meanwhile.
+    t.observe(who, reading(0.45), T0 + 1800_000)
+    expect(t.list(T0 + 1800_000)[0].windows[0].utilization).toBe(0.45)
+  })
+
   it('alerts at 80% and 95% once per window period', () => {
     const t = new PlanTracker()
     const seen: number[] = []

@@ -36,6 +36,8 @@ interface Account {
   billing: CallBilling
   kind: MeterReading['kind']
   updated: number
+  /** When the latest reading taken was true (its answer's time): an older one read after it is older news. */
+  readAt: number
   windows: Map<string, WindowState>
   details: Record<string, string>
   /** A login token whose account is not known yet (`Observed.provisional`): its alerts wait (./alerts.ts). */
@@ -68,7 +70,12 @@ export class PlanTracker {
 
   constructor(private readonly thresholds: readonly number[] = DEFAULT_THRESHOLDS) {}
 
-  observe(who: Observed, reading: MeterReading, now = Date.now()): void {
+  /**
+   * A reading of account `who`'s meter, read at `now`; `at` is when it was true, where that is
+   * earlier (a Codex socket's upgrade answer, shown with the socket's first call): the pace places
+   * it there, and a window read since keeps its newer reading.
+   */
+  observe(who: Observed, reading: MeterReading, now = Date.now(), at = now): void {
     const key = `${who.provider}\0${who.account}`
     let a = this.accounts.get(key)
     if (!a) {
@@ -77,7 +84,7 @@ export class PlanTracker {
         this.accounts.delete(oldest[0])
         this.alerts.drop(oldest[0])
       }
-      a = { key, provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, windows: new Map(), details: {}, provisional: false }
+      a = { key, provider: who.provider, hint: who.hint, billing: who.billing, kind: reading.kind, updated: now, readAt: at, windows: new Map(), details: {}, provisional: false }
       this.accounts.set(key, a)
     }
     a.provisional = who.provisional === true
@@ -91,9 +98,16 @@ export class PlanTracker {
     a.kind = reading.kind
     a.updated = now
     a.billing = who.billing
-    a.details = { ...a.details, ...reading.details }
+    // Older news (read after a newer reading) fills in only what the account has not heard since.
+    // (Only a reading said to be older is: one read as it came is news, whatever the clock did.)
+    const older = at < now && at < a.readAt
+    a.details = older ? { ...reading.details, ...a.details } : { ...a.details, ...reading.details }
+    a.readAt = older ? a.readAt : at
     for (let w of reading.windows) {
       let st = a.windows.get(w.name)
+      // A reading of when the window was read since (a socket's upgrade answer shown with its first
+      // call, after another session's calls read the window anew): it tells nothing of the window now.
+      if (st && at < now && st.history.length > 0 && at < st.history[st.history.length - 1].t) continue
       // A reading that names no reset (Codex's refusal on a WebSocket carries only the used
       // percent) of a window whose period has not ended is of that period: it keeps its reset,
       // its pace and its alerts, rather than starting a period without a reset.
@@ -109,7 +123,7 @@ export class PlanTracker {
         a.windows.set(w.name, st)
       }
       st.latest = w
-      st.history.push({ t: now, u: w.utilization })
+      st.history.push({ t: at, u: w.utilization })
       if (st.history.length > HISTORY) st.history.splice(0, st.history.length - HISTORY)
       this.checkThresholds(a, st, now)
     }

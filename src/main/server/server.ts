@@ -222,8 +222,8 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     timeouts: config.upstream,
     maxBufferedBytes: config.server.max_buffered_body_mb * 1024 * 1024,
     sessions: context.sessions,
-    observeHeaders: (s, status, h) => {
-      for (const o of observers) o(s, status, h)
+    observeHeaders: (s, status, h, at) => {
+      for (const o of observers) o(s, status, h, at)
     },
     observeReading: (s, reading) => {
       for (const o of readingObservers) o(s, reading)

@@ -12,7 +12,11 @@ import { startHttpResponse } from './response'
 import type { CallState, HttpCall } from './state'
 
 /** Sees every upstream answer's status and headers (plan windows); must not throw or take long. */
-export type HeadersObserver = (s: CallState, status: number, headers: IncomingHttpHeaders) => void
+/**
+ * Sees an answer's headers for call `s`. `at` is when they came, where that is before now: a
+ * socket's upgrade answer, shown with its first call (ms since the epoch; else they came now).
+ */
+export type HeadersObserver = (s: CallState, status: number, headers: IncomingHttpHeaders, at?: number) => void
 
 export interface ForwardTimeouts {
   connect_timeout_ms: number

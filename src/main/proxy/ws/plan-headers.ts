@@ -15,12 +15,14 @@ export class PlanHeaders {
     private readonly observe: HeadersObserver | undefined,
     /** The upstream's upgrade answer headers, until the first call has been shown them. */
     private upgrade: IncomingHttpHeaders | null,
+    /** When the upgrade answer came (the socket was opened): what its headers say was true then, not at the first call. */
+    private readonly upgradeAt = Date.now(),
   ) {}
 
   /** A call was admitted and its frame goes upstream: the first one is shown the upgrade answer. */
   admitted(s: CallState): void {
     if (this.upgrade) {
-      this.see(s, 101, this.upgrade)
+      this.see(s, 101, this.upgrade, this.upgradeAt)
       this.upgrade = null
     }
   }
@@ -38,9 +40,9 @@ export class PlanHeaders {
     }
   }
 
-  private see(s: CallState, status: number, headers: IncomingHttpHeaders): void {
+  private see(s: CallState, status: number, headers: IncomingHttpHeaders, at?: number): void {
     try {
-      this.observe?.(s, status, headers)
+      this.observe?.(s, status, headers, at)
     } catch {
       // advisory: the relay goes on
     }
