@@ -51,4 +51,18 @@ describe('window state', () => {
   it('never opens below the minimum size', () => {
     expect(restoreWindowState({ x: 10, y: 40, width: 50, height: 20 }, [LAPTOP])).toEqual({ x: 10, y: 40, width: 720, height: 520, maximized: false })
   })
+
+  it('never restores a window off the screen once its size is fitted to it (a monitor above the laptop unplugged)', () => {
+    // On a monitor above the laptop's, reaching 75 px down into the laptop's screen: 1000 px high,
+    // it is cut to the laptop's 875, and at y -900 it would end at -25, wholly above the screen.
+    const state = restoreWindowState({ x: 100, y: -900, width: 1000, height: 1000 }, [LAPTOP])
+    const bottom = (state.y ?? LAPTOP.y) + state.height
+    expect(bottom).toBeGreaterThan(LAPTOP.y + 60)
+  })
+
+  it('never restores a window whose title bar is off every screen (it could not be dragged back)', () => {
+    // The top 200 px above the laptop's screen, the rest on it: the title bar is out of reach.
+    const state = restoreWindowState({ x: 100, y: -175, width: 800, height: 600 }, [LAPTOP])
+    expect(state.y === undefined || state.y >= LAPTOP.y).toBe(true)
+  })
 })

@@ -38,11 +38,22 @@ function overlap(a: Rect, b: Rect): { width: number; height: number } {
   return { width: Math.max(0, w), height: Math.max(0, h) }
 }
 
+/** The size `state` is kept within on `screen`: never larger than it, never below the minimum. */
+function fitted(state: { width: number; height: number }, screen: Rect): { width: number; height: number } {
+  return {
+    width: Math.min(state.width, Math.max(MIN_WINDOW.width, screen.width)),
+    height: Math.min(state.height, Math.max(MIN_WINDOW.height, screen.height)),
+  }
+}
+
 /**
  * The state to open the window with, from what the state file held (anything, possibly
  * garbage) and the screens' work areas now: a position that would put the window off every
  * screen (a monitor was unplugged) is dropped so it opens centered, and the size is kept
- * within the screen it lands on and above the minimum.
+ * within the screen it lands on and above the minimum. A position is kept only when the window's
+ * top (its title bar, by which it is moved) lies on that screen, at the size it opens with:
+ * a window cut to a smaller screen shrinks from the bottom, and one kept for its lower part
+ * could open with its title bar above the screen, or wholly off it.
  */
 export function restoreWindowState(raw: unknown, workAreas: readonly Rect[]): WindowState {
   const parsed = stateSchema.safeParse(raw)
@@ -55,21 +66,20 @@ export function restoreWindowState(raw: unknown, workAreas: readonly Rect[]): Wi
   }
   let screen: Rect | undefined
   if (s.x !== undefined && s.y !== undefined) {
-    const rect = { x: s.x, y: s.y, width: state.width, height: state.height }
+    const { x, y } = s
     screen = workAreas.find((a) => {
-      const o = overlap(rect, a)
-      return o.width >= VISIBLE.width && o.height >= VISIBLE.height
+      const size = fitted(state, a)
+      // The top strip of the window as it opens on this screen, wholly within it from top to bottom.
+      const top = overlap({ x, y, width: size.width, height: VISIBLE.height }, a)
+      return y >= a.y && top.width >= VISIBLE.width && top.height >= VISIBLE.height
     })
     if (screen) {
-      state.x = s.x
-      state.y = s.y
+      state.x = x
+      state.y = y
     }
   }
   const fit = screen ?? workAreas[0]
-  if (fit) {
-    state.width = Math.min(state.width, Math.max(MIN_WINDOW.width, fit.width))
-    state.height = Math.min(state.height, Math.max(MIN_WINDOW.height, fit.height))
-  }
+  if (fit) Object.assign(state, fitted(state, fit))
   return state
 }
 
