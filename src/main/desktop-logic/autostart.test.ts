@@ -1,7 +1,9 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { execFileSync } from 'node:child_process'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
+import { eventually } from '../../../test/support/http'
 import { autostartEntry, autostartFile, isAutostartEnabled, setAutostart, startsHidden } from './autostart'
 
 const dirs: string[] = []
@@ -30,6 +32,26 @@ describe('Linux autostart entry', () => {
     expect(autostartEntry('/usr/lib/electron', ['/src/burnrate'])).toContain('Exec="/usr/lib/electron" "/src/burnrate" --hidden\n')
   })
 
+  it('writes a percent sign in the path as the spec says (%%): a lone one is a field code', () => {
+    expect(autostartEntry('/home/u/My%20Apps/Burnrate.AppImage')).toContain('"/home/u/My%%20Apps/Burnrate.AppImage" --hidden\n')
+  })
+
+  it.skipIf(!hasGio())('is launched by GLib (gio launch, as GNOME starts it at login) from a folder with spaces, quotes, $ and %', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'burnrate-autostart-'))
+    dirs.push(dir)
+    const folder = join(dir, 'My Apps "x" $HOME 100%d %20')
+    mkdirSync(folder)
+    const marker = join(dir, 'launched.txt')
+    const program = join(folder, 'burnrate')
+    writeFileSync(program, `#!/bin/sh\nprintf '%s\\n' "$0" "$@" > '${marker}'\n`)
+    chmodSync(program, 0o755)
+    const entry = join(dir, 'burnrate.desktop')
+    writeFileSync(entry, autostartEntry(program))
+    execFileSync('gio', ['launch', entry], { stdio: 'ignore', timeout: 10_000 })
+    await eventually(() => existsSync(marker) && readFileSync(marker, 'utf8').endsWith('\n'))
+    expect(readFileSync(marker, 'utf8')).toBe(`${program}\n--hidden\n`)
+  })
+
   it('is turned on and off by writing and removing the file', () => {
     const dir = mkdtempSync(join(tmpdir(), 'burnrate-autostart-'))
     dirs.push(dir)
@@ -53,3 +75,13 @@ describe('Linux autostart entry', () => {
     expect(isAutostartEnabled(file)).toBe(false)
   })
 })
+
+function hasGio(): boolean {
+  if (process.platform !== 'linux') return false
+  try {
+    execFileSync('gio', ['version'], { stdio: 'ignore' })
+    return true
+  } catch {
+    return false
+  }
+}

@@ -19,19 +19,32 @@ export function autostartFile(env: NodeJS.ProcessEnv = process.env, home: string
   return join(env.XDG_CONFIG_HOME || join(home, '.config'), 'autostart', 'burnrate.desktop')
 }
 
-/** Quotes an argument for a desktop entry's Exec key (the spec's rules for double quotes). */
+/**
+ * Quotes an argument for a desktop entry's Exec key (the spec's rules for double quotes), and
+ * writes a percent sign as `%%`: a lone one starts a field code (`%20` in `My%20Apps`, `%d`),
+ * which the launcher expands or drops.
+ */
 function quoteExec(arg: string): string {
-  return `"${arg.replace(/(["`$\\])/g, '\\$1')}"`
+  return `"${arg.replace(/(["`$\\])/g, '\\$1').replaceAll('%', '%%')}"`
 }
 
-/** `args` go before the hidden flag (in development: the app folder Electron is to run). */
+/** The shell line that runs its arguments, for a program whose path has a percent sign (see autostartEntry). */
+const RUN_ARGS = ['/bin/sh', '-c', 'exec "$0" "$@"']
+
+/**
+ * `args` go before the hidden flag (in development: the app folder Electron is to run). A path
+ * with a percent sign (`My%20Apps`) is started through /bin/sh: GLib (GNOME's autostart) looks
+ * for the Exec's program before it expands `%%`, so it found no `My%%20Apps` and launched nothing.
+ */
 export function autostartEntry(executable: string, args: readonly string[] = []): string {
+  const argv = [executable, ...args]
+  const exec = argv.some((a) => a.includes('%')) ? [...RUN_ARGS, ...argv] : argv
   return [
     '[Desktop Entry]',
     'Type=Application',
     'Name=Burnrate',
     'Comment=Meters every AI agent call: tokens, dollars, budgets',
-    `Exec=${[executable, ...args].map(quoteExec).join(' ')} ${HIDDEN_FLAG}`,
+    `Exec=${exec.map(quoteExec).join(' ')} ${HIDDEN_FLAG}`,
     'Terminal=false',
     'X-GNOME-Autostart-enabled=true',
     '',
