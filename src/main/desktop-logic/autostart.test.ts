@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { eventually } from '../../../test/support/http'
-import { autostartEntry, autostartFile, isAutostartEnabled, setAutostart, startsHidden } from './autostart'
+import { autostartEntry, autostartFile, autostartProgram, isAutostartEnabled, setAutostart, startsHidden } from './autostart'
 
 const dirs: string[] = []
 afterEach(() => {
@@ -50,6 +50,15 @@ describe('Linux autostart entry', () => {
     execFileSync('gio', ['launch', entry], { stdio: 'ignore', timeout: 10_000 })
     await eventually(() => existsSync(marker) && readFileSync(marker, 'utf8').endsWith('\n'))
     expect(readFileSync(marker, 'utf8')).toBe(`${program}\n--hidden\n`)
+  })
+
+  it('reads back the program an entry it wrote starts, however its path is quoted', () => {
+    for (const p of ['/opt/Burnrate/burnrate', '/home/u/My Apps/Burn "rate" $1 `x` \\z.AppImage', '/home/u/My%20Apps/100%d.AppImage']) {
+      expect(autostartProgram(autostartEntry(p))).toBe(p)
+      expect(autostartProgram(autostartEntry(p, ['/src/burnrate']))).toBe(p)
+    }
+    expect(autostartProgram('[Desktop Entry]\nExec=/usr/bin/burnrate --hidden\n')).toBe('/usr/bin/burnrate')
+    expect(autostartProgram('[Desktop Entry]\nName=x\n')).toBeNull()
   })
 
   it('is turned on and off by writing and removing the file', () => {

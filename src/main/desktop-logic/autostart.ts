@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { isAbsolute, join } from 'node:path'
 import { writeTextFile } from './json-file'
 
 /** The argument a login launch carries, so the app starts in the tray without a window. */
@@ -58,6 +58,47 @@ export function isAutostartEnabled(file: string): boolean {
   } catch {
     return false
   }
+}
+
+/** The words of a desktop entry's Exec line as autostartEntry writes them (its quoting undone), or null without one. */
+export function execArgs(text: string): string[] | null {
+  const line = /^Exec=(.*)$/m.exec(text)?.[1]
+  if (line === undefined) return null
+  const words: string[] = []
+  const re = /"((?:[^"\\]|\\.)*)"|(\S+)/g
+  for (let m = re.exec(line); m; m = re.exec(line)) {
+    const word = m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2]
+    words.push(word.replaceAll('%%', '%'))
+  }
+  return words
+}
+
+/** The program an entry starts: its first word, or the one /bin/sh runs (a path with a percent sign). */
+export function autostartProgram(text: string): string | null {
+  const words = execArgs(text)
+  if (!words?.length) return null
+  return RUN_ARGS.every((w, i) => words[i] === w) ? (words[RUN_ARGS.length] ?? null) : words[0]
+}
+
+/**
+ * An entry that is on but names a program that is gone is pointed at `executable`: an AppImage's
+ * update (electron-updater) deletes the old file and writes the new version's beside it under its
+ * own name (Burnrate-0.1.0.AppImage, then Burnrate-0.2.0.AppImage), and a person may move the
+ * file; the entry then started nothing at login while the menu showed Start at login on. An entry
+ * naming a file still there (another copy of the app) is left as it is. True when it was rewritten.
+ */
+export function repointAutostart(file: string, executable: string, args: readonly string[] = []): boolean {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch {
+    return false
+  }
+  if (!isAutostartEnabled(file)) return false
+  const program = autostartProgram(text)
+  if (program === null || program === executable || !isAbsolute(program) || existsSync(program)) return false
+  writeTextFile(file, autostartEntry(executable, args))
+  return true
 }
 
 /** `executable`: the AppImage when run from one (`$APPIMAGE`), else the installed binary. */

@@ -1,5 +1,5 @@
 import { app } from 'electron'
-import { HIDDEN_FLAG, autostartFile, isAutostartEnabled, setAutostart } from '../desktop-logic/autostart'
+import { HIDDEN_FLAG, autostartFile, isAutostartEnabled, repointAutostart, setAutostart } from '../desktop-logic/autostart'
 
 export interface LoginItem {
   enabled(): boolean
@@ -15,6 +15,12 @@ export function loginItem(platform: NodeJS.Platform, env: NodeJS.ProcessEnv = pr
     // An AppImage runs from a temporary mount: start the AppImage file itself.
     const exec = env.APPIMAGE || process.execPath
     const args = app.isPackaged ? [] : [app.getAppPath()]
+    // An entry left naming an AppImage an update replaced (or a file moved) starts this one.
+    try {
+      repointAutostart(file, exec, args)
+    } catch {
+      // the entry stays as it was; the menu shows whether it is on
+    }
     return {
       enabled: () => isAutostartEnabled(file),
       set: (on) => setAutostart(file, on, exec, args),
