@@ -7,4 +7,11 @@ describe('updatesEnabled', () => {
     expect(updatesEnabled({ isPackaged: true, env: {} })).toBe(true)
     expect(updatesEnabled({ isPackaged: true, env: { BURNRATE_AUTO_UPDATE: '0' } })).toBe(false)
   })
+
+  it('is off for every usual spelling of off (false, as BURNRATE_PRICE_AUTO_UPDATE takes it), on otherwise', () => {
+    for (const off of ['0', 'false', 'FALSE', 'False', 'no', 'off', ' 0 ']) {
+      expect(updatesEnabled({ isPackaged: true, env: { BURNRATE_AUTO_UPDATE: off } }), off).toBe(false)
+    }
+    for (const on of ['1', 'true', '']) expect(updatesEnabled({ isPackaged: true, env: { BURNRATE_AUTO_UPDATE: on } }), on).toBe(true)
+  })
 })
