@@ -9,6 +9,12 @@ export interface HttpPollOptions {
   timers?: Timers
   /** Extra request headers (a dashboard token). */
   headers?: Record<string, string>
+  /**
+   * Asked before each request: false while the server may not be asked (another user's program
+   * listens on its port: ./listener-owner.ts's `ownListener`). No request is sent, so the headers
+   * (the dashboard token) never reach it, and the poll reports no answer.
+   */
+  allowed?: () => Promise<boolean>
 }
 
 /**
@@ -33,6 +39,7 @@ export function pollJson(baseUrl: string, path: string, defaultPollMs: number, o
     let body: unknown
     let status: number | null = null
     try {
+      if (opts.allowed && !(await opts.allowed())) throw new Error('not the server attached to')
       const res = await doFetch(url, { headers: opts.headers, signal: AbortSignal.timeout(timeoutMs) })
       if (!res.ok) {
         status = res.status

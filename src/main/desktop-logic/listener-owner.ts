@@ -89,3 +89,22 @@ export async function otherUsersListener(host: string, port: number, procNet?: s
   const uids = await listenerUids(host, port, procNet)
   return uids?.find((u) => u !== me) ?? null
 }
+
+/**
+ * For an attached server's address: whether the program listening there now may be asked (not
+ * another user's). The app identifies the Burnrate it attaches to once, at start; when that server
+ * stops, anyone may take its port and answer as Burnrate, and the tray's polls (the dashboard
+ * token in each) would go to that program and show its numbers as the spend. Asked before each.
+ */
+export function ownListener(url: string, procNet?: string): () => Promise<boolean> {
+  const u = new URL(url)
+  const host = u.hostname.replace(/^\[|\]$/g, '')
+  const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80))
+  return async () => {
+    try {
+      return (await otherUsersListener(host, port, procNet)) === null
+    } catch {
+      return true
+    }
+  }
+}

@@ -7,6 +7,7 @@ import { LastSeen } from '../connect/last-seen'
 import type { Config } from '../config/schema'
 import { startsHidden } from '../desktop-logic/autostart'
 import { httpBudgets } from '../desktop-logic/budget-source'
+import { ownListener } from '../desktop-logic/listener-owner'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
 import { httpPlans } from '../desktop-logic/tray-plans'
@@ -109,7 +110,9 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // the window and the browser open `/?token=` once (the server answers with a cookie), the
   // attached tray sends it as a bearer token.
   const token = config.dashboard.token || null
-  const auth = token ? { headers: { authorization: `Bearer ${token}` } } : {}
+  // Attached, each poll first checks that no other user's program has taken the server's port since
+  // it was identified (the server stopped): the token would go to it, and its numbers be shown.
+  const auth = { ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}), ...(own ? {} : { allowed: ownListener(url) }) }
   const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
   // Attached to another Burnrate, only its configured admin token (if any) works there.
   const windowAdminToken = own ? started.adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
