@@ -57,7 +57,7 @@ function impostor(port: number): { proc: ChildProcess; seen: string[]; listening
 const asNobody = process.platform === 'linux' && process.getuid?.() === 0 && existsSync('/usr/bin/node')
 
 describe('attached, when the headless Burnrate stops and another user takes its port', () => {
-  it.runIf(asNobody)('the tray neither hands that program the dashboard token nor shows its numbers as the spend', async () => {
+  it.runIf(asNobody)('neither the tray nor the window hands that program the dashboard token or shows its numbers as the spend', async () => {
     const headless = await startTestServer({ timezone: 'UTC', dashboard: { token: TOKEN } })
     cleanups.push(() => headless.cleanup())
     headless.server.ledger.record(callRecord({ cost_usd: 7 }))
@@ -69,6 +69,8 @@ describe('attached, when the headless Burnrate stops and another user takes its 
     expect(d.attachedTo).toBe(headless.url)
     const tray = state.trays[0]
     await eventually(() => tray.tooltip.split('\n')[0] === 'Burnrate: $7.00 today')
+    const session = state.windows[0].webContents.session
+    expect(await session.request(`${headless.url}/api/dashboard/summary`)).toBe(true)
 
     await headless.stop()
     const other = impostor(port)
@@ -79,5 +81,9 @@ describe('attached, when the headless Burnrate stops and another user takes its 
     expect(other.seen.filter((l) => l.includes(TOKEN))).toEqual([])
     expect(tray.tooltip).not.toContain('$999.00')
     expect(tray.tooltip.split('\n')[0]).toBe('Burnrate: server not answering')
+    // The window's requests there (its session cookie in them) are cancelled too; others go ahead.
+    expect(await session.request(`${headless.url}/api/dashboard/summary`)).toBe(false)
+    expect(await session.request(`${headless.url.replace('127.0.0.1', 'localhost')}/x`)).toBe(true)
+    expect(await session.request('https://example.com/')).toBe(true)
   }, 60_000)
 })

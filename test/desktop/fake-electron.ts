@@ -89,8 +89,22 @@ class FakeApp extends EventEmitter {
 }
 export const app = new FakeApp()
 
+type BeforeRequest = (details: { url: string }, cb: (r: { cancel?: boolean }) => void) => void
+
 class FakeSession {
   permissionHandler: ((wc: unknown, permission: string, cb: (ok: boolean) => void) => void) | null = null
+  beforeRequest: BeforeRequest | null = null
+  webRequest = {
+    onBeforeRequest: (handler: BeforeRequest) => {
+      this.beforeRequest = handler
+    },
+  }
+  /** What the window's session does with a request to `url`: true when it goes ahead. */
+  request(url: string): Promise<boolean> {
+    const h = this.beforeRequest
+    if (!h) return Promise.resolve(true)
+    return new Promise((resolve) => h({ url }, (r) => resolve(!r.cancel)))
+  }
   setPermissionRequestHandler(h: FakeSession['permissionHandler']) {
     this.permissionHandler = h
   }

@@ -1,7 +1,7 @@
 import http from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterEach, describe, expect, it } from 'vitest'
-import { ipBytes, listenerUids, otherUsersListener, tableHex } from './listener-owner'
+import { ipBytes, listenerUids, otherUsersListener, ownListener, tableHex } from './listener-owner'
 
 const closers: (() => Promise<unknown>)[] = []
 afterEach(async () => {
@@ -36,5 +36,15 @@ describe('whose program listens on an address', () => {
     const p6 = await listenOn(http.createServer(), '::')
     expect(await listenerUids('127.0.0.1', p6)).toEqual([process.getuid!()])
     expect(await listenerUids('::1', p6)).toEqual([process.getuid!()])
+  })
+
+  it.runIf(process.platform === 'linux')('lets an attached server be asked while this user listens there, not once nobody does', async () => {
+    const server = http.createServer()
+    const port = await listenOn(server)
+    const allowed = ownListener(`http://127.0.0.1:${port}`)
+    expect(await allowed()).toBe(true)
+    await new Promise((r) => server.close(r))
+    // Down: nothing to ask, and whatever binds the port before the request is sent is not known to be it.
+    expect(await allowed()).toBe(false)
   })
 })

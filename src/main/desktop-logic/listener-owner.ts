@@ -91,18 +91,23 @@ export async function otherUsersListener(host: string, port: number, procNet?: s
 }
 
 /**
- * For an attached server's address: whether the program listening there now may be asked (not
- * another user's). The app identifies the Burnrate it attaches to once, at start; when that server
- * stops, anyone may take its port and answer as Burnrate, and the tray's polls (the dashboard
- * token in each) would go to that program and show its numbers as the spend. Asked before each.
+ * For an attached server's address: whether the program listening there now may be asked (this
+ * user's). The app identifies the Burnrate it attaches to once, at start; when that server stops,
+ * anyone may take its port and answer as Burnrate, and the tray's polls (the dashboard token in
+ * each) would go to that program and show its numbers as the spend. Asked before each request.
+ * False with no listener at all (the server is down: nothing to ask, and a program binding the
+ * port between this check and the request would get it); true where the tables cannot be read.
  */
 export function ownListener(url: string, procNet?: string): () => Promise<boolean> {
   const u = new URL(url)
   const host = u.hostname.replace(/^\[|\]$/g, '')
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80))
   return async () => {
+    const me = process.getuid?.()
+    if (me === undefined) return true
     try {
-      return (await otherUsersListener(host, port, procNet)) === null
+      const uids = await listenerUids(host, port, procNet)
+      return uids === null || (uids.length > 0 && uids.every((uid) => uid === me))
     } catch {
       return true
     }

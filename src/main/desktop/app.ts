@@ -135,6 +135,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
     stateFile: join(userData, 'window-state.json'),
     show: launchedAgain || !startsHidden(argv, login.openedAtLogin()),
     icon: platform === 'darwin' ? undefined : appIcon(),
+    allowed: own ? undefined : auth.allowed,
   })
   const openDashboard = () => window.show()
 

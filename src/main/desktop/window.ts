@@ -11,6 +11,13 @@ export interface MainWindowOptions {
   /** False when started hidden at login. */
   show: boolean
   icon?: NativeImage
+  /**
+   * Attached to another Burnrate: whether the program on its port may be asked now (not another
+   * user's, which may take the port once that server stops: ../desktop-logic/listener-owner.ts).
+   * The window's requests to that address are cancelled while it may not: they carry the
+   * dashboard's session cookie, and its pages would show that program's numbers.
+   */
+  allowed?: () => Promise<boolean>
 }
 
 export interface MainWindow {
@@ -54,6 +61,23 @@ export function createMainWindow(opts: MainWindowOptions): MainWindow {
 
   const wc = win.webContents
   wc.session.setPermissionRequestHandler((_wc, permission, callback) => callback(ALLOWED_PERMISSIONS.has(permission)))
+  const allowed = opts.allowed
+  if (allowed) {
+    const server = new URL(opts.url).host
+    wc.session.webRequest.onBeforeRequest((details, callback) => {
+      let host: string
+      try {
+        host = new URL(details.url).host
+      } catch {
+        return callback({})
+      }
+      if (host !== server) return callback({})
+      void allowed().then(
+        (ok) => callback({ cancel: !ok }),
+        () => callback({}),
+      )
+    })
+  }
   wc.setWindowOpenHandler(({ url }) => {
     const verdict = classifyNavigation(url, opts.url)
     if (verdict === 'inside') return { action: 'allow' }
