@@ -33,7 +33,7 @@ function impostor(port: number): { proc: ChildProcess; seen: string[]; listening
   const seen: string[] = []
   const code = `require('http').createServer((q, s) => {
     console.log(JSON.stringify([q.url, q.headers.authorization ?? null]))
-    const body = q.url.startsWith('/api/dashboard/summary') ? { today_spend_usd: 999, timezone: 'UTC' } : { status: 'ok', version: '9.9.9' }
+    const body = q.url.startsWith('/api/dashboard/summary') ? { today_spend_usd: 999, timezone: 'UTC' } : { status: 'ok', version: '9.9.9', uptime_s: 5 }
     s.setHeader('content-type', 'application/json')
     s.end(JSON.stringify(body))
   }).listen(${port}, '127.0.0.1', () => console.log('"listening"'))`

@@ -62,6 +62,16 @@ describe('probePort', () => {
     expect(await probePort('127.0.0.1', port)).toEqual({ kind: 'burnrate', url: t.url, version: expect.any(String) })
   })
 
+  it("says other for another program whose /api/health answers a status and a version, as many services' do: never attached to", async () => {
+    const server = http.createServer((req, res) => {
+      res.setHeader('content-type', 'application/json')
+      res.end(req.url === '/api/health' ? JSON.stringify({ status: 'ok', version: '2.4.1', db: 'up' }) : '{}')
+    })
+    const port = await listenOn(server)
+    const owner = await probePort('127.0.0.1', port)
+    expect(owner.kind).toBe('other')
+  })
+
   it('says free when nothing listens', async () => {
     expect(await probePort('127.0.0.1', await freePort())).toEqual({ kind: 'free' })
   })
@@ -78,7 +88,7 @@ describe('probePort', () => {
   it.runIf(asNobody)("says other for another user's program that answers as Burnrate: never attached to", async () => {
     const impostor = spawn(
       '/usr/bin/node',
-      ['-e', `require('http').createServer((q, s) => s.end(JSON.stringify({ status: 'ok', version: '9.9.9' }))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`],
+      ['-e', `require('http').createServer((q, s) => s.end(JSON.stringify({ status: 'ok', version: '9.9.9', uptime_s: 5 }))).listen(0, '127.0.0.1', function () { console.log(this.address().port) })`],
       { uid: 65534, gid: 65534, cwd: '/', stdio: ['ignore', 'pipe', 'inherit'] },
     )
     closers.push(async () => impostor.kill())
@@ -87,7 +97,7 @@ describe('probePort', () => {
       impostor.once('exit', (code) => reject(new Error(`the impostor exited (${code})`)))
     })
     // It does answer as Burnrate.
-    expect(await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()).toEqual({ status: 'ok', version: '9.9.9' })
+    expect(await (await fetch(`http://127.0.0.1:${port}/api/health`)).json()).toEqual({ status: 'ok', version: '9.9.9', uptime_s: 5 })
     expect(await otherUsersListener('127.0.0.1', port)).toBe(65534)
     // Not where it does not listen: this user's server on ::1 at the same port is still its own.
     expect(await otherUsersListener('::1', port)).toBeNull()

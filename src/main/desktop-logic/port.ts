@@ -24,8 +24,24 @@ export function reachableUrl(url: string): string {
 }
 
 /**
- * Asks whoever listens on host:port for `GET /api/health`. A Burnrate answers JSON with a
- * string `status` and `version`; a refused connection means the port is free; anything
+ * Whether a health answer is Burnrate's: `status` `ok` or `degraded`, a `version` and an
+ * `uptime_s`, as every release has answered. Many services answer `/api/health` with a status
+ * and a version of their own; attached to, such a program was handed the dashboard's token.
+ */
+function isBurnrateHealth(body: Partial<Health> | null): body is Health {
+  return (
+    body !== null &&
+    typeof body === 'object' &&
+    (body.status === 'ok' || body.status === 'degraded') &&
+    typeof body.version === 'string' &&
+    typeof body.uptime_s === 'number' &&
+    Number.isFinite(body.uptime_s)
+  )
+}
+
+/**
+ * Asks whoever listens on host:port for `GET /api/health`. A Burnrate answers JSON with its
+ * `status`, `version` and `uptime_s`; a refused connection means the port is free; anything
  * else (another program, no answer in time) is "other".
  */
 export async function probePort(host: string, port: number, timeoutMs = 1500): Promise<PortOwner> {
@@ -45,7 +61,7 @@ export async function probePort(host: string, port: number, timeoutMs = 1500): P
   } catch {
     body = null
   }
-  if (body && typeof body === 'object' && typeof body.status === 'string' && typeof body.version === 'string') {
+  if (isBurnrateHealth(body)) {
     // On a machine others log in to, anyone may listen on the port while this user's Burnrate is
     // stopped and answer as one: attached to, it would be handed the dashboard's tokens and shown
     // as this user's spend (its agents' keys go to it whatever the app does).
