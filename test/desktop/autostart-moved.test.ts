@@ -63,6 +63,19 @@ describe('Start at login after the AppImage was updated or moved', () => {
     expect(readFileSync(entry, 'utf8')).toBe(text)
   })
 
+  it("rewrites the entry an earlier build wrote for a path with a percent sign, which launched nothing", async () => {
+    const apps = join(t.dir, 'My%20Apps')
+    mkdirSync(apps)
+    const now = join(apps, 'Burnrate-0.2.0.AppImage')
+    writeFileSync(now, '')
+    const entry = join(t.dir, 'xdg', 'autostart', 'burnrate.desktop')
+    mkdirSync(join(t.dir, 'xdg', 'autostart'), { recursive: true })
+    // As builds before this one wrote it (the % as is), for this app as it runs in the test (its folder after the AppImage).
+    writeFileSync(entry, `[Desktop Entry]\nType=Application\nName=Burnrate\nExec="${now}" "${process.cwd()}" --hidden\nX-GNOME-Autostart-enabled=true\n`)
+    await launch(now)
+    expect(readFileSync(entry, 'utf8')).toBe(autostartEntry(now, [process.cwd()]))
+  })
+
   it('writes no entry when Start at login is off', async () => {
     const now = join(t.dir, 'Burnrate-0.2.0.AppImage')
     writeFileSync(now, '')

@@ -85,7 +85,8 @@ export function autostartProgram(text: string): string | null {
  * update (electron-updater) deletes the old file and writes the new version's beside it under its
  * own name (Burnrate-0.1.0.AppImage, then Burnrate-0.2.0.AppImage), and a person may move the
  * file; the entry then started nothing at login while the menu showed Start at login on. An entry
- * naming a file still there (another copy of the app) is left as it is. True when it was rewritten.
+ * naming a file still there (another copy of the app) is left as it is; one naming this app is
+ * rewritten when an earlier build wrote its Exec otherwise. True when it was rewritten.
  */
 export function repointAutostart(file: string, executable: string, args: readonly string[] = []): boolean {
   let text: string
@@ -96,8 +97,13 @@ export function repointAutostart(file: string, executable: string, args: readonl
   }
   if (!isAutostartEnabled(file)) return false
   const program = autostartProgram(text)
-  if (program === null || program === executable || !isAbsolute(program) || existsSync(program)) return false
-  writeTextFile(file, autostartEntry(executable, args))
+  const entry = autostartEntry(executable, args)
+  // This app's own entry, written by an earlier build: its Exec as this build writes it (a path
+  // with a percent sign, written as is before, launched nothing).
+  const exec = (t: string) => /^Exec=.*$/m.exec(t)?.[0]
+  if (program === executable && exec(text) === exec(entry)) return false
+  if (program !== executable && (program === null || !isAbsolute(program) || existsSync(program))) return false
+  writeTextFile(file, entry)
   return true
 }
 
