@@ -46,5 +46,9 @@ describe('whose program listens on an address', () => {
     await new Promise((r) => server.close(r))
     // Down: nothing to ask, and whatever binds the port before the request is sent is not known to be it.
     expect(await allowed()).toBe(false)
+    // An address no listener in the tables ever served (a port the firewall forwards, as Docker's
+    // without its userland proxy) is asked, as before.
+    const none = ownListener(`http://127.0.0.1:${port}`)
+    expect(await none()).toBe(true)
   })
 })

@@ -95,21 +95,29 @@ export async function otherUsersListener(host: string, port: number, procNet?: s
  * user's). The app identifies the Burnrate it attaches to once, at start; when that server stops,
  * anyone may take its port and answer as Burnrate, and the tray's polls (the dashboard token in
  * each) would go to that program and show its numbers as the spend. Asked before each request.
- * False with no listener at all (the server is down: nothing to ask, and a program binding the
- * port between this check and the request would get it); true where the tables cannot be read.
+ * True where the tables cannot be read. With no listener at all, false once this user's has been
+ * seen there (it stopped: nothing to ask, and a program binding the port between this check and
+ * the request would get it); true while none ever was (a port forwarded by the firewall, as
+ * Docker's without its userland proxy, has no listener in this machine's tables).
  */
 export function ownListener(url: string, procNet?: string): () => Promise<boolean> {
   const u = new URL(url)
   const host = u.hostname.replace(/^\[|\]$/g, '')
   const port = Number(u.port || (u.protocol === 'https:' ? 443 : 80))
+  let seenOwn = false
   return async () => {
     const me = process.getuid?.()
     if (me === undefined) return true
+    let uids: number[] | null
     try {
-      const uids = await listenerUids(host, port, procNet)
-      return uids === null || (uids.length > 0 && uids.every((uid) => uid === me))
+      uids = await listenerUids(host, port, procNet)
     } catch {
       return true
     }
+    if (uids === null) return true
+    if (uids.length === 0) return !seenOwn
+    if (!uids.every((uid) => uid === me)) return false
+    seenOwn = true
+    return true
   }
 }
