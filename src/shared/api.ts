@@ -290,6 +290,12 @@ export interface Summary {
   error_rate: number
   /** The IANA zone in which today and this month begin (the config's `timezone`), which the browser's need not be. */
   timezone: string
+  /**
+   * Calls today (this month) billed per token whose model has no known price: counted as $0 in
+   * `today_spend_usd` (`month_spend_usd`), which is then a lower bound (README: Unpriced calls in the spend figures).
+   */
+  today_unpriced_requests: number
+  month_unpriced_requests: number
 }
 
 export interface TimeseriesPoint {
@@ -315,6 +321,8 @@ export interface CostRow {
   cache_read_tokens: number
   cache_write_tokens: number
   cost_usd: number
+  /** Of `requests`, the calls billed per token whose model has no known price: counted as $0 in `cost_usd`. */
+  unpriced_requests: number
   /** With `group_by=api_key`: the key's hint (`sk-…9f3a`), as the key itself is shown only hashed. */
   key_hint?: string
   /** True on the one row (last, key `(other)`) that sums every group past `limit`. */
@@ -342,6 +350,8 @@ export interface SessionRow {
   last_seen_at: string
   requests: number
   cost_usd: number
+  /** Of `requests`, the calls billed per token whose model has no known price: counted as $0 in `cost_usd`. */
+  unpriced_requests: number
   status: 'active' | 'idle'
 }
 

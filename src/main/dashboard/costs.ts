@@ -3,6 +3,7 @@ import type { DashDeps } from './deps'
 import { isGroup } from './groups'
 import { TIERS } from './rollup/schema'
 import { andMember, andTenant, bytewise, MONEY, REQUESTS_ONLY, total } from './sql'
+import { unpricedBy } from './unpriced-counts'
 import { rangeWindow, splitTiers, type Window } from './window'
 
 /** The `calls` column each grouping reads. */
@@ -61,6 +62,8 @@ export async function costs(
       FROM calls WHERE ts >= @start AND ts < @end${REQUESTS_ONLY}${andTenant(tenant)}${andMember(member)} GROUP BY 1, 2`
     for (const p of await d.q.all<Part>(sql, args(r))) parts.push(p)
   }
+  // Calls of no known price, counted as $0 in cost_usd: read from the calls (./unpriced-counts.ts).
+  const unpriced = await unpricedBy(d.q, w, COLUMN[groupBy], byModel, tenant, member)
   const rows = new Map<string, CostRow>()
   for (const p of parts) {
     const id = p.key + '\0' + p.provider
@@ -75,6 +78,7 @@ export async function costs(
         cache_read_tokens: 0,
         cache_write_tokens: 0,
         cost_usd: 0,
+        unpriced_requests: unpriced.get(id) ?? 0,
       }
       if (groupBy === 'api_key') row.key_hint = p.key_hint
       rows.set(id, row)
@@ -112,6 +116,7 @@ function foldRest(sorted: CostRow[], limit: number): CostRow[] {
     cache_read_tokens: 0,
     cache_write_tokens: 0,
     cost_usd: 0,
+    unpriced_requests: 0,
     other: true,
   }
   for (let i = limit; i < sorted.length; i++) {
@@ -122,6 +127,7 @@ function foldRest(sorted: CostRow[], limit: number): CostRow[] {
     other.cache_read_tokens += r.cache_read_tokens
     other.cache_write_tokens += r.cache_write_tokens
     other.cost_usd += r.cost_usd
+    other.unpriced_requests += r.unpriced_requests
   }
   top.push(other)
   return top

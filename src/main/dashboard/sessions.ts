@@ -1,6 +1,7 @@
 import { LIST_LIMIT_DEFAULT, type SessionRow, type Sessions } from '../../shared/api'
 import { ACTIVE_MS, type DashDeps } from './deps'
 import { andTenant, bytewise } from './sql'
+import { sessionKey, unpricedSessions } from './unpriced-counts'
 
 const DAY = 86_400_000
 
@@ -37,6 +38,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
       ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
     args,
   )
+  const unpriced = rows.length > 0 ? await unpricedSessions(d.q, args.since, tenant) : new Map<string, number>()
   return {
     sessions: rows.map(
       (r): SessionRow => ({
@@ -47,6 +49,7 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
         last_seen_at: new Date(r.last_ts).toISOString(),
         requests: r.requests,
         cost_usd: r.cost_usd,
+        unpriced_requests: unpriced.get(sessionKey(r)) ?? 0,
         status: now - r.last_ts < ACTIVE_MS ? 'active' : 'idle',
       }),
     ),

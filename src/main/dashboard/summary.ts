@@ -4,6 +4,7 @@ import { ACTIVE_MS, type DashDeps } from './deps'
 import { WITH_REQUESTS } from './sessions'
 import { andTenant } from './sql'
 import { windowTotals } from './totals'
+import { unpricedIn } from './unpriced-counts'
 
 /**
  * Today's and this month's spend (periods begin in the configured zone), and today's rates. A call
@@ -11,8 +12,10 @@ import { windowTotals } from './totals'
  * today (a team member's clock running fast, an imported log) is today's, not left out until then.
  */
 export async function summary(d: DashDeps, tenant: string | null, now: number): Promise<Summary> {
-  const today = await windowTotals(d.q, { start: startOfDay(now, d.tz), end: startOfNextDay(now, d.tz) }, tenant)
-  const month = await windowTotals(d.q, { start: startOfMonth(now, d.tz), end: startOfNextMonth(now, d.tz) }, tenant)
+  const day = { start: startOfDay(now, d.tz), end: startOfNextDay(now, d.tz) }
+  const monthWindow = { start: startOfMonth(now, d.tz), end: startOfNextMonth(now, d.tz) }
+  const today = await windowTotals(d.q, day, tenant)
+  const month = await windowTotals(d.q, monthWindow, tenant)
   // A session is its id: the rollup keeps a row per (tenant, agent, session), so one session that
   // two agents (or tenants) carried is counted once. The last-call indexes find the active rows.
   // A row at 0 requests is none: its only calls were imported ones the proxy's record superseded.
@@ -21,6 +24,9 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
     `SELECT count(DISTINCT session) AS active FROM dash_session WHERE last_ts > @since${andTenant(tenant)}${WITH_REQUESTS}`,
     { since: now - ACTIVE_MS, tenant },
   ))!
+  // Calls of no known price, counted as $0 in the spend: read from the calls (./unpriced-counts.ts).
+  const todayUnpriced = await unpricedIn(d.q, day, tenant)
+  const monthUnpriced = await unpricedIn(d.q, monthWindow, tenant)
   return {
     today_spend_usd: today.cost_usd,
     month_spend_usd: month.cost_usd,
@@ -31,5 +37,7 @@ export async function summary(d: DashDeps, tenant: string | null, now: number): 
     active_sessions: active,
     error_rate: today.requests > 0 ? today.failed / today.requests : 0,
     timezone: d.tz,
+    today_unpriced_requests: todayUnpriced,
+    month_unpriced_requests: monthUnpriced,
   }
 }

@@ -10,6 +10,8 @@ export const summary = (over: Partial<Summary> = {}): Summary => ({
   active_sessions: 3,
   error_rate: 0.0123,
   timezone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+  today_unpriced_requests: 0,
+  month_unpriced_requests: 0,
   ...over,
 })
 
@@ -29,9 +31,9 @@ export const costs = (group_by: Costs['group_by'] = 'model', range = '24h'): Cos
   group_by,
   range: range as Costs['range'],
   rows: [
-    { key: 'claude-sonnet-4-5', provider: group_by === 'model' ? 'anthropic' : null, requests: 10, input_tokens: 50_000, output_tokens: 2_000, cache_read_tokens: 40_000, cache_write_tokens: 1_000, cost_usd: 1.5 },
-    { key: 'gpt-4o-mini', provider: group_by === 'model' ? 'openai' : null, requests: 40, input_tokens: 9_000, output_tokens: 3_000, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.0042 },
-    { key: '<b>bold</b>', provider: group_by === 'model' ? 'openai' : null, requests: 1, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.25 },
+    { key: 'claude-sonnet-4-5', provider: group_by === 'model' ? 'anthropic' : null, requests: 10, input_tokens: 50_000, output_tokens: 2_000, cache_read_tokens: 40_000, cache_write_tokens: 1_000, cost_usd: 1.5, unpriced_requests: 0 },
+    { key: 'gpt-4o-mini', provider: group_by === 'model' ? 'openai' : null, requests: 40, input_tokens: 9_000, output_tokens: 3_000, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.0042, unpriced_requests: 0 },
+    { key: '<b>bold</b>', provider: group_by === 'model' ? 'openai' : null, requests: 1, input_tokens: 1, output_tokens: 1, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0.25, unpriced_requests: 0 },
   ],
   total_rows: 3,
 })
@@ -66,7 +68,7 @@ export const call = (over: Partial<Call> = {}): Call => ({
 
 export const sessions = (): Sessions => ({
   sessions: [
-    { session: 's-1', agent: 'codex', tenant: 'acme', started_at: '2026-11-21T17:00:00.000Z', last_seen_at: '2026-11-21T18:04:00.000Z', requests: 12, cost_usd: 0.5, status: 'active' },
+    { session: 's-1', agent: 'codex', tenant: 'acme', started_at: '2026-11-21T17:00:00.000Z', last_seen_at: '2026-11-21T18:04:00.000Z', requests: 12, cost_usd: 0.5, unpriced_requests: 0, status: 'active' },
   ],
   total: 1,
 })
