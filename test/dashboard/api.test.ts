@@ -30,7 +30,7 @@ describe('shapes', () => {
     expect(Object.keys(body).sort()).toEqual(
       [
         'active_sessions', 'avg_cost_per_request_usd', 'error_rate', 'month_spend_usd', 'today_requests', 'today_spend_usd',
-        'today_plan_value_usd', 'month_plan_value_usd', 'timezone',
+        'today_plan_value_usd', 'month_plan_value_usd', 'timezone', 'today_unpriced_requests', 'month_unpriced_requests',
       ].sort(),
     )
     expect(body.active_sessions).toBe(1) // s1 (last call 30 s ago); s2 was 2 h ago
@@ -83,6 +83,7 @@ describe('shapes', () => {
       cache_read_tokens: 0,
       cache_write_tokens: 0,
       cost_usd: 1.5,
+      unpriced_requests: 0,
     })
     const byKey = (await api('costs?group_by=api_key')).body
     expect(byKey.rows[0].key_hint).toBe('sk-…0000')
@@ -102,6 +103,7 @@ describe('shapes', () => {
       last_seen_at: new Date(now - 30_000).toISOString(),
       requests: 2,
       cost_usd: 0.75,
+      unpriced_requests: 0,
       status: 'active',
     })
   })

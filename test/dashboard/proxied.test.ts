@@ -58,6 +58,7 @@ describe('calls through the proxy', () => {
         cache_read_tokens: 3 * 1024,
         cache_write_tokens: 0,
         cost_usd: expect.closeTo(total, 15),
+        unpriced_requests: 0,
       },
     ])
     const sessions = (await getJson(`${t.url}/api/dashboard/sessions`)).body.sessions
