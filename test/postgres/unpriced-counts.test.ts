@@ -93,6 +93,12 @@ async function check(t: TestServer): Promise<void> {
   expect(row('s-old')).toMatchObject({ requests: 2, unpriced_requests: 1 })
   expect(row('s-plan')).toMatchObject({ requests: 1, unpriced_requests: 0 })
   expect((await sessions(d, 'acme', now)).sessions).toMatchObject([{ session: 's-1', unpriced_requests: 3 }])
+
+  // Read by time from their own partial index (a migration on either store), not through every call of the window.
+  const index = d.q.dialect === 'postgres'
+    ? "SELECT count(*) AS n FROM pg_indexes WHERE indexname = 'calls_unpriced_spend'"
+    : "SELECT count(*) AS n FROM sqlite_master WHERE type = 'index' AND name = 'calls_unpriced_spend'"
+  expect(Number((await d.q.get<{ n: number }>(index))!.n)).toBe(1)
 }
 
 describe('unpriced calls in the dashboard totals', () => {

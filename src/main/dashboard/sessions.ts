@@ -38,7 +38,9 @@ export async function sessions(d: DashDeps, tenant: string | null, now: number, 
       ORDER BY last_ts DESC, ${bytewise(d.q, 'session')} LIMIT @limit`,
     args,
   )
-  const unpriced = rows.length > 0 ? await unpricedSessions(d.q, args.since, tenant) : new Map<string, number>()
+  // Every call of the sessions listed, from the first call of the oldest.
+  const first = rows.reduce((m, r) => Math.min(m, r.first_ts), Number.MAX_SAFE_INTEGER)
+  const unpriced = rows.length > 0 ? await unpricedSessions(d.q, first, tenant) : new Map<string, number>()
   return {
     sessions: rows.map(
       (r): SessionRow => ({

@@ -1,5 +1,5 @@
 import type { SqlReader } from '../storage/sql'
-import { andMember, andTenant, indexedBy, REQUESTS_ONLY } from './sql'
+import { andMember, andTenant, indexedBy } from './sql'
 import type { Window } from './window'
 
 /**
@@ -7,24 +7,28 @@ import type { Window } from './window'
  * 0), billed per token (a subscription call's money is 0 priced or not: its value is plan usage),
  * and requests (not superseded imports). The dashboard's spend figures count them as $0; their
  * number, beside a figure, says that it is a lower bound (README: Unpriced calls in the spend figures).
- *
- * Read from `calls`, not from the rollups: the partial index `calls_unpriced` holds only calls
- * recorded without a price, so a read touches those alone (forced on SQLite, as ./unpriced.ts
- * does; a re-price that priced them takes them out of it at once). Every window these counts
- * cover lies within what retention keeps: ranges reach 30 days and a month at most 31, while
- * `ledger.retention_days` is 32 at least; a session listed has a call in the last 24 hours, and
- * retention keeps a session's calls while it is in use.
  */
-const UNPRICED = ` WHERE priced = 0 AND billing <> 'subscription'${REQUESTS_ONLY}`
+const UNPRICED = "priced = 0 AND billing <> 'subscription' AND superseded_by IS NULL"
 
-function from(q: SqlReader): string {
-  return `FROM calls${indexedBy(q, 'calls_unpriced')}${UNPRICED}`
+/**
+ * Those calls by time and tenant (migrations: SQLite 31, PostgreSQL 21): a window's are a range of
+ * this partial index, however many priced calls the window holds, and a re-price that finds a
+ * price takes its calls out of it at once. So they are counted from the calls, not the rollups:
+ * every window they cover lies within what retention keeps (ranges reach 30 days and a month 31,
+ * while `ledger.retention_days` is 32 at least; a session listed has a call in the last 24 hours,
+ * and retention keeps a session's calls while it is in use).
+ */
+export const UNPRICED_SPEND_INDEX = `CREATE INDEX IF NOT EXISTS calls_unpriced_spend ON calls (ts, tenant) WHERE ${UNPRICED}`
+
+/** The unpriced calls from `@start` on (to `@end` when `bounded`), by the index (which SQLite's planner is told). */
+function from(q: SqlReader, bounded = true): string {
+  return `FROM calls${indexedBy(q, 'calls_unpriced_spend')} WHERE ${UNPRICED} AND ts >= @start${bounded ? ' AND ts < @end' : ''}`
 }
 
 /** How many unpriced calls are in `w` (of one tenant, or all). */
 export async function unpricedIn(q: SqlReader, w: Window, tenant: string | null): Promise<number> {
   const row = await q.get<{ n: number }>(
-    `SELECT count(*) AS n ${from(q)} AND ts >= @start AND ts < @end${andTenant(tenant)}`,
+    `SELECT count(*) AS n ${from(q)}${andTenant(tenant)}`,
     { start: w.start, end: w.end, tenant },
   )
   return Number(row?.n ?? 0)
@@ -39,7 +43,7 @@ export async function unpricedBy(
 ): Promise<Map<string, number>> {
   const provider = byProvider ? 'provider' : "''"
   const rows = await q.all<{ key: string; provider: string; n: number }>(
-    `SELECT ${column} AS key, ${provider} AS provider, count(*) AS n ${from(q)} AND ts >= @start AND ts < @end${andTenant(tenant)}${andMember(member)}
+    `SELECT ${column} AS key, ${provider} AS provider, count(*) AS n ${from(q)}${andTenant(tenant)}${andMember(member)}
       GROUP BY 1, 2`,
     { start: w.start, end: w.end, tenant, member },
   )
@@ -54,16 +58,14 @@ export function sessionKey(r: { tenant: string; agent: string; session: string }
 }
 
 /**
- * Unpriced calls of named sessions with a call since `since` (every one of their calls counted,
- * however long ago, as a session row's requests and cost are), keyed by `sessionKey`.
+ * Unpriced calls of the named sessions that are calls from `start` on (the first call of the oldest
+ * session listed: so every call of each, however long ago, as a session row's requests and cost
+ * count them), keyed by `sessionKey`.
  */
-export async function unpricedSessions(q: SqlReader, since: number, tenant: string | null): Promise<Map<string, number>> {
+export async function unpricedSessions(q: SqlReader, start: number, tenant: string | null): Promise<Map<string, number>> {
   const rows = await q.all<{ tenant: string; agent: string; session: string; n: number }>(
-    `SELECT tenant, agent, session, count(*) AS n ${from(q)} AND session <> ''${andTenant(tenant)}
-      AND EXISTS (SELECT 1 FROM calls s WHERE s.session = calls.session AND s.tenant = calls.tenant AND s.agent = calls.agent
-                  AND s.session <> '' AND s.ts > @since)
-      GROUP BY tenant, agent, session`,
-    { since, tenant },
+    `SELECT tenant, agent, session, count(*) AS n ${from(q, false)} AND session <> ''${andTenant(tenant)} GROUP BY tenant, agent, session`,
+    { start, tenant },
   )
   const out = new Map<string, number>()
   for (const r of rows) out.set(sessionKey(r), Number(r.n))

@@ -5,6 +5,7 @@ import { createReportMonths, repairSkippedMidnights } from '../dashboard/rollup/
 import { createRollupTables } from '../dashboard/rollup/schema'
 import { backfillDimRollups, backfillProjectRollups, repairDimMoney } from '../dashboard/rollup/backfill'
 import { RollupWriter, hasColumn } from '../dashboard/rollup/writer'
+import { UNPRICED_SPEND_INDEX } from '../dashboard/unpriced-counts'
 
 /**
  * Versioned schema migrations, applied in order at start-up inside one transaction each;
@@ -371,6 +372,11 @@ export const MIGRATIONS: Migration[] = [
       // `requests`: a moved call's change of requests (-1: an imported call the proxy's record superseded); NULL: none.
       if (!hasColumn(db, 'call_notices', 'requests')) db.exec('ALTER TABLE call_notices ADD COLUMN requests INTEGER')
     },
+  },
+  {
+    version: 31,
+    description: 'the calls of no known price the dashboard\'s spend figures count as $0 (unpriced_requests), by time: read without reading the window\'s other calls',
+    up: (db) => db.exec(UNPRICED_SPEND_INDEX),
   },
 ]
 

@@ -1,3 +1,4 @@
+import { UNPRICED_SPEND_INDEX } from '../dashboard/unpriced-counts'
 import type { SqlStore } from './sql'
 
 /**
@@ -403,6 +404,11 @@ export const PG_MIGRATIONS: PgMigration[] = [
       'ALTER TABLE calls ADD COLUMN IF NOT EXISTS superseded_by BIGINT',
       "CREATE INDEX IF NOT EXISTS calls_import_answer ON calls (response_id) WHERE source = 'import' AND response_id <> '' AND superseded_by IS NULL",
     ],
+  },
+  {
+    version: 21,
+    description: 'the calls of no known price the dashboard\'s spend figures count as $0 (unpriced_requests), by time (SQLite version 31)',
+    sql: [UNPRICED_SPEND_INDEX],
   },
 ]
 
