@@ -75,6 +75,7 @@ async function setTenant(page: Page, tenant: string) {
   await page.getByTestId('tenant').press('Enter')
 }
 
+// (Each tenant's call is of a model with no price: its card says so beside the amount, of that tenant's calls alone.)
 const todayCard = (page: Page) => page.getByTestId('card-today').locator('.value')
 
 describe.skipIf(NO_BROWSER !== null)('the dashboard after a tenant change', { timeout: 60_000 }, () => {
@@ -85,7 +86,7 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard after a tenant change', { ti
       (u) => u.pathname === '/api/dashboard/summary' && u.searchParams.get('tenant') === 'globex',
       (r: Route) => r.fulfill({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { type: 'internal', message: 'The ledger could not be read.' } }) }),
     )
-    await expect.poll(() => todayCard(page).textContent()).toBe('$12.34')
+    await expect.poll(() => todayCard(page).textContent()).toBe('$12.34 + 1 unpriced')
     await setTenant(page, 'globex')
     await expect.poll(() => page.getByTestId('summary').textContent()).toContain('The ledger could not be read.')
     expect((await todayCard(page).textContent())?.trim()).toBe('—')
@@ -95,7 +96,7 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard after a tenant change', { ti
 
   it("shows a placeholder, not the old tenant's figures, while the new tenant's answers are on the way", async () => {
     const page = await openPage('/?tenant=acme')
-    await expect.poll(() => todayCard(page).textContent()).toBe('$12.34')
+    await expect.poll(() => todayCard(page).textContent()).toBe('$12.34 + 1 unpriced')
     await expect.poll(() => page.locator('#expensive').textContent()).toContain('acme-private-model')
     // globex's answers are held until the checks below are done.
     let release: () => void = () => {}
@@ -119,7 +120,7 @@ describe.skipIf(NO_BROWSER !== null)('the dashboard after a tenant change', { ti
     expect(await page.locator('#unpriced').innerText()).not.toContain('acme-private-model')
     expect(await page.locator('#unpriced [data-testid="panel-stale"]').count()).toBe(1)
     release()
-    await expect.poll(() => todayCard(page).textContent()).toBe('$0.50')
+    await expect.poll(() => todayCard(page).textContent()).toBe('$0.50 + 1 unpriced')
     await expect.poll(() => page.locator('#expensive').textContent()).toContain('globex-private-model')
   })
 

@@ -28,6 +28,7 @@ describe.skipIf(NO_BROWSER !== null)('unpriced calls in the dashboard figures', 
     const today = page.getByTestId('card-today')
     await expect.poll(() => mark(today).textContent(), { timeout: 15_000 }).toBe('+ 5 unpriced')
     expect(await today.locator('.money').first().getAttribute('data-exact')).toBe('1.2')
+    expect(await today.locator('.value').textContent()).toMatch(/^\s*\$1\.20 \+ 5 unpriced\s*$/)
     expect(await mark(page.getByTestId('card-month')).textContent()).toBe('+ 5 unpriced')
     expect(await today.locator('.money').first().getAttribute('title')).toMatch(/5 calls of a model with no known price count as \$0/)
 
