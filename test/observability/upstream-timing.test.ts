@@ -1,3 +1,5 @@
+import http from 'node:http'
+import type { AddressInfo, Socket } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { alertsOf } from '../../src/main/alerts'
 import { receiver, type Receiver } from '../alerts/support'
@@ -78,6 +80,55 @@ describe('the upstream timing histograms of a member reporting to a team server'
     } finally {
       await m.cleanup()
       await team.close()
+    }
+  })
+})
+
+/** An upstream that answers the first request of each connection after `ms`, and closes a kept-alive connection under the next one, `ms` after reading it. */
+async function closingUnderTheNext(ms: number): Promise<{ url: string; close(): Promise<void> }> {
+  const served = new WeakSet<Socket>()
+  const models = Buffer.from(JSON.stringify({ object: 'list', data: [{ id: 'gpt-4o-mini', object: 'model' }] }))
+  const server = http.createServer((req, res) => {
+    req.resume()
+    req.on('end', () => {
+      const again = served.has(req.socket)
+      served.add(req.socket)
+      setTimeout(() => (again ? req.socket.destroy() : res.writeHead(200, { 'content-type': 'application/json', 'content-length': models.length }).end(models)), ms)
+    })
+  })
+  server.keepAliveTimeout = 60_000
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections()
+        server.close(() => r())
+      }),
+  }
+}
+
+describe('the upstream timing histograms of a GET sent again', () => {
+  it("count one upstream request per call, Burnrate's time before the first attempt, the provider's from the one it answered", async () => {
+    // The second GET goes out on the kept-alive connection, which the upstream closes 400 ms later
+    // without an answer: the proxy sends it once more on a fresh connection (test/network/protocol.test.ts).
+    const up = await closingUnderTheNext(400)
+    const s = await startTestServer({ metrics: { enabled: true }, providers: { openai: { base_url: `${up.url}/v1` } } })
+    try {
+      expect((await request(`${s.url}/v1/models`)).status).toBe(200)
+      expect((await request(`${s.url}/v1/models`)).status).toBe(200)
+      const text = (await request(`${s.url}/metrics`)).text
+      expect(count(text, 'burnrate_request_duration_seconds_count')).toBe(2)
+      expect(count(text, 'burnrate_added_latency_seconds_count')).toBe(2)
+      expect(count(text, 'burnrate_upstream_first_byte_seconds_count')).toBe(2)
+      // Not the first attempt's 400 ms: Burnrate's own time, for both calls.
+      expect(count(text, 'burnrate_added_latency_seconds_sum')).toBeLessThan(0.4)
+      // Each answer came 400 ms after the request it answered (no answer's wait counted twice).
+      expect(count(text, 'burnrate_upstream_first_byte_seconds_sum')).toBeGreaterThanOrEqual(0.8)
+      expect(count(text, 'burnrate_upstream_first_byte_seconds_sum')).toBeLessThan(1.6)
+    } finally {
+      await s.cleanup()
+      await up.close()
     }
   })
 })

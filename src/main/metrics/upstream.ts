@@ -12,10 +12,12 @@ interface CallStart {
   provider: string
   /** performance.now() when the request's headers arrived. */
   arrival: number
+  /** The origin of the call's first request upstream, once it went (undefined before). */
+  sentTo?: string
 }
 
 interface UndiciRequestMessage {
-  request: object
+  request: { origin?: unknown }
 }
 
 /**
@@ -34,7 +36,7 @@ interface UndiciRequestMessage {
  */
 export class UpstreamTiming {
   private readonly scope = new AsyncLocalStorage<CallStart>()
-  private readonly sent = new WeakMap<object, { provider: string; at: number }>()
+  private readonly sent = new WeakMap<object, { start: CallStart; at: number }>()
   private readonly added: Histogram
   private readonly firstByte: Histogram
 
@@ -55,6 +57,7 @@ export class UpstreamTiming {
     })
     diagnostics.subscribe('undici:request:create', this.onCreate)
     diagnostics.subscribe('undici:request:headers', this.onHeaders)
+    diagnostics.subscribe('undici:request:error', this.onError)
   }
 
   /** Runs the handling of one proxied call inside its timing scope. */
@@ -62,24 +65,60 @@ export class UpstreamTiming {
     this.scope.run({ provider, arrival: performance.now() }, handle)
   }
 
+  /**
+   * A request created in a call's scope: its first is the call's request upstream, and Burnrate's
+   * time is up to it. Anything later in the scope is not the call's (what it set off: a timer, a
+   * send, carries the scope on).
+   */
   private readonly onCreate = (msg: unknown): void => {
-    const start = this.scope.getStore()
-    if (!start) return
+    const req = (msg as UndiciRequestMessage).request
     const now = performance.now()
+    const again = this.sendingAgain
+    if (again) {
+      this.sendingAgain = null
+      if (String(req.origin ?? '') === again.sentTo) {
+        this.sent.set(req, { start: again, at: now })
+        return
+      }
+    }
+    const start = this.scope.getStore()
+    if (!start || start.sentTo !== undefined) return
+    start.sentTo = String(req.origin ?? '')
     this.added.labels(start.provider).observe((now - start.arrival) / 1000)
-    this.sent.set((msg as UndiciRequestMessage).request, { provider: start.provider, at: now })
+    this.sent.set(req, { start, at: now })
   }
+
+  /**
+   * A call's request failed before any answer. The proxy may send it once more, at once, from
+   * undici's error callback (a GET whose kept-alive connection the upstream had closed:
+   * ../proxy/call/forward.ts), which runs in the scope of whichever call opened that connection:
+   * the request created next, in the same turn, to the same upstream, is this call's, and its
+   * answer is timed from it. It is not Burnrate's time again (that was the first attempt's round trip).
+   */
+  private readonly onError = (msg: unknown): void => {
+    const s = this.sent.get((msg as UndiciRequestMessage).request)
+    if (!s) return
+    this.sent.delete((msg as UndiciRequestMessage).request)
+    this.sendingAgain = s.start
+    queueMicrotask(() => {
+      if (this.sendingAgain === s.start) this.sendingAgain = null
+    })
+  }
+
+  /** The call whose request failed in this turn (onError), until its next request is created. */
+  private sendingAgain: CallStart | null = null
 
   private readonly onHeaders = (msg: unknown): void => {
     const req = (msg as UndiciRequestMessage).request
     const s = this.sent.get(req)
     if (!s) return
     this.sent.delete(req)
-    this.firstByte.labels(s.provider).observe((performance.now() - s.at) / 1000)
+    this.firstByte.labels(s.start.provider).observe((performance.now() - s.at) / 1000)
   }
 
   close(): void {
     diagnostics.unsubscribe('undici:request:create', this.onCreate)
     diagnostics.unsubscribe('undici:request:headers', this.onHeaders)
+    diagnostics.unsubscribe('undici:request:error', this.onError)
   }
 }
