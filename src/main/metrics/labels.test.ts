@@ -23,3 +23,18 @@ describe('ruleLabel', () => {
     expect(ruleLabel({ api_key_pattern: 'sk-proj-secret-key-9f3a' })).toBe('sk-…9f3a')
   })
 })
+
+describe('BoundedLabel with values that are not valid Unicode', () => {
+  it('cuts before a character outside the BMP rather than through it', () => {
+    const l = new BoundedLabel(5)
+    expect(l.value(`${'m'.repeat(99)}😀x`)).toBe('m'.repeat(99))
+    expect(l.value(`${'m'.repeat(98)}😀x`)).toBe(`${'m'.repeat(98)}😀`)
+  })
+
+  it('shows a lone half of a pair as U+FFFD, one value with U+FFFD itself', () => {
+    const l = new BoundedLabel(5)
+    expect(l.value('half-\ud83d')).toBe('half-\ufffd')
+    expect(l.value('half-\ufffd')).toBe('half-\ufffd')
+    expect(l.value('\ude00-low')).toBe('\ufffd-low')
+  })
+})
