@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto'
 import type { Agent } from 'node:http'
 import { SpanKind, SpanStatusCode, type Attributes, type Counter, type Histogram } from '@opentelemetry/api'
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http'
@@ -117,7 +118,10 @@ export class OtelPipeline {
       failed_metric_exports: 0,
       last_error: null,
     }
-    const resource = resourceFromAttributes({ 'service.name': 'burnrate', 'service.version': opts.version })
+    // Each process its own writer: a metric stream is named by its resource with its points'
+    // attributes, and two Burnrates sending to one collector (a team's instances on one PostgreSQL,
+    // every developer's own) made the same streams, their cumulative sums alternating in them.
+    const resource = resourceFromAttributes({ 'service.name': 'burnrate', 'service.version': opts.version, 'service.instance.id': randomUUID() })
     const agent = opts.agent
     const common = { headers: opts.headers, timeoutMillis: opts.timeoutMs, ...(agent ? { httpAgentOptions: () => agent } : {}) }
     if (opts.traces) {
