@@ -45,6 +45,17 @@ export class SpendTracker {
   }
 
   /**
+   * The calls already stored are counted: read from the database (`load`, `loadStore`, `replace`).
+   * Until then the totals hold only what this process recorded since it started (a PostgreSQL
+   * ledger reads them once the database is ready, without holding up start-up).
+   */
+  get loaded(): boolean {
+    return this.read
+  }
+
+  private read = false
+
+  /**
    * `fn` runs after every change of the totals, whatever made it: a proxied call, calls stored
    * another way (imported, a batch's requests, another process's or instance's), a cost moved,
    * totals reloaded. Returns an unsubscribe function.
@@ -178,6 +189,7 @@ export class SpendTracker {
 
   /** Every counter set to what SPEND_SQL read (with `periods(now)`), nothing else kept. */
   replace(rows: readonly StoredSpend[], now = Date.now()): void {
+    this.read = true
     this.keys.clear()
     Object.assign(this.total, counter())
     this.roll(this.total, now)
@@ -223,6 +235,7 @@ export class SpendTracker {
         if (to.monthStart === month) to.month += r.month
       }
     }
+    this.read = true
     this.changed()
   }
 }
