@@ -60,6 +60,12 @@ export class BudgetEngine implements BudgetMeters {
   onObserved: ((call: CallRecord) => void) | null = null
   /** PostgreSQL: told of this instance's own cost moves and the transaction that made them (./shared.ts), as `onObserved`. */
   onMoved: ((changes: readonly CostAdjustment[], xid: number) => void) | null = null
+  /**
+   * The meters hold the stored calls. SQLite: read before the first call is decided. PostgreSQL:
+   * false until the first read of every instance's calls (./shared.ts), made without holding up
+   * start-up; until then they hold only what this process counted since it started.
+   */
+  metersRead = true
   private readonly announcer: BudgetAnnouncer
   /** The call whose `settle` just ran: the ledger records it next, in the same synchronous step. */
   private settling: CallContext | null = null

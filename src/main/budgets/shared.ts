@@ -96,6 +96,8 @@ export class SharedBudgets {
   start(engine: BudgetEngine): void {
     const { ctx } = this
     this.engine = engine
+    // Until the first read of every instance's calls (`read`).
+    engine.metersRead = false
     // Every call it counts, however stored (a batch's requests and imports too, not only the ledger's).
     engine.onObserved = (call) => this.ownCall(call)
     // And every cost move it makes: a read under way rebuilds the meters from a snapshot that may not hold it.
@@ -239,6 +241,7 @@ export class SharedBudgets {
         en.adjust(m.changes)
         for (const c of m.changes) ctx.ledger.spend.adjust(c.api_key_hash, c.ts, c.delta)
       }
+      en.metersRead = true
       // Thresholds crossed by spend kept for a period that began before this start, not announced yet (./held-check.ts).
       if (!this.heldChecked) {
         this.heldChecked = true

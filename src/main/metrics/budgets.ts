@@ -6,6 +6,7 @@ import type { Rule } from '../budgets/rules'
 import { budgetsOverview } from '../dashboard/budgets'
 import type { CallRecord } from '../ledger/record'
 import type { SpendTracker } from '../ledger/spend'
+import { within } from './wait'
 
 /**
  * A rule's pattern as a label value. Prefix patterns (`sk-dev-*`) are shown as written; a rule
@@ -21,8 +22,10 @@ export function ruleLabel(rule: Pick<Rule, 'api_key_pattern'>): string {
  * its own limit, so a rule's utilisation is that of its key nearest the limit.
  */
 export function budgetGauges(registry: Registry, engine: () => BudgetEngine | null, spend: SpendTracker): void {
-  // Registered first: its collect() also sets the limits, before they are written out.
+  // Registered first: its collect() also sets the limits, and the limits' collect waits for it
+  // (prom-client collects every metric of a scrape at once).
   let limit: Gauge | null = null
+  let collecting: Promise<void> = Promise.resolve()
   new Gauge({
     name: 'burnrate_budget_utilization_ratio',
     help: "Spend over limit of the rule's API key nearest its limit, per rule and window (1 = limit reached).",
@@ -33,22 +36,14 @@ export function budgetGauges(registry: Registry, engine: () => BudgetEngine | nu
       limit?.reset()
       const e = engine()
       if (!e) return
-      const worst = new Map<string, { rule: string; period: string; action: string; pct: number; limit: number }>()
-      for (const status of budgetsOverview(e, spend, null, Date.now()).rules) {
-        // The overview already shows a rule on a whole key by its hint.
-        const rule = status.rule.api_key_pattern
-        for (const w of status.windows) {
-          // A session's limit is each session's own, not the key's.
-          if (w.period === 'session') continue
-          const k = `${rule}\n${w.period}\n${status.rule.action}`
-          const seen = worst.get(k)
-          if (!seen || w.pct > seen.pct) worst.set(k, { rule, period: w.period, action: status.rule.action, pct: w.pct, limit: w.limit_usd })
-        }
-      }
-      for (const w of worst.values()) {
-        this.labels(w.rule, w.period, w.action).set(w.pct)
-        limit?.labels(w.rule, w.period, w.action).set(w.limit)
-      }
+      // PostgreSQL: the meters are read from every instance's calls without holding up start-up; a
+      // scrape before then waits a moment for them, and has no sample rather than a 0 (an alert on
+      // the ratio resolved at each restart).
+      if (e.metersRead) return set(this, e)
+      collecting = within(() => e.metersRead).then((read) => {
+        if (read) set(this, e)
+      })
+      return collecting
     },
   })
   limit = new Gauge({
@@ -56,7 +51,29 @@ export function budgetGauges(registry: Registry, engine: () => BudgetEngine | nu
     help: 'Limit of each effective budget rule and window, per API key, in US dollars.',
     labelNames: ['rule', 'period', 'action'],
     registers: [registry],
+    collect() {
+      return collecting
+    },
   })
+
+  function set(ratio: Gauge, e: BudgetEngine): void {
+    const worst = new Map<string, { rule: string; period: string; action: string; pct: number; limit: number }>()
+    for (const status of budgetsOverview(e, spend, null, Date.now()).rules) {
+      // The overview already shows a rule on a whole key by its hint.
+      const rule = status.rule.api_key_pattern
+      for (const w of status.windows) {
+        // A session's limit is each session's own, not the key's.
+        if (w.period === 'session') continue
+        const k = `${rule}\n${w.period}\n${status.rule.action}`
+        const seen = worst.get(k)
+        if (!seen || w.pct > seen.pct) worst.set(k, { rule, period: w.period, action: status.rule.action, pct: w.pct, limit: w.limit_usd })
+      }
+    }
+    for (const w of worst.values()) {
+      ratio.labels(w.rule, w.period, w.action).set(w.pct)
+      limit?.labels(w.rule, w.period, w.action).set(w.limit)
+    }
+  }
 }
 
 /**

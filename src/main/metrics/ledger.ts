@@ -1,17 +1,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client'
 import { ingestedSpend } from '../dashboard/budgets'
-import type { SpendTracker } from '../ledger/spend'
 import type { ServerContext } from '../server/context'
-
-/** How long a scrape waits for the stored spend to be read (a PostgreSQL instance starting). */
-const SPEND_WAIT_MS = 2000
-
-/** Whether `spend` holds the stored calls' spend, waiting up to SPEND_WAIT_MS for it. */
-async function loaded(spend: SpendTracker): Promise<boolean> {
-  const deadline = Date.now() + SPEND_WAIT_MS
-  while (!spend.loaded && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20))
-  return spend.loaded
-}
+import { within } from './wait'
 
 /**
  * Ledger health and spend, read at scrape time from the ledger's status and in-memory spend. On a
@@ -58,7 +48,7 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
       // PostgreSQL: the stored calls' spend is read once the database is ready, without holding up
       // start-up; a scrape before then waits a moment for it, and has no sample rather than one
       // that says only this process's calls since it started ($0 at a restart).
-      if (!(await loaded(ledger.spend))) return
+      if (!ledger.spend.loaded && !(await within(() => ledger.spend.loaded))) return
       const now = Date.now()
       const t = ledger.spend.totals(now)
       // The members' spend of the day and month the totals are of (they may have rolled past `now`'s).
