@@ -3,7 +3,7 @@ import type { CallBilling } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
 import type { MovedCost } from '../pricing/moves'
 import { isRefusal } from './budgets'
-import { BoundedLabel, billingLabel } from './labels'
+import { BoundedLabel, OTHER, billingLabel } from './labels'
 
 /** Seconds a whole call takes, as the client sees it: LLM calls run from ~0.1 s to minutes. */
 export const DURATION_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640]
@@ -23,6 +23,14 @@ const ESTIMATED = TOKEN_TYPES.length + 1
 
 /** Bounds on client-chosen label values (see BoundedLabel). */
 const LIMITS = { model: 200, agent: 50, tenant: 200, reason: 20 }
+
+/**
+ * Label sets a per-call counter keeps apart (the OTLP export's instruments keep as many, ../otel).
+ * Each client-chosen label is bounded, their combinations are not: 200 models by 50 agents for 20
+ * tenants made 200,000 cost series, a 21 MB scrape that held the event loop for seconds. Past it a
+ * new set is counted with its agent and tenant `other`, its model kept: totals stay whole.
+ */
+export const SERIES_LIMIT = 20_000
 
 interface Series {
   calls: Counter.Internal
@@ -159,7 +167,7 @@ export class CallMetrics {
     for (const m of moves) {
       try {
         const model = this.model.value(m.model)
-        const labels = [m.provider, model, this.agent.value(m.agent), this.tenant.value(m.tenant), billingLabel(m.billing)] as const
+        const labels = this.costLabels(m.provider, model, this.agent.value(m.agent), this.tenant.value(m.tenant), billingLabel(m.billing))
         if (m.delta > 0) this.costSeriesOf(...labels).inc(m.delta)
         else if (m.delta < 0) this.reductions.labels(...labels).inc(-m.delta)
         if (m.tokens) this.tokensMoved(m.provider, model, m.tokens)
@@ -207,6 +215,12 @@ export class CallMetrics {
       this.modelSeries.set(mkey, m)
     }
     return m
+  }
+
+  /** The cost counters' labels of a call: its own, or past SERIES_LIMIT sets (one not counted yet) with agent and tenant `other`. */
+  private costLabels(provider: string, model: string, agent: string, tenant: string, billing: CallBilling): [string, string, string, string, CallBilling] {
+    if (this.costSeries.size >= SERIES_LIMIT && !this.costSeries.has(`${provider}\n${model}\n${agent}\n${tenant}\n${billing}`)) return [provider, model, OTHER, OTHER, billing]
+    return [provider, model, agent, tenant, billing]
   }
 
   private costSeriesOf(provider: string, model: string, agent: string, tenant: string, billing: CallBilling): Counter.Internal {
@@ -262,14 +276,20 @@ export class CallMetrics {
     const agent = this.agent.value(c.agent)
     const streamed = c.streamed ? 'true' : 'false'
     const status = String(c.status)
-    const key = `${c.provider}\n${model}\n${agent}\n${status}\n${streamed}`
+    let key = `${c.provider}\n${model}\n${agent}\n${status}\n${streamed}`
     let s = this.series.get(key)
     if (!s) {
-      s = {
-        calls: this.calls.labels(c.provider, model, agent, status, streamed),
-        duration: this.duration.labels(c.provider, streamed),
+      // Past SERIES_LIMIT sets, a new one is counted with agent `other` (its model kept).
+      const callsAgent = this.series.size >= SERIES_LIMIT ? OTHER : agent
+      key = `${c.provider}\n${model}\n${callsAgent}\n${status}\n${streamed}`
+      s = this.series.get(key)
+      if (!s) {
+        s = {
+          calls: this.calls.labels(c.provider, model, callsAgent, status, streamed),
+          duration: this.duration.labels(c.provider, streamed),
+        }
+        this.series.set(key, s)
       }
-      this.series.set(key, s)
     }
     s.duration.observe(c.latency_ms / 1000)
     calls.set(s, (calls.get(s) ?? 0) + 1)
@@ -285,7 +305,7 @@ export class CallMetrics {
     if (c.estimated) sums[ESTIMATED]++
 
     // inc(0) still creates the series, so a provider's calls show with their $0.
-    this.costSeriesOf(c.provider, model, agent, this.tenant.value(c.tenant), billingLabel(c.billing)).inc(c.cost_usd)
+    this.costSeriesOf(...this.costLabels(c.provider, model, agent, this.tenant.value(c.tenant), billingLabel(c.billing))).inc(c.cost_usd)
 
     if (isRefusal(c)) this.refusals.labels(this.reason.value(c.error), this.ruleOf(c)).inc()
   }
