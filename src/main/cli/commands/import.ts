@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs'
 import { dirname } from 'node:path'
-import { Argument } from 'commander'
+import { Argument, Option } from 'commander'
 import type { RegisterCommand } from './types'
 import { CliError, EXIT } from '../context'
 import { LOG_AGENTS, type LogAgent } from '../../import/types'
@@ -8,19 +8,25 @@ import { compact, usd } from '../output'
 import { table } from '../table'
 import { SETTLE_WHILE_SERVING_MS } from '../sync'
 import { unreadableNote } from '../../import/walk'
-import { configOf, openLedgerFile, openLocalLedger, prepareLocal, serverRunning, withTarget } from '../target'
+import { configOf, openLedgerFile, openLocalLedger, pathOption, prepareLocal, serverRunning, urlOption } from '../target'
 
 /** `burnrate import <agent>`: the agent's own logs into the ledger. */
 export const importCommand: RegisterCommand = (program, ctx) => {
-  withTarget(
-    program
-      .command('import')
-      .description("Import calls from an agent's own logs (history, and calls that bypassed the proxy). Safe to repeat.")
-      .addArgument(new Argument('<agent>', 'whose logs').choices([...LOG_AGENTS, 'all']))
-      .option('--path <dir...>', "log folder(s) to read instead of the agent's standard one")
-      .option('--tenant <id>', 'tenant to give the imported calls')
-      .option('--json', 'print the result as JSON'),
-  )
+  // Not withTarget's options: import always writes the ledger file and asks a server nothing but
+  // whether it runs, so its help lists only what it uses. --token and --local are still taken
+  // (a script may pass every command the same ones) and change nothing.
+  program
+    .command('import')
+    .description("Import calls from an agent's own logs (history, and calls that bypassed the proxy). Safe to repeat.")
+    .addArgument(new Argument('<agent>', 'whose logs').choices([...LOG_AGENTS, 'all']))
+    .option('--path <dir...>', "log folder(s) to read instead of the agent's standard one")
+    .option('--tenant <id>', 'tenant to give the imported calls')
+    .option('--json', 'print the result as JSON')
+    .option('--config <file>', 'config file (default: <data dir>/config.yaml)', pathOption)
+    .option('--data-dir <dir>', 'folder of the ledger (default: the OS app-data folder)', pathOption)
+    .option('--url <url>', 'a Burnrate recording to this ledger (default: the one serving the data folder); while one runs, calls logged in the last 10 minutes wait for a later import', urlOption)
+    .addOption(new Option('--token <token>').hideHelp())
+    .addOption(new Option('--local').hideHelp())
     .addHelpText('after', `
 Standard folders: claude-code  $CLAUDE_CONFIG_DIR/projects, ~/.config/claude/projects, ~/.claude/projects
                   codex        $CODEX_HOME/sessions (~/.codex/sessions), archived_sessions
