@@ -63,7 +63,8 @@ export async function runHeadless(argv: string[], opts: { ledgerWorker?: URL; es
     if (err instanceof ConfigError || err instanceof StartupError) {
       process.stderr.write(`burnrate: ${err.message}\n`)
       if (server) await server.close(0).catch(() => {})
-      process.exit(1)
+      // BURNRATE_PORT=abc is bad usage (2), as --port abc is.
+      process.exit(err instanceof ConfigError && err.usage ? 2 : 1)
     }
     throw err
   }

@@ -36,7 +36,8 @@ export function configOf(o: TargetOptions): Config {
   try {
     return loadConfig({ config: o.config, dataDir: o.dataDir })
   } catch (err) {
-    if (err instanceof ConfigError) throw new CliError(err.message, EXIT.failed)
+    // BURNRATE_PORT=abc is bad usage (2); a config file refused, a failure (1).
+    if (err instanceof ConfigError) throw new CliError(err.message, err.usage ? EXIT.usage : EXIT.failed)
     throw err
   }
 }

@@ -16,6 +16,16 @@ import { readYaml } from './yaml-text'
 /** A configuration problem that stops start-up; its message is meant for a person. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
+  /**
+   * `usage`: a bad value given on the command line or in the environment (a port that is not one),
+   * which the command line exits 2 for (bad usage), where a config refused is a failure (1).
+   */
+  constructor(
+    message: string,
+    readonly usage = false,
+  ) {
+    super(message)
+  }
 }
 
 export interface ConfigFlags {
@@ -72,7 +82,7 @@ function describeIssue(issue: z.core.$ZodIssue): string {
 export function parsePort(value: number | string, origin: string): number {
   const n = typeof value === 'number' ? value : Number(value)
   if (!Number.isInteger(n) || n < 0 || n > 65535 || (typeof value === 'string' && !/^\d+$/.test(value.trim()))) {
-    throw new ConfigError(`${origin}: expected a port number from 0 to 65535, got "${value}"`)
+    throw new ConfigError(`${origin}: expected a port number from 0 to 65535, got "${value}"`, true)
   }
   return n
 }

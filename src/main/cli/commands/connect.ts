@@ -34,7 +34,7 @@ async function setup(o: ConnectOptions, ctx: CliContext, undo = false) {
     dataDir = config.data_dir
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    if (!undo) throw new CliError(err.message)
+    if (!undo) throw new CliError(err.message, err.usage ? EXIT.usage : EXIT.failed)
     dataDir = dataDirAnyway(flags, ctx.env)
     ctx.stderr.write(`burnrate: ${err.message}\nburnrate: disconnecting all the same, with the records in ${dataDir}\n`)
   }
