@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { makePrivateCa, type PrivateCa } from '../network/support'
+import { startLedger } from '../support/cli'
 
 /**
  * `upstream.ca_file` is needed only by what calls out through it: the server. A command of the
@@ -80,7 +81,7 @@ function serve(): Promise<{ listening: true } | { code: number | null; stderr: s
 
 describe('a config whose upstream.ca_file is not there', () => {
   it('commands that make no call out work; the server refuses to start, naming the file, and starts once it is there', async () => {
-    mkdirSync(data(), { recursive: true }) // a data folder named that does not exist is a typo, refused
+    startLedger(data()) // a data folder named that holds no ledger is refused
     const report = burnrate(['report', 'daily', '--local', '--no-import', '--json'])
     expect(report.code, report.stderr).toBe(0)
     expect(JSON.parse(report.stdout)).toMatchObject({ rows: [], totals: { requests: 0 } })

@@ -60,9 +60,11 @@ describe('a data folder named that does not exist', () => {
     expect(existsSync(typo)).toBe(false)
   })
 
-  it('an existing folder named is read as before', async () => {
+  it('an existing folder named, holding a ledger, is read as before', async () => {
     const there = join(home, 'there')
     mkdirSync(there)
+    // A folder with no ledger is refused too (test/cli/data-dir-no-ledger.test.ts): import starts one.
+    expect((await cli(['import', 'codex', '--data-dir', there])).code).toBe(0)
     const r = await cli(['status', '--json', '--no-import', '--data-dir', there])
     expect(r.code, r.stderr).toBe(0)
   })

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ROOT } from '../e2e/browser'
+import { startLedger } from '../support/cli'
 import { listeningUrl } from '../support/child'
 
 /**
@@ -90,7 +91,7 @@ describe('output that cannot be written', () => {
   it('`export > /dev/full` exits 1 and says why, as `-o /dev/full` does', async () => {
     const home = mkdtempSync(join(base, 'home-'))
     const data = join(home, 'data')
-    mkdirSync(data) // a data folder named that does not exist is a typo, refused
+    startLedger(data) // a data folder named that holds no ledger is refused
     const viaO = await run(['export', '--local', '--data-dir', data, '-o', '/dev/full'], home)
     expect(viaO.stderr).toContain('ENOSPC')
     expect(viaO.status).toBe(1)

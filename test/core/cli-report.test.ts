@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { compact } from '../../src/main/cli/output'
 import { keyHash, makeCall } from '../dashboard/seed'
+import { startLedger } from '../support/cli'
 import { fixture } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
@@ -107,7 +108,7 @@ describe('burnrate report on a fresh install', () => {
       const name = tz.replace('/', '-')
       const cfg = join(dir, `${name}.yaml`)
       writeFileSync(cfg, `timezone: ${tz}\npricing: { auto_update: false }\n`)
-      mkdirSync(join(dir, `heading-${name}`), { recursive: true })
+      startLedger(join(dir, `heading-${name}`)) // a data folder named that holds no ledger is refused
       const r = burnrate(['report', 'daily', '--no-import', '--config', cfg, '--data-dir', join(dir, `heading-${name}`), '--since', '2026-03-01', '--until', '2026-03-31'])
       expect(r.code, r.stderr).toBe(0)
       expect(r.stdout).toContain(`(2026-03-01 to 2026-03-31, ${tz})`)

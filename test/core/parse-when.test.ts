@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseWhen } from '../../src/main/report/report'
 import { getJson } from '../dashboard/seed'
+import { startLedger } from '../support/cli'
 import { type TestServer, startTestServer } from '../support/server'
 
 /**
@@ -23,7 +24,7 @@ beforeAll(async () => {
   if (!existsSync(CLI)) execFileSync('npx', ['electron-vite', 'build'], { cwd: ROOT, stdio: 'ignore' })
   dir = mkdtempSync(join(tmpdir(), 'burnrate-parse-when-'))
   mkdirSync(join(dir, 'home'))
-  mkdirSync(join(dir, 'data'))
+  startLedger(join(dir, 'data')) // a data folder named that holds no ledger is refused
   t = await startTestServer({ timezone: 'UTC' })
 }, 180_000)
 afterAll(async () => {

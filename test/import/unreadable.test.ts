@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import BetterSqlite from 'better-sqlite3'
 import { afterAll, beforeAll, expect, it } from 'vitest'
+import { startLedger } from '../support/cli'
 
 /**
  * A log the user cannot read (a file or folder `sudo claude` left owned by root in
@@ -76,6 +77,8 @@ it.skipIf(root && !existsSync('/usr/bin/setpriv'))('an unreadable log file or fo
   expect(stored('one')).toEqual(['msg_mine'])
 
   // `report` imports every agent's standard folders first: the readable log's call is in it, and stderr says what was not read.
+  // (A data folder named that holds no ledger is refused: one is started there.)
+  startLedger(join(dir, 'two'))
   const report = cli({ CLAUDE_CONFIG_DIR: join(dir, 'claude') }, 'report', 'daily', '--data-dir', join(dir, 'two'), '--json')
   expect(report.code).toBe(0)
   expect(JSON.parse(report.stdout).totals.requests).toBe(1)

@@ -3,7 +3,7 @@ import { type Server, createServer } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { runCliCaptured } from '../support/cli'
+import { runCliCaptured, startLedger } from '../support/cli'
 
 /**
  * While Burnrate is stopped, anyone on the machine may listen on its port. The CLI asks a server
@@ -25,6 +25,7 @@ beforeAll(async () => {
   port = (impostor.address() as { port: number }).port
   dir = mkdtempSync(join(tmpdir(), 'burnrate-cli-target-'))
   writeFileSync(join(dir, 'config.yaml'), `server:\n  port: ${port}\ndashboard:\n  token: ${TOKEN}\n`)
+  startLedger(dir) // a data folder named that holds no ledger is refused
 })
 afterAll(async () => {
   await new Promise((r) => impostor.close(r))

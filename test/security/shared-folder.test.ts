@@ -6,7 +6,7 @@ import Database from 'better-sqlite3'
 import { afterEach, describe, expect, it } from 'vitest'
 import { loadConfig } from '../../src/main/config/load'
 import { makeCall } from '../dashboard/seed'
-import { runCliCaptured } from '../support/cli'
+import { runCliCaptured, startLedger } from '../support/cli'
 import { AgentConnections } from '../../src/main/connect/connections'
 import { waitForUpdate } from '@pydantic/genai-prices'
 import { postJson } from '../support/http'
@@ -85,6 +85,7 @@ describe('a data folder shared with other users', () => {
         const lock = join(dir, 'server.lock')
         writeFileSync(lock, JSON.stringify({ pid: 1, url: `http://127.0.0.1:${port}`, started_at: new Date().toISOString(), claim: 'x' }) + '\n')
         planted(lock, how)
+        startLedger(dir) // a data folder named that holds no ledger is refused
         const r = await runCliCaptured('status', '--data-dir', dir, '--no-import', '--json')
         expect(r.code, r.out).toBe(0)
         expect(seen).toEqual([])

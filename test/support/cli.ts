@@ -1,5 +1,19 @@
 import { type ExecFileOptions, execFile, spawn } from 'node:child_process'
+import { mkdirSync } from 'node:fs'
+import { join } from 'node:path'
 import { runCli } from '../../src/main/cli/program'
+import { DB_FILE } from '../../src/main/config/paths'
+import { openDatabase } from '../../src/main/ledger/db'
+
+/**
+ * `dir` (made if missing) with an empty ledger in it, as `burnrate import` leaves one: `status`,
+ * `report` and `export` refuse a data folder named that holds none. Returns `dir`.
+ */
+export function startLedger(dir: string): string {
+  mkdirSync(dir, { recursive: true })
+  openDatabase(join(dir, DB_FILE)).close()
+  return dir
+}
 
 /** Runs the `burnrate` command in this process; its exit code and what it wrote (stdout and stderr together). */
 export async function runCliCaptured(...args: string[]): Promise<{ code: number; out: string }> {

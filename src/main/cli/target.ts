@@ -59,15 +59,23 @@ export async function resolveTarget(o: TargetOptions, ctx: CliContext): Promise<
 
 /**
  * A data folder named (`--data-dir`, BURNRATE_DATA_DIR, a config's `data_dir`) that does not
- * exist is a typo to a reader: `status`, `report` and `export` made an empty ledger there and
- * reported its $0.00, leaving the folder behind. Refused as a bad value (exit 2) before anything is
- * made. The default folder is made on a fresh install (report imports the agents' logs into it),
- * `import` makes the ledger it writes, and with `storage.url` the calls are in PostgreSQL.
+ * exist, or exists but holds no ledger (`--data-dir /tmp`, the parent of the right folder), is a
+ * mistake to a reader: `status`, `report` and `export` made an empty ledger there and reported
+ * its $0.00, leaving it behind. Refused as a bad value (exit 2) before anything is made. The
+ * default folder is made on a fresh install (report imports the agents' logs into it), `import`
+ * makes the ledger it writes, and with `storage.url` the calls are in PostgreSQL.
  */
 function checkNamedDataDir(config: Config): void {
-  if (!config.data_dir_named_by || config.storage.url || existsSync(config.data_dir)) return
+  if (!config.data_dir_named_by || config.storage.url) return
+  if (!existsSync(config.data_dir)) {
+    throw new CliError(
+      `no data folder ${config.data_dir} (named by ${config.data_dir_named_by}); check the path, or run burnrate import to start a ledger there`,
+      EXIT.usage,
+    )
+  }
+  if (existsSync(join(config.data_dir, DB_FILE))) return
   throw new CliError(
-    `no data folder ${config.data_dir} (named by ${config.data_dir_named_by}); check the path, or run burnrate import to start a ledger there`,
+    `no ledger in ${config.data_dir} (named by ${config.data_dir_named_by}: it has no ${DB_FILE}); check the path, or run burnrate import to start a ledger there`,
     EXIT.usage,
   )
 }
