@@ -267,6 +267,21 @@ export function urlOption(value: string): string {
 }
 
 /**
+ * `connect --url`: the address an agent is pointed at, a Burnrate's http(s) origin (a trailing
+ * `/` is no path). Each agent's own path is added under it (`/v1`, `/code-assist`); a path given
+ * (`/path`, an address copied with its page) was written into the agent's config as its base,
+ * where Burnrate serves nothing, and every call of the agent failed. Else as `--url` (urlOption).
+ */
+export function originOption(value: string): string {
+  urlOption(value)
+  const u = new URL(value)
+  if (u.pathname !== '/') {
+    throw new InvalidArgumentError(`expected a Burnrate's http:// or https:// address without a path (each agent gets its own path under it); did you mean ${u.origin}?`)
+  }
+  return value
+}
+
+/**
  * `--tenant`: a tenant's id. An empty one is refused: through a server it would mean every
  * tenant (the API ignores an empty `tenant`), from the ledger file the calls with no tenant, so
  * one command would give two answers depending on whether Burnrate runs.

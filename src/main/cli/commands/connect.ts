@@ -3,7 +3,7 @@ import type { Command } from 'commander'
 import type { RegisterCommand } from './types'
 import type { ConnectPlan } from '../../../shared/connect'
 import { CliError, EXIT, type CliContext } from '../context'
-import { pathOption } from '../target'
+import { originOption, pathOption } from '../target'
 
 export interface ConnectOptions {
   config?: string
@@ -135,7 +135,7 @@ export const connect: RegisterCommand = (program, ctx) => {
     program
       .command('connect [agent]')
       .description('Point an agent at Burnrate by editing its own config (claude-code, codex, gemini-cli, opencode, sdk); with no agent, list them.')
-      .option('--url <url>', 'the Burnrate address to point at (default: from the config, http://127.0.0.1:8787)'),
+      .option('--url <url>', 'the Burnrate address to point at, http(s)://host:port without a path (default: from the config, http://127.0.0.1:8787)', originOption),
   ).action((agent: string | undefined, o: ConnectOptions) => runConnect(agent, o, ctx))
   common(
     program
