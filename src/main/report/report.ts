@@ -13,6 +13,8 @@ export * from './types'
  * machine's zone, which is what `Date.parse` would read it in).
  */
 export function parseWhen(s: string, tz: string, end = false): number | null {
+  // ISO 8601 and RFC 3339 let the T between day and time, and the Z of UTC, be lowercase.
+  s = s.replace(/^(\d{4}-\d{2}-\d{2})t/, '$1T').replace(/z$/, 'Z')
   const d = /^(\d{4})-?(\d{2})-?(\d{2})$/.exec(s)
   if (d) {
     if (!isCalendarDay(d[1], d[2], d[3])) return null
