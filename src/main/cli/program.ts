@@ -40,7 +40,7 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
   for (const register of COMMANDS) register(program, ctx)
 
   try {
-    await program.parseAsync([...args], { from: 'user' })
+    await program.parseAsync(commandFirst(program, args), { from: 'user' })
     return EXIT.ok
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -55,4 +55,33 @@ export async function runCli(args: readonly string[], opts: { ledgerWorker?: URL
     ctx.stderr.write(`burnrate: ${(err as Error)?.message ?? String(err)}\n`)
     return EXIT.failed
   }
+}
+
+/**
+ * Options given before the command are the command's: `burnrate --json status` is
+ * `burnrate status --json` (Commander reads options before a subcommand as the program's own,
+ * which has none but --help and --version, and said 'unknown option'). The command is the first
+ * word that is not an option or a value of one of that command's options, so `--tenant status
+ * report daily` is the report of the tenant named status. The options go after the command's own
+ * arguments, where a variadic option (`--path <dir...>`) cannot take them. A line that starts with
+ * --help or --version, or names no command, is left as it is.
+ */
+function commandFirst(program: Command, args: readonly string[]): string[] {
+  if (!args[0]?.startsWith('-') || ['-h', '--help', '-V', '--version'].includes(args[0])) return [...args]
+  for (const cmd of program.commands) {
+    const takesValue = new Set(cmd.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => !!f)))
+    for (let i = 0; i < args.length; i++) {
+      const a = args[i]
+      if (a === '--') break
+      if (a.startsWith('-') && a !== '-') {
+        if (takesValue.has(a)) i++
+        continue
+      }
+      if (a !== cmd.name()) break
+      const rest = args.slice(i + 1)
+      const end = rest.includes('--') ? rest.indexOf('--') : rest.length
+      return [a, ...rest.slice(0, end), ...args.slice(0, i), ...rest.slice(end)]
+    }
+  }
+  return [...args]
 }

@@ -13,4 +13,12 @@ describe('which command lines serve without loading the program', () => {
     expect(servesDirectly(['serve', '--help'])).toBeNull()
     expect(servesDirectly(['report', 'daily'])).toBeNull()
   })
+  it('options before the command: server flags before serve serve, any before another command go to the program', () => {
+    expect(servesDirectly(['--port', '8080', 'serve', '--host', '0.0.0.0'])).toEqual(['--port', '8080', '--host', '0.0.0.0'])
+    expect(servesDirectly(['--port', '8080', 'serve', '--help'])).toBeNull()
+    expect(servesDirectly(['--json', 'status'])).toBeNull()
+    expect(servesDirectly(['--data-dir', 'd', 'report', 'daily'])).toBeNull()
+    // A server flag's value is not a command: a data folder named "status" is served.
+    expect(servesDirectly(['--data-dir', 'status'])).toEqual(['--data-dir', 'status'])
+  })
 })
