@@ -44,6 +44,8 @@ function table(o: PriceOverride, claude: boolean, id: string, name: string): Pri
   const prices = claude ? withClaudeCacheRates(given) : given
   // The library needs a 5-minute write price wherever a 1-hour one is given.
   if (prices.cache_write_1h_mtok !== undefined && prices.cache_write_mtok === undefined) prices.cache_write_mtok = o.input_mtok
-  const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1) } : { equals: o.model }
+  // The library looks a call's model up trimmed (and lowercased): a name recorded with spaces
+  // around it (a client's `"model": "qwen3 "`) is matched by its name without them.
+  const match = o.model.endsWith('*') ? { starts_with: o.model.slice(0, -1).trimStart() } : { equals: o.model.trim() }
   return { id, name, api_pattern: '.*', models: [{ id: o.model, match, prices }] }
 }
