@@ -198,6 +198,8 @@ export class PriceUpdater {
     } catch {
       return false // none yet, or unreadable: the bundled data stays
     }
+    // JSON that is no object (`null`, written by hand or another tool) is no kept copy: reading its fields would throw, and no call could be priced.
+    if (typeof cached !== 'object' || cached === null || Array.isArray(cached)) return false
     if (this.closed) return false
     // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
     // it): it is used only when it prices every model the bundled data (still in use) prices. A
