@@ -10,6 +10,7 @@ import { startMockUpstream } from '../support/mock-upstream'
 import { type TestServer, startTestServer } from '../support/server'
 import type { Logger } from '../../src/main/log'
 import { recorded } from '../providers/ledger'
+import { emptyUsage } from '../../src/main/metering/usage'
 
 // Price data broken in models the old check never looked at (it priced a few per provider, and
 // never tried a model's `match` rule) was applied and kept in prices.json: the calls of the broken
@@ -35,6 +36,13 @@ const secondAnthropic = (change: (m: any) => any) =>
 function renamedOutput(m: any): any {
   const rename = (t: Record<string, unknown>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k === 'output_mtok' ? 'output_tokens_mtok' : k, v]))
   return { ...m, prices: Array.isArray(m.prices) ? m.prices.map((c: any) => ({ ...c, prices: rename(c.prices) })) : rename(m.prices) }
+}
+
+/** A model with every price multiplied by `f` (tiers and dated tables too). */
+function scaled(m: any, f: number): any {
+  const price = (v: any): any => (typeof v === 'number' ? v * f : v && typeof v === 'object' ? { ...v, base: v.base * f, tiers: v.tiers.map((t: any) => ({ ...t, price: t.price * f })) } : v)
+  const table = (t: Record<string, unknown>) => Object.fromEntries(Object.entries(t).map(([k, v]) => [k, price(v)]))
+  return { ...m, prices: Array.isArray(m.prices) ? m.prices.map((c: any) => ({ ...c, prices: table(c.prices) })) : table(m.prices) }
 }
 
 const SONNET_ANSWER = {
@@ -98,6 +106,10 @@ describe('a price download broken in models the data in use charges for is refus
     }, /provider 'anthropic' is listed twice/],
     // The library ignores a price key it does not know: each model is still charged for its input.
     ['`output_mtok` renamed in every Anthropic price table', () => bundledWith('anthropic', (models) => models.map(renamedOutput)), /no longer charges for \d+ anthropic models \([\w.-]+'s output, .*at most 2 at once/],
+    // Prices per token (or per thousand) under the per-million keys: every call at a millionth (a thousandth) of its cost.
+    ['every Anthropic price divided by a million', () => bundledWith('anthropic', (models) => models.map((m) => scaled(m, 1e-6))), /moves the price of \d+ anthropic models 100 times or more \(claude-2 \(\$32 → \$0\.000032 per 1M input and output tokens\), /],
+    ['every Anthropic price multiplied by a thousand', () => bundledWith('anthropic', (models) => models.map((m) => scaled(m, 1000))), /moves the price of \d+ anthropic models 100 times or more/],
+    ['three Anthropic models priced two hundred times lower', () => bundledWith('anthropic', (models) => models.map((m) => (['claude-3-haiku', 'claude-opus-4-1', 'claude-sonnet-4-5'].includes(m.id) ? scaled(m, 0.005) : m))), /moves the price of 3 anthropic models/],
   ])('%s: Claude Sonnet 4.5 stays priced, and nothing is kept', async (_, broken, why) => {
     const t = await serverWith(SONNET_ANSWER, await broken())
     expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
@@ -224,6 +236,21 @@ describe('a download that makes one model free (a provider does: Google made Gem
     expect(warnings).toEqual([expect.stringContaining('the new data makes anthropic claude-3-haiku free')])
     expect(await recorded(t, haikuCall)).toMatchObject({ cost_usd: 0, priced: 1 })
     expect((await recorded(t, sonnetCall(t))).cost_usd).toBeCloseTo(SONNET, 9)
+  })
+})
+
+describe('a download that moves one model\'s price a thousandfold (a correction, or a real cut)', () => {
+  it('is applied, and the log says so', async () => {
+    const warnings: string[] = []
+    const log: Logger = { debug() {}, info() {}, warn: (m: string) => void warnings.push(m), error() {} }
+    const data = await bundledWith('anthropic', (models) => models.map((m) => (m.id === 'claude-opus-4-0' ? scaled(m, 0.001) : m)))
+    const t = await serverWith(SONNET_ANSWER, data, undefined, log)
+    const updater = t.server.context.prices!.updater
+    expect(await updater.update()).toBe(true)
+    // 1M input at $15 + 1M output at $75, then a thousandth of it.
+    expect(warnings).toEqual([expect.stringContaining('the new data moves the price of anthropic claude-opus-4-0 ($90 → $0.09 per 1M input and output tokens), 100 times or more')])
+    const usage = { ...emptyUsage(), input_tokens: 1_000_000, output_tokens: 1_000_000 }
+    expect(t.server.context.pricer.price('anthropic', 'anthropic', 'claude-opus-4-0', usage, new Date()).cost_usd).toBeCloseTo(0.09, 12)
   })
 })
 

@@ -63,6 +63,15 @@ function lostCharge(was: Charge, now: Charge): 'all' | 'input' | 'output' | null
  */
 export const MAX_MADE_FREE = 2
 
+/**
+ * A model's price for a million input and output tokens may move by this factor at most, up or
+ * down, in more than MAX_MADE_FREE of one provider's models at once. Providers cut a model's price
+ * by 2-10x at a time; data whose prices moved a hundredfold or more across a provider is broken
+ * (per-token or per-thousand prices written under the per-million keys: every call recorded at a
+ * millionth of its cost, no budget ever reached), or hostile.
+ */
+export const MAX_PRICE_MOVE = 100
+
 /** What `unchargedReason` found: why `next` is refused (or null), and the models it makes free if it is not. */
 export interface ChargeCheck {
   refused: string | null
@@ -72,6 +81,8 @@ export interface ChargeCheck {
   leftUnpriced: string[]
   /** `provider model as other` of each model `next` prices with another model's table (an earlier entry's `match` now takes its name), when accepted. */
   pricedAs: string[]
+  /** `provider model (was → now)` of each model whose price `next` moves by MAX_PRICE_MOVE or more, when accepted. */
+  moved: string[]
 }
 
 /**
@@ -86,6 +97,7 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
   const madeFree: string[] = []
   const leftUnpriced: string[] = []
   const pricedAs: string[] = []
+  const moved: string[] = []
   let sliceStart = performance.now()
   const breathe = async () => {
     if (performance.now() - sliceStart > SLICE_MS) {
@@ -103,16 +115,22 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     const free: string[] = []
     const unpriced = new Set<string>()
     const taken: string[] = []
+    const far: string[] = []
     for (const m of p.models) {
       if (m.deprecated || !charged(m) || !listed.has(m.id)) continue
       await breathe()
       const now = lookup(lib, after, m.id)
-      if (!(now instanceof Error) && now.input > 0 && now.output > 0 && now.model === m.id) continue
+      if (!(now instanceof Error) && now.input > 0 && now.output > 0 && now.model === m.id) {
+        // Its own table in the data in use (one model: no scan of the list).
+        const was = lookup(lib, { ...before, models: [m] }, m.id)
+        if (!(was instanceof Error) && was.total > 0 && movedFar(was.total, now.total)) far.push(`${m.id} ($${Number(was.total.toPrecision(6))} → $${Number(now.total.toPrecision(6))} per 1M input and output tokens)`)
+        continue
+      }
       // Not charged under its own id by the data in use either (matched by another name): it tells nothing.
       const was = lookup(lib, before, m.id)
       if (was instanceof Error || !(was.total > 0)) continue
       if (now instanceof Error) {
-        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [], leftUnpriced: [], pricedAs: [] }
+        return { refused: `the price library cannot look up ${p.id} ${m.id} in the new data (${now.message})`, madeFree: [], leftUnpriced: [], pricedAs: [], moved: [] }
       }
       const lost = lostCharge(was, now)
       if (lost) {
@@ -125,18 +143,28 @@ export async function unchargedReason(lib: PriceLibrary, next: Provider[], curre
     }
     if (free.length > MAX_MADE_FREE) {
       const shown = free.slice(0, 3).join(', ') + (free.length > 3 ? `, and ${free.length - 3} more` : '')
-      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], leftUnpriced: [], pricedAs: [] }
+      return { refused: `the new data no longer charges for ${free.length} ${p.id} models (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], leftUnpriced: [], pricedAs: [], moved: [] }
     }
     if (taken.length > MAX_MADE_FREE) {
       const shown = taken.slice(0, 3).join(', ') + (taken.length > 3 ? `, and ${taken.length - 3} more` : '')
-      return { refused: `the new data prices ${taken.length} ${p.id} models with another model's prices (${shown})`, madeFree: [], leftUnpriced: [], pricedAs: [] }
+      return { refused: `the new data prices ${taken.length} ${p.id} models with another model's prices (${shown})`, madeFree: [], leftUnpriced: [], pricedAs: [], moved: [] }
+    }
+    if (far.length > MAX_MADE_FREE) {
+      const shown = far.slice(0, 3).join(', ') + (far.length > 3 ? `, and ${far.length - 3} more` : '')
+      return { refused: `the new data moves the price of ${far.length} ${p.id} models ${MAX_PRICE_MOVE} times or more (${shown}); at most ${MAX_MADE_FREE} at once are taken for a price change`, madeFree: [], leftUnpriced: [], pricedAs: [], moved: [] }
     }
     for (const id of free) (unpriced.has(id) ? leftUnpriced : madeFree).push(`${p.id} ${id}`)
     pricedAs.push(...taken.map((t) => `${p.id} ${t}`))
+    moved.push(...far.map((f) => `${p.id} ${f}`))
     const unlisted = await lostThroughFallback(lib, p, q, current, byId, breathe)
-    if (unlisted) return { refused: unlisted, madeFree: [], leftUnpriced: [], pricedAs: [] }
+    if (unlisted) return { refused: unlisted, madeFree: [], leftUnpriced: [], pricedAs: [], moved: [] }
   }
-  return { refused: null, madeFree, leftUnpriced, pricedAs }
+  return { refused: null, madeFree, leftUnpriced, pricedAs, moved }
+}
+
+/** Whether a price went from `was` to `now` (both above 0) by MAX_PRICE_MOVE times or more, up or down. */
+function movedFar(was: number, now: number): boolean {
+  return now >= was * MAX_PRICE_MOVE || now * MAX_PRICE_MOVE <= was
 }
 
 /**

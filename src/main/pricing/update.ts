@@ -7,7 +7,7 @@ import type { Egress } from '../http/egress'
 import { request } from '../http/request'
 import { untrustedReason } from '../security/owned-file'
 import { loadOnce } from '../server/load-once'
-import { unchargedReason } from './check-charges'
+import { MAX_PRICE_MOVE, unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
 import { mirrorRequest, shownUrl } from './mirror-url'
@@ -297,6 +297,7 @@ export class PriceUpdater {
       for (const m of charges!.madeFree) this.opts.log?.warn(`prices: the new data makes ${m} free: it is charged $0 from now on (a price in pricing.overrides or the admin API wins)`)
       for (const m of charges!.leftUnpriced) this.opts.log?.warn(`prices: the new data has no price for ${m}: its calls are recorded unpriced from now on (a price in pricing.overrides or the admin API prices them)`)
       for (const m of charges!.pricedAs) this.opts.log?.warn(`prices: the new data prices ${m} (an earlier entry's match takes its name; a price in pricing.overrides or the admin API wins)`)
+      for (const m of charges!.moved) this.opts.log?.warn(`prices: the new data moves the price of ${m}, ${MAX_PRICE_MOVE} times or more (a price in pricing.overrides or the admin API wins)`)
       return true
     } catch (err) {
       if (this.closed) return false
