@@ -1,16 +1,17 @@
-import { createHash } from 'node:crypto'
-import { chmod, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
+import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
 import type { PriceData } from '../../shared/api'
 import type { Egress } from '../http/egress'
-import { request } from '../http/request'
-import { untrustedReason } from '../security/owned-file'
 import { loadOnce } from '../server/load-once'
 import { MAX_PRICE_MOVE, unchargedReason } from './check-charges'
 import { refuseReason } from './check-data'
 import { loadPriceLibrary, PRICE_DATA_URL, whenPriceLibraryLoaded } from './library'
-import { mirrorRequest, shownUrl } from './mirror-url'
+import { shownUrl } from './mirror-url'
+import { bundledPrint, type Cached, PRICES_FILE, readCache, writeCache } from './update-cache'
+import { downloadPrices } from './update-download'
+
+export { PRICES_FILE } from './update-cache'
 
 /**
  * What the dashboard shows about the price data (GET /api/dashboard/prices): `updated_at` is
@@ -37,62 +38,9 @@ export interface PriceUpdaterOptions {
   egress?: Egress
 }
 
-export const PRICES_FILE = 'prices.json'
 const DAY = 86_400_000
-/** Largest price document accepted (the published one is about 1 MB). */
-const MAX_BYTES = 32 * 1024 * 1024
 /** Waits before checking again after 1, 2, 3, 4+ failed checks in a row (capped at the daily interval). */
 const RETRY_MS = [60_000, 300_000, 900_000, 3_600_000]
-
-/**
- * The body as text, counted while it arrives: past `max` bytes the download is cut off (a body
- * without a Content-Length, or lying about it, is never buffered whole).
- */
-async function readCapped(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }, max: number): Promise<string> {
-  const chunks: Buffer[] = []
-  let size = 0
-  for await (const chunk of body) {
-    size += chunk.length
-    if (size > max) {
-      const err = new Error(`the data is larger than ${max} bytes`)
-      body.destroy(err)
-      throw err
-    }
-    chunks.push(chunk)
-  }
-  return Buffer.concat(chunks).toString('utf8')
-}
-
-/** The cache file: the data and when it was published. */
-interface Cached {
-  updated_at: string
-  fetched_at: string
-  /** `bundledPrint()` of the bundled data it was accepted over (absent in copies written before it was kept). */
-  bundled?: string
-  /** Checked model by model when downloaded (`unchargedReason`); copies kept before that check existed lack it and are checked so when loaded. */
-  charges_checked?: boolean
-  providers: Provider[]
-}
-
-let bundledPrintMemo: string | null = null
-
-/**
- * A fingerprint of the bundled price data (its providers' and models' ids), taken once, before
- * any newer data replaces it. A cached copy written over the same bundled data was accepted as
- * newer than it, so it may lack models the bundled data still prices (retired upstream); a copy
- * written under another release's bundled data may be older than this one's.
- */
-function bundledPrint(data: Provider[]): string {
-  if (bundledPrintMemo === null) {
-    const h = createHash('sha256')
-    for (const p of data) {
-      h.update(p.id).update('\n')
-      for (const m of p.models) h.update(m.id).update(' ')
-    }
-    bundledPrintMemo = h.digest('hex').slice(0, 32)
-  }
-  return bundledPrintMemo
-}
 
 /**
  * Keeps @pydantic/genai-prices' data current with the library's own mechanism (`updatePrices`
@@ -186,21 +134,8 @@ export class PriceUpdater {
       this.state.last_error = `the price library could not be loaded: ${(err as Error).message}`
       return false
     }
-    let cached: Cached
-    try {
-      // Only the user's own copy: in a data folder other users may write, theirs could price every call at a thousandth.
-      const untrusted = untrustedReason(this.file)
-      if (untrusted) {
-        this.opts.log?.warn(`prices: not using ${this.file} (${untrusted}); keeping the bundled data`)
-        return false
-      }
-      cached = JSON.parse(await readFile(this.file, 'utf8')) as Cached
-    } catch {
-      return false // none yet, or unreadable: the bundled data stays
-    }
-    // JSON that is no object (`null`, written by hand or another tool) is no kept copy: reading its fields would throw, and no call could be priced.
-    if (typeof cached !== 'object' || cached === null || Array.isArray(cached)) return false
-    if (this.closed) return false
+    const cached = await readCache(this.file, (why) => this.opts.log?.warn(`prices: not using ${this.file} (${why}); keeping the bundled data`))
+    if (!cached || this.closed) return false
     // A copy kept from before an upgrade can be older than the bundled data (gpt-5 unknown to
     // it): it is used only when it prices every model the bundled data (still in use) prices. A
     // copy accepted over this same bundled data is newer than it, though it may have retired a
@@ -242,44 +177,22 @@ export class PriceUpdater {
     let downloaded = false
     try {
       await this.ready()
-      // A user name and password in the URL go as basic auth (never logged: see shownUrl).
-      const mirror = mirrorRequest(this.url)
-      const res = await request(mirror.url, {
-        method: 'GET',
-        headers: { accept: 'application/json', 'user-agent': 'burnrate-price-update', ...mirror.headers, ...this.sinceHeader() },
-        dispatcher: this.opts.egress?.for(mirror.url),
-        headersTimeout: timeoutMs,
-        bodyTimeout: timeoutMs,
+      const got = await downloadPrices({
+        url: this.url,
+        egress: this.opts.egress,
+        timeoutMs,
         signal: AbortSignal.any([deadline, this.cut.signal]),
+        checked,
+        checkedIso: checked.toISOString(),
+        inUse: () => ({ since: this.inUseSince(), at: this.state.updated_at }),
       })
-      if (res.statusCode === 304) {
-        // Nothing newer than the data in use: nothing downloaded.
-        await res.body.dump()
+      if (got.notModified) {
         this.recovered()
         return false
       }
-      if (res.statusCode !== 200) {
-        await res.body.dump()
-        throw new Error(`HTTP ${res.statusCode}`)
-      }
-      const lm = res.headers['last-modified']
-      const stated = typeof lm === 'string' ? Date.parse(lm) : NaN
-      // A date past this check (a mirror's clock ahead) is the check's: kept as the data's date, it
-      // would make all data published before it, the real updates of the years to come, look older.
-      const published = Number.isFinite(stated) && stated <= checked.getTime() ? new Date(stated).toISOString() : this.state.checked_at
-      if (this.inUseSince() > Date.parse(published)) {
-        // A stale copy (a CDN or mirror serving last year's file) never replaces newer data.
-        await res.body.dump()
-        throw new Error(`the server's data (of ${published}) is older than the data in use (of ${this.state.updated_at})`)
-      }
-      const declared = Number(res.headers['content-length'])
-      if (declared > MAX_BYTES) {
-        await res.body.dump()
-        throw new Error(`the data is larger than ${MAX_BYTES} bytes`)
-      }
-      const text = await readCapped(res.body, MAX_BYTES)
+      const published = got.published
       downloaded = true
-      const data = JSON.parse(text) as unknown
+      const data = JSON.parse(got.text) as unknown
       if (this.closed) return false
       const lib = await loadPriceLibrary()
       const inUse = (await lib.waitForUpdate()) ?? []
@@ -323,12 +236,6 @@ export class PriceUpdater {
     return Number.isFinite(t) && t <= Date.now() ? t : 0
   }
 
-  /** Asks the server for the data only when it is newer than the data in use. */
-  private sinceHeader(): Record<string, string> {
-    const t = this.inUseSince()
-    return t > 0 ? { 'if-modified-since': new Date(t).toUTCString() } : {}
-  }
-
   /** Hands data to the library; false (with the reason recorded) when it refuses it. */
   private apply(data: Provider[], rethrow = false): boolean {
     try {
@@ -344,21 +251,9 @@ export class PriceUpdater {
     return true
   }
 
-  /**
-   * Written to a temporary file then renamed, private to the user. The temporary file is made new
-   * ('wx'), never opened through what is there: in a data folder other users may write, a link
-   * one of them put under its name would have the data written over the file it points to.
-   */
-  private async writeCache(c: Cached): Promise<void> {
-    const tmp = `${this.file}.tmp`
-    try {
-      await rm(tmp, { force: true })
-      await writeFile(tmp, JSON.stringify(c), { mode: 0o600, flag: 'wx' })
-      await chmod(tmp, 0o600)
-      await rename(tmp, this.file)
-    } catch (err) {
-      this.opts.log?.warn(`prices: could not keep the price data in ${this.file}: ${(err as Error).message}`)
-    }
+  /** Keeps `c` in the data folder (./update-cache.ts), saying so in the log when it cannot. */
+  private writeCache(c: Cached): Promise<void> {
+    return writeCache(this.file, c, (message) => this.opts.log?.warn(`prices: could not keep the price data in ${this.file}: ${message}`))
   }
 
   /** Whether a cache file exists (tests, status). */

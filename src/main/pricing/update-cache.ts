@@ -1,0 +1,78 @@
+import { createHash } from 'node:crypto'
+import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import type { Provider } from '@pydantic/genai-prices'
+import { untrustedReason } from '../security/owned-file'
+
+/** The data folder's copy of the newer price data (./update.ts keeps it there). */
+export const PRICES_FILE = 'prices.json'
+
+/** The cache file: the data and when it was published. */
+export interface Cached {
+  updated_at: string
+  fetched_at: string
+  /** `bundledPrint()` of the bundled data it was accepted over (absent in copies written before it was kept). */
+  bundled?: string
+  /** Checked model by model when downloaded (`unchargedReason`); copies kept before that check existed lack it and are checked so when loaded. */
+  charges_checked?: boolean
+  providers: Provider[]
+}
+
+let bundledPrintMemo: string | null = null
+
+/**
+ * A fingerprint of the bundled price data (its providers' and models' ids), taken once, before
+ * any newer data replaces it. A cached copy written over the same bundled data was accepted as
+ * newer than it, so it may lack models the bundled data still prices (retired upstream); a copy
+ * written under another release's bundled data may be older than this one's.
+ */
+export function bundledPrint(data: Provider[]): string {
+  if (bundledPrintMemo === null) {
+    const h = createHash('sha256')
+    for (const p of data) {
+      h.update(p.id).update('\n')
+      for (const m of p.models) h.update(m.id).update(' ')
+    }
+    bundledPrintMemo = h.digest('hex').slice(0, 32)
+  }
+  return bundledPrintMemo
+}
+
+/**
+ * The kept copy in `file`, or null when there is none that may be used: none yet, unreadable,
+ * not the user's own (`untrusted` is told why), or JSON that is no object.
+ */
+export async function readCache(file: string, untrusted: (why: string) => void): Promise<Cached | null> {
+  let cached: Cached
+  try {
+    // Only the user's own copy: in a data folder other users may write, theirs could price every call at a thousandth.
+    const why = untrustedReason(file)
+    if (why) {
+      untrusted(why)
+      return null
+    }
+    cached = JSON.parse(await readFile(file, 'utf8')) as Cached
+  } catch {
+    return null // none yet, or unreadable: the bundled data stays
+  }
+  // JSON that is no object (`null`, written by hand or another tool) is no kept copy: reading its fields would throw, and no call could be priced.
+  if (typeof cached !== 'object' || cached === null || Array.isArray(cached)) return null
+  return cached
+}
+
+/**
+ * Written to a temporary file then renamed, private to the user. The temporary file is made new
+ * ('wx'), never opened through what is there: in a data folder other users may write, a link
+ * one of them put under its name would have the data written over the file it points to.
+ * A failure is told to `failed`: the copy already kept (if any) stays.
+ */
+export async function writeCache(file: string, c: Cached, failed: (message: string) => void): Promise<void> {
+  const tmp = `${file}.tmp`
+  try {
+    await rm(tmp, { force: true })
+    await writeFile(tmp, JSON.stringify(c), { mode: 0o600, flag: 'wx' })
+    await chmod(tmp, 0o600)
+    await rename(tmp, file)
+  } catch (err) {
+    failed((err as Error).message)
+  }
+}
