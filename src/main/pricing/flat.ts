@@ -57,7 +57,7 @@ export function flatTable(model: ModelInfo): FlatTable | null {
 
 /**
  * The library's total for `usage` (library usage keys) under `table`; `undefined` when the
- * shortcut does not apply, null when the library would refuse the usage (a cache count larger
+ * shortcut does not apply (or the total is no finite number), null when the library would refuse the usage (a cache count larger
  * than the prompt it is part of).
  */
 export function flatPrice(table: FlatTable, usage: Record<string, number>): number | null | undefined {
@@ -77,7 +77,9 @@ export function flatPrice(table: FlatTable, usage: Record<string, number>): numb
     if (leaf === 'output') outSum += amount
     else inSum += amount
   }
-  return inSum + outSum + 0
+  const total = inSum + outSum + 0
+  // A cost past what a number holds (a price of 1e305 per million): the library's to refuse, never a priced Infinity.
+  return Number.isFinite(total) ? total : undefined
 }
 
 function countable(v: number): boolean {
