@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto'
-import { chmod, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { open, readFile, rename, rm } from 'node:fs/promises'
+import { dirname } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
 import { untrustedReason } from '../security/owned-file'
 
@@ -62,17 +63,42 @@ export async function readCache(file: string, untrusted: (why: string) => void):
 /**
  * Written to a temporary file then renamed, private to the user. The temporary file is made new
  * ('wx'), never opened through what is there: in a data folder other users may write, a link
- * one of them put under its name would have the data written over the file it points to.
+ * one of them put under its name would have the data written over the file it points to. Its
+ * data is on the disk before the rename, and the rename is made durable after it, so a crash or
+ * a power cut leaves the last copy or the new one, never an empty or cut-short file.
  * A failure is told to `failed`: the copy already kept (if any) stays.
  */
 export async function writeCache(file: string, c: Cached, failed: (message: string) => void): Promise<void> {
   const tmp = `${file}.tmp`
   try {
     await rm(tmp, { force: true })
-    await writeFile(tmp, JSON.stringify(c), { mode: 0o600, flag: 'wx' })
-    await chmod(tmp, 0o600)
+    const h = await open(tmp, 'wx', 0o600)
+    try {
+      await h.chmod(0o600)
+      await h.writeFile(JSON.stringify(c))
+      await h.sync()
+    } finally {
+      await h.close()
+    }
     await rename(tmp, file)
   } catch (err) {
     failed((err as Error).message)
+    return
+  }
+  await syncFolder(dirname(file))
+}
+
+/** Makes a rename in `dir` durable; where a folder cannot be synced (Windows: NTFS journals it), nothing more is done. */
+async function syncFolder(dir: string): Promise<void> {
+  if (process.platform === 'win32') return
+  try {
+    const h = await open(dir, 'r')
+    try {
+      await h.sync()
+    } finally {
+      await h.close()
+    }
+  } catch {
+    // the copy is in place; only its durability across a power cut is left to the file system
   }
 }
