@@ -305,6 +305,22 @@ describe('PriceUpdater against a local price-data server', () => {
     u.close()
   })
 
+  it('checks again once a kept copy is a day old, counted from when it was fetched, not from the start', async () => {
+    // A copy fetched 8 s before this start, with checks every 10 s (a day, in the server): due 2 s after the start.
+    const dir = newDir()
+    const fetched = new Date(Date.now() - 8_000).toISOString()
+    writeFileSync(join(dir, PRICES_FILE), JSON.stringify({ updated_at: '2026-11-19T08:00:00.000Z', fetched_at: fetched, charges_checked: true, providers: publishedData() }), { mode: 0o600 })
+    const before = requests
+    const u = new PriceUpdater({ dataDir: dir, url, autoUpdate: true, onChange: () => {}, firstDelayMs: 0, maxAgeMs: 10_000 })
+    u.start()
+    await u.prepare()
+    expect(u.status().source).toBe('cached')
+    // Builds before this one waited a whole interval from the start (10 s here; in the server, a copy
+    // fetched 23 hours before a start was checked again 47 hours after it was fetched).
+    await expect.poll(() => requests, { timeout: 6_000 }).toBe(before + 1)
+    u.close()
+  })
+
   it('with auto_update off, never asks the server', async () => {
     const before = requests
     const u = new PriceUpdater({ dataDir: newDir(), url, autoUpdate: false, onChange: () => {}, firstDelayMs: 0 })

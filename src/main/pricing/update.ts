@@ -62,6 +62,8 @@ export class PriceUpdater {
   private failures = 0
   private readonly state: PriceDataStatus
   private bundled = ''
+  /** When the kept copy in use was fetched (`loadCache`), in ms. */
+  private keptFetchedAt = 0
 
   /** `url` as the price status and the log name it (see shownUrl). */
   private readonly shown: string
@@ -104,7 +106,10 @@ export class PriceUpdater {
     this.ready().then(() =>
       this.loadCache().then((fresh) => {
         if (this.closed || !this.opts.autoUpdate) return
-        this.schedule(fresh ? this.maxAgeMs : (this.opts.firstDelayMs ?? 10_000))
+        const first = this.opts.firstDelayMs ?? 10_000
+        // A fresh copy is checked again once it is maxAgeMs old, counted from when it was fetched
+        // (one fetched "later" than now, the clock set back since, at most maxAgeMs from now).
+        this.schedule(fresh ? Math.max(first, Math.min(this.maxAgeMs, this.maxAgeMs - (Date.now() - this.keptFetchedAt))) : first)
       }),
     ),
   )
@@ -156,7 +161,9 @@ export class PriceUpdater {
     this.state.source = 'cached'
     this.state.updated_at = cached.updated_at ?? null
     const fetched = Date.parse(cached.fetched_at)
-    return Number.isFinite(fetched) && Date.now() - fetched < this.maxAgeMs
+    const fresh = Number.isFinite(fetched) && Date.now() - fetched < this.maxAgeMs
+    if (fresh) this.keptFetchedAt = fetched
+    return fresh
   }
 
   /** Fetches the published data now; true when newer data is in use afterwards. One fetch at a time. */
