@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterAll, describe, expect, it, vi } from 'vitest'
@@ -44,7 +44,9 @@ describe('the kept copy of the price data', () => {
     const failed: string[] = []
     await writeCache(file, copy('2026-11-20T08:00:00.000Z'), (m) => failed.push(m))
     expect(failed).toEqual([])
-    expect(steps).toEqual([`sync ${file}.tmp`, `rename ${file}.tmp -> ${file}`, `sync ${dir}`])
+    const tmp = /^sync (.+\.tmp)$/.exec(steps[0] ?? '')?.[1]
+    expect(tmp?.startsWith(`${file}.`)).toBe(true)
+    expect(steps).toEqual([`sync ${tmp}`, `rename ${tmp} -> ${file}`, `sync ${dir}`])
     expect(JSON.parse(readFileSync(file, 'utf8')).updated_at).toBe('2026-11-20T08:00:00.000Z')
     expect(statSync(file).mode & 0o777).toBe(0o600)
   })
@@ -56,5 +58,14 @@ describe('the kept copy of the price data', () => {
     failSync = false
     expect(failed).toEqual([expect.stringContaining('EIO')])
     expect(JSON.parse(readFileSync(file, 'utf8')).updated_at).toBe('2026-11-20T08:00:00.000Z')
+    expect(readdirSync(dir)).toEqual([PRICES_FILE])
+  })
+
+  it('two writers at once (the server and burnrate import) both write their copy whole', async () => {
+    const failed: string[] = []
+    await Promise.all(['2026-11-22T08:00:00.000Z', '2026-11-23T08:00:00.000Z'].map((at) => writeCache(file, copy(at), (m) => failed.push(m))))
+    expect(failed).toEqual([])
+    expect(['2026-11-22T08:00:00.000Z', '2026-11-23T08:00:00.000Z']).toContain(JSON.parse(readFileSync(file, 'utf8')).updated_at)
+    expect(readdirSync(dir)).toEqual([PRICES_FILE])
   })
 })

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { open, readFile, rename, rm } from 'node:fs/promises'
 import { dirname } from 'node:path'
 import type { Provider } from '@pydantic/genai-prices'
@@ -62,16 +62,16 @@ export async function readCache(file: string, untrusted: (why: string) => void):
 
 /**
  * Written to a temporary file then renamed, private to the user. The temporary file is made new
- * ('wx'), never opened through what is there: in a data folder other users may write, a link
+ * ('wx') under a name of its own (the server and `burnrate import` may write at once: with one
+ * shared name, one removed the other's and its write failed), never opened through what is there: in a data folder other users may write, a link
  * one of them put under its name would have the data written over the file it points to. Its
  * data is on the disk before the rename, and the rename is made durable after it, so a crash or
  * a power cut leaves the last copy or the new one, never an empty or cut-short file.
  * A failure is told to `failed`: the copy already kept (if any) stays.
  */
 export async function writeCache(file: string, c: Cached, failed: (message: string) => void): Promise<void> {
-  const tmp = `${file}.tmp`
+  const tmp = `${file}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`
   try {
-    await rm(tmp, { force: true })
     const h = await open(tmp, 'wx', 0o600)
     try {
       await h.chmod(0o600)
@@ -82,6 +82,7 @@ export async function writeCache(file: string, c: Cached, failed: (message: stri
     }
     await rename(tmp, file)
   } catch (err) {
+    await rm(tmp, { force: true }).catch(() => {})
     failed((err as Error).message)
     return
   }
