@@ -51,7 +51,7 @@ function modelOf(req: Request): string {
   return Array.isArray(m) ? m.join('/') : String(m ?? '')
 }
 
-/** Longest model name a price is set for, as for a team member's calls (ingest's MAX_TEXT). */
+/** Longest model name a price is set for (1,000 characters). */
 export const MAX_MODEL_LENGTH = 1000
 
 /**

@@ -68,9 +68,14 @@ export const MAX_LABEL = 200
 
 /** An attribution value as stored: at most MAX_LABEL characters (never half a UTF-16 pair). */
 export function limitLabel(v: string): string {
-  if (v.length <= MAX_LABEL) return v
-  const cut = v.charCodeAt(MAX_LABEL - 1)
-  return v.slice(0, cut >= 0xd800 && cut <= 0xdbff ? MAX_LABEL - 1 : MAX_LABEL)
+  return limitText(v, MAX_LABEL)
+}
+
+/** `v` cut to its first `max` characters, never half a UTF-16 pair. */
+export function limitText(v: string, max: number): string {
+  if (v.length <= max) return v
+  const cut = v.charCodeAt(max - 1)
+  return v.slice(0, cut >= 0xd800 && cut <= 0xdbff ? max - 1 : max)
 }
 
 export function hashKey(key: string): string {

@@ -1,6 +1,7 @@
 import type Database from 'better-sqlite3'
 import type { IngestCall } from '../../shared/api'
 import { CALL_COLUMNS, type CallRow, toCall } from '../dashboard/calls'
+import { asStored } from './validate'
 
 export interface Batch {
   /** This Burnrate's own calls among those read (may be none: every one read was ingested). */
@@ -23,13 +24,19 @@ export interface RevisedBatch {
 
 type Row = CallRow & { key_hint: string; endpoint: string; error: string | null; revision: number | null; origin_id: number | null; superseded_by: number | null }
 
-/** A call as sent: with its revision only when it is sent again (`revised`); first sent, it is new to the team server. */
+/**
+ * A call as sent: with its revision only when it is sent again (`revised`); first sent, it is new
+ * to the team server. Its text as the team server stores it (./validate.ts asStored): the ledger
+ * keeps an answer id as the provider sent it and an imported call's names as its agent logged
+ * them, of any length, which a team server refused over 1,000 characters (the call skipped, its
+ * money never counted there).
+ */
 function toIngest(r: Row, withRevision = false): IngestCall {
   const c: IngestCall = { ...toCall(r), key_hint: r.key_hint, endpoint: r.endpoint, error: r.error }
   if (withRevision && r.revision !== null) c.revision = r.revision
   // An imported call the proxy's record superseded: no request on the team server either (its id of that record).
   if (r.superseded_by !== null) c.superseded_by = r.superseded_by
-  return c
+  return asStored(c)
 }
 
 /**

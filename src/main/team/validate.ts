@@ -1,6 +1,6 @@
-import type { IngestRejection } from '../../shared/api'
+import type { IngestCall, IngestRejection } from '../../shared/api'
 import type { CallRecord } from '../ledger/record'
-import { limitLabel } from '../proxy/attribution'
+import { MAX_LABEL, limitText } from '../proxy/attribution'
 
 /** A call of an ingest batch, ready to store: the record and the sender's id of it. */
 export interface IngestRow {
@@ -14,8 +14,16 @@ export interface IngestRow {
   superseded_by: number | null
 }
 
-/** Longest text accepted in a call's string fields (a model name, a session id, a project path). */
+/**
+ * Longest text accepted in a call's checked string fields (`api_key_hash`, `key_hint`, `member`),
+ * and kept of its `endpoint` and `error` (cut to it).
+ */
 export const MAX_TEXT = 1000
+
+/** A call's names, stored cut to their first MAX_LABEL (200) characters, as the proxy records names. */
+export const LABEL_FIELDS = ['provider', 'model', 'tenant', 'agent', 'session', 'response_id', 'project'] as const
+/** A call's texts stored cut to their first MAX_TEXT characters. */
+export const LONG_TEXT_FIELDS = ['endpoint', 'error'] as const
 
 const HEX64 = /^[0-9a-f]{64}$/
 /** The ledger's key hints: `…` alone, or 3 characters, `…`, 4 characters (contract: Attribution). */
@@ -41,22 +49,55 @@ function withoutNul(v: string): string {
   return v.includes('\u0000') ? v.split('\u0000').join('') : v
 }
 
-function text(c: Record<string, unknown>, name: string, fallback?: string): string {
+/** A text as a team server stores it: without NUL bytes, then cut to its first `max` characters (never half a UTF-16 pair). */
+export function storedText(v: string, max: number): string {
+  return limitText(withoutNul(v), max)
+}
+
+/**
+ * A member's call with its text as the team server stores it (names cut to MAX_LABEL characters,
+ * `endpoint` and `error` to MAX_TEXT, NUL bytes dropped): what the sender sends, so that a team
+ * server that refuses longer text (builds before this one) takes the call, and a batch carries no
+ * text the team server would drop. Cutting it again gives the same text, so a call sent cut and
+ * one sent whole are the same call to the team server (a resend, a revision).
+ */
+export function asStored(c: IngestCall): IngestCall {
+  let out: IngestCall | null = null
+  const put = (name: (typeof LABEL_FIELDS)[number] | (typeof LONG_TEXT_FIELDS)[number], max: number) => {
+    const v = c[name]
+    if (typeof v !== 'string') return
+    const kept = storedText(v, max)
+    if (kept !== v) (out ??= { ...c })[name] = kept
+  }
+  for (const f of LABEL_FIELDS) put(f, MAX_LABEL)
+  for (const f of LONG_TEXT_FIELDS) put(f, MAX_TEXT)
+  return out ?? c
+}
+
+function string(c: Record<string, unknown>, name: string, fallback?: string): string {
   const v = c[name]
   if (v === undefined && fallback !== undefined) return fallback
   if (typeof v !== 'string') throw new Bad(name, `${name} must be a string.`)
+  return v
+}
+
+function text(c: Record<string, unknown>, name: string, fallback?: string): string {
+  const v = string(c, name, fallback)
   if (v.length > MAX_TEXT) throw new Bad(name, `${name} is longer than ${MAX_TEXT} characters.`)
   return withoutNul(v)
 }
 
 /**
- * A name as the proxy records it: cut to its first MAX_LABEL (200) characters. Ingest takes up to
- * MAX_TEXT characters; a name of 1,000 CJK characters is 3,000 bytes, more than a PostgreSQL
- * index entry holds (the calls' and the rollups' indexes hold these names), so the batch's insert
- * failed, answered 503, and the member sent the same batch again for good.
+ * A name as the proxy records it: cut to its first MAX_LABEL (200) characters, however long it
+ * came. A name of 1,000 CJK characters is 3,000 bytes, more than a PostgreSQL index entry holds
+ * (the calls' and the rollups' indexes hold these names), so the batch's insert failed, answered
+ * 503, and the member sent the same batch again for good. A name over 1,000 characters was
+ * refused, and the member skipped the call: its money never reached the team (a member's ledger
+ * keeps an answer id as the provider sent it, and an imported call's folder and session as the
+ * agent logged them, whatever their length).
  */
 function label(c: Record<string, unknown>, name: string, fallback?: string): string {
-  return limitLabel(text(c, name, fallback))
+  return storedText(string(c, name, fallback), MAX_LABEL)
 }
 
 /**
@@ -148,14 +189,12 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     throw new Bad('superseded_by', 'superseded_by must be the sending Burnrate\'s id of the proxied call that superseded this imported one, a whole number >= 1 (or absent).')
   }
   const error = c.error
-  if (error !== undefined && error !== null && (typeof error !== 'string' || error.length > MAX_TEXT)) {
-    throw new Bad('error', 'error must be a short string or null.')
-  }
+  if (error !== undefined && error !== null && typeof error !== 'string') throw new Bad('error', 'error must be a string or null.')
   const record: CallRecord = {
     ts,
     provider: label(c, 'provider'),
     model: label(c, 'model'),
-    endpoint: text(c, 'endpoint', ''),
+    endpoint: storedText(string(c, 'endpoint', ''), MAX_TEXT),
     api_key_hash: keyHash,
     key_hint: hint,
     tenant: label(c, 'tenant'),
@@ -173,7 +212,7 @@ export function readIngestCall(raw: unknown, member: string, index = 0): IngestR
     priced: flag(c, 'priced'),
     estimated: flag(c, 'estimated'),
     latency_ms: amount(c, 'latency_ms', MAX_CALL_LATENCY_MS),
-    error: typeof error === 'string' ? withoutNul(error) : null,
+    error: typeof error === 'string' ? storedText(error, MAX_TEXT) : null,
     response_id: label(c, 'response_id', ''),
     source: oneOf(c, 'source', ['proxy', 'import'] as const, 'proxy'),
     billing: oneOf(c, 'billing', ['api', 'subscription'] as const, 'api'),
