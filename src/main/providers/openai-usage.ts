@@ -16,15 +16,20 @@ export function openaiUsage(u: unknown): Usage | null {
   }
   // `input_token_details` and `output_token_details` (singular) are the audio transcriptions' and
   // the Realtime API's spelling.
-  const inDetails = u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
+  const inDetails = promptDetails(u)
   const outDetails = u.completion_tokens_details ?? u.output_tokens_details ?? u.output_token_details
   usage.input_tokens = count(u.prompt_tokens ?? u.input_tokens)
   usage.output_tokens = count(u.completion_tokens ?? u.output_tokens)
   const extra: Record<string, number> = {}
   if (isObject(inDetails)) {
-    usage.cache_read_tokens = count(inDetails.cached_tokens)
+    // Parts of the prompt count, never more than it (as the other providers' readers take them):
+    // an answer counting more cached tokens than prompt tokens was a call the price library
+    // could not split (recorded unpriced, at $0) and the team server refused (their sum is at
+    // most input_tokens). What the prompt holds goes to the cached reads first. (xAI's reader
+    // knows a Grok model that leaves them out of the prompt count: ./xai.ts, reportedCachedTokens.)
+    usage.cache_read_tokens = Math.min(count(inDetails.cached_tokens), usage.input_tokens)
     // OpenRouter reports prompt-cache writes (Anthropic and Gemini models behind it) here.
-    usage.cache_write_tokens = Math.min(count(inDetails.cache_write_tokens), usage.input_tokens)
+    usage.cache_write_tokens = Math.min(count(inDetails.cache_write_tokens), usage.input_tokens - usage.cache_read_tokens)
     // gpt-image-1 (images API) and gpt-4o audio models price these parts at their own rates.
     addPart(extra, 'input_image_tokens', inDetails.image_tokens, usage.input_tokens)
     addPart(extra, 'input_audio_tokens', inDetails.audio_tokens, usage.input_tokens)
@@ -48,6 +53,17 @@ export function openaiUsage(u: unknown): Usage | null {
   }
   if (Object.keys(extra).length > 0) usage.extra = extra
   return usage
+}
+
+/** The prompt's details (`input_token_details` and `input_tokens_details`: the Realtime API's and Responses' spellings). */
+function promptDetails(u: Record<string, unknown>): unknown {
+  return u.prompt_tokens_details ?? u.input_tokens_details ?? u.input_token_details
+}
+
+/** The cached prompt tokens an OpenAI-style usage reports, as it reports them (`openaiUsage` limits them to the prompt count). */
+export function reportedCachedTokens(u: unknown): number {
+  const d = isObject(u) ? promptDetails(u) : undefined
+  return isObject(d) ? count(d.cached_tokens) : 0
 }
 
 function addPart(extra: Record<string, number>, key: string, v: unknown, whole: number): void {

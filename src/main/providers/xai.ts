@@ -1,5 +1,5 @@
 import { count, isObject, reportedUsd, type Usage } from '../metering/usage'
-import { openaiUsage } from './openai-usage'
+import { openaiUsage, reportedCachedTokens } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Provider } from './types'
 import { XaiBatchResultsMeter, xaiBatchIdOf, xaiBatchShape } from './xai-batch'
@@ -23,7 +23,7 @@ const NANO_PER_USD = 1e9
 export function xaiUsage(raw: unknown): Usage | null {
   const u = openaiUsage(raw)
   if (!u || !isObject(raw)) return u
-  withUncountedCache(u, count(raw.total_tokens))
+  withUncountedCache(u, reportedCachedTokens(raw), count(raw.total_tokens))
   const ticks = reportedUsd(raw.cost_in_usd_ticks)
   const nano = reportedUsd(raw.cost_in_nano_usd)
   if (ticks !== undefined) u.provider_cost_usd = ticks / TICKS_PER_USD
@@ -62,9 +62,10 @@ export const xai: Provider = {
  * reported beside `completion_tokens` is found against that total as `openaiUsage` finds it
  * against OpenAI's.
  */
-function withUncountedCache(u: Usage, total: number): void {
-  if (u.cache_read_tokens <= u.input_tokens) return
-  u.input_tokens += u.cache_read_tokens
+function withUncountedCache(u: Usage, cached: number, total: number): void {
+  if (cached <= u.input_tokens) return
+  u.input_tokens += cached
+  u.cache_read_tokens = cached
   const r = u.reasoning_tokens
   if (r > 0 && total > 0 && total === u.input_tokens + u.output_tokens + r) u.output_tokens += r
 }
