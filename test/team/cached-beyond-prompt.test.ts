@@ -91,4 +91,25 @@ describe('an answer counting more cached tokens than prompt tokens', () => {
     expect(stored.map((c: { origin_id: number; cost_usd: number }) => [c.origin_id, c.cost_usd])).toEqual(own.map((c: { id: number; cost_usd: number }) => [c.id, c.cost_usd]))
     expect((await request(`${team.url}/api/dashboard/summary`)).json().today_spend_usd).toBeCloseTo(2 * whole.cost_usd + split.cost_usd, 12)
   })
+
+  it("so is a Gemini answer's cachedContentTokenCount above its promptTokenCount", async () => {
+    const body = JSON.parse(fixture('gemini/generate-content-cached-thoughts.json').toString())
+    body.usageMetadata = { promptTokenCount: 100, cachedContentTokenCount: 150, candidatesTokenCount: 20, totalTokenCount: 120 }
+    const upstream: MockUpstream = await startMockUpstream(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }))
+    cleanups.push(() => upstream.close())
+    const team: TestServer = await startTestServer({ timezone: 'UTC', team: { members: [{ name: 'alice', token: ALICE }] } })
+    cleanups.push(() => team.cleanup())
+    const member: TestServer = await startTestServer({ timezone: 'UTC', team: { url: team.url, token: ALICE, max_backoff_ms: 500 } }, upstream.url)
+    cleanups.push(() => member.cleanup())
+    const r = await postJson(`${member.url}/gemini/v1beta/models/gemini-2.5-flash:generateContent`, { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] }, { 'x-goog-api-key': 'AIza-alice-cached-beyond-0001' })
+    expect(r.status).toBe(200)
+    const own = (await eventually(() => ledgerRows(member.dbFile)[0]))!
+    const pricer = new Pricer()
+    await pricer.ready()
+    const whole = pricer.price('google', 'gemini', own.model, { ...emptyUsage(), input_tokens: 100, output_tokens: 20, cache_read_tokens: 100 }, new Date(own.ts))
+    expect(whole.priced && whole.cost_usd > 0).toBe(true)
+    expect(own).toMatchObject({ input_tokens: 100, cache_read_tokens: 100, output_tokens: 20, priced: 1, cost_usd: whole.cost_usd })
+    await eventually(async () => (await request(`${member.url}/api/health`)).json().team?.sent === 1 || undefined)
+    expect(ledgerRows(team.dbFile, "member = 'alice'").map((c: { cost_usd: number }) => c.cost_usd)).toEqual([whole.cost_usd])
+  })
 })

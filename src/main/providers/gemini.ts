@@ -97,7 +97,9 @@ export function geminiUsage(m: unknown): Usage | null {
   const u = emptyUsage()
   const thoughts = count(m.thoughtsTokenCount)
   u.input_tokens = count(m.promptTokenCount) + count(m.toolUsePromptTokenCount)
-  u.cache_read_tokens = count(m.cachedContentTokenCount)
+  // Part of the prompt count, never more than it (an answer saying more was recorded unpriced at $0,
+  // the price library unable to split its prompt, and a team server refused it).
+  u.cache_read_tokens = Math.min(count(m.cachedContentTokenCount), u.input_tokens)
   u.output_tokens = count(m.candidatesTokenCount) + thoughts
   u.reasoning_tokens = thoughts
   const extra: Record<string, number> = {}
