@@ -50,4 +50,13 @@ describe('trayMenu: agents', () => {
     const none = trayMenu({ view, startAtLogin: true, attachedTo: null, agents: agents.map((a) => ({ ...a, connected: false })) })
     expect(none.some((i) => i.type === 'action' && i.action === 'disconnect-all')).toBe(false)
   })
+
+  it("says under today's spend how many of today's calls have no price", () => {
+    const view = trayView({ todayUsd: 1.2, unpricedToday: 3, alerts: [budgetAlert()], platform: 'linux' })
+    expect(trayMenu({ view, startAtLogin: false, attachedTo: null }).slice(0, 3)).toEqual([
+      { type: 'label', label: 'Today: $1.20+' },
+      { type: 'label', label: "3 calls today have no price: see the dashboard's Unpriced models" },
+      { type: 'label', label: 'Warning: sk-dev-* daily $4.12 of $5.00' },
+    ])
+  })
 })

@@ -28,9 +28,10 @@ export interface TrayMenuInput {
   now?: number
 }
 
-/** The tray menu: today's spend first (disabled), budget state, then the actions. */
+/** The tray menu: today's spend first (disabled), its calls of no known price, budget state, then the actions. */
 export function trayMenu({ view, startAtLogin, attachedTo, agents = [], now = Date.now() }: TrayMenuInput): TrayMenuItem[] {
   const items: TrayMenuItem[] = [{ type: 'label', label: view.headline }]
+  if (view.unpricedLine) items.push({ type: 'label', label: view.unpricedLine })
   if (view.budgetLine) items.push({ type: 'label', label: view.budgetLine })
   if (attachedTo) items.push({ type: 'label', label: `Attached to the Burnrate at ${attachedTo}` })
   items.push(

@@ -7,6 +7,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { eventually } from '../../../test/support/http'
 import { openDatabase } from '../ledger/db'
 import { Ledger } from '../ledger/ledger'
+import { SqliteStore } from '../storage/sqlite'
 import { httpSpend, ledgerSpend } from './spend-source'
 import { FakeBudgets, budgetAlert, callRecord } from './test-helpers'
 import { TrayPresenter } from './tray-presenter'
@@ -74,6 +75,26 @@ describe('TrayPresenter over the ledger', () => {
     p.stop()
   })
 
+  it("marks today's spend once a call of no known price is stored, and drops the mark when it is gone", async () => {
+    ledger.record(callRecord({ cost_usd: 1.2 }))
+    const views: TrayView[] = []
+    const src = ledgerSpend(ledger, { store: new SqliteStore(db), pollMs: 20 })
+    const p = new TrayPresenter({ spend: src, budgets: null, platform: 'darwin', render: (v) => views.push(v), intervalMs: 20 })
+    p.start()
+    await eventually(() => views.at(-1)?.title === '$1.20')
+    // Recorded at $0 (priced false): the counters do not move, the store holds it.
+    ledger.record(callRecord({ model: 'qwen3-local', cost_usd: 0, priced: false }))
+    ledger.record(callRecord({ model: 'qwen3-local', cost_usd: 0, priced: false }))
+    await eventually(() => views.at(-1)?.title === '$1.20+')
+    expect(views.at(-1)?.unpricedLine).toBe("2 calls today have no price: see the dashboard's Unpriced models")
+    // Priced after all (as a re-price does): the mark goes.
+    db.prepare("UPDATE calls SET priced = 1 WHERE model = 'qwen3-local'").run()
+    await eventually(() => views.at(-1)?.title === '$1.20')
+    expect(views.at(-1)?.unpricedLine).toBeNull()
+    p.stop()
+    src.stop()
+  })
+
   it('stops listening when stopped', () => {
     const views: TrayView[] = []
     const p = new TrayPresenter({ spend: ledgerSpend(ledger), budgets: null, platform: 'linux', render: (v) => views.push(v) })
@@ -85,6 +106,29 @@ describe('TrayPresenter over the ledger', () => {
 })
 
 describe('httpSpend (attached to another Burnrate)', () => {
+  it("marks today's spend with the summary's today_unpriced_requests", async () => {
+    let unpriced: number | undefined = 3
+    const server = http.createServer((_req, res) => {
+      res.setHeader('content-type', 'application/json')
+      res.end(JSON.stringify({ today_spend_usd: 1.2, month_spend_usd: 9, today_requests: 5, avg_cost_per_request_usd: 0.24, active_sessions: 0, error_rate: 0, today_unpriced_requests: unpriced, month_unpriced_requests: 3 }))
+    })
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+    const src = httpSpend(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, { pollMs: 20 })
+    const views: TrayView[] = []
+    const p = new TrayPresenter({ spend: src, budgets: null, platform: 'darwin', render: (v) => views.push(v), intervalMs: 20 })
+    p.start()
+    await eventually(() => views.at(-1)?.title === '$1.20+')
+    expect(views.at(-1)?.unpricedLine).toBe("3 calls today have no price: see the dashboard's Unpriced models")
+    // A server from before the count says nothing of it.
+    unpriced = undefined
+    await eventually(() => views.at(-1)?.title === '$1.20')
+    expect(views.at(-1)?.unpricedLine).toBeNull()
+    p.stop()
+    src.stop()
+    server.closeAllConnections()
+    await new Promise((r) => server.close(r))
+  })
+
   it('reads today_spend_usd from the summary endpoint and reports changes, and null when the server stops answering', async () => {
     let today = 2.5
     let up = true

@@ -12,6 +12,20 @@ describe('budgetLevel', () => {
 })
 
 describe('trayView', () => {
+  it("marks today's amount when some of its calls have no known price, and says how many in a line of its own", () => {
+    const mac = trayView({ todayUsd: 1.2, unpricedToday: 3, alerts: [], platform: 'darwin', projectedUsd: 4 })
+    expect(mac.title).toBe('$1.20+')
+    expect(mac.headline).toBe('Today: $1.20+')
+    expect(mac.unpricedLine).toBe("3 calls today have no price: see the dashboard's Unpriced models")
+    expect(mac.tooltip).toBe("Burnrate: $1.20+ today\n3 calls today have no price: see the dashboard's Unpriced models\nOn pace for $4.00+ by midnight")
+    // Nothing priced at all: never a plain "$0.00", which reads as nothing spent.
+    const none = trayView({ todayUsd: 0, unpricedToday: 1, alerts: [], platform: 'darwin' })
+    expect(none.title).toBe('$0.00+')
+    expect(none.unpricedLine).toBe("1 call today has no price: see the dashboard's Unpriced models")
+    // Every call priced: as before.
+    expect(trayView({ todayUsd: 1.2, unpricedToday: 0, alerts: [], platform: 'darwin' })).toMatchObject({ title: '$1.20', headline: 'Today: $1.20', unpricedLine: null, tooltip: 'Burnrate: $1.20 today' })
+  })
+
   it('adds the pace to the tooltip when today has spend and the projection is higher', () => {
     expect(trayView({ todayUsd: 2, alerts: [], platform: 'linux', projectedUsd: 7.5 }).tooltip).toBe('Burnrate: $2.00 today\nOn pace for $7.50 by midnight')
     expect(trayView({ todayUsd: 0, alerts: [], platform: 'linux', projectedUsd: 0 }).tooltip).toBe('Burnrate: $0.00 today')

@@ -12,6 +12,11 @@ export interface TrayView {
   tooltip: string
   /** The first, disabled menu item: today's spend. */
   headline: string
+  /**
+   * A disabled item while some of today's calls are of models with no known price (counted as $0,
+   * so the amount is a lower bound, shown with a `+`), else null.
+   */
+  unpricedLine: string | null
   /** A second disabled item while a budget is at its warning level or blocking, else null. */
   budgetLine: string | null
   /** The fullest plan window (`5h 43% · resets 14:20`), or null without plan windows. */
@@ -25,6 +30,8 @@ export interface TrayInput {
   todayUsd: number | null
   /** With todayUsd null: the attached server answers but refuses the dashboard token (not a server that is down). */
   refused?: boolean
+  /** Of today's calls, those billed per token whose model has no known price (counted as $0 in todayUsd). */
+  unpricedToday?: number
   alerts: readonly BudgetAlert[]
   platform: NodeJS.Platform
   /** Today's spend projected to midnight at the current pace (README: the forecast), when known. */
@@ -77,12 +84,25 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
 /** The tooltip's first line when the attached server answers 401/403 to the tray's dashboard requests. */
 export const TOKEN_REFUSED = 'Burnrate: the server answers but refuses the dashboard token (dashboard.token in config.yaml)'
 
-export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false }: TrayInput): TrayView {
-  const amount = todayUsd === null ? '—' : formatUsd(todayUsd)
+/**
+ * The menu line saying that today's amount leaves out calls of no known price, as the dashboard's
+ * `+ 3 unpriced` mark does (README: Unpriced calls in the spend figures); null when there are none.
+ */
+export function unpricedLine(calls: number): string | null {
+  if (!(calls > 0)) return null
+  return `${calls} ${calls === 1 ? 'call today has' : 'calls today have'} no price: see the dashboard's Unpriced models`
+}
+
+export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [], now = Date.now(), timeZone, refused = false, unpricedToday = 0 }: TrayInput): TrayView {
+  const unpriced = todayUsd === null ? null : unpricedLine(unpricedToday)
+  // With calls of no known price counted as $0, the amount is a lower bound: "$1.20+", never a plain "$0.00".
+  const more = unpriced ? '+' : ''
+  const amount = todayUsd === null ? '—' : formatUsd(todayUsd) + more
   const budgetLine = describeAlerts(alerts)
   const unread = refused ? TOKEN_REFUSED : 'Burnrate: server not answering'
   let tooltip = todayUsd === null ? unread : `Burnrate: ${amount} today`
-  if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)} by midnight`
+  if (unpriced) tooltip += `\n${unpriced}`
+  if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)}${more} by midnight`
   const plan = planLine(plans, now, timeZone)
   if (plan) tooltip += `\n${plan}`
   if (budgetLine) tooltip += `\n${budgetLine}`
@@ -91,6 +111,7 @@ export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [],
     title: platform === 'darwin' ? [amount, planShort(plans, now)].filter(Boolean).join(' · ') : '',
     tooltip,
     headline: todayUsd === null && refused ? `Today: ${amount} (dashboard token refused)` : `Today: ${amount}`,
+    unpricedLine: unpriced,
     budgetLine,
     planLine: plan,
     icon: budgetLevel(alerts),

@@ -121,7 +121,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // A team server's today is its dashboard's, its members' calls included: its in-memory counters
   // (budgets run on its own calls only) leave those out, so it reads its own summary, as when attached.
   const teamServer = config.team.members.length > 0 && config.dashboard.enabled
-  const spend: SpendSource = own && !teamServer ? ledgerSpend(own.ledger) : httpSpend(url, auth)
+  const spend: SpendSource = own && !teamServer ? ledgerSpend(own.ledger, { store: own.context.store }) : httpSpend(url, auth)
   const login = loginItem(platform, env)
   const loginEnabled = () => {
     try {
