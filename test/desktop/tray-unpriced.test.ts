@@ -37,7 +37,7 @@ describe("the tray's today with calls of no known price", () => {
     d.server!.ledger.record(unpriced())
     d.server!.ledger.record(unpriced())
     const tray = state.trays[0]
-    await eventually(() => tray.menu?.items[1]?.label === LINE, 10_000)
+    await eventually(() => tray.menu?.items[1]?.label === LINE, 30_000)
     expect(tray.menu!.items[0].label).toBe('Today: $1.20+')
     expect(tray.tooltip.split('\n').slice(0, 2)).toEqual(['Burnrate: $1.20+ today', LINE])
     // The dashboard's summary counts the same calls.
@@ -57,7 +57,7 @@ describe("the tray's today with calls of no known price", () => {
       expect(d?.attachedTo).toBe(headless.url)
       const tray = state.trays[0]
       // Nothing priced: "$0.00+", never a plain "$0.00" that reads as nothing spent.
-      await eventually(() => tray.menu?.items[0]?.label === 'Today: $0.00+', 10_000)
+      await eventually(() => tray.menu?.items[0]?.label === 'Today: $0.00+', 30_000)
       expect(tray.menu!.items[1].label).toBe(LINE)
       expect(tray.tooltip.split('\n').slice(0, 2)).toEqual(['Burnrate: $0.00+ today', LINE])
     } finally {

@@ -33,7 +33,7 @@ export interface LedgerSpendOptions {
    * Without it, unpriced() is 0.
    */
   store?: SqlReader
-  /** How often the store is read for them (default every second). */
+  /** How often the store is read for them (default every 5 seconds: a count of the index of unpriced calls, on the thread that proxies calls). */
   pollMs?: number
   timers?: Timers
 }
@@ -42,7 +42,7 @@ export interface LedgerSpendOptions {
  * In-process: the ledger's in-memory counters (O(1)), told the moment they change: a call
  * recorded, and also calls stored another way (imported, a batch's requests read from its
  * results, another instance's), which no `onCall` announces. Today's unpriced calls are read
- * from the store (`opts.store`) once a second: stored, imported or re-priced, they show within it.
+ * from the store (`opts.store`) every 5 seconds: stored, imported or re-priced, they show within that.
  */
 export function ledgerSpend(ledger: Pick<Ledger, 'spend'>, opts: LedgerSpendOptions = {}): SpendSource {
   const offs: (() => void)[] = []
@@ -66,7 +66,7 @@ export function ledgerSpend(ledger: Pick<Ledger, 'spend'>, opts: LedgerSpendOpti
     } catch {
       // the count is advisory (a store closing at shutdown): the last one stays
     }
-    if (!stopped) timer = timers.setTimeout(() => void read(), opts.pollMs ?? 1000)
+    if (!stopped) timer = timers.setTimeout(() => void read(), opts.pollMs ?? 5000)
   }
   void read()
   return {
