@@ -27,7 +27,7 @@ export const plans: Feature = (ctx) => {
   ctx.plans = tracker
   ctx.onClose(() => tracker.close())
   ctx.observeHeaders((s, _status, headers, at) => {
-    const reading = readMeter(headers, at)
+    const reading = readMeter(headers, at, s.ctx.provider.name)
     if (reading) tracker.observe(accountOf(s), reading, Date.now(), at)
   })
   ctx.observeReadings((s, reading) => tracker.observe(accountOf(s), reading))

@@ -19,7 +19,30 @@ export function durationMs(v: string | undefined): number | null {
   return matched ? total : null
 }
 
-function fromParts(parts: Map<string, { limit?: number | null; remaining?: number | null; reset?: number | null }>): MeterWindow[] {
+interface Part {
+  limit?: number | null
+  remaining?: number | null
+  reset?: number | null
+  /** The window's length in minutes, when the vendor says it. */
+  minutes: number | null
+}
+
+/** A window's length in minutes from the end of its name, as Cerebras names them (`requests-day`, `tokens-minute`). */
+const SUFFIX_MINUTES: Record<string, number> = { minute: 1, hour: 60, day: 1440 }
+
+/**
+ * The length of an OpenAI-style window: the name's suffix where it has one (Cerebras); Groq's
+ * `requests` are per day and its `tokens` per minute (Groq's rate-limit docs); else unknown (OpenAI
+ * and others do not say what period their `x-ratelimit-*` headers count).
+ */
+function openaiMinutes(name: string, provider: string | undefined): number | null {
+  const suffix = /-(minute|hour|day)$/.exec(name)
+  if (suffix) return SUFFIX_MINUTES[suffix[1]]
+  if (provider === 'groq') return name === 'requests' ? 1440 : name === 'tokens' ? 1 : null
+  return null
+}
+
+function fromParts(parts: Map<string, Part>): MeterWindow[] {
   const out: MeterWindow[] = []
   for (const [name, p] of parts) {
     if (p.limit == null || p.remaining == null || !(p.limit > 0)) continue
@@ -28,7 +51,7 @@ function fromParts(parts: Map<string, { limit?: number | null; remaining?: numbe
       utilization: Math.min(1, Math.max(0, (p.limit - p.remaining) / p.limit)),
       resets_at: p.reset ?? null,
       status: p.remaining <= 0 ? 'rejected' : '',
-      window_minutes: 1,
+      window_minutes: p.minutes,
     })
   }
   return out
@@ -38,14 +61,17 @@ function fromParts(parts: Map<string, { limit?: number | null; remaining?: numbe
  * An API key's rate limits: Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,
  * output-tokens}-{limit,remaining,reset}` (reset RFC 3339) and the OpenAI-style
  * `x-ratelimit-{limit,remaining,reset}-{requests,tokens,…}` (reset a duration such as `6m0s`)
- * that OpenAI, Groq, OpenRouter and others send. Utilization is the used share of the limit.
+ * that OpenAI, Groq, OpenRouter and others send (Cerebras's with the period in the name,
+ * `x-ratelimit-limit-requests-day`). Utilization is the used share of the limit. The window's
+ * length: a minute for Anthropic's (its limits are per minute), else what `openaiMinutes` knows of
+ * `provider`'s (the proxy's provider name), null when it is not known.
  */
-export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now()): MeterReading | null {
-  const parts = new Map<string, { limit?: number | null; remaining?: number | null; reset?: number | null }>()
+export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now(), provider?: string): MeterReading | null {
+  const parts = new Map<string, Part>()
   const details: Record<string, string> = {}
-  const part = (n: string) => {
+  const part = (n: string, minutes: number | null) => {
     let p = parts.get(n)
-    if (!p) parts.set(n, (p = {}))
+    if (!p) parts.set(n, (p = { minutes }))
     return p
   }
   for (const [name, raw] of Object.entries(headers)) {
@@ -53,14 +79,14 @@ export function readKeyLimits(headers: IncomingHttpHeaders, now = Date.now()): M
     const value = Array.isArray(raw) ? raw[0] : raw
     let m = ANTHROPIC.exec(name)
     if (m) {
-      const p = part(m[1])
+      const p = part(m[1], 1)
       if (m[2] === 'reset') p.reset = resetTime(value)
       else p[m[2] as 'limit' | 'remaining'] = num(value)
       continue
     }
     m = OPENAI.exec(name)
     if (m) {
-      const p = part(m[2])
+      const p = part(m[2], openaiMinutes(m[2], provider))
       if (m[1] === 'reset') {
         const d = durationMs(header(headers, name))
         p.reset = d === null ? null : now + d

@@ -12,10 +12,13 @@ function mayHold(headers: IncomingHttpHeaders): boolean {
   return false
 }
 
-/** The vendor's own meter from one response's headers: a plan's windows first, else the key's limits. */
-export function readMeter(headers: IncomingHttpHeaders, now = Date.now()): MeterReading | null {
+/**
+ * The vendor's own meter from one response's headers: a plan's windows first, else the key's
+ * limits (`provider`, the proxy's provider name, tells how long those windows are where the headers do not).
+ */
+export function readMeter(headers: IncomingHttpHeaders, now = Date.now(), provider?: string): MeterReading | null {
   if (!mayHold(headers)) return null
   const plan = readAnthropicUnified(headers) ?? readCodex(headers, now)
   if (plan && plan.windows.length > 0) return plan
-  return readKeyLimits(headers, now) ?? plan
+  return readKeyLimits(headers, now, provider) ?? plan
 }
