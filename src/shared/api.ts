@@ -494,6 +494,12 @@ export interface PlanAccount {
   provider: string
   /** Which credential (`sk-…9f3a`-style hint of the key or token). */
   account_hint: string
+  /**
+   * The account's own id (16 hex characters, a hash of what names it, never the credential): stays
+   * the same across readings and restarts, and tells apart accounts whose hints are the same (one
+   * ChatGPT token in two workspaces, short keys all `…`).
+   */
+  account_id: string
   billing: CallBilling
   updated_at: string
   windows: PlanWindow[]

@@ -111,8 +111,10 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
 
   it('the same windows are in /metrics, by provider, account hint and window', async () => {
     const text = (await request(`${t.url}/metrics`)).text
-    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",window="5h"} 0.86')
-    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",window="7d"} 0.12')
+    const id = (await plans()).find((a) => a.account_hint === 'sk-…aaaa').account_id
+    expect(id).toMatch(/^[0-9a-f]{16}$/)
+    expect(text).toContain(`burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",account_id="${id}",window="5h"} 0.86`)
+    expect(text).toContain(`burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…aaaa",account_id="${id}",window="7d"} 0.12`)
     expect(text).not.toContain('plan-token-aaaa')
   })
 
@@ -294,7 +296,7 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     await expect.poll(async () => (await window()).utilization, { timeout: 10_000 }).toBe(0)
     expect(await window()).toMatchObject({ name: '5h', status: '', projected_exhausted_at: null, projected_at_reset: null })
     const text = (await request(`${t.url}/metrics`)).text
-    expect(text).toContain('burnrate_plan_utilization_ratio{provider="anthropic",account="sk-…ffff",window="5h"} 0\n')
+    expect(text).toMatch(/burnrate_plan_utilization_ratio\{provider="anthropic",account="sk-…ffff",account_id="[0-9a-f]{16}",window="5h"\} 0\n/)
   })
 
   it("a Claude plan whose first answer carried only the key's rate limits lists its plan windows alone once they come", async () => {
@@ -341,7 +343,7 @@ describe('plan windows from the vendor meter, and subscription calls apart from 
     const codex = (await plans()).find((a) => a.account_hint === 'eyJ…iiii')
     expect(codex.windows.map((w: any) => [w.name, w.utilization, w.status])).toEqual([['5h', 1, 'rejected']])
     const text = (await request(`${t.url}/metrics`)).text
-    expect(text).toContain('burnrate_plan_utilization_ratio{provider="chatgpt",account="eyJ…iiii",window="5h"} 1\n')
+    expect(text).toContain(`burnrate_plan_utilization_ratio{provider="chatgpt",account="eyJ…iiii",account_id="${codex.account_id}",window="5h"} 1\n`)
   })
 })
 

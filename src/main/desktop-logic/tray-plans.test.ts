@@ -10,6 +10,7 @@ const at = (h: number) => new Date(NOW + h * 3600_000).toISOString()
 const account = (over: Partial<PlanAccount> = {}): PlanAccount => ({
   provider: 'anthropic',
   account_hint: 'sk-…abcd',
+  account_id: '0123456789abcdef',
   billing: 'subscription',
   updated_at: at(0),
   windows: [

@@ -1,3 +1,4 @@
+import { hash } from 'node:crypto'
 import type { CallBilling, PlanAccount, PlanWindow } from '../../shared/api'
 import { type PlanAlert, PlanAlerts, SAME_PERIOD_MS, alertSlot, samePeriod } from './alerts'
 import type { MeterReading, MeterWindow } from './types'
@@ -200,12 +201,22 @@ export class PlanTracker {
       .map((a) => ({
         provider: a.provider,
         account_hint: a.hint,
+        account_id: accountId(a.key),
         billing: a.billing,
         updated_at: new Date(a.updated).toISOString(),
         windows: [...a.windows.values()].map((st) => windowJson(st, now)),
         details: a.details,
       }))
   }
+}
+
+/**
+ * An account's id for the API and /metrics: a hash of its key (the provider and the hash of the
+ * credential or of the vendor's account), so it is the same across restarts and tells apart
+ * accounts whose hints are the same, and names no credential.
+ */
+function accountId(key: string): string {
+  return hash('sha256', `plan-account:${key}`, 'hex').slice(0, 16)
 }
 
 /**
