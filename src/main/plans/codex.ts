@@ -112,15 +112,22 @@ export function codexErrorHeaders(text: string): IncomingHttpHeaders | null {
     if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') out[name.toLowerCase()] = String(value)
   }
   if (Object.keys(out).length === 0) return null
-  // The headers name no reset; the error says when calls are allowed again (`resets_at`, epoch
-  // seconds, or `resets_in_seconds`): the reset of the window it names full, when it names one.
-  const e = ev.error
+  return withRefusalReset(out, ev.error)
+}
+
+/**
+ * A refusal's x-codex headers name no reset; its error says when calls are allowed again
+ * (`resets_at`, epoch seconds, or `resets_in_seconds`, as codex-rs reads a `usage_limit_reached`
+ * error): that is the reset of the one window the headers name full, when they name one and no
+ * reset of it (with two full, neither is given it). The headers with that reset; `headers` as
+ * they were otherwise.
+ */
+export function withRefusalReset(headers: IncomingHttpHeaders, error: unknown): IncomingHttpHeaders {
+  const e = error && typeof error === 'object' ? (error as { resets_at?: unknown; resets_in_seconds?: unknown }) : undefined
   const at = typeof e?.resets_at === 'number' ? String(e.resets_at) : null
   const after = typeof e?.resets_in_seconds === 'number' ? String(e.resets_in_seconds) : null
-  const full = Object.keys(out).filter((n) => FAMILY.test(n) && (num(out[n] as string) ?? 0) >= 100).map((n) => n.slice(0, -'used-percent'.length))
-  if ((at || after) && full.length === 1 && out[`${full[0]}reset-at`] === undefined && out[`${full[0]}reset-after-seconds`] === undefined) {
-    if (at) out[`${full[0]}reset-at`] = at
-    else out[`${full[0]}reset-after-seconds`] = after!
-  }
-  return out
+  if (!at && !after) return headers
+  const full = Object.keys(headers).filter((n) => FAMILY.test(n) && (num(header(headers, n)) ?? 0) >= 100).map((n) => n.slice(0, -'used-percent'.length))
+  if (full.length !== 1 || headers[`${full[0]}reset-at`] !== undefined || headers[`${full[0]}reset-after-seconds`] !== undefined) return headers
+  return at ? { ...headers, [`${full[0]}reset-at`]: at } : { ...headers, [`${full[0]}reset-after-seconds`]: after! }
 }

@@ -27,6 +27,8 @@ export const plans: Feature = (ctx) => {
   ctx.plans = tracker
   ctx.onClose(() => tracker.close())
   ctx.observeHeaders((s, _status, headers, at) => {
+    // An answer whose meter reads them with its body (a Codex 429's reset): its reading comes below.
+    if (s.meter?.readsPlanHeaders) return
     const reading = readMeter(headers, at, s.ctx.provider.name)
     if (reading) tracker.observe(accountOf(s), reading, Date.now(), at)
   })

@@ -187,6 +187,12 @@ export interface MeterResult {
 export interface Meter {
   /** The answer's headers, before its body (Bedrock's InvokeModel counts a call's tokens there). */
   headers?(headers: IncomingHttpHeaders): void
+  /**
+   * The meter reads the plan's meter in the answer's headers itself, with what its body adds (a
+   * Codex 429's reset: ./chatgpt.ts), in its `planReading`: the plans feature's headers observer
+   * leaves this answer's headers to it, so one answer is one reading.
+   */
+  readonly readsPlanHeaders?: boolean
   event(name: string, data: string): void
   /** The whole parsed JSON body (an array for Gemini's streamed JSON without `alt=sse`). */
   json(body: unknown): void
