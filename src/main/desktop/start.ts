@@ -57,6 +57,9 @@ async function withSystemProxy(
   return { upstream: { ...config.upstream, proxy: sys.proxy, no_proxy: [...config.upstream.no_proxy, ...sys.direct] }, sys }
 }
 
+/** How long the Burnrate named by the data folder's server.lock is given to answer its health check. */
+const HOLDER_ANSWER_MS = 20_000
+
 /**
  * The Burnrate that already serves this data folder, wherever it listens (the headless server
  * "Keep a server running" left on the port chosen when the configured one was taken, or on a
@@ -78,7 +81,9 @@ async function attachToHolder(dataDir: string): Promise<StartResult | null> {
   }
   // Port 0: it has not listened yet, and its address is not known.
   if (!port) return null
-  const owner = await probePort(host, port)
+  // A live Burnrate of this user's holds the folder: give it time to answer (its first health
+  // check loads its API, seconds on a busy machine); a server of the app's own could not start.
+  const owner = await probePort(host, port, HOLDER_ANSWER_MS)
   return owner.kind === 'burnrate' ? { kind: 'attached', url: owner.url, version: owner.version } : null
 }
 
