@@ -1,12 +1,14 @@
 /**
  * What keeps an agent's calls for Burnrate out of a corporate proxy: Burnrate's address in
  * NO_PROXY, added to what is there. The agents compare names, not what they resolve to, so a
- * loopback address gets both of its names. Shared by the server (burnrate connect's note, the
- * tray's Copy agent setup) and the dashboard's Connect panel.
+ * loopback address gets both of its names, and an IPv6 address both of its spellings: Node's
+ * undici matches `[::1]`, Python's requests, curl and Rust's reqwest only `::1`. Shared by the
+ * server (burnrate connect's note, the tray's Copy agent setup) and the dashboard's Connect panel.
  */
 export function noProxyEntries(url: string): string {
   const host = new URL(url).hostname
-  return host === '127.0.0.1' || host === 'localhost' ? '127.0.0.1,localhost' : host
+  if (host === '127.0.0.1' || host === 'localhost') return '127.0.0.1,localhost'
+  return host.startsWith('[') ? `${host.slice(1, -1)},${host}` : host
 }
 
 /**
