@@ -9,7 +9,8 @@ export const state = {
   userData: '',
   appPath: process.cwd(),
   singleInstance: true,
-  loginItem: { openAtLogin: false, wasOpenedAtLogin: false },
+  /** executableWillLaunchAtLogin: Windows, false when the Run key is turned off (Task Manager's Startup apps). */
+  loginItem: { openAtLogin: false, wasOpenedAtLogin: false } as { openAtLogin: boolean; wasOpenedAtLogin: boolean; executableWillLaunchAtLogin?: boolean },
   /** The button index dialog.showMessageBox answers with. */
   messageBoxResponse: 0,
   /** Answers for the next message boxes, in turn, before `messageBoxResponse` applies again. */
@@ -70,6 +71,8 @@ class FakeApp extends EventEmitter {
   }
   setLoginItemSettings(s: { openAtLogin: boolean }) {
     state.loginItem.openAtLogin = s.openAtLogin
+    // Electron's `enabled` (default true) turns the entry back on in Startup apps.
+    if (state.loginItem.executableWillLaunchAtLogin !== undefined) state.loginItem.executableWillLaunchAtLogin = s.openAtLogin
   }
   /** Like Electron: before-quit (preventable), then windows close, then will-quit and quit. */
   quit() {

@@ -29,7 +29,11 @@ export function loginItem(platform: NodeJS.Platform, env: NodeJS.ProcessEnv = pr
   }
   const args = platform === 'win32' ? [HIDDEN_FLAG] : []
   return {
-    enabled: () => app.getLoginItemSettings({ args }).openAtLogin,
+    enabled: () => {
+      const s = app.getLoginItemSettings({ args })
+      // Windows: an entry turned off in Task Manager's Startup apps keeps its Run key (openAtLogin) but does not start.
+      return s.openAtLogin && (platform !== 'win32' || s.executableWillLaunchAtLogin !== false)
+    },
     set: (on) => app.setLoginItemSettings({ openAtLogin: on, args }),
     openedAtLogin: () => platform === 'darwin' && app.getLoginItemSettings().wasOpenedAtLogin === true,
   }
