@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import { parseConfigText } from '../config/load'
 import type { Config } from '../config/schema'
+import { proxyRule } from '../http/network'
 import { outboundOrigins, proxyOfPac, systemNetwork } from './system-proxy'
 
 const config = (yaml = ''): Config => ({ ...parseConfigText(yaml, 'test'), data_dir: '/tmp', source: null }) as Config
@@ -56,5 +57,12 @@ otel: { endpoint: "https://otlp.example.com:4318" }
       }),
     ).toBeNull()
     expect(await systemNetwork(config(), {}, () => new Promise<string>(() => {}), 50)).toBeNull()
+  })
+
+  it('sends directly only the port the system reaches directly, not every port of that host', async () => {
+    const answers: Record<string, string> = { 'https://corp.example': 'DIRECT' }
+    const net = await systemNetwork(config('team: { url: "https://corp.example", token: "t" }\notel: { endpoint: "https://corp.example:4318" }\n'), {}, async (url) => answers[url] ?? 'PROXY proxy.corp:3128')
+    const rule = proxyRule({ proxy: net!.proxy, no_proxy: net!.direct }, {})!
+    expect({ team: rule('https://corp.example'), otel: rule('https://corp.example:4318') }).toEqual({ team: null, otel: 'http://proxy.corp:3128' })
   })
 })

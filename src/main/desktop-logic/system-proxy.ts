@@ -89,7 +89,12 @@ export async function systemNetwork(
   const unlike: string[] = []
   origins.forEach((o, i) => {
     const p = answers[i]
-    if (p === 'DIRECT') direct.push(new URL(o).host)
+    // With its port, the default one too: a NO_PROXY host without one matches every port of it,
+    // which would send another of its ports the system proxies (an OTLP collector's) directly.
+    if (p === 'DIRECT') {
+      const u = new URL(o)
+      direct.push(`${u.host.replace(/:\d*$/, '')}:${u.port || (u.protocol === 'http:' || u.protocol === 'ws:' ? 80 : 443)}`)
+    }
     else if (p !== proxy) unlike.push(o)
   })
   return { proxy, direct, unlike }
