@@ -1,5 +1,6 @@
 import type { Request, Response, Router } from 'express'
 import type { PriceInput } from '../../shared/api'
+import { MAX_PRICE_MTOK } from '../config/schema'
 import { errorBody } from '../http/errors'
 import { feedIdOf } from '../budgets/feed/publish'
 import { spendMover } from '../budgets/state/pg/call-spend'
@@ -15,7 +16,7 @@ const PRICE_FIELDS = watched(FIELDS)
 
 type Checked = { ok: true; price: PriceInput } | { ok: false; param: string | null; message: string }
 
-/** Checks a PUT body: USD per million tokens, each a finite number >= 0 (the cache ones may be null or absent). */
+/** Checks a PUT body: USD per million tokens, each a number from 0 to MAX_PRICE_MTOK (the cache ones may be null or absent). */
 export function checkPrice(body: unknown): Checked {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     return { ok: false, param: null, message: `The request body must be a JSON object with the fields ${FIELDS.join(', ')}.` }
@@ -33,11 +34,12 @@ export function checkPrice(body: unknown): Checked {
       out[f] = null
       continue
     }
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+    // Above MAX_PRICE_MTOK a call's cost could overflow to Infinity and be recorded unpriced.
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > MAX_PRICE_MTOK) {
       return {
         ok: false,
         param: f,
-        message: `${f} must be a finite number >= 0 (US dollars per million tokens)${v === undefined ? '; it is required' : ''}.`,
+        message: `${f} must be a number from 0 to ${MAX_PRICE_MTOK} (US dollars per million tokens)${v === undefined ? '; it is required' : ''}.`,
       }
     }
     out[f] = v

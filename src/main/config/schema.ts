@@ -13,6 +13,14 @@ z.config({ jitless: true })
 
 const usd = z.number().finite().nonnegative()
 
+/**
+ * The largest price taken, in USD per million tokens (config and admin API): far above any real
+ * price, and low enough that a call's cost stays a finite number (1e308 made any call's cost Infinity,
+ * recorded unpriced).
+ */
+export const MAX_PRICE_MTOK = 1_000_000_000
+const priceMtok = usd.max(MAX_PRICE_MTOK, { message: `expected a price from 0 to ${MAX_PRICE_MTOK} US dollars per million tokens` })
+
 /** Node's timers cannot wait longer than 2^31-1 ms (about 24.8 days); a longer one fires at once. */
 export const MAX_TIMER_MS = 2_147_483_647
 const timerMs = (def: number) =>
@@ -74,11 +82,11 @@ const priceOverrideSchema = z
     model: z.string().min(1),
     /** Restrict the override to one provider (e.g. `openai`); all providers when absent. */
     provider: z.string().optional(),
-    input_mtok: usd,
-    output_mtok: usd,
-    cache_read_mtok: usd.optional(),
-    cache_write_mtok: usd.optional(),
-    cache_write_1h_mtok: usd.optional(),
+    input_mtok: priceMtok,
+    output_mtok: priceMtok,
+    cache_read_mtok: priceMtok.optional(),
+    cache_write_mtok: priceMtok.optional(),
+    cache_write_1h_mtok: priceMtok.optional(),
     /**
      * `fast`: the price of the model's fast tier (Anthropic's fast mode, OpenAI's Fast mode),
      * for calls its answer says that tier served, and only for them; `standard` (the default):
