@@ -195,6 +195,7 @@ export class PriceUpdater {
       })
       if (got.notModified) {
         this.recovered()
+        await this.keepCheckedAt()
         return false
       }
       const published = got.published
@@ -256,6 +257,18 @@ export class PriceUpdater {
     }
     this.opts.onChange()
     return true
+  }
+
+  /**
+   * A 304 confirmed the kept copy in use: it is kept again (durably, as any write) with this check's
+   * time as fetched_at, so the next start counts a day from it rather than checking again at once.
+   */
+  private async keepCheckedAt(): Promise<void> {
+    if (this.closed || this.state.source === 'bundled' || !this.state.checked_at) return
+    const cached = await readCache(this.file, () => {})
+    // Only the copy in use (another process may have kept newer data since).
+    if (!cached || this.closed || cached.updated_at !== this.state.updated_at) return
+    await this.writeCache({ ...cached, fetched_at: this.state.checked_at })
   }
 
   /** Keeps `c` in the data folder (./update-cache.ts), saying so in the log when it cannot. */
