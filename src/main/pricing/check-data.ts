@@ -85,6 +85,15 @@ function providerRefusal(lib: PriceLibrary, current: Provider, next: Provider): 
   if (lost > Math.max(RETIRED_FEW, Math.floor(base.length * (1 - KEPT_SHARE))) || (lost > 0 && lost === base.length)) {
     return `the new data lacks ${lost} of the ${base.length} models it prices for ${current.id}`
   }
+  // Deprecated models are left out above (upstream retires them), so one download marking all of a
+  // provider's models deprecated, and the next dropping them all, would have been applied in turn.
+  const all = current.models.filter((m) => charged(m))
+  if (all.length > 0 && all.every((m) => !nextModels.has(m.id))) {
+    return `the new data lacks all ${all.length} models it prices for ${current.id}`
+  }
+  if (base.length > 0 && !next.models.some((m) => !m.deprecated && charged(m))) {
+    return `the new data marks every model it prices for ${current.id} deprecated`
+  }
   let tried = 0
   for (const m of base) {
     const after = nextModels.get(m.id)
