@@ -158,11 +158,18 @@ describe('OTLP export to a loopback collector', () => {
       sumBy(cost, (p) => `${p.attributes['gen_ai.provider.name']}|${p.attributes['gen_ai.request.model']}|${p.attributes['gen_ai.agent.name']}|${p.attributes['burnrate.tenant']}|${p.attributes['burnrate.billing']}`, (p) => p.value),
       sumBy(rows, (r) => `${PROVIDER[r.provider]}|${r.model}|${r.agent}|${r.tenant}|${r.billing}`, (r) => r.cost_usd),
     )
+    // Only calls whose tokens are known: one refused by a budget or failed before any usage
+    // (no token counted, as the ledger records it) is no 0-token point of the histogram.
     const tokens = points(last, 'gen_ai.client.token.usage')
+    const used = rows.filter((r) => r.input_tokens > 0 || r.output_tokens > 0)
+    expect(used.length).toBeLessThan(rows.length)
+    expect(rows.some((r) => r.error === 'budget_exceeded' && r.input_tokens === 0 && r.output_tokens === 0)).toBe(true)
     for (const [type, column] of [['input', 'input_tokens'], ['output', 'output_tokens']] as const) {
+      const ofType = tokens.filter((p) => p.attributes['gen_ai.token.type'] === type)
+      expect(ofType.reduce((n, p) => n + (p.count ?? 0), 0)).toBe(used.length)
       expectSameMap(
-        sumBy(tokens.filter((p) => p.attributes['gen_ai.token.type'] === type), (p) => `${p.attributes['gen_ai.provider.name']}|${p.attributes['gen_ai.request.model']}`, (p) => p.value),
-        sumBy(rows, (r) => `${PROVIDER[r.provider]}|${r.model}`, (r) => r[column]),
+        sumBy(ofType, (p) => `${p.attributes['gen_ai.provider.name']}|${p.attributes['gen_ai.request.model']}`, (p) => p.value),
+        sumBy(used, (r) => `${PROVIDER[r.provider]}|${r.model}`, (r) => r[column]),
       )
     }
     const cacheRead = points(last, 'burnrate.tokens').filter((p) => p.attributes['burnrate.token.type'] === 'cache_read')

@@ -254,8 +254,13 @@ export class OtelPipeline {
     const ins = this.instruments
     if (!ins) return
     const base = this.callAttributes(c.endpoint, c.provider, c.model)
-    ins.tokens.record(c.input_tokens, { ...base, [GEN_AI.tokenType]: 'input' })
-    ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
+    // Only a call whose tokens are known: one refused (a budget, the provider's 429) or failed
+    // before any usage is recorded with no token counted, and 0-token points skewed every average
+    // and percentile of the histogram. Its duration and cost points stay.
+    if (c.input_tokens > 0 || c.output_tokens > 0) {
+      ins.tokens.record(c.input_tokens, { ...base, [GEN_AI.tokenType]: 'input' })
+      ins.tokens.record(c.output_tokens, { ...base, [GEN_AI.tokenType]: 'output' })
+    }
     const err = errorType(c)
     ins.duration.record(c.latency_ms / 1000, err ? { ...base, [ERROR_TYPE]: err } : base)
     ins.cost.add(c.cost_usd, this.costAttributes(base, c.agent, c.tenant, c.billing))
