@@ -38,6 +38,8 @@ export const HTTP_STATUS = 'http.response.status_code'
 /** Burnrate's own attributes, for what the conventions have no name for. */
 export const BURNRATE = {
   tenant: 'burnrate.tenant',
+  /** Burnrate's own provider name (`chatgpt`, `code-assist`, `foundry`...), on spans, where `gen_ai.provider.name` is the conventions'. */
+  provider: 'burnrate.provider',
   /** `api` (money) or `subscription` (a plan's call: its cost is an API-equivalent value, not spend). */
   billing: 'burnrate.billing',
   endpoint: 'burnrate.endpoint',
@@ -51,8 +53,18 @@ export const BURNRATE = {
   tokenReductions: 'burnrate.tokens.reductions',
 } as const
 
-/** Burnrate's provider names as `gen_ai.provider.name` values (the well-known ones where there is one). */
+/**
+ * Burnrate's provider names as `gen_ai.provider.name` values (the well-known ones where there is
+ * one): a plan's backend or a cloud's is named by what it is, as the conventions list them, and
+ * spans keep Burnrate's own in `burnrate.provider`.
+ */
 const PROVIDER_NAMES: Record<string, string> = {
+  // Codex logged in with ChatGPT: OpenAI's models on OpenAI's backend.
+  chatgpt: 'openai',
+  // Gemini Code Assist: a Google generative AI endpoint that is neither the Gemini API nor Vertex AI.
+  'code-assist': 'gcp.gen_ai',
+  // Claude on Microsoft Foundry: Azure AI Inference (Foundry's models), not Azure OpenAI.
+  foundry: 'azure.ai.inference',
   gemini: 'gcp.gemini',
   vertex: 'gcp.vertex_ai',
   bedrock: 'aws.bedrock',
@@ -62,7 +74,17 @@ const PROVIDER_NAMES: Record<string, string> = {
 }
 
 /** The older `gen_ai.system` values, where they differ from the provider's. */
-const SYSTEM_NAMES: Record<string, string> = { gemini: 'gcp.gemini', vertex: 'gcp.vertex_ai', bedrock: 'aws.bedrock', azure: 'az.ai.openai', mistral: 'mistral_ai', xai: 'xai' }
+const SYSTEM_NAMES: Record<string, string> = {
+  chatgpt: 'openai',
+  'code-assist': 'gcp.gen_ai',
+  foundry: 'az.ai.inference',
+  gemini: 'gcp.gemini',
+  vertex: 'gcp.vertex_ai',
+  bedrock: 'aws.bedrock',
+  azure: 'az.ai.openai',
+  mistral: 'mistral_ai',
+  xai: 'xai',
+}
 
 export function providerName(provider: string): string {
   return PROVIDER_NAMES[provider] ?? provider
@@ -118,6 +140,7 @@ export function spanAttributes(call: CallRecord): Attributes {
     [GEN_AI.reasoning]: call.reasoning_tokens,
     [GEN_AI.cost]: call.cost_usd,
     [HTTP_STATUS]: call.status,
+    [BURNRATE.provider]: call.provider,
     [BURNRATE.endpoint]: call.endpoint,
     [BURNRATE.priced]: call.priced,
     [BURNRATE.estimated]: call.estimated,
