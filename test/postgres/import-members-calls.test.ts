@@ -1,4 +1,3 @@
-import { mkdirSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { expect, it } from 'vitest'
 import { spendCounter, spendMover } from '../../src/main/budgets/state/pg/call-spend'
@@ -8,6 +7,7 @@ import { Pricer } from '../../src/main/pricing/price'
 import { migratePostgres } from '../../src/main/storage/postgres-migrations'
 import { storeIngestedPg } from '../../src/main/team/store'
 import { readIngestCall } from '../../src/main/team/validate'
+import { writeCodexRollout } from '../support/codex-rollout'
 import { usePostgres } from '../support/pg-harness'
 
 /**
@@ -32,15 +32,7 @@ it("stores a logged call whose counts a member's ingested call shares", async ()
   expect((await storeIngestedPg(store, [readIngestCall(sent, 'alice')])).stored).toHaveLength(1)
   const dir = h.tempDir('burnrate-pg-import-members-')
   const root = join(dir, 'codex')
-  mkdirSync(join(root, '2026/11/20'), { recursive: true })
-  const ts = T + 2000
-  writeFileSync(join(root, '2026/11/20/rollout-a.jsonl'), [
-    { timestamp: new Date(ts - 5000).toISOString(), type: 'session_meta', payload: { id: 'sess-a', cwd: '/home/dev/api' } },
-    { timestamp: new Date(ts - 4000).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/api' } },
-    { timestamp: new Date(ts).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-      total_token_usage: { input_tokens: 5000, cached_input_tokens: 0, output_tokens: 400, reasoning_output_tokens: 0, total_tokens: 5400 },
-      last_token_usage: { input_tokens: 5000, cached_input_tokens: 0, output_tokens: 400, reasoning_output_tokens: 0, total_tokens: 5400 } } } },
-  ].map((x) => JSON.stringify(x)).join('\n') + '\n')
+  writeCodexRollout(root, T + 2000)
   const local = openDatabase(join(dir, 'local.db'))
   try {
     const s = await importLogs(local, { agent: 'codex', paths: [root], pricer: new Pricer(), now: T + 3_600_000, store, countSpend, moveSpend })

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type Database from 'better-sqlite3'
@@ -9,6 +9,7 @@ import { INSERT_CALL_SQL, callValues } from '../../src/main/ledger/columns'
 import type { CallRecord } from '../../src/main/ledger/record'
 import { Pricer } from '../../src/main/pricing/price'
 import { makeCall } from '../dashboard/seed'
+import { writeCodexRollout } from '../support/codex-rollout'
 
 /**
  * A team server that also imports its own machine's agent logs (the desktop app as a team server,
@@ -42,22 +43,11 @@ function ingested(originId: number, over: Partial<CallRecord> = {}): void {
   db.prepare('UPDATE calls SET origin_id = ? WHERE id = ?').run(originId, id)
 }
 
-function codexLog(root: string, ts: number) {
-  mkdirSync(join(root, '2026/11/20'), { recursive: true })
-  writeFileSync(join(root, '2026/11/20/rollout-a.jsonl'), [
-    { timestamp: new Date(ts - 5000).toISOString(), type: 'session_meta', payload: { id: 'sess-a', cwd: '/home/dev/api' } },
-    { timestamp: new Date(ts - 4000).toISOString(), type: 'turn_context', payload: { model: 'gpt-5-codex', cwd: '/home/dev/api' } },
-    { timestamp: new Date(ts).toISOString(), type: 'event_msg', payload: { type: 'token_count', info: {
-      total_token_usage: { input_tokens: 5000, cached_input_tokens: 0, output_tokens: 400, reasoning_output_tokens: 0, total_tokens: 5400 },
-      last_token_usage: { input_tokens: 5000, cached_input_tokens: 0, output_tokens: 400, reasoning_output_tokens: 0, total_tokens: 5400 } } } },
-  ].map((x) => JSON.stringify(x)).join('\n') + '\n')
-}
-
 describe("a team server importing its own machine's logs", () => {
   it("stores a logged call whose counts a member's call (sent here) shares: that call is not its twin", async () => {
     ingested(7)
     const root = join(dir, 'codex')
-    codexLog(root, T + 2000)
+    writeCodexRollout(root, T + 2000)
     const s = await importLogs(db, { agent: 'codex', paths: [root], pricer, now: NOW })
     expect(s).toMatchObject({ matched: 0, imported: 1 })
     const rows = db.prepare('SELECT member, source, origin_id FROM calls ORDER BY id').all()
