@@ -7,6 +7,7 @@ import type { Rule } from './rules'
 import type { BudgetAlert } from './types'
 import { reached } from './reached'
 import { alertOf, crossingKey, levelOf } from './levels'
+import { callEach } from '../ledger/listeners'
 
 /** A key's spend under a rule crossed one of the rule's `alert_at_pct` thresholds in a window. */
 export interface ThresholdEvent {
@@ -292,15 +293,4 @@ export class BudgetAnnouncer {
 /** The id a calendar period some meter kept spend for (`noteHeld`) is kept by, with the announced thresholds. */
 function heldId(start: number): string {
   return announcedId(`held\n${start}`)
-}
-
-/** Calls each listener with `value`; a listener's failure is its own. */
-function callEach<T>(listeners: Iterable<(value: T) => void>, value: T): void {
-  for (const l of listeners) {
-    try {
-      l(value)
-    } catch {
-      // a listener's failure is its own
-    }
-  }
 }

@@ -1,4 +1,5 @@
 import type { CallRecord } from '../ledger/record'
+import { callEach } from '../ledger/listeners'
 import type { CallContext } from '../proxy/gate'
 import { AnswerSizes, type ContinuedTurn, continuedTail, continuesResponse } from './continued-tail'
 import { tailOf } from './conversation-tail'
@@ -304,13 +305,7 @@ export class RunawayDetector {
     s.announced.set(e.kind, now)
     this.recent.push(e)
     if (this.recent.length > 200) this.recent.shift()
-    for (const l of this.listeners) {
-      try {
-        l(e)
-      } catch {
-        // a listener's failure is its own
-      }
-    }
+    callEach(this.listeners, e)
   }
 
   onEvent(listener: (e: RunawayEvent) => void): () => void {

@@ -1,4 +1,5 @@
 import type { BudgetsOverview } from '../../shared/api'
+import { callEach } from '../ledger/listeners'
 import { levelOf } from '../budgets/levels'
 import { DEFAULT_ALERT_AT_PCT } from '../budgets/check'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
@@ -43,15 +44,7 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
   /** Per rule, key and period: the period it was in and the spend last read, and the level last told. */
   let seen = new Map<string, { resets_at: string; spent: number; level: number }>()
   let first = true
-  const tell = (a: BudgetAlert) => {
-    for (const l of alertListeners) {
-      try {
-        l(a)
-      } catch {
-        // a listener's failure is its own
-      }
-    }
-  }
+  const tell = (a: BudgetAlert) => callEach(alertListeners, a)
   const poller = pollJson(baseUrl, '/api/dashboard/budgets', 2000, opts, (body) => {
     // No answer: keep what was last read; the spend source reports an unreachable server.
     if (body === undefined || body === null || typeof body !== 'object') return

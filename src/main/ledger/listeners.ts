@@ -13,13 +13,18 @@ export function listenersPerOwner<T>() {
       return () => set.delete(fn)
     },
     emit(owner: object, value: T): void {
-      for (const fn of byOwner.get(owner) ?? []) {
-        try {
-          fn(value)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
+      callEach(byOwner.get(owner) ?? [], value)
     },
+  }
+}
+
+/** Calls each listener with `value`; a listener's failure is its own (the others are called, the caller goes on). */
+export function callEach<T>(listeners: Iterable<(value: T) => void>, value: T): void {
+  for (const l of listeners) {
+    try {
+      l(value)
+    } catch {
+      // a listener's failure is its own
+    }
   }
 }

@@ -1,3 +1,5 @@
+import { callEach } from '../ledger/listeners'
+
 /**
  * Resets closer than this are one window period: vendors' resets drift (Codex sends seconds until
  * the reset, so every call's reset moves by a few ms; Claude's moves by a second either way).
@@ -83,13 +85,7 @@ export class PlanAlerts {
     for (const alert of alerts) {
       this.told.add(alert.id)
       if (this.told.size > MAX_TOLD) this.told.delete(this.told.values().next().value as string)
-      for (const l of this.listeners) {
-        try {
-          l(alert)
-        } catch {
-          // a listener's failure is its own
-        }
-      }
+      callEach(this.listeners, alert)
     }
   }
 
