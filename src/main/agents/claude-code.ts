@@ -8,7 +8,10 @@ import { type AgentSignature, type ClientRequest, header, sessionId, workingDire
  * `user_<hash>_account_<uuid>_session_<uuid>`, from v2.1.78 a JSON string
  * `{"device_id":"...","account_uuid":"...","session_id":"..."}`. Version 2.1 also sends it as
  * `X-Claude-Code-Session-Id` on every request: the one place it is in a call without
- * `metadata` (token counting, which Claude Code does at start-up and for /context).
+ * `metadata` (token counting, which Claude Code does at start-up and for /context). A session
+ * another one started (a teammate of an agent team, or a `claude` run by a session's command,
+ * which gives itself its own id) adds `parent_session_id` to the JSON (2.1.332): its calls are
+ * that session's, as a Codex sub-agent's are its session's, and count in its `session_limit_usd`.
  */
 export const claudeCode: AgentSignature = {
   name: 'claude-code',
@@ -34,31 +37,34 @@ export const claudeCode: AgentSignature = {
 }
 
 function claudeCodeSession(r: ClientRequest): string {
-  return sessionId(claudeUserId(r.body).session) || sessionId(header(r.headers, 'x-claude-code-session-id'))
+  const uid = claudeUserId(r.body)
+  return sessionId(uid.parent) || sessionId(uid.session) || sessionId(header(r.headers, 'x-claude-code-session-id'))
 }
 
 /**
- * The parts of a Claude Code request's `metadata.user_id`: its session, and the Claude account
+ * The parts of a Claude Code request's `metadata.user_id`: its session (and the session that
+ * started it, `parent`, where one did), and the Claude account
  * it is logged in with (`account_uuid`; '' with an API key, or with a token given alone in
  * `CLAUDE_CODE_OAUTH_TOKEN`). The account outlives the login's access tokens, which Claude Code
  * refreshes every few hours. Unvalidated: callers check what they use.
  */
-export function claudeUserId(body: unknown): { session: unknown; account: unknown } {
-  const none = { session: '', account: '' }
+export function claudeUserId(body: unknown): { session: unknown; parent: unknown; account: unknown } {
+  const none = { session: '', parent: '', account: '' }
   if (!isObject(body) || !isObject(body.metadata)) return none
   const uid: unknown = body.metadata.user_id
-  if (isObject(uid)) return { session: uid.session_id, account: uid.account_uuid }
+  const of = (o: Record<string, unknown>) => ({ session: o.session_id, parent: o.parent_session_id, account: o.account_uuid })
+  if (isObject(uid)) return of(uid)
   if (typeof uid !== 'string') return none
   if (uid.startsWith('{')) {
     try {
       const parsed = JSON.parse(uid)
-      return isObject(parsed) ? { session: parsed.session_id, account: parsed.account_uuid } : none
+      return isObject(parsed) ? of(parsed) : none
     } catch {
       return none
     }
   }
   const m = /_account_([0-9a-f-]*)_session_([0-9a-f-]{8,})$/i.exec(uid)
-  if (m) return { session: m[2], account: m[1] }
+  if (m) return { session: m[2], parent: '', account: m[1] }
   const s = /_session_([0-9a-f-]{8,})$/i.exec(uid)
-  return s ? { session: s[1], account: '' } : none
+  return s ? { session: s[1], parent: '', account: '' } : none
 }

@@ -4,12 +4,16 @@ import { type AgentSignature, header, sessionId, workingDirectoryIn } from './ty
 /**
  * opencode (sst/opencode): `User-Agent: opencode/<version>` and its session id (`ses_...`) in
  * `x-session-affinity` (newer releases also `X-Session-Id`), or, for its own opencode
- * provider, `x-opencode-session` (packages/opencode/src/session/llm.ts).
+ * provider, `x-opencode-session` (packages/opencode/src/session/llm.ts). A sub-agent (the task
+ * tool's) runs in a session of its own and sends its parent's as `x-parent-session-id`: its
+ * calls are the parent's, as a Codex sub-agent's are its session's, and count in its
+ * `session_limit_usd`.
  */
 export const opencode: AgentSignature = {
   name: 'opencode',
   matches: (r) => /^opencode\//i.test(r.ua) || header(r.headers, 'x-opencode-session') !== '',
   session: (r) =>
+    sessionId(header(r.headers, 'x-parent-session-id')) ||
     sessionId(header(r.headers, 'x-opencode-session')) ||
     sessionId(header(r.headers, 'x-session-affinity')) ||
     sessionId(header(r.headers, 'x-session-id')),
