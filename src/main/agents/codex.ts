@@ -1,10 +1,15 @@
 import { isObject } from '../metering/usage'
 import { type AgentSignature, header, projectPath, sessionId } from './types'
 
+/** `codex_cli_rs`, `codex_exec`, `codex-tui`, `codex_vscode`, …, and `Codex Desktop` (a first-party `Codex ` name). */
+const CODEX = /^(?:codex[_-]|Codex )/i
+
 /**
  * OpenAI Codex (codex-rs): `User-Agent: codex_cli_rs/<version> (<os>; <arch>) <terminal>` and
- * `originator: codex_cli_rs` (`codex_exec` for `codex exec`, `codex_vscode` for the IDE
- * extension). Each request (and the WebSocket upgrade) carries the session id: Codex 0.169 sends
+ * `originator: codex_cli_rs` (`codex_exec` for `codex exec`, `codex-tui`, `codex_vscode` for the IDE
+ * extension; the desktop app, which runs `codex app-server` with the same config, `Codex Desktop`:
+ * codex-rs takes any originator starting `Codex ` as its own, and the User-Agent starts with it).
+ * Each request (and the WebSocket upgrade) carries the session id: Codex 0.169 sends
  * `session-id` and `thread-id` (the same id for the session's own thread, which `codex exec
  * resume <id>` keeps; a sub-agent's thread, spawned or a review, sends its own `thread-id` with
  * the session's `session-id` and `x-codex-parent-thread-id`, so `session-id` is read first: a
@@ -13,7 +18,7 @@ import { type AgentSignature, header, projectPath, sessionId } from './types'
  */
 export const codex: AgentSignature = {
   name: 'codex',
-  matches: (r) => /^codex[_-]/i.test(r.ua) || /^codex[_-]/i.test(header(r.headers, 'originator')),
+  matches: (r) => CODEX.test(r.ua) || CODEX.test(header(r.headers, 'originator')),
   session: (r) =>
     sessionId(header(r.headers, 'session-id')) ||
     sessionId(header(r.headers, 'thread-id')) ||
