@@ -7,8 +7,8 @@ import { recorded } from '../providers/ledger'
 /**
  * A session an agent starts from another names that one, and its calls are the other's, as a
  * Codex sub-agent's are: one session, one `session_limit_usd`. Claude Code 2.1.332 puts
- * `parent_session_id` in `metadata.user_id` for a teammate of an agent team, and for a `claude`
- * started by a session's command (which gives itself its own `session_id`); opencode 1.18.33
+ * `parent_session_id` in `metadata.user_id` for a teammate of an agent team (its lead starts it
+ * with `--parent-session-id`; the real binary run so sends exactly this JSON); opencode 1.18.33
  * sends `x-parent-session-id` with a sub-agent's (task tool's) own session id in
  * `x-session-affinity` and `X-Session-Id`. Headers and body as the CLIs' bundled code builds them.
  */

@@ -9,9 +9,10 @@ import { type AgentSignature, type ClientRequest, header, sessionId, workingDire
  * `{"device_id":"...","account_uuid":"...","session_id":"..."}`. Version 2.1 also sends it as
  * `X-Claude-Code-Session-Id` on every request: the one place it is in a call without
  * `metadata` (token counting, which Claude Code does at start-up and for /context). A session
- * another one started (a teammate of an agent team, or a `claude` run by a session's command,
- * which gives itself its own id) adds `parent_session_id` to the JSON (2.1.332): its calls are
- * that session's, as a Codex sub-agent's are its session's, and count in its `session_limit_usd`.
+ * another one started (a teammate of an agent team, which its lead starts with
+ * `--parent-session-id <its own id>`, and which has a session id of its own) adds
+ * `parent_session_id` to the JSON (2.1.332): its calls are that session's, as a Codex sub-agent's
+ * are its session's, and count in its `session_limit_usd`.
  */
 export const claudeCode: AgentSignature = {
   name: 'claude-code',

@@ -1,5 +1,5 @@
 import { isObject } from '../metering/usage'
-import { type AgentSignature, header, projectPath, sessionId } from './types'
+import { type AgentSignature, type ClientRequest, header, projectPath, sessionId } from './types'
 
 /** `codex_cli_rs`, `codex_exec`, `codex-tui`, `codex_vscode`, …, and `Codex Desktop` (a first-party `Codex ` name). */
 const CODEX = /^(?:codex[_-]|Codex )/i
@@ -9,6 +9,10 @@ const CODEX = /^(?:codex[_-]|Codex )/i
  * `originator: codex_cli_rs` (`codex_exec` for `codex exec`, `codex-tui`, `codex_vscode` for the IDE
  * extension; the desktop app, which runs `codex app-server` with the same config, `Codex Desktop`:
  * codex-rs takes any originator starting `Codex ` as its own, and the User-Agent starts with it).
+ * A program embedding Codex names itself instead (`CODEX_INTERNAL_ORIGINATOR_OVERRIDE`, or its
+ * `clientInfo.name` to `codex app-server`): `zed_codex/0.171.0 (…) xterm (codex_exec; 0.171.0)`,
+ * so Codex is also known by the `x-codex-*` headers 0.171 sends with every request
+ * (`x-codex-window-id`, `x-codex-beta-features`, `x-codex-turn-metadata`), which no other client sends.
  * Each request (and the WebSocket upgrade) carries the session id: Codex 0.169 sends
  * `session-id` and `thread-id` (the same id for the session's own thread, which `codex exec
  * resume <id>` keeps; a sub-agent's thread, spawned or a review, sends its own `thread-id` with
@@ -18,7 +22,7 @@ const CODEX = /^(?:codex[_-]|Codex )/i
  */
 export const codex: AgentSignature = {
   name: 'codex',
-  matches: (r) => CODEX.test(r.ua) || CODEX.test(header(r.headers, 'originator')),
+  matches: (r) => CODEX.test(r.ua) || CODEX.test(header(r.headers, 'originator')) || hasCodexHeader(r),
   session: (r) =>
     sessionId(header(r.headers, 'session-id')) ||
     sessionId(header(r.headers, 'thread-id')) ||
@@ -39,4 +43,9 @@ export const codex: AgentSignature = {
     }
     return ''
   },
+}
+
+function hasCodexHeader(r: ClientRequest): boolean {
+  for (const name in r.headers) if (name.startsWith('x-codex-')) return true
+  return false
 }
