@@ -45,7 +45,7 @@ describe('detectAgent', () => {
   it("reads Codex 0.169's thread-id and session-id headers (hyphens), before the older session_id", () => {
     const ua = { 'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)', originator: 'codex_exec' }
     const id = '01a207ca-e8ad-7d21-b957-ad94c2eef955'
-    expect(detectAgent({ ...ua, 'session-id': id, 'thread-id': id }, { prompt_cache_key: 'other' })).toEqual({ agent: 'codex', session: id, project: '' })
+    expect(detectAgent({ ...ua, 'session-id': id, 'thread-id': id }, { prompt_cache_key: 'other' })).toEqual({ agent: 'codex', session: id, project: '', client: 'codex' })
     expect(detectAgent({ ...ua, 'thread-id': id }, undefined).session).toBe(id)
     expect(detectAgent({ ...ua, 'session-id': id }, undefined).session).toBe(id)
     expect(detectAgent({ ...ua, session_id: 'old-style' }, undefined).session).toBe('old-style')

@@ -7,6 +7,11 @@ export interface AgentIdentity {
   session: string
   /** `X-Burnrate-Project`, else the working directory the client states, else ''. */
   project: string
+  /**
+   * The client recognised from what it sends (./known.ts), whatever `X-Burnrate-Agent` names
+   * it: what it is answered as (a refusal in the form Codex stops on), '' when none.
+   */
+  client: string
 }
 
 /** Session headers any client may send (used when its own signature names none). */
@@ -31,5 +36,5 @@ export function detectAgent(headers: IncomingHttpHeaders, body: unknown): AgentI
     }
   }
   const project = projectPath(labelHeader(headers, 'x-burnrate-project')) || (known?.project?.(req) ?? '')
-  return { agent, session, project }
+  return { agent, session, project, client: known?.name ?? '' }
 }

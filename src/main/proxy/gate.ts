@@ -23,6 +23,8 @@ export interface CallContext {
   tenant: string
   agent: string
   session: string
+  /** The client recognised from what it sends, whatever agent name the call is recorded under ('' when none). */
+  client?: string
   /** The project the client states (X-Burnrate-Project, or its working directory), '' when none. */
   project?: string
   /** Arrival time, ms since the epoch. */

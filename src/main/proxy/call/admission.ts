@@ -9,11 +9,13 @@ import type { HttpCall } from './state'
 /**
  * The JSON a refused call gets: the gate's own body, else the contract's error shape. Codex CLI
  * gets a budget or loop refusal in the form it stops on instead of retrying for hours
- * (../codex-refusal.ts); every other client gets the contract's shape.
+ * (../codex-refusal.ts); every other client gets the contract's shape. `client` is the client
+ * recognised from what it sends, not the agent name recorded: Codex named otherwise by
+ * `X-Burnrate-Agent` is still Codex.
  */
-export function refusalText(r: Refusal, agent = ''): string {
+export function refusalText(r: Refusal, client = ''): string {
   const body = r.body ?? errorBody('budget_exceeded', r.reason)
-  if (agent === 'codex') return JSON.stringify({ error: codexRefusalError(r.status, body, r.headers ?? {}) })
+  if (client === 'codex') return JSON.stringify({ error: codexRefusalError(r.status, body, r.headers ?? {}) })
   return JSON.stringify(body)
 }
 
@@ -29,7 +31,7 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
   if (!admission.refuse) return true
   const res: ServerResponse = s.res
   const r = admission.refuse
-  const text = refusalText(r, s.ctx.agent)
+  const text = refusalText(r, s.ctx.client)
   res.writeHead(r.status, {
     ...r.headers,
     'content-type': 'application/json; charset=utf-8',

@@ -49,6 +49,7 @@ export function describeCall(
     tenant: limitLabel(tenantFor(headers, key, who.tenants)),
     agent: agent.agent,
     session: agent.session,
+    client: agent.client,
     project: agent.project,
     ts,
     body: parsed,
