@@ -1,6 +1,7 @@
 import type { calcPrice, Provider as PriceProvider } from '@pydantic/genai-prices'
 import type { SearchContextSize } from '../metering/usage'
 import { withOneHourWrites } from './claude-1h'
+import { LONG_CONTEXT_START, withLongContext } from './claude-long-context'
 import { HOLIDAYS_THROUGH, billedAt, hasPeakHours, unlisted } from './deepseek-hours'
 import { type FlatTable, flatPrice, flatTable } from './flat'
 import { priceLibrary } from './library'
@@ -157,9 +158,10 @@ export class LibraryPrices {
       return null
     }
     // A Claude model the data gives no 1-hour cache-write rate is given Anthropic's (./claude-1h),
+    // Claude Sonnet 4 and 4.5 their long-context tier where the data lacks it (./claude-long-context),
     // a model its provider's tool fees it lacks (./tool-fees), and an OpenAI audio model the audio
     // prices it lacks (./openai-audio-prices).
-    const table = withAudioPrices(pricingId, model, withToolFees(pricingId, withOneHourWrites(r.model)))
+    const table = withAudioPrices(pricingId, model, withToolFees(pricingId, withLongContext(withOneHourWrites(r.model))))
     const provider: PriceProvider = { ...r.provider, models: [table], fallback_model_providers: undefined }
     const lookup: Lookup = { provider, flat: flatTable(table), checked: 0, unpriced: unpricedUses(table), peakHours: pricingId === 'deepseek' && hasPeakHours(table), tokenless: hasTokenlessPrices(r.model), unpricedAudio: unpricedAudio(pricingId, table), unknownKinds: hasUnknownKinds(r.model) ? { ...r.provider, models: [r.model], fallback_model_providers: undefined } : null }
     models.set(model, lookup)
@@ -167,8 +169,9 @@ export class LibraryPrices {
     if (lookup.peakHours && this.billed(at) !== at) return this.lookUp(u, pricingId, model, at, marks)
     const varied = marks ? this.variant(lookup, pricingId, model, marks) : null
     if (varied) return safeCalc(u, model, { provider: varied, timestamp: at })
-    // The library priced the data's table: a price added to it is applied when the call has its count.
-    if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches || hasAudio(u))) return safeCalc(u, model, { provider, timestamp: at })
+    // The library priced the data's table: a price added to it is applied when the call has its count
+    // (a long-context tier when its prompt passes the tier's start).
+    if (table !== r.model && (u.cache_write_1h_tokens || u.web_searches || u.storage_searches || hasAudio(u) || u.input_tokens > LONG_CONTEXT_START)) return safeCalc(u, model, { provider, timestamp: at })
     return Number.isFinite(r.total_price) ? { cost_usd: r.total_price, priced: true } : null
   }
 
