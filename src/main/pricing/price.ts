@@ -269,8 +269,9 @@ export class Pricer {
     const key = `${providerName}\0${model}`
     if (this.fastWarned.has(key) || this.fastWarned.size >= MAX_LOOKUPS) return
     this.fastWarned.add(key)
-    const tier = pricingId === 'google' ? 'its priority tier' : OPENAI_TIER_PRICING_IDS.has(pricingId) ? 'Priority processing (Fast mode)' : 'fast mode'
-    this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no ${tier === 'fast mode' ? 'fast-mode' : 'Priority'} price is known for it; add a pricing.overrides entry with speed: fast for it`)
+    const tier = pricingId === 'google' ? 'its priority tier' : OPENAI_TIER_PRICING_IDS.has(pricingId) ? 'Priority processing (Fast mode)' : pricingId === 'aws' ? "fast mode or Bedrock's Priority tier" : 'fast mode'
+    const price = tier === 'fast mode' ? 'fast-mode' : pricingId === 'aws' ? 'fast-mode or Priority' : 'Priority'
+    this.warn(`pricing: ${providerName} ${model.slice(0, 100)} served at ${tier} is priced at its standard rate, which is less than billed: no ${price} price is known for it; add a pricing.overrides entry with speed: fast for it`)
   }
 
   /**

@@ -32,6 +32,20 @@ export function converseUsage(u: unknown): Usage | null {
 }
 
 /**
+ * Whether a Bedrock answer says its Priority tier served it: Converse's `serviceTier` (`{type:
+ * "priority"}`, in the answer and in a stream's `metadata` event) or InvokeModel's
+ * `X-Amzn-Bedrock-Service-Tier` header (`priority`), what the request's tier (Claude Code's
+ * `ANTHROPIC_BEDROCK_SERVICE_TIER`, sent as that header) asked for. Priority costs more than the
+ * standard tier, by model; the price data has no such prices: such a call is marked fast
+ * (`Usage.fast`), priced by a `pricing.overrides` entry with `speed: fast` when there is one, else at
+ * the standard rate with a warning (../pricing/price.ts).
+ */
+export function servedPriority(tier: unknown): boolean {
+  const t = isObject(tier) ? tier.type : Array.isArray(tier) ? tier[0] : tier
+  return typeof t === 'string' && t.trim().toLowerCase() === 'priority'
+}
+
+/**
  * The text of a Converse `contentBlockDelta`'s delta (ConverseStream, and Nova's InvokeModel
  * stream): its text, reasoning, or a tool call's input (its JSON, in pieces: a file an agent writes).
  */
@@ -54,6 +68,8 @@ export class ConverseMeter implements Meter {
   private started = false
   /** The stream's exception message's type (`exceptionType`). */
   private error: string | undefined
+  /** The answer said its Priority tier served it (`servedPriority`). */
+  private priority = false
 
   event(type: string, payload: string): void {
     const error = exceptionType(type)
@@ -76,8 +92,10 @@ export class ConverseMeter implements Meter {
       this.complete = true
     } else if (type === 'metadata') {
       try {
-        const u = converseUsage((JSON.parse(payload) as { usage?: unknown }).usage)
+        const m = JSON.parse(payload) as { usage?: unknown; serviceTier?: unknown }
+        const u = converseUsage(m?.usage)
         if (u) this.usage = u
+        if (servedPriority(m?.serviceTier)) this.priority = true
       } catch {
         // not JSON: no usage
       }
@@ -87,6 +105,7 @@ export class ConverseMeter implements Meter {
   json(body: unknown): void {
     if (!isObject(body)) return
     this.usage = converseUsage(body.usage)
+    this.priority = servedPriority(body.serviceTier)
     this.complete = true
   }
 
@@ -103,7 +122,7 @@ export class ConverseMeter implements Meter {
   result(): MeterResult {
     const error = this.error
     if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
-    if (this.usage) return { usage: this.usage, complete: this.complete, error }
+    if (this.usage) return { usage: this.priority ? { ...this.usage, fast: true } : this.usage, complete: this.complete, error }
     return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error }
   }
 }

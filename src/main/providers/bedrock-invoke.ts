@@ -3,7 +3,7 @@ import { readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic-meter'
-import { converseDeltaText, converseUsage } from './bedrock-converse'
+import { converseDeltaText, converseUsage, servedPriority } from './bedrock-converse'
 import { chunkEvent, exceptionType } from './bedrock-event-stream'
 import { choicesText } from './openai-stream-text'
 import type { Meter, MeterResult } from './types'
@@ -45,6 +45,8 @@ export class InvokeMeter implements Meter {
   private error: string | undefined
   /** Another model's streamed text (`otherText`), for the estimate of a stream cut before Bedrock's count. */
   private text = new OutputText()
+  /** The answer's headers say its Priority tier served it (`servedPriority`). */
+  private priority = false
 
   /**
    * @param claude the path names a Claude model.
@@ -58,6 +60,7 @@ export class InvokeMeter implements Meter {
 
   headers(h: IncomingHttpHeaders): void {
     this.counted = headerUsage(h)
+    this.priority = servedPriority(h['x-amzn-bedrock-service-tier'])
   }
 
   event(type: string, payload: string): void {
@@ -118,6 +121,12 @@ export class InvokeMeter implements Meter {
   }
 
   result(): MeterResult {
+    const r = this.counts()
+    // Served at the Priority tier: its usage is billed at the model's priority price (`servedPriority`).
+    return this.priority && r.usage && !r.usage.fast && r.usage.input_tokens + r.usage.output_tokens > 0 ? { ...r, usage: { ...r.usage, fast: true } } : r
+  }
+
+  private counts(): MeterResult {
     if (this.error && !this.started) return { usage: emptyUsage(), complete: true, error: this.error }
     // The path's model id decides the price (a cross-region or global profile), not the answer's
     // name for the model, unless the path names none (an application inference profile).
