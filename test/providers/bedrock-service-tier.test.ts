@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it } from 'vitest'
-import { eventMessage } from '../support/event-stream'
+import { bedrockInvokeStream, eventMessage } from '../support/event-stream'
+import { anthropicStream } from '../support/fixtures'
 import { postJson } from '../support/http'
 import { serverOverMockUpstream } from '../support/server'
 import { libraryPrice, recorded } from './ledger'
@@ -46,6 +47,15 @@ describe("Amazon Bedrock's Priority tier", () => {
     expect(row).toMatchObject({ provider: 'bedrock', model: MODEL, input_tokens: 12_000, output_tokens: 800, priced: 1, estimated: 0 })
     expect(JSON.parse(row.usage_extra)).toMatchObject({ fast: true })
     expect(row.cost_usd).toBeCloseTo(priority(12_000, 800), 15)
+  })
+
+  it('InvokeModelWithResponseStream served by the Priority tier (its answer header): the override', async () => {
+    const sse = anthropicStream({ id: 'msg_bdrk_tier_stream', model: 'claude-sonnet-4-5-20250929', usage: { input_tokens: 9_000, output_tokens: 1 } }, 600, 'Streamed.')
+    const chunks = bedrockInvokeStream(Buffer.from(sse))
+    s.upstream.setResponder(() => ({ status: 200, headers: { 'content-type': 'application/vnd.amazon.eventstream', 'x-amzn-bedrock-service-tier': 'priority' }, chunks, delayMs: 1 }))
+    const row = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/invoke-with-response-stream`, { anthropic_version: 'bedrock-2023-05-31', max_tokens: 1024, messages: [] }, { ...HEADERS, 'x-amzn-bedrock-service-tier': 'priority' }))
+    expect(row).toMatchObject({ streamed: 1, input_tokens: 9_000, output_tokens: 600, priced: 1, estimated: 0 })
+    expect(row.cost_usd).toBeCloseTo(priority(9_000, 600), 15)
   })
 
   it('InvokeModel the standard tier served (asked for priority, answered default): the list price', async () => {
