@@ -1,3 +1,5 @@
+import { isObject } from '../metering/usage'
+import { servedPriority } from './bedrock-converse'
 import { inspectOpenAI } from './openai-endpoints'
 import type { CallShape, RequestInfo } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
@@ -7,7 +9,7 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * region's runtime API (`/model/…`, `/async-invoke`, `/guardrail`, and its OpenAI-compatible API
  * `/openai/v1/…`) or its control plane (everything else); `/model/{id}/{operation}` names the
  * operation (InvokeModel, Converse, their streams, CountTokens) and the model, or the inference
- * profile, that prices it.
+ * profile, that prices it; the service tier it asks for is its header's or its body's.
  */
 
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
@@ -71,12 +73,25 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
   const op = m[2]
   const { model } = modelOf(m[1], profiles)
   if (op === 'count-tokens') return { endpoint: 'count_tokens', model, stream: false, billable: false }
-  return {
+  const shape: CallShape = {
     endpoint: op.startsWith('converse') ? 'converse' : 'invoke',
     model,
     stream: op.endsWith('-stream'),
     billable: req.method === 'POST',
   }
+  // Asking for the Priority tier (budgets reserve it at the model's fast price; it is recorded at the tier its answer names).
+  if (shape.billable && asksForPriority(req)) shape.fast = true
+  return shape
+}
+
+/**
+ * Whether a request asks for Bedrock's Priority tier: the `X-Amzn-Bedrock-Service-Tier` header
+ * (InvokeModel's, what Claude Code sends for `ANTHROPIC_BEDROCK_SERVICE_TIER`) or Converse's
+ * `serviceTier` (`{type: "priority"}`) in its body.
+ */
+function asksForPriority(req: RequestInfo): boolean {
+  const header = req.headers['x-amzn-bedrock-service-tier']
+  return servedPriority(Array.isArray(header) ? header[0] : header) || (isObject(req.body) && servedPriority(req.body.serviceTier))
 }
 
 /** Whether a call's path names its model (false for an application inference profile `profiles` does not map). */
