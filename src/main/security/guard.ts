@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
 import { sendError } from '../http/errors'
 import { HostPolicy, answeringHost } from './hosts'
-import { bearerToken, cookieValue, safeEqual } from './secrets'
+import { bearerToken, cookieValues, safeEqual } from './secrets'
 import { DashboardSessions, dashboardCookieName } from './sessions'
 import { AuthThrottle, clientKey } from './throttle'
 
@@ -173,9 +173,9 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
       if (safeEqual(bearer, token)) return ok(client)
       presented = true
     }
-    // (A stale session cookie, from before a restart, is not a guess.)
-    const c = cookieValue(req.headers.cookie, cookieName)
-    if (c !== null && sessions.valid(c)) return ok(client)
+    // (A stale session cookie, from before a restart, is not a guess.) Any of the values sent
+    // under the name: a page on another port may have set one with a longer path, sent first.
+    if (cookieValues(req.headers.cookie, cookieName).some((c) => sessions.valid(c))) return ok(client)
     const blocked = throttle.blockedFor(client)
     if (blocked > 0) {
       if (presented) throttle.failedAndBlock(client)

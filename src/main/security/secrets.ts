@@ -33,11 +33,22 @@ export function bearerCredential(header: string): string | null {
 
 /** The value of cookie `name` in a `Cookie` header, or null. */
 export function cookieValue(header: string | string[] | undefined, name: string): string | null {
-  if (typeof header !== 'string') return null
+  return cookieValues(header, name)[0] ?? null
+}
+
+/**
+ * Every value of cookie `name` in a `Cookie` header, in the order sent. A browser sends several
+ * under one name when they have different paths, the longest path first: cookies are kept per
+ * host, not per port, so a page on another port of 127.0.0.1 can set one under the dashboard's
+ * name with a longer path, and reading only the first would lock the owner out.
+ */
+export function cookieValues(header: string | string[] | undefined, name: string): string[] {
+  if (typeof header !== 'string') return []
+  const out: string[] = []
   for (const part of header.split(';')) {
     const eq = part.indexOf('=')
     if (eq === -1) continue
-    if (part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+    if (part.slice(0, eq).trim() === name) out.push(part.slice(eq + 1).trim())
   }
-  return null
+  return out
 }
