@@ -1,5 +1,6 @@
 import type http from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { otherUsersListener } from '../desktop-logic/listener-owner'
 import type { Logger } from '../log'
 import { StartupError } from './startup-error'
 
@@ -23,7 +24,7 @@ export async function listenOn(
     const onError = (err: NodeJS.ErrnoException) => {
       server.off('listening', onListening)
       if (err.code === 'EADDRINUSE') {
-        reject(new StartupError(`${host}:${port} is already in use; stop what is using it or start with --port <n>`))
+        void portTaken(`${host}:${port}`, bindsBoth ? '127.0.0.1' : host, port).then(reject)
       } else if (err.code === 'EACCES') {
         reject(new StartupError(`not allowed to listen on ${host}:${port}; choose a port above 1023 with --port <n>`))
       } else if (err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND') {
@@ -56,9 +57,23 @@ function listenIpv6Loopback(first: http.Server, port: number, s: http.Server, lo
         return
       }
       first.close()
-      reject(new StartupError(`[::1]:${port} (the IPv6 half of localhost) is already in use; stop what is using it or start with --port <n>`))
+      void portTaken(`[::1]:${port} (the IPv6 half of localhost)`, '::1', port).then(reject)
     })
     s.once('listening', () => resolve(s))
     s.listen(port, '::1')
   })
+}
+
+/**
+ * The start-up error for an address another program listens on. When that program is another
+ * user's (Linux: the kernel's socket tables name its owner), it says so: the agents pointed at
+ * Burnrate there send it their calls, API keys included, and starting on another port (what the
+ * plain message suggests) would leave them doing so without a word.
+ */
+async function portTaken(what: string, host: string, port: number): Promise<StartupError> {
+  const other = await otherUsersListener(host, port).catch(() => null)
+  if (other === null) return new StartupError(`${what} is already in use; stop what is using it or start with --port <n>`)
+  return new StartupError(
+    `${what} is taken by another user's program (uid ${other}): agents pointed at Burnrate there send it their calls, API keys included, while it listens; have it stopped (that user or an administrator), or start with --port <n> and connect your agents there (burnrate connect <agent>)`,
+  )
 }
