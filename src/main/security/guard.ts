@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
+import { clientScheme } from '../http/client-scheme'
 import { sendError } from '../http/errors'
 import { HostPolicy, answeringHost } from './hosts'
 import { bearerToken, cookieValues, safeEqual } from './secrets'
@@ -155,9 +156,13 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
           throttle.succeeded(client)
           params.delete('token')
           params.delete('login')
+          // Behind a proxy that ends TLS (a team server), Secure: else a browser sends the session
+          // over plain HTTP too (a typed http:// address, before the proxy's redirect), in clear
+          // text. Not over plain HTTP, where a browser would drop it. A forged header misleads its sender alone.
+          const secure = clientScheme(req) === 'https' ? '; Secure' : ''
           res.writeHead(303, {
             location: localRedirect(path, params.toString()),
-            'set-cookie': `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict`,
+            'set-cookie': `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`,
             'cache-control': 'no-store',
             'referrer-policy': 'no-referrer',
             'content-length': 0,
