@@ -95,8 +95,9 @@ const DEFAULT_PORTS: Record<string, number> = { 'http:': 80, 'https:': 443, 'ws:
 
 /**
  * The proxy rule of `o` and the environment, as undici's EnvHttpProxyAgent applies NO_PROXY (and
- * curl): entries split at commas or spaces, each a host name (a leading `.` or `*.` ignored)
- * that matches itself and its subdomains, optionally with `:port`, or an IPv6 address; `*` means no proxy at
+ * curl): entries split at commas or spaces, each a host name (a leading `.` or `*.` ignored, and a
+ * trailing `.`, on the host too) that matches itself and its subdomains, optionally with `:port`, or
+ * an IP address, matched whole; `*` means no proxy at
  * all. https and wss origins take the HTTPS proxy, http and ws the HTTP one. Null when no
  * proxy is set: every call goes directly. This machine's own addresses (`localhost`, 127.0.0.0/8,
  * `::1`: a local model server, a gateway on this machine) are always reached directly, as Go's
@@ -128,16 +129,32 @@ function noProxyMatcher(noProxy: string, ranges: boolean): ((url: URL) => boolea
   const list = cidr ? all.filter((e) => !cidr.entries.has(e)) : all
   const entries = list.map((entry) => {
     // A bare IPv6 address (fd00::5) has colons but no port: as the URL writes it, in brackets.
-    if (!entry.startsWith('[') && entry.indexOf(':') !== entry.lastIndexOf(':')) return { host: `[${entry.toLowerCase()}]`, port: 0 }
+    if (!entry.startsWith('[') && entry.indexOf(':') !== entry.lastIndexOf(':')) return { host: ipv6Host(entry), port: 0 }
     const m = /^(.+):(\d+)$/.exec(entry)
-    return { host: (m ? m[1] : entry).replace(/^\*?\./, '').toLowerCase(), port: m ? Number(m[2]) : 0 }
+    const host = (m ? m[1] : entry).replace(/^\*?\./, '').replace(/\.$/, '').toLowerCase()
+    return { host: host.startsWith('[') ? ipv6Host(host.slice(1, -1)) : host, port: m ? Number(m[2]) : 0 }
   })
   return (url) => {
-    // The host without its port, keeping an IPv6 address's brackets.
-    const host = url.host.replace(/:\d*$/, '').toLowerCase()
+    // The host without its port (keeping an IPv6 address's brackets) nor a fully qualified name's last dot.
+    const host = url.host.replace(/:\d*$/, '').replace(/\.$/, '').toLowerCase()
     const port = Number(url.port) || DEFAULT_PORTS[url.protocol] || 0
-    if (entries.some((e) => (!e.port || e.port === port) && (host === e.host || host.endsWith(`.${e.host}`)))) return true
+    // An address is matched whole, never as a name's subdomain (curl: `0.0.1` is not 10.0.0.1's domain).
+    const address = isIP(host.replace(/^\[|\]$/g, '')) !== 0
+    if (entries.some((e) => (!e.port || e.port === port) && (host === e.host || (!address && host.endsWith(`.${e.host}`))))) return true
     return cidr !== null && cidr.has(host.replace(/^\[|\]$/g, ''))
+  }
+}
+
+/**
+ * An IPv6 address as the URL writes it (in brackets, shortest form): the URL of
+ * `http://[::ffff:10.0.0.1]` has the host `[::ffff:a00:1]`, which the entry `::ffff:10.0.0.1`
+ * never equalled as written (curl, which keeps the host as given, matches it).
+ */
+function ipv6Host(address: string): string {
+  try {
+    return new URL(`http://[${address}]/`).host
+  } catch {
+    return `[${address.toLowerCase()}]`
   }
 }
 
