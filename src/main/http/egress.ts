@@ -3,6 +3,7 @@ import { createRequire } from 'node:module'
 import type * as Undici from 'undici'
 import type { Dispatcher } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from './network'
+import { failClosedConnect } from './proxy-connect'
 import { socksConnector } from './socks'
 
 const require = createRequire(import.meta.url)
@@ -49,7 +50,9 @@ export function createEgress(o: NetworkOptions): Egress {
       const key = proxy ?? ''
       let d = made.get(key)
       if (!d) {
-        const { Agent, ProxyAgent } = require('undici') as typeof Undici
+        const { Agent, Pool, ProxyAgent } = require('undici') as typeof Undici
+        // A proxy that closes the connection instead of answering CONNECT fails the call at once (./proxy-connect.ts).
+        const clientFactory = (origin: URL | string, opts: object): Dispatcher => failClosedConnect(new Pool(origin, opts))
         // An http:// host goes to an http:// proxy as an ordinary request for its absolute URI, as
         // curl sends it (Squid's default configuration refuses CONNECT to any port but 443). Through
         // a SOCKS5 proxy, the negotiation and the TLS inside the tunnel within undici's usual
@@ -58,7 +61,7 @@ export function createEgress(o: NetworkOptions): Egress {
           ? new Agent({ connect: tls })
           : /^socks/i.test(proxy)
             ? new Agent({ connect: socksConnector(proxy, CONNECT_TIMEOUT_MS, ca) })
-            : new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls), proxyTunnel: false })
+            : new ProxyAgent({ uri: proxy, connect: tls, requestTls: tls, ...proxyTls(proxy, tls), clientFactory, proxyTunnel: false })
         made.set(key, d)
       }
       return d

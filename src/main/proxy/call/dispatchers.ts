@@ -1,5 +1,6 @@
 import type { Dispatcher } from 'undici'
 import { type NetworkOptions, proxyRule, proxyTls, trustedCAs } from '../../http/network'
+import { failClosedConnect } from '../../http/proxy-connect'
 import { socksConnector } from '../../http/socks'
 import { agentClass, clientClass, poolClass, proxyAgent } from './undici'
 import type { Upstream } from '../routes'
@@ -55,7 +56,8 @@ export function createUpstreamDispatchers(o: DispatcherOptions): UpstreamDispatc
     if (!agent) {
       // The proxy's answer to CONNECT is part of opening the connection: held to the connect timeout
       // (undici's own wait for it is its 300 s headers timeout, far past what the call allows for that).
-      const clientFactory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...opts, headersTimeout: o.connect_timeout_ms })
+      // A proxy that closes the connection instead of answering fails the call at once (../../http/proxy-connect.ts).
+      const clientFactory = (origin: URL | string, opts: object): Dispatcher => failClosedConnect(new (poolClass())(origin, { ...opts, headersTimeout: o.connect_timeout_ms }))
       // The pools to upstreams through a tunnel, and (for http upstreams, `proxyTunnel: false`) to
       // the proxy itself, which then answers for the upstream: the common options, not undici's defaults.
       const factory = (origin: URL | string, opts: object): Dispatcher => new (poolClass())(origin, { ...common, ...opts })

@@ -1,3 +1,5 @@
+import { PROXY_CLOSED } from '../../http/proxy-connect'
+
 /**
  * What a failure to reach an upstream means, in words a person can act on, with the fix: DNS,
  * TLS trust, HTTP/2-only servers, proxies. The code (ENOTFOUND, SELF_SIGNED_CERT_IN_CHAIN...)
@@ -82,6 +84,12 @@ export function describeNetworkError(err: Error, host: string, provider: string)
     return {
       code: 'MALFORMED_ANSWER',
       words: `answered with a response that is not valid HTTP/1.1 (${why})${smuggling}; the call may have been processed, and billed, there, and its usage is not known: a proxy or gateway between Burnrate and the provider may be breaking its answers`,
+    }
+  }
+  if (code === PROXY_CLOSED) {
+    return {
+      code,
+      words: `${err.message}, so the call did not reach it; check the proxy (upstream.proxy or HTTPS_PROXY / HTTP_PROXY) and that it allows ${host}, or list the host in upstream.no_proxy / NO_PROXY`,
     }
   }
   if (code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE') {
