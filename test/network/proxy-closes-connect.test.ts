@@ -17,7 +17,7 @@ import { startLoggedServer } from './support'
  * says the proxy closed the connection, recorded once, after one CONNECT or so.
  */
 
-type Mode = 'close' | 'partial'
+type Mode = 'close' | 'partial' | 'garbage'
 
 async function closingProxy(mode: Mode): Promise<{ url: string; connects: () => number; close(): Promise<void> }> {
   let connects = 0
@@ -28,7 +28,8 @@ async function closingProxy(mode: Mode): Promise<{ url: string; connects: () => 
     sockets.add(socket)
     socket.on('error', () => {})
     if (mode === 'close') socket.destroy()
-    else socket.end('HTTP/1.1 200 Conn')
+    else if (mode === 'partial') socket.end('HTTP/1.1 200 Conn')
+    else socket.end('HELLO THERE\r\n\r\n')
   })
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
   return {
@@ -71,6 +72,28 @@ describe('a proxy that closes the connection instead of answering CONNECT', () =
       expect(proxy.connects()).toBeLessThanOrEqual(3)
     }, 40_000)
   }
+
+  it('a proxy that answers CONNECT with what is not HTTP: the 502 blames the proxy, not the provider (nothing reached it, nothing was billed)', async () => {
+    const proxy = await closingProxy('garbage')
+    closers.push(proxy.close)
+    const s = await startLoggedServer({
+      upstream: { proxy: proxy.url, connect_timeout_ms: 5000, first_byte_timeout_ms: 20_000 },
+      providers: { openai: { base_url: 'https://api.openai.example/v1' } },
+    })
+    closers.push(s.stop)
+    const res = await postJson(`${s.url}/v1/chat/completions`, { model: 'gpt-4o-mini', messages: [{ role: 'user', content: 'hi' }] })
+    expect(res.status).toBe(502)
+    expect(res.json().error.type).toBe('upstream_unreachable')
+    // It said the provider answered so, and that the call may have been billed there.
+    expect(res.json().error.message).toMatch(/^Could not reach openai at api\.openai\.example: the proxy answered its CONNECT request with what is not HTTP\/1\.1/)
+    expect(res.json().error.message).not.toMatch(/billed/)
+    const rows = await eventually(() => {
+      const r = ledgerRows(s.dbFile)
+      return r.length > 0 ? r : undefined
+    })
+    expect(rows).toHaveLength(1)
+    expect(rows?.[0]).toMatchObject({ status: 502, error: 'upstream_unreachable: PROXY_MALFORMED', cost_usd: 0 })
+  }, 40_000)
 
   it("Burnrate's own calls out through it fail at once with the same words", async () => {
     const proxy = await closingProxy('close')

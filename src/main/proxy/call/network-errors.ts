@@ -1,4 +1,4 @@
-import { PROXY_CLOSED } from '../../http/proxy-connect'
+import { PROXY_CLOSED, PROXY_MALFORMED } from '../../http/proxy-connect'
 
 /**
  * What a failure to reach an upstream means, in words a person can act on, with the fix: DNS,
@@ -86,7 +86,7 @@ export function describeNetworkError(err: Error, host: string, provider: string)
       words: `answered with a response that is not valid HTTP/1.1 (${why})${smuggling}; the call may have been processed, and billed, there, and its usage is not known: a proxy or gateway between Burnrate and the provider may be breaking its answers`,
     }
   }
-  if (code === PROXY_CLOSED) {
+  if (code === PROXY_CLOSED || code === PROXY_MALFORMED) {
     return {
       code,
       words: `${err.message}, so the call did not reach it; check the proxy (upstream.proxy or HTTPS_PROXY / HTTP_PROXY) and that it allows ${host}, or list the host in upstream.no_proxy / NO_PROXY`,
