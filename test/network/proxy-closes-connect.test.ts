@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { createEgress } from '../../src/main/http/egress'
 import { eventually, postJson } from '../support/http'
 import { ledgerRows } from '../support/ledger-rows'
+import { upgrade } from '../support/ws-upgrade'
 import { startLoggedServer } from './support'
 
 /**
@@ -108,5 +109,22 @@ describe('a proxy that closes the connection instead of answering CONNECT', () =
     expect(err?.code).toBe('PROXY_CLOSED')
     expect(err?.message).toMatch(/the proxy closed the connection without answering its CONNECT request/)
     expect(proxy.connects()).toBeLessThanOrEqual(3)
+  }, 40_000)
+})
+
+describe('a WebSocket upgrade through a proxy that answers CONNECT with what is not HTTP', () => {
+  it('is a 502 that blames the proxy, not the provider', async () => {
+    const proxy = await closingProxy('garbage')
+    closers.push(proxy.close)
+    const s = await startLoggedServer({
+      upstream: { proxy: proxy.url, connect_timeout_ms: 5000, first_byte_timeout_ms: 20_000 },
+      providers: { openai: { base_url: 'https://api.openai.example/v1' } },
+    })
+    closers.push(s.stop)
+    const r = await upgrade(s.url, 15_000)
+    expect(r.status).toBe(502)
+    expect(r.body.error.type).toBe('upstream_unreachable')
+    expect(r.body.error.message).toMatch(/^Could not reach openai at api\.openai\.example: the proxy answered its CONNECT request with what is not HTTP\/1\.1/)
+    expect(r.body.error.message).not.toMatch(/billed/)
   }, 40_000)
 })

@@ -3,6 +3,7 @@ import type { Agent, ClientRequest } from 'node:http'
 import { Agent as HttpsAgent } from 'node:https'
 import { HttpProxyAgent } from 'http-proxy-agent'
 import { HttpsProxyAgent } from 'https-proxy-agent'
+import { PROXY_MALFORMED } from './proxy-connect'
 import { socksConnection } from './socks'
 
 /**
@@ -71,6 +72,11 @@ class TimedProxyAgent extends HttpsProxyAgent<string> {
 
   override connect(req: ClientRequest, opts: Parameters<HttpsProxyAgent<string>['connect']>[1]): ReturnType<HttpsProxyAgent<string>['connect']> {
     const stop = new AbortController()
+    // What the proxy answered CONNECT with, when it is not an HTTP status line (see below).
+    let notHttp = false
+    req.once('proxyConnect', (c: { statusCode: number }) => {
+      notHttp = !Number.isInteger(c.statusCode) || c.statusCode < 100 || c.statusCode > 599
+    })
     const saved = this.connectOpts
     // The connection to the proxy is opened before connect() first waits: it takes the signal.
     this.connectOpts = { ...saved, signal: stop.signal }
@@ -86,6 +92,13 @@ class TimedProxyAgent extends HttpsProxyAgent<string> {
     return tunnel.then(
       (socket) => {
         clearTimeout(timer)
+        // A CONNECT answered with what is not HTTP: https-proxy-agent would hand the request that
+        // answer to parse, and the parser's error read as the upstream's answer (one that may have
+        // been billed there), for an upgrade that never left.
+        if (notHttp) {
+          socket.destroy()
+          throw Object.assign(new Error('the proxy answered its CONNECT request with what is not HTTP/1.1'), { code: PROXY_MALFORMED })
+        }
         // Not TLS: a plain tunnel, or the stand-in socket for a proxy's refusal (its status goes on to the request).
         if (!opts.secureEndpoint || !(socket as { encrypted?: boolean }).encrypted) return socket
         // The rest of the time for the TLS handshake inside the tunnel; the TLS socket closes the tunnel with it.
