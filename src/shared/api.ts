@@ -304,6 +304,8 @@ export interface TimeseriesPoint {
   requests: number
   input_tokens: number
   output_tokens: number
+  /** Of `requests`, the calls billed per token whose model has no known price: counted as $0 in `cost_usd`. */
+  unpriced_requests: number
 }
 
 export interface Timeseries {

@@ -51,7 +51,7 @@ describe('shapes', () => {
       for (let i = 1; i < ts.length; i++) expect(ts[i] - ts[i - 1]).toBe(body.bucket_seconds * 1000)
       for (const p of body.points) {
         expect(p.t).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
-        expect(Object.keys(p).sort()).toEqual(['cost_usd', 'input_tokens', 'output_tokens', 'requests', 't'])
+        expect(Object.keys(p).sort()).toEqual(['cost_usd', 'input_tokens', 'output_tokens', 'requests', 't', 'unpriced_requests'])
       }
       // The last bucket holds now.
       expect(Date.now() - ts[ts.length - 1]).toBeLessThan(body.bucket_seconds * 1000 + 5_000)

@@ -2,6 +2,7 @@ import type { Range, Timeseries, TimeseriesPoint } from '../../shared/api'
 import type { DashDeps } from './deps'
 import { FIVE_MIN, HOUR } from './rollup/schema'
 import { andTenant, MONEY, REQUESTS_ONLY, total } from './sql'
+import { unpricedByBucket } from './unpriced-counts'
 import { BUCKET_SECONDS, rangeWindow, splitWindow, type Window } from './window'
 
 interface Part {
@@ -23,7 +24,7 @@ export async function timeseries(d: DashDeps, range: Range, tenant: string | nul
   const last = Math.floor(now / size) * size
   const points: TimeseriesPoint[] = []
   for (let t = first; t <= last; t += size) {
-    points.push({ t: new Date(t).toISOString(), cost_usd: 0, requests: 0, input_tokens: 0, output_tokens: 0 })
+    points.push({ t: new Date(t).toISOString(), cost_usd: 0, requests: 0, input_tokens: 0, output_tokens: 0, unpriced_requests: 0 })
   }
   const addParts = (parts: Part[]) => {
     for (const p of parts) {
@@ -50,6 +51,12 @@ export async function timeseries(d: DashDeps, range: Range, tenant: string | nul
     const sql = `SELECT ts AS t, ${MONEY} AS cost_usd, 1 AS requests, input_tokens, output_tokens
       FROM calls WHERE ts >= @start AND ts < @end${REQUESTS_ONLY}${andTenant(tenant)}`
     addParts(await d.q.all<Part>(sql, args(r)))
+  }
+  // Calls of no known price, counted as $0 in cost_usd: read from the calls (./unpriced-counts.ts),
+  // by bucket of the same size; one stamped after now is the newest bucket's, as above.
+  for (const [t, n] of await unpricedByBucket(d.q, w, size, tenant)) {
+    const pt = points[Math.max(0, Math.min(Math.floor((t - first) / size), points.length - 1))]
+    if (pt) pt.unpriced_requests += n
   }
   return { range, bucket_seconds: size / 1000, points }
 }

@@ -52,6 +52,22 @@ export async function unpricedBy(
   return out
 }
 
+/**
+ * Unpriced calls in `w` per bucket of `size` ms (buckets start at multiples of `size` since the
+ * epoch, as ./timeseries.ts lays them out), keyed by the bucket's start (ms). The index holds `ts`,
+ * so no call's row is read: a count per bucket of the index's range.
+ */
+export async function unpricedByBucket(q: SqlReader, w: Window, size: number, tenant: string | null): Promise<Map<number, number>> {
+  if (!Number.isSafeInteger(size) || size <= 0) throw new Error(`bucket size ${size}`)
+  const rows = await q.all<{ b: number; n: number }>(
+    `SELECT ts / ${size} AS b, count(*) AS n ${from(q)}${andTenant(tenant)} GROUP BY ts / ${size}`,
+    { start: w.start, end: w.end, tenant },
+  )
+  const out = new Map<number, number>()
+  for (const r of rows) out.set(Number(r.b) * size, Number(r.n))
+  return out
+}
+
 /** A session row's identity, as ./sessions.ts lists rows (one per tenant, agent and session). */
 export function sessionKey(r: { tenant: string; agent: string; session: string }): string {
   return r.tenant + '\0' + r.agent + '\0' + r.session

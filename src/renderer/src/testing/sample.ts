@@ -24,6 +24,7 @@ export const timeseries = (range = '24h'): Timeseries => ({
     requests: i,
     input_tokens: i * 100,
     output_tokens: i * 10,
+    unpriced_requests: 0,
   })),
 })
 
