@@ -238,6 +238,12 @@ export interface BudgetWindow {
   burn_rate_usd_per_hour: number
   /** Only for `period: 'session'`: the key's session of the last 24 hours that spent most under the rule (the one nearest the limit), or null when it had none. */
   session?: string | null
+  /**
+   * The key's calls the rule counts in this window (its scope; the session's, for a session) billed
+   * per token whose model has no known price: counted as $0, so `spent_usd`, `pct` and the forecast
+   * are then lower bounds (README: Unpriced calls in the spend figures).
+   */
+  unpriced_requests: number
 }
 
 export interface BudgetStatus {
@@ -251,7 +257,15 @@ export interface BudgetStatus {
 export interface BudgetsOverview {
   rules: BudgetStatus[]
   /** All spend (every key), with a forecast for today and this month; empty when filtered by tenant. */
-  overall: { period: 'daily' | 'monthly'; spent_usd: number; projected_usd: number; resets_at: string; burn_rate_usd_per_hour: number }[]
+  overall: {
+    period: 'daily' | 'monthly'
+    spent_usd: number
+    projected_usd: number
+    resets_at: string
+    burn_rate_usd_per_hour: number
+    /** Calls of the day (month) billed per token whose model has no known price, counted as $0: as the summary's `today_unpriced_requests` (`month_…`). */
+    unpriced_requests: number
+  }[]
 }
 
 export interface ApiKeyUsage {

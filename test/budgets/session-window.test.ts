@@ -50,7 +50,7 @@ describe('a rule with a session limit in /api/dashboard/budgets', () => {
     expect(unused.windows.map((w: any) => w.period)).toEqual(['daily', 'session'])
     expect(unused.windows[1]).toEqual({
       period: 'session', limit_usd: 3, spent_usd: 0, pct: 0, projected_usd: 0, exhausted_at: null, resets_at: null,
-      burn_rate_usd_per_hour: 0, session: null,
+      burn_rate_usd_per_hour: 0, session: null, unpriced_requests: 0,
     })
   })
 
@@ -63,7 +63,7 @@ describe('a rule with a session limit in /api/dashboard/budgets', () => {
     expect(entry.windows).toEqual([
       {
         period: 'session', limit_usd: LIMIT, spent_usd: NANO_COST * 2, pct: (NANO_COST * 2) / LIMIT, projected_usd: NANO_COST * 2,
-        exhausted_at: null, resets_at: null, burn_rate_usd_per_hour: 0, session: 'big',
+        exhausted_at: null, resets_at: null, burn_rate_usd_per_hour: 0, session: 'big', unpriced_requests: 0,
       },
     ])
     // The third call of "big" takes it past its limit; the fourth is refused for that session, another session goes on.

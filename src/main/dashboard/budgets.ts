@@ -10,7 +10,8 @@ import { keyHint } from '../../shared/key-hint'
 import type { SqlReader } from '../storage/sql'
 import { TIERS } from './rollup/schema'
 import { MONEY, total } from './sql'
-import { splitTiers, type Window } from './window'
+import type { UnpricedSpan } from './budget-unpriced'
+import { AFTER_ALL, splitTiers, type Window } from './window'
 
 const HOUR = 3600_000
 /** A rule's session window shows the key's sessions with a call this recently (the sessions panel's "last 24 h"). */
@@ -21,11 +22,11 @@ const SESSION_RECENT_MS = 24 * HOUR
  * limit (each session has its own), never reset (`resets_at: null`, as in a refusal) and not
  * forecast (its spend is its projection).
  */
-function sessionWindow(limit: number, meter: Meter, now: number): BudgetWindow {
+function sessionWindow(limit: number, meter: Meter, now: number, hash: string | null, spans?: UnpricedSpan[]): BudgetWindow {
   const s = meter.fullestSession(now - SESSION_RECENT_MS)
   const spent = s?.spent ?? 0
   const share = budgetShare(spent, limit)
-  return {
+  const out: BudgetWindow = {
     period: 'session',
     limit_usd: limit,
     spent_usd: spent,
@@ -35,14 +36,26 @@ function sessionWindow(limit: number, meter: Meter, now: number): BudgetWindow {
     resets_at: null,
     burn_rate_usd_per_hour: 0,
     session: s?.session ?? null,
+    unpriced_requests: 0,
   }
+  if (spans && hash !== null && s) spans.push({ kind: 'session', rule: meter.rule, hash, session: s.session, window: out })
+  return out
 }
 
-/** Every money limit of `rule` for one key: its calendar and rolling windows, then its session's. */
-function windowsOf(meter: Meter, now: number): BudgetWindow[] {
-  const out = meter.periods(now).map((p) => windowOf(p, now))
+/**
+ * Every money limit of `rule` for one key (`hash`; null for a rule no key has used yet): its
+ * calendar and rolling windows, then its session's; each window whose unpriced calls are to be
+ * counted (those of a key) is added to `spans` (./budget-unpriced.ts).
+ */
+function windowsOf(meter: Meter, now: number, hash: string | null, spans?: UnpricedSpan[]): BudgetWindow[] {
+  const out = meter.periods(now).map((p) => {
+    const w = windowOf(p, now)
+    // A calendar period up to its end (a call stamped ahead is its period's), a rolling window up to now and after.
+    if (spans && hash !== null) spans.push({ kind: 'rule', rule: meter.rule, hash, start: p.start, end: p.period === 'window' ? AFTER_ALL : (p.resetsAt ?? AFTER_ALL), window: w })
+    return w
+  })
   const limit = meter.rule.session_limit_usd
-  if (limit !== null) out.push(sessionWindow(limit, meter, now))
+  if (limit !== null) out.push(sessionWindow(limit, meter, now, hash, spans))
   return out
 }
 
@@ -58,6 +71,7 @@ function windowOf(p: PeriodState, now: number): BudgetWindow {
     exhausted_at: f.exhaustedAt === null ? null : new Date(f.exhaustedAt).toISOString(),
     resets_at: new Date(p.resetsAt ?? now).toISOString(),
     burn_rate_usd_per_hour: f.rate * HOUR,
+    unpriced_requests: 0,
   }
 }
 
@@ -87,7 +101,9 @@ export function answerMoment(engine: BudgetEngine, spend: SpendTracker, now: num
  * and this month (ingestedSpend) in that moment's day and month, which `overall` adds to the
  * in-memory spend (budgets are not run on those calls, so it has none of them).
  */
-export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenant: string | null, when: number, ingested?: Spend): BudgetsOverview {
+export function budgetsOverview(
+  engine: BudgetEngine, spend: SpendTracker, tenant: string | null, when: number, ingested?: Spend, spans?: UnpricedSpan[],
+): BudgetsOverview {
   const overrides = new Set(engine.rules.runtime.map((r) => r.api_key_pattern))
   const rules: BudgetStatus[] = []
   const status = engine.status()
@@ -102,11 +118,11 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     const shown = tenant === null ? keys : keys.filter((k) => (rule.tenant !== null ? matches(rule.tenant, tenant) : k.key.tenant === tenant))
     if (shown.length === 0) {
       // A rule no key has used yet: its windows, at $0.
-      rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: windowsOf(new Meter(rule, engine.clock), now) })
+      rules.push({ rule: json, api_key_hash: null, key_hint: null, windows: windowsOf(new Meter(rule, engine.clock), now, null) })
       continue
     }
     for (const { key, meter } of shown) {
-      rules.push({ rule: json, api_key_hash: key.hash, key_hint: key.hint, windows: windowsOf(meter, now) })
+      rules.push({ rule: json, api_key_hash: key.hash, key_hint: key.hint, windows: windowsOf(meter, now, key.hash, spans) })
     }
   }
   rules.sort(
@@ -130,7 +146,9 @@ export function budgetsOverview(engine: BudgetEngine, spend: SpendTracker, tenan
     const month = spend.clock.monthOf(at)
     for (const [period, spent, p] of [['daily', totals.day, day], ['monthly', totals.month, month]] as const) {
       const f = forecast({ period, limit: Infinity, spent, start: p.start, resetsAt: p.end }, at)
-      overall.push({ period, spent_usd: spent, projected_usd: f.projected, resets_at: new Date(p.end).toISOString(), burn_rate_usd_per_hour: f.rate * HOUR })
+      const o = { period, spent_usd: spent, projected_usd: f.projected, resets_at: new Date(p.end).toISOString(), burn_rate_usd_per_hour: f.rate * HOUR, unpriced_requests: 0 }
+      overall.push(o)
+      spans?.push({ kind: 'all', start: p.start, end: p.end, window: o })
     }
   }
   return { rules, overall }

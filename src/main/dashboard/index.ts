@@ -1,11 +1,12 @@
 import type { NextFunction, Request, Response } from 'express'
 import { alertsOf } from '../alerts'
 import { budgetsOf } from '../budgets'
-import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
+import { type BudgetsOverview, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
 import { answerMoment, budgetsOverview, ingestedSpend } from './budgets'
+import { countUnpriced, type UnpricedSpan } from './budget-unpriced'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
@@ -79,7 +80,13 @@ export const dashboard: Feature = (ctx) => {
     // `overall` is all spend, as the summary counts it: a team server's members' calls too.
     const spend = ctx.ledger.spend
     const engine = budgets.engine
-    if (tenant !== null) return budgetsOverview(engine, spend, tenant, now)
+    // Each window's calls of no known price (counted as $0 in its spend), read after the figures (./budget-unpriced.ts).
+    const spans: UnpricedSpan[] = []
+    const withUnpriced = async (o: BudgetsOverview) => {
+      await countUnpriced(d.q, spans)
+      return o
+    }
+    if (tenant !== null) return withUnpriced(budgetsOverview(engine, spend, tenant, now, undefined, spans))
     let at = now
     let ingested = await ingestedSpend(d.q, spend, at)
     // A call meanwhile rolled the totals or a meter into the next day, which the whole answer is
@@ -88,7 +95,7 @@ export const dashboard: Feature = (ctx) => {
       at = next
       ingested = await ingestedSpend(d.q, spend, at)
     }
-    return budgetsOverview(engine, spend, tenant, at, ingested)
+    return withUnpriced(budgetsOverview(engine, spend, tenant, at, ingested, spans))
   })
   // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
   // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on

@@ -23,6 +23,7 @@ const win = (period: BudgetWindow['period'], spent: number, limit: number): Budg
   exhausted_at: null,
   resets_at: '2026-11-22T00:00:00.000Z',
   burn_rate_usd_per_hour: 0,
+  unpriced_requests: 0,
 })
 /** A key under a rule, with the rule's own daily and monthly windows for it. */
 const status = (hint: string, today: number, month: number, r: BudgetRule = rule()): BudgetStatus => ({

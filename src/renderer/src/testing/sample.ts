@@ -95,14 +95,14 @@ export const budgets = (): BudgetsOverview => ({
       api_key_hash: 'a'.repeat(64),
       key_hint: 'sk-…0001',
       windows: [
-        { period: 'daily', limit_usd: 5, spent_usd: 4.5, pct: 0.9, projected_usd: 7.5, exhausted_at: '2026-11-21T20:00:00.000Z', resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.25 },
-        { period: 'window', limit_usd: 2, spent_usd: 0.5, pct: 0.25, projected_usd: 0.5, exhausted_at: null, resets_at: '2026-11-21T22:00:00.000Z', burn_rate_usd_per_hour: 0.1 },
+        { period: 'daily', limit_usd: 5, spent_usd: 4.5, pct: 0.9, projected_usd: 7.5, exhausted_at: '2026-11-21T20:00:00.000Z', resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.25, unpriced_requests: 0 },
+        { period: 'window', limit_usd: 2, spent_usd: 0.5, pct: 0.25, projected_usd: 0.5, exhausted_at: null, resets_at: '2026-11-21T22:00:00.000Z', burn_rate_usd_per_hour: 0.1, unpriced_requests: 0 },
       ],
     },
   ],
   overall: [
-    { period: 'daily', spent_usd: 6, projected_usd: 9, resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.3 },
-    { period: 'monthly', spent_usd: 80, projected_usd: 120, resets_at: '2026-12-01T00:00:00.000Z', burn_rate_usd_per_hour: 0.2 },
+    { period: 'daily', spent_usd: 6, projected_usd: 9, resets_at: '2026-11-22T00:00:00.000Z', burn_rate_usd_per_hour: 0.3, unpriced_requests: 0 },
+    { period: 'monthly', spent_usd: 80, projected_usd: 120, resets_at: '2026-12-01T00:00:00.000Z', burn_rate_usd_per_hour: 0.2, unpriced_requests: 0 },
   ],
 })
 

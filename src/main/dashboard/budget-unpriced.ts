@@ -1,0 +1,51 @@
+import type { Rule } from '../budgets/rules'
+import { scopeMatches } from '../budgets/scope'
+import type { SqlReader } from '../storage/sql'
+import { unpricedIn, unpricedScopes, unpricedSessionScopes } from './unpriced-counts'
+
+/**
+ * A figure of the budgets answer (./budgets.ts) whose unpriced calls are counted: a rule's window
+ * for one key (the calls the rule counts in it: that key's, in the rule's scope), a rule's session
+ * for one key, or the whole server's day or month (`overall`, every call, as the summary's).
+ */
+export type UnpricedSpan =
+  | { kind: 'rule'; rule: Rule; hash: string; start: number; end: number; window: { unpriced_requests: number } }
+  | { kind: 'session'; rule: Rule; hash: string; session: string; window: { unpriced_requests: number } }
+  | { kind: 'all'; start: number; end: number; window: { unpriced_requests: number } }
+
+/**
+ * Sets each span's `unpriced_requests`: how many calls its spend counted as $0 for want of a price
+ * (../dashboard/unpriced-counts.ts), so that a rule's spend and forecast holding them read as the
+ * lower bounds they are. The meters count money only (an unpriced call adds nothing to them), so
+ * the calls are read from the ledger: the windows' in one pass over the partial index of unpriced
+ * calls (their distinct windows: a day, a week, a month, rolling windows), the sessions' through
+ * the sessions' index, then matched to each rule's key and scope as the meters match a call.
+ */
+export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[]): Promise<void> {
+  const windows: { start: number; end: number }[] = []
+  const index = new Map<string, number>()
+  const at = (start: number, end: number): number => {
+    const k = `${start}:${end}`
+    let i = index.get(k)
+    if (i === undefined) {
+      i = windows.push({ start, end }) - 1
+      index.set(k, i)
+    }
+    return i
+  }
+  const rules = spans.flatMap((s) => (s.kind === 'rule' ? [{ s, i: at(s.start, s.end) }] : []))
+  const scopes = await unpricedScopes(q, windows)
+  for (const { s, i } of rules) {
+    let n = 0
+    for (const c of scopes) if (c.api_key_hash === s.hash && c.n[i] > 0 && scopeMatches(s.rule, c)) n += c.n[i]
+    s.window.unpriced_requests = n
+  }
+  const sessions = spans.flatMap((s) => (s.kind === 'session' ? [s] : []))
+  const inSessions = await unpricedSessionScopes(q, sessions.map((s) => s.session))
+  for (const s of sessions) {
+    let n = 0
+    for (const c of inSessions) if (c.session === s.session && c.api_key_hash === s.hash && scopeMatches(s.rule, c)) n += c.n
+    s.window.unpriced_requests = n
+  }
+  for (const s of spans) if (s.kind === 'all') s.window.unpriced_requests = await unpricedIn(q, s, null)
+}
