@@ -83,6 +83,15 @@ async function check(t: TestServer): Promise<void> {
   expect(counts(entry(body, 'sk-unp-a*', K1))).toEqual({ daily: 0 })
   expect(body.overall.map((o) => [o.period, o.unpriced_requests])).toEqual([['daily', 4 + today], ['monthly', 4 + month]])
 
+  // An answer reads the calls older than the last hour or so once while they are unchanged: another
+  // unpriced call among them (stamped 2.5 hours ago: an import, a member's late call) is counted at the next.
+  const later = now - 2.5 * HOUR
+  t.server.ledger.record(makeCall({ ts: later, api_key_hash: hashKey(K1), key_hint: 'sk-…0001', model: UNKNOWN, session: 's-u', tenant: 'acme', cost_usd: 0, priced: false }))
+  expect(await t.server.ledger.flushed()).toBe(true)
+  const day2 = today + (later >= startOfDay(now, 'UTC') ? 1 : 0)
+  const month2 = month + (later >= startOfMonth(now, 'UTC') ? 1 : 0)
+  expect(counts(entry(await get(), 'sk-unp-*', K1))).toEqual({ monthly: 3 + month2, daily: 3 + day2, window: 3, session: 5 })
+
   // A tenant's view: its keys' windows, each its own count.
   const globex = await get('?tenant=globex')
   expect(globex.rules.filter((e) => e.rule.api_key_pattern === 'sk-unp-*').map((e) => [e.api_key_hash, counts(e)])).toEqual([

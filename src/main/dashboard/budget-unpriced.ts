@@ -1,7 +1,9 @@
 import type { Rule } from '../budgets/rules'
 import { scopeMatches } from '../budgets/scope'
 import type { SqlReader } from '../storage/sql'
-import { unpricedIn, unpricedScopes, unpricedSessionScopes } from './unpriced-counts'
+import { unpricedIn } from './unpriced-counts'
+import { unpricedScopes, unpricedScopesNow, unpricedSessionScopes } from './unpriced-scopes'
+import { AFTER_ALL } from './window'
 
 /**
  * A figure of the budgets answer (./budgets.ts) whose unpriced calls are counted: a rule's window
@@ -17,11 +19,27 @@ export type UnpricedSpan =
  * Sets each span's `unpriced_requests`: how many calls its spend counted as $0 for want of a price
  * (../dashboard/unpriced-counts.ts), so that a rule's spend and forecast holding them read as the
  * lower bounds they are. The meters count money only (an unpriced call adds nothing to them), so
- * the calls are read from the ledger: the windows' in one pass over the partial index of unpriced
- * calls (their distinct windows: a day, a week, a month, rolling windows), the sessions' through
- * the sessions' index, then matched to each rule's key and scope as the meters match a call.
+ * the calls are read from the ledger: the windows' from the partial index of unpriced calls (one
+ * pass for the distinct calendar periods, a day, a week, a month; one for the rolling windows),
+ * the sessions' through the sessions' index, then matched to each rule's key and scope as the
+ * meters match a call.
  */
-export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[]): Promise<void> {
+export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[], now: number): Promise<void> {
+  // Calendar periods (fixed bounds) and rolling windows (moving with the clock) apart: the older
+  // calls of the first are read once while unchanged (./unpriced-scopes.ts), the second every time.
+  // The reads are independent: on PostgreSQL they run side by side.
+  await Promise.all([
+    rulesOf(q, spans, false, now),
+    rulesOf(q, spans, true, now),
+    sessionsOf(q, spans),
+    ...spans.map(async (s) => {
+      if (s.kind === 'all') s.window.unpriced_requests = await unpricedIn(q, s, null)
+    }),
+  ])
+}
+
+/** The rule windows of `spans` with fixed bounds (`rolling` false) or moving with the clock (true). */
+async function rulesOf(q: SqlReader, spans: readonly UnpricedSpan[], rolling: boolean, now: number): Promise<void> {
   const windows: { start: number; end: number }[] = []
   const index = new Map<string, number>()
   const at = (start: number, end: number): number => {
@@ -33,13 +51,18 @@ export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[]
     }
     return i
   }
-  const rules = spans.flatMap((s) => (s.kind === 'rule' ? [{ s, i: at(s.start, s.end) }] : []))
-  const scopes = await unpricedScopes(q, windows)
+  const rules = spans.flatMap((s) => (s.kind === 'rule' && (s.end === AFTER_ALL) === rolling ? [{ s, i: at(s.start, s.end) }] : []))
+  if (rules.length === 0) return
+  const scopes = rolling ? await unpricedScopesNow(q, windows) : await unpricedScopes(q, windows, now)
   for (const { s, i } of rules) {
     let n = 0
     for (const c of scopes) if (c.api_key_hash === s.hash && c.n[i] > 0 && scopeMatches(s.rule, c)) n += c.n[i]
     s.window.unpriced_requests = n
   }
+}
+
+/** The session windows of `spans`: every unpriced call of the session shown, in the rule's scope. */
+async function sessionsOf(q: SqlReader, spans: readonly UnpricedSpan[]): Promise<void> {
   const sessions = spans.flatMap((s) => (s.kind === 'session' ? [s] : []))
   const inSessions = await unpricedSessionScopes(q, sessions.map((s) => s.session))
   for (const s of sessions) {
@@ -47,5 +70,4 @@ export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[]
     for (const c of inSessions) if (c.session === s.session && c.api_key_hash === s.hash && scopeMatches(s.rule, c)) n += c.n
     s.window.unpriced_requests = n
   }
-  for (const s of spans) if (s.kind === 'all') s.window.unpriced_requests = await unpricedIn(q, s, null)
 }

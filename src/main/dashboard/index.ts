@@ -83,7 +83,7 @@ export const dashboard: Feature = (ctx) => {
     // Each window's calls of no known price (counted as $0 in its spend), read after the figures (./budget-unpriced.ts).
     const spans: UnpricedSpan[] = []
     const withUnpriced = async (o: BudgetsOverview) => {
-      await countUnpriced(d.q, spans)
+      await countUnpriced(d.q, spans, now)
       return o
     }
     if (tenant !== null) return withUnpriced(budgetsOverview(engine, spend, tenant, now, undefined, spans))

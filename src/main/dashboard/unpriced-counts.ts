@@ -1,5 +1,5 @@
 import type { SqlReader } from '../storage/sql'
-import { andMember, andTenant, countIf, indexedBy } from './sql'
+import { andMember, andTenant, indexedBy } from './sql'
 import type { Window } from './window'
 
 /**
@@ -8,7 +8,7 @@ import type { Window } from './window'
  * and requests (not superseded imports). The dashboard's spend figures count them as $0; their
  * number, beside a figure, says that it is a lower bound (README: Unpriced calls in the spend figures).
  */
-const UNPRICED = "priced = 0 AND billing <> 'subscription' AND superseded_by IS NULL"
+export const UNPRICED = "priced = 0 AND billing <> 'subscription' AND superseded_by IS NULL"
 
 /**
  * Those calls by time and tenant (migrations: SQLite 31, PostgreSQL 21): a window's are a range of
@@ -21,7 +21,7 @@ const UNPRICED = "priced = 0 AND billing <> 'subscription' AND superseded_by IS 
 export const UNPRICED_SPEND_INDEX = `CREATE INDEX IF NOT EXISTS calls_unpriced_spend ON calls (ts, tenant) WHERE ${UNPRICED}`
 
 /** The unpriced calls from `@start` on (to `@end` when `bounded`), by the index (which SQLite's planner is told). */
-function from(q: SqlReader, bounded = true): string {
+export function from(q: SqlReader, bounded = true): string {
   return `FROM calls${indexedBy(q, 'calls_unpriced_spend')} WHERE ${UNPRICED} AND ts >= @start${bounded ? ' AND ts < @end' : ''}`
 }
 
@@ -86,63 +86,4 @@ export async function unpricedSessions(q: SqlReader, start: number, tenant: stri
   const out = new Map<string, number>()
   for (const r of rows) out.set(sessionKey(r), Number(r.n))
   return out
-}
-
-/** The fields a budget rule's scope is matched against (../budgets/scope.ts), and the calls of them. */
-export interface ScopeCount {
-  api_key_hash: string
-  provider: string
-  model: string
-  requested: string | null
-  agent: string
-  tenant: string
-}
-
-/** What the budgets count: a call the proxy or an import stored here, not one a team server ingested from a member. */
-const OWN = ' AND origin_id IS NULL'
-const SCOPE = 'api_key_hash, provider, model, requested_model'
-const SCOPE_AS = 'api_key_hash, provider, model, requested_model AS requested, agent, tenant'
-
-/**
- * Unpriced calls of this server's own in each of `windows`, per key and scope (`n[i]`: those in
- * `windows[i]`): one pass over the index's range from the earliest start to the latest end.
- */
-export async function unpricedScopes(q: SqlReader, windows: readonly Window[]): Promise<(ScopeCount & { n: number[] })[]> {
-  if (windows.length === 0) return []
-  const params: Record<string, number> = {
-    start: Math.min(...windows.map((w) => w.start)),
-    end: Math.max(...windows.map((w) => w.end)),
-  }
-  const counts = windows.map((w, i) => {
-    params[`s${i}`] = w.start
-    params[`e${i}`] = w.end
-    return `${countIf(`ts >= @s${i} AND ts < @e${i}`)} AS n${i}`
-  })
-  const rows = await q.all<ScopeCount & Record<string, number>>(
-    `SELECT ${SCOPE_AS}, ${counts.join(', ')} ${from(q)}${OWN} GROUP BY ${SCOPE}, agent, tenant`,
-    params,
-  )
-  return rows.map((r) => ({
-    api_key_hash: r.api_key_hash, provider: r.provider, model: r.model, requested: r.requested, agent: r.agent, tenant: r.tenant,
-    n: windows.map((_, i) => Number(r[`n${i}`])),
-  }))
-}
-
-/**
- * Unpriced calls of this server's own in the named sessions, whenever they were made (a session's
- * spend under a budget rule is the whole session's), per key, scope and session: read through
- * the sessions' index (calls_session_ts), so only those sessions' calls.
- */
-export async function unpricedSessionScopes(q: SqlReader, sessions: readonly string[]): Promise<(ScopeCount & { session: string; n: number })[]> {
-  const named = [...new Set(sessions)].filter((s) => s !== '')
-  if (named.length === 0) return []
-  const params: Record<string, string> = {}
-  named.forEach((s, i) => (params[`k${i}`] = s))
-  const rows = await q.all<ScopeCount & { session: string; n: number }>(
-    `SELECT ${SCOPE_AS}, session, count(*) AS n FROM calls
-      WHERE session IN (${named.map((_, i) => `@k${i}`).join(', ')}) AND session <> '' AND ${UNPRICED}${OWN}
-      GROUP BY ${SCOPE}, agent, tenant, session`,
-    params,
-  )
-  return rows.map((r) => ({ ...r, n: Number(r.n) }))
 }
