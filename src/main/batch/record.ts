@@ -1,4 +1,5 @@
 import { type SpendCounter, spendMover } from '../budgets/state/pg/call-spend'
+import type { StoreStats } from '../import/importer'
 import type { LoggedCall } from '../import/types'
 import type { CallState } from '../proxy/call/state'
 import type { BatchResult } from '../providers/types'
@@ -44,19 +45,31 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       timer.unref()
       waits.add(stop)
     })
-  /** Stores the set's requests (the newest read's at each try), trying again while it may wait. */
+  /**
+   * Stores the set's requests (the newest read's at each try), SLICE at a time, the event loop
+   * turning between slices; a try again goes on from the slice that failed (the same file read
+   * again holds the same requests in the same order).
+   */
   const storeRetrying = async (set: HeldSet) => {
+    const total: StoreStats = { imported: 0, updated: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
+    let from = 0
     for (let i = 0; ; i++) {
       try {
-        return await store(ctx, set.calls, countSpend)
+        const storeSlice = await storer(ctx, countSpend)
+        for (; from < set.calls.length; from += SLICE) {
+          if (from > 0) await nextTurn()
+          addStats(total, await storeSlice(set.calls.slice(from, from + SLICE)))
+        }
+        return total
       } catch (err) {
-        if (closed || i >= RETRY_MS.length) throw err
+        const left = set.calls.length - from
+        if (closed || i >= RETRY_MS.length) throw new NotStored(left, (err as Error).message, { cause: err })
         if (i === 0) {
           const others = held.waiting
           if (!held.hold(set)) {
-            throw new OverBound(`${others} requests already wait for the database, the most ledger.max_pending (${ctx.config.ledger.max_pending}) allows`, { cause: err })
+            throw new NotStored(left, `${others} requests already wait for the database, the most ledger.max_pending (${ctx.config.ledger.max_pending}) allows`, { cause: err }, true)
           }
-          ctx.log.info(`batch results: ${set.calls.length} requests wait for the database (${(err as Error).message}); trying again`)
+          ctx.log.info(`batch results: ${left} requests wait for the database (${(err as Error).message}); trying again`)
         }
         await wait(RETRY_MS[i])
       }
@@ -102,10 +115,11 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       },
       (err: Error) => {
         held.release(set)
-        if (err instanceof OverBound) {
-          ctx.log.warn(`batch results: ${set.calls.length} requests are not kept to be tried again: ${err.message}; they are recorded when the results file is read again`)
+        const left = err instanceof NotStored ? err.left : set.calls.length
+        if (err instanceof NotStored && err.overBound) {
+          ctx.log.warn(`batch results: ${left} requests are not kept to be tried again: ${err.message}; they are recorded when the results file is read again`)
         } else {
-          ctx.log.warn(`batch results: ${set.calls.length} requests could not be recorded (${err.message}); they are recorded when the results file is read again`)
+          ctx.log.warn(`batch results: ${left} requests could not be recorded (${err.message}); they are recorded when the results file is read again`)
         }
       },
     )
@@ -114,20 +128,49 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
   }
 }
 
-/** The error of a set let go because the requests waiting are at their bound. */
-class OverBound extends Error {}
+/** The error of a set whose last `left` requests were not stored: the database failed past the tries, or (`overBound`) the requests waiting are at their bound. */
+class NotStored extends Error {
+  constructor(
+    readonly left: number,
+    message: string,
+    options: ErrorOptions,
+    readonly overBound = false,
+  ) {
+    super(message, options)
+  }
+}
 
 /** The waits before trying again a write that failed (about twenty minutes in all). */
 const RETRY_MS = [100, 500, 2_000, 5_000, 15_000, 40_000, 60_000, 120_000, 300_000, 600_000]
 
-async function store(ctx: ServerContext, calls: LoggedCall[], countSpend: SpendCounter | undefined) {
+/**
+ * Requests stored per transaction. Storing one prices it, writes it with its rollups and counts
+ * it in the spend and budget meters, synchronously on SQLite: a results file's 50,000 requests
+ * (OpenAI's most in a batch; Anthropic allows 100,000) in one transaction held the event loop, and
+ * with it every proxied call, for seconds (3.2 s on a test machine); a slice holds it for a tenth
+ * of that at most (test/providers/batch-turns.test.ts).
+ */
+const SLICE = 1000
+
+/** The next turn of the event loop (after the I/O that came meanwhile). */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+function addStats(total: StoreStats, s: StoreStats): void {
+  total.imported += s.imported
+  total.updated += s.updated
+  total.superseded += s.superseded
+  total.matched += s.matched
+  total.duplicates += s.duplicates
+  total.expired += s.expired
+  total.cost_usd += s.cost_usd
+}
+
+/** What stores a slice of requests, once the database can take them. */
+async function storer(ctx: ServerContext, countSpend: SpendCounter | undefined): Promise<(calls: LoggedCall[]) => Promise<StoreStats>> {
   const { countStored, storeCalls } = await import('../import/importer')
   const target = ctx.store.dialect === 'postgres' && countSpend ? { store: ctx.store, countSpend, moveSpend: spendMover(ctx.config) } : {}
   // PostgreSQL: the shared ledger is ready (its schema made, on a first start) once the ledger has written what it holds.
   if (target.store && !(await ctx.ledger.flushed())) throw new Error('the database cannot be written')
-  return storeCalls(ctx.db, calls, {
-    ...target,
-    pricer: ctx.pricer,
-    onCall: countStored(ctx.ledger, () => ctx.budgets),
-  })
+  const onCall = countStored(ctx.ledger, () => ctx.budgets)
+  return (calls) => storeCalls(ctx.db, calls, { ...target, pricer: ctx.pricer, onCall })
 }
