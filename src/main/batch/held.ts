@@ -11,7 +11,8 @@ export interface HeldSet {
 }
 
 /**
- * The Batch API requests the recorder holds in memory (./record.ts), one set per results file:
+ * The Batch API requests the recorder holds in memory (./record.ts), one set per 1,000 requests
+ * of a results file (handed on as its lines pass) or per batch answer read whole:
  * the same file read again while its requests wait for the database replaces them rather than
  * adding a copy, and the requests waiting in all are at most `max` (ledger.max_pending), so a
  * database away for its twenty minutes cannot grow memory without bound.

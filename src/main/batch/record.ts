@@ -19,13 +19,26 @@ import { type HeldSet, HeldRequests } from './held'
  * server's connection waits: the ledger's write thread, `burnrate import`; PostgreSQL away) is
  * tried again for about twenty minutes (RETRY_MS), as the ledger retries its own calls; past that
  * (or at shutdown) it is logged, and the requests are recorded when the file is read again.
- * While they wait, a read of the same file replaces them (one copy per file, the newest read's),
+ * A results file read line by line hands its requests on 1,000 at a time as the lines pass
+ * (../providers/batch-results.ts), so they are stored while it streams and never held whole.
+ * While they wait, a read of the same file replaces them (one copy per set, the newest read's),
  * and at most ledger.max_pending requests wait in all: a file over that is let go at once, with a
  * line saying so (./held.ts).
  */
 export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | undefined): (s: CallState, results: BatchResult[]) => void {
   const pending = new Set<Promise<void>>()
   const held = new HeldRequests(ctx.config.ledger.max_pending)
+  /**
+   * Slices are stored one after the other, each in a turn of the event loop of its own, whatever
+   * the sets being stored (a file's lines hand one on every 1,000 requests): never two
+   * transactions of them at once (PostgreSQL), nor two slices in one turn.
+   */
+  let lane: Promise<unknown> = Promise.resolve()
+  const inTurn = <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = lane.then(nextTurn).then(fn)
+    lane = run.catch(() => {})
+    return run
+  }
   /** The waits before another try: cut short at close (the last error is logged). */
   const waits = new Set<() => void>()
   let closed = false
@@ -46,9 +59,9 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       waits.add(stop)
     })
   /**
-   * Stores the set's requests (the newest read's at each try), SLICE at a time, the event loop
-   * turning between slices; a try again goes on from the slice that failed (the same file read
-   * again holds the same requests in the same order).
+   * Stores the set's requests (the newest read's at each try), SLICE at a time, each slice in a
+   * turn of the event loop of its own; a try again goes on from the slice that failed (the same
+   * file read again holds the same requests in the same order).
    */
   const storeRetrying = async (set: HeldSet) => {
     const total: StoreStats = { imported: 0, updated: 0, superseded: 0, matched: 0, duplicates: 0, expired: 0, cost_usd: 0 }
@@ -57,8 +70,8 @@ export function batchRecorder(ctx: ServerContext, countSpend: SpendCounter | und
       try {
         const storeSlice = await storer(ctx, countSpend)
         for (; from < set.calls.length; from += SLICE) {
-          if (from > 0) await nextTurn()
-          addStats(total, await storeSlice(set.calls.slice(from, from + SLICE)))
+          const slice = set.calls.slice(from, from + SLICE)
+          addStats(total, await inTurn(() => storeSlice(slice)))
         }
         return total
       } catch (err) {

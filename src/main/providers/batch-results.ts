@@ -9,6 +9,9 @@ export function isBatchResult(endpoint: string | undefined): boolean {
   return endpoint !== undefined && endpoint.startsWith(BATCH_PREFIX)
 }
 
+/** Requests handed on at once from a results file read line by line (`Meter.onBatchResults`). */
+export const RESULTS_PER_SET = 1000
+
 /** The ledger endpoints of Batch API requests, as a SQL `LIKE` pattern (isBatchResult in a query). */
 export const BATCH_RESULT_LIKE = `${BATCH_PREFIX}%`
 
@@ -18,7 +21,8 @@ export const BATCH_RESULT_LIKE = `${BATCH_PREFIX}%`
  * carries, metered by the provider's own meter, is kept as a `BatchResult` at batch rates.
  */
 export abstract class BatchResultsMeter implements Meter {
-  private readonly results: BatchResult[] = []
+  private results: BatchResult[] = []
+  onBatchResults?: (results: BatchResult[]) => void
 
   constructor(protected readonly now: () => number = Date.now) {}
 
@@ -47,6 +51,13 @@ export abstract class BatchResultsMeter implements Meter {
     got.usage.batch = true
     const now = this.now()
     this.results.push({ key, ts: ts > now ? now : ts, model: got.model || model, endpoint: BATCH_PREFIX + endpoint, usage: got.usage, responseId: got.responseId ?? '' })
+    // Handed on a set at a time as the lines pass: a file of millions of requests (a Gemini
+    // batch's, up to 2 GB) is never held whole.
+    if (this.onBatchResults && this.results.length >= RESULTS_PER_SET) {
+      const set = this.results
+      this.results = []
+      this.onBatchResults(set)
+    }
   }
 
   result(): MeterResult {

@@ -217,6 +217,11 @@ export interface Meter {
   lineObject?(line: Record<string, unknown>): void
   /** What `json` reads of a body too large to hold whole (past 64 MB): its picked values, in its shape, go to `json`. */
   readonly largeJsonPaths?: readonly string[]
+  /**
+   * A Batch API's results file read line by line: where its requests go as the lines pass, a set
+   * at a time (../batch/record.ts), rather than all of them in `result()` once it has been read.
+   */
+  onBatchResults?: (results: BatchResult[]) => void
   result(): MeterResult
 }
 

@@ -49,6 +49,7 @@ export function createCallLifecycle(opts: LifecycleOptions): CallLifecycle {
     leave,
     begin(s) {
       active++
+      s.recordBatch = opts.recordBatch
       return s
     },
     admit(s) {

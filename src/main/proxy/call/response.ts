@@ -22,6 +22,9 @@ export function attachMeter(s: CallState, uheaders: IncomingHttpHeaders, meter: 
   if (meter.headers) meter.headers(uheaders)
   let sink: ((b: Buffer) => void) | null = null
   if (s.ctx.shape.lines && meter.line) {
+    // A results file's requests are recorded a set at a time as its lines pass (the rest when it ends: ./recording.ts).
+    const recordBatch = s.recordBatch
+    if (recordBatch) meter.onBatchResults = (results) => recordBatch(s, results)
     const long = meter.longLinePaths && meter.lineObject ? { paths: meter.longLinePaths, onObject: (o: Record<string, unknown>) => meter.lineObject!(o) } : undefined
     const lines = new JsonLines((text) => meter.line!(text), undefined, long)
     s.lines = lines

@@ -3,7 +3,7 @@ import type { BodyTap, JsonCollector } from '../../metering/body-tap'
 import type { JsonLines } from '../../metering/json-lines'
 import type { EventStreamReader } from '../../metering/event-stream'
 import type { SseParser } from '../../metering/sse'
-import type { Meter, RequestInfo } from '../../providers/types'
+import type { BatchResult, Meter, RequestInfo } from '../../providers/types'
 import type { Admission, CallContext } from '../gate'
 import type { Deadline } from './deadlines'
 import type { Route } from '../routes'
@@ -36,6 +36,8 @@ export interface CallState {
   json?: JsonCollector
   /** A JSON Lines answer's splitter (CallShape.lines). */
   lines?: JsonLines
+  /** Records the requests a Batch API's results file held (../../batch/record.ts), when the server records them. */
+  recordBatch?: (s: CallState, results: BatchResult[]) => void
   /** Meters the response chunks written but not yet metered (response.ts); the recorder calls it first. */
   drainTap?: () => void
   done: boolean
@@ -78,6 +80,7 @@ function callState<R extends ServerResponse | undefined>(route: Route, ctx: Call
     sse: undefined as SseParser | EventStreamReader | undefined,
     json: undefined as JsonCollector | undefined,
     lines: undefined as JsonLines | undefined,
+    recordBatch: undefined as ((s: CallState, results: BatchResult[]) => void) | undefined,
     drainTap: undefined as (() => void) | undefined,
     done: false,
     timers: [] as Deadline[],
