@@ -2,6 +2,7 @@ import { AsyncResource } from 'node:async_hooks'
 import { randomUUID } from 'node:crypto'
 import { type OutboundAlert, slackBody } from './payload'
 import type { Egress } from '../http/egress'
+import { basicAuthRequest } from '../http/basic-auth'
 import { request } from '../http/request'
 import { retryAfter } from '../http/retry-after'
 import { MAX_TIMER_MS } from '../config/schema'
@@ -40,6 +41,9 @@ export interface WebhookOptions {
   /** How to reach the webhooks (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
   egress?: Egress
 }
+
+/** Where a webhook's POST goes: its URL without a user name and password, which go as a header. */
+type Address = ReturnType<typeof basicAuthRequest>
 
 /** Deliveries kept for the log (the most recent). */
 export const LOG_SIZE = 200
@@ -114,7 +118,9 @@ export class WebhookSender {
       this.log.push(d)
       if (this.log.length > LOG_SIZE) this.log.splice(0, this.log.length - LOG_SIZE)
       const body = JSON.stringify(t.format === 'slack' ? slackBody(payload) : payload)
-      first.push(this.outside.runInAsyncScope(() => this.attempt(t.url, body, d)))
+      // A user name and password in the URL go as basic auth (undici would drop them: 401 at every attempt).
+      const to = basicAuthRequest(t.url)
+      first.push(this.outside.runInAsyncScope(() => this.attempt(to, body, d)))
       return d
     })
     return { deliveries, firstAttempts: Promise.allSettled(first) }
@@ -125,21 +131,21 @@ export class WebhookSender {
     return [...this.log].reverse()
   }
 
-  private attempt(url: string, body: string, d: Delivery): Promise<void> {
-    const p = this.post(url, body, d).finally(() => this.running.delete(p))
+  private attempt(to: Address, body: string, d: Delivery): Promise<void> {
+    const p = this.post(to, body, d).finally(() => this.running.delete(p))
     this.running.set(p, d)
     return p
   }
 
-  private async post(url: string, body: string, d: Delivery): Promise<void> {
+  private async post(to: Address, body: string, d: Delivery): Promise<void> {
     d.attempts++
     let asked: number | null = null
     try {
-      const res = await request(url, {
+      const res = await request(to.url, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts' },
+        headers: { 'content-type': 'application/json', 'user-agent': 'burnrate-alerts', ...to.headers },
         body,
-        dispatcher: this.opts.egress?.for(url),
+        dispatcher: this.opts.egress?.for(to.url),
         headersTimeout: this.opts.timeoutMs,
         bodyTimeout: this.opts.timeoutMs,
         signal: AbortSignal.any([AbortSignal.timeout(this.opts.timeoutMs), this.cut.signal]),
@@ -165,16 +171,16 @@ export class WebhookSender {
     // webhook's Retry-After when it asks for longer, up to MAX_RETRY_AFTER_MS.
     const backoff = Math.min(MAX_TIMER_MS, this.opts.backoffMs * 2 ** (d.attempts - 1))
     const wait = Math.max(backoff, Math.min(asked ?? 0, this.opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS))
-    this.retryAt(Date.now() + wait, url, body, d)
+    this.retryAt(Date.now() + wait, to, body, d)
   }
 
   /** Tries `d` again at `due`, not before (a timer may fire a little early, and the webhook would refuse it again). */
-  private retryAt(due: number, url: string, body: string, d: Delivery): void {
+  private retryAt(due: number, to: Address, body: string, d: Delivery): void {
     const timer = setTimeout(() => {
       this.timers.delete(timer)
       if (this.closed) return
-      if (Date.now() < due) this.retryAt(due, url, body, d)
-      else void this.attempt(url, body, d)
+      if (Date.now() < due) this.retryAt(due, to, body, d)
+      else void this.attempt(to, body, d)
     }, Math.max(1, due - Date.now()))
     timer.unref?.()
     this.timers.set(timer, d)

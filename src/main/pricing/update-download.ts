@@ -1,6 +1,6 @@
 import type { Egress } from '../http/egress'
 import { request } from '../http/request'
-import { mirrorRequest } from './mirror-url'
+import { basicAuthRequest } from '../http/basic-auth'
 
 /** Largest price document accepted (the published one is about 1 MB). */
 const MAX_BYTES = 32 * 1024 * 1024
@@ -48,7 +48,7 @@ export type Downloaded = { notModified: true } | { notModified: false; text: str
  */
 export async function downloadPrices(o: DownloadOptions): Promise<Downloaded> {
   // A user name and password in the URL go as basic auth (never logged: see shownUrl).
-  const mirror = mirrorRequest(o.url)
+  const mirror = basicAuthRequest(o.url)
   // Asks the server for the data only when it is newer than the data in use.
   const t = o.inUse().since
   const since: Record<string, string> = t > 0 ? { 'if-modified-since': new Date(t).toUTCString() } : {}
