@@ -18,25 +18,48 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const existing = installed.get(ctx)
   if (existing) return existing
   const c = ctx.config.alerts
-  const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms, egress: ctx.egress })
+  // Alerts not delivered yet are kept in this instance's own file (./outbox.ts) from when each is
+  // made until it is delivered or fails its last attempt, so a shutdown or a process killed outright
+  // leaves them for the next start, and those the last one left are sent now: on PostgreSQL, those
+  // no claim stands for (a runaway agent's, this instance's own); a threshold's claim is let go instead.
+  const outbox = new AlertOutbox(ctx.db)
+  // The deliveries kept in the outbox, until each ends; the ids whose row could not be deleted then (tried again at close).
+  const made = new Map<Delivery, Unsent>()
+  const unforgotten = new Set<string>()
+  const forget = (ids: readonly string[]) => {
+    try {
+      outbox.forget(ids)
+      for (const id of ids) unforgotten.delete(id)
+    } catch {
+      for (const id of ids) unforgotten.add(id)
+    }
+  }
+  const onSettled = (d: Delivery) => {
+    if (made.delete(d)) forget([d.id])
+  }
+  const webhooks = new WebhookSender(c.webhooks, { retries: c.retries, backoffMs: c.backoff_ms, timeoutMs: c.timeout_ms, egress: ctx.egress, onSettled })
   const { engine, runaway } = budgetsOf(ctx)
   // PostgreSQL: every instance sees every crossing; the one that claims it sends it (./claims.ts).
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
-  // Alerts a shutdown leaves undelivered are kept for the next start in this instance's own file
-  // (./outbox.ts), and those the last one kept are sent now: on PostgreSQL, those no claim stands
-  // for (a runaway agent's, this instance's own); a threshold's claim is let go instead.
-  const outbox = new AlertOutbox(ctx.db)
-  const made = new WeakMap<Delivery, Unsent>()
   const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks) => {
     const sent = webhooks.send(payload, only)
-    if (!claims || payload.type !== 'budget.threshold') sent.forEach((d, i) => made.set(d, { id: d.id, target: only[i], payload }))
+    if (claims && payload.type === 'budget.threshold') return sent
+    // Written before any attempt can end (each is under way, its answer not read yet).
+    const kept = sent.map((d, i) => ({ id: d.id, target: only[i], payload }))
+    sent.forEach((d, i) => made.set(d, kept[i]))
+    try {
+      outbox.keep(kept)
+    } catch (err) {
+      // Kept at shutdown if still not delivered then.
+      ctx.log.warn(`alerts: could not keep an alert being sent for the next start yet: ${(err as Error).message}`)
+    }
     return sent
   }
   // Read with no webhook configured too: the rows (alert bodies) of webhooks since removed are cleared.
   try {
     for (const u of outbox.take(webhooks.webhooks)) post(u.payload, [u.target])
   } catch (err) {
-    ctx.log.warn(`alerts: could not read the alerts the last shutdown left undelivered: ${(err as Error).message}`)
+    ctx.log.warn(`alerts: could not read the alerts the last run left undelivered: ${(err as Error).message}`)
   }
   const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
@@ -69,8 +92,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
   ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
     const dropped = await webhooks.close()
+    // Those not sent stay for the next start; one cut without an answer goes (the webhook may have taken it).
+    const notSent = new Set(dropped)
     try {
       outbox.keep(dropped.flatMap((d) => made.get(d) ?? []))
+      outbox.forget([...unforgotten, ...[...made.keys()].filter((d) => !notSent.has(d)).map((d) => d.id)])
     } catch (err) {
       ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)
     }

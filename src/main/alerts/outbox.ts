@@ -29,12 +29,14 @@ function untilOf(payload: OutboundAlert, now: number): number {
 }
 
 /**
- * Webhook alerts a shutdown left undelivered (a retry still waiting, an attempt under way the
- * webhook then refused), kept in this instance's own SQLite file (`alert_outbox`, ledger migration
- * 29) and sent by its next start to the same webhook, if it is still configured and the alert's
- * window has not reset. Without it they were lost: a threshold was kept as announced, so the next
- * start never sent it. On PostgreSQL only the alerts no claim stands for (a runaway agent's) are
- * kept here; a threshold's claim is let go instead (./claims.ts).
+ * Webhook alerts not delivered yet, kept in this instance's own SQLite file (`alert_outbox`, ledger
+ * migration 29) from when each is made until it is delivered or has failed its last attempt, and
+ * sent by the next start to the same webhook, if it is still configured and the alert's window has
+ * not reset: those a shutdown left undelivered (a retry still waiting, an attempt under way the
+ * webhook then refused), and those of a process killed outright (a crash, SIGKILL, power lost).
+ * Without it they were lost: a threshold was kept as announced, so the next start never sent it.
+ * On PostgreSQL only the alerts no claim stands for (a runaway agent's) are kept here; a
+ * threshold's claim is let go instead (./claims.ts).
  */
 export class AlertOutbox {
   constructor(private readonly db: Database.Database) {}
@@ -44,6 +46,15 @@ export class AlertOutbox {
     const insert = this.db.prepare('INSERT OR REPLACE INTO alert_outbox (id, target, body, until) VALUES (@id, @target, @body, @until)')
     this.db.transaction(() => {
       for (const u of unsent) insert.run({ id: u.id, target: targetId(u.target), body: JSON.stringify(u.payload), until: untilOf(u.payload, now) })
+    })()
+  }
+
+  /** Deletes the alerts of `ids` (delivered, failed for good, or cut at shutdown: the webhook may have taken it). */
+  forget(ids: readonly string[]): void {
+    if (ids.length === 0) return
+    const del = this.db.prepare('DELETE FROM alert_outbox WHERE id = ?')
+    this.db.transaction(() => {
+      for (const id of ids) del.run(id)
     })()
   }
 

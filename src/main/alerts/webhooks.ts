@@ -40,6 +40,11 @@ export interface WebhookOptions {
   maxRetryAfterMs?: number
   /** How to reach the webhooks (behind a proxy: upstream.proxy, HTTPS_PROXY); unset: directly. */
   egress?: Egress
+  /**
+   * Called when a delivery ends for good while the sender runs: delivered, or failed at its last
+   * attempt. Not for one that close() ends (its return tells those not sent).
+   */
+  onSettled?: (d: Delivery) => void
 }
 
 /** Where a webhook's POST goes: its URL without a user name and password, which go as a header. */
@@ -161,10 +166,12 @@ export class WebhookSender {
     d.updated_at = new Date().toISOString()
     if (d.last_error === null) {
       d.status = 'delivered'
+      this.settled(d)
       return
     }
     if (this.closed || d.attempts > this.opts.retries) {
       d.status = 'failed'
+      if (!this.closed) this.settled(d)
       return
     }
     // Doubled each time, up to the longest a timer can wait (a longer one fires at once); the
@@ -172,6 +179,14 @@ export class WebhookSender {
     const backoff = Math.min(MAX_TIMER_MS, this.opts.backoffMs * 2 ** (d.attempts - 1))
     const wait = Math.max(backoff, Math.min(asked ?? 0, this.opts.maxRetryAfterMs ?? MAX_RETRY_AFTER_MS))
     this.retryAt(Date.now() + wait, to, body, d)
+  }
+
+  private settled(d: Delivery): void {
+    try {
+      this.opts.onSettled?.(d)
+    } catch {
+      // the listener's own failure: the delivery's outcome stands
+    }
   }
 
   /** Tries `d` again at `due`, not before (a timer may fire a little early, and the webhook would refuse it again). */
