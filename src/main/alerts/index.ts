@@ -20,8 +20,9 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const c = ctx.config.alerts
   // Alerts not delivered yet are kept in this instance's own file (./outbox.ts) from when each is
   // made until it is delivered or fails its last attempt, so a shutdown or a process killed outright
-  // leaves them for the next start, and those the last one left are sent now: on PostgreSQL, those
-  // no claim stands for (a runaway agent's, this instance's own); a threshold's claim is let go instead.
+  // leaves them for the next start, and those the last one left are sent now. On PostgreSQL a
+  // threshold's claim stands while it is kept (a kill keeps both: only this instance sends it); a
+  // shutdown lets the claim go instead, and the next instance to read the crossing back sends it.
   const outbox = new AlertOutbox(ctx.db)
   // The deliveries kept in the outbox, until each ends; the ids whose row could not be deleted then (tried again at close).
   const made = new Map<Delivery, Unsent>()
@@ -43,7 +44,6 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const claims = ctx.store.dialect === 'postgres' ? new AlertClaims(ctx.store) : null
   const post = (payload: OutboundAlert, only: readonly WebhookTarget[] = webhooks.webhooks) => {
     const sent = webhooks.send(payload, only)
-    if (claims && payload.type === 'budget.threshold') return sent
     // Written before any attempt can end (each is under way, its answer not read yet).
     const kept = sent.map((d, i) => ({ id: d.id, target: only[i], payload }))
     sent.forEach((d, i) => made.set(d, kept[i]))
@@ -92,10 +92,12 @@ export function alertsOf(ctx: ServerContext): Alerts {
   ctx.onClose(runaway.onEvent((e) => void post(runawayPayload(e, `alert_${randomUUID()}`))))
   ctx.onClose(async () => {
     const dropped = await webhooks.close()
-    // Those not sent stay for the next start; one cut without an answer goes (the webhook may have taken it).
-    const notSent = new Set(dropped)
+    // Those not sent stay for the next start, but those whose claim is let go below (another
+    // instance, or the next start, claims and sends them); one cut without an answer goes (the
+    // webhook may have taken it).
+    const notSent = new Set(dropped.filter((d) => !claimOf.has(d)))
     try {
-      outbox.keep(dropped.flatMap((d) => made.get(d) ?? []))
+      outbox.keep([...notSent].flatMap((d) => made.get(d) ?? []))
       outbox.forget([...unforgotten, ...[...made.keys()].filter((d) => !notSent.has(d)).map((d) => d.id)])
     } catch (err) {
       ctx.log.warn(`alerts: could not keep the alerts left undelivered for the next start: ${(err as Error).message}`)

@@ -35,8 +35,9 @@ function untilOf(payload: OutboundAlert, now: number): number {
  * not reset: those a shutdown left undelivered (a retry still waiting, an attempt under way the
  * webhook then refused), and those of a process killed outright (a crash, SIGKILL, power lost).
  * Without it they were lost: a threshold was kept as announced, so the next start never sent it.
- * On PostgreSQL only the alerts no claim stands for (a runaway agent's) are kept here; a
- * threshold's claim is let go instead (./claims.ts).
+ * On PostgreSQL a threshold's is kept here while its claim stands (./claims.ts): a shutdown lets
+ * the claim go and deletes it here, a process killed outright leaves both, so only this
+ * instance's next start sends it.
  */
 export class AlertOutbox {
   constructor(private readonly db: Database.Database) {}

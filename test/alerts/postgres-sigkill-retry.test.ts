@@ -1,0 +1,82 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { NANO_COST, NANO_FIXTURE } from '../budgets/support'
+import { type BuiltServer, startBuiltServer } from '../load/harness'
+import { fixture } from '../support/fixtures'
+import { eventually, postJson } from '../support/http'
+import { usePostgres } from '../support/pg-harness'
+
+/**
+ * On PostgreSQL, a threshold's webhook alert whose retry was waiting when the instance that
+ * claimed it was killed outright (a crash, SIGKILL, an OOM kill: no shutdown ran) was lost: its
+ * claim stood (the webhook may have had an attempt), so no instance sent it again, that one's next
+ * start included. Against the built server (out/main/cli.js).
+ */
+
+const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
+
+/** Down for its first POST (500), then takes them: every POST's body, and how many came. */
+async function downOnceReceiver() {
+  const got: any[] = []
+  let posts = 0
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    if (posts++ === 0) {
+      res.writeHead(500).end('down')
+      return
+    }
+    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(204).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+  return { url, got, posts: () => posts, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+const KEY = 'sk-kill-aaaaaaaaaaaa-0002'
+
+describe('a webhook retry waiting when the PostgreSQL instance that claimed it is killed', () => {
+  it('is sent by that instance started again, once', async () => {
+    const hook = await downOnceReceiver()
+    h.onTeardown(() => hook.close())
+    const url = h.database()
+    const store = h.store(url)
+    const config = {
+      timezone: 'UTC',
+      pricing: { auto_update: false },
+      storage: { url },
+      alerts: { webhooks: [{ url: `${hook.url}/hook`, format: 'json' }], backoff_ms: 60_000, retries: 3 },
+      budgets: { rules: [{ api_key_pattern: 'sk-kill-*', daily_limit_usd: NANO_COST * 2, action: 'warn', alert_at_pct: [0.5] }] },
+    }
+    const first = await startBuiltServer(config, h.upstream.url)
+    let again: BuiltServer | null = null
+    try {
+      const r = await postJson(
+        `${first.url}/v1/chat/completions`,
+        { model: 'gpt-5-nano', messages: [{ role: 'user', content: 'hi' }], max_completion_tokens: 100 },
+        { authorization: `Bearer ${KEY}` },
+      )
+      expect(r.status).toBe(200)
+      // Claimed and tried once (the webhook refused it; the retry waits a minute), the call stored: then killed.
+      await eventually(() => hook.posts() === 1, 20_000)
+      await eventually(async () => (await store.all('SELECT id FROM alert_claims')).length === 1 && (await store.all('SELECT 1 FROM calls')).length === 1, 20_000)
+      await first.kill('SIGKILL')
+      again = await startBuiltServer(config, h.upstream.url, first.dataDir)
+      await eventually(() => hook.got.length === 1, 20_000)
+      expect(hook.got[0]).toMatchObject({ type: 'budget.threshold', threshold_pct: 0.5, api_key_hash: hashKey(KEY) })
+      // Once: a clean stop and start after it sends it no more.
+      expect(await again.stop()).toBe(0)
+      again = await startBuiltServer(config, h.upstream.url, first.dataDir)
+      await new Promise((r) => setTimeout(r, 1000))
+      expect(hook.got).toHaveLength(1)
+    } finally {
+      if (again) {
+        await again.stop()
+        await again.dispose()
+      } else await first.dispose()
+    }
+  }, 90_000)
+})
