@@ -69,7 +69,7 @@ export const MAX_RETRY_AFTER_MS = 5 * 60_000
 
 /**
  * POSTs alerts to the configured webhooks with undici, off the hot path: each delivery is tried
- * at once, then retried after `backoffMs`, doubled each time, up to `retries` more times, when
+ * at once (once the first attempt of the alert before it to the same webhook has ended), then retried after `backoffMs`, doubled each time, up to `retries` more times, when
  * the attempt times out, fails on the network or gets a status other than 2xx; a 429 or 503's
  * Retry-After (seconds or an HTTP date) is waited for instead when it is longer, up to
  * MAX_RETRY_AFTER_MS. The last
@@ -81,6 +81,10 @@ export class WebhookSender {
   private readonly timers = new Map<ReturnType<typeof setTimeout>, Delivery>()
   /** Attempts under way, with their deliveries. */
   private readonly running = new Map<Promise<void>, Delivery>()
+  /** Deliveries waiting for the first attempt of the one before them to the same webhook to end. */
+  private readonly queued = new Set<Delivery>()
+  /** Per webhook URL: when the first attempt of the last delivery made for it has ended. */
+  private readonly lastFirst = new Map<string, Promise<void>>()
   private closed = false
   /** Aborted CLOSE_WAIT_MS into close(): cuts the attempts still under way. */
   private readonly cut = new AbortController()
@@ -125,7 +129,7 @@ export class WebhookSender {
       const body = JSON.stringify(t.format === 'slack' ? slackBody(payload) : payload)
       // A user name and password in the URL go as basic auth (undici would drop them: 401 at every attempt).
       const to = basicAuthRequest(t.url)
-      first.push(this.outside.runInAsyncScope(() => this.attempt(to, body, d)))
+      first.push(this.outside.runInAsyncScope(() => this.inTurn(t.url, d, () => this.attempt(to, body, d))))
       return d
     })
     return { deliveries, firstAttempts: Promise.allSettled(first) }
@@ -134,6 +138,34 @@ export class WebhookSender {
   /** The delivery log, newest first. */
   deliveries(): Delivery[] {
     return [...this.log].reverse()
+  }
+
+  /**
+   * Runs `first` (a delivery's first attempt) once the first attempt of the delivery made before it
+   * for the same webhook has ended: made at once (a call crossing 50% and its limit), each on its
+   * own connection, a slower first connection put "limit reached" before the 50% warning at the
+   * webhook. Retries are not held back, nor do they hold back later alerts.
+   */
+  private inTurn(url: string, d: Delivery, first: () => Promise<void>): Promise<void> {
+    const before = this.lastFirst.get(url)
+    if (!before) {
+      const p = first().finally(() => {
+        if (this.lastFirst.get(url) === p) this.lastFirst.delete(url)
+      })
+      this.lastFirst.set(url, p)
+      return p
+    }
+    this.queued.add(d)
+    const p: Promise<void> = before
+      .then(() => {
+        if (!this.queued.delete(d)) return undefined
+        return first()
+      })
+      .finally(() => {
+        if (this.lastFirst.get(url) === p) this.lastFirst.delete(url)
+      })
+    this.lastFirst.set(url, p)
+    return p
   }
 
   private attempt(to: Address, body: string, d: Delivery): Promise<void> {
@@ -209,7 +241,9 @@ export class WebhookSender {
    */
   async close(): Promise<Delivery[]> {
     this.closed = true
-    const dropped = [...this.timers.values()]
+    // Retries not yet due, and first attempts still waiting for their turn (never tried).
+    const dropped = [...this.timers.values(), ...this.queued]
+    this.queued.clear()
     for (const t of this.timers.keys()) clearTimeout(t)
     this.timers.clear()
     // Not to be tried again: logged failed, not left pending as if a retry were still to come.
