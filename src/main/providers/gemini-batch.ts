@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { count, emptyUsage, isObject } from '../metering/usage'
 import { GeminiMeter } from './gemini'
 import { BatchResultsMeter } from './batch-results'
@@ -91,10 +92,16 @@ export class GeminiBatchMeter extends BatchResultsMeter {
  * `{key?, response: <GenerateContentResponse>}` or `{key?, error}` per line, in the order of the
  * requests), each line with usage is a call of its own at batch rates, keyed by the file and the
  * line's `key` (else its place), so reading the file again records nothing more. Any other file
- * (an image, a video) has no such lines and yields nothing.
+ * (an image, a video) has no such lines and yields nothing. A part of the file from elsewhere than
+ * its start (a resumed download: `Range: bytes=N-`, answered 206 `Content-Range: bytes N-…`) does
+ * not tell its lines' places: its lines without a `key` are left to a read of the whole file
+ * (recorded by the places they seemed to have, the whole read took the file's first lines for
+ * them, recorded already, and never recorded those).
  */
 export class GeminiBatchFileMeter extends BatchResultsMeter {
   private index = -1
+  /** Whether the lines' places are the file's: false for an answer that starts past the file's first byte. */
+  private placed = true
 
   constructor(
     private readonly fileId: string,
@@ -106,6 +113,11 @@ export class GeminiBatchFileMeter extends BatchResultsMeter {
   /** What `lineObject` reads of a line too long to hold: never the answer's text. */
   readonly longLinePaths = ['$.key', ...RESPONSE_FIELDS.map((f) => `$.response.${f}`)]
 
+  headers(h: IncomingHttpHeaders): void {
+    const range = /^\s*bytes\s+(\d+)-/i.exec(String(h['content-range'] ?? ''))
+    if (range && Number(range[1]) > 0) this.placed = false
+  }
+
   line(text: string): void {
     const o = this.fileId ? this.parse(text, '"usageMetadata"') : undefined
     if (o) this.lineObject(o)
@@ -115,9 +127,11 @@ export class GeminiBatchFileMeter extends BatchResultsMeter {
   lineObject(o: Record<string, any>): void {
     this.index++
     if (!this.fileId || !isObject(o.response) || !isObject(o.response.usageMetadata)) return
+    const keyed = typeof o.key === 'string' && o.key !== ''
+    if (!keyed && !this.placed) return
     const m = new GeminiMeter()
     m.json(o.response)
-    const key = typeof o.key === 'string' && o.key ? `k:${o.key}` : `i:${this.index}`
+    const key = keyed ? `k:${o.key}` : `i:${this.index}`
     this.add(`gemini-batch-file:${this.fileId}:${key}`, this.now(), 'generateContent', m.result())
   }
 }
