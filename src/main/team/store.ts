@@ -7,6 +7,7 @@ import { type MovedCall, costChangeOf } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
 import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
+import { heldBatchTwins } from './batch-twins'
 import type { IngestRow } from './validate'
 
 const COLUMNS = [...CALL_COLUMNS, 'origin_id', 'revision'] as const
@@ -154,12 +155,14 @@ export async function storeIngested(store: SqlStore, rows: readonly IngestRow[],
     const out: Stored = { stored: [], clashes: [], revised: [] }
     const changes: CostChange[] = []
     const pruned = await prunedSince(tx, rows)
+    const twin = await heldBatchTwins(tx, rows)
     for (const row of rows) {
       const { origin_id, record } = row
       // A revision only replaces a call held here; one not held (pruned by retention, its cost
       // kept in the rollups) is not stored again, which would count it twice. So for a call sent
-      // again as first recorded (a new team.url starts from the member's first call).
-      if (row.revision === 0 && !pruned(row)) {
+      // again as first recorded (a new team.url starts from the member's first call), and for a
+      // Batch API request another member sent already (./batch-twins.ts).
+      if (row.revision === 0 && !pruned(row) && !twin(row)) {
         const params: Record<string, unknown> = { origin_id, revision: null }
         for (const c of CALL_COLUMNS) params[c] = record[c]
         if ((await tx.run(INSERT_INGESTED_SQL, params)) === 1) {
@@ -211,10 +214,12 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
   // A deadlock or serialization failure rolled the transaction back whole: it goes again.
   return retryOnConflict(() =>
     store.transaction(async (tx) => {
-      // Calls as first sent are inserted (not one retention pruned here, sent again); a revision
+      // Calls as first sent are inserted (not one retention pruned here, sent again, nor a batch
+      // request another member sent); a revision
       // only replaces a call held here (as storeIngested).
       const pruned = await prunedSince(tx, byId)
-      const fresh = byId.filter((r) => r.revision === 0 && !pruned(r))
+      const twin = await heldBatchTwins(tx, byId)
+      const fresh = byId.filter((r) => r.revision === 0 && !pruned(r) && !twin(r))
       const params: Record<string, unknown[]> = { origin_id: fresh.map((r) => r.origin_id), revision: fresh.map(() => null) }
       for (const c of CALL_COLUMNS) params[c] = new Array(fresh.length)
       const values: unknown[] = []
