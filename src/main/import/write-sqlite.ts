@@ -55,7 +55,10 @@ export function sqliteWriter(db: Database.Database) {
       }
       // Its proxied twin, up to MATCH_BEFORE_MS earlier (the proxy stamps a call when it arrives, the
       // agent logs it once answered), may be among the pruned calls: not imported, as older ones.
-      if (c.ts - MATCH_BEFORE_MS < pruned) {
+      // A Batch API request has no proxied twin, and its key, kept here for good, tells a read of
+      // the same results file again: one read first however late is recorded (on PostgreSQL
+      // another instance's keys are not here, so there it is not: ./write-postgres.ts).
+      if (!c.matchByIdOnly && c.ts - MATCH_BEFORE_MS < pruned) {
         stats.expired++
         continue
       }
