@@ -22,3 +22,18 @@ export function webhookAddress(url: string): string {
     return url
   }
 }
+
+/**
+ * A webhook's address without the user name and password it may carry (they go as a header): the
+ * same webhook after its password is changed in the config.
+ */
+export function webhookEndpoint(url: string): string {
+  try {
+    const u = new URL(url)
+    u.username = ''
+    u.password = ''
+    return u.href
+  } catch {
+    return url
+  }
+}
