@@ -43,4 +43,23 @@ describe('alerts kept for the next start', () => {
     expect(o.take([HOOK], T + 1).map((u) => u.payload.id)).toEqual(['alert_daily'])
     expect(o.take([HOOK], T + 2)).toEqual([])
   })
+
+  it('an alert kept again by each start that could not deliver it (the webhook down across restarts) goes stale as it would have once: from when it was made, not from each save', () => {
+    const o = outbox()
+    const runaway = { type: 'runaway.loop' as const, id: 'alert_runaway', created_at: new Date(T).toISOString(), action: 'warn' as const, session: 's1', agent: 'a', model: 'm', api_key_hash: '0'.repeat(64), key_hint: 'sk-…0001', repeats: 5, usd_last_minute: 0 }
+    const window = windowAlert()
+    o.keep([{ id: 'd1', target: HOOK, payload: runaway }, { id: 'd2', target: HOOK, payload: window }], T)
+    // Each start, 50 minutes after the last, takes them, fails to send them and keeps them again.
+    let at = T
+    for (let i = 0; i < 5; i++) {
+      at += 50 * 60_000
+      const taken = o.take([HOOK], at)
+      o.keep(taken.map((u, i) => ({ id: `again${at}-${i}`, target: u.target, payload: u.payload })), at)
+    }
+    // Made 4 hours 10 minutes ago: the runaway alert (an hour) is stale; the 5-hour window's is not yet.
+    expect(o.take([HOOK], at).map((u) => u.payload.id)).toEqual(['alert_window'])
+    o.keep([{ id: 'd3', target: HOOK, payload: window }], at)
+    // Made 6 hours ago: stale too.
+    expect(o.take([HOOK], T + 6 * 3600_000)).toEqual([])
+  })
 })

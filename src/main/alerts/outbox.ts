@@ -29,13 +29,17 @@ const legacyTargetId = (t: WebhookTarget) => hashed(t.format, t.url)
 /**
  * Until when an alert is worth sending: a calendar period's threshold until its period resets, a
  * rolling window's for a window's length (its `resets_at` is when the spend falls under the limit,
- * which for a lower threshold can be a minute away), another for an hour.
+ * which for a lower threshold can be a minute away), another for an hour; each from when it was
+ * made (`created_at`). Counted from each save, an alert kept again by every start that could not
+ * deliver it (the webhook down across restarts) lived an hour or a window longer at each one.
  */
 function untilOf(payload: OutboundAlert, now: number): number {
-  if (!('window' in payload)) return now + KEEP_OTHER_MS
-  if (payload.window.period === 'window' && payload.window.window_hours) return now + payload.window.window_hours * 3600_000
+  const made = Date.parse(payload.created_at)
+  const from = Number.isFinite(made) ? Math.min(made, now) : now
+  if (!('window' in payload)) return from + KEEP_OTHER_MS
+  if (payload.window.period === 'window' && payload.window.window_hours) return from + payload.window.window_hours * 3600_000
   const resets = payload.window.resets_at ? Date.parse(payload.window.resets_at) : NaN
-  return Number.isFinite(resets) ? resets : now + KEEP_OTHER_MS
+  return Number.isFinite(resets) ? resets : from + KEEP_OTHER_MS
 }
 
 /**
