@@ -11,6 +11,8 @@ const REARM_MINUTES = 10
 /** Claims older than this are deleted (the longest calendar period is a month). */
 const KEEP_DAYS = 45
 
+export type ClaimResult = 'won' | 'lost' | 'unasked'
+
 /** `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null: never. */
 const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
   ON CONFLICT (id) DO UPDATE SET claimed_at = now()
@@ -31,14 +33,19 @@ export class AlertClaims {
 
   constructor(private readonly store: SqlStore) {}
 
-  async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<boolean> {
+  /**
+   * `won`: this instance holds the claim (its row), and sends the alert; `lost`: another has sent
+   * it; `unasked`: the database could not be asked, and the alert is sent all the same, but the
+   * row, if any, is not this instance's to let go.
+   */
+  async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<ClaimResult> {
     try {
       await ensurePostgresSchema(this.store)
       const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm_s: rearmSeconds(e) })).length > 0
       this.cleanup()
-      return won
+      return won ? 'won' : 'lost'
     } catch {
-      return true
+      return 'unasked'
     }
   }
 
@@ -47,6 +54,8 @@ export class AlertClaims {
    * Retry-After, the backoff) or that were claimed as the sender closed. Kept, the crossing read
    * back at the next start counted as sent though no instance sent it; let go, that start claims
    * and sends it. No attempt of this instance follows, so the webhook does not get it twice from here.
+   * Only claims this instance won: one sent `unasked` may be another's row (it sent the alert),
+   * which let go was sent again by the next start to read the crossing back.
    */
   async release(ids: readonly string[]): Promise<void> {
     for (const id of ids) await this.store.run('DELETE FROM alert_claims WHERE id = @id', { id }).catch(() => {})

@@ -65,6 +65,9 @@ export function alertsOf(ctx: ServerContext): Alerts {
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
   const claimOf = new WeakMap<Delivery, string>()
+  // Sent with their claim not asked (the database failed): no claim of this instance to let go,
+  // nor kept for the next start, which reads the crossing back and claims it then.
+  const unasked = new WeakSet<Delivery>()
   const unsent: string[] = []
   const claiming = new Set<Promise<void>>()
   // Claimed at once, sent in the order they were announced: sent as each claim answered, a slower
@@ -74,12 +77,13 @@ export function alertsOf(ctx: ServerContext): Alerts {
     const asked = Promise.all(webhooks.webhooks.map((w) => c.claim(e, w)))
     const p: Promise<void> = previous
       .then(() => asked)
-      .then((won) => {
-        const mine = webhooks.webhooks.filter((_, i) => won[i])
+      .then((results) => {
+        const mine = webhooks.webhooks.filter((_, i) => results[i] !== 'lost')
+        const won = results.filter((r) => r !== 'lost').map((r) => r === 'won')
         if (mine.length === 0) return
         const sent = send(e, mine)
-        if (sent.length === 0) unsent.push(...mine.map((w) => claimId(e, w)))
-        sent.forEach((d, i) => claimOf.set(d, claimId(e, mine[i])))
+        if (sent.length === 0) unsent.push(...mine.filter((_, i) => won[i]).map((w) => claimId(e, w)))
+        sent.forEach((d, i) => (won[i] ? claimOf.set(d, claimId(e, mine[i])) : unasked.add(d)))
       })
       .finally(() => claiming.delete(p))
     previous = p.catch(() => {})
@@ -93,9 +97,10 @@ export function alertsOf(ctx: ServerContext): Alerts {
   ctx.onClose(async () => {
     const dropped = await webhooks.close()
     // Those not sent stay for the next start, but those whose claim is let go below (another
-    // instance, or the next start, claims and sends them); one cut without an answer goes (the
-    // webhook may have taken it).
-    const notSent = new Set(dropped.filter((d) => !claimOf.has(d)))
+    // instance, or the next start, claims and sends them) and those sent unasked (the next start
+    // to read the crossing back claims it, and sends it if no instance has); one cut without an
+    // answer goes (the webhook may have taken it).
+    const notSent = new Set(dropped.filter((d) => !claimOf.has(d) && !unasked.has(d)))
     try {
       outbox.keep([...notSent].flatMap((d) => made.get(d) ?? []))
       outbox.forget([...unforgotten, ...[...made.keys()].filter((d) => !notSent.has(d)).map((d) => d.id)])

@@ -1,0 +1,77 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { budgetsOf } from '../../src/main/budgets'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { getJson } from '../dashboard/seed'
+import { eventually } from '../support/http'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { claimCall } from './pg-claims'
+
+/**
+ * On PostgreSQL an instance whose claim of a crossing could not be asked (the query failed) sends
+ * the alert anyway (twice rather than never). Shut down with that alert's retry waiting, it "let
+ * its claim go": it deleted the claim row by its id, though that row was the one another
+ * instance had won and sent it by, so the next instance to read the crossing back claimed it anew
+ * and the webhook got it again. An instance lets go only the claims it won.
+ */
+
+const h = usePostgres()
+const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', daily_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
+
+/** Takes each POST while `up` (recording its body), answers 500 otherwise. */
+async function hook() {
+  const got: any[] = []
+  const state = { up: true, posts: 0 }
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    state.posts++
+    if (!state.up) return void res.writeHead(500).end()
+    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(204).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
+  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+const deliveries = async (url: string) => (await getJson(`${url}/api/dashboard/alerts`)).body.deliveries as any[]
+
+describe('a claim that could not be asked (PostgreSQL)', () => {
+  it("is not let go at shutdown: the claim another instance won stands, and no later start sends the alert again", async () => {
+    const wh = await hook()
+    h.onTeardown(() => wh.close())
+    const config = { budgets, alerts: { webhooks: [{ url: wh.url, format: 'json' }], backoff_ms: 60_000, retries: 3 } }
+    const url = h.database()
+    replayJson(h.upstream, NANO_FIXTURE)
+    const key = 'sk-claim-unasked-0001'
+    const sent = () => wh.got.filter((g) => g.api_key_hash === hashKey(key))
+    // A crosses 50%, claims it and delivers it.
+    const a = await pgBudgetServer(h, url, config)
+    for (let i = 0; i < 2; i++) expect((await claimCall(a, key)).status).toBe(200)
+    await eventually(() => sent().length === 1, 20_000)
+    await a.server.ledger.flushed()
+    expect(await a.store.all('SELECT id FROM alert_claims')).toHaveLength(1)
+    await a.stop()
+    // Claims cannot be made for a while (the query fails), and the webhook is down.
+    await a.store.run(`CREATE FUNCTION refuse_claims() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claims refused'; END $$`)
+    await a.store.run('CREATE TRIGGER refuse_claims BEFORE INSERT ON alert_claims FOR EACH ROW EXECUTE FUNCTION refuse_claims()')
+    wh.state.up = false
+    // B starts, reads the crossing back, cannot ask for its claim and sends it anyway: refused, its retry waits.
+    const b = await pgBudgetServer(h, url, config)
+    await eventually(async () => (await deliveries(b.url)).some((d) => d.type === 'budget.threshold' && d.last_status === 500), 20_000)
+    await b.stop()
+    await a.store.run('DROP TRIGGER refuse_claims ON alert_claims')
+    wh.state.up = true
+    // A's claim stands: C, started later with the same webhook, reads the crossing back as sent.
+    expect(await a.store.all('SELECT id FROM alert_claims')).toHaveLength(1)
+    const c = await pgBudgetServer(h, url, config)
+    await eventually(() => (budgetsOf(c.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+    expect((await claimCall(c, 'sk-claim-warm-0003')).status).toBe(200)
+    await eventually(async () => (await getJson(`${c.url}/api/dashboard/budgets`)).body.rules.some((r: any) => r.api_key_hash === hashKey('sk-claim-warm-0003')), 20_000)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(sent()).toHaveLength(1)
+  }, 120_000)
+})
