@@ -4,7 +4,7 @@ import type { ThresholdEvent } from '../budgets/announcer'
 import { AlertClaims, claimId } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { AlertOutbox, type Unsent } from './outbox'
-import { type OutboundAlert, runawayPayload, testPayload, thresholdPayload } from './payload'
+import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
 import { type Delivery, type WebhookTarget, WebhookSender } from './webhooks'
 
 export interface Alerts {
@@ -61,7 +61,7 @@ export function alertsOf(ctx: ServerContext): Alerts {
   } catch (err) {
     ctx.log.warn(`alerts: could not read the alerts the last run left undelivered: ${(err as Error).message}`)
   }
-  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, `alert_${randomUUID()}`, Date.now()), only)
+  const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, thresholdAlertId(e), Date.now()), only)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
   const claimOf = new WeakMap<Delivery, string>()

@@ -1,4 +1,6 @@
+import { createHash, randomUUID } from 'node:crypto'
 import type { ThresholdEvent } from '../budgets/announcer'
+import { crossingKey } from '../budgets/levels'
 import { forecast } from '../budgets/forecast'
 import { shownPattern } from '../budgets/pattern'
 import type { RunawayEvent } from '../budgets/runaway'
@@ -22,6 +24,20 @@ export interface AlertPayload {
 }
 
 const iso = (t: number | null) => (t === null ? null : new Date(t).toISOString())
+
+/**
+ * A threshold alert's `id`: a calendar period's the same for its crossing wherever and whenever it
+ * is made (shaped as a UUID, from the announcer's key for it: rule, key, period, limit, threshold),
+ * so a JSON receiver can tell the one sent again as the one it has. On PostgreSQL a claim let go at
+ * shutdown is sent by the next instance to read the crossing back, and the attempt before may have
+ * reached the webhook (answered too late); it went with a new id. A rolling window's, which
+ * crosses a threshold again as its spend falls and rises, has a new one each time.
+ */
+export function thresholdAlertId(e: ThresholdEvent): string {
+  if (e.state.period === 'window') return `alert_${randomUUID()}`
+  const h = createHash('sha256').update(`alert id\n${crossingKey(e.rule, e.key.hash, e.state, e.pct)}`).digest('hex')
+  return `alert_${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`
+}
 
 export function thresholdPayload(e: ThresholdEvent, id: string, now: number): AlertPayload {
   const p = e.state
