@@ -102,10 +102,45 @@ describe('a child session is its parent session', () => {
     expect(status).toBe(429)
   })
 
+  it("Claude Code: a teammate's token counting, which names only its own session, is its lead's session too", async () => {
+    const key = 'sk-ant-api03-other-0000000000000003'
+    const lead = '7c1d2e3f-4a5b-4c6d-8e7f-0a1b2c3d4e5f'
+    const mate = '9d8c7b6a-5f4e-4d3c-9b2a-1f0e9d8c7b6a'
+    expect((await recorded(t, () => claudeCode(key, mate, lead))).session).toBe(lead)
+    const counted = await recorded(t, () =>
+      request(`${t.url}/v1/messages/count_tokens?beta=true`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'user-agent': 'claude-cli/2.1.332 (external, cli)',
+          'x-app': 'cli',
+          'X-Claude-Code-Session-Id': mate,
+          'anthropic-version': '2023-06-01',
+          'x-api-key': key,
+        },
+        body: JSON.stringify({ model: 'claude-sonnet-4-5-20250929', messages: [{ role: 'user', content: 'hi' }] }),
+      }),
+    )
+    expect(counted).toMatchObject({ agent: 'claude-code', session: lead })
+  })
+
+  it("opencode: a sub-agent's sub-agent (x-parent-session-id names the middle one) is the root session's", async () => {
+    const key = 'sk-ant-api03-other-0000000000000004'
+    const root = 'ses_2b3c4d5e6f7aHiJkLmNoPqRsTu'
+    const middle = 'ses_3c4d5e6f7a8bIjKlMnOpQrStUv'
+    const leaf = 'ses_4d5e6f7a8b9cJkLmNoPqRsTuVw'
+    expect((await recorded(t, () => opencode(key, root))).session).toBe(root)
+    expect((await recorded(t, () => opencode(key, middle, root))).session).toBe(root)
+    expect((await recorded(t, () => opencode(key, leaf, middle))).session).toBe(root)
+  })
+
   it('a parent id that is not a session id (spaces, too long) is ignored: the call keeps its own session', async () => {
-    const a = await recorded(t, () => claudeCode('sk-ant-api03-other-0000000000000001', TEAMMATE, 'not a session'))
-    expect(a.session).toBe(TEAMMATE)
-    const b = await recorded(t, () => opencode('sk-ant-api03-other-0000000000000002', OC_CHILD, 'x'.repeat(201)))
-    expect(b.session).toBe(OC_CHILD)
+    // Sessions of their own: TEAMMATE and OC_CHILD are remembered as their parents' above.
+    const mate = '0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d'
+    const child = 'ses_5e6f7a8b9c0dKlMnOpQrStUvWx'
+    const a = await recorded(t, () => claudeCode('sk-ant-api03-other-0000000000000001', mate, 'not a session'))
+    expect(a.session).toBe(mate)
+    const b = await recorded(t, () => opencode('sk-ant-api03-other-0000000000000002', child, 'x'.repeat(201)))
+    expect(b.session).toBe(child)
   })
 })

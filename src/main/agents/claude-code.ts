@@ -1,4 +1,5 @@
 import { isObject } from '../metering/usage'
+import { rootOf, startedBy } from './parent-sessions'
 import { type AgentSignature, type ClientRequest, header, sessionId, workingDirectoryIn } from './types'
 
 /**
@@ -37,9 +38,16 @@ export const claudeCode: AgentSignature = {
   },
 }
 
+/**
+ * Its session, or the session that started it; a call naming only its own (a teammate's token
+ * counting, `X-Claude-Code-Session-Id` alone) goes where its messages said it belongs.
+ */
 function claudeCodeSession(r: ClientRequest): string {
   const uid = claudeUserId(r.body)
-  return sessionId(uid.parent) || sessionId(uid.session) || sessionId(header(r.headers, 'x-claude-code-session-id'))
+  const own = sessionId(uid.session) || sessionId(header(r.headers, 'x-claude-code-session-id'))
+  const parent = sessionId(uid.parent)
+  if (parent) return startedBy('claude-code', own, parent)
+  return own && rootOf('claude-code', own)
 }
 
 /**

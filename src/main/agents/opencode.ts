@@ -1,4 +1,5 @@
 import { isObject } from '../metering/usage'
+import { rootOf, startedBy } from './parent-sessions'
 import { type AgentSignature, header, sessionId, workingDirectoryIn } from './types'
 
 /**
@@ -7,16 +8,20 @@ import { type AgentSignature, header, sessionId, workingDirectoryIn } from './ty
  * provider, `x-opencode-session` (packages/opencode/src/session/llm.ts). A sub-agent (the task
  * tool's) runs in a session of its own and sends its parent's as `x-parent-session-id`: its
  * calls are the parent's, as a Codex sub-agent's are its session's, and count in its
- * `session_limit_usd`.
+ * `session_limit_usd`; a sub-agent's sub-agent names the sub-agent, and its calls are the root
+ * session's too (./parent-sessions.ts).
  */
 export const opencode: AgentSignature = {
   name: 'opencode',
   matches: (r) => /^opencode\//i.test(r.ua) || header(r.headers, 'x-opencode-session') !== '',
-  session: (r) =>
-    sessionId(header(r.headers, 'x-parent-session-id')) ||
-    sessionId(header(r.headers, 'x-opencode-session')) ||
-    sessionId(header(r.headers, 'x-session-affinity')) ||
-    sessionId(header(r.headers, 'x-session-id')),
+  session: (r) => {
+    const own = sessionId(header(r.headers, 'x-opencode-session')) || sessionId(header(r.headers, 'x-session-affinity')) || sessionId(header(r.headers, 'x-session-id'))
+    const parent = sessionId(header(r.headers, 'x-parent-session-id'))
+    // The task tool's parent is the session that called it, a sub-agent's own when its agent may
+    // start sub-agents (`permission: { task: allow }`): the root is the one a parent's calls are under.
+    if (parent) return startedBy('opencode', own, parent)
+    return own && rootOf('opencode', own)
+  },
   // Its system prompt states `  Working directory: /path` in an <env> block (1.18). Only the system
   // text is read, wherever the provider's wire format puts it: Anthropic's `system`, the Responses
   // API's `instructions`, Gemini's `systemInstruction`, or leading system messages (OpenAI chat,
