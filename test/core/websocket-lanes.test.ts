@@ -130,12 +130,19 @@ describe('a Responses socket', () => {
     script = () => {}
     const before = ledgerRows(s.t.dbFile).length
     const sent = seen.length
-    const c = await open('sk-blocked-steer-0001')
+    // Codex, which gets the refusal in the form it stops on; any other client the contract's.
+    const codex = { 'user-agent': 'codex_exec/0.169.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.169.0)', originator: 'codex_exec' }
+    const c = await openSocket(s.t, '/v1/responses', { headers: { ...codex, authorization: 'Bearer sk-blocked-steer-0001' } })
     c.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_x', input: 'more' }))
     await eventually(() => c.frames.length === 1, 10_000)
     // As OpenAI answers steering input it will not commit: the input handed back.
     expect(c.frames[0]).toMatchObject({ type: 'response.steer.failed', status: 429, steer: { previous_response_id: 'resp_x', input: 'more' }, error: { type: 'usage_limit_reached' } })
-    expect((await rowsAfter(s.t, before, 1))[0]).toMatchObject({ status: 429, cost_usd: 0 })
+    const bare = await open('sk-blocked-steer-0002')
+    bare.ws.send(JSON.stringify({ type: 'response.steer', previous_response_id: 'resp_y', input: 'more' }))
+    await eventually(() => bare.frames.length === 1, 10_000)
+    bare.ws.close()
+    expect(bare.frames[0]).toMatchObject({ type: 'response.steer.failed', status: 429, error: { type: 'budget_exceeded' } })
+    for (const r of await rowsAfter(s.t, before, 2)) expect(r).toMatchObject({ status: 429, cost_usd: 0 })
     c.ws.close()
     expect(seen.length).toBe(sent)
   })

@@ -94,9 +94,9 @@ export class ClientFrames {
     const steer = this.steers.unmark(s)
     if (steer) {
       // Not an `error` in the lane of the response it steers: that response goes on.
-      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.open.lane(s))
+      return steerFailedFrame(refusal.status, refusal.body, refusal.headers ?? {}, steer, this.open.lane(s), s.ctx.client)
     }
-    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s))
+    return errorFrame(refusal.status, refusal.body, refusal.headers ?? {}, this.open.lane(s), s.ctx.client)
   }
 
   private admitted(s: CallState, a: Admission): string | null | false {

@@ -53,10 +53,18 @@ export function errorStatus(text: string): number {
 
 /**
  * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
- * which Codex turns into the HTTP error it stands for, in the form Codex stops on (../codex-refusal.ts).
+ * which Codex turns into the HTTP error it stands for, in the form Codex stops on
+ * (../codex-refusal.ts) when `client` is Codex; any other client (opencode's openai provider,
+ * which reads only the frame's `status`, `headers` and message) gets the contract's error.
  */
-export function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = ''): string {
-  return inLane({ type: 'error', status, error: codexRefusalError(status, body, headers), headers }, lane)
+export function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = '', client = ''): string {
+  return inLane({ type: 'error', status, error: refusalError(status, body, headers, client), headers }, lane)
+}
+
+/** The `error` of a refusal frame: Codex's form for Codex, else the contract's body's `error`. */
+function refusalError(status: number, body: unknown, headers: Record<string, string>, client: string): Record<string, unknown> {
+  if (client === 'codex') return codexRefusalError(status, body, headers)
+  return { ...((body as { error?: object } | undefined)?.error ?? {}) }
 }
 
 /** A frame Burnrate writes, with its lane: on a multiplexed socket the client routes each event by it, as the upstream's own. */
@@ -67,15 +75,15 @@ function inLane(frame: Record<string, unknown>, lane: string): string {
 /**
  * A steer refused, as OpenAI answers steering input it will not commit (`response.steer.failed`):
  * the input handed back, so the client can send it with its next `response.create`, and the
- * refusal in Codex's form. With the lane of the response it steers, as OpenAI's own events.
+ * refusal in Codex's form (to Codex; the contract's to others). With the lane of the response it steers, as OpenAI's own events.
  */
-export function steerFailedFrame(status: number, body: unknown, headers: Record<string, string>, steer: SteerAsk, lane = ''): string {
+export function steerFailedFrame(status: number, body: unknown, headers: Record<string, string>, steer: SteerAsk, lane = '', client = ''): string {
   return inLane(
     {
       type: 'response.steer.failed',
       status,
       steer: { previous_response_id: steer.previous_response_id, input: steer.input },
-      error: codexRefusalError(status, body, headers),
+      error: refusalError(status, body, headers, client),
       headers,
     },
     lane,
