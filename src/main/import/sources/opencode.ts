@@ -63,6 +63,7 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
   let db: Database.Database | null = null
   try {
     db = new Database(path, { readonly: true, fileMustExist: true })
+    const rootOf = sessionRoots(db)
     for (const row of db.prepare('SELECT id, session_id, data FROM message').iterate() as Iterable<any>) {
       let msg: any
       try {
@@ -72,7 +73,7 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
         continue
       }
       const call = opencodeCall({ id: row.id, sessionID: row.session_id, ...msg }, logins)
-      if (call) out.calls.push(call)
+      if (call) out.calls.push({ ...call, session: rootOf(call.session) })
     }
   } catch {
     out.skipped++
@@ -80,6 +81,32 @@ function readDatabase(path: string, logins: ReadonlySet<string>): Parsed {
     db?.close()
   }
   return out
+}
+
+/**
+ * The session a sub-agent's session (the task tool's, its `session` row naming the one that
+ * started it, `parent_id`) is recorded under: its root, as the proxy records its calls (their
+ * `x-parent-session-id`, ../../agents/opencode.ts). A database without the table: each its own.
+ */
+function sessionRoots(db: Database.Database): (id: string) => string {
+  const parents = new Map<string, string>()
+  try {
+    for (const r of db.prepare('SELECT id, parent_id FROM session WHERE parent_id IS NOT NULL').iterate() as Iterable<any>) {
+      if (typeof r.id === 'string' && typeof r.parent_id === 'string' && r.parent_id) parents.set(r.id, r.parent_id)
+    }
+  } catch {
+    // An older or partial database: no parents known.
+  }
+  return (id) => {
+    let at = id
+    // Never round a cycle (a damaged table): at most as many hops as there are parents.
+    for (let hop = 0; hop <= parents.size; hop++) {
+      const up = parents.get(at)
+      if (up === undefined || up === id) break
+      at = up
+    }
+    return at
+  }
 }
 
 /** opencode's providers that are Burnrate's under another name (the others have Burnrate's names). */
