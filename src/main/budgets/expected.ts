@@ -21,7 +21,7 @@ import { INPUT_ONLY, maxOutputTokens, promptTokenBound, reservedCost, reservedPe
  *   as many of them at the cache-read rate as that prompt read from the cache, the rest as
  *   uncached input (./conversations.ts). Its body says nothing of them; one whose last answer was
  *   not seen here (a restart, another PostgreSQL instance) reserves its body alone.
- * - A background response (`background: true`) is expected from background responses of its
+ * - A background response (`background: true`: OpenAI's Responses, Gemini's Interactions) is expected from background responses of its
  *   provider and model once one has taken its real usage (its result read through Burnrate): a
  *   deep-research job's output and its prompt's cost (web results read as input) are tens of
  *   times an ordinary call's, so they are kept apart, and one such job already says more than
@@ -129,9 +129,12 @@ interface ModelHistory {
   answered?: string
 }
 
+/** Endpoints whose `background: true` requests run on after the call: OpenAI's Responses, Gemini's Interactions. */
+const BACKGROUND_ENDPOINTS: ReadonlySet<string> = new Set(['responses', 'interactions'])
+
 /** Whether a call creates a background response (its job runs on after the call, see above). */
 export function isBackground(ctx: Pick<CallContext, 'shape' | 'body'>): boolean {
-  return ctx.shape.endpoint === 'responses' && ctx.body?.background === true
+  return BACKGROUND_ENDPOINTS.has(ctx.shape.endpoint) && ctx.body?.background === true
 }
 
 /** The histories of one kind of call (foreground, background), per provider and requested model. */

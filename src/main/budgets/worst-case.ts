@@ -19,7 +19,8 @@ import { advisorBoundUsd } from './advisor-bound'
  *   saw answered adds that answer's prompt and output tokens as uncached input: its prompt holds
  *   them (./conversations.ts). One it did not see adds nothing: the bound is then the body's.
  * - Output: `max_completion_tokens`, `max_tokens`, `max_output_tokens`, Gemini's
- *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist) or Bedrock
+ *   `generationConfig.maxOutputTokens` (under `request` for Gemini Code Assist), its Interactions API's
+ *   `generation_config.max_output_tokens` or Bedrock
  *   Converse's `inferenceConfig.maxTokens` (times `n` choices); without one,
  *   DEFAULT_MAX_OUTPUT_TOKENS.
  * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A requested
@@ -48,12 +49,15 @@ export function maxOutputTokens(body: unknown): number {
   // Gemini Code Assist wraps Gemini's request: `{model, project, request: {contents, generationConfig}}`.
   const inner = isObject(body.request) ? body.request : body
   const gen = isObject(inner.generationConfig) ? inner.generationConfig : undefined
+  // Gemini's Interactions API: `generation_config.max_output_tokens`.
+  const snake = isObject(body.generation_config) ? body.generation_config : undefined
   const converse = isObject(body.inferenceConfig) ? body.inferenceConfig : undefined
   const max =
     positive(body.max_completion_tokens) ??
     positive(body.max_tokens) ??
     positive(body.max_output_tokens) ??
     positive(gen?.maxOutputTokens) ??
+    positive(snake?.max_output_tokens) ??
     positive(converse?.maxTokens) ??
     DEFAULT_MAX_OUTPUT_TOKENS
   const n = positive(body.n) ?? positive(gen?.candidateCount) ?? 1

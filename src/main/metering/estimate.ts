@@ -154,6 +154,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
   }
   const systemInstruction = body.systemInstruction ?? body.system_instruction
   if (isObject(systemInstruction)) pushContent(systemInstruction.parts)
+  // Gemini's Interactions API takes it as a string.
+  else if (typeof systemInstruction === 'string') texts.push(systemInstruction)
   // Gemini embeddings: embedContent {content: {parts}}, batchEmbedContents {requests: [{content}]}
   if (isObject(body.content)) pushContent(body.content.parts)
   if (Array.isArray(body.requests)) {

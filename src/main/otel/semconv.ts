@@ -101,6 +101,7 @@ export function operationName(endpoint: string): string {
     case 'async.chat.completions':
     case 'messages':
     case 'responses':
+    case 'interactions':
       return 'chat'
     case 'agents.completions':
       return 'invoke_agent'

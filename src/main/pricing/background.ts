@@ -29,7 +29,8 @@ interface Row extends Omit<MovedCall, 'provider'>, StoredTokens {
 
 /**
  * The call that created a background response (same provider and `response_id`, a Responses
- * POST still estimated: its answer was `queued`, without usage; or an xAI video's POST, answered
+ * POST still estimated: its answer was `queued`, without usage; a Gemini background interaction's,
+ * answered `in_progress`: ../providers/gemini-interactions.ts; or an xAI video's POST, answered
  * with its `request_id` only: ../providers/xai-video.ts; or a Perplexity async job's POST:
  * ../providers/perplexity-async.ts) takes the response's final usage
  * and its cost at the call's time, once: its row (then `estimated: false`), the rollups, today's
@@ -55,7 +56,7 @@ export async function settleBackground(
     const row = await tx.get<Row>(
       `SELECT id, ts, endpoint, model, api_key_hash, tenant, agent, session, project, member, requested_model, billing,
               input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, priced
-         FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint IN ('responses', 'videos', 'async.chat.completions') AND estimated = 1 AND origin_id IS NULL
+         FROM calls WHERE response_id = @rid AND provider = @provider AND endpoint IN ('responses', 'interactions', 'videos', 'async.chat.completions') AND estimated = 1 AND origin_id IS NULL
         ORDER BY id LIMIT 1${lockedRead(tx)}`,
       { rid: done.responseId, provider: done.provider },
     )

@@ -3,6 +3,7 @@ import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { type BilledSoFar, count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { GeminiBatchFileMeter, GeminiBatchMeter, downloadFileId, geminiBatchShape } from './gemini-batch'
 import { SearchGrounding, requestsGoogleSearch } from './gemini-grounding'
+import { InteractionsMeter, interactionsShape, isInteractions } from './gemini-interactions'
 import { isLivePath } from './gemini-live-path'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
@@ -49,6 +50,9 @@ export function inspectGemini(req: RequestInfo): CallShape {
   if (isLivePath(req.path)) return { endpoint: 'live', model: isObject(req.body) && typeof req.body.model === 'string' ? req.body.model : '', stream: true, billable: true }
   const batch = geminiBatchShape(req.method, req.path)
   if (batch) return { model: '', stream: false, billable: false, ...batch }
+  // The Interactions API (./gemini-interactions.ts): billed as generateContent, its usage named otherwise.
+  const interaction = interactionsShape(req)
+  if (interaction) return interaction
   const { model, method } = modelAndMethod(req.path)
   const billable = req.method === 'POST' && BILLED.has(method)
   const shape: CallShape = {
@@ -327,9 +331,11 @@ export const gemini: Provider = {
   meter: (shape, req) =>
     OPENAI_COMPAT.test(req.path)
       ? new OpenAIMeter({ endpoint: shape.endpoint, usage: geminiCompatUsage })
-      : shape.endpoint === 'batches.get' || shape.endpoint === 'batches.list'
-        ? new GeminiBatchMeter()
-        : shape.lines
-          ? new GeminiBatchFileMeter(downloadFileId(req.path))
-          : new GeminiMeter(),
+      : isInteractions(shape.endpoint)
+        ? new InteractionsMeter(shape.endpoint, geminiUsage)
+        : shape.endpoint === 'batches.get' || shape.endpoint === 'batches.list'
+          ? new GeminiBatchMeter()
+          : shape.lines
+            ? new GeminiBatchFileMeter(downloadFileId(req.path))
+            : new GeminiMeter(),
 }

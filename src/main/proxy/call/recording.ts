@@ -5,6 +5,7 @@ import { estimateOutputTokens, estimateUsage } from '../../metering/estimate'
 import { addBilledSoFar, emptyUsage, hasBilledUnits, type Usage } from '../../metering/usage'
 import { usageExtra } from '../../metering/usage-extra'
 import type { PendingBackground } from '../../budgets/decision'
+import { isBackground } from '../../budgets/expected'
 import { markAnnounced } from '../../budgets/feed/admission-told'
 import type { BackgroundDone } from '../../pricing/background'
 import type { MeterReading } from '../../plans/types'
@@ -42,7 +43,7 @@ export interface RecorderOptions {
  */
 function pendingBackground(s: CallState, estimated: boolean, responseId: string, later: boolean): PendingBackground | undefined {
   if (!estimated || !responseId || s.status >= 400) return undefined
-  if (!later && (s.ctx.shape.endpoint !== 'responses' || s.ctx.body?.background !== true)) return undefined
+  if (!later && !isBackground(s.ctx)) return undefined
   return { provider: s.ctx.provider.name, responseId }
 }
 
