@@ -111,7 +111,8 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
     const ran = part.codeExecutionResult ?? part.code_execution_result
     if (isObject(ran) && typeof ran.output === 'string') texts.push(ran.output)
   }
-  for (const list of [body.messages, Array.isArray(body.input) ? body.input : null]) {
+  // Mistral's Conversations API: `inputs`, a string or entries as messages.
+  for (const list of [body.messages, Array.isArray(body.input) ? body.input : null, Array.isArray(body.inputs) ? body.inputs : null]) {
     if (!Array.isArray(list)) continue
     for (const m of list) {
       messages++
@@ -143,6 +144,10 @@ export function promptParts(body: unknown): { texts: string[]; messages: number;
   }
   if (typeof body.input === 'string') {
     texts.push(body.input)
+    messages++
+  }
+  if (typeof body.inputs === 'string') {
+    texts.push(body.inputs)
     messages++
   }
   // Gemini: contents[].parts[].text and systemInstruction.parts[].text

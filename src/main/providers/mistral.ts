@@ -1,4 +1,5 @@
 import { count, isObject } from '../metering/usage'
+import { ConversationsMeter, conversationsShape, CONVERSATION } from './mistral-conversations'
 import { annotated, inspectOcr, OcrMeter } from './mistral-ocr'
 import { fileIdOf } from './openai-endpoints'
 import { mistralBatchMeter, mistralBatchShape } from './mistral-batch'
@@ -15,7 +16,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * model billed so and leaves out for one billed by tokens (Voxtral Small in a chat). Its OCR
  * (`/ocr`) is billed by the page (./mistral-ocr.ts). Its Agents API (`POST /agents/completions`,
  * `{agent_id, messages}`) answers as Chat Completions does, the model the agent runs named only in
- * the answer: metered as a chat completion, recorded as `agents.completions`. A Batch API output
+ * the answer: metered as a chat completion, recorded as `agents.completions`; its Conversations
+ * API (`POST /conversations`, its appends and restarts) is metered by ./mistral-conversations.ts. A Batch API output
  * file read through Burnrate records its requests (./mistral-batch.ts).
  */
 const mistralUsage: UsageReader = (raw) => {
@@ -43,11 +45,13 @@ function inspectAgents(req: RequestInfo): CallShape | null {
 
 export const mistral: Provider = {
   ...compatible,
-  inspect: (req) => inspectOcr(req) ?? inspectAgents(req) ?? mistralBatchShape(req) ?? compatible.inspect(req),
+  inspect: (req) => inspectOcr(req) ?? inspectAgents(req) ?? conversationsShape(req) ?? mistralBatchShape(req) ?? compatible.inspect(req),
   meter: (shape, req) =>
     shape.endpoint === 'ocr'
       ? new OcrMeter(annotated(req.body))
-      : shape.lines
-        ? mistralBatchMeter(fileIdOf(req.path), mistralUsage)
-        : compatible.meter(shape.endpoint === AGENTS ? { ...shape, endpoint: 'chat.completions' } : shape, req),
+      : shape.endpoint === CONVERSATION
+        ? new ConversationsMeter(mistralUsage)
+        : shape.lines
+          ? mistralBatchMeter(fileIdOf(req.path), mistralUsage)
+          : compatible.meter(shape.endpoint === AGENTS ? { ...shape, endpoint: 'chat.completions' } : shape, req),
 }
