@@ -1,3 +1,4 @@
+import http from 'node:http'
 import { calcPrice } from '@pydantic/genai-prices'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { eventually, postJson, request } from '../support/http'
@@ -69,7 +70,7 @@ describe('the Gemini Interactions API is metered as generateContent is', () => {
   let upstream: MockUpstream
   let t: TestServer
   /** What the mock answers, per path (a function of the request count for polls). */
-  const answers = new Map<string, () => { sse?: string; json?: unknown; cut?: boolean }>()
+  const answers = new Map<string, () => { sse?: string; json?: unknown; cut?: boolean; hold?: Promise<void> }>()
 
   beforeAll(async () => {
     upstream = await startMockUpstream((req) => {
@@ -78,7 +79,7 @@ describe('the Gemini Interactions API is metered as generateContent is', () => {
       if (a.sse !== undefined) {
         const text = Buffer.from(a.sse)
         const half = Math.floor(text.length / 2)
-        return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [text.subarray(0, half), text.subarray(half)], delayMs: 1, ...(a.cut ? { resetAfterChunks: 2 } : {}) }
+        return { status: 200, headers: { 'content-type': 'text/event-stream' }, chunks: [text.subarray(0, half), text.subarray(half)], delayMs: 1, ...(a.cut ? { resetAfterChunks: 2 } : {}), ...(a.hold ? { holdAfterChunks: 1, release: a.hold } : {}) }
       }
       return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(a.json) }
     })
@@ -116,6 +117,35 @@ describe('the Gemini Interactions API is metered as generateContent is', () => {
     const call = await eventually(() => callOf(id))
     expect(call).toMatchObject({ model: MODEL, streamed: 1, input_tokens: 120, output_tokens: 42, reasoning_tokens: 12, estimated: 0, priced: 1 })
     expect(call.cost_usd).toBe(cost(call.ts))
+  })
+
+  it('a stream reaches the client as it comes, not held until its end', async () => {
+    const id = 'v1_live_0007'
+    const body = stream(id)
+    let release = () => {}
+    const hold = new Promise<void>((r) => (release = r))
+    answers.set('POST /v1beta/interactions', () => ({ sse: body, hold }))
+    const got: Buffer[] = []
+    const ended = new Promise<void>((resolve, reject) => {
+      const req = http.request(`${t.url}/gemini/v1beta/interactions`, { method: 'POST', headers: { 'content-type': 'application/json', ...H }, agent: false }, (res) => {
+        res.on('data', (c: Buffer) => got.push(c))
+        res.on('end', resolve)
+        res.on('error', reject)
+      })
+      req.on('error', reject)
+      req.end(JSON.stringify({ model: MODEL, input: 'Count from 1 to 5.', stream: true }))
+    })
+    try {
+      // Upstream has sent its first half only: the client already has it.
+      await eventually(() => Buffer.concat(got).toString().includes('interaction.created'))
+      expect(Buffer.concat(got).toString()).not.toContain('interaction.completed')
+    } finally {
+      release()
+    }
+    await ended
+    expect(Buffer.concat(got).toString()).toBe(body)
+    const call = await eventually(() => callOf(id))
+    expect(call).toMatchObject({ input_tokens: 120, output_tokens: 42, estimated: 0 })
   })
 
   it('a stream with the events named before May 2026 (interaction.start, interaction.complete) is metered the same', async () => {
