@@ -108,6 +108,15 @@ describe('the Gemini Interactions API is metered as generateContent is', () => {
     expect(call.cost_usd).toBeGreaterThan(0)
   })
 
+  it('the Google Search queries its usage counts (grounding_tool_count) are recorded with it', async () => {
+    const id = 'v1_search_0008'
+    answers.set('POST /v1beta/interactions', () => ({ json: interaction(id, 'completed', { ...USAGE, grounding_tool_count: [{ type: 'google_search', count: 2 }] }) }))
+    await create({ tools: [{ type: 'google_search' }] })
+    const call = await eventually(() => callOf(id))
+    expect(call).toMatchObject({ input_tokens: 120, output_tokens: 42, priced: 1 })
+    expect(JSON.parse(call.usage_extra)).toEqual({ google_search_queries: 2, google_search_grounded: true })
+  })
+
   it('a streamed interaction: the usage of its interaction.completed event, the stream passed on as it came', async () => {
     const id = 'v1_stream_0002'
     const body = stream(id)

@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { isObject, type Usage } from '../metering/usage'
+import { count, isObject, type Usage } from '../metering/usage'
 import type { CallShape, Meter, MeterResult, RequestInfo } from './types'
 
 /**
@@ -45,6 +45,7 @@ export function interactionsShape(req: RequestInfo): CallShape | null {
     const model = typeof body?.model === 'string' ? body.model : typeof body?.agent === 'string' ? body.agent : ''
     const shape: CallShape = { endpoint: INTERACTIONS, model: model.replace(/^models\//, ''), stream: body?.stream === true, billable: true }
     if (typeof body?.service_tier === 'string' && body.service_tier.toLowerCase() === 'priority') shape.fast = true
+    if (requestsSearch(body)) shape.googleSearch = true
     return shape
   }
   const free = (endpoint: string): CallShape => ({ endpoint, model: '', stream: /(?:^|&)stream=true(?:&|$)/.test(req.query), billable: false, free: true })
@@ -73,7 +74,7 @@ function countsTokens(u: Record<string, unknown>): boolean {
  */
 export function interactionsUsage(u: unknown, serviceTier: unknown, read: (m: unknown) => Usage | null): Usage | null {
   if (!isObject(u) || !countsTokens(u)) return null
-  return read({
+  const usage = read({
     promptTokenCount: u.total_input_tokens,
     cachedContentTokenCount: u.total_cached_tokens,
     candidatesTokenCount: u.total_output_tokens,
@@ -86,6 +87,23 @@ export function interactionsUsage(u: unknown, serviceTier: unknown, read: (m: un
     toolUsePromptTokensDetails: details(u.tool_use_tokens_by_modality),
     serviceTier: typeof serviceTier === 'string' ? serviceTier : undefined,
   })
+  // Grounding with Google Search: `grounding_tool_count: [{type: "google_search", count}]`, read as the
+  // queries it ran (../pricing/search-grounding.ts prices them; what a count counts is not documented
+  // further, and queries are the dearer reading).
+  if (usage && Array.isArray(u.grounding_tool_count)) {
+    let searches = 0
+    for (const g of u.grounding_tool_count) if (isObject(g) && g.type === 'google_search') searches += count(g.count)
+    if (searches > 0) {
+      usage.google_search_queries = searches
+      usage.google_search_grounded = true
+    }
+  }
+  return usage
+}
+
+/** Whether an interaction's request names the Google Search tool (`tools: [{type: "google_search"}]`). */
+function requestsSearch(body: Record<string, unknown> | undefined): boolean {
+  return Array.isArray(body?.tools) && body.tools.some((t) => isObject(t) && t.type === 'google_search')
 }
 
 /** Meters an interaction's creation (JSON or its stream) or a read of it (its usage, once it has ended). */
