@@ -9,6 +9,8 @@ import { withoutNul } from './nul'
 import { writeOneByOne } from './one-by-one'
 import { RestoredRows } from './restored'
 import { BatchInFlight } from './batch-in-flight'
+import { LedgerJournal } from './journal'
+import type { Logger } from '../log'
 import { pruneStepOn } from './retention'
 import { SpendTracker } from './spend'
 import type { BatchTxHook, CallLedger, LedgerStatus, ThreadHook } from './types'
@@ -32,6 +34,9 @@ export interface LedgerOptions {
   writeThread?: URL | string
   /** How long the write thread may sit idle before it ends (default 30 s). */
   threadIdleMs?: number
+  /** The data folder: while the database cannot be written, the calls waiting are journalled there (./journal.ts). */
+  journalDir?: string
+  log?: Logger
 }
 
 /** Longest wait for the write thread's answer to the batch it is writing, before it is given up. */
@@ -75,6 +80,8 @@ export class Ledger implements CallLedger {
   private readonly spendThrough: number
   /** The notices of other processes' calls this server reads (readNotices). */
   private notices: CallNotices | null = null
+  /** Where the calls waiting for an unwritable database are kept on disk (./journal.ts); none without `journalDir`. */
+  private readonly journal: LedgerJournal | null
 
   constructor(
     readonly db: Database.Database,
@@ -91,6 +98,9 @@ export class Ledger implements CallLedger {
       writeSide(side)
       for (const hook of this.batchHooks) hook(inserted)
     })
+    this.journal = opts.journalDir
+      ? new LedgerJournal(opts.journalDir, opts.log, opts.flushIntervalMs, (rows) => this.keys.give(rows), () => (this.inFlight.rows ?? []).concat(this.pending))
+      : null
     this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight.busy)
   }
 
@@ -196,13 +206,16 @@ export class Ledger implements CallLedger {
       // Drop the oldest in blocks of 1% of the bound: shift() copies the whole queue (0.2 ms at
       // 100,000 held calls), which would slow every call for as long as the database is down.
       const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
-      this.pending.splice(0, n)
+      const gone = this.pending.splice(0, n)
+      this.journal?.left(gone)
       this.status.dropped += n
       this.status.overflowed = (this.status.overflowed ?? 0) + n
     }
     this.pending.push(call)
     this.countPending()
     this.schedule(this.opts.flushIntervalMs)
+    // Kept on disk within a tick while the database refuses writes (a kill meanwhile loses nothing).
+    if (!this.status.writable) this.journal?.soon()
     for (const l of this.listeners) {
       try {
         l(call)
@@ -254,6 +267,7 @@ export class Ledger implements CallLedger {
         this.status.last_error = null
         this.retryMs = 0
         this.countPending()
+        this.journal?.settle()
         return
       }
       // Written here instead, where a refusal is handled as always (kept and retried, or row by row).
@@ -298,7 +312,10 @@ export class Ledger implements CallLedger {
       this.status.last_error = dropError
       this.retryMs = 0
     }
-    if (this.pending.length === 0 && this.side.length === 0) return true
+    if (this.pending.length === 0 && this.side.length === 0) {
+      this.journal?.settle()
+      return true
+    }
     const rows = this.pending
     const side = this.side
     this.side = []
@@ -316,6 +333,7 @@ export class Ledger implements CallLedger {
     this.status.writable = true
     this.status.last_error = null
     this.retryMs = 0
+    this.journal?.settle()
     return true
   }
 
@@ -325,6 +343,7 @@ export class Ledger implements CallLedger {
     this.status.last_error = describe(err)
     this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
     this.schedule(this.retryMs)
+    this.journal?.soon()
     return false
   }
 
@@ -346,11 +365,13 @@ export class Ledger implements CallLedger {
       this.status.writable = false
       this.retryMs = Math.min(Math.max(this.retryMs * 2, 100), 5000)
       this.schedule(this.retryMs)
+      this.journal?.soon()
       return false
     }
     this.status.writable = true
     if (r.dropped === 0) this.status.last_error = null
     this.retryMs = 0
+    this.journal?.settle()
     return true
   }
 
@@ -422,6 +443,23 @@ export class Ledger implements CallLedger {
     return rows.filter((r) => !r.call_key || lookup.get(r.call_key) === undefined)
   }
 
+  /**
+   * A stop kept every call still waiting in a spill file of its own: the journal is removed (it
+   * stays when some of its calls left memory: they are in it only), and no more is appended.
+   */
+  dropJournal(): void {
+    this.journal?.drop()
+  }
+
+  /** The journal's file holding those of `rows` it has (./journal.ts), and how many. */
+  inJournal(rows: readonly CallRecord[]): { file: string | null; count: number } {
+    const j = this.journal
+    if (!j) return { file: null, count: 0 }
+    let count = 0
+    for (const r of rows) if (j.has(r)) count++
+    return { file: j.file, count }
+  }
+
   /** Hands over the rows kept for the next batch (key patterns, holds; after `takePending`) and forgets them. */
   takeSide(): SideWrite[] {
     this.landInFlight()
@@ -432,6 +470,8 @@ export class Ledger implements CallLedger {
 
   /** Flushes what is queued and stops accepting calls. The database stays open (its owner closes it). */
   close(): boolean {
+    // What the last flush cannot write is kept by the stop (../reliability/spill.ts keepPending).
+    this.journal?.close()
     const ok = this.flush()
     this.closed = true
     if (this.timer) clearTimeout(this.timer)

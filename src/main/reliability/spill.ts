@@ -21,6 +21,9 @@ export const ledgerSpill: Feature = (ctx) => {
   // The PostgreSQL ledger spills while the database is away and writes the files back itself.
   if (ctx.ledger.kind !== 'sqlite') return
   const dir = ctx.config.data_dir
+  // A call in two files (a journal kept while the database could not be written, and the spill
+  // file of the stop that followed, when an append was under way at it) is taken from the first.
+  const seen = new Set<string>()
   for (const file of spillFiles(dir)) {
     // Only Burnrate's own (this user's): in a shared folder another user could plant forged calls.
     let spilled: Spilled
@@ -41,7 +44,8 @@ export const ledgerSpill: Feature = (ctx) => {
     // and before it removed (or rewrote) the file left them in it. Each is known by its key (a file
     // from before keys: by its name and line, as the replay that stored them gave them).
     keysFromFile(file, spilled.rows)
-    let rows = spilled.rows
+    let rows = spilled.rows.filter((r) => !seen.has(r.call_key!))
+    for (const r of rows) seen.add(r.call_key!)
     try {
       rows = ledger.notStored(rows)
     } catch (err) {
@@ -131,10 +135,17 @@ export function keepPending(ledger: Ledger, dataDir: string, log: Logger, opts: 
   const why = `the database cannot be written (${ledger.status.last_error})`
   try {
     const file = writeSpill(dataDir, rows, Date.now(), side)
+    // Every call the journal kept while writes failed is in this file too (../ledger/journal.ts).
+    ledger.dropJournal()
     log.warn(`${why}; ${rows.length} call(s)${others(side.length)} kept in ${file} until the next start`)
   } catch (err) {
     const cut = err instanceof SpillCut ? err : null
-    if (cut && cut.kept > 0) log.warn(`${why}; ${cut.kept} call(s) kept in ${cut.file} until the next start`)
-    log.error(`${rows.length - (cut?.kept ?? 0)} call(s)${others(cut ? 0 : side.length)} could not be saved anywhere: ${(err as Error).message}`)
+    const kept = cut?.kept ?? 0
+    if (kept > 0) log.warn(`${why}; ${kept} call(s) kept in ${cut!.file} until the next start`)
+    // Those the journal kept while writes failed are on disk there (../ledger/journal.ts).
+    const journal = ledger.inJournal(rows.slice(kept))
+    if (journal.count > 0) log.warn(`${why}; ${journal.count} call(s) kept in ${journal.file} until the next start`)
+    const lost = rows.length - kept - journal.count
+    if (lost > 0 || (!cut && side.length > 0)) log.error(`${lost} call(s)${others(cut ? 0 : side.length)} could not be saved anywhere: ${(err as Error).message}`)
   }
 }

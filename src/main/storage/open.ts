@@ -46,7 +46,7 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
   if (!url) {
     return {
       store: new SqliteStore(db),
-      ledger: new Ledger(db, { ...ledgerOpts, writeThread: opts.ledgerWorker, threadIdleMs: opts.ledgerThreadIdleMs }),
+      ledger: new Ledger(db, { ...ledgerOpts, writeThread: opts.ledgerWorker, threadIdleMs: opts.ledgerThreadIdleMs, journalDir: config.data_dir, log: opts.log }),
       health: null,
       close: async () => {},
     }

@@ -1,0 +1,152 @@
+import { rmSync } from 'node:fs'
+import { rm } from 'node:fs/promises'
+import type { Logger } from '../log'
+import { SpillCut } from '../reliability/spill-file'
+import { SpillJournal } from './pg/journal'
+import type { CallRecord } from './record'
+
+/**
+ * The SQLite ledger's journal while its database cannot be written (locked, full, read-only): the
+ * calls waiting in memory are appended, each with its key, to a spill file of the data folder
+ * (private: 0600) a tick after they are recorded, as the PostgreSQL ledger does while PostgreSQL
+ * is away (./pg/spill.ts), so a process killed outright (SIGKILL, an OOM kill, a power cut) meanwhile
+ * leaves them on disk, and the next start stores them (../reliability/spill.ts: once each, by key).
+ * Appends are asynchronous, one at a time, never on a call's way. Once no call of the journal waits
+ * any more (the database took them), the file is removed; a call that left memory (past
+ * `ledger.max_pending`) keeps it for the next start, which stores what the database lacks.
+ */
+export class LedgerJournal {
+  private journal: SpillJournal | null = null
+  private appending: Promise<void> | null = null
+  /** The calls in the open journal. */
+  private onDisk = new WeakSet<CallRecord>()
+  /** A call of the open journal left memory without being stored: the file stays for the next start. */
+  private incomplete = false
+  private timer: NodeJS.Timeout | null = null
+  private failing = false
+  private closed = false
+  /** The journal open at the stop (`drop` removes its file). */
+  private stopped: SpillJournal | null = null
+
+  constructor(
+    private readonly dataDir: string,
+    private readonly log: Logger | undefined,
+    private readonly tickMs: number,
+    /** Gives calls their keys (a call written to the database and kept in the journal is stored once). */
+    private readonly giveKeys: (rows: readonly CallRecord[]) => void,
+    /** The calls waiting for the database now. */
+    private readonly waiting: () => readonly CallRecord[],
+  ) {}
+
+  /** Appends the waiting calls within a tick (recorded while the database cannot be written). */
+  soon(): void {
+    if (this.timer || this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.append()
+    }, this.tickMs)
+    this.timer.unref?.()
+  }
+
+  /** Appends the waiting calls not in the journal yet (the database refused a write). */
+  append(): void {
+    if (this.appending || this.closed) return
+    const rows = this.waiting().filter((r) => !this.onDisk.has(r))
+    if (rows.length === 0) return
+    this.giveKeys(rows)
+    this.journal ??= new SpillJournal(this.dataDir)
+    const j = this.journal
+    this.appending = j
+      .append(rows)
+      .then(
+        () => {
+          for (const r of rows) this.onDisk.add(r)
+          if (this.failing) this.log?.info(`calls waiting for the database are kept in ${j.file} again`)
+          this.failing = false
+        },
+        (err) => {
+          // The calls whole in the file are on disk; the others are tried again at the next tick.
+          const kept = err instanceof SpillCut ? err.kept : 0
+          for (const r of rows.slice(0, kept)) this.onDisk.add(r)
+          if (!this.failing) this.log?.error(`the database cannot be written and the calls waiting for it cannot be kept on disk either (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); they are held in memory`)
+          this.failing = true
+          this.soon()
+        },
+      )
+      .finally(() => {
+        this.appending = null
+        this.settle()
+        // Calls recorded while this append was under way go at the next tick.
+        if (this.journal && this.waiting().some((r) => !this.onDisk.has(r))) this.soon()
+      })
+  }
+
+  /** Whether `call` is on disk in the journal (a stop whose own spill file is cut keeps it in this one). */
+  has(call: CallRecord): boolean {
+    return this.onDisk.has(call)
+  }
+
+  /** The journal's file (open, or kept at the stop). */
+  get file(): string | null {
+    return (this.journal ?? this.stopped)?.file ?? null
+  }
+
+  /** Calls that left memory unstored (past `ledger.max_pending`): those in the journal keep it for the next start. */
+  left(rows: readonly CallRecord[]): void {
+    if (this.journal && rows.some((r) => this.onDisk.has(r))) this.incomplete = true
+  }
+
+  /** The database took a batch: once no call of the journal waits, the file goes. */
+  settle(): void {
+    const j = this.journal
+    if (!j || this.appending || this.closed) return
+    if (this.waiting().some((r) => this.onDisk.has(r))) return
+    this.journal = null
+    this.onDisk = new WeakSet()
+    const keep = this.incomplete
+    this.incomplete = false
+    void j.close().then(async (file) => {
+      if (!file) return
+      if (keep) {
+        this.log?.warn(`some calls kept in ${file} left memory before the database could take them: they are stored at the next start`)
+        return
+      }
+      await rm(file, { force: true }).catch(() => {})
+    })
+  }
+
+  /**
+   * A stop kept every waiting call in a spill file of its own (synchronously: an exit may follow at
+   * once): the journal's file goes unless some of its calls are in it only; no more is appended.
+   */
+  drop(): void {
+    this.close()
+    const j = this.stopped
+    this.stopped = null
+    if (!j || this.incomplete) return
+    // Made by an append still under way (its file opened after this): removed once it is.
+    if (!j.file) {
+      void (this.appending ?? Promise.resolve()).then(async () => {
+        if (j.file) await rm(j.file, { force: true }).catch(() => {})
+      })
+      return
+    }
+    try {
+      rmSync(j.file, { force: true })
+    } catch {
+      // Left: its calls carry their keys, and the next start stores each once.
+    }
+  }
+
+  /** The ledger stops: no more appends; the file stays (its calls are stored at the next start). */
+  close(): void {
+    this.closed = true
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    const j = this.journal
+    this.journal = null
+    if (!j) return
+    this.stopped = j
+    void (this.appending ?? Promise.resolve()).then(() => j.close())
+  }
+}
