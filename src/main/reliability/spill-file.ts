@@ -24,6 +24,31 @@ export function spillFiles(dataDir: string): string[] {
   }
 }
 
+/**
+ * Removes the temporary files of spill-file rewrites a crash cut short (`<file>.tmp`, before its
+ * rename): the spill file beside it still holds every call, so it holds nothing else. Only this
+ * user's own are removed. Returns those removed.
+ */
+export function removeStrayTemps(dataDir: string, own: (file: string) => boolean): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(dataDir)
+  } catch {
+    return []
+  }
+  const out: string[] = []
+  for (const f of names) {
+    if (!f.startsWith(PREFIX) || !f.endsWith('.jsonl.tmp')) continue
+    const file = join(dataDir, f)
+    try {
+      if (!own(file)) continue
+      rmSync(file, { force: true })
+      out.push(file)
+    } catch {}
+  }
+  return out
+}
+
 /** The name of a spill file started at `now` (ms). */
 export function spillFile(dataDir: string, now: number): string {
   return join(dataDir, `${PREFIX}${now}.jsonl`)

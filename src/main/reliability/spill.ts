@@ -6,7 +6,7 @@ import type { SideWrite } from '../ledger/side-writes'
 import type { Logger } from '../log'
 import { untrustedReason } from '../security/owned-file'
 import type { Feature, ServerContext } from '../server/context'
-import { SpillCut, type Spilled, readSpilled, rewriteSpill, spillFiles, writeSpill } from './spill-file'
+import { SpillCut, type Spilled, readSpilled, removeStrayTemps, rewriteSpill, spillFiles, writeSpill } from './spill-file'
 
 export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpill, spillFile, spillFiles, wholeLines, writeSpill, type Spilled } from './spill-file'
 
@@ -18,6 +18,8 @@ export { SpillCut, parseSpill, parseSpilled, readSpill, readSpilled, rewriteSpil
  * ledger keeps them waiting ahead of its queue: ../ledger/restored.ts).
  */
 export const ledgerSpill: Feature = (ctx) => {
+  // A crash inside a rewrite left its temporary file (the spill file beside it is whole): it goes.
+  for (const tmp of removeStrayTemps(ctx.config.data_dir, (f) => untrustedReason(f) === null)) ctx.log.info(`removed ${tmp}, left by a rewrite a crash cut short (its spill file holds its calls)`)
   // The PostgreSQL ledger spills while the database is away and writes the files back itself.
   if (ctx.ledger.kind !== 'sqlite') return
   const dir = ctx.config.data_dir
