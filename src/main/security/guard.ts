@@ -91,11 +91,6 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     return false
   }
 
-  const ok = (client: string): true => {
-    throttle.succeeded(client)
-    return true
-  }
-
   const guard = (req: IncomingMessage, res: ServerResponse, proxied: boolean): boolean => {
     const port = opts.port()
     // This server's address, for the messages below (only built when one is sent).
@@ -153,7 +148,6 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         presented = true
         // (A code is used up by being tried, right or wrong.)
         if ((code !== null && sessions.redeem(code)) || (given !== null && safeEqual(given, token))) {
-          throttle.succeeded(client)
           params.delete('token')
           params.delete('login')
           // Behind a proxy that ends TLS (a team server), Secure: else a browser sends the session
@@ -172,15 +166,16 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         }
       }
     }
-    // The right token or a live session always gets in, however many wrong ones came first.
+    // The right token or a live session always gets in, however many wrong ones came first (and
+    // does not clear them: another local user's guesses share the owner's client, ./throttle.ts).
     const bearer = bearerToken(req.headers.authorization)
     if (bearer !== null) {
-      if (safeEqual(bearer, token)) return ok(client)
+      if (safeEqual(bearer, token)) return true
       presented = true
     }
     // (A stale session cookie, from before a restart, is not a guess.) Any of the values sent
     // under the name: a page on another port may have set one with a longer path, sent first.
-    if (cookieValues(req.headers.cookie, cookieName).some((c) => sessions.valid(c))) return ok(client)
+    if (cookieValues(req.headers.cookie, cookieName).some((c) => sessions.valid(c))) return true
     const blocked = throttle.blockedFor(client)
     if (blocked > 0) {
       if (presented) throttle.failedAndBlock(client)

@@ -39,7 +39,11 @@ interface Client {
 /**
  * Slows down guessing of a token: after `free` wrong tokens from one address, every further
  * attempt from it waits its turn, `baseMs` doubling per failure up to `maxMs`. Attempts wait
- * in line one after another, so sending many at once gains nothing. A right token clears it.
+ * in line one after another, so sending many at once gains nothing. Failures are forgotten only
+ * with time (`forgetMs`), never by a right token: one client may be several people (every loopback
+ * address is one, ./clientKey, and so is everyone behind a reverse proxy), and the owner's own
+ * requests (the open dashboard polls every 5 s) would hand a guesser among them fresh free guesses.
+ * The right token never waits (./guard.ts, slowDownFailures), so nobody is locked out by this.
  */
 export class AuthThrottle {
   private readonly opts: ThrottleOptions
@@ -101,10 +105,6 @@ export class AuthThrottle {
     if (c.failures > o.free) c.blockedUntil = o.now() + Math.min(o.baseMs * 2 ** Math.min(c.failures - o.free - 1, 30), o.maxMs)
   }
 
-  succeeded(ip: string): void {
-    this.clients.delete(ip)
-  }
-
   failures(ip: string): number {
     return this.clients.get(ip)?.failures ?? 0
   }
@@ -123,7 +123,7 @@ export function clientKey(remoteAddress: string | undefined): string {
 
 /**
  * Guards a route with a token check: the right token always passes at once, however many wrong
- * ones came before (a flood of guesses never locks out the owner). Wrong or missing tokens are
+ * ones came before (and does not clear them: AuthThrottle) (a flood of guesses never locks out the owner). Wrong or missing tokens are
  * answered by `refuse`, slowed down by `throttle` per client: past the free ones they wait in
  * line, and past the longest line they are refused without waiting.
  */
@@ -135,7 +135,6 @@ export function slowDownFailures(
   return (req, res, next) => {
     const client = clientKey(req.socket.remoteAddress)
     if (isRight(req)) {
-      throttle.succeeded(client)
       next()
       return
     }
