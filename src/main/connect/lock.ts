@@ -1,6 +1,7 @@
 import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { otherProcessRuns, processStart } from '../server/data-lock'
+import { untrustedIfThere } from '../security/owned-file'
 import { ConnectError } from './errors'
 import { makeFolders } from './files'
 
@@ -35,8 +36,11 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
         throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
       }
+      // Only the user's own lock dates what a crash left: in a data folder other users may write,
+      // one they planted (dated as they like) would have every backup, or whatever their link
+      // under agent-backups/ points to, taken for a crash's leftovers and deleted (./state.ts dropUnnamed).
       try {
-        crashed = Math.min(crashed ?? Infinity, statSync(file).mtimeMs)
+        if (untrustedIfThere(file) === null) crashed = Math.min(crashed ?? Infinity, statSync(file).mtimeMs)
       } catch {
         // Gone meanwhile.
       }

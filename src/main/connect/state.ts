@@ -172,6 +172,9 @@ export class StateStore {
     const root = join(this.dataDir, BACKUP_DIR)
     let found: Dirent[]
     try {
+      // Not another user's folder, nor a link they made (to a folder of the user's, whose recent
+      // files would all be taken for a crash's leftovers and deleted).
+      if (untrustedReason(root) !== null) return
       found = readdirSync(root, { recursive: true, withFileTypes: true })
     } catch {
       return
