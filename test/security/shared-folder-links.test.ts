@@ -1,8 +1,10 @@
-import { chmodSync, chownSync, lchownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { afterEach, describe, expect, it } from 'vitest'
 import { AgentConnections } from '../../src/main/connect/connections'
+import { writeTextFile } from '../../src/main/desktop-logic/json-file'
+import { LOCK_FILE, claimDataDir } from '../../src/main/server/data-lock'
 
 /**
  * Links another user of the machine can put in a folder both may write (a shared data folder,
@@ -55,5 +57,39 @@ describe('links another user planted in a shared data folder', () => {
     }
     expect(readdirSync(docs).sort()).toEqual(['taxes', 'thesis.tex'])
     expect(readFileSync(join(docs, 'taxes', '2026.pdf'), 'utf8')).toBe('%PDF\n')
+  })
+
+  it("server.lock swapped for a link after the server's claim: recording its address replaces the link, never writes the file it names", () => {
+    const dir = temp('burnrate-shared-links-lock-')
+    const victim = join(temp('burnrate-shared-links-victim-'), 'authorized_keys')
+    const lock = claimDataDir(dir, 'http://127.0.0.1:8787')
+    const file = join(dir, LOCK_FILE)
+    // Another user swaps the lock for a link between the server's check that the lock is still
+    // its own and its write (the file linked to holds the same text, as it did at the check).
+    const claimed = readFileSync(file, 'utf8')
+    writeFileSync(victim, claimed)
+    rmSync(file)
+    symlinkSync(victim, file)
+    lock.listening('http://127.0.0.1:9999')
+    expect(readFileSync(victim, 'utf8')).toBe(claimed)
+    expect(lstatSync(file).isSymbolicLink()).toBe(false)
+    expect(JSON.parse(readFileSync(file, 'utf8')).url).toBe('http://127.0.0.1:9999')
+    expect(lstatSync(file).mode & 0o777).toBe(0o600)
+    lock.release()
+  })
+
+  it("the desktop's state files: a link under the temporary file's name is not written through", () => {
+    const dir = temp('burnrate-shared-links-state-')
+    const victim = join(temp('burnrate-shared-links-victim-'), '.bashrc')
+    writeFileSync(victim, 'export PATH=/usr/bin\n')
+    const target = join(dir, 'window-state.json')
+    const names = readdirSync(dir)
+    // The temporary file's name is predictable (the pid); a link is planted under it.
+    symlinkSync(victim, `${target}.${process.pid}.tmp`)
+    writeTextFile(target, '{"width":800}\n')
+    expect(readFileSync(victim, 'utf8')).toBe('export PATH=/usr/bin\n')
+    expect(readFileSync(target, 'utf8')).toBe('{"width":800}\n')
+    expect(lstatSync(target).mode & 0o777).toBe(0o600)
+    expect(names).toEqual([])
   })
 })

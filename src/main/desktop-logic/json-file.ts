@@ -1,4 +1,5 @@
-import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 /** A small JSON state file (window bounds, notices already shown): missing or corrupt reads as null. */
@@ -16,11 +17,22 @@ export function readJsonFile(path: string): unknown {
  */
 export function writeTextFile(path: string, text: string): void {
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
-  const tmp = `${path}.${process.pid}.tmp`
-  writeFileSync(tmp, text, { mode: 0o600 })
-  // A leftover temporary file from a crash keeps its old mode when rewritten.
-  if (process.platform !== 'win32') chmodSync(tmp, 0o600)
-  renameSync(tmp, path)
+  // Made new ('wx'), never opened through what is there: a link planted under the name would
+  // have the text written over the file it points to. A random name, so no leftover of a crash
+  // (nor such a link) is in the way.
+  const tmp = `${path}.${randomBytes(6).toString('hex')}.tmp`
+  try {
+    const fd = openSync(tmp, 'wx', 0o600)
+    try {
+      writeFileSync(fd, text)
+    } finally {
+      closeSync(fd)
+    }
+    renameSync(tmp, path)
+  } catch (err) {
+    rmSync(tmp, { force: true })
+    throw err
+  }
 }
 
 export function writeJsonFile(path: string, data: unknown): void {

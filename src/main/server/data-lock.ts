@@ -1,4 +1,5 @@
-import { closeSync, openSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs'
+import { randomBytes } from 'node:crypto'
+import { closeSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { untrustedIfThere } from '../security/owned-file'
 import { diskFullAtStartup } from './disk-full'
@@ -71,9 +72,23 @@ export function claimDataDir(dataDir: string, address: string): DataLock {
     listening(url) {
       if (!own()) return
       body.url = url
+      // Through a new file renamed over it, never opened through what is there: in a data folder
+      // other users may write, one could have swapped the lock for a link (to a file of the
+      // user's) since the check above, and the write would go to that file.
+      const tmp = `${file}.${randomBytes(6).toString('hex')}.tmp`
       try {
-        writeFileSync(file, `${JSON.stringify(body)}\n`, { mode: 0o600 })
-      } catch {}
+        const fd = openSync(tmp, 'wx', 0o600)
+        try {
+          writeFileSync(fd, `${JSON.stringify(body)}\n`)
+        } finally {
+          closeSync(fd)
+        }
+        renameSync(tmp, file)
+      } catch {
+        try {
+          unlinkSync(tmp)
+        } catch {}
+      }
     },
     release() {
       if (!own()) return
