@@ -156,7 +156,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   // address goes on the command line that starts the browser, which other users see in `ps`.
   // (Attached to another Burnrate, only its token can log in.)
   const browserUrl = (): string => (own ? own.dashboardLoginUrl() : dashboardUrl)
-  const act = trayActions({ agents, login, loginEnabled, openDashboard, dashboardUrl: browserUrl, url, platform, log, refreshMenu: () => tray.refreshMenu() })
+  const act = trayActions({ agents, login, loginEnabled, openDashboard, dashboardUrl: browserUrl, userData, url, platform, log, refreshMenu: () => tray.refreshMenu() })
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, auth)
   const attachedBudgets = own ? null : httpBudgets(url, auth)

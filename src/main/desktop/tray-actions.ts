@@ -1,5 +1,6 @@
 import { app, clipboard, shell } from 'electron'
 import { agentSetup } from '../desktop-logic/agent-setup'
+import { openInBrowser } from '../desktop-logic/browser-login'
 import type { TrayAction } from '../desktop-logic/tray-menu'
 import type { Logger } from '../log'
 import type { AgentControls } from './agents'
@@ -13,6 +14,8 @@ export interface TrayActionDeps {
   openDashboard(): void
   /** The dashboard's address for a browser, made for each opening (a one-time `?login=` code when dashboard.token is set). */
   dashboardUrl: () => string
+  /** A folder private to the user (userData): the page that hands the browser that address goes there. */
+  userData: string
   /** The proxy's address, for the agent setup lines. */
   url: string
   platform: NodeJS.Platform
@@ -36,7 +39,12 @@ export function trayActions(d: TrayActionDeps): (action: TrayAction) => void {
         d.openDashboard()
         break
       case 'open-in-browser':
-        void shell.openExternal(d.dashboardUrl())
+        // Never with the code on the browser's command line (../desktop-logic/browser-login.ts).
+        try {
+          openInBrowser(d.dashboardUrl(), { dir: d.userData, open: (u) => void shell.openExternal(u) })
+        } catch (err) {
+          d.log.error(`open in browser: ${(err as Error).message}`)
+        }
         break
       case 'copy-agent-setup':
         clipboard.writeText(agentSetup(d.url, d.platform))

@@ -154,9 +154,27 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
           // over plain HTTP too (a typed http:// address, before the proxy's redirect), in clear
           // text. Not over plain HTTP, where a browser would drop it. A forged header misleads its sender alone.
           const secure = clientScheme(req) === 'https' ? '; Secure' : ''
+          const cookie = `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`
+          const to = localRedirect(path, params.toString())
+          const site = req.headers['sec-fetch-site']
+          if (code !== null && (site === 'cross-site' || site === 'same-site')) {
+            // Come from another site (the desktop app's private page, a file://: ../desktop-logic/browser-login.ts),
+            // a redirect would still be that site's navigation, which a browser sends no
+            // SameSite=Strict cookie with: the page is left by a navigation of its own instead.
+            const body = `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=${to.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')}"><title>Burnrate</title>\n`
+            res.writeHead(200, {
+              'content-type': 'text/html; charset=utf-8',
+              'set-cookie': cookie,
+              'cache-control': 'no-store',
+              'referrer-policy': 'no-referrer',
+              'content-length': Buffer.byteLength(body),
+            })
+            res.end(req.method === 'HEAD' ? undefined : body)
+            return false
+          }
           res.writeHead(303, {
-            location: localRedirect(path, params.toString()),
-            'set-cookie': `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`,
+            location: to,
+            'set-cookie': cookie,
             'cache-control': 'no-store',
             'referrer-policy': 'no-referrer',
             'content-length': 0,
