@@ -33,22 +33,22 @@ afterAll(async () => {
 })
 
 describe.skipIf(NO_BROWSER)('Open in browser, through the private page', () => {
-  it('logs the browser in with the one-time code and shows the dashboard, whose API calls pass', async () => {
+  for (const how of ['the one-time code', 'the token (attached to a headless Burnrate)']) it(`logs the browser in with ${how} and shows the dashboard, whose API calls pass`, async () => {
     const page = await (await browser.newContext()).newPage()
     const answers: number[] = []
     page.on('response', (r) => {
       if (new URL(r.url()).pathname.startsWith('/api/dashboard/')) answers.push(r.status())
     })
     let opened = ''
-    openInBrowser(t.server.dashboardLoginUrl(), { dir, open: (u) => (opened = u) })
+    openInBrowser(how.startsWith('the token') ? `${t.url}/?token=${TOKEN}` : t.server.dashboardLoginUrl(), { dir, open: (u) => (opened = u) })
     await page.goto(opened)
     // Off the login address (the code used up), on the dashboard page.
-    await eventually(() => page.url().startsWith(t.url) && !page.url().includes('login='))
+    await eventually(() => page.url().startsWith(t.url) && !/login=|token=/.test(page.url()))
     // Its API calls carry the session (a redirect there would be the file page's navigation still,
     // which a browser sends no SameSite=Strict cookie with: the page itself would be refused).
     await eventually(() => answers.length > 0)
     expect(answers.every((s) => s === 200), answers.join(',')).toBe(true)
-    // The code is used up.
+    // Nothing got in without the session.
     expect((await request(`${t.url}/api/dashboard/summary`)).status).toBe(401)
   }, 60_000)
 })

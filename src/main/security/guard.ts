@@ -157,7 +157,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
           const cookie = `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`
           const to = localRedirect(path, params.toString())
           const site = req.headers['sec-fetch-site']
-          if (code !== null && (site === 'cross-site' || site === 'same-site')) {
+          if (site === 'cross-site' || site === 'same-site') {
             // Come from another site (the desktop app's private page, a file://: ../desktop-logic/browser-login.ts),
             // a redirect would still be that site's navigation, which a browser sends no
             // SameSite=Strict cookie with: the page is left by a navigation of its own instead.
