@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
 import { stringify } from 'yaml'
 import { silentLogger } from '../../src/main/log'
@@ -14,8 +15,15 @@ const { runDesktop } = await import('../../src/main/desktop/app')
 /**
  * "Open in browser" with dashboard.token set: the address goes on the command line that starts the
  * browser (`xdg-open <url>`, the browser's own), which every user of the machine can read in `ps`
- * for as long as that browser runs. It must log the browser in without holding the token.
+ * for as long as that browser runs. It must log the browser in without holding the token, nor the
+ * one-time code another user could read there and use first: the browser is handed a private page
+ * (../../src/main/desktop-logic/browser-login.ts) that sends it on with the code.
  */
+/** The address the page handed to the browser sends it on to. */
+const sentOnTo = (opened: string): string => {
+  const html = readFileSync(fileURLToPath(opened), 'utf8')
+  return /content="0;url=([^"]+)"/.exec(html)![1].replace(/&amp;/g, '&')
+}
 const TOKEN = 'dash-token-browser-link-0123456789'
 const fake = appEachTest('burnrate-browser-link-')
 
@@ -27,14 +35,16 @@ describe('Open in browser with dashboard.token', () => {
     const tray = state.trays[0]
     tray.menu!.click('Open in browser')
     tray.menu!.click('Open in browser')
-    const [first, second] = state.openedExternal
+    for (const opened of state.openedExternal) expect(opened).not.toMatch(/login=|token=/)
+    const [first, second] = state.openedExternal.map(sentOnTo)
+    expect(first).toContain('/?login=')
     expect(first).not.toContain(TOKEN)
     expect(second).not.toBe(first)
     const login = await request(first)
     expect(login.status).toBe(303)
     const cookie = String(login.headers['set-cookie']).split(';')[0]
     expect((await request(`${d.url}/api/dashboard/summary`, { headers: { cookie } })).status).toBe(200)
-    // Read off a command line afterwards, it opens nothing.
+    // Used again, it opens nothing.
     expect((await request(first)).status).toBe(401)
     expect((await request(second)).status).toBe(303)
   }, 60_000)
