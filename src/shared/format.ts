@@ -57,3 +57,14 @@ export function formatPct(r: number): string {
 export function formatInt(n: number): string {
   return Number.isFinite(n) ? (int ??= new Intl.NumberFormat('en-US', { maximumFractionDigits: 0 })).format(n) : '—'
 }
+
+/**
+ * The mark after an amount that counts `unpriced` calls of a model with no known price as $0
+ * (an answer's `unpriced_requests`), as the dashboard's UnpricedMark writes it: ` + 3 unpriced`
+ * after an amount, ` 3 unpriced` at $0 (`amount`), '' when there are none (or the count is
+ * unknown: an older server's answer). The amount it follows is then a lower bound.
+ */
+export function unpricedMark(unpriced: number | null | undefined, amount: number): string {
+  if (typeof unpriced !== 'number' || !(unpriced > 0)) return ''
+  return `${amount > 0 ? ' + ' : ' '}${formatInt(unpriced)} unpriced`
+}

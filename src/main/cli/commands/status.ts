@@ -1,6 +1,6 @@
 import type { RegisterCommand } from './types'
 import type { Summary } from '../../../shared/api'
-import { formatInt, formatPct, formatUsdPair } from '../../../shared/format'
+import { formatInt, formatPct, formatUsdPair, unpricedMark } from '../../../shared/format'
 import { paint, usd, visible } from '../output'
 import { getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import { syncLogs } from '../sync'
@@ -31,10 +31,13 @@ export const status: RegisterCommand = (program, ctx) => {
     }
     const out = ctx.stdout
     const m = s.summary
+    // Calls of a model with no known price count as $0: an amount holding some is marked as the
+    // dashboard marks it ('$1.20 + 3 unpriced'), a lower bound, and a line under the figures says so.
+    let lowerBound = m.today_unpriced_requests > 0 || m.month_unpriced_requests > 0
     const lines = [
       paint(out, 'bold', 'Burnrate') + ` (${s.source})`,
-      `Today       ${usd(m.today_spend_usd)} in ${formatInt(m.today_requests)} calls (${formatPct(m.error_rate)} failed)`,
-      `This month  ${usd(m.month_spend_usd)}`,
+      `Today       ${usd(m.today_spend_usd)}${unpricedMark(m.today_unpriced_requests, m.today_spend_usd)} in ${formatInt(m.today_requests)} calls (${formatPct(m.error_rate)} failed)`,
+      `This month  ${usd(m.month_spend_usd)}${unpricedMark(m.month_unpriced_requests, m.month_spend_usd)}`,
       `Sessions    ${formatInt(m.active_sessions)} active`,
     ]
     if (s.budgets === null) lines.push(`Budgets     shown by a running Burnrate${o.local ? ' (without --local)' : ''}`)
@@ -48,11 +51,15 @@ export const status: RegisterCommand = (program, ctx) => {
         // (A key hint is made of what a caller sent: printed through `visible`, as every name.)
         const name = visible([pattern, b.key_hint && b.key_hint !== pattern ? `(${b.key_hint})` : '', scopeOf(b.rule)].filter(Boolean).join(' '))
         for (const w of b.windows ?? []) {
-          const proj = w.projected_usd != null ? `, projected ${usd(w.projected_usd)}` : ''
-          const pct = formatPct(w.pct ?? 0)
+          // A window counting calls of no known price: its spend, share and projection are at least what they read.
+          const mark = unpricedMark(w.unpriced_requests, w.spent_usd)
+          if (mark) lowerBound = true
+          const atLeast = mark ? 'at least ' : ''
+          const proj = w.projected_usd != null ? `, projected ${atLeast}${usd(w.projected_usd)}` : ''
+          const pct = atLeast + formatPct(w.pct ?? 0)
           // As the dashboard's bars: a spend and its limit that differ never read the same ($9.996 of $10.00).
           const [spent, limit] = formatUsdPair(w.spent_usd, w.limit_usd)
-          const line = `  ${name} ${w.period}: ${spent} of ${limit} (${pct}${proj})`
+          const line = `  ${name} ${w.period}: ${spent}${mark} of ${limit} (${pct}${proj})`
           lines.push((w.pct ?? 0) >= 1 ? paint(out, 'red', line) : (w.pct ?? 0) >= 0.8 ? paint(out, 'yellow', line) : line)
         }
       }
@@ -63,6 +70,7 @@ export const status: RegisterCommand = (program, ctx) => {
         for (const w of a.windows ?? []) lines.push(visible(`  ${a.provider} ${a.account_hint ?? ''} ${w.name}`) + `: ${formatPct(w.utilization ?? 0)} used`)
       }
     }
+    if (lowerBound) lines.push("Unpriced    calls with no known price count as $0: marked amounts are lower bounds")
     const l = s.ledger
     lines.push(`Ledger      ${l.writable === false ? paint(out, 'red', 'NOT WRITABLE') : 'ok'}${l.pending ? `, ${l.pending} pending` : ''}${l.dropped ? `, ${l.dropped} dropped` : ''}${l.calls !== undefined ? `, ${l.calls} calls` : ''}${l.file ? ` (${l.file})` : ''}`)
     out.write(lines.join('\n') + '\n')
