@@ -26,6 +26,12 @@ export interface BudgetAlert {
   resets_at: string
   /** Set when the alert is a rule's `alert_at_pct` threshold below 100% (e.g. 0.8). */
   threshold_pct?: number
+  /**
+   * Of the calls counted in `spent_usd`, those billed per token whose model has no known price
+   * (counted as $0, so `spent_usd` is a lower bound): the budgets answer's `unpriced_requests` for
+   * the window, where the app reads it (the tray and notifications); absent or 0 when none.
+   */
+  unpriced_requests?: number
 }
 
 export interface BudgetMonitor {

@@ -1,12 +1,11 @@
 import type { NextFunction, Request, Response } from 'express'
 import { alertsOf } from '../alerts'
 import { budgetsOf } from '../budgets'
-import { type BudgetsOverview, LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
+import { LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX } from '../../shared/api'
 import { errorBody } from '../http/errors'
 import type { Feature } from '../server/context'
 import { costs } from './costs'
-import { answerMoment, budgetsOverview, ingestedSpend } from './budgets'
-import { countUnpriced, type UnpricedSpan } from './budget-unpriced'
+import { budgetsAnswer } from './budgets-answer'
 import type { DashDeps } from './deps'
 import { expensive } from './expensive'
 import { exportName, streamExport } from './export'
@@ -75,28 +74,7 @@ export const dashboard: Feature = (ctx) => {
     expensive(d, rangeParam(req, '30d'), limitParam(req, 1, 100, 10), tenantParam(req), now, memberParam(req)),
   )
   const budgets = budgetsOf(ctx)
-  route('budgets', async (req, _res, now) => {
-    const tenant = tenantParam(req)
-    // `overall` is all spend, as the summary counts it: a team server's members' calls too.
-    const spend = ctx.ledger.spend
-    const engine = budgets.engine
-    // Each window's calls of no known price (counted as $0 in its spend), read after the figures (./budget-unpriced.ts).
-    const spans: UnpricedSpan[] = []
-    const withUnpriced = async (o: BudgetsOverview) => {
-      await countUnpriced(d.q, spans, now)
-      return o
-    }
-    if (tenant !== null) return withUnpriced(budgetsOverview(engine, spend, tenant, now, undefined, spans))
-    let at = now
-    let ingested = await ingestedSpend(d.q, spend, at)
-    // A call meanwhile rolled the totals or a meter into the next day, which the whole answer is
-    // then of (answerMoment): the members' spend of that day goes with them.
-    for (let next = answerMoment(engine, spend, at); spend.clock.dayOf(next).start !== spend.clock.dayOf(at).start; next = answerMoment(engine, spend, at)) {
-      at = next
-      ingested = await ingestedSpend(d.q, spend, at)
-    }
-    return withUnpriced(budgetsOverview(engine, spend, tenant, at, ingested, spans))
-  })
+  route('budgets', (req, _res, now) => budgetsAnswer(ctx, tenantParam(req), now))
   // Plans (the vendors' windows per credential), alerts (webhook deliveries, runaway marks) and the
   // price data are the whole server's, not sums of one tenant's calls: `tenant` is checked as on
   // every endpoint (given twice, a 400) and leaves the answer as it is.

@@ -25,6 +25,8 @@ function alertOf(s: BudgetsOverview['rules'][number], w: Window & { resets_at: s
     spent_usd: w.spent_usd,
     limit_usd: w.limit_usd,
     resets_at: w.resets_at,
+    // Calls of no known price in the window's spend (an older server's answer has no count).
+    ...(typeof w.unpriced_requests === 'number' && w.unpriced_requests > 0 ? { unpriced_requests: w.unpriced_requests } : {}),
   }
 }
 

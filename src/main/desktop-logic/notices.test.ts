@@ -37,6 +37,32 @@ describe('noticeFor', () => {
       body: 'Key sk-…9f3a has spent $4.12 of its $5.00 daily limit. It resets Nov 22, 12:00 AM.',
     })
   })
+  it("marks the spend of a window holding calls of no known price, and says what that means", () => {
+    const n = noticeFor(budgetAlert({ unpriced_requests: 2, resets_at: '2026-11-21T23:00:00.000Z' }), 'Europe/Berlin', 'Europe/Berlin')
+    expect(n.body).toBe('Key sk-…9f3a has spent $4.12 + 2 unpriced of its $5.00 daily limit. Calls with no known price count as $0 in it: the real spend is more. It resets Nov 22, 12:00 AM.')
+    const b = noticeFor(budgetAlert({ level: 'blocking', spent_usd: 5.031, unpriced_requests: 1, resets_at: '2026-11-22T00:00:00.000Z' }), 'UTC', 'UTC')
+    expect(b.body).toBe('Key sk-…9f3a reached its $5.00 daily limit ($5.03 + 1 unpriced spent). Calls with no known price count as $0 in it: the real spend is more. Burnrate refuses its calls until Nov 22, 12:00 AM.')
+    const t = noticeFor(budgetAlert({ threshold_pct: 0.8, unpriced_requests: 3, resets_at: '2026-11-22T00:00:00.000Z' }), 'UTC', 'UTC')
+    expect(t.title).toBe('Budget at 80%: sk-dev-*')
+    expect(t.body).toMatch(/^Key sk-…9f3a has spent \$4\.12 \+ 3 unpriced of its \$5\.00 daily limit\. Calls with no known price/)
+  })
+  it('waits for the monitor to be ready before telling the alerts standing at start, and tells those raised meanwhile', async () => {
+    const { monitor, shown } = setup()
+    let open!: () => void
+    const ready = new Promise<void>((r) => (open = r))
+    const notifier = new BudgetNotifier({ monitor, log: new NoticeLog(), timezone: 'UTC', show: (n) => shown.push(n), save: () => {}, now: () => NOW, ready })
+    monitor.current = [budgetAlert()]
+    notifier.start()
+    expect(shown).toHaveLength(0)
+    monitor.raise(budgetAlert({ api_key_pattern: 'sk-other-*', threshold_pct: 0.8 }))
+    expect(shown.map((n) => n.title)).toEqual(['Budget at 80%: sk-other-*'])
+    open()
+    await ready
+    await Promise.resolve()
+    // (The one raised meanwhile stands too, and was told.)
+    expect(shown.map((n) => n.title)).toEqual(['Budget at 80%: sk-other-*', 'Budget warning: sk-dev-*'])
+    notifier.stop()
+  })
   it('words a block', () => {
     const n = noticeFor(budgetAlert({ level: 'blocking', spent_usd: 5.031, period: 'monthly', resets_at: '2026-12-01T00:00:00.000Z' }), 'UTC', 'UTC')
     expect(n.title).toBe('Budget reached: sk-dev-*')

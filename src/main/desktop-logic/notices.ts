@@ -1,6 +1,6 @@
 import { z } from 'zod'
 import type { BudgetAlert, BudgetMonitor } from '../budgets/types'
-import { formatPct } from '../../shared/format'
+import { formatPct, unpricedMark } from '../../shared/format'
 import { machineTimeZone, sameTimeZone } from '../time/zone'
 import { alertRuleId } from './alert-rule'
 import { formatUsdOfLimit } from './money'
@@ -28,27 +28,31 @@ function resetsText(iso: string, timezone: string, localZone: string): string {
  * reset), `localZone` this machine's.
  */
 export function noticeFor(alert: BudgetAlert, timezone: string, localZone = machineTimeZone()): Notice {
-  const [spent, limitUsd] = formatUsdOfLimit(alert.spent_usd, alert.limit_usd)
+  const [amount, limitUsd] = formatUsdOfLimit(alert.spent_usd, alert.limit_usd)
+  // Calls of no known price in the window count as $0: the spend is marked a lower bound ('$8.00 + 2 unpriced'), and why.
+  const mark = unpricedMark(alert.unpriced_requests, alert.spent_usd)
+  const spent = amount + mark
   const limit = `${limitUsd} ${alert.period} limit`
+  const note = mark ? ' Calls with no known price count as $0 in it: the real spend is more.' : ''
   const until = resetsText(alert.resets_at, timezone, localZone)
   if (alert.threshold_pct !== undefined && alert.level === 'warning') {
     return {
       level: 'warning',
       title: `Budget at ${formatPct(alert.threshold_pct)}: ${alert.api_key_pattern}`,
-      body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}. It resets ${until}.`,
+      body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}.${note} It resets ${until}.`,
     }
   }
   if (alert.level === 'blocking') {
     return {
       level: 'blocking',
       title: `Budget reached: ${alert.api_key_pattern}`,
-      body: `Key ${alert.key_hint} reached its ${limit} (${spent} spent). Burnrate refuses its calls until ${until}.`,
+      body: `Key ${alert.key_hint} reached its ${limit} (${spent} spent).${note} Burnrate refuses its calls until ${until}.`,
     }
   }
   return {
     level: 'warning',
     title: `Budget warning: ${alert.api_key_pattern}`,
-    body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}. It resets ${until}.`,
+    body: `Key ${alert.key_hint} has spent ${spent} of its ${limit}.${note} It resets ${until}.`,
   }
 }
 
@@ -131,6 +135,11 @@ export interface BudgetNotifierOptions {
   /** Persists the log after it changed. */
   save(log: NoticeLog): void
   now?: () => number
+  /**
+   * Resolves when `monitor.alerts()` reads as it is to be told (the own server's counts of calls of
+   * no known price, first read: ./budget-unpriced.ts); the alerts standing at start wait for it.
+   */
+  ready?: Promise<void>
 }
 
 /** Turns budget alerts into desktop notifications, each once per rule, period and level. */
@@ -140,9 +149,14 @@ export class BudgetNotifier {
   constructor(private readonly opts: BudgetNotifierOptions) {}
 
   start(): void {
-    // Alerts already standing when the app starts (they fired before anyone listened).
-    for (const a of this.opts.monitor.alerts()) this.handle(a)
+    // Alerts already standing when the app starts (they fired before anyone listened): once the
+    // monitor is ready (`ready`), those raised meanwhile told as they come.
+    const standing = () => {
+      for (const a of this.opts.monitor.alerts()) this.handle(a)
+    }
+    if (!this.opts.ready) standing()
     this.off = this.opts.monitor.onAlert((a) => this.handle(a))
+    void this.opts.ready?.then(() => this.off && standing())
   }
 
   private handle(alert: BudgetAlert): void {

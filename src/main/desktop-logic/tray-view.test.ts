@@ -26,6 +26,15 @@ describe('trayView', () => {
     expect(trayView({ todayUsd: 1.2, unpricedToday: 0, alerts: [], platform: 'darwin' })).toMatchObject({ title: '$1.20', headline: 'Today: $1.20', unpricedLine: null, tooltip: 'Burnrate: $1.20 today' })
   })
 
+  it("marks a budget line's spend when its window holds calls of no known price", () => {
+    const one = trayView({ todayUsd: 4.12, alerts: [alert({ unpriced_requests: 2 })], platform: 'linux' })
+    expect(one.budgetLine).toBe('Warning: sk-dev-* daily $4.12 + 2 unpriced of $5.00')
+    expect(one.tooltip).toContain('Warning: sk-dev-* daily $4.12 + 2 unpriced of $5.00')
+    expect(trayView({ todayUsd: 0, alerts: [alert({ spent_usd: 0, level: 'blocking', limit_usd: 0, unpriced_requests: 1 })], platform: 'linux' }).budgetLine).toBe('Blocking: sk-dev-* daily $0.00 1 unpriced of $0.00')
+    // None (or an older server's answer without the count): as before.
+    expect(trayView({ todayUsd: 4.12, alerts: [alert({ unpriced_requests: 0 })], platform: 'linux' }).budgetLine).toBe('Warning: sk-dev-* daily $4.12 of $5.00')
+  })
+
   it('adds the pace to the tooltip when today has spend and the projection is higher', () => {
     expect(trayView({ todayUsd: 2, alerts: [], platform: 'linux', projectedUsd: 7.5 }).tooltip).toBe('Burnrate: $2.00 today\nOn pace for $7.50 by midnight')
     expect(trayView({ todayUsd: 0, alerts: [], platform: 'linux', projectedUsd: 0 }).tooltip).toBe('Burnrate: $0.00 today')

@@ -1,5 +1,6 @@
 import type { BudgetAlert, BudgetLevel } from '../budgets/types'
 import type { PlanAccount } from '../../shared/api'
+import { unpricedMark } from '../../shared/format'
 import { alertRuleId } from './alert-rule'
 import { formatUsd, formatUsdOfLimit } from './money'
 import { planLine, planShort } from './tray-plans'
@@ -71,7 +72,8 @@ function describeAlerts(alerts: readonly BudgetAlert[]): string | null {
     const a = list[0]
     const verb = a.level === 'blocking' ? 'Blocking' : 'Warning'
     const [spent, limit] = formatUsdOfLimit(a.spent_usd, a.limit_usd)
-    return `${verb}: ${a.api_key_pattern} ${a.period} ${spent} of ${limit}`
+    // Calls of no known price in the window count as $0: its spend is marked a lower bound, as the dashboard marks it.
+    return `${verb}: ${a.api_key_pattern} ${a.period} ${spent}${unpricedMark(a.unpriced_requests, a.spent_usd)} of ${limit}`
   }
   const blocking = list.filter((a) => a.level === 'blocking').length
   const warning = list.length - blocking

@@ -15,6 +15,8 @@ export interface AlertOptions {
   own: BurnrateServer | null
   /** The budget state notified: the own server's, or the attached server's read over HTTP (budget-source.ts). */
   budgets: BudgetMonitor | null
+  /** Resolves when `budgets` can be read as it is to be notified (the own server's counts of calls of no known price, first read); the alerts standing at start wait for it. */
+  ready?: Promise<void>
   config: Config
   userData: string
   platform: NodeJS.Platform
@@ -40,6 +42,7 @@ export function startAlerts(o: AlertOptions): () => void {
       timezone: config.timezone,
       show,
       save: (noticeLog) => writeJsonFile(noticesFile, noticeLog),
+      ready: o.ready,
     })
     notifier.start()
   }

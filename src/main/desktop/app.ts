@@ -7,6 +7,8 @@ import { LastSeen } from '../connect/last-seen'
 import type { Config } from '../config/schema'
 import { startsHidden } from '../desktop-logic/autostart'
 import { httpBudgets } from '../desktop-logic/budget-source'
+import { polledBudgetUnpriced, withUnpricedCounts } from '../desktop-logic/budget-unpriced'
+import { budgetsAnswer } from '../dashboard/budgets-answer'
 import { ownListener } from '../desktop-logic/listener-owner'
 import { type SpendSource, httpSpend, ledgerSpend } from '../desktop-logic/spend-source'
 import type { TrayAction } from '../desktop-logic/tray-menu'
@@ -160,6 +162,13 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const tray = createTray({ platform, icons: trayIcons(platform), attachedTo, startAtLogin: loginEnabled, agents: () => agents.trayAgents(), act })
   const attachedPlans = own ? null : httpPlans(url, auth)
   const attachedBudgets = own ? null : httpBudgets(url, auth)
+  // The own server's meters count money only: each window's calls of no known price are read from
+  // its budgets answer (as the dashboard's) every 5 seconds, off the proxy's path, and marked on
+  // the tray's budget line and the notifications (an attached server's answers carry them).
+  const ownContext = own?.context.budgets ? own.context : null
+  let redraw = (): void => {}
+  const budgetUnpriced = ownContext ? polledBudgetUnpriced(() => budgetsAnswer(ownContext, null, Date.now()), { changed: () => redraw() }) : null
+  const ownBudgets = ownContext?.budgets && budgetUnpriced ? withUnpricedCounts(ownContext.budgets, budgetUnpriced) : null
   // Today's spend is projected over the day it was summed in: an attached server's zone, else the app's.
   const ownClock = new PeriodClock(config.timezone)
   let clock = ownClock
@@ -171,16 +180,17 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   }
   const presenter = new TrayPresenter({
     spend,
-    budgets: own ? own.context.budgets : attachedBudgets,
+    budgets: own ? ownBudgets : attachedBudgets,
     plans: own?.context.plans ?? attachedPlans,
     platform,
     paceOf,
     render: (view) => tray.render(view),
   })
   presenter.start()
+  redraw = () => presenter.update()
   // The attached monitor also tells when a level is gone (the own server's state is redrawn by the 30 s refresh).
   attachedBudgets?.subscribe(() => presenter.update())
-  const stopAlerts = startAlerts({ own, budgets: own ? own.context.budgets : attachedBudgets, config, userData, platform, openDashboard })
+  const stopAlerts = startAlerts({ own, budgets: own ? ownBudgets : attachedBudgets, ready: budgetUnpriced?.ready, config, userData, platform, openDashboard })
 
   let stopUpdates: (() => void) | null = null
   let stopping: Promise<void> | null = null
@@ -190,6 +200,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
       stopAlerts()
       attachedPlans?.stop()
       attachedBudgets?.stop()
+      budgetUnpriced?.stop()
       stopUpdates?.()
       offLastSeen?.()
       spend.stop()
