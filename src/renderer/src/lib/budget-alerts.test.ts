@@ -34,6 +34,14 @@ const status = (hint: string, today: number, month: number, r: BudgetRule = rule
 })
 
 describe('budgetAlerts', () => {
+  it("carries each window's count of calls of no known price (0 from an older server's answer without it)", () => {
+    const s = status('a', 9, 10)
+    s.windows[1].unpriced_requests = 3
+    delete (s.windows[0] as Partial<BudgetWindow>).unpriced_requests
+    s.windows[0].spent_usd = 95
+    expect(budgetAlerts([s]).map((x) => [x.period, x.unpriced])).toEqual([['monthly', 0], ['daily', 3]])
+  })
+
   it('lists keys over a limit first, then those near it', () => {
     const a = budgetAlerts([status('a', 8.5, 10), status('b', 10, 20), status('c', 1, 1)])
     expect(a.map((x) => [x.key_hint, x.period, x.level])).toEqual([

@@ -14,6 +14,8 @@ export interface BudgetAlertRow {
   scope: string
   spent: number
   limit: number
+  /** Of the calls in `spent`, those of a model with no known price (counted as $0): `spent` is then a lower bound. */
+  unpriced: number
   /** `over`: the limit is reached (calls blocked under `block`, warned under `warn`); `near`: at or past the soft limit (or 80%). */
   level: 'over' | 'near'
   action: 'block' | 'warn'
@@ -72,6 +74,8 @@ export function budgetAlerts(statuses: BudgetStatus[]): BudgetAlertRow[] {
         scope: ruleScope(r),
         spent: w.spent_usd,
         limit: w.limit_usd,
+        // (An older server's answer has no count.)
+        unpriced: w.unpriced_requests ?? 0,
         level,
         action: r.action,
       })
