@@ -2,7 +2,7 @@ import type { Rule } from '../budgets/rules'
 import { scopeMatches } from '../budgets/scope'
 import type { SqlReader } from '../storage/sql'
 import { unpricedIn } from './unpriced-counts'
-import { unpricedScopes, unpricedScopesNow, unpricedSessionScopes } from './unpriced-scopes'
+import { unpricedRecentSessions, unpricedScopes, unpricedScopesNow, unpricedSessionScopes } from './unpriced-scopes'
 import { AFTER_ALL } from './window'
 
 /**
@@ -13,6 +13,12 @@ import { AFTER_ALL } from './window'
 export type UnpricedSpan =
   | { kind: 'rule'; rule: Rule; hash: string; start: number; end: number; window: { unpriced_requests: number } }
   | { kind: 'session'; rule: Rule; hash: string; session: string; window: { unpriced_requests: number } }
+  /**
+   * A rule's session window for one key whose meter holds no session since `since` (it holds only
+   * sessions that spent money): the key's session with the most calls of no known price in the
+   * rule's scope since then, if any, is the window's (`session` set), its spend $0.
+   */
+  | { kind: 'unpriced-session'; rule: Rule; hash: string; since: number; window: { unpriced_requests: number; session?: string | null } }
   | { kind: 'all'; start: number; end: number; window: { unpriced_requests: number } }
 
 /**
@@ -63,7 +69,25 @@ async function rulesOf(q: SqlReader, spans: readonly UnpricedSpan[], rolling: bo
 
 /** The session windows of `spans`: every unpriced call of the session shown, in the rule's scope. */
 async function sessionsOf(q: SqlReader, spans: readonly UnpricedSpan[]): Promise<void> {
-  const sessions = spans.flatMap((s) => (s.kind === 'session' ? [s] : []))
+  const sessions: { rule: Rule; hash: string; session: string; window: { unpriced_requests: number } }[] = spans.flatMap((s) => (s.kind === 'session' ? [s] : []))
+  // The windows with no session that spent money: the session of only unpriced calls, if any, is theirs.
+  const open = spans.flatMap((s) => (s.kind === 'unpriced-session' ? [s] : []))
+  if (open.length) {
+    const recent = await unpricedRecentSessions(q, Math.min(...open.map((s) => s.since)))
+    for (const s of open) {
+      const per = new Map<string, { n: number; last: number }>()
+      for (const c of recent) {
+        if (c.api_key_hash !== s.hash || c.last < s.since || !scopeMatches(s.rule, c)) continue
+        const p = per.get(c.session) ?? { n: 0, last: 0 }
+        per.set(c.session, { n: p.n + c.n, last: Math.max(p.last, c.last) })
+      }
+      // The one with most such calls (the latest of those tied): its whole session counted below.
+      const best = [...per].sort(([x, a], [y, b]) => b.n - a.n || b.last - a.last || (x < y ? -1 : 1))[0]?.[0]
+      if (best === undefined) continue
+      s.window.session = best
+      sessions.push({ rule: s.rule, hash: s.hash, session: best, window: s.window })
+    }
+  }
   const inSessions = await unpricedSessionScopes(q, sessions.map((s) => s.session))
   for (const s of sessions) {
     let n = 0

@@ -39,6 +39,9 @@ function sessionWindow(limit: number, meter: Meter, now: number, hash: string | 
     unpriced_requests: 0,
   }
   if (spans && hash !== null && s) spans.push({ kind: 'session', rule: meter.rule, hash, session: s.session, window: out })
+  // No session of the key spent money under the rule (the meter holds only those): one of only
+  // calls of no known price is shown, at $0, once they are read (./budget-unpriced.ts).
+  else if (spans && hash !== null) spans.push({ kind: 'unpriced-session', rule: meter.rule, hash, since: now - SESSION_RECENT_MS, window: out })
   return out
 }
 

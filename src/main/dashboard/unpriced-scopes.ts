@@ -112,3 +112,16 @@ export async function unpricedSessionScopes(q: SqlReader, sessions: readonly str
   )
   return rows.map((r) => ({ ...r, n: Number(r.n) }))
 }
+
+/**
+ * Of this server's own unpriced calls from `since` on (the partial index's range), those of a
+ * session, per key, scope and session, with the latest call's time: the sessions a budget rule's
+ * meter does not hold (it holds only the sessions that spent money), for its session window.
+ */
+export async function unpricedRecentSessions(q: SqlReader, since: number): Promise<(ScopeCount & { session: string; n: number; last: number })[]> {
+  const rows = await q.all<ScopeCount & { session: string; n: number; last: number }>(
+    `SELECT ${SCOPE_AS}, session, count(*) AS n, max(ts) AS last ${from(q, false)} AND session <> ''${OWN} GROUP BY ${SCOPE}, session`,
+    { start: since },
+  )
+  return rows.map((r) => ({ ...r, n: Number(r.n), last: Number(r.last) }))
+}
