@@ -236,7 +236,11 @@ export interface BudgetWindow {
   resets_at: string | null
   /** The pace the forecast assumes, in USD per hour (0 for a session, which is not forecast). */
   burn_rate_usd_per_hour: number
-  /** Only for `period: 'session'`: the key's session of the last 24 hours that spent most under the rule (the one nearest the limit), or null when it had none. */
+  /**
+   * Only for `period: 'session'`: the key's session of the last 24 hours that spent most under the
+   * rule (the one nearest the limit); when none spent money, the one with most calls of no known
+   * price in the rule's scope (at $0, with its `unpriced_requests`); null when it had none.
+   */
   session?: string | null
   /**
    * The key's calls the rule counts in this window (its scope; the session's, for a session) billed
