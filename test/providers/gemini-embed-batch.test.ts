@@ -62,7 +62,7 @@ describe('Gemini Batch API: an embedding batch', () => {
     expect(rows(s.t).filter((c) => c.endpoint.startsWith('batch.'))).toHaveLength(2)
   })
 
-  it('an answer too large to hold whole (thousands of vectors) records each result all the same', { timeout: 60_000 }, async () => {
+  it('an answer too large to hold whole (thousands of vectors) records each result all the same', { timeout: 180_000 }, async () => {
     // 3,072 values a vector (gemini-embedding-001's default), 2,200 results: over the 64 MB held whole.
     const big = Array.from({ length: 3072 }, (_, i) => -0.0123456789 + i * 1e-9)
     const n = 2_200
@@ -75,7 +75,7 @@ describe('Gemini Batch API: an embedding batch', () => {
     const got = (await eventually(() => {
       const b = rows(s.t).filter((c) => c.endpoint === 'batch.embedContent').slice(2)
       return b.length === n - 1 ? b : undefined
-    }, 30_000))!
+    }, 120_000))!
     const tokens = results.reduce((a, r, i) => a + (i === 1 ? 0 : 10 + i), 0)
     expect(got.reduce((a, c) => a + c.input_tokens, 0)).toBe(tokens)
     for (const c of got) expect(c).toMatchObject({ model: 'gemini-embedding-001', priced: 1, cost_usd: half(c.input_tokens) })
