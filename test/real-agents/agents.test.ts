@@ -774,4 +774,34 @@ describe('the real agent CLIs through Burnrate', () => {
     const second = await ask([], 'Something new.')
     expect(second.id).not.toBe(first.id)
   })
+
+  it('opencode: a budget refusal is reported at once and not retried after its Retry-After', async () => {
+    const agent = newAgent('opencode-blocked', {
+      ANTHROPIC_API_KEY: 'sk-blocked-burnrate-suite-0000000006',
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    })
+    const config = JSON.parse(snippet('opencode', 0))
+    writeFileSync(join(agent.cwd, 'opencode.json'), JSON.stringify({ ...config, model: 'anthropic/claude-sonnet-4-5', autoupdate: false, share: 'disabled' }))
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    // Stranded (waiting out a daily Retry-After), it is killed by run()'s timer: code null.
+    const out = await run(agent, 'opencode', ['run', '--format', 'json', 'Say hello.'])
+    const said = (out.stdout + out.stderr).replace(/\u2060/g, '')
+    expect(out.code, said.slice(-3000)).not.toBeNull()
+    const failed = jsonLines(said).find((e) => e.type === 'error')
+    expect(failed?.error?.data, said.slice(-3000)).toMatchObject({ statusCode: 403, isRetryable: false })
+    expect(failed.error.data.message).toMatch(/budget rule "sk-blocked-\*"/)
+    expect(JSON.parse(failed.error.data.responseBody).error).toMatchObject({ type: 'budget_exceeded', api_key_pattern: 'sk-blocked-*', period: 'daily' })
+    expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length > 0 ? r : undefined
+    }, 15_000)) as any[]
+    // Its turn (and its title's call, if it asks for one): no retries.
+    expect(rows.length).toBeLessThanOrEqual(2)
+    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'opencode', cost_usd: 0 })
+  })
 })

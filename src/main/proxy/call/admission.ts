@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { codexRefusalError } from '../codex-refusal'
+import { opencodeRefusal } from '../opencode-refusal'
 import type { Admission, Refusal } from '../gate'
 import type { CallLifecycle } from './lifecycle'
 import type { HttpCall } from './state'
@@ -11,7 +12,8 @@ import type { HttpCall } from './state'
  * gets a budget or loop refusal in the form it stops on instead of retrying for hours
  * (../codex-refusal.ts); every other client gets the contract's shape. `client` is the client
  * recognised from what it sends, not the agent name recorded: Codex named otherwise by
- * `X-Burnrate-Agent` is still Codex.
+ * `X-Burnrate-Agent` is still Codex. opencode gets them as a 403 it stops on (../opencode-refusal.ts),
+ * recorded as the 429 they are.
  */
 export function refusalText(r: Refusal, client = ''): string {
   const body = r.body ?? errorBody('budget_exceeded', r.reason)
@@ -31,8 +33,9 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
   if (!admission.refuse) return true
   const res: ServerResponse = s.res
   const r = admission.refuse
-  const text = refusalText(r, s.ctx.client)
-  res.writeHead(r.status, {
+  const oc = s.ctx.client === 'opencode' ? opencodeRefusal(r.status, r.body ?? errorBody('budget_exceeded', r.reason), r.headers ?? {}) : undefined
+  const text = oc ? JSON.stringify(oc.body) : refusalText(r, s.ctx.client)
+  res.writeHead(oc?.status ?? r.status, {
     ...r.headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
