@@ -1,10 +1,9 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { NANO_COST, NANO_FIXTURE } from '../budgets/support'
 import { type BuiltServer, startBuiltServer } from '../load/harness'
 import { fixture } from '../support/fixtures'
+import { downOnceReceiver } from '../support/down-once-receiver'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
 
@@ -16,25 +15,6 @@ import { usePostgres } from '../support/pg-harness'
  */
 
 const h = usePostgres({ upstream: () => ({ status: 200, headers: { 'content-type': 'application/json' }, body: fixture(NANO_FIXTURE) }) })
-
-/** Down for its first POST (500), then takes them: every POST's body, and how many came. */
-async function downOnceReceiver() {
-  const got: any[] = []
-  let posts = 0
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    if (posts++ === 0) {
-      res.writeHead(500).end('down')
-      return
-    }
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, got, posts: () => posts, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
 
 const KEY = 'sk-kill-aaaaaaaaaaaa-0002'
 

@@ -1,10 +1,9 @@
-import http from 'node:http'
-import type { AddressInfo } from 'node:net'
 import Database from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { NANO_COST, NANO_FIXTURE, replayJson } from '../budgets/support'
 import { startBuiltServer } from '../load/harness'
+import { downOnceReceiver } from '../support/down-once-receiver'
 import { eventually, postJson } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 
@@ -14,25 +13,6 @@ import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
  * announced (budget_announced) with the ledger's writes, but the alert only at a clean shutdown,
  * so the next start took it as sent. Against the built server (out/main/cli.js).
  */
-
-/** Down for its first POST (500), then takes them: every POST's body, and how many came. */
-async function downOnceReceiver() {
-  const got: any[] = []
-  let posts = 0
-  const server = http.createServer(async (req, res) => {
-    const parts: Buffer[] = []
-    for await (const c of req) parts.push(c as Buffer)
-    if (posts++ === 0) {
-      res.writeHead(500).end('down')
-      return
-    }
-    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
-    res.writeHead(204).end()
-  })
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
-  return { url, got, posts: () => posts, close: () => new Promise<void>((r) => server.close(() => r())) }
-}
 
 function rowsOf(dbFile: string, sql: string): number {
   const db = new Database(dbFile, { readonly: true, fileMustExist: true })

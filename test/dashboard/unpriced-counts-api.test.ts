@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { GROUP_BYS } from '../../src/shared/api'
 import { postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { modelEchoUpstream } from '../support/model-echo'
 import type { TestServer } from '../support/server'
 import { getJson } from './seed'
 
@@ -12,20 +13,7 @@ import { getJson } from './seed'
  * number on every row, 0 where every call had a price: they said "$0.00" and nothing else.
  */
 
-const chat = (model: string) => ({
-  id: 'chatcmpl-unpriced-1',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model,
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 },
-})
-const h = usePostgres({
-  upstream: (req) => {
-    const model = (JSON.parse(req.body.toString() || '{}') as { model?: string }).model ?? 'gpt-4o-mini'
-    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat(model)) }
-  },
-})
+const h = usePostgres({ upstream: modelEchoUpstream('chatcmpl-unpriced-1') })
 
 const UNKNOWN = 'mystery-model-9000'
 

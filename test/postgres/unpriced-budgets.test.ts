@@ -4,6 +4,7 @@ import { makeCall } from '../dashboard/seed'
 import { startOfDay, startOfMonth } from '../../src/main/time/zone'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { modelEchoUpstream } from '../support/model-echo'
 import type { TestServer } from '../support/server'
 import { getJson } from '../dashboard/seed'
 
@@ -15,20 +16,7 @@ import { getJson } from '../dashboard/seed'
  * session for a session limit), and `overall` the day's and month's, as the summary's. On both stores.
  */
 
-const chat = (model: string) => ({
-  id: 'chatcmpl-unpriced-budget',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model,
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 },
-})
-const h = usePostgres({
-  upstream: (req) => {
-    const model = (JSON.parse(req.body.toString() || '{}') as { model?: string }).model ?? 'gpt-4o-mini'
-    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat(model)) }
-  },
-})
+const h = usePostgres({ upstream: modelEchoUpstream('chatcmpl-unpriced-budget') })
 
 const UNKNOWN = 'mystery-model-9000'
 const K1 = 'sk-unp-aaaaaaaaaaaa-0001'

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { hashKey } from '../../src/main/proxy/attribution'
 import { eventually, postJson } from '../support/http'
 import { usePostgres } from '../support/pg-harness'
+import { modelEchoUpstream } from '../support/model-echo'
 import type { TestServer } from '../support/server'
 import { getJson } from '../dashboard/seed'
 
@@ -13,20 +14,7 @@ import { getJson } from '../dashboard/seed'
  * spent money under the rule (one that did stays the one shown); read when the page asks, from
  * the partial index of unpriced calls, nothing on the proxy's path. On both stores, over HTTP.
  */
-const chat = (model: string) => ({
-  id: 'chatcmpl-unpriced-session',
-  object: 'chat.completion',
-  created: 1_700_000_000,
-  model,
-  choices: [{ index: 0, message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
-  usage: { prompt_tokens: 1200, completion_tokens: 300, total_tokens: 1500 },
-})
-const h = usePostgres({
-  upstream: (req) => {
-    const model = (JSON.parse(req.body.toString() || '{}') as { model?: string }).model ?? 'gpt-4o-mini'
-    return { status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(chat(model)) }
-  },
-})
+const h = usePostgres({ upstream: modelEchoUpstream('chatcmpl-unpriced-session') })
 
 const UNKNOWN = 'mystery-model-9000'
 const K1 = 'sk-uso-aaaaaaaaaaaa-0001'
