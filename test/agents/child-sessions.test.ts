@@ -98,8 +98,10 @@ describe('a child session is its parent session', () => {
     const child = await recorded(t, async () => {
       status = (await opencode(key, OC_CHILD, OC_PARENT)).status
     })
-    expect(child).toMatchObject({ agent: 'opencode', session: OC_PARENT })
-    expect(status).toBe(429)
+    // Refused by the parent's session cap: recorded as the 429 it is, answered to opencode as the
+    // 403 it stops on (src/main/proxy/opencode-refusal.ts).
+    expect(child).toMatchObject({ agent: 'opencode', session: OC_PARENT, status: 429, error: 'budget_exceeded' })
+    expect(status).toBe(403)
   })
 
   it("Claude Code: a teammate's token counting, which names only its own session, is its lead's session too", async () => {
