@@ -65,7 +65,7 @@ describe('a metered socket path with trailing slashes', () => {
 
   it("Codex's Responses socket at /v1/responses/: a blocked key's response.create is refused with an error frame and recorded, never sent upstream", async () => {
     const before = ledgerRows(s.t.dbFile).length
-    const { ws, frames } = await openSocket(s.t, '/v1/responses/', { headers: { authorization: 'Bearer sk-blocked-slash-0003' } })
+    const { ws, frames } = await openSocket(s.t, '/v1/responses/', { headers: { authorization: 'Bearer sk-blocked-slash-0003', 'user-agent': 'codex_cli_rs/0.171.0 (Linux; x86_64) xterm', originator: 'codex_cli_rs' } })
     const sockets = seen.length
     ws.send(JSON.stringify({ type: 'response.create', model: 'gpt-4o-mini', input: [{ type: 'message', role: 'user', content: [{ type: 'input_text', text: 'too dear' }] }] }))
     await eventually(() => frames.length === 1, 10_000)
