@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { count, isObject, type Usage } from '../metering/usage'
+import { count, isObject, parseObject, type Usage } from '../metering/usage'
 import type { CallShape, Meter, MeterResult, RequestInfo } from './types'
 
 /**
@@ -152,13 +152,8 @@ export class InteractionsMeter implements Meter {
   }
 
   event(name: string, data: string): void {
-    let ev: unknown
-    try {
-      ev = JSON.parse(data)
-    } catch {
-      return
-    }
-    if (!isObject(ev)) return
+    const ev = parseObject(data)
+    if (!ev) return
     const type = typeof ev.event_type === 'string' ? ev.event_type : name
     switch (type) {
       case 'interaction.created':

@@ -1,5 +1,5 @@
 import { OutputText } from '../metering/output-text'
-import { count, isObject, type Usage } from '../metering/usage'
+import { count, isObject, parseObject, type Usage } from '../metering/usage'
 import type { UsageReader } from './openai-usage'
 import type { CallShape, Meter, MeterResult, RequestInfo } from './types'
 
@@ -70,13 +70,8 @@ export class ConversationsMeter implements Meter {
   }
 
   event(name: string, data: string): void {
-    let ev: unknown
-    try {
-      ev = JSON.parse(data)
-    } catch {
-      return
-    }
-    if (!isObject(ev)) return
+    const ev = parseObject(data)
+    if (!ev) return
     const type = typeof ev.type === 'string' ? ev.type : name
     if (typeof ev.conversation_id === 'string' && ev.conversation_id) this.id = ev.conversation_id
     if (typeof ev.model === 'string' && ev.model) this.model = ev.model
