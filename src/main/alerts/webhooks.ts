@@ -148,22 +148,12 @@ export class WebhookSender {
    */
   private inTurn(url: string, d: Delivery, first: () => Promise<void>): Promise<void> {
     const before = this.lastFirst.get(url)
-    if (!before) {
-      const p = first().finally(() => {
-        if (this.lastFirst.get(url) === p) this.lastFirst.delete(url)
-      })
-      this.lastFirst.set(url, p)
-      return p
-    }
-    this.queued.add(d)
-    const p: Promise<void> = before
-      .then(() => {
-        if (!this.queued.delete(d)) return undefined
-        return first()
-      })
-      .finally(() => {
-        if (this.lastFirst.get(url) === p) this.lastFirst.delete(url)
-      })
+    // Queued behind `before`: close() takes it out of `queued`, and then it is not tried.
+    if (before) this.queued.add(d)
+    const run = before ? before.then(() => (this.queued.delete(d) ? first() : undefined)) : first()
+    const p: Promise<void> = run.finally(() => {
+      if (this.lastFirst.get(url) === p) this.lastFirst.delete(url)
+    })
     this.lastFirst.set(url, p)
     return p
   }
