@@ -95,6 +95,16 @@ describe('Vertex AI: Claude through a regional endpoint', () => {
     expect(global.usage_extra).toBeNull()
   })
 
+  it('a multi-region (us, eu) keeps the data in its geography as a region does, and costs as one', async () => {
+    answer(upstream, answerOf('claude-sonnet-4-5-20250929'))
+    for (const loc of ['us', 'eu']) {
+      const row = await call(loc, 'claude-sonnet-4-5@20250929')
+      expect(row, loc).toMatchObject({ provider: 'vertex', model: 'claude-sonnet-4-5-20250929', ...tokens, priced: 1 })
+      expect(row.cost_usd, loc).toBe(list('google', tokens, 'claude-sonnet-4-5-20250929', row.ts) * 1.1)
+      expect(JSON.parse(row.usage_extra), loc).toEqual({ data_residency: true })
+    }
+  })
+
   it('a model from before Sonnet 4.5 costs the same in a region', async () => {
     answer(upstream, answerOf('claude-sonnet-4-20250514'))
     const row = await call('us-east5', 'claude-sonnet-4@20250514')

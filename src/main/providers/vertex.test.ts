@@ -85,11 +85,13 @@ describe('Vertex AI regional endpoints: the premium for Claude Sonnet 4.5 and la
 })
 
 describe('Vertex AI upstream by location', () => {
-  it('global and regions go to Google Cloud hosts; nothing else names a host', () => {
+  it('global, the multi-regions and regions go to Google Cloud hosts; nothing else names a host', () => {
     expect(vertexBaseUrlOf(`${GEMINI}:generateContent`)).toBe('https://aiplatform.googleapis.com')
+    expect(vertexBaseUrlOf('/v1/projects/p/locations/us/publishers/anthropic/models/m:rawPredict')).toBe('https://aiplatform.us.rep.googleapis.com')
+    expect(vertexBaseUrlOf('/v1beta1/projects/p/locations/eu/interactions')).toBe('https://aiplatform.eu.rep.googleapis.com')
     expect(vertexBaseUrlOf(`${CLAUDE}:rawPredict`)).toBe('https://us-east5-aiplatform.googleapis.com')
     expect(vertexBaseUrlOf('/v1beta1/projects/p/locations/northamerica-northeast1')).toBe('https://northamerica-northeast1-aiplatform.googleapis.com')
-    for (const loc of ['evil.example', 'us-east5.evil.example', 'x@y', '..', 'us', 'US-EAST5', '127.0.0.1', 'a-b']) {
+    for (const loc of ['evil.example', 'us-east5.evil.example', 'x@y', '..', 'usa', 'US', 'eu.evil.example', 'US-EAST5', '127.0.0.1', 'a-b']) {
       expect(vertexBaseUrlOf(`/v1/projects/p/locations/${loc}/publishers/anthropic/models/m:rawPredict`), loc).toBeNull()
     }
     expect(vertexBaseUrlOf('/v1/publishers/google/models/gemini-2.5-pro:generateContent')).toBeNull()

@@ -31,7 +31,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * through Anthropic's list (its fallback) and Vertex model ids with their `@version`; a Claude
  * call through a regional endpoint is raised by the premium Vertex AI bills there (regionalPremium). With no
  * `providers.vertex.base_url`, each call goes to the location its path names: `global` to
- * `https://aiplatform.googleapis.com`, a region to `https://{region}-aiplatform.googleapis.com`.
+ * `https://aiplatform.googleapis.com`, a multi-region (`us`, `eu`) to
+ * `https://aiplatform.{us|eu}.rep.googleapis.com`, a region to `https://{region}-aiplatform.googleapis.com`.
+ * A multi-region keeps the data in its geography as a region does, and is priced as one (regionalPremium).
  * The client's Google access token (`Authorization: Bearer`) is passed on as it came.
  */
 
@@ -44,6 +46,12 @@ const GOOGLE_PREFIX = /^google\//
 const LOCATION = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)(?:\/|$)/
 /** A region's name as Google Cloud spells them (`us-east5`, `europe-west1`, `northamerica-northeast1`). */
 const REGION = /^[a-z]+(?:-[a-z]+)+[0-9]+$/
+/**
+ * Vertex AI's multi-region locations (Claude's and Gemini's "multi-region endpoints": one
+ * geography's regions pooled), each served by its own host, `https://aiplatform.{us|eu}.rep.googleapis.com`
+ * (Anthropic's Vertex SDK for `region: "us"`/`"eu"`, Google's Gen AI SDK's `MULTI_REGIONAL_LOCATIONS`).
+ */
+const MULTI_REGIONS = new Set(['us', 'eu'])
 
 interface ModelCall {
   location: string
@@ -72,12 +80,14 @@ function safeDecode(s: string): string {
 }
 
 /**
- * The upstream base URL of a request's location when none is configured: `global` and the
- * regions only, so a path can never name another host; null for anything else.
+ * The upstream base URL of a request's location when none is configured: `global`, the
+ * multi-regions (`us`, `eu`) and the regions only, so a path can never name another host; null
+ * for anything else.
  */
 export function vertexBaseUrlOf(path: string): string | null {
   const loc = LOCATION.exec(path)?.[1]
   if (loc === 'global') return 'https://aiplatform.googleapis.com'
+  if (loc !== undefined && MULTI_REGIONS.has(loc)) return `https://aiplatform.${loc}.rep.googleapis.com`
   if (loc !== undefined && REGION.test(loc)) return `https://${loc}-aiplatform.googleapis.com`
   return null
 }
@@ -140,7 +150,7 @@ export const vertex: Provider = {
     const baseUrl = vertexBaseUrlOf(path)
     return baseUrl ? { path, baseUrl } : null
   },
-  noUpstreamHint: 'call a location Vertex AI has (global or a region such as us-east5) or set providers.vertex.base_url in the config',
+  noUpstreamHint: 'call a location Vertex AI has (global, us, eu or a region such as us-east5) or set providers.vertex.base_url in the config',
   inspect: inspectVertex,
   meter: (shape, req): Meter => {
     if (OPENAPI.test(withoutTrailingSlashes(req.path))) return new VertexOpenAIMeter(shape.endpoint)
