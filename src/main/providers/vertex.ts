@@ -1,6 +1,7 @@
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic-meter'
-import { GeminiMeter, geminiCompatUsage, inspectGemini } from './gemini'
+import { GeminiMeter, geminiCompatUsage, geminiUsage, inspectGemini } from './gemini'
+import { InteractionsMeter, interactionsShape, isInteractions } from './gemini-interactions'
 import { inspectOpenAI } from './openai-endpoints'
 import { OpenAIMeter } from './openai-meter'
 import type { CallShape, Meter, MeterResult, Provider, RequestInfo } from './types'
@@ -22,6 +23,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * - Mistral (`publishers/mistralai`): `:rawPredict` and `:streamRawPredict` take and answer
  *   Mistral's chat completions, metered as OpenAI's; the price data has no Vertex price for them,
  *   so their tokens are recorded unpriced (a billed call, never a free one).
+ * - The Interactions API (`…/locations/{location}/interactions`, `/{id}`, `/{id}/cancel`: what
+ *   Google's Gen AI SDK's `client.interactions` sends with `vertexai: true`), the Gemini API's
+ *   (`/v1beta/interactions`) below a location: shaped and metered as that one is (./gemini-interactions.ts).
  * - Vertex AI's OpenAI-compatible Chat Completions API (`…/locations/{location}/endpoints/openapi/chat/completions`,
  *   "Using OpenAI libraries with Vertex AI"), billed per token as the Gemini model it names
  *   (`google/gemini-2.5-flash`): metered as Gemini's OpenAI-compatible API is, priced without the
@@ -40,6 +44,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
 const MODEL_CALL = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/([^/]+)\/publishers\/([^/]+)\/models\/([^/:]+):([A-Za-z]+)$/
 /** The OpenAI-compatible API's paths below a location's `endpoints/openapi`. */
 const OPENAPI = /^\/v1[a-z0-9]*\/projects\/[^/]+\/locations\/[^/]+\/endpoints\/openapi(\/.*)$/
+/** The Interactions API below a location: its version, and its path as the Gemini API has it without the project and location. */
+const INTERACTIONS = /^(\/v1[a-z0-9]*)\/projects\/[^/]+\/locations\/[^/]+(\/interactions(?:\/.*)?)$/
 /** A Google model's name in the OpenAI-compatible API (`google/gemini-2.5-flash`): the price data's name is without it. */
 const GOOGLE_PREFIX = /^google\//
 /** Any path below a location (model calls, and the rest of the API). */
@@ -113,7 +119,19 @@ export function regionalPremium(location: string, model: string): boolean {
   return v !== null && (v.major > 4 || (v.major === 4 && v.minor >= 5))
 }
 
+/** The Gemini API's path of an Interactions API request below a location (`/v1beta1/interactions/{id}`), or null. */
+function interactionsPath(path: string): string | null {
+  if (!path.includes('/interactions')) return null
+  const m = INTERACTIONS.exec(withoutTrailingSlashes(path))
+  return m ? m[1] + m[2] : null
+}
+
 export function inspectVertex(req: RequestInfo): CallShape {
+  const interactions = interactionsPath(req.path)
+  if (interactions !== null) {
+    const shape = interactionsShape({ ...req, path: interactions })
+    if (shape) return shape
+  }
   const openapi = OPENAPI.exec(withoutTrailingSlashes(req.path))
   if (openapi) {
     const shape = inspectOpenAI({ ...req, path: openapi[1] })
@@ -154,6 +172,7 @@ export const vertex: Provider = {
   inspect: inspectVertex,
   meter: (shape, req): Meter => {
     if (OPENAPI.test(withoutTrailingSlashes(req.path))) return new VertexOpenAIMeter(shape.endpoint)
+    if (isInteractions(shape.endpoint)) return new InteractionsMeter(shape.endpoint, geminiUsage)
     const call = modelCall(req.path)
     if (call && isMistral(call)) return new OpenAIMeter({ endpoint: shape.endpoint })
     if (call && call.publisher === 'google' && isEmbeddings(call)) return new EmbeddingsMeter()
