@@ -65,6 +65,23 @@ describe("Amazon Bedrock's Priority tier", () => {
     expect(row.cost_usd).toBe(libraryPrice('aws', { input_tokens: 12_000, output_tokens: 800 }, MODEL, row.ts))
   })
 
+  it('a Claude InvokeModel whose answer says fast mode served it (usage.speed: "fast"): priced at the speed: fast override; one answered at standard speed at the list', async () => {
+    const answerAt = (speed: string) => s.upstream.setResponder(() => ({
+      status: 200,
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(JSON.stringify({ id: 'msg_bdrk_fast', type: 'message', role: 'assistant', model: 'claude-sonnet-4-5-20250929', content: [{ type: 'text', text: 'Done.' }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: 2_000, output_tokens: 300, speed } })),
+    }))
+    const body = { anthropic_version: 'bedrock-2023-05-31', anthropic_beta: ['fast-mode-2026-02-01'], speed: 'fast', max_tokens: 1024, messages: [] }
+    answerAt('fast')
+    const fast = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/invoke`, body, HEADERS))
+    expect(JSON.parse(s.upstream.requests[0].body.toString())).toMatchObject({ speed: 'fast' })
+    expect(JSON.parse(fast.usage_extra)).toMatchObject({ fast: true })
+    expect(fast.cost_usd).toBeCloseTo(priority(2_000, 300), 15)
+    answerAt('standard')
+    const standard = await recorded(s.t, () => postJson(`${s.t.url}${BASE}/model/${MODEL}/invoke`, body, HEADERS))
+    expect(standard.cost_usd).toBe(libraryPrice('aws', { input_tokens: 2_000, output_tokens: 300 }, MODEL, standard.ts))
+  })
+
   it('Converse and ConverseStream served by the Priority tier (serviceTier in the answer, in the metadata event): the override', async () => {
     s.upstream.setResponder(() => ({
       status: 200,

@@ -9,7 +9,9 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * region's runtime API (`/model/…`, `/async-invoke`, `/guardrail`, and its OpenAI-compatible API
  * `/openai/v1/…`) or its control plane (everything else); `/model/{id}/{operation}` names the
  * operation (InvokeModel, Converse, their streams, CountTokens) and the model, or the inference
- * profile, that prices it; the service tier it asks for is its header's or its body's.
+ * profile, that prices it; the service tier it asks for is its header's or its body's (Converse's
+ * `serviceTier`, the OpenAI-compatible API's `service_tier`), and an InvokeModel of Claude asks for
+ * fast mode with its Messages body's `speed: "fast"`.
  */
 
 const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/
@@ -67,7 +69,12 @@ export function isOpenAIApi(path: string): boolean {
 
 export function inspectBedrock(req: RequestInfo, profiles: Record<string, string> = {}): CallShape {
   const openai = OPENAI_API.exec(req.path)
-  if (openai) return inspectOpenAI({ ...req, path: openai[1] })
+  if (openai) {
+    const shape = inspectOpenAI({ ...req, path: openai[1] })
+    // The Priority tier asked by the runtime's header or the body's `service_tier` (budgets reserve it at the model's fast price).
+    if (shape.billable && (asksForPriority(req) || (isObject(req.body) && servedPriority(req.body.service_tier)))) shape.fast = true
+    return shape
+  }
   const m = MODEL_CALL.exec(withoutTrailingSlashes(req.path))
   if (!m) return { endpoint: 'other', model: '', stream: false, billable: false }
   const op = m[2]
@@ -79,8 +86,10 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
     stream: op.endsWith('-stream'),
     billable: req.method === 'POST',
   }
-  // Asking for the Priority tier (budgets reserve it at the model's fast price; it is recorded at the tier its answer names).
-  if (shape.billable && asksForPriority(req)) shape.fast = true
+  // Asking for the Priority tier, or a Claude InvokeModel asking for fast mode (the Messages body's
+  // `speed: "fast"`): budgets reserve it at the model's fast price; it is recorded at the tier or
+  // speed its answer names.
+  if (shape.billable && (asksForPriority(req) || (shape.endpoint === 'invoke' && isObject(req.body) && req.body.speed === 'fast'))) shape.fast = true
   return shape
 }
 
