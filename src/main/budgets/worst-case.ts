@@ -25,8 +25,10 @@ import { advisorBoundUsd } from './advisor-bound'
  *   DEFAULT_MAX_OUTPUT_TOKENS.
  * - Priced at the model's price (config overrides, then @pydantic/genai-prices). A requested
  *   model with no known price (an Azure deployment's own name, a router's alias) is priced as
- *   the model its last answered call named (`reservedCost`); one never answered yet reserves
- *   0, as its calls are recorded at cost 0 when the answer names no priced model either.
+ *   the model its last answered call named (`reservedCost`), else as the model the shape says it
+ *   runs on (`CallShape.reserveAs`: a Gemini agent's interaction); one never answered yet and
+ *   with no such model reserves 0, as its calls are recorded at cost 0 when the answer names no
+ *   priced model either.
  * - Claude's advisor tool: the consultations a request caps (the tool's `max_uses` and `max_tokens`),
  *   at the advisor model's price (./advisor-bound.ts); uncapped ones are not in the bound.
  */
@@ -172,7 +174,8 @@ export function reservedPerUseUsd(pricer: Pricer, ctx: CallContext, answeredAs?:
 
 /**
  * What `usage` costs at the call's model, for a reservation: the requested model's price, else
- * (it has none) the price of the model its calls were last answered as; 0 when neither is known.
+ * (it has none) the price of the model its calls were last answered as, else of the model the
+ * shape says it runs on (`CallShape.reserveAs`); 0 when none is known.
  * It is priced as the request asks to be billed: with the data-residency premium, at a fast tier,
  * at a Perplexity search context size's request fee, Pro Search's when it asks for it, with the
  * web search an OpenAI Chat Completions search model makes for every answer, one Google Search
@@ -195,6 +198,8 @@ export function reservedCost(pricer: Pricer, ctx: CallContext, usage: Usage, ans
     const answered = answeredAs(ctx.provider.name, ctx.shape.model)
     if (answered) p = pricer.price(ctx.provider.pricingId, ctx.provider.name, answered, usage, at)
   }
+  // A model known only by what runs it (a Gemini agent's interaction): that model's price.
+  if (!p.priced && ctx.shape.reserveAs) p = pricer.price(ctx.provider.pricingId, ctx.provider.name, ctx.shape.reserveAs, usage, at)
   return p.priced && Number.isFinite(p.cost_usd) && p.cost_usd > 0 ? p.cost_usd : 0
 }
 

@@ -31,6 +31,17 @@ const READ = 'interactions.get'
 const CANCEL = 'interactions.cancel'
 const DELETE = 'interactions.delete'
 
+/**
+ * The model an interaction run by an agent (`{agent, input}`, no `model`) is reserved as by budgets
+ * (`CallShape.reserveAs`): the agent's id is no model of the price data and its answer names none.
+ * Google runs its Deep Research agents (`deep-research-pro-preview-12-2025`,
+ * `deep-research-preview-04-2026`, `deep-research-max-preview-04-2026`) on Gemini 3 Pro and 3.1 Pro
+ * and bills them "at standard Gemini list rates"; an agent whose model is not published (Antigravity)
+ * is reserved so too: Gemini 3.1 Pro is the dearest Gemini text model of the price data, so a rule
+ * holds too much for it rather than nothing.
+ */
+export const AGENT_RESERVE_MODEL = 'gemini-3.1-pro-preview'
+
 /** Statuses an interaction ends in (`requires_action`: its turn ended on a function call the client runs). */
 const ENDED = new Set(['completed', 'failed', 'cancelled', 'incomplete', 'budget_exceeded', 'requires_action'])
 
@@ -44,6 +55,7 @@ export function interactionsShape(req: RequestInfo): CallShape | null {
     if (req.method !== 'POST') return null
     const model = typeof body?.model === 'string' ? body.model : typeof body?.agent === 'string' ? body.agent : ''
     const shape: CallShape = { endpoint: INTERACTIONS, model: model.replace(/^models\//, ''), stream: body?.stream === true, billable: true }
+    if (typeof body?.model !== 'string' && typeof body?.agent === 'string') shape.reserveAs = AGENT_RESERVE_MODEL
     if (typeof body?.service_tier === 'string' && body.service_tier.toLowerCase() === 'priority') shape.fast = true
     if (requestsSearch(body)) shape.googleSearch = true
     return shape

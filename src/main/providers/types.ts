@@ -20,6 +20,13 @@ export interface CallShape {
   endpoint: string
   /** The model the request names ('' when none). */
   model: string
+  /**
+   * The model whose price a budget reservation takes when `model` has none and its calls were
+   * never answered as a priced one (`reservedCost`): a Gemini interaction run by an agent (its
+   * `agent`, no model of the price data) is reserved as the model the agent runs on. Not what the
+   * call is recorded at.
+   */
+  reserveAs?: string
   /** Whether the client asked for a stream. */
   stream: boolean
   /** Whether the endpoint is billed by tokens at all (false: models lists, token counting). */
