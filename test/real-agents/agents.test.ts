@@ -804,4 +804,41 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(rows.length).toBeLessThanOrEqual(2)
     for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'opencode', cost_usd: 0 })
   })
+
+  it("opencode's openai provider on the Responses WebSocket: a budget refusal is reported at once and not retried", async () => {
+    // Its openai provider streams over the socket when the socket is turned on
+    // (OPENCODE_EXPERIMENTAL_WEBSOCKETS) and it is logged in (auth.json), here with an API key.
+    const agent = newAgent('opencode-ws-blocked', {
+      OPENCODE_EXPERIMENTAL_WEBSOCKETS: 'true',
+      OPENCODE_DISABLE_AUTOUPDATE: '1',
+      OPENCODE_DISABLE_MODELS_FETCH: '1',
+      OPENCODE_DISABLE_LSP_DOWNLOAD: '1',
+    })
+    const data = join(agent.home, '.local', 'share', 'opencode')
+    mkdirSync(data, { recursive: true })
+    writeFileSync(join(data, 'auth.json'), JSON.stringify({ openai: { type: 'api', key: 'sk-blocked-burnrate-suite-0000000007' } }))
+    const config = { provider: { openai: { options: { baseURL: `${relay.url}/v1` } } }, model: 'openai/gpt-5', autoupdate: false, share: 'disabled' }
+    writeFileSync(join(agent.cwd, 'opencode.json'), JSON.stringify(config))
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    const beforeUpgrades = relay.upgrades.length
+    // Stranded (waiting out a daily Retry-After), it is killed by run()'s timer: code null.
+    const out = await run(agent, 'opencode', ['run', '--format', 'json', 'Say hello.'])
+    const said = (out.stdout + out.stderr).replace(/\u2060/g, '')
+    expect(relay.upgrades.slice(beforeUpgrades), said.slice(-3000)).toContain('/v1/responses')
+    expect(out.code, said.slice(-3000)).not.toBeNull()
+    const failed = jsonLines(said).find((e) => e.type === 'error')
+    expect(failed?.error?.data, said.slice(-3000)).toMatchObject({ statusCode: 403, isRetryable: false })
+    expect(failed.error.data.message).toMatch(/budget rule "sk-blocked-\*"/)
+    expect(JSON.parse(failed.error.data.responseBody)).toMatchObject({ type: 'error', status: 403, error: { type: 'budget_exceeded', api_key_pattern: 'sk-blocked-*', period: 'daily' } })
+    expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length > 0 ? r : undefined
+    }, 15_000)) as any[]
+    // Its turn (and its title's call, over HTTP, if it asks for one): no retries.
+    expect(rows.length).toBeLessThanOrEqual(2)
+    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'opencode', cost_usd: 0 })
+  })
 })

@@ -14,6 +14,8 @@ export interface Seen {
 export interface Relay {
   url: string
   seen: Seen[]
+  /** The path of each WebSocket upgrade the agent asked for. */
+  upgrades: string[]
   close(): Promise<void>
 }
 
@@ -25,6 +27,7 @@ export interface Relay {
 export async function startRelay(target: string): Promise<Relay> {
   const t = new URL(target)
   const seen: Seen[] = []
+  const upgrades: string[] = []
   const handler: http.RequestListener = (req, res) => {
     const inHash = createHash('sha256')
     const up = http.request(
@@ -51,6 +54,7 @@ export async function startRelay(target: string): Promise<Relay> {
   }
   const server = http.createServer(handler)
   server.on('upgrade', (req, socket, head) => {
+    upgrades.push(req.url ?? '')
     const up = net.connect(Number(t.port), t.hostname, () => {
       let headText = `${req.method} ${req.url} HTTP/1.1\r\n`
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -68,6 +72,7 @@ export async function startRelay(target: string): Promise<Relay> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     seen,
+    upgrades,
     async close() {
       server.closeAllConnections()
       await new Promise<void>((r) => server.close(() => r()))

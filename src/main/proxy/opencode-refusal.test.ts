@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { opencodeRefusal, unretriedText } from './opencode-refusal'
+import { opencodeFrameHeaders, opencodeRefusal, unretriedText } from './opencode-refusal'
 
 // opencode 1.18's retry patterns (packages/opencode/src/session/retry.ts), as it tests a message and a body.
 const OPENCODE_RETRIES = [/429|500|502|503|504|524/i, /rate increased too quickly|rate limit|rate-limit|rate_limit|too many requests/i, /\btry again (?:later|in\b)/i]
@@ -23,5 +23,17 @@ describe('opencodeRefusal', () => {
 
   it('breaks every match, however many', () => {
     expect(unretriedText('429 429 5000')).not.toMatch(OPENCODE_RETRIES[0])
+  })
+
+  it("keeps in a socket refusal's headers only those opencode can take as headers and would not retry on", () => {
+    const headers = {
+      'x-should-retry': 'false',
+      'retry-after': '15000',
+      'x-burnrate-runaway-warning': 'spend_rate: 0.5000 USD in the last minute in session s',
+      'x-burnrate-budget-warning': 'caf\u00e9',
+      'x-burnrate-other': 'fine',
+    }
+    expect(opencodeFrameHeaders(headers)).toEqual({ 'x-should-retry': 'false', 'x-burnrate-other': 'fine' })
+    expect(opencodeFrameHeaders({ 'retry-after': '3600' })).toEqual({ 'retry-after': '3600' })
   })
 })

@@ -8,6 +8,10 @@
  * those patterns would match broken by an invisible U+2060 and a number they would match left out.
  * A per-minute rate limit is meant to be retried and keeps its 429, as does a refusal for calls in
  * flight alone (`x-should-retry: true`).
+ *
+ * No other form stops it with a plain message: every API error's message and body are tested
+ * against these patterns whatever its status or shape (only a context overflow skips them, and that
+ * makes opencode compact the conversation and call again).
  */
 const RETRIED = [
   /429|500|502|503|504|524/i,
@@ -46,4 +50,20 @@ export function opencodeRefusal(status: number, body: unknown, headers: Record<s
     else safe[k] = v
   }
   return { status: 403, body: { type: 'error', error: safe } }
+}
+
+/**
+ * The headers of opencode's refusal over the Responses WebSocket (./ws/frames.ts). opencode's
+ * socket fetch (1.18.33, its `OpenAIWebSocket`) answers its own request with an error frame's
+ * `status`, its `headers` as the response's headers and the whole frame as the body its retry
+ * patterns are tested against: a header is kept only if it is printable ASCII (a header value
+ * must be, or opencode's Response throws and it retries the socket) and neither its name nor its
+ * value matches a pattern (a `retry-after` of 15000 seconds holds "500").
+ */
+export function opencodeFrameHeaders(headers: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {}
+  for (const [k, v] of Object.entries(headers)) {
+    if (/^[\x20-\x7e]*$/.test(`${k}${v}`) && !RETRIED.some((r) => r.test(k) || r.test(v))) kept[k] = v
+  }
+  return kept
 }

@@ -1,4 +1,5 @@
 import { codexRefusalError } from '../codex-refusal'
+import { opencodeFrameHeaders, opencodeRefusal } from '../opencode-refusal'
 import type { SteerAsk } from './steers'
 
 /**
@@ -54,10 +55,14 @@ export function errorStatus(text: string): number {
 /**
  * A refusal as the Responses socket reports errors: `{"type":"error","status":...,"error":{...}}`,
  * which Codex turns into the HTTP error it stands for, in the form Codex stops on
- * (../codex-refusal.ts) when `client` is Codex; any other client (opencode's openai provider,
- * which reads only the frame's `status`, `headers` and message) gets the contract's error.
+ * (../codex-refusal.ts) when `client` is Codex. opencode's openai provider (on the socket with
+ * OPENCODE_EXPERIMENTAL_WEBSOCKETS) answers its fetch with the frame's `status`, `headers` and
+ * whole text as an HTTP error and retries it as one: it gets the 403 it stops on over HTTP
+ * (../opencode-refusal.ts). Any other client gets the contract's error.
  */
 export function errorFrame(status: number, body: unknown, headers: Record<string, string>, lane = '', client = ''): string {
+  const oc = client === 'opencode' ? opencodeRefusal(status, body, headers) : undefined
+  if (oc) return inLane({ type: 'error', status: oc.status, error: oc.body.error, headers: opencodeFrameHeaders(headers) }, lane)
   return inLane({ type: 'error', status, error: refusalError(status, body, headers, client), headers }, lane)
 }
 
