@@ -346,6 +346,33 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(await importedBeside(agent, 'claude-code')).toMatchObject({ imported: 0, matched: imported.length })
   })
 
+  it('Claude Code: a budget refusal is reported at once and not retried after its Retry-After', async () => {
+    const agent = newAgent('claude-blocked', {
+      ...exportsOf(snippet('claude-code', 0)),
+      ANTHROPIC_API_KEY: 'sk-blocked-burnrate-suite-0000000008',
+      ...CLAUDE_QUIET,
+    })
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    // Stranded (retrying), it is killed by run()'s timer: code null.
+    const out = await run(agent, 'claude', ['-p', '--output-format', 'json', 'Say hello.'])
+    const said = out.stdout + out.stderr
+    expect(out.code, said.slice(-3000)).not.toBeNull()
+    expect(out.code).not.toBe(0)
+    const result = JSON.parse(out.stdout)
+    expect(result).toMatchObject({ is_error: true, api_error_status: 429, api_error_type: 'budget_exceeded' })
+    expect(result.result).toMatch(/budget rule "sk-blocked-\*"/)
+    expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length > 0 ? r : undefined
+    }, 15_000)) as any[]
+    // Its turn (and a side call of its own, if it makes one): no retries (x-should-retry: false).
+    expect(rows.length, JSON.stringify(rows.map((r) => [r.model, r.status]))).toBeLessThanOrEqual(2)
+    for (const r of rows) expect(r).toMatchObject({ status: 429, error: 'budget_exceeded', agent: 'claude-code', cost_usd: 0 })
+  })
+
   it("Claude Code on DeepSeek's Anthropic-compatible API: the README's lines, its calls through /deepseek/anthropic, recorded under deepseek at DeepSeek's price", async () => {
     // The README's block, run by a shell with this suite's address and a key in place of the placeholder.
     const block = /```sh\n(# DeepSeek;[^]*?)\nclaude\n```/.exec(README)
