@@ -1,7 +1,6 @@
-import { closeSync, existsSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs'
+import { closeSync, constants, existsSync, fstatSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs'
 import { join } from 'node:path'
 import { otherProcessRuns, processStart } from '../server/data-lock'
-import { untrustedIfThere } from '../security/owned-file'
 import { ConnectError } from './errors'
 import { makeFolders } from './files'
 
@@ -32,18 +31,18 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
       if (e.code !== 'EEXIST' || attempt >= 3) {
         throw lockFailed(file, e)
       }
-      const holder = readHolder(file)
+      // Another user's file under the name (a data folder they may write), or a link or FIFO, is
+      // neither read (its pid and date are theirs to choose; a FIFO's read would wait for good) nor
+      // taken over: readLock throws, naming it.
+      const lock = readLock(file)
+      const holder = lock?.holder
       if (holder && otherProcessRuns(holder.pid, holder.proc_start)) {
         throw new ConnectError('conflict', `Another Burnrate (pid ${holder.pid}) is connecting or disconnecting an agent right now; try again in a moment (Burnrate wrote nothing; if no Burnrate runs, delete ${file}).`)
       }
-      // Only the user's own lock dates what a crash left: in a data folder other users may write,
-      // one they planted (dated as they like) would have every backup, or whatever their link
-      // under agent-backups/ points to, taken for a crash's leftovers and deleted (./state.ts dropUnnamed).
-      try {
-        if (untrustedIfThere(file) === null) crashed = Math.min(crashed ?? Infinity, statSync(file).mtimeMs)
-      } catch {
-        // Gone meanwhile.
-      }
+      // Only the user's own lock (the only kind read) dates what a crash left: one another user
+      // planted, dated as they like, would have every backup, or whatever their link under
+      // agent-backups/ points to, taken for a crash's leftovers and deleted (./state.ts dropUnnamed).
+      if (lock) crashed = Math.min(crashed ?? Infinity, lock.mtimeMs)
       rmSync(file, { force: true })
       continue
     }
@@ -61,7 +60,13 @@ export function exclusive<T>(dataDir: string, fn: (crashed: number | null) => T,
   try {
     return fn(crashed)
   } finally {
-    if (readHolder(file)?.pid === process.pid) rmSync(file, { force: true })
+    let mine = false
+    try {
+      mine = readLock(file)?.holder?.pid === process.pid
+    } catch {
+      // Swapped for another user's file meanwhile: theirs, left.
+    }
+    if (mine) rmSync(file, { force: true })
   }
 }
 
@@ -69,11 +74,53 @@ function lockFailed(file: string, err: NodeJS.ErrnoException): ConnectError {
   return new ConnectError('not_saved', `Burnrate could not take its lock ${file} in its data folder (${err.code ?? err.message}); Burnrate wrote nothing.`)
 }
 
-function readHolder(file: string): { pid: number; proc_start?: string } | null {
+interface Lock {
+  /** The process it names; null when it names none (empty: cut off before it was written). */
+  holder: { pid: number; proc_start?: string } | null
+  /** When it was last written (ms). */
+  mtimeMs: number
+}
+
+/**
+ * The lock, when it is there and the user's own (null when gone). What is not the user's own regular file is not read: throws a ConnectError naming it. It is
+ * opened without following a link and without waiting (a FIFO), and checked on what was opened.
+ */
+function readLock(file: string): Lock | null {
+  let fd: number
   try {
-    const v = JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown; proc_start?: string }
-    return typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0 ? { pid: v.pid, proc_start: v.proc_start } : null
-  } catch {
-    return null
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants.O_NONBLOCK ?? 0))
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException
+    if (e.code === 'ENOENT') return null
+    if (e.code === 'ELOOP' || e.code === 'EMLINK') throw untrustedLock(file, 'it is a link (not followed)')
+    throw lockFailed(file, e)
   }
+  try {
+    const st = fstatSync(fd)
+    if (!st.isFile()) throw untrustedLock(file, 'it is not a regular file')
+    if (typeof process.getuid === 'function' && process.platform !== 'win32') {
+      if (st.uid !== process.getuid()) throw untrustedLock(file, `it belongs to another user (uid ${st.uid})`)
+      if (st.mode & 0o002) throw untrustedLock(file, 'any user may write it')
+    }
+    let v: { pid?: unknown; proc_start?: string } = {}
+    try {
+      v = JSON.parse(readFileSync(fd, 'utf8')) as typeof v
+    } catch {
+      // Empty or cut short: names no process.
+    }
+    const named = typeof v.pid === 'number' && Number.isInteger(v.pid) && v.pid > 0
+    return { holder: named ? { pid: v.pid as number, proc_start: v.proc_start } : null, mtimeMs: st.mtimeMs }
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** What is under the lock's name is not the user's own lock: nothing of it is believed, nor is it removed. */
+function untrustedLock(file: string, why: string): ConnectError {
+  return new ConnectError(
+    'conflict',
+    `${file} is not a lock of yours: ${why}. Burnrate did not read it and wrote nothing. Another user can put files in this data folder; ` +
+      'if no Burnrate of yours is connecting an agent, delete it, and use a data folder of your own with mode 0700 (--data-dir, BURNRATE_DATA_DIR or data_dir).',
+    file,
+  )
 }
