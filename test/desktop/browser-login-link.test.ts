@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs'
+import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { describe, expect, it, vi } from 'vitest'
@@ -47,5 +47,17 @@ describe('Open in browser with dashboard.token', () => {
     // Used again, it opens nothing.
     expect((await request(first)).status).toBe(401)
     expect((await request(second)).status).toBe(303)
+  }, 60_000)
+})
+
+describe('login pages a quit left behind', () => {
+  it('are removed when the app starts next', async () => {
+    writeFileSync(join(fake.dir, 'config.yaml'), stringify({ server: { host: '127.0.0.1', port: 0 }, timezone: 'UTC', dashboard: { token: TOKEN } }))
+    // Quit within the minute after *Open in browser* (attached to a headless Burnrate, its token in it).
+    const left = join(fake.dir, 'dashboard-login-AbCdEfGhIjKl.html')
+    writeFileSync(left, `<meta http-equiv="refresh" content="0;url=http://127.0.0.1:8787/?token=${TOKEN}">`, { mode: 0o600 })
+    const d = await runDesktop({ argv: ['burnrate'], env: { XDG_CONFIG_HOME: join(fake.dir, 'xdg') }, platform: 'linux', log: silentLogger, signals: false, home: join(fake.dir, 'home') })
+    if (!d) throw new Error(`desktop did not start: ${JSON.stringify(state.errorBoxes)}`)
+    expect(existsSync(left)).toBe(false)
   }, 60_000)
 })

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { closeSync, mkdirSync, openSync, rmSync, writeFileSync } from 'node:fs'
+import { closeSync, lstatSync, mkdirSync, openSync, readdirSync, rmSync, unlinkSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 
@@ -13,6 +13,8 @@ export interface BrowserLoginDeps {
 }
 
 const REMOVE_AFTER_MS = 60_000
+/** The pages' names (9 random bytes, base64url), and nothing else's. */
+const PAGE_NAME = /^dashboard-login-[A-Za-z0-9_-]{12}\.html$/
 
 /** `s` for an HTML attribute between double quotes. */
 function attr(s: string): string {
@@ -50,4 +52,36 @@ export function openInBrowser(url: string, d: BrowserLoginDeps): string | null {
   setTimeout(() => rmSync(file, { force: true }), d.removeAfterMs ?? REMOVE_AFTER_MS).unref()
   d.open(pathToFileURL(file).href)
   return file
+}
+
+/**
+ * Removes the login pages left in `dir` (the app quit before their minute was up, so their timer
+ * never ran): a page holds a login code, or attached to a headless Burnrate its token. Only the
+ * app's own: a regular file of the user's with a page's name; never a link (nor what it points
+ * to) or a folder. Run at start (one app runs at a time: any page there is from before) and at
+ * quit. Returns the paths removed.
+ */
+export function sweepLoginPages(dir: string): string[] {
+  let names: string[]
+  try {
+    names = readdirSync(dir)
+  } catch {
+    return []
+  }
+  const me = typeof process.getuid === 'function' ? process.getuid() : null
+  const removed: string[] = []
+  for (const name of names) {
+    if (!PAGE_NAME.test(name)) continue
+    const file = join(dir, name)
+    try {
+      const st = lstatSync(file)
+      if (!st.isFile() || (me !== null && st.uid !== me)) continue
+      // (Swapped for a link meanwhile, unlink removes the link, never what it names.)
+      unlinkSync(file)
+      removed.push(file)
+    } catch {
+      // Gone meanwhile, or not ours to remove.
+    }
+  }
+  return removed
 }

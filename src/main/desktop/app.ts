@@ -7,6 +7,7 @@ import { LastSeen } from '../connect/last-seen'
 import type { Config } from '../config/schema'
 import { startsHidden } from '../desktop-logic/autostart'
 import { httpBudgets } from '../desktop-logic/budget-source'
+import { sweepLoginPages } from '../desktop-logic/browser-login'
 import { polledBudgetUnpriced, withUnpricedCounts } from '../desktop-logic/budget-unpriced'
 import { budgetsAnswer } from '../dashboard/budgets-answer'
 import { ownListener } from '../desktop-logic/listener-owner'
@@ -92,6 +93,8 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
 
   const userData = app.getPath('userData')
   const log = opts.log ?? desktopLogger(userData)
+  // Open in browser's private pages a quit within their minute left behind (../desktop-logic/browser-login.ts).
+  sweepLoginPages(userData)
   const started = await startServer({
     dataDir: userData,
     env,
@@ -197,6 +200,7 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const shutdown = () =>
     (stopping ??= (async () => {
       presenter.stop()
+      sweepLoginPages(userData)
       stopAlerts()
       attachedPlans?.stop()
       attachedBudgets?.stop()
