@@ -14,6 +14,7 @@ import { callRecord } from '../../src/main/desktop-logic/test-helpers'
 import { silentLogger } from '../../src/main/log'
 import { PROVIDER_NAMES } from '../../src/main/providers/registry'
 import { fixture } from '../support/fixtures'
+import { loginFromLink } from '../support/dashboard-login'
 import { eventually, postJson, request } from '../support/http'
 import { type MockUpstream, startMockUpstream } from '../support/mock-upstream'
 import { baseUrlFor, startTestServer } from '../support/server'
@@ -466,8 +467,9 @@ describe('when the port is already taken', () => {
 
     const d = await launch()
     expect(d.attachedTo).toBe(headless.url)
-    expect(win().loadedUrls).toEqual([`${headless.url}/?token=dash-token-0123456789`])
-    const first = await request(win().loadedUrls[0])
+    // The token in the fragment, which the login page posts: no request line holds it.
+    expect(win().loadedUrls).toEqual([`${headless.url}/login#token=dash-token-0123456789`])
+    const first = await loginFromLink(win().loadedUrls[0])
     expect(first.status).toBe(303)
     expect(String(first.headers['set-cookie'])).toContain('HttpOnly')
     await eventually(() => tray().tooltip.split('\n')[0] === 'Burnrate: $7.00 today')
@@ -476,7 +478,7 @@ describe('when the port is already taken', () => {
     expect(state.openedExternal).toHaveLength(1)
     expect(state.openedExternal[0]).toMatch(/^file:\/\//)
     expect(state.openedExternal[0]).not.toContain('dash-token')
-    expect(readFileSync(fileURLToPath(state.openedExternal[0]), 'utf8')).toContain(`url=${headless.url}/?token=dash-token-0123456789`)
+    expect(readFileSync(fileURLToPath(state.openedExternal[0]), 'utf8')).toContain(`url=${headless.url}/login#token=dash-token-0123456789`)
   })
 
   it('attached to a headless Burnrate whose budget rule warns, then blocks: the icon turns amber then red, with one notification per crossing', async () => {

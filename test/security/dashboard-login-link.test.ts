@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { DashboardSessions, LOGIN_CODE_MS } from '../../src/main/security/sessions'
+import { loginFromLink } from '../support/dashboard-login'
 import { request } from '../support/http'
 import { type TestServer, startTestServer } from '../support/server'
 
@@ -24,21 +25,22 @@ describe("the desktop app's link to the dashboard", () => {
   it('holds no token, logs the browser in once, and is used up then', async () => {
     const link = s.server.dashboardLoginUrl()
     expect(link).not.toContain(TOKEN)
-    expect(link.startsWith(`${s.url}/?`)).toBe(true)
-    const first = await request(link)
+    // The code in the fragment, which the login page posts: never in a request line.
+    expect(link.startsWith(`${s.url}/login#login=`)).toBe(true)
+    const first = await loginFromLink(link)
     expect(first.status).toBe(303)
     expect(first.headers.location).toBe('/')
     expect((await request(`${s.url}/api/dashboard/summary`, { headers: { cookie: cookieOf(first) } })).status).toBe(200)
     // Someone who read it on a command line comes too late.
-    const again = await request(link)
+    const again = await loginFromLink(link)
     expect(again.status).toBe(401)
     expect(again.headers['set-cookie']).toBeUndefined()
     // Each opening gets its own.
     const other = s.server.dashboardLoginUrl()
     expect(other).not.toBe(link)
-    expect((await request(other)).status).toBe(303)
+    expect((await loginFromLink(other)).status).toBe(303)
     // A made-up code opens nothing.
-    expect((await request(`${s.url}/?login=${'A'.repeat(43)}`)).status).toBe(401)
+    expect((await loginFromLink(`${s.url}/login#login=${'A'.repeat(43)}`)).status).toBe(401)
   })
 
   it('is the plain address when the dashboard has no token', async () => {

@@ -13,12 +13,16 @@ afterEach(() => {
 })
 
 describe('opening the dashboard in the system browser', () => {
-  for (const secret of ['login=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde', 'token=dash-token-0123456789abcdef']) {
-    it(`never puts ?${secret.split('=')[0]}= on the command line: the browser gets a private page that sends it on, removed later`, async () => {
+  for (const [at, secret] of [
+    ['/login#', 'login=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde'],
+    ['/login#', 'token=dash-token-0123456789abcdef'],
+    ['/?', 'token=dash-token-0123456789abcdef'],
+  ]) {
+    it(`never puts ${at}${secret.split('=')[0]}= on the command line: the browser gets a private page that sends it on, removed later`, async () => {
       const dir = join(mkdtempSync(join(tmpdir(), 'burnrate-browser-login-')), 'userData')
       dirs.push(dir)
       const opened: string[] = []
-      const url = `http://127.0.0.1:8787/?${secret}`
+      const url = `http://127.0.0.1:8787${at}${secret}`
       const file = openInBrowser(url, { dir, open: (u) => opened.push(u), removeAfterMs: 200 })
       expect(opened).toHaveLength(1)
       expect(opened[0]).not.toContain(secret.split('=')[1])
@@ -43,7 +47,7 @@ describe('login pages left behind (the app quit before it removed them)', () => 
     dirs.push(dir)
     const page = (name: string) => join(dir, name)
     // Two pages a quit within the minute left (one made by openInBrowser itself).
-    const made = openInBrowser('http://127.0.0.1:8787/?login=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde', { dir, open: () => {}, removeAfterMs: 3_600_000 })!
+    const made = openInBrowser('http://127.0.0.1:8787/login#login=AbCdEfGhIjKlMnOpQrStUvWxYz0123456789-_abcde', { dir, open: () => {}, removeAfterMs: 3_600_000 })!
     writeFileSync(page('dashboard-login-AAAAAAAAAAAA.html'), '<meta http-equiv="refresh" content="0;url=http://127.0.0.1:8787/?token=x">', { mode: 0o600 })
     // Not the app's: another name, a folder and a link under the pattern (the link's target is the user's).
     writeFileSync(page('window-state.json'), '{}')

@@ -23,7 +23,8 @@ function attr(s: string): string {
 
 /**
  * Opens the dashboard's address in the system browser. One that carries a secret (a one-time
- * `?login=` code, or `?token=` attached to a headless Burnrate) is never put on a command line:
+ * code, `/login#login=<code>`, or attached to a headless Burnrate its token, `/login#token=`;
+ * in the fragment, which the login page posts: never in a request line) is never put on a command line:
  * the browser is started through xdg-open/open/start with the address as an argument, and every
  * user of the machine can read that in `ps` (/proc/<pid>/cmdline) and use the code before the
  * browser does. The browser gets a page only the user may read (0600, made new in `dir`) that
@@ -31,8 +32,10 @@ function attr(s: string): string {
  * Returns the page's path (null when the address was opened as it is).
  */
 export function openInBrowser(url: string, d: BrowserLoginDeps): string | null {
-  const query = new URL(url).searchParams
-  if (!query.has('login') && !query.has('token')) {
+  const parsed = new URL(url)
+  const fragment = new URLSearchParams(parsed.hash.slice(1))
+  const secret = (p: URLSearchParams) => p.has('login') || p.has('token')
+  if (!secret(parsed.searchParams) && !secret(fragment)) {
     d.open(url)
     return null
   }

@@ -112,17 +112,20 @@ export async function runDesktop(opts: DesktopOptions = {}): Promise<Desktop | n
   const { config, own, url, attachedTo } = started
 
   // With dashboard.token set, the server wants it from every dashboard client, this one included:
-  // the window and the browser open `/?token=` once (the server answers with a cookie), the
+  // the window (and attached, the browser) opens `/login#token=`, whose page posts it (the server
+  // answers with a cookie; never in an address the server, a proxy's log or a Referer sees), the
   // attached tray sends it as a bearer token.
   const token = config.dashboard.token || null
   // Attached, each poll first checks that no other user's program has taken the server's port since
   // it was identified (the server stopped): the token would go to it, and its numbers be shown.
   const auth = { ...(token ? { headers: { authorization: `Bearer ${token}` } } : {}), ...(own ? {} : { allowed: ownListener(url) }) }
-  const dashboardUrl = token ? `${url}/?token=${encodeURIComponent(token)}` : url
+  const dashboardUrl = token ? `${url}/login#token=${encodeURIComponent(token)}` : url
   // Attached to another Burnrate, only its configured admin token (if any) works there.
   const windowAdminToken = own ? started.adminToken : config.admin.enabled ? (config.admin.token ?? null) : null
-  // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes it from the address.
-  const windowUrl = windowAdminToken ? `${dashboardUrl}#admin_token=${encodeURIComponent(windowAdminToken)}` : dashboardUrl
+  // In the fragment: never sent to the server nor logged; the page keeps it for the tab and removes
+  // it from the address (the login page passes it on to the dashboard it lands on).
+  const adminFragment = windowAdminToken ? `admin_token=${encodeURIComponent(windowAdminToken)}` : null
+  const windowUrl = !adminFragment ? dashboardUrl : token ? `${dashboardUrl}&${adminFragment}` : `${url}#${adminFragment}`
   // A team server's today is its dashboard's, its members' calls included: its in-memory counters
   // (budgets run on its own calls only) leave those out, so it reads its own summary, as when attached.
   const teamServer = config.team.members.length > 0 && config.dashboard.enabled

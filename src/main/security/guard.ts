@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import type { Config } from '../config/schema'
-import { clientScheme } from '../http/client-scheme'
 import { sendError } from '../http/errors'
 import { HostPolicy, answeringHost } from './hosts'
+import { sendLoginPage, wantsHtml } from './login-page'
+import { handleLoginPost, sessionCookie } from './login-post'
 import { bearerToken, cookieValues, safeEqual } from './secrets'
 import { DashboardSessions, dashboardCookieName } from './sessions'
 import { AuthThrottle, clientKey } from './throttle'
@@ -13,7 +14,7 @@ import { AuthThrottle, clientKey } from './throttle'
  * `proxied` says whether it is a proxied call (those carry the caller's own API key).
  */
 export type RequestGuard = ((req: IncomingMessage, res: ServerResponse, proxied: boolean) => boolean) & {
-  /** A one-time `/?login=<code>` for the dashboard (see DashboardSessions.loginCode); null without dashboard.token. */
+  /** A one-time login code for the dashboard, posted by `/login#login=<code>` (see DashboardSessions.loginCode); null without dashboard.token. */
   loginCode(): string | null
 }
 
@@ -136,8 +137,22 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
     const client = clientKey(req.socket.remoteAddress)
     const cookieName = dashboardCookieName(port)
 
-    // The login link: a right token gets a new session and is redirected away at once, so
-    // the token never stays in the address bar or history, even when a session already exists.
+    // The login page and its form (./login-page.ts, ./login-post.ts): the token, or the desktop's
+    // one-time code, posted rather than put in an address.
+    if (dashboard.enabled && routedPath(path) === '/login') {
+      if (req.method === 'POST') {
+        handleLoginPost(req, res, { token, sessions, throttle, cookieName, client })
+        return false
+      }
+      if (req.method === 'GET' || req.method === 'HEAD') {
+        sendLoginPage(req, res, 200, null)
+        return false
+      }
+    }
+
+    // The old login link (bookmarks of `/?token=`; the desktop app posts instead): a right token
+    // gets a new session and is redirected away at once, so the token never stays in the address
+    // bar or history, even when a session already exists, and no Referer carries it.
     const q = (req.url ?? '').indexOf('?')
     let presented = false
     if (q !== -1 && (req.method === 'GET' || req.method === 'HEAD')) {
@@ -150,11 +165,7 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
         if ((code !== null && sessions.redeem(code)) || (given !== null && safeEqual(given, token))) {
           params.delete('token')
           params.delete('login')
-          // Behind a proxy that ends TLS (a team server), Secure: else a browser sends the session
-          // over plain HTTP too (a typed http:// address, before the proxy's redirect), in clear
-          // text. Not over plain HTTP, where a browser would drop it. A forged header misleads its sender alone.
-          const secure = clientScheme(req) === 'https' ? '; Secure' : ''
-          const cookie = `${cookieName}=${sessions.create()}; Path=/; HttpOnly; SameSite=Strict${secure}`
+          const cookie = sessionCookie(req, cookieName, sessions)
           const to = localRedirect(path, params.toString())
           const site = req.headers['sec-fetch-site']
           if (site === 'cross-site' || site === 'same-site') {
@@ -204,12 +215,18 @@ export function createRequestGuard(opts: GuardOptions): RequestGuard {
       return false
     }
     if (presented) throttle.failedAndBlock(client)
+    const challenge = { 'www-authenticate': 'Bearer realm="burnrate-dashboard"' }
+    // A browser opening a page gets the login form (still a 401); anything else the contract's error.
+    if ((req.method === 'GET' || req.method === 'HEAD') && wantsHtml(req) && !isApiPath(normalisedPath(path))) {
+      sendLoginPage(req, res, 401, presented ? 'That is not the dashboard token, or the login link has been used.' : null, challenge)
+      return false
+    }
     sendError(
       res,
       'unauthorized',
-      'The dashboard needs its token: open /?token=<dashboard.token> once in this browser, or send Authorization: Bearer <dashboard.token>.',
+      'The dashboard needs its token: log in at /login in this browser (its form posts the token), or send Authorization: Bearer <dashboard.token>.',
       undefined,
-      { 'www-authenticate': 'Bearer realm="burnrate-dashboard"' },
+      challenge,
     )
     return false
   }

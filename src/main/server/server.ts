@@ -73,8 +73,9 @@ export interface BurnrateServer {
   readonly url: string
   /**
    * The dashboard's address for a browser: with dashboard.token, a one-time login link
-   * (`/?login=<code>`, good once for a minute) rather than the token, which the command line that
-   * opens the browser would show every user of the machine.
+   * (`/login#login=<code>`, good once for a minute) rather than the token, which the command line that
+   * opens the browser would show every user of the machine. The code is in the fragment, which no
+   * request line (nor access log, nor Referer) holds: the login page posts it (../security/login-page.ts).
    */
   dashboardLoginUrl(): string
   readonly http: http.Server
@@ -311,7 +312,7 @@ export function createBurnrate(config: Config, opts: CreateOptions = {}): Burnra
     },
     dashboardLoginUrl() {
       const code = guard.loginCode()
-      return code === null ? reachable(url) : `${reachable(url)}/?login=${code}`
+      return code === null ? reachable(url) : `${reachable(url)}/login#login=${code}`
     },
     get idleCollections() {
       return idle ? idle.collections : null

@@ -75,7 +75,7 @@ export async function api<T>(path: string, opts: RequestOptions = {}): Promise<T
       body: opts.body === undefined ? undefined : JSON.stringify(opts.body),
       signal,
       cache: 'no-store',
-      // Same-origin cookies: the dashboard-token cookie that /?token=... sets.
+      // Same-origin cookies: the dashboard session cookie that logging in (/login) sets.
       credentials: 'same-origin',
     })
     text = res.status === 204 ? '' : await res.text()
