@@ -115,6 +115,21 @@ describe('POST /login', () => {
     })
   }
 
+  it('reads a form of 8 KB at most, and takes whatever else it is sent as a wrong token', async () => {
+    const big = await postLogin({ token: 'x'.repeat(20_000) })
+    expect(big.status).toBe(413)
+    expect(big.headers['set-cookie']).toBeUndefined()
+    const odd = await request(`${s.url}/login`, {
+      method: 'POST',
+      headers: { origin: s.url, 'content-type': 'application/x-www-form-urlencoded; charset=utf-8' },
+      body: '%E0%A4%A=&&token&login=%ZZ',
+    })
+    expect(odd.status).toBe(401)
+    expect(odd.json().error.type).toBe('unauthorized')
+    // The right token still gets in after them.
+    expect((await postLogin({ token: TOKEN })).status).toBe(303)
+  })
+
   it('takes a form only', async () => {
     const res = await request(`${s.url}/login`, { method: 'POST', headers: { origin: s.url, 'content-type': 'application/json' }, body: JSON.stringify({ token: TOKEN }) })
     expect(res.status).toBe(415)
