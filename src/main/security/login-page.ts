@@ -46,7 +46,8 @@ export function loginPageHtml(error: string | null): string {
     `<meta name="referrer" content="same-origin"><title>Burnrate: log in</title><style>${STYLE}</style></head><body><main>` +
     '<h1>Burnrate dashboard</h1><p>This dashboard needs its token (<code>dashboard.token</code> in the config).</p>' +
     (error ? `<p class="error" role="alert">${escapeHtml(error)}</p>` : '') +
-    '<form method="post" action="/login" id="login"><label for="token">Dashboard token</label>' +
+    // (The hidden user name lets a password manager keep the token for this address; not read.)
+    '<form method="post" action="/login" id="login"><input name="username" value="dashboard" autocomplete="username" hidden><label for="token">Dashboard token</label>' +
     '<input id="token" name="token" type="password" autocomplete="current-password" required autofocus>' +
     '<input id="code" name="login" type="hidden" disabled><button type="submit">Log in</button></form>' +
     `</main><script>${SCRIPT}</script></body></html>\n`
