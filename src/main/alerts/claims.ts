@@ -3,7 +3,7 @@ import type { ThresholdEvent } from '../budgets/announcer'
 import { crossingKey } from '../budgets/levels'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
 import type { SqlStore } from '../storage/sql'
-import { webhookAddress } from './webhook-url'
+import { webhookDestination } from './webhook-url'
 import type { WebhookTarget } from './webhooks'
 
 /** A rolling window's threshold may be announced again this long after its last claim (its spend fell back under it meanwhile). */
@@ -87,12 +87,13 @@ function rearmSeconds(e: ThresholdEvent, now = Date.now()): number | null {
 
 /**
  * The same on every instance for the same crossing and webhook (the announcer's own key for it,
- * hashed: it names the key's hash), the webhook by the address it is POSTed to, however each
- * instance's config spells it (`https://HOOKS.slack.com:443/x` is `https://hooks.slack.com/x`, as
- * one config's check of a webhook listed twice counts it): each claimed under its own spelling, and
- * the channel got the alert from both. An address already so spelled (nearly every one) keeps the
- * id it had.
+ * hashed: it names the key's hash), the webhook by where it is POSTed (webhookDestination),
+ * however each instance's config spells it (`https://HOOKS.slack.com:443/x` is
+ * `https://hooks.slack.com/x`) and whatever password it gives it: claimed under each spelling, or
+ * each password (one config not yet given the webhook's new one), the channel got the alert from
+ * both. An address already so spelled, with no user name, password or fragment (nearly every one),
+ * keeps the id it had.
  */
 export function claimId(e: ThresholdEvent, webhook: WebhookTarget): string {
-  return createHash('sha256').update(`${crossingKey(e.rule, e.key.hash, e.state, e.pct)}\n${webhook.format} ${webhookAddress(webhook.url)}`).digest('hex')
+  return createHash('sha256').update(`${crossingKey(e.rule, e.key.hash, e.state, e.pct)}\n${webhook.format} ${webhookDestination(webhook.url)}`).digest('hex')
 }

@@ -37,3 +37,21 @@ export function webhookEndpoint(url: string): string {
     return url
   }
 }
+
+/**
+ * Where a webhook's alerts go, as alert claims name it (./claims.ts): its scheme, host, port, path
+ * and query as an HTTP client reaches them (`https://HOOKS.slack.com:443/x` is
+ * `https://hooks.slack.com/x`), without the user name and password (they go as a header, and one
+ * instance's config may hold the webhook's old password) or a fragment (never sent).
+ */
+export function webhookDestination(url: string): string {
+  try {
+    const u = new URL(url)
+    u.username = ''
+    u.password = ''
+    u.hash = ''
+    return u.href
+  } catch {
+    return url
+  }
+}
