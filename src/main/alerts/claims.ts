@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto'
+import { createHash, randomUUID } from 'node:crypto'
 import type { ThresholdEvent } from '../budgets/announcer'
 import { crossingKey } from '../budgets/levels'
 import { ensurePostgresSchema } from '../storage/postgres-migrations'
@@ -13,9 +13,17 @@ const KEEP_DAYS = 45
 
 export type ClaimResult = 'won' | 'lost' | 'unasked'
 
+/** A claim this instance won: its row's id and the token it wrote there, which a later claim won (here or by another instance) replaces. */
+export interface HeldClaim {
+  id: string
+  token: string
+}
+
+export type Claim = { result: 'won'; held: HeldClaim } | { result: Exclude<ClaimResult, 'won'> }
+
 /** `@rearm_s`: how long ago (seconds) the last claim must have been for this one to win again; null: never. */
-const CLAIM_SQL = `INSERT INTO alert_claims (id) VALUES (@id)
-  ON CONFLICT (id) DO UPDATE SET claimed_at = now()
+const CLAIM_SQL = `INSERT INTO alert_claims (id, owner) VALUES (@id, @owner)
+  ON CONFLICT (id) DO UPDATE SET claimed_at = now(), owner = EXCLUDED.owner
     WHERE @rearm_s::float8 IS NOT NULL AND alert_claims.claimed_at < now() - @rearm_s::float8 * interval '1 second'
   RETURNING id`
 
@@ -34,18 +42,19 @@ export class AlertClaims {
   constructor(private readonly store: SqlStore) {}
 
   /**
-   * `won`: this instance holds the claim (its row), and sends the alert; `lost`: another has sent
-   * it; `unasked`: the database could not be asked, and the alert is sent all the same, but the
-   * row, if any, is not this instance's to let go.
+   * `won`: this instance holds the claim (its row, with the token `held` names), and sends the
+   * alert; `lost`: another has sent it; `unasked`: the database could not be asked, and the alert
+   * is sent all the same, but the row, if any, is not this instance's to let go.
    */
-  async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<ClaimResult> {
+  async claim(e: ThresholdEvent, webhook: WebhookTarget): Promise<Claim> {
+    const held = { id: claimId(e, webhook), token: randomUUID() }
     try {
       await ensurePostgresSchema(this.store)
-      const won = (await this.store.all(CLAIM_SQL, { id: claimId(e, webhook), rearm_s: rearmSeconds(e) })).length > 0
+      const won = (await this.store.all(CLAIM_SQL, { id: held.id, owner: held.token, rearm_s: rearmSeconds(e) })).length > 0
       this.cleanup()
-      return won ? 'won' : 'lost'
+      return won ? { result: 'won', held } : { result: 'lost' }
     } catch {
-      return 'unasked'
+      return { result: 'unasked' }
     }
   }
 
@@ -55,10 +64,13 @@ export class AlertClaims {
    * back at the next start counted as sent though no instance sent it; let go, that start claims
    * and sends it. No attempt of this instance follows, so the webhook does not get it twice from here.
    * Only claims this instance won: one sent `unasked` may be another's row (it sent the alert),
-   * which let go was sent again by the next start to read the crossing back.
+   * which let go was sent again by the next start to read the crossing back. And only while it
+   * holds them: a rolling window's claim won again since (by another instance, which sends or has
+   * sent it; or here, by a later crossing) is that claim's, whose token replaced this one's. Let go
+   * by its id alone, it was deleted, and the next start to read the crossing back sent it again.
    */
-  async release(ids: readonly string[]): Promise<void> {
-    for (const id of ids) await this.store.run('DELETE FROM alert_claims WHERE id = @id', { id }).catch(() => {})
+  async release(claims: readonly HeldClaim[]): Promise<void> {
+    for (const c of claims) await this.store.run('DELETE FROM alert_claims WHERE id = @id AND owner = @token', { id: c.id, token: c.token }).catch(() => {})
   }
 
   private cleanup(): void {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { budgetsOf } from '../budgets'
 import type { ThresholdEvent } from '../budgets/announcer'
-import { AlertClaims, claimId } from './claims'
+import { AlertClaims, type HeldClaim } from './claims'
 import type { Feature, ServerContext } from '../server/context'
 import { AlertOutbox, type Unsent } from './outbox'
 import { type OutboundAlert, runawayPayload, testPayload, thresholdAlertId, thresholdPayload } from './payload'
@@ -64,11 +64,11 @@ export function alertsOf(ctx: ServerContext): Alerts {
   const send = (e: ThresholdEvent, only?: WebhookTarget[]) => post(thresholdPayload(e, thresholdAlertId(e), Date.now()), only)
   // Claimed per webhook: each one configured here that no other instance has sent it to. The
   // claims of alerts not sent by shutdown (a retry waiting, the sender closed) are let go then.
-  const claimOf = new WeakMap<Delivery, string>()
+  const claimOf = new WeakMap<Delivery, HeldClaim>()
   // Sent with their claim not asked (the database failed): no claim of this instance to let go,
   // nor kept for the next start, which reads the crossing back and claims it then.
   const unasked = new WeakSet<Delivery>()
-  const unsent: string[] = []
+  const unsent: HeldClaim[] = []
   const claiming = new Set<Promise<void>>()
   // Claimed at once, sent in the order they were announced: sent as each claim answered, a slower
   // claim of a call's 50% (a connection being opened) put its "limit reached" first at the webhook.
@@ -78,12 +78,17 @@ export function alertsOf(ctx: ServerContext): Alerts {
     const p: Promise<void> = previous
       .then(() => asked)
       .then((results) => {
-        const mine = webhooks.webhooks.filter((_, i) => results[i] !== 'lost')
-        const won = results.filter((r) => r !== 'lost').map((r) => r === 'won')
+        const mine = webhooks.webhooks.filter((_, i) => results[i].result !== 'lost')
+        // Each of `mine`'s: the claim won, or null (sent unasked).
+        const held = results.flatMap((r) => (r.result === 'won' ? [r.held] : r.result === 'unasked' ? [null] : []))
         if (mine.length === 0) return
         const sent = send(e, mine)
-        if (sent.length === 0) unsent.push(...mine.filter((_, i) => won[i]).map((w) => claimId(e, w)))
-        sent.forEach((d, i) => (won[i] ? claimOf.set(d, claimId(e, mine[i])) : unasked.add(d)))
+        if (sent.length === 0) unsent.push(...held.filter((c) => c !== null))
+        sent.forEach((d, i) => {
+          const c = held[i]
+          if (c) claimOf.set(d, c)
+          else unasked.add(d)
+        })
       })
       .finally(() => claiming.delete(p))
     previous = p.catch(() => {})

@@ -410,6 +410,12 @@ export const PG_MIGRATIONS: PgMigration[] = [
     description: 'the calls of no known price the dashboard\'s spend figures count as $0 (unpriced_requests), by time (SQLite version 31)',
     sql: [UNPRICED_SPEND_INDEX],
   },
+  {
+    version: 22,
+    description: 'an alert claim names the claim that holds it (a token each claim won writes): an instance lets go only its own, not one another instance has won since',
+    // Nullable with no default: a catalog change only. Rows claimed before it hold none, and no instance lets them go.
+    sql: 'ALTER TABLE alert_claims ADD COLUMN owner TEXT',
+  },
 ]
 
 /**

@@ -1,0 +1,84 @@
+import http from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { describe, expect, it } from 'vitest'
+import { alertsOf } from '../../src/main/alerts'
+import { budgetsOf } from '../../src/main/budgets'
+import { hashKey } from '../../src/main/proxy/attribution'
+import { getJson } from '../dashboard/seed'
+import { eventually } from '../support/http'
+import { usePostgres } from '../support/pg-harness'
+import { NANO_COST, NANO_FIXTURE, pgBudgetServer, replayJson } from '../budgets/support'
+import { type ClaimServer, claimCall } from './pg-claims'
+
+/**
+ * On PostgreSQL a rolling window's claim can be won again once it is old enough (a crossing read
+ * back, a window crossed anew). An instance shut down with the retry of an alert it had claimed
+ * still waiting let its claim go by the claim's id alone: when another instance had won that row
+ * again since, and sent the alert, the row deleted was that one's, and the next instance to read
+ * the crossing back claimed it anew and the webhook got it a second time. An instance lets go only
+ * the claim it holds (its row with the token its claim wrote).
+ */
+
+const h = usePostgres()
+
+/** Takes each POST while `up` (recording its body), answers 500 otherwise. */
+async function hook() {
+  const got: any[] = []
+  const state = { up: true, posts: 0 }
+  const server = http.createServer(async (req, res) => {
+    const parts: Buffer[] = []
+    for await (const c of req) parts.push(c as Buffer)
+    state.posts++
+    if (!state.up) return void res.writeHead(500).end()
+    got.push(JSON.parse(Buffer.concat(parts).toString('utf8')))
+    res.writeHead(204).end()
+  })
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r))
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`
+  return { url, got, state, close: () => new Promise<void>((r) => server.close(() => r())) }
+}
+
+const thresholdDeliveries = (s: ClaimServer) => alertsOf(s.server.context).webhooks.deliveries().filter((d) => d.type === 'budget.threshold')
+
+describe("a rolling window's claim another instance has won again (PostgreSQL)", () => {
+  it('is not let go by the instance that claimed it first: no later start sends the alert again', async () => {
+    const wh = await hook()
+    h.onTeardown(() => wh.close())
+    const budgets = { rules: [{ api_key_pattern: 'sk-claim-*', window_hours: 5, window_limit_usd: NANO_COST * 4, action: 'warn', alert_at_pct: [0.5] }] }
+    const config = { budgets, alerts: { webhooks: [{ url: wh.url, format: 'json' }], backoff_ms: 60_000, retries: 3 } }
+    const url = h.database()
+    replayJson(h.upstream, NANO_FIXTURE)
+    const key = 'sk-claim-rewon-0001'
+    const sent = () => wh.got.filter((g) => g.api_key_hash === hashKey(key))
+    // The webhook is down: A crosses the window's 50%, claims it, is refused, and its retry waits a minute.
+    wh.state.up = false
+    const a = await pgBudgetServer(h, url, config)
+    for (let i = 0; i < 2; i++) expect((await claimCall(a, key)).status).toBe(200)
+    await a.server.ledger.flushed()
+    await eventually(() => thresholdDeliveries(a).some((d) => d.attempts === 1 && d.status === 'pending' && d.last_status === 500), 20_000)
+    const claimed = await a.store.all<{ owner: string }>('SELECT owner FROM alert_claims')
+    expect(claimed).toHaveLength(1)
+    // A's claim is old enough to be won again by a read of the crossing (as one left by an
+    // earlier crossing of the window is). The webhook is up; B starts, reads the crossing back,
+    // wins the claim and sends it.
+    await a.store.run("UPDATE alert_claims SET claimed_at = claimed_at - interval '1 hour'")
+    wh.state.up = true
+    const b = await pgBudgetServer(h, url, config)
+    await eventually(() => sent().length === 1, 20_000)
+    const rewon = await a.store.all<{ owner: string }>('SELECT owner FROM alert_claims')
+    expect(rewon).toHaveLength(1)
+    expect(rewon[0].owner).not.toBe(claimed[0].owner)
+    await eventually(() => thresholdDeliveries(b).some((d) => d.status === 'delivered'), 20_000)
+    // A shuts down with its retry still waiting: the claim it lets go is B's now, which stands.
+    expect(thresholdDeliveries(a).some((d) => d.status === 'pending')).toBe(true)
+    await a.stop()
+    expect(await b.store.all<{ owner: string }>('SELECT owner FROM alert_claims')).toEqual(rewon)
+    // C, started later with the same webhook, reads the crossing back as sent.
+    const c = await pgBudgetServer(h, url, config)
+    await eventually(() => (budgetsOf(c.server.context).feed?.stats.reloads ?? 0) > 0, 20_000)
+    expect((await claimCall(c, 'sk-claim-warm-0003')).status).toBe(200)
+    await eventually(async () => (await getJson(`${c.url}/api/dashboard/budgets`)).body.rules.some((r: any) => r.api_key_hash === hashKey('sk-claim-warm-0003')), 20_000)
+    await new Promise((r) => setTimeout(r, 500))
+    expect(sent()).toHaveLength(1)
+  }, 120_000)
+})
