@@ -61,7 +61,7 @@ describe('burnrate report on a fresh install', () => {
     expect(again.stderr).not.toContain('imported')
     expect(JSON.parse(again.stdout).rows).toMatchObject([{ key: '/home/dev/shop', requests: 3 }])
     const csv = burnrate(['report', 'model', '--csv', '--data-dir', data]).stdout.split('\r\n')
-    expect(csv[0]).toBe('key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,imported,models,provider')
+    expect(csv[0]).toBe('key,requests,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,imported,models,provider,unpriced_requests')
     expect(csv).toHaveLength(4)
   })
 

@@ -25,11 +25,11 @@ const pad = (n: number) => String(n).padStart(2, '0')
 const year = (y: number) => (y < 0 ? '-' + String(-y).padStart(6, '0') : String(y).padStart(4, '0'))
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
-const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
+export const isPeriodic = (kind: ReportKind): kind is 'daily' | 'weekly' | 'monthly' =>
   kind === 'daily' || kind === 'weekly' || kind === 'monthly'
 
 /** The period key of a local time: day, ISO week (its Monday) or month. */
-function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string): string {
+export function periodKey(ts: number, kind: 'daily' | 'weekly' | 'monthly', tz: string): string {
   const p = localParts(ts, tz)
   if (kind === 'monthly') return `${year(p.year)}-${pad(p.month)}`
   if (kind === 'daily') return `${year(p.year)}-${pad(p.month)}-${pad(p.day)}`
@@ -108,7 +108,7 @@ export async function collect(
   const row = (key: string) => {
     let r = rows.get(key)
     if (!r) {
-      r = { key, requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0, models: [], byModel: new Map() }
+      r = { key, requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0, unpriced_requests: 0, models: [], byModel: new Map() }
       rows.set(key, r)
     }
     return r

@@ -3,6 +3,7 @@ import { localMidnight, wallInstant } from '../time/zone'
 import { type Totals, collect, finish } from './collect'
 import { costliestSessions } from './sessions'
 import { RANKED_KINDS, type Report, type ReportQuery, type ReportRow } from './types'
+import { withUnpriced } from './unpriced'
 import { windowTimes } from './window'
 
 export * from './types'
@@ -45,7 +46,8 @@ function isCalendarDay(year: string, month: string, day: string): boolean {
  * Spend over a window grouped by period (in the configured zone) or by an attribute (see
  * `collect`). A session, model, agent or project report with a `limit` lists that many of its
  * costliest rows; its totals are of every row. A session report over whole days of the SQLite
- * report rollup finds them without summing every session (`costliestSessions`).
+ * report rollup finds them without summing every session (`costliestSessions`). Each row and the
+ * totals say how many of their calls had no known price (`withUnpriced`), their $0 in `cost_usd`.
  */
 export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: string | null = null): Promise<Report> {
   const limit = RANKED_KINDS.includes(q.kind) ? (q.limit ?? null) : null
@@ -57,7 +59,7 @@ export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: str
     const rows = limit !== null && all.length > limit ? all.slice(0, limit) : all
     page = { rows, totals: got.totals, total_rows: all.length }
   }
-  return {
+  return withUnpriced(db, q, {
     kind: q.kind,
     ...windowTimes(q.since, q.until),
     timezone: q.timezone,
@@ -65,5 +67,5 @@ export async function buildReport(db: SqlReader, q: ReportQuery, rollupZone: str
     rows: page.rows,
     total_rows: page.total_rows,
     totals: page.totals,
-  }
+  })
 }

@@ -6,7 +6,7 @@ export type Totals = Omit<ReportRow, 'key' | 'models' | 'provider' | 'agent' | '
 export type TotalsPart = Partial<Totals> & { requests: number; cost_usd: number }
 
 export function noTotals(): Totals {
-  return { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0 }
+  return { requests: 0, input_tokens: 0, output_tokens: 0, cache_read_tokens: 0, cache_write_tokens: 0, cost_usd: 0, imported: 0, unpriced_requests: 0 }
 }
 
 /**

@@ -21,6 +21,12 @@ export interface ReportRow {
   cost_usd: number
   /** Calls imported from the agents' logs (the rest came through the proxy). */
   imported: number
+  /**
+   * Calls of no known price (recorded at $0, `priced: false`; plan usage too, whose API-equivalent
+   * value is then unknown), counted as $0 in `cost_usd`, which is then a lower bound. Counted from
+   * the calls retention keeps (a day's older calls pruned, its rollup row has none to count).
+   */
+  unpriced_requests: number
   /** Models used, costliest first. */
   models: string[]
   /** model: its provider; session: its agent and project. */

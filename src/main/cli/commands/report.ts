@@ -11,6 +11,7 @@ import { stdoutSink } from '../stdout-sink'
 import { tablePages } from '../table'
 import { type Target, getJson, openLocalLedger, prepareLocal, resolveTarget, tenantOption, withTarget } from '../target'
 import type { Unpriced, UnpricedModel } from '../../../shared/api'
+import { unpricedMark } from '../../../shared/format'
 import { syncLogs } from '../sync'
 import { cliWindow } from '../window'
 
@@ -173,11 +174,15 @@ function* render(r: Report, out: Parameters<typeof tablePages>[0], unpriced: rea
     return
   }
   const head = [KEY_LABEL[r.kind], 'Calls', 'Input', 'Output', 'Cached', 'Cost']
+  // A cost counting calls of no known price as $0 carries the dashboard's mark ('$1.20 + 3
+  // unpriced', '$0.00 2 unpriced'), as `burnrate status` writes it: a lower bound, never free.
+  // (An older server's report has no counts, and no mark.)
+  const cost = (x: { cost_usd: number; unpriced_requests?: number }) => usd(x.cost_usd) + unpricedMark(x.unpriced_requests, x.cost_usd)
   const rows = r.rows.map((x) => [
-    keyOf(x, r.kind), compact(x.requests), compact(x.input_tokens), compact(x.output_tokens), compact(x.cache_read_tokens), usd(x.cost_usd),
+    keyOf(x, r.kind), compact(x.requests), compact(x.input_tokens), compact(x.output_tokens), compact(x.cache_read_tokens), cost(x),
   ])
   const t = r.totals
-  const footer = ['Total', compact(t.requests), compact(t.input_tokens), compact(t.output_tokens), compact(t.cache_read_tokens), usd(t.cost_usd)]
+  const footer = ['Total', compact(t.requests), compact(t.input_tokens), compact(t.output_tokens), compact(t.cache_read_tokens), cost(t)]
   let note = t.imported ? `${t.imported} of ${t.requests} calls were imported from the agents' logs.\n` : ''
   const cut = leftOut(r)
   if (cut) {
@@ -191,6 +196,7 @@ function* render(r: Report, out: Parameters<typeof tablePages>[0], unpriced: rea
     note += `Calls of ${free.length === 1 ? 'this model have' : 'these models have'} no known price and count as $0 here:\n`
     for (const m of free) note += visible(`  ${m.model} (${m.provider})`) + '\n'
   }
+  if ((t.unpriced_requests ?? 0) > 0) note += 'Costs marked unpriced count calls of no known price as $0: lower bounds.\n'
   yield title
   yield* tablePages(out, head, rows, { footer })
   if (note) yield note
@@ -200,10 +206,13 @@ function csvOf(r: Report): Generator<string> {
   const head = ['key', 'requests', 'input_tokens', 'output_tokens', 'cache_read_tokens', 'cache_write_tokens', 'cost_usd', 'imported', 'models']
   if (r.kind === 'model') head.push('provider')
   if (r.kind === 'session') head.push('agent', 'project')
+  // Last, so the columns before it keep their places; empty from an older server, which has no count.
+  head.push('unpriced_requests')
   return csvChunks(head, r.rows, (x) => {
     const row: (string | number)[] = [x.key, x.requests, x.input_tokens, x.output_tokens, x.cache_read_tokens, x.cache_write_tokens, csvSum(x.cost_usd), x.imported, x.models.join(' ')]
     if (r.kind === 'model') row.push(x.provider ?? '')
     if (r.kind === 'session') row.push(x.agent ?? '', x.project ?? '')
+    row.push(x.unpriced_requests ?? '')
     return row
   })
 }
