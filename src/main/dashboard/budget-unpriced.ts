@@ -37,7 +37,7 @@ export async function countUnpriced(q: SqlReader, spans: readonly UnpricedSpan[]
   await Promise.all([
     rulesOf(q, spans, false, now),
     rulesOf(q, spans, true, now),
-    sessionsOf(q, spans),
+    sessionsOf(q, spans, now),
     ...spans.map(async (s) => {
       if (s.kind === 'all') s.window.unpriced_requests = await unpricedIn(q, s, null)
     }),
@@ -68,13 +68,14 @@ async function rulesOf(q: SqlReader, spans: readonly UnpricedSpan[], rolling: bo
 }
 
 /** The session windows of `spans`: every unpriced call of the session shown, in the rule's scope. */
-async function sessionsOf(q: SqlReader, spans: readonly UnpricedSpan[]): Promise<void> {
+async function sessionsOf(q: SqlReader, spans: readonly UnpricedSpan[], now: number): Promise<void> {
   const sessions: { rule: Rule; hash: string; session: string; window: { unpriced_requests: number } }[] = spans.flatMap((s) => (s.kind === 'session' ? [s] : []))
   // The windows with no session that spent money: the session of only unpriced calls, if any, is theirs.
   const open = spans.flatMap((s) => (s.kind === 'unpriced-session' ? [s] : []))
   if (open.length) {
-    const recent = await unpricedRecentSessions(q, Math.min(...open.map((s) => s.since)))
+    const recent = await unpricedRecentSessions(q, Math.min(...open.map((s) => s.since)), now)
     for (const s of open) {
+      // (A session's calls may come in several rows, from the parts of the range read apart.)
       const per = new Map<string, { n: number; last: number }>()
       for (const c of recent) {
         if (c.api_key_hash !== s.hash || c.last < s.since || !scopeMatches(s.rule, c)) continue

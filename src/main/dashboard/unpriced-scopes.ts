@@ -113,15 +113,47 @@ export async function unpricedSessionScopes(q: SqlReader, sessions: readonly str
   return rows.map((r) => ({ ...r, n: Number(r.n) }))
 }
 
+/** A session's unpriced calls of one key and scope in a range, and the latest one's time. */
+export type SessionCount = ScopeCount & { session: string; n: number; last: number }
+
+/** This server's own unpriced calls of a session in `[start, end)` (no end: from `start` on), per key, scope and session. */
+async function recentSessionsIn(q: SqlReader, start: number, end: number | null): Promise<SessionCount[]> {
+  const rows = await q.all<SessionCount>(
+    `SELECT ${SCOPE_AS}, session, count(*) AS n, max(ts) AS last ${from(q, end !== null)} AND session <> ''${OWN} GROUP BY ${SCOPE}, session`,
+    { start, end },
+  )
+  return rows.map((r) => ({ ...r, n: Number(r.n), last: Number(r.last) }))
+}
+
+const sessionCaches = new WeakMap<SqlReader, Map<string, { sig: string; rows: SessionCount[] }>>()
+
 /**
  * Of this server's own unpriced calls from `since` on (the partial index's range), those of a
  * session, per key, scope and session, with the latest call's time: the sessions a budget rule's
- * meter does not hold (it holds only the sessions that spent money), for its session window.
+ * meter does not hold (it holds only the sessions that spent money), for its session window. A
+ * scope's session may come in up to three rows, whose counts add up. As unpricedScopes, the whole
+ * hours from `since` to an hour or so before `now` are read only when their signature moved (a
+ * re-price, a call stamped or imported into them); the part of an hour at `since` and the calls
+ * since then are read every time. Read whole, 24 hours of a local model's calls were read at every
+ * answer (an attached tray's, every 2 seconds).
  */
-export async function unpricedRecentSessions(q: SqlReader, since: number): Promise<(ScopeCount & { session: string; n: number; last: number })[]> {
-  const rows = await q.all<ScopeCount & { session: string; n: number; last: number }>(
-    `SELECT ${SCOPE_AS}, session, count(*) AS n, max(ts) AS last ${from(q, false)} AND session <> ''${OWN} GROUP BY ${SCOPE}, session`,
-    { start: since },
-  )
-  return rows.map((r) => ({ ...r, n: Number(r.n), last: Number(r.last) }))
+export async function unpricedRecentSessions(q: SqlReader, since: number, now: number): Promise<SessionCount[]> {
+  const a = Math.ceil(since / FRESH_MS) * FRESH_MS
+  const cut = Math.floor((now - FRESH_MS) / FRESH_MS) * FRESH_MS
+  if (!(a < cut)) return recentSessionsIn(q, since, null)
+  const hours = async (): Promise<SessionCount[]> => {
+    let cache = sessionCaches.get(q)
+    if (!cache) sessionCaches.set(q, (cache = new Map()))
+    const key = `${a}:${cut}`
+    const sig = await signature(q, a, cut)
+    let hit = cache.get(key)
+    if (hit?.sig !== sig) {
+      hit = { sig, rows: await recentSessionsIn(q, a, cut) }
+      if (cache.size >= CACHED_ANSWERS) cache.clear()
+      cache.set(key, hit)
+    }
+    return hit.rows
+  }
+  const parts = await Promise.all([since < a ? recentSessionsIn(q, since, a) : [], hours(), recentSessionsIn(q, cut, null)])
+  return parts.flat()
 }
