@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { codexRefusalError } from '../codex-refusal'
+import { geminiRefusalBody } from '../gemini-refusal'
 import { opencodeRefusal } from '../opencode-refusal'
 import type { Admission, Refusal } from '../gate'
 import type { CallLifecycle } from './lifecycle'
@@ -12,12 +13,14 @@ import type { HttpCall } from './state'
  * gets a budget or loop refusal in the form it stops on instead of retrying for hours
  * (../codex-refusal.ts); every other client gets the contract's shape. `client` is the client
  * recognised from what it sends, not the agent name recorded: Codex named otherwise by
- * `X-Burnrate-Agent` is still Codex. opencode gets them as a 403 it stops on (../opencode-refusal.ts),
- * recorded as the 429 they are.
+ * `X-Burnrate-Agent` is still Codex. Gemini CLI gets them as a Google quota error it stops on
+ * (../gemini-refusal.ts), with the contract's fields beside Google's. opencode gets them as a 403
+ * it stops on (../opencode-refusal.ts), recorded as the 429 they are.
  */
 export function refusalText(r: Refusal, client = ''): string {
   const body = r.body ?? errorBody('budget_exceeded', r.reason)
   if (client === 'codex') return JSON.stringify({ error: codexRefusalError(r.status, body, r.headers ?? {}) })
+  if (client === 'gemini-cli') return JSON.stringify(geminiRefusalBody(r.status, body, r.headers ?? {}) ?? body)
   return JSON.stringify(body)
 }
 
