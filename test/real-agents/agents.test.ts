@@ -184,14 +184,24 @@ interface Run {
   stderr: string
 }
 
-function run(agent: Agent, cmd: string, args: string[], extraEnv: Record<string, string> = {}): Promise<Run> {
+/**
+ * Runs the CLI, killed (code null) if it has not exited after `killAfterMs`: with the processes it
+ * started (Gemini CLI runs itself again in a child, which would outlive it and hold its output open).
+ */
+function run(agent: Agent, cmd: string, args: string[], extraEnv: Record<string, string> = {}, killAfterMs = 240_000): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const child = spawn(join(BIN, cmd), args, { cwd: agent.cwd, env: { ...agent.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn(join(BIN, cmd), args, { cwd: agent.cwd, env: { ...agent.env, ...extraEnv }, stdio: ['ignore', 'pipe', 'pipe'], detached: true })
     let stdout = ''
     let stderr = ''
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')))
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')))
-    const timer = setTimeout(() => child.kill('SIGKILL'), 240_000)
+    const timer = setTimeout(() => {
+      try {
+        process.kill(-child.pid!, 'SIGKILL')
+      } catch {
+        child.kill('SIGKILL')
+      }
+    }, killAfterMs)
     child.on('error', reject)
     child.on('close', (code) => {
       clearTimeout(timer)
@@ -777,6 +787,39 @@ describe('the real agent CLIs through Burnrate', () => {
     expect(acct.windows.map((w: any) => [w.name, w.utilization, w.resets_at])).toEqual(
       CODE_ASSIST_QUOTA.map((b) => [b.modelId, expect.closeTo(1 - b.remainingFraction, 12), b.resetTime]),
     )
+  })
+
+  it('Gemini CLI: a budget refusal is reported at once with its message, not retried with backoff', async () => {
+    const agent = newAgent('gemini-blocked', {
+      ...exportsOf(snippet('gemini-cli', 0)),
+      GEMINI_API_KEY: 'sk-blocked-burnrate-suite-0000000009',
+      GEMINI_CLI_TRUST_WORKSPACE: 'true',
+    })
+    geminiSettings(agent, 'gemini-api-key')
+    const beforeRow = lastId()
+    const beforeEx = mock.exchanges.length
+    // Retrying a 429 it takes for a transient one (10 attempts with backoff, minutes), it is killed at 120 s: code null.
+    const out = await run(agent, 'gemini', ['-m', 'gemini-2.5-flash', '-p', 'Say hello.', '--output-format', 'json'], {}, 120_000)
+    const said = out.stdout + out.stderr
+    expect(out.code, said.slice(-3000)).not.toBeNull()
+    expect(out.code).not.toBe(0)
+    // It stops on a quota error it takes as final (a TerminalQuotaError), and shows Burnrate's message as it is.
+    expect(said).toMatch(/TerminalQuotaError/)
+    // Its JSON output (on stderr for an error): {"session_id", "error": {"type", "message", "code"}}.
+    const at = said.lastIndexOf('{\n  "session_id"')
+    expect(at, said.slice(-3000)).toBeGreaterThanOrEqual(0)
+    const shown = JSON.parse(said.slice(at))
+    expect(shown.error, said.slice(-3000)).toMatchObject({ code: 429 })
+    expect(shown.error.message).toMatch(/^API key sk-…0009 has spent \$0\.00 of the daily limit of \$0\.00 set by budget rule "sk-blocked-\*"/)
+    expect(mock.exchanges.length).toBe(beforeEx)
+    await settled()
+    const rows = (await eventually(() => {
+      const r = rowsAfter(beforeRow)
+      return r.length > 0 ? r : undefined
+    }, 15_000)) as any[]
+    // Its one call, refused once: no retries.
+    expect(rows.map((r) => [r.status, r.error])).toEqual([[429, 'budget_exceeded']])
+    expect(rows[0]).toMatchObject({ agent: 'gemini-cli', cost_usd: 0 })
   })
 
   it('opencode: new, continued and new sessions, each under its ses_ id', async () => {
