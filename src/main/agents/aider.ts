@@ -1,5 +1,4 @@
-import { isObject } from '../metering/usage'
-import { type AgentSignature, type ClientRequest, header } from './types'
+import { type AgentSignature, firstSystemText, header } from './types'
 
 /**
  * Aider talks through litellm, so its User-Agent is the bare OpenAI Python SDK's (or
@@ -19,21 +18,3 @@ export const aider: AgentSignature = {
 }
 
 const AIDER_SYSTEM = /^Act as an expert (software developer|architect engineer|code analyst)\b/
-
-function firstSystemText(r: ClientRequest): string {
-  const b = r.body
-  if (!isObject(b)) return ''
-  if (typeof b.system === 'string') return b.system
-  if (Array.isArray(b.system) && isObject(b.system[0]) && typeof b.system[0].text === 'string') return b.system[0].text
-  const gemini = b.system_instruction ?? b.systemInstruction
-  if (isObject(gemini) && Array.isArray(gemini.parts) && isObject(gemini.parts[0]) && typeof gemini.parts[0].text === 'string') {
-    return gemini.parts[0].text
-  }
-  const first = Array.isArray(b.messages) ? b.messages[0] : undefined
-  if (!isObject(first) || first.role !== 'system') return ''
-  if (typeof first.content === 'string') return first.content
-  if (Array.isArray(first.content) && isObject(first.content[0]) && typeof first.content[0].text === 'string') {
-    return first.content[0].text
-  }
-  return ''
-}

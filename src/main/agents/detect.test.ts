@@ -81,6 +81,36 @@ describe('detectAgent', () => {
     expect(detectAgent({ 'user-agent': 'Mozilla/5.0' }, undefined).agent).toBe('')
   })
 
+  it("recognises Qwen Code on an Anthropic-compatible API, where it sends Claude Code's User-Agent, by its prompt or its tools", () => {
+    // Qwen Code 0.24 to any Anthropic base URL but api.anthropic.com (as the real-agents suite records it).
+    const h = { 'user-agent': 'claude-cli/0.24.4 (external, cli)', 'x-app': 'cli' }
+    const context = [
+      { type: 'text', text: '<system-reminder>\nThe following skills are available for use with the Skill tool.\n</system-reminder>' },
+      { type: 'text', text: "<system-reminder>\nThis is the Qwen Code. We are setting up the context for our chat.\nI'm currently working in the directory: /home/dev/shop\nHere is the folder structure" },
+      { type: 'text', text: 'Say hello.' },
+    ]
+    const main = { system: [{ type: 'text', text: 'You are Qwen Code, a non-interactive CLI agent developed by Alibaba Group.' }], messages: [{ role: 'user', content: context }] }
+    // Its memory extractor's call: another prompt, its own tools.
+    const side = { system: [{ type: 'text', text: 'You are now acting as the managed memory extraction subagent for an AI coding assistant.' }], tools: [{ name: 'read_file' }, { name: 'run_shell_command' }], messages: [] }
+    expect(detectAgent(h, main)).toEqual({ agent: 'qwen-code', session: '', project: '/home/dev/shop', client: 'qwen-code' })
+    expect(detectAgent(h, side)).toMatchObject({ agent: 'qwen-code', client: 'qwen-code' })
+    expect(detectAgent({ 'user-agent': 'QwenCode/0.24.4 (linux; x64)' }, { messages: [{ role: 'system', content: main.system[0].text }, { role: 'user', content: context }] }).project).toBe('/home/dev/shop')
+    expect(detectAgent(h, { ...side, messages: [{ role: 'user', content: context }] }).project).toBe('/home/dev/shop')
+    // Claude Code itself (its session in metadata or its header) stays Claude Code, whatever its tools.
+    const cc = { 'user-agent': 'claude-cli/2.1.332 (external, cli)', 'x-claude-code-session-id': 'ed661fe0-9b06-4511-bedb-5c36eaf0bcab' }
+    expect(detectAgent(cc, side).agent).toBe('claude-code')
+    expect(detectAgent(h, { ...side, metadata: { user_id: '{"session_id":"aaaa-bbbb"}' } }).agent).toBe('claude-code')
+    expect(detectAgent(h, { system: 'You are Claude Code', tools: [{ name: 'Read' }, { name: 'Bash' }] }).agent).toBe('claude-code')
+  })
+
+  it("recognises Cline's CLI, which sends the AI SDK's User-Agent, by its system prompt", () => {
+    const ua = { 'user-agent': 'ai-sdk/openai-compatible/3.0.37 ai-sdk/provider-utils/5.0.30 runtime/bun/1.3.13' }
+    const text = 'You are Cline, an AI coding agent.\n<env>\n1. Platform: linux\n4. Working Directory: /home/dev/shop\n</env>'
+    expect(detectAgent(ua, { messages: [{ role: 'system', content: text }, { role: 'user', content: 'hi' }] })).toEqual({ agent: 'cline', session: '', project: '/home/dev/shop', client: 'cline' })
+    expect(detectAgent({ 'user-agent': 'ai-sdk/anthropic/3.0.0' }, { system: [{ type: 'text', text }] }).agent).toBe('cline')
+    expect(detectAgent(ua, { messages: [{ role: 'user', content: 'You are Cline' }] }).agent).toBe('')
+  })
+
   it('takes the project from X-Burnrate-Project, else the working directory Claude Code, Codex or opencode states', () => {
     const cc = { 'user-agent': 'claude-cli/2.1.5 (external, cli)' }
     const system = [

@@ -78,3 +78,26 @@ export function sessionId(v: unknown): string {
   const s = v.trim()
   return s.length > 0 && s.length <= 200 && /^[\x21-\x7e]+$/.test(s) ? s : ''
 }
+
+/**
+ * The text of a request's first system prompt, wherever its wire format puts it: Anthropic's
+ * `system`, Gemini's and Vertex AI's `system_instruction.parts`, or a leading chat message of role
+ * `system` (its first text block); else ''.
+ */
+export function firstSystemText(r: ClientRequest): string {
+  const b = r.body
+  if (!isObject(b)) return ''
+  if (typeof b.system === 'string') return b.system
+  if (Array.isArray(b.system) && isObject(b.system[0]) && typeof b.system[0].text === 'string') return b.system[0].text
+  const gemini = b.system_instruction ?? b.systemInstruction
+  if (isObject(gemini) && Array.isArray(gemini.parts) && isObject(gemini.parts[0]) && typeof gemini.parts[0].text === 'string') {
+    return gemini.parts[0].text
+  }
+  const first = Array.isArray(b.messages) ? b.messages[0] : undefined
+  if (!isObject(first) || first.role !== 'system') return ''
+  if (typeof first.content === 'string') return first.content
+  if (Array.isArray(first.content) && isObject(first.content[0]) && typeof first.content[0].text === 'string') {
+    return first.content[0].text
+  }
+  return ''
+}
