@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http'
 import { errorBody, sendError } from '../../http/errors'
 import { STATUS_CLIENT_CLOSED } from '../../ledger/record'
 import { codexRefusalError } from '../codex-refusal'
+import { forbiddenStatus } from '../forbidden-refusal'
 import { geminiRefusalBody } from '../gemini-refusal'
 import { opencodeRefusal } from '../opencode-refusal'
 import type { Admission, Refusal } from '../gate'
@@ -15,7 +16,8 @@ import type { HttpCall } from './state'
  * recognised from what it sends, not the agent name recorded: Codex named otherwise by
  * `X-Burnrate-Agent` is still Codex. Gemini CLI gets them as a Google quota error it stops on
  * (../gemini-refusal.ts), with the contract's fields beside Google's. opencode gets them as a 403
- * it stops on (../opencode-refusal.ts), recorded as the 429 they are.
+ * it stops on (../opencode-refusal.ts), and so do Qwen Code and Cline (../forbidden-refusal.ts),
+ * recorded as the 429 they are.
  */
 export function refusalText(r: Refusal, client = ''): string {
   const body = r.body ?? errorBody('budget_exceeded', r.reason)
@@ -36,9 +38,10 @@ function answer(life: CallLifecycle, s: HttpCall, admission: Admission): boolean
   if (!admission.refuse) return true
   const res: ServerResponse = s.res
   const r = admission.refuse
-  const oc = s.ctx.client === 'opencode' ? opencodeRefusal(r.status, r.body ?? errorBody('budget_exceeded', r.reason), r.headers ?? {}) : undefined
+  const body = r.body ?? errorBody('budget_exceeded', r.reason)
+  const oc = s.ctx.client === 'opencode' ? opencodeRefusal(r.status, body, r.headers ?? {}) : undefined
   const text = oc ? JSON.stringify(oc.body) : refusalText(r, s.ctx.client)
-  res.writeHead(oc?.status ?? r.status, {
+  res.writeHead(oc?.status ?? forbiddenStatus(s.ctx.client ?? '', r.status, body, r.headers ?? {}), {
     ...r.headers,
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(text),
