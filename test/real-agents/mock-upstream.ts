@@ -10,7 +10,7 @@ import { anthropicStream } from '../support/fixtures'
  * with a short text and usage numbers of its own (different for every call), so the suite can
  * compare each recorded call with what the upstream said:
  * Anthropic Messages (JSON and SSE), OpenAI Responses (SSE, and over a WebSocket on
- * GET /v1/responses), Gemini generateContent / streamGenerateContent?alt=sse, and the ChatGPT
+ * GET /v1/responses), OpenAI Chat Completions (JSON and SSE), Gemini generateContent / streamGenerateContent?alt=sse, and the ChatGPT
  * backend Codex uses when logged in with ChatGPT (/backend-api/codex/responses over SSE or a
  * WebSocket, answered with the plan's x-codex-primary-* / x-codex-secondary-* headers, plus the
  * account check /backend-api/wham/accounts/check and /backend-api/codex/models it needs first).
@@ -66,7 +66,7 @@ export interface Usage {
 }
 
 export interface Exchange {
-  protocol: 'anthropic' | 'responses-sse' | 'responses-ws' | 'gemini' | 'other'
+  protocol: 'anthropic' | 'responses-sse' | 'responses-ws' | 'chat' | 'gemini' | 'other'
   method: string
   url: string
   headers: http.IncomingHttpHeaders
@@ -176,6 +176,17 @@ export async function startAgentMock(): Promise<AgentMock> {
         const model = String(json?.model ?? 'gpt')
         const plan = path.startsWith('/backend-api/') ? codexPlanHeaders() : {}
         send('responses-sse', 200, { 'content-type': 'text/event-stream', ...plan }, responsesEvents(model, usage, text).map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''), model, usage, text)
+      } else if (req.method === 'POST' && /\/v1\/chat\/completions$/.test(path)) {
+        // OpenAI Chat Completions (Qwen Code's and Cline's OpenAI-compatible providers): SSE, with
+        // usage in a last chunk of its own when stream_options.include_usage asks for it, else JSON.
+        const { usage, text } = next()
+        const model = String(json?.model ?? 'gpt')
+        if (json?.stream) {
+          const chunks = chatChunks(model, usage, text, json?.stream_options?.include_usage === true)
+          send('chat', 200, { 'content-type': 'text/event-stream' }, `${chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join('')}data: [DONE]\n\n`, model, usage, text)
+        } else send('chat', 200, { 'content-type': 'application/json' }, JSON.stringify(chatJson(model, usage, text)), model, usage, text)
+      } else if (req.method === 'GET' && /\/v1\/models$/.test(path)) {
+        send('other', 200, { 'content-type': 'application/json' }, JSON.stringify({ object: 'list', data: [] }), '', null, '')
       } else if (req.method === 'POST' && path.startsWith('/v1internal:')) {
         // Gemini Code Assist (Gemini CLI logged in with Google): Gemini's answers, each wrapped
         // as {response, traceId} (gemini-cli code_assist/converter.ts); its other methods: a
@@ -294,6 +305,32 @@ function responsesEvents(model: string, u: Usage, text: string): any[] {
     { type: 'response.output_item.done', sequence_number: 7, output_index: 0, item },
     { type: 'response.completed', sequence_number: 8, response: { ...base, status: 'completed', output: [item], usage } },
   ]
+}
+
+function chatUsage(u: Usage) {
+  return { prompt_tokens: u.input, completion_tokens: u.output, total_tokens: u.input + u.output, prompt_tokens_details: { cached_tokens: u.cacheRead } }
+}
+
+function chatJson(model: string, u: Usage, text: string) {
+  return {
+    id: `chatcmpl-mock-${u.input}`,
+    object: 'chat.completion',
+    created: 1_700_000_000,
+    model,
+    choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
+    usage: chatUsage(u),
+  }
+}
+
+/** A streamed Chat Completion: the text, a finish, and (when asked for) usage in a last chunk with no choices. */
+function chatChunks(model: string, u: Usage, text: string, includeUsage: boolean): any[] {
+  const base = { id: `chatcmpl-mock-${u.input}`, object: 'chat.completion.chunk', created: 1_700_000_000, model }
+  const chunks: any[] = [
+    { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
+    { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] },
+  ]
+  if (includeUsage) chunks.push({ ...base, choices: [], usage: chatUsage(u) })
+  return chunks
 }
 
 function geminiChunks(model: string, u: Usage, text: string): any[] {

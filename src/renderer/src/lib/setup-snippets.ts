@@ -98,6 +98,32 @@ export function setupSnippets(origin: string): Snippet[] {
       ],
     },
     {
+      id: 'qwen-code',
+      name: 'Qwen Code',
+      blocks: [
+        {
+          label:
+            '~/.qwen/settings.json: your models with Burnrate as their base URL (an OpenAI-compatible key from OPENAI_API_KEY, an Anthropic key from ANTHROPIC_API_KEY), each call naming its session',
+          lang: 'json',
+          code: `{\n  "modelProviders": {\n    "openai": [\n      { "id": "gpt-4.1", "baseUrl": "${v1}", "envKey": "OPENAI_API_KEY", "generationConfig": { "customHeaders": { "X-Burnrate-Session": "\${session_id}" } } }\n    ],\n    "anthropic": [\n      { "id": "claude-sonnet-4-5", "baseUrl": "${origin}", "envKey": "ANTHROPIC_API_KEY", "generationConfig": { "customHeaders": { "X-Burnrate-Session": "\${session_id}" } } }\n    ]\n  },\n  "outboundCorrelation": { "allowDynamicHeaderValues": true }\n}`,
+        },
+        { label: 'Then pick one', lang: 'sh', code: 'qwen --auth-type openai -m gpt-4.1' },
+      ],
+      note: 'Qwen Code sends no session id of its own to such an address; the X-Burnrate-Session header above carries its session id (outboundCorrelation lets it fill in ${session_id}). Without it, its sessions are inferred.',
+    },
+    {
+      id: 'cline',
+      name: 'Cline CLI',
+      blocks: [
+        {
+          label: 'Shell, once: an OpenAI-compatible provider at Burnrate (your key and model), then cline as usual',
+          lang: 'sh',
+          code: `cline auth -p openai -k "$OPENAI_API_KEY" -b ${v1} -m gpt-4.1\ncline`,
+        },
+      ],
+      note: 'Cline sends no session id to such an address, so its sessions are inferred (calls less than 30 minutes apart form one session).',
+    },
+    {
       id: 'cursor',
       name: 'Cursor',
       blocks: [{ label: 'Settings → Models → OpenAI API Key → Override OpenAI Base URL', lang: 'text', code: v1 }],
