@@ -47,7 +47,17 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
   let seen = new Map<string, { resets_at: string; spent: number; level: number }>()
   let first = true
   const tell = (a: BudgetAlert) => callEach(alertListeners, a)
-  const poller = pollJson(baseUrl, '/api/dashboard/budgets', 2000, opts, (body) => {
+  const poller = pollJson(baseUrl, '/api/dashboard/budgets', 2000, opts, (body, status) => {
+    // Refused (the server's dashboard token changed): its budget state can no longer be read, so
+    // none is claimed (the tray says the token is refused), rather than the last levels kept for
+    // good, a key "blocking" days after its period ended. What was told stays told (`seen`).
+    if (status === 401 || status === 403) {
+      if (current.length === 0) return
+      current = []
+      last = '[]'
+      for (const l of changeListeners) l()
+      return
+    }
     // No answer: keep what was last read; the spend source reports an unreachable server.
     if (body === undefined || body === null || typeof body !== 'object') return
     const overview = body as BudgetsOverview

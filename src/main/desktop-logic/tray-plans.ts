@@ -128,10 +128,13 @@ export function httpPlans(baseUrl: string, opts: HttpPlansOptions = {}): PlanSou
   const listeners = new Set<() => void>()
   let accounts: PlanAccount[] = []
   let last = '[]'
-  const poller = pollJson(baseUrl, '/api/dashboard/plans', 5000, opts, (body) => {
+  const poller = pollJson(baseUrl, '/api/dashboard/plans', 5000, opts, (body, status) => {
+    // Refused (the server's dashboard token changed): its windows can no longer be read, so none
+    // are shown (the tray says the token is refused), not the last ones as if current.
+    const refused = status === 401 || status === 403
     // No answer: keep what was last read; the spend source reports an unreachable server.
-    if (body === undefined || body === null) return
-    const got = (body as Partial<Plans>).accounts
+    if (!refused && (body === undefined || body === null)) return
+    const got = refused ? [] : (body as Partial<Plans>).accounts
     const next = Array.isArray(got) ? got : []
     const text = JSON.stringify(next)
     if (text === last) return
