@@ -1,5 +1,5 @@
 import type { RunawayEvent } from '../budgets/runaway'
-import { formatUsd } from './money'
+import { formatUsd, formatUsdOfLimit } from './money'
 import type { Notice } from './notices'
 
 /** The runaway settings a notice explains (runaway.loop.window_minutes, runaway.spend_rate.usd_per_minute). */
@@ -30,8 +30,11 @@ export function runawayNotice(e: RunawayEvent, settings: RunawaySettings): Notic
           : `${what} Its calls still go through: stop the agent, or give it a new instruction.`,
     }
   }
-  const limit = settings.usdPerMinute === null ? '' : ` (alarm above ${formatUsd(settings.usdPerMinute)}/minute)`
-  const what = `${agent} (session ${session}) spent ${formatUsd(e.usd_last_minute)} in the last minute${limit}.`
+  // The spend and the alarm it passed read differently ($0.503 above $0.50, $0.00036 above $0.0003),
+  // never the same figure twice ("<$0.01 … alarm above <$0.01"), as a budget's spend and limit.
+  const [spent, alarm] = settings.usdPerMinute === null ? [formatUsd(e.usd_last_minute), ''] : formatUsdOfLimit(e.usd_last_minute, settings.usdPerMinute)
+  const limit = settings.usdPerMinute === null ? '' : ` (alarm above ${alarm}/minute)`
+  const what = `${agent} (session ${session}) spent ${spent} in the last minute${limit}.`
   return {
     level,
     title: `Agent spending fast: ${agent}`,
