@@ -103,11 +103,13 @@ export function trayView({ todayUsd, alerts, platform, projectedUsd, plans = [],
   const budgetLine = describeAlerts(alerts)
   const unread = refused ? TOKEN_REFUSED : 'Burnrate: server not answering'
   let tooltip = todayUsd === null ? unread : `Burnrate: ${amount} today`
+  // The budget line right after the spend: the cut to what Windows shows takes the last lines, and
+  // a key refused its calls must not be what it takes (it came last, after the lines below).
+  if (budgetLine) tooltip += `\n${budgetLine}`
   if (unpriced) tooltip += `\n${unpriced}`
   if (todayUsd !== null && todayUsd > 0 && projectedUsd != null && projectedUsd > todayUsd) tooltip += `\nOn pace for ${formatUsd(projectedUsd)}${more} by midnight`
   const plan = planLine(plans, now, timeZone)
   if (plan) tooltip += `\n${plan}`
-  if (budgetLine) tooltip += `\n${budgetLine}`
   if (tooltip.length > TOOLTIP_MAX) tooltip = tooltip.slice(0, TOOLTIP_MAX - 1) + '…'
   return {
     title: platform === 'darwin' ? [amount, planShort(plans, now)].filter(Boolean).join(' · ') : '',
