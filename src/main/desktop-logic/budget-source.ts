@@ -100,7 +100,12 @@ export function httpBudgets(baseUrl: string, opts: HttpBudgetsOptions = {}): Bud
     for (const l of changeListeners) l()
   })
   return {
-    alerts: () => current,
+    // A level stands until its window's reset at the latest: read from a server that stopped
+    // answering, it is not shown past it (a key "Blocking" the next day and the next).
+    alerts: () => {
+      const now = Date.now()
+      return current.some((a) => !(Date.parse(a.resets_at) > now)) ? current.filter((a) => Date.parse(a.resets_at) > now) : current
+    },
     onAlert(listener) {
       alertListeners.add(listener)
       return () => alertListeners.delete(listener)
