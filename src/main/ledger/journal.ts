@@ -1,25 +1,29 @@
 import { rmSync } from 'node:fs'
 import { rm } from 'node:fs/promises'
 import type { Logger } from '../log'
-import { SpillCut } from '../reliability/spill-file'
+import { SpillCut, readSpilled, rewriteSpill } from '../reliability/spill-file'
 import { SpillJournal } from './pg/journal'
 import type { CallRecord } from './record'
+import type { SideWrite } from './side-writes'
 
 /**
  * The SQLite ledger's journal while its database cannot be written (locked, full, read-only): the
  * calls waiting in memory are appended, each with its key, to a spill file of the data folder
  * (private: 0600) a tick after they are recorded, as the PostgreSQL ledger does while PostgreSQL
- * is away (./pg/spill.ts), so a process killed outright (SIGKILL, an OOM kill, a power cut) meanwhile
- * leaves them on disk, and the next start stores them (../reliability/spill.ts: once each, by key).
- * Appends are asynchronous, one at a time, never on a call's way. Once no call of the journal waits
- * any more (the database took them), the file is removed; a call that left memory (past
- * `ledger.max_pending`) keeps it for the next start, which stores what the database lacks.
+ * is away (./pg/spill.ts), and so are the rows waiting to be written with them (./side-writes.ts:
+ * a background job's budget hold kept or let go, a key's rule patterns, a budget threshold
+ * announced), so a process killed outright (SIGKILL, an OOM kill, a power cut) meanwhile
+ * leaves them on disk, and the next start stores them (../reliability/spill.ts: calls once each, by
+ * key; side rows are idempotent). Appends are asynchronous, one at a time, never on a call's way.
+ * Once nothing of the journal waits any more (the database took it), the file is removed; a call
+ * that left memory (past `ledger.max_pending`) keeps it for the next start, which stores what the
+ * database lacks.
  */
 export class LedgerJournal {
   private journal: SpillJournal | null = null
   private appending: Promise<void> | null = null
-  /** The calls in the open journal. */
-  private onDisk = new WeakSet<CallRecord>()
+  /** The calls and side rows in the open journal. */
+  private onDisk = new WeakSet<object>()
   /** A call of the open journal left memory without being stored: the file stays for the next start. */
   private incomplete = false
   private timer: NodeJS.Timeout | null = null
@@ -36,6 +40,8 @@ export class LedgerJournal {
     private readonly giveKeys: (rows: readonly CallRecord[]) => void,
     /** The calls waiting for the database now. */
     private readonly waiting: () => readonly CallRecord[],
+    /** The side rows waiting to be written with them. */
+    private readonly waitingSide: () => readonly SideWrite[],
   ) {}
 
   /** Appends the waiting calls within a tick (recorded while the database cannot be written). */
@@ -48,26 +54,29 @@ export class LedgerJournal {
     this.timer.unref?.()
   }
 
-  /** Appends the waiting calls not in the journal yet (the database refused a write). */
+  /** Appends the waiting calls and side rows not in the journal yet (the database refused a write). */
   append(): void {
     if (this.appending || this.closed) return
     const rows = this.waiting().filter((r) => !this.onDisk.has(r))
-    if (rows.length === 0) return
+    const side = this.waitingSide().filter((w) => !this.onDisk.has(w))
+    if (rows.length === 0 && side.length === 0) return
     this.giveKeys(rows)
     this.journal ??= new SpillJournal(this.dataDir)
     const j = this.journal
     this.appending = j
-      .append(rows)
+      .append(rows, side)
       .then(
         () => {
           for (const r of rows) this.onDisk.add(r)
+          for (const w of side) this.onDisk.add(w)
           if (this.failing) this.log?.info(`calls waiting for the database are kept in ${j.file} again`)
           this.failing = false
         },
         (err) => {
-          // The calls whole in the file are on disk; the others are tried again at the next tick.
-          const kept = err instanceof SpillCut ? err.kept : 0
-          for (const r of rows.slice(0, kept)) this.onDisk.add(r)
+          // The rows whole in the file are on disk (side rows first); the others are tried again at the next tick.
+          const cut = err instanceof SpillCut ? err : null
+          for (const r of rows.slice(0, cut?.kept ?? 0)) this.onDisk.add(r)
+          for (const w of side.slice(0, cut?.keptSide ?? 0)) this.onDisk.add(w)
           if (!this.failing) this.log?.error(`the database cannot be written and the calls waiting for it cannot be kept on disk either (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); they are held in memory`)
           this.failing = true
           this.soon()
@@ -77,7 +86,7 @@ export class LedgerJournal {
         this.appending = null
         this.settle()
         // Calls recorded while this append was under way go at the next tick.
-        if (this.journal && this.waiting().some((r) => !this.onDisk.has(r))) this.soon()
+        if (this.journal && (this.waiting().some((r) => !this.onDisk.has(r)) || this.waitingSide().some((w) => !this.onDisk.has(w)))) this.soon()
       })
   }
 
@@ -96,11 +105,11 @@ export class LedgerJournal {
     if (this.journal && rows.some((r) => this.onDisk.has(r))) this.incomplete = true
   }
 
-  /** The database took a batch: once no call of the journal waits, the file goes. */
+  /** The database took a batch: once nothing of the journal waits, the file goes. */
   settle(): void {
     const j = this.journal
     if (!j || this.appending || this.closed) return
-    if (this.waiting().some((r) => this.onDisk.has(r))) return
+    if (this.waiting().some((r) => this.onDisk.has(r)) || this.waitingSide().some((w) => this.onDisk.has(w))) return
     this.journal = null
     this.onDisk = new WeakSet()
     const keep = this.incomplete
@@ -108,6 +117,13 @@ export class LedgerJournal {
     void j.close().then(async (file) => {
       if (!file) return
       if (keep) {
+        // Its side rows are all stored now: replayed at the next start after what followed them
+        // (a hold let go since), one would hold again. Its calls stay (stored once each, by key).
+        try {
+          rewriteSpill(file, readSpilled(file).rows)
+        } catch {
+          // Left whole: a hold held again ends at its bound.
+        }
         this.log?.warn(`some calls kept in ${file} left memory before the database could take them: they are stored at the next start`)
         return
       }

@@ -99,7 +99,14 @@ export class Ledger implements CallLedger {
       for (const hook of this.batchHooks) hook(inserted)
     })
     this.journal = opts.journalDir
-      ? new LedgerJournal(opts.journalDir, opts.log, opts.flushIntervalMs, (rows) => this.keys.give(rows), () => (this.inFlight.rows ?? []).concat(this.pending))
+      ? new LedgerJournal(
+          opts.journalDir,
+          opts.log,
+          opts.flushIntervalMs,
+          (rows) => this.keys.give(rows),
+          () => (this.inFlight.rows ?? []).concat(this.pending),
+          () => this.inFlight.side.concat(this.side),
+        )
       : null
     this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight.busy)
   }
@@ -146,12 +153,14 @@ export class Ledger implements CallLedger {
    * kept or let go) in the transaction of the next batch, on the thread that writes it: never a
    * write of their own on a call's way, nor one that could wait on the write thread's lock. A call
    * recorded after this is in that batch or a later one, so a call on disk has its key's patterns
-   * on disk too; what is lost with a crash is what was kept with the calls lost with it.
+   * on disk too. While the database cannot be written they are journalled with the waiting calls
+   * (./journal.ts), so a process killed meanwhile loses neither.
    */
   keepWithNextBatch(writes: readonly SideWrite[]): void {
     if (this.closed || writes.length === 0) return
     for (const w of writes) this.side.push(w)
     this.schedule(this.opts.flushIntervalMs)
+    if (!this.status.writable) this.journal?.soon()
   }
 
   /**

@@ -63,6 +63,8 @@ export class SpillCut extends Error {
     readonly file: string,
     readonly kept: number,
     cause: unknown,
+    /** Of the side rows written before the calls, how many are whole in the file. */
+    readonly keptSide = 0,
   ) {
     super(`${(cause as NodeJS.ErrnoException)?.code ?? (cause as Error)?.message ?? cause}`, { cause })
   }
@@ -114,7 +116,8 @@ function writeRows(file: string, rows: readonly CallRecord[], side: readonly Sid
     try {
       fsyncSync(fd)
     } catch {}
-    throw new SpillCut(file, Math.max(0, wholeLines(buf, off) - side.length), err)
+    const n = wholeLines(buf, off)
+    throw new SpillCut(file, Math.max(0, n - side.length), err, Math.min(n, side.length))
   } finally {
     closeSync(fd)
   }

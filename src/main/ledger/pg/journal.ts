@@ -1,5 +1,6 @@
 import { type FileHandle, open } from 'node:fs/promises'
 import type { CallRecord } from '../record'
+import type { SideWrite } from '../side-writes'
 import { SpillCut, spillFile, wholeLines } from '../../reliability/spill'
 
 /**
@@ -46,15 +47,16 @@ export class SpillJournal {
   }
 
   /**
-   * Appends `rows`; resolves once the OS has them all. A write to a nearly full disk may take only
+   * Appends `rows`, after `side` (the rows the SQLite ledger writes with its calls: ../side-writes.ts);
+   * resolves once the OS has them all. A write to a nearly full disk may take only
    * part of what it is given without an error: every byte is written, or the file is cut back to
    * its whole lines (a torn one would swallow the next append's first call) and a SpillCut says
-   * how many of `rows` it holds.
+   * how many of `rows` (and of `side`: `keptSide`) it holds.
    */
-  async append(rows: readonly CallRecord[]): Promise<void> {
-    if (rows.length === 0) return
+  async append(rows: readonly CallRecord[], side: readonly SideWrite[] = []): Promise<void> {
+    if (rows.length === 0 && side.length === 0) return
     const h = await this.fh()
-    const buf = Buffer.from(lines(rows), 'utf8')
+    const buf = Buffer.from(lines(rows, side), 'utf8')
     let off = 0
     try {
       while (off < buf.length) {
@@ -66,7 +68,8 @@ export class SpillJournal {
       const whole = off > 0 ? buf.lastIndexOf(10, off - 1) + 1 : 0
       await h.truncate(this.size + whole).catch(() => {})
       this.size += whole
-      throw new SpillCut(this.path!, wholeLines(buf, whole), err)
+      const n = wholeLines(buf, whole)
+      throw new SpillCut(this.path!, Math.max(0, n - side.length), err, Math.min(n, side.length))
     }
     this.size += buf.length
   }
@@ -87,6 +90,6 @@ export class SpillJournal {
   }
 }
 
-function lines(rows: readonly CallRecord[]): string {
-  return rows.map((r) => JSON.stringify(r)).join('\n') + '\n'
+function lines(rows: readonly CallRecord[], side: readonly SideWrite[]): string {
+  return side.map((w) => JSON.stringify({ side: w })).concat(rows.map((r) => JSON.stringify(r))).join('\n') + '\n'
 }
