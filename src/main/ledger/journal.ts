@@ -24,6 +24,10 @@ export class LedgerJournal {
   private appending: Promise<void> | null = null
   /** The calls and side rows in the open journal. */
   private onDisk = new WeakSet<object>()
+  /** The calls of the append under way. */
+  private appendingRows = new WeakSet<CallRecord>()
+  /** Calls that left memory while the append holding them was under way: lost only if it fails. */
+  private leftInFlight: CallRecord[] = []
   /** A call of the open journal left memory without being stored: the file stays for the next start. */
   private incomplete = false
   private timer: NodeJS.Timeout | null = null
@@ -42,6 +46,8 @@ export class LedgerJournal {
     private readonly waiting: () => readonly CallRecord[],
     /** The side rows waiting to be written with them. */
     private readonly waitingSide: () => readonly SideWrite[],
+    /** Calls `left` counted on disk that the append holding them then failed to keep: lost after all. */
+    private readonly lost: (n: number) => void,
   ) {}
 
   /** Appends the waiting calls within a tick (recorded while the database cannot be written). */
@@ -63,6 +69,7 @@ export class LedgerJournal {
     this.giveKeys(rows)
     this.journal ??= new SpillJournal(this.dataDir)
     const j = this.journal
+    this.appendingRows = new WeakSet(rows)
     this.appending = j
       .append(rows, side)
       .then(
@@ -77,6 +84,8 @@ export class LedgerJournal {
           const cut = err instanceof SpillCut ? err : null
           for (const r of rows.slice(0, cut?.kept ?? 0)) this.onDisk.add(r)
           for (const w of side.slice(0, cut?.keptSide ?? 0)) this.onDisk.add(w)
+          const lost = this.leftInFlight.filter((r) => !this.onDisk.has(r)).length
+          if (lost > 0) this.lost(lost)
           if (!this.failing) this.log?.error(`the database cannot be written and the calls waiting for it cannot be kept on disk either (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}); they are held in memory`)
           this.failing = true
           this.soon()
@@ -84,6 +93,8 @@ export class LedgerJournal {
       )
       .finally(() => {
         this.appending = null
+        this.appendingRows = new WeakSet()
+        this.leftInFlight = []
         this.settle()
         // Calls recorded while this append was under way go at the next tick.
         if (this.journal && (this.waiting().some((r) => !this.onDisk.has(r)) || this.waitingSide().some((w) => !this.onDisk.has(w)))) this.soon()
@@ -100,9 +111,23 @@ export class LedgerJournal {
     return (this.journal ?? this.stopped)?.file ?? null
   }
 
-  /** Calls that left memory unstored (past `ledger.max_pending`): those in the journal keep it for the next start. */
-  left(rows: readonly CallRecord[]): void {
-    if (this.journal && rows.some((r) => this.onDisk.has(r))) this.incomplete = true
+  /**
+   * Calls that left memory unstored (past `ledger.max_pending`): those in the journal (or in the
+   * append under way: if it fails, `lost` is told) keep it for the next start. Returns how many
+   * are on disk so, and so not lost.
+   */
+  left(rows: readonly CallRecord[]): number {
+    if (!this.journal) return 0
+    let kept = 0
+    for (const r of rows) {
+      if (this.onDisk.has(r)) kept++
+      else if (this.appending && this.appendingRows.has(r)) {
+        kept++
+        this.leftInFlight.push(r)
+      }
+    }
+    if (kept > 0) this.incomplete = true
+    return kept
   }
 
   /** The database took a batch: once nothing of the journal waits, the file goes. */

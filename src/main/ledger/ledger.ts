@@ -106,6 +106,12 @@ export class Ledger implements CallLedger {
           (rows) => this.keys.give(rows),
           () => (this.inFlight.rows ?? []).concat(this.pending),
           () => this.inFlight.side.concat(this.side),
+          (n) => {
+            // On disk after all not: an append that held them failed.
+            this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - n)
+            this.status.dropped += n
+            this.status.overflowed = (this.status.overflowed ?? 0) + n
+          },
         )
       : null
     this.threads = new ThreadKeeper(db.memory ? undefined : opts.writeThread, db.name, opts.threadIdleMs ?? THREAD_IDLE_MS, () => this.inFlight.busy)
@@ -216,9 +222,11 @@ export class Ledger implements CallLedger {
       // 100,000 held calls), which would slow every call for as long as the database is down.
       const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
       const gone = this.pending.splice(0, n)
-      this.journal?.left(gone)
-      this.status.dropped += n
-      this.status.overflowed = (this.status.overflowed ?? 0) + n
+      // Those in the journal are not lost: the next start stores them.
+      const onDisk = this.journal?.left(gone) ?? 0
+      if (onDisk > 0) this.status.left_on_disk = (this.status.left_on_disk ?? 0) + onDisk
+      this.status.dropped += gone.length - onDisk
+      this.status.overflowed = (this.status.overflowed ?? 0) + gone.length - onDisk
     }
     this.pending.push(call)
     this.countPending()

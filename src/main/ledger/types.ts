@@ -6,10 +6,16 @@ export interface LedgerStatus {
   /** False while writes are failing (locked, full or read-only database; PostgreSQL unreachable). */
   writable: boolean
   pending: number
-  /** Calls dropped and never recorded: past `maxPending` while the database stayed unwritable (with PostgreSQL, the disk refusing them too), or a row the database refused. */
+  /** Calls dropped and never recorded: past `maxPending` while the database stayed unwritable and not kept on disk (the spill journal could not take them), or a row the database refused. */
   dropped: number
   /** Of `dropped`, the calls let go because more than `maxPending` waited (the oldest first). */
   overflowed?: number
+  /**
+   * Calls that left memory because more than `maxPending` waited, but are on disk in the spill
+   * journal: not lost, and not in `dropped` (SQLite: stored at the next start; PostgreSQL: read back
+   * once it answers again, or at the next start).
+   */
+  left_on_disk?: number
   /** Why the calls dropped last (other than `overflowed`) were dropped, for the log (../reliability/ledger-log.ts). */
   last_drop?: string
   last_error: string | null

@@ -23,11 +23,20 @@ export function ledgerGauges(registry: Registry, ctx: Pick<ServerContext, 'ledge
   })
   new Counter({
     name: 'burnrate_ledger_dropped_total',
-    help: 'Calls dropped and never recorded: more than ledger.max_pending waited while the database stayed unwritable, or the database refused the row.',
+    help: 'Calls dropped and never recorded: more than ledger.max_pending waited while the database stayed unwritable and the disk could not keep them either, or the database refused the row.',
     registers,
     collect() {
       this.reset()
       this.inc(ledger.status.dropped)
+    },
+  })
+  new Counter({
+    name: 'burnrate_ledger_left_on_disk_total',
+    help: 'Calls that left memory past ledger.max_pending while the database stayed unwritable but are on disk in the spill journal: not lost (stored at the next start, or on PostgreSQL once it answers again), and not in dropped.',
+    registers,
+    collect() {
+      this.reset()
+      this.inc(ledger.status.left_on_disk ?? 0)
     },
   })
   new Gauge({

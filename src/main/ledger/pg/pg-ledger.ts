@@ -122,7 +122,9 @@ export class PgLedger implements CallLedger {
   /** Memory is full: the oldest calls leave it (1% of the bound at once); those not on disk are lost and counted. */
   private dropOldest(): void {
     const n = Math.max(1, Math.floor(this.opts.maxPending / 100))
-    const lost = this.spill.leftMemory(this.queue.dropOldest(n))
+    const gone = this.queue.dropOldest(n)
+    const lost = this.spill.leftMemory(gone)
+    if (gone.length > lost) this.status.left_on_disk = (this.status.left_on_disk ?? 0) + gone.length - lost
     if (lost > 0) {
       this.status.dropped += lost
       this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`

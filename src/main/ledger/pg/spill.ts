@@ -113,6 +113,7 @@ export class Spill {
           }
           const lost = this.leftInFlight.filter((seq) => seq > this.spilledThrough).length
           if (lost > 0) {
+            this.status.left_on_disk = Math.max(0, (this.status.left_on_disk ?? 0) - lost)
             this.status.dropped += lost
             this.status.last_error = `${lost} call(s) were dropped: PostgreSQL is away and they could not be kept on disk`
             this.status.last_drop = 'PostgreSQL is away, more than ledger.max_pending calls waited in memory, and the oldest could not be kept on disk'
