@@ -65,6 +65,13 @@ const MAX_UNSAVED = 10_000
  * any of them announced; written off the call's path. The webhooks are also claimed per crossing
  * (../alerts/claims.ts), which this does not replace: it covers the announcer itself. Read with
  * the meters (./shared.ts), before they are rebuilt.
+ *
+ * Each is also kept at once in this instance's own SQLite file (`local`: its `budget_announced`,
+ * which nothing else writes on PostgreSQL), and read back and written to PostgreSQL with the next
+ * load: while PostgreSQL is away the write is retried in memory only, and an instance killed
+ * outright then (SIGKILL, an OOM kill) announced the threshold again after its restart. A spill
+ * file of the SQLite ledger read on PostgreSQL (../storage/spilled-side.ts) leaves its announced
+ * thresholds there too.
  */
 export class PgAnnounced implements AnnouncedStore {
   /** When this instance last deleted the rows of ended periods (`load`, or a `save`). */
@@ -78,15 +85,28 @@ export class PgAnnounced implements AnnouncedStore {
   private retryTimer: NodeJS.Timeout | null = null
   private closed = false
 
-  constructor(private readonly store: SqlStore) {}
+  constructor(
+    private readonly store: SqlStore,
+    private readonly local?: Database.Database,
+  ) {}
 
-  /** The thresholds any instance announced in periods that end after `now`; those of ended periods are deleted. */
+  /**
+   * The thresholds any instance announced in periods that end after `now`, and those this one kept
+   * in its own file (written to PostgreSQL now, if they were not); those of ended periods are deleted.
+   */
   async load(now: number): Promise<AnnouncedRow[]> {
     await ensurePostgresSchema(this.store)
     const rows = await this.store.all<{ id: string; until: number | string }>(READ_SQL, { now })
     this.sweptAt = now
     void this.store.run(ANNOUNCED_ENDED_SQL, { before: now }).catch(() => {})
-    return rows.map((r) => ({ id: r.id, until: Number(r.until) }))
+    const out = rows.map((r) => ({ id: r.id, until: Number(r.until) }))
+    const shared = new Map(out.map((r) => [r.id, r.until]))
+    for (const r of this.readLocal(now)) {
+      if ((shared.get(r.id) ?? -Infinity) >= r.until) continue
+      out.push(r)
+      void this.write(r.id, r.until)
+    }
+    return out
   }
 
   /**
@@ -95,6 +115,7 @@ export class PgAnnounced implements AnnouncedStore {
    * instance is not reloaded. A failed delete leaves them to the next one.
    */
   save(id: string, until: number, now: number): void {
+    this.keepLocal(id, until, now)
     const sweep = !(now >= this.sweptAt && now - this.sweptAt < SWEEP_EVERY_MS)
     if (sweep) this.sweptAt = now
     const saved = this.write(id, until)
@@ -106,6 +127,30 @@ export class PgAnnounced implements AnnouncedStore {
     this.closed = true
     if (this.retryTimer) clearTimeout(this.retryTimer)
     this.retryTimer = null
+  }
+
+  /** Keeps an announcement in this instance's file, off the call's turn; the rows of ended periods go with it. */
+  private keepLocal(id: string, until: number, now: number): void {
+    const db = this.local
+    if (!db) return
+    setImmediate(() => {
+      try {
+        db.transaction(() => {
+          db.prepare(ANNOUNCED_ENDED_SQL).run({ before: now })
+          db.prepare(SAVE_ANNOUNCED_SQL).run({ id, until })
+        })()
+      } catch {
+        // busy or closed: PostgreSQL's copy (or its retries) is what is left
+      }
+    })
+  }
+
+  private readLocal(now: number): AnnouncedRow[] {
+    try {
+      return (this.local?.prepare(READ_SQL).all({ now }) as AnnouncedRow[] | undefined) ?? []
+    } catch {
+      return []
+    }
   }
 
   /** Writes one announcement; a failed write is tried again in RETRY_SAVE_MS. Resolves with whether it was written. */

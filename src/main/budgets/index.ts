@@ -172,7 +172,10 @@ export function budgetsOf(ctx: ServerContext): Budgets {
   if (!shared) patterns.sweep(engine.prefixPatterns())
   engine.onRules = (p) => patterns.sweep(p)
   engine.keepPatterns(patterns.all(), patterns.add)
-  ctx.onClose(() => patterns.flush())
+  ctx.onClose(() => {
+    patterns.flush()
+    patterns.close()
+  })
   const e = engine
   const r = ctx.config.runaway
   const runaway = new RunawayDetector({

@@ -5,6 +5,9 @@ import type { CallLedger } from '../ledger/types'
 
 export type { KeyPattern } from '../ledger/side-writes'
 
+/** How soon patterns the file could not take (busy) are written again. */
+const RETRY_MS = 1000
+
 /**
  * The prefix rule patterns each API key (by hash) was seen to match, kept in this machine's SQLite
  * file (`key_patterns`, ledger migration 22; on PostgreSQL too, as the other instances tell theirs
@@ -15,13 +18,18 @@ export type { KeyPattern } from '../ledger/side-writes'
  * writes them in the transaction of its next batch of calls, on its write thread when it has one,
  * so a call on disk has its key's patterns on disk too. On PostgreSQL the ledger's batches go to
  * the database: they are written here inside each batch's transaction, before it commits (a call
- * stored there has them on this machine's disk), and at close.
+ * stored there has them on this machine's disk), and a moment after they are learnt, off the
+ * call's turn: only at a batch, they waited in memory while PostgreSQL was away, and an instance
+ * killed outright then (SIGKILL, an OOM kill) lost them (a key known only by hash was listed under
+ * no rule after its restart). And at close.
  */
 export class KeyPatternStore {
   private readonly selectAll: Database.Statement
   private readonly sweepStmt: Database.Statement
   private readonly write: (rows: readonly KeyPattern[]) => void
   private pending: KeyPattern[] = []
+  private timer: NodeJS.Timeout | null = null
+  private closed = false
 
   constructor(
     db: Database.Database,
@@ -57,19 +65,41 @@ export class KeyPatternStore {
   add = (hash: string, patterns: readonly string[]): void => {
     const rows = patterns.map((pattern) => ({ api_key_hash: hash, pattern }))
     if (this.ledger instanceof Ledger) this.ledger.keepWithNextBatch(rows.map((r) => ({ pattern: r })))
-    else for (const r of rows) this.pending.push(r)
+    else {
+      for (const r of rows) this.pending.push(r)
+      this.later(0)
+    }
   }
 
   /** Writes what is pending (PostgreSQL); kept for the next try when the file cannot be written now. */
   flush(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
     if (this.pending.length === 0) return
     const rows = this.pending
     this.pending = []
     try {
       this.write(rows)
     } catch {
-      // busy or read-only now: tried again with the next batch (or at close)
+      // busy or read-only now: tried again in a moment, with the next batch, or at close
       this.pending = rows.concat(this.pending)
+      this.later(RETRY_MS)
     }
+  }
+
+  /** Stops writing on its own (the server's close, after its last `flush`). */
+  close(): void {
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    this.closed = true
+  }
+
+  private later(ms: number): void {
+    if (this.timer || this.closed) return
+    this.timer = setTimeout(() => {
+      this.timer = null
+      this.flush()
+    }, ms)
+    this.timer.unref()
   }
 }

@@ -72,7 +72,7 @@ export class SharedBudgets {
       }
     })
     this.state = new PgBudgetState(ctx.store, { admissionWaitMs: ctx.config.storage.budget_wait_ms })
-    this.announced = new PgAnnounced(ctx.store)
+    this.announced = new PgAnnounced(ctx.store, ctx.db)
   }
 
   /** The rows the last read found (the engine's `loadHistory`: it reads synchronously, so they are read ahead). */
