@@ -10,6 +10,7 @@ import { PostgresStore } from './postgres'
 import type { SqlStore } from './sql'
 import { passwordOf, redactUrl } from './url'
 import { SqliteStore } from './sqlite'
+import { writeSpilledSide } from './spilled-side'
 
 /** The shared store and the ledger that writes it, as the server composes them. */
 export interface Storage {
@@ -51,6 +52,8 @@ export function openStorage(config: Config, db: Database.Database, opts: OpenOpt
       close: async () => {},
     }
   }
+  // A SQLite spill file's holds, key patterns and thresholds announced, before anything reads them.
+  writeSpilledSide(db, config.data_dir, opts.log)
   const shown = redactUrl(url)
   const store = new PostgresStore(url, { applicationName: 'burnrate' })
   const ledger = new PgLedger(store, { ...ledgerOpts, dataDir: config.data_dir, log: opts.log, secret: passwordOf(url) ?? undefined })
