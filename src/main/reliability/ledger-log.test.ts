@@ -21,4 +21,15 @@ describe('LedgerLog', () => {
     expect(lines[2]).toMatch(/info .*writable again after 42 s/)
     expect(lines).toHaveLength(3)
   })
+
+  it('says calls that left memory onto the journal are on disk, not dropped', () => {
+    const lines: string[] = []
+    const w = new LedgerLog(createLogger('info', (l) => lines.push(l)))
+    w.check({ writable: false, pending: 5, dropped: 0, left_on_disk: 3, overflowed: 0, last_error: 'SQLITE_BUSY: database is locked' })
+    expect(lines).toHaveLength(2)
+    expect(lines[1]).toMatch(/warn .*3 call\(s\) left memory.*not lost.*on disk/)
+    expect(lines.join('\n')).not.toMatch(/dropped/)
+    w.check({ writable: false, pending: 5, dropped: 0, left_on_disk: 3, overflowed: 0, last_error: 'SQLITE_BUSY: database is locked' })
+    expect(lines).toHaveLength(2)
+  })
 })
