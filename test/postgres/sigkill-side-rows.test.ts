@@ -16,6 +16,7 @@ const answers: Answers = new Map()
 const h = usePostgres({ upstream: backgroundResponder(answers) })
 
 const KEY = 'sk-pgside-aaaaaaaaaaaa-0001'
+const AWAY_KEY = 'sk-pgside-bbbbbbbbbbbb-0002'
 // A queued deep-research job is recorded at its prompt's estimate ($0.00012): 60% of this limit.
 const config = (url: string) => ({
   timezone: 'UTC',
@@ -24,8 +25,8 @@ const config = (url: string) => ({
   budgets: { rules: [{ api_key_pattern: 'sk-pgside-*', daily_limit_usd: 0.0002, action: 'warn' }] },
 })
 
-const job = (t: BuiltServer, id: string) =>
-  postJson(`${t.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters in space.', background: true, metadata: { id } }, { authorization: `Bearer ${KEY}` })
+const job = (t: BuiltServer, id: string, key: string) =>
+  postJson(`${t.url}/v1/responses`, { model: 'o3-deep-research', input: 'Research otters in space.', background: true, metadata: { id } }, { authorization: `Bearer ${key}` })
 
 describe('SIGKILL while PostgreSQL is away', () => {
   it("keeps the key's rule patterns and the thresholds announced: the restarted instance has them", async () => {
@@ -35,21 +36,23 @@ describe('SIGKILL while PostgreSQL is away', () => {
     let again: BuiltServer | null = null
     let stopped = false
     try {
-      // The budgets read from PostgreSQL before it goes (their rules come from it).
-      await until('the schema made', async () => (await store.all("SELECT 1 FROM information_schema.tables WHERE table_name = 'budget_announced'")).length === 1)
+      // The meters read from PostgreSQL before it goes: a threshold of one key announced there.
+      expect((await job(first, 'resp_pgside_a', KEY)).status).toBe(200)
+      await until('a first threshold announced in PostgreSQL', async () => (await store.all('SELECT id FROM budget_announced').catch(() => [])).length > 0)
       h.pg.stopServer()
       stopped = true
-      expect((await job(first, 'resp_pgside_a')).status).toBe(200)
+      // Another key's first call, and its threshold, while PostgreSQL is away.
+      expect((await job(first, 'resp_pgside_b', AWAY_KEY)).status).toBe(200)
       await until('the pattern and the announcement in the instance\'s own file', () => {
-        const patterns = localRows(first.dbFile, 'SELECT api_key_hash, pattern FROM key_patterns')
+        const patterns = localRows<{ api_key_hash: string }>(first.dbFile, 'SELECT api_key_hash FROM key_patterns')
         const announced = localRows(first.dbFile, 'SELECT id FROM budget_announced')
-        return patterns.length === 1 && announced.length > 0
+        return patterns.some((p) => p.api_key_hash === hashKey(AWAY_KEY)) && announced.length > 1
       }, 20_000)
       await first.kill('SIGKILL')
       h.pg.startServer()
       stopped = false
       again = await startBuiltServer(config(url), h.upstream.url, first.dataDir)
-      expect(localRows(first.dbFile, 'SELECT api_key_hash, pattern FROM key_patterns')).toEqual([{ api_key_hash: hashKey(KEY), pattern: 'sk-pgside-*' }])
+      expect(localRows(first.dbFile, 'SELECT api_key_hash, pattern FROM key_patterns')).toContainEqual({ api_key_hash: hashKey(AWAY_KEY), pattern: 'sk-pgside-*' })
       // Written to PostgreSQL with the restarted instance's first read of the meters.
       const local = localRows<{ id: string }>(first.dbFile, 'SELECT id FROM budget_announced').map((r) => r.id)
       await until('the announcement in PostgreSQL', async () => {
