@@ -1,20 +1,18 @@
-import { BATCH_RESULT_LIKE, isBatchResult } from '../providers/batch-results'
+import { answerKey, byAnswer, heldAnswers, isBatchAnswer, lockBatchAnswers } from '../batch/twins'
 import type { SqlStore } from '../storage/sql'
 import type { IngestRow } from './validate'
 
-/** What tells one Batch API request's record from another's: the provider's answer, as the results file carried it. */
-interface Twin {
-  member: string | null
-  origin_id: number | null
-  response_id: string
-  provider: string
-  endpoint: string
-  model: string
-  input_tokens: number
-  output_tokens: number
-}
+/** The rows a twin is looked for: Batch API results as first sent (a revision replaces only a call held under its own id). */
+const asked = (rows: readonly IngestRow[]) => rows.filter((r) => r.revision === 0 && isBatchAnswer(r.record))
 
-const COLUMNS = 'member, origin_id, response_id, provider, endpoint, model, input_tokens, output_tokens'
+/**
+ * PostgreSQL: locks the answers of the batch results among `rows` (../batch/twins.ts,
+ * lockBatchAnswers), first thing in the transaction that stores them: another instance storing a
+ * copy of one at that moment (another member's, or its own proxy's) is waited for.
+ */
+export async function lockBatchTwins(tx: SqlStore, rows: readonly IngestRow[]): Promise<void> {
+  await lockBatchAnswers(tx, asked(rows).map((r) => r.record.response_id!))
+}
 
 /**
  * Which of `rows` are Batch API requests this server holds already from another member (or from its
@@ -23,40 +21,20 @@ const COLUMNS = 'member, origin_id, response_id, provider, endpoint, model, inpu
  * its own. The provider ran, and billed, each once: a request is the one held when it is a batch
  * result (its endpoint `batch.…`) with the same answer id, provider, endpoint, model and tokens.
  * The first to arrive is stored (its member's); the other is a duplicate. Calls as first sent only
- * (a revision replaces only a call held under its own id).
+ * (a revision replaces only a call held under its own id). On PostgreSQL, read after
+ * lockBatchTwins: a copy another instance stores at the same moment is seen.
  */
 export async function heldBatchTwins(tx: SqlStore, rows: readonly IngestRow[]): Promise<(row: IngestRow) => boolean> {
-  const asked = new Set(rows.filter((r) => r.revision === 0 && r.record.response_id && isBatchResult(r.record.endpoint)))
-  if (asked.size === 0) return () => false
-  const ids = [...new Set([...asked].map((r) => r.record.response_id!))]
-  const held: Twin[] = []
-  if (tx.dialect === 'postgres') {
-    held.push(
-      ...(await tx.all<Twin>(`SELECT ${COLUMNS} FROM calls WHERE response_id = ANY(@ids::text[]) AND response_id <> '' AND endpoint LIKE @like`, {
-        ids,
-        like: BATCH_RESULT_LIKE,
-      })),
-    )
-  } else {
-    for (const id of ids) {
-      held.push(...(await tx.all<Twin>(`SELECT ${COLUMNS} FROM calls WHERE response_id = @id AND response_id <> '' AND endpoint LIKE @like`, { id, like: BATCH_RESULT_LIKE })))
-    }
-  }
+  const wanted = new Set(asked(rows))
+  if (wanted.size === 0) return () => false
+  const held = await heldAnswers(tx, [...wanted].map((r) => r.record.response_id!))
   if (held.length === 0) return () => false
-  const byAnswer = new Map<string, Twin[]>()
-  for (const h of held) {
-    const answer = answerOf(h)
-    byAnswer.set(answer, [...(byAnswer.get(answer) ?? []), h])
-  }
+  const answers = byAnswer(held)
   return (row) => {
-    if (!asked.has(row)) return false
+    if (!wanted.has(row)) return false
     const r = row.record
-    const same = byAnswer.get(answerOf({ ...r, response_id: r.response_id ?? '', endpoint: r.endpoint ?? '' })) ?? []
+    const same = answers.get(answerKey({ ...r, response_id: r.response_id ?? '', endpoint: r.endpoint ?? '' })) ?? []
     // Its own copy (a resend under the same id) is the unique index's to find.
     return same.some((h) => !((h.member ?? '') === (r.member ?? '') && h.origin_id === row.origin_id))
   }
-}
-
-function answerOf(c: Omit<Twin, 'member' | 'origin_id'>): string {
-  return JSON.stringify([c.response_id, c.provider, c.endpoint, c.model, Number(c.input_tokens), Number(c.output_tokens)])
 }

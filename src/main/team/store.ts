@@ -7,7 +7,7 @@ import { type MovedCall, costChangeOf } from '../pricing/moves'
 import type { StoredCall } from '../ledger/types'
 import { retryOnConflict } from '../storage/conflict'
 import type { SqlStore } from '../storage/sql'
-import { heldBatchTwins } from './batch-twins'
+import { heldBatchTwins, lockBatchTwins } from './batch-twins'
 import type { IngestRow } from './validate'
 
 const COLUMNS = [...CALL_COLUMNS, 'origin_id', 'revision'] as const
@@ -214,6 +214,8 @@ export async function storeIngestedPg(store: SqlStore, rows: readonly IngestRow[
   // A deadlock or serialization failure rolled the transaction back whole: it goes again.
   return retryOnConflict(() =>
     store.transaction(async (tx) => {
+      // First thing: a copy of one of its batch results another instance is storing now is waited for (./batch-twins.ts).
+      await lockBatchTwins(tx, byId)
       // Calls as first sent are inserted (not one retention pruned here, sent again, nor a batch
       // request another member sent); a revision
       // only replaces a call held here (as storeIngested).
