@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import type Database from 'better-sqlite3'
 import { publishCalls } from '../budgets/feed/publish'
+import { answerKey, byAnswer, heldAnswers, isBatchAnswer, lockBatchAnswers } from '../batch/twins'
 import { applyRollups } from '../dashboard/rollup/apply'
 import { insertCalls } from '../ledger/pg/insert'
 import type { CallRecord } from '../ledger/record'
@@ -175,13 +176,30 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       await complete(store, grown, opts, stats, rekey)
       if (fresh.length === 0) return
       let kept = fresh
+      /** Batch API requests whose answer another instance or a team member stored meanwhile, and that call's id. */
+      let twins: { logged: LoggedCall; id: number }[] = []
       const stored = await store.transaction(async (tx) => {
+        // First thing (../batch/twins.ts): a copy of one of these batch answers another instance is
+        // storing now (a team member's, sent to it; its own proxy's) is waited for, and seen below.
+        const answers = fresh.filter((f) => isBatchAnswer(f.call)).map((f) => f.call.response_id!)
+        await lockBatchAnswers(tx, answers)
+        kept = fresh
+        twins = []
+        if (answers.length > 0) {
+          const held = byAnswer(await heldAnswers(tx, answers))
+          kept = fresh.filter((f) => {
+            const twin = isBatchAnswer(f.call) ? held.get(answerKey({ ...f.call, response_id: f.call.response_id!, endpoint: f.call.endpoint ?? '' }))?.[0] : undefined
+            if (twin) twins.push({ logged: f.logged, id: Number(twin.id) })
+            return !twin
+          })
+        }
+        const unmatched = kept
         // Read again under a share lock of the row a prune step locks first (../ledger/pg/pg-ledger.ts):
         // a step another instance committed since `pruned` was read, deleting a twin before it was
         // looked for, or one under way (waited for), is seen, and what it made too old is not stored
         // (it would be counted twice: the rollups keep what retention pruned).
         const now = (await tx.get<{ t: number }>('SELECT pruned_before AS t FROM retention_state WHERE id = 1 FOR SHARE'))?.t ?? 0
-        if (now > pruned) kept = fresh.filter((f) => f.logged.ts - MATCH_BEFORE_MS >= now)
+        if (now > pruned) kept = unmatched.filter((f) => f.logged.ts - MATCH_BEFORE_MS >= now)
         if (kept.length === 0) return []
         const s = await insertCalls(tx, kept.map((f) => f.call))
         // The other instances' meters count them as soon as this commits (PostgreSQL only; it locks nothing).
@@ -191,7 +209,8 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
         await applyRollups(tx, s)
         return s
       })
-      stats.expired += fresh.length - kept.length
+      stats.expired += fresh.length - twins.length - kept.length
+      stats.matched += twins.length
       // Counted as soon as they are committed, before their keys are kept in the local file: should
       // that write fail (the file locked a moment too long), a write tried again finds them in
       // PostgreSQL, by call key or response id, as recorded before, and counts them no more.
@@ -202,6 +221,7 @@ export function postgresWriter(db: Database.Database, store: SqlStore) {
       }
       const ids = new Map(stored.map((r) => [r.call_key, r.id]))
       db.transaction(() => {
+        for (const t of twins) keep(t.logged, t.id)
         for (const f of kept) {
           const id = ids.get(f.call.call_key)
           if (id !== undefined) keep(f.logged, id)

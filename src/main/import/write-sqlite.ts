@@ -5,6 +5,7 @@ import { noticeWriter } from '../ledger/notices'
 import type { CallRecord } from '../ledger/record'
 import { prunedBefore } from '../ledger/retention'
 import { SqliteStore } from '../storage/sqlite'
+import { isBatchAnswer } from '../batch/twins'
 import type { Grown } from './grown'
 import type { StoreStats, WriteOptions } from './importer'
 import type { LoggedCall } from './types'
@@ -26,6 +27,14 @@ export function sqliteWriter(db: Database.Database) {
   const byResponseId = db
     // Never a call a team member's Burnrate sent (origin_id set): made on that member's machine, not logged on this one.
     .prepare("SELECT id FROM calls WHERE response_id = ? AND response_id <> '' AND origin_id IS NULL ORDER BY id LIMIT 1")
+    .pluck()
+  // A Batch API request's answer stored already, a team member's copy too (a team server: the member
+  // read the same results file and sent its requests first): the same answer (../batch/twins.ts).
+  const byAnswer = db
+    .prepare(
+      `SELECT id FROM calls WHERE response_id = @rid AND response_id <> '' AND provider = @provider AND endpoint = @endpoint AND model = @model
+        AND input_tokens = @input AND output_tokens = @output ORDER BY id LIMIT 1`,
+    )
     .pluck()
   const byTokens = db
     .prepare(
@@ -64,6 +73,10 @@ export function sqliteWriter(db: Database.Database) {
       }
       const twin =
         (c.response_id && (byResponseId.get(c.response_id) as number | undefined)) ||
+        (isBatchAnswer(c) &&
+          (byAnswer.get({ rid: c.response_id, provider: c.provider, endpoint: c.endpoint, model: c.model, input: c.usage.input_tokens, output: c.usage.output_tokens }) as
+            | number
+            | undefined)) ||
         (!c.matchByIdOnly && byTokens.get(twinQuery(c)) as number | undefined)
       if (twin) {
         keep(c, twin)
