@@ -15,7 +15,8 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  *
  * - Claude: `:rawPredict` (JSON, or a stream when the body says `stream: true`) and
  *   `:streamRawPredict` take and answer Anthropic's Messages API (the body has no `model`;
- *   `anthropic_version: "vertex-2023-10-16"`), metered as Anthropic's answers are. Token counting
+ *   `anthropic_version: "vertex-2023-10-16"`), metered as Anthropic's answers are; fast mode is
+ *   asked as there (`speed: "fast"`) and its answer's `usage.speed` says it served it. Token counting
  *   is the model `count-tokens` with `:rawPredict`, and costs nothing.
  * - Gemini: `:generateContent` and `:streamGenerateContent` take and answer Gemini's API, metered
  *   as Gemini's answers are; an embedding model's `:predict` is billed by the tokens its answer
@@ -144,6 +145,9 @@ export function inspectVertex(req: RequestInfo): CallShape {
     const body = isObject(req.body) ? req.body : undefined
     const shape: CallShape = { endpoint: 'messages', model: call.model, stream: call.method === 'streamRawPredict' || body?.stream === true, billable: post }
     if (regionalPremium(call.location, call.model)) shape.dataResidency = true
+    // Fast mode (the Messages body's `speed: "fast"`, as on the Claude API): budgets reserve it at
+    // the model's fast price, and an answer cut before its usage is estimated so.
+    if (post && body?.speed === 'fast') shape.fast = true
     return shape
   }
   if (call && isMistral(call)) {
@@ -176,7 +180,7 @@ export const vertex: Provider = {
     const call = modelCall(req.path)
     if (call && isMistral(call)) return new OpenAIMeter({ endpoint: shape.endpoint })
     if (call && call.publisher === 'google' && isEmbeddings(call)) return new EmbeddingsMeter()
-    return call?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter()
+    return call?.publisher === 'google' ? new GeminiMeter() : new AnthropicMeter(shape.fast === true)
   },
 }
 
