@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http'
 import { type CutJsonShape, readCutJson } from '../metering/cut-json'
 import { OutputText } from '../metering/output-text'
 import { count, emptyUsage, isObject, type Usage } from '../metering/usage'
@@ -70,6 +71,23 @@ export class ConverseMeter implements Meter {
   private error: string | undefined
   /** The answer said its Priority tier served it (`servedPriority`). */
   private priority = false
+  /** The answer's headers named the tier that served it (`X-Amzn-Bedrock-Service-Tier`), whichever. */
+  private tierNamed = false
+
+  /**
+   * @param askedPriority the request asked for the Priority tier (its `serviceTier`, or the
+   *   `X-Amzn-Bedrock-Service-Tier` header): an answer that ends before its usage (a stream cut
+   *   before its `metadata` event, a body cut before its end) never said which tier served it,
+   *   and its estimate is taken at the tier asked for, as the reservation was, unless its headers
+   *   named the tier.
+   */
+  constructor(private readonly askedPriority = false) {}
+
+  headers(h: IncomingHttpHeaders): void {
+    const tier = h['x-amzn-bedrock-service-tier']
+    this.tierNamed = typeof tier === 'string' && tier.trim() !== ''
+    if (servedPriority(tier)) this.priority = true
+  }
 
   event(type: string, payload: string): void {
     const error = exceptionType(type)
@@ -123,6 +141,7 @@ export class ConverseMeter implements Meter {
     const error = this.error
     if (error && !this.started) return { usage: emptyUsage(), complete: true, error }
     if (this.usage) return { usage: this.priority ? { ...this.usage, fast: true } : this.usage, complete: this.complete, error }
-    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error }
+    const billedSoFar = (this.tierNamed ? this.priority : this.askedPriority) ? { fast: true } : undefined
+    return { usage: null, complete: this.complete, outputText: this.text.join(''), outputScale: this.text.scale, error, billedSoFar }
   }
 }

@@ -5,6 +5,7 @@ import { emptyUsage, isObject, type Usage } from '../metering/usage'
 import { AnthropicMeter } from './anthropic-meter'
 import { converseDeltaText, converseUsage, servedPriority } from './bedrock-converse'
 import { chunkEvent, exceptionType } from './bedrock-event-stream'
+import type { AskedSpeed } from './bedrock-paths'
 import { choicesText } from './openai-stream-text'
 import type { Meter, MeterResult } from './types'
 
@@ -34,7 +35,7 @@ const OTHER_TEXT_KEYS: ReadonlySet<string> = new Set(['generation', 'outputText'
  * tells 1-hour cache writes apart).
  */
 export class InvokeMeter implements Meter {
-  private readonly inner = new AnthropicMeter()
+  private readonly inner: AnthropicMeter
   private metrics: Usage | null = null
   private counted: Usage | null = null
   /** A whole JSON answer was read (the call completed), whoever's format it was in. */
@@ -47,20 +48,31 @@ export class InvokeMeter implements Meter {
   private text = new OutputText()
   /** The answer's headers say its Priority tier served it (`servedPriority`). */
   private priority = false
+  /** The answer's headers name the tier that served it (`X-Amzn-Bedrock-Service-Tier`), whichever. */
+  private tierNamed = false
 
   /**
    * @param claude the path names a Claude model.
    * @param pathNamed the path names the model (not an unmapped application inference profile):
    *   its id prices the call, else the answer's name for the model does.
+   * @param asked what the request asked for beyond the standard tier: an answer that ends
+   *   before its usage (a stream cut before `message_start`, a body cut before its end) is
+   *   estimated at fast mode when it asked for it (as the Claude API's is), and at the Priority
+   *   tier when its headers say that tier served it or, naming none, it asked for it.
    */
   constructor(
     private readonly claude: boolean,
     private readonly pathNamed = true,
-  ) {}
+    private readonly asked: AskedSpeed = { fastMode: false, priority: false },
+  ) {
+    this.inner = new AnthropicMeter(asked.fastMode)
+  }
 
   headers(h: IncomingHttpHeaders): void {
     this.counted = headerUsage(h)
-    this.priority = servedPriority(h['x-amzn-bedrock-service-tier'])
+    const tier = h['x-amzn-bedrock-service-tier']
+    this.priority = servedPriority(tier)
+    this.tierNamed = typeof tier === 'string' && tier.trim() !== ''
   }
 
   event(type: string, payload: string): void {
@@ -123,7 +135,10 @@ export class InvokeMeter implements Meter {
   result(): MeterResult {
     const r = this.counts()
     // Served at the Priority tier: its usage is billed at the model's priority price (`servedPriority`).
-    return this.priority && r.usage && !r.usage.fast && r.usage.input_tokens + r.usage.output_tokens > 0 ? { ...r, usage: { ...r.usage, fast: true } } : r
+    if (r.usage) return this.priority && !r.usage.fast && r.usage.input_tokens + r.usage.output_tokens > 0 ? { ...r, usage: { ...r.usage, fast: true } } : r
+    // No usage (an estimate): at the Priority tier its headers named, else the one it asked for.
+    const priority = this.tierNamed ? this.priority : this.asked.priority
+    return priority && !r.billedSoFar?.fast ? { ...r, billedSoFar: { ...r.billedSoFar, fast: true } } : r
   }
 
   private counts(): MeterResult {

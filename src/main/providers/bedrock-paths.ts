@@ -89,8 +89,22 @@ export function inspectBedrock(req: RequestInfo, profiles: Record<string, string
   // Asking for the Priority tier, or a Claude InvokeModel asking for fast mode (the Messages body's
   // `speed: "fast"`): budgets reserve it at the model's fast price; it is recorded at the tier or
   // speed its answer names.
-  if (shape.billable && (asksForPriority(req) || (shape.endpoint === 'invoke' && isObject(req.body) && req.body.speed === 'fast'))) shape.fast = true
+  if (shape.billable) {
+    const asked = askedSpeed(req, shape.endpoint)
+    if (asked.fastMode || asked.priority) shape.fast = true
+  }
   return shape
+}
+
+/** What a model call asks for beyond the standard tier: fast mode (an InvokeModel body's `speed: "fast"`), the Priority tier (`asksForPriority`). */
+export interface AskedSpeed {
+  fastMode: boolean
+  priority: boolean
+}
+
+/** What an InvokeModel (`endpoint` `invoke`) or Converse (`converse`) request asks for beyond the standard tier. */
+export function askedSpeed(req: RequestInfo, endpoint: string): AskedSpeed {
+  return { fastMode: endpoint === 'invoke' && isObject(req.body) && req.body.speed === 'fast', priority: asksForPriority(req) }
 }
 
 /**

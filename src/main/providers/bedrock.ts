@@ -1,6 +1,6 @@
 import { ConverseMeter } from './bedrock-converse'
 import { InvokeMeter, isClaude } from './bedrock-invoke'
-import { bedrockPlace, inspectBedrock, isOpenAIApi, pathNamesModel } from './bedrock-paths'
+import { askedSpeed, bedrockPlace, inspectBedrock, isOpenAIApi, pathNamesModel } from './bedrock-paths'
 import { OpenAIMeter } from './openai-meter'
 import type { Meter, MeterResult, Provider, ProviderSettings } from './types'
 
@@ -52,8 +52,8 @@ function bedrockProvider(profiles: Record<string, string>): Provider {
       isOpenAIApi(req.path)
         ? new BedrockOpenAIMeter({ endpoint: shape.endpoint })
         : shape.endpoint === 'converse'
-          ? new ConverseMeter()
-          : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles)),
+          ? new ConverseMeter(shape.fast === true)
+          : new InvokeMeter(isClaude(shape.model), pathNamesModel(req.path, profiles), askedSpeed(req, shape.endpoint)),
     configure: (s: ProviderSettings) => bedrockProvider(s.profiles ?? {}),
   }
 }
