@@ -56,7 +56,7 @@ function foundryProvider(below: string): Provider {
     credentials: ['x-api-key', 'api-key', 'authorization'],
     noUpstreamHint: 'set providers.foundry.base_url in the config to your Foundry resource (https://<resource>.services.ai.azure.com)',
     inspect: (req) => inspectFoundry(req, below),
-    meter: () => new AnthropicMeter(),
+    meter: (shape) => new AnthropicMeter(shape.fast === true),
     configure: (s: ProviderSettings) => foundryProvider(endsInMessagesApi(s.base_url) ? '' : MESSAGES_API),
   }
 }

@@ -1,7 +1,8 @@
 import { isObject, reportedUsd } from '../metering/usage'
 import { inspectAnthropic } from './anthropic'
 import { AnthropicMeter } from './anthropic-meter'
-import { openaiUsage } from './openai-usage'
+import { OpenAIMeter } from './openai-meter'
+import { openaiUsage, type UsageReader } from './openai-usage'
 import { openaiCompatible } from './openai-compatible'
 import type { Meter, MeterResult, Provider } from './types'
 import { withoutTrailingSlashes } from './trailing-slashes'
@@ -17,23 +18,40 @@ import { withoutTrailingSlashes } from './trailing-slashes'
  * (OpenRouter's documented setup), so through Burnrate `…/openrouter`. Those calls are read as
  * Anthropic's are, and OpenRouter's `usage.cost`, when it sends one, is the charge.
  */
-const compatible = openaiCompatible({
-  name: 'openrouter',
-  pricingId: 'openrouter',
-  baseUrl: 'https://openrouter.ai/api/v1',
-  usage: (raw) => {
-    const u = openaiUsage(raw)
-    const cost = reportedCost(raw)
-    if (u && cost !== undefined) u.provider_cost_usd = cost
-    return u
-  },
-})
+/** OpenAI's `usage`, with OpenRouter's `cost` (the charge) beside it. */
+const compatibleUsage: UsageReader = (raw) => {
+  const u = openaiUsage(raw)
+  const cost = reportedCost(raw)
+  if (u && cost !== undefined) u.provider_cost_usd = cost
+  return u
+}
+
+const compatible = openaiCompatible({ name: 'openrouter', pricingId: 'openrouter', baseUrl: 'https://openrouter.ai/api/v1', usage: compatibleUsage })
 
 export const openrouter: Provider = {
   ...compatible,
-  inspect: (req) =>
-    req.method === 'POST' && withoutTrailingSlashes(req.path) === '/messages' ? inspectAnthropic({ ...req, path: '/v1/messages' }) : compatible.inspect(req),
-  meter: (shape, req) => (shape.endpoint === 'messages' ? new MessagesMeter(shape.model) : compatible.meter(shape, req)),
+  inspect: (req) => {
+    const shape = req.method === 'POST' && withoutTrailingSlashes(req.path) === '/messages' ? inspectAnthropic({ ...req, path: '/v1/messages' }) : compatible.inspect(req)
+    if (shape.billable && (shape.endpoint === 'messages' || shape.endpoint === 'chat.completions') && asksForFast(req.body)) shape.fast = true
+    return shape
+  },
+  meter: (shape, req) =>
+    shape.endpoint === 'messages'
+      ? new MessagesMeter(shape.model, shape.fast === true)
+      : shape.endpoint === 'chat.completions' && shape.fast
+        ? new AskedFastMeter({ endpoint: shape.endpoint, usage: compatibleUsage })
+        : compatible.meter(shape, req),
+}
+
+/**
+ * OpenRouter's fast tier (openrouter.ai/docs/guides/features/service-tiers: Claude's fast mode,
+ * which it once sold as `…-fast` models), asked with `service_tier: "fast"` on either API, or the
+ * Messages API's own `speed: "fast"` (read by `inspectAnthropic`): budgets reserve the call at the
+ * model's fast price (a `speed: fast` override), and an answer cut before it said what it cost is
+ * estimated at it. A whole answer's `cost` is the charge, whatever its speed.
+ */
+function asksForFast(body: unknown): boolean {
+  return isObject(body) && body.service_tier === 'fast'
 }
 
 /** What OpenRouter says it charged in a `usage` object (its fee plus the upstream's with a BYOK key), or undefined. */
@@ -47,11 +65,19 @@ function reportedCost(raw: unknown): number | undefined {
 
 /** Anthropic's Messages API as OpenRouter answers it: Anthropic's usage, and OpenRouter's `cost` beside it. */
 class MessagesMeter implements Meter {
-  private readonly inner = new AnthropicMeter()
+  private readonly inner: AnthropicMeter
   private cost: number | undefined
 
-  /** @param requested the model the request names. */
-  constructor(private readonly requested: string) {}
+  /**
+   * @param requested the model the request names.
+   * @param askedFast the request asked for fast mode (`CallShape.fast`): an answer cut before its usage is estimated at it.
+   */
+  constructor(
+    private readonly requested: string,
+    askedFast = false,
+  ) {
+    this.inner = new AnthropicMeter(askedFast)
+  }
 
   event(name: string, data: string): void {
     this.inner.event(name, data)
@@ -86,5 +112,13 @@ class MessagesMeter implements Meter {
     // request's slug to price the call.
     if (r.model && !r.model.includes('/') && this.requested.includes('/')) return { ...r, model: undefined }
     return r
+  }
+}
+
+/** A Chat Completions answer to a request that asked for the fast tier: one that ends before its usage is estimated at the fast price (`asksForFast`). */
+class AskedFastMeter extends OpenAIMeter {
+  override result(): MeterResult {
+    const r = super.result()
+    return r.usage ? r : { ...r, billedSoFar: { ...r.billedSoFar, fast: true } }
   }
 }
