@@ -63,13 +63,16 @@ export class AnthropicMeter implements Meter {
   private droppedChars = 0
   /** Web searches whose results streamed (`isSearchResult`), for a stream cut before the final count. */
   private searches = 0
+  /** A usage object of the answer said which speed served it (its `speed`). */
+  private speedSaid = false
 
   /**
    * `askedFast`: the request asked for fast mode (`speed: "fast"`, `CallShape.fast`). An answer
    * that ends before any usage (a stream cut before `message_start`, a body cut before its end)
    * never said which speed served it; its estimate is taken at the speed asked for, as the
    * answer's `usage.speed` would have said (a request fast mode could not serve is billed at
-   * the standard rate, but then its answer says so).
+   * the standard rate, but then its answer says so). So is one cut after `message_start` whose
+   * usage said no speed: its output is estimated, and its speed taken as asked.
    */
   constructor(private readonly askedFast = false) {}
 
@@ -99,9 +102,13 @@ export class AnthropicMeter implements Meter {
     } else if (ev.type === 'message_start' && isObject(ev.message)) {
       if (typeof ev.message.model === 'string') this.model = ev.message.model
       if (typeof ev.message.id === 'string') this.id = ev.message.id
-      if (isObject(ev.message.usage)) this.raw = rawUsage(ev.message.usage)
+      if (isObject(ev.message.usage)) {
+        this.raw = rawUsage(ev.message.usage)
+        if ('speed' in ev.message.usage) this.speedSaid = true
+      }
     } else if (ev.type === 'message_delta' && isObject(ev.usage)) {
       this.raw = rawUsage(ev.usage, this.raw ?? undefined)
+      if ('speed' in ev.usage) this.speedSaid = true
       const it = iterationsSum(ev.usage.iterations)
       if (it) this.iterations = it
       this.final = true
@@ -150,6 +157,7 @@ export class AnthropicMeter implements Meter {
     this.text = cut.text
     if (!cut.usage) return undefined
     this.raw = rawUsage(cut.usage)
+    if ('speed' in cut.usage) this.speedSaid = true
     this.iterations = iterationsSum(cut.usage.iterations)
     this.final = cut.usage.output_tokens != null
     return cut.usage
@@ -176,10 +184,12 @@ export class AnthropicMeter implements Meter {
     // message_delta; Anthropic's never does) gave no usage: the whole call is estimated.
     const searches = Math.max(usage.web_searches, this.searches)
     if (usage.input_tokens === 0) {
-      const billed = searches > 0 ? { web_searches: searches } : undefined
+      const fast = this.askedFast && !this.speedSaid
+      const billed = searches > 0 || fast ? { ...(searches > 0 && { web_searches: searches }), ...(fast && { fast: true }) } : undefined
       return { usage: null, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), outputScale, error: this.error, billedSoFar: billed }
     }
     usage.web_searches = searches
+    if (this.askedFast && !this.speedSaid) usage.fast = true
     return { usage, model: this.model, responseId: this.id, complete: this.complete, outputText: this.text.join(''), partialOutput: true, outputScale, error: this.error }
   }
 }
